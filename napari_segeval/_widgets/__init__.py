@@ -1,0 +1,1 @@
+"""napari dock widgets: thin adapters over the headless core (no numerics here)."""

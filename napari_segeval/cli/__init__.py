@@ -1,0 +1,76 @@
+"""The ``segeval`` command line.
+
+Each subcommand lives in its own module exposing ``add_parser(subparsers)``
+(which registers the parser and sets ``func``) and a ``run(args) -> int``.
+Errors a person can fix (:class:`~napari_segeval.SegEvalError`) are printed as one
+line and exit with status 2; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from napari_segeval import __version__
+from napari_segeval._errors import SegEvalError
+
+#: Subcommand modules, imported lazily so ``segeval --help`` stays fast.
+SUBCOMMANDS: tuple[str, ...] = (
+    "info",
+    "inspect",
+    "metrics",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="segeval",
+        description=(
+            "Inspect and benchmark medical image segmentation, clean and under "
+            "adversarial attack."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"napari-segeval {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show full tracebacks for errors"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"napari_segeval.cli._{name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``segeval`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except SegEvalError as exc:
+        if args.debug:
+            raise
+        print(f"segeval {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"segeval {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - last line of defence, see --debug
+        if args.debug:
+            raise
+        print(
+            f"segeval {args.command}: internal error: {type(exc).__name__}: {exc} "
+            "(run with --debug for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

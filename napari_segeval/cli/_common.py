@@ -1,0 +1,99 @@
+"""Output helpers shared by every subcommand: tables, JSON, common options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+JSON_HELP = (
+    "print exactly one JSON object instead of the table "
+    "(NaN is written as null, infinity as the string \"inf\")"
+)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """Add the standard ``--json`` flag."""
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def json_safe(obj: Any) -> Any:
+    """Convert ``obj`` to plain JSON types: NaN -> None, +-inf -> "inf"/"-inf".
+
+    Examples
+    --------
+    >>> json_safe({"a": float("nan"), "b": [float("inf"), np.int64(3)]})
+    {'a': None, 'b': ['inf', 3]}
+    """
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    return obj
+
+
+def dumps(payload: dict) -> str:
+    """Serialize ``payload`` as one JSON object (strict: no NaN tokens)."""
+    return json.dumps(json_safe(payload), allow_nan=False, indent=None)
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Format one table cell: floats to ``digits`` significant decimals, NaN as ``-``."""
+    if value is None:
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return "-"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return f"{v:.{digits}f}"
+    return str(value)
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 4) -> str:
+    """Render rows as a plain aligned text table.
+
+    Examples
+    --------
+    >>> print(format_table(["name", "dice"], [["liver", 0.91234], ["spleen", float("nan")]]))
+    name    dice
+    ------  ------
+    liver   0.9123
+    spleen  -
+    """
+    cells = [[fmt(c, digits) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+    return "\n".join(lines)
+
+
+def emit(args: argparse.Namespace, payload: dict, text: str) -> None:
+    """Print ``payload`` as JSON when ``--json`` was given, else ``text``."""
+    if getattr(args, "json", False):
+        print(dumps(payload))
+    else:
+        print(text)

@@ -1,0 +1,78 @@
+"""``segeval info``: versions, compute device and optional backends."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import importlib.util
+import platform
+
+from napari_segeval import __version__
+from napari_segeval.cli._common import add_json_flag, emit, format_table
+
+#: Distribution name -> what it enables.
+PACKAGES: dict[str, str] = {
+    "numpy": "core",
+    "scipy": "core",
+    "nibabel": "NIfTI",
+    "SimpleITK": "MHA/MHD/NRRD/DICOM",
+    "torch": "models, attacks",
+    "napari": "viewer",
+    "av": "video files (extra: video)",
+    "sam2": "MedSAM2 backend (extra: medsam2)",
+    "nnunetv2": "nnU-Net v2 models (extra: nnunet)",
+    "distributed": "Dask cluster runs (extra: distributed)",
+    "matplotlib": "report plots (extra: report)",
+    "monai": "benchmark peer (extra: bench)",
+    "surface-distance": "benchmark peer (extra: bench)",
+    "medpy": "benchmark peer (extra: bench)",
+}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``segeval info``."""
+    p = sub.add_parser("info", help="versions, compute device and optional backends")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+def _devices() -> dict:
+    """Describe the torch devices without importing torch when it is absent."""
+    if importlib.util.find_spec("torch") is None:
+        return {"default": None, "cuda": [], "mps": False}
+    import torch
+
+    cuda = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    default = "cuda" if cuda else ("mps" if mps else "cpu")
+    return {"default": default, "cuda": cuda, "mps": mps, "threads": torch.get_num_threads()}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print versions, devices and which optional backends can be used."""
+    packages = {name: _version(name) for name in PACKAGES}
+    devices = _devices()
+    payload = {
+        "napari_segeval": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": devices,
+        "packages": packages,
+    }
+    rows = [[name, packages[name] or "not installed", PACKAGES[name]] for name in PACKAGES]
+    dev = devices["default"] or "none (torch missing)"
+    if devices.get("cuda"):
+        dev += " (" + ", ".join(devices["cuda"]) + ")"
+    text = (
+        f"napari-segeval {__version__}  python {payload['python']}\n"
+        f"compute device: {dev}\n\n" + format_table(["package", "version", "enables"], rows)
+    )
+    emit(args, payload, text)
+    return 0

@@ -1,0 +1,195 @@
+"""The :class:`Case` record and its :class:`Geometry`.
+
+Orientation convention
+----------------------
+Arrays are stored in C order with the *slowest* axis first: ``(z, y, x)`` for
+volumes, ``(t, y, x)`` for videos and ``(y, x[, c])`` for 2D images. This is the
+order SimpleITK's ``GetArrayFromImage`` returns and the order napari displays.
+
+Physical space is ITK's LPS (as in ITK-SNAP, 3D Slicer's file I/O and DICOM):
+
+* ``spacing`` is given **per array axis** (so ``spacing[0]`` is the slice
+  thickness of a ``(z, y, x)`` volume), in mm (seconds per frame for videos is
+  not used: video frames get spacing 1).
+* ``origin`` is the LPS position in mm of the centre of voxel ``(0, 0, 0)``,
+  in physical ``(x, y, z)`` order, as ITK reports it.
+* ``direction`` is ITK's direction cosine matrix: column ``j`` is the unit
+  vector of ITK index axis ``j``, where ITK index axes are the array axes
+  reversed (index ``i`` runs along the last array axis).
+
+NIfTI files (RAS) are converted to this convention on read and back on write,
+so a label map written with a case's geometry lines up with its source image in
+any viewer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+Modality = Literal["CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other"]
+MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other")
+
+#: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
+#: ``"tyxc"`` colour video.
+AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc")
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where the voxels of an array lie in physical space.
+
+    Parameters
+    ----------
+    spacing : tuple of float
+        Voxel size in mm per *spatial* array axis (slowest first). A channel axis
+        (``c``) has no spacing.
+    origin : tuple of float
+        Physical LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
+    direction : tuple of float
+        Row-major flattened ITK direction matrix (``ndim x ndim``).
+
+    Examples
+    --------
+    >>> g = Geometry.identity(3, spacing=(2.5, 0.8, 0.8))
+    >>> g.spacing
+    (2.5, 0.8, 0.8)
+    >>> g.ndim
+    3
+    """
+
+    spacing: tuple[float, ...]
+    origin: tuple[float, ...]
+    direction: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        n = len(self.spacing)
+        object.__setattr__(self, "spacing", tuple(float(s) for s in self.spacing))
+        object.__setattr__(self, "origin", tuple(float(o) for o in self.origin))
+        object.__setattr__(self, "direction", tuple(float(d) for d in np.ravel(self.direction)))
+        if len(self.origin) != n or len(self.direction) != n * n:
+            raise ValueError(
+                f"geometry of {n} axes needs {n} origin values and {n * n} direction "
+                f"values, got {len(self.origin)} and {len(self.direction)}"
+            )
+        if any(not np.isfinite(s) or s <= 0 for s in self.spacing):
+            raise ValueError(f"spacing must be positive and finite, got {self.spacing}")
+
+    @classmethod
+    def identity(cls, ndim: int, spacing: tuple[float, ...] | None = None) -> Geometry:
+        """Geometry with unit (or given) spacing, zero origin and identity direction."""
+        sp = tuple(spacing) if spacing is not None else (1.0,) * ndim
+        return cls(sp, (0.0,) * ndim, tuple(np.eye(ndim).ravel()))
+
+    @property
+    def ndim(self) -> int:
+        """Number of spatial axes."""
+        return len(self.spacing)
+
+    @property
+    def direction_matrix(self) -> np.ndarray:
+        """The direction as an ``(ndim, ndim)`` array (ITK convention)."""
+        return np.asarray(self.direction, dtype=float).reshape(self.ndim, self.ndim)
+
+    def affine(self) -> np.ndarray:
+        """Homogeneous matrix mapping *array* indices (slowest first) to LPS mm.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(ndim + 1, ndim + 1)`` matrix ``A`` with ``A @ [k, j, i, 1] = [x, y, z, 1]``.
+        """
+        n = self.ndim
+        itk_spacing = np.asarray(self.spacing[::-1])
+        m = self.direction_matrix * itk_spacing[None, :]
+        out = np.eye(n + 1)
+        out[:n, :n] = m[:, ::-1]  # array axis a is ITK index axis n-1-a
+        out[:n, n] = self.origin
+        return out
+
+    def matches(self, other: Geometry, atol: float = 1e-4) -> bool:
+        """True when both describe the same grid placement within ``atol`` (mm)."""
+        if self.ndim != other.ndim:
+            return False
+        return bool(
+            np.allclose(self.spacing, other.spacing, rtol=1e-5, atol=atol)
+            and np.allclose(self.origin, other.origin, rtol=1e-5, atol=atol)
+            and np.allclose(self.direction, other.direction, atol=1e-4)
+        )
+
+    def describe(self) -> str:
+        """Short human-readable text used in error messages."""
+        sp = ", ".join(f"{s:g}" for s in self.spacing)
+        org = ", ".join(f"{o:g}" for o in self.origin)
+        return f"spacing ({sp}) origin ({org})"
+
+
+@dataclass
+class Case:
+    """One image with optional reference labels and its true geometry.
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        Intensities in the axis order named by ``axes``.
+    geometry : Geometry
+        Placement of the spatial axes (a colour axis has none).
+    axes : str
+        One of :data:`AXES`.
+    modality : str
+        One of :data:`MODALITIES` (a hint: readers guess, callers may override).
+    labels : numpy.ndarray or None
+        Integer label map on the same spatial grid (no colour axis).
+    structures : dict of int to str
+        Names of label ids (background ``0`` excluded).
+    image_path, labels_path : pathlib.Path or None
+        Where the arrays came from.
+    meta : dict
+        Anything else a reader learnt (frame rate, DICOM series UID, ...).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Case(np.zeros((4, 5, 6), np.float32), Geometry.identity(3), axes="zyx")
+    >>> c.spatial_shape
+    (4, 5, 6)
+    """
+
+    image: np.ndarray
+    geometry: Geometry
+    axes: str = "zyx"
+    modality: str = "other"
+    labels: np.ndarray | None = None
+    structures: dict[int, str] = field(default_factory=dict)
+    image_path: Path | None = None
+    labels_path: Path | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def spatial_shape(self) -> tuple[int, ...]:
+        """Shape without a trailing colour axis."""
+        if self.axes.endswith("c"):
+            return tuple(self.image.shape[:-1])
+        return tuple(self.image.shape)
+
+    @property
+    def spacing(self) -> tuple[float, ...]:
+        """Spacing per spatial array axis in mm."""
+        return self.geometry.spacing
+
+    @property
+    def is_rgb(self) -> bool:
+        """True for images with a trailing colour axis."""
+        return self.axes.endswith("c")
+
+    @property
+    def is_video(self) -> bool:
+        """True when the first axis is time."""
+        return self.axes.startswith("t")
+
+    def structure_name(self, label: int) -> str:
+        """Name of ``label``, or ``"label <id>"`` when unnamed."""
+        return self.structures.get(int(label), f"label {int(label)}")
