@@ -120,6 +120,32 @@ class Geometry:
             and np.allclose(self.direction, other.direction, atol=1e-4)
         )
 
+    def to_dict(self) -> dict:
+        """Plain-JSON form (lists of floats), e.g. for napari layer metadata.
+
+        Examples
+        --------
+        >>> Geometry.identity(2, (0.5, 0.25)).to_dict()["spacing"]
+        [0.5, 0.25]
+        """
+        return {
+            "spacing": list(self.spacing),
+            "origin": list(self.origin),
+            "direction": list(self.direction),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Geometry:
+        """Inverse of :meth:`to_dict`.
+
+        Examples
+        --------
+        >>> g = Geometry.identity(3, (2.0, 1.0, 1.0))
+        >>> Geometry.from_dict(g.to_dict()) == g
+        True
+        """
+        return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]))
+
     def describe(self) -> str:
         """Short human-readable text used in error messages."""
         sp = ", ".join(f"{s:g}" for s in self.spacing)

@@ -1,0 +1,176 @@
+"""napari reader contribution: open cases (NIfTI, MHA/NRRD, DICOM, video, 2D images).
+
+``napari_get_reader`` returns ``None`` for paths this plugin does not handle and
+never raises. The reader function it returns raises a
+:class:`~napari_segeval._errors.SegEvalError` with a clear message for a handled
+file that is corrupt, and napari shows it to the person.
+
+Layers get ``scale`` from the spacing. ``translate`` is the origin projected on the
+array axes only when the direction is the identity (otherwise it stays 0 and the
+full geometry is in ``metadata["geometry"]``). A file whose name contains
+``label``, ``seg``, ``_gt`` or ``mask`` (or that lies under a ``labelsTr``/``labelsTs``
+folder) and that holds non-negative integers opens as a Labels layer with
+``metadata["structures"]`` and a ``features`` table of structure names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
+
+LABEL_WORDS = ("label", "seg", "_gt", "mask")
+LABEL_FOLDERS = ("labelstr", "labelsts", "labels")
+
+LayerData = tuple[np.ndarray, dict, str]
+
+
+def _handled(path: str) -> bool:
+    from napari_segeval.io._formats import kind
+
+    try:
+        return Path(path).exists() and kind(path) is not None
+    except Exception:  # noqa: BLE001 - a reader probe must never raise
+        return False
+
+
+def napari_get_reader(path: str | list[str]) -> Callable[[str | list[str]], list] | None:
+    """Return :func:`read_layers` when every path is a file kind we read, else None.
+
+    Examples
+    --------
+    >>> napari_get_reader("notes.txt") is None
+    True
+    >>> napari_get_reader("missing/ct.nii.gz") is None
+    True
+    """
+    try:
+        paths = [path] if isinstance(path, (str, Path)) else list(path)
+        if paths and all(_handled(str(p)) for p in paths):
+            return read_layers
+    except Exception:  # noqa: BLE001 - never raise out of the probe
+        return None
+    return None
+
+
+def looks_like_labels(path: str | Path) -> bool:
+    """True when the name or a parent folder says the file holds reference labels.
+
+    Examples
+    --------
+    >>> looks_like_labels("Task03/labelsTr/liver_3.nii.gz"), looks_like_labels("ct.nii")
+    (True, False)
+    """
+    p = Path(path)
+    name = p.name.lower()
+    parents = {q.name.lower() for q in p.parents}
+    return any(w in name for w in LABEL_WORDS) or bool(parents & set(LABEL_FOLDERS))
+
+
+def _placement(geometry, n_spatial: int) -> tuple[tuple, tuple]:
+    scale = tuple(geometry.spacing)
+    if np.allclose(geometry.direction_matrix, np.eye(geometry.ndim)):
+        translate = tuple(geometry.origin[::-1])
+    else:
+        translate = (0.0,) * n_spatial
+    return scale, translate
+
+
+def _image_layer(path: Path) -> LayerData:
+    from napari_segeval.io import read_image
+
+    case = read_image(path)
+    scale, translate = _placement(case.geometry, len(case.spatial_shape))
+    meta = {
+        "geometry": case.geometry.to_dict(),
+        "source": str(path),
+        "modality": case.modality,
+        "axes": case.axes,
+        **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
+    }
+    kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta}
+    if case.is_rgb:
+        kwargs["rgb"] = True
+    return case.image, kwargs, "image"
+
+
+def _labels_layer(path: Path) -> LayerData:
+    from napari_segeval.io.read import labels_with_axes
+
+    labels, geometry, names, axes = labels_with_axes(path)
+    scale, translate = _placement(geometry, labels.ndim)
+    ids = [int(i) for i in np.unique(labels)]
+    ids = sorted(set(ids) | set(names) | {0})
+    features = {
+        "index": ids,
+        "name": ["background" if i == 0 else names.get(i, f"label {i}") for i in ids],
+    }
+    meta = {
+        "geometry": geometry.to_dict(),
+        "source": str(path),
+        "axes": axes,
+        "structures": dict(names),
+    }
+    kwargs = {
+        "name": path.name,
+        "scale": scale,
+        "translate": translate,
+        "metadata": meta,
+        "features": features,
+    }
+    return labels, kwargs, "labels"
+
+
+def _read_one(path: Path) -> LayerData:
+    if looks_like_labels(path):
+        try:
+            return _labels_layer(path)
+        except SegEvalError as exc:
+            from napari_segeval._errors import InvalidLabelsError
+
+            if not isinstance(exc, InvalidLabelsError):
+                raise
+    return _image_layer(path)
+
+
+def read_layers(path: str | list[str]) -> list[LayerData]:
+    """Read each path into napari layer data tuples ``(data, kwargs, layer_type)``.
+
+    Raises
+    ------
+    SegEvalError
+        For a handled file that is corrupt or unusable (the message names it).
+    """
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    return [_read_one(Path(p)) for p in paths]
+
+
+def case_to_layers(case, name: str) -> list[LayerData]:
+    """Layer data tuples for a :class:`~napari_segeval.io.Case`: its image, then its labels.
+
+    Parameters
+    ----------
+    case : Case
+        Image with optional reference labels on the same grid.
+    name : str
+        Base layer name; the labels layer gets ``" reference"`` appended.
+    """
+    scale, translate = _placement(case.geometry, len(case.spatial_shape))
+    geometry = case.geometry.to_dict()
+    source = str(case.image_path) if case.image_path else None
+    meta = {"geometry": geometry, "source": source, "modality": case.modality, "axes": case.axes}
+    image_kwargs = {"name": name, "scale": scale, "translate": translate, "metadata": meta,
+                    "rgb": case.is_rgb}
+    layers: list[LayerData] = [(case.image, image_kwargs, "image")]
+    if case.labels is not None:
+        ids = sorted({int(i) for i in np.unique(case.labels)} | set(case.structures) | {0})
+        names = ["background" if i == 0 else case.structure_name(i) for i in ids]
+        label_meta = {**meta, "structures": dict(case.structures),
+                      "source": str(case.labels_path) if case.labels_path else None}
+        layers.append((case.labels, {"name": f"{name} reference", "scale": scale,
+                                     "translate": translate, "metadata": label_meta,
+                                     "features": {"index": ids, "name": names}}, "labels"))
+    return layers

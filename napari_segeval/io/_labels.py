@@ -1,0 +1,95 @@
+"""Turning what a file holds into integer label ids: colour tables and 0/255 masks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import InvalidLabelsError
+
+#: Default largest distance (Euclidean, 0-255 units) from a pixel to its table colour.
+COLOR_TOLERANCE = 128.0
+
+
+def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Split ``{colour: id}`` or ``{colour: (id, name)}`` into colours, ids and names.
+
+    Colours are RGB triples or single grey values. Black (or grey 0) maps to 0
+    unless the table says otherwise.
+
+    Examples
+    --------
+    >>> c, ids, names = parse_color_table({(255, 0, 0): (1, "neoplastic"), (0, 255, 0): 2})
+    >>> c.astype(int).tolist(), ids.tolist(), names
+    ([[255, 0, 0], [0, 255, 0], [0, 0, 0]], [1, 2, 0], {1: 'neoplastic'})
+    """
+    colours, ids, names = [], [], {}
+    for colour, value in table.items():
+        if isinstance(value, (tuple, list)):
+            value, name = value
+            names[int(value)] = str(name)
+        colours.append(np.atleast_1d(np.asarray(colour, dtype=float)))
+        ids.append(int(value))
+    widths = {len(c) for c in colours}
+    if len(widths) != 1 or widths - {1, 3}:
+        raise InvalidLabelsError(f"colour table keys must all be RGB triples or grey values: {table}")
+    width = widths.pop()
+    if not any(np.all(c == 0) for c in colours) and 0 not in ids:
+        colours.append(np.zeros(width))
+        ids.append(0)
+    if min(ids) < 0:
+        raise InvalidLabelsError(f"colour table maps to negative ids: {table}")
+    return np.stack(colours), np.asarray(ids), names
+
+
+def apply_color_table(
+    pixels: np.ndarray, table: dict, source: str | Path, tolerance: float = COLOR_TOLERANCE
+) -> tuple[np.ndarray, dict[int, str]]:
+    """Map each pixel to the id of the nearest table colour within ``tolerance``.
+
+    ``pixels`` is ``(..., 3)`` RGB or grey; the nearest-colour rule absorbs JPEG
+    noise. A pixel farther than ``tolerance`` from every table colour raises
+    :class:`InvalidLabelsError` naming the file, how many pixels and one colour.
+
+    Examples
+    --------
+    >>> px = np.array([[[250, 3, 4], [2, 1, 0]], [[10, 240, 20], [0, 0, 0]]], np.uint8)
+    >>> labels, names = apply_color_table(px, {(255, 0, 0): 1, (0, 255, 0): 2}, "m.jpg")
+    >>> labels.tolist()
+    [[1, 0], [2, 0]]
+    """
+    colours, ids, names = parse_color_table(table)
+    width = colours.shape[1]
+    if width == 3 and (pixels.ndim < 1 or pixels.shape[-1] != 3):
+        raise InvalidLabelsError(f"{source}: RGB colour table given but the mask is not RGB")
+    flat = pixels.reshape(-1, width) if width == 3 else pixels.reshape(-1, 1)
+    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
+    dist = np.linalg.norm(unique[:, None, :].astype(float) - colours[None], axis=-1)
+    nearest = dist.argmin(axis=1)
+    far = dist[np.arange(len(unique)), nearest] > tolerance
+    if far.any():
+        n_far = int(np.isin(inverse.ravel(), np.flatnonzero(far)).sum())
+        raise InvalidLabelsError(
+            f"{source}: {n_far} pixels have colours farther than {tolerance:g} from every "
+            f"colour table entry (e.g. {tuple(int(v) for v in unique[far][0])}); "
+            f"table colours: {[tuple(int(v) for v in c) for c in colours]}"
+        )
+    shape = pixels.shape[:-1] if width == 3 else pixels.shape
+    return ids[nearest][inverse.ravel()].reshape(shape), names
+
+
+def binary_255_to_1(mask: np.ndarray) -> np.ndarray:
+    """Map a 0/255 mask (ISIC ``_segmentation.png``) to 0/1; other masks unchanged.
+
+    Examples
+    --------
+    >>> binary_255_to_1(np.array([0, 255, 255], np.uint8)).tolist()
+    [0, 1, 1]
+    >>> binary_255_to_1(np.array([0, 1, 2], np.uint8)).tolist()
+    [0, 1, 2]
+    """
+    values = np.unique(mask)
+    if values.size and values.max() == 255 and np.all(np.isin(values, (0, 255))):
+        return (mask == 255).astype(np.uint8)
+    return mask

@@ -1,0 +1,79 @@
+"""Single 2D images: PNG/JPG/BMP through Pillow, TIFF through tifffile.
+
+These formats carry no physical geometry we trust (a JPEG's dpi says nothing about
+millimetres), so spacing is 1 per pixel and ``Raw.has_geometry`` is False. Colour is
+kept as ``"yxc"`` RGB (alpha dropped); grey images are ``"yx"``. A palette image's
+raw indices are kept in ``meta["palette_indices"]`` because label masks are often
+stored that way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import InvalidImageError, ReadError
+from napari_segeval.io.case import Geometry
+from napari_segeval.io._formats import Raw, suffix
+
+_GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
+
+
+_PNG_END = b"IEND\xaeB`\x82"
+
+
+def _read_pil(path: Path) -> tuple[np.ndarray, dict]:
+    from PIL import Image
+
+    meta: dict = {}
+    if suffix(path) == ".png":
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 8))
+            if fh.read() != _PNG_END:
+                raise ReadError(f"{path}: PNG file is truncated (no IEND chunk at the end)")
+    try:
+        with Image.open(path) as im:
+            im.load()
+            mode = im.mode
+            if mode == "P":
+                meta["palette_indices"] = np.array(im)
+                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+            elif mode == "1":
+                return np.array(im).astype(np.uint8), meta
+            elif mode == "LA":
+                im = im.convert("L")
+            elif mode not in _GREY_MODES | {"RGB", "RGBA"}:
+                im = im.convert("RGB")
+            arr = np.array(im)
+    except Exception as exc:  # PIL.UnidentifiedImageError, OSError (truncated), ...
+        raise ReadError(f"{path}: cannot read image ({type(exc).__name__}: {exc})") from exc
+    return arr, meta
+
+
+def _read_tiff(path: Path) -> np.ndarray:
+    import tifffile
+
+    try:
+        return np.asarray(tifffile.imread(str(path)))
+    except Exception as exc:
+        raise ReadError(f"{path}: cannot read TIFF ({type(exc).__name__}: {exc})") from exc
+
+
+def read_raster(path: Path) -> Raw:
+    """Read a PNG/JPG/BMP/TIFF image (TIFF stacks become ``"zyx"`` volumes)."""
+    if suffix(path) in (".tif", ".tiff"):
+        arr, meta = _read_tiff(path), {}
+    else:
+        arr, meta = _read_pil(path)
+    if arr.ndim == 3 and arr.shape[-1] in (3, 4):
+        arr = arr[..., :3]
+        axes = "yxc"
+    elif arr.ndim in (2, 3):
+        axes = "yx" if arr.ndim == 2 else "zyx"
+    else:
+        raise InvalidImageError(
+            f"{path}: unsupported image dimensionality {arr.ndim}D with shape {arr.shape}"
+        )
+    n = 2 if axes in ("yx", "yxc") else 3
+    return Raw(np.ascontiguousarray(arr), Geometry.identity(n), axes, meta, has_geometry=False)

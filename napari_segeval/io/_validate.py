@@ -1,0 +1,133 @@
+"""Checks shared by every reader and writer: dimensionality, finite values, label ids, grids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import GeometryMismatchError, InvalidImageError, InvalidLabelsError
+from napari_segeval.io.case import Geometry
+
+
+def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
+    """Return ``image`` if it has the dimensionality ``axes`` says and only finite values.
+
+    Examples
+    --------
+    >>> check_image(np.zeros((2, 3)), "yx", "a.png").shape
+    (2, 3)
+    >>> check_image(np.array([[np.nan]]), "yx", "a.png")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidImageError: a.png: 1 of 1 voxels are NaN or infinite
+    """
+    if image.ndim != len(axes):
+        raise InvalidImageError(
+            f"{source}: array has {image.ndim} dimensions {image.shape}, "
+            f"expected {len(axes)} for axes '{axes}'"
+        )
+    if image.size == 0:
+        raise InvalidImageError(f"{source}: image is empty (shape {image.shape})")
+    if image.dtype.kind == "f":
+        bad = int(np.count_nonzero(~np.isfinite(image)))
+        if bad:
+            raise InvalidImageError(
+                f"{source}: {bad} of {image.size} voxels are NaN or infinite"
+            )
+    elif image.dtype.kind not in "biu":
+        raise InvalidImageError(f"{source}: unsupported pixel type {image.dtype}")
+    return image
+
+
+def label_dtype(max_label: int) -> np.dtype:
+    """Smallest unsigned integer type holding ``max_label``.
+
+    Examples
+    --------
+    >>> label_dtype(3), label_dtype(300), label_dtype(70000)
+    (dtype('uint8'), dtype('uint16'), dtype('uint32'))
+    """
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if max_label <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    raise InvalidLabelsError(f"label id {max_label} is too large (more than 32 bits)")
+
+
+def as_labels(array: np.ndarray, source: str | Path) -> np.ndarray:
+    """Validate a label map and return it as the smallest unsigned integer type.
+
+    Floats are accepted when every value is a whole number; NaN, non-integer and
+    negative values raise :class:`InvalidLabelsError`.
+
+    Examples
+    --------
+    >>> as_labels(np.array([[0.0, 2.0]]), "seg.nii.gz")
+    array([[0, 2]], dtype=uint8)
+    >>> as_labels(np.array([[0.5]]), "seg.nii.gz")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidLabelsError: seg.nii.gz: label map has non-integer values (e.g. 0.5); labels must be whole numbers
+    """
+    a = np.asarray(array)
+    if a.size == 0:
+        raise InvalidLabelsError(f"{source}: label map is empty (shape {a.shape})")
+    if a.dtype.kind == "b":
+        return a.astype(np.uint8)
+    if a.dtype.kind == "f":
+        finite = np.isfinite(a)
+        if not finite.all():
+            raise InvalidLabelsError(
+                f"{source}: label map has {int((~finite).sum())} NaN or infinite values"
+            )
+        frac = a != np.round(a)
+        if frac.any():
+            raise InvalidLabelsError(
+                f"{source}: label map has non-integer values (e.g. {a[frac].flat[0]:g}); "
+                "labels must be whole numbers"
+            )
+    elif a.dtype.kind not in "iu":
+        raise InvalidLabelsError(f"{source}: label map has unsupported type {a.dtype}")
+    lo, hi = a.min(), a.max()
+    if lo < 0:
+        raise InvalidLabelsError(
+            f"{source}: label map has negative ids (minimum {lo:g}); ids must be >= 0"
+        )
+    return a.astype(label_dtype(int(hi)), copy=False)
+
+
+def check_same_grid(
+    image_shape: tuple[int, ...],
+    image_geometry: Geometry,
+    labels_shape: tuple[int, ...],
+    labels_geometry: Geometry,
+    image_source: str | Path,
+    labels_source: str | Path,
+) -> None:
+    """Raise :class:`GeometryMismatchError` unless both arrays share one grid.
+
+    The message states both shapes, spacings and origins and names both files.
+
+    Examples
+    --------
+    >>> g = Geometry.identity(2)
+    >>> check_same_grid((4, 4), g, (4, 5), g, "img.png", "seg.png")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.GeometryMismatchError: labels seg.png do not match image img.png: shape (4, 5) vs (4, 4)
+    """
+    problems = []
+    if tuple(labels_shape) != tuple(image_shape):
+        problems.append(f"shape {tuple(labels_shape)} vs {tuple(image_shape)}")
+    elif not labels_geometry.matches(image_geometry):
+        problems.append(
+            f"geometry {labels_geometry.describe()} vs {image_geometry.describe()}"
+        )
+        if not np.allclose(labels_geometry.direction, image_geometry.direction, atol=1e-4):
+            problems.append(
+                f"direction {labels_geometry.direction} vs {image_geometry.direction}"
+            )
+    if problems:
+        raise GeometryMismatchError(
+            f"labels {labels_source} do not match image {image_source}: " + "; ".join(problems)
+        )

@@ -1,0 +1,136 @@
+"""Videos (mp4/avi/... through PyAV, the ``video`` extra) and folders of image frames.
+
+Frames come back as ``(t, y, x, c)`` uint8 RGB, or ``(t, y, x)`` when the video is
+grey: every pixel's three channels agree to within :data:`GREY_TOLERANCE` grey
+levels (lossy codecs wobble chroma slightly), in which case their rounded mean is
+kept. Frame spacing is 1; the frame rate goes to ``meta["fps"]``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+from napari_segeval.io.case import Geometry
+from napari_segeval.io._formats import Raw, frame_files
+
+#: Largest channel disagreement (grey levels) for a colour frame to count as grey.
+GREY_TOLERANCE = 3
+
+
+def to_grey_if_equal(frames: np.ndarray, tolerance: int = GREY_TOLERANCE) -> np.ndarray:
+    """Drop the colour axis of ``(..., 3)`` uint8 frames whose channels agree.
+
+    Examples
+    --------
+    >>> f = np.full((2, 2, 2, 3), 7, np.uint8)
+    >>> to_grey_if_equal(f).shape
+    (2, 2, 2)
+    >>> f[0, 0, 0] = (255, 0, 0)
+    >>> to_grey_if_equal(f).shape
+    (2, 2, 2, 3)
+    """
+    c = frames.astype(np.int16)
+    spread = (c.max(axis=-1) - c.min(axis=-1)).max()
+    if spread > tolerance:
+        return frames
+    return np.round(c.mean(axis=-1)).astype(np.uint8)
+
+
+def _import_av(path: Path):
+    try:
+        import av
+    except ImportError as exc:
+        raise MissingDependencyError("av", "video", f"Reading the video {path.name}") from exc
+    return av
+
+
+def check_container(path: Path) -> None:
+    """Raise :class:`ReadError` when an MP4/MOV box or the AVI RIFF chunk runs past the end.
+
+    Decoders tolerate a cut tail silently; the container's own sizes tell.
+    """
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        head = fh.read(12)
+        if path.suffix.lower() == ".avi" and head[:4] == b"RIFF" and head[8:12] == b"AVI ":
+            if int.from_bytes(head[4:8], "little") + 8 > size:
+                raise ReadError(f"{path}: AVI file is truncated ({size} bytes, header says more)")
+            return
+        if path.suffix.lower() not in (".mp4", ".mov") or head[4:8] != b"ftyp":
+            return
+        pos = 0
+        while pos < size:
+            fh.seek(pos)
+            box = fh.read(16)
+            n = int.from_bytes(box[:4], "big")
+            if n == 1 and len(box) == 16:
+                n = int.from_bytes(box[8:16], "big")
+            elif n == 0:
+                n = size - pos
+            if n < 8 or pos + n > size:
+                raise ReadError(f"{path}: MP4 file is truncated or corrupt (box at byte {pos})")
+            pos += n
+
+
+def read_video(path: Path) -> Raw:
+    """Decode every frame of a video file."""
+    av = _import_av(path)
+    check_container(path)
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise ReadError(f"{path}: no video stream in this file")
+            stream = container.streams.video[0]
+            declared = int(stream.frames or 0)
+            fps = float(stream.average_rate) if stream.average_rate else None
+            frames = []
+            for packet in container.demux(stream):
+                if packet.is_corrupt:
+                    raise ReadError(f"{path}: video data is truncated or corrupt")
+                frames.extend(f.to_ndarray(format="rgb24") for f in packet.decode())
+    except SegEvalError:
+        raise
+    except Exception as exc:  # av.error.* and OSError subclasses
+        raise ReadError(f"{path}: cannot decode video ({type(exc).__name__}: {exc})") from exc
+    if not frames:
+        raise ReadError(f"{path}: the video has no decodable frames")
+    if declared and len(frames) < declared:
+        raise ReadError(
+            f"{path}: only {len(frames)} of {declared} frames could be decoded; "
+            "the file is truncated or corrupt"
+        )
+    if len({f.shape for f in frames}) > 1:
+        raise ReadError(f"{path}: frame size changes within the video")
+    arr = to_grey_if_equal(np.stack(frames))
+    axes = "tyx" if arr.ndim == 3 else "tyxc"
+    return Raw(arr, Geometry.identity(3), axes, meta={"fps": fps}, has_geometry=False)
+
+
+def read_frame_folder(folder: Path) -> Raw:
+    """Stack the image frames of ``folder`` (naturally sorted) into a video."""
+    from napari_segeval.io._raster import read_raster
+
+    files = frame_files(folder)
+    if not files:
+        raise ReadError(f"{folder}: no PNG/JPG/TIFF/BMP frames in this folder")
+    frames = []
+    for f in files:
+        raw = read_raster(f)
+        if raw.axes not in ("yx", "yxc"):
+            raise ReadError(f"{f}: frame is not a 2D image (axes {raw.axes})")
+        if frames and raw.array.shape != frames[0].shape:
+            raise ReadError(
+                f"{f}: frame shape {raw.array.shape} differs from {files[0].name} "
+                f"{frames[0].shape}; all frames of {folder} must have one size"
+            )
+        frames.append(raw.array)
+    arr = np.stack(frames)
+    if arr.ndim == 4 and arr.dtype == np.uint8:
+        lossy = any(f.suffix.lower() in (".jpg", ".jpeg") for f in files)
+        arr = to_grey_if_equal(arr, tolerance=GREY_TOLERANCE if lossy else 0)
+    axes = "tyx" if arr.ndim == 3 else "tyxc"
+    meta = {"frames": [f.name for f in files], "fps": None}
+    return Raw(arr, Geometry.identity(3), axes, meta=meta, has_geometry=False)

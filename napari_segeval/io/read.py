@@ -1,0 +1,253 @@
+"""Reading cases: :func:`read_image`, :func:`read_labels` and :func:`read_case`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import InvalidLabelsError, ReadError
+from napari_segeval.io import _labels, _modality
+from napari_segeval.io._dataset_json import (
+    dataset_modality,
+    find_dataset_json,
+    load_dataset_json,
+    structure_names,
+)
+from napari_segeval.io._formats import NIFTI, RASTER, VIDEO, ITK, DICOM, Raw, kind
+from napari_segeval.io._validate import as_labels, check_image, check_same_grid
+from napari_segeval.io.case import MODALITIES, Case, Geometry
+
+SUPPORTED = NIFTI + ITK + DICOM + VIDEO + RASTER
+
+
+def read_raw(path: str | Path) -> Raw:
+    """Read any supported file or folder into a :class:`Raw` (no validation)."""
+    p = Path(path)
+    if not p.exists():
+        raise ReadError(f"{p}: no such file or folder")
+    k = kind(p)
+    if k is None:
+        what = "folder has no DICOM files or image frames" if p.is_dir() else (
+            f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders, "
+            "folders of frames)"
+        )
+        raise ReadError(f"{p}: {what}")
+    if k == "nifti":
+        from napari_segeval.io._nifti import read_nifti
+
+        return read_nifti(p)
+    if k in ("itk", "dicom"):
+        from napari_segeval.io._sitk import read_itk_file
+
+        return read_itk_file(p)
+    if k == "dicom-folder":
+        from napari_segeval.io._sitk import read_dicom_folder
+
+        return read_dicom_folder(p)
+    if k == "video":
+        from napari_segeval.io._video import read_video
+
+        return read_video(p)
+    if k == "frames":
+        from napari_segeval.io._video import read_frame_folder
+
+        return read_frame_folder(p)
+    from napari_segeval.io._raster import read_raster
+
+    return read_raster(p)
+
+
+def _dataset(path: Path, dataset_json: str | Path | dict | None) -> dict | None:
+    if isinstance(dataset_json, dict):
+        return dataset_json
+    if dataset_json is not None:
+        return load_dataset_json(dataset_json)
+    found = find_dataset_json(path)
+    return load_dataset_json(found) if found else None
+
+
+def _modality_of(raw: Raw, override: str | None, dataset: dict | None, path: Path) -> str:
+    if override is not None:
+        if override not in MODALITIES:
+            raise ValueError(f"modality must be one of {MODALITIES}, got {override!r}")
+        return override
+    return (
+        _modality.from_dicom(raw.modality)
+        or (dataset_modality(dataset) if dataset else None)
+        or _modality.guess_modality(raw.array, raw.axes)
+    )
+
+
+def read_image(path: str | Path, *, modality: str | None = None) -> Case:
+    """Read an image, volume or video into a :class:`Case` with its geometry.
+
+    Parameters
+    ----------
+    path : str or Path
+        NIfTI, MHA/MHD, NRRD, DICOM file or series folder, mp4/avi video, folder
+        of frames, PNG/JPG/BMP/TIFF.
+    modality : str, optional
+        Overrides the guess (DICOM tag, then dataset.json, then pixel heuristics).
+
+    Returns
+    -------
+    Case
+        With ``labels`` None.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from napari_segeval.io import write_image, Geometry
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ct.nii.gz"
+    >>> _ = write_image(p, np.full((2, 3, 4), -1000, np.int16), Geometry.identity(3, (2.5, 1, 1)))
+    >>> case = read_image(p)
+    >>> case.axes, case.spacing, case.modality
+    ('zyx', (2.5, 1.0, 1.0), 'CT')
+    """
+    p = Path(path)
+    raw = read_raw(p)
+    check_image(raw.array, raw.axes, p)
+    dataset = _dataset(p, None) if raw.modality is None and modality is None else None
+    meta = dict(raw.meta, has_geometry=raw.has_geometry)
+    meta.pop("palette_indices", None)
+    return Case(
+        image=raw.array,
+        geometry=raw.geometry,
+        axes=raw.axes,
+        modality=_modality_of(raw, modality, dataset, p),
+        image_path=p,
+        meta=meta,
+    )
+
+
+def _labels_raw(
+    path: Path, color_table: dict | None, color_tolerance: float
+) -> tuple[np.ndarray, Raw, dict[int, str]]:
+    raw = read_raw(path)
+    arr, names = raw.array, {}
+    if color_table is not None:
+        arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
+    elif "palette_indices" in raw.meta:
+        arr = raw.meta["palette_indices"]
+    elif raw.axes.endswith("c"):
+        c = arr.astype(np.int32)
+        if np.any(c.max(axis=-1) != c.min(axis=-1)):
+            raise InvalidLabelsError(
+                f"{path}: colour-coded mask needs a colour table, e.g. "
+                "color_table={(255, 0, 0): (1, 'neoplastic'), (0, 255, 0): (2, 'non-neoplastic')}"
+            )
+        arr = arr[..., 0]
+    if not raw.has_geometry and color_table is None and arr.dtype == np.uint8:
+        arr = _labels.binary_255_to_1(arr)
+    raw.axes = raw.axes.rstrip("c")
+    return as_labels(arr, path), raw, names
+
+
+def read_labels(
+    path: str | Path,
+    *,
+    color_table: dict | None = None,
+    color_tolerance: float = _labels.COLOR_TOLERANCE,
+) -> tuple[np.ndarray, Geometry, dict[int, str]]:
+    """Read a reference label map as integer ids with its geometry and structure names.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any format :func:`read_image` reads.
+    color_table : dict, optional
+        ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` for colour-coded masks
+        (grey keys for grey masks); pixels map to the nearest colour within
+        ``color_tolerance``, black to 0. Without a table, 8-bit 0/255 masks from
+        PNG/JPG/TIFF/frame folders become 0/1.
+    color_tolerance : float
+        Largest RGB distance from a pixel to its table colour.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        Smallest unsigned integer dtype holding the ids.
+    geometry : Geometry
+    structures : dict of int to str
+        From the colour table names, else a ``dataset.json`` next to or up to two
+        folders above the file (background excluded).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from PIL import Image
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ISIC_0001_segmentation.png"
+    >>> Image.fromarray(np.array([[0, 255], [255, 255]], np.uint8)).save(p)
+    >>> labels, geometry, names = read_labels(p)
+    >>> labels.tolist(), geometry.spacing
+    ([[0, 1], [1, 1]], (1.0, 1.0))
+    """
+    labels, geometry, names, _ = labels_with_axes(path, color_table, color_tolerance)
+    return labels, geometry, names
+
+
+def labels_with_axes(
+    path: str | Path,
+    color_table: dict | None = None,
+    color_tolerance: float = _labels.COLOR_TOLERANCE,
+) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
+    """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"`` or ``"yx"``) of the map."""
+    p = Path(path)
+    labels, raw, names = _labels_raw(p, color_table, color_tolerance)
+    if not names:
+        dataset = _dataset(p, None)
+        names = structure_names(dataset) if dataset else {}
+    return labels, raw.geometry, names, raw.axes
+
+
+def read_case(
+    image: str | Path,
+    labels: str | Path | None = None,
+    *,
+    modality: str | None = None,
+    dataset_json: str | Path | dict | None = None,
+    color_table: dict | None = None,
+) -> Case:
+    """Read an image and (optionally) its reference labels, checking they share a grid.
+
+    Labels from formats without geometry (PNG, frame folders) take the image's
+    geometry when the shapes agree. A mismatch raises
+    :class:`~napari_segeval._errors.GeometryMismatchError` naming both files and
+    stating both shapes, spacings and origins.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from napari_segeval.io import write_image, write_labels, Geometry
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> g = Geometry.identity(3, (3.0, 0.7, 0.7))
+    >>> img = write_image(d / "ct.nii.gz", np.zeros((2, 4, 4), np.float32), g)
+    >>> seg = write_labels(d / "ct_seg.nii.gz", np.ones((2, 4, 4), np.uint8), g)
+    >>> case = read_case(img, seg, dataset_json={"labels": {"0": "background", "1": "liver"}})
+    >>> case.structures, case.labels.dtype
+    ({1: 'liver'}, dtype('uint8'))
+    """
+    ipath = Path(image)
+    dataset = _dataset(ipath, dataset_json)
+    case = read_image(ipath, modality=modality)
+    if modality is None and dataset and case.meta.get("dicom_modality") is None:
+        case.modality = dataset_modality(dataset) or case.modality
+    if labels is None:
+        case.structures = structure_names(dataset) if dataset else {}
+        return case
+    lpath = Path(labels)
+    arr, raw, names = _labels_raw(lpath, color_table, _labels.COLOR_TOLERANCE)
+    geometry = raw.geometry
+    if not raw.has_geometry and arr.shape == case.spatial_shape:
+        geometry = case.geometry
+    elif not case.meta.get("has_geometry", True) and arr.shape == case.spatial_shape:
+        case.geometry = geometry  # e.g. a PNG image with NIfTI labels: trust the labels
+    check_same_grid(case.spatial_shape, case.geometry, arr.shape, geometry, ipath, lpath)
+    case.labels = arr
+    case.labels_path = lpath
+    if not names:
+        ds = dataset if dataset is not None else _dataset(lpath, None)
+        names = structure_names(ds) if ds else {}
+    case.structures = names
+    return case

@@ -1,0 +1,134 @@
+"""Writing label maps and images with their source geometry, atomically.
+
+The format follows the extension: ``.nii``/``.nii.gz`` (nibabel, RAS affine in
+both qform and sform), ``.mha``/``.nrrd`` (one file) or ``.mhd`` (header plus
+``.zraw``/``.raw`` data) through SimpleITK. Data go to a temporary file in the
+target folder that is then renamed over the target with :func:`os.replace`, so a
+crash never leaves a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval.io._formats import WRITABLE, suffix
+from napari_segeval.io._validate import as_labels
+from napari_segeval.io.case import Geometry
+
+
+def _targets(path: Path) -> list[Path]:
+    if suffix(path) == ".mhd":
+        return [path, path.with_suffix(".zraw"), path.with_suffix(".raw")]
+    return [path]
+
+
+def _check_target(path: Path, overwrite: bool) -> None:
+    if suffix(path) not in WRITABLE:
+        raise WriteError(f"{path}: cannot write this format (use one of {', '.join(WRITABLE)})")
+    if not path.parent.is_dir():
+        raise WriteError(f"{path}: folder {path.parent} does not exist")
+    if not overwrite and path.exists():
+        raise WriteError(f"{path}: file exists; pass overwrite=True to replace it")
+
+
+def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: bool) -> Path:
+    ext = suffix(path)
+    tmpdir = Path(tempfile.mkdtemp(prefix=".segeval-", dir=path.parent))
+    try:
+        tmp = tmpdir / path.name
+        if ext in (".nii", ".nii.gz"):
+            from napari_segeval.io._nifti import write_nifti
+
+            write_nifti(tmp, array, geometry)
+        else:
+            from napari_segeval.io._sitk import write_itk
+
+            write_itk(tmp, array, geometry, compress)
+        written = [p for p in tmpdir.iterdir()]
+        for part in sorted(written, key=lambda p: p == tmp):  # data file before header
+            os.replace(part, path.parent / part.name)
+    except SegEvalError:
+        raise
+    except Exception as exc:
+        raise WriteError(f"{path}: cannot write ({type(exc).__name__}: {exc})") from exc
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return path
+
+
+def _check_grid(path: Path, array: np.ndarray, geometry: Geometry, colour_ok: bool) -> None:
+    extra = array.ndim - geometry.ndim
+    if extra not in ((0, 1) if colour_ok else (0,)) or (extra == 1 and array.shape[-1] != 3):
+        raise WriteError(
+            f"{path}: array of shape {array.shape} does not fit a {geometry.ndim}D geometry"
+        )
+
+
+def write_labels(
+    path: str | Path, labels: np.ndarray, geometry: Geometry, *, overwrite: bool = False
+) -> Path:
+    """Write an integer label map with ``geometry`` (the source image's).
+
+    Labels are stored in the smallest unsigned integer type that holds them.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from napari_segeval.io import read_labels
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "pred.nii.gz"
+    >>> g = Geometry.identity(3, (2.0, 0.5, 0.5))
+    >>> _ = write_labels(p, np.eye(4, dtype=np.int64)[None].repeat(2, 0), g)
+    >>> labels, geometry, _ = read_labels(p)
+    >>> labels.dtype, geometry == g
+    (dtype('uint8'), True)
+    """
+    p = Path(path)
+    _check_target(p, overwrite)
+    arr = as_labels(np.asarray(labels), p)
+    _check_grid(p, arr, geometry, colour_ok=False)
+    return _write_atomic(p, arr, geometry, compress=True)
+
+
+def _image_dtype(path: Path, image: np.ndarray) -> np.ndarray:
+    if image.dtype.kind == "f":
+        return image.astype(np.float32, copy=False)
+    if image.dtype.kind == "b":
+        return image.astype(np.uint8)
+    if image.dtype.itemsize == 8 and image.dtype.kind in "iu":
+        lo, hi = (int(image.min()), int(image.max())) if image.size else (0, 0)
+        if lo < np.iinfo(np.int32).min or hi > np.iinfo(np.int32).max:
+            raise WriteError(f"{path}: 64-bit integer values outside the 32-bit range")
+        return image.astype(np.int32)
+    if image.dtype.kind not in "iu":
+        raise WriteError(f"{path}: cannot write pixel type {image.dtype}")
+    return image
+
+
+def write_image(
+    path: str | Path, image: np.ndarray, geometry: Geometry, *, overwrite: bool = False
+) -> Path:
+    """Write an image with ``geometry``; floats as float32, integers as they are.
+
+    A trailing RGB axis (one more array axis than the geometry) is written as
+    vector pixels to ``.mha``/``.mhd``/``.nrrd``; NIfTI refuses it.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> from napari_segeval.io import read_image
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.mha"
+    >>> _ = write_image(p, np.full((2, 2), 0.25, np.float64), Geometry.identity(2))
+    >>> read_image(p).image.dtype
+    dtype('float32')
+    """
+    p = Path(path)
+    _check_target(p, overwrite)
+    arr = _image_dtype(p, np.asarray(image))
+    _check_grid(p, arr, geometry, colour_ok=True)
+    return _write_atomic(p, arr, geometry, compress=True)

@@ -1,0 +1,137 @@
+import numpy as np
+import pytest
+import SimpleITK as sitk
+
+from napari_segeval._errors import InvalidImageError, ReadError
+from napari_segeval.io import Geometry, read_image, read_labels, write_image, write_labels
+
+GEOM = Geometry((2.5, 0.7, 0.6), (-10.5, 3.25, 100.0), (0, 1, 0, -1, 0, 0, 0, 0, 1))
+
+
+@pytest.mark.parametrize("ext", [".mha", ".mhd", ".nrrd"])
+def test_round_trip_exact(tmp_path, ext):
+    data = np.random.default_rng(2).normal(size=(3, 5, 4)).astype(np.float32)
+    first = write_image(tmp_path / f"a{ext}", data, GEOM)
+    case = read_image(first)
+    np.testing.assert_array_equal(case.image, data)
+    assert case.geometry == GEOM and case.axes == "zyx"
+    second = read_image(write_image(tmp_path / f"b{ext}", case.image, case.geometry))
+    np.testing.assert_array_equal(second.image, case.image)
+    assert second.geometry == case.geometry
+
+
+@pytest.mark.parametrize("ext", [".mha", ".nrrd"])
+def test_labels_round_trip(tmp_path, ext):
+    labels = np.random.default_rng(3).integers(0, 4, (3, 5, 4)).astype(np.uint8)
+    out, geometry, _ = read_labels(write_labels(tmp_path / f"s{ext}", labels, GEOM))
+    np.testing.assert_array_equal(out, labels)
+    assert geometry == GEOM
+
+
+def test_geometry_agrees_with_simpleitk(tmp_path, make):
+    path = make.sitk_file(tmp_path / "x.nrrd", np.zeros((2, 3, 4), np.int16), (3.0, 0.5, 0.25), (1, 2, 3))
+    case = read_image(path)
+    ref = sitk.ReadImage(str(path))
+    assert case.spacing == ref.GetSpacing()[::-1] and case.geometry.origin == ref.GetOrigin()
+
+
+def test_rgb_2d_mha(tmp_path, make):
+    rgb = np.random.default_rng(0).integers(0, 255, (5, 6, 3)).astype(np.uint8)
+    case = read_image(make.sitk_file(tmp_path / "c.mha", rgb, vector=True))
+    assert case.axes == "yxc" and case.is_rgb and case.modality == "endoscopy"
+    np.testing.assert_array_equal(case.image, rgb)
+
+
+def test_dicom_series_largest_series_and_modality(tmp_path, make):
+    vol = (np.arange(5 * 6 * 7).reshape(5, 6, 7) % 300 - 1000).astype(np.int16)
+    folder = make.dicom_series(tmp_path / "dcm", vol, series_uid="1.2.3.4.100")
+    make.dicom_series(folder, vol[:2], series_uid="1.2.3.4.200", prefix="other", modality="MR")
+    case = read_image(folder)
+    np.testing.assert_array_equal(case.image, vol)
+    assert case.axes == "zyx" and case.modality == "CT"
+    assert case.spacing == pytest.approx((2.5, 0.7, 0.7))
+    assert case.geometry.origin == pytest.approx((-10.0, 20.0, 30.0))
+    assert case.meta["series_uid"] == "1.2.3.4.100" and case.meta["n_series"] == 2
+    assert case.meta["dicom_modality"] == "CT"
+
+
+def test_dicom_modality_tag_beats_heuristic(tmp_path, make):
+    folder = make.dicom_series(tmp_path / "mr", np.full((3, 4, 4), -900, np.int16), modality="MR")
+    assert read_image(folder).modality == "MR"
+    assert read_image(folder, modality="CT").modality == "CT"
+
+
+def test_multiframe_dicom_us_is_video(tmp_path, make):
+    frames = np.random.default_rng(0).integers(0, 255, (4, 8, 9)).astype(np.uint8)
+    case = read_image(make.multiframe_dicom(tmp_path / "echo.dcm", frames, "US"))
+    assert case.axes == "tyx" and case.modality == "US"
+    np.testing.assert_array_equal(case.image, frames)
+    ct = read_image(make.multiframe_dicom(tmp_path / "ct.dcm", frames, "CT"))
+    assert ct.axes == "zyx" and ct.modality == "CT"
+
+
+def test_dicom_without_marker_rejected(tmp_path):
+    path = tmp_path / "x.dcm"
+    path.write_bytes(b"\0" * 300)
+    with pytest.raises(ReadError, match="DICM"):
+        read_image(path)
+
+
+def test_camus_sequence_rules(tmp_path, make):
+    frames = np.zeros((6, 10, 8), np.uint8)
+    named = read_image(make.sitk_file(tmp_path / "patient0001_2CH_sequence.mhd", frames, (1, 1, 1)))
+    assert named.axes == "tyx" and named.modality == "US"
+    by_spacing = read_image(make.sitk_file(tmp_path / "p2.mhd", frames, (1.0, 0.154, 0.308)))
+    assert by_spacing.axes == "tyx"
+    gt, _, _ = read_labels(make.sitk_file(tmp_path / "p_sequence_gt.mhd", frames, (1, 1, 1)))
+    assert gt.shape == frames.shape
+    # not a sequence: 16-bit pixels, or a non-unit slice step, or a NRRD file
+    assert read_image(make.sitk_file(tmp_path / "ct.mhd", frames.astype(np.int16), (1.0, 0.2, 0.2))).axes == "zyx"
+    assert read_image(make.sitk_file(tmp_path / "v.mhd", frames, (1.5, 0.2, 0.2))).axes == "zyx"
+    assert read_image(make.sitk_file(tmp_path / "sequence.nrrd", frames, (1, 1, 1))).axes == "zyx"
+
+
+def test_unsupported_dimensions(tmp_path, make):
+    line = tmp_path / "line.nrrd"
+    line.write_bytes(b"NRRD0004\ntype: uint8\ndimension: 1\nsizes: 5\nencoding: raw\n\n12345")
+    with pytest.raises(ReadError, match="line.nrrd"):  # SimpleITK has no 1D images
+        read_image(line)
+    with pytest.raises(InvalidImageError, match="4D"):
+        read_image(make.sitk_file(tmp_path / "four.mha", np.zeros((2, 2, 3, 4), np.float32)))
+    squeezed = read_image(make.sitk_file(tmp_path / "one.mha", np.zeros((1, 2, 3, 4), np.float32)))
+    assert squeezed.image.shape == (2, 3, 4)
+
+
+def test_missing_raw_file(tmp_path, make):
+    path = make.sitk_file(tmp_path / "h.mhd", np.zeros((2, 3, 4), np.int16))
+    next(tmp_path.glob("h.*raw")).unlink()
+    with pytest.raises(ReadError, match="h.mhd"):
+        read_image(path)
+
+
+def test_nan_intensities_rejected(tmp_path, make):
+    data = np.zeros((2, 3, 4), np.float32)
+    data[1, 1, 1] = np.nan
+    data[0, 0, 0] = np.inf
+    with pytest.raises(Exception, match=r"nan\.mha: 2 of 24 voxels are NaN or infinite"):
+        read_image(make.sitk_file(tmp_path / "nan.mha", data))
+
+
+def test_dicom_series_with_missing_or_broken_slice(tmp_path, make):
+    vol = np.zeros((5, 6, 7), np.int16)
+    gap = make.dicom_series(tmp_path / "gap", vol)
+    (gap / "slice002.dcm").unlink()
+    with pytest.raises(ReadError, match="gap: slice spacing is not uniform"):
+        read_image(gap)
+    cut = make.dicom_series(tmp_path / "cut", vol)
+    data = (cut / "slice001.dcm").read_bytes()
+    (cut / "slice001.dcm").write_bytes(data[:-60])
+    with pytest.raises(ReadError, match="cut: 1 of 5 DICOM files belong to no readable series"):
+        read_image(cut)
+
+
+def test_nrrd_cut_gzip_trailer(tmp_path):
+    path = write_image(tmp_path / "z.nrrd", np.ones((2, 3, 4), np.float32), GEOM)
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(ReadError, match="z.nrrd: NRRD data is truncated"):
+        read_image(path)

@@ -1,0 +1,119 @@
+import json
+
+import nibabel as nib
+import numpy as np
+import pytest
+
+from napari_segeval._errors import ReadError
+from napari_segeval._reader import looks_like_labels, napari_get_reader, read_layers
+
+
+def _nifti(path, data, zooms=(0.8, 0.6, 3.0), origin=(0.0, 0.0, 0.0)):
+    affine = np.diag([*zooms, 1.0])
+    affine[:3, 3] = origin
+    nib.save(nib.Nifti1Image(data, affine), str(path))
+    return str(path)
+
+
+def test_get_reader_none_for_unhandled_and_never_raises(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    assert napari_get_reader(str(tmp_path / "notes.txt")) is None
+    assert napari_get_reader(str(tmp_path / "missing.nii.gz")) is None
+    assert napari_get_reader(str(tmp_path)) is None  # empty folder
+    assert napari_get_reader(None) is None
+    assert napari_get_reader([str(tmp_path / "notes.txt")]) is None
+
+
+def test_image_layer_scale_translate_metadata(tmp_path):
+    path = _nifti(tmp_path / "ct.nii.gz", np.full((4, 5, 6), -1000, np.int16), origin=(-5, -6, 7))
+    reader = napari_get_reader(path)
+    assert reader is not None
+    [(data, kwargs, kind)] = reader(path)
+    assert kind == "image" and data.shape == (6, 5, 4)
+    assert kwargs["scale"] == pytest.approx((3.0, 0.6, 0.8))
+    # RAS diag affine -> LPS direction diag(-1, -1, 1): not identity, so no translate
+    assert kwargs["translate"] == (0.0, 0.0, 0.0)
+    meta = kwargs["metadata"]
+    assert meta["modality"] == "CT" and meta["axes"] == "zyx" and meta["source"] == path
+    assert set(meta["geometry"]) == {"spacing", "origin", "direction"}
+
+
+def test_translate_with_identity_direction(tmp_path):
+    from napari_segeval.io import Geometry, write_image
+
+    g = Geometry((2.0, 1.0, 0.5), (10.0, 20.0, 30.0), np.eye(3).ravel())
+    path = str(write_image(tmp_path / "v.mha", np.zeros((2, 3, 4), np.float32), g))
+    [(_, kwargs, _)] = read_layers(path)
+    assert kwargs["translate"] == (30.0, 20.0, 10.0) and kwargs["scale"] == (2.0, 1.0, 0.5)
+
+
+def test_labels_layer_with_structures(tmp_path):
+    task = tmp_path / "Task09_Spleen"
+    (task / "labelsTr").mkdir(parents=True)
+    (task / "dataset.json").write_text(json.dumps({"labels": {"0": "background", "1": "spleen"}}))
+    seg = np.zeros((4, 5, 6), np.uint8)
+    seg[1:3, 1:3, 1:3] = 1
+    path = _nifti(task / "labelsTr" / "spleen_1.nii.gz", seg)
+    [(data, kwargs, kind)] = read_layers(path)
+    assert kind == "labels" and data.dtype == np.uint8 and data.sum() == 8
+    assert kwargs["metadata"]["structures"] == {1: "spleen"}
+    assert kwargs["features"] == {"index": [0, 1], "name": ["background", "spleen"]}
+
+
+def test_float_seg_named_file_opens_as_image(tmp_path):
+    path = _nifti(tmp_path / "seg_prob.nii", np.full((2, 2, 2), 0.5, np.float32))
+    assert read_layers(path)[0][2] == "image"
+
+
+def test_rgb_png(tmp_path):
+    from PIL import Image
+
+    Image.fromarray(np.zeros((4, 5, 3), np.uint8)).save(tmp_path / "polyp.png")
+    [(data, kwargs, kind)] = read_layers(str(tmp_path / "polyp.png"))
+    assert kind == "image" and kwargs["rgb"] is True and kwargs["scale"] == (1.0, 1.0)
+
+
+def test_corrupt_handled_file_raises_segeval_error(tmp_path):
+    (tmp_path / "bad.nii.gz").write_bytes(b"garbage")
+    reader = napari_get_reader(str(tmp_path / "bad.nii.gz"))
+    with pytest.raises(ReadError, match="bad.nii.gz"):
+        reader(str(tmp_path / "bad.nii.gz"))
+
+
+def test_label_name_rule():
+    assert looks_like_labels("case_001_seg.nii.gz") and looks_like_labels("ISIC_1_mask.png")
+    assert looks_like_labels("p_gt.mhd") and not looks_like_labels("image_001.nii.gz")
+
+
+def test_viewer_opens_anisotropic_nifti(make_napari_viewer, tmp_path):
+    viewer = make_napari_viewer()
+    image = _nifti(tmp_path / "ct.nii.gz", np.zeros((8, 9, 10), np.int16), zooms=(0.5, 0.7, 2.5))
+    seg = np.zeros((8, 9, 10), np.uint8)
+    seg[2:5, 2:5, 2:5] = 1
+    labels = _nifti(tmp_path / "ct_seg.nii.gz", seg, zooms=(0.5, 0.7, 2.5))
+    layers = viewer.open(image, plugin="napari-segeval") + viewer.open(labels, plugin="napari-segeval")
+    img_layer, lab_layer = layers
+    np.testing.assert_allclose(img_layer.scale, (2.5, 0.7, 0.5))
+    np.testing.assert_allclose(lab_layer.scale, (2.5, 0.7, 0.5))
+    assert img_layer.data.shape == (10, 9, 8)
+    assert type(lab_layer).__name__ == "Labels"
+    assert list(lab_layer.features["name"]) == ["background", "label 1"]
+    assert lab_layer.metadata["geometry"]["spacing"] == pytest.approx([2.5, 0.7, 0.5])
+
+
+def test_label_video_axes(tmp_path):
+    from PIL import Image
+
+    for name, expected in (("clip", "image"), ("clip_masks", "labels")):
+        folder = tmp_path / name
+        folder.mkdir()
+        for i in range(3):
+            Image.fromarray(np.zeros((4, 5), np.uint8)).save(folder / f"{i}.png")
+        [(data, kwargs, kind)] = read_layers(str(folder))
+        assert kind == expected and kwargs["metadata"]["axes"] == "tyx"
+    seq = tmp_path / "p_sequence_gt.mhd"
+    import SimpleITK as sitk
+
+    sitk.WriteImage(sitk.GetImageFromArray(np.zeros((3, 4, 5), np.uint8)), str(seq))
+    [(data, kwargs, kind)] = read_layers(str(seq))
+    assert kind == "labels" and kwargs["metadata"]["axes"] == "tyx"
