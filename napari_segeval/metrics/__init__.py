@@ -1,0 +1,37 @@
+"""Metrics engine: overlap from one confusion matrix, surfel-based surface metrics,
+per-slice and live metrics, and aggregation. numpy/scipy only."""
+
+from napari_segeval.metrics.aggregate import (
+    ResultsTable,
+    fraction,
+    kfold_summary,
+    percent,
+    summarize,
+)
+from napari_segeval.metrics.live import LiveMetrics
+from napari_segeval.metrics.overlap import (
+    confusion_matrix,
+    overlap_from_confusion,
+    overlap_metrics,
+)
+from napari_segeval.metrics.slices import per_slice_counts, per_slice_dice
+from napari_segeval.metrics.surface import surface_distances, surface_metrics
+from napari_segeval.metrics.table import ROW_KEYS, structure_table
+
+__all__ = [
+    "ROW_KEYS",
+    "LiveMetrics",
+    "ResultsTable",
+    "confusion_matrix",
+    "fraction",
+    "kfold_summary",
+    "overlap_from_confusion",
+    "overlap_metrics",
+    "per_slice_counts",
+    "per_slice_dice",
+    "percent",
+    "structure_table",
+    "summarize",
+    "surface_distances",
+    "surface_metrics",
+]

@@ -1,0 +1,221 @@
+"""Tidy results tables (case x structure x condition) and their summaries."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import ReadError, WriteError
+
+KEY_COLUMNS = ("case", "structure", "condition")
+
+
+class ResultsTable:
+    """Rows of metrics, one per case x structure x condition (plus any extra columns).
+
+    Examples
+    --------
+    >>> t = ResultsTable()
+    >>> t.add("case1", "liver", "clean", dice=0.9, fold=0)
+    >>> t.add("case1", "liver", "pgd eps=0.03", dice=0.4, fold=0)
+    >>> len(t), t.columns
+    (2, ['case', 'structure', 'condition', 'dice', 'fold'])
+    """
+
+    def __init__(self, rows: Iterable[Mapping] | None = None) -> None:
+        self.rows: list[dict] = [dict(r) for r in rows] if rows is not None else []
+
+    def add(self, case: str, structure: str, condition: str = "clean", **values) -> None:
+        """Append one row; ``values`` are metric columns and extra parameters."""
+        self.rows.append({"case": case, "structure": structure, "condition": condition, **values})
+
+    def extend(self, rows: Iterable[Mapping]) -> None:
+        """Append rows that already hold ``case``, ``structure`` and ``condition``."""
+        self.rows.extend(dict(r) for r in rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    @property
+    def columns(self) -> list[str]:
+        """Key columns first, then the other columns in order of first appearance."""
+        cols = list(KEY_COLUMNS)
+        for row in self.rows:
+            cols.extend(k for k in row if k not in cols)
+        return cols
+
+    def to_csv(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the table as CSV atomically (temp file + rename).
+
+        Raises
+        ------
+        WriteError
+            The file exists and ``overwrite`` is False, or it cannot be written.
+        """
+        path = Path(path)
+        if path.exists() and not overwrite:
+            raise WriteError(f"{path}: exists; pass overwrite=True to replace it")
+        cols = self.columns
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+            with os.fdopen(fd, "w", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=cols, restval="")
+                writer.writeheader()
+                for row in self.rows:
+                    writer.writerow({k: _fmt(row.get(k, "")) for k in cols})
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write CSV ({exc})") from exc
+        return path
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike) -> ResultsTable:
+        """Read a table written by :meth:`to_csv` (numbers come back as floats)."""
+        path = Path(path)
+        try:
+            with open(path, newline="") as fh:
+                reader = csv.DictReader(fh)
+                if reader.fieldnames is None or not set(KEY_COLUMNS) <= set(reader.fieldnames):
+                    raise ReadError(f"{path}: not a results table (needs columns {KEY_COLUMNS})")
+                rows = [{k: _parse(k, v) for k, v in r.items() if v != ""} for r in reader]
+        except OSError as exc:
+            raise ReadError(f"{path}: cannot read CSV ({exc})") from exc
+        return cls(rows)
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return repr(v)
+    return v
+
+
+def _parse(key: str, value: str):
+    if key in KEY_COLUMNS:
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _stats(values: list[float]) -> dict:
+    a = np.asarray(values, float)
+    valid = a[~np.isnan(a)]
+    out = {"n": int(valid.size), "n_nan": int(a.size - valid.size)}
+    if valid.size == 0:
+        nan = float("nan")
+        out.update(mean=nan, std=nan, median=nan, q1=nan, q3=nan, iqr=nan, min=nan, max=nan)
+        return out
+    q1, med, q3 = np.percentile(valid, [25, 50, 75])
+    out.update(
+        mean=float(valid.mean()),
+        std=float(valid.std(ddof=1)) if valid.size > 1 else 0.0,
+        median=float(med),
+        q1=float(q1),
+        q3=float(q3),
+        iqr=float(q3 - q1),
+        min=float(valid.min()),
+        max=float(valid.max()),
+    )
+    return out
+
+
+def summarize(
+    rows: Iterable[Mapping], metric: str = "dice", by: Sequence[str] = ("structure", "condition")
+) -> list[dict]:
+    """Mean, std (ddof=1), median, Q1, Q3, IQR, min, max of a metric per group.
+
+    NaN values are excluded from the statistics and counted in ``n_nan``; rows
+    without the metric are skipped. Quartiles use linear interpolation.
+
+    Examples
+    --------
+    >>> rows = [{"structure": "liver", "condition": "clean", "dice": d} for d in (0.8, 0.9, 1.0)]
+    >>> s = summarize(rows)[0]
+    >>> s["n"], round(s["mean"], 3), s["median"], round(s["iqr"], 3)
+    (3, 0.9, 0.9, 0.1)
+    """
+    groups: dict[tuple, list[float]] = {}
+    for row in rows:
+        if metric not in row:
+            continue
+        key = tuple(row.get(k) for k in by)
+        groups.setdefault(key, []).append(_float(row[metric]))
+    out = []
+    for key, values in groups.items():
+        out.append({**dict(zip(by, key)), "metric": metric, **_stats(values)})
+    return out
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str = "fold") -> dict:
+    """Per-fold means of a metric, then their mean and std (ddof=1) across folds.
+
+    Examples
+    --------
+    >>> rows = [{"fold": f, "dice": d} for f, d in [(0, 0.8), (0, 1.0), (1, 0.7), (1, 0.9)]]
+    >>> s = kfold_summary(rows)
+    >>> [round(f["mean"], 3) for f in s["folds"]], round(s["mean"], 3), round(s["std"], 4)
+    ([0.9, 0.8], 0.85, 0.0707)
+    """
+    per: dict = {}
+    for row in rows:
+        if metric in row and fold_key in row:
+            per.setdefault(row[fold_key], []).append(_float(row[metric]))
+    folds = []
+    for fold in sorted(per, key=str):
+        values = np.asarray(per[fold], float)
+        valid = values[~np.isnan(values)]
+        folds.append(
+            {"fold": fold, "n": int(valid.size), "mean": float(valid.mean()) if valid.size else math.nan}
+        )
+    means = np.array([f["mean"] for f in folds], float)
+    means = means[~np.isnan(means)]
+    return {
+        "folds": folds,
+        "mean": float(means.mean()) if means.size else math.nan,
+        "std": float(means.std(ddof=1)) if means.size > 1 else (0.0 if means.size else math.nan),
+    }
+
+
+def percent(value: float | np.ndarray) -> float | np.ndarray:
+    """A fraction in percent (0.9 -> 90.0), keeping NaN.
+
+    Examples
+    --------
+    >>> percent(0.875)
+    87.5
+    """
+    if isinstance(value, np.ndarray):
+        return value * 100.0
+    return float(value) * 100.0
+
+
+def fraction(values: Iterable[bool]) -> float:
+    """Fraction of true values (e.g. robust cases), NaN for no values.
+
+    Examples
+    --------
+    >>> fraction([True, False, True, True])
+    0.75
+    """
+    a = np.asarray(list(values), bool)
+    return float(a.mean()) if a.size else math.nan
+
+
+__all__ = ["ResultsTable", "fraction", "kfold_summary", "percent", "summarize"]
