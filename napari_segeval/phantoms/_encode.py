@@ -1,0 +1,160 @@
+"""Deterministic file encoders for the sample data: NIfTI-gz, PNG, MetaImage, MP4.
+
+Each returns the bytes of a file (or of several files) so that the same arrays always give
+the same bytes: gzip with ``mtime=0`` and no file name, PNG without metadata, MetaImage
+uncompressed, MP4 muxed and encoded with the ``bitexact`` flags, one thread and fixed
+encoder settings. Heavy libraries (nibabel, Pillow, SimpleITK, PyAV) are imported inside
+the functions.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import MissingDependencyError
+from napari_segeval.io.case import Geometry
+
+#: Codec of the sample video. MPEG-4 part 2 rather than H.264: the libx264 in PyAV's
+#: wheels gave different bytes from run to run in one process even with threads=1 and
+#: bitexact flags, while mpeg4 with these options is reproducible.
+VIDEO_CODEC = "mpeg4"
+#: Encoder settings of the sample video (fixed for reproducible bytes).
+VIDEO_OPTIONS: dict[str, str] = {
+    "flags": "+bitexact+qscale", "global_quality": str(3 * 118), "threads": "1"}  # q 3
+
+
+def ras_affine(geometry: Geometry) -> np.ndarray:
+    """NIfTI (RAS) affine of an array stored transposed to ``(x, y, z)`` order.
+
+    ``affine_RAS = diag(-1, -1, 1, 1) @ affine_LPS`` where ``affine_LPS`` maps the
+    reversed array indices ``(i, j, k)`` to LPS millimetres.
+
+    Examples
+    --------
+    >>> g = Geometry((2.5, 1.0, 0.5), (10.0, 20.0, 30.0), tuple(np.eye(3).ravel()))
+    >>> ras_affine(g).tolist()
+    [[-0.5, 0.0, 0.0, -10.0], [0.0, -1.0, 0.0, -20.0], [0.0, 0.0, 2.5, 30.0], [0.0, 0.0, 0.0, 1.0]]
+    """
+    n = geometry.ndim
+    lps = geometry.affine()
+    ijk = lps[:, list(range(n))[::-1] + [n]]
+    flip = np.diag([-1.0, -1.0] + [1.0] * (n - 1))
+    return flip @ ijk
+
+
+def nifti_gz_bytes(array: np.ndarray, geometry: Geometry, descrip: str = "") -> bytes:
+    """Gzipped NIfTI-1 bytes of a ``(z, y, x)`` (or ``(t, y, x)``) array.
+
+    The array is written transposed to NIfTI's ``(x, y, z)`` order with qform and sform
+    codes 1 (scanner) set to :func:`ras_affine` and units mm.
+
+    Examples
+    --------
+    >>> data = nifti_gz_bytes(np.zeros((2, 3, 4), np.uint8), Geometry.identity(3))
+    >>> data[:2] == b"\\x1f\\x8b"
+    True
+    """
+    import nibabel as nib
+
+    if array.ndim != 3 or geometry.ndim != 3:
+        raise ValueError(f"NIfTI samples are 3D, got an array of shape {array.shape}")
+    affine = ras_affine(geometry)
+    img = nib.Nifti1Image(np.ascontiguousarray(array.transpose(2, 1, 0)), affine)
+    header = img.header
+    header.set_data_dtype(array.dtype)
+    header.set_qform(affine, code=1)
+    header.set_sform(affine, code=1)
+    header.set_xyzt_units("mm")
+    header["descrip"] = descrip.encode("ascii")[:79]
+    return gzip.compress(img.to_bytes(), compresslevel=9, mtime=0)
+
+
+def png_bytes(array: np.ndarray) -> bytes:
+    """PNG bytes (no metadata, fixed compression) of a ``uint8`` grey or RGB image.
+
+    Examples
+    --------
+    >>> png_bytes(np.zeros((4, 4, 3), np.uint8))[:4]
+    b'\\x89PNG'
+    """
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(array)).save(buf, format="PNG", compress_level=9)
+    return buf.getvalue()
+
+
+def metaimage_files(array: np.ndarray, spacing: tuple[float, ...], name: str) -> dict[str, bytes]:
+    """Uncompressed MetaImage ``name.mhd`` + ``name.raw`` bytes (SimpleITK writer).
+
+    ``spacing`` is per array axis (slowest first); it is reversed into ITK order.
+
+    Examples
+    --------
+    >>> files = metaimage_files(np.zeros((2, 3, 4), np.uint8), (1.0, 0.5, 0.5), "seq")
+    >>> sorted(files), len(files["seq.raw"])
+    (['seq.mhd', 'seq.raw'], 24)
+    """
+    import SimpleITK as sitk
+
+    img = sitk.GetImageFromArray(np.ascontiguousarray(array))
+    img.SetSpacing(tuple(float(s) for s in spacing[::-1]))
+    with tempfile.TemporaryDirectory() as tmp:
+        sitk.WriteImage(img, str(Path(tmp) / f"{name}.mhd"), useCompression=False)
+        folder = Path(tmp)
+        return {f"{name}{ext}": (folder / f"{name}{ext}").read_bytes() for ext in (".mhd", ".raw")}
+
+
+def _av():
+    try:
+        import av
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise MissingDependencyError("av", "video", "writing the sample video") from exc
+    return av
+
+
+def mp4_bytes(frames: np.ndarray, fps: int) -> bytes:
+    """MP4 (:data:`VIDEO_CODEC`, yuv420p) bytes of ``(t, y, x)`` grey ``uint8`` frames.
+
+    Examples
+    --------
+    >>> clip = np.zeros((2, 16, 16), np.uint8)
+    >>> mp4_bytes(clip, 25) == mp4_bytes(clip, 25)
+    True
+    """
+    av = _av()
+    buf = io.BytesIO()
+    with av.open(buf, "w", format="mp4", options={"fflags": "+bitexact"}) as container:
+        stream = container.add_stream(VIDEO_CODEC, rate=int(fps))
+        stream.width, stream.height = int(frames.shape[2]), int(frames.shape[1])
+        stream.pix_fmt = "yuv420p"
+        stream.options = dict(VIDEO_OPTIONS)
+        stream.thread_count = 1
+        for k, frame in enumerate(frames):
+            vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="gray")
+            vf = vf.reformat(format="yuv420p")
+            vf.pts = k
+            for packet in stream.encode(vf):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return buf.getvalue()
+
+
+def decode_mp4_grey(data: bytes) -> np.ndarray:
+    """Decode MP4 bytes to ``(t, y, x)`` grey ``uint8`` frames.
+
+    Examples
+    --------
+    >>> clip = np.full((2, 16, 16), 128, np.uint8)
+    >>> decode_mp4_grey(mp4_bytes(clip, 25)).shape
+    (2, 16, 16)
+    """
+    av = _av()
+    with av.open(io.BytesIO(data)) as container:
+        return np.stack([f.to_ndarray(format="gray") for f in container.decode(video=0)])

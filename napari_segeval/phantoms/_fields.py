@@ -1,0 +1,106 @@
+"""Shared building blocks of the phantoms: smooth random fields and deformed ellipsoids.
+
+Everything here is deterministic given a :class:`numpy.random.Generator`: random numbers
+are drawn on small coarse grids and upsampled with cubic splines, which keeps the
+generators fast and their shapes smooth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import ndimage
+
+
+def smooth_field(
+    rng: np.random.Generator, shape: Sequence[int], coarse: Sequence[int]
+) -> np.ndarray:
+    """Smooth random field with unit-ish amplitude on a grid of ``shape``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the random coarse grid values.
+    shape : sequence of int
+        Output shape.
+    coarse : sequence of int
+        Shape of the coarse grid of independent normal values (>= 2 per axis);
+        fewer nodes give smoother fields.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float32`` array of ``shape``.
+
+    Examples
+    --------
+    >>> f = smooth_field(np.random.default_rng(0), (8, 20), (3, 4))
+    >>> f.shape, f.dtype
+    ((8, 20), dtype('float32'))
+    """
+    coarse = tuple(max(2, int(c)) for c in coarse)
+    values = rng.standard_normal(coarse)
+    factors = [s / c for s, c in zip(shape, coarse)]
+    out = ndimage.zoom(values, factors, order=3, mode="nearest", grid_mode=True)
+    return np.ascontiguousarray(out[tuple(slice(0, s) for s in shape)], dtype=np.float32)
+
+
+def ellipsoid_level(
+    coords: Sequence[np.ndarray],
+    centre: Sequence[float],
+    radii: Sequence[float],
+    angle: float = 0.0,
+) -> np.ndarray:
+    """Implicit ellipsoid ``sum(((p - c) / r) ** 2)``: below 1 inside, above 1 outside.
+
+    Parameters
+    ----------
+    coords : sequence of numpy.ndarray
+        Broadcastable coordinate arrays, one per axis (slowest axis first), in mm.
+    centre, radii : sequence of float
+        Centre and semi-axes in mm, same axis order as ``coords``.
+    angle : float
+        Rotation in radians of the last two axes (in-plane rotation).
+
+    Returns
+    -------
+    numpy.ndarray
+        The level value broadcast over the coordinate grids.
+
+    Examples
+    --------
+    >>> y, x = np.ogrid[-2:3, -2:3]
+    >>> inside = ellipsoid_level((y, x), (0, 0), (1.5, 2.5)) < 1
+    >>> int(inside.sum())
+    11
+    """
+    d = [np.asarray(c, dtype=np.float32) - np.float32(m) for c, m in zip(coords, centre)]
+    if angle:
+        ca, sa = np.float32(np.cos(angle)), np.float32(np.sin(angle))
+        a, b = d[-2], d[-1]
+        d[-2], d[-1] = ca * a - sa * b, sa * a + ca * b
+    total = None
+    for di, r in zip(d, radii):
+        term = (di / np.float32(r)) ** 2
+        total = term if total is None else total + term
+    return total
+
+
+def mm_grid(shape: Sequence[int], spacing: Sequence[float]) -> list[np.ndarray]:
+    """Open grids of physical coordinates (mm), centred on the middle of the array.
+
+    Examples
+    --------
+    >>> z, x = mm_grid((3, 4), (2.0, 0.5))
+    >>> z.ravel().tolist(), x.ravel().tolist()
+    ([-2.0, 0.0, 2.0], [-0.75, -0.25, 0.25, 0.75])
+    """
+    grids = []
+    n = len(shape)
+    for axis, (s, sp) in enumerate(zip(shape, spacing)):
+        c = (np.arange(s, dtype=np.float32) - np.float32((s - 1) / 2)) * np.float32(sp)
+        view = [1] * n
+        view[axis] = s
+        grids.append(c.reshape(view))
+    return grids

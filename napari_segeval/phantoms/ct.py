@@ -1,0 +1,279 @@
+"""Abdominal CT phantom in Hounsfield units with liver, spleen, kidneys and liver tumours.
+
+Orientation
+-----------
+The volume is an array ``(z, y, x)`` with identity direction in ITK's LPS convention and the
+origin chosen so that physical coordinates are centred on the volume:
+
+* ``x`` (last array axis) increases toward the patient's **Left**. The liver and the right
+  kidney lie on the patient's right, i.e. at **small x**: the image's left side in the
+  usual radiological display (patient's right on the viewer's left).
+* ``y`` increases toward **Posterior**: the spine is at large ``y`` (bottom of the display).
+* ``z`` increases toward **Superior**: the liver and spleen occupy the upper slices, the
+  kidneys the lower ones, and no organ spans every slice.
+
+Anatomy is drawn in mm relative to the body outline, so other shapes and spacings give
+the same (scaled) anatomy. Organ shapes are ellipsoids deformed by smooth random fields;
+sizes, positions and intensities vary with the seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import ndimage
+
+from napari_segeval.io.case import Case, Geometry
+from napari_segeval.phantoms._fields import ellipsoid_level, mm_grid, smooth_field
+
+#: Label ids and names of the CT phantom (MSD / KiTS-like ids).
+CT_STRUCTURES: dict[int, str] = {
+    1: "liver",
+    2: "spleen",
+    3: "kidney_right",
+    4: "kidney_left",
+    5: "liver_tumour",
+}
+
+#: Probability that a case drawn with ``tumour=None`` contains a liver tumour.
+TUMOUR_PROBABILITY = 0.75
+
+
+def _check_args(shape: Sequence[int], spacing: Sequence[float]) -> tuple:
+    shape = tuple(int(s) for s in shape)
+    spacing = tuple(float(s) for s in spacing)
+    if len(shape) != 3 or min(shape) < 8:
+        raise ValueError(f"CT phantom shape must be 3 axes of at least 8 voxels, got {shape}")
+    if len(spacing) != 3 or min(spacing) <= 0:
+        raise ValueError(f"CT phantom spacing must be 3 positive values, got {spacing}")
+    return shape, spacing
+
+
+def _intensities(rng: np.random.Generator) -> dict[str, float]:
+    """Per-case mean HU of each tissue (contrast-enhanced, portal-venous-like)."""
+    u = rng.uniform
+    return {
+        "skin": u(20, 40), "fat": u(-110, -90), "muscle": u(40, 50), "bowel": u(15, 30),
+        "liver": u(55, 65), "spleen": u(45, 52), "cortex": u(145, 165),
+        "medulla": u(95, 110), "tumour": u(20, 32), "aorta": u(160, 200),
+        "ivc": u(110, 140), "cancellous": u(300, 400), "cortical": u(800, 1000),
+        "rib": u(650, 850), "disc": u(70, 100), "canal": u(10, 25),
+    }
+
+
+def _body(rng, z, y, x, shape, half):
+    """Normalised body radius ``rho`` (1 at the skin) and the layer boundaries."""
+    ax = rng.uniform(0.84, 0.92) * half[2]
+    ay = rng.uniform(0.62, 0.72) * half[1]
+    y0 = rng.uniform(-0.02, 0.06) * half[1]
+    wobble = 1 + 0.03 * smooth_field(rng, shape, (3, 4, 4))
+    rho = np.sqrt((x / ax) ** 2 + ((y - y0) / ay) ** 2) * wobble
+    skin_in = 1 - 1.5 / min(ax, ay)
+    muscle_out = skin_in - rng.uniform(0.08, 0.15)
+    cavity = muscle_out - rng.uniform(0.06, 0.09)
+    return rho, (ax, ay, y0), (skin_in, muscle_out, cavity)
+
+
+def _skeleton(rng, z, y, x, cav_axes, y0, half_z):
+    """Masks of vertebral body (with discs), posterior elements, canal, paraspinal muscle."""
+    cax, cay = cav_axes
+    rv = 0.17 * cax
+    vb_y = y0 + 0.62 * cay
+    r_vb = np.sqrt(x**2 + (y - vb_y) ** 2)
+    period = rng.uniform(10.0, 14.0)
+    disc = ((z + rng.uniform(0, period)) % period) < 0.2 * period
+    vb = np.broadcast_to(r_vb < rv, disc.shape[:1] + r_vb.shape[1:])
+    canal_y = vb_y + rv + 0.1 * cax
+    r_canal = np.sqrt(x**2 + (y - canal_y) ** 2)
+    canal = r_canal < 0.08 * cax
+    arch = (r_canal < 0.15 * cax) & ~canal & (y > vb_y + 0.7 * rv)
+    spinous = ellipsoid_level((y, x), (canal_y + 0.22 * cax, 0), (0.12 * cax, 0.035 * cax)) < 1
+    para = (
+        np.minimum(
+            ellipsoid_level((y, x), (canal_y + 0.05 * cax, -0.27 * cax), (0.16 * cay, 0.15 * cax)),
+            ellipsoid_level((y, x), (canal_y + 0.05 * cax, 0.27 * cax), (0.16 * cay, 0.15 * cax)),
+        )
+        < 1
+    )
+    return {
+        "vb": vb, "disc": disc & vb, "cortical": vb & (r_vb > rv - 1.5),
+        "posterior": arch | spinous, "canal": canal, "para": para,
+        "vb_y": vb_y, "rv": rv,
+    }
+
+
+def _ribs(rng, z, y, x, axes, rho_mid, half_z):
+    """Oblique ribs: small bony ovals in the muscle layer of the upper slices."""
+    ax, ay, y0 = axes
+    shape = (z.shape[0], y.shape[1], x.shape[2])
+    ribs = np.zeros(shape, bool)
+    z_min = rng.uniform(-0.3, 0.1) * half_z
+    for sign in (-1, 1):
+        for deg in (40, 65, 90, 115, 140):
+            t = np.deg2rad(deg + rng.uniform(-6, 6))
+            cy, cx = y0 - np.cos(t) * ay * rho_mid, sign * np.sin(t) * ax * rho_mid
+            oval = ellipsoid_level((y, x), (cy, cx), (2.2, 3.0), angle=t) < 1
+            period, phase = rng.uniform(11, 15), rng.uniform(0, 15)
+            present = (z[:, 0, 0] > z_min) & (((z[:, 0, 0] + phase) % period) < 0.45 * period)
+            ribs[present] |= oval[0]
+    return ribs
+
+
+def _organs(rng, z, y, x, shape, cav_axes, y0, half_z):
+    """Deformed ellipsoids of the liver (two lobes), spleen and both kidneys."""
+    cax, cay = cav_axes
+    j = lambda s: rng.uniform(-s, s)  # noqa: E731
+    k = lambda: rng.uniform(0.88, 1.12)  # noqa: E731
+    hz = half_z
+    lobe_r = ellipsoid_level(
+        (z, y, x),
+        ((0.35 + j(0.1)) * hz, y0 + (-0.05 + j(0.05)) * cay, (-0.4 + j(0.05)) * cax),
+        (0.8 * hz * k(), 0.68 * cay * k(), 0.52 * cax * k()),
+    )
+    lobe_l = ellipsoid_level(
+        (z, y, x),
+        ((0.55 + j(0.1)) * hz, y0 + (-0.4 + j(0.05)) * cay, (0.02 + j(0.08)) * cax),
+        (0.4 * hz * k(), 0.25 * cay * k(), 0.35 * cax * k()),
+        angle=j(0.3),
+    )
+    liver = np.minimum(lobe_r, lobe_l) + 0.25 * smooth_field(rng, shape, (4, 6, 6))
+    spleen = ellipsoid_level(
+        (z, y, x),
+        ((0.45 + j(0.1)) * hz, y0 + (0.3 + j(0.05)) * cay, (0.62 + j(0.04)) * cax),
+        (0.45 * hz * k(), 0.36 * cay * k(), 0.2 * cax * k()),
+        angle=-0.5 + j(0.2),
+    ) + 0.2 * smooth_field(rng, shape, (3, 5, 5))
+    kidneys = []
+    for side, zc in ((-1, -0.45), (1, -0.3)):  # right kidney lies lower than the left
+        level = ellipsoid_level(
+            (z, y, x),
+            ((zc + j(0.1)) * hz, y0 + (0.48 + j(0.04)) * cay, side * (0.4 + j(0.04)) * cax),
+            (0.42 * hz * k(), 0.2 * cay * k(), 0.15 * cax * k()),
+            angle=side * (0.45 + j(0.15)),
+        )
+        kidneys.append(level + 0.12 * smooth_field(rng, shape, (3, 4, 4)))
+    return liver, spleen, kidneys[0], kidneys[1]
+
+
+def _tumour(rng, liver_mask, z, y, x, has_tumour):
+    """Hypodense deformed sphere centred inside the (eroded) liver."""
+    centre_draw, r_draw = rng.random(), rng.uniform(4.0, 9.0, size=3)
+    deform = rng.standard_normal((3, 3, 3))
+    core = ndimage.binary_erosion(liver_mask, iterations=2)
+    idx = np.flatnonzero(core)
+    if not has_tumour or idx.size == 0:
+        return np.zeros(liver_mask.shape, bool)
+    kz, jy, ix = np.unravel_index(idx[int(centre_draw * idx.size)], liver_mask.shape)
+    centre = (z[kz, 0, 0], y[0, jy, 0], x[0, 0, ix])
+    factors = [s / 3 for s in liver_mask.shape]
+    field = ndimage.zoom(deform, factors, order=1, mode="grid-constant", grid_mode=True)
+    level = ellipsoid_level((z, y, x), centre, r_draw) + 0.15 * field
+    return (level < 1) & liver_mask
+
+
+def make_ct_case(
+    seed: int,
+    shape: Sequence[int] = (40, 112, 112),
+    spacing: Sequence[float] = (2.5, 1.2, 1.2),
+    tumour: bool | None = None,
+) -> Case:
+    """Synthetic contrast-enhanced abdominal CT volume with reference labels.
+
+    Parameters
+    ----------
+    seed : int
+        Random seed; the same seed always gives the same arrays. Shipped samples use
+        seeds >= :data:`~napari_segeval.phantoms.SAMPLE_SEED_BASE`; training uses smaller.
+    shape : sequence of int
+        Array shape ``(z, y, x)``.
+    spacing : sequence of float
+        Voxel size in mm per array axis (anisotropic by default: thick slices).
+    tumour : bool or None
+        Force a liver tumour on (``True``) or off (``False``); ``None`` draws one with
+        probability :data:`TUMOUR_PROBABILITY`. The rest of the anatomy does not depend on it.
+
+    Returns
+    -------
+    Case
+        ``int16`` HU image (axes ``"zyx"``, modality ``"CT"``), ``uint8`` labels with ids
+        of :data:`CT_STRUCTURES`, LPS geometry centred on the volume.
+
+    Examples
+    --------
+    >>> case = make_ct_case(3, shape=(16, 48, 48))
+    >>> case.image.dtype, case.labels.dtype, case.axes, case.modality
+    (dtype('int16'), dtype('uint8'), 'zyx', 'CT')
+    >>> int(case.image.min()) <= -900 and 1 in case.labels
+    True
+    """
+    shape, spacing = _check_args(shape, spacing)
+    rng = np.random.default_rng(seed)
+    z, y, x = mm_grid(shape, spacing)
+    half = [n * s / 2 for n, s in zip(shape, spacing)]
+    hu = _intensities(rng)
+    tumour_draw = rng.random()
+    has_tumour = tumour_draw < TUMOUR_PROBABILITY if tumour is None else bool(tumour)
+
+    rho, (ax, ay, y0), (skin_in, muscle_out, cav) = _body(rng, z, y, x, shape, half)
+    cav_axes = (ax * cav, ay * cav)
+    sk = _skeleton(rng, z, y, x, cav_axes, y0, half[0])
+    ribs = _ribs(rng, z, y, x, (ax, ay, y0), (muscle_out + cav) / 2, half[0])
+    liver_l, spleen_l, kid_r, kid_l = _organs(rng, z, y, x, shape, cav_axes, y0, half[0])
+    texture = smooth_field(rng, shape, (6, 9, 9))
+    organ_tex = smooth_field(rng, shape, (5, 12, 12))
+
+    ao_r, ivc_r = 0.09 * cav_axes[0], 0.08 * cav_axes[0]
+    vy = sk["vb_y"] - sk["rv"] - ao_r - 1.0
+    aorta = ellipsoid_level((y, x), (vy, 0.14 * cav_axes[0]), (ao_r, ao_r)) < 1
+    ivc = ellipsoid_level((y, x), (vy, -0.2 * cav_axes[0]), (ivc_r * 0.8, ivc_r * 1.2)) < 1
+    cavity = rho < cav
+    blocked = sk["vb"] | sk["posterior"] | sk["canal"] | sk["para"] | aorta | ivc | ~cavity
+
+    labels = np.zeros(shape, np.uint8)
+    labels[(liver_l < 1) & ~blocked] = 1
+    labels[(spleen_l < 1) & ~blocked & (labels == 0)] = 2
+    labels[(kid_r < 1) & ~blocked & (labels == 0)] = 3
+    labels[(kid_l < 1) & ~blocked & (labels == 0)] = 4
+    labels[_tumour(rng, labels == 1, z, y, x, has_tumour)] = 5
+
+    img = np.full(shape, -1000.0, np.float32)
+    img[rho < 1] = hu["skin"]
+    img[rho < skin_in] = hu["fat"]
+    img[rho < muscle_out] = hu["muscle"]
+    soft = 1 / (1 + np.exp(-(texture - 0.3) * 8))
+    img = np.where(cavity, hu["fat"] + (hu["bowel"] - hu["fat"]) * soft, img)
+    img[sk["para"] & (rho < muscle_out)] = hu["muscle"] + 5
+    gas = cavity & (texture > 1.5) & (y < y0) & (labels == 0) & ~blocked
+    img[gas] = -950
+    for lab, key in ((1, "liver"), (2, "spleen"), (5, "tumour")):
+        img[labels == lab] = hu[key]
+    kidney = (labels == 3) | (labels == 4)
+    img[kidney] = hu["cortex"]
+    img[kidney & (np.minimum(kid_r, kid_l) < 0.4)] = hu["medulla"]
+    img += np.where(labels > 0, 4.0 * organ_tex, 0).astype(np.float32)
+    img = np.where(aorta & cavity, hu["aorta"], img)
+    img = np.where(ivc & cavity, hu["ivc"], img)
+    img[sk["vb"]] = hu["cancellous"]
+    img[sk["cortical"]] = hu["cortical"]
+    img[sk["disc"]] = hu["disc"]
+    img[np.broadcast_to(sk["posterior"], shape)] = hu["rib"]
+    img[np.broadcast_to(sk["canal"], shape)] = hu["canal"]
+    img[ribs] = hu["rib"]
+
+    img = ndimage.gaussian_filter(img, sigma=0.7)
+    noise_sd = rng.uniform(10.0, 15.0)
+    img += noise_sd * rng.standard_normal(shape, dtype=np.float32)
+    image = np.clip(np.rint(img), -1024, 3071).astype(np.int16)
+
+    origin = tuple(-(n - 1) / 2 * s for n, s in zip(shape[::-1], spacing[::-1]))
+    geometry = Geometry(spacing, origin, tuple(np.eye(3).ravel()))
+    meta = {
+        "generator": "napari_segeval.phantoms.make_ct_case",
+        "seed": int(seed),
+        "has_tumour": bool((labels == 5).any()),
+        "noise_sd_hu": round(float(noise_sd), 2),
+    }
+    return Case(image, geometry, axes="zyx", modality="CT", labels=labels,
+                structures=dict(CT_STRUCTURES), meta=meta)
+

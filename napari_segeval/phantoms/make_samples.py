@@ -1,0 +1,322 @@
+"""Write (or check) the committed sample data set.
+
+Run ``python -m napari_segeval.phantoms.make_samples [--out sample_data] [--check]``.
+Everything is generated from fixed seeds (>= :data:`SAMPLE_SEED_BASE`) and encoded
+deterministically, so re-running gives identical bytes. ``--check`` regenerates into a
+temporary folder and compares with the files in ``--out``; compressed files whose bytes
+differ but whose content is identical (another zlib or encoder build) pass with a note.
+Writing replaces the files the generator owns (each atomically) and never deletes others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval.phantoms import SAMPLE_SEED_BASE
+from napari_segeval.phantoms._encode import (
+    decode_mp4_grey,
+    metaimage_files,
+    mp4_bytes,
+    nifti_gz_bytes,
+    png_bytes,
+    VIDEO_CODEC,
+)
+from napari_segeval.phantoms._sample_readme import render_readme
+from napari_segeval.phantoms.ct import make_ct_case
+from napari_segeval.phantoms.echo import ECHO_FPS, make_echo_clip
+from napari_segeval.phantoms.images2d import (
+    POLYP_COLORS,
+    POLYP_STRUCTURES,
+    SKIN_STRUCTURES,
+    labels_to_rgb_mask,
+    make_polyp_image,
+    make_skin_image,
+)
+
+#: Seed of each sample (all >= SAMPLE_SEED_BASE, so training never sees them).
+SEEDS: dict[str, int] = {
+    "ct": SAMPLE_SEED_BASE + 1,
+    "msd": SAMPLE_SEED_BASE + 101,
+    "echo": SAMPLE_SEED_BASE + 201,
+    "polyp": SAMPLE_SEED_BASE + 301,
+    "skin": SAMPLE_SEED_BASE + 401,
+}
+MSD_TASK = "Task90_AbdomenPhantom"
+MSD_SHAPE = (32, 96, 96)
+#: Spacing of the MSD-style cases (varied like a real multi-scanner data set).
+MSD_SPACINGS = ((2.5, 1.4, 1.4), (3.0, 1.3, 1.3), (2.5, 1.5, 1.5),
+                (2.0, 1.4, 1.4), (3.0, 1.5, 1.5), (2.5, 1.3, 1.3))
+N_2D = 4
+#: Outcome of :func:`check_samples` per file; the last three fail the check.
+OK_STATES = ("identical", "same content")
+
+
+def _structures_json(structures: dict[int, str]) -> dict[str, str]:
+    return {str(k): v for k, v in sorted(structures.items())}
+
+
+def _folder_dataset_json(name: str, modality: str, structures: dict[int, str]) -> bytes:
+    """A minimal MSD-style ``dataset.json`` so readers find structure names and modality."""
+    dataset = {
+        "name": name,
+        "description": "napari-segeval generated sample (no patient data)",
+        "licence": "CC0-1.0",
+        "modality": {"0": modality},
+        "labels": {"0": "background", **_structures_json(structures)},
+    }
+    return (json.dumps(dataset, indent=4) + "\n").encode()
+
+
+def _fmt(values: Sequence[float]) -> list[float]:
+    return [round(float(v), 4) for v in values]
+
+
+def _ct(files: dict, index: dict, rows: list) -> None:
+    seed = SEEDS["ct"]
+    case = make_ct_case(seed, tumour=True)
+    files["ct/ct_001.nii.gz"] = nifti_gz_bytes(case.image, case.geometry, f"CT phantom seed {seed}")
+    files["ct/ct_001_labels.nii.gz"] = nifti_gz_bytes(
+        case.labels, case.geometry, f"CT phantom labels seed {seed}")
+    index["ct"] = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz",
+                   "modality": "CT", "structures": _structures_json(case.structures),
+                   "seed": seed}
+    files["ct/dataset.json"] = _folder_dataset_json("CT phantom", "CT", case.structures)
+    rows.append(("ct/ct_001.nii.gz (+ _labels)", case, f"make_ct_case({seed}, tumour=True)"))
+
+
+def _msd(files: dict, index: dict, rows: list) -> None:
+    root = f"msd_task/{MSD_TASK}"
+    training, names = [], None
+    for i, spacing in enumerate(MSD_SPACINGS, start=1):
+        seed = SEEDS["msd"] + i - 1
+        case = make_ct_case(seed, shape=MSD_SHAPE, spacing=spacing, tumour=i != 3)
+        names = case.structures
+        files[f"{root}/imagesTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
+            case.image, case.geometry, f"CT phantom seed {seed}")
+        files[f"{root}/labelsTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
+            case.labels, case.geometry, f"CT phantom labels seed {seed}")
+        training.append({"image": f"./imagesTr/abd_{i:03d}.nii.gz",
+                         "label": f"./labelsTr/abd_{i:03d}.nii.gz"})
+        rows.append((f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)", case,
+                     f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
+                     f"tumour={i != 3})"))
+    dataset = {
+        "name": "AbdomenPhantom",
+        "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
+        "reference": "napari-segeval phantoms (generated, no patient data)",
+        "licence": "CC0-1.0",
+        "release": "1.0",
+        "tensorImageSize": "3D",
+        "modality": {"0": "CT"},
+        "labels": {"0": "background", **_structures_json(names)},
+        "numTraining": len(training),
+        "numTest": 0,
+        "training": training,
+        "test": [],
+    }
+    files[f"{root}/dataset.json"] = (json.dumps(dataset, indent=4) + "\n").encode()
+    index["msd_task"] = root
+
+
+def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
+    seed = SEEDS["echo"]
+    clip = make_echo_clip(seed)
+    files["video/echo_001_labels.nii.gz"] = nifti_gz_bytes(
+        clip.labels, clip.geometry, f"echo phantom labels seed {seed}")
+    if video:
+        files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
+        index["video"] = {"image": "video/echo_001.mp4", "labels": "video/echo_001_labels.nii.gz",
+                          "modality": "US", "structures": _structures_json(clip.structures),
+                          "fps": ECHO_FPS, "codec": VIDEO_CODEC, "seed": seed}
+    for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", clip.labels)):
+        for fname, data in metaimage_files(arr, clip.spacing, name).items():
+            files[f"video/{fname}"] = data
+    files["video/dataset.json"] = _folder_dataset_json("Echo phantom", "US", clip.structures)
+    index["echo_sequence"] = {
+        "image": "video/echo_001_sequence.mhd", "labels": "video/echo_001_sequence_gt.mhd",
+        "modality": "US", "structures": _structures_json(clip.structures),
+        "ed_frame": clip.meta["ed_frame"], "es_frame": clip.meta["es_frame"], "seed": seed}
+    rows.append(("video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw",
+                 clip, f"make_echo_clip({seed})"))
+
+
+def _images2d(files: dict, index: dict, rows: list) -> None:
+    for i in range(1, N_2D + 1):
+        seed = SEEDS["polyp"] + i - 1
+        case = make_polyp_image(seed)
+        files[f"polyp/polyp_{i:03d}.png"] = png_bytes(case.image)
+        files[f"polyp/polyp_{i:03d}_mask.png"] = png_bytes(labels_to_rgb_mask(case.labels))
+        rows.append((f"polyp/polyp_{i:03d}.png (+ _mask.png)", case, f"make_polyp_image({seed})"))
+    for i in range(1, N_2D + 1):
+        seed = SEEDS["skin"] + i - 1
+        case = make_skin_image(seed)
+        files[f"skin/skin_{i:03d}.png"] = png_bytes(case.image)
+        files[f"skin/skin_{i:03d}_segmentation.png"] = png_bytes(
+            (case.labels > 0).astype(np.uint8) * 255)
+        rows.append((f"skin/skin_{i:03d}.png (+ _segmentation.png)", case,
+                     f"make_skin_image({seed})"))
+    files["polyp/dataset.json"] = _folder_dataset_json(
+        "Polyp phantom", "endoscopy", POLYP_STRUCTURES)
+    files["skin/dataset.json"] = _folder_dataset_json(
+        "Skin phantom", "dermoscopy", SKIN_STRUCTURES)
+    index["polyp"] = {"image": "polyp/polyp_001.png", "labels": "polyp/polyp_001_mask.png",
+                      "modality": "endoscopy",
+                      "structures": {"1": "neoplastic", "2": "non_neoplastic"},
+                      "color_table": {str(k): list(v) for k, v in POLYP_COLORS.items()},
+                      "seed": SEEDS["polyp"]}
+    index["skin"] = {"image": "skin/skin_001.png", "labels": "skin/skin_001_segmentation.png",
+                     "modality": "dermoscopy", "structures": {"1": "lesion"},
+                     "label_values": {"0": 0, "255": 1}, "seed": SEEDS["skin"]}
+    index["polyp_folder"] = "polyp"
+    index["skin_folder"] = "skin"
+
+
+def build_samples(video: bool = True) -> dict[str, bytes]:
+    """Generate every sample file in memory.
+
+    Parameters
+    ----------
+    video : bool
+        Include the MP4 (needs PyAV); without it the ``"video"`` index entry is left out.
+
+    Returns
+    -------
+    dict of str to bytes
+        File contents keyed by path relative to the sample folder (``/`` separated),
+        including ``index.json`` and ``README.md``.
+
+    Examples
+    --------
+    >>> files = build_samples(video=False)  # doctest: +SKIP
+    >>> "index.json" in files and "ct/ct_001.nii.gz" in files  # doctest: +SKIP
+    True
+    """
+    files: dict[str, bytes] = {}
+    index: dict = {}
+    rows: list = []
+    _ct(files, index, rows)
+    _echo(files, index, rows, video)
+    _images2d(files, index, rows)
+    _msd(files, index, rows)
+    index = {k: index[k] for k in sorted(index)}
+    files["index.json"] = (json.dumps(index, indent=2) + "\n").encode()
+    files["README.md"] = render_readme(rows, index, SEEDS).encode()
+    return dict(sorted(files.items()))
+
+
+def write_samples(out: str | os.PathLike, video: bool = True) -> list[Path]:
+    """Generate the samples and write them under ``out`` (each file atomically).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:  # doctest: +SKIP
+    ...     paths = write_samples(tmp)
+    """
+    out = Path(out)
+    written = []
+    for rel, data in build_samples(video=video).items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+def _same_content(rel: str, have: bytes, want: bytes) -> bool:
+    """True when two encodings decode to the same data (lossy video: within 2 grey levels)."""
+    try:
+        if rel.endswith(".gz"):
+            return gzip.decompress(have) == gzip.decompress(want)
+        if rel.endswith(".png"):
+            from PIL import Image
+
+            a, b = Image.open(io.BytesIO(have)), Image.open(io.BytesIO(want))
+            return a.mode == b.mode and np.array_equal(np.asarray(a), np.asarray(b))
+        if rel.endswith(".mp4"):
+            a, b = decode_mp4_grey(have), decode_mp4_grey(want)
+            diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
+            return a.shape == b.shape and float(diff.mean()) <= 2.0
+    except (OSError, ValueError, EOFError):
+        return False
+    return False
+
+
+def check_samples(root: str | os.PathLike) -> dict[str, str]:
+    """Regenerate into a temporary folder and compare with the files under ``root``.
+
+    Returns
+    -------
+    dict of str to str
+        State per relative path: ``"identical"``, ``"same content"`` (bytes differ only
+        by compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"``
+        (a file under ``root`` the generator does not make).
+
+    Examples
+    --------
+    >>> states = check_samples("sample_data")  # doctest: +SKIP
+    >>> set(states.values()) <= set(OK_STATES)  # doctest: +SKIP
+    True
+    """
+    root = Path(root)
+    states: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="segeval-samples-") as tmp:
+        fresh = Path(tmp)
+        write_samples(fresh)
+        expected = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
+        for rel in expected:
+            have_path = root / rel
+            if not have_path.is_file():
+                states[rel] = "missing"
+                continue
+            have, want = have_path.read_bytes(), (fresh / rel).read_bytes()
+            if have == want:
+                states[rel] = "identical"
+            else:
+                states[rel] = "same content" if _same_content(rel, have, want) else "different"
+    if root.is_dir():
+        for p in sorted(root.rglob("*")):
+            rel = p.relative_to(root).as_posix()
+            if p.is_file() and rel not in states:
+                states[rel] = "unexpected"
+    return states
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m napari_segeval.phantoms.make_samples",
+        description="Write the napari-segeval sample data, or check it is up to date.")
+    parser.add_argument("--out", default="sample_data", help="sample folder (default: %(default)s)")
+    parser.add_argument("--check", action="store_true",
+                        help="regenerate in a temporary folder and compare; exit 1 on difference")
+    args = parser.parse_args(argv)
+    if not args.check:
+        paths = write_samples(args.out)
+        total = sum(p.stat().st_size for p in paths)
+        print(f"wrote {len(paths)} files ({total / 1e6:.2f} MB) under {args.out}")
+        return 0
+    states = check_samples(args.out)
+    bad = {rel: s for rel, s in states.items() if s not in OK_STATES}
+    for rel, state in states.items():
+        if state != "identical":
+            print(f"{state:>12}  {rel}")
+    n_same = sum(s == "identical" for s in states.values())
+    print(f"{n_same}/{len(states)} files byte-identical; {len(bad)} problem(s) in {args.out}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Find the sample data: environment variable, the repository's folder, or a user cache.
+
+Importing this module never imports torch, Qt or napari (the package imports numpy and scipy);
+generating a missing cache imports the phantom generators and their encoders.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from napari_segeval._errors import ReadError
+
+#: Environment variable naming a sample folder (one holding ``index.json``).
+ENV_VAR = "NAPARI_SEGEVAL_SAMPLES"
+#: Keys of an ``index.json`` entry that name files.
+FILE_PARTS: tuple[str, ...] = ("image", "labels")
+#: Bump when the generated samples change, so stale caches are not reused.
+SAMPLES_VERSION = 1
+
+
+def _repo_samples() -> Path:
+    return Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "napari-segeval" / f"samples-v{SAMPLES_VERSION}"
+
+
+def _generate_into(final: Path) -> Path:
+    """Generate the samples in a temporary sibling folder, then rename it into place."""
+    from napari_segeval.phantoms.make_samples import write_samples
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".samples-", dir=final.parent))
+    try:
+        try:
+            import av  # noqa: F401
+
+            video = True
+        except ImportError:
+            video = False
+        write_samples(tmp, video=video)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / "index.json").is_file():  # not a lost race: a real failure
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def sample_root() -> Path:
+    """Folder holding the sample data and its ``index.json``.
+
+    Looks in order at ``$NAPARI_SEGEVAL_SAMPLES``, the repository's ``sample_data/`` (an
+    editable install), then the user cache (``$XDG_CACHE_HOME`` or ``~/.cache``, under
+    ``napari-segeval/samples-v1``), generating the samples there once if needed.
+
+    Raises
+    ------
+    ReadError
+        If ``$NAPARI_SEGEVAL_SAMPLES`` is set but holds no ``index.json``.
+
+    Examples
+    --------
+    >>> (sample_root() / "index.json").is_file()
+    True
+    """
+    env = os.environ.get(ENV_VAR)
+    if env:
+        root = Path(env).expanduser()
+        if not (root / "index.json").is_file():
+            raise ReadError(f"{ENV_VAR}={env}: no index.json in that folder")
+        return root
+    repo = _repo_samples()
+    if (repo / "index.json").is_file():
+        return repo
+    cache = _cache_dir()
+    if (cache / "index.json").is_file():
+        return cache
+    return _generate_into(cache)
+
+
+def load_index(root: Path | None = None) -> dict:
+    """The parsed ``index.json`` of ``root`` (default :func:`sample_root`).
+
+    Examples
+    --------
+    >>> "ct" in load_index()
+    True
+    """
+    root = sample_root() if root is None else Path(root)
+    path = root / "index.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReadError(f"{path}: cannot read the sample index ({exc})") from exc
+
+
+def sample_path(name: str, part: str = "image") -> Path:
+    """Path of one part (one of :data:`FILE_PARTS`) of a named sample.
+
+    Entries that are a single path (such as ``"msd_task"``, a folder) are returned
+    whatever ``part`` is.
+
+    Raises
+    ------
+    KeyError
+        If the sample or the part is not in ``index.json``.
+    ReadError
+        If the index names a file that is not on disk.
+
+    Examples
+    --------
+    >>> sample_path("ct").name
+    'ct_001.nii.gz'
+    >>> sample_path("msd_task").name
+    'Task90_AbdomenPhantom'
+    """
+    root = sample_root()
+    index = load_index(root)
+    if name not in index:
+        raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
+    entry = index[name]
+    if isinstance(entry, dict):
+        parts = [k for k in FILE_PARTS if isinstance(entry.get(k), str)]
+        if part not in parts:
+            raise KeyError(f"sample {name!r} has no file part {part!r}; parts: {', '.join(parts)}")
+        entry = entry[part]
+    path = root / entry
+    if not path.exists():
+        raise ReadError(f"{path}: listed in {root / 'index.json'} but missing")
+    return path
+
+
+def sample_info(name: str) -> dict:
+    """The whole ``index.json`` entry of a sample (paths, structures, seed, ...).
+
+    Examples
+    --------
+    >>> sample_info("skin")["structures"]
+    {'1': 'lesion'}
+    """
+    index = load_index()
+    if name not in index:
+        raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
+    entry = index[name]
+    return dict(entry) if isinstance(entry, dict) else {"path": entry}

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from napari_segeval._errors import ReadError
+from napari_segeval.phantoms import samples
+from napari_segeval.phantoms.samples import ENV_VAR, sample_info, sample_path, sample_root
+
+
+def test_env_var_wins(tmp_path, monkeypatch):
+    (tmp_path / "index.json").write_text(json.dumps({"x": {"image": "a.png"}, "f": "dir"}))
+    (tmp_path / "a.png").write_bytes(b"")
+    (tmp_path / "dir").mkdir()
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    assert sample_root() == tmp_path
+    assert sample_path("x") == tmp_path / "a.png"
+    assert sample_path("f") == tmp_path / "dir"
+    with pytest.raises(KeyError, match="labels"):
+        sample_path("x", "labels")
+    with pytest.raises(KeyError, match="available"):
+        sample_path("nope")
+
+
+def test_env_var_without_index_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    with pytest.raises(ReadError, match="index.json"):
+        sample_root()
+
+
+def test_missing_listed_file_is_a_read_error(tmp_path, monkeypatch):
+    (tmp_path / "index.json").write_text(json.dumps({"x": {"image": "gone.png"}}))
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    with pytest.raises(ReadError, match="gone.png"):
+        sample_path("x")
+
+
+def test_repo_samples_found_without_env(monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    root = sample_root()
+    assert root == Path(samples.__file__).resolve().parents[2] / "sample_data"
+    assert sample_path("ct", "labels").name == "ct_001_labels.nii.gz"
+    assert sample_info("polyp")["color_table"]["1"] == [255, 0, 0]
+
+
+def test_cache_generated_once_atomically(tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(samples, "_repo_samples", lambda: tmp_path / "no-repo")
+    from napari_segeval.phantoms import make_samples
+
+    calls = []
+
+    def fake_write(out, video=True):
+        calls.append(out)
+        (Path(out) / "index.json").write_text("{}")
+
+    monkeypatch.setattr(make_samples, "write_samples", fake_write)
+    first = sample_root()
+    assert (first / "index.json").is_file() and first.is_relative_to(tmp_path)
+    assert sample_root() == first and len(calls) == 1
+    assert first.name == f"samples-v{samples.SAMPLES_VERSION}" and calls[0] != first
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # no temp left over
+
+
+def test_import_does_not_pull_heavy_modules():
+    code = (
+        "import sys, napari_segeval.phantoms.samples, napari_segeval.phantoms;"
+        "bad = [m for m in ('torch', 'napari', 'qtpy', 'PyQt5', 'SimpleITK', 'av') "
+        "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
