@@ -22,10 +22,13 @@ one; medpy and seg-metrics pool both directions into one unweighted percentile,
 which is smaller than the maximum of the directed percentiles in general.
 
 Instead of a distance transform of the whole (cropped) grid, the distances are
-found with a k-d tree over the other surface's surfel points: the nearest
+found by a banded search around each surfel point, falling back to a k-d tree
+over the other surface's points (see :mod:`._border_search`): the nearest
 surfel point gives exactly the distance an exact Euclidean distance transform of
-the border image would give, and the distance is recomputed from the integer
+the border image would give, and the distance is computed from the integer
 offset with the same floating-point operations as :func:`scipy.ndimage.distance_transform_edt`.
+:func:`surface_metrics` never sorts the distances: the search ranks them, and
+the weighted percentile sums areas per rank.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from napari_segeval._errors import GeometryMismatchError, InvalidLabelsError
+from napari_segeval.metrics import _border_search as _search
 from napari_segeval.metrics._surfel_tables import (
     contour_length_table_2d,
     surfel_area_table_3d,
@@ -66,16 +70,16 @@ def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     >>> bounding_box(m, margin=1)
     (slice(0, 4, None), slice(1, 4, None))
     """
-    out = []
-    for axis in range(mask.ndim):
-        other = tuple(a for a in range(mask.ndim) if a != axis)
-        hit = np.flatnonzero(mask.any(axis=other) if other else mask)
-        if hit.size == 0:
-            return None
-        lo = max(int(hit[0]) - margin, 0)
-        hi = min(int(hit[-1]) + 1 + margin, mask.shape[axis])
-        out.append(slice(lo, hi))
-    return tuple(out)
+    # first axis from one reduction over the others, then the rest from the
+    # projection of that slab along the first axis (two passes over the array)
+    hit = np.flatnonzero(mask.any(axis=tuple(range(1, mask.ndim))) if mask.ndim > 1 else mask)
+    if hit.size == 0:
+        return None
+    first = slice(max(int(hit[0]) - margin, 0), min(int(hit[-1]) + 1 + margin, mask.shape[0]))
+    if mask.ndim == 1:
+        return (first,)
+    rest = bounding_box(mask[int(hit[0]) : int(hit[-1]) + 1].any(axis=0), margin)
+    return (first, *rest)
 
 
 def neighbour_codes(mask: np.ndarray) -> np.ndarray:
@@ -109,69 +113,32 @@ def _area_table(spacing: Sequence[float]) -> np.ndarray:
     return contour_length_table_2d(tuple(spacing))
 
 
-def _surfels(codes: np.ndarray, table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Border mask, integer coordinates (N, ndim) and areas of the surfels."""
-    full = 255 if codes.ndim == 3 else 15
-    border = (codes != 0) & (codes != full)
-    coords = np.argwhere(border)
-    return border, coords, table[codes[border]]
+def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:
+    """Per direction (ref to pred, pred to ref): distances, ranks, rank values, areas.
 
-
-def _offsets(spacing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integer offsets of the 3**ndim - 1 neighbours, nearest first, and their distances."""
-    ndim = spacing.size
-    grid = np.stack(np.meshgrid(*([np.arange(-1, 2)] * ndim), indexing="ij"), -1)
-    offsets = grid.reshape(-1, ndim)
-    offsets = offsets[np.any(offsets != 0, axis=1)]
-    dist = _distance(offsets, spacing)
-    order = np.argsort(dist, kind="stable")
-    return offsets[order], dist[order]
-
-
-def _distance(delta: np.ndarray, spacing: np.ndarray) -> np.ndarray:
-    """sqrt(sum((delta * spacing)**2)) with the operation order of scipy's EDT."""
-    scaled = delta.astype(np.float64) * spacing
-    np.multiply(scaled, scaled, scaled)
-    total = scaled[:, 0]
-    for axis in range(1, scaled.shape[1]):
-        total = total + scaled[:, axis]
-    return np.sqrt(total)
-
-
-def _directed(
-    coords_a: np.ndarray, coords_b: np.ndarray, border_b: np.ndarray, spacing: np.ndarray
-) -> np.ndarray:
-    """Distances (mm) from surfel points ``coords_a`` to the surfel set ``coords_b``.
-
-    Points on both surfaces are at 0. A point whose nearest neighbour-grid point of
-    the other surface is closer than ``2 * min(spacing)`` has its exact distance
-    from the 3**ndim block (nothing outside the block can be nearer); the rest go
-    to a k-d tree over the other surface's points.
+    None when both masks are empty. Distances are in surfel order, unsorted.
     """
-    if coords_b.shape[0] == 0:
-        return np.full(coords_a.shape[0], np.inf)
-    dist = np.zeros(coords_a.shape[0])
-    padded = np.pad(border_b, 1)
-    strides = np.array(padded.strides) // padded.itemsize
-    flat = padded.reshape(-1)
-    index = (coords_a + 1) @ strides  # flat positions in the padded grid
-    todo = np.flatnonzero(~flat[index])
-    offsets, off_dist = _offsets(spacing)
-    reach = 2.0 * float(spacing.min())
-    for offset, d in zip(offsets @ strides, off_dist):
-        if d >= reach or todo.size == 0:
-            break
-        hit = flat[index[todo] + offset]
-        dist[todo[hit]] = d
-        todo = todo[~hit]
-    if todo.size:
-        from scipy.spatial import cKDTree
-
-        tree = cKDTree(coords_b * spacing, balanced_tree=False, compact_nodes=False)
-        query = coords_a[todo]
-        _, nearest = tree.query(query * spacing)
-        dist[todo] = _distance(coords_b[nearest] - query, spacing)
-    return dist
+    box = bounding_box(ref | pred)
+    if box is None:
+        return None
+    table = _area_table(tuple(sp))
+    pad = _search.window(sp)
+    codes_r = _search.padded_codes(ref[box], pad)
+    codes_p = _search.padded_codes(pred[box], pad)
+    grid_r, idx_r = _search.border(codes_r)
+    grid_p, idx_p = _search.border(codes_p)
+    area_r = table[codes_r.reshape(-1)[idx_r]]
+    area_p = table[codes_p.reshape(-1)[idx_p]]
+    del codes_r, codes_p
+    out = []
+    pairs = ((idx_r, area_r, grid_p, idx_p), (idx_p, area_p, grid_r, idx_r))
+    for idx_a, area_a, grid_b, idx_b in pairs:
+        if idx_b.size == 0 or idx_a.size == 0:
+            n = idx_a.size
+            out.append((np.full(n, np.inf), np.zeros(n, np.int64), np.full(1, np.inf), area_a))
+        else:
+            out.append((*_search.nearest(idx_a, grid_b, idx_b, sp, pad), area_a))
+    return out
 
 
 def surface_distances(
@@ -202,8 +169,8 @@ def surface_distances(
     (0.0, 9.389)
     """
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
-    box = bounding_box(ref | pred)
-    if box is None:
+    both = _directions(ref, pred, sp)
+    if both is None:
         empty = np.zeros(0)
         return {
             "distances_ref_to_pred": empty,
@@ -211,11 +178,7 @@ def surface_distances(
             "distances_pred_to_ref": empty,
             "areas_pred": empty,
         }
-    table = _area_table(tuple(sp))
-    border_r, pts_r, area_r = _surfels(neighbour_codes(ref[box]), table)
-    border_p, pts_p, area_p = _surfels(neighbour_codes(pred[box]), table)
-    d_rp = _directed(pts_r, pts_p, border_p, sp)
-    d_pr = _directed(pts_p, pts_r, border_r, sp)
+    (d_rp, _, _, area_r), (d_pr, _, _, area_p) = both
     o_r = np.lexsort((area_r, d_rp))
     o_p = np.lexsort((area_p, d_pr))
     return {
@@ -311,8 +274,29 @@ def surface_metrics(
     """
     if empty not in EMPTY_CHOICES:
         raise ValueError(f"empty must be one of {EMPTY_CHOICES}, got {empty!r}")
-    d = surface_distances(reference_mask, prediction_mask, spacing)
-    return metrics_from_distances(d, tolerance_mm=tolerance_mm, percentile=percentile, empty=empty)
+    ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
+    both = _directions(ref, pred, sp)
+    if both is None or both[0][3].size == 0 or both[1][3].size == 0:
+        n_r, n_p = (0, 0) if both is None else (both[0][3].size, both[1][3].size)
+        d = {
+            "distances_ref_to_pred": np.zeros(n_r),
+            "areas_ref": np.zeros(n_r),
+            "distances_pred_to_ref": np.zeros(n_p),
+            "areas_pred": np.zeros(n_p),
+        }
+        return metrics_from_distances(
+            d, tolerance_mm=tolerance_mm, percentile=percentile, empty=empty
+        )
+    (d_rp, rank_r, val_r, a_r), (d_pr, rank_p, val_p, a_p) = both
+    hd = float(max(d_rp.max(), d_pr.max()))
+    hd95 = max(
+        _search.weighted_percentile(rank_r, val_r, a_r, percentile),
+        _search.weighted_percentile(rank_p, val_p, a_p, percentile),
+    )
+    total = np.sum(a_r) + np.sum(a_p)
+    assd = float((np.dot(d_rp, a_r) + np.dot(d_pr, a_p)) / total)
+    overlap = np.sum(a_r[d_rp <= tolerance_mm]) + np.sum(a_p[d_pr <= tolerance_mm])
+    return {"hd": hd, "hd95": hd95, "assd": assd, "nsd": float(overlap / total)}
 
 
 def metrics_from_distances(

@@ -58,6 +58,17 @@ def test_many_slabs_and_threads():
     np.testing.assert_array_equal(confusion_matrix(ref, pred).ravel(), expected)
 
 
+@pytest.mark.parametrize("top", [255, 256, 3000])  # pair index in uint16, then uint32
+def test_pair_index_width(top):
+    rng = np.random.default_rng(top)
+    ref = rng.integers(0, top + 1, (6, 20, 20)).astype(np.int32)
+    pred = rng.integers(0, top + 1, (6, 20, 20)).astype(np.int64)
+    ref[0, 0, 0] = top
+    pairs = ref.ravel().astype(np.int64) * (top + 1) + pred.ravel()
+    expected = np.bincount(pairs, minlength=(top + 1) ** 2)
+    np.testing.assert_array_equal(confusion_matrix(ref, pred).ravel(), expected)
+
+
 def test_shifted_cubes_known_dice():
     ref = np.zeros((10, 10, 10), np.uint8)
     ref[2:6, 2:6, 2:6] = 1  # 64 voxels

@@ -104,7 +104,7 @@ def test_2d():
     b = np.roll(a, 2, axis=1)
     m = surface_metrics(a, b, (1.0, 1.0), tolerance_mm=1.0)
     assert m["hd"] == 2.0
-    nsd, hd = slow_surface(a, b, (1.0, 1.0), 1.0)
+    nsd, _ = slow_surface(a, b, (1.0, 1.0), 1.0)
     assert m["nsd"] == pytest.approx(nsd, abs=1e-12)
 
 
