@@ -35,10 +35,8 @@ class GeometryMismatchError(SegEvalError):
 class MissingDependencyError(SegEvalError):
     """An optional dependency (an extra) is needed but not installed."""
 
-    def __init__(self, package: str, extra: str, purpose: str) -> None:
+    def __init__(self, package: str, extra: str, purpose: str, hint: str | None = None) -> None:
         self.package = package
         self.extra = extra
-        super().__init__(
-            f"{purpose} needs the optional package '{package}': "
-            f"pip install 'napari-segeval[{extra}]'"
-        )
+        how = hint or f"pip install 'napari-segeval[{extra}]'"
+        super().__init__(f"{purpose} needs the optional package '{package}': {how}")

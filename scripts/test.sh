@@ -7,12 +7,11 @@ bash scripts/system-deps.sh
 [ -x .venv/bin/python ] || python3 -m venv .venv
 py=.venv/bin/python
 $py -m pip install -q --upgrade pip
-$py -m pip install -q -e ".[testing,bench]"
+$py -m pip install -q -e ".[testing,bench,medsam2]"
 # The MedSAM2 reference (Meta's SAM2) for the parity test: model code only, no CUDA
 # extension, and no dependency resolution that could swap the CPU torch for another build.
 if ! $py -c "import sam2" 2>/dev/null; then
   SAM2_BUILD_CUDA=0 $py -m pip install -q --no-deps --no-build-isolation sam2 || \
     echo "test.sh: could not install sam2; the MedSAM2 parity test will be skipped" >&2
 fi
-$py -m pip install -q "hydra-core>=1.3" "iopath>=0.1.10"
 exec $py -m pytest "$@"
