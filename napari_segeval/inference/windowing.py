@@ -1,0 +1,205 @@
+"""CT windows and MR percentile clipping to the 0-255 range MedSAM2-style models expect.
+
+A CT *window* is a ``(level, width)`` pair in Hounsfield units: intensities in
+``[level - width / 2, level + width / 2]`` map linearly onto ``[0, 255]`` and
+values outside are clipped. MR (and other non-CT) images are clipped to the
+0.5-99.5 percentiles of their non-zero voxels and scaled to ``[0, 255]``, as
+MedSAM2's inference code does.
+
+Only NumPy is used here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from napari_segeval._errors import InvalidImageError, SegEvalError
+
+#: Preset CT windows as ``name: (level, width)`` in HU.
+CT_WINDOWS: dict[str, tuple[float, float]] = {
+    "abdomen": (40.0, 400.0),
+    "lung": (-600.0, 1500.0),
+    "brain": (40.0, 80.0),
+    "mediastinum": (50.0, 350.0),
+}
+DEFAULT_CT_WINDOW = "abdomen"
+
+
+def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
+    """Parse a window preset name or a custom ``"W,L"`` spec into ``(level, width)``.
+
+    Parameters
+    ----------
+    spec : str or (width, level)
+        A preset name from :data:`CT_WINDOWS` (case-insensitive), a string
+        ``"W,L"`` such as ``"400,40"`` (width first, as radiologists write
+        ``W/L``), or a pair ``(width, level)``.
+
+    Returns
+    -------
+    (level, width) : tuple of float
+
+    Raises
+    ------
+    SegEvalError
+        Unknown preset, unparsable string, or a width that is not positive.
+
+    Examples
+    --------
+    >>> parse_window("lung")
+    (-600.0, 1500.0)
+    >>> parse_window("350,50")
+    (50.0, 350.0)
+    >>> parse_window((80, 40))
+    (40.0, 80.0)
+    """
+    if isinstance(spec, str):
+        key = spec.strip().lower()
+        if key in CT_WINDOWS:
+            return CT_WINDOWS[key]
+        parts = key.replace("/", ",").split(",")
+        try:
+            width, level = (float(p) for p in parts)
+        except ValueError:
+            raise SegEvalError(
+                f"unknown CT window {spec!r}: use one of {', '.join(CT_WINDOWS)} "
+                "or 'W,L' (for example '400,40')"
+            ) from None
+    else:
+        try:
+            width, level = (float(v) for v in spec)
+        except (TypeError, ValueError):
+            raise SegEvalError(
+                f"CT window must be a preset name or (width, level), got {spec!r}"
+            ) from None
+    if not (np.isfinite(width) and np.isfinite(level)) or width <= 0:
+        raise SegEvalError(f"CT window width must be positive and finite, got W={width} L={level}")
+    return level, width
+
+
+def apply_window(hu: np.ndarray, level: float, width: float) -> np.ndarray:
+    """Window CT intensities (HU) to float32 values in ``[0, 255]``.
+
+    ``level - width / 2`` maps to 0 and ``level + width / 2`` to 255; values
+    outside are clipped.
+
+    Examples
+    --------
+    >>> apply_window(np.array([-1000.0, -160.0, 40.0, 240.0, 3000.0]), 40, 400)
+    array([  0. ,   0. , 127.5, 255. , 255. ], dtype=float32)
+    """
+    if width <= 0:
+        raise SegEvalError(f"CT window width must be positive, got {width}")
+    arr = np.asarray(hu, dtype=np.float64)
+    _check_finite(arr)
+    lo = level - width / 2.0
+    out = (np.clip(arr, lo, lo + width) - lo) * (255.0 / width)
+    return out.astype(np.float32)
+
+
+def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tuple[float, float]:
+    """Percentiles ``lower`` and ``upper`` of the non-zero voxels (``(0, 0)`` if none).
+
+    Examples
+    --------
+    >>> mr_bounds(np.array([0.0, 1.0, 2.0, 3.0, 4.0, 100.0]), 0, 75)
+    (1.0, 4.0)
+    """
+    if not 0 <= lower < upper <= 100:
+        raise SegEvalError(f"need 0 <= lower < upper <= 100, got {lower}, {upper}")
+    arr = np.asarray(image)
+    nonzero = arr[arr != 0]
+    if nonzero.size == 0:
+        return 0.0, 0.0
+    lo, hi = np.percentile(nonzero.astype(np.float64), [lower, upper])
+    return float(lo), float(hi)
+
+
+def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.ndarray:
+    """Clip to percentiles of the non-zero voxels and scale to float32 ``[0, 255]``.
+
+    Parameters
+    ----------
+    image : ndarray
+        Any-dimensional intensity array.
+    lower, upper : float
+        Percentiles (0-100) computed over voxels that are not zero. An image
+        that is all zero, or constant after clipping, maps to all zeros.
+
+    Examples
+    --------
+    >>> img = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 100.0])
+    >>> mr_clip(img, 0, 75).round(1)
+    array([  0.,   0.,  85., 170., 255., 255.], dtype=float32)
+    """
+    arr = np.asarray(image, dtype=np.float64)
+    _check_finite(arr)
+    lo, hi = mr_bounds(arr, lower, upper)
+    if hi <= lo:
+        return np.zeros(arr.shape, dtype=np.float32)
+    out = (np.clip(arr, lo, hi) - lo) * (255.0 / (hi - lo))
+    return out.astype(np.float32)
+
+
+def window_bounds(
+    modality: str,
+    window: str | Sequence[float] | None = None,
+    image: np.ndarray | None = None,
+) -> tuple[float, float]:
+    """Raw intensities mapped to 0 and 1 (MedSAM2-style normalization) for ``modality``.
+
+    CT: the window edges (default window: abdomen). MR/PET: the 0.5 and 99.5
+    percentiles of non-zero voxels of ``image`` (required). Everything else
+    (ultrasound, endoscopy, 8-bit video): ``(0, 255)``.
+
+    Examples
+    --------
+    >>> window_bounds("CT", "abdomen")
+    (-160.0, 240.0)
+    >>> window_bounds("US")
+    (0.0, 255.0)
+    """
+    mod = (modality or "other").upper()
+    if mod == "CT":
+        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        return level - width / 2.0, level + width / 2.0
+    if mod in ("MR", "PET"):
+        if image is None:
+            raise SegEvalError(f"{modality} normalization depends on the image: pass image=")
+        lo, hi = mr_bounds(image)
+        if hi <= lo:
+            return (0.0, 1.0) if lo == hi == 0.0 else (lo, lo + 1e-6)
+        return lo, hi
+    return 0.0, 255.0
+
+
+def to_unit(
+    image: np.ndarray, modality: str, window: str | Sequence[float] | None = None
+) -> tuple[np.ndarray, float, float]:
+    """Map ``image`` to float32 ``[0, 1]`` the MedSAM2 way (window or percentile clip).
+
+    Returns
+    -------
+    unit : numpy.ndarray
+        float32, same shape, clipped to ``[0, 1]``.
+    low, high : float
+        Raw values mapped to 0 and 1 (so one unit is ``high - low`` raw units).
+
+    Examples
+    --------
+    >>> u, lo, hi = to_unit(np.array([-1000, 40, 1000]), "CT", "abdomen")
+    >>> u.tolist(), hi - lo
+    ([0.0, 0.5, 1.0], 400.0)
+    """
+    arr = np.asarray(image)
+    _check_finite(arr)
+    lo, hi = window_bounds(modality, window, arr)
+    unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
+    return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi
+
+
+def _check_finite(arr: np.ndarray) -> None:
+    if arr.size and arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise InvalidImageError("image contains NaN or infinite values")

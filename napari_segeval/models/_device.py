@@ -1,0 +1,71 @@
+"""Pick the compute device and the matching autocast context."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from napari_segeval._errors import SegEvalError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
+
+
+def pick_device(preference: str | None = None) -> torch.device:
+    """Return a :class:`torch.device`: CUDA when available, else MPS, else CPU.
+
+    Parameters
+    ----------
+    preference : {"auto", "cpu", "cuda", "mps"} or a torch device string, optional
+        ``None``/``"auto"`` picks the best available. An explicit device that is
+        not available raises :class:`~napari_segeval.SegEvalError`.
+
+    Examples
+    --------
+    >>> pick_device("cpu")
+    device(type='cpu')
+    >>> pick_device().type in ("cuda", "mps", "cpu")
+    True
+    """
+    import torch
+
+    pref = (preference or "auto").lower()
+    if pref == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        dev = torch.device(pref)
+    except RuntimeError as exc:
+        raise SegEvalError(
+            f"unknown device {preference!r}: use one of {', '.join(DEVICE_CHOICES)}"
+        ) from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise SegEvalError("device 'cuda' requested but CUDA is not available")
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise SegEvalError("device 'mps' requested but MPS is not available")
+    return dev
+
+
+def autocast_context(device: Any, enabled: bool = True) -> contextlib.AbstractContextManager:
+    """bf16 autocast on CUDA (when ``enabled``), a no-op context elsewhere.
+
+    Examples
+    --------
+    >>> import torch
+    >>> with autocast_context(torch.device("cpu")):
+    ...     pass
+    """
+    import torch
+
+    dev = torch.device(device)
+    if enabled and dev.type == "cuda":
+        return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()

@@ -1,0 +1,145 @@
+"""The built-in box/mask-conditioned network and its differentiable crop geometry.
+
+The network sees a square window around the object, resampled to ``size x
+size`` pixels, with four channels:
+
+0. the current frame (unit intensities),
+1. the frame the prior mask belongs to (the previous frame while propagating;
+   the current frame on the key frame),
+2. the prior mask (soft probability of the previous frame; the box mask on the
+   key frame),
+3. the box mask on the key frame, zeros while propagating.
+
+The two image channels are standardized with the window's mean/std of
+channel 0 (differentiable), so the same weights serve windowed CT and 8-bit
+ultrasound. Windows are cut and pasted back with :func:`torch.nn.functional.grid_sample`,
+so gradients reach the full-size frames.
+
+Torch is imported by this module: import it only inside functions elsewhere.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: Window side relative to the object's larger bounding-box side, and the
+#: minimum window side in native pixels.
+CONTEXT = 1.6
+MIN_SIDE = 16.0
+
+
+def _block(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+        nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+        nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+    )
+
+
+class PromptUNet(nn.Module):
+    """Small fully convolutional U-Net: 4 input channels -> 1 foreground logit.
+
+    Parameters
+    ----------
+    width : int
+        Channels of the first level (doubled per level).
+    depth : int
+        Number of down-sampling steps.
+
+    Examples
+    --------
+    >>> net = PromptUNet(width=8, depth=2).eval()
+    >>> net(torch.zeros(2, 4, 32, 32)).shape
+    torch.Size([2, 1, 32, 32])
+    """
+
+    in_channels = 4
+
+    def __init__(self, width: int = 12, depth: int = 3) -> None:
+        super().__init__()
+        chans = [width * 2**i for i in range(depth + 1)]
+        self.down = nn.ModuleList()
+        cin = self.in_channels
+        for c in chans:
+            self.down.append(_block(cin, c))
+            cin = c
+        self.up = nn.ModuleList()
+        self.fuse = nn.ModuleList()
+        for c_hi, c_lo in zip(chans[::-1][:-1], chans[::-1][1:]):
+            self.up.append(nn.ConvTranspose2d(c_hi, c_lo, 2, stride=2))
+            self.fuse.append(_block(2 * c_lo, c_lo))
+        self.head = nn.Conv2d(chans[0], 1, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, 4, S, S)`` (S divisible by 2**depth)."""
+        img = x[:, :2]
+        mean = img[:, :1].mean(dim=(2, 3), keepdim=True)
+        std = img[:, :1].std(dim=(2, 3), keepdim=True)
+        img = (img - mean) / (std + 0.02)
+        h = torch.cat([img, x[:, 2:] * 2.0 - 1.0], dim=1)
+        skips = []
+        for i, block in enumerate(self.down):
+            if i:
+                h = F.max_pool2d(h, 2)
+            h = block(h)
+            skips.append(h)
+        for up, fuse, skip in zip(self.up, self.fuse, skips[::-1][1:]):
+            h = fuse(torch.cat([up(h), skip], dim=1))
+        return self.head(h)
+
+
+def window_from_bbox(y0: float, x0: float, y1: float, x1: float,
+                     context: float = CONTEXT) -> tuple[float, float, float]:
+    """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box.
+
+    Examples
+    --------
+    >>> window_from_bbox(10, 20, 30, 30)
+    (20.0, 25.0, 16.0)
+    """
+    cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
+    side = max(max(y1 - y0, x1 - x0) * context, MIN_SIDE)
+    return float(cy), float(cx), float(side / 2.0)
+
+
+def crop_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Affine ``theta (B, 2, 3)`` that resamples windows ``(B, 3) = (cy, cx, half)``.
+
+    Coordinates are pixel *edges* (pixel ``i`` spans ``[i, i + 1]``), matching
+    ``grid_sample(..., align_corners=False)``.
+    """
+    cy, cx, half = windows[:, 0], windows[:, 1], windows[:, 2]
+    theta = torch.zeros(windows.shape[0], 2, 3, dtype=windows.dtype, device=windows.device)
+    theta[:, 0, 0] = 2.0 * half / width
+    theta[:, 0, 2] = 2.0 * cx / width - 1.0
+    theta[:, 1, 1] = 2.0 * half / height
+    theta[:, 1, 2] = 2.0 * cy / height - 1.0
+    return theta
+
+
+def crop(planes: torch.Tensor, windows: torch.Tensor, size: int) -> torch.Tensor:
+    """Resample ``planes (B, C, H, W)`` inside ``windows`` to ``(B, C, size, size)``."""
+    b, c, h, w = planes.shape
+    theta = crop_theta(windows.to(planes.dtype), h, w)
+    grid = F.affine_grid(theta, [b, c, size, size], align_corners=False)
+    return F.grid_sample(planes, grid, mode="bilinear", padding_mode="border",
+                         align_corners=False)
+
+
+def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Inverse of :func:`crop`: place ``values (B, C, S, S)`` on ``(B, C, H, W)``, 0 outside."""
+    theta = crop_theta(windows.to(values.dtype), height, width)
+    inv = torch.zeros_like(theta)
+    inv[:, 0, 0] = 1.0 / theta[:, 0, 0]
+    inv[:, 0, 2] = -theta[:, 0, 2] / theta[:, 0, 0]
+    inv[:, 1, 1] = 1.0 / theta[:, 1, 1]
+    inv[:, 1, 2] = -theta[:, 1, 2] / theta[:, 1, 1]
+    b, c = values.shape[:2]
+    grid = F.affine_grid(inv, [b, c, height, width], align_corners=False)
+    return F.grid_sample(values, grid, mode="bilinear", padding_mode="zeros",
+                         align_corners=False)

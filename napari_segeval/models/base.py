@@ -1,0 +1,214 @@
+"""The promptable-backend interface every box-prompted model implements.
+
+A *promptable model* segments one structure through a stack of frames (the
+slices of a volume or the frames of a video), starting from a box on a key
+frame and walking in one direction. The bidirectional loop, multi-structure
+merging and post-processing live in :mod:`napari_segeval.propagation`; a
+backend only implements :meth:`PromptableModel.propagate` for one direction.
+
+Units
+-----
+``frames`` are always given in the model's **normalized input units** (what
+:meth:`PromptableModel.preprocess` returns), at the case's native in-plane
+size. Attacks perturb these tensors directly; :meth:`normalize_info` tells
+how many raw units (HU, grey levels) one normalized unit is, so an epsilon can
+be reported to people in raw units, and which normalized range corresponds to
+valid raw intensities (for clamping perturbed inputs).
+
+Return value
+------------
+``propagate`` returns foreground **probabilities** (not logits), one per
+visited frame, in *visit order*: element ``0`` is the key frame; for
+``order="forward"`` element ``j`` is frame ``key_index + j`` (``n - key_index``
+elements), for ``order="backward"`` element ``j`` is frame ``key_index - j``
+(``key_index + 1`` elements). Frames after an early stop
+(``stop_when_empty=True``) are all zero. Shape ``(n_visited, H, W)`` at the
+native size of ``frames``.
+
+Progress and cancel
+-------------------
+``progress(done, total)`` is called after each frame with ``total =
+n_visited`` (and once with ``(total, total)`` on an early stop). ``cancel`` is a
+:class:`threading.Event` (or ``None``) checked before each frame; when set,
+:class:`napari_segeval._cancel.Cancelled` is raised (see
+:func:`napari_segeval._cancel.check_cancel`).
+
+Gradients
+---------
+With ``grad=False`` the backend runs without autograd (and may use bf16
+autocast on GPU). With ``grad=True`` the whole walk is differentiable: the
+returned tensor has a graph back to ``frames`` (the prior mask fed from one
+step to the next is the *soft* probability), so attacks and uncertainty methods
+can back-propagate through propagation. No autocast is used with ``grad=True``.
+
+This module imports nothing heavy at import time (``torch`` only for typing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from napari_segeval.prompts.box import Box
+
+if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
+    import torch
+
+Order = Literal["forward", "backward"]
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class NormalizeInfo:
+    """How raw intensities map to a model's normalized input units.
+
+    Parameters
+    ----------
+    raw_per_normalized_unit : float
+        Raw units (HU for CT, grey levels for US/video) per one normalized unit,
+        in the linear part of the mapping. An epsilon ``e`` in normalized units
+        is ``e * raw_per_normalized_unit`` raw units. For a backend with
+        per-channel scaling (ImageNet std) this is the *smallest* of the channel
+        factors (the most conservative conversion) and ``description`` says so.
+    valid_min, valid_max : float
+        Normalized values of the lowest and highest raw intensity the
+        preprocessing can produce (for example the window edges): a perturbed
+        input should be clamped to this range. Per-channel backends give the
+        loosest bound over channels.
+    description : str
+        One line for people, e.g. ``"CT window W=400 L=40 -> [0, 1]"``.
+
+    Examples
+    --------
+    >>> info = NormalizeInfo(400.0, 0.0, 1.0, "CT window W=400 L=40 -> [0, 1]")
+    >>> info.to_raw(8 / 255)  # doctest: +ELLIPSIS
+    12.54...
+    """
+
+    raw_per_normalized_unit: float
+    valid_min: float
+    valid_max: float
+    description: str = ""
+
+    def to_raw(self, eps_normalized: float) -> float:
+        """Convert an epsilon in normalized units to raw units."""
+        return float(eps_normalized) * self.raw_per_normalized_unit
+
+    def to_normalized(self, eps_raw: float) -> float:
+        """Convert an epsilon in raw units to normalized units."""
+        return float(eps_raw) / self.raw_per_normalized_unit
+
+
+@runtime_checkable
+class PromptableModel(Protocol):
+    """A box-prompted model that propagates a mask through frames in one direction.
+
+    Attributes
+    ----------
+    name : str
+        Short identifier (``"builtin"``, ``"medsam2"``), recorded in results.
+    device : torch.device
+        Where the model's parameters live; ``propagate`` moves ``frames`` there.
+    """
+
+    name: str
+    device: Any
+
+    def preprocess(
+        self, image: np.ndarray, modality: str, window: str | tuple[float, float] | None = None
+    ) -> torch.Tensor:
+        """Map raw intensities ``(n, H, W)`` or ``(n, H, W, 3)`` to normalized units.
+
+        ``window`` is a CT preset name (``"abdomen"``, ``"lung"``, ``"brain"``,
+        ``"mediastinum"``) or ``(width, level)``; ``None`` picks the default for
+        the modality. Returns a float32 CPU tensor at native size (the same
+        ``(n, H, W[, 3])`` layout, or the backend's documented layout).
+        """
+        ...
+
+    def normalize_info(
+        self,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        image: np.ndarray | None = None,
+    ) -> NormalizeInfo:
+        """Describe the mapping :meth:`preprocess` applies for this modality/window.
+
+        ``image`` (raw) is needed only for data-dependent mappings (MR/PET
+        percentile clipping); CT windows and 8-bit video do not need it.
+        :mod:`napari_segeval.inference.windowing` implements the shared raw -> [0, 1]
+        step (CT presets, MR percentiles, 8-bit) that backends build on.
+        """
+        ...
+
+    def propagate(
+        self,
+        frames: torch.Tensor | np.ndarray,
+        key_index: int,
+        box: Box,
+        order: Order = "forward",
+        *,
+        init_mask: torch.Tensor | np.ndarray | None = None,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+    ) -> torch.Tensor:
+        """Segment ``box`` on frame ``key_index`` and walk in ``order``.
+
+        Parameters
+        ----------
+        frames : tensor or array, ``(n, H, W)`` or ``(n, H, W, C)``
+            Normalized input (see :meth:`preprocess`).
+        key_index : int
+            Frame the box is drawn on (``box.index`` is informational here).
+        box : Box
+            Prompt in native array coordinates of the key frame.
+        order : {"forward", "backward"}
+            Walk towards the last frame or towards frame 0.
+        init_mask : optional ``(H, W)``
+            A prior mask for the key frame (backends that accept mask prompts).
+        progress, cancel, stop_when_empty, grad
+            See the module docstring.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(n_visited, H, W)`` foreground probabilities in visit order.
+        """
+        ...
+
+
+def n_visited(n_frames: int, key_index: int, order: Order) -> int:
+    """Number of frames ``propagate`` visits (and returns) for one direction.
+
+    Examples
+    --------
+    >>> n_visited(10, 4, "forward"), n_visited(10, 4, "backward")
+    (6, 5)
+    """
+    if not 0 <= key_index < n_frames:
+        raise ValueError(f"key index {key_index} outside 0..{n_frames - 1}")
+    if order == "forward":
+        return n_frames - key_index
+    if order == "backward":
+        return key_index + 1
+    raise ValueError(f"order must be 'forward' or 'backward', got {order!r}")
+
+
+def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
+    """Frame indices in visit order (element 0 is the key frame).
+
+    Examples
+    --------
+    >>> visit_indices(5, 2, "backward").tolist()
+    [2, 1, 0]
+    """
+    k = n_visited(n_frames, key_index, order)
+    step = 1 if order == "forward" else -1
+    return key_index + step * np.arange(k)

@@ -1,0 +1,221 @@
+"""The built-in promptable model: a small box- and mask-conditioned U-Net.
+
+It implements :class:`~napari_segeval.models.base.PromptableModel`. Trained on
+generated CT and echocardiography phantoms by
+``python -m napari_segeval.models.train_builtin_prompt``; the weights ship in
+``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict
+loaded with ``torch.load(..., weights_only=True)`` (no code runs on load).
+
+Normalized units: every modality is mapped to ``[0, 1]`` by
+:func:`napari_segeval.inference.windowing.to_unit` (CT window, MR percentiles,
+8-bit grey), and RGB frames are averaged to grey. One normalized unit is
+therefore the window width in HU for CT and 255 grey levels for 8-bit video.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval._errors import ReadError
+from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
+from napari_segeval.inference.windowing import to_unit, window_bounds
+from napari_segeval.prompts.box import Box
+
+if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
+    import torch
+
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "builtin-prompt.pt"
+FORMAT = "napari-segeval/builtin-prompt/1"
+
+
+def save_weights(net: Any, path: str | Path, config: dict) -> None:
+    """Write ``net``'s state dict with its ``config`` in the shipped format."""
+    import torch
+
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    torch.save({"format": FORMAT, "config": dict(config), "state_dict": state}, str(path))
+
+
+def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
+    """Load the network from a weight file (``weights_only=True``).
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        Missing, corrupt, unsafe (pickled code) or foreign files, naming the file.
+
+    Examples
+    --------
+    >>> net, config = load_network()
+    >>> config["size"]
+    64
+    """
+    import torch
+
+    from napari_segeval.models._prompt_net import PromptUNet
+
+    path = Path(path) if path is not None else DEFAULT_WEIGHTS
+    if not path.is_file():
+        raise ReadError(f"{path}: built-in prompt model weights not found")
+    try:
+        blob = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ReadError(
+            f"{path}: not a readable weight file (corrupt, or it contains code, which is "
+            f"refused): {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
+    if not isinstance(blob, dict) or blob.get("format") != FORMAT:
+        raise ReadError(f"{path}: not a built-in prompt model weight file (format {FORMAT!r})")
+    config = dict(blob.get("config") or {})
+    try:
+        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]))
+        net.load_state_dict(blob["state_dict"], strict=True)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise ReadError(f"{path}: weights do not fit the built-in prompt model: {exc}") from exc
+    net.eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    return net, config
+
+
+class BuiltinPromptModel:
+    """Box-prompted propagation with the shipped small U-Net.
+
+    Parameters
+    ----------
+    weights : path, optional
+        Weight file (default: the shipped ``builtin-prompt.pt``).
+    device : str or torch.device, optional
+        ``"auto"`` (default) picks CUDA, then MPS, then CPU.
+
+    Examples
+    --------
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> case = make_ct_case(3, shape=(12, 64, 64))
+    >>> model = BuiltinPromptModel(device="cpu")
+    >>> frames = model.preprocess(case.image, "CT")
+    >>> z = 8
+    >>> box = Box.from_mask(case.labels[z] == 1, index=z, label=1)
+    >>> prob = model.propagate(frames, z, box, "backward")
+    >>> prob.shape
+    torch.Size([9, 64, 64])
+    """
+
+    name = "builtin"
+
+    def __init__(self, weights: str | Path | None = None, device: Any = "auto") -> None:
+        import torch
+
+        from napari_segeval.models._device import pick_device
+
+        self.device = device if isinstance(device, torch.device) else pick_device(device)
+        net, self.config = load_network(weights)
+        self.net = net.to(self.device)
+        self.size = int(self.config.get("size", 64))
+        self.weights = Path(weights) if weights is not None else DEFAULT_WEIGHTS
+
+    # -- normalization -------------------------------------------------------------------
+    def preprocess(self, image: np.ndarray, modality: str,
+                   window: str | tuple[float, float] | None = None) -> torch.Tensor:
+        """Raw ``(n, H, W)`` or ``(n, H, W, 3)`` to float32 ``[0, 1]`` grey ``(n, H, W)``.
+
+        Examples
+        --------
+        >>> m = BuiltinPromptModel(device="cpu")
+        >>> m.preprocess(np.full((2, 4, 4, 3), 255, np.uint8), "US").shape
+        torch.Size([2, 4, 4])
+        """
+        import torch
+
+        arr = np.asarray(image)
+        if arr.ndim == 4 and arr.shape[-1] in (3, 4):
+            arr = arr[..., :3].astype(np.float32).mean(axis=-1)
+        if arr.ndim == 2:
+            arr = arr[None]
+        if arr.ndim != 3:
+            raise ValueError(f"expected (n, H, W) or (n, H, W, 3) frames, got {image.shape}")
+        unit, _, _ = to_unit(arr, modality, window)
+        return torch.from_numpy(np.ascontiguousarray(unit))
+
+    def normalize_info(self, modality: str, window: str | tuple[float, float] | None = None,
+                       image: np.ndarray | None = None) -> NormalizeInfo:
+        """One normalized unit = the window width (CT), percentile range (MR) or 255 grey.
+
+        Examples
+        --------
+        >>> BuiltinPromptModel(device="cpu").normalize_info("CT", "abdomen").raw_per_normalized_unit
+        400.0
+        """
+        lo, hi = window_bounds(modality, window, image)
+        return NormalizeInfo(hi - lo, 0.0, 1.0,
+                             f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)")
+
+    # -- propagation ---------------------------------------------------------------------
+    def _step(self, cur, prev, prior, boxmask, window):
+        import torch
+
+        from napari_segeval.models._prompt_net import crop, paste
+
+        h, w = cur.shape
+        planes = torch.stack([cur, prev, prior, boxmask])[None]
+        win = torch.tensor([window], dtype=planes.dtype, device=planes.device)
+        logits = self.net(crop(planes, win, self.size))
+        return paste(torch.sigmoid(logits.float()), win.float(), h, w)[0, 0]
+
+    def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box,
+                  order: Order = "forward", *, init_mask: Any = None,
+                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                  stop_when_empty: bool = False, grad: bool = False) -> torch.Tensor:
+        """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
+
+        ``init_mask`` (optional ``(H, W)``) replaces the box mask as the key
+        frame's prior.
+        """
+        import torch
+
+        from napari_segeval.models._device import autocast_context
+        from napari_segeval.models._prompt_net import window_from_bbox
+
+        x = torch.as_tensor(frames)
+        if x.ndim == 4:
+            x = x.mean(dim=-1)
+        if x.ndim != 3:
+            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
+        x = x.to(self.device, torch.float32)
+        n, h, w = x.shape
+        idx = visit_indices(n, int(key_index), order)
+        b = box.clip((h, w))
+        boxmask = torch.as_tensor(b.to_mask((h, w)), dtype=torch.float32, device=self.device)
+        prior = boxmask if init_mask is None else torch.as_tensor(
+            init_mask, dtype=torch.float32, device=self.device)
+        window = window_from_bbox(b.y0, b.x0, b.y1, b.x1)
+        out: list[torch.Tensor] = []
+        zeros = torch.zeros((h, w), device=self.device)
+        ctx = torch.enable_grad() if grad else torch.no_grad()
+        with ctx, autocast_context(self.device, enabled=not grad):
+            for j, f in enumerate(idx):
+                check_cancel(cancel, "propagation")
+                prev = x[f] if j == 0 else x[idx[j - 1]]
+                prob = self._step(x[f], prev, prior, boxmask if j == 0 else zeros, window)
+                out.append(prob)
+                if progress is not None:
+                    progress(j + 1, len(idx))
+                fg = (prob.detach() > 0.5).nonzero()
+                if fg.shape[0] == 0:
+                    if stop_when_empty:
+                        out.extend(zeros for _ in range(len(idx) - j - 1))
+                        if progress is not None and j + 1 < len(idx):
+                            progress(len(idx), len(idx))
+                        break
+                else:
+                    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+                    window = window_from_bbox(lo[0], lo[1], hi[0] + 1, hi[1] + 1)
+                prior = prob
+        return torch.stack(out)

@@ -1,0 +1,196 @@
+"""Box prompts: one rectangle on one slice/frame for one structure.
+
+Coordinate conventions (pinned by ``tests/prompts/test_box.py``):
+
+* A :class:`Box` stores ``(y0, x0, y1, x1)`` in **array index** coordinates of
+  the slice/frame ``index`` (the first array axis: ``z`` of a ``(z, y, x)``
+  volume, ``t`` of a video), **inclusive-exclusive**: pixel ``(y, x)`` is
+  inside when ``y0 <= y < y1`` and ``x0 <= x < x1``. A one-pixel object at
+  ``(5, 7)`` has the box ``(5, 7, 6, 8)``.
+* napari Shapes rectangles are four corner vertices in layer *data*
+  coordinates, one row per vertex, with the slice coordinate first for a 3D
+  layer: ``[[z, y0, x0], [z, y0, x1], [z, y1, x1], [z, y1, x0]]``. napari
+  corners are pixel *centres*, so the rectangle drawn around pixels
+  ``y0 .. y1 - 1`` has corners at ``y0`` and ``y1 - 1``;
+  :meth:`Box.to_napari` / :meth:`Box.from_napari` convert with that rule.
+* Models (SAM / MedSAM2) take ``(x0, y0, x1, y1)`` in pixels of their resized
+  input (for example 512 x 512): :meth:`Box.to_model_xyxy`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned box prompt on one slice or frame.
+
+    Parameters
+    ----------
+    y0, x0, y1, x1 : int
+        Array-index bounds on the slice, inclusive-exclusive (``y0 <= y < y1``).
+    index : int
+        Slice (volume) or frame (video) index along the first array axis.
+        ``0`` for a 2D image.
+    label : int
+        Structure label id the box is for (``>= 1``).
+
+    Examples
+    --------
+    >>> b = Box(2, 3, 6, 9, index=4, label=1)
+    >>> b.height, b.width
+    (4, 6)
+    >>> int(b.to_mask((8, 10)).sum())
+    24
+    """
+
+    y0: int
+    x0: int
+    y1: int
+    x1: int
+    index: int = 0
+    label: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("y0", "x0", "y1", "x1", "index", "label"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        if self.y1 <= self.y0 or self.x1 <= self.x0:
+            raise ValueError(
+                f"empty box: need y0 < y1 and x0 < x1, got "
+                f"(y0={self.y0}, x0={self.x0}, y1={self.y1}, x1={self.x1})"
+            )
+
+    @property
+    def height(self) -> int:
+        """Number of rows covered."""
+        return self.y1 - self.y0
+
+    @property
+    def width(self) -> int:
+        """Number of columns covered."""
+        return self.x1 - self.x0
+
+    def clip(self, shape: Sequence[int]) -> Box:
+        """Return the box clipped to a slice of ``shape = (H, W)`` (at least one pixel).
+
+        Examples
+        --------
+        >>> Box(-3, -1, 20, 4).clip((10, 10))
+        Box(y0=0, x0=0, y1=10, x1=4, index=0, label=1)
+        """
+        h, w = int(shape[0]), int(shape[1])
+        y0 = min(max(self.y0, 0), h - 1)
+        x0 = min(max(self.x0, 0), w - 1)
+        y1 = max(min(self.y1, h), y0 + 1)
+        x1 = max(min(self.x1, w), x0 + 1)
+        return replace(self, y0=y0, x0=x0, y1=y1, x1=x1)
+
+    def to_mask(self, shape: Sequence[int]) -> np.ndarray:
+        """Boolean ``(H, W)`` mask that is True inside the (clipped) box."""
+        b = self.clip(shape)
+        m = np.zeros((int(shape[0]), int(shape[1])), dtype=bool)
+        m[b.y0 : b.y1, b.x0 : b.x1] = True
+        return m
+
+    def to_model_xyxy(
+        self, shape: Sequence[int], size: int | Sequence[int]
+    ) -> tuple[float, float, float, float]:
+        """Box as ``(x0, y0, x1, y1)`` pixels of a model input resized to ``size``.
+
+        Parameters
+        ----------
+        shape : (H, W)
+            Native slice size.
+        size : int or (H_model, W_model)
+            Model input size (``512`` for MedSAM2).
+
+        Examples
+        --------
+        >>> Box(10, 20, 30, 60).to_model_xyxy((100, 200), 512)
+        (51.2, 51.2, 153.6, 153.6)
+        """
+        mh, mw = (size, size) if np.isscalar(size) else (size[0], size[1])
+        sy = float(mh) / float(shape[0])
+        sx = float(mw) / float(shape[1])
+        return (self.x0 * sx, self.y0 * sy, self.x1 * sx, self.y1 * sy)
+
+    def to_napari(self, ndim: int = 3) -> np.ndarray:
+        """napari Shapes rectangle: 4 vertices ``(z, y, x)`` (or ``(y, x)`` if ``ndim=2``).
+
+        Examples
+        --------
+        >>> Box(2, 3, 6, 9, index=4).to_napari()
+        array([[4., 2., 3.],
+               [4., 2., 8.],
+               [4., 5., 8.],
+               [4., 5., 3.]])
+        """
+        ya, yb, xa, xb = self.y0, self.y1 - 1, self.x0, self.x1 - 1
+        corners = np.array([[ya, xa], [ya, xb], [yb, xb], [yb, xa]], dtype=float)
+        if ndim == 2:
+            return corners
+        lead = np.zeros((4, ndim - 2), dtype=float)
+        lead[:, -1] = self.index
+        return np.concatenate([lead, corners], axis=1)
+
+    @classmethod
+    def from_napari(cls, vertices: np.ndarray, label: int = 1, index: int | None = None) -> Box:
+        """Build a box from napari rectangle (or any polygon) vertices.
+
+        The last two columns are ``(y, x)``; for a 3D layer the column before
+        them is the slice index (rounded). Corners are pixel centres, so the
+        result covers every pixel whose centre lies inside the rectangle.
+
+        Examples
+        --------
+        >>> v = np.array([[4, 2, 3], [4, 2, 8], [4, 5, 8], [4, 5, 3]], float)
+        >>> Box.from_napari(v, label=2)
+        Box(y0=2, x0=3, y1=6, x1=9, index=4, label=2)
+        """
+        v = np.asarray(vertices, dtype=float)
+        if v.ndim != 2 or v.shape[1] < 2 or v.shape[0] < 2:
+            raise ValueError(f"expected (n_vertices, ndim) rectangle vertices, got {v.shape}")
+        ys, xs = v[:, -2], v[:, -1]
+        if index is None:
+            index = round(float(np.median(v[:, -3]))) if v.shape[1] >= 3 else 0
+        y0, y1 = int(np.ceil(ys.min() - 1e-6)), int(np.floor(ys.max() + 1e-6)) + 1
+        x0, x1 = int(np.ceil(xs.min() - 1e-6)), int(np.floor(xs.max() + 1e-6)) + 1
+        return cls(y0, x0, max(y1, y0 + 1), max(x1, x0 + 1), index=index, label=label)
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, index: int = 0, label: int = 1) -> Box:
+        """Tight bounding box of a non-empty 2D boolean mask.
+
+        Examples
+        --------
+        >>> m = np.zeros((8, 8), bool); m[5, 7] = True
+        >>> Box.from_mask(m)
+        Box(y0=5, x0=7, y1=6, x1=8, index=0, label=1)
+        """
+        m = np.asarray(mask, dtype=bool)
+        if m.ndim != 2:
+            raise ValueError(f"expected a 2D mask, got shape {m.shape}")
+        ys, xs = np.nonzero(m)
+        if ys.size == 0:
+            raise ValueError(f"structure {label} is empty on slice {index}: no box")
+        return cls(ys.min(), xs.min(), ys.max() + 1, xs.max() + 1, index=index, label=label)
+
+    def jittered(self, pixels: int, rng: np.random.Generator, shape: Sequence[int]) -> Box:
+        """Shift each edge independently by an integer in ``[-pixels, pixels]``, clipped.
+
+        Examples
+        --------
+        >>> b = Box(10, 10, 20, 20).jittered(2, np.random.default_rng(0), (32, 32))
+        >>> all(abs(a - c) <= 2 for a, c in zip((b.y0, b.x0, b.y1, b.x1), (10, 10, 20, 20)))
+        True
+        """
+        if pixels <= 0:
+            return self.clip(shape)
+        d = rng.integers(-int(pixels), int(pixels) + 1, size=4)
+        y0, x0, y1, x1 = self.y0 + d[0], self.x0 + d[1], self.y1 + d[2], self.x1 + d[3]
+        y1, x1 = max(y1, y0 + 1), max(x1, x0 + 1)
+        return replace(self, y0=y0, x0=x0, y1=y1, x1=x1).clip(shape)

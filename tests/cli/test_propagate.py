@@ -1,0 +1,84 @@
+"""``segeval propagate`` through its parser (the lead registers it in SUBCOMMANDS)."""
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval.cli import _propagate
+from napari_segeval.io import read_labels, write_image, write_labels
+from napari_segeval.io.case import Geometry
+from napari_segeval.models._prompt_net import PromptUNet
+from napari_segeval.models.builtin_prompt import save_weights
+
+
+def _run(argv):
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="command")
+    _propagate.add_parser(sub)
+    args = p.parse_args(["propagate", *argv])
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("prop")
+    torch.manual_seed(0)
+    save_weights(PromptUNet(width=4, depth=2).eval(), d / "w.pt",
+                 {"width": 4, "depth": 2, "size": 16})
+    img = np.full((7, 24, 20), -100, np.int16)
+    lab = np.zeros((7, 24, 20), np.uint8)
+    lab[1:6, 5:15, 4:12] = 1
+    lab[2:5, 17:22, 14:18] = 2
+    img[lab > 0] = 80
+    geom = Geometry((2.0, 0.8, 0.7), (1.0, 2.0, 3.0), tuple(np.eye(3).ravel()))
+    write_image(d / "img.nii.gz", img, geom)
+    write_labels(d / "lab.nii.gz", lab, geom)
+    return d, geom
+
+
+def test_boxes_from_reference_write_prediction_with_geometry(files, capsys):
+    d, geom = files
+    out = d / "pred.nii.gz"
+    rc = _run([str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"), "--checkpoint",
+               str(d / "w.pt"), "--device", "cpu", "-o", str(out), "--json"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["output"] == str(out)
+    assert [r["label"] for r in payload["structures"]] == [1, 2]
+    assert all(0 <= r["dice"] <= 1 for r in payload["structures"])
+    pred, pgeom, _ = read_labels(out)
+    assert pred.shape == (7, 24, 20) and pgeom.matches(geom)
+    with pytest.raises(WriteError, match="--overwrite"):
+        _run([str(d / "img.nii.gz"), "--box", "3,5,4,15,12", "--checkpoint", str(d / "w.pt"),
+              "-o", str(out)])
+
+
+def test_explicit_box_without_reference(files, capsys):
+    d, _ = files
+    out = d / "pred_box.nii.gz"
+    rc = _run([str(d / "img.nii.gz"), "--box", "3,5,4,15,12,4", "--checkpoint",
+               str(d / "w.pt"), "--device", "cpu", "-o", str(out), "--no-largest"])
+    assert rc == 0 and "slice 3" in capsys.readouterr().out
+    pred, _, _ = read_labels(out)
+    assert set(np.unique(pred)) <= {0, 4}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--box", "9,1,1,4,4"], "outside"),
+    (["--box", "1,5,5,2,9"], "y0 < y1"),
+    (["--box", "1,2,3"], "z,y0,x0,y1,x1"),
+    (["--structure", "spleen"], "needs --labels"),
+    ([], "--box"),
+    (["--model", "medsam2"], "--checkpoint"),
+])
+def test_bad_arguments_are_clear_errors(files, argv, message):
+    d, _ = files
+    if argv[:1] == ["--model"]:
+        argv = [*argv, "--box", "3,5,4,15,12"]
+    with pytest.raises(SegEvalError, match=message):
+        _run([str(d / "img.nii.gz"), *argv, "-o", str(d / "never.nii.gz")])
+    assert not (d / "never.nii.gz").exists()

@@ -1,0 +1,57 @@
+"""Box geometry: axis order and inclusive-exclusive bounds are pinned here."""
+
+import numpy as np
+import pytest
+
+from napari_segeval.prompts.box import Box
+
+
+def test_from_mask_is_tight_and_exclusive():
+    m = np.zeros((10, 12), bool)
+    m[3:7, 2:9] = True
+    b = Box.from_mask(m, index=5, label=3)
+    assert (b.y0, b.x0, b.y1, b.x1, b.index, b.label) == (3, 2, 7, 9, 5, 3)
+    assert np.array_equal(b.to_mask(m.shape), m)
+
+
+def test_empty_box_and_empty_mask_raise():
+    with pytest.raises(ValueError):
+        Box(3, 3, 3, 5)
+    with pytest.raises(ValueError, match="empty"):
+        Box.from_mask(np.zeros((4, 4), bool))
+
+
+def test_napari_vertices_are_z_y_x_pixel_centres():
+    b = Box(2, 3, 6, 9, index=4, label=1)
+    v = b.to_napari()
+    assert v.shape == (4, 3)
+    assert np.all(v[:, 0] == 4)  # slice index first
+    assert v[:, 1].min() == 2 and v[:, 1].max() == 5  # y corners: y0 and y1 - 1
+    assert v[:, 2].min() == 3 and v[:, 2].max() == 8  # x corners: x0 and x1 - 1
+    assert Box.from_napari(v, label=1) == b
+    assert Box.from_napari(b.to_napari(ndim=2), index=4) == b
+
+
+def test_from_napari_freehand_rectangle_covers_centres_inside():
+    v = np.array([[7, 1.3, 2.2], [7, 1.3, 5.9], [7, 4.6, 5.9], [7, 4.6, 2.2]])
+    b = Box.from_napari(v)
+    assert (b.index, b.y0, b.x0, b.y1, b.x1) == (7, 2, 3, 5, 6)
+
+
+def test_model_frame_is_x_first_and_scaled_per_axis():
+    b = Box(10, 20, 30, 60)
+    x0, y0, x1, y1 = b.to_model_xyxy((100, 200), 512)
+    assert (x0, y0, x1, y1) == pytest.approx((20 * 2.56, 10 * 5.12, 60 * 2.56, 30 * 5.12))
+    assert b.to_model_xyxy((100, 200), (100, 200)) == (20, 10, 60, 30)
+
+
+def test_jitter_is_seeded_bounded_and_clipped():
+    b = Box(0, 5, 4, 10)
+    j1 = b.jittered(3, np.random.default_rng(7), (8, 12))
+    j2 = b.jittered(3, np.random.default_rng(7), (8, 12))
+    assert j1 == j2
+    many = [b.jittered(3, np.random.default_rng(s), (8, 12)) for s in range(50)]
+    assert any(m != b for m in many)
+    for m in many:
+        assert 0 <= m.y0 < m.y1 <= 8 and 0 <= m.x0 < m.x1 <= 12
+        assert abs(m.x0 - 5) <= 3 and abs(m.y1 - 4) <= 3

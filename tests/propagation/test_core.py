@@ -1,0 +1,136 @@
+"""Propagation order, modes, merging, cancel and progress with a weight-free backend."""
+
+import threading
+
+import numpy as np
+import pytest
+
+from napari_segeval._cancel import Cancelled
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.prompts.box import Box
+from napari_segeval.propagation import (
+    merge_structures,
+    propagate_case,
+    propagate_structure,
+    total_steps,
+)
+
+
+class Recorder(ThresholdPromptModel):
+    """Threshold backend that records each call's key index and order."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def propagate(self, frames, key_index, box, order="forward", **kw):
+        self.calls.append((key_index, order))
+        return super().propagate(frames, key_index, box, order, **kw)
+
+
+def _tube(n=9, y=(3, 7), x=(2, 6)):
+    f = np.zeros((n, 10, 10), np.float32)
+    f[:, y[0]:y[1], x[0]:x[1]] = 1.0
+    return f
+
+
+def test_volume_fills_both_halves_from_middle_key():
+    model = Recorder()
+    frames = _tube()
+    res = propagate_case(model, frames, [Box(3, 2, 7, 6, index=4, label=1)], mode="volume")
+    assert model.calls == [(4, "forward"), (4, "backward")]
+    per_slice = (res.labels == 1).sum(axis=(1, 2))
+    assert np.all(per_slice == 16)  # slices 0..8, both sides of the key
+    assert np.array_equal(res.labels[0] == 1, frames[0] > 0.5)
+
+
+def test_video_forward_only_leaves_earlier_frames_untouched():
+    model = Recorder()
+    res = propagate_case(model, _tube(), [Box(3, 2, 7, 6, index=3, label=2)], mode="video")
+    assert model.calls == [(3, "forward")]
+    assert not res.labels[:3].any() and not res.probabilities[2][:3].any()
+    assert np.all((res.labels[3:] == 2).sum(axis=(1, 2)) == 16)
+
+
+def test_stops_when_object_disappears():
+    frames = _tube()
+    frames[6:] = 0  # the object ends after slice 5
+    box = Box(3, 2, 7, 6, index=2)
+    stop = propagate_case(ThresholdPromptModel(), frames, [box], stop_when_empty=True)
+    assert np.all((stop.labels[:6] == 1).sum(axis=(1, 2)) == 16)
+    assert not stop.labels[6:].any()
+    assert stop.probabilities[1][7:].max() == 0  # never evaluated after the stop
+    cont = propagate_case(ThresholdPromptModel(), frames, [box], stop_when_empty=False)
+    assert not cont.labels[6:].any() and cont.probabilities[1][7:].max() > 0
+
+
+def test_merge_higher_probability_wins():
+    a = np.zeros((1, 2, 4), np.float32)
+    b = np.zeros((1, 2, 4), np.float32)
+    a[0, :, :3] = [0.9, 0.7, 0.75]
+    b[0, :, 1:] = [0.8, 0.6, 0.95]
+    out = merge_structures({1: a, 2: b}, keep_largest=False)
+    assert out[0, 0].tolist() == [1, 2, 1, 2]
+
+
+def test_two_structures_in_one_case():
+    frames = _tube()
+    frames[:, 7:9, 7:10] = 1.0  # second object, separate
+    boxes = [Box(3, 2, 7, 6, index=4, label=1), Box(7, 7, 9, 10, index=4, label=3)]
+    res = propagate_case(ThresholdPromptModel(), frames, boxes)
+    assert set(np.unique(res.labels)) == {0, 1, 3}
+    assert (res.labels == 3).sum() == 9 * 6
+    assert sorted(res.probabilities) == [1, 3] and res.params["mode"] == "volume"
+
+
+def test_keep_largest_component_3d():
+    p = np.zeros((9, 10, 10), np.float32)
+    p[:, 3:7, 2:6] = 0.9  # a tube through every slice
+    p[4, 8:10, 8:10] = 0.9  # a separate speck
+    out = merge_structures({1: p}, keep_largest=True)
+    assert not out[4, 8:10, 8:10].any() and out[:, 3:7, 2:6].all()
+    assert merge_structures({1: p}, keep_largest=False)[4, 8:10, 8:10].all()
+
+
+def test_progress_counts_every_step():
+    calls = []
+    boxes = [Box(3, 2, 7, 6, index=4, label=1), Box(3, 2, 7, 6, index=1, label=2)]
+    propagate_case(ThresholdPromptModel(), _tube(), boxes,
+                   progress=lambda d, t: calls.append((d, t)), stop_when_empty=False)
+    total = total_steps(9, boxes, "volume")
+    assert total == (5 + 5) + (8 + 2)
+    assert [d for d, _ in calls] == list(range(1, total + 1))
+    assert all(t == total for _, t in calls)
+
+
+def test_cancel_from_progress_raises_and_returns_nothing():
+    ev = threading.Event()
+    seen = []
+
+    def progress(done, total):
+        seen.append(done)
+        if done == 3:
+            ev.set()
+
+    with pytest.raises(Cancelled):
+        propagate_case(ThresholdPromptModel(), _tube(), [Box(3, 2, 7, 6, index=4)],
+                       progress=progress, cancel=ev)
+    assert seen[-1] == 3
+
+
+def test_gradient_reaches_frames_through_structure():
+    import torch
+
+    frames = torch.tensor(_tube(5) * 0.8 + 0.1, requires_grad=True)
+    p = propagate_structure(ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2), grad=True)
+    p[0].sum().backward()
+    assert frames.grad[0].abs().sum() > 0 and frames.grad[2].abs().sum() > 0
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="mode"):
+        propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2)], mode="sideways")
+    with pytest.raises(ValueError, match="one box per structure"):
+        propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2), Box(1, 1, 3, 3)])
+    with pytest.raises(ValueError, match="at least one"):
+        propagate_case(ThresholdPromptModel(), _tube(), [])
