@@ -1,0 +1,95 @@
+"""Checkpoint loading errors, torch version gate, optional-dependency error, laziness."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+from napari_segeval.models.medsam2 import _build
+
+torch = pytest.importorskip("torch")
+needs_sam2 = pytest.mark.skipif(
+    not all(_build._has(m) for m in ("sam2", "hydra")),
+    reason="Meta's sam2 package / hydra-core (extra 'medsam2') not installed",
+)
+
+
+def test_import_is_lazy():
+    code = (
+        "import sys, napari_segeval.models, napari_segeval.models.medsam2;"
+        "print(sorted(m for m in ('torch','sam2','hydra') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_old_torch_refused():
+    with pytest.raises(SegEvalError, match="torch >= 2.10"):
+        _build.check_torch_version("2.9.1+cu121")
+    _build.check_torch_version("2.10.0")
+
+
+def test_missing_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sam2", None)  # makes `import sam2` fail
+    with pytest.raises(MissingDependencyError, match=r"napari-segeval\[medsam2\]"):
+        _build.import_sam2()
+
+
+def test_not_a_file(tmp_path):
+    with pytest.raises(ReadError, match="not found"):
+        _build.read_state_dict(tmp_path / "nope.pt")
+
+
+def test_not_a_torch_zip(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"definitely not a checkpoint")
+    with pytest.raises(ReadError, match="bad.pt.*not a PyTorch checkpoint"):
+        _build.read_state_dict(bad)
+
+
+def test_truncated(tmp_path):
+    good = tmp_path / "good.pt"
+    torch.save({"model": {"w": torch.zeros(1000)}}, good)
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(good.read_bytes()[:-300])
+    with pytest.raises(ReadError, match="cut.pt"):
+        _build.read_state_dict(cut)
+
+
+def test_dict_without_model(tmp_path):
+    p = tmp_path / "sd.pt"
+    torch.save({"state_dict": {}}, p)
+    with pytest.raises(ReadError, match="'model'.*state_dict"):
+        _build.read_state_dict(p)
+
+
+def test_pickled_code_is_rejected(tmp_path):
+    p = tmp_path / "evil.pt"
+    torch.save({"model": {}, "obj": _Evil()}, p)
+    with pytest.raises(ReadError, match="evil.pt: cannot read checkpoint safely"):
+        _build.read_state_dict(p)
+
+
+class _Evil:
+    pass
+
+
+@needs_sam2
+def test_mismatched_keys_and_shapes(tmp_path):
+    net = _build.build_network()
+    state = dict(net.state_dict())
+    bad = dict(state)
+    bad.pop("no_mem_embed")
+    bad["extra.weight"] = torch.zeros(1)
+    p = tmp_path / "keys.pt"
+    torch.save({"model": bad}, p)
+    with pytest.raises(ReadError, match=r"1 missing keys, 1 unexpected.*no_mem_embed.*extra\.weight"):
+        _build.load_network(p)
+    shaped = dict(state)
+    shaped["no_mem_embed"] = torch.zeros(1, 1, 128)
+    torch.save({"model": shaped}, p)
+    with pytest.raises(ReadError, match=r"wrong shape.*no_mem_embed: \(1, 1, 128\) vs \(1, 1, 256\)"):
+        _build.load_network(p)
