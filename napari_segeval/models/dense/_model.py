@@ -1,0 +1,313 @@
+"""The dense-model record, its preprocessing/post-processing and :func:`segment_case`.
+
+Imports numpy only at module level; torch is imported inside functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_segeval._errors import InvalidImageError
+from napari_segeval.inference.intensity import IntensityStats, clip_zscore
+from napari_segeval.inference.postprocess import PostprocessConfig, postprocess
+from napari_segeval.inference.resample import ResampleInfo, resample_back, resample_image
+from napari_segeval.io.case import Case
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+
+@dataclass
+class PreprocessInfo:
+    """What :meth:`DenseModel.preprocess` did to a case (needed to map results back).
+
+    Attributes
+    ----------
+    resample : ResampleInfo or None
+        Resampling to the model spacing (``None``: native grid).
+    intensity : IntensityStats or None
+        Clip/z-score statistics (``None``: intensities passed through).
+    source_shape : tuple of int
+        Spatial shape of the case.
+    valid_range : (float, float)
+        Normalized values of the clip bounds (the range clean inputs occupy).
+    """
+
+    resample: ResampleInfo | None
+    intensity: IntensityStats | None
+    source_shape: tuple[int, ...]
+    valid_range: tuple[float, float]
+
+    def to_dict(self) -> dict:
+        """Plain dict (for JSON records)."""
+        return {
+            "resample": self.resample.to_dict() if self.resample else None,
+            "intensity": self.intensity.to_dict() if self.intensity else None,
+            "source_shape": list(self.source_shape),
+            "valid_range": list(self.valid_range),
+        }
+
+
+@dataclass
+class DenseResult:
+    """Output of :func:`segment_case`.
+
+    Attributes
+    ----------
+    labels : numpy.ndarray
+        Label map on the case's grid (uint8 for < 256 classes).
+    probabilities : numpy.ndarray or None
+        ``(K, *spatial)`` softmax probabilities on the case's grid, when asked for.
+    params : dict
+        Every parameter used (model, preprocessing, window, post-processing).
+    logits : torch.Tensor or None
+        With ``grad=True``: blended logits ``(1, K, *model_grid)`` attached to the
+        autograd graph of ``input``.
+    input : torch.Tensor or None
+        With ``grad=True``: the normalized input tensor (``requires_grad``).
+    """
+
+    labels: np.ndarray
+    probabilities: np.ndarray | None = None
+    params: dict = field(default_factory=dict)
+    logits: Any = None
+    input: Any = None
+
+
+@dataclass
+class DenseModel:
+    """A dense (prompt-free) segmentation network with its plans.
+
+    Attributes
+    ----------
+    network : torch.nn.Module
+        In eval mode, on ``device``.
+    num_classes : int
+        Output channels, background included.
+    structures : dict of int to str
+        Names of the foreground labels.
+    patch_size : tuple of int
+        Sliding-window patch.
+    spacing : tuple of float or None
+        Spacing the network expects (``None``: the case's own grid).
+    intensity : IntensityStats or None
+        Clip/z-score statistics (``None``: no normalization).
+    postprocessing : PostprocessConfig
+        Default post-processing (organs, lesion thresholds).
+    mirror_axes : tuple of int
+        Spatial axes used when mirroring test-time augmentation is requested.
+    name : str
+        Where it came from (``"builtin-ct"`` or a path).
+    device : torch.device
+        Where the network runs.
+    meta : dict
+        Anything else (training record, file).
+    """
+
+    network: Any
+    num_classes: int
+    structures: dict[int, str]
+    patch_size: tuple[int, ...]
+    spacing: tuple[float, ...] | None
+    intensity: IntensityStats | None
+    postprocessing: PostprocessConfig
+    mirror_axes: tuple[int, ...]
+    name: str
+    device: Any
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def raw_per_normalized_unit(self) -> float:
+        """Raw intensity units (HU for CT) per normalized unit (1 without normalization)."""
+        return self.intensity.raw_per_normalized_unit if self.intensity else 1.0
+
+    def preprocess(self, case: Case) -> tuple[torch.Tensor, PreprocessInfo]:
+        """Resample and normalize ``case`` into a ``(1, 1, *grid)`` float32 tensor.
+
+        The tensor is on :attr:`device`; ``info`` records what was done.
+        """
+        import torch
+
+        image = np.asarray(case.image)
+        if image.ndim != len(self.patch_size):
+            raise InvalidImageError(
+                f"{case.image_path or 'image'}: {image.ndim}D array, the model "
+                f"{self.name} expects {len(self.patch_size)}D volumes"
+            )
+        if not np.isfinite(image).all():
+            raise InvalidImageError(
+                f"{case.image_path or 'image'}: contains NaN or infinite values"
+            )
+        info_r = None
+        data = image.astype(np.float32)
+        if self.spacing is not None:
+            data, info_r = resample_image(data, case.spacing, self.spacing, order=3)
+            if info_r.identity:
+                data, info_r = image.astype(np.float32), None
+        if self.intensity is not None:
+            data = clip_zscore(data, self.intensity)
+            s = self.intensity
+            valid = ((s.lower - s.mean) / s.std, (s.upper - s.mean) / s.std)
+        else:
+            valid = (float(data.min()), float(data.max()))
+        x = torch.from_numpy(np.ascontiguousarray(data))[None, None].to(self.device)
+        info = PreprocessInfo(info_r, self.intensity, tuple(image.shape), valid)
+        return x, info
+
+    def logits(
+        self,
+        x: torch.Tensor,
+        *,
+        overlap: float = 0.5,
+        mirror: bool | Sequence[int] = False,
+        batch_size: int = 2,
+        accumulate_device: Any = None,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Any = None,
+    ) -> torch.Tensor:
+        """Gaussian sliding-window logits ``(N, K, *grid)`` of a normalized input.
+
+        Differentiable when autograd is enabled (attacks call this directly).
+        """
+        from napari_segeval.inference.sliding_window import sliding_window_logits
+
+        return sliding_window_logits(
+            self.network, x, self.patch_size, overlap=overlap, batch_size=batch_size,
+            mirror_axes=self._mirror_axes(mirror), accumulate_device=accumulate_device,
+            progress=progress, cancel=cancel,
+        )
+
+    def _mirror_axes(self, mirror: bool | Sequence[int]) -> tuple[int, ...]:
+        if mirror is True:
+            return tuple(self.mirror_axes)
+        if mirror is False or mirror is None:
+            return ()
+        return tuple(int(a) for a in mirror)
+
+    def postprocess(
+        self,
+        logits: torch.Tensor,
+        info: PreprocessInfo,
+        spacing: Sequence[float],
+        *,
+        apply: bool = True,
+        probabilities: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray | None, dict]:
+        """Logits on the model grid -> labels (and probabilities) on the case's grid.
+
+        Softmax on the model grid, probabilities resampled back linearly, argmax,
+        then the :attr:`postprocessing` steps when ``apply``.
+        """
+        import torch
+
+        with torch.no_grad():
+            prob = torch.softmax(logits.detach()[0].float(), dim=0).cpu().numpy()
+        if info.resample is not None:
+            prob = resample_back(prob, info.resample, order=1, channel_axis=0)
+        dtype = np.uint8 if self.num_classes <= 256 else np.int32
+        labels = prob.argmax(0).astype(dtype)
+        record: dict = {"applied": False}
+        if apply:
+            labels, record = postprocess(labels, spacing, self.postprocessing)
+            record["applied"] = True
+        return labels, (prob.astype(np.float32) if probabilities else None), record
+
+    def describe(self) -> dict:
+        """Plans of the model as a plain dict (recorded with results)."""
+        return {
+            "name": self.name,
+            "num_classes": self.num_classes,
+            "structures": {str(k): v for k, v in self.structures.items()},
+            "patch_size": list(self.patch_size),
+            "spacing": list(self.spacing) if self.spacing else None,
+            "intensity": self.intensity.to_dict() if self.intensity else None,
+            "raw_per_normalized_unit": self.raw_per_normalized_unit,
+            "mirror_axes": list(self.mirror_axes),
+            "device": str(self.device),
+        }
+
+
+def segment_case(
+    model: DenseModel,
+    case: Case,
+    *,
+    overlap: float = 0.5,
+    mirror: bool | Sequence[int] = False,
+    batch_size: int = 2,
+    postprocess: bool = True,
+    probabilities: bool = False,
+    accumulate_device: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+    grad: bool = False,
+) -> DenseResult:
+    """Segment one case with a dense model by Gaussian sliding window.
+
+    Parameters
+    ----------
+    model : DenseModel
+        From :func:`~napari_segeval.models.dense.load_dense_model`.
+    case : Case
+        A volume (``case.image`` spatial, no channel axis).
+    overlap : float
+        Window overlap fraction.
+    mirror : bool or sequence of int
+        Mirroring test-time augmentation: ``True`` uses ``model.mirror_axes``,
+        a sequence names the spatial axes.
+    batch_size : int
+        Windows per network call.
+    postprocess : bool
+        Apply the model's post-processing (largest component, small lesions).
+    probabilities : bool
+        Also return ``(K, *spatial)`` probabilities on the case's grid.
+    accumulate_device : torch.device or str, optional
+        ``"cpu"`` keeps the full-size accumulators in host memory.
+    progress : callable, optional
+        ``progress(done_windows, total_windows)``.
+    cancel : threading.Event, optional
+        Checked between window batches.
+    grad : bool
+        Keep the autograd graph: ``result.input`` (normalized, requires grad) and
+        ``result.logits`` are returned for attacks.
+
+    Returns
+    -------
+    DenseResult
+        Labels on the case's grid and the parameters used.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> model = load_dense_model("builtin-ct", device="cpu")
+    >>> case = make_ct_case(3000, shape=(24, 64, 64))
+    >>> res = segment_case(model, case)
+    >>> res.labels.shape == case.image.shape, res.params["overlap"]
+    (True, 0.5)
+    """
+    import torch
+
+    x, info = model.preprocess(case)
+    if grad:
+        x = x.clone().requires_grad_(True)
+    ctx = torch.enable_grad() if grad else torch.inference_mode()
+    with ctx:
+        logits = model.logits(x, overlap=overlap, mirror=mirror, batch_size=batch_size,
+                              accumulate_device=accumulate_device, progress=progress,
+                              cancel=cancel)
+    labels, prob, record = model.postprocess(logits, info, case.spacing, apply=postprocess,
+                                             probabilities=probabilities)
+    params = {
+        "model": model.describe(),
+        "overlap": overlap,
+        "mirror_axes": list(model._mirror_axes(mirror)),
+        "batch_size": batch_size,
+        "sigma_scale": 0.125,
+        "preprocess": info.to_dict(),
+        "postprocess": record,
+    }
+    return DenseResult(labels, prob, params, logits if grad else None, x if grad else None)

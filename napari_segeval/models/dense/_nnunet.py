@@ -1,0 +1,91 @@
+"""nnU-Net v2 result folders as dense models (optional extra ``nnunet``, imported lazily).
+
+A result folder (``nnUNetTrainer__nnUNetPlans__3d_fullres``) holds ``plans.json``,
+``dataset.json`` and ``fold_*/checkpoint_final.pth``. Checkpoints are read with
+``torch.load(weights_only=True)``; the network is built by ``nnunetv2`` from the plans.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+
+
+def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
+    """Our plans dict (spacing, patch, intensity, structures) from an nnU-Net v2 folder.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Result folder with ``plans.json`` and ``dataset.json``.
+    configuration : str, optional
+        Default: the part of the folder name after the last ``"__"`` (``3d_fullres``).
+    """
+    folder = Path(folder)
+    try:
+        plans = json.loads((folder / "plans.json").read_text())
+        dataset = json.loads((folder / "dataset.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ReadError(f"{folder}: not an nnU-Net v2 result folder ({exc})") from exc
+    conf_name = configuration or folder.name.rsplit("__", 1)[-1]
+    confs = plans.get("configurations", {})
+    if conf_name not in confs:
+        conf_name = "3d_fullres" if "3d_fullres" in confs else next(iter(confs), "")
+    conf = confs.get(conf_name)
+    if conf is None:
+        raise ReadError(f"{folder / 'plans.json'}: no configurations")
+    if list(plans.get("transpose_forward", [0, 1, 2])) != [0, 1, 2]:
+        raise SegEvalError(
+            f"{folder}: plans transpose the axes ({plans['transpose_forward']}); not supported"
+        )
+    labels = {int(v): k for k, v in dataset.get("labels", {}).items() if isinstance(v, int)}
+    if any(not isinstance(v, int) for v in dataset.get("labels", {}).values()):
+        raise SegEvalError(f"{folder / 'dataset.json'}: region-based labels are not supported")
+    scheme = (conf.get("normalization_schemes") or ["ZScoreNormalization"])[0]
+    intensity = None
+    if scheme == "CTNormalization":
+        p = plans["foreground_intensity_properties_per_channel"]["0"]
+        intensity = {"lower": p["percentile_00_5"], "upper": p["percentile_99_5"],
+                     "mean": p["mean"], "std": p["std"], "source": str(folder / "plans.json")}
+    elif scheme != "ZScoreNormalization" or conf.get("use_mask_for_norm", [False])[0]:
+        raise SegEvalError(f"{folder}: normalization {scheme} is not supported")
+    return {
+        "configuration": conf_name, "patch_size": conf["patch_size"], "spacing": conf["spacing"],
+        "intensity": intensity, "per_case_zscore": intensity is None,
+        "num_classes": max(labels) + 1 if labels else 2,
+        "structures": {k: v for k, v in labels.items() if k != 0},
+        "arch": conf.get("architecture"), "mirror_axes": [0, 1, 2],
+    }
+
+
+def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
+    """Build a :class:`DenseModel` from an nnU-Net v2 result folder (first fold found)."""
+    try:
+        from nnunetv2.utilities.get_network_from_plans import get_network_from_plans
+    except ImportError as exc:
+        raise MissingDependencyError("nnunetv2", "nnunet", "nnU-Net result folders") from exc
+    from napari_segeval.models.dense._loaders import _build, _torch_load
+
+    plans = plans_from_nnunet(folder)
+    if plans["per_case_zscore"]:
+        raise SegEvalError(f"{folder}: per-case z-score (non-CT) nnU-Net models are not supported")
+    ckpts = sorted(folder.glob(f"fold_{fold}/checkpoint_final.pth")) or sorted(
+        folder.glob("fold_*/checkpoint_final.pth"))
+    if not ckpts:
+        raise ReadError(f"{folder}: no fold_*/checkpoint_final.pth")
+    ckpt = _torch_load(ckpts[0])
+    arch = plans["arch"]
+    net = get_network_from_plans(
+        arch["network_class_name"], arch["arch_kwargs"], arch["_kw_requires_import"],
+        1, plans["num_classes"], allow_init=True, deep_supervision=False,
+    )
+    try:
+        net.load_state_dict(ckpt["network_weights"])
+    except (RuntimeError, KeyError) as exc:
+        raise SegEvalError(f"{ckpts[0]}: weights do not match the plans ({exc})") from exc
+    mirror = ckpt.get("inference_allowed_mirroring_axes") or plans["mirror_axes"]
+    plans["mirror_axes"] = list(mirror)
+    return _build(plans, net, str(folder), device, {"file": str(ckpts[0])})

@@ -1,0 +1,201 @@
+"""Train the built-in dense CT model on generated phantoms.
+
+Run ``python -m napari_segeval.models.dense._train --minutes 14`` (2 CPU threads by
+default). Training cases use phantom seeds ``0 .. n_cases-1`` (seeds >= 1000 are
+reserved for shipped samples and held-out benchmarks). The result is a
+``torch.save`` dict (tensors, numbers and strings only, so ``weights_only=True``
+loads it): ``state_dict`` plus the plans (architecture, spacing, patch size,
+intensity statistics, structures) and a training record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
+from napari_segeval.inference.resample import resample_image, resample_labels
+
+#: Plans of the built-in CT model.
+BUILTIN_PLANS: dict = {
+    "format": "napari-segeval-dense/1",
+    "architecture": "unet3d",
+    "config": {"in_channels": 1, "num_classes": 6, "base_channels": 4, "levels": 4},
+    "spacing": [2.5, 1.6, 1.6],
+    "patch_size": [32, 48, 48],
+    "modality": "CT",
+    "structures": {"1": "liver", "2": "spleen", "3": "kidney_right", "4": "kidney_left",
+                   "5": "liver_tumour"},
+    "organs": [1, 2, 3, 4],
+    "lesions": [5],
+}
+
+
+def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
+    from napari_segeval.inference.intensity import IntensityStats
+    from napari_segeval.phantoms.ct import make_ct_case
+
+    if cache is not None and cache.exists():
+        z = np.load(cache, allow_pickle=False)
+        stats = IntensityStats.from_dict(json.loads(str(z["stats"])))
+        return [(z[f"x{i}"], z[f"y{i}"]) for i in range(n_cases)], stats
+
+    cases = [make_ct_case(seed) for seed in range(n_cases)]
+    stats = foreground_intensity_stats(((c.image, c.labels) for c in cases),
+                                       source=f"phantom seeds 0-{n_cases - 1}")
+    data = []
+    for c in cases:
+        img, info = resample_image(c.image, c.spacing, plans["spacing"], order=3)
+        data.append((clip_zscore(img, stats), resample_labels(c.labels, info)))
+    if cache is not None:
+        arrays = {f"x{i}": x for i, (x, _) in enumerate(data)}
+        arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
+        np.savez(cache, stats=json.dumps(stats.to_dict()), **arrays)
+    return data, stats
+
+
+def lesion_thresholds(n_cases: int, plans: dict) -> dict[str, float]:
+    """nnU-Net v1 rule on the training references: smallest largest-component volume."""
+    from napari_segeval.inference.postprocess import min_volume_from_references
+    from napari_segeval.phantoms.ct import make_ct_case
+
+    refs = ((c.labels, c.spacing) for c in (make_ct_case(s) for s in range(n_cases)))
+    thr = min_volume_from_references(refs, plans["lesions"])
+    return {str(k): round(v, 3) for k, v in thr.items()}
+
+
+def _pad_to(a: np.ndarray, size, value) -> np.ndarray:
+    pad = [(0, max(0, s - n)) for n, s in zip(a.shape, size)]
+    return np.pad(a, pad, constant_values=value) if any(p[1] for p in pad) else a
+
+
+def _sample(rng, img, lab, patch, num_classes, fg_prob=0.6):
+    img = _pad_to(img, patch, float(img.min()))
+    lab = _pad_to(lab, patch, 0)
+    if rng.random() < fg_prob:
+        present = [k for k in range(1, num_classes) if (lab == k).any()]
+        k = present[rng.integers(len(present))]
+        idx = np.argwhere(lab == k)
+        centre = idx[rng.integers(len(idx))]
+        start = [int(np.clip(c - p // 2 + rng.integers(-p // 4, p // 4 + 1), 0, n - p))
+                 for c, p, n in zip(centre, patch, lab.shape)]
+    else:
+        start = [int(rng.integers(0, n - p + 1)) for p, n in zip(patch, lab.shape)]
+    sl = tuple(slice(s, s + p) for s, p in zip(start, patch))
+    x = img[sl] * rng.uniform(0.9, 1.1) + rng.uniform(-0.1, 0.1)
+    x = x + rng.normal(0, rng.uniform(0, 0.1), x.shape)
+    return x.astype(np.float32), lab[sl].astype(np.int64)
+
+
+def _loss(logits, target, num_classes, weight=None):
+    import torch.nn.functional as F
+
+    ce = F.cross_entropy(logits, target, weight=weight)
+    prob = logits.softmax(1)
+    onehot = F.one_hot(target, num_classes).permute(0, 4, 1, 2, 3).float()
+    dims = (0, 2, 3, 4)
+    inter = (prob * onehot).sum(dims)
+    denom = prob.sum(dims) + onehot.sum(dims)
+    dice = (2 * inter + 1e-5) / (denom + 1e-5)
+    return ce + (1 - dice[1:].mean())
+
+
+def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batch: int,
+          init: Path | None = None, lr0: float = 3e-3,
+          cache: Path | None = None, fg_prob: float = 0.6,
+          class_weights: list[float] | None = None) -> dict:
+    """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
+    import torch
+
+    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    plans = json.loads(json.dumps(BUILTIN_PLANS))
+    t0 = time.time()
+    data, stats = _prepare(n_cases, plans, cache)
+    prep_s = time.time() - t0
+    print(f"prepared {n_cases} cases in {prep_s:.0f}s; stats {stats}", flush=True)
+    cfg = UNetConfig(**plans["config"])
+    net = UNet3D(cfg)
+    previous = None
+    if init is not None:
+        previous = torch.load(init, map_location="cpu", weights_only=True)
+        net.load_state_dict(previous["state_dict"])
+    opt = torch.optim.AdamW(net.parameters(), lr=lr0, weight_decay=1e-5)
+    budget = minutes * 60.0
+    t1 = time.time()
+    it, losses = 0, []
+    patch, k = plans["patch_size"], cfg.num_classes
+    weight = torch.tensor(class_weights, dtype=torch.float32) if class_weights else None
+    while (elapsed := time.time() - t1) < budget:
+        lr = lr0 * (1 - elapsed / budget) ** 0.9
+        for g in opt.param_groups:
+            g["lr"] = lr
+        picks = rng.integers(len(data), size=batch)
+        xs, ys = zip(*(_sample(rng, *data[i], patch, k, fg_prob) for i in picks))
+        x = torch.from_numpy(np.stack(xs))[:, None]
+        y = torch.from_numpy(np.stack(ys))
+        loss = _loss(net(x), y, k, weight)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+        it += 1
+        if it % 25 == 0:
+            print(f"it {it} t {elapsed / 60:.1f} min loss {np.mean(losses[-25:]):.4f} lr {lr:.2e}",
+                  flush=True)
+    record = {
+        "iterations": it, "train_minutes": round((time.time() - t1) / 60, 2),
+        "prepare_seconds": round(prep_s, 1), "threads": threads, "batch": batch,
+        "seeds": f"0-{n_cases - 1}",
+        "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
+        "torch": str(torch.__version__), "lr": lr0,
+        "fg_prob": fg_prob, "class_weights": class_weights,
+    }
+    if previous is not None:
+        record["previous"] = previous["training"]
+    payload = dict(plans)
+    payload["intensity"] = stats.to_dict()
+    payload["lesion_min_mm3"] = lesion_thresholds(n_cases, plans)
+    payload["training"] = record
+    payload["state_dict"] = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    tmp.replace(out)
+    print(json.dumps(record), flush=True)
+    return record
+
+
+def main(argv=None) -> int:
+    """Command-line entry point."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path,
+                   default=Path(__file__).parent / "weights" / "builtin_ct_unet3d.pt")
+    p.add_argument("--minutes", type=float, default=14.0)
+    p.add_argument("--cases", type=int, default=60)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--init", type=Path, default=None, help="continue from this weights file")
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--cache", type=Path, default=None, help="npz cache of the prepared cases")
+    p.add_argument("--fg-prob", type=float, default=0.6,
+                   help="probability of a patch centred on a random structure")
+    p.add_argument("--class-weights", type=float, nargs="+", default=None,
+                   help="cross-entropy weight per class")
+    a = p.parse_args(argv)
+    train(a.out, a.minutes, a.cases, a.threads, a.seed, a.batch, a.init, a.lr, a.cache,
+          a.fg_prob, a.class_weights)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""The built-in small 3D U-Net (plain PyTorch, differentiable end to end).
+
+The module imports torch at import time: import it only from functions that
+need a network (``napari_segeval.models.dense`` itself stays import-light).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class UNetConfig:
+    """Architecture of :class:`UNet3D`.
+
+    Parameters
+    ----------
+    in_channels : int
+        Input channels (1 for CT).
+    num_classes : int
+        Output channels, background included.
+    base_channels : int
+        Channels of the first level; doubled at every down-sampling.
+    levels : int
+        Resolution levels (``levels - 1`` down-samplings by 2 on every axis).
+
+    Examples
+    --------
+    >>> UNetConfig(num_classes=6).divisor
+    8
+    """
+
+    in_channels: int = 1
+    num_classes: int = 6
+    base_channels: int = 8
+    levels: int = 4
+
+    @property
+    def divisor(self) -> int:
+        """Input sizes must be multiples of this number."""
+        return 2 ** (self.levels - 1)
+
+    def to_dict(self) -> dict:
+        """Plain dict (for JSON)."""
+        return asdict(self)
+
+
+class _Block(nn.Sequential):
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__(
+            nn.Conv3d(cin, cout, 3, padding=1, bias=False),
+            nn.InstanceNorm3d(cout, affine=True),
+            nn.LeakyReLU(0.01, inplace=True),
+            nn.Conv3d(cout, cout, 3, padding=1, bias=False),
+            nn.InstanceNorm3d(cout, affine=True),
+            nn.LeakyReLU(0.01, inplace=True),
+        )
+
+
+class UNet3D(nn.Module):
+    """Small 3D U-Net: two 3x3x3 conv + InstanceNorm + LeakyReLU per level.
+
+    Strided-convolution down-sampling, transposed-convolution up-sampling, skip
+    connections by concatenation; returns logits ``(N, num_classes, *spatial)``.
+
+    Examples
+    --------
+    >>> net = UNet3D(UNetConfig(num_classes=3, base_channels=4, levels=2))
+    >>> net(torch.zeros(1, 1, 8, 8, 8)).shape
+    torch.Size([1, 3, 8, 8, 8])
+    """
+
+    def __init__(self, config: UNetConfig) -> None:
+        super().__init__()
+        self.config = config
+        ch = [config.base_channels * 2**i for i in range(config.levels)]
+        self.stem = _Block(config.in_channels, ch[0])
+        self.down = nn.ModuleList(
+            nn.Conv3d(ch[i], ch[i], 2, stride=2) for i in range(config.levels - 1)
+        )
+        self.enc = nn.ModuleList(_Block(ch[i], ch[i + 1]) for i in range(config.levels - 1))
+        self.up = nn.ModuleList(
+            nn.ConvTranspose3d(ch[i + 1], ch[i], 2, stride=2) for i in range(config.levels - 1)
+        )
+        self.dec = nn.ModuleList(_Block(2 * ch[i], ch[i]) for i in range(config.levels - 1))
+        self.head = nn.Conv3d(ch[0], config.num_classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``config.divisor``."""
+        skips = [self.stem(x)]
+        for down, enc in zip(self.down, self.enc):
+            skips.append(enc(down(skips[-1])))
+        h = skips.pop()
+        for i in reversed(range(len(self.up))):
+            h = self.dec[i](torch.cat([self.up[i](h), skips.pop()], dim=1))
+        return self.head(h)

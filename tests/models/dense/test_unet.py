@@ -1,0 +1,18 @@
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig  # noqa: E402
+
+
+@pytest.mark.parametrize("levels", [2, 3, 4])
+def test_shapes_and_gradient(levels):
+    cfg = UNetConfig(num_classes=4, base_channels=2, levels=levels)
+    net = UNet3D(cfg)
+    n = cfg.divisor * 2
+    x = torch.randn(2, 1, n, n, 2 * n, requires_grad=True)
+    y = net(x)
+    assert y.shape == (2, 4, n, n, 2 * n)
+    y.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+    assert cfg.to_dict()["levels"] == levels
