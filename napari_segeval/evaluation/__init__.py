@@ -1,0 +1,17 @@
+"""Headless evaluation: data-set layouts, protocols, the runner (local or Dask), reports.
+
+* :func:`~napari_segeval.evaluation.evaluate.run_evaluation` - evaluate a data set.
+* :func:`~napari_segeval.evaluation.evaluate.finalize` - rebuild results.csv,
+  summary.json and report.html from a results folder.
+* :func:`~napari_segeval.evaluation.layouts.load_layout` - parse a data-set folder.
+* :func:`~napari_segeval.evaluation.protocols.get_protocol` - the named recipes.
+
+Importing this package imports no heavy library (torch, dask, matplotlib).
+"""
+
+from napari_segeval.evaluation.evaluate import finalize, run_evaluation
+from napari_segeval.evaluation.layouts import CaseSpec, detect_layout, load_layout
+from napari_segeval.evaluation.protocols import REGISTRY, Protocol, get_protocol
+
+__all__ = ["REGISTRY", "CaseSpec", "Protocol", "detect_layout", "finalize", "get_protocol",
+           "load_layout", "run_evaluation"]

@@ -1,0 +1,103 @@
+"""Report pictures: label overlays (numpy + Pillow) and box plots (matplotlib, optional)."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+#: Overlay colours per label id (cycled), RGB 0-255.
+PALETTE = np.array([
+    [0, 0, 0], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48],
+    [145, 30, 180], [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 190],
+], dtype=np.float32)
+
+
+def png_data_uri(rgb: np.ndarray) -> str:
+    """``data:image/png;base64,...`` of an ``(H, W, 3)`` uint8 array.
+
+    Examples
+    --------
+    >>> png_data_uri(np.zeros((2, 2, 3), np.uint8)).startswith("data:image/png;base64,")
+    True
+    """
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def overlay(image: np.ndarray, labels: np.ndarray | None, alpha: float = 0.45,
+            min_size: int = 128) -> np.ndarray:
+    """Grey or RGB uint8 image with coloured labels blended in, upscaled to ``min_size``.
+
+    Examples
+    --------
+    >>> img = np.zeros((4, 4), np.uint8); lab = np.zeros((4, 4), int); lab[0, 0] = 1
+    >>> out = overlay(img, lab, min_size=4)
+    >>> out.shape, out[0, 0].tolist() != [0, 0, 0], out[3, 3].tolist()
+    ((4, 4, 3), True, [0, 0, 0])
+    """
+    img = np.asarray(image)
+    rgb = np.repeat(img[..., None], 3, axis=-1) if img.ndim == 2 else img[..., :3]
+    rgb = rgb.astype(np.float32)
+    if labels is not None:
+        lab = np.asarray(labels).astype(np.int64)
+        colour = PALETTE[np.where(lab > 0, (lab - 1) % (len(PALETTE) - 1) + 1, 0)]
+        fg = (lab > 0)[..., None]
+        rgb = np.where(fg, (1 - alpha) * rgb + alpha * colour, rgb)
+    out = np.clip(rgb, 0, 255).astype(np.uint8)
+    k = max(1, int(np.ceil(min_size / max(out.shape[:2]))))
+    return np.repeat(np.repeat(out, k, axis=0), k, axis=1) if k > 1 else out
+
+
+def have_matplotlib() -> bool:
+    """True when matplotlib can be imported (the ``report`` extra)."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str = "dice") -> str:
+    """Box plots per structure, one box per condition, as a PNG data URI.
+
+    ``groups[structure][condition]`` holds the per-case values (NaN dropped).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    structures = list(groups)
+    conditions = sorted({c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
+    width = 0.8 / max(len(conditions), 1)
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(structures) * max(1, len(conditions))
+                                        ** 0.5), 3.2), dpi=100)
+    handles = []
+    for j, cond in enumerate(conditions):
+        pos = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(structures))]
+        data = [[v for v in groups[s].get(cond, []) if not np.isnan(v)] or [np.nan] for s in structures]
+        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True,
+                        showfliers=True, manage_ticks=False)
+        colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
+        for box in bp["boxes"]:
+            box.set_facecolor((*colour, 0.6))
+        handles.append((bp["boxes"][0], cond))
+    ax.set_xticks(range(len(structures)))
+    ax.set_xticklabels(structures, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(metric)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(axis="y", alpha=0.3)
+    if len(conditions) > 1:
+        ax.legend([h for h, _ in handles], [c for _, c in handles], fontsize=7, loc="lower left")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+__all__ = ["PALETTE", "boxplot_uri", "have_matplotlib", "overlay", "png_data_uri"]

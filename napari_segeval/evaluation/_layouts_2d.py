@@ -1,0 +1,223 @@
+"""Layouts of 2D and echo data sets: CAMUS, ISIC 2018 task 1, NeoPolyp, generic pairs."""
+
+from __future__ import annotations
+
+import glob as _glob
+import re
+from pathlib import Path
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.layouts import IMAGE_SUFFIXES, CaseSpec, inside
+from napari_segeval.io._formats import natural_key, stem, suffix
+
+CAMUS_STRUCTURES = {1: "lv_cavity", 2: "myocardium", 3: "left_atrium"}
+ISIC_STRUCTURES = {1: "lesion"}
+NEOPOLYP_STRUCTURES = {1: "neoplastic", 2: "non_neoplastic"}
+#: NeoPolyp masks: red = neoplastic, green = non-neoplastic (black background).
+NEOPOLYP_COLORS = {"1": [255, 0, 0], "2": [0, 255, 0]}
+_CAMUS_GT = ("_gt.mhd", "_gt.mha", "_gt.nii.gz", "_gt.nii")
+_CAMUS_NAME = re.compile(r"^(?P<patient>.*?)(?:_(?P<view>[24]CH))?_(?P<phase>ED|ES|half_sequence|sequence)$",
+                         re.IGNORECASE)
+
+
+def _all_files(root: Path) -> list[Path]:
+    out = [p for p in root.rglob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+    return sorted(out, key=lambda p: natural_key(str(p)))
+
+
+def camus_pairs(root: Path) -> list[tuple[Path, Path]]:
+    """``(image, ground truth)`` pairs named ``X.ext`` / ``X_gt.ext`` under ``root``."""
+    pairs = []
+    for p in sorted(root.rglob("*_gt.*"), key=lambda q: natural_key(str(q))):
+        name = p.name
+        end = next((e for e in _CAMUS_GT if name.endswith(e)), None)
+        if end is None:
+            continue
+        image = p.with_name(name[: -len(end)] + end[3:])
+        if image.is_file():
+            pairs.append((image, p))
+    return pairs
+
+
+def _camus_split(root: Path) -> dict[str, str]:
+    """Patient -> split from CAMUS ``database_split/subgroup_*.txt`` files, if present."""
+    out: dict[str, str] = {}
+    for split, name in (("train", "training"), ("val", "validation"), ("test", "testing")):
+        for f in root.rglob(f"subgroup_{name}.txt"):
+            for line in f.read_text(encoding="utf-8", errors="replace").split():
+                out[line.strip()] = split
+    return out
+
+
+def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
+    """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``.
+
+    Parameters
+    ----------
+    mode : {"frames", "sequences", "all"}
+        ED/ES 2D frames, the (half) sequences (videos ``(t, y, x)``), or both.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "patient0001"; d.mkdir()
+    >>> for n in ("2CH_ED", "2CH_ED_gt", "2CH_half_sequence", "2CH_half_sequence_gt"):
+    ...     _ = (d / f"patient0001_{n}.mhd").write_text("")
+    >>> [(s.case_id, s.meta["phase"]) for s in parse_camus(d.parent)]
+    [('patient0001_2CH_ED', 'ED')]
+    """
+    if mode not in ("frames", "sequences", "all"):
+        raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
+    root = Path(root)
+    splits = _camus_split(root)
+    specs = []
+    for image, gt in camus_pairs(root):
+        m = _CAMUS_NAME.match(stem(image))
+        phase = m.group("phase") if m else ""
+        is_seq = phase.lower().endswith("sequence")
+        if (mode == "frames" and (not m or is_seq)) or (mode == "sequences" and not is_seq):
+            continue
+        patient = m.group("patient") if m else stem(image)
+        meta = {"patient": patient, "view": (m.group("view") or "") if m else "",
+                "phase": "sequence" if is_seq else phase.upper()}
+        specs.append(CaseSpec(stem(image), (str(image),), str(gt), "camus", str(root),
+                              dict(CAMUS_STRUCTURES), None, "US",
+                              splits.get(patient, "train"), meta=meta))
+    return specs
+
+
+def _split_from_path(path: Path) -> str:
+    text = str(path).lower()
+    if "test" in text:
+        return "test"
+    if "validation" in text or "/val" in text:
+        return "val"
+    return "train"
+
+
+def parse_isic(root: str | Path) -> list[CaseSpec]:
+    """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png``.
+
+    Images and masks may share a folder or sit in the official
+    ``*_Input`` / ``*_GroundTruth`` folders; the split comes from the folder names
+    (``Training``, ``Validation``, ``Test``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("ISIC_1.jpg", "ISIC_1_segmentation.png"): _ = (d / n).write_bytes(b"")
+    >>> [(s.case_id, pathlib.Path(s.labels).name) for s in parse_isic(d)]
+    [('ISIC_1', 'ISIC_1_segmentation.png')]
+    """
+    root = Path(root)
+    files = _all_files(root)
+    masks = {stem(p)[: -len("_segmentation")]: p for p in files
+             if stem(p).endswith("_segmentation")}
+    specs = []
+    for p in files:
+        s = stem(p)
+        if s.endswith("_segmentation") or suffix(p) not in (".jpg", ".jpeg", ".png"):
+            continue
+        specs.append(CaseSpec(s, (str(p),), str(masks[s]) if s in masks else None, "isic",
+                              str(root), dict(ISIC_STRUCTURES), None, "dermoscopy",
+                              _split_from_path(p.relative_to(root))))
+    return specs
+
+
+def _is_neopolyp_mask(p: Path, root: Path) -> bool:
+    parts = [q.lower() for q in p.relative_to(root).parts[:-1]]
+    return stem(p).endswith("_mask") or any(q.endswith("gt") for q in parts)
+
+
+def neopolyp_pairs(root: Path) -> list[tuple[Path, Path | None]]:
+    """``(image, mask or None)``: masks named ``X_mask.*`` or inside a ``*_gt`` folder."""
+    files = _all_files(root)
+    masks = {}
+    for p in files:
+        if _is_neopolyp_mask(p, root):
+            s = stem(p)
+            masks[s.removesuffix("_mask")] = p
+    if not masks:
+        return []
+    return [(p, masks.get(stem(p))) for p in files if not _is_neopolyp_mask(p, root)]
+
+
+def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
+    """NeoPolyp (BKAI-IGH): RGB endoscopy with RGB-coded masks (red neoplastic, green not).
+
+    Masks are ``X_mask.png`` beside ``X.png``, or same-named files in a ``train_gt``
+    folder (the Kaggle layout). Images without a mask are test cases.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("p1.png", "p1_mask.png"): _ = (d / n).write_bytes(b"")
+    >>> s = parse_neopolyp(d)[0]
+    >>> s.case_id, s.color_table["1"], s.structures[2]
+    ('p1', [255, 0, 0], 'non_neoplastic')
+    """
+    root = Path(root)
+    specs = []
+    for image, mask in neopolyp_pairs(root):
+        specs.append(CaseSpec(stem(image), (str(image),), str(mask) if mask else None,
+                              "neopolyp", str(root), dict(NEOPOLYP_STRUCTURES),
+                              dict(NEOPOLYP_COLORS), "endoscopy",
+                              "train" if mask else "test"))
+    return specs
+
+
+def parse_generic(root: str | Path, images: str = "*", labels: str | None = None) -> list[CaseSpec]:
+    """Paired folders: an image glob and a label pattern, both relative to ``root``.
+
+    Parameters
+    ----------
+    images : str
+        Glob for images (``"images/*.nii.gz"``; ``**`` recurses).
+    labels : str, optional
+        Label path pattern with ``{stem}`` (image name without extension),
+        ``{name}`` (with extension) and ``{parent}`` (folder relative to root);
+        glob characters are allowed and the first match is used. Files that are
+        some image's label are not treated as images. Without it, cases have no
+        labels.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "img").mkdir(); (d / "seg").mkdir()
+    >>> for n in ("img/a.nii.gz", "seg/a_seg.nii.gz"): _ = (d / n).write_bytes(b"")
+    >>> s = parse_generic(d, "img/*.nii.gz", "seg/{stem}_seg.nii.gz")[0]
+    >>> s.case_id, pathlib.Path(s.labels).name
+    ('a', 'a_seg.nii.gz')
+    """
+    root = Path(root)
+    inside(root, images)  # refuse patterns that leave the folder
+    candidates = [Path(p) for p in _glob.glob(str(root / images), recursive=True)]
+    candidates = sorted((p for p in candidates if p.is_file() and suffix(p) in IMAGE_SUFFIXES),
+                        key=lambda p: natural_key(str(p)))
+    found: dict[Path, Path | None] = {}
+    for p in candidates:
+        found[p] = _label_for(root, p, labels) if labels else None
+    label_files = {lab.resolve() for lab in found.values() if lab is not None}
+    specs = []
+    for p, lab in found.items():
+        if p.resolve() in label_files:
+            continue
+        specs.append(CaseSpec(stem(p), (str(p),), str(lab) if lab else None, "generic",
+                              str(root), split="train"))
+    return specs
+
+
+def _label_for(root: Path, image: Path, pattern: str) -> Path | None:
+    parent = image.parent.relative_to(root).as_posix()
+    rel = pattern.format(stem=stem(image), name=image.name, parent=parent)
+    target = inside(root, rel)
+    if any(c in rel for c in "*?["):
+        matches = sorted(_glob.glob(str(target)), key=natural_key)
+        return Path(matches[0]) if matches else None
+    return target if target.is_file() else None
+
+
+__all__ = ["camus_pairs", "neopolyp_pairs", "parse_camus", "parse_generic", "parse_isic",
+           "parse_neopolyp"]

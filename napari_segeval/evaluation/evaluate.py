@@ -1,0 +1,159 @@
+"""One call to evaluate a data set: :func:`run_evaluation`, and :func:`finalize` to rebuild outputs."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from napari_segeval import __version__
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation import store
+from napari_segeval.evaluation.layouts import CaseSpec, load_layout
+from napari_segeval.evaluation.protocols import Protocol, get_protocol
+from napari_segeval.evaluation.runner import RunResult, execute
+
+
+def run_evaluation(
+    data: str | os.PathLike | Sequence[CaseSpec],
+    protocol: str | Protocol,
+    output_dir: str | os.PathLike,
+    *,
+    params: Mapping[str, Any] | None = None,
+    layout: str | None = None,
+    layout_options: Mapping[str, Any] | None = None,
+    workers: int | None = None,
+    scheduler: Any = None,
+    resume: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    show_progress: bool = False,
+    report: bool = True,
+) -> RunResult:
+    """Evaluate every case of a data set with a protocol and write the results folder.
+
+    Parameters
+    ----------
+    data : path or sequence of CaseSpec
+        A data-set folder (parsed with ``layout``) or ready case records.
+    protocol : str or Protocol
+        Registered name (``"medsam2-3d"`` ...) or a :class:`Protocol`.
+    output_dir : path
+        Results folder (created); see :mod:`napari_segeval.evaluation.store`.
+    params : mapping, optional
+        Protocol parameter overrides (unknown names are refused).
+    layout, layout_options
+        Layout name (detected when None) and its options (``images``, ``labels``,
+        ``camus_mode``).
+    workers : int, optional
+        Local worker processes (default: one per GPU, else one per core); 1 runs
+        in this process.
+    scheduler : str or distributed.Client, optional
+        A Dask scheduler address (``tcp://host:8786``) or client: cases run there.
+    resume : bool
+        Skip cases with a finished record (default). False discards old records.
+    progress : callable, optional
+        ``progress(done, total)`` after every case.
+    cancel : threading.Event, optional
+        Stop submitting and return when set (finished cases are kept).
+    show_progress : bool
+        Draw a progress line with ETA on stderr.
+    report : bool
+        Write ``report.html``.
+
+    Returns
+    -------
+    RunResult
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from napari_segeval.evaluation.layouts import CaseSpec
+    >>> bad = [CaseSpec("broken", ("/missing.nii.gz",), "/missing_seg.nii.gz")]
+    >>> r = run_evaluation(bad, "medsam2-3d", tempfile.mkdtemp(), workers=1, report=False)
+    >>> r.n_failed, r.summary["failed"][0]["case"]
+    (1, 'broken')
+    """
+    proto = get_protocol(protocol)
+    p = proto.resolve_params(params)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, (str, os.PathLike)):
+        specs = load_layout(data, layout, **{**proto.layout_options, **dict(layout_options or {})})
+        source = str(Path(data).absolute())
+    else:
+        specs = [s if isinstance(s, CaseSpec) else CaseSpec.from_dict(s) for s in data]
+        source = specs[0].root if specs else ""
+    run_info = {"protocol": proto.name, "protocol_version": proto.version, "params": p,
+                "data": source, "layout": specs[0].layout if specs else layout,
+                "napari_segeval": __version__}
+    store.check_run(out, run_info, resume)
+    if not resume:
+        store.clear_cases(out)
+    if proto.needs_folds:
+        from napari_segeval.evaluation.splits import ensure_folds
+
+        ensure_folds(specs, int(p.get("folds", 5)), int(p.get("seed", 0)), out)
+    chosen = proto.cases(specs, p)
+    if not chosen:
+        raise SegEvalError(f"{source}: no case the protocol {proto.name} can evaluate "
+                           "(it needs reference labels)")
+    store.write_json(out / "cases.json", {"cases": [s.to_dict() for s in chosen]})
+    todo = [s for s in chosen if not store.is_done(out, s.case_id)]
+    done = len(chosen) - len(todo)
+    execute(proto, todo, p, out, workers=workers, scheduler=scheduler, progress=progress,
+            cancel=cancel, show_progress=show_progress, total=len(chosen), done=done)
+    result = finalize(out, proto, report=report)
+    result.n_skipped = done
+    return result
+
+
+def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]:
+    """``(case specs, finished records)`` of a results folder, in case order."""
+    out = Path(output_dir)
+    cases = store.read_json(out / "cases.json")["cases"]
+    records = [r for r in (store.read_case(out, c["case_id"]) for c in cases) if r is not None]
+    return cases, records
+
+
+def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *,
+             report: bool = True) -> RunResult:
+    """Write ``results.csv``, ``summary.json`` (and ``report.html``) from the case records.
+
+    ``segeval report`` calls this on a finished (or interrupted) results folder.
+    """
+    from napari_segeval.metrics import ResultsTable
+
+    out = Path(output_dir)
+    run_info = store.read_json(out / "run.json")
+    proto = get_protocol(protocol or run_info["protocol"])
+    params = run_info["params"]
+    cases, records = load_records(out)
+    rows = store.result_rows(records)
+    ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)
+    failed = [{"case": r["case"], "error": r.get("error", "")} for r in records
+              if r.get("status") != "ok"]
+    ok_rows = [r for r in rows if r.get("status") == "ok"]
+    seconds = [float(r.get("seconds", 0.0)) for r in records]
+    summary = {
+        **run_info,
+        "n_cases": len(cases),
+        "n_finished": len(records),
+        "n_ok": len(records) - len(failed),
+        "n_failed": len(failed),
+        "n_missing": len(cases) - len(records),
+        "failed": failed,
+        "seconds_per_case": (sum(seconds) / len(seconds)) if seconds else None,
+        "results": proto.summarize(ok_rows, params) if ok_rows else {},
+    }
+    store.write_json(out / "summary.json", summary)
+    if report:
+        from napari_segeval.evaluation.report import write_report
+
+        write_report(out)
+    return RunResult(out, len(cases), summary["n_ok"], len(failed), 0, summary)
+
+
+__all__ = ["finalize", "load_records", "run_evaluation"]

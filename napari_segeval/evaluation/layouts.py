@@ -1,0 +1,392 @@
+"""Data-set layouts: turn a folder into a list of :class:`CaseSpec` records.
+
+One parser per layout (MSD task, nnU-Net v2 raw, CAMUS, ISIC 2018 task 1,
+NeoPolyp, generic paired folders) and :func:`detect_layout` to pick one.
+Parsers only look at names: no image is read here, so listing thousands of
+cases is cheap and a corrupt file becomes an error row later, in the runner.
+
+Paths named by a ``dataset.json`` (or a splits file) are checked lexically and
+must stay inside the data-set folder; an entry that escapes becomes a case whose
+``error`` says so (it is reported as a failed case, never read).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.io._formats import natural_key, stem, suffix
+
+IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg",
+                  ".tif", ".tiff", ".bmp", ".mp4", ".avi")
+LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
+
+
+@dataclass
+class CaseSpec:
+    """Where one case lives, and what is known about it before reading it.
+
+    Parameters
+    ----------
+    case_id : str
+        Unique id within the data set (file stem, ``patient0001_2CH_ED``, ...).
+    images : tuple of str
+        Image path per channel (``_0000``, ``_0001`` ...); usually one.
+    labels : str or None
+        Reference label map, if any.
+    layout : str
+        The parser that made the record (one of :data:`LAYOUTS`).
+    root : str
+        The data-set folder.
+    structures : dict of int to str
+        Label id -> name (background left out), when the layout states them.
+    color_table : dict or None
+        ``{"1": [255, 0, 0], ...}`` for colour-coded masks (JSON form).
+    modality : str or None
+        Modality hint for the reader.
+    split : str
+        ``"train"``, ``"val"`` or ``"test"`` as published by the data set.
+    fold : int or None
+        Cross-validation fold (from a splits file, or :mod:`.splits`).
+    meta : dict
+        Layout extras (CAMUS view and phase, ...).
+    error : str or None
+        Why the case cannot be used (set by the parser, e.g. a path escape).
+
+    Examples
+    --------
+    >>> s = CaseSpec("c1", ("/d/img.nii.gz",), "/d/seg.nii.gz", layout="generic", root="/d")
+    >>> CaseSpec.from_dict(s.to_dict()) == s
+    True
+    """
+
+    case_id: str
+    images: tuple[str, ...]
+    labels: str | None = None
+    layout: str = "generic"
+    root: str = ""
+    structures: dict[int, str] = field(default_factory=dict)
+    color_table: dict | None = None
+    modality: str | None = None
+    split: str = "train"
+    fold: int | None = None
+    meta: dict = field(default_factory=dict)
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """Plain-JSON form (structure ids as strings)."""
+        d = asdict(self)
+        d["images"] = list(self.images)
+        d["structures"] = {str(k): v for k, v in self.structures.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CaseSpec:
+        """Inverse of :meth:`to_dict`."""
+        d = dict(d)
+        d["images"] = tuple(d["images"])
+        d["structures"] = {int(k): v for k, v in (d.get("structures") or {}).items()}
+        return cls(**d)
+
+    def reader_color_table(self) -> dict | None:
+        """The colour table in the reader's form ``{(r, g, b): (id, name)}``.
+
+        Examples
+        --------
+        >>> CaseSpec("p", ("p.png",), "m.png", structures={1: "neo"},
+        ...          color_table={"1": [255, 0, 0]}).reader_color_table()
+        {(255, 0, 0): (1, 'neo')}
+        """
+        if not self.color_table:
+            return None
+        return {
+            tuple(int(c) for c in colour): (int(k), self.structures.get(int(k), f"label_{k}"))
+            for k, colour in self.color_table.items()
+        }
+
+
+def inside(root: str | Path, relative: str) -> Path:
+    """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes.
+
+    The check is lexical (symbolic links inside the folder are allowed).
+
+    Raises
+    ------
+    SegEvalError
+        The path leaves the data-set folder.
+
+    Examples
+    --------
+    >>> inside("/data/Task01", "./imagesTr/a.nii.gz").as_posix()
+    '/data/Task01/imagesTr/a.nii.gz'
+    >>> inside("/data/Task01", "../../etc/passwd")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-set folder /data/Task01
+    """
+    root_n = os.path.normpath(os.path.abspath(root))
+    rel = str(relative).replace("\\", "/")
+    joined = os.path.normpath(os.path.join(root_n, rel))
+    if os.path.isabs(rel) or os.path.commonpath([root_n, joined]) != root_n:
+        raise SegEvalError(f"path {relative!r} escapes the data-set folder {root_n}")
+    return Path(joined)
+
+
+def _files(folder: Path, pattern: str = "*") -> list[Path]:
+    if not folder.is_dir():
+        return []
+    out = [p for p in folder.glob(pattern) if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+    return sorted(out, key=lambda p: natural_key(p.name))
+
+
+def _channel_files(folder: Path, case: str, ending: str) -> tuple[str, ...]:
+    chans = []
+    for i in range(1000):
+        p = folder / f"{case}_{i:04d}{ending}"
+        if not p.exists():
+            break
+        chans.append(str(p))
+    return tuple(chans)
+
+
+def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
+    """Image path(s) of one MSD entry: the file itself, or its ``_0000``... channels."""
+    p = inside(root, entry)
+    if p.exists():
+        return (str(p),), stem(p)
+    case, ending = stem(p), suffix(p)
+    chans = _channel_files(p.parent, case, ending)
+    return (chans or (str(p),)), case
+
+
+def parse_msd(root: str | Path) -> list[CaseSpec]:
+    """Cases of a Medical Segmentation Decathlon task folder.
+
+    Reads ``dataset.json`` (``training`` entries with ``image``/``label``, ``test``
+    entries as paths); an entry whose image is split in channels
+    (``la_003_0000.nii.gz``, ``la_003_0001.nii.gz``) lists all of them. Without
+    entries, ``imagesTr``/``labelsTr``/``imagesTs`` are scanned.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "liver"},
+    ...     "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]}))
+    >>> [(s.case_id, s.structures) for s in parse_msd(d)]
+    [('a', {1: 'liver'})]
+    """
+    from napari_segeval.io import load_dataset_json, structure_names
+    from napari_segeval.io._dataset_json import dataset_modality
+
+    root = Path(root)
+    ds = load_dataset_json(root)
+    names, modality = structure_names(ds), dataset_modality(ds)
+    specs: list[CaseSpec] = []
+
+    def add(image_entry: str, label_entry: str | None, split: str) -> None:
+        try:
+            images, case = _msd_images(root, image_entry)
+            labels = str(inside(root, label_entry)) if label_entry else None
+            err = None
+        except SegEvalError as exc:
+            images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)
+        specs.append(CaseSpec(case, images, labels, "msd", str(root), names, None, modality,
+                              split, error=err))
+
+    training, test = ds.get("training") or [], ds.get("test") or []
+    for entry in training:
+        if isinstance(entry, dict) and "image" in entry:
+            add(str(entry["image"]), entry.get("label"), "train")
+    for entry in test:
+        add(str(entry["image"] if isinstance(entry, dict) else entry), None, "test")
+    if not training and not test:
+        for split, img_dir, lab_dir in (("train", "imagesTr", "labelsTr"), ("test", "imagesTs", None)):
+            for case, ending, chans in _scan_channels(root / img_dir):
+                lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
+                specs.append(CaseSpec(case, chans, str(lab) if lab and lab.exists() else None,
+                                      "msd", str(root), names, None, modality, split))
+    return _unique(specs)
+
+
+def _scan_channels(folder: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Group ``case_0000.ext`` files (or plain ``case.ext``) by case."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for p in _files(folder):
+        s, ext = stem(p), suffix(p)
+        case = s[:-5] if len(s) > 5 and s[-5] == "_" and s[-4:].isdigit() else s
+        groups.setdefault((case, ext), []).append(str(p))
+    return [(c, e, tuple(sorted(v))) for (c, e), v in groups.items()]
+
+
+def parse_nnunet(root: str | Path) -> list[CaseSpec]:
+    """Cases of an nnU-Net v2 raw data set (``Dataset001_X``).
+
+    ``imagesTr/{case}_{XXXX}{file_ending}``, ``labelsTr/{case}{file_ending}``,
+    ``imagesTs`` (with ``labelsTs`` if present), or explicit ``"dataset"`` entries
+    in ``dataset.json``. Folds come from ``splits_final.json`` when present.
+    """
+    from napari_segeval.io import load_dataset_json, structure_names
+    from napari_segeval.io._dataset_json import dataset_modality
+
+    root = Path(root)
+    ds = load_dataset_json(root)
+    names, modality = structure_names(ds), dataset_modality(ds)
+    ending = str(ds.get("file_ending", ".nii.gz"))
+    n_chan = len(ds.get("channel_names") or {"0": ""})
+    specs: list[CaseSpec] = []
+    explicit = ds.get("dataset")
+    if isinstance(explicit, dict):
+        for case, entry in explicit.items():
+            try:
+                images = tuple(str(inside(root, p)) for p in entry.get("images", []))
+                labels = str(inside(root, entry["label"])) if entry.get("label") else None
+                err = None
+            except SegEvalError as exc:
+                images, labels, err = tuple(entry.get("images", [])), None, str(exc)
+            specs.append(CaseSpec(str(case), images, labels, "nnunet", str(root), names, None,
+                                  modality, "train", error=err))
+    else:
+        for split, img_dir, lab_dir in (("train", "imagesTr", "labelsTr"),
+                                        ("test", "imagesTs", "labelsTs")):
+            for case, ext, chans in _scan_channels(root / img_dir):
+                if ext != ending:
+                    continue
+                lab = root / lab_dir / f"{case}{ending}"
+                err = None if len(chans) == n_chan else (
+                    f"{root / img_dir}: case {case} has {len(chans)} channel files, "
+                    f"dataset.json names {n_chan}")
+                specs.append(CaseSpec(case, chans, str(lab) if lab.exists() else None, "nnunet",
+                                      str(root), names, None, modality, split, error=err))
+    specs = _unique(specs)
+    splits_file = root / "splits_final.json"
+    if splits_file.is_file():
+        from napari_segeval.evaluation.splits import apply_folds, load_nnunet_splits
+
+        apply_folds(specs, load_nnunet_splits(splits_file))
+    return specs
+
+
+def _unique(specs: list[CaseSpec]) -> list[CaseSpec]:
+    seen: dict[str, int] = {}
+    for s in specs:
+        n = seen.get(s.case_id, 0)
+        seen[s.case_id] = n + 1
+        if n:
+            s.case_id = f"{s.case_id}~{n}"
+    return specs
+
+
+def _has_dataset_json(root: Path) -> dict | None:
+    p = root / "dataset.json"
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def detect_layout(root: str | Path) -> str:
+    """Guess the layout of a folder (one of :data:`LAYOUTS`).
+
+    A ``dataset.json`` means nnU-Net (``channel_names``/``file_ending``) or MSD
+    (``training``/``test`` entries or an ``imagesTr`` folder); one that only names
+    the labels does not decide the layout (its names are used by any layout).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "ISIC_0000001.jpg").write_bytes(b""); _ = (d / "ISIC_0000001_segmentation.png").write_bytes(b"")
+    >>> detect_layout(d)
+    'isic'
+    """
+    from napari_segeval.evaluation import _layouts_2d as l2
+
+    root = Path(root)
+    if not root.is_dir():
+        raise ReadError(f"{root}: not a folder")
+    ds = _has_dataset_json(root)
+    if ds is not None and ("channel_names" in ds or "file_ending" in ds):
+        return "nnunet"
+    if ds is not None and (ds.get("training") or ds.get("test") or (root / "imagesTr").is_dir()):
+        return "msd"
+    if l2.camus_pairs(root):
+        return "camus"
+    if any(root.rglob("*_segmentation.png")):
+        return "isic"
+    if l2.neopolyp_pairs(root):
+        return "neopolyp"
+    raise SegEvalError(
+        f"{root}: cannot tell the data-set layout (no dataset.json, CAMUS *_gt files, "
+        "ISIC *_segmentation.png or NeoPolyp masks); use --layout generic with "
+        "--images GLOB --labels PATTERN"
+    )
+
+
+def load_layout(
+    root: str | Path,
+    layout: str | None = None,
+    *,
+    images: str | None = None,
+    labels: str | None = None,
+    camus_mode: str | None = None,
+) -> list[CaseSpec]:
+    """Parse ``root`` with ``layout`` (detected when None); cases sorted by id.
+
+    Parameters
+    ----------
+    images, labels : str, optional
+        Generic layout: image glob and label pattern (see :func:`parse_generic`).
+    camus_mode : {"frames", "sequences", "all"}, optional
+        CAMUS: ED/ES frames, half sequences, or both (default: frames, or the
+        sequences when there are no frames).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("a.png", "a_mask.png"): _ = (d / n).write_bytes(b"")
+    >>> [s.case_id for s in load_layout(d, "generic", images="*.png", labels="{stem}_mask.png")]
+    ['a']
+    """
+    from napari_segeval.evaluation import _layouts_2d as l2
+
+    root = Path(root).absolute()
+    if not root.is_dir():
+        raise ReadError(f"{root}: data-set folder not found")
+    layout = layout or detect_layout(root)
+    if layout == "msd":
+        specs = parse_msd(root)
+    elif layout == "nnunet":
+        specs = parse_nnunet(root)
+    elif layout == "camus":
+        specs = l2.parse_camus(root, mode=camus_mode or "frames")
+        if not specs and camus_mode is None:
+            specs = l2.parse_camus(root, mode="sequences")
+    elif layout == "isic":
+        specs = l2.parse_isic(root)
+    elif layout == "neopolyp":
+        specs = l2.parse_neopolyp(root)
+    elif layout == "generic":
+        specs = l2.parse_generic(root, images or "*", labels)
+    else:
+        raise SegEvalError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+    if not specs:
+        raise SegEvalError(f"{root}: no cases found for layout {layout!r}")
+    ds = _has_dataset_json(root) if layout not in ("msd", "nnunet") else None
+    if ds and isinstance(ds.get("labels"), dict):
+        from napari_segeval.io import structure_names
+
+        names = structure_names(ds)
+        for s in specs:
+            s.structures = names or s.structures
+    return sorted(specs, key=lambda s: natural_key(s.case_id))
+
+
+__all__ = ["LAYOUTS", "CaseSpec", "detect_layout", "inside", "load_layout", "parse_msd",
+           "parse_nnunet"]

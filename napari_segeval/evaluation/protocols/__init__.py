@@ -1,0 +1,142 @@
+"""Named, versioned evaluation recipes.
+
+A :class:`Protocol` bundles a name, a version, default parameters, a per-case
+function and an aggregation. Its functions are module-level, so the object
+pickles by reference and runs in spawned worker processes and on Dask workers.
+
+Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
+``medsam2-video``, ``uncertainty``, ``cv5-2d``. :func:`get_protocol` also accepts
+``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from napari_segeval._errors import SegEvalError
+
+#: Protocol name -> module defining ``PROTOCOL``.
+REGISTRY: dict[str, str] = {
+    "msd-robust": "napari_segeval.evaluation.protocols.msd_robust",
+    "medsam2-3d": "napari_segeval.evaluation.protocols.medsam2_3d",
+    "medsam2-video": "napari_segeval.evaluation.protocols.medsam2_video",
+    "uncertainty": "napari_segeval.evaluation.protocols.uncertainty",
+    "cv5-2d": "napari_segeval.evaluation.protocols.cv5_2d",
+}
+
+
+@dataclass
+class CaseOutput:
+    """What a protocol returns for one case.
+
+    Parameters
+    ----------
+    rows : list of dict
+        One per structure x condition, with at least ``structure``, ``condition``
+        and the metric columns (``dice`` ...). The runner adds ``case``,
+        ``protocol``, ``protocol_version``, ``fold``, ``split`` and ``status``.
+    views : dict of str to numpy.ndarray
+        2D arrays for report thumbnails: ``"image"`` (uint8 grey or RGB),
+        ``"reference"`` and one label slice per condition (``"clean"`` ...).
+    extra : dict
+        Per-case values that are not per-structure (an uncertainty score ...),
+        kept in the case record and copied into its rows.
+    """
+
+    rows: list[dict]
+    views: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A named, versioned evaluation recipe.
+
+    Parameters
+    ----------
+    name, version : str
+        Written into every result row and ``summary.json``.
+    defaults : mapping
+        Every parameter with its default; unknown parameters are refused.
+    run_case : callable
+        ``run_case(spec: CaseSpec, params: dict) -> CaseOutput``; raises on bad input
+        (the runner turns the exception into an error row).
+    summarize : callable
+        ``summarize(rows: list[dict], params: dict) -> dict`` over ok rows.
+    description : str
+        One paragraph for ``--help`` and the report.
+    select : callable, optional
+        ``select(specs, params) -> specs`` picking the cases to evaluate (default:
+        every case with reference labels, plus cases that carry a parse error).
+    needs_folds : bool
+        Assign cross-validation folds before running.
+    layout_options : mapping
+        Default options for :func:`~napari_segeval.evaluation.layouts.load_layout`
+        (``{"camus_mode": "sequences"}`` for video protocols).
+
+    Examples
+    --------
+    >>> p = get_protocol("medsam2-3d")
+    >>> p.name, p.resolve_params({"jitter": 2})["jitter"]
+    ('medsam2-3d', 2)
+    """
+
+    name: str
+    version: str
+    defaults: Mapping[str, Any]
+    run_case: Callable
+    summarize: Callable
+    description: str = ""
+    select: Callable | None = None
+    needs_folds: bool = False
+    layout_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def resolve_params(self, overrides: Mapping[str, Any] | None = None) -> dict:
+        """Defaults updated with ``overrides``; unknown names raise :class:`SegEvalError`."""
+        params = json.loads(json.dumps(dict(self.defaults)))
+        for key, value in (overrides or {}).items():
+            if key not in params:
+                raise SegEvalError(
+                    f"protocol {self.name} has no parameter {key!r} "
+                    f"(parameters: {', '.join(sorted(params))})"
+                )
+            params[key] = value
+        return params
+
+    def cases(self, specs: Sequence, params: Mapping) -> list:
+        """The cases this protocol evaluates."""
+        if self.select is not None:
+            return list(self.select(specs, params))
+        return [s for s in specs if s.labels or s.error]
+
+
+def get_protocol(name: str | Protocol) -> Protocol:
+    """Look up a protocol by registered name or ``"module:ATTRIBUTE"``.
+
+    Examples
+    --------
+    >>> get_protocol("cv5-2d").needs_folds
+    True
+    """
+    if isinstance(name, Protocol):
+        return name
+    if name in REGISTRY:
+        module, attr = REGISTRY[name], "PROTOCOL"
+    elif ":" in name:
+        module, attr = name.split(":", 1)
+    else:
+        raise SegEvalError(f"unknown protocol {name!r}; choose one of {', '.join(REGISTRY)}")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise SegEvalError(f"cannot load protocol {name!r}: {exc}") from exc
+    if not isinstance(obj, Protocol):
+        raise SegEvalError(f"{name!r} is not a Protocol")
+    return obj
+
+
+__all__ = ["REGISTRY", "CaseOutput", "Protocol", "get_protocol"]

@@ -1,0 +1,107 @@
+"""Running a dense model inside a protocol, and the attack hook of ``msd-robust``.
+
+A model is either a :class:`~napari_segeval.models.dense.DenseModel` (run by
+:func:`~napari_segeval.models.dense.segment_case`) or any object with
+``segment(case, *, probabilities=False) -> result`` where ``result.labels`` is
+the label map on the case's grid and ``result.probabilities`` (when asked) is
+``(K, *spatial)`` (this is how 2D models and test models plug in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
+
+
+def segment(model: Any, case, params: Mapping, *, probabilities: bool = False):
+    """Segment ``case`` with ``model`` using the protocol's inference parameters."""
+    if hasattr(model, "segment"):
+        return model.segment(case, probabilities=probabilities)
+    from napari_segeval.models.dense import segment_case
+
+    return segment_case(model, case, overlap=float(params.get("overlap", 0.5)),
+                        mirror=bool(params.get("mirror", False)),
+                        postprocess=bool(params.get("postprocess", True)),
+                        probabilities=probabilities)
+
+
+def condition_name(attack: Mapping) -> str:
+    """Condition label of a user attack: ``{"name": "m:f", "shift": 2}`` -> ``"m:f shift=2"``.
+
+    Attacks of :mod:`napari_segeval.attacks` are named by its own
+    :func:`~napari_segeval.attacks.condition_name` (``"pgd-linf eps=0.05 steps=10"``).
+
+    Examples
+    --------
+    >>> condition_name({"name": "mod:blur", "sigma": 1.5})
+    'mod:blur sigma=1.5'
+    """
+    rest = " ".join(f"{k}={v}" for k, v in sorted(attack.items()) if k != "name")
+    return f"{attack['name']} {rest}".strip()
+
+
+def raw_per_unit(model: Any) -> float:
+    """Raw intensity units per normalized unit of the model (1 when unknown)."""
+    return float(getattr(model, "raw_per_normalized_unit", 1.0) or 1.0)
+
+
+def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str, np.ndarray, float]:
+    """Attack ``case`` and return ``(condition, attacked labels, eps in raw units)``.
+
+    ``attack`` is ``{"name": ..., **options}``. Names of
+    :data:`napari_segeval.attacks.ATTACKS` (``fgsm``, ``pgd``, ``apgd-ce``,
+    ``apgd-dlr``, ``noise-gaussian``, ``noise-uniform``) run through
+    :func:`napari_segeval.attacks.attack_case` on a
+    :class:`~napari_segeval.attacks.DenseTarget` built with the protocol's
+    sliding-window settings; options are :class:`~napari_segeval.attacks.AttackConfig`
+    fields (``eps`` in normalized units, ``steps``, ``norm``, ``restarts`` ...) plus
+    ``gradient`` (``"whole"``/``"chunked"``) and ``clamp`` (default True: perturbed
+    inputs stay in the range the preprocessing produces). The reference labels are
+    the attack's target. A ``"module:function"`` name calls
+    ``function(model, case, **options) -> labels`` instead.
+    """
+    opts = {k: v for k, v in attack.items() if k != "name"}
+    name = str(attack.get("name", ""))
+    if ":" in name:
+        from napari_segeval.evaluation.protocols._common import resolve_factory
+
+        labels = np.asarray(resolve_factory(name)(model, case, **opts))
+        return condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
+    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
+    from napari_segeval.attacks import condition_name as attack_condition
+
+    clamp = bool(opts.pop("clamp", True))
+    gradient = str(opts.pop("gradient", "whole"))
+    try:
+        config = AttackConfig(attack=name, **opts)
+    except (TypeError, ValueError) as exc:
+        raise SegEvalError(f"attack {dict(attack)}: {exc}") from exc
+    target = DenseTarget(model, case, overlap=float(params.get("overlap", 0.5)),
+                         mirror=bool(params.get("mirror", False)), gradient=gradient,
+                         postprocess=bool(params.get("postprocess", True)))
+    res = attack_case(target, config, clamp=clamp)
+    return (attack_condition(res.params["attack"]), np.asarray(res.attacked_prediction),
+            float(res.budget.eps_raw))
+
+
+def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """Mean normalized predictive entropy over the predicted foreground (all voxels if none).
+
+    Examples
+    --------
+    >>> p = np.stack([np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
+    >>> per_case_entropy(p, np.ones((2, 2), int))
+    1.0
+    """
+    p = np.clip(np.asarray(probabilities, np.float64), 1e-12, 1.0)
+    k = p.shape[0]
+    h = -(p * np.log(p)).sum(axis=0) / np.log(max(k, 2))
+    fg = np.asarray(labels) > 0
+    return float(h[fg].mean() if fg.any() else h.mean())
+
+
+__all__ = ["condition_name", "per_case_entropy", "raw_per_unit", "run_attack", "segment"]

@@ -1,0 +1,142 @@
+"""``medsam2-3d``: box on the reference middle slice, bidirectional propagation, DSC + NSD.
+
+Recipe (MedSAM2, Ma et al. 2025; see PROTOCOLS.md section 2): for every
+structure present in the reference, take the middle slice of its extent along
+the slice axis (the nearest non-empty slice when the middle one is empty), its
+tight box (optionally jittered by up to ``jitter`` pixels per edge, seeded per
+case), segment that slice, propagate forward to the last slice and backward to
+the first, take the union and keep the largest connected component. Dice (not
+the published 2|A∩B|/|A∪B|) and NSD at ``tolerance_mm``; structures absent from
+the reference are neither prompted nor scored. Aggregation: median and IQR per
+structure, per task and over tasks.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import _common as C
+
+DEFAULTS = {
+    "model": "builtin",
+    "device": None,
+    "window": None,
+    "jitter": 0,
+    "seed": 0,
+    "tolerance_mm": 2.0,
+    "empty": "one",
+    "keep_largest": True,
+    "channel": 0,
+}
+
+
+def case_rng(seed: int, case_id: str) -> np.random.Generator:
+    """A generator seeded by the run seed and the case id (independent of order and workers).
+
+    Examples
+    --------
+    >>> int(case_rng(0, "a").integers(100)) == int(case_rng(0, "a").integers(100))
+    True
+    """
+    return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
+
+
+def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
+    """Middle slice of a 3D mask's extent along axis 0 (non-empty), or its first slice.
+
+    Examples
+    --------
+    >>> m = np.zeros((9, 4, 4), bool); m[2:7, 1, 1] = True
+    >>> key_slice(m), key_slice(m, first=True)
+    (4, 2)
+    """
+    zs = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    if zs.size == 0:
+        return None
+    if first:
+        return int(zs[0])
+    mid = (int(zs[0]) + int(zs[-1])) // 2
+    return int(zs[np.argmin(np.abs(zs - mid))])
+
+
+def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter: int,
+                      rng: np.random.Generator, first: bool = False) -> list:
+    """One box per structure present in ``labels`` (middle slice, or first frame)."""
+    from napari_segeval.prompts.box import Box
+
+    prompts = []
+    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
+    for label in ids:
+        mask = labels == label
+        k = key_slice(mask, first=first)
+        if k is None:
+            continue
+        box = Box.from_mask(mask[k], index=k, label=label)
+        prompts.append(box.jittered(int(jitter), rng, mask.shape[1:]) if jitter else box)
+    return prompts
+
+
+def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
+    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
+    from napari_segeval.propagation import propagate_case
+
+    case = C.load_case(spec, channel=int(params["channel"]))
+    if case.image.ndim - int(case.is_rgb) != 3:
+        raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
+                           f"video, got axes {case.axes!r} shape {case.image.shape}")
+    structures = dict(case.structures) or {
+        int(v): f"label_{int(v)}" for v in np.unique(case.labels) if v}
+    prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
+                                rng=case_rng(int(params["seed"]), spec.case_id),
+                                first=(mode == "video"))
+    if not prompts:
+        raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
+    model = C.promptable_model(str(params["model"]), params.get("device"))
+    frames = model.preprocess(case.image, case.modality, params.get("window"))
+    res = propagate_case(model, frames, prompts, mode=mode,
+                         keep_largest=bool(params["keep_largest"]))
+    present = {b.label: structures.get(b.label, f"label_{b.label}") for b in prompts}
+    video = mode == "video"
+    rows = C.score(case.labels, res.labels, case.spacing, present, "clean",
+                   tolerance_mm=float(params["tolerance_mm"]), empty=str(params["empty"]),
+                   surface=not video)
+    boxes = {b.label: b for b in prompts}
+    task = Path(spec.root).name if spec.root else ""
+    for r in rows:
+        b = boxes[r["label"]]
+        r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
+                 model=res.params.get("model"))
+    k = prompts[0].index if video else None
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k))
+
+
+def run_case(spec, params: dict) -> CaseOutput:
+    """Evaluate one volume (see the module docstring)."""
+    return propagate_and_score(spec, params, mode="volume")
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Median and IQR of DSC and NSD per structure, per task and over tasks."""
+    from napari_segeval.evaluation.summary import median_iqr
+
+    return {"aggregation": "median with IQR (quartiles by linear interpolation)",
+            **median_iqr(rows, ("dice", "nsd"))}
+
+
+PROTOCOL = Protocol(
+    name="medsam2-3d",
+    version="1.0",
+    defaults=DEFAULTS,
+    run_case=run_case,
+    summarize=summarize,
+    description=(
+        "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "
+        "bidirectional propagation, largest component; DSC and NSD (2 mm) per "
+        "structure; median with IQR per task and over tasks."
+    ),
+)

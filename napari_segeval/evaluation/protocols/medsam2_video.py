@@ -1,0 +1,44 @@
+"""``medsam2-video``: box on the first frame, forward propagation, DSC per structure per clip.
+
+Each structure is prompted on the first frame where it appears in the reference
+(frame 0 for complete annotations; the frame used is recorded as
+``key_slice``) and propagated forward to the last frame. Dice is computed over
+the whole clip (frames before the prompt count as predicted background).
+Surface metrics are not computed: the time axis is not a spatial one.
+"""
+
+from __future__ import annotations
+
+from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols.medsam2_3d import DEFAULTS as _DEFAULTS_3D
+from napari_segeval.evaluation.protocols.medsam2_3d import propagate_and_score
+
+DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
+
+
+def run_case(spec, params: dict) -> CaseOutput:
+    """Evaluate one clip (see the module docstring)."""
+    return propagate_and_score(spec, {**params, "tolerance_mm": 2.0}, mode="video")
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Per-clip DSC table and, per structure, mean/median over clips."""
+    from napari_segeval.metrics import summarize as stats
+
+    return {
+        "per_structure": stats(rows, "dice", by=("structure",)),
+        "per_clip": [{"case": r["case"], "structure": r["structure"], "dice": r["dice"]}
+                     for r in rows],
+    }
+
+
+PROTOCOL = Protocol(
+    name="medsam2-video",
+    version="1.0",
+    defaults=DEFAULTS,
+    run_case=run_case,
+    summarize=summarize,
+    layout_options={"camus_mode": "sequences"},
+    description=("MedSAM2 video recipe: box on the first frame, forward propagation; "
+                 "DSC per structure per clip."),
+)

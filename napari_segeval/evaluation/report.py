@@ -1,0 +1,191 @@
+"""``report.html``: one self-contained page per results folder.
+
+Sections: the recipe (protocol, version, every parameter), counts and failed
+cases with their reasons, a Dice table per structure and condition, box plots
+(clean vs attacked, per structure; needs matplotlib, otherwise the page says
+so), a per-case table sortable by any column (Dice drop included), and
+thumbnails of the worst cases (image with reference, clean and attacked
+overlays on the slice with the most reference). Pictures are inline base64
+PNGs and the sorting is a few lines of inline JavaScript: the file opens
+anywhere, offline.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from pathlib import Path
+
+from napari_segeval.evaluation import _figures as F
+from napari_segeval.evaluation import store
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:.5em 0;font-size:13px}th,td{border:1px solid #ccc;
+padding:2px 6px;text-align:right}th{background:#eee;cursor:pointer}td.t,th.t{text-align:left}
+.thumbs{display:flex;gap:6px;flex-wrap:wrap}.thumbs figure{margin:0;text-align:center;
+font-size:12px}.err{color:#a00}.note{background:#fff6d5;padding:.4em;border:1px solid #e6d48f}
+pre{background:#f6f6f6;padding:.5em;overflow:auto;font-size:12px}"""
+
+_JS = """document.querySelectorAll('table.sortable th').forEach(function(th,i){
+th.addEventListener('click',function(){var tb=th.closest('table').tBodies[0];
+var rows=Array.from(tb.rows);var asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';
+rows.sort(function(a,b){var x=a.cells[i].dataset.v||a.cells[i].textContent,
+y=b.cells[i].dataset.v||b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);
+var c=(!isNaN(p)&&!isNaN(q))?p-q:x.localeCompare(y);return asc?c:-c;});
+rows.forEach(function(r){tb.appendChild(r);});});});"""
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _cell(v, digits: int = 4) -> str:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        f = float(v)
+        if math.isnan(f):
+            return '<td data-v="-1e99">-</td>'
+        return f'<td data-v="{f!r}">{f:.{digits}f}</td>' if isinstance(v, float) else f"<td>{v}</td>"
+    return f'<td class="t">{html.escape(str(v))}</td>'
+
+
+def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
+    """An HTML table; numbers right-aligned with a sort key, text escaped.
+
+    Examples
+    --------
+    >>> "<th" in table(["a"], [[1.5]]) and "1.5000" in table(["a"], [[1.5]])
+    True
+    """
+    head = "".join(f'<th class="t">{html.escape(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(_cell(v) for v in r) + "</tr>" for r in rows)
+    cls = ' class="sortable"' if sortable else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _conditions(rows: list[dict]) -> list[str]:
+    return sorted({r["condition"] for r in rows}, key=lambda c: (c != "clean", c))
+
+
+def _pivot(rows: list[dict]) -> tuple[list[str], list[list]]:
+    """Per case x structure: clean Dice, each condition's Dice and drop (plus NSD/HD95 if any)."""
+    conds = _conditions(rows)
+    cells: dict[tuple, dict] = {}
+    for r in rows:
+        cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
+    extra = [m for m in ("nsd", "hd95") if any(not math.isnan(_num(r.get(m))) for r in rows)]
+    headers = ["case", "structure"] + [f"dice {c}" for c in conds]
+    headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra]
+    out = []
+    for (case, structure), by in sorted(cells.items()):
+        d = [_num(by[c]["dice"]) if c in by else math.nan for c in conds]
+        first = by.get(conds[0], {})
+        out.append([case, structure, *d, *[d[0] - x for x in d[1:]],
+                    *[_num(first.get(m)) for m in extra]])
+    return headers, out
+
+
+def _worst(rows: list[dict], n: int) -> list[tuple[str, float, str]]:
+    """Cases ranked worst first: by largest mean Dice drop when attacked, else lowest clean Dice."""
+    from napari_segeval.evaluation.summary import case_means
+
+    means = case_means(rows)
+    conds = _conditions(rows)
+    ranked = []
+    for case in sorted({c for c, _ in means}):
+        clean = means.get((case, "clean"), math.nan)
+        if len(conds) > 1:
+            drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
+            key = max(drops) if drops else math.nan
+            ranked.append((case, math.inf if math.isnan(key) else -key,
+                           f"largest Dice drop {key:.3f}"))
+        else:
+            ranked.append((case, -1.0 if math.isnan(clean) else clean, f"mean Dice {clean:.3f}"))
+    ranked.sort(key=lambda t: t[1])
+    return ranked[:n]
+
+
+def _thumbs(output_dir: Path, case: str, why: str) -> str:
+    views = store.read_views(output_dir, case)
+    if "image" not in views:
+        return ""
+    figs = [("image", None), ("reference", views.get("reference"))]
+    figs += [(k[5:], v) for k, v in sorted(views.items(), key=lambda kv: (kv[0] != "pred:clean",
+                                                                         kv[0]))
+             if k.startswith("pred:")]
+    parts = []
+    for title, lab in figs:
+        uri = F.png_data_uri(F.overlay(views["image"], lab))
+        parts.append(f'<figure><img src="{uri}" alt="{html.escape(title)}">'
+                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
+    return (f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
+            f'<div class="thumbs">{"".join(parts)}</div>')
+
+
+def _boxplots(rows: list[dict]) -> str:
+    if not F.have_matplotlib():
+        return ('<p class="note">Box plots need matplotlib (pip install '
+                "'napari-segeval[report]'); this report has tables only.</p>")
+    groups: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        groups.setdefault(r["structure"], {}).setdefault(r["condition"], []).append(
+            _num(r.get("dice")))
+    return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
+
+
+def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
+    """The report page of a results folder as an HTML string."""
+    from napari_segeval.evaluation.evaluate import load_records
+    from napari_segeval.metrics import summarize
+
+    out = Path(output_dir)
+    run = store.read_json(out / "run.json")
+    summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
+    cases, records = load_records(out)
+    rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
+    failed = [r for r in records if r.get("status") != "ok"]
+    title = f"segeval {run['protocol']} {run['protocol_version']}"
+    counts = (f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
+              f"(layout {html.escape(str(run.get('layout')))}) - {len(cases)} cases, "
+              f"{len(records) - len(failed)} ok, <span class='err'>{len(failed)} failed</span>, "
+              f"{len(cases) - len(records)} not run. napari-segeval "
+              f"{html.escape(str(run.get('napari_segeval', '')))}.</p>")
+    parts = [f"<h1>{html.escape(title)}</h1>", counts,
+             "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
+             + "</pre>"]
+    if rows:
+        stats = summarize(rows, "dice", by=("structure", "condition"))
+        parts += ["<h2>Dice per structure and condition</h2>", table(
+            ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
+            [[s["structure"], s["condition"], s["n"], s["mean"], s["std"], s["median"],
+              s["q1"], s["q3"]] for s in stats])]
+        parts += ["<h2>Box plots</h2>", _boxplots(rows)]
+        robust = (summary.get("results") or {}).get("robust_fraction")
+        if robust:
+            parts += ["<h2>Robust fraction</h2>",
+                      table(["condition", "robust fraction"], [[k, v] for k, v in robust.items()])]
+        headers, body = _pivot(rows)
+        parts += ["<h2>Per case</h2><p>Click a column header to sort.</p>", table(headers, body)]
+        parts += ["<h2>Worst cases</h2>"] + [_thumbs(out, c, why) for c, _, why in
+                                             _worst(rows, worst)]
+    if failed:
+        parts += ["<h2 class='err'>Failed cases</h2>",
+                  table(["case", "reason"], [[r["case"], r.get("error", "")] for r in failed])]
+    parts += ["<h2>Summary</h2><details><summary>summary.json</summary><pre>"
+              + html.escape(json.dumps(summary.get("results", {}), indent=1)) + "</pre></details>"]
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{_CSS}</style></head><body>{''.join(parts)}"
+            f"<script>{_JS}</script></body></html>")
+
+
+def write_report(output_dir: str | os.PathLike, worst: int = 4) -> Path:
+    """Write ``DIR/report.html`` atomically and return its path."""
+    out = Path(output_dir)
+    return store.atomic_write_text(out / "report.html", build_report(out, worst))
+
+
+__all__ = ["build_report", "table", "write_report"]

@@ -1,0 +1,232 @@
+"""Run a protocol over a data set: local process pool or a Dask cluster, resumable.
+
+Each case runs in :func:`evaluate_case` (a top-level function, so spawned worker
+processes and Dask workers can import it); any exception becomes an error record
+with the reason. Records come back to this process and are written atomically
+as they arrive (see :mod:`napari_segeval.evaluation.store`), so a re-run skips
+finished cases and a killed run loses only the cases in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation import store
+from napari_segeval.evaluation.layouts import CaseSpec
+from napari_segeval.evaluation.protocols import Protocol
+
+
+@dataclass
+class RunResult:
+    """What a run did: counts, the output folder and the summary."""
+
+    output_dir: Path
+    n_cases: int
+    n_ok: int
+    n_failed: int
+    n_skipped: int
+    summary: dict
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every case succeeded, 3 when some failed."""
+        return 3 if self.n_failed else 0
+
+
+def evaluate_case(protocol: Protocol, spec: dict, params: dict) -> dict:
+    """Run one case and return its record; never raises for bad input or model errors.
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation.protocols import get_protocol
+    >>> rec = evaluate_case(get_protocol("medsam2-3d"), {"case_id": "x", "images": ["/nope.nii.gz"],
+    ...                     "labels": "/nope_seg.nii.gz"}, {})
+    >>> rec["status"], "no such file" in rec["error"]
+    ('error', True)
+    """
+    t0 = time.perf_counter()
+    s = CaseSpec.from_dict(spec)
+    record: dict[str, Any] = {"case": s.case_id, "protocol": protocol.name,
+                              "protocol_version": protocol.version, "fold": s.fold,
+                              "split": s.split}
+    try:
+        if s.error:
+            raise SegEvalError(s.error)
+        resolved = protocol.resolve_params(params)
+        out = protocol.run_case(s, resolved)
+        base = {"case": s.case_id, "protocol": protocol.name,
+                "protocol_version": protocol.version, "fold": s.fold, "split": s.split,
+                "status": "ok", "params": json.dumps(resolved, sort_keys=True,
+                                                     separators=(",", ":")), **out.extra}
+        record.update(status="ok", rows=[{**base, **r} for r in out.rows], views=out.views,
+                      extra=out.extra)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
+        reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
+        record.update(status="error", error=reason or type(exc).__name__)
+    record["seconds"] = time.perf_counter() - t0
+    return record
+
+
+def _gpu_count() -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return 0
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+def default_workers(n_cases: int) -> tuple[int, int]:
+    """``(workers, gpus)``: one worker per GPU when there are GPUs, else one per core."""
+    gpus = _gpu_count()
+    n = gpus if gpus else (os.cpu_count() or 1)
+    return max(1, min(n, n_cases)), gpus
+
+
+def _init_worker(threads: int, gpu_queue) -> None:  # pragma: no cover - runs in children
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+    os.environ.setdefault("MKL_NUM_THREADS", str(threads))
+    if gpu_queue is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_queue.get())
+
+
+def _run_inline(protocol, specs, params, cancel) -> Iterator[dict]:
+    for s in specs:
+        if cancel is not None and cancel.is_set():
+            return
+        yield evaluate_case(protocol, s.to_dict(), params)
+
+
+def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
+    return {"case": s.case_id, "status": "error", "fold": s.fold, "split": s.split,
+            "protocol": protocol.name, "protocol_version": protocol.version, "error": reason}
+
+
+def _fill(ex, feed, in_flight: dict, limit: int, protocol, params) -> None:
+    """Submit cases from ``feed`` until ``limit`` are in flight."""
+    while len(in_flight) < limit:
+        s = next(feed, None)
+        if s is None:
+            return
+        in_flight[ex.submit(evaluate_case, protocol, s.to_dict(), params)] = s
+
+
+def _run_pool(protocol, specs, params, workers, gpus, cancel) -> Iterator[dict]:
+    """Process pool (spawn); after a worker crash the rest run one at a time to isolate it."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    ctx = mp.get_context("spawn")
+    pending, size = list(specs), workers
+    while pending:
+        queue = None
+        if gpus:
+            queue = ctx.Queue()
+            for i in range(size):
+                queue.put(i % gpus)
+        threads = max(1, (os.cpu_count() or 1) // size)
+        ex = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
+                                 initargs=(threads, queue))
+        feed, in_flight, broken = iter(list(pending)), {}, False
+        limit = 2 * size if size > 1 else 1
+        try:
+            _fill(ex, feed, in_flight, limit, protocol, params)
+            while in_flight and not broken:
+                if cancel is not None and cancel.is_set():
+                    return
+                done, _ = wait(list(in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    s = in_flight.pop(fut)
+                    try:
+                        rec = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        if size > 1:
+                            continue  # unknown culprit: retried one at a time below
+                        rec = _error_record(protocol, s, "worker process died (crash or out of memory)")
+                    pending.remove(s)
+                    yield rec
+                if not broken:
+                    _fill(ex, feed, in_flight, limit, protocol, params)
+        finally:
+            ex.shutdown(wait=not broken, cancel_futures=True)
+        size = 1
+
+
+def _run_dask(protocol, specs, params, scheduler, cancel) -> Iterator[dict]:
+    """Submit every case to a Dask ``distributed`` cluster; GPU tasks ask for ``{"GPU": 1}``."""
+    try:
+        from distributed import Client, as_completed
+    except ImportError as exc:
+        from napari_segeval._errors import MissingDependencyError
+
+        raise MissingDependencyError("distributed", "distributed", "--scheduler") from exc
+    own = not isinstance(scheduler, Client)
+    client = Client(scheduler) if own else scheduler
+    try:
+        workers = client.scheduler_info().get("workers", {})
+        gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())
+        resources = {"GPU": 1} if gpu else None
+        futures = {
+            client.submit(evaluate_case, protocol, s.to_dict(), params, pure=False,
+                          key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
+                          resources=resources): s
+            for s in specs
+        }
+        for fut in as_completed(list(futures)):
+            if cancel is not None and cancel.is_set():
+                client.cancel(list(futures))
+                return
+            try:
+                yield fut.result()
+            except Exception as exc:  # noqa: BLE001 - a lost worker, not bad input
+                yield _error_record(protocol, futures[fut],
+                                    f"dask task failed: {type(exc).__name__}: {exc}")
+    finally:
+        if own:
+            client.close()
+
+
+def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_dir: Path, *,
+            workers: int | None = None, scheduler: Any = None,
+            progress: Callable[[int, int], None] | None = None,
+            cancel: threading.Event | None = None, show_progress: bool = True,
+            total: int | None = None, done: int = 0) -> tuple[int, int]:
+    """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``."""
+    from napari_segeval.evaluation.progress import ProgressLine
+
+    total = len(specs) + done if total is None else total
+    bar = ProgressLine(total, done) if show_progress else None
+    if scheduler is not None:
+        records = _run_dask(protocol, specs, params, scheduler, cancel)
+    else:
+        gpus = 0
+        if workers is None:
+            workers, gpus = default_workers(len(specs))
+        records = (_run_inline(protocol, specs, params, cancel) if workers <= 1 or len(specs) <= 1
+                   else _run_pool(protocol, specs, params, workers, gpus, cancel))
+    ok = failed = 0
+    for rec in records:
+        store.write_case(output_dir, rec)
+        ok += rec["status"] == "ok"
+        failed += rec["status"] != "ok"
+        if bar is not None:
+            bar.update(done + ok + failed, failed)
+        if progress is not None:
+            progress(done + ok + failed, total)
+    if bar is not None:
+        bar.close()
+    return ok, failed
+
+
+__all__ = ["RunResult", "default_workers", "evaluate_case", "execute"]

@@ -1,0 +1,197 @@
+"""The results folder: per-case records written atomically, run metadata, results.csv.
+
+Layout of ``DIR``::
+
+    run.json            protocol, version, parameters, data set, layout
+    cases.json          the case list (CaseSpec records) the run evaluates
+    splits.json         folds, when the protocol uses them
+    cases/<id>.json     one record per finished case (ok or error): rows + timing
+    cases/<id>.npz      thumbnail slices for the report (plain arrays, no pickle)
+    results.csv         one row per case x structure x condition (+ error rows)
+    summary.json        the protocol's aggregation + run counts
+    report.html         self-contained report
+
+A case's ``.json`` is written last (temp file + ``os.replace``), so its presence
+means the case is complete: a re-run skips it, and a killed run loses at most
+the cases in flight.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _umask() -> int:
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+#: Mode of written files: what ``open`` would give (mkstemp alone gives 0600).
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def case_filename(case_id: str) -> str:
+    """A file-system-safe, collision-free stem for a case id.
+
+    Examples
+    --------
+    >>> case_filename("abd_001")
+    'abd_001'
+    >>> case_filename("a/b c").startswith("a_b_c-")
+    True
+    """
+    safe = _SAFE.sub("_", case_id).lstrip(".") or "case"
+    if safe != case_id:
+        safe += "-" + hashlib.sha1(case_id.encode()).hexdigest()[:8]
+    return safe
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> atomic_write_text(p, "{}").read_text()
+    '{}'
+    """
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, _FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write ({exc})") from exc
+    return path
+
+
+def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
+    """Strict JSON (NaN -> null, inf -> "inf") written atomically."""
+    from napari_segeval.cli._common import json_safe
+
+    return atomic_write_text(path, json.dumps(json_safe(payload), indent=1, allow_nan=False))
+
+
+def read_json(path: str | os.PathLike) -> dict:
+    """Read a JSON object, raising :class:`ReadError` with the file name."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReadError(f"{path}: cannot read JSON ({exc})") from exc
+
+
+def case_path(output_dir: str | os.PathLike, case_id: str) -> Path:
+    """``DIR/cases/<safe id>.json``."""
+    return Path(output_dir) / "cases" / f"{case_filename(case_id)}.json"
+
+
+def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
+    """True when a complete record of the case exists."""
+    return case_path(output_dir, case_id).is_file()
+
+
+def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
+    """Write one case record (and its thumbnail views) atomically.
+
+    ``record["views"]`` (dict of arrays) goes to ``<id>.npz`` first; the JSON,
+    written last, lists the view names.
+    """
+    path = case_path(output_dir, record["case"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    views = record.pop("views", None) or {}
+    record["views"] = sorted(views)
+    if views:
+        npz = path.with_suffix(".npz")
+        fd, tmp = tempfile.mkstemp(prefix=f".{npz.name}.", suffix=".tmp", dir=npz.parent)
+        os.chmod(tmp, _FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, **{k: np.asarray(v) for k, v in views.items()})
+        os.replace(tmp, npz)
+    return write_json(path, record)
+
+
+def read_case(output_dir: str | os.PathLike, case_id: str) -> dict | None:
+    """The record of a case, or None when it has not finished."""
+    path = case_path(output_dir, case_id)
+    return read_json(path) if path.is_file() else None
+
+
+def read_views(output_dir: str | os.PathLike, case_id: str) -> dict[str, np.ndarray]:
+    """Thumbnail slices of a case (empty when none were saved)."""
+    npz = case_path(output_dir, case_id).with_suffix(".npz")
+    if not npz.is_file():
+        return {}
+    with np.load(npz, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> None:
+    """Write ``run.json``, or check that a resumed run uses the same recipe.
+
+    Raises
+    ------
+    SegEvalError
+        ``DIR`` holds results of another protocol, version or parameters.
+    """
+    out = Path(output_dir)
+    path = out / "run.json"
+    if resume and path.is_file():
+        old = read_json(path)
+        keys = ("protocol", "protocol_version", "params")
+        if json.dumps([old.get(k) for k in keys], sort_keys=True) != json.dumps(
+                [run_info.get(k) for k in keys], sort_keys=True):
+            raise SegEvalError(
+                f"{out} holds results of {old.get('protocol')} {old.get('protocol_version')} "
+                f"with parameters {old.get('params')}; resume needs the same recipe "
+                "(use another --output-dir, or --restart to discard them)"
+            )
+    write_json(path, run_info)
+
+
+def clear_cases(output_dir: str | os.PathLike) -> int:
+    """Delete the case records of a previous run (for a restart); returns how many."""
+    folder = Path(output_dir) / "cases"
+    n = 0
+    for p in list(folder.glob("*.json")) + list(folder.glob("*.npz")):
+        p.unlink()
+        n += p.suffix == ".json"
+    return n
+
+
+def result_rows(records: Iterable[dict]) -> list[dict]:
+    """Flatten case records to results rows: ok rows as they are, one row per failure."""
+    rows: list[dict] = []
+    for rec in records:
+        if rec.get("status") == "ok":
+            rows.extend(rec.get("rows") or [])
+        else:
+            rows.append({"case": rec["case"], "structure": "", "condition": "",
+                         "status": "error", "error": rec.get("error", ""),
+                         "protocol": rec.get("protocol"),
+                         "protocol_version": rec.get("protocol_version"),
+                         "fold": rec.get("fold"), "split": rec.get("split")})
+    return rows
+
+
+__all__ = ["atomic_write_text", "case_filename", "case_path", "check_run", "clear_cases",
+           "is_done", "read_case", "read_json", "read_views", "result_rows", "write_case",
+           "write_json"]

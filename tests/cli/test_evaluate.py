@@ -1,0 +1,67 @@
+"""``segeval evaluate`` and ``segeval report`` (parsers built here; the lead registers them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluation"))
+
+from _segeval_toy import TOY, write_msd
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.cli import _evaluate, _report
+
+
+def call(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    _evaluate.add_parser(sub)
+    _report.add_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_evaluate_then_report(tmp_path, capsys):
+    task = write_msd(tmp_path / "Task95", 3)
+    out = tmp_path / "out"
+    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
+               "--param", f"model={TOY}", "--attack", "_segeval_toy:shift_attack:shift=2", "--json"])
+    assert rc == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_ok"] == 3 and summary["params"]["attacks"] == [
+        {"name": "_segeval_toy:shift_attack", "shift": 2}]
+    (out / "report.html").unlink()
+    (out / "results.csv").unlink()
+    assert call(["report", str(out)]) == 0
+    assert "3 cases, 3 ok" in capsys.readouterr().out
+    assert (out / "report.html").is_file() and (out / "results.csv").is_file()
+    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
+               "--param", f"model={TOY}", "--attack", "_segeval_toy:shift_attack:shift=2", "--no-progress"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "(3 resumed)" in text and "mean dice" in text
+
+
+def test_failures_give_exit_code_3(tmp_path, capsys):
+    task = write_msd(tmp_path / "Task94", 2, extra_training=[
+        {"image": "./imagesTr/gone.nii.gz", "label": "./labelsTr/gone.nii.gz"}])
+    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
+               "--param", f"model={TOY}", "--no-progress", "--no-report"])
+    text = capsys.readouterr().out
+    assert rc == 3 and "1 failed" in text and "failed: gone:" in text
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(SegEvalError, match="KEY=VALUE"):
+        _evaluate.parse_params(["oops"])
+    with pytest.raises(SegEvalError, match="no parameter 'bogus'"):
+        call(["evaluate", str(write_msd(tmp_path / "T", 1)), "--protocol", "msd-robust",
+              "-o", str(tmp_path / "o"), "--param", "bogus=1"])
+    with pytest.raises(SegEvalError, match="not a results folder"):
+        call(["report", str(tmp_path)])
+    assert _evaluate.parse_attack("pgd-linf:eps=0.03,steps=5") == {
+        "name": "pgd-linf", "eps": 0.03, "steps": 5}

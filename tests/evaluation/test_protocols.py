@@ -1,0 +1,194 @@
+"""Each protocol end to end on generated data with weight-free or toy models."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from _segeval_toy import TOY, write_msd
+
+from napari_segeval.evaluation import get_protocol, run_evaluation
+from napari_segeval.evaluation.protocols.medsam2_3d import key_slice, reference_prompts
+
+
+def read_rows(path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["status"] == "ok"]
+
+
+def bright_ct_task(root):
+    """Two bright boxes in air-like CT (the threshold model finds them exactly)."""
+    from napari_segeval.io import Geometry, write_image, write_labels
+
+    (root / "imagesTr").mkdir(parents=True)
+    (root / "labelsTr").mkdir()
+    g = Geometry.identity(3, (2.0, 1.0, 1.0))
+    training = []
+    for i in range(2):
+        labels = np.zeros((10, 24, 24), np.uint8)
+        labels[2:8, 3 + i:11 + i, 4:12] = 1
+        labels[3:6, 14:20, 14:21] = 2
+        image = np.where(labels > 0, 200, -1000).astype(np.int16)
+        write_image(root / "imagesTr" / f"b{i}.nii.gz", image, g)
+        write_labels(root / "labelsTr" / f"b{i}.nii.gz", labels, g)
+        training.append({"image": f"./imagesTr/b{i}.nii.gz", "label": f"./labelsTr/b{i}.nii.gz"})
+    (root / "dataset.json").write_text(json.dumps({
+        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver", "2": "spleen"},
+        "training": training}))
+    return root
+
+
+def test_key_slice_and_prompts_are_middle_and_reproducible():
+    m = np.zeros((11, 6, 6), np.uint8)
+    m[2:9, 1:4, 1:4] = 1
+    assert key_slice(m == 1) == 5
+    rng = lambda: np.random.default_rng(0)
+    a = reference_prompts(m, {1: "x", 2: "absent"}, jitter=1, rng=rng())
+    assert [b.label for b in a] == [1] and a == reference_prompts(m, {1: "x"}, jitter=1, rng=rng())
+
+
+def test_medsam2_3d_threshold_model(tmp_path):
+    out = tmp_path / "out"
+    r = run_evaluation(bright_ct_task(tmp_path / "Task97"), "medsam2-3d", out,
+                       params={"model": "threshold"}, workers=1)
+    assert r.n_ok == 2
+    rows = read_rows(out / "results.csv")
+    assert {x["structure"] for x in rows} == {"liver", "spleen"}
+    assert min(float(x["dice"]) for x in rows) > 0.95
+    assert min(float(x["nsd"]) for x in rows) > 0.95
+    assert {x["key_slice"] for x in rows if x["structure"] == "liver"} == {"4"}
+    s = r.summary["results"]
+    assert s["dice"]["per_task"][0]["task"] == "Task97" and "iqr" in s["nsd"]["over_tasks"]
+    jit = run_evaluation(tmp_path / "Task97", "medsam2-3d", tmp_path / "jit",
+                         params={"model": "threshold", "jitter": 3, "seed": 1}, workers=1,
+                         report=False)
+    boxes = [x["box"] for x in read_rows(tmp_path / "jit" / "results.csv")]
+    assert boxes != [x["box"] for x in rows] and jit.n_ok == 2
+
+
+def test_medsam2_video_first_frame_forward(tmp_path):
+    from napari_segeval.io import Geometry, write_image, write_labels
+
+    folder = tmp_path / "echo" / "patient0001"
+    folder.mkdir(parents=True)
+    labels = np.zeros((6, 20, 20), np.uint8)
+    for t in range(6):
+        labels[t, 4 + t // 2:12 + t // 2, 5:12] = 1
+    labels[1:, 14:18, 14:18] = 3  # appears on frame 1
+    image = np.where(labels > 0, 220, 20).astype(np.uint8)
+    g = Geometry.identity(3)
+    write_image(folder / "patient0001_2CH_half_sequence.mhd", image, g)
+    write_labels(folder / "patient0001_2CH_half_sequence_gt.mhd", labels, g)
+    out = tmp_path / "out"
+    r = run_evaluation(tmp_path / "echo", "medsam2-video", out, params={"model": "threshold"},
+                       workers=1)
+    assert r.n_ok == 1
+    rows = {x["structure"]: x for x in read_rows(out / "results.csv")}
+    assert set(rows) == {"lv_cavity", "left_atrium"}
+    assert rows["lv_cavity"]["key_slice"] == "0" and rows["left_atrium"]["key_slice"] == "1"
+    assert min(float(x["dice"]) for x in rows.values()) > 0.95
+    assert rows["lv_cavity"]["nsd"] == ""  # no surface metrics across time
+    assert r.summary["results"]["per_clip"][0]["case"] == "patient0001_2CH_half_sequence"
+
+
+def test_msd_robust_attack_hook(msd_task, tmp_path):
+    attacks = [{"name": "_segeval_toy:shift_attack", "shift": 2}]
+    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
+                       params={"model": TOY, "attacks": attacks}, workers=1, report=False)
+    rows = read_rows(tmp_path / "o" / "results.csv")
+    cond = "_segeval_toy:shift_attack shift=2"
+    assert {x["condition"] for x in rows} == {"clean", cond}
+    drops = r.summary["results"]["dice_drop"]
+    assert drops["cube"][cond] > 0.2 and drops["ball"][cond] > 0.2
+
+
+def test_msd_robust_unknown_attack_fails_cases_with_reason(msd_task, tmp_path):
+    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
+                       params={"model": TOY, "attacks": [{"name": "bogus", "eps": 0.03}]},
+                       workers=1, report=False)
+    assert r.n_failed == 4
+    assert "unknown attack 'bogus'" in r.summary["failed"][0]["error"]
+
+
+def test_msd_robust_fgsm_through_attacks_module(tmp_path):
+    from napari_segeval.models.dense import BUILTIN
+
+    if not BUILTIN["builtin-ct"].is_file():
+        pytest.skip("built-in CT weights not shipped in this checkout")
+    from napari_segeval.io import write_image, write_labels
+    from napari_segeval.phantoms.ct import make_ct_case
+
+    root = tmp_path / "Task92"
+    (root / "imagesTr").mkdir(parents=True)
+    (root / "labelsTr").mkdir()
+    case = make_ct_case(3001, shape=(16, 48, 48), tumour=False)
+    write_image(root / "imagesTr" / "ct.nii.gz", case.image, case.geometry)
+    write_labels(root / "labelsTr" / "ct.nii.gz", case.labels, case.geometry)
+    (root / "dataset.json").write_text(json.dumps({
+        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver"},
+        "training": [{"image": "./imagesTr/ct.nii.gz", "label": "./labelsTr/ct.nii.gz"}]}))
+    r = run_evaluation(root, "msd-robust", tmp_path / "o",
+                       params={"device": "cpu", "attacks": [{"name": "fgsm", "eps": 0.5}]},
+                       workers=1, report=False)
+    assert r.n_ok == 1, r.summary["failed"]
+    rows = read_rows(tmp_path / "o" / "results.csv")
+    assert {x["condition"] for x in rows} == {"clean", "fgsm-linf eps=0.5"}
+    eps_raw = {float(x["eps_raw"]) for x in rows if x["condition"] != "clean"}
+    assert len(eps_raw) == 1 and eps_raw.pop() > 1.0  # 0.5 normalized units in HU
+
+
+def test_uncertainty_protocol_scores_and_filters(tmp_path):
+    task = write_msd(tmp_path / "Task96", 5)
+    r = run_evaluation(task, "uncertainty", tmp_path / "o", params={"model": TOY},
+                       workers=1, report=False)
+    rows = read_rows(tmp_path / "o" / "results.csv")
+    assert {x["structure"] for x in rows} == {"background", "cube", "ball"}
+    assert all(0.0 <= float(x["uncertainty"]) <= 1.0 for x in rows)
+    s = r.summary["results"]
+    assert s["background_included"] is True and "all labelled cases" in s["note"]
+    assert [len(f["removed"]) for f in s["filtering"]] == [0, 1, 1]
+    assert s["filtering"][0]["dice"] == pytest.approx(100.0)
+
+
+def test_uncertainty_uses_published_test_split():
+    p = get_protocol("uncertainty")
+    from napari_segeval.evaluation.layouts import CaseSpec
+
+    specs = [CaseSpec("a", ("a",), "la", split="train"), CaseSpec("b", ("b",), "lb", split="test"),
+             CaseSpec("c", ("c",), None, split="test")]
+    assert [s.case_id for s in p.cases(specs, p.resolve_params())] == ["b"]
+
+
+def isic_folder(root, n=5):
+    from PIL import Image
+
+    root.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        mask = np.zeros((20, 24), np.uint8)
+        y, x = rng.integers(2, 8), rng.integers(2, 10)
+        mask[y:y + 8, x:x + 9] = 255
+        rgb = np.where(mask[..., None] > 0, 100, 0).astype(np.uint8).repeat(3, axis=2)
+        Image.fromarray(rgb).save(root / f"ISIC_{i:07d}.png")
+        Image.fromarray(mask).save(root / f"ISIC_{i:07d}_segmentation.png")
+    return root
+
+
+def test_cv5_2d_with_toy_model(tmp_path):
+    root = isic_folder(tmp_path / "isic")
+    r = run_evaluation(root, "cv5-2d", tmp_path / "o", params={"model": TOY}, workers=1)
+    assert r.n_ok == 5
+    splits = json.loads((tmp_path / "o" / "splits.json").read_text())
+    assert splits["source"] == "seeded k-fold" and sorted(splits["folds"].values()) == [0, 1, 2, 3, 4]
+    cv = r.summary["results"]
+    assert cv["dice"]["average"]["mean"] == pytest.approx(100.0)
+    assert cv["dice"]["average"]["std"] == 0.0 and len(cv["dice"]["average"]["folds"]) == 5
+    assert set(cv["dice"]["per_class"]) == {"lesion"} and cv["names"]["dice"] == "mDSC"
+
+
+def test_cv5_2d_without_model_says_so(tmp_path):
+    root = isic_folder(tmp_path / "isic")
+    r = run_evaluation(root, "cv5-2d", tmp_path / "o", workers=1, report=False)
+    assert r.n_failed == 5 and "needs a 2D model" in r.summary["failed"][0]["error"]

@@ -1,0 +1,43 @@
+"""report.html: self-contained, sortable, thumbnails, tables-only without matplotlib."""
+
+from __future__ import annotations
+
+import re
+
+from _segeval_toy import TOY
+
+from napari_segeval.evaluation import _figures, report, run_evaluation
+
+PARAMS = {"model": TOY, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]}
+
+
+def test_report_sections_and_inline_pictures(msd_task, tmp_path):
+    out = tmp_path / "out"
+    run_evaluation(msd_task, "msd-robust", out, params=PARAMS, workers=1)
+    page = (out / "report.html").read_text()
+    assert "segeval msd-robust 1.0" in page and "&quot;shift&quot;: 2" in page
+    assert "drop _segeval_toy:shift_attack shift=2" in page and 'class="sortable"' in page
+    assert "Robust fraction" in page and "Worst cases" in page
+    assert "<script>" in page and "http://" not in page and "https://" not in page
+    pictures = re.findall(r'src="data:image/png;base64,', page)
+    # box plot + 4 worst cases x (image, reference, clean, attacked)
+    assert len(pictures) == 1 + 4 * 4
+
+
+def test_tables_only_without_matplotlib(msd_task, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    run_evaluation(msd_task, "msd-robust", out, params={"model": TOY}, workers=1, report=False)
+    monkeypatch.setattr(_figures, "have_matplotlib", lambda: False)
+    page = (report.write_report(out, worst=1)).read_text()
+    assert "Box plots need matplotlib" in page and "tables only" in page
+    assert len(re.findall(r"data:image/png", page)) == 3  # thumbnails need only Pillow
+
+
+def test_overlay_colours_foreground_only():
+    import numpy as np
+
+    img = np.full((3, 3), 100, np.uint8)
+    lab = np.zeros((3, 3), np.uint8)
+    lab[1, 1] = 2
+    rgb = _figures.overlay(img, lab, min_size=3)
+    assert rgb[0, 0].tolist() == [100, 100, 100] and rgb[1, 1].tolist() != [100, 100, 100]
