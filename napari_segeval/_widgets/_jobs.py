@@ -1,0 +1,143 @@
+"""The work the panels run in worker threads: plain functions over core calls (no Qt).
+
+Each takes ``progress`` and ``cancel`` keywords (see :class:`._worker.JobRunner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+
+#: Backends offered by the Prompt panel.
+BACKENDS = ("built-in", "threshold (no weights)", "MedSAM2 checkpoint")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Sequence[float],
+                 structures: Mapping[int, str], *, tolerance_mm: float = 2.0,
+                 progress: Callable[[int, int], None] | None = None,
+                 cancel: Any = None) -> dict[str, list[dict]]:
+    """``{condition: structure_table rows with surface metrics}`` for each (reference, prediction)."""
+    from napari_segeval.metrics import structure_table
+
+    out: dict[str, list[dict]] = {}
+    total = len(pairs)
+    for i, (cond, (ref, pred)) in enumerate(pairs.items()):
+        check_cancel(cancel, "surface metrics")
+        out[cond] = structure_table(ref, pred, spacing, structures=dict(structures),
+                                    tolerance_mm=tolerance_mm, surface=True)
+        if progress is not None:
+            progress(i + 1, total)
+    return out
+
+
+def load_model(backend: str, checkpoint: str | None, device: str, *,
+               progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
+    """Load a promptable model: the built-in network, the threshold baseline, or MedSAM2."""
+    from napari_segeval._errors import SegEvalError
+
+    check_cancel(cancel, "model loading")
+    if backend == "MedSAM2 checkpoint":
+        if not checkpoint:
+            raise SegEvalError("MedSAM2 needs a checkpoint file (e.g. MedSAM2_latest.pt)")
+        from napari_segeval.models.medsam2 import load_medsam2
+
+        model = load_medsam2(Path(checkpoint), device=device)
+    elif backend == "threshold (no weights)":
+        from napari_segeval.models.threshold import ThresholdPromptModel
+
+        model = ThresholdPromptModel(device="cpu" if device == "auto" else device)
+    elif backend == "built-in":
+        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+
+        model = BuiltinPromptModel(checkpoint or None, device=device)
+    else:
+        raise SegEvalError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    if progress is not None:
+        progress(1, 1)
+    return model
+
+
+def _frames(image: np.ndarray, kind: str) -> np.ndarray:
+    """A 2D image as a one-frame stack; volumes and videos as they are."""
+    return np.asarray(image)[None] if kind == "image" else np.asarray(image)
+
+
+def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: str, *,
+            window: str | None = None, progress: Callable[[int, int], None] | None = None,
+            cancel: Any = None) -> np.ndarray:
+    """Propagated label map of ``image`` from box prompts (one per structure).
+
+    ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
+    or ``"image"`` (a single 2D image, segmented as a one-frame stack).
+    """
+    from napari_segeval.propagation import propagate_case
+
+    frames = model.preprocess(_frames(image, kind), modality, window)
+    mode = "volume" if kind == "volume" else "video"
+    result = propagate_case(model, frames, list(prompts), mode=mode, progress=progress,
+                            cancel=cancel)
+    return result.labels[0] if kind == "image" else result.labels
+
+
+def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
+                       image: np.ndarray, modality: str, prompts: list, kind: str, *,
+                       window: str | None = None,
+                       progress: Callable[[int, int], None] | None = None,
+                       cancel: Any = None) -> tuple[Any, np.ndarray]:
+    """Load the model of ``spec`` unless ``cached = (spec, model)`` has it, then segment.
+
+    Returns ``(model, labels)``.
+    """
+    if cached is not None and cached[0] == spec:
+        model = cached[1]
+    else:
+        model = load_model(*spec, cancel=cancel)
+    labels = segment(model, image, modality, prompts, kind, window=window, progress=progress,
+                     cancel=cancel)
+    return model, labels
+
+
+def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, steps: int, *,
+           window: str | None = None, progress: Callable[[int, int], None] | None = None,
+           cancel: Any = None) -> Any:
+    """Attack a promptable model on ``case`` (:func:`napari_segeval.attacks.attack_case`).
+
+    ``case`` is a 2D image, a volume or a video; the 2D image is attacked as a
+    one-frame video and the outputs are returned on its 2D grid.
+    """
+    from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
+
+    kind = "image" if len(case.spatial_shape) == 2 else None
+    if kind == "image":
+        from dataclasses import replace
+
+        from napari_segeval.io import Geometry
+
+        labels = None if case.labels is None else case.labels[None]
+        geometry = Geometry.identity(3, (1.0, *case.spacing))
+        case = replace(case, image=np.asarray(case.image)[None], labels=labels,
+                       geometry=geometry, axes="t" + case.axes)
+    target = PromptTarget(model, case, prompts, window=window,
+                          mode="video" if kind == "image" or case.is_video else "volume")
+    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
+    result = attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
+    if kind == "image":
+        for name in ("perturbed_image", "perturbation", "clean_prediction",
+                     "attacked_prediction"):
+            setattr(result, name, getattr(result, name)[0])
+    return result
+
+
+def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
+    """Raw units (HU, grey levels) per normalized unit of ``model`` for this image."""
+    try:
+        info = model.normalize_info(modality, window, image)
+    except TypeError:
+        info = model.normalize_info(modality, window)
+    return float(info.raw_per_normalized_unit)

@@ -1,0 +1,195 @@
+"""Shared state of the napari-segeval panels: a plain object passed to each panel.
+
+One :class:`ViewerState` is created by the main widget (or by a test) and given
+to every panel; there is no module-level instance. Panels register a callback
+with :meth:`ViewerState.subscribe` to hear that the chosen layers changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+CONDITIONS = ("clean", "attacked")
+
+
+@dataclass
+class ViewerState:
+    """Which layers form the case being evaluated, and the structures in it.
+
+    Attributes
+    ----------
+    image : napari.layers.Image or None
+    reference : napari.layers.Labels or None
+        Reference labels.
+    predictions : dict
+        ``{"clean": Labels or None, "attacked": Labels or None}``.
+    structures : dict of int to str
+        Structure ids and names (from the reference layer's metadata/features).
+    current : int or None
+        The structure the panels focus on (per-slice plot, overlay, prompts).
+    boxes : napari.layers.Shapes or None
+        Box prompts (one per structure; feature ``label``).
+    model : object or None
+        The last loaded promptable model, with ``model_key`` (backend, file, device).
+    prompts : list of Box
+        The boxes of the last propagation (reused by attacks).
+    window : str or None
+        CT window preset for model preprocessing (None: the backend's default).
+    """
+
+    image: Any = None
+    reference: Any = None
+    predictions: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(CONDITIONS))
+    structures: dict[int, str] = field(default_factory=dict)
+    current: int | None = None
+    boxes: Any = None
+    model: Any = None
+    model_key: tuple | None = None
+    prompts: list = field(default_factory=list)
+    window: str | None = None
+    _listeners: list[Callable[[str], None]] = field(default_factory=list, repr=False)
+
+    # -- observers ---------------------------------------------------------------------
+    def subscribe(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(what)`` after every change (``what`` names the field)."""
+        self._listeners.append(callback)
+
+    def unsubscribe(self, callback: Callable[[str], None]) -> None:
+        """Stop calling ``callback``."""
+        if callback in self._listeners:
+            self._listeners.remove(callback)
+
+    def notify(self, what: str) -> None:
+        """Tell the listeners that ``what`` changed."""
+        for cb in list(self._listeners):
+            cb(what)
+
+    # -- setters -----------------------------------------------------------------------
+    def set_image(self, layer: Any) -> None:
+        """Choose the image layer."""
+        if layer is not self.image:
+            self.image = layer
+            self.notify("image")
+
+    def set_reference(self, layer: Any) -> None:
+        """Choose the reference layer and read its structure names."""
+        if layer is self.reference:
+            return
+        self.reference = layer
+        self.structures = structures_of(layer)
+        if self.current not in self.structures:
+            self.current = next(iter(self.structures), None)
+        self.notify("reference")
+
+    def set_prediction(self, condition: str, layer: Any) -> None:
+        """Choose the prediction layer of ``condition`` (``"clean"`` or ``"attacked"``)."""
+        if condition not in CONDITIONS:
+            raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
+        if layer is not self.predictions.get(condition):
+            self.predictions[condition] = layer
+            self.notify(condition)
+
+    def set_current(self, label: int | None) -> None:
+        """Focus on structure ``label``."""
+        if label != self.current:
+            self.current = label
+            self.notify("current")
+
+    # -- derived -----------------------------------------------------------------------
+    def geometry(self):
+        """:class:`~napari_segeval.io.Geometry` of the case, from layer metadata or scale."""
+        from napari_segeval.io import Geometry
+
+        for layer in (self.image, self.reference):
+            if layer is None:
+                continue
+            meta = getattr(layer, "metadata", {}) or {}
+            if meta.get("geometry"):
+                return Geometry.from_dict(meta["geometry"])
+        layer = self.reference if self.reference is not None else self.image
+        if layer is None:
+            return None
+        ndim = layer.ndim - (1 if getattr(layer, "rgb", False) else 0)
+        return Geometry.identity(ndim, tuple(float(s) for s in layer.scale[-ndim:]))
+
+    def spacing(self) -> tuple[float, ...] | None:
+        """Voxel spacing in mm per array axis (None without layers)."""
+        g = self.geometry()
+        return None if g is None else tuple(g.spacing)
+
+    def modality(self) -> str:
+        """Modality recorded by the reader (``"other"`` when unknown)."""
+        for layer in (self.image, self.reference):
+            meta = getattr(layer, "metadata", None) or {}
+            if meta.get("modality"):
+                return str(meta["modality"])
+        return "other"
+
+    def axes(self) -> str:
+        """Array axes of the case (``"zyx"``, ``"tyx"``, ``"yx"``, ``"yxc"``, ...)."""
+        for layer in (self.image, self.reference):
+            meta = getattr(layer, "metadata", None) or {}
+            if meta.get("axes"):
+                return str(meta["axes"])
+        layer = self.reference if self.reference is not None else self.image
+        if layer is None:
+            return ""
+        return {2: "yx", 3: "zyx"}.get(layer.ndim, "")
+
+    def kind(self) -> str:
+        """``"volume"``, ``"video"`` or ``"image"`` (a single 2D image)."""
+        axes = self.axes()
+        if axes.startswith("t"):
+            return "video"
+        if axes.startswith("z"):
+            return "volume"
+        return "image"
+
+    def to_case(self):
+        """A :class:`~napari_segeval.io.Case` of the current layers (arrays shared)."""
+        from napari_segeval.io import Case
+
+        if self.image is None:
+            return None
+        ref = None if self.reference is None else np.asarray(self.reference.data)
+        return Case(np.asarray(self.image.data), self.geometry(), axes=self.axes(),
+                    modality=self.modality(), labels=ref, structures=dict(self.structures))
+
+
+def structures_of(layer: Any) -> dict[int, str]:
+    """Structure names of a Labels layer: metadata, then the features table, then ids."""
+    if layer is None:
+        return {}
+    meta = getattr(layer, "metadata", None) or {}
+    names = {int(k): str(v) for k, v in (meta.get("structures") or {}).items() if int(k) != 0}
+    if names:
+        return dict(sorted(names.items()))
+    features = getattr(layer, "features", None)
+    if features is not None and "index" in features and "name" in features:
+        found = {int(i): str(n) for i, n in zip(features["index"], features["name"]) if int(i)}
+        if found:
+            return dict(sorted(found.items()))
+    ids = np.unique(np.asarray(layer.data))
+    return {int(i): f"label {int(i)}" for i in ids if i != 0}
+
+
+def current_index(viewer: Any, layer: Any) -> int | None:
+    """Index along the layer's axis 0 of the slice shown in the viewer (None for 2D layers)."""
+    if layer is None or layer.ndim - (1 if getattr(layer, "rgb", False) else 0) < 3:
+        return None
+    world = np.asarray(viewer.dims.point)[-layer.ndim:]
+    return round(float(layer.world_to_data(world)[0]))
+
+
+def go_to_index(viewer: Any, layer: Any, index: int) -> None:
+    """Show slice/frame ``index`` (along the layer's axis 0) in the viewer."""
+    if layer is None or layer.ndim - (1 if getattr(layer, "rgb", False) else 0) < 3:
+        return
+    point = np.zeros(layer.ndim)
+    point[0] = index
+    world = layer.data_to_world(point)
+    viewer.dims.set_point(viewer.dims.ndim - layer.ndim, float(world[0]))

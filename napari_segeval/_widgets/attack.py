@@ -1,0 +1,142 @@
+"""The *Attack* panel: attack the promptable model on the case, compare clean vs attacked.
+
+Uses the model and box prompts of the last propagation (Prompt panel). Epsilon
+is set in the model's normalized input units and shown in raw units (HU, grey
+levels) through the model's normalization
+(:func:`napari_segeval.attacks.eps_to_raw`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from qtpy.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets._jobs import attack, raw_per_unit
+from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.prompt import prediction_layer
+
+#: Diverging colormap of the perturbation layer.
+PERTURBATION_COLORMAP = "PiYG"
+
+
+class AttackPanel(QWidget):
+    """Choose an attack and its budget, run it, add perturbed image, perturbation, prediction."""
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        from napari_segeval.attacks import ATTACKS
+
+        self.viewer = napari_viewer
+        self.state = state if state is not None else ViewerState()
+        self.attack = QComboBox()
+        self.attack.addItems(list(ATTACKS))
+        self.attack.setCurrentText("pgd")
+        self.eps = QDoubleSpinBox()
+        self.eps.setDecimals(4)
+        self.eps.setRange(0.0, 1.0)
+        self.eps.setSingleStep(0.005)
+        self.eps.setValue(0.02)
+        self.eps.valueChanged.connect(self._show_raw)
+        self.raw = QLabel("")
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 500)
+        self.steps.setValue(10)
+        self.run_button = QPushButton("Run attack")
+        self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
+        self.runner = JobRunner()
+        self.result: Any = None
+        form = QFormLayout()
+        form.addRow("attack", self.attack)
+        form.addRow("epsilon (normalized)", self.eps)
+        form.addRow("epsilon (raw units)", self.raw)
+        form.addRow("steps", self.steps)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("attacks the model and boxes of the last propagation"))
+        layout.addLayout(form)
+        layout.addWidget(self.run_button)
+        layout.addWidget(self.runner)
+        layout.addStretch(1)
+        self.state.subscribe(self._on_state)
+        self._show_raw()
+
+    def _on_state(self, what: str) -> None:
+        if what in ("image", "clean"):
+            self._show_raw()
+
+    def raw_epsilon(self) -> float | None:
+        """Epsilon in raw units for the loaded model, or None before a model is loaded."""
+        if self.state.model is None or self.state.image is None:
+            return None
+        scale = raw_per_unit(self.state.model, self.state.modality(), self.state.window,
+                             np.asarray(self.state.image.data))
+        return float(self.eps.value()) * scale
+
+    def _show_raw(self, *_: Any) -> None:
+        try:
+            value = self.raw_epsilon()
+        except Exception as exc:  # noqa: BLE001 - a label, not an action
+            self.raw.setText(f"unknown ({exc})")
+            return
+        if value is None:
+            self.raw.setText("run propagation first (the model sets the units)")
+            return
+        unit = "HU" if self.state.modality().upper() == "CT" else "grey levels"
+        self.raw.setText(f"{value:.3g} {unit}")
+
+    def run(self) -> Any:
+        """Attack in a worker thread; on success add the layers and the attacked prediction."""
+        if self.state.model is None or not self.state.prompts:
+            raise ValueError("run propagation first: the attack uses its model and boxes")
+        case = self.state.to_case()
+        return self.runner.start(
+            "attack", attack, self.state.model, case, list(self.state.prompts),
+            self.attack.currentText(), float(self.eps.value()), int(self.steps.value()),
+            window=self.state.window, on_done=self._done,
+        )
+
+    def _done(self, result: Any) -> None:
+        self.result = result
+        image = self.state.image
+        base = image.name if image is not None else "case"
+        kw = {} if image is None else {"scale": image.scale, "translate": image.translate}
+        name = f"{base} attacked ({self.attack.currentText()})"
+        self._set_image(name, result.perturbed_image,
+                        {**kw, "contrast_limits": None if image is None else
+                         image.contrast_limits, "rgb": getattr(image, "rgb", False)})
+        pert = result.perturbation
+        bound = float(np.max(np.abs(pert))) or 1.0
+        spatial_kw = dict(kw)
+        if image is not None and image.rgb:
+            spatial_kw = {k: tuple(v)[-pert.ndim:] for k, v in kw.items()}
+        self._set_image(f"{base} perturbation", pert,
+                        {**spatial_kw, "colormap": PERTURBATION_COLORMAP,
+                         "contrast_limits": (-bound, bound), "visible": False})
+        layer = prediction_layer(self.viewer, self.state, result.attacked_prediction,
+                                 f"{base} attacked prediction")
+        self.state.set_prediction("attacked", layer)
+
+    def _set_image(self, name: str, data: np.ndarray, kwargs: dict) -> Any:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if name in self.viewer.layers:
+            layer = self.viewer.layers[name]
+            layer.data = data
+            if "contrast_limits" in kwargs:
+                layer.contrast_limits = kwargs["contrast_limits"]
+            return layer
+        rgb = kwargs.pop("rgb", False)
+        if rgb:
+            data = np.clip(data, 0, 255).astype(np.uint8)
+            kwargs.pop("contrast_limits", None)
+        return self.viewer.add_image(data, name=name, rgb=rgb or None, **kwargs)

@@ -1,0 +1,116 @@
+"""``segeval demo``: the CT sample, a liver box, propagation, an attack, the Dice panel.
+
+Runs the same panels a person uses, chaining their worker jobs; with a
+screenshot path it saves the window once everything is filled and closes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._widgets.main import SegEvalWidget
+
+BACKEND_NAMES = {"builtin": "built-in", "threshold": "threshold (no weights)"}
+
+
+class DemoRun:
+    """Drive the widget through the demo; ``error`` holds the first failure's message."""
+
+    def __init__(self, viewer: Any, backend: str = "builtin", device: str = "auto",
+                 attack: str | None = "pgd", eps: float = 0.02, steps: int = 5) -> None:
+        from napari_segeval._sample_data import sample_ct
+
+        self.viewer = viewer
+        self.error: str | None = None
+        self.finished = False
+        for data, kwargs, kind in sample_ct():
+            getattr(viewer, f"add_{kind}")(data, **kwargs)
+        self.widget = SegEvalWidget(viewer)
+        viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
+        w = self.widget
+        w.prompt.backend.setCurrentText(BACKEND_NAMES.get(backend, backend))
+        w.prompt.device.setCurrentText(device)
+        self.attack_name = attack
+        if attack:
+            w.attack.attack.setCurrentText(attack)
+            w.attack.eps.setValue(eps)
+            w.attack.steps.setValue(steps)
+        liver = next((k for k, v in w.state.structures.items() if v == "liver"), 1)
+        w.state.set_current(liver)
+        w.prompt.go_to_middle()
+        self.box = w.prompt.box_from_reference()
+        w.prompt.runner.job_done.connect(self._propagated)
+        w.attack.runner.job_done.connect(self._attacked)
+
+    def start(self) -> None:
+        """Start propagation (the attack follows when it succeeds)."""
+        self.widget.prompt.run()
+
+    def _fail(self, what: str, runner: Any) -> None:
+        self.error = f"{what}: {runner.last_error or 'cancelled'}"
+        self.finished = True
+
+    def _propagated(self, name: str, outcome: str) -> None:
+        if outcome != "ok":
+            self._fail("propagation", self.widget.prompt.runner)
+        elif self.attack_name:
+            self.widget.attack.run()
+        else:
+            self._done()
+
+    def _attacked(self, name: str, outcome: str) -> None:
+        if outcome != "ok":
+            self._fail("attack", self.widget.attack.runner)
+        else:
+            self._done()
+
+    def _done(self) -> None:
+        w = self.widget
+        w.tabs.setCurrentWidget(w.dice)
+        w.state.set_current(self.box.label)
+        w.dice.go_to_slice(self.box.index)
+        self.finished = True
+
+    @property
+    def settled(self) -> bool:
+        """Everything ran and the surface metrics are in."""
+        d = self.widget.dice
+        return self.finished and not d.surface_runner.running and not d._surface_timer.isActive()
+
+
+def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
+    """Open napari with the demo; with ``screenshot``, save the window there and return.
+
+    Raises
+    ------
+    SegEvalError
+        When propagation or the attack fails (the message says why).
+    """
+    import napari
+    from qtpy.QtCore import QEventLoop, QTimer
+
+    from napari_segeval._errors import SegEvalError
+
+    viewer = napari.Viewer(title="napari-segeval demo")
+    viewer.window.resize(1600, 1000)
+    demo = DemoRun(viewer, **kwargs)
+    demo.start()
+    if screenshot is None:
+        napari.run()
+        return None
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.setInterval(100)
+    timer.timeout.connect(lambda: loop.quit() if demo.settled or demo.error else None)
+    timer.start()
+    loop.exec_()
+    timer.stop()
+    try:
+        if demo.error:
+            raise SegEvalError(f"demo failed in {demo.error}")
+        path = Path(screenshot)
+        viewer.screenshot(path=str(path), canvas_only=False, flash=False)
+        return path
+    finally:
+        viewer.close()

@@ -1,0 +1,366 @@
+"""The *Dice* panel: per-structure metrics, clean vs attacked, kept live while editing.
+
+Overlap metrics (Dice, IoU, precision, recall, volume) come from
+:class:`~napari_segeval.metrics.LiveMetrics`: a paint stroke in a prediction or
+the reference layer (``Labels.events.paint``, whose ``value`` lists the edit's
+history atoms) is mapped to the slices it touched
+(:func:`~napari_segeval.overlays.touched_slices`) and only those are recounted.
+Surface metrics (HD95, NSD) follow on a worker thread, debounced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from qtpy.QtCore import QTimer
+from qtpy.QtGui import QColor
+from qtpy.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets._slice_plot import SlicePlot
+from napari_segeval._widgets._state import CONDITIONS, ViewerState, current_index, go_to_index
+from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval.overlays import PANEL_KEYS, compare_rows, dice_colour, touched_slices
+
+SURFACE_DELAY_MS = 600
+SURFACE_KEYS = ("hd95", "nsd")
+
+
+def _fmt(key: str, value: float, pending: bool = False) -> str:
+    if not np.isfinite(value):
+        return "..." if pending and key in SURFACE_KEYS else "-"
+    if key in ("hd95", "volume_pred_ml"):
+        return f"{value:.1f}"
+    return f"{value:.3f}"
+
+
+class DicePanel(QWidget):
+    """Live metrics table, per-slice Dice plot, worst-slice jump and FP/FN overlay."""
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        from napari_segeval._widgets._overlay import ErrorOverlay
+
+        self.viewer = napari_viewer
+        self.state = state if state is not None else ViewerState()
+        self.live: dict[str, Any] = {}
+        self.surface: dict[str, list | None] = {}
+        self.records: list[dict] = []
+        self._hooks: list[tuple[Any, Any, Any]] = []
+        self._pending: dict[str, slice | None] = {}
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.table = QTableWidget(0, 1)
+        self.table.setSelectionBehavior(QTableWidget.SelectRows)
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setMinimumHeight(170)
+        self.table.itemSelectionChanged.connect(self._row_selected)
+        self.plot = SlicePlot()
+        self.plot.slice_clicked.connect(self.go_to_slice)
+        self.worst_button = QPushButton("Worst slice")
+        self.worst_button.clicked.connect(lambda: run_guarded("worst slice", self.go_to_worst))
+        self.recount_button = QPushButton("Recount")
+        self.recount_button.setToolTip("count everything again (after undo/redo)")
+        self.recount_button.clicked.connect(lambda: run_guarded("recount", self.rebind))
+        self.overlay_box = QCheckBox("FP/FN overlay")
+        self.overlay_condition = QComboBox()
+        self.overlay_condition.addItems(list(CONDITIONS))
+        self.overlay = ErrorOverlay(napari_viewer, self.state)
+        self.overlay_box.toggled.connect(self._overlay_toggled)
+        self.overlay_condition.currentTextChanged.connect(self._overlay_toggled)
+        self.surface_runner = JobRunner()
+        row = QHBoxLayout()
+        for w in (self.worst_button, self.recount_button, self.overlay_box,
+                  self.overlay_condition):
+            row.addWidget(w)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.message)
+        layout.addWidget(self.table, 2)
+        layout.addWidget(QLabel("Dice per slice of the selected structure (click: go there)"))
+        layout.addWidget(self.plot, 1)
+        layout.addLayout(row)
+        layout.addWidget(QLabel("surface metrics (HD95, NSD):"))
+        layout.addWidget(self.surface_runner)
+        self._flush_timer = QTimer(self)
+        self._flush_timer.setSingleShot(True)
+        self._flush_timer.setInterval(0)
+        self._flush_timer.timeout.connect(self.flush)
+        self._surface_timer = QTimer(self)
+        self._surface_timer.setSingleShot(True)
+        self._surface_timer.setInterval(SURFACE_DELAY_MS)
+        self._surface_timer.timeout.connect(self._start_surface)
+        self.state.subscribe(self._on_state)
+        self.viewer.dims.events.current_step.connect(self._on_step)
+        self.rebind()
+
+    # -- binding to layers ------------------------------------------------------------
+    def _unhook(self) -> None:
+        for emitter, name, cb in self._hooks:
+            try:
+                getattr(emitter, name).disconnect(cb)
+            except (TypeError, RuntimeError, ValueError):
+                pass
+        self._hooks = []
+
+    def _hook(self, layer: Any, key: str) -> None:
+        def on_paint(event, key=key):
+            self.on_paint(key, event)
+
+        def on_data(event=None, key=key):
+            self.on_data_replaced(key)
+
+        layer.events.paint.connect(on_paint)
+        layer.events.data.connect(on_data)
+        self._hooks += [(layer.events, "paint", on_paint), (layer.events, "data", on_data)]
+
+    def rebind(self) -> None:
+        """Build the live counters for the current layers and count everything."""
+        from napari_segeval._widgets._worker import error_message
+        from napari_segeval.metrics import LiveMetrics
+
+        self._unhook()
+        self.live, self.surface, self._pending = {}, {}, {}
+        ref = self.state.reference
+        problems = []
+        if ref is not None:
+            self._hook(ref, "reference")
+            for cond in CONDITIONS:
+                pred = self.state.predictions.get(cond)
+                if pred is None:
+                    continue
+                try:
+                    self.live[cond] = LiveMetrics(ref.data, pred.data, self.state.spacing(),
+                                                  self.state.structures or None)
+                except Exception as exc:  # noqa: BLE001 - shown in the panel
+                    problems.append(f"{cond}: {error_message(exc)}")
+                    continue
+                self.surface[cond] = None
+                self._hook(pred, cond)
+        if ref is None:
+            self.message.setText("choose a reference Labels layer")
+        elif not self.live and not problems:
+            self.message.setText("no prediction yet: run propagation or choose a prediction layer")
+        else:
+            self.message.setText("; ".join(problems))
+        self.plot.setVisible(self.state.kind() != "image")
+        self.worst_button.setVisible(self.state.kind() != "image")
+        self.overlay.refresh_all(self.overlay_condition.currentText())
+        self.refresh()
+        self._surface_timer.start()
+
+    def _on_state(self, what: str) -> None:
+        if what in ("reference", "clean", "attacked", "image"):
+            self.rebind()
+        elif what == "current":
+            self._select_current()
+            self.refresh_plot()
+            self.overlay.refresh_all(self.overlay_condition.currentText())
+
+    # -- edits --------------------------------------------------------------------------
+    def on_paint(self, key: str, event: Any) -> None:
+        """A paint event on the reference or a prediction: recount the touched slices."""
+        ref = self.state.reference
+        n = ref.data.shape[0] if ref is not None else 0
+        region = touched_slices(getattr(event, "value", None) or [], n)
+        targets = list(self.live) if key == "reference" else [key]
+        for cond in targets:
+            if cond not in self.live:
+                continue
+            if cond not in self._pending:
+                self._pending[cond] = region
+                continue
+            old = self._pending[cond]
+            if old is None or region is None:
+                self._pending[cond] = None
+            elif region.stop > region.start:
+                self._pending[cond] = (region if old.stop <= old.start else
+                                       slice(min(old.start, region.start),
+                                             max(old.stop, region.stop)))
+        # napari emits `paint` before writing some edits (data_setitem): count after it returns
+        self._flush_timer.start()
+
+    def on_data_replaced(self, key: str) -> None:
+        """A layer's whole array was replaced: rebuild the counters."""
+        run_guarded("metrics", self.rebind)
+
+    def flush(self) -> None:
+        """Apply the pending edits to the counters and refresh the table and plot."""
+        pending, self._pending = self._pending, {}
+        for cond, region in pending.items():
+            live = self.live.get(cond)
+            if live is None:
+                continue
+            live.update(region)
+            self.surface[cond] = None
+            self.overlay.update_region(cond, region)
+        if pending:
+            self.refresh()
+            self._surface_timer.start()
+
+    # -- display ------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Redraw the table and the plot from the counters."""
+        clean = self.live.get("clean")
+        attacked = self.live.get("attacked")
+        if clean is None and attacked is not None:
+            clean, attacked = attacked, None
+        if clean is None:
+            self.records = []
+        else:
+            surf = {"clean": self.surface.get("clean") if "clean" in self.live else
+                    self.surface.get("attacked"), "attacked": self.surface.get("attacked")}
+            self.records = compare_rows(clean.table(), None if attacked is None else
+                                        attacked.table(), surface=surf)
+        self._fill_table()
+        self.refresh_plot()
+
+    def headers(self) -> list[str]:
+        """Column titles of the table."""
+        both = any(r["attacked"] is not None for r in self.records)
+        heads = ["structure"]
+        for title in PANEL_KEYS.values():
+            heads += [f"{title} clean", f"{title} att.", f"Δ{title}"] if both else [title]
+        return heads
+
+    def cell(self, label: int, header: str) -> str:
+        """Text of a cell, by structure id and column title (for tests and export)."""
+        col = self.headers().index(header)
+        row = [r["label"] for r in self.records].index(int(label))
+        return self.table.item(row, col).text()
+
+    def _fill_table(self) -> None:
+        heads = self.headers()
+        self.table.blockSignals(True)
+        self.table.setColumnCount(len(heads))
+        self.table.setHorizontalHeaderLabels(heads)
+        self.table.setRowCount(len(self.records))
+        both = len(heads) > len(PANEL_KEYS) + 1
+        for i, rec in enumerate(self.records):
+            self.table.setItem(i, 0, QTableWidgetItem(f"{rec['label']} {rec['name']}"))
+            col = 1
+            for key in PANEL_KEYS:
+                parts = [("clean", rec["clean"][key])]
+                if both:
+                    att = rec["attacked"] or {}
+                    parts += [("attacked", att.get(key, float("nan"))),
+                              ("delta", (rec["delta"] or {}).get(key, float("nan")))]
+                for cond, value in parts:
+                    pending = cond != "delta" and self.surface.get(cond) is None
+                    item = QTableWidgetItem(_fmt(key, value, pending))
+                    colour = None
+                    if key == "dice" and cond != "delta":
+                        colour = dice_colour(value)
+                    elif key == "dice" and np.isfinite(value) and abs(value) >= 0.01:
+                        colour = (200, 50, 50) if value < 0 else (46, 160, 67)
+                    if colour is not None:
+                        item.setBackground(QColor(*colour))
+                        item.setForeground(QColor(255, 255, 255))
+                    self.table.setItem(i, col, item)
+                    col += 1
+        self.table.resizeColumnsToContents()
+        self.table.blockSignals(False)
+        self._select_current()
+
+    def _select_current(self) -> None:
+        labels = [r["label"] for r in self.records]
+        if self.state.current in labels:
+            self.table.blockSignals(True)
+            self.table.selectRow(labels.index(self.state.current))
+            self.table.blockSignals(False)
+
+    def _row_selected(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self.state.set_current(self.records[rows[0].row()]["label"])
+
+    def per_slice(self) -> dict[str, np.ndarray]:
+        """Per-slice Dice of the current structure for each condition."""
+        label = self.state.current
+        if label is None:
+            return {}
+        return {cond: live.per_slice_dice(int(label)) for cond, live in self.live.items()}
+
+    def refresh_plot(self) -> None:
+        """Redraw the per-slice plot for the current structure."""
+        if self.state.kind() == "image":
+            return
+        self.plot.set_series(self.per_slice())
+        self._on_step()
+
+    # -- navigation ---------------------------------------------------------------------
+    def _layer_for_axis0(self) -> Any:
+        ref = self.state.reference
+        return ref if ref is not None else self.state.image
+
+    def current_slice(self) -> int | None:
+        """Slice index (axis 0) shown in the viewer."""
+        return current_index(self.viewer, self._layer_for_axis0())
+
+    def _on_step(self, event: Any = None) -> None:
+        self.plot.set_current(self.current_slice())
+
+    def go_to_slice(self, index: int) -> None:
+        """Show slice ``index`` of the case in the viewer."""
+        go_to_index(self.viewer, self._layer_for_axis0(), index)
+
+    def go_to_worst(self) -> int | None:
+        """Jump to the slice with the lowest Dice of the current structure (clean first)."""
+        from napari_segeval.overlays import worst_slice
+
+        series = self.per_slice()
+        values = series.get("clean", series.get("attacked"))
+        index = None if values is None else worst_slice(values)
+        if index is None:
+            self.message.setText("no slice holds the selected structure")
+            return None
+        self.go_to_slice(index)
+        return index
+
+    # -- surface metrics ----------------------------------------------------------------
+    def _start_surface(self) -> None:
+        from napari_segeval._widgets._jobs import surface_rows
+
+        if not self.live or self.state.reference is None:
+            return
+        if self.surface_runner.running:
+            self.surface_runner.cancel()
+            self._surface_timer.start()
+            return
+        ref = self.state.reference.data
+        pairs = {c: (ref, self.state.predictions[c].data) for c in self.live}
+        self.surface_runner.start("surface metrics", surface_rows, pairs, self.state.spacing(),
+                                  self.state.structures or self._structure_names(),
+                                  on_done=self._surface_done)
+
+    def _structure_names(self) -> dict[int, str]:
+        live = next(iter(self.live.values()))
+        return {r["label"]: r["name"] for r in live.table()}
+
+    def _surface_done(self, rows: dict[str, list]) -> None:
+        if self._pending or self._surface_timer.isActive():
+            return  # an edit arrived meanwhile: the next run brings fresh values
+        for cond, value in rows.items():
+            if cond in self.live:
+                self.surface[cond] = value
+        self.refresh()
+
+    def _overlay_toggled(self, *_: Any) -> None:
+        if self.overlay_box.isChecked():
+            run_guarded("overlay", lambda: self.overlay.show(self.overlay_condition.currentText()))
+        else:
+            self.overlay.hide()
+
+    def closeEvent(self, event) -> None:
+        self._unhook()
+        self.state.unsubscribe(self._on_state)
+        super().closeEvent(event)

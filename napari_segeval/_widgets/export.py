@@ -1,0 +1,131 @@
+"""The *Export* panel: predictions with the source geometry, the metrics table, a screenshot.
+
+Nothing is overwritten without a yes from the person (a question box).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from qtpy.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._worker import run_guarded
+from napari_segeval.overlays import PANEL_KEYS
+
+LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
+
+
+def metrics_records(records: list[dict]) -> list[dict]:
+    """Flatten the Dice panel's records to CSV rows (one per structure and condition)."""
+    rows = []
+    for rec in records:
+        for cond in CONDITIONS:
+            values = rec.get(cond)
+            if values is None:
+                continue
+            rows.append({"label": rec["label"], "name": rec["name"], "condition": cond,
+                         **{k: values.get(k, float("nan")) for k in PANEL_KEYS}})
+    return rows
+
+
+class ExportPanel(QWidget):
+    """Save predictions (NIfTI/MHA/NRRD), metrics (CSV) and a screenshot (PNG)."""
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None,
+                 records: Callable[[], list[dict]] | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.state = state if state is not None else ViewerState()
+        self.records = records or (list)
+        self.condition = QComboBox()
+        self.condition.addItems(list(CONDITIONS))
+        save_pred = QPushButton("Save prediction...")
+        save_pred.clicked.connect(lambda: self._ask(LABEL_FILTER, self.save_prediction))
+        save_csv = QPushButton("Save metrics CSV...")
+        save_csv.clicked.connect(lambda: self._ask("CSV (*.csv)", self.save_metrics))
+        save_png = QPushButton("Save screenshot...")
+        save_png.clicked.connect(lambda: self._ask("PNG (*.png)", self.save_screenshot))
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("prediction", self.condition)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        for b in (save_pred, save_csv, save_png):
+            layout.addWidget(b)
+        layout.addWidget(self.status)
+        layout.addStretch(1)
+
+    def _ask(self, filter_: str, action: Callable[[Path], Any]) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save as", "", filter_,
+                                              options=QFileDialog.DontConfirmOverwrite)
+        if path:
+            run_guarded("export", lambda: action(Path(path)))
+
+    def confirm_overwrite(self, path: Path) -> bool:
+        """True when ``path`` is free, or the person agrees to replace it."""
+        if not Path(path).exists():
+            return True
+        answer = QMessageBox.question(self, "Replace file?", f"{path} exists. Replace it?",
+                                      QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        return answer == QMessageBox.Yes
+
+    def _done(self, path: Path | None, what: str) -> Path | None:
+        self.status.setText(f"saved {what} to {path}" if path else f"{what} not saved")
+        return path
+
+    def save_prediction(self, path: Path, condition: str | None = None) -> Path | None:
+        """Write a prediction with the image's geometry (``io.write_labels``)."""
+        from napari_segeval.io import write_labels
+
+        condition = condition or self.condition.currentText()
+        layer = self.state.predictions.get(condition)
+        if layer is None:
+            raise ValueError(f"no {condition} prediction to save")
+        if not self.confirm_overwrite(path):
+            return self._done(None, f"{condition} prediction")
+        out = write_labels(path, np.asarray(layer.data), self.state.geometry(), overwrite=True)
+        return self._done(out, f"{condition} prediction")
+
+    def save_metrics(self, path: Path) -> Path | None:
+        """Write the Dice panel's table as CSV (one row per structure and condition)."""
+        rows = metrics_records(self.records())
+        if not rows:
+            raise ValueError("no metrics yet: choose a reference and a prediction")
+        if not self.confirm_overwrite(path):
+            return self._done(None, "metrics")
+        path = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=".segeval-", suffix=".csv", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return self._done(path, "metrics")
+
+    def save_screenshot(self, path: Path, canvas_only: bool = False) -> Path | None:
+        """Save a screenshot of the viewer (window, or canvas only)."""
+        if not self.confirm_overwrite(path):
+            return self._done(None, "screenshot")
+        self.viewer.screenshot(path=str(path), canvas_only=canvas_only)
+        return self._done(Path(path), "screenshot")

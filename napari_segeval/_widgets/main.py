@@ -1,0 +1,56 @@
+"""The main napari-segeval dock widget: layer choice and the four panels on tabs.
+
+One :class:`~napari_segeval._widgets._state.ViewerState` is created here (or
+passed in) and shared by the panels; nothing is global.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
+
+from napari_segeval._widgets._layers import LayerPicker
+from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets.attack import AttackPanel
+from napari_segeval._widgets.dice import DicePanel
+from napari_segeval._widgets.export import ExportPanel
+from napari_segeval._widgets.prompt import PromptPanel
+
+
+class SegEvalWidget(QWidget):
+    """Layer picker above tabs: Dice, Prompt & propagate, Attack, Export.
+
+    Attributes
+    ----------
+    state : ViewerState
+    picker : LayerPicker
+    dice, prompt, attack, export : the panels
+    """
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.state = state if state is not None else ViewerState()
+        self.picker = LayerPicker(napari_viewer, self.state)
+        self.dice = DicePanel(napari_viewer, self.state)
+        self.prompt = PromptPanel(napari_viewer, self.state)
+        self.attack = AttackPanel(napari_viewer, self.state)
+        self.export = ExportPanel(napari_viewer, self.state, records=lambda: self.dice.records)
+        box = QGroupBox("case layers")
+        QVBoxLayout(box).addWidget(self.picker)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.dice, "Dice")
+        self.tabs.addTab(self.prompt, "Prompt")
+        self.tabs.addTab(self.attack, "Attack")
+        self.tabs.addTab(self.export, "Export")
+        layout = QVBoxLayout(self)
+        layout.addWidget(box)
+        layout.addWidget(self.tabs, 1)
+        self.prompt.runner.job_done.connect(self._job_done)
+        self.attack.runner.job_done.connect(self._job_done)
+
+    def _job_done(self, name: str, outcome: str) -> None:
+        if outcome == "ok":
+            self.tabs.setCurrentWidget(self.dice)
+

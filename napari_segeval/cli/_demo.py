@@ -1,0 +1,81 @@
+"""``segeval demo``: open napari on the bundled CT sample with the whole workflow done."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from napari_segeval.cli._common import add_json_flag, emit
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``segeval demo``."""
+    p = sub.add_parser(
+        "demo",
+        help="open napari with the CT sample, a propagated and an attacked prediction",
+        description=(
+            "Open napari with the bundled CT sample and its reference labels, put a box "
+            "on the middle slice of the liver, propagate it with the built-in model, "
+            "attack the model (PGD by default) and show the Dice panel filled. With "
+            "--screenshot PATH, run without interaction (needs a display: under Linux "
+            "without one, use xvfb-run), save a screenshot of the window and exit."
+        ),
+    )
+    p.add_argument("--screenshot", type=Path, metavar="PNG", help="save a screenshot and exit")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing screenshot")
+    p.add_argument("--backend", choices=("builtin", "threshold"), default="builtin",
+                   help="promptable model (default: the built-in one)")
+    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    p.add_argument("--attack", default="pgd",
+                   help="attack (fgsm, pgd, apgd-ce, apgd-dlr, noise-gaussian, "
+                        "noise-uniform) or 'none'")
+    p.add_argument("--eps", type=float, default=0.02,
+                   help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)")
+    p.add_argument("--steps", type=int, default=5, help="attack iterations")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def display_problem(environ: dict | None = None, platform: str | None = None) -> str | None:
+    """Why no window can be opened here, or None.
+
+    Examples
+    --------
+    >>> display_problem({}, "linux") is not None
+    True
+    >>> display_problem({"DISPLAY": ":99"}, "linux") is None
+    True
+    >>> display_problem({}, "darwin") is None
+    True
+    """
+    env = os.environ if environ is None else environ
+    plat = sys.platform if platform is None else platform
+    if not plat.startswith("linux"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    if env.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
+        return None
+    return ("no display (DISPLAY is not set): run it under a virtual display, e.g. "
+            "`xvfb-run -a segeval demo --screenshot out.png`")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Open the demo; with ``--screenshot``, save it and exit."""
+    from napari_segeval._errors import SegEvalError, WriteError
+
+    problem = display_problem()
+    if problem:
+        raise SegEvalError(problem)
+    if args.screenshot is not None and args.screenshot.exists() and not args.overwrite:
+        raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
+    from napari_segeval._widgets.demo import run_demo
+
+    attack = None if args.attack.lower() == "none" else args.attack
+    out = run_demo(args.screenshot, backend=args.backend, device=args.device, attack=attack,
+                   eps=args.eps, steps=args.steps)
+    if out is not None:
+        emit(args, {"screenshot": str(out)}, f"wrote {out}")
+    return 0

@@ -1,0 +1,308 @@
+"""Small pure-numpy helpers behind the viewer panels (no Qt, no napari).
+
+* :func:`error_overlay` - false positives / false negatives of one structure as a
+  label map (updated in place for the slices an edit touched).
+* :func:`touched_slices` - the slice range along axis 0 that a napari paint event's
+  history atoms changed (duck-typed, so napari is not imported).
+* :func:`worst_slice`, :func:`focus_slice` - where to look.
+* :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
+* :func:`prompts_from_shapes` - one box prompt per structure from drawn rectangles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._errors import InvalidLabelsError
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.from_labels import key_index
+
+#: Values of :func:`error_overlay`.
+FALSE_POSITIVE = 1
+FALSE_NEGATIVE = 2
+
+#: Metric keys shown by the Dice panel, in order, with their column titles.
+PANEL_KEYS: dict[str, str] = {
+    "dice": "Dice",
+    "iou": "IoU",
+    "precision": "Prec",
+    "recall": "Rec",
+    "hd95": "HD95 mm",
+    "nsd": "NSD",
+    "volume_pred_ml": "Vol ml",
+}
+
+
+def error_overlay(reference: np.ndarray, prediction: np.ndarray, label: int,
+                  region: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Mark false positives (1) and false negatives (2) of structure ``label``.
+
+    Parameters
+    ----------
+    reference, prediction : numpy.ndarray
+        Label maps of one shape.
+    label : int
+        Structure id.
+    region : slice, optional
+        Recompute only these indices along axis 0 (into ``out``).
+    out : numpy.ndarray, optional
+        uint8 array of the same shape to fill in place (required with ``region``).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 map: 0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`.
+
+    Examples
+    --------
+    >>> ref = np.array([[1, 1, 0, 0]]); pred = np.array([[1, 0, 1, 2]])
+    >>> error_overlay(ref, pred, 1).tolist()
+    [[0, 2, 1, 0]]
+    """
+    reference = np.asarray(reference)
+    prediction = np.asarray(prediction)
+    if reference.shape != prediction.shape:
+        raise ValueError(f"reference {reference.shape} and prediction {prediction.shape} differ")
+    if out is None:
+        if region is not None:
+            raise ValueError("region needs out= (the overlay to update)")
+        out = np.zeros(reference.shape, np.uint8)
+    sel = region if region is not None else slice(None)
+    r = reference[sel] == label
+    p = prediction[sel] == label
+    view = out[sel]
+    view[...] = 0
+    view[p & ~r] = FALSE_POSITIVE
+    view[r & ~p] = FALSE_NEGATIVE
+    return out
+
+
+def _axis0_bounds(index: Any) -> tuple[int, int] | None:
+    """(first, last + 1) along axis 0 of an index (int, slice, or integer array)."""
+    if isinstance(index, slice):
+        if index.start is None or index.stop is None:
+            return None
+        return int(index.start), int(index.stop)
+    arr = np.asarray(index)
+    if arr.size == 0:
+        return (0, 0)
+    if arr.dtype == bool:
+        return None
+    return int(arr.min()), int(arr.max()) + 1
+
+
+def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
+    """Slice range along axis 0 changed by napari Labels paint-history atoms.
+
+    napari's ``Labels.events.paint`` carries ``value``: a list of atoms, each
+    either an object with a ``slice_key`` (a tuple of slices, from brush
+    painting, fill and polygons) or a tuple ``(indices, old, new)`` whose
+    ``indices`` is a numpy multi-index (from ``data_setitem``).
+
+    Returns
+    -------
+    slice or None
+        The union of the touched ranges, clipped to ``[0, n_slices)``; None when
+        the range cannot be told (recount everything) - or ``slice(0, 0)`` when
+        nothing was touched.
+
+    Examples
+    --------
+    >>> class Atom: slice_key = (slice(4, 5), slice(0, 9), slice(2, 6))
+    >>> touched_slices([Atom(), ((np.array([7, 9]), np.array([0, 1])), 0, 1)], 20)
+    slice(4, 10, None)
+    >>> touched_slices([], 20)
+    slice(0, 0, None)
+    """
+    lo, hi = None, None
+    for atom in atoms:
+        key = getattr(atom, "slice_key", None)
+        if key is None:
+            try:
+                key = atom[0]
+            except (TypeError, IndexError, KeyError):
+                return None
+        first = key[0] if isinstance(key, tuple) and key else key
+        bounds = _axis0_bounds(first)
+        if bounds is None:
+            return None
+        if bounds[1] <= bounds[0]:
+            continue
+        lo = bounds[0] if lo is None else min(lo, bounds[0])
+        hi = bounds[1] if hi is None else max(hi, bounds[1])
+    if lo is None:
+        return slice(0, 0)
+    return slice(max(lo, 0), min(hi, int(n_slices)))
+
+
+def worst_slice(per_slice: np.ndarray) -> int | None:
+    """Index of the lowest per-slice Dice (slices where the structure is absent are NaN).
+
+    Examples
+    --------
+    >>> worst_slice(np.array([np.nan, 0.9, 0.4, 0.8]))
+    2
+    >>> worst_slice(np.array([np.nan, np.nan])) is None
+    True
+    """
+    values = np.asarray(per_slice, dtype=float)
+    if values.size == 0 or np.all(np.isnan(values)):
+        return None
+    return int(np.nanargmin(values))
+
+
+def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> int:
+    """Middle of a structure's extent along axis 0, else the middle of the volume.
+
+    Examples
+    --------
+    >>> lab = np.zeros((10, 4, 4), np.uint8); lab[6:9, 1, 1] = 3
+    >>> focus_slice(lab, 3, 10), focus_slice(lab, 1, 10), focus_slice(None, None, 7)
+    (7, 5, 3)
+    """
+    if labels is not None and label is not None:
+        try:
+            return key_index(np.asarray(labels) == label, "volume")
+        except InvalidLabelsError:
+            pass
+    return int(n_slices) // 2
+
+
+def _value(row: Mapping | None, key: str) -> float:
+    if row is None:
+        return float("nan")
+    v = row.get(key)
+    return float("nan") if v is None else float(v)
+
+
+def compare_rows(clean: Sequence[Mapping], attacked: Sequence[Mapping] | None = None,
+                 surface: Mapping[str, Sequence[Mapping]] | None = None,
+                 keys: Sequence[str] = tuple(PANEL_KEYS)) -> list[dict]:
+    """Merge clean and attacked metric rows into one record per structure.
+
+    Parameters
+    ----------
+    clean, attacked : sequence of dict
+        Rows with ``label``, ``name`` and metric keys (``LiveMetrics.table()`` or
+        ``structure_table``); ``attacked`` may be None.
+    surface : mapping, optional
+        ``{"clean": rows, "attacked": rows}`` whose ``hd95``/``nsd`` fill in keys
+        missing (or NaN) from the live rows.
+    keys : sequence of str
+        Metric keys to merge.
+
+    Returns
+    -------
+    list of dict
+        ``{"label", "name", "clean": {key: v}, "attacked": {key: v} or None,
+        "delta": {key: attacked - clean} or None}``.
+
+    Examples
+    --------
+    >>> r = compare_rows([{"label": 1, "name": "liver", "dice": 0.9}],
+    ...                  [{"label": 1, "name": "liver", "dice": 0.6}], keys=["dice"])
+    >>> r[0]["delta"]["dice"]
+    -0.3000...
+    """
+    surface = surface or {}
+
+    def index(rows):
+        return {int(r["label"]): r for r in rows or ()}
+
+    live = {"clean": index(clean), "attacked": index(attacked) if attacked is not None else None}
+    surf = {k: index(v) for k, v in surface.items() if v is not None}
+    out = []
+    for label, row in live["clean"].items():
+        rec: dict = {"label": label, "name": row.get("name", f"label_{label}")}
+        for cond in ("clean", "attacked"):
+            rows = live[cond]
+            if rows is None:
+                rec[cond] = None
+                continue
+            vals = {}
+            for key in keys:
+                v = _value(rows.get(label), key)
+                if np.isnan(v) and cond in surf:
+                    v = _value(surf[cond].get(label), key)
+                vals[key] = v
+            rec[cond] = vals
+        rec["delta"] = (None if rec["attacked"] is None else
+                        {k: rec["attacked"][k] - rec["clean"][k] for k in keys})
+        out.append(rec)
+    return out
+
+
+def dice_colour(value: float) -> tuple[int, int, int] | None:
+    """Background colour for a Dice value: red (0) through amber (0.5) to green (1).
+
+    Returns None for NaN (no colour).
+
+    Examples
+    --------
+    >>> dice_colour(1.0), dice_colour(0.0), dice_colour(float("nan"))
+    ((46, 160, 67), (200, 50, 50), None)
+    """
+    v = float(value)
+    if np.isnan(v):
+        return None
+    v = min(max(v, 0.0), 1.0)
+    red, amber, green = np.array([200, 50, 50]), np.array([220, 160, 40]), np.array([46, 160, 67])
+    if v < 0.5:
+        c = red + (amber - red) * (v / 0.5)
+    else:
+        c = amber + (green - amber) * ((v - 0.5) / 0.5)
+    return tuple(round(x) for x in c)
+
+
+def prompts_from_shapes(shapes: Sequence[np.ndarray], labels: Sequence[int],
+                        shape: Sequence[int]) -> list[Box]:
+    """One box per structure from napari rectangles (the last drawn wins), clipped.
+
+    Parameters
+    ----------
+    shapes : sequence of (4, ndim) arrays
+        Rectangle vertices in array coordinates (napari ``Shapes.data``).
+    labels : sequence of int
+        Structure id of each shape.
+    shape : sequence of int
+        Spatial shape of the case, ``(n, H, W)`` or ``(H, W)``.
+
+    Examples
+    --------
+    >>> a = Box(2, 2, 5, 5, index=1, label=1).to_napari()
+    >>> b = Box(3, 3, 6, 6, index=2, label=1).to_napari()
+    >>> prompts_from_shapes([a, b], [1, 1], (4, 8, 8))
+    [Box(y0=3, x0=3, y1=6, x1=6, index=2, label=1)]
+    """
+    if len(shapes) != len(labels):
+        raise ValueError(f"{len(shapes)} shapes but {len(labels)} structure labels")
+    hw = tuple(int(s) for s in shape[-2:])
+    n = int(shape[0]) if len(shape) == 3 else 1
+    latest: dict[int, Box] = {}
+    for verts, label in zip(shapes, labels):
+        if int(label) < 1:
+            continue
+        box = Box.from_napari(np.asarray(verts), label=int(label),
+                              index=None if len(shape) == 3 else 0)
+        if not 0 <= box.index < n:
+            raise ValueError(f"box for structure {label} is on slice {box.index}, "
+                             f"outside 0..{n - 1}")
+        latest[int(label)] = box.clip(hw)
+    return [latest[k] for k in sorted(latest)]
+
+
+__all__ = [
+    "FALSE_NEGATIVE",
+    "FALSE_POSITIVE",
+    "PANEL_KEYS",
+    "compare_rows",
+    "dice_colour",
+    "error_overlay",
+    "focus_slice",
+    "prompts_from_shapes",
+    "touched_slices",
+    "worst_slice",
+]

@@ -1,0 +1,47 @@
+"""The demo workflow (``segeval demo``) with the weight-free backend and a quick attack."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from napari_segeval._widgets.demo import DemoRun
+from napari_segeval.cli import _demo
+
+
+def test_demo_fills_the_panel(make_napari_viewer, qtbot):
+    viewer = make_napari_viewer()
+    demo = DemoRun(viewer, backend="threshold", device="cpu", attack="fgsm", eps=0.1)
+    assert demo.box.label == 1 and "boxes" in viewer.layers
+    demo.start()
+    qtbot.waitUntil(lambda: demo.settled, timeout=60000)
+    assert demo.error is None
+    w = demo.widget
+    assert w.state.predictions["clean"] is not None
+    assert w.state.predictions["attacked"] is not None
+    assert w.tabs.currentWidget() is w.dice
+    assert w.dice.current_slice() == demo.box.index
+    assert w.dice.cell(1, "HD95 mm clean") not in ("...", "")
+
+
+def test_demo_reports_a_failed_step(make_napari_viewer, qtbot, tmp_path):
+    viewer = make_napari_viewer()
+    demo = DemoRun(viewer, backend="threshold", device="cpu", attack=None)
+    demo.widget.prompt.backend.setCurrentText("MedSAM2 checkpoint")  # no checkpoint given
+    demo.start()
+    qtbot.waitUntil(lambda: demo.finished, timeout=30000)
+    assert "checkpoint" in demo.error
+
+
+def test_cli_demo_refuses_to_overwrite(tmp_path, monkeypatch):
+    from napari_segeval._errors import WriteError
+
+    out = tmp_path / "shot.png"
+    out.write_bytes(b"x")
+    monkeypatch.setenv("DISPLAY", ":0")
+    parser = argparse.ArgumentParser()
+    _demo.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["demo", "--screenshot", str(out)])
+    with pytest.raises(WriteError, match="exists"):
+        args.func(args)

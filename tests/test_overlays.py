@@ -1,0 +1,120 @@
+"""Pure helpers behind the viewer panels."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from napari_segeval.metrics import structure_table
+from napari_segeval.overlays import (
+    FALSE_NEGATIVE,
+    FALSE_POSITIVE,
+    compare_rows,
+    dice_colour,
+    error_overlay,
+    focus_slice,
+    prompts_from_shapes,
+    touched_slices,
+    worst_slice,
+)
+from napari_segeval.prompts import Box
+
+
+def _pair():
+    ref = np.zeros((6, 10, 10), np.uint8)
+    ref[1:5, 2:7, 2:7] = 1
+    ref[2:4, 8:, 8:] = 2
+    pred = np.zeros_like(ref)
+    pred[1:5, 3:8, 2:7] = 1
+    return ref, pred
+
+
+def test_error_overlay_counts_match_confusion():
+    ref, pred = _pair()
+    out = error_overlay(ref, pred, 1)
+    row = structure_table(ref, pred, (1, 1, 1), structures={1: "a"}, surface=False)[0]
+    tp = int(((ref == 1) & (pred == 1)).sum())
+    fp, fn = int((out == FALSE_POSITIVE).sum()), int((out == FALSE_NEGATIVE).sum())
+    assert row["dice"] == pytest.approx(2 * tp / (2 * tp + fp + fn))
+    assert not out[ref == 2].any()
+    assert error_overlay(ref, pred, 2)[2, 9, 9] == FALSE_NEGATIVE
+
+
+def test_error_overlay_region_update_equals_full():
+    ref, pred = _pair()
+    out = error_overlay(ref, pred, 1)
+    pred[3, :, :] = 1
+    error_overlay(ref, pred, 1, region=slice(3, 4), out=out)
+    np.testing.assert_array_equal(out, error_overlay(ref, pred, 1))
+    with pytest.raises(ValueError):
+        error_overlay(ref, pred, 1, region=slice(0, 1))
+    with pytest.raises(ValueError):
+        error_overlay(ref, pred[:2], 1)
+
+
+class _Atom:
+    def __init__(self, *key):
+        self.slice_key = key
+
+
+def test_touched_slices_forms():
+    assert touched_slices([_Atom(slice(3, 4), slice(0, 5))], 10) == slice(3, 4)
+    fancy = ((np.array([8, 2, 5]), np.array([0, 0, 0])), np.zeros(3), 1)
+    assert touched_slices([fancy, _Atom(slice(0, 1))], 10) == slice(0, 9)
+    assert touched_slices([((slice(None), slice(None)), 0, 1)], 10) is None
+    assert touched_slices([object()], 10) is None
+    assert touched_slices([_Atom(slice(7, 30))], 10) == slice(7, 10)
+    assert touched_slices([((np.array([], int),), np.zeros(0), 1)], 10) == slice(0, 0)
+
+
+def test_touched_slices_from_napari_paint():
+    napari = pytest.importorskip("napari")
+    layer = napari.layers.Labels(np.zeros((8, 16, 16), np.uint8))
+    seen = []
+    layer.events.paint.connect(lambda e: seen.append(touched_slices(e.value, 8)))
+    layer.brush_size = 3
+    layer.paint((5, 8, 8), 1)
+    layer.data_setitem((np.array([1, 2]), np.array([0, 0]), np.array([0, 1])), 2)
+    assert seen == [slice(5, 6), slice(1, 3)]
+
+
+def test_worst_and_focus():
+    assert worst_slice(np.array([0.5, np.nan, 0.2, 0.2])) == 2
+    assert worst_slice(np.array([])) is None
+    ref, _ = _pair()
+    assert focus_slice(ref, 2, 6) == 2
+    assert focus_slice(ref, 9, 6) == 3
+
+
+def test_compare_rows_and_surface_fill():
+    clean = [{"label": 1, "name": "a", "dice": 0.8, "hd95": float("nan")}]
+    att = [{"label": 1, "name": "a", "dice": 0.5}]
+    surf = {"clean": [{"label": 1, "hd95": 3.0}], "attacked": None}
+    rec = compare_rows(clean, att, surface=surf, keys=["dice", "hd95"])[0]
+    assert rec["clean"] == {"dice": 0.8, "hd95": 3.0}
+    assert rec["delta"]["dice"] == pytest.approx(-0.3)
+    assert np.isnan(rec["attacked"]["hd95"])
+    only = compare_rows(clean, keys=["dice"])[0]
+    assert only["attacked"] is None and only["delta"] is None
+
+
+def test_dice_colour_monotone_green():
+    greens = [dice_colour(v)[1] - dice_colour(v)[0] for v in np.linspace(0, 1, 11)]
+    assert all(b >= a for a, b in itertools.pairwise(greens))
+    assert dice_colour(-1) == dice_colour(0) and dice_colour(2) == dice_colour(1)
+
+
+def test_prompts_from_shapes():
+    a = Box(1, 1, 4, 4, index=2, label=2).to_napari()
+    b = Box(0, 0, 3, 3, index=1, label=1).to_napari()
+    assert prompts_from_shapes([a, b], [2, 1], (5, 8, 8)) == [
+        Box(0, 0, 3, 3, index=1, label=1), Box(1, 1, 4, 4, index=2, label=2)]
+    two_d = Box(1, 1, 4, 4).to_napari(2)
+    assert prompts_from_shapes([two_d], [1], (8, 8)) == [Box(1, 1, 4, 4)]
+    with pytest.raises(ValueError, match="outside"):
+        prompts_from_shapes([Box(0, 0, 2, 2, index=9).to_napari()], [1], (5, 8, 8))
+    with pytest.raises(ValueError):
+        prompts_from_shapes([a], [1, 2], (5, 8, 8))
+    assert prompts_from_shapes([a], [0], (5, 8, 8)) == []
