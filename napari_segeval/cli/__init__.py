@@ -21,6 +21,12 @@ SUBCOMMANDS: tuple[str, ...] = (
     "info",
     "inspect",
     "metrics",
+    "propagate",
+    "segment",
+    "attack",
+    "evaluate",
+    "report",
+    "demo",
 )
 
 

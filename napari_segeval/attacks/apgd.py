@@ -1,0 +1,107 @@
+"""APGD (Croce & Hein, ICML 2020) adapted to segmentation, written from its definition.
+
+* Checkpoints ``w_j = ceil(p_j * N_iter)`` with ``p_0 = 0``, ``p_1 = 0.22`` and
+  ``p_{j+1} = p_j + max(p_j - p_{j-1} - 0.03, 0.06)``.
+* Step size ``eta`` starts at ``2 * eps``. At each checkpoint ``w_j`` it is halved,
+  per case, when
+
+  1. the fraction of successful steps since ``w_{j-1}`` (``f(x_{i+1}) > f(x_i)``)
+     is below ``rho = 0.75``, or
+  2. the step size was not reduced at ``w_{j-1}`` and the best loss did not improve
+     since ``w_{j-1}``;
+
+  and the iterate restarts from the best point found so far (loss-wise), with
+  its gradient and no momentum.
+* Update: ``z = P(x_k + eta * sign(grad))`` (unit L2 direction for the L2 norm),
+  ``x_{k+1} = P(x_k + alpha (z - x_k) + (1 - alpha)(x_k - x_{k-1}))`` with
+  ``alpha = 0.75`` (``x_1 = z`` for the first step).
+
+Segmentation: the loss is the per-voxel CE or DLR averaged per case, each case
+runs its own schedule, and the iterate with the lowest Dice over all steps and
+restarts is returned per case (Daza et al. 2021). ``N_iter`` steps cost
+``N_iter`` forward+backward passes plus one forward for the last iterate.
+"""
+
+from __future__ import annotations
+
+import math
+
+from napari_segeval.attacks.core import AttackOutput, _ascent_, _Problem, _record
+
+RHO = 0.75
+ALPHA = 0.75
+
+
+def apgd_checkpoints(n_iter: int) -> list[int]:
+    """Iterations ``w_j`` (``0 < w_j < n_iter``, increasing, no repeats) where APGD checks.
+
+    Examples
+    --------
+    >>> apgd_checkpoints(100)
+    [22, 41, 57, 70, 80, 87, 93, 99]
+    >>> apgd_checkpoints(5)
+    [2, 3, 4]
+    """
+    ps = [0.0, 0.22]
+    while ps[-1] < 1.0:
+        ps.append(ps[-1] + max(ps[-1] - ps[-2] - 0.03, 0.06))
+    out: list[int] = []
+    for p in ps[1:]:
+        w = math.ceil(round(p * n_iter, 9))
+        if 0 < w < n_iter and (not out or w > out[-1]):
+            out.append(w)
+    return out
+
+
+def apgd(problem: _Problem) -> AttackOutput:
+    """Run APGD (``problem.cfg.loss`` is ``ce`` or ``dlr``) with restarts."""
+    import torch
+
+    cfg, history = problem.cfg, []
+    checkpoints = set(apgd_checkpoints(cfg.steps))
+    n = problem.x.shape[0]
+    for r in range(cfg.restarts):
+        delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
+        eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
+        loss, grad, logits = problem.evaluate(delta, need_grad=True)
+        _record(history, r, 0, loss, problem.track(delta, logits), step_size=eta)
+        best_loss, best_delta, best_grad = loss.clone(), delta.clone(), grad.clone()
+        prev = delta.clone()
+        successes = torch.zeros(n, device=loss.device)
+        last_ck, best_at_ck = 0, best_loss.clone()
+        reduced_at_ck = torch.zeros(n, dtype=torch.bool, device=loss.device)
+        for k in range(cfg.steps):
+            with torch.no_grad():
+                z = problem.project_(_ascent_(delta.clone(), grad, eta, cfg.norm))
+                if k == 0:
+                    new = z
+                else:
+                    new = delta + ALPHA * (z - delta) + (1 - ALPHA) * (delta - prev)
+                    problem.project_(new)
+                prev, delta = delta, new
+            last = k == cfg.steps - 1
+            new_loss, new_grad, logits = problem.evaluate(delta, need_grad=not last)
+            dice = problem.track(delta, logits)
+            successes += (new_loss > loss).float()
+            loss = new_loss
+            if not last:
+                grad = new_grad
+            improved = loss > best_loss
+            best_loss = torch.where(improved, loss, best_loss)
+            best_delta[improved] = delta[improved]
+            if not last:
+                best_grad[improved] = grad[improved]
+            if k + 1 in checkpoints:
+                cond1 = successes < RHO * (k + 1 - last_ck)
+                cond2 = ~reduced_at_ck & (best_loss <= best_at_ck)
+                reduce = cond1 | cond2
+                eta = torch.where(reduce, eta / 2, eta)
+                delta[reduce] = best_delta[reduce]
+                prev[reduce] = best_delta[reduce]
+                grad[reduce] = best_grad[reduce]
+                loss = torch.where(reduce, best_loss, loss)
+                reduced_at_ck, best_at_ck = reduce, best_loss.clone()
+                successes.zero_()
+                last_ck = k + 1
+            _record(history, r, k + 1, new_loss, dice, step_size=eta)
+    return problem.output(history)

@@ -1,0 +1,177 @@
+"""Per-case attack losses on per-voxel logits, and the Dice used to pick iterates.
+
+Every loss takes logits ``(N, C, *spatial)`` and integer targets ``(N, *spatial)``
+(class indices, the reference labels or the clean prediction) and returns one
+value per case ``(N,)``: per-voxel losses are averaged over the case's voxels, so
+cases are independent and ``loss.sum()`` gives each case its own gradient. The
+attacks *maximize* these losses (untargeted: move away from the target).
+
+* ``"ce"`` - cross-entropy.
+* ``"dice"`` - soft Dice loss ``1 - mean_c softDice_c`` over foreground classes
+  (not per-voxel, so it takes no voxel weights).
+* ``"dlr"`` - Croce & Hein's difference-of-logits-ratio margin per voxel,
+  ``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)``; needs at least 3 classes.
+
+Voxel weights implement SegPGD (Gu et al. 2022: correctly classified voxels get
+``1 - lambda``, wrong ones ``lambda``, ``lambda = t / (2T)``) and CosPGD (Agnihotri
+et al. 2024: weight = cosine similarity of the softmax and the one-hot target).
+
+torch is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+LOSSES = ("ce", "dice", "dlr")
+WEIGHTINGS = (None, "segpgd", "cospgd")
+
+
+def _case_mean(values: torch.Tensor) -> torch.Tensor:
+    return values.reshape(values.shape[0], -1).mean(dim=1)
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor,
+                  weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-case mean of the (weighted) per-voxel cross-entropy.
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[0.0, 2.0], [0.0, -2.0]]])  # (N=1, C=2, 2 voxels)
+    >>> cross_entropy(z, torch.tensor([[1, 1]])).shape
+    torch.Size([1])
+    """
+    import torch.nn.functional as F
+
+    per_voxel = F.cross_entropy(logits.float(), target, reduction="none")
+    if weights is not None:
+        per_voxel = per_voxel * weights
+    return _case_mean(per_voxel)
+
+
+def soft_dice_loss(logits: torch.Tensor, target: torch.Tensor,
+                   weights: torch.Tensor | None = None, smooth: float = 1e-5) -> torch.Tensor:
+    """``1 -`` mean soft Dice over foreground classes, per case.
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[-9.0, 9.0], [9.0, -9.0]]])  # perfect prediction of [1, 0]
+    >>> round(float(soft_dice_loss(z, torch.tensor([[1, 0]]))[0]), 3)
+    0.0
+    """
+    import torch
+
+    if weights is not None:
+        raise ValueError("the soft Dice loss takes no per-voxel weights (use 'ce' or 'dlr')")
+    c = logits.shape[1]
+    if c < 2:
+        raise ValueError("soft Dice needs at least 2 classes (background + foreground)")
+    prob = torch.softmax(logits.float(), dim=1).reshape(logits.shape[0], c, -1)
+    onehot = torch.nn.functional.one_hot(target.reshape(target.shape[0], -1), c)
+    onehot = onehot.permute(0, 2, 1).to(prob.dtype)
+    inter = (prob[:, 1:] * onehot[:, 1:]).sum(-1)
+    den = prob[:, 1:].sum(-1) + onehot[:, 1:].sum(-1)
+    dice = (2 * inter + smooth) / (den + smooth)
+    return 1.0 - dice.mean(dim=1)
+
+
+def dlr_loss(logits: torch.Tensor, target: torch.Tensor,
+             weights: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes).
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[3.0], [1.0], [0.0]]])  # C=3, one voxel, class 0 wins
+    >>> float(dlr_loss(z, torch.tensor([[0]]))[0])
+    -0.6666666865348816
+    """
+    import torch
+
+    if logits.shape[1] < 3:
+        raise ValueError(f"the DLR loss needs at least 3 classes, got {logits.shape[1]}")
+    z = logits.float()
+    srt, _ = z.sort(dim=1)
+    z_y = z.gather(1, target.unsqueeze(1)).squeeze(1)
+    top_is_y = (z.argmax(dim=1) == target)
+    other = torch.where(top_is_y, srt[:, -2], srt[:, -1])
+    per_voxel = -(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12)
+    if weights is not None:
+        per_voxel = per_voxel * weights
+    return _case_mean(per_voxel)
+
+
+def get_loss(name: str) -> Any:
+    """The loss function called ``name`` (one of :data:`LOSSES`).
+
+    Examples
+    --------
+    >>> get_loss("ce").__name__
+    'cross_entropy'
+    """
+    table = {"ce": cross_entropy, "dice": soft_dice_loss, "dlr": dlr_loss}
+    if name not in table:
+        raise ValueError(f"unknown loss {name!r}: use one of {', '.join(LOSSES)}")
+    return table[name]
+
+
+def voxel_weights(kind: str | None, logits: torch.Tensor, target: torch.Tensor,
+                  step: int, steps: int) -> torch.Tensor | None:
+    """SegPGD / CosPGD per-voxel weights (detached), or ``None``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[0.0, 5.0], [5.0, 0.0]]])  # voxel 0 -> class 1, voxel 1 -> class 0
+    >>> voxel_weights("segpgd", z, torch.tensor([[1, 1]]), step=0, steps=10).tolist()
+    [[1.0, 0.0]]
+    """
+    import torch
+
+    if kind is None:
+        return None
+    with torch.no_grad():
+        if kind == "segpgd":
+            lam = step / (2.0 * max(steps, 1))
+            correct = logits.argmax(dim=1) == target
+            return torch.where(correct, 1.0 - lam, lam).float()
+        if kind == "cospgd":
+            prob = torch.softmax(logits.float(), dim=1)
+            onehot = torch.nn.functional.one_hot(target, logits.shape[1]).movedim(-1, 1)
+            return torch.nn.functional.cosine_similarity(prob, onehot.float(), dim=1)
+    raise ValueError(f"unknown weighting {kind!r}: use one of segpgd, cospgd")
+
+
+def case_dice(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean hard Dice over foreground classes per case, from logits (argmax).
+
+    Classes absent from both the target and the prediction are skipped; a case
+    with no foreground anywhere scores 1.
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[5.0, 5.0, 0.0, 0.0], [0.0, 0.0, 5.0, 5.0]]])  # pred [0,0,1,1]
+    >>> case_dice(z, torch.tensor([[0, 1, 1, 1]])).tolist()
+    [0.800000011920929]
+    """
+    import torch
+
+    n, c = logits.shape[:2]
+    pred = logits.argmax(dim=1).reshape(n, -1)
+    tgt = target.reshape(n, -1).to(pred.dtype)
+    offset = (torch.arange(n, device=pred.device) * c * c)[:, None]
+    counts = torch.bincount((offset + tgt * c + pred).reshape(-1), minlength=n * c * c)
+    cm = counts.reshape(n, c, c).double()
+    tp = torch.diagonal(cm, dim1=1, dim2=2)[:, 1:]
+    den = cm.sum(dim=2)[:, 1:] + cm.sum(dim=1)[:, 1:]
+    present = den > 0
+    dice = torch.where(present, 2 * tp / den.clamp(min=1), torch.zeros_like(den))
+    k = present.sum(dim=1)
+    out = torch.where(k > 0, dice.sum(dim=1) / k.clamp(min=1), torch.ones_like(dice[:, 0]))
+    return out.float()

@@ -1,0 +1,149 @@
+"""Attack target for promptable propagation (built-in model, MedSAM2, any backend).
+
+The attack variable is the stack of normalized frames the backend's
+``preprocess`` returns (``(n, H, W)`` or ``(n, H, W, C)``), with the prompts
+fixed. Gradients flow through the whole propagation chain: each slice's mask is
+fed (soft) to the next step, in both directions for volumes
+(``chain="full"``, the only mode the backend protocol offers; a per-slice mode
+with the clean previous mask needs a backend hook and is not provided).
+
+Per-structure foreground probabilities ``p_k`` become logits
+``(1, K + 1, n, H, W)``: background 0 and ``logit(p_k)`` for structure ``k``,
+so that with one structure the softmax gives back ``(1 - p, p)`` exactly.
+Class index ``i`` is the ``i``-th prompted label id in increasing order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_segeval.io.case import Case
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+LOGIT_EPS = 1e-6
+
+
+class PromptTarget:
+    """A case, fixed box prompts and a promptable model, as ``forward(x) -> logits``.
+
+    Parameters
+    ----------
+    model : PromptableModel
+        A backend (:class:`~napari_segeval.models.builtin_prompt.BuiltinPromptModel`, MedSAM2).
+    case : Case
+        Volume or video (and optional reference labels).
+    prompts : list of Box
+        One box per structure.
+    mode : {"volume", "video"}, optional
+        Default: ``"video"`` for videos, else ``"volume"``.
+    window : str or (float, float), optional
+        CT window for the backend's preprocessing.
+    keep_largest, stop_when_empty, threshold
+        As :func:`napari_segeval.propagation.propagate_case`.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> from napari_segeval.prompts.from_labels import boxes_from_labels
+    >>> case = make_ct_case(3, shape=(8, 32, 32))
+    >>> t = PromptTarget(ThresholdPromptModel(), case, boxes_from_labels(case.labels, [1]))
+    >>> t.num_classes, t.raw_per_normalized_unit
+    (2, 400.0)
+    """
+
+    kind = "promptable"
+
+    def __init__(self, model: Any, case: Case, prompts: list, *, mode: str | None = None,
+                 window: Any = None, keep_largest: bool = True, stop_when_empty: bool = True,
+                 threshold: float = 0.5) -> None:
+        if not prompts:
+            raise ValueError("a promptable attack needs at least one box prompt")
+        self.model, self.case, self.prompts = model, case, list(prompts)
+        self.mode = mode or ("video" if case.is_video else "volume")
+        self.window = window
+        self.keep_largest, self.stop_when_empty = keep_largest, stop_when_empty
+        self.threshold = float(threshold)
+        frames = model.preprocess(case.image, case.modality, window)
+        self.x = frames[None].float().to(model.device)
+        info = model.normalize_info(case.modality, window, case.image)
+        self.norm_info = info
+        self.valid_range = (float(info.valid_min), float(info.valid_max))
+        self.raw_per_normalized_unit = float(info.raw_per_normalized_unit)
+        self.label_ids = sorted(int(b.label) for b in self.prompts)
+        self.num_classes = len(self.label_ids) + 1
+        self.structures = {lab: case.structure_name(lab) for lab in self.label_ids}
+
+    def _propagate(self, frames: Any, grad: bool):
+        from napari_segeval.propagation import propagate_case
+
+        return propagate_case(self.model, frames, self.prompts, mode=self.mode,
+                              keep_largest=self.keep_largest,
+                              stop_when_empty=self.stop_when_empty,
+                              threshold=self.threshold, grad=grad)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``."""
+        import torch
+
+        if x.shape[0] != 1:
+            raise ValueError("promptable targets attack one case at a time")
+        res = self._propagate(x[0], grad=torch.is_grad_enabled())
+        if res.tensors:
+            probs = [res.tensors[lab] for lab in self.label_ids]
+        else:
+            probs = [torch.as_tensor(res.probabilities[lab], device=x.device)
+                     for lab in self.label_ids]
+        fg = torch.logit(torch.stack(probs).float(), eps=LOGIT_EPS)
+        return torch.cat([torch.zeros_like(fg[:1]), fg])[None]
+
+    def reference_target(self) -> torch.Tensor | None:
+        """Reference labels as class indices ``(1, n, H, W)`` (other labels: background)."""
+        import torch
+
+        if self.case.labels is None:
+            return None
+        lab = np.asarray(self.case.labels)
+        out = np.zeros(lab.shape, np.int64)
+        for i, lid in enumerate(self.label_ids, start=1):
+            out[lab == lid] = i
+        return torch.from_numpy(out)[None].to(self.x.device)
+
+    def labels(self, logits: torch.Tensor) -> np.ndarray:
+        """Label map (label ids) the way propagation merges it (largest component, overlaps)."""
+        import torch
+
+        from napari_segeval.propagation import merge_structures
+
+        with torch.no_grad():
+            prob = torch.sigmoid(logits.detach()[0, 1:].float()).cpu().numpy()
+        return merge_structures({lab: prob[i] for i, lab in enumerate(self.label_ids)},
+                                threshold=self.threshold, keep_largest=self.keep_largest)
+
+    def perturbation_raw(self, delta: torch.Tensor) -> np.ndarray:
+        """``delta`` in raw units on the case's grid (channel mean for grey images)."""
+        d = delta.detach()[0].float().cpu().numpy() * self.raw_per_normalized_unit
+        image_nd = np.asarray(self.case.image).ndim
+        if d.ndim == image_nd + 1:
+            d = d.mean(axis=-1)
+        return d.astype(np.float32)
+
+    def describe(self) -> dict:
+        """Target settings for the record."""
+        return {
+            "kind": self.kind,
+            "model": getattr(self.model, "name", type(self.model).__name__),
+            "mode": self.mode,
+            "chain": "full",
+            "prompts": [{"label": b.label, "index": b.index, "box": [b.y0, b.x0, b.y1, b.x1]}
+                        for b in self.prompts],
+            "window": self.window,
+            "normalization": self.norm_info.description,
+            "keep_largest": self.keep_largest,
+            "stop_when_empty": self.stop_when_empty,
+            "threshold": self.threshold,
+        }

@@ -1,0 +1,89 @@
+"""Robustness summary: Dice drop per structure and the "robust case" rule.
+
+A case is *robust* to an attack when its attacked Dice (mean over its
+structures) stays above ``factor`` (0.5) times the task's mean clean Dice
+(Daza et al. 2021). The threshold is computed **once per task** from the clean
+Dice of every case and reused unchanged for every attack; it is never
+re-multiplied per attack (a bug of the published code).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+
+def _nanmean(values: Iterable[float]) -> float:
+    arr = np.asarray([v for v in values if v is not None], dtype=float)
+    arr = arr[np.isfinite(arr)]
+    return float(arr.mean()) if arr.size else float("nan")
+
+
+def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
+    """``factor`` x mean over cases of the per-case mean clean Dice.
+
+    Each (case, structure) clean Dice counts once, however many attacks list it.
+
+    Examples
+    --------
+    >>> recs = [{"case": "a", "label": 1, "clean": 0.8}, {"case": "a", "label": 2, "clean": 0.6},
+    ...         {"case": "b", "label": 1, "clean": 1.0}]
+    >>> round(task_threshold(recs), 3)
+    0.425
+    """
+    clean: dict[str, dict] = {}
+    for r in records:
+        clean.setdefault(str(r["case"]), {})[r["label"]] = r["clean"]
+    per_case = [_nanmean(d.values()) for d in clean.values()]
+    return float(factor) * _nanmean(per_case)
+
+
+def robustness_summary(records: Iterable[Mapping], factor: float = 0.5,
+                       threshold: float | None = None) -> dict:
+    """Per (case, condition): Dice drop per structure and robust flag; robust fraction.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        ``{case, condition, label, clean, attacked}`` rows (e.g. from
+        :meth:`~napari_segeval.attacks.run.AttackResult.dice_records`), all from
+        one task.
+    factor : float
+        Fraction of the mean clean Dice an attacked case must keep.
+    threshold : float, optional
+        A threshold computed earlier for this task (default: from ``records``).
+
+    Returns
+    -------
+    dict
+        ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``,
+        ``mean_attacked``, ``drop`` per label, ``robust``) and ``robust_fraction``
+        per condition.
+
+    Examples
+    --------
+    >>> recs = [{"case": "a", "condition": "pgd", "label": 1, "clean": 0.9, "attacked": 0.2},
+    ...         {"case": "b", "condition": "pgd", "label": 1, "clean": 0.7, "attacked": 0.6}]
+    >>> s = robustness_summary(recs)
+    >>> s["threshold"], [c["robust"] for c in s["cases"]], s["robust_fraction"]
+    (0.4, [False, True], {'pgd': 0.5})
+    """
+    records = list(records)
+    thr = task_threshold(records, factor) if threshold is None else float(threshold)
+    groups: dict[tuple[str, str], list] = {}
+    for r in records:
+        groups.setdefault((str(r["case"]), str(r["condition"])), []).append(r)
+    cases, per_cond = [], {}
+    for (case, cond), rows in groups.items():
+        mean_clean = _nanmean(r["clean"] for r in rows)
+        mean_att = _nanmean(r["attacked"] for r in rows)
+        robust = bool(math.isfinite(mean_att) and mean_att > thr)
+        drop = {r["label"]: float(r["clean"]) - float(r["attacked"]) for r in rows}
+        cases.append({"case": case, "condition": cond, "mean_clean": mean_clean,
+                      "mean_attacked": mean_att, "drop": drop, "robust": robust})
+        per_cond.setdefault(cond, []).append(robust)
+    fraction = {c: float(np.mean(v)) for c, v in per_cond.items()}
+    return {"threshold": thr, "factor": float(factor), "cases": cases,
+            "robust_fraction": fraction}

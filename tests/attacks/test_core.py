@@ -1,0 +1,164 @@
+import threading
+from itertools import pairwise
+
+import numpy as np
+import pytest
+import torch
+
+from napari_segeval._cancel import Cancelled
+from napari_segeval.attacks.core import (
+    ATTACKS,
+    AttackConfig,
+    per_case_norm,
+    run_attack,
+    total_evaluations,
+)
+from napari_segeval.attacks.losses import case_dice
+
+EPS = {"linf": 0.07, "l2": 1.3}  # not exact in float32: the bound must still hold
+
+
+def _clean_dice(net, x, target):
+    with torch.no_grad():
+        return case_dice(net(x), target)
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("norm", ["linf", "l2"])
+def test_perturbation_never_exceeds_epsilon(toy, attack, norm):
+    net, x, target = toy
+    eps = EPS[norm]
+    cfg = AttackConfig(attack, eps=eps, norm=norm, steps=6, restarts=2, seed=3)
+    out = run_attack(net, x, target, cfg)
+    assert (per_case_norm(out.delta.double(), norm) <= eps).all()
+    assert out.delta.shape == x.shape
+    # the returned logits and Dice belong to x + delta
+    with torch.no_grad():
+        assert torch.allclose(net(x + out.delta), out.logits, atol=1e-5)
+    assert torch.allclose(case_dice(out.logits, target), out.dice)
+
+
+@pytest.mark.parametrize("attack", ["pgd", "apgd-ce", "noise-uniform"])
+def test_clamp_keeps_inputs_in_the_valid_range(toy, attack):
+    net, x, target = toy
+    lo, hi = -0.5, 0.8
+    xc = x.clamp(lo, hi)
+    out = run_attack(net, xc, target, AttackConfig(attack, eps=0.3, steps=4, clamp=(lo, hi)))
+    adv = xc + out.delta
+    assert adv.min() >= lo - 1e-6 and adv.max() <= hi + 1e-6
+    assert out.delta.abs().max() <= 0.3
+
+
+def test_clamp_lets_voxels_outside_the_range_keep_their_clean_value(toy):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig("pgd", eps=0.1, steps=3, clamp=(-0.1, 0.1)))
+    adv = x + out.delta
+    assert (adv >= torch.minimum(x, torch.tensor(-0.1)) - 1e-6).all()
+    assert (adv <= torch.maximum(x, torch.tensor(0.1)) + 1e-6).all()
+
+
+@pytest.mark.parametrize("attack", ["fgsm", "pgd", "apgd-ce", "apgd-dlr"])
+def test_attacked_dice_not_above_clean(toy, attack):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig(attack, eps=0.3, steps=8, random_start=False))
+    clean = _clean_dice(net, x, target)
+    assert (out.dice <= clean + 1e-7).all()
+    assert out.dice.mean() < clean.mean()
+
+
+def test_larger_epsilon_lowers_dice_on_average(toy):
+    net, x, target = toy
+    means = []
+    for eps in (0.02, 0.1, 0.3, 0.8):
+        means.append(float(run_attack(net, x, target, AttackConfig("pgd", eps=eps, steps=8)).dice.mean()))
+    assert all(b <= a for a, b in pairwise(means)), means
+    assert means[-1] < means[0] - 0.2
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_seeds_reproduce_results_exactly(toy, attack):
+    net, x, target = toy
+    cfg = {"eps": 0.2, "steps": 4, "restarts": 2}
+    a = run_attack(net, x, target, AttackConfig(attack, seed=7, **cfg))
+    b = run_attack(net, x, target, AttackConfig(attack, seed=7, **cfg))
+    assert torch.equal(a.delta, b.delta) and torch.equal(a.logits, b.logits)
+    assert a.history == b.history
+    if attack != "fgsm":  # FGSM has no randomness
+        c = run_attack(net, x, target, AttackConfig(attack, seed=8, **cfg))
+        assert not torch.equal(a.delta, c.delta)
+
+
+def test_pgd_costs_one_forward_and_one_backward_per_step(toy):
+    net, x, target = toy
+    calls = []
+
+    def forward(t):
+        calls.append(t.requires_grad)
+        return net(t)
+
+    done = []
+    cfg = AttackConfig("pgd", eps=0.1, steps=5, restarts=2)
+    out = run_attack(forward, x, target, cfg, progress=lambda d, t: done.append((d, t)))
+    assert (out.n_forward, out.n_backward) == (12, 10) == (len(calls), sum(calls))
+    assert done == [(i, total_evaluations(cfg)) for i in range(1, 13)]
+    assert [h["step"] for h in out.history] == list(range(6)) * 2
+
+
+def test_cancel_stops_the_attack(toy):
+    net, x, target = toy
+    ev = threading.Event()
+
+    def progress(done, total):
+        if done == 2:
+            ev.set()
+
+    with pytest.raises(Cancelled):
+        run_attack(net, x, target, AttackConfig("pgd", eps=0.1, steps=10), progress=progress,
+                   cancel=ev)
+
+
+def test_fgsm_linf_moves_every_voxel_with_a_gradient_by_eps(toy):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig("fgsm", eps=0.05))
+    mag = out.delta.abs()
+    assert torch.allclose(mag[mag > 0], torch.full_like(mag[mag > 0], 0.05))
+    assert (mag > 0).float().mean() > 0.9
+
+
+def test_keep_best_returns_the_lowest_dice_iterate(toy):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, restarts=2))
+    per_iter = np.array([h["dice"] for h in out.history])
+    assert np.allclose(out.dice.numpy(), per_iter.min(axis=0))
+    last = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, restarts=2,
+                                                   keep_best=False))
+    assert np.allclose(last.dice.numpy(), per_iter[-1])
+
+
+@pytest.mark.parametrize("weighting", ["segpgd", "cospgd"])
+@pytest.mark.parametrize("schedule", ["constant", "cosine", "step"])
+def test_weighted_losses_and_schedules_attack(toy, weighting, schedule):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, weighting=weighting,
+                                                  schedule=schedule, random_start=False))
+    assert out.dice.mean() < _clean_dice(net, x, target).mean()
+
+
+def test_config_validation_and_defaults():
+    assert AttackConfig("pgd", eps=0.1, steps=10).effective_step_size == pytest.approx(0.025)
+    assert AttackConfig("apgd-ce", eps=0.1).effective_step_size == pytest.approx(0.2)
+    assert AttackConfig("apgd-dlr", eps=0.1, loss="ce").loss == "dlr"
+    assert AttackConfig("fgsm", eps=0.1).to_dict()["step_size"] == pytest.approx(0.1)
+    for bad in ({"attack": "cw"}, {"norm": "l1"}, {"eps": -1.0}, {"steps": 0},
+                {"loss": "dice", "weighting": "segpgd"}, {"weighting": "x"}, {"clamp": (1, 0)},
+                {"schedule": "exp"}):
+        with pytest.raises(ValueError):
+            AttackConfig(**{"eps": 0.1, **bad})
+
+
+def test_gaussian_noise_uses_sigma_then_projects(toy):
+    net, x, target = toy
+    out = run_attack(net, x, target, AttackConfig("noise-gaussian", eps=10.0, sigma=0.01))
+    assert 0.005 < float(out.delta.std()) < 0.02
+    out = run_attack(net, x, target, AttackConfig("noise-gaussian", eps=0.01, sigma=1.0))
+    assert float(out.delta.abs().max()) == pytest.approx(0.01)

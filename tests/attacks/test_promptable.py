@@ -1,0 +1,103 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.phantoms.ct import make_ct_case
+from napari_segeval.prompts.from_labels import boxes_from_labels
+
+from .conftest import crop_case
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def ct_case():
+    return make_ct_case(3, shape=(10, 40, 40))
+
+
+def _mean(rows):
+    return float(np.mean([r["dice"] for r in rows]))
+
+
+def test_gradients_flow_through_the_propagation_chain(ct_case):
+    boxes = boxes_from_labels(ct_case.labels, [1])
+    t = PromptTarget(ThresholdPromptModel(), ct_case, boxes)
+    x = t.x.clone().requires_grad_(True)
+    logits = t.forward(x)
+    assert logits.shape == (1, 2, *ct_case.image.shape)
+    key = boxes[0].index
+    # a loss on the first slice reaches slices it only sees through the chain
+    logits[0, 1, 0].sum().backward()
+    per_slice = x.grad[0].abs().sum(dim=(1, 2))
+    assert per_slice[key] > 0 and per_slice[1] > 0
+
+
+def test_one_structure_logits_give_back_the_probability(ct_case):
+    from napari_segeval.propagation import propagate_case
+
+    boxes = boxes_from_labels(ct_case.labels, [1])
+    t = PromptTarget(ThresholdPromptModel(), ct_case, boxes)
+    with torch.no_grad():
+        logits = t.forward(t.x)
+    prob = torch.softmax(logits, 1)[0, 1].numpy()
+    ref = propagate_case(t.model, t.x[0], boxes).probabilities[1]
+    assert np.allclose(prob, np.clip(ref, 1e-6, 1 - 1e-6), atol=1e-5)
+    assert np.array_equal(t.labels(logits), propagate_case(t.model, t.x[0], boxes).labels)
+
+
+@pytest.mark.parametrize("attack", ["fgsm", "pgd", "apgd-ce", "noise-uniform"])
+def test_threshold_model_attacks_stay_in_budget(ct_case, attack):
+    boxes = boxes_from_labels(ct_case.labels, [1, 2])
+    t = PromptTarget(ThresholdPromptModel(), ct_case, boxes)
+    res = attack_case(t, AttackConfig(attack, eps=0.1, steps=3, random_start=False), clamp=True)
+    assert np.abs(res.perturbation_normalized).max() <= 0.1
+    assert res.budget.eps_raw == pytest.approx(40.0)  # abdomen window: 400 HU per unit
+    assert np.abs(res.perturbation).max() <= 40.0 * (1 + 1e-6)
+    adv = t.x[0].numpy() + res.perturbation_normalized
+    assert adv.min() >= -1e-6 and adv.max() <= 1 + 1e-6
+    assert res.params["target"]["chain"] == "full"
+    assert [r["label"] for r in res.attacked_rows] == [1, 2]
+    if attack != "noise-uniform":
+        assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
+
+
+def test_reference_target_maps_label_ids_to_classes(ct_case):
+    t = PromptTarget(ThresholdPromptModel(), ct_case, boxes_from_labels(ct_case.labels, [2, 4]))
+    ref = t.reference_target()[0].numpy()
+    assert set(np.unique(ref)) <= {0, 1, 2}
+    assert np.array_equal(ref == 1, ct_case.labels == 2)
+    assert np.array_equal(ref == 2, ct_case.labels == 4)
+
+
+def _builtin():
+    from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, BuiltinPromptModel
+
+    if not DEFAULT_WEIGHTS.is_file():
+        pytest.skip("built-in prompt weights not shipped in this checkout")
+    return BuiltinPromptModel(device="cpu")
+
+
+def test_builtin_prompt_on_the_bundled_ct_sample(sample_ct):
+    model = _builtin()
+    case = crop_case(sample_ct, (slice(14, 34), slice(None), slice(None)))
+    t = PromptTarget(model, case, boxes_from_labels(case.labels, [1, 2]))
+    res = attack_case(t, AttackConfig("pgd", eps=0.05, steps=2, random_start=False))
+    assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
+    assert np.abs(res.perturbation_normalized).max() <= 0.05
+
+
+def test_builtin_prompt_on_the_bundled_video():
+    from napari_segeval.io import read_case
+
+    pytest.importorskip("av")
+    model = _builtin()
+    case = read_case(SAMPLES / "video" / "echo_001.mp4", SAMPLES / "video" / "echo_001_labels.nii.gz")
+    t = PromptTarget(model, case, boxes_from_labels(case.labels, [1], mode="video"))
+    assert t.mode == "video"
+    res = attack_case(t, AttackConfig("fgsm", eps=0.05))
+    assert res.budget.eps_raw == pytest.approx(0.05 * 255)
+    assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
