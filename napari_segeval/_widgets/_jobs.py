@@ -136,8 +136,4 @@ def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, s
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
     """Raw units (HU, grey levels) per normalized unit of ``model`` for this image."""
-    try:
-        info = model.normalize_info(modality, window, image)
-    except TypeError:
-        info = model.normalize_info(modality, window)
-    return float(info.raw_per_normalized_unit)
+    return float(model.normalize_info(modality, window, image).raw_per_normalized_unit)

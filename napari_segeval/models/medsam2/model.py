@@ -22,6 +22,7 @@ from napari_segeval.inference.windowing import (
     apply_window,
     mr_clip,
     parse_window,
+    window_bounds,
 )
 from napari_segeval.models.base import NormalizeInfo, Order
 from napari_segeval.prompts.box import Box
@@ -121,17 +122,24 @@ class MedSAM2Model:
         std = np.asarray(IMAGENET_STD, dtype=np.float32)
         return torch.from_numpy(((rgb.astype(np.float32) / 255.0 - mean) / std).astype(np.float32))
 
-    def normalize_info(self, modality: str, window: Any = None) -> NormalizeInfo:
-        """Raw units per normalized unit (smallest ImageNet std) and the valid range."""
+    def normalize_info(
+        self, modality: str, window: Any = None, image: np.ndarray | None = None
+    ) -> NormalizeInfo:
+        """Raw units per normalized unit (smallest ImageNet std) and the valid range.
+
+        CT: the window width spans 0..255; MR/PET: the 0.5-99.5 percentile span of
+        the non-zero voxels of ``image`` (required); other modalities: 255 grey levels.
+        """
         lo = min((0.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         hi = max((1.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
+        raw_lo, raw_hi = window_bounds(modality, window, image)
+        per = (raw_hi - raw_lo) * min(IMAGENET_STD)
         if modality.lower() in _CT:
             level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-            per = width * min(IMAGENET_STD)
             desc = f"CT window W={width:g} L={level:g} -> 0..255 -> ImageNet (std {min(IMAGENET_STD)})"
         else:
-            per = 255.0 * min(IMAGENET_STD)
-            desc = "grey levels 0..255 (after MR percentile clip) -> ImageNet normalization"
+            desc = (f"raw {raw_lo:g}..{raw_hi:g} -> 0..255 -> ImageNet normalization "
+                    f"(std {min(IMAGENET_STD)})")
         return NormalizeInfo(per, lo, hi, desc)
 
     # -- inference -------------------------------------------------------
