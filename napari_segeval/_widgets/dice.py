@@ -130,6 +130,7 @@ class DicePanel(QWidget):
 
         self._unhook()
         self.live, self.surface, self._pending = {}, {}, {}
+        self._seen: set[int] = set()
         ref = self.state.reference
         problems = []
         if ref is not None:
@@ -219,10 +220,25 @@ class DicePanel(QWidget):
         else:
             surf = {"clean": self.surface.get("clean") if "clean" in self.live else
                     self.surface.get("attacked"), "attacked": self.surface.get("attacked")}
-            self.records = compare_rows(clean.table(), None if attacked is None else
-                                        attacked.table(), surface=surf)
+            records = compare_rows(clean.table(), None if attacked is None else
+                                   attacked.table(), surface=surf)
+            self.records = self._in_play(records)
         self._fill_table()
         self.refresh_plot()
+
+    def _in_play(self, records: list[dict]) -> list[dict]:
+        """Rows of structures some prediction has segmented since the layers were bound.
+
+        A structure nobody prompted would otherwise show as a red Dice of 0; once a
+        structure has been predicted its row stays, even if it is erased again. With
+        no prediction at all every structure is listed.
+        """
+        for rec in records:
+            conds = [rec["clean"]] + ([rec["attacked"]] if rec["attacked"] else [])
+            if any(c.get("volume_pred_ml", 0) > 0 for c in conds):
+                self._seen.add(rec["label"])
+        shown = [rec for rec in records if rec["label"] in self._seen]
+        return shown or records
 
     def headers(self) -> list[str]:
         """Column titles of the table."""
