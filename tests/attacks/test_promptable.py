@@ -74,10 +74,8 @@ def test_reference_target_maps_label_ids_to_classes(ct_case):
 
 
 def _builtin():
-    from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, BuiltinPromptModel
+    from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 
-    if not DEFAULT_WEIGHTS.is_file():
-        pytest.skip("built-in prompt weights not shipped in this checkout")
     return BuiltinPromptModel(device="cpu")
 
 

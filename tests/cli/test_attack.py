@@ -105,10 +105,6 @@ def test_refusals(files):
 
 def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys):
     pytest.importorskip("av")
-    from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS
-
-    if not DEFAULT_WEIGHTS.is_file():
-        pytest.skip("built-in prompt weights not shipped in this checkout")
     args = _parse([str(SAMPLES / "video" / "echo_001.mp4"), "--labels",
                    str(SAMPLES / "video" / "echo_001_labels.nii.gz"), "--model", "builtin-prompt",
                    "--structure", "1", "--attack", "fgsm", "--eps-raw", "8",

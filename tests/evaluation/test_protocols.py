@@ -113,10 +113,6 @@ def test_msd_robust_unknown_attack_fails_cases_with_reason(msd_task, tmp_path):
 
 
 def test_msd_robust_fgsm_through_attacks_module(tmp_path):
-    from napari_segeval.models.dense import BUILTIN
-
-    if not BUILTIN["builtin-ct"].is_file():
-        pytest.skip("built-in CT weights not shipped in this checkout")
     from napari_segeval.io import write_image, write_labels
     from napari_segeval.phantoms.ct import make_ct_case
 
@@ -148,8 +144,14 @@ def test_uncertainty_protocol_scores_and_filters(tmp_path):
     assert all(0.0 <= float(x["uncertainty"]) <= 1.0 for x in rows)
     s = r.summary["results"]
     assert s["background_included"] is True and "all labelled cases" in s["note"]
-    assert [len(f["removed"]) for f in s["filtering"]] == [0, 1, 1]
-    assert s["filtering"][0]["dice"] == pytest.approx(100.0)
+    assert s["uncertainty_score"] == "auv"
+    assert s["unfiltered"]["dice"] == pytest.approx(100.0) and s["unfiltered"]["n_cases"] == 5
+    # round half up: 5% of 5 cases is 0.25 -> 0 removed, 10% is 0.5 -> 1 removed
+    assert sorted(s["filtered"]) == ["0.05", "0.10"]
+    assert [len(s["filtered"][k]["removed"]) for k in ("0.05", "0.10")] == [0, 1]
+    top = max(rows, key=lambda x: float(x["uncertainty"]))["case"]
+    assert s["filtered"]["0.10"]["removed"] == [top] and s["filtered"]["0.10"]["n_cases"] == 4
+    assert s["dice_vs_uncertainty"]["n"] == 5
 
 
 def test_uncertainty_uses_published_test_split():

@@ -41,3 +41,24 @@ def test_overlay_colours_foreground_only():
     lab[1, 1] = 2
     rgb = _figures.overlay(img, lab, min_size=3)
     assert rgb[0, 0].tolist() == [100, 100, 100] and rgb[1, 1].tolist() != [100, 100, 100]
+
+
+def test_dice_against_uncertainty_section_states_the_correlation():
+    rows = [{"case": f"c{i}", "condition": "clean", "structure": s, "dice": d,
+             "uncertainty": 1.0 - d}
+            for i, d in enumerate([0.9, 0.5, 0.7, 0.2]) for s in ("background", "organ")]
+    for r in rows:
+        if r["structure"] == "background":
+            r["dice"] = 0.99  # background is left out of the per-case Dice
+    html = report._dice_vs_uncertainty(rows)
+    assert "n = 4" in html and "Pearson r = -1.000" in html and "-1.000" in html
+    assert "foreground structures" in html and 'src="data:image/png;base64,' in html
+    assert report._dice_vs_uncertainty([{k: v for k, v in r.items() if k != "uncertainty"}
+                                        for r in rows]) == ""
+
+
+def test_uncertainty_report_has_the_scatter(msd_task, tmp_path):
+    out = tmp_path / "out"
+    run_evaluation(msd_task, "uncertainty", out, params={"model": TOY}, workers=1)
+    page = (out / "report.html").read_text()
+    assert "Dice against uncertainty" in page and "Spearman" in page

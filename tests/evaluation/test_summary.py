@@ -85,7 +85,7 @@ def test_cross_validation_matches_kfold_summary():
     assert cv["recall"]["average"]["std"] == 0.0
 
 
-def test_uncertainty_filtering_removes_ceil_fraction():
+def test_uncertainty_filtering_removes_rounded_fraction():
     rows = []
     for i in range(20):
         d = 0.5 if i < 2 else 0.9

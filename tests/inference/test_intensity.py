@@ -59,10 +59,7 @@ def test_invalid_inputs():
 
 
 def test_stats_from_task_folder(tmp_path):
-    pytest.importorskip("nibabel")
-    io = pytest.importorskip("napari_segeval.io")
-    if not hasattr(io, "read_case") or not hasattr(io, "write_labels"):
-        pytest.skip("napari_segeval.io reader/writer not available")
+    from napari_segeval import io
     from napari_segeval.io.case import Geometry
 
     (tmp_path / "imagesTr").mkdir()
@@ -70,7 +67,7 @@ def test_stats_from_task_folder(tmp_path):
     geom = Geometry.identity(3)
     img = np.arange(64, dtype=np.int16).reshape(4, 4, 4)
     lab = (img >= 32).astype(np.uint8)
-    io.write_labels(tmp_path / "imagesTr" / "a.nii.gz", img, geom)
+    io.write_image(tmp_path / "imagesTr" / "a.nii.gz", img, geom)
     io.write_labels(tmp_path / "labelsTr" / "a.nii.gz", lab, geom)
     (tmp_path / "dataset.json").write_text(json.dumps(
         {"training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]}))

@@ -134,3 +134,35 @@ def test_bad_arguments():
         propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2), Box(1, 1, 3, 3)])
     with pytest.raises(ValueError, match="at least one"):
         propagate_case(ThresholdPromptModel(), _tube(), [])
+
+
+def _faint_end(n=9):
+    frames = _tube(n)
+    frames[6:, 3:7, 2:6] = 0.53  # past slice 5 the "object" is barely above the level
+    return frames
+
+
+def test_confidence_stop_cuts_low_confidence_tail():
+    box = Box(3, 2, 7, 6, index=2)
+    plain = propagate_case(ThresholdPromptModel(), _faint_end(), [box])
+    assert (plain.labels[6] == 1).sum() == 16  # without the rule the faint slice is kept
+    cut = propagate_case(ThresholdPromptModel(), _faint_end(), [box], min_confidence=0.8)
+    assert np.all((cut.labels[:6] == 1).sum(axis=(1, 2)) == 16)
+    assert not cut.labels[6:].any() and not cut.probabilities[1][6:].any()
+    assert cut.params["min_confidence"] == 0.8 and plain.params["min_confidence"] is None
+
+
+def test_confidence_stop_never_cuts_key_and_keeps_gradient():
+    import torch
+
+    from napari_segeval.propagation import confidence_stop
+
+    p = torch.full((3, 2, 2), 0.6)
+    assert confidence_stop(p, 0.9) == 1  # the key frame always stays
+    assert confidence_stop(torch.zeros(3, 2, 2), 0.9) == 3  # empty frames do not stop
+    frames = torch.tensor(_faint_end(), requires_grad=True)
+    out = propagate_structure(ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2),
+                              grad=True, min_confidence=0.8)
+    assert not out[6:].detach().any()
+    out[:6].sum().backward()
+    assert frames.grad[0].abs().sum() > 0 and frames.grad[5].abs().sum() > 0

@@ -1,0 +1,65 @@
+"""The Uncertainty action: heat-map layer from a worker, per-structure column in the Dice panel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_segeval._widgets._jobs import uncertainty
+from napari_segeval._widgets.dice import UNC_HEADER, DicePanel
+from napari_segeval.uncertainty import structure_scores
+
+from .conftest import wait_job
+
+
+def test_dice_panel_shows_uncertainty_beside_dice(small_case, qtbot):
+    viewer, state, prediction = small_case
+    state.set_prediction("clean", prediction)
+    panel = DicePanel(viewer, state)
+    qtbot.addWidget(panel)
+    assert UNC_HEADER not in panel.headers()
+    state.set_uncertainty({1: 0.25, 2: 0.5})
+    heads = panel.headers()
+    assert heads[heads.index("Dice") + 1] == UNC_HEADER
+    assert panel.cell(1, UNC_HEADER) == "0.250" and panel.cell(2, UNC_HEADER) == "0.500"
+    assert panel.table.columnCount() == len(heads)
+    # a new clean prediction makes the old scores meaningless: the column goes away
+    prediction.data = np.zeros_like(prediction.data)
+    assert state.uncertainty == {} and UNC_HEADER not in panel.headers()
+
+
+def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notifications):
+    viewer, w = ct_viewer
+    w.state.set_current(1)
+    box = w.prompt.box_from_reference()
+    w.prompt.run()
+    wait_job(qtbot, w.prompt.runner)
+    pred = w.state.predictions["clean"]
+    w.prompt.samples.setValue(3)
+    w.prompt.uncertainty_button.click()
+    wait_job(qtbot, w.prompt.runner)
+    assert w.prompt.runner.last_error is None, notifications()
+    layer = viewer.layers["ct uncertainty"]
+    assert layer._type_string == "image" and layer.colormap.name == "inferno"
+    assert layer.opacity == pytest.approx(0.6) and str(layer.blending) == "additive"
+    assert tuple(layer.scale) == tuple(w.state.reference.scale)
+    assert layer.data.shape == w.state.image.data.shape
+    assert 0.0 <= float(layer.data.min()) and float(layer.data.max()) <= 1.0
+    assert float(layer.data.max()) > 0.0  # box jitter makes the boundary uncertain
+    # the worker ran the core function: same map, same per-structure scores
+    _, umap, scores = uncertainty(w.prompt.spec(), (w.state.model_key, w.state.model),
+                                  w.state.image.data, "CT", [box], "volume", pred.data,
+                                  w.state.structures, n_samples=3)
+    np.testing.assert_allclose(layer.data, umap, atol=1e-6)
+    rows = structure_scores(umap, pred.data, w.state.structures)
+    assert scores == {r["label"]: r["auv"] for r in rows}
+    assert float(w.dice.cell(1, UNC_HEADER)) == pytest.approx(scores[1], abs=5e-4)
+    assert np.isnan(scores[2])  # the spleen was not prompted, so not predicted: no score
+
+
+def test_uncertainty_without_prompts_shows_an_error(ct_viewer, notifications):
+    viewer, w = ct_viewer
+    w.prompt.uncertainty_button.click()
+    assert not w.prompt.runner.running
+    assert "ct uncertainty" not in viewer.layers
+    assert any("uncertainty failed" in m and "no box prompt" in m for m in notifications())

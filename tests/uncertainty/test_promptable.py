@@ -1,0 +1,59 @@
+"""Prompt-jitter uncertainty with the weight-free threshold model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from napari_segeval.models.threshold import ThresholdPromptModel  # noqa: E402
+from napari_segeval.propagation import propagate_case  # noqa: E402
+from napari_segeval.prompts import Box  # noqa: E402
+from napari_segeval.uncertainty import binary_entropy, prompt_tta  # noqa: E402
+
+
+def frames():
+    f = np.zeros((6, 24, 24), np.float32)
+    f[:, 6:18, 5:17] = 1.0
+    f[1:5, 19:23, 19:23] = 0.9
+    return f
+
+
+PROMPTS = [Box(8, 7, 16, 15, index=3, label=1), Box(19, 19, 23, 23, index=2, label=2)]
+
+
+def test_no_jitter_no_noise_gives_zero_variance_and_the_plain_prediction():
+    model = ThresholdPromptModel()
+    m = prompt_tta(model, frames(), PROMPTS, n_samples=4, jitter=0, noise_std=0.0)
+    assert m.n_samples == 4 and m.channels == (1, 2) and m.mean.shape == (2, 6, 24, 24)
+    assert float(m.variance.max()) == 0.0 and float(m.mutual_information.max()) == 0.0
+    plain = propagate_case(model, frames(), PROMPTS)
+    np.testing.assert_array_equal(m.labels, plain.labels)
+    np.testing.assert_allclose(m.structure_probability(2), plain.probabilities[2], atol=1e-6)
+    expected = np.maximum(binary_entropy(plain.probabilities[1]),
+                          binary_entropy(plain.probabilities[2]))
+    np.testing.assert_allclose(m.entropy, expected, atol=1e-5)
+
+
+def test_box_jitter_and_noise_give_variance():
+    model = ThresholdPromptModel()
+    jit = prompt_tta(model, frames(), PROMPTS, n_samples=6, jitter=3, noise_std=0.0, seed=1)
+    assert float(jit.variance.max()) > 0.01
+    assert len({tuple(map(tuple, b)) for b in jit.params["boxes"]}) > 1
+    noisy = prompt_tta(model, frames(), PROMPTS, n_samples=4, jitter=0, noise_std=0.3,
+                       clamp=(0.0, 1.0))
+    assert float(noisy.variance.max()) > 0.01
+    assert noisy.entropy.min() >= 0 and noisy.entropy.max() <= 1
+
+
+def test_progress_counts_every_step_and_validation():
+    calls = []
+    prompt_tta(ThresholdPromptModel(), frames(), PROMPTS[:1], n_samples=2,
+               progress=lambda d, t: calls.append((d, t)))
+    assert calls[-1][0] == calls[-1][1] and calls[-1][1] % 2 == 0
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    with pytest.raises(ValueError):
+        prompt_tta(ThresholdPromptModel(), frames(), [], n_samples=2)
+    with pytest.raises(ValueError):
+        prompt_tta(ThresholdPromptModel(), frames(), PROMPTS, n_samples=0)
