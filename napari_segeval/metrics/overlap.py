@@ -50,6 +50,25 @@ def _count_slab(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(combined[combined.astype(bool)], minlength=n * n)
 
 
+def _label_pair(
+    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validate two label maps of one shape; return them and the number of labels."""
+    ref = _as_labels(reference, "reference")
+    pred = _as_labels(prediction, "prediction")
+    if ref.shape != pred.shape:
+        raise GeometryMismatchError(
+            f"reference {ref.shape} and prediction {pred.shape} label maps differ in shape"
+        )
+    top = max(int(ref.max(initial=0)), int(pred.max(initial=0)))
+    n = top + 1 if n_labels is None else int(n_labels)
+    if top >= n:
+        raise InvalidLabelsError(f"label {top} does not fit n_labels={n}")
+    if n > MAX_LABELS:
+        raise InvalidLabelsError(f"{n} labels is more than the supported {MAX_LABELS}")
+    return ref, pred, n
+
+
 def confusion_matrix(
     reference: np.ndarray, prediction: np.ndarray, n_labels: int | None = None
 ) -> np.ndarray:
@@ -82,18 +101,7 @@ def confusion_matrix(
     >>> confusion_matrix(ref, pred).tolist()
     [[1, 1, 0], [0, 1, 1], [0, 0, 2]]
     """
-    ref = _as_labels(reference, "reference")
-    pred = _as_labels(prediction, "prediction")
-    if ref.shape != pred.shape:
-        raise GeometryMismatchError(
-            f"reference {ref.shape} and prediction {pred.shape} label maps differ in shape"
-        )
-    top = max(int(ref.max(initial=0)), int(pred.max(initial=0)))
-    n = top + 1 if n_labels is None else int(n_labels)
-    if top >= n:
-        raise InvalidLabelsError(f"label {top} does not fit n_labels={n}")
-    if n > MAX_LABELS:
-        raise InvalidLabelsError(f"{n} labels is more than the supported {MAX_LABELS}")
+    ref, pred, n = _label_pair(reference, prediction, n_labels)
     if ref.ndim == 0 or ref.size == 0:
         return np.zeros((n, n), np.int64)
     if not (ref.flags.c_contiguous and pred.flags.c_contiguous):

@@ -6,8 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from napari_segeval._errors import GeometryMismatchError, InvalidLabelsError
-from napari_segeval.metrics.overlap import MAX_LABELS, _as_labels, _empty_value
+from napari_segeval.metrics.overlap import _empty_value, _label_pair
 
 
 def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
@@ -48,16 +47,7 @@ def per_slice_counts(
     >>> per_slice_counts(ref, ref)[:, 1, 1].tolist()
     [4, 0]
     """
-    ref = _as_labels(reference, "reference")
-    pred = _as_labels(prediction, "prediction")
-    if ref.shape != pred.shape:
-        raise GeometryMismatchError(
-            f"reference {ref.shape} and prediction {pred.shape} label maps differ in shape"
-        )
-    top = max(int(ref.max(initial=0)), int(pred.max(initial=0)))
-    n = top + 1 if n_labels is None else int(n_labels)
-    if top >= n or n > MAX_LABELS:
-        raise InvalidLabelsError(f"labels up to {top} do not fit n_labels={n} (max {MAX_LABELS})")
+    ref, pred, n = _label_pair(reference, prediction, n_labels)
     ref = np.moveaxis(ref, axis, 0)
     pred = np.moveaxis(pred, axis, 0)
     from concurrent.futures import ThreadPoolExecutor
