@@ -100,6 +100,8 @@ def run_evaluation(
     if not chosen:
         raise SegEvalError(f"{source}: no case the protocol {proto.name} can evaluate "
                            "(it needs reference labels)")
+    if proto.prepare is not None:
+        proto.prepare(chosen, p, out)
     store.write_json(out / "cases.json", {"cases": [s.to_dict() for s in chosen]})
     todo = [s for s in chosen if not store.is_done(out, s.case_id)]
     done = len(chosen) - len(todo)

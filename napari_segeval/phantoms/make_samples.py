@@ -56,7 +56,7 @@ MSD_SHAPE = (32, 96, 96)
 #: Spacing of the MSD-style cases (varied like a real multi-scanner data set).
 MSD_SPACINGS = ((2.5, 1.4, 1.4), (3.0, 1.3, 1.3), (2.5, 1.5, 1.5),
                 (2.0, 1.4, 1.4), (3.0, 1.5, 1.5), (2.5, 1.3, 1.3))
-N_2D = 4
+N_2D = 20
 #: Outcome of :func:`check_samples` per file; the last three fail the check.
 OK_STATES = ("identical", "same content")
 

@@ -192,5 +192,6 @@ def test_cv5_2d_with_toy_model(tmp_path):
 
 def test_cv5_2d_without_model_says_so(tmp_path):
     root = isic_folder(tmp_path / "isic")
-    r = run_evaluation(root, "cv5-2d", tmp_path / "o", workers=1, report=False)
+    r = run_evaluation(root, "cv5-2d", tmp_path / "o", params={"model": None}, workers=1,
+                       report=False)
     assert r.n_failed == 5 and "needs a 2D model" in r.summary["failed"][0]["error"]

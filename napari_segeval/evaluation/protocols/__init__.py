@@ -77,6 +77,11 @@ class Protocol:
     layout_options : mapping
         Default options for :func:`~napari_segeval.evaluation.layouts.load_layout`
         (``{"camus_mode": "sequences"}`` for video protocols).
+    prepare : callable, optional
+        ``prepare(specs, params, output_dir) -> None``, run once in the calling
+        process after folds are assigned and before any case is dispatched (train
+        per-fold models ...). It may add JSON values to ``spec.meta``; the specs
+        are saved in ``cases.json`` afterwards and reach ``run_case``.
 
     Examples
     --------
@@ -94,6 +99,7 @@ class Protocol:
     select: Callable | None = None
     needs_folds: bool = False
     layout_options: Mapping[str, Any] = field(default_factory=dict)
+    prepare: Callable | None = None
 
     def resolve_params(self, overrides: Mapping[str, Any] | None = None) -> dict:
         """Defaults updated with ``overrides``; unknown names raise :class:`SegEvalError`."""

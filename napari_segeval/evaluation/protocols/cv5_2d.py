@@ -2,68 +2,233 @@
 
 Recipe (Borst et al. 2026; PROTOCOLS.md section 4): folds from the data set's
 published splits, else a seeded k-fold saved as ``splits.json``. Every case is
-scored by the model of its fold (``model`` may contain ``{fold}``, e.g. one
-checkpoint per fold, ``"runs/fold{fold}.pt"``). Dice (2|A∩B|/(|A|+|B|), not the
-published |A∪B| variant), IoU, recall and precision per class (background
-excluded unless ``include_background``; both-empty per ``empty``), averaged
-over classes within a fold, then mean +- std (ddof=1) over folds, in percent.
+scored by the model of its fold. Dice (2|A∩B|/(|A|+|B|), not the published
+|A∪B| variant), IoU, recall and precision per class (background excluded
+unless ``include_background``; both-empty per ``empty``), averaged over classes
+within a fold, then mean +- std (ddof=1) over folds, in percent.
 
-The model is a dense model reference (see
-:func:`napari_segeval.evaluation.protocols._common.dense_model`): anything with
-``segment(case, probabilities=False) -> result.labels`` works. No 2D built-in
-model ships yet, so ``model`` must be given.
+``model="builtin-2d"`` (the default) is honest cross-validation inside the
+protocol: before any case runs, :func:`prepare` trains a tiny 2D U-Net
+(:mod:`napari_segeval.models.unet2d`) per fold on the other folds' cases and
+saves it as ``OUTPUT/models/fold{k}.pt`` (atomically, with
+``fold{k}.json`` listing its training cases and recipe). A resumed run reuses a
+saved model whose fingerprint (training cases + recipe) matches and skips folds
+whose cases are all finished. Workers (local processes or Dask workers sharing
+the file system) load the fold's file with ``weights_only=True``; a case found
+among its model's training cases is refused. Training params: ``iterations``,
+``batch_size``, ``lr``, ``size`` (``[height, width]`` every image is resized to),
+``width`` (first-level channels), ``train_threads``; fold ``k`` trains with seed
+``seed + k``; ``device`` None trains and predicts on the CPU (deterministic).
+Classes = the largest label id of the structures (or training labels) + 1.
+
+Any other ``model`` is a dense model reference (see
+:func:`napari_segeval.evaluation.protocols._common.dense_model`; ``{fold}`` is
+replaced, e.g. ``"runs/fold{fold}.pt"``): anything with
+``segment(case, probabilities=False) -> result.labels`` works.
 """
 
 from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 
+BUILTIN = "builtin-2d"
+#: spec.meta key holding the fold model's file (set by :func:`prepare`).
+META_KEY = "cv5_2d_model"
+TRAIN_KEYS = ("iterations", "batch_size", "lr", "size", "width", "train_threads")
+
 DEFAULTS = {
-    "model": None,
+    "model": BUILTIN,
     "device": None,
     "folds": 5,
     "seed": 0,
     "include_background": False,
     "empty": "one",
+    "iterations": 300,
+    "batch_size": 4,
+    "lr": 0.003,
+    "size": [64, 80],
+    "width": 16,
+    "train_threads": 1,
 }
+
+
+def train_config(params: dict, fold: int):
+    """The :class:`~napari_segeval.models.unet2d.TrainConfig2D` of ``fold``.
+
+    Examples
+    --------
+    >>> train_config(PROTOCOL.resolve_params({"seed": 3}), 2).seed
+    5
+    """
+    from napari_segeval.models.unet2d import TrainConfig2D
+
+    return TrainConfig2D(iterations=int(params["iterations"]), batch_size=int(params["batch_size"]),
+                         lr=float(params["lr"]), size=tuple(int(v) for v in params["size"]),
+                         width=int(params["width"]), seed=int(params["seed"]) + int(fold),
+                         threads=int(params["train_threads"]))
+
+
+def _fingerprint(train: Sequence, num_classes: int, config) -> str:
+    from napari_segeval.models.unet2d import FORMAT_VERSION
+
+    blob = json.dumps({"v": FORMAT_VERSION, "k": num_classes, "config": config.to_dict(),
+                       "train": [[s.case_id, list(s.images), s.labels] for s in train]},
+                      sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _num_classes(train: Sequence, cases: Sequence) -> int:
+    ids = [int(k) for s in train for k in s.structures]
+    ids += [int(c.labels.max()) for c in cases]
+    return max(ids + [1]) + 1
+
+
+def _saved_fingerprint(path: Path) -> str | None:
+    side = path.with_suffix(".json")
+    if not (path.is_file() and side.is_file()):
+        return None
+    try:
+        return json.loads(side.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError):
+        return None
+
+
+def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike) -> dict:
+    """Train the built-in 2D U-Net on ``train`` (case specs) and save it at ``path``.
+
+    A model already at ``path`` with the same fingerprint is kept. Returns the
+    fold record written next to it (``fold{k}.json``): fold, training case ids,
+    recipe, number of classes, final loss, seconds, fingerprint.
+    """
+    from napari_segeval.evaluation import store
+    from napari_segeval.models.unet2d import train_unet2d
+
+    path = Path(path)
+    config = train_config(params, fold)
+    if not train:
+        raise SegEvalError(f"cv5-2d fold {fold}: no training cases")
+    cases = [C.load_case(s) for s in train]
+    k = _num_classes(train, cases)
+    fp = _fingerprint(train, k, config)
+    side = path.with_suffix(".json")
+    if _saved_fingerprint(path) == fp:
+        return store.read_json(side)
+    structures = {int(i): n for s in train for i, n in s.structures.items()}
+    model = train_unet2d([c.image for c in cases], [c.labels for c in cases], k, config,
+                         case_ids=[s.case_id for s in train], structures=structures,
+                         device=params.get("device") or "cpu")
+    model.save(path)
+    record = {"fold": int(fold), "model": path.name, "fingerprint": fp, "num_classes": k,
+              "train_cases": model.meta["train_cases"], "config": config.to_dict(),
+              "final_loss": model.meta["final_loss"],
+              "train_seconds": model.meta["train_seconds"], "device": model.meta["device"]}
+    store.write_json(side, record)
+    return record
+
+
+def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
+    """Train (or reuse) one built-in model per fold; point each case's spec at its fold's file.
+
+    Runs once in the calling process before cases are dispatched. Only folds with
+    unfinished cases are trained. Nothing to do for a user-given ``model``.
+    """
+    from napari_segeval.evaluation import store
+
+    if params.get("model") != BUILTIN:
+        return
+    out = Path(output_dir).absolute()
+    usable = [s for s in specs if s.labels and not s.error and s.fold is not None]
+    for fold in sorted({int(s.fold) for s in usable}):
+        test = [s for s in usable if int(s.fold) == fold]
+        path = out / "models" / f"fold{fold}.pt"
+        for s in test:
+            s.meta = {**s.meta, META_KEY: str(path)}
+        if all(store.is_done(out, s.case_id) for s in test):
+            continue
+        train_fold([s for s in usable if int(s.fold) != fold], fold, params, path)
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int, device: str | None):
+    from napari_segeval.models.unet2d import UNet2DModel
+
+    return UNet2DModel.load(path, device=device or "cpu")
+
+
+def fold_model(spec, params: dict):
+    """The model that scores ``spec``: its fold's built-in U-Net, or the ``model`` reference."""
+    ref = params.get("model")
+    if not ref:
+        raise SegEvalError("cv5-2d needs a 2D model: --param model=builtin-2d (trained per "
+                           "fold) or REF (a file, folder or module:factory; '{fold}' is replaced)")
+    if ref != BUILTIN:
+        return C.dense_model(str(ref).replace("{fold}", str(spec.fold)), params.get("device"))
+    path = spec.meta.get(META_KEY)
+    if not path or not Path(path).is_file():
+        raise SegEvalError(f"case {spec.case_id}: no trained builtin-2d model for fold "
+                           f"{spec.fold} ({path or 'prepare() did not run'}); run the protocol "
+                           "through run_evaluation / segeval evaluate, which trains one per fold")
+    model = _load(str(path), Path(path).stat().st_mtime_ns, params.get("device"))
+    if spec.case_id in model.meta["train_cases"]:
+        raise SegEvalError(f"case {spec.case_id} was a training case of {path}: refusing to "
+                           "score it with that model")
+    return model
 
 
 def run_case(spec, params: dict) -> CaseOutput:
     """Segment a 2D image with its fold's model and score every class."""
-    if not params.get("model"):
-        raise SegEvalError("cv5-2d needs a 2D model: --param model=REF "
-                           "(a file, folder or module:factory; '{fold}' is replaced)")
+    model = fold_model(spec, params)
     case = C.load_case(spec)
-    ref = str(params["model"]).replace("{fold}", str(spec.fold))
-    model = C.dense_model(ref, params.get("device"))
     res = D.segment(model, case, params)
     structures = dict(case.structures or getattr(model, "structures", {}) or {})
     if params["include_background"]:
         structures = {0: "background", **structures}
     rows = C.score(case.labels, res.labels, case.spacing, structures, "clean",
                    empty=str(params["empty"]), surface=False)
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}))
+    extra = {}
+    if params.get("model") == BUILTIN:
+        extra = {"model_file": f"models/{Path(spec.meta[META_KEY]).name}",
+                 "n_train": len(model.meta["train_cases"])}
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra)
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
-    """Per class and class-averaged mean +- std over folds, in percent."""
+    """Per class and class-averaged mean +- std over folds, in percent (+ the training recipe)."""
     from napari_segeval.evaluation.summary import cross_validation
 
-    return {"background_included": bool(params["include_background"]),
-            "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"},
-            **cross_validation(rows)}
+    out = {"background_included": bool(params["include_background"]),
+           "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"},
+           **cross_validation(rows)}
+    if params.get("model") == BUILTIN:
+        n_train = {str(r["fold"]): int(r["n_train"]) for r in rows if r.get("n_train") is not None}
+        out["model"] = {
+            "name": BUILTIN, "trained_per_fold": True, "architecture": "2D U-Net, 4 levels",
+            "loss": "cross-entropy + soft Dice", "augmentation": "random horizontal/vertical flips",
+            "optimizer": "AdamW, cosine decay", "seed": f"{params['seed']} + fold",
+            **{k: params[k] for k in TRAIN_KEYS}, "n_train_per_fold": dict(sorted(n_train.items())),
+            "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"}
+    return out
 
 
 PROTOCOL = Protocol(
     name="cv5-2d",
-    version="1.0",
+    version="1.1",
     defaults=DEFAULTS,
     run_case=run_case,
     summarize=summarize,
+    prepare=prepare,
     needs_folds=True,
     description=("5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
-                 "percent per class and averaged, mean +- std over folds."),
+                 "percent per class and averaged, mean +- std over folds; the built-in "
+                 "2D U-Net is trained per fold on the other folds."),
 )

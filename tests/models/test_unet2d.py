@@ -1,0 +1,68 @@
+"""The tiny built-in 2D U-Net: channels, training, determinism, save/load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError
+from napari_segeval.models.unet2d import TrainConfig2D, UNet2DModel, as_channels, train_unet2d
+
+CFG = TrainConfig2D(iterations=40, batch_size=2, lr=0.01, size=(16, 16), width=4, levels=3)
+
+
+def squares(n: int, rgb: bool) -> tuple[list, list]:
+    rng = np.random.default_rng(0)
+    images, labels = [], []
+    for _ in range(n):
+        lab = np.zeros((16, 20), np.uint8)
+        y, x = rng.integers(1, 7, size=2)
+        lab[y:y + 8, x:x + 8] = 1
+        img = np.where(lab > 0, 200.0, 40.0) + rng.normal(0, 5, lab.shape)
+        images.append(np.repeat(img[..., None], 3, axis=2).astype(np.uint8) if rgb else img)
+        labels.append(lab)
+    return images, labels
+
+
+def test_as_channels():
+    assert as_channels(np.zeros((4, 5))).shape == (1, 4, 5)
+    assert as_channels(np.zeros((4, 5, 3)), 1).shape == (1, 4, 5)
+    with pytest.raises(InvalidImageError):
+        as_channels(np.zeros((2, 4, 5, 6)))
+
+
+def test_config_checks_size():
+    with pytest.raises(SegEvalError, match="multiples"):
+        TrainConfig2D(size=(30, 40), levels=4)
+
+
+@pytest.mark.parametrize("rgb", [False, True])
+def test_learns_squares_and_is_deterministic(rgb):
+    images, labels = squares(6, rgb)
+    a = train_unet2d(images, labels, 2, CFG, case_ids=["a"])
+    b = train_unet2d(images, labels, 2, CFG, case_ids=["a"])
+    assert a.meta["in_channels"] == (3 if rgb else 1) and a.meta["train_cases"] == ["a"]
+    assert all(np.array_equal(a.state_dict[k].numpy(), b.state_dict[k].numpy())
+               for k in a.state_dict)
+    pred = a.segment_image(images[0])
+    inter = np.logical_and(pred == 1, labels[0] == 1).sum()
+    assert pred.shape == (16, 20) and 2 * inter / ((pred == 1).sum() + labels[0].sum()) > 0.8
+
+
+def test_rejects_bad_labels():
+    images, labels = squares(2, False)
+    with pytest.raises(SegEvalError, match="label ids"):
+        train_unet2d(images, [lab * 3 for lab in labels], 2, CFG)
+
+
+def test_save_load_roundtrip(tmp_path):
+    images, labels = squares(3, True)
+    m = train_unet2d(images, labels, 2, TrainConfig2D(iterations=2, size=(16, 16), width=4,
+                                                      levels=2), structures={1: "square"})
+    path = m.save(tmp_path / "m.pt")
+    back = UNet2DModel.load(path)
+    assert back.structures == {1: "square"} and back.config == m.config
+    np.testing.assert_array_equal(back.probabilities(images[1]), m.probabilities(images[1]))
+    (tmp_path / "bad.pt").write_bytes(b"nope")
+    with pytest.raises(ReadError):
+        UNet2DModel.load(tmp_path / "bad.pt")
