@@ -56,7 +56,7 @@ def run(args) -> int:
     model = load_model(args)
     groups = [("CT", CT_STRUCTURES, args.ct, "volume"),
               ("US", ECHO_STRUCTURES, args.video, "video")]
-    rows = []
+    rows, used = [], {}
     for modality, names, count, mode in groups:
         scores: dict[int, list[float]] = {lab: [] for lab in names}
         t0 = time.time()
@@ -67,7 +67,10 @@ def run(args) -> int:
             boxes = boxes_from_labels(case.labels, present, mode=mode, jitter=args.jitter,
                                       seed=seed)
             frames = model.preprocess(case.image, modality, None)
-            res = propagate_case(model, frames, boxes, mode=mode, keep_largest=True)
+            res = propagate_case(model, frames, boxes, mode=mode, keep_largest=True,
+                                 **({} if args.min_confidence is None
+                                    else {"min_confidence": args.min_confidence}))
+            used = res.params
             for lab, d in dice_per_structure(case.labels, res.labels, present).items():
                 scores[lab].append(d)
         secs = (time.time() - t0) / max(count, 1)
@@ -76,6 +79,7 @@ def run(args) -> int:
                 q1, med, q3 = np.percentile(vals, [25, 50, 75])
                 rows.append((modality, names[lab], len(vals), med, q1, q3, secs))
     print(f"model={args.model} jitter={args.jitter}px seeds {args.seed}.. "
+          f"min_confidence={used.get('min_confidence')} "
           f"(CT: bidirectional from middle slice; US: forward from first frame)")
     print(f"{'modality':8s} {'structure':14s} {'n':>3s} {'median':>7s} {'IQR':>15s} {'s/case':>7s}")
     for mod, name, n, med, q1, q3, secs in rows:
@@ -94,6 +98,8 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", default=None, help="MedSAM2 checkpoint")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--min-confidence", type=float, default=None,
+                   help="confidence stop of propagate_case (default: the model's own)")
     return run(p.parse_args(argv))
 
 

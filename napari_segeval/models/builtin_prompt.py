@@ -33,6 +33,13 @@ if TYPE_CHECKING:  # pragma: no cover
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "builtin-prompt.pt"
 FORMAT = "napari-segeval/builtin-prompt/1"
+#: Confidence stop used by :func:`napari_segeval.propagation.propagate_case` by
+#: default (``min_confidence="auto"``): a direction ends at the first slice whose
+#: mean foreground probability is below it. Chosen on tuning phantoms (seeds
+#: 500-509, disjoint from training seeds 0-63 and benchmark seeds >= 2000):
+#: 0.75-0.85 all work; 0.8 lifted liver-tumour Dice from 0.59 to 0.79 there
+#: without changing organ or echo scores by more than 0.005.
+STOP_CONFIDENCE = 0.8
 
 
 def save_weights(net: Any, path: str | Path, config: dict) -> None:
@@ -109,6 +116,8 @@ class BuiltinPromptModel:
     """
 
     name = "builtin"
+    #: Calibrated confidence stop for propagation (see :data:`STOP_CONFIDENCE`).
+    stop_confidence = STOP_CONFIDENCE
 
     def __init__(self, weights: str | Path | None = None, device: Any = "auto") -> None:
         import torch

@@ -5,18 +5,22 @@ Works with any :class:`~napari_segeval.models.base.PromptableModel`.
 
 from napari_segeval.propagation.core import (
     PropagationResult,
+    confidence_stop,
     largest_component,
     merge_structures,
     propagate_case,
     propagate_structure,
+    resolve_min_confidence,
     total_steps,
 )
 
 __all__ = [
     "PropagationResult",
+    "confidence_stop",
     "largest_component",
     "merge_structures",
     "propagate_case",
     "propagate_structure",
+    "resolve_min_confidence",
     "total_steps",
 ]

@@ -117,3 +117,15 @@ def test_bad_weight_files_are_clear_errors(tmp_path, kind):
     with pytest.raises(ReadError) as info:
         BuiltinPromptModel(path, device="cpu")
     assert isinstance(info.value, SegEvalError) and str(path) in str(info.value)
+
+
+def test_propagation_uses_the_model_confidence_stop(tiny_weights):
+    from napari_segeval.models.builtin_prompt import STOP_CONFIDENCE
+    from napari_segeval.propagation import propagate_case
+
+    m = BuiltinPromptModel(tiny_weights, device="cpu")
+    assert 0.5 < m.stop_confidence == STOP_CONFIDENCE < 1.0
+    res = propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)])
+    assert res.params["min_confidence"] == STOP_CONFIDENCE
+    assert propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)],
+                          min_confidence=None).params["min_confidence"] is None

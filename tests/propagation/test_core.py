@@ -166,3 +166,30 @@ def test_confidence_stop_never_cuts_key_and_keeps_gradient():
     assert not out[6:].detach().any()
     out[:6].sum().backward()
     assert frames.grad[0].abs().sum() > 0 and frames.grad[5].abs().sum() > 0
+
+
+class Calibrated(ThresholdPromptModel):
+    """Threshold backend that advertises its own confidence stop."""
+
+    stop_confidence = 0.8
+
+
+def test_auto_confidence_uses_the_model_value():
+    box = Box(3, 2, 7, 6, index=2)
+    res = propagate_case(Calibrated(), _faint_end(), [box])  # default "auto"
+    assert res.params["min_confidence"] == 0.8 and not res.labels[6:].any()
+    off = propagate_case(Calibrated(), _faint_end(), [box], min_confidence=None)
+    assert (off.labels[6] == 1).sum() == 16
+    with pytest.raises(ValueError, match="min_confidence"):
+        propagate_case(Calibrated(), _faint_end(), [box], min_confidence="sometimes")
+
+
+def test_nested_structure_wins_inside_its_enclosing_structure():
+    organ = np.zeros((3, 8, 8), np.float32)
+    organ[:, 1:7, 1:7] = 0.99
+    lesion = np.zeros_like(organ)
+    lesion[1, 3:5, 3:5] = 0.7
+    labels = merge_structures({1: organ, 5: lesion})
+    assert (labels == 5).sum() == 4 and (labels == 1).sum() == 3 * 36 - 4
+    plain = merge_structures({1: organ, 5: lesion}, nested_fraction=None)
+    assert not (plain == 5).any()
