@@ -103,6 +103,39 @@ def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
     return model, labels
 
 
+def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: np.ndarray,
+                modality: str, prompts: list, kind: str, prediction: np.ndarray | None,
+                structures: Mapping[int, str], *, window: str | None = None,
+                n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
+                progress: Callable[[int, int], None] | None = None,
+                cancel: Any = None) -> tuple[Any, np.ndarray, dict[int, float]]:
+    """Prompt-jitter uncertainty map and per-structure AUV of ``prediction``.
+
+    Returns ``(model, normalised entropy map on the image grid, {label: AUV})``;
+    the scores use ``prediction`` (the mean prediction when None) with a one-voxel
+    boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
+    """
+    from napari_segeval.uncertainty import prompt_tta, structure_scores
+
+    model = cached[1] if cached is not None and cached[0] == spec else load_model(
+        *spec, cancel=cancel)
+    frames = model.preprocess(_frames(image, kind), modality, window)
+    try:
+        info = model.normalize_info(modality, window, image)
+    except TypeError:
+        info = model.normalize_info(modality, window)
+    maps = prompt_tta(model, frames, list(prompts), mode="volume" if kind == "volume" else "video",
+                      n_samples=n_samples, jitter=jitter, noise_std=noise_std,
+                      clamp=(info.valid_min, info.valid_max), progress=progress, cancel=cancel)
+    u, labels = maps.entropy, maps.labels
+    if kind == "image":
+        u, labels = u[0], labels[0]
+    if prediction is not None:
+        labels = np.asarray(prediction)
+    rows = structure_scores(u, labels, dict(structures) or None)
+    return model, u, {r["label"]: r["auv"] for r in rows}
+
+
 def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, steps: int, *,
            window: str | None = None, progress: Callable[[int, int], None] | None = None,
            cancel: Any = None) -> Any:

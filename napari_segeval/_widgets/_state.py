@@ -39,6 +39,9 @@ class ViewerState:
         The boxes of the last propagation (reused by attacks).
     window : str or None
         CT window preset for model preprocessing (None: the backend's default).
+    uncertainty : dict of int to float
+        Per-structure uncertainty score (AUV) of the clean prediction, set by the
+        Uncertainty action; emptied when the clean prediction is replaced.
     """
 
     image: Any = None
@@ -51,6 +54,7 @@ class ViewerState:
     model_key: tuple | None = None
     prompts: list = field(default_factory=list)
     window: str | None = None
+    uncertainty: dict[int, float] = field(default_factory=dict)
     _listeners: list[Callable[[str], None]] = field(default_factory=list, repr=False)
 
     # -- observers ---------------------------------------------------------------------
@@ -91,7 +95,14 @@ class ViewerState:
             raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
         if layer is not self.predictions.get(condition):
             self.predictions[condition] = layer
+            if condition == "clean":
+                self.uncertainty = {}
             self.notify(condition)
+
+    def set_uncertainty(self, scores: dict[int, float]) -> None:
+        """Store per-structure uncertainty scores of the clean prediction."""
+        self.uncertainty = {int(k): float(v) for k, v in scores.items()}
+        self.notify("uncertainty")
 
     def set_current(self, label: int | None) -> None:
         """Focus on structure ``label``."""

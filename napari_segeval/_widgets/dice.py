@@ -5,7 +5,9 @@ Overlap metrics (Dice, IoU, precision, recall, volume) come from
 the reference layer (``Labels.events.paint``, whose ``value`` lists the edit's
 history atoms) is mapped to the slices it touched
 (:func:`~napari_segeval.overlays.touched_slices`) and only those are recounted.
-Surface metrics (HD95, NSD) follow on a worker thread, debounced.
+Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
+Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
+structure's uncertainty score (AUV over the structure and its boundary band).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from napari_segeval.overlays import PANEL_KEYS, compare_rows, dice_colour, touch
 
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
+UNC_HEADER = "Unc."
 
 
 def _fmt(key: str, value: float, pending: bool = False) -> str:
@@ -162,6 +165,8 @@ class DicePanel(QWidget):
     def _on_state(self, what: str) -> None:
         if what in ("reference", "clean", "attacked", "image"):
             self.rebind()
+        elif what == "uncertainty":
+            self.refresh()
         elif what == "current":
             self._select_current()
             self.refresh_plot()
@@ -192,6 +197,8 @@ class DicePanel(QWidget):
 
     def on_data_replaced(self, key: str) -> None:
         """A layer's whole array was replaced: rebuild the counters."""
+        if key == "clean":
+            self.state.uncertainty = {}  # the scores belonged to the old prediction
         run_guarded("metrics", self.rebind)
 
     def flush(self) -> None:
@@ -244,8 +251,10 @@ class DicePanel(QWidget):
         """Column titles of the table."""
         both = any(r["attacked"] is not None for r in self.records)
         heads = ["structure"]
-        for title in PANEL_KEYS.values():
+        for key, title in PANEL_KEYS.items():
             heads += [f"{title} clean", f"{title} att.", f"Δ{title}"] if both else [title]
+            if key == "dice" and self.state.uncertainty:
+                heads.append(UNC_HEADER)
         return heads
 
     def cell(self, label: int, header: str) -> str:
@@ -260,7 +269,8 @@ class DicePanel(QWidget):
         self.table.setColumnCount(len(heads))
         self.table.setHorizontalHeaderLabels(heads)
         self.table.setRowCount(len(self.records))
-        both = len(heads) > len(PANEL_KEYS) + 1
+        both = any(r["attacked"] is not None for r in self.records)
+        unc = self.state.uncertainty
         for i, rec in enumerate(self.records):
             self.table.setItem(i, 0, QTableWidgetItem(f"{rec['label']} {rec['name']}"))
             col = 1
@@ -281,6 +291,13 @@ class DicePanel(QWidget):
                     if colour is not None:
                         item.setBackground(QColor(*colour))
                         item.setForeground(QColor(255, 255, 255))
+                    self.table.setItem(i, col, item)
+                    col += 1
+                if key == "dice" and unc:
+                    value = unc.get(int(rec["label"]), float("nan"))
+                    item = QTableWidgetItem(_fmt(key, value))
+                    item.setToolTip("uncertainty of the clean prediction: mean normalised "
+                                    "entropy over the structure and its boundary band (AUV)")
                     self.table.setItem(i, col, item)
                     col += 1
         self.table.resizeColumnsToContents()

@@ -12,11 +12,12 @@ from qtpy.QtWidgets import (
     QHBoxLayout,
     QLineEdit,
     QPushButton,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model
+from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval._widgets._state import ViewerState, go_to_index
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 
@@ -41,6 +42,24 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
     if state.reference is not None:
         kwargs["colormap"] = state.reference.colormap
     return viewer.add_labels(data, **kwargs)
+
+
+def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
+                  metadata: dict | None = None) -> Any:
+    """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
+    if name in viewer.layers and viewer.layers[name]._type_string == "image":
+        layer = viewer.layers[name]
+        layer.data = data
+        layer.metadata.update(metadata or {})
+        return layer
+    ref = state.reference if state.reference is not None else state.image
+    kwargs: dict = {"name": name, "colormap": "inferno", "opacity": 0.6,
+                    "blending": "additive", "contrast_limits": (0.0, 1.0),
+                    "metadata": dict(metadata or {})}
+    if ref is not None:
+        n = data.ndim
+        kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
+    return viewer.add_image(data, **kwargs)
 
 
 class PromptPanel(QWidget):
@@ -71,6 +90,15 @@ class PromptPanel(QWidget):
         self.window.currentTextChanged.connect(self._window_picked)
         self.run_button = QPushButton("Run propagation")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
+        self.samples = QSpinBox()
+        self.samples.setRange(2, 64)
+        self.samples.setValue(8)
+        self.samples.setToolTip("propagations with jittered boxes and intensity noise")
+        self.uncertainty_button = QPushButton("Uncertainty")
+        self.uncertainty_button.setToolTip("heat map of the prediction's uncertainty "
+                                           "(box jitter + intensity noise)")
+        self.uncertainty_button.clicked.connect(
+            lambda: run_guarded("uncertainty", self.run_uncertainty))
         self.runner = JobRunner()
         ck = QHBoxLayout()
         ck.addWidget(self.checkpoint, 1)
@@ -81,13 +109,17 @@ class PromptPanel(QWidget):
         form.addRow("checkpoint", ck)
         form.addRow("device", self.device)
         form.addRow("CT window", self.window)
+        form.addRow("uncertainty samples", self.samples)
         buttons = QHBoxLayout()
         for b in (self.middle_button, self.draw_button, self.ref_box_button):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addLayout(buttons)
-        layout.addWidget(self.run_button)
+        run_row = QHBoxLayout()
+        run_row.addWidget(self.run_button, 1)
+        run_row.addWidget(self.uncertainty_button)
+        layout.addLayout(run_row)
         layout.addWidget(self.runner)
         layout.addStretch(1)
         self.state.subscribe(self._on_state)
@@ -239,3 +271,31 @@ class PromptPanel(QWidget):
         base = self.state.image.name if self.state.image is not None else "case"
         layer = prediction_layer(self.viewer, self.state, labels, f"{base} prediction")
         self.state.set_prediction("clean", layer)
+
+    def run_uncertainty(self) -> Any:
+        """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
+        if self.state.image is None:
+            raise ValueError("choose an image layer first")
+        try:
+            prompts = self.prompts()
+        except ValueError:
+            prompts = list(self.state.prompts)
+            if not prompts:
+                raise
+        cached = None if self.state.model is None else (self.state.model_key, self.state.model)
+        pred = self.state.predictions.get("clean")
+        return self.runner.start(
+            "uncertainty", uncertainty, self.spec(), cached, np.asarray(self.state.image.data),
+            self.state.modality(), prompts, self.state.kind(),
+            None if pred is None else np.asarray(pred.data), dict(self.state.structures),
+            window=self.state.window, n_samples=int(self.samples.value()),
+            on_done=self._uncertainty_done)
+
+    def _uncertainty_done(self, result: tuple) -> None:
+        model, umap, scores = result
+        self.state.model, self.state.model_key = model, self.spec()
+        base = self.state.image.name if self.state.image is not None else "case"
+        meta = {"method": "prompt-jitter", "n_samples": int(self.samples.value()),
+                "units": "normalised entropy (0 certain, 1 uniform)"}
+        heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)
+        self.state.set_uncertainty(scores)

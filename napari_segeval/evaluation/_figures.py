@@ -100,4 +100,28 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-__all__ = ["PALETTE", "boxplot_uri", "have_matplotlib", "overlay", "png_data_uri"]
+def scatter_uri(x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str,
+                title: str = "") -> str:
+    """A scatter plot of paired values (NaN pairs dropped) as a PNG data URI."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    a, b = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(a) & np.isfinite(b)
+    fig, ax = plt.subplots(figsize=(4.2, 3.2), dpi=100)
+    ax.scatter(a[ok], b[ok], s=14, color=PALETTE[4] / 255.0, alpha=0.8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+__all__ = ["PALETTE", "boxplot_uri", "have_matplotlib", "overlay", "png_data_uri", "scatter_uri"]

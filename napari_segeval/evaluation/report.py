@@ -5,7 +5,9 @@ cases with their reasons, a Dice table per structure and condition, box plots
 (clean vs attacked, per structure; needs matplotlib, otherwise the page says
 so), a per-case table sortable by any column (Dice drop included), and
 thumbnails of the worst cases (image with reference, clean and attacked
-overlays on the slice with the most reference). Pictures are inline base64
+overlays on the slice with the most reference), and, when the rows carry a
+per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
+Spearman correlations stated. Pictures are inline base64
 PNGs and the sorting is a few lines of inline JavaScript: the file opens
 anywhere, offline.
 """
@@ -137,6 +139,30 @@ def _boxplots(rows: list[dict]) -> str:
     return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
 
 
+def _dice_vs_uncertainty(rows: list[dict]) -> str:
+    """Scatter of per-case clean foreground Dice against the case's uncertainty score."""
+    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.uncertainty import correlation
+
+    score = {r["case"]: _num(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    if not any(not math.isnan(v) for v in score.values()):
+        return ""
+    fg = sorted({r["structure"] for r in rows} - {"background"}) or None
+    dice = case_means([r for r in rows if r["condition"] == "clean"], "dice", fg)
+    cases = sorted(c for c, _ in dice if c in score)
+    x, y = [score[c] for c in cases], [dice[(c, "clean")] for c in cases]
+    c = correlation(x, y)
+    text = (f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "
+            f"clean) against the case's uncertainty score, n = {c['n']}: Pearson r = "
+            f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
+            " (negative: more uncertain cases score lower Dice).</p>")
+    if not F.have_matplotlib():
+        return text + '<p class="note">The scatter plot needs matplotlib.</p>'
+    uri = F.scatter_uri(x, y, "uncertainty (AUV)", "mean Dice",
+                        f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}")
+    return text + f'<img alt="Dice against uncertainty" src="{uri}">'
+
+
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
     from napari_segeval.evaluation.evaluate import load_records
@@ -164,6 +190,9 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
             [[s["structure"], s["condition"], s["n"], s["mean"], s["std"], s["median"],
               s["q1"], s["q3"]] for s in stats])]
         parts += ["<h2>Box plots</h2>", _boxplots(rows)]
+        scatter = _dice_vs_uncertainty(rows)
+        if scatter:
+            parts += ["<h2>Dice against uncertainty</h2>", scatter]
         robust = (summary.get("results") or {}).get("robust_fraction")
         if robust:
             parts += ["<h2>Robust fraction</h2>",

@@ -147,24 +147,29 @@ def filtered_by_uncertainty(rows: Sequence[Mapping], fractions: Sequence[float],
                             metrics: Sequence[str] = ("dice", "iou"),
                             key: str = "uncertainty", include: Sequence[str] | None = None
                             ) -> list[dict]:
-    """Re-score after removing the ``ceil(f * n)`` most uncertain cases, for each fraction ``f``.
+    """Re-score after removing the most uncertain cases, for each fraction ``f``.
+
+    The number removed is ``floor(f * n + 0.5)`` (round half up) of the ``n``
+    cases, ranked by :func:`napari_segeval.uncertainty.filter_most_uncertain`
+    (highest score first; an unscored case, NaN, counts as the most uncertain).
 
     Examples
     --------
     >>> rows = [{"case": c, "condition": "clean", "structure": "x", "dice": d, "iou": d,
     ...          "uncertainty": u} for c, d, u in [("a", 0.9, 0.1), ("b", 0.1, 0.9)]]
-    >>> [(r["removed"], r["dice"]) for r in filtered_by_uncertainty(rows, [0.0, 0.1])]
+    >>> [(r["removed"], r["dice"]) for r in filtered_by_uncertainty(rows, [0.0, 0.5])]
     [([], 50.0), (['b'], 90.0)]
     """
-    score = {}
+    from napari_segeval.uncertainty.scores import filter_most_uncertain
+
+    score: dict[str, float] = {}
     for r in rows:
         score.setdefault(r["case"], _f(r.get(key)))
-    ranked = sorted(score, key=lambda c: (-np.nan_to_num(score[c], nan=-np.inf), c))
     out = []
     for f in fractions:
-        k = math.ceil(float(f) * len(ranked) - 1e-9)
-        removed = ranked[:k]
-        kept = [r for r in rows if r["case"] not in set(removed)]
+        _, removed = filter_most_uncertain(score, float(f))
+        gone = set(removed)
+        kept = [r for r in rows if r["case"] not in gone]
         out.append({"fraction_removed": float(f), "removed": removed,
                     **percent_scores(kept, metrics, include)})
     return out

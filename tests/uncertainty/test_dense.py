@@ -6,15 +6,14 @@ import threading
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 
-torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
-
-from napari_segeval._cancel import Cancelled  # noqa: E402
-from napari_segeval.inference.postprocess import PostprocessConfig  # noqa: E402
-from napari_segeval.io import Case, Geometry  # noqa: E402
-from napari_segeval.models.dense import DenseModel  # noqa: E402
-from napari_segeval.uncertainty import dense_tta, entropy, mc_dropout  # noqa: E402
+from napari_segeval._cancel import Cancelled
+from napari_segeval.inference.postprocess import PostprocessConfig
+from napari_segeval.io import Case, Geometry
+from napari_segeval.models.dense import DenseModel
+from napari_segeval.uncertainty import dense_tta, entropy, mc_dropout
 
 
 class Identity2(nn.Module):

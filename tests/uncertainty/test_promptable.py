@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")
-
-from napari_segeval.models.threshold import ThresholdPromptModel  # noqa: E402
-from napari_segeval.propagation import propagate_case  # noqa: E402
-from napari_segeval.prompts import Box  # noqa: E402
-from napari_segeval.uncertainty import binary_entropy, prompt_tta  # noqa: E402
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.prompts import Box
+from napari_segeval.propagation import propagate_case
+from napari_segeval.uncertainty import binary_entropy, prompt_tta
 
 
 def frames():

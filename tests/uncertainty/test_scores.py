@@ -79,7 +79,7 @@ def test_scores_monotone_in_constructed_example():
         previous = now
     # widening the uncertain shell around a fixed prediction raises the case score
     scores = []
-    for width in range(0, 4):
+    for width in range(4):
         u = boundary_band(lab > 0, width).astype(float) if width else np.zeros(lab.shape)
         scores.append(case_score(u, lab, band=3))
     assert scores == sorted(scores) and len(set(scores)) == 4

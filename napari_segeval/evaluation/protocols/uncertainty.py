@@ -5,11 +5,16 @@ with ``split == "test"`` and reference labels; when the data set publishes no
 labelled test split, every labelled case, and ``summary.json`` says so). Dice
 and IoU per class, background included when ``include_background`` (their
 recipe), both-empty = 1; case score = mean over classes; reported in percent.
-Each case gets an uncertainty score (``score``: ``"entropy"`` = mean normalized
-predictive entropy over the predicted foreground, or ``"module:function"``
-called as ``function(probabilities, labels) -> float``); the scores are
-re-computed after removing the ``ceil(f x n)`` most uncertain cases for each
-``f`` in ``remove_fractions``.
+Each case gets an uncertainty score (``score``: ``"auv"``, the default = the
+area under the uncertainty-volume curve of the normalized predictive entropy
+over the predicted foreground and its one-voxel boundary band, equal to the
+mean entropy there (:func:`napari_segeval.uncertainty.auv_from_probabilities`);
+``"entropy"`` = mean normalized entropy over the predicted foreground only; or
+``"module:function"`` called as ``function(probabilities, labels) -> float``).
+``summary.json`` holds the ``unfiltered`` scores, the ``filtered`` scores after
+removing the ``floor(f x n + 0.5)`` most uncertain cases for each ``f`` in
+``remove_fractions`` (keyed ``"0.05"``, ``"0.10"``), and the correlation of the
+per-case foreground Dice with the uncertainty (``dice_vs_uncertainty``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ DEFAULTS = {
     "mirror": False,
     "postprocess": True,
     "include_background": True,
-    "score": "entropy",
+    "score": "auv",
     "remove_fractions": [0.05, 0.10],
     "channel": 0,
 }
@@ -50,26 +55,56 @@ def run_case(spec, params: dict) -> CaseOutput:
     rows = C.score(case.labels, np.asarray(res.labels), case.spacing, structures, "clean",
                    empty="one", surface=False)
     ref = str(params["score"])
-    if ref == "entropy":
+    if ref == "auv":
+        from napari_segeval.uncertainty import auv_from_probabilities
+
+        u = auv_from_probabilities(res.probabilities, res.labels)
+    elif ref == "entropy":
         u = D.per_case_entropy(res.probabilities, res.labels)
     else:
         u = float(C.resolve_factory(ref)(res.probabilities, res.labels))
     return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u})
 
 
+def dice_vs_uncertainty(rows: list[dict]) -> dict:
+    """Correlation of the per-case mean foreground Dice with the case's uncertainty.
+
+    Examples
+    --------
+    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
+    ...         for c, d, u in [("a", .9, .1), ("b", .5, .6), ("c", .7, .3)]
+    ...         for s in ("background", "x")]
+    >>> dice_vs_uncertainty(rows)["spearman"]
+    -1.0
+    """
+    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.uncertainty import correlation
+
+    fg = sorted({r["structure"] for r in rows} - {"background"})
+    dice = case_means(rows, "dice", fg or None)
+    score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
+    cases = sorted({c for c, _ in dice} & set(score))
+    out = correlation([score[c] for c in cases], [dice[(c, "clean")] for c in cases])
+    return {**out, "structures": fg}
+
+
 def summarize(rows: list[dict], params: dict) -> dict:
     """Dice/mIoU in percent on all cases and after removing the most uncertain ones."""
-    from napari_segeval.evaluation.summary import filtered_by_uncertainty
+    from napari_segeval.evaluation.summary import filtered_by_uncertainty, percent_scores
 
     splits = sorted({str(r.get("split")) for r in rows})
-    fractions = [0.0, *[float(f) for f in params["remove_fractions"]]]
+    fractions = [float(f) for f in params["remove_fractions"]]
+    filtered = filtered_by_uncertainty(rows, fractions, ("dice", "iou"))
     return {
         "background_included": bool(params["include_background"]),
         "splits_evaluated": splits,
         "note": ("published test split" if splits == ["test"]
                  else "no labelled test split published: all labelled cases evaluated"),
         "uncertainty_score": params["score"],
-        "filtering": filtered_by_uncertainty(rows, fractions, ("dice", "iou")),
+        "removal_rule": "floor(fraction * n_cases + 0.5) most uncertain cases removed",
+        "unfiltered": percent_scores(rows, ("dice", "iou")),
+        "filtered": {f"{f['fraction_removed']:.2f}": f for f in filtered},
+        "dice_vs_uncertainty": dice_vs_uncertainty(rows),
     }
 
 

@@ -1,0 +1,245 @@
+"""Sampling uncertainty of dense models: test-time augmentation and MC-dropout.
+
+Both run a :class:`~napari_segeval.models.dense.DenseModel` (Gaussian sliding
+window) ``n_samples`` times on the normalized input, accumulate the softmax
+probabilities on the model grid (:class:`~.maps.SampleStats`: running mean and
+variance, never all samples at once), and map the statistics back to the
+case's grid. torch is imported inside the functions.
+
+Augmentations (:func:`dense_tta`), drawn per sample from a seeded generator:
+
+* **flips** along a random subset of ``flip_axes`` (spatial axes; default: the
+  model's own ``mirror_axes``, the axes it was trained to be symmetric in; the
+  built-in CT model has none, because mirroring x swaps the left and right
+  kidneys). The logits are flipped back before the softmax.
+* **intensity**: ``x * (1 + a) + b`` in normalized units with
+  ``a ~ U(-intensity_scale, intensity_scale)``, ``b ~ U(-intensity_shift, intensity_shift)``.
+* **scale**: the input is resampled (trilinear) by ``s ~ U(1 - scale_range, 1 + scale_range)``
+  on every axis and the logits resampled back to the model grid.
+
+Sample 0 is the un-augmented input when ``include_identity`` (the default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval.uncertainty.maps import SampleStats, UncertaintyMaps, entropy
+
+ProgressFn = Callable[[int, int], None]
+
+
+def _draw(rng: np.random.Generator, flip_axes: Sequence[int], intensity_scale: float,
+          intensity_shift: float, scale_range: float) -> dict:
+    flips = [int(a) for a in flip_axes if rng.random() < 0.5]
+    return {"flips": flips,
+            "gain": float(1.0 + rng.uniform(-intensity_scale, intensity_scale)),
+            "shift": float(rng.uniform(-intensity_shift, intensity_shift)),
+            "scale": float(1.0 + rng.uniform(-scale_range, scale_range))}
+
+
+def _augmented_probs(model: Any, x: Any, aug: dict, overlap: float, cancel: Any) -> np.ndarray:
+    """Softmax probabilities on the model grid for one augmentation of ``x`` (1, 1, *grid)."""
+    import torch
+    import torch.nn.functional as F
+
+    grid = tuple(x.shape[2:])
+    mode = "trilinear" if len(grid) == 3 else "bilinear"
+    with torch.inference_mode():
+        y = x * aug["gain"] + aug["shift"]
+        dims = [2 + a for a in aug["flips"]]
+        if dims:
+            y = torch.flip(y, dims)
+        zoomed = aug["scale"] != 1.0
+        if zoomed:
+            size = [max(2, round(n * aug["scale"])) for n in grid]
+            y = F.interpolate(y, size=size, mode=mode, align_corners=False)
+        logits = model.logits(y, overlap=overlap, cancel=cancel).float()
+        if zoomed:
+            logits = F.interpolate(logits, size=list(grid), mode=mode, align_corners=False)
+        if dims:
+            logits = torch.flip(logits, dims)
+        return torch.softmax(logits[0], dim=0).cpu().numpy()
+
+
+def _to_case_grid(a: np.ndarray, info: Any) -> np.ndarray:
+    from napari_segeval.inference.resample import resample_back
+
+    if info.resample is None:
+        return a
+    return resample_back(a, info.resample, order=1, channel_axis=0)
+
+
+def _finish(stats: SampleStats, info: Any, method: str, params: dict, note: str = ""
+            ) -> UncertaintyMaps:
+    mean = _to_case_grid(stats.mean.astype(np.float32), info)
+    mean = mean / np.clip(mean.sum(0, keepdims=True), 1e-12, None)
+    var = _to_case_grid(stats.variance().astype(np.float32), info).mean(0)
+    mean_h = _to_case_grid(stats.mean_entropy().astype(np.float32)[None], info)[0]
+    h = entropy(mean, 0, normalized=True)
+    return UncertaintyMaps(
+        entropy=h, variance=np.clip(var, 0.0, None).astype(np.float32),
+        mean=mean.astype(np.float32), labels=mean.argmax(0).astype(np.uint8),
+        mutual_information=np.clip(h - mean_h, 0.0, None).astype(np.float32),
+        channels=tuple(range(mean.shape[0])), n_samples=stats.n, method=method,
+        params=params, note=note)
+
+
+def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
+              flip_axes: Sequence[int] | None = None, intensity_scale: float = 0.1,
+              intensity_shift: float = 0.1, scale_range: float = 0.1,
+              include_identity: bool = True, overlap: float = 0.25, seed: int = 0,
+              progress: ProgressFn | None = None, cancel: Any = None) -> UncertaintyMaps:
+    """Test-time-augmentation uncertainty of a dense model on one case.
+
+    Parameters
+    ----------
+    model : DenseModel
+        From :func:`~napari_segeval.models.dense.load_dense_model`.
+    case : Case
+        The volume (or 2D image for a 2D network) to segment.
+    n_samples : int
+        Forward passes (>= 1).
+    flip_axes : sequence of int, optional
+        Spatial axes that may be flipped (default ``model.mirror_axes``).
+    intensity_scale, intensity_shift : float
+        Half-widths of the uniform gain and offset in normalized units (0: off).
+    scale_range : float
+        Half-width of the uniform zoom factor around 1 (0: off).
+    include_identity : bool
+        Sample 0 is the plain prediction.
+    overlap : float
+        Sliding-window overlap.
+    seed : int
+        Seed of the augmentation draws (recorded in ``params["augmentations"]``).
+    progress : callable, optional
+        ``progress(done, n_samples)`` after every sample.
+    cancel : threading.Event, optional
+        Checked before every sample and between window batches.
+
+    Returns
+    -------
+    UncertaintyMaps
+        On the case's grid; ``method == "tta"``.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> m = dense_tta(load_dense_model("builtin-ct", device="cpu"),
+    ...               make_ct_case(1, shape=(16, 40, 40)), n_samples=2)
+    >>> m.entropy.shape, m.n_samples, float(m.variance.max()) > 0
+    ((16, 40, 40), 2, True)
+    """
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    axes = tuple(model.mirror_axes if flip_axes is None else flip_axes)
+    x, info = model.preprocess(case)
+    ndim = x.ndim - 2
+    if any(not 0 <= a < ndim for a in axes):
+        raise ValueError(f"flip_axes {axes} outside the {ndim} spatial axes")
+    rng = np.random.default_rng(seed)
+    stats = SampleStats()
+    augs = []
+    for i in range(n_samples):
+        check_cancel(cancel, "test-time augmentation")
+        aug = ({"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0} if i == 0 and include_identity
+               else _draw(rng, axes, intensity_scale, intensity_shift, scale_range))
+        augs.append(aug)
+        stats.add(_augmented_probs(model, x, aug, overlap, cancel))
+        if progress is not None:
+            progress(i + 1, n_samples)
+    params = {"model": getattr(model, "name", ""), "n_samples": n_samples, "flip_axes": list(axes),
+              "intensity_scale": intensity_scale, "intensity_shift": intensity_shift,
+              "scale_range": scale_range, "overlap": overlap, "seed": seed,
+              "augmentations": augs}
+    return _finish(stats, info, "tta", params)
+
+
+def dropout_modules(network: Any) -> list:
+    """The dropout layers of a torch network (every ``torch.nn`` dropout flavour).
+
+    Examples
+    --------
+    >>> import torch
+    >>> len(dropout_modules(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))))
+    1
+    """
+    from torch import nn
+
+    kinds = (nn.modules.dropout._DropoutNd,)
+    return [m for m in network.modules() if isinstance(m, kinds)]
+
+
+def mc_dropout(model: Any, case: Any, *, n_samples: int = 8, enabled: bool = True,
+               overlap: float = 0.25, seed: int = 0, progress: ProgressFn | None = None,
+               cancel: Any = None) -> UncertaintyMaps:
+    """Monte-Carlo-dropout uncertainty: dropout layers active, everything else in eval mode.
+
+    Only the dropout modules are switched to training mode (normalization
+    layers keep their eval behaviour) and are restored afterwards. A network
+    without dropout has nothing to sample: one pass is run, the variance is
+    zero and ``note`` says so; so does ``enabled=False`` (every pass is the
+    same deterministic network).
+
+    Parameters
+    ----------
+    model : DenseModel
+    case : Case
+    n_samples : int
+        Forward passes with dropout on.
+    enabled : bool
+        False keeps dropout off (a check that the sampling is the only source of variance).
+    overlap : float
+        Sliding-window overlap.
+    seed : int
+        ``torch.manual_seed(seed + i)`` before pass ``i``.
+    progress, cancel
+        As in :func:`dense_tta`.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> m = mc_dropout(load_dense_model("builtin-ct", device="cpu"),
+    ...                make_ct_case(1, shape=(16, 40, 40)), n_samples=4)
+    >>> m.n_samples, float(m.variance.max()), m.note
+    (1, 0.0, 'the model has no dropout layers: MC-dropout has nothing to sample (zero variance)')
+    """
+    import torch
+
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    drops = dropout_modules(model.network)
+    note = ""
+    if not drops:
+        note = "the model has no dropout layers: MC-dropout has nothing to sample (zero variance)"
+        n_samples = 1
+    elif not enabled:
+        note = "dropout disabled: every pass is the same network (zero variance)"
+    x, info = model.preprocess(case)
+    modes = [m.training for m in drops]
+    stats = SampleStats()
+    identity = {"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0}
+    try:
+        for m in drops:
+            m.train(bool(enabled))
+        for i in range(n_samples):
+            check_cancel(cancel, "MC-dropout")
+            torch.manual_seed(int(seed) + i)
+            stats.add(_augmented_probs(model, x, identity, overlap, cancel))
+            if progress is not None:
+                progress(i + 1, n_samples)
+    finally:
+        for m, mode in zip(drops, modes):
+            m.train(mode)
+    params = {"model": getattr(model, "name", ""), "n_samples": n_samples, "enabled": enabled,
+              "dropout_layers": len(drops), "overlap": overlap, "seed": seed}
+    return _finish(stats, info, "mc-dropout", params, note)
+
+
+__all__ = ["dense_tta", "dropout_modules", "mc_dropout"]

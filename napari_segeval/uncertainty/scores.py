@@ -1,0 +1,250 @@
+"""Per-structure and per-case uncertainty scores, case filtering and correlation.
+
+Regions
+-------
+*Boundary band* of a predicted structure ``S`` with width ``w`` (voxels): the
+voxels within ``w`` steps (6-/4-connectivity) of its boundary on either side,
+``dilate(S, w) \\ erode(S, w)``. The *scored region* of a structure is
+``S ∪ band = dilate(S, w)``; the scored region of a case is the dilation of
+the whole predicted foreground (all voxels when nothing is predicted, so a
+case that misses everything is still scored).
+
+AUV (area under the uncertainty-volume curve)
+---------------------------------------------
+For normalised uncertainty ``u_v ∈ [0, 1]`` over a region ``R``, the
+uncertainty-volume curve is ``F(t) = |{v ∈ R : u_v > t}| / |R|``, the fraction
+of the region more uncertain than ``t``, and
+
+    AUV = ∫_0^1 F(t) dt = (1/|R|) Σ_{v∈R} u_v,
+
+the mean uncertainty over ``R`` (layer-cake identity: ``u = ∫_0^1 1[u > t] dt``
+for ``u ∈ [0, 1]``). So AUV 0.2 reads "on average a voxel of the prediction
+and its boundary band sits at 20% of the maximal entropy", equivalently "the
+curve of the volume fraction above each threshold encloses 0.2".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from napari_segeval.uncertainty.maps import entropy
+
+
+def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
+    from scipy import ndimage
+
+    if width <= 0 or not mask.any():
+        return mask.copy()
+    st = ndimage.generate_binary_structure(mask.ndim, 1)
+    sl = ndimage.find_objects(mask.astype(np.uint8))[0]
+    box = tuple(slice(max(s.start - width, 0), min(s.stop + width, n))
+                for s, n in zip(sl, mask.shape))
+    out = np.zeros_like(mask)
+    out[box] = ndimage.binary_dilation(mask[box], st, iterations=width)
+    return out
+
+
+def _erode(mask: np.ndarray, width: int) -> np.ndarray:
+    from scipy import ndimage
+
+    if width <= 0 or not mask.any():
+        return mask.copy()
+    st = ndimage.generate_binary_structure(mask.ndim, 1)
+    return ndimage.binary_erosion(mask, st, iterations=width, border_value=0)
+
+
+def boundary_band(mask: np.ndarray, width: int = 1) -> np.ndarray:
+    """Voxels within ``width`` steps of the boundary of ``mask``, inside and outside.
+
+    Examples
+    --------
+    >>> m = np.zeros((7, 7), bool); m[2:5, 2:5] = True
+    >>> b = boundary_band(m, 1)
+    >>> int(b.sum()), bool(b[3, 3]), bool(b[1, 3]), bool(b[0, 3])
+    (20, False, True, False)
+    """
+    m = np.asarray(mask, dtype=bool)
+    return _dilate(m, width) & ~_erode(m, width)
+
+
+def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -> np.ndarray:
+    """Structure ``label`` (or all foreground when None) plus its boundary band.
+
+    Examples
+    --------
+    >>> lab = np.zeros((5, 5), int); lab[2, 2] = 1
+    >>> int(scored_region(lab, band=1).sum()), int(scored_region(lab, 2).sum())
+    (5, 0)
+    """
+    lab = np.asarray(labels)
+    mask = lab > 0 if label is None else lab == int(label)
+    return _dilate(mask, int(band))
+
+
+def auv(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
+    """Area under the uncertainty-volume curve: ``∫_0^1 F(t) dt`` = mean of ``u`` over ``region``.
+
+    ``F(t)`` is the fraction of ``region`` voxels whose uncertainty exceeds ``t``
+    (see the module docstring); values are clipped to ``[0, 1]`` first. NaN for
+    an empty region.
+
+    Examples
+    --------
+    >>> u = np.array([0.0, 0.2, 0.4, 1.0])
+    >>> auv(u), auv(u, u > 0.1)
+    (0.4, 0.5333333333333333)
+    """
+    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
+    if region is not None:
+        u = u[np.asarray(region, dtype=bool)]
+    return float(u.mean()) if u.size else math.nan
+
+
+def uncertainty_volume_curve(uncertainty: np.ndarray, region: np.ndarray | None = None,
+                             n_thresholds: int = 101) -> tuple[np.ndarray, np.ndarray]:
+    """``(t, F(t))`` on ``n_thresholds`` evenly spaced thresholds in ``[0, 1]``.
+
+    Examples
+    --------
+    >>> t, f = uncertainty_volume_curve(np.array([0.25, 0.75]), n_thresholds=5)
+    >>> t.tolist(), f.tolist()
+    ([0.0, 0.25, 0.5, 0.75, 1.0], [1.0, 0.5, 0.5, 0.0, 0.0])
+    """
+    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
+    if region is not None:
+        u = u[np.asarray(region, dtype=bool)]
+    t = np.linspace(0.0, 1.0, int(n_thresholds))
+    if not u.size:
+        return t, np.full_like(t, np.nan)
+    s = np.sort(u.ravel())
+    return t, 1.0 - np.searchsorted(s, t, side="right") / s.size
+
+
+def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> float:
+    """AUV over the predicted foreground plus its ``band``-voxel boundary band.
+
+    All voxels are scored when nothing is predicted.
+
+    Examples
+    --------
+    >>> u = np.zeros((5, 5)); u[2, 1:4] = [0.5, 1.0, 0.5]
+    >>> lab = np.zeros((5, 5), int); lab[2, 2] = 1
+    >>> case_score(u, lab, band=0), case_score(u, lab, band=1)
+    (1.0, 0.4)
+    """
+    region = scored_region(labels, None, band)
+    return auv(uncertainty, region if region.any() else None)
+
+
+def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
+                     structures: Mapping[int, str] | None = None, band: int = 1) -> list[dict]:
+    """Per predicted structure: mean uncertainty inside, in the band, and the AUV.
+
+    Returns rows ``{"label", "name", "inside", "band", "auv", "n_voxels"}``;
+    ``inside`` is the mean over the predicted structure, ``band`` over its
+    boundary band, ``auv`` over both together (NaN when the structure is not
+    predicted). ``structures`` defaults to the labels present.
+
+    Examples
+    --------
+    >>> u = np.zeros((8, 8)); u[1:7, 1:7] = 0.5; u[2:6, 2:6] = 0.1
+    >>> lab = np.zeros((8, 8), int); lab[2:6, 2:6] = 1
+    >>> r = structure_scores(u, lab, {1: "a", 2: "b"})
+    >>> round(r[0]["inside"], 3), round(r[0]["band"], 3), round(r[0]["auv"], 3), r[1]["n_voxels"]
+    (0.1, 0.329, 0.3, 0)
+    """
+    lab = np.asarray(labels)
+    u = np.asarray(uncertainty)
+    if lab.shape != u.shape:
+        raise ValueError(f"uncertainty {u.shape} and labels {lab.shape} differ in shape")
+    if structures is None:
+        structures = {int(i): f"label {int(i)}" for i in np.unique(lab) if i != 0}
+    rows = []
+    for label, name in structures.items():
+        mask = lab == int(label)
+        rows.append({"label": int(label), "name": str(name),
+                     "inside": auv(u, mask), "band": auv(u, boundary_band(mask, band)),
+                     "auv": auv(u, _dilate(mask, band)), "n_voxels": int(mask.sum())})
+    return rows
+
+
+def auv_from_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """Case score of the ``uncertainty`` protocol: AUV of normalised entropy (band 1).
+
+    ``probabilities`` is ``(K, *spatial)``; the entropy is normalised by ``log K``.
+
+    Examples
+    --------
+    >>> p = np.stack([np.full((3, 3), 0.5), np.full((3, 3), 0.5)])
+    >>> auv_from_probabilities(p, np.zeros((3, 3), int))
+    1.0
+    """
+    return case_score(entropy(probabilities, 0, normalized=True), labels, band=1)
+
+
+def n_removed(n: int, fraction: float) -> int:
+    """How many of ``n`` cases the top ``fraction`` is: ``floor(fraction * n + 0.5)``.
+
+    Round half up, so 5% of 20 is 1, 5% of 10 is 1 (0.5 rounds up), 5% of 9
+    is 0 (0.45) and 10% of 25 is 3 (2.5). A fraction of 1 removes everything.
+
+    Examples
+    --------
+    >>> [n_removed(n, f) for n, f in [(20, 0.05), (10, 0.05), (9, 0.05), (25, 0.1), (3, 1.0)]]
+    [1, 1, 0, 3, 3]
+    """
+    if not 0.0 <= float(fraction) <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    return min(int(n), math.floor(float(fraction) * int(n) + 0.5 + 1e-9))
+
+
+def filter_most_uncertain(scores: Mapping[str, float], fraction: float
+                          ) -> tuple[list[str], list[str]]:
+    """Split cases into ``(kept, removed)``: removed = the :func:`n_removed` most uncertain.
+
+    Ranking is by score, highest first; NaN scores rank as the most uncertain
+    (a case that could not be scored is not trusted); ties break by case id.
+    Both lists keep that ranking order.
+
+    Examples
+    --------
+    >>> filter_most_uncertain({"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.2}, 0.5)
+    (['d', 'a'], ['b', 'c'])
+    """
+    def key(case: str):
+        s = float(scores[case])
+        return (0 if math.isnan(s) else 1, -s if not math.isnan(s) else 0.0, case)
+
+    ranked = sorted(scores, key=key)
+    k = n_removed(len(ranked), fraction)
+    return ranked[k:], ranked[:k]
+
+
+def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
+    """Pearson and Spearman correlation of paired values (NaN pairs dropped).
+
+    Examples
+    --------
+    >>> c = correlation([1, 2, 3, 4], [10, 20, 30, 45])
+    >>> round(c["pearson"], 3), c["spearman"], c["n"]
+    (0.994, 1.0, 4)
+    """
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    out = {"pearson": math.nan, "spearman": math.nan, "n": int(a.size)}
+    if a.size < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return out
+    from scipy import stats
+
+    out["pearson"] = float(stats.pearsonr(a, b)[0])
+    out["spearman"] = float(stats.spearmanr(a, b)[0])
+    return out
+
+
+__all__ = ["auv", "auv_from_probabilities", "boundary_band", "case_score", "correlation",
+           "filter_most_uncertain", "n_removed", "scored_region", "structure_scores",
+           "uncertainty_volume_curve"]
