@@ -1,11 +1,17 @@
 """Train the built-in dense CT model on generated phantoms.
 
-Run ``python -m napari_segeval.models.dense._train --minutes 14`` (2 CPU threads by
+Run ``python -m napari_segeval.models.dense._train --minutes 13 --cases 60 --fg-prob 0.7
+--cache /tmp/dense_cache60.npz`` (``--threads`` sets torch's CPU threads, 2 by
 default). Training cases use phantom seeds ``0 .. n_cases-1`` (seeds >= 1000 are
-reserved for shipped samples and held-out benchmarks). The result is a
-``torch.save`` dict (tensors, numbers and strings only, so ``weights_only=True``
-loads it): ``state_dict`` plus the plans (architecture, spacing, patch size,
-intensity statistics, structures) and a training record.
+reserved for shipped samples and held-out benchmarks). Patches are centred, with
+probability ``--fg-prob``, on a voxel of a class drawn uniformly among the classes
+present in the case (kidneys and tumour as often as the liver); the loss is
+cross-entropy plus one minus the per-class Dice averaged over the foreground classes
+present in the batch; the learning rate warms up linearly over the first 3 % of the
+time budget and then follows a cosine decay. The result is a ``torch.save`` dict
+(tensors, numbers and strings only, so ``weights_only=True`` loads it):
+``state_dict`` plus the plans (architecture, spacing, patch size, intensity
+statistics, structures) and a training record.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from napari_segeval.inference.resample import resample_image, resample_labels
 BUILTIN_PLANS: dict = {
     "format": "napari-segeval-dense/1",
     "architecture": "unet3d",
-    "config": {"in_channels": 1, "num_classes": 6, "base_channels": 4, "levels": 4},
+    "config": {"in_channels": 1, "num_classes": 6, "base_channels": 8, "levels": 4},
     "spacing": [2.5, 1.6, 1.6],
     "patch_size": [32, 48, 48],
     "modality": "CT",
@@ -37,17 +43,21 @@ BUILTIN_PLANS: dict = {
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
+    """Resampled, normalized training cases, intensity statistics, lesion thresholds."""
     from napari_segeval.inference.intensity import IntensityStats
     from napari_segeval.phantoms.ct import make_ct_case
 
     if cache is not None and cache.exists():
         z = np.load(cache, allow_pickle=False)
-        stats = IntensityStats.from_dict(json.loads(str(z["stats"])))
-        return [(z[f"x{i}"], z[f"y{i}"]) for i in range(n_cases)], stats
+        if int(z["n"]) == n_cases and json.loads(str(z["spacing"])) == plans["spacing"]:
+            stats = IntensityStats.from_dict(json.loads(str(z["stats"])))
+            thr = json.loads(str(z["lesion_min_mm3"]))
+            return [(z[f"x{i}"], z[f"y{i}"]) for i in range(n_cases)], stats, thr
 
     cases = [make_ct_case(seed) for seed in range(n_cases)]
     stats = foreground_intensity_stats(((c.image, c.labels) for c in cases),
                                        source=f"phantom seeds 0-{n_cases - 1}")
+    thr = lesion_thresholds(((c.labels, c.spacing) for c in cases), plans)
     data = []
     for c in cases:
         img, info = resample_image(c.image, c.spacing, plans["spacing"], order=3)
@@ -55,16 +65,18 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
     if cache is not None:
         arrays = {f"x{i}": x for i, (x, _) in enumerate(data)}
         arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
-        np.savez(cache, stats=json.dumps(stats.to_dict()), **arrays)
-    return data, stats
+        np.savez(cache, stats=json.dumps(stats.to_dict()), n=n_cases,
+                 spacing=json.dumps(plans["spacing"]), lesion_min_mm3=json.dumps(thr), **arrays)
+    return data, stats, thr
 
 
-def lesion_thresholds(n_cases: int, plans: dict) -> dict[str, float]:
-    """nnU-Net v1 rule on the training references: smallest largest-component volume."""
+def lesion_thresholds(refs, plans: dict) -> dict[str, float]:
+    """nnU-Net v1 rule on the training references: smallest largest-component volume.
+
+    ``refs`` yields ``(labels, spacing)`` pairs.
+    """
     from napari_segeval.inference.postprocess import min_volume_from_references
-    from napari_segeval.phantoms.ct import make_ct_case
 
-    refs = ((c.labels, c.spacing) for c in (make_ct_case(s) for s in range(n_cases)))
     thr = min_volume_from_references(refs, plans["lesions"])
     return {str(k): round(v, 3) for k, v in thr.items()}
 
@@ -74,13 +86,19 @@ def _pad_to(a: np.ndarray, size, value) -> np.ndarray:
     return np.pad(a, pad, constant_values=value) if any(p[1] for p in pad) else a
 
 
-def _sample(rng, img, lab, patch, num_classes, fg_prob=0.6):
+def _class_index(lab: np.ndarray, num_classes: int) -> list[np.ndarray]:
+    """Voxel indices of every foreground class (empty arrays for absent ones)."""
+    return [np.argwhere(lab == k) for k in range(1, num_classes)]
+
+
+def _sample(rng, img, lab, patch, index, fg_prob=0.6):
+    """A patch: with ``fg_prob`` centred near a voxel of a class drawn uniformly among
+    the classes present (so small organs and lesions count as much as the liver)."""
     img = _pad_to(img, patch, float(img.min()))
     lab = _pad_to(lab, patch, 0)
-    if rng.random() < fg_prob:
-        present = [k for k in range(1, num_classes) if (lab == k).any()]
-        k = present[rng.integers(len(present))]
-        idx = np.argwhere(lab == k)
+    present = [idx for idx in index if len(idx)]
+    if present and rng.random() < fg_prob:
+        idx = present[rng.integers(len(present))]
         centre = idx[rng.integers(len(idx))]
         start = [int(np.clip(c - p // 2 + rng.integers(-p // 4, p // 4 + 1), 0, n - p))
                  for c, p, n in zip(centre, patch, lab.shape)]
@@ -90,6 +108,14 @@ def _sample(rng, img, lab, patch, num_classes, fg_prob=0.6):
     x = img[sl] * rng.uniform(0.9, 1.1) + rng.uniform(-0.1, 0.1)
     x = x + rng.normal(0, rng.uniform(0, 0.1), x.shape)
     return x.astype(np.float32), lab[sl].astype(np.int64)
+
+
+def _lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
+    """Linear warm-up over the first ``warmup`` fraction, then cosine decay to lr0/100."""
+    if frac < warmup:
+        return lr0 * (0.1 + 0.9 * frac / warmup)
+    t = min(1.0, (frac - warmup) / (1 - warmup))
+    return lr0 * (0.01 + 0.99 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
 def _loss(logits, target, num_classes, weight=None):
@@ -102,13 +128,17 @@ def _loss(logits, target, num_classes, weight=None):
     inter = (prob * onehot).sum(dims)
     denom = prob.sum(dims) + onehot.sum(dims)
     dice = (2 * inter + 1e-5) / (denom + 1e-5)
-    return ce + (1 - dice[1:].mean())
+    # per-class Dice averaged over the foreground classes present in the batch
+    present = onehot.sum(dims)[1:] > 0
+    fg = dice[1:][present] if bool(present.any()) else dice[1:]
+    return ce + (1 - fg.mean())
 
 
 def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batch: int,
           init: Path | None = None, lr0: float = 3e-3,
           cache: Path | None = None, fg_prob: float = 0.6,
-          class_weights: list[float] | None = None) -> dict:
+          class_weights: list[float] | None = None, base_channels: int | None = None,
+          patch_size: list[int] | None = None) -> dict:
     """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
     import torch
 
@@ -118,8 +148,13 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     plans = json.loads(json.dumps(BUILTIN_PLANS))
+    if base_channels:
+        plans["config"]["base_channels"] = int(base_channels)
+    if patch_size:
+        plans["patch_size"] = [int(p) for p in patch_size]
     t0 = time.time()
-    data, stats = _prepare(n_cases, plans, cache)
+    data, stats, thresholds = _prepare(n_cases, plans, cache)
+    index = [_class_index(y, plans["config"]["num_classes"]) for _, y in data]
     prep_s = time.time() - t0
     print(f"prepared {n_cases} cases in {prep_s:.0f}s; stats {stats}", flush=True)
     cfg = UNetConfig(**plans["config"])
@@ -135,11 +170,11 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     patch, k = plans["patch_size"], cfg.num_classes
     weight = torch.tensor(class_weights, dtype=torch.float32) if class_weights else None
     while (elapsed := time.time() - t1) < budget:
-        lr = lr0 * (1 - elapsed / budget) ** 0.9
+        lr = _lr_at(elapsed / budget, lr0)
         for g in opt.param_groups:
             g["lr"] = lr
         picks = rng.integers(len(data), size=batch)
-        xs, ys = zip(*(_sample(rng, *data[i], patch, k, fg_prob) for i in picks))
+        xs, ys = zip(*(_sample(rng, *data[i], patch, index[i], fg_prob) for i in picks))
         x = torch.from_numpy(np.stack(xs))[:, None]
         y = torch.from_numpy(np.stack(ys))
         loss = _loss(net(x), y, k, weight)
@@ -157,13 +192,14 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
         "seeds": f"0-{n_cases - 1}",
         "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
         "torch": str(torch.__version__), "lr": lr0,
-        "fg_prob": fg_prob, "class_weights": class_weights,
+        "fg_prob": fg_prob, "class_weights": class_weights, "schedule": "warmup+cosine",
     }
     if previous is not None:
         record["previous"] = previous["training"]
     payload = dict(plans)
     payload["intensity"] = stats.to_dict()
-    payload["lesion_min_mm3"] = lesion_thresholds(n_cases, plans)
+    payload["lesion_min_mm3"] = thresholds
+    record["total_minutes"] = round((time.time() - t0) / 60, 2)
     payload["training"] = record
     payload["state_dict"] = {k: v.detach().clone() for k, v in net.state_dict().items()}
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +217,7 @@ def main(argv=None) -> int:
                    default=Path(__file__).parent / "weights" / "builtin_ct_unet3d.pt")
     p.add_argument("--minutes", type=float, default=14.0)
     p.add_argument("--cases", type=int, default=60)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--init", type=Path, default=None, help="continue from this weights file")
@@ -191,9 +227,12 @@ def main(argv=None) -> int:
                    help="probability of a patch centred on a random structure")
     p.add_argument("--class-weights", type=float, nargs="+", default=None,
                    help="cross-entropy weight per class")
+    p.add_argument("--base-channels", type=int, default=None,
+                   help="override the architecture's first-level channels")
+    p.add_argument("--patch", type=int, nargs=3, default=None, help="training/inference patch")
     a = p.parse_args(argv)
     train(a.out, a.minutes, a.cases, a.threads, a.seed, a.batch, a.init, a.lr, a.cache,
-          a.fg_prob, a.class_weights)
+          a.fg_prob, a.class_weights, a.base_channels, a.patch)
     return 0
 
 
