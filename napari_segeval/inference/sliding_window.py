@@ -94,12 +94,14 @@ def gaussian_weights(
     >>> float(w[4]), float(w.min()) >= 1e-3
     (1.0, True)
     """
+    import torch
+
     w = None
-    for p in patch:
-        x = np.arange(p, dtype=np.float32) - np.float32((p - 1) / 2.0)
-        g = np.exp(x**2 / np.float32(-2 * (sigma_scale * p) ** 2)).astype(np.float32)
-        w = g if w is None else w[..., None] * g
-    w = np.asarray(w, np.float32)
+    for p in patch:  # float32 torch ops, so the map is bit-identical to MONAI's
+        x = torch.arange(-(p - 1) / 2.0, (p - 1) / 2.0 + 1, dtype=torch.float32)
+        g = torch.exp(x**2 / (-2 * (sigma_scale * p) ** 2))
+        w = g if w is None else w.unsqueeze(-1) * g
+    w = w.numpy().astype(np.float32)
     pos = w[w > 0]
     if pos.size:
         w[w == 0] = pos.min()
@@ -207,7 +209,10 @@ def sliding_window_logits(
             p = predictor(batch.flip(dims) if dims else batch)
             p = p.flip(dims) if dims else p
             pred = p if pred is None else pred + p
-        pred = (pred.float() / len(flips)) * w
+        pred = pred.float()
+        if len(flips) > 1:
+            pred = pred / len(flips)
+        pred = pred * w
         if out is None:
             out = torch.zeros((n_img, pred.shape[1], *shape), dtype=torch.float32, device=acc_dev)
         pred = pred.to(acc_dev)
@@ -215,7 +220,7 @@ def sliding_window_logits(
             out[(b, slice(None), *s)] += pred[j]
         if progress is not None:
             progress(min(i + batch_size, total), total)
-    out = out / norm
+    out = out.div_(norm) if not torch.is_grad_enabled() else out / norm
     if any(a or b for a, b in pads):
         crop = tuple(slice(a, a + n) for (a, _), n in zip(pads, src_shape))
         out = out[(slice(None), slice(None), *crop)]
