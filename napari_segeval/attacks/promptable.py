@@ -2,10 +2,14 @@
 
 The attack variable is the stack of normalized frames the backend's
 ``preprocess`` returns (``(n, H, W)`` or ``(n, H, W, C)``), with the prompts
-fixed. Gradients flow through the whole propagation chain: each slice's mask is
-fed (soft) to the next step, in both directions for volumes
-(``chain="full"``, the only mode the backend protocol offers; a per-slice mode
-with the clean previous mask needs a backend hook and is not provided).
+fixed. Two gradient paths, recorded as ``chain``:
+
+* ``"full"`` (default): each slice's (soft) mask is fed to the next step, in both
+  directions for volumes, so a perturbation on one slice acts on every later slice;
+* ``"per-slice"``: every frame after the key frame is conditioned on the *clean*
+  prediction of the previously visited frame (computed once, without gradient), so
+  each slice is attacked on its own. Backends whose state is a memory bank of
+  several frames (MedSAM2) refuse it.
 
 Per-structure foreground probabilities ``p_k`` become logits
 ``(1, K + 1, n, H, W)``: background 0 and ``logit(p_k)`` for structure ``k``,
@@ -44,6 +48,8 @@ class PromptTarget:
         CT window for the backend's preprocessing.
     keep_largest, stop_when_empty, threshold
         As :func:`napari_segeval.propagation.propagate_case`.
+    chain : {"full", "per-slice"}
+        Gradient path through the propagation (module docstring).
 
     Examples
     --------
@@ -60,7 +66,9 @@ class PromptTarget:
 
     def __init__(self, model: Any, case: Case, prompts: list, *, mode: str | None = None,
                  window: Any = None, keep_largest: bool = True, stop_when_empty: bool = True,
-                 threshold: float = 0.5) -> None:
+                 threshold: float = 0.5, chain: str = "full") -> None:
+        if chain not in ("full", "per-slice"):
+            raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
         if not prompts:
             raise ValueError("a promptable attack needs at least one box prompt")
         self.model, self.case, self.prompts = model, case, list(prompts)
@@ -77,6 +85,13 @@ class PromptTarget:
         self.label_ids = sorted(int(b.label) for b in self.prompts)
         self.num_classes = len(self.label_ids) + 1
         self.structures = {lab: case.structure_name(lab) for lab in self.label_ids}
+        self.chain = chain
+        self.priors = None
+        if chain == "per-slice":
+            import torch
+
+            with torch.no_grad():
+                self.priors = self._propagate(self.x[0], grad=False).probabilities
 
     def _propagate(self, frames: Any, grad: bool):
         from napari_segeval.propagation import propagate_case
@@ -84,7 +99,7 @@ class PromptTarget:
         return propagate_case(self.model, frames, self.prompts, mode=self.mode,
                               keep_largest=self.keep_largest,
                               stop_when_empty=self.stop_when_empty,
-                              threshold=self.threshold, grad=grad)
+                              threshold=self.threshold, grad=grad, priors=self.priors)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``."""
@@ -138,7 +153,7 @@ class PromptTarget:
             "kind": self.kind,
             "model": getattr(self.model, "name", type(self.model).__name__),
             "mode": self.mode,
-            "chain": "full",
+            "chain": self.chain,
             "prompts": [{"label": b.label, "index": b.index, "box": [b.y0, b.x0, b.y1, b.x1]}
                         for b in self.prompts],
             "window": self.window,

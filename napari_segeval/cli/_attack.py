@@ -62,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
+    p.add_argument("--chain", choices=("full", "per-slice"), default="full",
+                   help="promptable models: gradients through the whole propagation chain, "
+                        "or each slice conditioned on the clean previous mask")
     p.add_argument("--structure", action="append", type=int, default=[], metavar="ID",
                    help="promptable: structure to prompt (repeatable; default all)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
@@ -132,7 +135,7 @@ def _target(args: argparse.Namespace, case):
         from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 
         model = BuiltinPromptModel(args.checkpoint, device=args.device)
-    return PromptTarget(model, case, boxes, mode=mode, window=args.window)
+    return PromptTarget(model, case, boxes, mode=mode, window=args.window, chain=args.chain)
 
 
 def _progress(enabled: bool):

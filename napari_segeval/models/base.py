@@ -158,6 +158,7 @@ class PromptableModel(Protocol):
         cancel: threading.Event | None = None,
         stop_when_empty: bool = False,
         grad: bool = False,
+        prior_volume: Any = None,
     ) -> torch.Tensor:
         """Segment ``box`` on frame ``key_index`` and walk in ``order``.
 
@@ -175,6 +176,13 @@ class PromptableModel(Protocol):
             A prior mask for the key frame (backends that accept mask prompts).
         progress, cancel, stop_when_empty, grad
             See the module docstring.
+        prior_volume : optional ``(n, H, W)``
+            Masks (or probabilities) of the whole sequence, e.g. a clean prediction.
+            When given, each frame after the key frame is conditioned on
+            ``prior_volume`` at the previously visited frame instead of on the
+            model's own previous output, so the frames are segmented one by one
+            (the "per-slice" chain of promptable attacks). Backends whose state is
+            not a single previous mask (MedSAM2's memory bank) refuse it.
 
         Returns
         -------

@@ -181,11 +181,13 @@ class BuiltinPromptModel:
     def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box,
                   order: Order = "forward", *, init_mask: Any = None,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  stop_when_empty: bool = False, grad: bool = False) -> torch.Tensor:
+                  stop_when_empty: bool = False, grad: bool = False,
+                  prior_volume: Any = None) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
 
         ``init_mask`` (optional ``(H, W)``) replaces the box mask as the key
-        frame's prior.
+        frame's prior; ``prior_volume`` (optional ``(n, H, W)``) replaces the
+        previous output as the prior of every later frame (and its crop window).
         """
         import torch
 
@@ -207,10 +209,20 @@ class BuiltinPromptModel:
         window = window_from_bbox(b.y0, b.x0, b.y1, b.x1)
         out: list[torch.Tensor] = []
         zeros = torch.zeros((h, w), device=self.device)
+        given = None if prior_volume is None else torch.as_tensor(
+            prior_volume, dtype=torch.float32, device=self.device).detach()
+        if given is not None and tuple(given.shape) != (n, h, w):
+            raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
         ctx = torch.enable_grad() if grad else torch.no_grad()
         with ctx, autocast_context(self.device, enabled=not grad):
             for j, f in enumerate(idx):
                 check_cancel(cancel, "propagation")
+                if given is not None and j > 0:
+                    prior = given[idx[j - 1]]
+                    fg = (prior > 0.5).nonzero()
+                    if fg.shape[0]:
+                        lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+                        window = window_from_bbox(lo[0], lo[1], hi[0] + 1, hi[1] + 1)
                 prev = x[f] if j == 0 else x[idx[j - 1]]
                 prob = self._step(x[f], prev, prior, boxmask if j == 0 else zeros, window)
                 out.append(prob)

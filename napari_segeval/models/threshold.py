@@ -82,7 +82,7 @@ class ThresholdPromptModel:
     def propagate(self, frames: Any, key_index: int, box: Box, order: Order = "forward", *,
                   init_mask: Any = None, progress: ProgressFn | None = None,
                   cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                  grad: bool = False) -> torch.Tensor:
+                  grad: bool = False, prior_volume: Any = None) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`."""
         import torch
         import torch.nn.functional as F
@@ -97,8 +97,12 @@ class ThresholdPromptModel:
         out = []
         k = 2 * self.reach + 1
         with torch.enable_grad() if grad else torch.no_grad():
+            given = None if prior_volume is None else torch.as_tensor(
+                prior_volume, dtype=torch.float32, device=self.device).detach()
             for j, f in enumerate(idx):
                 check_cancel(cancel, "propagation")
+                if given is not None and j > 0:
+                    prior = given[idx[j - 1]]
                 reach = F.max_pool2d(prior[None, None], k, 1, self.reach)[0, 0]
                 prob = torch.sigmoid(self.gain * (x[f] - self.level)) * reach
                 out.append(prob)

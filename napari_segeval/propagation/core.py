@@ -140,11 +140,14 @@ def confidence_stop(probs: Any, min_confidence: float | None, threshold: float =
 def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: str = "volume",
                         stop_when_empty: bool = True, progress: ProgressFn | None = None,
                         cancel: threading.Event | None = None, grad: bool = False,
-                        min_confidence: float | str | None = "auto", threshold: float = 0.5
-                        ) -> torch.Tensor:
+                        min_confidence: float | str | None = "auto", threshold: float = 0.5,
+                        prior_volume: Any = None) -> torch.Tensor:
     """Probability ``(n, H, W)`` of one structure from its box on frame ``box.index``.
 
     ``progress`` receives per-step counts for this structure only.
+    ``prior_volume`` (``(n, H, W)``, optional) conditions every frame after the key
+    frame on this volume instead of the model's own previous output (see
+    :meth:`napari_segeval.models.base.PromptableModel.propagate`).
     ``min_confidence`` ends each direction at its first low-confidence slice
     (see the module doc; ``threshold`` defines the foreground there).
 
@@ -177,8 +180,9 @@ def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: 
     parts = {}
     offset = 0
     for order in orders:
+        extra = {} if prior_volume is None else {"prior_volume": prior_volume}
         seq = model.propagate(frames, k, box, order, progress=step(offset),
-                              cancel=cancel, stop_when_empty=stop_when_empty, grad=grad)
+                              cancel=cancel, stop_when_empty=stop_when_empty, grad=grad, **extra)
         keep = confidence_stop(seq, min_confidence, threshold)
         if keep < seq.shape[0]:
             seq = torch.cat([seq[:keep], torch.zeros_like(seq[keep:])], dim=0)
@@ -270,7 +274,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                    stop_when_empty: bool = True, threshold: float = 0.5,
                    min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                   grad: bool = False) -> PropagationResult:
+                   grad: bool = False, priors: dict[int, Any] | None = None
+                   ) -> PropagationResult:
     """Propagate every prompt through ``frames`` and merge the structures.
 
     Parameters
@@ -302,6 +307,11 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         nothing is returned.
     grad : bool
         Keep the autograd graph (``result.tensors``).
+    priors : dict of int to array, optional
+        Per structure, an ``(n, H, W)`` volume that conditions each frame after the
+        key frame instead of the model's own previous output (``prior_volume`` of
+        :func:`propagate_structure`): with a clean prediction, frames are
+        segmented one by one, as in per-slice attacks.
 
     Examples
     --------
@@ -333,7 +343,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         check_cancel(cancel, "propagation")
         p = propagate_structure(model, frames, box, mode=mode, stop_when_empty=stop_when_empty,
                                 progress=report, cancel=cancel, grad=grad,
-                                min_confidence=min_confidence, threshold=threshold)
+                                min_confidence=min_confidence, threshold=threshold,
+                                prior_volume=None if priors is None else priors.get(box.label))
         offset[0] += sum(n_visited(n, box.index, o)
                          for o in (("forward", "backward") if mode == "volume" else ("forward",)))
         if grad:
@@ -343,5 +354,6 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                               nested_fraction=nested_fraction)
     params = {"model": getattr(model, "name", type(model).__name__), "mode": mode,
               "keep_largest": keep_largest, "stop_when_empty": stop_when_empty,
-              "threshold": threshold, "min_confidence": min_confidence, "nested_fraction": nested_fraction}
+              "threshold": threshold, "min_confidence": min_confidence,
+              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice"}
     return PropagationResult(labels, probs, list(prompts), params, tensors)

@@ -36,6 +36,50 @@ def test_gradients_flow_through_the_propagation_chain(ct_case):
     assert per_slice[key] > 0 and per_slice[1] > 0
 
 
+@pytest.mark.parametrize("model_name", ["threshold", "builtin"])
+def test_per_slice_chain_conditions_on_the_clean_previous_mask(model_name):
+    ct_case = make_ct_case(5, shape=(24, 80, 80))
+    model = ThresholdPromptModel() if model_name == "threshold" else _builtin()
+    boxes = boxes_from_labels(ct_case.labels, [1])
+    full = PromptTarget(model, ct_case, boxes)
+    per = PromptTarget(model, ct_case, boxes, chain="per-slice")
+    assert per.describe()["chain"] == "per-slice" and full.describe()["chain"] == "full"
+    # on the clean input both chains give the clean prediction
+    with torch.no_grad():
+        assert torch.allclose(per.forward(per.x), full.forward(full.x), atol=1e-5)
+    # the clean priors are fixed: a slice's output depends only on its own frame
+    # and the frame the model reads beside it, never on slices further along the chain
+    key = boxes[0].index
+    clean = per.priors[1]
+    segmented = [z for z in range(clean.shape[0]) if (clean[z] > 0.5).any() and abs(z - key) >= 2]
+    assert segmented, "the structure must reach two slices away from the key slice"
+    far = max(segmented, key=lambda z: abs(z - key))
+    for target, reaches in ((full, True), (per, False)):
+        x = target.x.clone().requires_grad_(True)
+        target.forward(x)[0, 1, far].sum().backward()
+        g = x.grad[0].abs().sum(dim=tuple(range(1, x.grad[0].ndim)))
+        assert g[far] > 0
+        assert bool(g[key] > 0) is reaches
+
+
+def test_per_slice_chain_attack_stays_in_budget_and_hurts(ct_case):
+    boxes = boxes_from_labels(ct_case.labels, [1])
+    t = PromptTarget(ThresholdPromptModel(), ct_case, boxes, chain="per-slice")
+    res = attack_case(t, AttackConfig("pgd", eps=0.1, steps=3, random_start=False))
+    assert np.abs(res.perturbation_normalized).max() <= 0.1
+    assert res.params["target"]["chain"] == "per-slice"
+    assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
+
+
+def test_medsam2_refuses_the_per_slice_chain():
+    from napari_segeval import SegEvalError
+    from napari_segeval.models.medsam2.model import MedSAM2Model
+
+    with pytest.raises(SegEvalError, match="memory bank"):
+        MedSAM2Model.propagate(object(), np.zeros((2, 4, 4)), 0, None,
+                               prior_volume=np.zeros((2, 4, 4)))
+
+
 def test_one_structure_logits_give_back_the_probability(ct_case):
     from napari_segeval.propagation import propagate_case
 

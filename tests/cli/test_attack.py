@@ -103,14 +103,16 @@ def test_refusals(files):
                             "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
 
 
-def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys):
+@pytest.mark.parametrize("chain", ["full", "per-slice"])
+def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys, chain):
     pytest.importorskip("av")
     args = _parse([str(SAMPLES / "video" / "echo_001.mp4"), "--labels",
                    str(SAMPLES / "video" / "echo_001_labels.nii.gz"), "--model", "builtin-prompt",
-                   "--structure", "1", "--attack", "fgsm", "--eps-raw", "8",
+                   "--structure", "1", "--attack", "fgsm", "--eps-raw", "8", "--chain", chain,
                    "--output-dir", str(tmp_path), "--device", "cpu", "--json"])
     assert _attack.run(args) == 0
     payload = json.loads(capsys.readouterr().out)
+    assert payload["target"]["chain"] == chain
     assert payload["eps_normalized"] == pytest.approx(8 / 255)
     assert payload["target"]["mode"] == "video" and payload["raw_unit"] == "raw units"
     adv = read_image(Path(payload["outputs"]["perturbed_image"]))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from napari_segeval._errors import InvalidImageError
+from napari_segeval._errors import InvalidImageError, SegEvalError
 from napari_segeval.inference.windowing import (
     DEFAULT_CT_WINDOW,
     apply_window,
@@ -160,9 +160,21 @@ class MedSAM2Model:
         cancel: threading.Event | None = None,
         stop_when_empty: bool = False,
         grad: bool = False,
+        prior_volume: Any = None,
     ) -> torch.Tensor:
-        """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol)."""
+        """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol).
+
+        ``prior_volume`` is refused: MedSAM2 conditions each frame on a memory bank
+        of several earlier frames, not on one previous mask.
+        """
         import torch
+
+        if prior_volume is not None:
+            raise SegEvalError(
+                "MedSAM2 conditions each frame on a memory bank of several frames; "
+                "a per-slice chain with a given previous mask is not defined for it "
+                "(use the full chain)"
+            )
 
         logits = self.propagate_logits(
             frames, key_index, box, order, init_mask=init_mask, progress=progress,
