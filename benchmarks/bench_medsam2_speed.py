@@ -30,12 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     args = ap.parse_args(argv)
 
+    import sam2.utils.misc as sam2_misc
     import torch
     from PIL import Image
 
     from napari_segeval.models.medsam2 import load_medsam2
-    import sam2.utils.misc as sam2_misc
-
     from napari_segeval.models.medsam2._build import build_network, load_network
     from napari_segeval.models.medsam2._loop import connected_components
     from napari_segeval.prompts.box import Box

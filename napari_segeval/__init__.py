@@ -7,8 +7,8 @@ need them.
 
 from napari_segeval._errors import (
     GeometryMismatchError,
-    InvalidLabelsError,
     InvalidImageError,
+    InvalidLabelsError,
     MissingDependencyError,
     ReadError,
     SegEvalError,

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
-from napari_segeval.io.case import Geometry
 from napari_segeval.io._formats import Raw
+from napari_segeval.io.case import Geometry
 
 _FLIP = np.diag([-1.0, -1.0, 1.0])
 

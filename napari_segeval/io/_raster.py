@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError
-from napari_segeval.io.case import Geometry
 from napari_segeval.io._formats import Raw, suffix
+from napari_segeval.io.case import Geometry
 
 _GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
 

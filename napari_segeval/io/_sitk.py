@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError
-from napari_segeval.io.case import Geometry
 from napari_segeval.io._formats import Raw, is_dicom_file, suffix
+from napari_segeval.io.case import Geometry
 
 MODALITY_TAG = "0008|0060"
 SERIES_UID_TAG = "0020|000e"

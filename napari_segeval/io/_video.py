@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
-from napari_segeval.io.case import Geometry
 from napari_segeval.io._formats import Raw, frame_files
+from napari_segeval.io.case import Geometry
 
 #: Largest channel disagreement (grey levels) for a colour frame to count as grey.
 GREY_TOLERANCE = 3

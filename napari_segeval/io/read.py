@@ -14,7 +14,7 @@ from napari_segeval.io._dataset_json import (
     load_dataset_json,
     structure_names,
 )
-from napari_segeval.io._formats import NIFTI, RASTER, VIDEO, ITK, DICOM, Raw, kind
+from napari_segeval.io._formats import DICOM, ITK, NIFTI, RASTER, VIDEO, Raw, kind
 from napari_segeval.io._validate import as_labels, check_image, check_same_grid
 from napari_segeval.io.case import MODALITIES, Case, Geometry
 

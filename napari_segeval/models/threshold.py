@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
 from napari_segeval.inference.windowing import to_unit, window_bounds
+from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -37,9 +37,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from napari_segeval.inference.windowing import to_unit
 from napari_segeval.models._prompt_net import CONTEXT, PromptUNet, crop, window_from_bbox
 from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
-from napari_segeval.inference.windowing import to_unit
 
 CT_SHAPES = ((40, 112, 112), (32, 96, 96), (48, 128, 128), (40, 128, 112))
 CT_SPACINGS = ((2.5, 1.2, 1.2), (3.0, 1.4, 1.4), (2.0, 1.0, 1.0))

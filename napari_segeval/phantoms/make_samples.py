@@ -24,12 +24,12 @@ import numpy as np
 
 from napari_segeval.phantoms import SAMPLE_SEED_BASE
 from napari_segeval.phantoms._encode import (
+    VIDEO_CODEC,
     decode_mp4_grey,
     metaimage_files,
     mp4_bytes,
     nifti_gz_bytes,
     png_bytes,
-    VIDEO_CODEC,
 )
 from napari_segeval.phantoms._sample_readme import render_readme
 from napari_segeval.phantoms.ct import make_ct_case

@@ -4,9 +4,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from napari_segeval._errors import (
-    GeometryMismatchError, InvalidLabelsError, ReadError, SegEvalError,
+    GeometryMismatchError,
+    InvalidLabelsError,
+    ReadError,
+    SegEvalError,
 )
-from napari_segeval.io import Geometry, read_case, read_image, read_labels, write_image, write_labels
+from napari_segeval.io import (
+    Geometry,
+    read_case,
+    read_image,
+    read_labels,
+    write_image,
+    write_labels,
+)
 
 G = Geometry((3.0, 0.8, 0.8), (1.0, 2.0, 3.0), np.eye(3).ravel())
 
