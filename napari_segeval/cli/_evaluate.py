@@ -37,6 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="generic layout: label path pattern with {stem}, {name}, {parent}")
     p.add_argument("--camus-mode", choices=("frames", "sequences", "all"),
                    help="CAMUS: ED/ES frames or half sequences")
+    p.add_argument("--preset", metavar="NAME",
+                   help="paper preset of the protocol (msd-robust: rog; medsam2-3d/-video: "
+                        "medsam2; uncertainty: li2026; cv5-2d: borst2026): follows the "
+                        "published recipe; differences are listed in docs/protocols.md and "
+                        "the report")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
@@ -111,7 +116,8 @@ def _summary_text(result) -> str:
 
     s = result.summary
     out = Path(result.output_dir)
-    head = (f"{s['protocol']} {s['protocol_version']}: {s['n_cases']} cases, {s['n_ok']} ok, "
+    preset = f" (preset {s['preset']})" if s.get("preset") else ""
+    head = (f"{s['protocol']} {s['protocol_version']}{preset}: {s['n_cases']} cases, {s['n_ok']} ok, "
             f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)")
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
@@ -145,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     options = {k: v for k, v in (("images", args.images), ("labels", args.labels),
                                  ("camus_mode", args.camus_mode)) if v is not None}
     result = run_evaluation(
-        args.data, args.protocol, args.output_dir, params=params, layout=args.layout,
+        args.data, args.protocol, args.output_dir, params=params, preset=args.preset,
+        layout=args.layout,
         layout_options=options, workers=args.workers, scheduler=args.scheduler,
         resume=not args.restart, show_progress=not (args.no_progress or args.json),
         report=not args.no_report,

@@ -22,6 +22,7 @@ def run_evaluation(
     output_dir: str | os.PathLike,
     *,
     params: Mapping[str, Any] | None = None,
+    preset: str | None = None,
     layout: str | None = None,
     layout_options: Mapping[str, Any] | None = None,
     workers: int | None = None,
@@ -44,6 +45,10 @@ def run_evaluation(
         Results folder (created); see :mod:`napari_segeval.evaluation.store`.
     params : mapping, optional
         Protocol parameter overrides (unknown names are refused).
+    preset : str, optional
+        A paper preset of the protocol (:class:`~napari_segeval.evaluation.protocols.Preset`):
+        its values replace the defaults, ``params`` still apply on top. Recorded
+        in ``run.json`` and ``summary.json``.
     layout, layout_options
         Layout name (detected when None) and its options (``images``, ``labels``,
         ``camus_mode``).
@@ -77,7 +82,7 @@ def run_evaluation(
     (1, 'broken')
     """
     proto = get_protocol(protocol)
-    p = proto.resolve_params(params)
+    p = proto.resolve_params(params, preset)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(data, (str, os.PathLike)):
@@ -86,7 +91,8 @@ def run_evaluation(
     else:
         specs = [s if isinstance(s, CaseSpec) else CaseSpec.from_dict(s) for s in data]
         source = specs[0].root if specs else ""
-    run_info = {"protocol": proto.name, "protocol_version": proto.version, "params": p,
+    run_info = {"protocol": proto.name, "protocol_version": proto.version, "preset": preset,
+                "params": p,
                 "data": source, "layout": specs[0].layout if specs else layout,
                 "napari_segeval": __version__}
     store.check_run(out, run_info, resume)
@@ -148,6 +154,7 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
         "n_missing": len(cases) - len(records),
         "failed": failed,
         "seconds_per_case": (sum(seconds) / len(seconds)) if seconds else None,
+        "differences_from_paper": list(proto.differences_for(run_info.get("preset"))),
         "results": proto.summarize(ok_rows, params) if ok_rows else {},
     }
     store.write_json(out / "summary.json", summary)

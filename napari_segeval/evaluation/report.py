@@ -163,6 +163,29 @@ def _dice_vs_uncertainty(rows: list[dict]) -> str:
     return text + f'<img alt="Dice against uncertainty" src="{uri}">'
 
 
+def _recipe(run: dict) -> str:
+    """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
+    from napari_segeval.evaluation.protocols import get_protocol
+
+    try:
+        proto = get_protocol(run["protocol"])
+        preset = proto.preset(run.get("preset"))
+    except Exception:  # noqa: BLE001 - a report of an unknown protocol still renders
+        return ""
+    anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
+    if preset is not None:
+        head = (f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
+                f"{html.escape(preset.source)}.</p>")
+    else:
+        head = (f"<p>No preset: the protocol's defaults. <code>--preset</code> "
+                f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
+                "published recipe.</p>")
+    diffs = proto.differences_for(run.get("preset"))
+    items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs) or "<li>none</li>"
+    return (f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
+            f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>")
+
+
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
     from napari_segeval.evaluation.evaluate import load_records
@@ -180,7 +203,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
               f"{len(records) - len(failed)} ok, <span class='err'>{len(failed)} failed</span>, "
               f"{len(cases) - len(records)} not run. napari-segeval "
               f"{html.escape(str(run.get('napari_segeval', '')))}.</p>")
-    parts = [f"<h1>{html.escape(title)}</h1>", counts,
+    parts = [f"<h1>{html.escape(title)}</h1>", counts, _recipe(run),
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
     if rows:

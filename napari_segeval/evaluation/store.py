@@ -156,12 +156,13 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
     path = out / "run.json"
     if resume and path.is_file():
         old = read_json(path)
-        keys = ("protocol", "protocol_version", "params")
+        keys = ("protocol", "protocol_version", "preset", "params")
         if json.dumps([old.get(k) for k in keys], sort_keys=True) != json.dumps(
                 [run_info.get(k) for k in keys], sort_keys=True):
             raise SegEvalError(
                 f"{out} holds results of {old.get('protocol')} {old.get('protocol_version')} "
-                f"with parameters {old.get('params')}; resume needs the same recipe "
+                f"(preset {old.get('preset') or 'none'}) with parameters {old.get('params')}; "
+                "resume needs the same recipe "
                 "(use another --output-dir, or --restart to discard them)"
             )
     write_json(path, run_info)

@@ -151,3 +151,20 @@ class ConcurrencyDense(ThresholdDense):
 def concurrency_dense() -> ConcurrencyDense:
     """Factory of :class:`ConcurrencyDense`."""
     return ConcurrencyDense()
+
+
+def _preset_protocol():
+    """``msd-robust`` with a toy paper preset (for the preset machinery's tests)."""
+    from dataclasses import replace
+
+    from napari_segeval.evaluation.protocols import Preset
+    from napari_segeval.evaluation.protocols.msd_robust import PROTOCOL as MSD
+
+    paper = Preset("paper", {"overlap": 0.25, "robust_factor": 0.4}, "A. Author et al. 2099",
+                   ("The toy preset keeps one thing different, because tests need one.",))
+    return replace(MSD, name="toy-preset", presets={"paper": paper},
+                   differences=("The defaults differ in everything.",))
+
+
+#: Registered by the preset tests as ``REGISTRY["toy-preset"] = "_segeval_toy"``.
+PROTOCOL = _preset_protocol()

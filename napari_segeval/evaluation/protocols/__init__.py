@@ -7,6 +7,13 @@ pickles by reference and runs in spawned worker processes and on Dask workers.
 Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
 ``medsam2-video``, ``uncertainty``, ``cv5-2d``. :func:`get_protocol` also accepts
 ``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
+
+A protocol may carry **paper presets** (:class:`Preset`): named parameter sets
+that follow a published recipe to the letter (except its documented recipe
+bugs, which stay corrected). ``segeval evaluate --preset NAME`` applies one;
+the preset's name is recorded in ``run.json``, ``summary.json`` and the report,
+next to its list of differences from the paper (the same list, word for word,
+as ``docs/protocols.md``; a test keeps the two equal).
 """
 
 from __future__ import annotations
@@ -27,6 +34,31 @@ REGISTRY: dict[str, str] = {
     "uncertainty": "napari_segeval.evaluation.protocols.uncertainty",
     "cv5-2d": "napari_segeval.evaluation.protocols.cv5_2d",
 }
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named parameter set following one published recipe.
+
+    Parameters
+    ----------
+    name : str
+        What users type after ``--preset`` (``"rog"``, ``"medsam2"`` ...).
+    params : mapping
+        Parameter values the preset sets (every key must be a protocol parameter);
+        user ``--param`` overrides still apply on top and are recorded.
+    source : str
+        The paper and code the preset follows, one line.
+    differences : tuple of str
+        Every deliberate difference between the preset and that recipe, one
+        sentence each with its reason (shown in the report, listed word for word
+        in ``docs/protocols.md``).
+    """
+
+    name: str
+    params: Mapping[str, Any]
+    source: str
+    differences: tuple[str, ...] = ()
 
 
 @dataclass
@@ -82,6 +114,11 @@ class Protocol:
         process after folds are assigned and before any case is dispatched (train
         per-fold models ...). It may add JSON values to ``spec.meta``; the specs
         are saved in ``cases.json`` afterwards and reach ``run_case``.
+    presets : mapping of str to Preset
+        Paper presets by name (see :class:`Preset`).
+    differences : tuple of str
+        Every deliberate difference between the *defaults* and the published
+        recipe the protocol is named after, with its reason.
 
     Examples
     --------
@@ -100,18 +137,42 @@ class Protocol:
     needs_folds: bool = False
     layout_options: Mapping[str, Any] = field(default_factory=dict)
     prepare: Callable | None = None
+    presets: Mapping[str, Preset] = field(default_factory=dict)
+    differences: tuple[str, ...] = ()
 
-    def resolve_params(self, overrides: Mapping[str, Any] | None = None) -> dict:
-        """Defaults updated with ``overrides``; unknown names raise :class:`SegEvalError`."""
+    def preset(self, name: str | None) -> Preset | None:
+        """The preset called ``name`` (None for None); unknown names raise :class:`SegEvalError`."""
+        if name is None:
+            return None
+        if name not in self.presets:
+            known = ", ".join(sorted(self.presets)) or "none"
+            raise SegEvalError(f"protocol {self.name} has no preset {name!r} (presets: {known})")
+        return self.presets[name]
+
+    def resolve_params(self, overrides: Mapping[str, Any] | None = None,
+                       preset: str | None = None) -> dict:
+        """Defaults, then the preset's values, then ``overrides``.
+
+        Unknown parameter or preset names raise :class:`SegEvalError`.
+        """
         params = json.loads(json.dumps(dict(self.defaults)))
-        for key, value in (overrides or {}).items():
-            if key not in params:
-                raise SegEvalError(
-                    f"protocol {self.name} has no parameter {key!r} "
-                    f"(parameters: {', '.join(sorted(params))})"
-                )
-            params[key] = value
+        chosen = self.preset(preset)
+        layers = [(f"preset {chosen.name}", chosen.params)] if chosen else []
+        for origin, values in [*layers, ("", overrides or {})]:
+            for key, value in values.items():
+                if key not in params:
+                    where = f" ({origin})" if origin else ""
+                    raise SegEvalError(
+                        f"protocol {self.name} has no parameter {key!r}{where} "
+                        f"(parameters: {', '.join(sorted(params))})"
+                    )
+                params[key] = json.loads(json.dumps(value))
         return params
+
+    def differences_for(self, preset: str | None) -> tuple[str, ...]:
+        """The documented differences from the paper of ``preset`` (or of the defaults)."""
+        chosen = self.preset(preset)
+        return chosen.differences if chosen else self.differences
 
     def cases(self, specs: Sequence, params: Mapping) -> list:
         """The cases this protocol evaluates."""
@@ -145,4 +206,4 @@ def get_protocol(name: str | Protocol) -> Protocol:
     return obj
 
 
-__all__ = ["REGISTRY", "CaseOutput", "Protocol", "get_protocol"]
+__all__ = ["REGISTRY", "CaseOutput", "Preset", "Protocol", "get_protocol"]
