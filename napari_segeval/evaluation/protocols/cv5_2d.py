@@ -219,11 +219,27 @@ def summarize(rows: list[dict], params: dict) -> dict:
             "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"}
     return out
 
+#: Deliberate differences of the defaults from the published recipe (word for word
+#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+DIFFERENCES = (
+    ('Dice is 2|A∩B|/(|A|+|B|); the published mDSC divides by |A∪B| + 1e-6, which is not '
+     'Dice (recipe bug, corrected).'),
+    ('Background is left out of the class averages unless include_background=true; the '
+     'paper averages over range(num_classes), background included.'),
+    ('A class absent from both the reference and the prediction scores 1 (empty=one); with '
+     "the paper's +1e-6 it scores 0."),
+    ("Folds are drawn over images (or taken from the data set's published splits), so "
+     'frames of one patient can land in different folds.'),
+    ('The network is a small built-in 2D U-Net trained per fold (or the model given); the '
+     'paper compares general-purpose vision backbones.'),
+)
+
 
 PROTOCOL = Protocol(
     name="cv5-2d",
     version="1.1",
     defaults=DEFAULTS,
+    differences=DIFFERENCES,
     run_case=run_case,
     summarize=summarize,
     prepare=prepare,

@@ -127,11 +127,42 @@ def summarize(rows: list[dict], params: dict) -> dict:
     return {"aggregation": "median with IQR (quartiles by linear interpolation)",
             **median_iqr(rows, ("dice", "nsd"))}
 
+#: Deliberate differences of the defaults from the published recipe (word for word
+#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+DIFFERENCES = (
+    ("Dice is 2|A∩B|/(|A|+|B|); MedSAM2's evaluation code divides 2|A∩B| by |A∪B|, which "
+     'is not Dice (recipe bug, corrected).'),
+    ('The default model is the built-in promptable network, which needs no download; '
+     'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
+    ('Slices are resized as floating-point images; MedSAM2 converts the windowed slice to '
+     '8-bit RGB and resizes it with Pillow (bicubic).'),
+    ('CT intensities map the window edges to 0-255; MedSAM2 clips to the window and then '
+     'min-max rescales the clipped volume, which agrees only when the volume reaches both '
+     'window edges.'),
+    ("The largest connected component uses 6-connectivity; MedSAM2 uses scikit-image's "
+     'default full (26-) connectivity.'),
+    ('Propagation in each direction stops at the first empty slice (and, for the built-in '
+     'model, at its calibrated confidence stop); MedSAM2 propagates to the end of the '
+     'volume.'),
+    ('A voxel is foreground when its probability is above 0.5; MedSAM2 thresholds the '
+     'logit at 0, which is the same decision except where the sigmoid rounds to exactly '
+     '0.5.'),
+    ('The modality is guessed from the intensities (a CT window when the volume is '
+     'whole-numbered with a minimum at or below -500 HU, otherwise MR percentile '
+     "clipping); MedSAM2's scripts are told the modality."),
+    ('Several structures are merged into one label map before scoring (the higher '
+     'probability wins; a lesion lying at least half inside an organ wins that overlap); '
+     'MedSAM2 propagates and scores each target on its own mask.'),
+    ('Box jitter (only when jitter > 0) moves each edge by up to jitter pixels either way, '
+     "so a box can shrink; MedSAM2's helper widens the box outward by 0-20 pixels."),
+)
+
 
 PROTOCOL = Protocol(
     name="medsam2-3d",
     version="1.0",
     defaults=DEFAULTS,
+    differences=DIFFERENCES,
     run_case=run_case,
     summarize=summarize,
     description=(

@@ -31,11 +31,30 @@ def summarize(rows: list[dict], params: dict) -> dict:
                      for r in rows],
     }
 
+#: Deliberate differences of the defaults from the published recipe (word for word
+#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+DIFFERENCES = (
+    ("Dice is 2|A∩B|/(|A|+|B|); MedSAM2's evaluation code divides 2|A∩B| by |A∪B|, which "
+     'is not Dice (recipe bug, corrected).'),
+    ('The default model is the built-in promptable network, which needs no download; '
+     'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
+    ('The largest connected component is taken across the whole clip, with time as a third '
+     'axis, and propagation stops at the first empty frame, so a structure that leaves and '
+     're-enters the view is truncated; MedSAM2 does neither.'),
+    ('Each structure is prompted on the first frame where it appears in the reference; '
+     'MedSAM2 prompts the first frame of the clip.'),
+    ('Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and '
+     'resizes them with Pillow (bicubic).'),
+    ('Several structures are merged into one label map before scoring; MedSAM2 propagates '
+     'and scores each target on its own mask.'),
+)
+
 
 PROTOCOL = Protocol(
     name="medsam2-video",
     version="1.0",
     defaults=DEFAULTS,
+    differences=DIFFERENCES,
     run_case=run_case,
     summarize=summarize,
     layout_options={"camus_mode": "sequences"},

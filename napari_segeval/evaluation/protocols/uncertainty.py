@@ -107,11 +107,24 @@ def summarize(rows: list[dict], params: dict) -> dict:
         "dice_vs_uncertainty": dice_vs_uncertainty(rows),
     }
 
+#: Deliberate differences of the defaults from the published recipe (word for word
+#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+DIFFERENCES = (
+    ('The per-case score is the mean normalized predictive entropy of the segmenting model '
+     "over its predicted structures and a one-voxel boundary band; the paper's Aleatoric "
+     'Uncertainty Value is the entropy of the singular-value energy of class features from '
+     'a frozen foundation model (MedSAM2).'),
+    ('The most uncertain test cases are removed and the rest re-scored (a '
+     'selective-evaluation analysis); the paper removes the most uncertain training cases, '
+     'retrains, and scores the whole test set.'),
+)
+
 
 PROTOCOL = Protocol(
     name="uncertainty",
     version="1.0",
     defaults=DEFAULTS,
+    differences=DIFFERENCES,
     run_case=run_case,
     summarize=summarize,
     select=select,

@@ -1,0 +1,72 @@
+"""docs/protocols.md and the code carry the same recipes: differences and preset values.
+
+For every registered protocol the page has a ``## NAME`` section listing each of
+``Protocol.differences`` as a bullet, word for word. For every preset it has a
+``### NAME preset PRESET`` section with a ``| parameter | value |`` table whose
+rows are exactly the preset's parameters (values as JSON), and a bullet for each
+of ``Preset.differences``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from napari_segeval.evaluation import get_protocol
+from napari_segeval.evaluation.protocols import REGISTRY
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "protocols.md"
+
+
+def sections(text: str, level: int) -> dict[str, str]:
+    """``{heading: body}`` for the headings of one level (``##`` or ``###``)."""
+    marks = "#" * level
+    parts = re.split(rf"^{marks} (.+)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def bullets(body: str, after: str | None = None) -> list[str]:
+    if after is not None:
+        assert after in body, f"missing {after!r}"
+        body = body.split(after, 1)[1]
+    body = re.split(r"^#{2,3} ", body, flags=re.M)[0]
+    return [line[2:].strip() for line in body.splitlines() if line.startswith("- ")]
+
+
+def param_table(body: str) -> dict:
+    rows = re.findall(r"^\| `([^`]+)` \| `(.+)` \|", body, flags=re.M)
+    return {k: json.loads(v) for k, v in rows}
+
+
+def test_sections_parse():
+    text = "## a\n- x\n### a preset p\n| `k` | `[1, 2]` |\n- y\n## b\n"
+    top = sections(text, 2)
+    assert set(top) == {"a", "b"} and bullets(top["a"]) == ["x"]
+    sub = sections(text, 3)
+    assert param_table(sub["a preset p"]) == {"k": [1, 2]} and bullets(sub["a preset p"]) == ["y"]
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_defaults_differences_are_documented_word_for_word(name):
+    proto = get_protocol(name)
+    text = DOC.read_text(encoding="utf-8")
+    body = sections(text, 2).get(name)
+    assert body is not None, f"docs/protocols.md has no '## {name}' section"
+    assert proto.differences, f"{name} lists no differences from its paper"
+    documented = bullets(body, "Differences of the defaults from the paper:")
+    assert documented == list(proto.differences)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_presets_are_documented_with_their_exact_values(name):
+    proto = get_protocol(name)
+    subs = sections(DOC.read_text(encoding="utf-8"), 3)
+    for preset in proto.presets.values():
+        heading = f"{name} preset {preset.name}"
+        assert heading in subs, f"docs/protocols.md has no '### {heading}' section"
+        body = subs[heading]
+        assert param_table(body) == json.loads(json.dumps(dict(preset.params)))
+        assert bullets(body, "Differences from the paper:") == list(preset.differences)
