@@ -26,7 +26,7 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 from napari_segeval._widgets._worker import run_guarded
-from napari_segeval.overlays import PANEL_KEYS
+from napari_segeval._widgets.overlays import PANEL_KEYS
 
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 

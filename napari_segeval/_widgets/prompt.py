@@ -198,7 +198,7 @@ class PromptPanel(QWidget):
 
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
-        from napari_segeval.overlays import focus_slice
+        from napari_segeval._widgets.overlays import focus_slice
 
         shape = self._spatial_shape()
         ref = self.state.reference
@@ -237,7 +237,7 @@ class PromptPanel(QWidget):
 
     def prompts(self) -> list:
         """One :class:`~napari_segeval.prompts.Box` per structure from the boxes layer."""
-        from napari_segeval.overlays import prompts_from_shapes
+        from napari_segeval._widgets.overlays import prompts_from_shapes
 
         layer = self.state.boxes
         if layer is None or layer not in self.viewer.layers or not len(layer.data):
