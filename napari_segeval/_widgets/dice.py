@@ -30,7 +30,13 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._slice_plot import SlicePlot
-from napari_segeval._widgets._state import CONDITIONS, ViewerState, current_index, go_to_index
+from napari_segeval._widgets._state import (
+    CONDITIONS,
+    ViewerState,
+    current_index,
+    go_to_index,
+    shared_state,
+)
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.overlays import PANEL_KEYS, compare_rows, dice_colour, touched_slices
 
@@ -55,7 +61,7 @@ class DicePanel(QWidget):
         from napari_segeval._widgets._overlay import ErrorOverlay
 
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.live: dict[str, Any] = {}
         self.surface: dict[str, list | None] = {}
         self.records: list[dict] = []

@@ -24,7 +24,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets._worker import run_guarded
 from napari_segeval._widgets.overlays import PANEL_KEYS
 
@@ -51,7 +51,7 @@ class ExportPanel(QWidget):
                  records: Callable[[], list[dict]] | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.records = records or (list)
         self.condition = QComboBox()
         self.condition.addItems(list(CONDITIONS))

@@ -11,7 +11,7 @@ from typing import Any
 from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
-from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.attack import AttackPanel
 from napari_segeval._widgets.dice import DicePanel
 from napari_segeval._widgets.export import ExportPanel
@@ -31,7 +31,7 @@ class SegEvalWidget(QWidget):
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.picker = LayerPicker(napari_viewer, self.state)
         self.dice = DicePanel(napari_viewer, self.state)
         self.prompt = PromptPanel(napari_viewer, self.state)

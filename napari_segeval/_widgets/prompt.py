@@ -18,7 +18,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
-from napari_segeval._widgets._state import ViewerState, go_to_index
+from napari_segeval._widgets._state import ViewerState, go_to_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 
 BOXES_NAME = "boxes"
@@ -68,7 +68,7 @@ class PromptPanel(QWidget):
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.structure = QComboBox()
         self.structure.currentIndexChanged.connect(self._structure_picked)
         self.middle_button = QPushButton("Go to middle slice")
