@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from napari.layers import Image, Labels
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -30,7 +31,7 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
     ref = state.reference if state.reference is not None else state.image
     meta = {"geometry": state.geometry().to_dict(), "modality": state.modality(),
             "axes": state.axes(), "structures": dict(state.structures)}
-    if name in viewer.layers and viewer.layers[name]._type_string == "labels":
+    if name in viewer.layers and isinstance(viewer.layers[name], Labels):
         layer = viewer.layers[name]
         layer.data = data
         layer.metadata.update(meta)
@@ -47,7 +48,7 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
 def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
                   metadata: dict | None = None) -> Any:
     """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    if name in viewer.layers and viewer.layers[name]._type_string == "image":
+    if name in viewer.layers and isinstance(viewer.layers[name], Image):
         layer = viewer.layers[name]
         layer.data = data
         layer.metadata.update(metadata or {})
