@@ -1,7 +1,9 @@
 """The main napari-segeval dock widget: layer choice and the four panels on tabs.
 
-One :class:`~napari_segeval._widgets._state.ViewerState` is created here (or
-passed in) and shared by the panels; nothing is global.
+Its panels share one :class:`~napari_segeval._widgets._state.ViewerState`: the
+one passed in, or by default the viewer's
+(:func:`~napari_segeval._widgets._state.shared_state`), which the *Case* panel
+of the same viewer uses too.
 """
 
 from __future__ import annotations
