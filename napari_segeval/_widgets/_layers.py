@@ -1,9 +1,16 @@
-"""Choose which layers form the case: image, reference, clean and attacked predictions."""
+"""Choose which layers form the case: image, reference, clean and attacked predictions.
+
+The one layer picker of the package: the *Evaluate* panel shows all four roles,
+the *Case* panel the first two; both write to the same
+:class:`~napari_segeval._widgets._state.ViewerState`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from napari.layers import Image, Labels
 from qtpy.QtWidgets import QComboBox, QFormLayout, QWidget
 
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
@@ -12,14 +19,31 @@ NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
 
 
-class LayerPicker(QWidget):
-    """Four combo boxes bound to a :class:`ViewerState`, following the viewer's layer list."""
+def layer_class(role: str) -> type:
+    """The napari layer class a role takes (``Image`` for the image, else ``Labels``)."""
+    return Image if role == "image" else Labels
 
-    def __init__(self, viewer: Any, state: ViewerState) -> None:
+
+class LayerPicker(QWidget):
+    """Combo boxes bound to a :class:`ViewerState`, following the viewer's layer list.
+
+    Parameters
+    ----------
+    viewer : napari.Viewer
+    state : ViewerState
+        Written when a combo box changes; the combo boxes follow its changes.
+    roles : sequence of str
+        Which of :data:`ROLES` to show (all four by default).
+    """
+
+    def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:
         super().__init__()
+        unknown = [r for r in roles if r not in ROLES]
+        if unknown:
+            raise ValueError(f"unknown roles {unknown}: use some of {ROLES}")
         self.viewer = viewer
         self.state = state
-        self.combos = {role: QComboBox() for role in ROLES}
+        self.combos = {role: QComboBox() for role in roles}
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         for role, combo in self.combos.items():
@@ -31,18 +55,15 @@ class LayerPicker(QWidget):
         self._guess()
         self._refill()
 
-    def _layer_type(self, role: str) -> str:
-        return "image" if role == "image" else "labels"
-
     def _guess(self) -> None:
         """Pick an image and a reference (a Labels layer with structure names) if unset."""
         layers = list(self.viewer.layers)
         if self.state.image is None:
-            images = [ly for ly in layers if ly._type_string == "image"]
+            images = [ly for ly in layers if isinstance(ly, Image)]
             if images:
                 self.state.set_image(images[0])
         if self.state.reference is None:
-            labels = [ly for ly in layers if ly._type_string == "labels"]
+            labels = [ly for ly in layers if isinstance(ly, Labels)]
             named = [ly for ly in labels if (ly.metadata or {}).get("structures")]
             refs = named or [ly for ly in labels if "reference" in ly.name.lower()]
             if refs:
@@ -57,8 +78,8 @@ class LayerPicker(QWidget):
 
     def _refill(self, event: Any = None) -> None:
         for role, combo in self.combos.items():
-            kind = self._layer_type(role)
-            names = [ly.name for ly in self.viewer.layers if ly._type_string == kind]
+            kind = layer_class(role)
+            names = [ly.name for ly in self.viewer.layers if isinstance(ly, kind)]
             combo.blockSignals(True)
             combo.clear()
             combo.addItems([NONE, *names])
@@ -74,7 +95,7 @@ class LayerPicker(QWidget):
             combo.blockSignals(False)
 
     def _picked(self, role: str, name: str) -> None:
-        layer = self.viewer.layers[name] if name in self.viewer.layers else None
+        layer = next((ly for ly in self.viewer.layers if ly.name == name), None)
         if role == "image":
             self.state.set_image(layer)
         elif role == "reference":
@@ -83,5 +104,5 @@ class LayerPicker(QWidget):
             self.state.set_prediction(role, layer)
 
     def _on_state(self, what: str) -> None:
-        if what in ROLES:
+        if what in self.combos:
             self._refill()

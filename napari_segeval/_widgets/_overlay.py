@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from napari_segeval._widgets._state import ViewerState
-from napari_segeval.overlays import FALSE_NEGATIVE, FALSE_POSITIVE, error_overlay
+from napari_segeval._widgets.overlays import FALSE_NEGATIVE, FALSE_POSITIVE, error_overlay
 
 #: Colours of the overlay values.
 OVERLAY_COLOURS = {FALSE_POSITIVE: "magenta", FALSE_NEGATIVE: "cyan"}

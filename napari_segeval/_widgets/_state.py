@@ -1,12 +1,33 @@
 """Shared state of the napari-segeval panels: a plain object passed to each panel.
 
-One :class:`ViewerState` is created by the main widget (or by a test) and given
-to every panel; there is no module-level instance. Panels register a callback
+A :class:`ViewerState` holds which layers form the case (image, reference,
+predictions) and what the panels found out about it. Panels register a callback
 with :meth:`ViewerState.subscribe` to hear that the chosen layers changed.
+
+How panels share it
+-------------------
+napari builds each dock widget of the manifest (*Case*, *Evaluate*) on its own,
+handing it only the viewer. So that choosing an image in one panel is seen by
+the other, a panel given no state asks :func:`shared_state` for the viewer's:
+a registry maps each viewer to its state, both held **weakly**
+(``WeakKeyDictionary[viewer, weakref.ref(ViewerState)]``):
+
+* the key is weak, so the registry never keeps a closed viewer (and its Qt
+  window) alive;
+* the value is weak because every panel holds its state and its viewer
+  (``panel.state``, ``panel.viewer``); a strong value would keep the viewer
+  alive through its own panels. The state lives as long as one panel uses it;
+  a panel opened after all others were closed starts a fresh state.
+
+There is no module-level instance and nothing else global: the state stays a
+plain object, and a test or a script may pass its own (``SegEvalWidget(viewer,
+state=ViewerState())``), which then is private to the panels given it.
 """
 
 from __future__ import annotations
 
+import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,22 +76,33 @@ class ViewerState:
     prompts: list = field(default_factory=list)
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
-    _listeners: list[Callable[[str], None]] = field(default_factory=list, repr=False)
+    _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False,
+                                                 compare=False)
 
     # -- observers ---------------------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback(what)`` after every change (``what`` names the field)."""
-        self._listeners.append(callback)
+        """Call ``callback(what)`` after every change (``what`` names the field).
+
+        A bound method (a panel's ``_on_state``) is held weakly, so a shared state
+        never keeps a closed panel alive; other callables are held as given.
+        """
+        if inspect.ismethod(callback):
+            self._listeners.append(weakref.WeakMethod(callback))
+        else:
+            self._listeners.append(lambda cb=callback: cb)
 
     def unsubscribe(self, callback: Callable[[str], None]) -> None:
         """Stop calling ``callback``."""
-        if callback in self._listeners:
-            self._listeners.remove(callback)
+        self._listeners = [ref for ref in self._listeners if ref() not in (None, callback)]
 
     def notify(self, what: str) -> None:
         """Tell the listeners that ``what`` changed."""
-        for cb in list(self._listeners):
-            cb(what)
+        for ref in list(self._listeners):
+            cb = ref()
+            if cb is None:
+                self._listeners = [r for r in self._listeners if r is not ref]
+            else:
+                cb(what)
 
     # -- setters -----------------------------------------------------------------------
     def set_image(self, layer: Any) -> None:
@@ -169,6 +201,40 @@ class ViewerState:
         ref = None if self.reference is None else np.asarray(self.reference.data)
         return Case(np.asarray(self.image.data), self.geometry(), axes=self.axes(),
                     modality=self.modality(), labels=ref, structures=dict(self.structures))
+
+
+#: Viewer -> weak reference to the ViewerState its panels share (see the module docstring).
+_SHARED: weakref.WeakKeyDictionary[Any, weakref.ref[ViewerState]] = weakref.WeakKeyDictionary()
+
+
+def shared_state(viewer: Any) -> ViewerState:
+    """The :class:`ViewerState` shared by the panels of ``viewer`` (made on first use).
+
+    Parameters
+    ----------
+    viewer : napari.Viewer
+        Any weak-referenceable, hashable object (napari viewers hash by identity).
+
+    Returns
+    -------
+    ViewerState
+        The same object for every call with one viewer while a panel holds it.
+
+    Examples
+    --------
+    >>> class Viewer:  # stands in for napari.Viewer
+    ...     pass
+    >>> v, w = Viewer(), Viewer()
+    >>> state = shared_state(v)
+    >>> shared_state(v) is state, shared_state(w) is state
+    (True, False)
+    """
+    ref = _SHARED.get(viewer)
+    state = None if ref is None else ref()
+    if state is None:
+        state = ViewerState()
+        _SHARED[viewer] = weakref.ref(state)
+    return state
 
 
 def structures_of(layer: Any) -> dict[int, str]:

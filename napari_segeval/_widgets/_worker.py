@@ -1,12 +1,18 @@
 """Run one long core function in a napari worker thread, with progress and cancel.
 
 The core function is called as ``fn(*args, progress=cb, cancel=event, **kwargs)``
-(DESIGN rule 3): ``cb(done, total)`` moves the progress bar (through a queued Qt
-signal, so it is safe from the worker thread) and the Cancel button sets
-``event``. Errors never escape: :class:`~napari_segeval._cancel.Cancelled` shows
-"cancelled", a :class:`~napari_segeval._errors.SegEvalError` is shown with its
-message through ``napari.utils.notifications.show_error``, anything else with its
-type and message.
+(house rule: long work takes ``progress`` and ``cancel``): ``cb(done, total)``
+moves the panel's progress bar and a bar in napari's activity dock (a
+:class:`napari.utils.progress`), both through a queued Qt signal so they are
+only touched on the main thread; the Cancel button sets ``event``.
+
+Only napari's public thread API is used: :func:`napari.qt.threading.create_worker`
+with our own ``errored`` handler (given through ``_connect``, so napari adds no
+handler that re-raises). Errors never escape to napari's default error handler:
+:class:`~napari_segeval._cancel.Cancelled` shows "cancelled", a
+:class:`~napari_segeval._errors.SegEvalError` is shown with its message through
+``napari.utils.notifications.show_error``, anything else with its type and
+message.
 """
 
 from __future__ import annotations
@@ -15,8 +21,24 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from napari.utils import cancelable_progress
 from qtpy.QtCore import QObject, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+
+class JobProgress(cancelable_progress):
+    """A job's bar in napari's activity dock; its Cancel button cancels the job at once.
+
+    :class:`napari.utils.cancelable_progress` runs ``cancel_callback`` only while
+    it is iterated; a job reports through ``progress(done, total)`` instead, so
+    :meth:`cancel` calls it directly (on the main thread, from the dock's button).
+    """
+
+    def cancel(self) -> None:
+        """Mark the bar cancelled and call ``cancel_callback``."""
+        super().cancel()
+        if self.cancel_callback is not None:
+            self.cancel_callback()
 
 
 class _Bridge(QObject):
@@ -48,6 +70,8 @@ class JobRunner(QWidget):
     ----------
     worker : napari FunctionWorker or None
         The running worker.
+    activity : napari.utils.progress or None
+        The running job's bar in napari's activity dock (closed when it ends).
     last_error : str or None
         Message of the last failed job (also shown as a notification).
     """
@@ -72,6 +96,7 @@ class JobRunner(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.status)
         self.worker = None
+        self.activity: Any = None
         self.worker_name = ""
         self.last_error: str | None = None
         self._event: threading.Event | None = None
@@ -105,14 +130,18 @@ class JobRunner(QWidget):
         def progress(done: int, total: int) -> None:
             bridge.progress.emit(int(done), int(total))
 
+        # our own "errored" handler: napari then connects none that re-raises
+        handlers = {"returned": lambda result: self._finish(name, "ok", result, on_done),
+                    "errored": lambda exc: self._failed(name, exc)}
         worker = create_worker(fn, *args, progress=progress, cancel=event,
-                               _ignore_errors=True, **kwargs)
-        worker.returned.connect(lambda result: self._finish(name, "ok", result, on_done))
-        worker.errored.connect(lambda exc: self._failed(name, exc))
+                               _connect=handlers, _start_thread=False, **kwargs)
         self.worker = worker
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
         self.cancel_button.setEnabled(True)
+        # total=0: indeterminate until the first report; made after self.worker is
+        # set, since adding a bar to the activity dock processes Qt events
+        self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
         worker.start()
         return worker
 
@@ -121,6 +150,8 @@ class JobRunner(QWidget):
         if self._event is not None:
             self._event.set()
             self.status.setText(f"cancelling {self.worker_name}...")
+            if self.activity is not None:
+                self.activity.set_description(f"cancelling {self.worker_name}")
 
     # -- slots ---------------------------------------------------------------------------
     def _on_progress(self, done: int, total: int) -> None:
@@ -128,8 +159,16 @@ class JobRunner(QWidget):
             return
         self.bar.setRange(0, max(total, 1))
         self.bar.setValue(min(done, max(total, 1)))
+        bar = self.activity
+        if bar is not None:
+            if bar.total != total:
+                bar.total = max(total, 0)
+            bar.update(done - bar.n)
 
     def _reset(self) -> None:
+        if self.activity is not None:
+            self.activity.close()
+        self.activity = None
         self.worker = None
         self._event = None
         self.cancel_button.setEnabled(False)

@@ -23,7 +23,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import attack, raw_per_unit
-from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt import prediction_layer
 
@@ -39,7 +39,7 @@ class AttackPanel(QWidget):
         from napari_segeval.attacks import ATTACKS
 
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.attack = QComboBox()
         self.attack.addItems(list(ATTACKS))
         self.attack.setCurrentText("pgd")

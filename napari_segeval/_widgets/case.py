@@ -1,13 +1,26 @@
-"""The *Case* dock panel: which image and reference layers form the case, and their geometry."""
+"""The *Case* dock panel: which image and reference layers form the case, and their geometry.
+
+It picks the layers with the package's one
+:class:`~napari_segeval._widgets._layers.LayerPicker` (image and reference rows)
+and writes them to the viewer's shared
+:class:`~napari_segeval._widgets._state.ViewerState`
+(:func:`~napari_segeval._widgets._state.shared_state`), so the *Evaluate* panel
+of the same viewer sees the same choice, and the other way round.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+
+from napari_segeval._widgets._layers import LayerPicker
+from napari_segeval._widgets._state import ViewerState, shared_state
 
 if TYPE_CHECKING:  # pragma: no cover
     import napari
+
+FIELDS = ("modality", "axes", "shape", "spacing", "structures")
 
 
 def describe_layer(layer) -> dict[str, str]:
@@ -24,7 +37,7 @@ def describe_layer(layer) -> dict[str, str]:
         ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
     """
     if layer is None:
-        return {k: "-" for k in ("modality", "axes", "shape", "spacing", "structures")}
+        return dict.fromkeys(FIELDS, "-")
     meta = dict(getattr(layer, "metadata", {}) or {})
     geometry = meta.get("geometry") or {}
     spacing = geometry.get("spacing") or tuple(float(s) for s in layer.scale)
@@ -40,63 +53,64 @@ def describe_layer(layer) -> dict[str, str]:
 
 
 class CaseWidget(QWidget):
-    """Pick the image and reference-label layers of the case and show their geometry."""
+    """Pick the image and reference-label layers of the case and show their geometry.
 
-    def __init__(self, napari_viewer: napari.viewer.Viewer) -> None:
+    Parameters
+    ----------
+    napari_viewer : napari.Viewer
+    state : ViewerState, optional
+        The state to write; by default the one the viewer's panels share.
+
+    Attributes
+    ----------
+    state : ViewerState
+    picker : LayerPicker
+        Its ``combos["image"]`` and ``combos["reference"]`` choose the layers.
+    fields : dict of str to QLabel
+        ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
+    status : QLabel
+        Whether the reference lines up with the image.
+    """
+
+    def __init__(self, napari_viewer: napari.viewer.Viewer,
+                 state: ViewerState | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.image_combo = QComboBox()
-        self.labels_combo = QComboBox()
-        self.fields = {k: QLabel("-") for k in ("modality", "axes", "shape", "spacing",
-                                                  "structures")}
+        self.state = state if state is not None else shared_state(napari_viewer)
+        self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
+        self.fields = {k: QLabel("-") for k in FIELDS}
         self.fields["structures"].setWordWrap(True)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         form = QFormLayout()
-        form.addRow("image", self.image_combo)
-        form.addRow("reference", self.labels_combo)
         for key, label in self.fields.items():
             form.addRow(key, label)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.picker)
         layout.addLayout(form)
         layout.addWidget(self.status)
         layout.addStretch(1)
-        self.image_combo.currentTextChanged.connect(self._refresh_fields)
-        self.labels_combo.currentTextChanged.connect(self._refresh_fields)
-        for event in (self.viewer.layers.events.inserted, self.viewer.layers.events.removed):
-            event.connect(self._refresh_layers)
-        self._refresh_layers()
-
-    def _layers_of(self, kind: str) -> list[str]:
-        return [layer.name for layer in self.viewer.layers if layer._type_string == kind]
-
-    def _refresh_layers(self, event=None) -> None:
-        for combo, kind in ((self.image_combo, "image"), (self.labels_combo, "labels")):
-            current = combo.currentText()
-            combo.blockSignals(True)
-            combo.clear()
-            names = self._layers_of(kind)
-            combo.addItems(names if kind == "image" else ["(none)"] + names)
-            if current in names:
-                combo.setCurrentText(current)
-            combo.blockSignals(False)
+        self.state.subscribe(self._on_state)
         self._refresh_fields()
 
-    def image_layer(self):
+    def image_layer(self) -> Any:
         """The chosen image layer, or None."""
-        name = self.image_combo.currentText()
-        return self.viewer.layers[name] if name in self.viewer.layers else None
+        return self.state.image
 
-    def labels_layer(self):
+    def labels_layer(self) -> Any:
         """The chosen reference Labels layer, or None."""
-        name = self.labels_combo.currentText()
-        return self.viewer.layers[name] if name in self.viewer.layers else None
+        return self.state.reference
 
-    def _refresh_fields(self, *_) -> None:
+    def _on_state(self, what: str) -> None:
+        if what in ("image", "reference"):
+            self._refresh_fields()
+
+    def _refresh_fields(self) -> None:
         image, labels = self.image_layer(), self.labels_layer()
         info = describe_layer(image)
         if labels is not None:
-            info["structures"] = describe_layer(labels)["structures"]
+            names = ", ".join(f"{k}: {v}" for k, v in self.state.structures.items())
+            info["structures"] = names or "-"
         for key, value in info.items():
             self.fields[key].setText(value)
         self.status.setText(self._grid_status(image, labels))

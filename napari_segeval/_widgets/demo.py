@@ -1,7 +1,8 @@
 """``segeval demo``: the CT sample, a liver box, propagation, an attack, the Dice panel.
 
-Runs the same panels a person uses, chaining their worker jobs; with a
-screenshot path it saves the window once everything is filled and closes.
+Runs the same panels a person uses, chaining their worker jobs: the *Case* and
+*Evaluate* panels are docked as napari docks them, sharing the viewer's state.
+With a screenshot path it saves the window once everything is filled and closes.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
 
 BACKEND_NAMES = {"builtin": "built-in", "threshold": "threshold (no weights)"}
@@ -26,7 +28,9 @@ class DemoRun:
         self.finished = False
         for data, kwargs, kind in sample_ct():
             getattr(viewer, f"add_{kind}")(data, **kwargs)
-        self.widget = SegEvalWidget(viewer)
+        self.case = CaseWidget(viewer)
+        self.widget = SegEvalWidget(viewer)  # the same shared state as the Case panel
+        viewer.window.add_dock_widget(self.case, name="Case", area="right")
         viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
         w = self.widget
         w.prompt.backend.setCurrentText(BACKEND_NAMES.get(backend, backend))

@@ -4,7 +4,7 @@ Overlap metrics (Dice, IoU, precision, recall, volume) come from
 :class:`~napari_segeval.metrics.LiveMetrics`: a paint stroke in a prediction or
 the reference layer (``Labels.events.paint``, whose ``value`` lists the edit's
 history atoms) is mapped to the slices it touched
-(:func:`~napari_segeval.overlays.touched_slices`) and only those are recounted.
+(:func:`~napari_segeval._widgets.overlays.touched_slices`) and only those are recounted.
 Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
 Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
 structure's uncertainty score (AUV over the structure and its boundary band).
@@ -30,9 +30,15 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._slice_plot import SlicePlot
-from napari_segeval._widgets._state import CONDITIONS, ViewerState, current_index, go_to_index
+from napari_segeval._widgets._state import (
+    CONDITIONS,
+    ViewerState,
+    current_index,
+    go_to_index,
+    shared_state,
+)
 from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval.overlays import PANEL_KEYS, compare_rows, dice_colour, touched_slices
+from napari_segeval._widgets.overlays import PANEL_KEYS, compare_rows, dice_colour, touched_slices
 
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
@@ -55,7 +61,7 @@ class DicePanel(QWidget):
         from napari_segeval._widgets._overlay import ErrorOverlay
 
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.live: dict[str, Any] = {}
         self.surface: dict[str, list | None] = {}
         self.records: list[dict] = []
@@ -348,7 +354,7 @@ class DicePanel(QWidget):
 
     def go_to_worst(self) -> int | None:
         """Jump to the slice with the lowest Dice of the current structure (clean first)."""
-        from napari_segeval.overlays import worst_slice
+        from napari_segeval._widgets.overlays import worst_slice
 
         series = self.per_slice()
         values = series.get("clean", series.get("attacked"))

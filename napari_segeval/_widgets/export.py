@@ -24,9 +24,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets._worker import run_guarded
-from napari_segeval.overlays import PANEL_KEYS
+from napari_segeval._widgets.overlays import PANEL_KEYS
 
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 
@@ -51,7 +51,7 @@ class ExportPanel(QWidget):
                  records: Callable[[], list[dict]] | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.records = records or (list)
         self.condition = QComboBox()
         self.condition.addItems(list(CONDITIONS))

@@ -1,7 +1,9 @@
 """The main napari-segeval dock widget: layer choice and the four panels on tabs.
 
-One :class:`~napari_segeval._widgets._state.ViewerState` is created here (or
-passed in) and shared by the panels; nothing is global.
+Its panels share one :class:`~napari_segeval._widgets._state.ViewerState`: the
+one passed in, or by default the viewer's
+(:func:`~napari_segeval._widgets._state.shared_state`), which the *Case* panel
+of the same viewer uses too.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
-from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.attack import AttackPanel
 from napari_segeval._widgets.dice import DicePanel
 from napari_segeval._widgets.export import ExportPanel
@@ -31,7 +33,7 @@ class SegEvalWidget(QWidget):
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.picker = LayerPicker(napari_viewer, self.state)
         self.dice = DicePanel(napari_viewer, self.state)
         self.prompt = PromptPanel(napari_viewer, self.state)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from napari.layers import Image, Labels
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -18,7 +19,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
-from napari_segeval._widgets._state import ViewerState, go_to_index
+from napari_segeval._widgets._state import ViewerState, go_to_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 
 BOXES_NAME = "boxes"
@@ -30,7 +31,7 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
     ref = state.reference if state.reference is not None else state.image
     meta = {"geometry": state.geometry().to_dict(), "modality": state.modality(),
             "axes": state.axes(), "structures": dict(state.structures)}
-    if name in viewer.layers and viewer.layers[name]._type_string == "labels":
+    if name in viewer.layers and isinstance(viewer.layers[name], Labels):
         layer = viewer.layers[name]
         layer.data = data
         layer.metadata.update(meta)
@@ -47,7 +48,7 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
 def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
                   metadata: dict | None = None) -> Any:
     """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    if name in viewer.layers and viewer.layers[name]._type_string == "image":
+    if name in viewer.layers and isinstance(viewer.layers[name], Image):
         layer = viewer.layers[name]
         layer.data = data
         layer.metadata.update(metadata or {})
@@ -68,7 +69,7 @@ class PromptPanel(QWidget):
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else ViewerState()
+        self.state = state if state is not None else shared_state(napari_viewer)
         self.structure = QComboBox()
         self.structure.currentIndexChanged.connect(self._structure_picked)
         self.middle_button = QPushButton("Go to middle slice")
@@ -198,7 +199,7 @@ class PromptPanel(QWidget):
 
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
-        from napari_segeval.overlays import focus_slice
+        from napari_segeval._widgets.overlays import focus_slice
 
         shape = self._spatial_shape()
         ref = self.state.reference
@@ -237,7 +238,7 @@ class PromptPanel(QWidget):
 
     def prompts(self) -> list:
         """One :class:`~napari_segeval.prompts.Box` per structure from the boxes layer."""
-        from napari_segeval.overlays import prompts_from_shapes
+        from napari_segeval._widgets.overlays import prompts_from_shapes
 
         layer = self.state.boxes
         if layer is None or layer not in self.viewer.layers or not len(layer.data):

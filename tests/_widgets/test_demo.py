@@ -23,6 +23,9 @@ def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     assert w.tabs.currentWidget() is w.dice
     assert w.dice.current_slice() == demo.box.index
     assert w.dice.cell(1, "HD95 mm clean") not in ("...", "")
+    assert demo.case.state is w.state  # both panels docked, one shared state
+    assert demo.case.image_layer() is w.state.image
+    assert "1: liver" in demo.case.fields["structures"].text()
 
 
 def test_demo_reports_a_failed_step(make_napari_viewer, qtbot, tmp_path):

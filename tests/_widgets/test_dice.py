@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from napari_segeval._widgets.dice import DicePanel
+from napari_segeval._widgets.overlays import FALSE_NEGATIVE, FALSE_POSITIVE
 from napari_segeval.metrics import structure_table
-from napari_segeval.overlays import FALSE_NEGATIVE, FALSE_POSITIVE
 
 
 def _dice(panel, label, header="Dice"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from napari.layers import Image
 
 from napari_segeval._widgets._jobs import uncertainty
 from napari_segeval._widgets.dice import UNC_HEADER, DicePanel
@@ -40,7 +41,7 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None, notifications()
     layer = viewer.layers["ct uncertainty"]
-    assert layer._type_string == "image" and layer.colormap.name == "inferno"
+    assert isinstance(layer, Image) and layer.colormap.name == "inferno"
     assert layer.opacity == pytest.approx(0.6) and str(layer.blending) == "additive"
     assert tuple(layer.scale) == tuple(w.state.reference.scale)
     assert layer.data.shape == w.state.image.data.shape

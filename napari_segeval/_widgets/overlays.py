@@ -1,5 +1,9 @@
 """Small pure-numpy helpers behind the viewer panels (no Qt, no napari).
 
+They live beside the panels that use them, yet importing this module loads
+neither Qt, napari nor magicgui (``napari_segeval._widgets/__init__.py`` imports
+nothing), so they are tested and reused without a display.
+
 * :func:`error_overlay` - false positives / false negatives of one structure as a
   label map (updated in place for the slices an edit touched).
 * :func:`touched_slices` - the slice range along axis 0 that a napari paint event's

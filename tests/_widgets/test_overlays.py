@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from napari_segeval.metrics import structure_table
-from napari_segeval.overlays import (
+from napari_segeval._widgets.overlays import (
     FALSE_NEGATIVE,
     FALSE_POSITIVE,
     compare_rows,
@@ -19,6 +20,7 @@ from napari_segeval.overlays import (
     touched_slices,
     worst_slice,
 )
+from napari_segeval.metrics import structure_table
 from napari_segeval.prompts import Box
 
 
@@ -118,3 +120,15 @@ def test_prompts_from_shapes():
     with pytest.raises(ValueError):
         prompts_from_shapes([a], [1, 2], (5, 8, 8))
     assert prompts_from_shapes([a], [0], (5, 8, 8)) == []
+
+
+def test_overlays_import_without_gui():
+    """The helpers sit beside the widgets but load no Qt, napari or magicgui."""
+    code = ("import sys, napari_segeval._widgets.overlays; "
+            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    loaded = set(out.stdout.split())
+    assert "napari_segeval" in loaded
+    gui = {"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy"}
+    assert not loaded & gui, f"importing overlays loaded {sorted(loaded & gui)}"

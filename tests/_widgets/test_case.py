@@ -1,0 +1,89 @@
+"""The Case panel: the package's one layer picker, the viewer's shared state."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+
+from napari_segeval._widgets._layers import NONE
+from napari_segeval._widgets.case import CaseWidget
+from napari_segeval._widgets.main import SegEvalWidget
+
+
+def _two_images(viewer):
+    first = viewer.add_image(np.zeros((4, 8, 8), np.float32), name="first", scale=(2, 1, 1))
+    second = viewer.add_image(np.ones((4, 8, 8), np.float32), name="second", scale=(2, 1, 1))
+    ref = np.zeros((4, 8, 8), np.uint8)
+    ref[1:3, 2:5, 2:5] = 1
+    reference = viewer.add_labels(ref, name="reference", scale=(2, 1, 1),
+                                  metadata={"structures": {1: "liver"}})
+    return first, second, reference
+
+
+def test_docked_case_and_evaluate_panels_share_the_layers(make_napari_viewer):
+    viewer = make_napari_viewer()
+    first, second, reference = _two_images(viewer)
+    # the way napari opens them: from the manifest, given only the viewer
+    _, case = viewer.window.add_plugin_dock_widget("napari-segeval", "Case")
+    _, evaluate = viewer.window.add_plugin_dock_widget("napari-segeval", "Evaluate")
+    assert isinstance(case, CaseWidget) and isinstance(evaluate, SegEvalWidget)
+    assert case.state is evaluate.state
+    assert case.state.image is first and case.state.reference is reference
+    assert list(case.picker.combos) == ["image", "reference"]
+
+    # an image chosen in Case is the image of Evaluate
+    case.picker.combos["image"].setCurrentText("second")
+    assert evaluate.state.image is second
+    assert evaluate.picker.combos["image"].currentText() == "second"
+    assert case.fields["spacing"].text() == "2 x 1 x 1 mm"
+
+    # a reference dropped in Evaluate is dropped in Case
+    evaluate.picker.combos["reference"].setCurrentText(NONE)
+    assert case.picker.combos["reference"].currentText() == NONE
+    assert case.labels_layer() is None
+    assert case.fields["structures"].text() == "-"
+    assert case.status.text() == ""
+    evaluate.picker.combos["reference"].setCurrentText("reference")
+    assert case.labels_layer() is reference
+    assert case.fields["structures"].text() == "1: liver"
+    assert case.status.text() == "reference lines up with the image"
+
+    # a deleted layer leaves both pickers
+    viewer.layers.remove(second)
+    assert case.state.image is None
+    assert case.picker.combos["image"].currentText() == NONE
+    assert evaluate.picker.combos["image"].currentText() == NONE
+
+
+def test_each_viewer_has_its_own_state(make_napari_viewer):
+    one, two = make_napari_viewer(), make_napari_viewer()
+    _two_images(one)
+    case_one, case_two = CaseWidget(one), CaseWidget(two)
+    assert case_one.state is not case_two.state
+    assert case_two.state.image is None and case_one.state.image is not None
+    assert SegEvalWidget(one).state is case_one.state
+
+
+def test_closed_case_panel_is_not_kept_by_the_shared_state(make_napari_viewer):
+    viewer = make_napari_viewer()
+    _two_images(viewer)
+    dock, case = viewer.window.add_plugin_dock_widget("napari-segeval", "Case")
+    _, evaluate = viewer.window.add_plugin_dock_widget("napari-segeval", "Evaluate")
+    gone = weakref.ref(case)
+    viewer.window.remove_dock_widget(dock)
+    del dock, case
+    gc.collect()
+    assert gone() is None
+    evaluate.picker.combos["image"].setCurrentText("second")  # no listener left dangling
+    assert evaluate.state.image is viewer.layers["second"]
+
+
+def test_grid_status_names_a_mismatch(make_napari_viewer):
+    viewer = make_napari_viewer()
+    viewer.add_image(np.zeros((4, 8, 8), np.float32), name="ct")
+    viewer.add_labels(np.zeros((4, 8, 9), np.uint8), name="ct reference")
+    case = CaseWidget(viewer)
+    assert case.labels_layer() is viewer.layers["ct reference"]
+    assert "differs from image shape" in case.status.text()
