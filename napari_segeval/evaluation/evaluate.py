@@ -14,6 +14,7 @@ from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
 from napari_segeval.evaluation.runner import RunResult, execute
+from napari_segeval.evaluation.store import load_records
 
 
 def run_evaluation(
@@ -112,14 +113,6 @@ def run_evaluation(
     return result
 
 
-def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]:
-    """``(case specs, finished records)`` of a results folder, in case order."""
-    out = Path(output_dir)
-    cases = store.read_json(out / "cases.json")["cases"]
-    records = [r for r in (store.read_case(out, c["case_id"]) for c in cases) if r is not None]
-    return cases, records
-
-
 def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *,
              report: bool = True) -> RunResult:
     """Write ``results.csv``, ``summary.json`` (and ``report.html``) from the case records.
@@ -132,7 +125,7 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
     run_info = store.read_json(out / "run.json")
     proto = get_protocol(protocol or run_info["protocol"])
     params = run_info["params"]
-    cases, records = load_records(out)
+    cases, records = store.load_records(out)
     rows = store.result_rows(records)
     ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)
     failed = [{"case": r["case"], "error": r.get("error", "")} for r in records
