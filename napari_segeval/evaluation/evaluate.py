@@ -30,7 +30,6 @@ def run_evaluation(
     resume: bool = True,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
-    show_progress: bool = False,
     report: bool = True,
 ) -> RunResult:
     """Evaluate every case of a data set with a protocol and write the results folder.
@@ -56,11 +55,11 @@ def run_evaluation(
     resume : bool
         Skip cases with a finished record (default). False discards old records.
     progress : callable, optional
-        ``progress(done, total)`` after every case.
+        ``progress(done, total)`` once before the first case (``done`` = cases
+        resumed from an earlier run) and after every case. ``segeval evaluate``
+        draws it as a terminal bar.
     cancel : threading.Event, optional
         Stop submitting and return when set (finished cases are kept).
-    show_progress : bool
-        Draw a progress line with ETA on stderr.
     report : bool
         Write ``report.html``.
 
@@ -107,7 +106,7 @@ def run_evaluation(
     todo = [s for s in chosen if not store.is_done(out, s.case_id)]
     done = len(chosen) - len(todo)
     execute(proto, todo, p, out, workers=workers, scheduler=scheduler, progress=progress,
-            cancel=cancel, show_progress=show_progress, total=len(chosen), done=done)
+            cancel=cancel, total=len(chosen), done=done)
     result = finalize(out, proto, report=report)
     result.n_skipped = done
     return result
