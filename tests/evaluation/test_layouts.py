@@ -153,3 +153,13 @@ def test_sample_data_layouts():
     assert [s.layout for s in load_layout(SAMPLE / "video")] == ["camus"]
     assert {s.layout for s in load_layout(SAMPLE / "polyp")} == {"neopolyp"}
     assert {s.layout for s in load_layout(SAMPLE / "skin")} == {"isic"}
+
+
+def test_layouts_list_the_files_the_reader_reads():
+    from napari_segeval.evaluation import _layouts_2d, layouts
+    from napari_segeval.io import _formats
+
+    assert layouts.IMAGE_SUFFIXES is _formats.IMAGE_SUFFIXES  # one list, in io
+    assert _layouts_2d.IMAGE_SUFFIXES is _formats.IMAGE_SUFFIXES
+    assert all(_formats.kind(f"case{ext}") is not None for ext in _formats.IMAGE_SUFFIXES)
+    assert {".nhdr", ".mkv", ".mov", ".tif"} <= set(_formats.IMAGE_SUFFIXES)
