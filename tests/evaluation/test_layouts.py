@@ -147,7 +147,6 @@ def test_spec_roundtrip_json():
     assert CaseSpec.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
-@pytest.mark.skipif(not (SAMPLE / "index.json").is_file(), reason="sample data not generated")
 def test_sample_data_layouts():
     assert len(load_layout(SAMPLE / "msd_task" / "Task90_AbdomenPhantom")) == 6
     assert [s.layout for s in load_layout(SAMPLE / "video")] == ["camus"]

@@ -21,7 +21,8 @@ def _geometry() -> Geometry:
 
 
 def test_nifti_round_trip_through_simpleitk(tmp_path):
-    sitk = pytest.importorskip("SimpleITK")
+    import SimpleITK as sitk
+
     arr = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4)
     path = tmp_path / "a.nii.gz"
     path.write_bytes(nifti_gz_bytes(arr, _geometry()))
@@ -33,7 +34,8 @@ def test_nifti_round_trip_through_simpleitk(tmp_path):
 
 
 def test_nifti_header_codes_and_deterministic_gzip():
-    nib = pytest.importorskip("nibabel")
+    import nibabel as nib
+
     data = nifti_gz_bytes(np.ones((2, 3, 4), np.uint8), _geometry(), "hello")
     assert data == nifti_gz_bytes(np.ones((2, 3, 4), np.uint8), _geometry(), "hello")
     assert data[4:8] == b"\0\0\0\0"  # gzip mtime 0
