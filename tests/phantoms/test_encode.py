@@ -58,7 +58,7 @@ def test_png_and_metaimage_are_deterministic():
 
 def test_mp4_deterministic_and_close_to_source():
     pytest.importorskip("av")
-    yy, xx = np.mgrid[0:32, 0:48]
+    _, xx = np.mgrid[0:32, 0:48]
     frames = np.stack([((xx + 3 * t) * 4 % 256).astype(np.uint8) for t in range(5)])
     a, b = mp4_bytes(frames, 25), mp4_bytes(frames, 25)
     assert a == b
