@@ -1,54 +1,385 @@
-"""The headless-core contract of DESIGN.md: no GUI in the core, no heavy import at start-up."""
+"""The import contract: layers, no cycles, no GUI in the core, no heavy import at start-up.
+
+Layer order, low to high (a module may import its own layer's package and any
+package of a lower layer; packages that share a layer are independent of each
+other)::
+
+    base   _errors, _cancel, _json          exceptions, cancel flag, strict JSON
+           _atomic                          the one atomic writer
+           napari_segeval (the root)        public exceptions, version
+    1      io, metrics, prompts             files, numbers, boxes
+    2      phantoms, inference              synthetic cases (made with io's types);
+                                            pre/post-processing, sliding window
+    3      models                           networks and backends
+    4      propagation                      slice/frame propagation of promptable models
+    5      attacks, uncertainty             perturb models; score their uncertainty
+    6      evaluation                       data sets, protocols, runner, reports
+    7      training                         scripts that train the built-in models
+    top    overlays, _reader, _writer       GUI-free display helpers; napari reader/writer
+           _sample_data                     napari sample entry point
+           cli, _widgets                    the two front ends
+
+The checker reads the source with :mod:`ast` (nothing is imported): imports at
+module level and inside functions both count; imports under ``if
+TYPE_CHECKING:`` do not (they never run). It fails on
+
+(a) an import from a lower layer to a higher one, or between two packages of
+    one layer;
+(b) a cycle between modules of the package;
+(c) a Qt/qtpy/napari/magicgui/vispy import outside ``_widgets/`` and the napari
+    entry points (``_reader``, ``_writer``, ``_sample_data``);
+
+and every top-level module must be placed in a layer. Allowed exceptions are
+listed in :data:`EXCEPTIONS`, each with its reason; an exception that no longer
+matches an import fails too, so the list only shrinks.
+"""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "napari_segeval"
+PACKAGE_DIR = Path(__file__).resolve().parents[1] / "napari_segeval"
+PACKAGE = "napari_segeval"
+
+#: Low to high. ``PACKAGE`` stands for the root ``__init__``.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("_errors", "_cancel", "_json"),
+    ("_atomic",),
+    (PACKAGE,),
+    ("io", "metrics", "prompts"),
+    ("phantoms", "inference"),
+    ("models",),
+    ("propagation",),
+    ("attacks", "uncertainty"),
+    ("evaluation",),
+    ("training",),
+    ("overlays", "_reader", "_writer"),
+    ("_sample_data",),
+    ("cli", "_widgets"),
+)
+
+#: (importer, imported) -> why it is allowed. Target: empty.
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    # ``segeval demo`` is the one command that opens the viewer: it imports the
+    # widgets' demo lazily inside its run(), so no other command loads Qt.
+    ("napari_segeval.cli._demo", "napari_segeval._widgets.demo"):
+        "GUI entry point of the command line (lazy import)",
+    # Cycle _loaders <-> _nnunet: _nnunet borrows _loaders' private _build and
+    # _torch_load. Owned by the model-loading work of issue 12 (one checkpoint
+    # reader), which removes it; delete this entry then.
+    ("napari_segeval.models.dense._nnunet", "napari_segeval.models.dense._loaders"):
+        "cycle being removed by the model-registry change (issue 12)",
+}
+
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
-#: Modules allowed to touch the GUI: napari entry points and the widgets.
-GUI_ALLOWED = ("_widgets", "_reader.py", "_writer.py", "_sample_data.py")
+#: Top-level modules allowed to import the GUI: the widgets and napari entry points.
+GUI_ALLOWED = ("_widgets", "_reader", "_writer", "_sample_data")
 HEAVY_AT_IMPORT = ("torch", "SimpleITK", "av", "dask", "distributed", "sam2", "matplotlib")
 
 
-def _core_files() -> list[Path]:
-    files = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE)
-        if rel.parts[0] in GUI_ALLOWED:
-            continue
-        files.append(path)
-    return files
+# --------------------------------------------------------------------------- checker
+@dataclass(frozen=True)
+class Import:
+    """One import statement's edge: ``importer`` imports ``imported`` (a module name)."""
+
+    importer: str
+    imported: str
+    line: int
+    lazy: bool  # inside a function (runs only when called)
+
+    def __str__(self) -> str:
+        where = "function-level" if self.lazy else "module-level"
+        return f"{self.importer} -> {self.imported} (line {self.line}, {where})"
 
 
-def _imported_roots(path: Path) -> set[str]:
+def module_names(package_dir: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file of the package."""
+    out = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([package, *parts])] = path
+    return out
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str:
+    """The longest prefix of ``name`` that is a module of the package."""
+    parts = name.split(".")
+    while len(parts) > 1 and ".".join(parts) not in modules:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str):
+    """Every import of ``package`` modules by ``module`` (TYPE_CHECKING blocks skipped),
+    and every top-level name imported from anywhere (for the GUI rule)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    roots = set()
-    for node in ast.walk(tree):
+    is_pkg = path.name == "__init__.py"
+    edges: list[Import] = []
+    roots: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for stmt in child.orelse:
+                    visit_one(stmt, lazy)
+                continue
+            visit_one(child, lazy)
+
+    def visit_one(node: ast.AST, lazy: bool) -> None:
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            for alias in node.names:
+                roots.append((alias.name.split(".")[0], node.lineno))
+                if alias.name == package or alias.name.startswith(package + "."):
+                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_pkg else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            roots.append((source.split(".")[0], node.lineno))
+            if source == package or source.startswith(package + "."):
+                for alias in node.names:
+                    sub = f"{source}.{alias.name}"
+                    target = sub if sub in modules else _resolve(source, modules)
+                    edges.append(Import(module, target, node.lineno, lazy))
+        lazy = lazy or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        visit(node, lazy)
+
+    visit(tree, False)
+    return edges, roots
 
 
-def test_core_files_found():
-    files = _core_files()
-    assert any(f.name == "case.py" for f in files)
-    assert not any("_widgets" in f.parts for f in files)
+def collect(package_dir: Path, package: str):
+    """``(modules, package imports, {module: [(root name, line)]})`` of a package on disk."""
+    modules = module_names(package_dir, package)
+    edges: list[Import] = []
+    roots: dict[str, list[tuple[str, int]]] = {}
+    for name, path in modules.items():
+        e, r = _imports_of(name, path, modules, package)
+        seen = set()
+        for x in e:  # one edge per statement (``from m import a, b`` names m once)
+            if x.imported != name and (x.imported, x.line) not in seen:
+                seen.add((x.imported, x.line))
+                edges.append(x)
+        roots[name] = r
+    return modules, edges, roots
 
 
-@pytest.mark.parametrize("path", _core_files(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_core_module_never_imports_gui(path):
-    bad = _imported_roots(path) & set(GUI_MODULES)
-    assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}; only {GUI_ALLOWED} may"
+def top_level(module: str, package: str) -> str:
+    """``napari_segeval.io.read`` -> ``io``; the root package -> ``napari_segeval``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else package
 
 
+def layer_index(layers, package: str) -> dict[str, int]:
+    return {(package if name == PACKAGE else name): i
+            for i, names in enumerate(layers) for name in names}
+
+
+def unplaced(modules, layers, package: str) -> list[str]:
+    """Top-level modules that no layer names."""
+    index = layer_index(layers, package)
+    return sorted({top_level(m, package) for m in modules} - set(index))
+
+
+def layer_violations(edges, layers, package: str, exceptions=()) -> list[str]:
+    """Imports that go up the layer order or across packages of one layer."""
+    index = layer_index(layers, package)
+    bad = []
+    for e in edges:
+        a, b = top_level(e.importer, package), top_level(e.imported, package)
+        if a == b or (e.importer, e.imported) in exceptions:
+            continue
+        ia, ib = index.get(a), index.get(b)
+        if ia is None or ib is None:
+            continue  # reported by unplaced()
+        if ib > ia:
+            bad.append(f"upward import ({a} is below {b}): {e}")
+        elif ib == ia:
+            bad.append(f"import between independent packages {a} and {b}: {e}")
+    return bad
+
+
+def cycles(edges, exceptions=()) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan, iterative)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for e in edges:
+        if (e.importer, e.imported) not in exceptions:
+            graph[e.importer].add(e.imported)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return sorted(found)
+
+
+def gui_violations(roots, package: str) -> list[str]:
+    """GUI imports in modules outside :data:`GUI_ALLOWED`."""
+    bad = []
+    for module, names in roots.items():
+        if top_level(module, package) in GUI_ALLOWED:
+            continue
+        bad += [f"{module} imports {name} (line {line}); only {', '.join(GUI_ALLOWED)} may"
+                for name, line in names if name in GUI_MODULES]
+    return bad
+
+
+def stale_exceptions(edges, exceptions) -> list[str]:
+    present = {(e.importer, e.imported) for e in edges}
+    return [f"{a} -> {b}" for a, b in exceptions if (a, b) not in present]
+
+
+# --------------------------------------------------------------------------- the package
+@pytest.fixture(scope="module")
+def package():
+    return collect(PACKAGE_DIR, PACKAGE)
+
+
+def test_every_module_is_placed_in_a_layer(package):
+    modules, _, _ = package
+    assert not unplaced(modules, LAYERS, PACKAGE), (
+        "add these top-level modules to LAYERS in tests/test_import_contract.py")
+
+
+def test_no_upward_or_sideways_import(package):
+    _, edges, _ = package
+    bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
+    assert not bad, "layer order broken:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle(package):
+    _, edges, _ = package
+    found = cycles(edges, EXCEPTIONS)
+    assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_core_never_imports_gui(package):
+    _, _, roots = package
+    bad = gui_violations(roots, PACKAGE)
+    assert not bad, "\n".join(bad)
+
+
+def test_exceptions_are_still_needed_and_lazy(package):
+    _, edges, _ = package
+    stale = stale_exceptions(edges, EXCEPTIONS)
+    assert not stale, f"remove these entries from EXCEPTIONS (the imports are gone): {stale}"
+    eager = [str(e) for e in edges if (e.importer, e.imported) in EXCEPTIONS and not e.lazy]
+    assert not eager, f"excepted imports must stay inside functions: {eager}"
+
+
+# --------------------------------------------------------------------------- the checker can fail
+def _fake_package(root: Path, files: dict[str, str]) -> Path:
+    pkg = root / "fakepkg"
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != pkg and not (path.parent / "__init__.py").exists():
+            (path.parent / "__init__.py").write_text("")
+        path.write_text(text)
+    return pkg
+
+
+def test_checker_catches_upward_sideways_cycle_and_gui(tmp_path):
+    pkg = _fake_package(tmp_path, {
+        "io/read.py": "def f():\n    from fakepkg.evaluation import report\n",  # upward, lazy
+        "io/write.py": "from . import read\n",
+        "metrics/a.py": "import fakepkg.prompts.box\n",  # sideways: same layer
+        "prompts/box.py": "",
+        "evaluation/report.py": "from fakepkg.evaluation.summary import x\n",
+        "evaluation/summary.py": "def g():\n    from fakepkg.evaluation import report\n",
+        "attacks/core.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                           "    from fakepkg.cli import main\nimport qtpy\n",
+        "cli/main.py": "from fakepkg.io.read import f\n",  # downward: fine
+        "mystery.py": "",
+    })
+    modules, edges, roots = collect(pkg, "fakepkg")
+    assert unplaced(modules, LAYERS, "fakepkg") == ["mystery"]
+    bad = layer_violations(edges, LAYERS, "fakepkg")
+    assert len(bad) == 2
+    assert bad[0].startswith("upward import (io is below evaluation): fakepkg.io.read -> "
+                             "fakepkg.evaluation.report (line 2, function-level)")
+    assert "independent packages metrics and prompts" in bad[1]
+    assert cycles(edges) == [["fakepkg.evaluation.report", "fakepkg.evaluation.summary"]]
+    exception = {("fakepkg.evaluation.summary", "fakepkg.evaluation.report"): "test"}
+    assert cycles(edges, exception) == []
+    assert not layer_violations(edges, LAYERS, "fakepkg",
+                                {("fakepkg.io.read", "fakepkg.evaluation.report"): "t",
+                                 ("fakepkg.metrics.a", "fakepkg.prompts.box"): "t"})
+    want = ("fakepkg.attacks.core imports qtpy (line 4); only _widgets, _reader, _writer, "
+            "_sample_data may")
+    assert gui_violations(roots, "fakepkg") == [want]
+    # the TYPE_CHECKING import of cli by attacks is not an edge; relative imports resolve
+    assert ("fakepkg.attacks.core", "fakepkg.cli.main") not in {
+        (e.importer, e.imported) for e in edges}
+    assert ("fakepkg.io.write", "fakepkg.io.read") in {(e.importer, e.imported) for e in edges}
+    assert stale_exceptions(edges, {("fakepkg.cli.main", "fakepkg.io.write"): "x"}) == [
+        "fakepkg.cli.main -> fakepkg.io.write"]
+
+
+def test_checker_catches_a_new_upward_import_in_this_package(tmp_path):
+    """Copy the real package, add one upward import: the contract must fail."""
+    import shutil
+
+    copy = tmp_path / PACKAGE
+    shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__", "weights"))
+    store = copy / "io" / "read.py"
+    store.write_text(store.read_text() + "\n\ndef _x():\n    from napari_segeval.cli import main\n")
+    _, edges, _ = collect(copy, PACKAGE)
+    bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
+    assert any("napari_segeval.io.read -> napari_segeval.cli" in b for b in bad)
+
+
+# --------------------------------------------------------------------------- light imports
 def _modules_after(statement: str) -> set[str]:
     code = f"import sys; {statement}; print(' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -62,9 +393,14 @@ def test_import_package_is_light():
 
 
 def test_import_core_layers_is_light():
-    layers = [p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()]
+    layers = [p.name for p in PACKAGE_DIR.iterdir() if (p / "__init__.py").exists()]
     layers = [name for name in layers if name not in ("_widgets",)]
     stmt = "; ".join(f"import napari_segeval.{name}" for name in sorted(layers))
     loaded = _modules_after(stmt)
     bad = loaded & set(GUI_MODULES + ("torch", "SimpleITK", "av", "dask", "sam2"))
     assert not bad, f"importing the core layers imported {sorted(bad)}"
+
+
+def test_overlays_import_without_qt():
+    loaded = _modules_after("import napari_segeval.overlays")
+    assert not loaded & set(GUI_MODULES), sorted(loaded & set(GUI_MODULES))

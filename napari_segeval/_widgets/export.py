@@ -6,8 +6,6 @@ Nothing is overwritten without a yes from the person (a question box).
 from __future__ import annotations
 
 import csv
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._atomic import atomic_open
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets._worker import run_guarded
 from napari_segeval._widgets.overlays import PANEL_KEYS
@@ -111,16 +110,10 @@ class ExportPanel(QWidget):
         if not self.confirm_overwrite(path):
             return self._done(None, "metrics")
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=".segeval-", suffix=".csv", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-                writer.writeheader()
-                writer.writerows(rows)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_open(path, "w", overwrite=True, newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
         return self._done(path, "metrics")
 
     def save_screenshot(self, path: Path, canvas_only: bool = False) -> Path | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from napari_segeval.attacks.core import AttackOutput, _ascent_, _Problem, _record
+from napari_segeval.attacks._problem import AttackOutput, Problem, ascent_, record_step
 
 RHO = 0.75
 ALPHA = 0.75
@@ -53,7 +53,7 @@ def apgd_checkpoints(n_iter: int) -> list[int]:
     return out
 
 
-def apgd(problem: _Problem) -> AttackOutput:
+def apgd(problem: Problem) -> AttackOutput:
     """Run APGD (``problem.cfg.loss`` is ``ce`` or ``dlr``) with restarts."""
     import torch
 
@@ -64,7 +64,7 @@ def apgd(problem: _Problem) -> AttackOutput:
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
         loss, grad, logits = problem.evaluate(delta, need_grad=True)
-        _record(history, r, 0, loss, problem.track(delta, logits), step_size=eta)
+        record_step(history, r, 0, loss, problem.track(delta, logits), step_size=eta)
         best_loss, best_delta, best_grad = loss.clone(), delta.clone(), grad.clone()
         prev = delta.clone()
         successes = torch.zeros(n, device=loss.device)
@@ -72,7 +72,7 @@ def apgd(problem: _Problem) -> AttackOutput:
         reduced_at_ck = torch.zeros(n, dtype=torch.bool, device=loss.device)
         for k in range(cfg.steps):
             with torch.no_grad():
-                z = problem.project_(_ascent_(delta.clone(), grad, eta, cfg.norm))
+                z = problem.project_(ascent_(delta.clone(), grad, eta, cfg.norm))
                 if k == 0:
                     new = z
                 else:
@@ -103,5 +103,5 @@ def apgd(problem: _Problem) -> AttackOutput:
                 reduced_at_ck, best_at_ck = reduce, best_loss.clone()
                 successes.zero_()
                 last_ck = k + 1
-            _record(history, r, k + 1, new_loss, dice, step_size=eta)
+            record_step(history, r, k + 1, new_loss, dice, step_size=eta)
     return problem.output(history)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._progress import progress_bar
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
 PROMPT_MODELS = ("builtin-prompt", "medsam2")
@@ -138,17 +138,6 @@ def _target(args: argparse.Namespace, case):
     return PromptTarget(model, case, boxes, mode=mode, window=args.window, chain=args.chain)
 
 
-def _progress(enabled: bool):
-    if not enabled:
-        return None
-
-    def report(done: int, total: int) -> None:
-        print(f"\rattack passes {done}/{total}", end="\n" if done >= total else "",
-              file=sys.stderr, flush=True)
-
-    return report
-
-
 def run(args: argparse.Namespace) -> int:
     """Read, attack, write the four outputs, print Dice clean vs attacked."""
     from napari_segeval._errors import SegEvalError, WriteError
@@ -175,8 +164,9 @@ def run(args: argparse.Namespace) -> int:
                               schedule=args.schedule, weighting=args.weighting, seed=args.seed)
     except ValueError as exc:
         raise SegEvalError(f"invalid attack settings: {exc}") from exc
-    res = attack_case(target, config, clamp=args.clamp, surface=args.surface,
-                      progress=_progress(not args.json and sys.stderr.isatty()))
+    with progress_bar("attack passes", "pass", enabled=not args.json) as progress:
+        res = attack_case(target, config, clamp=args.clamp, surface=args.surface,
+                          progress=progress)
     g, ow = case.geometry, args.overwrite
     write_image(paths["perturbed_image"], res.perturbed_image, g, overwrite=ow)
     write_image(paths["perturbation"], res.perturbation, g, overwrite=ow)

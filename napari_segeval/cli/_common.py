@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._json import json_safe
+
 JSON_HELP = (
     "print exactly one JSON object instead of the table "
     "(NaN is written as null, infinity as the string \"inf\")"
@@ -19,36 +21,6 @@ JSON_HELP = (
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """Add the standard ``--json`` flag."""
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
-
-
-def json_safe(obj: Any) -> Any:
-    """Convert ``obj`` to plain JSON types: NaN -> None, +-inf -> "inf"/"-inf".
-
-    Examples
-    --------
-    >>> json_safe({"a": float("nan"), "b": [float("inf"), np.int64(3)]})
-    {'a': None, 'b': ['inf', 3]}
-    """
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return json_safe(obj.tolist())
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (bool, np.bool_)):
-        return bool(obj)
-    if isinstance(obj, (float, np.floating)):
-        v = float(obj)
-        if math.isnan(v):
-            return None
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
-    if hasattr(obj, "__fspath__"):
-        return str(obj)
-    return obj
 
 
 def dumps(payload: dict) -> str:

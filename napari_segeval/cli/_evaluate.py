@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._progress import progress_bar
 
 PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
 LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--restart", action="store_true",
                    help="discard finished case records in DIR instead of resuming")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (drawn only on a terminal)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -150,13 +151,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--workers must be at least 1, got {args.workers}")
     options = {k: v for k, v in (("images", args.images), ("labels", args.labels),
                                  ("camus_mode", args.camus_mode)) if v is not None}
-    result = run_evaluation(
-        args.data, args.protocol, args.output_dir, params=params, preset=args.preset,
-        layout=args.layout,
-        layout_options=options, workers=args.workers, scheduler=args.scheduler,
-        resume=not args.restart, show_progress=not (args.no_progress or args.json),
-        report=not args.no_report,
-    )
+    with progress_bar("cases", "case", enabled=not (args.no_progress or args.json)) as progress:
+        result = run_evaluation(
+            args.data, args.protocol, args.output_dir, params=params, preset=args.preset,
+            layout=args.layout, layout_options=options, workers=args.workers,
+            scheduler=args.scheduler, resume=not args.restart, progress=progress,
+            report=not args.no_report,
+        )
     emit(args, {**result.summary, "output_dir": str(result.output_dir),
                 "n_resumed": result.n_skipped}, _summary_text(result))
     return result.exit_code

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from napari_segeval.cli._common import add_json_flag, emit
+from napari_segeval.cli._progress import progress_bar
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,17 +48,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _progress(enabled: bool):
-    if not enabled:
-        return None
-
-    def report(done: int, total: int) -> None:
-        print(f"\rwindows {done}/{total}", end="\n" if done >= total else "",
-              file=sys.stderr, flush=True)
-
-    return report
-
-
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
     from napari_segeval._errors import SegEvalError, WriteError
@@ -77,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")
     model = load_dense_model(args.model, trust_torchscript=args.trust_torchscript,
                              device=None if args.device == "auto" else args.device)
-    result = segment_case(
-        model, case, overlap=args.overlap, mirror=args.mirror, batch_size=args.batch_size,
-        postprocess=not args.no_postprocess,
-        accumulate_device="cpu" if args.cpu_accumulate else None,
-        progress=_progress(not args.json and sys.stderr.isatty()),
-    )
+    with progress_bar("windows", "window", enabled=not args.json) as progress:
+        result = segment_case(
+            model, case, overlap=args.overlap, mirror=args.mirror, batch_size=args.batch_size,
+            postprocess=not args.no_postprocess,
+            accumulate_device="cpu" if args.cpu_accumulate else None,
+            progress=progress,
+        )
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     rows: list[dict] = []
     if case.labels is not None:

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.layouts import IMAGE_SUFFIXES, CaseSpec, inside
-from napari_segeval.io._formats import natural_key, stem, suffix
+from napari_segeval.evaluation._spec import CaseSpec, inside
+from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
 CAMUS_STRUCTURES = {1: "lv_cavity", 2: "myocardium", 3: "left_atrium"}
 ISIC_STRUCTURES = {1: "lesion"}

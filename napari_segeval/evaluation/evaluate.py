@@ -14,6 +14,7 @@ from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
 from napari_segeval.evaluation.runner import RunResult, execute
+from napari_segeval.evaluation.store import load_records
 
 
 def run_evaluation(
@@ -30,7 +31,6 @@ def run_evaluation(
     resume: bool = True,
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
-    show_progress: bool = False,
     report: bool = True,
 ) -> RunResult:
     """Evaluate every case of a data set with a protocol and write the results folder.
@@ -60,11 +60,11 @@ def run_evaluation(
     resume : bool
         Skip cases with a finished record (default). False discards old records.
     progress : callable, optional
-        ``progress(done, total)`` after every case.
+        ``progress(done, total)`` once before the first case (``done`` = cases
+        resumed from an earlier run) and after every case. ``segeval evaluate``
+        draws it as a terminal bar.
     cancel : threading.Event, optional
         Stop submitting and return when set (finished cases are kept).
-    show_progress : bool
-        Draw a progress line with ETA on stderr.
     report : bool
         Write ``report.html``.
 
@@ -112,18 +112,10 @@ def run_evaluation(
     todo = [s for s in chosen if not store.is_done(out, s.case_id)]
     done = len(chosen) - len(todo)
     execute(proto, todo, p, out, workers=workers, scheduler=scheduler, progress=progress,
-            cancel=cancel, show_progress=show_progress, total=len(chosen), done=done)
+            cancel=cancel, total=len(chosen), done=done)
     result = finalize(out, proto, report=report)
     result.n_skipped = done
     return result
-
-
-def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]:
-    """``(case specs, finished records)`` of a results folder, in case order."""
-    out = Path(output_dir)
-    cases = store.read_json(out / "cases.json")["cases"]
-    records = [r for r in (store.read_case(out, c["case_id"]) for c in cases) if r is not None]
-    return cases, records
 
 
 def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *,
@@ -138,7 +130,7 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
     run_info = store.read_json(out / "run.json")
     proto = get_protocol(protocol or run_info["protocol"])
     params = run_info["params"]
-    cases, records = load_records(out)
+    cases, records = store.load_records(out)
     rows = store.result_rows(records)
     ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)
     failed = [{"case": r["case"], "error": r.get("error", "")} for r in records

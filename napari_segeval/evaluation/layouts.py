@@ -13,126 +13,13 @@ must stay inside the data-set folder; an entry that escapes becomes a case whose
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
-from napari_segeval.io._formats import natural_key, stem, suffix
+from napari_segeval.evaluation._spec import CaseSpec, inside
+from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
-IMAGE_SUFFIXES = (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".png", ".jpg", ".jpeg",
-                  ".tif", ".tiff", ".bmp", ".mp4", ".avi")
 LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
-
-
-@dataclass
-class CaseSpec:
-    """Where one case lives, and what is known about it before reading it.
-
-    Parameters
-    ----------
-    case_id : str
-        Unique id within the data set (file stem, ``patient0001_2CH_ED``, ...).
-    images : tuple of str
-        Image path per channel (``_0000``, ``_0001`` ...); usually one.
-    labels : str or None
-        Reference label map, if any.
-    layout : str
-        The parser that made the record (one of :data:`LAYOUTS`).
-    root : str
-        The data-set folder.
-    structures : dict of int to str
-        Label id -> name (background left out), when the layout states them.
-    color_table : dict or None
-        ``{"1": [255, 0, 0], ...}`` for colour-coded masks (JSON form).
-    modality : str or None
-        Modality hint for the reader.
-    split : str
-        ``"train"``, ``"val"`` or ``"test"`` as published by the data set.
-    fold : int or None
-        Cross-validation fold (from a splits file, or :mod:`.splits`).
-    meta : dict
-        Layout extras (CAMUS view and phase, ...).
-    error : str or None
-        Why the case cannot be used (set by the parser, e.g. a path escape).
-
-    Examples
-    --------
-    >>> s = CaseSpec("c1", ("/d/img.nii.gz",), "/d/seg.nii.gz", layout="generic", root="/d")
-    >>> CaseSpec.from_dict(s.to_dict()) == s
-    True
-    """
-
-    case_id: str
-    images: tuple[str, ...]
-    labels: str | None = None
-    layout: str = "generic"
-    root: str = ""
-    structures: dict[int, str] = field(default_factory=dict)
-    color_table: dict | None = None
-    modality: str | None = None
-    split: str = "train"
-    fold: int | None = None
-    meta: dict = field(default_factory=dict)
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        """Plain-JSON form (structure ids as strings)."""
-        d = asdict(self)
-        d["images"] = list(self.images)
-        d["structures"] = {str(k): v for k, v in self.structures.items()}
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> CaseSpec:
-        """Inverse of :meth:`to_dict`."""
-        d = dict(d)
-        d["images"] = tuple(d["images"])
-        d["structures"] = {int(k): v for k, v in (d.get("structures") or {}).items()}
-        return cls(**d)
-
-    def reader_color_table(self) -> dict | None:
-        """The colour table in the reader's form ``{(r, g, b): (id, name)}``.
-
-        Examples
-        --------
-        >>> CaseSpec("p", ("p.png",), "m.png", structures={1: "neo"},
-        ...          color_table={"1": [255, 0, 0]}).reader_color_table()
-        {(255, 0, 0): (1, 'neo')}
-        """
-        if not self.color_table:
-            return None
-        return {
-            tuple(int(c) for c in colour): (int(k), self.structures.get(int(k), f"label_{k}"))
-            for k, colour in self.color_table.items()
-        }
-
-
-def inside(root: str | Path, relative: str) -> Path:
-    """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes.
-
-    The check is lexical (symbolic links inside the folder are allowed).
-
-    Raises
-    ------
-    SegEvalError
-        The path leaves the data-set folder.
-
-    Examples
-    --------
-    >>> inside("/data/Task01", "./imagesTr/a.nii.gz").as_posix()
-    '/data/Task01/imagesTr/a.nii.gz'
-    >>> inside("/data/Task01", "../../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-set folder /data/Task01
-    """
-    root_n = os.path.normpath(os.path.abspath(root))
-    rel = str(relative).replace("\\", "/")
-    joined = os.path.normpath(os.path.join(root_n, rel))
-    if os.path.isabs(rel) or os.path.commonpath([root_n, joined]) != root_n:
-        raise SegEvalError(f"path {relative!r} escapes the data-set folder {root_n}")
-    return Path(joined)
 
 
 def _files(folder: Path, pattern: str = "*") -> list[Path]:

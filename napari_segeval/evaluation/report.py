@@ -20,6 +20,7 @@ import math
 import os
 from pathlib import Path
 
+from napari_segeval._atomic import atomic_write_text
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 
@@ -188,13 +189,12 @@ def _recipe(run: dict) -> str:
 
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
-    from napari_segeval.evaluation.evaluate import load_records
     from napari_segeval.metrics import summarize
 
     out = Path(output_dir)
     run = store.read_json(out / "run.json")
     summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
-    cases, records = load_records(out)
+    cases, records = store.load_records(out)
     rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
@@ -237,7 +237,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
 def write_report(output_dir: str | os.PathLike, worst: int = 4) -> Path:
     """Write ``DIR/report.html`` atomically and return its path."""
     out = Path(output_dir)
-    return store.atomic_write_text(out / "report.html", build_report(out, worst))
+    return atomic_write_text(out / "report.html", build_report(out, worst), overwrite=True)
 
 
 __all__ = ["build_report", "table", "write_report"]

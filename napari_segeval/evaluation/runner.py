@@ -200,13 +200,16 @@ def _run_dask(protocol, specs, params, scheduler, cancel) -> Iterator[dict]:
 def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_dir: Path, *,
             workers: int | None = None, scheduler: Any = None,
             progress: Callable[[int, int], None] | None = None,
-            cancel: threading.Event | None = None, show_progress: bool = True,
+            cancel: threading.Event | None = None,
             total: int | None = None, done: int = 0) -> tuple[int, int]:
-    """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``."""
-    from napari_segeval.evaluation.progress import ProgressLine
+    """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
+    ``progress(done, total)`` is called once before the first case (``done``
+    cases were finished earlier) and after each case.
+    """
     total = len(specs) + done if total is None else total
-    bar = ProgressLine(total, done) if show_progress else None
+    if progress is not None:
+        progress(done, total)
     if scheduler is not None:
         records = _run_dask(protocol, specs, params, scheduler, cancel)
     else:
@@ -220,12 +223,8 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
         store.write_case(output_dir, rec)
         ok += rec["status"] == "ok"
         failed += rec["status"] != "ok"
-        if bar is not None:
-            bar.update(done + ok + failed, failed)
         if progress is not None:
             progress(done + ok + failed, total)
-    if bar is not None:
-        bar.close()
     return ok, failed
 
 

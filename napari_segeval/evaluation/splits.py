@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import ReadError, WriteError
+from napari_segeval._atomic import atomic_write_text
+from napari_segeval._errors import ReadError
 
 SPLITS_VERSION = 1
 
@@ -38,7 +38,7 @@ def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict
 
 def save_splits(path: str | os.PathLike, folds: dict[str, int], *, k: int, seed: int | None,
                 source: str) -> Path:
-    """Write ``{"version", "k", "seed", "source", "folds": {case: fold}}`` atomically.
+    """Write ``{"version", "k", "seed", "source", "folds": {case: fold}}`` atomically (replacing).
 
     Examples
     --------
@@ -51,14 +51,7 @@ def save_splits(path: str | os.PathLike, folds: dict[str, int], *, k: int, seed:
     path = Path(path)
     payload = {"version": SPLITS_VERSION, "k": int(k), "seed": seed, "source": source,
                "folds": {str(c): int(f) for c, f in sorted(folds.items())}}
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(payload, fh, indent=1)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise WriteError(f"{path}: cannot write splits ({exc})") from exc
-    return path
+    return atomic_write_text(path, json.dumps(payload, indent=1), overwrite=True)
 
 
 def load_splits(path: str | os.PathLike) -> dict:

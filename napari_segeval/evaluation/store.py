@@ -11,7 +11,7 @@ Layout of ``DIR``::
     summary.json        the protocol's aggregation + run counts
     report.html         self-contained report
 
-A case's ``.json`` is written last (temp file + ``os.replace``), so its presence
+A case's ``.json`` is written last (atomically: :mod:`napari_segeval._atomic`), so its presence
 means the case is complete: a re-run skips it, and a killed run loses at most
 the cases in flight.
 """
@@ -22,25 +22,16 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import ReadError, SegEvalError, WriteError
+from napari_segeval._atomic import atomic_open, atomic_write_text
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._json import json_safe
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def _umask() -> int:
-    old = os.umask(0o022)
-    os.umask(old)
-    return old
-
-
-#: Mode of written files: what ``open`` would give (mkstemp alone gives 0600).
-_FILE_MODE = 0o666 & ~_umask()
 
 
 def case_filename(case_id: str) -> str:
@@ -59,35 +50,18 @@ def case_filename(case_id: str) -> str:
     return safe
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``.
+def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
+    """Strict JSON (NaN -> null, inf -> "inf") written atomically, replacing ``path``.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
-    >>> atomic_write_text(p, "{}").read_text()
-    '{}'
+    >>> read_json(write_json(p, {"hd95": float("inf"), "dice": float("nan")}))
+    {'hd95': 'inf', 'dice': None}
     """
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.chmod(tmp, _FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise WriteError(f"{path}: cannot write ({exc})") from exc
-    return path
-
-
-def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
-    """Strict JSON (NaN -> null, inf -> "inf") written atomically."""
-    from napari_segeval.cli._common import json_safe
-
-    return atomic_write_text(path, json.dumps(json_safe(payload), indent=1, allow_nan=False))
+    text = json.dumps(json_safe(payload), indent=1, allow_nan=False)
+    return atomic_write_text(path, text, overwrite=True)
 
 
 def read_json(path: str | os.PathLike) -> dict:
@@ -120,12 +94,8 @@ def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
     views = record.pop("views", None) or {}
     record["views"] = sorted(views)
     if views:
-        npz = path.with_suffix(".npz")
-        fd, tmp = tempfile.mkstemp(prefix=f".{npz.name}.", suffix=".tmp", dir=npz.parent)
-        os.chmod(tmp, _FILE_MODE)
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_open(path.with_suffix(".npz"), "wb", overwrite=True) as fh:
             np.savez_compressed(fh, **{k: np.asarray(v) for k, v in views.items()})
-        os.replace(tmp, npz)
     return write_json(path, record)
 
 
@@ -142,6 +112,14 @@ def read_views(output_dir: str | os.PathLike, case_id: str) -> dict[str, np.ndar
         return {}
     with np.load(npz, allow_pickle=False) as data:
         return {k: data[k] for k in data.files}
+
+
+def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]:
+    """``(case specs, finished records)`` of a results folder, in case order."""
+    out = Path(output_dir)
+    cases = read_json(out / "cases.json")["cases"]
+    records = [r for r in (read_case(out, c["case_id"]) for c in cases) if r is not None]
+    return cases, records
 
 
 def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> None:
@@ -193,6 +171,5 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
     return rows
 
 
-__all__ = ["atomic_write_text", "case_filename", "case_path", "check_run", "clear_cases",
-           "is_done", "read_case", "read_json", "read_views", "result_rows", "write_case",
-           "write_json"]
+__all__ = ["case_filename", "case_path", "check_run", "clear_cases", "is_done", "load_records",
+           "read_case", "read_json", "read_views", "result_rows", "write_case", "write_json"]

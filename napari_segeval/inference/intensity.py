@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_write_text
 from napari_segeval._errors import ReadError, SegEvalError
 
 
@@ -77,9 +78,7 @@ class IntensityStats:
 
     def save_json(self, path: str | Path) -> Path:
         """Write the statistics as JSON to ``path`` (overwrites)."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2))
-        return path
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=2), overwrite=True)
 
     @classmethod
     def load_json(cls, path: str | Path) -> IntensityStats:

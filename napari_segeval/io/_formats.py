@@ -16,7 +16,11 @@ DICOM = (".dcm", ".dicom")
 VIDEO = (".mp4", ".avi", ".mov", ".mkv")
 RASTER = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 WRITABLE = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd")
-FRAME_EXTS = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+FRAME_EXTS = RASTER
+#: Suffixes of single files that hold a whole case (volume, video or 2D image):
+#: what data-set layouts list as images and labels. DICOM slices are left out
+#: (a DICOM series is a folder).
+IMAGE_SUFFIXES = NIFTI + ITK + RASTER + VIDEO
 
 
 def suffix(path: str | Path) -> str:

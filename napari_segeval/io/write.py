@@ -3,29 +3,22 @@
 The format follows the extension: ``.nii``/``.nii.gz`` (nibabel, RAS affine in
 both qform and sform), ``.mha``/``.nrrd`` (one file) or ``.mhd`` (header plus
 ``.zraw``/``.raw`` data) through SimpleITK. Data go to a temporary file in the
-target folder that is then renamed over the target with :func:`os.replace`, so a
-crash never leaves a half-written file under the final name.
+target folder that is then renamed over the target
+(:func:`napari_segeval._atomic.atomic_path`), so a crash never leaves a
+half-written file under the final name, and files get the umask's mode.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_path
 from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.io._formats import WRITABLE, suffix
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
-
-
-def _targets(path: Path) -> list[Path]:
-    if suffix(path) == ".mhd":
-        return [path, path.with_suffix(".zraw"), path.with_suffix(".raw")]
-    return [path]
 
 
 def _check_target(path: Path, overwrite: bool) -> None:
@@ -37,28 +30,23 @@ def _check_target(path: Path, overwrite: bool) -> None:
         raise WriteError(f"{path}: file exists; pass overwrite=True to replace it")
 
 
-def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: bool) -> Path:
+def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: bool,
+                  overwrite: bool) -> Path:
     ext = suffix(path)
-    tmpdir = Path(tempfile.mkdtemp(prefix=".segeval-", dir=path.parent))
     try:
-        tmp = tmpdir / path.name
-        if ext in (".nii", ".nii.gz"):
-            from napari_segeval.io._nifti import write_nifti
+        with atomic_path(path, overwrite=overwrite) as tmp:
+            if ext in (".nii", ".nii.gz"):
+                from napari_segeval.io._nifti import write_nifti
 
-            write_nifti(tmp, array, geometry)
-        else:
-            from napari_segeval.io._sitk import write_itk
+                write_nifti(tmp, array, geometry)
+            else:
+                from napari_segeval.io._sitk import write_itk
 
-            write_itk(tmp, array, geometry, compress)
-        written = [p for p in tmpdir.iterdir()]
-        for part in sorted(written, key=lambda p: p == tmp):  # data file before header
-            os.replace(part, path.parent / part.name)
+                write_itk(tmp, array, geometry, compress)
     except SegEvalError:
         raise
     except Exception as exc:
         raise WriteError(f"{path}: cannot write ({type(exc).__name__}: {exc})") from exc
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
     return path
 
 
@@ -92,7 +80,7 @@ def write_labels(
     _check_target(p, overwrite)
     arr = as_labels(np.asarray(labels), p)
     _check_grid(p, arr, geometry, colour_ok=False)
-    return _write_atomic(p, arr, geometry, compress=True)
+    return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)
 
 
 def _image_dtype(path: Path, image: np.ndarray) -> np.ndarray:
@@ -131,4 +119,4 @@ def write_image(
     _check_target(p, overwrite)
     arr = _image_dtype(p, np.asarray(image))
     _check_grid(p, arr, geometry, colour_ok=True)
-    return _write_atomic(p, arr, geometry, compress=True)
+    return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import ReadError, WriteError
+from napari_segeval._atomic import atomic_open
+from napari_segeval._errors import ReadError
 
 KEY_COLUMNS = ("case", "structure", "condition")
 
@@ -62,19 +62,12 @@ class ResultsTable:
             The file exists and ``overwrite`` is False, or it cannot be written.
         """
         path = Path(path)
-        if path.exists() and not overwrite:
-            raise WriteError(f"{path}: exists; pass overwrite=True to replace it")
         cols = self.columns
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-            with os.fdopen(fd, "w", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=cols, restval="")
-                writer.writeheader()
-                for row in self.rows:
-                    writer.writerow({k: _fmt(row.get(k, "")) for k in cols})
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise WriteError(f"{path}: cannot write CSV ({exc})") from exc
+        with atomic_open(path, "w", overwrite=overwrite, newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=cols, restval="")
+            writer.writeheader()
+            for row in self.rows:
+                writer.writerow({k: _fmt(row.get(k, "")) for k in cols})
         return path
 
     @classmethod

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_path
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError
 from napari_segeval.inference.windowing import to_unit, window_bounds
@@ -47,7 +48,8 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
     import torch
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    torch.save({"format": FORMAT, "config": dict(config), "state_dict": state}, str(path))
+    with atomic_path(path, overwrite=True) as tmp:
+        torch.save({"format": FORMAT, "config": dict(config), "state_dict": state}, str(tmp))
 
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:

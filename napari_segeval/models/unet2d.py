@@ -16,7 +16,6 @@ torch is imported inside functions only.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_path
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
 
 FORMAT = "napari-segeval-unet2d"
@@ -382,13 +382,11 @@ class UNet2DModel:
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            os.close(fd)
-            torch.save({"format": FORMAT, "version": FORMAT_VERSION, "meta": self.meta,
-                        "state_dict": self.state_dict}, tmp)
-            os.replace(tmp, path)
         except OSError as exc:
             raise WriteError(f"{path}: cannot write 2D U-Net ({exc})") from exc
+        with atomic_path(path, overwrite=True) as tmp:
+            torch.save({"format": FORMAT, "version": FORMAT_VERSION, "meta": self.meta,
+                        "state_dict": self.state_dict}, tmp)
         return path
 
     @classmethod

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_write_bytes
 from napari_segeval.phantoms import SAMPLE_SEED_BASE
 from napari_segeval.phantoms._encode import (
     VIDEO_CODEC,
@@ -108,8 +109,8 @@ def _msd(files: dict, index: dict, rows: list) -> None:
         training.append({"image": f"./imagesTr/abd_{i:03d}.nii.gz",
                          "label": f"./labelsTr/abd_{i:03d}.nii.gz"})
         rows.append((f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)", case,
-                     f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
-                     f"tumour={i != 3})"))
+                     (f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
+                      f"tumour={i != 3})")))
     dataset = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
@@ -228,9 +229,7 @@ def write_samples(out: str | os.PathLike, video: bool = True) -> list[Path]:
     for rel, data in build_samples(video=video).items():
         path = out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, data, overwrite=True)
         written.append(path)
     return written
 

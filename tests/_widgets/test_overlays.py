@@ -72,7 +72,8 @@ def test_touched_slices_forms():
 
 
 def test_touched_slices_from_napari_paint():
-    napari = pytest.importorskip("napari")
+    import napari
+
     layer = napari.layers.Labels(np.zeros((8, 16, 16), np.uint8))
     seen = []
     layer.events.paint.connect(lambda e: seen.append(touched_slices(e.value, 8)))

@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 
 class ToyNet(torch.nn.Module):
@@ -30,24 +29,6 @@ def toy():
     with torch.no_grad():
         target = net(x).argmax(1)
     return net, x, target
-
-
-@pytest.fixture
-def tiny_dense_weights(tmp_path):
-    """A small random U-Net in the built-in dense weights format."""
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-
-    torch.manual_seed(0)
-    cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
-    net = UNet3D(UNetConfig(**cfg))
-    payload = dict(BUILTIN_PLANS)
-    payload.update(config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
-                   intensity={"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0},
-                   lesion_min_mm3={"5": 50.0}, state_dict=net.state_dict())
-    path = tmp_path / "tiny.pt"
-    torch.save(payload, path)
-    return path
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-
 from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.cli import _attack
-from napari_segeval.io import Geometry, read_image, read_labels, write_image, write_labels
+from napari_segeval.io import read_image, read_labels
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
 
@@ -21,26 +19,11 @@ def _parse(argv):
 
 
 @pytest.fixture
-def files(tmp_path):
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-
-    torch.manual_seed(0)
-    cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
-    payload = dict(BUILTIN_PLANS, config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
-                   intensity={"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0},
-                   state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
-    torch.save(payload, tmp_path / "tiny.pt")
-    geom = Geometry((2.5, 1.2, 1.2), (5.0, -3.0, 2.0), tuple(np.eye(3).ravel()))
-    rng = np.random.default_rng(0)
-    img = rng.normal(50, 40, (8, 24, 20)).astype(np.int16)
-    lab = np.zeros(img.shape, np.uint8)
-    lab[2:6, 4:12, 4:12] = 1
-    write_image(tmp_path / "ct.nii.gz", img, geom)
-    write_labels(tmp_path / "seg.nii.gz", lab, geom)
-    out = tmp_path / "out"
+def files(tiny_ct_files, tiny_dense_weights):
+    d, geom, img = tiny_ct_files
+    out = d / "out"
     out.mkdir()
-    return tmp_path, geom, img, out
+    return d, geom, img, out
 
 
 def _dense_args(d, out, *extra):

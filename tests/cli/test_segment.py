@@ -1,14 +1,12 @@
 import argparse
 import json
 
-import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval._errors import SegEvalError, WriteError  # noqa: E402
-from napari_segeval.cli import _segment  # noqa: E402
-from napari_segeval.io import Geometry, read_labels, write_image, write_labels  # noqa: E402
+from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval.cli import _segment
+from napari_segeval.io import read_labels
 
 
 def _parse(argv):
@@ -18,24 +16,9 @@ def _parse(argv):
 
 
 @pytest.fixture
-def files(tmp_path):
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
-    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
-
-    torch.manual_seed(0)
-    cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
-    payload = dict(BUILTIN_PLANS, config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
-                   intensity={"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0},
-                   state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
-    torch.save(payload, tmp_path / "tiny.pt")
-    geom = Geometry((2.5, 1.2, 1.2), (5.0, -3.0, 2.0), tuple(np.eye(3).ravel()))
-    rng = np.random.default_rng(0)
-    img = rng.normal(50, 40, (8, 24, 20)).astype(np.int16)
-    lab = np.zeros(img.shape, np.uint8)
-    lab[2:6, 4:12, 4:12] = 1
-    write_image(tmp_path / "ct.nii.gz", img, geom)
-    write_labels(tmp_path / "seg.nii.gz", lab, geom)
-    return tmp_path, geom, img.shape
+def files(tiny_ct_files, tiny_dense_weights):
+    d, geom, img = tiny_ct_files
+    return d, geom, img.shape
 
 
 def test_segment_writes_source_geometry_and_json(files, capsys):

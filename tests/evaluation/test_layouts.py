@@ -147,9 +147,18 @@ def test_spec_roundtrip_json():
     assert CaseSpec.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
-@pytest.mark.skipif(not (SAMPLE / "index.json").is_file(), reason="sample data not generated")
 def test_sample_data_layouts():
     assert len(load_layout(SAMPLE / "msd_task" / "Task90_AbdomenPhantom")) == 6
     assert [s.layout for s in load_layout(SAMPLE / "video")] == ["camus"]
     assert {s.layout for s in load_layout(SAMPLE / "polyp")} == {"neopolyp"}
     assert {s.layout for s in load_layout(SAMPLE / "skin")} == {"isic"}
+
+
+def test_layouts_list_the_files_the_reader_reads():
+    from napari_segeval.evaluation import _layouts_2d, layouts
+    from napari_segeval.io import _formats
+
+    assert layouts.IMAGE_SUFFIXES is _formats.IMAGE_SUFFIXES  # one list, in io
+    assert _layouts_2d.IMAGE_SUFFIXES is _formats.IMAGE_SUFFIXES
+    assert all(_formats.kind(f"case{ext}") is not None for ext in _formats.IMAGE_SUFFIXES)
+    assert {".nhdr", ".mkv", ".mov", ".tif"} <= set(_formats.IMAGE_SUFFIXES)

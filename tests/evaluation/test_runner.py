@@ -26,7 +26,7 @@ def test_outputs_columns_and_numbers(msd_task, tmp_path):
     r = run_evaluation(msd_task, "msd-robust", out, params=PARAMS, workers=1,
                        progress=lambda d, t: seen.append((d, t)))
     assert (r.n_cases, r.n_ok, r.n_failed, r.exit_code) == (4, 4, 0, 0)
-    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]  # once before the first case
     rows = read_rows(out / "results.csv")
     assert {"case", "structure", "condition", "dice", "protocol", "protocol_version",
             "status"} <= set(rows[0])
@@ -55,8 +55,11 @@ def test_resume_after_simulated_kill(msd_task, tmp_path):
     assert sorted(p.name for p in (killed / "cases").glob("*.json")) == [
         "case_000.json", "case_001.json"]
     (killed / "cases" / ".case_002.json.abc.tmp").write_text("{half a rec")  # torn write
-    resumed = run_evaluation(msd_task, "msd-robust", killed, params=PARAMS, workers=1)
+    seen = []
+    resumed = run_evaluation(msd_task, "msd-robust", killed, params=PARAMS, workers=1,
+                             progress=lambda d, t: seen.append((d, t)))
     assert (resumed.n_skipped, resumed.n_ok) == (2, 4)
+    assert seen == [(2, 4), (3, 4), (4, 4)]  # starts at the resumed cases
     fresh = tmp_path / "fresh"
     run_evaluation(msd_task, "msd-robust", fresh, params=PARAMS, workers=1)
     assert read_rows(killed / "results.csv") == read_rows(fresh / "results.csv")

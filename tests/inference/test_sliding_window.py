@@ -2,11 +2,10 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval._cancel import Cancelled  # noqa: E402
-from napari_segeval.inference.sliding_window import (  # noqa: E402
+from napari_segeval._cancel import Cancelled
+from napari_segeval.inference.sliding_window import (
     gaussian_weights,
     sliding_window_logits,
     window_grid,

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
 from napari_segeval.models.medsam2 import _build
 
-torch = pytest.importorskip("torch")
 needs_sam2 = pytest.mark.skipif(
     not all(_build._has(m) for m in ("sam2", "hydra")),
     reason="Meta's sam2 package / hydra-core (extra 'medsam2') not installed",

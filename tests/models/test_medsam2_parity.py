@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
 pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
 pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
 
-from napari_segeval.models.medsam2 import load_medsam2  # noqa: E402
-from napari_segeval.models.medsam2._build import build_network, load_network  # noqa: E402
-from napari_segeval.models.medsam2._loop import connected_components  # noqa: E402
-from napari_segeval.prompts.box import Box  # noqa: E402
+from napari_segeval.models.medsam2 import load_medsam2
+from napari_segeval.models.medsam2._build import build_network, load_network
+from napari_segeval.models.medsam2._loop import connected_components
+from napari_segeval.prompts.box import Box
 
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY)

@@ -21,7 +21,8 @@ def _geometry() -> Geometry:
 
 
 def test_nifti_round_trip_through_simpleitk(tmp_path):
-    sitk = pytest.importorskip("SimpleITK")
+    import SimpleITK as sitk
+
     arr = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4)
     path = tmp_path / "a.nii.gz"
     path.write_bytes(nifti_gz_bytes(arr, _geometry()))
@@ -33,7 +34,8 @@ def test_nifti_round_trip_through_simpleitk(tmp_path):
 
 
 def test_nifti_header_codes_and_deterministic_gzip():
-    nib = pytest.importorskip("nibabel")
+    import nibabel as nib
+
     data = nifti_gz_bytes(np.ones((2, 3, 4), np.uint8), _geometry(), "hello")
     assert data == nifti_gz_bytes(np.ones((2, 3, 4), np.uint8), _geometry(), "hello")
     assert data[4:8] == b"\0\0\0\0"  # gzip mtime 0
@@ -56,7 +58,7 @@ def test_png_and_metaimage_are_deterministic():
 
 def test_mp4_deterministic_and_close_to_source():
     pytest.importorskip("av")
-    yy, xx = np.mgrid[0:32, 0:48]
+    _, xx = np.mgrid[0:32, 0:48]
     frames = np.stack([((xx + 3 * t) * 4 % 256).astype(np.uint8) for t in range(5)])
     a, b = mp4_bytes(frames, 25), mp4_bytes(frames, 25)
     assert a == b

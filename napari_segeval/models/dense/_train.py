@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
 from napari_segeval.inference.resample import resample_image, resample_labels
 
@@ -203,9 +204,8 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     payload["training"] = record
     payload["state_dict"] = {k: v.detach().clone() for k, v in net.state_dict().items()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    tmp.replace(out)
+    with atomic_path(out, overwrite=True) as tmp:
+        torch.save(payload, tmp)
     print(json.dumps(record), flush=True)
     return record
 

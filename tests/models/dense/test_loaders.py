@@ -1,14 +1,13 @@
 import json
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError  # noqa: E402
-from napari_segeval.models.dense import BUILTIN, load_dense_model  # noqa: E402
-from napari_segeval.models.dense._loaders import check_torch  # noqa: E402
-from napari_segeval.models.dense._nnunet import plans_from_nnunet  # noqa: E402
-from napari_segeval.models.dense.unet import UNet3D, UNetConfig  # noqa: E402
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+from napari_segeval.models.dense import BUILTIN, load_dense_model
+from napari_segeval.models.dense._loaders import check_torch
+from napari_segeval.models.dense._nnunet import plans_from_nnunet
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
 
 def test_builtin_weights_load_with_weights_only():

@@ -2,12 +2,11 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval._cancel import Cancelled  # noqa: E402
-from napari_segeval.io.case import Case, Geometry  # noqa: E402
-from napari_segeval.models.dense import load_dense_model, segment_case  # noqa: E402
+from napari_segeval._cancel import Cancelled
+from napari_segeval.io.case import Case, Geometry
+from napari_segeval.models.dense import load_dense_model, segment_case
 
 
 def _case(shape=(10, 30, 34), spacing=(2.5, 1.2, 1.2)):

@@ -2,10 +2,9 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval.models.dense import _train  # noqa: E402
+from napari_segeval.models.dense import _train
 
 
 def test_lr_schedule_warms_up_then_decays():

@@ -1,0 +1,295 @@
+"""Atomic file writes: the one way napari-segeval writes a file.
+
+Every writer in the package goes through this module. Data go to a temporary
+file in the target's folder, are flushed and ``fsync``-ed, get the mode a plain
+``open()`` would give (``0o666 & ~umask``; :func:`tempfile.mkstemp` alone gives
+``0o600``, which a group sharing a results folder cannot read), and are then
+renamed over the target. A crash or an error leaves the target as it was and no
+temporary file behind. Without ``overwrite=True`` an existing target is refused
+with :class:`~napari_segeval.WriteError` (checked again at the rename, so a file
+that appeared meanwhile is not clobbered).
+
+* :func:`atomic_write_bytes`, :func:`atomic_write_text` - whole contents at once.
+* :func:`atomic_open` - a file object to stream into (CSV writers, ``np.savez``).
+* :func:`atomic_path` - a temporary path for libraries that write by file name
+  (nibabel, SimpleITK, ``torch.save``, PIL); companion files the library writes
+  beside it (``.mhd`` header + ``.zraw`` data) are moved too.
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+>>> _ = atomic_write_text(p, "first")
+>>> atomic_write_text(p, "second")
+Traceback (most recent call last):
+...
+napari_segeval._errors.WriteError: .../notes.txt: file exists; pass overwrite=True to replace it
+>>> _ = atomic_write_text(p, "second", overwrite=True)
+>>> p.read_text(), sorted(f.name for f in p.parent.iterdir())
+('second', ['notes.txt'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from napari_segeval._errors import WriteError
+
+_UMASK_LOCK = threading.Lock()
+_TMP_PREFIX = ".segeval-tmp-"
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it where the system allows.
+
+    Linux reports it in ``/proc/self/status``; elsewhere it is read by setting
+    and restoring it (under a lock).
+
+    Examples
+    --------
+    >>> 0 <= current_umask() <= 0o777
+    True
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    with _UMASK_LOCK:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    """Mode of a newly written file: what ``open()`` gives, ``0o666 & ~umask``.
+
+    Examples
+    --------
+    >>> file_mode() == 0o666 & ~current_umask()
+    True
+    """
+    return 0o666 & ~current_umask()
+
+
+def _exists_error(path: Path) -> WriteError:
+    return WriteError(f"{path}: file exists; pass overwrite=True to replace it")
+
+
+def _check_target(path: Path, overwrite: bool) -> None:
+    if not overwrite and os.path.lexists(path):
+        raise _exists_error(path)
+    if not path.parent.is_dir():
+        raise WriteError(f"{path}: folder {path.parent} does not exist")
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not possible on every system (Windows): the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
+    """Rename ``tmp`` to ``target``; without ``overwrite`` never replace an existing file."""
+    if overwrite:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)  # fails if target exists: no window for a clobber
+    except FileExistsError:
+        raise _exists_error(target) from None
+    except OSError:  # no hard links on this file system: check, then rename
+        if os.path.lexists(target):
+            raise _exists_error(target) from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary path to write ``path`` by file name; commit it on success.
+
+    The yielded path has the target's file name (so libraries that choose the
+    format from the extension, or name companion files after it, behave as for
+    the target) inside a private temporary folder beside the target. When the
+    block ends without an exception every file written in that folder is moved
+    next to the target - companion files first, the target last - with the
+    umask's mode. On an exception nothing is moved and the folder is removed.
+
+    Parameters
+    ----------
+    path : path-like
+        The final file.
+    overwrite : bool
+        Replace existing files (default: refuse with ``WriteError``).
+
+    Raises
+    ------
+    WriteError
+        The target exists (without ``overwrite``), its folder is missing, the
+        block wrote no file at ``path``, or the file system failed (``OSError``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.npy"
+    >>> with atomic_path(p) as tmp:
+    ...     np.save(tmp, np.arange(3))
+    >>> np.load(p).tolist(), sorted(f.name for f in p.parent.iterdir())
+    ([0, 1, 2], ['a.npy'])
+    """
+    target = Path(path)
+    _check_target(target, overwrite)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=target.parent))
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc})") from exc
+    try:
+        tmp = folder / target.name
+        try:
+            yield tmp
+        except OSError as exc:
+            raise WriteError(f"{target}: cannot write ({exc})") from exc
+        if not tmp.is_file():
+            raise WriteError(f"{target}: the writer produced no file")
+        parts = sorted((p for p in folder.iterdir() if p.is_file()), key=lambda p: p == tmp)
+        mode = file_mode()
+        try:
+            for part in parts:
+                os.chmod(part, mode)
+                _fsync_file(part)
+            for part in parts:  # companion (data) files before the file that names them
+                _commit(part, target.parent / part.name, overwrite)
+            _fsync_dir(target.parent)
+        except OSError as exc:
+            raise WriteError(f"{target}: cannot write ({exc})") from exc
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", *, overwrite: bool = False,
+                encoding: str | None = None, newline: str | None = None) -> Iterator[IO]:
+    """Open a temporary file to stream ``path``'s contents into; commit it on success.
+
+    Parameters
+    ----------
+    path : path-like
+        The final file.
+    mode : {"w", "wb"}
+        Text or binary.
+    overwrite : bool
+        Replace an existing file (default: refuse with ``WriteError``).
+    encoding, newline
+        As for :func:`open` (text mode; encoding defaults to UTF-8).
+
+    Raises
+    ------
+    WriteError
+        The target exists (without ``overwrite``), its folder is missing, or the
+        file system failed (``OSError`` in the block or at the rename).
+
+    Examples
+    --------
+    >>> import csv, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> with atomic_open(p, newline="") as fh:
+    ...     _ = csv.writer(fh).writerow(["case", "dice"])
+    >>> p.read_text().strip()
+    'case,dice'
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    target = Path(path)
+    _check_target(target, overwrite)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{target.name}.", dir=target.parent)
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc})") from exc
+    tmp = Path(name)
+    try:
+        text = mode == "w"
+        with os.fdopen(fd, mode, encoding=(encoding or "utf-8") if text else None,
+                       newline=newline if text else None) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, file_mode())
+        _commit(tmp, target, overwrite)
+        _fsync_dir(target.parent)
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc})") from exc
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool = False) -> Path:
+    """Write ``data`` to ``path`` atomically; returns the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "b.bin"
+    >>> atomic_write_bytes(p, b"\\x00\\x01").read_bytes()
+    b'\\x00\\x01'
+    """
+    with atomic_open(path, "wb", overwrite=overwrite) as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False,
+                      encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically (no newline translation); returns the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
+    >>> atomic_write_text(p, "{}").read_text()
+    '{}'
+    """
+    with atomic_open(path, "w", overwrite=overwrite, encoding=encoding, newline="") as fh:
+        fh.write(text)
+    return Path(path)
+
+
+def is_temporary(path: str | os.PathLike) -> bool:
+    """True for a leftover of this module (a temporary file or folder of a killed write).
+
+    Examples
+    --------
+    >>> is_temporary(".segeval-tmp-results.csv.k2j4"), is_temporary("results.csv")
+    (True, False)
+    """
+    return Path(path).name.startswith(_TMP_PREFIX)
+
+
+__all__ = ["atomic_open", "atomic_path", "atomic_write_bytes", "atomic_write_text",
+           "current_umask", "file_mode", "is_temporary"]

@@ -1,0 +1,44 @@
+"""Strict JSON for every file and ``--json`` output: NaN and infinity made explicit."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def json_safe(obj: Any) -> Any:
+    """Convert ``obj`` to plain JSON types: NaN -> None, +-inf -> "inf"/"-inf".
+
+    numpy scalars and arrays become Python numbers and lists, tuples become
+    lists, path-like objects strings, and dict keys strings.
+
+    Examples
+    --------
+    >>> json_safe({"a": float("nan"), "b": [float("inf"), np.int64(3)]})
+    {'a': None, 'b': ['inf', 3]}
+    """
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if hasattr(obj, "__fspath__"):
+        return str(obj)
+    return obj
+
+
+__all__ = ["json_safe"]

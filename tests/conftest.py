@@ -1,0 +1,51 @@
+"""Fixtures shared by several test folders (a folder's own fixtures live in its conftest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+#: The committed sample data (a missing file is a failure, never a skip).
+SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
+
+#: Intensity statistics of the tiny dense model (CT-like HU).
+TINY_INTENSITY = {"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0}
+
+
+@pytest.fixture
+def tiny_dense_weights(tmp_path) -> Path:
+    """A small random 3D U-Net (6 classes) saved in the built-in dense weights format."""
+    import torch
+
+    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+
+    torch.manual_seed(0)
+    cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
+    payload = dict(BUILTIN_PLANS)
+    payload.update(config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
+                   intensity=dict(TINY_INTENSITY), lesion_min_mm3={"5": 50.0},
+                   state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
+    path = tmp_path / "tiny.pt"
+    torch.save(payload, path)
+    return path
+
+
+@pytest.fixture
+def tiny_ct_files(tmp_path):
+    """A small CT-like volume and its labels as NIfTI: ``(folder, geometry, image)``.
+
+    ``folder/ct.nii.gz`` (int16, noise around 50 HU) and ``folder/seg.nii.gz``
+    (one cube of label 1), written with a non-trivial spacing and origin.
+    """
+    from napari_segeval.io import Geometry, write_image, write_labels
+
+    geom = Geometry((2.5, 1.2, 1.2), (5.0, -3.0, 2.0), tuple(np.eye(3).ravel()))
+    img = np.random.default_rng(0).normal(50, 40, (8, 24, 20)).astype(np.int16)
+    lab = np.zeros(img.shape, np.uint8)
+    lab[2:6, 4:12, 4:12] = 1
+    write_image(tmp_path / "ct.nii.gz", img, geom)
+    write_labels(tmp_path / "seg.nii.gz", lab, geom)
+    return tmp_path, geom, img
