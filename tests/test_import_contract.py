@@ -15,7 +15,7 @@ other)::
     5      attacks, uncertainty             perturb models; score their uncertainty
     6      evaluation                       data sets, protocols, runner, reports
     7      training                         scripts that train the built-in models
-    top    overlays, _reader, _writer       GUI-free display helpers; napari reader/writer
+    top    _reader, _writer                 napari reader/writer
            _sample_data                     napari sample entry point
            cli, _widgets                    the two front ends
 
@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("attacks", "uncertainty"),
     ("evaluation",),
     ("training",),
-    ("overlays", "_reader", "_writer"),
+    ("_reader", "_writer"),
     ("_sample_data",),
     ("cli", "_widgets"),
 )
@@ -399,8 +399,3 @@ def test_import_core_layers_is_light():
     loaded = _modules_after(stmt)
     bad = loaded & set(GUI_MODULES + ("torch", "SimpleITK", "av", "dask", "sam2"))
     assert not bad, f"importing the core layers imported {sorted(bad)}"
-
-
-def test_overlays_import_without_qt():
-    loaded = _modules_after("import napari_segeval.overlays")
-    assert not loaded & set(GUI_MODULES), sorted(loaded & set(GUI_MODULES))
