@@ -68,9 +68,8 @@ def structure_names(dataset_json: dict) -> dict[int, str]:
     for key, value in labels.items():
         if str(key).strip().lstrip("-").isdigit() and isinstance(value, str):
             out[int(key)] = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            out[int(value)] = str(key)
-        elif isinstance(value, str) and value.strip().isdigit():
+        elif ((isinstance(value, int) and not isinstance(value, bool))
+              or (isinstance(value, str) and value.strip().isdigit())):
             out[int(value)] = str(key)
     out.pop(0, None)
     return dict(sorted(out.items()))
@@ -161,7 +160,7 @@ def parse_json_color_table(table: object, source: str | Path,
             raise InvalidLabelsError(f'{source}: colour table entry "{key}": expected '
                                      f'[R, G, B] (0-255) or one grey value, got {colour!r}')
         widths.add(len(values))
-        rgb = tuple(int(round(v)) for v in values)
+        rgb = tuple(round(v) for v in values)
         colour_key = rgb if len(rgb) == 3 else rgb[0]
         label = int(key)
         if colour_key in out:

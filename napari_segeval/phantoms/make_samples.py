@@ -112,8 +112,8 @@ def _msd(files: dict, index: dict, rows: list) -> None:
         training.append({"image": f"./imagesTr/abd_{i:03d}.nii.gz",
                          "label": f"./labelsTr/abd_{i:03d}.nii.gz"})
         rows.append((f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)", case,
-                     f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
-                     f"tumour={i != 3})"))
+                     (f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
+                      f"tumour={i != 3})")))
     dataset = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from napari_segeval.io.case import Case
-from napari_segeval.propagation.core import PropagationResult, propagate_case
 from napari_segeval.prompts.box import Box
+from napari_segeval.propagation.core import PropagationResult, propagate_case
 
 #: What an image is, as the viewer and the command line name it.
 KINDS: tuple[str, ...] = ("volume", "video", "image")

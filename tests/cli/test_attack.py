@@ -105,7 +105,7 @@ def test_refusals(files):
 
 
 def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
-    d, geom, img, _ = files
+    d, _, _, _ = files
     out = d / "new" / "nested"
     argv = _dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1", "--json")
     assert _attack.run(_parse(argv)) == 0
