@@ -37,12 +37,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _kind(case: Case) -> str:
-    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image"}[
-        case.axes
-    ]
-
-
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
     """One row per label id present: id, name, voxel count and volume in ml.
 
@@ -83,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval.io import read_image, read_labels
     from napari_segeval.io._dataset_json import find_dataset_json, load_dataset_json
     from napari_segeval.io._dataset_json import structure_names as dataset_names
+    from napari_segeval.propagation import case_kind
 
     case = read_image(args.path, modality=args.modality)
     img = case.image
@@ -90,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
     payload = {
         "path": str(args.path),
-        "kind": _kind(case),
+        "kind": case_kind(case.axes),
         "shape": list(img.shape),
         "axes": case.axes,
         "spacing": list(case.geometry.spacing),

@@ -101,6 +101,25 @@ def _load_model(args: argparse.Namespace):
     return BuiltinPromptModel(args.checkpoint, device=args.device)
 
 
+def check_output(path: Path, case) -> None:
+    """Refuse an --output the label map cannot be written to, before any model runs."""
+    import numpy as np
+
+    from napari_segeval._errors import WriteError
+    from napari_segeval.io._formats import suffix
+    from napari_segeval.io.write import LABEL_WRITABLE
+
+    if suffix(path) not in LABEL_WRITABLE:
+        raise WriteError(f"{path}: cannot write a label map in this format (use one of "
+                         f"{', '.join(LABEL_WRITABLE)})")
+    if not path.parent.is_dir():
+        raise WriteError(f"{path}: folder {path.parent} does not exist")
+    if suffix(path) == ".png":
+        from napari_segeval.io._raster import check_png_labels
+
+        check_png_labels(path, np.zeros(case.spatial_shape, np.uint8), case.geometry)
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the prompts, propagate, write the prediction and report metrics."""
     import numpy as np
@@ -116,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
     case = read_case(args.image, args.labels, default_color_table=color_table(args))
+    check_output(args.output, case)
     kind = case_kind(case.axes)
     mode = propagation_mode(kind)
     shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)

@@ -126,6 +126,20 @@ def test_propagate_2d_box_and_structure_names(tmp_path, capsys):
     assert [r["label"] for r in _json(capsys)["structures"]] == [1, 2]
 
 
+def test_output_that_cannot_hold_the_map_is_refused_before_the_model_runs(tmp_path, capsys):
+    image, mask, _, _ = CASES["skin"]
+    ct = SAMPLES / "ct" / "ct_001.nii.gz"
+    for img, lab, out, message in (
+            (SAMPLES / image, SAMPLES / mask, tmp_path / "p.jpg", "cannot write a label map"),
+            (SAMPLES / image, SAMPLES / mask, tmp_path / "no" / "p.png", "does not exist"),
+            (ct, SAMPLES / "ct" / "ct_001_labels.nii.gz", tmp_path / "p.png", "2D label maps")):
+        rc = main(["propagate", str(img), "--labels", str(lab), "--model", "medsam2",
+                   "--checkpoint", str(tmp_path / "missing.pt"), "-o", str(out)])
+        err = capsys.readouterr().err
+        assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+        assert not out.exists()
+
+
 def test_attack_on_a_2d_sample_matches_propagate(tmp_path, capsys):
     image, mask, _, _ = CASES["skin"]
     pred = tmp_path / "pred.png"
