@@ -63,26 +63,19 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
     return model
 
 
-def _frames(image: np.ndarray, kind: str) -> np.ndarray:
-    """A 2D image as a one-frame stack; volumes and videos as they are."""
-    return np.asarray(image)[None] if kind == "image" else np.asarray(image)
-
-
 def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: str, *,
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
             cancel: Any = None) -> np.ndarray:
     """Propagated label map of ``image`` from box prompts (one per structure).
 
     ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
-    or ``"image"`` (a single 2D image, segmented as a one-frame stack).
+    or ``"image"`` (a single 2D image): see
+    :func:`napari_segeval.propagation.propagate_image`.
     """
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import propagate_image
 
-    frames = model.preprocess(_frames(image, kind), modality, window)
-    mode = "volume" if kind == "volume" else "video"
-    result = propagate_case(model, frames, list(prompts), mode=mode, progress=progress,
-                            cancel=cancel)
-    return result.labels[0] if kind == "image" else result.labels
+    return propagate_image(model, image, list(prompts), kind=kind, modality=modality,
+                           window=window, progress=progress, cancel=cancel).labels
 
 
 def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
@@ -115,16 +108,17 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     the scores use ``prediction`` (the mean prediction when None) with a one-voxel
     boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
     """
+    from napari_segeval.propagation import as_frames, propagation_mode
     from napari_segeval.uncertainty import prompt_tta, structure_scores
 
     model = cached[1] if cached is not None and cached[0] == spec else load_model(
         *spec, cancel=cancel)
-    frames = model.preprocess(_frames(image, kind), modality, window)
+    frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     try:
         info = model.normalize_info(modality, window, image)
     except TypeError:
         info = model.normalize_info(modality, window)
-    maps = prompt_tta(model, frames, list(prompts), mode="volume" if kind == "volume" else "video",
+    maps = prompt_tta(model, frames, list(prompts), mode=propagation_mode(kind),
                       n_samples=n_samples, jitter=jitter, noise_std=noise_std,
                       clamp=(info.valid_min, info.valid_max), progress=progress, cancel=cancel)
     u, labels = maps.entropy, maps.labels
@@ -141,30 +135,14 @@ def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, s
            cancel: Any = None) -> Any:
     """Attack a promptable model on ``case`` (:func:`napari_segeval.attacks.attack_case`).
 
-    ``case`` is a 2D image, a volume or a video; the 2D image is attacked as a
-    one-frame video and the outputs are returned on its 2D grid.
+    ``case`` is a 2D image, a volume or a video; outputs are on its grid
+    (:class:`napari_segeval.attacks.PromptTarget` handles the 2D image).
     """
     from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
 
-    kind = "image" if len(case.spatial_shape) == 2 else None
-    if kind == "image":
-        from dataclasses import replace
-
-        from napari_segeval.io import Geometry
-
-        labels = None if case.labels is None else case.labels[None]
-        geometry = Geometry.identity(3, (1.0, *case.spacing))
-        case = replace(case, image=np.asarray(case.image)[None], labels=labels,
-                       geometry=geometry, axes="t" + case.axes)
-    target = PromptTarget(model, case, prompts, window=window,
-                          mode="video" if kind == "image" or case.is_video else "volume")
+    target = PromptTarget(model, case, prompts, window=window)
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
-    result = attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
-    if kind == "image":
-        for name in ("perturbed_image", "perturbation", "clean_prediction",
-                     "attacked_prediction"):
-            setattr(result, name, getattr(result, name)[0])
-    return result
+    return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:

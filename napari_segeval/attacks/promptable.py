@@ -11,6 +11,10 @@ fixed. Two gradient paths, recorded as ``chain``:
   each slice is attacked on its own. Backends whose state is a memory bank of
   several frames (MedSAM2) refuse it.
 
+A single 2D image (``yx``/``yxc``) is attacked as a one-frame video (mode
+``"video"``, boxes on frame 0, :mod:`napari_segeval.propagation.images`);
+label maps, reference targets and the raw perturbation come back on its 2D grid.
+
 Per-structure foreground probabilities ``p_k`` become logits
 ``(1, K + 1, n, H, W)``: background 0 and ``logit(p_k)`` for structure ``k``,
 so that with one structure the softmax gives back ``(1 - p, p)`` exactly.
@@ -39,11 +43,12 @@ class PromptTarget:
     model : PromptableModel
         A backend (:class:`~napari_segeval.models.builtin_prompt.BuiltinPromptModel`, MedSAM2).
     case : Case
-        Volume or video (and optional reference labels).
+        Volume, video or 2D image (and optional reference labels).
     prompts : list of Box
-        One box per structure.
+        One box per structure (on frame 0 for a 2D image).
     mode : {"volume", "video"}, optional
-        Default: ``"video"`` for videos, else ``"volume"``.
+        Default: ``"video"`` for videos and 2D images, else ``"volume"``; a 2D
+        image is always ``"video"``.
     window : str or (float, float), optional
         CT window for the backend's preprocessing.
     keep_largest, stop_when_empty, threshold
@@ -60,6 +65,11 @@ class PromptTarget:
     >>> t = PromptTarget(ThresholdPromptModel(), case, boxes_from_labels(case.labels, [1]))
     >>> t.num_classes, t.raw_per_normalized_unit
     (2, 400.0)
+    >>> from napari_segeval.phantoms.images2d import make_skin_image
+    >>> skin = make_skin_image(0)
+    >>> t2 = PromptTarget(ThresholdPromptModel(), skin, boxes_from_labels(skin.labels, [1]))
+    >>> t2.mode, tuple(t2.x.shape[:2]), t2.reference_target().shape[1:] == (1, *skin.labels.shape)
+    ('video', (1, 1), True)
     """
 
     kind = "promptable"
@@ -71,12 +81,21 @@ class PromptTarget:
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
         if not prompts:
             raise ValueError("a promptable attack needs at least one box prompt")
+        from napari_segeval.propagation.images import as_frames, case_kind, check_image_prompts
+
         self.model, self.case, self.prompts = model, case, list(prompts)
-        self.mode = mode or ("video" if case.is_video else "volume")
+        self.input_kind = case_kind(case.axes)
+        self.image_2d = self.input_kind == "image"
+        if self.image_2d:
+            if mode not in (None, "video"):
+                raise ValueError(f"a 2D image is attacked as a one-frame video, not {mode!r}")
+            check_image_prompts(self.prompts)
+        self.mode = mode or ("volume" if self.input_kind == "volume" else "video")
         self.window = window
         self.keep_largest, self.stop_when_empty = keep_largest, stop_when_empty
         self.threshold = float(threshold)
-        frames = model.preprocess(case.image, case.modality, window)
+        frames = model.preprocess(as_frames(np.asarray(case.image), self.input_kind),
+                                  case.modality, window)
         self.x = frames[None].float().to(model.device)
         info = model.normalize_info(case.modality, window, case.image)
         self.norm_info = info
@@ -117,31 +136,42 @@ class PromptTarget:
         return torch.cat([torch.zeros_like(fg[:1]), fg])[None]
 
     def reference_target(self) -> torch.Tensor | None:
-        """Reference labels as class indices ``(1, n, H, W)`` (other labels: background)."""
+        """Reference labels as class indices ``(1, n, H, W)`` (other labels: background).
+
+        A 2D image's labels get their one-frame axis: ``(1, 1, H, W)``.
+        """
         import torch
 
         if self.case.labels is None:
             return None
         lab = np.asarray(self.case.labels)
+        if self.image_2d:
+            lab = lab[None]
         out = np.zeros(lab.shape, np.int64)
         for i, lid in enumerate(self.label_ids, start=1):
             out[lab == lid] = i
         return torch.from_numpy(out)[None].to(self.x.device)
 
     def labels(self, logits: torch.Tensor) -> np.ndarray:
-        """Label map (label ids) the way propagation merges it (largest component, overlaps)."""
+        """Label map (label ids) the way propagation merges it (largest component, overlaps).
+
+        On the case's grid: ``(H, W)`` for a 2D image.
+        """
         import torch
 
         from napari_segeval.propagation import merge_structures
 
         with torch.no_grad():
             prob = torch.sigmoid(logits.detach()[0, 1:].float()).cpu().numpy()
-        return merge_structures({lab: prob[i] for i, lab in enumerate(self.label_ids)},
-                                threshold=self.threshold, keep_largest=self.keep_largest)
+        out = merge_structures({lab: prob[i] for i, lab in enumerate(self.label_ids)},
+                               threshold=self.threshold, keep_largest=self.keep_largest)
+        return out[0] if self.image_2d else out
 
     def perturbation_raw(self, delta: torch.Tensor) -> np.ndarray:
         """``delta`` in raw units on the case's grid (channel mean for grey images)."""
         d = delta.detach()[0].float().cpu().numpy() * self.raw_per_normalized_unit
+        if self.image_2d:
+            d = d[0]
         image_nd = np.asarray(self.case.image).ndim
         if d.ndim == image_nd + 1:
             d = d.mean(axis=-1)
@@ -153,6 +183,7 @@ class PromptTarget:
             "kind": self.kind,
             "model": getattr(self.model, "name", type(self.model).__name__),
             "mode": self.mode,
+            "input": self.input_kind,
             "chain": self.chain,
             "prompts": [{"label": b.label, "index": b.index, "box": [b.y0, b.x0, b.y1, b.x1]}
                         for b in self.prompts],

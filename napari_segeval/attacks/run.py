@@ -23,9 +23,10 @@ class AttackResult:
     perturbation : numpy.ndarray
         The perturbation in raw units (HU, grey levels), float32, case grid.
     perturbation_normalized : numpy.ndarray
-        The perturbation the model saw (normalized units, model grid/layout).
+        The perturbation the model saw (normalized units, model grid/layout; a
+        one-frame stack ``(1, H, W[, C])`` for a 2D image).
     clean_prediction, attacked_prediction : numpy.ndarray
-        Label maps on the case's grid.
+        Label maps on the case's grid (``(H, W)`` for a 2D image).
     clean_rows, attacked_rows : list of dict
         Per-structure metric rows (:func:`napari_segeval.metrics.structure_table`)
         against the reference labels, or against the clean prediction when the
@@ -91,7 +92,9 @@ def attack_case(
     ----------
     target : DenseTarget or PromptTarget
         The model and case (:mod:`napari_segeval.attacks.dense`,
-        :mod:`napari_segeval.attacks.promptable`).
+        :mod:`napari_segeval.attacks.promptable`). A promptable target takes a
+        2D image too: every output is then on its 2D grid and the metric rows
+        use its 2D spacing.
     config : AttackConfig
         Attack and budget (``eps`` in normalized units). Its ``clamp`` is replaced by
         the target's valid range when ``clamp`` is True.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
@@ -22,15 +22,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "normalized input units, so as to move the prediction away from the reference "
             "--labels (or from the clean prediction without labels). Dense models are "
             "attacked on the whole volume through the Gaussian sliding window; promptable "
-            "models (boxes from --labels, fixed) through the whole propagation chain. "
+            "models (boxes from --labels, fixed) through the whole propagation chain, "
+            "a 2D image (PNG, JPG, ...) as one frame. "
             "Writes the perturbed image and the perturbation in raw units (float32), and "
             "the clean and attacked predictions, all with IMAGE's geometry, to "
-            "--output-dir, and prints per-structure Dice clean vs attacked. Epsilon is in "
+            "--output-dir (created if missing; NIfTI for NIfTI and grey video inputs, "
+            "else MHA; label maps of 2D images as PNG), and prints per-structure Dice "
+            "clean vs attacked. Existing outputs are kept unless --overwrite. Epsilon is in "
             "normalized units (--eps) or raw units such as HU (--eps-raw); both are "
             "reported. Natural-image budgets such as 8/255 mean nothing for z-scored CT."
         ),
     )
-    p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...) or video")
+    p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (attack target, boxes, Dice)")
     p.add_argument("--model", default="builtin-ct", metavar="SPEC",
                    help="builtin-ct (default), a dense weights file / nnU-Net folder, "
@@ -65,12 +68,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chain", choices=("full", "per-slice"), default="full",
                    help="promptable models: gradients through the whole propagation chain, "
                         "or each slice conditioned on the clean previous mask")
-    p.add_argument("--structure", action="append", type=int, default=[], metavar="ID",
-                   help="promptable: structure to prompt (repeatable; default all)")
+    p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
+                   help="promptable: structure to prompt: id, name, or 'label N' as segeval "
+                        "inspect prints it (repeatable; default all)")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
-    p.add_argument("--output-dir", "-o", type=Path, required=True)
+    p.add_argument("--output-dir", "-o", type=Path, required=True,
+                   help="folder for the four outputs (created, parents too, if missing)")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    add_color_table_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -86,19 +92,28 @@ def _stem(path: Path) -> str:
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
     """Where the four outputs go (``.nii.gz`` for NIfTI and grey video inputs, else ``.mha``).
 
+    The label maps of a 2D image on a pixel grid (PNG, JPG, ... inputs) are PNG;
+    its float images stay ``.mha``.
+
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(is_video=False, is_rgb=False)
+    >>> c = SimpleNamespace(is_video=False, is_rgb=False, axes="zyx", meta={})
     >>> output_paths(Path("ct.nii.gz"), c, Path("o"))["perturbed_image"].as_posix()
     'o/ct_perturbed.nii.gz'
+    >>> c = SimpleNamespace(is_video=False, is_rgb=True, axes="yxc", meta={"has_geometry": False})
+    >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
+    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.mha', 'skin_perturbed.mha']
     """
     nifti = image.name.lower().endswith((".nii", ".nii.gz"))
     ext = ".nii.gz" if (nifti or case.is_video) and not case.is_rgb else ".mha"
+    pixel_2d = case.axes in ("yx", "yxc") and not case.meta.get("has_geometry", True)
+    label_ext = ".png" if pixel_2d else ext
     stem = _stem(image)
-    return {key: out_dir / f"{stem}_{suffix}{ext}" for key, suffix in (
-        ("perturbed_image", "perturbed"), ("perturbation", "perturbation"),
-        ("clean_prediction", "clean_pred"), ("attacked_prediction", "attacked_pred"))}
+    return {key: out_dir / f"{stem}_{suffix}{e}" for key, suffix, e in (
+        ("perturbed_image", "perturbed", ext), ("perturbation", "perturbation", ext),
+        ("clean_prediction", "clean_pred", label_ext),
+        ("attacked_prediction", "attacked_pred", label_ext))}
 
 
 def _target(args: argparse.Namespace, case):
@@ -115,14 +130,19 @@ def _target(args: argparse.Namespace, case):
                                  device=device)
         return DenseTarget(model, case, overlap=args.overlap, batch_size=args.batch_size,
                            gradient=args.gradient)
+    import numpy as np
+
+    from napari_segeval.io import resolve_structure
     from napari_segeval.prompts.from_labels import boxes_from_labels
+    from napari_segeval.propagation import case_kind, propagation_mode
 
     if case.labels is None:
         raise SegEvalError(f"--model {args.model} needs --labels (boxes come from the reference)")
-    if len(case.spatial_shape) != 3:
-        raise SegEvalError(f"{args.image}: propagation needs a volume or a video, got {case.axes}")
-    mode = "video" if case.is_video else "volume"
-    boxes = boxes_from_labels(case.labels, args.structure or None, mode=mode)
+    mode = propagation_mode(case_kind(case.axes))
+    present = np.unique(case.labels)
+    wanted = [resolve_structure(s, case.structures, present, source=args.labels)
+              for s in args.structure]
+    boxes = boxes_from_labels(case.labels, wanted or None, mode=mode)
     if not boxes:
         raise SegEvalError(f"{args.labels}: no structures to prompt (labels are empty)")
     if args.model == "medsam2":
@@ -135,20 +155,21 @@ def _target(args: argparse.Namespace, case):
         from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 
         model = BuiltinPromptModel(args.checkpoint, device=args.device)
-    return PromptTarget(model, case, boxes, mode=mode, window=args.window, chain=args.chain)
+    return PromptTarget(model, case, boxes, window=args.window, chain=args.chain)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read, attack, write the four outputs, print Dice clean vs attacked."""
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.attacks import AttackConfig, attack_case, eps_from_raw
+    from napari_segeval.cli._common import color_table
     from napari_segeval.io import read_case, write_image, write_labels
 
     if args.steps < 1 or args.restarts < 1:
         raise SegEvalError("--steps and --restarts must be >= 1")
-    if not args.output_dir.is_dir():
-        raise WriteError(f"{args.output_dir}: output folder does not exist")
-    case = read_case(args.image, args.labels)
+    if args.output_dir.exists() and not args.output_dir.is_dir():
+        raise WriteError(f"{args.output_dir}: exists and is not a folder")
+    case = read_case(args.image, args.labels, default_color_table=color_table(args))
     paths = output_paths(args.image, case, args.output_dir)
     if not args.overwrite:
         for path in paths.values():
@@ -164,6 +185,11 @@ def run(args: argparse.Namespace) -> int:
                               schedule=args.schedule, weighting=args.weighting, seed=args.seed)
     except ValueError as exc:
         raise SegEvalError(f"invalid attack settings: {exc}") from exc
+    try:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{args.output_dir}: cannot create the output folder "
+                         f"({exc.strerror or exc})") from exc
     with progress_bar("attack passes", "pass", enabled=not args.json) as progress:
         res = attack_case(target, config, clamp=args.clamp, surface=args.surface,
                           progress=progress)

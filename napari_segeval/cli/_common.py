@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -69,3 +70,27 @@ def emit(args: argparse.Namespace, payload: dict, text: str) -> None:
         print(dumps(payload))
     else:
         print(text)
+
+
+COLOR_TABLE_HELP = (
+    'JSON colours of a colour-coded mask: {"1": [255, 0, 0], "2": [0, 255, 0]} '
+    "(label id: [R, G, B] 0-255, or one grey value; black is background), or a "
+    'dataset.json holding that object under "color_table" (names from its "labels"). '
+    'Default: the "color_table" of the dataset.json beside the mask. Grey masks are '
+    "read as they are"
+)
+
+
+def add_color_table_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--color-table FILE`` (colour-coded masks, see :data:`COLOR_TABLE_HELP`)."""
+    parser.add_argument("--color-table", type=Path, metavar="FILE", help=COLOR_TABLE_HELP)
+
+
+def color_table(args: argparse.Namespace) -> dict | None:
+    """The reader's colour table from ``--color-table`` (None when not given)."""
+    path = getattr(args, "color_table", None)
+    if path is None:
+        return None
+    from napari_segeval.io import load_color_table
+
+    return load_color_table(path)

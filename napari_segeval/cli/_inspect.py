@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
+from napari_segeval.io import structure_label
 from napari_segeval.io.case import MODALITIES, Case, Geometry
 
 
@@ -20,7 +21,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Read PATH as the viewer would and print its kind, shape, axes, spacing, "
             "origin, direction, dtype, intensity range and modality; with --labels, "
             "the label ids with names and voxel counts and whether both grids line up "
-            "(exit status 1 when they do not). JSON keys: shape, spacing, origin, "
+            "(exit status 1 when they do not). Unnamed labels are shown as 'label N'; "
+            "every name shown here is accepted by --structure of propagate and attack. "
+            "Colour-coded masks (NeoPolyp) need a colour table: see --color-table. "
+            "JSON keys: shape, spacing, origin, "
             "direction, axes, dtype, modality, labels, kind, intensity_range, path, "
             "aligned, problem."
         ),
@@ -28,14 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
     p.add_argument("--modality", choices=MODALITIES, help="override the modality guess")
+    add_color_table_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
-
-
-def _kind(case: Case) -> str:
-    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image"}[
-        case.axes
-    ]
 
 
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
@@ -51,7 +50,7 @@ def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, 
     voxel_ml = float(np.prod(spacing)) / 1000.0
     rows = []
     for lab in np.flatnonzero(counts):
-        name = "background" if lab == 0 else names.get(int(lab), f"label {int(lab)}")
+        name = structure_label(int(lab), names)
         rows.append(
             {
                 "id": int(lab),
@@ -74,7 +73,11 @@ def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | 
 
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
+    from napari_segeval.cli._common import color_table
     from napari_segeval.io import read_image, read_labels
+    from napari_segeval.io._dataset_json import find_dataset_json, load_dataset_json
+    from napari_segeval.io._dataset_json import structure_names as dataset_names
+    from napari_segeval.propagation import case_kind
 
     case = read_image(args.path, modality=args.modality)
     img = case.image
@@ -82,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
     payload = {
         "path": str(args.path),
-        "kind": _kind(case),
+        "kind": case_kind(case.axes),
         "shape": list(img.shape),
         "axes": case.axes,
         "spacing": list(case.geometry.spacing),
@@ -95,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     }
     problem = None
     if args.labels is not None:
-        labels, geometry, names = read_labels(args.labels)
+        labels, geometry, names = read_labels(args.labels,
+                                              default_color_table=color_table(args))
+        if not names:  # a prediction written elsewhere: the image's dataset.json names
+            found = find_dataset_json(args.path)
+            names = dataset_names(load_dataset_json(found)) if found else {}
         names = {**case.structures, **names}
         payload["labels"] = label_rows(labels, geometry.spacing, names)
         problem = _alignment(case, labels.shape, geometry)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
 
 #: Keys of one structure row, in table order (shared by propagate/segment/attack).
 ROW_KEYS: tuple[str, ...] = (
@@ -31,7 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=(
             "Compare PREDICTION with REFERENCE structure by structure. Dice is "
             "2|A∩B|/(|A|+|B|); distances in mm using the files' spacing; NSD is the "
-            "surface Dice at --tolerance mm. Both maps must share one grid. "
+            "surface Dice at --tolerance mm. Both maps must share one grid. Any label "
+            "format the reader takes: NIfTI, MHA, ..., 2D PNG masks (0/255 masks read "
+            "as 0/1; colour-coded masks through --color-table or a dataset.json). "
             'With --json prints {"structures": [{"label", "name", "dice", "iou", '
             '"precision", "recall", "hd95", "assd", "nsd", "volume_ref_ml", '
             '"volume_pred_ml"}, ...]}; NaN is written as null and infinity as "inf".'
@@ -48,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Dice when a structure is empty in both maps (default one)",
     )
     p.add_argument("--no-surface", action="store_true", help="skip HD95, ASSD and NSD")
+    add_color_table_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -60,8 +63,10 @@ def rows_table(rows: list[dict]) -> str:
     return format_table(headers, body)
 
 
-def read_pair(reference: Path, prediction: Path):
+def read_pair(reference: Path, prediction: Path, color_table: dict | None = None):
     """Read two label maps and check that they share one grid.
+
+    ``color_table`` (reader form) applies to whichever of them is colour-coded.
 
     Returns
     -------
@@ -71,8 +76,8 @@ def read_pair(reference: Path, prediction: Path):
     from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels
 
-    ref, ref_geom, names = read_labels(reference)
-    pred, pred_geom, pred_names = read_labels(prediction)
+    ref, ref_geom, names = read_labels(reference, default_color_table=color_table)
+    pred, pred_geom, pred_names = read_labels(prediction, default_color_table=color_table)
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
@@ -84,11 +89,12 @@ def read_pair(reference: Path, prediction: Path):
 def run(args: argparse.Namespace) -> int:
     """Compute and print the per-structure metrics."""
     from napari_segeval._errors import SegEvalError
+    from napari_segeval.cli._common import color_table
     from napari_segeval.metrics import structure_table
 
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
-    ref, pred, geometry, names = read_pair(args.reference, args.prediction)
+    ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args))
     rows = structure_table(
         ref,
         pred,

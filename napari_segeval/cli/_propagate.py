@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit
+from napari_segeval.cli._common import add_color_table_option, add_json_flag, color_table, emit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,20 +17,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Segment IMAGE from box prompts with a promptable model (MedSAM2 recipe). "
             "Volumes: the box is on a key slice and the mask is propagated forward to "
             "the last slice and backward to the first, merged, and reduced to its "
-            "largest 3D component. Videos: forward from the prompted frame. Boxes come "
+            "largest 3D component. Videos: forward from the prompted frame. 2D images "
+            "(PNG, JPG, ...): one frame, segmented from its box. Boxes come "
             "from --box, or from the reference --labels (middle slice of each "
             "structure's extent; first frame for videos). The prediction is written "
-            "with IMAGE's geometry. With --labels, prints Dice etc. per structure; "
-            'with --json prints {"output": PATH, "structures": [rows]}.'
+            "with IMAGE's geometry, in the format of the --output suffix (.png for "
+            "the label map of a 2D image). With --labels, prints Dice etc. per "
+            'structure; with --json prints {"output": PATH, "structures": [rows]}.'
         ),
     )
-    p.add_argument("image", type=Path, help="image: volume (NIfTI, MHA, DICOM, ...) or video")
+    p.add_argument("image", type=Path,
+                   help="image: volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (boxes and metrics)")
     p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
-                   help="structure to segment (repeatable; default: all in --labels)")
+                   help="structure to segment: id, name, or 'label N' as segeval inspect "
+                        "prints it (repeatable; default: all in --labels)")
     p.add_argument("--box", action="append", default=[], metavar="z,y0,x0,y1,x1[,label]",
-                   help="box on slice/frame z in array coordinates, y1/x1 exclusive "
-                        "(repeatable; label defaults to the matching --structure, else 1, 2, ...)")
+                   help="box on slice/frame z (0 for a 2D image) in array coordinates, "
+                        "y1/x1 exclusive (repeatable; label defaults to the matching "
+                        "--structure, else 1, 2, ...)")
     p.add_argument("--model", choices=("builtin", "medsam2"), default="builtin",
                    help="promptable model (default: the built-in one, no download)")
     p.add_argument("--checkpoint", type=Path,
@@ -45,20 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keep every connected component (default: the largest per structure)")
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    add_color_table_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
-
-
-def _structure_id(token: str, names: dict[int, str]) -> int:
-    from napari_segeval._errors import SegEvalError
-
-    if token.strip().isdigit():
-        return int(token)
-    by_name = {v.lower(): k for k, v in names.items()}
-    if token.strip().lower() in by_name:
-        return by_name[token.strip().lower()]
-    known = ", ".join(f"{k}={v}" for k, v in sorted(names.items())) or "none named"
-    raise SegEvalError(f"unknown structure {token!r} (structures: {known})")
 
 
 def parse_boxes(texts: list[str], labels: list[int], shape: tuple[int, ...]) -> list:
@@ -107,27 +101,49 @@ def _load_model(args: argparse.Namespace):
     return BuiltinPromptModel(args.checkpoint, device=args.device)
 
 
+def check_output(path: Path, case) -> None:
+    """Refuse an --output the label map cannot be written to, before any model runs."""
+    import numpy as np
+
+    from napari_segeval._errors import WriteError
+    from napari_segeval.io._formats import suffix
+    from napari_segeval.io.write import LABEL_WRITABLE
+
+    if suffix(path) not in LABEL_WRITABLE:
+        raise WriteError(f"{path}: cannot write a label map in this format (use one of "
+                         f"{', '.join(LABEL_WRITABLE)})")
+    if not path.parent.is_dir():
+        raise WriteError(f"{path}: folder {path.parent} does not exist")
+    if suffix(path) == ".png":
+        from napari_segeval.io._raster import check_png_labels
+
+        check_png_labels(path, np.zeros(case.spatial_shape, np.uint8), case.geometry)
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the prompts, propagate, write the prediction and report metrics."""
+    import numpy as np
+
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
-    from napari_segeval.io import read_case, write_labels
+    from napari_segeval.io import read_case, resolve_structure, write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import case_kind, propagate_image, propagation_mode
 
     if args.output.exists() and not args.overwrite:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
-    case = read_case(args.image, args.labels)
-    names = dict(case.structures)
-    shape = case.spatial_shape
-    if len(shape) != 3:
-        raise SegEvalError(f"{args.image}: propagation needs a volume or a video, got {case.axes}")
-    mode = "video" if case.is_video else "volume"
+    case = read_case(args.image, args.labels, default_color_table=color_table(args))
+    check_output(args.output, case)
+    kind = case_kind(case.axes)
+    mode = propagation_mode(kind)
+    shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)
     if args.structure and case.labels is None and not args.box:
         raise SegEvalError("--structure needs --labels (boxes come from the reference)")
-    wanted = [_structure_id(s, names) for s in args.structure]
+    present = None if case.labels is None else np.unique(case.labels)
+    wanted = [resolve_structure(s, case.structures, present, source=args.labels)
+              for s in args.structure]
     if args.box:
         boxes = parse_boxes(args.box, wanted, shape)
     elif case.labels is not None:
@@ -139,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"{args.labels}: no structures to segment (labels are empty)")
 
     model = _load_model(args)
-    frames = model.preprocess(case.image, case.modality, args.window)
-    result = propagate_case(model, frames, boxes, mode=mode, keep_largest=not args.no_largest)
+    result = propagate_image(model, case, boxes, window=args.window,
+                             keep_largest=not args.no_largest)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
 
     rows: list[dict] = []
@@ -150,11 +166,12 @@ def run(args: argparse.Namespace) -> int:
         prompted = {b.label: case.structure_name(b.label) for b in boxes}
         rows = structure_table(case.labels, result.labels, case.spacing, structures=prompted)
         rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
+    where = {"volume": "on slice {}", "video": "on frame {}", "image": ""}[kind]
     lines = [f"{b.label} {case.structure_name(b.label)}: box (y0={b.y0}, x0={b.x0}, "
-             f"y1={b.y1}, x1={b.x1}) on {'frame' if mode == 'video' else 'slice'} {b.index}"
-             for b in boxes]
+             f"y1={b.y1}, x1={b.x1}) {where.format(b.index)}".rstrip() for b in boxes]
     if rows:
         lines.append(rows_table(rows))
-    lines.append(f"wrote {out} ({model.name} model, {mode} mode)")
+    how = "2D image as one frame" if kind == "image" else f"{mode} mode"
+    lines.append(f"wrote {out} ({model.name} model, {how})")
     emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))
     return 0

@@ -25,7 +25,8 @@ Pillow, tifffile) are imported only when a file of their kind is read or written
 
 from __future__ import annotations
 
-from napari_segeval.io._dataset_json import load_dataset_json, structure_names
+from napari_segeval.io._dataset_json import load_color_table, load_dataset_json, structure_names
+from napari_segeval.io._labels import resolve_structure, structure_label
 from napari_segeval.io.case import Case, Geometry
 from napari_segeval.io.read import read_case, read_image, read_labels
 from napari_segeval.io.write import write_image, write_labels
@@ -33,10 +34,13 @@ from napari_segeval.io.write import write_image, write_labels
 __all__ = [
     "Case",
     "Geometry",
+    "load_color_table",
     "load_dataset_json",
     "read_case",
     "read_image",
     "read_labels",
+    "resolve_structure",
+    "structure_label",
     "structure_names",
     "write_image",
     "write_labels",

@@ -1,14 +1,30 @@
-"""MSD / nnU-Net ``dataset.json``: structure names and modality hints."""
+"""MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables.
+
+Colour tables
+-------------
+Colour-coded masks (NeoPolyp: red neoplastic, green non-neoplastic) need the
+colour of each label id. A ``dataset.json`` beside the mask (or up to two folders
+above it) may hold it under ``"color_table"``, and ``segeval ... --color-table
+FILE`` reads the same form from any JSON file (a ``dataset.json`` with that key
+included)::
+
+    {"1": [255, 0, 0], "2": [0, 255, 0]}
+
+keys are label ids, values ``[R, G, B]`` (0-255) or one grey value; black is
+background unless the table says otherwise. Names come from the file's
+``"labels"``.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from napari_segeval._errors import ReadError
+from napari_segeval._errors import InvalidLabelsError, ReadError
 
 _MR_NAMES = {"MR", "MRI", "T1", "T1W", "T1GD", "T1C", "T2", "T2W", "FLAIR", "ADC", "DWI", "PD"}
-_NAMES = {"CT": "CT", "US": "US", "ULTRASOUND": "US", "PET": "PET", "PT": "PET"}
+_NAMES = {"CT": "CT", "US": "US", "ULTRASOUND": "US", "PET": "PET", "PT": "PET",
+          "ENDOSCOPY": "endoscopy", "DERMOSCOPY": "dermoscopy"}
 
 
 def load_dataset_json(path: str | Path) -> dict:
@@ -25,12 +41,7 @@ def load_dataset_json(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "dataset.json"
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ReadError(f"{p}: dataset.json not found") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReadError(f"{p}: cannot read dataset.json ({exc})") from exc
+    data = _read_json(p, "dataset.json")
     if not isinstance(data, dict):
         raise ReadError(f"{p}: dataset.json must hold a JSON object, not {type(data).__name__}")
     return data
@@ -57,9 +68,8 @@ def structure_names(dataset_json: dict) -> dict[int, str]:
     for key, value in labels.items():
         if str(key).strip().lstrip("-").isdigit() and isinstance(value, str):
             out[int(key)] = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            out[int(value)] = str(key)
-        elif isinstance(value, str) and value.strip().isdigit():
+        elif ((isinstance(value, int) and not isinstance(value, bool))
+              or (isinstance(value, str) and value.strip().isdigit())):
             out[int(value)] = str(key)
     out.pop(0, None)
     return dict(sorted(out.items()))
@@ -72,6 +82,8 @@ def dataset_modality(dataset_json: dict) -> str | None:
     --------
     >>> dataset_modality({"modality": {"0": "CT"}}), dataset_modality({"modality": {"0": "FLAIR"}})
     ('CT', 'MR')
+    >>> dataset_modality({"modality": {"0": "endoscopy"}})
+    'endoscopy'
     """
     entry = dataset_json.get("modality") or dataset_json.get("channel_names")
     if isinstance(entry, dict) and entry:
@@ -98,3 +110,104 @@ def find_dataset_json(path: str | Path, levels: int = 3) -> Path | None:
             break
         folder = folder.parent
     return None
+
+
+def _read_json(path: Path, what: str) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ReadError(f"{path}: {what} not found") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReadError(f"{path}: cannot read {what} ({exc})") from exc
+
+
+def parse_json_color_table(table: object, source: str | Path,
+                           names: dict[int, str] | None = None) -> dict:
+    """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return the reader's form.
+
+    The reader's form (:func:`napari_segeval.io.read_labels`) is
+    ``{(r, g, b): (id, name)}`` (or ``{(r, g, b): id}`` for unnamed ids).
+
+    Raises
+    ------
+    InvalidLabelsError
+        One line naming ``source`` and the first bad entry.
+
+    Examples
+    --------
+    >>> parse_json_color_table({"1": [255, 0, 0], "2": [0, 255, 0]}, "t.json", {1: "neo"})
+    {(255, 0, 0): (1, 'neo'), (0, 255, 0): 2}
+    >>> parse_json_color_table({"1": "red"}, "t.json")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidLabelsError: t.json: colour table entry "1": expected [R, G, B] (0-255) or one grey value, got 'red'
+    """
+    names = names or {}
+    if not isinstance(table, dict) or not table:
+        raise InvalidLabelsError(f'{source}: colour table must be a JSON object such as '
+                                 f'{{"1": [255, 0, 0], "2": [0, 255, 0]}} (label id: colour)')
+    out: dict = {}
+    widths = set()
+    for key, colour in table.items():
+        if not str(key).strip().isdigit():
+            raise InvalidLabelsError(f'{source}: colour table key "{key}" is not a label id '
+                                     f'(expected "1", "2", ...)')
+        values = colour if isinstance(colour, list) else [colour]
+        ok = (len(values) in (1, 3) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 255
+            for v in values))
+        if not ok:
+            raise InvalidLabelsError(f'{source}: colour table entry "{key}": expected '
+                                     f'[R, G, B] (0-255) or one grey value, got {colour!r}')
+        widths.add(len(values))
+        rgb = tuple(round(v) for v in values)
+        colour_key = rgb if len(rgb) == 3 else rgb[0]
+        label = int(key)
+        if colour_key in out:
+            raise InvalidLabelsError(f"{source}: colour {list(rgb)} is given to two label ids")
+        out[colour_key] = (label, names[label]) if label in names else label
+    if len(widths) > 1:
+        raise InvalidLabelsError(f"{source}: colour table mixes RGB and grey colours")
+    return out
+
+
+def dataset_color_table(dataset_json: dict, source: str | Path) -> dict | None:
+    """The reader's colour table from ``dataset_json["color_table"]`` (None when absent).
+
+    Examples
+    --------
+    >>> ds = {"labels": {"0": "background", "1": "neoplastic"}, "color_table": {"1": [255, 0, 0]}}
+    >>> dataset_color_table(ds, "dataset.json")
+    {(255, 0, 0): (1, 'neoplastic')}
+    >>> dataset_color_table({"labels": {}}, "dataset.json") is None
+    True
+    """
+    table = dataset_json.get("color_table")
+    if table is None:
+        return None
+    return parse_json_color_table(table, source, structure_names(dataset_json))
+
+
+def load_color_table(path: str | Path) -> dict:
+    """Read a colour table file: ``{"1": [R, G, B], ...}``, or a JSON object with ``"color_table"``.
+
+    Structure names come from the file's ``"labels"`` when it has them (a
+    ``dataset.json``).
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "colours.json"
+    >>> _ = p.write_text(json.dumps({"1": [255, 0, 0], "2": [0, 255, 0]}))
+    >>> load_color_table(p)
+    {(255, 0, 0): 1, (0, 255, 0): 2}
+    """
+    p = Path(path)
+    data = _read_json(p, "colour table")
+    if isinstance(data, dict) and "color_table" in data:
+        try:
+            names = structure_names(data)
+        except ReadError:
+            names = {}
+        return parse_json_color_table(data["color_table"], p, names)
+    return parse_json_color_table(data, p)

@@ -1,7 +1,13 @@
-"""Turning what a file holds into integer label ids: colour tables and 0/255 masks."""
+"""Turning what a file holds into integer label ids: colour tables and 0/255 masks.
+
+Also the one rule for naming structures and for finding the structure a person
+named (:func:`structure_label`, :func:`resolve_structure`).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +99,89 @@ def binary_255_to_1(mask: np.ndarray) -> np.ndarray:
     if values.size and values.max() == 255 and np.all(np.isin(values, (0, 255))):
         return (mask == 255).astype(np.uint8)
     return mask
+
+
+def structure_label(label: int, names: Mapping[int, str]) -> str:
+    """Display name of a label id: its name, ``"background"`` for 0, else ``"label <id>"``.
+
+    Examples
+    --------
+    >>> structure_label(2, {1: "liver"}), structure_label(1, {1: "liver"}), structure_label(0, {})
+    ('label 2', 'liver', 'background')
+    """
+    if int(label) == 0:
+        return "background"
+    return names.get(int(label), f"label {int(label)}")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s_\-]+", " ", str(text).strip().lower())
+
+
+def resolve_structure(token: str | int, names: Mapping[int, str],
+                      present: Iterable[int] | None = None,
+                      source: str | Path | None = None) -> int:
+    """Label id of a structure named on the command line (or anywhere by a person).
+
+    Accepted, in this order: the id (``"3"``); ``"label 3"`` (the name
+    :func:`structure_label` and ``segeval inspect`` give unnamed labels;
+    ``label_3`` as in metric tables works too); a name from ``names``. Names
+    compare case-insensitively with spaces, ``_`` and ``-`` alike
+    (``"Kidney Right"`` finds ``kidney_right``).
+
+    Parameters
+    ----------
+    token : str or int
+        What the person typed.
+    names : dict of int to str
+        Known structure names (from ``dataset.json``, a colour table, the model).
+    present : iterable of int, optional
+        Label ids in the label map; when given, an id outside it (and 0) is refused.
+    source : str or Path, optional
+        The label file, named in error messages.
+
+    Raises
+    ------
+    InvalidLabelsError
+        One line naming the token and listing the known structures.
+
+    Examples
+    --------
+    >>> names = {1: "liver", 3: "kidney_right"}
+    >>> [resolve_structure(t, names) for t in ("3", "label 2", "LIVER", "kidney right")]
+    [3, 2, 1, 3]
+    >>> resolve_structure("spleen", names, present=[0, 1, 2, 3])
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidLabelsError: unknown structure 'spleen' (structures: 1 liver, 2 label 2, 3 kidney_right)
+    """
+    text = _norm(token)
+    ids = None if present is None else sorted({int(v) for v in present} - {0})
+    label: int | None = None
+    match = re.fullmatch(r"(?:label ?)?(\d+)", text)
+    if match:
+        label = int(match.group(1))
+    elif text == "background":
+        label = 0
+    else:
+        found = sorted({k for k, v in names.items() if _norm(v) == text})
+        if len(found) > 1:
+            raise InvalidLabelsError(_where(source) + f"structure name {str(token)!r} is "
+                                     f"ambiguous: ids {', '.join(map(str, found))}")
+        label = found[0] if found else None
+    if label is not None and (ids is None and label > 0 or ids is not None and label in ids):
+        return label
+    known = ids if ids is not None else sorted(names)
+    listed = ", ".join(f"{k} {structure_label(k, names)}" for k in known) or "none"
+    if label == 0:
+        raise InvalidLabelsError(_where(source) + f"{str(token)!r} is the background, not a "
+                                 f"structure (structures: {listed})")
+    if label is None:
+        raise InvalidLabelsError(_where(source) + f"unknown structure {str(token)!r} "
+                                 f"(structures: {listed})")
+    raise InvalidLabelsError(_where(source) + f"structure {str(token)!r} (id {label}) is not "
+                             f"in the label map (structures: {listed})")
+
+
+def _where(source: str | Path | None) -> str:
+    return f"{source}: " if source is not None else ""

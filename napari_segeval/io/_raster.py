@@ -77,3 +77,30 @@ def read_raster(path: Path) -> Raw:
         )
     n = 2 if axes in ("yx", "yxc") else 3
     return Raw(np.ascontiguousarray(arr), Geometry.identity(n), axes, meta, has_geometry=False)
+
+
+def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:
+    """Refuse label maps a PNG cannot hold: not 2D, ids above 65535, or a physical geometry.
+
+    PNG stores no geometry, so only the pixel grid every raster input gets
+    (spacing 1, origin 0, identity direction) is accepted; the message points to
+    ``.mha``/``.nii.gz``.
+    """
+    from napari_segeval._errors import WriteError
+
+    if labels.ndim != 2:
+        raise WriteError(f"{path}: PNG holds 2D label maps only, got shape {labels.shape}; "
+                         "use .nii.gz or .mha")
+    if not geometry.matches(Geometry.identity(2)):
+        raise WriteError(f"{path}: PNG cannot store this geometry ({geometry.describe()}); "
+                         "use .mha or .nii.gz")
+    if labels.dtype not in (np.uint8, np.uint16):
+        raise WriteError(f"{path}: PNG label maps hold ids up to 65535, got {labels.dtype}")
+
+
+def write_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:
+    """Write a 2D label map as a grey PNG (8-bit, or 16-bit for ids above 255)."""
+    from PIL import Image
+
+    check_png_labels(path, labels, geometry)
+    Image.fromarray(np.ascontiguousarray(labels)).save(path, format="PNG")

@@ -9,6 +9,7 @@ import numpy as np
 from napari_segeval._errors import InvalidLabelsError, ReadError
 from napari_segeval.io import _labels, _modality
 from napari_segeval.io._dataset_json import (
+    dataset_color_table,
     dataset_modality,
     find_dataset_json,
     load_dataset_json,
@@ -121,11 +122,33 @@ def read_image(path: str | Path, *, modality: str | None = None) -> Case:
     )
 
 
+def _mask_color_table(path: Path, default: dict | None,
+                      dataset_json: str | Path | dict | None = None) -> dict:
+    """Colour table of a colour-coded mask: ``default``, the given dataset.json's, or the
+    nearest dataset.json's (the mask's folder or up to two above)."""
+    if default is not None:
+        return default
+    if dataset_json is not None:
+        source = "dataset.json" if isinstance(dataset_json, dict) else dataset_json
+        table = dataset_color_table(_dataset(path, dataset_json), source)
+    else:
+        found = find_dataset_json(path)
+        table = dataset_color_table(load_dataset_json(found), found) if found else None
+    if table is None:
+        raise InvalidLabelsError(
+            f"{path}: colour-coded mask needs a colour table: put "
+            '"color_table": {"1": [255, 0, 0], "2": [0, 255, 0]} (label id: [R, G, B]) in a '
+            "dataset.json beside the mask, or give that JSON with --color-table FILE"
+        )
+    return table
+
+
 def _labels_raw(
-    path: Path, color_table: dict | None, color_tolerance: float
+    path: Path, color_table: dict | None, color_tolerance: float,
+    default_color_table: dict | None = None, dataset_json: str | Path | dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
     raw = read_raw(path)
-    arr, names = raw.array, {}
+    arr, names, coloured = raw.array, {}, color_table is not None
     if color_table is not None:
         arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
     elif "palette_indices" in raw.meta:
@@ -133,12 +156,12 @@ def _labels_raw(
     elif raw.axes.endswith("c"):
         c = arr.astype(np.int32)
         if np.any(c.max(axis=-1) != c.min(axis=-1)):
-            raise InvalidLabelsError(
-                f"{path}: colour-coded mask needs a colour table, e.g. "
-                "color_table={(255, 0, 0): (1, 'neoplastic'), (0, 255, 0): (2, 'non-neoplastic')}"
-            )
-        arr = arr[..., 0]
-    if not raw.has_geometry and color_table is None and arr.dtype == np.uint8:
+            table = _mask_color_table(path, default_color_table, dataset_json)
+            arr, names = _labels.apply_color_table(arr, table, path, color_tolerance)
+            coloured = True
+        else:
+            arr = arr[..., 0]
+    if not raw.has_geometry and not coloured and arr.dtype == np.uint8:
         arr = _labels.binary_255_to_1(arr)
     raw.axes = raw.axes.rstrip("c")
     return as_labels(arr, path), raw, names
@@ -149,6 +172,7 @@ def read_labels(
     *,
     color_table: dict | None = None,
     color_tolerance: float = _labels.COLOR_TOLERANCE,
+    default_color_table: dict | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str]]:
     """Read a reference label map as integer ids with its geometry and structure names.
 
@@ -159,10 +183,15 @@ def read_labels(
     color_table : dict, optional
         ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` for colour-coded masks
         (grey keys for grey masks); pixels map to the nearest colour within
-        ``color_tolerance``, black to 0. Without a table, 8-bit 0/255 masks from
-        PNG/JPG/TIFF/frame folders become 0/1.
+        ``color_tolerance``, black to 0. Applied to any mask. Without a table,
+        8-bit 0/255 masks from PNG/JPG/TIFF/frame folders become 0/1.
     color_tolerance : float
         Largest RGB distance from a pixel to its table colour.
+    default_color_table : dict, optional
+        Same form; used only for colour-coded masks (RGB pixels that are not
+        grey) and ahead of the ``"color_table"`` of a ``dataset.json`` next to
+        or up to two folders above the mask (see
+        :mod:`napari_segeval.io._dataset_json`). Grey masks are read as they are.
 
     Returns
     -------
@@ -183,7 +212,8 @@ def read_labels(
     >>> labels.tolist(), geometry.spacing
     ([[0, 1], [1, 1]], (1.0, 1.0))
     """
-    labels, geometry, names, _ = labels_with_axes(path, color_table, color_tolerance)
+    labels, geometry, names, _ = labels_with_axes(path, color_table, color_tolerance,
+                                                  default_color_table)
     return labels, geometry, names
 
 
@@ -191,10 +221,11 @@ def labels_with_axes(
     path: str | Path,
     color_table: dict | None = None,
     color_tolerance: float = _labels.COLOR_TOLERANCE,
+    default_color_table: dict | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
     """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"`` or ``"yx"``) of the map."""
     p = Path(path)
-    labels, raw, names = _labels_raw(p, color_table, color_tolerance)
+    labels, raw, names = _labels_raw(p, color_table, color_tolerance, default_color_table)
     if not names:
         dataset = _dataset(p, None)
         names = structure_names(dataset) if dataset else {}
@@ -208,13 +239,15 @@ def read_case(
     modality: str | None = None,
     dataset_json: str | Path | dict | None = None,
     color_table: dict | None = None,
+    default_color_table: dict | None = None,
 ) -> Case:
     """Read an image and (optionally) its reference labels, checking they share a grid.
 
     Labels from formats without geometry (PNG, frame folders) take the image's
     geometry when the shapes agree. A mismatch raises
     :class:`~napari_segeval._errors.GeometryMismatchError` naming both files and
-    stating both shapes, spacings and origins.
+    stating both shapes, spacings and origins. ``color_table`` and
+    ``default_color_table`` are those of :func:`read_labels`.
 
     Examples
     --------
@@ -237,7 +270,8 @@ def read_case(
         case.structures = structure_names(dataset) if dataset else {}
         return case
     lpath = Path(labels)
-    arr, raw, names = _labels_raw(lpath, color_table, _labels.COLOR_TOLERANCE)
+    arr, raw, names = _labels_raw(lpath, color_table, _labels.COLOR_TOLERANCE,
+                                  default_color_table, dataset_json)
     geometry = raw.geometry
     if not raw.has_geometry and arr.shape == case.spatial_shape:
         geometry = case.geometry

@@ -2,7 +2,8 @@
 
 The format follows the extension: ``.nii``/``.nii.gz`` (nibabel, RAS affine in
 both qform and sform), ``.mha``/``.nrrd`` (one file) or ``.mhd`` (header plus
-``.zraw``/``.raw`` data) through SimpleITK. Data go to a temporary file in the
+``.zraw``/``.raw`` data) through SimpleITK; label maps of 2D raster images also
+``.png`` (grey ids, pixel grid only). Data go to a temporary file in the
 target folder that is then renamed over the target
 (:func:`napari_segeval._atomic.atomic_path`), so a crash never leaves a
 half-written file under the final name, and files get the umask's mode.
@@ -20,10 +21,13 @@ from napari_segeval.io._formats import WRITABLE, suffix
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
 
+#: Label maps can also be written as PNG (2D, pixel grid).
+LABEL_WRITABLE = (*WRITABLE, ".png")
 
-def _check_target(path: Path, overwrite: bool) -> None:
-    if suffix(path) not in WRITABLE:
-        raise WriteError(f"{path}: cannot write this format (use one of {', '.join(WRITABLE)})")
+
+def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITABLE) -> None:
+    if suffix(path) not in formats:
+        raise WriteError(f"{path}: cannot write this format (use one of {', '.join(formats)})")
     if not path.parent.is_dir():
         raise WriteError(f"{path}: folder {path.parent} does not exist")
     if not overwrite and path.exists():
@@ -39,6 +43,10 @@ def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: b
                 from napari_segeval.io._nifti import write_nifti
 
                 write_nifti(tmp, array, geometry)
+            elif ext == ".png":
+                from napari_segeval.io._raster import write_png_labels
+
+                write_png_labels(tmp, array, geometry)
             else:
                 from napari_segeval.io._sitk import write_itk
 
@@ -64,6 +72,8 @@ def write_labels(
     """Write an integer label map with ``geometry`` (the source image's).
 
     Labels are stored in the smallest unsigned integer type that holds them.
+    ``.png`` takes 2D maps on a pixel grid (spacing 1, origin 0), as PNG/JPG
+    images are read.
 
     Examples
     --------
@@ -77,9 +87,13 @@ def write_labels(
     (dtype('uint8'), True)
     """
     p = Path(path)
-    _check_target(p, overwrite)
+    _check_target(p, overwrite, LABEL_WRITABLE)
     arr = as_labels(np.asarray(labels), p)
     _check_grid(p, arr, geometry, colour_ok=False)
+    if suffix(p) == ".png":
+        from napari_segeval.io._raster import check_png_labels
+
+        check_png_labels(p, arr, geometry)
     return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)
 
 

@@ -57,7 +57,8 @@ _TAIL = """
   End-diastole frame {ed}, end-systole frame {es}.
 * **Polyp** (`make_polyp_image`): endoscopy RGB with mucosa texture, vessels, lumen,
   vignetting and specular highlights; 1-2 polyps. Masks are NeoPolyp-style RGB:
-  red (255, 0, 0) = neoplastic, green (0, 255, 0) = non-neoplastic.
+  red (255, 0, 0) = neoplastic, green (0, 255, 0) = non-neoplastic; `polyp/dataset.json`
+  holds these colours under `"color_table"`, so readers and `segeval` decode the masks.
 * **Skin** (`make_skin_image`): dermoscopy RGB with hairs and one pigmented lesion;
   ISIC-style masks, 0 = background, 255 = lesion.
 

@@ -66,8 +66,10 @@ def _structures_json(structures: dict[int, str]) -> dict[str, str]:
     return {str(k): v for k, v in sorted(structures.items())}
 
 
-def _folder_dataset_json(name: str, modality: str, structures: dict[int, str]) -> bytes:
-    """A minimal MSD-style ``dataset.json`` so readers find structure names and modality."""
+def _folder_dataset_json(name: str, modality: str, structures: dict[int, str],
+                         colors: dict | None = None) -> bytes:
+    """A minimal MSD-style ``dataset.json`` so readers find structure names and modality
+    (and the colours of a colour-coded mask, ``"color_table"``)."""
     dataset = {
         "name": name,
         "description": "napari-segeval generated sample (no patient data)",
@@ -75,6 +77,8 @@ def _folder_dataset_json(name: str, modality: str, structures: dict[int, str]) -
         "modality": {"0": modality},
         "labels": {"0": "background", **_structures_json(structures)},
     }
+    if colors:
+        dataset["color_table"] = {str(k): list(v) for k, v in colors.items()}
     return (json.dumps(dataset, indent=4) + "\n").encode()
 
 
@@ -167,7 +171,7 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
         rows.append((f"skin/skin_{i:03d}.png (+ _segmentation.png)", case,
                      f"make_skin_image({seed})"))
     files["polyp/dataset.json"] = _folder_dataset_json(
-        "Polyp phantom", "endoscopy", POLYP_STRUCTURES)
+        "Polyp phantom", "endoscopy", POLYP_STRUCTURES, POLYP_COLORS)
     files["skin/dataset.json"] = _folder_dataset_json(
         "Skin phantom", "dermoscopy", SKIN_STRUCTURES)
     index["polyp"] = {"image": "polyp/polyp_001.png", "labels": "polyp/polyp_001_mask.png",

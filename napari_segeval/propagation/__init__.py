@@ -1,6 +1,8 @@
-"""Bidirectional slice propagation (volumes) and forward propagation (videos).
+"""Bidirectional slice propagation (volumes), forward propagation (videos), 2D images.
 
 Works with any :class:`~napari_segeval.models.base.PromptableModel`.
+:func:`propagate_image` starts from a raw image of any kind (a single 2D image is
+a one-frame video); :func:`propagate_case` from normalized frames.
 """
 
 from napari_segeval.propagation.core import (
@@ -13,14 +15,28 @@ from napari_segeval.propagation.core import (
     resolve_min_confidence,
     total_steps,
 )
+from napari_segeval.propagation.images import (
+    KINDS,
+    as_frames,
+    case_kind,
+    propagate_image,
+    propagation_mode,
+    squeeze_frame,
+)
 
 __all__ = [
+    "KINDS",
     "PropagationResult",
+    "as_frames",
+    "case_kind",
     "confidence_stop",
     "largest_component",
     "merge_structures",
     "propagate_case",
+    "propagate_image",
     "propagate_structure",
+    "propagation_mode",
     "resolve_min_confidence",
+    "squeeze_frame",
     "total_steps",
 ]

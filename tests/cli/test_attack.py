@@ -77,13 +77,44 @@ def test_refusals(files):
     with pytest.raises(SegEvalError, match="weighting"):
         _attack.run(_parse(_dense_args(d, out, "--loss", "dice", "--weighting", "segpgd",
                                        "--eps", "0.1", "--overwrite")))
-    with pytest.raises(WriteError, match="does not exist"):
-        _attack.run(_parse(_dense_args(d, d / "missing", "--eps", "0.1")))
+    (d / "a_file").write_text("x")
+    with pytest.raises(WriteError, match="not a folder"):
+        _attack.run(_parse(_dense_args(d, d / "a_file", "--eps", "0.1")))
     with pytest.raises(SystemExit):
         _parse(_dense_args(d, out))  # a budget is required
     with pytest.raises(SegEvalError, match="needs --labels"):
         _attack.run(_parse([str(d / "ct.nii.gz"), "--model", "builtin-prompt", "--eps", "0.1",
                             "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
+
+
+def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
+    d, _, _, _ = files
+    out = d / "new" / "nested"
+    argv = _dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1", "--json")
+    assert _attack.run(_parse(argv)) == 0
+    outs = json.loads(capsys.readouterr().out)["outputs"]
+    assert out.is_dir() and sorted(p.name for p in out.iterdir()) == sorted(
+        Path(v).name for v in outs.values())
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(WriteError, match="--overwrite"):
+        _attack.run(_parse(argv))
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert _attack.run(_parse([*argv, "--overwrite"])) == 0
+
+
+def test_structure_names_as_inspect_prints_them(files, capsys):
+    """Unnamed labels: ``label 1`` (as ``segeval inspect`` shows it) and the id both work."""
+    d, _, _, out = files
+    argv = [str(d / "ct.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--model",
+            "builtin-prompt", "--attack", "noise-uniform", "--eps", "0.05", "--device", "cpu",
+            "--overwrite", "--json", "--output-dir", str(out)]
+    for token in ("label 1", "LABEL_1", "1"):
+        assert _attack.run(_parse([*argv, "--structure", token])) == 0
+        payload = json.loads(capsys.readouterr().out)
+        assert [r["label"] for r in payload["clean"]] == [1]
+        assert [p["label"] for p in payload["target"]["prompts"]] == [1]
+    with pytest.raises(SegEvalError, match=r"structure 'label 2' \(id 2\) is not in the label"):
+        _attack.run(_parse([*argv, "--structure", "label 2"]))
 
 
 @pytest.mark.parametrize("chain", ["full", "per-slice"])

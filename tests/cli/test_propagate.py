@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import re
 
 import numpy as np
 import pytest
@@ -82,3 +83,43 @@ def test_bad_arguments_are_clear_errors(files, argv, message):
     with pytest.raises(SegEvalError, match=message):
         _run([str(d / "img.nii.gz"), *argv, "-o", str(d / "never.nii.gz")])
     assert not (d / "never.nii.gz").exists()
+
+
+def test_every_name_inspect_prints_is_accepted_as_structure(files, capsys):
+    """``segeval inspect`` names unnamed labels ``label 1``, ...; propagate takes them and ids."""
+    from napari_segeval.cli import main
+
+    d, _ = files
+    assert main(["inspect", str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"),
+                 "--json"]) == 0
+    shown = [(r["id"], r["name"]) for r in json.loads(capsys.readouterr().out)["labels"]]
+    assert shown[1:] == [(1, "label 1"), (2, "label 2")]
+    for label, name in shown[1:]:
+        for token in (name, name.upper(), str(label)):
+            out = d / f"pred_{label}_{token.replace(' ', '_')}.nii.gz"
+            rc = _run([str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"), "--structure",
+                       token, "--checkpoint", str(d / "w.pt"), "--device", "cpu", "-o", str(out),
+                       "--json"])
+            assert rc == 0
+            payload = json.loads(capsys.readouterr().out)
+            assert [(r["label"], r["name"]) for r in payload["structures"]] == [(label, name)]
+            pred, _, _ = read_labels(out)
+            assert set(np.unique(pred)) <= {0, label}
+
+
+@pytest.mark.parametrize("token, message", [
+    ("label 3", r"'label 3' \(id 3\) is not in the label map \(structures: 1 label 1, 2 label 2\)"),
+    ("background", "background, not a structure"),
+    ("liver", "unknown structure 'liver'"),
+])
+def test_unknown_structure_is_one_line_error(files, capsys, token, message):
+    from napari_segeval.cli import main
+
+    d, _ = files
+    out = d / "never_struct.nii.gz"
+    rc = main(["propagate", str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"),
+               "--structure", token, "--checkpoint", str(d / "w.pt"), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert re.search(message, err) and str(d / "lab.nii.gz") in err
+    assert not out.exists()

@@ -53,7 +53,7 @@ def test_rgb_to_mha_not_nifti(tmp_path):
 
 def test_bad_inputs(tmp_path):
     with pytest.raises(WriteError, match="cannot write this format"):
-        write_labels(tmp_path / "p.png", np.zeros((2, 2), np.uint8), Geometry.identity(2))
+        write_labels(tmp_path / "p.jpg", np.zeros((2, 2), np.uint8), Geometry.identity(2))
     with pytest.raises(WriteError, match="does not exist"):
         write_labels(tmp_path / "no" / "p.nii", np.zeros((2, 2), np.uint8), Geometry.identity(2))
     with pytest.raises(WriteError, match="does not fit a 3D geometry"):
