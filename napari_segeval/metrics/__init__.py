@@ -12,6 +12,7 @@ from napari_segeval.metrics.live import LiveMetrics
 from napari_segeval.metrics.overlap import (
     confusion_matrix,
     overlap_from_confusion,
+    overlap_from_counts,
     overlap_metrics,
 )
 from napari_segeval.metrics.slices import per_slice_counts, per_slice_dice
@@ -26,6 +27,7 @@ __all__ = [
     "fraction",
     "kfold_summary",
     "overlap_from_confusion",
+    "overlap_from_counts",
     "overlap_metrics",
     "per_slice_counts",
     "per_slice_dice",
