@@ -4,8 +4,11 @@ per-slice and live metrics, and aggregation. numpy/scipy only."""
 from napari_segeval.metrics.aggregate import (
     ResultsTable,
     fraction,
+    is_robust,
     kfold_summary,
     percent,
+    robust_fraction,
+    robust_threshold,
     summarize,
 )
 from napari_segeval.metrics.live import LiveMetrics
@@ -25,6 +28,7 @@ __all__ = [
     "ResultsTable",
     "confusion_matrix",
     "fraction",
+    "is_robust",
     "kfold_summary",
     "overlap_from_confusion",
     "overlap_from_counts",
@@ -32,6 +36,8 @@ __all__ = [
     "per_slice_counts",
     "per_slice_dice",
     "percent",
+    "robust_fraction",
+    "robust_threshold",
     "structure_table",
     "summarize",
     "surface_distances",
