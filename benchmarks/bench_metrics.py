@@ -1,6 +1,8 @@
 """Benchmarks of the metrics engine against the plain-numpy floor and peer packages.
 
-Run: ``python benchmarks/bench_metrics.py`` (about 3-5 minutes on 2 cores).
+Run: ``python benchmarks/bench_metrics.py`` (about 10-15 minutes on 2 cores), or
+name sections: ``python benchmarks/bench_metrics.py command`` (sections:
+overlap, live, surface, command).
 Each ratio times both sides after a warm-up call and takes medians; where the
 machine load matters (structure growth, surface peers) both sides run alternately.
 Peers (MONAI, DeepMind ``surface-distance``) come from the ``bench`` extra; a
@@ -10,9 +12,14 @@ this run and printed with its target and PASS/FAIL.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy import ndimage
@@ -163,12 +170,8 @@ def bench_surface():
 
     # every comparison times ours and the peer alternately (warm-up, then median of 3 each)
     t_ours, m = best(ours, repeat=5)
-    if not hasattr(np, "Inf"):
-        np.Inf = np.inf  # surface-distance 0.1 uses np.Inf, removed in numpy 2
-    try:
-        import surface_distance as sd
-    except ImportError as exc:
-        print(f"  surface-distance skipped: not installed ({exc})")
+    sd = _surface_distance()
+    if sd is None:
         ROWS.append(("(c) surface vs DeepMind", t_ours, float("nan"), float("nan"), ">= 5x", "SKIP", "not installed"))
     else:
         def dm():
@@ -201,6 +204,145 @@ def bench_surface():
     report("(c) surface vs MONAI NSD", t_ours_nsd, t_nsd, t_nsd / t_ours_nsd, ">= 5x", t_nsd / t_ours_nsd >= 5)
 
 
+def _surface_distance():
+    """DeepMind's ``surface-distance`` (bench extra), or None when it is not installed."""
+    if not hasattr(np, "Inf"):
+        np.Inf = np.inf  # surface-distance 0.1 uses np.Inf, removed in numpy 2
+    try:
+        import surface_distance
+    except ImportError as exc:
+        print(f"  surface-distance skipped: not installed ({exc})")
+        return None
+    return surface_distance
+
+
+COMMAND_SPACING = (1.5, 0.8, 0.8)  # z, y, x in mm
+
+
+def write_command_pair(folder: Path) -> tuple[Path, Path]:
+    """A 14-structure 300x512x512 reference and prediction as NIfTI files (deterministic)."""
+    from napari_segeval.io import Geometry, write_labels
+
+    ref = label_map(14, 0)
+    pred = predict(ref, 0)  # shifted, structure 3 predicted as 4, a false blob of 5
+    geometry = Geometry.identity(3, COMMAND_SPACING)
+    return (write_labels(folder / "ref.nii.gz", ref, geometry),
+            write_labels(folder / "pred.nii.gz", pred, geometry))
+
+
+def command_ours(ref_path: Path, pred_path: Path) -> dict:
+    """``segeval metrics REF PRED --json`` in this process, as a fresh process would run it.
+
+    The surfel table cache is emptied first, so every call pays the per-process
+    table construction. Returns ``{label: row}`` from the printed JSON.
+    """
+    from napari_segeval.cli import main
+    from napari_segeval.metrics._surfel_tables import _facets_3d
+
+    _facets_3d.cache_clear()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["metrics", str(ref_path), str(pred_path), "--json"])
+    if code != 0:
+        raise RuntimeError(f"segeval metrics exited with {code}")
+    return {r["label"]: r for r in json.loads(out.getvalue())["structures"]}
+
+
+def command_common(ref_path: Path, pred_path: Path, sd) -> dict:
+    """The same numbers the common way: nibabel, numpy Dice, DeepMind HD95 and NSD per structure."""
+    import nibabel as nib
+
+    ref_img, pred_img = nib.load(str(ref_path)), nib.load(str(pred_path))
+    ref = np.asanyarray(ref_img.dataobj)
+    pred = np.asanyarray(pred_img.dataobj)
+    spacing = tuple(float(z) for z in ref_img.header.get_zooms())
+    out = {}
+    for k in range(1, max(int(ref.max()), int(pred.max())) + 1):
+        a, b = ref == k, pred == k
+        n = np.count_nonzero(a) + np.count_nonzero(b)
+        if n == 0:
+            continue
+        d = sd.compute_surface_distances(a, b, spacing)
+        out[k] = {"dice": 2 * np.count_nonzero(a & b) / n,
+                  "hd95": float(sd.compute_robust_hausdorff(d, 95)),
+                  "nsd": float(sd.compute_surface_dice_at_tolerance(d, 2.0))}
+    return out
+
+
+def _differences(ours: dict, common: dict) -> dict[str, float]:
+    """Max |ours - common| per metric over structures (equal infinities count as 0)."""
+    if set(ours) != set(common):
+        return {"structures": float("inf")}
+    worst = {}
+    for key in ("dice", "hd95", "nsd"):
+        diffs = []
+        for k, row in common.items():
+            a = float(ours[k][key])  # JSON writes infinity as "inf"
+            b = row[key]
+            diffs.append(0.0 if a == b else abs(a - b))
+        worst[key] = max(diffs)
+    return worst
+
+
+def bench_command(repeat=3):
+    """End to end ``segeval metrics --json`` vs the common way, alternately, ``repeat`` times."""
+    print(f"command (d) segeval metrics --json, 14 structures {SHAPE} at {COMMAND_SPACING} mm",
+          flush=True)
+    sd = _surface_distance()
+    if sd is None:
+        ROWS.append(("(d) segeval metrics vs common way", float("nan"), float("nan"), float("nan"),
+                     ">= 5x", "SKIP", "surface-distance not installed"))
+        return
+    from napari_segeval.metrics._surfel_tables import _facets_3d, surfel_area_table_3d
+
+    with tempfile.TemporaryDirectory(prefix="segeval-bench-") as tmp:
+        ref_path, pred_path = write_command_pair(Path(tmp))
+        # warm-up: imports of both sides (nibabel, scipy, surface-distance) on a small case
+        small = Path(tmp) / "small"
+        small.mkdir()
+        s_ref, s_pred = write_small_pair(small)
+        command_ours(s_ref, s_pred), command_common(s_ref, s_pred, sd)
+        _facets_3d.cache_clear()
+        t = time.perf_counter()
+        surfel_area_table_3d(COMMAND_SPACING)
+        t_table = time.perf_counter() - t
+        print(f"  surfel area table, first call in a process: {t_table * 1000:.1f} ms", flush=True)
+        t_ours, t_common, worst = [], [], {}
+        for i in range(repeat):
+            t = time.perf_counter()
+            ours = command_ours(ref_path, pred_path)
+            t_ours.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            common = command_common(ref_path, pred_path, sd)
+            t_common.append(time.perf_counter() - t)
+            worst = _differences(ours, common)
+            print(f"  run {i + 1}: ours {t_ours[-1]:.2f}s  common {t_common[-1]:.2f}s  "
+                  f"ratio {t_common[-1] / t_ours[-1]:.1f}  max |diff| "
+                  + "  ".join(f"{k} {v:.1e}" for k, v in worst.items()), flush=True)
+    ratios = [c / o for o, c in zip(t_ours, t_common)]
+    diff = max(worst.values())
+    same = diff <= 1e-9
+    report("(d) segeval metrics --json vs common way", statistics.median(t_ours),
+           statistics.median(t_common), statistics.median(ratios), ">= 5x, equal values",
+           min(ratios) >= 5 and same,
+           f"ratio min {min(ratios):.1f} max {max(ratios):.1f} over {repeat} runs; max |diff| "
+           + " ".join(f"{k} {v:.1e}" for k, v in worst.items()))
+    ROWS.append(("(d) surfel table, first call in a process (ms)", t_table, float("nan"),
+                 t_table * 1000, "< 50 ms", "PASS" if t_table < 0.05 else "FAIL",
+                 "ratio column = ms"))
+
+
+def write_small_pair(folder: Path) -> tuple[Path, Path]:
+    """Two small label maps (warm-up of both sides' imports)."""
+    from napari_segeval.io import Geometry, write_labels
+
+    ref = label_map(3, 5, shape=(20, 40, 40))
+    pred = np.roll(ref, 1, axis=1)
+    geometry = Geometry.identity(3, COMMAND_SPACING)
+    return (write_labels(folder / "ref.nii.gz", ref, geometry),
+            write_labels(folder / "pred.nii.gz", pred, geometry))
+
+
 def bench_live(ref):
     pred = predict(ref, 2)
     live = LiveMetrics(ref, pred, (1.5, 0.8, 0.8))
@@ -221,12 +363,24 @@ def bench_live(ref):
                  "< 20 ms", "PASS" if med < 0.020 and ok else "FAIL", "ratio column = ms; counts checked"))
 
 
-def main() -> int:
+SECTIONS = ("overlap", "live", "surface", "command")
+
+
+def main(argv: list[str] | None = None) -> int:
+    sections = set(argv or SECTIONS)
+    if not sections <= set(SECTIONS):
+        print(f"unknown section(s) {sorted(sections - set(SECTIONS))}; sections: {SECTIONS}")
+        return 2
     t0 = time.perf_counter()
-    a_ref = bench_overlap()
-    bench_live(a_ref)
-    del a_ref
-    bench_surface()
+    if sections & {"overlap", "live"}:
+        a_ref = bench_overlap() if "overlap" in sections else label_map(14, 0)
+        if "live" in sections:
+            bench_live(a_ref)
+        del a_ref
+    if "surface" in sections:
+        bench_surface()
+    if "command" in sections:
+        bench_command()
     print(f"\n{'what':<52} {'ours (s)':>9} {'other (s)':>10} {'ratio':>9}  {'target':<16} result  note")
     for what, ours, theirs, ratio, target, ok, note in ROWS:
         print(f"{what:<52} {ours:>9.4f} {theirs:>10.4f} {ratio:>9.3g}  {target:<16} {ok:<6}  {note}")
@@ -235,4 +389,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,18 +1,21 @@
 """Robustness summary: Dice drop per structure and the "robust case" rule.
 
 A case is *robust* to an attack when its attacked Dice (mean over its
-structures) stays above ``factor`` (0.5) times the task's mean clean Dice
-(Daza et al. 2021). The threshold is computed **once per task** from the clean
-Dice of every case and reused unchanged for every attack; it is never
-re-multiplied per attack (a bug of the published code).
+structures) stays strictly above ``factor`` (0.5) times the task's mean clean
+Dice (Daza et al. 2021). The rule itself (threshold once per task, strict
+comparison, NaN/inf handling) is defined once, in
+:func:`napari_segeval.metrics.robust_threshold` and
+:func:`napari_segeval.metrics.is_robust`; this module groups attack records by
+case and applies it.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
+
+from napari_segeval.metrics.aggregate import is_robust, robust_fraction, robust_threshold
 
 
 def _nanmean(values: Iterable[float]) -> float:
@@ -22,7 +25,7 @@ def _nanmean(values: Iterable[float]) -> float:
 
 
 def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
-    """``factor`` x mean over cases of the per-case mean clean Dice.
+    """``factor`` x mean over cases of the per-case mean clean Dice (:func:`robust_threshold`).
 
     Each (case, structure) clean Dice counts once, however many attacks list it.
 
@@ -36,8 +39,7 @@ def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
     clean: dict[str, dict] = {}
     for r in records:
         clean.setdefault(str(r["case"]), {})[r["label"]] = r["clean"]
-    per_case = [_nanmean(d.values()) for d in clean.values()]
-    return float(factor) * _nanmean(per_case)
+    return robust_threshold((_nanmean(d.values()) for d in clean.values()), factor)
 
 
 def robustness_summary(records: Iterable[Mapping], factor: float = 0.5,
@@ -79,11 +81,11 @@ def robustness_summary(records: Iterable[Mapping], factor: float = 0.5,
     for (case, cond), rows in groups.items():
         mean_clean = _nanmean(r["clean"] for r in rows)
         mean_att = _nanmean(r["attacked"] for r in rows)
-        robust = bool(math.isfinite(mean_att) and mean_att > thr)
+        robust = is_robust(mean_att, thr)
         drop = {r["label"]: float(r["clean"]) - float(r["attacked"]) for r in rows}
         cases.append({"case": case, "condition": cond, "mean_clean": mean_clean,
                       "mean_attacked": mean_att, "drop": drop, "robust": robust})
-        per_cond.setdefault(cond, []).append(robust)
-    fraction = {c: float(np.mean(v)) for c, v in per_cond.items()}
+        per_cond.setdefault(cond, []).append(mean_att)
+    fraction = {c: robust_fraction(v, thr) for c, v in per_cond.items()}
     return {"threshold": thr, "factor": float(factor), "cases": cases,
             "robust_fraction": fraction}

@@ -7,20 +7,32 @@ from pathlib import Path
 
 from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
 
-#: Keys of one structure row, in table order (shared by propagate/segment/attack).
-ROW_KEYS: tuple[str, ...] = (
-    "label",
-    "name",
-    "dice",
-    "iou",
-    "precision",
-    "recall",
-    "hd95",
-    "assd",
-    "nsd",
-    "volume_ref_ml",
-    "volume_pred_ml",
-)
+#: Columns of the text table: row key -> header. The keys of a row themselves are
+#: :data:`napari_segeval.metrics.ROW_KEYS` (all of them in --json); ``hd`` is left
+#: out of the text table to keep it narrow.
+TEXT_COLUMNS: dict[str, str] = {
+    "label": "label",
+    "name": "name",
+    "dice": "dice",
+    "iou": "iou",
+    "precision": "prec",
+    "recall": "recall",
+    "hd95": "hd95_mm",
+    "assd": "assd_mm",
+    "nsd": "nsd",
+    "volume_ref_ml": "ref_ml",
+    "volume_pred_ml": "pred_ml",
+}
+
+
+def __getattr__(name: str):
+    # ROW_KEYS is defined once, in the metrics layer; imported on first use so that
+    # building the parser (every segeval call) does not import the metrics package
+    if name == "ROW_KEYS":
+        from napari_segeval.metrics.table import ROW_KEYS
+
+        return ROW_KEYS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -56,11 +68,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Render structure rows (keys :data:`ROW_KEYS`) as a text table."""
-    headers = ["label", "name", "dice", "iou", "prec", "recall", "hd95_mm", "assd_mm", "nsd",
-               "ref_ml", "pred_ml"]
-    body = [[r.get(k) for k in ROW_KEYS] for r in rows]
-    return format_table(headers, body)
+    """Render structure rows (keys :data:`~napari_segeval.metrics.ROW_KEYS`) as a text table."""
+    body = [[r.get(k) for k in TEXT_COLUMNS] for r in rows]
+    return format_table(list(TEXT_COLUMNS.values()), body)
 
 
 def read_pair(reference: Path, prediction: Path, color_table: dict | None = None):
@@ -104,6 +114,5 @@ def run(args: argparse.Namespace) -> int:
         empty=args.empty,
         surface=not args.no_surface,
     )
-    rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
     emit(args, {"structures": rows}, rows_table(rows))
     return 0

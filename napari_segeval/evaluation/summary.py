@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from napari_segeval.metrics import fraction, kfold_summary, percent, summarize
+from napari_segeval.metrics import (
+    kfold_summary,
+    percent,
+    robust_fraction,
+    robust_threshold,
+    summarize,
+)
 
 
 def _f(v) -> float:
@@ -52,8 +58,11 @@ def robustness(rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
     A case is robust under an attack when its attacked Dice (mean over
-    structures) is at least ``factor`` x the task's mean clean Dice (the mean
-    over cases of the clean case Dice), computed once.
+    structures) is strictly above ``factor`` x the task's mean clean Dice (the
+    mean over cases of the clean case Dice), computed once: the rule of
+    :func:`napari_segeval.metrics.robust_threshold` and
+    :func:`napari_segeval.metrics.is_robust` (a case whose attacked Dice is NaN
+    counts as not robust).
 
     Examples
     --------
@@ -75,13 +84,9 @@ def robustness(rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "
         if s["condition"] != clean and s["structure"] in clean_by_structure:
             drop.setdefault(s["structure"], {})[s["condition"]] = (
                 clean_by_structure[s["structure"]] - s["mean"])
-    threshold = factor * task_mean.get(clean, math.nan)
-    robust = {}
-    for c in conditions:
-        if c == clean:
-            continue
-        vals = [v for (_, cc), v in means.items() if cc == c and not math.isnan(v)]
-        robust[c] = fraction(v >= threshold for v in vals)
+    threshold = robust_threshold((v for (_, c), v in means.items() if c == clean), factor)
+    robust = {c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
+              for c in conditions if c != clean}
     return {"metric": metric, "per_structure": per_structure, "task_mean": task_mean,
             "task_dice_drop": {c: task_mean.get(clean, math.nan) - v
                                for c, v in task_mean.items() if c != clean},

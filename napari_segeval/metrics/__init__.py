@@ -4,14 +4,18 @@ per-slice and live metrics, and aggregation. numpy/scipy only."""
 from napari_segeval.metrics.aggregate import (
     ResultsTable,
     fraction,
+    is_robust,
     kfold_summary,
     percent,
+    robust_fraction,
+    robust_threshold,
     summarize,
 )
 from napari_segeval.metrics.live import LiveMetrics
 from napari_segeval.metrics.overlap import (
     confusion_matrix,
     overlap_from_confusion,
+    overlap_from_counts,
     overlap_metrics,
 )
 from napari_segeval.metrics.slices import per_slice_counts, per_slice_dice
@@ -24,12 +28,16 @@ __all__ = [
     "ResultsTable",
     "confusion_matrix",
     "fraction",
+    "is_robust",
     "kfold_summary",
     "overlap_from_confusion",
+    "overlap_from_counts",
     "overlap_metrics",
     "per_slice_counts",
     "per_slice_dice",
     "percent",
+    "robust_fraction",
+    "robust_threshold",
     "structure_table",
     "summarize",
     "surface_distances",

@@ -15,7 +15,8 @@ nearer than ``reach`` is exact. Points still without a hit, or left when the
 search has cost as much as a k-d tree would, are answered by a k-d tree over the
 other border's points, which is exact at any distance. A point's *rank* is the
 position of its distance among all distances found, so distances grouped by rank
-come in sorted order without sorting them (see :func:`weighted_percentile`).
+come in sorted order without sorting them (see
+:func:`napari_segeval.metrics.surface.weighted_percentile`).
 """
 
 from __future__ import annotations
@@ -200,28 +201,4 @@ def _tree(query: np.ndarray, index_b: np.ndarray, shape: tuple[int, ...], spacin
     return distance(pts_b[near] - pts_q, spacing)
 
 
-def weighted_percentile(
-    ranks: np.ndarray, values: np.ndarray, areas: np.ndarray, percent: float
-) -> float:
-    """DeepMind's area-weighted percentile from ranked distances, without sorting them.
-
-    The first distance (in sorted order) whose cumulative area fraction reaches
-    ``percent / 100``; areas are summed per rank.
-
-    Examples
-    --------
-    >>> weighted_percentile(np.array([2, 0, 1]), np.array([1.0, 2.0, 3.0]),
-    ...                     np.array([2.0, 1.0, 1.0]), 50)
-    2.0
-    """
-    if ranks.size == 0:
-        return float("inf")
-    counts = np.bincount(ranks, minlength=values.size)
-    sums = np.bincount(ranks, weights=areas, minlength=values.size)
-    used = counts > 0
-    cumulative = np.cumsum(sums[used]) / np.sum(areas)
-    idx = int(np.searchsorted(cumulative, percent / 100.0))
-    return float(values[used][min(idx, int(used.sum()) - 1)])
-
-
-__all__ = ["border", "distance", "nearest", "padded_codes", "weighted_percentile", "window"]
+__all__ = ["border", "distance", "nearest", "padded_codes", "window"]

@@ -211,4 +211,90 @@ def fraction(values: Iterable[bool]) -> float:
     return float(a.mean()) if a.size else math.nan
 
 
-__all__ = ["ResultsTable", "fraction", "kfold_summary", "percent", "summarize"]
+def robust_threshold(clean_dices: Iterable[float | None], factor: float = 0.5) -> float:
+    """The robust-case threshold of a task: ``factor`` x the mean clean Dice of its cases.
+
+    The rule of Daza et al. (2021): a case is robust to an attack when its
+    attacked Dice stays above half the task's mean clean Dice. Compute the
+    threshold **once per task**, from the clean Dice of every case, and use it
+    unchanged for every attack (the published code re-multiplies it on every
+    attack, which compounds).
+
+    Parameters
+    ----------
+    clean_dices : iterable of float
+        One clean Dice per case (the mean over the case's structures).
+    factor : float
+        Fraction of the mean clean Dice an attacked case must exceed.
+
+    Returns
+    -------
+    float
+        ``factor * mean``. NaN, +-inf and None are not Dice values (a case with
+        no structure measured, or a failed row) and are left out of the mean;
+        with no finite value left the threshold is NaN, and no case is robust.
+
+    Examples
+    --------
+    >>> robust_threshold([0.8, 0.6, float("nan")])
+    0.35
+    >>> robust_threshold([])
+    nan
+    """
+    values = np.asarray([np.nan if v is None else float(v) for v in clean_dices], float)
+    values = values[np.isfinite(values)]
+    return float(factor) * float(values.mean()) if values.size else math.nan
+
+
+def is_robust(attacked_dice: float | None, threshold: float) -> bool:
+    """Whether an attacked case is robust: its Dice is *strictly* above the threshold.
+
+    Parameters
+    ----------
+    attacked_dice : float
+        The case's attacked Dice (mean over its structures).
+    threshold : float
+        From :func:`robust_threshold`, computed once for the task.
+
+    Returns
+    -------
+    bool
+        ``attacked_dice > threshold``; a Dice equal to the threshold is not
+        robust. False when either value is NaN, +-inf or None: a case whose
+        attacked Dice is unknown cannot be shown robust, and it still counts
+        among the cases (as not robust) in :func:`robust_fraction`.
+
+    Examples
+    --------
+    >>> is_robust(0.5, 0.4), is_robust(0.4, 0.4), is_robust(float("nan"), 0.4)
+    (True, False, False)
+    """
+    if attacked_dice is None:
+        return False
+    a, t = float(attacked_dice), float(threshold)
+    return math.isfinite(a) and math.isfinite(t) and a > t
+
+
+def robust_fraction(attacked_dices: Iterable[float | None], threshold: float) -> float:
+    """Fraction of cases that are robust under one attack (:func:`is_robust`).
+
+    Every case counts; NaN for no cases.
+
+    Examples
+    --------
+    >>> robust_fraction([0.9, 0.4, float("nan"), 0.2], 0.4)
+    0.25
+    """
+    return fraction(is_robust(v, threshold) for v in attacked_dices)
+
+
+__all__ = [
+    "ResultsTable",
+    "fraction",
+    "is_robust",
+    "kfold_summary",
+    "percent",
+    "robust_fraction",
+    "robust_threshold",
+    "summarize",
+]

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval._errors import GeometryMismatchError
-from napari_segeval.metrics.overlap import _as_labels, _empty_value
+from napari_segeval.metrics.overlap import _as_labels, overlap_from_counts
 from napari_segeval.metrics.slices import dice_from_counts, per_slice_counts, slice_counts
 
 Region = int | slice | tuple | None
@@ -119,36 +119,33 @@ class LiveMetrics:
 
         Keys: label, name, dice, iou, precision, recall, volume_ref_ml,
         volume_pred_ml, tp, fp, fn (``empty`` as in
-        :func:`~napari_segeval.metrics.overlap.overlap_from_confusion`).
+        :func:`~napari_segeval.metrics.overlap.overlap_from_counts`).
         """
-        fill = _empty_value(empty)
+        labels = self._labels()
+        tp, ref_n, pred_n = self._total[:, list(labels)]
+        m = overlap_from_counts(tp, ref_n, pred_n, empty=empty)
         voxel_ml = float(np.prod(self.spacing)) / 1000.0 if self.spacing else 0.001
         rows = []
-        for label, name in self._labels().items():
-            tp, nr, npred = (int(v) for v in self._total[:, label])
-            fp, fn = npred - tp, nr - tp
-            both = nr + npred == 0
+        for i, (label, name) in enumerate(labels.items()):
+            t, nr, npred = int(tp[i]), int(ref_n[i]), int(pred_n[i])
             rows.append(
                 {
                     "label": label,
                     "name": name,
-                    "dice": fill if both else 2.0 * tp / (nr + npred),
-                    "iou": fill if both else tp / (tp + fp + fn),
-                    "precision": fill if both else (tp / npred if npred else 0.0),
-                    "recall": fill if both else (tp / nr if nr else 0.0),
+                    **{k: float(m[k][i]) for k in ("dice", "iou", "precision", "recall")},
                     "volume_ref_ml": nr * voxel_ml,
                     "volume_pred_ml": npred * voxel_ml,
-                    "tp": tp,
-                    "fp": fp,
-                    "fn": fn,
+                    "tp": t,
+                    "fp": npred - t,
+                    "fn": nr - t,
                 }
             )
         return rows
 
     def per_slice_dice(self, label: int, empty: str = "nan") -> np.ndarray:
         """Dice of one structure on every slice along axis 0."""
-        if label >= self._n:
-            return np.full(self._ref.shape[0], _empty_value(empty))
+        if label >= self._n:  # never painted: absent from both maps on every slice
+            return dice_from_counts(np.zeros((self._ref.shape[0], 3, 1), np.int64), empty)[:, 0]
         return dice_from_counts(self._counts[:, :, label : label + 1], empty)[:, 0]
 
 

@@ -139,8 +139,73 @@ def _empty_value(empty: str) -> float:
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, both_empty: np.ndarray, fill: float) -> np.ndarray:
-    out = np.divide(num, den, out=np.zeros(num.shape, float), where=den > 0)
+    out = np.divide(num, den, out=np.zeros(np.shape(num), float), where=den > 0)
     out[both_empty] = fill
+    return out
+
+
+def overlap_from_counts(
+    tp: np.ndarray | int,
+    ref_n: np.ndarray | int,
+    pred_n: np.ndarray | int,
+    total: np.ndarray | int | None = None,
+    *,
+    empty: str = "one",
+) -> dict[str, np.ndarray]:
+    """Dice, IoU, precision and recall from voxel counts: the one definition.
+
+    Every overlap number of the package (whole maps, per slice, live while
+    painting) comes from here.
+
+    Parameters
+    ----------
+    tp, ref_n, pred_n : int or array of int
+        True positives, reference voxels and predicted voxels of a structure
+        (arrays of one shape: one element per structure, slice, ...).
+    total : int or array of int, optional
+        Voxels in the region; with it, specificity and volume similarity are
+        added.
+    empty : {"one", "nan", "zero"}
+        Value of every ratio when the structure is absent from both maps (1.0 as
+        MSD/MedSAM2, NaN so that means skip it as nnU-Net, or 0.0). A ratio whose
+        own denominator is zero otherwise (precision with nothing predicted,
+        recall with an empty reference) is 0.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``dice`` = 2 tp / (ref + pred), ``iou`` = tp / (ref + pred - tp),
+        ``precision`` = tp / pred, ``recall`` = tp / ref; with ``total`` also
+        ``specificity`` = tn / (tn + fp) and ``volume_similarity`` =
+        1 - |ref - pred| / (ref + pred). float64 arrays of the counts' shape.
+
+    Examples
+    --------
+    >>> m = overlap_from_counts(np.array([3, 0, 0]), np.array([4, 0, 2]), np.array([4, 0, 0]))
+    >>> m["dice"].tolist(), m["precision"].tolist()
+    ([0.75, 1.0, 0.0], [0.75, 1.0, 0.0])
+    >>> float(overlap_from_counts(0, 0, 0, empty="nan")["iou"])
+    nan
+    """
+    fill = _empty_value(empty)
+    tp = np.asarray(tp, np.int64)
+    ref_n = np.asarray(ref_n, np.int64)
+    pred_n = np.asarray(pred_n, np.int64)
+    none = (ref_n == 0) & (pred_n == 0)
+    both = (ref_n + pred_n).astype(float)
+    out = {
+        "dice": _ratio(2.0 * tp, both, none, fill),
+        "iou": _ratio(tp.astype(float), (ref_n + pred_n - tp).astype(float), none, fill),
+        "precision": _ratio(tp.astype(float), pred_n.astype(float), none, fill),
+        "recall": _ratio(tp.astype(float), ref_n.astype(float), none, fill),
+    }
+    if total is not None:
+        fp = pred_n - tp
+        tn = np.asarray(total, np.int64) - ref_n - fp
+        out["specificity"] = _ratio(tn.astype(float), (tn + fp).astype(float), tn + fp == 0, fill)
+        out["volume_similarity"] = _ratio(
+            (ref_n + pred_n - np.abs(ref_n - pred_n)).astype(float), both, none, fill
+        )
     return out
 
 
@@ -161,10 +226,7 @@ def overlap_from_confusion(
         Voxel spacing in mm (volumes in ml use its product; default 1 mm^3).
     empty : {"one", "nan", "zero"}
         Value of Dice, IoU, precision, recall and volume similarity when a label
-        is absent from both maps: 1.0 (MSD/MedSAM2), NaN so that means exclude it
-        (nnU-Net), or 0.0. Reference empty and prediction not gives 0 whatever the
-        choice (precision and recall follow the same rule for their own zero
-        denominators).
+        is absent from both maps (see :func:`overlap_from_counts`).
     include_background : bool
         Keep label 0 as a structure (one published protocol averages over all
         classes including background); otherwise its entries are NaN.
@@ -185,35 +247,22 @@ def overlap_from_confusion(
     True
     """
     cm = np.asarray(cm, dtype=np.int64)
-    fill = _empty_value(empty)
     total = int(cm.sum())
     tp = np.diag(cm).copy()
     ref_n = cm.sum(axis=1)
     pred_n = cm.sum(axis=0)
     fp = pred_n - tp
     fn = ref_n - tp
-    tn = total - tp - fp - fn
-    none = (ref_n == 0) & (pred_n == 0)
+    out = overlap_from_counts(tp, ref_n, pred_n, total, empty=empty)
     voxel_ml = float(np.prod(spacing)) / 1000.0 if spacing is not None else 0.001
-    out = {
-        "dice": _ratio(2.0 * tp, (ref_n + pred_n).astype(float), none, fill),
-        "iou": _ratio(tp.astype(float), (tp + fp + fn).astype(float), none, fill),
-        "precision": _ratio(tp.astype(float), pred_n.astype(float), none, fill),
-        "recall": _ratio(tp.astype(float), ref_n.astype(float), none, fill),
-        "specificity": _ratio(tn.astype(float), (tn + fp).astype(float), tn + fp == 0, fill),
-        "volume_similarity": _ratio(
-            (ref_n + pred_n - np.abs(ref_n - pred_n)).astype(float),
-            (ref_n + pred_n).astype(float),
-            none,
-            fill,
-        ),
-        "volume_ref_ml": ref_n * voxel_ml,
-        "volume_pred_ml": pred_n * voxel_ml,
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "tn": tn,
-    }
+    out.update(
+        volume_ref_ml=ref_n * voxel_ml,
+        volume_pred_ml=pred_n * voxel_ml,
+        tp=tp,
+        fp=fp,
+        fn=fn,
+        tn=total - tp - fp - fn,
+    )
     if not include_background and cm.shape[0]:
         for key in ("dice", "iou", "precision", "recall", "specificity", "volume_similarity"):
             out[key][0] = np.nan
@@ -274,4 +323,4 @@ def _scalar(v) -> float | int:
     return int(v) if np.issubdtype(np.asarray(v).dtype, np.integer) else float(v)
 
 
-__all__ = ["confusion_matrix", "overlap_from_confusion", "overlap_metrics"]
+__all__ = ["confusion_matrix", "overlap_from_confusion", "overlap_from_counts", "overlap_metrics"]

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from napari_segeval.metrics.overlap import _empty_value, _label_pair
+from napari_segeval.metrics.overlap import _label_pair, overlap_from_counts
 
 
 def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
@@ -65,18 +65,17 @@ def per_slice_counts(
 
 
 def dice_from_counts(counts: np.ndarray, empty: str = "nan") -> np.ndarray:
-    """Dice from (..., 3, n) counts; ``empty`` is the value where both are empty.
+    """Dice from (..., 3, n) counts (:func:`~napari_segeval.metrics.overlap.overlap_from_counts`).
+
+    ``empty`` is the value where the structure is absent from both maps.
 
     Examples
     --------
     >>> dice_from_counts(np.array([[1, 0], [2, 0], [2, 0]])).tolist()
     [0.5, nan]
     """
-    fill = _empty_value(empty)
-    tp = counts[..., 0, :].astype(float)
-    den = (counts[..., 1, :] + counts[..., 2, :]).astype(float)
-    out = np.divide(2.0 * tp, den, out=np.full(den.shape, fill), where=den > 0)
-    return out
+    tp, ref_n, pred_n = (counts[..., i, :] for i in range(3))
+    return overlap_from_counts(tp, ref_n, pred_n, empty=empty)["dice"]
 
 
 def per_slice_dice(

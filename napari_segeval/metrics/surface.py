@@ -27,8 +27,11 @@ over the other surface's points (see :mod:`._border_search`): the nearest
 surfel point gives exactly the distance an exact Euclidean distance transform of
 the border image would give, and the distance is computed from the integer
 offset with the same floating-point operations as :func:`scipy.ndimage.distance_transform_edt`.
-:func:`surface_metrics` never sorts the distances: the search ranks them, and
-the weighted percentile sums areas per rank.
+:func:`surface_metrics` is the one place the metrics are computed, from that one
+pass; it never sorts the distances: the search ranks them, and
+:func:`weighted_percentile` (the one percentile rule) sums areas per rank.
+:func:`surface_distances` returns the same distances and areas sorted, for
+plots and for comparison with DeepMind's ``compute_surface_distances``.
 """
 
 from __future__ import annotations
@@ -206,23 +209,6 @@ def _check(ref, pred, spacing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return ref.astype(bool, copy=False), pred.astype(bool, copy=False), sp
 
 
-def directed_percentile(distances: np.ndarray, areas: np.ndarray, percent: float) -> float:
-    """Area-weighted percentile of sorted distances (DeepMind's rule).
-
-    The first distance whose cumulative area fraction reaches ``percent / 100``.
-
-    Examples
-    --------
-    >>> directed_percentile(np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 2.0]), 50)
-    2.0
-    """
-    if distances.size == 0:
-        return float("inf")
-    cumulative = np.cumsum(areas) / np.sum(areas)
-    idx = int(np.searchsorted(cumulative, percent / 100.0))
-    return float(distances[min(idx, distances.size - 1)])
-
-
 def surface_metrics(
     reference_mask: np.ndarray,
     prediction_mask: np.ndarray,
@@ -276,22 +262,16 @@ def surface_metrics(
         raise ValueError(f"empty must be one of {EMPTY_CHOICES}, got {empty!r}")
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
     both = _directions(ref, pred, sp)
-    if both is None or both[0][3].size == 0 or both[1][3].size == 0:
-        n_r, n_p = (0, 0) if both is None else (both[0][3].size, both[1][3].size)
-        d = {
-            "distances_ref_to_pred": np.zeros(n_r),
-            "areas_ref": np.zeros(n_r),
-            "distances_pred_to_ref": np.zeros(n_p),
-            "areas_pred": np.zeros(n_p),
-        }
-        return metrics_from_distances(
-            d, tolerance_mm=tolerance_mm, percentile=percentile, empty=empty
-        )
+    if both is None:  # no surface on either side
+        value = {"one": (0.0, 1.0), "nan": (np.nan, np.nan), "zero": (np.inf, 0.0)}[empty]
+        return {"hd": value[0], "hd95": value[0], "assd": value[0], "nsd": value[1]}
     (d_rp, rank_r, val_r, a_r), (d_pr, rank_p, val_p, a_p) = both
+    if a_r.size == 0 or a_p.size == 0:  # one mask empty
+        return {"hd": np.inf, "hd95": np.inf, "assd": np.inf, "nsd": 0.0}
     hd = float(max(d_rp.max(), d_pr.max()))
     hd95 = max(
-        _search.weighted_percentile(rank_r, val_r, a_r, percentile),
-        _search.weighted_percentile(rank_p, val_p, a_p, percentile),
+        weighted_percentile(rank_r, val_r, a_r, percentile),
+        weighted_percentile(rank_p, val_p, a_p, percentile),
     )
     total = np.sum(a_r) + np.sum(a_p)
     assd = float((np.dot(d_rp, a_r) + np.dot(d_pr, a_p)) / total)
@@ -299,41 +279,57 @@ def surface_metrics(
     return {"hd": hd, "hd95": hd95, "assd": assd, "nsd": float(overlap / total)}
 
 
-def metrics_from_distances(
-    d: dict[str, np.ndarray], *, tolerance_mm: float, percentile: float, empty: str
-) -> dict[str, float]:
-    """HD, HD95, ASSD and NSD from the output of :func:`surface_distances`.
+def weighted_percentile(
+    ranks: np.ndarray, values: np.ndarray, areas: np.ndarray, percent: float
+) -> float:
+    """Area-weighted percentile of ranked distances (DeepMind's rule), without sorting.
+
+    Distances are given as ``values[ranks]``, where ``ranks`` increase with the
+    distance (equal distances may have different ranks, as long as every rank
+    between them holds that distance too). In sorted order, the result is the
+    first distance whose cumulative area fraction reaches ``percent / 100``
+    (DeepMind's ``compute_robust_hausdorff``); areas are summed per rank. Sorted
+    distances are the special case ``ranks = arange(n)``, ``values = distances``.
+
+    Parameters
+    ----------
+    ranks : numpy.ndarray
+        Integer rank of each surfel's distance.
+    values : numpy.ndarray
+        Distance of each rank (at least ``ranks.max() + 1`` entries).
+    areas : numpy.ndarray
+        Area (2D: length) of each surfel, the weight.
+    percent : float
+        Percentile in [0, 100].
+
+    Returns
+    -------
+    float
+        The percentile distance; inf when there are no surfels.
 
     Examples
     --------
-    >>> z = np.zeros(0)
-    >>> metrics_from_distances({"distances_ref_to_pred": z, "areas_ref": z,
-    ...     "distances_pred_to_ref": z, "areas_pred": z},
-    ...     tolerance_mm=1, percentile=95, empty="nan")["nsd"]
-    nan
+    >>> weighted_percentile(np.array([2, 0, 1]), np.array([1.0, 2.0, 3.0]),
+    ...                     np.array([2.0, 1.0, 1.0]), 50)
+    2.0
+    >>> d = np.array([0.0, 1.0, 5.0])  # sorted distances
+    >>> weighted_percentile(np.arange(3), d, np.array([1.0, 1.0, 0.01]), 95)
+    1.0
     """
-    d_rp, a_r = d["distances_ref_to_pred"], d["areas_ref"]
-    d_pr, a_p = d["distances_pred_to_ref"], d["areas_pred"]
-    if a_r.size == 0 and a_p.size == 0:
-        value = {"one": (0.0, 1.0), "nan": (np.nan, np.nan), "zero": (np.inf, 0.0)}[empty]
-        return {"hd": value[0], "hd95": value[0], "assd": value[0], "nsd": value[1]}
-    if a_r.size == 0 or a_p.size == 0:
-        return {"hd": np.inf, "hd95": np.inf, "assd": np.inf, "nsd": 0.0}
-    hd = float(max(d_rp[-1], d_pr[-1]))
-    hd95 = max(
-        directed_percentile(d_rp, a_r, percentile), directed_percentile(d_pr, a_p, percentile)
-    )
-    total = np.sum(a_r) + np.sum(a_p)
-    assd = float((np.sum(d_rp * a_r) + np.sum(d_pr * a_p)) / total)
-    overlap = np.sum(a_r[d_rp <= tolerance_mm]) + np.sum(a_p[d_pr <= tolerance_mm])
-    return {"hd": hd, "hd95": hd95, "assd": assd, "nsd": float(overlap / total)}
+    if ranks.size == 0:
+        return float("inf")
+    counts = np.bincount(ranks, minlength=values.size)
+    sums = np.bincount(ranks, weights=areas, minlength=values.size)
+    used = counts > 0
+    cumulative = np.cumsum(sums[used]) / np.sum(areas)
+    idx = int(np.searchsorted(cumulative, percent / 100.0))
+    return float(values[used][min(idx, int(used.sum()) - 1)])
 
 
 __all__ = [
     "bounding_box",
-    "directed_percentile",
-    "metrics_from_distances",
     "neighbour_codes",
     "surface_distances",
     "surface_metrics",
+    "weighted_percentile",
 ]

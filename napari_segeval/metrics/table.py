@@ -9,7 +9,9 @@ import numpy as np
 from napari_segeval.metrics.overlap import confusion_matrix, overlap_from_confusion
 from napari_segeval.metrics.surface import surface_metrics
 
-ROW_KEYS = (
+#: Keys of one structure row, in order: the one definition, used by
+#: :func:`structure_table` and by ``segeval metrics/propagate/segment --json``.
+ROW_KEYS: tuple[str, ...] = (
     "label",
     "name",
     "dice",

@@ -39,3 +39,16 @@ def test_given_threshold_and_nan_attacked():
     s = robustness_summary(recs, threshold=0.1)
     assert s["threshold"] == 0.1 and s["cases"][0]["robust"] is False
     assert math.isnan(s["cases"][0]["mean_attacked"])
+
+
+def test_equal_to_threshold_is_not_robust_and_matches_metrics_rule():
+    from napari_segeval.metrics import is_robust, robust_threshold
+
+    recs = [{"case": c, "condition": "pgd", "label": 1, "clean": clean, "attacked": att}
+            for c, clean, att in [("a", 1.0, 0.375), ("b", 0.5, 0.5), ("c", float("nan"), 0.9)]]
+    s = robustness_summary(recs)
+    assert s["threshold"] == robust_threshold([1.0, 0.5]) == 0.375
+    robust = {c["case"]: c["robust"] for c in s["cases"]}
+    assert robust == {"a": False, "b": True, "c": True}
+    assert all(robust[c["case"]] == is_robust(c["mean_attacked"], 0.375) for c in s["cases"])
+    assert s["robust_fraction"] == {"pgd": pytest.approx(2 / 3)}

@@ -39,12 +39,25 @@ def test_robustness_matches_metrics_and_hand_numbers():
     attacked = {"a": 0.35, "b": 0.55, "c": 0.05}
     assert r["task_mean"]["pgd eps=0.03"] == pytest.approx(np.mean(list(attacked.values())))
     assert r["robust_threshold"] == pytest.approx(0.5 * task_clean)
-    expected = fraction(v >= 0.5 * task_clean for v in attacked.values())
+    expected = fraction(v > 0.5 * task_clean for v in attacked.values())
     assert r["robust_fraction"]["pgd eps=0.03"] == pytest.approx(expected) == pytest.approx(1 / 3)
     assert r["dice_drop"]["liver"]["pgd eps=0.03"] == pytest.approx(
         np.mean([0.9, 0.7, 0.95]) - np.mean([0.5, 0.6, 0.1]))
     assert r["dice_drop"]["spleen"]["pgd eps=0.03"] == pytest.approx(
         np.mean([0.8, 0.6]) - np.mean([0.2, 0.5, 0.0]))
+
+
+def test_robust_rule_is_strict_and_nan_counts_as_not_robust():
+    # clean case Dice 1.0 and 0.5: threshold 0.5 x 0.75 = 0.375, exact in binary
+    rows = [{"case": c, "structure": "liver", "condition": k, "dice": d}
+            for c, k, d in [("a", "clean", 1.0), ("b", "clean", 0.5), ("c", "clean", math.nan),
+                            ("a", "pgd", 0.375), ("b", "pgd", 0.5), ("c", "pgd", math.nan),
+                            ("a", "fgsm", 0.4), ("b", "fgsm", 0.375)]]
+    r = robustness(rows, factor=0.5)
+    assert r["robust_threshold"] == 0.375  # the NaN clean case is left out of the mean
+    # equal to the threshold is not robust; a NaN attacked case counts, as not robust
+    assert r["robust_fraction"]["pgd"] == pytest.approx(1 / 3)
+    assert r["robust_fraction"]["fgsm"] == 0.5
 
 
 def test_case_means_skip_nan_and_filter_structures():

@@ -7,8 +7,11 @@ from napari_segeval._errors import ReadError, WriteError
 from napari_segeval.metrics.aggregate import (
     ResultsTable,
     fraction,
+    is_robust,
     kfold_summary,
     percent,
+    robust_fraction,
+    robust_threshold,
     summarize,
 )
 
@@ -62,3 +65,24 @@ def test_percent_and_fraction():
     assert percent(0.91) == pytest.approx(91.0)
     np.testing.assert_allclose(percent(np.array([0.5, np.nan])), [50.0, np.nan])
     assert fraction([True, False]) == 0.5 and math.isnan(fraction([]))
+
+
+def test_robust_threshold_once_from_finite_clean_dice():
+    assert robust_threshold([1.0, 0.5]) == 0.375
+    assert robust_threshold([1.0, 0.5], factor=0.8) == pytest.approx(0.6)
+    # NaN (no structure measured), inf (not a Dice) and None are left out of the mean
+    assert robust_threshold([1.0, math.nan, 0.5, math.inf, None, -math.inf]) == 0.375
+    assert math.isnan(robust_threshold([])) and math.isnan(robust_threshold([math.nan]))
+
+
+def test_is_robust_strictly_greater_and_non_finite_never_robust():
+    assert is_robust(0.376, 0.375) and not is_robust(0.375, 0.375) and not is_robust(0.2, 0.375)
+    for bad in (math.nan, math.inf, -math.inf, None):
+        assert not is_robust(bad, 0.375)
+    assert not is_robust(0.9, math.nan)  # no threshold (no clean Dice): nothing is robust
+    assert not is_robust(0.9, -math.inf)
+
+
+def test_robust_fraction_counts_every_case():
+    assert robust_fraction([0.9, 0.375, math.nan, 0.1], 0.375) == 0.25
+    assert math.isnan(robust_fraction([], 0.375))

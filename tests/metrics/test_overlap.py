@@ -8,6 +8,7 @@ from napari_segeval._errors import GeometryMismatchError, InvalidLabelsError
 from napari_segeval.metrics.overlap import (
     confusion_matrix,
     overlap_from_confusion,
+    overlap_from_counts,
     overlap_metrics,
 )
 
@@ -106,6 +107,49 @@ def test_empty_nan_and_reference_empty():
     assert np.isnan(m[1]["dice"])
     for empty in ("one", "nan", "zero"):  # reference empty, prediction not -> 0
         assert overlap_metrics(ref, pred, labels=[2], empty=empty)[2]["dice"] == 0.0
+
+
+@pytest.mark.parametrize("empty,fill", [("one", 1.0), ("zero", 0.0), ("nan", np.nan)])
+def test_overlap_from_counts_known_answers(empty, fill):
+    # structures: overlapping, both empty, reference only, prediction only
+    tp, ref_n, pred_n = np.array([3, 0, 0, 0]), np.array([4, 0, 2, 0]), np.array([5, 0, 0, 1])
+    m = overlap_from_counts(tp, ref_n, pred_n, total=20, empty=empty)
+    np.testing.assert_array_equal(m["dice"], [6 / 9, fill, 0.0, 0.0])
+    np.testing.assert_array_equal(m["iou"], [3 / 6, fill, 0.0, 0.0])
+    np.testing.assert_array_equal(m["precision"], [3 / 5, fill, 0.0, 0.0])
+    np.testing.assert_array_equal(m["recall"], [3 / 4, fill, 0.0, 0.0])
+    # tn = 20 - 4 - 2 (fp); specificity = tn / (tn + fp)
+    np.testing.assert_array_equal(m["specificity"], [14 / 16, 1.0, 18 / 18, 19 / 20])
+    np.testing.assert_array_equal(m["volume_similarity"], [8 / 9, fill, 0.0, 0.0])
+    assert set(overlap_from_counts(1, 1, 1)) == {"dice", "iou", "precision", "recall"}
+    with pytest.raises(ValueError):
+        overlap_from_counts(1, 1, 1, empty="x")
+
+
+@pytest.mark.parametrize("empty", ["one", "zero", "nan"])
+def test_one_definition_for_maps_slices_and_live(empty):
+    """Whole-map, per-slice and live Dice/IoU/precision/recall agree exactly, per convention."""
+    from napari_segeval.metrics.live import LiveMetrics
+    from napari_segeval.metrics.slices import per_slice_counts, per_slice_dice
+
+    rng = np.random.default_rng(3)
+    ref = rng.integers(0, 4, (6, 9, 9)).astype(np.uint8)
+    ref[ref == 3] = 0  # structure 3 only in the prediction, 5 in neither
+    pred = np.where(rng.random(ref.shape) < 0.7, ref, rng.integers(0, 4, ref.shape)).astype(np.uint8)
+    structures = {1: "a", 2: "b", 3: "c", 5: "d"}
+    whole = overlap_metrics(ref, pred, labels=structures, empty=empty)
+    live = LiveMetrics(ref, pred, None, structures).table(empty=empty)
+    for row in live:
+        for key in ("dice", "iou", "precision", "recall"):
+            np.testing.assert_array_equal(row[key], whole[row["label"]][key])
+    counts = per_slice_counts(ref, pred, 0, 6)
+    per_slice = per_slice_dice(ref, pred, labels=structures, empty=empty)
+    for lab in structures:
+        by_hand = overlap_from_counts(*(counts[:, i, lab] for i in range(3)), empty=empty)
+        np.testing.assert_array_equal(per_slice[lab], by_hand["dice"])
+        for z in range(ref.shape[0]):
+            one = overlap_metrics(ref[z], pred[z], labels=[lab], empty=empty)[lab]["dice"]
+            np.testing.assert_array_equal(per_slice[lab][z], one)
 
 
 def test_background_included_or_not():

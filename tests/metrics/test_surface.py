@@ -7,10 +7,10 @@ from scipy import ndimage
 
 from napari_segeval._errors import GeometryMismatchError
 from napari_segeval.metrics.surface import (
-    directed_percentile,
     neighbour_codes,
     surface_distances,
     surface_metrics,
+    weighted_percentile,
 )
 
 
@@ -119,8 +119,12 @@ def test_errors():
 
 def test_weighted_percentile():
     d = np.array([0.0, 1.0, 5.0])
-    assert directed_percentile(d, np.array([1.0, 1.0, 0.01]), 95) == 1.0
-    assert directed_percentile(d, np.array([1.0, 1.0, 1.0]), 95) == 5.0
+    ranks = np.arange(3)
+    assert weighted_percentile(ranks, d, np.array([1.0, 1.0, 0.01]), 95) == 1.0
+    assert weighted_percentile(ranks, d, np.array([1.0, 1.0, 1.0]), 95) == 5.0
+    # surfels in any order: distances 5, 0, 1 have ranks 2, 0, 1
+    assert weighted_percentile(np.array([2, 0, 1]), d, np.ones(3), 50) == 1.0
+    assert weighted_percentile(np.zeros(0, np.int64), d, np.zeros(0), 95) == np.inf
 
 
 def test_neighbour_codes_match_correlate():

@@ -8,7 +8,7 @@ Each entry of ``attacks`` is a condition: ``{"name": "pgd", "eps": 0.05,
 rows gives it in raw units, HU for CT), run by :mod:`napari_segeval.attacks`
 with the reference labels as target and the lowest-Dice iterate kept (see
 :func:`napari_segeval.evaluation.protocols._dense.run_attack`). A case is robust under an attack when its
-attacked Dice (mean over structures) is at least ``robust_factor`` x the task's
+attacked Dice (mean over structures) is above ``robust_factor`` x the task's
 mean clean Dice, computed once over the clean run.
 """
 
@@ -96,6 +96,6 @@ PROTOCOL = Protocol(
     summarize=summarize,
     description=("Dense model (resample, clip/z-score, Gaussian sliding window, "
                  "post-processing), clean and under attacks: mean Dice per structure and "
-                 "task, Dice drop, fraction of robust cases (attacked Dice >= 0.5 x task "
+                 "task, Dice drop, fraction of robust cases (attacked Dice > 0.5 x task "
                  "mean clean Dice)."),
 )

@@ -1,0 +1,69 @@
+"""``segeval metrics``: one definition of a structure row, JSON keys and text columns."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from napari_segeval.cli import _metrics, main
+from napari_segeval.io import Geometry, write_labels
+from napari_segeval.metrics import ROW_KEYS, structure_table
+
+#: The keys ``segeval metrics --json`` wrote before ROW_KEYS had one definition.
+KEYS_BEFORE = ("label", "name", "dice", "iou", "precision", "recall", "hd95", "assd", "nsd",
+               "volume_ref_ml", "volume_pred_ml")
+
+
+@pytest.fixture
+def pair(tmp_path):
+    ref = np.zeros((8, 20, 20), np.uint8)
+    ref[2:6, 4:12, 4:12] = 1
+    ref[2:6, 12:18, 5:15] = 2
+    pred = np.roll(ref, 1, axis=2)
+    pred[0, 0, :3] = 3  # a structure only in the prediction
+    g = Geometry.identity(3, (2.0, 0.75, 0.75))
+    paths = write_labels(tmp_path / "ref.nii.gz", ref, g), write_labels(tmp_path / "pred.nii.gz", pred, g)
+    return paths, ref, pred, g
+
+
+def test_row_keys_have_one_definition():
+    assert _metrics.ROW_KEYS is ROW_KEYS
+    assert set(_metrics.TEXT_COLUMNS) <= set(ROW_KEYS)
+    with pytest.raises(AttributeError):
+        _metrics.NO_SUCH_NAME  # noqa: B018
+
+
+def test_json_rows_are_the_metrics_rows(pair, capsys):
+    (r, p), ref, pred, g = pair
+    assert main(["metrics", str(r), str(p), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["structures"]
+    expected = structure_table(ref, pred, g.spacing)
+    assert [r["label"] for r in rows] == [1, 2, 3]
+    for got, want in zip(rows, expected):
+        assert tuple(got) == ROW_KEYS and set(got) >= set(KEYS_BEFORE)
+        for key in ROW_KEYS:
+            if isinstance(want[key], float) and np.isinf(want[key]):
+                assert got[key] == "inf"
+            else:
+                assert got[key] == want[key]
+
+
+def test_text_table_columns(pair, capsys):
+    (r, p), *_ = pair
+    assert main(["metrics", str(r), str(p)]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert header == ["label", "name", "dice", "iou", "prec", "recall", "hd95_mm", "assd_mm",
+                      "nsd", "ref_ml", "pred_ml"]
+
+
+def test_parser_does_not_import_the_metrics_package():
+    code = ("import sys; from napari_segeval.cli import build_parser; build_parser(); "
+            "import napari_segeval.cli._metrics as m; "
+            "assert 'napari_segeval.metrics' not in sys.modules, 'imported at start'; "
+            "assert m.ROW_KEYS[0] == 'label' and 'napari_segeval.metrics' in sys.modules")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
