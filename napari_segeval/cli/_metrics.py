@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "format the reader takes: NIfTI, MHA, ..., 2D PNG masks (0/255 masks read "
             "as 0/1; colour-coded masks through --color-table or a dataset.json). "
             'With --json prints {"structures": [{"label", "name", "dice", "iou", '
-            '"precision", "recall", "hd95", "assd", "nsd", "volume_ref_ml", '
+            '"precision", "recall", "hd", "hd95", "assd", "nsd", "volume_ref_ml", '
             '"volume_pred_ml"}, ...]}; NaN is written as null and infinity as "inf".'
         ),
     )
