@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
 pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
 pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
 
-from napari_segeval.models.medsam2 import load_medsam2  # noqa: E402
-from napari_segeval.models.medsam2._build import build_network, load_network  # noqa: E402
-from napari_segeval.models.medsam2._loop import connected_components  # noqa: E402
-from napari_segeval.prompts.box import Box  # noqa: E402
+from napari_segeval.models.medsam2 import load_medsam2
+from napari_segeval.models.medsam2._build import build_network, load_network
+from napari_segeval.models.medsam2._loop import connected_components
+from napari_segeval.prompts.box import Box
 
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY)
@@ -50,7 +50,7 @@ def setup(tmp_path_factory):
 
 
 def _reference(tmp, ckpt, images, monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     # the reference fills holes with an optional CUDA kernel; give it the CPU equivalent
     monkeypatch.setattr(misc, "get_connected_components", connected_components)
@@ -95,7 +95,7 @@ def test_gradient_flows_to_frames(setup):
 
 
 def test_mask_prompt_equals_reference_add_new_mask(setup, monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     tmp, ckpt, model, frames = setup
     monkeypatch.setattr(misc, "get_connected_components", connected_components)
@@ -115,7 +115,7 @@ def test_mask_prompt_equals_reference_add_new_mask(setup, monkeypatch):
 
 
 def test_fill_holes_equals_reference_post_processing(monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     from napari_segeval.models.medsam2._loop import fill_holes
 

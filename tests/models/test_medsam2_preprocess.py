@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval.models.medsam2._loop import fill_holes  # noqa: E402
-from napari_segeval.models.medsam2._resize import resize_bicubic  # noqa: E402
-from napari_segeval.models.medsam2.model import MedSAM2Model, to_uint8_range  # noqa: E402
+from napari_segeval.models.medsam2._loop import fill_holes
+from napari_segeval.models.medsam2._resize import resize_bicubic
+from napari_segeval.models.medsam2.model import MedSAM2Model, to_uint8_range
 
 
 def test_ct_to_uint8_truncates_like_medsam2():

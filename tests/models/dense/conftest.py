@@ -1,12 +1,11 @@
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch
 
 
 @pytest.fixture
 def tiny_weights(tmp_path):
     """A small random U-Net saved in the built-in weights format."""
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.manual_seed(0)

@@ -1,8 +1,7 @@
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from napari_segeval.models.dense.unet import UNet3D, UNetConfig  # noqa: E402
+from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
 
 @pytest.mark.parametrize("levels", [2, 3, 4])
