@@ -35,7 +35,7 @@ def toy():
 @pytest.fixture
 def tiny_dense_weights(tmp_path):
     """A small random U-Net in the built-in dense weights format."""
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.manual_seed(0)

@@ -22,7 +22,7 @@ def _parse(argv):
 
 @pytest.fixture
 def files(tmp_path):
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.manual_seed(0)

@@ -6,9 +6,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from napari_segeval._errors import SegEvalError, WriteError  # noqa: E402
-from napari_segeval.cli import _segment  # noqa: E402
-from napari_segeval.io import Geometry, read_labels, write_image, write_labels  # noqa: E402
+from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval.cli import _segment
+from napari_segeval.io import Geometry, read_labels, write_image, write_labels
 
 
 def _parse(argv):
@@ -19,7 +19,7 @@ def _parse(argv):
 
 @pytest.fixture
 def files(tmp_path):
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.manual_seed(0)
