@@ -59,7 +59,7 @@ class ModelName:
     package : str or None
         The optional package it needs (for ``segeval info``), None when none.
     label : str
-        Its name in the viewer's backend list.
+        Its name in the viewer's backend list (promptable models).
     """
 
     name: str
@@ -84,7 +84,7 @@ PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
 #: Dense models by name.
 DENSE: dict[str, ModelName] = {m.name: m for m in (
     ModelName("builtin-ct", "dense", "built-in 3D CT U-Net (liver, spleen, kidneys, liver "
-              "tumour), weights shipped", label="built-in CT"),
+              "tumour), weights shipped"),
 )}
 #: Other spellings of a name.
 ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
