@@ -47,7 +47,17 @@ def _infer_unet_config(state: dict, path: Path) -> dict:
 
 
 def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel:
-    """Load a built-in-architecture weights file (ours, or a plain state dict + plans)."""
+    """Load a built-in-architecture weights file (ours, or a plain state dict + plans).
+
+    A plain state dict takes :data:`~napari_segeval.models.dense.BUILTIN_PLANS`
+    updated from a ``FILE.json`` sidecar; its architecture is read off the tensor shapes.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
+    >>> load_unet_weights(BUILTIN_CT_WEIGHTS, "cpu").structures[2]
+    'spleen'
+    """
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     path = Path(path)
@@ -96,7 +106,14 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel:
 
 def load_path(path: Path, device: Any, *, trust_torchscript: bool = False,
               name: str | None = None) -> DenseModel:
-    """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file."""
+    """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
+    >>> load_path(BUILTIN_CT_WEIGHTS, "cpu").name == str(BUILTIN_CT_WEIGHTS)
+    True
+    """
     path = Path(path)
     if path.is_dir():
         from napari_segeval.models.dense._nnunet import load_nnunet_folder

@@ -50,7 +50,16 @@ def read_sidecar(path: Path) -> dict:
 
 
 def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: dict) -> DenseModel:
-    """Wrap ``network`` (frozen, eval mode, on ``device``) with its plans as a DenseModel."""
+    """Wrap ``network`` (frozen, eval mode, on ``device``) with its plans as a DenseModel.
+
+    Examples
+    --------
+    >>> import torch
+    >>> plans = {"num_classes": 2, "patch_size": [4, 4, 4], "structures": {"1": "blob"}}
+    >>> m = model_from_plans(plans, torch.nn.Conv3d(1, 2, 1), "toy", "cpu", {})
+    >>> m.num_classes, m.structures, m.patch_size, m.spacing
+    (2, {1: 'blob'}, (4, 4, 4), None)
+    """
     structures = {int(k): str(v) for k, v in plans.get("structures", {}).items()}
     num_classes = int(plans.get("config", {}).get("num_classes", plans.get("num_classes", 0)))
     if num_classes < 2:
