@@ -8,6 +8,7 @@ and never create the marker.
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -90,3 +91,17 @@ def test_code_in_a_checkpoint_is_refused_in_one_line(command, case, evil, tmp_pa
     assert "Traceback" not in text and "weights_only" not in text
     assert not (tmp_path / "MARKER").exists()
     assert not any(out.iterdir())
+
+
+def test_info_lists_the_registry_names(capsys):
+    from napari_segeval.models.registry import ALIASES, DENSE, PROMPTABLE
+
+    assert main(["info", "--json"]) == 0
+    models = json.loads(capsys.readouterr().out)["models"]
+    names = {m["name"]: m for m in models}
+    for name in [*PROMPTABLE, *DENSE, *ALIASES, "module:factory", "NNUNET_FOLDER"]:
+        assert name in names
+    assert names["medsam2"]["checkpoint"] == "required" and names["threshold"]["available"]
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "models (--model):" in text and "builtin-ct" in text and "medsam2" in text
