@@ -47,12 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     from napari_segeval.attacks.dense import _chunked_function
     from napari_segeval.attacks.losses import cross_entropy
     from napari_segeval.inference.sliding_window import sliding_window_logits, window_grid
-    from napari_segeval.models.dense import load_dense_model
+    from napari_segeval.models.registry import load_dense
 
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    model = load_dense_model("builtin-ct", device=device)
+    model = load_dense("builtin-ct", device=device)
     if args.model == "toy":
         torch.manual_seed(0)
         model.network = torch.nn.Sequential(

@@ -32,12 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from napari_segeval.metrics.overlap import overlap_metrics
-    from napari_segeval.models.dense import load_dense_model, segment_case
+    from napari_segeval.models.dense import segment_case
+    from napari_segeval.models.registry import load_dense
     from napari_segeval.phantoms.ct import make_ct_case
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = load_dense_model(args.model, device="cpu")
+    model = load_dense(args.model, device="cpu")
     organs = set(model.postprocessing.organs)
     dice: dict[int, list[float]] = {k: [] for k in model.structures}
     seconds = []

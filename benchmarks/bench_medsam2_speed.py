@@ -34,9 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from PIL import Image
 
-    from napari_segeval.models.medsam2 import load_medsam2
     from napari_segeval.models.medsam2._build import build_network, load_network
     from napari_segeval.models.medsam2._loop import connected_components
+    from napari_segeval.models.registry import load_promptable
     from napari_segeval.prompts.box import Box
 
     warnings.filterwarnings("ignore")
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         r2 = (yy - s / 2) ** 2 + (xx - s / 2) ** 2
         vol = np.stack([np.where(r2 < (s / 5) ** 2 * (1 - abs(z - key) / n), 80.0, -100.0)
                         + rng.normal(0, 20, (s, s)) for z in range(n)])
-        model = load_medsam2(ckpt, device="cpu")
+        model = load_promptable("medsam2", checkpoint=ckpt, device="cpu")
         frames = model.preprocess(vol, "CT", "abdomen")
         for i in range(n):
             Image.fromarray(np.zeros((s, s, 3), np.uint8)).save(tmp / f"{i:05d}.jpg")

@@ -35,13 +35,10 @@ def dice_per_structure(reference: np.ndarray, prediction: np.ndarray, labels) ->
 
 
 def load_model(args):
-    if args.model == "builtin":
-        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+    from napari_segeval.models.registry import load_promptable
 
-        return BuiltinPromptModel(args.weights, device=args.device)
-    from napari_segeval.models.medsam2 import load_medsam2  # optional backend
-
-    return load_medsam2(args.checkpoint, device=args.device)
+    checkpoint = args.weights if args.model == "builtin" else args.checkpoint
+    return load_promptable(args.model, checkpoint=checkpoint, device=args.device)
 
 
 def run(args) -> int:

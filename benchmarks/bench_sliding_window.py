@@ -35,12 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     from monai.inferers import sliding_window_inference
 
     from napari_segeval.inference.sliding_window import sliding_window_logits, window_grid
-    from napari_segeval.models.dense import load_dense_model
     from napari_segeval.models.dense.unet import UNet3D
+    from napari_segeval.models.registry import load_dense
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = load_dense_model("builtin-ct", device="cpu")
+    model = load_dense("builtin-ct", device="cpu")
     net = model.network
     if args.random:
         torch.manual_seed(0)

@@ -71,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from napari_segeval.attacks import AttackConfig
-    from napari_segeval.models.dense import load_dense_model
+    from napari_segeval.models.registry import load_dense
 
     torch.manual_seed(0)
-    model = load_dense_model("builtin-ct", device=args.device)
+    model = load_dense("builtin-ct", device=args.device)
     hu = model.raw_per_normalized_unit
     conditions = {
         "clean": None,

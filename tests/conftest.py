@@ -19,7 +19,7 @@ def tiny_dense_weights(tmp_path) -> Path:
     """A small random 3D U-Net (6 classes) saved in the built-in dense weights format."""
     import torch
 
-    from napari_segeval.models.dense._train import BUILTIN_PLANS
+    from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.manual_seed(0)

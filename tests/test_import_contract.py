@@ -13,8 +13,9 @@ other)::
     3      models                           networks and backends
     4      propagation                      slice/frame propagation of promptable models
     5      attacks, uncertainty             perturb models; score their uncertainty
-    6      evaluation                       data sets, protocols, runner, reports
-    7      training                         scripts that train the built-in models
+    6      training                         training of the built-in models (scripts and
+                                            the per-fold trainer cv5-2d calls)
+    7      evaluation                       data sets, protocols, runner, reports
     top    _reader, _writer                 napari reader/writer
            _sample_data                     napari sample entry point
            cli, _widgets                    the two front ends
@@ -58,8 +59,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("models",),
     ("propagation",),
     ("attacks", "uncertainty"),
-    ("evaluation",),
     ("training",),
+    ("evaluation",),
     ("_reader", "_writer"),
     ("_sample_data",),
     ("cli", "_widgets"),
@@ -71,11 +72,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     # widgets' demo lazily inside its run(), so no other command loads Qt.
     ("napari_segeval.cli._demo", "napari_segeval._widgets.demo"):
         "GUI entry point of the command line (lazy import)",
-    # Cycle _loaders <-> _nnunet: _nnunet borrows _loaders' private _build and
-    # _torch_load. Owned by the model-loading work of issue 12 (one checkpoint
-    # reader), which removes it; delete this entry then.
-    ("napari_segeval.models.dense._nnunet", "napari_segeval.models.dense._loaders"):
-        "cycle being removed by the model-registry change (issue 12)",
 }
 
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")

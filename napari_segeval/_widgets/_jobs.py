@@ -6,15 +6,15 @@ Each takes ``progress`` and ``cancel`` keywords (see :class:`._worker.JobRunner`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models.registry import PROMPTABLE
 
-#: Backends offered by the Prompt panel.
-BACKENDS = ("built-in", "threshold (no weights)", "MedSAM2 checkpoint")
+#: Backends offered by the Prompt panel (labels of the registry's promptable models).
+BACKENDS = tuple(m.label for m in PROMPTABLE.values())
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
@@ -38,26 +38,14 @@ def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Se
 
 def load_model(backend: str, checkpoint: str | None, device: str, *,
                progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
-    """Load a promptable model: the built-in network, the threshold baseline, or MedSAM2."""
-    from napari_segeval._errors import SegEvalError
+    """Load a promptable model by its panel label (or registry name) and optional checkpoint."""
+    from napari_segeval.models.registry import load_promptable
 
     check_cancel(cancel, "model loading")
-    if backend == "MedSAM2 checkpoint":
-        if not checkpoint:
-            raise SegEvalError("MedSAM2 needs a checkpoint file (e.g. MedSAM2_latest.pt)")
-        from napari_segeval.models.medsam2 import load_medsam2
-
-        model = load_medsam2(Path(checkpoint), device=device)
-    elif backend == "threshold (no weights)":
-        from napari_segeval.models.threshold import ThresholdPromptModel
-
-        model = ThresholdPromptModel(device="cpu" if device == "auto" else device)
-    elif backend == "built-in":
-        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-
-        model = BuiltinPromptModel(checkpoint or None, device=device)
-    else:
-        raise SegEvalError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    name = next((m.name for m in PROMPTABLE.values() if m.label == backend), backend)
+    if name in PROMPTABLE and PROMPTABLE[name].checkpoint == "none":
+        checkpoint = None  # the panel's checkpoint field is shared by the backends
+    model = load_promptable(name, checkpoint=checkpoint or None, device=device)
     if progress is not None:
         progress(1, 1)
     return model

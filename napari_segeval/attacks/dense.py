@@ -100,7 +100,7 @@ class DenseTarget:
     Parameters
     ----------
     model : DenseModel
-        From :func:`napari_segeval.models.dense.load_dense_model`.
+        From :func:`napari_segeval.models.registry.load_dense`.
     case : Case
         The volume (and optional reference labels).
     overlap, batch_size, mirror
@@ -112,9 +112,9 @@ class DenseTarget:
 
     Examples
     --------
-    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.models.registry import load_dense
     >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> t = DenseTarget(load_dense_model("builtin-ct", device="cpu"),
+    >>> t = DenseTarget(load_dense("builtin-ct", device="cpu"),
     ...                 make_ct_case(3000, shape=(24, 48, 48)))
     >>> tuple(t.x.shape[:2]), t.num_classes, t.raw_per_normalized_unit == t.model.intensity.std
     ((1, 1), 6, True)

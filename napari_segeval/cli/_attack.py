@@ -9,7 +9,6 @@ from napari_segeval.cli._common import add_color_table_option, add_json_flag, em
 from napari_segeval.cli._progress import progress_bar
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
-PROMPT_MODELS = ("builtin-prompt", "medsam2")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -119,15 +118,13 @@ def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
 def _target(args: argparse.Namespace, case):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.attacks import DenseTarget, PromptTarget
+    from napari_segeval.models.registry import is_promptable, load_dense, load_promptable
 
-    device = None if args.device == "auto" else args.device
-    if args.model not in PROMPT_MODELS:
-        from napari_segeval.models.dense import load_dense_model
-
+    if not is_promptable(args.model):
         if case.axes != "zyx":
             raise SegEvalError(f"{args.image}: dense models need a 3D volume, got {case.axes!r}")
-        model = load_dense_model(args.model, trust_torchscript=args.trust_torchscript,
-                                 device=device)
+        model = load_dense(args.model, trust_torchscript=args.trust_torchscript,
+                           device=args.device)
         return DenseTarget(model, case, overlap=args.overlap, batch_size=args.batch_size,
                            gradient=args.gradient)
     import numpy as np
@@ -145,16 +142,7 @@ def _target(args: argparse.Namespace, case):
     boxes = boxes_from_labels(case.labels, wanted or None, mode=mode)
     if not boxes:
         raise SegEvalError(f"{args.labels}: no structures to prompt (labels are empty)")
-    if args.model == "medsam2":
-        if args.checkpoint is None:
-            raise SegEvalError("--model medsam2 needs --checkpoint PATH (e.g. MedSAM2_latest.pt)")
-        from napari_segeval.models.medsam2 import load_medsam2
-
-        model = load_medsam2(args.checkpoint, device=args.device)
-    else:
-        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-
-        model = BuiltinPromptModel(args.checkpoint, device=args.device)
+    model = load_promptable(args.model, checkpoint=args.checkpoint, device=args.device)
     return PromptTarget(model, case, boxes, window=args.window, chain=args.chain)
 
 

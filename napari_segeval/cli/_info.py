@@ -1,4 +1,4 @@
-"""``segeval info``: versions, compute device and optional backends."""
+"""``segeval info``: versions, compute device, optional backends and the model names."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ PACKAGES: dict[str, str] = {
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval info``."""
-    p = sub.add_parser("info", help="versions, compute device and optional backends")
+    p = sub.add_parser("info", help="versions, compute device, optional backends, model names")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -55,24 +55,39 @@ def _devices() -> dict:
     return {"default": default, "cuda": cuda, "mps": mps, "threads": torch.get_num_threads()}
 
 
+def _models(packages: dict[str, str | None]) -> list[dict]:
+    """The registry's model names and reference forms, with whether each can be used."""
+    from napari_segeval.models.registry import describe
+
+    rows = describe()
+    for row in rows:
+        row["available"] = row["package"] is None or packages.get(row["package"]) is not None
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print versions, devices and which optional backends can be used."""
+    """Print versions, devices, which optional backends can be used, and the model names."""
     packages = {name: _version(name) for name in PACKAGES}
     devices = _devices()
+    models = _models(packages)
     payload = {
         "napari_segeval": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "device": devices,
         "packages": packages,
+        "models": models,
     }
     rows = [[name, packages[name] or "not installed", PACKAGES[name]] for name in PACKAGES]
     dev = devices["default"] or "none (torch missing)"
     if devices.get("cuda"):
         dev += " (" + ", ".join(devices["cuda"]) + ")"
+    model_rows = [[m["name"], m["kind"], m["summary"] if m["available"] else
+                   f"{m['summary']} [needs {m['package']}: not installed]"] for m in models]
     text = (
         f"napari-segeval {__version__}  python {payload['python']}\n"
         f"compute device: {dev}\n\n" + format_table(["package", "version", "enables"], rows)
+        + "\n\nmodels (--model):\n" + format_table(["model", "kind", "what"], model_rows)
     )
     emit(args, payload, text)
     return 0

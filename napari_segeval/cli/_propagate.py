@@ -88,17 +88,9 @@ def parse_boxes(texts: list[str], labels: list[int], shape: tuple[int, ...]) -> 
 
 
 def _load_model(args: argparse.Namespace):
-    from napari_segeval._errors import SegEvalError
+    from napari_segeval.models.registry import load_promptable
 
-    if args.model == "medsam2":
-        if args.checkpoint is None:
-            raise SegEvalError("--model medsam2 needs --checkpoint PATH (e.g. MedSAM2_latest.pt)")
-        from napari_segeval.models.medsam2 import load_medsam2
-
-        return load_medsam2(args.checkpoint, device=args.device)
-    from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-
-    return BuiltinPromptModel(args.checkpoint, device=args.device)
+    return load_promptable(args.model, checkpoint=args.checkpoint, device=args.device)
 
 
 def check_output(path: Path, case) -> None:

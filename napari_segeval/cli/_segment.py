@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
     from napari_segeval.io import read_case, write_labels
-    from napari_segeval.models.dense import load_dense_model, segment_case
+    from napari_segeval.models.dense import segment_case
+    from napari_segeval.models.registry import load_dense
 
     if args.output.exists() and not args.overwrite:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
@@ -64,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     case = read_case(args.image, args.labels)
     if case.axes != "zyx":
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")
-    model = load_dense_model(args.model, trust_torchscript=args.trust_torchscript,
-                             device=None if args.device == "auto" else args.device)
+    model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
     with progress_bar("windows", "window", enabled=not args.json) as progress:
         result = segment_case(
             model, case, overlap=args.overlap, mirror=args.mirror, batch_size=args.batch_size,

@@ -24,21 +24,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from napari_segeval.models._blocks import conv_block
+
 #: Window side relative to the object's larger bounding-box side, and the
 #: minimum window side in native pixels.
 CONTEXT = 1.6
 MIN_SIDE = 16.0
-
-
-def _block(cin: int, cout: int) -> nn.Sequential:
-    return nn.Sequential(
-        nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-        nn.BatchNorm2d(cout),
-        nn.ReLU(inplace=True),
-        nn.Conv2d(cout, cout, 3, padding=1, bias=False),
-        nn.BatchNorm2d(cout),
-        nn.ReLU(inplace=True),
-    )
 
 
 class PromptUNet(nn.Module):
@@ -62,17 +53,18 @@ class PromptUNet(nn.Module):
 
     def __init__(self, width: int = 12, depth: int = 3) -> None:
         super().__init__()
+        self.width, self.depth = int(width), int(depth)
         chans = [width * 2**i for i in range(depth + 1)]
         self.down = nn.ModuleList()
         cin = self.in_channels
         for c in chans:
-            self.down.append(_block(cin, c))
+            self.down.append(conv_block(cin, c, dims=2, norm="batch"))
             cin = c
         self.up = nn.ModuleList()
         self.fuse = nn.ModuleList()
         for c_hi, c_lo in zip(chans[::-1][:-1], chans[::-1][1:]):
             self.up.append(nn.ConvTranspose2d(c_hi, c_lo, 2, stride=2))
-            self.fuse.append(_block(2 * c_lo, c_lo))
+            self.fuse.append(conv_block(2 * c_lo, c_lo, dims=2, norm="batch"))
         self.head = nn.Conv2d(chans[0], 1, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -2,9 +2,9 @@
 
 It implements :class:`~napari_segeval.models.base.PromptableModel`. Trained on
 generated CT and echocardiography phantoms by
-``python -m napari_segeval.models.train_builtin_prompt``; the weights ship in
-``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict
-loaded with ``torch.load(..., weights_only=True)`` (no code runs on load).
+``python -m napari_segeval.training.builtin_prompt``; the weights ship in
+``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict read
+by :func:`~napari_segeval.models._checkpoint.read_checkpoint` (no code runs on load).
 
 Normalized units: every modality is mapped to ``[0, 1]`` by
 :func:`napari_segeval.inference.windowing.to_unit` (CT window, MR percentiles,
@@ -21,7 +21,6 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_path
 from napari_segeval._cancel import check_cancel
-from napari_segeval._errors import ReadError
 from napari_segeval.inference.windowing import to_unit, window_bounds
 from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
 from napari_segeval.prompts.box import Box
@@ -53,7 +52,7 @@ def save_weights(net: Any, path: str | Path, config: dict) -> None:
 
 
 def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
-    """Load the network from a weight file (``weights_only=True``).
+    """Load the network from a weight file, as data (no code runs on load).
 
     Raises
     ------
@@ -66,28 +65,21 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
     >>> config["size"]
     64
     """
-    import torch
-
+    from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
     from napari_segeval.models._prompt_net import PromptUNet
 
     path = Path(path) if path is not None else DEFAULT_WEIGHTS
-    if not path.is_file():
-        raise ReadError(f"{path}: built-in prompt model weights not found")
-    try:
-        blob = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise ReadError(
-            f"{path}: not a readable weight file (corrupt, or it contains code, which is "
-            f"refused): {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        ) from exc
+    what = "built-in prompt model weight file"
+    blob = read_checkpoint(path, what)
     if not isinstance(blob, dict) or blob.get("format") != FORMAT:
-        raise ReadError(f"{path}: not a built-in prompt model weight file (format {FORMAT!r})")
+        raise content_error(path, what, f"no format {FORMAT!r} entry")
     config = dict(blob.get("config") or {})
     try:
         net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]))
-        net.load_state_dict(blob["state_dict"], strict=True)
-    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise ReadError(f"{path}: weights do not fit the built-in prompt model: {exc}") from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise content_error(path, what, f"invalid config ({exc})") from None
+    load_state_strict(net, blob.get("state_dict"), path, what,
+                      f"its config (width={net.width}, depth={net.depth})")
     net.eval()
     for p in net.parameters():
         p.requires_grad_(False)

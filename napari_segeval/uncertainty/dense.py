@@ -99,7 +99,7 @@ def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
     Parameters
     ----------
     model : DenseModel
-        From :func:`~napari_segeval.models.dense.load_dense_model`.
+        From :func:`~napari_segeval.models.registry.load_dense`.
     case : Case
         The volume (or 2D image for a 2D network) to segment.
     n_samples : int
@@ -128,9 +128,9 @@ def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
 
     Examples
     --------
-    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.models.registry import load_dense
     >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> m = dense_tta(load_dense_model("builtin-ct", device="cpu"),
+    >>> m = dense_tta(load_dense("builtin-ct", device="cpu"),
     ...               make_ct_case(1, shape=(16, 40, 40)), n_samples=2)
     >>> m.entropy.shape, m.n_samples, float(m.variance.max()) > 0
     ((16, 40, 40), 2, True)
@@ -203,9 +203,9 @@ def mc_dropout(model: Any, case: Any, *, n_samples: int = 8, enabled: bool = Tru
 
     Examples
     --------
-    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.models.registry import load_dense
     >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> m = mc_dropout(load_dense_model("builtin-ct", device="cpu"),
+    >>> m = mc_dropout(load_dense("builtin-ct", device="cpu"),
     ...                make_ct_case(1, shape=(16, 40, 40)), n_samples=4)
     >>> m.n_samples, float(m.variance.max()), m.note
     (1, 0.0, 'the model has no dropout layers: MC-dropout has nothing to sample (zero variance)')

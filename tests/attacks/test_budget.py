@@ -16,9 +16,9 @@ def test_eps_conversion_round_trips(scale):
 
 
 def test_hu_conversion_uses_the_zscore_std_of_the_builtin_ct_model():
-    from napari_segeval.models.dense import load_dense_model
+    from napari_segeval.models.registry import load_dense
 
-    model = load_dense_model("builtin-ct", device="cpu")
+    model = load_dense("builtin-ct", device="cpu")
     std = model.intensity.std
     assert math.isclose(eps_to_raw(0.05, model.raw_per_normalized_unit), 0.05 * std)
     # 10 HU under the z-score is 10/std normalized units; a clean HU value v maps to

@@ -7,7 +7,7 @@ import torch
 from napari_segeval._cancel import Cancelled
 from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
 from napari_segeval.attacks.losses import cross_entropy
-from napari_segeval.models.dense import load_dense_model
+from napari_segeval.models.registry import load_dense
 from napari_segeval.phantoms.ct import make_ct_case
 
 from .conftest import crop_case
@@ -15,7 +15,7 @@ from .conftest import crop_case
 
 @pytest.fixture
 def tiny_model(tiny_dense_weights):
-    return load_dense_model(tiny_dense_weights, device="cpu")
+    return load_dense(tiny_dense_weights, device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +93,7 @@ def _mean_dice(rows):
 
 @pytest.fixture(scope="module")
 def builtin_ct():
-    return load_dense_model("builtin-ct", device="cpu")
+    return load_dense("builtin-ct", device="cpu")
 
 
 def test_builtin_ct_on_the_bundled_sample_attacked_dice_not_above_clean(builtin_ct, sample_ct):

@@ -24,7 +24,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "protocols.md"
 def sections(text: str, level: int) -> dict[str, str]:
     """``{heading: body}`` for the headings of one level (``##`` or ``###``)."""
     marks = "#" * level
-    parts = re.split(rf"^{marks} (.+)$", text, flags=re.M)
+    parts = re.split(rf"^{marks} (.+)$", text, flags=re.MULTILINE)
     return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
@@ -32,12 +32,12 @@ def bullets(body: str, after: str | None = None) -> list[str]:
     if after is not None:
         assert after in body, f"missing {after!r}"
         body = body.split(after, 1)[1]
-    body = re.split(r"^#{2,3} ", body, flags=re.M)[0]
+    body = re.split(r"^#{2,3} ", body, flags=re.MULTILINE)[0]
     return [line[2:].strip() for line in body.splitlines() if line.startswith("- ")]
 
 
 def param_table(body: str) -> dict:
-    rows = re.findall(r"^\| `([^`]+)` \| `(.+)` \|", body, flags=re.M)
+    rows = re.findall(r"^\| `([^`]+)` \| `(.+)` \|", body, flags=re.MULTILINE)
     return {k: json.loads(v) for k, v in rows}
 
 

@@ -20,12 +20,9 @@ from napari_segeval.models.builtin_prompt import (
 from napari_segeval.prompts.box import Box
 
 
-@pytest.fixture(scope="module")
-def tiny_weights(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("w") / "tiny.pt"
-    save_weights(PromptUNet(width=4, depth=2).eval(), path, {"width": 4, "depth": 2, "size": 16})
-    return path
+@pytest.fixture
+def tiny_weights(tiny_prompt_weights):
+    return tiny_prompt_weights
 
 
 def _frames(n=6, h=20, w=24):
@@ -98,25 +95,36 @@ def test_shipped_weights_load_safely():
     assert set(blob) == {"format", "config", "state_dict"}
 
 
-class Evil:
-    def __reduce__(self):
-        return (print, ("code ran",))
+WHAT = "built-in prompt model weight file"
 
 
-@pytest.mark.parametrize("kind", ["missing", "garbage", "pickle", "foreign", "wrong_shape"])
-def test_bad_weight_files_are_clear_errors(tmp_path, kind):
+@pytest.mark.parametrize("kind, message", [
+    ("missing", f"{WHAT} not found"),
+    ("garbage", f"not a readable {WHAT} (truncated, corrupt, or not a PyTorch file)"),
+    ("pickle", (f"refused: this {WHAT} contains Python code (pickled objects), which "
+               "napari-segeval never runs; re-save its state dict with "
+               "torch.save(model.state_dict(), ...)")),
+    ("foreign", f"not a {WHAT}: no format 'napari-segeval/builtin-prompt/1' entry"),
+    ("wrong_shape", (f"this {WHAT} does not fit its config (width=8, depth=2): 55 tensors have the "
+                    "wrong shape (e.g. down.0.0.weight: (4, 4, 3, 3) in the file, "
+                    "(8, 4, 3, 3) in the model;")),
+])
+def test_bad_weight_files_are_clear_errors(tmp_path, kind, message, code_payload):
     path = tmp_path / f"{kind}.pt"
     if kind == "garbage":
         path.write_bytes(b"\x00not a torch file" * 10)
     elif kind == "pickle":
-        path.write_bytes(pickle.dumps({"format": Evil()}))
+        path.write_bytes(pickle.dumps({"format": code_payload}))
     elif kind == "foreign":
         torch.save({"model": {"w": torch.zeros(2)}}, path)
     elif kind == "wrong_shape":
         save_weights(PromptUNet(width=4, depth=2), path, {"width": 8, "depth": 2, "size": 16})
     with pytest.raises(ReadError) as info:
         BuiltinPromptModel(path, device="cpu")
-    assert isinstance(info.value, SegEvalError) and str(path) in str(info.value)
+    text = str(info.value)
+    assert isinstance(info.value, SegEvalError) and text.startswith(f"{path}: {message}")
+    assert "\n" not in text and "weights_only" not in text
+    assert not code_payload.marker.exists()
 
 
 def test_propagation_uses_the_model_confidence_stop(tiny_weights):

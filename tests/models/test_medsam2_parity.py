@@ -50,7 +50,7 @@ def setup(tmp_path_factory):
 
 
 def _reference(tmp, ckpt, images, monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     # the reference fills holes with an optional CUDA kernel; give it the CPU equivalent
     monkeypatch.setattr(misc, "get_connected_components", connected_components)
@@ -95,7 +95,7 @@ def test_gradient_flows_to_frames(setup):
 
 
 def test_mask_prompt_equals_reference_add_new_mask(setup, monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     tmp, ckpt, model, frames = setup
     monkeypatch.setattr(misc, "get_connected_components", connected_components)
@@ -115,7 +115,7 @@ def test_mask_prompt_equals_reference_add_new_mask(setup, monkeypatch):
 
 
 def test_fill_holes_equals_reference_post_processing(monkeypatch):
-    import sam2.utils.misc as misc
+    from sam2.utils import misc
 
     from napari_segeval.models.medsam2._loop import fill_holes
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -12,6 +11,7 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.layouts import CaseSpec
+from napari_segeval.models.registry import load_dense, load_promptable, resolve_factory
 
 THUMB_MAX = 192
 
@@ -37,46 +37,25 @@ def load_case(spec: CaseSpec, *, channel: int = 0, need_labels: bool = True):
     return case
 
 
-def resolve_factory(ref: str):
-    """``"package.module:callable"`` -> the callable (a model factory given by the user)."""
-    module, _, attr = ref.partition(":")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise SegEvalError(f"cannot import model factory {ref!r}: {exc}") from exc
-
-
 @lru_cache(maxsize=4)
 def promptable_model(ref: str, device: str | None = None) -> Any:
-    """A promptable model, loaded once per process.
+    """A promptable model, loaded once per process (see
+    :func:`napari_segeval.models.registry.load_promptable`).
 
     ``"builtin"`` (shipped weights), ``"threshold"`` (weight-free baseline),
     ``"medsam2:CHECKPOINT"`` (optional extra) or ``"module:factory"``.
     """
-    dev = device or "auto"
-    if ref == "builtin":
-        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-
-        return BuiltinPromptModel(device=dev)
-    if ref == "threshold":
-        from napari_segeval.models.threshold import ThresholdPromptModel
-
-        return ThresholdPromptModel(device="cpu" if dev == "auto" else dev)
-    if ref.startswith("medsam2:"):
-        from napari_segeval.models.medsam2 import load_medsam2
-
-        return load_medsam2(ref.split(":", 1)[1], device=device)
-    return resolve_factory(ref)()
+    return load_promptable(ref, device=device)
 
 
 @lru_cache(maxsize=4)
 def dense_model(ref: str, device: str | None = None) -> Any:
-    """A dense model, loaded once per process: ``"builtin-ct"``, a file/folder, or ``"module:factory"``."""
-    from napari_segeval.models.dense import BUILTIN, load_dense_model
+    """A dense model, loaded once per process (see
+    :func:`napari_segeval.models.registry.load_dense`).
 
-    if ref in BUILTIN or Path(ref).expanduser().exists() or ":" not in ref:
-        return load_dense_model(ref, device=device)
-    return resolve_factory(ref)()
+    ``"builtin-ct"``, a file/folder, or ``"module:factory"``.
+    """
+    return load_dense(ref, device=device)
 
 
 def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Mapping[int, str],

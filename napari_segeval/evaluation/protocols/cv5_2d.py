@@ -9,7 +9,7 @@ within a fold, then mean +- std (ddof=1) over folds, in percent.
 
 ``model="builtin-2d"`` (the default) is honest cross-validation inside the
 protocol: before any case runs, :func:`prepare` trains a tiny 2D U-Net
-(:mod:`napari_segeval.models.unet2d`) per fold on the other folds' cases and
+(:mod:`napari_segeval.models.dense.unet2d`) per fold on the other folds' cases and
 saves it as ``OUTPUT/models/fold{k}.pt`` (atomically, with
 ``fold{k}.json`` listing its training cases and recipe). A resumed run reuses a
 saved model whose fingerprint (training cases + recipe) matches and skips folds
@@ -63,14 +63,14 @@ DEFAULTS = {
 
 
 def train_config(params: dict, fold: int):
-    """The :class:`~napari_segeval.models.unet2d.TrainConfig2D` of ``fold``.
+    """The :class:`~napari_segeval.models.dense.unet2d.TrainConfig2D` of ``fold``.
 
     Examples
     --------
     >>> train_config(PROTOCOL.resolve_params({"seed": 3}), 2).seed
     5
     """
-    from napari_segeval.models.unet2d import TrainConfig2D
+    from napari_segeval.models.dense.unet2d import TrainConfig2D
 
     return TrainConfig2D(iterations=int(params["iterations"]), batch_size=int(params["batch_size"]),
                          lr=float(params["lr"]), size=tuple(int(v) for v in params["size"]),
@@ -79,7 +79,7 @@ def train_config(params: dict, fold: int):
 
 
 def _fingerprint(train: Sequence, num_classes: int, config) -> str:
-    from napari_segeval.models.unet2d import FORMAT_VERSION
+    from napari_segeval.models.dense.unet2d import FORMAT_VERSION
 
     blob = json.dumps({"v": FORMAT_VERSION, "k": num_classes, "config": config.to_dict(),
                        "train": [[s.case_id, list(s.images), s.labels] for s in train]},
@@ -111,7 +111,7 @@ def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike
     recipe, number of classes, final loss, seconds, fingerprint.
     """
     from napari_segeval.evaluation import store
-    from napari_segeval.models.unet2d import train_unet2d
+    from napari_segeval.training.unet2d import train_unet2d
 
     path = Path(path)
     config = train_config(params, fold)
@@ -160,7 +160,7 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, device: str | None):
-    from napari_segeval.models.unet2d import UNet2DModel
+    from napari_segeval.models.dense.unet2d import UNet2DModel
 
     return UNet2DModel.load(path, device=device or "cpu")
 

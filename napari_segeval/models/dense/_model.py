@@ -250,7 +250,7 @@ def segment_case(
     Parameters
     ----------
     model : DenseModel
-        From :func:`~napari_segeval.models.dense.load_dense_model`.
+        From :func:`~napari_segeval.models.registry.load_dense`.
     case : Case
         A volume (``case.image`` spatial, no channel axis).
     overlap : float
@@ -281,9 +281,9 @@ def segment_case(
 
     Examples
     --------
-    >>> from napari_segeval.models.dense import load_dense_model
+    >>> from napari_segeval.models.registry import load_dense
     >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> model = load_dense_model("builtin-ct", device="cpu")
+    >>> model = load_dense("builtin-ct", device="cpu")
     >>> case = make_ct_case(3000, shape=(24, 64, 64))
     >>> res = segment_case(model, case)
     >>> res.labels.shape == case.image.shape, res.params["overlap"]

@@ -1,8 +1,9 @@
 """nnU-Net v2 result folders as dense models (optional extra ``nnunet``, imported lazily).
 
 A result folder (``nnUNetTrainer__nnUNetPlans__3d_fullres``) holds ``plans.json``,
-``dataset.json`` and ``fold_*/checkpoint_final.pth``. Checkpoints are read with
-``torch.load(weights_only=True)``; the network is built by ``nnunetv2`` from the plans.
+``dataset.json`` and ``fold_*/checkpoint_final.pth``. Checkpoints are read as data
+(:func:`~napari_segeval.models._checkpoint.read_checkpoint`); the network is built by
+``nnunetv2`` from the plans.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
+from napari_segeval.models.dense._plans import model_from_plans
 
 
 def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
@@ -67,7 +70,6 @@ def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
         from nnunetv2.utilities.get_network_from_plans import get_network_from_plans
     except ImportError as exc:
         raise MissingDependencyError("nnunetv2", "nnunet", "nnU-Net result folders") from exc
-    from napari_segeval.models.dense._loaders import _build, _torch_load
 
     plans = plans_from_nnunet(folder)
     if plans["per_case_zscore"]:
@@ -76,16 +78,16 @@ def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
         folder.glob("fold_*/checkpoint_final.pth"))
     if not ckpts:
         raise ReadError(f"{folder}: no fold_*/checkpoint_final.pth")
-    ckpt = _torch_load(ckpts[0])
+    what = "nnU-Net checkpoint"
+    ckpt = read_checkpoint(ckpts[0], what)
+    if not isinstance(ckpt, dict) or "network_weights" not in ckpt:
+        raise content_error(ckpts[0], what, "no 'network_weights' entry")
     arch = plans["arch"]
     net = get_network_from_plans(
         arch["network_class_name"], arch["arch_kwargs"], arch["_kw_requires_import"],
         1, plans["num_classes"], allow_init=True, deep_supervision=False,
     )
-    try:
-        net.load_state_dict(ckpt["network_weights"])
-    except (RuntimeError, KeyError) as exc:
-        raise SegEvalError(f"{ckpts[0]}: weights do not match the plans ({exc})") from exc
+    load_state_strict(net, ckpt["network_weights"], ckpts[0], what, "the network of plans.json")
     mirror = ckpt.get("inference_allowed_mirroring_axes") or plans["mirror_axes"]
     plans["mirror_axes"] = list(mirror)
-    return _build(plans, net, str(folder), device, {"file": str(ckpts[0])})
+    return model_from_plans(plans, net, str(folder), device, {"file": str(ckpts[0])})

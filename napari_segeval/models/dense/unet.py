@@ -1,5 +1,7 @@
-"""The built-in small 3D U-Net (plain PyTorch, differentiable end to end).
+"""The dense networks: the built-in 3D U-Net and the 2D U-Net of ``cv5-2d``.
 
+Plain PyTorch, differentiable end to end; both use the shared
+:func:`~napari_segeval.models._blocks.conv_block` (InstanceNorm + LeakyReLU).
 The module imports torch at import time: import it only from functions that
 need a network (``napari_segeval.models.dense`` itself stays import-light).
 """
@@ -10,6 +12,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
+
+from napari_segeval.models._blocks import conv_block
 
 
 @dataclass(frozen=True)
@@ -48,18 +52,6 @@ class UNetConfig:
         return asdict(self)
 
 
-class _Block(nn.Sequential):
-    def __init__(self, cin: int, cout: int) -> None:
-        super().__init__(
-            nn.Conv3d(cin, cout, 3, padding=1, bias=False),
-            nn.InstanceNorm3d(cout, affine=True),
-            nn.LeakyReLU(0.01, inplace=True),
-            nn.Conv3d(cout, cout, 3, padding=1, bias=False),
-            nn.InstanceNorm3d(cout, affine=True),
-            nn.LeakyReLU(0.01, inplace=True),
-        )
-
-
 class UNet3D(nn.Module):
     """Small 3D U-Net: two 3x3x3 conv + InstanceNorm + LeakyReLU per level.
 
@@ -77,15 +69,19 @@ class UNet3D(nn.Module):
         super().__init__()
         self.config = config
         ch = [config.base_channels * 2**i for i in range(config.levels)]
-        self.stem = _Block(config.in_channels, ch[0])
+        self.stem = conv_block(config.in_channels, ch[0], dims=3)
         self.down = nn.ModuleList(
             nn.Conv3d(ch[i], ch[i], 2, stride=2) for i in range(config.levels - 1)
         )
-        self.enc = nn.ModuleList(_Block(ch[i], ch[i + 1]) for i in range(config.levels - 1))
+        self.enc = nn.ModuleList(
+            conv_block(ch[i], ch[i + 1], dims=3) for i in range(config.levels - 1)
+        )
         self.up = nn.ModuleList(
             nn.ConvTranspose3d(ch[i + 1], ch[i], 2, stride=2) for i in range(config.levels - 1)
         )
-        self.dec = nn.ModuleList(_Block(2 * ch[i], ch[i]) for i in range(config.levels - 1))
+        self.dec = nn.ModuleList(
+            conv_block(2 * ch[i], ch[i], dims=3) for i in range(config.levels - 1)
+        )
         self.head = nn.Conv3d(ch[0], config.num_classes, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -97,3 +93,40 @@ class UNet3D(nn.Module):
         for i in reversed(range(len(self.up))):
             h = self.dec[i](torch.cat([self.up[i](h), skips.pop()], dim=1))
         return self.head(h)
+
+
+class UNet2D(nn.Module):
+    """Small 2D U-Net: two 3x3 conv + InstanceNorm + LeakyReLU per level.
+
+    Max-pool down-sampling, transposed-convolution up-sampling, skip connections by
+    concatenation; returns logits ``(N, num_classes, H, W)`` for inputs whose sizes
+    are multiples of ``2 ** (levels - 1)``. Built by
+    :func:`napari_segeval.models.dense.unet2d.build_network`.
+
+    Examples
+    --------
+    >>> UNet2D(3, 2, width=4, levels=2)(torch.zeros(1, 3, 8, 8)).shape
+    torch.Size([1, 2, 8, 8])
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, width: int, levels: int) -> None:
+        super().__init__()
+        ch = [width * 2**i for i in range(levels)]
+        self.down = nn.ModuleList([conv_block(in_channels, ch[0], dims=2)] + [
+            conv_block(ch[i - 1], ch[i], dims=2) for i in range(1, levels)])
+        self.pool = nn.MaxPool2d(2)
+        self.up = nn.ModuleList([nn.ConvTranspose2d(ch[i], ch[i - 1], 2, stride=2)
+                                 for i in range(levels - 1, 0, -1)])
+        self.merge = nn.ModuleList([conv_block(2 * ch[i - 1], ch[i - 1], dims=2)
+                                    for i in range(levels - 1, 0, -1)])
+        self.head = nn.Conv2d(ch[0], num_classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(N, num_classes, H, W)`` for a batch ``(N, C, H, W)``."""
+        skips = []
+        for i, blk in enumerate(self.down):
+            x = blk(x if i == 0 else self.pool(x))
+            skips.append(x)
+        for up, merge, skip in zip(self.up, self.merge, reversed(skips[:-1])):
+            x = merge(torch.cat([up(x), skip], dim=1))
+        return self.head(x)

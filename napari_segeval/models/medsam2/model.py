@@ -268,8 +268,9 @@ def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) ->
     MissingDependencyError
         The ``medsam2`` extra (``sam2``, ``hydra-core``) is not installed.
     ReadError
-        The file is missing, not a torch archive, has no ``"model"`` entry, or its
-        keys/shapes do not match SAM2.1 Hiera-tiny at 512 px.
+        One line naming the file: missing, not a readable torch file, refused
+        because it contains pickled Python objects (code), no ``"model"`` entry, or
+        keys/shapes that do not match SAM2.1 Hiera-tiny at 512 px.
     SegEvalError
         torch is older than 2.10.
 
@@ -278,6 +279,6 @@ def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) ->
     >>> load_medsam2("no/such/MedSAM2_latest.pt")
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found ...
+    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
     """
     return MedSAM2Model(load_network(path), device=device, encode_batch=encode_batch)

@@ -1,21 +1,25 @@
+"""Dense model files: the built-in weights, plain state dicts, TorchScript, nnU-Net folders."""
+
 import json
 
 import pytest
 import torch
 
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
-from napari_segeval.models.dense import BUILTIN, load_dense_model
-from napari_segeval.models.dense._loaders import check_torch
+from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
 from napari_segeval.models.dense._nnunet import plans_from_nnunet
 from napari_segeval.models.dense.unet import UNet3D, UNetConfig
+from napari_segeval.models.registry import load_dense
+
+WHAT = "dense model weight file"
 
 
 def test_builtin_weights_load_with_weights_only():
-    path = BUILTIN["builtin-ct"]
+    path = BUILTIN_CT_WEIGHTS
     obj = torch.load(path, map_location="cpu", weights_only=True)
     assert obj["format"] == "napari-segeval-dense/1" and "state_dict" in obj
     assert path.stat().st_size < 5_000_000
-    m = load_dense_model("builtin-ct", device="cpu")
+    m = load_dense("builtin-ct", device="cpu")
     assert m.num_classes == 6 and m.structures[5] == "liver_tumour"
     assert not m.network.training
     assert all(not p.requires_grad for p in m.network.parameters())
@@ -25,12 +29,12 @@ def test_builtin_weights_load_with_weights_only():
 
 
 def test_own_format_and_plain_state_dict(tiny_weights, tmp_path):
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     assert m.patch_size == (8, 16, 16) and m.spacing == (2.5, 2.4, 2.4)
     plain = tmp_path / "plain.pt"
     torch.save(torch.load(tiny_weights, weights_only=True)["state_dict"], plain)
     (tmp_path / "plain.pt.json").write_text(json.dumps({"patch_size": [8, 16, 16]}))
-    m2 = load_dense_model(str(plain), device="cpu")
+    m2 = load_dense(str(plain), device="cpu")
     assert m2.patch_size == (8, 16, 16)
     assert m2.network.config == UNetConfig(1, 6, 2, 2)  # inferred from tensor shapes
 
@@ -38,27 +42,34 @@ def test_own_format_and_plain_state_dict(tiny_weights, tmp_path):
 def test_corrupt_and_mismatched_files(tmp_path, tiny_weights):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
-    with pytest.raises(ReadError, match="bad.pt"):
-        load_dense_model(str(bad), device="cpu")
-    with pytest.raises(ReadError, match="no such model"):
-        load_dense_model(str(tmp_path / "missing.pt"), device="cpu")
+    with pytest.raises(ReadError, match=f"bad.pt: not a readable {WHAT}"):
+        load_dense(str(bad), device="cpu")
+    with pytest.raises(ReadError, match="missing.pt: no such model file or folder"):
+        load_dense(str(tmp_path / "missing.pt"), device="cpu")
     obj = torch.load(tiny_weights, weights_only=True)
     obj["config"] = {**obj["config"], "base_channels": 3}
     wrong = tmp_path / "wrong.pt"
     torch.save(obj, wrong)
-    with pytest.raises(SegEvalError, match="wrong.pt.*do not match"):
-        load_dense_model(str(wrong), device="cpu")
+    with pytest.raises(ReadError, match=f"wrong.pt: this {WHAT} does not fit the 3D U-Net of its "
+                                        r"config: \d+ tensors have the wrong shape"):
+        load_dense(str(wrong), device="cpu")
     other = tmp_path / "other.pt"
     torch.save({"conv.weight": torch.zeros(2)}, other)
-    with pytest.raises(SegEvalError, match="other.pt.*missing key"):
-        load_dense_model(str(other), device="cpu")
+    with pytest.raises(ReadError, match=f"other.pt: not a {WHAT}: not a state dict of the built-in "
+                                        "3D U-Net"):
+        load_dense(str(other), device="cpu")
+    listed = tmp_path / "list.pt"
+    torch.save([torch.zeros(2)], listed)
+    with pytest.raises(ReadError, match=f"list.pt: not a {WHAT}: expected a dict of tensors"):
+        load_dense(str(listed), device="cpu")
 
 
 def test_pickled_objects_are_refused(tmp_path):
     path = tmp_path / "pickle.pt"
     torch.save({"state_dict": {}, "obj": UNetConfig()}, path)  # arbitrary class: not weights_only
-    with pytest.raises(ReadError, match="weights_only=True"):
-        load_dense_model(str(path), device="cpu")
+    with pytest.raises(ReadError, match=f"pickle.pt: refused: this {WHAT} contains Python code") as e:
+        load_dense(str(path), device="cpu")
+    assert "weights_only" not in str(e.value)
 
 
 def test_torchscript_needs_trust_and_plans(tmp_path):
@@ -66,12 +77,12 @@ def test_torchscript_needs_trust_and_plans(tmp_path):
     path = tmp_path / "model.ts"
     torch.jit.trace(net, torch.zeros(1, 1, 8, 8, 8)).save(str(path))
     with pytest.raises(SegEvalError, match="trust_torchscript"):
-        load_dense_model(str(path), device="cpu")
+        load_dense(str(path), device="cpu")
     with pytest.raises(SegEvalError, match="plans file"):
-        load_dense_model(str(path), trust_torchscript=True, device="cpu")
+        load_dense(str(path), trust_torchscript=True, device="cpu")
     (tmp_path / "model.ts.json").write_text(json.dumps(
         {"patch_size": [8, 8, 8], "num_classes": 3, "structures": {"1": "a", "2": "b"}}))
-    m = load_dense_model(str(path), trust_torchscript=True, device="cpu")
+    m = load_dense(str(path), trust_torchscript=True, device="cpu")
     assert m.num_classes == 3 and m.spacing is None and m.intensity is None
     x = torch.randn(1, 1, 8, 8, 8)
     with torch.no_grad():
@@ -107,15 +118,11 @@ def test_nnunet_plans_parsed(tmp_path):
 
 
 def test_nnunet_folder_needs_extra(tmp_path):
-    pytest.importorskip  # noqa: B018
     try:
         import nnunetv2  # noqa: F401
     except ImportError:
         with pytest.raises(MissingDependencyError, match="nnunet"):
-            load_dense_model(str(_nnunet_folder(tmp_path)), device="cpu")
+            load_dense(str(_nnunet_folder(tmp_path)), device="cpu")
     else:  # pragma: no cover - depends on the environment
         pytest.skip("nnunetv2 installed: the missing-extra path cannot be exercised")
 
-
-def test_check_torch_accepts_installed_version():
-    assert check_torch() is torch

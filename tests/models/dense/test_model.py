@@ -6,7 +6,8 @@ import torch
 
 from napari_segeval._cancel import Cancelled
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.models.dense import load_dense_model, segment_case
+from napari_segeval.models.dense import segment_case
+from napari_segeval.models.registry import load_dense
 
 
 def _case(shape=(10, 30, 34), spacing=(2.5, 1.2, 1.2)):
@@ -17,7 +18,7 @@ def _case(shape=(10, 30, 34), spacing=(2.5, 1.2, 1.2)):
 
 
 def test_preprocess_resamples_and_normalizes(tiny_weights):
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     case = _case()
     x, info = m.preprocess(case)
     assert x.shape == (1, 1, 10, 15, 17) and x.dtype == torch.float32
@@ -28,7 +29,7 @@ def test_preprocess_resamples_and_normalizes(tiny_weights):
 
 
 def test_segment_case_returns_source_grid_and_record(tiny_weights):
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     case = _case()
     calls = []
     res = segment_case(m, case, probabilities=True, progress=lambda d, t: calls.append((d, t)))
@@ -51,7 +52,7 @@ def test_segment_case_returns_source_grid_and_record(tiny_weights):
 
 
 def test_grad_mode_gives_differentiable_logits(tiny_weights):
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     res = segment_case(m, _case(), grad=True)
     assert res.input.requires_grad and res.logits.requires_grad
     res.logits[:, 1].mean().backward()
@@ -60,7 +61,7 @@ def test_grad_mode_gives_differentiable_logits(tiny_weights):
 
 
 def test_mirror_and_cancel(tiny_weights):
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     case = _case()
     res = segment_case(m, case, mirror=(0, 1), postprocess=False)
     assert res.params["mirror_axes"] == [0, 1]
@@ -74,7 +75,7 @@ def test_mirror_and_cancel(tiny_weights):
 def test_rejects_non_volume(tiny_weights):
     from napari_segeval._errors import InvalidImageError
 
-    m = load_dense_model(str(tiny_weights), device="cpu")
+    m = load_dense(str(tiny_weights), device="cpu")
     with pytest.raises(InvalidImageError, match="3D"):
         m.preprocess(Case(np.zeros((8, 8), np.float32), Geometry.identity(2), axes="yx"))
     bad = _case()

@@ -1,6 +1,6 @@
 """Train the built-in dense CT model on generated phantoms.
 
-Run ``python -m napari_segeval.models.dense._train --minutes 13 --cases 60 --fg-prob 0.7
+Run ``python -m napari_segeval.training.builtin_ct --minutes 13 --cases 60 --fg-prob 0.7
 --cache /tmp/dense_cache60.npz`` (``--threads`` sets torch's CPU threads, 2 by
 default). Training cases use phantom seeds ``0 .. n_cases-1`` (seeds >= 1000 are
 reserved for shipped samples and held-out benchmarks). Patches are centred, with
@@ -27,20 +27,7 @@ import numpy as np
 from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
 from napari_segeval.inference.resample import resample_image, resample_labels
-
-#: Plans of the built-in CT model.
-BUILTIN_PLANS: dict = {
-    "format": "napari-segeval-dense/1",
-    "architecture": "unet3d",
-    "config": {"in_channels": 1, "num_classes": 6, "base_channels": 8, "levels": 4},
-    "spacing": [2.5, 1.6, 1.6],
-    "patch_size": [32, 48, 48],
-    "modality": "CT",
-    "structures": {"1": "liver", "2": "spleen", "3": "kidney_right", "4": "kidney_left",
-                   "5": "liver_tumour"},
-    "organs": [1, 2, 3, 4],
-    "lesions": [5],
-}
+from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
 
 
 def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
@@ -143,6 +130,7 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
     import torch
 
+    from napari_segeval.models._checkpoint import load_state_strict, read_checkpoint
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     torch.set_num_threads(threads)
@@ -153,6 +141,8 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
         plans["config"]["base_channels"] = int(base_channels)
     if patch_size:
         plans["patch_size"] = [int(p) for p in patch_size]
+    what = "built-in CT model weight file"
+    previous = read_checkpoint(init, what) if init is not None else None  # fail before work
     t0 = time.time()
     data, stats, thresholds = _prepare(n_cases, plans, cache)
     index = [_class_index(y, plans["config"]["num_classes"]) for _, y in data]
@@ -160,10 +150,9 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     print(f"prepared {n_cases} cases in {prep_s:.0f}s; stats {stats}", flush=True)
     cfg = UNetConfig(**plans["config"])
     net = UNet3D(cfg)
-    previous = None
-    if init is not None:
-        previous = torch.load(init, map_location="cpu", weights_only=True)
-        net.load_state_dict(previous["state_dict"])
+    if previous is not None:
+        load_state_strict(net, previous.get("state_dict") if isinstance(previous, dict) else None,
+                          init, what, "the built-in 3D U-Net")
     opt = torch.optim.AdamW(net.parameters(), lr=lr0, weight_decay=1e-5)
     budget = minutes * 60.0
     t1 = time.time()
@@ -196,7 +185,7 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
         "fg_prob": fg_prob, "class_weights": class_weights, "schedule": "warmup+cosine",
     }
     if previous is not None:
-        record["previous"] = previous["training"]
+        record["previous"] = previous.get("training")
     payload = dict(plans)
     payload["intensity"] = stats.to_dict()
     payload["lesion_min_mm3"] = thresholds
@@ -213,8 +202,7 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
 def main(argv=None) -> int:
     """Command-line entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path,
-                   default=Path(__file__).parent / "weights" / "builtin_ct_unet3d.pt")
+    p.add_argument("--out", type=Path, default=BUILTIN_CT_WEIGHTS)
     p.add_argument("--minutes", type=float, default=14.0)
     p.add_argument("--cases", type=int, default=60)
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")

@@ -1,6 +1,6 @@
 """Train the built-in promptable model on generated phantoms.
 
-Run ``python -m napari_segeval.models.train_builtin_prompt`` (the shipped
+Run ``python -m napari_segeval.training.builtin_prompt`` (the shipped
 weights: ``--threads 1``, 3000 iterations, 12.6 minutes wall time on a shared
 2-core machine; the loop stops at ``--iterations`` or the ``--minutes`` budget,
 whichever comes first). Training uses phantom seeds below 1000 only (samples

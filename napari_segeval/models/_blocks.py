@@ -1,0 +1,57 @@
+"""The U-Net convolution block shared by the built-in networks (2D and 3D).
+
+Two ``3 x 3 (x 3)`` convolutions without bias, each followed by a normalization and
+an activation, as one :class:`torch.nn.Sequential`. The layout (indices ``0``, ``1``,
+``3``, ``4``) fixes the state-dict key names, which the shipped weight files rely on:
+do not reorder it.
+
+Torch is imported by this module: import it only inside functions elsewhere.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+_CONV = {2: nn.Conv2d, 3: nn.Conv3d}
+_BATCH = {2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
+_INSTANCE = {2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}
+
+
+def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
+    """``(conv -> norm -> activation) x 2`` for a ``dims``-D U-Net level.
+
+    Parameters
+    ----------
+    cin, cout : int
+        Input and output channels.
+    dims : {2, 3}
+        Spatial dimensions.
+    norm : {"instance", "batch"}
+        ``"instance"``: affine InstanceNorm + LeakyReLU(0.01) (the nnU-Net recipe, the
+        dense models). ``"batch"``: BatchNorm + ReLU (the built-in promptable model).
+
+    Examples
+    --------
+    >>> import torch
+    >>> b = conv_block(1, 4, dims=3)
+    >>> b(torch.zeros(1, 1, 4, 4, 4)).shape
+    torch.Size([1, 4, 4, 4, 4])
+    >>> sorted(conv_block(4, 8, dims=2, norm="batch").state_dict())[:3]
+    ['0.weight', '1.bias', '1.num_batches_tracked']
+    """
+    if dims not in _CONV:
+        raise ValueError(f"dims must be 2 or 3, got {dims}")
+    if norm == "instance":
+        def normed(c: int) -> list[nn.Module]:
+            return [_INSTANCE[dims](c, affine=True), nn.LeakyReLU(0.01, inplace=True)]
+    elif norm == "batch":
+        def normed(c: int) -> list[nn.Module]:
+            return [_BATCH[dims](c), nn.ReLU(inplace=True)]
+    else:
+        raise ValueError(f"norm must be 'instance' or 'batch', got {norm!r}")
+    conv = _CONV[dims]
+    return nn.Sequential(conv(cin, cout, 3, padding=1, bias=False), *normed(cout),
+                         conv(cout, cout, 3, padding=1, bias=False), *normed(cout))
+
+
+__all__ = ["conv_block"]

@@ -1,0 +1,272 @@
+"""The one checkpoint reader: untrusted weight files are read as data, never as code.
+
+Every ``.pt``/``.pth`` file the package opens goes through :func:`read_checkpoint`,
+which calls ``torch.load(path, map_location="cpu", weights_only=True)`` (safe only
+from torch 2.10 on, see :func:`check_torch`) and turns every failure into one short
+:class:`~napari_segeval.ReadError` line that says what the file is and what is wrong:
+
+* the file is missing: ``PATH: <what> not found``;
+* it is truncated, corrupt or not a PyTorch file: ``PATH: not a readable <what> ...``;
+* it holds pickled Python objects (code), which are refused:
+  ``PATH: refused: this <what> contains Python code ...``;
+* its content does not fit the model (:func:`content_error`, :func:`load_state_strict`).
+
+torch's own error text is never shown: it advises options that would run the code.
+Which of the first two a refused file is, is decided by reading its pickle opcodes
+with :mod:`pickletools` (nothing is executed).
+"""
+
+from __future__ import annotations
+
+import pickle
+import pickletools
+import warnings
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+
+#: Oldest torch whose ``weights_only`` unpickler has no known code-execution hole.
+MIN_TORCH = (2, 10)
+#: Bytes of a non-zip file scanned for pickled objects (legacy torch files keep their
+#: pickles before the tensor data, so the start is enough).
+_SCAN_BYTES = 64 << 20
+#: Pickle opcodes that name a Python object to import (a class or a function).
+_IMPORTING_OPCODES = frozenset({"GLOBAL", "STACK_GLOBAL", "INST"})
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("+")[0].split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def check_torch(version: str | None = None) -> Any:
+    """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module.
+
+    Parameters
+    ----------
+    version : str, optional
+        Check this version string instead of the installed torch's (for tests).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        torch is older than 2.10 (its ``weights_only`` loading can run code).
+
+    Examples
+    --------
+    >>> check_torch().__name__
+    'torch'
+    >>> check_torch("2.9.1+cu121")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: reading checkpoints safely needs torch >= 2.10 ...
+    """
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is a core dependency
+        raise MissingDependencyError("torch", "models", "Reading model weights") from exc
+    found = torch.__version__ if version is None else version
+    if _version_tuple(found) < MIN_TORCH:
+        raise SegEvalError(
+            f"reading checkpoints safely needs torch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} (older "
+            f"versions can run code hidden in a file); found torch {found}: "
+            f"pip install 'torch>={MIN_TORCH[0]}.{MIN_TORCH[1]}'"
+        )
+    return torch
+
+
+def _pickle_streams(path: Path) -> list[bytes]:
+    """The pickle byte streams torch would unpickle: ``*/data.pkl`` of a zip, else the file."""
+    try:
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as zf:
+                return [zf.read(n) for n in zf.namelist() if n.endswith("data.pkl")]
+        with open(path, "rb") as fh:
+            return [fh.read(_SCAN_BYTES)]
+    except (OSError, zipfile.BadZipFile, RuntimeError, ValueError):
+        return []
+
+
+def _imports_objects(data: bytes) -> bool:
+    """Whether ``data`` starts with well-formed pickles that import Python objects.
+
+    Legacy (pre-zip) torch files are several pickles in a row followed by raw
+    storage bytes, so complete pickles are read until one does not parse. Only
+    pickles that parse to their ``STOP`` count: random bytes are not code.
+    """
+    pos, found = 0, False
+    while pos < len(data):
+        names = set()
+        try:
+            for op, _arg, at in pickletools.genops(data[pos:]):
+                names.add(op.name)
+                end = at
+        except (ValueError, pickle.UnpicklingError, IndexError, KeyError):
+            break
+        if "STOP" not in names:
+            break
+        found |= bool(names & _IMPORTING_OPCODES)
+        pos += end + 1
+    return found
+
+
+def contains_code(path: str | Path) -> bool:
+    """Whether a file that torch refused holds pickled Python objects (read, never run).
+
+    Examples
+    --------
+    >>> import pickle, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "obj.pkl"
+    >>> _ = p.write_bytes(pickle.dumps(pathlib.PurePosixPath("x")))
+    >>> contains_code(p)
+    True
+    >>> _ = p.write_bytes(b"not a pickle at all")
+    >>> contains_code(p)
+    False
+    """
+    return any(_imports_objects(s) for s in _pickle_streams(Path(path)))
+
+
+def code_refused(path: str | Path, what: str) -> ReadError:
+    """The one-line error for a file that contains pickled Python objects.
+
+    Examples
+    --------
+    >>> print(code_refused("m.pt", "MedSAM2 checkpoint"))  # doctest: +NORMALIZE_WHITESPACE
+    m.pt: refused: this MedSAM2 checkpoint contains Python code (pickled objects), which
+    napari-segeval never runs; re-save its state dict with torch.save(model.state_dict(), ...)
+    """
+    return ReadError(
+        f"{path}: refused: this {what} contains Python code (pickled objects), which "
+        "napari-segeval never runs; re-save its state dict with "
+        "torch.save(model.state_dict(), ...)"
+    )
+
+
+def content_error(path: str | Path, what: str, detail: str) -> ReadError:
+    """The one-line error for a readable file whose content is not a ``what``.
+
+    Examples
+    --------
+    >>> print(content_error("m.pt", "MedSAM2 checkpoint", "no 'model' entry"))
+    m.pt: not a MedSAM2 checkpoint: no 'model' entry
+    """
+    return ReadError(f"{path}: not a {what}: {detail}")
+
+
+def read_checkpoint(path: str | Path, what: str) -> Any:
+    """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (zip or legacy format).
+    what : str
+        What the file should be, for messages (``"MedSAM2 checkpoint"``).
+
+    Returns
+    -------
+    The loaded object, tensors on the CPU.
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        One line naming the file: not found; truncated, corrupt or not a PyTorch
+        file; or refused because it contains pickled Python objects (code).
+    napari_segeval.SegEvalError
+        torch older than 2.10.
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> p = Path(tempfile.mkdtemp()) / "w.pt"
+    >>> torch.save({"w": torch.ones(2)}, p)
+    >>> read_checkpoint(p, "weight file")["w"]
+    tensor([1., 1.])
+    >>> read_checkpoint(p.with_name("nope.pt"), "weight file")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: .../nope.pt: weight file not found
+    """
+    torch = check_torch()
+    path = Path(path)
+    if path.is_dir():
+        raise ReadError(f"{path}: is a folder, not a {what}")
+    if not path.is_file():
+        raise ReadError(f"{path}: {what} not found")
+    try:
+        with warnings.catch_warnings():  # torch's warnings about odd pickles cite options
+            warnings.filterwarnings("ignore", category=UserWarning, module="torch")
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - a bad file raises many types; none is shown
+        if isinstance(exc, pickle.UnpicklingError) and contains_code(path):
+            raise code_refused(path, what) from None
+        raise ReadError(
+            f"{path}: not a readable {what} (truncated, corrupt, or not a PyTorch file)"
+        ) from None
+
+
+def load_state_strict(module: Any, state: Any, path: str | Path, what: str, model: str) -> None:
+    """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network to fill.
+    state : dict of str to torch.Tensor
+        The state dict read from ``path``.
+    path, what : str
+        The file and what it is, for messages.
+    model : str
+        The network's name, for messages (``"SAM2.1 Hiera-tiny 512"``).
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        Not a dict of tensors, missing or unexpected keys, or wrong shapes (with
+        counts and up to three examples).
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = torch.nn.Linear(2, 1)
+    >>> load_state_strict(net, {"weight": torch.zeros(1, 2)}, "w.pt", "weight file", "Linear")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: w.pt: this weight file does not fit Linear: 1 missing keys (e.g. bias)
+    """
+    torch = check_torch()
+    if not isinstance(state, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        raise content_error(path, what, "expected a state dict (names to tensors)")
+    own = module.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing keys (e.g. {', '.join(missing[:3])})")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected keys (e.g. {', '.join(unexpected[:3])})")
+    if not problems:
+        wrong = [f"{k}: {tuple(state[k].shape)} in the file, {tuple(v.shape)} in the model"
+                 for k, v in own.items() if tuple(state[k].shape) != tuple(v.shape)]
+        if wrong:
+            problems.append(f"{len(wrong)} tensors have the wrong shape (e.g. "
+                            f"{'; '.join(wrong[:3])})")
+    if problems:
+        raise ReadError(f"{path}: this {what} does not fit {model}: {', '.join(problems)}")
+    try:
+        module.load_state_dict(dict(state), strict=True)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise ReadError(f"{path}: this {what} does not fit {model}: {first}") from None
+
+
+__all__ = ["MIN_TORCH", "check_torch", "code_refused", "contains_code", "content_error",
+           "load_state_strict", "read_checkpoint"]

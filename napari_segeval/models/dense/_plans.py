@@ -1,0 +1,86 @@
+"""Plans: what a dense network needs around it (spacing, patch, intensity, structures).
+
+* :data:`BUILTIN_PLANS` - the plans of the built-in CT model (the training script
+  :mod:`napari_segeval.training.builtin_ct` starts from them; plain state dicts of
+  the built-in architecture default to them).
+* :func:`model_from_plans` - a :class:`~napari_segeval.models.dense._model.DenseModel`
+  from a plans dict and a network, shared by every dense loader.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.inference.intensity import IntensityStats
+from napari_segeval.inference.postprocess import config_from_mapping
+from napari_segeval.models.dense._model import DenseModel
+
+#: The shipped weights of the built-in CT model (``builtin-ct``).
+BUILTIN_CT_WEIGHTS = Path(__file__).parent / "weights" / "builtin_ct_unet3d.pt"
+
+#: Plans of the built-in CT model.
+BUILTIN_PLANS: dict = {
+    "format": "napari-segeval-dense/1",
+    "architecture": "unet3d",
+    "config": {"in_channels": 1, "num_classes": 6, "base_channels": 8, "levels": 4},
+    "spacing": [2.5, 1.6, 1.6],
+    "patch_size": [32, 48, 48],
+    "modality": "CT",
+    "structures": {"1": "liver", "2": "spleen", "3": "kidney_right", "4": "kidney_left",
+                   "5": "liver_tumour"},
+    "organs": [1, 2, 3, 4],
+    "lesions": [5],
+}
+
+
+def read_sidecar(path: Path) -> dict:
+    """The plans JSON beside a weights file (``FILE.json`` or ``FILE`` with ``.json``), or ``{}``."""
+    side = path.with_name(path.name + ".json")
+    if not side.exists():
+        side = path.with_suffix(".json")
+    if not side.exists():
+        return {}
+    try:
+        return json.loads(side.read_text())
+    except (OSError, ValueError) as exc:
+        raise ReadError(f"{side}: invalid plans JSON ({exc})") from exc
+
+
+def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: dict) -> DenseModel:
+    """Wrap ``network`` (frozen, eval mode, on ``device``) with its plans as a DenseModel.
+
+    Examples
+    --------
+    >>> import torch
+    >>> plans = {"num_classes": 2, "patch_size": [4, 4, 4], "structures": {"1": "blob"}}
+    >>> m = model_from_plans(plans, torch.nn.Conv3d(1, 2, 1), "toy", "cpu", {})
+    >>> m.num_classes, m.structures, m.patch_size, m.spacing
+    (2, {1: 'blob'}, (4, 4, 4), None)
+    """
+    structures = {int(k): str(v) for k, v in plans.get("structures", {}).items()}
+    num_classes = int(plans.get("config", {}).get("num_classes", plans.get("num_classes", 0)))
+    if num_classes < 2:
+        raise SegEvalError(f"{name}: plans do not give the number of classes (>= 2)")
+    intensity = IntensityStats.from_dict(plans["intensity"]) if plans.get("intensity") else None
+    post = config_from_mapping({
+        "organs": plans.get("organs", ()), "lesions": plans.get("lesions", ()),
+        "lesion_min_mm3": plans.get("lesion_min_mm3", {}),
+        "lesion_mode": plans.get("lesion_mode", "remove"),
+    })
+    network.eval()
+    for p in network.parameters():
+        p.requires_grad_(False)
+    return DenseModel(
+        network=network.to(device), num_classes=num_classes, structures=structures,
+        patch_size=tuple(int(p) for p in plans["patch_size"]),
+        spacing=tuple(float(s) for s in plans["spacing"]) if plans.get("spacing") else None,
+        intensity=intensity, postprocessing=post,
+        mirror_axes=tuple(int(a) for a in plans.get("mirror_axes", ())),
+        name=name, device=device, meta=meta,
+    )
+
+
+__all__ = ["BUILTIN_CT_WEIGHTS", "BUILTIN_PLANS", "model_from_plans", "read_sidecar"]

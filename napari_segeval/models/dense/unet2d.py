@@ -1,0 +1,285 @@
+"""A tiny 2D U-Net trained from scratch on a handful of labelled images: the runtime part.
+
+This is the built-in model of the ``cv5-2d`` protocol (``model="builtin-2d"``):
+the protocol trains one per cross-validation fold on that fold's training cases
+(:func:`napari_segeval.training.unet2d.train_unet2d`) and segments the held-out
+fold with it, so no case is ever scored by a network that saw it. RGB and grey
+images are both accepted; every image is resized to a fixed size (bilinear) and
+normalized with the per-channel mean and standard deviation of the training
+images. Prediction resizes the logits back to the image's own size. The network
+is :class:`napari_segeval.models.dense.unet.UNet2D`.
+
+torch is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._atomic import atomic_path
+from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
+
+FORMAT = "napari-segeval-unet2d"
+FORMAT_VERSION = 1
+#: What a model file is called in messages.
+WHAT = "2D U-Net model file"
+
+
+@dataclass(frozen=True)
+class TrainConfig2D:
+    """Architecture, input size and training recipe of a :class:`UNet2DModel`.
+
+    Written into every model file; :func:`napari_segeval.training.unet2d.train_unet2d`
+    follows it.
+
+    Parameters
+    ----------
+    iterations : int
+        Optimizer steps (one mini-batch each).
+    batch_size : int
+        Images per step (drawn with replacement).
+    lr : float
+        Peak AdamW learning rate (cosine decay to 5 % of it).
+    size : tuple of int
+        ``(height, width)`` every image is resized to; multiples of ``2**(levels-1)``.
+    width : int
+        Channels of the first level (doubled at every level).
+    levels : int
+        Resolution levels of the U-Net.
+    seed : int
+        Seeds weight initialization, batch sampling and flips.
+    threads : int
+        torch CPU threads while training and predicting (restored afterwards).
+
+    Examples
+    --------
+    >>> TrainConfig2D(iterations=10).to_dict()["iterations"]
+    10
+    """
+
+    iterations: int = 300
+    batch_size: int = 4
+    lr: float = 3e-3
+    size: tuple[int, int] = (128, 160)
+    width: int = 12
+    levels: int = 4
+    seed: int = 0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        div = 2 ** (self.levels - 1)
+        size = tuple(int(v) for v in self.size)
+        if len(size) != 2 or any(v < div or v % div for v in size):
+            raise SegEvalError(f"2D U-Net size {self.size!r}: need two positive multiples of {div}")
+        if self.iterations < 1 or self.batch_size < 1 or self.width < 1 or self.levels < 2:
+            raise SegEvalError(f"2D U-Net training config out of range: {self}")
+        object.__setattr__(self, "size", size)
+
+    def to_dict(self) -> dict:
+        """Plain dict (JSON)."""
+        d = asdict(self)
+        d["size"] = list(self.size)
+        return d
+
+
+def build_network(in_channels: int, num_classes: int, width: int = 12, levels: int = 4):
+    """A fresh 2D U-Net returning logits ``(N, num_classes, H, W)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> build_network(3, 2, width=4, levels=2)(torch.zeros(1, 3, 8, 8)).shape
+    torch.Size([1, 2, 8, 8])
+    """
+    from napari_segeval.models.dense.unet import UNet2D
+
+    return UNet2D(int(in_channels), int(num_classes), int(width), int(levels))
+
+
+def as_channels(image: np.ndarray, in_channels: int | None = None) -> np.ndarray:
+    """A 2D grey ``(H, W)`` or colour ``(H, W, C)`` image as float32 ``(C, H, W)``.
+
+    Alpha is dropped; grey is repeated to 3 channels (or colour averaged to 1) when
+    ``in_channels`` asks for it.
+
+    Examples
+    --------
+    >>> as_channels(np.zeros((4, 5, 4), np.uint8)).shape, as_channels(np.zeros((4, 5)), 3).shape
+    ((3, 4, 5), (3, 4, 5))
+    """
+    a = np.asarray(image, dtype=np.float32)
+    if a.ndim == 2:
+        a = a[None]
+    elif a.ndim == 3 and a.shape[-1] in (3, 4):
+        a = np.moveaxis(a[..., :3], -1, 0)
+    else:
+        raise InvalidImageError(f"2D U-Net: expected a (H, W) or (H, W, 3|4) image, got {a.shape}")
+    if in_channels is not None and in_channels != a.shape[0]:
+        a = np.repeat(a, in_channels, 0) if a.shape[0] == 1 else a.mean(0, keepdims=True)
+    return np.ascontiguousarray(a)
+
+
+class TorchThreads:
+    """Set torch's CPU thread count for a block and restore it.
+
+    Examples
+    --------
+    >>> import torch
+    >>> before = torch.get_num_threads()
+    >>> with TorchThreads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = max(1, int(n))
+
+    def __enter__(self):
+        import torch
+
+        self.old = torch.get_num_threads()
+        torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        import torch
+
+        torch.set_num_threads(self.old)
+
+
+def resize2d(t, size, mode: str):
+    """Resize ``(N, C, H, W)`` to ``size``: ``"nearest"`` or bilinear (no corner alignment)."""
+    import torch.nn.functional as F
+
+    if tuple(t.shape[-2:]) == tuple(size):
+        return t
+    if mode == "nearest":
+        return F.interpolate(t, size=tuple(size), mode="nearest")
+    return F.interpolate(t, size=tuple(size), mode="bilinear", align_corners=False)
+
+
+@dataclass
+class UNet2DModel:
+    """A trained 2D U-Net: weights, normalization and what it was trained on.
+
+    ``segment(case)`` makes it a dense model for the evaluation protocols.
+
+    Parameters
+    ----------
+    state_dict : dict
+        Network weights (CPU tensors).
+    meta : dict
+        ``in_channels``, ``num_classes``, ``config`` (:class:`TrainConfig2D` as a dict),
+        ``mean``/``std`` per channel, ``train_cases``, ``structures`` and training stats.
+    device : str, optional
+        Where prediction runs (``"cpu"`` default; None/``"auto"`` picks the best).
+    """
+
+    state_dict: dict
+    meta: dict
+    device: str | None = "cpu"
+    _net: Any = field(default=None, repr=False, compare=False)
+    #: Where the weights came from, for error messages.
+    source: str = field(default="2D U-Net", repr=False, compare=False)
+
+    @property
+    def config(self) -> TrainConfig2D:
+        """The training recipe."""
+        return TrainConfig2D(**{**self.meta["config"], "size": tuple(self.meta["config"]["size"])})
+
+    @property
+    def structures(self) -> dict[int, str]:
+        """Label id -> name recorded at training time."""
+        return {int(k): v for k, v in self.meta.get("structures", {}).items()}
+
+    def network(self):
+        """The network in eval mode on :attr:`device` (built once)."""
+        if self._net is None:
+            from napari_segeval.models._checkpoint import load_state_strict
+            from napari_segeval.models._device import pick_device
+
+            cfg = self.config
+            net = build_network(self.meta["in_channels"], self.meta["num_classes"], cfg.width,
+                                cfg.levels)
+            load_state_strict(net, self.state_dict, self.source, WHAT, "the 2D U-Net")
+            self._net = net.to(pick_device(self.device)).eval()
+        return self._net
+
+    def probabilities(self, image: np.ndarray) -> np.ndarray:
+        """Softmax probabilities ``(K, H, W)`` (float32) on the image's own grid."""
+        import torch
+
+        a = as_channels(image, self.meta["in_channels"])
+        mean = np.asarray(self.meta["mean"], np.float32)[:, None, None]
+        std = np.asarray(self.meta["std"], np.float32)[:, None, None]
+        net = self.network()
+        dev = next(net.parameters()).device
+        with TorchThreads(self.config.threads), torch.no_grad():
+            x = resize2d(torch.from_numpy((a - mean) / std)[None], self.config.size, "bilinear")
+            logits = resize2d(net(x.to(dev)), a.shape[1:], "bilinear")
+            return logits.softmax(1)[0].cpu().numpy().astype(np.float32)
+
+    def segment_image(self, image: np.ndarray) -> np.ndarray:
+        """Label map ``(H, W)`` (uint8) of one image."""
+        return self.probabilities(image).argmax(0).astype(np.uint8)
+
+    def segment(self, case, *, probabilities: bool = False):
+        """Segment a 2D :class:`~napari_segeval.io.case.Case`; returns a ``DenseResult``."""
+        from napari_segeval.models.dense._model import DenseResult
+
+        if len(case.spatial_shape) != 2:
+            raise InvalidImageError(f"2D U-Net: case {getattr(case, 'name', '')!r} is not 2D "
+                                    f"(spatial shape {case.spatial_shape})")
+        prob = self.probabilities(case.image)
+        return DenseResult(labels=prob.argmax(0).astype(np.uint8),
+                           probabilities=prob if probabilities else None,
+                           params={"model": "builtin-2d", **self.meta["config"]})
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write weights and meta atomically (temporary file + rename)."""
+        import torch
+
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WriteError(f"{path}: cannot write 2D U-Net ({exc})") from exc
+        with atomic_path(path, overwrite=True) as tmp:
+            torch.save({"format": FORMAT, "version": FORMAT_VERSION, "meta": self.meta,
+                        "state_dict": self.state_dict}, tmp)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, device: str | None = "cpu") -> UNet2DModel:
+        """Read a file written by :meth:`save` (as data, see
+        :func:`~napari_segeval.models._checkpoint.read_checkpoint`) and check its weights.
+
+        Raises
+        ------
+        napari_segeval.ReadError
+            Missing, corrupt, code-carrying or foreign files, naming the file.
+        """
+        from napari_segeval.models._checkpoint import content_error, read_checkpoint
+
+        what = WHAT
+        data = read_checkpoint(path, what)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise content_error(path, what, f"no format {FORMAT!r} entry")
+        model = cls(data.get("state_dict"), data.get("meta"), device=device, source=str(path))
+        try:
+            model.network()
+        except (KeyError, TypeError, ValueError, AttributeError, SegEvalError) as exc:
+            if isinstance(exc, ReadError):
+                raise
+            raise content_error(path, what, f"invalid meta entry ({exc})") from None
+        return model
+
+
+__all__ = ["TorchThreads", "TrainConfig2D", "UNet2DModel", "as_channels", "build_network",
+           "resize2d"]

@@ -1,0 +1,139 @@
+"""The model registry: every name and reference form people type, and the errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.models import registry
+from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, BuiltinPromptModel
+from napari_segeval.models.dense import DenseModel
+from napari_segeval.models.registry import (
+    is_promptable,
+    load_dense,
+    load_promptable,
+    resolve_factory,
+    split_ref,
+)
+from napari_segeval.models.threshold import ThresholdPromptModel
+
+
+@pytest.fixture
+def factories(tmp_path, monkeypatch):
+    (tmp_path / "segeval_test_factories.py").write_text(
+        "from napari_segeval.models.threshold import ThresholdPromptModel\n"
+        "def promptable():\n    return ThresholdPromptModel(level=0.25)\n"
+        "def dense():\n    return 'a dense model'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "segeval_test_factories"
+
+
+def test_import_is_light():
+    code = ("import sys, napari_segeval.models.registry as r; r.describe();"
+            "print(sorted(m for m in ('torch', 'sam2') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_names_are_listed_once():
+    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "medsam2"]
+    assert list(registry.DENSE) == ["builtin-ct"]
+    assert all(m.kind == "promptable" for m in registry.PROMPTABLE.values())
+    assert set(registry.ALIASES.values()) <= set(registry.PROMPTABLE)
+    names = [row["name"] for row in registry.describe()]
+    for name in [*registry.PROMPTABLE, *registry.DENSE, *registry.ALIASES]:
+        assert name in names
+
+
+@pytest.mark.parametrize("ref, expected", [
+    ("builtin", ("builtin", None)),
+    ("builtin-prompt", ("builtin", None)),
+    ("builtin:w.pt", ("builtin", "w.pt")),
+    ("builtin-prompt:w.pt", ("builtin", "w.pt")),
+    ("medsam2:/m/MedSAM2_latest.pt", ("medsam2", "/m/MedSAM2_latest.pt")),
+    ("medsam2:C:\\m\\x.pt", ("medsam2", "C:\\m\\x.pt")),
+    ("threshold:x", ("threshold:x", None)),  # takes no checkpoint: not split
+    ("pkg.mod:factory", ("pkg.mod:factory", None)),
+    ("builtin-ct", ("builtin-ct", None)),
+])
+def test_split_ref(ref, expected):
+    assert split_ref(ref) == expected
+
+
+def test_is_promptable():
+    assert all(is_promptable(r) for r in ("builtin", "builtin-prompt", "threshold", "medsam2",
+                                          "medsam2:x.pt"))
+    assert not any(is_promptable(r) for r in ("builtin-ct", "w.pt", "pkg:factory"))
+
+
+def test_builtin_with_and_without_checkpoint(tiny_prompt_weights):
+    shipped = load_promptable("builtin", device="cpu")
+    assert isinstance(shipped, BuiltinPromptModel) and shipped.weights == DEFAULT_WEIGHTS
+    for model in (load_promptable("builtin", checkpoint=tiny_prompt_weights, device="cpu"),
+                  load_promptable(f"builtin:{tiny_prompt_weights}", device="cpu"),
+                  load_promptable("builtin-prompt", checkpoint=str(tiny_prompt_weights))):
+        assert model.weights == tiny_prompt_weights and model.config["width"] == 4
+    with pytest.raises(SegEvalError, match="two checkpoints given"):
+        load_promptable(f"builtin:{tiny_prompt_weights}", checkpoint="other.pt")
+
+
+def test_threshold_and_its_checkpoint_refusal():
+    model = load_promptable("threshold", device="auto")
+    assert isinstance(model, ThresholdPromptModel) and model.device.type == "cpu"
+    with pytest.raises(SegEvalError, match="model 'threshold' takes no checkpoint"):
+        load_promptable("threshold", checkpoint="x.pt")
+
+
+def test_medsam2_needs_a_checkpoint_and_reads_it_safely(tmp_path):
+    with pytest.raises(SegEvalError, match="model 'medsam2' needs a checkpoint: pass medsam2:PATH"):
+        load_promptable("medsam2")
+    with pytest.raises(ReadError, match=r"nope\.pt: MedSAM2 checkpoint not found$"):
+        load_promptable(f"medsam2:{tmp_path / 'nope.pt'}")
+    with pytest.raises(ReadError, match=r"nope\.pt: MedSAM2 checkpoint not found$"):
+        load_promptable("medsam2", checkpoint=tmp_path / "nope.pt")
+
+
+def test_unknown_names_list_the_known_ones():
+    with pytest.raises(SegEvalError) as info:
+        load_promptable("sam3")
+    assert str(info.value) == ("unknown promptable model 'sam3': use one of builtin, threshold, "
+                               "medsam2, NAME:CHECKPOINT, module:factory")
+    with pytest.raises(ReadError) as info:
+        load_dense("builtin-mr")
+    assert str(info.value) == ("builtin-mr: no such model file or folder (dense models: "
+                               "builtin-ct, WEIGHTS.pt, NNUNET_FOLDER, SCRIPT.pt, module:factory)")
+
+
+def test_factories(factories):
+    model = load_promptable(f"{factories}:promptable")
+    assert isinstance(model, ThresholdPromptModel) and model.level == 0.25
+    assert load_dense(f"{factories}:dense") == "a dense model"
+    assert resolve_factory(f"{factories}:dense")() == "a dense model"
+    with pytest.raises(SegEvalError, match="cannot import model factory 'no_such_module:f'"):
+        load_dense("no_such_module:f")
+    with pytest.raises(SegEvalError, match="cannot import model factory"):
+        load_promptable(f"{factories}:missing")
+
+
+def test_dense_names_and_paths(tmp_path):
+    model = load_dense("builtin-ct", device="auto")
+    assert isinstance(model, DenseModel) and model.name == "builtin-ct"
+    assert model.meta["file"].endswith("builtin_ct_unet3d.pt")
+    from napari_segeval.models.dense import BUILTIN_CT_WEIGHTS
+
+    again = load_dense(str(BUILTIN_CT_WEIGHTS), device="cpu")
+    assert again.name == str(BUILTIN_CT_WEIGHTS) and again.num_classes == model.num_classes
+    assert load_dense(BUILTIN_CT_WEIGHTS, device=torch.device("cpu")).device.type == "cpu"
+
+
+def test_common_caches_one_model_per_process():
+    from napari_segeval.evaluation.protocols import _common as C
+
+    assert C.promptable_model("threshold") is C.promptable_model("threshold")
+    assert C.dense_model("builtin-ct", "cpu") is C.dense_model("builtin-ct", "cpu")
+    assert C.resolve_factory is resolve_factory
