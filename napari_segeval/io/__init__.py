@@ -38,9 +38,9 @@ NaN voxels are kept (:mod:`~napari_segeval.io._nan`).
 from __future__ import annotations
 
 from napari_segeval.io._dataset_json import load_dataset_json, structure_names
-from napari_segeval.io.case import Case, Geometry
 from napari_segeval.io._dicom_series import SeriesInfo, list_series
 from napari_segeval.io._nan import fill_nan, nan_mask
+from napari_segeval.io.case import Case, Geometry
 from napari_segeval.io.read import read_case, read_image, read_labels, select_volume
 from napari_segeval.io.write import write_image, write_labels
 

@@ -5,9 +5,10 @@ Headers, series grouping and geometry are read with pydicom
 so that geometry is what the header says. Pixels of uncompressed transfer syntaxes
 are decoded by pydicom after checking that the pixel data hold exactly what
 ``Rows x Columns x SamplesPerPixel x NumberOfFrames x BitsAllocated`` promise (a
-mismatch is refused, never padded with zeros); compressed transfer syntaxes (JPEG,
-JPEG-LS, JPEG 2000, RLE) are decoded by GDCM through SimpleITK, with its warnings
-silenced. The modality LUT is applied: ``RescaleSlope``/``RescaleIntercept`` (per
+mismatch is refused, never padded with zeros); compressed syntaxes pydicom decodes
+itself (RLE, deflate; JPEG baseline/extended and JPEG 2000 through Pillow) likewise,
+and the others (JPEG lossless, JPEG-LS) by GDCM through SimpleITK, with its warnings
+silenced. The decoded shape must match the header in every case. The modality LUT is applied: ``RescaleSlope``/``RescaleIntercept`` (per
 frame for enhanced objects) and ``DoseGridScaling`` for RT dose (values in
 ``DoseUnits``, usually Gy).
 
@@ -68,10 +69,19 @@ def _check_header(ds, path: Path) -> None:
         raise ReadError(f"{path}: BitsAllocated {int(ds.BitsAllocated)} is not supported")
 
 
-def _native(ds, path: Path, frames: int) -> np.ndarray:
+def _pydicom_decodes(ts) -> bool:
+    try:
+        from pydicom.pixels import get_decoder
+
+        return bool(get_decoder(ts).is_available)
+    except Exception:  # noqa: BLE001 - unknown syntax: let GDCM try
+        return False
+
+
+def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray:
     name = next(k for k in ("PixelData", "FloatPixelData", "DoubleFloatPixelData") if k in ds)
     have, want = len(ds[name].value), _expected_bytes(ds, frames)
-    if have < want or have > want + 1:
+    if not compressed and (have < want or have > want + 1):
         raise ReadError(
             f"{path}: header and pixel data disagree: the header says {_header_shape(ds, frames)} "
             f"({want} bytes) but the pixel data hold {have} bytes"
@@ -79,16 +89,17 @@ def _native(ds, path: Path, frames: int) -> np.ndarray:
     with quiet():
         try:
             arr = ds.pixel_array
-        except Exception as exc:  # noqa: BLE001 - pydicom raises many kinds
+        except Exception as exc:
             raise ReadError(f"{path}: cannot decode DICOM pixel data ({reason(exc)})") from exc
     return np.asarray(arr)
 
 
 def _gdcm(ds, path: Path) -> np.ndarray:
-    """Decode compressed pixel data with GDCM (SimpleITK); the modality LUT is applied."""
+    """Decode compressed pixel data pydicom has no decoder for (JPEG lossless, JPEG-LS)
+    with GDCM through SimpleITK; GDCM applies the modality LUT itself."""
     import SimpleITK as sitk
 
-    with quiet(), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
+    with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
         src = path
         if _dicom_files.is_gz_dicom(path) or not _has_preamble(path):
             src = Path(tmp) / "image.dcm"
@@ -98,7 +109,7 @@ def _gdcm(ds, path: Path) -> np.ndarray:
             reader.SetImageIO("GDCMImageIO")
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
-        except Exception as exc:  # noqa: BLE001 - ITK raises RuntimeError with C++ text
+        except Exception as exc:
             raise ReadError(f"{path}: cannot decode compressed DICOM pixel data "
                             f"({reason(exc)})") from exc
 
@@ -121,12 +132,15 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     except ValueError as exc:
         raise ReadError(f"{path}: {exc}") from exc
     ts = _transfer_syntax(ds)
-    if ts.is_compressed:
+    if ts.is_compressed and not _pydicom_decodes(ts):
         arr, applied = _gdcm(ds, path), True
     else:
-        if "PixelData" in ds and getattr(ds, "file_meta", None) is not None:
-            ds.file_meta.TransferSyntaxUID = ts
-        arr, applied = _native(ds, path, frames), False
+        if getattr(ds, "file_meta", None) is None:
+            from pydicom.dataset import FileMetaDataset
+
+            ds.file_meta = FileMetaDataset()
+        ds.file_meta.TransferSyntaxUID = ts
+        arr, applied = _native(ds, path, frames, ts.is_compressed), False
     colour = int(ds.get("SamplesPerPixel", 1)) > 1
     if arr.ndim == (3 if colour else 2):
         arr = arr[None]
@@ -213,10 +227,7 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
             f"{p}: {len(found.broken)} of {len(found.broken) + len(found.headers)} DICOM files "
             f"cannot be read (truncated or corrupt files), e.g. {found.broken[0]}"
         )
-    try:
-        stacks = series_of(found.headers)
-    except ReadError:
-        raise
+    stacks = series_of(found.headers)
     info = choose(stacks, series, p)
     raw = _to_raw(info, p)
     raw.meta["n_series"] = len(stacks)

@@ -109,7 +109,7 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
             ds = pydicom.dcmread(src, force=True, defer_size=defer)
             if pixels and "PixelData" in ds:
                 _ = ds.PixelData  # parse now, inside quiet()
-        except Exception as exc:  # noqa: BLE001 - pydicom/gzip raise many kinds
+        except Exception as exc:
             raise ReadError(f"{path}: cannot read DICOM file ({reason(exc)})") from exc
     if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):
         raise ReadError(f"{path}: not a DICOM file (no DICOM header found)")

@@ -161,7 +161,7 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
             good.append((w * h, i, round(dy * 10.0, 9), round(dx * 10.0, 9)))
     if not good:
         return None, ["the ultrasound regions carry no calibration in cm"]
-    area, i, sy, sx = max(good, key=lambda g: (g[0], -g[1]))
+    _, i, sy, sx = max(good, key=lambda g: (g[0], -g[1]))
     notes = []
     if len({(g[2], g[3]) for g in good}) > 1:
         notes.append(f"{len(good)} ultrasound regions have different pixel sizes; region {i + 1} "

@@ -118,8 +118,8 @@ def _key(u: Unit) -> dict:
 def _same(k1: dict, k2: dict) -> list[str]:
     """Aspects in which two stack keys differ."""
     out = []
-    for name in k1:
-        a, b = k1[name], k2[name]
+    for name, a in k1.items():
+        b = k2[name]
         if name == "orientation":
             equal = _close(a, b, _ORIENT_TOL)
         elif name == "pixel size":
@@ -292,10 +292,11 @@ def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:
     pos, along = pos[order], along[order]
     steps = np.diff(along)
     if steps.min() < _SAME_POSITION:
-        dup = int(np.sum(steps < _SAME_POSITION)) + 1
+        n_pos = int(np.sum(steps >= _SAME_POSITION)) + 1
         raise ValueError(
-            f"{dup} images share a slice position: the series holds several acquisitions "
-            "(echoes, time points or repeats) that cannot be told apart"
+            f"{len(stack)} images at only {n_pos} slice position{'s' if n_pos > 1 else ''}: "
+            "the series holds several acquisitions (echoes, time points or repeats) that "
+            "cannot be told apart"
         )
     offsets = pos - pos[0]
     inplane = np.linalg.norm(offsets - np.outer(offsets @ normal, normal), axis=1)

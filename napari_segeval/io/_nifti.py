@@ -96,14 +96,30 @@ def _load_gz(path: Path):
     return (nib.Nifti2Image if nifti2 else nib.Nifti1Image).from_bytes(raw)
 
 
-def _is_cifti(path: Path, img) -> bool:
-    if str(path).endswith(CIFTI_ENDINGS):
-        return True
+def _intent_code(path: Path) -> int:
+    """The header's intent code, read before nibabel picks an image class (0 if unknown)."""
+    import gzip
+    import io
+
+    from nibabel.nifti1 import Nifti1Header
+    from nibabel.nifti2 import Nifti2Header
+
     try:
-        code = int(img.header.get("intent_code", 0))
-    except (TypeError, ValueError):
-        return False
-    return 3000 <= code < 3100
+        opener = gzip.open if str(path).lower().endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            head = fh.read(540)
+        size = int.from_bytes(head[:4], "little")
+        size = size if size in (348, 540) else int.from_bytes(head[:4], "big")
+        klass = {348: Nifti1Header, 540: Nifti2Header}.get(size)
+        if klass is None:
+            return 0
+        return int(klass.from_fileobj(io.BytesIO(head), check=False)["intent_code"])
+    except Exception:  # noqa: BLE001 - a short or odd header is reported by the real read
+        return 0
+
+
+def _is_cifti(path: Path) -> bool:
+    return str(path).endswith(CIFTI_ENDINGS) or 3000 <= _intent_code(path) < 3100
 
 
 def _time_step(img) -> float | None:
@@ -124,16 +140,15 @@ def read_nifti(path: Path) -> Raw:
     """
     import nibabel as nib
 
+    if _is_cifti(path):
+        raise InvalidImageError(
+            f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)")
     try:
         with quiet():
             if str(path).lower().endswith(".gz"):
                 img = _load_gz(path)
             else:
                 img = nib.load(str(path), mmap=False)
-            if _is_cifti(path, img):
-                raise InvalidImageError(
-                    f"{path}: CIFTI is not supported (surface/grayordinate data, not an "
-                    "image on a grid)")
             data = np.asanyarray(img.dataobj)
             affine = np.asarray(img.affine, dtype=float)
     except SegEvalError:

@@ -37,12 +37,39 @@ def _sitk_display(on: bool | None) -> bool:
 
 
 @contextmanager
-def quiet(collected: list[str] | None = None) -> Iterator[list[str]]:
+def _native_stderr() -> Iterator[None]:
+    """Swallow what C/C++ code prints on file descriptor 2 (MetaIO, libminc, GDCM)."""
+    import os
+    import sys
+    import tempfile
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+@contextmanager
+def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[list[str]]:
     """Silence library warnings for the duration of a read.
 
     Python warnings raised inside are appended (as one-line text) to ``collected``
     (a new list when None), which the context yields. SimpleITK's display is switched
-    only when SimpleITK is already imported: import it before entering.
+    only when SimpleITK is already imported: import it before entering. With
+    ``native``, what C/C++ libraries print to the standard error stream (ITK's MetaIO,
+    libminc, GDCM) is swallowed too -- keep such blocks short, they hide every
+    thread's standard error output.
 
     Examples
     --------
@@ -66,7 +93,11 @@ def quiet(collected: list[str] | None = None) -> Iterator[list[str]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                yield out
+                if native:
+                    with _native_stderr():
+                        yield out
+                else:
+                    yield out
             finally:
                 out.extend(one_line(str(w.message)) for w in caught)
     finally:
@@ -80,7 +111,7 @@ def quiet(collected: list[str] | None = None) -> Iterator[list[str]]:
 
 _ITK_NOISE = re.compile(
     r"^(Exception thrown in SimpleITK \S+:\s*)|(^\S+\.(cxx|hxx|h|cpp):\d+:\s*)|"
-    r"(^(sitk::)?ERROR:\s*)|(^itk::\S+ \(0x[0-9a-f]+\):\s*)",
+    r"(^(sitk::|ITK )?ERROR:\s*(\w+\(0x[0-9a-f]+\):\s*)?)|(^itk::\S+ \(0x[0-9a-f]+\):\s*)",
     re.IGNORECASE,
 )
 
@@ -109,15 +140,20 @@ def reason(exc: BaseException, default: str = "the file is corrupt") -> str:
     ...        "\\nsitk::ERROR: Unable to determine ImageIO reader for \\"/x.img\\"")
     >>> reason(RuntimeError(msg))
     'Unable to determine ImageIO reader for "/x.img"'
+    >>> reason(RuntimeError("ITK ERROR: GDCMImageIO(0x55e3d0): Failed to change syntax"))
+    'Failed to change syntax'
     """
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     if isinstance(exc, KeyError) and lines:
         lines = [f"missing element {lines[-1]}"]
     text = ""
-    for ln in reversed(lines):  # ITK puts the useful sentence last
-        ln = _ITK_NOISE.sub("", ln).strip()
+    for i in range(len(lines) - 1, -1, -1):  # ITK puts the useful sentence last
+        ln = _ITK_NOISE.sub("", lines[i]).strip()
+        if ln.startswith("Reason:") and i > 0:  # "File cannot be read: X\nReason: ..."
+            ln = _ITK_NOISE.sub("", lines[i - 1]).strip() + " " + ln
         if ln:
             text = ln
             break
     text = re.sub(r"\b[A-Z][A-Za-z]*(Error|Exception|Warning):\s*", "", text)
+    text = re.sub(r"^\[Errno -?\d+\]\s*", "", text)
     return one_line(text) or default

@@ -117,10 +117,10 @@ def read_itk_file(path: Path) -> Raw:
     if suffix(path) == ".nrrd":
         check_nrrd_payload(path)
     noise: list[str] = []
-    with quiet(noise):
+    with quiet(noise, native=True):
         try:
             img = _reader_for(path).Execute()
-        except Exception as exc:  # noqa: BLE001 - ITK raises RuntimeError with C++ text
+        except Exception as exc:
             raise ReadError(f"{path}: cannot read {_what(path)} ({reason(exc)})") from exc
     raw = to_raw(img, path)
     if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):

@@ -145,3 +145,46 @@ def test_nrrd_cut_gzip_trailer(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(ReadError, match="z.nrrd: NRRD data is truncated"):
         read_image(path)
+
+
+def test_analyze_hdr_img(tmp_path, capfd):
+    import nibabel as nib
+
+    data = np.arange(4 * 3 * 2, dtype=np.int16).reshape(4, 3, 2)  # (i, j, k)
+    nib.AnalyzeImage(data, np.diag([2.0, 3.0, 4.0, 1.0])).to_filename(tmp_path / "brain.hdr")
+    for name in ("brain.hdr", "brain.img"):
+        case = read_image(tmp_path / name)
+        np.testing.assert_array_equal(case.image, data.T)
+        hdr = nib.load(tmp_path / "brain.hdr").header
+        assert case.spacing == tuple(float(z) for z in hdr.get_zooms()[::-1])
+        ref = sitk.ReadImage(str(tmp_path / "brain.hdr"))
+        assert case.geometry.origin == ref.GetOrigin() and case.geometry.is_orthonormal()
+        assert "Analyze 7.5 stores no reliable orientation" in case.meta["warnings"][0]
+    capfd.readouterr()
+    read_image(tmp_path / "brain.hdr")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # ITK's "Analyze file is deprecated" warning is silenced
+
+
+def test_minc2(tmp_path):
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    g = Geometry((0.7, 0.6, 0.5), (1.0, 2.0, 3.0), (0, 1, 0, -1, 0, 0, 0, 0, 1))
+    img = sitk.GetImageFromArray(data)
+    img.SetSpacing(g.spacing[::-1])
+    img.SetOrigin(g.origin)
+    img.SetDirection(g.direction)
+    sitk.WriteImage(img, str(tmp_path / "t1.mnc"))
+    assert (tmp_path / "t1.mnc").read_bytes()[:4] == b"\x89HDF"  # MINC2 is HDF5
+    case = read_image(tmp_path / "t1.mnc")
+    np.testing.assert_array_equal(case.image, data)
+    assert case.geometry.matches(g, atol=1e-3)
+
+
+def test_img_without_hdr_unsupported(tmp_path):
+    (tmp_path / "disk.img").write_bytes(b"\0" * 64)
+    with pytest.raises(ReadError, match="disk.img: unsupported file type"):
+        read_image(tmp_path / "disk.img")
+    (tmp_path / "x.hdr").write_bytes(b"\0" * 10)
+    with pytest.raises(ReadError) as info:
+        read_image(tmp_path / "x.hdr")
+    assert "\n" not in str(info.value) and "Error" not in str(info.value)
