@@ -181,7 +181,7 @@ def test_label_video_axes(tmp_path):
         folder.mkdir()
         for i in range(3):
             Image.fromarray(np.zeros((4, 5), np.uint8)).save(folder / f"{i}.png")
-        [(data, kwargs, kind)] = read_layers(str(folder))
+        [(_, kwargs, kind)] = read_layers(str(folder))
         assert kind == expected and kwargs["metadata"]["axes"] == "tyx"
     seq = tmp_path / "p_sequence_gt.mhd"
     import SimpleITK as sitk
