@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import (
+    add_input_options,
+    add_json_flag,
+    emit,
+    format_table,
+    read_input,
+)
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
 PROMPT_MODELS = ("builtin-prompt", "medsam2")
@@ -71,6 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
     p.add_argument("--output-dir", "-o", type=Path, required=True)
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -153,13 +160,13 @@ def run(args: argparse.Namespace) -> int:
     """Read, attack, write the four outputs, print Dice clean vs attacked."""
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.attacks import AttackConfig, attack_case, eps_from_raw
-    from napari_segeval.io import read_case, write_image, write_labels
+    from napari_segeval.io import write_image, write_labels
 
     if args.steps < 1 or args.restarts < 1:
         raise SegEvalError("--steps and --restarts must be >= 1")
     if not args.output_dir.is_dir():
         raise WriteError(f"{args.output_dir}: output folder does not exist")
-    case = read_case(args.image, args.labels)
+    case = read_input(args, args.image, args.labels)
     paths = output_paths(args.image, case, args.output_dir)
     if not args.overwrite:
         for path in paths.values():

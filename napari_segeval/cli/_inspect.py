@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_input_options, add_json_flag, emit, format_table
 from napari_segeval.io.case import MODALITIES, Case, Geometry
 
 
@@ -20,22 +20,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "Read PATH as the viewer would and print its kind, shape, axes, spacing, "
             "origin, direction, dtype, intensity range and modality; with --labels, "
             "the label ids with names and voxel counts and whether both grids line up "
-            "(exit status 1 when they do not). JSON keys: shape, spacing, origin, "
+            "(exit status 1 when they do not). A DICOM folder or DICOMDIR export lists "
+            "every series (split by orientation, size and spacing; the largest is "
+            "described unless --series picks one). Invalid header values, NaN voxels and "
+            "the like are printed as warnings. JSON keys: shape, spacing, origin, "
             "direction, axes, dtype, modality, labels, kind, intensity_range, path, "
-            "aligned, problem."
+            "aligned, problem, series, series_id, warnings, nan_count, plane."
         ),
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
     p.add_argument("--modality", choices=MODALITIES, help="override the modality guess")
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
 
 def _kind(case: Case) -> str:
-    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image"}[
-        case.axes
-    ]
+    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image",
+            "tzyx": "time series"}[case.axes]
 
 
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
@@ -72,11 +75,49 @@ def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | 
     return None
 
 
+def _series(path: Path) -> list | None:
+    """Every series of a DICOM folder/file (None for other inputs)."""
+    from napari_segeval.io import list_series
+    from napari_segeval.io._formats import kind
+
+    if kind(path) not in ("dicom", "dicom-folder"):
+        return None
+    return [s.to_dict() for s in list_series(path)]
+
+
+def _series_lines(series: list[dict], chosen: str | None) -> list[str]:
+    lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
+    for s in series:
+        mark = "*" if s["id"] == chosen else " "
+        text = (f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
+                f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
+                f"{s['orientation']}")
+        if s["number"] is not None:
+            text += f", series {s['number']}"
+        if s["description"]:
+            text += f" {s['description']!r}"
+        lines.append(f"    {mark} {text}")
+        if s["problem"]:
+            lines.append(f"        cannot be read: {s['problem']}")
+    splits = dict.fromkeys(s["split"] for s in series if s["split"])
+    lines += [f"    note: {why}" for why in splits]
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
+    from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_image, read_labels
 
-    case = read_image(args.path, modality=args.modality)
+    series = _series(args.path)
+    try:
+        case = read_image(args.path, modality=args.modality, series=args.series,
+                          volume=args.volume)
+    except SegEvalError:
+        if series:  # show what is there, then the one-line error
+            emit(args, {"path": str(args.path), "series": series},
+                 "\n".join([str(args.path), *_series_lines(series, None)]))
+        raise
     img = case.image
     finite = img[np.isfinite(img)] if img.dtype.kind == "f" else img
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
@@ -92,6 +133,12 @@ def run(args: argparse.Namespace) -> int:
         "modality": case.modality,
         "intensity_range": [lo, hi],
         "labels": None,
+        "plane": case.geometry.plane.to_dict() if case.geometry.plane else None,
+        "series": series,
+        "series_id": case.meta.get("series_id"),
+        "warnings": list(case.meta.get("warnings", [])),
+        "nan_count": int(case.meta.get("nan_count", 0)),
+        "has_geometry": bool(case.meta.get("has_geometry", True)),
     }
     problem = None
     if args.labels is not None:
@@ -109,17 +156,28 @@ def _text(p: dict) -> str:
     def nums(v: list) -> str:
         return "(" + ", ".join(f"{x:g}" for x in v) + ")"
 
-    lines = [
-        f"{p['path']}",
+    lines = [f"{p['path']}"]
+    if p.get("series"):
+        lines += _series_lines(p["series"], p.get("series_id"))
+    lines += [
         f"  kind       {p['kind']} ({p['axes']})",
         f"  shape      {tuple(p['shape'])}",
         f"  dtype      {p['dtype']}",
         f"  modality   {p['modality']}",
-        f"  spacing    {nums(p['spacing'])} mm",
+        f"  spacing    {nums(p['spacing'])} "
+        + ("mm" if p.get("has_geometry", True) else "(pixel units: no size in mm)"),
         f"  origin     {nums(p['origin'])} mm (LPS)",
         f"  direction  {nums(p['direction'])}",
-        f"  intensity  {p['intensity_range'][0]} .. {p['intensity_range'][1]}",
+        f"  intensity  {p['intensity_range'][0]} .. {p['intensity_range'][1]}"
+        + (" (finite voxels)" if p.get("nan_count") else ""),
     ]
+    if p.get("plane"):
+        pl = p["plane"]
+        lines.append(f"  plane      origin {nums(pl['origin'])} mm (LPS), direction "
+                     f"{nums(pl['direction'])}")
+    if p.get("nan_count"):
+        lines.append(f"  NaN        {p['nan_count']} voxels")
+    lines += [f"  warning    {w}" for w in p.get("warnings", [])]
     if p["labels"] is not None:
         rows = [[r["id"], r["name"], r["voxels"], r["volume_ml"]] for r in p["labels"]]
         lines += ["", format_table(["id", "name", "voxels", "volume_ml"], rows, digits=2)]

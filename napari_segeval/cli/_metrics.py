@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_input_options, add_json_flag, emit, format_table
 
 #: Keys of one structure row, in table order (shared by propagate/segment/attack).
 ROW_KEYS: tuple[str, ...] = (
@@ -48,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Dice when a structure is empty in both maps (default one)",
     )
     p.add_argument("--no-surface", action="store_true", help="skip HD95, ASSD and NSD")
+    add_input_options(p, series=False)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -60,7 +61,7 @@ def rows_table(rows: list[dict]) -> str:
     return format_table(headers, body)
 
 
-def read_pair(reference: Path, prediction: Path):
+def read_pair(reference: Path, prediction: Path, volume: int | None = None):
     """Read two label maps and check that they share one grid.
 
     Returns
@@ -71,8 +72,13 @@ def read_pair(reference: Path, prediction: Path):
     from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels
 
-    ref, ref_geom, names = read_labels(reference)
-    pred, pred_geom, pred_names = read_labels(prediction)
+    ref, ref_geom, names = read_labels(reference, volume=volume)
+    pred, pred_geom, pred_names = read_labels(prediction, volume=volume)
+    if ref.ndim == 4 or pred.ndim == 4:
+        from napari_segeval._errors import SegEvalError
+
+        raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
+                           "label maps (t, z, y, x): choose one volume with --volume T")
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
@@ -88,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
-    ref, pred, geometry, names = read_pair(args.reference, args.prediction)
+    ref, pred, geometry, names = read_pair(args.reference, args.prediction,
+                                           getattr(args, "volume", None))
     rows = structure_table(
         ref,
         pred,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit
+from napari_segeval.cli._common import add_input_options, add_json_flag, emit, read_input
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,6 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keep every connected component (default: the largest per structure)")
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the prompts, propagate, write the prediction and report metrics."""
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
-    from napari_segeval.io import read_case, write_labels
+    from napari_segeval.io import write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.propagation import propagate_case
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
-    case = read_case(args.image, args.labels)
+    case = read_input(args, args.image, args.labels)
     names = dict(case.structures)
     shape = case.spatial_shape
     if len(shape) != 3:

@@ -100,7 +100,8 @@ class Geometry:
         n = len(self.spacing)
         object.__setattr__(self, "spacing", tuple(float(s) for s in self.spacing))
         object.__setattr__(self, "origin", tuple(float(o) for o in self.origin))
-        object.__setattr__(self, "direction", tuple(float(d) for d in np.ravel(self.direction)))
+        object.__setattr__(self, "direction",
+                           tuple(float(d) + 0.0 for d in np.ravel(self.direction)))  # no -0
         if len(self.origin) != n or len(self.direction) != n * n:
             raise ValueError(
                 f"geometry of {n} axes needs {n} origin values and {n * n} direction "
