@@ -46,7 +46,7 @@ def test_apply_window_rejects_inf_fills_nan():
     with pytest.raises(InvalidImageError):
         apply_window(np.array([0.0, np.inf]), 40, 400)
     # NaN padding is the minimum intensity (napari_segeval.io._nan)
-    assert apply_window(np.array([0.0, np.nan]), 40, 400).tolist() == [136.0, 136.0]
+    assert apply_window(np.array([0.0, np.nan]), 40, 400).tolist() == [102.0, 102.0]
 
 
 def test_mr_clip_uses_nonzero_percentiles():
