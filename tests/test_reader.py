@@ -189,3 +189,36 @@ def test_label_video_axes(tmp_path):
     sitk.WriteImage(sitk.GetImageFromArray(np.zeros((3, 4, 5), np.uint8)), str(seq))
     [(_, kwargs, kind)] = read_layers(str(seq))
     assert kind == "labels" and kwargs["metadata"]["axes"] == "tyx"
+
+
+def test_sagittal_slice_layer_saved_on_its_plane(tmp_path, notes):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import pydicom_file
+
+    from napari_segeval._writer import write_labels_layer
+    from napari_segeval.io import read_labels
+
+    src = pydicom_file(tmp_path / "sag.dcm", np.zeros((4, 5), np.int16),
+                       iop=(0, 1, 0, 0, 0, -1), ipp=(12.0, -3.0, 40.0), modality="MR")
+    [(data, kwargs, _)] = read_layers(str(src))
+    assert kwargs["translate"] == (0.0, 0.0) and kwargs["scale"] == (0.7, 0.6)
+    seg = np.zeros(data.shape, np.uint8)
+    seg[1, 2] = 1
+    [out] = write_labels_layer(str(tmp_path / "seg.nii.gz"), seg, kwargs)
+    affine = nib.load(out).affine  # voxel (i=2, j=1) lies on the sagittal plane x = 12 (LPS)
+    np.testing.assert_allclose(affine @ [2, 1, 0, 1], [-12.0, 3.0 - 2 * 0.6, 40.0 - 0.7, 1],
+                               atol=1e-4)
+    labels, geometry, _ = read_labels(out)
+    assert labels.shape == (4, 5) and geometry.plane.origin == pytest.approx((12.0, -3.0, 40.0))
+
+
+def test_viewer_opens_dicom_folder_and_broken_file(make_napari_viewer, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import pydicom_series
+
+    viewer = make_napari_viewer()
+    folder = pydicom_series(tmp_path / "ct", np.zeros((3, 4, 5), np.int16))
+    [layer] = viewer.open(str(folder), plugin="napari-segeval")
+    np.testing.assert_allclose(layer.scale, (2.5, 0.7, 0.6))
+    (tmp_path / "broken.dcm").write_bytes(b"\0" * 128 + b"DICM" + b"\xff" * 40)
+    assert viewer.open(str(tmp_path / "broken.dcm"), plugin="napari-segeval") == []
