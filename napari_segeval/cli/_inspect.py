@@ -75,17 +75,19 @@ def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | 
     return None
 
 
-def _series(path: Path) -> list | None:
-    """Every series of a DICOM folder/file (None for other inputs)."""
-    from napari_segeval.io import list_series
+def _series(path: Path) -> dict:
+    """Every series of a DICOM folder/file, and files skipped or unreadable (else empty)."""
+    from napari_segeval.io._dicom_series import scan
     from napari_segeval.io._formats import kind
 
     if kind(path) not in ("dicom", "dicom-folder"):
-        return None
-    return [s.to_dict() for s in list_series(path)]
+        return {"series": None}
+    series, skipped, broken = scan(path)
+    return {"series": [s.to_dict() for s in series], "skipped": skipped, "unreadable": broken}
 
 
-def _series_lines(series: list[dict], chosen: str | None) -> list[str]:
+def _series_lines(p: dict, chosen: str | None) -> list[str]:
+    series = p["series"]
     lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
     for s in series:
         mark = "*" if s["id"] == chosen else " "
@@ -101,6 +103,8 @@ def _series_lines(series: list[dict], chosen: str | None) -> list[str]:
             lines.append(f"        cannot be read: {s['problem']}")
     splits = dict.fromkeys(s["split"] for s in series if s["split"])
     lines += [f"    note: {why}" for why in splits]
+    lines += [f"    skipped: {why}" for why in p.get("skipped", [])]
+    lines += [f"    unreadable: {why}" for why in p.get("unreadable", [])]
     return lines
 
 
@@ -109,14 +113,14 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_image, read_labels
 
-    series = _series(args.path)
+    listing = _series(args.path)
     try:
         case = read_image(args.path, modality=args.modality, series=args.series,
                           volume=args.volume)
     except SegEvalError:
-        if series:  # show what is there, then the one-line error
-            emit(args, {"path": str(args.path), "series": series},
-                 "\n".join([str(args.path), *_series_lines(series, None)]))
+        if listing["series"]:  # show what is there, then the one-line error
+            emit(args, {"path": str(args.path), **listing},
+                 "\n".join([str(args.path), *_series_lines(listing, None)]))
         raise
     img = case.image
     finite = img[np.isfinite(img)] if img.dtype.kind == "f" else img
@@ -134,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         "intensity_range": [lo, hi],
         "labels": None,
         "plane": case.geometry.plane.to_dict() if case.geometry.plane else None,
-        "series": series,
+        **listing,
         "series_id": case.meta.get("series_id"),
         "warnings": list(case.meta.get("warnings", [])),
         "nan_count": int(case.meta.get("nan_count", 0)),
@@ -158,7 +162,7 @@ def _text(p: dict) -> str:
 
     lines = [f"{p['path']}"]
     if p.get("series"):
-        lines += _series_lines(p["series"], p.get("series_id"))
+        lines += _series_lines(p, p.get("series_id"))
     lines += [
         f"  kind       {p['kind']} ({p['axes']})",
         f"  shape      {tuple(p['shape'])}",

@@ -4,9 +4,10 @@ Series selection (design)
 -------------------------
 Images are grouped by ``SeriesInstanceUID``, then each series is split into
 *stacks* of images that can form one grid: same orientation (within 1e-3), same
-image size and samples per pixel, same pixel size, same echo number and time
-point; the frames of one multi-frame object stay together (split by orientation
-only). Two scouts of different orientation in one series are two one-image stacks,
+image size and samples per pixel, same pixel size, same echo number, time point
+and stack id; the frames of one multi-frame object stay together (split by the
+same rules), and single ultrasound/endoscopy/X-ray images without a position are
+separate images, never slices of a volume. Two scouts of different orientation in one series are two one-image stacks,
 never a two-slice volume. A series that is one stack has the series UID as its id;
 the stacks of a split series are ``UID#1``, ``UID#2``, ... and say why it was split.
 
@@ -31,6 +32,7 @@ from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
 from napari_segeval.io._dicom_geometry import (
     Unit,
+    group_value,
     is_time_modality,
     plane_name,
     units_of,
@@ -105,13 +107,23 @@ def _close(a, b, tol: float) -> bool:
 
 def _key(u: Unit) -> dict:
     ds = u.ds
+    own = u.frame is not None or (u.position is None and is_time_modality(ds))
+    if u.frame is None:
+        echo, time = ds.get("EchoNumbers", ""), ds.get("TemporalPositionIdentifier", "")
+        stack = ""
+    else:
+        echo = ""
+        time = group_value(ds, u.frame, "FrameContentSequence", "TemporalPositionIndex")
+        stack = group_value(ds, u.frame, "FrameContentSequence", "StackID")
     return {
-        "object": str(ds.get("SOPInstanceUID", u.path)) if u.frame is not None else None,
+        # frames of one object, and separate ultrasound/endoscopy images, stand alone
+        "objects": str(ds.get("SOPInstanceUID", u.path)) if own else None,
         "orientation": u.orientation,
         "image size": (ds.get("Rows"), ds.get("Columns"), ds.get("SamplesPerPixel", 1)),
         "pixel size": u.spacing,
-        "echo number": str(ds.get("EchoNumbers", "")) if u.frame is None else "",
-        "time point": str(ds.get("TemporalPositionIdentifier", "")) if u.frame is None else "",
+        "echo number": str(echo or ""),
+        "time point": str(time or ""),
+        "stack": str(stack or ""),
     }
 
 
@@ -215,13 +227,18 @@ def list_series(path: str | Path) -> list[SeriesInfo]:
     ...
     napari_segeval._errors.ReadError: ...: no DICOM images found
     """
+    return scan(path)[0]
+
+
+def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
+    """:func:`list_series` plus the files skipped (not images) and unreadable, one line each."""
     p = Path(path)
     found = _dicom_files.find(p)
     if not found.headers:
         why = found.broken[0] if found.broken else (
             f"{p}: {found.skipped[0]}" if found.skipped else f"{p}: no DICOM images found")
         raise ReadError(why)
-    return series_of(found.headers)
+    return series_of(found.headers), list(found.skipped), list(found.broken)
 
 
 def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesInfo:

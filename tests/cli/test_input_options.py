@@ -102,3 +102,21 @@ def test_series_option_reaches_the_reader(folder, tmp_path, capsys):
     argv = ["propagate", str(folder), "--series", "9.9", "--box", "0,0,0,3,3", "-o", str(out)]
     assert main(argv) == 2
     assert "no series 9.9 here" in capsys.readouterr().err
+
+
+def test_inspect_names_unreadable_and_skipped_files(folder, capsys):
+    from pydicom.dataset import Dataset, FileMetaDataset
+    from pydicom.uid import ExplicitVRLittleEndian
+
+    ds = Dataset()
+    ds.SOPClassUID, ds.SOPInstanceUID, ds.Modality = "1.2.840.10008.5.1.4.1.1.88.11", "1.9", "SR"
+    ds.file_meta = FileMetaDataset()
+    ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
+    ds.save_as(folder / "report.dcm", enforce_file_format=True)
+    assert main(["inspect", str(folder)]) == 0
+    assert "skipped: report.dcm: DICOM SR is a structured report, not an image on a grid" in \
+        capsys.readouterr().out
+    (folder / "cut.dcm").write_bytes(b"\0" * 128 + b"DICM" + b"\xff" * 20)
+    assert main(["inspect", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert "unreadable: " in captured.out and "cut.dcm" in captured.err

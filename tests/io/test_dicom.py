@@ -235,3 +235,50 @@ def test_geometry_is_geometry_dataclass(tmp_path, make):
     path = make.pydicom_file(tmp_path / "a.dcm", np.zeros((4, 4), np.int16), iop=SAGITTAL)
     g = read_image(path).geometry
     assert isinstance(g.plane, Geometry) and Geometry.from_dict(g.to_dict()) == g
+
+
+def test_ultrasound_images_and_loops_of_one_series_stay_apart(tmp_path, make, rng):
+    from napari_segeval.io import list_series
+
+    folder = tmp_path / "echo"
+    folder.mkdir()
+    for k in range(3):  # three separate views, no positions: not a volume
+        make.pydicom_file(folder / f"still{k}.dcm", rng.integers(0, 255, (6, 7)).astype(np.uint8),
+                          modality="US", iop=None, ipp=None, spacing=None, instance=k + 1)
+    loop = rng.integers(0, 255, (5, 6, 7)).astype(np.uint8)
+    make.pydicom_file(folder / "loop.dcm", loop, modality="US", iop=None, ipp=None,
+                      spacing=None, instance=9)
+    series = list_series(folder)
+    assert sorted(s.n_images for s in series) == [1, 1, 1, 5]
+    assert "different objects" in series[0].split
+    case = read_image(folder)
+    assert case.axes == "tyx" and case.image.shape == (5, 6, 7)
+    np.testing.assert_array_equal(case.image, loop)
+
+
+def test_enhanced_frames_split_by_temporal_position(tmp_path, make, rng):
+    from pydicom.dataset import Dataset
+
+    vol = rng.integers(0, 900, (4, 5, 6)).astype(np.int16)
+    frames = []
+    for k in range(4):  # two time points of two slices each
+        item = Dataset()
+        pos = Dataset()
+        pos.ImagePositionPatient = [0.0, 0.0, 3.0 * (k % 2)]
+        content = Dataset()
+        content.TemporalPositionIndex = k // 2 + 1
+        item.PlanePositionSequence = [pos]
+        item.FrameContentSequence = [content]
+        frames.append(item)
+    shared = Dataset()
+    orient = Dataset()
+    orient.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
+    shared.PlaneOrientationSequence = [orient]
+    path = make.pydicom_file(tmp_path / "dce.dcm", vol, modality="MR", iop=None, ipp=None,
+                             SharedFunctionalGroupsSequence=[shared],
+                             PerFrameFunctionalGroupsSequence=frames)
+    case = read_image(path)
+    assert case.image.shape == (2, 5, 6) and case.spacing[0] == 3.0
+    np.testing.assert_array_equal(case.image, vol[:2])
+    second = read_image(path, series=case.meta["series_uid"] + "#2")
+    np.testing.assert_array_equal(second.image, vol[2:])
