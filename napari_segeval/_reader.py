@@ -189,8 +189,13 @@ def read_layers(path: str | list[str], **_: object) -> list:
 
     Examples
     --------
-    >>> read_layers("missing.nii.gz")  # an error notification, no exception
-    [(None,)]
+    >>> import pathlib, tempfile
+    >>> from napari_segeval.io import Geometry, write_image
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ct.nii.gz"
+    >>> _ = write_image(p, np.zeros((2, 3, 4), np.int16), Geometry.identity(3))
+    >>> [(data, kwargs, kind)] = read_layers(str(p))
+    >>> data.shape, kind, kwargs["scale"]
+    ((2, 3, 4), 'image', (1.0, 1.0, 1.0))
     """
     from napari_segeval.io._quiet import one_line
 
