@@ -222,12 +222,15 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
             raise ReadError(found.broken[0])
         what = found.skipped[0] if found.skipped else "no DICOM images found"
         raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
-    if found.broken and not p.is_file():
+    stacks, bad_headers = series_of(found.headers)
+    broken = found.broken + bad_headers
+    if broken:
+        if p.is_file():
+            raise ReadError(broken[0])
         raise ReadError(
-            f"{p}: {len(found.broken)} of {len(found.broken) + len(found.headers)} DICOM files "
-            f"cannot be read (truncated or corrupt files), e.g. {found.broken[0]}"
+            f"{p}: {len(broken)} of {len(found.broken) + len(found.headers)} DICOM files "
+            f"cannot be read (truncated or corrupt files), e.g. {broken[0]}"
         )
-    stacks = series_of(found.headers)
     info = choose(stacks, series, p)
     raw = _to_raw(info, p)
     raw.meta["n_series"] = len(stacks)
@@ -236,7 +239,8 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
     if len(stacks) > 1 and series is None:
         others = len(stacks) - 1
         raw.meta["series_note"] = (
-            f"{p.name}: opened series {info.id} ({info.n_images} images, {info.modality}"
+            f"{p.name}: opened series {info.id} ({info.n_images} image"
+            f"{'s' if info.n_images != 1 else ''}, {info.modality}"
             f"{', ' + repr(info.description) if info.description else ''}), the largest of "
             f"{len(stacks)}; {others} other{'s' if others > 1 else ''} listed by "
             f"'segeval inspect' (choose with --series)"

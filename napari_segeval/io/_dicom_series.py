@@ -186,8 +186,9 @@ def _info(uid: str, stack: list[Unit], idx: int | None, split: str | None) -> Se
     return info
 
 
-def series_of(headers: list) -> list[SeriesInfo]:
-    """Group parsed ``(path, dataset)`` headers into checked stacks (see module docs)."""
+def series_of(headers: list) -> tuple[list[SeriesInfo], list[str]]:
+    """Group parsed ``(path, dataset)`` headers into checked stacks (see module docs),
+    and say which files have headers that describe no image (one line each)."""
     by_uid: dict[str, list[Unit]] = {}
     broken: list[str] = []
     for path, ds in headers:
@@ -211,7 +212,7 @@ def series_of(headers: list) -> list[SeriesInfo]:
         for i, stack in enumerate(stacks, 1):
             out.append(_info(uid, stack, i if len(stacks) > 1 else None, split))
     out.sort(key=lambda s: (s.number if s.number is not None else 1 << 30, s.uid, s.id))
-    return out
+    return out, broken
 
 
 def list_series(path: str | Path) -> list[SeriesInfo]:
@@ -238,7 +239,8 @@ def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
         why = found.broken[0] if found.broken else (
             f"{p}: {found.skipped[0]}" if found.skipped else f"{p}: no DICOM images found")
         raise ReadError(why)
-    return series_of(found.headers), list(found.skipped), list(found.broken)
+    series, broken = series_of(found.headers)
+    return series, list(found.skipped), list(found.broken) + broken
 
 
 def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesInfo:

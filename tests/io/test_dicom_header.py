@@ -159,6 +159,12 @@ def test_bad_number_of_frames(tmp_path, make):
                              NumberOfFrames="-2")
     with pytest.raises(ReadError, match="NumberOfFrames '-2' is not a positive count"):
         read_image(path)
+    folder = make.pydicom_series(tmp_path / "ct", np.zeros((3, 4, 5), np.int16))
+    path.rename(folder / "n.dcm")
+    with pytest.raises(ReadError, match=r"ct: 1 of 4 DICOM files cannot be read .*n.dcm: "
+                                        r"NumberOfFrames '-2'"):
+        read_image(folder)
+    assert [s.n_images for s in list_series(folder)] == [3]
 
 
 def test_series_without_positions_ordered_with_warning(tmp_path, make, rng):
