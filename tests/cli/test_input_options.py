@@ -14,7 +14,7 @@ import torch
 from napari_segeval.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "io"))
-from dicom_factory import pydicom_file, pydicom_series  # noqa: E402
+from dicom_factory import pydicom_file, pydicom_series
 
 
 @pytest.fixture

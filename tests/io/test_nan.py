@@ -13,7 +13,7 @@ def test_fill_nan_uses_minimum_and_counts():
     img = np.array([[np.nan, 3.0], [7.0, np.nan]], np.float32)
     out, n = fill_nan(img)
     assert n == 2 and out.tolist() == [[3.0, 3.0], [7.0, 3.0]] and np.isnan(img).sum() == 2
-    same, n = fill_nan(np.arange(4))
+    _, n = fill_nan(np.arange(4))
     assert n == 0
     with pytest.raises(InvalidImageError, match="every voxel is NaN"):
         fill_nan(np.full(3, np.nan), "x.nii")
