@@ -78,8 +78,11 @@ def _pydicom_decodes(ts) -> bool:
         return False
 
 
+_PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
+
+
 def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray:
-    name = next(k for k in ("PixelData", "FloatPixelData", "DoubleFloatPixelData") if k in ds)
+    name = next(k for k in _PIXEL_ELEMENTS if k in ds)
     have, want = len(ds[name].value), _expected_bytes(ds, frames)
     if not compressed and (have < want or have > want + 1):
         raise ReadError(
@@ -120,10 +123,29 @@ def _has_preamble(path: Path) -> bool:
         return fh.read(4) == b"DICM"
 
 
+def _with_pixels(header, path: Path):
+    """A shallow copy of a scanned header with its deferred pixel data read; :func:`decode`
+    drops the bytes again, so a series is not held in memory twice (a header whose pixel
+    element is gone is read again from its file)."""
+    import copy
+
+    if not any(k in header for k in _PIXEL_ELEMENTS):
+        return _dicom_files.load(path, pixels=True)
+    ds = copy.copy(header)
+    with quiet():
+        try:
+            for name in _PIXEL_ELEMENTS:
+                if name in ds:
+                    _ = ds[name].value
+        except Exception as exc:  # noqa: BLE001 - the file changed or is truncated
+            raise ReadError(f"{path}: cannot read DICOM pixel data ({reason(exc)})") from exc
+    return ds
+
+
 def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     """All frames of one object as ``(frames, rows, cols[, 3])`` and whether the
     modality LUT is already applied (GDCM does it)."""
-    ds = _dicom_files.load(path, pixels=True) if ds is None or "PixelData" not in ds else ds
+    ds = _dicom_files.load(path, pixels=True) if ds is None else _with_pixels(ds, path)
     _check_header(ds, path)
     from napari_segeval.io._dicom_geometry import n_frames
 
@@ -148,6 +170,9 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     if arr.shape[:3] != want:
         raise ReadError(f"{path}: header and pixel data disagree: the header says "
                         f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}")
+    for name in _PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
+        if name in ds:
+            del ds[name]
     return arr, applied
 
 
@@ -177,7 +202,7 @@ def assemble(plan: Plan) -> np.ndarray:
     for u in plan.order:
         if u.path not in decoded:
             decoded.clear()  # keep one multi-frame object in memory at a time
-            decoded[u.path] = decode(u.path)
+            decoded[u.path] = decode(u.path, u.ds)
         arr, applied = decoded[u.path]
         img = arr[u.frame or 0]
         images.append(img if applied else _apply_lut(img, *u.rescale))
