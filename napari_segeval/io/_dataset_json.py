@@ -57,7 +57,9 @@ def structure_names(dataset_json: dict) -> dict[int, str]:
     for key, value in labels.items():
         if str(key).strip().lstrip("-").isdigit() and isinstance(value, str):
             out[int(key)] = value
-        elif isinstance(value, int) and not isinstance(value, bool) or isinstance(value, str) and value.strip().isdigit():
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[int(value)] = str(key)
+        elif isinstance(value, str) and value.strip().isdigit():
             out[int(value)] = str(key)
     out.pop(0, None)
     return dict(sorted(out.items()))
