@@ -1,20 +1,27 @@
 """napari reader contribution: open cases (NIfTI, MHA/NRRD, DICOM, video, 2D images).
 
 ``napari_get_reader`` returns ``None`` for paths this plugin does not handle and
-never raises. The reader function it returns raises a
-:class:`~napari_segeval._errors.SegEvalError` with a clear message for a handled
-file that is corrupt, and napari shows it to the person.
+never raises. The reader function it returns never raises either: a handled file
+that cannot be opened (corrupt, unsupported variant such as CIFTI) becomes one
+error notification with the one-line message, and the other paths still open
+(napari's "no layers" sentinel ``[(None,)]`` when none does). What the reader
+noticed about a file that did open -- invalid header values, NaN voxels, which
+series of a DICOM folder was opened (the largest; ``segeval inspect`` lists the
+others) -- becomes a warning or info notification.
 
 Layers get ``scale`` from the spacing. ``translate`` is the origin projected on the
 array axes only when the direction is the identity (otherwise it stays 0 and the
 full geometry is in ``metadata["geometry"]``). A file whose name contains
 ``label``, ``seg``, ``_gt`` or ``mask`` (or that lies under a ``labelsTr``/``labelsTs``
 folder) and that holds non-negative integers opens as a Labels layer with
-``metadata["structures"]`` and a ``features`` table of structure names.
+``metadata["structures"]`` and a ``features`` table of structure names. Images with
+NaN voxels get contrast limits from their finite voxels and a Labels layer
+``"<name> NaN"`` marking the NaN voxels; a 4D NIfTI opens as a ``(t, z, y, x)`` layer.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,7 +86,41 @@ def _placement(geometry, n_spatial: int) -> tuple[tuple, tuple]:
     return scale, translate
 
 
-def _image_layer(path: Path) -> LayerData:
+def _notify(level: str, message: str) -> None:
+    """Show ``message`` as a napari notification (``info``, ``warning`` or ``error``)."""
+    try:
+        from napari.utils import notifications
+
+        getattr(notifications, f"show_{level}")(message)
+    except Exception:  # noqa: BLE001 - no napari: fall back to a Python warning
+        warnings.warn(message, stacklevel=2)
+
+
+def _report(path: Path, meta: dict) -> None:
+    if meta.get("series_note"):
+        _notify("info", meta["series_note"])
+    for text in meta.get("warnings", []):
+        _notify("warning", f"{path.name}: {text}")
+
+
+def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
+    from napari_segeval.io import nan_mask
+
+    if image.dtype.kind != "f" or not np.isnan(image).any():
+        return None
+    mask = nan_mask(image)
+    if kwargs.get("rgb"):
+        mask = mask.max(axis=-1)
+    finite = image[np.isfinite(image)]
+    kwargs["contrast_limits"] = (float(finite.min()), float(max(finite.max(), finite.min() + 1e-6)))
+    nan_kwargs = {k: kwargs[k] for k in ("scale", "translate")}
+    nan_kwargs.update(name=f"{kwargs['name']} NaN", opacity=0.5,
+                      metadata={"source": kwargs["metadata"]["source"], "nan_mask": True},
+                      features={"index": [0, 1], "name": ["background", "NaN"]})
+    return mask, nan_kwargs, "labels"
+
+
+def _image_layers(path: Path) -> list[LayerData]:
     from napari_segeval.io import read_image
 
     case = read_image(path)
@@ -90,11 +131,14 @@ def _image_layer(path: Path) -> LayerData:
         "modality": case.modality,
         "axes": case.axes,
         **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
+        "warnings": list(case.meta.get("warnings", [])),
     }
     kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta}
     if case.is_rgb:
         kwargs["rgb"] = True
-    return case.image, kwargs, "image"
+    nan = _nan_layer(case.image, kwargs)
+    _report(path, case.meta)
+    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
 
 
 def _labels_layer(path: Path) -> LayerData:
@@ -124,28 +168,49 @@ def _labels_layer(path: Path) -> LayerData:
     return labels, kwargs, "labels"
 
 
-def _read_one(path: Path) -> LayerData:
+def _read_one(path: Path) -> list[LayerData]:
     if looks_like_labels(path):
         try:
-            return _labels_layer(path)
+            return [_labels_layer(path)]
         except SegEvalError as exc:
             from napari_segeval._errors import InvalidLabelsError
 
             if not isinstance(exc, InvalidLabelsError):
                 raise
-    return _image_layer(path)
+    return _image_layers(path)
 
 
-def read_layers(path: str | list[str]) -> list[LayerData]:
+def read_layers(path: str | list[str], **_: object) -> list:
     """Read each path into napari layer data tuples ``(data, kwargs, layer_type)``.
 
-    Raises
-    ------
-    SegEvalError
-        For a handled file that is corrupt or unusable (the message names it).
+    Never raises: a path that cannot be opened becomes an error notification with
+    the reader's one-line message; when no path opens, napari's sentinel
+    ``[(None,)]`` ("read, nothing to add") is returned.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from napari_segeval.io import Geometry, write_image
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ct.nii.gz"
+    >>> _ = write_image(p, np.zeros((2, 3, 4), np.int16), Geometry.identity(3))
+    >>> [(data, kwargs, kind)] = read_layers(str(p))
+    >>> data.shape, kind, kwargs["scale"]
+    ((2, 3, 4), 'image', (1.0, 1.0, 1.0))
     """
+    from napari_segeval.io._quiet import one_line
+
     paths = [path] if isinstance(path, (str, Path)) else list(path)
-    return [_read_one(Path(p)) for p in paths]
+    layers: list = []
+    for p in paths:
+        try:
+            layers += _read_one(Path(p))
+        except SegEvalError as exc:
+            _notify("error", one_line(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - the reader never raises into napari
+            from napari_segeval.io._quiet import reason
+
+            _notify("error", f"{p}: cannot open ({reason(exc)})")
+    return layers or [(None,)]
 
 
 def case_to_layers(case, name: str) -> list[LayerData]:

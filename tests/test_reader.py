@@ -1,10 +1,11 @@
 import json
+import sys
+from pathlib import Path
 
 import nibabel as nib
 import numpy as np
 import pytest
 
-from napari_segeval._errors import ReadError
 from napari_segeval._reader import looks_like_labels, napari_get_reader, read_layers
 
 
@@ -69,15 +70,86 @@ def test_rgb_png(tmp_path):
     from PIL import Image
 
     Image.fromarray(np.zeros((4, 5, 3), np.uint8)).save(tmp_path / "polyp.png")
-    [(data, kwargs, kind)] = read_layers(str(tmp_path / "polyp.png"))
+    [(_, kwargs, kind)] = read_layers(str(tmp_path / "polyp.png"))
     assert kind == "image" and kwargs["rgb"] is True and kwargs["scale"] == (1.0, 1.0)
 
 
-def test_corrupt_handled_file_raises_segeval_error(tmp_path):
+@pytest.fixture
+def notes(monkeypatch):
+    """Notifications the reader shows, as (level, message) pairs."""
+    from napari_segeval import _reader
+
+    shown = []
+    monkeypatch.setattr(_reader, "_notify", lambda level, msg: shown.append((level, msg)))
+    return shown
+
+
+def test_corrupt_handled_file_is_a_notification_not_an_exception(tmp_path, notes):
     (tmp_path / "bad.nii.gz").write_bytes(b"garbage")
+    good = _nifti(tmp_path / "ct.nii.gz", np.zeros((2, 3, 4), np.int16))
     reader = napari_get_reader(str(tmp_path / "bad.nii.gz"))
-    with pytest.raises(ReadError, match="bad.nii.gz"):
-        reader(str(tmp_path / "bad.nii.gz"))
+    assert reader(str(tmp_path / "bad.nii.gz")) == [(None,)]
+    [(level, msg)] = notes
+    assert level == "error" and "bad.nii.gz: cannot read NIfTI" in msg and "\n" not in msg
+    layers = reader([str(tmp_path / "bad.nii.gz"), good])
+    assert len(layers) == 1 and layers[0][2] == "image"
+
+
+@pytest.mark.parametrize("name, data", [
+    ("a.dcm", b"\0" * 128 + b"DICM" + b"\xff" * 50),
+    ("b.mnc", b"junk"),
+    ("c.hdr", b"\0" * 348),
+    ("d.dcm.gz", b"\x1f\x8b junk"),
+])
+def test_reader_never_raises(tmp_path, notes, name, data):
+    (tmp_path / name).write_bytes(data)
+    reader = napari_get_reader(str(tmp_path / name))
+    assert reader is not None and reader(str(tmp_path / name)) == [(None,)]
+    assert notes[0][0] == "error" and name in notes[0][1]
+
+
+def test_cifti_notification(tmp_path, notes):
+    img = nib.Nifti2Image(np.zeros((1, 1, 1, 1, 3, 7), np.float32), np.eye(4))
+    img.header.set_intent(3002)
+    nib.save(img, tmp_path / "sub.dtseries.nii")
+    assert read_layers(str(tmp_path / "sub.dtseries.nii")) == [(None,)]
+    expected = (f"{tmp_path / 'sub.dtseries.nii'}: CIFTI is not supported "
+                "(surface/grayordinate data, not an image on a grid)")
+    assert notes == [("error", expected)]
+
+
+def test_nan_image_gets_mask_layer_and_limits(tmp_path, notes):
+    data = np.full((4, 5, 3), 50.0, np.float32)
+    data[0] = np.nan
+    data[1, 1, 1] = 10.0
+    [(image, kwargs, kind), (mask, mkw, mkind)] = read_layers(_nifti(tmp_path / "pet.nii", data))
+    assert kind == "image" and mkind == "labels" and kwargs["contrast_limits"] == (10.0, 50.0)
+    assert mask.sum() == 15 and mask.shape == image.shape and mkw["scale"] == kwargs["scale"]
+    assert mkw["name"] == "pet.nii NaN"
+    assert notes and notes[0][0] == "warning" and "15 of 60 voxels are NaN" in notes[0][1]
+
+
+def test_4d_nifti_time_series_layer(tmp_path, notes):
+    path = _nifti(tmp_path / "dwi.nii.gz", np.zeros((4, 5, 3, 7), np.int16))
+    [(data, kwargs, _)] = read_layers(path)
+    assert data.shape == (7, 3, 5, 4) and kwargs["metadata"]["axes"] == "tzyx"
+    assert kwargs["scale"] == pytest.approx((1.0, 3.0, 0.6, 0.8))
+
+
+def test_dicom_folder_says_which_series(tmp_path, notes):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import pydicom_file
+
+    folder = tmp_path / "scouts"
+    folder.mkdir()
+    pydicom_file(folder / "a.dcm", np.zeros((4, 5), np.int16), instance=1)
+    pydicom_file(folder / "b.dcm", np.zeros((4, 5), np.int16), instance=2,
+                 iop=(0, 1, 0, 0, 0, -1))
+    pydicom_file(folder / "c.dcm", np.zeros((4, 5), np.int16), instance=3,
+                 iop=(0, 1, 0, 0, 0, -1), ipp=(3.0, 0, 0))
+    [(data, _, _)] = read_layers(str(folder))
+    assert data.shape == (2, 4, 5)  # the two sagittal slices, not all three
+    assert notes[0][0] == "info" and "largest of 2" in notes[0][1]
 
 
 def test_label_name_rule():
@@ -109,11 +181,44 @@ def test_label_video_axes(tmp_path):
         folder.mkdir()
         for i in range(3):
             Image.fromarray(np.zeros((4, 5), np.uint8)).save(folder / f"{i}.png")
-        [(data, kwargs, kind)] = read_layers(str(folder))
+        [(_, kwargs, kind)] = read_layers(str(folder))
         assert kind == expected and kwargs["metadata"]["axes"] == "tyx"
     seq = tmp_path / "p_sequence_gt.mhd"
     import SimpleITK as sitk
 
     sitk.WriteImage(sitk.GetImageFromArray(np.zeros((3, 4, 5), np.uint8)), str(seq))
-    [(data, kwargs, kind)] = read_layers(str(seq))
+    [(_, kwargs, kind)] = read_layers(str(seq))
     assert kind == "labels" and kwargs["metadata"]["axes"] == "tyx"
+
+
+def test_sagittal_slice_layer_saved_on_its_plane(tmp_path, notes):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import pydicom_file
+
+    from napari_segeval._writer import write_labels_layer
+    from napari_segeval.io import read_labels
+
+    src = pydicom_file(tmp_path / "sag.dcm", np.zeros((4, 5), np.int16),
+                       iop=(0, 1, 0, 0, 0, -1), ipp=(12.0, -3.0, 40.0), modality="MR")
+    [(data, kwargs, _)] = read_layers(str(src))
+    assert kwargs["translate"] == (0.0, 0.0) and kwargs["scale"] == (0.7, 0.6)
+    seg = np.zeros(data.shape, np.uint8)
+    seg[1, 2] = 1
+    [out] = write_labels_layer(str(tmp_path / "seg.nii.gz"), seg, kwargs)
+    affine = nib.load(out).affine  # voxel (i=2, j=1) lies on the sagittal plane x = 12 (LPS)
+    np.testing.assert_allclose(affine @ [2, 1, 0, 1], [-12.0, 3.0 - 2 * 0.6, 40.0 - 0.7, 1],
+                               atol=1e-4)
+    labels, geometry, _ = read_labels(out)
+    assert labels.shape == (4, 5) and geometry.plane.origin == pytest.approx((12.0, -3.0, 40.0))
+
+
+def test_viewer_opens_dicom_folder_and_broken_file(make_napari_viewer, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import pydicom_series
+
+    viewer = make_napari_viewer()
+    folder = pydicom_series(tmp_path / "ct", np.zeros((3, 4, 5), np.int16))
+    [layer] = viewer.open(str(folder), plugin="napari-segeval")
+    np.testing.assert_allclose(layer.scale, (2.5, 0.7, 0.6))
+    (tmp_path / "broken.dcm").write_bytes(b"\0" * 128 + b"DICM" + b"\xff" * 40)
+    assert viewer.open(str(tmp_path / "broken.dcm"), plugin="napari-segeval") == []

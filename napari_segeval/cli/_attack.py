@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
+from napari_segeval.cli._common import (
+    add_color_table_option,
+    add_input_options,
+    add_json_flag,
+    emit,
+    format_table,
+    read_input,
+)
 from napari_segeval.cli._progress import progress_bar
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
@@ -76,6 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="folder for the four outputs (created, parents too, if missing)")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     add_color_table_option(p)
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -150,14 +158,13 @@ def run(args: argparse.Namespace) -> int:
     """Read, attack, write the four outputs, print Dice clean vs attacked."""
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.attacks import AttackConfig, attack_case, eps_from_raw
-    from napari_segeval.cli._common import color_table
-    from napari_segeval.io import read_case, write_image, write_labels
+    from napari_segeval.io import write_image, write_labels
 
     if args.steps < 1 or args.restarts < 1:
         raise SegEvalError("--steps and --restarts must be >= 1")
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise WriteError(f"{args.output_dir}: exists and is not a folder")
-    case = read_case(args.image, args.labels, default_color_table=color_table(args))
+    case = read_input(args, args.image, args.labels)
     paths = output_paths(args.image, case, args.output_dir)
     if not args.overwrite:
         for path in paths.values():

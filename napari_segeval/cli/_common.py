@@ -94,3 +94,37 @@ def color_table(args: argparse.Namespace) -> dict | None:
     from napari_segeval.io import load_color_table
 
     return load_color_table(path)
+def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
+    """Add ``--series UID`` (DICOM folders) and ``--volume T`` (4D time series)."""
+    if series:
+        parser.add_argument("--series", metavar="UID",
+                            help="DICOM folder: the series to read (UID or UID#k as listed by "
+                                 "'segeval inspect'; default the largest)")
+    parser.add_argument("--volume", type=int, metavar="T",
+                        help="4D time series (t, z, y, x): the volume to use, from 0")
+
+
+def input_options(args: argparse.Namespace) -> dict:
+    """``series``/``volume`` keyword arguments for the readers from parsed options.
+
+    Examples
+    --------
+    >>> input_options(argparse.Namespace(series="1.2.3", volume=None))
+    {'series': '1.2.3', 'volume': None}
+    """
+    return {k: getattr(args, k, None) for k in ("series", "volume")}
+
+
+def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
+    """:func:`~napari_segeval.io.read_case` with ``--series``/``--volume`` and
+    ``--color-table``; a 4D time series without ``--volume`` is refused with a hint."""
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.io import read_case
+
+    case = read_case(image, labels, default_color_table=color_table(args),
+                     **input_options(args))
+    if case.axes == "tzyx":
+        n = case.image.shape[0]
+        raise SegEvalError(f"{image} is a time series of {n} volumes (t, z, y, x): choose one "
+                           f"with --volume T (0..{n - 1})")
+    return case

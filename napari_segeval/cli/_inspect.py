@@ -7,7 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
+from napari_segeval.cli._common import (
+    add_color_table_option,
+    add_input_options,
+    add_json_flag,
+    emit,
+    format_table,
+)
 from napari_segeval.io import structure_label
 from napari_segeval.io.case import MODALITIES, Case, Geometry
 
@@ -24,17 +30,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "(exit status 1 when they do not). Unnamed labels are shown as 'label N'; "
             "every name shown here is accepted by --structure of propagate and attack. "
             "Colour-coded masks (NeoPolyp) need a colour table: see --color-table. "
-            "JSON keys: shape, spacing, origin, "
+            "A DICOM folder or DICOMDIR export lists "
+            "every series (split by orientation, size and spacing; the largest is "
+            "described unless --series picks one). Invalid header values, NaN voxels and "
+            "the like are printed as warnings. JSON keys: shape, spacing, origin, "
             "direction, axes, dtype, modality, labels, kind, intensity_range, path, "
-            "aligned, problem."
+            "aligned, problem, series, series_id, warnings, nan_count, plane."
         ),
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
     p.add_argument("--modality", choices=MODALITIES, help="override the modality guess")
     add_color_table_option(p)
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
+
+
+def _kind(case: Case) -> str:
+    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image",
+            "tzyx": "time series"}[case.axes]
 
 
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
@@ -71,21 +86,62 @@ def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | 
     return None
 
 
+def _series(path: Path) -> dict:
+    """Every series of a DICOM folder/file, and files skipped or unreadable (else empty)."""
+    from napari_segeval.io._dicom_series import scan
+    from napari_segeval.io._formats import kind
+
+    if kind(path) not in ("dicom", "dicom-folder"):
+        return {"series": None}
+    series, skipped, broken = scan(path)
+    return {"series": [s.to_dict() for s in series], "skipped": skipped, "unreadable": broken}
+
+
+def _series_lines(p: dict, chosen: str | None) -> list[str]:
+    series = p["series"]
+    lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
+    for s in series:
+        mark = "*" if s["id"] == chosen else " "
+        text = (f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
+                f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
+                f"{s['orientation']}")
+        if s["number"] is not None:
+            text += f", series {s['number']}"
+        if s["description"]:
+            text += f" {s['description']!r}"
+        lines.append(f"    {mark} {text}")
+        if s["problem"]:
+            lines.append(f"        cannot be read: {s['problem']}")
+    splits = dict.fromkeys(s["split"] for s in series if s["split"])
+    lines += [f"    note: {why}" for why in splits]
+    lines += [f"    skipped: {why}" for why in p.get("skipped", [])]
+    lines += [f"    unreadable: {why}" for why in p.get("unreadable", [])]
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
+    from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._common import color_table
     from napari_segeval.io import read_image, read_labels
     from napari_segeval.io._dataset_json import find_dataset_json, load_dataset_json
     from napari_segeval.io._dataset_json import structure_names as dataset_names
-    from napari_segeval.propagation import case_kind
 
-    case = read_image(args.path, modality=args.modality)
+    listing = _series(args.path)
+    try:
+        case = read_image(args.path, modality=args.modality, series=args.series,
+                          volume=args.volume)
+    except SegEvalError:
+        if listing["series"]:  # show what is there, then the one-line error
+            emit(args, {"path": str(args.path), **listing},
+                 "\n".join([str(args.path), *_series_lines(listing, None)]))
+        raise
     img = case.image
     finite = img[np.isfinite(img)] if img.dtype.kind == "f" else img
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
     payload = {
         "path": str(args.path),
-        "kind": case_kind(case.axes),
+        "kind": _kind(case),
         "shape": list(img.shape),
         "axes": case.axes,
         "spacing": list(case.geometry.spacing),
@@ -95,6 +151,12 @@ def run(args: argparse.Namespace) -> int:
         "modality": case.modality,
         "intensity_range": [lo, hi],
         "labels": None,
+        "plane": case.geometry.plane.to_dict() if case.geometry.plane else None,
+        **listing,
+        "series_id": case.meta.get("series_id"),
+        "warnings": list(case.meta.get("warnings", [])),
+        "nan_count": int(case.meta.get("nan_count", 0)),
+        "has_geometry": bool(case.meta.get("has_geometry", True)),
     }
     problem = None
     if args.labels is not None:
@@ -116,17 +178,28 @@ def _text(p: dict) -> str:
     def nums(v: list) -> str:
         return "(" + ", ".join(f"{x:g}" for x in v) + ")"
 
-    lines = [
-        f"{p['path']}",
+    lines = [f"{p['path']}"]
+    if p.get("series"):
+        lines += _series_lines(p, p.get("series_id"))
+    lines += [
         f"  kind       {p['kind']} ({p['axes']})",
         f"  shape      {tuple(p['shape'])}",
         f"  dtype      {p['dtype']}",
         f"  modality   {p['modality']}",
-        f"  spacing    {nums(p['spacing'])} mm",
+        f"  spacing    {nums(p['spacing'])} "
+        + ("mm" if p.get("has_geometry", True) else "(pixel units: no size in mm)"),
         f"  origin     {nums(p['origin'])} mm (LPS)",
         f"  direction  {nums(p['direction'])}",
-        f"  intensity  {p['intensity_range'][0]} .. {p['intensity_range'][1]}",
+        f"  intensity  {p['intensity_range'][0]} .. {p['intensity_range'][1]}"
+        + (" (finite voxels)" if p.get("nan_count") else ""),
     ]
+    if p.get("plane"):
+        pl = p["plane"]
+        lines.append(f"  plane      origin {nums(pl['origin'])} mm (LPS), direction "
+                     f"{nums(pl['direction'])}")
+    if p.get("nan_count"):
+        lines.append(f"  NaN        {p['nan_count']} voxels")
+    lines += [f"  warning    {w}" for w in p.get("warnings", [])]
     if p["labels"] is not None:
         rows = [[r["id"], r["name"], r["voxels"], r["volume_ml"]] for r in p["labels"]]
         lines += ["", format_table(["id", "name", "voxels", "volume_ml"], rows, digits=2)]

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_color_table_option, add_json_flag, emit, format_table
+from napari_segeval.cli._common import (
+    add_color_table_option,
+    add_input_options,
+    add_json_flag,
+    emit,
+    format_table,
+)
 
 #: Columns of the text table: row key -> header. The keys of a row themselves are
 #: :data:`napari_segeval.metrics.ROW_KEYS` (all of them in --json); ``hd`` is left
@@ -63,6 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-surface", action="store_true", help="skip HD95, ASSD and NSD")
     add_color_table_option(p)
+    add_input_options(p, series=False)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -73,7 +80,8 @@ def rows_table(rows: list[dict]) -> str:
     return format_table(list(TEXT_COLUMNS.values()), body)
 
 
-def read_pair(reference: Path, prediction: Path, color_table: dict | None = None):
+def read_pair(reference: Path, prediction: Path, color_table: dict | None = None,
+              volume: int | None = None):
     """Read two label maps and check that they share one grid.
 
     ``color_table`` (reader form) applies to whichever of them is colour-coded.
@@ -86,8 +94,15 @@ def read_pair(reference: Path, prediction: Path, color_table: dict | None = None
     from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels
 
-    ref, ref_geom, names = read_labels(reference, default_color_table=color_table)
-    pred, pred_geom, pred_names = read_labels(prediction, default_color_table=color_table)
+    ref, ref_geom, names = read_labels(reference, default_color_table=color_table,
+                                       volume=volume)
+    pred, pred_geom, pred_names = read_labels(prediction, default_color_table=color_table,
+                                              volume=volume)
+    if ref.ndim == 4 or pred.ndim == 4:
+        from napari_segeval._errors import SegEvalError
+
+        raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
+                           "label maps (t, z, y, x): choose one volume with --volume T")
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
@@ -104,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
-    ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args))
+    ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args),
+                                           getattr(args, "volume", None))
     rows = structure_table(
         ref,
         pred,

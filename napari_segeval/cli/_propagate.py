@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_color_table_option, add_json_flag, color_table, emit
+from napari_segeval.cli._common import (
+    add_color_table_option,
+    add_input_options,
+    add_json_flag,
+    emit,
+    read_input,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     add_color_table_option(p)
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -118,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
-    from napari_segeval.io import read_case, resolve_structure, write_labels
+    from napari_segeval.io import resolve_structure, write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.propagation import case_kind, propagate_image, propagation_mode
 
@@ -126,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
-    case = read_case(args.image, args.labels, default_color_table=color_table(args))
+    case = read_input(args, args.image, args.labels)
     check_output(args.output, case)
     kind = case_kind(case.axes)
     mode = propagation_mode(kind)

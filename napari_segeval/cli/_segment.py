@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit
+from napari_segeval.cli._common import add_input_options, add_json_flag, emit, read_input
 from napari_segeval.cli._progress import progress_bar
 
 
@@ -44,6 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="keep the full-size accumulators in host memory (large volumes)")
     p.add_argument("--tolerance", type=float, default=2.0, metavar="MM",
                    help="NSD tolerance in mm (default 2)")
+    add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
-    from napari_segeval.io import read_case, write_labels
+    from napari_segeval.io import write_labels
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
     if args.batch_size < 1:
         raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
-    case = read_case(args.image, args.labels)
+    case = read_input(args, args.image, args.labels)
     if case.axes != "zyx":
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")
     model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError, SegEvalError
+from napari_segeval.io._nan import fill_nan
 
 #: Preset CT windows as ``name: (level, width)`` in HU.
 CT_WINDOWS: dict[str, tuple[float, float]] = {
@@ -93,7 +94,7 @@ def apply_window(hu: np.ndarray, level: float, width: float) -> np.ndarray:
     if width <= 0:
         raise SegEvalError(f"CT window width must be positive, got {width}")
     arr = np.asarray(hu, dtype=np.float64)
-    _check_finite(arr)
+    arr = _check_finite(arr)
     lo = level - width / 2.0
     out = (np.clip(arr, lo, lo + width) - lo) * (255.0 / width)
     return out.astype(np.float32)
@@ -135,7 +136,7 @@ def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.nd
     array([  0.,   0.,  85., 170., 255., 255.], dtype=float32)
     """
     arr = np.asarray(image, dtype=np.float64)
-    _check_finite(arr)
+    arr = _check_finite(arr)
     lo, hi = mr_bounds(arr, lower, upper)
     if hi <= lo:
         return np.zeros(arr.shape, dtype=np.float32)
@@ -168,7 +169,7 @@ def window_bounds(
     if mod in ("MR", "PET"):
         if image is None:
             raise SegEvalError(f"{modality} normalization depends on the image: pass image=")
-        lo, hi = mr_bounds(image)
+        lo, hi = mr_bounds(_check_finite(np.asarray(image)))
         if hi <= lo:
             return (0.0, 1.0) if lo == hi == 0.0 else (lo, lo + 1e-6)
         return lo, hi
@@ -194,12 +195,15 @@ def to_unit(
     ([0.0, 0.5, 1.0], 400.0)
     """
     arr = np.asarray(image)
-    _check_finite(arr)
+    arr = _check_finite(arr)
     lo, hi = window_bounds(modality, window, arr)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
     return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi
 
 
-def _check_finite(arr: np.ndarray) -> None:
+def _check_finite(arr: np.ndarray) -> np.ndarray:
+    """NaN (padding) becomes the minimum intensity (napari_segeval.io._nan); inf is refused."""
+    arr, _ = fill_nan(arr)
     if arr.size and arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise InvalidImageError("image contains NaN or infinite values")
+        raise InvalidImageError("image contains infinite values")
+    return arr

@@ -16,11 +16,15 @@ DICOM = (".dcm", ".dicom")
 VIDEO = (".mp4", ".avi", ".mov", ".mkv")
 RASTER = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
 WRITABLE = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd")
+#: Read through SimpleITK only: Analyze 7.5 (.hdr + .img) and MINC2.
+ITK_READ_ONLY = (".hdr", ".mnc")
+#: DICOM names, gzipped DICOM included.
+DICOM_LIKE = DICOM + (".dcm.gz", ".dicom.gz")
 FRAME_EXTS = RASTER
 #: Suffixes of single files that hold a whole case (volume, video or 2D image):
 #: what data-set layouts list as images and labels. DICOM slices are left out
 #: (a DICOM series is a folder).
-IMAGE_SUFFIXES = NIFTI + ITK + RASTER + VIDEO
+IMAGE_SUFFIXES = NIFTI + ITK + ITK_READ_ONLY + RASTER + VIDEO
 
 
 def suffix(path: str | Path) -> str:
@@ -32,8 +36,9 @@ def suffix(path: str | Path) -> str:
     ('.nii.gz', '.mha', '')
     """
     name = Path(path).name.lower()
-    if name.endswith(".nii.gz"):
-        return ".nii.gz"
+    for double in (".nii.gz", ".dcm.gz", ".dicom.gz"):
+        if name.endswith(double):
+            return double
     return Path(name).suffix
 
 
@@ -61,13 +66,11 @@ def natural_key(name: str) -> list:
 
 
 def is_dicom_file(path: str | Path) -> bool:
-    """True when the file carries the DICOM ``DICM`` marker at byte 128."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(128)
-            return fh.read(4) == b"DICM"
-    except OSError:
-        return False
+    """True when the file looks like DICOM: ``DICM`` marker at byte 128, a preamble-less
+    DICOM start, or a ``.dcm.gz`` name (see :func:`~napari_segeval.io._dicom_files.sniff`)."""
+    from napari_segeval.io._dicom_files import sniff
+
+    return sniff(path)
 
 
 def frame_files(folder: Path) -> list[Path]:
@@ -82,7 +85,10 @@ def folder_kind(folder: Path) -> str | None:
         files = [p for p in folder.iterdir() if p.is_file()]
     except OSError:
         return None
-    if any(suffix(p) in DICOM or (not p.suffix and is_dicom_file(p)) for p in files[:2000]):
+    if any(p.name.upper() == "DICOMDIR" for p in files) or any(
+        suffix(p) in DICOM_LIKE or (suffix(p) not in FRAME_EXTS and is_dicom_file(p))
+        for p in files[:2000]
+    ):
         return "dicom"
     if any(suffix(p) in FRAME_EXTS for p in files):
         return "frames"
@@ -104,15 +110,19 @@ def kind(path: str | Path) -> str | None:
     ext = suffix(p)
     if ext in NIFTI:
         return "nifti"
-    if ext in ITK:
+    if ext in ITK or ext in ITK_READ_ONLY:
         return "itk"
-    if ext in DICOM:
+    if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
+        return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
+    if ext in DICOM_LIKE:
         return "dicom"
+    if p.name.upper() == "DICOMDIR":
+        return "dicom-folder"
     if ext in VIDEO:
         return "video"
     if ext in RASTER:
         return "raster"
-    if ext == "" and p.is_file() and is_dicom_file(p):
+    if p.is_file() and is_dicom_file(p):
         return "dicom"
     return None
 

@@ -40,10 +40,14 @@ def guess_modality(image: np.ndarray, axes: str) -> str:
     """
     if axes.endswith("c"):
         return "endoscopy"
-    if axes.startswith("t"):
+    if axes == "tyx":
         return "US"
-    if image.dtype.kind in "iuf" and image.size and image.min() <= -500:
-        sample = image.ravel()[:: max(1, image.size // 100_000)]
-        if image.dtype.kind in "iu" or np.all(sample == np.round(sample)):
-            return "CT"
+    if image.dtype.kind in "iuf" and image.size:
+        lo = np.nanmin(image) if image.dtype.kind == "f" else image.min()  # NaN: padding
+        if lo <= -500:
+            sample = image.ravel()[:: max(1, image.size // 100_000)]
+            if image.dtype.kind == "f":
+                sample = sample[np.isfinite(sample)]
+            if image.dtype.kind in "iu" or np.all(sample == np.round(sample)):
+                return "CT"
     return "other"

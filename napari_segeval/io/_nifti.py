@@ -4,6 +4,20 @@ nibabel gives the voxel array indexed ``(i, j, k)`` and an affine to RAS mm. We
 transpose the array to ``(k, j, i)`` (slowest first, as ITK does), and flip the
 first two rows of the affine to get LPS. ITK index axes are nibabel's ``(i, j, k)``,
 so the direction columns and spacing come straight from the LPS affine's columns.
+
+* ``(X, Y, 1)`` -- one slice: a 2D ``"yx"`` image whose ``Geometry.plane`` keeps the
+  3D placement (see :mod:`napari_segeval.io.case`); writing it gives ``(X, Y, 1)``
+  with the same affine again.
+* ``(X, Y, Z, T)`` -- a time series of volumes (fMRI, DWI, cine MR): ``"tzyx"`` with
+  a 4D geometry whose time axis has spacing 1 (frame units; the header's time step
+  ``pixdim[4]`` is kept in ``meta["time_step"]``). ``(X, Y, 1, T)`` stays a 2D+t
+  ``"tyx"`` sequence. A chosen volume is taken with
+  :func:`napari_segeval.io.select_volume` (``--volume T`` on the command line).
+* NaN voxels (the padding FSL/SPM resampling writes) are kept; see
+  :mod:`napari_segeval.io._nan` for how they are shown and what models see.
+* CIFTI files (NIfTI-2 with a connectivity intent code 3000-3099 or a
+  ``.dtseries.nii``-style name) hold surface/grayordinate data, not a grid, and are
+  refused with "CIFTI is not supported".
 """
 
 from __future__ import annotations
@@ -14,7 +28,15 @@ import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
 from napari_segeval.io._formats import Raw
+from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
+
+#: Name endings of CIFTI-2 files (all are also ``.nii``).
+CIFTI_ENDINGS = tuple(f".{k}.nii" for k in (
+    "dtseries", "dscalar", "dlabel", "dconn", "pconn", "ptseries", "pscalar", "plabel",
+    "pdconn", "dpconn", "pconnseries", "pconnscalar", "dfan", "dfibersamp", "dfansamp",
+    "fiberTEMP",
+))
 
 _FLIP = np.diag([-1.0, -1.0, 1.0])
 
@@ -24,8 +46,20 @@ def _geometry_from_affine(affine: np.ndarray, n: int, source: str | Path) -> Geo
     origin = (_FLIP @ affine[:3, 3])[:n]
     spacing = np.linalg.norm(m, axis=0)
     if not np.all(np.isfinite(m)) or np.any(spacing == 0) or not np.all(np.isfinite(origin)):
-        raise ReadError(f"{source}: NIfTI affine is degenerate or not finite:\n{affine}")
+        flat = ", ".join(f"{v:g}" for v in np.asarray(affine)[:3].ravel())
+        raise ReadError(f"{source}: NIfTI affine is degenerate or not finite ({flat})")
     return Geometry(tuple(spacing[::-1]), tuple(origin), tuple((m / spacing).ravel()))
+
+
+def _slice_geometry(affine: np.ndarray, source: str | Path) -> Geometry:
+    """2D geometry of a one-slice file, with its 3D placement when the affine has one."""
+    try:
+        plane = _geometry_from_affine(affine, 3, source)
+    except ReadError:  # e.g. a 2D file whose third column is zero: no 3D placement
+        return _geometry_from_affine(affine, 2, source)
+    if not plane.is_orthonormal():
+        raise ReadError(f"{source}: NIfTI affine is sheared (its columns are not at right angles)")
+    return Geometry.of_plane(plane)
 
 
 def affine_from_geometry(geometry: Geometry) -> np.ndarray:
@@ -37,9 +71,13 @@ def affine_from_geometry(geometry: Geometry) -> np.ndarray:
     >>> affine_from_geometry(g)[:3].tolist()
     [[-0.5, 0.0, 0.0, -10.0], [0.0, -0.5, 0.0, -20.0], [0.0, 0.0, 3.0, -5.0]]
     """
+    if geometry.plane is not None:
+        geometry = geometry.plane
+    if geometry.ndim == 4:  # (t, z, y, x): the spatial block
+        geometry = geometry.sub(3)
     n = geometry.ndim
     if n not in (2, 3):
-        raise WriteError(f"NIfTI holds 2D or 3D grids, not {n}D")
+        raise WriteError(f"NIfTI holds 2D, 3D or 3D+t grids, not {n}D")
     a = np.eye(4)
     a[:n, :n] = geometry.direction_matrix * np.asarray(geometry.spacing[::-1])[None, :]
     a[:n, 3] = geometry.origin
@@ -58,32 +96,79 @@ def _load_gz(path: Path):
     return (nib.Nifti2Image if nifti2 else nib.Nifti1Image).from_bytes(raw)
 
 
-def read_nifti(path: Path) -> Raw:
-    """Read a NIfTI file as a :class:`Raw` in ``(z, y, x)`` / ``(y, x)`` / ``(t, y, x)`` order.
+def _intent_code(path: Path) -> int:
+    """The header's intent code, read before nibabel picks an image class (0 if unknown)."""
+    import gzip
+    import io
 
-    4D files are accepted where the fourth axis is trivial (``(X, Y, Z, 1)``, read
-    as a volume) or the third is (``(X, Y, 1, T)``, read as a 2D+t sequence with
-    frame spacing 1); other 4D and higher files raise :class:`InvalidImageError`.
+    from nibabel.nifti1 import Nifti1Header
+    from nibabel.nifti2 import Nifti2Header
+
+    try:
+        opener = gzip.open if str(path).lower().endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            head = fh.read(540)
+        size = int.from_bytes(head[:4], "little")
+        size = size if size in (348, 540) else int.from_bytes(head[:4], "big")
+        klass = {348: Nifti1Header, 540: Nifti2Header}.get(size)
+        if klass is None:
+            return 0
+        return int(klass.from_fileobj(io.BytesIO(head), check=False)["intent_code"])
+    except Exception:  # noqa: BLE001 - a short or odd header is reported by the real read
+        return 0
+
+
+def _is_cifti(path: Path) -> bool:
+    return str(path).endswith(CIFTI_ENDINGS) or 3000 <= _intent_code(path) < 3100
+
+
+def _time_step(img) -> float | None:
+    try:
+        zooms = img.header.get_zooms()
+        step = float(zooms[3]) if len(zooms) > 3 else None
+    except Exception:  # noqa: BLE001 - odd headers
+        return None
+    return step if step and np.isfinite(step) and step > 0 else None
+
+
+def read_nifti(path: Path) -> Raw:
+    """Read a NIfTI file as a :class:`Raw` in ``(z, y, x)`` / ``(y, x)`` / ``(t, [z,] y, x)`` order.
+
+    Trailing singleton axes are dropped (``(X, Y, Z, 1)`` is a volume). 4D files
+    are ``"tzyx"`` time series, or ``"tyx"`` 2D+t sequences when the third axis is 1
+    (both with frame spacing 1); 5D and higher files raise :class:`InvalidImageError`.
     """
     import nibabel as nib
 
+    if _is_cifti(path):
+        raise InvalidImageError(
+            f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)")
     try:
-        if str(path).lower().endswith(".gz"):
-            img = _load_gz(path)
-        else:
-            img = nib.load(str(path), mmap=False)
-        data = np.asanyarray(img.dataobj)
-        affine = np.asarray(img.affine, dtype=float)
+        with quiet():
+            if str(path).lower().endswith(".gz"):
+                img = _load_gz(path)
+            else:
+                img = nib.load(str(path), mmap=False)
+            data = np.asanyarray(img.dataobj)
+            affine = np.asarray(img.affine, dtype=float)
     except SegEvalError:
         raise
     except Exception as exc:  # nibabel, gzip, zlib and numpy raise many kinds
-        raise ReadError(f"{path}: cannot read NIfTI file ({type(exc).__name__}: {exc})") from exc
+        raise ReadError(f"{path}: cannot read NIfTI file ({reason(exc)})") from exc
     while data.ndim > 3 and data.shape[-1] == 1:
         data = data[..., 0]
-    if data.ndim == 2:
-        return Raw(np.ascontiguousarray(data.T), _geometry_from_affine(affine, 2, path), "yx")
+    if data.ndim == 2 or (data.ndim == 3 and data.shape[2] == 1):
+        return Raw(np.ascontiguousarray(data.reshape(data.shape[:2]).T),
+                   _slice_geometry(affine, path), "yx")
     if data.ndim == 3:
         return Raw(np.ascontiguousarray(data.T), _geometry_from_affine(affine, 3, path), "zyx")
+    if data.ndim == 4 and data.shape[2] > 1:
+        g3 = _geometry_from_affine(affine, 3, path)
+        d = np.eye(4)
+        d[:3, :3] = g3.direction_matrix
+        geometry = Geometry((1.0, *g3.spacing), (*g3.origin, 0.0), tuple(d.ravel()))
+        vols = np.ascontiguousarray(np.transpose(data, (3, 2, 1, 0)))
+        return Raw(vols, geometry, "tzyx", meta={"nifti_4d": True, "time_step": _time_step(img)})
     if data.ndim == 4 and data.shape[2] == 1:
         g2 = _geometry_from_affine(affine, 2, path)
         d = np.eye(3)
@@ -93,7 +178,7 @@ def read_nifti(path: Path) -> Raw:
         return Raw(frames, geometry, "tyx", meta={"nifti_4d": True})
     raise InvalidImageError(
         f"{path}: unsupported NIfTI dimensionality {data.ndim}D with shape {data.shape}; "
-        "expected a 2D image, a 3D volume or a 2D+t sequence (X, Y, 1, T) — "
+        "expected a 2D image, a 3D volume or a 4D time series (X, Y, Z, T) -- "
         "split multi-channel files into one 3D file per channel"
     )
 
@@ -108,7 +193,9 @@ def write_nifti(path: Path, array: np.ndarray, geometry: Geometry) -> None:
             f"{geometry.ndim}D geometry); write .mha or .nrrd instead"
         )
     affine = affine_from_geometry(geometry)
-    img = nib.Nifti1Image(np.transpose(array), affine)
+    if geometry.plane is not None:  # a slice placed in 3D: (X, Y, 1) with its affine
+        array = array[None]
+    img = nib.Nifti1Image(np.transpose(array), affine)  # (t, z, y, x) -> (x, y, z, t) too
     img.set_sform(affine, code=1)
     img.set_qform(affine, code=1)
     img.header.set_xyzt_units("mm")

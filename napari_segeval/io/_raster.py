@@ -15,6 +15,7 @@ import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError
 from napari_segeval.io._formats import Raw, suffix
+from napari_segeval.io._quiet import reason
 from napari_segeval.io.case import Geometry
 
 _GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
@@ -47,7 +48,7 @@ def _read_pil(path: Path) -> tuple[np.ndarray, dict]:
                 im = im.convert("RGB")
             arr = np.array(im)
     except Exception as exc:  # PIL.UnidentifiedImageError, OSError (truncated), ...
-        raise ReadError(f"{path}: cannot read image ({type(exc).__name__}: {exc})") from exc
+        raise ReadError(f"{path}: cannot read image ({reason(exc)})") from exc
     return arr, meta
 
 
@@ -57,7 +58,7 @@ def _read_tiff(path: Path) -> np.ndarray:
     try:
         return np.asarray(tifffile.imread(str(path)))
     except Exception as exc:
-        raise ReadError(f"{path}: cannot read TIFF ({type(exc).__name__}: {exc})") from exc
+        raise ReadError(f"{path}: cannot read TIFF ({reason(exc)})") from exc
 
 
 def read_raster(path: Path) -> Raw:

@@ -1,4 +1,12 @@
-"""MetaImage (.mha/.mhd), NRRD and DICOM through SimpleITK (imported lazily).
+"""MetaImage (.mha/.mhd), NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily).
+
+DICOM is read by :mod:`napari_segeval.io._dicom` (pydicom headers, GDCM for
+compressed pixels). SimpleITK's global warning display is off during reads
+(:func:`~napari_segeval.io._quiet.quiet`), so ITK prints nothing before our one-line
+error. A 3D grid with a single slice is a 2D ``"yx"`` image keeping its 3D
+placement in ``Geometry.plane`` (see :mod:`napari_segeval.io.case`); a 4D grey image
+whose fourth axis is orthogonal to the three spatial ones (what the writers
+produce for a ``"tzyx"`` time series) is read back as ``"tzyx"``.
 
 2D+t MetaImage rule (CAMUS): a 3D grey MetaImage is read as a sequence with axes
 ``"tyx"`` when its file name contains ``"sequence"`` (case-insensitive), or when its
@@ -13,30 +21,24 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError
-from napari_segeval.io._formats import Raw, is_dicom_file, suffix
+from napari_segeval._errors import InvalidImageError, ReadError
+from napari_segeval.io._formats import Raw, suffix
+from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
 
-MODALITY_TAG = "0008|0060"
-SERIES_UID_TAG = "0020|000e"
-#: DICOM modalities whose multi-frame files are time series rather than volumes.
-_TIME_MODALITIES = {"US", "ES", "XA", "RF", "XC", "DMS"}
 
-
-def _fail(path: Path, what: str, exc: Exception) -> ReadError:
-    msg = str(exc).strip().splitlines()
-    detail = msg[-1] if msg else type(exc).__name__
-    return ReadError(f"{path}: cannot read {what} ({detail})")
-
-
-def geometry_of(img) -> Geometry:
+def geometry_of(img, path: Path | str = "image") -> Geometry:
     """Geometry of a SimpleITK image (spacing reversed to array order)."""
-    return Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
+    try:
+        return Geometry(img.GetSpacing()[::-1], img.GetOrigin(), img.GetDirection())
+    except ValueError as exc:
+        raise InvalidImageError(f"{path}: invalid geometry in the header ({exc})") from exc
 
 
-def _sub_geometry(g: Geometry, n: int) -> Geometry:
-    d = g.direction_matrix[:n, :n]
-    return Geometry(g.spacing[-n:], g.origin[:n], tuple(d.ravel()))
+def _time_split(g: Geometry) -> bool:
+    """True when the slowest (4th ITK) axis of a 4D geometry is orthogonal to the others."""
+    d = g.direction_matrix
+    return bool(np.allclose(d[3, :3], 0, atol=1e-6) and np.allclose(d[:3, 3], 0, atol=1e-6))
 
 
 def _is_sequence(path: Path, arr: np.ndarray, g: Geometry) -> bool:
@@ -47,18 +49,22 @@ def _is_sequence(path: Path, arr: np.ndarray, g: Geometry) -> bool:
     return arr.dtype == np.uint8 and g.spacing[0] == 1.0 and max(g.spacing[1:]) < 0.5
 
 
-def to_raw(img, path: Path, modality: str | None = None, squeeze_single: bool = False) -> Raw:
+def to_raw(img, path: Path, modality: str | None = None) -> Raw:
     """Convert a SimpleITK image to :class:`Raw`, choosing axes from dimension and pixels."""
     import SimpleITK as sitk
 
     arr = sitk.GetArrayFromImage(img)
-    g = geometry_of(img)
+    g = geometry_of(img, path)
     ncomp = img.GetNumberOfComponentsPerPixel()
     dim = img.GetDimension()
     if dim == 4 and arr.shape[0] == 1:
-        arr, g, dim = arr[0], _sub_geometry(g, 3), 3
-    if dim == 3 and squeeze_single and arr.shape[0] == 1:
-        arr, g, dim = arr[0], _sub_geometry(g, 2), 2
+        arr, g, dim = arr[0], g.sub(3), 3
+    if dim == 4 and ncomp == 1 and _time_split(g):
+        return Raw(arr, g, "tzyx", modality=modality)
+    if dim == 3 and arr.shape[0] == 1:
+        if not g.is_orthonormal():
+            raise InvalidImageError(f"{path}: direction {g.direction} is not orthonormal")
+        arr, g, dim = arr[0], Geometry.of_plane(g), 2
     if ncomp not in (1, 3, 4) or dim not in (2, 3):
         raise InvalidImageError(
             f"{path}: unsupported image: {dim}D with {ncomp} components per pixel "
@@ -68,8 +74,7 @@ def to_raw(img, path: Path, modality: str | None = None, squeeze_single: bool = 
         return Raw(arr[..., :3], g, "yxc" if dim == 2 else "tyxc", modality=modality)
     if dim == 2:
         return Raw(arr, g, "yx", modality=modality)
-    time_like = modality in _TIME_MODALITIES or _is_sequence(path, arr, g)
-    return Raw(arr, g, "tyx" if time_like else "zyx", modality=modality)
+    return Raw(arr, g, "tyx" if _is_sequence(path, arr, g) else "zyx", modality=modality)
 
 
 def check_nrrd_payload(path: Path) -> None:
@@ -91,98 +96,62 @@ def check_nrrd_payload(path: Path) -> None:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 
 
-def read_itk_file(path: Path) -> Raw:
-    """Read a MetaImage, NRRD or single DICOM file (possibly multi-frame)."""
+def _reader_for(path: Path):
+    """SimpleITK reader; Analyze ``.img`` halves are opened through their ``.hdr``."""
     import SimpleITK as sitk
+
+    reader = sitk.ImageFileReader()
+    target = path
+    if suffix(path) == ".img":
+        hdr = next((p for p in (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if p.is_file()),
+                   path)
+        target = hdr
+    reader.SetFileName(str(target))
+    return reader
+
+
+def read_itk_file(path: Path) -> Raw:
+    """Read a MetaImage, NRRD, Analyze 7.5 (.hdr/.img) or MINC2 (.mnc) file."""
+    import SimpleITK as sitk  # noqa: F401 - imported before quiet() switches its warnings
 
     if suffix(path) == ".nrrd":
         check_nrrd_payload(path)
-
-    is_dicom = suffix(path) in (".dcm", ".dicom") or not path.suffix
-    if is_dicom and not is_dicom_file(path):
-        raise ReadError(f"{path}: not a DICOM file (no 'DICM' marker at byte 128)")
-    try:
-        reader = sitk.ImageFileReader()
-        reader.SetFileName(str(path))
-        if is_dicom:
-            reader.SetImageIO("GDCMImageIO")
-        img = reader.Execute()
-        modality = None
-        if is_dicom and reader.HasMetaDataKey(MODALITY_TAG):
-            modality = reader.GetMetaData(MODALITY_TAG).strip() or None
-    except Exception as exc:
-        raise _fail(path, "DICOM file" if is_dicom else "image file", exc) from exc
-    raw = to_raw(img, path, modality, squeeze_single=is_dicom)
-    if modality:
-        raw.meta["dicom_modality"] = modality
+    noise: list[str] = []
+    with quiet(noise, native=True):
+        try:
+            img = _reader_for(path).Execute()
+        except Exception as exc:
+            raise ReadError(f"{path}: cannot read {_what(path)} ({reason(exc)})") from exc
+    raw = to_raw(img, path)
+    if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):
+        raw.meta.setdefault("warnings", []).append(
+            "Analyze 7.5 stores no reliable orientation: the direction is ITK's reading "
+            "of the header (check left/right before trusting it)")
     return raw
 
 
-def read_dicom_folder(folder: Path) -> Raw:
-    """Read the largest DICOM series in ``folder`` (by number of files)."""
-    import SimpleITK as sitk
+def _what(path: Path) -> str:
+    return {".hdr": "Analyze/NIfTI header", ".img": "Analyze/NIfTI image",
+            ".mnc": "MINC file", ".nrrd": "NRRD file", ".nhdr": "NRRD header",
+            ".mha": "MetaImage", ".mhd": "MetaImage header"}.get(suffix(path), "image file")
 
+
+def _is_nifti_pair(path: Path) -> bool:
+    hdr = path.with_suffix(".hdr") if suffix(path) == ".img" else path
     try:
-        reader = sitk.ImageSeriesReader()
-        ids = reader.GetGDCMSeriesIDs(str(folder))
-        if not ids:
-            raise ReadError(f"{folder}: no DICOM series found in this folder")
-        files = {uid: reader.GetGDCMSeriesFileNames(str(folder), uid) for uid in ids}
-        uid = max(ids, key=lambda u: len(files[u]))
-        if len(files[uid]) == 1:
-            raw = read_itk_file(Path(files[uid][0]))
-            raw.meta.update(series_uid=uid, n_series=len(ids), n_files=1)
-            return raw
-        reader.SetFileNames(files[uid])
-        reader.MetaDataDictionaryArrayUpdateOn()
-        img = reader.Execute()
-        modality = None
-        if reader.HasMetaDataKey(0, MODALITY_TAG):
-            modality = reader.GetMetaData(0, MODALITY_TAG).strip() or None
-    except SegEvalError:
-        raise
-    except Exception as exc:
-        raise _fail(folder, "DICOM series", exc) from exc
-    _check_series(folder, reader, img, sum(len(f) for f in files.values()))
-    if img.GetDimension() == 3 and img.GetSize()[2] != len(files[uid]):
-        raise ReadError(
-            f"{folder}: DICOM series {uid} has {len(files[uid])} files but "
-            f"{img.GetSize()[2]} slices were read; the series is incomplete or corrupt"
-        )
-    raw = to_raw(img, folder, None)  # a series is spatial: slices, not frames
-    raw.modality = modality
-    raw.meta.update(series_uid=uid, n_series=len(ids), n_files=len(files[uid]))
-    if modality:
-        raw.meta["dicom_modality"] = modality
-    return raw
-
-
-def _check_series(folder: Path, reader, img, n_in_series: int) -> None:
-    """Refuse folders with unparsable DICOM files or gaps between slices."""
-    n_dicom = sum(1 for p in folder.iterdir() if p.is_file() and is_dicom_file(p))
-    if n_dicom > n_in_series:
-        raise ReadError(
-            f"{folder}: {n_dicom - n_in_series} of {n_dicom} DICOM files belong to no "
-            "readable series (truncated or corrupt files)"
-        )
-    n = img.GetSize()[2] if img.GetDimension() == 3 else 1
-    if n < 3 or not all(reader.HasMetaDataKey(i, "0020|0032") for i in range(n)):
-        return
-    normal = np.asarray(img.GetDirection(), float).reshape(3, 3)[:, 2]
-    pos = [np.asarray(reader.GetMetaData(i, "0020|0032").split("\\"), float) @ normal
-           for i in range(n)]
-    steps = np.abs(np.diff(pos))
-    if steps.max() - steps.min() > 1e-3 + 0.01 * np.median(steps):
-        raise ReadError(
-            f"{folder}: slice spacing is not uniform ({steps.min():g} to {steps.max():g} mm); "
-            "slices are missing or the series is mixed"
-        )
+        with open(hdr, "rb") as fh:
+            fh.seek(344)
+            return fh.read(4) in (b"ni1\0", b"n+1\0")
+    except OSError:
+        return False
 
 
 def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool) -> None:
     """Write ``array`` with ``geometry`` through SimpleITK (format from the extension)."""
     import SimpleITK as sitk
 
+    if geometry.plane is not None:  # a slice placed in 3D: a one-slice 3D grid
+        array, geometry = array[None], geometry.plane
     vector = array.ndim == geometry.ndim + 1
     img = sitk.GetImageFromArray(array, isVector=vector)
     img.SetSpacing(geometry.spacing[::-1])

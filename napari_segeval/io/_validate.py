@@ -11,16 +11,19 @@ from napari_segeval.io.case import Geometry
 
 
 def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
-    """Return ``image`` if it has the dimensionality ``axes`` says and only finite values.
+    """Return ``image`` if it has the dimensionality ``axes`` says and no infinite values.
+
+    NaN is allowed (padding outside the field of view, see :mod:`napari_segeval.io._nan`)
+    unless every voxel is NaN.
 
     Examples
     --------
-    >>> check_image(np.zeros((2, 3)), "yx", "a.png").shape
-    (2, 3)
-    >>> check_image(np.array([[np.nan]]), "yx", "a.png")
+    >>> check_image(np.array([[np.nan, 1.0]]), "yx", "a.nii").shape
+    (1, 2)
+    >>> check_image(np.array([[np.inf, 1.0]]), "yx", "a.png")
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.InvalidImageError: a.png: 1 of 1 voxels are NaN or infinite
+    napari_segeval._errors.InvalidImageError: a.png: 1 of 2 voxels are infinite
     """
     if image.ndim != len(axes):
         raise InvalidImageError(
@@ -30,11 +33,11 @@ def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
     if image.size == 0:
         raise InvalidImageError(f"{source}: image is empty (shape {image.shape})")
     if image.dtype.kind == "f":
-        bad = int(np.count_nonzero(~np.isfinite(image)))
+        bad = int(np.count_nonzero(np.isinf(image)))
         if bad:
-            raise InvalidImageError(
-                f"{source}: {bad} of {image.size} voxels are NaN or infinite"
-            )
+            raise InvalidImageError(f"{source}: {bad} of {image.size} voxels are infinite")
+        if np.isnan(image).all():
+            raise InvalidImageError(f"{source}: every voxel is NaN (no image data)")
     elif image.dtype.kind not in "biu":
         raise InvalidImageError(f"{source}: unsupported pixel type {image.dtype}")
     return image

@@ -14,6 +14,7 @@ import numpy as np
 
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
 from napari_segeval.io._formats import Raw, frame_files
+from napari_segeval.io._quiet import reason
 from napari_segeval.io.case import Geometry
 
 #: Largest channel disagreement (grey levels) for a colour frame to count as grey.
@@ -94,7 +95,7 @@ def read_video(path: Path) -> Raw:
     except SegEvalError:
         raise
     except Exception as exc:  # av.error.* and OSError subclasses
-        raise ReadError(f"{path}: cannot decode video ({type(exc).__name__}: {exc})") from exc
+        raise ReadError(f"{path}: cannot decode video ({reason(exc)})") from exc
     if not frames:
         raise ReadError(f"{path}: the video has no decodable frames")
     if declared and len(frames) < declared:

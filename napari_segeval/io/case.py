@@ -20,6 +20,30 @@ Physical space is ITK's LPS (as in ITK-SNAP, 3D Slicer's file I/O and DICOM):
 NIfTI files (RAS) are converted to this convention on read and back on write,
 so a label map written with a case's geometry lines up with its source image in
 any viewer.
+
+2D geometry of a slice placed in 3D (design)
+--------------------------------------------
+A single slice that has a place in patient space (one DICOM slice, a one-slice
+NIfTI/MHA/NRRD grid, one RT dose plane) is read as a 2D ``"yx"`` image whose
+:class:`Geometry` keeps **two** descriptions:
+
+* the 2D fields (``spacing``, ``origin``, ``direction``) are always a valid 2D
+  grid with an orthonormal 2x2 direction. For an *axial* slice (its normal is
+  +-z) they are the x/y part of the 3D placement, as before: origin ``(x, y)`` in
+  LPS mm and the in-plane rotation. For any other slice (sagittal, coronal,
+  oblique) no 2D part of the 3D direction is orthonormal -- the top-left 2x2
+  block of a sagittal slice's direction is singular -- so the 2D fields describe
+  the slice in its own plane: identity direction and origin ``(0, 0)``, i.e. mm
+  along the rows and columns from the first pixel.
+* ``plane`` is the full 3D placement: a 3D :class:`Geometry` of the slice as a
+  one-slice volume (spacing ``(thickness, row, column)``, the 3D origin and the
+  orthonormal 3x3 direction).
+
+Writers store a geometry with a ``plane`` as a one-slice 3D grid with the
+``plane`` placement (NIfTI ``(x, y, 1)``, MHA/NRRD ``1 x ny x nx``), so a
+segmentation of a sagittal slice lies on that slice in any viewer; readers turn a
+one-slice 3D grid back into ``"yx"`` + ``plane``, so write -> read is exact.
+``plane`` is derived data: the 2D fields follow from it (:meth:`Geometry.of_plane`).
 """
 
 from __future__ import annotations
@@ -30,12 +54,15 @@ from typing import Literal
 
 import numpy as np
 
+#: Largest deviation from orthonormality accepted in a direction matrix.
+ORTHO_TOL = 1e-4
+
 Modality = Literal["CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other"]
 MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other")
 
 #: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
-#: ``"tyxc"`` colour video.
-AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc")
+#: ``"tyxc"`` colour video, ``"tzyx"`` time series of volumes (4D NIfTI: fMRI, DWI, cine).
+AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx")
 
 
 @dataclass(frozen=True)
@@ -51,6 +78,9 @@ class Geometry:
         Physical LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
     direction : tuple of float
         Row-major flattened ITK direction matrix (``ndim x ndim``).
+    plane : Geometry, optional
+        For a 2D geometry only: the 3D placement of the slice (see the module
+        docstring). ``None`` for 2D images with no place in 3D (PNG, ultrasound).
 
     Examples
     --------
@@ -64,12 +94,14 @@ class Geometry:
     spacing: tuple[float, ...]
     origin: tuple[float, ...]
     direction: tuple[float, ...]
+    plane: Geometry | None = None
 
     def __post_init__(self) -> None:
         n = len(self.spacing)
         object.__setattr__(self, "spacing", tuple(float(s) for s in self.spacing))
         object.__setattr__(self, "origin", tuple(float(o) for o in self.origin))
-        object.__setattr__(self, "direction", tuple(float(d) for d in np.ravel(self.direction)))
+        object.__setattr__(self, "direction",
+                           tuple(float(d) + 0.0 for d in np.ravel(self.direction)))  # no -0
         if len(self.origin) != n or len(self.direction) != n * n:
             raise ValueError(
                 f"geometry of {n} axes needs {n} origin values and {n * n} direction "
@@ -77,6 +109,53 @@ class Geometry:
             )
         if any(not np.isfinite(s) or s <= 0 for s in self.spacing):
             raise ValueError(f"spacing must be positive and finite, got {self.spacing}")
+        if self.plane is not None and (n != 2 or self.plane.ndim != 3):
+            raise ValueError("only a 2D geometry has a 3D plane placement")
+
+    @classmethod
+    def of_plane(cls, plane: Geometry) -> Geometry:
+        """The 2D geometry of a one-slice 3D grid ``plane`` (kept as ``.plane``).
+
+        Examples
+        --------
+        >>> sag = Geometry((1.0, 0.5, 0.5), (10.0, 20.0, 30.0), (0, 0, 1, 1, 0, 0, 0, -1, 0))
+        >>> g = Geometry.of_plane(sag)
+        >>> g.spacing, g.origin, g.direction, g.plane == sag
+        ((0.5, 0.5), (0.0, 0.0), (1.0, 0.0, 0.0, 1.0), True)
+        >>> ax = Geometry.of_plane(Geometry((2.0, 0.5, 0.5), (1.0, 2.0, 3.0), (-1, 0, 0, 0, -1, 0, 0, 0, 1)))
+        >>> ax.origin, ax.direction
+        ((1.0, 2.0), (-1.0, 0.0, 0.0, -1.0))
+        """
+        d = plane.direction_matrix
+        if abs(abs(d[2, 2]) - 1.0) < ORTHO_TOL:  # axial: normal along +-z
+            return cls(plane.spacing[1:], plane.origin[:2], tuple(d[:2, :2].ravel()), plane)
+        return cls(plane.spacing[1:], (0.0, 0.0), (1.0, 0.0, 0.0, 1.0), plane)
+
+    def sub(self, n: int) -> Geometry:
+        """Geometry of the last ``n`` array axes (drop leading time/slice axes).
+
+        Examples
+        --------
+        >>> g = Geometry((1.0, 3.0, 0.5, 0.5), (1, 2, 3, 0), tuple(np.eye(4).ravel()))
+        >>> g.sub(3).spacing, g.sub(3).origin
+        ((3.0, 0.5, 0.5), (1.0, 2.0, 3.0))
+        """
+        d = self.direction_matrix[:n, :n]
+        return Geometry(self.spacing[-n:], self.origin[:n], tuple(d.ravel()))
+
+    def is_orthonormal(self, tol: float = ORTHO_TOL) -> bool:
+        """True when the direction matrix (and the plane's) is orthonormal within ``tol``.
+
+        Examples
+        --------
+        >>> Geometry.identity(3).is_orthonormal()
+        True
+        >>> Geometry((1.0, 1.0), (0, 0), (0, 0, 1, 0)).is_orthonormal()
+        False
+        """
+        d = self.direction_matrix
+        ok = bool(np.allclose(d.T @ d, np.eye(self.ndim), atol=tol))
+        return ok and (self.plane is None or self.plane.is_orthonormal(tol))
 
     @classmethod
     def identity(cls, ndim: int, spacing: tuple[float, ...] | None = None) -> Geometry:
@@ -114,6 +193,8 @@ class Geometry:
         """True when both describe the same grid placement within ``atol`` (mm)."""
         if self.ndim != other.ndim:
             return False
+        if self.plane is not None and other.plane is not None:
+            return self.plane.matches(other.plane, atol)
         return bool(
             np.allclose(self.spacing, other.spacing, rtol=1e-5, atol=atol)
             and np.allclose(self.origin, other.origin, rtol=1e-5, atol=atol)
@@ -128,11 +209,14 @@ class Geometry:
         >>> Geometry.identity(2, (0.5, 0.25)).to_dict()["spacing"]
         [0.5, 0.25]
         """
-        return {
+        out = {
             "spacing": list(self.spacing),
             "origin": list(self.origin),
             "direction": list(self.direction),
         }
+        if self.plane is not None:
+            out["plane"] = self.plane.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> Geometry:
@@ -144,12 +228,17 @@ class Geometry:
         >>> Geometry.from_dict(g.to_dict()) == g
         True
         """
-        return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]))
+        plane = cls.from_dict(data["plane"]) if data.get("plane") else None
+        return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]),
+                   plane)
 
     def describe(self) -> str:
         """Short human-readable text used in error messages."""
         sp = ", ".join(f"{s:g}" for s in self.spacing)
         org = ", ".join(f"{o:g}" for o in self.origin)
+        if self.plane is not None:
+            org = ", ".join(f"{o:g}" for o in self.plane.origin)
+            return f"spacing ({sp}) slice origin ({org})"
         return f"spacing ({sp}) origin ({org})"
 
 
@@ -213,8 +302,13 @@ class Case:
 
     @property
     def is_video(self) -> bool:
-        """True when the first axis is time."""
-        return self.axes.startswith("t")
+        """True when the first axis is time and each frame is 2D (``tyx``/``tyxc``)."""
+        return self.axes in ("tyx", "tyxc")
+
+    @property
+    def is_time_series(self) -> bool:
+        """True for a time series of volumes (``"tzyx"``, e.g. a 4D NIfTI)."""
+        return self.axes == "tzyx"
 
     def structure_name(self, label: int) -> str:
         """Name of ``label``, or ``"label <id>"`` when unnamed."""

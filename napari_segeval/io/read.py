@@ -1,4 +1,10 @@
-"""Reading cases: :func:`read_image`, :func:`read_labels` and :func:`read_case`."""
+"""Reading cases: :func:`read_image`, :func:`read_labels` and :func:`read_case`.
+
+``series`` picks one stack of a DICOM folder (see :mod:`napari_segeval.io._dicom_series`;
+default: the largest) and ``volume`` one volume of a ``"tzyx"`` time series (default:
+all of them). Warnings about the file (invalid header values, NaN voxels, which
+series was opened) are in ``case.meta["warnings"]`` / ``meta["series_note"]``.
+"""
 
 from __future__ import annotations
 
@@ -15,37 +21,64 @@ from napari_segeval.io._dataset_json import (
     load_dataset_json,
     structure_names,
 )
-from napari_segeval.io._formats import DICOM, ITK, NIFTI, RASTER, VIDEO, Raw, kind
+from napari_segeval.io._formats import (
+    DICOM_LIKE,
+    ITK,
+    ITK_READ_ONLY,
+    NIFTI,
+    RASTER,
+    VIDEO,
+    Raw,
+    kind,
+    suffix,
+)
+from napari_segeval.io._nan import nan_count
 from napari_segeval.io._validate import as_labels, check_image, check_same_grid
 from napari_segeval.io.case import MODALITIES, Case, Geometry
 
-SUPPORTED = NIFTI + ITK + DICOM + VIDEO + RASTER
+SUPPORTED = NIFTI + ITK + ITK_READ_ONLY + (".img",) + DICOM_LIKE + VIDEO + RASTER
+
+#: Formats that hold no image on a grid, refused with a one-line reason.
+NOT_GRIDS = {
+    ".gii": "GIFTI surfaces are",
+    ".trk": "TrackVis streamlines are",
+    ".tck": "MRtrix streamlines are",
+    ".stl": "STL meshes are",
+    ".obj": "OBJ meshes are",
+    ".ply": "PLY meshes are",
+    ".vtp": "VTK poly data are",
+    ".annot": "FreeSurfer annotations are",
+}
 
 
-def read_raw(path: str | Path) -> Raw:
+def read_raw(path: str | Path, series: str | None = None) -> Raw:
     """Read any supported file or folder into a :class:`Raw` (no validation)."""
     p = Path(path)
     if not p.exists():
         raise ReadError(f"{p}: no such file or folder")
     k = kind(p)
     if k is None:
+        if suffix(p) in NOT_GRIDS:
+            raise ReadError(f"{p}: {NOT_GRIDS[suffix(p)]} not supported (not an image on a grid)")
         what = "folder has no DICOM files or image frames" if p.is_dir() else (
-            f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders, "
-            "folders of frames)"
+            f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
+            "DICOMDIR exports, folders of frames)"
         )
         raise ReadError(f"{p}: {what}")
+    if series is not None and k not in ("dicom", "dicom-folder"):
+        raise ReadError(f"{p}: a series can only be chosen in a DICOM folder")
     if k == "nifti":
         from napari_segeval.io._nifti import read_nifti
 
         return read_nifti(p)
-    if k in ("itk", "dicom"):
+    if k == "itk":
         from napari_segeval.io._sitk import read_itk_file
 
         return read_itk_file(p)
-    if k == "dicom-folder":
-        from napari_segeval.io._sitk import read_dicom_folder
+    if k in ("dicom", "dicom-folder"):
+        from napari_segeval.io._dicom import read_dicom
 
-        return read_dicom_folder(p)
+        return read_dicom(p, series)
     if k == "video":
         from napari_segeval.io._video import read_video
 
@@ -80,7 +113,53 @@ def _modality_of(raw: Raw, override: str | None, dataset: dict | None, path: Pat
     )
 
 
-def read_image(path: str | Path, *, modality: str | None = None) -> Case:
+def _select(raw: Raw, volume: int | None, path: Path) -> Raw:
+    """Keep volume ``volume`` of a ``"tzyx"`` time series (``None``: keep all)."""
+    if volume is None:
+        return raw
+    if raw.axes != "tzyx":
+        raise ReadError(f"{path}: a volume can only be chosen in a 4D time series "
+                        f"(this file is {raw.axes!r})")
+    n = raw.array.shape[0]
+    if not -n <= volume < n:
+        raise ReadError(f"{path}: volume {volume} does not exist (the series has {n} volumes, "
+                        f"0..{n - 1})")
+    arr = np.ascontiguousarray(raw.array[volume])
+    meta = dict(raw.meta, volume=volume % n, n_volumes=n)
+    return Raw(arr, raw.geometry.sub(3), "zyx", meta, raw.modality, raw.has_geometry)
+
+
+def select_volume(case: Case, volume: int) -> Case:
+    """Volume ``volume`` of a ``"tzyx"`` case (image and labels) as a ``"zyx"`` case.
+
+    Examples
+    --------
+    >>> c = Case(np.zeros((3, 2, 4, 5), np.float32), Geometry.identity(4), axes="tzyx")
+    >>> v = select_volume(c, 1)
+    >>> v.axes, v.image.shape, v.geometry.ndim, v.meta["volume"]
+    ('zyx', (2, 4, 5), 3, 1)
+    """
+    raw = _select(Raw(case.image, case.geometry, case.axes, dict(case.meta)), volume,
+                  case.image_path or Path("image"))
+    labels = case.labels
+    if labels is not None and labels.ndim == 4:
+        labels = np.ascontiguousarray(labels[volume])
+    return Case(raw.array, raw.geometry, "zyx", case.modality, labels, dict(case.structures),
+                case.image_path, case.labels_path, raw.meta)
+
+
+def _warnings(raw: Raw) -> list[str]:
+    out = list(raw.meta.get("warnings", []))
+    n = nan_count(raw.array)
+    if n:
+        raw.meta["nan_count"] = n
+        out.append(f"{n} of {raw.array.size} voxels are NaN (no data, e.g. padding outside "
+                   "the field of view); models see them as the minimum intensity")
+    return out
+
+
+def read_image(path: str | Path, *, modality: str | None = None, series: str | None = None,
+               volume: int | None = None) -> Case:
     """Read an image, volume or video into a :class:`Case` with its geometry.
 
     Parameters
@@ -90,11 +169,15 @@ def read_image(path: str | Path, *, modality: str | None = None) -> Case:
         of frames, PNG/JPG/BMP/TIFF.
     modality : str, optional
         Overrides the guess (DICOM tag, then dataset.json, then pixel heuristics).
+    series : str, optional
+        DICOM folders: the series (``UID`` or ``UID#k``) to read; default the largest.
+    volume : int, optional
+        4D time series: the volume to read (a ``"zyx"`` case); default all (``"tzyx"``).
 
     Returns
     -------
     Case
-        With ``labels`` None.
+        With ``labels`` None; ``meta["warnings"]`` lists what was odd about the file.
 
     Examples
     --------
@@ -107,8 +190,9 @@ def read_image(path: str | Path, *, modality: str | None = None) -> Case:
     ('zyx', (2.5, 1.0, 1.0), 'CT')
     """
     p = Path(path)
-    raw = read_raw(p)
+    raw = _select(read_raw(p, series), volume, p)
     check_image(raw.array, raw.axes, p)
+    raw.meta["warnings"] = _warnings(raw)
     dataset = _dataset(p, None) if raw.modality is None and modality is None else None
     meta = dict(raw.meta, has_geometry=raw.has_geometry)
     meta.pop("palette_indices", None)
@@ -144,10 +228,19 @@ def _mask_color_table(path: Path, default: dict | None,
 
 
 def _labels_raw(
-    path: Path, color_table: dict | None, color_tolerance: float,
-    default_color_table: dict | None = None, dataset_json: str | Path | dict | None = None,
+    path: Path, color_table: dict | None, color_tolerance: float, series: str | None = None,
+    volume: int | None = None, default_color_table: dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
-    raw = read_raw(path)
+    return _labels_from(read_raw(path, series), path, color_table, volume, color_tolerance,
+                        default_color_table)
+
+
+def _labels_from(
+    raw: Raw, path: Path, color_table: dict | None, volume: int | None,
+    color_tolerance: float = _labels.COLOR_TOLERANCE, default_color_table: dict | None = None,
+    dataset_json: str | Path | dict | None = None,
+) -> tuple[np.ndarray, Raw, dict[int, str]]:
+    raw = _select(raw, volume, path)
     arr, names, coloured = raw.array, {}, color_table is not None
     if color_table is not None:
         arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
@@ -173,6 +266,7 @@ def read_labels(
     color_table: dict | None = None,
     color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
+    volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str]]:
     """Read a reference label map as integer ids with its geometry and structure names.
 
@@ -192,6 +286,8 @@ def read_labels(
         grey) and ahead of the ``"color_table"`` of a ``dataset.json`` next to
         or up to two folders above the mask (see
         :mod:`napari_segeval.io._dataset_json`). Grey masks are read as they are.
+    volume : int, optional
+        4D label maps: the volume to read.
 
     Returns
     -------
@@ -213,7 +309,7 @@ def read_labels(
     ([[0, 1], [1, 1]], (1.0, 1.0))
     """
     labels, geometry, names, _ = labels_with_axes(path, color_table, color_tolerance,
-                                                  default_color_table)
+                                                  default_color_table, volume=volume)
     return labels, geometry, names
 
 
@@ -222,10 +318,12 @@ def labels_with_axes(
     color_table: dict | None = None,
     color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
+    volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
-    """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"`` or ``"yx"``) of the map."""
+    """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"``, ``"tzyx"`` or ``"yx"``)."""
     p = Path(path)
-    labels, raw, names = _labels_raw(p, color_table, color_tolerance, default_color_table)
+    labels, raw, names = _labels_raw(p, color_table, color_tolerance, volume=volume,
+                                     default_color_table=default_color_table)
     if not names:
         dataset = _dataset(p, None)
         names = structure_names(dataset) if dataset else {}
@@ -240,11 +338,14 @@ def read_case(
     dataset_json: str | Path | dict | None = None,
     color_table: dict | None = None,
     default_color_table: dict | None = None,
+    series: str | None = None,
+    volume: int | None = None,
 ) -> Case:
     """Read an image and (optionally) its reference labels, checking they share a grid.
 
     Labels from formats without geometry (PNG, frame folders) take the image's
-    geometry when the shapes agree. A mismatch raises
+    geometry when the shapes agree. ``series`` and ``volume`` are as in
+    :func:`read_image`; ``volume`` also picks the volume of 4D labels. A mismatch raises
     :class:`~napari_segeval._errors.GeometryMismatchError` naming both files and
     stating both shapes, spacings and origins. ``color_table`` and
     ``default_color_table`` are those of :func:`read_labels`.
@@ -263,15 +364,20 @@ def read_case(
     """
     ipath = Path(image)
     dataset = _dataset(ipath, dataset_json)
-    case = read_image(ipath, modality=modality)
+    case = read_image(ipath, modality=modality, series=series, volume=volume)
     if modality is None and dataset and case.meta.get("dicom_modality") is None:
         case.modality = dataset_modality(dataset) or case.modality
     if labels is None:
         case.structures = structure_names(dataset) if dataset else {}
         return case
     lpath = Path(labels)
-    arr, raw, names = _labels_raw(lpath, color_table, _labels.COLOR_TOLERANCE,
-                                  default_color_table, dataset_json)
+    raw4 = read_raw(lpath)
+    lvol = volume if raw4.axes == "tzyx" else None
+    if case.axes == "tzyx" and raw4.axes != "tzyx":
+        raise ReadError(f"{ipath} is a time series of {case.image.shape[0]} volumes but labels "
+                        f"{lpath} are one {raw4.axes!r} map: choose the volume (--volume T)")
+    arr, raw, names = _labels_from(raw4, lpath, color_table, lvol, _labels.COLOR_TOLERANCE,
+                                   default_color_table, dataset_json)
     geometry = raw.geometry
     if not raw.has_geometry and arr.shape == case.spatial_shape:
         geometry = case.geometry

@@ -18,6 +18,7 @@ import numpy as np
 from napari_segeval._atomic import atomic_path
 from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.io._formats import WRITABLE, suffix
+from napari_segeval.io._quiet import reason
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
 
@@ -54,7 +55,7 @@ def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: b
     except SegEvalError:
         raise
     except Exception as exc:
-        raise WriteError(f"{path}: cannot write ({type(exc).__name__}: {exc})") from exc
+        raise WriteError(f"{path}: cannot write ({reason(exc)})") from exc
     return path
 
 

@@ -42,9 +42,11 @@ def test_apply_window_edges_and_linearity():
     np.testing.assert_allclose(out, [0, 0, 127.5, 255, 255], atol=1e-4)
 
 
-def test_apply_window_rejects_nan():
+def test_apply_window_rejects_inf_fills_nan():
     with pytest.raises(InvalidImageError):
-        apply_window(np.array([0.0, np.nan]), 40, 400)
+        apply_window(np.array([0.0, np.inf]), 40, 400)
+    # NaN padding is the minimum intensity (napari_segeval.io._nan)
+    assert apply_window(np.array([0.0, np.nan]), 40, 400).tolist() == [102.0, 102.0]
 
 
 def test_mr_clip_uses_nonzero_percentiles():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for dicom_factory
+from dicom_factory import pydicom_file, pydicom_series
 
 
 def nifti(path: Path, data: np.ndarray, affine: np.ndarray) -> Path:
@@ -123,4 +127,5 @@ def make():
     return SimpleNamespace(
         nifti=nifti, sitk_file=sitk_file, dicom_series=dicom_series,
         multiframe_dicom=multiframe_dicom, video=video, png=png, blocks=blocks,
+        pydicom_file=pydicom_file, pydicom_series=pydicom_series,
     )

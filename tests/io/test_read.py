@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -103,7 +105,14 @@ def _valid_files(tmp_path, make):
     return files
 
 
-EXTS = [".nii", ".nii.gz", ".mha", ".mhd", ".nrrd", ".dcm", ".png", ".jpg", ".tif", ".mp4", ".avi"]
+EXTS = [".nii", ".nii.gz", ".mha", ".mhd", ".nrrd", ".dcm", ".png", ".jpg", ".tif", ".mp4", ".avi",
+        ".dcm.gz", ".hdr", ".mnc"]
+_CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback")
+
+
+def _one_line(exc: BaseException) -> None:
+    msg = str(exc)
+    assert "\n" not in msg and not _CLASS_NAME.search(msg), msg
 _FUZZ = settings(max_examples=30, deadline=None,
                  suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -113,8 +122,9 @@ _FUZZ = settings(max_examples=30, deadline=None,
 def test_random_bytes_give_segeval_error(tmp_path, data, ext):
     path = tmp_path / f"junk{ext}"
     path.write_bytes(data)
-    with pytest.raises(SegEvalError):
+    with pytest.raises(SegEvalError) as info:
         read_image(path)
+    _one_line(info.value)
 
 
 @_FUZZ
@@ -130,7 +140,39 @@ def test_truncated_files_give_segeval_error(tmp_path, make, fraction, which):
     cut = tmp_path / f"cut_{which}_{original.name}"
     data = original.read_bytes()
     cut.write_bytes(data[: int(len(data) * fraction)])
-    with pytest.raises(SegEvalError):
+    with pytest.raises(SegEvalError) as info:
         read_image(cut)
+    _one_line(info.value)
     with pytest.raises(SegEvalError):
         read_labels(cut)
+
+
+def test_refusals_print_nothing_and_are_one_line(tmp_path, capfd):
+    import gzip
+
+    files = {
+        "t1.mnc": b"junk",
+        "v.mha": b"ObjectType = Image\nNDims = 3\nDimSize = 1 2 3\nElementType = MET_FLOAT\n"
+                 b"ElementDataFile = LOCAL\n",
+        "a.hdr": b"\0" * 348,
+        "b.dcm": b"\0" * 128 + b"DICM" + b"\xff" * 40,
+        "c.dcm.gz": gzip.compress(b"\x08\x00\x16\x00UI\x04\x001.2" + b"\xff" * 30),
+        "d.nii": b"\x5c\x01\x00\x00" + b"\0" * 400,
+        "surf.gii": b"<GIFTI/>",
+        "fibres.tck": b"mrtrix tracks\n",
+    }
+    capfd.readouterr()
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(SegEvalError) as info:
+            read_image(tmp_path / name)
+        _one_line(info.value)
+        assert name in str(info.value)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+
+
+def test_non_grid_formats_named(tmp_path):
+    (tmp_path / "lh.pial.gii").write_bytes(b"<GIFTI/>")
+    with pytest.raises(ReadError, match=r"GIFTI surfaces are not supported \(not an image on a grid\)"):
+        read_image(tmp_path / "lh.pial.gii")

@@ -73,7 +73,7 @@ def test_multiframe_dicom_us_is_video(tmp_path, make):
 def test_dicom_without_marker_rejected(tmp_path):
     path = tmp_path / "x.dcm"
     path.write_bytes(b"\0" * 300)
-    with pytest.raises(ReadError, match="DICM"):
+    with pytest.raises(ReadError, match="x.dcm: not a DICOM file"):
         read_image(path)
 
 
@@ -96,8 +96,15 @@ def test_unsupported_dimensions(tmp_path, make):
     line.write_bytes(b"NRRD0004\ntype: uint8\ndimension: 1\nsizes: 5\nencoding: raw\n\n12345")
     with pytest.raises(ReadError, match="line.nrrd"):  # SimpleITK has no 1D images
         read_image(line)
+    four = read_image(make.sitk_file(tmp_path / "four.mha", np.zeros((2, 2, 3, 4), np.float32)))
+    assert four.axes == "tzyx" and four.image.shape == (2, 2, 3, 4)  # time axis apart
+    sheared = sitk.GetImageFromArray(np.zeros((2, 2, 3, 4), np.float32), isVector=False)
+    d = np.eye(4)
+    d[[0, 3]] = d[[3, 0]]  # the 4th index axis along x: not a time axis
+    sheared.SetDirection(tuple(d.ravel()))
+    sitk.WriteImage(sheared, str(tmp_path / "mixed.mha"))
     with pytest.raises(InvalidImageError, match="4D"):
-        read_image(make.sitk_file(tmp_path / "four.mha", np.zeros((2, 2, 3, 4), np.float32)))
+        read_image(tmp_path / "mixed.mha")
     squeezed = read_image(make.sitk_file(tmp_path / "one.mha", np.zeros((1, 2, 3, 4), np.float32)))
     assert squeezed.image.shape == (2, 3, 4)
 
@@ -109,24 +116,27 @@ def test_missing_raw_file(tmp_path, make):
         read_image(path)
 
 
-def test_nan_intensities_rejected(tmp_path, make):
+def test_infinite_intensities_rejected_nan_kept(tmp_path, make):
     data = np.zeros((2, 3, 4), np.float32)
     data[1, 1, 1] = np.nan
     data[0, 0, 0] = np.inf
-    with pytest.raises(Exception, match=r"nan\.mha: 2 of 24 voxels are NaN or infinite"):
-        read_image(make.sitk_file(tmp_path / "nan.mha", data))
+    with pytest.raises(InvalidImageError, match=r"inf\.mha: 1 of 24 voxels are infinite"):
+        read_image(make.sitk_file(tmp_path / "inf.mha", data))
+    data[0, 0, 0] = 0
+    case = read_image(make.sitk_file(tmp_path / "nan.mha", data))
+    assert case.meta["nan_count"] == 1 and np.isnan(case.image[1, 1, 1])
 
 
 def test_dicom_series_with_missing_or_broken_slice(tmp_path, make):
     vol = np.zeros((5, 6, 7), np.int16)
     gap = make.dicom_series(tmp_path / "gap", vol)
     (gap / "slice002.dcm").unlink()
-    with pytest.raises(ReadError, match="gap: slice spacing is not uniform"):
+    with pytest.raises(ReadError, match="gap: series .* slice spacing is not uniform"):
         read_image(gap)
     cut = make.dicom_series(tmp_path / "cut", vol)
     data = (cut / "slice001.dcm").read_bytes()
     (cut / "slice001.dcm").write_bytes(data[:-60])
-    with pytest.raises(ReadError, match="cut: 1 of 5 DICOM files belong to no readable series"):
+    with pytest.raises(ReadError, match="slice001.dcm: header and pixel data disagree"):
         read_image(cut)
 
 
@@ -135,3 +145,46 @@ def test_nrrd_cut_gzip_trailer(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])
     with pytest.raises(ReadError, match="z.nrrd: NRRD data is truncated"):
         read_image(path)
+
+
+def test_analyze_hdr_img(tmp_path, capfd):
+    import nibabel as nib
+
+    data = np.arange(4 * 3 * 2, dtype=np.int16).reshape(4, 3, 2)  # (i, j, k)
+    nib.AnalyzeImage(data, np.diag([2.0, 3.0, 4.0, 1.0])).to_filename(tmp_path / "brain.hdr")
+    for name in ("brain.hdr", "brain.img"):
+        case = read_image(tmp_path / name)
+        np.testing.assert_array_equal(case.image, data.T)
+        hdr = nib.load(tmp_path / "brain.hdr").header
+        assert case.spacing == tuple(float(z) for z in hdr.get_zooms()[::-1])
+        ref = sitk.ReadImage(str(tmp_path / "brain.hdr"))
+        assert case.geometry.origin == ref.GetOrigin() and case.geometry.is_orthonormal()
+        assert "Analyze 7.5 stores no reliable orientation" in case.meta["warnings"][0]
+    capfd.readouterr()
+    read_image(tmp_path / "brain.hdr")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # ITK's "Analyze file is deprecated" warning is silenced
+
+
+def test_minc2(tmp_path):
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    g = Geometry((0.7, 0.6, 0.5), (1.0, 2.0, 3.0), (0, 1, 0, -1, 0, 0, 0, 0, 1))
+    img = sitk.GetImageFromArray(data)
+    img.SetSpacing(g.spacing[::-1])
+    img.SetOrigin(g.origin)
+    img.SetDirection(g.direction)
+    sitk.WriteImage(img, str(tmp_path / "t1.mnc"))
+    assert (tmp_path / "t1.mnc").read_bytes()[:4] == b"\x89HDF"  # MINC2 is HDF5
+    case = read_image(tmp_path / "t1.mnc")
+    np.testing.assert_array_equal(case.image, data)
+    assert case.geometry.matches(g, atol=1e-3)
+
+
+def test_img_without_hdr_unsupported(tmp_path):
+    (tmp_path / "disk.img").write_bytes(b"\0" * 64)
+    with pytest.raises(ReadError, match="disk.img: unsupported file type"):
+        read_image(tmp_path / "disk.img")
+    (tmp_path / "x.hdr").write_bytes(b"\0" * 10)
+    with pytest.raises(ReadError) as info:
+        read_image(tmp_path / "x.hdr")
+    assert "\n" not in str(info.value) and "Error" not in str(info.value)

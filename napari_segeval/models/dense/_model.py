@@ -15,6 +15,7 @@ from napari_segeval._errors import InvalidImageError
 from napari_segeval.inference.intensity import IntensityStats, clip_zscore
 from napari_segeval.inference.postprocess import PostprocessConfig, postprocess
 from napari_segeval.inference.resample import ResampleInfo, resample_back, resample_image
+from napari_segeval.io._nan import fill_nan
 from napari_segeval.io.case import Case
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,10 +139,9 @@ class DenseModel:
                 f"{case.image_path or 'image'}: {image.ndim}D array, the model "
                 f"{self.name} expects {len(self.patch_size)}D volumes"
             )
+        image, _ = fill_nan(image, case.image_path or "image")  # NaN: the minimum (io._nan)
         if not np.isfinite(image).all():
-            raise InvalidImageError(
-                f"{case.image_path or 'image'}: contains NaN or infinite values"
-            )
+            raise InvalidImageError(f"{case.image_path or 'image'}: contains infinite values")
         info_r = None
         data = image.astype(np.float32)
         if self.spacing is not None:

@@ -80,6 +80,9 @@ def test_rejects_non_volume(tiny_weights):
         m.preprocess(Case(np.zeros((8, 8), np.float32), Geometry.identity(2), axes="yx"))
     bad = _case()
     bad.image = bad.image.astype(np.float32)
-    bad.image[0, 0, 0] = np.nan
-    with pytest.raises(InvalidImageError, match="NaN"):
+    bad.image[0, 0, 0] = np.inf
+    with pytest.raises(InvalidImageError, match="infinite"):
         m.preprocess(bad)
+    bad.image[0, 0, 0] = np.nan  # NaN padding: the minimum intensity (io._nan policy)
+    x, _ = m.preprocess(bad)
+    assert bool(x.isfinite().all())

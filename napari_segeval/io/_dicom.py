@@ -1,0 +1,275 @@
+"""DICOM files, folders and DICOMDIR exports: headers and geometry by pydicom.
+
+Headers, series grouping and geometry are read with pydicom
+(:mod:`~napari_segeval.io._dicom_geometry`, :mod:`~napari_segeval.io._dicom_series`)
+so that geometry is what the header says. Pixels of uncompressed transfer syntaxes
+are decoded by pydicom after checking that the pixel data hold exactly what
+``Rows x Columns x SamplesPerPixel x NumberOfFrames x BitsAllocated`` promise (a
+mismatch is refused, never padded with zeros); compressed syntaxes pydicom decodes
+itself (RLE, deflate; JPEG baseline/extended and JPEG 2000 through Pillow) likewise,
+and the others (JPEG lossless, JPEG-LS) by GDCM through SimpleITK, with its warnings
+silenced. The decoded shape must match the header in every case. The modality LUT is applied: ``RescaleSlope``/``RescaleIntercept`` (per
+frame for enhanced objects) and ``DoseGridScaling`` for RT dose (values in
+``DoseUnits``, usually Gy).
+
+Files without the 128-byte preamble and gzipped ``*.dcm.gz`` files open when their
+pixel data and geometry are complete; DICOM objects without pixels (RT structure
+sets, reports, ...) are refused with one line saying what they are.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import ReadError
+from napari_segeval.io import _dicom_files
+from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
+from napari_segeval.io._formats import Raw
+from napari_segeval.io._quiet import quiet, reason
+
+
+def _transfer_syntax(ds):
+    from pydicom.uid import UID, ExplicitVRBigEndian, ExplicitVRLittleEndian, ImplicitVRLittleEndian
+
+    meta = getattr(ds, "file_meta", None)
+    ts = meta.get("TransferSyntaxUID") if meta is not None else None
+    if ts:
+        return UID(str(ts))
+    implicit, little = getattr(ds, "original_encoding", (True, True))
+    if implicit:
+        return ImplicitVRLittleEndian
+    return ExplicitVRLittleEndian if little else ExplicitVRBigEndian
+
+
+def _expected_bytes(ds, frames: int) -> int:
+    rows, cols = int(ds.Rows), int(ds.Columns)
+    spp, bits = int(ds.get("SamplesPerPixel", 1)), int(ds.BitsAllocated)
+    n = rows * cols * spp * frames
+    return (n + 7) // 8 if bits == 1 else n * (bits // 8)
+
+
+def _header_shape(ds, frames: int) -> str:
+    return (f"{int(ds.Rows)} x {int(ds.Columns)} pixels x {frames} frame"
+            f"{'s' if frames != 1 else ''} of {int(ds.BitsAllocated)} bits")
+
+
+def _check_header(ds, path: Path) -> None:
+    for name in ("Rows", "Columns", "BitsAllocated"):
+        value = ds.get(name)
+        try:
+            ok = value is not None and int(value) > 0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ReadError(f"{path}: DICOM header has no valid {name} ({value!r})")
+    if int(ds.BitsAllocated) not in (1, 8, 16, 32, 64):
+        raise ReadError(f"{path}: BitsAllocated {int(ds.BitsAllocated)} is not supported")
+
+
+def _pydicom_decodes(ts) -> bool:
+    try:
+        from pydicom.pixels import get_decoder
+
+        return bool(get_decoder(ts).is_available)
+    except Exception:  # noqa: BLE001 - unknown syntax: let GDCM try
+        return False
+
+
+_PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
+
+
+def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray:
+    name = next(k for k in _PIXEL_ELEMENTS if k in ds)
+    have, want = len(ds[name].value), _expected_bytes(ds, frames)
+    if not compressed and (have < want or have > want + 1):
+        raise ReadError(
+            f"{path}: header and pixel data disagree: the header says {_header_shape(ds, frames)} "
+            f"({want} bytes) but the pixel data hold {have} bytes"
+        )
+    with quiet():
+        try:
+            arr = ds.pixel_array
+        except Exception as exc:
+            raise ReadError(f"{path}: cannot decode DICOM pixel data ({reason(exc)})") from exc
+    return np.asarray(arr)
+
+
+def _gdcm(ds, path: Path) -> np.ndarray:
+    """Decode compressed pixel data pydicom has no decoder for (JPEG lossless, JPEG-LS)
+    with GDCM through SimpleITK; GDCM applies the modality LUT itself."""
+    import SimpleITK as sitk
+
+    with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
+        src = path
+        if _dicom_files.is_gz_dicom(path) or not _has_preamble(path):
+            src = Path(tmp) / "image.dcm"
+            ds.save_as(src, enforce_file_format=True)
+        try:
+            reader = sitk.ImageFileReader()
+            reader.SetImageIO("GDCMImageIO")
+            reader.SetFileName(str(src))
+            return sitk.GetArrayFromImage(reader.Execute())
+        except Exception as exc:
+            raise ReadError(f"{path}: cannot decode compressed DICOM pixel data "
+                            f"({reason(exc)})") from exc
+
+
+def _has_preamble(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(128)
+        return fh.read(4) == b"DICM"
+
+
+def _with_pixels(header, path: Path):
+    """A shallow copy of a scanned header with its deferred pixel data read; :func:`decode`
+    drops the bytes again, so a series is not held in memory twice (a header whose pixel
+    element is gone is read again from its file)."""
+    import copy
+
+    if not any(k in header for k in _PIXEL_ELEMENTS):
+        return _dicom_files.load(path, pixels=True)
+    ds = copy.copy(header)
+    with quiet():
+        try:
+            for name in _PIXEL_ELEMENTS:
+                if name in ds:
+                    _ = ds[name].value
+        except Exception as exc:
+            raise ReadError(f"{path}: cannot read DICOM pixel data ({reason(exc)})") from exc
+    return ds
+
+
+def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
+    """All frames of one object as ``(frames, rows, cols[, 3])`` and whether the
+    modality LUT is already applied (GDCM does it)."""
+    ds = _dicom_files.load(path, pixels=True) if ds is None else _with_pixels(ds, path)
+    _check_header(ds, path)
+    from napari_segeval.io._dicom_geometry import n_frames
+
+    try:
+        frames = n_frames(ds, path)
+    except ValueError as exc:
+        raise ReadError(f"{path}: {exc}") from exc
+    ts = _transfer_syntax(ds)
+    if ts.is_compressed and not _pydicom_decodes(ts):
+        arr, applied = _gdcm(ds, path), True
+    else:
+        if getattr(ds, "file_meta", None) is None:
+            from pydicom.dataset import FileMetaDataset
+
+            ds.file_meta = FileMetaDataset()
+        ds.file_meta.TransferSyntaxUID = ts
+        arr, applied = _native(ds, path, frames, ts.is_compressed), False
+    colour = int(ds.get("SamplesPerPixel", 1)) > 1
+    if arr.ndim == (3 if colour else 2):
+        arr = arr[None]
+    want = (frames, int(ds.Rows), int(ds.Columns))
+    if arr.shape[:3] != want:
+        raise ReadError(f"{path}: header and pixel data disagree: the header says "
+                        f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}")
+    for name in _PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
+        if name in ds:
+            del ds[name]
+    return arr, applied
+
+
+def _apply_lut(arr: np.ndarray, slope: float, intercept: float) -> np.ndarray:
+    if slope == 1.0 and intercept == 0.0:
+        return arr
+    if float(slope).is_integer() and float(intercept).is_integer() and arr.dtype.kind in "iu":
+        return arr.astype(np.int64) * int(slope) + int(intercept)
+    return (arr.astype(np.float64) * slope + intercept).astype(np.float32)
+
+
+def _narrow(arr: np.ndarray) -> np.ndarray:
+    """Smallest of int16/uint16/int32 holding an int64 array after rescaling."""
+    if arr.dtype != np.int64:
+        return arr
+    lo, hi = (int(arr.min()), int(arr.max())) if arr.size else (0, 0)
+    for dt in (np.int16, np.uint16, np.int32):
+        if np.iinfo(dt).min <= lo and hi <= np.iinfo(dt).max:
+            return arr.astype(dt)
+    return arr.astype(np.float64)
+
+
+def assemble(plan: Plan) -> np.ndarray:
+    """Pixel array of a checked stack in the plan's order, modality LUT applied."""
+    decoded: dict[Path, tuple[np.ndarray, bool]] = {}
+    images = []
+    for u in plan.order:
+        if u.path not in decoded:
+            decoded.clear()  # keep one multi-frame object in memory at a time
+            decoded[u.path] = decode(u.path, u.ds)
+        arr, applied = decoded[u.path]
+        img = arr[u.frame or 0]
+        images.append(img if applied else _apply_lut(img, *u.rescale))
+    kinds = {a.dtype.kind for a in images}
+    if "f" in kinds:
+        images = [a.astype(np.float32, copy=False) for a in images]
+    out = np.stack(images)
+    return _narrow(out) if out.dtype == np.int64 else out
+
+
+def _to_raw(info: SeriesInfo, where: Path) -> Raw:
+    if info.problem:
+        raise ReadError(f"{where}: series {info.id} cannot be read: {info.problem}")
+    plan = info.plan
+    arr = assemble(plan)
+    axes = plan.axes
+    if axes == "yx":
+        arr = arr[0]
+    if arr.ndim == len(axes) + 1:  # colour samples
+        axes += "c"
+    modality = info.modality or None
+    raw = Raw(np.ascontiguousarray(arr), plan.geometry, axes, modality=modality,
+              has_geometry=plan.has_geometry)
+    raw.meta.update(series_uid=info.uid, series_id=info.id, n_files=info.n_files)
+    if modality:
+        raw.meta["dicom_modality"] = modality
+    spacing_source = plan.order[0].spacing_source
+    raw.meta["spacing_source"] = spacing_source
+    if plan.order[0].ds.get("DoseUnits"):
+        raw.meta["dose_units"] = str(plan.order[0].ds.get("DoseUnits"))
+    raw.meta["warnings"] = list(plan.warnings)
+    return raw
+
+
+def read_dicom(path: str | Path, series: str | None = None) -> Raw:
+    """Read a DICOM file, folder or DICOMDIR export (one stack: the largest, or ``series``)."""
+    p = Path(path)
+    noise: list[str] = []
+    found = _dicom_files.find(p, collected=noise)
+    if not found.headers:
+        if found.broken:
+            raise ReadError(found.broken[0])
+        what = found.skipped[0] if found.skipped else "no DICOM images found"
+        raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
+    stacks, bad_headers = series_of(found.headers)
+    broken = found.broken + bad_headers
+    if broken:
+        if p.is_file():
+            raise ReadError(broken[0])
+        raise ReadError(
+            f"{p}: {len(broken)} of {len(found.broken) + len(found.headers)} DICOM files "
+            f"cannot be read (truncated or corrupt files), e.g. {broken[0]}"
+        )
+    info = choose(stacks, series, p)
+    raw = _to_raw(info, p)
+    raw.meta["n_series"] = len(stacks)
+    if found.via_dicomdir:
+        raw.meta["dicomdir"] = True
+    if len(stacks) > 1 and series is None:
+        others = len(stacks) - 1
+        raw.meta["series_note"] = (
+            f"{p.name}: opened series {info.id} ({info.n_images} image"
+            f"{'s' if info.n_images != 1 else ''}, {info.modality}"
+            f"{', ' + repr(info.description) if info.description else ''}), the largest of "
+            f"{len(stacks)}; {others} other{'s' if others > 1 else ''} listed by "
+            f"'segeval inspect' (choose with --series)"
+        )
+    if found.skipped:
+        raw.meta["skipped"] = list(found.skipped)
+    return raw

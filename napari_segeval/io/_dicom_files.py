@@ -1,0 +1,202 @@
+"""Finding DICOM files (folders, DICOMDIR, gzip, no preamble) and reading their headers.
+
+Detection needs no heavy import: a file is DICOM when it has the ``DICM`` marker at
+byte 128, or -- for files written without the 128-byte preamble -- when it starts
+with a group 0x0002/0x0008 element followed by a VR or a small implicit length, or
+when it is named ``*.dcm.gz``/``*.dicom.gz``. Headers are parsed with pydicom
+(``force=True``, so preamble-less files parse), pixel data are not read here.
+
+A folder holding a ``DICOMDIR`` (a CD/USB export) is read through it: the images
+are the files its records reference. Any other folder is read from the files
+directly inside it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval.io._quiet import quiet, reason
+
+GZ_SUFFIXES = (".dcm.gz", ".dicom.gz")
+DICOM_SUFFIXES = (".dcm", ".dicom") + GZ_SUFFIXES
+
+#: DICOM objects that carry no image on a grid, by Modality.
+NOT_IMAGES = {
+    "RTSTRUCT": "an RT structure set (contours)",
+    "RTPLAN": "an RT plan",
+    "RTRECORD": "an RT treatment record",
+    "SR": "a structured report",
+    "PR": "a presentation state",
+    "KO": "a key object selection",
+    "REG": "a registration",
+    "DOC": "an encapsulated document",
+}
+
+
+def is_gz_dicom(path: str | Path) -> bool:
+    """True for ``*.dcm.gz`` / ``*.dicom.gz`` names.
+
+    Examples
+    --------
+    >>> is_gz_dicom("CT1.DCM.GZ"), is_gz_dicom("a.nii.gz")
+    (True, False)
+    """
+    return Path(path).name.lower().endswith(GZ_SUFFIXES)
+
+
+def _no_preamble(head: bytes) -> bool:
+    if len(head) < 8 or head[0:2] not in (b"\x02\x00", b"\x08\x00"):
+        return False
+    (element,) = struct.unpack("<H", head[2:4])
+    if element > 0x0120:
+        return False
+    vr = head[4:6]
+    if vr.isalpha() and vr.isupper():
+        return True
+    (length,) = struct.unpack("<I", head[4:8])
+    return 0 < length < 4096
+
+
+def sniff(path: str | Path) -> bool:
+    """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x"
+    >>> _ = p.write_bytes(b"\\x08\\x00\\x16\\x00UI\\x1a\\x001.2.840.10008.5.1.4.1.1.2")
+    >>> sniff(p), sniff(p.parent / "missing")
+    (True, False)
+    """
+    p = Path(path)
+    if is_gz_dicom(p):
+        return p.is_file()
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(132)
+    except OSError:
+        return False
+    return head[128:132] == b"DICM" or _no_preamble(head)
+
+
+def _pydicom():
+    try:
+        import pydicom
+    except ImportError as exc:  # pragma: no cover - pydicom is a dependency
+        raise MissingDependencyError("pydicom", "all", "reading DICOM",
+                                     "pip install pydicom") from exc
+    return pydicom
+
+
+def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
+    """Parse a DICOM file (also gzipped or without preamble) with pydicom.
+
+    Without ``pixels`` the pixel data element is present but its value is not read
+    (deferred). Raises :class:`ReadError` for a file that is not DICOM or cannot be
+    parsed.
+    """
+    pydicom = _pydicom()
+    with quiet(collected):
+        try:
+            gz = is_gz_dicom(path)
+            src = io.BytesIO(gzip.decompress(path.read_bytes())) if gz else path
+            defer = None if pixels or gz else 4096
+            ds = pydicom.dcmread(src, force=True, defer_size=defer)
+            if pixels and "PixelData" in ds:
+                _ = ds.PixelData  # parse now, inside quiet()
+        except Exception as exc:
+            raise ReadError(f"{path}: cannot read DICOM file ({reason(exc)})") from exc
+    if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):
+        raise ReadError(f"{path}: not a DICOM file (no DICOM header found)")
+    return ds
+
+
+@dataclass
+class Found:
+    """DICOM files found under a path: parsed headers and files skipped (with why)."""
+
+    headers: list = field(default_factory=list)  # (path, dataset) of image objects
+    skipped: list[str] = field(default_factory=list)  # one line per non-image object
+    broken: list[str] = field(default_factory=list)  # one line per unreadable file
+    via_dicomdir: bool = False
+
+
+def dicomdir_of(path: Path) -> Path | None:
+    """The DICOMDIR file ``path`` is or holds, if any."""
+    if path.is_file() and path.name.upper() == "DICOMDIR":
+        return path
+    if path.is_dir():
+        for name in ("DICOMDIR", "dicomdir"):
+            if (path / name).is_file():
+                return path / name
+    return None
+
+
+def _dicomdir_files(dicomdir: Path) -> list[Path]:
+    ds = load(dicomdir)
+    records = ds.get("DirectoryRecordSequence")
+    if records is None:
+        raise ReadError(f"{dicomdir}: DICOMDIR has no directory records")
+    files = []
+    for rec in records:
+        ref = rec.get("ReferencedFileID")
+        if ref is None:
+            continue
+        parts = [ref] if isinstance(ref, str) else list(ref)
+        files.append(dicomdir.parent.joinpath(*[str(x) for x in parts]))
+    if not files:
+        raise ReadError(f"{dicomdir}: DICOMDIR references no files")
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise ReadError(f"{dicomdir}: {len(missing)} of {len(files)} files it references are "
+                        f"missing (e.g. {missing[0]})")
+    return files
+
+
+def candidates(path: Path) -> tuple[list[Path], bool]:
+    """DICOM files to consider for ``path`` (a file, a folder or a DICOMDIR) and
+    whether a DICOMDIR listed them."""
+    dicomdir = dicomdir_of(path)
+    if dicomdir is not None:
+        return _dicomdir_files(dicomdir), True
+    if path.is_file():
+        return [path], False
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.upper() != "DICOMDIR")
+    return [p for p in files if p.name.lower().endswith(DICOM_SUFFIXES) or sniff(p)], False
+
+
+def find(path: Path, collected: list[str] | None = None) -> Found:
+    """Parse the header of every DICOM file for ``path`` (see :func:`candidates`)."""
+    files, via = candidates(path)
+    found = Found(via_dicomdir=via)
+    for f in files:
+        try:
+            ds = load(f, collected=collected)
+        except ReadError as exc:
+            found.broken.append(str(exc))
+            continue
+        if "PixelData" in ds or "FloatPixelData" in ds or "DoubleFloatPixelData" in ds:
+            found.headers.append((f, ds))
+        else:
+            found.skipped.append(f"{f.name}: {not_image_reason(ds)}")
+    return found
+
+
+def not_image_reason(ds) -> str:
+    """Why a parsed DICOM object without pixel data is not an image (one line).
+
+    Examples
+    --------
+    >>> not_image_reason({"Modality": "RTSTRUCT"})
+    'DICOM RTSTRUCT is an RT structure set (contours), not an image on a grid'
+    """
+    modality = str(ds.get("Modality", "") or "").strip().upper()
+    what = NOT_IMAGES.get(modality)
+    if what:
+        return f"DICOM {modality} is {what}, not an image on a grid"
+    return "DICOM object has no pixel data (not an image)"

@@ -1,0 +1,315 @@
+"""Geometry of DICOM images from their headers, as the header says -- never invented.
+
+Each 2D image (a single-frame file, or one frame of a multi-frame file) becomes a
+:class:`Unit` holding what its header says about its place in patient space:
+
+* **orientation** -- ``ImageOrientationPatient`` (per-frame or shared
+  ``PlaneOrientationSequence`` of enhanced objects first). Two unit vectors at right
+  angles within 1 %; they are then made exactly orthonormal (Gram-Schmidt, row
+  vector kept). A zero, non-finite or skewed value is *invalid*: the image is shown
+  without a patient placement and a warning says why -- no identity is substituted.
+* **position** -- ``ImagePositionPatient`` (per-frame ``PlanePositionSequence``
+  first); for legacy multi-frame RT dose the ``GridFrameOffsetVector`` offsets along
+  the normal, for other legacy multi-frame volumes ``SpacingBetweenSlices``.
+* **pixel size** -- ``PixelSpacing`` (``PixelMeasuresSequence`` first), else
+  ``ImagerPixelSpacing`` (projection radiographs, at the detector), else the
+  ultrasound region calibration (``SequenceOfUltrasoundRegions`` regions in cm; the
+  largest region when they differ, with a warning). An invalid value (0, negative,
+  not finite) is reported and the next source is used; with no valid source the
+  image is in pixel units (``has_geometry`` False) and a warning says so.
+
+Warnings are phrased without file names so that a series repeats each only once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Relative tolerance on unit length and right angle of the orientation vectors.
+ORIENTATION_TOL = 0.01
+
+
+@dataclass
+class Unit:
+    """One 2D image of a DICOM object and what its header says about its placement."""
+
+    path: Path
+    frame: int | None  # frame of a multi-frame object, None for a single-frame file
+    ds: Any
+    position: np.ndarray | None = None
+    orientation: np.ndarray | None = None  # (2, 3): row and column direction cosines
+    spacing: tuple[float, float] | None = None  # (between rows, between columns) mm
+    spacing_source: str = "none"
+    thickness: float | None = None
+    between: float | None = None  # SpacingBetweenSlices
+    rescale: tuple[float, float] = (1.0, 0.0)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def normal(self) -> np.ndarray | None:
+        """Slice normal (row x column), or None without a valid orientation."""
+        if self.orientation is None:
+            return None
+        return np.cross(self.orientation[0], self.orientation[1])
+
+    @property
+    def direction(self) -> np.ndarray:
+        """ITK 3x3 direction: columns row cosine, column cosine, normal."""
+        return np.column_stack([self.orientation[0], self.orientation[1], self.normal])
+
+
+def _txt(values) -> str:
+    try:
+        return "(" + ", ".join(f"{float(v):g}" for v in values) + ")"
+    except (TypeError, ValueError):
+        return repr(str(values))
+
+
+def _floats(values, n: int) -> np.ndarray | None:
+    try:
+        v = np.asarray([float(x) for x in (values if not isinstance(values, str) else
+                                           values.split("\\"))], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return v if v.size == n and np.all(np.isfinite(v)) else None
+
+
+def _number(value) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) and v > 0 else None
+
+
+def orientation(values) -> tuple[np.ndarray | None, str | None]:
+    """Orthonormal (2, 3) row/column cosines from ``ImageOrientationPatient``, or why not.
+
+    Examples
+    --------
+    >>> o, why = orientation([1, 0, 0, 0, 0.99999, 0])
+    >>> o.round(6).tolist(), why
+    ([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], None)
+    >>> orientation([0, 0, 0, 0, 0, 0])[1]
+    'ImageOrientationPatient (0, 0, 0, 0, 0, 0) is not two unit vectors at right angles'
+    """
+    v = _floats(values, 6)
+    bad = f"ImageOrientationPatient {_txt(values)} is not two unit vectors at right angles"
+    if v is None:
+        return None, bad
+    r, c = v[:3], v[3:]
+    nr, nc = np.linalg.norm(r), np.linalg.norm(c)
+    if (abs(nr - 1) > ORIENTATION_TOL or abs(nc - 1) > ORIENTATION_TOL
+            or abs(r @ c) > ORIENTATION_TOL * nr * nc):
+        return None, bad
+    r = r / nr
+    c = c - (c @ r) * r
+    return np.stack([r, c / np.linalg.norm(c)]), None
+
+
+def _item(seq) -> Any:
+    try:
+        return seq[0] if seq is not None and len(seq) else None
+    except TypeError:
+        return None
+
+
+def group_value(ds, frame: int | None, sequence: str, name: str):
+    """``name`` from the per-frame, then shared functional group ``sequence``, else None."""
+    sources = []
+    per = ds.get("PerFrameFunctionalGroupsSequence")
+    if frame is not None and per is not None and frame < len(per):
+        sources.append(per[frame])
+    shared = _item(ds.get("SharedFunctionalGroupsSequence"))
+    if shared is not None:
+        sources.append(shared)
+    for src in sources:
+        item = _item(src.get(sequence))
+        if item is not None and name in item:
+            return item.get(name)
+    return None
+
+
+def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
+    """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm.
+
+    Examples
+    --------
+    >>> from pydicom import Dataset
+    >>> r = Dataset()
+    >>> r.PhysicalUnitsXDirection = r.PhysicalUnitsYDirection = 3
+    >>> r.PhysicalDeltaX, r.PhysicalDeltaY = 0.02, 0.03
+    >>> ds = Dataset()
+    >>> ds.SequenceOfUltrasoundRegions = [r]
+    >>> ultrasound_spacing(ds)
+    ((0.3, 0.2), [])
+    """
+    regions = ds.get("SequenceOfUltrasoundRegions")
+    if not regions:
+        return None, []
+    good = []
+    for i, reg in enumerate(regions):
+        dx, dy = _number(abs(_f(reg.get("PhysicalDeltaX")))), _number(abs(_f(reg.get("PhysicalDeltaY"))))
+        if reg.get("PhysicalUnitsXDirection") == 3 and reg.get("PhysicalUnitsYDirection") == 3 \
+                and dx and dy:
+            w = _f(reg.get("RegionLocationMaxX1")) - _f(reg.get("RegionLocationMinX0")) + 1
+            h = _f(reg.get("RegionLocationMaxY1")) - _f(reg.get("RegionLocationMinY0")) + 1
+            good.append((w * h, i, round(dy * 10.0, 9), round(dx * 10.0, 9)))
+    if not good:
+        return None, ["the ultrasound regions carry no calibration in cm"]
+    _, i, sy, sx = max(good, key=lambda g: (g[0], -g[1]))
+    notes = []
+    if len({(g[2], g[3]) for g in good}) > 1:
+        notes.append(f"{len(good)} ultrasound regions have different pixel sizes; region {i + 1} "
+                     f"(the largest, {sy:g} x {sx:g} mm) is used")
+    return (sy, sx), notes
+
+
+def _f(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, str, list[str]]:
+    """Pixel size (row, column) mm, where it came from, and notes on invalid values."""
+    notes: list[str] = []
+    ps = group_value(ds, frame, "PixelMeasuresSequence", "PixelSpacing")
+    if ps is None:
+        ps = ds.get("PixelSpacing")
+    invalid = None
+    if ps is not None:
+        v = _floats(ps, 2)
+        if v is not None and np.all(v > 0):
+            return (float(v[0]), float(v[1])), "PixelSpacing", notes
+        invalid = f"PixelSpacing {_txt(ps)} is not a positive pixel size"
+    sources = [("ImagerPixelSpacing", ds.get("ImagerPixelSpacing"))]
+    for name, value in sources:
+        v = _floats(value, 2) if value is not None else None
+        if v is not None and np.all(v > 0):
+            if invalid:
+                notes.append(f"{invalid}; {name} is used")
+            return (float(v[0]), float(v[1])), name, notes
+    us, us_notes = ultrasound_spacing(ds)
+    notes += us_notes
+    if us is not None:
+        if invalid:
+            notes.append(f"{invalid}; the ultrasound region calibration is used")
+        return us, "ultrasound regions", notes
+    if invalid:
+        notes.append(f"{invalid}: the image is shown in pixel units, not mm")
+    elif ds.get("ImageOrientationPatient") is not None or ds.get("ImagePositionPatient") is not None:
+        notes.append("no PixelSpacing in the header: the image is shown in pixel units, not mm")
+    return None, "none", notes
+
+
+def rescale(ds, frame: int | None) -> tuple[float, float]:
+    """(slope, intercept) of the modality LUT; RT dose: (DoseGridScaling, 0)."""
+    slope = group_value(ds, frame, "PixelValueTransformationSequence", "RescaleSlope")
+    icpt = group_value(ds, frame, "PixelValueTransformationSequence", "RescaleIntercept")
+    if slope is None:
+        slope, icpt = ds.get("RescaleSlope"), ds.get("RescaleIntercept")
+    s = _f(slope) if slope is not None else 1.0
+    b = _f(icpt) if icpt is not None else 0.0
+    if ds.get("DoseGridScaling") is not None:
+        s *= _f(ds.get("DoseGridScaling"))
+    return (s if s != 0 else 1.0), b
+
+
+def n_frames(ds, path: Path) -> int:
+    """``NumberOfFrames`` (1 when absent); raises ValueError when it is not a count."""
+    value = ds.get("NumberOfFrames")
+    if value is None or str(value).strip() == "":
+        return 1
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise ValueError(f"NumberOfFrames {str(value)!r} is not a positive count")
+    return n
+
+
+def units_of(path: Path, ds) -> list[Unit]:
+    """The 2D images of one DICOM object with their header geometry."""
+    n = n_frames(ds, path)
+    multi = n > 1 or "PerFrameFunctionalGroupsSequence" in ds
+    offsets = _floats(ds.get("GridFrameOffsetVector"), n) if "GridFrameOffsetVector" in ds else None
+    units = []
+    for k in range(n):
+        frame = k if multi else None
+        u = Unit(path, frame, ds)
+        iop = group_value(ds, frame, "PlaneOrientationSequence", "ImageOrientationPatient")
+        iop = ds.get("ImageOrientationPatient") if iop is None else iop
+        if iop is not None:
+            u.orientation, why = orientation(iop)
+            if why:
+                u.notes.append(why + ": the image has no patient placement")
+        ipp = group_value(ds, frame, "PlanePositionSequence", "ImagePositionPatient")
+        ipp = ds.get("ImagePositionPatient") if ipp is None else ipp
+        if ipp is not None:
+            u.position = _floats(ipp, 3)
+            if u.position is None:
+                u.notes.append(f"ImagePositionPatient {_txt(ipp)} is not a position")
+        u.spacing, u.spacing_source, notes = pixel_spacing(ds, frame)
+        u.notes += notes
+        thick = group_value(ds, frame, "PixelMeasuresSequence", "SliceThickness")
+        u.thickness = _number(ds.get("SliceThickness") if thick is None else thick)
+        between = group_value(ds, frame, "PixelMeasuresSequence", "SpacingBetweenSlices")
+        u.between = _number(ds.get("SpacingBetweenSlices") if between is None else between)
+        u.rescale = rescale(ds, frame)
+        units.append(u)
+    _legacy_positions(units, ds, offsets)
+    return units
+
+
+def _legacy_positions(units: list[Unit], ds, offsets: np.ndarray | None) -> None:
+    """Frame positions of a legacy multi-frame volume (RT dose offsets, NM spacing)."""
+    if len(units) < 2 or "PerFrameFunctionalGroupsSequence" in ds:
+        return
+    first = units[0]
+    if first.position is None or first.orientation is None:
+        return
+    if offsets is not None:
+        steps = offsets - offsets[0]
+    elif first.between is not None and not is_time_modality(ds):
+        steps = np.arange(len(units)) * first.between
+    else:
+        for u in units:
+            u.position = None  # frames of one object share the top-level position
+        return
+    for u, s in zip(units, steps):
+        u.position = first.position + s * first.normal
+
+
+#: DICOM modalities whose multi-frame objects are time series rather than volumes.
+TIME_MODALITIES = {"US", "ES", "XA", "RF", "XC", "DMS"}
+
+
+def is_time_modality(ds) -> bool:
+    """True for modalities whose frames are successive times (ultrasound, endoscopy, X-ray)."""
+    return str(ds.get("Modality", "") or "").strip().upper() in TIME_MODALITIES
+
+
+def plane_name(normal: np.ndarray | None) -> str:
+    """``axial``, ``coronal``, ``sagittal`` or ``oblique`` from a slice normal.
+
+    Examples
+    --------
+    >>> plane_name(np.array([0, 0, 1.0])), plane_name(np.array([1.0, 0, 0]))
+    ('axial', 'sagittal')
+    >>> plane_name(np.array([0.0, 0.1, 0.995])), plane_name(None)
+    ('oblique', 'unknown')
+    """
+    if normal is None:
+        return "unknown"
+    a = np.abs(np.asarray(normal, float))
+    k = int(np.argmax(a))
+    if a[k] < 1 - 1e-4:
+        return "oblique"
+    return ("sagittal", "coronal", "axial")[k]
