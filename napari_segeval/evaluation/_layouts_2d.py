@@ -1,7 +1,17 @@
-"""Layouts of 2D and echo data sets: CAMUS, ISIC 2018 task 1, NeoPolyp, generic pairs."""
+"""Layouts of 2D and echo data sets: CAMUS, ISIC 2018 task 1, NeoPolyp, generic pairs.
+
+Patient groups (:attr:`CaseSpec.group`), which keep a patient's images in one
+cross-validation fold, come from what each data set publishes: CAMUS names the
+patient in every file (``patient0001_2CH_ED``); ISIC 2018 task 1 publishes only
+image ids (``ISIC_0000000``), so each image is its own group unless an ISIC
+Archive metadata CSV with ``patient_id`` or ``lesion_id`` columns lies in the
+folder; NeoPolyp (BKAI-IGH) publishes neither patient nor video ids (its files
+are named by a hash), so each image is its own group.
+"""
 
 from __future__ import annotations
 
+import csv
 import glob as _glob
 import re
 from pathlib import Path
@@ -52,6 +62,9 @@ def _camus_split(root: Path) -> dict[str, str]:
 def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
     """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``.
 
+    Every case's ``group`` is its patient, so all frames, views and sequences of
+    one patient share a cross-validation fold.
+
     Parameters
     ----------
     mode : {"frames", "sequences", "all"}
@@ -63,8 +76,8 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
     >>> d = pathlib.Path(tempfile.mkdtemp()) / "patient0001"; d.mkdir()
     >>> for n in ("2CH_ED", "2CH_ED_gt", "2CH_half_sequence", "2CH_half_sequence_gt"):
     ...     _ = (d / f"patient0001_{n}.mhd").write_text("")
-    >>> [(s.case_id, s.meta["phase"]) for s in parse_camus(d.parent)]
-    [('patient0001_2CH_ED', 'ED')]
+    >>> [(s.case_id, s.meta["phase"], s.group) for s in parse_camus(d.parent)]
+    [('patient0001_2CH_ED', 'ED', 'patient0001')]
     """
     if mode not in ("frames", "sequences", "all"):
         raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
@@ -82,7 +95,7 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
                 "phase": "sequence" if is_seq else phase.upper()}
         specs.append(CaseSpec(stem(image), (str(image),), str(gt), "camus", str(root),
                               dict(CAMUS_STRUCTURES), None, "US",
-                              splits.get(patient, "train"), meta=meta))
+                              splits.get(patient, "train"), meta=meta, group=patient))
     return specs
 
 
@@ -95,18 +108,91 @@ def _split_from_path(path: Path) -> str:
     return "train"
 
 
-def parse_isic(root: str | Path) -> list[CaseSpec]:
-    """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png``.
+#: Columns of an ISIC Archive metadata CSV: the image id, then the group ids by preference.
+_ISIC_ID_COLUMNS = ("isic_id", "image_id", "image")
+_ISIC_GROUP_COLUMNS = ("patient_id", "lesion_id")
 
-    Images and masks may share a folder or sit in the official
-    ``*_Input`` / ``*_GroundTruth`` folders; the split comes from the folder names
-    (``Training``, ``Validation``, ``Test``).
+
+def _isic_metadata_rows(root: Path):
+    """``(image id, [(column, id), ...])`` for every row of the metadata CSVs under ``root``."""
+    for path in sorted(root.rglob("*.csv"), key=lambda q: natural_key(str(q))):
+        try:
+            with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+                reader = csv.DictReader(fh)
+                header = [(h or "").strip() for h in (reader.fieldnames or [])]
+                key = next((c for c in _ISIC_ID_COLUMNS if c in header), None)
+                if key is None or not any(c in header for c in _ISIC_GROUP_COLUMNS):
+                    continue
+                for row in reader:
+                    row = {(k or "").strip(): (v or "").strip() for k, v in row.items()
+                           if isinstance(v, str)}
+                    ids = [(c, row[c]) for c in _ISIC_GROUP_COLUMNS if row.get(c)]
+                    if row.get(key) and ids:
+                        yield row[key], ids
+        except (OSError, csv.Error):
+            continue
+
+
+def isic_groups(root: str | Path) -> dict[str, str]:
+    """Image id -> group from ISIC Archive metadata CSVs under ``root``.
+
+    ISIC 2018 task 1's own downloads name images only; the ISIC Archive's
+    metadata export (``isic_id, ..., lesion_id, patient_id``) and HAM10000's
+    ``HAM10000_metadata.csv`` (``lesion_id, image_id, ...``) say which images
+    show one patient or lesion. Images sharing a patient or a lesion (directly
+    or through other images) form one group, named by its smallest id
+    (``"lesion:IL_7"``, ``"patient:IP_3"``). CSVs without those columns are
+    ignored; images not listed are their own group.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("ISIC_1.jpg", "ISIC_1_segmentation.png"): _ = (d / n).write_bytes(b"")
+    >>> _ = (d / "meta.csv").write_text(
+    ...     "isic_id,lesion_id,patient_id\\nISIC_1,IL_7,\\nISIC_2,IL_7,IP_3\\nISIC_3,,IP_3\\n")
+    >>> isic_groups(d)
+    {'ISIC_1': 'lesion:IL_7', 'ISIC_2': 'lesion:IL_7', 'ISIC_3': 'lesion:IL_7'}
+    """
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    images = set()
+    for image, ids in _isic_metadata_rows(Path(root)):
+        images.add(image)
+        for column, value in ids:
+            a, b = find(f"image:{image}"), find(f"{column.split('_')[0]}:{value}")
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    names: dict[str, str] = {}
+    for node in parent:  # each component is named by its smallest non-image id
+        if not node.startswith("image:"):
+            r = find(node)
+            names[r] = min(names.get(r, node), node)
+    return {image: names[find(f"image:{image}")] for image in sorted(images)}
+
+
+def parse_isic(root: str | Path) -> list[CaseSpec]:
+    """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png``.
+
+    Images and masks may share a folder or sit in the official
+    ``*_Input`` / ``*_GroundTruth`` folders; the split comes from the folder names
+    (``Training``, ``Validation``, ``Test``). The ``*_superpixels.png`` files of
+    the official input folders are not cases. A case's ``group`` is its patient
+    (or lesion) from an ISIC Archive metadata CSV in the folder (see
+    :func:`isic_groups`), else None (the image is its own group).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("ISIC_1.jpg", "ISIC_1_segmentation.png", "ISIC_1_superpixels.png"):
+    ...     _ = (d / n).write_bytes(b"")
     >>> [(s.case_id, pathlib.Path(s.labels).name) for s in parse_isic(d)]
     [('ISIC_1', 'ISIC_1_segmentation.png')]
     """
@@ -114,14 +200,16 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
     files = _all_files(root)
     masks = {stem(p)[: -len("_segmentation")]: p for p in files
              if stem(p).endswith("_segmentation")}
+    groups = isic_groups(root)
     specs = []
     for p in files:
         s = stem(p)
-        if s.endswith("_segmentation") or suffix(p) not in (".jpg", ".jpeg", ".png"):
+        if (s.endswith(("_segmentation", "_superpixels"))
+                or suffix(p) not in (".jpg", ".jpeg", ".png")):
             continue
         specs.append(CaseSpec(s, (str(p),), str(masks[s]) if s in masks else None, "isic",
                               str(root), dict(ISIC_STRUCTURES), None, "dermoscopy",
-                              _split_from_path(p.relative_to(root))))
+                              _split_from_path(p.relative_to(root)), group=groups.get(s)))
     return specs
 
 
@@ -147,7 +235,9 @@ def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
     """NeoPolyp (BKAI-IGH): RGB endoscopy with RGB-coded masks (red neoplastic, green not).
 
     Masks are ``X_mask.png`` beside ``X.png``, or same-named files in a ``train_gt``
-    folder (the Kaggle layout). Images without a mask are test cases.
+    folder (the Kaggle layout). Images without a mask are test cases. The data
+    set publishes no patient or video ids, so every image is its own
+    cross-validation group (``group`` None).
 
     Examples
     --------
@@ -219,5 +309,5 @@ def _label_for(root: Path, image: Path, pattern: str) -> Path | None:
     return target if target.is_file() else None
 
 
-__all__ = ["camus_pairs", "neopolyp_pairs", "parse_camus", "parse_generic", "parse_isic",
+__all__ = ["camus_pairs", "isic_groups", "neopolyp_pairs", "parse_camus", "parse_generic", "parse_isic",
            "parse_neopolyp"]

@@ -44,12 +44,18 @@ class CaseSpec:
         Layout extras (CAMUS view and phase, ...).
     error : str or None
         Why the case cannot be used (set by the parser, e.g. a path escape).
+    group : str or None
+        The patient (or lesion) the case comes from, as the data set publishes
+        it: cross-validation keeps every case of one group in one fold
+        (:mod:`.splits`). None means the case is its own group.
 
     Examples
     --------
     >>> s = CaseSpec("c1", ("/d/img.nii.gz",), "/d/seg.nii.gz", layout="generic", root="/d")
     >>> CaseSpec.from_dict(s.to_dict()) == s
     True
+    >>> s.group_id
+    'c1'
     """
 
     case_id: str
@@ -64,6 +70,12 @@ class CaseSpec:
     fold: int | None = None
     meta: dict = field(default_factory=dict)
     error: str | None = None
+    group: str | None = None
+
+    @property
+    def group_id(self) -> str:
+        """The group that keeps cases together in one fold: ``group``, else the case id."""
+        return self.group if self.group else self.case_id
 
     def to_dict(self) -> dict:
         """Plain-JSON form (structure ids as strings)."""

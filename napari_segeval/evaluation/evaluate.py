@@ -101,7 +101,8 @@ def run_evaluation(
     if proto.needs_folds:
         from napari_segeval.evaluation.splits import ensure_folds
 
-        ensure_folds(specs, int(p.get("folds", 5)), int(p.get("seed", 0)), out)
+        ensure_folds(specs, int(p.get("folds", 5)), int(p.get("seed", 0)), out,
+                     cv_splits=p.get("cv_splits"), holdout=p.get("holdout"))
     chosen = proto.cases(specs, p)
     if not chosen:
         raise SegEvalError(f"{source}: no case the protocol {proto.name} can evaluate "

@@ -1,25 +1,33 @@
-"""Cross-validation splits: from a published file, or seeded k-fold saved as JSON."""
+"""Cross-validation splits: from a published file, or a seeded k-fold grouped by patient, saved as JSON.
+
+Every case of one patient (:attr:`CaseSpec.group <napari_segeval.evaluation._spec.CaseSpec.group>`:
+a CAMUS patient's 2CH/4CH views, ED/ES frames and sequences) lands in one fold,
+so no fold's model has seen another image of the patient it scores. Cases
+without a published patient id are their own group; with one case per group the
+assignment is the plain seeded k-fold of earlier versions.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from napari_segeval._atomic import atomic_write_text
-from napari_segeval._errors import ReadError
+from napari_segeval._errors import ReadError, SegEvalError
 
-SPLITS_VERSION = 1
+SPLITS_VERSION = 2
 
 
 def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict[str, int]:
     """Assign each case to one of ``k`` folds, reproducibly.
 
     Ids are sorted first, so the answer does not depend on their order; a seeded
-    permutation is dealt round-robin, so fold sizes differ by at most one.
+    permutation is dealt round-robin, so fold sizes differ by at most one. This
+    is :func:`grouped_kfold_assignment` with every case its own group.
 
     Examples
     --------
@@ -27,18 +35,115 @@ def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict
     >>> sorted(np.bincount(list(a.values())).tolist()), a == kfold_assignment(sorted(a, reverse=True), 3, 1)
     ([2, 2, 3], True)
     """
-    ids = sorted(set(case_ids))
+    return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
+
+
+def grouped_kfold_assignment(groups: Mapping[str, str], k: int = 5,
+                             seed: int = 0) -> dict[str, int]:
+    """Assign cases to ``k`` folds so that every case of one group shares a fold.
+
+    Groups (patients) are ordered by a seeded permutation of their sorted ids,
+    then placed largest first (stable, so equal sizes keep the permuted order),
+    each in the fold holding the fewest cases so far (the lowest fold on a tie).
+    The result depends only on ``groups``, ``k`` and ``seed``, not on the order
+    of the mapping; fold sizes differ by at most the largest group's size. With
+    one case per group this deals the permutation round-robin (fold sizes
+    differ by at most one).
+
+    Parameters
+    ----------
+    groups : mapping of str to str
+        Case id -> group id (a patient, a lesion ...).
+    k : int
+        Number of folds (>= 2); there must be at least ``k`` groups.
+    seed : int
+        Seed of the permutation.
+
+    Returns
+    -------
+    dict of str to int
+        Case id -> fold in ``0 .. k-1``.
+
+    Examples
+    --------
+    >>> g = {f"p{p}_{v}": f"p{p}" for p in range(6) for v in ("2CH_ED", "4CH_ES")}
+    >>> a = grouped_kfold_assignment(g, k=3, seed=0)
+    >>> all(a[f"p{p}_2CH_ED"] == a[f"p{p}_4CH_ES"] for p in range(6))
+    True
+    >>> sorted(np.bincount(list(a.values())).tolist())
+    [4, 4, 4]
+    """
     if k < 2:
         raise ValueError(f"k-fold needs k >= 2, got {k}")
-    if len(ids) < k:
-        raise ValueError(f"{len(ids)} cases cannot fill {k} folds")
-    order = np.random.default_rng(seed).permutation(len(ids))
-    return {ids[j]: int(i % k) for i, j in enumerate(order)}
+    members: dict[str, list[str]] = {}
+    for case, group in groups.items():
+        members.setdefault(str(group), []).append(str(case))
+    names = sorted(members)
+    if len(names) < k:
+        raise ValueError(f"{len(names)} groups ({len(groups)} cases) cannot fill {k} folds")
+    order = [names[j] for j in np.random.default_rng(seed).permutation(len(names))]
+    order.sort(key=lambda g: -len(members[g]))  # stable: ties keep the seeded order
+    load = [0] * k
+    out: dict[str, int] = {}
+    for g in order:
+        fold = min(range(k), key=lambda f: (load[f], f))
+        load[fold] += len(members[g])
+        out.update(dict.fromkeys(members[g], fold))
+    return out
 
 
-def save_splits(path: str | os.PathLike, folds: dict[str, int], *, k: int, seed: int | None,
-                source: str) -> Path:
-    """Write ``{"version", "k", "seed", "source", "folds": {case: fold}}`` atomically (replacing).
+def groups_across_folds(specs: Sequence, folds: Mapping[str, int]) -> list[str]:
+    """Group ids whose cases sit in more than one fold (a leak), sorted.
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation._spec import CaseSpec
+    >>> s = [CaseSpec(c, ("x.png",), "m.png", group=g) for c, g in (("a", "p1"), ("b", "p1"))]
+    >>> groups_across_folds(s, {"a": 0, "b": 1}), groups_across_folds(s, {"a": 1, "b": 1})
+    (['p1'], [])
+    """
+    seen: dict[str, set[int]] = {}
+    for s in specs:
+        if s.case_id in folds:
+            seen.setdefault(s.group_id, set()).add(int(folds[s.case_id]))
+    return sorted(g for g, f in seen.items() if len(f) > 1)
+
+
+def in_cross_validation(spec, cv_splits: Mapping[str, Sequence[str]] | None = None,
+                        holdout: str | None = None) -> bool:
+    """Whether ``spec`` takes part in the folds.
+
+    A labelled case without a parse error takes part unless its published split
+    is ``holdout`` (scored separately) or ``cv_splits`` names its layout and not
+    its split (``{"isic": ["train"]}``: only the ISIC Training folder is
+    cross-validated; other layouts keep every split).
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation._spec import CaseSpec
+    >>> val = CaseSpec("ISIC_9", ("x.jpg",), "m.png", layout="isic", split="val")
+    >>> in_cross_validation(val), in_cross_validation(val, {"isic": ["train"]})
+    (True, False)
+    >>> in_cross_validation(val, holdout="val")
+    False
+    """
+    if not spec.labels or spec.error:
+        return False
+    if holdout is not None and spec.split == holdout:
+        return False
+    allowed = (cv_splits or {}).get(spec.layout)
+    return allowed is None or spec.split in allowed
+
+
+def save_splits(path: str | os.PathLike, folds: Mapping[str, int], *, k: int, seed: int | None,
+                source: str, groups: Mapping[str, str] | None = None,
+                leaks: Sequence[str] = ()) -> Path:
+    """Write ``{"version", "k", "seed", "source", "folds", "groups", "groups_across_folds"}`` atomically.
+
+    ``groups`` maps the cases that belong to a named patient group to it (cases
+    that are their own group are left out); ``leaks`` lists groups found in more
+    than one fold (only a published splits file can do that). Replaces a file
+    already there.
 
     Examples
     --------
@@ -50,12 +155,14 @@ def save_splits(path: str | os.PathLike, folds: dict[str, int], *, k: int, seed:
     """
     path = Path(path)
     payload = {"version": SPLITS_VERSION, "k": int(k), "seed": seed, "source": source,
-               "folds": {str(c): int(f) for c, f in sorted(folds.items())}}
+               "folds": {str(c): int(f) for c, f in sorted(folds.items())},
+               "groups": {str(c): str(g) for c, g in sorted((groups or {}).items())},
+               "groups_across_folds": sorted(str(g) for g in leaks)}
     return atomic_write_text(path, json.dumps(payload, indent=1), overwrite=True)
 
 
 def load_splits(path: str | os.PathLike) -> dict:
-    """Read a file written by :func:`save_splits`."""
+    """Read a file written by :func:`save_splits` (version 1 files have no groups)."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -91,13 +198,18 @@ def apply_folds(specs: Sequence, folds: dict[str, int]) -> None:
             s.fold = int(folds[s.case_id])
 
 
-def ensure_folds(specs: Sequence, k: int, seed: int, output_dir: str | os.PathLike) -> dict:
-    """Give every labelled case a fold and save the assignment to ``output_dir/splits.json``.
+def ensure_folds(specs: Sequence, k: int, seed: int, output_dir: str | os.PathLike, *,
+                 cv_splits: Mapping[str, Sequence[str]] | None = None,
+                 holdout: str | None = None) -> dict:
+    """Give every cross-validated case a fold and save the assignment to ``output_dir/splits.json``.
 
-    Folds the layout already set (a published splits file) are kept, and the file
-    records that source; otherwise a seeded k-fold is made. A ``splits.json``
-    already in ``output_dir`` (a resumed run) is reused so the folds never change
-    under a run.
+    The cases are those :func:`in_cross_validation` accepts (``cv_splits``,
+    ``holdout``); the others keep ``fold = None``. Folds the layout already set
+    (a published splits file) are kept, and the file records that source (and
+    lists any patient group the published file splits across folds); otherwise
+    :func:`grouped_kfold_assignment` makes them, so all cases of one patient
+    (``spec.group``) share a fold. A ``splits.json`` already in ``output_dir``
+    (a resumed run) is reused so the folds never change under a run.
 
     Returns
     -------
@@ -105,21 +217,36 @@ def ensure_folds(specs: Sequence, k: int, seed: int, output_dir: str | os.PathLi
         The saved splits payload.
     """
     out = Path(output_dir) / "splits.json"
-    labelled = [s for s in specs if s.labels and not s.error]
+    chosen = [s for s in specs if in_cross_validation(s, cv_splits, holdout)]
+    inside_cv = {id(s) for s in chosen}
+    for s in specs:
+        if id(s) not in inside_cv:
+            s.fold = None  # never trained on, never scored as a fold's case
     if out.is_file():
         saved = load_splits(out)
         apply_folds(specs, saved["folds"])
         return saved
-    if labelled and all(s.fold is not None for s in labelled):
-        folds = {s.case_id: int(s.fold) for s in labelled}
+    if not chosen:
+        raise SegEvalError("no labelled case to cross-validate"
+                           + (f" (cv_splits={dict(cv_splits)}, holdout={holdout})"
+                              if cv_splits or holdout else ""))
+    if all(s.fold is not None for s in chosen):
+        folds = {s.case_id: int(s.fold) for s in chosen}
         k_used, seed_used, source = len(set(folds.values())), None, "published splits file"
     else:
-        folds = kfold_assignment([s.case_id for s in labelled], k=k, seed=seed)
+        try:
+            folds = grouped_kfold_assignment({s.case_id: s.group_id for s in chosen}, k=k,
+                                             seed=seed)
+        except ValueError as exc:
+            raise SegEvalError(f"cannot make {k} folds: {exc}") from exc
         apply_folds(specs, folds)
-        k_used, seed_used, source = k, seed, "seeded k-fold"
-    save_splits(out, folds, k=k_used, seed=seed_used, source=source)
+        k_used, seed_used, source = k, seed, "seeded k-fold grouped by patient"
+    groups = {s.case_id: s.group_id for s in chosen if s.group_id != s.case_id}
+    save_splits(out, folds, k=k_used, seed=seed_used, source=source, groups=groups,
+                leaks=groups_across_folds(chosen, folds))
     return load_splits(out)
 
 
-__all__ = ["apply_folds", "ensure_folds", "kfold_assignment", "load_nnunet_splits",
-           "load_splits", "save_splits"]
+__all__ = ["apply_folds", "ensure_folds", "grouped_kfold_assignment", "groups_across_folds",
+           "in_cross_validation", "kfold_assignment", "load_nnunet_splits", "load_splits",
+           "save_splits"]

@@ -13,6 +13,7 @@ import numpy as np
 
 from napari_segeval.metrics import (
     kfold_summary,
+    overlap_from_counts,
     percent,
     robust_fraction,
     robust_threshold,
@@ -215,5 +216,112 @@ def cross_validation(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", 
     return out
 
 
-__all__ = ["case_means", "cross_validation", "filtered_by_uncertainty", "median_iqr",
-           "percent_scores", "robustness"]
+COUNT_KEYS = ("n_tp", "n_ref", "n_pred")
+_METRICS = ("dice", "iou", "recall", "precision")
+
+
+def _mean_std(values: Iterable[float]) -> dict:
+    a = np.asarray([v for v in values if not math.isnan(v)], float)
+    return {"mean": float(a.mean()) if a.size else math.nan,
+            "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan)}
+
+
+def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
+                  empty: str = "one") -> dict:
+    """Metrics from pixel counts summed over ``rows``, per class and over classes, in percent.
+
+    Rows carry a class's counts (``n_tp``, ``n_ref``, ``n_pred``; rows without
+    them are skipped). Per class: the counts of its rows summed, then
+    :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class
+    absent from every row's reference and prediction). ``average``: the mean of
+    the per-class values; ``micro``: the counts summed over every class except
+    ``background`` as well.
+
+    Examples
+    --------
+    >>> rows = [{"structure": "a", "n_tp": 3, "n_ref": 4, "n_pred": 4},
+    ...         {"structure": "a", "n_tp": 0, "n_ref": 0, "n_pred": 2},
+    ...         {"structure": "b", "n_tp": 1, "n_ref": 2, "n_pred": 1}]
+    >>> s = pooled_scores(rows, ("dice",))
+    >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
+    (60.0, 63.33, 61.54)
+    """
+    sums: dict[str, np.ndarray] = {}
+    for r in rows:
+        if all(k in r for k in COUNT_KEYS):
+            sums.setdefault(r["structure"], np.zeros(3, np.int64))
+            sums[r["structure"]] += [int(r[k]) for k in COUNT_KEYS]
+    if not sums:
+        return {}
+    classes = sorted(sums)
+    counts = np.stack([sums[c] for c in classes])
+    fg = np.stack([sums[c] for c in classes if c != "background"] or [np.zeros(3, np.int64)])
+    per = overlap_from_counts(*counts.T, empty=empty)
+    micro = overlap_from_counts(*fg.sum(axis=0), empty=empty)
+    return {"per_class": {c: {m: percent(float(per[m][i])) for m in metrics}
+                          for i, c in enumerate(classes)},
+            "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
+            "micro": {m: percent(float(micro[m])) for m in metrics}}
+
+
+def pooled_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
+                 fold_key: str = "fold", empty: str = "one") -> dict:
+    """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
+
+    Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...},
+    "micro": {...}}}`` ({} when the rows carry no counts).
+
+    Examples
+    --------
+    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
+    ...         for f, t in ((0, 4), (1, 2))]
+    >>> pooled_folds(rows, ("dice",))["dice"]["average"]
+    {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
+    """
+    folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
+    per_fold = [pooled_scores([r for r in rows if r.get(fold_key) == f], metrics, empty)
+                for f in folds]
+    per_fold = [p for p in per_fold if p]
+    if not per_fold:
+        return {}
+    classes = sorted({c for p in per_fold for c in p["per_class"]})
+    out = {}
+    for m in metrics:
+        def block(values: list[float]) -> dict:
+            return {"folds": values, **_mean_std(values)}
+
+        out[m] = {"per_class": {c: block([p["per_class"].get(c, {}).get(m, math.nan)
+                                          for p in per_fold]) for c in classes},
+                  "average": block([p["average"][m] for p in per_fold]),
+                  "micro": block([p["micro"][m] for p in per_fold])}
+    return out
+
+
+def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
+                   empty: str = "one") -> dict:
+    """Scores of a held-out split (one model, no folds), in percent.
+
+    ``per_class``: mean and std over cases of each class; ``average``: mean and
+    std over cases of the case's mean over classes; ``pooled``: :func:`pooled_scores`.
+
+    Examples
+    --------
+    >>> rows = [{"case": c, "condition": "clean", "structure": "a", "dice": d}
+    ...         for c, d in (("x", 0.5), ("y", 1.0))]
+    >>> h = holdout_scores(rows, ("dice",))
+    >>> h["n_cases"], h["dice"]["per_class"]["a"]["mean"], h["dice"]["average"]["mean"]
+    (2, 75.0, 75.0)
+    """
+    out: dict = {"n_cases": len({r["case"] for r in rows})}
+    for m in metrics:
+        classes = sorted({r["structure"] for r in rows})
+        per_class = {c: _mean_std(percent(_f(r.get(m))) for r in rows if r["structure"] == c)
+                     for c in classes}
+        out[m] = {"per_class": per_class,
+                  "average": _mean_std(percent(v) for v in case_means(rows, m).values())}
+    out["pooled"] = pooled_scores(rows, metrics, empty)
+    return out
+
+
+__all__ = ["case_means", "cross_validation", "filtered_by_uncertainty", "holdout_scores",
+           "median_iqr", "percent_scores", "pooled_folds", "pooled_scores", "robustness"]

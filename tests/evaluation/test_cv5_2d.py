@@ -150,3 +150,170 @@ def test_segeval_evaluate_end_to_end(task, classes, workers, tmp_path, capsys):
         assert {"mean", "std", "folds"} <= set(summary["results"][m]["average"])
     assert {r["num_classes"] for r in fold_records(out).values()} == {len(classes) + 1}
     assert (out / "report.html").is_file()
+
+
+# --- patient-grouped folds and the borst2026 preset -------------------------------------
+
+TOY = "_segeval_toy:threshold_dense"
+
+
+def camus_frames(root: Path, n_patients: int = 6) -> Path:
+    """CAMUS-named 2D frames: LV cavity 1, myocardium 2; the left atrium (3) only in 2CH views."""
+    import numpy as np
+    import SimpleITK as sitk
+
+    rng = np.random.default_rng(0)
+    for i in range(1, n_patients + 1):
+        pid = f"patient{i:04d}"
+        (root / pid).mkdir(parents=True, exist_ok=True)
+        for view in ("2CH", "4CH"):
+            for phase in ("ED", "ES"):
+                lab = np.zeros((24, 20), np.uint8)
+                lab[4:12, 4:10], lab[4:12, 10:13] = 1, 2
+                if view == "2CH":
+                    lab[15:21, 5:11] = 3
+                img = (np.minimum(lab, 2) + rng.normal(0, 0.05, lab.shape)).astype(np.float32)
+                for arr, suffix in ((img, ""), (lab, "_gt")):
+                    sitk.WriteImage(sitk.GetImageFromArray(arr),
+                                    str(root / pid / f"{pid}_{view}_{phase}{suffix}.nii.gz"))
+    return root
+
+
+def rows_of(result) -> list[dict]:
+    from napari_segeval.evaluation import store
+
+    _, records = store.load_records(result.output_dir)
+    return [r for r in store.result_rows(records) if r.get("status") == "ok"]
+
+
+def test_borst2026_preset_on_generated_camus(tmp_path):
+    data = camus_frames(tmp_path / "camus")
+    r = run_evaluation(data, "cv5-2d", tmp_path / "preset", preset="borst2026",
+                       params={"model": TOY}, workers=1, report=False)
+    assert r.n_ok == 24 and r.n_failed == 0
+    assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.2"
+    splits = json.loads((tmp_path / "preset" / "splits.json").read_text())
+    folds_of: dict[str, set] = {}
+    for case, fold in splits["folds"].items():
+        folds_of.setdefault(case.split("_")[0], set()).add(fold)
+    assert len(folds_of) == 6 and all(len(f) == 1 for f in folds_of.values())
+    rows = rows_of(r)
+    assert {x["structure"] for x in rows} == {"background", "lv_cavity", "myocardium",
+                                               "left_atrium"}
+    for x in rows:
+        assert x["fold"] == splits["folds"][x["case"]]
+        if x["structure"] == "left_atrium" and "_4CH_" in x["case"]:  # absent from both: 0
+            assert (x["n_ref"], x["n_pred"]) == (0, 0)
+            assert [x[m] for m in ("dice", "iou", "recall", "precision")] == [0.0] * 4
+    res = r.summary["results"]
+    assert res["background_included"] is True and res["empty"] == "zero"
+    assert set(res["dice"]["per_class"]) == {"background", "lv_cavity", "myocardium",
+                                             "left_atrium"}
+    assert res["dice"]["per_class"]["left_atrium"]["mean"] == 0.0  # never predicted
+    pooled = res["pooled"]["dice"]
+    assert len(pooled["average"]["folds"]) == 5 and pooled["per_class"]["lv_cavity"]["mean"] > 95
+
+    defaults = run_evaluation(data, "cv5-2d", tmp_path / "defaults", params={"model": TOY},
+                              workers=1, report=False)
+    rows = rows_of(defaults)
+    assert "background" not in {x["structure"] for x in rows}
+    la_4ch = [x["dice"] for x in rows if x["structure"] == "left_atrium" and "_4CH_" in x["case"]]
+    assert la_4ch == [1.0] * 12  # the defaults' empty=one
+    assert json.loads((tmp_path / "defaults" / "splits.json").read_text())["folds"] == splits["folds"]
+
+
+def test_preset_empty_handling_is_the_papers_formula():
+    """empty=zero over range(num_classes) gives what the paper's +1e-6 formula gives.
+
+    IoU, recall and precision agree with |A∩B|/(|A∪B|+e), TP/(TP+FN+e), TP/(TP+FP+e) to
+    1e-6; Dice is the corrected 2|A∩B|/(|A|+|B|), 0 where the paper's 2|A∩B|/(|A∪B|+e) is 0/e.
+    """
+    import numpy as np
+
+    from napari_segeval.evaluation.protocols import _common as C
+
+    rng = np.random.default_rng(7)
+    eps = 1e-6
+    for trial in range(40):
+        ref = rng.integers(0, 3, (12, 14)).astype(np.uint8)
+        pred = rng.integers(0, 3, (12, 14)).astype(np.uint8)
+        if trial % 4 == 1:
+            ref[ref == 2], pred[pred == 2] = 0, 0  # class 2 absent from both
+        if trial % 4 == 2:
+            ref[ref == 1] = 0  # class 1 only predicted
+        if trial % 4 == 3:
+            pred[pred == 2] = 0  # class 2 only in the reference
+        classes = cv5_2d.class_set({1: "a", 2: "b"}, ref, pred)
+        assert list(classes) == [0, 1, 2]
+        rows = C.score(ref, pred, (1.0, 1.0), classes, "clean", empty="zero", surface=False)
+        cv5_2d.add_counts(rows, ref, pred)
+        for row in rows:
+            k = row["label"]
+            a, b = ref == k, pred == k
+            inter, union = int((a & b).sum()), int((a | b).sum())
+            assert (row["n_tp"], row["n_ref"], row["n_pred"]) == (inter, int(a.sum()), int(b.sum()))
+            theirs = {"iou": inter / (union + eps), "recall": inter / (a.sum() + eps),
+                      "precision": inter / (b.sum() + eps)}
+            for m, v in theirs.items():
+                assert abs(row[m] - v) <= 1e-6, (trial, k, m)
+            if union == 0:
+                assert row["dice"] == 0.0 == 2 * inter / (union + eps)
+            else:
+                assert row["dice"] == pytest.approx(2 * inter / (a.sum() + b.sum()))
+
+
+def isic_official(root: Path) -> Path:
+    """The sample skin cases under the official ISIC 2018 folder names (12 / 3 / 5)."""
+    import shutil
+
+    for i in range(1, 21):
+        split = "Training" if i <= 12 else "Validation" if i <= 15 else "Test"
+        for src, folder, name in ((f"skin_{i:03d}.png", f"ISIC2018_Task1-2_{split}_Input",
+                                   f"ISIC_{i:07d}.png"),
+                                  (f"skin_{i:03d}_segmentation.png",
+                                   f"ISIC2018_Task1_{split}_GroundTruth",
+                                   f"ISIC_{i:07d}_segmentation.png")):
+            (root / folder).mkdir(parents=True, exist_ok=True)
+            shutil.copy(SAMPLE / "skin" / src, root / folder / name)
+    return root
+
+
+def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path):
+    data = isic_official(tmp_path / "isic")
+    out = tmp_path / "o"
+    r = run_evaluation(data, "cv5-2d", out, preset="borst2026",
+                       params={**TINY, "holdout": "test"}, workers=1, report=True)
+    assert r.n_ok == 17 and r.n_failed == 0  # 12 cross-validated + 5 held out; no validation
+    folds = json.loads((out / "splits.json").read_text())["folds"]
+    assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 13)]
+    rows = read_rows(out)
+    test_rows = [x for x in rows if x["split"] == "test"]
+    assert {x["case"] for x in test_rows} == {f"ISIC_{i:07d}" for i in range(16, 21)}
+    assert all(x["fold"] == "" and x["model_file"] == "models/all.pt" for x in test_rows)
+    assert {x["split"] for x in rows} == {"train", "test"}
+    final = json.loads((out / "models" / "all.json").read_text())
+    assert sorted(final["train_cases"]) == sorted(folds)
+    held = r.summary["results"]["holdout"]
+    assert held["split"] == "test" and held["n_cases"] == 5
+    assert set(held["dice"]["per_class"]) == {"background", "lesion"}
+    assert len(r.summary["results"]["dice"]["average"]["folds"]) == 5
+    assert "Preset <b>borst2026</b>" in (out / "report.html").read_text()
+
+
+@pytest.mark.parametrize("task, classes", [
+    ("skin", {"background", "lesion"}),
+    ("polyp", {"background", "neoplastic", "non_neoplastic"})])
+def test_cli_preset_on_sample_data(task, classes, tmp_path):
+    out = tmp_path / task
+    tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]
+    rc = cli(["evaluate", str(SAMPLE / task), "--protocol", "cv5-2d", "--preset", "borst2026",
+              "-o", str(out), "--workers", "1", *tiny])
+    assert rc == 0
+    summary = json.loads((out / "summary.json").read_text())
+    run = json.loads((out / "run.json").read_text())
+    assert summary["preset"] == run["preset"] == "borst2026" and summary["n_ok"] == 20
+    assert run["params"]["include_background"] is True and run["params"]["empty"] == "zero"
+    assert set(summary["results"]["dice"]["per_class"]) == classes
+    assert summary["differences_from_paper"] == list(cv5_2d.BORST2026.differences)
+    assert set(summary["results"]["pooled"]["dice"]["per_class"]) == classes
+    assert "Preset <b>borst2026</b>" in (out / "report.html").read_text()

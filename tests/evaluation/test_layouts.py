@@ -89,7 +89,10 @@ def test_camus_frames_sequences_and_published_split(tmp_path):
     assert [s.case_id for s in seqs][:2] == ["patient0001_2CH_half_sequence",
                                              "patient0001_4CH_half_sequence"]
     assert seqs[0].structures[3] == "left_atrium" and seqs[0].modality == "US"
-    assert len(load_layout(tmp_path, camus_mode="all")) == 12
+    every = load_layout(tmp_path, camus_mode="all")
+    assert len(every) == 12
+    assert {s.case_id: s.group for s in every}["patient0002_4CH_half_sequence"] == "patient0002"
+    assert {s.group for s in every} == {"patient0001", "patient0002"}
 
 
 def test_isic_official_folders(tmp_path):
@@ -104,6 +107,23 @@ def test_isic_official_folders(tmp_path):
     assert [specs[c].split for c in ("ISIC_0000001", "ISIC_0000009", "ISIC_0000020")] == [
         "train", "val", "test"]
     assert specs["ISIC_0000020"].labels is None
+    assert all(s.group is None for s in specs.values())  # image ids only: own group
+
+
+def test_isic_superpixels_are_not_cases_and_metadata_groups(tmp_path):
+    touch(tmp_path, "In/ISIC_0000001.jpg", "In/ISIC_0000001_superpixels.png",
+          "In/ISIC_0000002.jpg", "In/ISIC_0000003.jpg", "In/ISIC_0000004.jpg",
+          "GT/ISIC_0000001_segmentation.png")
+    (tmp_path / "metadata.csv").write_text(
+        "isic_id,attribution,lesion_id,patient_id\n"
+        "ISIC_0000001,x,IL_1,\nISIC_0000002,x,IL_1,IP_9\nISIC_0000003,x,,IP_9\n"
+        "ISIC_0000004,x,,\n")
+    (tmp_path / "other.csv").write_text("name,value\nISIC_0000004,IL_1\n")  # ignored
+    specs = {s.case_id: s for s in load_layout(tmp_path, "isic")}
+    assert sorted(specs) == ["ISIC_0000001", "ISIC_0000002", "ISIC_0000003", "ISIC_0000004"]
+    assert {specs[c].group for c in ("ISIC_0000001", "ISIC_0000002", "ISIC_0000003")} == {
+        "lesion:IL_1"}
+    assert specs["ISIC_0000004"].group is None and specs["ISIC_0000004"].group_id == "ISIC_0000004"
 
 
 def test_neopolyp_kaggle_layout(tmp_path):
@@ -115,6 +135,7 @@ def test_neopolyp_kaggle_layout(tmp_path):
     assert specs["a1"].reader_color_table() == {(255, 0, 0): (1, "neoplastic"),
                                                 (0, 255, 0): (2, "non_neoplastic")}
     assert specs["t1"].split == "test" and specs["t1"].labels is None
+    assert specs["a1"].group is None  # BKAI-IGH publishes no patient ids
 
 
 def test_generic_pairs_and_pattern_escape(tmp_path):

@@ -183,7 +183,8 @@ def test_cv5_2d_with_toy_model(tmp_path):
     r = run_evaluation(root, "cv5-2d", tmp_path / "o", params={"model": TOY}, workers=1)
     assert r.n_ok == 5
     splits = json.loads((tmp_path / "o" / "splits.json").read_text())
-    assert splits["source"] == "seeded k-fold" and sorted(splits["folds"].values()) == [0, 1, 2, 3, 4]
+    assert splits["source"] == "seeded k-fold grouped by patient"
+    assert sorted(splits["folds"].values()) == [0, 1, 2, 3, 4]
     cv = r.summary["results"]
     assert cv["dice"]["average"]["mean"] == pytest.approx(100.0)
     assert cv["dice"]["average"]["std"] == 0.0 and len(cv["dice"]["average"]["folds"]) == 5

@@ -1,11 +1,19 @@
 """``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent.
 
 Recipe (Borst et al. 2026; PROTOCOLS.md section 4): folds from the data set's
-published splits, else a seeded k-fold saved as ``splits.json``. Every case is
-scored by the model of its fold. Dice (2|A∩B|/(|A|+|B|), not the published
-|A∪B| variant), IoU, recall and precision per class (background excluded
-unless ``include_background``; both-empty per ``empty``), averaged over classes
-within a fold, then mean +- std (ddof=1) over folds, in percent.
+published splits, else a seeded k-fold grouped by patient (all frames and views
+of a CAMUS patient in one fold; see :mod:`napari_segeval.evaluation.splits`)
+saved as ``splits.json``. ``cv_splits`` (``{"isic": ["train"]}``) limits the
+folds of a layout to some of its published splits; ``holdout`` (``"test"``)
+names a split scored separately by a model trained on every cross-validated
+case (``OUTPUT/models/all.pt``; rows keep ``split`` and have ``fold`` None).
+Every other case is scored by the model of its fold. Dice
+(2|A∩B|/(|A|+|B|), not the published |A∪B| variant), IoU, recall and
+precision per class (background excluded unless ``include_background``, which
+scores every class of ``range(num_classes)``; both-empty per ``empty``),
+averaged over classes within a fold, then mean +- std (ddof=1) over folds, in
+percent. The summary adds the same numbers from pixel counts pooled over each
+fold's cases (``pooled``). The paper preset is ``borst2026`` (:data:`PRESETS`).
 
 ``model="builtin-2d"`` (the default) is honest cross-validation inside the
 protocol: before any case runs, :func:`prepare` trains a tiny 2D U-Net
@@ -37,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 
@@ -59,7 +67,11 @@ DEFAULTS = {
     "size": [64, 80],
     "width": 16,
     "train_threads": 1,
+    "cv_splits": {},
+    "holdout": None,
 }
+#: spec.meta key of a held-out case's model (set by :func:`prepare`), and its file stem.
+HOLDOUT_MODEL = "all"
 
 
 def train_config(params: dict, fold: int):
@@ -140,7 +152,9 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     """Train (or reuse) one built-in model per fold; point each case's spec at its fold's file.
 
     Runs once in the calling process before cases are dispatched. Only folds with
-    unfinished cases are trained. Nothing to do for a user-given ``model``.
+    unfinished cases are trained. Cases of the ``holdout`` split get one more
+    model, ``models/all.pt``, trained on every cross-validated case (seed + k).
+    Nothing to do for a user-given ``model``.
     """
     from napari_segeval.evaluation import store
 
@@ -148,14 +162,31 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
         return
     out = Path(output_dir).absolute()
     usable = [s for s in specs if s.labels and not s.error and s.fold is not None]
-    for fold in sorted({int(s.fold) for s in usable}):
-        test = [s for s in usable if int(s.fold) == fold]
-        path = out / "models" / f"fold{fold}.pt"
+    folds = sorted({int(s.fold) for s in usable})
+    jobs = [(fold, [s for s in usable if int(s.fold) == fold],
+             [s for s in usable if int(s.fold) != fold], f"fold{fold}") for fold in folds]
+    held = [s for s in specs if is_holdout(s, params)]
+    if held:  # the held-out split is scored by one model trained on every fold's cases
+        jobs.append((len(folds), held, usable, HOLDOUT_MODEL))
+    for fold, test, train, name in jobs:
+        path = out / "models" / f"{name}.pt"
         for s in test:
             s.meta = {**s.meta, META_KEY: str(path)}
         if all(store.is_done(out, s.case_id) for s in test):
             continue
-        train_fold([s for s in usable if int(s.fold) != fold], fold, params, path)
+        train_fold(train, fold, params, path)
+
+
+def is_holdout(spec, params: dict) -> bool:
+    """Whether ``spec`` is a labelled case of the ``holdout`` split (scored outside the folds)."""
+    held = params.get("holdout")
+    return bool(held) and spec.split == held and bool(spec.labels) and spec.fold is None
+
+
+def select(specs: Sequence, params: dict) -> list:
+    """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
+    return [s for s in specs if s.error or (s.labels and s.fold is not None)
+            or is_holdout(s, params)]
 
 
 @lru_cache(maxsize=8)
@@ -172,7 +203,8 @@ def fold_model(spec, params: dict):
         raise SegEvalError("cv5-2d needs a 2D model: --param model=builtin-2d (trained per "
                            "fold) or REF (a file, folder or module:factory; '{fold}' is replaced)")
     if ref != BUILTIN:
-        return C.dense_model(str(ref).replace("{fold}", str(spec.fold)), params.get("device"))
+        fold = HOLDOUT_MODEL if spec.fold is None else str(spec.fold)
+        return C.dense_model(str(ref).replace("{fold}", fold), params.get("device"))
     path = spec.meta.get(META_KEY)
     if not path or not Path(path).is_file():
         raise SegEvalError(f"case {spec.case_id}: no trained builtin-2d model for fold "
@@ -192,9 +224,10 @@ def run_case(spec, params: dict) -> CaseOutput:
     res = D.segment(model, case, params)
     structures = dict(case.structures or getattr(model, "structures", {}) or {})
     if params["include_background"]:
-        structures = {0: "background", **structures}
+        structures = class_set(structures, case.labels, res.labels)
     rows = C.score(case.labels, res.labels, case.spacing, structures, "clean",
                    empty=str(params["empty"]), surface=False)
+    add_counts(rows, case.labels, res.labels)
     extra = {}
     if params.get("model") == BUILTIN:
         extra = {"model_file": f"models/{Path(spec.meta[META_KEY]).name}",
@@ -202,13 +235,52 @@ def run_case(spec, params: dict) -> CaseOutput:
     return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra)
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
-    """Per class and class-averaged mean +- std over folds, in percent (+ the training recipe)."""
-    from napari_segeval.evaluation.summary import cross_validation
+def class_set(structures: dict, reference, prediction) -> dict[int, str]:
+    """Every class of ``range(num_classes)``, background included, with its name.
 
-    out = {"background_included": bool(params["include_background"]),
+    ``num_classes`` is one more than the largest id among the named structures,
+    the reference and the prediction; ids without a name are ``label_<id>``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class_set({2: "lv"}, np.array([[0, 2]]), np.array([[3, 0]]))
+    {0: 'background', 1: 'label_1', 2: 'lv', 3: 'label_3'}
+    """
+    top = max([int(k) for k in structures] + [int(reference.max(initial=0)),
+                                               int(prediction.max(initial=0))])
+    names = {0: "background", **{int(k): str(v) for k, v in structures.items()}}
+    return {i: names.get(i, f"label_{i}") for i in range(top + 1)}
+
+
+def add_counts(rows: list[dict], reference, prediction) -> None:
+    """Add each class's pixel counts (``n_tp``, ``n_ref``, ``n_pred``) to its row, in place."""
+    from napari_segeval.metrics import confusion_matrix
+
+    top = max([int(r["label"]) for r in rows]
+              + [int(reference.max(initial=0)), int(prediction.max(initial=0)), 0])
+    cm = confusion_matrix(reference, prediction, top + 1)
+    for r in rows:
+        k = int(r["label"])
+        r.update(n_tp=int(cm[k, k]), n_ref=int(cm[k].sum()), n_pred=int(cm[:, k].sum()))
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Per class and class-averaged mean +- std over folds, in percent (+ the training recipe).
+
+    ``pooled``: the same from pixel counts summed over each fold's cases;
+    ``holdout``: the held-out split's cases (see :func:`~napari_segeval.evaluation.summary.holdout_scores`).
+    """
+    from napari_segeval.evaluation.summary import cross_validation, holdout_scores, pooled_folds
+
+    cv = [r for r in rows if r.get("fold") is not None]
+    held = [r for r in rows if r.get("fold") is None]
+    empty = str(params["empty"])
+    out = {"background_included": bool(params["include_background"]), "empty": empty,
            "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"},
-           **cross_validation(rows)}
+           **cross_validation(cv), "pooled": pooled_folds(cv, empty=empty)}
+    if held:
+        out["holdout"] = {"split": params.get("holdout"), **holdout_scores(held, empty=empty)}
     if params.get("model") == BUILTIN:
         n_train = {str(r["fold"]): int(r["n_train"]) for r in rows if r.get("n_train") is not None}
         out["model"] = {
@@ -216,7 +288,8 @@ def summarize(rows: list[dict], params: dict) -> dict:
             "loss": "cross-entropy + soft Dice", "augmentation": "random horizontal/vertical flips",
             "optimizer": "AdamW, cosine decay", "seed": f"{params['seed']} + fold",
             **{k: params[k] for k in TRAIN_KEYS}, "n_train_per_fold": dict(sorted(n_train.items())),
-            "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"}
+            "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"
+                     + ("; models/all.pt scores the held-out split" if held else "")}
     return out
 
 #: Deliberate differences of the defaults from the published recipe (word for word
@@ -228,20 +301,55 @@ DIFFERENCES = (
      'paper averages over range(num_classes), background included.'),
     ('A class absent from both the reference and the prediction scores 1 (empty=one); with '
      "the paper's +1e-6 it scores 0."),
-    ("Folds are drawn over images (or taken from the data set's published splits), so "
-     'frames of one patient can land in different folds.'),
+    ("Folds are this project's seeded k-fold grouped by patient (or the data set's "
+     "published splits file), saved in splits.json; the paper's fold lists are not "
+     "published, so each fold holds other cases than the paper's."),
+    ('ISIC 2018 cases of every official folder that has masks (Training, Validation, Test) '
+     'enter the folds; the borst2026 preset cross-validates the Training folder only.'),
+    ('Duplicate and near-duplicate images are kept; the paper removes them (by raw bytes '
+     'and perceptual hash) before making folds.'),
     ('The network is a small built-in 2D U-Net trained per fold (or the model given); the '
      'paper compares general-purpose vision backbones.'),
 )
 
 
+#: The paper preset (docs/protocols.md, "cv5-2d preset borst2026", lists the same).
+BORST2026 = Preset(
+    name="borst2026",
+    params={"folds": 5, "include_background": True, "empty": "zero",
+            "cv_splits": {"isic": ["train"]}},
+    source=('Borst & Kounev, "Are General-Purpose Vision Models All We Need for 2D Medical '
+            'Image Segmentation?", arXiv 2603.13044 (2026), and its public code'),
+    differences=(
+        ('Dice is 2|A∩B|/(|A|+|B|); the published mDSC divides by |A∪B| + 1e-6, which is '
+         'not Dice (recipe bug, corrected).'),
+        ("The 1e-6 is not added to denominators that are not zero: a class absent from both "
+         "the reference and the prediction scores 0 in every metric (empty=zero), as with "
+         "the paper's formula, and every other value differs from the paper's formula by "
+         "less than one part in a million."),
+        ("Folds are this project's seeded 5-fold grouped by patient, saved in splits.json; "
+         "the paper's fold lists are not published, so each fold holds other cases than "
+         "the paper's."),
+        ('Duplicate and near-duplicate images are kept; the paper removes them (by raw bytes '
+         'and perceptual hash) before making folds.'),
+        ('The network is the built-in small 2D U-Net trained per fold with its short recipe '
+         '(or the model given); the paper fine-tunes ImageNet-pretrained general-purpose '
+         'backbones at 512x512 (AdamW, REX schedule, batch 8, learning rate searched, 150 '
+         'epochs with early stopping).'),
+    ),
+)
+PRESETS = {BORST2026.name: BORST2026}
+
+
 PROTOCOL = Protocol(
     name="cv5-2d",
-    version="1.1",
+    version="1.2",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
+    presets=PRESETS,
     run_case=run_case,
     summarize=summarize,
+    select=select,
     prepare=prepare,
     needs_folds=True,
     description=("5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
