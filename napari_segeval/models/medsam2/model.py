@@ -292,17 +292,15 @@ class MedSAM2Model:
             g = groups.setdefault(sig, len(groups))
             keys[g], prompts[g] = key, (walk.box, walk.init_mask)
             states.append(_walks.WalkState(walk.frames(n).tolist(), g))
-        x = frames if hasattr(frames, "shape") and hasattr(frames, "__getitem__") else np.asarray(
-            frames)
         budget = None if cache_mb is None else float(cache_mb) * 2**20
-        feats = FrameFeatures(self.network, x, self.model_input, self.encode_batch, budget,
+        feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
                               _walks.reads(states, keys))
-        conds = {}
-        for g, key in keys.items():  # step 0: each structure's key frame, once
-            check_cancel(cancel, "MedSAM2 propagation")
-            box, init_mask = prompts[g]
-            conds[g] = self._condition(feats.get(key), key, n, (h, w), box, init_mask)
         try:
+            conds = {}
+            for g, key in keys.items():  # step 0: each structure's key frame, once
+                check_cancel(cancel, "MedSAM2 propagation")
+                box, init_mask = prompts[g]
+                conds[g] = self._condition(feats.get(key), key, n, (h, w), box, init_mask)
             return _walks.run_walks(
                 self.network, feats, states, conds, (h, w), self.fill_hole_area,
                 batch=self._batch(), progress=progress, cancel=cancel,
