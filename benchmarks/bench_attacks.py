@@ -11,7 +11,7 @@ ratio is about 1 + 1/(3k).
 
 Run: ``.venv/bin/python benchmarks/bench_attacks.py [--shape 32 64 64] [--steps 10]``
 GPU: ``... --device cuda --shape 128 128 128`` (also prints the absolute times).
-Target: ratio <= 1.2.
+Target: ratio <= 1.2. The last line starts with ``SUMMARY`` (read by ``scripts/gpu-check.sh``).
 """
 
 from __future__ import annotations
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{cpu['pgd'] / cpu['reference']:.3f}")
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"ratio PGD / (k x (fwd+bwd)) = {ratio:.3f}  (target <= {TARGET_RATIO}: {verdict})")
+    print(f"SUMMARY attacks device={device.type} shape={'x'.join(map(str, args.shape))} "
+          f"pgd_s={best['pgd']:.3f} ratio={ratio:.3f} "
+          f"targets={'met' if ratio <= TARGET_RATIO else 'missed'}")
     return 0 if ratio <= TARGET_RATIO else 1
 
 

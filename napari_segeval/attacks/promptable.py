@@ -73,6 +73,10 @@ class PromptTarget:
     """
 
     kind = "promptable"
+    #: Propagate all structures in one shared pass (see
+    #: :func:`napari_segeval.propagation.propagate_case`): the same logits and
+    #: gradient as one pass per structure, each frame's shared work done once.
+    share = True
 
     def __init__(self, model: Any, case: Case, prompts: list, *, mode: str | None = None,
                  window: Any = None, keep_largest: bool = True, stop_when_empty: bool = True,
@@ -118,7 +122,8 @@ class PromptTarget:
         return propagate_case(self.model, frames, self.prompts, mode=self.mode,
                               keep_largest=self.keep_largest,
                               stop_when_empty=self.stop_when_empty,
-                              threshold=self.threshold, grad=grad, priors=self.priors)
+                              threshold=self.threshold, grad=grad, priors=self.priors,
+                              share=self.share)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``."""

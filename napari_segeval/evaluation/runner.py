@@ -5,12 +5,19 @@ processes and Dask workers can import it); any exception becomes an error record
 with the reason. Records come back to this process and are written atomically
 as they arrive (see :mod:`napari_segeval.evaluation.store`), so a re-run skips
 finished cases and a killed run loses only the cases in flight.
+
+GPUs: by default one worker process per visible GPU, each seeing only its own GPU
+(``CUDA_VISIBLE_DEVICES``); with one GPU, cases run in this process. After each
+case the memory the GPU caching allocator holds is returned (``empty_cache``), so
+one large case does not crowd out the next or another process.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -71,8 +78,29 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
         reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
         record.update(status="error", error=reason or type(exc).__name__)
+    finally:
+        release_device_memory()
     record["seconds"] = time.perf_counter() - t0
     return record
+
+
+def release_device_memory() -> bool:
+    """Return cached GPU memory to the driver between cases; ``True`` when it did.
+
+    A no-op (``False``) when torch is not imported or CUDA was never initialised
+    in this process, so CPU-only runs are untouched.
+
+    Examples
+    --------
+    >>> release_device_memory() in (True, False)
+    True
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return False
+    gc.collect()  # tensors of the finished case still waiting for the collector
+    torch.cuda.empty_cache()
+    return True
 
 
 def _gpu_count() -> int:
@@ -92,11 +120,28 @@ def default_workers(n_cases: int) -> tuple[int, int]:
     return max(1, min(n, n_cases)), gpus
 
 
+def gpu_for_worker(slot: int, gpus: int, visible: str | None = None) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: one GPU, round robin.
+
+    ``visible`` is the parent's ``CUDA_VISIBLE_DEVICES`` (the GPUs it may use):
+    worker ``slot`` gets the ``slot % gpus``-th of them, not the physical GPU of
+    that number.
+
+    Examples
+    --------
+    >>> gpu_for_worker(3, 2), gpu_for_worker(1, 2, "4,6"), gpu_for_worker(0, 1, "GPU-ab12")
+    ('1', '6', 'GPU-ab12')
+    """
+    ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
+    i = slot % max(1, gpus)
+    return ids[i] if i < len(ids) else str(i)
+
+
 def _init_worker(threads: int, gpu_queue) -> None:  # pragma: no cover - runs in children
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     os.environ.setdefault("MKL_NUM_THREADS", str(threads))
-    if gpu_queue is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu_queue.get())
+    if gpu_queue is not None:  # before anything in this process initialises CUDA
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_queue.get()
 
 
 def _run_inline(protocol, specs, params, cancel) -> Iterator[dict]:
@@ -132,8 +177,9 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel) -> Iterator[dict]:
         queue = None
         if gpus:
             queue = ctx.Queue()
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             for i in range(size):
-                queue.put(i % gpus)
+                queue.put(gpu_for_worker(i, gpus, visible))
         threads = max(1, (os.cpu_count() or 1) // size)
         ex = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
                                  initargs=(threads, queue))
@@ -213,9 +259,10 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
     if scheduler is not None:
         records = _run_dask(protocol, specs, params, scheduler, cancel)
     else:
-        gpus = 0
         if workers is None:
             workers, gpus = default_workers(len(specs))
+        else:  # workers given: still one GPU each, round robin
+            gpus = _gpu_count() if workers > 1 and len(specs) > 1 else 0
         records = (_run_inline(protocol, specs, params, cancel) if workers <= 1 or len(specs) <= 1
                    else _run_pool(protocol, specs, params, workers, gpus, cancel))
     ok = failed = 0
@@ -228,4 +275,5 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
     return ok, failed
 
 
-__all__ = ["RunResult", "default_workers", "evaluate_case", "execute"]
+__all__ = ["RunResult", "default_workers", "evaluate_case", "execute", "gpu_for_worker",
+           "release_device_memory"]

@@ -41,6 +41,16 @@ returned tensor has a graph back to ``frames`` (the prior mask fed from one
 step to the next is the *soft* probability), so attacks and uncertainty methods
 can back-propagate through propagation. No autocast is used with ``grad=True``.
 
+Several structures at once
+--------------------------
+A backend may also implement ``propagate_walks(frames, walks, ...)`` (see
+:class:`SharedPropagation`): several :class:`Walk` objects (structure x direction)
+through one frame stack in one call, each walk's result identical to its own
+:meth:`PromptableModel.propagate` call. The backend may then share per-frame work
+between walks (MedSAM2 encodes each frame once per case) and advance all walks
+together, one step at a time (:func:`walk_steps`), batching them where that pays.
+:func:`napari_segeval.propagation.propagate_case` uses it when present.
+
 This module imports nothing heavy at import time (``torch`` only for typing).
 """
 
@@ -220,3 +230,76 @@ def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
     k = n_visited(n_frames, key_index, order)
     step = 1 if order == "forward" else -1
     return key_index + step * np.arange(k)
+
+
+@dataclass(frozen=True, eq=False)
+class Walk:
+    """One structure walked from its key frame in one direction (a unit of shared propagation).
+
+    The fields are the arguments of :meth:`PromptableModel.propagate` for that call.
+
+    Examples
+    --------
+    >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
+    >>> w.frames(10).tolist()
+    [3, 2, 1, 0]
+    """
+
+    key_index: int
+    box: Box
+    order: Order = "forward"
+    init_mask: Any = None
+    prior_volume: Any = None
+
+    def frames(self, n_frames: int) -> np.ndarray:
+        """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""
+        return visit_indices(n_frames, self.key_index, self.order)
+
+
+@runtime_checkable
+class SharedPropagation(Protocol):
+    """Optional capability of a backend: propagate several walks in one call.
+
+    ``propagate_walks`` returns one tensor per walk, in the order of ``walks``, each
+    equal to ``propagate(frames, w.key_index, w.box, w.order, init_mask=w.init_mask,
+    prior_volume=w.prior_volume, stop_when_empty=..., grad=...)``: sharing changes the
+    cost, never the result. ``progress(done, total)`` counts the steps of all walks
+    (``total = sum of n_visited``); a walk that stops early adds its remaining steps
+    at once. ``cache_mb`` bounds the memory held by features shared between walks
+    (``None``: the backend's default).
+    """
+
+    def propagate_walks(
+        self,
+        frames: Any,
+        walks: list[Walk],
+        *,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        cache_mb: float | None = None,
+    ) -> list[torch.Tensor]:
+        """Probabilities ``(n_visited, H, W)`` of each walk, in visit order."""
+        ...
+
+
+def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
+    """The shared schedule: at step ``j`` every walk visits its ``j``-th frame.
+
+    Element ``j`` lists ``(walk number, frame)`` for the walks that are still
+    going at step ``j``; step 0 is each walk's key frame. Advancing all walks
+    together keeps every walk's own order while letting a backend batch the walks
+    of one step (and share the frames they read).
+
+    Examples
+    --------
+    >>> walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(1, Box(0, 0, 1, 1), "backward")]
+    >>> walk_steps(3, walks)
+    [[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
+    """
+    seqs = [w.frames(n_frames).tolist() for w in walks]
+    steps: list[list[tuple[int, int]]] = []
+    for j in range(max((len(s) for s in seqs), default=0)):
+        steps.append([(i, s[j]) for i, s in enumerate(seqs) if j < len(s)])
+    return steps

@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
+from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, Walk
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,6 +111,9 @@ class BuiltinPromptModel:
     name = "builtin"
     #: Calibrated confidence stop for propagation (see :data:`STOP_CONFIDENCE`).
     stop_confidence = STOP_CONFIDENCE
+    #: Batch the walks of one propagation step through the network: ``None`` = on
+    #: CUDA/MPS only (see :meth:`propagate_walks`).
+    batch_walks: bool | None = None
 
     def __init__(self, weights: str | Path | None = None, device: Any = "auto") -> None:
         import torch
@@ -161,17 +163,6 @@ class BuiltinPromptModel:
                              f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)")
 
     # -- propagation ---------------------------------------------------------------------
-    def _step(self, cur, prev, prior, boxmask, window):
-        import torch
-
-        from napari_segeval.models._prompt_net import crop, paste
-
-        h, w = cur.shape
-        planes = torch.stack([cur, prev, prior, boxmask])[None]
-        win = torch.tensor([window], dtype=planes.dtype, device=planes.device)
-        logits = self.net(crop(planes, win, self.size))
-        return paste(torch.sigmoid(logits.float()), win.float(), h, w)[0, 0]
-
     def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box,
                   order: Order = "forward", *, init_mask: Any = None,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
@@ -183,10 +174,36 @@ class BuiltinPromptModel:
         frame's prior; ``prior_volume`` (optional ``(n, H, W)``) replaces the
         previous output as the prior of every later frame (and its crop window).
         """
+        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
+                                    stop_when_empty=stop_when_empty, grad=grad)[0]
+
+    def propagate_walks(self, frames: torch.Tensor | np.ndarray, walks: list[Walk], *,
+                        progress: ProgressFn | None = None,
+                        cancel: threading.Event | None = None, stop_when_empty: bool = False,
+                        grad: bool = False, cache_mb: float | None = None) -> list[torch.Tensor]:
+        """Several walks (structure x direction) advanced together, one frame each per step.
+
+        Each walk's result equals its own :meth:`propagate` call. With
+        :attr:`batch_walks` (default ``None``: on CUDA/MPS only) the walks of one
+        step go through the network as one batch; on a CPU that would change the
+        probabilities in the last bits (batched convolutions), so one walk at a time
+        is the CPU default. ``cache_mb`` is accepted for the shared protocol (this
+        model keeps no per-frame features).
+
+        Examples
+        --------
+        >>> from napari_segeval.models.base import Walk
+        >>> m = BuiltinPromptModel(device="cpu")
+        >>> frames = np.zeros((5, 32, 32), np.float32)
+        >>> walks = [Walk(2, Box(8, 8, 20, 20, index=2), o) for o in ("forward", "backward")]
+        >>> [tuple(p.shape) for p in m.propagate_walks(frames, walks)]
+        [(3, 32, 32), (3, 32, 32)]
+        """
         import torch
 
+        from napari_segeval.models import _prompt_walks
         from napari_segeval.models._device import autocast_context
-        from napari_segeval.models._prompt_net import window_from_bbox
 
         x = torch.as_tensor(frames)
         if x.ndim == 4:
@@ -194,43 +211,10 @@ class BuiltinPromptModel:
         if x.ndim != 3:
             raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
         x = x.to(self.device, torch.float32)
-        n, h, w = x.shape
-        idx = visit_indices(n, int(key_index), order)
-        b = box.clip((h, w))
-        boxmask = torch.as_tensor(b.to_mask((h, w)), dtype=torch.float32, device=self.device)
-        prior = boxmask if init_mask is None else torch.as_tensor(
-            init_mask, dtype=torch.float32, device=self.device)
-        window = window_from_bbox(b.y0, b.x0, b.y1, b.x1)
-        out: list[torch.Tensor] = []
-        zeros = torch.zeros((h, w), device=self.device)
-        given = None if prior_volume is None else torch.as_tensor(
-            prior_volume, dtype=torch.float32, device=self.device).detach()
-        if given is not None and tuple(given.shape) != (n, h, w):
-            raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
+        states = [_prompt_walks.start(x, w) for w in walks]
+        batch = self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
         ctx = torch.enable_grad() if grad else torch.no_grad()
         with ctx, autocast_context(self.device, enabled=not grad):
-            for j, f in enumerate(idx):
-                check_cancel(cancel, "propagation")
-                if given is not None and j > 0:
-                    prior = given[idx[j - 1]]
-                    fg = (prior > 0.5).nonzero()
-                    if fg.shape[0]:
-                        lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-                        window = window_from_bbox(lo[0], lo[1], hi[0] + 1, hi[1] + 1)
-                prev = x[f] if j == 0 else x[idx[j - 1]]
-                prob = self._step(x[f], prev, prior, boxmask if j == 0 else zeros, window)
-                out.append(prob)
-                if progress is not None:
-                    progress(j + 1, len(idx))
-                fg = (prob.detach() > 0.5).nonzero()
-                if fg.shape[0] == 0:
-                    if stop_when_empty:
-                        out.extend(zeros for _ in range(len(idx) - j - 1))
-                        if progress is not None and j + 1 < len(idx):
-                            progress(len(idx), len(idx))
-                        break
-                else:
-                    lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-                    window = window_from_bbox(lo[0], lo[1], hi[0] + 1, hi[1] + 1)
-                prior = prob
-        return torch.stack(out)
+            return _prompt_walks.run(self.net, self.size, x, states, batch=batch,
+                                     progress=progress, cancel=cancel,
+                                     stop_when_empty=stop_when_empty)

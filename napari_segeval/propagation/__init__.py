@@ -7,12 +7,14 @@ a one-frame video); :func:`propagate_case` from normalized frames.
 
 from napari_segeval.propagation.core import (
     PropagationResult,
+    combine_walks,
     confidence_stop,
     largest_component,
     merge_structures,
     propagate_case,
     propagate_structure,
     resolve_min_confidence,
+    run_walks,
     total_steps,
 )
 from napari_segeval.propagation.images import (
@@ -29,6 +31,7 @@ __all__ = [
     "PropagationResult",
     "as_frames",
     "case_kind",
+    "combine_walks",
     "confidence_stop",
     "largest_component",
     "merge_structures",
@@ -37,6 +40,7 @@ __all__ = [
     "propagate_structure",
     "propagation_mode",
     "resolve_min_confidence",
+    "run_walks",
     "squeeze_frame",
     "total_steps",
 ]

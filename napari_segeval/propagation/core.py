@@ -5,9 +5,17 @@ the last slice, reset and re-prompt on the key slice, propagate backward to the
 first slice, take the union (voxel-wise maximum of the probabilities), and
 keep the largest 3D connected component. Videos are propagated forward only
 from the prompted frame; earlier frames stay background. Several structures
-are propagated one at a time and merged into one label map; where two
-structures claim a voxel the higher probability wins, except that a structure
-enclosed by another (a lesion inside its organ) wins its overlap with it.
+are merged into one label map; where two structures claim a voxel the higher
+probability wins, except that a structure enclosed by another (a lesion inside
+its organ) wins its overlap with it.
+
+Several structures for the price of one (``share=True``, the default): every
+direction of every structure is a :class:`~napari_segeval.models.base.Walk`, and
+a backend that implements ``propagate_walks`` gets them all in one call, so it
+can share per-frame work between structures and directions (MedSAM2 encodes each
+frame once per case, within ``cache_mb``) and batch the walks of one step. Each
+structure keeps its own prompt and memory: the probabilities are the same as with
+one pass per structure (``share=False``).
 
 Confidence stop (``min_confidence``): walking away from the key
 slice, each direction ends at the first slice whose *confidence*, the mean
@@ -34,7 +42,7 @@ import numpy as np
 from scipy import ndimage
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models.base import ProgressFn, PromptableModel, n_visited
+from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, n_visited
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -137,6 +145,86 @@ def confidence_stop(probs: Any, min_confidence: float | None, threshold: float =
     return m
 
 
+def _orders(mode: str) -> tuple[str, ...]:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return ("forward", "backward") if mode == "volume" else ("forward",)
+
+
+def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
+              progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+              stop_when_empty: bool = True, grad: bool = False,
+              cache_mb: float | None = None) -> list[torch.Tensor]:
+    """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
+
+    ``progress(done, total)`` counts the steps of all walks.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> box = Box(2, 2, 4, 4, index=2)
+    >>> walks = [Walk(2, box, "forward"), Walk(2, box, "backward")]
+    >>> [tuple(p.shape) for p in run_walks(ThresholdPromptModel(), np.ones((5, 8, 8)), walks)]
+    [(3, 8, 8), (3, 8, 8)]
+    """
+    if hasattr(model, "propagate_walks"):
+        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        return model.propagate_walks(frames, walks, progress=progress, cancel=cancel,
+                                     stop_when_empty=stop_when_empty, grad=grad, **extra)
+    n = int(frames.shape[0])
+    total = sum(n_visited(n, w.key_index, w.order) for w in walks)
+    out, offset = [], 0
+    for w in walks:
+        def cb(i: int, _t: int, _offset: int = offset) -> None:
+            if progress is not None:
+                progress(_offset + i, total)
+
+        extra = {} if w.prior_volume is None else {"prior_volume": w.prior_volume}
+        if w.init_mask is not None:
+            extra["init_mask"] = w.init_mask
+        out.append(model.propagate(frames, w.key_index, w.box, w.order, progress=cb,
+                                   cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
+                                   **extra))
+        offset += n_visited(n, w.key_index, w.order)
+    return out
+
+
+def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
+                  min_confidence: float | None, threshold: float = 0.5) -> torch.Tensor:
+    """One structure's ``(n, H, W)`` probability from its walks (confidence stop, then union).
+
+    ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
+    probabilities in visit order.
+
+    Examples
+    --------
+    >>> import torch
+    >>> fwd, bwd = torch.full((2, 1, 1), 0.9), torch.full((3, 1, 1), 0.8)
+    >>> combine_walks({"forward": fwd, "backward": bwd}, 2, "volume", None).flatten().tolist()
+    [0.800000011920929, 0.800000011920929, 0.8999999761581421, 0.8999999761581421]
+    """
+    import torch
+
+    cut = {}
+    for order, seq in parts.items():
+        keep = confidence_stop(seq, min_confidence, threshold)
+        if keep < seq.shape[0]:
+            seq = torch.cat([seq[:keep], torch.zeros_like(seq[keep:])], dim=0)
+        cut[order] = seq
+    fwd = cut["forward"]
+    h, w = fwd.shape[1:]
+    pieces = []
+    if mode == "volume":
+        bwd = cut["backward"]
+        pieces.append(torch.flip(bwd[1:], dims=(0,)))
+        pieces.append(torch.maximum(fwd[:1], bwd[:1]))
+    else:
+        pieces.append(torch.zeros((key_index, h, w), dtype=fwd.dtype, device=fwd.device))
+        pieces.append(fwd[:1])
+    pieces.append(fwd[1:])
+    return torch.cat(pieces, dim=0)
+
+
 def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: str = "volume",
                         stop_when_empty: bool = True, progress: ProgressFn | None = None,
                         cancel: threading.Event | None = None, grad: bool = False,
@@ -159,47 +247,12 @@ def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: 
     >>> (p.sum(dim=(1, 2)) > 0).tolist()
     [True, True, True, True, True]
     """
-    import torch
-
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    orders = _orders(mode)
     min_confidence = resolve_min_confidence(model, min_confidence)
-    n = int(frames.shape[0])
-    k = box.index
-    orders = ("forward", "backward") if mode == "volume" else ("forward",)
-    total = sum(n_visited(n, k, o) for o in orders)
-    done = [0]
-
-    def step(offset: int):
-        def cb(i: int, _total: int) -> None:
-            done[0] = offset + i
-            if progress is not None:
-                progress(done[0], total)
-        return cb
-
-    parts = {}
-    offset = 0
-    for order in orders:
-        extra = {} if prior_volume is None else {"prior_volume": prior_volume}
-        seq = model.propagate(frames, k, box, order, progress=step(offset),
-                              cancel=cancel, stop_when_empty=stop_when_empty, grad=grad, **extra)
-        keep = confidence_stop(seq, min_confidence, threshold)
-        if keep < seq.shape[0]:
-            seq = torch.cat([seq[:keep], torch.zeros_like(seq[keep:])], dim=0)
-        parts[order] = seq
-        offset += n_visited(n, k, order)
-    fwd = parts["forward"]
-    h, w = fwd.shape[1:]
-    pieces = []
-    if mode == "volume":
-        bwd = parts["backward"]
-        pieces.append(torch.flip(bwd[1:], dims=(0,)))
-        pieces.append(torch.maximum(fwd[:1], bwd[:1]))
-    else:
-        pieces.append(torch.zeros((k, h, w), dtype=fwd.dtype, device=fwd.device))
-        pieces.append(fwd[:1])
-    pieces.append(fwd[1:])
-    return torch.cat(pieces, dim=0)
+    walks = [Walk(box.index, box, o, prior_volume=prior_volume) for o in orders]
+    seqs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
+                     stop_when_empty=stop_when_empty, grad=grad)
+    return combine_walks(dict(zip(orders, seqs)), box.index, mode, min_confidence, threshold)
 
 
 def largest_component(mask: np.ndarray) -> np.ndarray:
@@ -274,8 +327,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                    stop_when_empty: bool = True, threshold: float = 0.5,
                    min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                   grad: bool = False, priors: dict[int, Any] | None = None
-                   ) -> PropagationResult:
+                   grad: bool = False, priors: dict[int, Any] | None = None,
+                   share: bool = True, cache_mb: float | None = None) -> PropagationResult:
     """Propagate every prompt through ``frames`` and merge the structures.
 
     Parameters
@@ -312,6 +365,14 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         key frame instead of the model's own previous output (``prior_volume`` of
         :func:`propagate_structure`): with a clean prediction, frames are
         segmented one by one, as in per-slice attacks.
+    share : bool
+        Give the backend all structures and directions at once (module doc): the
+        same probabilities, each frame's shared work done once. ``False``: one pass
+        per structure.
+    cache_mb : float, optional
+        Bound, in MiB, on the per-frame work a sharing backend keeps for reuse
+        (MedSAM2's image features; ``None``: the backend's default). A smaller
+        bound costs recomputation, never a different result.
 
     Examples
     --------
@@ -321,8 +382,7 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     >>> res.labels.shape, sorted(res.probabilities)
     ((6, 8, 8), [4])
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    orders = _orders(mode)
     if not prompts:
         raise ValueError("propagate_case needs at least one box prompt")
     labels_seen = [b.label for b in prompts]
@@ -331,22 +391,28 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     min_confidence = resolve_min_confidence(model, min_confidence)
     n = int(frames.shape[0])
     total = total_steps(n, prompts, mode)
-    offset = [0]
+    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label))
+             for b in prompts for o in orders]
+    check_cancel(cancel, "propagation")
+    common = {"cancel": cancel, "stop_when_empty": stop_when_empty, "grad": grad,
+              "cache_mb": cache_mb}
+    if share:
+        seqs = run_walks(model, frames, walks, progress=progress, **common)
+    else:  # one pass per structure (its directions still share its key frame)
+        seqs, offset = [], 0
+        for i, box in enumerate(prompts):
+            def report(done: int, _t: int, _offset: int = offset) -> None:
+                if progress is not None:
+                    progress(_offset + done, total)
 
-    def report(done: int, _t: int) -> None:
-        if progress is not None:
-            progress(offset[0] + done, total)
-
+            mine = walks[i * len(orders):(i + 1) * len(orders)]
+            seqs.extend(run_walks(model, frames, mine, progress=report, **common))
+            offset += sum(n_visited(n, w.key_index, w.order) for w in mine)
     probs: dict[int, np.ndarray] = {}
     tensors: dict[int, Any] = {}
-    for box in prompts:
-        check_cancel(cancel, "propagation")
-        p = propagate_structure(model, frames, box, mode=mode, stop_when_empty=stop_when_empty,
-                                progress=report, cancel=cancel, grad=grad,
-                                min_confidence=min_confidence, threshold=threshold,
-                                prior_volume=None if priors is None else priors.get(box.label))
-        offset[0] += sum(n_visited(n, box.index, o)
-                         for o in (("forward", "backward") if mode == "volume" else ("forward",)))
+    for i, box in enumerate(prompts):
+        parts = dict(zip(orders, seqs[i * len(orders):(i + 1) * len(orders)]))
+        p = combine_walks(parts, box.index, mode, min_confidence, threshold)
         if grad:
             tensors[box.label] = p
         probs[box.label] = p.detach().float().cpu().numpy()

@@ -143,3 +143,72 @@ def test_builtin_prompt_on_the_bundled_video():
     res = attack_case(t, AttackConfig("fgsm", eps=0.05))
     assert res.budget.eps_raw == pytest.approx(0.05 * 255)
     assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
+
+
+def test_shared_pass_gives_the_gradient_of_separate_passes(sample_ct):
+    """All structures in one pass (the default) vs one pass each: same logits and gradient."""
+    case = crop_case(sample_ct, (slice(14, 34), slice(None), slice(None)))
+    grads, outs = [], []
+    for share in (True, False):
+        t = PromptTarget(_builtin(), case, boxes_from_labels(case.labels, [1, 2, 5]))
+        t.share = share
+        x = t.x.clone().requires_grad_(True)
+        logits = t.forward(x)
+        logits[0, 1:].sum().backward()
+        grads.append(x.grad)
+        outs.append(logits.detach())
+    assert torch.equal(outs[0], outs[1])
+    assert grads[0].abs().sum() > 0
+    # the same terms, summed in another order: equal to float32 rounding
+    scale = float(grads[1].abs().max())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6 * scale)
+
+
+def test_medsam2_shared_gradient_equals_separate_passes():
+    """MedSAM2 shares each frame's image features between structures, in the gradient too."""
+    pytest.importorskip("sam2")
+    pytest.importorskip("hydra")
+    from napari_segeval.models.medsam2 import MedSAM2Model
+    from napari_segeval.models.medsam2._build import build_network
+
+    torch.manual_seed(0)
+    model = MedSAM2Model(build_network(), device="cpu", encode_batch=2)
+    case = crop_case(make_ct_case(5, shape=(8, 48, 48), tumour=False),
+                     (slice(2, 5), slice(None), slice(None)))
+    boxes = boxes_from_labels(case.labels, [1, 4])  # liver and left kidney, keys 1 and 0
+    grads, outs = [], []
+    for share in (True, False):
+        t = PromptTarget(model, case, boxes)
+        t.share = share
+        x = t.x.clone().requires_grad_(True)
+        logits = t.forward(x)
+        logits[0, 1:].sum().backward()
+        grads.append(x.grad)
+        outs.append(logits.detach())
+    assert torch.equal(outs[0], outs[1])
+    assert grads[0].abs().sum() > 0
+    # one encoder graph per frame instead of one per structure: equal to float32 rounding
+    scale = float(grads[1].abs().max())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_attack_on_cuda(sample_ct):
+    """PGD through the built-in model's propagation on a GPU: in budget, and the gradient
+    agrees with the CPU one (cosine >= 0.99; convolutions may use TF32 on the GPU)."""
+    from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+
+    case = crop_case(sample_ct, (slice(14, 34), slice(None), slice(None)))
+    boxes = boxes_from_labels(case.labels, [1, 2])
+    t = PromptTarget(BuiltinPromptModel(device="cuda"), case, boxes)
+    assert t.x.device.type == "cuda"
+    res = attack_case(t, AttackConfig("pgd", eps=0.05, steps=3, random_start=False))
+    assert np.abs(res.perturbation_normalized).max() <= 0.05 * (1 + 1e-6)
+    assert _mean(res.attacked_rows) <= _mean(res.clean_rows)
+    grads = []
+    for target in (t, PromptTarget(_builtin(), case, boxes)):
+        x = target.x.clone().requires_grad_(True)
+        target.forward(x)[0, 1:].sum().backward()
+        grads.append(x.grad.detach().cpu().flatten())
+    assert float(torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0)) >= 0.99

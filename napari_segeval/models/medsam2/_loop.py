@@ -1,14 +1,15 @@
-"""Our SAM2 video-propagation loop for one object and one box, over SAM2Base's modules.
+"""Pieces of our SAM2 video-propagation loop over SAM2Base's modules.
 
-It reproduces what ``sam2.sam2_video_predictor.SAM2VideoPredictor`` computes for
-MedSAM2's 3D protocol (box on the key frame, ``propagate_in_video`` forward, reset,
-re-prompt, ``propagate_in_video(reverse=True)``) with three differences that do not
+The loop (:mod:`._walks`, with the features of :mod:`._features`) reproduces what
+``sam2.sam2_video_predictor.SAM2VideoPredictor`` computes for MedSAM2's 3D protocol
+(box on the key frame, ``propagate_in_video`` forward, reset, re-prompt,
+``propagate_in_video(reverse=True)``), per object, with differences that do not
 change the result:
 
-* images are encoded once, in batches of frames (the encoder does not depend on
-  memory), and the key frame's features and conditioning output are shared by the
-  forward and backward walks;
-* frames come in as tensors (no JPEG folder), and the walk can run with autograd;
+* images are encoded once per case, in fixed blocks of frames (the encoder does not
+  depend on prompts or memory), shared by all structures and both directions, and
+  each structure's key-frame conditioning is shared by its forward and backward walks;
+* frames come in as tensors (no JPEG folder), and the walks can run with autograd;
 * only the memory the model can still attend to is kept (the conditioning frame,
   the last ``num_maskmem - 1`` frames, the last ``max_obj_ptrs_in_encoder`` pointers).
 
@@ -19,12 +20,9 @@ most 8 pixels, 8-connectivity) before being resized to the native size.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from napari_segeval._cancel import check_cancel
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -89,41 +87,8 @@ def box_points(box_xyxy: tuple[float, float, float, float], hw: tuple[int, int],
     return {"point_coords": coords.to(device), "point_labels": labels.to(device)}
 
 
-class FrameFeatures:
-    """Image-encoder features of a frame stack, computed lazily in batches, each frame once."""
-
-    def __init__(self, model: Any, images: torch.Tensor, batch: int = 4) -> None:
-        self.model = model
-        self.images = images
-        self.batch = max(1, int(batch))
-        self._fpn: dict[int, list[torch.Tensor]] = {}
-        self._pos: list[torch.Tensor] | None = None
-
-    def prefetch(self, order: list[int]) -> None:
-        """Encode the frames of ``order`` that are not cached yet, in one batch."""
-        todo = [i for i in order if i not in self._fpn]
-        if not todo:
-            return
-        out = self.model.forward_image(self.images[todo].to(self.model.device).float())
-        for j, i in enumerate(todo):
-            self._fpn[i] = [f[j : j + 1] for f in out["backbone_fpn"]]
-        if self._pos is None:  # sine position encodings depend on the shape only
-            self._pos = [p[:1] for p in out["vision_pos_enc"]]
-
-    def get(self, i: int, upcoming: list[int]) -> tuple[list, list, list]:
-        """Flattened ``(vision_feats, vision_pos_embeds, feat_sizes)`` of frame ``i``."""
-        if i not in self._fpn:
-            self.prefetch([i] + [j for j in upcoming if j != i][: self.batch - 1])
-        backbone_out = {"backbone_fpn": list(self._fpn[i]), "vision_pos_enc": list(self._pos)}
-        _, feats, pos, sizes = self.model._prepare_backbone_features(backbone_out)
-        return feats, pos, sizes
-
-    def drop(self, i: int) -> None:
-        """Forget frame ``i`` (it will not be visited again)."""
-        self._fpn.pop(i, None)
-
-
-def _compact(out: dict, logits: torch.Tensor) -> dict:
+def compact(out: dict, logits: torch.Tensor) -> dict:
+    """What later frames read of a frame's output (memory features rounded to bfloat16)."""
     import torch
 
     mem = out["maskmem_features"]
@@ -138,21 +103,21 @@ def _compact(out: dict, logits: torch.Tensor) -> dict:
 
 def condition_key_frame(
     model: Any,
-    feats: FrameFeatures,
+    features: tuple[list, list, list],
     key: int,
     n: int,
     points: dict | None,
     mask_input: torch.Tensor | None,
     fill_hole_area: int,
-    upcoming: list[int],
 ) -> dict:
     """Segment the key frame from its prompt and encode it as conditioning memory.
 
-    ``add_new_points_or_box`` (or ``add_new_mask``) + ``propagate_in_video_preflight``.
+    ``add_new_points_or_box`` (or ``add_new_mask``) + ``propagate_in_video_preflight``;
+    ``features`` are the key frame's flattened image features.
     """
     import torch.nn.functional as F
 
-    vf, vp, sizes = feats.get(key, upcoming)
+    vf, vp, sizes = features
     out = model.track_step(
         frame_idx=key,
         is_init_cond_frame=True,
@@ -178,49 +143,7 @@ def condition_key_frame(
         is_mask_from_pts=True,
     )
     out["maskmem_features"], out["maskmem_pos_enc"] = mem, mem_pos
-    return _compact(out, logits)
-
-
-def walk(
-    model: Any,
-    feats: FrameFeatures,
-    key: int,
-    n: int,
-    cond: dict,
-    reverse: bool,
-    fill_hole_area: int,
-    cancel: Any = None,
-) -> Iterator[torch.Tensor]:
-    """Yield the low-res mask logits ``(1, 1, 128, 128)`` of the key frame and then of
-    each frame in walk order (``propagate_in_video`` for one object)."""
-    step = -1 if reverse else 1
-    order = list(range(key, -1, -1)) if reverse else list(range(key, n))
-    output_dict: dict = {"cond_frame_outputs": {key: cond}, "non_cond_frame_outputs": {}}
-    keep = max(model.num_maskmem, model.max_obj_ptrs_in_encoder) + 1
-    yield cond["pred_masks"]
-    for pos, t in enumerate(order[1:], start=1):
-        check_cancel(cancel, "MedSAM2 propagation")
-        vf, vp, sizes = feats.get(t, order[pos:])
-        out = model.track_step(
-            frame_idx=t,
-            is_init_cond_frame=False,
-            current_vision_feats=vf,
-            current_vision_pos_embeds=vp,
-            feat_sizes=sizes,
-            point_inputs=None,
-            mask_inputs=None,
-            output_dict=output_dict,
-            num_frames=n,
-            track_in_reverse=reverse,
-            run_mem_encoder=True,
-        )
-        logits = fill_holes(out["pred_masks"], fill_hole_area)
-        past = output_dict["non_cond_frame_outputs"]
-        past[t] = _compact(out, logits)
-        past.pop(t - step * keep, None)
-        if t != key:
-            feats.drop(t)
-        yield logits
+    return compact(out, logits)
 
 
 def to_native(logits: torch.Tensor, hw: tuple[int, int]) -> torch.Tensor:
@@ -230,36 +153,3 @@ def to_native(logits: torch.Tensor, hw: tuple[int, int]) -> torch.Tensor:
     if tuple(logits.shape[-2:]) == tuple(hw):
         return logits
     return F.interpolate(logits, size=tuple(hw), mode="bilinear", align_corners=False)
-
-
-def run_walk(
-    model: Any,
-    feats: FrameFeatures,
-    key: int,
-    cond: dict,
-    reverse: bool,
-    hw: tuple[int, int],
-    fill_hole_area: int,
-    progress: Callable[[int, int], None] | None = None,
-    cancel: Any = None,
-    stop_when_empty: bool = False,
-) -> torch.Tensor:
-    """Native-size logits ``(n_visited, H, W)`` of one walk, in visit order."""
-    import torch
-
-    n = int(feats.images.shape[0])
-    total = key + 1 if reverse else n - key
-    rows: list[torch.Tensor] = []
-    for logits in walk(model, feats, key, n, cond, reverse, fill_hole_area, cancel):
-        native = to_native(logits, hw)[0, 0]
-        rows.append(native.float())
-        if progress is not None:
-            progress(len(rows), total)
-        if stop_when_empty and not bool((native > 0).any()):
-            break
-    if len(rows) < total:
-        fill = torch.full(tuple(hw), -1024.0, dtype=rows[0].dtype, device=rows[0].device)
-        rows.extend([fill] * (total - len(rows)))
-        if progress is not None:
-            progress(total, total)
-    return torch.stack(rows)

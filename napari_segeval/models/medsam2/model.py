@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import InvalidImageError, SegEvalError
 from napari_segeval.inference.windowing import (
     DEFAULT_CT_WINDOW,
@@ -24,11 +25,12 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
-from napari_segeval.models.base import NormalizeInfo, Order
+from napari_segeval.models.base import NormalizeInfo, Order, Walk
 from napari_segeval.prompts.box import Box
 
 from . import _loop
 from ._build import FILL_HOLE_AREA, load_network
+from ._features import DEFAULT_CACHE_MB
 from ._resize import resize_bicubic
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +41,9 @@ if TYPE_CHECKING:  # pragma: no cover
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 _CT = ("ct",)
+_NO_PER_SLICE = ("MedSAM2 conditions each frame on a memory bank of several frames; "
+                 "a per-slice chain with a given previous mask is not defined for it "
+                 "(use the full chain)")
 
 
 def to_uint8_range(image: np.ndarray, modality: str, window: Any = None) -> np.ndarray:
@@ -87,9 +92,18 @@ class MedSAM2Model:
     device : str or torch.device, optional
         ``None``/``"auto"``: CUDA, else MPS, else CPU.
     encode_batch : int
-        Frames per image-encoder batch.
+        Frames per image-encoder batch (frames are encoded in fixed blocks of this size).
     fill_hole_area : int
         Fill background holes up to this many low-res pixels (MedSAM2: 8).
+    cache_mb : float, optional
+        Bound on the image features kept for reuse between structures and directions,
+        in MiB (``None``: unbounded); frames dropped for lack of room are re-encoded,
+        with the same result.
+    batch_walks : bool, optional
+        Run the walks (structure x direction) of one step as one batch. ``None``
+        (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
+        to single ones, and one walk at a time keeps every result exactly as when
+        each structure runs alone.
     """
 
     name = "medsam2"
@@ -100,6 +114,8 @@ class MedSAM2Model:
         device: Any = None,
         encode_batch: int = 4,
         fill_hole_area: int = FILL_HOLE_AREA,
+        cache_mb: float | None = DEFAULT_CACHE_MB,
+        batch_walks: bool | None = None,
     ) -> None:
         from napari_segeval.models._device import pick_device
 
@@ -109,7 +125,9 @@ class MedSAM2Model:
             param.requires_grad_(False)
         self.encode_batch = int(encode_batch)
         self.fill_hole_area = int(fill_hole_area)
-        self._cache: tuple | None = None
+        self.cache_mb = cache_mb
+        self.batch_walks = batch_walks
+        self.last_run: dict = {}
 
     # -- preprocessing -------------------------------------------------
     def preprocess(self, image: np.ndarray, modality: str, window: Any = None) -> torch.Tensor:
@@ -144,9 +162,20 @@ class MedSAM2Model:
 
     # -- inference -------------------------------------------------------
     def model_input(self, frames: Any) -> torch.Tensor:
-        """Normalized native frames -> ``(n, 3, 512, 512)`` network input (differentiable)."""
+        """Normalized native frames -> ``(n, 3, 512, 512)`` network input (differentiable).
+
+        The resize runs in float32 even under bf16 autocast (on CUDA), as MedSAM2
+        resizes its frames before the network sees them.
+        """
+        import contextlib
+
+        import torch
+
         x = _stack_rgb(frames, self.device)
-        return resize_bicubic(x, (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE))
+        off = (torch.autocast(device_type="cuda", enabled=False) if x.device.type == "cuda"
+               else contextlib.nullcontext())
+        with off:
+            return resize_bicubic(x, (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE))
 
     def propagate(
         self,
@@ -167,20 +196,11 @@ class MedSAM2Model:
         ``prior_volume`` is refused: MedSAM2 conditions each frame on a memory bank
         of several earlier frames, not on one previous mask.
         """
-        import torch
-
         if prior_volume is not None:
-            raise SegEvalError(
-                "MedSAM2 conditions each frame on a memory bank of several frames; "
-                "a per-slice chain with a given previous mask is not defined for it "
-                "(use the full chain)"
-            )
-
-        logits = self.propagate_logits(
-            frames, key_index, box, order, init_mask=init_mask, progress=progress,
-            cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
-        )
-        return torch.sigmoid(logits)
+            raise SegEvalError(_NO_PER_SLICE)
+        walk = Walk(key_index, box, order, init_mask)
+        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
+                                    stop_when_empty=stop_when_empty, grad=grad)[0]
 
     def propagate_logits(
         self,
@@ -195,56 +215,118 @@ class MedSAM2Model:
         stop_when_empty: bool = False,
         grad: bool = False,
     ) -> torch.Tensor:
-        """Like :meth:`propagate` but returns native-size logits (mask = ``logits > 0``).
+        """Like :meth:`propagate` but returns native-size logits (mask = ``logits > 0``)."""
+        walk = Walk(key_index, box, order, init_mask)
+        return self.walk_logits(frames, [walk], progress=progress, cancel=cancel,
+                                stop_when_empty=stop_when_empty, grad=grad)[0]
 
-        With ``grad=False`` a forward call followed by a backward call on the same
-        ``frames`` object, key and prompt reuses the image features and the key
-        frame's output (each frame is encoded once); the cache holds the last
-        ``frames`` tensor until the next call.
+    def propagate_walks(
+        self,
+        frames: Any,
+        walks: list[Walk],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        cache_mb: float | None = None,
+    ) -> list[torch.Tensor]:
+        """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
+        import torch
+
+        logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
+                                  stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb)
+        return [torch.sigmoid(x) for x in logits]
+
+    def walk_logits(
+        self,
+        frames: Any,
+        walks: list[Walk],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        cache_mb: float | None = None,
+    ) -> list[torch.Tensor]:
+        """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
+
+        Each frame's image features are computed once and shared by every walk (and
+        each structure's key-frame conditioning by its two directions), kept while
+        they will be read again within ``cache_mb`` MiB (default
+        :attr:`cache_mb`); each walk's result is the same as when it runs alone.
+        With :attr:`batch_walks` the walks of one step run as one batch.
+        After the call, :attr:`last_run` holds ``encoded_frames``,
+        ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
         import torch
 
         from napari_segeval.models._device import autocast_context
 
-        if order not in ("forward", "backward"):
-            raise ValueError(f"order must be 'forward' or 'backward', got {order!r}")
-        if grad:
-            ctx: Any = torch.enable_grad()
-        else:
-            ctx = torch.inference_mode()
-        with ctx, autocast_context(self.device, enabled=not grad):
-            feats, cond, hw = self._prepare(frames, key_index, box, init_mask, grad)
-            out = _loop.run_walk(
-                self.network, feats, key_index, cond, order == "backward", hw,
-                self.fill_hole_area, progress, cancel, stop_when_empty,
-            )
-        return out.float()
-
-    def _prepare(self, frames: Any, key: int, box: Box, init_mask: Any, grad: bool):
+        for w in walks:
+            if w.prior_volume is not None:
+                raise SegEvalError(_NO_PER_SLICE)
+            if w.order not in ("forward", "backward"):
+                raise ValueError(f"order must be 'forward' or 'backward', got {w.order!r}")
+        if not walks:
+            return []
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
-        if not 0 <= key < n:
-            raise ValueError(f"key index {key} outside 0..{n - 1}")
-        # reuse only for the same tensor object, unmodified (its version counter unchanged)
-        version = getattr(frames, "_version", None)
-        reusable = not grad and init_mask is None and version is not None
-        sig = (key, box, version)
-        hit = self._cache is not None and self._cache[0] is frames and self._cache[1] == sig
-        if reusable and hit:
-            return self._cache[2], self._cache[3], (h, w)
-        feats = _loop.FrameFeatures(self.network, self.model_input(frames), self.encode_batch)
-        up = [key] + [key + d for d in (1, -1, 2, -2, 3, -3) if 0 <= key + d < n]
+        ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
+        with ctx, autocast_context(self.device, enabled=not grad):
+            out = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
+                            self.cache_mb if cache_mb is None else cache_mb)
+        return [x.float() for x in out]
+
+    def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb):
+        from . import _walks
+        from ._features import FrameFeatures
+
+        n, h, w = shape
+        groups: dict[tuple, int] = {}
+        states, keys, prompts = [], {}, {}
+        for walk in walks:
+            key = int(walk.key_index)
+            if not 0 <= key < n:
+                raise ValueError(f"key index {key} outside 0..{n - 1}")
+            sig = (key, walk.box, None if walk.init_mask is None else id(walk.init_mask))
+            g = groups.setdefault(sig, len(groups))
+            keys[g], prompts[g] = key, (walk.box, walk.init_mask)
+            states.append(_walks.WalkState(walk.frames(n).tolist(), g))
+        budget = None if cache_mb is None else float(cache_mb) * 2**20
+        feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
+                              _walks.reads(states, keys))
+        try:
+            conds = {}
+            for g, key in keys.items():  # step 0: each structure's key frame, once
+                check_cancel(cancel, "MedSAM2 propagation")
+                box, init_mask = prompts[g]
+                conds[g] = self._condition(feats.get(key), key, n, (h, w), box, init_mask)
+            return _walks.run_walks(
+                self.network, feats, states, conds, (h, w), self.fill_hole_area,
+                batch=self._batch(), progress=progress, cancel=cancel,
+                stop_when_empty=stop_when_empty)
+        finally:
+            self.last_run = {"encoded_frames": feats.encoded, "peak_cache_bytes": feats.peak_bytes,
+                             "cache_budget_bytes": budget}
+            feats.clear()
+
+    def _batch(self) -> bool:
+        """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
+        if self.batch_walks is None:
+            return self.device.type != "cpu"
+        return bool(self.batch_walks)
+
+    def _condition(self, features, key: int, n: int, hw: tuple[int, int], box: Box,
+                   init_mask: Any) -> dict:
         points, mask_in = None, None
         if init_mask is not None:
             mask_in = self._mask_input(init_mask)
         else:
             # MedSAM2 builds boxes from masks with inclusive maxima: (x0, y0, x1-1, y1-1)
             xyxy = (box.x0, box.y0, box.x1 - 1, box.y1 - 1)
-            points = _loop.box_points(xyxy, (h, w), self.device)
-        cond = _loop.condition_key_frame(
-            self.network, feats, key, n, points, mask_in, self.fill_hole_area, up
-        )
-        self._cache = (frames, sig, feats, cond) if reusable else None
-        return feats, cond, (h, w)
+            points = _loop.box_points(xyxy, hw, self.device)
+        return _loop.condition_key_frame(self.network, features, key, n, points, mask_in,
+                                         self.fill_hole_area)
 
     def _mask_input(self, mask: Any) -> torch.Tensor:
         """A key-frame mask prompt resized to 512 as ``add_new_mask`` does."""

@@ -1,0 +1,101 @@
+"""Several structures in one MedSAM2 pass: identical results, each frame encoded once.
+
+Random SAM2.1 Hiera-tiny weights (as the parity test); the parity test checks that
+a walk equals Meta's SAM2VideoPredictor, these tests that sharing changes nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
+pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
+
+from napari_segeval.models.base import Walk
+from napari_segeval.models.medsam2 import MedSAM2Model
+from napari_segeval.models.medsam2._build import build_network
+from napari_segeval.prompts.box import Box
+from napari_segeval.propagation import propagate_case
+
+N, H, W = 5, 40, 48
+BOXES = [Box(10, 12, 30, 36, index=2, label=1), Box(4, 4, 20, 22, index=1, label=3)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    # blocks of 2 frames: a frame's block is read by several walks, in either order
+    return MedSAM2Model(build_network(), device="cpu", encode_batch=2)
+
+
+@pytest.fixture(scope="module")
+def frames(model):
+    rng = np.random.default_rng(1)
+    yy, xx = np.mgrid[:H, :W]
+    vol = np.stack([np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
+                    + rng.normal(0, 20, (H, W)) for z in range(N)])
+    return model.preprocess(vol, "CT", "abdomen")
+
+
+@pytest.fixture(scope="module")
+def volume_runs(model, frames):
+    shared = propagate_case(model, frames, BOXES, stop_when_empty=False)
+    encoded = model.last_run["encoded_frames"]
+    separate = propagate_case(model, frames, BOXES, stop_when_empty=False, share=False)
+    return shared, separate, encoded
+
+
+def _same(a, b):
+    assert sorted(a.probabilities) == sorted(b.probabilities)
+    for lab in a.probabilities:
+        assert np.array_equal(a.probabilities[lab], b.probabilities[lab]), lab
+    assert np.array_equal(a.labels, b.labels)
+
+
+def test_structures_share_frames_with_identical_results(volume_runs):
+    shared, separate, encoded = volume_runs
+    _same(shared, separate)
+    assert encoded == N  # every frame once, for both structures and both directions
+    fg = [int((p > 0.5).sum()) for p in shared.probabilities.values()]
+    assert all(0 < f < N * H * W for f in fg)  # not degenerate
+
+
+def test_one_structure_both_directions_equal_separate_calls(model, frames):
+    box = BOXES[0]
+    fwd, bwd = model.propagate_walks(frames, [Walk(2, box, "forward"), Walk(2, box, "backward")])
+    assert model.last_run["encoded_frames"] == N
+    assert torch.equal(fwd, model.propagate(frames, 2, box, "forward"))
+    assert torch.equal(bwd, model.propagate(frames, 2, box, "backward"))
+
+
+def test_video_mode_shared_equals_separate(model, frames):
+    progress = []
+    shared = propagate_case(model, frames, BOXES, mode="video",
+                            progress=lambda d, t: progress.append((d, t)))
+    _same(shared, propagate_case(model, frames, BOXES, mode="video", share=False))
+    total = (N - 2) + (N - 1)
+    assert progress[-1] == (total, total)
+    assert [d for d, _ in progress] == sorted(d for d, _ in progress)
+
+
+def test_a_tiny_cache_re_encodes_with_identical_results(model, frames, volume_runs):
+    frame_mib = 4.2e6 / 2**20  # one 512 px frame's features (float32)
+    tiny = propagate_case(model, frames, BOXES, stop_when_empty=False, cache_mb=frame_mib)
+    run = model.last_run
+    assert run["peak_cache_bytes"] <= run["cache_budget_bytes"]
+    assert run["encoded_frames"] > N  # the bound was binding
+    _same(tiny, volume_runs[0])
+
+
+def test_batched_walks_same_masks(model, frames, volume_runs):
+    model.batch_walks = True  # the GPU default; on a CPU the last bits may differ
+    try:
+        batched = propagate_case(model, frames, BOXES, stop_when_empty=False)
+    finally:
+        model.batch_walks = None
+    for lab, p in volume_runs[0].probabilities.items():
+        np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-5)
+        assert np.array_equal(batched.probabilities[lab] > 0.5, p > 0.5)
+    assert np.array_equal(batched.labels, volume_runs[0].labels)

@@ -1,0 +1,152 @@
+"""Several structures in one pass (``share=True``): the same result as one pass each.
+
+The built-in model on the bundled CT (five structures, volume) and on an echo
+phantom (three structures, video); weight-free backends without
+``propagate_walks`` take the per-walk fallback.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from napari_segeval._cancel import Cancelled
+from napari_segeval.models.base import Walk, walk_steps
+from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.from_labels import boxes_from_labels
+from napari_segeval.propagation import propagate_case, run_walks
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return BuiltinPromptModel(device="cpu")
+
+
+@pytest.fixture(scope="module")
+def ct(model):
+    from napari_segeval.io import read_case
+
+    case = read_case(SAMPLES / "ct" / "ct_001.nii.gz", SAMPLES / "ct" / "ct_001_labels.nii.gz")
+    return model.preprocess(case.image, "CT"), boxes_from_labels(case.labels, [1, 2, 3, 4, 5])
+
+
+@pytest.fixture(scope="module")
+def echo(model):
+    from napari_segeval.phantoms.echo import make_echo_clip
+
+    clip = make_echo_clip(2001)
+    boxes = boxes_from_labels(clip.labels, [1, 2, 3], mode="video")
+    return model.preprocess(clip.image, "US"), boxes
+
+
+def _same(a, b):
+    assert sorted(a.probabilities) == sorted(b.probabilities)
+    for lab in a.probabilities:
+        assert np.array_equal(a.probabilities[lab], b.probabilities[lab]), lab
+    assert np.array_equal(a.labels, b.labels)
+
+
+@pytest.mark.parametrize("n_structures", [1, 5])
+def test_shared_volume_equals_one_pass_per_structure(model, ct, n_structures):
+    frames, boxes = ct
+    boxes = boxes[:n_structures]
+    shared = propagate_case(model, frames, boxes)
+    _same(shared, propagate_case(model, frames, boxes, share=False))
+    assert all((p > 0.5).any() for p in shared.probabilities.values())
+
+
+@pytest.mark.parametrize("n_structures", [1, 3])
+def test_shared_video_equals_one_pass_per_structure(model, echo, n_structures):
+    frames, boxes = echo
+    boxes = boxes[:n_structures]
+    shared = propagate_case(model, frames, boxes, mode="video")
+    _same(shared, propagate_case(model, frames, boxes, mode="video", share=False))
+
+
+def test_walks_equal_their_own_propagate_calls(model, ct):
+    frames, boxes = ct
+    walks = [Walk(b.index, b, o) for b in boxes[:3] for o in ("forward", "backward")]
+    probs = model.propagate_walks(frames, walks, stop_when_empty=True)
+    for w, p in zip(walks, probs):
+        assert torch.equal(p, model.propagate(frames, w.key_index, w.box, w.order,
+                                              stop_when_empty=True))
+
+
+def test_batched_walks_keep_the_masks(model, ct, echo):
+    """One network call per step (the GPU default): masks unchanged, probabilities to 1e-4."""
+    for (frames, boxes), mode in ((ct, "volume"), (echo, "video")):
+        plain = propagate_case(model, frames, boxes, mode=mode)
+        model.batch_walks = True
+        try:
+            batched = propagate_case(model, frames, boxes, mode=mode)
+        finally:
+            model.batch_walks = None
+        for lab, p in plain.probabilities.items():
+            np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-4)
+        assert np.array_equal(batched.labels, plain.labels)
+
+
+def test_per_slice_priors_are_shared_too(model, ct):
+    frames, boxes = ct
+    clean = propagate_case(model, frames, boxes[:2]).probabilities
+    a = propagate_case(model, frames, boxes[:2], priors=clean)
+    _same(a, propagate_case(model, frames, boxes[:2], priors=clean, share=False))
+
+
+def test_progress_and_cancel_across_walks(model, ct):
+    frames, boxes = ct
+    seen = []
+    propagate_case(model, frames, boxes[:2], stop_when_empty=False,
+                   progress=lambda d, t: seen.append((d, t)))
+    total = sum(frames.shape[0] + 1 for _ in boxes[:2])
+    assert [d for d, _ in seen] == list(range(1, total + 1)) and {t for _, t in seen} == {total}
+    ev = threading.Event()
+
+    def stop_at_3(done, _total):
+        if done == 3:
+            ev.set()
+
+    with pytest.raises(Cancelled):
+        propagate_case(model, frames, boxes[:2], progress=stop_at_3, cancel=ev)
+
+
+def test_gradient_through_shared_walks_matches_separate_passes(model, ct):
+    frames, boxes = ct
+    grads = []
+    for share in (True, False):
+        x = frames[10:30].clone().requires_grad_(True)
+        moved = [Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 10, 0), 19), label=b.label)
+                 for b in boxes[:3]]
+        res = propagate_case(model, x, moved, grad=True, share=share)
+        sum(p.sum() for p in res.tensors.values()).backward()
+        grads.append(x.grad)
+    assert grads[0].abs().sum() > 0
+    # the same terms, summed in another order: equal to float32 rounding
+    scale = float(grads[1].abs().max())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6 * scale)
+
+
+def test_fallback_for_backends_without_walks():
+    frames = np.zeros((6, 10, 10), np.float32)
+    frames[:, 3:7, 2:6] = 1.0
+    box = Box(3, 2, 7, 6, index=2)
+    seen = []
+    probs = run_walks(ThresholdPromptModel(), frames, [Walk(2, box, "forward"),
+                                                        Walk(2, box, "backward")],
+                      progress=lambda d, t: seen.append((d, t)), stop_when_empty=False)
+    assert [tuple(p.shape) for p in probs] == [(4, 10, 10), (3, 10, 10)]
+    assert seen == [(i, 7) for i in range(1, 8)]
+
+
+def test_walk_steps_advance_every_walk_together():
+    walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(3, Box(0, 0, 1, 1), "backward")]
+    assert walk_steps(5, walks) == [[(0, 1), (1, 3)], [(0, 2), (1, 2)], [(0, 3), (1, 1)],
+                                    [(0, 4), (1, 0)]]
