@@ -246,9 +246,10 @@ def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
         return 2 + clean
     if cfg.attack.startswith("noise"):
         return cfg.restarts + clean
-    if cfg.attack == "fab":  # clean + (fwd+bwd, fwd) per iteration + the answer
-        ranks = cfg.target_ranks or max((num_classes or 2) - 1, 1)
-        return 2 + 2 * cfg.steps * cfg.restarts * ranks
+    if cfg.attack == "fab":
+        from napari_segeval.attacks.fab import fab_evaluations
+
+        return fab_evaluations(cfg, num_classes)
     return cfg.restarts * (cfg.steps + 1) + clean
 
 

@@ -51,7 +51,7 @@ below).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from napari_segeval.attacks._problem import AttackOutput, Problem, record_step
 from napari_segeval.attacks.losses import case_dice
@@ -120,6 +120,19 @@ class _Objective:
         return gap.reshape(gap.shape[0], -1).mean(dim=1)
 
 
+def fab_evaluations(cfg: Any, num_classes: int | None) -> int:
+    """Forward passes of FAB: clean + (fwd+bwd, fwd) per iteration and run + the answer.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> fab_evaluations(SimpleNamespace(target_ranks=None, steps=5, restarts=1), 3)
+    22
+    """
+    ranks = cfg.target_ranks or max((num_classes or 2) - 1, 1)
+    return 2 + 2 * cfg.steps * cfg.restarts * ranks
+
+
 def _step(problem: Problem, delta: torch.Tensor, f: torch.Tensor, grad: torch.Tensor):
     """One FAB update of ``delta`` (delta space: the clean input is 0)."""
     import torch
@@ -148,8 +161,6 @@ def fab(problem: Problem) -> AttackOutput:
     """Run FAB-T (L-inf) over the target ranks and restarts; see the module docstring."""
     import torch
 
-    from napari_segeval.attacks.core import total_evaluations
-
     cfg, history, x = problem.cfg, [], problem.x
     n, eps = x.shape[0], float(cfg.eps)
     zero = torch.zeros_like(x)
@@ -162,7 +173,7 @@ def fab(problem: Problem) -> AttackOutput:
     if ranks > max_rank:
         raise ValueError(f"target_ranks={ranks} but the model has {n_classes} classes "
                          f"(at most {max_rank} other classes per voxel)")
-    problem.total = total_evaluations(cfg, n_classes)
+    problem.total = fab_evaluations(cfg, n_classes)
     clean_dice = case_dice(clean_logits, problem.target)
     record_step(history, -1, 0, clean_loss, clean_dice, point="clean")
     if problem.threshold is not None:
