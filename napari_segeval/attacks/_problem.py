@@ -49,7 +49,9 @@ class AttackOutput:
         ``(N,)`` mean foreground Dice of ``x + delta`` against the target.
     history : list of dict
         Per evaluation: ``restart``, ``step``, ``loss`` and ``dice`` (lists per
-        case), and for APGD the ``step_size`` per case.
+        case), and for APGD the ``step_size`` per case, for Square ``accepted``
+        and ``side``, for FAB ``target_rank`` and ``norm``. ``restart=-1`` rows
+        are the clean input (robust-threshold gating; FAB) and FAB's answer.
     n_forward, n_backward : int
         Network passes used.
     info : dict
