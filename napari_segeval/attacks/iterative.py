@@ -12,7 +12,9 @@ select="loss")``. Their code picks, *per voxel*, the restart with the highest
 per-voxel CE and splices the perturbations together (a perturbation nobody
 evaluated); here the restart with the highest case-mean CE is kept whole, so
 the returned logits and Dice belong to the returned perturbation. Their clamp of
-z-scored inputs to [0, 1] is a recipe bug and is not reproduced.
+z-scored inputs to [0, 1] is a recipe bug and is not reproduced. Their driver
+attacks only the cases robust at the clean input; ``robust_threshold`` does the
+same.
 """
 
 from __future__ import annotations
@@ -51,7 +53,10 @@ def pgd(problem: Problem) -> AttackOutput:
     """Projected gradient ascent with random start, step schedule and restarts.
 
     ``select="loss"``: only the final iterate of each restart is a candidate and
-    the one with the highest loss is kept (ROG's ``attack_pgd``).
+    the one with the highest loss is kept (ROG's ``attack_pgd``); with a
+    ``robust_threshold`` only the clean input gates (a case not robust there is
+    not attacked) and every restart runs, as in ROG, since a later restart may
+    replace a breaking iterate by a higher-loss one.
     """
     import torch
 
@@ -59,8 +64,11 @@ def pgd(problem: Problem) -> AttackOutput:
     every = cfg.select == "dice"
     problem.start(history)
     for r in range(cfg.restarts):
-        if not problem.begin_restart(r):
-            break
+        if r == 0 or every:
+            if not problem.begin_restart(r):
+                break
+        else:  # restarts are compared by loss: only the clean input gates (ROG's attack_pgd)
+            problem.info["restarts_run"] = r + 1
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         for t in range(cfg.steps):
             wstep = t if cfg.weighting is not None else None

@@ -16,7 +16,7 @@ range):
    random sign per image channel) in a copy of the accepted perturbation.
 3. The copy is accepted when the case's loss strictly increases or, with a
    ``robust_threshold``, when its Dice falls to the threshold or below
-   (ROG's rule). A case at or below the threshold is no longer queried; when
+   (ROG's rule, theirs strictly below). A case at or below the threshold is no longer queried; when
    no case is left the attack stops.
 
 The fraction ``p`` starts at ``p_init`` (0.8) and halves after query 10, 50,

@@ -128,6 +128,17 @@ def test_no_restart_once_every_case_is_broken_and_none_when_clean_is_not_robust(
     assert done[-1] == (cfg.restarts * 5 + 1, cfg.restarts * 5 + 1)  # the count closes
 
 
+def test_pgd_max_loss_gates_only_at_the_clean_input():
+    net, x, target = _two_cases()
+    cfg = {"eps": 1.0, "steps": 3, "restarts": 3, "select": "loss", "step_size": 1 / 3}
+    out = run_attack(net, x, target, AttackConfig("pgd", robust_threshold=0.5, **cfg))
+    assert out.info["restarts_run"] == 3 and out.dice[0] <= 0.5  # case 0 broke, all restarts ran
+    free = run_attack(net, x, target, AttackConfig("pgd", **cfg))
+    assert torch.equal(out.delta, free.delta)  # the same restarts, the same pick
+    none = run_attack(net, x, target, AttackConfig("pgd", robust_threshold=1.0, **cfg))
+    assert none.info["restarts_run"] == 0 and torch.equal(none.delta, torch.zeros_like(x))
+
+
 def test_dlr_needs_three_classes():
     two = AttackConfig("apgd-dlr", eps=0.1)
     assert "at least 3 classes" in not_applicable(two, 2)
