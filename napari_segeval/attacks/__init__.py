@@ -4,7 +4,10 @@
   (HU, grey levels). Natural-image budgets such as 8/255 do not transfer.
 * :mod:`.core` - FGSM, PGD (L-inf/L2, random start, schedule, restarts,
   SegPGD/CosPGD weighting) and noise on any differentiable
-  ``forward(x) -> logits (N, C, *spatial)``; :mod:`.apgd` - APGD-CE/DLR.
+  ``forward(x) -> logits (N, C, *spatial)``; :mod:`.apgd` - APGD-CE/DLR;
+  :mod:`.square` - Square (score-based, forward passes only); :mod:`.fab` -
+  FAB-T (targeted, minimal norm). Together with PGD these are the attack suite
+  of ROG (Daza et al. 2021), with its options (:class:`AttackConfig`).
 * :mod:`.losses` - cross-entropy, soft Dice and DLR per case; the Dice that picks
   the returned iterate.
 * :mod:`.dense` / :mod:`.promptable` - targets for dense models (sliding window)
@@ -21,8 +24,11 @@ from napari_segeval.attacks.apgd import apgd_checkpoints
 from napari_segeval.attacks.budget import Budget, eps_from_raw, eps_to_raw
 from napari_segeval.attacks.core import (
     ATTACKS,
+    SCHEDULES_BY_ATTACK,
     AttackConfig,
+    AttackNotApplicable,
     AttackOutput,
+    not_applicable,
     per_case_norm,
     run_attack,
 )
@@ -33,7 +39,9 @@ from napari_segeval.attacks.run import AttackResult, attack_case, condition_name
 
 __all__ = [
     "ATTACKS",
+    "SCHEDULES_BY_ATTACK",
     "AttackConfig",
+    "AttackNotApplicable",
     "AttackOutput",
     "AttackResult",
     "Budget",
@@ -44,6 +52,7 @@ __all__ = [
     "condition_name",
     "eps_from_raw",
     "eps_to_raw",
+    "not_applicable",
     "per_case_norm",
     "robustness_summary",
     "run_attack",

@@ -1,11 +1,22 @@
-"""The state shared by every attack loop: the perturbation ball, evaluation, best iterate.
+"""The state shared by every attack loop: the perturbation ball, evaluation, kept iterate.
 
 :class:`Problem` holds one run's input, target and configuration; it projects
 onto the epsilon ball (and the optional valid input range), draws random
-starts, evaluates the loss, gradient and logits at ``x + delta`` (counting
-passes, reporting progress, honouring cancel) and keeps the lowest-Dice iterate
-per case. The attack loops (:mod:`.iterative`, :mod:`.apgd`) are written on it;
-:mod:`.core` builds it from an :class:`~napari_segeval.attacks.core.AttackConfig`.
+starts, evaluates the loss (or an attack's own objective), gradient and logits
+at ``x + delta`` (counting passes, reporting progress, honouring cancel) and
+keeps one iterate per case: the lowest-Dice one (``select="dice"``, default),
+the highest-loss candidate (``select="loss"``) or the last one
+(``keep_best=False``). The attack loops (:mod:`.iterative`, :mod:`.apgd`,
+:mod:`.square`, :mod:`.fab`) are written on it; :mod:`.core` builds it from an
+:class:`~napari_segeval.attacks.core.AttackConfig`.
+
+Robust-threshold gating (``robust_threshold`` set, Daza et al. 2021): the clean
+input is evaluated first (history row ``restart=-1``) and is a candidate like any
+iterate; a restart runs only for the cases whose kept iterate still has a Dice
+strictly above the threshold (the robust rule of
+:func:`napari_segeval.metrics.is_robust`); a case at or below it is *frozen*:
+later restarts no longer change its iterate, and when every case is frozen the
+attack stops (``info["restarts_run"]`` says how many ran).
 
 torch is imported inside the functions.
 """
@@ -38,9 +49,15 @@ class AttackOutput:
         ``(N,)`` mean foreground Dice of ``x + delta`` against the target.
     history : list of dict
         Per evaluation: ``restart``, ``step``, ``loss`` and ``dice`` (lists per
-        case), and for APGD the ``step_size`` per case.
+        case), and for APGD the ``step_size`` per case, for Square ``accepted``
+        and ``side``, for FAB ``target_rank`` and ``norm``. ``restart=-1`` rows
+        are the clean input (robust-threshold gating; FAB) and FAB's answer.
     n_forward, n_backward : int
         Network passes used.
+    info : dict
+        Attack-specific results, JSON-ready (``restarts_run`` under
+        robust-threshold gating; FAB's ``min_norm`` and ``success_threshold``;
+        Square's ``queries`` ...).
     """
 
     delta: Any
@@ -49,6 +66,7 @@ class AttackOutput:
     history: list = field(default_factory=list)
     n_forward: int = 0
     n_backward: int = 0
+    info: dict = field(default_factory=dict)
 
 
 def per_case_norm(delta: torch.Tensor, norm: str) -> torch.Tensor:
@@ -86,32 +104,41 @@ def project_(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
 
 
 class Problem:
-    """Shared state of one attack run: input, target, projection and evaluation."""
+    """Shared state of one attack run: input, target, projection, evaluation, kept iterate."""
 
     def __init__(self, forward: Forward, x: torch.Tensor, target: torch.Tensor,
-                 cfg: AttackConfig, progress: Any, cancel: Any, total: int) -> None:
+                 cfg: AttackConfig, progress: Any, cancel: Any, total: int,
+                 channel_axis: int | None = 1) -> None:
         import torch
 
         self.forward, self.x, self.target, self.cfg = forward, x.detach(), target, cfg
         self.progress, self.cancel, self.total, self.done = progress, cancel, total, 0
         self.loss_fn = get_loss(cfg.loss)
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
+        self.channel_axis = None if channel_axis is None else channel_axis % x.ndim
         self.lo = self.hi = None
         if cfg.clamp is not None:
             self.lo = torch.minimum(self.x, torch.full_like(self.x, cfg.clamp[0]))
             self.hi = torch.maximum(self.x, torch.full_like(self.x, cfg.clamp[1]))
         self.n_forward = self.n_backward = 0
-        self.best_dice = self.best_delta = self.best_logits = None
+        self.best_dice = self.best_delta = self.best_logits = self.best_score = None
+        self.frozen = None
+        self.info: dict = {}
+
+    @property
+    def threshold(self) -> float | None:
+        """The robust threshold (Dice) of the configuration, or None."""
+        return self.cfg.robust_threshold
 
     def project_(self, delta: torch.Tensor) -> torch.Tensor:
         if self.lo is not None:
             delta.add_(self.x).clamp_(min=self.lo, max=self.hi).sub_(self.x)
         return project_(delta, self.cfg.eps, self.cfg.norm)
 
-    def random_point(self, kind: str = "uniform") -> torch.Tensor:
+    def random_point(self, kind: str = "uniform", scale: float = 1.0) -> torch.Tensor:
         import torch
 
-        shape, eps = self.x.shape, self.cfg.eps
+        shape, eps = self.x.shape, self.cfg.eps * scale
         if kind == "gaussian":
             sigma = self.cfg.sigma if self.cfg.sigma is not None else eps
             d = torch.randn(shape, generator=self.gen) * sigma
@@ -125,8 +152,12 @@ class Problem:
             d = d * _bshape(r, d)
         return self.project_(d.to(self.x.device, self.x.dtype))
 
-    def evaluate(self, delta: torch.Tensor, need_grad: bool, weighting_step: int | None = None):
-        """Loss ``(N,)``, gradient w.r.t. delta (or None) and detached logits at x + delta."""
+    def evaluate(self, delta: torch.Tensor, need_grad: bool, weighting_step: int | None = None,
+                 objective: Any = None):
+        """Loss ``(N,)``, gradient w.r.t. delta (or None) and detached logits at x + delta.
+
+        ``objective(logits) -> (N,)`` replaces the configured loss (FAB's logit gap).
+        """
         import torch
 
         check_cancel(self.cancel, f"{self.cfg.attack} attack")
@@ -135,44 +166,91 @@ class Problem:
             d = delta.detach().requires_grad_(True)
             with torch.enable_grad():
                 logits = self.forward(self.x + d)
-                w = None
-                if weighting_step is not None:
-                    w = voxel_weights(self.cfg.weighting, logits, self.target,
-                                      weighting_step, self.cfg.steps)
-                loss = self.loss_fn(logits, self.target, w)
+                if objective is not None:
+                    loss = objective(logits)
+                else:
+                    w = None
+                    if weighting_step is not None:
+                        w = voxel_weights(self.cfg.weighting, logits, self.target,
+                                          weighting_step, self.cfg.steps)
+                    loss = self.loss_fn(logits, self.target, w)
                 (grad,) = torch.autograd.grad(loss.sum(), d)
             self.n_backward += 1
         else:
             with torch.no_grad():
                 logits = self.forward(self.x + delta)
-                loss = self.loss_fn(logits, self.target)
+                loss = objective(logits) if objective is not None else \
+                    self.loss_fn(logits, self.target)
         self.n_forward += 1
         self.done += 1
         if self.progress is not None:
-            self.progress(self.done, self.total)
+            self.progress(self.done, max(self.total, self.done))
         return loss.detach(), grad, logits.detach()
 
-    def track(self, delta: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-        """Dice of the current iterate; keep it per case when it is the lowest so far."""
+    def start(self, history: list) -> None:
+        """Under robust-threshold gating, evaluate the clean input first (``restart=-1``)."""
+        import torch
+
+        if self.threshold is None:
+            return
+        delta = torch.zeros_like(self.x)
+        loss, _, logits = self.evaluate(delta, need_grad=False)
+        record_step(history, -1, 0, loss, self.track(delta, logits, loss))
+        self.info["clean_dice"] = self.best_dice.tolist()
+
+    def begin_restart(self, restart: int) -> bool:
+        """Whether restart ``restart`` runs; freezes the cases that are no longer robust."""
+        if self.threshold is None or self.best_dice is None:
+            self.frozen = None
+            self.info["restarts_run"] = restart + 1
+            return True
+        robust = self.best_dice > float(self.threshold)
+        self.frozen = ~robust
+        if not bool(robust.any()):
+            self.info["restarts_run"] = restart
+            return False
+        self.info["restarts_run"] = restart + 1
+        return True
+
+    def track(self, delta: torch.Tensor, logits: torch.Tensor, loss: torch.Tensor | None = None,
+              candidate: bool = True, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Dice of the current iterate; keep it per case by the selection rule.
+
+        ``candidate=False`` only measures (``select="loss"`` keeps restart ends);
+        ``mask`` limits which cases may take this iterate.
+        """
         import torch
 
         dice = case_dice(logits, self.target)
+        if not candidate:
+            return dice
+        if self.cfg.select == "loss":
+            if loss is None:
+                raise ValueError("select='loss' needs the loss of every candidate")
+            score = loss.double()
+        else:
+            score = -dice.double()
         if self.best_dice is None:
             self.best_dice, self.best_delta = dice.clone(), delta.clone()
-            self.best_logits = logits.clone()
-        elif self.cfg.keep_best:
-            better = dice <= self.best_dice
-            if bool(better.any()):
-                self.best_dice = torch.where(better, dice, self.best_dice)
-                self.best_delta[better] = delta[better]
-                self.best_logits[better] = logits[better]
-        else:
-            self.best_dice, self.best_delta, self.best_logits = dice, delta.clone(), logits
+            self.best_logits, self.best_score = logits.clone(), score.clone()
+            return dice
+        take = score >= self.best_score if self.cfg.keep_best else torch.ones_like(dice, dtype=bool)
+        if self.frozen is not None:
+            take &= ~self.frozen
+        if mask is not None:
+            take &= mask
+        if bool(take.any()):
+            self.best_dice = torch.where(take, dice, self.best_dice)
+            self.best_score = torch.where(take, score, self.best_score)
+            self.best_delta[take] = delta[take]
+            self.best_logits[take] = logits[take]
         return dice
 
     def output(self, history: list) -> AttackOutput:
+        if self.progress is not None and self.done < self.total:
+            self.progress(self.total, self.total)  # stopped early (gating): close the count
         return AttackOutput(self.best_delta, self.best_logits, self.best_dice, history,
-                            self.n_forward, self.n_backward)
+                            self.n_forward, self.n_backward, dict(self.info))
 
 
 def record_step(history: list, restart: int, step: int, loss: Any, dice: Any, **extra: Any) -> None:

@@ -20,6 +20,27 @@ Segmentation: the loss is the per-voxel CE or DLR averaged per case, each case
 runs its own schedule, and the iterate with the lowest Dice over all steps and
 restarts is returned per case (Daza et al. 2021). ``N_iter`` steps cost
 ``N_iter`` forward+backward passes plus one forward for the last iterate.
+
+Checkpoint schedules (``AttackConfig.schedule``):
+
+* ``"paper"`` (default) - the recurrence above.
+* ``"rog"`` - the checks of the reference code that ROG (BCV-Uniandes/ROG,
+  ``rog/autoattack/autopgd.py``) runs: the first check after
+  ``k_1 = max(int(0.22 N), 1)`` iterations, then every ``k_{j+1} =
+  max(k_j - max(int(0.03 N), 1), max(int(0.06 N), 1))`` iterations. At
+  ``N = 100`` both give 22, 41, 57, 70, 80, 87, 93, 99; at small ``N`` they
+  differ (``N = 5``: paper 2, 3, 4; rog 1, 2, 3, 4; ``N = 10``: paper 3, 5, 6, 7,
+  8, 9; rog 2, 3, ..., 9). (The issue text says the interval shrinks by
+  ``ceil(0.03 N)``; their code uses ``max(int(0.03 N), 1)``: the same for
+  ``N <= 33`` and where ``0.03 N`` is a whole number - N = 5, 10, 100 - but not
+  otherwise, e.g. N = 50: 1 vs 2. The code is followed.)
+
+Only the checkpoint positions follow the code. Three details of that code are
+not reproduced (the paper's definition is kept): at the first checkpoint it
+compares the first iterate's loss with 0 instead of ``f(x_0)`` (a wrap-around
+index into the not yet filled loss array), it never applies condition 2 at the
+first checkpoint, and after a step-size reduction the momentum term still uses
+the iterate before the restart point (the paper restarts without momentum).
 """
 
 from __future__ import annotations
@@ -32,16 +53,26 @@ RHO = 0.75
 ALPHA = 0.75
 
 
-def apgd_checkpoints(n_iter: int) -> list[int]:
+def apgd_checkpoints(n_iter: int, schedule: str = "paper") -> list[int]:
     """Iterations ``w_j`` (``0 < w_j < n_iter``, increasing, no repeats) where APGD checks.
+
+    ``schedule`` is ``"paper"`` (Croce & Hein's recurrence) or ``"rog"`` (the
+    reference code's interval arithmetic, as run by ROG; module docstring). A
+    check at ``n_iter`` itself would change nothing and is left out.
 
     Examples
     --------
     >>> apgd_checkpoints(100)
     [22, 41, 57, 70, 80, 87, 93, 99]
-    >>> apgd_checkpoints(5)
-    [2, 3, 4]
+    >>> apgd_checkpoints(5), apgd_checkpoints(5, "rog")
+    ([2, 3, 4], [1, 2, 3, 4])
+    >>> apgd_checkpoints(10, "rog")
+    [2, 3, 4, 5, 6, 7, 8, 9]
     """
+    if schedule == "rog":
+        return _rog_checkpoints(n_iter)
+    if schedule != "paper":
+        raise ValueError(f"APGD schedule must be 'paper' or 'rog', got {schedule!r}")
     ps = [0.0, 0.22]
     while ps[-1] < 1.0:
         ps.append(ps[-1] + max(ps[-1] - ps[-2] - 0.03, 0.06))
@@ -53,14 +84,28 @@ def apgd_checkpoints(n_iter: int) -> list[int]:
     return out
 
 
+def _rog_checkpoints(n_iter: int) -> list[int]:
+    interval = max(int(0.22 * n_iter), 1)
+    shrink, floor = max(int(0.03 * n_iter), 1), max(int(0.06 * n_iter), 1)
+    out, at = [], interval
+    while at < n_iter:
+        out.append(at)
+        interval = max(interval - shrink, floor)
+        at += interval
+    return out
+
+
 def apgd(problem: Problem) -> AttackOutput:
     """Run APGD (``problem.cfg.loss`` is ``ce`` or ``dlr``) with restarts."""
     import torch
 
     cfg, history = problem.cfg, []
-    checkpoints = set(apgd_checkpoints(cfg.steps))
+    checkpoints = set(apgd_checkpoints(cfg.steps, cfg.schedule))
     n = problem.x.shape[0]
+    problem.start(history)
     for r in range(cfg.restarts):
+        if not problem.begin_restart(r):
+            break
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         eta = torch.full((n,), cfg.effective_step_size, device=problem.x.device)
         loss, grad, logits = problem.evaluate(delta, need_grad=True)

@@ -121,6 +121,8 @@ class DenseTarget:
     """
 
     kind = "dense"
+    #: the input is ``(1, channels, *grid)``
+    channel_axis = 1
 
     def __init__(self, model: Any, case: Case, *, overlap: float = 0.5, batch_size: int = 2,
                  mirror: Any = False, gradient: str = "whole", postprocess: bool = True) -> None:

@@ -4,6 +4,17 @@ PGD: ``delta <- P(delta + step * sign(grad))`` (unit L2 direction for the L2 nor
 from a uniform random point of the ball (or zero), with a step-size schedule and
 restarts. Each step is one forward and one backward pass; the Dice of the
 iterate comes from that forward's logits; the final iterate costs one forward.
+
+ROG's PGD (``attack_pgd`` in BCV-Uniandes/ROG ``rog/autoattack/autoattack.py``:
+step ``eps/3``, random start, restarts, the final perturbation of the restart
+with the highest cross-entropy kept) is ``AttackConfig("pgd", step_size=eps/3,
+select="loss")``. Their code picks, *per voxel*, the restart with the highest
+per-voxel CE and splices the perturbations together (a perturbation nobody
+evaluated); here the restart with the highest case-mean CE is kept whole, so
+the returned logits and Dice belong to the returned perturbation. Their clamp of
+z-scored inputs to [0, 1] is a recipe bug and is not reproduced. Their driver
+attacks only the cases robust at the clean input; ``robust_threshold`` does the
+same.
 """
 
 from __future__ import annotations
@@ -26,6 +37,9 @@ def fgsm(problem: Problem) -> AttackOutput:
     import torch
 
     history: list = []
+    problem.start(history)
+    if not problem.begin_restart(0):  # gating: the clean input is already not robust
+        return problem.output(history)
     delta = torch.zeros_like(problem.x)
     loss, grad, logits = problem.evaluate(delta, need_grad=True)
     record_step(history, 0, 0, loss, problem.track(delta, logits))
@@ -36,28 +50,45 @@ def fgsm(problem: Problem) -> AttackOutput:
 
 
 def pgd(problem: Problem) -> AttackOutput:
-    """Projected gradient ascent with random start, step schedule and restarts."""
+    """Projected gradient ascent with random start, step schedule and restarts.
+
+    ``select="loss"``: only the final iterate of each restart is a candidate and
+    the one with the highest loss is kept (ROG's ``attack_pgd``); with a
+    ``robust_threshold`` only the clean input gates (a case not robust there is
+    not attacked) and every restart runs, as in ROG, since a later restart may
+    replace a breaking iterate by a higher-loss one.
+    """
     import torch
 
     cfg, history = problem.cfg, []
+    every = cfg.select == "dice"
+    problem.start(history)
     for r in range(cfg.restarts):
+        if r == 0 or every:
+            if not problem.begin_restart(r):
+                break
+        else:  # restarts are compared by loss: only the clean input gates (ROG's attack_pgd)
+            problem.info["restarts_run"] = r + 1
         delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
         for t in range(cfg.steps):
             wstep = t if cfg.weighting is not None else None
             loss, grad, logits = problem.evaluate(delta, need_grad=True, weighting_step=wstep)
-            record_step(history, r, t, loss, problem.track(delta, logits))
+            record_step(history, r, t, loss, problem.track(delta, logits, loss, candidate=every))
             step = cfg.effective_step_size * _schedule_factor(cfg.schedule, t, cfg.steps)
             with torch.no_grad():
                 problem.project_(ascent_(delta, grad, step, cfg.norm))
         loss, _, logits = problem.evaluate(delta, need_grad=False)
-        record_step(history, r, cfg.steps, loss, problem.track(delta, logits))
+        record_step(history, r, cfg.steps, loss, problem.track(delta, logits, loss))
     return problem.output(history)
 
 
 def noise(problem: Problem, kind: str) -> AttackOutput:
     """Random noise of the same budget: uniform in the ball, or Gaussian projected onto it."""
     history: list = []
+    problem.start(history)
     for r in range(problem.cfg.restarts):
+        if not problem.begin_restart(r):
+            break
         delta = problem.random_point(kind)
         loss, _, logits = problem.evaluate(delta, need_grad=False)
         record_step(history, r, 0, loss, problem.track(delta, logits))

@@ -11,6 +11,9 @@ attacks *maximize* these losses (untargeted: move away from the target).
   (not per-voxel, so it takes no voxel weights).
 * ``"dlr"`` - Croce & Hein's difference-of-logits-ratio margin per voxel,
   ``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)``; needs at least 3 classes.
+* ``"hard-dice"`` - ``1 -`` the hard (argmax) Dice of :func:`case_dice`: not
+  differentiable, so only score-based attacks (Square) take it
+  (:data:`FORWARD_ONLY_LOSSES`); it is the objective of ROG's Square attack.
 
 Voxel weights implement SegPGD (Gu et al. 2022: correctly classified voxels get
 ``1 - lambda``, wrong ones ``lambda``, ``lambda = t / (2T)``) and CosPGD (Agnihotri
@@ -27,6 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 LOSSES = ("ce", "dice", "dlr")
+#: Losses without a gradient: usable by attacks that only query the model (Square).
+FORWARD_ONLY_LOSSES = ("hard-dice",)
 WEIGHTINGS = (None, "segpgd", "cospgd")
 
 
@@ -106,17 +111,35 @@ def dlr_loss(logits: torch.Tensor, target: torch.Tensor,
     return _case_mean(per_voxel)
 
 
+def hard_dice_loss(logits: torch.Tensor, target: torch.Tensor,
+                   weights: torch.Tensor | None = None) -> torch.Tensor:
+    """``1 -`` the hard Dice of :func:`case_dice` per case (no gradient).
+
+    Examples
+    --------
+    >>> import torch
+    >>> z = torch.tensor([[[5.0, 5.0, 0.0, 0.0], [0.0, 0.0, 5.0, 5.0]]])  # pred [0,0,1,1]
+    >>> round(float(hard_dice_loss(z, torch.tensor([[0, 1, 1, 1]]))[0]), 4)
+    0.2
+    """
+    if weights is not None:
+        raise ValueError("the hard Dice loss takes no per-voxel weights")
+    return 1.0 - case_dice(logits, target)
+
+
 def get_loss(name: str) -> Any:
-    """The loss function called ``name`` (one of :data:`LOSSES`).
+    """The loss function called ``name`` (one of :data:`LOSSES` or :data:`FORWARD_ONLY_LOSSES`).
 
     Examples
     --------
     >>> get_loss("ce").__name__
     'cross_entropy'
     """
-    table = {"ce": cross_entropy, "dice": soft_dice_loss, "dlr": dlr_loss}
+    table = {"ce": cross_entropy, "dice": soft_dice_loss, "dlr": dlr_loss,
+             "hard-dice": hard_dice_loss}
     if name not in table:
-        raise ValueError(f"unknown loss {name!r}: use one of {', '.join(LOSSES)}")
+        raise ValueError(f"unknown loss {name!r}: use one of "
+                         f"{', '.join(LOSSES + FORWARD_ONLY_LOSSES)}")
     return table[name]
 
 

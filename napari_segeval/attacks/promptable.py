@@ -101,6 +101,8 @@ class PromptTarget:
         frames = model.preprocess(as_frames(np.asarray(case.image), self.input_kind),
                                   case.modality, window)
         self.x = frames[None].float().to(model.device)
+        #: image channels of ``x`` (RGB frames ``(1, n, H, W, C)``), None for grey frames
+        self.channel_axis = self.x.ndim - 1 if self.x.ndim == 5 else None
         info = model.normalize_info(case.modality, window, case.image)
         self.norm_info = info
         self.valid_range = (float(info.valid_min), float(info.valid_max))

@@ -8,8 +8,15 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._json import json_safe
 from napari_segeval.attacks.budget import Budget
-from napari_segeval.attacks.core import AttackConfig, per_case_norm, run_attack
+from napari_segeval.attacks.core import (
+    AttackConfig,
+    AttackNotApplicable,
+    not_applicable,
+    per_case_norm,
+    run_attack,
+)
 
 
 @dataclass
@@ -62,17 +69,35 @@ class AttackResult:
                 for r in self.clean_rows]
 
 
+#: Options named in a condition label when they differ from these defaults.
+_NAMED_OPTIONS = {"schedule": ("constant", "paper", "rescaled"), "select": ("dice",),
+                  "loss": ("ce",)}
+
+
 def condition_name(attack: dict) -> str:
     """Short condition label, e.g. ``"pgd-linf eps=0.05 steps=10"``.
+
+    Iterative attacks name their steps (queries for Square); a non-default
+    ``schedule`` or ``select``, and Square's loss, are named too, so that two
+    variants of one attack stay two conditions.
 
     Examples
     --------
     >>> condition_name({"attack": "fgsm", "norm": "linf", "eps": 0.1, "steps": 1})
     'fgsm-linf eps=0.1'
+    >>> condition_name({"attack": "apgd-ce", "norm": "linf", "eps": 0.1, "steps": 5,
+    ...                 "schedule": "rog"})
+    'apgd-ce-linf eps=0.1 steps=5 schedule=rog'
     """
     name = f"{attack['attack']}-{attack['norm']} eps={attack['eps']:g}"
-    if attack["attack"] in ("pgd", "apgd-ce", "apgd-dlr"):
+    if attack["attack"] in ("pgd", "apgd-ce", "apgd-dlr", "square", "fab"):
         name += f" steps={attack['steps']}"
+    for key, defaults in _NAMED_OPTIONS.items():
+        value = attack.get(key)
+        if key == "loss" and attack["attack"] != "square":
+            continue
+        if value is not None and value not in defaults:
+            name += f" {key}={value}"
     return name
 
 
@@ -83,6 +108,7 @@ def attack_case(
     clamp: bool = False,
     surface: bool = False,
     tolerance_mm: float = 2.0,
+    reference: str = "auto",
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> AttackResult:
@@ -104,12 +130,21 @@ def attack_case(
         Also compute surface metrics in the rows (HD95, ASSD, NSD).
     tolerance_mm : float
         NSD tolerance.
+    reference : {"auto", "labels", "prediction"}
+        The attack's target: ``labels`` the reference labels (an error when the
+        case has none; ROG's "ground truth as labels"), ``prediction`` the clean
+        prediction, ``auto`` the labels when present.
     progress, cancel
         Passed to the attack (``progress(done_forward_passes, total)``).
 
     Returns
     -------
     AttackResult
+
+    Raises
+    ------
+    AttackNotApplicable
+        The attack cannot run on this model (APGD-DLR with fewer than 3 classes).
 
     Examples
     --------
@@ -127,17 +162,28 @@ def attack_case(
 
     from napari_segeval.metrics import structure_table
 
+    if reference not in ("auto", "labels", "prediction"):
+        raise ValueError(f"reference must be 'auto', 'labels' or 'prediction', got {reference!r}")
+    reason = not_applicable(config, int(target.num_classes))
+    if reason is not None:
+        raise AttackNotApplicable(reason)
     if clamp:
         config = AttackConfig(**{**config.__dict__, "clamp": target.valid_range})
     budget = Budget.from_normalized(config.eps, target.raw_per_normalized_unit, config.norm)
     with torch.no_grad():
         clean_logits = target.forward(target.x)
     clean_pred = target.labels(clean_logits)
-    ref = target.reference_target()
+    ref = None if reference == "prediction" else target.reference_target()
+    if ref is None and reference == "labels":
+        from napari_segeval._errors import SegEvalError
+
+        raise SegEvalError(f"{target.case.image_path or 'case'}: the attack targets the reference "
+                           f"labels (reference='labels') but the case has none")
     reference_kind = "labels" if ref is not None else "clean prediction"
     if ref is None:
         ref = clean_logits.argmax(dim=1)
-    out = run_attack(target.forward, target.x, ref, config, progress=progress, cancel=cancel)
+    out = run_attack(target.forward, target.x, ref, config, progress=progress, cancel=cancel,
+                     channel_axis=getattr(target, "channel_axis", 1))
     attacked_pred = target.labels(out.logits)
     pert = target.perturbation_raw(out.delta)
     raw = np.asarray(target.case.image).astype(np.float32)
@@ -158,6 +204,7 @@ def attack_case(
         "n_forward": out.n_forward,
         "n_backward": out.n_backward,
         "model_dice": {"attacked": float(out.dice[0])},
+        "info": json_safe(out.info),
     }
     return AttackResult(perturbed.astype(np.float32), pert, out.delta[0].cpu().numpy(),
                         clean_pred, attacked_pred, clean_rows, attacked_rows, budget,

@@ -15,14 +15,16 @@ from napari_segeval.cli._common import (
 )
 from napari_segeval.cli._progress import progress_bar
 
-ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "noise-gaussian", "noise-uniform")
+ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab", "noise-gaussian",
+                  "noise-uniform")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval attack``."""
     p = sub.add_parser(
         "attack",
-        help="attack a dense or promptable model on one case (FGSM, PGD, APGD, noise)",
+        help="attack a dense or promptable model on one case (FGSM, PGD, APGD, Square, FAB, "
+             "noise)",
         description=(
             "Perturb IMAGE within an epsilon ball (L-inf or L2, per case) in the model's "
             "normalized input units, so as to move the prediction away from the reference "
@@ -54,13 +56,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     budget.add_argument("--eps-raw", type=float, help="epsilon in raw units (HU for CT)")
     p.add_argument("--step-size", type=float, default=None,
                    help="normalized units (default 2.5*eps/steps for PGD, 2*eps for APGD)")
-    p.add_argument("--steps", type=int, default=10, help="iterations (default 10)")
+    p.add_argument("--steps", type=int, default=10,
+                   help="iterations (default 10; Square: queries)")
     p.add_argument("--restarts", type=int, default=1, help="random restarts (default 1)")
-    p.add_argument("--loss", choices=("ce", "dice", "dlr"), default="ce",
-                   help="loss for FGSM/PGD (APGD-CE/DLR fix theirs)")
+    p.add_argument("--loss", choices=("ce", "dice", "dlr", "hard-dice"), default="ce",
+                   help="loss for FGSM/PGD/Square (APGD-CE/DLR fix theirs; hard-dice: "
+                        "Square only)")
     p.add_argument("--weighting", choices=("segpgd", "cospgd"), default=None,
                    help="per-voxel loss weighting for PGD")
-    p.add_argument("--schedule", choices=("constant", "cosine", "step"), default="constant")
+    p.add_argument("--schedule", default=None,
+                   choices=("constant", "cosine", "step", "paper", "rog", "rescaled", "absolute"),
+                   help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
+                        "paper (default), rog; Square square size: rescaled (default), absolute")
     p.add_argument("--no-random-start", action="store_true", help="start PGD/APGD at the image")
     p.add_argument("--clamp", action="store_true",
                    help="keep perturbed inputs in the preprocessing's valid range")

@@ -49,41 +49,106 @@ def raw_per_unit(model: Any) -> float:
     return float(getattr(model, "raw_per_normalized_unit", 1.0) or 1.0)
 
 
+#: Keys of an attack dict that are not :class:`~napari_segeval.attacks.AttackConfig` fields.
+TARGET_KEYS = ("clamp", "gradient", "reference", "batch_size")
+
+
+def _split_options(attack: Mapping) -> tuple[str, dict, dict]:
+    opts = {k: v for k, v in attack.items() if k != "name"}
+    target = {k: opts.pop(k) for k in TARGET_KEYS if k in opts}
+    return str(attack.get("name", "")), opts, target
+
+
+def attack_config(attack: Mapping):
+    """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (SegEvalError if bad).
+
+    Examples
+    --------
+    >>> cfg = attack_config({"name": "apgd-ce", "eps": 0.1, "steps": 5, "schedule": "rog"})
+    >>> cfg.schedule, cfg.effective_step_size
+    ('rog', 0.2)
+    """
+    from napari_segeval.attacks import AttackConfig
+
+    name, opts, _ = _split_options(attack)
+    try:
+        return AttackConfig(attack=name, **opts)
+    except (TypeError, ValueError) as exc:
+        raise SegEvalError(f"attack {dict(attack)}: {exc}") from exc
+
+
+def skip_reason(model: Any, attack: Mapping) -> str | None:
+    """Why ``attack`` cannot run on ``model`` (APGD-DLR with < 3 classes), or None.
+
+    A protocol that lists an attack for every task (ROG's suite lists APGD-DLR)
+    calls this to skip it with the reason on binary tasks instead of failing.
+    User attacks (``module:function``) always run.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> skip_reason(SimpleNamespace(num_classes=2), {"name": "apgd-dlr", "eps": 0.1})[:30]
+    'apgd-dlr needs at least 3 clas'
+    >>> skip_reason(SimpleNamespace(num_classes=4), {"name": "apgd-dlr", "eps": 0.1}) is None
+    True
+    """
+    if ":" in str(attack.get("name", "")):
+        return None
+    from napari_segeval.attacks import not_applicable
+
+    n = getattr(model, "num_classes", None)
+    return None if n is None else not_applicable(attack_config(attack), int(n))
+
+
 def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str, np.ndarray, float]:
     """Attack ``case`` and return ``(condition, attacked labels, eps in raw units)``.
 
     ``attack`` is ``{"name": ..., **options}``. Names of
     :data:`napari_segeval.attacks.ATTACKS` (``fgsm``, ``pgd``, ``apgd-ce``,
-    ``apgd-dlr``, ``noise-gaussian``, ``noise-uniform``) run through
-    :func:`napari_segeval.attacks.attack_case` on a
+    ``apgd-dlr``, ``square``, ``fab``, ``noise-gaussian``, ``noise-uniform``) run
+    through :func:`napari_segeval.attacks.attack_case` on a
     :class:`~napari_segeval.attacks.DenseTarget` built with the protocol's
-    sliding-window settings; options are :class:`~napari_segeval.attacks.AttackConfig`
-    fields (``eps`` in normalized units, ``steps``, ``norm``, ``restarts`` ...) plus
-    ``gradient`` (``"whole"``/``"chunked"``) and ``clamp`` (default True: perturbed
-    inputs stay in the range the preprocessing produces). The reference labels are
-    the attack's target. A ``"module:function"`` name calls
-    ``function(model, case, **options) -> labels`` instead.
+    sliding-window settings. Options are :class:`~napari_segeval.attacks.AttackConfig`
+    fields - ``eps`` (normalized units), ``steps``, ``norm``, ``restarts``,
+    ``step_size``, ``random_start``, ``seed``, ``loss``, ``schedule`` (APGD
+    ``paper``/``rog``; PGD ``constant``/``cosine``/``step``; Square
+    ``rescaled``/``absolute``), ``select`` (PGD ``dice``/``loss``),
+    ``robust_threshold``, ``p_init`` (Square), ``target_ranks`` (FAB), ... -
+    plus the target keys :data:`TARGET_KEYS`: ``clamp`` (default True: perturbed
+    inputs stay in the range the preprocessing produces), ``gradient``
+    (``"whole"``/``"chunked"``), ``reference`` (the attack's target: ``"labels"``
+    - required -, ``"prediction"`` or ``"auto"``, the default: the labels when the
+    case has them) and ``batch_size`` (windows per network call). A
+    ``"module:function"`` name calls ``function(model, case, **options) -> labels``
+    instead.
+
+    Raises
+    ------
+    SegEvalError
+        Bad options; :class:`~napari_segeval.attacks.AttackNotApplicable` when the
+        attack cannot run on this model (see :func:`skip_reason`).
     """
-    opts = {k: v for k, v in attack.items() if k != "name"}
-    name = str(attack.get("name", ""))
+    name, opts, target_opts = _split_options(attack)
     if ":" in name:
         from napari_segeval.evaluation.protocols._common import resolve_factory
 
-        labels = np.asarray(resolve_factory(name)(model, case, **opts))
+        labels = np.asarray(resolve_factory(name)(model, case, **opts, **target_opts))
         return condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
-    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
+    from napari_segeval.attacks import DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
 
-    clamp = bool(opts.pop("clamp", True))
-    gradient = str(opts.pop("gradient", "whole"))
-    try:
-        config = AttackConfig(attack=name, **opts)
-    except (TypeError, ValueError) as exc:
-        raise SegEvalError(f"attack {dict(attack)}: {exc}") from exc
+    config = attack_config(attack)
+    reference = str(target_opts.get("reference", "auto"))
+    if reference not in ("auto", "labels", "prediction"):
+        raise SegEvalError(f"attack {dict(attack)}: reference must be 'auto', 'labels' or "
+                           f"'prediction', got {reference!r}")
     target = DenseTarget(model, case, overlap=float(params.get("overlap", 0.5)),
-                         mirror=bool(params.get("mirror", False)), gradient=gradient,
+                         batch_size=int(target_opts.get("batch_size", 2)),
+                         mirror=bool(params.get("mirror", False)),
+                         gradient=str(target_opts.get("gradient", "whole")),
                          postprocess=bool(params.get("postprocess", True)))
-    res = attack_case(target, config, clamp=clamp)
+    res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
+                      reference=reference)
     return (attack_condition(res.params["attack"]), np.asarray(res.attacked_prediction),
             float(res.budget.eps_raw))
 
@@ -104,4 +169,5 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["condition_name", "per_case_entropy", "raw_per_unit", "run_attack", "segment"]
+__all__ = ["TARGET_KEYS", "attack_config", "condition_name", "per_case_entropy", "raw_per_unit",
+           "run_attack", "segment", "skip_reason"]
