@@ -1,7 +1,10 @@
 """Attack target for dense models: the whole volume through the Gaussian sliding window.
 
 The attack variable is the model's normalized input on the model grid (after
-resampling to the model spacing and clip/z-scoring), ``(1, 1, *grid)``.
+resampling to the model spacing and clip/z-scoring), ``(1, C, *grid)``: every
+image channel of a multi-channel case is perturbed, inside one epsilon ball
+(the norm is taken over all channels together; epsilon is in each channel's
+normalized units, so its raw size differs per channel: ``channel_scales``).
 Two ways to get its gradient, recorded as ``gradient`` in the parameters:
 
 * ``"whole"`` - autograd through the whole differentiable sliding window (the
@@ -134,7 +137,11 @@ class DenseTarget:
         self.apply_postprocess = postprocess
         self.x, self.info = model.preprocess(case)
         self.valid_range = tuple(float(v) for v in self.info.valid_range)
-        self.raw_per_normalized_unit = float(model.raw_per_normalized_unit)
+        #: raw units per normalized unit of this case, per channel (MR min-max included)
+        self.channel_scales = tuple(float(v) for v in getattr(
+            self.info, "channel_scale", (model.raw_per_normalized_unit,)))
+        #: the first channel's (a Budget has one number; see channel_scales)
+        self.raw_per_normalized_unit = self.channel_scales[0]
         self.num_classes = int(model.num_classes)
         names = dict(model.structures)
         names.update({k: v for k, v in case.structures.items() if k in names})
@@ -172,13 +179,18 @@ class DenseTarget:
         return labels
 
     def perturbation_raw(self, delta: torch.Tensor) -> np.ndarray:
-        """``delta`` on the case's grid in raw units (linear resampling keeps the L-inf bound)."""
-        d = delta.detach()[0, 0].float().cpu().numpy()
+        """``delta`` on the case's grid in raw units (linear resampling keeps the L-inf bound).
+
+        ``(C, *spatial)`` for a multi-channel case (each channel in its own raw units).
+        """
+        d = delta.detach()[0].float().cpu().numpy()
         if self.info.resample is not None:
             from napari_segeval.inference.resample import resample_back
 
-            d = resample_back(d, self.info.resample, order=1)
-        return (d * self.raw_per_normalized_unit).astype(np.float32)
+            d = resample_back(d, self.info.resample, order=1, channel_axis=0)
+        scale = np.asarray(self.channel_scales, np.float32).reshape(-1, *([1] * (d.ndim - 1)))
+        d = (d * scale).astype(np.float32)
+        return d if self.case.axes == "czyx" else d[0]
 
     def describe(self) -> dict:
         """Target settings for the record."""

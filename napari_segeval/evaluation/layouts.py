@@ -22,6 +22,25 @@ from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
 
 
+def channel_meta(dataset_json: dict) -> dict:
+    """``{"channel_names": [...]}`` when ``dataset.json`` names several image channels, else ``{}``.
+
+    A case of such a data set is one multi-channel volume: one file per channel
+    (``_0000``, ``_0001`` ...) or one 4D file whose fourth axis holds the channels
+    (MSD BrainTumour, Prostate). Protocols read it with
+    :func:`napari_segeval.io.read_channels`; without this entry a 4D file is a time series.
+
+    Examples
+    --------
+    >>> channel_meta({"modality": {"0": "T2", "1": "ADC"}}), channel_meta({"modality": {"0": "CT"}})
+    ({'channel_names': ['T2', 'ADC']}, {})
+    """
+    from napari_segeval.io._dataset_json import dataset_channels
+
+    names = dataset_channels(dataset_json)
+    return {"channel_names": list(names)} if len(names) > 1 else {}
+
+
 def _files(folder: Path, pattern: str = "*") -> list[Path]:
     if not folder.is_dir():
         return []
@@ -55,7 +74,9 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     Reads ``dataset.json`` (``training`` entries with ``image``/``label``, ``test``
     entries as paths); an entry whose image is split in channels
     (``la_003_0000.nii.gz``, ``la_003_0001.nii.gz``) lists all of them. Without
-    entries, ``imagesTr``/``labelsTr``/``imagesTs`` are scanned.
+    entries, ``imagesTr``/``labelsTr``/``imagesTs`` are scanned. A ``modality``
+    with several entries puts their names in ``meta["channel_names"]``
+    (:func:`channel_meta`).
 
     Examples
     --------
@@ -72,6 +93,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     root = Path(root)
     ds = load_dataset_json(root)
     names, modality = structure_names(ds), dataset_modality(ds)
+    meta = channel_meta(ds)
     specs: list[CaseSpec] = []
 
     def add(image_entry: str, label_entry: str | None, split: str) -> None:
@@ -82,7 +104,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
         except SegEvalError as exc:
             images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)
         specs.append(CaseSpec(case, images, labels, "msd", str(root), names, None, modality,
-                              split, error=err))
+                              split, meta=dict(meta), error=err))
 
     training, test = ds.get("training") or [], ds.get("test") or []
     for entry in training:
@@ -95,7 +117,8 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
             for case, ending, chans in _scan_channels(root / img_dir):
                 lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
                 specs.append(CaseSpec(case, chans, str(lab) if lab and lab.exists() else None,
-                                      "msd", str(root), names, None, modality, split))
+                                      "msd", str(root), names, None, modality, split,
+                                      meta=dict(meta)))
     return _unique(specs)
 
 
@@ -124,6 +147,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
     names, modality = structure_names(ds), dataset_modality(ds)
     ending = str(ds.get("file_ending", ".nii.gz"))
     n_chan = len(ds.get("channel_names") or {"0": ""})
+    meta = channel_meta(ds)
     specs: list[CaseSpec] = []
     explicit = ds.get("dataset")
     if isinstance(explicit, dict):
@@ -135,7 +159,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
             except SegEvalError as exc:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
             specs.append(CaseSpec(str(case), images, labels, "nnunet", str(root), names, None,
-                                  modality, "train", error=err))
+                                  modality, "train", meta=dict(meta), error=err))
     else:
         for split, img_dir, lab_dir in (("train", "imagesTr", "labelsTr"),
                                         ("test", "imagesTs", "labelsTs")):
@@ -147,7 +171,8 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                     f"{root / img_dir}: case {case} has {len(chans)} channel files, "
                     f"dataset.json names {n_chan}")
                 specs.append(CaseSpec(case, chans, str(lab) if lab.exists() else None, "nnunet",
-                                      str(root), names, None, modality, split, error=err))
+                                      str(root), names, None, modality, split, meta=dict(meta),
+                                      error=err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():

@@ -216,10 +216,20 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         scatter = _dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
-        robust = (summary.get("results") or {}).get("robust_fraction")
+        results = summary.get("results") or {}
+        robust = results.get("robust_fraction")
         if robust:
-            parts += ["<h2>Robust fraction</h2>",
+            rule = results.get("robust_rule")
+            parts += ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
                       table(["condition", "robust fraction"], [[k, v] for k, v in robust.items()])]
+        if results.get("budget"):
+            parts += ["<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
+                      "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>",
+                      table(["condition", "eps (normalized)", "eps (raw)"], [
+                          [c, b["eps"], "; ".join(f"{k}: {v['mean']:.4g} [{v['min']:.4g}, "
+                                                  f"{v['max']:.4g}]"
+                                                  for k, v in b["eps_raw"].items())]
+                          for c, b in results["budget"].items()])]
         headers, body = _pivot(rows)
         parts += ["<h2>Per case</h2><p>Click a column header to sort.</p>", table(headers, body)]
         parts += ["<h2>Worst cases</h2>"] + [_thumbs(out, c, why) for c, _, why in

@@ -4,6 +4,12 @@ Statistics are collected from the voxels under the reference labels (foreground)
 of a training set: the [0.5, 99.5] percentiles, mean and standard deviation. An
 image is clipped to the percentiles, then z-scored with the foreground mean/std,
 so one normalized unit equals ``std`` raw units (HU for CT).
+
+Multi-channel images (MR sequences) have one set of statistics per channel
+(:func:`channel_intensity_stats`). ROG's MR handling (Daza et al. 2021) first
+min-max scales each image channel to [0, 1] (:func:`minmax_scale`); the
+statistics are then in those units, and one normalized unit is ``std x (max -
+min)`` raw units of that image.
 """
 
 from __future__ import annotations
@@ -122,16 +128,22 @@ def foreground_intensity_stats(
     (749.5, 502.495, 996.505)
     """
     rng = np.random.default_rng(seed)
-    chunks = []
-    for image, labels in pairs:
-        if np.shape(image) != np.shape(labels):
-            raise SegEvalError(
-                f"image shape {np.shape(image)} and labels shape {np.shape(labels)} differ"
-            )
-        vals = np.asarray(image)[np.asarray(labels) > 0].astype(np.float64)
-        if max_per_case is not None and vals.size > max_per_case:
-            vals = rng.choice(vals, max_per_case, replace=False)
-        chunks.append(vals)
+    chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
+    return _stats_of(chunks, percentiles, source)
+
+
+def _foreground_sample(image, labels, rng, max_per_case: int | None) -> np.ndarray:
+    if np.shape(image) != np.shape(labels):
+        raise SegEvalError(
+            f"image shape {np.shape(image)} and labels shape {np.shape(labels)} differ"
+        )
+    vals = np.asarray(image)[np.asarray(labels) > 0].astype(np.float64)
+    if max_per_case is not None and vals.size > max_per_case:
+        vals = rng.choice(vals, max_per_case, replace=False)
+    return vals
+
+
+def _stats_of(chunks: list, percentiles: tuple[float, float], source: str) -> IntensityStats:
     allv = np.concatenate(chunks) if chunks else np.zeros(0)
     if allv.size == 0:
         raise SegEvalError("no foreground voxels to compute intensity statistics from")
@@ -154,16 +166,91 @@ def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
     return ((out - np.float32(stats.mean)) / np.float32(stats.std)).astype(np.float32)
 
 
+def minmax_scale(image: np.ndarray) -> tuple[np.ndarray, float]:
+    """``(image - min) / (max - min)`` as float32, and ``max - min`` (raw units per scaled unit).
+
+    ROG's MR step (per image and channel, before the percentile clip and
+    z-score). A constant image maps to 0 with a range of 1 (their code divides by zero).
+
+    Examples
+    --------
+    >>> out, rng = minmax_scale(np.array([10.0, 20.0, 30.0]))
+    >>> out.tolist(), rng
+    ([0.0, 0.5, 1.0], 20.0)
+    >>> minmax_scale(np.full(3, 7.0))[1]
+    1.0
+    """
+    a = np.asarray(image, np.float32)
+    lo, hi = float(a.min()), float(a.max())
+    if not hi > lo:
+        return np.zeros_like(a), 1.0
+    return ((a - np.float32(lo)) / np.float32(hi - lo)).astype(np.float32), hi - lo
+
+
+def channel_intensity_stats(
+    pairs: Iterable[tuple[np.ndarray, np.ndarray]],
+    n_channels: int,
+    *,
+    minmax: bool = False,
+    percentiles: tuple[float, float] = (0.5, 99.5),
+    max_per_case: int | None = 100_000,
+    seed: int = 0,
+    source: str = "given",
+) -> tuple[IntensityStats, ...]:
+    """:func:`foreground_intensity_stats` of each channel of ``(image (C, *spatial), labels)`` pairs.
+
+    ``minmax`` scales every channel of every image to [0, 1] first
+    (:func:`minmax_scale`, ROG's MR step), so the statistics are in those units.
+
+    Examples
+    --------
+    >>> img = np.stack([np.arange(8.0).reshape(2, 4), 100 + np.arange(8.0).reshape(2, 4)])
+    >>> lab = np.ones((2, 4), np.uint8)
+    >>> [s.mean for s in channel_intensity_stats([(img, lab)], 2)]
+    [3.5, 103.5]
+    >>> channel_intensity_stats([(img, lab)], 2, minmax=True)[1].mean
+    0.5
+    """
+    rng = np.random.default_rng(seed)
+    chunks: list[list] = [[] for _ in range(n_channels)]
+    for image, labels in pairs:
+        image = np.asarray(image)
+        if image.ndim != np.ndim(labels) + 1 or image.shape[0] != n_channels:
+            raise SegEvalError(f"image shape {image.shape} is not {n_channels} channels over "
+                               f"labels of shape {np.shape(labels)}")
+        for c in range(n_channels):
+            channel = minmax_scale(image[c])[0] if minmax else image[c]
+            chunks[c].append(_foreground_sample(channel, labels, rng, max_per_case))
+    return tuple(_stats_of(ch, percentiles, source) for ch in chunks)
+
+
 def stats_from_task(
     folder: str | Path,
     *,
     max_cases: int | None = None,
     percentiles: tuple[float, float] = (0.5, 99.5),
 ) -> IntensityStats:
-    """Foreground statistics of the training cases of an MSD task folder.
+    """Foreground statistics of the first image channel of an MSD task's training cases.
+
+    See :func:`channel_stats_from_task` (every channel).
+    """
+    return channel_stats_from_task(folder, max_cases=max_cases, percentiles=percentiles,
+                                   channels=1)[0]
+
+
+def channel_stats_from_task(
+    folder: str | Path,
+    *,
+    max_cases: int | None = None,
+    percentiles: tuple[float, float] = (0.5, 99.5),
+    minmax: bool = False,
+    channels: int | None = None,
+) -> tuple[IntensityStats, ...]:
+    """Foreground statistics per image channel of the training cases of an MSD task folder.
 
     Reads ``dataset.json`` (its ``"training"`` list of ``{"image", "label"}``
-    paths relative to the folder) and every listed pair.
+    paths relative to the folder) and every listed pair; a ``modality`` with
+    several entries means a 4D image file holds that many channels.
 
     Parameters
     ----------
@@ -173,22 +260,32 @@ def stats_from_task(
         Use only the first cases.
     percentiles : (float, float)
         Clip percentiles.
+    minmax : bool
+        Min-max scale each channel of each image first (ROG's MR step).
+    channels : int, optional
+        Only the first ``channels`` channels (default: all that ``dataset.json`` names).
     """
-    from napari_segeval.io import read_case
+    from napari_segeval.io import read_channels
+    from napari_segeval.io._dataset_json import dataset_channels
 
     folder = Path(folder)
     ds = folder / "dataset.json"
     try:
-        training = json.loads(ds.read_text())["training"]
+        meta = json.loads(ds.read_text())
+        training = meta["training"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReadError(f"{ds}: cannot read the training list of an MSD task ({exc})") from exc
     if max_cases is not None:
         training = training[:max_cases]
+    n_all = max(len(dataset_channels(meta)), 1)
+    n = n_all if channels is None else min(int(channels), n_all)
 
     def pairs():
         for item in training:
-            case = read_case(folder / item["image"], folder / item["label"])
-            image = case.image[..., 0] if case.image.ndim == 4 else case.image
-            yield image, case.labels
+            case = read_channels([folder / item["image"]], folder / item["label"],
+                                 n_channels=n_all if n_all > 1 else None)
+            image = case.image if case.axes == "czyx" else case.image[None]
+            yield image[:n], case.labels
 
-    return foreground_intensity_stats(pairs(), percentiles=percentiles, source=str(folder))
+    return channel_intensity_stats(pairs(), n, minmax=minmax, percentiles=percentiles,
+                                   source=str(folder))

@@ -32,11 +32,14 @@ streamlines and meshes are refused: they are not images on a grid. Heavy librari
 (nibabel, SimpleITK, pydicom, PyAV, Pillow, tifffile) are imported only when a file
 of their kind is read or written, and their warnings are silenced during reads
 (:mod:`~napari_segeval.io._quiet`); what matters is in ``case.meta["warnings"]``.
-NaN voxels are kept (:mod:`~napari_segeval.io._nan`).
+NaN voxels are kept (:mod:`~napari_segeval.io._nan`). Multi-channel volumes (one file
+per channel, or a 4D file whose fourth axis is channels, as in the MSD) are read on
+request by :func:`read_channels` as ``"czyx"`` cases (:mod:`~napari_segeval.io._channels`).
 """
 
 from __future__ import annotations
 
+from napari_segeval.io._channels import read_channels, select_channel
 from napari_segeval.io._dataset_json import load_color_table, load_dataset_json, structure_names
 from napari_segeval.io._dicom_series import SeriesInfo, list_series
 from napari_segeval.io._labels import resolve_structure, structure_label
@@ -55,9 +58,11 @@ __all__ = [
     "load_dataset_json",
     "nan_mask",
     "read_case",
+    "read_channels",
     "read_image",
     "read_labels",
     "resolve_structure",
+    "select_channel",
     "select_volume",
     "structure_label",
     "structure_names",

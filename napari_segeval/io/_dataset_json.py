@@ -98,6 +98,30 @@ def dataset_modality(dataset_json: dict) -> str | None:
     return "other"
 
 
+def dataset_channels(dataset_json: dict) -> tuple[str, ...]:
+    """Channel names in index order from ``"modality"`` (MSD) or ``"channel_names"`` (nnU-Net v2).
+
+    Empty when the file names none; one name for a single-channel data set.
+
+    Examples
+    --------
+    >>> dataset_channels({"modality": {"0": "FLAIR", "1": "T1w", "2": "t1gd", "3": "T2w"}})
+    ('FLAIR', 'T1w', 't1gd', 'T2w')
+    >>> dataset_channels({"channel_names": {"1": "ADC", "0": "T2"}}), dataset_channels({})
+    (('T2', 'ADC'), ())
+    """
+    entry = dataset_json.get("modality") or dataset_json.get("channel_names")
+    if isinstance(entry, str):
+        return (entry,)
+    if not isinstance(entry, dict):
+        return ()
+    keyed = {}
+    for key, value in entry.items():
+        if str(key).strip().isdigit():
+            keyed[int(key)] = str(value)
+    return tuple(keyed[k] for k in sorted(keyed))
+
+
 def find_dataset_json(path: str | Path, levels: int = 3) -> Path | None:
     """The nearest ``dataset.json`` in the file's folder or up to ``levels - 1`` above it."""
     p = Path(path).resolve()

@@ -61,8 +61,10 @@ Modality = Literal["CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other"]
 MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other")
 
 #: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
-#: ``"tyxc"`` colour video, ``"tzyx"`` time series of volumes (4D NIfTI: fMRI, DWI, cine).
-AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx")
+#: ``"tyxc"`` colour video, ``"tzyx"`` time series of volumes (4D NIfTI: fMRI, DWI, cine),
+#: ``"czyx"`` multi-channel volume (MR sequences of one patient: MSD BrainTumour, Prostate;
+#: only made on request, see :func:`napari_segeval.io.read_channels`).
+AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx", "czyx")
 
 
 @dataclass(frozen=True)
@@ -251,7 +253,7 @@ class Case:
     image : numpy.ndarray
         Intensities in the axis order named by ``axes``.
     geometry : Geometry
-        Placement of the spatial axes (a colour axis has none).
+        Placement of the spatial axes (a colour or channel axis has none).
     axes : str
         One of :data:`AXES`.
     modality : str
@@ -285,9 +287,11 @@ class Case:
 
     @property
     def spatial_shape(self) -> tuple[int, ...]:
-        """Shape without a trailing colour axis."""
+        """Shape without a trailing colour axis or a leading channel axis."""
         if self.axes.endswith("c"):
             return tuple(self.image.shape[:-1])
+        if self.axes.startswith("c"):
+            return tuple(self.image.shape[1:])
         return tuple(self.image.shape)
 
     @property
@@ -304,6 +308,22 @@ class Case:
     def is_video(self) -> bool:
         """True when the first axis is time and each frame is 2D (``tyx``/``tyxc``)."""
         return self.axes in ("tyx", "tyxc")
+
+    @property
+    def is_multichannel(self) -> bool:
+        """True for a multi-channel volume (``"czyx"``: channel axis first)."""
+        return self.axes == "czyx"
+
+    @property
+    def n_channels(self) -> int:
+        """Image channels of a volume: ``C`` for ``"czyx"``, else 1 (colour is not a channel).
+
+        Examples
+        --------
+        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").n_channels
+        2
+        """
+        return int(self.image.shape[0]) if self.axes == "czyx" else 1
 
     @property
     def is_time_series(self) -> bool:

@@ -58,6 +58,7 @@ def test_nnunet_channels_splits_and_channel_mismatch(tmp_path):
     specs = {s.case_id: s for s in load_layout(tmp_path)}
     assert sorted(specs) == ["p1", "p2", "p3"]
     assert len(specs["p1"].images) == 2 and specs["p1"].structures == {1: "prostate"}
+    assert specs["p1"].meta["channel_names"] == ["T2", "ADC"]
     assert (specs["p1"].fold, specs["p2"].fold, specs["p3"].fold) == (0, 1, None)
     assert "1 channel files" in specs["p3"].error
 

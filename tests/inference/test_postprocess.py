@@ -86,3 +86,19 @@ def test_postprocess_records_each_step():
     np.testing.assert_array_equal(same, lab)
     assert rec["small_lesions"] == {} and rec["largest_component"] == []
     assert config_from_mapping(cfg.to_dict()) == cfg
+
+
+def test_merge_fuses_a_small_lesion_into_the_structure_it_touches_most():
+    """The rog preset's fusing (``lesion_mode="merge"``): most touching voxels win."""
+    lab = np.zeros((1, 7, 7), np.uint8)
+    lab[0, :, :3] = 1  # organ 1 on the left
+    lab[0, :2, 3:] = 2  # organ 2 on top
+    lab[0, 2:4, 3] = 5  # 2-voxel lesion: its ring holds 4 voxels of organ 1, 2 of organ 2
+    out, n = remove_small_components(lab, 5, 3.0, (1, 1, 1), mode="merge")
+    assert n == 1 and out[0, 2, 3] == 1 and out[0, 3, 3] == 1 and not (out == 5).any()
+    from napari_segeval.inference.postprocess import PostprocessConfig, postprocess
+
+    cfg = PostprocessConfig(lesions=(5,), lesion_min_mm3={5: 3.0}, lesion_mode="merge")
+    fused, record = postprocess(lab, (1, 1, 1), cfg)
+    np.testing.assert_array_equal(fused, out)
+    assert record["small_lesions"] == {"5": 1} and record["config"]["lesion_mode"] == "merge"

@@ -16,22 +16,37 @@ from napari_segeval.models.registry import load_dense, load_promptable, resolve_
 THUMB_MAX = 192
 
 
-def load_case(spec: CaseSpec, *, channel: int = 0, need_labels: bool = True):
-    """Read a spec's image (one channel) and reference labels into a :class:`Case`.
+def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = True):
+    """Read a spec's image and reference labels into a :class:`Case`.
 
-    Structure names from the layout win over names found by the reader.
+    ``channel`` picks one image channel (a ``"zyx"`` case): a file of a
+    ``_0000``, ``_0001`` ... set, or a channel of a 4D MSD file when the layout
+    found several channel names (``spec.meta["channel_names"]``). ``None`` reads
+    every channel (:func:`~napari_segeval.io.read_channels`): a ``"czyx"`` case
+    when there are several, else the one volume. Structure names from the layout
+    win over names found by the reader.
     """
-    from napari_segeval.io import read_case
+    from napari_segeval.io import read_case, read_channels
 
     if need_labels and not spec.labels:
         raise SegEvalError(f"case {spec.case_id}: no reference labels")
-    if channel >= len(spec.images):
-        raise SegEvalError(f"case {spec.case_id}: no channel {channel} "
-                           f"(has {len(spec.images)})")
+    names = list(spec.meta.get("channel_names") or [])
     ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
-    case = read_case(spec.images[channel], spec.labels, modality=spec.modality,
-                     dataset_json=ds if ds is not None and ds.is_file() else None,
-                     color_table=spec.reader_color_table())
+    kw = {"modality": spec.modality, "dataset_json": ds if ds is not None and ds.is_file()
+          else None, "color_table": spec.reader_color_table()}
+    one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
+    n = len(names) if one_file else len(spec.images)
+    if channel is None and n > 1:
+        case = read_channels(spec.images, spec.labels, n_channels=len(names) or None, **kw)
+    else:
+        k = 0 if channel is None else int(channel)
+        if not 0 <= k < n:
+            raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {n})")
+        if one_file:
+            case = read_case(spec.images[0], spec.labels, volume=k, **kw)
+            case.meta["channel"] = k
+        else:
+            case = read_case(spec.images[k], spec.labels, **kw)
     if spec.structures:
         case.structures = dict(spec.structures)
     return case
@@ -103,7 +118,8 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
     nd = len(case.spatial_shape)
     k = key_index(ref, nd) if index is None else index
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
-    out = {"image": _shrink(_to_uint8(take(case.image))),
+    image = case.image[0] if case.axes == "czyx" else case.image  # first channel shown
+    out = {"image": _shrink(_to_uint8(take(image))),
            "reference": _shrink(take(ref).astype(np.uint16))}
     for name, pred in predictions.items():
         out[f"pred:{name}"] = _shrink(take(np.asarray(pred)).astype(np.uint16))

@@ -1,22 +1,42 @@
 """``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction.
 
-Recipe (Daza et al. 2021, corrected; PROTOCOLS.md section 1): the model's own
-preprocessing (resampling, foreground clip + z-score), Gaussian sliding window
-(``overlap``), post-processing; the whole volume is scored (not one patch).
+Recipe (Daza et al. 2021, corrected; docs/protocols.md): the model's own
+preprocessing (resampling, foreground clip + z-score per image channel; with
+``mr_minmax`` ROG's per-image min-max scaling of MR channels first), Gaussian
+sliding window (``overlap``), post-processing (``lesion_mode``: small lesion
+components removed, or merged into the structure they touch most: the paper's
+fusing); the whole volume is scored (not one patch). Every image channel is read
+(``channel``: null) unless one is chosen: a multi-channel task (BrainTumour,
+Prostate) is one ``"czyx"`` case fed whole to the model and attacked whole.
+
 Each entry of ``attacks`` is a condition: ``{"name": "pgd", "eps": 0.05,
-"steps": 5, "restarts": 5}`` (epsilon in normalized units; ``eps_raw`` in the
-rows gives it in raw units, HU for CT), run by :mod:`napari_segeval.attacks`
-with the reference labels as target and the lowest-Dice iterate kept (see
-:func:`napari_segeval.evaluation.protocols._dense.run_attack`). A case is robust under an attack when its
-attacked Dice (mean over structures) is above ``robust_factor`` x the task's
-mean clean Dice, computed once over the clean run.
+"steps": 5, "restarts": 5}`` (epsilon in each channel's normalized units; the
+rows give it in raw units too, HU for CT: ``eps_raw``, or ``eps_raw_c0``,
+``eps_raw_c1`` ... per channel), run by :mod:`napari_segeval.attacks` with the
+reference labels as target (see :func:`napari_segeval.evaluation.protocols._dense.run_attack`).
+APGD-DLR is skipped (and the case record says why) for models with fewer than 3 classes.
+
+A case is robust under an attack when its attacked Dice (mean over structures) is
+strictly greater than ``robust_factor`` x the task's mean clean Dice, computed
+once over the clean run (:func:`napari_segeval.metrics.robust_threshold`). With
+``gate`` the threshold is computed before any attack (:func:`prepare`: one clean
+pass over the cases) and each built-in attack gets it as ``robust_threshold``: it
+attacks, and restarts, only cases still robust (ROG's driver).
+
+The ``rog`` preset (:data:`ROG`) follows ROG's code and paper: :data:`ROG_ATTACKS`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
+from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_EPS
 
 DEFAULTS = {
     "model": "builtin-ct",
@@ -29,35 +49,187 @@ DEFAULTS = {
     "empty": "one",
     "surface": False,
     "tolerance_mm": 2.0,
-    "channel": 0,
+    "channel": None,
+    "mr_minmax": None,
+    "lesion_mode": None,
+    "gate": False,
 }
+
+LESION_MODES = (None, "remove", "merge")
+
+
+def configure(model, params: Mapping):
+    """The model with the protocol's ``mr_minmax`` / ``lesion_mode`` (a copy; network shared).
+
+    None keeps the model's own plans. A model whose plans state that its
+    statistics are not in min-max units refuses ``mr_minmax=true`` (and the reverse).
+    """
+    from dataclasses import replace
+
+    from napari_segeval.models.dense import DenseModel
+
+    minmax, mode = params.get("mr_minmax"), params.get("lesion_mode")
+    if mode not in LESION_MODES:
+        raise SegEvalError(f"lesion_mode must be null, 'remove' or 'merge', got {mode!r}")
+    if minmax is None and mode is None:
+        return model
+    if not isinstance(model, DenseModel):
+        raise SegEvalError(f"mr_minmax and lesion_mode apply to dense models with plans; "
+                           f"{params['model']} does its own processing (set them to null)")
+    changes: dict = {}
+    if minmax is not None:
+        if model.mr_minmax is not None and bool(model.mr_minmax) != bool(minmax):
+            raise SegEvalError(
+                f"{model.name}: its plans say mr_minmax={model.mr_minmax} (its intensity "
+                f"statistics are {'in' if model.mr_minmax else 'not in'} min-max units); "
+                f"mr_minmax={minmax} would normalize its inputs wrongly")
+        changes["mr_minmax"] = bool(minmax)
+    if mode is not None:
+        changes["postprocessing"] = replace(model.postprocessing, lesion_mode=mode)
+    return replace(model, **changes)
+
+
+def _model(params: Mapping):
+    return configure(C.dense_model(str(params["model"]), params.get("device")), params)
+
+
+def _channel(params: Mapping) -> int | None:
+    return None if params.get("channel") is None else int(params["channel"])
+
+
+def skip_reason(model, attack: Mapping) -> str | None:
+    """Why a listed attack does not run on ``model``: APGD-DLR needs >= 3 classes (ROG's rule).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> skip_reason(SimpleNamespace(num_classes=2), {"name": "apgd-dlr"})
+    'apgd-dlr needs at least 3 classes (background included); the model has 2'
+    >>> skip_reason(SimpleNamespace(num_classes=3), {"name": "apgd-dlr"}) is None
+    True
+    """
+    n = getattr(model, "num_classes", None)
+    if str(attack.get("name")) == "apgd-dlr" and n is not None and int(n) < 3:
+        return f"apgd-dlr needs at least 3 classes (background included); the model has {n}"
+    return None
+
+
+def _scales(model, clean) -> list[float]:
+    scale = ((getattr(clean, "params", None) or {}).get("preprocess") or {}).get("channel_scale")
+    return [float(v) for v in scale] if scale else [D.raw_per_unit(model)]
+
+
+def _score(case, labels, structures, condition, params) -> list[dict]:
+    return C.score(case.labels, labels, case.spacing, structures, condition,
+                   tolerance_mm=float(params["tolerance_mm"]), empty=str(params["empty"]),
+                   surface=bool(params["surface"]))
 
 
 def run_case(spec, params: dict) -> CaseOutput:
     """Clean prediction plus one prediction per attack, scored per structure."""
-    case = C.load_case(spec, channel=int(params["channel"]))
-    model = C.dense_model(str(params["model"]), params.get("device"))
+    case = C.load_case(spec, channel=_channel(params))
+    model = _model(params)
     structures = dict(case.structures or getattr(model, "structures", {}) or {})
-    kw = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
-          "surface": bool(params["surface"])}
     clean = D.segment(model, case, params)
+    scales = _scales(model, clean)
     preds = {"clean": clean.labels}
-    rows = C.score(case.labels, clean.labels, case.spacing, structures, "clean", **kw)
-    eps_raw = {"clean": 0.0}
+    rows = _score(case, clean.labels, structures, "clean", params)
+    eps = {"clean": 0.0}
+    skipped, gate = [], spec.meta.get("robust_threshold") if params.get("gate") else None
     for attack in params["attacks"]:
-        cond, preds_a, eps = D.run_attack(model, case, attack, params)
-        preds[cond], eps_raw[cond] = preds_a, eps
-        rows += C.score(case.labels, preds_a, case.spacing, structures, cond, **kw)
+        reason = skip_reason(model, attack)
+        if reason is not None:
+            skipped.append(reason)
+            continue
+        if gate is not None and ":" not in str(attack.get("name", "")):
+            attack = {"robust_threshold": gate, **attack}
+        cond, labels, _ = D.run_attack(model, case, attack, params)
+        preds[cond], eps[cond] = labels, float(attack.get("eps", 0.0))
+        rows += _score(case, labels, structures, cond, params)
     for r in rows:
-        r["eps_raw"] = eps_raw[r["condition"]]
-    return CaseOutput(rows, C.views(case, preds))
+        e = eps[r["condition"]]
+        r["eps"] = e
+        if len(scales) == 1:
+            r["eps_raw"] = e * scales[0]
+        else:
+            r.update({f"eps_raw_c{i}": e * s for i, s in enumerate(scales)})
+        if gate is not None:
+            r["gate_threshold"] = float(gate)
+    extra = {"skipped_attacks": "; ".join(sorted(set(skipped)))} if skipped else {}
+    return CaseOutput(rows, C.views(case, preds), extra=extra)
+
+
+def prepare(specs, params: dict, output_dir) -> None:
+    """With ``gate`` and attacks: the task's robust threshold from one clean pass, before any attack.
+
+    Each case's clean Dice (mean over its structures, scored as :func:`run_case`
+    scores it) goes into ``spec.meta["clean_dice"]`` and the threshold
+    (:func:`napari_segeval.metrics.robust_threshold`) into
+    ``spec.meta["robust_threshold"]`` of every case. Cases that fail here are
+    left out of the mean; they fail again, with their reason, when evaluated.
+    """
+    if not params.get("gate") or not params.get("attacks"):
+        return
+    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.metrics import robust_threshold
+
+    model = _model(params)
+    dices = []
+    for spec in specs:
+        if spec.error or not spec.labels:
+            continue
+        try:
+            case = C.load_case(spec, channel=_channel(params))
+            structures = dict(case.structures or getattr(model, "structures", {}) or {})
+            rows = _score(case, D.segment(model, case, params).labels, structures, "clean",
+                          params)
+        except SegEvalError:
+            continue
+        d = case_means([{**r, "case": spec.case_id} for r in rows]).get((spec.case_id, "clean"))
+        spec.meta["clean_dice"] = d
+        dices.append(d)
+    threshold = robust_threshold(dices, float(params["robust_factor"]))
+    for spec in specs:
+        spec.meta["robust_threshold"] = threshold
+
+
+def _budget(rows: list[dict]) -> dict:
+    """Per condition: epsilon (normalized) and its raw size per channel (mean, min, max over cases)."""
+    out: dict = {}
+    for r in rows:
+        if r.get("condition") == "clean" or "eps" not in r:
+            continue
+        b = out.setdefault(r["condition"], {"eps": r["eps"], "raw": {}})
+        for k, v in r.items():
+            if k == "eps_raw" or k.startswith("eps_raw_c"):
+                b["raw"].setdefault(k, {})[r.get("case")] = float(v)
+    for b in out.values():
+        b["eps_raw"] = {k: {"mean": float(np.mean(list(v.values()))),
+                            "min": float(min(v.values())), "max": float(max(v.values()))}
+                        for k, v in b.pop("raw").items()}
+    return out
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
-    """Mean Dice per structure and task, Dice drop and robust fraction per attack."""
+    """Mean Dice per structure and task, Dice drop, robust fraction, the rule and the budgets."""
     from napari_segeval.evaluation.summary import robustness
 
-    return robustness(rows, factor=float(params["robust_factor"]))
+    factor = float(params["robust_factor"])
+    out = robustness(rows, factor=factor)
+    out["robust_rule"] = (
+        f"A case is robust under an attack when its attacked Dice (mean over its structures) "
+        f"is strictly greater than {factor:g} x the task's mean clean Dice; the threshold, "
+        f"{out['robust_threshold']:.6g}, is computed once from the clean run and used for "
+        "every attack.")
+    out["budget"] = _budget(rows)
+    gates = sorted({float(r["gate_threshold"]) for r in rows if "gate_threshold" in r})
+    if gates:
+        out["attack_gate_threshold"] = gates[0] if len(gates) == 1 else gates
+    skipped = sorted({str(r["skipped_attacks"]) for r in rows if r.get("skipped_attacks")})
+    if skipped:
+        out["skipped_attacks"] = skipped
+    return out
+
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
@@ -74,14 +246,14 @@ DIFFERENCES = (
     ('No attack runs unless asked (--attack) and epsilon has no default: budgets are given '
      'in normalized (z-scored) units, because natural-image budgets such as 8/255 mean '
      'nothing for z-scored CT or MR intensities.'),
+    ('Every attack runs on every case with all its restarts (gate=false); the published '
+     'code attacks, and restarts, only the cases still robust.'),
     ('Post-processing keeps the largest component of each organ and removes lesion '
      "components smaller than a threshold learned from the training labels (nnU-Net v1's "
      'rule); the paper fuses small tumour components, and the released code has none.'),
-    ('MR volumes are not min-max scaled to [0, 1] per image before the percentile clip and '
-     "z-score, as the published code does: the model's own preprocessing is used "
-     'unchanged.'),
-    ('Only the first image channel is read; multi-channel tasks (BrainTumour, Prostate) '
-     'are evaluated on channel 0.'),
+    ('MR volumes are min-max scaled to [0, 1] per image before the percentile clip and '
+     "z-score only when the model's plans say so (mr_minmax); the published code always "
+     "does it for MR: the model's own preprocessing is used unchanged."),
     ('The network is the one given with --param model= (the built-in 3D U-Net by default), '
      'not ROG: Dice values are comparable with the paper only for the same network.'),
 )
@@ -89,13 +261,18 @@ DIFFERENCES = (
 
 PROTOCOL = Protocol(
     name="msd-robust",
-    version="1.0",
+    version="1.1",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
+    presets={"rog": ROG},
     run_case=run_case,
     summarize=summarize,
-    description=("Dense model (resample, clip/z-score, Gaussian sliding window, "
+    prepare=prepare,
+    description=("Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
                  "post-processing), clean and under attacks: mean Dice per structure and "
                  "task, Dice drop, fraction of robust cases (attacked Dice > 0.5 x task "
                  "mean clean Dice)."),
 )
+
+__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "ROG", "ROG_ATTACKS", "ROG_EPS", "configure",
+           "prepare", "run_case", "skip_reason", "summarize"]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._errors import InvalidImageError
-from napari_segeval.inference.intensity import IntensityStats, clip_zscore
+from napari_segeval.inference.intensity import IntensityStats, clip_zscore, minmax_scale
 from napari_segeval.inference.postprocess import PostprocessConfig, postprocess
 from napari_segeval.inference.resample import ResampleInfo, resample_back, resample_image
 from napari_segeval.io._nan import fill_nan
@@ -31,17 +31,28 @@ class PreprocessInfo:
     resample : ResampleInfo or None
         Resampling to the model spacing (``None``: native grid).
     intensity : IntensityStats or None
-        Clip/z-score statistics (``None``: intensities passed through).
+        Clip/z-score statistics of the first channel (``None``: intensities passed through).
     source_shape : tuple of int
         Spatial shape of the case.
     valid_range : (float, float)
-        Normalized values of the clip bounds (the range clean inputs occupy).
+        Normalized values of the clip bounds (the range clean inputs occupy); with
+        several channels, the smallest range holding every channel's.
+    channel_scale : tuple of float
+        Raw units per normalized unit of this case, per channel: the foreground
+        std, times the image's ``max - min`` when MR min-max scaling ran.
+    channel_valid_range : tuple of (float, float)
+        ``valid_range`` per channel.
+    minmax_range : tuple of float or None
+        ``max - min`` per channel when MR min-max scaling ran (ROG's step).
     """
 
     resample: ResampleInfo | None
     intensity: IntensityStats | None
     source_shape: tuple[int, ...]
     valid_range: tuple[float, float]
+    channel_scale: tuple[float, ...] = (1.0,)
+    channel_valid_range: tuple[tuple[float, float], ...] = ()
+    minmax_range: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""
@@ -50,6 +61,9 @@ class PreprocessInfo:
             "intensity": self.intensity.to_dict() if self.intensity else None,
             "source_shape": list(self.source_shape),
             "valid_range": list(self.valid_range),
+            "channel_scale": list(self.channel_scale),
+            "channel_valid_range": [list(v) for v in self.channel_valid_range],
+            "minmax_range": list(self.minmax_range) if self.minmax_range else None,
         }
 
 
@@ -96,7 +110,8 @@ class DenseModel:
     spacing : tuple of float or None
         Spacing the network expects (``None``: the case's own grid).
     intensity : IntensityStats or None
-        Clip/z-score statistics (``None``: no normalization).
+        Clip/z-score statistics (``None``: no normalization); the first channel's
+        when there are several.
     postprocessing : PostprocessConfig
         Default post-processing (organs, lesion thresholds).
     mirror_axes : tuple of int
@@ -107,6 +122,14 @@ class DenseModel:
         Where the network runs.
     meta : dict
         Anything else (training record, file).
+    in_channels : int
+        Image channels the network takes (MR sequences; 1 for CT).
+    channel_intensity : tuple of IntensityStats or None
+        Statistics per channel when ``in_channels > 1`` (``intensity`` is the first).
+    mr_minmax : bool or None
+        Min-max scale each channel of a non-CT image to [0, 1] before the clip and
+        z-score (ROG's MR step; the statistics are then in those units). None: the
+        plans do not say (treated as False; a protocol may switch it on).
     """
 
     network: Any
@@ -120,42 +143,87 @@ class DenseModel:
     name: str
     device: Any
     meta: dict = field(default_factory=dict)
+    in_channels: int = 1
+    channel_intensity: tuple[IntensityStats | None, ...] = ()
+    mr_minmax: bool | None = None
 
     @property
     def raw_per_normalized_unit(self) -> float:
-        """Raw intensity units (HU for CT) per normalized unit (1 without normalization)."""
+        """Raw intensity units (HU for CT) per normalized unit (1 without normalization).
+
+        The first channel's, without MR min-max scaling (which makes the number
+        depend on the image: see :attr:`PreprocessInfo.channel_scale`).
+        """
         return self.intensity.raw_per_normalized_unit if self.intensity else 1.0
 
-    def preprocess(self, case: Case) -> tuple[torch.Tensor, PreprocessInfo]:
-        """Resample and normalize ``case`` into a ``(1, 1, *grid)`` float32 tensor.
+    @property
+    def stats_per_channel(self) -> tuple[IntensityStats | None, ...]:
+        """The clip/z-score statistics of each input channel."""
+        if self.channel_intensity:
+            return tuple(self.channel_intensity)
+        return (self.intensity,) * self.in_channels
 
-        The tensor is on :attr:`device`; ``info`` records what was done.
+    def _channels(self, case: Case) -> list[np.ndarray]:
+        image = np.asarray(case.image)
+        chans = list(image) if case.axes == "czyx" else [image]
+        nd = len(self.patch_size)
+        if any(c.ndim != nd for c in chans):
+            raise InvalidImageError(
+                f"{case.image_path or 'image'}: {image.ndim}D array ({case.axes}), the model "
+                f"{self.name} expects {nd}D volumes"
+            )
+        if len(chans) != self.in_channels:
+            hint = (" (evaluate one of them with --param channel=K)" if self.in_channels == 1
+                    else " (a data set names its channels in dataset.json: modality / "
+                         "channel_names, or one file per channel: _0000, _0001 ...)")
+            raise InvalidImageError(
+                f"{case.image_path or 'image'}: {len(chans)} image channel(s), the model "
+                f"{self.name} takes {self.in_channels}{hint}"
+            )
+        return chans
+
+    def preprocess(self, case: Case) -> tuple[torch.Tensor, PreprocessInfo]:
+        """Resample and normalize ``case`` into a ``(1, C, *grid)`` float32 tensor.
+
+        Each channel is resampled (cubic), min-max scaled when :attr:`mr_minmax`
+        is set and the case is not CT, then clipped and z-scored with its own
+        statistics. The tensor is on :attr:`device`; ``info`` records what was done.
         """
         import torch
 
-        image = np.asarray(case.image)
-        if image.ndim != len(self.patch_size):
-            raise InvalidImageError(
-                f"{case.image_path or 'image'}: {image.ndim}D array, the model "
-                f"{self.name} expects {len(self.patch_size)}D volumes"
-            )
-        image, _ = fill_nan(image, case.image_path or "image")  # NaN: the minimum (io._nan)
-        if not np.isfinite(image).all():
-            raise InvalidImageError(f"{case.image_path or 'image'}: contains infinite values")
+        source = case.image_path or "image"
+        minmax = bool(self.mr_minmax) and case.modality != "CT"
         info_r = None
-        data = image.astype(np.float32)
-        if self.spacing is not None:
-            data, info_r = resample_image(data, case.spacing, self.spacing, order=3)
-            if info_r.identity:
-                data, info_r = image.astype(np.float32), None
-        if self.intensity is not None:
-            data = clip_zscore(data, self.intensity)
-            s = self.intensity
-            valid = ((s.lower - s.mean) / s.std, (s.upper - s.mean) / s.std)
-        else:
-            valid = (float(data.min()), float(data.max()))
-        x = torch.from_numpy(np.ascontiguousarray(data))[None, None].to(self.device)
-        info = PreprocessInfo(info_r, self.intensity, tuple(image.shape), valid)
+        out, scales, valids, ranges = [], [], [], []
+        for image, stats in zip(self._channels(case), self.stats_per_channel):
+            image, _ = fill_nan(image, source)  # NaN: the minimum (io._nan)
+            if not np.isfinite(image).all():
+                raise InvalidImageError(f"{source}: contains infinite values")
+            data = image.astype(np.float32)
+            if self.spacing is not None:
+                data, info_r = resample_image(data, case.spacing, self.spacing, order=3)
+                if info_r.identity:
+                    data, info_r = image.astype(np.float32), None
+            scale = 1.0
+            if minmax:
+                data, scale = minmax_scale(data)
+                ranges.append(scale)
+            if stats is not None:
+                data = clip_zscore(data, stats)
+                valid = ((stats.lower - stats.mean) / stats.std,
+                         (stats.upper - stats.mean) / stats.std)
+                scale *= stats.std
+            else:
+                valid = (float(data.min()), float(data.max()))
+            out.append(data)
+            scales.append(float(scale))
+            valids.append((float(valid[0]), float(valid[1])))
+        data = out[0][None] if len(out) == 1 else np.stack(out)
+        x = torch.from_numpy(np.ascontiguousarray(data))[None].to(self.device)
+        union = (min(v[0] for v in valids), max(v[1] for v in valids))
+        info = PreprocessInfo(info_r, self.stats_per_channel[0], tuple(case.spatial_shape),
+                              union, tuple(scales), tuple(valids),
+                              tuple(ranges) if minmax else None)
         return x, info
 
     def logits(
@@ -226,6 +294,10 @@ class DenseModel:
             "spacing": list(self.spacing) if self.spacing else None,
             "intensity": self.intensity.to_dict() if self.intensity else None,
             "raw_per_normalized_unit": self.raw_per_normalized_unit,
+            "in_channels": self.in_channels,
+            "channel_intensity": ([s.to_dict() if s else None for s in self.channel_intensity]
+                                  if self.channel_intensity else None),
+            "mr_minmax": self.mr_minmax,
             "mirror_axes": list(self.mirror_axes),
             "device": str(self.device),
         }
@@ -252,7 +324,8 @@ def segment_case(
     model : DenseModel
         From :func:`~napari_segeval.models.registry.load_dense`.
     case : Case
-        A volume (``case.image`` spatial, no channel axis).
+        A volume (``"zyx"``), or a multi-channel volume (``"czyx"``) with one
+        channel per input channel of the model.
     overlap : float
         Window overlap fraction.
     mirror : bool or sequence of int

@@ -18,7 +18,11 @@ from napari_segeval.models.dense._plans import model_from_plans
 
 
 def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
-    """Our plans dict (spacing, patch, intensity, structures) from an nnU-Net v2 folder.
+    """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder.
+
+    One statistics dict per input channel (``dataset.json`` ``channel_names``)
+    when every channel uses ``CTNormalization``; a channel with per-case z-score
+    normalization sets ``per_case_zscore`` (not supported by the loader).
 
     Parameters
     ----------
@@ -47,17 +51,25 @@ def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> d
     labels = {int(v): k for k, v in dataset.get("labels", {}).items() if isinstance(v, int)}
     if any(not isinstance(v, int) for v in dataset.get("labels", {}).values()):
         raise SegEvalError(f"{folder / 'dataset.json'}: region-based labels are not supported")
-    scheme = (conf.get("normalization_schemes") or ["ZScoreNormalization"])[0]
-    intensity = None
-    if scheme == "CTNormalization":
-        p = plans["foreground_intensity_properties_per_channel"]["0"]
-        intensity = {"lower": p["percentile_00_5"], "upper": p["percentile_99_5"],
-                     "mean": p["mean"], "std": p["std"], "source": str(folder / "plans.json")}
-    elif scheme != "ZScoreNormalization" or conf.get("use_mask_for_norm", [False])[0]:
-        raise SegEvalError(f"{folder}: normalization {scheme} is not supported")
+    n_chan = max(len(dataset.get("channel_names") or dataset.get("modality") or {"0": ""}), 1)
+    schemes = list(conf.get("normalization_schemes") or ["ZScoreNormalization"])
+    masks = list(conf.get("use_mask_for_norm") or [False])
+    stats: list[dict | None] = []
+    for c in range(n_chan):
+        scheme = schemes[min(c, len(schemes) - 1)]
+        if scheme == "CTNormalization":
+            p = plans["foreground_intensity_properties_per_channel"][str(c)]
+            stats.append({"lower": p["percentile_00_5"], "upper": p["percentile_99_5"],
+                          "mean": p["mean"], "std": p["std"],
+                          "source": str(folder / "plans.json")})
+        elif scheme != "ZScoreNormalization" or masks[min(c, len(masks) - 1)]:
+            raise SegEvalError(f"{folder}: normalization {scheme} (channel {c}) is not supported")
+        else:
+            stats.append(None)
+    intensity = stats[0] if n_chan == 1 else (stats if all(stats) else None)
     return {
         "configuration": conf_name, "patch_size": conf["patch_size"], "spacing": conf["spacing"],
-        "intensity": intensity, "per_case_zscore": intensity is None,
+        "in_channels": n_chan, "intensity": intensity, "per_case_zscore": not all(stats),
         "num_classes": max(labels) + 1 if labels else 2,
         "structures": {k: v for k, v in labels.items() if k != 0},
         "arch": conf.get("architecture"), "mirror_axes": [0, 1, 2],
@@ -85,7 +97,7 @@ def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
     arch = plans["arch"]
     net = get_network_from_plans(
         arch["network_class_name"], arch["arch_kwargs"], arch["_kw_requires_import"],
-        1, plans["num_classes"], allow_init=True, deep_supervision=False,
+        plans["in_channels"], plans["num_classes"], allow_init=True, deep_supervision=False,
     )
     load_state_strict(net, ckpt["network_weights"], ckpts[0], what, "the network of plans.json")
     mirror = ckpt.get("inference_allowed_mirroring_axes") or plans["mirror_axes"]

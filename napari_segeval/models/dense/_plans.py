@@ -49,8 +49,43 @@ def read_sidecar(path: Path) -> dict:
         raise ReadError(f"{side}: invalid plans JSON ({exc})") from exc
 
 
+def channel_stats(plans: dict, name: str) -> tuple[int, tuple[IntensityStats | None, ...]]:
+    """Input channels and their intensity statistics from a plans dict.
+
+    ``in_channels`` comes from ``plans["config"]`` (built-in architecture) or
+    ``plans["in_channels"]`` (default 1). ``plans["intensity"]`` is one
+    statistics dict (one channel), a list with one dict (or null) per channel,
+    or null (no normalization).
+
+    Examples
+    --------
+    >>> n, stats = channel_stats({"in_channels": 2, "intensity": [
+    ...     {"lower": 0, "upper": 1, "mean": 0.5, "std": 0.2}, None]}, "toy")
+    >>> n, stats[0].std, stats[1]
+    (2, 0.2, None)
+    """
+    n = int(plans.get("config", {}).get("in_channels", plans.get("in_channels", 1)))
+    if n < 1:
+        raise SegEvalError(f"{name}: plans give {n} input channels")
+    raw = plans.get("intensity")
+    if isinstance(raw, list):
+        if len(raw) != n:
+            raise SegEvalError(f"{name}: plans give intensity statistics for {len(raw)} "
+                               f"channels, the network takes {n}")
+        return n, tuple(IntensityStats.from_dict(d) if d else None for d in raw)
+    if raw and n > 1:
+        raise SegEvalError(f"{name}: plans give one set of intensity statistics for {n} input "
+                           "channels; give a list with one per channel")
+    return n, ((IntensityStats.from_dict(raw) if raw else None),) * n
+
+
 def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: dict) -> DenseModel:
     """Wrap ``network`` (frozen, eval mode, on ``device``) with its plans as a DenseModel.
+
+    Plans keys: ``num_classes`` (or ``config.num_classes``), ``patch_size``,
+    ``spacing``, ``structures``, ``intensity`` and ``in_channels`` (see
+    :func:`channel_stats`), ``mr_minmax`` (statistics in min-max units: ROG's MR
+    step), ``organs``/``lesions``/``lesion_min_mm3``/``lesion_mode``, ``mirror_axes``.
 
     Examples
     --------
@@ -64,7 +99,7 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
     num_classes = int(plans.get("config", {}).get("num_classes", plans.get("num_classes", 0)))
     if num_classes < 2:
         raise SegEvalError(f"{name}: plans do not give the number of classes (>= 2)")
-    intensity = IntensityStats.from_dict(plans["intensity"]) if plans.get("intensity") else None
+    in_channels, stats = channel_stats(plans, name)
     post = config_from_mapping({
         "organs": plans.get("organs", ()), "lesions": plans.get("lesions", ()),
         "lesion_min_mm3": plans.get("lesion_min_mm3", {}),
@@ -77,10 +112,13 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
         network=network.to(device), num_classes=num_classes, structures=structures,
         patch_size=tuple(int(p) for p in plans["patch_size"]),
         spacing=tuple(float(s) for s in plans["spacing"]) if plans.get("spacing") else None,
-        intensity=intensity, postprocessing=post,
+        intensity=stats[0], postprocessing=post,
         mirror_axes=tuple(int(a) for a in plans.get("mirror_axes", ())),
-        name=name, device=device, meta=meta,
+        name=name, device=device, meta=meta, in_channels=in_channels,
+        channel_intensity=stats if in_channels > 1 else (),
+        mr_minmax=None if plans.get("mr_minmax") is None else bool(plans["mr_minmax"]),
     )
 
 
-__all__ = ["BUILTIN_CT_WEIGHTS", "BUILTIN_PLANS", "model_from_plans", "read_sidecar"]
+__all__ = ["BUILTIN_CT_WEIGHTS", "BUILTIN_PLANS", "channel_stats", "model_from_plans",
+           "read_sidecar"]

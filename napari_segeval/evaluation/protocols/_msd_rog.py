@@ -1,0 +1,107 @@
+"""The ``rog`` preset of ``msd-robust``: Daza et al. 2021 and its code (BCV-Uniandes/ROG).
+
+What their code does (``main.py``, ``rog/autoattack/``, ``rog/preprocessing/``,
+``rog/utilities/test_pgd.py``) and how the preset writes it:
+
+* ``eps = 8/255`` (``--eps 8`` divided by 255) applied to the z-scored inputs,
+  i.e. in normalized units; ``--adv_iters 5`` iterations; ground-truth labels as
+  the attacks' target.
+* APGD-CE and APGD-DLR: 5 restarts, step ``2 eps``, their checkpoint arithmetic
+  (``schedule="rog"``); DLR only on tasks with more than 2 classes.
+* PGD (``attack_pgd``): uniform random start, step ``eps / 3``, 5 restarts, the
+  highest cross-entropy perturbation kept (``select="loss"``).
+* FAB-T: 5 restarts, 5 iterations, every other class as a target.
+* Square: 5 queries, ``p_init = 0.8``, no rescaling of the square-size schedule
+  (``schedule="absolute"``), the hard Dice as the objective, 1 restart.
+* A case is attacked (and restarted) only while its Dice is above
+  0.5 x the task's mean clean Dice (``gate``).
+* MR: each image channel min-max scaled to [0, 1] before the clip and z-score
+  (``mr_minmax``); the paper's post-processing fuses small tumour components
+  (``lesion_mode="merge"``).
+
+The attack options are those of :class:`napari_segeval.attacks.AttackConfig`
+(plus ``reference``, a target option of the protocol hook). :data:`ROG_ATTACKS`
+is the one place that lists them.
+"""
+
+from __future__ import annotations
+
+from napari_segeval.evaluation.protocols import Preset
+
+#: Their budget: ``--eps 8`` divided by 255, in the network's normalized (z-scored) units.
+ROG_EPS = 8 / 255
+
+_COMMON = {"eps": ROG_EPS, "steps": 5, "reference": "labels"}
+
+#: ROG's attack suite, in their order (``main.py``), each attack once.
+ROG_ATTACKS = [
+    {"name": "apgd-ce", **_COMMON, "restarts": 5, "step_size": 2 * ROG_EPS, "schedule": "rog"},
+    {"name": "pgd", **_COMMON, "restarts": 5, "step_size": ROG_EPS / 3, "select": "loss"},
+    {"name": "fab", **_COMMON, "restarts": 5},
+    {"name": "square", **_COMMON, "restarts": 1, "p_init": 0.8, "loss": "hard-dice",
+     "schedule": "absolute"},
+    {"name": "apgd-dlr", **_COMMON, "restarts": 5, "step_size": 2 * ROG_EPS, "schedule": "rog"},
+]
+
+#: Every deliberate difference between the preset and ROG's paper and code
+#: (word for word in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+ROG_DIFFERENCES = (
+    ('Attacks run on the whole volume through the Gaussian sliding window, not on the one '
+     "patch their code crops around each case's label centre of mass; clean and attacked "
+     'Dice are both scored on the whole case.'),
+    ('Perturbed inputs are clamped to the intensity range the preprocessing produces, not '
+     'to [0, 1]: their code clamps z-scored inputs to [0, 1], which destroys the clean '
+     'image itself (recipe bug, corrected).'),
+    ("The robust threshold (0.5 x the task's mean clean Dice) is computed once, from a clean "
+     'pass before any attack; their code re-multiplies it by the mean clean Dice on every '
+     'attack call, compounding it (recipe bug, corrected).'),
+    ('Each attack of the suite runs once; on tasks with 3 or more classes their list names '
+     'PGD, FAB and Square twice, and the second runs, under the compounded threshold, '
+     'overwrite the first.'),
+    ('PGD keeps, per case, the restart whose final perturbation has the highest mean '
+     'cross-entropy; their code splices the restarts voxel by voxel (the highest per-voxel '
+     'cross-entropy), a perturbation that was never evaluated as a whole.'),
+    ('Which cases an attack runs on, and restarts on, is decided by the Dice the attack '
+     "measures on the network's grid before post-processing, against the threshold from "
+     'the scored clean Dice (case grid, post-processed); their code measures both on the '
+     'cropped patch without post-processing.'),
+    ('Random starts and squares use a fixed seed (0), so that a run can be repeated; their '
+     'code seeds with the clock.'),
+    ("Dice is scored on each case's original grid (the prediction resampled back, every "
+     'slice kept); their code scores in the resampled space and first crops volumes of more '
+     'than 300 slices around the foreground.'),
+    ('Post-processing follows the paper: the largest component of each organ is kept and '
+     'lesion components smaller than a threshold are fused into the structure they touch '
+     "most (removed when they touch none); the threshold is nnU-Net v1's rule learned from "
+     'the training labels, because the paper gives none, and their released code applies '
+     'no post-processing.'),
+    ('MR min-max scaling is per image and channel after resampling, as their preprocessing '
+     "applies it; the clip bounds, mean and standard deviation are the model's own (its "
+     'plans), whereas their statistics script min-max scales all channels of an image '
+     'together and takes the clip bounds from per-class percentiles.'),
+    ('Every case with reference labels in the data set given is evaluated; ROG reports its '
+     'fold-0 validation cases (the lists in its Tasks folder): give those cases to compare.'),
+    ('The network is the one given with --param model= (the built-in 3D U-Net by default), '
+     'not ROG: Dice values are comparable with the paper only for the same network.'),
+)
+
+ROG = Preset(
+    name="rog",
+    params={
+        "attacks": ROG_ATTACKS,
+        "gate": True,
+        "robust_factor": 0.5,
+        "mr_minmax": True,
+        "lesion_mode": "merge",
+        "postprocess": True,
+        "overlap": 0.5,
+        "mirror": False,
+        "channel": None,
+        "empty": "one",
+    },
+    source=("Daza et al., Towards Robust General Medical Image Segmentation, MICCAI 2021 "
+            "(arXiv 2107.04263), and its code BCV-Uniandes/ROG"),
+    differences=ROG_DIFFERENCES,
+)
+
+__all__ = ["ROG", "ROG_ATTACKS", "ROG_DIFFERENCES", "ROG_EPS"]

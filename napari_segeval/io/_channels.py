@@ -1,0 +1,164 @@
+"""Multi-channel volumes: the MR sequences of one patient as one ``"czyx"`` case.
+
+Data sets store image channels in two ways:
+
+* one file per channel: nnU-Net's ``case_0000.nii.gz``, ``case_0001.nii.gz``
+  (also found in MSD-style task folders);
+* one 4D file whose fourth file axis holds the channels: the Medical Segmentation
+  Decathlon's BrainTumour (FLAIR, T1w, T1gd, T2w) and Prostate (T2, ADC) images.
+
+A 4D NIfTI file cannot tell channels from time: :func:`~napari_segeval.io.read_image`
+reads it as a ``"tzyx"`` time series (fMRI, DWI, cine MR) and keeps doing so. The
+caller decides: :func:`read_channels` takes the fourth axis as channels (a data-set
+layout knows it from a ``dataset.json`` whose ``modality`` / ``channel_names`` has
+several entries). A multi-channel case has ``image`` ``(C, z, y, x)``, ``axes``
+``"czyx"`` and a 3D geometry; a single-channel image stays ``"zyx"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import ReadError
+from napari_segeval.io._validate import check_same_grid
+from napari_segeval.io.case import Case
+
+
+def as_channels(case: Case) -> Case:
+    """A ``"tzyx"`` case read from a 4D file, with its fourth file axis taken as channels.
+
+    Examples
+    --------
+    >>> from napari_segeval.io.case import Geometry
+    >>> g = Geometry((1.0, 2.0, 1.0, 1.0), (0, 0, 0, 0), tuple(np.eye(4).ravel()))
+    >>> c = as_channels(Case(np.zeros((2, 3, 4, 5), np.float32), g, axes="tzyx"))
+    >>> c.axes, c.n_channels, c.spatial_shape, c.spacing
+    ('czyx', 2, (3, 4, 5), (2.0, 1.0, 1.0))
+    """
+    if case.axes != "tzyx":
+        raise ReadError(f"{case.image_path or 'image'}: only a 4D volume series can be read as "
+                        f"channels (this image is {case.axes!r})")
+    meta = {k: v for k, v in case.meta.items() if k not in ("time_step", "volume", "n_volumes")}
+    meta["n_channels"] = int(case.image.shape[0])
+    return Case(case.image, case.geometry.sub(3), "czyx", case.modality, case.labels,
+                dict(case.structures), case.image_path, case.labels_path, meta)
+
+
+def select_channel(case: Case, channel: int) -> Case:
+    """Channel ``channel`` of a ``"czyx"`` case as a ``"zyx"`` case (labels kept).
+
+    Examples
+    --------
+    >>> from napari_segeval.io.case import Geometry
+    >>> c = Case(np.arange(8.0).reshape(2, 1, 2, 2), Geometry.identity(3), axes="czyx")
+    >>> one = select_channel(c, 1)
+    >>> one.axes, one.image.ravel().tolist(), one.meta["channel"]
+    ('zyx', [4.0, 5.0, 6.0, 7.0], 1)
+    """
+    if case.axes != "czyx":
+        raise ReadError(f"{case.image_path or 'image'}: not a multi-channel volume")
+    n = case.n_channels
+    if not -n <= channel < n:
+        raise ReadError(f"{case.image_path or 'image'}: channel {channel} does not exist "
+                        f"(the image has {n} channels, 0..{n - 1})")
+    meta = dict(case.meta, channel=channel % n)
+    return Case(np.ascontiguousarray(case.image[channel]), case.geometry, "zyx", case.modality,
+                case.labels, dict(case.structures), case.image_path, case.labels_path, meta)
+
+
+def _labels_onto(case: Case, labels: Path, color_table: dict | None) -> Case:
+    from napari_segeval.io.read import labels_with_axes
+
+    arr, geometry, names, _ = labels_with_axes(labels, color_table)
+    check_same_grid(case.spatial_shape, case.geometry, arr.shape, geometry,
+                    case.image_path or "image", labels)
+    case.labels, case.labels_path = arr, labels
+    case.structures = names or case.structures
+    return case
+
+
+def read_channels(
+    images: Sequence[str | Path],
+    labels: str | Path | None = None,
+    *,
+    n_channels: int | None = None,
+    modality: str | None = None,
+    dataset_json: str | Path | dict | None = None,
+    color_table: dict | None = None,
+) -> Case:
+    """Read every channel of one case (and its labels) into one case.
+
+    Parameters
+    ----------
+    images : sequence of path
+        One file per channel (``_0000``, ``_0001`` ...: each a 3D volume on one
+        grid), or a single file: a 4D file's fourth axis is read as channels, a
+        3D file is one channel.
+    labels : path, optional
+        Reference label map on the volumes' grid.
+    n_channels : int, optional
+        Channels the data set says a case has (``dataset.json``); a different
+        count raises :class:`~napari_segeval._errors.ReadError`.
+    modality, dataset_json, color_table
+        As :func:`~napari_segeval.io.read_case`.
+
+    Returns
+    -------
+    Case
+        ``"czyx"`` with ``meta["n_channels"]`` for several channels; a single
+        channel stays ``"zyx"`` exactly as :func:`~napari_segeval.io.read_case` reads it.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from napari_segeval.io import write_image, write_labels, Geometry
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> g = Geometry.identity(3, (3.0, 1.0, 1.0))
+    >>> paths = [write_image(d / f"p_000{i}.nii.gz", np.full((2, 4, 4), i, np.float32), g)
+    ...          for i in range(2)]
+    >>> seg = write_labels(d / "p.nii.gz", np.ones((2, 4, 4), np.uint8), g)
+    >>> c = read_channels(paths, seg, modality="MR")
+    >>> c.axes, c.image.shape, float(c.image[1].max()), c.labels.shape
+    ('czyx', (2, 2, 4, 4), 1.0, (2, 4, 4))
+    """
+    from napari_segeval.io.read import read_case, read_image
+
+    paths = [Path(p) for p in images]
+    if not paths:
+        raise ReadError("no image file given")
+    lpath = Path(labels) if labels is not None else None
+    if len(paths) == 1:
+        case = read_case(paths[0], None, modality=modality, dataset_json=dataset_json)
+        if case.axes == "tzyx":
+            case = as_channels(case)
+            if lpath is not None:
+                case = _labels_onto(case, lpath, color_table)
+        elif lpath is not None:  # one channel: exactly what read_case makes of it
+            case = read_case(paths[0], lpath, modality=modality, dataset_json=dataset_json,
+                             color_table=color_table)
+    else:
+        case = read_case(paths[0], lpath, modality=modality, dataset_json=dataset_json,
+                         color_table=color_table)
+        parts = [case.image]
+        for p in paths[1:]:
+            other = read_image(p, modality=case.modality)
+            if other.axes != "zyx" or case.axes != "zyx":
+                raise ReadError(f"{p}: a channel file must hold one 3D volume (this one is "
+                                f"{other.axes!r}, the first channel {case.axes!r})")
+            check_same_grid(case.spatial_shape, case.geometry, other.image.shape,
+                            other.geometry, paths[0], p)
+            parts.append(other.image)
+        case.image = np.stack(parts)
+        case.axes = "czyx"
+        case.meta["n_channels"] = len(paths)
+        case.meta["channel_paths"] = [str(p) for p in paths]
+    if n_channels is not None and case.n_channels != int(n_channels):
+        raise ReadError(f"{paths[0]}: the data set names {n_channels} channels, the image has "
+                        f"{case.n_channels}")
+    return case
+
+
+__all__ = ["as_channels", "read_channels", "select_channel"]
