@@ -10,7 +10,8 @@ from napari_segeval.cli._common import add_json_flag, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
 PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
-LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
+LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23",
+                "word", "feta", "totalsegmentator")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -28,6 +28,11 @@ def load_case(spec: CaseSpec, *, channel: int = 0, need_labels: bool = True):
     if channel >= len(spec.images):
         raise SegEvalError(f"case {spec.case_id}: no channel {channel} "
                            f"(has {len(spec.images)})")
+    if spec.labels and Path(spec.labels).is_dir():  # one mask file per structure
+        from napari_segeval.evaluation._layouts_3d import read_structure_case
+
+        return read_structure_case(spec.images[channel], spec.labels, spec.structures,
+                                   modality=spec.modality)
     ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
     case = read_case(spec.images[channel], spec.labels, modality=spec.modality,
                      dataset_json=ds if ds is not None and ds.is_file() else None,
