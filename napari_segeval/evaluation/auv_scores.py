@@ -65,6 +65,15 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
     torch's CPU threads while scoring (None: unchanged). ``progress(done, total)``
     counts cases. A case that cannot be read or scored keeps NaN values and its
     ``error``; the others are normalized without it.
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation.layouts import load_layout
+    >>> from napari_segeval.phantoms.samples import sample_root
+    >>> specs = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[:2]
+    >>> rec = score_cases(specs, model="threshold", threads=1)
+    >>> rec["model"]["feature"], sorted(c["auv"] for c in rec["cases"])
+    ('probabilities', [0.0, 1.0])
     """
     import contextlib
 
@@ -94,6 +103,7 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
 
 
 def _score_all(net, specs, rows: dict, layout: str, power: float, progress, cancel) -> None:
+    from napari_segeval._cancel import Cancelled
     from napari_segeval.evaluation.protocols import _common as C
     from napari_segeval.uncertainty import class_scales
 
@@ -106,8 +116,11 @@ def _score_all(net, specs, rows: dict, layout: str, power: float, progress, canc
             structures = dict(spec.structures or case.structures or {}) or None
             entry["classes"] = class_scales(net, case, structures, layout=layout, power=power,
                                             cancel=cancel)
-        except SegEvalError as exc:
-            entry["error"] = str(exc)
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored
+            entry["error"] = str(exc) if isinstance(exc, SegEvalError) else (
+                f"{type(exc).__name__}: {exc}")
         rows[spec.case_id] = entry
         if progress is not None:
             progress(i + 1, len(specs))
@@ -126,7 +139,16 @@ def auv_of(record: dict) -> dict[str, float]:
 
 
 def csv_text(record: dict) -> str:
-    """One CSV row per case and class (a case without classes gets one row)."""
+    """One CSV row per case and class (a case without classes gets one row).
+
+    Examples
+    --------
+    >>> rec = {"cases": [{"case": "a", "split": "train", "scale": 0.5, "auv": 1.0,
+    ...         "classes": [{"name": "liver", "label": 1, "n_voxels": 9, "scale": 0.5,
+    ...                      "auv": 1.0, "note": ""}], "error": None}]}
+    >>> csv_text(rec).splitlines()[1]
+    'a,train,0.5,1.0,liver,1,9,0.5,1.0,,'
+    """
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -144,7 +166,18 @@ def csv_text(record: dict) -> str:
 
 
 def write_scores(path: str | os.PathLike, record: dict, *, overwrite: bool = False) -> Path:
-    """Write the record as JSON (``.json``) or CSV (any other suffix), atomically."""
+    """Write the record as JSON (``.json``) or CSV (any other suffix), atomically.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rec = {"format": FORMAT, "cases": [{"case": "a", "auv": float("nan"), "classes": []}]}
+    >>> auv_of(read_scores(write_scores(d / "s.json", rec)))
+    {'a': nan}
+    >>> auv_of(read_scores(write_scores(d / "s.csv", rec)))
+    {'a': nan}
+    """
     path = Path(path)
     text = (json.dumps(json_safe(record), indent=1) if path.suffix.lower() == ".json"
             else csv_text(record))
@@ -186,6 +219,14 @@ def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
 
     ``splits`` is the data set's own nnU-Net splits (else five folds are made
     over ``train_ids`` as nnU-Net does). Returns what was written.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> w = write_filtered_lists(d, ["b"], train_ids=[], splits=[{"train": ["a", "b"], "val": []}])
+    >>> json.loads(pathlib.Path(w["splits_final.json"]).read_text())
+    [{'train': ['a'], 'val': []}]
     """
     from napari_segeval.uncertainty.training_lists import (
         crossval_splits,

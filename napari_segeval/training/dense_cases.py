@@ -91,7 +91,16 @@ def _lr(config: DenseTrainConfig, step: int) -> float:
 
 def prepare_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
                   spacings: Sequence[Sequence[float]]) -> tuple[list, Any, tuple[float, ...]]:
-    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``."""
+    """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``.
+
+    Examples
+    --------
+    >>> img = np.arange(4 * 8 * 8, dtype=np.float32).reshape(4, 8, 8)
+    >>> lab = (img > 100).astype(np.uint8)
+    >>> cases, stats, spacing = prepare_cases([img, img], [lab, lab], [(2, 1, 1), (4, 1, 1)])
+    >>> spacing, cases[0][0].shape, cases[1][0].shape
+    ((3.0, 1.0, 1.0), (3, 8, 8), (5, 8, 8))
+    """
     from napari_segeval.inference.intensity import clip_zscore, foreground_intensity_stats
     from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 

@@ -69,6 +69,7 @@ def test_li2026_end_to_end_removes_the_most_uncertain_training_cases(tmp_path):
     assert len(rows) == 4 * 3 * 3  # test cases x conditions x (background, cube, ball)
     page = (out / "report.html").read_text()
     assert "Training filtered by AUV" in page and "li2026" in page
+    assert s["auv_features"].startswith("threshold probabilities")
     assert json.loads((out / "li2026.json").read_text())["conditions"]["filtered 10%"]["n_train"] == 18
     # a resumed run trains nothing again
     before = (out / "models" / "li2026_unfiltered.pt").stat().st_mtime_ns

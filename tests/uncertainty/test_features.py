@@ -111,3 +111,31 @@ def test_progress_reaches_the_total_and_cancel_stops():
     stop.set()
     with pytest.raises(Cancelled):
         class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a"}, cancel=stop)
+
+
+def test_medsam2_decoded_map_is_its_mask_decoder_logits(tmp_path):
+    pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
+    pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
+    import torch
+
+    from napari_segeval.models.medsam2._build import build_network
+    from napari_segeval.models.registry import load_promptable
+
+    torch.manual_seed(0)
+    ckpt = tmp_path / "MedSAM2_random.pt"
+    torch.save({"model": build_network().state_dict()}, ckpt)
+    model = load_promptable("medsam2", checkpoint=ckpt, device="cpu")
+    lab = np.zeros((4, 40, 48), np.uint8)
+    lab[:, 12:28, 14:34] = 1
+    case = volume_case(lab, image=np.where(lab > 0, 80.0, -100.0).astype(np.float32))
+    box = Box(12, 14, 28, 34, index=1, label=1)  # the middle slice of the extent 0..3
+    frames = model.preprocess(case.image, "CT")
+    out = decoded_map(model, frames, box)
+    fwd = model.propagate_logits(frames, 1, box, "forward").numpy()
+    bwd = model.propagate_logits(frames, 1, box, "backward").numpy()
+    assert feature_kind(model) == "logits" and out.shape == (4, 40, 48)
+    np.testing.assert_allclose(out[2:], fwd[1:], atol=1e-5)
+    np.testing.assert_allclose(out[0], bwd[1], atol=1e-5)
+    from napari_segeval.uncertainty import class_matrix, semantic_scale
+
+    assert 0.0 <= semantic_scale(class_matrix(out)) <= 1.0

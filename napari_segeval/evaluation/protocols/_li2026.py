@@ -20,6 +20,11 @@ and mIoU on the *test* set. Steps:
    equals an earlier one's reuses that model (same data, same seed: the same
    network).
 3. :func:`run_case` - each test case segmented by every condition's model.
+
+Training recipe: ``train_*`` parameters and ``seed``/``threads``
+(:func:`train_config`); the ``li2026`` preset sets the paper's SGD with poly
+decay from 0.01, the protocol's own default is AdamW with cosine decay from
+0.003, which learns more in a few hundred CPU steps.
 """
 
 from __future__ import annotations
@@ -229,8 +234,10 @@ def run_case(spec, params: dict):
         if params["include_background"]:
             structures = {0: "background", **structures}
         info = meta["conditions"][cond]
+        auv = meta.get("auv_model") or {}
         extra = {"n_train": info["n_train"], "removed": ";".join(info["removed"]),
-                 "model_file": info["model"], "test_split": spec.meta.get("li2026_split", "")}
+                 "model_file": info["model"], "test_split": spec.meta.get("li2026_split", ""),
+                 "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})"}
         rows += [{**r, **extra} for r in C.score(case.labels, np.asarray(res.labels),
                                                  case.spacing, structures, cond, empty="one",
                                                  surface=False)]
@@ -262,6 +269,8 @@ def summarize(rows: list[dict], params: dict) -> dict:
                         "classes per case, mean over the test cases, in percent"),
             "test_set": splits[0] if len(splits) == 1 else splits,
             "removal_rule": params["removal_rule"],
+            "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")),
+                                 None),
             "auv_files": "auv.json, auv.csv", "conditions": out,
             "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)"}
 

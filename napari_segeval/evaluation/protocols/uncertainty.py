@@ -25,9 +25,10 @@ foreground Dice with the score (``dice_vs_uncertainty``). This is not the
 paper's analysis: it judges a score, and removes test cases.
 
 ``"filter-training"`` (the ``li2026`` preset): the paper's loop - the Aleatoric
-Uncertainty Value of every training case from a frozen promptable model, the
-most uncertain training cases removed, the built-in 3D U-Net retrained for each
-fraction, every model scored on the test set (:mod:`._li2026`).
+Uncertainty Value of every training case from a frozen promptable model
+(``auv_*`` parameters), the most uncertain training cases removed, the built-in
+3D U-Net retrained for each fraction (``train_*`` parameters; ``model`` and
+``score`` are not used), every model scored on the test set (:mod:`._li2026`).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ DEFAULTS = {
     "auv_aggregate": "sum",
     "train_iterations": 300,
     "train_batch": 2,
-    "train_lr": 0.01,
-    "train_optimizer": "sgd-poly",
+    "train_lr": 0.003,
+    "train_optimizer": "adamw-cosine",
     "train_patch": [32, 48, 48],
     "train_width": 8,
     "threads": 1,
