@@ -5,8 +5,8 @@ dense CT model segments the clean volume, the volume with Gaussian noise
 (``noise-gaussian``, sigma = eps normalized units, L-inf projected) and a PGD-attacked
 volume (L-inf, ``--pgd-eps`` normalized units, ``--pgd-steps`` steps, the reference
 labels as target). For every condition it prints the foreground Dice and three case
-scores: ``auv`` (single pass: AUV of the normalized entropy over the predicted
-foreground + 1-voxel band = the protocol's default score), ``auv_tta`` (the same on
+scores: ``ent`` (single pass: mean normalized entropy over the predicted
+foreground + 1-voxel band = the protocol's default score), ``ent_tta`` (the same on
 the mean of ``--tta`` test-time augmentations: intensity gain/shift 0.1, zoom +-10%,
 no flips) and ``mi_tta`` (mean mutual information over that region: disagreement
 between augmentations). The last lines count the cases in which each perturbed
@@ -37,7 +37,12 @@ def _scores(model, case, tta: int) -> dict:
 
     from napari_segeval.metrics import structure_table
     from napari_segeval.models.dense import segment_case
-    from napari_segeval.uncertainty import auv, auv_from_probabilities, dense_tta, scored_region
+    from napari_segeval.uncertainty import (
+        dense_tta,
+        entropy_band_score,
+        mean_uncertainty,
+        scored_region,
+    )
 
     res = segment_case(model, case, probabilities=True)
     rows = structure_table(case.labels, res.labels, case.spacing, structures=model.structures,
@@ -46,8 +51,9 @@ def _scores(model, case, tta: int) -> dict:
     maps = dense_tta(model, case, n_samples=tta, flip_axes=())
     region = scored_region(maps.labels, band=1)
     region = region if region.any() else None
-    return {"dice": dice, "auv": auv_from_probabilities(res.probabilities, res.labels),
-            "auv_tta": auv(maps.entropy, region), "mi_tta": auv(maps.mutual_information, region)}
+    return {"dice": dice, "ent": entropy_band_score(res.probabilities, res.labels),
+            "ent_tta": mean_uncertainty(maps.entropy, region),
+            "mi_tta": mean_uncertainty(maps.mutual_information, region)}
 
 
 def _perturbed(model, case, config):
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    steps=args.pgd_steps),
     }
     print(f"model builtin-ct, 1 normalized unit = {hu:.1f} HU; TTA samples {args.tta}")
-    header = "| case | condition | Dice fg | auv | auv_tta | mi_tta |"
+    header = "| case | condition | Dice fg | ent | ent_tta | mi_tta |"
     print(header + "\n|---|---|---|---|---|---|")
     table: dict[str, dict[str, dict]] = {}
     t0 = time.perf_counter()
@@ -94,18 +100,18 @@ def main(argv: list[str] | None = None) -> int:
             c = case if config is None else _perturbed(model, case, config)
             s = _scores(model, c, args.tta)
             table.setdefault(cond, {})[name] = s
-            print(f"| {name} | {cond} | {s['dice']:.3f} | {s['auv']:.4f} | "
-                  f"{s['auv_tta']:.4f} | {s['mi_tta']:.4f} |", flush=True)
-    print("\n| condition | mean Dice fg | mean auv | mean auv_tta | mean mi_tta |"
-          " cases above clean (auv / auv_tta / mi_tta) |\n|---|---|---|---|---|---|")
+            print(f"| {name} | {cond} | {s['dice']:.3f} | {s['ent']:.4f} | "
+                  f"{s['ent_tta']:.4f} | {s['mi_tta']:.4f} |", flush=True)
+    print("\n| condition | mean Dice fg | mean ent | mean ent_tta | mean mi_tta |"
+          " cases above clean (ent / ent_tta / mi_tta) |\n|---|---|---|---|---|---|")
     clean = table["clean"]
     for cond, by in table.items():
         mean = {k: float(np.mean([s[k] for s in by.values()])) for k in
-                ("dice", "auv", "auv_tta", "mi_tta")}
+                ("dice", "ent", "ent_tta", "mi_tta")}
         above = "-" if cond == "clean" else " / ".join(
             f"{sum(by[c][k] > clean[c][k] for c in by)}/{len(by)}"
-            for k in ("auv", "auv_tta", "mi_tta"))
-        print(f"| {cond} | {mean['dice']:.3f} | {mean['auv']:.4f} | {mean['auv_tta']:.4f} | "
+            for k in ("ent", "ent_tta", "mi_tta"))
+        print(f"| {cond} | {mean['dice']:.3f} | {mean['ent']:.4f} | {mean['ent_tta']:.4f} | "
               f"{mean['mi_tta']:.4f} | {above} |")
     print(f"\n{time.perf_counter() - t0:.0f} s on {args.device}")
     return 0

@@ -90,9 +90,10 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
                 n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
                 progress: Callable[[int, int], None] | None = None,
                 cancel: Any = None) -> tuple[Any, np.ndarray, dict[int, float]]:
-    """Prompt-jitter uncertainty map and per-structure AUV of ``prediction``.
+    """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
 
-    Returns ``(model, normalised entropy map on the image grid, {label: AUV})``;
+    Returns ``(model, normalised entropy map on the image grid, {label: score})``
+    (the mean entropy over the structure and its band);
     the scores use ``prediction`` (the mean prediction when None) with a one-voxel
     boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
     """
@@ -115,7 +116,7 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     if prediction is not None:
         labels = np.asarray(prediction)
     rows = structure_scores(u, labels, dict(structures) or None)
-    return model, u, {r["label"]: r["auv"] for r in rows}
+    return model, u, {r["label"]: r["score"] for r in rows}
 
 
 def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, steps: int, *,

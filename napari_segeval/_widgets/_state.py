@@ -61,7 +61,8 @@ class ViewerState:
     window : str or None
         CT window preset for model preprocessing (None: the backend's default).
     uncertainty : dict of int to float
-        Per-structure uncertainty score (AUV) of the clean prediction, set by the
+        Per-structure uncertainty score (mean entropy over the structure and its
+        boundary band) of the clean prediction, set by the
         Uncertainty action; emptied when the clean prediction is replaced.
     """
 

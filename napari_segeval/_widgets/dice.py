@@ -7,7 +7,8 @@ history atoms) is mapped to the slices it touched
 (:func:`~napari_segeval._widgets.overlays.touched_slices`) and only those are recounted.
 Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
 Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
-structure's uncertainty score (AUV over the structure and its boundary band).
+structure's uncertainty score (the mean normalised entropy of the prompt-jitter
+samples over the structure and its boundary band).
 """
 
 from __future__ import annotations
@@ -303,7 +304,7 @@ class DicePanel(QWidget):
                     value = unc.get(int(rec["label"]), float("nan"))
                     item = QTableWidgetItem(_fmt(key, value))
                     item.setToolTip("uncertainty of the clean prediction: mean normalised "
-                                    "entropy over the structure and its boundary band (AUV)")
+                                    "entropy over the structure and its boundary band")
                     self.table.setItem(i, col, item)
                     col += 1
         self.table.resizeColumnsToContents()

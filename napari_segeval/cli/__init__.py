@@ -26,6 +26,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "attack",
     "evaluate",
     "report",
+    "uncertainty",
     "demo",
 )
 

@@ -10,7 +10,8 @@ from napari_segeval.cli._common import add_json_flag, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
 PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
-LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
+LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23",
+                "word", "feta", "totalsegmentator")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "evaluate",
         help="run an evaluation protocol over a data set and write results + report",
         description=(
-            "Evaluate every case of DATA (an MSD/nnU-Net/CAMUS/ISIC/NeoPolyp folder, or "
-            "generic paired folders) with a named protocol. Writes DIR/results.csv (one "
+            "Evaluate every case of DATA (an MSD/nnU-Net/CAMUS/ISIC/NeoPolyp/LiTS/KiTS23/"
+            "WORD/FeTA/TotalSegmentator folder, or generic paired folders) with a named "
+            "protocol. Writes DIR/results.csv (one "
             "row per case x structure x condition: case, structure, condition, dice, ...), "
             "DIR/summary.json and DIR/report.html; per-case records in DIR/cases/ make a "
             "re-run resume where it stopped. Broken cases become error rows; the exit "

@@ -1,7 +1,8 @@
 """Data-set layouts: turn a folder into a list of :class:`CaseSpec` records.
 
 One parser per layout (MSD task, nnU-Net v2 raw, CAMUS, ISIC 2018 task 1,
-NeoPolyp, generic paired folders) and :func:`detect_layout` to pick one.
+NeoPolyp, generic paired folders; LiTS, KiTS23, WORD, FeTA 2022 and
+TotalSegmentator in :mod:`._layouts_3d`) and :func:`detect_layout` to pick one.
 Parsers only look at names: no image is read here, so listing thousands of
 cases is cheap and a corrupt file becomes an error row later, in the runner.
 
@@ -19,7 +20,8 @@ from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.evaluation._spec import CaseSpec, inside
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
-LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic")
+LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23", "word",
+           "feta", "totalsegmentator")
 
 
 def channel_meta(dataset_json: dict) -> dict:
@@ -218,6 +220,7 @@ def detect_layout(root: str | Path) -> str:
     'isic'
     """
     from napari_segeval.evaluation import _layouts_2d as l2
+    from napari_segeval.evaluation._layouts_3d import detect_3d
 
     root = Path(root)
     if not root.is_dir():
@@ -227,6 +230,9 @@ def detect_layout(root: str | Path) -> str:
         return "nnunet"
     if ds is not None and (ds.get("training") or ds.get("test") or (root / "imagesTr").is_dir()):
         return "msd"
+    found = detect_3d(root)
+    if found:
+        return found
     if l2.camus_pairs(root):
         return "camus"
     if any(root.rglob("*_segmentation.png")):
@@ -286,6 +292,10 @@ def load_layout(
         specs = l2.parse_neopolyp(root)
     elif layout == "generic":
         specs = l2.parse_generic(root, images or "*", labels)
+    elif layout in LAYOUTS:
+        from napari_segeval.evaluation._layouts_3d import PARSERS
+
+        specs = PARSERS[layout](root)
     else:
         raise SegEvalError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     if not specs:

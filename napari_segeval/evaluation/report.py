@@ -70,8 +70,12 @@ def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+#: Baseline conditions, listed first (the ``li2026`` preset's is its unfiltered training).
+BASELINES = ("clean", "unfiltered")
+
+
 def _conditions(rows: list[dict]) -> list[str]:
-    return sorted({r["condition"] for r in rows}, key=lambda c: (c != "clean", c))
+    return sorted({r["condition"] for r in rows}, key=lambda c: (c not in BASELINES, c))
 
 
 def _pivot(rows: list[dict]) -> tuple[list[str], list[list]]:
@@ -100,7 +104,7 @@ def _worst(rows: list[dict], n: int) -> list[tuple[str, float, str]]:
     conds = _conditions(rows)
     ranked = []
     for case in sorted({c for c, _ in means}):
-        clean = means.get((case, "clean"), math.nan)
+        clean = means.get((case, conds[0]), math.nan)
         if len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
@@ -154,14 +158,41 @@ def _dice_vs_uncertainty(rows: list[dict]) -> str:
     x, y = [score[c] for c in cases], [dice[(c, "clean")] for c in cases]
     c = correlation(x, y)
     text = (f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "
-            f"clean) against the case's uncertainty score, n = {c['n']}: Pearson r = "
+            f"clean) against the case's uncertainty score (the segmenting model's own "
+            f"predictive entropy, not the Aleatoric Uncertainty Value of the li2026 preset), "
+            f"n = {c['n']}: Pearson r = "
             f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
             " (negative: more uncertain cases score lower Dice).</p>")
     if not F.have_matplotlib():
         return text + '<p class="note">The scatter plot needs matplotlib.</p>'
-    uri = F.scatter_uri(x, y, "uncertainty (AUV)", "mean Dice",
+    uri = F.scatter_uri(x, y, "uncertainty score", "mean Dice",
                         f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}")
     return text + f'<img alt="Dice against uncertainty" src="{uri}">'
+
+
+def _uncertainty_tables(results: dict) -> str:
+    """The ``uncertainty`` protocol's numbers: selective evaluation, or the training conditions."""
+    if results.get("analysis") == "filter-training":
+        conds = results.get("conditions") or {}
+        return ("<h2>Training filtered by AUV</h2><p>Test-set scores in percent of the model "
+                "trained on each training list (the most uncertain training cases by AUV "
+                "removed; auv.json / auv.csv hold the scores).</p>" + table(
+                    ["condition", "training cases", "removed", "Dice %", "mIoU %", "test cases"],
+                    [[k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-",
+                      v.get("dice"), v.get("iou"), v.get("n_cases")] for k, v in conds.items()],
+                    sortable=False))
+    rc, kept = results.get("risk_coverage"), results.get("retained")
+    if not rc:
+        return ""
+    rows = [["all cases", 0.0, (results.get("all_cases") or {}).get("dice")]]
+    rows += [[f"{float(k):.0%} most uncertain set aside", float(k), v.get("dice")]
+             for k, v in (kept or {}).items()]
+    return ("<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
+            "are set aside (this judges the uncertainty score; it is not the paper's "
+            f"training filter). AURC = {_num(rc.get('aurc')):.4f} (area under the risk "
+            f"1 - Dice against coverage; best possible with these cases "
+            f"{_num(rc.get('optimal_aurc')):.4f}).</p>"
+            + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
 
 
 def _recipe(run: dict) -> str:
@@ -217,6 +248,8 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
         results = summary.get("results") or {}
+        if run.get("protocol") == "uncertainty":
+            parts.append(_uncertainty_tables(results))
         robust = results.get("robust_fraction")
         if robust:
             rule = results.get("robust_rule")

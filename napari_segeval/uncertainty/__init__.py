@@ -1,4 +1,4 @@
-"""Per-voxel uncertainty maps and per-structure / per-case scores.
+"""Uncertainty: per-voxel maps, per-case scores, selective evaluation and the AUV of Li et al.
 
 * :mod:`.maps`: entropy (optionally normalised by ``log K``), running sample
   statistics, the :class:`UncertaintyMaps` record.
@@ -6,15 +6,30 @@
   (:func:`mc_dropout`) for dense models.
 * :mod:`.promptable`: box jitter + intensity noise for promptable models
   (:func:`prompt_tta`).
-* :mod:`.scores`: boundary band, AUV (area under the uncertainty-volume curve,
-  equal to the mean uncertainty over the scored region), per-structure and
-  per-case scores, filtering the most uncertain cases, correlation.
+* :mod:`.scores`: boundary band, mean uncertainty over a structure and its band,
+  per-structure and per-case scores, filtering the most uncertain cases,
+  correlation.
+* :mod:`.selective`: selective evaluation of a score against per-case Dice
+  (risk-coverage curve, AURC).
+* :mod:`.auv`: the Aleatoric Uncertainty Value of Li et al. (CVPR 2026): entropy
+  of the singular-value energy of class-wise decoded maps, normalized over a
+  data set; :mod:`.features` computes the maps with a frozen promptable model.
+* :mod:`.training_lists`: filtered nnU-Net ``splits_final.json`` and
+  ``dataset.json`` without the most uncertain training cases.
 
 Importing this package imports numpy only; torch and scipy are imported inside
 the functions that need them.
 """
 
+from napari_segeval.uncertainty.auv import (
+    auv_table,
+    class_matrix,
+    normalize,
+    sample_scale,
+    semantic_scale,
+)
 from napari_segeval.uncertainty.dense import dense_tta, dropout_modules, mc_dropout
+from napari_segeval.uncertainty.features import class_scales, decoded_map, feature_kind
 from napari_segeval.uncertainty.maps import (
     SampleStats,
     UncertaintyMaps,
@@ -24,20 +39,25 @@ from napari_segeval.uncertainty.maps import (
 )
 from napari_segeval.uncertainty.promptable import prompt_tta
 from napari_segeval.uncertainty.scores import (
-    auv,
-    auv_from_probabilities,
+    REMOVAL_RULES,
     boundary_band,
     case_score,
     correlation,
+    entropy_band_score,
     filter_most_uncertain,
+    mean_uncertainty,
     n_removed,
+    n_removed_quantile,
     scored_region,
     structure_scores,
     uncertainty_volume_curve,
 )
+from napari_segeval.uncertainty.selective import risk_coverage
 
-__all__ = ["SampleStats", "UncertaintyMaps", "auv", "auv_from_probabilities", "binary_entropy",
-           "boundary_band", "case_score", "correlation", "dense_tta", "dropout_modules",
-           "entropy", "filter_most_uncertain", "maps_from_probabilities", "mc_dropout",
-           "n_removed", "prompt_tta", "scored_region", "structure_scores",
-           "uncertainty_volume_curve"]
+__all__ = ["REMOVAL_RULES", "SampleStats", "UncertaintyMaps", "auv_table", "binary_entropy",
+           "boundary_band", "case_score", "class_matrix", "class_scales", "correlation",
+           "decoded_map", "dense_tta", "dropout_modules", "entropy", "entropy_band_score",
+           "feature_kind", "filter_most_uncertain", "maps_from_probabilities", "mc_dropout",
+           "mean_uncertainty", "n_removed", "n_removed_quantile", "normalize", "prompt_tta",
+           "risk_coverage", "sample_scale", "scored_region", "semantic_scale",
+           "structure_scores", "uncertainty_volume_curve"]

@@ -9,18 +9,29 @@ voxels within ``w`` steps (6-/4-connectivity) of its boundary on either side,
 the whole predicted foreground (all voxels when nothing is predicted, so a
 case that misses everything is still scored).
 
-AUV (area under the uncertainty-volume curve)
----------------------------------------------
+Mean uncertainty over a region
+------------------------------
 For normalised uncertainty ``u_v ∈ [0, 1]`` over a region ``R``, the
 uncertainty-volume curve is ``F(t) = |{v ∈ R : u_v > t}| / |R|``, the fraction
-of the region more uncertain than ``t``, and
+of the region more uncertain than ``t``, and the mean uncertainty
 
-    AUV = ∫_0^1 F(t) dt = (1/|R|) Σ_{v∈R} u_v,
+    (1/|R|) Σ_{v∈R} u_v = ∫_0^1 F(t) dt
 
-the mean uncertainty over ``R`` (layer-cake identity: ``u = ∫_0^1 1[u > t] dt``
-for ``u ∈ [0, 1]``). So AUV 0.2 reads "on average a voxel of the prediction
-and its boundary band sits at 20% of the maximal entropy", equivalently "the
-curve of the volume fraction above each threshold encloses 0.2".
+(layer-cake identity: ``u = ∫_0^1 1[u > t] dt`` for ``u ∈ [0, 1]``). So a score
+of 0.2 reads "on average a voxel of the prediction and its boundary band sits
+at 20% of the maximal entropy". This is a property of the segmenting model's
+predictive entropy; it is *not* the Aleatoric Uncertainty Value of Li et al.
+(2026), which is in :mod:`.auv`.
+
+Filtering
+---------
+:func:`filter_most_uncertain` ranks cases by score and removes the top
+fraction, with one of two counting rules (:data:`REMOVAL_RULES`): ``"round"``
+removes ``floor(f * n + 0.5)`` cases (:func:`n_removed`); ``"quantile"`` keeps
+the cases at or below the ``(1 - f)`` empirical quantile,
+``F^-1(1 - f) = inf{a : 1 - f <= F(a)}`` (Li et al.'s rule), so it removes
+``n - ceil((1 - f) * n)`` cases when the scores are distinct
+(:func:`n_removed_quantile`) and never splits a tie.
 """
 
 from __future__ import annotations
@@ -31,6 +42,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval.uncertainty.maps import entropy
+
+#: Counting rules of :func:`filter_most_uncertain`.
+REMOVAL_RULES = ("round", "quantile")
 
 
 def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
@@ -84,8 +98,8 @@ def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -
     return _dilate(mask, int(band))
 
 
-def auv(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
-    """Area under the uncertainty-volume curve: ``∫_0^1 F(t) dt`` = mean of ``u`` over ``region``.
+def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
+    """Mean of ``u`` over ``region`` (= ``∫_0^1 F(t) dt``, the area under its uncertainty-volume curve).
 
     ``F(t)`` is the fraction of ``region`` voxels whose uncertainty exceeds ``t``
     (see the module docstring); values are clipped to ``[0, 1]`` first. NaN for
@@ -94,7 +108,7 @@ def auv(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
     Examples
     --------
     >>> u = np.array([0.0, 0.2, 0.4, 1.0])
-    >>> auv(u), auv(u, u > 0.1)
+    >>> mean_uncertainty(u), mean_uncertainty(u, u > 0.1)
     (0.4, 0.5333333333333333)
     """
     u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
@@ -124,7 +138,7 @@ def uncertainty_volume_curve(uncertainty: np.ndarray, region: np.ndarray | None 
 
 
 def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> float:
-    """AUV over the predicted foreground plus its ``band``-voxel boundary band.
+    """Mean uncertainty over the predicted foreground plus its ``band``-voxel boundary band.
 
     All voxels are scored when nothing is predicted.
 
@@ -136,16 +150,16 @@ def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> fl
     (1.0, 0.4)
     """
     region = scored_region(labels, None, band)
-    return auv(uncertainty, region if region.any() else None)
+    return mean_uncertainty(uncertainty, region if region.any() else None)
 
 
 def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
                      structures: Mapping[int, str] | None = None, band: int = 1) -> list[dict]:
-    """Per predicted structure: mean uncertainty inside, in the band, and the AUV.
+    """Per predicted structure: mean uncertainty inside, in the band, and over both.
 
-    Returns rows ``{"label", "name", "inside", "band", "auv", "n_voxels"}``;
+    Returns rows ``{"label", "name", "inside", "band", "score", "n_voxels"}``;
     ``inside`` is the mean over the predicted structure, ``band`` over its
-    boundary band, ``auv`` over both together (NaN when the structure is not
+    boundary band, ``score`` over both together (NaN when the structure is not
     predicted). ``structures`` defaults to the labels present.
 
     Examples
@@ -153,7 +167,7 @@ def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
     >>> u = np.zeros((8, 8)); u[1:7, 1:7] = 0.5; u[2:6, 2:6] = 0.1
     >>> lab = np.zeros((8, 8), int); lab[2:6, 2:6] = 1
     >>> r = structure_scores(u, lab, {1: "a", 2: "b"})
-    >>> round(r[0]["inside"], 3), round(r[0]["band"], 3), round(r[0]["auv"], 3), r[1]["n_voxels"]
+    >>> round(r[0]["inside"], 3), round(r[0]["band"], 3), round(r[0]["score"], 3), r[1]["n_voxels"]
     (0.1, 0.329, 0.3, 0)
     """
     lab = np.asarray(labels)
@@ -166,20 +180,25 @@ def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
     for label, name in structures.items():
         mask = lab == int(label)
         rows.append({"label": int(label), "name": str(name),
-                     "inside": auv(u, mask), "band": auv(u, boundary_band(mask, band)),
-                     "auv": auv(u, _dilate(mask, band)), "n_voxels": int(mask.sum())})
+                     "inside": mean_uncertainty(u, mask),
+                     "band": mean_uncertainty(u, boundary_band(mask, band)),
+                     "score": mean_uncertainty(u, _dilate(mask, band)),
+                     "n_voxels": int(mask.sum())})
     return rows
 
 
-def auv_from_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> float:
-    """Case score of the ``uncertainty`` protocol: AUV of normalised entropy (band 1).
+def entropy_band_score(probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """Case score of the ``uncertainty`` protocol's defaults: mean normalised entropy (band 1).
+
+    The mean over the predicted foreground and its one-voxel boundary band
+    (:func:`case_score`; all voxels when nothing is predicted).
 
     ``probabilities`` is ``(K, *spatial)``; the entropy is normalised by ``log K``.
 
     Examples
     --------
     >>> p = np.stack([np.full((3, 3), 0.5), np.full((3, 3), 0.5)])
-    >>> auv_from_probabilities(p, np.zeros((3, 3), int))
+    >>> entropy_band_score(p, np.zeros((3, 3), int))
     1.0
     """
     return case_score(entropy(probabilities, 0, normalized=True), labels, band=1)
@@ -201,26 +220,60 @@ def n_removed(n: int, fraction: float) -> int:
     return min(int(n), math.floor(float(fraction) * int(n) + 0.5 + 1e-9))
 
 
-def filter_most_uncertain(scores: Mapping[str, float], fraction: float
+def n_removed_quantile(n: int, fraction: float) -> int:
+    """Cases above the ``(1 - fraction)`` empirical quantile of ``n`` distinct scores.
+
+    ``n - ceil((1 - fraction) * n)``: 5% of 20 is 1, 5% of 10 is 0 (9.5 rounds
+    up to 10 kept), 10% of 10 is 1, 10% of 6 is 0. Ties at the quantile are all
+    kept, so with tied scores :func:`filter_most_uncertain` may remove fewer.
+
+    Examples
+    --------
+    >>> [n_removed_quantile(n, f) for n, f in [(20, 0.05), (10, 0.05), (10, 0.1), (6, 0.1), (4, 1.0)]]
+    [1, 0, 1, 0, 4]
+    """
+    if not 0.0 <= float(fraction) <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    return int(n) - math.ceil((1.0 - float(fraction)) * int(n) - 1e-9)
+
+
+def filter_most_uncertain(scores: Mapping[str, float], fraction: float, rule: str = "round"
                           ) -> tuple[list[str], list[str]]:
-    """Split cases into ``(kept, removed)``: removed = the :func:`n_removed` most uncertain.
+    """Split cases into ``(kept, removed)``: removed = the most uncertain ``fraction``.
 
     Ranking is by score, highest first; NaN scores rank as the most uncertain
     (a case that could not be scored is not trusted); ties break by case id.
-    Both lists keep that ranking order.
+    Both lists keep that ranking order. ``rule`` (:data:`REMOVAL_RULES`):
+    ``"round"`` removes the :func:`n_removed` first cases of the ranking;
+    ``"quantile"`` keeps every case whose score is at or below the ``(1 - f)``
+    empirical quantile ``inf{a : 1 - f <= F(a)}`` (NaN counting as the largest
+    score) and removes the rest (:func:`n_removed_quantile` cases when the
+    scores are distinct).
 
     Examples
     --------
     >>> filter_most_uncertain({"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.2}, 0.5)
     (['d', 'a'], ['b', 'c'])
+    >>> filter_most_uncertain({"a": 0.1, "b": 0.9, "c": 0.9}, 0.34, "quantile")
+    (['b', 'c', 'a'], [])
     """
-    def key(case: str):
-        s = float(scores[case])
-        return (0 if math.isnan(s) else 1, -s if not math.isnan(s) else 0.0, case)
+    if rule not in REMOVAL_RULES:
+        raise ValueError(f"rule must be one of {REMOVAL_RULES}, got {rule!r}")
 
-    ranked = sorted(scores, key=key)
-    k = n_removed(len(ranked), fraction)
-    return ranked[k:], ranked[:k]
+    def value(case: str) -> float:
+        s = float(scores[case])
+        return math.inf if math.isnan(s) else s
+
+    ranked = sorted(scores, key=lambda c: (-value(c), c))
+    if rule == "round":
+        k = n_removed(len(ranked), fraction)
+        return ranked[k:], ranked[:k]
+    n_keep = len(ranked) - n_removed_quantile(len(ranked), fraction)
+    if n_keep <= 0:
+        return [], ranked
+    threshold = sorted(value(c) for c in ranked)[n_keep - 1]
+    return ([c for c in ranked if value(c) <= threshold],
+            [c for c in ranked if value(c) > threshold])
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
@@ -245,6 +298,6 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
     return out
 
 
-__all__ = ["auv", "auv_from_probabilities", "boundary_band", "case_score", "correlation",
-           "filter_most_uncertain", "n_removed", "scored_region", "structure_scores",
-           "uncertainty_volume_curve"]
+__all__ = ["REMOVAL_RULES", "boundary_band", "case_score", "correlation", "entropy_band_score",
+           "filter_most_uncertain", "mean_uncertainty", "n_removed", "n_removed_quantile",
+           "scored_region", "structure_scores", "uncertainty_volume_curve"]

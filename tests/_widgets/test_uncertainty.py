@@ -53,7 +53,7 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
                                   w.state.structures, n_samples=3)
     np.testing.assert_allclose(layer.data, umap, atol=1e-6)
     rows = structure_scores(umap, pred.data, w.state.structures)
-    assert scores == {r["label"]: r["auv"] for r in rows}
+    assert scores == {r["label"]: r["score"] for r in rows}
     assert float(w.dice.cell(1, UNC_HEADER)) == pytest.approx(scores[1], abs=5e-4)
     assert np.isnan(scores[2])  # the spleen was not prompted, so not predicted: no score
 

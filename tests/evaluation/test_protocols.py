@@ -135,7 +135,7 @@ def test_msd_robust_fgsm_through_attacks_module(tmp_path):
     assert len(eps_raw) == 1 and eps_raw.pop() > 1.0  # 0.5 normalized units in HU
 
 
-def test_uncertainty_protocol_scores_and_filters(tmp_path):
+def test_uncertainty_protocol_selective_evaluation(tmp_path):
     task = write_msd(tmp_path / "Task96", 5)
     r = run_evaluation(task, "uncertainty", tmp_path / "o", params={"model": TOY},
                        workers=1, report=False)
@@ -143,15 +143,27 @@ def test_uncertainty_protocol_scores_and_filters(tmp_path):
     assert {x["structure"] for x in rows} == {"background", "cube", "ball"}
     assert all(0.0 <= float(x["uncertainty"]) <= 1.0 for x in rows)
     s = r.summary["results"]
+    assert s["analysis"] == "selective"
     assert s["background_included"] is True and "all labelled cases" in s["note"]
-    assert s["uncertainty_score"] == "auv"
-    assert s["unfiltered"]["dice"] == pytest.approx(100.0) and s["unfiltered"]["n_cases"] == 5
-    # round half up: 5% of 5 cases is 0.25 -> 0 removed, 10% is 0.5 -> 1 removed
-    assert sorted(s["filtered"]) == ["0.05", "0.10"]
-    assert [len(s["filtered"][k]["removed"]) for k in ("0.05", "0.10")] == [0, 1]
+    assert s["uncertainty_score"] == "entropy-band"
+    assert s["all_cases"]["dice"] == pytest.approx(100.0) and s["all_cases"]["n_cases"] == 5
+    # round half up: 5% of 5 cases is 0.25 -> 0 set aside, 10% is 0.5 -> 1
+    assert sorted(s["retained"]) == ["0.05", "0.10"]
+    assert [len(s["retained"][k]["removed"]) for k in ("0.05", "0.10")] == [0, 1]
     top = max(rows, key=lambda x: float(x["uncertainty"]))["case"]
-    assert s["filtered"]["0.10"]["removed"] == [top] and s["filtered"]["0.10"]["n_cases"] == 4
+    assert s["retained"]["0.10"]["removed"] == [top] and s["retained"]["0.10"]["n_cases"] == 4
+    rc = s["risk_coverage"]
+    assert rc["n"] == 5 and rc["coverage"] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    assert rc["aurc"] == pytest.approx(0.0, abs=1e-9)  # every case is perfect: no risk
     assert s["dice_vs_uncertainty"]["n"] == 5
+    assert "auv" not in json.dumps(s).lower()
+
+
+def test_uncertainty_score_auv_is_refused_with_its_new_name(tmp_path):
+    from napari_segeval.evaluation.protocols.uncertainty import case_uncertainty
+
+    with pytest.raises(Exception, match="entropy-band"):
+        case_uncertainty("auv", np.ones((2, 2, 2)) / 2, np.zeros((2, 2), int))
 
 
 def test_uncertainty_uses_published_test_split():

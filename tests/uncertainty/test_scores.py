@@ -1,4 +1,4 @@
-"""AUV identity, monotone scores, boundary bands, filtering exactly the top fraction."""
+"""Mean-uncertainty identity, monotone scores, boundary bands, filtering exactly the top fraction."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from napari_segeval.uncertainty import (
-    auv,
-    auv_from_probabilities,
     boundary_band,
     case_score,
     correlation,
+    entropy_band_score,
     filter_most_uncertain,
+    mean_uncertainty,
     n_removed,
+    n_removed_quantile,
     scored_region,
     structure_scores,
     uncertainty_volume_curve,
@@ -30,7 +31,7 @@ def cube_labels(shape=(12, 16, 16)):
     return lab
 
 
-def test_auv_equals_integral_of_volume_curve():
+def test_mean_uncertainty_equals_integral_of_volume_curve():
     rng = np.random.default_rng(0)
     u = rng.random((10, 12, 12)) ** 2
     region = scored_region(cube_labels((10, 12, 12))[:, :12, :12], band=1)
@@ -39,13 +40,13 @@ def test_auv_equals_integral_of_volume_curve():
     brute = np.array([(u[region] > x).mean() for x in t[::2000]])
     np.testing.assert_allclose(f[::2000], brute)
     integral = float(np.sum((f[1:] + f[:-1]) / 2 * np.diff(t)))
-    assert integral == pytest.approx(auv(u, region), abs=2.0 / n)
-    assert auv(u, region) == pytest.approx(float(u[region].mean()))
+    assert integral == pytest.approx(mean_uncertainty(u, region), abs=2.0 / n)
+    assert mean_uncertainty(u, region) == pytest.approx(float(u[region].mean()))
 
 
-def test_auv_clips_and_handles_empty_region():
-    assert auv(np.array([-1.0, 2.0])) == 0.5
-    assert math.isnan(auv(np.ones(3), np.zeros(3, bool)))
+def test_mean_uncertainty_clips_and_handles_empty_region():
+    assert mean_uncertainty(np.array([-1.0, 2.0])) == 0.5
+    assert math.isnan(mean_uncertainty(np.ones(3), np.zeros(3, bool)))
 
 
 def test_boundary_band_of_a_cube():
@@ -73,7 +74,7 @@ def test_scores_monotone_in_constructed_example():
         u[ring] = level
         u[inside] = level / 4
         rows = {r["label"]: r for r in structure_scores(u, lab, {1: "a", 2: "b"})}
-        now = (case_score(u, lab), rows[1]["inside"], rows[1]["band"], rows[1]["auv"])
+        now = (case_score(u, lab), rows[1]["inside"], rows[1]["band"], rows[1]["score"])
         if previous is not None:
             assert all(b > a for a, b in zip(previous, now))
         previous = now
@@ -92,7 +93,7 @@ def test_structure_scores_rows():
     by = {r["name"]: r for r in rows}
     assert by["liver"]["inside"] == pytest.approx(0.1) and by["spleen"]["inside"] == pytest.approx(0.8)
     assert by["liver"]["n_voxels"] == 6 * 8 * 8
-    assert math.isnan(by["absent"]["auv"]) and by["absent"]["n_voxels"] == 0
+    assert math.isnan(by["absent"]["score"]) and by["absent"]["n_voxels"] == 0
     assert [r["label"] for r in structure_scores(u, lab)] == [1, 2]
     with pytest.raises(ValueError, match="shape"):
         structure_scores(u[:-1], lab)
@@ -103,14 +104,14 @@ def test_case_score_without_prediction_scores_all_voxels():
     assert case_score(u, np.zeros(u.shape, int)) == pytest.approx(u.mean())
 
 
-def test_auv_from_probabilities_is_entropy_auv():
+def test_entropy_band_score_is_mean_entropy_over_structure_and_band():
     p = np.zeros((2, 6, 6))
     p[0] = 1.0
     lab = np.zeros((6, 6), int)
     lab[2:4, 2:4] = 1
-    assert auv_from_probabilities(p, lab) == 0.0
+    assert entropy_band_score(p, lab) == 0.0
     p[:, 2:4, 2:4] = 0.5
-    assert auv_from_probabilities(p, lab) == pytest.approx(4 / 12)  # 4 of 12 region voxels at 1
+    assert entropy_band_score(p, lab) == pytest.approx(4 / 12)  # 4 of 12 region voxels at 1
 
 
 @pytest.mark.parametrize(("n", "fraction", "k"), [
@@ -145,6 +146,46 @@ def test_filter_property(values, fraction):
     assert len(kept) + len(removed) == len(values)
     if kept and removed:
         assert min(scores[c] for c in removed) >= max(scores[c] for c in kept)
+
+
+@pytest.mark.parametrize(("n", "fraction", "k"), [
+    (20, 0.05, 1), (20, 0.10, 2), (10, 0.05, 0), (10, 0.10, 1), (19, 0.05, 0), (6, 0.10, 0),
+    (4, 0.05, 0), (100, 0.05, 5), (5, 0.0, 0), (5, 1.0, 5), (60, 0.05, 3), (30, 0.10, 3)])
+def test_n_removed_quantile_is_n_minus_ceil(n, fraction, k):
+    assert n_removed_quantile(n, fraction) == k
+    scores = {f"c{i:03d}": i / n for i in range(n)}  # distinct scores
+    kept, removed = filter_most_uncertain(scores, fraction, "quantile")
+    assert len(removed) == k and len(kept) == n - k
+    assert removed == [f"c{i:03d}" for i in range(n - 1, n - 1 - k, -1)]
+
+
+def test_quantile_rule_keeps_ties_at_the_quantile_and_ranks_nan_highest():
+    # 10 cases, 10%: the 0.9 quantile is the 9th smallest; the tie at it stays
+    scores = {f"c{i}": v for i, v in enumerate([0.1] * 8 + [0.5, 0.5])}
+    assert filter_most_uncertain(scores, 0.10, "quantile")[1] == []
+    scores["c9"] = float("nan")  # NaN counts as the largest score
+    assert filter_most_uncertain(scores, 0.10, "quantile")[1] == ["c9"]
+    assert filter_most_uncertain(scores, 1.0, "quantile")[0] == []
+    with pytest.raises(ValueError, match="rule"):
+        filter_most_uncertain(scores, 0.1, "median")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=60), st.floats(0, 1))
+def test_quantile_rule_matches_the_empirical_quantile(values, fraction):
+    scores = {f"c{i}": v for i, v in enumerate(values)}
+    kept, removed = filter_most_uncertain(scores, fraction, "quantile")
+    ranked = sorted(values)
+    m = len(values) - n_removed_quantile(len(values), fraction)
+    # F^-1(1 - f) = inf{a : 1 - f <= F(a)} with the empirical CDF F(a) = #{v <= a} / n
+    cdf = [sum(v <= a for v in values) / len(values) for a in ranked]
+    quantile = min((a for a, c in zip(ranked, cdf) if 1 - fraction <= c + 1e-9), default=None)
+    if m == 0:
+        assert kept == []
+    else:
+        assert quantile == ranked[m - 1]
+        assert sorted(kept) == sorted(c for c, v in scores.items() if v <= quantile)
+    assert len(kept) + len(removed) == len(values)
 
 
 def test_correlation():

@@ -31,6 +31,14 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
     if need_labels and not spec.labels:
         raise SegEvalError(f"case {spec.case_id}: no reference labels")
     names = list(spec.meta.get("channel_names") or [])
+    if spec.labels and Path(spec.labels).is_dir():  # one mask file per structure
+        from napari_segeval.evaluation._layouts_3d import read_structure_case
+
+        k = 0 if channel is None else int(channel)
+        if not 0 <= k < len(spec.images):
+            raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {len(spec.images)})")
+        return read_structure_case(spec.images[k], spec.labels, spec.structures,
+                                   modality=spec.modality)
     ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
     kw = {"modality": spec.modality, "dataset_json": ds if ds is not None and ds.is_file()
           else None, "color_table": spec.reader_color_table()}

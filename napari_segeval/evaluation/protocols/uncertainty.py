@@ -1,51 +1,124 @@
-"""``uncertainty``: Dice and mIoU in percent, per-case uncertainty, re-scored after filtering.
+"""``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them.
 
-Recipe (Li et al. 2026; PROTOCOLS.md section 3): evaluate the test split (cases
-with ``split == "test"`` and reference labels; when the data set publishes no
-labelled test split, every labelled case, and ``summary.json`` says so). Dice
-and IoU per class, background included when ``include_background`` (their
-recipe), both-empty = 1; case score = mean over classes; reported in percent.
-Each case gets an uncertainty score (``score``: ``"auv"``, the default = the
-area under the uncertainty-volume curve of the normalized predictive entropy
-over the predicted foreground and its one-voxel boundary band, equal to the
-mean entropy there (:func:`napari_segeval.uncertainty.auv_from_probabilities`);
-``"entropy"`` = mean normalized entropy over the predicted foreground only; or
-``"module:function"`` called as ``function(probabilities, labels) -> float``).
-``summary.json`` holds the ``unfiltered`` scores, the ``filtered`` scores after
-removing the ``floor(f x n + 0.5)`` most uncertain cases for each ``f`` in
-``remove_fractions`` (keyed ``"0.05"``, ``"0.10"``), and the correlation of the
-per-case foreground Dice with the uncertainty (``dice_vs_uncertainty``).
+Named after Li et al., "Delving Aleatoric Uncertainty in Medical Image
+Segmentation via Vision Foundation Models", CVPR 2026 (PROTOCOLS.md section 3).
+Two analyses (``analysis``):
+
+``"selective"`` (the defaults): *selective evaluation* of the segmenting model's
+own uncertainty. The test split (cases with ``split == "test"`` and reference
+labels; when the data set publishes no labelled test split, every labelled
+case, and ``summary.json`` says so) is segmented by a dense model with
+probabilities; Dice and IoU per class, background included when
+``include_background`` (their recipe), both-empty = 1; case score = mean over
+classes; in percent. Each case gets an uncertainty score (``score``:
+``"entropy-band"``, the default, the mean normalized predictive entropy over the
+predicted foreground and its one-voxel boundary band,
+:func:`napari_segeval.uncertainty.entropy_band_score`; ``"entropy"``, the mean
+over the predicted foreground only; or ``"module:function"`` called as
+``function(probabilities, labels) -> float``). ``summary.json`` holds the scores
+of ``all_cases``, of the cases ``retained`` after setting aside the most
+uncertain fraction ``f`` for each ``f`` in ``remove_fractions`` (keyed
+``"0.05"``, ``"0.10"``; ``removal_rule`` counts them), the ``risk_coverage``
+curve and its area (AURC, :func:`napari_segeval.uncertainty.risk_coverage`: risk
+= 1 - mean Dice of the kept cases), and the correlation of the per-case
+foreground Dice with the score (``dice_vs_uncertainty``). This is not the
+paper's analysis: it judges a score, and removes test cases.
+
+``"filter-training"`` (the ``li2026`` preset): the paper's loop - the Aleatoric
+Uncertainty Value of every training case from a frozen promptable model
+(``auv_*`` parameters), the most uncertain training cases removed, the built-in
+3D U-Net retrained for each fraction (``train_*`` parameters; ``model`` and
+``score`` are not used), every model scored on the test set (:mod:`._li2026`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
+from napari_segeval.evaluation.protocols import _li2026 as L
+
+ANALYSES = ("selective", "filter-training")
 
 DEFAULTS = {
+    "analysis": "selective",
     "model": "builtin-ct",
     "device": None,
     "overlap": 0.5,
     "mirror": False,
     "postprocess": True,
     "include_background": True,
-    "score": "auv",
+    "score": "entropy-band",
     "remove_fractions": [0.05, 0.10],
+    "removal_rule": "round",
     "channel": 0,
+    "seed": 0,
+    "holdout": 0.33,
+    "auv_model": "auto",
+    "auv_checkpoint": None,
+    "auv_layout": "D_HW",
+    "auv_energy_power": 2,
+    "auv_aggregate": "sum",
+    "train_iterations": 300,
+    "train_batch": 2,
+    "train_lr": 0.003,
+    "train_optimizer": "adamw-cosine",
+    "train_patch": [32, 48, 48],
+    "train_width": 8,
+    "threads": 1,
 }
 
 
+def _analysis(params) -> str:
+    a = str(params.get("analysis", "selective"))
+    if a not in ANALYSES:
+        raise SegEvalError(f"analysis must be one of {', '.join(ANALYSES)}, got {a!r}")
+    return a
+
+
 def select(specs, params):
-    """Labelled test cases, or every labelled case when there are none."""
+    """Selective: labelled test cases (every labelled case when none). Filter-training: the test split."""
+    if _analysis(params) == "filter-training":
+        return L.select(specs, params)
     test = [s for s in specs if s.split == "test" and (s.labels or s.error)]
     return test or [s for s in specs if s.labels or s.error]
 
 
+def prepare(specs, params, output_dir) -> None:
+    """Filter-training only: AUV, filtered training lists and one model per condition."""
+    if _analysis(params) == "filter-training":
+        L.prepare(specs, params, output_dir)
+
+
+def case_uncertainty(score: str, probabilities: np.ndarray, labels: np.ndarray) -> float:
+    """The selective analysis' per-case score of ``probabilities`` ``(K, *spatial)``.
+
+    Examples
+    --------
+    >>> p = np.stack([np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
+    >>> case_uncertainty("entropy-band", p, np.zeros((2, 2), int))
+    1.0
+    """
+    if score == "auv":
+        raise SegEvalError("score 'auv' is now called 'entropy-band' (it is the model's mean "
+                           "predictive entropy, not the paper's Aleatoric Uncertainty Value; "
+                           "for that, use --preset li2026)")
+    if score == "entropy-band":
+        from napari_segeval.uncertainty import entropy_band_score
+
+        return entropy_band_score(probabilities, labels)
+    if score == "entropy":
+        return D.per_case_entropy(probabilities, labels)
+    return float(C.resolve_factory(score)(probabilities, labels))
+
+
 def run_case(spec, params: dict) -> CaseOutput:
-    """Predict with probabilities, score classes, attach the case's uncertainty."""
+    """Selective: predict with probabilities, score classes, attach the case's uncertainty."""
+    if _analysis(params) == "filter-training":
+        return L.run_case(spec, params)
     case = C.load_case(spec, channel=int(params["channel"]))
     model = C.dense_model(str(params["model"]), params.get("device"))
     res = D.segment(model, case, params, probabilities=True)
@@ -54,15 +127,7 @@ def run_case(spec, params: dict) -> CaseOutput:
         structures = {0: "background", **structures}
     rows = C.score(case.labels, np.asarray(res.labels), case.spacing, structures, "clean",
                    empty="one", surface=False)
-    ref = str(params["score"])
-    if ref == "auv":
-        from napari_segeval.uncertainty import auv_from_probabilities
-
-        u = auv_from_probabilities(res.probabilities, res.labels)
-    elif ref == "entropy":
-        u = D.per_case_entropy(res.probabilities, res.labels)
-    else:
-        u = float(C.resolve_factory(ref)(res.probabilities, res.labels))
+    u = case_uncertainty(str(params["score"]), res.probabilities, res.labels)
     return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u})
 
 
@@ -88,47 +153,146 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
     return {**out, "structures": fg}
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
-    """Dice/mIoU in percent on all cases and after removing the most uncertain ones."""
-    from napari_segeval.evaluation.summary import filtered_by_uncertainty, percent_scores
+def selective_summary(rows: list[dict], params: dict) -> dict:
+    """``all_cases``, ``retained`` per fraction set aside, ``risk_coverage`` (+ AURC)."""
+    from napari_segeval.evaluation.summary import (
+        case_means,
+        filtered_by_uncertainty,
+        percent_scores,
+    )
+    from napari_segeval.uncertainty import risk_coverage
 
-    splits = sorted({str(r.get("split")) for r in rows})
     fractions = [float(f) for f in params["remove_fractions"]]
-    filtered = filtered_by_uncertainty(rows, fractions, ("dice", "iou"))
+    rule = str(params["removal_rule"])
+    if rule == "round":
+        kept = filtered_by_uncertainty(rows, fractions, ("dice", "iou"))
+    else:
+        kept = _retained(rows, fractions, rule)
+    dice = {c: v for (c, _), v in case_means(rows, "dice").items()}
+    score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
+    rc = risk_coverage(score, dice)
     return {
+        "all_cases": percent_scores(rows, ("dice", "iou")),
+        "retained": {f"{k['fraction_removed']:.2f}": k for k in kept},
+        "risk_coverage": {**{k: rc[k] for k in ("coverage", "risk", "aurc", "optimal_aurc",
+                                                "excess_aurc", "n")},
+                          "definition": ("cases ordered by uncertainty (most certain first); "
+                                         "coverage k/n keeps the k first; risk = 1 - mean Dice "
+                                         "(over classes, then over the kept cases, as a "
+                                         "fraction); AURC = mean risk over k = 1..n")},
+        "dice_vs_uncertainty": dice_vs_uncertainty(rows),
+    }
+
+
+def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
+    from napari_segeval.evaluation.summary import percent_scores
+    from napari_segeval.uncertainty import filter_most_uncertain
+
+    score = {}
+    for r in rows:
+        score.setdefault(r["case"], float(r.get("uncertainty", float("nan"))))
+    out = []
+    for f in fractions:
+        _, removed = filter_most_uncertain(score, f, rule)
+        gone = set(removed)
+        kept = [r for r in rows if r["case"] not in gone]
+        out.append({"fraction_removed": f, "removed": removed,
+                    **percent_scores(kept, ("dice", "iou"))})
+    return out
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Selective evaluation, or the filter-training conditions (see the module doc)."""
+    if _analysis(params) == "filter-training":
+        return L.summarize(rows, params)
+    splits = sorted({str(r.get("split")) for r in rows})
+    return {
+        "analysis": "selective",
         "background_included": bool(params["include_background"]),
         "splits_evaluated": splits,
         "note": ("published test split" if splits == ["test"]
                  else "no labelled test split published: all labelled cases evaluated"),
         "uncertainty_score": params["score"],
-        "removal_rule": "floor(fraction * n_cases + 0.5) most uncertain cases removed",
-        "unfiltered": percent_scores(rows, ("dice", "iou")),
-        "filtered": {f"{f['fraction_removed']:.2f}": f for f in filtered},
-        "dice_vs_uncertainty": dice_vs_uncertainty(rows),
+        "removal_rule": ("floor(fraction * n_cases + 0.5) most uncertain cases set aside"
+                         if params["removal_rule"] == "round" else
+                         "cases above the (1 - fraction) empirical quantile set aside"),
+        **selective_summary(rows, params),
     }
+
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ('The per-case score is the mean normalized predictive entropy of the segmenting model '
-     "over its predicted structures and a one-voxel boundary band; the paper's Aleatoric "
-     'Uncertainty Value is the entropy of the singular-value energy of class features from '
-     'a frozen foundation model (MedSAM2).'),
-    ('The most uncertain test cases are removed and the rest re-scored (a '
-     'selective-evaluation analysis); the paper removes the most uncertain training cases, '
-     'retrains, and scores the whole test set.'),
+    ('The defaults run a selective-evaluation analysis: the test cases the segmenting model '
+     'is least sure of are set aside and the rest re-scored (Dice of the retained cases, a '
+     'risk-coverage curve and its area); the paper removes the most uncertain training '
+     'cases, retrains, and scores the whole test set (--preset li2026).'),
+    ("The per-case score is the segmenting model's mean normalized predictive entropy over "
+     "its predicted structures and a one-voxel boundary band; the paper's Aleatoric "
+     'Uncertainty Value is the entropy of the singular-value energy of class-wise decoded '
+     'maps from a frozen foundation model (MedSAM2).'),
+    ('The segmentation model is the one given with --param model= (the built-in 3D U-Net by '
+     'default), not the nnU-Net, Swin-UNETR or U-Mamba networks of the paper.'),
+)
+
+#: The paper's loop on the built-in trainer (docs/protocols.md "uncertainty preset li2026").
+LI2026 = Preset(
+    name="li2026",
+    params={"analysis": "filter-training", "include_background": True, "postprocess": False,
+            "mirror": False, "remove_fractions": [0.05, 0.10], "removal_rule": "quantile",
+            "auv_model": "auto", "auv_layout": "D_HW", "auv_energy_power": 2,
+            "auv_aggregate": "sum",
+            "train_optimizer": "sgd-poly", "train_lr": 0.01, "train_batch": 2},
+    source=("Li et al., Delving Aleatoric Uncertainty in Medical Image Segmentation via "
+            "Vision Foundation Models, CVPR 2026 (arXiv 2604.10963), and the authors' "
+            "released semantic-perception-scale code (github.com/Lry777/CVPR_AUV)"),
+    differences=(
+        ('Without --param auv_checkpoint=MedSAM2_CHECKPOINT the decoded maps come from the '
+         'built-in promptable model (its output probabilities, recorded in auv.json as '
+         'such), not from a frozen MedSAM2; with a checkpoint they are MedSAM2 mask-decoder '
+         'logits, as in the paper.'),
+        ('The segmentation network is the built-in 3D U-Net (8 base channels, patch 32 x 48 '
+         'x 48, 300 iterations by default) trained on a CPU, not nnU-Net trained for 100 '
+         'epochs with 96^3 patches: Dice values are comparable with the paper only in their '
+         'changes between unfiltered and filtered training, and only for the same data.'),
+        ('The training loss is cross-entropy plus soft Dice over the foreground classes '
+         'present, and patches are sampled around a class drawn uniformly; the paper uses '
+         'Dice plus binary cross-entropy with nnU-Net sampling and augmentation (none here).'),
+        ('Each class is prompted with the box of its reference mask on the middle slice of '
+         'its extent (the MedSAM2 recipe) and propagated through the whole volume; the '
+         'paper does not say how its foundation model is prompted.'),
+        ('Only cases the data set labels as test are scored (or a seeded hold-out when it '
+         'publishes no labelled test split: LiTS test labels were never released); '
+         'validation cases are not used for training.'),
+        ('A promptable model cannot decode a class that is absent from a case, so such a '
+         'case sums fewer class scales and looks more uncertain; the paper decodes every '
+         'class of every sample (--param auv_aggregate=mean averages the classes scored '
+         'instead).'),
+        ('Intensities are clipped to the 0.5-99.5 percentiles of the training foreground and '
+         "z-scored with its mean and standard deviation for every modality (nnU-Net's CT "
+         'scheme); nnU-Net z-scores MR images one by one.'),
+        ('The energy is the squared singular values as the paper writes (p = s^2 / sum s^2); '
+         "the authors' released code normalizes the singular values themselves "
+         '(--param auv_energy_power=1 reproduces it).'),
+    ),
 )
 
 
 PROTOCOL = Protocol(
     name="uncertainty",
-    version="1.0",
+    version="2.0",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
+    presets={"li2026": LI2026},
     run_case=run_case,
     summarize=summarize,
     select=select,
-    description=("Dice and mIoU in percent on the test split (background included unless "
-                 "include_background=false), per-case uncertainty, re-scored after removing "
-                 "the 5% and 10% most uncertain cases."),
+    prepare=prepare,
+    description=("Dice and mIoU in percent (background included unless "
+                 "include_background=false). Defaults: selective evaluation of the model's "
+                 "own uncertainty on the test split (Dice of the cases retained after setting "
+                 "aside the 5% and 10% most uncertain, risk-coverage curve, AURC). Preset "
+                 "li2026: the paper's loop - AUV of the training cases from a frozen "
+                 "promptable model, the most uncertain training cases removed, the built-in "
+                 "3D U-Net retrained, test-set Dice per condition."),
 )

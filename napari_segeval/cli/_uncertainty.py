@@ -1,0 +1,229 @@
+"""``segeval uncertainty``: the AUV of a data set's cases, and training lists without the worst.
+
+* ``segeval uncertainty score DATASET`` - the Aleatoric Uncertainty Value of Li
+  et al. (CVPR 2026) of every labelled training case (per case and per class),
+  from a frozen promptable model (MedSAM2 with ``--checkpoint``, else the
+  built-in model, recorded as such).
+* ``segeval uncertainty filter SCORES --remove 0.05 --output DIR`` - the most
+  uncertain training cases removed from nnU-Net's ``splits_final.json`` (every
+  fold's train list) and from the data set's ``dataset.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._progress import progress_bar
+
+LAYOUT_NAMES = ("msd", "nnunet", "lits", "kits23", "word", "feta", "totalsegmentator",
+                "camus", "isic", "neopolyp")
+SPLITS = ("train", "all", "val", "test")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``segeval uncertainty`` with its ``score`` and ``filter`` actions."""
+    p = sub.add_parser(
+        "uncertainty",
+        help="AUV of a data set's training cases (Li et al. 2026) and filtered training lists",
+        description=(
+            "score: the Aleatoric Uncertainty Value of every labelled training case "
+            "(normalized entropy of the singular-value energy of each class's decoded map "
+            "from a frozen promptable model, summed over classes, log-min-max normalized "
+            "over the cases; 1 = most uncertain). filter: nnU-Net splits_final.json and "
+            "dataset.json without the most uncertain training cases."
+        ),
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    s = actions.add_parser(
+        "score", help="AUV per case and per class of a data set's training cases",
+        description=(
+            "Prompt every class of every case with the box of its reference mask (middle "
+            "slice of its extent), propagate through the whole volume with a frozen "
+            "promptable model, and score the decoded map of each class. Prints a table "
+            "(most uncertain first); --output FILE writes FILE as JSON or CSV (by its "
+            "suffix) and the other format beside it. Cases that cannot be read keep no "
+            "score and make the exit status 3."),
+    )
+    s.add_argument("dataset", type=Path, metavar="DATASET", help="data-set folder")
+    s.add_argument("--model", default="auto",
+                   help="promptable model: auto (medsam2 with --checkpoint, else builtin), "
+                        "builtin, medsam2 or module:factory")
+    s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
+    s.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
+    s.add_argument("--split", choices=SPLITS, default="train",
+                   help="which labelled cases to score (default: train, as the paper)")
+    s.add_argument("--matrix", choices=("D_HW", "H_DW", "W_DH"), default="D_HW",
+                   help="rows of the class matrix of a 3D map (default D_HW: one row per slice)")
+    s.add_argument("--energy-power", type=float, default=2.0, metavar="P",
+                   help="energy = singular value ** P (2: the paper; 1: its released code)")
+    s.add_argument("--aggregate", choices=("sum", "mean"), default="sum",
+                   help="sample scale over classes (sum: the paper)")
+    s.add_argument("--device", help="torch device (default: CUDA, then MPS, then CPU)")
+    s.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while scoring")
+    s.add_argument("--output", "-o", type=Path, metavar="FILE",
+                   help="scores file: .json or .csv (the other format is written beside it)")
+    s.add_argument("--overwrite", action="store_true", help="replace existing score files")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_json_flag(s)
+    s.set_defaults(func=run_score)
+    f = actions.add_parser(
+        "filter", help="splits_final.json / dataset.json without the most uncertain cases",
+        description=(
+            "Rank the cases of SCORES by AUV and remove the most uncertain fraction: from "
+            "every fold's train list of nnU-Net's splits_final.json (--splits FILE, else "
+            "DATASET/splits_final.json, else five folds made as nnU-Net makes them) and "
+            "from DATASET/dataset.json. Writes DIR/splits_final.json, DIR/dataset.json "
+            "and DIR/removed.json."),
+    )
+    f.add_argument("scores", type=Path, metavar="SCORES", help="file of 'uncertainty score'")
+    f.add_argument("--remove", type=float, required=True, metavar="F",
+                   help="fraction of the most uncertain cases to remove (0.05, 0.1 ...)")
+    f.add_argument("--rule", choices=("quantile", "round"), default="quantile",
+                   help="quantile: keep AUV at or below the (1-F) quantile (the paper); "
+                        "round: remove floor(F*n + 0.5) cases")
+    f.add_argument("--dataset", type=Path, metavar="DATASET",
+                   help="data-set folder whose dataset.json / splits_final.json to filter")
+    f.add_argument("--splits", type=Path, metavar="FILE", help="nnU-Net splits_final.json")
+    f.add_argument("--output", "-o", type=Path, required=True, metavar="DIR")
+    f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
+    add_json_flag(f)
+    f.set_defaults(func=run_filter)
+
+    def no_action(_args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=no_action)
+
+
+def _targets(path: Path, overwrite: bool) -> list[Path]:
+    from napari_segeval._errors import SegEvalError
+
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".csv"):
+        raise SegEvalError(f"{path}: the scores file must end in .json or .csv")
+    other = path.with_suffix(".csv" if suffix == ".json" else ".json")
+    targets = [path, other]
+    for t in targets:
+        if t.exists() and not overwrite:
+            raise SegEvalError(f"{t} exists; pass --overwrite to replace it")
+    return targets
+
+
+def _score_table(record: dict) -> str:
+    rows = sorted(record["cases"], key=lambda c: (-(c["auv"] if _finite(c["auv"]) else math.inf),
+                                                  c["case"]))
+    body = []
+    for c in rows:
+        scored = [r for r in c["classes"] if _finite(r.get("scale"))]
+        low = min(scored, key=lambda r: r["scale"])["name"] if scored else "-"
+        body.append([c["case"], c.get("split") or "-", c["scale"], c["auv"], len(scored), low,
+                     c.get("error") or ""])
+    m = record["model"]
+    head = (f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
+            f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
+            f"{record['aggregate']} over classes)")
+    return head + "\n" + format_table(
+        ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"], body)
+
+
+def _finite(v) -> bool:
+    return v is not None and isinstance(v, (int, float)) and math.isfinite(float(v))
+
+
+def run_score(args: argparse.Namespace) -> int:
+    """Score the cases, print the table (or JSON), write the files; 3 when a case failed."""
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.evaluation.auv_scores import score_cases, write_scores
+    from napari_segeval.evaluation.layouts import load_layout
+
+    targets = _targets(args.output, args.overwrite) if args.output else []
+    if args.threads is not None and args.threads < 1:
+        raise SegEvalError(f"--threads must be at least 1, got {args.threads}")
+    specs = load_layout(args.dataset, args.layout)
+    chosen = [s for s in specs if (s.labels or s.error)
+              and (args.split == "all" or s.split == args.split)]
+    if not chosen:
+        raise SegEvalError(f"{args.dataset}: no labelled case in split {args.split!r} "
+                           f"(splits present: {', '.join(sorted({s.split for s in specs}))})")
+    with progress_bar("AUV", "case", enabled=not (args.no_progress or args.json)) as progress:
+        record = score_cases(chosen, model=args.model, checkpoint=args.checkpoint,
+                             device=args.device, layout=args.matrix, power=args.energy_power,
+                             aggregate=args.aggregate, threads=args.threads, progress=progress)
+    record["data"] = str(Path(args.dataset).absolute())
+    written = [str(write_scores(t, record, overwrite=args.overwrite)) for t in targets]
+    failed = [c for c in record["cases"] if c.get("error")]
+    text = _score_table(record) + ("\nwrote " + ", ".join(written) if written else "")
+    emit(args, {**record, "written": written}, text)
+    return 3 if failed else 0
+
+
+def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
+    if args.dataset is not None:
+        from napari_segeval.evaluation.layouts import load_layout
+
+        return [s.case_id for s in load_layout(args.dataset) if s.split == "train"]
+    return [c["case"] for c in record["cases"]]
+
+
+def _read_json(path: Path):
+    from napari_segeval._errors import ReadError
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReadError(f"{path}: cannot read JSON ({exc})") from None
+
+
+def run_filter(args: argparse.Namespace) -> int:
+    """Write the filtered training lists and print what was removed."""
+    from napari_segeval._atomic import atomic_write_text
+    from napari_segeval._errors import ReadError, SegEvalError
+    from napari_segeval._json import json_safe
+    from napari_segeval.evaluation.auv_scores import auv_of, read_scores, write_filtered_lists
+    from napari_segeval.uncertainty import filter_most_uncertain
+
+    if not 0.0 <= args.remove <= 1.0:
+        raise SegEvalError(f"--remove must be a fraction in [0, 1], got {args.remove}")
+    if args.dataset is not None and not args.dataset.is_dir():
+        raise ReadError(f"{args.dataset}: data-set folder not found")
+    record = read_scores(args.scores)
+    scores = auv_of(record)
+    if not scores:
+        raise SegEvalError(f"{args.scores}: no cases")
+    kept, removed = filter_most_uncertain(scores, args.remove, args.rule)
+    splits_file = args.splits or (args.dataset / "splits_final.json" if args.dataset else None)
+    splits = _read_json(splits_file) if splits_file and splits_file.is_file() else None
+    if args.splits and splits is None:
+        raise ReadError(f"{args.splits}: no such splits file")
+    if splits is not None and not (isinstance(splits, list)
+                                   and all(isinstance(f, dict) for f in splits)):
+        raise ReadError(f"{splits_file}: not an nnU-Net splits_final.json (a list of folds)")
+    ds_file = args.dataset / "dataset.json" if args.dataset else None
+    dataset = _read_json(ds_file) if ds_file and ds_file.is_file() else None
+    out = args.output
+    names = ["splits_final.json", "removed.json"] + (["dataset.json"] if dataset else [])
+    for name in names:
+        if (out / name).exists() and not args.overwrite:
+            raise SegEvalError(f"{out / name} exists; pass --overwrite to replace it")
+    try:
+        written = write_filtered_lists(out, removed, train_ids=_train_ids(args, record),
+                                       splits=splits, dataset=dataset, overwrite=args.overwrite)
+    except ValueError as exc:
+        raise SegEvalError(f"cannot make nnU-Net folds: {exc}") from None
+    summary = {"scores": str(args.scores), "fraction": args.remove, "rule": args.rule,
+               "n_cases": len(scores), "n_removed": len(removed), "n_kept": len(kept),
+               "removed": [{"case": c, "auv": scores[c]} for c in removed], **written}
+    written["removed.json"] = str(atomic_write_text(
+        out / "removed.json", json.dumps(json_safe(summary), indent=1), overwrite=True))
+    summary["removed.json"] = written["removed.json"]
+    text = (f"removed {len(removed)} of {len(scores)} cases ({args.rule} rule, "
+            f"fraction {args.remove:g})\n"
+            + format_table(["case", "AUV"], [[c, scores[c]] for c in removed])
+            + "\nwrote " + ", ".join(v for k, v in written.items() if k.endswith(".json")))
+    emit(args, summary, text)
+    return 0

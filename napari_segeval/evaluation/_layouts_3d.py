@@ -1,0 +1,330 @@
+"""Layouts of published 3D data sets: LiTS, KiTS23, WORD, FeTA 2022, TotalSegmentator.
+
+Each parser only looks at names (no image is read). Published splits:
+
+* **LiTS** (Liver Tumor Segmentation Challenge): ``volume-N.nii[.gz]`` with
+  ``segmentation-N.nii[.gz]`` anywhere below the folder (the release's
+  ``Training Batch 1/2`` folders; 131 cases, split ``train``) and
+  ``test-volume-N.nii[.gz]`` (70 cases, split ``test``; their labels were
+  never released - a ``test-segmentation-N`` file next to them is used when
+  present). Labels 1 liver, 2 tumour.
+* **KiTS23**: ``case_XXXXX/imaging.nii.gz`` + ``segmentation.nii.gz`` (the
+  folder itself or its ``dataset/`` subfolder); 489 training cases, the test
+  set is private. Labels 1 kidney, 2 tumor, 3 cyst.
+* **WORD**: ``imagesTr``/``labelsTr`` (100, ``train``), ``imagesVal``/``labelsVal``
+  (20, ``val``), ``imagesTs``/``labelsTs`` (30, ``test``), files ``word_XXXX``;
+  16 abdominal organs.
+* **FeTA 2022** (BIDS): ``sub-XXX/anat/sub-XXX_rec-{mial,irtk,nmic}_T2w.nii.gz``
+  with ``..._dseg.nii.gz`` (120 cases, ``train``; the challenge test set is
+  private); 7 tissues. The reconstruction method is kept in ``meta["rec"]``.
+* **TotalSegmentator** (v1/v2): ``sXXXX/ct.nii.gz`` with one binary mask per
+  structure in ``sXXXX/segmentations/NAME.nii.gz``; the split is the ``split``
+  column (``train``/``val``/``test``) of ``meta.csv`` (``;``-separated, column
+  ``image_id``). The masks are merged into one label map when the case is read
+  (:func:`read_structure_folder`); ids come from a ``dataset.json`` ``labels``
+  table in the data-set folder when there is one (name -> id, nnU-Net form, or
+  id -> name), else from the alphabetical order of every structure file name
+  found in the data set (1, 2, ...), so they are the same for every case.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import InvalidLabelsError, ReadError
+from napari_segeval.evaluation._spec import CaseSpec
+from napari_segeval.io._formats import natural_key
+
+LITS_STRUCTURES = {1: "liver", 2: "tumor"}
+KITS_STRUCTURES = {1: "kidney", 2: "tumor", 3: "cyst"}
+WORD_STRUCTURES = {1: "liver", 2: "spleen", 3: "left_kidney", 4: "right_kidney", 5: "stomach",
+                   6: "gallbladder", 7: "esophagus", 8: "pancreas", 9: "duodenum", 10: "colon",
+                   11: "intestine", 12: "adrenal", 13: "rectum", 14: "bladder",
+                   15: "Head_of_femur_L", 16: "Head_of_femur_R"}
+FETA_STRUCTURES = {1: "external_csf", 2: "grey_matter", 3: "white_matter", 4: "ventricles",
+                   5: "cerebellum", 6: "deep_grey_matter", 7: "brainstem"}
+LAYOUTS_3D = ("lits", "kits23", "word", "feta", "totalsegmentator")
+_NII = (".nii.gz", ".nii")
+_LITS = re.compile(r"^(?P<test>test-)?volume-(?P<n>\d+)\.nii(\.gz)?$", re.IGNORECASE)
+_FETA = re.compile(r"^(?P<sub>sub-[^_]+)_rec-(?P<rec>[^_]+)_T2w\.nii(\.gz)?$")
+
+
+def _nii(folder: Path, name: str) -> Path | None:
+    for ext in _NII:
+        p = folder / f"{name}{ext}"
+        if p.is_file():
+            return p
+    return None
+
+
+def _spec(case: str, image: Path, labels: Path | None, layout: str, root: Path,
+          structures: dict[int, str], modality: str, split: str, meta: dict | None = None,
+          error: str | None = None) -> CaseSpec:
+    return CaseSpec(case, (str(image),), str(labels) if labels else None, layout, str(root),
+                    dict(structures), None, modality, split, meta=meta or {}, error=error)
+
+
+def parse_lits(root: str | Path) -> list[CaseSpec]:
+    """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "Training Batch 1").mkdir()
+    >>> for n in ("Training Batch 1/volume-0.nii", "Training Batch 1/segmentation-0.nii",
+    ...           "test-volume-3.nii"): _ = (d / n).write_bytes(b"")
+    >>> [(s.case_id, s.split, s.labels is not None) for s in parse_lits(d)]
+    [('volume-0', 'train', True), ('test-volume-3', 'test', False)]
+    """
+    root = Path(root)
+    specs = []
+    for p in sorted(root.rglob("*volume-*.nii*"), key=lambda q: natural_key(q.name)):
+        m = _LITS.match(p.name)
+        if not m or not p.is_file():
+            continue
+        test = bool(m.group("test"))
+        seg = _nii(p.parent, f"{'test-' if test else ''}segmentation-{m.group('n')}")
+        specs.append(_spec(p.name.split(".nii")[0], p, seg, "lits", root, LITS_STRUCTURES, "CT",
+                           "test" if test else "train",
+                           error=None if seg or test else f"{p}: no segmentation-{m.group('n')}"))
+    return sorted(specs, key=lambda s: (s.split == "test", natural_key(s.case_id)))
+
+
+def _kits_root(root: Path) -> Path:
+    return root / "dataset" if (root / "dataset").is_dir() else root
+
+
+def parse_kits23(root: str | Path) -> list[CaseSpec]:
+    """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "dataset" / "case_00007").mkdir(parents=True)
+    >>> _ = (d / "dataset/case_00007/imaging.nii.gz").write_bytes(b"")
+    >>> [(s.case_id, s.labels, s.structures[3]) for s in parse_kits23(d)]
+    [('case_00007', None, 'cyst')]
+    """
+    root = Path(root)
+    specs = []
+    for folder in sorted(_kits_root(root).glob("case_*"), key=lambda q: natural_key(q.name)):
+        image = _nii(folder, "imaging")
+        if image is None:
+            continue
+        specs.append(_spec(folder.name, image, _nii(folder, "segmentation"), "kits23", root,
+                           KITS_STRUCTURES, "CT", "train"))
+    return specs
+
+
+def parse_word(root: str | Path) -> list[CaseSpec]:
+    """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("imagesVal/word_0101.nii.gz", "labelsVal/word_0101.nii.gz"):
+    ...     (d / n).parent.mkdir(exist_ok=True); _ = (d / n).write_bytes(b"")
+    >>> [(s.case_id, s.split, s.structures[16]) for s in parse_word(d)]
+    [('word_0101', 'val', 'Head_of_femur_R')]
+    """
+    root = Path(root)
+    specs = []
+    for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
+        folder = root / f"images{tag}"
+        files = sorted((p for p in folder.glob("*.nii*") if p.is_file()),
+                       key=lambda q: natural_key(q.name)) if folder.is_dir() else []
+        for p in files:
+            case = p.name.split(".nii")[0]
+            specs.append(_spec(case, p, _nii(root / f"labels{tag}", case), "word", root,
+                               WORD_STRUCTURES, "CT", split))
+    return specs
+
+
+def parse_feta(root: str | Path) -> list[CaseSpec]:
+    """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sub-004" / "anat").mkdir(parents=True)
+    >>> for n in ("T2w", "dseg"): _ = (d / f"sub-004/anat/sub-004_rec-irtk_{n}.nii.gz").write_bytes(b"")
+    >>> [(s.case_id, s.meta["rec"], s.modality) for s in parse_feta(d)]
+    [('sub-004', 'irtk', 'MR')]
+    """
+    root = Path(root)
+    specs = []
+    for p in sorted(root.glob("sub-*/anat/*_T2w.nii*"), key=lambda q: natural_key(q.name)):
+        m = _FETA.match(p.name)
+        if not m:
+            continue
+        seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
+        specs.append(_spec(m.group("sub"), p, seg, "feta", root, FETA_STRUCTURES, "MR", "train",
+                           meta={"rec": m.group("rec")}))
+    return specs
+
+
+def _totalseg_splits(root: Path) -> dict[str, str]:
+    path = root / "meta.csv"
+    if not path.is_file():
+        return {}
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f, delimiter=";"))
+    except (OSError, csv.Error, UnicodeDecodeError) as exc:
+        raise ReadError(f"{path}: unreadable meta.csv ({exc})") from None
+    if rows and not {"image_id", "split"} <= set(rows[0]):
+        raise ReadError(f"{path}: meta.csv needs the columns image_id and split "
+                        f"(found {', '.join(rows[0])})")
+    return {r["image_id"].strip(): r["split"].strip() for r in rows}
+
+
+def _totalseg_ids(root: Path, names: set[str]) -> dict[int, str]:
+    ds = root / "dataset.json"
+    if ds.is_file():
+        try:
+            table = json.loads(ds.read_text(encoding="utf-8")).get("labels") or {}
+        except (OSError, ValueError) as exc:
+            raise ReadError(f"{ds}: invalid dataset.json ({exc})") from None
+        pairs = {}
+        for k, v in table.items():
+            try:
+                ident, name = (int(k), str(v)) if str(k).isdigit() else (int(v), str(k))
+            except (TypeError, ValueError):
+                raise ReadError(f"{ds}: label {k!r}: {v!r} is not a single id") from None
+            if ident and name != "background":
+                pairs[ident] = name
+        if pairs:
+            return dict(sorted(pairs.items()))
+    return {i: n for i, n in enumerate(sorted(names), start=1)}
+
+
+def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
+    """TotalSegmentator: ``sXXXX/ct.nii.gz`` + ``sXXXX/segmentations/*.nii.gz``, ``meta.csv`` split.
+
+    A case's ``labels`` is its ``segmentations`` folder; cases absent from
+    ``meta.csv`` get split ``train``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> for n in ("s0001/ct.nii.gz", "s0001/segmentations/liver.nii.gz",
+    ...           "s0001/segmentations/aorta.nii.gz"):
+    ...     (d / n).parent.mkdir(parents=True, exist_ok=True); _ = (d / n).write_bytes(b"")
+    >>> _ = (d / "meta.csv").write_text("image_id;age;split\\ns0001;60;test\\n")
+    >>> [(s.case_id, s.split, s.structures) for s in parse_totalsegmentator(d)]
+    [('s0001', 'test', {1: 'aorta', 2: 'liver'})]
+    """
+    root = Path(root)
+    splits = _totalseg_splits(root)
+    found = []
+    names: set[str] = set()
+    for folder in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda q: natural_key(q.name)):
+        image = _nii(folder, "ct")
+        seg = folder / "segmentations"
+        if image is None:
+            continue
+        if seg.is_dir():
+            names |= {p.name.split(".nii")[0] for p in seg.glob("*.nii*")}
+        found.append((folder.name, image, seg if seg.is_dir() else None))
+    structures = _totalseg_ids(root, names)
+    return [_spec(case, image, seg, "totalsegmentator", root, structures, "CT",
+                  splits.get(case, "train")) for case, image, seg in found]
+
+
+PARSERS = {"lits": parse_lits, "kits23": parse_kits23, "word": parse_word, "feta": parse_feta,
+           "totalsegmentator": parse_totalsegmentator}
+
+
+def detect_3d(root: Path) -> str | None:
+    """The 3D layout of ``root`` by its names, or None.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "case_00000").mkdir()
+    >>> _ = (d / "case_00000" / "imaging.nii.gz").write_bytes(b"")
+    >>> detect_3d(d), detect_3d(pathlib.Path(tempfile.mkdtemp()))
+    ('kits23', None)
+    """
+    if any((p / "segmentations").is_dir() and _nii(p, "ct") for p in root.glob("s*")):
+        return "totalsegmentator"
+    if any(_nii(p, "imaging") for p in _kits_root(root).glob("case_*")):
+        return "kits23"
+    if (root / "imagesVal").is_dir() or any(root.glob("images*/word_*.nii*")):
+        return "word"
+    if any(root.glob("sub-*/anat/*_dseg.nii*")):
+        return "feta"
+    if any(_LITS.match(p.name) for p in root.rglob("*volume-*.nii*")):
+        return "lits"
+    return None
+
+
+def read_structure_folder(folder: str | Path, structures: dict[int, str]):
+    """Merge one binary mask per structure (``NAME.nii[.gz]``) into a label map.
+
+    Returns ``(labels, geometry)``. Structures without a file are absent
+    (TotalSegmentator writes an empty mask instead); a mask on another grid
+    raises :class:`~napari_segeval.GeometryMismatchError`; where masks overlap
+    the higher id wins.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from napari_segeval.io import write_labels, Geometry
+    >>> d = pathlib.Path(tempfile.mkdtemp()); g = Geometry.identity(3, (1.0, 1.0, 1.0))
+    >>> a = np.zeros((2, 3, 3), np.uint8); a[0, 0, 0] = 1
+    >>> _ = write_labels(d / "liver.nii.gz", a, g); _ = write_labels(d / "aorta.nii.gz", a[::-1], g)
+    >>> lab, geom = read_structure_folder(d, {1: "aorta", 2: "liver"})
+    >>> int(lab[0, 0, 0]), int(lab[1, 0, 0]), lab.dtype
+    (2, 1, dtype('uint8'))
+    """
+    from napari_segeval.io import read_labels
+    from napari_segeval.io._validate import check_same_grid
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ReadError(f"{folder}: no such segmentations folder")
+    merged, geometry, first = None, None, None
+    dtype = np.uint8 if max(structures, default=0) < 256 else np.uint16
+    for ident, name in sorted(structures.items()):
+        path = _nii(folder, name)
+        if path is None:
+            continue
+        mask, geom, _ = read_labels(path)
+        if merged is None:
+            merged, geometry, first = np.zeros(mask.shape, dtype), geom, path
+        else:
+            check_same_grid(merged.shape, geometry, mask.shape, geom, first, path)
+        merged[np.asarray(mask) > 0] = ident
+    if merged is None:
+        raise InvalidLabelsError(f"{folder}: none of the {len(structures)} structure files "
+                                 "is there")
+    return merged, geometry
+
+
+def read_structure_case(image: str | Path, folder: str | Path, structures: dict[int, str], *,
+                        modality: str | None = None):
+    """Read an image with the merged masks of its ``segmentations`` folder as its labels."""
+    from napari_segeval.io import read_case
+    from napari_segeval.io._validate import check_same_grid
+
+    case = read_case(image, None, modality=modality)
+    labels, geometry = read_structure_folder(folder, structures)
+    check_same_grid(case.spatial_shape, case.geometry, labels.shape, geometry, image, folder)
+    case.labels = labels
+    case.labels_path = Path(folder)
+    case.structures = dict(structures)
+    return case
+
+
+__all__ = ["FETA_STRUCTURES", "KITS_STRUCTURES", "LAYOUTS_3D", "LITS_STRUCTURES", "PARSERS",
+           "WORD_STRUCTURES", "detect_3d", "parse_feta", "parse_kits23", "parse_lits",
+           "parse_totalsegmentator", "parse_word", "read_structure_case",
+           "read_structure_folder"]

@@ -1,0 +1,254 @@
+"""AUV of a data set's cases (Li et al. 2026), its files, and filtered training lists.
+
+* :func:`score_cases` reads each case, computes every class's semantic
+  perception scale with a frozen promptable model
+  (:func:`napari_segeval.uncertainty.class_scales`) and normalizes over the
+  cases (:func:`napari_segeval.uncertainty.auv_table`). ``segeval uncertainty
+  score`` and the ``li2026`` preset of the ``uncertainty`` protocol call it.
+* :func:`write_scores` / :func:`read_scores`: the scores file, JSON (the whole
+  record) or CSV (one row per case and class).
+* :func:`write_filtered_lists`: ``splits_final.json`` and ``dataset.json``
+  without the most uncertain training cases (``segeval uncertainty filter``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._atomic import atomic_write_text
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._json import json_safe
+
+FORMAT = "napari-segeval-auv/1"
+METHOD = ("Aleatoric Uncertainty Value (Li et al., CVPR 2026): normalized entropy of the "
+          "singular-value energy of each class's decoded map, summed over classes, "
+          "log-min-max normalized over the cases (1 = most uncertain)")
+CSV_COLUMNS = ("case", "split", "case_scale", "case_auv", "structure", "label", "n_voxels",
+               "scale", "auv", "note", "error")
+
+
+def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str | None, str]:
+    """``(reference, checkpoint, note)``: ``"auto"``/None means MedSAM2 with a checkpoint, else built-in.
+
+    Examples
+    --------
+    >>> resolve_model("auto", None)[0], resolve_model("auto", "m.pt")[:2]
+    ('builtin', ('medsam2', 'm.pt'))
+    """
+    ref = model or "auto"
+    if ref == "auto":
+        if checkpoint:
+            return "medsam2", checkpoint, "MedSAM2 (frozen), as in the paper"
+        return "builtin", None, ("built-in promptable model: no MedSAM2 checkpoint was given "
+                                 "(the paper uses a frozen MedSAM2)")
+    note = "MedSAM2 (frozen), as in the paper" if ref.split(":")[0] == "medsam2" else (
+        f"{ref}: not the paper's MedSAM2")
+    return ref, checkpoint, note
+
+
+def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
+                checkpoint: str | None = None, device: Any = None, layout: str = "D_HW",
+                power: float = 2.0, aggregate: str = "sum", threads: int | None = None,
+                progress: Callable[[int, int], None] | None = None,
+                cancel: Any = None) -> dict:
+    """The AUV record of ``specs`` (case records with labels).
+
+    ``model``/``checkpoint`` as :func:`resolve_model`; ``layout``, ``power`` and
+    ``aggregate`` as in :mod:`napari_segeval.uncertainty.auv`; ``threads`` sets
+    torch's CPU threads while scoring (None: unchanged). ``progress(done, total)``
+    counts cases. A case that cannot be read or scored keeps NaN values and its
+    ``error``; the others are normalized without it.
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation.layouts import load_layout
+    >>> from napari_segeval.phantoms.samples import sample_root
+    >>> specs = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[:2]
+    >>> rec = score_cases(specs, model="threshold", threads=1)
+    >>> rec["model"]["feature"], sorted(c["auv"] for c in rec["cases"])
+    ('probabilities', [0.0, 1.0])
+    """
+    import contextlib
+
+    from napari_segeval.models.dense.unet2d import TorchThreads
+    from napari_segeval.models.registry import load_promptable
+    from napari_segeval.uncertainty import auv_table, feature_kind
+
+    ref, ckpt, note = resolve_model(model, checkpoint)
+    net = load_promptable(ref, checkpoint=ckpt, device=device or "auto")
+    rows: dict[str, dict] = {}
+    if progress is not None:
+        progress(0, len(specs))
+    with TorchThreads(threads) if threads else contextlib.nullcontext():
+        _score_all(net, specs, rows, layout, power, progress, cancel)
+    table = auv_table({c: {r["name"]: r["scale"] for r in e["classes"]} for c, e in rows.items()},
+                      aggregate)
+    cases = []
+    for c, e in rows.items():
+        per = table["classes"].get(c, {})
+        classes = [{**r, "auv": per.get(r["name"], {}).get("auv", math.nan)} for r in e["classes"]]
+        cases.append({"case": c, "split": e["split"], **table["cases"][c], "classes": classes,
+                      "error": e["error"]})
+    return {"format": FORMAT, "method": METHOD,
+            "model": {"name": ref, "checkpoint": str(ckpt) if ckpt else None,
+                      "feature": feature_kind(net), "note": note},
+            "layout": layout, "energy_power": power, "aggregate": aggregate, "cases": cases}
+
+
+def _score_all(net, specs, rows: dict, layout: str, power: float, progress, cancel) -> None:
+    from napari_segeval._cancel import Cancelled
+    from napari_segeval.evaluation.protocols import _common as C
+    from napari_segeval.uncertainty import class_scales
+
+    for i, spec in enumerate(specs):
+        entry: dict = {"case": spec.case_id, "split": spec.split, "classes": [], "error": None}
+        try:
+            if spec.error:
+                raise SegEvalError(spec.error)
+            case = C.load_case(spec)
+            structures = dict(spec.structures or case.structures or {}) or None
+            entry["classes"] = class_scales(net, case, structures, layout=layout, power=power,
+                                            cancel=cancel)
+        except Cancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored
+            entry["error"] = str(exc) if isinstance(exc, SegEvalError) else (
+                f"{type(exc).__name__}: {exc}")
+        rows[spec.case_id] = entry
+        if progress is not None:
+            progress(i + 1, len(specs))
+
+
+def auv_of(record: dict) -> dict[str, float]:
+    """``{case: AUV}`` of a scores record (NaN where unscored).
+
+    Examples
+    --------
+    >>> auv_of({"cases": [{"case": "a", "auv": 0.5}, {"case": "b", "auv": None}]})
+    {'a': 0.5, 'b': nan}
+    """
+    return {c["case"]: (math.nan if c.get("auv") is None else float(c["auv"]))
+            for c in record.get("cases", [])}
+
+
+def csv_text(record: dict) -> str:
+    """One CSV row per case and class (a case without classes gets one row).
+
+    Examples
+    --------
+    >>> rec = {"cases": [{"case": "a", "split": "train", "scale": 0.5, "auv": 1.0,
+    ...         "classes": [{"name": "liver", "label": 1, "n_voxels": 9, "scale": 0.5,
+    ...                      "auv": 1.0, "note": ""}], "error": None}]}
+    >>> csv_text(rec).splitlines()[1]
+    'a,train,0.5,1.0,liver,1,9,0.5,1.0,,'
+    """
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+
+    def num(v) -> str:
+        return "" if v is None or (isinstance(v, float) and math.isnan(v)) else repr(float(v))
+
+    for c in record["cases"]:
+        head = [c["case"], c.get("split") or "", num(c.get("scale")), num(c.get("auv"))]
+        for r in c.get("classes") or [{}]:
+            w.writerow(head + [r.get("name", ""), r.get("label", ""), r.get("n_voxels", ""),
+                               num(r.get("scale")), num(r.get("auv")), r.get("note", ""),
+                               c.get("error") or ""])
+    return buf.getvalue()
+
+
+def write_scores(path: str | os.PathLike, record: dict, *, overwrite: bool = False) -> Path:
+    """Write the record as JSON (``.json``) or CSV (any other suffix), atomically.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> rec = {"format": FORMAT, "cases": [{"case": "a", "auv": float("nan"), "classes": []}]}
+    >>> auv_of(read_scores(write_scores(d / "s.json", rec)))
+    {'a': nan}
+    >>> auv_of(read_scores(write_scores(d / "s.csv", rec)))
+    {'a': nan}
+    """
+    path = Path(path)
+    text = (json.dumps(json_safe(record), indent=1) if path.suffix.lower() == ".json"
+            else csv_text(record))
+    return atomic_write_text(path, text, overwrite=overwrite)
+
+
+def read_scores(path: str | os.PathLike) -> dict:
+    """Read a scores file written by :func:`write_scores` (JSON or CSV)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReadError(f"{path}: cannot read the scores file ({exc.strerror or exc})") from None
+    if path.suffix.lower() == ".json":
+        try:
+            record = json.loads(text)
+        except ValueError as exc:
+            raise ReadError(f"{path}: not JSON ({exc})") from None
+        if not isinstance(record, dict) or record.get("format") != FORMAT:
+            raise ReadError(f"{path}: not a scores file of segeval uncertainty score "
+                            f"(format {FORMAT})")
+        return record
+    rows = list(csv.DictReader(io.StringIO(text)))
+    if not rows or not {"case", "case_auv"} <= set(rows[0]):
+        raise ReadError(f"{path}: not a scores CSV of segeval uncertainty score "
+                        "(columns case, case_auv)")
+    cases: dict[str, dict] = {}
+    for r in rows:
+        v = r["case_auv"].strip()
+        cases.setdefault(r["case"], {"case": r["case"], "split": r.get("split") or None,
+                                     "auv": float(v) if v else None})
+    return {"format": FORMAT, "cases": list(cases.values())}
+
+
+def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
+                         train_ids: Sequence[str], splits: list | None = None,
+                         dataset: dict | None = None, overwrite: bool = False) -> dict:
+    """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``.
+
+    ``splits`` is the data set's own nnU-Net splits (else five folds are made
+    over ``train_ids`` as nnU-Net does). Returns what was written.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> w = write_filtered_lists(d, ["b"], train_ids=[], splits=[{"train": ["a", "b"], "val": []}])
+    >>> json.loads(pathlib.Path(w["splits_final.json"]).read_text())
+    [{'train': ['a'], 'val': []}]
+    """
+    from napari_segeval.uncertainty.training_lists import (
+        crossval_splits,
+        filter_dataset_json,
+        filter_splits,
+    )
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    source = "the data set's splits_final.json" if splits is not None else (
+        "5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
+    base = splits if splits is not None else crossval_splits(train_ids)
+    written = {"splits_final.json": str(atomic_write_text(
+        out / "splits_final.json", json.dumps(filter_splits(base, removed), indent=1),
+        overwrite=overwrite)), "splits_source": source}
+    if dataset is not None:
+        filtered, dropped = filter_dataset_json(dataset, removed)
+        written["dataset.json"] = str(atomic_write_text(
+            out / "dataset.json", json.dumps(filtered, indent=4), overwrite=overwrite))
+        written["dataset_json_dropped"] = dropped
+    return written
+
+
+__all__ = ["CSV_COLUMNS", "FORMAT", "auv_of", "csv_text", "read_scores", "resolve_model",
+           "score_cases", "write_filtered_lists", "write_scores"]

@@ -1,0 +1,279 @@
+"""The training-filter loop of the ``uncertainty`` protocol (``analysis="filter-training"``).
+
+Li et al. (CVPR 2026): score every *training* case with the AUV, remove the
+most uncertain ``f`` of them, retrain the segmentation network, and report Dice
+and mIoU on the *test* set. Steps:
+
+1. :func:`split` - the published labelled test split when the data set has one
+   (training on its ``train`` cases; ``val`` cases are not used), else a
+   seeded hold-out of ``holdout`` of the labelled cases (at least one case, and
+   at least two left to train on).
+2. :func:`prepare` (once, before any test case runs) - the AUV of the training
+   cases (``OUTPUT/auv.json`` and ``auv.csv``, reused on resume when the cases
+   and settings match), then for ``f = 0`` (``"unfiltered"``) and each of
+   ``remove_fractions`` the kept training list
+   (:func:`napari_segeval.uncertainty.filter_most_uncertain` with
+   ``removal_rule``) and the built-in 3D U-Net trained on it
+   (:func:`napari_segeval.training.dense_cases.train_dense_cases`), saved as
+   ``OUTPUT/models/li2026_<condition>.pt`` with a ``.json`` record (training
+   cases, removed cases, recipe, fingerprint). A condition whose kept list
+   equals an earlier one's reuses that model (same data, same seed: the same
+   network).
+3. :func:`run_case` - each test case segmented by every condition's model.
+
+Training recipe: ``train_*`` parameters and ``seed``/``threads``
+(:func:`train_config`); the ``li2026`` preset sets the paper's SGD with poly
+decay from 0.01, the protocol's own default is AdamW with cosine decay from
+0.003, which learns more in a few hundred CPU steps.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.evaluation.protocols import _dense as D
+
+#: spec.meta key written by :func:`prepare`.
+META_KEY = "li2026"
+#: Attribute of the test specs holding the training specs between select and prepare.
+_TRAIN_ATTR = "_li2026_train"
+AUV_KEYS = ("auv_model", "auv_checkpoint", "auv_layout", "auv_energy_power", "auv_aggregate")
+
+
+def condition_name(fraction: float) -> str:
+    """``0`` -> ``"unfiltered"``, ``0.05`` -> ``"filtered 5%"``.
+
+    Examples
+    --------
+    >>> condition_name(0.0), condition_name(0.1), condition_name(0.125)
+    ('unfiltered', 'filtered 10%', 'filtered 12.5%')
+    """
+    if float(fraction) == 0.0:
+        return "unfiltered"
+    return f"filtered {float(fraction) * 100:g}%"
+
+
+def split(specs: Sequence, params: dict) -> tuple[list, list, str]:
+    """``(train, test, source)`` of the labelled cases (see the module doc).
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation.layouts import CaseSpec
+    >>> specs = [CaseSpec(f"c{i}", ("i.nii",), "l.nii") for i in range(6)]
+    >>> tr, te, src = split(specs, {"holdout": 0.33, "seed": 0})
+    >>> len(tr), len(te), src
+    (4, 2, 'seeded hold-out (33% of 6 labelled cases, seed 0)')
+    """
+    labelled = [s for s in specs if s.labels and not s.error]
+    test = [s for s in labelled if s.split == "test"]
+    if test:
+        train = [s for s in labelled if s.split == "train"]
+        source = f"published split: {len(train)} train, {len(test)} test"
+    else:
+        ids = sorted(s.case_id for s in labelled)
+        n = len(ids)
+        n_test = min(max(1, round(float(params["holdout"]) * n)), n - 2)
+        if n_test < 1:
+            raise SegEvalError(f"{n} labelled cases: too few to hold out a test set and train")
+        order = np.random.default_rng(int(params["seed"])).permutation(n)
+        chosen = {ids[j] for j in order[:n_test]}
+        test = [s for s in labelled if s.case_id in chosen]
+        train = [s for s in labelled if s.case_id not in chosen]
+        source = (f"seeded hold-out ({float(params['holdout']):.0%} of {n} labelled cases, "
+                  f"seed {int(params['seed'])})")
+    if len(train) < 2:
+        raise SegEvalError(f"only {len(train)} training case(s) with labels: need at least 2")
+    return train, test, source
+
+
+def select(specs: Sequence, params: dict) -> list:
+    """The test cases (plus cases with a parse error); the training cases ride along for prepare."""
+    train, test, source = split(specs, params)
+    broken = [s for s in specs if s.error]
+    for s in test:
+        s.meta = {**s.meta, "li2026_split": source}
+        setattr(s, _TRAIN_ATTR, train)
+    return test + broken
+
+
+def train_config(params: dict):
+    """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``."""
+    from napari_segeval.training.dense_cases import DenseTrainConfig
+
+    return DenseTrainConfig(
+        iterations=int(params["train_iterations"]), batch=int(params["train_batch"]),
+        lr=float(params["train_lr"]), optimizer=str(params["train_optimizer"]),
+        patch_size=tuple(int(v) for v in params["train_patch"]),
+        base_channels=int(params["train_width"]), seed=int(params["seed"]),
+        threads=int(params["threads"]))
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _auv(train: Sequence, params: dict, out: Path) -> dict:
+    from napari_segeval.evaluation import store
+    from napari_segeval.evaluation.auv_scores import score_cases, write_scores
+
+    key = _digest({"cases": [[s.case_id, list(s.images), s.labels] for s in train],
+                   **{k: params[k] for k in AUV_KEYS}})
+    path = out / "auv.json"
+    if path.is_file():
+        old = store.read_json(path)
+        if old.get("fingerprint") == key:
+            return old
+    record = score_cases(train, model=params["auv_model"], checkpoint=params["auv_checkpoint"],
+                         device=params.get("device"), layout=str(params["auv_layout"]),
+                         power=float(params["auv_energy_power"]),
+                         aggregate=str(params["auv_aggregate"]), threads=int(params["threads"]))
+    record["fingerprint"] = key
+    write_scores(path, record, overwrite=True)
+    write_scores(out / "auv.csv", record, overwrite=True)
+    return store.read_json(path)
+
+
+def _train(train: Sequence, cases: dict, params: dict, path: Path) -> dict:
+    from napari_segeval.evaluation import store
+    from napari_segeval.training.dense_cases import train_dense_cases
+
+    config = train_config(params)
+    ids = sorted(s.case_id for s in train)
+    k = max([int(i) for s in train for i in s.structures] +
+            [int(cases[s.case_id].labels.max()) for s in train] + [1]) + 1
+    fp = _digest({"train": ids, "k": k, "config": config.to_dict()})
+    side = path.with_suffix(".json")
+    if path.is_file() and side.is_file() and store.read_json(side).get("fingerprint") == fp:
+        return store.read_json(side)
+    structures = {int(i): n for s in train for i, n in s.structures.items()}
+    modality = next((s.modality for s in train if s.modality), "CT")
+    rec = train_dense_cases([cases[i].image for i in ids], [cases[i].labels for i in ids],
+                            [cases[i].spacing for i in ids], k, path, config,
+                            structures=structures, modality=modality, case_ids=ids)
+    record = {"model": path.name, "fingerprint": fp, "num_classes": k, **rec}
+    store.write_json(side, record)
+    return record
+
+
+def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
+    """AUV of the training cases, one training list and model per condition (module doc)."""
+    from napari_segeval.evaluation import store
+    from napari_segeval.evaluation.auv_scores import auv_of
+    from napari_segeval.uncertainty import filter_most_uncertain
+
+    test = [s for s in specs if hasattr(s, _TRAIN_ATTR)]
+    if not test:
+        return
+    train = getattr(test[0], _TRAIN_ATTR)
+    out = Path(output_dir).absolute()
+    auv = _auv(train, params, out)
+    scores = auv_of(auv)
+    by_id = {s.case_id: s for s in train}
+    cases: dict = {}
+    models, info, seen = {}, {}, {}
+    for f in [0.0, *[float(v) for v in params["remove_fractions"]]]:
+        cond = condition_name(f)
+        kept, removed = filter_most_uncertain(scores, f, str(params["removal_rule"]))
+        key = tuple(sorted(kept))
+        path = out / "models" / f"li2026_{cond.replace(' ', '_').replace('%', 'pct')}.pt"
+        if key in seen:
+            path = seen[key]
+        elif not all(store.is_done(out, s.case_id) for s in test):
+            for cid in kept:
+                if cid not in cases:
+                    cases[cid] = C.load_case(by_id[cid])
+            _train([by_id[c] for c in kept], cases, params, path)
+        seen.setdefault(key, path)
+        models[cond] = str(path)
+        info[cond] = {"n_train": len(kept), "removed": sorted(removed),
+                      "model": f"models/{Path(path).name}"}
+    record = {"split": test[0].meta.get("li2026_split"), "auv_model": auv.get("model"),
+              "removal_rule": params["removal_rule"], "conditions": info}
+    store.write_json(out / "li2026.json", record)
+    for s in test:
+        s.meta = {**s.meta, META_KEY: {"models": models, "conditions": info,
+                                       "auv_model": auv.get("model")}}
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime_ns: int, device: str | None):
+    from napari_segeval.models.registry import load_dense
+
+    return load_dense(path, device=device or "cpu")
+
+
+def run_case(spec, params: dict):
+    """Segment a test case with every condition's model and score all classes."""
+    from napari_segeval.evaluation.protocols import CaseOutput
+    from napari_segeval.models.dense.unet2d import TorchThreads
+
+    meta = spec.meta.get(META_KEY)
+    if not meta:
+        raise SegEvalError(f"case {spec.case_id}: no trained models (prepare() did not run); "
+                           "run the protocol through run_evaluation / segeval evaluate")
+    case = C.load_case(spec, channel=int(params["channel"]))
+    rows, preds = [], {}
+    for cond, path in meta["models"].items():
+        if not Path(path).is_file():
+            raise SegEvalError(f"case {spec.case_id}: model file {path} is missing")
+        model = _load(path, Path(path).stat().st_mtime_ns, params.get("device"))
+        if spec.case_id in (model.meta.get("training") or {}).get("train_cases", []):
+            raise SegEvalError(f"case {spec.case_id} was a training case of {path}")
+        with TorchThreads(int(params["threads"])):
+            res = D.segment(model, case, params)
+        structures = dict(case.structures or getattr(model, "structures", {}) or {})
+        if params["include_background"]:
+            structures = {0: "background", **structures}
+        info = meta["conditions"][cond]
+        auv = meta.get("auv_model") or {}
+        extra = {"n_train": info["n_train"], "removed": ";".join(info["removed"]),
+                 "model_file": info["model"], "test_split": spec.meta.get("li2026_split", ""),
+                 "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})"}
+        rows += [{**r, **extra} for r in C.score(case.labels, np.asarray(res.labels),
+                                                 case.spacing, structures, cond, empty="one",
+                                                 surface=False)]
+        preds[cond] = np.asarray(res.labels)
+    return CaseOutput(rows, C.views(case, preds))
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Test-set Dice/mIoU in percent per condition, with its training list."""
+    from napari_segeval.evaluation.summary import percent_scores
+
+    conds = sorted({r["condition"] for r in rows}, key=lambda c: (c != "unfiltered", len(c), c))
+    out = {}
+    for c in conds:
+        mine = [r for r in rows if r["condition"] == c]
+        first = mine[0]
+        out[c] = {**percent_scores(mine, ("dice", "iou")),
+                  "n_train": int(first["n_train"]) if "n_train" in first else None,
+                  "removed": [x for x in str(first.get("removed") or "").split(";") if x],
+                  "model": first.get("model_file")}
+    base = out.get("unfiltered", {}).get("dice")
+    for c, v in out.items():
+        v["dice_change"] = (v["dice"] - base) if base is not None else None
+    splits = sorted({str(r.get("test_split")) for r in rows if r.get("test_split")})
+    return {"analysis": "filter-training",
+            "background_included": bool(params["include_background"]),
+            "metrics": ("Dice and IoU per class over all classes (background included: "
+                        f"{bool(params['include_background'])}), both-empty = 1, mean over "
+                        "classes per case, mean over the test cases, in percent"),
+            "test_set": splits[0] if len(splits) == 1 else splits,
+            "removal_rule": params["removal_rule"],
+            "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")),
+                                 None),
+            "auv_files": "auv.json, auv.csv", "conditions": out,
+            "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)"}
+
+
+__all__ = ["META_KEY", "condition_name", "prepare", "run_case", "select", "split", "summarize",
+           "train_config"]

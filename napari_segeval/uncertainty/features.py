@@ -1,0 +1,195 @@
+"""Class-wise decoded maps of a frozen promptable model, and their semantic perception scales.
+
+For each structure of a case, the model is prompted with the structure's box on
+its key slice (:func:`napari_segeval.prompts.box_from_labels`: the middle of its
+extent) and walks the whole volume in both directions, with no early stop, no
+confidence stop and no post-processing: the *decoded map* of the class is what
+the mask decoder outputs on every slice, before any threshold.
+
+* MedSAM2 (any backend with ``propagate_logits``): the mask-decoder logits,
+  resized to the case's in-plane size as MedSAM2's predictor does.
+* Other promptable backends (the built-in model): their output probabilities
+  (the built-in model pastes them into a crop window and exposes no logits).
+
+:func:`class_scales` turns the maps into the semantic perception scale of each
+class (:func:`napari_segeval.uncertainty.auv.semantic_scale`). Only the public
+pieces of a backend are called (``preprocess``, ``propagate`` /
+``propagate_logits``), so backends can change their loops freely.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
+
+ProgressFn = Callable[[int, int], None]
+#: A class needs at least this many reference voxels to be prompted and scored.
+MIN_VOXELS = 2
+
+
+def feature_kind(model: Any) -> str:
+    """``"logits"`` for backends with ``propagate_logits`` (MedSAM2), else ``"probabilities"``.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> feature_kind(ThresholdPromptModel())
+    'probabilities'
+    """
+    return "logits" if callable(getattr(model, "propagate_logits", None)) else "probabilities"
+
+
+def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
+    fn = getattr(model, "propagate_logits", None)
+    if callable(fn):
+        return fn(frames, key, box, order, progress=progress, cancel=cancel,
+                  stop_when_empty=False)
+    return model.propagate(frames, key, box, order, progress=progress, cancel=cancel,
+                           stop_when_empty=False)
+
+
+def decoded_map(model: Any, frames: Any, box: Any, *, mode: str = "volume",
+                progress: ProgressFn | None = None, cancel: Any = None) -> np.ndarray:
+    """The decoded map ``(n, H, W)`` float32 of one structure prompted by ``box``.
+
+    Volumes walk forward and backward from ``box.index`` (the key slice keeps the
+    larger of its two outputs); videos and 2D images walk forward (frames before
+    the prompt are not visited and stay at the smallest value decoded).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> from napari_segeval.prompts import Box
+    >>> frames = np.zeros((5, 8, 8), np.float32); frames[:, 2:6, 2:6] = 1.0
+    >>> decoded_map(ThresholdPromptModel(), frames, Box(2, 2, 6, 6, index=2)).shape
+    (5, 8, 8)
+    """
+    import torch
+
+    from napari_segeval.models.base import n_visited
+
+    n = int(frames.shape[0])
+    k = int(box.index)
+    orders = ("forward", "backward") if mode == "volume" else ("forward",)
+    total = sum(n_visited(n, k, o) for o in orders)
+    parts, offset = {}, 0
+    for order in orders:
+        def cb(done: int, _t: int, base: int = offset) -> None:
+            if progress is not None:
+                progress(base + done, total)
+
+        with torch.no_grad():
+            seq = _walk(model, frames, k, box, order, cb, cancel)
+        parts[order] = torch.as_tensor(seq).detach().float().cpu().numpy()
+        offset += n_visited(n, k, order)
+    fwd = parts["forward"]
+    if mode == "volume":
+        bwd = parts["backward"]
+        key = np.maximum(fwd[:1], bwd[:1])
+        return np.concatenate([bwd[1:][::-1], key, fwd[1:]]).astype(np.float32)
+    floor = float(fwd.min()) if fwd.size else 0.0
+    before = np.full((k, *fwd.shape[1:]), floor, np.float32)
+    return np.concatenate([before, fwd]).astype(np.float32)
+
+
+def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = None, *,
+                 layout: str = "D_HW", power: float = 2.0, min_voxels: int = MIN_VOXELS,
+                 window: Any = None, progress: ProgressFn | None = None,
+                 cancel: Any = None) -> list[dict]:
+    """Semantic perception scale of every structure of a labelled case.
+
+    Parameters
+    ----------
+    model : PromptableModel
+        A frozen promptable backend (from
+        :func:`napari_segeval.models.registry.load_promptable`).
+    case : Case
+        Image and reference labels (the prompts come from the labels).
+    structures : mapping, optional
+        Label id -> name (default: ``case.structures``, else the ids present).
+    layout, power
+        As in :func:`napari_segeval.uncertainty.auv.class_matrix` and
+        :func:`~napari_segeval.uncertainty.auv.semantic_scale`.
+    min_voxels : int
+        Classes with fewer reference voxels are not prompted: their scale is NaN
+        and ``note`` says why (a box around fewer than 2 voxels carries no
+        extent to propagate; an absent class has no prompt at all).
+    window : str or (width, level), optional
+        CT window of the backend's preprocessing (None: its default).
+    progress : callable, optional
+        ``progress(done, total)`` over every propagation step of every class.
+    cancel : threading.Event, optional
+        Checked before each class and every propagation step.
+
+    Returns
+    -------
+    list of dict
+        One row per structure: ``label``, ``name``, ``n_voxels``, ``scale``
+        (float, NaN when not scored), ``note``.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> case = make_ct_case(2, shape=(8, 32, 32), tumour=False)
+    >>> rows = class_scales(ThresholdPromptModel(), case, {1: "liver", 5: "liver_tumour"})
+    >>> 0.0 <= rows[0]["scale"] <= 1.0, rows[1]["note"]
+    (True, 'absent from the reference: not prompted')
+    """
+    from napari_segeval.prompts import box_from_labels
+    from napari_segeval.propagation import as_frames, propagation_mode
+    from napari_segeval.propagation.images import case_kind
+
+    labels = np.asarray(case.labels)
+    if structures is None:
+        structures = dict(case.structures or {}) or {
+            int(v): f"label {int(v)}" for v in np.unique(labels) if v != 0}
+    kind = case_kind(case.axes)
+    mode = propagation_mode(kind)
+    counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
+    todo = [k for k in structures if counts[int(k)] >= min_voxels]
+    frames = model.preprocess(as_frames(np.asarray(case.image), kind),
+                              case.modality or "CT", window) if todo else None
+    lab3 = labels[None] if kind == "image" else labels
+    n = 1 if kind == "image" else int(labels.shape[0])
+    steps = {}
+    for k in todo:
+        box = box_from_labels(lab3, int(k), mode=mode)
+        steps[k] = (box, n + 1 if mode == "volume" else n - box.index)
+    total = sum(s for _, s in steps.values())
+    done = [0]
+    rows = []
+    for k, name in structures.items():
+        row = {"label": int(k), "name": str(name), "n_voxels": counts[int(k)],
+               "scale": math.nan, "note": ""}
+        if counts[int(k)] == 0:
+            row["note"] = "absent from the reference: not prompted"
+        elif counts[int(k)] < min_voxels:
+            row["note"] = (f"{counts[int(k)]} reference voxel(s), fewer than {min_voxels}: "
+                           "not prompted")
+        else:
+            check_cancel(cancel, "semantic perception scale")
+            box, n_steps = steps[k]
+            base = done[0]
+
+            def cb(d: int, _t: int, base: int = base) -> None:
+                if progress is not None:
+                    progress(base + d, total)
+
+            decoded = decoded_map(model, frames, box, mode=mode, progress=cb, cancel=cancel)
+            done[0] = base + n_steps
+            row["scale"] = semantic_scale(class_matrix(decoded[0] if kind == "image" else decoded,
+                                                       layout), power)
+            if math.isnan(row["scale"]):
+                row["note"] = "decoded map is zero or has fewer than 2 rows/columns: no scale"
+        rows.append(row)
+    return rows
+
+
+__all__ = ["MIN_VOXELS", "class_scales", "decoded_map", "feature_kind"]

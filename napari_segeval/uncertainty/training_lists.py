@@ -1,0 +1,137 @@
+"""Training lists without the most uncertain cases, in the layouts people train with.
+
+* nnU-Net ``splits_final.json`` (a list of folds ``{"train": [...], "val": [...]}``):
+  the removed cases leave every fold's ``train`` list; ``val`` lists are kept as
+  they are, so validation scores stay comparable with the unfiltered folds.
+  Without a splits file to start from, :func:`crossval_splits` makes five folds
+  as nnU-Net's ``generate_crossval_split`` does (scikit-learn's shuffled
+  ``KFold`` with seed 12345, written here with numpy's legacy ``RandomState``)
+  over the *sorted* training ids; nnU-Net's own default split is the same when
+  it lists the cases in that order - give its ``splits_final.json`` to be sure.
+* MSD / nnU-Net ``dataset.json``: the removed cases leave ``training`` (MSD
+  entries ``{"image", "label"}``) or ``dataset`` (nnU-Net v2 explicit entries),
+  and ``numTraining`` is updated. An nnU-Net v2 ``dataset.json`` that lists no
+  cases (they are found in ``imagesTr``) cannot drop any: the splits file does.
+
+A case is named by its id: the image file name without extension (MSD) or the
+nnU-Net case identifier (no ``_0000`` channel suffix).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
+
+import numpy as np
+
+#: nnU-Net's default cross-validation: folds and seed.
+NNUNET_FOLDS = 5
+NNUNET_SEED = 12345
+
+
+def case_id_of(entry: str) -> str:
+    """Case id of a ``dataset.json`` path: file name without extension or channel suffix.
+
+    Examples
+    --------
+    >>> case_id_of("./imagesTr/liver_3.nii.gz"), case_id_of("imagesTr/la_003_0000.nii.gz")
+    ('liver_3', 'la_003')
+    """
+    name = PurePosixPath(str(entry).replace("\\", "/")).name
+    for ext in (".nii.gz", ".nii", ".mha", ".nrrd", ".png", ".tif", ".tiff"):
+        if name.lower().endswith(ext):
+            name = name[: -len(ext)]
+            break
+    if len(name) > 5 and name[-5] == "_" and name[-4:].isdigit():
+        name = name[:-5]
+    return name
+
+
+def crossval_splits(case_ids: Iterable[str], n_splits: int = NNUNET_FOLDS,
+                    seed: int = NNUNET_SEED) -> list[dict[str, list[str]]]:
+    """Five folds as nnU-Net makes them (shuffled k-fold, seed 12345) over sorted ids.
+
+    Fold ``k``'s ``val`` is the ``k``-th chunk of a ``RandomState(seed)`` shuffle
+    of the indices (the first ``n % n_splits`` chunks one longer); both lists are
+    in sorted id order.
+
+    Examples
+    --------
+    >>> s = crossval_splits([f"c{i}" for i in range(7)])
+    >>> [len(f["val"]) for f in s], sorted(v for f in s for v in f["val"]) == [f"c{i}" for i in range(7)]
+    ([2, 2, 1, 1, 1], True)
+    """
+    ids = sorted(set(case_ids))
+    n = len(ids)
+    if n < n_splits:
+        raise ValueError(f"{n} training cases cannot fill {n_splits} folds")
+    order = np.arange(n)
+    np.random.RandomState(seed).shuffle(order)
+    sizes = np.full(n_splits, n // n_splits)
+    sizes[: n % n_splits] += 1
+    out, start = [], 0
+    for size in sizes:
+        val = set(order[start:start + size].tolist())
+        start += size
+        out.append({"train": [ids[i] for i in range(n) if i not in val],
+                    "val": [ids[i] for i in range(n) if i in val]})
+    return out
+
+
+def filter_splits(splits: Sequence[dict], removed: Iterable[str]) -> list[dict]:
+    """Remove ``removed`` from every fold's ``train`` list (``val`` lists unchanged).
+
+    Examples
+    --------
+    >>> filter_splits([{"train": ["a", "b", "c"], "val": ["d"]}], ["b", "d"])
+    [{'train': ['a', 'c'], 'val': ['d']}]
+    """
+    gone = set(removed)
+    out = []
+    for fold in splits:
+        f = copy.deepcopy(dict(fold))
+        f["train"] = [c for c in f.get("train", []) if c not in gone]
+        out.append(f)
+    return out
+
+
+def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, list[str]]:
+    """``dataset.json`` without the ``removed`` training cases, and the ids actually dropped.
+
+    MSD ``training`` entries and nnU-Net v2 ``dataset`` entries are filtered;
+    ``numTraining`` follows. ``test`` entries are never touched.
+
+    Examples
+    --------
+    >>> ds = {"numTraining": 2, "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"},
+    ...        {"image": "./imagesTr/b.nii.gz", "label": "./labelsTr/b.nii.gz"}]}
+    >>> out, dropped = filter_dataset_json(ds, ["b"])
+    >>> out["numTraining"], [e["image"] for e in out["training"]], dropped
+    (1, ['./imagesTr/a.nii.gz'], ['b'])
+    """
+    gone = set(removed)
+    out = copy.deepcopy(dict(dataset))
+    dropped: list[str] = []
+    training = out.get("training")
+    if isinstance(training, list):
+        keep = []
+        for entry in training:
+            image = entry.get("image") if isinstance(entry, dict) else entry
+            cid = case_id_of(str(image))
+            if cid in gone:
+                dropped.append(cid)
+            else:
+                keep.append(entry)
+        out["training"] = keep
+        out["numTraining"] = len(keep)
+    explicit = out.get("dataset")
+    if isinstance(explicit, dict):
+        dropped += [c for c in explicit if c in gone]
+        out["dataset"] = {c: v for c, v in explicit.items() if c not in gone}
+        out["numTraining"] = len(out["dataset"])
+    return out, sorted(set(dropped))
+
+
+__all__ = ["NNUNET_FOLDS", "NNUNET_SEED", "case_id_of", "crossval_splits", "filter_dataset_json",
+           "filter_splits"]

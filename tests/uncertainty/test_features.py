@@ -1,0 +1,141 @@
+"""Class-wise decoded maps of promptable models and their semantic perception scales."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.prompts import Box
+from napari_segeval.uncertainty import class_scales, decoded_map, feature_kind
+
+
+class LogitModel:
+    """A promptable stub whose logits are the frame itself plus the visit position."""
+
+    name = "stub"
+    device = "cpu"
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def preprocess(self, image, modality, window=None):
+        import torch
+
+        return torch.as_tensor(np.asarray(image, np.float32))
+
+    def propagate_logits(self, frames, key, box, order, *, progress=None, cancel=None,
+                         stop_when_empty=False, **_):
+        import torch
+
+        self.calls.append((order, stop_when_empty))
+        frames = torch.as_tensor(frames)
+        idx = range(key, frames.shape[0]) if order == "forward" else range(key, -1, -1)
+        out = torch.stack([frames[i] + 10.0 * box.label for i in idx])
+        if progress is not None:
+            progress(len(out), len(out))
+        return out
+
+    def propagate(self, *a, **k):  # pragma: no cover - must not be used
+        raise AssertionError("propagate_logits should be used")
+
+
+def volume_case(labels, image=None, structures=None):
+    from napari_segeval.io.case import Case, Geometry
+
+    image = labels.astype(np.float32) * 100 if image is None else image
+    return Case(image=image, labels=labels, geometry=Geometry.identity(labels.ndim, (1.0,) * labels.ndim),
+                axes="zyx" if labels.ndim == 3 else "yx", modality="CT",
+                structures=structures or {})
+
+
+def test_decoded_map_walks_both_ways_in_slice_order():
+    model = LogitModel()
+    frames = np.arange(5, dtype=np.float32)[:, None, None] * np.ones((5, 3, 4), np.float32)
+    out = decoded_map(model, frames, Box(0, 0, 2, 2, index=2, label=1))
+    assert feature_kind(model) == "logits"
+    assert out.shape == (5, 3, 4)
+    np.testing.assert_allclose(out[:, 0, 0], [10, 11, 12, 13, 14])  # frame i + 10 at slice i
+    assert sorted(model.calls) == [("backward", False), ("forward", False)]  # no early stop
+
+
+def test_decoded_map_of_a_video_starts_at_the_prompt():
+    model = LogitModel()
+    frames = np.ones((4, 2, 2), np.float32)
+    out = decoded_map(model, frames, Box(0, 0, 1, 1, index=1, label=1), mode="video")
+    np.testing.assert_allclose(out[:, 0, 0], [11, 11, 11, 11])  # frame 0 gets the smallest value
+
+
+def test_class_scales_rows_and_explicit_unscored_classes():
+    lab = np.zeros((6, 16, 16), np.uint8)
+    lab[1:5, 3:9, 3:9] = 1
+    lab[2:4, 11:14, 10:14] = 2
+    lab[3, 14, 14] = 3  # one voxel
+    case = volume_case(lab)
+    rows = class_scales(ThresholdPromptModel(), case, {1: "a", 2: "b", 3: "dot", 4: "gone"})
+    by = {r["name"]: r for r in rows}
+    assert [r["label"] for r in rows] == [1, 2, 3, 4]
+    assert 0.0 <= by["a"]["scale"] <= 1.0 and 0.0 <= by["b"]["scale"] <= 1.0
+    assert by["a"]["n_voxels"] == 4 * 36 and by["a"]["note"] == ""
+    assert math.isnan(by["dot"]["scale"]) and "fewer than 2" in by["dot"]["note"]
+    assert math.isnan(by["gone"]["scale"]) and "absent" in by["gone"]["note"]
+
+
+def test_class_scales_of_a_2d_image_use_the_height_by_width_map():
+    lab = np.zeros((20, 24), np.uint8)
+    lab[4:12, 5:15] = 1
+    case = volume_case(lab)
+    rows = class_scales(LogitModel(), case, {1: "lesion"})
+    m = lab.astype(np.float32) * 100 + 10.0  # the stub's decoded map of the single frame
+    from napari_segeval.uncertainty import semantic_scale
+
+    assert rows[0]["scale"] == pytest.approx(semantic_scale(m))
+
+
+def test_progress_reaches_the_total_and_cancel_stops():
+    import threading
+
+    from napari_segeval._cancel import Cancelled
+
+    lab = np.zeros((5, 10, 10), np.uint8)
+    lab[1:4, 2:6, 2:6] = 1
+    lab[1:4, 6:9, 6:9] = 2
+    seen = []
+    class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a", 2: "b"},
+                 progress=lambda d, t: seen.append((d, t)))
+    assert seen[-1][0] == seen[-1][1] == 2 * (5 + 1)
+    assert all(d <= t for d, t in seen)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(Cancelled):
+        class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a"}, cancel=stop)
+
+
+def test_medsam2_decoded_map_is_its_mask_decoder_logits(tmp_path):
+    pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
+    pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
+    import torch
+
+    from napari_segeval.models.medsam2._build import build_network
+    from napari_segeval.models.registry import load_promptable
+
+    torch.manual_seed(0)
+    ckpt = tmp_path / "MedSAM2_random.pt"
+    torch.save({"model": build_network().state_dict()}, ckpt)
+    model = load_promptable("medsam2", checkpoint=ckpt, device="cpu")
+    lab = np.zeros((4, 40, 48), np.uint8)
+    lab[:, 12:28, 14:34] = 1
+    case = volume_case(lab, image=np.where(lab > 0, 80.0, -100.0).astype(np.float32))
+    box = Box(12, 14, 28, 34, index=1, label=1)  # the middle slice of the extent 0..3
+    frames = model.preprocess(case.image, "CT")
+    out = decoded_map(model, frames, box)
+    fwd = model.propagate_logits(frames, 1, box, "forward").numpy()
+    bwd = model.propagate_logits(frames, 1, box, "backward").numpy()
+    assert feature_kind(model) == "logits" and out.shape == (4, 40, 48)
+    np.testing.assert_allclose(out[2:], fwd[1:], atol=1e-5)
+    np.testing.assert_allclose(out[0], bwd[1], atol=1e-5)
+    from napari_segeval.uncertainty import class_matrix, semantic_scale
+
+    assert 0.0 <= semantic_scale(class_matrix(out)) <= 1.0
