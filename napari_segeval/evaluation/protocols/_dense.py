@@ -10,7 +10,7 @@ the label map on the case's grid and ``result.probabilities`` (when asked) is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -49,8 +49,23 @@ def raw_per_unit(model: Any) -> float:
     return float(getattr(model, "raw_per_normalized_unit", 1.0) or 1.0)
 
 
-def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str, np.ndarray, float]:
-    """Attack ``case`` and return ``(condition, attacked labels, eps in raw units)``.
+class AttackOutcome(NamedTuple):
+    """One attack on one case: condition name, attacked labels, budget, perturbed image.
+
+    ``perturbed`` (clean image + perturbation) and ``perturbation`` are float32 in
+    raw units on the case's grid; both are None for a user attack
+    (``"module:function"``), which returns labels only.
+    """
+
+    condition: str
+    labels: np.ndarray
+    eps_raw: float
+    perturbed: np.ndarray | None = None
+    perturbation: np.ndarray | None = None
+
+
+def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutcome:
+    """Attack ``case``: condition, attacked labels, eps in raw units, perturbed image.
 
     ``attack`` is ``{"name": ..., **options}``. Names of
     :data:`napari_segeval.attacks.ATTACKS` (``fgsm``, ``pgd``, ``apgd-ce``,
@@ -70,7 +85,8 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str,
         from napari_segeval.evaluation.protocols._common import resolve_factory
 
         labels = np.asarray(resolve_factory(name)(model, case, **opts))
-        return condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
+        return AttackOutcome(condition_name(attack), labels,
+                             float(opts.get("eps", 0.0)) * raw_per_unit(model))
     from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
 
@@ -84,8 +100,10 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str,
                          mirror=bool(params.get("mirror", False)), gradient=gradient,
                          postprocess=bool(params.get("postprocess", True)))
     res = attack_case(target, config, clamp=clamp)
-    return (attack_condition(res.params["attack"]), np.asarray(res.attacked_prediction),
-            float(res.budget.eps_raw))
+    return AttackOutcome(attack_condition(res.params["attack"]),
+                         np.asarray(res.attacked_prediction), float(res.budget.eps_raw),
+                         np.asarray(res.perturbed_image, np.float32),
+                         np.asarray(res.perturbation, np.float32))
 
 
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
@@ -104,4 +122,4 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["condition_name", "per_case_entropy", "raw_per_unit", "run_attack", "segment"]
+__all__ = ["AttackOutcome", "condition_name", "per_case_entropy", "raw_per_unit", "run_attack", "segment"]

@@ -44,13 +44,16 @@ def run_case(spec, params: dict) -> CaseOutput:
     preds = {"clean": clean.labels}
     rows = C.score(case.labels, clean.labels, case.spacing, structures, "clean", **kw)
     eps_raw = {"clean": 0.0}
+    images = {}
     for attack in params["attacks"]:
-        cond, preds_a, eps = D.run_attack(model, case, attack, params)
-        preds[cond], eps_raw[cond] = preds_a, eps
-        rows += C.score(case.labels, preds_a, case.spacing, structures, cond, **kw)
+        a = D.run_attack(model, case, attack, params)
+        preds[a.condition], eps_raw[a.condition] = a.labels, a.eps_raw
+        images[f"perturbed:{a.condition}"] = a.perturbed
+        images[f"perturbation:{a.condition}"] = a.perturbation
+        rows += C.score(case.labels, a.labels, case.spacing, structures, a.condition, **kw)
     for r in rows:
         r["eps_raw"] = eps_raw[r["condition"]]
-    return CaseOutput(rows, C.views(case, preds))
+    return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds, images))
 
 
 def summarize(rows: list[dict], params: dict) -> dict:

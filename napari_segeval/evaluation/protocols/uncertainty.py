@@ -63,7 +63,8 @@ def run_case(spec, params: dict) -> CaseOutput:
         u = D.per_case_entropy(res.probabilities, res.labels)
     else:
         u = float(C.resolve_factory(ref)(res.probabilities, res.labels))
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u})
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u},
+                      arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
 def dice_vs_uncertainty(rows: list[dict]) -> dict:
