@@ -65,6 +65,13 @@ def _open_job(path: str, progress=None, cancel=None):
     return ResultsFolder(path)
 
 
+class _Missing:
+    """Missing files, returned by the worker as a value (an exception would be an error)."""
+
+    def __init__(self, error) -> None:
+        self.error = error
+
+
 def _load_job(folder, case_id: str, focus: str | None, progress=None, cancel=None):
     """Load in the worker; missing files come back as a value (the panel offers a fix)."""
     from napari_segeval.evaluation.results import MissingFilesError
@@ -72,7 +79,7 @@ def _load_job(folder, case_id: str, focus: str | None, progress=None, cancel=Non
     try:
         return folder.load(case_id, focus, progress=progress, cancel=cancel)
     except MissingFilesError as exc:
-        return exc
+        return _Missing(exc)
 
 
 class ResultsPanel(QWidget):
@@ -260,11 +267,9 @@ class ResultsPanel(QWidget):
 
     # -- showing a case ----------------------------------------------------------------------
     def _loaded(self, result) -> None:
-        from napari_segeval.evaluation.results import MissingFilesError
-
-        if isinstance(result, MissingFilesError):
-            self.locate_button.setEnabled(result.data)
-            show_error(str(result))
+        if isinstance(result, _Missing):
+            self.locate_button.setEnabled(result.error.data)
+            show_error(str(result.error))
             return
         self.locate_button.setEnabled(False)
         specs = layer_specs(result)
