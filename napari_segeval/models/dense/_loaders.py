@@ -48,7 +48,7 @@ def _torch_load(path: Path) -> Any:
         return torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError as exc:
         raise ReadError(f"{path}: no such weights file") from exc
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - corrupt/untrusted files raise many types
         lines = str(exc).splitlines() or [""]
         why = next((ln.strip() for ln in lines if "Unsupported global" in ln), lines[0])
         raise ReadError(
@@ -153,7 +153,7 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel:
         )
     try:
         net = torch.jit.load(str(path), map_location="cpu")
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         raise ReadError(f"{path}: not a readable TorchScript archive ({exc})") from exc
     return _build(plans, net, str(path), device, {"file": str(path)})
 

@@ -132,7 +132,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         )
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReadError(f"{path}: cannot read checkpoint safely: {first}") from exc
     if not isinstance(obj, dict) or "model" not in obj:
