@@ -72,14 +72,36 @@ class _Missing:
         self.error = error
 
 
+def _throttled(progress, interval: float = 0.25):
+    """``progress`` called at most every ``interval`` seconds (and at the end).
+
+    Each report repaints the panel's bar; on a software-rendered display a repaint
+    of a window holding the OpenGL canvas costs tens of milliseconds.
+    """
+    import time
+
+    if progress is None:
+        return None
+    last = [-interval]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done >= total or now - last[0] >= interval:
+            last[0] = now
+            progress(done, total)
+
+    return report
+
+
 def _load_job(folder, case_id: str, focus: str | None, progress=None, cancel=None):
     """Load in the worker; missing files come back as a value (the panel offers a fix)."""
     from napari_segeval.evaluation.results import MissingFilesError
 
     try:
-        return folder.load(case_id, focus, progress=progress, cancel=cancel)
+        loaded = folder.load(case_id, focus, progress=_throttled(progress), cancel=cancel)
     except MissingFilesError as exc:
         return _Missing(exc)
+    return loaded, layer_specs(loaded)  # structure ids etc. computed here, not in the GUI
 
 
 class ResultsPanel(QWidget):
@@ -138,7 +160,7 @@ class ResultsPanel(QWidget):
                                     "DIR/corrections/<case>/ (never overwrites)")
         self.save_button.clicked.connect(lambda: run_guarded("save correction",
                                                              self.save_correction))
-        self.runner = JobRunner()
+        self.runner = JobRunner(activity=False)  # loads take about a second: the panel's bar
         self.runner.job_done.connect(self._job_done)
         self._build_layout()
         for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
@@ -272,7 +294,7 @@ class ResultsPanel(QWidget):
             show_error(str(result.error))
             return
         self.locate_button.setEnabled(False)
-        specs = layer_specs(result)
+        result, specs = result
         row = self.row if self.row and self.row["case"] == result.case_id else None
         label = self._label(result, row)
 

@@ -102,7 +102,7 @@ def test_missing_prediction_file_is_named(run_dir, tmp_path):
 
 
 def test_moved_data_set_is_found_again(run_dir, tmp_path):
-    out, task = run_dir
+    _, task = run_dir
     moved = tmp_path / "elsewhere" / "Task92_Toy"
     shutil.copytree(task, moved)
     copy = _copy(run_dir, tmp_path)
