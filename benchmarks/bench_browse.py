@@ -121,7 +121,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
     import napari_segeval._widgets.results as results_module
 
     work: list[float] = []
-    job = results_module._load_job
+    job = results_module.row_job
 
     def timed_job(*args, **kwargs):
         t0 = time.perf_counter()
@@ -129,7 +129,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
         work.append(time.perf_counter() - t0)
         return out
 
-    results_module._load_job = timed_job
+    results_module.row_job = timed_job
     swap: list[float] = []
     inner = panel._loaded
 
@@ -156,7 +156,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
             dice.surface_runner.cancel()
             wait(lambda d=dice: not d.surface_runner.running)
     n_layers = len(viewer.layers)
-    results_module._load_job = job
+    results_module.row_job = job
     viewer.close()
     rest = total[1:]
     return {"first_selection_s": total[0], "selection_median_s": statistics.median(rest),

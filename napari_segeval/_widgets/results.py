@@ -47,7 +47,8 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded, show_error
-from napari_segeval._widgets.results_layers import CaseLayers, attacked_role, layer_specs
+from napari_segeval._widgets.results_jobs import Missing, open_job, row_job, row_label
+from napari_segeval._widgets.results_layers import CaseLayers, attacked_role
 from napari_segeval._widgets.results_table import ALL, ResultsModel, ResultsProxy, fold_text
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
@@ -57,51 +58,6 @@ def _notify(message: str) -> None:
     from napari.utils.notifications import show_info
 
     show_info(message)
-
-
-def _open_job(path: str, progress=None, cancel=None):
-    from napari_segeval.evaluation.results import ResultsFolder
-
-    return ResultsFolder(path)
-
-
-class _Missing:
-    """Missing files, returned by the worker as a value (an exception would be an error)."""
-
-    def __init__(self, error) -> None:
-        self.error = error
-
-
-def _throttled(progress, interval: float = 0.25):
-    """``progress`` called at most every ``interval`` seconds (and at the end).
-
-    Each report repaints the panel's bar; on a software-rendered display a repaint
-    of a window holding the OpenGL canvas costs tens of milliseconds.
-    """
-    import time
-
-    if progress is None:
-        return None
-    last = [-interval]
-
-    def report(done: int, total: int) -> None:
-        now = time.perf_counter()
-        if done >= total or now - last[0] >= interval:
-            last[0] = now
-            progress(done, total)
-
-    return report
-
-
-def _load_job(folder, case_id: str, focus: str | None, progress=None, cancel=None):
-    """Load in the worker; missing files come back as a value (the panel offers a fix)."""
-    from napari_segeval.evaluation.results import MissingFilesError
-
-    try:
-        loaded = folder.load(case_id, focus, progress=_throttled(progress), cancel=cancel)
-    except MissingFilesError as exc:
-        return _Missing(exc)
-    return loaded, layer_specs(loaded)  # structure ids etc. computed here, not in the GUI
 
 
 class ResultsPanel(QWidget):
@@ -136,6 +92,7 @@ class ResultsPanel(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.verticalHeader().setVisible(False)
+        self.table.setMinimumHeight(240)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.filters = {k: QComboBox() for k in ("structure", "condition", "fold")}
         for key, combo in self.filters.items():
@@ -201,7 +158,7 @@ class ResultsPanel(QWidget):
         self._pending = None
         if self.runner.running:
             self.runner.cancel()
-        self._start("opening results", _open_job, str(path), on_done=self._opened)
+        self._start("opening results", open_job, str(path), on_done=self._opened)
 
     def _start(self, name: str, fn, *args, on_done) -> None:
         if self.runner.running:
@@ -268,9 +225,10 @@ class ResultsPanel(QWidget):
         shown = self.loaded
         if (shown is not None and shown.case_id == row["case"]
                 and (focus is None or focus == shown.focus)):
-            self._focus_row()
+            self._start(f"finding the worst slice of {row['structure']}", row_job,
+                        self.folder, row, shown, on_done=self._loaded)
             return
-        self._start(f"loading {row['case']}", _load_job, self.folder, row["case"], focus,
+        self._start(f"loading {row['case']}", row_job, self.folder, row, None,
                     on_done=self._loaded)
 
     def step_case(self, step: int) -> None:
@@ -289,59 +247,50 @@ class ResultsPanel(QWidget):
 
     # -- showing a case ----------------------------------------------------------------------
     def _loaded(self, result) -> None:
-        if isinstance(result, _Missing):
+        if isinstance(result, Missing):
             self.locate_button.setEnabled(result.error.data)
             show_error(str(result.error))
             return
         self.locate_button.setEnabled(False)
-        result, specs = result
-        row = self.row if self.row and self.row["case"] == result.case_id else None
-        label = self._label(result, row)
+        row, loaded, specs, worst = result
+        if specs is not None:
+            self._show(loaded, specs, row_label(loaded, row))
+        self._focus_row(row, worst)
+
+    def _show(self, loaded, specs: list, label: int | None) -> None:
+        """Put a loaded case in the viewer (one main-thread step) and point the state at it."""
 
         def point_state(layers: dict | None) -> None:
             if layers is None:  # let go of the old layers: panels recount once, at the end
                 self.state.set_case(None, None, {}, None)
                 return
-            attacked = layers.get(attacked_role(result.focus)) if result.focus else None
+            attacked = layers.get(attacked_role(loaded.focus)) if loaded.focus else None
             self.state.set_case(layers["image"], layers.get("reference"),
                                 {"clean": layers.get("clean"), "attacked": attacked}, label)
 
         self._dice()  # the Evaluate panel exists before the state changes
-        self.layers.swap(specs, result.case.modality, point_state)
-        self.loaded = result
+        self.layers.swap(specs, loaded.case.modality, point_state)
+        self.loaded = loaded
         self.correction.clear()
         self.correction.addItems([r for r in self.layers.layers if r == "reference"
-                                  or r == "clean" or r.startswith("attacked:")])
-        self._focus_row()
+                                  or self.layers.is_prediction(r)])
 
-    def _label(self, loaded, row: dict | None) -> int | None:
-        if row is None:
-            return None
-        if row.get("label") is not None:
-            return int(row["label"])
-        names = {v: k for k, v in loaded.case.structures.items()}
-        return names.get(row["structure"])
-
-    def _focus_row(self) -> None:
-        """Dice panel on the row's structure, view on its worst slice for the row's condition."""
-        from napari_segeval._widgets.overlays import worst_slice
-
-        if self.loaded is None or self.row is None:
+    def _focus_row(self, row: dict, worst: int | None) -> None:
+        """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
+        if self.loaded is None or row["case"] != self.loaded.case_id:
             return
-        label = self._label(self.loaded, self.row)
+        cond = row["condition"]
+        self.layers.show_prediction("clean" if cond == "clean" else attacked_role(cond))
+        label = row_label(self.loaded, row)
         if label is not None:
             self.state.set_current(label)
         evaluate = self._dice()
-        dice = evaluate.dice
-        evaluate.tabs.setCurrentWidget(dice)
-        if self.state.kind() == "image" or label is None:
-            return
-        series = dice.per_slice()
-        role = "clean" if self.row["condition"] == "clean" else "attacked"
-        values = series.get(role, series.get("clean"))
-        index = None if values is None else worst_slice(values)
-        if index is not None:
-            dice.go_to_slice(index)
+        evaluate.tabs.setCurrentWidget(evaluate.dice)
+        labels = [r["label"] for r in evaluate.dice.records]
+        if label in labels:  # the structure's row in view in the Dice table
+            evaluate.dice.table.scrollToItem(evaluate.dice.table.item(labels.index(label), 0))
+        if worst is not None:
+            evaluate.dice.go_to_slice(worst)
 
     def _dice(self) -> Any:
         """The Evaluate panel of this viewer (docked when not open yet)."""

@@ -17,6 +17,8 @@ import contextlib
 from typing import Any
 
 IMAGE_ROLES = ("image", "perturbed", "perturbation")
+#: Layer properties napari takes only once a layer exists (set when it is created).
+AFTER_CREATION = ("contour",)
 
 
 def attacked_role(condition: str) -> str:
@@ -33,9 +35,11 @@ def attacked_role(condition: str) -> str:
 def layer_specs(loaded: Any) -> list[tuple[str, Any, dict, str]]:
     """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first.
 
-    Roles: ``image``, ``perturbed``, ``perturbation``, ``reference``, ``clean``,
-    ``attacked:<condition>``. Every layer gets the image's ``scale``,
-    ``translate`` and ``metadata["geometry"]``.
+    Roles: ``image``, ``perturbed``, ``perturbation``, ``clean``,
+    ``attacked:<condition>``, ``reference``. Every layer gets the image's ``scale``,
+    ``translate`` and ``metadata["geometry"]``. The reference is drawn as an
+    outline; which prediction is visible follows the selected row (the panel
+    sets it), the perturbed image and the perturbation start hidden.
     """
     from napari_segeval._reader import case_to_layers
 
@@ -59,20 +63,20 @@ def layer_specs(loaded: Any) -> list[tuple[str, Any, dict, str]]:
         if not case.is_rgb:
             kw["colormap"] = "PiYG"
         out.append(("perturbation", loaded.perturbation, kw, "image"))
-    ref_kw = None
-    if len(base) > 1:
-        ref_data, ref_kw, _ = base[1]
-        out.append(("reference", ref_data, {**ref_kw, "name": f"{cid} reference"}, "labels"))
+    reference = base[1] if len(base) > 1 else None
     labels_meta = {**meta, "structures": dict(case.structures)}
-    features = ref_kw.get("features") if ref_kw else None
+    features = reference[1].get("features") if reference else None
     for cond, labels in loaded.predictions.items():
         role = "clean" if cond == "clean" else attacked_role(cond)
         kw = {**place, "name": f"{cid} {cond}", "opacity": 0.6,
-              "visible": cond in ("clean", loaded.focus),
               "metadata": {**labels_meta, "source": loaded.files.get(cond), "condition": cond}}
         if features is not None:
             kw["features"] = features
         out.append((role, labels, kw, "labels"))
+    if reference is not None:  # on top: its outline stays visible over a prediction
+        ref_data, ref_kw, _ = reference
+        out.append(("reference", ref_data, {**ref_kw, "name": f"{cid} reference",
+                                            "contour": 1}, "labels"))
     return out
 
 
@@ -97,6 +101,17 @@ class CaseLayers:
     def _key(self, role: str) -> str:
         return "attacked" if role.startswith("attacked:") else role
 
+    @staticmethod
+    def is_prediction(role: str) -> bool:
+        """True for the clean and attacked prediction roles."""
+        return role == "clean" or role.startswith("attacked:")
+
+    def show_prediction(self, role: str) -> None:
+        """Show the prediction layer of ``role`` and hide the other predictions."""
+        for r, layer in self.layers.items():
+            if self.is_prediction(r):
+                layer.visible = r == role
+
     def remember(self) -> None:
         """Note the camera, contrast limits and looks of the layers shown now."""
         live = {r: ly for r, ly in self.layers.items() if ly in self.viewer.layers}
@@ -109,9 +124,10 @@ class CaseLayers:
                 if role in IMAGE_ROLES:
                     self.limits[(self.modality, role)] = tuple(layer.contrast_limits)
         for role, layer in live.items():
-            if role.startswith("attacked:") and not layer.visible:
-                continue  # attacks out of focus are hidden by default, not by the person
-            self.looks[self._key(role)] = {"visible": layer.visible, "opacity": layer.opacity}
+            look = {"opacity": layer.opacity}
+            if not self.is_prediction(role):  # predictions are shown by the selected row
+                look["visible"] = layer.visible
+            self.looks[self._key(role)] = look
 
     @staticmethod
     def _fits(layer: Any, data: Any, kwargs: dict, kind: str) -> bool:
@@ -129,15 +145,13 @@ class CaseLayers:
         import numpy as np
 
         layer.name = kwargs["name"]
-        layer.metadata = kwargs["metadata"]
+        layer.metadata = kwargs["metadata"]  # AFTER_CREATION looks stay as the person set them
         for attr in ("scale", "translate"):  # each change re-slices: only when it moved
             if not np.allclose(getattr(layer, attr), kwargs[attr]):
                 setattr(layer, attr, kwargs[attr])
         layer.data = data
         if "features" in kwargs:
             layer.features = kwargs["features"]
-        if role.startswith("attacked:"):
-            layer.visible = bool(kwargs.get("visible", True))
         if "contrast_limits" in kwargs:
             layer.contrast_limits = kwargs["contrast_limits"]
         elif role in IMAGE_ROLES:
@@ -175,11 +189,11 @@ class CaseLayers:
                     del old[role]
                     self._update(layer, role, data, kw)
                 else:
-                    look = self.looks.get(self._key(role))
-                    if look is not None and (not role.startswith("attacked:")
-                                             or kw.get("visible")):
-                        kw.update(look)
+                    kw.update(self.looks.get(self._key(role), {}))
+                    after = {k: kw.pop(k) for k in AFTER_CREATION if k in kw}
                     layer = self.viewer.add_layer(Layer.create(data, kw, kind))
+                    for key, value in after.items():
+                        setattr(layer, key, value)
                 new[role] = layer
             if ("perturbed" in new and "image" in new
                     and (modality, "perturbed") not in self.limits):

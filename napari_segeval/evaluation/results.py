@@ -134,6 +134,37 @@ class LoadedCase:
     files: dict[str, str] = field(default_factory=dict)
 
 
+def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int) -> int | None:
+    """Slice (axis 0) where a structure fares worst: lowest Dice, then most wrong voxels.
+
+    Slices where the structure is in neither map are skipped; among slices of
+    equal Dice (a structure missed on every slice scores 0 on all of them) the one
+    with the most false positives + false negatives wins. None for 2D arrays or
+    a structure in neither map.
+
+    Examples
+    --------
+    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
+    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
+    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
+    1
+    """
+    from napari_segeval.metrics.slices import per_slice_counts
+
+    if reference.ndim < 3:
+        return None
+    a = (np.asarray(reference) == label).astype(np.uint8)
+    b = (np.asarray(prediction) == label).astype(np.uint8)
+    tp, ref_n, pred_n = per_slice_counts(a, b, 0, 2)[:, :, 1].T
+    present = ref_n + pred_n > 0
+    if not present.any():
+        return None
+    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
+    errors = ref_n + pred_n - 2 * tp
+    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending
+    return int(order[0])
+
+
 class ResultsFolder:
     """A results folder written by ``segeval evaluate``, opened for browsing.
 
@@ -392,4 +423,4 @@ class ResultsFolder:
 
 
 __all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
-           "ResultsFolderError", "is_results_folder", "version_key"]
+           "ResultsFolderError", "is_results_folder", "version_key", "worst_slice"]

@@ -54,13 +54,15 @@ def show_row(panel, qtbot, row: int = 0) -> None:
                     timeout=60000)
 
 
-def per_slice_dice(ref: np.ndarray, pred: np.ndarray, label: int) -> np.ndarray:
-    """Dice per slice; NaN where the structure is in neither map."""
-    a = (ref == label).reshape(ref.shape[0], -1)
-    b = (pred == label).reshape(ref.shape[0], -1)
-    inter, size = (a & b).sum(1), a.sum(1) + b.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(size > 0, 2 * inter / size, np.nan)
+def worst_slice(ref: np.ndarray, pred: np.ndarray, label: int) -> int:
+    """Lowest Dice among slices holding the structure; ties: most FP + FN voxels."""
+    scored = []
+    for k in range(ref.shape[0]):
+        a, b = ref[k] == label, pred[k] == label
+        if a.any() or b.any():
+            inter = int((a & b).sum())
+            scored.append((2 * inter / (a.sum() + b.sum()), -int((a ^ b).sum()), k))
+    return min(scored)[2]
 
 
 @pytest.fixture
@@ -126,8 +128,18 @@ def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, ma
     assert rec["clean"]["dice"] == pytest.approx(csv_by_cond["clean"], abs=1e-12)
     assert rec["attacked"]["dice"] == pytest.approx(csv_by_cond[FGSM], abs=1e-12)
     # ... and the view is on the structure's worst slice under the attack
-    expected = int(np.nanargmin(per_slice_dice(roles["reference"].data, attacked, label)))
+    expected = worst_slice(roles["reference"].data, attacked, label)
     assert current_index(viewer, roles["reference"]) == expected
+    # another row of the same case: no reload, the view moves to that structure's worst slice
+    n = next(i for i, r in enumerate(panel.visible_rows())
+             if r["case"] == cid and r["condition"] == "clean" and r["structure"] == "liver")
+    before = roles["image"]
+    panel.select_row(n)
+    qtbot.waitUntil(lambda: not panel.runner.running and panel.state.current == 1,
+                    timeout=60000)
+    assert panel.layers.layers["image"] is before and roles["clean"].visible
+    assert current_index(viewer, roles["reference"]) == worst_slice(
+        roles["reference"].data, roles["clean"].data, 1)
 
 
 def test_next_case_replaces_the_layers(results_run, make_napari_viewer, qtbot, settle):
@@ -223,8 +235,8 @@ def test_missing_files_are_named_and_nothing_is_half_loaded(results_run, make_na
     assert not panel.locate_button.isEnabled()  # a results file, not the data set
 
 
-def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtbot, settle, tmp_path,
-                                            notifications):
+def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtbot, settle,
+                                            tmp_path, notifications):
     out = tmp_path / "copy"
     shutil.copytree(results_run, out)
     moved = tmp_path / "moved" / TASK.name
@@ -247,3 +259,21 @@ def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtb
                     timeout=60000)
     assert len(viewer.layers) == 6
     assert panel.layers.layers["image"].metadata["source"].startswith(str(moved))
+
+
+def test_demo_shows_the_worst_row(results_run, make_napari_viewer, qtbot, settle):
+    from napari_segeval._widgets.demo import show_results
+
+    viewer = make_napari_viewer()
+    panel = show_results(viewer, results_run)
+    settle(panel)
+    qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running,
+                    timeout=60000)
+    worst = panel.visible_rows()[0]
+    key = ("case", "structure", "condition")
+    assert [panel.row[k] for k in key] == [worst[k] for k in key]
+    assert panel.loaded.case_id == worst["case"]
+    roles = panel.layers.layers
+    assert roles[f"attacked:{FGSM}"].visible and not roles["clean"].visible
+    assert not roles["perturbed"].visible and roles["reference"].contour == 1
+    assert panel.evaluate.tabs.currentWidget() is panel.evaluate.dice
