@@ -12,7 +12,10 @@ the perturbed image and perturbation of the row's attack (or the first attack),
 all placed as the reader places files. The browser's layers of the previous
 case are replaced in one step; zoom and contrast limits are kept per modality.
 The *Evaluate* panel's Dice tab is filled for the row's structure (through the
-viewer's shared state) and the view jumps to that structure's worst slice.
+viewer's shared state) and the view jumps to that structure's worst slice under
+the row's condition (lowest Dice, ties broken by the most wrong voxels:
+:func:`napari_segeval.evaluation.results.worst_slice`). Another row of the case
+shown only moves the view.
 
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
 current order), anywhere in the napari window.
@@ -174,6 +177,8 @@ class ResultsPanel(QWidget):
             self.runner.start(name, fn, *args, on_done=on_done)
 
     def _opened(self, folder) -> None:
+        if self.layers.layers:
+            self.state.set_case(None, None, {}, None)
         self.layers.clear()
         self.folder, self.loaded, self.row = folder, None, None
         rows = folder.rows()
