@@ -277,3 +277,21 @@ def test_demo_shows_the_worst_row(results_run, make_napari_viewer, qtbot, settle
     assert roles[f"attacked:{FGSM}"].visible and not roles["clean"].visible
     assert not roles["perturbed"].visible and roles["reference"].contour == 1
     assert panel.evaluate.tabs.currentWidget() is panel.evaluate.dice
+
+
+def test_set_case_notifies_once():
+    from types import SimpleNamespace
+
+    from napari_segeval._widgets._state import ViewerState
+
+    state = ViewerState()
+    heard = []
+    state.subscribe(heard.append)
+    ref = SimpleNamespace(metadata={"structures": {1: "liver", 2: "spleen"}})
+    state.set_case("image", ref, {"clean": "c", "attacked": "a"}, current=2)
+    assert heard == ["reference"]
+    assert (state.image, state.reference, state.predictions) == (
+        "image", ref, {"clean": "c", "attacked": "a"})
+    assert state.structures == {1: "liver", 2: "spleen"} and state.current == 2
+    state.set_case(None, None, {}, None)
+    assert state.predictions == {"clean": None, "attacked": None} and state.current is None
