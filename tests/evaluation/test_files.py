@@ -178,3 +178,10 @@ def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
                 labels, g, _ = read_labels(path)
                 np.testing.assert_array_equal(labels, arrays[key])
                 assert g.matches(geometry), source
+
+
+def test_tiff_holds_only_the_pixel_grid(tmp_path):
+    with pytest.raises(WriteError, match="TIFF cannot store this geometry"):
+        write_image(tmp_path / "x.tif", np.zeros((2, 3, 4), np.float32),
+                    Geometry.identity(3, (2.0, 1.0, 1.0)))
+    assert not list(tmp_path.iterdir())  # nothing half-written

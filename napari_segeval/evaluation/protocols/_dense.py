@@ -122,4 +122,5 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["AttackOutcome", "condition_name", "per_case_entropy", "raw_per_unit", "run_attack", "segment"]
+__all__ = ["AttackOutcome", "condition_name", "per_case_entropy", "raw_per_unit", "run_attack",
+           "segment"]
