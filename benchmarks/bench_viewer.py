@@ -1,4 +1,4 @@
-"""Viewer benchmarks: napari start-up with vs without the plugin; Dice-panel latency.
+"""Viewer benchmarks: napari start-up with vs without the plugin; Dice-panel latency; browsing.
 
 Run under a display (Linux without one: ``xvfb-run -a``)::
 
@@ -14,6 +14,10 @@ Run under a display (Linux without one: ``xvfb-run -a``)::
    from ``Labels.paint`` (one brush stroke, which emits ``events.paint``) until the
    panel's table holds the recounted overlap metrics; and the panel's own share
    (the recount and the table refresh, ``DicePanel.flush``).
+3. **Results browser** (:mod:`bench_browse`): time from selecting a row of the
+   *Results* panel to all layers shown and the Dice panel filled, for the bundled
+   CT and for a generated ``--browse-shape`` case (default 300 x 512 x 512) with
+   two predictions, a perturbed image and its perturbation.
 """
 
 from __future__ import annotations
@@ -153,11 +157,21 @@ def main(argv=None) -> int:
     ap.add_argument("--strokes", type=int, default=20)
     ap.add_argument("--shape", type=int, nargs=3, default=(300, 512, 512))
     ap.add_argument("--skip-startup", action="store_true")
+    ap.add_argument("--skip-dice", action="store_true")
+    ap.add_argument("--skip-browse", action="store_true")
+    ap.add_argument("--browse-shape", type=int, nargs=3, default=(300, 512, 512))
+    ap.add_argument("--browse-repeats", type=int, default=3,
+                    help="row selections per case (alternating between two cases)")
     args = ap.parse_args(argv)
     report = {}
     if not args.skip_startup:
         report["startup"] = startup(args.repeats)
-    report["dice_panel"] = latency(tuple(args.shape), args.strokes)
+    if not args.skip_dice:
+        report["dice_panel"] = latency(tuple(args.shape), args.strokes)
+    if not args.skip_browse:
+        from bench_browse import browse
+
+        report["results_browser"] = browse(tuple(args.browse_shape), args.browse_repeats)
     print(json.dumps(report, indent=2))
     return 0
 

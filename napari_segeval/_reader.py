@@ -56,11 +56,50 @@ def napari_get_reader(path: str | list[str]) -> Callable[[str | list[str]], list
     """
     try:
         paths = [path] if isinstance(path, (str, Path)) else list(path)
+        if len(paths) == 1 and results_folder_reader(paths[0]) is not None:
+            return open_results_folder
         if paths and all(_handled(str(p)) for p in paths):
             return read_layers
     except Exception:  # noqa: BLE001 - never raise out of the probe
         return None
     return None
+
+
+def results_folder_reader(path: str | Path) -> Callable[[str | list[str]], list] | None:
+    """:func:`open_results_folder` for a folder holding ``run.json`` (``segeval evaluate``'s).
+
+    Examples
+    --------
+    >>> results_folder_reader("/nonexistent") is None
+    True
+    """
+    try:
+        p = Path(path)
+        return open_results_folder if p.is_dir() and (p / "run.json").is_file() else None
+    except Exception:  # noqa: BLE001 - a reader probe must never raise
+        return None
+
+
+def open_results_folder(path: str | list[str]) -> list:
+    """Open a results folder in the *Results* panel of the current viewer; no layers.
+
+    napari calls readers without a viewer, so the panel is reached through
+    napari's public API: :func:`napari.current_viewer` (the window the folder was
+    dropped on or opened in) and ``viewer.window.add_plugin_dock_widget``, which
+    docks the plugin's *Results* widget or returns the one already docked. The
+    panel then loads the folder in a worker. ``[(None,)]`` is napari's sentinel
+    for "read, nothing to add" (layers come when a row is selected).
+    """
+    import napari
+
+    folder = path if isinstance(path, (str, Path)) else path[0]
+    viewer = napari.current_viewer()
+    if viewer is None:
+        raise SegEvalError(f"{folder}: a results folder opens in the napari Results panel; "
+                           "no viewer is open")
+    _, panel = viewer.window.add_plugin_dock_widget("napari-segeval", "Results")
+    panel.open_folder(str(folder))
+    return [(None,)]
 
 
 def looks_like_labels(path: str | Path) -> bool:

@@ -137,6 +137,22 @@ class ViewerState:
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
         self.notify("uncertainty")
 
+    def set_case(self, image: Any, reference: Any, predictions: dict[str, Any],
+                 current: int | None = None) -> None:
+        """Choose every layer of a case at once (the results browser's case swap).
+
+        Listeners hear one ``"reference"`` change (on which they re-read the whole
+        case), not one per layer: the Dice panel recounts once.
+        """
+        self.image = image
+        self.reference = reference
+        self.structures = structures_of(reference)
+        self.predictions = {c: predictions.get(c) for c in CONDITIONS}
+        self.uncertainty = {}
+        self.current = current if current in self.structures else next(iter(self.structures),
+                                                                         None)
+        self.notify("reference")
+
     def set_current(self, label: int | None) -> None:
         """Focus on structure ``label``."""
         if label != self.current:

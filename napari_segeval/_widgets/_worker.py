@@ -66,6 +66,9 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
+    ``activity=False`` leaves napari's activity dock out (for jobs of a second or
+    less, where creating and updating that bar costs more than the job).
+
     Attributes
     ----------
     worker : napari FunctionWorker or None
@@ -78,8 +81,9 @@ class JobRunner(QWidget):
 
     job_done = Signal(str, str)  # job name, outcome: "ok" | "cancelled" | "error"
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, activity: bool = True) -> None:
         super().__init__(parent)
+        self.show_activity = activity  # False: no bar in napari's activity dock (short jobs)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
@@ -141,7 +145,8 @@ class JobRunner(QWidget):
         self.cancel_button.setEnabled(True)
         # total=0: indeterminate until the first report; made after self.worker is
         # set, since adding a bar to the activity dock processes Qt events
-        self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
+        if self.show_activity:
+            self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
         worker.start()
         return worker
 

@@ -118,3 +118,78 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
         return path
     finally:
         viewer.close()
+
+
+def show_results(viewer: Any, results: str | Path) -> Any:
+    """Dock the *Results* and *Evaluate* panels, open ``results`` and select its worst row.
+
+    Returns the Results panel; its job runs in the background (wait for
+    ``panel.loaded`` before looking at the layers).
+    """
+    from napari_segeval._widgets.results import ResultsPanel
+
+    panel = ResultsPanel(viewer)
+    evaluate = SegEvalWidget(viewer)
+    panel.evaluate = evaluate
+    viewer.window.add_dock_widget(panel, name="Results", area="right")
+    viewer.window.add_dock_widget(evaluate, name="Evaluate", area="right")
+
+    def opened(name: str, outcome: str) -> None:
+        if name.startswith("opening") and outcome == "ok" and panel.visible_rows():
+            panel.select_row(0)
+
+    panel.runner.job_done.connect(opened)
+    panel.open_folder(results)
+    return panel
+
+
+def run_results_demo(results: str | Path, screenshot: str | Path | None = None) -> Path | None:
+    """Open napari on a results folder with its worst row shown; optionally save a screenshot.
+
+    Raises
+    ------
+    SegEvalError
+        When the folder cannot be opened or its worst case cannot be loaded.
+    """
+    import napari
+    from qtpy.QtCore import QEventLoop, QTimer
+
+    from napari_segeval._errors import SegEvalError
+
+    viewer = napari.Viewer(title="napari-segeval results browser")
+    viewer.window.resize(1600, 1000)
+    panel = show_results(viewer, results)
+    if screenshot is None:
+        napari.run()
+        return None
+    dice = panel.evaluate.dice
+
+    import time
+
+    deadline = time.monotonic() + 600
+
+    def settled() -> bool:
+        if time.monotonic() > deadline:
+            return True
+        if panel.runner.running:
+            return False
+        if panel.runner.last_error:
+            return True
+        return (panel.loaded is not None and not dice.surface_runner.running
+                and not dice._surface_timer.isActive())
+
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.setInterval(100)
+    timer.timeout.connect(lambda: loop.quit() if settled() else None)
+    timer.start()
+    loop.exec_()
+    timer.stop()
+    try:
+        if panel.runner.last_error or panel.loaded is None:
+            raise SegEvalError(f"{results}: {panel.runner.last_error or 'nothing to show'}")
+        path = Path(screenshot)
+        viewer.screenshot(path=str(path), canvas_only=False, flash=False)
+        return path
+    finally:
+        viewer.close()

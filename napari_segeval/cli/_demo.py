@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "on the middle slice of the liver, propagate it with the built-in model, "
             "attack the model (PGD by default) and show the Dice panel filled. With "
             "--screenshot PATH, run without interaction (needs a display: under Linux "
-            "without one, use xvfb-run), save a screenshot of the window and exit."
+            "without one, use xvfb-run), save a screenshot of the window and exit. With "
+            "--results DIR, show the results browser on a segeval evaluate folder instead."
         ),
     )
     p.add_argument("--screenshot", type=Path, metavar="PNG", help="save a screenshot and exit")
@@ -34,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eps", type=float, default=0.02,
                    help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)")
     p.add_argument("--steps", type=int, default=5, help="attack iterations")
+    p.add_argument("--results", type=Path, metavar="DIR",
+                   help="instead: open a results folder of segeval evaluate in the Results "
+                        "panel with its worst row shown (with --screenshot: save it and exit)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -71,6 +75,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(problem)
     if args.screenshot is not None and args.screenshot.exists() and not args.overwrite:
         raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
+    if args.results is not None:
+        from napari_segeval._widgets.demo import run_results_demo
+
+        out = run_results_demo(args.results, args.screenshot)
+        if out is not None:
+            emit(args, {"screenshot": str(out)}, f"wrote {out}")
+        return 0
     from napari_segeval._widgets.demo import run_demo
 
     attack = None if args.attack.lower() == "none" else args.attack

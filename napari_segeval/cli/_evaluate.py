@@ -24,7 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "WORD/FeTA/TotalSegmentator folder, or generic paired folders) with a named "
             "protocol. Writes DIR/results.csv (one "
             "row per case x structure x condition: case, structure, condition, dice, ...), "
-            "DIR/summary.json and DIR/report.html; per-case records in DIR/cases/ make a "
+            "DIR/summary.json and DIR/report.html; each case's predictions (and, for "
+            "attacks, perturbed images) with the source geometry in DIR/predictions/ "
+            "(open DIR in napari to browse them); per-case records in DIR/cases/ make a "
             "re-run resume where it stopped. Broken cases become error rows; the exit "
             "status is 3 when any case failed. With --json prints the summary object."
         ),
@@ -57,6 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--restart", action="store_true",
                    help="discard finished case records in DIR instead of resuming")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument("--no-save-predictions", action="store_true",
+                   help="do not save each case's label maps, perturbed images and "
+                        "perturbations under DIR/predictions/ (saved by default, with the "
+                        "source geometry, for the napari results browser)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (drawn only on a terminal)")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -158,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             args.data, args.protocol, args.output_dir, params=params, preset=args.preset,
             layout=args.layout, layout_options=options, workers=args.workers,
             scheduler=args.scheduler, resume=not args.restart, progress=progress,
-            report=not args.no_report,
+            report=not args.no_report, save_predictions=not args.no_save_predictions,
         )
     emit(args, {**result.summary, "output_dir": str(result.output_dir),
                 "n_resumed": result.n_skipped}, _summary_text(result))

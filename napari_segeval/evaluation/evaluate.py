@@ -32,6 +32,7 @@ def run_evaluation(
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     report: bool = True,
+    save_predictions: bool = True,
 ) -> RunResult:
     """Evaluate every case of a data set with a protocol and write the results folder.
 
@@ -67,6 +68,11 @@ def run_evaluation(
         Stop submitting and return when set (finished cases are kept).
     report : bool
         Write ``report.html``.
+    save_predictions : bool
+        Save each case's label maps (and, for attacks, the perturbed image and the
+        perturbation) with the source geometry under ``DIR/predictions/<case>/``
+        (default; see :mod:`napari_segeval.evaluation.files`). Recorded in
+        ``run.json``; not part of the recipe a resumed run must match.
 
     Returns
     -------
@@ -94,7 +100,7 @@ def run_evaluation(
     run_info = {"protocol": proto.name, "protocol_version": proto.version, "preset": preset,
                 "params": p,
                 "data": source, "layout": specs[0].layout if specs else layout,
-                "napari_segeval": __version__}
+                "napari_segeval": __version__, "save_predictions": bool(save_predictions)}
     store.check_run(out, run_info, resume)
     if not resume:
         store.clear_cases(out)
@@ -113,7 +119,7 @@ def run_evaluation(
     todo = [s for s in chosen if not store.is_done(out, s.case_id)]
     done = len(chosen) - len(todo)
     execute(proto, todo, p, out, workers=workers, scheduler=scheduler, progress=progress,
-            cancel=cancel, total=len(chosen), done=done)
+            cancel=cancel, total=len(chosen), done=done, save_files=save_predictions)
     result = finalize(out, proto, report=report)
     result.n_skipped = done
     return result

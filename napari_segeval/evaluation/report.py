@@ -3,7 +3,9 @@
 Sections: the recipe (protocol, version, every parameter), counts and failed
 cases with their reasons, a Dice table per structure and condition, box plots
 (clean vs attacked, per structure; needs matplotlib, otherwise the page says
-so), a per-case table sortable by any column (Dice drop included), and
+so), a per-case table sortable by any column (Dice drop included) whose rows
+link to the case's saved prediction files (relative links into
+``predictions/``, so the folder can move as a whole), and
 thumbnails of the worst cases (image with reference, clean and attacked
 overlays on the slice with the most reference), and, when the rows carry a
 per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
@@ -19,6 +21,7 @@ import json
 import math
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from napari_segeval._atomic import atomic_write_text
 from napari_segeval.evaluation import _figures as F
@@ -47,7 +50,13 @@ def _num(v) -> float:
         return math.nan
 
 
+class Markup(str):
+    """HTML that a table cell shows as it is (built here from escaped parts)."""
+
+
 def _cell(v, digits: int = 4) -> str:
+    if isinstance(v, Markup):
+        return f'<td class="t">{v}</td>'
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         f = float(v)
         if math.isnan(f):
@@ -78,8 +87,35 @@ def _conditions(rows: list[dict]) -> list[str]:
     return sorted({r["condition"] for r in rows}, key=lambda c: (c not in BASELINES, c))
 
 
-def _pivot(rows: list[dict]) -> tuple[list[str], list[list]]:
-    """Per case x structure: clean Dice, each condition's Dice and drop (plus NSD/HD95 if any)."""
+def file_links(files: dict | None, conditions: list[str], error: str | None = None) -> Markup:
+    """Relative links to a case's saved files: each condition, its perturbed image and perturbation.
+
+    Examples
+    --------
+    >>> file_links({"clean": "predictions/a/clean.nii.gz"}, ["clean"])
+    '<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
+    >>> file_links({}, ["clean"])
+    '-'
+    """
+    if not files:
+        return Markup(html.escape(f"not saved: {error}") if error else "-")
+    parts = []
+    for i, cond in enumerate(conditions):
+        tag = "clean" if cond == "clean" else f"att.{i}"
+        for key, text, what in ((cond, tag, "prediction"),
+                                (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
+                                (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):
+            if key in files:
+                parts.append(f'<a href="{html.escape(quote(files[key]))}" '
+                             f'title="{html.escape(cond)} {what}">{text}</a>')
+    return Markup(" ".join(parts))
+
+
+def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], list[list]]:
+    """Per case x structure: clean Dice, each condition's Dice and drop (plus NSD/HD95 if any).
+
+    With ``records`` (case -> record) a last column links the case's saved files.
+    """
     conds = _conditions(rows)
     cells: dict[tuple, dict] = {}
     for r in rows:
@@ -87,12 +123,18 @@ def _pivot(rows: list[dict]) -> tuple[list[str], list[list]]:
     extra = [m for m in ("nsd", "hd95") if any(not math.isnan(_num(r.get(m))) for r in rows)]
     headers = ["case", "structure"] + [f"dice {c}" for c in conds]
     headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra]
+    if records is not None:
+        headers.append("files")
     out = []
     for (case, structure), by in sorted(cells.items()):
         d = [_num(by[c]["dice"]) if c in by else math.nan for c in conds]
         first = by.get(conds[0], {})
-        out.append([case, structure, *d, *[d[0] - x for x in d[1:]],
-                    *[_num(first.get(m)) for m in extra]])
+        row = [case, structure, *d, *[d[0] - x for x in d[1:]],
+               *[_num(first.get(m)) for m in extra]]
+        if records is not None:
+            rec = records.get(case, {})
+            row.append(file_links(rec.get("files"), conds, rec.get("files_error")))
+        out.append(row)
     return headers, out
 
 
@@ -256,15 +298,18 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
             parts += ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
                       table(["condition", "robust fraction"], [[k, v] for k, v in robust.items()])]
         if results.get("budget"):
-            parts += ["<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
-                      "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>",
+            parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
+                       "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),
                       table(["condition", "eps (normalized)", "eps (raw)"], [
                           [c, b["eps"], "; ".join(f"{k}: {v['mean']:.4g} [{v['min']:.4g}, "
                                                   f"{v['max']:.4g}]"
                                                   for k, v in b["eps_raw"].items())]
                           for c, b in results["budget"].items()])]
-        headers, body = _pivot(rows)
-        parts += ["<h2>Per case</h2><p>Click a column header to sort.</p>", table(headers, body)]
+        headers, body = _pivot(rows, {r["case"]: r for r in records})
+        parts += [("<h2>Per case</h2><p>Click a column header to sort. The files column links "
+                   "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
+                   "image, &delta;: the perturbation); open the whole folder in napari to "
+                   "browse them.</p>"), table(headers, body)]
         parts += ["<h2>Worst cases</h2>"] + [_thumbs(out, c, why) for c, _, why in
                                              _worst(rows, worst)]
     if failed:

@@ -4,7 +4,10 @@ Each case runs in :func:`evaluate_case` (a top-level function, so spawned worker
 processes and Dask workers can import it); any exception becomes an error record
 with the reason. Records come back to this process and are written atomically
 as they arrive (see :mod:`napari_segeval.evaluation.store`), so a re-run skips
-finished cases and a killed run loses only the cases in flight.
+finished cases and a killed run loses only the cases in flight. With
+``save_files`` the worker also encodes the case's predictions (and perturbed
+images) into file bytes, which travel with the record and are written here
+before it (:mod:`napari_segeval.evaluation.files`).
 
 GPUs: by default one worker process per visible GPU, each seeing only its own GPU
 (``CUDA_VISIBLE_DEVICES``); with one GPU, cases run in this process. After each
@@ -48,8 +51,13 @@ class RunResult:
         return 3 if self.n_failed else 0
 
 
-def evaluate_case(protocol: Protocol, spec: dict, params: dict) -> dict:
+def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool = False) -> dict:
     """Run one case and return its record; never raises for bad input or model errors.
+
+    With ``save_files`` an ok record carries ``payload``: the protocol's arrays
+    encoded as files (:func:`napari_segeval.evaluation.files.encode_arrays`), which
+    :func:`napari_segeval.evaluation.store.write_case` writes before the record. A
+    failure to encode them keeps the scores: the record says why in ``files_error``.
 
     Examples
     --------
@@ -74,7 +82,9 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict) -> dict:
                 "status": "ok", "params": json.dumps(resolved, sort_keys=True,
                                                      separators=(",", ":")), **out.extra}
         record.update(status="ok", rows=[{**base, **r} for r in out.rows], views=out.views,
-                      extra=out.extra)
+                      extra=out.extra, files={})
+        if save_files and out.arrays is not None:
+            _encode(record, s.case_id, out.arrays)
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
         reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
         record.update(status="error", error=reason or type(exc).__name__)
@@ -101,6 +111,14 @@ def release_device_memory() -> bool:
     gc.collect()  # tensors of the finished case still waiting for the collector
     torch.cuda.empty_cache()
     return True
+def _encode(record: dict, case_id: str, arrays) -> None:
+    from napari_segeval.evaluation.files import encode_arrays
+
+    try:
+        record["payload"] = encode_arrays(case_id, arrays)
+    except Exception as exc:  # noqa: BLE001 - the scores stand; the record says why
+        reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
+        record["files_error"] = reason
 
 
 def _gpu_count() -> int:
@@ -144,11 +162,11 @@ def _init_worker(threads: int, gpu_queue) -> None:  # pragma: no cover - runs in
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu_queue.get()
 
 
-def _run_inline(protocol, specs, params, cancel) -> Iterator[dict]:
+def _run_inline(protocol, specs, params, cancel, save) -> Iterator[dict]:
     for s in specs:
         if cancel is not None and cancel.is_set():
             return
-        yield evaluate_case(protocol, s.to_dict(), params)
+        yield evaluate_case(protocol, s.to_dict(), params, save)
 
 
 def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
@@ -156,16 +174,16 @@ def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
             "protocol": protocol.name, "protocol_version": protocol.version, "error": reason}
 
 
-def _fill(ex, feed, in_flight: dict, limit: int, protocol, params) -> None:
+def _fill(ex, feed, in_flight: dict, limit: int, protocol, params, save) -> None:
     """Submit cases from ``feed`` until ``limit`` are in flight."""
     while len(in_flight) < limit:
         s = next(feed, None)
         if s is None:
             return
-        in_flight[ex.submit(evaluate_case, protocol, s.to_dict(), params)] = s
+        in_flight[ex.submit(evaluate_case, protocol, s.to_dict(), params, save)] = s
 
 
-def _run_pool(protocol, specs, params, workers, gpus, cancel) -> Iterator[dict]:
+def _run_pool(protocol, specs, params, workers, gpus, cancel, save) -> Iterator[dict]:
     """Process pool (spawn); after a worker crash the rest run one at a time to isolate it."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -186,7 +204,7 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel) -> Iterator[dict]:
         feed, in_flight, broken = iter(list(pending)), {}, False
         limit = 2 * size if size > 1 else 1
         try:
-            _fill(ex, feed, in_flight, limit, protocol, params)
+            _fill(ex, feed, in_flight, limit, protocol, params, save)
             while in_flight and not broken:
                 if cancel is not None and cancel.is_set():
                     return
@@ -203,13 +221,13 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel) -> Iterator[dict]:
                     pending.remove(s)
                     yield rec
                 if not broken:
-                    _fill(ex, feed, in_flight, limit, protocol, params)
+                    _fill(ex, feed, in_flight, limit, protocol, params, save)
         finally:
             ex.shutdown(wait=not broken, cancel_futures=True)
         size = 1
 
 
-def _run_dask(protocol, specs, params, scheduler, cancel) -> Iterator[dict]:
+def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict]:
     """Submit every case to a Dask ``distributed`` cluster; GPU tasks ask for ``{"GPU": 1}``."""
     try:
         from distributed import Client, as_completed
@@ -224,7 +242,7 @@ def _run_dask(protocol, specs, params, scheduler, cancel) -> Iterator[dict]:
         gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())
         resources = {"GPU": 1} if gpu else None
         futures = {
-            client.submit(evaluate_case, protocol, s.to_dict(), params, pure=False,
+            client.submit(evaluate_case, protocol, s.to_dict(), params, save, pure=False,
                           key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
                           resources=resources): s
             for s in specs
@@ -247,24 +265,27 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
             workers: int | None = None, scheduler: Any = None,
             progress: Callable[[int, int], None] | None = None,
             cancel: threading.Event | None = None,
-            total: int | None = None, done: int = 0) -> tuple[int, int]:
+            total: int | None = None, done: int = 0,
+            save_files: bool = True) -> tuple[int, int]:
     """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
     ``progress(done, total)`` is called once before the first case (``done``
-    cases were finished earlier) and after each case.
+    cases were finished earlier) and after each case. ``save_files`` saves each
+    case's predictions under ``output_dir/predictions`` before its record.
     """
     total = len(specs) + done if total is None else total
     if progress is not None:
         progress(done, total)
     if scheduler is not None:
-        records = _run_dask(protocol, specs, params, scheduler, cancel)
+        records = _run_dask(protocol, specs, params, scheduler, cancel, save_files)
     else:
         if workers is None:
             workers, gpus = default_workers(len(specs))
         else:  # workers given: still one GPU each, round robin
             gpus = _gpu_count() if workers > 1 and len(specs) > 1 else 0
-        records = (_run_inline(protocol, specs, params, cancel) if workers <= 1 or len(specs) <= 1
-                   else _run_pool(protocol, specs, params, workers, gpus, cancel))
+        records = (_run_inline(protocol, specs, params, cancel, save_files)
+                   if workers <= 1 or len(specs) <= 1
+                   else _run_pool(protocol, specs, params, workers, gpus, cancel, save_files))
     ok = failed = 0
     for rec in records:
         store.write_case(output_dir, rec)

@@ -7,13 +7,21 @@ Layout of ``DIR``::
     splits.json         folds, when the protocol uses them
     cases/<id>.json     one record per finished case (ok or error): rows + timing
     cases/<id>.npz      thumbnail slices for the report (plain arrays, no pickle)
+    predictions/<id>/   each condition's label map, perturbed image and perturbation
+                        with the source geometry (:mod:`napari_segeval.evaluation.files`;
+                        paths relative to DIR in the record's ``files``)
+    corrections/<id>/   label maps corrected in the napari Results panel (never overwritten;
+                        :meth:`napari_segeval.evaluation.results.ResultsFolder.save_correction`)
     results.csv         one row per case x structure x condition (+ error rows)
     summary.json        the protocol's aggregation + run counts
     report.html         self-contained report
 
 A case's ``.json`` is written last (atomically: :mod:`napari_segeval._atomic`), so its presence
 means the case is complete: a re-run skips it, and a killed run loses at most
-the cases in flight.
+the cases in flight. Its prediction files are written before it, so a record
+never points at a missing file; a case without a record may have some files of
+an interrupted attempt, which its re-run replaces (files of a case *with* a
+record are never overwritten).
 """
 
 from __future__ import annotations
@@ -27,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._atomic import atomic_open, atomic_write_text
-from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._atomic import atomic_open, atomic_write_bytes, atomic_write_text
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -83,14 +91,48 @@ def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
     return case_path(output_dir, case_id).is_file()
 
 
-def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
-    """Write one case record (and its thumbnail views) atomically.
+def write_files(output_dir: str | os.PathLike, case_id: str,
+                payload: Mapping[str, tuple[str, bytes]]) -> dict[str, str]:
+    """Write a case's encoded files atomically; returns ``{key: path relative to DIR}``.
 
-    ``record["views"]`` (dict of arrays) goes to ``<id>.npz`` first; the JSON,
+    ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output.
+    Files of an unfinished case (no record) are replaced; a case with a record
+    is refused, so finished results are never overwritten.
+
+    Raises
+    ------
+    WriteError
+        The case already has a record, or a path leaves ``DIR/predictions``.
+    """
+    out = Path(output_dir)
+    if is_done(out, case_id):
+        raise WriteError(f"{case_path(out, case_id)}: case {case_id} is finished; its "
+                         "prediction files are not overwritten")
+    folder = (out / "predictions").resolve()
+    files = {}
+    for key, (rel, data) in payload.items():
+        target = (out / rel).resolve()
+        if folder not in target.parents:
+            raise WriteError(f"{rel}: prediction file outside {folder}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data, overwrite=True)
+        files[key] = rel
+    return files
+
+
+def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
+    """Write one case record (its prediction files and thumbnail views first) atomically.
+
+    ``record["payload"]`` (encoded prediction files, see :func:`write_files`) is
+    written first and replaced by ``record["files"]`` (key -> path relative to
+    DIR); ``record["views"]`` (dict of arrays) goes to ``<id>.npz``; the JSON,
     written last, lists the view names.
     """
     path = case_path(output_dir, record["case"])
     path.parent.mkdir(parents=True, exist_ok=True)
+    payload = record.pop("payload", None)
+    if payload is not None:
+        record["files"] = write_files(output_dir, record["case"], payload)
     views = record.pop("views", None) or {}
     record["views"] = sorted(views)
     if views:
@@ -147,12 +189,24 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
 
 
 def clear_cases(output_dir: str | os.PathLike) -> int:
-    """Delete the case records of a previous run (for a restart); returns how many."""
+    """Delete the case records and prediction files of a previous run (for a restart).
+
+    Returns how many records were deleted. Only ``DIR/cases/*.json|npz`` and the
+    files of ``DIR/predictions/<case>/`` go; corrections (``DIR/corrections``) stay.
+    """
     folder = Path(output_dir) / "cases"
     n = 0
     for p in list(folder.glob("*.json")) + list(folder.glob("*.npz")):
         p.unlink()
         n += p.suffix == ".json"
+    predictions = Path(output_dir) / "predictions"
+    for case_dir in (predictions.iterdir() if predictions.is_dir() else []):
+        if case_dir.is_dir() and not case_dir.is_symlink():
+            for f in case_dir.iterdir():
+                if f.is_file() or f.is_symlink():
+                    f.unlink()
+            if not any(case_dir.iterdir()):
+                case_dir.rmdir()
     return n
 
 
@@ -172,4 +226,5 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
 
 
 __all__ = ["case_filename", "case_path", "check_run", "clear_cases", "is_done", "load_records",
-           "read_case", "read_json", "read_views", "result_rows", "write_case", "write_json"]
+           "read_case", "read_json", "read_views", "result_rows", "write_case", "write_files",
+           "write_json"]

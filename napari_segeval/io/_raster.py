@@ -105,3 +105,27 @@ def write_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None
 
     check_png_labels(path, labels, geometry)
     Image.fromarray(np.ascontiguousarray(labels)).save(path, format="PNG")
+
+
+def check_tiff(path: Path, geometry: Geometry) -> None:
+    """Refuse a physical geometry for TIFF: only the pixel grid raster inputs get is stored."""
+    from napari_segeval._errors import WriteError
+
+    if not geometry.matches(Geometry.identity(geometry.ndim)):
+        raise WriteError(f"{path}: TIFF cannot store this geometry ({geometry.describe()}); "
+                         "use .mha or .nii.gz")
+
+
+def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
+    """Write a label map or an image as TIFF on the pixel grid (as TIFF inputs are read).
+
+    TIFF stores no geometry we read back, so only the identity geometry every
+    raster input gets is accepted. ``(y, x, 3)`` arrays are written as RGB;
+    3D arrays as a stack of pages (read back as a ``(z, y, x)`` volume).
+    """
+    import tifffile
+
+    check_tiff(path, geometry)
+    rgb = array.ndim == geometry.ndim + 1 and array.shape[-1] == 3
+    tifffile.imwrite(str(path), np.ascontiguousarray(array),
+                     photometric="rgb" if rgb else "minisblack")

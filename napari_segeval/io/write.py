@@ -3,7 +3,8 @@
 The format follows the extension: ``.nii``/``.nii.gz`` (nibabel, RAS affine in
 both qform and sform), ``.mha``/``.nrrd`` (one file) or ``.mhd`` (header plus
 ``.zraw``/``.raw`` data) through SimpleITK; label maps of 2D raster images also
-``.png`` (grey ids, pixel grid only). Data go to a temporary file in the
+``.png`` (grey ids, pixel grid only); label maps and images of raster inputs also
+``.tif``/``.tiff`` (tifffile, pixel grid only). Data go to a temporary file in the
 target folder that is then renamed over the target
 (:func:`napari_segeval._atomic.atomic_path`), so a crash never leaves a
 half-written file under the final name, and files get the umask's mode.
@@ -22,8 +23,12 @@ from napari_segeval.io._quiet import reason
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
 
-#: Label maps can also be written as PNG (2D, pixel grid).
-LABEL_WRITABLE = (*WRITABLE, ".png")
+#: TIFF holds label maps and images of raster inputs (pixel grid).
+TIFF = (".tif", ".tiff")
+#: Label maps can also be written as PNG (2D, pixel grid) or TIFF.
+LABEL_WRITABLE = (*WRITABLE, ".png", *TIFF)
+#: Images: the geometry formats, and TIFF for raster inputs.
+IMAGE_WRITABLE = (*WRITABLE, *TIFF)
 
 
 def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITABLE) -> None:
@@ -48,6 +53,10 @@ def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: b
                 from napari_segeval.io._raster import write_png_labels
 
                 write_png_labels(tmp, array, geometry)
+            elif ext in TIFF:
+                from napari_segeval.io._raster import write_tiff
+
+                write_tiff(tmp, array, geometry)
             else:
                 from napari_segeval.io._sitk import write_itk
 
@@ -65,6 +74,10 @@ def _check_grid(path: Path, array: np.ndarray, geometry: Geometry, colour_ok: bo
         raise WriteError(
             f"{path}: array of shape {array.shape} does not fit a {geometry.ndim}D geometry"
         )
+    if suffix(path) in TIFF:
+        from napari_segeval.io._raster import check_tiff
+
+        check_tiff(path, geometry)
 
 
 def write_labels(
@@ -119,7 +132,8 @@ def write_image(
     """Write an image with ``geometry``; floats as float32, integers as they are.
 
     A trailing RGB axis (one more array axis than the geometry) is written as
-    vector pixels to ``.mha``/``.mhd``/``.nrrd``; NIfTI refuses it.
+    vector pixels to ``.mha``/``.mhd``/``.nrrd`` (RGB to ``.tif``); NIfTI refuses it.
+    ``.tif`` takes raster-input images on their pixel grid only.
 
     Examples
     --------
@@ -131,7 +145,7 @@ def write_image(
     dtype('float32')
     """
     p = Path(path)
-    _check_target(p, overwrite)
+    _check_target(p, overwrite, IMAGE_WRITABLE)
     arr = _image_dtype(p, np.asarray(image))
     _check_grid(p, arr, geometry, colour_ok=True)
     return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)

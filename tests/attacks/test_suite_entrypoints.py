@@ -44,7 +44,7 @@ def test_the_rog_suite_runs_through_the_protocol_hook(tiny, case):
     names = []
     for attack in ROG_SUITE:
         assert D.skip_reason(tiny, attack) is None  # 6 classes: APGD-DLR applies
-        cond, labels, eps_raw = D.run_attack(tiny, case, attack, params)
+        cond, labels, eps_raw = D.run_attack(tiny, case, attack, params)[:3]
         assert labels.shape == case.labels.shape and eps_raw == pytest.approx(0.2 * 30.0)
         names.append(cond)
     assert names == [
@@ -59,7 +59,7 @@ def test_the_rog_suite_runs_through_the_protocol_hook(tiny, case):
 def test_cli_attack_strings_reach_the_new_attacks(tiny, case):
     attack = parse_attack("square:eps=0.1,steps=2,p_init=0.5,seed=3")
     assert attack == {"name": "square", "eps": 0.1, "steps": 2, "p_init": 0.5, "seed": 3}
-    cond, _, _ = D.run_attack(tiny, case, attack, {})
+    cond = D.run_attack(tiny, case, attack, {}).condition
     assert cond == "square-linf eps=0.1 steps=2"
     cfg = D.attack_config(parse_attack("apgd-ce:eps=0.1,schedule=rog,robust_threshold=0.4"))
     assert (cfg.schedule, cfg.robust_threshold) == ("rog", 0.4)

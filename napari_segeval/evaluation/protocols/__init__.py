@@ -62,6 +62,32 @@ class Preset:
 
 
 @dataclass
+class CaseArrays:
+    """Arrays of one case to save in the results folder, on the source image's grid.
+
+    Parameters
+    ----------
+    geometry : Geometry
+        The source image's geometry (every array is written with it).
+    axes : str
+        The source image's axes (``"zyx"``, ``"tyx"``, ``"yx"``, ``"yxc"`` ...).
+    source : str
+        The source image's path: its kind picks the file format
+        (:func:`napari_segeval.evaluation.files.file_formats`).
+    arrays : dict of str to numpy.ndarray
+        Keyed as the record's ``files``: a condition name (``"clean"``,
+        ``"fgsm-linf eps=0.5"``) holds that condition's label map;
+        ``"perturbed:<condition>"`` and ``"perturbation:<condition>"`` hold the
+        attacked image and the perturbation in raw units (float32).
+    """
+
+    geometry: Any
+    axes: str
+    source: str
+    arrays: dict = field(default_factory=dict)
+
+
+@dataclass
 class CaseOutput:
     """What a protocol returns for one case.
 
@@ -77,11 +103,15 @@ class CaseOutput:
     extra : dict
         Per-case values that are not per-structure (an uncertainty score ...),
         kept in the case record and copied into its rows.
+    arrays : CaseArrays or None
+        Predictions (and perturbed images) to save as files in the results folder
+        (see :mod:`napari_segeval.evaluation.files`); None saves nothing.
     """
 
     rows: list[dict]
     views: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    arrays: CaseArrays | None = None
 
 
 @dataclass(frozen=True)
@@ -206,4 +236,4 @@ def get_protocol(name: str | Protocol) -> Protocol:
     return obj
 
 
-__all__ = ["REGISTRY", "CaseOutput", "Preset", "Protocol", "get_protocol"]
+__all__ = ["REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "get_protocol"]

@@ -134,5 +134,21 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
     return out
 
 
-__all__ = ["dense_model", "key_index", "load_case", "promptable_model",
+def case_arrays(case, predictions: Mapping[str, np.ndarray],
+                images: Mapping[str, np.ndarray] | None = None):
+    """What to save of a case: each condition's label map, perturbed images and perturbations.
+
+    ``predictions`` maps condition -> label map; ``images`` maps
+    ``"perturbed:<condition>"`` / ``"perturbation:<condition>"`` -> float array
+    (see :class:`~napari_segeval.evaluation.protocols.CaseArrays`).
+    """
+    from napari_segeval.evaluation.protocols import CaseArrays
+
+    arrays = {str(k): np.asarray(v) for k, v in predictions.items()}
+    arrays.update({str(k): np.asarray(v, np.float32) for k, v in (images or {}).items()
+                   if v is not None})
+    return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
+
+
+__all__ = ["case_arrays", "dense_model", "key_index", "load_case", "promptable_model",
            "resolve_factory", "score", "views"]

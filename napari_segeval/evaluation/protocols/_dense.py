@@ -10,7 +10,7 @@ the label map on the case's grid and ``result.probabilities`` (when asked) is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -100,8 +100,23 @@ def skip_reason(model: Any, attack: Mapping) -> str | None:
     return None if n is None else not_applicable(attack_config(attack), int(n))
 
 
-def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str, np.ndarray, float]:
-    """Attack ``case`` and return ``(condition, attacked labels, eps in raw units)``.
+class AttackOutcome(NamedTuple):
+    """One attack on one case: condition name, attacked labels, budget, perturbed image.
+
+    ``perturbed`` (clean image + perturbation) and ``perturbation`` are float32 in
+    raw units on the case's grid; both are None for a user attack
+    (``"module:function"``), which returns labels only.
+    """
+
+    condition: str
+    labels: np.ndarray
+    eps_raw: float
+    perturbed: np.ndarray | None = None
+    perturbation: np.ndarray | None = None
+
+
+def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutcome:
+    """Attack ``case``: condition, attacked labels, eps in raw units, perturbed image.
 
     ``attack`` is ``{"name": ..., **options}``. Names of
     :data:`napari_segeval.attacks.ATTACKS` (``fgsm``, ``pgd``, ``apgd-ce``,
@@ -133,7 +148,8 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str,
         from napari_segeval.evaluation.protocols._common import resolve_factory
 
         labels = np.asarray(resolve_factory(name)(model, case, **opts, **target_opts))
-        return condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
+        return AttackOutcome(condition_name(attack), labels,
+                             float(opts.get("eps", 0.0)) * raw_per_unit(model))
     from napari_segeval.attacks import DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
 
@@ -149,8 +165,10 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> tuple[str,
                          postprocess=bool(params.get("postprocess", True)))
     res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
                       reference=reference)
-    return (attack_condition(res.params["attack"]), np.asarray(res.attacked_prediction),
-            float(res.budget.eps_raw))
+    return AttackOutcome(attack_condition(res.params["attack"]),
+                         np.asarray(res.attacked_prediction), float(res.budget.eps_raw),
+                         np.asarray(res.perturbed_image, np.float32),
+                         np.asarray(res.perturbation, np.float32))
 
 
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
@@ -169,5 +187,5 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["TARGET_KEYS", "attack_config", "condition_name", "per_case_entropy", "raw_per_unit",
-           "run_attack", "segment", "skip_reason"]
+__all__ = ["TARGET_KEYS", "AttackOutcome", "attack_config", "condition_name", "per_case_entropy",
+           "raw_per_unit", "run_attack", "segment", "skip_reason"]

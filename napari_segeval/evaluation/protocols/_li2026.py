@@ -242,7 +242,7 @@ def run_case(spec, params: dict):
                                                  case.spacing, structures, cond, empty="one",
                                                  surface=False)]
         preds[cond] = np.asarray(res.labels)
-    return CaseOutput(rows, C.views(case, preds))
+    return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
 
 
 def summarize(rows: list[dict], params: dict) -> dict:

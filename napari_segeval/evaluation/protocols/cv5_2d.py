@@ -232,7 +232,8 @@ def run_case(spec, params: dict) -> CaseOutput:
     if params.get("model") == BUILTIN:
         extra = {"model_file": f"models/{Path(spec.meta[META_KEY]).name}",
                  "n_train": len(model.meta["train_cases"])}
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra)
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra,
+                      arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:

@@ -112,7 +112,8 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
         r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
                  model=res.params.get("model"))
     k = prompts[0].index if video else None
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k))
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
+                      arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
 def run_case(spec, params: dict) -> CaseOutput:

@@ -135,6 +135,7 @@ def run_case(spec, params: dict) -> CaseOutput:
     preds = {"clean": clean.labels}
     rows = _score(case, clean.labels, structures, "clean", params)
     eps = {"clean": 0.0}
+    images: dict = {}
     skipped, gate = [], spec.meta.get("robust_threshold") if params.get("gate") else None
     for attack in params["attacks"]:
         reason = skip_reason(model, attack)
@@ -143,9 +144,12 @@ def run_case(spec, params: dict) -> CaseOutput:
             continue
         if gate is not None and ":" not in str(attack.get("name", "")):
             attack = {"robust_threshold": gate, **attack}
-        cond, labels, _ = D.run_attack(model, case, attack, params)
-        preds[cond], eps[cond] = labels, float(attack.get("eps", 0.0))
-        rows += _score(case, labels, structures, cond, params)
+        a = D.run_attack(model, case, attack, params)
+        preds[a.condition], eps[a.condition] = a.labels, float(attack.get("eps", 0.0))
+        if a.perturbed is not None:
+            images[f"perturbed:{a.condition}"] = a.perturbed
+            images[f"perturbation:{a.condition}"] = a.perturbation
+        rows += _score(case, a.labels, structures, a.condition, params)
     for r in rows:
         e = eps[r["condition"]]
         r["eps"] = e
@@ -156,7 +160,8 @@ def run_case(spec, params: dict) -> CaseOutput:
         if gate is not None:
             r["gate_threshold"] = float(gate)
     extra = {"skipped_attacks": "; ".join(sorted(set(skipped)))} if skipped else {}
-    return CaseOutput(rows, C.views(case, preds), extra=extra)
+    return CaseOutput(rows, C.views(case, preds), extra=extra,
+                      arrays=C.case_arrays(case, preds, images))
 
 
 def prepare(specs, params: dict, output_dir) -> None:

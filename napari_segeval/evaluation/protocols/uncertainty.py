@@ -128,7 +128,8 @@ def run_case(spec, params: dict) -> CaseOutput:
     rows = C.score(case.labels, np.asarray(res.labels), case.spacing, structures, "clean",
                    empty="one", surface=False)
     u = case_uncertainty(str(params["score"]), res.probabilities, res.labels)
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u})
+    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u},
+                      arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
 def dice_vs_uncertainty(rows: list[dict]) -> dict:

@@ -1,0 +1,346 @@
+"""The *Results* panel: browse a ``segeval evaluate`` folder, worst cases first.
+
+*Open…* (or dropping the folder on napari, or *File › Open Folder*: the reader
+recognises a folder holding ``run.json``) lists one row per case x structure x
+condition with Dice, ΔDice (attacked − clean), HD95, NSD and the uncertainty
+score when present, sorted worst Dice first; click a header to sort, use the
+filters for structure, condition and fold.
+
+Selecting a row loads that case in a worker thread (the viewer stays
+responsive): the image, the reference, the clean and attacked predictions, and
+the perturbed image and perturbation of the row's attack (or the first attack),
+all placed as the reader places files. The browser's layers of the previous
+case are replaced in one step; zoom and contrast limits are kept per modality.
+The *Evaluate* panel's Dice tab is filled for the row's structure (through the
+viewer's shared state) and the view jumps to that structure's worst slice under
+the row's condition (lowest Dice, ties broken by the most wrong voxels:
+:func:`napari_segeval.evaluation.results.worst_slice`). Another row of the case
+shown only moves the view.
+
+Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
+current order), anywhere in the napari window.
+
+*Save corrected…* writes the chosen label layer (after painting) with the
+source geometry to ``DIR/corrections/<case>/``, never over an existing file.
+A folder that is not a results folder, missing or moved files (with *Locate data
+folder…* to point at a moved data set) and results of a newer protocol version
+are napari notifications; nothing is shown half-loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from qtpy.QtCore import Qt
+from qtpy.QtGui import QKeySequence
+from qtpy.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QShortcut,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._worker import JobRunner, run_guarded, show_error
+from napari_segeval._widgets.results_jobs import Missing, open_job, row_job, row_label
+from napari_segeval._widgets.results_layers import CaseLayers, attacked_role
+from napari_segeval._widgets.results_table import ALL, ResultsModel, ResultsProxy, fold_text
+
+NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
+
+
+def _notify(message: str) -> None:
+    from napari.utils.notifications import show_info
+
+    show_info(message)
+
+
+class ResultsPanel(QWidget):
+    """Table of a results folder; a selected row's case is shown in the viewer.
+
+    Attributes
+    ----------
+    folder : ResultsFolder or None
+    loaded : LoadedCase or None
+        The case shown now.
+    layers : CaseLayers
+        The layers the panel owns.
+    """
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.state = state if state is not None else shared_state(napari_viewer)
+        self.folder = None
+        self.loaded = None
+        self.row: dict | None = None
+        self.layers = CaseLayers(napari_viewer)
+        self.evaluate: Any = None
+        self._pending: tuple | None = None
+        self.model = ResultsModel()
+        self.proxy = ResultsProxy()
+        self.proxy.setSourceModel(self.model)
+        self.table = QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setMinimumHeight(240)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.filters = {k: QComboBox() for k in ("structure", "condition", "fold")}
+        for key, combo in self.filters.items():
+            combo.currentTextChanged.connect(lambda text, key=key: self._filter(key, text))
+        self.summary = QLabel("Open a folder written by segeval evaluate.")
+        self.summary.setWordWrap(True)
+        self.open_button = QPushButton("Open…")
+        self.open_button.clicked.connect(self._ask_folder)
+        self.locate_button = QPushButton("Locate data folder…")
+        self.locate_button.setToolTip("the data set moved: choose its new folder")
+        self.locate_button.setEnabled(False)
+        self.locate_button.clicked.connect(self._ask_data_root)
+        self.previous_button = QPushButton("◀ Previous case")
+        self.next_button = QPushButton("Next case ▶")
+        self.previous_button.setToolTip(f"previous case ({PREVIOUS_KEY})")
+        self.next_button.setToolTip(f"next case ({NEXT_KEY})")
+        self.previous_button.clicked.connect(lambda: self.step_case(-1))
+        self.next_button.clicked.connect(lambda: self.step_case(1))
+        self.correction = QComboBox()
+        self.save_button = QPushButton("Save corrected…")
+        self.save_button.setToolTip("write the chosen layer with the source geometry to "
+                                    "DIR/corrections/<case>/ (never overwrites)")
+        self.save_button.clicked.connect(lambda: run_guarded("save correction",
+                                                             self.save_correction))
+        self.runner = JobRunner(activity=False)  # loads take about a second: the panel's bar
+        self.runner.job_done.connect(self._job_done)
+        self._build_layout()
+        for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
+            shortcut = QShortcut(QKeySequence(key), self)
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+            shortcut.activated.connect(lambda step=step: self.step_case(step))
+
+    def _build_layout(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(self.open_button)
+        top.addWidget(self.locate_button)
+        form = QFormLayout()
+        for key, combo in self.filters.items():
+            form.addRow(key, combo)
+        nav = QHBoxLayout()
+        nav.addWidget(self.previous_button)
+        nav.addWidget(self.next_button)
+        save = QHBoxLayout()
+        save.addWidget(self.correction, 1)
+        save.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.summary)
+        layout.addLayout(form)
+        layout.addWidget(self.table, 1)
+        layout.addLayout(nav)
+        layout.addLayout(save)
+        layout.addWidget(self.runner)
+
+    # -- opening -------------------------------------------------------------------------
+    def _ask_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a results folder")
+        if path:
+            self.open_folder(path)
+
+    def open_folder(self, path: str | Path) -> None:
+        """Open a results folder in a worker; a bad folder is a notification."""
+        self._pending = None
+        if self.runner.running:
+            self.runner.cancel()
+        self._start("opening results", open_job, str(path), on_done=self._opened)
+
+    def _start(self, name: str, fn, *args, on_done) -> None:
+        if self.runner.running:
+            self._pending = (name, fn, args, on_done)
+            self.runner.cancel()
+            return
+        self.runner.start(name, fn, *args, on_done=on_done)
+
+    def _job_done(self, name: str, outcome: str) -> None:
+        if self._pending is not None and not self.runner.running:
+            name, fn, args, on_done = self._pending
+            self._pending = None
+            self.runner.start(name, fn, *args, on_done=on_done)
+
+    def _opened(self, folder) -> None:
+        if self.layers.layers:
+            self.state.set_case(None, None, {}, None)
+        self.layers.clear()
+        self.folder, self.loaded, self.row = folder, None, None
+        rows = folder.rows()
+        self.model.set_rows(rows)
+        for key, combo in self.filters.items():
+            values = sorted({fold_text(r.get(key)) if key == "fold" else str(r.get(key))
+                             for r in rows}, key=lambda v: (v != "clean", v))
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems([ALL, *values])
+            combo.blockSignals(False)
+            self.proxy.set_filter(key, ALL)
+        self.filters["fold"].setEnabled(any(r.get("fold") is not None for r in rows))
+        self.table.sortByColumn(self.model.column("dice"), Qt.SortOrder.AscendingOrder)
+        self.table.resizeColumnsToContents()
+        failed = folder.failed
+        text = (f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
+                + (f", {len(failed)} failed (see report.html)" if failed else "")
+                + f" — {folder.path}")
+        if folder.run.get("save_predictions") is False:
+            text += " — predictions were not saved (--no-save-predictions)"
+        self.summary.setText(text)
+        self.locate_button.setEnabled(False)
+
+    # -- rows and cases ----------------------------------------------------------------------
+    def _filter(self, key: str, text: str) -> None:
+        if text:
+            self.proxy.set_filter(key, text)
+
+    def _selection_changed(self, *_: Any) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self.select_row(rows[0].row())
+
+    def visible_rows(self) -> list[dict]:
+        """The rows in the table's current order and filters."""
+        return [self.proxy.row(i) for i in range(self.proxy.rowCount())]
+
+    def select_row(self, proxy_row: int) -> None:
+        """Show the case of a row of the table (loading it when it is not shown yet)."""
+        if self.folder is None or not 0 <= proxy_row < self.proxy.rowCount():
+            return
+        if self.table.selectionModel().selectedRows() != [self.proxy.index(proxy_row, 0)]:
+            self.table.selectRow(proxy_row)  # calls back here through the selection
+            return
+        row = self.proxy.row(proxy_row)
+        self.row = row
+        focus = None if row["condition"] == "clean" else row["condition"]
+        shown = self.loaded
+        if (shown is not None and shown.case_id == row["case"]
+                and (focus is None or focus == shown.focus)):
+            self._start(f"finding the worst slice of {row['structure']}", row_job,
+                        self.folder, row, shown, on_done=self._loaded)
+            return
+        self._start(f"loading {row['case']}", row_job, self.folder, row, None,
+                    on_done=self._loaded)
+
+    def step_case(self, step: int) -> None:
+        """Select the first row of the next (``step=1``) or previous (-1) case in table order."""
+        rows = self.visible_rows()
+        if not rows:
+            return
+        order = list(dict.fromkeys(r["case"] for r in rows))
+        current = self.row["case"] if self.row else None
+        i = order.index(current) + step if current in order else 0
+        if not 0 <= i < len(order):
+            _notify("no next case" if step > 0 else "no previous case")
+            return
+        target = order[i]
+        self.select_row(next(k for k, r in enumerate(rows) if r["case"] == target))
+
+    # -- showing a case ----------------------------------------------------------------------
+    def _loaded(self, result) -> None:
+        if isinstance(result, Missing):
+            self.locate_button.setEnabled(result.error.data)
+            show_error(str(result.error))
+            return
+        self.locate_button.setEnabled(False)
+        row, loaded, specs, worst = result
+        if specs is not None:
+            self._show(loaded, specs, row_label(loaded, row))
+        self._focus_row(row, worst)
+
+    def _show(self, loaded, specs: list, label: int | None) -> None:
+        """Put a loaded case in the viewer (one main-thread step) and point the state at it."""
+
+        def point_state(layers: dict | None) -> None:
+            if layers is None:  # let go of the old layers: panels recount once, at the end
+                self.state.set_case(None, None, {}, None)
+                return
+            attacked = layers.get(attacked_role(loaded.focus)) if loaded.focus else None
+            self.state.set_case(layers["image"], layers.get("reference"),
+                                {"clean": layers.get("clean"), "attacked": attacked}, label)
+
+        self._dice()  # the Evaluate panel exists before the state changes
+        self.layers.swap(specs, loaded.case.modality, point_state)
+        self.loaded = loaded
+        self.correction.clear()
+        self.correction.addItems([r for r in self.layers.layers if r == "reference"
+                                  or self.layers.is_prediction(r)])
+
+    def _focus_row(self, row: dict, worst: int | None) -> None:
+        """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
+        if self.loaded is None or row["case"] != self.loaded.case_id:
+            return
+        cond = row["condition"]
+        self.layers.show_prediction("clean" if cond == "clean" else attacked_role(cond))
+        label = row_label(self.loaded, row)
+        if label is not None:
+            self.state.set_current(label)
+        evaluate = self._dice()
+        evaluate.tabs.setCurrentWidget(evaluate.dice)
+        labels = [r["label"] for r in evaluate.dice.records]
+        if label in labels:  # the structure's row in view in the Dice table
+            evaluate.dice.table.scrollToItem(evaluate.dice.table.item(labels.index(label), 0))
+        if worst is not None:
+            evaluate.dice.go_to_slice(worst)
+
+    def _dice(self) -> Any:
+        """The Evaluate panel of this viewer (docked when not open yet)."""
+        if self.evaluate is not None:
+            return self.evaluate
+        try:
+            _, widget = self.viewer.window.add_plugin_dock_widget("napari-segeval", "Evaluate")
+        except Exception:  # noqa: BLE001 - plugin not registered (a script or a test)
+            from napari_segeval._widgets.main import SegEvalWidget
+
+            widget = SegEvalWidget(self.viewer, self.state)
+            self.viewer.window.add_dock_widget(widget, name="Evaluate", area="right")
+        self.evaluate = widget
+        return widget
+
+    # -- bad input and corrections -------------------------------------------------------------
+    def _ask_data_root(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Where is the data set now?")
+        if path:
+            run_guarded("locate data folder", lambda: self.remap_data(path))
+
+    def remap_data(self, path: str | Path) -> None:
+        """Read data-set files from ``path`` (a moved data set) and reload the selected row."""
+        if self.folder is None:
+            return
+        self.folder.remap_data(path)
+        self.loaded = None
+        proxy_rows = self.table.selectionModel().selectedRows()
+        if proxy_rows:
+            self.select_row(proxy_rows[0].row())
+
+    def save_correction(self) -> Path | None:
+        """Write the layer chosen under *Save corrected…* to ``DIR/corrections/<case>/``."""
+        import numpy as np
+
+        role = self.correction.currentText()
+        layer = self.layers.layers.get(role)
+        if self.folder is None or self.loaded is None or layer is None:
+            raise ValueError("select a row first: no case is shown")
+        name = "reference" if role == "reference" else role.removeprefix("attacked:")
+        path = self.folder.save_correction(self.loaded, name, np.asarray(layer.data))
+        _notify(f"saved {role} of {self.loaded.case_id} to {path}")
+        return path
+
+    def closeEvent(self, event) -> None:
+        if self.runner.running:
+            self.runner.cancel()
+        super().closeEvent(event)

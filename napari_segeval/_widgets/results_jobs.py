@@ -1,0 +1,78 @@
+"""Worker side of the *Results* panel (no Qt): open a folder, load a row's case.
+
+These run in the panel's worker thread (:class:`~napari_segeval._widgets._worker.JobRunner`),
+so everything slow happens here: reading and checking files, the layers' data
+(:func:`~napari_segeval._widgets.results_layers.layer_specs`) and the worst slice.
+"""
+
+from __future__ import annotations
+
+from napari_segeval._widgets.results_layers import layer_specs
+
+
+def open_job(path: str, progress=None, cancel=None):
+    """Worker side of *Open…*: read and check the folder (records, versions)."""
+    from napari_segeval.evaluation.results import ResultsFolder
+
+    return ResultsFolder(path)
+
+
+class Missing:
+    """Missing files, returned by the worker as a value (an exception would be an error)."""
+
+    def __init__(self, error) -> None:
+        self.error = error
+
+
+def throttled(progress, interval: float = 0.25):
+    """``progress`` called at most every ``interval`` seconds (and at the end).
+
+    Each report repaints the panel's bar; on a software-rendered display a repaint
+    of a window holding the OpenGL canvas costs tens of milliseconds.
+    """
+    import time
+
+    if progress is None:
+        return None
+    last = [-interval]
+
+    def report(done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done >= total or now - last[0] >= interval:
+            last[0] = now
+            progress(done, total)
+
+    return report
+
+
+def row_label(loaded, row: dict) -> int | None:
+    """Label id of a row's structure (from the row, else by name in the case)."""
+    if row.get("label") is not None:
+        return int(row["label"])
+    names = {v: k for k, v in loaded.case.structures.items()}
+    return names.get(row["structure"])
+
+
+def row_job(folder, row: dict, shown, progress=None, cancel=None):
+    """Worker side of a row selection: load the case unless ``shown`` is it; its worst slice.
+
+    Returns ``(row, loaded, layer specs or None, worst slice)``, or :class:`Missing`.
+    """
+    from napari_segeval.evaluation.results import MissingFilesError, worst_slice
+
+    specs = None
+    loaded = shown
+    if loaded is None:
+        focus = None if row["condition"] == "clean" else row["condition"]
+        try:
+            loaded = folder.load(row["case"], focus, progress=throttled(progress),
+                                 cancel=cancel)
+        except MissingFilesError as exc:
+            return Missing(exc)
+        specs = layer_specs(loaded)  # structure ids etc. computed here, not in the GUI
+    label = row_label(loaded, row)
+    pred = loaded.predictions.get(row["condition"])
+    worst = None
+    if label is not None and pred is not None and loaded.case.labels is not None:
+        worst = worst_slice(loaded.case.labels, pred, label)
+    return row, loaded, specs, worst

@@ -1,0 +1,157 @@
+"""The table of the *Results* panel: a Qt model of result rows and a sorting/filtering proxy.
+
+:class:`ResultsModel` shows the rows of
+:meth:`napari_segeval.evaluation.results.ResultsFolder.rows` (one per case x
+structure x condition); :class:`ResultsProxy` filters them by structure,
+condition and fold and sorts numbers as numbers, with missing values (NaN) last
+in either direction.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from qtpy.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+
+#: (row key, header, tooltip) of every column the model can show.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("case", "case", "case id"),
+    ("structure", "structure", "structure name"),
+    ("condition", "condition", "clean, or the attack with its parameters"),
+    ("fold", "fold", "cross-validation fold"),
+    ("dice", "Dice", "Dice of this condition"),
+    ("delta_dice", "ΔDice", "attacked − clean Dice of the same case and structure"),
+    ("hd95", "HD95", "95th percentile Hausdorff distance (mm)"),
+    ("nsd", "NSD", "normalised surface Dice"),
+    ("uncertainty", "Unc.", "the case's uncertainty score"),
+)
+#: Always shown; the other columns only when some row has a value.
+ALWAYS = ("case", "structure", "condition", "dice")
+ALL = "(all)"
+SORT_ROLE = Qt.ItemDataRole.UserRole
+ROW_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def _has_value(v: Any) -> bool:
+    if v is None or v == "":
+        return False
+    return not (isinstance(v, float) and math.isnan(v))
+
+
+def _text(key: str, v: Any) -> str:
+    if not _has_value(v):
+        return "-"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf"
+        return f"{v:+.3f}" if key == "delta_dice" else (f"{v:.1f}" if key == "hd95"
+                                                        else f"{v:.3f}")
+    return str(v)
+
+
+class ResultsModel(QAbstractTableModel):
+    """Result rows as a read-only table; the columns without any value are left out."""
+
+    def __init__(self, rows: list[dict] | None = None) -> None:
+        super().__init__()
+        self.rows: list[dict] = []
+        self.columns: list[tuple[str, str, str]] = []
+        self.set_rows(rows or [])
+
+    def set_rows(self, rows: list[dict]) -> None:
+        """Replace the rows (and choose the columns that have values)."""
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.columns = [c for c in COLUMNS if c[0] in ALWAYS
+                        or any(_has_value(r.get(c[0])) for r in self.rows)]
+        self.endResetModel()
+
+    def column(self, key: str) -> int:
+        """Index of the column showing ``key`` (-1 when not shown)."""
+        keys = [c[0] for c in self.columns]
+        return keys.index(key) if key in keys else -1
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self.columns)
+
+    def data(self, index: QModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        key = self.columns[index.column()][0]
+        value = row.get(key)
+        if role == Qt.ItemDataRole.DisplayRole:
+            return _text(key, value)
+        if role == SORT_ROLE:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            return math.nan if value is None else str(value)
+        if role == ROW_ROLE:
+            return row
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(value, (int, float)):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
+            return None
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.columns[section][1]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return self.columns[section][2]
+        return None
+
+
+class ResultsProxy(QSortFilterProxyModel):
+    """Filters rows by structure, condition and fold; sorts numbers with NaN last."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filters: dict[str, str] = {"structure": ALL, "condition": ALL, "fold": ALL}
+        self.setSortRole(SORT_ROLE)
+
+    def set_filter(self, key: str, value: str) -> None:
+        """Show only rows whose ``key`` is ``value`` (:data:`ALL`: no filter)."""
+        self.filters[key] = value
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
+        row = self.sourceModel().rows[source_row]
+        for key, wanted in self.filters.items():
+            if wanted == ALL:
+                continue
+            got = fold_text(row.get(key)) if key == "fold" else str(row.get(key))
+            if got != wanted:
+                return False
+        return True
+
+    def lessThan(self, left: QModelIndex, right: QModelIndex) -> bool:
+        a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
+        nan_a = isinstance(a, float) and math.isnan(a)
+        nan_b = isinstance(b, float) and math.isnan(b)
+        if nan_a or nan_b:  # missing values last, whichever the direction
+            descending = self.sortOrder() == Qt.SortOrder.DescendingOrder
+            return (nan_a and not nan_b) if descending else (nan_b and not nan_a)
+        if isinstance(a, float) and isinstance(b, float):
+            return a < b
+        return str(a) < str(b)
+
+    def row(self, proxy_row: int) -> dict:
+        """The result row shown at ``proxy_row``."""
+        return self.index(proxy_row, 0).data(ROW_ROLE)
+
+
+def fold_text(fold: Any) -> str:
+    """How a fold is shown in the filter (``"-"`` for none).
+
+    Examples
+    --------
+    >>> fold_text(None), fold_text(2)
+    ('-', '2')
+    """
+    return "-" if fold is None or fold == "" else str(fold)

@@ -1,0 +1,137 @@
+"""Prediction files of a results folder: which format, which name, encoded where.
+
+``segeval evaluate`` saves, for every case, each condition's label map and, for
+attacked conditions, the perturbed image and the perturbation (float32, raw
+units), all on the source image's grid with its geometry::
+
+    DIR/predictions/<safe case id>/<safe key>.<ext>
+
+``<safe key>`` is :func:`~napari_segeval.evaluation.store.case_filename` of the
+record's ``files`` key (``clean``, the condition name, ``perturbed:<condition>``,
+``perturbation:<condition>``), so names are file-system safe and never collide.
+
+Format rule (:func:`file_formats`), by the kind of the source image:
+
+* NIfTI -> ``.nii.gz`` (label maps and float images);
+* MHA/MHD/NRRD, DICOM files and series -> ``.mha`` (ITK's LPS geometry as read);
+* videos (mp4/avi/mov/mkv, frame folders, any ``(t, y, x)`` stack) -> ``.mha`` of
+  the ``(t, y, x)`` stack (colour frames as vector pixels, which NIfTI cannot hold);
+* PNG/JPG/BMP 2D images -> label maps ``.png``, float images ``.tif`` (PNG holds
+  no floats);
+* TIFF (2D or stacks) -> ``.tif``.
+
+Where the files are encoded
+---------------------------
+A case runs in a worker (this process, a spawned local process or a Dask
+worker); its record comes back to the calling process, which alone writes the
+results folder (one writer, no shared file system needed). So that the transfer
+and the calling process's work stay small, the worker encodes each array into
+the bytes of its final file (:func:`encode_arrays`: compressed NIfTI/MHA, PNG,
+TIFF) and sends those; the caller writes them atomically
+(:func:`napari_segeval.evaluation.store.write_case`) *before* the case record, so
+a record never points at a missing file. Label maps compress to a few percent
+of their size; a float perturbed image stays near its raw size (about 4 bytes a
+voxel).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from napari_segeval.evaluation.store import case_filename
+
+#: Keys of float images in a record's ``files`` (the rest are label maps).
+IMAGE_KINDS = ("perturbed", "perturbation")
+#: Folder of the saved predictions inside a results folder.
+PREDICTIONS = "predictions"
+
+
+def file_formats(source: str, axes: str) -> tuple[str, str]:
+    """``(label map suffix, float image suffix)`` for a case read from ``source``.
+
+    Examples
+    --------
+    >>> file_formats("a/ct.nii.gz", "zyx"), file_formats("a/ct.mhd", "zyx")
+    (('.nii.gz', '.nii.gz'), ('.mha', '.mha'))
+    >>> file_formats("a/polyp.jpg", "yxc"), file_formats("a/cells.tif", "yx")
+    (('.png', '.tif'), ('.tif', '.tif'))
+    >>> file_formats("a/echo.mp4", "tyx"), file_formats("a/frames", "tyxc")
+    (('.mha', '.mha'), ('.mha', '.mha'))
+    """
+    from napari_segeval.io._formats import NIFTI, RASTER, suffix
+
+    ext = suffix(source)
+    if axes.startswith("t"):
+        return ".mha", ".mha"
+    if ext in NIFTI:
+        return ".nii.gz", ".nii.gz"
+    if ext in (".tif", ".tiff"):
+        return ".tif", ".tif"
+    if ext in RASTER:
+        return (".png", ".tif") if axes in ("yx", "yxc") else (".tif", ".tif")
+    return ".mha", ".mha"
+
+
+def is_image_key(key: str) -> bool:
+    """True for the keys of float images (``perturbed:...``, ``perturbation:...``).
+
+    Examples
+    --------
+    >>> is_image_key("perturbed:fgsm-linf eps=0.5"), is_image_key("clean")
+    (True, False)
+    """
+    return key.partition(":")[0] in IMAGE_KINDS and ":" in key
+
+
+def relative_path(case_id: str, key: str, ext: str) -> str:
+    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR).
+
+    Examples
+    --------
+    >>> relative_path("abd_001", "clean", ".nii.gz")
+    'predictions/abd_001/clean.nii.gz'
+    """
+    return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(key)}{ext}"
+
+
+def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
+    """Encode a case's arrays as file contents: ``{key: (relative path, bytes)}``.
+
+    Runs in the worker. Each array goes through :func:`napari_segeval.io.write_labels`
+    or :func:`~napari_segeval.io.write_image` (the one writer, with the source
+    geometry) into a private temporary folder, and its bytes are read back.
+
+    Parameters
+    ----------
+    case_id : str
+    arrays : CaseArrays
+        From the protocol (:class:`~napari_segeval.evaluation.protocols.CaseArrays`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from napari_segeval.io import Geometry
+    >>> from napari_segeval.evaluation.protocols import CaseArrays
+    >>> a = CaseArrays(Geometry.identity(2), "yx", "x.png", {"clean": np.eye(3, dtype=np.uint8)})
+    >>> out = encode_arrays("c1", a)
+    >>> out["clean"][0], out["clean"][1][:4]
+    ('predictions/c1/clean.png', b'\\x89PNG')
+    """
+    from napari_segeval.io import write_image, write_labels
+
+    label_ext, image_ext = file_formats(arrays.source, arrays.axes)
+    out: dict[str, tuple[str, bytes]] = {}
+    with tempfile.TemporaryDirectory(prefix="segeval-files-") as tmp:
+        for key, array in arrays.arrays.items():
+            image = is_image_key(key)
+            rel = relative_path(case_id, key, image_ext if image else label_ext)
+            path = Path(tmp) / Path(rel).name
+            (write_image if image else write_labels)(path, array, arrays.geometry)
+            out[key] = (rel, path.read_bytes())
+            path.unlink()
+    return out
+
+
+__all__ = ["IMAGE_KINDS", "PREDICTIONS", "encode_arrays", "file_formats", "is_image_key",
+           "relative_path"]

@@ -1,0 +1,426 @@
+"""Browse a finished (or interrupted) results folder: its rows, and one case with its files.
+
+:class:`ResultsFolder` opens ``DIR`` (refusing a folder without ``run.json``, an
+unreadable one, or one written by a newer protocol version than this
+installation knows), lists one row per case x structure x condition with Dice,
+ΔDice (attacked - clean), HD95, NSD and the uncertainty score, and loads one
+case: the source image and reference (read as the protocol read them), every
+saved prediction and, for the attacked condition in focus, the perturbed image
+and the perturbation. All files are checked before anything is read, so a case
+with missing or moved files fails at once with their names
+(:class:`MissingFilesError`); a moved data set is found again with
+:meth:`ResultsFolder.remap_data`. Corrections painted in the viewer are saved
+beside the results (:meth:`ResultsFolder.save_correction`), never over a file.
+
+The napari *Results* panel (``napari_segeval._widgets.results``) is a thin front
+end over this module.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
+from napari_segeval.evaluation import store
+from napari_segeval.evaluation.files import file_formats, is_image_key
+from napari_segeval.evaluation.layouts import CaseSpec
+
+#: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers.
+METRICS = ("dice", "delta_dice", "hd95", "nsd", "uncertainty")
+
+
+class ResultsFolderError(SegEvalError):
+    """A folder is not a usable results folder (no ``run.json``, unreadable, no cases)."""
+
+
+class NewerResultsError(ResultsFolderError):
+    """The results were written by a protocol version newer than this installation's."""
+
+
+class MissingFilesError(ReadError):
+    """Files a case record needs are missing or moved.
+
+    Attributes
+    ----------
+    case_id : str
+    missing : list of str
+        The missing paths.
+    data : bool
+        True when some are data-set files (image, reference) that
+        :meth:`ResultsFolder.remap_data` can find again in a moved data folder.
+    """
+
+    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
+        self.case_id, self.missing, self.data = case_id, list(missing), data
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
+                                          else "")
+        super().__init__(f"case {case_id}: missing or moved files: {shown}{hint}")
+
+
+def is_results_folder(path: str | os.PathLike) -> bool:
+    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first).
+
+    Examples
+    --------
+    >>> is_results_folder("/nonexistent"), is_results_folder(__file__)
+    (False, False)
+    """
+    p = Path(path)
+    return p.is_dir() and (p / "run.json").is_file()
+
+
+def version_key(version: str) -> tuple[int, ...] | None:
+    """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers.
+
+    Examples
+    --------
+    >>> version_key("1.10") > version_key("1.9"), version_key("beta")
+    (True, None)
+    """
+    parts = str(version).strip().split(".")
+    if not all(re.fullmatch(r"\d+", p) for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+@dataclass
+class LoadedCase:
+    """One case of a results folder, read and checked, ready to show.
+
+    Attributes
+    ----------
+    case_id : str
+    case : Case
+        Source image and reference labels (``case.labels``) with geometry and
+        structure names.
+    predictions : dict of str to numpy.ndarray
+        Condition -> saved label map (``"clean"`` first, then the attacks).
+    focus : str or None
+        The attacked condition whose perturbed image is loaded (None: none).
+    perturbed, perturbation : numpy.ndarray or None
+        Float32, raw units, on the case's grid.
+    perturbation_range : float
+        Largest absolute perturbation value (0 when there is none), for a
+        symmetric colour scale.
+    label_ext : str
+        The file suffix corrections of this case are saved with.
+    """
+
+    case_id: str
+    case: Any
+    predictions: dict[str, np.ndarray]
+    focus: str | None = None
+    perturbed: np.ndarray | None = None
+    perturbation: np.ndarray | None = None
+    perturbation_range: float = 0.0
+    label_ext: str = ".nii.gz"
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int) -> int | None:
+    """Slice (axis 0) where a structure fares worst: lowest Dice, then most wrong voxels.
+
+    Slices where the structure is in neither map are skipped; among slices of
+    equal Dice (a structure missed on every slice scores 0 on all of them) the one
+    with the most false positives + false negatives wins. None for 2D arrays or
+    a structure in neither map.
+
+    Examples
+    --------
+    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
+    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
+    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
+    1
+    """
+    from napari_segeval.metrics.slices import per_slice_counts
+
+    if reference.ndim < 3:
+        return None
+    a = (np.asarray(reference) == label).astype(np.uint8)
+    b = (np.asarray(prediction) == label).astype(np.uint8)
+    tp, ref_n, pred_n = per_slice_counts(a, b, 0, 2)[:, :, 1].T
+    present = ref_n + pred_n > 0
+    if not present.any():
+        return None
+    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
+    errors = ref_n + pred_n - 2 * tp
+    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending
+    return int(order[0])
+
+
+class ResultsFolder:
+    """A results folder written by ``segeval evaluate``, opened for browsing.
+
+    Parameters
+    ----------
+    path : path
+        The folder (``DIR`` of ``segeval evaluate --output-dir DIR``).
+
+    Raises
+    ------
+    ResultsFolderError
+        Not a results folder, unreadable, or holding no case list yet.
+    NewerResultsError
+        Written by a protocol (version) this installation does not know.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        from napari_segeval.evaluation.protocols import get_protocol
+
+        self.path = Path(path).absolute()
+        if not self.path.is_dir():
+            raise ResultsFolderError(f"{self.path}: not a folder")
+        if not (self.path / "run.json").is_file():
+            raise ResultsFolderError(f"{self.path}: not a results folder (no run.json; make one "
+                                     "with segeval evaluate DATA --output-dir DIR)")
+        try:
+            self.run = store.read_json(self.path / "run.json")
+            name, version = str(self.run["protocol"]), str(self.run["protocol_version"])
+        except (ReadError, KeyError, TypeError) as exc:
+            raise ResultsFolderError(f"{self.path / 'run.json'}: not a results record "
+                                     f"({exc})") from exc
+        try:
+            known = get_protocol(name).version
+        except SegEvalError as exc:
+            raise NewerResultsError(f"{self.path}: protocol {name} {version} is unknown to this "
+                                    f"installation ({exc}); update napari-segeval") from exc
+        mine, theirs = version_key(known), version_key(version)
+        if theirs is None or mine is None or theirs > mine:
+            raise NewerResultsError(f"{self.path}: written by {name} {version}, newer than the "
+                                    f"{name} {known} this installation knows; update "
+                                    "napari-segeval to browse it")
+        if not (self.path / "cases.json").is_file():
+            raise ResultsFolderError(f"{self.path}: the run holds no case list yet (no "
+                                     "cases.json): it stopped before the first case")
+        try:
+            cases, records = store.load_records(self.path)
+            self.specs = {c["case_id"]: CaseSpec.from_dict(c) for c in cases}
+        except (ReadError, KeyError, TypeError) as exc:
+            raise ResultsFolderError(f"{self.path}: unreadable case records ({exc})") from exc
+        self.records = {r["case"]: r for r in records}
+        self.data_root: str | None = None
+        self._rows: list[dict] | None = None
+
+    # -- what is in it -------------------------------------------------------------------
+    @property
+    def protocol(self) -> str:
+        """Protocol name and version, e.g. ``"msd-robust 1.0"``."""
+        return f"{self.run['protocol']} {self.run['protocol_version']}"
+
+    @property
+    def failed(self) -> list[str]:
+        """Ids of cases whose record is an error."""
+        return [c for c, r in self.records.items() if r.get("status") != "ok"]
+
+    def rows(self) -> list[dict]:
+        """One row per case x structure x condition of the finished ok cases.
+
+        Keys: ``case``, ``structure``, ``label``, ``condition``, ``fold``, and the
+        floats of :data:`METRICS` (NaN when absent; ``delta_dice`` = attacked -
+        clean Dice of the same case and structure, NaN on clean rows).
+        """
+        if self._rows is not None:
+            return self._rows
+        raw = [r for r in store.result_rows(self.records.values()) if r.get("status") == "ok"]
+        clean = {(r["case"], r["structure"]): _float(r.get("dice")) for r in raw
+                 if r.get("condition") == "clean"}
+        out = []
+        for r in raw:
+            dice = _float(r.get("dice"))
+            ref = clean.get((r["case"], r["structure"]), math.nan)
+            out.append({"case": r["case"], "structure": str(r["structure"]),
+                        "label": None if r.get("label") is None else int(r["label"]),
+                        "condition": r["condition"], "fold": r.get("fold"),
+                        "dice": dice,
+                        "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
+                        "hd95": _float(r.get("hd95")), "nsd": _float(r.get("nsd")),
+                        "uncertainty": _float(r.get("uncertainty"))})
+        self._rows = out
+        return out
+
+    def cases(self) -> list[str]:
+        """Ids of the cases with an ok record, in case-list order."""
+        return [c for c in self.specs if self.records.get(c, {}).get("status") == "ok"]
+
+    # -- data root ---------------------------------------------------------------------
+    def remap_data(self, new_root: str | os.PathLike) -> None:
+        """Read data-set files from ``new_root`` instead of the folder recorded in the run.
+
+        Raises
+        ------
+        ResultsFolderError
+            ``new_root`` is not a folder.
+        """
+        root = Path(new_root).absolute()
+        if not root.is_dir():
+            raise ResultsFolderError(f"{root}: not a folder")
+        self.data_root = str(root)
+
+    def spec(self, case_id: str) -> CaseSpec:
+        """The case's spec, with paths moved to :attr:`data_root` when remapped."""
+        if case_id not in self.specs:
+            raise ResultsFolderError(f"{self.path}: no case {case_id!r}")
+        s = self.specs[case_id]
+        if self.data_root is None:
+            return s
+        old = os.path.abspath(s.root or self.run.get("data") or "")
+
+        def move(p: str | None) -> str | None:
+            if not p or not old:
+                return p
+            ap = os.path.abspath(p)
+            if os.path.commonpath([ap, old]) != old:
+                return p
+            return os.path.join(self.data_root, os.path.relpath(ap, old))
+
+        return replace(s, images=tuple(move(p) for p in s.images), labels=move(s.labels),
+                       root=self.data_root)
+
+    # -- loading -----------------------------------------------------------------------
+    def _focus(self, record: dict, focus: str | None) -> str | None:
+        attacked = [k for k in record.get("files") or {} if not is_image_key(k) and k != "clean"]
+        if focus in attacked:
+            return focus
+        return attacked[0] if attacked else None
+
+    def check_files(self, case_id: str, focus: str | None = None) -> dict[str, Path]:
+        """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
+
+        Raises
+        ------
+        MissingFilesError
+            Listing every missing path.
+        """
+        record = self.records.get(case_id)
+        if record is None or record.get("status") != "ok":
+            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
+        spec = self.spec(case_id)
+        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
+        if spec.labels:
+            paths["reference"] = Path(spec.labels)
+        focus = self._focus(record, focus)
+        for key, rel in (record.get("files") or {}).items():
+            if not is_image_key(key) or key.partition(":")[2] == focus:
+                paths[key] = self.path / rel
+        missing_data = [str(p) for k, p in paths.items() if k in ("image", "reference")
+                        and not p.exists()]
+        missing_files = [str(p) for k, p in paths.items() if k not in ("image", "reference")
+                         and not p.is_file()]
+        if missing_data or missing_files:
+            hint = (" (data set moved? choose its new folder with 'Locate data folder')"
+                    if missing_data else " (prediction files deleted or moved out of the "
+                    "results folder)")
+            raise MissingFilesError(case_id, missing_data + missing_files, bool(missing_data),
+                                    hint)
+        return paths
+
+    def load(self, case_id: str, focus: str | None = None, *,
+             progress: Callable[[int, int], None] | None = None,
+             cancel: Any = None) -> LoadedCase:
+        """Read a case with its saved files, all checked against the image's grid.
+
+        Parameters
+        ----------
+        case_id : str
+        focus : str, optional
+            The attacked condition whose perturbed image and perturbation to load
+            (default: the first attack).
+        progress, cancel
+            ``progress(done, total)`` per file read; ``cancel`` (an Event) stops
+            between files.
+
+        Raises
+        ------
+        MissingFilesError, ResultsFolderError, SegEvalError
+            Missing files, or a file that does not match the image's grid.
+        """
+        from napari_segeval.evaluation.protocols._common import load_case
+        from napari_segeval.io import read_image, read_labels
+
+        paths = self.check_files(case_id, focus)
+        record = self.records[case_id]
+        focus = self._focus(record, focus)
+        keys = [k for k in paths if k not in ("image", "reference")]
+        total = 1 + len(keys)
+        if progress is not None:
+            progress(0, total)
+        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        spec = self.spec(case_id)
+
+        def read(key: str):
+            check_cancel(cancel, "loading the case")
+            if key == "case":
+                return load_case(spec, channel=min(channel, len(spec.images) - 1),
+                                 need_labels=False)
+            if is_image_key(key):
+                return read_image(paths[key]).image
+            return read_labels(paths[key])[0]
+
+        out: dict[str, Any] = {}
+        with ThreadPoolExecutor(max_workers=min(4, total)) as pool:
+            futures = {k: pool.submit(read, k) for k in ["case", *keys]}
+            for done, (key, fut) in enumerate(futures.items(), start=1):
+                out[key] = fut.result()
+                if progress is not None:
+                    progress(done, total)
+        check_cancel(cancel, "loading the case")
+        case = out.pop("case")
+        for key, array in out.items():
+            want = case.image.shape if is_image_key(key) else case.spatial_shape
+            if tuple(array.shape) != tuple(want):
+                raise SegEvalError(f"{paths[key]}: shape {array.shape} does not match the image "
+                                   f"{paths['image']} ({tuple(want)}): wrong data folder?")
+        preds = {k: v for k, v in out.items() if not is_image_key(k)}
+        preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
+        pert = out.get(f"perturbation:{focus}")
+        return LoadedCase(
+            case_id, case, preds, focus, out.get(f"perturbed:{focus}"), pert,
+            float(np.abs(pert).max()) if pert is not None and pert.size else 0.0,
+            file_formats(str(case.image_path or spec.images[0]), case.axes)[0],
+            {k: str(p) for k, p in paths.items()})
+
+    # -- corrections -------------------------------------------------------------------
+    def save_correction(self, loaded: LoadedCase, name: str, labels: np.ndarray) -> Path:
+        """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
+
+        The file is ``<name>.<ext>`` (ext as the case's predictions), or
+        ``<name>-2.<ext>``, ``-3`` ... when taken: an existing file is never replaced.
+        It carries the source image's geometry.
+        """
+        from napari_segeval.io import write_labels
+
+        folder = self.path / "corrections" / store.case_filename(loaded.case_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = store.case_filename(name)
+        for n in range(1, 10000):
+            target = folder / f"{stem}{'' if n == 1 else f'-{n}'}{loaded.label_ext}"
+            if target.exists():
+                continue
+            try:
+                return write_labels(target, np.asarray(labels), loaded.case.geometry)
+            except WriteError:
+                if not target.exists():
+                    raise
+        raise WriteError(f"{folder}: too many corrections named {stem}")
+
+
+__all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
+           "ResultsFolderError", "is_results_folder", "version_key", "worst_slice"]

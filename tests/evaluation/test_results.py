@@ -1,0 +1,139 @@
+"""Browsing a results folder: validation, rows, loading a case, moved data, corrections."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+from _segeval_toy import TOY, write_msd
+
+from napari_segeval.evaluation import run_evaluation, store
+from napari_segeval.evaluation.protocols import get_protocol
+from napari_segeval.evaluation.results import (
+    MissingFilesError,
+    NewerResultsError,
+    ResultsFolder,
+    ResultsFolderError,
+    is_results_folder,
+)
+from napari_segeval.io import read_image, read_labels
+
+COND = "_segeval_toy:shift_attack shift=2"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    task = write_msd(root / "Task92_Toy", 3, spacing=(2.0, 0.5, 0.75))
+    out = root / "out"
+    run_evaluation(task, "msd-robust", out, params={
+        "model": TOY, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]},
+        workers=1, report=False)
+    return out, task
+
+
+def test_rows_have_dice_and_the_drop_under_attack(run_dir):
+    out, _ = run_dir
+    folder = ResultsFolder(out)
+    assert folder.protocol == f"msd-robust {get_protocol('msd-robust').version}" and folder.cases() == [
+        "case_000", "case_001", "case_002"]
+    rows = folder.rows()
+    assert len(rows) == 3 * 2 * 2
+    clean = {(r["case"], r["structure"]): r["dice"] for r in rows if r["condition"] == "clean"}
+    for r in rows:
+        if r["condition"] == "clean":
+            assert math.isnan(r["delta_dice"])
+        else:
+            assert r["delta_dice"] == pytest.approx(r["dice"] - clean[(r["case"],
+                                                                       r["structure"])])
+    assert {r["label"] for r in rows} == {1, 2}
+
+
+def test_load_reads_every_file_on_the_image_grid(run_dir):
+    out, task = run_dir
+    loaded = ResultsFolder(out).load("case_001", COND)
+    src = read_image(task / "imagesTr" / "case_001.nii.gz")
+    np.testing.assert_array_equal(loaded.case.image, src.image)
+    assert loaded.case.geometry.matches(src.geometry)
+    assert list(loaded.predictions) == ["clean", COND]
+    rec = store.read_case(out, "case_001")
+    for cond, labels in loaded.predictions.items():
+        np.testing.assert_array_equal(labels, read_labels(out / rec["files"][cond])[0])
+    assert loaded.focus == COND and loaded.perturbed is None  # a labels-only user attack
+    assert loaded.label_ext == ".nii.gz"
+
+
+def test_not_a_results_folder(tmp_path):
+    assert not is_results_folder(tmp_path)
+    with pytest.raises(ResultsFolderError, match="not a results folder"):
+        ResultsFolder(tmp_path)
+    (tmp_path / "run.json").write_text("{half")
+    with pytest.raises(ResultsFolderError, match="run.json"):
+        ResultsFolder(tmp_path)
+
+
+def _copy(run_dir, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(run_dir[0], out)
+    return out
+
+
+def test_newer_protocol_version_is_refused(run_dir, tmp_path):
+    out = _copy(run_dir, tmp_path)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, "protocol_version": "1.10"}))
+    with pytest.raises(NewerResultsError, match=r"msd-robust 1\.10, newer than"):
+        ResultsFolder(out)
+    (out / "run.json").write_text(json.dumps({**run, "protocol": "future-protocol"}))
+    with pytest.raises(NewerResultsError, match="unknown to this installation"):
+        ResultsFolder(out)
+
+
+def test_missing_prediction_file_is_named(run_dir, tmp_path):
+    out = _copy(run_dir, tmp_path)
+    (out / "predictions" / "case_000" / "clean.nii.gz").unlink()
+    folder = ResultsFolder(out)
+    with pytest.raises(MissingFilesError, match="clean.nii.gz") as err:
+        folder.load("case_000")
+    assert not err.value.data
+    folder.load("case_001")  # the other cases still load
+
+
+def test_moved_data_set_is_found_again(run_dir, tmp_path):
+    _, task = run_dir
+    moved = tmp_path / "elsewhere" / "Task92_Toy"
+    shutil.copytree(task, moved)
+    copy = _copy(run_dir, tmp_path)
+    cases = json.loads((copy / "cases.json").read_text())
+    for c in cases["cases"]:  # as if the data set had lived in a folder that is gone
+        c["images"] = [p.replace(str(task), "/gone/Task92_Toy") for p in c["images"]]
+        c["labels"] = c["labels"].replace(str(task), "/gone/Task92_Toy")
+        c["root"] = "/gone/Task92_Toy"
+    (copy / "cases.json").write_text(json.dumps(cases))
+    folder = ResultsFolder(copy)
+    with pytest.raises(MissingFilesError, match="/gone/Task92_Toy/imagesTr/case_000") as err:
+        folder.load("case_000")
+    assert err.value.data
+    with pytest.raises(ResultsFolderError, match="not a folder"):
+        folder.remap_data(tmp_path / "nothing")
+    folder.remap_data(moved)
+    loaded = folder.load("case_000")
+    assert loaded.case.image_path == moved / "imagesTr" / "case_000.nii.gz"
+
+
+def test_corrections_are_saved_beside_the_results_and_never_overwrite(run_dir, tmp_path):
+    out = _copy(run_dir, tmp_path)
+    folder = ResultsFolder(out)
+    loaded = folder.load("case_002")
+    edited = loaded.predictions["clean"].copy()
+    edited[0, 0, 0] = 2
+    first = folder.save_correction(loaded, "clean", edited)
+    second = folder.save_correction(loaded, "clean", edited)
+    assert first == out / "corrections" / "case_002" / "clean.nii.gz"
+    assert second.name == "clean-2.nii.gz"
+    labels, geometry, _ = read_labels(second)
+    np.testing.assert_array_equal(labels, edited)
+    assert geometry.matches(loaded.case.geometry)
