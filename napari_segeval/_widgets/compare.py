@@ -42,6 +42,8 @@ PANES = (("reference", "image + reference"), ("clean", "image + clean prediction
 #: (component, attribute) pairs linked between the main viewer and the views.
 LINKS = (("dims", "ndisplay"), ("dims", "order"), ("dims", "point"), ("camera", "center"),
          ("camera", "zoom"), ("camera", "angles"), ("cursor", "position"))
+#: Minimum height of the views in pixels (a dock would otherwise open squashed).
+MIN_HEIGHT = 340
 #: Layer attributes the mirrored layers follow (when the layer type has them).
 FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
 
@@ -115,6 +117,7 @@ class CompareView(QWidget):
         self._follow: list[tuple[Any, Any]] = []
         self._syncing = False
         self.closed = False
+        self.setMinimumHeight(MIN_HEIGHT)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         for key, title in PANES:
@@ -221,8 +224,9 @@ class CompareView(QWidget):
             self.rebuild()
 
     def _layer_inserted(self, event: Any) -> None:
-        if attacked_image(self.viewer, self.state) not in self.sources.get("attacked", []):
-            self.rebuild()
+        found = attacked_image(self.viewer, self.state)
+        if found is not None and found not in self.sources.get("attacked", []):
+            self.rebuild()  # an attack (or the results browser) just added the attacked image
 
     # -- linking --------------------------------------------------------------------------
     def _linked(self, source: Any, comp: str, attr: str) -> None:

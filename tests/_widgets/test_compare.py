@@ -204,3 +204,56 @@ def test_compare_2d_and_rgb_video(make_napari_viewer, qtbot, shape):
         view.models["clean"].dims.set_point(0, 3.0)
         assert viewer.dims.point[0] == pytest.approx(3.0)
     bar.close()
+
+
+def test_compare_follows_a_case_swap(small_case, qtbot):
+    """The results browser swaps cases with ``set_case``; its perturbed image is found."""
+    viewer, state, prediction = small_case
+    bar = _bar(viewer, state)
+    qtbot.addWidget(bar)
+    view = bar.set_compare(True)
+    assert [ly.name for ly in view.models["attacked"].layers] == ["ct"]  # no attack yet
+    image = viewer.add_image(np.zeros((12, 32, 32), np.float32), name="case_1 image")
+    perturbed = viewer.add_image(np.ones((12, 32, 32), np.float32), visible=False,
+                                 name="case_1 perturbed (fgsm eps=0.5)")
+    viewer.add_image(np.ones((12, 32, 32), np.float32), name="case_1 perturbation (fgsm)")
+    ref = viewer.add_labels(np.array(state.reference.data), name="case_1 reference",
+                            metadata={"structures": {1: "liver"}})
+    att = viewer.add_labels(np.array(prediction.data), name="case_1 fgsm")
+    state.set_case(image, ref, {"clean": prediction, "attacked": att})
+    names = {k: [ly.name for ly in m.layers] for k, m in view.models.items()}
+    assert names["reference"] == ["case_1 image", "case_1 reference"]
+    assert names["attacked"] == [perturbed.name, "case_1 fgsm"]
+    bar.close()
+
+
+def test_demo_ends_in_compare_mode(make_napari_viewer, qtbot):
+    from napari_segeval._widgets.demo import DemoRun
+
+    viewer = make_napari_viewer()
+    demo = DemoRun(viewer, backend="threshold", device="cpu", attack="fgsm", eps=0.1,
+                   compare=True)
+    demo.start()
+    qtbot.waitUntil(lambda: demo.settled, timeout=120000)
+    assert demo.error is None
+    display = demo.widget.display
+    view = display.view
+    assert view is not None and display.overlay.shown
+    assert [ly.name for ly in view.models["attacked"].layers] == [
+        "ct attacked (fgsm)", "ct attacked prediction"]
+    view.fit()
+    zooms = {m.camera.zoom for m in view.models.values()} | {viewer.camera.zoom}
+    assert len(zooms) == 1
+    display.close()
+    assert display.view is None
+
+
+def test_cli_demo_has_a_compare_flag():
+    import argparse
+
+    from napari_segeval.cli import _demo
+
+    parser = argparse.ArgumentParser()
+    _demo.add_parser(parser.add_subparsers())
+    assert parser.parse_args(["demo", "--compare"]).compare
+    assert not parser.parse_args(["demo"]).compare
