@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._overlay import DisagreementOverlay, set_outlines
@@ -44,6 +45,8 @@ LINKS = (("dims", "ndisplay"), ("dims", "order"), ("dims", "point"), ("camera", 
          ("camera", "zoom"), ("camera", "angles"), ("cursor", "position"))
 #: Minimum height of the views in pixels (a dock would otherwise open squashed).
 MIN_HEIGHT = 340
+#: Delay before the first fit, once the dock is laid out.
+FIT_DELAY_MS = 150
 #: Layer attributes the mirrored layers follow (when the layer type has them).
 FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
 
@@ -140,6 +143,12 @@ class CompareView(QWidget):
         self._connect(self._links, viewer.layers.events.inserted, self._layer_inserted)
         state.subscribe(self._on_state)
         self.dock = viewer.window.add_dock_widget(self, name="Compare", area=area)
+        # once the dock has its size, fit the case in every view (the views are smaller)
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(FIT_DELAY_MS)
+        self._fit_timer.timeout.connect(lambda: None if self.closed else self.fit())
+        self._fit_timer.start()
 
     # -- connections --------------------------------------------------------------------
     @staticmethod
@@ -265,7 +274,7 @@ class CompareView(QWidget):
             self._linked(source, comp, attr)
 
     def fit(self) -> None:
-        """Zoom all canvases so that the case fits in the smallest view."""
+        """Zoom all canvases so that the case fits in the smallest view (done on opening)."""
         zooms = {}
         for key, model in self.models.items():
             if model.layers:
@@ -280,6 +289,7 @@ class CompareView(QWidget):
         if self.closed:
             return True
         self.closed = True
+        self._fit_timer.stop()
         self._disconnect(self._links)
         self._disconnect(self._follow)
         self.state.unsubscribe(self._on_state)

@@ -198,6 +198,8 @@ def test_compare_2d_and_rgb_video(make_napari_viewer, qtbot, shape):
     qtbot.addWidget(bar)
     view = bar.set_compare(True)
     assert all(len(m.layers) == (1 if k == "attacked" else 2) for k, m in view.models.items())
+    qtbot.waitUntil(lambda: not view._fit_timer.isActive())  # fitted once laid out
+    assert {m.camera.zoom for m in view.models.values()} == {viewer.camera.zoom}
     viewer.camera.zoom = 2.0
     assert view.models["reference"].camera.zoom == pytest.approx(2.0)
     if rgb:
