@@ -1,11 +1,21 @@
-"""The FP/FN overlay layer of the current structure (false positives / false negatives)."""
+"""Overlay layers: FP/FN of the current structure, clean vs attacked disagreement, outlines."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from napari_segeval._widgets._state import ViewerState
-from napari_segeval._widgets.overlays import FALSE_NEGATIVE, FALSE_POSITIVE, error_overlay
+from napari_segeval._widgets.overlays import (
+    CHANGED,
+    FALSE_NEGATIVE,
+    FALSE_POSITIVE,
+    GAINED,
+    LOST,
+    disagreement,
+    error_overlay,
+    touched_slices,
+)
 
 #: Colours of the overlay values.
 OVERLAY_COLOURS = {FALSE_POSITIVE: "magenta", FALSE_NEGATIVE: "cyan"}
@@ -81,3 +91,135 @@ class ErrorOverlay:
         error_overlay(arrays[0], arrays[1], int(self.state.current), region=region,
                       out=self.layer.data)
         self.layer.refresh()
+
+
+#: Colours of the disagreement values (lost under attack, gained, changed structure).
+DISAGREEMENT_COLOURS = {LOST: "#ff5030", GAINED: "#30d0ff", CHANGED: "#ffd700"}
+DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
+
+
+class DisagreementOverlay:
+    """One Labels layer marking where the clean and attacked predictions differ.
+
+    Values follow :func:`~napari_segeval._widgets.overlays.disagreement` over
+    all structures. While shown it follows the predictions: a paint stroke in
+    either recomputes the slices it touched, a replaced array or a newly chosen
+    prediction layer recomputes everything.
+    """
+
+    def __init__(self, viewer: Any, state: ViewerState) -> None:
+        self.viewer = viewer
+        self.state = state
+        self.layer: Any = None
+        self._hooks: list[tuple[Any, Any]] = []
+        self._pending: slice | None | bool = False  # False: no update scheduled
+        self.state.subscribe(self._on_state)
+
+    def _arrays(self):
+        clean = self.state.predictions.get("clean")
+        attacked = self.state.predictions.get("attacked")
+        if clean is None or attacked is None or clean.data.shape != attacked.data.shape:
+            return None
+        return clean, attacked
+
+    @property
+    def shown(self) -> bool:
+        """True while the layer is in the viewer."""
+        return self.layer is not None and self.layer in self.viewer.layers
+
+    def show(self) -> Any:
+        """Create (or recompute) the layer; None when there is no clean/attacked pair."""
+        from napari.utils.colormaps import DirectLabelColormap
+
+        pair = self._arrays()
+        if pair is None:
+            self.hide()
+            return None
+        clean, attacked = pair
+        data = disagreement(clean.data, attacked.data)
+        if not self.shown:
+            colormap = DirectLabelColormap(
+                color_dict={**DISAGREEMENT_COLOURS, None: "transparent"})
+            self.layer = self.viewer.add_labels(
+                data, name=DISAGREEMENT_NAME, scale=clean.scale, translate=clean.translate,
+                colormap=colormap, opacity=0.9, blending="translucent_no_depth",
+            )
+            self.layer.editable = False
+        else:
+            self.layer.data = data
+        self._rehook(clean, attacked)
+        return self.layer
+
+    def hide(self) -> None:
+        """Remove the layer and stop following the predictions."""
+        self._unhook()
+        if self.shown:
+            self.viewer.layers.remove(self.layer)
+        self.layer = None
+
+    def close(self) -> None:
+        """Hide and stop listening to the state."""
+        self.hide()
+        self.state.unsubscribe(self._on_state)
+
+    # -- following the predictions -------------------------------------------------------
+    def _unhook(self) -> None:
+        for emitter, cb in self._hooks:
+            try:
+                emitter.disconnect(cb)
+            except (TypeError, RuntimeError, ValueError):
+                pass
+        self._hooks = []
+
+    def _rehook(self, *layers: Any) -> None:
+        self._unhook()
+        for layer in layers:
+            self._hooks += [(layer.events.paint, self._on_paint),
+                            (layer.events.data, self._on_data)]
+        for emitter, cb in self._hooks:
+            emitter.connect(cb)
+
+    def _on_paint(self, event: Any) -> None:
+        # napari emits `paint` before writing some edits (data_setitem): update after it returns
+        from qtpy.QtCore import QTimer
+
+        pair = self._arrays()
+        n = pair[0].data.shape[0] if pair is not None else 0
+        region = touched_slices(getattr(event, "value", None) or [], n)
+        scheduled = self._pending is not False
+        old = self._pending
+        if old is None or region is None or old is False:
+            self._pending = None if (old is None or region is None) else region
+        else:
+            self._pending = slice(min(old.start, region.start), max(old.stop, region.stop))
+        if not scheduled:
+            QTimer.singleShot(0, self._flush)
+
+    def _flush(self) -> None:
+        region, self._pending = self._pending, False
+        if region is False or not self.shown:
+            return
+        pair = self._arrays()
+        if pair is None or self.layer.data.shape != pair[0].data.shape:
+            self.hide()
+            return
+        if region is None:
+            self.show()
+            return
+        disagreement(pair[0].data, pair[1].data, region=region, out=self.layer.data)
+        self.layer.refresh()
+
+    def _on_data(self, event: Any = None) -> None:
+        if self.shown:
+            self.show()
+
+    def _on_state(self, what: str) -> None:
+        if what in ("clean", "attacked", "reference") and self.shown:
+            self.show()
+
+
+def set_outlines(layers: Iterable[Any], on: bool, width: int = 2) -> None:
+    """Draw Labels layers as outlines (napari's ``contour``) or filled again."""
+    for layer in layers:
+        if layer is not None:
+            layer.contour = int(width) if on else 0

@@ -3,6 +3,8 @@
 Runs the same panels a person uses, chaining their worker jobs: the *Case* and
 *Evaluate* panels are docked as napari docks them, sharing the viewer's state.
 With a screenshot path it saves the window once everything is filled and closes.
+With ``compare=True`` it ends in compare mode (reference, clean and attacked
+predictions in three linked views) with the disagreement layer on the main canvas.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ class DemoRun:
     """Drive the widget through the demo; ``error`` holds the first failure's message."""
 
     def __init__(self, viewer: Any, backend: str = "builtin", device: str = "auto",
-                 attack: str | None = "pgd", eps: float = 0.02, steps: int = 5) -> None:
+                 attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
+                 compare: bool = False) -> None:
         from napari_segeval._sample_data import sample_ct
 
         self.viewer = viewer
@@ -36,6 +39,7 @@ class DemoRun:
         w.prompt.backend.setCurrentText(BACKEND_NAMES.get(backend, backend))
         w.prompt.device.setCurrentText(device)
         self.attack_name = attack
+        self.compare = compare
         if attack:
             w.attack.attack.setCurrentText(attack)
             w.attack.eps.setValue(eps)
@@ -74,6 +78,9 @@ class DemoRun:
         w.tabs.setCurrentWidget(w.dice)
         w.state.set_current(self.box.label)
         w.dice.go_to_slice(self.box.index)
+        if self.compare:
+            w.display.compare.setChecked(True)
+            w.display.disagreement.setChecked(self.attack_name is not None)
         self.finished = True
 
     @property
@@ -113,6 +120,13 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
     try:
         if demo.error:
             raise SegEvalError(f"demo failed in {demo.error}")
+        view = demo.widget.display.view
+        if view is not None:  # let the dock take its size, then fit the case in every view
+            QTimer.singleShot(300, loop.quit)
+            loop.exec_()
+            view.fit()
+            QTimer.singleShot(300, loop.quit)
+            loop.exec_()
         path = Path(screenshot)
         viewer.screenshot(path=str(path), canvas_only=False, flash=False)
         return path

@@ -15,6 +15,7 @@ from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.attack import AttackPanel
+from napari_segeval._widgets.compare import CompareBar
 from napari_segeval._widgets.dice import DicePanel
 from napari_segeval._widgets.export import ExportPanel
 from napari_segeval._widgets.prompt import PromptPanel
@@ -27,6 +28,8 @@ class SegEvalWidget(QWidget):
     ----------
     state : ViewerState
     picker : LayerPicker
+    display : CompareBar
+        Compare mode, disagreement layer and outline options.
     dice, prompt, attack, export : the panels
     """
 
@@ -41,6 +44,8 @@ class SegEvalWidget(QWidget):
         self.export = ExportPanel(napari_viewer, self.state, records=lambda: self.dice.records)
         box = QGroupBox("case layers")
         QVBoxLayout(box).addWidget(self.picker)
+        self.display = CompareBar(napari_viewer, self.state)
+        box.layout().addWidget(self.display)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.dice, "Dice")
         self.tabs.addTab(self.prompt, "Prompt")

@@ -11,6 +11,8 @@ nothing), so they are tested and reused without a display.
 * :func:`worst_slice`, :func:`focus_slice` - where to look.
 * :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
 * :func:`prompts_from_shapes` - one box prompt per structure from drawn rectangles.
+* :func:`disagreement` - where the clean and attacked predictions differ (lost,
+  gained, changed under attack).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from napari_segeval.prompts.from_labels import key_index
 #: Values of :func:`error_overlay`.
 FALSE_POSITIVE = 1
 FALSE_NEGATIVE = 2
+
+#: Values of :func:`disagreement`.
+LOST = 1
+GAINED = 2
+CHANGED = 3
 
 #: Metric keys shown by the Dice panel, in order, with their column titles.
 PANEL_KEYS: dict[str, str] = {
@@ -81,6 +88,64 @@ def error_overlay(reference: np.ndarray, prediction: np.ndarray, label: int,
     view[...] = 0
     view[p & ~r] = FALSE_POSITIVE
     view[r & ~p] = FALSE_NEGATIVE
+    return out
+
+
+def disagreement(clean: np.ndarray, attacked: np.ndarray, label: int | None = None,
+                 region: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Mark where the attacked prediction departs from the clean one.
+
+    Parameters
+    ----------
+    clean, attacked : numpy.ndarray
+        Label maps of one shape (the prediction before and after the attack).
+    label : int, optional
+        Look at this structure only: :data:`LOST` where the clean prediction has
+        it and the attacked one not, :data:`GAINED` the other way round. Without
+        ``label`` every structure counts: :data:`LOST` where the clean prediction
+        has a structure and the attacked one background, :data:`GAINED` where the
+        attacked one has a structure on clean background, :data:`CHANGED` where
+        both have a structure but different ones.
+    region : slice, optional
+        Recompute only these indices along axis 0 (into ``out``).
+    out : numpy.ndarray, optional
+        uint8 array of the same shape to fill in place (required with ``region``).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 map: 0 where both agree, else :data:`LOST`, :data:`GAINED` or
+        :data:`CHANGED`.
+
+    Examples
+    --------
+    >>> clean = np.array([[1, 1, 0, 2, 0]]); attacked = np.array([[1, 0, 1, 1, 0]])
+    >>> disagreement(clean, attacked).tolist()
+    [[0, 1, 2, 3, 0]]
+    >>> disagreement(clean, attacked, label=1).tolist()
+    [[0, 1, 2, 2, 0]]
+    """
+    clean = np.asarray(clean)
+    attacked = np.asarray(attacked)
+    if clean.shape != attacked.shape:
+        raise ValueError(f"clean {clean.shape} and attacked {attacked.shape} predictions differ")
+    if out is None:
+        if region is not None:
+            raise ValueError("region needs out= (the layer data to update)")
+        out = np.zeros(clean.shape, np.uint8)
+    sel = region if region is not None else slice(None)
+    c, a = clean[sel], attacked[sel]
+    view = out[sel]
+    view[...] = 0
+    if label is not None:
+        had, has = c == label, a == label
+        view[had & ~has] = LOST
+        view[has & ~had] = GAINED
+        return out
+    had, has = c != 0, a != 0
+    view[had & ~has] = LOST
+    view[has & ~had] = GAINED
+    view[had & has & (c != a)] = CHANGED
     return out
 
 
@@ -299,11 +364,15 @@ def prompts_from_shapes(shapes: Sequence[np.ndarray], labels: Sequence[int],
 
 
 __all__ = [
+    "CHANGED",
     "FALSE_NEGATIVE",
     "FALSE_POSITIVE",
+    "GAINED",
+    "LOST",
     "PANEL_KEYS",
     "compare_rows",
     "dice_colour",
+    "disagreement",
     "error_overlay",
     "focus_slice",
     "prompts_from_shapes",

@@ -35,6 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--eps", type=float, default=0.02,
                    help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)")
     p.add_argument("--steps", type=int, default=5, help="attack iterations")
+    p.add_argument("--compare", action="store_true",
+                   help="end in compare mode: reference, clean and attacked predictions in "
+                        "three linked views, the disagreement layer on the main canvas")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="instead: open a results folder of segeval evaluate in the Results "
                         "panel with its worst row shown (with --screenshot: save it and exit)")
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     attack = None if args.attack.lower() == "none" else args.attack
     out = run_demo(args.screenshot, backend=args.backend, device=args.device, attack=attack,
-                   eps=args.eps, steps=args.steps)
+                   eps=args.eps, steps=args.steps, compare=args.compare)
     if out is not None:
         emit(args, {"screenshot": str(out)}, f"wrote {out}")
     return 0

@@ -1,0 +1,382 @@
+"""Compare mode: clean and attacked side by side in three canvases linked to the viewer.
+
+napari's grid mode puts every layer in its own cell, so it cannot show *image +
+reference* next to *image + prediction*. Compare mode instead docks three extra
+canvases (each a :class:`napari.components.ViewerModel` drawn by a
+:class:`napari._qt.qt_viewer.QtViewer`, the pattern of napari's "multiple viewer
+widget" example) under the main canvas:
+
+(a) image + reference, (b) image + clean prediction, (c) attacked image +
+attacked prediction.
+
+Linking
+-------
+The slice (``dims.point``, ``ndisplay``, ``order``), the camera (``center``,
+``zoom``, ``angles``) and the cursor position of the main viewer and of the
+three views are linked both ways: a change in any of them is copied to the
+others, under a guard so that the copies do not echo back.
+
+The layers of the views mirror the main viewer's layers: they share the data
+arrays, follow data replacement, paint strokes, colormaps, contrast limits,
+opacity and the outline (``contour``) setting; Labels also follow visibility
+(images always show, because the attacked image usually is hidden in the main
+viewer). The views are read-only: edits are made in the main canvas. When the
+case's layers change (:class:`~napari_segeval._widgets._state.ViewerState`),
+the views are rebuilt. :meth:`CompareView.close` disconnects every link and
+closes the canvases.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qtpy.QtCore import QTimer
+from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from napari_segeval._widgets._overlay import DisagreementOverlay, set_outlines
+from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._worker import run_guarded
+
+#: The three views: key, title.
+PANES = (("reference", "image + reference"), ("clean", "image + clean prediction"),
+         ("attacked", "attacked image + attacked prediction"))
+#: (component, attribute) pairs linked between the main viewer and the views.
+LINKS = (("dims", "ndisplay"), ("dims", "order"), ("dims", "point"), ("camera", "center"),
+         ("camera", "zoom"), ("camera", "angles"), ("cursor", "position"))
+#: Minimum height of the views in pixels (a dock would otherwise open squashed).
+MIN_HEIGHT = 340
+#: Delay before the first fit, once the dock is laid out.
+FIT_DELAY_MS = 150
+#: Layer attributes the mirrored layers follow (when the layer type has them).
+FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
+
+
+def attacked_image(viewer: Any, state: ViewerState) -> Any:
+    """The attacked (perturbed) image layer of the case, or None.
+
+    The *Attack* panel names it ``"<image> attacked (<attack>)"``, the results
+    browser ``"<case> perturbed (<condition>)"``; the last such Image layer of the
+    image's shape is taken (the perturbation itself is not an image to look at).
+    """
+    from napari.layers import Image
+
+    image = state.image
+    found = None
+    for layer in viewer.layers:
+        if not isinstance(layer, Image) or layer is image:
+            continue
+        name = layer.name.lower()
+        if "perturbation" in name or not ("attacked" in name or "perturbed" in name):
+            continue
+        if image is not None and layer.data.shape != image.data.shape:
+            continue
+        found = layer
+    return found
+
+
+def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
+    """``value`` fitted to ``ndim`` trailing axes, keeping ``current`` for the others."""
+    value = tuple(value)
+    if len(value) == ndim:
+        return value
+    if len(value) > ndim:
+        return value[-ndim:]
+    return tuple(current[: ndim - len(value)]) + value
+
+
+class CompareView(QWidget):
+    """Three linked canvases showing reference, clean and attacked predictions.
+
+    Parameters
+    ----------
+    viewer : napari.Viewer
+        The main viewer (its window receives the dock).
+    state : ViewerState
+        Which layers form the case.
+    area : str
+        Dock area of the views (``"bottom"`` puts them side by side under the
+        main canvas).
+
+    Attributes
+    ----------
+    models : dict of str to napari.components.ViewerModel
+        The views' viewer models, keyed ``"reference"``, ``"clean"``, ``"attacked"``.
+    sources : dict of str to list of layers
+        The main viewer's layers each view mirrors.
+    """
+
+    def __init__(self, viewer: Any, state: ViewerState, area: str = "bottom") -> None:
+        from napari._qt.qt_viewer import QtViewer
+        from napari.components import ViewerModel
+
+        super().__init__()
+        self.viewer = viewer
+        self.state = state
+        self.models: dict[str, Any] = {}
+        self.qt_viewers: dict[str, Any] = {}
+        self.titles: dict[str, QLabel] = {}
+        self.sources: dict[str, list] = {}
+        self._links: list[tuple[Any, Any]] = []
+        self._follow: list[tuple[Any, Any]] = []
+        self._syncing = False
+        self.closed = False
+        self.setMinimumHeight(MIN_HEIGHT)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        for key, title in PANES:
+            model = ViewerModel(title=title)
+            qt = QtViewer(model, show_welcome_screen=False)
+            label = QLabel(title)
+            column = QVBoxLayout()
+            column.addWidget(label)
+            column.addWidget(qt, 1)
+            row.addLayout(column, 1)
+            self.models[key], self.qt_viewers[key], self.titles[key] = model, qt, label
+        self.rebuild()
+        for source in (viewer, *self.models.values()):
+            for comp, attr in LINKS:
+                def linked(event=None, source=source, comp=comp, attr=attr):
+                    self._linked(source, comp, attr)
+
+                self._connect(self._links, getattr(getattr(source, comp).events, attr), linked)
+        self._connect(self._links, viewer.layers.events.removed, self._layer_removed)
+        self._connect(self._links, viewer.layers.events.inserted, self._layer_inserted)
+        state.subscribe(self._on_state)
+        self.dock = viewer.window.add_dock_widget(self, name="Compare", area=area)
+        # once the dock has its size, fit the case in every view (the views are smaller)
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(FIT_DELAY_MS)
+        self._fit_timer.timeout.connect(lambda: None if self.closed else self.fit())
+        self._fit_timer.start()
+
+    # -- connections --------------------------------------------------------------------
+    @staticmethod
+    def _connect(store: list, emitter: Any, callback: Any) -> None:
+        emitter.connect(callback)
+        store.append((emitter, callback))
+
+    @staticmethod
+    def _disconnect(store: list) -> None:
+        for emitter, callback in store:
+            try:
+                emitter.disconnect(callback)
+            except (TypeError, RuntimeError, ValueError):
+                pass
+        store.clear()
+
+    @property
+    def connections(self) -> int:
+        """How many event connections the views hold (0 once closed)."""
+        return len(self._links) + len(self._follow)
+
+    # -- layers -------------------------------------------------------------------------
+    def _pane_sources(self) -> dict[str, list]:
+        s = self.state
+        attacked = attacked_image(self.viewer, s)
+        return {
+            "reference": [s.image, s.reference],
+            "clean": [s.image, s.predictions.get("clean")],
+            "attacked": [attacked if attacked is not None else s.image,
+                         s.predictions.get("attacked")],
+        }
+
+    def rebuild(self) -> None:
+        """Mirror the case's current layers into the three views and align them."""
+        from napari.layers import Image, Layer
+
+        self._disconnect(self._follow)
+        self.sources = {}
+        for key, layers in self._pane_sources().items():
+            model = self.models[key]
+            model.layers.clear()
+            present = [ly for ly in layers if ly is not None and ly in self.viewer.layers]
+            self.sources[key] = present
+            for src in present:
+                data, meta, kind = src.as_layer_data_tuple()
+                if isinstance(src, Image):
+                    meta = {**meta, "visible": True}
+                dst = Layer.create(data, meta, kind)
+                if not isinstance(dst, Image):
+                    dst.editable = False
+                model.add_layer(dst)
+                self._mirror(src, dst)
+            title = dict(PANES)[key]
+            if key == "attacked" and attacked_image(self.viewer, self.state) is None:
+                title = "image + attacked prediction (no attacked image)"
+            missing = key in CONDITIONS and self.state.predictions.get(key) is None
+            self.titles[key].setText(f"{title} - none yet" if missing else title)
+        self.sync_from(self.viewer)
+
+    def _mirror(self, src: Any, dst: Any) -> None:
+        from napari.layers import Image
+
+        def copy(event=None, name: str = "") -> None:
+            setattr(dst, name, getattr(src, name))
+
+        names = [n for n in FOLLOWED if hasattr(src.events, n) and hasattr(dst, n)]
+        if not isinstance(src, Image):
+            names.append("visible")
+        for name in names:
+            self._connect(self._follow, getattr(src.events, name),
+                          lambda event=None, name=name: copy(name=name))
+        self._connect(self._follow, src.events.data, lambda event=None: copy(name="data"))
+        if hasattr(src.events, "paint"):
+            self._connect(self._follow, src.events.paint, lambda event=None: dst.refresh())
+
+    def _on_state(self, what: str) -> None:
+        if what in ("image", "reference", *CONDITIONS) and not self.closed:
+            run_guarded("compare views", self.rebuild)
+
+    def _layer_removed(self, event: Any) -> None:
+        if any(event.value in layers for layers in self.sources.values()):
+            self.rebuild()
+
+    def _layer_inserted(self, event: Any) -> None:
+        found = attacked_image(self.viewer, self.state)
+        if found is not None and found not in self.sources.get("attacked", []):
+            self.rebuild()  # an attack (or the results browser) just added the attacked image
+
+    # -- linking --------------------------------------------------------------------------
+    def _linked(self, source: Any, comp: str, attr: str) -> None:
+        if self._syncing or self.closed:
+            return
+        self._syncing = True
+        try:
+            value = getattr(getattr(source, comp), attr)
+            for target in (self.viewer, *self.models.values()):
+                if target is not source:
+                    self._apply(target, comp, attr, value)
+        finally:
+            self._syncing = False
+
+    @staticmethod
+    def _apply(target: Any, comp: str, attr: str, value: Any) -> None:
+        if comp == "dims":
+            dims = target.dims
+            if attr == "point":
+                point = _aligned(value, dims.ndim, dims.point)
+                dims.set_point(range(dims.ndim), point)
+            elif attr == "order":
+                if len(value) == dims.ndim:
+                    dims.order = tuple(value)
+            else:
+                dims.ndisplay = value
+        elif comp == "camera":
+            setattr(target.camera, attr, value)
+        else:
+            position = _aligned(value, target.dims.ndim, target.cursor.position)
+            target.cursor.position = position
+
+    def sync_from(self, source: Any) -> None:
+        """Copy ``source``'s slice, camera and cursor to the others."""
+        for comp, attr in LINKS:
+            self._linked(source, comp, attr)
+
+    def fit(self) -> None:
+        """Zoom all canvases so that the case fits in the smallest view (done on opening)."""
+        zooms = {}
+        for key, model in self.models.items():
+            if model.layers:
+                model.reset_view()
+                zooms[key] = model.camera.zoom
+        if zooms:
+            self.sync_from(self.models[min(zooms, key=zooms.get)])
+
+    # -- teardown -------------------------------------------------------------------------
+    def close(self) -> bool:
+        """Disconnect every link, close the canvases and remove the dock."""
+        if self.closed:
+            return True
+        self.closed = True
+        self._fit_timer.stop()
+        self._disconnect(self._links)
+        self._disconnect(self._follow)
+        self.state.unsubscribe(self._on_state)
+        for model in self.models.values():
+            model.layers.clear()
+        for qt in self.qt_viewers.values():
+            qt.close()
+        window = getattr(self.viewer, "window", None)
+        if window is not None and self.dock is not None:
+            try:
+                window.remove_dock_widget(self.dock)
+            except (LookupError, RuntimeError, ValueError):
+                pass
+        self.dock = None
+        self.qt_viewers, self.models, self.sources = {}, {}, {}
+        return super().close()
+
+
+class CompareBar(QWidget):
+    """The Evaluate widget's display options: compare mode, disagreement, outlines.
+
+    Attributes
+    ----------
+    compare, disagreement, outlines : QCheckBox
+    view : CompareView or None
+        The open compare views.
+    overlay : DisagreementOverlay
+    """
+
+    def __init__(self, viewer: Any, state: ViewerState) -> None:
+        super().__init__()
+        self.viewer = viewer
+        self.state = state
+        self.view: CompareView | None = None
+        self.overlay = DisagreementOverlay(viewer, state)
+        self.compare = QCheckBox("Compare")
+        self.compare.setToolTip("reference, clean and attacked predictions side by side in "
+                                "linked views (slice, zoom, pan and cursor follow each other)")
+        self.disagreement = QCheckBox("Disagreement")
+        self.disagreement.setToolTip("where the attacked prediction differs from the clean one: "
+                                     "red lost under attack, blue gained, yellow changed")
+        self.outlines = QCheckBox("Outlines")
+        self.outlines.setToolTip("draw the predictions as outlines over the reference")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        for box in (self.compare, self.disagreement, self.outlines):
+            row.addWidget(box)
+        row.addStretch(1)
+        self.compare.toggled.connect(lambda on: run_guarded("compare", lambda: self.set_compare(on)))
+        self.disagreement.toggled.connect(
+            lambda on: run_guarded("disagreement", lambda: self.set_disagreement(on)))
+        self.outlines.toggled.connect(lambda on: run_guarded("outlines", self.apply_outlines))
+        state.subscribe(self._on_state)
+
+    def set_compare(self, on: bool) -> CompareView | None:
+        """Open (or close) the compare views."""
+        if on and self.view is None:
+            self.view = CompareView(self.viewer, self.state)
+        elif not on and self.view is not None:
+            self.view.close()
+            self.view = None
+        return self.view
+
+    def set_disagreement(self, on: bool) -> Any:
+        """Show (or remove) the disagreement layer; unticks itself without a pair."""
+        if not on:
+            self.overlay.hide()
+            return None
+        layer = self.overlay.show()
+        if layer is None:
+            from napari.utils.notifications import show_info
+
+            show_info("disagreement needs a clean and an attacked prediction of one shape")
+            self.disagreement.setChecked(False)
+        return layer
+
+    def apply_outlines(self) -> None:
+        """Draw the predictions as outlines (or filled) as the checkbox says."""
+        set_outlines(self.state.predictions.values(), self.outlines.isChecked())
+
+    def _on_state(self, what: str) -> None:
+        if what in ("reference", *CONDITIONS) and self.outlines.isChecked():
+            self.apply_outlines()
+
+    def close(self) -> bool:
+        """Close the views and the layer, stop listening."""
+        self.set_compare(False)
+        self.overlay.close()
+        self.state.unsubscribe(self._on_state)
+        return super().close()
