@@ -3,7 +3,7 @@
 napari's grid mode puts every layer in its own cell, so it cannot show *image +
 reference* next to *image + prediction*. Compare mode instead docks three extra
 canvases (each a :class:`napari.components.ViewerModel` drawn by a
-:class:`napari._qt.qt_viewer.QtViewer`, the pattern of napari's "multiple viewer
+:class:`napari.qt.QtViewer` (public API), the pattern of napari's "multiple viewer
 widget" example) under the main canvas:
 
 (a) image + reference, (b) image + clean prediction, (c) attacked image +
@@ -106,7 +106,7 @@ class CompareView(QWidget):
     """
 
     def __init__(self, viewer: Any, state: ViewerState, area: str = "bottom") -> None:
-        from napari._qt.qt_viewer import QtViewer
+        from napari.qt import QtViewer
         from napari.components import ViewerModel
 
         super().__init__()
