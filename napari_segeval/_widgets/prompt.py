@@ -267,7 +267,7 @@ class PromptPanel(QWidget):
 
     def _done(self, result: tuple, prompts: list) -> None:
         model, labels = result
-        self.state.model, self.state.model_key = model, self.spec()
+        self.state.set_model(model, self.spec(), "promptable")
         self.state.prompts = list(prompts)
         base = self.state.image.name if self.state.image is not None else "case"
         layer = prediction_layer(self.viewer, self.state, labels, f"{base} prediction")
@@ -294,7 +294,8 @@ class PromptPanel(QWidget):
 
     def _uncertainty_done(self, result: tuple) -> None:
         model, umap, scores = result
-        self.state.model, self.state.model_key = model, self.spec()
+        if self.state.model_kind != "dense":  # keep the dense model that made the prediction
+            self.state.set_model(model, self.spec(), "promptable")
         base = self.state.image.name if self.state.image is not None else "case"
         meta = {"method": "prompt-jitter", "n_samples": int(self.samples.value()),
                 "units": "normalised entropy (0 certain, 1 uniform)"}
