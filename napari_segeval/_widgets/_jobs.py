@@ -53,24 +53,29 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
 
 def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: str, *,
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
-            cancel: Any = None) -> np.ndarray:
+            cancel: Any = None,
+            on_slice: Callable[[int, int, np.ndarray], None] | None = None) -> np.ndarray:
     """Propagated label map of ``image`` from box prompts (one per structure).
 
     ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
     or ``"image"`` (a single 2D image): see
-    :func:`napari_segeval.propagation.propagate_image`.
+    :func:`napari_segeval.propagation.propagate_image`. ``on_slice(label, index,
+    mask)`` hears each slice as it is computed (``propagate_case``).
     """
     from napari_segeval.propagation import propagate_image
 
+    extra = {} if on_slice is None else {"on_slice": on_slice}
     return propagate_image(model, image, list(prompts), kind=kind, modality=modality,
-                           window=window, progress=progress, cancel=cancel).labels
+                           window=window, progress=progress, cancel=cancel, **extra).labels
 
 
 def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
                        image: np.ndarray, modality: str, prompts: list, kind: str, *,
                        window: str | None = None,
                        progress: Callable[[int, int], None] | None = None,
-                       cancel: Any = None) -> tuple[Any, np.ndarray]:
+                       cancel: Any = None,
+                       on_slice: Callable[[int, int, np.ndarray], None] | None = None
+                       ) -> tuple[Any, np.ndarray]:
     """Load the model of ``spec`` unless ``cached = (spec, model)`` has it, then segment.
 
     Returns ``(model, labels)``.
@@ -80,7 +85,7 @@ def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
     else:
         model = load_model(*spec, cancel=cancel)
     labels = segment(model, image, modality, prompts, kind, window=window, progress=progress,
-                     cancel=cancel)
+                     cancel=cancel, on_slice=on_slice)
     return model, labels
 
 
