@@ -32,9 +32,13 @@ class LiveLabels(QObject):
 
     sliced = Signal(int, int, int, object)  # run, label, index, mask
 
-    def __init__(self, viewer: Any, state: Any) -> None:
+    def __init__(self, viewer: Any, state: Any,
+                 make_layer: Callable[[Any, Any, np.ndarray, str], Any]) -> None:
         super().__init__()
         self.viewer, self.state = viewer, state
+        #: ``make_layer(viewer, state, data, name)`` adds the partial Labels layer
+        #: (:func:`napari_segeval._widgets.prompt.prediction_layer`)
+        self.make_layer = make_layer
         self.layer: Any = None
         self.updates = 0
         self._run = 0
@@ -67,11 +71,9 @@ class LiveLabels(QObject):
             self.viewer.layers.remove(layer)
 
     def _make_layer(self) -> Any:
-        from napari_segeval._widgets.prompt import prediction_layer
-
         data = np.zeros(self._shape, np.uint16 if max(self.state.structures, default=0) > 255
                         else np.uint8)
-        layer = prediction_layer(self.viewer, self.state, data, self._name)
+        layer = self.make_layer(self.viewer, self.state, data, self._name)
         layer.metadata["partial"] = True
         return layer
 

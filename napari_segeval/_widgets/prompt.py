@@ -102,7 +102,7 @@ class PromptPanel(QWidget):
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty))
         self.runner = JobRunner()
-        self.live = LiveLabels(napari_viewer, self.state)  # the propagation as it runs
+        self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
         self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
         ck = QHBoxLayout()
         ck.addWidget(self.checkpoint, 1)

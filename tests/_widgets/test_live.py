@@ -95,11 +95,12 @@ def test_cancel_removes_the_partial_result(ct_viewer, qtbot):
 def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
     from napari_segeval._widgets._live import LiveLabels
     from napari_segeval._widgets._state import ViewerState
+    from napari_segeval._widgets.prompt import prediction_layer
 
     viewer = make_napari_viewer()
     state = ViewerState()
     state.set_image(viewer.add_image(np.zeros((8, 9), np.float32), name="img"))
-    live = LiveLabels(viewer, state)
+    live = LiveLabels(viewer, state, prediction_layer)
     on_slice = live.start("img prediction (propagating)", (8, 9))
     mask = np.zeros((8, 9), bool)
     mask[2:4, 3:6] = True
