@@ -147,3 +147,16 @@ def test_dense_ref_names():
     assert dense_ref("U-Net weights file", "/w.pt") == "/w.pt"
     with pytest.raises(ValueError, match="unknown dense model source"):
         dense_ref("nope", "x")
+
+
+def test_cancel_segmentation_leaves_nothing(ct_viewer, qtbot):
+    viewer, w = ct_viewer
+    w.segment.device.setCurrentText("cpu")
+    n_layers = len(viewer.layers)
+    w.segment.run()
+    assert w.segment.runner.running
+    with qtbot.waitSignal(w.segment.runner.job_done, timeout=120000) as blocker:
+        w.segment.runner.cancel_button.click()
+    assert blocker.args[1] == "cancelled"
+    assert len(viewer.layers) == n_layers
+    assert w.state.predictions["clean"] is None and w.state.model is None
