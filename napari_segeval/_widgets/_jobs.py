@@ -53,24 +53,29 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
 
 def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: str, *,
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
-            cancel: Any = None) -> np.ndarray:
+            cancel: Any = None,
+            on_slice: Callable[[int, int, np.ndarray], None] | None = None) -> np.ndarray:
     """Propagated label map of ``image`` from box prompts (one per structure).
 
     ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
     or ``"image"`` (a single 2D image): see
-    :func:`napari_segeval.propagation.propagate_image`.
+    :func:`napari_segeval.propagation.propagate_image`. ``on_slice(label, index,
+    mask)`` hears each slice as it is computed (``propagate_case``).
     """
     from napari_segeval.propagation import propagate_image
 
+    extra = {} if on_slice is None else {"on_slice": on_slice}
     return propagate_image(model, image, list(prompts), kind=kind, modality=modality,
-                           window=window, progress=progress, cancel=cancel).labels
+                           window=window, progress=progress, cancel=cancel, **extra).labels
 
 
 def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
                        image: np.ndarray, modality: str, prompts: list, kind: str, *,
                        window: str | None = None,
                        progress: Callable[[int, int], None] | None = None,
-                       cancel: Any = None) -> tuple[Any, np.ndarray]:
+                       cancel: Any = None,
+                       on_slice: Callable[[int, int, np.ndarray], None] | None = None
+                       ) -> tuple[Any, np.ndarray]:
     """Load the model of ``spec`` unless ``cached = (spec, model)`` has it, then segment.
 
     Returns ``(model, labels)``.
@@ -80,7 +85,7 @@ def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
     else:
         model = load_model(*spec, cancel=cancel)
     labels = segment(model, image, modality, prompts, kind, window=window, progress=progress,
-                     cancel=cancel)
+                     cancel=cancel, on_slice=on_slice)
     return model, labels
 
 
@@ -137,3 +142,74 @@ def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, s
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
     """Raw units (HU, grey levels) per normalized unit of ``model`` for this image."""
     return float(model.normalize_info(modality, window, image).raw_per_normalized_unit)
+
+
+#: Dense model sources offered by the Segment panel: label -> what the path field holds.
+DENSE_SOURCES = {
+    "built-in CT U-Net": None,
+    "nnU-Net v2 results folder": "folder",
+    "TorchScript file": "file",
+    "U-Net weights file": "file",
+}
+
+
+def dense_ref(source: str, path: str | None) -> str:
+    """The model registry reference of a Segment-panel choice (``builtin-ct`` or the path).
+
+    Examples
+    --------
+    >>> dense_ref("built-in CT U-Net", "ignored.pt")
+    'builtin-ct'
+    >>> dense_ref("nnU-Net v2 results folder", "/models/Dataset001")
+    '/models/Dataset001'
+    >>> dense_ref("TorchScript file", "")
+    Traceback (most recent call last):
+    ...
+    ValueError: TorchScript file: choose a file first
+    """
+    if source not in DENSE_SOURCES:
+        raise ValueError(f"unknown dense model source {source!r}: use one of {list(DENSE_SOURCES)}")
+    if DENSE_SOURCES[source] is None:
+        return "builtin-ct"
+    if not path:
+        raise ValueError(f"{source}: choose a {DENSE_SOURCES[source]} first")
+    return str(path)
+
+
+def segment_dense(spec: tuple[str, bool, str], cached: tuple | None, case: Any, *,
+                  progress: Callable[[int, int], None] | None = None,
+                  cancel: Any = None) -> tuple[Any, np.ndarray]:
+    """Load the dense model of ``spec = (ref, trust_torchscript, device)`` and segment ``case``.
+
+    The model comes from :func:`napari_segeval.models.registry.load_dense` unless
+    ``cached = (spec, model)`` holds it; segmentation is
+    :func:`napari_segeval.models.dense.segment_case` with its defaults (as
+    ``segeval segment``). Returns ``(model, labels)`` on the case's grid.
+    """
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.models.dense import segment_case
+    from napari_segeval.models.registry import load_dense
+
+    if case.axes != "zyx":
+        raise SegEvalError(f"dense models need a 3D volume, got axes {case.axes!r}")
+    check_cancel(cancel, "model loading")
+    if cached is not None and cached[0] == spec:
+        model = cached[1]
+    else:
+        ref, trust, device = spec
+        model = load_dense(ref, trust_torchscript=bool(trust), device=device)
+    result = segment_case(model, case, progress=progress, cancel=cancel)
+    return model, result.labels
+
+
+def attack_dense(model: Any, case: Any, attack_name: str, eps: float, steps: int, *,
+                 progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
+    """Attack a dense model on a volume (:class:`napari_segeval.attacks.DenseTarget`).
+
+    ``eps`` is in the model's normalized units, as ``segeval attack --eps``.
+    """
+    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
+
+    target = DenseTarget(model, case)
+    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
+    return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)

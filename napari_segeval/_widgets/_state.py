@@ -55,7 +55,11 @@ class ViewerState:
     boxes : napari.layers.Shapes or None
         Box prompts (one per structure; feature ``label``).
     model : object or None
-        The last loaded promptable model, with ``model_key`` (backend, file, device).
+        The model that produced the clean prediction (promptable or dense), with
+        ``model_key`` (what loaded it) and ``model_kind``.
+    model_kind : {"promptable", "dense"} or None
+        Which kind :attr:`model` is: the *Attack* panel attacks a promptable model
+        through its box prompts, a dense model through its sliding window.
     prompts : list of Box
         The boxes of the last propagation (reused by attacks).
     window : str or None
@@ -74,6 +78,7 @@ class ViewerState:
     boxes: Any = None
     model: Any = None
     model_key: tuple | None = None
+    model_kind: str | None = None
     prompts: list = field(default_factory=list)
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
@@ -131,6 +136,13 @@ class ViewerState:
             if condition == "clean":
                 self.uncertainty = {}
             self.notify(condition)
+
+    def set_model(self, model: Any, key: tuple | None, kind: str) -> None:
+        """Remember the model that produced the clean prediction (``kind``: promptable/dense)."""
+        if kind not in ("promptable", "dense"):
+            raise ValueError(f"kind must be 'promptable' or 'dense', got {kind!r}")
+        self.model, self.model_key, self.model_kind = model, key, kind
+        self.notify("model")
 
     def set_uncertainty(self, scores: dict[int, float]) -> None:
         """Store per-structure uncertainty scores of the clean prediction."""

@@ -1,8 +1,10 @@
-"""The *Attack* panel: attack the promptable model on the case, compare clean vs attacked.
+"""The *Attack* panel: attack the model of the clean prediction, compare clean vs attacked.
 
-Uses the model and box prompts of the last propagation (Prompt panel). Epsilon
-is set in the model's normalized input units and shown in raw units (HU, grey
-levels) through the model's normalization
+Attacks whichever model produced the clean prediction (``ViewerState.model``): a
+promptable model with the box prompts of the last propagation (*Prompt* tab), a
+dense model through its sliding window (*Segment* tab), as ``segeval attack``
+does. Epsilon is set in the model's normalized input units (``--eps``) and shown
+in raw units (HU, grey levels) through the model's normalization
 (:func:`napari_segeval.attacks.eps_to_raw`).
 """
 
@@ -22,7 +24,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import attack, raw_per_unit
+from napari_segeval._widgets._jobs import attack, attack_dense, raw_per_unit
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt import prediction_layer
@@ -63,7 +65,8 @@ class AttackPanel(QWidget):
         form.addRow("epsilon (raw units)", self.raw)
         form.addRow("steps", self.steps)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("attacks the model and boxes of the last propagation"))
+        layout.addWidget(QLabel("attacks the model of the clean prediction (Segment, or "
+                                "Prompt with its boxes)"))
         layout.addLayout(form)
         layout.addWidget(self.run_button)
         layout.addWidget(self.runner)
@@ -72,13 +75,21 @@ class AttackPanel(QWidget):
         self._show_raw()
 
     def _on_state(self, what: str) -> None:
-        if what in ("image", "clean"):
+        if what in ("image", "clean", "model"):
             self._show_raw()
+
+    def model_kind(self) -> str | None:
+        """``"promptable"`` or ``"dense"``: the kind of the model attacked (None: no model)."""
+        if self.state.model is None:
+            return None
+        return self.state.model_kind or "promptable"
 
     def raw_epsilon(self) -> float | None:
         """Epsilon in raw units for the loaded model, or None before a model is loaded."""
         if self.state.model is None or self.state.image is None:
             return None
+        if self.model_kind() == "dense":
+            return float(self.eps.value()) * float(self.state.model.raw_per_normalized_unit)
         scale = raw_per_unit(self.state.model, self.state.modality(), self.state.window,
                              np.asarray(self.state.image.data))
         return float(self.eps.value()) * scale
@@ -90,16 +101,23 @@ class AttackPanel(QWidget):
             self.raw.setText(f"unknown ({exc})")
             return
         if value is None:
-            self.raw.setText("run propagation first (the model sets the units)")
+            self.raw.setText("segment or propagate first (the model sets the units)")
             return
         unit = "HU" if self.state.modality().upper() == "CT" else "grey levels"
         self.raw.setText(f"{value:.3g} {unit}")
 
     def run(self) -> Any:
         """Attack in a worker thread; on success add the layers and the attacked prediction."""
-        if self.state.model is None or not self.state.prompts:
-            raise ValueError("run propagation first: the attack uses its model and boxes")
         case = self.state.to_case()
+        if self.model_kind() == "dense":
+            if case is None or case.axes != "zyx":
+                raise ValueError("the dense model attacks 3D volumes only")
+            return self.runner.start(
+                "attack", attack_dense, self.state.model, case, self.attack.currentText(),
+                float(self.eps.value()), int(self.steps.value()), on_done=self._done)
+        if self.state.model is None or not self.state.prompts:
+            raise ValueError("run propagation first (or segment with a dense model): the "
+                             "attack uses the model of the clean prediction")
         return self.runner.start(
             "attack", attack, self.state.model, case, list(self.state.prompts),
             self.attack.currentText(), float(self.eps.value()), int(self.steps.value()),

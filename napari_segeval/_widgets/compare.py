@@ -106,8 +106,8 @@ class CompareView(QWidget):
     """
 
     def __init__(self, viewer: Any, state: ViewerState, area: str = "bottom") -> None:
-        from napari.qt import QtViewer
         from napari.components import ViewerModel
+        from napari.qt import QtViewer
 
         super().__init__()
         self.viewer = viewer

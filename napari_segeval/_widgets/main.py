@@ -1,4 +1,4 @@
-"""The main napari-segeval dock widget: layer choice and the four panels on tabs.
+"""The main napari-segeval dock widget: layer choice and its panels on tabs.
 
 Its panels share one :class:`~napari_segeval._widgets._state.ViewerState`: the
 one passed in, or by default the viewer's
@@ -19,10 +19,11 @@ from napari_segeval._widgets.compare import CompareBar
 from napari_segeval._widgets.dice import DicePanel
 from napari_segeval._widgets.export import ExportPanel
 from napari_segeval._widgets.prompt import PromptPanel
+from napari_segeval._widgets.segment import SegmentPanel
 
 
 class SegEvalWidget(QWidget):
-    """Layer picker above tabs: Dice, Prompt & propagate, Attack, Export.
+    """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export.
 
     Attributes
     ----------
@@ -30,7 +31,7 @@ class SegEvalWidget(QWidget):
     picker : LayerPicker
     display : CompareBar
         Compare mode, disagreement layer and outline options.
-    dice, prompt, attack, export : the panels
+    dice, segment, prompt, attack, export : the panels
     """
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
@@ -39,6 +40,7 @@ class SegEvalWidget(QWidget):
         self.state = state if state is not None else shared_state(napari_viewer)
         self.picker = LayerPicker(napari_viewer, self.state)
         self.dice = DicePanel(napari_viewer, self.state)
+        self.segment = SegmentPanel(napari_viewer, self.state)
         self.prompt = PromptPanel(napari_viewer, self.state)
         self.attack = AttackPanel(napari_viewer, self.state)
         self.export = ExportPanel(napari_viewer, self.state, records=lambda: self.dice.records)
@@ -48,12 +50,14 @@ class SegEvalWidget(QWidget):
         box.layout().addWidget(self.display)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.dice, "Dice")
+        self.tabs.addTab(self.segment, "Segment")
         self.tabs.addTab(self.prompt, "Prompt")
         self.tabs.addTab(self.attack, "Attack")
         self.tabs.addTab(self.export, "Export")
         layout = QVBoxLayout(self)
         layout.addWidget(box)
         layout.addWidget(self.tabs, 1)
+        self.segment.runner.job_done.connect(self._job_done)
         self.prompt.runner.job_done.connect(self._job_done)
         self.attack.runner.job_done.connect(self._job_done)
 

@@ -19,6 +19,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
+from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import ViewerState, go_to_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 
@@ -101,6 +102,8 @@ class PromptPanel(QWidget):
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty))
         self.runner = JobRunner()
+        self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
+        self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
         ck = QHBoxLayout()
         ck.addWidget(self.checkpoint, 1)
         ck.addWidget(browse)
@@ -259,15 +262,23 @@ class PromptPanel(QWidget):
         prompts = self.prompts()
         cached = None if self.state.model is None else (self.state.model_key, self.state.model)
         image = np.asarray(self.state.image.data)
+        if self.runner.running:  # keep the live layer of the running job
+            from napari.utils.notifications import show_info
+
+            show_info(f"{self.runner.worker_name} is still running: wait or cancel it")
+            return None
+        on_slice = self.live.start(f"{self.state.image.name} prediction (propagating)",
+                                   self._spatial_shape())
         return self.runner.start(
             "propagation", segment_with_model, self.spec(), cached, image,
             self.state.modality(), prompts, self.state.kind(), window=self.state.window,
-            on_done=lambda result: self._done(result, prompts),
+            on_slice=on_slice, on_done=lambda result: self._done(result, prompts),
         )
 
     def _done(self, result: tuple, prompts: list) -> None:
         model, labels = result
-        self.state.model, self.state.model_key = model, self.spec()
+        self.live.stop()  # the final merged prediction replaces the partial one
+        self.state.set_model(model, self.spec(), "promptable")
         self.state.prompts = list(prompts)
         base = self.state.image.name if self.state.image is not None else "case"
         layer = prediction_layer(self.viewer, self.state, labels, f"{base} prediction")
@@ -294,7 +305,8 @@ class PromptPanel(QWidget):
 
     def _uncertainty_done(self, result: tuple) -> None:
         model, umap, scores = result
-        self.state.model, self.state.model_key = model, self.spec()
+        if self.state.model_kind != "dense":  # keep the dense model that made the prediction
+            self.state.set_model(model, self.spec(), "promptable")
         base = self.state.image.name if self.state.image is not None else "case"
         meta = {"method": "prompt-jitter", "n_samples": int(self.samples.value()),
                 "units": "normalised entropy (0 certain, 1 uniform)"}

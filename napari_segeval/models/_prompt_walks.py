@@ -97,8 +97,12 @@ def advance(s: WalkState, prob: torch.Tensor, zeros: torch.Tensor, stop_when_emp
 
 def run(net: Any, size: int, x: torch.Tensor, states: list[WalkState], *, batch: bool,
         progress: Callable[[int, int], None] | None, cancel: Any,
-        stop_when_empty: bool) -> list[torch.Tensor]:
-    """Advance all walks together; probabilities ``(n_visited, H, W)`` of each."""
+        stop_when_empty: bool,
+        on_frame: Callable[[int, int, torch.Tensor], None] | None = None) -> list[torch.Tensor]:
+    """Advance all walks together; probabilities ``(n_visited, H, W)`` of each.
+
+    ``on_frame(walk number, frame, prob)`` (optional) hears each computed frame.
+    """
     zeros = torch.zeros(tuple(x.shape[1:]), device=x.device)
     total = sum(len(s.idx) for s in states)
     done = 0
@@ -108,6 +112,8 @@ def run(net: Any, size: int, x: torch.Tensor, states: list[WalkState], *, batch:
             check_cancel(cancel, "propagation")
             probs = step(net, size, x, group, j, zeros)
             for s, prob in zip(group, probs):
+                if on_frame is not None:
+                    on_frame(states.index(s), s.idx[j], prob.detach())
                 done += 1
                 if progress is not None:
                     progress(done, total)

@@ -50,6 +50,9 @@ through one frame stack in one call, each walk's result identical to its own
 between walks (MedSAM2 encodes each frame once per case) and advance all walks
 together, one step at a time (:func:`walk_steps`), batching them where that pays.
 :func:`napari_segeval.propagation.propagate_case` uses it when present.
+Either method may take an optional ``on_frame(walk number, frame, prob)`` keyword,
+called with each frame's (detached) probability as soon as it is computed, so that
+a viewer can show a propagation while it runs (``propagate_case(on_slice=...)``).
 
 This module imports nothing heavy at import time (``torch`` only for typing).
 """

@@ -181,7 +181,8 @@ class BuiltinPromptModel:
     def propagate_walks(self, frames: torch.Tensor | np.ndarray, walks: list[Walk], *,
                         progress: ProgressFn | None = None,
                         cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                        grad: bool = False, cache_mb: float | None = None) -> list[torch.Tensor]:
+                        grad: bool = False, cache_mb: float | None = None,
+                        on_frame: Any = None) -> list[torch.Tensor]:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
         Each walk's result equals its own :meth:`propagate` call. With
@@ -189,7 +190,8 @@ class BuiltinPromptModel:
         step go through the network as one batch; on a CPU that would change the
         probabilities in the last bits (batched convolutions), so one walk at a time
         is the CPU default. ``cache_mb`` is accepted for the shared protocol (this
-        model keeps no per-frame features).
+        model keeps no per-frame features). ``on_frame(walk number, frame, prob)``
+        (optional) hears each frame as it is computed.
 
         Examples
         --------
@@ -217,4 +219,4 @@ class BuiltinPromptModel:
         with ctx, autocast_context(self.device, enabled=not grad):
             return _prompt_walks.run(self.net, self.size, x, states, batch=batch,
                                      progress=progress, cancel=cancel,
-                                     stop_when_empty=stop_when_empty)
+                                     stop_when_empty=stop_when_empty, on_frame=on_frame)

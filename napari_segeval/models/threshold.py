@@ -82,8 +82,12 @@ class ThresholdPromptModel:
     def propagate(self, frames: Any, key_index: int, box: Box, order: Order = "forward", *,
                   init_mask: Any = None, progress: ProgressFn | None = None,
                   cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                  grad: bool = False, prior_volume: Any = None) -> torch.Tensor:
-        """See :meth:`napari_segeval.models.base.PromptableModel.propagate`."""
+                  grad: bool = False, prior_volume: Any = None,
+                  on_frame: Any = None) -> torch.Tensor:
+        """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
+
+        ``on_frame(0, frame, prob)`` (optional) hears each frame as it is computed.
+        """
         import torch
         import torch.nn.functional as F
 
@@ -106,6 +110,8 @@ class ThresholdPromptModel:
                 reach = F.max_pool2d(prior[None, None], k, 1, self.reach)[0, 0]
                 prob = torch.sigmoid(self.gain * (x[f] - self.level)) * reach
                 out.append(prob)
+                if on_frame is not None:
+                    on_frame(0, int(f), prob.detach())
                 if progress is not None:
                     progress(j + 1, len(idx))
                 if stop_when_empty and not bool((prob.detach() > 0.5).any()):

@@ -31,6 +31,15 @@ default ``"auto"`` uses the model's own calibrated value, its attribute
 ``stop_confidence`` (the built-in model: 0.8, chosen on tuning phantoms with
 seeds 500-509, disjoint from training and benchmark seeds), and no stop for
 models without one (MedSAM2 keeps its published recipe).
+
+Watching it happen (``on_slice``): :func:`propagate_case` can report each
+structure's mask on each slice as soon as the backend has computed it (the key
+slice first), so a viewer can show a wrong start at once. A backend whose
+``propagate_walks``/``propagate`` takes an ``on_frame(walk, frame, prob)`` keyword
+reports every step; for any other, a walk's slices are reported when the walk
+returns. The reports only read the probabilities: the result is the same with or
+without ``on_slice``; they come before the confidence stop, the largest-component
+step and the merge, which the final label map applies.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
+    from collections.abc import Callable
 
     import torch
 
@@ -151,13 +161,34 @@ def _orders(mode: str) -> tuple[str, ...]:
     return ("forward", "backward") if mode == "volume" else ("forward",)
 
 
+def _takes(method: Any, name: str) -> bool:
+    """Whether ``method`` names the keyword ``name`` (a bare ``**kwargs`` does not count)."""
+    import inspect
+
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, walk: Walk, n: int,
+                 seq: Any) -> None:
+    """Report a finished walk's frames (backends without ``on_frame``)."""
+    for j, f in enumerate(walk.frames(n).tolist()):
+        on_frame(i, f, seq[j].detach())
+
+
 def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
               progress: ProgressFn | None = None, cancel: threading.Event | None = None,
               stop_when_empty: bool = True, grad: bool = False,
-              cache_mb: float | None = None) -> list[torch.Tensor]:
+              cache_mb: float | None = None,
+              on_frame: Callable[[int, int, Any], None] | None = None) -> list[torch.Tensor]:
     """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
 
-    ``progress(done, total)`` counts the steps of all walks.
+    ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
+    prob)`` (optional) hears walk ``i``'s probability on each frame as it is
+    computed, or when the walk returns for backends that cannot report steps
+    (module doc); it never changes the result.
 
     Examples
     --------
@@ -167,14 +198,22 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     >>> [tuple(p.shape) for p in run_walks(ThresholdPromptModel(), np.ones((5, 8, 8)), walks)]
     [(3, 8, 8), (3, 8, 8)]
     """
+    n = int(frames.shape[0])
     if hasattr(model, "propagate_walks"):
         extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        return model.propagate_walks(frames, walks, progress=progress, cancel=cancel,
+        live = on_frame is not None and _takes(model.propagate_walks, "on_frame")
+        if live:
+            extra["on_frame"] = on_frame
+        seqs = model.propagate_walks(frames, walks, progress=progress, cancel=cancel,
                                      stop_when_empty=stop_when_empty, grad=grad, **extra)
-    n = int(frames.shape[0])
+        if on_frame is not None and not live:
+            for i, (w, seq) in enumerate(zip(walks, seqs)):
+                _report_walk(on_frame, i, w, n, seq)
+        return seqs
     total = sum(n_visited(n, w.key_index, w.order) for w in walks)
+    live = on_frame is not None and _takes(model.propagate, "on_frame")
     out, offset = [], 0
-    for w in walks:
+    for number, w in enumerate(walks):
         def cb(i: int, _t: int, _offset: int = offset) -> None:
             if progress is not None:
                 progress(_offset + i, total)
@@ -182,9 +221,13 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
         extra = {} if w.prior_volume is None else {"prior_volume": w.prior_volume}
         if w.init_mask is not None:
             extra["init_mask"] = w.init_mask
+        if live:
+            extra["on_frame"] = lambda _i, f, p, _n=number: on_frame(_n, f, p)
         out.append(model.propagate(frames, w.key_index, w.box, w.order, progress=cb,
                                    cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
                                    **extra))
+        if on_frame is not None and not live:
+            _report_walk(on_frame, number, w, n, out[-1])
         offset += n_visited(n, w.key_index, w.order)
     return out
 
@@ -328,7 +371,9 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                    min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                    grad: bool = False, priors: dict[int, Any] | None = None,
-                   share: bool = True, cache_mb: float | None = None) -> PropagationResult:
+                   share: bool = True, cache_mb: float | None = None,
+                   on_slice: Callable[[int, int, np.ndarray], None] | None = None
+                   ) -> PropagationResult:
     """Propagate every prompt through ``frames`` and merge the structures.
 
     Parameters
@@ -373,6 +418,11 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         Bound, in MiB, on the per-frame work a sharing backend keeps for reuse
         (MedSAM2's image features; ``None``: the backend's default). A smaller
         bound costs recomputation, never a different result.
+    on_slice : callable, optional
+        ``on_slice(label, index, mask)``: structure ``label``'s boolean ``(H, W)``
+        mask (``probability > threshold``) on slice/frame ``index``, called (from
+        the thread that runs the propagation) as soon as it is computed, the key
+        slice first (module doc). Before post-processing; never changes the result.
 
     Examples
     --------
@@ -396,8 +446,19 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     check_cancel(cancel, "propagation")
     common = {"cancel": cancel, "stop_when_empty": stop_when_empty, "grad": grad,
               "cache_mb": cache_mb}
+
+    def slice_reporter(first: int) -> Callable[[int, int, Any], None] | None:
+        if on_slice is None:
+            return None
+
+        def on_frame(i: int, f: int, prob: Any) -> None:
+            mask = (prob.detach() > threshold).cpu().numpy()
+            on_slice(walks[first + i].box.label, int(f), mask)
+        return on_frame
+
     if share:
-        seqs = run_walks(model, frames, walks, progress=progress, **common)
+        seqs = run_walks(model, frames, walks, progress=progress, on_frame=slice_reporter(0),
+                         **common)
     else:  # one pass per structure (its directions still share its key frame)
         seqs, offset = [], 0
         for i, box in enumerate(prompts):
@@ -406,7 +467,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                     progress(_offset + done, total)
 
             mine = walks[i * len(orders):(i + 1) * len(orders)]
-            seqs.extend(run_walks(model, frames, mine, progress=report, **common))
+            seqs.extend(run_walks(model, frames, mine, progress=report,
+                                  on_frame=slice_reporter(i * len(orders)), **common))
             offset += sum(n_visited(n, w.key_index, w.order) for w in mine)
     probs: dict[int, np.ndarray] = {}
     tensors: dict[int, Any] = {}

@@ -1,0 +1,119 @@
+"""The *Segment* panel: dense (prompt-free) segmentation of the case's volume.
+
+The models are those of ``segeval segment``, loaded through the model registry
+(:func:`napari_segeval.models.registry.load_dense`): the built-in CT U-Net, an
+nnU-Net v2 results folder (extra ``nnunet``: without it the job fails with a
+notification naming the extra), a TorchScript file (it runs code, so only with
+the *trust TorchScript* box ticked, as ``--trust-torchscript``) or a weights
+file of the built-in U-Net. The prediction becomes the clean prediction (a
+Labels layer with the reference's colours) and the model is remembered as the
+one that produced it, so the *Attack* tab attacks it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from qtpy.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets._jobs import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
+from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.prompt import prediction_layer
+
+
+class SegmentPanel(QWidget):
+    """Choose a dense model, run it over the volume, keep its prediction as the clean one."""
+
+    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+        super().__init__()
+        self.viewer = napari_viewer
+        self.state = state if state is not None else shared_state(napari_viewer)
+        self.source = QComboBox()
+        self.source.addItems(list(DENSE_SOURCES))
+        self.source.currentTextChanged.connect(self._source_picked)
+        self.path = QLineEdit()
+        self.browse = QPushButton("...")
+        self.browse.clicked.connect(self._browse)
+        self.trust = QCheckBox("trust TorchScript (it runs code from the file)")
+        self.trust.setToolTip("as segeval's --trust-torchscript: only for files you trust")
+        self.device = QComboBox()
+        self.device.addItems(list(DEVICES))
+        self.run_button = QPushButton("Run segmentation")
+        self.run_button.clicked.connect(lambda: run_guarded("segmentation", self.run))
+        self.runner = JobRunner()
+        row = QHBoxLayout()
+        row.addWidget(self.path, 1)
+        row.addWidget(self.browse)
+        form = QFormLayout()
+        form.addRow("model", self.source)
+        form.addRow("path", row)
+        form.addRow("", self.trust)
+        form.addRow("device", self.device)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("dense segmentation of a 3D volume (no prompts)"))
+        layout.addLayout(form)
+        layout.addWidget(self.run_button)
+        layout.addWidget(self.runner)
+        layout.addStretch(1)
+        self._source_picked(self.source.currentText())
+
+    def _source_picked(self, text: str) -> None:
+        needs_path = DENSE_SOURCES.get(text) is not None
+        self.path.setEnabled(needs_path)
+        self.browse.setEnabled(needs_path)
+        self.trust.setEnabled(text == "TorchScript file")
+        self.path.setPlaceholderText({"folder": "nnU-Net v2 results folder",
+                                      "file": "model file (.pt)"}.get(DENSE_SOURCES.get(text),
+                                                                     "weights shipped"))
+
+    def _browse(self) -> None:
+        if DENSE_SOURCES.get(self.source.currentText()) == "folder":
+            path = QFileDialog.getExistingDirectory(self, "nnU-Net v2 results folder")
+        else:
+            path, _ = QFileDialog.getOpenFileName(self, "Model file", "", "PyTorch (*.pt *.pth)")
+        if path:
+            self.path.setText(path)
+
+    def spec(self) -> tuple[str, bool, str]:
+        """(registry reference, trust TorchScript, device) of the chosen model."""
+        source = self.source.currentText()
+        ref = dense_ref(source, self.path.text().strip())
+        trust = source == "TorchScript file" and self.trust.isChecked()
+        return ref, trust, self.device.currentText()
+
+    def run(self) -> Any:
+        """Segment the volume in a worker; the prediction becomes the clean prediction."""
+        case = self.state.to_case()
+        if case is None:
+            raise ValueError("choose an image layer first")
+        if case.axes != "zyx":
+            raise ValueError(f"dense models segment 3D volumes; this case is a {self.state.kind()}")
+        spec = self.spec()
+        key = self.state.model_key
+        cached = None if self.state.model_kind != "dense" or not key else (key[1:],
+                                                                            self.state.model)
+        return self.runner.start("segmentation", segment_dense, spec, cached, case,
+                                 on_done=lambda result: self._done(result, spec))
+
+    def _done(self, result: tuple, spec: tuple) -> None:
+        model, labels = result
+        self.state.set_model(model, ("dense", *spec), "dense")
+        self.state.prompts = []
+        base = self.state.image.name if self.state.image is not None else "case"
+        layer = prediction_layer(self.viewer, self.state, np.asarray(labels),
+                                 f"{base} prediction")
+        layer.metadata["model"] = getattr(model, "name", str(spec[0]))
+        self.state.set_prediction("clean", layer)

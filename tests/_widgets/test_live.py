@@ -1,0 +1,117 @@
+"""Propagation you can watch: partial slices in the viewer while it runs; cancel cleans up."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from napari_segeval._widgets._jobs import segment
+from napari_segeval.models.threshold import ThresholdPromptModel
+
+from .conftest import wait_job
+
+PARTIAL = "ct prediction (propagating)"
+
+
+class _SlowSteps(ThresholdPromptModel):
+    """The threshold model, slowed down per slice (so a person - or a test - can watch)."""
+
+    def __init__(self, delay=0.05):
+        super().__init__()
+        self.delay = delay
+        self.release = threading.Event()
+        self.release.set()
+
+    def propagate(self, frames, key_index, box, order="forward", *, on_frame=None, **kw):
+        def slow(i, f, prob):
+            on_frame(i, f, prob)
+            time.sleep(self.delay)
+            self.release.wait(30)
+
+        return super().propagate(frames, key_index, box, order,
+                                 on_frame=None if on_frame is None else slow, **kw)
+
+
+def _partial(viewer):
+    return next((layer for layer in viewer.layers if layer.name == PARTIAL), None)
+
+
+def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
+    viewer, w = ct_viewer
+    w.state.set_current(1)
+    box = w.prompt.box_from_reference()
+    model = _SlowSteps()
+    model.release.clear()  # hold the walk after its first slice
+    w.state.model, w.state.model_key = model, w.prompt.spec()
+    seen = []  # (worker still running, slices painted, liver voxels in the partial layer)
+    w.prompt.live.sliced.connect(
+        lambda *_: seen.append((w.prompt.runner.running, w.prompt.live.updates,
+                                int((_partial(viewer).data == 1).sum())
+                                if _partial(viewer) is not None else -1)))
+    n_layers = len(viewer.layers)
+    w.prompt.run()
+    qtbot.waitUntil(lambda: w.prompt.live.updates >= 1, timeout=20000)
+    partial = _partial(viewer)
+    assert w.prompt.runner.running and partial is not None
+    # the prompted slice first, on the reference's grid and colours
+    assert partial.data[box.index].any() and not np.delete(partial.data, box.index, 0).any()
+    assert partial.scale[0] == w.state.reference.scale[0]
+    model.release.set()
+    wait_job(qtbot, w.prompt.runner)
+    assert seen and seen[0][0] and seen[-1][1] > 1
+    assert any(running and voxels > 0 for running, _n, voxels in seen)
+    # the final merged prediction replaces the partial layer
+    assert PARTIAL not in viewer.layers
+    assert len(viewer.layers) == n_layers + 1
+    pred = w.state.predictions["clean"]
+    expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.prompts(),
+                       "volume")
+    np.testing.assert_array_equal(pred.data, expected)
+
+
+def test_cancel_removes_the_partial_result(ct_viewer, qtbot):
+    viewer, w = ct_viewer
+    w.state.set_current(1)
+    w.prompt.box_from_reference()
+    model = _SlowSteps()
+    model.release.clear()
+    w.state.model, w.state.model_key = model, w.prompt.spec()
+    n_layers = len(viewer.layers)
+    w.prompt.run()
+    qtbot.waitUntil(lambda: _partial(viewer) is not None, timeout=20000)
+    assert _partial(viewer).data.any()
+    with qtbot.waitSignal(w.prompt.runner.job_done, timeout=20000) as blocker:
+        w.prompt.runner.cancel_button.click()
+        model.release.set()
+    assert blocker.args[1] == "cancelled"
+    qtbot.wait(50)  # reports still queued are ignored
+    assert PARTIAL not in viewer.layers
+    assert len(viewer.layers) == n_layers
+    assert w.state.predictions["clean"] is None
+
+
+def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
+    from napari_segeval._widgets._live import LiveLabels
+    from napari_segeval._widgets._state import ViewerState
+    from napari_segeval._widgets.prompt import prediction_layer
+
+    viewer = make_napari_viewer()
+    state = ViewerState()
+    state.set_image(viewer.add_image(np.zeros((8, 9), np.float32), name="img"))
+    live = LiveLabels(viewer, state, prediction_layer)
+    on_slice = live.start("img prediction (propagating)", (8, 9))
+    mask = np.zeros((8, 9), bool)
+    mask[2:4, 3:6] = True
+    on_slice(3, 0, mask)
+    qtbot.waitUntil(lambda: live.updates == 1, timeout=5000)
+    assert (live.layer.data == 3).sum() == 6
+    on_slice(3, 0, np.zeros((8, 9), bool))  # a later report of the slice replaces it
+    qtbot.waitUntil(lambda: live.updates == 2, timeout=5000)
+    assert not live.layer.data.any()
+    live.stop()
+    assert "img prediction (propagating)" not in viewer.layers
+    on_slice(3, 0, mask)  # after stop: ignored
+    qtbot.wait(50)
+    assert live.layer is None and "img prediction (propagating)" not in viewer.layers
