@@ -412,7 +412,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                    min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                    grad: bool = False, priors: dict[int, Any] | None = None,
-                   share: bool = True, cache_mb: float | None = None) -> PropagationResult:
+                   share: bool = True, cache_mb: float | None = None,
+                   init_masks: dict[int, Any] | None = None) -> PropagationResult:
     """Propagate every prompt through ``frames`` and merge the structures.
 
     Parameters
@@ -463,6 +464,9 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         Bound, in MiB, on the per-frame work a sharing backend keeps for reuse
         (MedSAM2's image features; ``None``: the backend's default). A smaller
         bound costs recomputation, never a different result.
+    init_masks : dict of int to array, optional
+        Per structure, an ``(H, W)`` mask on its key frame that prompts it instead
+        of its box (MedSAM2's video script prompts with the first frame's mask).
 
     Examples
     --------
@@ -484,7 +488,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     min_confidence = resolve_min_confidence(model, min_confidence)
     n = int(frames.shape[0])
     total = total_steps(n, prompts, mode)
-    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label))
+    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label),
+                  init_mask=None if init_masks is None else init_masks.get(b.label))
              for b in prompts for o in orders]
     check_cancel(cancel, "propagation")
     common = {"cancel": cancel, "stop_when_empty": stop_when_empty, "grad": grad,
@@ -524,5 +529,6 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
               "threshold": threshold, "decision": decision,
               "connectivity": 6 if connectivity is None else int(connectivity),
               "min_confidence": min_confidence,
-              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice"}
+              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice",
+              "prompt": "box" if not init_masks else "mask"}
     return PropagationResult(labels, probs, list(prompts), params, tensors, masks)
