@@ -195,7 +195,19 @@ def summarize(rows: list[dict], params: dict) -> dict:
     from napari_segeval.evaluation.summary import median_iqr
 
     return {"aggregation": "median with IQR (quartiles by linear interpolation)",
+            "modalities": used(rows, "modality"), "scoring": used(rows, "scoring"),
             **median_iqr(rows, ("dice", "nsd"))}
+
+
+def used(rows: list[dict], key: str) -> list:
+    """The distinct values of ``key`` in ``rows`` (which modality, scoring ... was used).
+
+    Examples
+    --------
+    >>> used([{"modality": "CT"}, {"modality": "CT"}, {}], "modality")
+    ['CT']
+    """
+    return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).

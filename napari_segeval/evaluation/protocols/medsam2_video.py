@@ -23,9 +23,11 @@ def run_case(spec, params: dict) -> CaseOutput:
 
 def summarize(rows: list[dict], params: dict) -> dict:
     """Per-clip DSC table and, per structure, mean/median over clips."""
+    from napari_segeval.evaluation.protocols.medsam2_3d import used
     from napari_segeval.metrics import summarize as stats
 
     return {
+        "modalities": used(rows, "modality"), "scoring": used(rows, "scoring"),
         "per_structure": stats(rows, "dice", by=("structure",)),
         "per_clip": [{"case": r["case"], "structure": r["structure"], "dice": r["dice"]}
                      for r in rows],
