@@ -241,7 +241,7 @@ def to_unit(
     image: np.ndarray, modality: str, window: str | Sequence[float] | None = None,
     ct_mapping: str = "window",
 ) -> tuple[np.ndarray, float, float]:
-    """Map ``image`` to float32 ``[0, 1]`` the MedSAM2 way (window or percentile clip).
+    """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.
 
     ``ct_mapping`` chooses how a CT window maps (module doc).
 

@@ -1,8 +1,9 @@
 """MedSAM2 as a :class:`~napari_segeval.models.base.PromptableModel`.
 
-Frames are preprocessed as MedSAM2's inference code does (CT window or MR
-percentile clip to 0-255, truncation to uint8, grey to RGB, /255, ImageNet
-mean/std) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
+Frames are preprocessed in MedSAM2's steps (CT window or MR percentile clip to
+0-255, truncation to uint8, grey to RGB, /255, ImageNet mean/std; by default the
+CT window edges map to 0-255, which equals MedSAM2's min-max of the clipped
+volume only when the volume reaches both edges) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
 them to 512 x 512, runs our propagation loop (:mod:`._loop`) and returns
 probabilities at the native size (bilinear resize of the logits, as the video
 predictor does; ``logit > 0`` is the mask).
