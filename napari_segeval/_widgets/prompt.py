@@ -22,6 +22,7 @@ from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model,
 from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import ViewerState, go_to_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval.io.case import MODALITIES
 
 BOXES_NAME = "boxes"
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
@@ -90,6 +91,10 @@ class PromptPanel(QWidget):
         self.window = QComboBox()
         self.window.addItems(list(WINDOWS))
         self.window.currentTextChanged.connect(self._window_picked)
+        self.modality = QComboBox()
+        self.modality.addItems(["from image", *MODALITIES])
+        self.modality.setToolTip("modality for the intensity mapping (CT window, MR clip ...); "
+                                 "'from image': the reader's (DICOM, dataset.json, guess)")
         self.run_button = QPushButton("Run propagation")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
         self.samples = QSpinBox()
@@ -112,6 +117,7 @@ class PromptPanel(QWidget):
         form.addRow("backend", self.backend)
         form.addRow("checkpoint", ck)
         form.addRow("device", self.device)
+        form.addRow("modality", self.modality)
         form.addRow("CT window", self.window)
         form.addRow("uncertainty samples", self.samples)
         buttons = QHBoxLayout()
@@ -148,6 +154,11 @@ class PromptPanel(QWidget):
         if what in ("reference", "current"):
             self._fill_structures()
             self._update_box_defaults()
+
+    def chosen_modality(self) -> str:
+        """The modality picked in the panel, else the one the reader recorded."""
+        text = self.modality.currentText()
+        return self.state.modality() if text == "from image" else text
 
     def _window_picked(self, text: str) -> None:
         self.state.window = None if text == "default" else text
@@ -271,7 +282,7 @@ class PromptPanel(QWidget):
                                    self._spatial_shape())
         return self.runner.start(
             "propagation", segment_with_model, self.spec(), cached, image,
-            self.state.modality(), prompts, self.state.kind(), window=self.state.window,
+            self.chosen_modality(), prompts, self.state.kind(), window=self.state.window,
             on_slice=on_slice, on_done=lambda result: self._done(result, prompts),
         )
 
@@ -298,7 +309,7 @@ class PromptPanel(QWidget):
         pred = self.state.predictions.get("clean")
         return self.runner.start(
             "uncertainty", uncertainty, self.spec(), cached, np.asarray(self.state.image.data),
-            self.state.modality(), prompts, self.state.kind(),
+            self.chosen_modality(), prompts, self.state.kind(),
             None if pred is None else np.asarray(pred.data), dict(self.state.structures),
             window=self.state.window, n_samples=int(self.samples.value()),
             on_done=self._uncertainty_done)

@@ -14,6 +14,7 @@ from napari_segeval.cli._common import (
     read_input,
 )
 from napari_segeval.cli._progress import progress_bar
+from napari_segeval.io.case import MODALITIES
 
 ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab", "noise-gaussian",
                   "noise-uniform")
@@ -78,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
+    p.add_argument("--modality", choices=MODALITIES, default=None,
+                   help="modality of IMAGE (default: the DICOM tag, then dataset.json, then a "
+                        "guess from the pixels)")
     p.add_argument("--chain", choices=("full", "per-slice"), default="full",
                    help="promptable models: gradients through the whole propagation chain, "
                         "or each slice conditioned on the clean previous mask")
@@ -172,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise WriteError(f"{args.output_dir}: exists and is not a folder")
     case = read_input(args, args.image, args.labels)
+    if args.modality:
+        case.modality = args.modality
     paths = output_paths(args.image, case, args.output_dir)
     if not args.overwrite:
         for path in paths.values():
@@ -207,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         "eps_normalized": res.budget.eps_normalized,
         "eps_raw": res.budget.eps_raw,
         "raw_unit": unit,
+        "modality": case.modality,
         "raw_per_normalized_unit": res.budget.raw_per_normalized_unit,
         "perturbation_norm": res.perturbation_norm,
         "reference": res.params["reference"],
@@ -221,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     a = res.params["attack"]
     lines = [
         (f"{a['attack']} ({a['norm']}, steps={a['steps']}, step={a['step_size']:.4g}, "
-         f"seed={a['seed']}) on {target.kind} model, Dice vs {res.params['reference']}"),
+         f"seed={a['seed']}) on {target.kind} model, modality {case.modality}, "
+         f"Dice vs {res.params['reference']}"),
         (f"eps = {res.budget.eps_normalized:.4g} normalized = {res.budget.eps_raw:.4g} {unit} "
          f"(1 normalized unit = {res.budget.raw_per_normalized_unit:.4g} {unit}); "
          f"perturbation {a['norm']} norm {res.perturbation_norm['normalized']:.4g} normalized, "

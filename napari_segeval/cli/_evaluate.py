@@ -47,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "medsam2; uncertainty: li2026; cv5-2d: borst2026): follows the "
                         "published recipe; differences are listed in docs/protocols.md and "
                         "the report")
+    p.add_argument("--modality", metavar="MODALITY",
+                   help="modality of the images (CT, MR, PET, US ...) for protocols with a "
+                        "'modality' parameter (medsam2-3d/-video): same as "
+                        "--param modality=...; default: DICOM tag, dataset.json, guess")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
@@ -153,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval.evaluation import run_evaluation
 
     params = parse_params(args.param)
+    if args.modality:
+        params.setdefault("modality", args.modality)
     if args.attack:
         params["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:

@@ -12,6 +12,7 @@ from napari_segeval.cli._common import (
     emit,
     read_input,
 )
+from napari_segeval.io.case import MODALITIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +55,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the jitter")
     p.add_argument("--no-largest", action="store_true",
                    help="keep every connected component (default: the largest per structure)")
+    p.add_argument("--connectivity", type=int, choices=(6, 18, 26), default=6,
+                   help="neighbours of the largest component (default 6; MedSAM2: 26)")
+    p.add_argument("--stop-when-empty", action=argparse.BooleanOptionalAction, default=True,
+                   help="end each direction at the first empty slice/frame (default: on; "
+                        "MedSAM2 propagates to the end: --no-stop-when-empty)")
+    p.add_argument("--modality", choices=MODALITIES, default=None,
+                   help="modality of IMAGE for the intensity mapping (default: the DICOM tag, "
+                        "then dataset.json, then a guess from the pixels)")
+    p.add_argument("--ct-mapping", choices=("window", "minmax"), default="window",
+                   help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the "
+                        "clipped volume")
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     add_color_table_option(p)
@@ -154,8 +166,11 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"{args.labels}: no structures to segment (labels are empty)")
 
     model = _load_model(args)
-    result = propagate_image(model, case, boxes, window=args.window,
-                             keep_largest=not args.no_largest)
+    modality = args.modality or case.modality
+    result = propagate_image(model, case, boxes, window=args.window, modality=modality,
+                             ct_mapping=args.ct_mapping, keep_largest=not args.no_largest,
+                             connectivity=args.connectivity,
+                             stop_when_empty=args.stop_when_empty)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
 
     rows: list[dict] = []
@@ -171,6 +186,9 @@ def run(args: argparse.Namespace) -> int:
     if rows:
         lines.append(rows_table(rows))
     how = "2D image as one frame" if kind == "image" else f"{mode} mode"
-    lines.append(f"wrote {out} ({model.name} model, {how})")
-    emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))
+    stop = "" if kind == "image" else (", stop when empty" if args.stop_when_empty
+                                       else ", to the end")
+    lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
+    emit(args, {"output": str(out), "structures": rows, "modality": modality},
+         "\n".join(lines))
     return 0

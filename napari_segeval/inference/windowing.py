@@ -1,10 +1,17 @@
 """CT windows and MR percentile clipping to the 0-255 range MedSAM2-style models expect.
 
-A CT *window* is a ``(level, width)`` pair in Hounsfield units: intensities in
-``[level - width / 2, level + width / 2]`` map linearly onto ``[0, 255]`` and
-values outside are clipped. MR (and other non-CT) images are clipped to the
-0.5-99.5 percentiles of their non-zero voxels and scaled to ``[0, 255]``, as
-MedSAM2's inference code does.
+A CT *window* is a ``(level, width)`` pair in Hounsfield units. Two ways to map
+it onto ``[0, 255]`` (``ct_mapping``):
+
+- ``"window"`` (the project's default): the window edges map to 0 and 255,
+  values outside are clipped. The same HU value always gets the same grey level.
+- ``"minmax"`` (MedSAM2's inference scripts): clip to the window, then min-max
+  rescale the *clipped volume* (its own minimum to 0, maximum to 255). The two
+  agree only when the volume reaches both window edges; a lung window on a
+  volume whose maximum is below ``level + width / 2`` differs.
+
+MR (and other non-CT) images are clipped to the 0.5-99.5 percentiles of their
+non-zero voxels and scaled to ``[0, 255]``, as MedSAM2's inference code does.
 
 Only NumPy is used here.
 """
@@ -26,6 +33,48 @@ CT_WINDOWS: dict[str, tuple[float, float]] = {
     "mediastinum": (50.0, 350.0),
 }
 DEFAULT_CT_WINDOW = "abdomen"
+#: How a CT window maps to 0-255 (module doc): ``"window"`` (default) or ``"minmax"``.
+CT_MAPPINGS = ("window", "minmax")
+
+
+def check_ct_mapping(ct_mapping: str) -> str:
+    """Validate a ``ct_mapping`` value.
+
+    Examples
+    --------
+    >>> check_ct_mapping("minmax")
+    'minmax'
+    """
+    if ct_mapping not in CT_MAPPINGS:
+        raise SegEvalError(f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, "
+                           f"got {ct_mapping!r}")
+    return ct_mapping
+
+
+def ct_bounds(hu: np.ndarray | None, level: float, width: float,
+              ct_mapping: str = "window") -> tuple[float, float]:
+    """Raw HU mapped to 0 and 255 for one window and ``ct_mapping``.
+
+    ``"window"``: the window edges. ``"minmax"``: the minimum and maximum of the
+    volume clipped to the window (``hu`` required); a constant clipped volume
+    gives ``(v, v)`` (everything maps to 0, where MedSAM2 divides by zero).
+
+    Examples
+    --------
+    >>> ct_bounds(None, 40, 400)
+    (-160.0, 240.0)
+    >>> ct_bounds(np.array([-1000.0, 100.0]), -600, 1500, "minmax")
+    (-1000.0, 100.0)
+    """
+    lo, hi = level - width / 2.0, level + width / 2.0
+    if check_ct_mapping(ct_mapping) == "window":
+        return lo, hi
+    if hu is None:
+        raise SegEvalError("ct_mapping='minmax' depends on the image: pass the volume")
+    arr = _check_finite(np.asarray(hu))
+    if arr.size == 0:
+        return lo, hi
+    return float(np.clip(arr.min(), lo, hi)), float(np.clip(arr.max(), lo, hi))
 
 
 def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
@@ -80,23 +129,31 @@ def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
     return level, width
 
 
-def apply_window(hu: np.ndarray, level: float, width: float) -> np.ndarray:
+def apply_window(hu: np.ndarray, level: float, width: float,
+                 ct_mapping: str = "window") -> np.ndarray:
     """Window CT intensities (HU) to float32 values in ``[0, 255]``.
 
-    ``level - width / 2`` maps to 0 and ``level + width / 2`` to 255; values
-    outside are clipped.
+    ``"window"``: ``level - width / 2`` maps to 0 and ``level + width / 2`` to
+    255; values outside are clipped. ``"minmax"`` (MedSAM2): clip to the window,
+    then the clipped volume's minimum maps to 0 and its maximum to 255 (a
+    constant clipped volume maps to 0).
 
     Examples
     --------
     >>> apply_window(np.array([-1000.0, -160.0, 40.0, 240.0, 3000.0]), 40, 400)
     array([  0. ,   0. , 127.5, 255. , 255. ], dtype=float32)
+    >>> apply_window(np.array([-1000.0, -100.0, 100.0]), -600, 1500, "minmax")
+    array([  0.     , 208.63637, 255.     ], dtype=float32)
     """
     if width <= 0:
         raise SegEvalError(f"CT window width must be positive, got {width}")
     arr = np.asarray(hu, dtype=np.float64)
     arr = _check_finite(arr)
-    lo = level - width / 2.0
-    out = (np.clip(arr, lo, lo + width) - lo) * (255.0 / width)
+    wlo = level - width / 2.0
+    lo, hi = ct_bounds(arr, level, width, ct_mapping)
+    if hi <= lo:
+        return np.zeros(arr.shape, dtype=np.float32)
+    out = (np.clip(arr, wlo, wlo + width) - lo) * (255.0 / (hi - lo))
     return out.astype(np.float32)
 
 
@@ -148,10 +205,13 @@ def window_bounds(
     modality: str,
     window: str | Sequence[float] | None = None,
     image: np.ndarray | None = None,
+    ct_mapping: str = "window",
 ) -> tuple[float, float]:
     """Raw intensities mapped to 0 and 1 (MedSAM2-style normalization) for ``modality``.
 
-    CT: the window edges (default window: abdomen). MR/PET: the 0.5 and 99.5
+    CT: the window edges (default window: abdomen), or with ``ct_mapping="minmax"``
+    the extremes of ``image`` clipped to the window (:func:`ct_bounds`; a constant
+    clipped volume gives ``(v, v + 1e-6)``). MR/PET: the 0.5 and 99.5
     percentiles of non-zero voxels of ``image`` (required). Everything else
     (ultrasound, endoscopy, 8-bit video): ``(0, 255)``.
 
@@ -165,7 +225,8 @@ def window_bounds(
     mod = (modality or "other").upper()
     if mod == "CT":
         level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-        return level - width / 2.0, level + width / 2.0
+        lo, hi = ct_bounds(image, level, width, ct_mapping)
+        return (lo, hi) if hi > lo else (lo, lo + 1e-6)
     if mod in ("MR", "PET"):
         if image is None:
             raise SegEvalError(f"{modality} normalization depends on the image: pass image=")
@@ -177,9 +238,12 @@ def window_bounds(
 
 
 def to_unit(
-    image: np.ndarray, modality: str, window: str | Sequence[float] | None = None
+    image: np.ndarray, modality: str, window: str | Sequence[float] | None = None,
+    ct_mapping: str = "window",
 ) -> tuple[np.ndarray, float, float]:
-    """Map ``image`` to float32 ``[0, 1]`` the MedSAM2 way (window or percentile clip).
+    """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.
+
+    ``ct_mapping`` chooses how a CT window maps (module doc).
 
     Returns
     -------
@@ -196,7 +260,7 @@ def to_unit(
     """
     arr = np.asarray(image)
     arr = _check_finite(arr)
-    lo, hi = window_bounds(modality, window, arr)
+    lo, hi = window_bounds(modality, window, arr, ct_mapping)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
     return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi
 

@@ -128,7 +128,8 @@ class BuiltinPromptModel:
 
     # -- normalization -------------------------------------------------------------------
     def preprocess(self, image: np.ndarray, modality: str,
-                   window: str | tuple[float, float] | None = None) -> torch.Tensor:
+                   window: str | tuple[float, float] | None = None,
+                   ct_mapping: str = "window") -> torch.Tensor:
         """Raw ``(n, H, W)`` or ``(n, H, W, 3)`` to float32 ``[0, 1]`` grey ``(n, H, W)``.
 
         Examples
@@ -146,11 +147,12 @@ class BuiltinPromptModel:
             arr = arr[None]
         if arr.ndim != 3:
             raise ValueError(f"expected (n, H, W) or (n, H, W, 3) frames, got {image.shape}")
-        unit, _, _ = to_unit(arr, modality, window)
+        unit, _, _ = to_unit(arr, modality, window, ct_mapping)
         return torch.from_numpy(np.ascontiguousarray(unit))
 
     def normalize_info(self, modality: str, window: str | tuple[float, float] | None = None,
-                       image: np.ndarray | None = None) -> NormalizeInfo:
+                       image: np.ndarray | None = None,
+                       ct_mapping: str = "window") -> NormalizeInfo:
         """One normalized unit = the window width (CT), percentile range (MR) or 255 grey.
 
         Examples
@@ -158,7 +160,7 @@ class BuiltinPromptModel:
         >>> BuiltinPromptModel(device="cpu").normalize_info("CT", "abdomen").raw_per_normalized_unit
         400.0
         """
-        lo, hi = window_bounds(modality, window, image)
+        lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(hi - lo, 0.0, 1.0,
                              f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)")
 

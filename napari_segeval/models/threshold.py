@@ -55,7 +55,8 @@ class ThresholdPromptModel:
         self.device = torch.device(device)
 
     def preprocess(self, image: np.ndarray, modality: str,
-                   window: str | tuple[float, float] | None = None) -> torch.Tensor:
+                   window: str | tuple[float, float] | None = None,
+                   ct_mapping: str = "window") -> torch.Tensor:
         """Raw frames to ``[0, 1]`` (see :func:`napari_segeval.inference.windowing.to_unit`).
 
         Examples
@@ -65,10 +66,11 @@ class ThresholdPromptModel:
         """
         import torch
 
-        return torch.from_numpy(to_unit(np.asarray(image), modality, window)[0])
+        return torch.from_numpy(to_unit(np.asarray(image), modality, window, ct_mapping)[0])
 
     def normalize_info(self, modality: str, window: str | tuple[float, float] | None = None,
-                       image: np.ndarray | None = None) -> NormalizeInfo:
+                       image: np.ndarray | None = None,
+                       ct_mapping: str = "window") -> NormalizeInfo:
         """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
 
         Examples
@@ -76,7 +78,7 @@ class ThresholdPromptModel:
         >>> ThresholdPromptModel().normalize_info("US").raw_per_normalized_unit
         255.0
         """
-        lo, hi = window_bounds(modality, window, image)
+        lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]")
 
     def propagate(self, frames: Any, key_index: int, box: Box, order: Order = "forward", *,

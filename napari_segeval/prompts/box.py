@@ -179,17 +179,32 @@ class Box:
             raise ValueError(f"structure {label} is empty on slice {index}: no box")
         return cls(ys.min(), xs.min(), ys.max() + 1, xs.max() + 1, index=index, label=label)
 
-    def jittered(self, pixels: int, rng: np.random.Generator, shape: Sequence[int]) -> Box:
-        """Shift each edge independently by an integer in ``[-pixels, pixels]``, clipped.
+    def jittered(self, pixels: int, rng: np.random.Generator, shape: Sequence[int],
+                 mode: str = "edges") -> Box:
+        """A jittered box, clipped to ``shape``.
+
+        ``mode="edges"`` (default): each edge moves independently by an integer
+        in ``[-pixels, pixels]`` (the box can shrink). ``mode="outward"``
+        (MedSAM2's ``mask2D_to_bbox``): one integer ``s`` in ``[0, pixels]``
+        widens the box by ``s`` on all four sides (it never shrinks).
 
         Examples
         --------
         >>> b = Box(10, 10, 20, 20).jittered(2, np.random.default_rng(0), (32, 32))
         >>> all(abs(a - c) <= 2 for a, c in zip((b.y0, b.x0, b.y1, b.x1), (10, 10, 20, 20)))
         True
+        >>> w = Box(10, 10, 20, 20).jittered(20, np.random.default_rng(1), (32, 32), "outward")
+        >>> w.y0 <= 10 and w.x0 <= 10 and w.y1 >= 20 and w.x1 >= 20
+        True
         """
+        if mode not in ("edges", "outward"):
+            raise ValueError(f"jitter mode must be 'edges' or 'outward', got {mode!r}")
         if pixels <= 0:
             return self.clip(shape)
+        if mode == "outward":
+            s = int(rng.integers(0, int(pixels) + 1))
+            return replace(self, y0=self.y0 - s, x0=self.x0 - s, y1=self.y1 + s,
+                           x1=self.x1 + s).clip(shape)
         d = rng.integers(-int(pixels), int(pixels) + 1, size=4)
         y0, x0, y1, x1 = self.y0 + d[0], self.x0 + d[1], self.y1 + d[2], self.x1 + d[3]
         y1, x1 = max(y1, y0 + 1), max(x1, x0 + 1)

@@ -15,6 +15,7 @@ from napari_segeval.propagation.core import (
     propagate_structure,
     resolve_min_confidence,
     run_walks,
+    structure_masks,
     total_steps,
 )
 from napari_segeval.propagation.images import (
@@ -42,5 +43,6 @@ __all__ = [
     "resolve_min_confidence",
     "run_walks",
     "squeeze_frame",
+    "structure_masks",
     "total_steps",
 ]

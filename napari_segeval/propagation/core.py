@@ -3,11 +3,21 @@
 The MedSAM2 recipe: segment the key slice from its box, propagate forward to
 the last slice, reset and re-prompt on the key slice, propagate backward to the
 first slice, take the union (voxel-wise maximum of the probabilities), and
-keep the largest 3D connected component. Videos are propagated forward only
+keep the largest 3D connected component (face connectivity, 6 neighbours in
+3D, by default; ``connectivity=26``: MedSAM2's scikit-image default). Videos are propagated forward only
 from the prompted frame; earlier frames stay background. Several structures
 are merged into one label map; where two structures claim a voxel the higher
 probability wins, except that a structure enclosed by another (a lesion inside
-its organ) wins its overlap with it.
+its organ) wins its overlap with it. Each structure's own mask, before
+merging, is kept too (:attr:`PropagationResult.masks`), for scoring each
+structure on its own propagation as MedSAM2 does.
+
+Foreground decision (``decision``): ``"probability"`` (default) keeps voxels
+whose probability is above ``threshold``; ``"logit"`` (MedSAM2's scripts)
+keeps voxels whose logit is above 0, taken from the backend's logits when it
+has them (``walk_logits``: MedSAM2), else from the logit of its probability.
+The two agree except where float32's sigmoid rounds a tiny positive logit to
+exactly 0.5.
 
 Several structures for the price of one (``share=True``, the default): every
 direction of every structure is a :class:`~napari_segeval.models.base.Walk`, and
@@ -81,6 +91,10 @@ class PropagationResult:
     tensors : dict of int to torch.Tensor
         With ``grad=True`` only: the differentiable probabilities (graph to the
         input frames); empty otherwise.
+    masks : dict of int to numpy.ndarray
+        Each structure's own boolean mask ``(n, H, W)`` from its own propagation
+        (decision rule and largest component applied), before the structures are
+        merged: overlaps between structures are kept.
     """
 
     labels: np.ndarray
@@ -88,6 +102,7 @@ class PropagationResult:
     prompts: list[Box]
     params: dict
     tensors: dict[int, Any] = field(default_factory=dict)
+    masks: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def total_steps(n_frames: int, prompts: list[Box], mode: str) -> int:
@@ -182,13 +197,16 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
               progress: ProgressFn | None = None, cancel: threading.Event | None = None,
               stop_when_empty: bool = True, grad: bool = False,
               cache_mb: float | None = None,
-              on_frame: Callable[[int, int, Any], None] | None = None) -> list[torch.Tensor]:
+              on_frame: Callable[[int, int, Any], None] | None = None,
+              logits: bool = False) -> list[torch.Tensor]:
     """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
 
     ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
     prob)`` (optional) hears walk ``i``'s probability on each frame as it is
     computed, or when the walk returns for backends that cannot report steps
-    (module doc); it never changes the result.
+    (module doc); it never changes the result. ``logits=True`` returns logits
+    instead: the backend's own (``walk_logits``) when it has them, else the logit
+    of its probabilities (``on_frame`` still hears probabilities).
 
     Examples
     --------
@@ -199,6 +217,23 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     [(3, 8, 8), (3, 8, 8)]
     """
     n = int(frames.shape[0])
+    if logits and hasattr(model, "walk_logits"):
+        import torch
+
+        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        seqs = model.walk_logits(frames, walks, progress=progress, cancel=cancel,
+                                 stop_when_empty=stop_when_empty, grad=grad, **extra)
+        if on_frame is not None:
+            for i, (w, seq) in enumerate(zip(walks, seqs)):
+                _report_walk(on_frame, i, w, n, torch.sigmoid(seq.detach().float()))
+        return seqs
+    if logits:
+        import torch
+
+        probs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
+                          stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
+                          on_frame=on_frame)
+        return [torch.logit(p.float()) for p in probs]
     if hasattr(model, "propagate_walks"):
         extra = {} if cache_mb is None else {"cache_mb": cache_mb}
         live = on_frame is not None and _takes(model.propagate_walks, "on_frame")
@@ -233,11 +268,13 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
 
 
 def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
-                  min_confidence: float | None, threshold: float = 0.5) -> torch.Tensor:
+                  min_confidence: float | None, threshold: float = 0.5,
+                  logits: bool = False) -> torch.Tensor:
     """One structure's ``(n, H, W)`` probability from its walks (confidence stop, then union).
 
     ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
-    probabilities in visit order.
+    probabilities in visit order (logits with ``logits=True``: the confidence
+    stop reads their sigmoid at 0.5, cut and unvisited frames get ``-inf``).
 
     Examples
     --------
@@ -248,11 +285,15 @@ def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
     """
     import torch
 
+    empty = float("-inf") if logits else 0.0
     cut = {}
     for order, seq in parts.items():
-        keep = confidence_stop(seq, min_confidence, threshold)
+        if logits:
+            keep = confidence_stop(torch.sigmoid(seq), min_confidence, 0.5)
+        else:
+            keep = confidence_stop(seq, min_confidence, threshold)
         if keep < seq.shape[0]:
-            seq = torch.cat([seq[:keep], torch.zeros_like(seq[keep:])], dim=0)
+            seq = torch.cat([seq[:keep], torch.full_like(seq[keep:], empty)], dim=0)
         cut[order] = seq
     fwd = cut["forward"]
     h, w = fwd.shape[1:]
@@ -262,7 +303,7 @@ def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
         pieces.append(torch.flip(bwd[1:], dims=(0,)))
         pieces.append(torch.maximum(fwd[:1], bwd[:1]))
     else:
-        pieces.append(torch.zeros((key_index, h, w), dtype=fwd.dtype, device=fwd.device))
+        pieces.append(torch.full((key_index, h, w), empty, dtype=fwd.dtype, device=fwd.device))
         pieces.append(fwd[:1])
     pieces.append(fwd[1:])
     return torch.cat(pieces, dim=0)
@@ -298,16 +339,46 @@ def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: 
     return combine_walks(dict(zip(orders, seqs)), box.index, mode, min_confidence, threshold)
 
 
-def largest_component(mask: np.ndarray) -> np.ndarray:
-    """Keep the largest connected component (face connectivity, any dimension).
+def connectivity_structure(ndim: int, connectivity: int | None = None) -> np.ndarray:
+    """Neighbourhood for ``connectivity`` neighbours (``None``: face neighbours).
+
+    3D: 6 (faces), 18 (faces and edges) or 26 (full, scikit-image's default);
+    2D: 4 or 8; in any dimension, ``3**ndim - 1`` is full connectivity.
+
+    Examples
+    --------
+    >>> int(connectivity_structure(3, 26).sum()) - 1, int(connectivity_structure(3).sum()) - 1
+    (26, 6)
+    """
+    options = {}
+    for rank in range(1, ndim + 1):
+        st = ndimage.generate_binary_structure(ndim, rank)
+        options[int(st.sum()) - 1] = st
+    if connectivity is None:
+        return options[2 * ndim]
+    if int(connectivity) not in options:
+        raise ValueError(f"connectivity for {ndim}D must be one of {sorted(options)}, "
+                         f"got {connectivity!r}")
+    return options[int(connectivity)]
+
+
+def largest_component(mask: np.ndarray, connectivity: int | None = None) -> np.ndarray:
+    """Keep the largest connected component (any dimension).
+
+    ``connectivity``: number of neighbours (:func:`connectivity_structure`);
+    ``None`` (default): face connectivity (6 in 3D). MedSAM2 keeps the largest
+    26-connected component (scikit-image's default).
 
     Examples
     --------
     >>> m = np.zeros((1, 6, 6), bool); m[0, :2, :2] = True; m[0, 4:, 3:] = True
     >>> int(largest_component(m).sum())
     6
+    >>> d = np.zeros((3, 3, 3), bool); d[0, 0, 0] = d[1, 1, 1] = d[2, 2, 2] = True
+    >>> int(largest_component(d).sum()), int(largest_component(d, 26).sum())
+    (1, 3)
     """
-    lab, n = ndimage.label(mask)
+    lab, n = ndimage.label(mask, structure=connectivity_structure(mask.ndim, connectivity))
     if n <= 1:
         return mask.astype(bool, copy=True)
     sizes = np.bincount(lab.ravel())
@@ -315,15 +386,36 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     return lab == int(np.argmax(sizes))
 
 
+def structure_masks(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
+                    keep_largest: bool = True, connectivity: int | None = None
+                    ) -> dict[int, np.ndarray]:
+    """Each structure's boolean mask: above ``threshold``, then its largest component.
+
+    Examples
+    --------
+    >>> a = np.array([[[0.9, 0.0, 0.7]]], np.float32)
+    >>> structure_masks({1: a})[1].tolist(), structure_masks({1: a}, keep_largest=False)[1].tolist()
+    ([[[True, False, False]]], [[[True, False, True]]])
+    """
+    out = {}
+    for lab, p in probabilities.items():
+        mask = np.asarray(p) > threshold
+        out[lab] = largest_component(mask, connectivity) if keep_largest else mask
+    return out
+
+
 def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
-                     keep_largest: bool = True, nested_fraction: float | None = 0.5
-                     ) -> np.ndarray:
+                     keep_largest: bool = True, nested_fraction: float | None = 0.5,
+                     connectivity: int | None = None,
+                     masks: dict[int, np.ndarray] | None = None) -> np.ndarray:
     """One label map from per-structure probabilities; overlaps go to the higher probability.
 
     Nested structures: when at least ``nested_fraction`` of a structure's mask
     lies inside the mask of a larger structure (a lesion inside its organ), the
     enclosed structure wins their whole overlap, as in reference label maps where
     the lesion label is painted over the organ. ``None`` disables the rule.
+    ``connectivity`` is that of :func:`largest_component`; ``masks`` (from
+    :func:`structure_masks`) skips recomputing the per-structure masks.
 
     Examples
     --------
@@ -341,10 +433,9 @@ def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float =
         raise ValueError("no structures to merge")
     shape = probabilities[ids[0]].shape
     probs = {lab: np.asarray(probabilities[lab], dtype=np.float32) for lab in ids}
-    masks = {}
-    for lab in ids:
-        mask = probs[lab] > threshold
-        masks[lab] = largest_component(mask) if keep_largest else mask
+    if masks is None:
+        masks = structure_masks(probs, threshold=threshold, keep_largest=keep_largest,
+                                connectivity=connectivity)
     size = {lab: int(masks[lab].sum()) for lab in ids}
     outers: dict[int, list[int]] = {lab: [] for lab in ids}  # lab -> structures enclosing it
     if nested_fraction is not None:
@@ -368,12 +459,13 @@ def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float =
 def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                    mode: str = "volume", keep_largest: bool = True,
                    stop_when_empty: bool = True, threshold: float = 0.5,
+                   connectivity: int | None = None, decision: str = "probability",
                    min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                    grad: bool = False, priors: dict[int, Any] | None = None,
                    share: bool = True, cache_mb: float | None = None,
-                   on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                   ) -> PropagationResult:
+                   on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+                   init_masks: dict[int, Any] | None = None) -> PropagationResult:
     """Propagate every prompt through ``frames`` and merge the structures.
 
     Parameters
@@ -391,7 +483,13 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     stop_when_empty : bool
         Stop a direction when the object disappears.
     threshold : float
-        Probability threshold for the label map.
+        Probability threshold for the label map (``decision="probability"``).
+    connectivity : int, optional
+        Neighbours of the largest component (:func:`largest_component`):
+        ``None`` (default) face connectivity (6 in 3D); MedSAM2: 26.
+    decision : {"probability", "logit"}
+        Foreground rule (module doc): probability above ``threshold`` (default),
+        or MedSAM2's logit above 0.
     min_confidence : float, "auto" or None
         Confidence stop: end each direction at the first slice/frame whose mean
         foreground probability is below this value (module doc). ``"auto"``
@@ -423,16 +521,22 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         mask (``probability > threshold``) on slice/frame ``index``, called (from
         the thread that runs the propagation) as soon as it is computed, the key
         slice first (module doc). Before post-processing; never changes the result.
+    init_masks : dict of int to array, optional
+        Per structure, an ``(H, W)`` mask on its key frame that prompts it instead
+        of its box (MedSAM2's video script prompts with the first frame's mask).
 
     Examples
     --------
     >>> from napari_segeval.models.threshold import ThresholdPromptModel
     >>> res = propagate_case(ThresholdPromptModel(), np.ones((6, 8, 8)),
     ...                      [Box(2, 2, 5, 5, index=3, label=4)])
-    >>> res.labels.shape, sorted(res.probabilities)
-    ((6, 8, 8), [4])
+    >>> res.labels.shape, sorted(res.probabilities), sorted(res.masks)
+    ((6, 8, 8), [4], [4])
     """
     orders = _orders(mode)
+    if decision not in ("probability", "logit"):
+        raise ValueError(f"decision must be 'probability' or 'logit', got {decision!r}")
+    logits = decision == "logit"
     if not prompts:
         raise ValueError("propagate_case needs at least one box prompt")
     labels_seen = [b.label for b in prompts]
@@ -441,11 +545,12 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     min_confidence = resolve_min_confidence(model, min_confidence)
     n = int(frames.shape[0])
     total = total_steps(n, prompts, mode)
-    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label))
+    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label),
+                  init_mask=None if init_masks is None else init_masks.get(b.label))
              for b in prompts for o in orders]
     check_cancel(cancel, "propagation")
     common = {"cancel": cancel, "stop_when_empty": stop_when_empty, "grad": grad,
-              "cache_mb": cache_mb}
+              "cache_mb": cache_mb, "logits": logits}
 
     def slice_reporter(first: int) -> Callable[[int, int, Any], None] | None:
         if on_slice is None:
@@ -471,17 +576,28 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
                                   on_frame=slice_reporter(i * len(orders)), **common))
             offset += sum(n_visited(n, w.key_index, w.order) for w in mine)
     probs: dict[int, np.ndarray] = {}
+    scores: dict[int, np.ndarray] = {}  # what the decision thresholds: probability or logit
     tensors: dict[int, Any] = {}
     for i, box in enumerate(prompts):
         parts = dict(zip(orders, seqs[i * len(orders):(i + 1) * len(orders)]))
-        p = combine_walks(parts, box.index, mode, min_confidence, threshold)
+        p = combine_walks(parts, box.index, mode, min_confidence, threshold, logits=logits)
+        if logits:
+            scores[box.label] = p.detach().float().cpu().numpy()
+            p = p.sigmoid()
         if grad:
             tensors[box.label] = p
         probs[box.label] = p.detach().float().cpu().numpy()
-    labels = merge_structures(probs, threshold=threshold, keep_largest=keep_largest,
-                              nested_fraction=nested_fraction)
+    cut = 0.0 if logits else threshold
+    scores = scores or probs
+    masks = structure_masks(scores, threshold=cut, keep_largest=keep_largest,
+                            connectivity=connectivity)
+    labels = merge_structures(scores, threshold=cut, keep_largest=keep_largest,
+                              nested_fraction=nested_fraction, masks=masks)
     params = {"model": getattr(model, "name", type(model).__name__), "mode": mode,
               "keep_largest": keep_largest, "stop_when_empty": stop_when_empty,
-              "threshold": threshold, "min_confidence": min_confidence,
-              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice"}
-    return PropagationResult(labels, probs, list(prompts), params, tensors)
+              "threshold": threshold, "decision": decision,
+              "connectivity": 6 if connectivity is None else int(connectivity),
+              "min_confidence": min_confidence,
+              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice",
+              "prompt": "box" if not init_masks else "mask"}
+    return PropagationResult(labels, probs, list(prompts), params, tensors, masks)

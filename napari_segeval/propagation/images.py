@@ -103,12 +103,14 @@ def squeeze_frame(result: PropagationResult) -> PropagationResult:
         raise ValueError(f"expected one frame, got {result.labels.shape[0]}")
     return replace(result, labels=result.labels[0],
                    probabilities={k: v[0] for k, v in result.probabilities.items()},
-                   tensors={k: v[0] for k, v in result.tensors.items()})
+                   tensors={k: v[0] for k, v in result.tensors.items()},
+                   masks={k: v[0] for k, v in result.masks.items()})
 
 
 def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
                     kind: str | None = None, modality: str | None = None,
-                    window: Any = None, **kwargs: Any) -> PropagationResult:
+                    window: Any = None, ct_mapping: str = "window",
+                    **kwargs: Any) -> PropagationResult:
     """Preprocess a raw image, propagate every prompt and merge (any kind, 2D included).
 
     Parameters
@@ -126,6 +128,9 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
         For the backend's preprocessing (default: the case's, else ``"other"``).
     window : str or (float, float), optional
         CT window for the backend's preprocessing.
+    ct_mapping : {"window", "minmax"}
+        How the CT window maps to the model's range
+        (:mod:`napari_segeval.inference.windowing`); ``"minmax"`` is MedSAM2's.
     **kwargs
         Passed to :func:`~napari_segeval.propagation.core.propagate_case`
         (``keep_largest``, ``progress``, ``cancel``, ``grad``, ...); the mode
@@ -158,7 +163,10 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
         array = image
     if kind == "image":
         check_image_prompts(prompts)
-    frames = model.preprocess(as_frames(np.asarray(array), kind), modality or "other", window)
+    extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
+    frames = model.preprocess(as_frames(np.asarray(array), kind), modality or "other", window,
+                              **extra)
     result = propagate_case(model, frames, prompts, mode=propagation_mode(kind), **kwargs)
     result.params["kind"] = kind
+    result.params["modality"] = modality or "other"
     return squeeze_frame(result) if kind == "image" else result

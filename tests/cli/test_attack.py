@@ -133,3 +133,15 @@ def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys, chain):
     assert adv.image.dtype == np.float32 and adv.image.ndim == 3
     assert payload["outputs"]["perturbed_image"].endswith(".nii.gz")
     assert payload["attacked"][0]["dice"] <= payload["clean"][0]["dice"]
+
+
+def test_modality_option_is_used_and_reported(files, capsys):
+    d, _, _, out = files
+    args = _parse(_dense_args(d, out, "--attack", "fgsm", "--eps", "0.05", "--json"))
+    assert _attack.run(args) == 0
+    guessed = json.loads(capsys.readouterr().out)
+    args = _parse(_dense_args(d, out, "--attack", "fgsm", "--eps", "0.05", "--modality", "CT",
+                              "--overwrite"))
+    assert _attack.run(args) == 0
+    text = capsys.readouterr().out
+    assert guessed["modality"] != "CT" and "modality CT" in text and " HU" in text

@@ -123,3 +123,21 @@ def test_unknown_structure_is_one_line_error(files, capsys, token, message):
     assert rc == 2 and len(err.strip().splitlines()) == 1
     assert re.search(message, err) and str(d / "lab.nii.gz") in err
     assert not out.exists()
+
+
+def test_modality_stop_when_empty_and_connectivity_options(files, capsys):
+    d, _ = files
+    common = [str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"), "--checkpoint",
+              str(d / "w.pt"), "--device", "cpu", "--json", "--overwrite"]
+    assert _run([*common, "-o", str(d / "a.nii.gz")]) == 0
+    guessed = json.loads(capsys.readouterr().out)
+    assert guessed["modality"] == "other"  # int16 without air: not recognised as CT
+    assert _run([*common, "-o", str(d / "b.nii.gz"), "--modality", "CT", "--ct-mapping",
+                 "minmax", "--no-stop-when-empty", "--connectivity", "26"]) == 0
+    told = json.loads(capsys.readouterr().out)
+    assert told["modality"] == "CT"
+    assert _run([*common[:-2], "-o", str(d / "c.nii.gz"), "--modality", "CT"]) == 0
+    text = capsys.readouterr().out
+    assert "modality CT, stop when empty" in text
+    with pytest.raises(SystemExit):
+        _run([*common, "-o", str(d / "d.nii.gz"), "--modality", "XR"])

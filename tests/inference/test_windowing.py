@@ -83,3 +83,30 @@ def test_to_unit_ct_window_edges_and_mr_percentiles():
         to_unit(np.array([np.nan]), "US")
     with pytest.raises(SegEvalError, match="image="):
         window_bounds("MR")
+
+
+def test_ct_minmax_rescales_the_clipped_volume_like_medsam2():
+    rng = np.random.default_rng(3)
+    hu = rng.integers(-1000, 200, size=(3, 8, 8)).astype(np.int16)  # max below the lung edge
+    lo, hi = -1350.0, 150.0  # lung window W=1500 L=-600
+    clipped = np.clip(hu.astype(np.float64), lo, hi)
+    theirs = (clipped - clipped.min()) / (clipped.max() - clipped.min()) * 255.0
+    np.testing.assert_allclose(apply_window(hu, -600, 1500, "minmax"), theirs, rtol=1e-6,
+                               atol=1e-4)
+    edges = apply_window(hu, -600, 1500)
+    assert not np.allclose(edges, theirs)  # the data does not reach 150 HU: they differ
+    full = hu.copy(); full.flat[0], full.flat[1] = -2000, 500  # reaches both edges
+    np.testing.assert_allclose(apply_window(full, -600, 1500, "minmax"),
+                               apply_window(full, -600, 1500), atol=1e-4)
+
+
+def test_ct_mapping_flows_through_to_unit_and_refuses_unknown():
+    from napari_segeval.inference.windowing import to_unit
+
+    hu = np.array([-100.0, 0.0, 100.0])
+    unit, lo, hi = to_unit(hu, "CT", "abdomen", ct_mapping="minmax")
+    assert (lo, hi) == (-100.0, 100.0)
+    np.testing.assert_allclose(unit, [0.0, 0.5, 1.0])
+    assert apply_window(np.full(4, 50.0), 40, 400, "minmax").tolist() == [0.0] * 4
+    with pytest.raises(SegEvalError, match="ct_mapping"):
+        apply_window(hu, 40, 400, "edges")

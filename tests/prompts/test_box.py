@@ -55,3 +55,26 @@ def test_jitter_is_seeded_bounded_and_clipped():
     for m in many:
         assert 0 <= m.y0 < m.y1 <= 8 and 0 <= m.x0 < m.x1 <= 12
         assert abs(m.x0 - 5) <= 3 and abs(m.y1 - 4) <= 3
+
+
+def test_outward_jitter_is_medsam2s_mask2d_to_bbox():
+    """One shift s in [0, max_shift] widens all four sides (inclusive maxima clipped to
+    H-1/W-1 there, exclusive ones to H/W here)."""
+    import numpy as np
+
+    from napari_segeval.prompts.box import Box
+
+    shape = (40, 50)
+    shifts = set()
+    for seed in range(60):
+        b = Box(3, 30, 12, 48, index=2, label=4)
+        got = b.jittered(20, np.random.default_rng(seed), shape, "outward")
+        s = int(np.random.default_rng(seed).integers(0, 21))
+        shifts.add(s)
+        # MedSAM2: x_min = max(0, x_min - s); x_max = min(W - 1, x_max + s) (inclusive)
+        want = (max(0, 3 - s), max(0, 30 - s), min(39, 11 + s) + 1, min(49, 47 + s) + 1)
+        assert (got.y0, got.x0, got.y1, got.x1) == want
+        assert got.y0 <= b.y0 and got.x0 <= b.x0 and got.y1 >= b.y1 and got.x1 >= b.x1
+        assert (got.index, got.label) == (2, 4)
+    assert min(shifts) <= 2 and max(shifts) >= 18
+    assert Box(3, 3, 9, 9).jittered(0, np.random.default_rng(0), shape, "outward") == Box(3, 3, 9, 9)

@@ -9,6 +9,17 @@ the first, take the union and keep the largest connected component. Dice (not
 the published 2|A∩B|/|A∪B|) and NSD at ``tolerance_mm``; structures absent from
 the reference are neither prompted nor scored. Aggregation: median and IQR per
 structure, per task and over tasks.
+
+Options that select MedSAM2's way (``--preset medsam2`` sets them all; see
+``docs/protocols.md``): ``modality`` (``null``: the case's, from DICOM, then
+``dataset.json``, then a guess from the pixels), ``ct_mapping`` (``window`` or
+MedSAM2's ``minmax``), ``resize`` (``float`` or MedSAM2's ``pillow``; the MedSAM2
+backend only, the built-in model has its own input size), ``connectivity`` of
+the largest component (6 or 26), ``decision`` (``probability`` > 0.5 or MedSAM2's
+``logit`` > 0), ``stop_when_empty``, ``scoring`` (``merged`` label map or
+MedSAM2's ``per-structure``: each structure scored on its own propagation),
+``jitter_mode`` (``edges`` or MedSAM2's ``outward``) and ``prompt`` (``box`` or,
+for videos, MedSAM2's ``mask`` of the prompted frame).
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 
 DEFAULTS = {
@@ -32,7 +43,38 @@ DEFAULTS = {
     "empty": "one",
     "keep_largest": True,
     "channel": 0,
+    "modality": None,
+    "ct_mapping": "window",
+    "resize": "float",
+    "connectivity": 6,
+    "decision": "probability",
+    "stop_when_empty": True,
+    "scoring": "merged",
+    "jitter_mode": "edges",
+    "prompt": "box",
 }
+
+_CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
+            "connectivity": (6, 18, 26), "decision": ("probability", "logit"),
+            "scoring": ("merged", "per-structure"), "jitter_mode": ("edges", "outward"),
+            "prompt": ("box", "mask")}
+
+
+def check_params(params: dict) -> None:
+    """Refuse option values outside their choices (one line naming the parameter).
+
+    Examples
+    --------
+    >>> check_params({"scoring": "merged"})
+    >>> check_params({"scoring": "each"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, got 'each'
+    """
+    for key, allowed in _CHOICES.items():
+        if key in params and params[key] not in allowed:
+            raise SegEvalError(f"parameter {key} must be one of "
+                               f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -65,8 +107,12 @@ def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
 
 
 def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter: int,
-                      rng: np.random.Generator, first: bool = False) -> list:
-    """One box per structure present in ``labels`` (middle slice, or first frame)."""
+                      rng: np.random.Generator, first: bool = False,
+                      jitter_mode: str = "edges") -> list:
+    """One box per structure present in ``labels`` (middle slice, or first frame).
+
+    ``jitter_mode``: ``"edges"`` or MedSAM2's ``"outward"`` (:meth:`Box.jittered`).
+    """
     from napari_segeval.prompts.box import Box
 
     prompts = []
@@ -77,7 +123,8 @@ def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter:
         if k is None:
             continue
         box = Box.from_mask(mask[k], index=k, label=label)
-        prompts.append(box.jittered(int(jitter), rng, mask.shape[1:]) if jitter else box)
+        prompts.append(box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode)
+                       if jitter else box)
     return prompts
 
 
@@ -85,6 +132,8 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
     """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
     from napari_segeval.propagation import propagate_case
 
+    params = {**DEFAULTS, **params}
+    check_params(params)
     case = C.load_case(spec, channel=int(params["channel"]))
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
@@ -93,24 +142,44 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
         int(v): f"label_{int(v)}" for v in np.unique(case.labels) if v}
     prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
                                 rng=case_rng(int(params["seed"]), spec.case_id),
-                                first=(mode == "video"))
+                                first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
     model = C.promptable_model(str(params["model"]), params.get("device"))
-    frames = model.preprocess(case.image, case.modality, params.get("window"))
+    resize = "float"
+    if hasattr(model, "with_options"):  # MedSAM2: float or Pillow resize
+        resize = str(params["resize"])
+        model = model.with_options(resize=resize)
+    modality = str(params["modality"] or case.modality or "other")
+    ct_mapping = str(params["ct_mapping"])
+    extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
+    frames = model.preprocess(case.image, modality, params.get("window"), **extra)
+    init = ({b.label: case.labels[b.index] == b.label for b in prompts}
+            if params["prompt"] == "mask" else None)
     res = propagate_case(model, frames, prompts, mode=mode,
-                         keep_largest=bool(params["keep_largest"]))
+                         keep_largest=bool(params["keep_largest"]),
+                         stop_when_empty=bool(params["stop_when_empty"]),
+                         connectivity=int(params["connectivity"]),
+                         decision=str(params["decision"]), init_masks=init)
     present = {b.label: structures.get(b.label, f"label_{b.label}") for b in prompts}
     video = mode == "video"
-    rows = C.score(case.labels, res.labels, case.spacing, present, "clean",
-                   tolerance_mm=float(params["tolerance_mm"]), empty=str(params["empty"]),
-                   surface=not video)
+    metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
+              "surface": not video}
+    if params["scoring"] == "per-structure":  # each structure's own, unmerged mask
+        rows = []
+        for lab, name in present.items():
+            own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
+            rows += C.score(case.labels, own, case.spacing, {lab: name}, "clean", **metric)
+    else:
+        rows = C.score(case.labels, res.labels, case.spacing, present, "clean", **metric)
     boxes = {b.label: b for b in prompts}
     task = Path(spec.root).name if spec.root else ""
     for r in rows:
         b = boxes[r["label"]]
         r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
-                 model=res.params.get("model"))
+                 model=res.params.get("model"), modality=modality,
+                 ct_mapping=ct_mapping if modality.upper() == "CT" else None,
+                 resize=resize, scoring=str(params["scoring"]))
     k = prompts[0].index if video else None
     return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
                       arrays=C.case_arrays(case, {"clean": res.labels}))
@@ -126,7 +195,19 @@ def summarize(rows: list[dict], params: dict) -> dict:
     from napari_segeval.evaluation.summary import median_iqr
 
     return {"aggregation": "median with IQR (quartiles by linear interpolation)",
+            "modalities": used(rows, "modality"), "scoring": used(rows, "scoring"),
             **median_iqr(rows, ("dice", "nsd"))}
+
+
+def used(rows: list[dict], key: str) -> list:
+    """The distinct values of ``key`` in ``rows`` (which modality, scoring ... was used).
+
+    Examples
+    --------
+    >>> used([{"modality": "CT"}, {"modality": "CT"}, {}], "modality")
+    ['CT']
+    """
+    return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
@@ -136,26 +217,63 @@ DIFFERENCES = (
     ('The default model is the built-in promptable network, which needs no download; '
      'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
     ('Slices are resized as floating-point images; MedSAM2 converts the windowed slice to '
-     '8-bit RGB and resizes it with Pillow (bicubic).'),
+     '8-bit RGB and resizes it with Pillow (bicubic) (resize=pillow, MedSAM2 backend).'),
     ('CT intensities map the window edges to 0-255; MedSAM2 clips to the window and then '
      'min-max rescales the clipped volume, which agrees only when the volume reaches both '
-     'window edges.'),
+     'window edges (ct_mapping=minmax).'),
     ("The largest connected component uses 6-connectivity; MedSAM2 uses scikit-image's "
-     'default full (26-) connectivity.'),
+     'default full (26-) connectivity (connectivity=26).'),
     ('Propagation in each direction stops at the first empty slice (and, for the built-in '
      'model, at its calibrated confidence stop); MedSAM2 propagates to the end of the '
-     'volume.'),
+     'volume (stop_when_empty=false).'),
     ('A voxel is foreground when its probability is above 0.5; MedSAM2 thresholds the '
      'logit at 0, which is the same decision except where the sigmoid rounds to exactly '
-     '0.5.'),
-    ('The modality is guessed from the intensities (a CT window when the volume is '
-     'whole-numbered with a minimum at or below -500 HU, otherwise MR percentile '
-     "clipping); MedSAM2's scripts are told the modality."),
+     '0.5 (decision=logit).'),
+    ('The modality is the DICOM tag, else the data set\'s dataset.json, else a guess from '
+     'the intensities (a CT window when the volume is whole-numbered with a minimum at or '
+     "below -500 HU, otherwise MR percentile clipping); MedSAM2's scripts are told the "
+     'modality (modality=CT, MR, PET, US ... overrides).'),
     ('Several structures are merged into one label map before scoring (the higher '
      'probability wins; a lesion lying at least half inside an organ wins that overlap); '
-     'MedSAM2 propagates and scores each target on its own mask.'),
+     'MedSAM2 propagates and scores each target on its own mask (scoring=per-structure).'),
     ('Box jitter (only when jitter > 0) moves each edge by up to jitter pixels either way, '
-     "so a box can shrink; MedSAM2's helper widens the box outward by 0-20 pixels."),
+     "so a box can shrink; MedSAM2's helper widens the box outward on all sides by one "
+     'shift drawn from 0-20 pixels (jitter_mode=outward).'),
+)
+
+_DICE = DIFFERENCES[0]
+#: Shared by both presets: what our MedSAM2 loop does differently from their predictor.
+HOLES = ('Background holes of up to 8 low-resolution pixels are always filled in MedSAM2 '
+         "masks; MedSAM2's predictor fills them only when SAM2's CUDA extension is "
+         'installed (without it, it warns and skips the step).')
+BUILTIN = ('The default model is the built-in promptable network (which ends each '
+           'direction at its calibrated confidence stop, and has its own input size, so '
+           'resize does not apply to it); MedSAM2 itself runs with '
+           '--param model=medsam2:CHECKPOINT.')
+
+MEDSAM2 = Preset(
+    name="medsam2",
+    params={"ct_mapping": "minmax", "resize": "pillow", "connectivity": 26,
+            "decision": "logit", "stop_when_empty": False, "scoring": "per-structure",
+            "jitter_mode": "outward", "keep_largest": True},
+    source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its inference script "
+            "medsam2_infer_3D_CT.py (bowang-lab/MedSAM2)"),
+    differences=(
+        _DICE,
+        BUILTIN,
+        HOLES,
+        ('Each structure is prompted with the tight box of the reference on the middle '
+         'slice of its extent; their CT lesion script takes the key slice and box from '
+         "DeepLesion's annotation table."),
+        ('The CT window is one per run (window, default abdomen); their DeepLesion script '
+         "applies each lesion's DICOM window from the annotation table."),
+        ('The modality is the DICOM tag, else dataset.json, else a guess from the '
+         'intensities, unless modality= names it; their scripts are told it.'),
+        ('Box jitter is off (jitter=0) unless asked; --param jitter=20 draws their '
+         "helper's outward shift of 0-20 pixels."),
+        ('The saved prediction file is the merged label map; the scores are each '
+         "structure's own mask, as theirs."),
+    ),
 )
 
 
@@ -164,6 +282,7 @@ PROTOCOL = Protocol(
     version="1.0",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
+    presets={"medsam2": MEDSAM2},
     run_case=run_case,
     summarize=summarize,
     description=(

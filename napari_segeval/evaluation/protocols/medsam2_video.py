@@ -9,9 +9,9 @@ Surface metrics are not computed: the time axis is not a spatial one.
 
 from __future__ import annotations
 
-from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
+from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, HOLES, propagate_and_score
 from napari_segeval.evaluation.protocols.medsam2_3d import DEFAULTS as _DEFAULTS_3D
-from napari_segeval.evaluation.protocols.medsam2_3d import propagate_and_score
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 
@@ -23,9 +23,11 @@ def run_case(spec, params: dict) -> CaseOutput:
 
 def summarize(rows: list[dict], params: dict) -> dict:
     """Per-clip DSC table and, per structure, mean/median over clips."""
+    from napari_segeval.evaluation.protocols.medsam2_3d import used
     from napari_segeval.metrics import summarize as stats
 
     return {
+        "modalities": used(rows, "modality"), "scoring": used(rows, "scoring"),
         "per_structure": stats(rows, "dice", by=("structure",)),
         "per_clip": [{"case": r["case"], "structure": r["structure"], "dice": r["dice"]}
                      for r in rows],
@@ -40,13 +42,39 @@ DIFFERENCES = (
      'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
     ('The largest connected component is taken across the whole clip, with time as a third '
      'axis, and propagation stops at the first empty frame, so a structure that leaves and '
-     're-enters the view is truncated; MedSAM2 does neither.'),
+     're-enters the view is truncated; MedSAM2 does neither (keep_largest=false, '
+     'stop_when_empty=false).'),
     ('Each structure is prompted on the first frame where it appears in the reference; '
      'MedSAM2 prompts the first frame of the clip.'),
     ('Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and '
-     'resizes them with Pillow (bicubic).'),
+     'resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend).'),
     ('Several structures are merged into one label map before scoring; MedSAM2 propagates '
-     'and scores each target on its own mask.'),
+     'and scores each target on its own mask (scoring=per-structure).'),
+    ("Each structure is prompted with its box; MedSAM2's video script gives the frame's "
+     'reference mask (prompt=mask).'),
+    ('A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the '
+     'logit at 0 (decision=logit).'),
+)
+
+MEDSAM2 = Preset(
+    name="medsam2",
+    params={"keep_largest": False, "stop_when_empty": False, "resize": "pillow",
+            "decision": "logit", "scoring": "per-structure", "prompt": "mask",
+            "jitter_mode": "outward"},
+    source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its video inference script "
+            "medsam2_infer_video.py (bowang-lab/MedSAM2)"),
+    differences=(
+        DIFFERENCES[0],
+        BUILTIN,
+        HOLES,
+        ('Each structure is prompted with its reference mask on the first frame where it '
+         "appears, which is the clip's first frame for clips annotated from their start "
+         "(their setting); their script refuses objects that appear only later."),
+        ("Frames are read by the project's readers at their stored 8-bit values; their "
+         'script reads a folder of JPEG frames.'),
+        ('The saved prediction file is the merged label map; the scores are each '
+         "structure's own mask, as theirs."),
+    ),
 )
 
 
@@ -55,6 +83,7 @@ PROTOCOL = Protocol(
     version="1.0",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
+    presets={"medsam2": MEDSAM2},
     run_case=run_case,
     summarize=summarize,
     layout_options={"camus_mode": "sequences"},

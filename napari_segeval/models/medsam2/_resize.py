@@ -1,4 +1,9 @@
-"""Differentiable image resize with Pillow's bicubic weights (as MedSAM2's ``PIL.resize``).
+"""Differentiable image resize with Pillow's bicubic weights.
+
+MedSAM2 resizes 8-bit RGB frames with ``PIL.Image.resize`` (uint8 rounding and
+clipping after each pass); this float version skips the rounding and clipping,
+so it is close to, not equal to, theirs (``resize="pillow"`` of
+:class:`~napari_segeval.models.medsam2.model.MedSAM2Model` is equal).
 
 Pillow resamples separably with a Keys cubic (``a = -0.5``) whose support is
 stretched by the scale factor when shrinking (antialiasing). Expressing each axis

@@ -1,12 +1,21 @@
 """MedSAM2 as a :class:`~napari_segeval.models.base.PromptableModel`.
 
-Frames are preprocessed as MedSAM2's inference code does (CT window or MR
-percentile clip to 0-255, truncation to uint8, grey to RGB, /255, ImageNet
-mean/std) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
-them to 512 x 512 with Pillow's bicubic weights (differentiably, without
-Pillow's uint8 rounding between its two passes), runs our propagation loop
-(:mod:`._loop`) and returns probabilities at the native size (bilinear resize of
-the logits, as the video predictor does; ``logit > 0`` is the mask).
+Frames are preprocessed in MedSAM2's steps (CT window or MR percentile clip to
+0-255, truncation to uint8, grey to RGB, /255, ImageNet mean/std; by default the
+CT window edges map to 0-255, which equals MedSAM2's min-max of the clipped
+volume only when the volume reaches both edges) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
+them to 512 x 512, runs our propagation loop (:mod:`._loop`) and returns
+probabilities at the native size (bilinear resize of the logits, as the video
+predictor does; ``logit > 0`` is the mask).
+
+Two resize modes (``resize``): ``"float"`` (default) resizes the normalized
+float frames with Pillow's bicubic weights, differentiably, without Pillow's
+uint8 rounding between and after its two passes; ``"pillow"`` (MedSAM2's
+scripts) resizes the 8-bit RGB frame with Pillow itself (bicubic, rounded and
+clipped to uint8), then divides by 255 and normalizes: exact, not differentiable.
+The CT mapping (``ct_mapping`` of :meth:`MedSAM2Model.preprocess`) is
+:mod:`napari_segeval.inference.windowing`'s: ``"window"`` maps the window edges
+to 0-255, ``"minmax"`` (MedSAM2) min-max rescales the clipped volume.
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
+
+#: Resize modes of :class:`MedSAM2Model` (module doc).
+RESIZE_MODES = ("float", "pillow")
 from napari_segeval.models.base import NormalizeInfo, Order, Walk
 from napari_segeval.prompts.box import Box
 
@@ -46,21 +58,26 @@ _NO_PER_SLICE = ("MedSAM2 conditions each frame on a memory bank of several fram
                  "(use the full chain)")
 
 
-def to_uint8_range(image: np.ndarray, modality: str, window: Any = None) -> np.ndarray:
+def to_uint8_range(image: np.ndarray, modality: str, window: Any = None,
+                   ct_mapping: str = "window") -> np.ndarray:
     """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip.
 
     RGB input (``(..., 3)`` with modality ``"rgb"``/``"video"``) is only clipped.
+    ``ct_mapping``: ``"window"`` (window edges to 0-255) or ``"minmax"``
+    (MedSAM2's scripts: the clipped volume's extremes to 0-255).
 
     Examples
     --------
     >>> to_uint8_range(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
+    [[0, 127, 255]]
+    >>> to_uint8_range(np.array([[-100.0, 0.0, 100.0]]), "CT", ct_mapping="minmax").tolist()
     [[0, 127, 255]]
     """
     arr = np.asarray(image)
     mod = modality.lower()
     if mod in _CT:
         level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-        scaled = apply_window(arr, level, width)
+        scaled = apply_window(arr, level, width, ct_mapping)
     elif mod in ("rgb", "video", "us", "endoscopy"):
         scaled = np.clip(np.asarray(arr, dtype=np.float32), 0, 255)
     else:
@@ -104,6 +121,9 @@ class MedSAM2Model:
         (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
         to single ones, and one walk at a time keeps every result exactly as when
         each structure runs alone.
+    resize : {"float", "pillow"}
+        How frames reach 512 x 512 (module doc); ``"pillow"`` is MedSAM2's way and
+        refuses gradients.
     """
 
     name = "medsam2"
@@ -116,9 +136,13 @@ class MedSAM2Model:
         fill_hole_area: int = FILL_HOLE_AREA,
         cache_mb: float | None = DEFAULT_CACHE_MB,
         batch_walks: bool | None = None,
+        resize: str = "float",
     ) -> None:
         from napari_segeval.models._device import pick_device
 
+        if resize not in RESIZE_MODES:
+            raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}")
+        self.resize = resize
         self.device = pick_device(device if device is None else str(device))
         self.network = network.to(self.device).eval()
         for param in self.network.parameters():  # gradients flow to inputs only
@@ -130,18 +154,42 @@ class MedSAM2Model:
         self.last_run: dict = {}
 
     # -- preprocessing -------------------------------------------------
-    def preprocess(self, image: np.ndarray, modality: str, window: Any = None) -> torch.Tensor:
-        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32."""
+    def with_options(self, *, resize: str | None = None) -> MedSAM2Model:
+        """A copy sharing the network, with other options (``resize``).
+
+        Examples
+        --------
+        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"
+        >>> m.with_options(resize="pillow").resize, m.resize
+        ('pillow', 'float')
+        """
+        import copy
+
+        other = copy.copy(self)
+        if resize is not None:
+            if resize not in RESIZE_MODES:
+                raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, "
+                                   f"got {resize!r}")
+            other.resize = resize
+        return other
+
+    def preprocess(self, image: np.ndarray, modality: str, window: Any = None,
+                   ct_mapping: str = "window") -> torch.Tensor:
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32.
+
+        ``ct_mapping`` (CT only): ``"window"`` or MedSAM2's ``"minmax"`` (module doc).
+        """
         import torch
 
-        u8 = to_uint8_range(image, modality, window)
+        u8 = to_uint8_range(image, modality, window, ct_mapping)
         rgb = np.repeat(u8[..., None], 3, axis=-1) if u8.shape[-1:] != (3,) else u8
         mean = np.asarray(IMAGENET_MEAN, dtype=np.float32)
         std = np.asarray(IMAGENET_STD, dtype=np.float32)
         return torch.from_numpy(((rgb.astype(np.float32) / 255.0 - mean) / std).astype(np.float32))
 
     def normalize_info(
-        self, modality: str, window: Any = None, image: np.ndarray | None = None
+        self, modality: str, window: Any = None, image: np.ndarray | None = None,
+        ct_mapping: str = "window",
     ) -> NormalizeInfo:
         """Raw units per normalized unit (smallest ImageNet std) and the valid range.
 
@@ -150,11 +198,13 @@ class MedSAM2Model:
         """
         lo = min((0.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         hi = max((1.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
-        raw_lo, raw_hi = window_bounds(modality, window, image)
+        raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
         per = (raw_hi - raw_lo) * min(IMAGENET_STD)
         if modality.lower() in _CT:
             level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-            desc = f"CT window W={width:g} L={level:g} -> 0..255 -> ImageNet (std {min(IMAGENET_STD)})"
+            how = "" if ct_mapping == "window" else f", clipped volume {raw_lo:g}..{raw_hi:g}"
+            desc = (f"CT window W={width:g} L={level:g}{how} -> 0..255 -> ImageNet "
+                    f"(std {min(IMAGENET_STD)})")
         else:
             desc = (f"raw {raw_lo:g}..{raw_hi:g} -> 0..255 -> ImageNet normalization "
                     f"(std {min(IMAGENET_STD)})")
@@ -165,13 +215,19 @@ class MedSAM2Model:
         """Normalized native frames -> ``(n, 3, 512, 512)`` network input (differentiable).
 
         The resize runs in float32 even under bf16 autocast (on CUDA), as MedSAM2
-        resizes its frames before the network sees them.
+        resizes its frames before the network sees them. With ``resize="pillow"``
+        the frames go back to 8-bit RGB and through Pillow (:func:`pillow_resize`).
         """
         import contextlib
 
         import torch
 
         x = _stack_rgb(frames, self.device)
+        if getattr(self, "resize", "float") == "pillow":
+            if x.requires_grad:
+                raise SegEvalError("resize='pillow' is not differentiable: use resize='float' "
+                                   "for attacks")
+            return pillow_resize(x, _loop.IMAGE_SIZE)
         off = (torch.autocast(device_type="cuda", enabled=False) if x.device.type == "cuda"
                else contextlib.nullcontext())
         with off:
@@ -340,6 +396,33 @@ class MedSAM2Model:
             m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
             m = (m >= 0.5).float()
         return m
+
+
+def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
+    """Normalized ``(n, 3, H, W)`` frames -> ``(n, 3, size, size)`` the way MedSAM2 does it.
+
+    Each frame goes back to its 8-bit RGB values (exact: the frames are 8-bit
+    values normalized), Pillow resizes it (bicubic, uint8 out), then ``/ 255``
+    and ImageNet mean/std, as ``resize_grayscale_to_rgb_and_resize`` and the
+    lines after it in MedSAM2's scripts.
+
+    Examples
+    --------
+    >>> import torch
+    >>> pillow_resize(torch.zeros(2, 3, 5, 7), 8).shape
+    torch.Size([2, 3, 8, 8])
+    """
+    import torch
+    from PIL import Image
+
+    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32, device=x.device)[:, None, None]
+    std = torch.tensor(IMAGENET_STD, dtype=torch.float32, device=x.device)[:, None, None]
+    u8 = torch.round((x.detach().float() * std + mean) * 255.0).clamp(0, 255)
+    u8 = u8.to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+    out = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(f), "RGB").resize(
+        (size, size), Image.BICUBIC)) for f in u8])
+    t = torch.from_numpy(out).to(x.device).permute(0, 3, 1, 2).float() / 255.0
+    return (t - mean) / std
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:

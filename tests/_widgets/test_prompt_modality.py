@@ -1,0 +1,14 @@
+"""The Prompt panel's modality choice."""
+
+from __future__ import annotations
+
+from napari_segeval._widgets.prompt import PromptPanel
+
+
+def test_modality_choice_overrides_the_readers(small_case):
+    viewer, state, _ = small_case
+    panel = PromptPanel(viewer, state)
+    assert panel.modality.currentText() == "from image"
+    assert panel.chosen_modality() == "CT"  # the reader's
+    panel.modality.setCurrentText("MR")
+    assert panel.chosen_modality() == "MR"
