@@ -221,9 +221,12 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
         import torch
 
         extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+        live = on_frame is not None and _takes(model.walk_logits, "on_frame")
+        if live:
+            extra["on_frame"] = on_frame
         seqs = model.walk_logits(frames, walks, progress=progress, cancel=cancel,
                                  stop_when_empty=stop_when_empty, grad=grad, **extra)
-        if on_frame is not None:
+        if on_frame is not None and not live:
             for i, (w, seq) in enumerate(zip(walks, seqs)):
                 _report_walk(on_frame, i, w, n, torch.sigmoid(seq.detach().float()))
         return seqs

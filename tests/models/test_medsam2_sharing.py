@@ -99,3 +99,19 @@ def test_batched_walks_same_masks(model, frames, volume_runs):
         np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-5)
         assert np.array_equal(batched.probabilities[lab] > 0.5, p > 0.5)
     assert np.array_equal(batched.labels, volume_runs[0].labels)
+
+
+@pytest.mark.parametrize("decision", ["probability", "logit"])
+def test_slices_are_reported_as_computed_without_changing_the_result(model, frames, decision):
+    seen, progress = [], []
+    kw = {"stop_when_empty": False, "decision": decision}
+    watched = propagate_case(
+        model, frames, BOXES, progress=lambda d, t: progress.append(d),
+        on_slice=lambda lab, i, m: seen.append((lab, i, len(progress))), **kw)
+    _same(watched, propagate_case(model, frames, BOXES, **kw))
+    # every structure's slices, the key slice first, each heard while the walks still ran
+    for box in BOXES:
+        mine = [i for lab, i, _ in seen if lab == box.label]
+        assert mine[0] == box.index and sorted(set(mine)) == list(range(N))
+    total = max(progress)
+    assert any(done < total for _, _, done in seen)

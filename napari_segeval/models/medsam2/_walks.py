@@ -106,11 +106,13 @@ def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: 
 def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
               conds: dict[int, dict], hw: tuple[int, int], fill_hole_area: int, *,
               batch: bool, progress: Any = None, cancel: Any = None,
-              stop_when_empty: bool = False) -> list[torch.Tensor]:
+              stop_when_empty: bool = False, on_frame: Any = None) -> list[torch.Tensor]:
     """Native-size logits ``(n_visited, H, W)`` of every walk, in visit order.
 
     ``conds[group]`` is each structure's key-frame output (step 0 of its walks);
     ``feats`` must have been planned with :func:`reads` of ``states``.
+    ``on_frame(i, frame, probability)`` (optional) hears walk ``i``'s detached
+    probability on each frame as soon as it is computed.
     """
     import torch
 
@@ -123,10 +125,14 @@ def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
         if progress is not None:
             progress(done[0], total)
 
+    number = {id(s): i for i, s in enumerate(states)}
+
     def record(s: WalkState, logits: torch.Tensor, step: int) -> None:
         native = _loop.to_native(logits, hw)[0, 0].float()
         s.rows.append(native)
         tick()
+        if on_frame is not None:
+            on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
         if stop_when_empty and not bool((native > 0).any()) and len(s.rows) < len(s.frames):
             s.stopped = True
             for j in range(step + 1, len(s.frames)):

@@ -286,12 +286,14 @@ class MedSAM2Model:
         stop_when_empty: bool = False,
         grad: bool = False,
         cache_mb: float | None = None,
+        on_frame: Any = None,
     ) -> list[torch.Tensor]:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
         logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
-                                  stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb)
+                                  stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
+                                  on_frame=on_frame)
         return [torch.sigmoid(x) for x in logits]
 
     def walk_logits(
@@ -304,6 +306,7 @@ class MedSAM2Model:
         stop_when_empty: bool = False,
         grad: bool = False,
         cache_mb: float | None = None,
+        on_frame: Any = None,
     ) -> list[torch.Tensor]:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
@@ -312,7 +315,8 @@ class MedSAM2Model:
         they will be read again within ``cache_mb`` MiB (default
         :attr:`cache_mb`); each walk's result is the same as when it runs alone.
         With :attr:`batch_walks` the walks of one step run as one batch.
-        After the call, :attr:`last_run` holds ``encoded_frames``,
+        ``on_frame(i, frame, probability)`` hears walk ``i``'s probability on each
+        frame as it is computed (it never changes the result). After the call, :attr:`last_run` holds ``encoded_frames``,
         ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
         import torch
@@ -330,10 +334,11 @@ class MedSAM2Model:
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
             out = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
-                            self.cache_mb if cache_mb is None else cache_mb)
+                            self.cache_mb if cache_mb is None else cache_mb, on_frame)
         return [x.float() for x in out]
 
-    def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb):
+    def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb,
+             on_frame=None):
         from . import _walks
         from ._features import FrameFeatures
 
@@ -360,7 +365,7 @@ class MedSAM2Model:
             return _walks.run_walks(
                 self.network, feats, states, conds, (h, w), self.fill_hole_area,
                 batch=self._batch(), progress=progress, cancel=cancel,
-                stop_when_empty=stop_when_empty)
+                stop_when_empty=stop_when_empty, on_frame=on_frame)
         finally:
             self.last_run = {"encoded_frames": feats.encoded, "peak_cache_bytes": feats.peak_bytes,
                              "cache_budget_bytes": budget}
