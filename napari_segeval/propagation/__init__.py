@@ -7,15 +7,8 @@ a one-frame video); :func:`propagate_case` from normalized frames.
 
 from napari_segeval.propagation.core import (
     PropagationResult,
-    combine_walks,
-    confidence_stop,
-    largest_component,
-    merge_structures,
     propagate_case,
     propagate_structure,
-    resolve_min_confidence,
-    run_walks,
-    structure_masks,
     total_steps,
 )
 from napari_segeval.propagation.images import (
@@ -25,6 +18,13 @@ from napari_segeval.propagation.images import (
     propagate_image,
     propagation_mode,
     squeeze_frame,
+)
+from napari_segeval.propagation.masks import largest_component, merge_structures, structure_masks
+from napari_segeval.propagation.walks import (
+    combine_walks,
+    confidence_stop,
+    resolve_min_confidence,
+    run_walks,
 )
 
 __all__ = [

@@ -58,11 +58,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import ndimage
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, n_visited
 from napari_segeval.prompts.box import Box
+from napari_segeval.propagation.masks import (
+    merge_structures,
+    structure_masks,
+)
+from napari_segeval.propagation.walks import (
+    combine_walks,
+    resolve_min_confidence,
+    run_walks,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -123,193 +131,10 @@ def total_steps(n_frames: int, prompts: list[Box], mode: str) -> int:
     return total
 
 
-def resolve_min_confidence(model: Any, min_confidence: float | str | None) -> float | None:
-    """``"auto"`` -> ``model.stop_confidence`` (``None`` when absent); else the value.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> resolve_min_confidence(ThresholdPromptModel(), "auto") is None
-    True
-    >>> resolve_min_confidence(ThresholdPromptModel(), 0.7)
-    0.7
-    """
-    if isinstance(min_confidence, str):
-        if min_confidence != "auto":
-            raise ValueError(f"min_confidence must be a number, None or 'auto', "
-                             f"got {min_confidence!r}")
-        value = getattr(model, "stop_confidence", None)
-        return None if value is None else float(value)
-    return None if min_confidence is None else float(min_confidence)
-
-
-def confidence_stop(probs: Any, min_confidence: float | None, threshold: float = 0.5) -> int:
-    """Number of leading frames of one direction to keep (see the module doc).
-
-    ``probs`` is ``(m, H, W)`` with the key frame first. Frames without
-    foreground do not stop the walk (``stop_when_empty`` handles them).
-
-    Examples
-    --------
-    >>> import torch
-    >>> p = torch.zeros(4, 2, 2); p[0, 0, 0] = 0.95; p[1, 0, 0] = 0.9; p[2, 0, 0] = 0.6
-    >>> confidence_stop(p, 0.75), confidence_stop(p, None)
-    (2, 4)
-    """
-    m = int(probs.shape[0])
-    if min_confidence is None or m <= 1:
-        return m
-    p = probs.detach().float()
-    fg = p > threshold
-    count = fg.flatten(1).sum(dim=1)
-    mean = (p * fg).flatten(1).sum(dim=1) / count.clamp(min=1)
-    low = ((count > 0) & (mean < float(min_confidence))).tolist()
-    for j in range(1, m):
-        if low[j]:
-            return j
-    return m
-
-
 def _orders(mode: str) -> tuple[str, ...]:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     return ("forward", "backward") if mode == "volume" else ("forward",)
-
-
-def _takes(method: Any, name: str) -> bool:
-    """Whether ``method`` names the keyword ``name`` (a bare ``**kwargs`` does not count)."""
-    import inspect
-
-    try:
-        return name in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, walk: Walk, n: int,
-                 seq: Any) -> None:
-    """Report a finished walk's frames (backends without ``on_frame``)."""
-    for j, f in enumerate(walk.frames(n).tolist()):
-        on_frame(i, f, seq[j].detach())
-
-
-def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
-              progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-              stop_when_empty: bool = True, grad: bool = False,
-              cache_mb: float | None = None,
-              on_frame: Callable[[int, int, Any], None] | None = None,
-              logits: bool = False) -> list[torch.Tensor]:
-    """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
-
-    ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
-    prob)`` (optional) hears walk ``i``'s probability on each frame as it is
-    computed, or when the walk returns for backends that cannot report steps
-    (module doc); it never changes the result. ``logits=True`` returns logits
-    instead: the backend's own (``walk_logits``) when it has them, else the logit
-    of its probabilities (``on_frame`` still hears probabilities).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> box = Box(2, 2, 4, 4, index=2)
-    >>> walks = [Walk(2, box, "forward"), Walk(2, box, "backward")]
-    >>> [tuple(p.shape) for p in run_walks(ThresholdPromptModel(), np.ones((5, 8, 8)), walks)]
-    [(3, 8, 8), (3, 8, 8)]
-    """
-    n = int(frames.shape[0])
-    if logits and hasattr(model, "walk_logits"):
-        import torch
-
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        live = on_frame is not None and _takes(model.walk_logits, "on_frame")
-        if live:
-            extra["on_frame"] = on_frame
-        seqs = model.walk_logits(frames, walks, progress=progress, cancel=cancel,
-                                 stop_when_empty=stop_when_empty, grad=grad, **extra)
-        if on_frame is not None and not live:
-            for i, (w, seq) in enumerate(zip(walks, seqs)):
-                _report_walk(on_frame, i, w, n, torch.sigmoid(seq.detach().float()))
-        return seqs
-    if logits:
-        import torch
-
-        probs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
-                          stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                          on_frame=on_frame)
-        return [torch.logit(p.float()) for p in probs]
-    if hasattr(model, "propagate_walks"):
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        live = on_frame is not None and _takes(model.propagate_walks, "on_frame")
-        if live:
-            extra["on_frame"] = on_frame
-        seqs = model.propagate_walks(frames, walks, progress=progress, cancel=cancel,
-                                     stop_when_empty=stop_when_empty, grad=grad, **extra)
-        if on_frame is not None and not live:
-            for i, (w, seq) in enumerate(zip(walks, seqs)):
-                _report_walk(on_frame, i, w, n, seq)
-        return seqs
-    total = sum(n_visited(n, w.key_index, w.order) for w in walks)
-    live = on_frame is not None and _takes(model.propagate, "on_frame")
-    out, offset = [], 0
-    for number, w in enumerate(walks):
-        def cb(i: int, _t: int, _offset: int = offset) -> None:
-            if progress is not None:
-                progress(_offset + i, total)
-
-        extra = {} if w.prior_volume is None else {"prior_volume": w.prior_volume}
-        if w.init_mask is not None:
-            extra["init_mask"] = w.init_mask
-        if live:
-            extra["on_frame"] = lambda _i, f, p, _n=number: on_frame(_n, f, p)
-        out.append(model.propagate(frames, w.key_index, w.box, w.order, progress=cb,
-                                   cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
-                                   **extra))
-        if on_frame is not None and not live:
-            _report_walk(on_frame, number, w, n, out[-1])
-        offset += n_visited(n, w.key_index, w.order)
-    return out
-
-
-def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
-                  min_confidence: float | None, threshold: float = 0.5,
-                  logits: bool = False) -> torch.Tensor:
-    """One structure's ``(n, H, W)`` probability from its walks (confidence stop, then union).
-
-    ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
-    probabilities in visit order (logits with ``logits=True``: the confidence
-    stop reads their sigmoid at 0.5, cut and unvisited frames get ``-inf``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> fwd, bwd = torch.full((2, 1, 1), 0.9), torch.full((3, 1, 1), 0.8)
-    >>> combine_walks({"forward": fwd, "backward": bwd}, 2, "volume", None).flatten().tolist()
-    [0.800000011920929, 0.800000011920929, 0.8999999761581421, 0.8999999761581421]
-    """
-    import torch
-
-    empty = float("-inf") if logits else 0.0
-    cut = {}
-    for order, seq in parts.items():
-        if logits:
-            keep = confidence_stop(torch.sigmoid(seq), min_confidence, 0.5)
-        else:
-            keep = confidence_stop(seq, min_confidence, threshold)
-        if keep < seq.shape[0]:
-            seq = torch.cat([seq[:keep], torch.full_like(seq[keep:], empty)], dim=0)
-        cut[order] = seq
-    fwd = cut["forward"]
-    h, w = fwd.shape[1:]
-    pieces = []
-    if mode == "volume":
-        bwd = cut["backward"]
-        pieces.append(torch.flip(bwd[1:], dims=(0,)))
-        pieces.append(torch.maximum(fwd[:1], bwd[:1]))
-    else:
-        pieces.append(torch.full((key_index, h, w), empty, dtype=fwd.dtype, device=fwd.device))
-        pieces.append(fwd[:1])
-    pieces.append(fwd[1:])
-    return torch.cat(pieces, dim=0)
 
 
 def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: str = "volume",
@@ -340,123 +165,6 @@ def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: 
     seqs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
                      stop_when_empty=stop_when_empty, grad=grad)
     return combine_walks(dict(zip(orders, seqs)), box.index, mode, min_confidence, threshold)
-
-
-def connectivity_structure(ndim: int, connectivity: int | None = None) -> np.ndarray:
-    """Neighbourhood for ``connectivity`` neighbours (``None``: face neighbours).
-
-    3D: 6 (faces), 18 (faces and edges) or 26 (full, scikit-image's default);
-    2D: 4 or 8; in any dimension, ``3**ndim - 1`` is full connectivity.
-
-    Examples
-    --------
-    >>> int(connectivity_structure(3, 26).sum()) - 1, int(connectivity_structure(3).sum()) - 1
-    (26, 6)
-    """
-    options = {}
-    for rank in range(1, ndim + 1):
-        st = ndimage.generate_binary_structure(ndim, rank)
-        options[int(st.sum()) - 1] = st
-    if connectivity is None:
-        return options[2 * ndim]
-    if int(connectivity) not in options:
-        raise ValueError(f"connectivity for {ndim}D must be one of {sorted(options)}, "
-                         f"got {connectivity!r}")
-    return options[int(connectivity)]
-
-
-def largest_component(mask: np.ndarray, connectivity: int | None = None) -> np.ndarray:
-    """Keep the largest connected component (any dimension).
-
-    ``connectivity``: number of neighbours (:func:`connectivity_structure`);
-    ``None`` (default): face connectivity (6 in 3D). MedSAM2 keeps the largest
-    26-connected component (scikit-image's default).
-
-    Examples
-    --------
-    >>> m = np.zeros((1, 6, 6), bool); m[0, :2, :2] = True; m[0, 4:, 3:] = True
-    >>> int(largest_component(m).sum())
-    6
-    >>> d = np.zeros((3, 3, 3), bool); d[0, 0, 0] = d[1, 1, 1] = d[2, 2, 2] = True
-    >>> int(largest_component(d).sum()), int(largest_component(d, 26).sum())
-    (1, 3)
-    """
-    lab, n = ndimage.label(mask, structure=connectivity_structure(mask.ndim, connectivity))
-    if n <= 1:
-        return mask.astype(bool, copy=True)
-    sizes = np.bincount(lab.ravel())
-    sizes[0] = 0
-    return lab == int(np.argmax(sizes))
-
-
-def structure_masks(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
-                    keep_largest: bool = True, connectivity: int | None = None
-                    ) -> dict[int, np.ndarray]:
-    """Each structure's boolean mask: above ``threshold``, then its largest component.
-
-    Examples
-    --------
-    >>> a = np.array([[[0.9, 0.0, 0.7]]], np.float32)
-    >>> structure_masks({1: a})[1].tolist(), structure_masks({1: a}, keep_largest=False)[1].tolist()
-    ([[[True, False, False]]], [[[True, False, True]]])
-    """
-    out = {}
-    for lab, p in probabilities.items():
-        mask = np.asarray(p) > threshold
-        out[lab] = largest_component(mask, connectivity) if keep_largest else mask
-    return out
-
-
-def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
-                     keep_largest: bool = True, nested_fraction: float | None = 0.5,
-                     connectivity: int | None = None,
-                     masks: dict[int, np.ndarray] | None = None) -> np.ndarray:
-    """One label map from per-structure probabilities; overlaps go to the higher probability.
-
-    Nested structures: when at least ``nested_fraction`` of a structure's mask
-    lies inside the mask of a larger structure (a lesion inside its organ), the
-    enclosed structure wins their whole overlap, as in reference label maps where
-    the lesion label is painted over the organ. ``None`` disables the rule.
-    ``connectivity`` is that of :func:`largest_component`; ``masks`` (from
-    :func:`structure_masks`) skips recomputing the per-structure masks.
-
-    Examples
-    --------
-    >>> a = np.array([[[0.9, 0.6, 0.0]]], np.float32)
-    >>> b = np.array([[[0.0, 0.8, 0.7]]], np.float32)
-    >>> merge_structures({1: a, 2: b}, keep_largest=False).tolist()
-    [[[1, 2, 2]]]
-    >>> organ = np.array([[[0.99, 0.99, 0.99, 0.0]]], np.float32)
-    >>> lesion = np.array([[[0.0, 0.7, 0.0, 0.0]]], np.float32)
-    >>> merge_structures({1: organ, 5: lesion}).tolist()
-    [[[1, 5, 1, 0]]]
-    """
-    ids = sorted(probabilities)
-    if not ids:
-        raise ValueError("no structures to merge")
-    shape = probabilities[ids[0]].shape
-    probs = {lab: np.asarray(probabilities[lab], dtype=np.float32) for lab in ids}
-    if masks is None:
-        masks = structure_masks(probs, threshold=threshold, keep_largest=keep_largest,
-                                connectivity=connectivity)
-    size = {lab: int(masks[lab].sum()) for lab in ids}
-    outers: dict[int, list[int]] = {lab: [] for lab in ids}  # lab -> structures enclosing it
-    if nested_fraction is not None:
-        for inner in ids:
-            for outer in ids:
-                if (outer != inner and 0 < size[inner] < size[outer] and
-                        (masks[inner] & masks[outer]).sum() >= nested_fraction * size[inner]):
-                    outers[inner].append(outer)
-    best = np.zeros(shape, np.float32)
-    out = np.zeros(shape, np.uint16 if max(ids) > 255 else np.uint8)
-    for lab in sorted(ids, key=lambda i: (-size[i], i)):  # enclosing structures first
-        prob, mask = probs[lab], masks[lab]
-        win = mask & (prob > best)
-        if outers[lab]:
-            win |= mask & np.isin(out, outers[lab])
-        out[win] = lab
-        best[win] = prob[win]
-    return out
 
 
 def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,

@@ -9,7 +9,7 @@ import torch
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import propagate_case
-from napari_segeval.propagation.core import largest_component, structure_masks
+from napari_segeval.propagation.masks import largest_component, structure_masks
 
 
 def _diagonal_frames() -> np.ndarray:
