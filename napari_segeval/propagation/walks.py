@@ -84,6 +84,22 @@ def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, walk: Walk, 
         on_frame(i, f, seq[j].detach())
 
 
+def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any,
+                 as_probability: Callable[[Any], Any], *, cache_mb: float | None,
+                 **kw: Any) -> list[torch.Tensor]:
+    """Call a backend's all-walks ``method``; report frames live or, if it cannot, afterwards."""
+    extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+    live = on_frame is not None and _takes(method, "on_frame")
+    if live:
+        extra["on_frame"] = on_frame
+    seqs = method(frames, walks, **kw, **extra)
+    if on_frame is not None and not live:
+        n = int(frames.shape[0])
+        for i, (w, seq) in enumerate(zip(walks, seqs)):
+            _report_walk(on_frame, i, w, n, as_probability(seq))
+    return seqs
+
+
 def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
               progress: ProgressFn | None = None, cancel: threading.Event | None = None,
               stop_when_empty: bool = True, grad: bool = False,
@@ -113,16 +129,10 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     if logits and hasattr(model, "walk_logits"):
         import torch
 
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        live = on_frame is not None and _takes(model.walk_logits, "on_frame")
-        if live:
-            extra["on_frame"] = on_frame
-        seqs = model.walk_logits(frames, walks, progress=progress, cancel=cancel,
-                                 stop_when_empty=stop_when_empty, grad=grad, **extra)
-        if on_frame is not None and not live:
-            for i, (w, seq) in enumerate(zip(walks, seqs)):
-                _report_walk(on_frame, i, w, n, torch.sigmoid(seq.detach().float()))
-        return seqs
+        return _all_at_once(model.walk_logits, frames, walks, on_frame,
+                            lambda seq: torch.sigmoid(seq.detach().float()), progress=progress,
+                            cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
+                            cache_mb=cache_mb)
     if logits:
         import torch
 
@@ -131,16 +141,9 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
                           on_frame=on_frame)
         return [torch.logit(p.float()) for p in probs]
     if hasattr(model, "propagate_walks"):
-        extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-        live = on_frame is not None and _takes(model.propagate_walks, "on_frame")
-        if live:
-            extra["on_frame"] = on_frame
-        seqs = model.propagate_walks(frames, walks, progress=progress, cancel=cancel,
-                                     stop_when_empty=stop_when_empty, grad=grad, **extra)
-        if on_frame is not None and not live:
-            for i, (w, seq) in enumerate(zip(walks, seqs)):
-                _report_walk(on_frame, i, w, n, seq)
-        return seqs
+        return _all_at_once(model.propagate_walks, frames, walks, on_frame, lambda seq: seq,
+                            progress=progress, cancel=cancel, stop_when_empty=stop_when_empty,
+                            grad=grad, cache_mb=cache_mb)
     total = sum(n_visited(n, w.key_index, w.order) for w in walks)
     live = on_frame is not None and _takes(model.propagate, "on_frame")
     out, offset = [], 0
