@@ -13,13 +13,13 @@ directly inside it.
 
 from __future__ import annotations
 
-import gzip
 import io
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval.io._gzip import gunzip
 from napari_segeval.io._quiet import quiet, reason
 
 GZ_SUFFIXES = (".dcm.gz", ".dicom.gz")
@@ -104,7 +104,7 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
     with quiet(collected):
         try:
             gz = is_gz_dicom(path)
-            src = io.BytesIO(gzip.decompress(path.read_bytes())) if gz else path
+            src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
             defer = None if pixels or gz else 4096
             ds = pydicom.dcmread(src, force=True, defer_size=defer)
             if pixels and "PixelData" in ds:

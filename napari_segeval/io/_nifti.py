@@ -85,15 +85,35 @@ def affine_from_geometry(geometry: Geometry) -> np.ndarray:
     return a
 
 
-def _load_gz(path: Path):
-    """Decompress strictly (gzip checks its CRC and length trailer) then parse."""
-    import gzip
-
+def _nifti_class(head: bytes):
     import nibabel as nib
 
-    raw = gzip.decompress(Path(path).read_bytes())
-    nifti2 = raw[:4] in (np.int32(540).tobytes(), np.int32(540).byteswap().tobytes())
-    return (nib.Nifti2Image if nifti2 else nib.Nifti1Image).from_bytes(raw)
+    nifti2 = head[:4] in (np.int32(540).tobytes(), np.int32(540).byteswap().tobytes())
+    return nib.Nifti2Image if nifti2 else nib.Nifti1Image
+
+
+def _load_gz(path: Path):
+    """``(image, data)`` of a ``.nii.gz`` file, its gzip trailer (CRC, length) checked.
+
+    The voxels are inflated straight into the array nibabel allocates (one pass,
+    no whole-file buffer); on any error the file is read again the plain way
+    (inflate all, then parse), which raises the clearer message.
+    """
+    from napari_segeval.io._gzip import gunzip, open_gzip
+
+    try:
+        with open_gzip(path) as fh:
+            klass = _nifti_class(fh.read(4))
+            fh.seek(0)
+            img = klass.from_stream(fh)
+            data = np.asanyarray(img.dataobj)
+            fh.read()  # to the end, so the trailer is checked
+        return img, data
+    except Exception:  # noqa: BLE001, S110 - the plain read below reports the error
+        pass
+    raw = gunzip(Path(path).read_bytes())
+    img = _nifti_class(raw).from_bytes(raw)
+    return img, np.asanyarray(img.dataobj)
 
 
 def _intent_code(path: Path) -> int:
@@ -146,10 +166,10 @@ def read_nifti(path: Path) -> Raw:
     try:
         with quiet():
             if str(path).lower().endswith(".gz"):
-                img = _load_gz(path)
+                img, data = _load_gz(path)
             else:
                 img = nib.load(str(path), mmap=False)
-            data = np.asanyarray(img.dataobj)
+                data = np.asanyarray(img.dataobj)
             affine = np.asarray(img.affine, dtype=float)
     except SegEvalError:
         raise
@@ -163,17 +183,11 @@ def read_nifti(path: Path) -> Raw:
     if data.ndim == 3:
         return Raw(np.ascontiguousarray(data.T), _geometry_from_affine(affine, 3, path), "zyx")
     if data.ndim == 4 and data.shape[2] > 1:
-        g3 = _geometry_from_affine(affine, 3, path)
-        d = np.eye(4)
-        d[:3, :3] = g3.direction_matrix
-        geometry = Geometry((1.0, *g3.spacing), (*g3.origin, 0.0), tuple(d.ravel()))
+        geometry = _geometry_from_affine(affine, 3, path).stacked()
         vols = np.ascontiguousarray(np.transpose(data, (3, 2, 1, 0)))
         return Raw(vols, geometry, "tzyx", meta={"nifti_4d": True, "time_step": _time_step(img)})
     if data.ndim == 4 and data.shape[2] == 1:
-        g2 = _geometry_from_affine(affine, 2, path)
-        d = np.eye(3)
-        d[:2, :2] = g2.direction_matrix
-        geometry = Geometry((1.0, *g2.spacing), (*g2.origin, 0.0), tuple(d.ravel()))
+        geometry = _geometry_from_affine(affine, 2, path).stacked()
         frames = np.ascontiguousarray(np.transpose(data[:, :, 0, :], (2, 1, 0)))
         return Raw(frames, geometry, "tyx", meta={"nifti_4d": True})
     raise InvalidImageError(

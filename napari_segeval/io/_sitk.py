@@ -79,8 +79,9 @@ def to_raw(img, path: Path, modality: str | None = None) -> Raw:
 
 def check_nrrd_payload(path: Path) -> None:
     """Fully decompress a gzip-encoded attached NRRD payload (ITK ignores a cut trailer)."""
-    import gzip
     import zlib
+
+    from napari_segeval.io._gzip import gunzip
 
     data = path.read_bytes()
     end = data.find(b"\n\n")
@@ -91,7 +92,7 @@ def check_nrrd_payload(path: Path) -> None:
         return
     if any(line.replace(" ", "") in ("encoding:gzip", "encoding:gz") for line in header.splitlines()):
         try:
-            gzip.decompress(data[end + 2 :])
+            gunzip(data[end + 2 :])
         except (OSError, EOFError, zlib.error) as exc:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 

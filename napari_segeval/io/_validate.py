@@ -33,11 +33,13 @@ def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
     if image.size == 0:
         raise InvalidImageError(f"{source}: image is empty (shape {image.shape})")
     if image.dtype.kind == "f":
-        bad = int(np.count_nonzero(np.isinf(image)))
-        if bad:
-            raise InvalidImageError(f"{source}: {bad} of {image.size} voxels are infinite")
-        if np.isnan(image).all():
-            raise InvalidImageError(f"{source}: every voxel is NaN (no image data)")
+        # min and max are NaN when any voxel is: only then is each voxel looked at
+        if not (np.isfinite(image.min()) and np.isfinite(image.max())):
+            bad = int(np.count_nonzero(np.isinf(image)))
+            if bad:
+                raise InvalidImageError(f"{source}: {bad} of {image.size} voxels are infinite")
+            if np.isnan(image).all():
+                raise InvalidImageError(f"{source}: every voxel is NaN (no image data)")
     elif image.dtype.kind not in "biu":
         raise InvalidImageError(f"{source}: unsupported pixel type {image.dtype}")
     return image
