@@ -91,7 +91,7 @@ class IntensityStats:
         """Read statistics written by :meth:`save_json`."""
         path = Path(path)
         try:
-            return cls.from_dict(json.loads(path.read_text()))
+            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise ReadError(f"{path}: not an intensity statistics JSON file ({exc})") from exc
 
@@ -271,7 +271,7 @@ def channel_stats_from_task(
     folder = Path(folder)
     ds = folder / "dataset.json"
     try:
-        meta = json.loads(ds.read_text())
+        meta = json.loads(ds.read_text(encoding="utf-8"))
         training = meta["training"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ReadError(f"{ds}: cannot read the training list of an MSD task ({exc})") from exc

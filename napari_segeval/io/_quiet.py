@@ -3,8 +3,9 @@
 Libraries print their own warnings while reading (ITK's ``WARNING: In ...`` blocks,
 GDCM traces, pydicom and nibabel ``UserWarning`` s) before our one-line error or on
 success. Every read goes through :func:`quiet`, which turns SimpleITK's global
-warning display off (restored afterwards) and collects Python warnings instead of
-printing them. :func:`reason` makes a library exception into one line without
+warning display off (restored afterwards), collects Python warnings instead of
+printing them, and puts back the C locale a library changed while reading (GDCM
+sets ``LC_ALL`` to ``"C"``, after which Python reads text files as ASCII). :func:`reason` makes a library exception into one line without
 exception class names or ITK source locations.
 """
 
@@ -16,10 +17,34 @@ import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, ClassVar
 
 _LOCK = threading.RLock()
-_DEPTH = [0, True]  # nesting depth, SimpleITK's display flag before the outermost quiet()
 _LOGGERS = ("pydicom", "nibabel", "nibabel.global")
+_LOCAL = threading.local()  # .stack: this thread's open quiet() lists, innermost last
+
+
+class _Shared:
+    """Process-wide state of :func:`quiet`, switched by the first entrant and restored by
+    the last one to leave, whichever thread that is (reads run in parallel threads)."""
+
+    depth = 0  # open quiet() blocks, all threads
+    native = 0  # open blocks that swallow file descriptor 2
+    sitk = True  # SimpleITK's warning display before the first block
+    levels: ClassVar[dict] = {}
+    warnings_cm: Any = None
+    show: Any = None  # warnings.showwarning before the first block
+    stderr_fd: int | None = None
+    locale: str | None = None  # C-level locale before the first block
+
+
+def _show(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` while any quiet() is open: to this thread's innermost list."""
+    stack = getattr(_LOCAL, "stack", None)
+    if stack:
+        stack[-1].append(one_line(str(message)))
+    elif _Shared.show is not None:  # a thread that is not reading: shown as usual
+        _Shared.show(message, category, filename, lineno, file, line)
 
 
 def _sitk_display(on: bool | None) -> bool:
@@ -36,9 +61,56 @@ def _sitk_display(on: bool | None) -> bool:
     return old
 
 
-@contextmanager
-def _native_stderr() -> Iterator[None]:
-    """Swallow what C/C++ code prints on file descriptor 2 (MetaIO, libminc, GDCM)."""
+def _locale() -> str | None:
+    import locale
+
+    try:
+        return locale.setlocale(locale.LC_ALL)  # a query: changes nothing
+    except locale.Error:
+        return None
+
+
+def _enter(native: bool) -> None:
+    with _LOCK:
+        if _Shared.depth == 0:
+            _Shared.locale = _locale()
+            _Shared.sitk = _sitk_display(False)
+            _Shared.levels = {n: logging.getLogger(n).level for n in _LOGGERS}
+            for name in _LOGGERS:
+                logging.getLogger(name).setLevel(logging.CRITICAL)
+            _Shared.warnings_cm = warnings.catch_warnings()
+            _Shared.warnings_cm.__enter__()
+            warnings.simplefilter("always")
+            _Shared.show, warnings.showwarning = warnings.showwarning, _show
+        _Shared.depth += 1
+        if native:
+            if _Shared.native == 0:
+                _Shared.stderr_fd = _swallow_stderr()
+            _Shared.native += 1
+
+
+def _leave(native: bool) -> None:
+    with _LOCK:
+        if native:
+            _Shared.native -= 1
+            if _Shared.native == 0 and _Shared.stderr_fd is not None:
+                _restore_stderr(_Shared.stderr_fd)
+                _Shared.stderr_fd = None
+        _Shared.depth -= 1
+        if _Shared.depth == 0:
+            _Shared.warnings_cm.__exit__(None, None, None)  # filters and showwarning back
+            _Shared.warnings_cm, _Shared.show = None, None
+            for name, level in _Shared.levels.items():
+                logging.getLogger(name).setLevel(level)
+            _sitk_display(_Shared.sitk)
+            if _Shared.locale is not None and _locale() != _Shared.locale:
+                import locale  # GDCM's DICOM reading leaves LC_ALL at "C" (ASCII text I/O)
+
+                locale.setlocale(locale.LC_ALL, _Shared.locale)
+
+
+def _swallow_stderr() -> int | None:
+    """Point file descriptor 2 at a temporary file; the saved descriptor (None: left alone)."""
     import os
     import sys
     import tempfile
@@ -47,15 +119,17 @@ def _native_stderr() -> Iterator[None]:
         sys.stderr.flush()
         saved = os.dup(2)
     except (OSError, ValueError, AttributeError):
-        yield
-        return
+        return None
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)  # fd 2 keeps the (deleted) file open until restored
+    return saved
+
+
+def _restore_stderr(saved: int) -> None:
+    import os
+
     try:
-        with tempfile.TemporaryFile() as sink:
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved, 2)
+        os.dup2(saved, 2)
     finally:
         os.close(saved)
 
@@ -71,6 +145,12 @@ def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[
     libminc, GDCM) is swallowed too -- keep such blocks short, they hide every
     thread's standard error output.
 
+    Safe in parallel threads: the process-wide switches (warning filters, logger
+    levels, SimpleITK's display, file descriptor 2) are made by the first block
+    to open and undone by the last one to close, and each thread's warnings go
+    to its own innermost list. Warnings of threads not inside a block are shown
+    as usual.
+
     Examples
     --------
     >>> import warnings
@@ -80,33 +160,14 @@ def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[
     ['pixdim[0] (qfac) should be 1']
     """
     out = [] if collected is None else collected
-    with _LOCK:
-        if _DEPTH[0] == 0:
-            _DEPTH[1] = _sitk_display(False)
-        _DEPTH[0] += 1
-    levels = {}
-    for name in _LOGGERS:
-        lg = logging.getLogger(name)
-        levels[name] = lg.level
-        lg.setLevel(logging.CRITICAL)
+    stack = _LOCAL.__dict__.setdefault("stack", [])
+    _enter(native)
+    stack.append(out)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                if native:
-                    with _native_stderr():
-                        yield out
-                else:
-                    yield out
-            finally:
-                out.extend(one_line(str(w.message)) for w in caught)
+        yield out
     finally:
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-        with _LOCK:
-            _DEPTH[0] -= 1
-            if _DEPTH[0] == 0:
-                _sitk_display(_DEPTH[1])
+        stack.pop()
+        _leave(native)
 
 
 _ITK_NOISE = re.compile(

@@ -330,6 +330,11 @@ def labels_with_axes(
     return labels, raw.geometry, names, raw.axes
 
 
+def _dataset_modality(case: Case, modality: str | None, dataset: dict | None) -> None:
+    if modality is None and dataset and case.meta.get("dicom_modality") is None:
+        case.modality = dataset_modality(dataset) or case.modality
+
+
 def read_case(
     image: str | Path,
     labels: str | Path | None = None,
@@ -364,14 +369,19 @@ def read_case(
     """
     ipath = Path(image)
     dataset = _dataset(ipath, dataset_json)
-    case = read_image(ipath, modality=modality, series=series, volume=volume)
-    if modality is None and dataset and case.meta.get("dicom_modality") is None:
-        case.modality = dataset_modality(dataset) or case.modality
     if labels is None:
+        case = read_image(ipath, modality=modality, series=series, volume=volume)
+        _dataset_modality(case, modality, dataset)
         case.structures = structure_names(dataset) if dataset else {}
         return case
     lpath = Path(labels)
-    raw4 = read_raw(lpath)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # both files inflate at once (the GIL is released)
+        label_file = pool.submit(read_raw, lpath)
+        case = read_image(ipath, modality=modality, series=series, volume=volume)
+        raw4 = label_file.result()
+    _dataset_modality(case, modality, dataset)
     lvol = volume if raw4.axes == "tzyx" else None
     if case.axes == "tzyx" and raw4.axes != "tzyx":
         raise ReadError(f"{ipath} is a time series of {case.image.shape[0]} volumes but labels "

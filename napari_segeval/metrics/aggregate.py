@@ -75,7 +75,7 @@ class ResultsTable:
         """Read a table written by :meth:`to_csv` (numbers come back as floats)."""
         path = Path(path)
         try:
-            with open(path, newline="") as fh:
+            with open(path, newline="", encoding="utf-8") as fh:
                 reader = csv.DictReader(fh)
                 if reader.fieldnames is None or not set(KEY_COLUMNS) <= set(reader.fieldnames):
                     raise ReadError(f"{path}: not a results table (needs columns {KEY_COLUMNS})")

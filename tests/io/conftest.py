@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import locale
 import sys
 from pathlib import Path
 
@@ -36,6 +38,16 @@ def sitk_file(path: Path, array: np.ndarray, spacing=None, origin=None, vector=F
     return path
 
 
+@contextlib.contextmanager
+def _keep_locale():
+    """GDCM's DICOM writer sets the C locale to "C" (then Python reads text as ASCII)."""
+    saved = locale.setlocale(locale.LC_ALL)
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_ALL, saved)
+
+
 def dicom_series(folder: Path, volume: np.ndarray, spacing=(2.5, 0.7, 0.7),
                  origin=(-10.0, 20.0, 30.0), modality="CT", series_uid="1.2.826.0.1.3680043.2.1125.1",
                  prefix="slice") -> Path:
@@ -64,7 +76,8 @@ def dicom_series(folder: Path, volume: np.ndarray, spacing=(2.5, 0.7, 0.7),
         for key, value in tags.items():
             sl.SetMetaData(key, value)
         writer.SetFileName(str(folder / f"{prefix}{k:03d}.dcm"))
-        writer.Execute(sl)
+        with _keep_locale():
+            writer.Execute(sl)
     return folder
 
 
@@ -77,7 +90,8 @@ def multiframe_dicom(path: Path, frames: np.ndarray, modality="US") -> Path:
     writer = sitk.ImageFileWriter()
     writer.KeepOriginalImageUIDOn()
     writer.SetFileName(str(path))
-    writer.Execute(img)
+    with _keep_locale():
+        writer.Execute(img)
     return path
 
 

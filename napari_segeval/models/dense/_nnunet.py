@@ -33,8 +33,8 @@ def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> d
     """
     folder = Path(folder)
     try:
-        plans = json.loads((folder / "plans.json").read_text())
-        dataset = json.loads((folder / "dataset.json").read_text())
+        plans = json.loads((folder / "plans.json").read_text(encoding="utf-8"))
+        dataset = json.loads((folder / "dataset.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReadError(f"{folder}: not an nnU-Net v2 result folder ({exc})") from exc
     conf_name = configuration or folder.name.rsplit("__", 1)[-1]

@@ -44,7 +44,7 @@ def read_sidecar(path: Path) -> dict:
     if not side.exists():
         return {}
     try:
-        return json.loads(side.read_text())
+        return json.loads(side.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReadError(f"{side}: invalid plans JSON ({exc})") from exc
 
