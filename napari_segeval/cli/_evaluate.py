@@ -144,6 +144,10 @@ def _summary_text(result) -> str:
         lines.append(f"failed: {f['case']}: {f['error']}")
     if len(s["failed"]) > 20:
         lines.append(f"... and {len(s['failed']) - 20} more failures (see summary.json)")
+    unsaved = s.get("files_not_saved") or []
+    if unsaved:
+        lines.append(f"warning: prediction files of {len(unsaved)} case(s) not saved (scores "
+                     f"kept): {unsaved[0]['case']}: {unsaved[0]['error']}")
     written = [out / "results.csv", out / "summary.json"]
     if (out / "report.html").is_file():
         written.append(out / "report.html")

@@ -152,6 +152,9 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
         "n_failed": len(failed),
         "n_missing": len(cases) - len(records),
         "failed": failed,
+        # ok cases whose prediction files could not be saved (their scores stand)
+        "files_not_saved": [{"case": r["case"], "error": r["files_error"]} for r in records
+                            if r.get("status") == "ok" and r.get("files_error")],
         "seconds_per_case": (sum(seconds) / len(seconds)) if seconds else None,
         "differences_from_paper": list(proto.differences_for(run_info.get("preset"))),
         "results": proto.summarize(ok_rows, params) if ok_rows else {},

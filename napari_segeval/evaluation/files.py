@@ -39,6 +39,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from napari_segeval.evaluation.store import case_filename
 
 #: Keys of float images in a record's ``files`` (the rest are label maps).
@@ -127,7 +129,10 @@ def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
             image = is_image_key(key)
             rel = relative_path(case_id, key, image_ext if image else label_ext)
             path = Path(tmp) / Path(rel).name
-            (write_image if image else write_labels)(path, array, arrays.geometry)
+            geometry = arrays.geometry
+            if image and arrays.axes == "czyx" and np.ndim(array) == geometry.ndim + 1:
+                geometry = geometry.stacked()  # channels first: a 4D file, as MSD's
+            (write_image if image else write_labels)(path, array, geometry)
             out[key] = (rel, path.read_bytes())
             path.unlink()
     return out

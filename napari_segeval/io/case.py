@@ -145,6 +145,23 @@ class Geometry:
         d = self.direction_matrix[:n, :n]
         return Geometry(self.spacing[-n:], self.origin[:n], tuple(d.ravel()))
 
+    def stacked(self) -> Geometry:
+        """Geometry of a stack of such grids: a new slowest array axis (time, channel).
+
+        The new axis has spacing 1, origin 0 and is the last ITK axis, as a 4D
+        NIfTI's or MetaImage's fourth axis. A 2D geometry's 3D plane is dropped.
+
+        Examples
+        --------
+        >>> g = Geometry((3.0, 0.5, 0.5), (1.0, 2.0, 3.0), (-1, 0, 0, 0, -1, 0, 0, 0, 1))
+        >>> s = g.stacked()
+        >>> s.spacing, s.origin, s.sub(3) == g
+        ((1.0, 3.0, 0.5, 0.5), (1.0, 2.0, 3.0, 0.0), True)
+        """
+        d = np.eye(self.ndim + 1)
+        d[: self.ndim, : self.ndim] = self.direction_matrix
+        return Geometry((1.0, *self.spacing), (*self.origin, 0.0), tuple(d.ravel()))
+
     def is_orthonormal(self, tol: float = ORTHO_TOL) -> bool:
         """True when the direction matrix (and the plane's) is orthonormal within ``tol``.
 

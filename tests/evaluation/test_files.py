@@ -158,9 +158,15 @@ def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
                                         (0, 1, 0, 1, 0, 0, 0, 0, 1)), (4, 5, 6), ".mha"),
              ("polyp.jpg", "yxc", Geometry.identity(2), (5, 6, 3), ".tif"),
              ("echo.mp4", "tyx", Geometry.identity(3), (3, 5, 6), ".mha"),
-             ("clip", "tyxc", Geometry.identity(3), (3, 5, 6, 3), ".mha")]
+             ("clip", "tyxc", Geometry.identity(3), (3, 5, 6, 3), ".mha"),
+             # multi-channel MSD volumes: (C, z, y, x) floats as a 4D file, channels first
+             ("brain.nii.gz", "czyx", Geometry((2.5, 0.8, 0.7), (1.0, -2.0, 3.0),
+                                              (0, 1, 0, 1, 0, 0, 0, 0, 1)), (2, 4, 5, 6),
+              ".nii.gz"),
+             ("brain.mha", "czyx", Geometry.identity(3, (2.0, 1.0, 1.5)), (2, 4, 5, 6), ".mha")]
     for source, axes, geometry, shape, ext in cases:
-        grid = shape[:-1] if axes.endswith("c") else shape
+        grid = shape[:-1] if axes.endswith("c") and axes != "czyx" else shape
+        grid = shape[1:] if axes == "czyx" else grid
         arrays = {"clean": rng.integers(0, 3, grid).astype(np.uint8),
                   "perturbed:fgsm": rng.normal(size=shape).astype(np.float32),
                   "perturbation:fgsm": rng.normal(size=shape).astype(np.float32)}
@@ -173,7 +179,8 @@ def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
                 assert path.name.endswith(ext), (source, path.name)
                 got = read_image(path)
                 np.testing.assert_array_equal(got.image, arrays[key])
-                assert got.geometry.matches(geometry), source
+                g = got.geometry.sub(3) if axes == "czyx" else got.geometry
+                assert g.matches(geometry), source
             else:
                 labels, g, _ = read_labels(path)
                 np.testing.assert_array_equal(labels, arrays[key])
@@ -185,3 +192,25 @@ def test_tiff_holds_only_the_pixel_grid(tmp_path):
         write_image(tmp_path / "x.tif", np.zeros((2, 3, 4), np.float32),
                     Geometry.identity(3, (2.0, 1.0, 1.0)))
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_files_that_cannot_be_saved_keep_the_scores_and_are_reported(tmp_path, monkeypatch,
+                                                                       capsys):
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.cli import main
+
+    def refuse(case_id, arrays):
+        raise SegEvalError(f"{case_id}: no room on the disk")
+
+    monkeypatch.setattr(files, "encode_arrays", refuse)
+    task = write_msd(tmp_path / "Task97", 2)
+    out = tmp_path / "out"
+    code = main(["evaluate", str(task), "--protocol", "msd-robust", "--param", f"model={TOY}",
+                 "-o", str(out), "--workers", "1", "--no-report"])
+    text = capsys.readouterr().out
+    assert code == 0 and "2 ok" in text
+    assert "warning: prediction files of 2 case(s) not saved" in text
+    assert "case_000: no room on the disk" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert [f["case"] for f in summary["files_not_saved"]] == ["case_000", "case_001"]
+    assert store.read_case(out, "case_000")["files"] == {}

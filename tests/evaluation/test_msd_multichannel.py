@@ -19,8 +19,10 @@ from _two_channel import (
 )
 
 from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError
+from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import load_layout
 from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.evaluation.results import ResultsFolder
 from napari_segeval.io import Case, Geometry, read_image
 from napari_segeval.metrics import ResultsTable
 
@@ -150,4 +152,13 @@ def test_msd_robust_runs_clean_and_attacked_on_both_forms(two_channel_model, tmp
         assert budget["eps_raw"]["eps_raw_c1"]["max"] == pytest.approx(0.3 * stds[1])
         dice[variant] = sorted((r["case"], r["structure"], r["condition"], r["dice"])
                                for r in rows)
+        # the results browser shows channel 0 with channel 0 of the saved 4D float images
+        cid = rows[0]["case"]
+        loaded = ResultsFolder(out).load(cid)
+        files = store.read_case(out, cid)["files"]
+        for kind, got in (("perturbed", loaded.perturbed), ("perturbation", loaded.perturbation)):
+            assert f"{kind}:{cond}" in files, sorted(files)
+            saved = read_image(out / files[f"{kind}:{cond}"]).image
+            assert saved.shape == (2, *loaded.case.image.shape)
+            np.testing.assert_array_equal(got, saved[0])
     assert dice["4d"] == dice["files"]  # the same numbers from either form
