@@ -68,6 +68,9 @@ class ViewerState:
         Per-structure uncertainty score (mean entropy over the structure and its
         boundary band) of the clean prediction, set by the
         Uncertainty action; emptied when the clean prediction is replaced.
+    counted : dict of str to LiveMetrics
+        Counters a worker made for the case set by :meth:`set_case`, waiting for
+        the Dice panel to adopt them (:meth:`take_counted`).
     """
 
     image: Any = None
@@ -82,6 +85,7 @@ class ViewerState:
     prompts: list = field(default_factory=list)
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
+    counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False,
                                                  compare=False)
 
@@ -150,12 +154,15 @@ class ViewerState:
         self.notify("uncertainty")
 
     def set_case(self, image: Any, reference: Any, predictions: dict[str, Any],
-                 current: int | None = None) -> None:
+                 current: int | None = None, counted: dict | None = None) -> None:
         """Choose every layer of a case at once (the results browser's case swap).
 
         Listeners hear one ``"reference"`` change (on which they re-read the whole
-        case), not one per layer: the Dice panel recounts once.
+        case), not one per layer: the Dice panel recounts once, or adopts the
+        ``counted`` counters (condition -> :class:`~napari_segeval.metrics.LiveMetrics`
+        of these very arrays, made in a worker thread; see :meth:`take_counted`).
         """
+        self.counted = dict(counted or {})
         self.image = image
         self.reference = reference
         self.structures = structures_of(reference)
@@ -164,6 +171,10 @@ class ViewerState:
         self.current = current if current in self.structures else next(iter(self.structures),
                                                                          None)
         self.notify("reference")
+
+    def take_counted(self, condition: str) -> Any:
+        """The counter made in a worker for ``condition``'s layers (once; None if none)."""
+        return self.counted.pop(condition, None)
 
     def set_current(self, label: int | None) -> None:
         """Focus on structure ``label``."""

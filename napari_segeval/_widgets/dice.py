@@ -149,9 +149,13 @@ class DicePanel(QWidget):
                 pred = self.state.predictions.get(cond)
                 if pred is None:
                     continue
+                spacing, names = self.state.spacing(), self.state.structures or None
+                counted = self.state.take_counted(cond)
                 try:
-                    self.live[cond] = LiveMetrics(ref.data, pred.data, self.state.spacing(),
-                                                  self.state.structures or None)
+                    if counted is not None and counted.adopt(ref.data, pred.data, spacing, names):
+                        self.live[cond] = counted  # counted in the results browser's worker
+                    else:
+                        self.live[cond] = LiveMetrics(ref.data, pred.data, spacing, names)
                 except Exception as exc:  # noqa: BLE001 - shown in the panel
                     problems.append(f"{cond}: {error_message(exc)}")
                     continue

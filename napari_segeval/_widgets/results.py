@@ -257,12 +257,12 @@ class ResultsPanel(QWidget):
             show_error(str(result.error))
             return
         self.locate_button.setEnabled(False)
-        row, loaded, specs, worst = result
+        row, loaded, specs, worst, counted = result
         if specs is not None:
-            self._show(loaded, specs, row_label(loaded, row))
+            self._show(loaded, specs, row_label(loaded, row), counted)
         self._focus_row(row, worst)
 
-    def _show(self, loaded, specs: list, label: int | None) -> None:
+    def _show(self, loaded, specs: list, label: int | None, counted: dict | None = None) -> None:
         """Put a loaded case in the viewer (one main-thread step) and point the state at it."""
 
         def point_state(layers: dict | None) -> None:
@@ -271,7 +271,8 @@ class ResultsPanel(QWidget):
                 return
             attacked = layers.get(attacked_role(loaded.focus)) if loaded.focus else None
             self.state.set_case(layers["image"], layers.get("reference"),
-                                {"clean": layers.get("clean"), "attacked": attacked}, label)
+                                {"clean": layers.get("clean"), "attacked": attacked}, label,
+                                counted=counted)
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)

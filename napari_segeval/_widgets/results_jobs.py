@@ -56,11 +56,14 @@ def row_label(loaded, row: dict) -> int | None:
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
     """Worker side of a row selection: load the case unless ``shown`` is it; its worst slice.
 
-    Returns ``(row, loaded, layer specs or None, worst slice)``, or :class:`Missing`.
+    Returns ``(row, loaded, layer specs or None, worst slice, counters)``, or
+    :class:`Missing`. ``counters`` are the new case's overlap counters
+    (``loaded.counters``) for the Dice panel to adopt; empty when the case was
+    shown already (the panel's own counters are current then).
     """
-    from napari_segeval.evaluation.results import MissingFilesError, worst_slice
+    from napari_segeval.evaluation.results import MissingFilesError, worst_of_counts, worst_slice
 
-    specs = None
+    specs, counted = None, {}
     loaded = shown
     if loaded is None:
         focus = None if row["condition"] == "clean" else row["condition"]
@@ -69,10 +72,17 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
                                  cancel=cancel)
         except MissingFilesError as exc:
             return Missing(exc)
-        specs = layer_specs(loaded)  # structure ids etc. computed here, not in the GUI
+        counted = dict(loaded.counters)
+        ids = next(iter(counted.values())).reference_labels() if counted else None
+        specs = layer_specs(loaded, ids)  # structure ids etc. computed here, not in the GUI
     label = row_label(loaded, row)
     pred = loaded.predictions.get(row["condition"])
+    key = "clean" if row["condition"] == "clean" else "attacked"
     worst = None
     if label is not None and pred is not None and loaded.case.labels is not None:
-        worst = worst_slice(loaded.case.labels, pred, label)
-    return row, loaded, specs, worst
+        if key in counted and row["condition"] in ("clean", loaded.focus):
+            if loaded.case.labels.ndim >= 3:  # counted already: no second pass
+                worst = worst_of_counts(counted[key].slice_counts(label))
+        else:
+            worst = worst_slice(loaded.case.labels, pred, label)
+    return row, loaded, specs, worst, counted

@@ -32,19 +32,20 @@ def attacked_role(condition: str) -> str:
     return f"attacked:{condition}"
 
 
-def layer_specs(loaded: Any) -> list[tuple[str, Any, dict, str]]:
+def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
     """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first.
 
     Roles: ``image``, ``perturbed``, ``perturbation``, ``clean``,
     ``attacked:<condition>``, ``reference``. Every layer gets the image's ``scale``,
     ``translate`` and ``metadata["geometry"]``. The reference is drawn as an
     outline; which prediction is visible follows the selected row (the panel
-    sets it), the perturbed image and the perturbation start hidden.
+    sets it), the perturbed image and the perturbation start hidden. ``ids``:
+    the label ids present in the reference when already counted.
     """
     from napari_segeval._reader import case_to_layers
 
     case, cid = loaded.case, loaded.case_id
-    base = case_to_layers(case, cid)
+    base = case_to_layers(case, cid, ids)
     img_data, img_kw, _ = base[0]
     img_kw = {**img_kw, "name": f"{cid} image"}
     place = {k: img_kw[k] for k in ("scale", "translate")}

@@ -22,18 +22,23 @@ import math
 import os
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
-from napari_segeval.evaluation.files import file_formats, is_image_key
+from napari_segeval.evaluation.files import is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
+from napari_segeval.evaluation.loaded import (
+    LoadedCase,
+    float_key,
+    read_case_files,
+    worst_of_counts,
+    worst_slice,
+)
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers.
 METRICS = ("dice", "delta_dice", "hd95", "nsd", "uncertainty")
@@ -98,71 +103,6 @@ def _float(v: Any) -> float:
         return float(v)
     except (TypeError, ValueError):
         return math.nan
-
-
-@dataclass
-class LoadedCase:
-    """One case of a results folder, read and checked, ready to show.
-
-    Attributes
-    ----------
-    case_id : str
-    case : Case
-        Source image and reference labels (``case.labels``) with geometry and
-        structure names.
-    predictions : dict of str to numpy.ndarray
-        Condition -> saved label map (``"clean"`` first, then the attacks).
-    focus : str or None
-        The attacked condition whose perturbed image is loaded (None: none).
-    perturbed, perturbation : numpy.ndarray or None
-        Float32, raw units, on the case's grid.
-    perturbation_range : float
-        Largest absolute perturbation value (0 when there is none), for a
-        symmetric colour scale.
-    label_ext : str
-        The file suffix corrections of this case are saved with.
-    """
-
-    case_id: str
-    case: Any
-    predictions: dict[str, np.ndarray]
-    focus: str | None = None
-    perturbed: np.ndarray | None = None
-    perturbation: np.ndarray | None = None
-    perturbation_range: float = 0.0
-    label_ext: str = ".nii.gz"
-    files: dict[str, str] = field(default_factory=dict)
-
-
-def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int) -> int | None:
-    """Slice (axis 0) where a structure fares worst: lowest Dice, then most wrong voxels.
-
-    Slices where the structure is in neither map are skipped; among slices of
-    equal Dice (a structure missed on every slice scores 0 on all of them) the one
-    with the most false positives + false negatives wins. None for 2D arrays or
-    a structure in neither map.
-
-    Examples
-    --------
-    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
-    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
-    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
-    1
-    """
-    from napari_segeval.metrics.slices import per_slice_counts
-
-    if reference.ndim < 3:
-        return None
-    a = (np.asarray(reference) == label).astype(np.uint8)
-    b = (np.asarray(prediction) == label).astype(np.uint8)
-    tp, ref_n, pred_n = per_slice_counts(a, b, 0, 2)[:, :, 1].T
-    present = ref_n + pred_n > 0
-    if not present.any():
-        return None
-    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
-    errors = ref_n + pred_n - 2 * tp
-    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending
-    return int(order[0])
 
 
 class ResultsFolder:
@@ -303,6 +243,10 @@ class ResultsFolder:
     def check_files(self, case_id: str, focus: str | None = None) -> dict[str, Path]:
         """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
 
+        Of the focus condition's float images only one file is read: the
+        perturbation, else (older or edited folders) the perturbed image; the
+        other is computed (:meth:`load`).
+
         Raises
         ------
         MissingFilesError
@@ -317,8 +261,10 @@ class ResultsFolder:
         if spec.labels:
             paths["reference"] = Path(spec.labels)
         focus = self._focus(record, focus)
-        for key, rel in (record.get("files") or {}).items():
-            if not is_image_key(key) or key.partition(":")[2] == focus:
+        files = record.get("files") or {}
+        wanted = float_key(files, focus)
+        for key, rel in files.items():
+            if not is_image_key(key) or key == wanted:
                 paths[key] = self.path / rel
         missing_data = [str(p) for k, p in paths.items() if k in ("image", "reference")
                         and not p.exists()]
@@ -352,50 +298,12 @@ class ResultsFolder:
         MissingFilesError, ResultsFolderError, SegEvalError
             Missing files, or a file that does not match the image's grid.
         """
-        from napari_segeval.evaluation.protocols._common import load_case
-        from napari_segeval.io import read_image, read_labels
-
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
-        focus = self._focus(record, focus)
-        keys = [k for k in paths if k not in ("image", "reference")]
-        total = 1 + len(keys)
-        if progress is not None:
-            progress(0, total)
         channel = int(self.run.get("params", {}).get("channel", 0) or 0)
-        spec = self.spec(case_id)
-
-        def read(key: str):
-            check_cancel(cancel, "loading the case")
-            if key == "case":
-                return load_case(spec, channel=min(channel, len(spec.images) - 1),
-                                 need_labels=False)
-            if is_image_key(key):
-                return read_image(paths[key]).image
-            return read_labels(paths[key])[0]
-
-        out: dict[str, Any] = {}
-        with ThreadPoolExecutor(max_workers=min(4, total)) as pool:
-            futures = {k: pool.submit(read, k) for k in ["case", *keys]}
-            for done, (key, fut) in enumerate(futures.items(), start=1):
-                out[key] = fut.result()
-                if progress is not None:
-                    progress(done, total)
-        check_cancel(cancel, "loading the case")
-        case = out.pop("case")
-        for key, array in out.items():
-            want = case.image.shape if is_image_key(key) else case.spatial_shape
-            if tuple(array.shape) != tuple(want):
-                raise SegEvalError(f"{paths[key]}: shape {array.shape} does not match the image "
-                                   f"{paths['image']} ({tuple(want)}): wrong data folder?")
-        preds = {k: v for k, v in out.items() if not is_image_key(k)}
-        preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
-        pert = out.get(f"perturbation:{focus}")
-        return LoadedCase(
-            case_id, case, preds, focus, out.get(f"perturbed:{focus}"), pert,
-            float(np.abs(pert).max()) if pert is not None and pert.size else 0.0,
-            file_formats(str(case.image_path or spec.images[0]), case.axes)[0],
-            {k: str(p) for k, p in paths.items()})
+        return read_case_files(case_id, self.spec(case_id), paths, channel,
+                               self._focus(record, focus), record.get("files") or {},
+                               self.path, progress=progress, cancel=cancel)
 
     # -- corrections -------------------------------------------------------------------
     def save_correction(self, loaded: LoadedCase, name: str, labels: np.ndarray) -> Path:
@@ -423,4 +331,5 @@ class ResultsFolder:
 
 
 __all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
-           "ResultsFolderError", "is_results_folder", "version_key", "worst_slice"]
+           "ResultsFolderError", "is_results_folder", "version_key", "worst_of_counts",
+           "worst_slice"]

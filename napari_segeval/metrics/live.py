@@ -142,6 +142,43 @@ class LiveMetrics:
             )
         return rows
 
+    def adopt(self, reference: np.ndarray, prediction: np.ndarray,
+              spacing: Sequence[float] | None = None,
+              structures: Mapping[int, str] | None = None) -> bool:
+        """Take new settings if these counts are of ``reference`` and ``prediction`` themselves.
+
+        Counts made elsewhere (the results browser counts in its worker thread) are
+        handed to the Dice panel this way: True when both arrays are the very
+        objects counted (not copies) and every structure id is counted, and then
+        ``spacing`` and ``structures`` replace the old ones. False leaves the
+        counter unchanged (count afresh).
+
+        Examples
+        --------
+        >>> ref = np.zeros((2, 4, 4), np.uint8); ref[:, 1:3, 1:3] = 1
+        >>> live = LiveMetrics(ref, ref.copy())
+        >>> live.adopt(ref, live._pred, (2.0, 1.0, 1.0), {1: "liver"}), live.adopt(ref, ref)
+        (True, False)
+        """
+        if self._ref is not np.asarray(reference) or self._pred is not np.asarray(prediction):
+            return False
+        if structures and max(structures) >= self._n:
+            return False
+        self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
+        self.structures = (None if structures is None
+                           else {int(k): str(v) for k, v in structures.items()})
+        return True
+
+    def reference_labels(self) -> list[int]:
+        """Non-zero labels present in the reference, ascending."""
+        return [int(v) for v in np.flatnonzero(self._total[1]) if v != 0]
+
+    def slice_counts(self, label: int) -> np.ndarray:
+        """``(slices, 3)`` true positives, reference and predicted voxels of ``label`` per slice."""
+        if label >= self._n:
+            return np.zeros((self._ref.shape[0], 3), np.int64)
+        return self._counts[:, :, label].copy()
+
     def per_slice_dice(self, label: int, empty: str = "nan") -> np.ndarray:
         """Dice of one structure on every slice along axis 0."""
         if label >= self._n:  # never painted: absent from both maps on every slice

@@ -78,7 +78,7 @@ def settle(qtbot):
 
 
 def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, make_napari_viewer,
-                                                                 qtbot, settle):
+                                                                 qtbot, settle, monkeypatch):
     out = results_run
     assert napari_get_reader(str(out)) is open_results_folder
     assert napari_get_reader(str(TASK / "imagesTr")) is None  # a plain folder is not ours
@@ -92,7 +92,21 @@ def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, ma
     assert rows[0]["dice"] == min(r["dice"] for r in rows)  # worst first
     worst = rows[0]
     assert worst["condition"] == FGSM
+    import threading
+
+    from napari_segeval.metrics import LiveMetrics
+
+    main_thread_counts = []
+    recount = LiveMetrics._recount_all
+
+    def watched(self):
+        main_thread_counts.append(threading.current_thread() is threading.main_thread())
+        recount(self)
+
+    monkeypatch.setattr(LiveMetrics, "_recount_all", watched)
     show_row(panel, qtbot, 0)
+    # both predictions counted once, in the worker; the Dice panel adopted those counts
+    assert main_thread_counts == [False, False]
     cid = worst["case"]
     spec = panel.folder.spec(cid)
     roles = panel.layers.layers

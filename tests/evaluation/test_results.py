@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -137,3 +138,59 @@ def test_corrections_are_saved_beside_the_results_and_never_overwrite(run_dir, t
     labels, geometry, _ = read_labels(second)
     np.testing.assert_array_equal(labels, edited)
     assert geometry.matches(loaded.case.geometry)
+
+
+SAMPLE_TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+FGSM = "fgsm-linf eps=0.5"
+
+
+@pytest.fixture(scope="module")
+def fgsm_run(tmp_path_factory):
+    """msd-robust with the built-in CT model and FGSM on one case of the sample task."""
+    from napari_segeval.evaluation.layouts import load_layout
+
+    out = tmp_path_factory.mktemp("fgsm") / "out"
+    run_evaluation(load_layout(SAMPLE_TASK)[:1], "msd-robust", out,
+                   params={"attacks": [{"name": "fgsm", "eps": 0.5}]}, workers=1, report=False)
+    return out
+
+
+def test_perturbed_image_is_computed_bit_for_bit_from_the_perturbation(fgsm_run):
+    folder = ResultsFolder(fgsm_run)
+    cid = folder.cases()[0]
+    files = store.read_case(fgsm_run, cid)["files"]
+    read = folder.check_files(cid)
+    assert f"perturbation:{FGSM}" in read and f"perturbed:{FGSM}" not in read  # one file read
+    loaded = folder.load(cid)
+    saved = read_image(fgsm_run / files[f"perturbed:{FGSM}"]).image
+    delta = read_image(fgsm_run / files[f"perturbation:{FGSM}"]).image
+    assert loaded.perturbed.dtype == np.float32 and np.abs(delta).max() > 0
+    np.testing.assert_array_equal(loaded.perturbed, saved)  # exactly what the attack saved
+    np.testing.assert_array_equal(loaded.perturbation, delta)
+    assert loaded.perturbation_range == float(np.abs(delta).max())
+    assert loaded.files[f"perturbed:{FGSM}"] == str(fgsm_run / files[f"perturbed:{FGSM}"])
+
+
+def test_a_record_without_the_perturbation_computes_it_from_the_perturbed_image(fgsm_run,
+                                                                              tmp_path):
+    out = tmp_path / "old"
+    shutil.copytree(fgsm_run, out)
+    cid = ResultsFolder(out).cases()[0]
+    rec_path = out / "cases" / f"{cid}.json"
+    rec = json.loads(rec_path.read_text())
+    delta = read_image(out / rec["files"].pop(f"perturbation:{FGSM}")).image
+    rec_path.write_text(json.dumps(rec))
+    loaded = ResultsFolder(out).load(cid)
+    saved = read_image(out / rec["files"][f"perturbed:{FGSM}"]).image
+    np.testing.assert_array_equal(loaded.perturbed, saved)
+    np.testing.assert_allclose(loaded.perturbation, delta, atol=1e-4)
+
+
+def test_a_deleted_perturbation_file_is_named(fgsm_run, tmp_path):
+    out = tmp_path / "gone"
+    shutil.copytree(fgsm_run, out)
+    cid = ResultsFolder(out).cases()[0]
+    path = out / store.read_case(out, cid)["files"][f"perturbation:{FGSM}"]
+    path.unlink()
+    with pytest.raises(MissingFilesError, match=path.name):
+        ResultsFolder(out).load(cid)

@@ -1,0 +1,299 @@
+"""One case of a results folder read for browsing: its files, in parallel, with its counts.
+
+:func:`read_case_files` is what :meth:`ResultsFolder.load
+<napari_segeval.evaluation.results.ResultsFolder.load>` runs once the paths are
+checked. It is the slow part of opening a case in the viewer, so it is arranged
+for speed on a few cores:
+
+* the files are read in a thread pool (inflating releases the GIL, see
+  :mod:`napari_segeval.io._gzip`);
+* of an attack's two float images only the perturbation is read; the perturbed
+  image is computed as the attack computed it (float32 image + perturbation),
+  so it equals the saved file bit for bit and one inflate of a float volume
+  (about 1 s for 300 x 512 x 512) is saved. Folders whose records list only the
+  perturbed image get ``perturbed - image`` as perturbation;
+* as soon as the reference and the predictions are in, the overlap counters of
+  the Dice panel (:class:`~napari_segeval.metrics.LiveMetrics`) are made while the
+  float images are still inflating; they also give the worst slice and the
+  reference's label ids, so nothing counts the volume twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.files import file_formats, is_image_key
+
+
+@dataclass
+class LoadedCase:
+    """One case of a results folder, read and checked, ready to show.
+
+    Attributes
+    ----------
+    case_id : str
+    case : Case
+        Source image and reference labels (``case.labels``) with geometry and
+        structure names.
+    predictions : dict of str to numpy.ndarray
+        Condition -> saved label map (``"clean"`` first, then the attacks).
+    focus : str or None
+        The attacked condition whose perturbed image is loaded (None: none).
+    perturbed, perturbation : numpy.ndarray or None
+        Float32, raw units, on the case's grid (one channel of a multi-channel
+        run: the channel of ``case.image``). One of them is read, the other
+        computed (see the module docstring).
+    perturbation_range : float
+        Largest absolute perturbation value (0 when there is none), for a
+        symmetric colour scale.
+    label_ext : str
+        The file suffix corrections of this case are saved with.
+    files : dict of str to str
+        ``image``, ``reference`` and every file of the record (condition keys).
+    counters : dict of str to LiveMetrics
+        ``"clean"`` and ``"attacked"`` (the focus): overlap counts of the reference
+        against those predictions, per slice (:func:`counters`).
+    """
+
+    case_id: str
+    case: Any
+    predictions: dict[str, np.ndarray]
+    focus: str | None = None
+    perturbed: np.ndarray | None = None
+    perturbation: np.ndarray | None = None
+    perturbation_range: float = 0.0
+    label_ext: str = ".nii.gz"
+    files: dict[str, str] = field(default_factory=dict)
+    counters: dict[str, Any] = field(default_factory=dict)
+
+
+def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int) -> int | None:
+    """Slice (axis 0) where a structure fares worst: lowest Dice, then most wrong voxels.
+
+    Slices where the structure is in neither map are skipped; among slices of
+    equal Dice (a structure missed on every slice scores 0 on all of them) the one
+    with the most false positives + false negatives wins. None for 2D arrays or
+    a structure in neither map.
+
+    Examples
+    --------
+    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
+    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
+    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
+    1
+    """
+    from napari_segeval.metrics.slices import per_slice_counts
+
+    if reference.ndim < 3:
+        return None
+    a = (np.asarray(reference) == label).astype(np.uint8)
+    b = (np.asarray(prediction) == label).astype(np.uint8)
+    return worst_of_counts(per_slice_counts(a, b, 0, 2)[:, :, 1])
+
+
+def worst_of_counts(counts: np.ndarray) -> int | None:
+    """:func:`worst_slice` from per-slice ``(tp, reference, predicted)`` counts of a structure.
+
+    Examples
+    --------
+    >>> worst_of_counts(np.array([[4, 4, 4], [1, 4, 2], [0, 0, 0]]))
+    1
+    """
+    tp, ref_n, pred_n = np.asarray(counts).T
+    present = ref_n + pred_n > 0
+    if not present.any():
+        return None
+    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
+    errors = ref_n + pred_n - 2 * tp
+    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending
+    return int(order[0])
+
+
+def float_key(files: Mapping, focus: str | None) -> str | None:
+    """The float image of ``focus`` a load reads: its perturbation, else its perturbed image.
+
+    Examples
+    --------
+    >>> float_key({"perturbed:pgd": "a", "perturbation:pgd": "b"}, "pgd")
+    'perturbation:pgd'
+    >>> float_key({"perturbed:pgd": "a"}, "pgd"), float_key({}, None)
+    ('perturbed:pgd', None)
+    """
+    if focus is None:
+        return None
+    for kind in ("perturbation", "perturbed"):
+        if f"{kind}:{focus}" in files:
+            return f"{kind}:{focus}"
+    return None
+
+
+def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
+    """A saved float image on the loaded case's grid.
+
+    A multi-channel run saves ``(C, z, y, x)`` arrays (read back as a 4D file);
+    the browser shows one channel of the image, so it takes the same channel.
+    """
+    image = np.asarray(case.image)
+    if (array.ndim == image.ndim + 1 and not case.is_rgb
+            and tuple(array.shape[1:]) == tuple(image.shape) and channel < array.shape[0]):
+        return np.asarray(array[channel], np.float32)
+    return np.asarray(array, np.float32)
+
+
+def _chunks(n: int, parts: int) -> list[slice]:
+    step = max(1, -(-n // parts))
+    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
+
+
+def both_images(image: np.ndarray, perturbed: np.ndarray | None,
+                perturbation: np.ndarray | None,
+                pool: ThreadPoolExecutor | None = None) -> tuple[Any, Any]:
+    """``(perturbed image, perturbation)`` from whichever of the two was read.
+
+    The perturbed image is computed as the attack computed it (float32 image +
+    perturbation, a grey perturbation added to every colour channel), so it
+    equals the saved file bit for bit. From a perturbed image alone the
+    perturbation is ``perturbed - image`` (exact to float32 rounding, below
+    1e-4 raw units for CT values). With a ``pool`` the sum is split across its
+    threads along the first axis.
+
+    Examples
+    --------
+    >>> img = np.array([[-1000, 40]], np.int16)
+    >>> p, d = both_images(img, None, np.array([[0.5, -0.25]], np.float32))
+    >>> p.tolist(), d.tolist()
+    ([[-999.5, 39.75]], [[0.5, -0.25]])
+    >>> both_images(img, p, None)[1].tolist()
+    [[0.5, -0.25]]
+    """
+    image = np.asarray(image)
+    if perturbation is not None:
+        d = perturbation
+        add = d[..., None] if d.ndim == image.ndim - 1 else d
+        out = np.empty(image.shape, np.float32)
+
+        def part(s: slice) -> None:  # int -> float32 is exact, then one float32 add
+            np.add(image[s], add[s], out=out[s], dtype=np.float32, casting="unsafe")
+
+        parts = _chunks(image.shape[0], 4)
+        list(pool.map(part, parts) if pool is not None else map(part, parts))
+        return out, d
+    if perturbed is not None:
+        d = np.asarray(perturbed, np.float32).copy()
+        np.subtract(d, image, out=d, casting="unsafe")
+        return perturbed, d
+    return None, None
+
+
+def largest_magnitude(a: np.ndarray | None) -> float:
+    """``max |a|`` without a temporary array (0 for None or empty).
+
+    Examples
+    --------
+    >>> largest_magnitude(np.array([0.5, -2.0])), largest_magnitude(None)
+    (2.0, 0.0)
+    """
+    if a is None or not a.size:
+        return 0.0
+    return float(max(abs(float(np.nanmax(a))), abs(float(np.nanmin(a)))))
+
+
+def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None) -> dict:
+    """``{"clean"|"attacked": LiveMetrics}`` of the reference against those predictions.
+
+    The two conditions the Dice panel shows (the clean prediction and the
+    attack in focus), with the case's spacing and structure names; empty
+    without a reference.
+    """
+    from napari_segeval.metrics import LiveMetrics
+
+    ref = case.labels
+    out: dict[str, Any] = {}
+    if ref is None:
+        return out
+    for cond, key in (("clean", "clean"), (focus, "attacked")):
+        pred = predictions.get(cond) if cond else None
+        if pred is not None and pred.shape == ref.shape:
+            out[key] = LiveMetrics(ref, pred, case.spacing, dict(case.structures) or None)
+    return out
+
+
+def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel: int,
+                    focus: str | None, record_files: Mapping[str, str], root: Path, *,
+                    progress: Callable[[int, int], None] | None = None,
+                    cancel: Any = None) -> LoadedCase:
+    """Read a checked case (``paths`` from ``check_files``) into a :class:`LoadedCase`.
+
+    Raises
+    ------
+    SegEvalError
+        A file that does not match the image's grid.
+    """
+    from napari_segeval.evaluation.protocols._common import load_case
+    from napari_segeval.io import read_image, read_labels
+
+    keys = [k for k in paths if k not in ("image", "reference")]
+    labels = [k for k in keys if not is_image_key(k)]
+    floats = [k for k in keys if is_image_key(k)]
+    total = 1 + len(keys)
+    done = [0]
+
+    def read(key: str):
+        check_cancel(cancel, "loading the case")
+        if key == "case":
+            return load_case(spec, channel=min(channel, len(spec.images) - 1),
+                             need_labels=False)
+        if is_image_key(key):
+            return read_image(paths[key]).image
+        return read_labels(paths[key])[0]
+
+    def result(future):
+        value = future.result()
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+        return value
+
+    def check(key: str, array: np.ndarray, want: tuple) -> None:
+        if tuple(array.shape) not in (tuple(want), tuple(case.spatial_shape)):
+            raise SegEvalError(f"{paths[key]}: shape {array.shape} does not match the image "
+                               f"{paths['image']} ({tuple(want)}): wrong data folder?")
+
+    if progress is not None:
+        progress(0, total)
+    with ThreadPoolExecutor(max_workers=min(4, total)) as pool:
+        futures = {k: pool.submit(read, k) for k in ["case", *floats, *labels]}
+        case = result(futures["case"])
+        preds = {}
+        for key in labels:
+            preds[key] = result(futures[key])
+            check(key, preds[key], case.spatial_shape)
+        preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
+        counting = pool.submit(counters, case, preds, focus)  # while the floats inflate
+        k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
+        images = {}
+        for key in floats:
+            images[key] = on_grid(result(futures[key]), case, k)
+            check(key, images[key], case.image.shape)
+        check_cancel(cancel, "loading the case")
+        perturbed, pert = both_images(case.image, images.get(f"perturbed:{focus}"),
+                                      images.get(f"perturbation:{focus}"), pool)
+        counted = counting.result()
+    files = {k: str(p) for k, p in paths.items()}
+    files.update({k: str(root / rel) for k, rel in record_files.items()
+                  if is_image_key(k) and k.partition(":")[2] == focus})
+    return LoadedCase(
+        case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
+        file_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
+
+
+__all__ = ["LoadedCase", "both_images", "counters", "float_key", "largest_magnitude",
+           "on_grid", "read_case_files", "worst_of_counts", "worst_slice"]
