@@ -11,10 +11,27 @@ from napari_segeval._widgets.results_layers import layer_specs
 
 
 def open_job(path: str, progress=None, cancel=None):
-    """Worker side of *Open…*: read and check the folder (records, versions)."""
+    """Worker side of *Open…*: read and check the folder (records, versions); warm napari up."""
     from napari_segeval.evaluation.results import ResultsFolder
 
-    return ResultsFolder(path)
+    folder = ResultsFolder(path)
+    warm_up()
+    return folder
+
+
+def warm_up() -> None:
+    """Make one tiny Image and one Labels layer model, and drop them.
+
+    napari's first layer of a session costs about a second of imports and set-up
+    (pandas, scipy.ndimage, the unit registry). Paid here, in the worker that
+    opens the folder, the first row a person selects does not pay it on the
+    main thread (layer models hold no Qt objects).
+    """
+    import numpy as np
+    from napari.layers import Image, Labels
+
+    Image(np.zeros((2, 2, 2), np.float32), scale=(1.0, 1.0, 1.0))
+    Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
 
 
 class Missing:

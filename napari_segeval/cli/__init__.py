@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"segeval {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:  # noqa: BLE001 - last line of defence, see --debug
+    except Exception as exc:
         if args.debug:
             raise
         print(

@@ -2,7 +2,8 @@
 
 ``segeval evaluate`` saves, for every case, each condition's label map and, for
 attacked conditions, the perturbed image and the perturbation (float32, raw
-units), all on the source image's grid with its geometry::
+units; ``(C, z, y, x)`` 4D files for multi-channel cases), all on the source
+image's grid with its geometry::
 
     DIR/predictions/<safe case id>/<safe key>.<ext>
 

@@ -6,7 +6,8 @@ installation knows), lists one row per case x structure x condition with Dice,
 ΔDice (attacked - clean), HD95, NSD and the uncertainty score, and loads one
 case: the source image and reference (read as the protocol read them), every
 saved prediction and, for the attacked condition in focus, the perturbed image
-and the perturbation. All files are checked before anything is read, so a case
+and the perturbation (reading done by :mod:`napari_segeval.evaluation.loaded`,
+which reads one of the two and computes the other). All files are checked before anything is read, so a case
 with missing or moved files fails at once with their names
 (:class:`MissingFilesError`); a moved data set is found again with
 :meth:`ResultsFolder.remap_data`. Corrections painted in the viewer are saved

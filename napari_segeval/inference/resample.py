@@ -70,7 +70,7 @@ def resampled_shape(
     (40, 84, 84)
     """
     return tuple(
-        max(1, int(round(n * s / t))) for n, s, t in zip(shape, spacing, target_spacing)
+        max(1, round(n * s / t)) for n, s, t in zip(shape, spacing, target_spacing)
     )
 
 
