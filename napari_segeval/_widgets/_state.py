@@ -224,8 +224,15 @@ class ViewerState:
         return {2: "yx", 3: "zyx"}.get(layer.ndim, "")
 
     def kind(self) -> str:
-        """``"volume"``, ``"video"`` or ``"image"`` (a single 2D image)."""
+        """``"volume"``, ``"video"``, ``"series"`` (volumes over time, ``tzyx``) or ``"image"``.
+
+        A series (4D NIfTI: cine MR, fMRI, DWI) is neither a video nor a volume:
+        the panels that segment work on one of its volumes (see
+        :data:`SERIES_HINT`).
+        """
         axes = self.axes()
+        if axes == "tzyx":
+            return "series"
         if axes.startswith("t"):
             return "video"
         if axes.startswith("z"):
@@ -241,6 +248,12 @@ class ViewerState:
         ref = None if self.reference is None else np.asarray(self.reference.data)
         return Case(np.asarray(self.image.data), self.geometry(), axes=self.axes(),
                     modality=self.modality(), labels=ref, structures=dict(self.structures))
+
+
+#: What the segmenting panels say about a time series of volumes.
+SERIES_HINT = ("the image is a time series of volumes: take the volume shown as its own "
+               "layers first (Prompt tab: 'Take the volume shown'), then prompt, segment or "
+               "attack that volume")
 
 
 #: Viewer -> weak reference to the ViewerState its panels share (see the module docstring).

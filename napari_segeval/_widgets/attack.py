@@ -25,7 +25,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import attack, attack_dense, raw_per_unit
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt import prediction_layer
 
@@ -109,6 +109,8 @@ class AttackPanel(QWidget):
     def run(self) -> Any:
         """Attack in a worker thread; on success add the layers and the attacked prediction."""
         case = self.state.to_case()
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")

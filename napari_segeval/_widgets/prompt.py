@@ -20,7 +20,13 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval._widgets._live import LiveLabels
-from napari_segeval._widgets._state import ViewerState, go_to_index, shared_state
+from napari_segeval._widgets._state import (
+    SERIES_HINT,
+    ViewerState,
+    current_index,
+    go_to_index,
+    shared_state,
+)
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval.io.case import MODALITIES
 
@@ -106,6 +112,11 @@ class PromptPanel(QWidget):
                                            "(box jitter + intensity noise)")
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty))
+        self.volume_button = QPushButton("Take the volume shown")
+        self.volume_button.setToolTip("a time series of volumes: add the volume at the current "
+                                      "time point (and its reference) as 3D layers to work on")
+        self.volume_button.clicked.connect(lambda: run_guarded("take volume", self.take_volume))
+        self.volume_button.setVisible(self.state.kind() == "series")
         self.runner = JobRunner()
         self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
         self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
@@ -125,6 +136,7 @@ class PromptPanel(QWidget):
             buttons.addWidget(b)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
+        layout.addWidget(self.volume_button)
         layout.addLayout(buttons)
         run_row = QHBoxLayout()
         run_row.addWidget(self.run_button, 1)
@@ -154,6 +166,36 @@ class PromptPanel(QWidget):
         if what in ("reference", "current"):
             self._fill_structures()
             self._update_box_defaults()
+        self.volume_button.setVisible(self.state.kind() == "series")
+
+    def take_volume(self) -> tuple[Any, Any]:
+        """Add the volume shown of a time series (image and 4D reference) as 3D layers.
+
+        The new layers carry the volume's 3D geometry and become the panels'
+        image and reference; the series' layers are hidden. Returns the new
+        ``(image, reference or None)`` layers.
+        """
+        from napari_segeval._reader import case_to_layers
+        from napari_segeval.io import select_volume
+
+        image = self.state.image
+        if image is None or self.state.kind() != "series":
+            raise ValueError("the image is not a time series of volumes")
+        t = current_index(self.viewer, image) or 0
+        case = self.state.to_case()
+        if case.labels is not None and case.labels.ndim != 4:
+            case.labels = None  # a 3D reference already fits any volume: keep it as it is
+        volume = select_volume(case, t)
+        made = case_to_layers(volume, f"{image.name} t={t}")
+        new_image = self.viewer.add_image(made[0][0], **made[0][1])
+        new_ref = self.viewer.add_labels(made[1][0], **made[1][1]) if len(made) > 1 else None
+        old = [image] + ([self.state.reference] if new_ref is not None else [])
+        for layer in old:
+            layer.visible = False
+        self.state.set_image(new_image)
+        if new_ref is not None:
+            self.state.set_reference(new_ref)
+        return new_image, new_ref
 
     def chosen_modality(self) -> str:
         """The modality picked in the panel, else the one the reader recorded."""
@@ -173,6 +215,8 @@ class PromptPanel(QWidget):
         layer = self.state.image if self.state.image is not None else self.state.reference
         if layer is None:
             raise ValueError("choose an image layer first")
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
         shape = tuple(layer.data.shape)
         return shape[:-1] if getattr(layer, "rgb", False) else shape
 
@@ -244,6 +288,8 @@ class PromptPanel(QWidget):
         ref = self.state.reference
         if ref is None or self.state.current is None:
             raise ValueError("choose a reference layer and a structure first")
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
         mode = "video" if self.state.kind() == "video" else "volume"
         box = box_from_labels(ref.data, int(self.state.current), mode=mode)
         self.set_box(box)
@@ -254,6 +300,8 @@ class PromptPanel(QWidget):
         """One :class:`~napari_segeval.prompts.Box` per structure from the boxes layer."""
         from napari_segeval._widgets.overlays import prompts_from_shapes
 
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
         layer = self.state.boxes
         if layer is None or layer not in self.viewer.layers or not len(layer.data):
             raise ValueError("no box prompt: draw a box or take it from the reference")

@@ -29,7 +29,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._jobs import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt import prediction_layer
 
@@ -99,6 +99,8 @@ class SegmentPanel(QWidget):
         case = self.state.to_case()
         if case is None:
             raise ValueError("choose an image layer first")
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
         if case.axes != "zyx":
             raise ValueError(f"dense models segment 3D volumes; this case is a {self.state.kind()}")
         spec = self.spec()
