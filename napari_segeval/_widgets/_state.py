@@ -68,6 +68,9 @@ class ViewerState:
         Per-structure uncertainty score (mean entropy over the structure and its
         boundary band) of the clean prediction, set by the
         Uncertainty action; emptied when the clean prediction is replaced.
+    attacked_image : napari.layers.Image or None
+        The perturbed image of the attacked prediction, set by the *Attack* panel
+        and the results browser (compare mode shows it in its third view).
     counted : dict of str to LiveMetrics
         Counters a worker made for the case set by :meth:`set_case`, waiting for
         the Dice panel to adopt them (:meth:`take_counted`).
@@ -86,6 +89,7 @@ class ViewerState:
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    attacked_image: Any = None
     _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False,
                                                  compare=False)
 
@@ -141,6 +145,12 @@ class ViewerState:
                 self.uncertainty = {}
             self.notify(condition)
 
+    def set_attacked_image(self, layer: Any) -> None:
+        """Choose the perturbed image layer that goes with the attacked prediction."""
+        if layer is not self.attacked_image:
+            self.attacked_image = layer
+            self.notify("attacked_image")
+
     def set_model(self, model: Any, key: tuple | None, kind: str) -> None:
         """Remember the model that produced the clean prediction (``kind``: promptable/dense)."""
         if kind not in ("promptable", "dense"):
@@ -154,7 +164,8 @@ class ViewerState:
         self.notify("uncertainty")
 
     def set_case(self, image: Any, reference: Any, predictions: dict[str, Any],
-                 current: int | None = None, counted: dict | None = None) -> None:
+                 current: int | None = None, counted: dict | None = None,
+                 attacked_image: Any = None) -> None:
         """Choose every layer of a case at once (the results browser's case swap).
 
         Listeners hear one ``"reference"`` change (on which they re-read the whole
@@ -163,6 +174,7 @@ class ViewerState:
         of these very arrays, made in a worker thread; see :meth:`take_counted`).
         """
         self.counted = dict(counted or {})
+        self.attacked_image = attacked_image
         self.image = image
         self.reference = reference
         self.structures = structures_of(reference)

@@ -132,9 +132,10 @@ class AttackPanel(QWidget):
         base = image.name if image is not None else "case"
         kw = {} if image is None else {"scale": image.scale, "translate": image.translate}
         name = f"{base} attacked ({self.attack.currentText()})"
-        self._set_image(name, result.perturbed_image,
-                        {**kw, "contrast_limits": None if image is None else
-                         image.contrast_limits, "rgb": getattr(image, "rgb", False)})
+        attacked = self._set_image(name, result.perturbed_image,
+                                   {**kw, "contrast_limits": None if image is None else
+                                    image.contrast_limits, "rgb": getattr(image, "rgb", False)})
+        self.state.set_attacked_image(attacked)
         pert = result.perturbation
         bound = float(np.max(np.abs(pert))) or 1.0
         spatial_kw = dict(kw)

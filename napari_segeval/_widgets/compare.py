@@ -54,13 +54,19 @@ FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blend
 def attacked_image(viewer: Any, state: ViewerState) -> Any:
     """The attacked (perturbed) image layer of the case, or None.
 
-    The *Attack* panel names it ``"<image> attacked (<attack>)"``, the results
-    browser ``"<case> perturbed (<condition>)"``; the last such Image layer of the
-    image's shape is taken (the perturbation itself is not an image to look at).
+    The one the *Attack* panel or the results browser made
+    (``state.attacked_image``) while it is in the viewer; else, for layers a
+    person opened, the last Image layer of the image's shape named like theirs
+    (``"... attacked (...)"``, ``"... perturbed (...)"``; the perturbation itself is
+    not an image to look at).
     """
     from napari.layers import Image
 
     image = state.image
+    chosen = state.attacked_image
+    if chosen is not None and chosen in viewer.layers and (
+            image is None or chosen.data.shape == image.data.shape):
+        return chosen
     found = None
     for layer in viewer.layers:
         if not isinstance(layer, Image) or layer is image:
@@ -225,7 +231,7 @@ class CompareView(QWidget):
             self._connect(self._follow, src.events.paint, lambda event=None: dst.refresh())
 
     def _on_state(self, what: str) -> None:
-        if what in ("image", "reference", *CONDITIONS) and not self.closed:
+        if what in ("image", "reference", "attacked_image", *CONDITIONS) and not self.closed:
             run_guarded("compare views", self.rebuild)
 
     def _layer_removed(self, event: Any) -> None:

@@ -272,7 +272,7 @@ class ResultsPanel(QWidget):
             attacked = layers.get(attacked_role(loaded.focus)) if loaded.focus else None
             self.state.set_case(layers["image"], layers.get("reference"),
                                 {"clean": layers.get("clean"), "attacked": attacked}, label,
-                                counted=counted)
+                                counted=counted, attacked_image=layers.get("perturbed"))
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)

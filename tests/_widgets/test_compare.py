@@ -165,6 +165,25 @@ def test_compare_three_linked_views(pair_case, qtbot):
     bar.close()
 
 
+def test_compare_shows_the_attacked_image_the_state_names(pair_case, qtbot):
+    viewer, state, _clean, _att = pair_case
+    named = viewer.layers["ct attacked (fgsm)"]
+    image = state.image
+    # the image an attack made, named like no other; then a look-alike opened later
+    made = viewer.add_image(np.asarray(image.data) - 5, name="adversarial input",
+                            scale=image.scale, visible=False)
+    state.set_attacked_image(made)
+    viewer.add_image(np.asarray(image.data) + 9, name="old perturbed (pgd)", scale=image.scale)
+    bar = _bar(viewer, state)
+    qtbot.addWidget(bar)
+    bar.compare.setChecked(True)
+    assert bar.view.models["attacked"].layers[0].data is made.data
+    viewer.layers.remove(made)  # gone from the viewer: back to the names
+    assert bar.view.models["attacked"].layers[0].name in ("old perturbed (pgd)", named.name)
+    bar.compare.setChecked(False)
+    bar.close()
+
+
 def test_compare_rebuilds_when_the_case_changes(pair_case, qtbot):
     viewer, state, _clean, att = pair_case
     bar = _bar(viewer, state)
