@@ -26,23 +26,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval._errors import InvalidImageError, SegEvalError
+from napari_segeval._errors import SegEvalError
 from napari_segeval.inference.windowing import (
     DEFAULT_CT_WINDOW,
-    apply_window,
-    mr_clip,
     parse_window,
     window_bounds,
 )
-
-#: Resize modes of :class:`MedSAM2Model` (module doc).
-RESIZE_MODES = ("float", "pillow")
 from napari_segeval.models.base import NormalizeInfo, Order, Walk
 from napari_segeval.prompts.box import Box
 
 from . import _loop
 from ._build import FILL_HOLE_AREA, load_network
 from ._features import DEFAULT_CACHE_MB
+from ._preprocess import (
+    _CT,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    _stack_rgb,
+    pillow_resize,
+    to_uint8_range,
+)
 from ._resize import resize_bicubic
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,53 +53,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import torch
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
-_CT = ("ct",)
+#: Resize modes of :class:`MedSAM2Model` (module doc).
+RESIZE_MODES = ("float", "pillow")
 _NO_PER_SLICE = ("MedSAM2 conditions each frame on a memory bank of several frames; "
                  "a per-slice chain with a given previous mask is not defined for it "
                  "(use the full chain)")
-
-
-def to_uint8_range(image: np.ndarray, modality: str, window: Any = None,
-                   ct_mapping: str = "window") -> np.ndarray:
-    """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip.
-
-    RGB input (``(..., 3)`` with modality ``"rgb"``/``"video"``) is only clipped.
-    ``ct_mapping``: ``"window"`` (window edges to 0-255) or ``"minmax"``
-    (MedSAM2's scripts: the clipped volume's extremes to 0-255).
-
-    Examples
-    --------
-    >>> to_uint8_range(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
-    [[0, 127, 255]]
-    >>> to_uint8_range(np.array([[-100.0, 0.0, 100.0]]), "CT", ct_mapping="minmax").tolist()
-    [[0, 127, 255]]
-    """
-    arr = np.asarray(image)
-    mod = modality.lower()
-    if mod in _CT:
-        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
-        scaled = apply_window(arr, level, width, ct_mapping)
-    elif mod in ("rgb", "video", "us", "endoscopy"):
-        scaled = np.clip(np.asarray(arr, dtype=np.float32), 0, 255)
-    else:
-        scaled = mr_clip(arr)
-    return scaled.astype(np.uint8)  # truncation, as np.uint8(...) in MedSAM2
-
-
-def _stack_rgb(frames: Any, device: Any) -> torch.Tensor:
-    """``(n, H, W)`` or ``(n, H, W, 3)`` -> float tensor ``(n, 3, H, W)`` on ``device``."""
-    import torch
-
-    x = frames if isinstance(frames, torch.Tensor) else torch.as_tensor(np.asarray(frames))
-    if x.ndim == 3:
-        x = x.unsqueeze(-1).expand(*x.shape, 3)
-    if x.ndim != 4 or x.shape[-1] != 3:
-        raise InvalidImageError(
-            f"MedSAM2 frames must be (n, H, W) or (n, H, W, 3), got shape {tuple(x.shape)}"
-        )
-    return x.to(device=device, dtype=torch.float32).permute(0, 3, 1, 2)
 
 
 class MedSAM2Model:
@@ -401,33 +362,6 @@ class MedSAM2Model:
             m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
             m = (m >= 0.5).float()
         return m
-
-
-def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
-    """Normalized ``(n, 3, H, W)`` frames -> ``(n, 3, size, size)`` the way MedSAM2 does it.
-
-    Each frame goes back to its 8-bit RGB values (exact: the frames are 8-bit
-    values normalized), Pillow resizes it (bicubic, uint8 out), then ``/ 255``
-    and ImageNet mean/std, as ``resize_grayscale_to_rgb_and_resize`` and the
-    lines after it in MedSAM2's scripts.
-
-    Examples
-    --------
-    >>> import torch
-    >>> pillow_resize(torch.zeros(2, 3, 5, 7), 8).shape
-    torch.Size([2, 3, 8, 8])
-    """
-    import torch
-    from PIL import Image
-
-    mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32, device=x.device)[:, None, None]
-    std = torch.tensor(IMAGENET_STD, dtype=torch.float32, device=x.device)[:, None, None]
-    u8 = torch.round((x.detach().float() * std + mean) * 255.0).clamp(0, 255)
-    u8 = u8.to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
-    out = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(f), "RGB").resize(
-        (size, size), Image.BICUBIC)) for f in u8])
-    t = torch.from_numpy(out).to(x.device).permute(0, 3, 1, 2).float() / 255.0
-    return (t - mean) / std
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
