@@ -183,6 +183,7 @@ class ViewerState:
         self.current = current if current in self.structures else next(iter(self.structures),
                                                                          None)
         self.notify("reference")
+        self.counted = {}  # not taken now: stale once the arrays are edited
 
     def take_counted(self, condition: str) -> Any:
         """The counter made in a worker for ``condition``'s layers (once; None if none)."""

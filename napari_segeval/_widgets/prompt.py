@@ -192,9 +192,9 @@ class PromptPanel(QWidget):
         old = [image] + ([self.state.reference] if new_ref is not None else [])
         for layer in old:
             layer.visible = False
-        self.state.set_image(new_image)
-        if new_ref is not None:
-            self.state.set_reference(new_ref)
+        reference = new_ref if new_ref is not None else self.state.reference
+        # one change for the panels; predictions of the series do not fit a volume
+        self.state.set_case(new_image, reference, {}, self.state.current)
         return new_image, new_ref
 
     def chosen_modality(self) -> str:

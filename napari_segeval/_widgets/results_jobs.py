@@ -15,7 +15,10 @@ def open_job(path: str, progress=None, cancel=None):
     from napari_segeval.evaluation.results import ResultsFolder
 
     folder = ResultsFolder(path)
-    warm_up()
+    try:
+        warm_up()
+    except Exception:  # noqa: BLE001, S110 - only a head start; the first row pays otherwise
+        pass
     return folder
 
 

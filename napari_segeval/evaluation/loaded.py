@@ -222,7 +222,10 @@ def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None
     for cond, key in (("clean", "clean"), (focus, "attacked")):
         pred = predictions.get(cond) if cond else None
         if pred is not None and pred.shape == ref.shape:
-            out[key] = LiveMetrics(ref, pred, case.spacing, dict(case.structures) or None)
+            try:
+                out[key] = LiveMetrics(ref, pred, case.spacing, dict(case.structures) or None)
+            except (SegEvalError, MemoryError, ValueError):
+                continue  # the Dice panel counts again and shows what is wrong
     return out
 
 
@@ -271,22 +274,26 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
         progress(0, total)
     with ThreadPoolExecutor(max_workers=min(4, total)) as pool:
         futures = {k: pool.submit(read, k) for k in ["case", *floats, *labels]}
-        case = result(futures["case"])
-        preds = {}
-        for key in labels:
-            preds[key] = result(futures[key])
-            check(key, preds[key], case.spatial_shape)
-        preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
-        counting = pool.submit(counters, case, preds, focus)  # while the floats inflate
-        k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
-        images = {}
-        for key in floats:
-            images[key] = on_grid(result(futures[key]), case, k)
-            check(key, images[key], case.image.shape)
-        check_cancel(cancel, "loading the case")
-        perturbed, pert = both_images(case.image, images.get(f"perturbed:{focus}"),
-                                      images.get(f"perturbation:{focus}"), pool)
-        counted = counting.result()
+        try:
+            case = result(futures["case"])
+            preds = {}
+            for key in labels:
+                preds[key] = result(futures[key])
+                check(key, preds[key], case.spatial_shape)
+            preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
+            counting = pool.submit(counters, case, preds, focus)  # while the floats inflate
+            k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
+            images = {}
+            for key in floats:
+                images[key] = on_grid(result(futures[key]), case, k)
+                check(key, images[key], case.image.shape)
+            check_cancel(cancel, "loading the case")
+            perturbed, pert = both_images(case.image, images.get(f"perturbed:{focus}"),
+                                          images.get(f"perturbation:{focus}"), pool)
+            counted = counting.result()
+        except BaseException:  # an error or cancel: drop the reads not started yet
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
     files = {k: str(p) for k, p in paths.items()}
     files.update({k: str(root / rel) for k, rel in record_files.items()
                   if is_image_key(k) and k.partition(":")[2] == focus})

@@ -9,8 +9,8 @@ inflate in parallel. ``isal`` is a dependency on the platforms it has wheels for
 Both check the gzip trailer (CRC-32 and length), so a truncated or corrupt file
 is an error, never a short array. On any error :func:`gunzip` inflates the file
 again with :mod:`gzip`, whose messages say more ("Not a gzipped file", "CRC check
-failed"). :func:`open_gzip` gives a stream for readers that inflate straight into
-their own array (``readinto``), with no whole-file buffer in between.
+failed"). :func:`open_gzip` gives a stream for readers that parse as they
+inflate (nibabel reads the header, then the voxels).
 """
 
 from __future__ import annotations

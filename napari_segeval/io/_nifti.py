@@ -95,8 +95,8 @@ def _nifti_class(head: bytes):
 def _load_gz(path: Path):
     """``(image, data)`` of a ``.nii.gz`` file, its gzip trailer (CRC, length) checked.
 
-    The voxels are inflated straight into the array nibabel allocates (one pass,
-    no whole-file buffer); on any error the file is read again the plain way
+    The file is inflated as a stream (ISA-L when installed) while nibabel reads
+    the voxels, in one pass; on any error it is read again the plain way
     (inflate all, then parse), which raises the clearer message.
     """
     from napari_segeval.io._gzip import gunzip, open_gzip

@@ -30,30 +30,54 @@ class _Shared:
 
     depth = 0  # open quiet() blocks, all threads
     native = 0  # open blocks that swallow file descriptor 2
-    sitk = True  # SimpleITK's warning display before the first block
+    sitk: bool | None = None  # SimpleITK's display before we switched it (None: not switched)
     levels: ClassVar[dict] = {}
-    warnings_cm: Any = None
     show: Any = None  # warnings.showwarning before the first block
     stderr_fd: int | None = None
     locale: str | None = None  # C-level locale before the first block
 
 
+#: The filter the first block puts in front (and the last one takes out): every
+#: warning is shown, so repeated library warnings reach each read's list.
+_ALWAYS = ("always", None, Warning, None, 0)
+
+
+def _plain_show(message, category, filename, lineno, file=None, line=None) -> None:
+    """What :mod:`warnings` prints by default (to ``file`` or standard error)."""
+    import sys
+
+    out = file if file is not None else sys.stderr
+    if out is not None:
+        try:
+            out.write(warnings.formatwarning(message, category, filename, lineno, line))
+        except (OSError, ValueError):
+            pass
+
+
 def _show(message, category, filename, lineno, file=None, line=None) -> None:
-    """``warnings.showwarning`` while any quiet() is open: to this thread's innermost list."""
+    """``warnings.showwarning`` while a quiet() is open: to this thread's innermost list.
+
+    Other threads' warnings go to the function that was in place before (never
+    back to this one: overlapping ``catch_warnings`` blocks of other threads can
+    leave it installed).
+    """
     stack = getattr(_LOCAL, "stack", None)
     if stack:
         stack[-1].append(one_line(str(message)))
-    elif _Shared.show is not None:  # a thread that is not reading: shown as usual
-        _Shared.show(message, category, filename, lineno, file, line)
+        return
+    target = _Shared.show
+    if target is None or target is _show:
+        target = _plain_show
+    target(message, category, filename, lineno, file, line)
 
 
-def _sitk_display(on: bool | None) -> bool:
-    """Set SimpleITK's global warning display (when loaded); return the old value."""
+def _sitk_display(on: bool | None) -> bool | None:
+    """Set SimpleITK's global warning display (when loaded); the old value (None: not loaded)."""
     import sys
 
     sitk = sys.modules.get("SimpleITK")
     if sitk is None:
-        return True
+        return None
     po = sitk.ProcessObject
     old = bool(po.GetGlobalWarningDisplay())
     if on is not None:
@@ -70,18 +94,25 @@ def _locale() -> str | None:
         return None
 
 
+def _filters_changed() -> None:
+    bump = getattr(warnings, "_filters_mutated", None)  # CPython's cache invalidation
+    if bump is not None:
+        bump()
+
+
 def _enter(native: bool) -> None:
     with _LOCK:
         if _Shared.depth == 0:
             _Shared.locale = _locale()
-            _Shared.sitk = _sitk_display(False)
             _Shared.levels = {n: logging.getLogger(n).level for n in _LOGGERS}
             for name in _LOGGERS:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
-            _Shared.warnings_cm = warnings.catch_warnings()
-            _Shared.warnings_cm.__enter__()
-            warnings.simplefilter("always")
-            _Shared.show, warnings.showwarning = warnings.showwarning, _show
+            warnings.simplefilter("always")  # puts _ALWAYS in front
+            saved = warnings.showwarning
+            _Shared.show = None if saved is _show else saved
+            warnings.showwarning = _show
+        if _Shared.sitk is None:  # SimpleITK may be imported by a later block's thread
+            _Shared.sitk = _sitk_display(False)
         _Shared.depth += 1
         if native:
             if _Shared.native == 0:
@@ -97,16 +128,25 @@ def _leave(native: bool) -> None:
                 _restore_stderr(_Shared.stderr_fd)
                 _Shared.stderr_fd = None
         _Shared.depth -= 1
-        if _Shared.depth == 0:
-            _Shared.warnings_cm.__exit__(None, None, None)  # filters and showwarning back
-            _Shared.warnings_cm, _Shared.show = None, None
-            for name, level in _Shared.levels.items():
-                logging.getLogger(name).setLevel(level)
+        if _Shared.depth:
+            return
+        if warnings.showwarning is _show:  # left alone if someone replaced it meanwhile
+            warnings.showwarning = _Shared.show if _Shared.show is not None else _plain_show
+        _Shared.show = None
+        try:
+            warnings.filters.remove(_ALWAYS)
+            _filters_changed()
+        except ValueError:
+            pass
+        for name, level in _Shared.levels.items():
+            logging.getLogger(name).setLevel(level)
+        if _Shared.sitk is not None:
             _sitk_display(_Shared.sitk)
-            if _Shared.locale is not None and _locale() != _Shared.locale:
-                import locale  # GDCM's DICOM reading leaves LC_ALL at "C" (ASCII text I/O)
+            _Shared.sitk = None
+        if _Shared.locale is not None and _locale() != _Shared.locale:
+            import locale  # GDCM's DICOM reading leaves LC_ALL at "C" (ASCII text I/O)
 
-                locale.setlocale(locale.LC_ALL, _Shared.locale)
+            locale.setlocale(locale.LC_ALL, _Shared.locale)
 
 
 def _swallow_stderr() -> int | None:
@@ -120,8 +160,12 @@ def _swallow_stderr() -> int | None:
         saved = os.dup(2)
     except (OSError, ValueError, AttributeError):
         return None
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 2)  # fd 2 keeps the (deleted) file open until restored
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 2)  # fd 2 keeps the (deleted) file open until restored
+    except OSError:  # no room for a temporary file: C libraries may print, nothing breaks
+        os.close(saved)
+        return None
     return saved
 
 

@@ -194,3 +194,28 @@ def test_a_deleted_perturbation_file_is_named(fgsm_run, tmp_path):
     path.unlink()
     with pytest.raises(MissingFilesError, match=path.name):
         ResultsFolder(out).load(cid)
+
+
+def test_counting_that_fails_leaves_the_counting_to_the_panel(fgsm_run, monkeypatch):
+    from napari_segeval.metrics import live
+
+    def no_memory(self):
+        raise MemoryError("no room for the counts")
+
+    folder = ResultsFolder(fgsm_run)
+    cid = folder.cases()[0]
+    assert set(folder.load(cid).counters) == {"clean", "attacked"}
+    monkeypatch.setattr(live.LiveMetrics, "_recount_all", no_memory)
+    loaded = folder.load(cid)
+    assert loaded.counters == {} and loaded.perturbed is not None
+
+
+def test_a_cancelled_load_stops_and_says_so(fgsm_run):
+    import threading
+
+    from napari_segeval import Cancelled
+
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Cancelled):
+        ResultsFolder(fgsm_run).load(ResultsFolder(fgsm_run).cases()[0], cancel=cancel)

@@ -65,3 +65,31 @@ def test_warnings_of_other_threads_are_not_swallowed():
         done.set()
         t.join(10)
     assert [str(w.message) for w in seen] == ["main thread warning"]
+
+
+def test_a_catch_warnings_block_overlapping_a_read_breaks_nothing(capfd):
+    """Another thread's catch_warnings that outlives a read restores our hook: harmless."""
+    inside, main_in, left = threading.Event(), threading.Event(), threading.Event()
+
+    def reader() -> None:
+        with quiet():
+            inside.set()
+            main_in.wait(5)
+        left.set()
+
+    t = threading.Thread(target=reader)
+    t.start()
+    inside.wait(5)
+    with warnings.catch_warnings():  # saves quiet's hook; restores it after the read ended
+        main_in.set()
+        left.wait(5)
+    t.join(10)
+    warnings.warn("after the overlap")  # shown, not lost, no recursion
+    with quiet() as got:
+        warnings.warn("inside a read")
+        other = threading.Thread(target=lambda: warnings.warn("from another thread"))
+        other.start()
+        other.join(10)
+    assert got == ["inside a read"]
+    err = capfd.readouterr().err
+    assert "after the overlap" in err and "from another thread" in err
