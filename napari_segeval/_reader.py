@@ -185,8 +185,7 @@ def _labels_layer(path: Path) -> LayerData:
 
     labels, geometry, names, axes = labels_with_axes(path)
     scale, translate = _placement(geometry, labels.ndim)
-    ids = [int(i) for i in np.unique(labels)]
-    ids = sorted(set(ids) | set(names) | {0})
+    ids = sorted(set(present_ids(labels)) | set(names) | {0})
     features = {
         "index": ids,
         "name": ["background" if i == 0 else names.get(i, f"label {i}") for i in ids],

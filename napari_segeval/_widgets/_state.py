@@ -316,8 +316,9 @@ def structures_of(layer: Any) -> dict[int, str]:
         found = {int(i): str(n) for i, n in zip(features["index"], features["name"]) if int(i)}
         if found:
             return dict(sorted(found.items()))
-    ids = np.unique(np.asarray(layer.data))
-    return {int(i): f"label {int(i)}" for i in ids if i != 0}
+    from napari_segeval._reader import present_ids
+
+    return {i: f"label {i}" for i in present_ids(layer.data) if i != 0}
 
 
 def current_index(viewer: Any, layer: Any) -> int | None:
