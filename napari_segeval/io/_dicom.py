@@ -29,7 +29,13 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
-from napari_segeval.io._dicom_colour import PALETTE, is_colour, palette_rgb, photometric, samples_stored
+from napari_segeval.io._dicom_colour import (
+    PALETTE,
+    is_colour,
+    palette_rgb,
+    photometric,
+    samples_stored,
+)
 from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
 from napari_segeval.io._formats import Raw
 from napari_segeval.io._quiet import quiet, reason

@@ -81,7 +81,7 @@ def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
     with quiet():
         try:
             rgb = apply_color_lut(indices, ds)
-        except Exception as exc:  # noqa: BLE001 - pydicom's many ways to say "bad LUT"
+        except Exception as exc:
             raise ReadError(f"{path}: PALETTE COLOR image has no usable palette "
                             f"({reason(exc)})") from exc
     rgb = rgb[..., :3]  # an alpha palette is not shown

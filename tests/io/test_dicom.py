@@ -208,8 +208,8 @@ _Q12 = np.array([1] + [3] * 63)  # quantisation: DC exact, every AC step 3
 
 def _ct12(rng, frames=None):
     yy, xx = np.mgrid[0:20, 0:27]
-    one = lambda: 1000 + 40 * yy + 30 * xx + rng.integers(0, 400, (20, 27))  # noqa: E731
-    return np.stack([one() for _ in range(frames)]) if frames else one()
+    ramps = [1000 + 40 * yy + 30 * xx + rng.integers(0, 400, (20, 27)) for _ in range(frames or 1)]
+    return np.stack(ramps) if frames else ramps[0]
 
 
 @pytest.mark.parametrize("name, frames, kw", [
