@@ -11,8 +11,8 @@ grey picture of its codes:
   tables; ultrasound and secondary capture) go through their palette with
   pydicom's :func:`~pydicom.pixels.apply_color_lut` (segmented palettes
   included). A palette with 16-bit entries gives 8-bit RGB by its high byte, as
-  GDCM (SimpleITK) does, unless every entry is below 256 (8-bit values written in
-  16-bit words, which some scanners do): those are kept as they are.
+  GDCM (SimpleITK) does, unless every colour the image uses is below 256 (8-bit
+  values written in 16-bit entries, which some scanners do): those are kept as they are.
 
 Several colour images of one stack (a multi-frame secondary capture, a folder of
 screen captures) are a stack of RGB frames ``"tyxc"``: there are no colour volumes
