@@ -16,7 +16,8 @@ other)::
     6      training                         training of the built-in models (scripts and
                                             the per-fold trainer cv5-2d calls)
     7      evaluation                       data sets, protocols, runner, reports
-    top    _reader, _writer                 napari reader/writer
+    top    _layer_data                      napari layer data from files and cases (no napari)
+           _reader, _writer                 napari reader/writer
            _sample_data                     napari sample entry point
            cli, _widgets                    the two front ends
 
@@ -61,6 +62,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("attacks", "uncertainty"),
     ("training",),
     ("evaluation",),
+    ("_layer_data",),
     ("_reader", "_writer"),
     ("_sample_data",),
     ("cli", "_widgets"),
