@@ -48,10 +48,10 @@ def _transfer_syntax(ds):
     ts = meta.get("TransferSyntaxUID") if meta is not None else None
     if ts:
         return UID(str(ts))
-    implicit, little = getattr(ds, "original_encoding", (True, True))
-    if implicit:
+    implicit, little = getattr(ds, "original_encoding", (True, True))  # (None, None): made here
+    if implicit or implicit is None:
         return ImplicitVRLittleEndian
-    return ExplicitVRLittleEndian if little else ExplicitVRBigEndian
+    return ExplicitVRBigEndian if little is False else ExplicitVRLittleEndian
 
 
 def _expected_bytes(ds, frames: int) -> int:
