@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for dicom_factory
 from dicom_factory import (
+    gdcm_jpeg_lossless,
     jpeg12_expected,
     jpeg12_file,
     palette_tags,
@@ -149,5 +150,5 @@ def make():
         nifti=nifti, sitk_file=sitk_file, dicom_series=dicom_series,
         multiframe_dicom=multiframe_dicom, video=video, png=png, blocks=blocks,
         pydicom_file=pydicom_file, pydicom_series=pydicom_series, palette_tags=palette_tags,
-        ybr_full_422=ybr_full_422, jpeg12_file=jpeg12_file, jpeg12_expected=jpeg12_expected,
+        ybr_full_422=ybr_full_422, gdcm_jpeg_lossless=gdcm_jpeg_lossless, jpeg12_file=jpeg12_file, jpeg12_expected=jpeg12_expected,
     )

@@ -96,6 +96,23 @@ def pydicom_series(folder: Path, volume: np.ndarray, *, spacing=(2.5, 0.7, 0.6),
     return folder
 
 
+def gdcm_jpeg_lossless(path: Path, pixels: np.ndarray, **meta: str) -> Path:
+    """``pixels`` written by GDCM (SimpleITK) as JPEG lossless (1.2.840.10008.1.2.4.70),
+    which pydicom cannot decode without a plugin; ``meta``: DICOM tags ``"gggg|eeee"``."""
+    import SimpleITK as sitk
+
+    img = sitk.GetImageFromArray(pixels)
+    for key, value in meta.items():
+        img.SetMetaData(key, value)
+    writer = sitk.ImageFileWriter()
+    writer.SetImageIO("GDCMImageIO")
+    writer.SetFileName(str(path))
+    writer.UseCompressionOn()
+    writer.SetCompressor("JPEG")
+    writer.Execute(img)
+    return path
+
+
 # --- colour and 12-bit JPEG ---------------------------------------------------------------
 
 

@@ -190,17 +190,10 @@ def test_rle_compressed(tmp_path, make, rng):
     np.testing.assert_array_equal(read_image(tmp_path / "rle.dcm").image, pix)
 
 
-def test_jpeg_lossless_through_gdcm(tmp_path):
+def test_jpeg_lossless_through_gdcm(tmp_path, make):
     vol = (np.arange(30).reshape(5, 6) * 7 - 50).astype(np.int16)
-    img = sitk.GetImageFromArray(vol)
-    img.SetMetaData("0008|0060", "CT")
-    writer = sitk.ImageFileWriter()
-    writer.SetImageIO("GDCMImageIO")
-    writer.SetFileName(str(tmp_path / "jpeg.dcm"))
-    writer.UseCompressionOn()
-    writer.SetCompressor("JPEG")
-    writer.Execute(img)
-    np.testing.assert_array_equal(read_image(tmp_path / "jpeg.dcm").image, vol)
+    path = make.gdcm_jpeg_lossless(tmp_path / "jpeg.dcm", vol, **{"0008|0060": "CT"})
+    np.testing.assert_array_equal(read_image(path).image, vol)
 
 
 _Q12 = np.array([1] + [3] * 63)  # quantisation: DC exact, every AC step 3

@@ -156,14 +156,7 @@ def test_sixteen_bit_palette_entries_holding_eight_bit_values_are_kept(tmp_path,
 def test_palette_indices_compressed_by_gdcm(tmp_path, make, rng):
     """Pixels pydicom cannot decode (JPEG lossless) go to GDCM, which applies the palette."""
     idx = rng.integers(0, 256, (6, 8)).astype(np.uint8)
-    img = sitk.GetImageFromArray(idx)
-    writer = sitk.ImageFileWriter()
-    writer.SetImageIO("GDCMImageIO")
-    writer.SetFileName(str(tmp_path / "pal.dcm"))
-    writer.UseCompressionOn()
-    writer.SetCompressor("JPEG")
-    writer.Execute(img)
-    ds = dcmread(tmp_path / "pal.dcm")
+    ds = dcmread(make.gdcm_jpeg_lossless(tmp_path / "pal.dcm", idx))
     for key, value in make.palette_tags(*_palette(16), bits=16).items():
         setattr(ds, key, value)
         if key.endswith("Descriptor"):
