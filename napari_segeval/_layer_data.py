@@ -49,6 +49,8 @@ MAX_LABEL_VALUES = 32
 MIN_AGREEMENT = 0.9
 #: File kinds whose content may make them labels (:func:`napari_segeval.io._formats.kind`).
 CONTENT_KINDS = ("nifti", "itk", "raster")
+#: ``metadata["labels_reason"]`` of a file taken as labels by its name.
+BY_NAME = "its name or folder says it holds labels"
 _SAMPLE = 1 << 20  # voxels looked at before counting all of them
 
 LayerData = tuple[np.ndarray, dict, str]
@@ -223,8 +225,7 @@ def file_layers(path: str | Path) -> list[LayerData]:
     if looks_like_labels(p):
         try:
             labels, geometry, names, axes = labels_with_axes(p)
-            why = "its name or folder says it holds labels"
-            return [labels_layer(labels, geometry, names, axes, p, why)]
+            return [labels_layer(labels, geometry, names, axes, p, BY_NAME)]
         except InvalidLabelsError:
             pass
     case = read_image(p)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._layer_data import LayerData, file_layers
+from napari_segeval._layer_data import BY_NAME, LayerData, file_layers
 
 
 def _handled(path: str) -> bool:
@@ -107,7 +107,7 @@ def _report(path: Path, layers: list[LayerData]) -> None:
     if meta.get("series_note"):
         _notify("info", meta["series_note"])
     reason = meta.get("labels_reason")
-    if reason and not reason.startswith("its name"):
+    if reason and reason != BY_NAME:
         _notify("info", f"{path.name}: opened as labels ({reason})")
     for text in meta.get("warnings", []):
         _notify("warning", f"{path.name}: {text}")

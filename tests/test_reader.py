@@ -163,6 +163,20 @@ def test_label_map_by_content_is_said_once(tmp_path, notes):
     assert notes == [("info", said)]
 
 
+def test_colour_dicom_loop_is_an_rgb_layer(tmp_path, notes):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import palette_tags, pydicom_file
+
+    i = np.arange(256)
+    idx = np.random.default_rng(0).integers(0, 256, (3, 4, 5)).astype(np.uint8)
+    path = pydicom_file(tmp_path / "us.dcm", idx, modality="US", iop=None, ipp=None,
+                        spacing=(0.3, 0.2), **palette_tags(i, 255 - i, i // 2, bits=8))
+    [(data, kwargs, kind)] = read_layers(str(path))
+    assert kind == "image" and kwargs["rgb"] is True and data.shape == (3, 4, 5, 3)
+    assert kwargs["scale"] == (1.0, 0.3, 0.2) and kwargs["metadata"]["axes"] == "tyxc"
+    np.testing.assert_array_equal(data[..., 1], 255 - idx)
+
+
 def test_label_name_rule():
     assert looks_like_labels("case_001_seg.nii.gz") and looks_like_labels("ISIC_1_mask.png")
     assert looks_like_labels("p_gt.mhd") and not looks_like_labels("image_001.nii.gz")
