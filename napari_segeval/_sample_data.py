@@ -6,7 +6,7 @@ the user cache by :func:`napari_segeval.phantoms.samples.sample_root`.
 
 from __future__ import annotations
 
-from napari_segeval._reader import case_to_layers
+from napari_segeval._layer_data import case_to_layers
 
 
 def _sample(name: str) -> list:

@@ -16,7 +16,8 @@ other)::
     6      training                         training of the built-in models (scripts and
                                             the per-fold trainer cv5-2d calls)
     7      evaluation                       data sets, protocols, runner, reports
-    top    _reader, _writer                 napari reader/writer
+    top    _layer_data                      napari layer data from files and cases (no napari)
+           _reader, _writer                 napari reader/writer
            _sample_data                     napari sample entry point
            cli, _widgets                    the two front ends
 
@@ -61,6 +62,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("attacks", "uncertainty"),
     ("training",),
     ("evaluation",),
+    ("_layer_data",),
     ("_reader", "_writer"),
     ("_sample_data",),
     ("cli", "_widgets"),
@@ -373,6 +375,31 @@ def test_checker_catches_a_new_upward_import_in_this_package(tmp_path):
     _, edges, _ = collect(copy, PACKAGE)
     bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
     assert any("napari_segeval.io.read -> napari_segeval.cli" in b for b in bad)
+
+
+# --------------------------------------------------------------------------- the design table
+def _design_table() -> list[tuple[str, str]]:
+    """(layer column, package) for every package named in docs/design.md's layer table."""
+    import re
+
+    text = (PACKAGE_DIR.parent / "docs" / "design.md").read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] not in ("layer", "---"):
+            rows += [(cells[0], name) for name in re.findall(r"`([\w.]+)`", cells[1])]
+    return rows
+
+
+def test_design_table_is_the_layers_of_this_test():
+    """docs/design.md's table lists LAYERS in order: the bases, numbered layers, then the top."""
+    first, last = LAYERS.index(("io", "metrics", "prompts")), LAYERS.index(("evaluation",))
+    want = []
+    for i, group in enumerate(LAYERS):
+        label = "base" if i < first else "top" if i > last else str(i - first + 1)
+        want += [(label, name) for name in group]
+    assert _design_table() == want
 
 
 # --------------------------------------------------------------------------- light imports

@@ -6,7 +6,8 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from napari_segeval._reader import looks_like_labels, napari_get_reader, read_layers
+from napari_segeval._layer_data import looks_like_labels
+from napari_segeval._reader import napari_get_reader, read_layers
 
 
 def _nifti(path, data, zooms=(0.8, 0.6, 3.0), origin=(0.0, 0.0, 0.0)):
@@ -150,6 +151,30 @@ def test_dicom_folder_says_which_series(tmp_path, notes):
     [(data, _, _)] = read_layers(str(folder))
     assert data.shape == (2, 4, 5)  # the two sagittal slices, not all three
     assert notes[0][0] == "info" and "largest of 2" in notes[0][1]
+
+
+def test_label_map_by_content_is_said_once(tmp_path, notes):
+    seg = np.zeros((6, 7, 8), np.int16)
+    seg[1:5, 1:6, 1:4], seg[1:5, 1:6, 4:7] = 1, 3
+    [(data, kwargs, kind)] = read_layers(_nifti(tmp_path / "brain.nii.gz", seg))
+    assert kind == "labels" and data.dtype == np.uint8 and kwargs["metadata"]["labels_reason"]
+    said = ("brain.nii.gz: opened as labels (integer voxels with 3 values (0 the most common) "
+            "that agree between neighbours)")
+    assert notes == [("info", said)]
+
+
+def test_colour_dicom_loop_is_an_rgb_layer(tmp_path, notes):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "io"))
+    from dicom_factory import palette_tags, pydicom_file
+
+    i = np.arange(256)
+    idx = np.random.default_rng(0).integers(0, 256, (3, 4, 5)).astype(np.uint8)
+    path = pydicom_file(tmp_path / "us.dcm", idx, modality="US", iop=None, ipp=None,
+                        spacing=(0.3, 0.2), **palette_tags(i, 255 - i, i // 2, bits=8))
+    [(data, kwargs, kind)] = read_layers(str(path))
+    assert kind == "image" and kwargs["rgb"] is True and data.shape == (3, 4, 5, 3)
+    assert kwargs["scale"] == (1.0, 0.3, 0.2) and kwargs["metadata"]["axes"] == "tyxc"
+    np.testing.assert_array_equal(data[..., 1], 255 - idx)
 
 
 def test_label_name_rule():

@@ -51,12 +51,14 @@ class LayerPicker(QWidget):
             combo.currentTextChanged.connect(lambda text, role=role: self._picked(role, text))
         for event in (viewer.layers.events.inserted, viewer.layers.events.removed):
             event.connect(self._refill)
+        viewer.layers.events.inserted.connect(self._take_opened_labels)
         state.subscribe(self._on_state)
         self._guess()
         self._refill()
 
     def _guess(self) -> None:
-        """Pick an image and a reference (a Labels layer with structure names) if unset."""
+        """Pick an image and a reference (a Labels layer with structure names, one named
+        "reference", or the one opened from a file) if unset."""
         layers = list(self.viewer.layers)
         if self.state.image is None:
             images = [ly for ly in layers if isinstance(ly, Image)]
@@ -68,6 +70,18 @@ class LayerPicker(QWidget):
             refs = named or [ly for ly in labels if "reference" in ly.name.lower()]
             if refs:
                 self.state.set_reference(refs[0])
+            else:
+                self._take_opened_labels()
+
+    def _take_opened_labels(self, event: Any = None) -> None:
+        """With no reference chosen, take the one Labels layer the reader opened (by name or
+        content: ``metadata["labels_reason"]``; predictions and NaN masks have none)."""
+        if self.state.reference is not None:
+            return
+        opened = [ly for ly in self.viewer.layers
+                  if isinstance(ly, Labels) and (ly.metadata or {}).get("labels_reason")]
+        if len(opened) == 1:
+            self.state.set_reference(opened[0])
 
     def _current(self, role: str) -> Any:
         if role == "image":

@@ -316,7 +316,7 @@ def structures_of(layer: Any) -> dict[int, str]:
         found = {int(i): str(n) for i, n in zip(features["index"], features["name"]) if int(i)}
         if found:
             return dict(sorted(found.items()))
-    from napari_segeval._reader import present_ids
+    from napari_segeval._layer_data import present_ids
 
     return {i: f"label {i}" for i in present_ids(layer.data) if i != 0}
 

@@ -175,7 +175,7 @@ class PromptPanel(QWidget):
         image and reference; the series' layers are hidden. Returns the new
         ``(image, reference or None)`` layers.
         """
-        from napari_segeval._reader import case_to_layers
+        from napari_segeval._layer_data import case_to_layers
         from napari_segeval.io import select_volume
 
         image = self.state.image

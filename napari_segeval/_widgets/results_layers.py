@@ -2,7 +2,7 @@
 
 :func:`layer_specs` turns a :class:`~napari_segeval.evaluation.results.LoadedCase`
 into napari layer data (placed as the reader places files:
-:func:`napari_segeval._reader.case_to_layers`). :class:`CaseLayers` puts them in
+:func:`napari_segeval._layer_data.case_to_layers`). :class:`CaseLayers` puts them in
 the viewer on the main thread in one step: the new layers are added while the
 old ones are still there (so napari does not reset the view), the shared
 :class:`~napari_segeval._widgets._state.ViewerState` is pointed at them, then
@@ -42,7 +42,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     sets it), the perturbed image and the perturbation start hidden. ``ids``:
     the label ids present in the reference when already counted.
     """
-    from napari_segeval._reader import case_to_layers
+    from napari_segeval._layer_data import case_to_layers
 
     case, cid = loaded.case, loaded.case_id
     base = case_to_layers(case, cid, ids)

@@ -33,9 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "A DICOM folder or DICOMDIR export lists "
             "every series (split by orientation, size and spacing; the largest is "
             "described unless --series picks one). Invalid header values, NaN voxels and "
-            "the like are printed as warnings. JSON keys: shape, spacing, origin, "
+            "the like are printed as warnings; for DICOM, how the pixels are stored and "
+            "decoded (colour, transfer syntax). JSON keys: shape, spacing, origin, "
             "direction, axes, dtype, modality, labels, kind, intensity_range, path, "
-            "aligned, problem, series, series_id, warnings, nan_count, plane."
+            "aligned, problem, series, series_id, pixels, warnings, nan_count, plane."
         ),
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
@@ -154,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
         "plane": case.geometry.plane.to_dict() if case.geometry.plane else None,
         **listing,
         "series_id": case.meta.get("series_id"),
+        "pixels": case.meta.get("pixels"),
         "warnings": list(case.meta.get("warnings", [])),
         "nan_count": int(case.meta.get("nan_count", 0)),
         "has_geometry": bool(case.meta.get("has_geometry", True)),
@@ -193,6 +195,8 @@ def _text(p: dict) -> str:
         f"  intensity  {p['intensity_range'][0]} .. {p['intensity_range'][1]}"
         + (" (finite voxels)" if p.get("nan_count") else ""),
     ]
+    if p.get("pixels"):
+        lines.append(f"  pixels     {p['pixels']}")
     if p.get("plane"):
         pl = p["plane"]
         lines.append(f"  plane      origin {nums(pl['origin'])} mm (LPS), direction "

@@ -24,7 +24,8 @@ and direction as ITK reports them; see :mod:`napari_segeval.io.case`).
 Supported inputs: ``.nii``, ``.nii.gz`` (4D files as ``"tzyx"`` time series), ``.mha``,
 ``.mhd`` (+ raw), ``.nrrd``, ``.nhdr``, Analyze 7.5 ``.hdr``/``.img``, MINC2 ``.mnc``,
 DICOM files (``.dcm``, ``.dicom``, ``.dcm.gz``, or any name with the ``DICM`` marker or
-a preamble-less DICOM start; multi-frame and RT dose included), DICOM folders and
+a preamble-less DICOM start; multi-frame and RT dose included, colour ones -- RGB, YBR,
+palette -- as RGB, see :mod:`~napari_segeval.io._dicom_colour`), DICOM folders and
 DICOMDIR exports (every series listed by :func:`list_series`; the largest opened
 unless one is chosen), ``.mp4``/``.avi``/``.mov``/``.mkv`` (PyAV, ``video`` extra),
 folders of image frames, and single PNG/JPG/BMP/TIFF images. CIFTI, GIFTI,

@@ -7,10 +7,13 @@ are decoded by pydicom after checking that the pixel data hold exactly what
 ``Rows x Columns x SamplesPerPixel x NumberOfFrames x BitsAllocated`` promise (a
 mismatch is refused, never padded with zeros); compressed syntaxes pydicom decodes
 itself (RLE, deflate; JPEG baseline/extended and JPEG 2000 through Pillow) likewise,
-and the others (JPEG lossless, JPEG-LS) by GDCM through SimpleITK, with its warnings
-silenced. The decoded shape must match the header in every case. The modality LUT is applied: ``RescaleSlope``/``RescaleIntercept`` (per
-frame for enhanced objects) and ``DoseGridScaling`` for RT dose (values in
-``DoseUnits``, usually Gy).
+and the others (JPEG lossless, JPEG-LS, and 12-bit JPEG Extended ``1.2.840.10008.1.2.4.51``,
+which Pillow cannot decode) by GDCM through SimpleITK, with its warnings silenced.
+The decoded shape must match the header in every case. The modality LUT is applied:
+``RescaleSlope``/``RescaleIntercept`` (per frame for enhanced objects) and
+``DoseGridScaling`` for RT dose (values in ``DoseUnits``, usually Gy). Colour images
+(RGB, YBR, PALETTE COLOR) open as RGB (:mod:`~napari_segeval.io._dicom_colour`);
+``meta["pixels"]`` says how the pixels were stored and decoded.
 
 Files without the 128-byte preamble and gzipped ``*.dcm.gz`` files open when their
 pixel data and geometry are complete; DICOM objects without pixels (RT structure
@@ -26,6 +29,13 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
+from napari_segeval.io._dicom_colour import (
+    PALETTE,
+    is_colour,
+    palette_rgb,
+    photometric,
+    samples_stored,
+)
 from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
 from napari_segeval.io._formats import Raw
 from napari_segeval.io._quiet import quiet, reason
@@ -38,16 +48,16 @@ def _transfer_syntax(ds):
     ts = meta.get("TransferSyntaxUID") if meta is not None else None
     if ts:
         return UID(str(ts))
-    implicit, little = getattr(ds, "original_encoding", (True, True))
-    if implicit:
+    implicit, little = getattr(ds, "original_encoding", (True, True))  # (None, None): made here
+    if implicit or implicit is None:
         return ImplicitVRLittleEndian
-    return ExplicitVRLittleEndian if little else ExplicitVRBigEndian
+    return ExplicitVRBigEndian if little is False else ExplicitVRLittleEndian
 
 
 def _expected_bytes(ds, frames: int) -> int:
     rows, cols = int(ds.Rows), int(ds.Columns)
-    spp, bits = int(ds.get("SamplesPerPixel", 1)), int(ds.BitsAllocated)
-    n = rows * cols * spp * frames
+    n = rows * cols * samples_stored(ds) * frames
+    bits = int(ds.BitsAllocated)
     return (n + 7) // 8 if bits == 1 else n * (bits // 8)
 
 
@@ -69,13 +79,48 @@ def _check_header(ds, path: Path) -> None:
         raise ReadError(f"{path}: BitsAllocated {int(ds.BitsAllocated)} is not supported")
 
 
-def _pydicom_decodes(ts) -> bool:
+def _pydicom_decodes(ds, ts) -> bool:
+    """True when one of pydicom's installed decoders can decode these pixels (Pillow,
+    its JPEG decoder, decodes 8-bit JPEG Extended only; 12-bit needs GDCM)."""
+    from pydicom.uid import JPEGExtended12Bit
+
     try:
         from pydicom.pixels import get_decoder
 
-        return bool(get_decoder(ts).is_available)
+        decoder = get_decoder(ts)
+        if not decoder.is_available:
+            return False
     except Exception:  # noqa: BLE001 - unknown syntax: let GDCM try
         return False
+    if ts == JPEGExtended12Bit and _bits_stored(ds) > 8:
+        return bool(set(decoder.available_plugins) - {"pillow"})
+    return True
+
+
+def _bits_stored(ds) -> int:
+    try:
+        return int(ds.get("BitsStored") or ds.BitsAllocated)
+    except (TypeError, ValueError):
+        return int(ds.BitsAllocated)
+
+
+def describe_pixels(ds) -> str:
+    """How the pixels of ``ds`` are stored and decoded, in one phrase.
+
+    Examples
+    --------
+    >>> from pydicom import Dataset
+    >>> ds = Dataset()
+    >>> ds.PhotometricInterpretation, ds.SamplesPerPixel, ds.BitsAllocated = "PALETTE COLOR", 1, 8
+    >>> describe_pixels(ds)
+    'PALETTE COLOR shown as RGB through its palette, Implicit VR Little Endian'
+    """
+    ts = _transfer_syntax(ds)
+    pi = photometric(ds) or "no PhotometricInterpretation"
+    colour = (" shown as RGB through its palette" if pi == PALETTE
+              else " shown as RGB" if pi.startswith("YBR") else "")
+    by = " (decoded by GDCM)" if ts.is_compressed and not _pydicom_decodes(ds, ts) else ""
+    return f"{pi}{colour}, {ts.name}{by}"
 
 
 _PIXEL_ELEMENTS = ("PixelData", "FloatPixelData", "DoubleFloatPixelData")
@@ -113,8 +158,8 @@ def _gdcm(ds, path: Path) -> np.ndarray:
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
         except Exception as exc:
-            raise ReadError(f"{path}: cannot decode compressed DICOM pixel data "
-                            f"({reason(exc)})") from exc
+            raise ReadError(f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data "
+                            f"with GDCM ({reason(exc)})") from exc
 
 
 def _has_preamble(path: Path) -> bool:
@@ -154,8 +199,8 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     except ValueError as exc:
         raise ReadError(f"{path}: {exc}") from exc
     ts = _transfer_syntax(ds)
-    if ts.is_compressed and not _pydicom_decodes(ts):
-        arr, applied = _gdcm(ds, path), True
+    if ts.is_compressed and not _pydicom_decodes(ds, ts):
+        arr, applied = _gdcm(ds, path), True  # GDCM applies the palette too
     else:
         if getattr(ds, "file_meta", None) is None:
             from pydicom.dataset import FileMetaDataset
@@ -163,7 +208,9 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
             ds.file_meta = FileMetaDataset()
         ds.file_meta.TransferSyntaxUID = ts
         arr, applied = _native(ds, path, frames, ts.is_compressed), False
-    colour = int(ds.get("SamplesPerPixel", 1)) > 1
+        if photometric(ds) == PALETTE:
+            arr, applied = palette_rgb(arr, ds, path), True
+    colour = is_colour(ds)
     if arr.ndim == (3 if colour else 2):
         arr = arr[None]
     want = (frames, int(ds.Rows), int(ds.Columns))
@@ -226,7 +273,8 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
     modality = info.modality or None
     raw = Raw(np.ascontiguousarray(arr), plan.geometry, axes, modality=modality,
               has_geometry=plan.has_geometry)
-    raw.meta.update(series_uid=info.uid, series_id=info.id, n_files=info.n_files)
+    raw.meta.update(series_uid=info.uid, series_id=info.id, n_files=info.n_files,
+                    pixels=describe_pixels(plan.order[0].ds))
     if modality:
         raw.meta["dicom_modality"] = modality
     spacing_source = plan.order[0].spacing_source

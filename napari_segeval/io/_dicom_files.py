@@ -101,7 +101,8 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
     parsed.
     """
     pydicom = _pydicom()
-    with quiet(collected):
+    notes: list[str] = []
+    with quiet(notes):
         try:
             gz = is_gz_dicom(path)
             src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
@@ -111,7 +112,11 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
                 _ = ds.PixelData  # parse now, inside quiet()
         except Exception as exc:
             raise ReadError(f"{path}: cannot read DICOM file ({reason(exc)})") from exc
+    if collected is not None:
+        collected += notes
     if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):
+        if notes:  # e.g. compressed pixel data cut short: pydicom keeps no element
+            raise ReadError(f"{path}: DICOM file is truncated or corrupt ({notes[0]})")
         raise ReadError(f"{path}: not a DICOM file (no DICOM header found)")
     return ds
 

@@ -7,7 +7,10 @@ Images are grouped by ``SeriesInstanceUID``, then each series is split into
 image size and samples per pixel, same pixel size, same echo number, time point
 and stack id; the frames of one multi-frame object stay together (split by the
 same rules), and single ultrasound/endoscopy/X-ray images without a position are
-separate images, never slices of a volume. Two scouts of different orientation in one series are two one-image stacks,
+separate images, never slices of a volume. Colour images (RGB, YBR, palette) never
+stack with grey ones, and several colour images are a stack of RGB frames
+(``"tyx"`` + colour): there are no colour volumes; slices with positions keep their
+spacing and placement, others are in frame (or ``InstanceNumber``) order. Two scouts of different orientation in one series are two one-image stacks,
 never a two-slice volume. A series that is one stack has the series UID as its id;
 the stacks of a split series are ``UID#1``, ``UID#2``, ... and say why it was split.
 
@@ -30,6 +33,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
+from napari_segeval.io._dicom_colour import is_colour
 from napari_segeval.io._dicom_geometry import (
     Unit,
     group_value,
@@ -120,6 +124,7 @@ def _key(u: Unit) -> dict:
         "objects": str(ds.get("SOPInstanceUID", u.path)) if own else None,
         "orientation": u.orientation,
         "image size": (ds.get("Rows"), ds.get("Columns"), ds.get("SamplesPerPixel", 1)),
+        "colour": is_colour(ds),
         "pixel size": u.spacing,
         "echo number": str(echo or ""),
         "time point": str(time or ""),
@@ -276,6 +281,8 @@ def plan(stack: list[Unit]) -> Plan:
     spacing = first.spacing
     if len(stack) == 1:
         return _plan_single(first, positioned, warnings)
+    if is_colour(first.ds):
+        return _plan_colour(stack, warnings, positioned)
     if first.frame is not None and is_time_modality(first.ds) and not positioned:
         return _plan_frames(stack, warnings)
     if positioned and spacing is not None:
@@ -300,6 +307,21 @@ def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
     origin = tuple(u.position) if u.position is not None else (0.0, 0.0, 0.0)
     g = Geometry((1.0, *sp), origin, tuple(d.ravel()))
     return Plan(list(stack), g, "tyx", u.spacing is not None, warnings)
+
+
+def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Plan:
+    """Colour images as a stack of RGB frames (``"tyx"``; the colour axis is added when read)."""
+    if positioned and stack[0].spacing is not None:
+        p = _plan_positioned(stack, warnings)  # slices of a colour rendering keep their placement
+    elif stack[0].frame is not None:
+        p = _plan_frames(stack, warnings)
+    else:
+        order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0, u.path.name))
+        warnings.append("colour images without slice positions: shown as frames ordered by "
+                        "InstanceNumber")
+        p = _plan_frames(order, warnings)
+    p.axes = "tyx"
+    return p
 
 
 def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:

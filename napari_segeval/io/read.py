@@ -324,10 +324,31 @@ def labels_with_axes(
     p = Path(path)
     labels, raw, names = _labels_raw(p, color_table, color_tolerance, volume=volume,
                                      default_color_table=default_color_table)
-    if not names:
-        dataset = _dataset(p, None)
-        names = structure_names(dataset) if dataset else {}
-    return labels, raw.geometry, names, raw.axes
+    return labels, raw.geometry, names or _names_beside(p), raw.axes
+
+
+def _names_beside(path: Path) -> dict[int, str]:
+    """Structure names of the nearest ``dataset.json`` (beside or up to two folders above)."""
+    dataset = _dataset(path, None)
+    return structure_names(dataset) if dataset else {}
+
+
+def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
+    """The grey image of ``case`` as a label map, as :func:`read_labels` reads its file
+    (0/255 masks without geometry become 0/1), and the structure names of the nearest
+    ``dataset.json``. For a file already read as an image that turns out to hold labels.
+
+    Examples
+    --------
+    >>> c = Case(np.array([[0, 255], [255, 0]], np.uint8), Geometry.identity(2), axes="yx",
+    ...          meta={"has_geometry": False})
+    >>> labels_of_image(c)[0].tolist()
+    [[0, 1], [1, 0]]
+    """
+    path = case.image_path or Path("image")
+    raw = Raw(case.image, case.geometry, case.axes, {}, None, case.meta.get("has_geometry", True))
+    labels, _, names = _labels_from(raw, path, None, None)
+    return labels, names or (_names_beside(path) if case.image_path else {})
 
 
 def _dataset_modality(case: Case, modality: str | None, dataset: dict | None) -> None:

@@ -87,3 +87,41 @@ def test_grid_status_names_a_mismatch(make_napari_viewer):
     case = CaseWidget(viewer)
     assert case.labels_layer() is viewer.layers["ct reference"]
     assert "differs from image shape" in case.status.text()
+
+
+def _opened(viewer, tmp_path, name, data):
+    import nibabel as nib
+
+    nib.save(nib.Nifti1Image(data, np.eye(4)), tmp_path / name)
+    return viewer.open(str(tmp_path / name), plugin="napari-segeval")[0]
+
+
+def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napari_viewer,
+                                                                      tmp_path):
+    """A label map whose name says nothing opens as Labels and becomes the reference,
+    opened before or after the panel; a prediction or a second label map does not."""
+    seg = np.zeros((8, 9, 10), np.uint8)
+    seg[2:6, 2:7, 2:8] = 1
+    seg[2:6, 7:9, 2:8] = 2
+    viewer = make_napari_viewer()
+    image = _opened(viewer, tmp_path, "t1.nii.gz", np.full((8, 9, 10), 40.5, np.float32))
+    _, case = viewer.window.add_plugin_dock_widget("napari-segeval", "Case")
+    assert case.state.image is image and case.state.reference is None
+    brain = _opened(viewer, tmp_path, "brain.nii.gz", seg)  # opened after the panel
+    assert type(brain).__name__ == "Labels" and "agree between neighbours" in \
+        brain.metadata["labels_reason"]
+    assert case.state.reference is brain and case.state.structures == {1: "label 1",
+                                                                        2: "label 2"}
+    assert case.picker.combos["reference"].currentText() == "brain.nii.gz"
+    viewer.add_labels(seg, name="prediction", metadata={"structures": {}})
+    assert case.state.reference is brain
+
+    other = make_napari_viewer()
+    _opened(other, tmp_path, "a.nii.gz", seg)
+    _opened(other, tmp_path, "b.nii.gz", seg)
+    _, two = other.window.add_plugin_dock_widget("napari-segeval", "Case")
+    assert two.state.reference is None  # two candidates: the person chooses
+    third = make_napari_viewer()
+    one = _opened(third, tmp_path, "brain.nii.gz", seg)  # opened before the panel
+    _, panel = third.window.add_plugin_dock_widget("napari-segeval", "Evaluate")
+    assert panel.state.reference is one

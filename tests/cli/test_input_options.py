@@ -65,6 +65,20 @@ def test_inspect_warnings_and_nan(tmp_path, capsys):
     assert payload["nan_count"] == 20 and payload["intensity_range"] == [7.0, 7.0]
 
 
+def test_inspect_colour_dicom_says_how_its_pixels_open(tmp_path, capsys):
+    """Multi-frame RGB once ended in ``internal error: KeyError: 'zyxc'``."""
+    frames = np.random.default_rng(0).integers(0, 256, (2, 4, 6, 3)).astype(np.uint8)
+    pydicom_file(tmp_path / "sc.dcm", frames, SamplesPerPixel=3, modality="OT", iop=None,
+                 ipp=None, spacing=None)
+    assert main(["inspect", str(tmp_path / "sc.dcm")]) == 0
+    out = capsys.readouterr().out
+    assert "kind       video (tyxc)" in out and "shape      (2, 4, 6, 3)" in out
+    assert "pixels     RGB, Explicit VR Little Endian" in out
+    assert main(["inspect", str(tmp_path / "sc.dcm"), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["axes"] == "tyxc" and payload["pixels"] == "RGB, Explicit VR Little Endian"
+
+
 def _4d(tmp_path):
     data = np.zeros((6, 5, 4, 3), np.float32)  # (X, Y, Z, T)
     labels = np.zeros((6, 5, 4, 3), np.uint8)

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for dicom_factory
-from dicom_factory import pydicom_file, pydicom_series
+from dicom_factory import (
+    gdcm_jpeg_lossless,
+    jpeg12_expected,
+    jpeg12_file,
+    palette_tags,
+    pydicom_file,
+    pydicom_series,
+    ybr_full_422,
+)
 
 
 def nifti(path: Path, data: np.ndarray, affine: np.ndarray) -> Path:
@@ -141,5 +149,6 @@ def make():
     return SimpleNamespace(
         nifti=nifti, sitk_file=sitk_file, dicom_series=dicom_series,
         multiframe_dicom=multiframe_dicom, video=video, png=png, blocks=blocks,
-        pydicom_file=pydicom_file, pydicom_series=pydicom_series,
+        pydicom_file=pydicom_file, pydicom_series=pydicom_series, palette_tags=palette_tags,
+        ybr_full_422=ybr_full_422, gdcm_jpeg_lossless=gdcm_jpeg_lossless, jpeg12_file=jpeg12_file, jpeg12_expected=jpeg12_expected,
     )

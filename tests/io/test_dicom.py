@@ -190,17 +190,78 @@ def test_rle_compressed(tmp_path, make, rng):
     np.testing.assert_array_equal(read_image(tmp_path / "rle.dcm").image, pix)
 
 
-def test_jpeg_lossless_through_gdcm(tmp_path):
+def test_jpeg_lossless_through_gdcm(tmp_path, make):
     vol = (np.arange(30).reshape(5, 6) * 7 - 50).astype(np.int16)
-    img = sitk.GetImageFromArray(vol)
-    img.SetMetaData("0008|0060", "CT")
-    writer = sitk.ImageFileWriter()
-    writer.SetImageIO("GDCMImageIO")
-    writer.SetFileName(str(tmp_path / "jpeg.dcm"))
-    writer.UseCompressionOn()
-    writer.SetCompressor("JPEG")
-    writer.Execute(img)
-    np.testing.assert_array_equal(read_image(tmp_path / "jpeg.dcm").image, vol)
+    path = make.gdcm_jpeg_lossless(tmp_path / "jpeg.dcm", vol, **{"0008|0060": "CT"})
+    np.testing.assert_array_equal(read_image(path).image, vol)
+
+
+_Q12 = np.array([1] + [3] * 63)  # quantisation: DC exact, every AC step 3
+
+
+def _ct12(rng, frames=None):
+    yy, xx = np.mgrid[0:20, 0:27]
+    ramps = [1000 + 40 * yy + 30 * xx + rng.integers(0, 400, (20, 27)) for _ in range(frames or 1)]
+    return np.stack(ramps) if frames else ramps[0]
+
+
+@pytest.mark.parametrize("name, frames, kw", [
+    ("ct.dcm", None, {}),
+    ("ct.dcm.gz", None, {"gz": True}),
+    ("mf.dcm", 2, {"iop": None, "ipp": None}),
+])
+def test_12_bit_lossy_jpeg_through_gdcm(tmp_path, make, rng, name, frames, kw):
+    """JPEG Extended 12-bit (1.2.840.10008.1.2.4.51): Pillow cannot decode it, GDCM does."""
+    from pydicom import dcmread
+
+    pix = _ct12(rng, frames)
+    path = make.jpeg12_file(tmp_path / name, pix, _Q12, RescaleIntercept=-1024, RescaleSlope=1,
+                            **kw)
+    case = read_image(path)
+    want = (np.stack([make.jpeg12_expected(f, _Q12) for f in pix])
+            if frames else make.jpeg12_expected(pix, _Q12)) - 1024
+    assert case.image.shape == want.shape and case.image.dtype == np.int16
+    assert np.abs(case.image - want).max() <= 1  # libjpeg's integer inverse DCT
+    assert "JPEG Extended (Process 2 and 4) (decoded by GDCM)" in case.meta["pixels"]
+    if not kw.get("gz"):
+        ds = dcmread(path)
+        assert ds.file_meta.TransferSyntaxUID == "1.2.840.10008.1.2.4.51"
+        with pytest.raises(Exception, match="Pillow does not support 'JPEG Extended'"):
+            ds.pixel_array  # noqa: B018 - pydicom alone cannot
+        np.testing.assert_array_equal(case.image, sitk.GetArrayFromImage(
+            sitk.ReadImage(str(path))).reshape(want.shape))
+
+
+def test_12_bit_jpeg_series_is_a_volume(tmp_path, make, rng):
+    folder = tmp_path / "ct"
+    folder.mkdir()
+    vol = _ct12(rng, 3)
+    for k in range(3):
+        make.jpeg12_file(folder / f"{k}.dcm", vol[k], _Q12, ipp=(0, 0, 2.0 * k), instance=k + 1)
+    case = read_image(folder)
+    assert case.axes == "zyx" and case.spacing == (2.0, 0.7, 0.6)
+    assert np.abs(case.image - np.stack([make.jpeg12_expected(v, _Q12) for v in vol])).max() <= 1
+
+
+@pytest.mark.parametrize("damage, match", [
+    ("cut stream", r"cannot decode JPEG Extended \(Process 2 and 4\) pixel data with GDCM"),
+    ("cut file", "DICOM file is truncated or corrupt"),
+])
+def test_broken_12_bit_jpeg_is_one_line(tmp_path, make, rng, damage, match):
+    from pydicom import dcmread
+    from pydicom.encaps import encapsulate, generate_frames
+
+    path = make.jpeg12_file(tmp_path / "ct.dcm", _ct12(rng), _Q12)
+    if damage == "cut stream":
+        ds = dcmread(path)
+        frame = next(generate_frames(ds.PixelData, number_of_frames=1))
+        ds.PixelData = encapsulate([frame[: len(frame) // 2]])
+        ds.save_as(path)
+    else:
+        path.write_bytes(path.read_bytes()[:-200])
+    with pytest.raises(ReadError, match=match) as info:
+        read_image(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_not_an_image_object(tmp_path, make):

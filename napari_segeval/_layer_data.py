@@ -1,0 +1,267 @@
+"""napari layer data from files and cases: ``(data, kwargs, layer type)`` tuples.
+
+Used by the napari reader (:mod:`napari_segeval._reader`), the sample data and the
+panels; it imports no napari (a layer data tuple is plain data that napari's
+``add_layer``/``viewer.open`` turn into layers).
+
+Layers get ``scale`` from the spacing. ``translate`` is the origin projected on the
+array axes only when the direction is the identity (otherwise it stays 0 and the
+full geometry is in ``metadata["geometry"]``). Images with NaN voxels get contrast
+limits from their finite voxels and a Labels layer ``"<name> NaN"`` marking the NaN
+voxels; a 4D NIfTI opens as a ``(t, z, y, x)`` layer.
+
+Which files open as labels (design)
+-----------------------------------
+A file opens as a Labels layer, with ``metadata["structures"]``, a ``features`` table
+of structure names and ``metadata["labels_reason"]`` saying why, when
+
+* **its name says so**: the name contains ``label``, ``seg``, ``_gt`` or ``mask``, or
+  it lies under a ``labelsTr``/``labelsTs``/``labels`` folder, and it holds
+  non-negative integers; or
+* **its content says so** (:func:`labels_by_content`): a grey image from a single
+  file that is not an acquisition by its format (NIfTI, MetaImage, NRRD, Analyze,
+  MINC, PNG/TIFF/JPG/BMP; never DICOM, videos or frame folders) whose voxels are
+  integers, none negative (CT in HU has air at -1000) and none above 65535, with 2 to
+  :data:`MAX_LABEL_VALUES` distinct values, 0 among them and the most common (zero
+  background), and whose neighbouring foreground voxels agree: of the pairs of
+  neighbours along the rows that are both non-zero, at least
+  :data:`MIN_AGREEMENT` hold the same value. A label map is piecewise constant; an
+  8-bit grey picture uses more levels, and a dark one with few levels is noisy, so
+  neither passes. A ``brain.nii.gz`` of a handful of ids thus opens as labels, and the
+  *Evaluate* panel takes the one Labels layer open as the reference.
+
+Both rules can only be wrong towards an image with flat integer intensities (a
+synthetic phantom of a few grey levels); the layer's ``labels_reason`` says which rule
+took it, and *Layers > Convert to Image* in napari undoes it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+LABEL_WORDS = ("label", "seg", "_gt", "mask")
+LABEL_FOLDERS = ("labelstr", "labelsts", "labels")
+#: Most distinct values (background included) of an image taken as labels by its content.
+MAX_LABEL_VALUES = 32
+#: Least fraction of equal neighbours among neighbouring foreground voxels (see above).
+MIN_AGREEMENT = 0.9
+#: File kinds whose content may make them labels (:func:`napari_segeval.io._formats.kind`).
+CONTENT_KINDS = ("nifti", "itk", "raster")
+#: ``metadata["labels_reason"]`` of a file taken as labels by its name.
+BY_NAME = "its name or folder says it holds labels"
+_SAMPLE = 1 << 20  # voxels looked at before counting all of them
+
+LayerData = tuple[np.ndarray, dict, str]
+
+
+def looks_like_labels(path: str | Path) -> bool:
+    """True when the name or a parent folder says the file holds reference labels.
+
+    Examples
+    --------
+    >>> looks_like_labels("Task03/labelsTr/liver_3.nii.gz"), looks_like_labels("ct.nii")
+    (True, False)
+    """
+    p = Path(path)
+    name = p.name.lower()
+    parents = {q.name.lower() for q in p.parents}
+    return any(w in name for w in LABEL_WORDS) or bool(parents & set(LABEL_FOLDERS))
+
+
+def labels_by_content(image: np.ndarray, axes: str) -> str | None:
+    """Why a grey integer image is a label map (see the module docs), or None.
+
+    Examples
+    --------
+    >>> seg = np.zeros((20, 24), np.int16)
+    >>> seg[5:15, 4:10], seg[5:15, 10:18] = 1, 2
+    >>> labels_by_content(seg, "yx")
+    'integer voxels with 3 values (0 the most common) that agree between neighbours'
+    >>> ct = seg * 40 - 1000
+    >>> labels_by_content(ct, "yx") is None, labels_by_content(seg.astype(float), "yx") is None
+    (True, True)
+    """
+    a = np.asarray(image)
+    if a.dtype.kind not in "biu" or axes.endswith("c") or axes.startswith("c") or a.size < 2:
+        return None
+    sample = a.ravel()[:: max(1, a.size // _SAMPLE)]
+    values, counts = np.unique(sample, return_counts=True)
+    if len(values) > MAX_LABEL_VALUES or values[0] != 0 or values[np.argmax(counts)] != 0:
+        return None
+    if a.dtype.kind == "b":
+        a = a.view(np.uint8)
+    if a.min() < 0 or a.max() > 65535:
+        return None
+    small = a.view(np.uint16) if a.dtype == np.int16 else a  # no negatives: same values
+    n = len(present_ids(small if small.dtype.kind == "u" and small.itemsize <= 2
+                        else small.astype(np.uint16)))
+    if not 2 <= n <= MAX_LABEL_VALUES or _agreement(a) < MIN_AGREEMENT:
+        return None
+    return f"integer voxels with {n} values (0 the most common) that agree between neighbours"
+
+
+def _agreement(a: np.ndarray) -> float:
+    """Fraction of row neighbours that hold the same value, of those both non-zero (on
+    every k-th row of a large image: some 8 million voxels)."""
+    if a.shape[-1] < 2:
+        return 1.0
+    rows = a.reshape(-1, a.shape[-1])
+    rows = rows[:: max(1, rows.size // (8 * _SAMPLE))]
+    left, right = rows[:, :-1], rows[:, 1:]
+    both = (left != 0) & (right != 0)
+    pairs = int(np.count_nonzero(both))
+    return 1.0 if pairs == 0 else int(np.count_nonzero(both & (left == right))) / pairs
+
+
+def present_ids(labels: np.ndarray) -> list[int]:
+    """The label ids present in ``labels``, ascending.
+
+    For 8- and 16-bit maps a lookup table is filled in one pass (about twice as
+    fast as :func:`numpy.unique` on a 300 x 512 x 512 map, which sorts or hashes).
+
+    Examples
+    --------
+    >>> present_ids(np.array([[0, 3], [3, 1]], np.uint8))
+    [0, 1, 3]
+    """
+    a = np.asarray(labels)
+    if a.dtype.kind == "u" and a.dtype.itemsize <= 2 and a.size:
+        seen = np.zeros(1 << (8 * a.dtype.itemsize), bool)
+        seen[a.ravel()] = True
+        return np.flatnonzero(seen).tolist()
+    return [int(i) for i in np.unique(a)]
+
+
+def _placement(geometry, n_spatial: int) -> tuple[tuple, tuple]:
+    scale = tuple(geometry.spacing)
+    if np.allclose(geometry.direction_matrix, np.eye(geometry.ndim)):
+        translate = tuple(geometry.origin[::-1])
+    else:
+        translate = (0.0,) * n_spatial
+    return scale, translate
+
+
+def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
+    from napari_segeval.io import nan_mask
+
+    if image.dtype.kind != "f" or not np.isnan(image).any():
+        return None
+    mask = nan_mask(image)
+    if kwargs.get("rgb"):
+        mask = mask.max(axis=-1)
+    finite = image[np.isfinite(image)]
+    kwargs["contrast_limits"] = (float(finite.min()), float(max(finite.max(), finite.min() + 1e-6)))
+    nan_kwargs = {k: kwargs[k] for k in ("scale", "translate")}
+    nan_kwargs.update(name=f"{kwargs['name']} NaN", opacity=0.5,
+                      metadata={"source": kwargs["metadata"]["source"], "nan_mask": True},
+                      features={"index": [0, 1], "name": ["background", "NaN"]})
+    return mask, nan_kwargs, "labels"
+
+
+def _image_layers(case, path: Path) -> list[LayerData]:
+    scale, translate = _placement(case.geometry, len(case.spatial_shape))
+    meta = {
+        "geometry": case.geometry.to_dict(),
+        "source": str(path),
+        "modality": case.modality,
+        "axes": case.axes,
+        **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
+        "warnings": list(case.meta.get("warnings", [])),
+    }
+    kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta}
+    if case.is_rgb:
+        kwargs["rgb"] = True
+    nan = _nan_layer(case.image, kwargs)
+    return [(case.image, kwargs, "image")] + ([nan] if nan else [])
+
+
+def labels_layer(labels: np.ndarray, geometry, names: dict[int, str], axes: str, path: Path,
+                 reason: str) -> LayerData:
+    """A Labels layer of a label map read from ``path``, with why it is one (``reason``)."""
+    scale, translate = _placement(geometry, labels.ndim)
+    ids = sorted(set(present_ids(labels)) | set(names) | {0})
+    features = {
+        "index": ids,
+        "name": ["background" if i == 0 else names.get(i, f"label {i}") for i in ids],
+    }
+    meta = {
+        "geometry": geometry.to_dict(),
+        "source": str(path),
+        "axes": axes,
+        "structures": dict(names),
+        "labels_reason": reason,
+    }
+    kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta,
+              "features": features}
+    return labels, kwargs, "labels"
+
+
+def file_layers(path: str | Path) -> list[LayerData]:
+    """The layers of one file or folder: a Labels layer when its name or its content says
+    it holds labels (see the module docs), else its image (and a NaN mask layer).
+
+    Raises :class:`~napari_segeval.SegEvalError` for a file that cannot be read.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from napari_segeval.io import Geometry, write_image
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> seg = np.zeros((2, 8, 8), np.uint8)
+    >>> seg[:, 2:6, 2:6] = 3
+    >>> p = write_image(d / "brain.nii.gz", seg, Geometry.identity(3))
+    >>> [(data, kwargs, kind)] = file_layers(p)
+    >>> kind, kwargs["metadata"]["labels_reason"]
+    ('labels', 'integer voxels with 2 values (0 the most common) that agree between neighbours')
+    """
+    from napari_segeval._errors import InvalidLabelsError
+    from napari_segeval.io import read_image
+    from napari_segeval.io._formats import kind
+    from napari_segeval.io.read import labels_of_image, labels_with_axes
+
+    p = Path(path)
+    if looks_like_labels(p):
+        try:
+            labels, geometry, names, axes = labels_with_axes(p)
+            return [labels_layer(labels, geometry, names, axes, p, BY_NAME)]
+        except InvalidLabelsError:
+            pass
+    case = read_image(p)
+    why = labels_by_content(case.image, case.axes) if kind(p) in CONTENT_KINDS else None
+    if why:
+        labels, names = labels_of_image(case)
+        return [labels_layer(labels, case.geometry, names, case.axes, p, why)]
+    return _image_layers(case, p)
+
+
+def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerData]:
+    """Layer data tuples for a :class:`~napari_segeval.io.Case`: its image, then its labels.
+
+    Parameters
+    ----------
+    case : Case
+        Image with optional reference labels on the same grid.
+    name : str
+        Base layer name; the labels layer gets ``" reference"`` appended.
+    ids : list of int, optional
+        The label ids present in ``case.labels``, when known (else counted here).
+    """
+    scale, translate = _placement(case.geometry, len(case.spatial_shape))
+    geometry = case.geometry.to_dict()
+    source = str(case.image_path) if case.image_path else None
+    meta = {"geometry": geometry, "source": source, "modality": case.modality, "axes": case.axes}
+    image_kwargs = {"name": name, "scale": scale, "translate": translate, "metadata": meta,
+                    "rgb": case.is_rgb}
+    layers: list[LayerData] = [(case.image, image_kwargs, "image")]
+    if case.labels is not None:
+        found = present_ids(case.labels) if ids is None else ids
+        ids = sorted(set(found) | set(case.structures) | {0})
+        names = ["background" if i == 0 else case.structure_name(i) for i in ids]
+        label_meta = {**meta, "structures": dict(case.structures),
+                      "source": str(case.labels_path) if case.labels_path else None}
+        layers.append((case.labels, {"name": f"{name} reference", "scale": scale,
+                                     "translate": translate, "metadata": label_meta,
+                                     "features": {"index": ids, "name": names}}, "labels"))
+    return layers
