@@ -88,7 +88,8 @@ class DicePanel(QWidget):
         self.overlay = ErrorOverlay(napari_viewer, self.state)
         self.overlay_box.toggled.connect(self._overlay_toggled)
         self.overlay_condition.currentTextChanged.connect(self._overlay_toggled)
-        self.surface_runner = JobRunner()
+        # restarted after every change: a dropped run needs no notification
+        self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
         row = QHBoxLayout()
         for w in (self.worst_button, self.recount_button, self.overlay_box,
                   self.overlay_condition):
@@ -380,11 +381,12 @@ class DicePanel(QWidget):
             self.surface_runner.cancel()
             self._surface_timer.start()
             return
-        ref = self.state.reference.data
-        pairs = {c: (ref, self.state.predictions[c].data) for c in self.live}
+        ref = self.state.reference
+        preds = {c: self.state.predictions[c] for c in self.live}
+        pairs = {c: (ref.data, pred.data) for c, pred in preds.items()}
         self.surface_runner.start("surface metrics", surface_rows, pairs, self.state.spacing(),
                                   self.state.structures or self._structure_names(),
-                                  on_done=self._surface_done)
+                                  needs=[ref, *preds.values()], on_done=self._surface_done)
 
     def _structure_names(self) -> dict[int, str]:
         live = next(iter(self.live.values()))

@@ -6,6 +6,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from napari.utils import progress
 from napari.utils.notifications import notification_manager
@@ -127,3 +128,151 @@ def test_widgets_use_public_napari_api_only():
              for path in sorted(PACKAGE.rglob("*.py"))
              for name in private if name in path.read_text(encoding="utf-8")]
     assert not found, f"private napari API in use: {found}"
+
+
+# -- the job lifecycle: layers a job needs, closing its panel or window --------------------
+def _until_released(release: threading.Event, *, progress=None, cancel=None, show=None) -> str:
+    """Report, call ``show`` (a relay), wait for ``release`` ignoring cancel, then finish."""
+    progress(0, 1)
+    if show is not None:
+        show("first")
+    release.wait(30)
+    if show is not None:
+        show("late")
+    return "result"
+
+
+def _runner_in(viewer, qtbot, **kwargs) -> JobRunner:
+    runner = JobRunner(viewer=viewer, **kwargs)
+    qtbot.addWidget(runner)
+    return runner
+
+
+def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(make_napari_viewer, qtbot,
+                                                               notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    runner = _runner_in(viewer, qtbot)
+    done, outcomes = [], []
+    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
+    job = runner.start("steps", _steps, threading.Event(), needs=[image], on_done=done.append)
+    qtbot.waitUntil(lambda: runner.bar.maximum() == 3, timeout=10000)
+    viewer.layers.remove(image)
+    assert job.cancel_event.is_set() and job.gone == "layer 'ct' was removed"
+    assert runner.status.text() == "steps: stopping (layer 'ct' was removed)"
+    wait_job(qtbot, runner)
+    assert outcomes == ["dropped"] and done == []
+    assert "steps dropped: layer 'ct' was removed" in notifications()
+    assert not job.alive
+
+
+def test_a_result_that_comes_after_its_layer_is_gone_is_dropped(make_napari_viewer, qtbot,
+                                                               notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    other = viewer.add_image(np.zeros((4, 4)), name="other")
+    runner = _runner_in(viewer, qtbot)
+    release, done, shown = threading.Event(), [], []
+    outcomes = []
+    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
+    runner.start("steps", _until_released, release, needs=[image], on_done=done.append,
+                 relay={"show": lambda what: shown.append((what, threading.current_thread()))})
+    qtbot.waitUntil(lambda: bool(shown), timeout=10000)
+    viewer.layers.remove(other)  # a layer the job does not need: nothing happens
+    assert runner.job.gone is None
+    viewer.layers.remove(image)
+    release.set()
+    wait_job(qtbot, runner)
+    assert outcomes == ["dropped"] and done == []  # the job ignored cancel: its result is dropped
+    assert shown == [("first", threading.main_thread())]  # the late relay call is dropped too
+    assert "steps dropped: layer 'ct' was removed" in notifications()
+
+
+def test_surface_like_jobs_can_drop_quietly(make_napari_viewer, qtbot, notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    runner = _runner_in(viewer, qtbot, notify=False)
+    runner.start("surface metrics", _steps, threading.Event(), needs=[image])
+    viewer.layers.remove(image)
+    wait_job(qtbot, runner)
+    assert runner.status.text() == "surface metrics dropped: layer 'ct' was removed"
+    assert not [n for n in notifications() if "dropped" in n]
+
+
+def _shown_panel(qtbot):
+    """A shown window holding tabs, the first holding a panel with a runner."""
+    from qtpy.QtWidgets import QMainWindow, QTabWidget, QVBoxLayout, QWidget
+
+    window = QMainWindow()
+    tabs = QTabWidget()
+    panel, other = QWidget(), QWidget()
+    runner = JobRunner(activity=False)
+    QVBoxLayout(panel).addWidget(runner)
+    tabs.addTab(panel, "panel")
+    tabs.addTab(other, "other")
+    window.setCentralWidget(tabs)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window, tabs, panel, runner
+
+
+def _closed(runner, qtbot, job):
+    outcomes = []
+    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
+    qtbot.waitUntil(lambda: job.closed, timeout=10000)
+    assert not job.alive  # joined before `closed` is seen from here
+    return outcomes
+
+
+def test_closing_the_window_cancels_and_joins_the_job(qtbot):
+    window, _tabs, _panel, runner = _shown_panel(qtbot)
+    job = runner.start("steps", _steps, threading.Event())
+    window.close()
+    assert _closed(runner, qtbot, job) == ["closed"]
+    assert runner.status.text() == "steps: stopped (its window was closed)"
+    assert not runner.running
+
+
+def test_closing_the_panel_cancels_and_joins_the_job(qtbot):
+    _window, _tabs, panel, runner = _shown_panel(qtbot)
+    job = runner.start("steps", _steps, threading.Event())
+    panel.setParent(None)  # what napari's dock close button does to the panel
+    qtbot.addWidget(panel)
+    assert _closed(runner, qtbot, job) == ["closed"]
+    assert runner.status.text() == "steps: stopped (its panel was closed)"
+
+
+def test_another_tab_keeps_the_job_running(qtbot):
+    _window, tabs, _panel, runner = _shown_panel(qtbot)
+    release = threading.Event()
+    done = []
+    job = runner.start("steps", _steps, release, on_done=done.append)
+    tabs.setCurrentIndex(1)  # the runner's panel is hidden, its window is not
+    qtbot.wait(50)
+    assert runner.job is job and not job.cancel_event.is_set()
+    release.set()
+    wait_job(qtbot, runner)
+    assert done == [3]
+
+
+def test_a_destroyed_runner_closes_and_joins_its_job(qtbot):
+    from qtpy.QtCore import QCoreApplication, QEvent
+
+    runner = JobRunner(activity=False)  # in no window: only its destruction closes the job
+    job = runner.start("steps", _steps, threading.Event())
+    runner.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    assert job.closed and not job.alive
+
+
+def test_quitting_closes_every_running_job(qtbot):
+    from napari_segeval._widgets._job_thread import close_all_jobs
+
+    runners = [JobRunner(activity=False) for _ in range(2)]
+    for r in runners:
+        qtbot.addWidget(r)
+    jobs = [r.start(f"steps {i}", _steps, threading.Event()) for i, r in enumerate(runners)]
+    close_all_jobs()  # connected to QApplication.aboutToQuit
+    assert all(j.closed and not j.alive for j in jobs)
+    assert {j.gone for j in jobs} == {"napari is quitting"}
