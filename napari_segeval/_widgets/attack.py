@@ -24,9 +24,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import attack, attack_dense, raw_per_unit
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.evaluate_jobs import attack, attack_dense, raw_per_unit
 from napari_segeval._widgets.prompt import prediction_layer
 
 #: Diverging colormap of the perturbation layer.

@@ -59,7 +59,7 @@ class DicePanel(QWidget):
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
-        from napari_segeval._widgets._overlay import ErrorOverlay
+        from napari_segeval._widgets.overlay_layers import ErrorOverlay
 
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
@@ -373,7 +373,7 @@ class DicePanel(QWidget):
 
     # -- surface metrics ----------------------------------------------------------------
     def _start_surface(self) -> None:
-        from napari_segeval._widgets._jobs import surface_rows
+        from napari_segeval._widgets.evaluate_jobs import surface_rows
 
         if not self.live or self.state.reference is None:
             return

@@ -18,7 +18,6 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import (
     SERIES_HINT,
@@ -28,6 +27,7 @@ from napari_segeval._widgets._state import (
     shared_state,
 )
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.evaluate_jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval.io.case import MODALITIES
 
 BOXES_NAME = "boxes"

@@ -100,7 +100,7 @@ def ct_session(viewer):
 
 def setup(kind: str, viewer, honour: bool, path: str | None):
     """Start the job of ``kind``; returns (runner, the layer it reads, panel)."""
-    from napari_segeval._widgets import _jobs, attack, prompt, results, segment
+    from napari_segeval._widgets import attack, evaluate_jobs, prompt, results, segment
     from napari_segeval.models.threshold import ThresholdPromptModel
 
     if kind == "results":
@@ -143,7 +143,7 @@ def setup(kind: str, viewer, honour: bool, path: str | None):
         w.attack.run_button.click()
         return w.attack.runner, image, w
     if kind == "surface":
-        patch(_jobs, "surface_rows", honour)
+        patch(evaluate_jobs, "surface_rows", honour)
         ref = w.state.reference
         pred = viewer.add_labels(np.roll(np.asarray(ref.data), 2, axis=1), name="prediction",
                                  scale=ref.scale, translate=ref.translate)

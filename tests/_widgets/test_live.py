@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from napari_segeval._widgets._jobs import segment
+from napari_segeval._widgets.evaluate_jobs import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
 
 from .conftest import wait_job
