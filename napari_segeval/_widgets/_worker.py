@@ -69,7 +69,7 @@ class _Bridge(QObject):
 
 
 class _Closer(QObject):
-    """Closes a job when the runner that started it is destroyed.
+    """Closes a job, and its bar in napari's activity dock, when its runner is destroyed.
 
     Connected to the runner's ``destroyed`` as a slot without arguments, so the
     dying runner is never wrapped for Python (a lambda there crashes when the
@@ -80,11 +80,14 @@ class _Closer(QObject):
     def __init__(self, job: Job) -> None:
         super().__init__()
         self.job = job
+        self.bar: Any = None
 
     @Slot()
     def close_job(self) -> None:
-        """Close the job (cancel, join)."""
+        """Close the job (cancel, join) and its bar."""
         self.job.close("its panel was closed")
+        if self.bar is not None:
+            self.bar.close()
 
 
 #: Closers of jobs that may still run (dropped at a later start once their job ended).
@@ -214,6 +217,7 @@ class JobRunner(QWidget):
         self.cancel_button.setEnabled(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
+            self._closer.bar = self.activity
         emit = self._bridge.posted.emit
         job.start(fn, args, kwargs, lambda what, payload: emit(job, what, payload),
                   relay=dict(relay or {}))

@@ -256,14 +256,17 @@ def test_another_tab_keeps_the_job_running(qtbot):
     assert done == [3]
 
 
-def test_a_destroyed_runner_closes_and_joins_its_job(qtbot):
+def test_a_destroyed_runner_closes_and_joins_its_job(make_napari_viewer, qtbot):
     from qtpy.QtCore import QCoreApplication, QEvent
 
-    runner = JobRunner(activity=False)  # in no window: only its destruction closes the job
+    make_napari_viewer()  # the activity dock
+    runner = JobRunner()  # in no window: only its destruction closes the job
     job = runner.start("steps", _steps, threading.Event())
+    bar = runner.activity
     runner.deleteLater()
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     assert job.closed and not job.alive
+    assert bar.disable  # its bar left napari's activity dock
 
 
 def test_quitting_closes_every_running_job(qtbot):
