@@ -33,20 +33,27 @@ button), the runner is destroyed, or the application quits, the job is
 cancelled and its thread joined for at most
 :data:`~napari_segeval._widgets._job_thread.JOIN_TIMEOUT_S` seconds (jobs
 check ``cancel`` between slices); nothing it reports afterwards reaches a
-widget or a layer.
+widget or a layer. :mod:`~napari_segeval._widgets._job_watch` watches for all
+of these.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from napari.utils import cancelable_progress
-from qtpy.QtCore import QEvent, QObject, QTimer, Signal, Slot
+from qtpy.QtCore import QObject, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from napari_segeval._widgets._job_thread import JOIN_TIMEOUT_S, Job, close_all_jobs
+from napari_segeval._widgets._job_thread import JOIN_TIMEOUT_S, Job
+from napari_segeval._widgets._job_watch import (
+    close_jobs_on_quit,
+    qt_alive,
+    watch_destroyed,
+    watch_layers,
+    watch_window,
+)
 
 
 class JobProgress(cancelable_progress):
@@ -68,32 +75,6 @@ class _Bridge(QObject):
     posted = Signal(object, str, object)  # job, what ("progress", "call", "end"), payload
 
 
-class _Closer(QObject):
-    """Closes a job, and its bar in napari's activity dock, when its runner is destroyed.
-
-    Connected to the runner's ``destroyed`` as a slot without arguments, so the
-    dying runner is never wrapped for Python (a lambda there crashes when the
-    runner dies in Python's garbage collector). Held in :data:`_CLOSERS` while
-    its job may run.
-    """
-
-    def __init__(self, job: Job) -> None:
-        super().__init__()
-        self.job = job
-        self.bar: Any = None
-
-    @Slot()
-    def close_job(self) -> None:
-        """Close the job (cancel, join) and its bar."""
-        self.job.close("its panel was closed")
-        if self.bar is not None:
-            self.bar.close()
-
-
-#: Closers of jobs that may still run (dropped at a later start once their job ended).
-_CLOSERS: set[_Closer] = set()
-
-
 def error_message(exc: BaseException) -> str:
     """The text shown to a person for an exception raised by a job.
 
@@ -110,15 +91,6 @@ def error_message(exc: BaseException) -> str:
     if isinstance(exc, SegEvalError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
-
-
-def qt_alive(obj: Any) -> bool:
-    """False once the C++ side of a Qt object has been deleted."""
-    try:
-        obj.objectName()
-    except RuntimeError:
-        return False
-    return True
 
 
 class JobRunner(QWidget):
@@ -174,13 +146,10 @@ class JobRunner(QWidget):
         self.worker_name = ""
         self.last_error: str | None = None
         self._on_done: Callable[[Any], None] | None = None
-        self._watched: list[QWidget] = []
-        self._top: QWidget | None = None
-        self._unlisten: Callable[[], None] | None = None
-        self._closer: _Closer | None = None
+        self._unwatch: list[Callable[[], None]] = []
         self._bridge = _Bridge()
         self._bridge.posted.connect(self._deliver)
-        _quit_closes_jobs()
+        close_jobs_on_quit()
 
     # -- API ---------------------------------------------------------------------------
     @property
@@ -206,18 +175,14 @@ class JobRunner(QWidget):
         job = Job(name, needs)
         self.job = job
         self.worker_name, self.last_error, self._on_done = name, None, on_done
-        _CLOSERS.difference_update([c for c in _CLOSERS if c.job.closed and not c.job.alive])
-        self._closer = _Closer(job)
-        _CLOSERS.add(self._closer)
-        self.destroyed.connect(self._closer.close_job)
-        self._listen(job)
-        self._watch()
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
         self.cancel_button.setEnabled(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
-            self._closer.bar = self.activity
+        self._unwatch = [watch_layers(self.viewer, job, self._stopping),
+                         watch_window(self, self.close_job),
+                         watch_destroyed(self, job, self.activity)]
         emit = self._bridge.posted.emit
         job.start(fn, args, kwargs, lambda what, payload: emit(job, what, payload),
                   relay=dict(relay or {}))
@@ -249,58 +214,9 @@ class JobRunner(QWidget):
         self._emit_done(job.name, "closed")
         return joined
 
-    # -- following the viewer and the window -------------------------------------------
-    def _listen(self, job: Job) -> None:
-        """Cancel ``job`` when one of its ``needs`` leaves the viewer."""
-        if self.viewer is None or not job.needs:
-            return
-        runner = weakref.ref(self)
-
-        def removed(event: Any) -> None:
-            layer = getattr(event, "value", None)
-            if any(layer is need for need in job.needs) and job.gone is None:
-                job.cancel(f"layer '{layer.name}' was removed")
-                me = runner()
-                if me is not None and qt_alive(me) and me.job is job:
-                    me.status.setText(f"{job.name}: stopping ({job.gone})")
-
-        emitter = self.viewer.layers.events.removed
-        emitter.connect(removed)
-        self._unlisten = lambda: emitter.disconnect(removed)
-
-    def _watch(self) -> None:
-        """Watch the runner's window: its close, or the panel leaving it, closes the job."""
-        top = self.window()
-        if top is self or not top.isVisible():
-            return  # not in a shown window (a script, a test): nothing to watch
-        self._top = top
-        widget = self.parentWidget()
-        while widget is not None:
-            widget.installEventFilter(self)
-            self._watched.append(widget)
-            widget = widget.parentWidget()
-
-    def eventFilter(self, obj: Any, event: Any) -> bool:
-        """Check the window once a close, hide or new parent of an ancestor took effect."""
-        if event.type() in (QEvent.Type.Close, QEvent.Type.Hide, QEvent.Type.ParentChange):
-            QTimer.singleShot(0, self._check_window)
-        return False
-
-    def _check_window(self) -> None:
-        # floating a dock or switching tabs keeps the runner in a shown window
-        if self.job is None or self._top is None or self.window().isVisible():
-            return
-        closed = "its window" if self.window() is self._top else "its panel"
-        self.close_job(f"{closed} was closed")
-
-    def _unwatch(self) -> None:
-        for widget in self._watched:
-            if qt_alive(widget):
-                widget.removeEventFilter(self)
-        self._watched, self._top = [], None
-        if self._unlisten is not None:
-            self._unlisten()
-            self._unlisten = None
+    def _stopping(self, job: Job) -> None:
+        if qt_alive(self) and job is self.job:
+            self.status.setText(f"{job.name}: stopping ({job.gone})")
 
     # -- reports of the worker (main thread) -------------------------------------------
     def _deliver(self, job: Job, what: str, payload: Any) -> None:
@@ -332,15 +248,9 @@ class JobRunner(QWidget):
 
     def _end_ui(self, job: Job, text: str, value: int = 0) -> None:
         """Forget ``job`` and show its end (closing napari's bar may delete the runner)."""
-        self._unwatch()
-        self.job = None
-        closer, self._closer = self._closer, None
-        if closer is not None:
-            _CLOSERS.discard(closer)
-            try:
-                self.destroyed.disconnect(closer.close_job)
-            except (TypeError, RuntimeError):  # the runner is being deleted
-                pass
+        for stop in self._unwatch:
+            stop()
+        self._unwatch, self.job = [], None
         bar, self.activity = self.activity, None
         if bar is not None:
             bar.close()
@@ -391,19 +301,6 @@ class JobRunner(QWidget):
         shows a notification: a closing window may delete its panels then)."""
         if qt_alive(self):
             self.job_done.emit(name, outcome)
-
-
-_QUIT_HOOKED = [False]
-
-
-def _quit_closes_jobs() -> None:
-    """Close the running jobs when the Qt application quits (hooked once per process)."""
-    from qtpy.QtWidgets import QApplication
-
-    app = QApplication.instance()
-    if app is not None and not _QUIT_HOOKED[0]:
-        app.aboutToQuit.connect(close_all_jobs)
-        _QUIT_HOOKED[0] = True
 
 
 def show_error(message: str) -> None:

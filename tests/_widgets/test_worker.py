@@ -11,24 +11,12 @@ import pytest
 from napari.utils import progress
 from napari.utils.notifications import notification_manager
 
-from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError
 from napari_segeval._widgets._worker import JobRunner
 
-from .conftest import wait_job
+from .conftest import held_steps, wait_job
 
 PACKAGE = Path(__file__).resolve().parents[2] / "napari_segeval"
-
-
-def _steps(release: threading.Event, n: int = 3, *, progress=None, cancel=None) -> int:
-    """Report step 1 of ``n``, wait for ``release``, then finish the steps."""
-    progress(1, n)
-    while not release.wait(0.01):
-        check_cancel(cancel, "steps")
-    for i in range(2, n + 1):
-        check_cancel(cancel, "steps")
-        progress(i, n)
-    return n
 
 
 @pytest.fixture
@@ -52,7 +40,7 @@ def test_job_reports_to_napari_activity_and_closes_its_bar(runner, qtbot):
     _, runner = runner
     release = threading.Event()
     done = []
-    runner.start("steps", _steps, release, 3, on_done=done.append)
+    runner.start("steps", held_steps, release, 3, on_done=done.append)
     bar = runner.activity
     assert isinstance(bar, progress)
     assert bar.desc == "steps"
@@ -72,7 +60,7 @@ def test_cancel_from_the_activity_dock_cancels_the_job(runner, qtbot):
     _, runner = runner
     outcomes = []
     runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
-    runner.start("steps", _steps, threading.Event())
+    runner.start("steps", held_steps, threading.Event())
     bar = runner.activity
     qtbot.waitUntil(lambda: bar.n == 1, timeout=10000)
     bar.cancel()  # what the dock's Cancel button does
@@ -116,7 +104,7 @@ def test_error_in_the_done_callback_becomes_a_notification(runner, qtbot, notifi
     def on_done(result):
         raise RuntimeError("layer gone")
 
-    runner.start("steps", _steps, release, on_done=on_done)
+    runner.start("steps", held_steps, release, on_done=on_done)
     wait_job(qtbot, runner)
     assert "steps failed: RuntimeError: layer gone" in notifications()
     assert napari_errors == []
@@ -155,7 +143,7 @@ def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(make_napari_viewe
     runner = _runner_in(viewer, qtbot)
     done, outcomes = [], []
     runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
-    job = runner.start("steps", _steps, threading.Event(), needs=[image], on_done=done.append)
+    job = runner.start("steps", held_steps, threading.Event(), needs=[image], on_done=done.append)
     qtbot.waitUntil(lambda: runner.bar.maximum() == 3, timeout=10000)
     viewer.layers.remove(image)
     assert job.cancel_event.is_set() and job.gone == "layer 'ct' was removed"
@@ -192,90 +180,8 @@ def test_surface_like_jobs_can_drop_quietly(make_napari_viewer, qtbot, notificat
     viewer = make_napari_viewer()
     image = viewer.add_image(np.zeros((4, 4)), name="ct")
     runner = _runner_in(viewer, qtbot, notify=False)
-    runner.start("surface metrics", _steps, threading.Event(), needs=[image])
+    runner.start("surface metrics", held_steps, threading.Event(), needs=[image])
     viewer.layers.remove(image)
     wait_job(qtbot, runner)
     assert runner.status.text() == "surface metrics dropped: layer 'ct' was removed"
     assert not [n for n in notifications() if "dropped" in n]
-
-
-def _shown_panel(qtbot):
-    """A shown window holding tabs, the first holding a panel with a runner."""
-    from qtpy.QtWidgets import QMainWindow, QTabWidget, QVBoxLayout, QWidget
-
-    window = QMainWindow()
-    tabs = QTabWidget()
-    panel, other = QWidget(), QWidget()
-    runner = JobRunner(activity=False)
-    QVBoxLayout(panel).addWidget(runner)
-    tabs.addTab(panel, "panel")
-    tabs.addTab(other, "other")
-    window.setCentralWidget(tabs)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    return window, tabs, panel, runner
-
-
-def _closed(runner, qtbot, job):
-    outcomes = []
-    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
-    qtbot.waitUntil(lambda: job.closed, timeout=10000)
-    assert not job.alive  # joined before `closed` is seen from here
-    return outcomes
-
-
-def test_closing_the_window_cancels_and_joins_the_job(qtbot):
-    window, _tabs, _panel, runner = _shown_panel(qtbot)
-    job = runner.start("steps", _steps, threading.Event())
-    window.close()
-    assert _closed(runner, qtbot, job) == ["closed"]
-    assert runner.status.text() == "steps: stopped (its window was closed)"
-    assert not runner.running
-
-
-def test_closing_the_panel_cancels_and_joins_the_job(qtbot):
-    _window, _tabs, panel, runner = _shown_panel(qtbot)
-    job = runner.start("steps", _steps, threading.Event())
-    panel.setParent(None)  # what napari's dock close button does to the panel
-    qtbot.addWidget(panel)
-    assert _closed(runner, qtbot, job) == ["closed"]
-    assert runner.status.text() == "steps: stopped (its panel was closed)"
-
-
-def test_another_tab_keeps_the_job_running(qtbot):
-    _window, tabs, _panel, runner = _shown_panel(qtbot)
-    release = threading.Event()
-    done = []
-    job = runner.start("steps", _steps, release, on_done=done.append)
-    tabs.setCurrentIndex(1)  # the runner's panel is hidden, its window is not
-    qtbot.wait(50)
-    assert runner.job is job and not job.cancel_event.is_set()
-    release.set()
-    wait_job(qtbot, runner)
-    assert done == [3]
-
-
-def test_a_destroyed_runner_closes_and_joins_its_job(make_napari_viewer, qtbot):
-    from qtpy.QtCore import QCoreApplication, QEvent
-
-    make_napari_viewer()  # the activity dock
-    runner = JobRunner()  # in no window: only its destruction closes the job
-    job = runner.start("steps", _steps, threading.Event())
-    bar = runner.activity
-    runner.deleteLater()
-    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-    assert job.closed and not job.alive
-    assert bar.disable  # its bar left napari's activity dock
-
-
-def test_quitting_closes_every_running_job(qtbot):
-    from napari_segeval._widgets._job_thread import close_all_jobs
-
-    runners = [JobRunner(activity=False) for _ in range(2)]
-    for r in runners:
-        qtbot.addWidget(r)
-    jobs = [r.start(f"steps {i}", _steps, threading.Event()) for i, r in enumerate(runners)]
-    close_all_jobs()  # connected to QApplication.aboutToQuit
-    assert all(j.closed and not j.alive for j in jobs)
-    assert {j.gone for j in jobs} == {"napari is quitting"}
