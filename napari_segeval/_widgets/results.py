@@ -172,9 +172,11 @@ class ResultsPanel(QWidget):
         self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _job_done(self, name: str, outcome: str) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None and outcome != "closed" and not self.runner.running:
-            name, fn, args, on_done, needs = pending
+        if outcome == "closed":  # the panel or its window closed: start nothing
+            self._pending = None
+        elif self._pending is not None and not self.runner.running:
+            name, fn, args, on_done, needs = self._pending
+            self._pending = None
             self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _opened(self, folder) -> None:
