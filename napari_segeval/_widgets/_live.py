@@ -1,13 +1,13 @@
 """A propagation you can watch: its slices drawn in a Labels layer as they are computed.
 
 :func:`napari_segeval.propagation.propagate_case` reports each structure's mask on
-each slice through ``on_slice(label, index, mask)``, from the worker thread. A
-:class:`LiveLabels` hands each report to the main thread through a queued Qt
-signal (layers are only touched there) and paints it into a *partial* Labels layer
-on the reference's grid and colours. When the job ends, :meth:`LiveLabels.stop`
+each slice through ``on_slice(label, index, mask)``, from the worker thread. The
+panel relays it to :meth:`LiveLabels.paint` on the main thread (``JobRunner.start(...,
+relay={"on_slice": live.paint})``: the job runner drops the reports of a job that
+was cancelled, closed or lost its image), which paints it into a *partial* Labels
+layer on the reference's grid and colours. When the job ends, :meth:`LiveLabels.stop`
 removes that layer: the final merged prediction replaces it (on success), or
-nothing is left of it (cancel, error). Reports of an earlier run that arrive late
-are ignored (each run has its own number).
+nothing is left of it (cancel, error, a closed panel).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import QObject, Signal
 
 
-class LiveLabels(QObject):
+class LiveLabels:
     """The partial layer of one running propagation at a time.
 
     Attributes
@@ -30,38 +29,27 @@ class LiveLabels(QObject):
         Number of reports painted in the current run.
     """
 
-    sliced = Signal(int, int, int, object)  # run, label, index, mask
-
     def __init__(self, viewer: Any, state: Any,
                  make_layer: Callable[[Any, Any, np.ndarray, str], Any]) -> None:
-        super().__init__()
         self.viewer, self.state = viewer, state
         #: ``make_layer(viewer, state, data, name)`` adds the partial Labels layer
         #: (:func:`napari_segeval._widgets.prompt.prediction_layer`)
         self.make_layer = make_layer
         self.layer: Any = None
         self.updates = 0
-        self._run = 0
         self._active = False
         self._name = ""
         self._shape: tuple[int, ...] = ()
-        self.sliced.connect(self._paint)
 
     def start(self, name: str, shape: tuple[int, ...]) -> Callable[[int, int, np.ndarray], None]:
-        """Begin a run painting into a new layer ``name`` of ``shape``; returns its ``on_slice``.
+        """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`.
 
-        The returned callable may be called from any thread.
+        Call the returned function on the main thread only (relay it there).
         """
         self.stop()
-        self._run += 1
         self._active, self._name, self._shape = True, name, tuple(shape)
         self.updates = 0
-        run, signal = self._run, self.sliced
-
-        def on_slice(label: int, index: int, mask: np.ndarray) -> None:
-            signal.emit(run, int(label), int(index), np.asarray(mask, dtype=bool))
-
-        return on_slice
+        return self.paint
 
     def stop(self) -> None:
         """End the run: later reports are ignored and the partial layer is removed."""
@@ -77,9 +65,11 @@ class LiveLabels(QObject):
         layer.metadata["partial"] = True
         return layer
 
-    def _paint(self, run: int, label: int, index: int, mask: np.ndarray) -> None:
-        if run != self._run or not self._active:
+    def paint(self, label: int, index: int, mask: np.ndarray) -> None:
+        """Paint structure ``label``'s ``mask`` on slice ``index`` (ignored after :meth:`stop`)."""
+        if not self._active:
             return
+        mask = np.asarray(mask, dtype=bool)
         if self.layer is None or self.layer not in self.viewer.layers:
             self.layer = self._make_layer()
         data = self.layer.data

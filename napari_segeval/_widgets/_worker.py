@@ -1,29 +1,59 @@
-"""Run one long core function in a napari worker thread, with progress and cancel.
+"""Run one long core function in a worker thread: progress, cancel, and a clean end.
 
-The core function is called as ``fn(*args, progress=cb, cancel=event, **kwargs)``
-(house rule: long work takes ``progress`` and ``cancel``): ``cb(done, total)``
-moves the panel's progress bar and a bar in napari's activity dock (a
-:class:`napari.utils.progress`), both through a queued Qt signal so they are
-only touched on the main thread; the Cancel button sets ``event``.
+The job lifecycle
+-----------------
+:meth:`JobRunner.start` runs ``fn(*args, progress=cb, cancel=event, **kwargs)``
+(house rule: long work takes ``progress`` and ``cancel``) as a
+:class:`~napari_segeval._widgets._job_thread.Job` in a worker thread. The worker
+never touches Qt or layers: what it reports - progress, the ``relay``
+callbacks (a propagation's partial slices), its result or its error - travels
+through a queued Qt signal to the runner, which handles it on the main thread
+only while the job is still wanted: it is the runner's current job, the runner
+has not closed it, and every layer in ``needs`` is still in the viewer.
 
-Only napari's public thread API is used: :func:`napari.qt.threading.create_worker`
-with our own ``errored`` handler (given through ``_connect``, so napari adds no
-handler that re-raises). Errors never escape to napari's default error handler:
-:class:`~napari_segeval._cancel.Cancelled` shows "cancelled", a
-:class:`~napari_segeval._errors.SegEvalError` is shown with its message through
-``napari.utils.notifications.show_error``, anything else with its type and
-message.
+A job ends with ``job_done(name, outcome)``; ``outcome`` is
+
+``"ok"``
+    its result was handed to ``on_done``;
+``"cancelled"``
+    the Cancel button (the panel's or the activity dock's) stopped it;
+``"error"``
+    it raised: a :class:`~napari_segeval._errors.SegEvalError` is shown with
+    its message, anything else with its type and message (errors never reach
+    napari's default handler);
+``"dropped"``
+    a layer in ``needs`` was removed from the viewer while it ran: the job was
+    cancelled, and whatever it returned is dropped, with a notification;
+``"closed"``
+    its panel or its window closed while it ran (below).
+
+Closing: when the runner's window closes (a person closing napari,
+:meth:`napari.Viewer.close`), its panel leaves that window (napari's dock close
+button), the runner is destroyed, or the application quits, the job is
+cancelled and its thread joined for at most
+:data:`~napari_segeval._widgets._job_thread.JOIN_TIMEOUT_S` seconds (jobs
+check ``cancel`` between slices); nothing it reports afterwards reaches a
+widget or a layer. :mod:`~napari_segeval._widgets._job_watch` watches for all
+of these.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from napari.utils import cancelable_progress
 from qtpy.QtCore import QObject, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
+
+from napari_segeval._widgets._job_thread import JOIN_TIMEOUT_S, Job
+from napari_segeval._widgets._job_watch import (
+    close_jobs_on_quit,
+    qt_alive,
+    watch_destroyed,
+    watch_layers,
+    watch_window,
+)
 
 
 class JobProgress(cancelable_progress):
@@ -42,7 +72,7 @@ class JobProgress(cancelable_progress):
 
 
 class _Bridge(QObject):
-    progress = Signal(int, int)
+    posted = Signal(object, str, object)  # job, what ("progress", "call", "end"), payload
 
 
 def error_message(exc: BaseException) -> str:
@@ -66,24 +96,36 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
-    ``activity=False`` leaves napari's activity dock out (for jobs of a second or
-    less, where creating and updating that bar costs more than the job).
+    Parameters
+    ----------
+    parent : QWidget, optional
+    activity : bool
+        False leaves napari's activity dock out (for jobs of a second or less,
+        where creating and updating that bar costs more than the job).
+    viewer : napari.Viewer, optional
+        The viewer whose layers the jobs' ``needs`` name.
+    notify : bool
+        False: a dropped job is said in the status line only (jobs the panel
+        restarts by itself, such as surface metrics).
 
     Attributes
     ----------
-    worker : napari FunctionWorker or None
-        The running worker.
+    job : Job or None
+        The running job.
     activity : napari.utils.progress or None
         The running job's bar in napari's activity dock (closed when it ends).
     last_error : str or None
         Message of the last failed job (also shown as a notification).
     """
 
-    job_done = Signal(str, str)  # job name, outcome: "ok" | "cancelled" | "error"
+    job_done = Signal(str, str)  # job name, outcome: ok | cancelled | error | dropped | closed
 
-    def __init__(self, parent: QWidget | None = None, activity: bool = True) -> None:
+    def __init__(self, parent: QWidget | None = None, activity: bool = True, *,
+                 viewer: Any = None, notify: bool = True) -> None:
         super().__init__(parent)
-        self.show_activity = activity  # False: no bar in napari's activity dock (short jobs)
+        self.show_activity = activity
+        self.viewer = viewer
+        self.notify = notify
         self.bar = QProgressBar()
         self.bar.setRange(0, 1)
         self.bar.setValue(0)
@@ -99,69 +141,103 @@ class JobRunner(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
         layout.addWidget(self.status)
-        self.worker = None
+        self.job: Job | None = None
         self.activity: Any = None
         self.worker_name = ""
         self.last_error: str | None = None
-        self._event: threading.Event | None = None
+        self._on_done: Callable[[Any], None] | None = None
+        self._unwatch: list[Callable[[], None]] = []
         self._bridge = _Bridge()
-        self._bridge.progress.connect(self._on_progress)
+        self._bridge.posted.connect(self._deliver)
+        close_jobs_on_quit()
 
     # -- API ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
         """True while a job runs."""
-        return self.worker is not None
+        return self.job is not None
 
     def start(self, name: str, fn: Callable[..., Any], *args: Any,
-              on_done: Callable[[Any], None] | None = None, **kwargs: Any) -> Any:
+              on_done: Callable[[Any], None] | None = None, needs: Iterable[Any] = (),
+              relay: Mapping[str, Callable[..., None]] | None = None, **kwargs: Any) -> Any:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
-        Returns the worker, or None when a job is already running (a notification
-        says so).
+        ``on_done(result)`` runs on the main thread when the job succeeds and
+        every layer in ``needs`` is still in the viewer. Each ``relay`` entry
+        ``keyword: callback`` is passed to ``fn`` as a callable the worker may
+        call; ``callback`` then runs on the main thread, under the same checks.
+        Returns the :class:`~napari_segeval._widgets._job_thread.Job`, or None
+        when a job is already running (a notification says so).
         """
-        from napari.qt.threading import create_worker
-
         if self.running:
             _notify_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
-        self.worker_name = name
-        self.last_error = None
-        event = threading.Event()
-        self._event = event
-        bridge = self._bridge
-
-        def progress(done: int, total: int) -> None:
-            bridge.progress.emit(int(done), int(total))
-
-        # our own "errored" handler: napari then connects none that re-raises
-        handlers = {"returned": lambda result: self._finish(name, "ok", result, on_done),
-                    "errored": lambda exc: self._failed(name, exc)}
-        worker = create_worker(fn, *args, progress=progress, cancel=event,
-                               _connect=handlers, _start_thread=False, **kwargs)
-        self.worker = worker
+        job = Job(name, needs)
+        self.job = job
+        self.worker_name, self.last_error, self._on_done = name, None, on_done
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
         self.cancel_button.setEnabled(True)
-        # total=0: indeterminate until the first report; made after self.worker is
-        # set, since adding a bar to the activity dock processes Qt events
-        if self.show_activity:
+        if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
-        worker.start()
-        return worker
+        self._unwatch = [watch_layers(self.viewer, job, self._stopping),
+                         watch_window(self, self.close_job),
+                         watch_destroyed(self, job, self.activity)]
+        emit = self._bridge.posted.emit
+        job.start(fn, args, kwargs, lambda what, payload: emit(job, what, payload),
+                  relay=dict(relay or {}))
+        return job
 
     def cancel(self) -> None:
         """Ask the running job to stop (it raises Cancelled at its next check)."""
-        if self._event is not None:
-            self._event.set()
-            self.status.setText(f"cancelling {self.worker_name}...")
-            if self.activity is not None:
-                self.activity.set_description(f"cancelling {self.worker_name}")
-
-    # -- slots ---------------------------------------------------------------------------
-    def _on_progress(self, done: int, total: int) -> None:
-        if self.worker is None:
+        job = self.job
+        if job is None:
             return
+        job.cancel()
+        if qt_alive(self):
+            self.status.setText(f"cancelling {job.name}...")
+        if self.activity is not None:
+            self.activity.set_description(f"cancelling {job.name}")
+
+    def close_job(self, reason: str = "its panel was closed",
+                  timeout: float = JOIN_TIMEOUT_S) -> bool:
+        """Cancel the running job for good and join its thread (at most ``timeout`` s).
+
+        Called when the runner's panel or window closes; the job's later reports
+        are ignored. Returns True when no job thread runs any more.
+        """
+        job = self.job
+        if job is None:
+            return True
+        joined = job.close(reason, timeout)
+        self._end_ui(job, f"{job.name}: stopped ({reason})")
+        self._emit_done(job.name, "closed")
+        return joined
+
+    def _stopping(self, job: Job) -> None:
+        if qt_alive(self) and job is self.job:
+            self.status.setText(f"{job.name}: stopping ({job.gone})")
+
+    # -- reports of the worker (main thread) -------------------------------------------
+    def _deliver(self, job: Job, what: str, payload: Any) -> None:
+        if job is not self.job or job.closed or not qt_alive(self):
+            return  # an earlier job, or the runner closed it
+        if what == "progress":
+            self._on_progress(*payload)
+        elif what == "call":
+            if job.gone is None and job.needs_met(self._layers()):
+                callback, args = payload
+                try:
+                    callback(*args)
+                except Exception as exc:  # noqa: BLE001 - never crash the viewer
+                    job.cancel(f"showing its progress failed: {error_message(exc)}")
+        else:
+            self._finish(job, *payload)
+
+    def _layers(self) -> Any:
+        return None if self.viewer is None else self.viewer.layers
+
+    def _on_progress(self, done: int, total: int) -> None:
         self.bar.setRange(0, max(total, 1))
         self.bar.setValue(min(done, max(total, 1)))
         bar = self.activity
@@ -170,42 +246,61 @@ class JobRunner(QWidget):
                 bar.total = max(total, 0)
             bar.update(done - bar.n)
 
-    def _reset(self) -> None:
-        if self.activity is not None:
-            self.activity.close()
-        self.activity = None
-        self.worker = None
-        self._event = None
-        self.cancel_button.setEnabled(False)
-        self.bar.setRange(0, 1)
+    def _end_ui(self, job: Job, text: str, value: int = 0) -> None:
+        """Forget ``job`` and show its end (closing napari's bar may delete the runner)."""
+        for stop in self._unwatch:
+            stop()
+        self._unwatch, self.job = [], None
+        bar, self.activity = self.activity, None
+        if bar is not None:
+            bar.close()
+        if qt_alive(self):
+            self.cancel_button.setEnabled(False)
+            self.bar.setRange(0, 1)
+            self.bar.setValue(value)
+            self.status.setText(text)
 
-    def _finish(self, name: str, outcome: str, result: Any,
-                on_done: Callable[[Any], None] | None) -> None:
-        self._reset()
-        self.bar.setValue(1)
-        self.status.setText(f"{name}: done")
-        if on_done is not None:
-            try:
-                on_done(result)
-            except Exception as exc:  # noqa: BLE001 - show it, never crash the viewer
-                self._failed(name, exc, reset=False)
-                return
-        self.job_done.emit(name, outcome)
-
-    def _failed(self, name: str, exc: BaseException, reset: bool = True) -> None:
+    def _finish(self, job: Job, ok: bool, value: Any) -> None:
         from napari_segeval._cancel import Cancelled
 
-        if reset:
-            self._reset()
-        self.bar.setValue(0)
-        if isinstance(exc, Cancelled):
-            self.status.setText(f"{name}: cancelled")
-            self.job_done.emit(name, "cancelled")
-            return
+        name = job.name
+        if job.gone is None and not job.needs_met(self._layers()):
+            job.gone = "a layer it needs was removed"
+        if job.gone is not None:
+            text = f"{name} dropped: {job.gone}"
+            self._end_ui(job, text)
+            self._emit_done(name, "dropped")
+            if self.notify:
+                _notify_info(text)
+        elif ok:
+            self._end_ui(job, f"{name}: done", value=1)
+            if self._on_done is not None:
+                try:
+                    self._on_done(value)
+                except Exception as exc:  # noqa: BLE001 - show it, never crash the viewer
+                    self._failed(name, exc)
+                    return
+            self._emit_done(name, "ok")
+        elif isinstance(value, Cancelled):
+            self._end_ui(job, f"{name}: cancelled")
+            self._emit_done(name, "cancelled")
+        else:
+            self._end_ui(job, "")
+            self._failed(name, value)
+
+    def _failed(self, name: str, exc: BaseException) -> None:
         self.last_error = error_message(exc)
-        self.status.setText(f"{name} failed: {self.last_error}")
+        if qt_alive(self):  # an on_done that failed may have closed the panel
+            self.bar.setValue(0)
+            self.status.setText(f"{name} failed: {self.last_error}")
+        self._emit_done(name, "error")
         show_error(f"{name} failed: {self.last_error}")
-        self.job_done.emit(name, "error")
+
+    def _emit_done(self, name: str, outcome: str) -> None:
+        """``job_done``, unless the runner went meanwhile (napari processes events when it
+        shows a notification: a closing window may delete its panels then)."""
+        if qt_alive(self):
+            self.job_done.emit(name, outcome)
 
 
 def show_error(message: str) -> None:

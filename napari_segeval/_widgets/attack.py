@@ -24,9 +24,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import attack, attack_dense, raw_per_unit
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.evaluate_jobs import attack, attack_dense, raw_per_unit
 from napari_segeval._widgets.prompt import prediction_layer
 
 #: Diverging colormap of the perturbation layer.
@@ -57,7 +57,7 @@ class AttackPanel(QWidget):
         self.steps.setValue(10)
         self.run_button = QPushButton("Run attack")
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
-        self.runner = JobRunner()
+        self.runner = JobRunner(viewer=napari_viewer)
         self.result: Any = None
         form = QFormLayout()
         form.addRow("attack", self.attack)
@@ -111,27 +111,30 @@ class AttackPanel(QWidget):
         case = self.state.to_case()
         if self.state.kind() == "series":
             raise ValueError(SERIES_HINT)
+        image, name = self.state.image, self.attack.currentText()
+        needs = [] if image is None else [image]
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
             return self.runner.start(
-                "attack", attack_dense, self.state.model, case, self.attack.currentText(),
-                float(self.eps.value()), int(self.steps.value()), on_done=self._done)
+                "attack", attack_dense, self.state.model, case, name,
+                float(self.eps.value()), int(self.steps.value()), needs=needs,
+                on_done=lambda result: self._done(result, image, name))
         if self.state.model is None or not self.state.prompts:
             raise ValueError("run propagation first (or segment with a dense model): the "
                              "attack uses the model of the clean prediction")
         return self.runner.start(
             "attack", attack, self.state.model, case, list(self.state.prompts),
-            self.attack.currentText(), float(self.eps.value()), int(self.steps.value()),
-            window=self.state.window, on_done=self._done,
+            name, float(self.eps.value()), int(self.steps.value()),
+            window=self.state.window, needs=needs,
+            on_done=lambda result: self._done(result, image, name),
         )
 
-    def _done(self, result: Any) -> None:
+    def _done(self, result: Any, image: Any, attack_name: str) -> None:
         self.result = result
-        image = self.state.image
         base = image.name if image is not None else "case"
         kw = {} if image is None else {"scale": image.scale, "translate": image.translate}
-        name = f"{base} attacked ({self.attack.currentText()})"
+        name = f"{base} attacked ({attack_name})"
         attacked = self._set_image(name, result.perturbed_image,
                                    {**kw, "contrast_limits": None if image is None else
                                     image.contrast_limits, "rgb": getattr(image, "rgb", False)})

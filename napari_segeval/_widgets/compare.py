@@ -33,9 +33,9 @@ from typing import Any
 from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from napari_segeval._widgets._overlay import DisagreementOverlay, set_outlines
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 from napari_segeval._widgets._worker import run_guarded
+from napari_segeval._widgets.overlay_layers import DisagreementOverlay, set_outlines
 
 #: The three views: key, title.
 PANES = (("reference", "image + reference"), ("clean", "image + clean prediction"),

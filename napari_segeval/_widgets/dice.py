@@ -59,7 +59,7 @@ class DicePanel(QWidget):
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
-        from napari_segeval._widgets._overlay import ErrorOverlay
+        from napari_segeval._widgets.overlay_layers import ErrorOverlay
 
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
@@ -88,7 +88,8 @@ class DicePanel(QWidget):
         self.overlay = ErrorOverlay(napari_viewer, self.state)
         self.overlay_box.toggled.connect(self._overlay_toggled)
         self.overlay_condition.currentTextChanged.connect(self._overlay_toggled)
-        self.surface_runner = JobRunner()
+        # restarted after every change: a dropped run needs no notification
+        self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
         row = QHBoxLayout()
         for w in (self.worst_button, self.recount_button, self.overlay_box,
                   self.overlay_condition):
@@ -372,7 +373,7 @@ class DicePanel(QWidget):
 
     # -- surface metrics ----------------------------------------------------------------
     def _start_surface(self) -> None:
-        from napari_segeval._widgets._jobs import surface_rows
+        from napari_segeval._widgets.evaluate_jobs import surface_rows
 
         if not self.live or self.state.reference is None:
             return
@@ -380,11 +381,12 @@ class DicePanel(QWidget):
             self.surface_runner.cancel()
             self._surface_timer.start()
             return
-        ref = self.state.reference.data
-        pairs = {c: (ref, self.state.predictions[c].data) for c in self.live}
+        ref = self.state.reference
+        preds = {c: self.state.predictions[c] for c in self.live}
+        pairs = {c: (ref.data, pred.data) for c, pred in preds.items()}
         self.surface_runner.start("surface metrics", surface_rows, pairs, self.state.spacing(),
                                   self.state.structures or self._structure_names(),
-                                  on_done=self._surface_done)
+                                  needs=[ref, *preds.values()], on_done=self._surface_done)
 
     def _structure_names(self) -> dict[int, str]:
         live = next(iter(self.live.values()))

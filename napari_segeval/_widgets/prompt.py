@@ -18,7 +18,6 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import (
     SERIES_HINT,
@@ -28,6 +27,7 @@ from napari_segeval._widgets._state import (
     shared_state,
 )
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.evaluate_jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
 from napari_segeval.io.case import MODALITIES
 
 BOXES_NAME = "boxes"
@@ -117,7 +117,7 @@ class PromptPanel(QWidget):
                                       "time point (and its reference) as 3D layers to work on")
         self.volume_button.clicked.connect(lambda: run_guarded("take volume", self.take_volume))
         self.volume_button.setVisible(self.state.kind() == "series")
-        self.runner = JobRunner()
+        self.runner = JobRunner(viewer=napari_viewer)
         self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
         self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
         ck = QHBoxLayout()
@@ -320,26 +320,25 @@ class PromptPanel(QWidget):
             raise ValueError("choose an image layer first")
         prompts = self.prompts()
         cached = None if self.state.model is None else (self.state.model_key, self.state.model)
-        image = np.asarray(self.state.image.data)
+        image = self.state.image
         if self.runner.running:  # keep the live layer of the running job
             from napari.utils.notifications import show_info
 
             show_info(f"{self.runner.worker_name} is still running: wait or cancel it")
             return None
-        on_slice = self.live.start(f"{self.state.image.name} prediction (propagating)",
-                                   self._spatial_shape())
+        paint = self.live.start(f"{image.name} prediction (propagating)", self._spatial_shape())
         return self.runner.start(
-            "propagation", segment_with_model, self.spec(), cached, image,
+            "propagation", segment_with_model, self.spec(), cached, np.asarray(image.data),
             self.chosen_modality(), prompts, self.state.kind(), window=self.state.window,
-            on_slice=on_slice, on_done=lambda result: self._done(result, prompts),
+            needs=[image], relay={"on_slice": paint},
+            on_done=lambda result: self._done(result, prompts, image.name),
         )
 
-    def _done(self, result: tuple, prompts: list) -> None:
+    def _done(self, result: tuple, prompts: list, base: str) -> None:
         model, labels = result
         self.live.stop()  # the final merged prediction replaces the partial one
         self.state.set_model(model, self.spec(), "promptable")
         self.state.prompts = list(prompts)
-        base = self.state.image.name if self.state.image is not None else "case"
         layer = prediction_layer(self.viewer, self.state, labels, f"{base} prediction")
         self.state.set_prediction("clean", layer)
 
@@ -354,19 +353,19 @@ class PromptPanel(QWidget):
             if not prompts:
                 raise
         cached = None if self.state.model is None else (self.state.model_key, self.state.model)
-        pred = self.state.predictions.get("clean")
+        image, pred = self.state.image, self.state.predictions.get("clean")
         return self.runner.start(
-            "uncertainty", uncertainty, self.spec(), cached, np.asarray(self.state.image.data),
+            "uncertainty", uncertainty, self.spec(), cached, np.asarray(image.data),
             self.chosen_modality(), prompts, self.state.kind(),
             None if pred is None else np.asarray(pred.data), dict(self.state.structures),
             window=self.state.window, n_samples=int(self.samples.value()),
-            on_done=self._uncertainty_done)
+            needs=[image] + ([] if pred is None else [pred]),
+            on_done=lambda result: self._uncertainty_done(result, image.name))
 
-    def _uncertainty_done(self, result: tuple) -> None:
+    def _uncertainty_done(self, result: tuple, base: str) -> None:
         model, umap, scores = result
         if self.state.model_kind != "dense":  # keep the dense model that made the prediction
             self.state.set_model(model, self.spec(), "promptable")
-        base = self.state.image.name if self.state.image is not None else "case"
         meta = {"method": "prompt-jitter", "n_samples": int(self.samples.value()),
                 "units": "normalised entropy (0 certain, 1 uniform)"}
         heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)

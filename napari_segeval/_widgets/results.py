@@ -120,7 +120,8 @@ class ResultsPanel(QWidget):
                                     "DIR/corrections/<case>/ (never overwrites)")
         self.save_button.clicked.connect(lambda: run_guarded("save correction",
                                                              self.save_correction))
-        self.runner = JobRunner(activity=False)  # loads take about a second: the panel's bar
+        # loads take about a second: the panel's bar only
+        self.runner = JobRunner(activity=False, viewer=napari_viewer)
         self.runner.job_done.connect(self._job_done)
         self._build_layout()
         for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
@@ -163,18 +164,20 @@ class ResultsPanel(QWidget):
             self.runner.cancel()
         self._start("opening results", open_job, str(path), on_done=self._opened)
 
-    def _start(self, name: str, fn, *args, on_done) -> None:
+    def _start(self, name: str, fn, *args, on_done, needs=()) -> None:
         if self.runner.running:
-            self._pending = (name, fn, args, on_done)
+            self._pending = (name, fn, args, on_done, needs)
             self.runner.cancel()
             return
-        self.runner.start(name, fn, *args, on_done=on_done)
+        self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if self._pending is not None and not self.runner.running:
-            name, fn, args, on_done = self._pending
+        if outcome == "closed":  # the panel or its window closed: start nothing
             self._pending = None
-            self.runner.start(name, fn, *args, on_done=on_done)
+        elif self._pending is not None and not self.runner.running:
+            name, fn, args, on_done, needs = self._pending
+            self._pending = None
+            self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _opened(self, folder) -> None:
         if self.layers.layers:
@@ -231,7 +234,8 @@ class ResultsPanel(QWidget):
         if (shown is not None and shown.case_id == row["case"]
                 and (focus is None or focus == shown.focus)):
             self._start(f"finding the worst slice of {row['structure']}", row_job,
-                        self.folder, row, shown, on_done=self._loaded)
+                        self.folder, row, shown, on_done=self._loaded,
+                        needs=[ly for r, ly in self.layers.layers.items() if r == "image"])
             return
         self._start(f"loading {row['case']}", row_job, self.folder, row, None,
                     on_done=self._loaded)

@@ -28,9 +28,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._jobs import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
+from napari_segeval._widgets.evaluate_jobs import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
 from napari_segeval._widgets.prompt import prediction_layer
 
 
@@ -53,7 +53,7 @@ class SegmentPanel(QWidget):
         self.device.addItems(list(DEVICES))
         self.run_button = QPushButton("Run segmentation")
         self.run_button.clicked.connect(lambda: run_guarded("segmentation", self.run))
-        self.runner = JobRunner()
+        self.runner = JobRunner(viewer=napari_viewer)
         row = QHBoxLayout()
         row.addWidget(self.path, 1)
         row.addWidget(self.browse)
@@ -107,14 +107,15 @@ class SegmentPanel(QWidget):
         key = self.state.model_key
         cached = None if self.state.model_kind != "dense" or not key else (key[1:],
                                                                             self.state.model)
+        image = self.state.image
         return self.runner.start("segmentation", segment_dense, spec, cached, case,
-                                 on_done=lambda result: self._done(result, spec))
+                                 needs=[image],
+                                 on_done=lambda result: self._done(result, spec, image.name))
 
-    def _done(self, result: tuple, spec: tuple) -> None:
+    def _done(self, result: tuple, spec: tuple, base: str) -> None:
         model, labels = result
         self.state.set_model(model, ("dense", *spec), "dense")
         self.state.prompts = []
-        base = self.state.image.name if self.state.image is not None else "case"
         layer = prediction_layer(self.viewer, self.state, np.asarray(labels),
                                  f"{base} prediction")
         layer.metadata["model"] = getattr(model, "name", str(spec[0]))

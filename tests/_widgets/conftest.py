@@ -49,6 +49,19 @@ def ct_viewer(make_napari_viewer):
     return viewer, widget
 
 
+def held_steps(release, n: int = 3, *, progress=None, cancel=None) -> int:
+    """A job: report step 1 of ``n``, wait for ``release`` (or cancel), then finish the steps."""
+    from napari_segeval._cancel import check_cancel
+
+    progress(1, n)
+    while not release.wait(0.01):
+        check_cancel(cancel, "steps")
+    for i in range(2, n + 1):
+        check_cancel(cancel, "steps")
+        progress(i, n)
+    return n
+
+
 def wait_job(qtbot, runner, timeout=60000):
     """Wait until ``runner`` has finished its job."""
     qtbot.waitUntil(lambda: not runner.running, timeout=timeout)

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from napari_segeval._widgets._jobs import segment
+from napari_segeval._widgets.evaluate_jobs import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
 
 from .conftest import wait_job
@@ -46,10 +46,15 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     model.release.clear()  # hold the walk after its first slice
     w.state.model, w.state.model_key = model, w.prompt.spec()
     seen = []  # (worker still running, slices painted, liver voxels in the partial layer)
-    w.prompt.live.sliced.connect(
-        lambda *_: seen.append((w.prompt.runner.running, w.prompt.live.updates,
-                                int((_partial(viewer).data == 1).sum())
-                                if _partial(viewer) is not None else -1)))
+    live, paint = w.prompt.live, w.prompt.live.paint
+
+    def watched(*report):
+        paint(*report)
+        seen.append((w.prompt.runner.running, live.updates,
+                     int((_partial(viewer).data == 1).sum())
+                     if _partial(viewer) is not None else -1))
+
+    live.paint = watched  # what the panel relays to the main thread
     n_layers = len(viewer.layers)
     w.prompt.run()
     qtbot.waitUntil(lambda: w.prompt.live.updates >= 1, timeout=20000)
@@ -101,17 +106,37 @@ def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
     state = ViewerState()
     state.set_image(viewer.add_image(np.zeros((8, 9), np.float32), name="img"))
     live = LiveLabels(viewer, state, prediction_layer)
-    on_slice = live.start("img prediction (propagating)", (8, 9))
+    paint = live.start("img prediction (propagating)", (8, 9))
     mask = np.zeros((8, 9), bool)
     mask[2:4, 3:6] = True
-    on_slice(3, 0, mask)
-    qtbot.waitUntil(lambda: live.updates == 1, timeout=5000)
+    paint(3, 0, mask)
+    assert live.updates == 1
     assert (live.layer.data == 3).sum() == 6
-    on_slice(3, 0, np.zeros((8, 9), bool))  # a later report of the slice replaces it
-    qtbot.waitUntil(lambda: live.updates == 2, timeout=5000)
+    paint(3, 0, np.zeros((8, 9), bool))  # a later report of the slice replaces it
+    assert live.updates == 2
     assert not live.layer.data.any()
     live.stop()
     assert "img prediction (propagating)" not in viewer.layers
-    on_slice(3, 0, mask)  # after stop: ignored
-    qtbot.wait(50)
+    paint(3, 0, mask)  # after stop: ignored
     assert live.layer is None and "img prediction (propagating)" not in viewer.layers
+
+
+def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_viewer, qtbot,
+                                                                           notifications):
+    viewer, w = ct_viewer
+    w.state.set_current(1)
+    w.prompt.box_from_reference()
+    model = _SlowSteps()
+    model.release.clear()  # hold the walk after its first slice
+    w.state.model, w.state.model_key = model, w.prompt.spec()
+    names = [layer.name for layer in viewer.layers]
+    w.prompt.run()
+    qtbot.waitUntil(lambda: _partial(viewer) is not None, timeout=20000)
+    viewer.layers.remove(w.state.image)
+    with qtbot.waitSignal(w.prompt.runner.job_done, timeout=20000) as blocker:
+        model.release.set()
+    assert blocker.args == ["propagation", "dropped"]
+    qtbot.wait(50)  # reports still queued are dropped
+    assert [layer.name for layer in viewer.layers] == [n for n in names if n != "ct"]
+    assert w.state.predictions["clean"] is None
+    assert "propagation dropped: layer 'ct' was removed" in notifications()

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from napari_segeval._widgets._jobs import dense_ref
+from napari_segeval._widgets.evaluate_jobs import dense_ref
 from napari_segeval._widgets.segment import SegmentPanel
 from napari_segeval.models.dense import segment_case
 from napari_segeval.models.registry import load_dense

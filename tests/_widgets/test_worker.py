@@ -6,28 +6,17 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from napari.utils import progress
 from napari.utils.notifications import notification_manager
 
-from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError
 from napari_segeval._widgets._worker import JobRunner
 
-from .conftest import wait_job
+from .conftest import held_steps, wait_job
 
 PACKAGE = Path(__file__).resolve().parents[2] / "napari_segeval"
-
-
-def _steps(release: threading.Event, n: int = 3, *, progress=None, cancel=None) -> int:
-    """Report step 1 of ``n``, wait for ``release``, then finish the steps."""
-    progress(1, n)
-    while not release.wait(0.01):
-        check_cancel(cancel, "steps")
-    for i in range(2, n + 1):
-        check_cancel(cancel, "steps")
-        progress(i, n)
-    return n
 
 
 @pytest.fixture
@@ -51,7 +40,7 @@ def test_job_reports_to_napari_activity_and_closes_its_bar(runner, qtbot):
     _, runner = runner
     release = threading.Event()
     done = []
-    runner.start("steps", _steps, release, 3, on_done=done.append)
+    runner.start("steps", held_steps, release, 3, on_done=done.append)
     bar = runner.activity
     assert isinstance(bar, progress)
     assert bar.desc == "steps"
@@ -71,7 +60,7 @@ def test_cancel_from_the_activity_dock_cancels_the_job(runner, qtbot):
     _, runner = runner
     outcomes = []
     runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
-    runner.start("steps", _steps, threading.Event())
+    runner.start("steps", held_steps, threading.Event())
     bar = runner.activity
     qtbot.waitUntil(lambda: bar.n == 1, timeout=10000)
     bar.cancel()  # what the dock's Cancel button does
@@ -115,7 +104,7 @@ def test_error_in_the_done_callback_becomes_a_notification(runner, qtbot, notifi
     def on_done(result):
         raise RuntimeError("layer gone")
 
-    runner.start("steps", _steps, release, on_done=on_done)
+    runner.start("steps", held_steps, release, on_done=on_done)
     wait_job(qtbot, runner)
     assert "steps failed: RuntimeError: layer gone" in notifications()
     assert napari_errors == []
@@ -127,3 +116,72 @@ def test_widgets_use_public_napari_api_only():
              for path in sorted(PACKAGE.rglob("*.py"))
              for name in private if name in path.read_text(encoding="utf-8")]
     assert not found, f"private napari API in use: {found}"
+
+
+# -- the job lifecycle: layers a job needs, closing its panel or window --------------------
+def _until_released(release: threading.Event, *, progress=None, cancel=None, show=None) -> str:
+    """Report, call ``show`` (a relay), wait for ``release`` ignoring cancel, then finish."""
+    progress(0, 1)
+    if show is not None:
+        show("first")
+    release.wait(30)
+    if show is not None:
+        show("late")
+    return "result"
+
+
+def _runner_in(viewer, qtbot, **kwargs) -> JobRunner:
+    runner = JobRunner(viewer=viewer, **kwargs)
+    qtbot.addWidget(runner)
+    return runner
+
+
+def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(make_napari_viewer, qtbot,
+                                                               notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    runner = _runner_in(viewer, qtbot)
+    done, outcomes = [], []
+    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
+    job = runner.start("steps", held_steps, threading.Event(), needs=[image], on_done=done.append)
+    qtbot.waitUntil(lambda: runner.bar.maximum() == 3, timeout=10000)
+    viewer.layers.remove(image)
+    assert job.cancel_event.is_set() and job.gone == "layer 'ct' was removed"
+    assert runner.status.text() == "steps: stopping (layer 'ct' was removed)"
+    wait_job(qtbot, runner)
+    assert outcomes == ["dropped"] and done == []
+    assert "steps dropped: layer 'ct' was removed" in notifications()
+    assert not job.alive
+
+
+def test_a_result_that_comes_after_its_layer_is_gone_is_dropped(make_napari_viewer, qtbot,
+                                                               notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    other = viewer.add_image(np.zeros((4, 4)), name="other")
+    runner = _runner_in(viewer, qtbot)
+    release, done, shown = threading.Event(), [], []
+    outcomes = []
+    runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
+    runner.start("steps", _until_released, release, needs=[image], on_done=done.append,
+                 relay={"show": lambda what: shown.append((what, threading.current_thread()))})
+    qtbot.waitUntil(lambda: bool(shown), timeout=10000)
+    viewer.layers.remove(other)  # a layer the job does not need: nothing happens
+    assert runner.job.gone is None
+    viewer.layers.remove(image)
+    release.set()
+    wait_job(qtbot, runner)
+    assert outcomes == ["dropped"] and done == []  # the job ignored cancel: its result is dropped
+    assert shown == [("first", threading.main_thread())]  # the late relay call is dropped too
+    assert "steps dropped: layer 'ct' was removed" in notifications()
+
+
+def test_surface_like_jobs_can_drop_quietly(make_napari_viewer, qtbot, notifications):
+    viewer = make_napari_viewer()
+    image = viewer.add_image(np.zeros((4, 4)), name="ct")
+    runner = _runner_in(viewer, qtbot, notify=False)
+    runner.start("surface metrics", held_steps, threading.Event(), needs=[image])
+    viewer.layers.remove(image)
+    wait_job(qtbot, runner)
+    assert runner.status.text() == "surface metrics dropped: layer 'ct' was removed"
+    assert not [n for n in notifications() if "dropped" in n]

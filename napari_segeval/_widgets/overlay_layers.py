@@ -1,4 +1,9 @@
-"""Overlay layers: FP/FN of the current structure, clean vs attacked disagreement, outlines."""
+"""The overlay layers in the viewer: FP/FN of the current structure, clean vs attacked
+disagreement, outlines.
+
+Each keeps one Labels layer up to date with the layers it follows; the arrays
+themselves come from the Qt-free :mod:`~napari_segeval._widgets.overlays`.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,11 @@
-"""The work the panels run in worker threads: plain functions over core calls (no Qt).
+"""Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls.
 
-Each takes ``progress`` and ``cancel`` keywords (see :class:`._worker.JobRunner`).
+The jobs of *Prompt & propagate* (propagation, uncertainty), *Segment*, *Attack*
+and the *Dice* tab's surface metrics, and the choices those tabs offer
+(backends, devices, dense model sources). Each job takes ``progress`` and
+``cancel`` keywords and runs in a :class:`~napari_segeval._widgets._worker.JobRunner`
+thread. The *Results* panel's jobs are in
+:mod:`~napari_segeval._widgets.results_jobs`.
 """
 
 from __future__ import annotations
@@ -108,10 +113,7 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     model = cached[1] if cached is not None and cached[0] == spec else load_model(
         *spec, cancel=cancel)
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
-    try:
-        info = model.normalize_info(modality, window, image)
-    except TypeError:
-        info = model.normalize_info(modality, window)
+    info = model.normalize_info(modality, window, image)
     maps = prompt_tta(model, frames, list(prompts), mode=propagation_mode(kind),
                       n_samples=n_samples, jitter=jitter, noise_std=noise_std,
                       clamp=(info.valid_min, info.valid_max), progress=progress, cancel=cancel)

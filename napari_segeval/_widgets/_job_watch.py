@@ -1,0 +1,161 @@
+"""What ends a panel's job from outside: a removed layer, a closed window or panel, quitting.
+
+Used by :class:`~napari_segeval._widgets._worker.JobRunner` for each job it
+starts; each ``watch_*`` function returns the function that stops watching.
+
+* :func:`watch_layers` - a layer the job needs leaves the viewer: the job is
+  cancelled and its result will be dropped.
+* :func:`watch_window` - the runner's window closes, or its panel leaves that
+  window (napari's dock close button unparents the panel).
+* :func:`watch_destroyed` - the runner's Qt object is destroyed.
+* :func:`close_jobs_on_quit` - the application quits.
+
+The last three close the job: cancel, then join its thread for a bounded time.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from qtpy.QtCore import QEvent, QObject, QTimer, Slot
+
+from napari_segeval._widgets._job_thread import Job, close_all_jobs
+
+Stop = Callable[[], None]
+
+
+def qt_alive(obj: Any) -> bool:
+    """False once the C++ side of a Qt object has been deleted."""
+    try:
+        obj.objectName()
+    except RuntimeError:
+        return False
+    return True
+
+
+def watch_layers(viewer: Any, job: Job, on_cancel: Callable[[Job], None]) -> Stop:
+    """Cancel ``job`` when a layer in ``job.needs`` is removed from ``viewer``.
+
+    ``on_cancel(job)`` follows (the runner's status line).
+    """
+    if viewer is None or not job.needs:
+        return lambda: None
+
+    def removed(event: Any) -> None:
+        layer = getattr(event, "value", None)
+        if job.gone is None and any(layer is need for need in job.needs):
+            job.cancel(f"layer '{layer.name}' was removed")
+            on_cancel(job)
+
+    emitter = viewer.layers.events.removed
+    emitter.connect(removed)
+    return lambda: emitter.disconnect(removed)
+
+
+class _WindowWatch(QObject):
+    """Event filter on a widget's ancestors: their close, hide or new parent."""
+
+    def __init__(self, widget: Any, on_closed: Callable[[str], None]) -> None:
+        super().__init__()
+        self.widget = weakref.ref(widget)
+        self.top = weakref.ref(widget.window())
+        self.on_closed = on_closed
+        self.ancestors: list[Any] = []
+        parent = widget.parentWidget()
+        while parent is not None:
+            parent.installEventFilter(self)
+            self.ancestors.append(parent)
+            parent = parent.parentWidget()
+
+    def eventFilter(self, obj: Any, event: Any) -> bool:
+        """Check the window once a close, hide or new parent of an ancestor took effect."""
+        if event.type() in (QEvent.Type.Close, QEvent.Type.Hide, QEvent.Type.ParentChange):
+            QTimer.singleShot(0, self.check)
+        return False
+
+    def check(self) -> None:
+        """Call ``on_closed`` when the widget is no longer in a shown window."""
+        widget = self.widget()
+        if widget is None or not qt_alive(widget) or self.on_closed is None:
+            return
+        window = widget.window()
+        if window.isVisible():  # another tab, a floated dock: still shown
+            return
+        on_closed, self.on_closed = self.on_closed, None
+        on_closed("its window was closed" if window is self.top() else "its panel was closed")
+
+    def stop(self) -> None:
+        """Stop watching."""
+        self.on_closed = None
+        for ancestor in self.ancestors:
+            if qt_alive(ancestor):
+                ancestor.removeEventFilter(self)
+        self.ancestors = []
+
+
+def watch_window(widget: Any, on_closed: Callable[[str], None]) -> Stop:
+    """Call ``on_closed(reason)`` once ``widget`` leaves the shown window it is in now.
+
+    Switching tabs or floating a dock keeps it in a shown window. A widget in
+    no shown window (a script, a test) is not watched.
+    """
+    window = widget.window()
+    if window is widget or not window.isVisible():
+        return lambda: None
+    return _WindowWatch(widget, on_closed).stop
+
+
+class _Closer(QObject):
+    """Closes a job, and its bar in napari's activity dock, when its runner is destroyed.
+
+    Connected to ``destroyed`` as a slot without arguments, so the dying runner
+    is never wrapped for Python (a lambda there crashes when the runner dies in
+    Python's garbage collector). Held in :data:`_CLOSERS` while its job may run.
+    """
+
+    def __init__(self, job: Job, bar: Any) -> None:
+        super().__init__()
+        self.job, self.bar = job, bar
+
+    @Slot()
+    def close_job(self) -> None:
+        """Close the job (cancel, join) and its bar."""
+        self.job.close("its panel was closed")
+        if self.bar is not None:
+            self.bar.close()
+
+
+#: Closers of jobs that may still run (dropped at a later watch once their job ended).
+_CLOSERS: set[_Closer] = set()
+
+
+def watch_destroyed(widget: Any, job: Job, bar: Any = None) -> Stop:
+    """Close ``job`` (and ``bar``, its activity-dock bar) when ``widget`` is destroyed."""
+    _CLOSERS.difference_update([c for c in _CLOSERS if c.job.closed and not c.job.alive])
+    closer = _Closer(job, bar)
+    _CLOSERS.add(closer)
+    widget.destroyed.connect(closer.close_job)
+
+    def stop() -> None:
+        _CLOSERS.discard(closer)
+        try:
+            widget.destroyed.disconnect(closer.close_job)
+        except (TypeError, RuntimeError):  # the widget is being deleted
+            pass
+
+    return stop
+
+
+_QUIT_HOOKED = [False]
+
+
+def close_jobs_on_quit() -> None:
+    """Close the running jobs when the Qt application quits (hooked once per process)."""
+    from qtpy.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is not None and not _QUIT_HOOKED[0]:
+        app.aboutToQuit.connect(close_all_jobs)
+        _QUIT_HOOKED[0] = True
