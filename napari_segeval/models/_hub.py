@@ -1,0 +1,413 @@
+"""Fetch catalogue checkpoints once, check them, find them again: the one way models download.
+
+* :func:`pull` - download a :mod:`~napari_segeval.models.catalogue` entry through
+  ``huggingface_hub`` (optional extra ``models``) into its cache, at the entry's
+  pinned revision, with ``progress(done, total)`` in bytes and ``cancel``; then the
+  file's SHA-256 is computed and compared with the one the hub publishes for it
+  (the LFS ``X-Linked-Etag`` of its metadata) and the catalogue's, where known.
+  A wrong hash, a cancel, Ctrl-C, a download that stops or a cache that cannot be
+  written leave nothing of the file in the cache and end in one line.
+* :func:`checkpoint` - the verified local file of a pulled entry, for the model
+  registry: checked against the catalogue's SHA-256, or against the hub's as the
+  cache recorded it (``huggingface_hub`` names each blob after it), before it is
+  ever read; never a download.
+* :func:`local_path`, :func:`snapshot_path` - where an entry is or would be.
+
+Nothing here runs at import or behind anyone's back: only :func:`pull` reaches the
+network. The variables of ``huggingface_hub`` keep their meaning and are read when
+called: ``HF_HUB_CACHE``/``HF_HOME`` (the cache), ``HF_ENDPOINT`` (a mirror),
+``HF_HUB_OFFLINE`` (no network: :func:`pull` then says which file to fetch and where
+to put it, as it does when the hub cannot be reached).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._cancel import Cancelled, check_cancel
+from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError, WriteError
+from napari_segeval.models.catalogue import CatalogueEntry, get, size_text, url
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_TRUE = ("1", "on", "yes", "true")
+#: Bytes read at a time when hashing.
+_CHUNK = 8 << 20
+#: Seconds to wait for the hub's metadata answer.
+METADATA_TIMEOUT = 10.0
+#: Errors of a cache folder that cannot be written (read-only, full, over quota).
+_CACHE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT")
+                 if hasattr(errno, n)}
+#: ``(path, size, mtime_ns) -> sha256`` of files checked in this process.
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+class HubUnavailable(SegEvalError):
+    """The hub cannot be used (offline, unreachable, or not answering as a hub)."""
+
+
+# ----------------------------------------------------------------------------- places
+def cache_dir() -> Path:
+    """``huggingface_hub``'s cache folder, from the environment as it is now.
+
+    ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["HF_HUB_CACHE"] = "/tmp/hub"; cache_dir()
+    PosixPath('/tmp/hub')
+    >>> del os.environ["HF_HUB_CACHE"]
+    """
+    env = os.environ
+    direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
+    if direct:
+        return Path(os.path.expandvars(direct)).expanduser()
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(os.path.expandvars(home)).expanduser() / "hub"
+
+
+def endpoint() -> str:
+    """The hub's address: ``HF_ENDPOINT``, else ``https://huggingface.co``."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, now or when
+    ``huggingface_hub`` was imported (it reads the variable once)."""
+    env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    if env.strip().lower() in _TRUE:
+        return True
+    import sys
+
+    constants = sys.modules.get("huggingface_hub.constants")
+    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
+
+
+def repo_folder(entry: CatalogueEntry, cache: Path | None = None) -> Path:
+    """The cache folder of the entry's repository (``models--org--name``)."""
+    return (cache or cache_dir()) / ("models--" + entry.repo_id.replace("/", "--"))
+
+
+def snapshot_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
+    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.catalogue import CATALOGUE
+    >>> snapshot_path(CATALOGUE["MedSAM2_latest"], Path("/c")).as_posix()
+    '/c/models--wanglab--MedSAM2/snapshots/e4a6f35edd7e091619cbc0750f462f1574e23955/MedSAM2_latest.pt'
+    """
+    return repo_folder(entry, cache) / "snapshots" / entry.revision / entry.filename
+
+
+def local_path(entry: CatalogueEntry, cache: Path | None = None) -> Path | None:
+    """The entry's file in the cache, or None when it is not there (nothing is hashed)."""
+    path = snapshot_path(entry, cache)
+    return path if path.is_file() else None
+
+
+# ----------------------------------------------------------------------------- checks
+def sha256_file(path: str | Path, cancel: Any = None) -> str:
+    """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"abc")
+    >>> sha256_file(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            check_cancel(cancel, "checking the download")
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def recorded_sha256(path: Path) -> str | None:
+    """The hub's SHA-256 as the cache recorded it: the name of the blob a snapshot links to."""
+    if not path.is_symlink():
+        return None
+    name = Path(os.path.realpath(path)).name
+    return name if _SHA256.match(name) else None
+
+
+def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
+    """Check a cached file against the catalogue's SHA-256 and the hub's; return it.
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        One line: the file's SHA-256 differs (a truncated or altered file), or no
+        published hash is on record to check it against.
+    """
+    expected = [h for h in (entry.sha256, recorded_sha256(path)) if h]
+    if not expected:
+        raise ReadError(f"{path}: no published SHA-256 on record to check this {entry.name} "
+                        f"file against (placed by hand?): run segeval models pull "
+                        f"{entry.name} online, or pass the file with --checkpoint")
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
+    if any(digest != h for h in expected):
+        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
+                        f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
+                        f"truncated or altered): run segeval models pull {entry.name} to "
+                        f"replace it")
+    _VERIFIED[key] = digest
+    return digest
+
+
+def checkpoint(name: str) -> Path:
+    """The verified local file of the catalogue entry ``name``; never a download.
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        Unknown name, or not pulled yet (the line says how to pull it).
+    napari_segeval.ReadError
+        The cached file fails its SHA-256 check.
+    """
+    entry = get(name)
+    path = local_path(entry)
+    if path is None:
+        raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name} "
+                           f"({size_text(entry.size)}), or pass a file with --checkpoint")
+    verify(entry, path)
+    return path
+
+
+def published_twin(path: Any) -> CatalogueEntry | None:
+    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None.
+
+    Only files of exactly a known size are hashed, so other files cost one ``stat``.
+    """
+    from napari_segeval.models.catalogue import CATALOGUE
+
+    try:
+        path = Path(path)
+        size = path.stat().st_size
+    except (OSError, TypeError, ValueError):
+        return None
+    same = [e for e in CATALOGUE.values() if e.sha256 and e.size == size]
+    if not same:
+        return None
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key) or sha256_file(path)
+    _VERIFIED[key] = digest
+    return next((e for e in same if e.sha256 == digest), None)
+
+
+# ----------------------------------------------------------------------------- pulling
+def _import_hub() -> Any:
+    try:
+        import huggingface_hub
+    except ImportError as exc:
+        raise MissingDependencyError("huggingface_hub", "models", "Pulling models") from exc
+    return huggingface_hub
+
+
+def fetch_by_hand(entry: CatalogueEntry, reason: str) -> HubUnavailable:
+    """The one line that says which file to fetch and where to put it."""
+    where = snapshot_path(entry)
+    if entry.sha256:
+        put = f"put it at {where} (checked against SHA-256 {entry.sha256})"
+    else:
+        put = f"pass it with --checkpoint FILE (cached files are checked against the hub: {where})"
+    return HubUnavailable(f"{reason}: fetch {url(entry, endpoint())} "
+                          f"({size_text(entry.size)}) on a connected machine and {put}")
+
+
+def _metadata(hub: Any, entry: CatalogueEntry) -> tuple[str, int | None]:
+    """``(sha256, size)`` the hub publishes for the entry's file at its revision."""
+    address = hub.hf_hub_url(entry.repo_id, entry.filename, revision=entry.revision,
+                             endpoint=endpoint())
+    try:
+        meta = hub.get_hf_file_metadata(address, timeout=METADATA_TIMEOUT)
+    except Exception as exc:  # noqa: BLE001 - the network layer raises many types
+        raise _unreachable(entry, exc) from None
+    if not meta.commit_hash:
+        raise fetch_by_hand(entry, f"{endpoint()} does not answer as a Hugging Face hub (no "
+                                   "X-Repo-Commit header; a proxy in the way?)")
+    sha = (meta.etag or "").strip('"').lower()
+    if not _SHA256.match(sha):
+        raise ReadError(f"{address}: the hub publishes no SHA-256 for this file (ETag "
+                        f"{meta.etag!r}): refused, it could not be checked")
+    if meta.commit_hash != entry.revision:
+        raise ReadError(f"{address}: the hub answered for revision {meta.commit_hash}, "
+                        f"not {entry.revision}: refused")
+    if entry.sha256 and sha != entry.sha256:
+        raise ReadError(f"{address}: the hub publishes SHA-256 {sha[:12]}..., the catalogue "
+                        f"expects {entry.sha256[:12]}...: refused")
+    return sha, meta.size
+
+
+def _unreachable(entry: CatalogueEntry, exc: BaseException) -> SegEvalError:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    kind = type(exc).__name__
+    if kind in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError",
+                "EntryNotFoundError", "RemoteEntryNotFoundError"):
+        return ReadError(f"{url(entry, endpoint())}: the hub has no such file ({kind}, "
+                         f"HTTP {status})")
+    first = (str(exc).strip().splitlines() or [""])[0][:120]
+    why = f"HTTP {status}" if status else f"{kind}: {first}" if first else kind
+    return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({why})")
+
+
+def _check_room(folder: Path, need: int) -> None:
+    """Refuse a cache folder that cannot be written or lacks room, before any byte."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise WriteError(f"{folder}: the model cache is not writable (set HF_HOME or "
+                         f"HF_HUB_CACHE to a writable folder)")
+    free = shutil.disk_usage(probe).free
+    if free < need:
+        raise WriteError(f"{folder}: the model cache has {size_text(free)} free, "
+                         f"{size_text(need)} are needed (free some space, or set HF_HOME or "
+                         f"HF_HUB_CACHE to another disk)")
+
+
+def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -> type:
+    """A ``huggingface_hub`` progress-bar class that reports bytes to ``progress``
+    and raises :class:`Cancelled` when ``cancel`` is set (drawing nothing itself)."""
+    from huggingface_hub.utils import tqdm as base
+
+    class Relay(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs["disable"] = True
+            super().__init__(*args, **kwargs)
+            self.done = int(kwargs.get("initial") or 0)
+            self.size = int(kwargs.get("total") or 0)
+
+        def update(self, n: float | None = 1) -> None:
+            self.done += int(n or 0)
+            check_cancel(cancel, "download")
+            if progress is not None:
+                progress(self.done, max(self.size, self.done))
+
+    return Relay
+
+
+def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
+    """Remove what a failed pull left of the entry's file (nothing that was there before)."""
+    repo = repo_folder(entry, cache_dir())
+    lock_dir = cache_dir() / ".locks" / repo.name
+    blobs = repo / "blobs"
+    files = [snapshot_path(entry), blobs / sha, lock_dir / f"{sha}.lock"]
+    files += list(blobs.glob(f"{sha}*.incomplete")) if blobs.is_dir() else []
+    for path in files:
+        if path not in before and (path.is_symlink() or path.exists()):
+            path.unlink(missing_ok=True)
+    folders = [snapshot_path(entry).parent, repo / "snapshots", blobs, repo / "refs", repo,
+               lock_dir]
+    for folder in folders:
+        if folder not in before and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _existing(entry: CatalogueEntry, sha: str) -> set[Path]:
+    repo = repo_folder(entry, cache_dir())
+    lock_dir = cache_dir() / ".locks" / repo.name
+    paths = [snapshot_path(entry), snapshot_path(entry).parent, repo / "snapshots", repo / "blobs",
+             repo / "blobs" / sha, repo / "refs", repo, lock_dir, lock_dir / f"{sha}.lock"]
+    return {p for p in paths if p.is_symlink() or p.exists()}
+
+
+def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Path:
+    """``hf_hub_download`` of the entry at its revision into :func:`cache_dir`."""
+    import inspect
+
+    options = {"revision": entry.revision, "cache_dir": str(cache_dir()), "endpoint": endpoint()}
+    if "tqdm_class" in inspect.signature(hub.hf_hub_download).parameters:
+        options["tqdm_class"] = _relay(hub, progress, cancel)
+    try:
+        got = hub.hf_hub_download(entry.repo_id, entry.filename, **options)
+    except (Cancelled, KeyboardInterrupt, SegEvalError):
+        raise
+    except OSError as exc:
+        if exc.errno in _CACHE_ERRNOS:
+            raise WriteError(f"{cache_dir()}: cannot write the model cache ({exc.strerror}): "
+                             f"set HF_HOME or HF_HUB_CACHE to a writable folder with room")
+        first = (str(exc).strip().splitlines() or [""])[0][:160]
+        raise ReadError(f"{url(entry, endpoint())}: the download did not complete ({first}): "
+                        f"run segeval models pull {entry.name} again") from None
+    except Exception as exc:  # noqa: BLE001 - the network layer raises many types
+        raise _unreachable(entry, exc) from None
+    return Path(got)
+
+
+def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
+         cancel: Any = None) -> dict:
+    """Download the catalogue entry ``name`` once, check it, and return where it is.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`~napari_segeval.models.catalogue.CATALOGUE` (any letter case).
+    progress : callable, optional
+        ``progress(bytes_done, bytes_total)`` while downloading.
+    cancel : threading.Event, optional
+        Set it to stop the download; nothing of the file stays in the cache.
+
+    Returns
+    -------
+    dict
+        ``name``, ``path``, ``sha256``, ``size``, ``revision``, ``repo_id``,
+        ``downloaded`` (False when it was already here and checked) and ``replaced``
+        (a cached copy failed its check and was downloaded again).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        One line each: unknown name (with the closest ones), offline or unreachable
+        (:class:`HubUnavailable`: which file to fetch and where to put it), a hash
+        that differs (:class:`~napari_segeval.ReadError`), a cache that cannot be
+        written or lacks room (:class:`~napari_segeval.WriteError`).
+    napari_segeval._cancel.Cancelled
+        ``cancel`` was set.
+    """
+    entry = get(name)
+    result = {"name": entry.name, "repo_id": entry.repo_id, "revision": entry.revision,
+              "downloaded": False, "replaced": False}
+    here = local_path(entry)
+    if here is not None:
+        try:
+            digest = verify(entry, here, cancel)
+            return {**result, "path": str(here), "sha256": digest, "size": here.stat().st_size}
+        except ReadError:
+            result["replaced"] = True
+            _remove_new(entry, recorded_sha256(here) or "-", set())
+    if offline():
+        raise fetch_by_hand(entry, "offline (HF_HUB_OFFLINE is set)")
+    hub = _import_hub()
+    _check_room(cache_dir(), entry.size + (64 << 20))
+    sha, size = _metadata(hub, entry)
+    before = _existing(entry, sha)
+    try:
+        path = _download(hub, entry, progress, cancel)
+        digest = sha256_file(path, cancel)
+        if digest != sha:
+            raise ReadError(f"{url(entry, endpoint())}: downloaded SHA-256 {digest[:12]}... is "
+                            f"not the published {sha[:12]}...: refused and removed")
+    except BaseException:
+        _remove_new(entry, sha, before)
+        raise
+    _VERIFIED[(str(path), path.stat().st_size, path.stat().st_mtime_ns)] = digest
+    return {**result, "path": str(path), "sha256": digest, "size": size or path.stat().st_size,
+            "downloaded": True}
+
+
+__all__ = ["HubUnavailable", "cache_dir", "checkpoint", "endpoint", "fetch_by_hand", "local_path",
+           "offline", "published_twin", "pull", "sha256_file", "snapshot_path", "verify"]
