@@ -223,7 +223,8 @@ def fetch_by_hand(entry: CatalogueEntry, reason: str) -> HubUnavailable:
     if entry.sha256:
         put = f"put it at {where} (checked against SHA-256 {entry.sha256})"
     else:
-        put = f"pass it with --checkpoint FILE (cached files are checked against the hub: {where})"
+        put = (f"pass it with --model {entry.architecture} --checkpoint FILE (no SHA-256 of it "
+               f"is on record to check a copy put in the cache)")
     return HubUnavailable(f"{reason}: fetch {url(entry, endpoint())} "
                           f"({size_text(entry.size)}) on a connected machine and {put}")
 
