@@ -127,11 +127,16 @@ def run_pull(args: argparse.Namespace) -> int:
     show = not (getattr(args, "json", False) or args.no_progress)
     with progress_bar(entry.name, "B", enabled=show, unit_scale=True) as progress:
         result = _hub.pull(entry.name, progress=progress)
+    from napari_segeval.models.registry import PROMPTABLE
+
     how = ("downloaded" if result["downloaded"] else "already here") + (
         " (replaced a copy that failed its check)" if result["replaced"] else "")
+    names = [m.name for m in PROMPTABLE.values() if m.default == entry.name and m.name !=
+             entry.name]
+    use = " or ".join(f"--model {n}" for n in [*names, entry.name])
     text = (f"{entry.name}: {how}, SHA-256 checked ({result['sha256'][:12]}..., "
             f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
-            f"{result['path']}\nuse it with --model {entry.name}")
+            f"{result['path']}\nuse it with {use}")
     emit(args, result, text)
     return 0
 
