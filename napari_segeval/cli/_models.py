@@ -74,16 +74,16 @@ def _builtin_file(name: str):
 
 def model_rows() -> list[dict]:
     """One dict per known model: the catalogue, then the built-in models (with cards)."""
-    from napari_segeval.models import _hub
+    from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE, url
 
     rows = []
     for e in CATALOGUE.values():
-        here = _hub.local_path(e)
+        here = _cache.local_path(e)
         rows.append({"name": e.name, "kind": e.kind, "network": e.architecture,
                      "size_bytes": e.size, "licence": e.licence, "source": e.source,
                      "repo_id": e.repo_id, "filename": e.filename, "revision": e.revision,
-                     "sha256": e.sha256, "url": url(e, _hub.endpoint()), "here": here is not None,
+                     "sha256": e.sha256, "url": url(e, _cache.endpoint()), "here": here is not None,
                      "path": str(here) if here else None, "card": e.card.as_dict()})
     from napari_segeval.models.registry import DENSE, PROMPTABLE
 
@@ -101,7 +101,7 @@ def model_rows() -> list[dict]:
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every model (table), or one JSON object with their cards."""
-    from napari_segeval.models import _hub
+    from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import size_text
 
     rows = model_rows()
@@ -111,8 +111,8 @@ def run_list(args: argparse.Namespace) -> int:
           else "-", r["licence"].split(" (")[0],
           f"{r['repo_id']}@{r['revision'][:7]}" if r["repo_id"] else r["source"],
           ("yes" if r["here"] else "-") if r["repo_id"] else "shipped"] for r in rows])
-    text = f"{table}\n\ncache: {_hub.cache_dir()}\n{_NETWORK_NOTE}"
-    emit(args, {"cache": str(_hub.cache_dir()), "endpoint": _hub.endpoint(), "models": rows},
+    text = f"{table}\n\ncache: {_cache.cache_dir()}\n{_NETWORK_NOTE}"
+    emit(args, {"cache": str(_cache.cache_dir()), "endpoint": _cache.endpoint(), "models": rows},
          text)
     return 0
 
@@ -144,12 +144,12 @@ def run_pull(args: argparse.Namespace) -> int:
 def run_path(args: argparse.Namespace) -> int:
     """Print the local file of a pulled checkpoint or a shipped weight file."""
     from napari_segeval._errors import SegEvalError
-    from napari_segeval.models import _hub
+    from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import BUILTIN_CARDS, find, unknown
 
     entry = find(args.name)
     if entry is not None:
-        here = _hub.local_path(entry)
+        here = _cache.local_path(entry)
         if here is None:
             raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name}")
     elif args.name in BUILTIN_CARDS:

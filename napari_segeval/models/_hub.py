@@ -1,29 +1,24 @@
-"""Fetch catalogue checkpoints once, check them, find them again: the one way models download.
+"""Fetch catalogue checkpoints once and check them: the one way a model downloads.
 
-* :func:`pull` - download a :mod:`~napari_segeval.models.catalogue` entry through
-  ``huggingface_hub`` (optional extra ``models``) into its cache, at the entry's
-  pinned revision, with ``progress(done, total)`` in bytes and ``cancel``; then the
-  file's SHA-256 is computed and compared with the one the hub publishes for it
-  (the LFS ``X-Linked-Etag`` of its metadata) and the catalogue's, where known.
-  A wrong hash, a cancel, Ctrl-C, a download that stops or a cache that cannot be
-  written leave nothing of the file in the cache and end in one line.
-* :func:`checkpoint` - the verified local file of a pulled entry, for the model
-  registry: checked against the catalogue's SHA-256, or against the hub's as the
-  cache recorded it (``huggingface_hub`` names each blob after it), before it is
-  ever read; never a download.
-* :func:`local_path`, :func:`snapshot_path` - where an entry is or would be.
+:func:`pull` downloads a :mod:`~napari_segeval.models.catalogue` entry through
+``huggingface_hub`` (optional extra ``models``, imported when called) into its cache,
+at the entry's pinned revision, with ``progress(done, total)`` in bytes and
+``cancel``; a dropped connection resumes from the last block written. The hub's
+published SHA-256 of the file (the LFS ``X-Linked-Etag`` of its metadata) is read
+first and compared with the catalogue's, where known; the downloaded file is then
+hashed and compared with it. A wrong hash, a cancel, Ctrl-C, a download that stops
+or a cache that cannot be written leave nothing of the file in the cache and end in
+one line. Offline, or when the hub cannot be reached (a proxy in the way), one line
+says which file to fetch and where to put it.
 
 Nothing here runs at import or behind anyone's back: only :func:`pull` reaches the
-network. The variables of ``huggingface_hub`` keep their meaning and are read when
-called: ``HF_HUB_CACHE``/``HF_HOME`` (the cache), ``HF_ENDPOINT`` (a mirror),
-``HF_HUB_OFFLINE`` (no network: :func:`pull` then says which file to fetch and where
-to put it, as it does when the hub cannot be reached).
+network. Where files are and how they are checked before use is
+:mod:`napari_segeval.models._cache`.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import shutil
@@ -31,181 +26,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from napari_segeval._atomic import atomic_write_text
 from napari_segeval._cancel import Cancelled, check_cancel
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError, WriteError
+from napari_segeval.models._cache import (
+    _VERIFIED,
+    cache_dir,
+    endpoint,
+    local_path,
+    offline,
+    record_path,
+    recorded_sha256,
+    repo_folder,
+    sha256_file,
+    snapshot_path,
+    verify,
+)
 from napari_segeval.models.catalogue import CatalogueEntry, get, size_text, url
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_TRUE = ("1", "on", "yes", "true")
-#: Bytes read at a time when hashing.
-_CHUNK = 8 << 20
 #: Seconds to wait for the hub's metadata answer.
 METADATA_TIMEOUT = 10.0
 #: Errors of a cache folder that cannot be written (read-only, full, over quota).
 _CACHE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT")
                  if hasattr(errno, n)}
-#: ``(path, size, mtime_ns) -> sha256`` of files checked in this process.
-_VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
 class HubUnavailable(SegEvalError):
     """The hub cannot be used (offline, unreachable, or not answering as a hub)."""
-
-
-# ----------------------------------------------------------------------------- places
-def cache_dir() -> Path:
-    """``huggingface_hub``'s cache folder, from the environment as it is now.
-
-    ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
-    ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
-
-    Examples
-    --------
-    >>> import os
-    >>> os.environ["HF_HUB_CACHE"] = "/tmp/hub"; cache_dir()
-    PosixPath('/tmp/hub')
-    >>> del os.environ["HF_HUB_CACHE"]
-    """
-    env = os.environ
-    direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
-    if direct:
-        return Path(os.path.expandvars(direct)).expanduser()
-    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-    return Path(os.path.expandvars(home)).expanduser() / "hub"
-
-
-def endpoint() -> str:
-    """The hub's address: ``HF_ENDPOINT``, else ``https://huggingface.co``."""
-    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-
-
-def offline() -> bool:
-    """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, now or when
-    ``huggingface_hub`` was imported (it reads the variable once)."""
-    env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
-    if env.strip().lower() in _TRUE:
-        return True
-    import sys
-
-    constants = sys.modules.get("huggingface_hub.constants")
-    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
-
-
-def repo_folder(entry: CatalogueEntry, cache: Path | None = None) -> Path:
-    """The cache folder of the entry's repository (``models--org--name``)."""
-    return (cache or cache_dir()) / ("models--" + entry.repo_id.replace("/", "--"))
-
-
-def snapshot_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
-    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.catalogue import CATALOGUE
-    >>> snapshot_path(CATALOGUE["MedSAM2_latest"], Path("/c")).as_posix()
-    '/c/models--wanglab--MedSAM2/snapshots/e4a6f35edd7e091619cbc0750f462f1574e23955/MedSAM2_latest.pt'
-    """
-    return repo_folder(entry, cache) / "snapshots" / entry.revision / entry.filename
-
-
-def local_path(entry: CatalogueEntry, cache: Path | None = None) -> Path | None:
-    """The entry's file in the cache, or None when it is not there (nothing is hashed)."""
-    path = snapshot_path(entry, cache)
-    return path if path.is_file() else None
-
-
-# ----------------------------------------------------------------------------- checks
-def sha256_file(path: str | Path, cancel: Any = None) -> str:
-    """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"abc")
-    >>> sha256_file(p)[:16]
-    'ba7816bf8f01cfea'
-    """
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(_CHUNK):
-            check_cancel(cancel, "checking the download")
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def recorded_sha256(path: Path) -> str | None:
-    """The hub's SHA-256 as the cache recorded it: the name of the blob a snapshot links to."""
-    if not path.is_symlink():
-        return None
-    name = Path(os.path.realpath(path)).name
-    return name if _SHA256.match(name) else None
-
-
-def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
-    """Check a cached file against the catalogue's SHA-256 and the hub's; return it.
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line: the file's SHA-256 differs (a truncated or altered file), or no
-        published hash is on record to check it against.
-    """
-    expected = [h for h in (entry.sha256, recorded_sha256(path)) if h]
-    if not expected:
-        raise ReadError(f"{path}: no published SHA-256 on record to check this {entry.name} "
-                        f"file against (placed by hand?): run segeval models pull "
-                        f"{entry.name} online, or pass the file with --checkpoint")
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
-    if any(digest != h for h in expected):
-        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
-                        f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
-                        f"truncated or altered): run segeval models pull {entry.name} to "
-                        f"replace it")
-    _VERIFIED[key] = digest
-    return digest
-
-
-def checkpoint(name: str) -> Path:
-    """The verified local file of the catalogue entry ``name``; never a download.
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        Unknown name, or not pulled yet (the line says how to pull it).
-    napari_segeval.ReadError
-        The cached file fails its SHA-256 check.
-    """
-    entry = get(name)
-    path = local_path(entry)
-    if path is None:
-        raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name} "
-                           f"({size_text(entry.size)}), or pass a file with --checkpoint")
-    verify(entry, path)
-    return path
-
-
-def published_twin(path: Any) -> CatalogueEntry | None:
-    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None.
-
-    Only files of exactly a known size are hashed, so other files cost one ``stat``.
-    """
-    from napari_segeval.models.catalogue import CATALOGUE
-
-    try:
-        path = Path(path)
-        size = path.stat().st_size
-    except (OSError, TypeError, ValueError):
-        return None
-    same = [e for e in CATALOGUE.values() if e.sha256 and e.size == size]
-    if not same:
-        return None
-    st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _VERIFIED.get(key) or sha256_file(path)
-    _VERIFIED[key] = digest
-    return next((e for e in same if e.sha256 == digest), None)
 
 
 # ----------------------------------------------------------------------------- pulling
@@ -389,7 +237,7 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
             return {**result, "path": str(here), "sha256": digest, "size": here.stat().st_size}
         except ReadError:
             result["replaced"] = True
-            _remove_new(entry, recorded_sha256(here) or "-", set())
+            _remove_new(entry, recorded_sha256(entry, here) or "-", set())
     if offline():
         raise fetch_by_hand(entry, "offline (HF_HUB_OFFLINE is set)")
     hub = _import_hub()
@@ -406,9 +254,13 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
         _remove_new(entry, sha, before)
         raise
     _VERIFIED[(str(path), path.stat().st_size, path.stat().st_mtime_ns)] = digest
+    try:  # what caches without symbolic links keep of the hub's hash (see recorded_sha256)
+        record_path(entry).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(record_path(entry), digest + "\n", overwrite=True)
+    except (OSError, WriteError):
+        pass  # the blob's name records it wherever links work
     return {**result, "path": str(path), "sha256": digest, "size": size or path.stat().st_size,
             "downloaded": True}
 
 
-__all__ = ["HubUnavailable", "cache_dir", "checkpoint", "endpoint", "fetch_by_hand", "local_path",
-           "offline", "published_twin", "pull", "sha256_file", "snapshot_path", "verify"]
+__all__ = ["HubUnavailable", "fetch_by_hand", "pull"]

@@ -33,7 +33,7 @@ Dense references (no prompt, sliding window):
 
 Every weight file is read as data by
 :func:`~napari_segeval.models._checkpoint.read_checkpoint`; a pulled one is first
-checked against its published SHA-256 (:func:`napari_segeval.models._hub.checkpoint`).
+checked against its published SHA-256 (:func:`napari_segeval.models._cache.checkpoint`).
 Nothing is downloaded here. Importing this module imports neither torch nor any
 backend.
 """
@@ -260,7 +260,7 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
                 raise SegEvalError(f"model {entry.name!r} is a pulled checkpoint and takes no "
                                    f"other (got {ckpt}): use --model {entry.architecture} "
                                    f"--checkpoint {ckpt}")
-            from napari_segeval.models._hub import checkpoint as pulled
+            from napari_segeval.models._cache import checkpoint as pulled
 
             return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device)
         if _FACTORY.match(name):
@@ -278,15 +278,15 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
 
 def _default_checkpoint(info: ModelName) -> Path:
     """The pulled checkpoint a name uses by default, or one line saying how to pull it."""
-    from napari_segeval.models import _hub, catalogue
+    from napari_segeval.models import _cache, catalogue
 
     entry = catalogue.get(str(info.default))
-    if _hub.local_path(entry) is None:
+    if _cache.local_path(entry) is None:
         raise SegEvalError(
             f"model {info.name!r} needs a checkpoint: segeval models pull {entry.name} "
             f"({catalogue.size_text(entry.size)}, once; then --model {info.name} uses it), or "
             f"pass {info.name}:PATH / --checkpoint PATH")
-    return _hub.checkpoint(entry.name)
+    return _cache.checkpoint(entry.name)
 
 
 def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
@@ -299,7 +299,7 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
         from napari_segeval.models.threshold import ThresholdPromptModel
 
         return ThresholdPromptModel(device="cpu" if _auto(device) else device)
-    from napari_segeval.models._hub import published_twin
+    from napari_segeval.models._cache import published_twin
     from napari_segeval.models.medsam2 import load_sam2
 
     twin = published_twin(ckpt)

@@ -17,10 +17,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))  # for hub_server
 
-from hub_server import files_in, serve, tiny_checkpoint, tiny_entry  # noqa: E402
+from hub_server import files_in, serve, tiny_checkpoint, tiny_entry
 
-from napari_segeval.cli import main  # noqa: E402
-from napari_segeval.io import read_labels  # noqa: E402
+from napari_segeval.cli import main
+from napari_segeval.io import read_labels
 
 pytest.importorskip("huggingface_hub", reason="huggingface_hub (extra 'models') not installed")
 

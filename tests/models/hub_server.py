@@ -176,7 +176,7 @@ def serve(monkeypatch, cache, entry, data: bytes) -> FakeHub:
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     try:
-        import huggingface_hub.constants as constants
+        from huggingface_hub import constants
     except ImportError:
         return hub
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # read once, at its import

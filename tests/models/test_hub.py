@@ -17,12 +17,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for hub_server
 
-from hub_server import files_in, serve, tiny_checkpoint, tiny_entry  # noqa: E402
+from hub_server import files_in, serve, tiny_checkpoint, tiny_entry
 
-from napari_segeval._cancel import Cancelled  # noqa: E402
-from napari_segeval._errors import MissingDependencyError, ReadError, WriteError  # noqa: E402
-from napari_segeval.models import _hub  # noqa: E402
-from napari_segeval.models.catalogue import CATALOGUE, get  # noqa: E402
+from napari_segeval._cancel import Cancelled
+from napari_segeval._errors import MissingDependencyError, ReadError, WriteError
+from napari_segeval.models import _cache, _hub
+from napari_segeval.models.catalogue import CATALOGUE, get
 
 pytest.importorskip("huggingface_hub", reason="huggingface_hub (extra 'models') not installed")
 
@@ -58,7 +58,7 @@ def test_pull_downloads_checks_and_caches(hub, cache):
     assert hub.ranges() == [None]
     again = _hub.pull("TEST-TINY")  # any letter case; no second download
     assert not again["downloaded"] and again["path"] == got["path"] and hub.ranges() == [None]
-    assert _hub.checkpoint("test-tiny") == path
+    assert _cache.checkpoint("test-tiny") == path
 
 
 def test_a_wrong_published_hash_is_refused_and_nothing_is_left(hub, cache):
@@ -82,7 +82,7 @@ def test_the_catalogues_hash_is_checked_before_any_byte(monkeypatch, cache):
 
 
 def test_an_interrupted_download_resumes_where_it_stopped(hub, cache, monkeypatch):
-    import huggingface_hub.constants as constants
+    from huggingface_hub import constants
 
     # huggingface_hub writes (and resumes from) whole blocks of this size (10 MiB)
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)
@@ -97,7 +97,7 @@ def test_an_interrupted_download_resumes_where_it_stopped(hub, cache, monkeypatc
 
 @pytest.mark.parametrize("stop", [Cancelled, KeyboardInterrupt])
 def test_cancel_and_ctrl_c_leave_nothing_in_the_cache(hub, cache, stop, monkeypatch):
-    import huggingface_hub.constants as constants
+    from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "DOWNLOAD_CHUNK_SIZE", 4096)  # many blocks: stop mid-way
     event, seen = threading.Event(), []
@@ -132,22 +132,22 @@ def test_offline_with_a_known_hash_names_the_place_and_accepts_a_file_put_there(
     server = serve(monkeypatch, cache, entry, DATA)
     server.close()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    where = _hub.snapshot_path(entry)
+    where = _cache.snapshot_path(entry)
     with pytest.raises(_hub.HubUnavailable, match=f"put it at {where} .checked against SHA-256 "
                                                   f"{SHA}.$"):
         _hub.pull("test-tiny")
     where.parent.mkdir(parents=True)
     where.write_bytes(DATA[:-10])  # a truncated copy is refused...
     with pytest.raises(ReadError, match="truncated or altered"):
-        _hub.checkpoint("test-tiny")
+        _cache.checkpoint("test-tiny")
     where.write_bytes(DATA)  # ...the right one is used
-    assert _hub.checkpoint("test-tiny") == where
+    assert _cache.checkpoint("test-tiny") == where
 
 
 @pytest.mark.parametrize("how, line", [
     ("block", r"cannot reach the model hub at http://127\.0\.0\.1:\d+ \(HTTP 403\): fetch "),
-    ("not_a_hub", r"does not answer as a Hugging Face hub \(no X-Repo-Commit header; a proxy "
-                  r"in the way\?\): fetch "),
+    ("not_a_hub", (r"does not answer as a Hugging Face hub \(no X-Repo-Commit header; a "
+                   r"proxy in the way\?\): fetch ")),
 ])
 def test_a_proxy_that_blocks_the_hub_gives_one_line(hub, cache, how, line):
     if how == "block":
@@ -179,18 +179,31 @@ def test_a_file_the_hub_does_not_have(monkeypatch, cache):
         server.close()
 
 
+def test_a_cache_without_links_is_checked_against_the_recorded_hash(hub, cache):
+    path = Path(_hub.pull("test-tiny")["path"])
+    assert _cache.record_path(CATALOGUE["test-tiny"]).read_text().strip() == SHA
+    blob = path.resolve()
+    path.unlink()
+    blob.rename(path)  # what huggingface_hub does where links cannot be made
+    _cache._VERIFIED.clear()
+    assert _cache.checkpoint("test-tiny") == path
+    path.write_bytes(DATA[:100])
+    with pytest.raises(ReadError, match="truncated or altered"):
+        _cache.checkpoint("test-tiny")
+
+
 def test_a_damaged_cached_file_fails_its_check_and_pull_replaces_it(hub, cache):
     path = Path(_hub.pull("test-tiny")["path"])
-    _hub._VERIFIED.clear()
+    _cache._VERIFIED.clear()
     blob = path.resolve()
     blob.write_bytes(DATA[: len(DATA) // 2])
     with pytest.raises(ReadError, match=r"tiny\.pt: SHA-256 \w+\.\.\. is not the published "
                                         rf"{SHA[:12]}\.\.\. of tiny\.pt .* truncated or altered\): "
                                         r"run segeval models pull test-tiny to replace it$"):
-        _hub.checkpoint("test-tiny")
+        _cache.checkpoint("test-tiny")
     again = _hub.pull("test-tiny")
     assert again["replaced"] and again["downloaded"] and path.read_bytes() == DATA
-    assert _hub.checkpoint("test-tiny") == path
+    assert _cache.checkpoint("test-tiny") == path
 
 
 def test_a_cache_that_cannot_be_written_or_is_full(hub, cache, monkeypatch):
@@ -225,7 +238,7 @@ def test_a_read_only_cache_folder(hub, cache):
 
 def test_not_pulled_and_unknown_names(hub):
     with pytest.raises(Exception, match=r"test-tiny is not here: segeval models pull test-tiny"):
-        _hub.checkpoint("test-tiny")
+        _cache.checkpoint("test-tiny")
     with pytest.raises(Exception, match=r"unknown model 'sam2\.1-tinny' \(closest: sam2\.1-tiny"):
         _hub.pull("sam2.1-tinny")
     with pytest.raises(Exception, match="builtin ships with napari-segeval: nothing to pull"):
@@ -242,9 +255,9 @@ def test_published_twin_names_a_known_file_by_size_and_hash(monkeypatch, tmp_pat
     monkeypatch.setitem(CATALOGUE, "twin", replace(tiny_entry(DATA, SHA), name="twin"))
     (tmp_path / "a.pt").write_bytes(DATA)
     (tmp_path / "b.pt").write_bytes(DATA[::-1])
-    assert _hub.published_twin(tmp_path / "a.pt").name == "twin"
-    assert _hub.published_twin(tmp_path / "b.pt") is None  # same size, other bytes
-    assert _hub.published_twin(tmp_path / "nope.pt") is None
+    assert _cache.published_twin(tmp_path / "a.pt").name == "twin"
+    assert _cache.published_twin(tmp_path / "b.pt") is None  # same size, other bytes
+    assert _cache.published_twin(tmp_path / "nope.pt") is None
 
 
 def test_catalogue_and_hub_import_nothing_heavy_and_download_nothing():
