@@ -299,6 +299,8 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
         from napari_segeval.models.threshold import ThresholdPromptModel
 
         return ThresholdPromptModel(device="cpu" if _auto(device) else device)
+    if info.package != "sam2":  # a name added to PROMPTABLE needs its branch here
+        raise SegEvalError(f"model {info.name!r} has no loader in the registry")
     from napari_segeval.models._cache import published_twin
     from napari_segeval.models.medsam2 import load_sam2
 
