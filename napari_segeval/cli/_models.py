@@ -76,11 +76,15 @@ def model_rows() -> list[dict]:
     """One dict per known model: the catalogue, then the built-in models (with cards)."""
     from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE, url
+    from napari_segeval.models.medsam2._build import ARCHITECTURES
 
     rows = []
     for e in CATALOGUE.values():
         here = _cache.local_path(e)
+        arch = ARCHITECTURES.get(e.architecture)
         rows.append({"name": e.name, "kind": e.kind, "network": e.architecture,
+                     "config": arch.config if arch else None,
+                     "input_px": arch.image_size if arch else None,
                      "size_bytes": e.size, "licence": e.licence, "source": e.source,
                      "repo_id": e.repo_id, "filename": e.filename, "revision": e.revision,
                      "sha256": e.sha256, "url": url(e, _cache.endpoint()), "here": here is not None,
@@ -91,6 +95,7 @@ def model_rows() -> list[dict]:
         file = _builtin_file(name)
         kind = (PROMPTABLE.get(name) or DENSE.get(name)).kind
         rows.append({"name": name, "kind": f"built-in ({kind})", "network": name,
+                     "config": None, "input_px": None,
                      "size_bytes": file.stat().st_size if file else 0, "licence": card.licence,
                      "source": "shipped with napari-segeval", "repo_id": None,
                      "filename": file.name if file else None, "revision": None, "sha256": None,

@@ -60,6 +60,9 @@ def test_list_shows_every_model_and_json_has_the_cards(hub, capsys):
     rows = {r["name"]: r for r in _json(capsys)["models"]}
     assert rows["sam2.1-large"]["sha256"].startswith("2647878d") and not rows["test-tiny"]["here"]
     assert rows["MedSAM2_latest"]["network"] == "medsam2"
+    assert rows["MedSAM2_latest"]["config"] == "sam2.1_hiera_t512.yaml"
+    assert rows["sam2.1-base-plus"]["config"] == "sam2:configs/sam2.1/sam2.1_hiera_b+.yaml"
+    assert (rows["MedSAM2_CTLesion"]["input_px"], rows["sam2.1-tiny"]["input_px"]) == (512, 1024)
     assert "not medical scans" in rows["sam2.1-small"]["card"]["trained_on"]
     for name in ("builtin", "builtin-ct"):
         card = rows[name]["card"]
