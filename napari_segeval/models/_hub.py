@@ -189,12 +189,20 @@ def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Pa
         if exc.errno in _CACHE_ERRNOS:
             raise WriteError(f"{cache_dir()}: cannot write the model cache ({exc.strerror}): "
                              f"set HF_HOME or HF_HUB_CACHE to a writable folder with room")
-        first = (str(exc).strip().splitlines() or [""])[0][:160]
-        raise ReadError(f"{url(entry, endpoint())}: the download did not complete ({first}): "
-                        f"run segeval models pull {entry.name} again") from None
+        raise _stopped(entry, exc) from None
     except Exception as exc:  # noqa: BLE001 - the network layer raises many types
-        raise _unreachable(entry, exc) from None
+        raise _stopped(entry, exc) from None
     return Path(got)
+
+
+def _stopped(entry: CatalogueEntry, exc: BaseException) -> ReadError:
+    """The one line for a download that started and did not finish (a short or cut file)."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    first = (str(exc).strip().splitlines() or [""])[0][:160]
+    why = f"HTTP {status}" if status else f"{type(exc).__name__}: {first}" if first else \
+        type(exc).__name__
+    return ReadError(f"{url(entry, endpoint())}: the download did not complete ({why}): nothing "
+                     f"was kept; run segeval models pull {entry.name} again")
 
 
 def pull(name: str, *, progress: Callable[[int, int], None] | None = None,

@@ -7,7 +7,7 @@ is a ``302`` carrying the metadata ``huggingface_hub`` reads (``X-Repo-Commit``,
 bytes with ``Content-Length`` and ranged ``GET`` (``206`` + ``Content-Range``).
 Unknown repositories, revisions and files get the hub's ``404`` with
 ``X-Error-Code``. Knobs for the failure tests: :attr:`FakeHub.published` (the hash
-the hub publishes), :attr:`FakeHub.cut_after` (the next download's connection is
+the hub publishes), :attr:`FakeHub.sizes` (the size it publishes), :attr:`FakeHub.cut_after` (the next download's connection is
 closed after that many bytes), :attr:`FakeHub.block` (every hub request answered
 with that status, as a proxy would), :attr:`FakeHub.not_a_hub` (answers without
 hub headers). :attr:`FakeHub.requests` records ``(server, method, path, range)``.
@@ -28,6 +28,7 @@ class FakeHub:
     def __init__(self, repo_id: str, revision: str, files: dict[str, bytes]) -> None:
         self.repo_id, self.revision, self.files = repo_id, revision, dict(files)
         self.published = {n: hashlib.sha256(d).hexdigest() for n, d in self.files.items()}
+        self.sizes = {n: len(d) for n, d in self.files.items()}
         self.cut_after: int | None = None
         self.block: int | None = None
         self.not_a_hub = False
@@ -94,7 +95,7 @@ class FakeHub:
         cdn = f"http://127.0.0.1:{self.cdn.server_address[1]}/files/{name}"
         self._send(req, 302, {"Location": cdn, "X-Repo-Commit": self.revision,
                               "X-Linked-Etag": f'"{self.published[name]}"',
-                              "X-Linked-Size": str(len(self.files[name])),
+                              "X-Linked-Size": str(self.sizes.get(name, len(self.files[name]))),
                               "ETag": '"0123456789abcdef0123456789abcdef01234567"'}, b"", body)
 
     def _serve_bytes(self, req: BaseHTTPRequestHandler, name: str, body: bool) -> None:

@@ -95,6 +95,15 @@ def test_an_interrupted_download_resumes_where_it_stopped(hub, cache, monkeypatc
     assert first is None and 0 < start <= cut and start % 4096 == 0  # resumed, not restarted
 
 
+def test_a_truncated_download_is_refused_and_nothing_is_left(hub, cache):
+    hub.files["tiny.pt"] = DATA[:-100]  # the CDN serves a short file, the hub lists the whole
+    with pytest.raises(ReadError, match=r"tiny\.pt: the download did not complete \(OSError: "
+                                        r"Consistency check failed.*\): nothing was kept; run "
+                                        r"segeval models pull test-tiny again$"):
+        _hub.pull("test-tiny")
+    assert _left(cache) == []
+
+
 @pytest.mark.parametrize("stop", [Cancelled, KeyboardInterrupt])
 def test_cancel_and_ctrl_c_leave_nothing_in_the_cache(hub, cache, stop, monkeypatch):
     from huggingface_hub import constants
