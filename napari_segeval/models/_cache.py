@@ -36,20 +36,23 @@ _VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
 # ----------------------------------------------------------------------------- places
-def cache_dir() -> Path:
+def cache_dir(environ: Any = None) -> Path:
     """``huggingface_hub``'s cache folder, from the environment as it is now.
 
     ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
     ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
 
+    Parameters
+    ----------
+    environ : mapping, optional
+        The variables to read (default ``os.environ``).
+
     Examples
     --------
-    >>> import os
-    >>> os.environ["HF_HUB_CACHE"] = "/tmp/hub"; cache_dir()
-    PosixPath('/tmp/hub')
-    >>> del os.environ["HF_HUB_CACHE"]
+    >>> cache_dir({"HF_HOME": "/data/hf"}), cache_dir({"HF_HUB_CACHE": "/tmp/hub"})
+    (PosixPath('/data/hf/hub'), PosixPath('/tmp/hub'))
     """
-    env = os.environ
+    env = os.environ if environ is None else environ
     direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
     if direct:
         return Path(os.path.expandvars(direct)).expanduser()
