@@ -49,3 +49,14 @@ def tiny_ct_files(tmp_path):
     write_image(tmp_path / "ct.nii.gz", img, geom)
     write_labels(tmp_path / "seg.nii.gz", lab, geom)
     return tmp_path, geom, img
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_real_model_hub(tmp_path_factory):
+    """No test reads the user's model cache or reaches the real hub: ``HF_HUB_CACHE`` is a
+    fresh folder and ``HF_ENDPOINT`` a closed local port (tests of ``segeval models``
+    start their own local hub, tests/models/hub_server.py)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-hub-cache")))
+        mp.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+        yield

@@ -79,7 +79,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
 #: Top-level modules allowed to import the GUI: the widgets and napari entry points.
 GUI_ALLOWED = ("_widgets", "_reader", "_writer", "_sample_data")
-HEAVY_AT_IMPORT = ("torch", "SimpleITK", "av", "dask", "distributed", "sam2", "matplotlib")
+HEAVY_AT_IMPORT = ("torch", "SimpleITK", "av", "dask", "distributed", "sam2", "matplotlib",
+                   "huggingface_hub")
 
 
 # --------------------------------------------------------------------------- checker

@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "report",
     "uncertainty",
     "demo",
+    "models",
 )
 
 

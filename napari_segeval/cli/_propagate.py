@@ -43,10 +43,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="box on slice/frame z (0 for a 2D image) in array coordinates, "
                         "y1/x1 exclusive (repeatable; label defaults to the matching "
                         "--structure, else 1, 2, ...)")
-    p.add_argument("--model", choices=("builtin", "medsam2"), default="builtin",
-                   help="promptable model (default: the built-in one, no download)")
+    from napari_segeval.models.registry import PROMPTABLE
+
+    p.add_argument("--model", default="builtin", metavar="NAME",
+                   help=f"promptable model: {', '.join(PROMPTABLE)} (default builtin: no "
+                        "download) or a name of 'segeval models list'; MedSAM2 and SAM2.1 use "
+                        "their pulled checkpoint (segeval models pull NAME) unless --checkpoint")
     p.add_argument("--checkpoint", type=Path,
-                   help="MedSAM2 checkpoint (required for medsam2) or built-in weight file")
+                   help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file")
     p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
     p.add_argument("--window", default=None,
                    help="CT window: abdomen, lung, brain, mediastinum or W,L (default abdomen)")

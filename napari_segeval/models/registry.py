@@ -12,8 +12,13 @@ Promptable references (a box prompt in, a propagated mask out):
   file of the same format with ``checkpoint=`` or ``builtin:PATH``);
   ``builtin-prompt`` is the same model;
 * ``threshold`` - the weight-free thresholded region-growing baseline;
-* ``medsam2`` - MedSAM2 (extra ``medsam2``): needs a checkpoint, ``checkpoint=PATH``
-  or ``medsam2:PATH`` (the command line's ``--model medsam2 --checkpoint PATH``);
+* ``medsam2`` - MedSAM2 (extra ``medsam2``): the pulled ``MedSAM2_latest``
+  (``segeval models pull MedSAM2_latest``), or a checkpoint ``checkpoint=PATH`` /
+  ``medsam2:PATH`` (the command line's ``--model medsam2 --checkpoint PATH``);
+* ``sam2.1-tiny``, ``sam2.1-small``, ``sam2.1-base-plus``, ``sam2.1-large`` - Meta's
+  SAM2.1 at 1024 px (extra ``medsam2``): the pulled checkpoint of that name, or a file;
+* a name of the catalogue (:mod:`napari_segeval.models.catalogue`, e.g.
+  ``MedSAM2_CTLesion``) - that pulled checkpoint in the network it needs;
 * ``module:factory`` - ``factory()`` from an importable module.
 
 Dense references (no prompt, sliding window):
@@ -27,8 +32,10 @@ Dense references (no prompt, sliding window):
 * ``module:factory`` - ``factory()`` from an importable module.
 
 Every weight file is read as data by
-:func:`~napari_segeval.models._checkpoint.read_checkpoint`. Importing this module
-imports neither torch nor any backend.
+:func:`~napari_segeval.models._checkpoint.read_checkpoint`; a pulled one is first
+checked against its published SHA-256 (:func:`napari_segeval.models._cache.checkpoint`).
+Nothing is downloaded here. Importing this module imports neither torch nor any
+backend.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from napari_segeval._errors import SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,8 @@ class ModelName:
         The optional package it needs (for ``segeval info``), None when none.
     label : str
         Its name in the viewer's backend list (promptable models).
+    default : str or None
+        The catalogue name whose pulled checkpoint it uses when none is given.
     """
 
     name: str
@@ -68,6 +77,7 @@ class ModelName:
     checkpoint: str = "none"
     package: str | None = None
     label: str = ""
+    default: str | None = None
 
 
 #: Promptable models by name (order: the viewer's backend list).
@@ -77,9 +87,13 @@ PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
               label="built-in"),
     ModelName("threshold", "promptable", "weight-free thresholded region growing (baseline)",
               label="threshold (no weights)"),
-    ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; "
-              "checkpoint required, e.g. MedSAM2_latest.pt)", "required", package="sam2",
-              label="MedSAM2 checkpoint"),
+    ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
+              "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)", "optional",
+              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest"),
+    *(ModelName(f"sam2.1-{size}", "promptable", f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
+                f"medsam2; the pulled sam2.1-{size}, or a checkpoint)", "optional",
+                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}")
+      for size in ("tiny", "small", "base-plus", "large")),
 )}
 #: Dense models by name.
 DENSE: dict[str, ModelName] = {m.name: m for m in (
@@ -91,7 +105,9 @@ ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
 #: The references that are not names, by kind: form -> what it is.
 FORMS: dict[str, dict[str, str]] = {
     "promptable": {
-        "NAME:CHECKPOINT": "builtin or medsam2 with a checkpoint file",
+        "CATALOGUE_NAME": "a pulled checkpoint of the catalogue (segeval models list), e.g. "
+                          "MedSAM2_CTLesion",
+        "NAME:CHECKPOINT": "builtin, medsam2 or sam2.1-SIZE with a checkpoint file",
         "module:factory": "factory() from an importable module",
     },
     "dense": {
@@ -109,6 +125,23 @@ _FACTORY = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 def _known(kind: str) -> str:
     names = PROMPTABLE if kind == "promptable" else DENSE
     return ", ".join([*names, *FORMS[kind]])
+
+
+def _unknown_promptable(ref: str) -> SegEvalError:
+    from napari_segeval.models import catalogue
+
+    near = catalogue.closest(ref, [*PROMPTABLE, *ALIASES, *catalogue.CATALOGUE])
+    hint = f" (closest: {', '.join(near)})" if near else ""
+    return SegEvalError(f"unknown promptable model {ref!r}{hint}: use one of "
+                        f"{_known('promptable')}")
+
+
+def _catalogue_entry(name: str) -> Any:
+    """The catalogue entry of a promptable network called ``name`` (any case), or None."""
+    from napari_segeval.models import catalogue
+
+    entry = catalogue.find(name)
+    return entry if entry is not None and entry.architecture in PROMPTABLE else None
 
 
 def _canonical(name: str) -> str:
@@ -145,8 +178,11 @@ def is_promptable(ref: str) -> bool:
     --------
     >>> is_promptable("builtin-prompt"), is_promptable("medsam2:m.pt"), is_promptable("builtin-ct")
     (True, True, False)
+    >>> is_promptable("sam2.1-large"), is_promptable("MedSAM2_CTLesion")
+    (True, True)
     """
-    return split_ref(ref)[0] in PROMPTABLE
+    name = split_ref(ref)[0]
+    return name in PROMPTABLE or _catalogue_entry(name) is not None
 
 
 def resolve_factory(ref: str) -> Any:
@@ -179,10 +215,12 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
     Parameters
     ----------
     ref : str
-        A name of :data:`PROMPTABLE` (or an alias), ``NAME:CHECKPOINT`` or
-        ``module:factory``.
+        A name of :data:`PROMPTABLE` (or an alias), a catalogue name,
+        ``NAME:CHECKPOINT`` or ``module:factory``.
     checkpoint : str or Path, optional
-        The checkpoint of ``builtin`` (optional) or ``medsam2`` (required).
+        The checkpoint of ``builtin``, ``medsam2`` or ``sam2.1-SIZE``; without one,
+        MedSAM2 and SAM2.1 use their pulled catalogue checkpoint (checked, never
+        downloaded here).
     device : str or torch.device, optional
         ``"auto"``/None (default): CUDA, then MPS, then CPU (the threshold baseline:
         CPU).
@@ -194,8 +232,10 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
     Raises
     ------
     napari_segeval.SegEvalError
-        Unknown names (the message lists the known ones), a checkpoint missing or
-        not expected; :class:`~napari_segeval.ReadError` for bad checkpoint files.
+        Unknown names (the message names the closest and lists the known ones), a
+        checkpoint missing (the message says how to pull it) or not expected;
+        :class:`~napari_segeval.ReadError` for bad checkpoint files, weights of
+        another network, or a pulled file that fails its SHA-256 check.
 
     Examples
     --------
@@ -203,10 +243,10 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
     'builtin'
     >>> load_promptable("threshold").device
     device(type='cpu')
-    >>> load_promptable("medsam2")
+    >>> load_promptable("sam2.1-small", checkpoint="no/such/sam2.1_hiera_small.pt")
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.SegEvalError: model 'medsam2' needs a checkpoint: ...
+    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
     name, inline = split_ref(ref)
     if inline is not None and checkpoint is not None and Path(inline) != Path(checkpoint):
@@ -214,25 +254,62 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
     ckpt = checkpoint if checkpoint is not None else (inline or None)
     info = PROMPTABLE.get(name)
     if info is None:
+        entry = _catalogue_entry(name)
+        if entry is not None:
+            if ckpt is not None:
+                raise SegEvalError(f"model {entry.name!r} is a pulled checkpoint and takes no "
+                                   f"other (got {ckpt}): use --model {entry.architecture} "
+                                   f"--checkpoint {ckpt}")
+            from napari_segeval.models._cache import checkpoint as pulled
+
+            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device)
         if _FACTORY.match(name):
             return resolve_factory(name)()
-        raise SegEvalError(f"unknown promptable model {ref!r}: use one of {_known('promptable')}")
+        raise _unknown_promptable(ref)
     if info.checkpoint == "none" and ckpt is not None:
         raise SegEvalError(f"model {name!r} takes no checkpoint (got {ckpt})")
+    if ckpt is None and info.default is not None:
+        ckpt = _default_checkpoint(info)
     if info.checkpoint == "required" and ckpt is None:
         raise SegEvalError(f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
-                           f"--checkpoint PATH on the command line (e.g. MedSAM2_latest.pt)")
-    if name == "builtin":
+                           f"--checkpoint PATH on the command line")
+    return _load_named(info, ckpt, device)
+
+
+def _default_checkpoint(info: ModelName) -> Path:
+    """The pulled checkpoint a name uses by default, or one line saying how to pull it."""
+    from napari_segeval.models import _cache, catalogue
+
+    entry = catalogue.get(str(info.default))
+    if _cache.local_path(entry) is None:
+        raise SegEvalError(
+            f"model {info.name!r} needs a checkpoint: segeval models pull {entry.name} "
+            f"({catalogue.size_text(entry.size)}, once; then --model {info.name} uses it), or "
+            f"pass {info.name}:PATH / --checkpoint PATH")
+    return _cache.checkpoint(entry.name)
+
+
+def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
+    """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own)."""
+    if info.name == "builtin":
         from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 
         return BuiltinPromptModel(ckpt, device="auto" if _auto(device) else device)
-    if name == "threshold":
+    if info.name == "threshold":
         from napari_segeval.models.threshold import ThresholdPromptModel
 
         return ThresholdPromptModel(device="cpu" if _auto(device) else device)
-    from napari_segeval.models.medsam2 import load_medsam2
+    if info.package != "sam2":  # a name added to PROMPTABLE needs its branch here
+        raise SegEvalError(f"model {info.name!r} has no loader in the registry")
+    from napari_segeval.models._cache import published_twin
+    from napari_segeval.models.medsam2 import load_sam2
 
-    return load_medsam2(Path(ckpt), device=None if _auto(device) else device)
+    twin = published_twin(ckpt)
+    if twin is not None and twin.architecture != info.name:
+        raise ReadError(f"{ckpt}: this is the published {twin.filename} ({twin.name}), which "
+                        f"{twin.architecture} reads, not {info.name}: use --model "
+                        f"{twin.architecture}")
+    return load_sam2(info.name, Path(ckpt), device=None if _auto(device) else device)
 
 
 def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None) -> Any:
@@ -269,8 +346,6 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
     ...
     napari_segeval._errors.ReadError: no/such/model.pt: no such model file or folder ...
     """
-    from napari_segeval._errors import ReadError
-
     ref = str(ref)
     path = Path(ref).expanduser()
     if ref in DENSE or path.exists():
@@ -296,11 +371,12 @@ def describe() -> list[dict]:
     ['builtin-ct']
     """
     rows = [{"name": m.name, "kind": m.kind, "checkpoint": m.checkpoint, "package": m.package,
-             "summary": m.summary} for m in (*PROMPTABLE.values(), *DENSE.values())]
+             "summary": m.summary, "default": m.default}
+            for m in (*PROMPTABLE.values(), *DENSE.values())]
     rows += [{"name": alias, "kind": PROMPTABLE[name].kind, "checkpoint": None, "package": None,
-              "summary": f"same as {name}"} for alias, name in ALIASES.items()]
-    rows += [{"name": form, "kind": kind, "checkpoint": None, "package": None, "summary": text}
-             for kind, forms in FORMS.items() for form, text in forms.items()]
+              "summary": f"same as {name}", "default": None} for alias, name in ALIASES.items()]
+    rows += [{"name": form, "kind": kind, "checkpoint": None, "package": None, "summary": text,
+              "default": None} for kind, forms in FORMS.items() for form, text in forms.items()]
     return rows
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -41,7 +43,8 @@ def test_import_is_light():
 
 
 def test_names_are_listed_once():
-    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "medsam2"]
+    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "medsam2", "sam2.1-tiny",
+                                         "sam2.1-small", "sam2.1-base-plus", "sam2.1-large"]
     assert list(registry.DENSE) == ["builtin-ct"]
     assert all(m.kind == "promptable" for m in registry.PROMPTABLE.values())
     assert set(registry.ALIASES.values()) <= set(registry.PROMPTABLE)
@@ -67,7 +70,8 @@ def test_split_ref(ref, expected):
 
 def test_is_promptable():
     assert all(is_promptable(r) for r in ("builtin", "builtin-prompt", "threshold", "medsam2",
-                                          "medsam2:x.pt"))
+                                          "medsam2:x.pt", "sam2.1-large", "sam2.1-tiny:x.pt",
+                                          "MedSAM2_CTLesion", "medsam2_latest"))
     assert not any(is_promptable(r) for r in ("builtin-ct", "w.pt", "pkg:factory"))
 
 
@@ -90,8 +94,17 @@ def test_threshold_and_its_checkpoint_refusal():
 
 
 def test_medsam2_needs_a_checkpoint_and_reads_it_safely(tmp_path):
-    with pytest.raises(SegEvalError, match="model 'medsam2' needs a checkpoint: pass medsam2:PATH"):
-        load_promptable("medsam2")
+    with pytest.raises(SegEvalError) as info:
+        load_promptable("medsam2")  # nothing pulled (tests use an empty cache)
+    assert str(info.value) == (
+        "model 'medsam2' needs a checkpoint: segeval models pull MedSAM2_latest (156 MB, once; "
+        "then --model medsam2 uses it), or pass medsam2:PATH / --checkpoint PATH")
+    with pytest.raises(SegEvalError, match="model 'sam2.1-large' needs a checkpoint: segeval "
+                                           r"models pull sam2\.1-large \(898 MB"):
+        load_promptable("sam2.1-large")
+    with pytest.raises(SegEvalError, match="MedSAM2_CTLesion is not here: segeval models pull "
+                                           "MedSAM2_CTLesion"):
+        load_promptable("medsam2_ctlesion")
     with pytest.raises(ReadError, match=r"nope\.pt: MedSAM2 checkpoint not found$"):
         load_promptable(f"medsam2:{tmp_path / 'nope.pt'}")
     with pytest.raises(ReadError, match=r"nope\.pt: MedSAM2 checkpoint not found$"):
@@ -102,7 +115,11 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(SegEvalError) as info:
         load_promptable("sam3")
     assert str(info.value) == ("unknown promptable model 'sam3': use one of builtin, threshold, "
-                               "medsam2, NAME:CHECKPOINT, module:factory")
+                               "medsam2, sam2.1-tiny, sam2.1-small, sam2.1-base-plus, "
+                               "sam2.1-large, CATALOGUE_NAME, NAME:CHECKPOINT, module:factory")
+    with pytest.raises(SegEvalError, match=r"unknown promptable model 'sam2\.1-tinny' "
+                                           r"\(closest: sam2\.1-tiny"):
+        load_promptable("sam2.1-tinny")
     with pytest.raises(ReadError) as info:
         load_dense("builtin-mr")
     assert str(info.value) == ("builtin-mr: no such model file or folder (dense models: "
@@ -137,3 +154,45 @@ def test_common_caches_one_model_per_process():
     assert C.promptable_model("threshold") is C.promptable_model("threshold")
     assert C.dense_model("builtin-ct", "cpu") is C.dense_model("builtin-ct", "cpu")
     assert C.resolve_factory is resolve_factory
+
+
+def test_a_pulled_catalogue_name_loads_its_network(monkeypatch, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    pytest.importorskip("huggingface_hub")
+    from hub_server import serve, tiny_checkpoint, tiny_entry
+
+    from napari_segeval.models import _hub
+
+    data = tiny_checkpoint()
+    server = serve(monkeypatch, tmp_path / "cache", tiny_entry(data), data)
+    try:
+        assert is_promptable("test-tiny")
+        with pytest.raises(SegEvalError, match="test-tiny is not here"):
+            load_promptable("test-tiny")
+        path = Path(_hub.pull("test-tiny")["path"])
+    finally:
+        server.close()
+    model = load_promptable("test-tiny", device="cpu")  # the built-in network, pulled weights
+    assert isinstance(model, BuiltinPromptModel) and model.weights == path
+    assert model.config["width"] == 4
+    with pytest.raises(SegEvalError, match="'test-tiny' is a pulled checkpoint and takes no "
+                                           "other .got x.pt.: use --model builtin --checkpoint"):
+        load_promptable("test-tiny", checkpoint="x.pt")
+
+
+def test_the_published_file_of_another_network_is_named(monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from napari_segeval.models import catalogue
+
+    data = b"pretend these are the published SAM2.1-tiny weights"
+    entry = replace(catalogue.CATALOGUE["sam2.1-tiny"], size=len(data),
+                    sha256=hashlib.sha256(data).hexdigest())
+    monkeypatch.setitem(catalogue.CATALOGUE, "sam2.1-tiny", entry)
+    ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
+    ckpt.write_bytes(data)
+    with pytest.raises(ReadError) as info:
+        load_promptable("medsam2", checkpoint=ckpt)
+    assert str(info.value) == (f"{ckpt}: this is the published sam2.1_hiera_tiny.pt "
+                               "(sam2.1-tiny), which sam2.1-tiny reads, not medsam2: use --model "
+                               "sam2.1-tiny")

@@ -1,17 +1,28 @@
-"""Build the SAM2.1 Hiera-tiny 512 network from the project's config and load checkpoints.
+"""Build the SAM2-family networks (MedSAM2, SAM2.1 in four sizes) and load checkpoints.
+
+:data:`ARCHITECTURES` names every network this backend builds, each from a YAML
+config: MedSAM2's SAM2.1 Hiera-tiny at 512 px from the project's own
+``sam2.1_hiera_t512.yaml``, and Meta's SAM2.1 Hiera tiny, small, base-plus and
+large at 1024 px from the configs Meta ships in the ``sam2`` package
+(``sam2/configs/sam2.1/``), read as they are. Every network gets the inference
+settings of Meta's ``build_sam2_video_predictor(apply_postprocessing=True)``
+(:data:`POSTPROCESSING`, plus ``fill_hole_area=8`` in our loop), which MedSAM2's
+own predictor uses too.
 
 Checkpoints are untrusted data: they are read by
 :func:`~napari_segeval.models._checkpoint.read_checkpoint` (``weights_only``,
 torch >= 2.10) and loaded with ``strict=True``; every way a file can be wrong
-becomes a one-line :class:`ReadError` that names the file.
+becomes a one-line :class:`ReadError` that names the file, and weights of another
+SAM2 size (SAM2.1-large weights for ``sam2.1-tiny``) are named as such.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval._errors import MissingDependencyError
+from napari_segeval._errors import MissingDependencyError, ReadError
 from napari_segeval.models._checkpoint import content_error, load_state_strict, read_checkpoint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,12 +30,64 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The project's model config (SAM2.1 Hiera-tiny, 512 px, 7 memory frames).
 CONFIG_PATH = Path(__file__).with_name("sam2.1_hiera_t512.yaml")
-#: ``fill_hole_area`` of MedSAM2's video predictor (low-res mask holes up to 8 px).
+#: ``fill_hole_area`` of MedSAM2's and SAM2.1's video predictors (low-res mask holes up to 8 px).
 FILL_HOLE_AREA = 8
+#: Settings Meta's ``build_sam2_video_predictor`` adds to every config (``apply_postprocessing``).
+POSTPROCESSING = {
+    "sam_mask_decoder_extra_args": {
+        "dynamic_multimask_via_stability": True,
+        "dynamic_multimask_stability_delta": 0.05,
+        "dynamic_multimask_stability_thresh": 0.98,
+    },
+    "binarize_mask_from_pts_for_mem_enc": True,
+}
 
-_PURPOSE = "The MedSAM2 backend"
+_PURPOSE = "The MedSAM2/SAM2.1 backend"
 #: What a MedSAM2 checkpoint is called in messages.
 WHAT = "MedSAM2 checkpoint"
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One network of the SAM2 family that this backend builds.
+
+    Attributes
+    ----------
+    name : str
+        Its registry name (``"medsam2"``, ``"sam2.1-tiny"``).
+    label : str
+        Its name in messages (``"SAM2.1 Hiera-tiny 512"``).
+    config : str
+        A YAML file beside this module, or ``"sam2:PATH"`` inside Meta's ``sam2`` package.
+    what : str
+        What its checkpoint is called in messages.
+    trunk : tuple of int
+        ``(embed_dim, blocks)`` of its Hiera image encoder: what tells weights apart.
+    image_size : int
+        Input size in pixels (frames are resized to ``image_size`` squared).
+    """
+
+    name: str
+    label: str
+    config: str
+    what: str
+    trunk: tuple[int, int]
+    image_size: int
+
+
+_META = "sam2:configs/sam2.1/sam2.1_hiera_{}.yaml"
+#: Every network by registry name.
+ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
+    Architecture("medsam2", "SAM2.1 Hiera-tiny 512", CONFIG_PATH.name, WHAT, (96, 12), 512),
+    Architecture("sam2.1-tiny", "SAM2.1 Hiera-tiny 1024", _META.format("t"),
+                 "SAM2.1 checkpoint", (96, 12), 1024),
+    Architecture("sam2.1-small", "SAM2.1 Hiera-small 1024", _META.format("s"),
+                 "SAM2.1 checkpoint", (96, 16), 1024),
+    Architecture("sam2.1-base-plus", "SAM2.1 Hiera-base-plus 1024", _META.format("b+"),
+                 "SAM2.1 checkpoint", (112, 24), 1024),
+    Architecture("sam2.1-large", "SAM2.1 Hiera-large 1024", _META.format("l"),
+                 "SAM2.1 checkpoint", (144, 48), 1024),
+)}
 
 
 def _has(module: str) -> bool:
@@ -54,18 +117,53 @@ def import_sam2() -> None:
     import sam2.modeling.sam2_base  # noqa: F401
 
 
-def build_network(predictor: bool = False, config: str | Path | None = None) -> Any:
-    """Instantiate the (randomly initialised) network from the project's YAML config.
+def architecture(name: str) -> Architecture:
+    """The :class:`Architecture` called ``name`` (KeyError for others).
+
+    Examples
+    --------
+    >>> architecture("sam2.1-large").trunk, architecture("medsam2").image_size
+    ((144, 48), 512)
+    """
+    return ARCHITECTURES[name]
+
+
+def config_file(arch: Architecture) -> Path:
+    """The YAML file of ``arch``: beside this module, or in the installed ``sam2`` package.
+
+    Raises
+    ------
+    MissingDependencyError
+        The ``sam2`` package is missing, or has no such config (not Meta's SAM2.1 code).
+    """
+    if not arch.config.startswith("sam2:"):
+        return Path(__file__).with_name(arch.config)
+    import_sam2()
+    from importlib.resources import files
+
+    path = Path(str(files("sam2").joinpath(arch.config.split(":", 1)[1])))
+    if not path.is_file():
+        raise MissingDependencyError(
+            "sam2", "medsam2", f"{arch.label}", f"the installed sam2 package has no "
+            f"{arch.config.split(':', 1)[1]}; install Meta's SAM2.1 code (see the README)")
+    return path
+
+
+def build_network(predictor: bool = False, config: str | Path | None = None,
+                  arch: str = "medsam2") -> Any:
+    """Instantiate a (randomly initialised) network from its YAML config.
 
     Parameters
     ----------
     predictor : bool
         ``False``: a ``sam2.modeling.sam2_base.SAM2Base`` (what our loop drives).
-        ``True``: Meta's ``SAM2VideoPredictor`` with MedSAM2's inference settings
-        (``fill_hole_area=8``), the reference used by tests and benchmarks.
+        ``True``: Meta's ``SAM2VideoPredictor`` with the video predictor's inference
+        settings (``fill_hole_area=8``), the reference used by tests and benchmarks.
     config : path, optional
-        Another YAML file with a top-level ``model`` node (defaults to
-        :data:`CONFIG_PATH`).
+        Another YAML file with a top-level ``model`` node (default: the config of
+        ``arch``).
+    arch : str
+        A name of :data:`ARCHITECTURES` (default ``"medsam2"``).
 
     Returns
     -------
@@ -75,7 +173,8 @@ def build_network(predictor: bool = False, config: str | Path | None = None) -> 
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.load(str(config or CONFIG_PATH))
+    cfg = OmegaConf.load(str(config or config_file(ARCHITECTURES[arch])))
+    cfg.model = OmegaConf.merge(cfg.model, POSTPROCESSING)
     if predictor:
         cfg.model._target_ = "sam2.sam2_video_predictor.SAM2VideoPredictor"
         cfg.model.fill_hole_area = FILL_HOLE_AREA
@@ -84,7 +183,7 @@ def build_network(predictor: bool = False, config: str | Path | None = None) -> 
     return model.eval()
 
 
-def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
+def read_state_dict(path: str | Path, what: str = WHAT) -> dict[str, torch.Tensor]:
     """Read the ``"model"`` state dict of a MedSAM2/SAM2 checkpoint, as data.
 
     Raises
@@ -93,17 +192,65 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
         Missing file, not a readable torch file (corrupt or truncated), pickled
         Python objects (refused), or a dict without a ``"model"`` entry.
     """
-    obj = read_checkpoint(path, WHAT)
+    obj = read_checkpoint(path, what)
     if not isinstance(obj, dict) or "model" not in obj:
         found = sorted(map(str, obj))[:5] if isinstance(obj, dict) else type(obj).__name__
-        raise content_error(path, WHAT, f"expected a dict with a 'model' state dict, found {found}")
+        raise content_error(path, what, f"expected a dict with a 'model' state dict, found {found}")
     return obj["model"]
 
 
-def load_network(path: str | Path, predictor: bool = False) -> Any:
-    """Build the network and load a checkpoint strictly (CPU, eval mode)."""
-    state = read_state_dict(path)
+def identify(state: Any) -> tuple[int, int] | None:
+    """``(embed_dim, blocks)`` of the Hiera encoder a state dict holds (None: not SAM2).
+
+    Examples
+    --------
+    >>> import torch
+    >>> identify({"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(144, 3, 7, 7),
+    ...           "image_encoder.trunk.blocks.47.norm1.weight": torch.zeros(1152)})
+    (144, 48)
+    >>> identify({"w": torch.zeros(1)}) is None
+    True
+    """
+    try:
+        dim = int(state["image_encoder.trunk.patch_embed.proj.weight"].shape[0])
+        prefix = "image_encoder.trunk.blocks."
+        blocks = 1 + max(int(k[len(prefix):].split(".")[0]) for k in state if k.startswith(prefix))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None
+    return dim, blocks
+
+
+def other_size(arch: Architecture, state: Any, path: str | Path) -> ReadError | None:
+    """The one-line error for weights of another SAM2.1 size than ``arch`` (None otherwise).
+
+    Examples
+    --------
+    >>> import torch
+    >>> large = {"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(144, 3, 7, 7),
+    ...          "image_encoder.trunk.blocks.47.norm1.weight": torch.zeros(1)}
+    >>> print(other_size(ARCHITECTURES["sam2.1-tiny"], large, "l.pt"))
+    l.pt: this SAM2.1 checkpoint holds SAM2.1 Hiera-large weights, not SAM2.1 Hiera-tiny 1024 weights: use --model sam2.1-large (the model name decides the network)
+    """
+    found = identify(state)
+    if found is None or found == arch.trunk:
+        return None
+    names = [a.name for a in ARCHITECTURES.values() if a.trunk == found]
+    if not names:
+        return None
+    kind = "Hiera-" + names[-1].split("-", 1)[1]
+    use = " or ".join(names)
+    return ReadError(f"{path}: this {arch.what} holds SAM2.1 {kind} weights, not {arch.label} "
+                     f"weights: use --model {use} (the model name decides the network)")
+
+
+def load_network(path: str | Path, predictor: bool = False, arch: str = "medsam2") -> Any:
+    """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode)."""
+    spec = ARCHITECTURES[arch]
+    state = read_state_dict(path, spec.what)
+    wrong = other_size(spec, state, path)
+    if wrong is not None:
+        raise wrong
     import_sam2()
-    model = build_network(predictor=predictor)
-    load_state_strict(model, state, path, WHAT, "SAM2.1 Hiera-tiny 512")
+    model = build_network(predictor=predictor, arch=arch)
+    load_state_strict(model, state, path, spec.what, spec.label)
     return model

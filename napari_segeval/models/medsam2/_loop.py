@@ -27,6 +27,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+#: MedSAM2's input size (SAM2.1 networks use 1024: the network's ``image_size``).
 IMAGE_SIZE = 512
 
 
@@ -76,13 +77,20 @@ def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
     return torch.where(hole, torch.full_like(logits, 0.1), logits)
 
 
-def box_points(box_xyxy: tuple[float, float, float, float], hw: tuple[int, int], device: Any):
-    """Box corners as SAM point inputs, computed exactly as ``add_new_points_or_box``."""
+def box_points(box_xyxy: tuple[float, float, float, float], hw: tuple[int, int], device: Any,
+               image_size: int = IMAGE_SIZE):
+    """Box corners as SAM point inputs, computed exactly as ``add_new_points_or_box``.
+
+    Examples
+    --------
+    >>> box_points((0, 0, 32, 16), (64, 64), "cpu", 1024)["point_coords"].tolist()
+    [[[0.0, 0.0], [512.0, 256.0]]]
+    """
     import torch
 
     coords = torch.tensor(box_xyxy, dtype=torch.float32).reshape(1, 2, 2)
     coords = coords / torch.tensor([hw[1], hw[0]])
-    coords = coords * IMAGE_SIZE
+    coords = coords * image_size
     labels = torch.tensor([[2, 3]], dtype=torch.int32)
     return {"point_coords": coords.to(device), "point_labels": labels.to(device)}
 

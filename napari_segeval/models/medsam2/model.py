@@ -1,10 +1,15 @@
-"""MedSAM2 as a :class:`~napari_segeval.models.base.PromptableModel`.
+"""MedSAM2 and SAM2.1 as a :class:`~napari_segeval.models.base.PromptableModel`.
+
+One class drives every network of :data:`._build.ARCHITECTURES`: MedSAM2 (SAM2.1
+Hiera-tiny at 512 px) and Meta's SAM2.1 in four sizes at 1024 px; they differ in
+the network and its input size (the network's ``image_size``), and share every
+step below, which is what both projects' video predictors do.
 
 Frames are preprocessed in MedSAM2's steps (CT window or MR percentile clip to
 0-255, truncation to uint8, grey to RGB, /255, ImageNet mean/std; by default the
 CT window edges map to 0-255, which equals MedSAM2's min-max of the clipped
 volume only when the volume reaches both edges) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
-them to 512 x 512, runs our propagation loop (:mod:`._loop`) and returns
+them to the input size (512 x 512 for MedSAM2), runs our propagation loop (:mod:`._loop`) and returns
 probabilities at the native size (bilinear resize of the logits, as the video
 predictor does; ``logit > 0`` is the mask).
 
@@ -20,7 +25,6 @@ to 0-255, ``"minmax"`` (MedSAM2) min-max rescales the clipped volume.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,7 +40,7 @@ from napari_segeval.models.base import NormalizeInfo, Order, Walk
 from napari_segeval.prompts.box import Box
 
 from . import _loop
-from ._build import FILL_HOLE_AREA, load_network
+from ._build import FILL_HOLE_AREA
 from ._features import DEFAULT_CACHE_MB
 from ._preprocess import (
     _CT,
@@ -61,12 +65,13 @@ _NO_PER_SLICE = ("MedSAM2 conditions each frame on a memory bank of several fram
 
 
 class MedSAM2Model:
-    """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) with our propagation loop.
+    """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
     Parameters
     ----------
     network : sam2.modeling.sam2_base.SAM2Base
-        The loaded network (see :func:`load_medsam2`).
+        The loaded network (see :func:`load_medsam2`, :func:`load_sam2`); its
+        ``image_size`` is the input size.
     device : str or torch.device, optional
         ``None``/``"auto"``: CUDA, else MPS, else CPU.
     encode_batch : int
@@ -83,11 +88,14 @@ class MedSAM2Model:
         to single ones, and one walk at a time keeps every result exactly as when
         each structure runs alone.
     resize : {"float", "pillow"}
-        How frames reach 512 x 512 (module doc); ``"pillow"`` is MedSAM2's way and
+        How frames reach the input size (module doc); ``"pillow"`` is MedSAM2's way and
         refuses gradients.
+    name : str
+        Its registry name (``"medsam2"``, ``"sam2.1-tiny"`` ...), recorded in results.
     """
 
     name = "medsam2"
+    image_size = _loop.IMAGE_SIZE
 
     def __init__(
         self,
@@ -98,12 +106,15 @@ class MedSAM2Model:
         cache_mb: float | None = DEFAULT_CACHE_MB,
         batch_walks: bool | None = None,
         resize: str = "float",
+        name: str = "medsam2",
     ) -> None:
         from napari_segeval.models._device import pick_device
 
         if resize not in RESIZE_MODES:
             raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}")
         self.resize = resize
+        self.name = str(name)
+        self.image_size = int(getattr(network, "image_size", _loop.IMAGE_SIZE))
         self.device = pick_device(device if device is None else str(device))
         self.network = network.to(self.device).eval()
         for param in self.network.parameters():  # gradients flow to inputs only
@@ -173,9 +184,10 @@ class MedSAM2Model:
 
     # -- inference -------------------------------------------------------
     def model_input(self, frames: Any) -> torch.Tensor:
-        """Normalized native frames -> ``(n, 3, 512, 512)`` network input (differentiable).
+        """Normalized native frames -> ``(n, 3, S, S)`` network input (differentiable).
 
-        The resize runs in float32 even under bf16 autocast (on CUDA), as MedSAM2
+        ``S`` is the input size (512 for MedSAM2, 1024 for SAM2.1). The resize runs in
+        float32 even under bf16 autocast (on CUDA), as MedSAM2
         resizes its frames before the network sees them. With ``resize="pillow"``
         the frames go back to 8-bit RGB and through Pillow (:func:`pillow_resize`).
         """
@@ -188,11 +200,11 @@ class MedSAM2Model:
             if x.requires_grad:
                 raise SegEvalError("resize='pillow' is not differentiable: use resize='float' "
                                    "for attacks")
-            return pillow_resize(x, _loop.IMAGE_SIZE)
+            return pillow_resize(x, self.image_size)
         off = (torch.autocast(device_type="cuda", enabled=False) if x.device.type == "cuda"
                else contextlib.nullcontext())
         with off:
-            return resize_bicubic(x, (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE))
+            return resize_bicubic(x, (self.image_size, self.image_size))
 
     def propagate(
         self,
@@ -346,43 +358,19 @@ class MedSAM2Model:
         else:
             # MedSAM2 builds boxes from masks with inclusive maxima: (x0, y0, x1-1, y1-1)
             xyxy = (box.x0, box.y0, box.x1 - 1, box.y1 - 1)
-            points = _loop.box_points(xyxy, hw, self.device)
+            points = _loop.box_points(xyxy, hw, self.device, self.image_size)
         return _loop.condition_key_frame(self.network, features, key, n, points, mask_in,
                                          self.fill_hole_area)
 
     def _mask_input(self, mask: Any) -> torch.Tensor:
-        """A key-frame mask prompt resized to 512 as ``add_new_mask`` does."""
+        """A key-frame mask prompt resized to the input size as ``add_new_mask`` does."""
         import torch
         import torch.nn.functional as F
 
         m = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask)
         m = (m > 0).float()[None, None].to(self.device)
-        size = (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE)
+        size = (self.image_size, self.image_size)
         if tuple(m.shape[-2:]) != size:
             m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
             m = (m >= 0.5).float()
         return m
-
-
-def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
-    """Load a MedSAM2 checkpoint (``{"model": state_dict}``) strictly and safely.
-
-    Raises
-    ------
-    MissingDependencyError
-        The ``medsam2`` extra (``sam2``, ``hydra-core``) is not installed.
-    ReadError
-        One line naming the file: missing, not a readable torch file, refused
-        because it contains pickled Python objects (code), no ``"model"`` entry, or
-        keys/shapes that do not match SAM2.1 Hiera-tiny at 512 px.
-    SegEvalError
-        torch is older than 2.10.
-
-    Examples
-    --------
-    >>> load_medsam2("no/such/MedSAM2_latest.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/MedSAM2_latest.pt: MedSAM2 checkpoint not found
-    """
-    return MedSAM2Model(load_network(path), device=device, encode_batch=encode_batch)

@@ -1,0 +1,210 @@
+"""Where pulled checkpoints are, and the checks before one is ever read.
+
+* :func:`cache_dir`, :func:`endpoint`, :func:`offline` - ``huggingface_hub``'s
+  variables (``HF_HUB_CACHE``/``HF_HOME``, ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``), read
+  when called, with the meaning they have there.
+* :func:`snapshot_path`, :func:`local_path` - where a catalogue entry is, or would be,
+  in the hub's cache; :func:`record_path` - the hash a pull checked, kept beside the
+  repository's cache folders (for caches that copy blobs instead of linking them).
+* :func:`checkpoint` - the verified local file of a pulled entry, for the model
+  registry: checked against the catalogue's SHA-256, or the hub's as the cache recorded
+  it (``huggingface_hub`` names each blob after it), before it is ever read; never a
+  download (that is :func:`napari_segeval.models._hub.pull`).
+* :func:`published_twin` - the catalogue entry a file given by path is, if any.
+
+No network, no ``huggingface_hub`` import: only ``os``, ``hashlib`` and the disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.models.catalogue import CatalogueEntry, get, size_text
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_TRUE = ("1", "on", "yes", "true")
+#: Bytes read at a time when hashing.
+_CHUNK = 8 << 20
+#: ``(path, size, mtime_ns) -> sha256`` of files checked in this process.
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+# ----------------------------------------------------------------------------- places
+def cache_dir(environ: Any = None) -> Path:
+    """``huggingface_hub``'s cache folder, from the environment as it is now.
+
+    ``HF_HUB_CACHE`` (or ``HUGGINGFACE_HUB_CACHE``), else ``HF_HOME/hub``, else
+    ``$XDG_CACHE_HOME/huggingface/hub`` or ``~/.cache/huggingface/hub``.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        The variables to read (default ``os.environ``).
+
+    Examples
+    --------
+    >>> cache_dir({"HF_HOME": "/data/hf"}), cache_dir({"HF_HUB_CACHE": "/tmp/hub"})
+    (PosixPath('/data/hf/hub'), PosixPath('/tmp/hub'))
+    """
+    env = os.environ if environ is None else environ
+    direct = env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE")
+    if direct:
+        return Path(os.path.expandvars(direct)).expanduser()
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(os.path.expandvars(home)).expanduser() / "hub"
+
+
+def endpoint() -> str:
+    """The hub's address: ``HF_ENDPOINT``, else ``https://huggingface.co``."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set, now or when
+    ``huggingface_hub`` was imported (it reads the variable once)."""
+    env = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    if env.strip().lower() in _TRUE:
+        return True
+    import sys
+
+    constants = sys.modules.get("huggingface_hub.constants")
+    return bool(getattr(constants, "HF_HUB_OFFLINE", False))
+
+
+def repo_folder(entry: CatalogueEntry, cache: Path | None = None) -> Path:
+    """The cache folder of the entry's repository (``models--org--name``)."""
+    return (cache or cache_dir()) / ("models--" + entry.repo_id.replace("/", "--"))
+
+
+def snapshot_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
+    """Where the entry's file is in the cache once pulled (its pinned revision's snapshot).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.catalogue import CATALOGUE
+    >>> snapshot_path(CATALOGUE["MedSAM2_latest"], Path("/c")).as_posix()
+    '/c/models--wanglab--MedSAM2/snapshots/e4a6f35edd7e091619cbc0750f462f1574e23955/MedSAM2_latest.pt'
+    """
+    return repo_folder(entry, cache) / "snapshots" / entry.revision / entry.filename
+
+
+def local_path(entry: CatalogueEntry, cache: Path | None = None) -> Path | None:
+    """The entry's file in the cache, or None when it is not there (nothing is hashed)."""
+    path = snapshot_path(entry, cache)
+    return path if path.is_file() else None
+
+
+# ----------------------------------------------------------------------------- checks
+def sha256_file(path: str | Path, cancel: Any = None) -> str:
+    """The SHA-256 of a file, read in 8 MiB blocks (``cancel`` checked between them).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "x"; _ = p.write_bytes(b"abc")
+    >>> sha256_file(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            check_cancel(cancel, "checking the download")
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
+    """Where :func:`pull` records the SHA-256 it checked (a folder the hub's tools ignore)."""
+    return (repo_folder(entry, cache) / ".napari-segeval" / entry.revision
+            / f"{entry.filename}.sha256")
+
+
+def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
+    """The hub's SHA-256 of a cached file as recorded: the name of the blob the snapshot
+    links to, else what :func:`pull` wrote (caches without symbolic links copy the blob)."""
+    if path.is_symlink():
+        name = Path(os.path.realpath(path)).name
+        if _SHA256.match(name):
+            return name
+    try:
+        text = record_path(entry).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _SHA256.match(text) else None
+
+
+def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
+    """Check a cached file against the catalogue's SHA-256 and the hub's; return it.
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        One line: the file's SHA-256 differs (a truncated or altered file), or no
+        published hash is on record to check it against.
+    """
+    expected = [h for h in (entry.sha256, recorded_sha256(entry, path)) if h]
+    if not expected:
+        raise ReadError(f"{path}: no published SHA-256 on record to check this {entry.name} "
+                        f"file against (placed by hand?): run segeval models pull "
+                        f"{entry.name} online, or pass the file with --checkpoint")
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
+    if any(digest != h for h in expected):
+        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
+                        f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
+                        f"truncated or altered): run segeval models pull {entry.name} to "
+                        f"replace it")
+    _VERIFIED[key] = digest
+    return digest
+
+
+def checkpoint(name: str) -> Path:
+    """The verified local file of the catalogue entry ``name``; never a download.
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        Unknown name, or not pulled yet (the line says how to pull it).
+    napari_segeval.ReadError
+        The cached file fails its SHA-256 check.
+    """
+    entry = get(name)
+    path = local_path(entry)
+    if path is None:
+        raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name} "
+                           f"({size_text(entry.size)}), or pass a file with --checkpoint")
+    verify(entry, path)
+    return path
+
+
+def published_twin(path: Any) -> CatalogueEntry | None:
+    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None.
+
+    Only files of exactly a known size are hashed, so other files cost one ``stat``.
+    """
+    from napari_segeval.models.catalogue import CATALOGUE
+
+    try:
+        path = Path(path)
+        size = path.stat().st_size
+    except (OSError, TypeError, ValueError):
+        return None
+    same = [e for e in CATALOGUE.values() if e.sha256 and e.size == size]
+    if not same:
+        return None
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key) or sha256_file(path)
+    _VERIFIED[key] = digest
+    return next((e for e in same if e.sha256 == digest), None)
+
+
+__all__ = ["cache_dir", "checkpoint", "endpoint", "local_path", "offline", "published_twin",
+           "record_path", "recorded_sha256", "sha256_file", "snapshot_path", "verify"]

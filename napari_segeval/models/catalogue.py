@@ -1,0 +1,283 @@
+"""The catalogue: real checkpoints by name, each with what it needs and what it is.
+
+:data:`CATALOGUE` lists the checkpoints ``segeval models pull NAME`` fetches: the
+MedSAM2 checkpoints their authors publish on the Hugging Face hub
+(``wanglab/MedSAM2``, as in MedSAM2's ``download.sh``) and Meta's SAM2.1 in four
+sizes (``facebook/sam2.1-hiera-*``, the files of ``sam2.build_sam``'s table). Each
+:class:`CatalogueEntry` names the network that reads it (a name of the model
+registry: ``medsam2``, ``sam2.1-tiny`` ...), its repository, file and pinned
+revision (a commit), its size, licence, source and SHA-256 where one is known, and
+a :class:`ModelCard`: what it was trained on, its intended use, its licence, what
+it is not for. :data:`BUILTIN_CARDS` are the cards of the models that ship with the
+package; they say plainly that those were trained on generated phantoms.
+
+This module is data and look-ups only: it imports neither torch nor
+``huggingface_hub`` and touches neither the network nor the disk. Fetching and
+checking files is :mod:`napari_segeval.models._hub`'s job.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass
+
+from napari_segeval._errors import SegEvalError
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a model is: training data, intended use, licence, limits.
+
+    Examples
+    --------
+    >>> sorted(BUILTIN_CARDS["builtin"].as_dict())
+    ['intended_use', 'licence', 'not_for', 'reference', 'trained_on']
+    """
+
+    trained_on: str
+    intended_use: str
+    licence: str
+    not_for: str = ""
+    reference: str = ""
+
+    def as_dict(self) -> dict:
+        """The card as a plain dict (for ``--json``)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """One published checkpoint.
+
+    Attributes
+    ----------
+    name : str
+        What people type (``"MedSAM2_latest"``, ``"sam2.1-small"``).
+    kind : str
+        Its family, for tables (``"MedSAM2"``, ``"SAM2.1"``).
+    architecture : str
+        The model registry's name of the network that reads it (``"medsam2"``).
+    repo_id, filename, revision : str
+        Where it is on the hub; the revision is a commit, so the file never changes.
+    size : int
+        Bytes: exact where ``sha256`` is given, else as the hub lists it (to 1 MB).
+    licence, source : str
+        Its licence and the page of its authors.
+    card : ModelCard
+    sha256 : str or None
+        The file's SHA-256 where known; the hub's published one is checked always.
+    """
+
+    name: str
+    kind: str
+    architecture: str
+    repo_id: str
+    filename: str
+    revision: str
+    size: int
+    licence: str
+    source: str
+    card: ModelCard
+    sha256: str | None = None
+
+
+# ----------------------------------------------------------------------------- MedSAM2
+_MEDSAM2_REPO = "wanglab/MedSAM2"
+#: The commit of wanglab/MedSAM2 that holds all five checkpoints (May 2025 upload).
+_MEDSAM2_REVISION = "e4a6f35edd7e091619cbc0750f462f1574e23955"
+_MEDSAM2_SOURCE = "https://github.com/bowang-lab/MedSAM2"
+_MEDSAM2_LICENCE = "CC-BY-SA-4.0 (the model card's licence; code Apache-2.0)"
+_MEDSAM2_REF = ("Ma J, Yang Z, Kim S, et al. MedSAM2: Segment Anything in 3D Medical Images "
+                "and Videos. arXiv:2504.03600 (2025)")
+_MEDSAM2_NOT_FOR = ("clinical decisions: a research model, not a medical device; read the "
+                    "licence section of its model card before any use beyond research")
+_MEDSAM2_USE = ("box-prompted segmentation of organs and lesions in 3D CT, MRI and PET "
+                "volumes and in medical videos, propagated from the prompted slice or frame")
+
+
+def _medsam2(name: str, trained_on: str, use: str = _MEDSAM2_USE, sha256: str | None = None,
+             size: int = 156_000_000) -> CatalogueEntry:
+    card = ModelCard(trained_on, use, _MEDSAM2_LICENCE, _MEDSAM2_NOT_FOR, _MEDSAM2_REF)
+    return CatalogueEntry(name, "MedSAM2", "medsam2", _MEDSAM2_REPO, f"{name}.pt",
+                          _MEDSAM2_REVISION, size, _MEDSAM2_LICENCE, _MEDSAM2_SOURCE, card,
+                          sha256)
+
+
+_MEDSAM2_DATA = ("SAM2.1 Hiera-tiny fine-tuned at 512 px on public medical data sets "
+                 "(CT, MRI, PET, ultrasound and endoscopy: 455,000+ 3D image-mask pairs and "
+                 "76,000+ annotated video frames in the paper)")
+
+# ----------------------------------------------------------------------------- SAM2.1
+_SAM21_SOURCE = "https://github.com/facebookresearch/sam2"
+_SAM21_REF = ("Ravi N, Gabeur V, Hu Y-T, et al. SAM 2: Segment Anything in Images and "
+              "Videos. arXiv:2408.00714 (2024); checkpoints SAM 2.1 (September 2024)")
+
+
+def _sam21(size: str, file: str, revision: str, sha256: str, nbytes: int) -> CatalogueEntry:
+    card = ModelCard(
+        trained_on=("natural images and videos (SA-1B, SA-V and other video data), "
+                    "not medical scans"),
+        intended_use=(f"promptable segmentation and tracking of objects in images and "
+                      f"videos; here the general-purpose baseline of the MedSAM2 paper's "
+                      f"comparison (SAM2.1 Hiera-{size} at 1024 px)"),
+        licence="Apache-2.0",
+        not_for="clinical decisions; medical images are outside its training data",
+        reference=_SAM21_REF)
+    return CatalogueEntry(f"sam2.1-{size}", "SAM2.1", f"sam2.1-{size}",
+                          f"facebook/sam2.1-hiera-{size}", file, revision, nbytes, "Apache-2.0",
+                          _SAM21_SOURCE, card, sha256)
+
+
+#: Every checkpoint that can be pulled, by name (order: the tables).
+CATALOGUE: dict[str, CatalogueEntry] = {e.name: e for e in (
+    _medsam2("MedSAM2_latest", _MEDSAM2_DATA + "; the authors' latest and recommended model, "
+             "trained on existing public data sets and newly annotated ones",
+             sha256="c92743b99f00d078bf32a3afcc38aaa9faf1c1692dffe3eaa7a90938c1991060",
+             size=156_040_129),
+    _medsam2("MedSAM2_2411", _MEDSAM2_DATA.split(" (")[0] + "; the base model trained in "
+             "November 2024"),
+    _medsam2("MedSAM2_US_Heart", "MedSAM2 fine-tuned for heart ultrasound video "
+             "segmentation (echocardiography)",
+             "box-prompted segmentation of cardiac structures in echocardiography videos"),
+    _medsam2("MedSAM2_MRI_LiverLesion", "MedSAM2 fine-tuned for liver lesion segmentation "
+             "in MRI", "box-prompted segmentation of liver lesions in MRI volumes"),
+    _medsam2("MedSAM2_CTLesion", "MedSAM2 fine-tuned for CT lesion segmentation",
+             "box-prompted segmentation of lesions in CT volumes"),
+    _sam21("tiny", "sam2.1_hiera_tiny.pt", "de431c4043854a71d8101e17995dfe596bf101a5",
+           "7402e0d864fa82708a20fbd15bc84245c2f26dff0eb43a4b5b93452deb34be69", 156_008_466),
+    _sam21("small", "sam2.1_hiera_small.pt", "ee5bba1d82bb8749febdf90f45e84b687142ba03",
+           "6d1aa6f30de5c92224f8172114de081d104bbd23dd9dc5c58996f0cad5dc4d38", 184_416_285),
+    _sam21("base-plus", "sam2.1_hiera_base_plus.pt", "b7320756a13354e7530a63935656d35b2f91a290",
+           "a2345aede8715ab1d5d31b4a509fb160c5a4af1970f199d9054ccfb746c004c5", 323_606_802),
+    _sam21("large", "sam2.1_hiera_large.pt", "665f8e2ad61cf5f53d65644ff27c8ee525124610",
+           "2647878d5dfa5098f2f8649825738a9345572bae2d4350a2468587ece47dd318", 898_083_611),
+)}
+
+# ----------------------------------------------------------------------------- built-in
+_PHANTOMS = ("generated phantoms only (no patient data): the scripts in "
+             "napari_segeval/training, phantom seeds below 1000")
+_TRY = "trying the tool: the viewer, the command line, attacks and uncertainty, no download"
+_NOT_REAL = ("real scans: it has never seen one, and on real images it stops early or "
+             "leaks; use MedSAM2 (segeval models pull MedSAM2_latest) for real data")
+
+#: Model cards of the models that ship with the package, by registry name.
+BUILTIN_CARDS: dict[str, ModelCard] = {
+    "builtin": ModelCard(
+        "a small box- and mask-conditioned U-Net trained on " + _PHANTOMS + ", CT and "
+        "echocardiography-like, with wide appearance randomisation and box jitter",
+        _TRY, "BSD-3-Clause (with napari-segeval)", _NOT_REAL),
+    "threshold": ModelCard(
+        "nothing: thresholded region growing from the box, no weights",
+        "a weight-free baseline to compare models against", "BSD-3-Clause (with napari-segeval)",
+        "real segmentation work"),
+    "builtin-ct": ModelCard(
+        "a 3D CT U-Net (liver, spleen, kidneys, liver tumour) trained on " + _PHANTOMS,
+        _TRY + " (dense, no prompt)", "BSD-3-Clause (with napari-segeval)", _NOT_REAL),
+}
+
+
+def _fold(name: str) -> str:
+    return str(name).strip().lower()
+
+
+def find(name: str) -> CatalogueEntry | None:
+    """The entry called ``name`` (any letter case), or None.
+
+    Examples
+    --------
+    >>> find("medsam2_latest").name, find("SAM2.1-Large").filename
+    ('MedSAM2_latest', 'sam2.1_hiera_large.pt')
+    >>> find("medsam2") is None  # a network of the registry, not a file
+    True
+    """
+    exact = CATALOGUE.get(str(name))
+    if exact is not None:
+        return exact
+    return next((e for e in CATALOGUE.values() if _fold(e.name) == _fold(name)), None)
+
+
+def closest(name: str, known: list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` names of ``known`` closest to ``name`` (difflib, any letter case).
+
+    Examples
+    --------
+    >>> closest("sam2-tiny", list(CATALOGUE))
+    ['sam2.1-tiny']
+    >>> closest("xyz", list(CATALOGUE))
+    []
+    """
+    folded = {_fold(k): k for k in known}
+    return [folded[m] for m in difflib.get_close_matches(_fold(name), list(folded), n, 0.6)]
+
+
+def known_names() -> list[str]:
+    """Every name ``segeval models`` knows: the catalogue, then the built-in models."""
+    return [*CATALOGUE, *BUILTIN_CARDS]
+
+
+def unknown(name: str) -> SegEvalError:
+    """The one-line error for a name nobody knows, with the closest known ones.
+
+    Examples
+    --------
+    >>> print(unknown("MedSAM2-latest"))
+    unknown model 'MedSAM2-latest' (closest: MedSAM2_latest, MedSAM2_CTLesion, sam2.1-large): segeval models list shows every name
+    """
+    near = closest(name, known_names())
+    hint = f" (closest: {', '.join(near)})" if near else ""
+    return SegEvalError(f"unknown model {name!r}{hint}: segeval models list shows every name")
+
+
+def get(name: str) -> CatalogueEntry:
+    """The catalogue entry called ``name`` (any letter case).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        A built-in model (shipped, nothing to fetch) or an unknown name (with the
+        closest known ones).
+
+    Examples
+    --------
+    >>> get("MedSAM2_CTLesion").architecture
+    'medsam2'
+    >>> get("builtin")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: builtin ships with napari-segeval: nothing to pull
+    """
+    entry = find(name)
+    if entry is not None:
+        return entry
+    if name in BUILTIN_CARDS:
+        raise SegEvalError(f"{name} ships with napari-segeval: nothing to pull")
+    raise unknown(name)
+
+
+def url(entry: CatalogueEntry, endpoint: str = "https://huggingface.co") -> str:
+    """The file's download address at its pinned revision on ``endpoint``.
+
+    Examples
+    --------
+    >>> url(CATALOGUE["sam2.1-tiny"]).split("/resolve/")
+    ['https://huggingface.co/facebook/sam2.1-hiera-tiny', 'de431c4043854a71d8101e17995dfe596bf101a5/sam2.1_hiera_tiny.pt']
+    """
+    return f"{endpoint.rstrip('/')}/{entry.repo_id}/resolve/{entry.revision}/{entry.filename}"
+
+
+def size_text(nbytes: int | None) -> str:
+    """Bytes as people read them.
+
+    Examples
+    --------
+    >>> size_text(156_040_129), size_text(898_083_611), size_text(1_114_981), size_text(None)
+    ('156 MB', '898 MB', '1.1 MB', '-')
+    """
+    if nbytes is None:
+        return "-"
+    mb = nbytes / 1e6
+    return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
+
+
+__all__ = ["BUILTIN_CARDS", "CATALOGUE", "CatalogueEntry", "ModelCard", "closest", "find", "get",
+           "known_names", "size_text", "unknown", "url"]

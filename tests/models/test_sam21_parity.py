@@ -1,0 +1,115 @@
+"""SAM2.1 (tiny, small, base-plus, large at 1024 px) against Meta's SAM2VideoPredictor.
+
+Random initialisation of each real architecture, built from Meta's own config in the
+``sam2`` package; our loop and the reference predictor get the same weights, the
+same 1024 px frames and the same box, and must give identical masks forward and
+backward. Tiny runs by default; the three larger sizes are ``slow``
+(``pytest -m slow``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
+pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
+
+from napari_segeval._errors import ReadError
+from napari_segeval.models.medsam2 import MedSAM2Model, load_sam2
+from napari_segeval.models.medsam2._build import ARCHITECTURES, build_network
+from napari_segeval.models.medsam2._loop import connected_components
+from napari_segeval.prompts.box import Box
+
+N, H, W, KEY = 3, 40, 48, 1
+BOX = Box(10, 12, 30, 36, index=KEY)
+
+
+def _volume() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[:H, :W]
+    return np.stack([np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
+                     + rng.normal(0, 20, (H, W)) for z in range(N)])
+
+
+def _reference(arch, state, images, tmp_path, monkeypatch):
+    """Meta's predictor on ``images``: forward and reverse from the key frame's box."""
+    from PIL import Image
+    from sam2.utils import misc
+
+    monkeypatch.setattr(misc, "get_connected_components", connected_components)
+    folder = tmp_path / "jpg"  # the predictor reads a JPEG folder; its frames are replaced
+    folder.mkdir(exist_ok=True)
+    for i in range(N):
+        Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(folder / f"{i:05d}.jpg")
+    pred = build_network(predictor=True, arch=arch)
+    pred.load_state_dict(state, strict=True)
+    inference = pred.init_state(video_path=str(folder))
+    inference["images"] = images
+    inference["cached_features"] = {}
+    out = {}
+    for reverse in (False, True):
+        pred.reset_state(inference)
+        pred.add_new_points_or_box(inference, frame_idx=KEY, obj_id=1,
+                                   box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
+        rows = {t: m[0, 0].clone() for t, _, m in pred.propagate_in_video(inference,
+                                                                          reverse=reverse)}
+        out[reverse] = torch.stack([rows[t] for t in sorted(rows, reverse=reverse)])
+    return out
+
+
+def _check(arch, model, state, tmp_path, monkeypatch):
+    frames = model.preprocess(_volume(), "CT", "abdomen")
+    images = model.model_input(frames)
+    assert tuple(images.shape[-2:]) == (1024, 1024)  # SAM2.1's own input size
+    ref = _reference(arch, state, images, tmp_path, monkeypatch)
+    fwd = model.propagate_logits(frames, KEY, BOX, "forward")
+    bwd = model.propagate_logits(frames, KEY, BOX, "backward")
+    assert fwd.shape == (N - KEY, H, W) and bwd.shape == (KEY + 1, H, W)
+    for ours, theirs in ((fwd, ref[False]), (bwd, ref[True])):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+        assert torch.equal(ours > 0, theirs > 0)
+    masks = torch.cat([fwd, bwd]) > 0
+    assert 0 < int(masks.sum()) < masks.numel()  # not degenerate
+
+
+def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    net = build_network(arch="sam2.1-tiny")
+    ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
+    torch.save({"model": net.state_dict()}, ckpt)
+    model = load_sam2("sam2.1-tiny", ckpt, device="cpu")
+    assert model.name == "sam2.1-tiny" and model.image_size == 1024
+    _check("sam2.1-tiny", model, net.state_dict(), tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sam2.1-small", "sam2.1-base-plus", "sam2.1-large"])
+def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    net = build_network(arch=arch)
+    model = MedSAM2Model(net, device="cpu", name=arch)
+    _check(arch, model, net.state_dict(), tmp_path, monkeypatch)
+
+
+def _trunk_only(arch: str) -> dict:
+    """What :func:`identify` reads of ``arch``'s weights (no 900 MB network needed)."""
+    dim, blocks = ARCHITECTURES[arch].trunk
+    return {"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(dim, 3, 7, 7),
+            f"image_encoder.trunk.blocks.{blocks - 1}.norm1.weight": torch.zeros(1)}
+
+
+@pytest.mark.parametrize("given, target, use", [
+    ("sam2.1-large", "sam2.1-tiny", "sam2.1-large"),
+    ("medsam2", "sam2.1-small", "medsam2 or sam2.1-tiny"),
+    ("sam2.1-base-plus", "medsam2", "sam2.1-base-plus"),
+])
+def test_weights_of_another_size_are_named_in_one_line(given, target, use, tmp_path):
+    ckpt = tmp_path / "w.pt"
+    torch.save({"model": _trunk_only(given)}, ckpt)
+    with pytest.raises(ReadError) as info:
+        load_sam2(target, ckpt)
+    text = str(info.value)
+    assert text.startswith(f"{ckpt}: this ") and "\n" not in text
+    assert f"not {ARCHITECTURES[target].label} weights: use --model {use}" in text
