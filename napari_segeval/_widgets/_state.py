@@ -243,14 +243,12 @@ class ViewerState:
         the panels that segment work on one of its volumes (see
         :data:`SERIES_HINT`).
         """
-        axes = self.axes()
-        if axes == "tzyx":
-            return "series"
-        if axes.startswith("t"):
-            return "video"
-        if axes.startswith("z"):
-            return "volume"
-        return "image"
+        from napari_segeval.io.case import kind_of_axes
+
+        try:
+            return kind_of_axes(self.axes())
+        except ValueError:  # no layer, or axes no reader writes: a plain image
+            return "image"
 
     def to_case(self):
         """A :class:`~napari_segeval.io.Case` of the current layers (arrays shared)."""

@@ -150,11 +150,11 @@ def _target(args: argparse.Namespace, case):
 
     from napari_segeval.io import resolve_structure
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import case_kind, propagation_mode
+    from napari_segeval.propagation import promptable_kind, propagation_mode
 
     if case.labels is None:
         raise SegEvalError(f"--model {args.model} needs --labels (boxes come from the reference)")
-    mode = propagation_mode(case_kind(case.axes))
+    mode = propagation_mode(promptable_kind(case))
     present = np.unique(case.labels)
     wanted = [resolve_structure(s, case.structures, present, source=args.labels)
               for s in args.structure]

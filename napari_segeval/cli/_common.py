@@ -123,7 +123,7 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
 
     case = read_case(image, labels, default_color_table=color_table(args),
                      **input_options(args))
-    if case.axes == "tzyx":
+    if case.is_time_series:
         n = case.image.shape[0]
         raise SegEvalError(f"{image} is a time series of {n} volumes (t, z, y, x): choose one "
                            f"with --volume T (0..{n - 1})")

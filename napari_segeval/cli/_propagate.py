@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval.cli._metrics import ROW_KEYS, rows_table
     from napari_segeval.io import resolve_structure, write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import case_kind, propagate_image, propagation_mode
+    from napari_segeval.propagation import promptable_kind, propagate_image, propagation_mode
 
     if args.output.exists() and not args.overwrite:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
     case = read_input(args, args.image, args.labels)
     check_output(args.output, case)
-    kind = case_kind(case.axes)
+    kind = promptable_kind(case)
     mode = propagation_mode(kind)
     shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)
     if args.structure and case.labels is None and not args.box:

@@ -143,14 +143,13 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     (True, 'absent from the reference: not prompted')
     """
     from napari_segeval.prompts import box_from_labels
-    from napari_segeval.propagation import as_frames, propagation_mode
-    from napari_segeval.propagation.images import case_kind
+    from napari_segeval.propagation import as_frames, promptable_kind, propagation_mode
 
     labels = np.asarray(case.labels)
     if structures is None:
         structures = dict(case.structures or {}) or {
             int(v): f"label {int(v)}" for v in np.unique(labels) if v != 0}
-    kind = case_kind(case.axes)
+    kind = promptable_kind(case)
     mode = propagation_mode(kind)
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
     todo = [k for k in structures if counts[int(k)] >= min_voxels]
