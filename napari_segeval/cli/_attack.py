@@ -35,8 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "a 2D image (PNG, JPG, ...) as one frame. "
             "Writes the perturbed image and the perturbation in raw units (float32), and "
             "the clean and attacked predictions, all with IMAGE's geometry, to "
-            "--output-dir (created if missing; NIfTI for NIfTI and grey video inputs, "
-            "else MHA; label maps of 2D images as PNG), and prints per-structure Dice "
+            "--output-dir (created if missing; in the formats segeval evaluate saves: "
+            "NIfTI for NIfTI, MHA for MHA/NRRD/DICOM and videos, PNG label maps and TIFF "
+            "float images for PNG/JPG, TIFF for TIFF), and prints per-structure Dice "
             "clean vs attacked. Existing outputs are kept unless --overwrite. Epsilon is in "
             "normalized units (--eps) or raw units such as HU (--eps-raw); both are "
             "reported. Natural-image budgets such as 8/255 mean nothing for z-scored CT."
@@ -99,37 +100,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _stem(path: Path) -> str:
-    name = path.name
-    for ext in (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr", ".dcm"):
-        if name.lower().endswith(ext):
-            return name[: -len(ext)]
-    return path.stem if path.suffix else name
-
-
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
-    """Where the four outputs go (``.nii.gz`` for NIfTI and grey video inputs, else ``.mha``).
-
-    The label maps of a 2D image on a pixel grid (PNG, JPG, ... inputs) are PNG;
-    its float images stay ``.mha``.
+    """Where the four outputs go: ``STEM_perturbed``, ``STEM_perturbation``,
+    ``STEM_clean_pred``, ``STEM_attacked_pred``, in the formats ``segeval evaluate``
+    saves the same case in (:func:`napari_segeval.io._formats.output_formats`).
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(is_video=False, is_rgb=False, axes="zyx", meta={})
+    >>> c = SimpleNamespace(axes="zyx")
     >>> output_paths(Path("ct.nii.gz"), c, Path("o"))["perturbed_image"].as_posix()
     'o/ct_perturbed.nii.gz'
-    >>> c = SimpleNamespace(is_video=False, is_rgb=True, axes="yxc", meta={"has_geometry": False})
+    >>> c = SimpleNamespace(axes="yxc")
     >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
-    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.mha', 'skin_perturbed.mha']
+    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.tif', 'skin_perturbed.tif']
     """
-    nifti = image.name.lower().endswith((".nii", ".nii.gz"))
-    ext = ".nii.gz" if (nifti or case.is_video) and not case.is_rgb else ".mha"
-    pixel_2d = case.axes in ("yx", "yxc") and not case.meta.get("has_geometry", True)
-    label_ext = ".png" if pixel_2d else ext
-    stem = _stem(image)
-    return {key: out_dir / f"{stem}_{suffix}{e}" for key, suffix, e in (
-        ("perturbed_image", "perturbed", ext), ("perturbation", "perturbation", ext),
+    from napari_segeval.io._formats import output_formats, stem
+
+    label_ext, image_ext = output_formats(image, case.axes)
+    name = stem(image)
+    return {key: out_dir / f"{name}_{part}{ext}" for key, part, ext in (
+        ("perturbed_image", "perturbed", image_ext), ("perturbation", "perturbation", image_ext),
         ("clean_prediction", "clean_pred", label_ext),
         ("attacked_prediction", "attacked_pred", label_ext))}
 

@@ -31,7 +31,8 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.files import file_formats, is_image_key
+from napari_segeval.evaluation.files import is_image_key
+from napari_segeval.io._formats import output_formats
 
 
 @dataclass
@@ -258,7 +259,7 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                   if is_image_key(k) and k.partition(":")[2] == focus})
     return LoadedCase(
         case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
-        file_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
+        output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
 
 
 __all__ = ["LoadedCase", "both_images", "counters", "float_key", "largest_magnitude",
