@@ -7,8 +7,9 @@ at ``x + delta`` (counting passes, reporting progress, honouring cancel) and
 keeps one iterate per case: the lowest-Dice one (``select="dice"``, default),
 the highest-loss candidate (``select="loss"``) or the last one
 (``keep_best=False``). The attack loops (:mod:`.iterative`, :mod:`.apgd`,
-:mod:`.square`, :mod:`.fab`) are written on it; :mod:`.core` builds it from an
-:class:`~napari_segeval.attacks.core.AttackConfig`.
+:mod:`.square`, :mod:`.fab`) are written on it and registered in
+:data:`~napari_segeval.attacks.registry.ATTACKS`; :func:`.core.run_attack` builds it
+from an :class:`~napari_segeval.attacks.config.AttackConfig`.
 
 Robust-threshold gating (``robust_threshold`` set, Daza et al. 2021): the clean
 input is evaluated first (history row ``restart=-1``) and is a candidate like any
@@ -32,7 +33,7 @@ from napari_segeval.attacks.losses import case_dice, get_loss, voxel_weights
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from napari_segeval.attacks.core import AttackConfig, Forward
+    from napari_segeval.attacks.config import AttackConfig, Forward
 
 
 @dataclass
