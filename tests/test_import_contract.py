@@ -4,7 +4,8 @@ Layer order, low to high (a module may import its own layer's package and any
 package of a lower layer; packages that share a layer are independent of each
 other)::
 
-    base   _errors, _cancel, _json          exceptions, cancel flag, strict JSON
+    base   _errors, _cancel, _json,         exceptions, cancel flag, strict JSON,
+           _names                           the name of an unnamed structure
            _atomic                          the one atomic writer
            napari_segeval (the root)        public exceptions, version
     1      io, metrics, prompts             files, numbers, boxes
@@ -51,7 +52,7 @@ PACKAGE = "napari_segeval"
 
 #: Low to high. ``PACKAGE`` stands for the root ``__init__``.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_errors", "_cancel", "_json"),
+    ("_errors", "_cancel", "_json", "_names"),
     ("_atomic",),
     (PACKAGE,),
     ("io", "metrics", "prompts"),

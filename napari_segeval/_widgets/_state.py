@@ -314,9 +314,10 @@ def structures_of(layer: Any) -> dict[int, str]:
         found = {int(i): str(n) for i, n in zip(features["index"], features["name"]) if int(i)}
         if found:
             return dict(sorted(found.items()))
+    from napari_segeval._names import unnamed_structures
     from napari_segeval._reader import present_ids
 
-    return {i: f"label {i}" for i in present_ids(layer.data) if i != 0}
+    return unnamed_structures(present_ids(layer.data))
 
 
 def current_index(viewer: Any, layer: Any) -> int | None:

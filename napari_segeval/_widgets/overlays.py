@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
+from napari_segeval._names import unnamed_label
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import key_index
 
@@ -270,7 +271,7 @@ def compare_rows(clean: Sequence[Mapping], attacked: Sequence[Mapping] | None = 
     surf = {k: index(v) for k, v in surface.items() if v is not None}
     out = []
     for label, row in live["clean"].items():
-        rec: dict = {"label": label, "name": row.get("name", f"label_{label}")}
+        rec: dict = {"label": label, "name": row.get("name", unnamed_label(label))}
         for cond in ("clean", "attacked"):
             rows = live[cond]
             if rows is None:

@@ -54,6 +54,8 @@ from typing import Literal
 
 import numpy as np
 
+from napari_segeval._names import unnamed_label
+
 #: Largest deviation from orthonormality accepted in a direction matrix.
 ORTHO_TOL = 1e-4
 
@@ -388,4 +390,4 @@ class Case:
 
     def structure_name(self, label: int) -> str:
         """Name of ``label``, or ``"label <id>"`` when unnamed."""
-        return self.structures.get(int(label), f"label {int(label)}")
+        return self.structures.get(int(label), unnamed_label(label))

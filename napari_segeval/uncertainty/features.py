@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval._names import unnamed_structures
 from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
 
 ProgressFn = Callable[[int, int], None]
@@ -147,8 +148,7 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
 
     labels = np.asarray(case.labels)
     if structures is None:
-        structures = dict(case.structures or {}) or {
-            int(v): f"label {int(v)}" for v in np.unique(labels) if v != 0}
+        structures = dict(case.structures or {}) or unnamed_structures(np.unique(labels))
     kind = promptable_kind(case)
     mode = propagation_mode(kind)
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
