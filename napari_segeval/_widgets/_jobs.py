@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models._device import DEVICE_CHOICES
 from napari_segeval.models.registry import PROMPTABLE
 
 #: Backends offered by the Prompt panel (labels of the registry's promptable models).
 BACKENDS = tuple(m.label for m in PROMPTABLE.values())
-DEVICES = ("auto", "cpu", "cuda", "mps")
+#: The device choices of every panel and of every ``segeval --device``.
+DEVICES = DEVICE_CHOICES
 
 
 def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Sequence[float],

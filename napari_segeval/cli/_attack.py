@@ -7,21 +7,24 @@ from pathlib import Path
 
 from napari_segeval.cli._common import (
     add_color_table_option,
+    add_device_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
+    add_model_option,
     emit,
     format_table,
     read_input,
 )
 from napari_segeval.cli._progress import progress_bar
-from napari_segeval.io.case import MODALITIES
-
-ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab", "noise-gaussian",
-                  "noise-uniform")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval attack``."""
+    from napari_segeval.attacks.config import SCHEDULES
+    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES
+    from napari_segeval.attacks.registry import ATTACKS
+
     p = sub.add_parser(
         "attack",
         help="attack a dense or promptable model on one case (FGSM, PGD, APGD, Square, FAB, "
@@ -45,13 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (attack target, boxes, Dice)")
-    p.add_argument("--model", default="builtin-ct", metavar="SPEC",
-                   help="builtin-ct (default), a dense weights file / nnU-Net folder, "
-                        "builtin-prompt, or medsam2 (with --checkpoint)")
+    add_model_option(p, ["dense", "promptable"], "builtin-ct",
+                     what="dense or promptable model (promptable: boxes from --labels)")
     p.add_argument("--checkpoint", type=Path, help="MedSAM2 checkpoint or built-in prompt weights")
     p.add_argument("--trust-torchscript", action="store_true",
                    help="allow loading TorchScript dense models (they execute code)")
-    p.add_argument("--attack", choices=ATTACK_CHOICES, default="pgd")
+    p.add_argument("--attack", choices=list(ATTACKS), default="pgd",
+                   help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()))
     p.add_argument("--norm", choices=("linf", "l2"), default="linf")
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--eps", type=float, help="epsilon in normalized units")
@@ -61,13 +64,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=10,
                    help="iterations (default 10; Square: queries)")
     p.add_argument("--restarts", type=int, default=1, help="random restarts (default 1)")
-    p.add_argument("--loss", choices=("ce", "dice", "dlr", "hard-dice"), default="ce",
+    p.add_argument("--loss", choices=LOSSES + FORWARD_ONLY_LOSSES, default="ce",
                    help="loss for FGSM/PGD/Square (APGD-CE/DLR fix theirs; hard-dice: "
                         "Square only)")
     p.add_argument("--weighting", choices=("segpgd", "cospgd"), default=None,
                    help="per-voxel loss weighting for PGD")
     p.add_argument("--schedule", default=None,
-                   choices=("constant", "cosine", "step", "paper", "rog", "rescaled", "absolute"),
+                   choices=SCHEDULES,
                    help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
                         "paper (default), rog; Square square size: rescaled (default), absolute")
     p.add_argument("--no-random-start", action="store_true", help="start PGD/APGD at the image")
@@ -80,16 +83,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
-    p.add_argument("--modality", choices=MODALITIES, default=None,
-                   help="modality of IMAGE (default: the DICOM tag, then dataset.json, then a "
-                        "guess from the pixels)")
+    add_modality_option(p)
     p.add_argument("--chain", choices=("full", "per-slice"), default="full",
                    help="promptable models: gradients through the whole propagation chain, "
                         "or each slice conditioned on the clean previous mask")
     p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
                    help="promptable: structure to prompt: id, name, or 'label N' as segeval "
                         "inspect prints it (repeatable; default all)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    add_device_option(p)
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
     p.add_argument("--output-dir", "-o", type=Path, required=True,
                    help="folder for the four outputs (created, parents too, if missing)")

@@ -11,11 +11,12 @@ from napari_segeval.cli._common import (
     add_color_table_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
     emit,
     format_table,
 )
 from napari_segeval.io import structure_label
-from napari_segeval.io.case import MODALITIES, Case, Geometry
+from napari_segeval.io.case import Case, Geometry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
-    p.add_argument("--modality", choices=MODALITIES, help="override the modality guess")
+    add_modality_option(p, "override the modality guess")
     add_color_table_option(p)
     add_input_options(p)
     add_json_flag(p)

@@ -7,12 +7,14 @@ from pathlib import Path
 
 from napari_segeval.cli._common import (
     add_color_table_option,
+    add_device_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
+    add_model_option,
     emit,
     read_input,
 )
-from napari_segeval.io.case import MODALITIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,11 +45,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="box on slice/frame z (0 for a 2D image) in array coordinates, "
                         "y1/x1 exclusive (repeatable; label defaults to the matching "
                         "--structure, else 1, 2, ...)")
-    p.add_argument("--model", choices=("builtin", "medsam2"), default="builtin",
-                   help="promptable model (default: the built-in one, no download)")
+    add_model_option(p, ["promptable"], "builtin",
+                     what="promptable model (the built-in one needs no download)")
     p.add_argument("--checkpoint", type=Path,
                    help="MedSAM2 checkpoint (required for medsam2) or built-in weight file")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    add_device_option(p)
     p.add_argument("--window", default=None,
                    help="CT window: abdomen, lung, brain, mediastinum or W,L (default abdomen)")
     p.add_argument("--jitter", type=int, default=0, metavar="PX",
@@ -60,9 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-when-empty", action=argparse.BooleanOptionalAction, default=True,
                    help="end each direction at the first empty slice/frame (default: on; "
                         "MedSAM2 propagates to the end: --no-stop-when-empty)")
-    p.add_argument("--modality", choices=MODALITIES, default=None,
-                   help="modality of IMAGE for the intensity mapping (default: the DICOM tag, "
-                        "then dataset.json, then a guess from the pixels)")
+    add_modality_option(p)
     p.add_argument("--ct-mapping", choices=("window", "minmax"), default="window",
                    help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the "
                         "clipped volume")

@@ -135,6 +135,39 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     return _canonical(str(ref)), None
 
 
+def model_names(kind: str) -> list[str]:
+    """The names (aliases included) users can type for ``kind`` (``"promptable"``/``"dense"``).
+
+    The command line's ``--model`` options list and accept these (with the
+    reference forms of :data:`FORMS`), so a name added here reaches every command.
+
+    Examples
+    --------
+    >>> model_names("promptable")[:3], "builtin-prompt" in model_names("promptable")
+    (['builtin', 'threshold', 'medsam2'], True)
+    """
+    table = PROMPTABLE if kind == "promptable" else DENSE
+    return [*table, *(alias for alias, name in ALIASES.items() if name in table)]
+
+
+def is_reference(ref: str, kind: str) -> bool:
+    """Whether ``ref`` can name a model of ``kind`` without looking at the file system.
+
+    Promptable: a name, an alias, ``NAME:CHECKPOINT`` or ``module:factory``.
+    Dense: anything (a path is only checked when the model is loaded).
+
+    Examples
+    --------
+    >>> is_reference("threshold", "promptable"), is_reference("mypkg:build", "promptable")
+    (True, True)
+    >>> is_reference("sam", "promptable"), is_reference("runs/fold0.pt", "dense")
+    (False, True)
+    """
+    if kind != "promptable":
+        return bool(str(ref))
+    return is_promptable(ref) or bool(_FACTORY.match(str(ref)))
+
+
 def is_promptable(ref: str) -> bool:
     """Whether ``ref`` names a promptable model (a name, an alias or ``NAME:CHECKPOINT``).
 
@@ -305,4 +338,5 @@ def describe() -> list[dict]:
 
 
 __all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "describe", "is_promptable",
-           "load_dense", "load_promptable", "resolve_factory", "split_ref"]
+           "is_reference", "load_dense", "load_promptable", "model_names", "resolve_factory",
+           "split_ref"]
