@@ -19,8 +19,10 @@ Promptable references (a box prompt in, a propagated mask out):
 Dense references (no prompt, sliding window):
 
 * ``builtin-ct`` - the built-in 3D CT U-Net (weights shipped);
+* ``builtin-2d`` - the built-in 2D U-Net of the ``cv5-2d`` protocol, which trains
+  one per fold (no shipped weights; a saved fold model loads by its path);
 * a weights file of the built-in 3D U-Net (our format, or a plain state dict with
-  an optional ``FILE.json`` plans sidecar);
+  an optional ``FILE.json`` plans sidecar), or a saved ``builtin-2d`` model;
 * an nnU-Net v2 result folder (extra ``nnunet``);
 * a TorchScript file with ``FILE.json`` plans - it runs code, so only with
   ``trust_torchscript=True``;
@@ -85,6 +87,9 @@ PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
 DENSE: dict[str, ModelName] = {m.name: m for m in (
     ModelName("builtin-ct", "dense", "built-in 3D CT U-Net (liver, spleen, kidneys, liver "
               "tumour), weights shipped"),
+    ModelName("builtin-2d", "dense", "built-in 2D U-Net of the cv5-2d protocol: no shipped "
+              "weights, trained per fold by segeval evaluate --protocol cv5-2d "
+              "(DIR/models/fold{k}.pt; such a file loads by its path)"),
 )}
 #: Other spellings of a name.
 ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
@@ -311,6 +316,10 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
         from napari_segeval.models.dense._loaders import load_path, load_unet_weights
         from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
 
+        if ref == "builtin-2d":
+            raise SegEvalError("builtin-2d has no shipped weights: segeval evaluate --protocol "
+                               "cv5-2d trains one per fold (DIR/models/fold{k}.pt); give such "
+                               "a file's path")
         dev = pick_device(None if _auto(device) else str(device))
         if ref == "builtin-ct":
             return load_unet_weights(BUILTIN_CT_WEIGHTS, dev, name=ref)
