@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import ROW_KEYS, rows_table
+    from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import resolve_structure, write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.propagation import promptable_kind, propagate_image, propagation_mode
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows: list[dict] = []
     if case.labels is not None:
-        from napari_segeval.metrics import structure_table
+        from napari_segeval.metrics import ROW_KEYS, structure_table
 
         prompted = {b.label: case.structure_name(b.label) for b in boxes}
         rows = structure_table(case.labels, result.labels, case.spacing, structures=prompted)

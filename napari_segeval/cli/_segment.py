@@ -57,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import ROW_KEYS, rows_table
+    from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import write_labels
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     rows: list[dict] = []
     if case.labels is not None:
-        from napari_segeval.metrics import structure_table
+        from napari_segeval.metrics import ROW_KEYS, structure_table
 
         names = dict(model.structures)
         names.update({k: v for k, v in case.structures.items() if k in names})
