@@ -396,3 +396,47 @@ def test_import_core_layers_is_light():
     loaded = _modules_after(stmt)
     bad = loaded & set(GUI_MODULES + ("torch", "SimpleITK", "av", "dask", "sam2"))
     assert not bad, f"importing the core layers imported {sorted(bad)}"
+
+
+# --------------------------------------------------------------------------- the design page
+DESIGN_DOC = PACKAGE_DIR.parent / "docs" / "design.md"
+
+
+def design_layers(text: str) -> list[tuple[str, ...]]:
+    """The layer table of docs/design.md as ``LAYERS``: rows of one layer number grouped.
+
+    The table is the first Markdown table under ``## Layers`` whose header starts
+    with ``| layer | package |``; a row's packages are the backticked names of its
+    second cell. Layer numbers must rise by one from 0.
+    """
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    if not rows or not rows[0].replace(" ", "").startswith("|layer|package|"):
+        raise AssertionError("docs/design.md: no '| layer | package | owns |' table under "
+                             "'## Layers'")
+    groups: list[list[str]] = []
+    for line in rows[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        number = int(cells[0])
+        if number == len(groups):
+            groups.append([])
+        elif number != len(groups) - 1:
+            raise AssertionError(f"docs/design.md: layer {number} out of order in {line!r}")
+        groups[-1] += [name for i, name in enumerate(cells[1].split("`")) if i % 2]
+    return [tuple(g) for g in groups]
+
+
+def test_design_doc_layer_table_is_layers():
+    documented = design_layers(DESIGN_DOC.read_text(encoding="utf-8"))
+    assert documented == list(LAYERS), (
+        "docs/design.md's layer table and LAYERS in tests/test_import_contract.py differ: "
+        "change both")
+
+
+def test_design_doc_parser_catches_drift():
+    text = ("# x\n\n## Layers\n\n| layer | package | owns |\n|---|---|---|\n"
+            "| 0 | `_errors`, `_json` | a |\n| 1 | `io` | b |\n| 1 | `metrics` | c |\n"
+            "| 2 | `cli` | d |\n\n## Next\n| 9 | `x` | y |\n")
+    assert design_layers(text) == [("_errors", "_json"), ("io", "metrics"), ("cli",)]
+    with pytest.raises(AssertionError, match="out of order"):
+        design_layers(text.replace("| 2 | `cli`", "| 4 | `cli`"))
