@@ -34,6 +34,15 @@ TYPE_CHECKING:`` do not (they never run). It fails on
 and every top-level module must be placed in a layer. Allowed exceptions are
 listed in :data:`EXCEPTIONS`, each with its reason; an exception that no longer
 matches an import fails too, so the list only shrinks.
+
+One rule is its own: the Python API. The root package's PEP 562 ``__getattr__``
+(:data:`API_LOADER`) loads the functions scripting users call (``read_case``,
+``structure_table``, ``attack_case`` ...) from the layers above it on first use,
+so that ``import napari_segeval`` stays cheap and ``napari_segeval.read_case``
+still works. Its imports are accepted as upward edges and left out of the cycle
+check (they run on attribute access, after every module has been initialised),
+and only there: they must be inside that one function and reach public modules
+only (no ``_private`` module); any other import by the root is checked as usual.
 """
 
 from __future__ import annotations
@@ -75,6 +84,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "GUI entry point of the command line (lazy import)",
 }
 
+#: (module, function): the root's PEP 562 loader of the Python API (see the module docstring).
+API_LOADER: tuple[str, str] = (PACKAGE, "__getattr__")
+
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
 #: Top-level modules allowed to import the GUI: the widgets and napari entry points.
 GUI_ALLOWED = ("_widgets", "_reader", "_writer", "_sample_data")
@@ -90,6 +102,7 @@ class Import:
     imported: str
     line: int
     lazy: bool  # inside a function (runs only when called)
+    function: str | None = None  # the module-level function it is in, if any
 
     def __str__(self) -> str:
         where = "function-level" if self.lazy else "module-level"
@@ -129,20 +142,21 @@ def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str)
     edges: list[Import] = []
     roots: list[tuple[str, int]] = []
 
-    def visit(node: ast.AST, lazy: bool) -> None:
+    def visit(node: ast.AST, lazy: bool, function: str | None = None) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child):
                 for stmt in child.orelse:
-                    visit_one(stmt, lazy)
+                    visit_one(stmt, lazy, function)
                 continue
-            visit_one(child, lazy)
+            visit_one(child, lazy, function)
 
-    def visit_one(node: ast.AST, lazy: bool) -> None:
+    def visit_one(node: ast.AST, lazy: bool, function: str | None = None) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 roots.append((alias.name.split(".")[0], node.lineno))
                 if alias.name == package or alias.name.startswith(package + "."):
-                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy))
+                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy,
+                                        function))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".") if is_pkg else module.split(".")[:-1]
@@ -155,9 +169,11 @@ def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str)
                 for alias in node.names:
                     sub = f"{source}.{alias.name}"
                     target = sub if sub in modules else _resolve(source, modules)
-                    edges.append(Import(module, target, node.lineno, lazy))
-        lazy = lazy or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        visit(node, lazy)
+                    edges.append(Import(module, target, node.lineno, lazy, function))
+        is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if function is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        visit(node, lazy or is_function, function)
 
     visit(tree, False)
     return edges, roots
@@ -177,6 +193,16 @@ def collect(package_dir: Path, package: str):
                 edges.append(x)
         roots[name] = r
     return modules, edges, roots
+
+
+def is_api_edge(edge: Import, package: str) -> bool:
+    """Whether ``edge`` is an import of the root's API loader (:data:`API_LOADER`)."""
+    return (edge.importer == package and edge.function == API_LOADER[1] and edge.lazy)
+
+
+def core_edges(edges, package: str) -> list[Import]:
+    """The edges the layer and cycle rules check: all but the API loader's."""
+    return [e for e in edges if not is_api_edge(e, package)]
 
 
 def top_level(module: str, package: str) -> str:
@@ -290,13 +316,13 @@ def test_every_module_is_placed_in_a_layer(package):
 
 def test_no_upward_or_sideways_import(package):
     _, edges, _ = package
-    bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
+    bad = layer_violations(core_edges(edges, PACKAGE), LAYERS, PACKAGE, EXCEPTIONS)
     assert not bad, "layer order broken:\n" + "\n".join(bad)
 
 
 def test_no_import_cycle(package):
     _, edges, _ = package
-    found = cycles(edges, EXCEPTIONS)
+    found = cycles(core_edges(edges, PACKAGE), EXCEPTIONS)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -304,6 +330,21 @@ def test_core_never_imports_gui(package):
     _, _, roots = package
     bad = gui_violations(roots, PACKAGE)
     assert not bad, "\n".join(bad)
+
+
+def test_the_api_loader_imports_lazily_and_only_public_modules(package):
+    """The root's ``__getattr__`` is the one upward importer, and a narrow one."""
+    _, edges, _ = package
+    api = [e for e in edges if is_api_edge(e, PACKAGE)]
+    assert api, "the root's __getattr__ imports no API module: update API_LOADER"
+    private = [str(e) for e in api
+               if any(part.startswith("_") for part in e.imported.split(".")[1:])]
+    assert not private, f"the Python API must come from public modules: {private}"
+    ups = {top_level(e.imported, PACKAGE) for e in api}
+    assert ups >= {"io", "metrics", "attacks", "evaluation"}
+    other = [str(e) for e in edges if e.importer == PACKAGE and not is_api_edge(e, PACKAGE)
+             and top_level(e.imported, PACKAGE) not in ("_errors", "_cancel")]
+    assert not other, f"the root imports more than its base layer: {other}"
 
 
 def test_exceptions_are_still_needed_and_lazy(package):
@@ -361,6 +402,25 @@ def test_checker_catches_upward_sideways_cycle_and_gui(tmp_path):
     assert ("fakepkg.io.write", "fakepkg.io.read") in {(e.importer, e.imported) for e in edges}
     assert stale_exceptions(edges, {("fakepkg.cli.main", "fakepkg.io.write"): "x"}) == [
         "fakepkg.cli.main -> fakepkg.io.write"]
+
+
+def test_api_rule_is_narrow(tmp_path):
+    """Only the root's ``__getattr__`` may import upward; elsewhere the same import fails."""
+    pkg = _fake_package(tmp_path, {
+        "__init__.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n"
+                       "def other():\n    import fakepkg.io\n",
+        "io/read.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n",
+        "evaluation/run.py": "import fakepkg\n",
+        "io/__init__.py": "",
+    })
+    _, edges, _ = collect(pkg, "fakepkg")
+    kept = core_edges(edges, "fakepkg")
+    assert ("fakepkg", "fakepkg.evaluation.run") not in {(e.importer, e.imported) for e in kept}
+    bad = layer_violations(kept, LAYERS, "fakepkg")
+    assert len(bad) == 2
+    assert any("fakepkg -> fakepkg.io (line 4" in b for b in bad)  # other(): not the loader
+    assert any("fakepkg.io.read -> fakepkg.evaluation.run" in b for b in bad)  # not the root
+    assert cycles(kept) == []  # evaluation.run -> fakepkg is no cycle with the loader's edge
 
 
 def test_checker_catches_a_new_upward_import_in_this_package(tmp_path):

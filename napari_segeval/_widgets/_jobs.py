@@ -104,7 +104,8 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     the scores use ``prediction`` (the mean prediction when None) with a one-voxel
     boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
     """
-    from napari_segeval.propagation import as_frames, propagation_mode
+    from napari_segeval.propagation import propagation_mode
+    from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
 
     model = cached[1] if cached is not None and cached[0] == spec else load_model(

@@ -144,7 +144,8 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     (True, 'absent from the reference: not prompted')
     """
     from napari_segeval.prompts import box_from_labels
-    from napari_segeval.propagation import as_frames, promptable_kind, propagation_mode
+    from napari_segeval.propagation import promptable_kind, propagation_mode
+    from napari_segeval.propagation.images import as_frames
 
     labels = np.asarray(case.labels)
     if structures is None:

@@ -11,12 +11,12 @@ from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import (
-    as_frames,
     promptable_kind,
     propagate_case,
     propagate_image,
     propagation_mode,
 )
+from napari_segeval.propagation.images import as_frames
 
 
 @pytest.mark.parametrize("make", [make_skin_image, make_polyp_image])
