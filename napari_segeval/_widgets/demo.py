@@ -15,6 +15,7 @@ from typing import Any
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
 
+
 class DemoRun:
     """Drive the widget through the demo; ``error`` holds the first failure's message."""
 

@@ -87,4 +87,22 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
 
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ATTACKS",
+    "Attack",
+    "AttackConfig",
+    "AttackNotApplicable",
+    "AttackOutput",
+    "AttackResult",
+    "Budget",
+    "DenseTarget",
+    "PromptTarget",
+    "attack_case",
+    "condition_name",
+    "eps_from_raw",
+    "eps_to_raw",
+    "not_applicable",
+    "robustness_summary",
+    "run_attack",
+    "task_threshold",
+]

@@ -90,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
             emit(args, {"screenshot": str(out)}, f"wrote {out}")
         return 0
     from napari_segeval._widgets.demo import run_demo
-
     from napari_segeval.models.registry import PROMPTABLE, split_ref
 
     name, inline = split_ref(args.model)

@@ -28,9 +28,9 @@ __all__ = [
     "PropagationResult",
     "largest_component",
     "merge_structures",
+    "promptable_kind",
     "propagate_case",
     "propagate_image",
     "propagate_structure",
     "propagation_mode",
-    "promptable_kind",
 ]
