@@ -24,6 +24,7 @@ torch is imported inside the functions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ from napari_segeval.attacks.losses import case_dice, get_loss, voxel_weights
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from napari_segeval.attacks.config import AttackConfig, Forward
+#: What an attack perturbs: ``forward(x) -> logits (N, C, *spatial)``, differentiable.
+Forward = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 @dataclass
@@ -105,10 +107,15 @@ def project_(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
 
 
 class Problem:
-    """Shared state of one attack run: input, target, projection, evaluation, kept iterate."""
+    """Shared state of one attack run: input, target, projection, evaluation, kept iterate.
+
+    ``cfg`` is an :class:`~napari_segeval.attacks.config.AttackConfig`; this module
+    does not import it (the configuration checks the registry, whose loops import
+    this module), so the attack modules have no import circle, not even for types.
+    """
 
     def __init__(self, forward: Forward, x: torch.Tensor, target: torch.Tensor,
-                 cfg: AttackConfig, progress: Any, cancel: Any, total: int,
+                 cfg: Any, progress: Any, cancel: Any, total: int,
                  channel_axis: int | None = 1) -> None:
         import torch
 

@@ -4,25 +4,18 @@
 results) and refuses combinations the attack does not take, by its entry in
 :data:`~napari_segeval.attacks.registry.ATTACKS` (schedules, fixed loss, L-inf
 only, gradient-free, ``select="loss"``); :func:`not_applicable` says why an
-attack cannot run on a model. :data:`Forward` is the shape of what every attack
-perturbs: a differentiable ``forward(x) -> logits (N, C, *spatial)``.
-The dispatcher (:func:`~napari_segeval.attacks.core.run_attack`) is in :mod:`.core`.
+attack cannot run on a model. The dispatcher (:func:`~napari_segeval.attacks.core.run_attack`) is in :mod:`.core`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.attacks.budget import NORMS
 from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
 from napari_segeval.attacks.registry import ATTACKS
-
-if TYPE_CHECKING:  # pragma: no cover
-    import torch
 
 #: ``schedule`` values per attack (the first is the default).
 SCHEDULES_BY_ATTACK: dict[str, tuple[str, ...]] = {
@@ -33,8 +26,6 @@ SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(
 SELECTS = ("dice", "loss")
 #: Attacks implemented for the L-inf norm only.
 LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
-#: What an attack perturbs: ``forward(x) -> logits (N, C, *spatial)``, differentiable.
-Forward = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 @dataclass
@@ -204,4 +195,4 @@ def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
 
 
 __all__ = ["LINF_ONLY", "SCHEDULES", "SCHEDULES_BY_ATTACK", "SELECTS", "AttackConfig",
-           "AttackNotApplicable", "Forward", "not_applicable"]
+           "AttackNotApplicable", "not_applicable"]

@@ -38,8 +38,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval.attacks._problem import AttackOutput, Problem
-from napari_segeval.attacks.config import AttackConfig, Forward
+from napari_segeval.attacks._problem import AttackOutput, Forward, Problem
+from napari_segeval.attacks.config import AttackConfig
 from napari_segeval.attacks.registry import ATTACKS
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -199,3 +199,32 @@ def test_registry_entries_say_what_their_configs_check():
 
     assert not_applicable(AttackConfig("fab", eps=0.1), 1) == (
         "fab needs at least 2 classes; the model has 1")
+
+
+def test_no_import_circle_in_attacks_even_for_types():
+    """Every import between attack modules (TYPE_CHECKING ones too) goes one way."""
+    import ast
+    from pathlib import Path
+
+    import napari_segeval.attacks as pkg
+
+    folder = Path(pkg.__file__).parent
+    graph = {}
+    for path in folder.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                found |= {n.rsplit(".", 1)[-1] for n in names
+                          if n.startswith("napari_segeval.attacks.") and n.count(".") == 2}
+        graph[path.stem] = found - {path.stem}
+
+    def reaches(start, goal, seen=()):
+        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n)))
+                   for n in graph.get(start, ()))
+
+    circles = sorted(m for m in graph if reaches(m, m))
+    assert not circles, f"import circles through {circles}"
+    assert "config" in graph["core"] and "registry" in graph["config"]
