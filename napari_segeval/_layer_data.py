@@ -41,6 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval._names import unnamed_label
+
 LABEL_WORDS = ("label", "seg", "_gt", "mask")
 LABEL_FOLDERS = ("labelstr", "labelsts", "labels")
 #: Most distinct values (background included) of an image taken as labels by its content.
@@ -184,7 +186,7 @@ def labels_layer(labels: np.ndarray, geometry, names: dict[int, str], axes: str,
     ids = sorted(set(present_ids(labels)) | set(names) | {0})
     features = {
         "index": ids,
-        "name": ["background" if i == 0 else names.get(i, f"label {i}") for i in ids],
+        "name": ["background" if i == 0 else names.get(i) or unnamed_label(i) for i in ids],
     }
     meta = {
         "geometry": geometry.to_dict(),

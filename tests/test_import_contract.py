@@ -4,7 +4,8 @@ Layer order, low to high (a module may import its own layer's package and any
 package of a lower layer; packages that share a layer are independent of each
 other)::
 
-    base   _errors, _cancel, _json          exceptions, cancel flag, strict JSON
+    base   _errors, _cancel, _json,         exceptions, cancel flag, strict JSON,
+           _names                           the name of an unnamed structure
            _atomic                          the one atomic writer
            napari_segeval (the root)        public exceptions, version
     1      io, metrics, prompts             files, numbers, boxes
@@ -34,6 +35,15 @@ TYPE_CHECKING:`` do not (they never run). It fails on
 and every top-level module must be placed in a layer. Allowed exceptions are
 listed in :data:`EXCEPTIONS`, each with its reason; an exception that no longer
 matches an import fails too, so the list only shrinks.
+
+One rule is its own: the Python API. The root package's PEP 562 ``__getattr__``
+(:data:`API_LOADER`) loads the functions scripting users call (``read_case``,
+``structure_table``, ``attack_case`` ...) from the layers above it on first use,
+so that ``import napari_segeval`` stays cheap and ``napari_segeval.read_case``
+still works. Its imports are accepted as upward edges and left out of the cycle
+check (they run on attribute access, after every module has been initialised),
+and only there: they must be inside that one function and reach public modules
+only (no ``_private`` module); any other import by the root is checked as usual.
 """
 
 from __future__ import annotations
@@ -52,7 +62,7 @@ PACKAGE = "napari_segeval"
 
 #: Low to high. ``PACKAGE`` stands for the root ``__init__``.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("_errors", "_cancel", "_json"),
+    ("_errors", "_cancel", "_json", "_names"),
     ("_atomic",),
     (PACKAGE,),
     ("io", "metrics", "prompts"),
@@ -76,6 +86,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "GUI entry point of the command line (lazy import)",
 }
 
+#: (module, function): the root's PEP 562 loader of the Python API (see the module docstring).
+API_LOADER: tuple[str, str] = (PACKAGE, "__getattr__")
+
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
 #: Top-level modules allowed to import the GUI: the widgets and napari entry points.
 GUI_ALLOWED = ("_widgets", "_reader", "_writer", "_sample_data")
@@ -92,6 +105,7 @@ class Import:
     imported: str
     line: int
     lazy: bool  # inside a function (runs only when called)
+    function: str | None = None  # the module-level function it is in, if any
 
     def __str__(self) -> str:
         where = "function-level" if self.lazy else "module-level"
@@ -131,20 +145,21 @@ def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str)
     edges: list[Import] = []
     roots: list[tuple[str, int]] = []
 
-    def visit(node: ast.AST, lazy: bool) -> None:
+    def visit(node: ast.AST, lazy: bool, function: str | None = None) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child):
                 for stmt in child.orelse:
-                    visit_one(stmt, lazy)
+                    visit_one(stmt, lazy, function)
                 continue
-            visit_one(child, lazy)
+            visit_one(child, lazy, function)
 
-    def visit_one(node: ast.AST, lazy: bool) -> None:
+    def visit_one(node: ast.AST, lazy: bool, function: str | None = None) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 roots.append((alias.name.split(".")[0], node.lineno))
                 if alias.name == package or alias.name.startswith(package + "."):
-                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy))
+                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy,
+                                        function))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".") if is_pkg else module.split(".")[:-1]
@@ -157,9 +172,11 @@ def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str)
                 for alias in node.names:
                     sub = f"{source}.{alias.name}"
                     target = sub if sub in modules else _resolve(source, modules)
-                    edges.append(Import(module, target, node.lineno, lazy))
-        lazy = lazy or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        visit(node, lazy)
+                    edges.append(Import(module, target, node.lineno, lazy, function))
+        is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if function is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function = node.name
+        visit(node, lazy or is_function, function)
 
     visit(tree, False)
     return edges, roots
@@ -179,6 +196,16 @@ def collect(package_dir: Path, package: str):
                 edges.append(x)
         roots[name] = r
     return modules, edges, roots
+
+
+def is_api_edge(edge: Import, package: str) -> bool:
+    """Whether ``edge`` is an import of the root's API loader (:data:`API_LOADER`)."""
+    return (edge.importer == package and edge.function == API_LOADER[1] and edge.lazy)
+
+
+def core_edges(edges, package: str) -> list[Import]:
+    """The edges the layer and cycle rules check: all but the API loader's."""
+    return [e for e in edges if not is_api_edge(e, package)]
 
 
 def top_level(module: str, package: str) -> str:
@@ -292,13 +319,13 @@ def test_every_module_is_placed_in_a_layer(package):
 
 def test_no_upward_or_sideways_import(package):
     _, edges, _ = package
-    bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
+    bad = layer_violations(core_edges(edges, PACKAGE), LAYERS, PACKAGE, EXCEPTIONS)
     assert not bad, "layer order broken:\n" + "\n".join(bad)
 
 
 def test_no_import_cycle(package):
     _, edges, _ = package
-    found = cycles(edges, EXCEPTIONS)
+    found = cycles(core_edges(edges, PACKAGE), EXCEPTIONS)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -306,6 +333,21 @@ def test_core_never_imports_gui(package):
     _, _, roots = package
     bad = gui_violations(roots, PACKAGE)
     assert not bad, "\n".join(bad)
+
+
+def test_the_api_loader_imports_lazily_and_only_public_modules(package):
+    """The root's ``__getattr__`` is the one upward importer, and a narrow one."""
+    _, edges, _ = package
+    api = [e for e in edges if is_api_edge(e, PACKAGE)]
+    assert api, "the root's __getattr__ imports no API module: update API_LOADER"
+    private = [str(e) for e in api
+               if any(part.startswith("_") for part in e.imported.split(".")[1:])]
+    assert not private, f"the Python API must come from public modules: {private}"
+    ups = {top_level(e.imported, PACKAGE) for e in api}
+    assert ups >= {"io", "metrics", "attacks", "evaluation"}
+    other = [str(e) for e in edges if e.importer == PACKAGE and not is_api_edge(e, PACKAGE)
+             and top_level(e.imported, PACKAGE) not in ("_errors", "_cancel")]
+    assert not other, f"the root imports more than its base layer: {other}"
 
 
 def test_exceptions_are_still_needed_and_lazy(package):
@@ -365,6 +407,25 @@ def test_checker_catches_upward_sideways_cycle_and_gui(tmp_path):
         "fakepkg.cli.main -> fakepkg.io.write"]
 
 
+def test_api_rule_is_narrow(tmp_path):
+    """Only the root's ``__getattr__`` may import upward; elsewhere the same import fails."""
+    pkg = _fake_package(tmp_path, {
+        "__init__.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n"
+                       "def other():\n    import fakepkg.io\n",
+        "io/read.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n",
+        "evaluation/run.py": "import fakepkg\n",
+        "io/__init__.py": "",
+    })
+    _, edges, _ = collect(pkg, "fakepkg")
+    kept = core_edges(edges, "fakepkg")
+    assert ("fakepkg", "fakepkg.evaluation.run") not in {(e.importer, e.imported) for e in kept}
+    bad = layer_violations(kept, LAYERS, "fakepkg")
+    assert len(bad) == 2
+    assert any("fakepkg -> fakepkg.io (line 4" in b for b in bad)  # other(): not the loader
+    assert any("fakepkg.io.read -> fakepkg.evaluation.run" in b for b in bad)  # not the root
+    assert cycles(kept) == []  # evaluation.run -> fakepkg is no cycle with the loader's edge
+
+
 def test_checker_catches_a_new_upward_import_in_this_package(tmp_path):
     """Copy the real package, add one upward import: the contract must fail."""
     import shutil
@@ -376,31 +437,6 @@ def test_checker_catches_a_new_upward_import_in_this_package(tmp_path):
     _, edges, _ = collect(copy, PACKAGE)
     bad = layer_violations(edges, LAYERS, PACKAGE, EXCEPTIONS)
     assert any("napari_segeval.io.read -> napari_segeval.cli" in b for b in bad)
-
-
-# --------------------------------------------------------------------------- the design table
-def _design_table() -> list[tuple[str, str]]:
-    """(layer column, package) for every package named in docs/design.md's layer table."""
-    import re
-
-    text = (PACKAGE_DIR.parent / "docs" / "design.md").read_text(encoding="utf-8")
-    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
-    rows = []
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0] not in ("layer", "---"):
-            rows += [(cells[0], name) for name in re.findall(r"`([\w.]+)`", cells[1])]
-    return rows
-
-
-def test_design_table_is_the_layers_of_this_test():
-    """docs/design.md's table lists LAYERS in order: the bases, numbered layers, then the top."""
-    first, last = LAYERS.index(("io", "metrics", "prompts")), LAYERS.index(("evaluation",))
-    want = []
-    for i, group in enumerate(LAYERS):
-        label = "base" if i < first else "top" if i > last else str(i - first + 1)
-        want += [(label, name) for name in group]
-    assert _design_table() == want
 
 
 # --------------------------------------------------------------------------- light imports
@@ -423,3 +459,47 @@ def test_import_core_layers_is_light():
     loaded = _modules_after(stmt)
     bad = loaded & set(GUI_MODULES + ("torch", "SimpleITK", "av", "dask", "sam2"))
     assert not bad, f"importing the core layers imported {sorted(bad)}"
+
+
+# --------------------------------------------------------------------------- the design page
+DESIGN_DOC = PACKAGE_DIR.parent / "docs" / "design.md"
+
+
+def design_layers(text: str) -> list[tuple[str, ...]]:
+    """The layer table of docs/design.md as ``LAYERS``: rows of one layer number grouped.
+
+    The table is the first Markdown table under ``## Layers`` whose header starts
+    with ``| layer | package |``; a row's packages are the backticked names of its
+    second cell. Layer numbers must rise by one from 0.
+    """
+    section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    if not rows or not rows[0].replace(" ", "").startswith("|layer|package|"):
+        raise AssertionError("docs/design.md: no '| layer | package | owns |' table under "
+                             "'## Layers'")
+    groups: list[list[str]] = []
+    for line in rows[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        number = int(cells[0])
+        if number == len(groups):
+            groups.append([])
+        elif number != len(groups) - 1:
+            raise AssertionError(f"docs/design.md: layer {number} out of order in {line!r}")
+        groups[-1] += [name for i, name in enumerate(cells[1].split("`")) if i % 2]
+    return [tuple(g) for g in groups]
+
+
+def test_design_doc_layer_table_is_layers():
+    documented = design_layers(DESIGN_DOC.read_text(encoding="utf-8"))
+    assert documented == list(LAYERS), (
+        "docs/design.md's layer table and LAYERS in tests/test_import_contract.py differ: "
+        "change both")
+
+
+def test_design_doc_parser_catches_drift():
+    text = ("# x\n\n## Layers\n\n| layer | package | owns |\n|---|---|---|\n"
+            "| 0 | `_errors`, `_json` | a |\n| 1 | `io` | b |\n| 1 | `metrics` | c |\n"
+            "| 2 | `cli` | d |\n\n## Next\n| 9 | `x` | y |\n")
+    assert design_layers(text) == [("_errors", "_json"), ("io", "metrics"), ("cli",)]
+    with pytest.raises(AssertionError, match="out of order"):
+        design_layers(text.replace("| 2 | `cli`", "| 4 | `cli`"))

@@ -243,14 +243,12 @@ class ViewerState:
         the panels that segment work on one of its volumes (see
         :data:`SERIES_HINT`).
         """
-        axes = self.axes()
-        if axes == "tzyx":
-            return "series"
-        if axes.startswith("t"):
-            return "video"
-        if axes.startswith("z"):
-            return "volume"
-        return "image"
+        from napari_segeval.io.case import kind_of_axes
+
+        try:
+            return kind_of_axes(self.axes())
+        except ValueError:  # no layer, or axes no reader writes: a plain image
+            return "image"
 
     def to_case(self):
         """A :class:`~napari_segeval.io.Case` of the current layers (arrays shared)."""
@@ -317,8 +315,9 @@ def structures_of(layer: Any) -> dict[int, str]:
         if found:
             return dict(sorted(found.items()))
     from napari_segeval._layer_data import present_ids
+    from napari_segeval._names import unnamed_structures
 
-    return {i: f"label {i}" for i in present_ids(layer.data) if i != 0}
+    return unnamed_structures(present_ids(layer.data))
 
 
 def current_index(viewer: Any, layer: Any) -> int | None:

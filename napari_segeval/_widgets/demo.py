@@ -15,16 +15,15 @@ from typing import Any
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
 
-BACKEND_NAMES = {"builtin": "built-in", "threshold": "threshold (no weights)"}
-
 
 class DemoRun:
     """Drive the widget through the demo; ``error`` holds the first failure's message."""
 
     def __init__(self, viewer: Any, backend: str = "builtin", device: str = "auto",
                  attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
-                 compare: bool = False) -> None:
+                 compare: bool = False, checkpoint: str | Path | None = None) -> None:
         from napari_segeval._sample_data import sample_ct
+        from napari_segeval.models.registry import PROMPTABLE, split_ref
 
         self.viewer = viewer
         self.error: str | None = None
@@ -36,7 +35,9 @@ class DemoRun:
         viewer.window.add_dock_widget(self.case, name="Case", area="right")
         viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
         w = self.widget
-        w.prompt.backend.setCurrentText(BACKEND_NAMES.get(backend, backend))
+        w.prompt.backend.setCurrentText(PROMPTABLE[split_ref(backend)[0]].label)
+        if checkpoint is not None:
+            w.prompt.checkpoint.setText(str(checkpoint))
         w.prompt.device.setCurrentText(device)
         self.attack_name = attack
         self.compare = compare

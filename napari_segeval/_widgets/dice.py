@@ -359,12 +359,18 @@ class DicePanel(QWidget):
         go_to_index(self.viewer, self._layer_for_axis0(), index)
 
     def go_to_worst(self) -> int | None:
-        """Jump to the slice with the lowest Dice of the current structure (clean first)."""
-        from napari_segeval._widgets.overlays import worst_slice
+        """Jump to the worst slice of the current structure (clean first, else attacked).
 
-        series = self.per_slice()
-        values = series.get("clean", series.get("attacked"))
-        index = None if values is None else worst_slice(values)
+        The rule is :func:`napari_segeval.metrics.worst_slice_from_counts`'s (lowest
+        Dice, ties: most wrong voxels), the one the Results panel uses too.
+        """
+        from napari_segeval.metrics import worst_slice_from_counts
+
+        label = self.state.current
+        live = self.live.get("clean", self.live.get("attacked"))
+        index = None
+        if label is not None and live is not None:
+            index = worst_slice_from_counts(live.slice_counts(int(label)))
         if index is None:
             self.message.setText("no slice holds the selected structure")
             return None

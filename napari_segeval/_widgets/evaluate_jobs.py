@@ -16,11 +16,13 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models._device import DEVICE_CHOICES
 from napari_segeval.models.registry import PROMPTABLE
 
 #: Backends offered by the Prompt panel (labels of the registry's promptable models).
 BACKENDS = tuple(m.label for m in PROMPTABLE.values())
-DEVICES = ("auto", "cpu", "cuda", "mps")
+#: The device choices of every panel and of every ``segeval --device``.
+DEVICES = DEVICE_CHOICES
 
 
 def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Sequence[float],
@@ -107,7 +109,8 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     the scores use ``prediction`` (the mean prediction when None) with a one-voxel
     boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
     """
-    from napari_segeval.propagation import as_frames, propagation_mode
+    from napari_segeval.propagation import propagation_mode
+    from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
 
     model = cached[1] if cached is not None and cached[0] == spec else load_model(

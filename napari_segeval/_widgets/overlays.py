@@ -8,7 +8,8 @@ nothing), so they are tested and reused without a display.
   label map (updated in place for the slices an edit touched).
 * :func:`touched_slices` - the slice range along axis 0 that a napari paint event's
   history atoms changed (duck-typed, so napari is not imported).
-* :func:`worst_slice`, :func:`focus_slice` - where to look.
+* :func:`focus_slice` - where to look (the worst slice is
+  :func:`napari_segeval.metrics.worst_slice`).
 * :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
 * :func:`prompts_from_shapes` - one box prompt per structure from drawn rectangles.
 * :func:`disagreement` - where the clean and attacked predictions differ (lost,
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
+from napari_segeval._names import unnamed_label
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import key_index
 
@@ -207,22 +209,6 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
     return slice(max(lo, 0), min(hi, int(n_slices)))
 
 
-def worst_slice(per_slice: np.ndarray) -> int | None:
-    """Index of the lowest per-slice Dice (slices where the structure is absent are NaN).
-
-    Examples
-    --------
-    >>> worst_slice(np.array([np.nan, 0.9, 0.4, 0.8]))
-    2
-    >>> worst_slice(np.array([np.nan, np.nan])) is None
-    True
-    """
-    values = np.asarray(per_slice, dtype=float)
-    if values.size == 0 or np.all(np.isnan(values)):
-        return None
-    return int(np.nanargmin(values))
-
-
 def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> int:
     """Middle of a structure's extent along axis 0, else the middle of the volume.
 
@@ -285,7 +271,7 @@ def compare_rows(clean: Sequence[Mapping], attacked: Sequence[Mapping] | None = 
     surf = {k: index(v) for k, v in surface.items() if v is not None}
     out = []
     for label, row in live["clean"].items():
-        rec: dict = {"label": label, "name": row.get("name", f"label_{label}")}
+        rec: dict = {"label": label, "name": row.get("name", unnamed_label(label))}
         for cond in ("clean", "attacked"):
             rows = live[cond]
             if rows is None:
@@ -377,5 +363,4 @@ __all__ = [
     "focus_slice",
     "prompts_from_shapes",
     "touched_slices",
-    "worst_slice",
 ]

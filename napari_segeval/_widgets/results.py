@@ -14,7 +14,7 @@ case are replaced in one step; zoom and contrast limits are kept per modality.
 The *Evaluate* panel's Dice tab is filled for the row's structure (through the
 viewer's shared state) and the view jumps to that structure's worst slice under
 the row's condition (lowest Dice, ties broken by the most wrong voxels:
-:func:`napari_segeval.evaluation.results.worst_slice`). Another row of the case
+:func:`napari_segeval.metrics.worst_slice`). Another row of the case
 shown only moves the view.
 
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's

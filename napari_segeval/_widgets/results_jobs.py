@@ -81,7 +81,8 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     (``loaded.counters``) for the Dice panel to adopt; empty when the case was
     shown already (the panel's own counters are current then).
     """
-    from napari_segeval.evaluation.results import MissingFilesError, worst_of_counts, worst_slice
+    from napari_segeval.evaluation.results import MissingFilesError
+    from napari_segeval.metrics import worst_slice, worst_slice_from_counts
 
     specs, counted = None, {}
     loaded = shown
@@ -102,7 +103,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     if label is not None and pred is not None and loaded.case.labels is not None:
         if key in counted and row["condition"] in ("clean", loaded.focus):
             if loaded.case.labels.ndim >= 3:  # counted already: no second pass
-                worst = worst_of_counts(counted[key].slice_counts(label))
+                worst = worst_slice_from_counts(counted[key].slice_counts(label))
         else:
             worst = worst_slice(loaded.case.labels, pred, label)
     return row, loaded, specs, worst, counted

@@ -1,13 +1,19 @@
 """Adversarial attacks and noise baselines for segmentation models.
 
-* :mod:`.budget` - epsilon in normalized units and its conversion to raw units
-  (HU, grey levels). Natural-image budgets such as 8/255 do not transfer.
-* :mod:`.core` - FGSM, PGD (L-inf/L2, random start, schedule, restarts,
-  SegPGD/CosPGD weighting) and noise on any differentiable
-  ``forward(x) -> logits (N, C, *spatial)``; :mod:`.apgd` - APGD-CE/DLR;
+* :mod:`.registry` - every attack by name (:data:`ATTACKS`: its loop, its
+  evaluation count, its own options); adding an attack is adding an entry.
+* :mod:`.config` - :class:`AttackConfig`, every parameter of one attack, checked
+  against the registry; :func:`not_applicable`.
+* :mod:`.core` - :func:`run_attack`, the dispatcher, on any differentiable
+  ``forward(x) -> logits (N, C, *spatial)``.
+* The loops, on the shared :class:`~._problem.Problem` (ball, evaluation, kept
+  iterate): :mod:`.iterative` - FGSM, PGD (L-inf/L2, random start, schedule,
+  restarts, SegPGD/CosPGD weighting) and noise; :mod:`.apgd` - APGD-CE/DLR;
   :mod:`.square` - Square (score-based, forward passes only); :mod:`.fab` -
   FAB-T (targeted, minimal norm). Together with PGD these are the attack suite
   of ROG (Daza et al. 2021), with its options (:class:`AttackConfig`).
+* :mod:`.budget` - epsilon in normalized units and its conversion to raw units
+  (HU, grey levels). Natural-image budgets such as 8/255 do not transfer.
 * :mod:`.losses` - cross-entropy, soft Dice and DLR per case; the Dice that picks
   the returned iterate.
 * :mod:`.dense` / :mod:`.promptable` - targets for dense models (sliding window)
@@ -15,31 +21,75 @@
 * :mod:`.run` - :func:`attack_case`: outputs in raw units and Dice clean vs attacked.
 * :mod:`.robustness` - Dice drop and the robust-case rule (threshold once per task).
 
-Importing this package does not import torch.
+The names below are loaded on first use (PEP 562), so that listing the attacks
+(``ATTACKS``, as every ``segeval`` call does to build its parser) imports
+neither the targets nor the metrics. Importing this package does not import torch.
 """
 
 from __future__ import annotations
 
-from napari_segeval.attacks.apgd import apgd_checkpoints
-from napari_segeval.attacks.budget import Budget, eps_from_raw, eps_to_raw
-from napari_segeval.attacks.core import (
-    ATTACKS,
-    SCHEDULES_BY_ATTACK,
-    AttackConfig,
-    AttackNotApplicable,
-    AttackOutput,
-    not_applicable,
-    per_case_norm,
-    run_attack,
-)
-from napari_segeval.attacks.dense import DenseTarget
-from napari_segeval.attacks.promptable import PromptTarget
-from napari_segeval.attacks.robustness import robustness_summary, task_threshold
-from napari_segeval.attacks.run import AttackResult, attack_case, condition_name
+from typing import Any
+
+#: Public name -> the submodule that defines it.
+_EXPORTS: dict[str, str] = {
+    "ATTACKS": "registry",
+    "Attack": "registry",
+    "AttackConfig": "config",
+    "AttackNotApplicable": "config",
+    "not_applicable": "config",
+    "run_attack": "core",
+    "AttackOutput": "_problem",
+    "Budget": "budget",
+    "eps_from_raw": "budget",
+    "eps_to_raw": "budget",
+    "DenseTarget": "dense",
+    "PromptTarget": "promptable",
+    "AttackResult": "run",
+    "attack_case": "run",
+    "condition_name": "run",
+    "robustness_summary": "robustness",
+    "task_threshold": "robustness",
+}
+
+
+def _submodule(name: str) -> Any:
+    if name == "registry":
+        from napari_segeval.attacks import registry as module
+    elif name == "config":
+        from napari_segeval.attacks import config as module
+    elif name == "core":
+        from napari_segeval.attacks import core as module
+    elif name == "_problem":
+        from napari_segeval.attacks import _problem as module
+    elif name == "budget":
+        from napari_segeval.attacks import budget as module
+    elif name == "dense":
+        from napari_segeval.attacks import dense as module
+    elif name == "promptable":
+        from napari_segeval.attacks import promptable as module
+    elif name == "run":
+        from napari_segeval.attacks import run as module
+    else:
+        from napari_segeval.attacks import robustness as module
+    return module
+
+
+def __getattr__(name: str) -> Any:
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_submodule(where), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "ATTACKS",
-    "SCHEDULES_BY_ATTACK",
+    "Attack",
     "AttackConfig",
     "AttackNotApplicable",
     "AttackOutput",
@@ -47,13 +97,11 @@ __all__ = [
     "Budget",
     "DenseTarget",
     "PromptTarget",
-    "apgd_checkpoints",
     "attack_case",
     "condition_name",
     "eps_from_raw",
     "eps_to_raw",
     "not_applicable",
-    "per_case_norm",
     "robustness_summary",
     "run_attack",
     "task_threshold",

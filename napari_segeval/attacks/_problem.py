@@ -7,8 +7,9 @@ at ``x + delta`` (counting passes, reporting progress, honouring cancel) and
 keeps one iterate per case: the lowest-Dice one (``select="dice"``, default),
 the highest-loss candidate (``select="loss"``) or the last one
 (``keep_best=False``). The attack loops (:mod:`.iterative`, :mod:`.apgd`,
-:mod:`.square`, :mod:`.fab`) are written on it; :mod:`.core` builds it from an
-:class:`~napari_segeval.attacks.core.AttackConfig`.
+:mod:`.square`, :mod:`.fab`) are written on it and registered in
+:data:`~napari_segeval.attacks.registry.ATTACKS`; :func:`.core.run_attack` builds it
+from an :class:`~napari_segeval.attacks.config.AttackConfig`.
 
 Robust-threshold gating (``robust_threshold`` set, Daza et al. 2021): the clean
 input is evaluated first (history row ``restart=-1``) and is a candidate like any
@@ -23,6 +24,7 @@ torch is imported inside the functions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +34,8 @@ from napari_segeval.attacks.losses import case_dice, get_loss, voxel_weights
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from napari_segeval.attacks.core import AttackConfig, Forward
+#: What an attack perturbs: ``forward(x) -> logits (N, C, *spatial)``, differentiable.
+Forward = Callable[["torch.Tensor"], "torch.Tensor"]
 
 
 @dataclass
@@ -104,10 +107,15 @@ def project_(delta: torch.Tensor, eps: float, norm: str) -> torch.Tensor:
 
 
 class Problem:
-    """Shared state of one attack run: input, target, projection, evaluation, kept iterate."""
+    """Shared state of one attack run: input, target, projection, evaluation, kept iterate.
+
+    ``cfg`` is an :class:`~napari_segeval.attacks.config.AttackConfig`; this module
+    does not import it (the configuration checks the registry, whose loops import
+    this module), so the attack modules have no import circle, not even for types.
+    """
 
     def __init__(self, forward: Forward, x: torch.Tensor, target: torch.Tensor,
-                 cfg: AttackConfig, progress: Any, cancel: Any, total: int,
+                 cfg: Any, progress: Any, cancel: Any, total: int,
                  channel_axis: int | None = 1) -> None:
         import torch
 

@@ -190,7 +190,7 @@ class DenseTarget:
             d = resample_back(d, self.info.resample, order=1, channel_axis=0)
         scale = np.asarray(self.channel_scales, np.float32).reshape(-1, *([1] * (d.ndim - 1)))
         d = (d * scale).astype(np.float32)
-        return d if self.case.axes == "czyx" else d[0]
+        return d if self.case.is_multichannel else d[0]
 
     def describe(self) -> dict:
         """Target settings for the record."""

@@ -85,10 +85,14 @@ class PromptTarget:
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
         if not prompts:
             raise ValueError("a promptable attack needs at least one box prompt")
-        from napari_segeval.propagation.images import as_frames, case_kind, check_image_prompts
+        from napari_segeval.propagation.images import (
+            as_frames,
+            check_image_prompts,
+            promptable_kind,
+        )
 
         self.model, self.case, self.prompts = model, case, list(prompts)
-        self.input_kind = case_kind(case.axes)
+        self.input_kind = promptable_kind(case)
         self.image_2d = self.input_kind == "image"
         if self.image_2d:
             if mode not in (None, "video"):

@@ -9,14 +9,10 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._json import json_safe
+from napari_segeval.attacks._problem import per_case_norm
 from napari_segeval.attacks.budget import Budget
-from napari_segeval.attacks.core import (
-    AttackConfig,
-    AttackNotApplicable,
-    not_applicable,
-    per_case_norm,
-    run_attack,
-)
+from napari_segeval.attacks.config import AttackConfig, AttackNotApplicable, not_applicable
+from napari_segeval.attacks.core import run_attack
 
 
 @dataclass

@@ -7,21 +7,24 @@ from pathlib import Path
 
 from napari_segeval.cli._common import (
     add_color_table_option,
+    add_device_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
+    add_model_option,
     emit,
     format_table,
     read_input,
 )
 from napari_segeval.cli._progress import progress_bar
-from napari_segeval.io.case import MODALITIES
-
-ATTACK_CHOICES = ("fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab", "noise-gaussian",
-                  "noise-uniform")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval attack``."""
+    from napari_segeval.attacks.config import SCHEDULES
+    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES
+    from napari_segeval.attacks.registry import ATTACKS
+
     p = sub.add_parser(
         "attack",
         help="attack a dense or promptable model on one case (FGSM, PGD, APGD, Square, FAB, "
@@ -35,8 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "a 2D image (PNG, JPG, ...) as one frame. "
             "Writes the perturbed image and the perturbation in raw units (float32), and "
             "the clean and attacked predictions, all with IMAGE's geometry, to "
-            "--output-dir (created if missing; NIfTI for NIfTI and grey video inputs, "
-            "else MHA; label maps of 2D images as PNG), and prints per-structure Dice "
+            "--output-dir (created if missing; in the formats segeval evaluate saves: "
+            "NIfTI for NIfTI, MHA for MHA/NRRD/DICOM and videos, PNG label maps and TIFF "
+            "float images for PNG/JPG, TIFF for TIFF), and prints per-structure Dice "
             "clean vs attacked. Existing outputs are kept unless --overwrite. Epsilon is in "
             "normalized units (--eps) or raw units such as HU (--eps-raw); both are "
             "reported. Natural-image budgets such as 8/255 mean nothing for z-scored CT."
@@ -44,13 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (attack target, boxes, Dice)")
-    p.add_argument("--model", default="builtin-ct", metavar="SPEC",
-                   help="builtin-ct (default), a dense weights file / nnU-Net folder, "
-                        "builtin-prompt, or medsam2 (with --checkpoint)")
+    add_model_option(p, ["dense", "promptable"], "builtin-ct",
+                     what="dense or promptable model (promptable: boxes from --labels)")
     p.add_argument("--checkpoint", type=Path, help="MedSAM2 checkpoint or built-in prompt weights")
     p.add_argument("--trust-torchscript", action="store_true",
                    help="allow loading TorchScript dense models (they execute code)")
-    p.add_argument("--attack", choices=ATTACK_CHOICES, default="pgd")
+    p.add_argument("--attack", choices=list(ATTACKS), default="pgd",
+                   help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()))
     p.add_argument("--norm", choices=("linf", "l2"), default="linf")
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--eps", type=float, help="epsilon in normalized units")
@@ -60,13 +64,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=10,
                    help="iterations (default 10; Square: queries)")
     p.add_argument("--restarts", type=int, default=1, help="random restarts (default 1)")
-    p.add_argument("--loss", choices=("ce", "dice", "dlr", "hard-dice"), default="ce",
+    p.add_argument("--loss", choices=LOSSES + FORWARD_ONLY_LOSSES, default="ce",
                    help="loss for FGSM/PGD/Square (APGD-CE/DLR fix theirs; hard-dice: "
                         "Square only)")
     p.add_argument("--weighting", choices=("segpgd", "cospgd"), default=None,
                    help="per-voxel loss weighting for PGD")
     p.add_argument("--schedule", default=None,
-                   choices=("constant", "cosine", "step", "paper", "rog", "rescaled", "absolute"),
+                   choices=SCHEDULES,
                    help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
                         "paper (default), rog; Square square size: rescaled (default), absolute")
     p.add_argument("--no-random-start", action="store_true", help="start PGD/APGD at the image")
@@ -79,16 +83,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
-    p.add_argument("--modality", choices=MODALITIES, default=None,
-                   help="modality of IMAGE (default: the DICOM tag, then dataset.json, then a "
-                        "guess from the pixels)")
+    add_modality_option(p)
     p.add_argument("--chain", choices=("full", "per-slice"), default="full",
                    help="promptable models: gradients through the whole propagation chain, "
                         "or each slice conditioned on the clean previous mask")
     p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
                    help="promptable: structure to prompt: id, name, or 'label N' as segeval "
                         "inspect prints it (repeatable; default all)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    add_device_option(p)
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
     p.add_argument("--output-dir", "-o", type=Path, required=True,
                    help="folder for the four outputs (created, parents too, if missing)")
@@ -99,37 +101,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _stem(path: Path) -> str:
-    name = path.name
-    for ext in (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr", ".dcm"):
-        if name.lower().endswith(ext):
-            return name[: -len(ext)]
-    return path.stem if path.suffix else name
-
-
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
-    """Where the four outputs go (``.nii.gz`` for NIfTI and grey video inputs, else ``.mha``).
-
-    The label maps of a 2D image on a pixel grid (PNG, JPG, ... inputs) are PNG;
-    its float images stay ``.mha``.
+    """Where the four outputs go: ``STEM_perturbed``, ``STEM_perturbation``,
+    ``STEM_clean_pred``, ``STEM_attacked_pred``, in the formats ``segeval evaluate``
+    saves the same case in (:func:`napari_segeval.io._formats.output_formats`).
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(is_video=False, is_rgb=False, axes="zyx", meta={})
+    >>> c = SimpleNamespace(axes="zyx")
     >>> output_paths(Path("ct.nii.gz"), c, Path("o"))["perturbed_image"].as_posix()
     'o/ct_perturbed.nii.gz'
-    >>> c = SimpleNamespace(is_video=False, is_rgb=True, axes="yxc", meta={"has_geometry": False})
+    >>> c = SimpleNamespace(axes="yxc")
     >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
-    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.mha', 'skin_perturbed.mha']
+    ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.tif', 'skin_perturbed.tif']
     """
-    nifti = image.name.lower().endswith((".nii", ".nii.gz"))
-    ext = ".nii.gz" if (nifti or case.is_video) and not case.is_rgb else ".mha"
-    pixel_2d = case.axes in ("yx", "yxc") and not case.meta.get("has_geometry", True)
-    label_ext = ".png" if pixel_2d else ext
-    stem = _stem(image)
-    return {key: out_dir / f"{stem}_{suffix}{e}" for key, suffix, e in (
-        ("perturbed_image", "perturbed", ext), ("perturbation", "perturbation", ext),
+    from napari_segeval.io._formats import output_formats, stem
+
+    label_ext, image_ext = output_formats(image, case.axes)
+    name = stem(image)
+    return {key: out_dir / f"{name}_{part}{ext}" for key, part, ext in (
+        ("perturbed_image", "perturbed", image_ext), ("perturbation", "perturbation", image_ext),
         ("clean_prediction", "clean_pred", label_ext),
         ("attacked_prediction", "attacked_pred", label_ext))}
 
@@ -150,11 +142,11 @@ def _target(args: argparse.Namespace, case):
 
     from napari_segeval.io import resolve_structure
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import case_kind, propagation_mode
+    from napari_segeval.propagation import promptable_kind, propagation_mode
 
     if case.labels is None:
         raise SegEvalError(f"--model {args.model} needs --labels (boxes come from the reference)")
-    mode = propagation_mode(case_kind(case.axes))
+    mode = propagation_mode(promptable_kind(case))
     present = np.unique(case.labels)
     wanted = [resolve_structure(s, case.structures, present, source=args.labels)
               for s in args.structure]

@@ -94,6 +94,90 @@ def color_table(args: argparse.Namespace) -> dict | None:
     from napari_segeval.io import load_color_table
 
     return load_color_table(path)
+DEVICE_HELP = ("torch device: auto (default: CUDA, then MPS, then CPU), cpu, cuda or mps")
+MODALITY_HELP = ("modality of IMAGE for the intensity mapping (default: the DICOM tag, then "
+                 "dataset.json, then a guess from the pixels)")
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--device``: the same choices and default in every subcommand.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_device_option(p)
+    >>> p.parse_args([]).device, p.parse_args(["--device", "cpu"]).device
+    ('auto', 'cpu')
+    """
+    from napari_segeval.models._device import DEVICE_CHOICES
+
+    parser.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help=DEVICE_HELP)
+
+
+def add_modality_option(parser: argparse.ArgumentParser, text: str = MODALITY_HELP) -> None:
+    """Add ``--modality`` (one of :data:`napari_segeval.io.case.MODALITIES`; default: guessed).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_modality_option(p)
+    >>> p.parse_args(["--modality", "MR"]).modality, p.parse_args([]).modality
+    ('MR', None)
+    """
+    from napari_segeval.io.case import MODALITIES
+
+    parser.add_argument("--modality", choices=MODALITIES, default=None, help=text)
+
+
+def _model_help(kinds: Sequence[str], extra: Sequence[str] = ()) -> str:
+    from napari_segeval.models.registry import FORMS, model_names
+
+    parts = list(extra)
+    for kind in kinds:
+        parts += [*model_names(kind), *FORMS[kind]]
+    return ", ".join(dict.fromkeys(parts))
+
+
+def add_model_option(parser: argparse.ArgumentParser, kinds: Sequence[str], default: str,
+                     extra: Sequence[str] = (), flags: Sequence[str] = ("--model",),
+                     what: str = "model") -> None:
+    """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
+
+    The names come from :mod:`napari_segeval.models.registry` (what ``segeval info``
+    lists), so every subcommand takes the same names, and a name added there
+    reaches every command. A subcommand that takes only promptable models refuses
+    anything else when it parses its arguments (usage and one line, exit status 2);
+    paths (dense models) are checked when the model is loaded.
+
+    Parameters
+    ----------
+    kinds : sequence of {"promptable", "dense"}
+        The kinds of model the subcommand runs.
+    default : str
+    extra : sequence of str
+        Values besides the registry's the subcommand takes (``auto``).
+    flags : sequence of str
+        The option's spellings.
+    what : str
+        What the model is, for the help text.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_model_option(p, ["promptable"], "builtin")
+    >>> p.parse_args(["--model", "threshold"]).model, p.parse_args([]).model
+    ('threshold', 'builtin')
+    """
+    from napari_segeval.models.registry import is_reference
+
+    def model_ref(text: str) -> str:
+        if text in extra or any(is_reference(text, kind) for kind in kinds):
+            return text
+        raise argparse.ArgumentTypeError(f"unknown model {text!r} (use one of "
+                                         f"{_model_help(kinds, extra)})")
+
+    parser.add_argument(*flags, dest="model", type=model_ref, default=default, metavar="MODEL",
+                        help=f"{what}: {_model_help(kinds, extra)} (default {default}; "
+                             "segeval info describes them)")
+
+
 def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
     """Add ``--series UID`` (DICOM folders) and ``--volume T`` (4D time series)."""
     if series:
@@ -123,7 +207,7 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
 
     case = read_case(image, labels, default_color_table=color_table(args),
                      **input_options(args))
-    if case.axes == "tzyx":
+    if case.is_time_series:
         n = case.image.shape[0]
         raise SegEvalError(f"{image} is a time series of {n} volumes (t, z, y, x): choose one "
                            f"with --volume T (0..{n - 1})")

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit
+from napari_segeval.cli._common import add_device_option, add_json_flag, add_model_option, emit
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,12 +26,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--screenshot", type=Path, metavar="PNG", help="save a screenshot and exit")
     p.add_argument("--overwrite", action="store_true", help="replace an existing screenshot")
-    p.add_argument("--backend", choices=("builtin", "threshold"), default="builtin",
-                   help="promptable model (default: the built-in one)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
-    p.add_argument("--attack", default="pgd",
-                   help="attack (fgsm, pgd, apgd-ce, apgd-dlr, noise-gaussian, "
-                        "noise-uniform) or 'none'")
+    from napari_segeval.attacks.registry import ATTACKS
+
+    add_model_option(p, ["promptable"], "builtin", flags=("--model", "--backend"),
+                     what="promptable model of the Prompt panel (a name; medsam2 with "
+                          "--checkpoint)")
+    p.add_argument("--checkpoint", type=Path,
+                   help="MedSAM2 checkpoint (required for medsam2) or built-in weight file")
+    add_device_option(p)
+    p.add_argument("--attack", default="pgd", choices=[*ATTACKS, "none"],
+                   help="attack of the Attack panel, or 'none'")
     p.add_argument("--eps", type=float, default=0.02,
                    help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)")
     p.add_argument("--steps", type=int, default=5, help="attack iterations")
@@ -86,10 +90,16 @@ def run(args: argparse.Namespace) -> int:
             emit(args, {"screenshot": str(out)}, f"wrote {out}")
         return 0
     from napari_segeval._widgets.demo import run_demo
+    from napari_segeval.models.registry import PROMPTABLE, split_ref
 
-    attack = None if args.attack.lower() == "none" else args.attack
-    out = run_demo(args.screenshot, backend=args.backend, device=args.device, attack=attack,
-                   eps=args.eps, steps=args.steps, compare=args.compare)
+    name, inline = split_ref(args.model)
+    if name not in PROMPTABLE:
+        raise SegEvalError(f"segeval demo runs a model of the Prompt panel's list "
+                           f"({', '.join(PROMPTABLE)}), not {args.model!r}")
+    checkpoint = args.checkpoint or inline
+    attack = None if args.attack == "none" else args.attack
+    out = run_demo(args.screenshot, backend=name, checkpoint=checkpoint, device=args.device,
+                   attack=attack, eps=args.eps, steps=args.steps, compare=args.compare)
     if out is not None:
         emit(args, {"screenshot": str(out)}, f"wrote {out}")
     return 0

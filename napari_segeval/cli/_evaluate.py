@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_json_flag, add_modality_option, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
 PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
@@ -47,10 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "medsam2; uncertainty: li2026; cv5-2d: borst2026): follows the "
                         "published recipe; differences are listed in docs/protocols.md and "
                         "the report")
-    p.add_argument("--modality", metavar="MODALITY",
-                   help="modality of the images (CT, MR, PET, US ...) for protocols with a "
-                        "'modality' parameter (medsam2-3d/-video): same as "
-                        "--param modality=...; default: DICOM tag, dataset.json, guess")
+    add_modality_option(p, "modality of the images for protocols with a 'modality' parameter "
+                           "(medsam2-3d/-video): same as --param modality=...; default: DICOM "
+                           "tag, dataset.json, guess")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",

@@ -11,11 +11,12 @@ from napari_segeval.cli._common import (
     add_color_table_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
     emit,
     format_table,
 )
 from napari_segeval.io import structure_label
-from napari_segeval.io.case import MODALITIES, Case, Geometry
+from napari_segeval.io.case import Case, Geometry
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,23 +35,49 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "every series (split by orientation, size and spacing; the largest is "
             "described unless --series picks one). Invalid header values, NaN voxels and "
             "the like are printed as warnings; for DICOM, how the pixels are stored and "
-            "decoded (colour, transfer syntax). JSON keys: shape, spacing, origin, "
-            "direction, axes, dtype, modality, labels, kind, intensity_range, path, "
-            "aligned, problem, series, series_id, pixels, warnings, nan_count, plane."
+            "decoded (colour, transfer syntax). A 4D file whose dataset.json names one "
+            "channel per volume (MSD BrainTumour, Prostate) is a multi-channel volume; "
+            "any other 4D file a time series (kind 'series'). JSON keys: shape, spacing, "
+            "origin, direction, axes, dtype, modality, labels, kind, channels, "
+            "intensity_range, path, aligned, problem, series, series_id, pixels, warnings, "
+            "nan_count, plane."
         ),
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
-    p.add_argument("--modality", choices=MODALITIES, help="override the modality guess")
+    add_modality_option(p, "override the modality guess")
     add_color_table_option(p)
     add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
 
-def _kind(case: Case) -> str:
-    return {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image", "yxc": "image",
-            "tzyx": "time series"}[case.axes]
+def _channels(path: Path, case: Case, volume: int | None) -> Case:
+    """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case.
+
+    As the data-set layouts read it (MSD BrainTumour, Prostate); without such a
+    ``dataset.json`` (or with ``--volume``) a 4D file stays a time series.
+    """
+    if not case.is_time_series or volume is not None:
+        return case
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.io._channels import as_channels
+    from napari_segeval.io._dataset_json import (
+        dataset_channels,
+        find_dataset_json,
+        load_dataset_json,
+    )
+
+    found = find_dataset_json(path)
+    try:
+        names = dataset_channels(load_dataset_json(found)) if found else ()
+    except SegEvalError:  # a broken dataset.json: describe the file as it is
+        return case
+    if len(names) < 2 or len(names) != case.image.shape[0]:
+        return case
+    case = as_channels(case)
+    case.meta["channel_names"] = list(names)
+    return case
 
 
 def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, str]) -> list:
@@ -137,12 +164,14 @@ def run(args: argparse.Namespace) -> int:
             emit(args, {"path": str(args.path), **listing},
                  "\n".join([str(args.path), *_series_lines(listing, None)]))
         raise
+    case = _channels(args.path, case, args.volume)
     img = case.image
     finite = img[np.isfinite(img)] if img.dtype.kind == "f" else img
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (None, None)
     payload = {
         "path": str(args.path),
-        "kind": _kind(case),
+        "kind": case.kind,
+        "channels": case.meta.get("channel_names") if case.is_multichannel else None,
         "shape": list(img.shape),
         "axes": case.axes,
         "spacing": list(case.geometry.spacing),
@@ -176,6 +205,19 @@ def run(args: argparse.Namespace) -> int:
     return 1 if problem else 0
 
 
+def _kind_text(p: dict) -> str:
+    """``volume``, ``series (volumes over time)``, ``volume, 2 channels: T2, ADC`` ...
+
+    Examples
+    --------
+    >>> _kind_text({"kind": "volume", "channels": ["T2", "ADC"]})
+    'volume, 2 channels: T2, ADC'
+    """
+    if p.get("channels"):
+        return f"{p['kind']}, {len(p['channels'])} channels: {', '.join(p['channels'])}"
+    return "series (volumes over time)" if p["kind"] == "series" else p["kind"]
+
+
 def _text(p: dict) -> str:
     def nums(v: list) -> str:
         return "(" + ", ".join(f"{x:g}" for x in v) + ")"
@@ -184,7 +226,7 @@ def _text(p: dict) -> str:
     if p.get("series"):
         lines += _series_lines(p, p.get("series_id"))
     lines += [
-        f"  kind       {p['kind']} ({p['axes']})",
+        f"  kind       {_kind_text(p)} ({p['axes']})",
         f"  shape      {tuple(p['shape'])}",
         f"  dtype      {p['dtype']}",
         f"  modality   {p['modality']}",

@@ -31,16 +31,6 @@ TEXT_COLUMNS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    # ROW_KEYS is defined once, in the metrics layer; imported on first use so that
-    # building the parser (every segeval call) does not import the metrics package
-    if name == "ROW_KEYS":
-        from napari_segeval.metrics.table import ROW_KEYS
-
-        return ROW_KEYS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval metrics``."""
     p = sub.add_parser(

@@ -7,12 +7,14 @@ from pathlib import Path
 
 from napari_segeval.cli._common import (
     add_color_table_option,
+    add_device_option,
     add_input_options,
     add_json_flag,
+    add_modality_option,
+    add_model_option,
     emit,
     read_input,
 )
-from napari_segeval.io.case import MODALITIES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,15 +45,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="box on slice/frame z (0 for a 2D image) in array coordinates, "
                         "y1/x1 exclusive (repeatable; label defaults to the matching "
                         "--structure, else 1, 2, ...)")
-    from napari_segeval.models.registry import PROMPTABLE
-
-    p.add_argument("--model", default="builtin", metavar="NAME",
-                   help=f"promptable model: {', '.join(PROMPTABLE)} (default builtin: no "
-                        "download) or a name of 'segeval models list'; MedSAM2 and SAM2.1 use "
-                        "their pulled checkpoint (segeval models pull NAME) unless --checkpoint")
+    add_model_option(p, ["promptable"], "builtin",
+                     what="promptable model (the built-in one needs no download; MedSAM2 and "
+                          "SAM2.1 use their pulled checkpoint, segeval models pull NAME, "
+                          "unless --checkpoint)")
     p.add_argument("--checkpoint", type=Path,
                    help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    add_device_option(p)
     p.add_argument("--window", default=None,
                    help="CT window: abdomen, lung, brain, mediastinum or W,L (default abdomen)")
     p.add_argument("--jitter", type=int, default=0, metavar="PX",
@@ -64,9 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stop-when-empty", action=argparse.BooleanOptionalAction, default=True,
                    help="end each direction at the first empty slice/frame (default: on; "
                         "MedSAM2 propagates to the end: --no-stop-when-empty)")
-    p.add_argument("--modality", choices=MODALITIES, default=None,
-                   help="modality of IMAGE for the intensity mapping (default: the DICOM tag, "
-                        "then dataset.json, then a guess from the pixels)")
+    add_modality_option(p)
     p.add_argument("--ct-mapping", choices=("window", "minmax"), default="window",
                    help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the "
                         "clipped volume")
@@ -140,10 +138,10 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import ROW_KEYS, rows_table
+    from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import resolve_structure, write_labels
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import case_kind, propagate_image, propagation_mode
+    from napari_segeval.propagation import promptable_kind, propagate_image, propagation_mode
 
     if args.output.exists() and not args.overwrite:
         raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
@@ -151,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
     case = read_input(args, args.image, args.labels)
     check_output(args.output, case)
-    kind = case_kind(case.axes)
+    kind = promptable_kind(case)
     mode = propagation_mode(kind)
     shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)
     if args.structure and case.labels is None and not args.box:
@@ -179,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
 
     rows: list[dict] = []
     if case.labels is not None:
-        from napari_segeval.metrics import structure_table
+        from napari_segeval.metrics import ROW_KEYS, structure_table
 
         prompted = {b.label: case.structure_name(b.label) for b in boxes}
         rows = structure_table(case.labels, result.labels, case.spacing, structures=prompted)

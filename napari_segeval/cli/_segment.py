@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import add_input_options, add_json_flag, emit, read_input
+from napari_segeval.cli._common import (
+    add_device_option,
+    add_input_options,
+    add_json_flag,
+    add_model_option,
+    emit,
+    read_input,
+)
 from napari_segeval.cli._progress import progress_bar
 
 
@@ -25,9 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA/MHD, NRRD, DICOM folder)")
-    p.add_argument("--model", default="builtin-ct", metavar="SPEC",
-                   help="builtin-ct (default), a .pt state dict, a TorchScript file "
-                        "(with --trust-torchscript) or an nnU-Net v2 result folder")
+    add_model_option(p, ["dense"], "builtin-ct", what="dense model")
     p.add_argument("--trust-torchscript", action="store_true",
                    help="allow loading TorchScript files (they execute code)")
     p.add_argument("--labels", type=Path, help="reference label map: print per-structure metrics")
@@ -39,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mirror", action="store_true", help="mirroring test-time augmentation")
     p.add_argument("--no-postprocess", action="store_true",
                    help="skip largest-component and small-lesion post-processing")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    add_device_option(p)
     p.add_argument("--cpu-accumulate", action="store_true",
                    help="keep the full-size accumulators in host memory (large volumes)")
     p.add_argument("--tolerance", type=float, default=2.0, metavar="MM",
@@ -52,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import ROW_KEYS, rows_table
+    from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import write_labels
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense
@@ -77,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     rows: list[dict] = []
     if case.labels is not None:
-        from napari_segeval.metrics import structure_table
+        from napari_segeval.metrics import ROW_KEYS, structure_table
 
         names = dict(model.structures)
         names.update({k: v for k, v in case.structures.items() if k in names})

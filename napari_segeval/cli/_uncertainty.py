@@ -16,7 +16,13 @@ import json
 import math
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import (
+    add_device_option,
+    add_json_flag,
+    add_model_option,
+    emit,
+    format_table,
+)
 from napari_segeval.cli._progress import progress_bar
 
 LAYOUT_NAMES = ("msd", "nnunet", "lits", "kits23", "word", "feta", "totalsegmentator",
@@ -49,9 +55,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "score and make the exit status 3."),
     )
     s.add_argument("dataset", type=Path, metavar="DATASET", help="data-set folder")
-    s.add_argument("--model", default="auto",
-                   help="promptable model: auto (medsam2 with --checkpoint, else builtin), "
-                        "builtin, medsam2 or module:factory")
+    add_model_option(s, ["promptable"], "auto", extra=("auto",),
+                     what="promptable model (auto: medsam2 with --checkpoint, else builtin)")
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
     s.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
     s.add_argument("--split", choices=SPLITS, default="train",
@@ -62,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="energy = singular value ** P (2: the paper; 1: its released code)")
     s.add_argument("--aggregate", choices=("sum", "mean"), default="sum",
                    help="sample scale over classes (sum: the paper)")
-    s.add_argument("--device", help="torch device (default: CUDA, then MPS, then CPU)")
+    add_device_option(s)
     s.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while scoring")
     s.add_argument("--output", "-o", type=Path, metavar="FILE",
                    help="scores file: .json or .csv (the other format is written beside it)")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.io._labels import structure_label
 
 
 @dataclass
@@ -104,7 +105,7 @@ class CaseSpec:
         if not self.color_table:
             return None
         return {
-            tuple(int(c) for c in colour): (int(k), self.structures.get(int(k), f"label_{k}"))
+            tuple(int(c) for c in colour): (int(k), structure_label(int(k), self.structures))
             for k, colour in self.color_table.items()
         }
 

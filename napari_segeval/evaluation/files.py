@@ -11,15 +11,10 @@ image's grid with its geometry::
 record's ``files`` key (``clean``, the condition name, ``perturbed:<condition>``,
 ``perturbation:<condition>``), so names are file-system safe and never collide.
 
-Format rule (:func:`file_formats`), by the kind of the source image:
-
-* NIfTI -> ``.nii.gz`` (label maps and float images);
-* MHA/MHD/NRRD, DICOM files and series -> ``.mha`` (ITK's LPS geometry as read);
-* videos (mp4/avi/mov/mkv, frame folders, any ``(t, y, x)`` stack) -> ``.mha`` of
-  the ``(t, y, x)`` stack (colour frames as vector pixels, which NIfTI cannot hold);
-* PNG/JPG/BMP 2D images -> label maps ``.png``, float images ``.tif`` (PNG holds
-  no floats);
-* TIFF (2D or stacks) -> ``.tif``.
+The format follows the source image by the one rule of
+:func:`napari_segeval.io._formats.output_formats` (NIfTI -> ``.nii.gz``; videos,
+MHA/MHD/NRRD and DICOM -> ``.mha``; PNG/JPG -> ``.png`` label maps and ``.tif``
+float images; TIFF -> ``.tif``), which ``segeval attack`` follows too.
 
 Where the files are encoded
 ---------------------------
@@ -48,32 +43,6 @@ from napari_segeval.evaluation.store import case_filename
 IMAGE_KINDS = ("perturbed", "perturbation")
 #: Folder of the saved predictions inside a results folder.
 PREDICTIONS = "predictions"
-
-
-def file_formats(source: str, axes: str) -> tuple[str, str]:
-    """``(label map suffix, float image suffix)`` for a case read from ``source``.
-
-    Examples
-    --------
-    >>> file_formats("a/ct.nii.gz", "zyx"), file_formats("a/ct.mhd", "zyx")
-    (('.nii.gz', '.nii.gz'), ('.mha', '.mha'))
-    >>> file_formats("a/polyp.jpg", "yxc"), file_formats("a/cells.tif", "yx")
-    (('.png', '.tif'), ('.tif', '.tif'))
-    >>> file_formats("a/echo.mp4", "tyx"), file_formats("a/frames", "tyxc")
-    (('.mha', '.mha'), ('.mha', '.mha'))
-    """
-    from napari_segeval.io._formats import NIFTI, RASTER, suffix
-
-    ext = suffix(source)
-    if axes.startswith("t"):
-        return ".mha", ".mha"
-    if ext in NIFTI:
-        return ".nii.gz", ".nii.gz"
-    if ext in (".tif", ".tiff"):
-        return ".tif", ".tif"
-    if ext in RASTER:
-        return (".png", ".tif") if axes in ("yx", "yxc") else (".tif", ".tif")
-    return ".mha", ".mha"
 
 
 def is_image_key(key: str) -> bool:
@@ -122,8 +91,9 @@ def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
     ('predictions/c1/clean.png', b'\\x89PNG')
     """
     from napari_segeval.io import write_image, write_labels
+    from napari_segeval.io._formats import output_formats
 
-    label_ext, image_ext = file_formats(arrays.source, arrays.axes)
+    label_ext, image_ext = output_formats(arrays.source, arrays.axes)
     out: dict[str, tuple[str, bytes]] = {}
     with tempfile.TemporaryDirectory(prefix="segeval-files-") as tmp:
         for key, array in arrays.arrays.items():
@@ -139,5 +109,4 @@ def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
     return out
 
 
-__all__ = ["IMAGE_KINDS", "PREDICTIONS", "encode_arrays", "file_formats", "is_image_key",
-           "relative_path"]
+__all__ = ["IMAGE_KINDS", "PREDICTIONS", "encode_arrays", "is_image_key", "relative_path"]

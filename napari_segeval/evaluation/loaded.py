@@ -14,7 +14,8 @@ for speed on a few cores:
   perturbed image get ``perturbed - image`` as perturbation;
 * as soon as the reference and the predictions are in, the overlap counters of
   the Dice panel (:class:`~napari_segeval.metrics.LiveMetrics`) are made while the
-  float images are still inflating; they also give the worst slice and the
+  float images are still inflating; they also give the worst slice
+  (:func:`~napari_segeval.metrics.worst_slice_from_counts`) and the
   reference's label ids, so nothing counts the volume twice.
 """
 
@@ -30,7 +31,8 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.files import file_formats, is_image_key
+from napari_segeval.evaluation.files import is_image_key
+from napari_segeval.io._formats import output_formats
 
 
 @dataclass
@@ -73,48 +75,6 @@ class LoadedCase:
     label_ext: str = ".nii.gz"
     files: dict[str, str] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
-
-
-def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int) -> int | None:
-    """Slice (axis 0) where a structure fares worst: lowest Dice, then most wrong voxels.
-
-    Slices where the structure is in neither map are skipped; among slices of
-    equal Dice (a structure missed on every slice scores 0 on all of them) the one
-    with the most false positives + false negatives wins. None for 2D arrays or
-    a structure in neither map.
-
-    Examples
-    --------
-    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
-    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
-    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
-    1
-    """
-    from napari_segeval.metrics.slices import per_slice_counts
-
-    if reference.ndim < 3:
-        return None
-    a = (np.asarray(reference) == label).astype(np.uint8)
-    b = (np.asarray(prediction) == label).astype(np.uint8)
-    return worst_of_counts(per_slice_counts(a, b, 0, 2)[:, :, 1])
-
-
-def worst_of_counts(counts: np.ndarray) -> int | None:
-    """:func:`worst_slice` from per-slice ``(tp, reference, predicted)`` counts of a structure.
-
-    Examples
-    --------
-    >>> worst_of_counts(np.array([[4, 4, 4], [1, 4, 2], [0, 0, 0]]))
-    1
-    """
-    tp, ref_n, pred_n = np.asarray(counts).T
-    present = ref_n + pred_n > 0
-    if not present.any():
-        return None
-    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
-    errors = ref_n + pred_n - 2 * tp
-    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending
-    return int(order[0])
 
 
 def float_key(files: Mapping, focus: str | None) -> str | None:
@@ -299,8 +259,8 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                   if is_image_key(k) and k.partition(":")[2] == focus})
     return LoadedCase(
         case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
-        file_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
+        output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
 
 
 __all__ = ["LoadedCase", "both_images", "counters", "float_key", "largest_magnitude",
-           "on_grid", "read_case_files", "worst_of_counts", "worst_slice"]
+           "on_grid", "read_case_files"]

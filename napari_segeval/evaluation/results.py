@@ -37,8 +37,6 @@ from napari_segeval.evaluation.loaded import (
     LoadedCase,
     float_key,
     read_case_files,
-    worst_of_counts,
-    worst_slice,
 )
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers.
@@ -332,5 +330,4 @@ class ResultsFolder:
 
 
 __all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
-           "ResultsFolderError", "is_results_folder", "version_key", "worst_of_counts",
-           "worst_slice"]
+           "ResultsFolderError", "is_results_folder", "version_key"]

@@ -284,7 +284,7 @@ def channel_stats_from_task(
         for item in training:
             case = read_channels([folder / item["image"]], folder / item["label"],
                                  n_channels=n_all if n_all > 1 else None)
-            image = case.image if case.axes == "czyx" else case.image[None]
+            image = case.image if case.is_multichannel else case.image[None]
             yield image[:n], case.labels
 
     return channel_intensity_stats(pairs(), n, minmax=minmax, percentiles=percentiles,

@@ -38,7 +38,7 @@ def as_channels(case: Case) -> Case:
     >>> c.axes, c.n_channels, c.spatial_shape, c.spacing
     ('czyx', 2, (3, 4, 5), (2.0, 1.0, 1.0))
     """
-    if case.axes != "tzyx":
+    if not case.is_time_series:
         raise ReadError(f"{case.image_path or 'image'}: only a 4D volume series can be read as "
                         f"channels (this image is {case.axes!r})")
     meta = {k: v for k, v in case.meta.items() if k not in ("time_step", "volume", "n_volumes")}
@@ -58,7 +58,7 @@ def select_channel(case: Case, channel: int) -> Case:
     >>> one.axes, one.image.ravel().tolist(), one.meta["channel"]
     ('zyx', [4.0, 5.0, 6.0, 7.0], 1)
     """
-    if case.axes != "czyx":
+    if not case.is_multichannel:
         raise ReadError(f"{case.image_path or 'image'}: not a multi-channel volume")
     n = case.n_channels
     if not -n <= channel < n:
@@ -132,7 +132,7 @@ def read_channels(
     lpath = Path(labels) if labels is not None else None
     if len(paths) == 1:
         case = read_case(paths[0], None, modality=modality, dataset_json=dataset_json)
-        if case.axes == "tzyx":
+        if case.is_time_series:
             case = as_channels(case)
             if lpath is not None:
                 case = _labels_onto(case, lpath, color_table)

@@ -54,6 +54,44 @@ def stem(path: str | Path) -> str:
     return name[: len(name) - len(suffix(name))] if suffix(name) else name
 
 
+def output_formats(source: str | Path, axes: str) -> tuple[str, str]:
+    """``(label map suffix, float image suffix)`` of the files made from a case read from ``source``.
+
+    The one rule for every command that saves predictions, perturbed images and
+    perturbations next to a case (``segeval evaluate``, ``segeval attack``, the
+    results browser's corrections), by the kind of the source:
+
+    * videos (mp4/avi/mov/mkv, frame folders, any ``(t, y, x)`` stack) -> ``.mha``
+      of the ``(t, y, x)`` stack (colour frames as vector pixels, which NIfTI
+      cannot hold);
+    * NIfTI -> ``.nii.gz``;
+    * TIFF -> ``.tif``;
+    * PNG/JPG/BMP 2D images -> label maps ``.png``, float images ``.tif`` (PNG holds
+      no floats);
+    * anything else (MHA/MHD/NRRD, DICOM files and series, Analyze, MINC) ->
+      ``.mha`` (ITK's LPS geometry as read).
+
+    Examples
+    --------
+    >>> output_formats("a/ct.nii.gz", "zyx"), output_formats("a/ct.mhd", "zyx")
+    (('.nii.gz', '.nii.gz'), ('.mha', '.mha'))
+    >>> output_formats("a/polyp.jpg", "yxc"), output_formats("a/cells.tif", "yx")
+    (('.png', '.tif'), ('.tif', '.tif'))
+    >>> output_formats("a/echo.mp4", "tyx"), output_formats("a/frames", "tyxc")
+    (('.mha', '.mha'), ('.mha', '.mha'))
+    """
+    ext = suffix(source)
+    if axes.startswith("t"):
+        return ".mha", ".mha"
+    if ext in NIFTI:
+        return ".nii.gz", ".nii.gz"
+    if ext in (".tif", ".tiff"):
+        return ".tif", ".tif"
+    if ext in RASTER:
+        return (".png", ".tif") if axes in ("yx", "yxc") else (".tif", ".tif")
+    return ".mha", ".mha"
+
+
 def natural_key(name: str) -> list:
     """Sort key that orders ``frame2`` before ``frame10``.
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
+from napari_segeval._names import unnamed_label
 
 #: Default largest distance (Euclidean, 0-255 units) from a pixel to its table colour.
 COLOR_TOLERANCE = 128.0
@@ -111,7 +112,7 @@ def structure_label(label: int, names: Mapping[int, str]) -> str:
     """
     if int(label) == 0:
         return "background"
-    return names.get(int(label), f"label {int(label)}")
+    return names.get(int(label), unnamed_label(label))
 
 
 def _norm(text: str) -> str:
@@ -125,7 +126,7 @@ def resolve_structure(token: str | int, names: Mapping[int, str],
 
     Accepted, in this order: the id (``"3"``); ``"label 3"`` (the name
     :func:`structure_label` and ``segeval inspect`` give unnamed labels;
-    ``label_3`` as in metric tables works too); a name from ``names``. Names
+    ``label_3`` as older results folders wrote it works too); a name from ``names``. Names
     compare case-insensitively with spaces, ``_`` and ``-`` alike
     (``"Kidney Right"`` finds ``kidney_right``).
 

@@ -54,6 +54,8 @@ from typing import Literal
 
 import numpy as np
 
+from napari_segeval._names import unnamed_label
+
 #: Largest deviation from orthonormality accepted in a direction matrix.
 ORTHO_TOL = 1e-4
 
@@ -65,6 +67,34 @@ MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET
 #: ``"czyx"`` multi-channel volume (MR sequences of one patient: MSD BrainTumour, Prostate;
 #: only made on request, see :func:`napari_segeval.io.read_channels`).
 AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx", "czyx")
+#: What a case is, as the viewer and the command line name it (:func:`kind_of_axes`).
+KINDS: tuple[str, ...] = ("volume", "video", "image", "series")
+_KIND_OF_AXES = {"zyx": "volume", "czyx": "volume", "tyx": "video", "tyxc": "video",
+                 "yx": "image", "yxc": "image", "tzyx": "series"}
+
+
+def kind_of_axes(axes: str) -> str:
+    """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` for a case's axes.
+
+    A multi-channel volume (``"czyx"``) is a volume (:attr:`Case.is_multichannel`
+    tells it apart); a time series of volumes (``"tzyx"``, a 4D NIfTI) is a
+    ``"series"``, neither a video nor a volume. This is the one place that
+    decides; :attr:`Case.kind` and the viewer's state ask it.
+
+    Examples
+    --------
+    >>> [kind_of_axes(a) for a in ("zyx", "czyx", "tyxc", "yx", "tzyx")]
+    ['volume', 'volume', 'video', 'image', 'series']
+    >>> kind_of_axes("xyz")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown axes 'xyz': expected one of czyx, tyx, tyxc, tzyx, yx, yxc, zyx
+    """
+    try:
+        return _KIND_OF_AXES[axes]
+    except KeyError:
+        raise ValueError(f"unknown axes {axes!r}: expected one of "
+                         f"{', '.join(sorted(_KIND_OF_AXES))}") from None
 
 
 @dataclass(frozen=True)
@@ -327,6 +357,17 @@ class Case:
         return self.axes in ("tyx", "tyxc")
 
     @property
+    def kind(self) -> str:
+        """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` (:func:`kind_of_axes`).
+
+        Examples
+        --------
+        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").kind
+        'volume'
+        """
+        return kind_of_axes(self.axes)
+
+    @property
     def is_multichannel(self) -> bool:
         """True for a multi-channel volume (``"czyx"``: channel axis first)."""
         return self.axes == "czyx"
@@ -340,7 +381,7 @@ class Case:
         >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").n_channels
         2
         """
-        return int(self.image.shape[0]) if self.axes == "czyx" else 1
+        return int(self.image.shape[0]) if self.is_multichannel else 1
 
     @property
     def is_time_series(self) -> bool:
@@ -349,4 +390,4 @@ class Case:
 
     def structure_name(self, label: int) -> str:
         """Name of ``label``, or ``"label <id>"`` when unnamed."""
-        return self.structures.get(int(label), f"label {int(label)}")
+        return self.structures.get(int(label), unnamed_label(label))

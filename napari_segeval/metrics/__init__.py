@@ -18,7 +18,12 @@ from napari_segeval.metrics.overlap import (
     overlap_from_counts,
     overlap_metrics,
 )
-from napari_segeval.metrics.slices import per_slice_counts, per_slice_dice
+from napari_segeval.metrics.slices import (
+    per_slice_counts,
+    per_slice_dice,
+    worst_slice,
+    worst_slice_from_counts,
+)
 from napari_segeval.metrics.surface import surface_distances, surface_metrics
 from napari_segeval.metrics.table import ROW_KEYS, structure_table
 
@@ -42,4 +47,6 @@ __all__ = [
     "summarize",
     "surface_distances",
     "surface_metrics",
+    "worst_slice",
+    "worst_slice_from_counts",
 ]

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval._errors import GeometryMismatchError
+from napari_segeval._names import unnamed_structures
 from napari_segeval.metrics.overlap import _as_labels, overlap_from_counts
 from napari_segeval.metrics.slices import dice_from_counts, per_slice_counts, slice_counts
 
@@ -112,7 +113,7 @@ class LiveMetrics:
         if self.structures is not None:
             return dict(sorted(self.structures.items()))
         present = np.flatnonzero(self._total[1] + self._total[2])
-        return {int(v): f"label_{int(v)}" for v in present if v != 0}
+        return unnamed_structures(present)
 
     def table(self, empty: str = "one") -> list[dict]:
         """Current overlap metrics, one row per structure.

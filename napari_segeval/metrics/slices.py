@@ -123,4 +123,73 @@ def per_slice_dice(
     return {lab: dice[:, lab].copy() for lab in wanted}
 
 
-__all__ = ["dice_from_counts", "per_slice_counts", "per_slice_dice", "slice_counts"]
+def worst_slice_from_counts(counts: np.ndarray) -> int | None:
+    """The slice where one structure fares worst, from its per-slice counts.
+
+    The rule (the one the Dice panel's *Worst slice* button and the Results
+    panel both use):
+
+    1. slices where the structure is absent from both maps are skipped (their
+       Dice is undefined, not low); when it is absent from every slice the
+       answer is None;
+    2. the lowest Dice wins;
+    3. among slices of equal Dice (a structure missed on every slice scores 0 on
+       all of them) the one with the most wrong voxels (false positives + false
+       negatives) wins;
+    4. among slices equal on both, the first.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        ``(n_slices, 3)`` true positives, reference voxels and predicted voxels of
+        the structure per slice (``per_slice_counts(...)[:, :, label]``,
+        :meth:`~napari_segeval.metrics.LiveMetrics.slice_counts`).
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> worst_slice_from_counts(np.array([[4, 4, 4], [1, 4, 2], [0, 0, 0]]))
+    1
+    >>> worst_slice_from_counts(np.array([[0, 2, 0], [0, 5, 1], [0, 0, 0]]))  # both 0: more errors
+    1
+    >>> worst_slice_from_counts(np.zeros((3, 3), int)) is None
+    True
+    """
+    tp, ref_n, pred_n = np.asarray(counts, dtype=np.int64).reshape(-1, 3).T
+    present = ref_n + pred_n > 0
+    if not present.any():
+        return None
+    dice = np.where(present, 2.0 * tp / np.maximum(ref_n + pred_n, 1), np.inf)
+    errors = ref_n + pred_n - 2 * tp
+    order = np.lexsort((-errors, dice))  # by Dice, then by errors descending; stable
+    return int(order[0])
+
+
+def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
+                axis: int = 0) -> int | None:
+    """The slice along ``axis`` where structure ``label`` fares worst.
+
+    The rule is :func:`worst_slice_from_counts`'s: lowest Dice, ties broken by the
+    most wrong voxels, slices without the structure in either map skipped. None
+    for 2D arrays and for a structure in neither map.
+
+    Examples
+    --------
+    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
+    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
+    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
+    1
+    """
+    reference, prediction = np.asarray(reference), np.asarray(prediction)
+    if reference.ndim < 3:
+        return None
+    a = (reference == label).astype(np.uint8)
+    b = (prediction == label).astype(np.uint8)
+    return worst_slice_from_counts(per_slice_counts(a, b, axis, 2)[:, :, 1])
+
+
+__all__ = ["dice_from_counts", "per_slice_counts", "per_slice_dice", "slice_counts",
+           "worst_slice", "worst_slice_from_counts"]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from napari_segeval._names import unnamed_structures
 from napari_segeval.metrics.overlap import confusion_matrix, overlap_from_confusion
 from napari_segeval.metrics.surface import surface_metrics
 
@@ -81,7 +82,7 @@ def structure_table(
     else:
         cm = confusion_matrix(reference, prediction)
         present = np.flatnonzero((cm.sum(axis=0) + cm.sum(axis=1)) > 0)
-        labels = {int(v): f"label_{int(v)}" for v in present if v != 0}
+        labels = unnamed_structures(present)
     m = overlap_from_confusion(cm, spacing, empty=empty, include_background=True)
     boxes = _boxes(reference, prediction, sorted(labels)) if surface else {}
     rows = []

@@ -112,10 +112,6 @@ class NormalizeInfo:
         """Convert an epsilon in normalized units to raw units."""
         return float(eps_normalized) * self.raw_per_normalized_unit
 
-    def to_normalized(self, eps_raw: float) -> float:
-        """Convert an epsilon in raw units to normalized units."""
-        return float(eps_raw) / self.raw_per_normalized_unit
-
 
 @runtime_checkable
 class PromptableModel(Protocol):

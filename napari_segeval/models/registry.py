@@ -24,8 +24,10 @@ Promptable references (a box prompt in, a propagated mask out):
 Dense references (no prompt, sliding window):
 
 * ``builtin-ct`` - the built-in 3D CT U-Net (weights shipped);
+* ``builtin-2d`` - the built-in 2D U-Net of the ``cv5-2d`` protocol, which trains
+  one per fold (no shipped weights; a saved fold model loads by its path);
 * a weights file of the built-in 3D U-Net (our format, or a plain state dict with
-  an optional ``FILE.json`` plans sidecar);
+  an optional ``FILE.json`` plans sidecar), or a saved ``builtin-2d`` model;
 * an nnU-Net v2 result folder (extra ``nnunet``);
 * a TorchScript file with ``FILE.json`` plans - it runs code, so only with
   ``trust_torchscript=True``;
@@ -99,6 +101,9 @@ PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
 DENSE: dict[str, ModelName] = {m.name: m for m in (
     ModelName("builtin-ct", "dense", "built-in 3D CT U-Net (liver, spleen, kidneys, liver "
               "tumour), weights shipped"),
+    ModelName("builtin-2d", "dense", "built-in 2D U-Net of the cv5-2d protocol: no shipped "
+              "weights, trained per fold by segeval evaluate --protocol cv5-2d "
+              "(DIR/models/fold{k}.pt; such a file loads by its path)"),
 )}
 #: Other spellings of a name.
 ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
@@ -166,6 +171,39 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     if sep and name in PROMPTABLE and PROMPTABLE[name].checkpoint != "none":
         return name, tail
     return _canonical(str(ref)), None
+
+
+def model_names(kind: str) -> list[str]:
+    """The names (aliases included) users can type for ``kind`` (``"promptable"``/``"dense"``).
+
+    The command line's ``--model`` options list and accept these (with the
+    reference forms of :data:`FORMS`), so a name added here reaches every command.
+
+    Examples
+    --------
+    >>> model_names("promptable")[:3], "builtin-prompt" in model_names("promptable")
+    (['builtin', 'threshold', 'medsam2'], True)
+    """
+    table = PROMPTABLE if kind == "promptable" else DENSE
+    return [*table, *(alias for alias, name in ALIASES.items() if name in table)]
+
+
+def is_reference(ref: str, kind: str) -> bool:
+    """Whether ``ref`` can name a model of ``kind`` without looking at the file system.
+
+    Promptable: a name, an alias, ``NAME:CHECKPOINT`` or ``module:factory``.
+    Dense: anything (a path is only checked when the model is loaded).
+
+    Examples
+    --------
+    >>> is_reference("threshold", "promptable"), is_reference("mypkg:build", "promptable")
+    (True, True)
+    >>> is_reference("sam", "promptable"), is_reference("runs/fold0.pt", "dense")
+    (False, True)
+    """
+    if kind != "promptable":
+        return bool(str(ref))
+    return is_promptable(ref) or bool(_FACTORY.match(str(ref)))
 
 
 def is_promptable(ref: str) -> bool:
@@ -353,6 +391,10 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
         from napari_segeval.models.dense._loaders import load_path, load_unet_weights
         from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
 
+        if ref == "builtin-2d":
+            raise SegEvalError("builtin-2d has no shipped weights: segeval evaluate --protocol "
+                               "cv5-2d trains one per fold (DIR/models/fold{k}.pt); give such "
+                               "a file's path")
         dev = pick_device(None if _auto(device) else str(device))
         if ref == "builtin-ct":
             return load_unet_weights(BUILTIN_CT_WEIGHTS, dev, name=ref)
@@ -381,4 +423,5 @@ def describe() -> list[dict]:
 
 
 __all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "describe", "is_promptable",
-           "load_dense", "load_promptable", "resolve_factory", "split_ref"]
+           "is_reference", "load_dense", "load_promptable", "model_names", "resolve_factory",
+           "split_ref"]

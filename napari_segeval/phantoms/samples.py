@@ -153,3 +153,6 @@ def sample_info(name: str) -> dict:
         raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
     entry = index[name]
     return dict(entry) if isinstance(entry, dict) else {"path": entry}
+
+
+__all__ = ["ENV_VAR", "SAMPLES_VERSION", "load_index", "sample_info", "sample_path", "sample_root"]

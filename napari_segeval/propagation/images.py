@@ -5,6 +5,9 @@ normalized frames ``(n, H, W[, C])``. This module is the entry point that starts
 from the raw image (a :class:`~napari_segeval.io.case.Case` or an array and its
 kind), runs the backend's ``preprocess`` and picks the mode:
 
+The kind of a case is :attr:`napari_segeval.io.Case.kind`; :func:`promptable_kind`
+refuses the kinds a promptable model cannot take.
+
 * ``"volume"`` (``zyx``): bidirectional from the key slice;
 * ``"video"`` (``tyx``/``tyxc``): forward from the prompted frame;
 * ``"image"`` (``yx``/``yxc``, a single 2D image): segmented as a one-frame video
@@ -24,26 +27,35 @@ from napari_segeval.io.case import Case
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation.core import PropagationResult, propagate_case
 
-#: What an image is, as the viewer and the command line name it.
+#: The kinds of case a promptable model takes (:attr:`napari_segeval.io.Case.kind`
+#: without ``"series"``).
 KINDS: tuple[str, ...] = ("volume", "video", "image")
 
-_KIND_OF_AXES = {"zyx": "volume", "tyx": "video", "tyxc": "video", "yx": "image",
-                 "yxc": "image"}
 
+def promptable_kind(case: Case) -> str:
+    """``"volume"``, ``"video"`` or ``"image"``: the case's kind, when a promptable model takes it.
 
-def case_kind(axes: str) -> str:
-    """``"volume"``, ``"video"`` or ``"image"`` for a case's axes.
+    The kind is :attr:`Case.kind <napari_segeval.io.Case.kind>`; a time series of
+    volumes (choose one volume first) and a multi-channel volume (a promptable
+    model sees one grey or colour image) are refused.
 
     Examples
     --------
-    >>> case_kind("zyx"), case_kind("tyxc"), case_kind("yxc")
-    ('volume', 'video', 'image')
+    >>> from napari_segeval.io import Geometry
+    >>> promptable_kind(Case(np.zeros((2, 4, 5, 3)), Geometry.identity(3), axes="tyxc"))
+    'video'
+    >>> promptable_kind(Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a promptable model takes a volume, a video or a 2D image, not a multi-channel volume (czyx)
     """
-    try:
-        return _KIND_OF_AXES[axes]
-    except KeyError:
-        raise ValueError(f"unknown axes {axes!r}: expected one of {sorted(_KIND_OF_AXES)}"
-                         ) from None
+    kind = case.kind
+    what = ("multi-channel volume" if case.is_multichannel
+            else "time series of volumes" if kind == "series" else None)
+    if what is not None:
+        raise ValueError(f"a promptable model takes a volume, a video or a 2D image, not a "
+                         f"{what} ({case.axes})")
+    return kind
 
 
 def propagation_mode(kind: str) -> str:
@@ -123,7 +135,7 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
     prompts : list of Box
         One box per structure; on a 2D image every box is on frame 0.
     kind : {"volume", "video", "image"}, optional
-        Required for arrays; for a case, defaults to the kind of its axes.
+        Required for arrays; for a case, defaults to :func:`promptable_kind`.
     modality : str, optional
         For the backend's preprocessing (default: the case's, else ``"other"``).
     window : str or (float, float), optional
@@ -154,7 +166,7 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
     if "mode" in kwargs:
         raise TypeError("propagate_image picks the mode from the kind; do not pass mode")
     if isinstance(image, Case):
-        kind = kind or case_kind(image.axes)
+        kind = kind or promptable_kind(image)
         modality = modality or image.modality
         array = image.image
     else:

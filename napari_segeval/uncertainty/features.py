@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval._names import unnamed_structures
 from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
 
 ProgressFn = Callable[[int, int], None]
@@ -143,14 +144,13 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     (True, 'absent from the reference: not prompted')
     """
     from napari_segeval.prompts import box_from_labels
-    from napari_segeval.propagation import as_frames, propagation_mode
-    from napari_segeval.propagation.images import case_kind
+    from napari_segeval.propagation import promptable_kind, propagation_mode
+    from napari_segeval.propagation.images import as_frames
 
     labels = np.asarray(case.labels)
     if structures is None:
-        structures = dict(case.structures or {}) or {
-            int(v): f"label {int(v)}" for v in np.unique(labels) if v != 0}
-    kind = case_kind(case.axes)
+        structures = dict(case.structures or {}) or unnamed_structures(np.unique(labels))
+    kind = promptable_kind(case)
     mode = propagation_mode(kind)
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
     todo = [k for k in structures if counts[int(k)] >= min_voxels]

@@ -88,7 +88,8 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     >>> m.mean.shape, m.channels, m.labels.shape
     ((1, 4, 16, 16), (1,), (4, 16, 16))
     """
-    from napari_segeval.propagation import merge_structures, propagate_case, total_steps
+    from napari_segeval.propagation import merge_structures, propagate_case
+    from napari_segeval.propagation.core import total_steps
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")

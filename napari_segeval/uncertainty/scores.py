@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from napari_segeval._names import unnamed_structures
 from napari_segeval.uncertainty.maps import entropy
 
 #: Counting rules of :func:`filter_most_uncertain`.
@@ -175,7 +176,7 @@ def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
     if lab.shape != u.shape:
         raise ValueError(f"uncertainty {u.shape} and labels {lab.shape} differ in shape")
     if structures is None:
-        structures = {int(i): f"label {int(i)}" for i in np.unique(lab) if i != 0}
+        structures = unnamed_structures(np.unique(lab))
     rows = []
     for label, name in structures.items():
         mask = lab == int(label)

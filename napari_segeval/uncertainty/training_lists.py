@@ -25,6 +25,8 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
+from napari_segeval.io._formats import IMAGE_SUFFIXES, stem, suffix
+
 #: nnU-Net's default cross-validation: folds and seed.
 NNUNET_FOLDS = 5
 NNUNET_SEED = 12345
@@ -39,10 +41,8 @@ def case_id_of(entry: str) -> str:
     ('liver_3', 'la_003')
     """
     name = PurePosixPath(str(entry).replace("\\", "/")).name
-    for ext in (".nii.gz", ".nii", ".mha", ".nrrd", ".png", ".tif", ".tiff"):
-        if name.lower().endswith(ext):
-            name = name[: -len(ext)]
-            break
+    if suffix(name) in IMAGE_SUFFIXES:
+        name = stem(name)
     if len(name) > 5 and name[-5] == "_" and name[-4:].isdigit():
         name = name[:-5]
     return name

@@ -49,6 +49,25 @@ def test_paint_updates_dice(small_case, qtbot):
     qtbot.waitUntil(lambda: abs(_dice(panel, 1) - expected) < 5e-4, timeout=5000)
 
 
+def test_worst_slice_is_the_results_panels_rule(small_case, qtbot):
+    """Ties in Dice go to the slice with the most wrong voxels, as in the Results panel."""
+    from napari_segeval.metrics import worst_slice
+
+    viewer, state, pred = small_case
+    pred.data[4] = 0  # the liver missed on slices 4 and 6: Dice 0 on both ...
+    pred.data[6] = 0
+    pred.data[6, 0:6, 0:6] = 1  # ... with more wrong voxels on 6 (a false positive too)
+    panel = DicePanel(viewer, state)
+    qtbot.addWidget(panel)
+    state.set_prediction("clean", pred)
+    state.set_current(1)
+    assert worst_slice(state.reference.data, pred.data, 1) == 6
+    assert panel.go_to_worst() == 6  # the first minimum would be 4
+    assert panel.current_slice() == 6
+    state.set_current(9)  # a structure in neither map: no slice
+    assert panel.go_to_worst() is None
+
+
 def test_data_setitem_and_clean_vs_attacked(small_case, qtbot):
     viewer, state, pred = small_case
     attacked = viewer.add_labels(pred.data.copy(), name="attacked", scale=(2.0, 1.0, 1.0))

@@ -18,7 +18,6 @@ from napari_segeval._widgets.overlays import (
     focus_slice,
     prompts_from_shapes,
     touched_slices,
-    worst_slice,
 )
 from napari_segeval.metrics import structure_table
 from napari_segeval.prompts import Box
@@ -83,9 +82,7 @@ def test_touched_slices_from_napari_paint():
     assert seen == [slice(5, 6), slice(1, 3)]
 
 
-def test_worst_and_focus():
-    assert worst_slice(np.array([0.5, np.nan, 0.2, 0.2])) == 2
-    assert worst_slice(np.array([])) is None
+def test_focus():
     ref, _ = _pair()
     assert focus_slice(ref, 2, 6) == 2
     assert focus_slice(ref, 9, 6) == 3

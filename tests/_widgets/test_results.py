@@ -12,7 +12,7 @@ import pytest
 from qtpy.QtCore import Qt
 
 from napari_segeval._reader import napari_get_reader, open_results_folder, read_layers
-from napari_segeval._widgets._state import current_index
+from napari_segeval._widgets._state import current_index, go_to_index
 from napari_segeval._widgets.results import ResultsPanel
 from napari_segeval.io import read_image, read_labels
 
@@ -154,6 +154,11 @@ def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, ma
     assert panel.layers.layers["image"] is before and roles["clean"].visible
     assert current_index(viewer, roles["reference"]) == worst_slice(
         roles["reference"].data, roles["clean"].data, 1)
+    # the Dice panel's *Worst slice* button agrees with the Results panel
+    shown = current_index(viewer, roles["reference"])
+    go_to_index(viewer, roles["reference"], 0 if shown else 1)
+    assert dice.go_to_worst() == shown
+    assert current_index(viewer, roles["reference"]) == shown
 
 
 def test_next_case_replaces_the_layers(results_run, make_napari_viewer, qtbot, settle):

@@ -4,8 +4,9 @@ from itertools import pairwise
 import pytest
 import torch
 
+from napari_segeval.attacks import AttackConfig, run_attack
+from napari_segeval.attacks._problem import per_case_norm
 from napari_segeval.attacks.apgd import ALPHA, RHO, apgd_checkpoints
-from napari_segeval.attacks.core import AttackConfig, per_case_norm, run_attack
 
 
 def _reference_checkpoints(n_iter):

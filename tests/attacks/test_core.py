@@ -6,14 +6,10 @@ import pytest
 import torch
 
 from napari_segeval._cancel import Cancelled
-from napari_segeval.attacks.core import (
-    ATTACKS,
-    LINF_ONLY,
-    AttackConfig,
-    per_case_norm,
-    run_attack,
-    total_evaluations,
-)
+from napari_segeval.attacks import ATTACKS, AttackConfig, run_attack
+from napari_segeval.attacks._problem import per_case_norm
+from napari_segeval.attacks.config import LINF_ONLY
+from napari_segeval.attacks.core import total_evaluations
 from napari_segeval.attacks.losses import case_dice
 
 EPS = {"linf": 0.07, "l2": 1.3}  # not exact in float32: the bound must still hold
@@ -24,7 +20,7 @@ def _clean_dice(net, x, target):
         return case_dice(net(x), target)
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", list(ATTACKS))
 @pytest.mark.parametrize("norm", ["linf", "l2"])
 def test_perturbation_never_exceeds_epsilon(toy, attack, norm):
     net, x, target = toy
@@ -80,7 +76,7 @@ def test_larger_epsilon_lowers_dice_on_average(toy):
     assert means[-1] < means[0] - 0.2
 
 
-@pytest.mark.parametrize("attack", ATTACKS)
+@pytest.mark.parametrize("attack", list(ATTACKS))
 def test_seeds_reproduce_results_exactly(toy, attack):
     net, x, target = toy
     cfg = {"eps": 0.2, "steps": 4, "restarts": 2}
@@ -167,3 +163,68 @@ def test_gaussian_noise_uses_sigma_then_projects(toy):
     assert 0.005 < float(out.delta.std()) < 0.02
     out = run_attack(net, x, target, AttackConfig("noise-gaussian", eps=0.01, sigma=1.0))
     assert float(out.delta.abs().max()) == pytest.approx(0.01)
+
+
+def test_an_attack_is_one_registry_entry(toy, monkeypatch):
+    """A new entry is taken by AttackConfig, dispatched by run_attack, counted by its entry."""
+    from napari_segeval.attacks import Attack
+    from napari_segeval.attacks.iterative import noise
+
+    def flip(problem):  # the uniform-noise loop under another name
+        return noise(problem, "uniform")
+
+    entry = Attack(flip, lambda cfg, n: 5 * cfg.restarts, "test attack", linf_only=True,
+                   schedules=("a", "b"))
+    monkeypatch.setitem(ATTACKS, "flip", entry)
+    cfg = AttackConfig("flip", eps=0.1, restarts=2)
+    assert cfg.schedule == "a" and total_evaluations(cfg) == 10
+    done = []
+    out = run_attack(*toy, cfg, progress=lambda d, t: done.append(t))
+    assert done and set(done) == {10} and out.n_forward == 2
+    with pytest.raises(ValueError, match="L-inf norm only"):
+        AttackConfig("flip", eps=0.1, norm="l2")
+    with pytest.raises(ValueError, match="does not apply to flip"):
+        AttackConfig("flip", eps=0.1, schedule="cosine")
+
+
+def test_registry_entries_say_what_their_configs_check():
+    assert list(ATTACKS) == ["fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab",
+                             "noise-gaussian", "noise-uniform"]
+    assert LINF_ONLY == ("square", "fab")
+    with pytest.raises(ValueError, match="only square takes it"):
+        AttackConfig("pgd", eps=0.1, loss="hard-dice")
+    with pytest.raises(ValueError, match="is a PGD option"):
+        AttackConfig("apgd-ce", eps=0.1, select="loss")
+    from napari_segeval.attacks import not_applicable
+
+    assert not_applicable(AttackConfig("fab", eps=0.1), 1) == (
+        "fab needs at least 2 classes; the model has 1")
+
+
+def test_no_import_circle_in_attacks_even_for_types():
+    """Every import between attack modules (TYPE_CHECKING ones too) goes one way."""
+    import ast
+    from pathlib import Path
+
+    import napari_segeval.attacks as pkg
+
+    folder = Path(pkg.__file__).parent
+    graph = {}
+    for path in folder.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                found |= {n.rsplit(".", 1)[-1] for n in names
+                          if n.startswith("napari_segeval.attacks.") and n.count(".") == 2}
+        graph[path.stem] = found - {path.stem}
+
+    def reaches(start, goal, seen=()):
+        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n)))
+                   for n in graph.get(start, ()))
+
+    circles = sorted(m for m in graph if reaches(m, m))
+    assert not circles, f"import circles through {circles}"
+    assert "config" in graph["core"] and "registry" in graph["config"]

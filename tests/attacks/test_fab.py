@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from napari_segeval.attacks.core import AttackConfig, per_case_norm, run_attack
+from napari_segeval.attacks import AttackConfig, run_attack
+from napari_segeval.attacks._problem import per_case_norm
 from napari_segeval.attacks.fab import project_to_hyperplane
 from napari_segeval.attacks.losses import case_dice
 

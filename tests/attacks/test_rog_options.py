@@ -6,9 +6,15 @@ import pytest
 import torch
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval.attacks import AttackNotApplicable, attack_case, condition_name
+from napari_segeval.attacks import (
+    AttackConfig,
+    AttackNotApplicable,
+    attack_case,
+    condition_name,
+    not_applicable,
+    run_attack,
+)
 from napari_segeval.attacks.apgd import apgd_checkpoints
-from napari_segeval.attacks.core import AttackConfig, not_applicable, run_attack
 from napari_segeval.attacks.losses import case_dice, cross_entropy
 
 from .test_apgd import Monotone, _reference_checkpoints, _step_sizes, _target

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from napari_segeval.attacks._problem import Problem
-from napari_segeval.attacks.core import AttackConfig, per_case_norm, run_attack
+from napari_segeval.attacks import AttackConfig, run_attack
+from napari_segeval.attacks._problem import Problem, per_case_norm
 from napari_segeval.attacks.losses import case_dice
 from napari_segeval.attacks.square import _window_, p_selection, square_side, stripes
 

@@ -153,7 +153,7 @@ def test_attack_on_a_2d_sample_matches_propagate(tmp_path, capsys):
     p = _json(capsys)
     outs = {k: Path(v) for k, v in p["outputs"].items()}
     assert {k: v.name for k, v in outs.items()} == {
-        "perturbed_image": "skin_001_perturbed.mha", "perturbation": "skin_001_perturbation.mha",
+        "perturbed_image": "skin_001_perturbed.tif", "perturbation": "skin_001_perturbation.tif",
         "clean_prediction": "skin_001_clean_pred.png",
         "attacked_prediction": "skin_001_attacked_pred.png"}
     assert all(v.parent == out for v in outs.values())

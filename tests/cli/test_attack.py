@@ -131,7 +131,7 @@ def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys, chain):
     assert payload["target"]["mode"] == "video" and payload["raw_unit"] == "raw units"
     adv = read_image(Path(payload["outputs"]["perturbed_image"]))
     assert adv.image.dtype == np.float32 and adv.image.ndim == 3
-    assert payload["outputs"]["perturbed_image"].endswith(".nii.gz")
+    assert payload["outputs"]["perturbed_image"].endswith(".mha")  # as segeval evaluate saves
     assert payload["attacked"][0]["dice"] <= payload["clean"][0]["dice"]
 
 
@@ -145,3 +145,53 @@ def test_modality_option_is_used_and_reported(files, capsys):
     assert _attack.run(args) == 0
     text = capsys.readouterr().out
     assert guessed["modality"] != "CT" and "modality CT" in text and " HU" in text
+
+
+def _evaluate_names(source: Path, case) -> dict[str, str]:
+    """Suffixes of the files ``segeval evaluate`` saves for ``case`` read from ``source``."""
+    from napari_segeval.evaluation.files import encode_arrays
+    from napari_segeval.evaluation.protocols import CaseArrays
+
+    label = np.zeros(case.spatial_shape, np.uint8)
+    image = np.zeros(case.image.shape, np.float32)
+    arrays = {"clean": label, "pgd": label, "perturbed:pgd": image, "perturbation:pgd": image}
+    out = encode_arrays("c", CaseArrays(case.geometry, case.axes, str(source), arrays))
+    suffix = {k: Path(rel).name.partition(".")[2] for k, (rel, _) in out.items()}
+    return {"clean_prediction": suffix["clean"], "attacked_prediction": suffix["pgd"],
+            "perturbed_image": suffix["perturbed:pgd"],
+            "perturbation": suffix["perturbation:pgd"]}
+
+
+@pytest.mark.parametrize("kind", ["2d", "nifti"])
+def test_attack_saves_in_the_formats_evaluate_saves(kind, files, tmp_path, capsys):
+    """One rule (io._formats.output_formats): a 2D float image is .tif from both commands."""
+    from napari_segeval.io import read_case
+
+    if kind == "2d":
+        image, labels = SAMPLES / "skin" / "skin_001.png", SAMPLES / "skin" / "skin_001_segmentation.png"
+        argv = [str(image), "--labels", str(labels), "--model", "builtin-prompt", "--attack",
+                "fgsm", "--eps", "0.02", "--output-dir", str(tmp_path / "o"), "--device", "cpu",
+                "--json"]
+    else:
+        d, _, _, out = files
+        image, labels = d / "ct.nii.gz", d / "seg.nii.gz"
+        argv = _dense_args(d, out, "--attack", "fgsm", "--eps", "0.02", "--json")
+    assert _attack.run(_parse(argv)) == 0
+    outs = json.loads(capsys.readouterr().out)["outputs"]
+    got = {k: Path(v).name.partition(".")[2] for k, v in outs.items()}
+    assert got == _evaluate_names(image, read_case(image, labels))
+    if kind == "2d":
+        assert got["perturbed_image"] == "tif" and got["clean_prediction"] == "png"
+        assert read_image(outs["perturbed_image"]).image.dtype == np.float32
+
+
+@pytest.mark.parametrize("source, axes", [
+    ("echo.mp4", "tyx"), ("frames", "tyxc"), ("ct.mhd", "zyx"), ("cells.tif", "yx"),
+    ("polyp.jpg", "yxc"), ("slice.nii", "yx"), ("series", "zyx")])
+def test_attack_output_names_follow_the_evaluate_rule(source, axes):
+    from napari_segeval.io._formats import output_formats
+
+    labels, images = output_formats(source, axes)
+    paths = _attack.output_paths(Path(source), argparse.Namespace(axes=axes), Path("o"))
+    assert paths["clean_prediction"].name.endswith(labels)
+    assert paths["perturbation"].name.endswith(images)

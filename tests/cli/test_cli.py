@@ -68,3 +68,47 @@ def test_format_table_alignment():
     out = format_table(["a", "bbb"], [[1, 2.0], [333, None]]).splitlines()
     assert out[0] == "a    bbb"
     assert out[3] == "333  -"
+
+
+def _subparsers(parser):
+    """``{"propagate": parser, "uncertainty score": parser, ...}`` of every (nested) subcommand."""
+    import argparse
+
+    out = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out[name] = sub
+                out.update({f"{name} {k}": v for k, v in _subparsers(sub).items()})
+    return out
+
+
+def _option(parser, flag):
+    return next((a for a in parser._actions if flag in a.option_strings), None)
+
+
+def test_every_device_option_takes_the_same_values():
+    from napari_segeval.cli import build_parser
+    from napari_segeval.models._device import DEVICE_CHOICES
+
+    found = {name: _option(p, "--device") for name, p in _subparsers(build_parser()).items()}
+    found = {name: a for name, a in found.items() if a is not None}
+    assert set(found) >= {"propagate", "segment", "attack", "demo", "uncertainty score"}
+    for name, action in found.items():
+        assert (tuple(action.choices), action.default) == (DEVICE_CHOICES, "auto"), name
+
+
+def test_every_model_option_takes_the_registry_names():
+    from napari_segeval.cli import build_parser
+    from napari_segeval.models.registry import model_names
+
+    commands = _subparsers(build_parser())
+    takes = {"propagate": ["promptable"], "demo": ["promptable"], "segment": ["dense"],
+             "attack": ["dense", "promptable"], "uncertainty score": ["promptable"]}
+    assert {n for n, p in commands.items() if _option(p, "--model")} == set(takes)
+    for name, kinds in takes.items():
+        action = _option(commands[name], "--model")
+        for kind in kinds:
+            for model in model_names(kind):
+                assert action.type(model) == model, (name, model)
+                assert model in action.help, (name, model)

@@ -99,6 +99,35 @@ def test_inspect_and_metrics_take_a_volume(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["structures"][0]["dice"] == 1.0
 
 
+def test_inspect_multichannel_volume_and_time_series(tmp_path, capsys):
+    """A 4D file is a ``czyx`` volume when its dataset.json names its channels, else a series."""
+    data = np.zeros((6, 5, 4, 2), np.float32)  # (X, Y, Z, C)
+    data[..., 1] = 3.0
+    task = tmp_path / "Task05_Prostate"
+    (task / "imagesTr").mkdir(parents=True)
+    (task / "labelsTr").mkdir()
+    image = task / "imagesTr" / "prostate_00.nii.gz"
+    labels = task / "labelsTr" / "prostate_00.nii.gz"
+    nib.save(nib.Nifti1Image(data, np.eye(4)), image)
+    nib.save(nib.Nifti1Image(np.ones((6, 5, 4), np.uint8), np.eye(4)), labels)
+    assert main(["inspect", str(image), "--labels", str(labels), "--json"]) == 1
+    series = json.loads(capsys.readouterr().out)  # no dataset.json yet: volumes over time
+    assert (series["kind"], series["axes"], series["channels"]) == ("series", "tzyx", None)
+    assert not series["aligned"]  # a 3D label map does not fit a 4D series
+    (task / "dataset.json").write_text(json.dumps(
+        {"modality": {"0": "T2", "1": "ADC"}, "labels": {"0": "background", "1": "prostate"}}))
+    assert main(["inspect", str(image), "--labels", str(labels), "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    assert (p["kind"], p["axes"], p["shape"], p["channels"]) == (
+        "volume", "czyx", [2, 4, 5, 6], ["T2", "ADC"])
+    assert p["aligned"] and p["intensity_range"] == [0.0, 3.0]
+    assert [(r["id"], r["name"]) for r in p["labels"]] == [(1, "prostate")]
+    assert main(["inspect", str(image)]) == 0
+    assert "kind       volume, 2 channels: T2, ADC (czyx)" in capsys.readouterr().out
+    assert main(["inspect", str(image), "--volume", "1", "--json"]) == 0  # one volume asked
+    assert json.loads(capsys.readouterr().out)["axes"] == "zyx"
+
+
 def test_propagate_needs_a_volume_of_a_time_series(tmp_path, capsys):
     image, seg = _4d(tmp_path)
     out = tmp_path / "pred.nii.gz"

@@ -141,3 +141,42 @@ def test_modality_stop_when_empty_and_connectivity_options(files, capsys):
     assert "modality CT, stop when empty" in text
     with pytest.raises(SystemExit):
         _run([*common, "-o", str(d / "d.nii.gz"), "--modality", "XR"])
+
+
+def test_threshold_model_runs_and_unnamed_structures_match_metrics(files, capsys):
+    """Every promptable name ``segeval info`` lists is taken; one spelling of "label N"."""
+    from napari_segeval.cli import main
+
+    d, _ = files
+    out = d / "pred_threshold.nii.gz"
+    rc = main(["propagate", str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"),
+               "--model", "threshold", "--modality", "CT", "-o", str(out), "--overwrite",
+               "--json"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in payload["structures"]] == ["label 1", "label 2"]
+    assert min(r["dice"] for r in payload["structures"]) > 0.5
+    assert main(["metrics", str(d / "lab.nii.gz"), str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["structures"]
+    assert [r["name"] for r in rows] == ["label 1", "label 2"]
+    assert main(["info", "--json"]) == 0
+    from napari_segeval.models.registry import FORMS
+
+    listed = [m["name"] for m in json.loads(capsys.readouterr().out)["models"]
+              if m["kind"] == "promptable" and m["name"] not in FORMS["promptable"]]
+    assert "threshold" in listed
+    for name in listed:  # parsed, not run (medsam2 needs a checkpoint file)
+        p = argparse.ArgumentParser()
+        _propagate.add_parser(p.add_subparsers(dest="command"))
+        assert p.parse_args(["propagate", "x.nii.gz", "-o", "y.nii.gz", "--model", name]
+                            ).model == name
+
+
+def test_unknown_model_is_refused_when_parsing(capsys):
+    from napari_segeval.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["propagate", "x.nii.gz", "-o", "y.nii.gz", "--model", "sam9"])
+    assert exc.value.code == 2
+    assert "unknown model 'sam9' (use one of builtin, threshold, medsam2" in (
+        capsys.readouterr().err)

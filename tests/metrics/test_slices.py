@@ -41,3 +41,46 @@ def test_video_2d_plus_t():
     pred = ref.copy()
     pred[3] = 0
     assert per_slice_dice(ref, pred)[2].tolist() == [1.0, 1.0, 1.0, 0.0]
+
+
+def slow_worst_slice(ref, pred, label):
+    """Lowest Dice among slices holding the structure; ties: most FP + FN, then the first."""
+    scored = []
+    for k in range(ref.shape[0]):
+        a, b = ref[k] == label, pred[k] == label
+        if a.any() or b.any():
+            dice = 2 * (a & b).sum() / (a.sum() + b.sum())
+            scored.append((dice, -int((a ^ b).sum()), k))
+    return min(scored)[2] if scored else None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_worst_slice_matches_the_written_rule(seed):
+    from napari_segeval.metrics import worst_slice, worst_slice_from_counts
+
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, 3, (7, 5, 5)).astype(np.uint8)
+    ref[rng.integers(0, 7)] = 0  # a slice without the structures
+    pred = np.where(rng.random(ref.shape) < 0.6, ref, 0).astype(np.uint8)
+    pred[rng.integers(0, 7)] = 0  # a slice where the prediction misses everything
+    for label in (1, 2, 3):
+        want = slow_worst_slice(ref, pred, label)
+        assert worst_slice(ref, pred, label) == want
+        counts = per_slice_counts(ref, pred, 0, 4)[:, :, label]
+        assert worst_slice_from_counts(counts) == want
+
+
+def test_worst_slice_ties_and_absent_structures():
+    from napari_segeval.metrics import worst_slice
+
+    ref = np.zeros((5, 6, 6), np.uint8)
+    ref[1:4, 1:5, 1:5] = 1
+    pred = ref.copy()
+    pred[1] = 0  # Dice 0, 16 wrong voxels
+    pred[3] = 0
+    pred[3, 0, :] = 1  # Dice 0, 22 wrong voxels: the worst
+    assert worst_slice(ref, pred, 1) == 3
+    pred[3, 0, :] = 0  # equal on both: the first
+    assert worst_slice(ref, pred, 1) == 1
+    assert worst_slice(ref, pred, 2) is None  # in neither map
+    assert worst_slice(ref[0], pred[0], 1) is None  # 2D: no slices

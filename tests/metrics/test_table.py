@@ -46,3 +46,18 @@ def test_without_surface():
     ref, pred = _maps()
     rows = structure_table(ref, pred, (1, 1, 1), surface=False)
     assert all(np.isnan(r["hd95"]) for r in rows)
+
+
+def test_unnamed_structures_are_label_n_everywhere():
+    """One spelling for an unnamed label id: "label N" (what --structure accepts)."""
+    from napari_segeval.io import Case, Geometry, resolve_structure, structure_label
+    from napari_segeval.metrics import LiveMetrics
+
+    ref = np.zeros((3, 4, 4), np.uint8)
+    ref[1, 1:3, 1:3] = 2
+    table = structure_table(ref, ref, (1.0, 1.0, 1.0), surface=False)
+    live = LiveMetrics(ref, ref.copy(), (1.0, 1.0, 1.0)).table()
+    case = Case(ref.astype(np.float32), Geometry.identity(3), labels=ref)
+    names = {table[0]["name"], live[0]["name"], structure_label(2, {}), case.structure_name(2)}
+    assert names == {"label 2"}
+    assert resolve_structure("label 2", {}, [0, 2]) == 2

@@ -44,8 +44,9 @@ def test_import_is_light():
 
 def test_names_are_listed_once():
     assert list(registry.PROMPTABLE) == ["builtin", "threshold", "medsam2", "sam2.1-tiny",
-                                         "sam2.1-small", "sam2.1-base-plus", "sam2.1-large"]
-    assert list(registry.DENSE) == ["builtin-ct"]
+                                         "sam2.1-small", "sam2.1-base-plus",
+                                         "sam2.1-large"]
+    assert list(registry.DENSE) == ["builtin-ct", "builtin-2d"]
     assert all(m.kind == "promptable" for m in registry.PROMPTABLE.values())
     assert set(registry.ALIASES.values()) <= set(registry.PROMPTABLE)
     names = [row["name"] for row in registry.describe()]
@@ -123,7 +124,7 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(ReadError) as info:
         load_dense("builtin-mr")
     assert str(info.value) == ("builtin-mr: no such model file or folder (dense models: "
-                               "builtin-ct, WEIGHTS.pt, NNUNET_FOLDER, SCRIPT.pt, module:factory)")
+                               "builtin-ct, builtin-2d, WEIGHTS.pt, NNUNET_FOLDER, SCRIPT.pt, module:factory)")
 
 
 def test_factories(factories):

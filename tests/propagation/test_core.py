@@ -8,12 +8,8 @@ import pytest
 from napari_segeval._cancel import Cancelled
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import (
-    merge_structures,
-    propagate_case,
-    propagate_structure,
-    total_steps,
-)
+from napari_segeval.propagation import merge_structures, propagate_case, propagate_structure
+from napari_segeval.propagation.core import total_steps
 
 
 class Recorder(ThresholdPromptModel):
@@ -155,7 +151,7 @@ def test_confidence_stop_cuts_low_confidence_tail():
 def test_confidence_stop_never_cuts_key_and_keeps_gradient():
     import torch
 
-    from napari_segeval.propagation import confidence_stop
+    from napari_segeval.propagation.walks import confidence_stop
 
     p = torch.full((3, 2, 2), 0.6)
     assert confidence_stop(p, 0.9) == 1  # the key frame always stays

@@ -11,12 +11,12 @@ from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import (
-    as_frames,
-    case_kind,
+    promptable_kind,
     propagate_case,
     propagate_image,
     propagation_mode,
 )
+from napari_segeval.propagation.images import as_frames
 
 
 @pytest.mark.parametrize("make", [make_skin_image, make_polyp_image])
@@ -75,12 +75,20 @@ def test_refusals():
         propagate_image(model, img, [Box(1, 1, 4, 4)], kind="image", mode="volume")
     with pytest.raises(ValueError, match="kind must be one of"):
         as_frames(img, "slice")
-    with pytest.raises(ValueError, match="unknown axes"):
-        case_kind("xy")
+    g3 = Geometry.identity(3)
+    with pytest.raises(ValueError, match="not a multi-channel volume"):
+        promptable_kind(Case(np.zeros((2, 3, 4, 5), np.float32), g3, axes="czyx"))
+    with pytest.raises(ValueError, match="not a time series of volumes"):
+        promptable_kind(Case(np.zeros((2, 3, 4, 5), np.float32), Geometry.identity(4),
+                             axes="tzyx"))
 
 
 def test_kind_helpers():
-    assert [case_kind(a) for a in ("zyx", "tyx", "tyxc", "yx", "yxc")] == [
+    shapes = {"zyx": (2, 4, 5), "tyx": (2, 4, 5), "tyxc": (2, 4, 5, 3), "yx": (4, 5),
+              "yxc": (4, 5, 3)}
+    cases = [Case(np.zeros(shape), Geometry.identity(3 if len(axes.strip("c")) == 3 else 2),
+                  axes=axes) for axes, shape in shapes.items()]
+    assert [promptable_kind(c) for c in cases] == [
         "volume", "video", "video", "image", "image"]
     assert [propagation_mode(k) for k in ("volume", "video", "image")] == [
         "volume", "video", "video"]

@@ -20,7 +20,8 @@ from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
-from napari_segeval.propagation import propagate_case, run_walks
+from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation.walks import run_walks
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
 

@@ -73,7 +73,7 @@ class CaseArrays:
         The source image's axes (``"zyx"``, ``"tyx"``, ``"yx"``, ``"yxc"`` ...).
     source : str
         The source image's path: its kind picks the file format
-        (:func:`napari_segeval.evaluation.files.file_formats`).
+        (:func:`napari_segeval.io._formats.output_formats`).
     arrays : dict of str to numpy.ndarray
         Keyed as the record's ``files``: a condition name (``"clean"``,
         ``"fgsm-linf eps=0.5"``) holds that condition's label map;

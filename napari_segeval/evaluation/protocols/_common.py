@@ -126,7 +126,7 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
     nd = len(case.spatial_shape)
     k = key_index(ref, nd) if index is None else index
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
-    image = case.image[0] if case.axes == "czyx" else case.image  # first channel shown
+    image = case.image[0] if case.is_multichannel else case.image  # first channel shown
     out = {"image": _shrink(_to_uint8(take(image))),
            "reference": _shrink(take(ref).astype(np.uint16))}
     for name, pred in predictions.items():

@@ -45,6 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -246,12 +247,12 @@ def class_set(structures: dict, reference, prediction) -> dict[int, str]:
     --------
     >>> import numpy as np
     >>> class_set({2: "lv"}, np.array([[0, 2]]), np.array([[3, 0]]))
-    {0: 'background', 1: 'label_1', 2: 'lv', 3: 'label_3'}
+    {0: 'background', 1: 'label 1', 2: 'lv', 3: 'label 3'}
     """
     top = max([int(k) for k in structures] + [int(reference.max(initial=0)),
                                                int(prediction.max(initial=0))])
     names = {0: "background", **{int(k): str(v) for k, v in structures.items()}}
-    return {i: names.get(i, f"label_{i}") for i in range(top + 1)}
+    return {i: names.get(i, unnamed_label(i)) for i in range(top + 1)}
 
 
 def add_counts(rows: list[dict], reference, prediction) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import unnamed_label, unnamed_structures
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 
@@ -138,8 +139,7 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
                            f"video, got axes {case.axes!r} shape {case.image.shape}")
-    structures = dict(case.structures) or {
-        int(v): f"label_{int(v)}" for v in np.unique(case.labels) if v}
+    structures = dict(case.structures) or unnamed_structures(np.unique(case.labels))
     prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
                                 rng=case_rng(int(params["seed"]), spec.case_id),
                                 first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
@@ -161,7 +161,7 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
                          stop_when_empty=bool(params["stop_when_empty"]),
                          connectivity=int(params["connectivity"]),
                          decision=str(params["decision"]), init_masks=init)
-    present = {b.label: structures.get(b.label, f"label_{b.label}") for b in prompts}
+    present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
     video = mode == "video"
     metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
               "surface": not video}

@@ -20,6 +20,8 @@ from napari_segeval.models._checkpoint import (
 )
 from napari_segeval.models.dense._model import DenseModel
 from napari_segeval.models.dense._plans import BUILTIN_PLANS, model_from_plans, read_sidecar
+from napari_segeval.models.dense.unet2d import FORMAT as UNET2D_FORMAT
+from napari_segeval.models.dense.unet2d import UNet2DModel
 
 #: What a built-in-architecture weights file is called in messages.
 WHAT = "dense model weight file"
@@ -49,7 +51,8 @@ def _infer_unet_config(state: dict, path: Path) -> dict:
 def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel:
     """Load a built-in-architecture weights file (ours, or a plain state dict + plans).
 
-    A plain state dict takes :data:`~napari_segeval.models.dense.BUILTIN_PLANS`
+    A file of the built-in 2D U-Net (``builtin-2d``, as ``cv5-2d`` saves one per
+    fold) is a :class:`~napari_segeval.models.dense.unet2d.UNet2DModel`. A plain state dict takes :data:`~napari_segeval.models.dense.BUILTIN_PLANS`
     updated from a ``FILE.json`` sidecar; its architecture is read off the tensor shapes.
 
     Examples
@@ -62,6 +65,8 @@ def load_unet_weights(path: Path, device: Any, name: str | None = None) -> Dense
 
     path = Path(path)
     obj = read_checkpoint(path, WHAT)
+    if isinstance(obj, dict) and obj.get("format") == UNET2D_FORMAT:  # a builtin-2d model file
+        return UNet2DModel.from_checkpoint(obj, path, device=str(device))
     if not isinstance(obj, dict):
         raise content_error(path, WHAT, f"expected a dict of tensors, found {type(obj).__name__}")
     if "state_dict" in obj:

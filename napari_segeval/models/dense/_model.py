@@ -165,7 +165,7 @@ class DenseModel:
 
     def _channels(self, case: Case) -> list[np.ndarray]:
         image = np.asarray(case.image)
-        chans = list(image) if case.axes == "czyx" else [image]
+        chans = list(image) if case.is_multichannel else [image]
         nd = len(self.patch_size)
         if any(c.ndim != nd for c in chans):
             raise InvalidImageError(

@@ -265,19 +265,25 @@ class UNet2DModel:
         napari_segeval.ReadError
             Missing, corrupt, code-carrying or foreign files, naming the file.
         """
-        from napari_segeval.models._checkpoint import content_error, read_checkpoint
+        from napari_segeval.models._checkpoint import read_checkpoint
 
-        what = WHAT
-        data = read_checkpoint(path, what)
+        return cls.from_checkpoint(read_checkpoint(path, WHAT), path, device)
+
+    @classmethod
+    def from_checkpoint(cls, data: Any, path: str | os.PathLike,
+                        device: str | None = "cpu") -> UNet2DModel:
+        """The model of a checkpoint already read from ``path`` (see :meth:`load`)."""
+        from napari_segeval.models._checkpoint import content_error
+
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise content_error(path, what, f"no format {FORMAT!r} entry")
+            raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
         model = cls(data.get("state_dict"), data.get("meta"), device=device, source=str(path))
         try:
             model.network()
         except (KeyError, TypeError, ValueError, AttributeError, SegEvalError) as exc:
             if isinstance(exc, ReadError):
                 raise
-            raise content_error(path, what, f"invalid meta entry ({exc})") from None
+            raise content_error(path, WHAT, f"invalid meta entry ({exc})") from None
         return model
 
 

@@ -76,3 +76,19 @@ def test_bad_files_are_one_line_errors(tmp_path, code_payload):
     with pytest.raises(ReadError, match=r"short\.pt: this 2D U-Net model file does not fit the 2D "
                                         r"U-Net: 1 missing keys \(e\.g\. head\.bias\)"):
         UNet2DModel.load(m.save(tmp_path / "short.pt"))
+
+
+def test_builtin_2d_is_a_registry_name_and_its_files_load_by_path(tmp_path):
+    """``builtin-2d`` is listed with the other models; a saved fold model loads by its path."""
+    from napari_segeval.evaluation.protocols import cv5_2d
+    from napari_segeval.models.registry import DENSE, describe, load_dense
+
+    assert cv5_2d.BUILTIN in DENSE
+    assert "builtin-2d" in [row["name"] for row in describe()]
+    with pytest.raises(SegEvalError, match="cv5-2d trains one per fold"):
+        load_dense("builtin-2d")
+    m = _model()
+    back = load_dense(str(m.save(tmp_path / "fold0.pt")), device="cpu")
+    image = np.random.default_rng(1).integers(0, 255, (16, 20, 3)).astype(np.uint8)
+    assert isinstance(back, UNet2DModel) and back.structures == {1: "square"}
+    np.testing.assert_array_equal(back.probabilities(image), m.probabilities(image))

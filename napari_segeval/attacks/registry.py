@@ -1,0 +1,127 @@
+"""The attack registry: every attack by name, with its loop and what it costs.
+
+An attack is one entry of :data:`ATTACKS`: the loop that runs it on a
+:class:`~napari_segeval.attacks._problem.Problem` (:mod:`.iterative`,
+:mod:`.apgd`, :mod:`.square`, :mod:`.fab`), the number of network evaluations
+it makes (the ``total`` of its progress reports), and the options that are
+its own (step-size schedules, a loss it fixes, L-inf only, gradient-free, ...).
+:class:`~napari_segeval.attacks.config.AttackConfig` checks options against the
+entry and :func:`~napari_segeval.attacks.core.run_attack` dispatches through it;
+the command line, the viewer and the protocols list the names from here. Adding
+an attack is adding an entry.
+
+Importing this module imports no torch (the loops import it when they run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from napari_segeval.attacks._problem import AttackOutput, Problem
+from napari_segeval.attacks.apgd import apgd
+from napari_segeval.attacks.fab import fab, fab_evaluations
+from napari_segeval.attacks.iterative import fgsm, noise, pgd
+from napari_segeval.attacks.square import square
+
+
+def _gate(cfg: Any) -> int:
+    """The clean input's one evaluation under robust-threshold gating."""
+    return 1 if cfg.robust_threshold is not None else 0
+
+
+def _iterations(cfg: Any, num_classes: int | None = None) -> int:
+    """PGD, APGD, Square: ``steps`` evaluations and the final iterate, per restart."""
+    return cfg.restarts * (cfg.steps + 1) + _gate(cfg)
+
+
+def _two(cfg: Any, num_classes: int | None = None) -> int:
+    """FGSM: the clean gradient and the stepped input."""
+    return 2 + _gate(cfg)
+
+
+def _draws(cfg: Any, num_classes: int | None = None) -> int:
+    """Noise: one evaluation per draw (restart)."""
+    return cfg.restarts + _gate(cfg)
+
+
+def _eps(cfg: Any) -> float:
+    return float(cfg.eps)
+
+
+def _noise(kind: str) -> Callable[[Problem], AttackOutput]:
+    def run(problem: Problem) -> AttackOutput:
+        return noise(problem, kind)
+
+    run.__name__ = run.__qualname__ = f"noise_{kind}"
+    return run
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One attack of the registry.
+
+    Attributes
+    ----------
+    run : callable
+        ``run(problem) -> AttackOutput``: the attack loop.
+    evaluations : callable
+        ``evaluations(config, num_classes) -> int``: forward passes it makes (the
+        ``total`` of its progress reports; gating may stop it earlier).
+    summary : str
+        One line for help texts.
+    schedules : tuple of str
+        The values of ``AttackConfig.schedule`` it takes; the first is the default.
+    loss : str or None
+        The loss it fixes (APGD-CE: ``ce``, APGD-DLR: ``dlr``), None when the
+        configuration's loss is used.
+    step_size : callable
+        ``step_size(config) -> float``: the default step size.
+    linf_only : bool
+        Implemented for the L-inf norm only.
+    gradient_free : bool
+        Needs forward passes only (the only kind that takes a loss without a gradient).
+    loss_select : bool
+        Takes ``select="loss"`` (keep the restart with the highest final loss).
+    min_classes : int
+        Fewest classes (background included) of a model it can attack.
+    """
+
+    run: Callable[[Problem], AttackOutput]
+    evaluations: Callable[[Any, int | None], int]
+    summary: str
+    schedules: tuple[str, ...] = ("constant",)
+    loss: str | None = None
+    step_size: Callable[[Any], float] = _eps
+    linf_only: bool = False
+    gradient_free: bool = False
+    loss_select: bool = False
+    min_classes: int = 1
+
+
+#: ``schedule`` values of the APGD attacks (where the step size is checked).
+_APGD_SCHEDULES = ("paper", "rog")
+
+#: Every attack by the name people type (order: help texts and the viewer's list).
+ATTACKS: dict[str, Attack] = {
+    "fgsm": Attack(fgsm, _two, "one signed gradient step (FGSM; L2: normalized gradient)"),
+    "pgd": Attack(pgd, _iterations, "projected gradient ascent: random start, step schedule, "
+                  "restarts, SegPGD/CosPGD weighting", schedules=("constant", "cosine", "step"),
+                  step_size=lambda cfg: 2.5 * cfg.eps / cfg.steps, loss_select=True),
+    "apgd-ce": Attack(apgd, _iterations, "APGD on cross-entropy (adaptive step size)",
+                      schedules=_APGD_SCHEDULES, loss="ce", step_size=lambda cfg: 2.0 * cfg.eps),
+    "apgd-dlr": Attack(apgd, _iterations, "APGD on the DLR margin (3 classes or more)",
+                       schedules=_APGD_SCHEDULES, loss="dlr",
+                       step_size=lambda cfg: 2.0 * cfg.eps),
+    "square": Attack(square, _iterations, "Square: random square updates, forward passes only "
+                     "(L-inf)", schedules=("rescaled", "absolute"), linf_only=True,
+                     gradient_free=True),
+    "fab": Attack(fab, fab_evaluations, "FAB-T: targeted, smallest successful perturbation "
+                  "(L-inf)", linf_only=True, min_classes=2),
+    "noise-gaussian": Attack(_noise("gaussian"), _draws,
+                             "Gaussian noise projected onto the ball (baseline)"),
+    "noise-uniform": Attack(_noise("uniform"), _draws, "uniform noise in the ball (baseline)"),
+}
+
+__all__ = ["ATTACKS", "Attack"]

@@ -1,0 +1,72 @@
+"""The Python API at the top of the package: cheap to import, the CLI's names, a runnable example."""
+
+from __future__ import annotations
+
+import importlib
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import napari_segeval as se
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "api_quickstart.py"
+HEAVY = ("torch", "SimpleITK", "napari", "qtpy", "PyQt6", "dask", "av", "sam2", "matplotlib",
+         "scipy")
+
+
+def test_import_stays_cheap_and_the_first_use_loads_the_name():
+    code = ("import sys, napari_segeval as se; "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules)); "
+            "se.read_case; print('napari_segeval.io.read' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]
+
+
+def test_every_api_name_is_its_modules_public_object():
+    exceptions = {"Cancelled", "GeometryMismatchError", "InvalidImageError",
+                  "InvalidLabelsError", "MissingDependencyError", "ReadError", "SegEvalError",
+                  "WriteError", "__version__"}
+    assert sorted(se.__all__) == sorted(exceptions | set(se._API))
+    for name, where in se._API.items():
+        module = importlib.import_module(f"napari_segeval.{where}")
+        assert name in module.__all__, f"{name} is not public in napari_segeval.{where}"
+        assert getattr(se, name) is getattr(module, name)
+        assert getattr(se, name).__doc__, name
+    assert set(se._API) <= set(dir(se))
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        se.nope  # noqa: B018
+
+
+def test_the_cli_runs_the_api_functions():
+    """The API's names are the functions the commands call, not copies."""
+    from napari_segeval import attacks, evaluation, io, propagation
+    from napari_segeval.models import registry
+
+    assert se.propagate_image is propagation.propagate_image
+    assert se.attack_case is attacks.attack_case and se.AttackConfig is attacks.AttackConfig
+    assert se.run_evaluation is evaluation.run_evaluation and se.read_case is io.read_case
+    assert se.load_promptable is registry.load_promptable
+
+
+def test_the_version_is_written_once():
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    config = read_configuration(ROOT / "pyproject.toml")
+    assert "version" in config["project"]["dynamic"]
+    assert config["project"]["version"] == se.__version__
+
+
+def test_the_quickstart_example_runs(tmp_path, capsys):
+    out = runpy.run_path(str(EXAMPLE))["main"](tmp_path)
+    printed = capsys.readouterr().out
+    assert "liver Dice" in printed and "FGSM at 8 HU" in printed
+    assert 0.7 < out["clean_dice"] <= 1.0 and out["attacked_dice"] < out["clean_dice"]
+    assert out["n_ok"] == 1
+    results = out["output_dir"]
+    assert (results / "results.csv").is_file() and (results / "report.html").is_file()
+    assert (tmp_path / "liver_attacked.nii.gz").is_file()
