@@ -74,7 +74,8 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
         raise content_error(path, what, f"no format {FORMAT!r} entry")
     config = dict(blob.get("config") or {})
     try:
-        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]))
+        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]),
+                         in_channels=int(config.get("in_channels", 4)))
     except (KeyError, TypeError, ValueError) as exc:
         raise content_error(path, what, f"invalid config ({exc})") from None
     load_state_strict(net, blob.get("state_dict"), path, what,
