@@ -190,7 +190,7 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
 
 def bench_builtin(title, image, boxes, args, device) -> dict:
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import PropagationOptions, propagate_case
 
     model = BuiltinPromptModel(device=device)
     frames = model.preprocess(image, "CT")
@@ -206,7 +206,9 @@ def bench_builtin(title, image, boxes, args, device) -> dict:
                                        ("single, batched", True, boxes[:1], True)):
             model.batch_walks = batch
             runs[name], t, c = ref.timed(
-                lambda bs=bs, share=share: propagate_case(model, frames, bs, share=share), device)
+                lambda bs=bs, share=share: propagate_case(model, frames, bs,
+                                                          PropagationOptions(share=share)),
+                device)
             times.setdefault(name, []).append(t)
             cpu.setdefault(name, []).append(c)
     same = all(np.array_equal(runs["shared"].probabilities[b.label],

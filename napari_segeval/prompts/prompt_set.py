@@ -34,7 +34,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class Point:
     @property
     def pixel(self) -> tuple[int, int]:
         """The pixel ``(row, column)`` the point lies in (nearest pixel centre)."""
-        return int(math.floor(self.y + 0.5)), int(math.floor(self.x + 0.5))
+        return math.floor(self.y + 0.5), math.floor(self.x + 0.5)
 
     @property
     def sign(self) -> str:
@@ -165,7 +165,7 @@ class MaskPrompt:
                 f"label={self.label})")
 
 
-Prompt = Union[Box, Point, MaskPrompt]
+Prompt = Box | Point | MaskPrompt
 PROMPT_TYPES = (Box, Point, MaskPrompt)
 
 
@@ -419,7 +419,7 @@ def _integer(v: Any, what: str) -> int:
 
 def _number(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ValueError(f"{what} must be a number, got {v!r}")
+        raise TypeError(f"{what} must be a number, got {v!r}")
     return float(v)
 
 

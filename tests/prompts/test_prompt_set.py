@@ -129,15 +129,15 @@ def test_check_against_the_case(tmp_path) -> None:
     ("{", "not a JSON prompts file"),
     ('{"format": "other"}', "not a prompts file"),
     ('{"format": "napari-segeval/prompts/1", "shape": [4, 8, 8]}', "missing key 'structures'"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "circle", "index": 0}]}]}', "unknown prompt type 'circle'"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "point", "index": 0.5, "y": 1, "x": 1}]}]}', "index must be an integer"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "mask", "index": 0, "rle": {"size": [2, 2], "counts": [1, 1]}}]}]}',
+    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+     '[{"type": "circle", "index": 0}]}]}'), "unknown prompt type 'circle'"),
+    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+     '[{"type": "point", "index": 0.5, "y": 1, "x": 1}]}]}'), "index must be an integer"),
+    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+     '[{"type": "mask", "index": 0, "rle": {"size": [2, 2], "counts": [1, 1]}}]}]}'),
      "runs cover 2 pixels"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": []}, '
-     '{"label": 1, "prompts": []}]}', "listed twice"),
+    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": []}, '
+     '{"label": 1, "prompts": []}]}'), "listed twice"),
     ('{"format": "napari-segeval/prompts/1", "shape": [4, 8], "structures": []}',
      "shape must be"),
 ])

@@ -33,11 +33,10 @@ from napari_segeval.inference.windowing import (
     window_bounds,
 )
 from napari_segeval.models.base import NormalizeInfo, Order, Walk
-from napari_segeval.prompts.box import Box
 
 from . import _loop
 from ._build import FILL_HOLE_AREA, load_network
-from ._features import DEFAULT_CACHE_MB
+from ._features import DEFAULT_CACHE_MB, FeatureStore
 from ._preprocess import (
     _CT,
     IMAGENET_MEAN,
@@ -74,9 +73,10 @@ class MedSAM2Model:
     fill_hole_area : int
         Fill background holes up to this many low-res pixels (MedSAM2: 8).
     cache_mb : float, optional
-        Bound on the image features kept for reuse between structures and directions,
-        in MiB (``None``: unbounded); frames dropped for lack of room are re-encoded,
-        with the same result.
+        Bound on the image features kept for reuse between structures, directions and
+        calls on the same frames (a correction re-propagating a case does not encode
+        it again), in MiB (``None``: unbounded); frames dropped for lack of room are
+        re-encoded, with the same result.
     batch_walks : bool, optional
         Run the walks (structure x direction) of one step as one batch. ``None``
         (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
@@ -113,6 +113,7 @@ class MedSAM2Model:
         self.cache_mb = cache_mb
         self.batch_walks = batch_walks
         self.last_run: dict = {}
+        self.features = FeatureStore()
 
     # -- preprocessing -------------------------------------------------
     def with_options(self, *, resize: str | None = None) -> MedSAM2Model:
@@ -120,13 +121,14 @@ class MedSAM2Model:
 
         Examples
         --------
-        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"
+        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"; m.features = None
         >>> m.with_options(resize="pillow").resize, m.resize
         ('pillow', 'float')
         """
         import copy
 
         other = copy.copy(self)
+        other.features = FeatureStore()  # features depend on the resize
         if resize is not None:
             if resize not in RESIZE_MODES:
                 raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, "
@@ -198,7 +200,7 @@ class MedSAM2Model:
         self,
         frames: Any,
         key_index: int,
-        box: Box,
+        box: Any,
         order: Order = "forward",
         *,
         init_mask: Any = None,
@@ -210,8 +212,9 @@ class MedSAM2Model:
     ) -> torch.Tensor:
         """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol).
 
-        ``prior_volume`` is refused: MedSAM2 conditions each frame on a memory bank
-        of several earlier frames, not on one previous mask.
+        ``box`` is a box or the structure's prompt set. ``prior_volume`` is refused:
+        MedSAM2 conditions each frame on a memory bank of several earlier frames, not
+        on one previous mask.
         """
         if prior_volume is not None:
             raise SegEvalError(_NO_PER_SLICE)
@@ -223,7 +226,7 @@ class MedSAM2Model:
         self,
         frames: Any,
         key_index: int,
-        box: Box,
+        box: Any,
         order: Order = "forward",
         *,
         init_mask: Any = None,
@@ -248,13 +251,16 @@ class MedSAM2Model:
         grad: bool = False,
         cache_mb: float | None = None,
         on_frame: Any = None,
-    ) -> list[torch.Tensor]:
+        crops: bool = False,
+    ) -> list:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
         logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
                                   stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                                  on_frame=on_frame)
+                                  on_frame=on_frame, crops=crops)
+        if crops:
+            return [x.map(torch.sigmoid, 0.0) for x in logits]
         return [torch.sigmoid(x) for x in logits]
 
     def walk_logits(
@@ -268,21 +274,29 @@ class MedSAM2Model:
         grad: bool = False,
         cache_mb: float | None = None,
         on_frame: Any = None,
-    ) -> list[torch.Tensor]:
+        crops: bool = False,
+    ) -> list:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
-        Each frame's image features are computed once and shared by every walk (and
-        each structure's key-frame conditioning by its two directions), kept while
-        they will be read again within ``cache_mb`` MiB (default
-        :attr:`cache_mb`); each walk's result is the same as when it runs alone.
-        With :attr:`batch_walks` the walks of one step run as one batch.
-        ``on_frame(i, frame, probability)`` hears walk ``i``'s probability on each
-        frame as it is computed (it never changes the result). After the call, :attr:`last_run` holds ``encoded_frames``,
+        Each walk is SAM2's ``propagate_in_video`` for its structure with every prompt
+        of its set given first (:mod:`._condition`, the reference sequence). Each
+        frame's image features are computed once and shared by every walk (and each
+        structure's conditioning by its two directions), kept while they will be read
+        again within ``cache_mb`` MiB (default :attr:`cache_mb`) and, without
+        gradients, kept for the next call on the same ``frames`` tensor (a correction
+        re-propagating the case does not run the image encoder again); each walk's
+        result is the same as when it runs alone. With :attr:`batch_walks` the walks
+        of one step run as one batch. ``on_frame(i, frame, probability)`` hears walk
+        ``i``'s probability on each frame as it is computed (it never changes the
+        result). ``crops=True`` returns :class:`~napari_segeval.models.base.WalkOutput`
+        objects (full frames: MedSAM2's logits cover every frame). After the call,
+        :attr:`last_run` holds ``encoded_frames``, ``reused_frames``,
         ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
         import torch
 
         from napari_segeval.models._device import autocast_context
+        from napari_segeval.models.base import WalkOutput
 
         for w in walks:
             if w.prior_volume is not None:
@@ -294,74 +308,60 @@ class MedSAM2Model:
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            out = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
-                            self.cache_mb if cache_mb is None else cache_mb, on_frame)
-        return [x.float() for x in out]
+            rows = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
+                             self.cache_mb if cache_mb is None else cache_mb, on_frame, grad)
+        outs = [[r.float() for r in walk_rows] for walk_rows in rows]
+        if crops:
+            return [WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w),
+                               float("-inf")) for wk, r in zip(walks, outs)]
+        return [torch.stack(r) for r in outs]
 
     def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb,
-             on_frame=None):
+             on_frame=None, grad=False):
         from . import _walks
+        from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
 
         n, h, w = shape
-        groups: dict[tuple, int] = {}
-        states, keys, prompts = [], {}, {}
+        groups: dict[Any, int] = {}
+        states = []
         for walk in walks:
-            key = int(walk.key_index)
-            if not 0 <= key < n:
-                raise ValueError(f"key index {key} outside 0..{n - 1}")
-            sig = (key, walk.box, None if walk.init_mask is None else id(walk.init_mask))
-            g = groups.setdefault(sig, len(groups))
-            keys[g], prompts[g] = key, (walk.box, walk.init_mask)
-            states.append(_walks.WalkState(walk.frames(n).tolist(), g))
+            g = groups.setdefault(walk.prompts, len(groups))
+            states.append(_walks.WalkState.of(walk.frames(n).tolist(), g,
+                                              reading_order(walk.prompts),
+                                              walk.order == "forward"))
+        sets = {g: s for s, g in groups.items()}
         budget = None if cache_mb is None else float(cache_mb) * 2**20
+        store = None
+        if not grad and hasattr(frames, "_version"):  # keep features for the next call
+            store = self.features
+            store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
+        reused = 0 if store is None else len(store.fpn)
+        cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
-                              _walks.reads(states, keys))
+                              _walks.reads(states, cond_frames), store=store)
         try:
             conds = {}
-            for g, key in keys.items():  # step 0: each structure's key frame, once
+            for g, prompts in sets.items():  # every structure's prompts, before any walk
                 check_cancel(cancel, "MedSAM2 propagation")
-                box, init_mask = prompts[g]
-                conds[g] = self._condition(feats.get(key), key, n, (h, w), box, init_mask)
+                conds[g] = condition_structure(self.network, feats, prompts, n, (h, w),
+                                               self.fill_hole_area, self.device)
             return _walks.run_walks(
                 self.network, feats, states, conds, (h, w), self.fill_hole_area,
                 batch=self._batch(), progress=progress, cancel=cancel,
                 stop_when_empty=stop_when_empty, on_frame=on_frame)
         finally:
-            self.last_run = {"encoded_frames": feats.encoded, "peak_cache_bytes": feats.peak_bytes,
+            self.last_run = {"encoded_frames": feats.encoded, "reused_frames": reused,
+                             "peak_cache_bytes": feats.peak_bytes,
                              "cache_budget_bytes": budget}
-            feats.clear()
+            if store is None:
+                feats.clear()
 
     def _batch(self) -> bool:
         """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
         if self.batch_walks is None:
             return self.device.type != "cpu"
         return bool(self.batch_walks)
-
-    def _condition(self, features, key: int, n: int, hw: tuple[int, int], box: Box,
-                   init_mask: Any) -> dict:
-        points, mask_in = None, None
-        if init_mask is not None:
-            mask_in = self._mask_input(init_mask)
-        else:
-            # MedSAM2 builds boxes from masks with inclusive maxima: (x0, y0, x1-1, y1-1)
-            xyxy = (box.x0, box.y0, box.x1 - 1, box.y1 - 1)
-            points = _loop.box_points(xyxy, hw, self.device)
-        return _loop.condition_key_frame(self.network, features, key, n, points, mask_in,
-                                         self.fill_hole_area)
-
-    def _mask_input(self, mask: Any) -> torch.Tensor:
-        """A key-frame mask prompt resized to 512 as ``add_new_mask`` does."""
-        import torch
-        import torch.nn.functional as F
-
-        m = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask)
-        m = (m > 0).float()[None, None].to(self.device)
-        size = (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE)
-        if tuple(m.shape[-2:]) != size:
-            m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
-            m = (m >= 0.5).float()
-        return m
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:
