@@ -156,7 +156,7 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
                          priors: Mapping[int, Any] | None = None,
                          progress: ProgressFn | None = None,
                          cancel: threading.Event | None = None,
-                         on_slice: Any = None) -> dict[int, StructureResult]:
+                         on_slice: Any = None, cache: Any = None) -> dict[int, StructureResult]:
     """Each structure's :class:`~.result.StructureResult` (no merging; see
     :func:`propagate_case` for the arguments). Used by :func:`propagate_case` and by
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
@@ -168,7 +168,7 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     check_cancel(cancel, "propagation")
     common = {"cancel": cancel, "stop_when_empty": options.stop_when_empty,
               "grad": options.grad, "cache_mb": options.cache_mb, "logits": options.logits,
-              "crops": True}
+              "crops": True, "cache": cache}
     k = len(options.orders)
     if options.share:
         outs = run_walks(model, frames, walks, progress=progress,
@@ -273,8 +273,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
                    options: PropagationOptions | None = None, *,
                    priors: dict[int, Any] | None = None,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                   on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                   ) -> PropagationResult:
+                   on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+                   cache: Any = None) -> PropagationResult:
     """Propagate every structure's prompts through ``frames`` and merge the structures.
 
     Parameters
@@ -305,6 +305,10 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
         the thread that runs the propagation) as soon as it is computed, each walk's
         start slice first (module doc). Before post-processing; never changes the
         result.
+    cache : optional
+        The backend's cache for this case (``model.feature_cache()``, MedSAM2's image
+        features): given to every call on the same ``frames`` tensor, a correction
+        does not encode the frames again. Never changes the result.
 
     Raises
     ------
@@ -330,7 +334,8 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
     sets = as_prompt_sets(prompts)
     check_prompts(sets, frames, options.mode)
     structures = propagate_structures(model, frames, sets, options, priors=priors,
-                                      progress=progress, cancel=cancel, on_slice=on_slice)
+                                      progress=progress, cancel=cancel, on_slice=on_slice,
+                                      cache=cache)
     shape = tuple(int(v) for v in frames.shape[:3])
     labels = merge_results(structures, shape, options)
     tensors = ({lab: s.full_tensor() for lab, s in structures.items()} if options.grad

@@ -4,10 +4,10 @@ A person (the viewer's Prompt panel) or the interactive protocol segments a case
 sees it fail on a slice, adds a prompt there and re-propagates. A
 :class:`PropagationSession` makes that round cheap:
 
-* the case is preprocessed once, and the session keeps the same frames tensor, so a
-  backend that caches per-frame work for it reuses that work (MedSAM2 keeps its image
-  features for the frames it saw last, within its ``cache_mb``: a correction does not
-  run the image encoder again);
+* the case is preprocessed once, and the session keeps the frames tensor and the
+  backend's cache for it (``model.feature_cache()`` when the backend has one:
+  MedSAM2 keeps the image features, within its ``cache_mb``), so a correction does
+  not run the image encoder again;
 * only the structures whose prompts changed are propagated again; the others keep
   their results (at the size of their extent) and the label map is merged anew.
 
@@ -81,6 +81,8 @@ class PropagationSession:
             options = options.replace(mode=propagation_mode(kind))
         self.model, self.frames, self.options, self.kind = model, frames, options, kind
         self.modality: str | None = None
+        #: the backend's per-case cache (``model.feature_cache()``), if it has one
+        self.cache = model.feature_cache() if hasattr(model, "feature_cache") else None
         self.prompts: dict[int, PromptSet] = {}
         self.structures: dict[int, StructureResult] = {}
         self._used: dict[int, PromptSet] = {}
@@ -155,7 +157,8 @@ class PropagationSession:
         check_prompts(sets, self.frames, self.options.mode)
         if sets:
             done = propagate_structures(self.model, self.frames, sets, self.options,
-                                        progress=progress, cancel=cancel, on_slice=on_slice)
+                                        progress=progress, cancel=cancel, on_slice=on_slice,
+                                        cache=self.cache)
             self.structures.update(done)
             self._used.update(sets)
         self.last_propagated = list(sets)

@@ -121,9 +121,11 @@ def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, out: WalkOut
 
 def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any,
                  as_probability: Callable[[Any], Any], fill: float, *,
-                 cache_mb: float | None, **kw: Any) -> list[WalkOutput]:
+                 cache_mb: float | None, cache: Any = None, **kw: Any) -> list[WalkOutput]:
     """Call a backend's all-walks ``method``; report frames live or, if it cannot, afterwards."""
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+    if cache is not None and _takes(method, "features"):
+        extra["features"] = cache
     live = on_frame is not None and _takes(method, "on_frame")
     if live:
         extra["on_frame"] = on_frame
@@ -168,7 +170,7 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
               stop_when_empty: bool = True, grad: bool = False,
               cache_mb: float | None = None,
               on_frame: Callable[[int, int, Any], None] | None = None,
-              logits: bool = False, crops: bool = False) -> list:
+              logits: bool = False, crops: bool = False, cache: Any = None) -> list:
     """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
 
     ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
@@ -179,7 +181,8 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     of its probabilities (``on_frame`` still hears probabilities). ``crops=True``
     returns :class:`~napari_segeval.models.base.WalkOutput` objects (each frame
     cropped where the backend crops, full frames otherwise) instead of
-    ``(n_visited, H, W)`` tensors.
+    ``(n_visited, H, W)`` tensors. ``cache`` is the backend's per-case cache
+    (``model.feature_cache()``), given as its ``features`` keyword.
 
     Examples
     --------
@@ -198,10 +201,10 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     if logits and hasattr(model, "walk_logits"):
         outs = _all_at_once(model.walk_logits, frames, walks, on_frame,
                             lambda v: torch.sigmoid(v.detach().float()), float("-inf"),
-                            cache_mb=cache_mb, **common)
+                            cache_mb=cache_mb, cache=cache, **common)
     elif hasattr(model, "propagate_walks"):
         outs = _all_at_once(model.propagate_walks, frames, walks, on_frame, lambda v: v, 0.0,
-                            cache_mb=cache_mb, **common)
+                            cache_mb=cache_mb, cache=cache, **common)
     else:
         outs = _one_by_one(model, frames, walks, on_frame=on_frame, **common)
     if logits and not hasattr(model, "walk_logits"):

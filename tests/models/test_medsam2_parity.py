@@ -28,7 +28,7 @@ from napari_segeval.models.medsam2._build import build_network, load_network
 from napari_segeval.models.medsam2._loop import connected_components
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
-from napari_segeval.propagation import PropagationOptions, propagate_case
+from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
 
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY)
@@ -211,7 +211,7 @@ def test_prompt_sequences_equal_reference(setup, monkeypatch, name):
 
 
 def test_a_correction_does_not_encode_again(setup):
-    """Re-propagating the same frames tensor with an added prompt reuses the features."""
+    """Re-propagating the same frames with an added prompt reuses the cached features."""
     _, _, model, shared = setup
     frames = shared.clone()  # a tensor no other test has propagated
     base = SEQUENCES["boxes on two slices"]
@@ -219,15 +219,21 @@ def test_a_correction_does_not_encode_again(setup):
     encode = model.network.forward_image
     model.network.forward_image = lambda img: calls.append(int(img.shape[0])) or encode(img)
     try:
-        first = propagate_case(model, frames, {1: base})
+        session = PropagationSession(model, frames)
+        session.set_prompts({1: base})
+        first = session.propagate()
         encoded = sum(calls)
-        corrected = base.add(Point(24, 40, index=2, positive=False))
-        again = propagate_case(model, frames, {1: corrected})
+        corrected = session.add(Point(24, 40, index=2, positive=False))
+        again = session.propagate()
         assert encoded == N and sum(calls) == N  # the correction ran no encoder
         assert model.last_run["encoded_frames"] == 0 and model.last_run["reused_frames"] == N
-        fresh = frames.clone()  # another tensor: encoded anew, same result
-        same = propagate_case(model, fresh, {1: corrected})
+        propagate_case(model, frames, {1: corrected})  # no cache given: encodes anew
         assert sum(calls) == 2 * N
+        cache = model.feature_cache()
+        propagate_case(model, frames, {1: corrected}, cache=cache)
+        fresh = frames.clone()  # another tensor: the cache starts afresh, same result
+        same = propagate_case(model, fresh, {1: corrected}, cache=cache)
+        assert sum(calls) == 4 * N
     finally:
         model.network.forward_image = encode
     np.testing.assert_array_equal(again.labels, same.labels)

@@ -118,3 +118,25 @@ def test_slices_are_reported_as_computed_without_changing_the_result(model, fram
         assert mine[0] == box.index and sorted(set(mine)) == list(range(N))
     total = max(progress)
     assert any(done < total for _, _, done in seen)
+
+
+def test_prompt_sets_shared_separate_and_batched_agree(model, frames):
+    """Several conditioning frames per structure; walks of one layout share a batch."""
+    from napari_segeval.prompts.prompt_set import Point, PromptSet
+
+    sets = {1: PromptSet.of([Box(10, 12, 30, 36, index=1), Box(10, 12, 30, 36, index=3)]),
+            3: PromptSet.of([Box(4, 4, 20, 22, index=2), Point(12, 12, index=3,
+                                                               positive=False)], label=3),
+            4: PromptSet.of([Box(6, 6, 22, 24, index=1), Box(6, 6, 22, 24, index=3)], label=4)}
+    opts = PropagationOptions(stop_when_empty=False)
+    shared = propagate_case(model, frames, sets, opts)
+    assert model.last_run["encoded_frames"] == N
+    _same(shared, propagate_case(model, frames, sets, opts.replace(share=False)))
+    model.batch_walks = True
+    try:
+        batched = propagate_case(model, frames, sets, opts)
+    finally:
+        model.batch_walks = None
+    for lab, p in shared.probabilities.items():
+        np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-5)
+    assert np.array_equal(batched.labels, shared.labels)

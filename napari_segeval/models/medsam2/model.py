@@ -73,10 +73,10 @@ class MedSAM2Model:
     fill_hole_area : int
         Fill background holes up to this many low-res pixels (MedSAM2: 8).
     cache_mb : float, optional
-        Bound on the image features kept for reuse between structures, directions and
-        calls on the same frames (a correction re-propagating a case does not encode
-        it again), in MiB (``None``: unbounded); frames dropped for lack of room are
-        re-encoded, with the same result.
+        Bound on the image features kept for reuse between structures and directions
+        (and, with a :meth:`feature_cache`, between calls on the same frames), in MiB
+        (``None``: unbounded); frames dropped for lack of room are re-encoded, with the
+        same result.
     batch_walks : bool, optional
         Run the walks (structure x direction) of one step as one batch. ``None``
         (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
@@ -113,7 +113,6 @@ class MedSAM2Model:
         self.cache_mb = cache_mb
         self.batch_walks = batch_walks
         self.last_run: dict = {}
-        self.features = FeatureStore()
 
     # -- preprocessing -------------------------------------------------
     def with_options(self, *, resize: str | None = None) -> MedSAM2Model:
@@ -121,14 +120,13 @@ class MedSAM2Model:
 
         Examples
         --------
-        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"; m.features = None
+        >>> m = MedSAM2Model.__new__(MedSAM2Model); m.resize = "float"
         >>> m.with_options(resize="pillow").resize, m.resize
         ('pillow', 'float')
         """
         import copy
 
         other = copy.copy(self)
-        other.features = FeatureStore()  # features depend on the resize
         if resize is not None:
             if resize not in RESIZE_MODES:
                 raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, "
@@ -196,6 +194,19 @@ class MedSAM2Model:
         with off:
             return resize_bicubic(x, (_loop.IMAGE_SIZE, _loop.IMAGE_SIZE))
 
+    def feature_cache(self) -> FeatureStore:
+        """A cache of image features for one case, to give to every call on its frames.
+
+        Given as ``features=`` (through
+        :class:`~napari_segeval.propagation.PropagationSession` or
+        ``propagate_case(cache=...)``), it keeps the features of the frames tensor it
+        saw last within ``cache_mb``: a correction re-propagating the case does not
+        run the image encoder again. It is bound to the tensor (identity and version:
+        an in-place change or another tensor starts it afresh) and emptied when the
+        tensor is freed.
+        """
+        return FeatureStore()
+
     def propagate(
         self,
         frames: Any,
@@ -252,13 +263,14 @@ class MedSAM2Model:
         cache_mb: float | None = None,
         on_frame: Any = None,
         crops: bool = False,
+        features: FeatureStore | None = None,
     ) -> list:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
         logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
                                   stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                                  on_frame=on_frame, crops=crops)
+                                  on_frame=on_frame, crops=crops, features=features)
         if crops:
             return [x.map(torch.sigmoid, 0.0) for x in logits]
         return [torch.sigmoid(x) for x in logits]
@@ -275,6 +287,7 @@ class MedSAM2Model:
         cache_mb: float | None = None,
         on_frame: Any = None,
         crops: bool = False,
+        features: FeatureStore | None = None,
     ) -> list:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
@@ -282,10 +295,11 @@ class MedSAM2Model:
         of its set given first (:mod:`._condition`, the reference sequence). Each
         frame's image features are computed once and shared by every walk (and each
         structure's conditioning by its two directions), kept while they will be read
-        again within ``cache_mb`` MiB (default :attr:`cache_mb`) and, without
-        gradients, kept for the next call on the same ``frames`` tensor (a correction
-        re-propagating the case does not run the image encoder again); each walk's
-        result is the same as when it runs alone. With :attr:`batch_walks` the walks
+        again within ``cache_mb`` MiB (default :attr:`cache_mb`) and, with a
+        ``features`` cache (:meth:`feature_cache`) and without gradients, kept for the
+        next call on the same ``frames`` tensor (a correction re-propagating the case
+        does not run the image encoder again); each walk's result is the same as when
+        it runs alone. With :attr:`batch_walks` the walks
         of one step run as one batch. ``on_frame(i, frame, probability)`` hears walk
         ``i``'s probability on each frame as it is computed (it never changes the
         result). ``crops=True`` returns :class:`~napari_segeval.models.base.WalkOutput`
@@ -309,7 +323,8 @@ class MedSAM2Model:
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
             rows = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
-                             self.cache_mb if cache_mb is None else cache_mb, on_frame, grad)
+                             self.cache_mb if cache_mb is None else cache_mb, on_frame,
+                             None if grad else features)
         outs = [[r.float() for r in walk_rows] for walk_rows in rows]
         if crops:
             return [WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w),
@@ -317,7 +332,7 @@ class MedSAM2Model:
         return [torch.stack(r) for r in outs]
 
     def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb,
-             on_frame=None, grad=False):
+             on_frame=None, store=None):
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
@@ -332,10 +347,10 @@ class MedSAM2Model:
                                               walk.order == "forward"))
         sets = {g: s for s, g in groups.items()}
         budget = None if cache_mb is None else float(cache_mb) * 2**20
-        store = None
-        if not grad and hasattr(frames, "_version"):  # keep features for the next call
-            store = self.features
+        if store is not None and hasattr(frames, "_version"):  # features for the next call
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
+        else:
+            store = None
         reused = 0 if store is None else len(store.fpn)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
