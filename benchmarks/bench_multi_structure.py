@@ -283,7 +283,8 @@ def _vm_peak() -> int:
     return 0
 
 
-def memory_child(shape: tuple[int, int, int], k: int, out: str | None) -> dict:
+def memory_child(shape: tuple[int, int, int], k: int, out: str | None,
+                 threads: int = 0) -> dict:
     """One configuration: ``k`` structures of :func:`organ_volume` with the built-in model."""
     import resource
     import time
@@ -294,7 +295,8 @@ def memory_child(shape: tuple[int, int, int], k: int, out: str | None) -> dict:
     from napari_segeval.prompts.from_labels import boxes_from_labels
     from napari_segeval.propagation import propagate_case
 
-    torch.set_num_threads(2)
+    if threads:
+        torch.set_num_threads(threads)
     image, labels = organ_volume(shape)
     model = BuiltinPromptModel(device="cpu")
     frames = model.preprocess(image, "CT")
@@ -335,12 +337,13 @@ def _full_merge(probs: dict, masks: dict, nested_fraction: float = 0.5) -> np.nd
     return out
 
 
-def _child(shape: str, k: int, src: str | None, out: str | None) -> dict:
+def _child(shape: str, k: int, src: str | None, out: str | None, threads: int) -> dict:
     import json
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=src or str(Path(__file__).resolve().parents[1]))
-    cmd = [sys.executable, __file__, "--memory-child", shape, "--structures", str(k)]
+    cmd = [sys.executable, __file__, "--memory-child", shape, "--structures", str(k),
+           "--threads", str(threads)]
     if out:
         cmd += ["--memory-out", out]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
@@ -349,8 +352,8 @@ def _child(shape: str, k: int, src: str | None, out: str | None) -> dict:
 
 def bench_memory(args) -> dict:
     """Peak RSS of one vs all structures (fresh subprocesses), labels vs the full-size merge."""
-    trees = [("this tree", None)] + ([("baseline", args.baseline_src)] if args.baseline_src
-                                     else [])
+    trees = [("this tree", None)] + ([("baseline", args.baseline_src)]
+                                     if args.baseline_src and not args.baseline_small else [])
     gib = 2.0**30
     rows = {}
     print(f"\nmemory: built-in model, synthetic CT {args.memory_shape}, fresh process per run")
@@ -358,7 +361,7 @@ def bench_memory(args) -> dict:
           f"{'peak run GiB':>14}{'peak propagation GiB':>22}")
     for name, src in trees:
         for k in (1, args.memory_structures):
-            r = _child(args.memory_shape, k, src, None)
+            r = _child(args.memory_shape, k, src, None, args.threads)
             rows[(name, k)] = r
             print(f"  {name:<10}{k:>11}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}"
                   f"{r['peak_run'] / gib:>14.2f}{r['peak_propagation'] / gib:>22.2f}")
@@ -366,11 +369,11 @@ def bench_memory(args) -> dict:
     ratio = rows[("this tree", k)]["peak_run"] / rows[("this tree", 1)]["peak_run"]
     print(f"peak({k}) / peak(1) = {ratio:.2f} (target <= {RATIO_TARGET})")
     with tempfile.TemporaryDirectory() as tmp:
-        ours = _child(args.memory_check, k, None, f"{tmp}/ours.npy")
+        ours = _child(args.memory_check, k, None, f"{tmp}/ours.npy", args.threads)
         same = ours["labels_equal_full_merge"]
         line = f"labels on {args.memory_check}: equal to the full-size merge: {same}"
         if args.baseline_src:
-            _child(args.memory_check, k, args.baseline_src, f"{tmp}/base.npy")
+            _child(args.memory_check, k, args.baseline_src, f"{tmp}/base.npy", args.threads)
             old = np.array_equal(np.load(f"{tmp}/ours.npy"), np.load(f"{tmp}/base.npy"))
             same = same and old
             line += f"; equal to the baseline's: {old}"
@@ -399,7 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-shape", default="300,512,512")
     ap.add_argument("--memory-check", default="48,160,160")
     ap.add_argument("--memory-structures", type=int, default=14)
-    ap.add_argument("--baseline-src", default=None, help="another source tree to compare")
+    ap.add_argument("--baseline-src", default=None,
+                    help="another source tree to compare (--memory; its peaks at "
+                         "--memory-shape too unless --baseline-small)")
+    ap.add_argument("--baseline-small", action="store_true",
+                    help="run the baseline tree on --memory-check only (its full-size peak "
+                         "may not fit the machine)")
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--memory-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -407,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         import json
 
         shape = tuple(int(v) for v in args.memory_child.split(","))
-        print(json.dumps(memory_child(shape, args.structures, args.memory_out)))
+        print(json.dumps(memory_child(shape, args.structures, args.memory_out, args.threads)))
         return 0
     if args.memory:
         r = bench_memory(args)
