@@ -21,7 +21,9 @@ frame, a low-confidence frame) before its last conditioning frame.
 :func:`napari_segeval.propagation.propagate_case` makes, per structure, a forward
 walk from the set's first conditioning frame and (volumes) a backward walk from its
 last one. A model that cannot take some kind of prompt raises
-:class:`~napari_segeval.InvalidPromptError` with one line saying so.
+:class:`~napari_segeval.InvalidPromptError` with one line saying so; its attribute
+``takes_points`` (read with ``getattr(model, "takes_points", False)``) tells a viewer
+whether to offer point tools.
 
 Units
 -----

@@ -59,6 +59,8 @@ class ThresholdPromptModel:
     """
 
     name = "threshold"
+    #: It takes every prompt kind (boxes, points, masks).
+    takes_points = True
 
     def __init__(self, level: float = 0.5, gain: float = 20.0, reach: int = 1,
                  device: Any = "cpu") -> None:

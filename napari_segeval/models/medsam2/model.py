@@ -88,6 +88,8 @@ class MedSAM2Model:
     """
 
     name = "medsam2"
+    #: It takes every prompt kind (boxes, points, masks), as SAM2 does.
+    takes_points = True
 
     def __init__(
         self,
