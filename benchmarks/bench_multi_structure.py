@@ -22,6 +22,16 @@ predictor (a smoke run). ``--threads 1`` and the CPU-time columns are the way to
 on a loaded machine.
 Masks must be identical on the CPU; on a GPU (bf16 autocast, batched walks) they must
 agree on at least 99.9 % of the voxels (99.5 % against the reference predictor).
+
+Memory (``--memory``): the built-in model on a CT-sized synthetic volume
+(``--memory-shape 300,512,512``, fourteen organ-like structures), one structure vs all
+fourteen, each configuration in a fresh subprocess; prints the peak RSS of the whole run
+and of the propagation alone (Linux ``VmHWM`` reset before it) next to the times.
+Target: fourteen structures peak at most 1.5x one structure. The label map must equal
+the full-size merge of the full-size probabilities (the path before results were
+cropped), checked on a smaller volume (``--memory-check 48,160,160``);
+``--baseline-src DIR`` also runs another source tree (e.g. the code before this change)
+in the same subprocesses, for its peaks and its label map.
 The last lines start with ``SUMMARY`` (read by ``scripts/gpu-check.sh``).
 """
 
@@ -190,7 +200,7 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
 
 def bench_builtin(title, image, boxes, args, device) -> dict:
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import PropagationOptions, propagate_case
 
     model = BuiltinPromptModel(device=device)
     frames = model.preprocess(image, "CT")
@@ -206,7 +216,9 @@ def bench_builtin(title, image, boxes, args, device) -> dict:
                                        ("single, batched", True, boxes[:1], True)):
             model.batch_walks = batch
             runs[name], t, c = ref.timed(
-                lambda bs=bs, share=share: propagate_case(model, frames, bs, share=share), device)
+                lambda bs=bs, share=share: propagate_case(model, frames, bs,
+                                                          PropagationOptions(share=share)),
+                device)
             times.setdefault(name, []).append(t)
             cpu.setdefault(name, []).append(c)
     same = all(np.array_equal(runs["shared"].probabilities[b.label],
@@ -234,6 +246,144 @@ def bench_builtin(title, image, boxes, args, device) -> dict:
             "correct": correct}
 
 
+def organ_volume(shape: tuple[int, int, int], k: int = 14, seed: int = 0):
+    """A CT-like int16 volume (HU) with ``k`` non-overlapping ellipsoids of different
+    sizes and contrasts in a soft-tissue body, and their labels (uint8), built without
+    a full-size float array."""
+    rng = np.random.default_rng(seed)
+    n, h, w = shape
+    image = np.full(shape, -1000, np.int16)
+    yy, xx = np.ogrid[:h, :w]
+    body = ((yy - h / 2) / (0.45 * h)) ** 2 + ((xx - w / 2) / (0.47 * w)) ** 2 <= 1
+    image[:, body] = 40
+    labels = np.zeros(shape, np.uint8)
+    cols = int(np.ceil(np.sqrt(k)))
+    cell = (0.7 * h / cols, 0.7 * w / cols)
+    for i in range(k):
+        r, c = divmod(i, cols)
+        cy, cx = 0.15 * h + (r + 0.5) * cell[0], 0.15 * w + (c + 0.5) * cell[1]
+        cz = rng.uniform(0.3, 0.7) * n
+        rz = rng.uniform(0.08, 0.25) * n
+        ry, rx = (rng.uniform(0.25, 0.42) * cell[0], rng.uniform(0.25, 0.42) * cell[1])
+        z0, z1 = int(max(cz - rz, 0)), int(min(cz + rz + 1, n))
+        y0, y1, x0, x1 = int(cy - ry), int(cy + ry + 1), int(cx - rx), int(cx + rx + 1)
+        zz, yb, xb = np.ogrid[z0:z1, y0:y1, x0:x1]
+        inside = ((zz - cz) / rz) ** 2 + ((yb - cy) / ry) ** 2 + ((xb - cx) / rx) ** 2 <= 1
+        labels[z0:z1, y0:y1, x0:x1][inside] = i + 1
+        image[z0:z1, y0:y1, x0:x1][inside] = int(rng.integers(130, 260))
+    image += rng.integers(-15, 16, shape, dtype=np.int16)
+    return image, labels
+
+
+def _vm_peak() -> int:
+    """Peak resident bytes since the last reset (Linux VmHWM)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def memory_child(shape: tuple[int, int, int], k: int, out: str | None,
+                 threads: int = 0) -> dict:
+    """One configuration: ``k`` structures of :func:`organ_volume` with the built-in model."""
+    import resource
+    import time
+
+    import torch
+
+    from napari_segeval.models.builtin_prompt import BuiltinPromptModel
+    from napari_segeval.prompts.from_labels import boxes_from_labels
+    from napari_segeval.propagation import propagate_case
+
+    if threads:
+        torch.set_num_threads(threads)
+    image, labels = organ_volume(shape)
+    model = BuiltinPromptModel(device="cpu")
+    frames = model.preprocess(image, "CT")
+    boxes = boxes_from_labels(labels, list(range(1, k + 1)))
+    del image
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the propagation alone
+    except OSError:
+        pass
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = propagate_case(model, frames, boxes)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    result = {"k": k, "wall_s": wall, "cpu_s": cpu, "peak_propagation": _vm_peak(),
+              "peak_run": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    if out:
+        np.save(out, res.labels)
+        if hasattr(res, "structures"):  # this tree: the merge of full-size arrays as before
+            result["labels_equal_full_merge"] = bool(np.array_equal(
+                _full_merge(dict(res.probabilities), dict(res.masks)), res.labels))
+    return result
+
+
+def _full_merge(probs: dict, masks: dict, nested_fraction: float = 0.5) -> np.ndarray:
+    """The merge on full-size arrays, as it was before results were cropped."""
+    ids = sorted(probs)
+    size = {lab: int(masks[lab].sum()) for lab in ids}
+    outers = {lab: [o for o in ids if o != lab and 0 < size[lab] < size[o]
+                    and (masks[lab] & masks[o]).sum() >= nested_fraction * size[lab]]
+              for lab in ids}
+    best = np.zeros(probs[ids[0]].shape, np.float32)
+    out = np.zeros(best.shape, np.uint8)
+    for lab in sorted(ids, key=lambda i: (-size[i], i)):
+        win = masks[lab] & (probs[lab] > best)
+        if outers[lab]:
+            win |= masks[lab] & np.isin(out, outers[lab])
+        out[win] = lab
+        best[win] = probs[lab][win]
+    return out
+
+
+def _child(shape: str, k: int, src: str | None, out: str | None, threads: int) -> dict:
+    import json
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=src or str(Path(__file__).resolve().parents[1]))
+    cmd = [sys.executable, __file__, "--memory-child", shape, "--structures", str(k),
+           "--threads", str(threads)]
+    if out:
+        cmd += ["--memory-out", out]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def bench_memory(args) -> dict:
+    """Peak RSS of one vs all structures (fresh subprocesses), labels vs the full-size merge."""
+    trees = [("this tree", None)] + ([("baseline", args.baseline_src)]
+                                     if args.baseline_src and not args.baseline_small else [])
+    gib = 2.0**30
+    rows = {}
+    print(f"\nmemory: built-in model, synthetic CT {args.memory_shape}, fresh process per run")
+    print(f"  {'source':<10}{'structures':>11}{'wall s':>9}{'CPU s':>9}"
+          f"{'peak run GiB':>14}{'peak propagation GiB':>22}")
+    for name, src in trees:
+        for k in (1, args.memory_structures):
+            r = _child(args.memory_shape, k, src, None, args.threads)
+            rows[(name, k)] = r
+            print(f"  {name:<10}{k:>11}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}"
+                  f"{r['peak_run'] / gib:>14.2f}{r['peak_propagation'] / gib:>22.2f}")
+    k = args.memory_structures
+    ratio = rows[("this tree", k)]["peak_run"] / rows[("this tree", 1)]["peak_run"]
+    print(f"peak({k}) / peak(1) = {ratio:.2f} (target <= {RATIO_TARGET})")
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = _child(args.memory_check, k, None, f"{tmp}/ours.npy", args.threads)
+        same = ours["labels_equal_full_merge"]
+        line = f"labels on {args.memory_check}: equal to the full-size merge: {same}"
+        if args.baseline_src:
+            _child(args.memory_check, k, args.baseline_src, f"{tmp}/base.npy", args.threads)
+            old = np.array_equal(np.load(f"{tmp}/ours.npy"), np.load(f"{tmp}/base.npy"))
+            same = same and old
+            line += f"; equal to the baseline's: {old}"
+        print(line)
+    return {"backend": "builtin", "case": "memory", "peak_ratio": ratio,
+            "peak_1_gib": rows[("this tree", 1)]["peak_run"] / gib,
+            f"peak_{k}_gib": rows[("this tree", k)]["peak_run"] / gib, "identical": same,
+            "correct": same, "targets": "met" if ratio <= RATIO_TARGET else "missed"}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", choices=("ct", "synthetic", "both"), default="both")
@@ -248,7 +398,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first-only", action="store_true",
                     help="MedSAM2: time only the first structure alone (not each one)")
     ap.add_argument("--quick", action="store_true", help="one 32 px slice, 2 structures, once")
+    ap.add_argument("--memory", action="store_true", help="peak RSS, one vs many structures")
+    ap.add_argument("--memory-shape", default="300,512,512")
+    ap.add_argument("--memory-check", default="48,160,160")
+    ap.add_argument("--memory-structures", type=int, default=14)
+    ap.add_argument("--baseline-src", default=None,
+                    help="another source tree to compare (--memory; its peaks at "
+                         "--memory-shape too unless --baseline-small)")
+    ap.add_argument("--baseline-small", action="store_true",
+                    help="run the baseline tree on --memory-check only (its full-size peak "
+                         "may not fit the machine)")
+    ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--memory-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.memory_child:
+        import json
+
+        shape = tuple(int(v) for v in args.memory_child.split(","))
+        print(json.dumps(memory_child(shape, args.structures, args.memory_out, args.threads)))
+        return 0
+    if args.memory:
+        r = bench_memory(args)
+        print("SUMMARY multi-structure " + " ".join(
+            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+        return 0 if r["correct"] else 3
     if args.quick:  # MedSAM2's reference is exercised by bench_medsam2_speed's quick run
         args.case, args.structures, args.repeat = "synthetic", 2, 1
         args.first_only, args.no_reference = True, True

@@ -47,7 +47,7 @@ def run(args) -> int:
     from napari_segeval.phantoms.ct import CT_STRUCTURES, make_ct_case
     from napari_segeval.phantoms.echo import ECHO_STRUCTURES, make_echo_clip
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import PropagationOptions, propagate_case
 
     torch.set_num_threads(args.threads)
     model = load_model(args)
@@ -64,9 +64,10 @@ def run(args) -> int:
             boxes = boxes_from_labels(case.labels, present, mode=mode, jitter=args.jitter,
                                       seed=seed)
             frames = model.preprocess(case.image, modality, None)
-            res = propagate_case(model, frames, boxes, mode=mode, keep_largest=True,
-                                 **({} if args.min_confidence is None
-                                    else {"min_confidence": args.min_confidence}))
+            options = PropagationOptions(mode=mode, keep_largest=True)
+            if args.min_confidence is not None:
+                options = options.replace(min_confidence=args.min_confidence)
+            res = propagate_case(model, frames, boxes, options)
             used = res.params
             for lab, d in dice_per_structure(case.labels, res.labels, present).items():
                 scores[lab].append(d)

@@ -17,10 +17,15 @@ read and write            :func:`read_case`, :func:`read_image`, :func:`read_lab
 score                     :func:`structure_table` (Dice, IoU, precision, recall, HD95,
                           ASSD, NSD per structure), :func:`per_slice_dice`,
                           :func:`worst_slice`
-prompt                    :class:`Box`, :func:`boxes_from_labels`
+prompt                    :class:`Box`, :class:`Point`, :class:`MaskPrompt`,
+                          :class:`PromptSet`, :func:`boxes_from_labels`,
+                          :class:`PromptFile`, :func:`read_prompts`,
+                          :func:`write_prompts`
 models                    :func:`load_promptable`, :func:`load_dense` (the names
                           ``segeval info`` lists)
-propagate and segment     :func:`propagate_image`, :func:`segment_case`
+propagate and segment     :func:`propagate_image`, :class:`PropagationOptions`,
+                          :class:`PropagationSession` (corrections),
+                          :func:`segment_case`
 attack                    :data:`ATTACKS`, :class:`AttackConfig`,
                           :class:`PromptTarget`, :class:`DenseTarget`,
                           :func:`attack_case`, :func:`eps_from_raw`
@@ -47,6 +52,7 @@ from napari_segeval._errors import (
     GeometryMismatchError,
     InvalidImageError,
     InvalidLabelsError,
+    InvalidPromptError,
     MissingDependencyError,
     ReadError,
     SegEvalError,
@@ -68,10 +74,18 @@ _API: dict[str, str] = {
     "per_slice_dice": "metrics",
     "worst_slice": "metrics",
     "Box": "prompts",
+    "Point": "prompts",
+    "MaskPrompt": "prompts",
+    "PromptSet": "prompts",
+    "PromptFile": "prompts",
+    "read_prompts": "prompts",
+    "write_prompts": "prompts",
     "boxes_from_labels": "prompts",
     "load_promptable": "models.registry",
     "load_dense": "models.registry",
     "propagate_image": "propagation",
+    "PropagationOptions": "propagation",
+    "PropagationSession": "propagation",
     "segment_case": "models.dense",
     "ATTACKS": "attacks",
     "AttackConfig": "attacks",
@@ -135,8 +149,15 @@ __all__ = [
     "GeometryMismatchError",
     "InvalidImageError",
     "InvalidLabelsError",
+    "InvalidPromptError",
+    "MaskPrompt",
     "MissingDependencyError",
+    "Point",
+    "PromptFile",
+    "PromptSet",
     "PromptTarget",
+    "PropagationOptions",
+    "PropagationSession",
     "ReadError",
     "SegEvalError",
     "WriteError",
@@ -152,6 +173,7 @@ __all__ = [
     "read_case",
     "read_image",
     "read_labels",
+    "read_prompts",
     "run_evaluation",
     "sample_path",
     "segment_case",
@@ -159,5 +181,6 @@ __all__ = [
     "worst_slice",
     "write_image",
     "write_labels",
+    "write_prompts",
     "write_report",
 ]

@@ -28,6 +28,10 @@ class InvalidLabelsError(SegEvalError):
     """A label map is unusable: non-integer values, negative ids, wrong shape."""
 
 
+class InvalidPromptError(SegEvalError):
+    """A prompt or prompts file is unusable: outside the image, on a missing slice, malformed."""
+
+
 class GeometryMismatchError(SegEvalError):
     """Two arrays that must share one grid do not (shape, spacing, origin or direction)."""
 

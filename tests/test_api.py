@@ -29,7 +29,7 @@ def test_import_stays_cheap_and_the_first_use_loads_the_name():
 
 def test_every_api_name_is_its_modules_public_object():
     exceptions = {"Cancelled", "GeometryMismatchError", "InvalidImageError",
-                  "InvalidLabelsError", "MissingDependencyError", "ReadError", "SegEvalError",
+                  "InvalidLabelsError", "InvalidPromptError", "MissingDependencyError", "ReadError", "SegEvalError",
                   "WriteError", "__version__"}
     assert sorted(se.__all__) == sorted(exceptions | set(se._API))
     for name, where in se._API.items():

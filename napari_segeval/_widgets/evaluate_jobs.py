@@ -62,7 +62,7 @@ def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: s
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
             cancel: Any = None,
             on_slice: Callable[[int, int, np.ndarray], None] | None = None) -> np.ndarray:
-    """Propagated label map of ``image`` from box prompts (one per structure).
+    """Propagated label map of ``image`` from prompts (boxes, or a dict of prompt sets).
 
     ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
     or ``"image"`` (a single 2D image): see
@@ -72,7 +72,7 @@ def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: s
     from napari_segeval.propagation import propagate_image
 
     extra = {} if on_slice is None else {"on_slice": on_slice}
-    return propagate_image(model, image, list(prompts), kind=kind, modality=modality,
+    return propagate_image(model, image, prompts, kind=kind, modality=modality,
                            window=window, progress=progress, cancel=cancel, **extra).labels
 
 
@@ -117,7 +117,7 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
         *spec, cancel=cancel)
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     info = model.normalize_info(modality, window, image)
-    maps = prompt_tta(model, frames, list(prompts), mode=propagation_mode(kind),
+    maps = prompt_tta(model, frames, prompts, mode=propagation_mode(kind),
                       n_samples=n_samples, jitter=jitter, noise_std=noise_std,
                       clamp=(info.valid_min, info.valid_max), progress=progress, cancel=cancel)
     u, labels = maps.entropy, maps.labels

@@ -2,7 +2,8 @@
 
 The attack variable is the stack of normalized frames the backend's
 ``preprocess`` returns (``(n, H, W)`` or ``(n, H, W, C)``), with the prompts
-fixed. Two gradient paths, recorded as ``chain``:
+fixed (one prompt set per structure: boxes, points, masks on any frames, or one
+box per structure). Two gradient paths, recorded as ``chain``:
 
 * ``"full"`` (default): each slice's (soft) mask is fed to the next step, in both
   directions for volumes, so a perturbation on one slice acts on every later slice;
@@ -12,7 +13,7 @@ fixed. Two gradient paths, recorded as ``chain``:
   several frames (MedSAM2) refuse it.
 
 A single 2D image (``yx``/``yxc``) is attacked as a one-frame video (mode
-``"video"``, boxes on frame 0, :mod:`napari_segeval.propagation.images`);
+``"video"``, prompts on frame 0, :mod:`napari_segeval.propagation.images`);
 label maps, reference targets and the raw perturbation come back on its 2D grid.
 
 Per-structure foreground probabilities ``p_k`` become logits
@@ -35,8 +36,27 @@ if TYPE_CHECKING:  # pragma: no cover
 LOGIT_EPS = 1e-6
 
 
+def _record(p: Any) -> dict:
+    """One prompt for the attack record (a box as ``[y0, x0, y1, x1]``).
+
+    Examples
+    --------
+    >>> from napari_segeval.prompts.box import Box
+    >>> _record(Box(1, 2, 3, 4, index=5, label=2))
+    {'label': 2, 'index': 5, 'box': [1, 2, 3, 4]}
+    """
+    from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_set import prompt_to_dict
+
+    if isinstance(p, Box):
+        return {"label": p.label, "index": p.index, "box": [p.y0, p.x0, p.y1, p.x1]}
+    d = prompt_to_dict(p)
+    d.pop("rle", None)
+    return {"label": p.label, **d}
+
+
 class PromptTarget:
-    """A case, fixed box prompts and a promptable model, as ``forward(x) -> logits``.
+    """A case, fixed prompts and a promptable model, as ``forward(x) -> logits``.
 
     Parameters
     ----------
@@ -44,8 +64,9 @@ class PromptTarget:
         A backend (:class:`~napari_segeval.models.builtin_prompt.BuiltinPromptModel`, MedSAM2).
     case : Case
         Volume, video or 2D image (and optional reference labels).
-    prompts : list of Box
-        One box per structure (on frame 0 for a 2D image).
+    prompts : dict of int to PromptSet, or list of PromptSet and Box
+        One prompt set (or box) per structure (on frame 0 for a 2D image):
+        :func:`napari_segeval.propagation.as_prompt_sets`.
     mode : {"volume", "video"}, optional
         Default: ``"video"`` for videos and 2D images, else ``"volume"``; a 2D
         image is always ``"video"``.
@@ -83,15 +104,18 @@ class PromptTarget:
                  threshold: float = 0.5, chain: str = "full") -> None:
         if chain not in ("full", "per-slice"):
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
-        if not prompts:
-            raise ValueError("a promptable attack needs at least one box prompt")
         from napari_segeval.propagation.images import (
             as_frames,
             check_image_prompts,
             promptable_kind,
         )
+        from napari_segeval.propagation.options import as_prompt_sets
 
-        self.model, self.case, self.prompts = model, case, list(prompts)
+        if not prompts:
+            raise ValueError("a promptable attack needs at least one box prompt")
+        self.model, self.case = model, case
+        #: the prompt sets, by structure id
+        self.prompts = as_prompt_sets(prompts)
         self.input_kind = promptable_kind(case)
         self.image_2d = self.input_kind == "image"
         if self.image_2d:
@@ -111,7 +135,7 @@ class PromptTarget:
         self.norm_info = info
         self.valid_range = (float(info.valid_min), float(info.valid_max))
         self.raw_per_normalized_unit = float(info.raw_per_normalized_unit)
-        self.label_ids = sorted(int(b.label) for b in self.prompts)
+        self.label_ids = sorted(self.prompts)
         self.num_classes = len(self.label_ids) + 1
         self.structures = {lab: case.structure_name(lab) for lab in self.label_ids}
         self.chain = chain
@@ -119,17 +143,16 @@ class PromptTarget:
         if chain == "per-slice":
             import torch
 
-            with torch.no_grad():
-                self.priors = self._propagate(self.x[0], grad=False).probabilities
+            with torch.no_grad():  # full-size clean probabilities, read at every step
+                self.priors = dict(self._propagate(self.x[0], grad=False).probabilities)
 
     def _propagate(self, frames: Any, grad: bool):
-        from napari_segeval.propagation import propagate_case
+        from napari_segeval.propagation import PropagationOptions, propagate_case
 
-        return propagate_case(self.model, frames, self.prompts, mode=self.mode,
-                              keep_largest=self.keep_largest,
-                              stop_when_empty=self.stop_when_empty,
-                              threshold=self.threshold, grad=grad, priors=self.priors,
-                              share=self.share)
+        options = PropagationOptions(mode=self.mode, keep_largest=self.keep_largest,
+                                     stop_when_empty=self.stop_when_empty,
+                                     threshold=self.threshold, grad=grad, share=self.share)
+        return propagate_case(self.model, frames, self.prompts, options, priors=self.priors)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(1, K + 1, n, H, W)`` of normalized frames ``(1, n, H, W[, C])``."""
@@ -196,8 +219,7 @@ class PromptTarget:
             "mode": self.mode,
             "input": self.input_kind,
             "chain": self.chain,
-            "prompts": [{"label": b.label, "index": b.index, "box": [b.y0, b.x0, b.y1, b.x1]}
-                        for b in self.prompts],
+            "prompts": [_record(p) for s in self.prompts.values() for p in s.prompts],
             "window": self.window,
             "normalization": self.norm_info.description,
             "keep_largest": self.keep_largest,

@@ -165,11 +165,16 @@ def add_model_option(parser: argparse.ArgumentParser, kinds: Sequence[str], defa
     >>> p.parse_args(["--model", "threshold"]).model, p.parse_args([]).model
     ('threshold', 'builtin')
     """
-    from napari_segeval.models.registry import is_reference
+    from napari_segeval.models.registry import DENSE, is_reference, split_ref
 
     def model_ref(text: str) -> str:
         if text in extra or any(is_reference(text, kind) for kind in kinds):
             return text
+        if "dense" not in kinds and (split_ref(text)[0] in DENSE or Path(text).exists()):
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is a dense model or a file: a dense model segments without prompts "
+                f"(use segeval segment IMAGE --model {text}); promptable weights go with "
+                "--checkpoint")
         raise argparse.ArgumentTypeError(f"unknown model {text!r} (use one of "
                                          f"{_model_help(kinds, extra)})")
 

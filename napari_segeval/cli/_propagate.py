@@ -1,4 +1,11 @@
-"""``segeval propagate``: box-prompted propagation through a volume or a video."""
+"""``segeval propagate``: prompted propagation through a volume, a video or a 2D image.
+
+Prompts come from ``--prompts FILE`` (a prompts JSON written by this command or the
+viewer), from repeated ``--box`` and ``--point`` (their order on the command line is
+the prompt order, after the file's), or from the reference ``--labels`` (one box on
+the middle slice of each structure). The prompts used are written next to
+``--output`` (``<output stem>.prompts.json``), so the run can be replayed exactly.
+"""
 
 from __future__ import annotations
 
@@ -17,22 +24,35 @@ from napari_segeval.cli._common import (
 )
 
 
+class _InOrder(argparse.Action):
+    """Collect ``--box`` and ``--point`` in the order given (``prompt_args``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.prompt_args = [*(getattr(namespace, "prompt_args", None) or []),
+                                 (self.dest, values)]
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval propagate``."""
     p = sub.add_parser(
         "propagate",
-        help="segment structures from box prompts by slice/frame propagation",
+        help="segment structures from prompts (boxes, points) by slice/frame propagation",
         description=(
-            "Segment IMAGE from box prompts with a promptable model (MedSAM2 recipe). "
-            "Volumes: the box is on a key slice and the mask is propagated forward to "
-            "the last slice and backward to the first, merged, and reduced to its "
-            "largest 3D component. Videos: forward from the prompted frame. 2D images "
-            "(PNG, JPG, ...): one frame, segmented from its box. Boxes come "
-            "from --box, or from the reference --labels (middle slice of each "
-            "structure's extent; first frame for videos). The prediction is written "
-            "with IMAGE's geometry, in the format of the --output suffix (.png for "
-            "the label map of a 2D image). With --labels, prints Dice etc. per "
-            'structure; with --json prints {"output": PATH, "structures": [rows]}.'
+            "Segment IMAGE from prompts with a promptable model (MedSAM2 recipe). "
+            "Each structure takes boxes, positive and negative points and mask prompts "
+            "on any slices/frames. Volumes: the mask is propagated forward from the "
+            "first prompted slice to the last slice and backward from the last "
+            "prompted slice to the first, merged, and reduced to its largest 3D "
+            "component. Videos: forward from the first prompted frame. 2D images "
+            "(PNG, JPG, ...): one frame (z is 0). Prompts come from --prompts FILE, "
+            "then --box and --point in the order given, or else from the reference "
+            "--labels (a box on the middle slice of each structure's extent; first "
+            "frame for videos). The prediction is written with IMAGE's geometry, in "
+            "the format of the --output suffix (.png for the label map of a 2D image), "
+            "and the prompts used next to it (OUTPUT_STEM.prompts.json). With --labels, "
+            'prints Dice etc. per structure; with --json prints {"output": PATH, '
+            '"prompts": PATH, "structures": [rows]}.'
         ),
     )
     p.add_argument("image", type=Path,
@@ -41,10 +61,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
                    help="structure to segment: id, name, or 'label N' as segeval inspect "
                         "prints it (repeatable; default: all in --labels)")
-    p.add_argument("--box", action="append", default=[], metavar="z,y0,x0,y1,x1[,label]",
+    p.add_argument("--prompts", type=Path, metavar="FILE",
+                   help="prompts JSON (written by segeval propagate or the viewer) to replay")
+    p.add_argument("--box", action=_InOrder, default=[], metavar="z,y0,x0,y1,x1[,label]",
                    help="box on slice/frame z (0 for a 2D image) in array coordinates, "
                         "y1/x1 exclusive (repeatable; label defaults to the matching "
                         "--structure, else 1, 2, ...)")
+    p.add_argument("--point", action=_InOrder, default=[], metavar="z,y,x[,+|-][,label]",
+                   help="positive (+, default) or negative (-) point on slice/frame z at "
+                        "pixel (y, x) (repeatable; label defaults to that of the prompt "
+                        "before it, else the first --structure, else 1)")
     add_model_option(p, ["promptable"], "builtin",
                      what="promptable model (the built-in one needs no download; MedSAM2 and "
                           "SAM2.1 use their pulled checkpoint, segeval models pull NAME, "
@@ -84,34 +110,147 @@ def parse_boxes(texts: list[str], labels: list[int], shape: tuple[int, ...]) -> 
     >>> parse_boxes(["3,10,20,30,40"], [], (8, 64, 64))
     [Box(y0=10, x0=20, y1=30, x1=40, index=3, label=1)]
     """
+    return [_box(text, labels[i] if i < len(labels) else i + 1, shape)
+            for i, text in enumerate(texts)]
+
+
+def _box(text: str, default: int, shape: tuple[int, ...]):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.box import Box
 
-    boxes = []
-    for i, text in enumerate(texts):
-        try:
-            vals = [int(float(v)) for v in text.split(",")]
-        except ValueError:
-            vals = []
-        if len(vals) not in (5, 6):
-            raise SegEvalError(f"--box {text!r}: expected z,y0,x0,y1,x1[,label] integers")
-        z, y0, x0, y1, x1 = vals[:5]
-        label = vals[5] if len(vals) == 6 else (labels[i] if i < len(labels) else i + 1)
-        if not 0 <= z < shape[0]:
-            raise SegEvalError(f"--box {text!r}: slice/frame {z} outside 0..{shape[0] - 1}")
-        if not (0 <= y0 < y1 <= shape[1] and 0 <= x0 < x1 <= shape[2]):
-            raise SegEvalError(f"--box {text!r}: need 0 <= y0 < y1 <= {shape[1]} and "
-                               f"0 <= x0 < x1 <= {shape[2]}")
-        if label < 1:
-            raise SegEvalError(f"--box {text!r}: label must be >= 1")
-        boxes.append(Box(y0, x0, y1, x1, index=z, label=label))
-    return boxes
+    try:
+        vals = [int(float(v)) for v in text.split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) not in (5, 6):
+        raise SegEvalError(f"--box {text!r}: expected z,y0,x0,y1,x1[,label] integers")
+    z, y0, x0, y1, x1 = vals[:5]
+    label = vals[5] if len(vals) == 6 else default
+    if not 0 <= z < shape[0]:
+        raise SegEvalError(f"--box {text!r}: slice/frame {z} outside 0..{shape[0] - 1}")
+    if not (0 <= y0 < y1 <= shape[1] and 0 <= x0 < x1 <= shape[2]):
+        raise SegEvalError(f"--box {text!r}: need 0 <= y0 < y1 <= {shape[1]} and "
+                           f"0 <= x0 < x1 <= {shape[2]}")
+    if label < 1:
+        raise SegEvalError(f"--box {text!r}: label must be >= 1")
+    return Box(y0, x0, y1, x1, index=z, label=label)
+
+
+def parse_point(text: str, default: int, shape: tuple[int, ...]):
+    """One ``--point z,y,x[,+|-][,label]`` as a :class:`~napari_segeval.prompts.Point`.
+
+    Examples
+    --------
+    >>> parse_point("2,10.5,7,-", 1, (4, 32, 32))
+    Point(y=10.5, x=7.0, index=2, label=1, positive=False)
+    >>> parse_point("0,3,4,3", 1, (1, 8, 8)).label
+    3
+    """
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.prompts.prompt_set import Point
+
+    parts = [t.strip() for t in text.split(",")]
+    bad = SegEvalError(f"--point {text!r}: expected z,y,x[,+|-][,label] (z and label "
+                       "integers, y and x pixel coordinates)")
+    if len(parts) not in (3, 4, 5):
+        raise bad
+    positive, label = True, default
+    rest = parts[3:]
+    if rest and rest[0] in ("+", "-"):
+        positive = rest.pop(0) == "+"
+    try:
+        z, y, x = int(parts[0]), float(parts[1]), float(parts[2])
+        if rest:
+            label = int(rest.pop(0))
+    except ValueError:
+        raise bad from None
+    if rest or label < 1:
+        raise bad
+    if not 0 <= z < shape[0]:
+        raise SegEvalError(f"--point {text!r}: slice/frame {z} outside 0..{shape[0] - 1}")
+    point = Point(y, x, index=z, label=label, positive=positive)
+    py, px = point.pixel
+    if not (0 <= py < shape[1] and 0 <= px < shape[2]):
+        raise SegEvalError(f"--point {text!r}: ({y:g}, {x:g}) lies outside the "
+                           f"{shape[1]} x {shape[2]} slice/frame")
+    return point
+
+
+def command_line_prompts(items: list[tuple[str, str]], wanted: list[int],
+                         shape: tuple[int, ...]) -> list:
+    """``--box``/``--point`` in command-line order as prompts (label defaults: help text).
+
+    Examples
+    --------
+    >>> ps = command_line_prompts([("box", "1,2,2,6,6,3"), ("point", "2,4,4,-")], [], (3, 8, 8))
+    >>> [(type(p).__name__, p.label) for p in ps]
+    [('Box', 3), ('Point', 3)]
+    """
+    prompts: list = []
+    n_boxes = 0
+    for kind, text in items:
+        if kind == "box":
+            default = wanted[n_boxes] if n_boxes < len(wanted) else n_boxes + 1
+            prompts.append(_box(text, default, shape))
+            n_boxes += 1
+        else:
+            default = prompts[-1].label if prompts else (wanted[0] if wanted else 1)
+            prompts.append(parse_point(text, default, shape))
+    return prompts
+
+
+def prompts_path(output: Path) -> Path:
+    """Where the prompts of ``output`` are written: ``<output stem>.prompts.json``.
+
+    Examples
+    --------
+    >>> prompts_path(Path("out/pred.nii.gz")).as_posix()
+    'out/pred.prompts.json'
+    """
+    from napari_segeval.io._formats import stem
+
+    return output.with_name(f"{stem(output)}.prompts.json")
+
+
+def _prompt_sets(args: argparse.Namespace, case, kind: str, mode: str, wanted: list[int],
+                 shape: tuple[int, ...]) -> dict:
+    """The prompt sets of the run (file, then command line; or from the labels), checked."""
+    import numpy as np
+
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.prompts.from_labels import boxes_from_labels
+    from napari_segeval.prompts.prompt_set import PromptFile, PromptSet, read_prompts
+
+    where = {"volume": "slice", "video": "frame", "image": "frame"}[kind]
+    present = None if case.labels is None else [int(v) for v in np.unique(case.labels) if v]
+    sets: dict[int, PromptSet] = {}
+    if args.prompts is not None:
+        loaded = read_prompts(args.prompts)
+        loaded.check(shape, dict(case.structures), present, where=where,
+                     source=str(args.prompts))
+        sets.update(loaded.sets)
+    items = getattr(args, "prompt_args", None) or []
+    for prompt in command_line_prompts(items, wanted, shape):
+        sets[prompt.label] = (sets[prompt.label].add(prompt) if prompt.label in sets
+                              else PromptSet(prompt.label, (prompt,)))
+    if not sets and case.labels is not None:
+        boxes = boxes_from_labels(case.labels, wanted or None, mode=mode, jitter=args.jitter,
+                                  seed=args.seed)
+        sets = {b.label: PromptSet.from_box(b) for b in boxes}
+        if not sets:
+            raise SegEvalError(f"{args.labels}: no structures to segment (labels are empty)")
+    if not sets:
+        raise SegEvalError("give --prompts FILE, --box z,y0,x0,y1,x1 / --point z,y,x, or "
+                           "reference --labels to derive boxes")
+    PromptFile(sets, tuple(shape), {}).check(shape, dict(case.structures), where=where,
+                                             source="--box/--point")
+    return sets
 
 
 def _load_model(args: argparse.Namespace):
     from napari_segeval.models.registry import load_promptable
 
-    return load_promptable(args.model, checkpoint=args.checkpoint, device=args.device)
+    return load_promptable(str(args.model), checkpoint=args.checkpoint, device=args.device)
 
 
 def check_output(path: Path, case) -> None:
@@ -134,17 +273,24 @@ def check_output(path: Path, case) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Build the prompts, propagate, write the prediction and report metrics."""
+    """Build the prompts, propagate, write the prediction and its prompts, report metrics."""
     import numpy as np
 
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import resolve_structure, write_labels
-    from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.propagation import promptable_kind, propagate_image, propagation_mode
+    from napari_segeval.prompts.prompt_set import PromptFile, describe, write_prompts
+    from napari_segeval.propagation import (
+        PropagationOptions,
+        promptable_kind,
+        propagate_image,
+        propagation_mode,
+    )
 
-    if args.output.exists() and not args.overwrite:
-        raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
+    prompts_out = prompts_path(args.output)
+    for path in (args.output, prompts_out):
+        if path.exists() and not args.overwrite:
+            raise WriteError(f"{path} exists: pass --overwrite to replace it")
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
     case = read_input(args, args.image, args.labels)
@@ -152,45 +298,45 @@ def run(args: argparse.Namespace) -> int:
     kind = promptable_kind(case)
     mode = propagation_mode(kind)
     shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)
-    if args.structure and case.labels is None and not args.box:
+    given = bool(getattr(args, "prompt_args", None)) or args.prompts is not None
+    if args.structure and case.labels is None and not given:
         raise SegEvalError("--structure needs --labels (boxes come from the reference)")
     present = None if case.labels is None else np.unique(case.labels)
     wanted = [resolve_structure(s, case.structures, present, source=args.labels)
               for s in args.structure]
-    if args.box:
-        boxes = parse_boxes(args.box, wanted, shape)
-    elif case.labels is not None:
-        boxes = boxes_from_labels(case.labels, wanted or None, mode=mode, jitter=args.jitter,
-                                  seed=args.seed)
-    else:
-        raise SegEvalError("give --box z,y0,x0,y1,x1 or reference --labels to derive boxes")
-    if not boxes:
-        raise SegEvalError(f"{args.labels}: no structures to segment (labels are empty)")
+    sets = _prompt_sets(args, case, kind, mode, wanted, tuple(shape))
 
     model = _load_model(args)
     modality = args.modality or case.modality
-    result = propagate_image(model, case, boxes, window=args.window, modality=modality,
-                             ct_mapping=args.ct_mapping, keep_largest=not args.no_largest,
-                             connectivity=args.connectivity,
-                             stop_when_empty=args.stop_when_empty)
+    options = PropagationOptions(keep_largest=not args.no_largest,
+                                 connectivity=args.connectivity,
+                                 stop_when_empty=args.stop_when_empty)
+    result = propagate_image(model, case, sets, window=args.window, modality=modality,
+                             ct_mapping=args.ct_mapping, options=options)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
+    names = {lab: case.structure_name(lab) for lab in sets}
+    saved = write_prompts(prompts_out, PromptFile(sets, tuple(shape), names),
+                          overwrite=args.overwrite)
 
     rows: list[dict] = []
     if case.labels is not None:
         from napari_segeval.metrics import ROW_KEYS, structure_table
 
-        prompted = {b.label: case.structure_name(b.label) for b in boxes}
-        rows = structure_table(case.labels, result.labels, case.spacing, structures=prompted)
+        rows = structure_table(case.labels, result.labels, case.spacing, structures=names)
         rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
-    where = {"volume": "on slice {}", "video": "on frame {}", "image": ""}[kind]
-    lines = [f"{b.label} {case.structure_name(b.label)}: box (y0={b.y0}, x0={b.x0}, "
-             f"y1={b.y1}, x1={b.x1}) {where.format(b.index)}".rstrip() for b in boxes]
+    where = {"volume": "slice", "video": "frame", "image": ""}[kind]
+    lines = []
+    for lab, s in sets.items():
+        for p in s.prompts:
+            text = describe(p, where) if where else describe(p).rsplit(" on ", 1)[0]
+            lines.append(f"{lab} {names[lab]}: {text}")
     if rows:
         lines.append(rows_table(rows))
     how = "2D image as one frame" if kind == "image" else f"{mode} mode"
     stop = "" if kind == "image" else (", stop when empty" if args.stop_when_empty
                                        else ", to the end")
     lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
-    emit(args, {"output": str(out), "structures": rows, "modality": modality},
-         "\n".join(lines))
+    lines.append(f"wrote {saved} (the prompts, to replay with --prompts)")
+    emit(args, {"output": str(out), "prompts": str(saved), "structures": rows,
+                "modality": modality}, "\n".join(lines))
     return 0

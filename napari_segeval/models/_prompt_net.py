@@ -1,14 +1,19 @@
 """The built-in box/mask-conditioned network and its differentiable crop geometry.
 
 The network sees a square window around the object, resampled to ``size x
-size`` pixels, with four channels:
+size`` pixels, with four channels (weights of format 1) or six (points too):
 
 0. the current frame (unit intensities),
 1. the frame the prior mask belongs to (the previous frame while propagating;
-   the current frame on the key frame),
+   the current frame on a conditioning frame that starts a walk, and while a
+   frame is refined by its clicks),
 2. the prior mask (soft probability of the previous frame; the box mask on the
-   key frame),
-3. the box mask on the key frame, zeros while propagating.
+   frame a walk starts from; the frame's own current mask while it is refined
+   by clicks),
+3. the box mask on a conditioning frame with a box, zeros elsewhere,
+4. positive clicks and 5. negative clicks of the frame (:func:`click_maps`:
+   a disk of :data:`CLICK_RADIUS` window pixels per click, drawn in the window's
+   own pixels so that a click weighs the same whatever the window's size).
 
 The two image channels are standardized with the window's mean/std of
 channel 0 (differentiable), so the same weights serve windowed CT and 8-bit
@@ -30,10 +35,14 @@ from napari_segeval.models._blocks import conv_block
 #: minimum window side in native pixels.
 CONTEXT = 1.6
 MIN_SIDE = 16.0
+#: Radius of a click's disk in window pixels (:func:`click_maps`).
+CLICK_RADIUS = 2.5
+#: Input channels of a network that takes clicks (4: boxes and masks only).
+POINT_CHANNELS = 6
 
 
 class PromptUNet(nn.Module):
-    """Small fully convolutional U-Net: 4 input channels -> 1 foreground logit.
+    """Small fully convolutional U-Net: 4 (or 6) input channels -> 1 foreground logit.
 
     Parameters
     ----------
@@ -41,18 +50,24 @@ class PromptUNet(nn.Module):
         Channels of the first level (doubled per level).
     depth : int
         Number of down-sampling steps.
+    in_channels : int
+        4 (frame, previous frame, prior, box) or :data:`POINT_CHANNELS` (with
+        positive and negative click maps).
 
     Examples
     --------
     >>> net = PromptUNet(width=8, depth=2).eval()
     >>> net(torch.zeros(2, 4, 32, 32)).shape
     torch.Size([2, 1, 32, 32])
+    >>> PromptUNet(width=8, depth=2, in_channels=6).takes_points
+    True
     """
 
-    in_channels = 4
-
-    def __init__(self, width: int = 12, depth: int = 3) -> None:
+    def __init__(self, width: int = 12, depth: int = 3, in_channels: int = 4) -> None:
         super().__init__()
+        if in_channels not in (4, POINT_CHANNELS):
+            raise ValueError(f"in_channels must be 4 or {POINT_CHANNELS}, got {in_channels}")
+        self.in_channels = int(in_channels)
         self.width, self.depth = int(width), int(depth)
         chans = [width * 2**i for i in range(depth + 1)]
         self.down = nn.ModuleList()
@@ -67,8 +82,13 @@ class PromptUNet(nn.Module):
             self.fuse.append(conv_block(2 * c_lo, c_lo, dims=2, norm="batch"))
         self.head = nn.Conv2d(chans[0], 1, 1)
 
+    @property
+    def takes_points(self) -> bool:
+        """Whether the network has click channels."""
+        return self.in_channels == POINT_CHANNELS
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, S, S)`` for inputs ``(B, 4, S, S)`` (S divisible by 2**depth)."""
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth)."""
         img = x[:, :2]
         mean = img[:, :1].mean(dim=(2, 3), keepdim=True)
         std = img[:, :1].std(dim=(2, 3), keepdim=True)
@@ -135,3 +155,39 @@ def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) 
     grid = F.affine_grid(inv, [b, c, height, width], align_corners=False)
     return F.grid_sample(values, grid, mode="bilinear", padding_mode="zeros",
                          align_corners=False)
+
+
+def click_maps(points: list[list[tuple[float, float, bool]]], windows: torch.Tensor,
+               size: int, radius: float = CLICK_RADIUS) -> torch.Tensor:
+    """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks.
+
+    ``points[b]`` lists window ``b``'s clicks as ``(y, x, positive)`` in native
+    pixel-centre coordinates (:class:`~napari_segeval.prompts.prompt_set.Point`);
+    ``windows`` is ``(B, 3) = (cy, cx, half)`` in pixel-edge coordinates
+    (:func:`window_from_bbox`). Each click is a disk of ``radius`` *window* pixels
+    around its position in the window (clicks outside the window are drawn where
+    they fall, so a disk can be partly or wholly outside). The same function makes
+    the training inputs and the inference inputs.
+
+    Examples
+    --------
+    >>> w = torch.tensor([[8.0, 8.0, 8.0]])  # a 16-pixel window at the origin
+    >>> m = click_maps([[(3, 3, True), (12, 12, False)]], w, 16)
+    >>> m.shape, int(m[0, 0].sum()), int(m[0, 1].sum()), bool(m[0, 0, 3, 5])
+    (torch.Size([1, 2, 16, 16]), 21, 21, True)
+    """
+    b = windows.shape[0]
+    out = torch.zeros(b, 2, size, size, dtype=torch.float32, device=windows.device)
+    if not any(points):
+        return out
+    centre = torch.arange(size, dtype=torch.float32, device=windows.device) + 0.5
+    for i, clicks in enumerate(points):
+        cy, cx, half = (float(v) for v in windows[i])
+        scale = size / (2.0 * half)  # window pixels per native pixel
+        for y, x, positive in clicks:
+            wy = (y + 0.5 - (cy - half)) * scale  # the click's pixel centre, in window pixels
+            wx = (x + 0.5 - (cx - half)) * scale
+            disk = ((centre[:, None] - wy) ** 2 + (centre[None, :] - wx) ** 2) <= radius ** 2
+            ch = 0 if positive else 1
+            out[i, ch] = torch.maximum(out[i, ch], disk.float())
+    return out

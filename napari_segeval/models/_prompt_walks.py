@@ -8,6 +8,32 @@ network as one batch (``batch=True``: one call instead of one per walk, which pa
 on a GPU; CPU convolutions are not bit-identical across batch sizes, so there the
 default is one walk at a time and every result is exactly that of the walk alone).
 
+How prompts act (the contract with the network's training,
+:mod:`napari_segeval.models._prompt_net`: channels frame, previous frame, prior,
+box, positive clicks, negative clicks). On a frame with active prompts
+``[box?, points...]``, ``[mask, points...]`` or ``[points...]``:
+
+1. a base pass: a **box** sets the box channel, with the previous frame's output
+   as prior (the box mask on the frame the walk starts from, with the frame itself
+   as previous frame); a **mask prompt** is the frame's output itself (no pass, as
+   SAM2's ``add_new_mask``); **points only** on the start frame: no pass, the
+   frame's output starts empty; points only reached mid-walk: an ordinary
+   propagation step;
+2. then one pass per point, in order: current frame = previous-frame channel = the
+   frame, prior = the frame's current output, box channel = the frame's box (if
+   any), click maps = the frame's points so far (:func:`~._prompt_net.click_maps`).
+
+The window of a pass: the box's (box passes and clicks on a frame with a box), the
+mask's bounding box (clicks on a masked frame), else the bounding box of the frame's
+current output grown to include the positive clicks; with no output yet (points
+only on the start frame), a square of :data:`CLICK_SIDE` native pixels (grown to
+the clicks' extent) centred on the positive clicks. A click pass with neither output
+nor positive click has nothing to refine and is skipped.
+
+Every frame's probabilities are computed (pasted back) only inside the window's
+support, so a walk returns each frame cropped (:class:`~.base.WalkOutput`): they
+are exactly 0 outside it, as with a full-size paste.
+
 Torch is imported by this module: import it only inside functions elsewhere.
 """
 
@@ -18,108 +44,315 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models._prompt_net import crop, paste, window_from_bbox
-from napari_segeval.models.base import Walk
+from napari_segeval.models._prompt_net import (
+    click_maps,
+    crop,
+    crop_theta,
+    window_from_bbox,
+)
+from napari_segeval.models.base import Walk, WalkOutput
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point
+
+#: Side (native pixels) of the window around positive clicks on a frame that has no
+#: output yet: the network's usual input size at 1:1 scale (module doc).
+CLICK_SIDE = 64.0
+
+Region = tuple[int, int, int, int]
 
 
 @dataclass
 class WalkState:
-    """One walk: frames in visit order, its prompts, current prior and crop window."""
+    """One walk: frames in visit order, prompts, current prior, window and output."""
 
+    walk: Walk
     idx: list[int]
-    boxmask: torch.Tensor
     prior: torch.Tensor
-    window: tuple[float, float, float]
+    window: tuple[float, float, float] | None
     given: torch.Tensor | None
-    out: list = field(default_factory=list)
+    last: int
+    boxes: list = field(default_factory=list)
+    values: list = field(default_factory=list)
     stopped: bool = False
 
 
+@dataclass
+class FramePlan:
+    """What a walk does on its current frame: the base pass and the clicks after it."""
+
+    base: str  # "step", "box", "mask" or "none"
+    box: Box | None
+    mask: MaskPrompt | None
+    points: tuple
+
+
 def start(x: torch.Tensor, walk: Walk) -> WalkState:
-    """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its key frame."""
+    """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
     n, h, w = x.shape
-    b = walk.box.clip((h, w))
-    boxmask = torch.as_tensor(b.to_mask((h, w)), dtype=torch.float32, device=x.device)
-    prior = boxmask if walk.init_mask is None else torch.as_tensor(
-        walk.init_mask, dtype=torch.float32, device=x.device)
     given = None if walk.prior_volume is None else torch.as_tensor(
         walk.prior_volume, dtype=torch.float32, device=x.device).detach()
     if given is not None and tuple(given.shape) != (n, h, w):
         raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
-    return WalkState(walk.frames(n).tolist(), boxmask, prior,
-                     window_from_bbox(b.y0, b.x0, b.y1, b.x1), given)
+    return WalkState(walk, walk.frames(n).tolist(), torch.zeros((h, w), device=x.device),
+                     None, given, walk.last_conditioning_step())
 
 
-def _bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
+def plan(s: WalkState, j: int) -> FramePlan:
+    """The passes of walk ``s`` on its ``j``-th frame (module doc)."""
+    active = s.walk.prompts.active(s.idx[j])
+    first = active[0] if active else None
+    if isinstance(first, Box):
+        return FramePlan("box", first, None, active[1:])
+    if isinstance(first, MaskPrompt):
+        return FramePlan("mask", None, first, active[1:])
+    if active:
+        return FramePlan("none" if j == 0 else "step", None, None, active)
+    return FramePlan("step", None, None, ())
+
+
+def bbox(mask: torch.Tensor) -> Region | None:
+    """``(y0, x0, y1, x1)`` of a boolean ``(H, W)`` mask (None when empty)."""
     fg = mask.nonzero()
     if fg.shape[0] == 0:
         return None
     lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
-    return window_from_bbox(lo[0], lo[1], hi[0] + 1, hi[1] + 1)
+    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
-def step(net: Any, size: int, x: torch.Tensor, states: list[WalkState], j: int,
-         zeros: torch.Tensor) -> torch.Tensor:
-    """Probabilities ``(B, H, W)`` of the walks ``states`` at their ``j``-th frame (one batch)."""
+def _bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
+    b = bbox(mask)
+    return None if b is None else window_from_bbox(*b)
+
+
+def click_window(p: FramePlan, current: torch.Tensor | None, clicks: tuple,
+                 shape: tuple[int, int]) -> tuple[float, float, float] | None:
+    """The window of a click pass (module doc); None: nothing to refine."""
+    if p.box is not None:
+        return window_from_bbox(*_box_region(p.box, shape))
+    if p.mask is not None and p.mask.area:
+        return _bbox_window(torch.as_tensor(p.mask.mask))
+    region = None if current is None else bbox(current.detach() > 0.5)
+    pos = [c.pixel for c in clicks if c.positive]
+    if region is None and not pos:
+        return None
+    ys = [y for y, _ in pos] + ([region[0], region[2] - 1] if region else [])
+    xs = [x for _, x in pos] + ([region[1], region[3] - 1] if region else [])
+    y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
+    if region is not None:
+        return window_from_bbox(y0, x0, y1, x1)
+    cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
+    side = max(CLICK_SIDE, max(y1 - y0, x1 - x0) * 1.6)
+    return float(cy), float(cx), float(side / 2.0)
+
+
+def _box_region(box: Box, shape: tuple[int, int]) -> Region:
+    b = box.clip(shape)
+    return b.y0, b.x0, b.y1, b.x1
+
+
+def support(windows: torch.Tensor, size: int, height: int, width: int
+            ) -> tuple[torch.Tensor, list[Region]]:
+    """The full paste grid of ``windows`` and, per window, the region where a bilinear
+    paste of ``size x size`` values can be non-zero (one pixel of margin)."""
+    theta = crop_theta(windows, height, width)
+    inv = torch.zeros_like(theta)
+    inv[:, 0, 0] = 1.0 / theta[:, 0, 0]
+    inv[:, 0, 2] = -theta[:, 0, 2] / theta[:, 0, 0]
+    inv[:, 1, 1] = 1.0 / theta[:, 1, 1]
+    inv[:, 1, 2] = -theta[:, 1, 2] / theta[:, 1, 1]
+    grid = F.affine_grid(inv, [windows.shape[0], 1, height, width], align_corners=False)
+    edge = 1.0 + 1.0 / size
+    regions = []
+    for g in grid:
+        rows = ((g[:, 0, 1] > -edge) & (g[:, 0, 1] < edge)).nonzero()[:, 0]
+        cols = ((g[0, :, 0] > -edge) & (g[0, :, 0] < edge)).nonzero()[:, 0]
+        if rows.numel() == 0 or cols.numel() == 0:
+            regions.append((0, 0, 0, 0))
+            continue
+        regions.append((max(int(rows[0]) - 1, 0), max(int(cols[0]) - 1, 0),
+                        min(int(rows[-1]) + 2, height), min(int(cols[-1]) + 2, width)))
+    return grid, regions
+
+
+def paste_regions(values: torch.Tensor, windows: torch.Tensor, height: int, width: int
+                  ) -> list[tuple[Region, torch.Tensor] | None]:
+    """:func:`~._prompt_net.paste` of ``values (B, 1, S, S)``, computed only where it can
+    be non-zero: per window ``(region, (y1 - y0, x1 - x0) values)``, bit for bit the
+    region of the full-size paste (which is exactly 0 elsewhere)."""
+    grid, regions = support(windows.to(values.dtype), values.shape[-1], height, width)
+    out: list = []
+    for b, (y0, x0, y1, x1) in enumerate(regions):
+        if y1 <= y0 or x1 <= x0:  # the window lies outside the frame
+            out.append(None)
+            continue
+        g = grid[b:b + 1, y0:y1, x0:x1]
+        v = F.grid_sample(values[b:b + 1], g, mode="bilinear", padding_mode="zeros",
+                          align_corners=False)
+        out.append(((y0, x0, y1, x1), v[0, 0]))
+    return out
+
+
+def full(piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int],
+         like: torch.Tensor) -> torch.Tensor:
+    """A cropped frame ``(region, values)`` at full size (0 outside; differentiable)."""
+    h, w = shape
+    if piece is None:
+        return torch.zeros((h, w), dtype=like.dtype, device=like.device)
+    (y0, x0, y1, x1), v = piece
+    return F.pad(v, (x0, w - x1, y0, h - y1))
+
+
+def _net_pass(net: Any, size: int, planes: list[torch.Tensor], windows: list,
+              clicks: list[list] | None, shape: tuple[int, int]) -> list:
+    """One batch through the network: pasted probabilities per element."""
+    batch = torch.stack(planes)
+    win = torch.tensor(windows, dtype=batch.dtype, device=batch.device)
+    inputs = crop(batch, win, size)
+    if getattr(net, "takes_points", False):
+        maps = click_maps(clicks or [[] for _ in planes], win.float(), size)
+        inputs = torch.cat([inputs, maps.to(inputs.dtype)], dim=1)
+    logits = net(inputs)
+    return paste_regions(torch.sigmoid(logits.float()), win.float(), *shape)
+
+
+def _mask_piece(m: MaskPrompt, device: Any) -> tuple[Region, torch.Tensor] | None:
+    mask = torch.as_tensor(m.mask, device=device)
+    region = bbox(mask)
+    if region is None:
+        return None
+    y0, x0, y1, x1 = region
+    return region, mask[y0:y1, x0:x1].float()
+
+
+def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int,
+              plans: list[FramePlan]) -> list:
+    """Round 0 of frame ``j`` for ``group``: each walk's frame output before its clicks."""
     h, w = x.shape[1:]
-    planes, windows = [], []
-    for s in states:
+    zeros = torch.zeros((h, w), device=x.device)
+    pieces: list = [None] * len(group)
+    todo, planes, windows = [], [], []
+    for i, (s, p) in enumerate(zip(group, plans)):
         f = s.idx[j]
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
             s.prior = s.given[s.idx[j - 1]]
             s.window = _bbox_window(s.prior > 0.5) or s.window
-        prev = x[f] if j == 0 else x[s.idx[j - 1]]
-        planes.append(torch.stack([x[f], prev, s.prior, s.boxmask if j == 0 else zeros]))
-        windows.append(s.window)
-    batch = torch.stack(planes)
-    win = torch.tensor(windows, dtype=batch.dtype, device=batch.device)
-    logits = net(crop(batch, win, size))
-    return paste(torch.sigmoid(logits.float()), win.float(), h, w)[:, 0]
+        if p.base == "mask":
+            pieces[i] = _mask_piece(p.mask, x.device)
+            s.window = _bbox_window(torch.as_tensor(p.mask.mask)) or s.window
+        elif p.base == "box":
+            region = _box_region(p.box, (h, w))
+            boxmask = torch.zeros((h, w), device=x.device)
+            boxmask[region[0]:region[2], region[1]:region[3]] = 1.0
+            prev, prior = (x[f], boxmask) if j == 0 else (x[s.idx[j - 1]], s.prior)
+            todo.append(i)
+            planes.append(torch.stack([x[f], prev, prior, boxmask]))
+            windows.append(window_from_bbox(*region))
+        elif p.base == "step" and s.window is not None:
+            todo.append(i)
+            planes.append(torch.stack([x[f], x[s.idx[j - 1]], s.prior, zeros]))
+            windows.append(s.window)
+    if todo:
+        for i, win, piece in zip(todo, windows, _net_pass(net, size, planes, windows, None,
+                                                         (h, w))):
+            pieces[i] = piece
+            group[i].window = win  # kept while the output stays empty
+    return pieces
 
 
-def advance(s: WalkState, prob: torch.Tensor, zeros: torch.Tensor, stop_when_empty: bool) -> int:
-    """Record ``prob`` for walk ``s``; returns the steps it skips by stopping (0 if none)."""
-    s.out.append(prob)
-    window = _bbox_window(prob.detach() > 0.5)
+def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int,
+                 plans: list[FramePlan], pieces: list) -> list:
+    """The click passes of frame ``j``, one round per click (walks batched per round)."""
+    h, w = x.shape[1:]
+    for k in range(max((len(p.points) for p in plans), default=0)):
+        todo, planes, windows, clicks = [], [], [], []
+        for i, (s, p) in enumerate(zip(group, plans)):
+            if k >= len(p.points):
+                continue
+            current = full(pieces[i], (h, w), x) if pieces[i] is not None else None
+            so_far = p.points[:k + 1]
+            window = click_window(p, current, so_far, (h, w))
+            if window is None:
+                continue
+            f = s.idx[j]
+            boxmask = torch.zeros((h, w), device=x.device)
+            if p.box is not None:
+                y0, x0, y1, x1 = _box_region(p.box, (h, w))
+                boxmask[y0:y1, x0:x1] = 1.0
+            prior = current if current is not None else torch.zeros((h, w), device=x.device)
+            todo.append(i)
+            planes.append(torch.stack([x[f], x[f], prior, boxmask]))
+            windows.append(window)
+            clicks.append([(c.y, c.x, c.positive) for c in so_far])
+        if todo:
+            for i, win, piece in zip(todo, windows,
+                                     _net_pass(net, size, planes, windows, clicks, (h, w))):
+                pieces[i] = piece
+                group[i].window = win
+    return pieces
+
+
+def advance(s: WalkState, piece: tuple[Region, torch.Tensor] | None, like: torch.Tensor,
+            stop_when_empty: bool) -> int:
+    """Record frame output ``piece`` for walk ``s``; returns the steps it skips by stopping."""
+    j = len(s.values)
+    s.boxes.append(None if piece is None else piece[0])
+    s.values.append(None if piece is None else piece[1])
+    h, w = s.prior.shape
+    window = None
+    if piece is not None:
+        (y0, x0, _, _), v = piece
+        region = bbox(v.detach() > 0.5)
+        if region is not None:
+            window = window_from_bbox(region[0] + y0, region[1] + x0, region[2] + y0,
+                                      region[3] + x0)
     if window is None:
-        if stop_when_empty:
-            skipped = len(s.idx) - len(s.out)
-            s.out.extend(zeros for _ in range(skipped))
+        if stop_when_empty and j >= s.last:
+            skipped = len(s.idx) - len(s.values)
+            s.boxes.extend([None] * skipped)
+            s.values.extend([None] * skipped)
             s.stopped = True
             return skipped
     else:
         s.window = window
-    s.prior = prob
+    s.prior = full(piece, (h, w), like)
     return 0
 
 
 def run(net: Any, size: int, x: torch.Tensor, states: list[WalkState], *, batch: bool,
         progress: Callable[[int, int], None] | None, cancel: Any,
         stop_when_empty: bool,
-        on_frame: Callable[[int, int, torch.Tensor], None] | None = None) -> list[torch.Tensor]:
-    """Advance all walks together; probabilities ``(n_visited, H, W)`` of each.
+        on_frame: Callable[[int, int, torch.Tensor], None] | None = None) -> list[WalkOutput]:
+    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames).
 
     ``on_frame(walk number, frame, prob)`` (optional) hears each computed frame.
     """
-    zeros = torch.zeros(tuple(x.shape[1:]), device=x.device)
+    h, w = x.shape[1:]
     total = sum(len(s.idx) for s in states)
     done = 0
     for j in range(max((len(s.idx) for s in states), default=0)):
         active = [s for s in states if not s.stopped and j < len(s.idx)]
         for group in ([active] if batch and active else [[s] for s in active]):
             check_cancel(cancel, "propagation")
-            probs = step(net, size, x, group, j, zeros)
-            for s, prob in zip(group, probs):
+            plans = [plan(s, j) for s in group]
+            pieces = base_pass(net, size, x, group, j, plans)
+            pieces = click_passes(net, size, x, group, j, plans, pieces)
+            for s, piece in zip(group, pieces):
                 if on_frame is not None:
-                    on_frame(states.index(s), s.idx[j], prob.detach())
+                    on_frame(states.index(s), s.idx[j], full(piece, (h, w), x).detach())
                 done += 1
                 if progress is not None:
                     progress(done, total)
-                skipped = advance(s, prob, zeros, stop_when_empty)
+                skipped = advance(s, piece, x, stop_when_empty)
                 if skipped:
                     done += skipped
                     if progress is not None:
                         progress(done, total)
-    return [torch.stack(s.out) for s in states]
+    return [WalkOutput(s.idx, s.boxes, s.values, (int(h), int(w))) for s in states]
+
+
+def needs_points(walks: list[Walk]) -> bool:
+    """Whether any walk carries a point prompt."""
+    return any(isinstance(p, Point) for w in walks for p in w.prompts.prompts)

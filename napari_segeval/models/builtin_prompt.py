@@ -1,6 +1,9 @@
-"""The built-in promptable model: a small box- and mask-conditioned U-Net.
+"""The built-in promptable model: a small box-, click- and mask-conditioned U-Net.
 
-It implements :class:`~napari_segeval.models.base.PromptableModel`. Trained on
+It implements :class:`~napari_segeval.models.base.PromptableModel`; how each prompt
+kind is fed to the network is :mod:`._prompt_walks`. Weights with four input
+channels (format 1 without clicks) take boxes on any number of slices and mask
+prompts, and refuse points with one line; weights with six take clicks too. Trained on
 generated CT and echocardiography phantoms by
 ``python -m napari_segeval.training.builtin_prompt``; the weights ship in
 ``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict read
@@ -74,7 +77,8 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
         raise content_error(path, what, f"no format {FORMAT!r} entry")
     config = dict(blob.get("config") or {})
     try:
-        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]))
+        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]),
+                         in_channels=int(config.get("in_channels", 4)))
     except (KeyError, TypeError, ValueError) as exc:
         raise content_error(path, what, f"invalid config ({exc})") from None
     load_state_strict(net, blob.get("state_dict"), path, what,
@@ -165,26 +169,42 @@ class BuiltinPromptModel:
                              f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)")
 
     # -- propagation ---------------------------------------------------------------------
-    def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box,
+    def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box | Any,
                   order: Order = "forward", *, init_mask: Any = None,
                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
                   stop_when_empty: bool = False, grad: bool = False,
                   prior_volume: Any = None) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
 
-        ``init_mask`` (optional ``(H, W)``) replaces the box mask as the key
-        frame's prior; ``prior_volume`` (optional ``(n, H, W)``) replaces the
-        previous output as the prior of every later frame (and its crop window).
+        ``box`` is a box or the structure's prompt set (:class:`~.base.Walk`);
+        ``init_mask`` (legacy, optional ``(H, W)``) is a mask prompt on the start
+        frame; ``prior_volume`` (optional ``(n, H, W)``) replaces the previous output
+        as the prior of every later frame (and its crop window).
         """
         walk = Walk(int(key_index), box, order, init_mask, prior_volume)
         return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
                                     stop_when_empty=stop_when_empty, grad=grad)[0]
 
+    @property
+    def takes_points(self) -> bool:
+        """Whether the weights have click channels (points are refused otherwise)."""
+        return bool(getattr(self.net, "takes_points", False))
+
+    def check_walks(self, walks: list[Walk]) -> None:
+        """Refuse point prompts when the weights have no click channels (one line)."""
+        from napari_segeval._errors import InvalidPromptError
+        from napari_segeval.models._prompt_walks import needs_points
+
+        if not self.takes_points and needs_points(walks):
+            raise InvalidPromptError(
+                f"{self.weights}: these built-in model weights take boxes and mask prompts, "
+                "not points (no click channels); use boxes, or weights trained with clicks")
+
     def propagate_walks(self, frames: torch.Tensor | np.ndarray, walks: list[Walk], *,
                         progress: ProgressFn | None = None,
                         cancel: threading.Event | None = None, stop_when_empty: bool = False,
                         grad: bool = False, cache_mb: float | None = None,
-                        on_frame: Any = None) -> list[torch.Tensor]:
+                        on_frame: Any = None, crops: bool = False) -> list:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
         Each walk's result equals its own :meth:`propagate` call. With
@@ -193,7 +213,15 @@ class BuiltinPromptModel:
         probabilities in the last bits (batched convolutions), so one walk at a time
         is the CPU default. ``cache_mb`` is accepted for the shared protocol (this
         model keeps no per-frame features). ``on_frame(walk number, frame, prob)``
-        (optional) hears each frame as it is computed.
+        (optional) hears each frame as it is computed. ``crops=True`` returns each
+        walk as a :class:`~napari_segeval.models.base.WalkOutput` (each frame only
+        inside its window's support, exactly 0 elsewhere) instead of a full
+        ``(n_visited, H, W)`` tensor.
+
+        Raises
+        ------
+        napari_segeval.InvalidPromptError
+            A point prompt for weights without click channels.
 
         Examples
         --------
@@ -209,6 +237,7 @@ class BuiltinPromptModel:
         from napari_segeval.models import _prompt_walks
         from napari_segeval.models._device import autocast_context
 
+        self.check_walks(walks)
         x = torch.as_tensor(frames)
         if x.ndim == 4:
             x = x.mean(dim=-1)
@@ -219,6 +248,7 @@ class BuiltinPromptModel:
         batch = self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
         ctx = torch.enable_grad() if grad else torch.no_grad()
         with ctx, autocast_context(self.device, enabled=not grad):
-            return _prompt_walks.run(self.net, self.size, x, states, batch=batch,
+            outs = _prompt_walks.run(self.net, self.size, x, states, batch=batch,
                                      progress=progress, cancel=cancel,
                                      stop_when_empty=stop_when_empty, on_frame=on_frame)
+            return outs if crops else [o.full() for o in outs]

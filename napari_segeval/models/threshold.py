@@ -2,9 +2,21 @@
 
 Each step keeps the pixels brighter than ``level`` (a soft sigmoid step, so
 the model is differentiable) inside the previous mask dilated by ``reach``
-pixels; the key frame uses the box as the previous mask. It needs no weights,
-which makes it the reference backend of the propagation tests and a sanity
-baseline for bright, well separated objects.
+pixels. On a conditioning frame its prompts act in order
+(:class:`~napari_segeval.models.base.Walk`):
+
+* a **box** is the previous mask of its frame (the pixels above ``level`` inside
+  the box dilated by ``reach``);
+* a **mask prompt** is the frame's output;
+* a **positive point** is a seed: the connected region of pixels above ``level``
+  that contains it (4-connected) is added to the frame's mask;
+* a **negative point** blocks: the connected region of the frame's mask that
+  contains it is removed (and later frames grow only from what remains).
+
+Points alone on the frame a walk starts from start from an empty mask; reached
+mid-walk, they refine the frame's ordinary step. It needs no weights, which makes it
+the reference backend of the propagation tests and a sanity baseline for bright,
+well separated objects.
 """
 
 from __future__ import annotations
@@ -15,8 +27,9 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, visit_indices
+from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, Walk
 from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -46,6 +59,8 @@ class ThresholdPromptModel:
     """
 
     name = "threshold"
+    #: It takes every prompt kind (boxes, points, masks).
+    takes_points = True
 
     def __init__(self, level: float = 0.5, gain: float = 20.0, reach: int = 1,
                  device: Any = "cpu") -> None:
@@ -81,27 +96,40 @@ class ThresholdPromptModel:
         lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]")
 
-    def propagate(self, frames: Any, key_index: int, box: Box, order: Order = "forward", *,
-                  init_mask: Any = None, progress: ProgressFn | None = None,
-                  cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                  grad: bool = False, prior_volume: Any = None,
+    def propagate(self, frames: Any, key_index: int, box: Box | PromptSet,
+                  order: Order = "forward", *, init_mask: Any = None,
+                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
+                  stop_when_empty: bool = False, grad: bool = False, prior_volume: Any = None,
                   on_frame: Any = None) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
 
-        ``on_frame(0, frame, prob)`` (optional) hears each frame as it is computed.
+        ``box`` is a box or the structure's prompt set (module doc for what each
+        prompt does). ``on_frame(0, frame, prob)`` (optional) hears each frame as it
+        is computed.
+
+        Examples
+        --------
+        >>> from napari_segeval.prompts.prompt_set import Point
+        >>> f = np.zeros((3, 8, 8), np.float32); f[:, 1:3, 1:3] = 1; f[:, 5:7, 5:7] = 1
+        >>> seeds = PromptSet.of([Point(1, 1, index=0), Point(6, 6, index=0)])
+        >>> p = ThresholdPromptModel().propagate(f, 0, seeds)
+        >>> (p > 0.5).sum(dim=(1, 2)).tolist()
+        [8, 8, 8]
+        >>> cut = seeds.add(Point(6, 5, index=1, positive=False))
+        >>> (ThresholdPromptModel().propagate(f, 0, cut) > 0.5).sum(dim=(1, 2)).tolist()
+        [8, 4, 4]
         """
         import torch
-        import torch.nn.functional as F
 
         x = torch.as_tensor(frames).to(self.device, torch.float32)
         if x.ndim == 4:
             x = x.mean(dim=-1)
         n, h, w = x.shape
-        idx = visit_indices(n, int(key_index), order)
-        prior = torch.as_tensor(box.to_mask((h, w)) if init_mask is None else init_mask,
-                                dtype=torch.float32, device=self.device)
+        walk = Walk(int(key_index), box, order, init_mask)
+        idx = walk.frames(n).tolist()
+        last = walk.last_conditioning_step()
+        prior = torch.zeros((h, w), device=self.device)
         out = []
-        k = 2 * self.reach + 1
         with torch.enable_grad() if grad else torch.no_grad():
             given = None if prior_volume is None else torch.as_tensor(
                 prior_volume, dtype=torch.float32, device=self.device).detach()
@@ -109,14 +137,13 @@ class ThresholdPromptModel:
                 check_cancel(cancel, "propagation")
                 if given is not None and j > 0:
                     prior = given[idx[j - 1]]
-                reach = F.max_pool2d(prior[None, None], k, 1, self.reach)[0, 0]
-                prob = torch.sigmoid(self.gain * (x[f] - self.level)) * reach
+                prob = self._frame(x[f], prior, walk.prompts.active(f), start=j == 0)
                 out.append(prob)
                 if on_frame is not None:
                     on_frame(0, int(f), prob.detach())
                 if progress is not None:
                     progress(j + 1, len(idx))
-                if stop_when_empty and not bool((prob.detach() > 0.5).any()):
+                if stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
                     out.extend(torch.zeros((h, w), device=self.device)
                                for _ in range(len(idx) - j - 1))
                     if progress is not None and j + 1 < len(idx):
@@ -124,3 +151,56 @@ class ThresholdPromptModel:
                     break
                 prior = prob
         return torch.stack(out)
+
+    def _soft(self, frame: torch.Tensor) -> torch.Tensor:
+        import torch
+
+        return torch.sigmoid(self.gain * (frame - self.level))
+
+    def _step(self, frame: torch.Tensor, prior: torch.Tensor) -> torch.Tensor:
+        """The frame's pixels above ``level`` inside ``prior`` dilated by ``reach``."""
+        import torch.nn.functional as F
+
+        k = 2 * self.reach + 1
+        reach = F.max_pool2d(prior[None, None], k, 1, self.reach)[0, 0]
+        return self._soft(frame) * reach
+
+    def _frame(self, frame: torch.Tensor, prior: torch.Tensor, active: tuple,
+               start: bool) -> torch.Tensor:
+        """One frame: an ordinary step, or its prompts applied in order (module doc)."""
+        import torch
+
+        h, w = frame.shape
+        if not active:
+            return self._step(frame, prior)
+        first, points = active[0], active
+        if isinstance(first, MaskPrompt):
+            prob, points = torch.as_tensor(first.mask, dtype=torch.float32,
+                                           device=self.device), active[1:]
+        elif isinstance(first, Box):
+            box_mask = torch.as_tensor(first.to_mask((h, w)), dtype=torch.float32,
+                                       device=self.device)
+            prob, points = self._step(frame, box_mask), active[1:]
+        elif start:
+            prob = torch.zeros((h, w), device=self.device)
+        else:
+            prob = self._step(frame, prior)
+        for p in points:
+            prob = self._point(frame, prob, p)
+        return prob
+
+    def _point(self, frame: torch.Tensor, prob: torch.Tensor, point: Point) -> torch.Tensor:
+        """A positive point adds its region above ``level``; a negative one removes its
+        region of the current mask."""
+        import torch
+        from scipy import ndimage
+
+        y, x = point.pixel
+        region = (self._soft(frame) if point.positive else prob).detach() > 0.5
+        lab, _ = ndimage.label(region.cpu().numpy())
+        if not lab[y, x]:
+            return prob
+        grown = torch.as_tensor(lab == lab[y, x], dtype=torch.float32, device=prob.device)
+        if point.positive:
+            return torch.maximum(prob, self._soft(frame) * grown)
+        return prob * (1.0 - grown)

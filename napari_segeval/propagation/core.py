@@ -1,16 +1,27 @@
 """Bidirectional (volume) and forward (video) propagation for any promptable backend.
 
-The MedSAM2 recipe: segment the key slice from its box, propagate forward to
-the last slice, reset and re-prompt on the key slice, propagate backward to the
-first slice, take the union (voxel-wise maximum of the probabilities), and
-keep the largest 3D connected component (face connectivity, 6 neighbours in
-3D, by default; ``connectivity=26``: MedSAM2's scikit-image default). Videos are propagated forward only
-from the prompted frame; earlier frames stay background. Several structures
-are merged into one label map; where two structures claim a voxel the higher
-probability wins, except that a structure enclosed by another (a lesion inside
-its organ) wins its overlap with it. Each structure's own mask, before
-merging, is kept too (:attr:`PropagationResult.masks`), for scoring each
-structure on its own propagation as MedSAM2 does.
+Each structure is prompted by a :class:`~napari_segeval.prompts.prompt_set.PromptSet`
+(boxes, positive and negative points, mask prompts on any slices/frames; a single
+box is the one-line case). The MedSAM2 recipe, generalised to several conditioning
+frames as SAM2's video predictor does it: give every prompt, propagate forward from
+the first conditioning frame to the last slice, reset and give the prompts again,
+propagate backward from the last conditioning frame to the first slice, take the
+union (voxel-wise maximum of the probabilities where both walks reached a slice; the
+other walk's values elsewhere), and keep the largest 3D connected component (face
+connectivity, 6 neighbours in 3D, by default; ``connectivity=26``: MedSAM2's
+scikit-image default). Each walk applies the prompts of every conditioning frame it
+reaches (:class:`~napari_segeval.models.base.Walk`). Videos are propagated forward
+only from the first prompted frame; earlier frames stay background. Several
+structures are merged into one label map; where two structures claim a voxel the
+higher probability wins, except that a structure enclosed by another (a lesion inside
+its organ) wins its overlap with it. Each structure's own mask, before merging, is
+kept too (:attr:`PropagationResult.masks`), for scoring each structure on its own
+propagation as MedSAM2 does. The settings are one :class:`~.options.PropagationOptions`.
+
+Memory: each structure's result is kept at the size of its own extent
+(:class:`~.result.StructureResult`, the bounding box of what its walks computed), and
+the label map is merged from these crops, so a case with many structures does not hold
+a full-size volume per structure; full-size arrays are made on request.
 
 Foreground decision (``decision``): ``"probability"`` (default) keeps voxels
 whose probability is above ``threshold``; ``"logit"`` (MedSAM2's scripts)
@@ -28,14 +39,16 @@ structure keeps its own prompt and memory: the probabilities are the same as wit
 one pass per structure (``share=False``).
 
 Confidence stop (``min_confidence``): walking away from the key
-slice, each direction ends at the first slice whose *confidence*, the mean
+slice, each direction ends at the first slice (after its last conditioning
+slice) whose *confidence*, the mean
 probability over the voxels predicted as foreground (``p > threshold``), is
 below ``min_confidence``; that slice and every later one become background.
 Rationale: a well-calibrated model is confident inside an object it tracks
 (mean foreground probability near 1) and hesitant when its prior mask has
 slid onto tissue whose outline no longer matches the mask (the typical leak at
 the end of a structure); such a leak stays connected to the object, so
-keep-largest-component cannot remove it. The key slice itself is never cut.
+keep-largest-component cannot remove it. The slices up to the walk's last
+conditioning slice are never cut (they lie between prompts a person placed).
 The decision uses detached values; the kept slices stay differentiable. The
 default ``"auto"`` uses the model's own calibrated value, its attribute
 ``stop_confidence`` (the built-in model: 0.8, chosen on tuning phantoms with
@@ -54,7 +67,6 @@ step and the merge, which the final label map applies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,59 +74,25 @@ import numpy as np
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, n_visited
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation.masks import (
-    merge_structures,
-    structure_masks,
-)
-from napari_segeval.propagation.walks import (
-    combine_walks,
-    resolve_min_confidence,
-    run_walks,
-)
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+from napari_segeval.propagation.masks import largest_component, merge_crops
+from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
+from napari_segeval.propagation.result import PropagationResult, StructureResult
+from napari_segeval.propagation.walks import resolve_min_confidence, run_walks, structure_crop
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     import torch
 
 MODES = ("volume", "video")
 
 
-@dataclass
-class PropagationResult:
-    """Output of :func:`propagate_case`.
-
-    Attributes
-    ----------
-    labels : numpy.ndarray
-        ``(n, H, W)`` label map (uint8, or uint16 for label ids above 255).
-    probabilities : dict of int to numpy.ndarray
-        Foreground probability ``(n, H, W)`` float32 per structure, before
-        post-processing (largest component, overlap resolution).
-    prompts : list of Box
-        The boxes used, in order.
-    params : dict
-        Model name and the propagation settings, for provenance.
-    tensors : dict of int to torch.Tensor
-        With ``grad=True`` only: the differentiable probabilities (graph to the
-        input frames); empty otherwise.
-    masks : dict of int to numpy.ndarray
-        Each structure's own boolean mask ``(n, H, W)`` from its own propagation
-        (decision rule and largest component applied), before the structures are
-        merged: overlaps between structures are kept.
-    """
-
-    labels: np.ndarray
-    probabilities: dict[int, np.ndarray]
-    prompts: list[Box]
-    params: dict
-    tensors: dict[int, Any] = field(default_factory=dict)
-    masks: dict[int, np.ndarray] = field(default_factory=dict)
-
-
-def total_steps(n_frames: int, prompts: list[Box], mode: str) -> int:
+def total_steps(n_frames: int, prompts: Any, mode: str) -> int:
     """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
+
+    ``prompts``: boxes and/or prompt sets (:func:`~.options.as_prompt_sets`).
 
     Examples
     --------
@@ -124,32 +102,152 @@ def total_steps(n_frames: int, prompts: list[Box], mode: str) -> int:
     6
     """
     total = 0
-    for b in prompts:
-        total += n_visited(n_frames, b.index, "forward")
+    for s in as_prompt_sets(prompts).values():
+        total += n_visited(n_frames, s.first_frame, "forward")
         if mode == "volume":
-            total += n_visited(n_frames, b.index, "backward")
+            total += n_visited(n_frames, s.last_frame, "backward")
     return total
 
 
-def _orders(mode: str) -> tuple[str, ...]:
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    return ("forward", "backward") if mode == "volume" else ("forward",)
+def make_walks(sets: Mapping[int, PromptSet], options: PropagationOptions,
+               priors: Mapping[int, Any] | None = None) -> list[Walk]:
+    """The walks of ``sets``: per structure, forward from its first conditioning frame
+    and (volumes) backward from its last one.
+
+    Examples
+    --------
+    >>> s = PromptSet.of([Box(0, 0, 2, 2, index=2), Point(1, 1, index=5, positive=False)])
+    >>> [(w.start, w.order) for w in make_walks({1: s}, PropagationOptions())]
+    [(2, 'forward'), (5, 'backward')]
+    """
+    return [Walk.of(s, order, prior_volume=None if priors is None else priors.get(lab))
+            for lab, s in sets.items() for order in options.orders]
 
 
-def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: str = "volume",
-                        stop_when_empty: bool = True, progress: ProgressFn | None = None,
-                        cancel: threading.Event | None = None, grad: bool = False,
-                        min_confidence: float | str | None = "auto", threshold: float = 0.5,
-                        prior_volume: Any = None) -> torch.Tensor:
-    """Probability ``(n, H, W)`` of one structure from its box on frame ``box.index``.
+def _reporter(on_slice: Any, walks: list[Walk], first: int,
+              threshold: float) -> Callable[[int, int, Any], None] | None:
+    if on_slice is None:
+        return None
 
-    ``progress`` receives per-step counts for this structure only.
-    ``prior_volume`` (``(n, H, W)``, optional) conditions every frame after the key
-    frame on this volume instead of the model's own previous output (see
-    :meth:`napari_segeval.models.base.PromptableModel.propagate`).
-    ``min_confidence`` ends each direction at its first low-confidence slice
-    (see the module doc; ``threshold`` defines the foreground there).
+    def on_frame(i: int, f: int, prob: Any) -> None:
+        mask = (prob.detach() > threshold).cpu().numpy()
+        on_slice(walks[first + i].label, int(f), mask)
+    return on_frame
+
+
+def _structure(label: int, parts: list, shape: tuple, options: PropagationOptions,
+               min_confidence: float | None) -> StructureResult:
+    """A structure's result from its walks' outputs: crop, decision, largest component."""
+    offset, crop = structure_crop(parts, min_confidence, options.threshold, options.logits)
+    scores = None
+    if options.logits:
+        scores = crop.detach().float().cpu().numpy()
+        crop = crop.sigmoid()
+    probs = crop.detach().float().cpu().numpy()
+    mask = (scores if scores is not None else probs) > options.cut
+    if options.keep_largest and mask.size:
+        mask = largest_component(mask, options.connectivity)
+    return StructureResult(label, offset, probs, mask, shape,
+                           crop if options.grad else None)
+
+
+def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int, PromptSet],
+                         options: PropagationOptions | None = None, *,
+                         priors: Mapping[int, Any] | None = None,
+                         progress: ProgressFn | None = None,
+                         cancel: threading.Event | None = None,
+                         on_slice: Any = None, cache: Any = None) -> dict[int, StructureResult]:
+    """Each structure's :class:`~.result.StructureResult` (no merging; see
+    :func:`propagate_case` for the arguments). Used by :func:`propagate_case` and by
+    :class:`~.session.PropagationSession` to re-propagate only some structures."""
+    options = options or PropagationOptions()
+    min_confidence = resolve_min_confidence(model, options.min_confidence)
+    n = int(frames.shape[0])
+    shape = tuple(int(v) for v in frames.shape[:3])
+    walks = make_walks(sets, options, priors)
+    check_cancel(cancel, "propagation")
+    common = {"cancel": cancel, "stop_when_empty": options.stop_when_empty,
+              "grad": options.grad, "cache_mb": options.cache_mb, "logits": options.logits,
+              "crops": True, "cache": cache}
+    k = len(options.orders)
+    if options.share:
+        outs = run_walks(model, frames, walks, progress=progress,
+                         on_frame=_reporter(on_slice, walks, 0, options.threshold), **common)
+    else:  # one pass per structure (its directions still share its conditioning)
+        total = sum(n_visited(n, w.start, w.order) for w in walks)
+        outs, done = [], 0
+        for i in range(0, len(walks), k):
+            def report(d: int, _t: int, _offset: int = done) -> None:
+                if progress is not None:
+                    progress(_offset + d, total)
+
+            mine = walks[i:i + k]
+            outs.extend(run_walks(model, frames, mine, progress=report,
+                                  on_frame=_reporter(on_slice, walks, i, options.threshold),
+                                  **common))
+            done += sum(n_visited(n, w.start, w.order) for w in mine)
+    results = {}
+    for i, label in enumerate(sets):
+        parts = list(zip(walks[i * k:(i + 1) * k], outs[i * k:(i + 1) * k]))
+        results[label] = _structure(label, parts, shape, options, min_confidence)
+        outs[i * k:(i + 1) * k] = [None] * k  # free the walks as soon as they are used
+    return results
+
+
+def merge_results(structures: Mapping[int, StructureResult], shape: tuple,
+                  options: PropagationOptions | None = None) -> np.ndarray:
+    """The label map of several structures' results (:func:`~.masks.merge_crops`)."""
+    options = options or PropagationOptions()
+    return merge_crops({lab: (s.offset, s.probabilities, s.mask) for lab, s in structures.items()},
+                       tuple(shape), nested_fraction=options.nested_fraction)
+
+
+def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
+    """The prompt kinds used, for provenance: ``"box"``, ``"mask"``, ``"box+point"``...
+
+    Examples
+    --------
+    >>> describe_prompts({1: PromptSet.of([Box(0, 0, 2, 2), Point(1, 1)])})
+    'box+point'
+    """
+    kinds = {type(p) for s in sets.values() for p in s.prompts}
+    names = [name for cls, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask"))
+             if cls in kinds]
+    return "+".join(names)
+
+
+def record(model: Any, sets: Mapping[int, PromptSet], options: PropagationOptions,
+           min_confidence: float | None, per_slice: bool) -> dict:
+    """The ``params`` of a :class:`~.result.PropagationResult`."""
+    return {"model": getattr(model, "name", type(model).__name__), "mode": options.mode,
+            "keep_largest": options.keep_largest, "stop_when_empty": options.stop_when_empty,
+            "threshold": options.threshold, "decision": options.decision,
+            "connectivity": 6 if options.connectivity is None else int(options.connectivity),
+            "min_confidence": min_confidence, "nested_fraction": options.nested_fraction,
+            "chain": "per-slice" if per_slice else "full", "prompt": describe_prompts(sets),
+            "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()}}
+
+
+def check_prompts(sets: Mapping[int, PromptSet], frames: Any, mode: str) -> None:
+    """Refuse prompts that do not fit ``frames`` (one line, :class:`InvalidPromptError`)."""
+    shape = tuple(int(v) for v in frames.shape[:3])
+    for s in sets.values():
+        s.validate(shape, where="slice" if mode == "volume" else "frame")
+
+
+def propagate_structure(model: PromptableModel, frames: Any, prompts: Box | PromptSet,
+                        options: PropagationOptions | None = None, *,
+                        prior_volume: Any = None, progress: ProgressFn | None = None,
+                        cancel: threading.Event | None = None) -> torch.Tensor:
+    """Probability ``(n, H, W)`` (a tensor, differentiable with ``options.grad``) of one
+    structure from its prompts (a box on frame ``box.index``, or a prompt set).
+
+    ``progress`` receives per-step counts for this structure only; ``prior_volume``
+    (``(n, H, W)``, optional) conditions every frame after the start frame on this
+    volume instead of the model's own previous output (see
+    :meth:`napari_segeval.models.base.PromptableModel.propagate`). The options'
+    ``mode``, ``stop_when_empty``, ``grad``, ``min_confidence`` and ``threshold``
+    apply.
 
     Examples
     --------
@@ -159,25 +257,25 @@ def propagate_structure(model: PromptableModel, frames: Any, box: Box, *, mode: 
     >>> (p.sum(dim=(1, 2)) > 0).tolist()
     [True, True, True, True, True]
     """
-    orders = _orders(mode)
-    min_confidence = resolve_min_confidence(model, min_confidence)
-    walks = [Walk(box.index, box, o, prior_volume=prior_volume) for o in orders]
-    seqs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
-                     stop_when_empty=stop_when_empty, grad=grad)
-    return combine_walks(dict(zip(orders, seqs)), box.index, mode, min_confidence, threshold)
+    import torch
+
+    options = (options or PropagationOptions()).replace(keep_largest=False, share=True)
+    sets = as_prompt_sets([prompts])
+    check_prompts(sets, frames, options.mode)
+    label = next(iter(sets))
+    res = propagate_structures(model, frames, sets, options,
+                               priors=None if prior_volume is None else {label: prior_volume},
+                               progress=progress, cancel=cancel)[label]
+    return res.full_tensor() if options.grad else torch.from_numpy(res.full_probabilities())
 
 
-def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
-                   mode: str = "volume", keep_largest: bool = True,
-                   stop_when_empty: bool = True, threshold: float = 0.5,
-                   connectivity: int | None = None, decision: str = "probability",
-                   min_confidence: float | str | None = "auto", nested_fraction: float | None = 0.5,
+def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
+                   options: PropagationOptions | None = None, *,
+                   priors: dict[int, Any] | None = None,
                    progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                   grad: bool = False, priors: dict[int, Any] | None = None,
-                   share: bool = True, cache_mb: float | None = None,
                    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
-                   init_masks: dict[int, Any] | None = None) -> PropagationResult:
-    """Propagate every prompt through ``frames`` and merge the structures.
+                   cache: Any = None) -> PropagationResult:
+    """Propagate every structure's prompts through ``frames`` and merge the structures.
 
     Parameters
     ----------
@@ -185,56 +283,39 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
         Backend (see :mod:`napari_segeval.models.base`).
     frames : tensor or array ``(n, H, W[, C])``
         Input in the model's normalized units (``model.preprocess(...)``).
-    prompts : list of Box
-        One box per structure (``box.label``), each on its key frame ``box.index``.
-    mode : {"volume", "video"}
-        Bidirectional from the key slice, or forward only.
-    keep_largest : bool
-        Keep the largest connected component of each structure.
-    stop_when_empty : bool
-        Stop a direction when the object disappears.
-    threshold : float
-        Probability threshold for the label map (``decision="probability"``).
-    connectivity : int, optional
-        Neighbours of the largest component (:func:`largest_component`):
-        ``None`` (default) face connectivity (6 in 3D); MedSAM2: 26.
-    decision : {"probability", "logit"}
-        Foreground rule (module doc): probability above ``threshold`` (default),
-        or MedSAM2's logit above 0.
-    min_confidence : float, "auto" or None
-        Confidence stop: end each direction at the first slice/frame whose mean
-        foreground probability is below this value (module doc). ``"auto"``
-        (default): the model's ``stop_confidence``, if any. ``None``: off.
-    nested_fraction : float, optional
-        Nested-structure rule of :func:`merge_structures` (``None``: off).
+    prompts : dict of int to PromptSet, or list of PromptSet and Box
+        One prompt set per structure (a :class:`Box` is the one-line set of its
+        structure ``box.label``): :func:`~.options.as_prompt_sets`.
+    options : PropagationOptions, optional
+        Mode, decision, post-processing, stops, gradients, sharing (default: the
+        project's recipe, :class:`~.options.PropagationOptions`).
+    priors : dict of int to array, optional
+        Per structure, an ``(n, H, W)`` volume that conditions each frame after the
+        start frame instead of the model's own previous output (``prior_volume``):
+        with a clean prediction, frames are segmented one by one, as in per-slice
+        attacks.
     progress : callable, optional
-        ``progress(done, total)`` after each slice/frame of every pass.
+        ``progress(done, total)`` after each slice/frame of every walk.
     cancel : threading.Event, optional
         Set it to stop: :class:`napari_segeval._cancel.Cancelled` is raised and
         nothing is returned.
-    grad : bool
-        Keep the autograd graph (``result.tensors``).
-    priors : dict of int to array, optional
-        Per structure, an ``(n, H, W)`` volume that conditions each frame after the
-        key frame instead of the model's own previous output (``prior_volume`` of
-        :func:`propagate_structure`): with a clean prediction, frames are
-        segmented one by one, as in per-slice attacks.
-    share : bool
-        Give the backend all structures and directions at once (module doc): the
-        same probabilities, each frame's shared work done once. ``False``: one pass
-        per structure.
-    cache_mb : float, optional
-        Bound, in MiB, on the per-frame work a sharing backend keeps for reuse
-        (MedSAM2's image features; ``None``: the backend's default). A smaller
-        bound costs recomputation, never a different result.
     on_slice : callable, optional
         ``on_slice(label, index, mask)``: structure ``label``'s boolean ``(H, W)``
         mask (``probability > threshold``) on slice/frame ``index``, called (from
-        the thread that runs the propagation) as soon as it is computed, the key
-        slice first (module doc). Before post-processing; never changes the result.
-    init_masks : dict of int to array, optional
-        Per structure, an ``(H, W)`` mask on its key frame that prompts it instead
-        of its box (MedSAM2's video script prompts with the first frame's mask).
+        the thread that runs the propagation) as soon as it is computed, each walk's
+        start slice first (module doc). Before post-processing; never changes the
+        result.
+    cache : optional
+        The backend's cache for this case (``model.feature_cache()``, MedSAM2's image
+        features): given to every call on the same ``frames`` tensor, a correction
+        does not encode the frames again. Never changes the result.
+
+    Raises
+    ------
+    napari_segeval.InvalidPromptError
+        A prompt outside the frames, on a frame that does not exist, a mask prompt
+        of another size, a structure with only negative points, or a prompt the
+        model cannot take (one line).
 
     Examples
     --------
@@ -243,72 +324,22 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: list[Box], *,
     ...                      [Box(2, 2, 5, 5, index=3, label=4)])
     >>> res.labels.shape, sorted(res.probabilities), sorted(res.masks)
     ((6, 8, 8), [4], [4])
+    >>> s = PromptSet.of([Box(2, 2, 5, 5, index=1), Box(2, 2, 6, 6, index=4)])
+    >>> res = propagate_case(ThresholdPromptModel(), np.ones((6, 8, 8)), {1: s},
+    ...                      PropagationOptions(mode="video"))
+    >>> res.labels.any(axis=(1, 2)).tolist(), res.params["conditioning_frames"]
+    ([False, True, True, True, True, True], {1: [1, 4]})
     """
-    orders = _orders(mode)
-    if decision not in ("probability", "logit"):
-        raise ValueError(f"decision must be 'probability' or 'logit', got {decision!r}")
-    logits = decision == "logit"
-    if not prompts:
-        raise ValueError("propagate_case needs at least one box prompt")
-    labels_seen = [b.label for b in prompts]
-    if len(set(labels_seen)) != len(labels_seen):
-        raise ValueError(f"one box per structure, got labels {labels_seen}")
-    min_confidence = resolve_min_confidence(model, min_confidence)
-    n = int(frames.shape[0])
-    total = total_steps(n, prompts, mode)
-    walks = [Walk(b.index, b, o, prior_volume=None if priors is None else priors.get(b.label),
-                  init_mask=None if init_masks is None else init_masks.get(b.label))
-             for b in prompts for o in orders]
-    check_cancel(cancel, "propagation")
-    common = {"cancel": cancel, "stop_when_empty": stop_when_empty, "grad": grad,
-              "cache_mb": cache_mb, "logits": logits}
-
-    def slice_reporter(first: int) -> Callable[[int, int, Any], None] | None:
-        if on_slice is None:
-            return None
-
-        def on_frame(i: int, f: int, prob: Any) -> None:
-            mask = (prob.detach() > threshold).cpu().numpy()
-            on_slice(walks[first + i].box.label, int(f), mask)
-        return on_frame
-
-    if share:
-        seqs = run_walks(model, frames, walks, progress=progress, on_frame=slice_reporter(0),
-                         **common)
-    else:  # one pass per structure (its directions still share its key frame)
-        seqs, offset = [], 0
-        for i, box in enumerate(prompts):
-            def report(done: int, _t: int, _offset: int = offset) -> None:
-                if progress is not None:
-                    progress(_offset + done, total)
-
-            mine = walks[i * len(orders):(i + 1) * len(orders)]
-            seqs.extend(run_walks(model, frames, mine, progress=report,
-                                  on_frame=slice_reporter(i * len(orders)), **common))
-            offset += sum(n_visited(n, w.key_index, w.order) for w in mine)
-    probs: dict[int, np.ndarray] = {}
-    scores: dict[int, np.ndarray] = {}  # what the decision thresholds: probability or logit
-    tensors: dict[int, Any] = {}
-    for i, box in enumerate(prompts):
-        parts = dict(zip(orders, seqs[i * len(orders):(i + 1) * len(orders)]))
-        p = combine_walks(parts, box.index, mode, min_confidence, threshold, logits=logits)
-        if logits:
-            scores[box.label] = p.detach().float().cpu().numpy()
-            p = p.sigmoid()
-        if grad:
-            tensors[box.label] = p
-        probs[box.label] = p.detach().float().cpu().numpy()
-    cut = 0.0 if logits else threshold
-    scores = scores or probs
-    masks = structure_masks(scores, threshold=cut, keep_largest=keep_largest,
-                            connectivity=connectivity)
-    labels = merge_structures(scores, threshold=cut, keep_largest=keep_largest,
-                              nested_fraction=nested_fraction, masks=masks)
-    params = {"model": getattr(model, "name", type(model).__name__), "mode": mode,
-              "keep_largest": keep_largest, "stop_when_empty": stop_when_empty,
-              "threshold": threshold, "decision": decision,
-              "connectivity": 6 if connectivity is None else int(connectivity),
-              "min_confidence": min_confidence,
-              "nested_fraction": nested_fraction, "chain": "full" if priors is None else "per-slice",
-              "prompt": "box" if not init_masks else "mask"}
-    return PropagationResult(labels, probs, list(prompts), params, tensors, masks)
+    options = options or PropagationOptions()
+    sets = as_prompt_sets(prompts)
+    check_prompts(sets, frames, options.mode)
+    structures = propagate_structures(model, frames, sets, options, priors=priors,
+                                      progress=progress, cancel=cancel, on_slice=on_slice,
+                                      cache=cache)
+    shape = tuple(int(v) for v in frames.shape[:3])
+    labels = merge_results(structures, shape, options)
+    tensors = ({lab: s.full_tensor() for lab, s in structures.items()} if options.grad
+               else {})
+    params = record(model, sets, options, resolve_min_confidence(model, options.min_confidence),
+                    priors is not None)
+    return PropagationResult(labels, structures, dict(sets), params, tensors)

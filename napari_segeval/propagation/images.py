@@ -11,21 +11,23 @@ refuses the kinds a promptable model cannot take.
 * ``"volume"`` (``zyx``): bidirectional from the key slice;
 * ``"video"`` (``tyx``/``tyxc``): forward from the prompted frame;
 * ``"image"`` (``yx``/``yxc``, a single 2D image): segmented as a one-frame video
-  (its box on frame 0); labels and probabilities come back on the 2D grid.
+  (its prompts on frame 0); labels and probabilities come back on the 2D grid.
 
 The viewer, the command line and the promptable attack target share these rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from napari_segeval.io.case import Case
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation.core import PropagationResult, propagate_case
+from napari_segeval.prompts.prompt_set import describe
+from napari_segeval.propagation.core import propagate_case
+from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
+from napari_segeval.propagation.result import PropagationResult
 
 #: The kinds of case a promptable model takes (:attr:`napari_segeval.io.Case.kind`
 #: without ``"series"``).
@@ -84,8 +86,8 @@ def as_frames(image: Any, kind: str) -> Any:
     return image[None] if kind == "image" else image
 
 
-def check_image_prompts(prompts: list[Box]) -> None:
-    """Refuse boxes of a 2D image that are not on frame 0.
+def check_image_prompts(prompts: Any) -> None:
+    """Refuse prompts of a 2D image that are not on frame 0 (boxes or prompt sets).
 
     Examples
     --------
@@ -95,10 +97,12 @@ def check_image_prompts(prompts: list[Box]) -> None:
     ...
     ValueError: a 2D image has one frame: box of label 1 is on frame 3, expected 0
     """
-    for b in prompts:
-        if b.index != 0:
-            raise ValueError(f"a 2D image has one frame: box of label {b.label} is on frame "
-                             f"{b.index}, expected 0")
+    for s in as_prompt_sets(prompts).values():
+        for p in s.prompts:
+            if p.index != 0:
+                what = "box" if isinstance(p, Box) else describe(p, "frame").split(" on ")[0]
+                raise ValueError(f"a 2D image has one frame: {what} of label {p.label} is on "
+                                 f"frame {p.index}, expected 0")
 
 
 def squeeze_frame(result: PropagationResult) -> PropagationResult:
@@ -106,24 +110,22 @@ def squeeze_frame(result: PropagationResult) -> PropagationResult:
 
     Examples
     --------
-    >>> r = PropagationResult(np.zeros((1, 2, 3), np.uint8), {1: np.zeros((1, 2, 3))}, [], {})
-    >>> s = squeeze_frame(r)
+    >>> from napari_segeval.propagation.result import StructureResult
+    >>> one = StructureResult(1, (0, 0, 0), np.zeros((1, 2, 3), np.float32),
+    ...                       np.zeros((1, 2, 3), bool), (1, 2, 3))
+    >>> s = squeeze_frame(PropagationResult(np.zeros((1, 2, 3), np.uint8), {1: one}, {}, {}))
     >>> s.labels.shape, s.probabilities[1].shape
     ((2, 3), (2, 3))
     """
-    if result.labels.shape[0] != 1:
-        raise ValueError(f"expected one frame, got {result.labels.shape[0]}")
-    return replace(result, labels=result.labels[0],
-                   probabilities={k: v[0] for k, v in result.probabilities.items()},
-                   tensors={k: v[0] for k, v in result.tensors.items()},
-                   masks={k: v[0] for k, v in result.masks.items()})
+    return result.first()
 
 
-def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
+def propagate_image(model: Any, image: Case | np.ndarray, prompts: Any, *,
                     kind: str | None = None, modality: str | None = None,
                     window: Any = None, ct_mapping: str = "window",
+                    options: PropagationOptions | None = None,
                     **kwargs: Any) -> PropagationResult:
-    """Preprocess a raw image, propagate every prompt and merge (any kind, 2D included).
+    """Preprocess a raw image, propagate every structure's prompts and merge (any kind).
 
     Parameters
     ----------
@@ -132,8 +134,8 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
     image : Case or numpy.ndarray
         The raw image: a case (its axes give the kind, its modality the
         preprocessing), or an array with ``kind`` and ``modality``.
-    prompts : list of Box
-        One box per structure; on a 2D image every box is on frame 0.
+    prompts : dict of int to PromptSet, or list of PromptSet and Box
+        One prompt set (or box) per structure; on a 2D image every prompt is on frame 0.
     kind : {"volume", "video", "image"}, optional
         Required for arrays; for a case, defaults to :func:`promptable_kind`.
     modality : str, optional
@@ -143,10 +145,12 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
     ct_mapping : {"window", "minmax"}
         How the CT window maps to the model's range
         (:mod:`napari_segeval.inference.windowing`); ``"minmax"`` is MedSAM2's.
+    options : PropagationOptions, optional
+        Settings of :func:`~napari_segeval.propagation.core.propagate_case`; the
+        mode follows the kind.
     **kwargs
-        Passed to :func:`~napari_segeval.propagation.core.propagate_case`
-        (``keep_largest``, ``progress``, ``cancel``, ``grad``, ...); the mode
-        follows the kind.
+        ``priors``, ``progress``, ``cancel``, ``on_slice`` of
+        :func:`~napari_segeval.propagation.core.propagate_case`.
 
     Returns
     -------
@@ -163,8 +167,32 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
     >>> res.labels.shape, int(res.labels[6, 8]), res.params["mode"]
     ((16, 20), 1, 'video')
     """
-    if "mode" in kwargs:
-        raise TypeError("propagate_image picks the mode from the kind; do not pass mode")
+    kind, modality, frames = image_frames(model, image, kind=kind, modality=modality,
+                                          window=window, ct_mapping=ct_mapping)
+    if kind == "image":
+        check_image_prompts(prompts)
+    options = (options or PropagationOptions()).replace(mode=propagation_mode(kind))
+    result = propagate_case(model, frames, prompts, options, **kwargs)
+    result.params["kind"] = kind
+    result.params["modality"] = modality
+    return squeeze_frame(result) if kind == "image" else result
+
+
+def image_frames(model: Any, image: Case | np.ndarray, *, kind: str | None = None,
+                 modality: str | None = None, window: Any = None,
+                 ct_mapping: str = "window") -> tuple[str, str, Any]:
+    """``(kind, modality, frames)``: the backend's normalized frames of a raw image.
+
+    A 2D image becomes a one-frame stack (:func:`as_frames`).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> kind, modality, frames = image_frames(ThresholdPromptModel(), np.zeros((4, 5), np.uint8),
+    ...                                       kind="image")
+    >>> kind, modality, tuple(frames.shape)
+    ('image', 'other', (1, 4, 5))
+    """
     if isinstance(image, Case):
         kind = kind or promptable_kind(image)
         modality = modality or image.modality
@@ -173,12 +201,7 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: list[Box], *,
         if kind is None:
             raise ValueError("propagate_image needs kind= for an array (volume, video, image)")
         array = image
-    if kind == "image":
-        check_image_prompts(prompts)
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = model.preprocess(as_frames(np.asarray(array), kind), modality or "other", window,
-                              **extra)
-    result = propagate_case(model, frames, prompts, mode=propagation_mode(kind), **kwargs)
-    result.params["kind"] = kind
-    result.params["modality"] = modality or "other"
-    return squeeze_frame(result) if kind == "image" else result
+    modality = modality or "other"
+    frames = model.preprocess(as_frames(np.asarray(array), kind), modality, window, **extra)
+    return kind, modality, frames

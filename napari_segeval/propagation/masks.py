@@ -82,7 +82,8 @@ def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float =
     enclosed structure wins their whole overlap, as in reference label maps where
     the lesion label is painted over the organ. ``None`` disables the rule.
     ``connectivity`` is that of :func:`largest_component`; ``masks`` (from
-    :func:`structure_masks`) skips recomputing the per-structure masks.
+    :func:`structure_masks`) skips recomputing the per-structure masks. Full-size
+    arrays; :func:`merge_crops` is the same rule on crops.
 
     Examples
     --------
@@ -98,26 +99,65 @@ def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float =
     ids = sorted(probabilities)
     if not ids:
         raise ValueError("no structures to merge")
-    shape = probabilities[ids[0]].shape
     probs = {lab: np.asarray(probabilities[lab], dtype=np.float32) for lab in ids}
     if masks is None:
         masks = structure_masks(probs, threshold=threshold, keep_largest=keep_largest,
                                 connectivity=connectivity)
-    size = {lab: int(masks[lab].sum()) for lab in ids}
+    shape = probs[ids[0]].shape
+    zero = (0,) * len(shape)
+    return merge_crops({lab: (zero, probs[lab], np.asarray(masks[lab], bool)) for lab in ids},
+                       shape, nested_fraction=nested_fraction)
+
+
+def _overlap(a: tuple, b: tuple) -> int:
+    """Voxels where two ``(offset, mask)`` crops are both True."""
+    (oa, ma), (ob, mb) = a, b
+    lo = [max(x, y) for x, y in zip(oa, ob)]
+    hi = [min(x + s, y + t) for x, s, y, t in zip(oa, ma.shape, ob, mb.shape)]
+    if any(h <= l for l, h in zip(lo, hi)):
+        return 0
+    sa = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, oa))
+    sb = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, ob))
+    return int((ma[sa] & mb[sb]).sum())
+
+
+def merge_crops(crops: dict[int, tuple], shape: tuple, *,
+                nested_fraction: float | None = 0.5) -> np.ndarray:
+    """The label map of :func:`merge_structures` from crops ``label -> (offset, prob, mask)``.
+
+    Each structure's probabilities and own mask are given inside its bounding box
+    (``offset`` + arrays of one shape); outside it they are 0 / False. Only one
+    full-size float array (the best probability so far) is made, whatever the number
+    of structures.
+
+    Examples
+    --------
+    >>> p = np.full((1, 1, 2), 0.9, np.float32)
+    >>> merge_crops({3: ((0, 0, 1), p, p > 0.5)}, (1, 1, 4)).tolist()
+    [[[0, 3, 3, 0]]]
+    """
+    ids = sorted(crops)
+    if not ids:
+        raise ValueError("no structures to merge")
+    size = {lab: int(crops[lab][2].sum()) for lab in ids}
     outers: dict[int, list[int]] = {lab: [] for lab in ids}  # lab -> structures enclosing it
     if nested_fraction is not None:
         for inner in ids:
             for outer in ids:
                 if (outer != inner and 0 < size[inner] < size[outer] and
-                        (masks[inner] & masks[outer]).sum() >= nested_fraction * size[inner]):
+                        _overlap(crops[inner][::2], crops[outer][::2])
+                        >= nested_fraction * size[inner]):
                     outers[inner].append(outer)
     best = np.zeros(shape, np.float32)
     out = np.zeros(shape, np.uint16 if max(ids) > 255 else np.uint8)
     for lab in sorted(ids, key=lambda i: (-size[i], i)):  # enclosing structures first
-        prob, mask = probs[lab], masks[lab]
-        win = mask & (prob > best)
+        offset, prob, mask = crops[lab]
+        where = tuple(slice(o, o + s) for o, s in zip(offset, mask.shape))
+        prob = np.asarray(prob, np.float32)
+        best_here, out_here = best[where], out[where]
+        win = mask & (prob > best_here)
         if outers[lab]:
-            win |= mask & np.isin(out, outers[lab])
-        out[win] = lab
-        best[win] = prob[win]
+            win |= mask & np.isin(out_here, outers[lab])
+        out_here[win] = lab
+        best_here[win] = prob[win]
     return out

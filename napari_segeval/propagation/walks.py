@@ -1,16 +1,19 @@
 """Running walks (one structure, one direction) through a backend, and combining them.
 
 The pieces of :func:`~napari_segeval.propagation.core.propagate_case` that talk to the
-backend: which calibrated confidence stop applies, where a walk stops, how the walks
-of a case are given to the backend (all at once when it can share work), and how the
-forward and backward walks of a structure become one probability volume.
+backend: which calibrated confidence stop applies, where a walk stops (never before its
+last conditioning frame), how the walks of a case are given to the backend (all at once
+when it can share work), and how the forward and backward walks of a structure become
+one probability crop (:func:`structure_crop`: the bounding box of what the walks
+computed, never a full-size volume per structure).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, n_visited
+from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, WalkOutput, n_visited
+from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -39,18 +42,21 @@ def resolve_min_confidence(model: Any, min_confidence: float | str | None) -> fl
     return None if min_confidence is None else float(min_confidence)
 
 
-def confidence_stop(probs: Any, min_confidence: float | None, threshold: float = 0.5) -> int:
+def confidence_stop(probs: Any, min_confidence: float | None, threshold: float = 0.5,
+                    first: int = 0) -> int:
     """Number of leading frames of one direction to keep (see the module doc).
 
-    ``probs`` is ``(m, H, W)`` with the key frame first. Frames without
-    foreground do not stop the walk (``stop_when_empty`` handles them).
+    ``probs`` is ``(m, H, W)`` with the start frame first. Frames without
+    foreground do not stop the walk (``stop_when_empty`` handles them), nor do the
+    first ``first + 1`` frames (a walk never stops before its last conditioning
+    frame, at visit position ``first``).
 
     Examples
     --------
     >>> import torch
     >>> p = torch.zeros(4, 2, 2); p[0, 0, 0] = 0.95; p[1, 0, 0] = 0.9; p[2, 0, 0] = 0.6
-    >>> confidence_stop(p, 0.75), confidence_stop(p, None)
-    (2, 4)
+    >>> confidence_stop(p, 0.75), confidence_stop(p, None), confidence_stop(p, 0.75, first=2)
+    (2, 4, 4)
     """
     m = int(probs.shape[0])
     if min_confidence is None or m <= 1:
@@ -59,12 +65,36 @@ def confidence_stop(probs: Any, min_confidence: float | None, threshold: float =
     fg = p > threshold
     count = fg.flatten(1).sum(dim=1)
     mean = (p * fg).flatten(1).sum(dim=1) / count.clamp(min=1)
-    low = ((count > 0) & (mean < float(min_confidence))).tolist()
-    for j in range(1, m):
-        if low[j]:
+    return _first_low(count.tolist(), mean.tolist(), min_confidence, first, m)
+
+
+def _first_low(counts: list, means: list, min_confidence: float, first: int, m: int) -> int:
+    for j in range(max(1, int(first) + 1), m):
+        if counts[j] > 0 and means[j] < float(min_confidence):
             return j
     return m
 
+
+def output_stop(out: WalkOutput, min_confidence: float | None, threshold: float = 0.5,
+                first: int = 0, logits: bool = False) -> int:
+    """:func:`confidence_stop` of a cropped walk (``logits``: of its sigmoid at 0.5)."""
+    import torch
+
+    m = len(out)
+    if min_confidence is None or m <= 1:
+        return m
+    counts, means = [], []
+    for v in out.values:
+        if v is None:
+            counts.append(0)
+            means.append(0.0)
+            continue
+        p = torch.sigmoid(v.detach().float()) if logits else v.detach().float()
+        fg = p > (0.5 if logits else threshold)
+        count = fg.sum()
+        counts.append(int(count))
+        means.append(float((p * fg).sum() / count.clamp(min=1)))
+    return _first_low(counts, means, min_confidence, first, m)
 
 
 def _takes(method: Any, name: str) -> bool:
@@ -77,27 +107,62 @@ def _takes(method: Any, name: str) -> bool:
         return False
 
 
-def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, walk: Walk, n: int,
-                 seq: Any) -> None:
+def _as_outputs(seqs: list, walks: list[Walk], n: int, fill: float) -> list[WalkOutput]:
+    """Full-size walk tensors as :class:`WalkOutput` objects (unchanged if already)."""
+    return [s if isinstance(s, WalkOutput) else WalkOutput.from_full(w.frames(n), s, fill)
+            for s, w in zip(seqs, walks)]
+
+
+def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, out: WalkOutput) -> None:
     """Report a finished walk's frames (backends without ``on_frame``)."""
-    for j, f in enumerate(walk.frames(n).tolist()):
-        on_frame(i, f, seq[j].detach())
+    for j, f in enumerate(out.frames):
+        on_frame(i, f, out.row(j).detach())
 
 
 def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any,
-                 as_probability: Callable[[Any], Any], *, cache_mb: float | None,
-                 **kw: Any) -> list[torch.Tensor]:
+                 as_probability: Callable[[Any], Any], fill: float, *,
+                 cache_mb: float | None, cache: Any = None, **kw: Any) -> list[WalkOutput]:
     """Call a backend's all-walks ``method``; report frames live or, if it cannot, afterwards."""
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
+    if cache is not None and _takes(method, "features"):
+        extra["features"] = cache
     live = on_frame is not None and _takes(method, "on_frame")
     if live:
         extra["on_frame"] = on_frame
-    seqs = method(frames, walks, **kw, **extra)
+    if _takes(method, "crops"):
+        extra["crops"] = True
+    outs = _as_outputs(method(frames, walks, **kw, **extra), walks, int(frames.shape[0]), fill)
     if on_frame is not None and not live:
-        n = int(frames.shape[0])
-        for i, (w, seq) in enumerate(zip(walks, seqs)):
-            _report_walk(on_frame, i, w, n, as_probability(seq))
-    return seqs
+        for i, out in enumerate(outs):
+            _report_walk(on_frame, i, out.map(as_probability, 0.0))
+    return outs
+
+
+def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progress: Any,
+                cancel: Any, stop_when_empty: bool, grad: bool,
+                on_frame: Any) -> list[WalkOutput]:
+    """One ``propagate`` call per walk (backends without ``propagate_walks``)."""
+    n = int(frames.shape[0])
+    total = sum(n_visited(n, w.start, w.order) for w in walks)
+    live = on_frame is not None and _takes(model.propagate, "on_frame")
+    out, offset = [], 0
+    for number, w in enumerate(walks):
+        def cb(i: int, _t: int, _offset: int = offset) -> None:
+            if progress is not None:
+                progress(_offset + i, total)
+
+        extra = {} if w.prior_volume is None else {"prior_volume": w.prior_volume}
+        if live:
+            extra["on_frame"] = lambda _i, f, p, _n=number: on_frame(_n, f, p)
+        one = w.prompts.prompts
+        prompt = one[0] if len(one) == 1 and isinstance(one[0], Box) else w.prompts
+        seq = model.propagate(frames, w.start, prompt, w.order, progress=cb, cancel=cancel,
+                              stop_when_empty=stop_when_empty, grad=grad, **extra)
+        out.append(WalkOutput.from_full(w.frames(n), seq))
+        if on_frame is not None and not live:
+            _report_walk(on_frame, number, out[-1])
+        offset += n_visited(n, w.start, w.order)
+    return out
 
 
 def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
@@ -105,7 +170,7 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
               stop_when_empty: bool = True, grad: bool = False,
               cache_mb: float | None = None,
               on_frame: Callable[[int, int, Any], None] | None = None,
-              logits: bool = False) -> list[torch.Tensor]:
+              logits: bool = False, crops: bool = False, cache: Any = None) -> list:
     """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
 
     ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
@@ -113,7 +178,11 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     computed, or when the walk returns for backends that cannot report steps
     (module doc); it never changes the result. ``logits=True`` returns logits
     instead: the backend's own (``walk_logits``) when it has them, else the logit
-    of its probabilities (``on_frame`` still hears probabilities).
+    of its probabilities (``on_frame`` still hears probabilities). ``crops=True``
+    returns :class:`~napari_segeval.models.base.WalkOutput` objects (each frame
+    cropped where the backend crops, full frames otherwise) instead of
+    ``(n_visited, H, W)`` tensors. ``cache`` is the backend's per-case cache
+    (``model.feature_cache()``), given as its ``features`` keyword.
 
     Examples
     --------
@@ -125,55 +194,84 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     >>> [tuple(p.shape) for p in run_walks(ThresholdPromptModel(), np.ones((5, 8, 8)), walks)]
     [(3, 8, 8), (3, 8, 8)]
     """
-    n = int(frames.shape[0])
+    import torch
+
+    common = {"progress": progress, "cancel": cancel, "stop_when_empty": stop_when_empty,
+              "grad": grad}
     if logits and hasattr(model, "walk_logits"):
-        import torch
+        outs = _all_at_once(model.walk_logits, frames, walks, on_frame,
+                            lambda v: torch.sigmoid(v.detach().float()), float("-inf"),
+                            cache_mb=cache_mb, cache=cache, **common)
+    elif hasattr(model, "propagate_walks"):
+        outs = _all_at_once(model.propagate_walks, frames, walks, on_frame, lambda v: v, 0.0,
+                            cache_mb=cache_mb, cache=cache, **common)
+    else:
+        outs = _one_by_one(model, frames, walks, on_frame=on_frame, **common)
+    if logits and not hasattr(model, "walk_logits"):
+        outs = [o.map(lambda v: torch.logit(v.float()), float("-inf")) for o in outs]
+    return outs if crops else [o.full() for o in outs]
 
-        return _all_at_once(model.walk_logits, frames, walks, on_frame,
-                            lambda seq: torch.sigmoid(seq.detach().float()), progress=progress,
-                            cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
-                            cache_mb=cache_mb)
-    if logits:
-        import torch
 
-        probs = run_walks(model, frames, walks, progress=progress, cancel=cancel,
-                          stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                          on_frame=on_frame)
-        return [torch.logit(p.float()) for p in probs]
-    if hasattr(model, "propagate_walks"):
-        return _all_at_once(model.propagate_walks, frames, walks, on_frame, lambda seq: seq,
-                            progress=progress, cancel=cancel, stop_when_empty=stop_when_empty,
-                            grad=grad, cache_mb=cache_mb)
-    total = sum(n_visited(n, w.key_index, w.order) for w in walks)
-    live = on_frame is not None and _takes(model.propagate, "on_frame")
-    out, offset = [], 0
-    for number, w in enumerate(walks):
-        def cb(i: int, _t: int, _offset: int = offset) -> None:
-            if progress is not None:
-                progress(_offset + i, total)
+def structure_crop(parts: list[tuple[Walk, WalkOutput]], min_confidence: float | None,
+                   threshold: float = 0.5, logits: bool = False
+                   ) -> tuple[tuple[int, int, int], Any]:
+    """One structure's ``(offset, crop)`` from its walks (confidence stop, then union).
 
-        extra = {} if w.prior_volume is None else {"prior_volume": w.prior_volume}
-        if w.init_mask is not None:
-            extra["init_mask"] = w.init_mask
-        if live:
-            extra["on_frame"] = lambda _i, f, p, _n=number: on_frame(_n, f, p)
-        out.append(model.propagate(frames, w.key_index, w.box, w.order, progress=cb,
-                                   cancel=cancel, stop_when_empty=stop_when_empty, grad=grad,
-                                   **extra))
-        if on_frame is not None and not live:
-            _report_walk(on_frame, number, w, n, out[-1])
-        offset += n_visited(n, w.key_index, w.order)
-    return out
+    Each walk is cut at its confidence stop (never before its last conditioning
+    frame); a frame reached by two walks (a forward and a backward walk, on and
+    between the conditioning frames) takes their maximum. The crop is the bounding
+    box of every frame's values; outside it the structure is 0 (``-inf`` for logits).
+    Differentiable.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from napari_segeval.prompts.box import Box
+    >>> box = Box(0, 0, 1, 1, index=1)
+    >>> fwd = WalkOutput([1, 2], [(0, 0, 1, 1), None], [torch.full((1, 1), 0.9), None], (2, 2))
+    >>> bwd = WalkOutput([1, 0], [(1, 1, 2, 2)] * 2, [torch.full((1, 1), 0.8)] * 2, (2, 2))
+    >>> offset, crop = structure_crop([(Walk(1, box, "forward"), fwd),
+    ...                                (Walk(1, box, "backward"), bwd)], None)
+    >>> offset, tuple(crop.shape), crop[1].tolist()
+    ((0, 0, 0), (2, 2, 2), [[0.8999999761581421, 0.0], [0.0, 0.800000011920929]])
+    """
+    import torch
+    import torch.nn.functional as F
+
+    fill = float("-inf") if logits else 0.0
+    pieces: dict[int, list] = {}
+    for walk, out in parts:
+        keep = output_stop(out, min_confidence, threshold, walk.last_conditioning_step(), logits)
+        for j in range(keep):
+            if out.boxes[j] is not None:
+                pieces.setdefault(int(out.frames[j]), []).append((out.boxes[j], out.values[j]))
+    if not pieces:
+        return (0, 0, 0), torch.zeros((0, 0, 0))
+    boxes = [b for ps in pieces.values() for b, _ in ps]
+    y0, x0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    y1, x1 = max(b[2] for b in boxes), max(b[3] for b in boxes)
+    z0, z1 = min(pieces), max(pieces) + 1
+    ref = next(iter(pieces.values()))[0][1]
+    rows = []
+    for f in range(z0, z1):
+        row = None
+        for (a, b, c, d), v in pieces.get(f, ()):
+            v = F.pad(v, (b - x0, x1 - d, a - y0, y1 - c), value=fill)
+            row = v if row is None else torch.maximum(row, v)
+        rows.append(row if row is not None else
+                    torch.full((y1 - y0, x1 - x0), fill, dtype=ref.dtype, device=ref.device))
+    return (z0, y0, x0), torch.stack(rows)
 
 
 def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
                   min_confidence: float | None, threshold: float = 0.5,
                   logits: bool = False) -> torch.Tensor:
-    """One structure's ``(n, H, W)`` probability from its walks (confidence stop, then union).
+    """One structure's ``(n, H, W)`` probability from full-size walks from ``key_index``.
 
     ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
     probabilities in visit order (logits with ``logits=True``: the confidence
     stop reads their sigmoid at 0.5, cut and unvisited frames get ``-inf``).
+    :func:`structure_crop` at full size.
 
     Examples
     --------
@@ -183,26 +281,18 @@ def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
     [0.800000011920929, 0.800000011920929, 0.8999999761581421, 0.8999999761581421]
     """
     import torch
+    import torch.nn.functional as F
 
-    empty = float("-inf") if logits else 0.0
-    cut = {}
-    for order, seq in parts.items():
-        if logits:
-            keep = confidence_stop(torch.sigmoid(seq), min_confidence, 0.5)
-        else:
-            keep = confidence_stop(seq, min_confidence, threshold)
-        if keep < seq.shape[0]:
-            seq = torch.cat([seq[:keep], torch.full_like(seq[keep:], empty)], dim=0)
-        cut[order] = seq
-    fwd = cut["forward"]
+    fwd = parts["forward"]
+    n = key_index + int(fwd.shape[0])
     h, w = fwd.shape[1:]
-    pieces = []
-    if mode == "volume":
-        bwd = cut["backward"]
-        pieces.append(torch.flip(bwd[1:], dims=(0,)))
-        pieces.append(torch.maximum(fwd[:1], bwd[:1]))
-    else:
-        pieces.append(torch.full((key_index, h, w), empty, dtype=fwd.dtype, device=fwd.device))
-        pieces.append(fwd[:1])
-    pieces.append(fwd[1:])
-    return torch.cat(pieces, dim=0)
+    box = Box(0, 0, 1, 1, index=key_index)
+    walks = [(Walk(key_index, box, o), WalkOutput.from_full(Walk(key_index, box, o).frames(n),
+                                                            parts[o]))
+             for o in (("forward", "backward") if mode == "volume" else ("forward",))]
+    fill = float("-inf") if logits else 0.0
+    (z0, y0, x0), crop = structure_crop(walks, min_confidence, threshold, logits)
+    if crop.numel() == 0:
+        return torch.full((n, h, w), fill, dtype=fwd.dtype, device=fwd.device)
+    return F.pad(crop, (x0, w - x0 - crop.shape[2], y0, h - y0 - crop.shape[1],
+                        z0, n - z0 - crop.shape[0]), value=fill)

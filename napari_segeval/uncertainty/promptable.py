@@ -1,7 +1,8 @@
 """Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?).
 
-Each sample perturbs every box (each edge moved by an integer in
-``[-jitter, jitter]`` pixels, :meth:`~napari_segeval.prompts.Box.jittered`) and
+Each sample perturbs every box of every structure's prompts (each edge moved by an
+integer in ``[-jitter, jitter]`` pixels, :meth:`~napari_segeval.prompts.Box.jittered`;
+points and mask prompts are kept) and
 adds Gaussian intensity noise (``noise_std`` normalized units) to the frames,
 then propagates (:func:`~napari_segeval.propagation.propagate_case`). Per
 structure the foreground probabilities are accumulated (running mean and
@@ -35,6 +36,15 @@ def _noisy(frames: Any, std: float, rng: np.random.Generator,
     return y.clamp(*clamp) if clamp is not None else y
 
 
+def _jittered(prompts: Any, jitter: int, rng: np.random.Generator, shape: tuple) -> Any:
+    """The prompt set with each box jittered (in order; points and masks kept)."""
+    from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_set import PromptSet
+
+    return PromptSet(prompts.label, tuple(p.jittered(jitter, rng, shape) if isinstance(p, Box)
+                                          else p for p in prompts.prompts))
+
+
 def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "volume",
                n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
                clamp: tuple[float, float] | None = None, include_clean: bool = True,
@@ -48,8 +58,9 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
         Backend (:mod:`napari_segeval.models.base`).
     frames : tensor or array ``(n, H, W[, C])``
         Input in the model's normalized units (``model.preprocess(...)``).
-    prompts : sequence of Box
-        One box per structure.
+    prompts : dict of int to PromptSet, or sequence of Box and PromptSet
+        One box or prompt set per structure
+        (:func:`~napari_segeval.propagation.as_prompt_sets`).
     mode : {"volume", "video"}
         As in :func:`~napari_segeval.propagation.propagate_case`.
     n_samples : int
@@ -76,7 +87,7 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     -------
     UncertaintyMaps
         ``mean`` is ``(S, n, H, W)``: one foreground probability per structure
-        (``channels`` = the box labels); ``method == "prompt-jitter"``.
+        (``channels`` = the structure ids); ``method == "prompt-jitter"``.
 
     Examples
     --------
@@ -88,35 +99,42 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     >>> m.mean.shape, m.channels, m.labels.shape
     ((1, 4, 16, 16), (1,), (4, 16, 16))
     """
-    from napari_segeval.propagation import merge_structures, propagate_case
+    from napari_segeval.propagation import (
+        PropagationOptions,
+        as_prompt_sets,
+        merge_structures,
+        propagate_case,
+    )
     from napari_segeval.propagation.core import total_steps
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    prompts = list(prompts)
     if not prompts:
         raise ValueError("prompt_tta needs at least one box prompt")
+    sets = as_prompt_sets(prompts)
     shape = tuple(int(s) for s in frames.shape[1:3])
     rng = np.random.default_rng(seed)
-    per_sample = total_steps(int(frames.shape[0]), prompts, mode)
+    per_sample = total_steps(int(frames.shape[0]), sets, mode)
     total = per_sample * n_samples
-    stats = {b.label: SampleStats(binary=True) for b in prompts}
+    stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []
     for i in range(n_samples):
         check_cancel(cancel, "prompt jitter")
         clean = i == 0 and include_clean
-        boxes = prompts if clean else [b.jittered(jitter, rng, shape) for b in prompts]
+        drawn_sets = sets if clean else {lab: _jittered(s, jitter, rng, shape)
+                                          for lab, s in sets.items()}
         x = frames if clean else _noisy(frames, noise_std, rng, clamp)
-        drawn.append([[b.y0, b.x0, b.y1, b.x1] for b in boxes])
+        drawn.append([[b.y0, b.x0, b.y1, b.x1] for s in drawn_sets.values() for b in s.boxes])
 
         def report(done: int, _t: int, offset: int = i * per_sample) -> None:
             if progress is not None:
                 progress(offset + done, total)
 
-        res = propagate_case(model, x, boxes, mode=mode, progress=report, cancel=cancel)
+        res = propagate_case(model, x, drawn_sets, PropagationOptions(mode=mode),
+                             progress=report, cancel=cancel)
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
-    labels_order = tuple(int(b.label) for b in prompts)
+    labels_order = tuple(sets)
     mean = np.stack([stats[k].mean for k in labels_order]).astype(np.float32)
     var = np.stack([stats[k].variance() for k in labels_order]).astype(np.float32)
     h_each = np.stack([binary_entropy(m) for m in mean])

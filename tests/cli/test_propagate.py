@@ -3,6 +3,7 @@
 import argparse
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -172,6 +173,16 @@ def test_threshold_model_runs_and_unnamed_structures_match_metrics(files, capsys
                             ).model == name
 
 
+def test_dense_model_is_refused_when_parsing(capsys):
+    from napari_segeval.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["propagate", "x.nii.gz", "-o", "y.nii.gz", "--model", "builtin-ct"])
+    assert exc.value.code == 2
+    assert "'builtin-ct' is a dense model or a file: a dense model segments without prompts" in (
+        capsys.readouterr().err)
+
+
 def test_unknown_model_is_refused_when_parsing(capsys):
     from napari_segeval.cli import main
 
@@ -180,3 +191,114 @@ def test_unknown_model_is_refused_when_parsing(capsys):
     assert exc.value.code == 2
     assert "unknown model 'sam9' (use one of builtin, threshold, medsam2" in (
         capsys.readouterr().err)
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
+
+
+def _json_out(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_multi_prompt_ct_sample_writes_prompts_and_replays(tmp_path, capsys):
+    """Boxes on two slices, clicks on others (threshold model: it takes points)."""
+    from napari_segeval.prompts.prompt_set import Box, Point, read_prompts
+
+    ct = SAMPLES / "ct"
+    out = tmp_path / "pred.nii.gz"
+    argv = [str(ct / "ct_001.nii.gz"), "--labels", str(ct / "ct_001_labels.nii.gz"),
+            "--model", "threshold", "--box", "20,37,23,73,67,1", "--point", "30,60,40",
+            "--box", "30,54,71,76,89,2", "--point", "35,65,78,-", "--box", "14,37,23,73,67,1",
+            "--json"]
+    assert _run([*argv, "-o", str(out)]) == 0
+    payload = _json_out(capsys)
+    saved = tmp_path / "pred.prompts.json"
+    assert payload["prompts"] == str(saved) and [r["label"] for r in payload["structures"]] == [1, 2]
+    pf = read_prompts(saved)
+    assert pf.shape == (40, 112, 112) and pf.names == {1: "liver", 2: "spleen"}
+    assert pf.sets[1].prompts == (Box(37, 23, 73, 67, index=20), Point(60, 40, index=30),
+                                  Box(37, 23, 73, 67, index=14))  # command-line order
+    assert pf.sets[2].prompts == (Box(54, 71, 76, 89, index=30, label=2),
+                                  Point(65, 78, index=35, label=2, positive=False))
+    replay = tmp_path / "again.nii.gz"
+    assert _run([str(ct / "ct_001.nii.gz"), "--model", "threshold", "--prompts", str(saved),
+                 "-o", str(replay), "--json"]) == 0
+    assert _json_out(capsys)["prompts"] == str(tmp_path / "again.prompts.json")
+    np.testing.assert_array_equal(read_labels(replay)[0], read_labels(out)[0])
+    assert read_prompts(tmp_path / "again.prompts.json") == pf
+    out.unlink()
+    with pytest.raises(WriteError, match="pred.prompts.json exists"):  # the same overwrite rule
+        _run([*argv, "-o", str(out)])
+    assert not out.exists()
+    assert _run([*argv, "-o", str(out), "--overwrite"]) == 0
+
+
+def test_multi_prompt_video_and_2d_image(tmp_path, capsys):
+    video = SAMPLES / "video"
+    out = tmp_path / "echo.nii.gz"
+    assert _run([str(video / "echo_001_sequence.mhd"), "--labels",
+                 str(video / "echo_001_sequence_gt.mhd"), "--model", "threshold",
+                 "--box", "3,19,48,66,73,1", "--point", "12,40,60,-", "--box", "12,19,48,66,73,1",
+                 "-o", str(out), "--json"]) == 0
+    payload = _json_out(capsys)
+    pred = read_labels(out)[0]
+    assert pred.shape == (24, 112, 112) and not pred[:3].any() and pred[3:].any()
+    assert [r["label"] for r in payload["structures"]] == [1]
+    skin = SAMPLES / "skin"
+    png = tmp_path / "skin.png"
+    assert _run([str(skin / "skin_001.png"), "--labels", str(skin / "skin_001_segmentation.png"),
+                 "--model", "threshold", "--point", "0,73,84", "--point", "0,45,56,-",
+                 "-o", str(png)]) == 0
+    text = capsys.readouterr().out
+    assert "+ point (y=73, x=84)" in text and "- point (y=45, x=56)" in text
+    from napari_segeval.prompts.prompt_set import read_prompts
+
+    assert read_prompts(tmp_path / "skin.prompts.json").shape == (1, 128, 160)
+
+
+def test_builtin_weights_without_clicks_refuse_points(files):
+    d, _ = files
+    from napari_segeval._errors import InvalidPromptError
+
+    with pytest.raises(InvalidPromptError, match=r"w\.pt: .*not points"):
+        _run([str(d / "img.nii.gz"), "--box", "3,5,4,15,12", "--point", "3,8,8,-",
+              "--checkpoint", str(d / "w.pt"), "--device", "cpu", "-o",
+              str(d / "never_pt.nii.gz")])
+    assert not (d / "never_pt.nii.gz").exists() and not (d / "never_pt.prompts.json").exists()
+
+
+def _prompts_file(path, shape, structures):
+    path.write_text(json.dumps({"format": "napari-segeval/prompts/1", "shape": shape,
+                                "structures": structures}))
+    return path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--point", "3,30,8"], "outside the 24 x 20"),
+    (["--point", "7,3,3"], "slice/frame 7 outside 0..6"),
+    (["--point", "3,3"], "expected z,y,x"),
+    (["--point", "3,5,5,-"], "only negative points"),
+    (["--prompts", "{tmp}/bad.json"], "malformed prompts file"),
+    (["--prompts", "{tmp}/shape.json"], r"image of shape \[7, 30, 20\], this one is \[7, 24, 20\]"),
+    (["--prompts", "{tmp}/unknown.json"], "unknown structure 9"),
+    (["--prompts", "{tmp}/mask.json"], "has shape 2 x 2, the slices are 24 x 20"),
+    (["--prompts", "{tmp}/none.json"], "no such prompts file"),
+])
+def test_bad_prompts_are_one_line_and_write_nothing(files, tmp_path, capsys, argv, message):
+    from napari_segeval.cli import main
+
+    d, _ = files
+    box = {"type": "box", "index": 3, "y0": 5, "x0": 4, "y1": 15, "x1": 12}
+    _prompts_file(tmp_path / "bad.json", [7, 24, 20], [{"label": 1, "prompts": [{"type": "box"}]}])
+    _prompts_file(tmp_path / "shape.json", [7, 30, 20], [{"label": 1, "prompts": [box]}])
+    _prompts_file(tmp_path / "unknown.json", [7, 24, 20], [{"label": 9, "prompts": [box]}])
+    _prompts_file(tmp_path / "mask.json", [7, 24, 20], [{"label": 1, "prompts": [
+        {"type": "mask", "index": 2, "rle": {"size": [2, 2], "counts": [1, 3]}}]}])
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    out = tmp_path / "never.nii.gz"
+    model = [] if "--model" in argv else ["--model", "threshold"]
+    rc = main(["propagate", str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz"), *model,
+               *argv, "-o", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc != 0 and len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not out.exists() and not (tmp_path / "never.prompts.json").exists()

@@ -18,6 +18,7 @@ from napari_segeval.models.builtin_prompt import (
     save_weights,
 )
 from napari_segeval.prompts.box import Box
+from napari_segeval.propagation import PropagationOptions
 
 
 @pytest.fixture
@@ -136,4 +137,4 @@ def test_propagation_uses_the_model_confidence_stop(tiny_weights):
     res = propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)])
     assert res.params["min_confidence"] == STOP_CONFIDENCE
     assert propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)],
-                          min_confidence=None).params["min_confidence"] is None
+                          PropagationOptions(min_confidence=None)).params["min_confidence"] is None

@@ -24,7 +24,7 @@ pytestmark = [
 
 from napari_segeval.models.base import Walk
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation import PropagationOptions, propagate_case
 
 N, H, W, KEY = 6, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY, label=1)
@@ -100,9 +100,10 @@ def test_medsam2_cuda_agrees_with_cpu(medsam2):
 def test_medsam2_shared_batched_walks_on_cuda(medsam2):
     _, _, model, frames = medsam2
     assert model._batch()  # batched walks are the default on a GPU
-    shared = propagate_case(model, frames, [BOX, BOX2], stop_when_empty=False)
+    shared = propagate_case(model, frames, [BOX, BOX2], PropagationOptions(stop_when_empty=False))
     assert model.last_run["encoded_frames"] == N
-    separate = propagate_case(model, frames, [BOX, BOX2], stop_when_empty=False, share=False)
+    separate = propagate_case(model, frames, [BOX, BOX2],
+                              PropagationOptions(stop_when_empty=False, share=False))
     for lab in (1, 2):
         agree = np.mean((shared.probabilities[lab] > 0.5) == (separate.probabilities[lab] > 0.5))
         assert agree >= 0.999
@@ -128,7 +129,7 @@ def test_builtin_shared_batched_on_cuda():
     gpu = BuiltinPromptModel(device="cuda")
     frames = gpu.preprocess(case.image, "CT")
     shared = propagate_case(gpu, frames, boxes)
-    separate = propagate_case(gpu, frames, boxes, share=False)
+    separate = propagate_case(gpu, frames, boxes, PropagationOptions(share=False))
     assert np.mean(shared.labels == separate.labels) >= 0.999
     cpu = propagate_case(BuiltinPromptModel(device="cpu"), frames, boxes)
     assert np.mean(shared.labels == cpu.labels) >= 0.99

@@ -1,7 +1,17 @@
 """Our MedSAM2 loop against Meta's SAM2VideoPredictor on the same random weights.
 
 Random init of the real SAM2.1 Hiera-tiny 512 architecture (from our config), saved
-as ``{"model": state_dict}``; both pipelines get the same 512 px frames and box.
+as ``{"model": state_dict}``; both pipelines get the same 512 px frames and prompts.
+The reference reads a folder of blank JPEG frames (for their count and size) whose
+images are then replaced by our model's 512 px input tensor.
+
+Several prompts follow the reference sequence (docs/design.md): ``init_state``; every
+prompt in order as its own call (``add_new_points_or_box`` with the box alone and
+``clear_old_points=True`` for a box; one point per call with
+``clear_old_points=False``; ``add_new_mask`` for a mask);
+``propagate_in_video(start_frame_idx=first conditioning frame)``; ``reset_state``; the
+same prompts again; ``propagate_in_video(start_frame_idx=last conditioning frame,
+reverse=True)``; the union.
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ from napari_segeval.models.medsam2 import load_medsam2
 from napari_segeval.models.medsam2._build import build_network, load_network
 from napari_segeval.models.medsam2._loop import connected_components
 from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
 
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY)
@@ -124,3 +136,105 @@ def test_fill_holes_equals_reference_post_processing(monkeypatch):
     ours = fill_holes(logits, 8)
     assert not torch.equal(ours, logits)  # some holes were filled
     assert torch.equal(ours, misc.fill_holes_in_mask_scores(logits, 8))
+
+
+def _give(pred, state, prompts: PromptSet) -> None:
+    """Every prompt in order, each as its own call (the reference sequence)."""
+    for p in prompts:
+        if isinstance(p, Box):
+            pred.add_new_points_or_box(state, frame_idx=p.index, obj_id=1,
+                                       box=[p.x0, p.y0, p.x1 - 1, p.y1 - 1])
+        elif isinstance(p, Point):
+            pred.add_new_points_or_box(state, frame_idx=p.index, obj_id=1, points=[[p.x, p.y]],
+                                       labels=[1 if p.positive else 0], clear_old_points=False)
+        else:
+            pred.add_new_mask(state, frame_idx=p.index, obj_id=1, mask=p.mask)
+
+
+def _reference_sequence(tmp, ckpt, images, prompts: PromptSet, monkeypatch):
+    """Forward from the first conditioning frame, reset, backward from the last one."""
+    from sam2.utils import misc
+
+    monkeypatch.setattr(misc, "get_connected_components", connected_components)
+    pred = load_network(ckpt, predictor=True)
+    state = pred.init_state(video_path=str(tmp / "jpg"))
+    state["images"] = images
+    state["cached_features"] = {}
+    out = {}
+    for reverse in (False, True):
+        pred.reset_state(state)
+        _give(pred, state, prompts)
+        start = prompts.last_frame if reverse else prompts.first_frame
+        logits = {t: m[0, 0].clone() for t, _, m in
+                  pred.propagate_in_video(state, start_frame_idx=start, reverse=reverse)}
+        out[reverse] = torch.stack([logits[t] for t in sorted(logits, reverse=reverse)])
+    return out
+
+
+SEQUENCES = {
+    "boxes on two slices": PromptSet.of([Box(14, 18, 34, 46, index=1),
+                                         Box(12, 20, 36, 50, index=3)]),
+    "a box then a negative click on another slice": PromptSet.of(
+        [Box(14, 18, 34, 46, index=1), Point(24, 40, index=3, positive=False)]),
+    "points only": PromptSet.of([Point(24, 33, index=1), Point(22, 30, index=1),
+                                 Point(30, 20, index=1, positive=False),
+                                 Point(24, 36, index=3)]),
+    "a box refined by clicks, and a mask": PromptSet.of(
+        [Point(10, 10, index=2), Box(14, 18, 34, 46, index=2), Point(24, 34, index=2),
+         Point(16, 20, index=2, positive=False),
+         MaskPrompt(Box(16, 22, 32, 44).to_mask((H, W)), index=4),
+         Point(20, 30, index=4, positive=False)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_prompt_sequences_equal_reference(setup, monkeypatch, name):
+    tmp, ckpt, model, frames = setup
+    prompts = SEQUENCES[name]
+    ref = _reference_sequence(tmp, ckpt, model.model_input(frames), prompts, monkeypatch)
+    first, last = prompts.first_frame, prompts.last_frame
+    fwd = model.propagate_logits(frames, first, prompts, "forward")
+    bwd = model.propagate_logits(frames, last, prompts, "backward")
+    assert fwd.shape == (N - first, H, W) and bwd.shape == (last + 1, H, W)
+    for ours, theirs in ((fwd, ref[False]), (bwd, ref[True])):
+        torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
+        assert torch.equal(ours > 0, theirs > 0)
+    # the case pipeline: the union of both walks, as the reference's two passes
+    res = propagate_case(model, frames, {1: prompts},
+                         PropagationOptions(decision="logit", keep_largest=False,
+                                            stop_when_empty=False))
+    union = torch.full((N, H, W), float("-inf"))
+    union[first:] = ref[False]
+    union[:last + 1] = torch.maximum(union[:last + 1], torch.flip(ref[True], dims=(0,)))
+    assert np.array_equal(res.masks[1], (union > 0).numpy())
+    assert 0 < int(res.masks[1].sum()) < res.masks[1].size  # not degenerate
+
+
+def test_a_correction_does_not_encode_again(setup):
+    """Re-propagating the same frames with an added prompt reuses the cached features."""
+    _, _, model, shared = setup
+    frames = shared.clone()  # a tensor no other test has propagated
+    base = SEQUENCES["boxes on two slices"]
+    calls = []
+    encode = model.network.forward_image
+    model.network.forward_image = lambda img: calls.append(int(img.shape[0])) or encode(img)
+    try:
+        session = PropagationSession(model, frames)
+        session.set_prompts({1: base})
+        first = session.propagate()
+        encoded = sum(calls)
+        corrected = session.add(Point(24, 40, index=2, positive=False))
+        again = session.propagate()
+        assert encoded == N and sum(calls) == N  # the correction ran no encoder
+        assert model.last_run["encoded_frames"] == 0 and model.last_run["reused_frames"] == N
+        propagate_case(model, frames, {1: corrected})  # no cache given: encodes anew
+        assert sum(calls) == 2 * N
+        cache = model.feature_cache()
+        propagate_case(model, frames, {1: corrected}, cache=cache)
+        fresh = frames.clone()  # another tensor: the cache starts afresh, same result
+        same = propagate_case(model, fresh, {1: corrected}, cache=cache)
+        assert sum(calls) == 4 * N
+    finally:
+        model.network.forward_image = encode
+    np.testing.assert_array_equal(again.labels, same.labels)
+    assert not np.array_equal(first.probabilities[1], again.probabilities[1])

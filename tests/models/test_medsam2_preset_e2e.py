@@ -22,7 +22,7 @@ from napari_segeval.models.medsam2 import load_medsam2
 from napari_segeval.models.medsam2._build import build_network, load_network
 from napari_segeval.models.medsam2._loop import connected_components
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation import PropagationOptions, propagate_case
 
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(12, 16, 36, 48, index=KEY, label=1)
@@ -88,8 +88,8 @@ def test_preset_pipeline_equals_medsam2_script(setup, monkeypatch):
     theirs_in = _theirs_frames(hu)
     ours_in = model.model_input(frames)
     torch.testing.assert_close(ours_in, theirs_in, atol=1e-5, rtol=0)
-    res = propagate_case(model, frames, [BOX], decision="logit", connectivity=26,
-                         stop_when_empty=False)
+    res = propagate_case(model, frames, [BOX],
+                         PropagationOptions(decision="logit", connectivity=26, stop_when_empty=False))
     theirs = _their_masks(tmp, ckpt, theirs_in, monkeypatch)
     ours = res.masks[1]
     assert 0 < theirs.sum() < theirs.size
@@ -103,9 +103,9 @@ def test_preset_options_same_masks_with_and_without_sharing(setup):
     model = load_medsam2(ckpt, device="cpu").with_options(resize="pillow")
     frames = model.preprocess(hu, "CT", "lung", ct_mapping="minmax")
     boxes = [BOX, Box(4, 4, 20, 20, index=1, label=2)]
-    kw = {"decision": "logit", "connectivity": 26, "stop_when_empty": False}
-    a = propagate_case(model, frames, boxes, share=True, **kw)
-    b = propagate_case(model, frames, boxes, share=False, **kw)
+    kw = PropagationOptions(decision="logit", connectivity=26, stop_when_empty=False)
+    a = propagate_case(model, frames, boxes, kw.replace(share=True))
+    b = propagate_case(model, frames, boxes, kw.replace(share=False))
     for lab in (1, 2):
         assert np.array_equal(a.masks[lab], b.masks[lab])
         assert np.array_equal(a.probabilities[lab], b.probabilities[lab])

@@ -17,7 +17,7 @@ from napari_segeval.models.base import Walk
 from napari_segeval.models.medsam2 import MedSAM2Model
 from napari_segeval.models.medsam2._build import build_network
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation import PropagationOptions, propagate_case
 
 N, H, W = 5, 40, 48
 BOXES = [Box(10, 12, 30, 36, index=2, label=1), Box(4, 4, 20, 22, index=1, label=3)]
@@ -41,9 +41,10 @@ def frames(model):
 
 @pytest.fixture(scope="module")
 def volume_runs(model, frames):
-    shared = propagate_case(model, frames, BOXES, stop_when_empty=False)
+    shared = propagate_case(model, frames, BOXES, PropagationOptions(stop_when_empty=False))
     encoded = model.last_run["encoded_frames"]
-    separate = propagate_case(model, frames, BOXES, stop_when_empty=False, share=False)
+    separate = propagate_case(model, frames, BOXES,
+                              PropagationOptions(stop_when_empty=False, share=False))
     return shared, separate, encoded
 
 
@@ -72,9 +73,10 @@ def test_one_structure_both_directions_equal_separate_calls(model, frames):
 
 def test_video_mode_shared_equals_separate(model, frames):
     progress = []
-    shared = propagate_case(model, frames, BOXES, mode="video",
+    shared = propagate_case(model, frames, BOXES, PropagationOptions(mode="video"),
                             progress=lambda d, t: progress.append((d, t)))
-    _same(shared, propagate_case(model, frames, BOXES, mode="video", share=False))
+    _same(shared, propagate_case(model, frames, BOXES,
+                                 PropagationOptions(mode="video", share=False)))
     total = (N - 2) + (N - 1)
     assert progress[-1] == (total, total)
     assert [d for d, _ in progress] == sorted(d for d, _ in progress)
@@ -82,7 +84,8 @@ def test_video_mode_shared_equals_separate(model, frames):
 
 def test_a_tiny_cache_re_encodes_with_identical_results(model, frames, volume_runs):
     frame_mib = 4.2e6 / 2**20  # one 512 px frame's features (float32)
-    tiny = propagate_case(model, frames, BOXES, stop_when_empty=False, cache_mb=frame_mib)
+    tiny = propagate_case(model, frames, BOXES,
+                          PropagationOptions(stop_when_empty=False, cache_mb=frame_mib))
     run = model.last_run
     assert run["peak_cache_bytes"] <= run["cache_budget_bytes"]
     assert run["encoded_frames"] > N  # the bound was binding
@@ -92,7 +95,7 @@ def test_a_tiny_cache_re_encodes_with_identical_results(model, frames, volume_ru
 def test_batched_walks_same_masks(model, frames, volume_runs):
     model.batch_walks = True  # the GPU default; on a CPU the last bits may differ
     try:
-        batched = propagate_case(model, frames, BOXES, stop_when_empty=False)
+        batched = propagate_case(model, frames, BOXES, PropagationOptions(stop_when_empty=False))
     finally:
         model.batch_walks = None
     for lab, p in volume_runs[0].probabilities.items():
@@ -104,14 +107,36 @@ def test_batched_walks_same_masks(model, frames, volume_runs):
 @pytest.mark.parametrize("decision", ["probability", "logit"])
 def test_slices_are_reported_as_computed_without_changing_the_result(model, frames, decision):
     seen, progress = [], []
-    kw = {"stop_when_empty": False, "decision": decision}
+    kw = PropagationOptions(stop_when_empty=False, decision=decision)
     watched = propagate_case(
-        model, frames, BOXES, progress=lambda d, t: progress.append(d),
-        on_slice=lambda lab, i, m: seen.append((lab, i, len(progress))), **kw)
-    _same(watched, propagate_case(model, frames, BOXES, **kw))
+        model, frames, BOXES, kw, progress=lambda d, t: progress.append(d),
+        on_slice=lambda lab, i, m: seen.append((lab, i, len(progress))))
+    _same(watched, propagate_case(model, frames, BOXES, kw))
     # every structure's slices, the key slice first, each heard while the walks still ran
     for box in BOXES:
         mine = [i for lab, i, _ in seen if lab == box.label]
         assert mine[0] == box.index and sorted(set(mine)) == list(range(N))
     total = max(progress)
     assert any(done < total for _, _, done in seen)
+
+
+def test_prompt_sets_shared_separate_and_batched_agree(model, frames):
+    """Several conditioning frames per structure; walks of one layout share a batch."""
+    from napari_segeval.prompts.prompt_set import Point, PromptSet
+
+    sets = {1: PromptSet.of([Box(10, 12, 30, 36, index=1), Box(10, 12, 30, 36, index=3)]),
+            3: PromptSet.of([Box(4, 4, 20, 22, index=2), Point(12, 12, index=3,
+                                                               positive=False)], label=3),
+            4: PromptSet.of([Box(6, 6, 22, 24, index=1), Box(6, 6, 22, 24, index=3)], label=4)}
+    opts = PropagationOptions(stop_when_empty=False)
+    shared = propagate_case(model, frames, sets, opts)
+    assert model.last_run["encoded_frames"] == N
+    _same(shared, propagate_case(model, frames, sets, opts.replace(share=False)))
+    model.batch_walks = True
+    try:
+        batched = propagate_case(model, frames, sets, opts)
+    finally:
+        model.batch_walks = None
+    for lab, p in shared.probabilities.items():
+        np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-5)
+    assert np.array_equal(batched.labels, shared.labels)

@@ -11,6 +11,7 @@ from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import (
+    PropagationOptions,
     promptable_kind,
     propagate_case,
     propagate_image,
@@ -28,7 +29,7 @@ def test_2d_case_equals_one_frame_video_on_the_2d_grid(make):
     res = propagate_image(model, case, boxes)
     # the same work spelled out: preprocess a one-frame stack, propagate forward
     frames = model.preprocess(np.asarray(case.image)[None], case.modality, None)
-    ref = propagate_case(model, frames, boxes, mode="video")
+    ref = propagate_case(model, frames, boxes, PropagationOptions(mode="video"))
     assert res.labels.shape == case.labels.shape
     np.testing.assert_array_equal(res.labels, ref.labels[0])
     for lab, prob in res.probabilities.items():
@@ -44,7 +45,7 @@ def test_array_with_kind_matches_case_and_keeps_grad():
     from_case = propagate_image(model, case, boxes)
     from_array = propagate_image(model, case.image, boxes, kind="image", modality=case.modality)
     np.testing.assert_array_equal(from_case.labels, from_array.labels)
-    graded = propagate_image(model, case, boxes, grad=True)
+    graded = propagate_image(model, case, boxes, options=PropagationOptions(grad=True))
     assert tuple(graded.tensors[1].shape) == case.labels.shape
 
 
@@ -56,7 +57,8 @@ def test_volume_and_video_cases_are_unchanged():
     for axes, mode in (("zyx", "volume"), ("tyx", "video")):
         case = Case(vol, Geometry.identity(3), axes=axes, modality="other")
         res = propagate_image(model, case, [box])
-        ref = propagate_case(model, model.preprocess(vol, "other", None), [box], mode=mode)
+        ref = propagate_case(model, model.preprocess(vol, "other", None), [box],
+                             PropagationOptions(mode=mode))
         np.testing.assert_array_equal(res.labels, ref.labels)
         assert res.params["mode"] == mode
     # video: frames before the prompted one stay background, volume: both sides filled

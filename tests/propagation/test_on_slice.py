@@ -7,7 +7,7 @@ import pytest
 
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
-from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation import PropagationOptions, propagate_case
 
 
 class NoHook(ThresholdPromptModel):
@@ -30,8 +30,8 @@ PROMPTS = [Box(3, 3, 10, 10, index=5, label=1), Box(12, 14, 20, 21, index=7, lab
 
 def _record(model, frames, **kw):
     seen = []
-    res = propagate_case(model, frames, PROMPTS,
-                         on_slice=lambda lab, i, m: seen.append((lab, i, m.copy())), **kw)
+    res = propagate_case(model, frames, PROMPTS, PropagationOptions(**kw),
+                         on_slice=lambda lab, i, m: seen.append((lab, i, m.copy())))
     return res, seen
 
 
@@ -40,7 +40,7 @@ def _record(model, frames, **kw):
 @pytest.mark.parametrize("share", [True, False])
 def test_masks_unchanged_and_every_slice_reported(model, mode, share):
     frames = _frames()
-    plain = propagate_case(model, frames, PROMPTS, mode=mode, share=share)
+    plain = propagate_case(model, frames, PROMPTS, PropagationOptions(mode=mode, share=share))
     res, seen = _record(model, frames, mode=mode, share=share)
     np.testing.assert_array_equal(res.labels, plain.labels)
     for lab in plain.probabilities:

@@ -20,7 +20,7 @@ from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
-from napari_segeval.propagation import propagate_case
+from napari_segeval.propagation import PropagationOptions, propagate_case
 from napari_segeval.propagation.walks import run_walks
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
@@ -60,7 +60,7 @@ def test_shared_volume_equals_one_pass_per_structure(model, ct, n_structures):
     frames, boxes = ct
     boxes = boxes[:n_structures]
     shared = propagate_case(model, frames, boxes)
-    _same(shared, propagate_case(model, frames, boxes, share=False))
+    _same(shared, propagate_case(model, frames, boxes, PropagationOptions(share=False)))
     assert all((p > 0.5).any() for p in shared.probabilities.values())
 
 
@@ -68,8 +68,9 @@ def test_shared_volume_equals_one_pass_per_structure(model, ct, n_structures):
 def test_shared_video_equals_one_pass_per_structure(model, echo, n_structures):
     frames, boxes = echo
     boxes = boxes[:n_structures]
-    shared = propagate_case(model, frames, boxes, mode="video")
-    _same(shared, propagate_case(model, frames, boxes, mode="video", share=False))
+    shared = propagate_case(model, frames, boxes, PropagationOptions(mode="video"))
+    _same(shared, propagate_case(model, frames, boxes,
+                                 PropagationOptions(mode="video", share=False)))
 
 
 def test_walks_equal_their_own_propagate_calls(model, ct):
@@ -84,10 +85,10 @@ def test_walks_equal_their_own_propagate_calls(model, ct):
 def test_batched_walks_keep_the_masks(model, ct, echo):
     """One network call per step (the GPU default): masks unchanged, probabilities to 1e-4."""
     for (frames, boxes), mode in ((ct, "volume"), (echo, "video")):
-        plain = propagate_case(model, frames, boxes, mode=mode)
+        plain = propagate_case(model, frames, boxes, PropagationOptions(mode=mode))
         model.batch_walks = True
         try:
-            batched = propagate_case(model, frames, boxes, mode=mode)
+            batched = propagate_case(model, frames, boxes, PropagationOptions(mode=mode))
         finally:
             model.batch_walks = None
         for lab, p in plain.probabilities.items():
@@ -99,13 +100,14 @@ def test_per_slice_priors_are_shared_too(model, ct):
     frames, boxes = ct
     clean = propagate_case(model, frames, boxes[:2]).probabilities
     a = propagate_case(model, frames, boxes[:2], priors=clean)
-    _same(a, propagate_case(model, frames, boxes[:2], priors=clean, share=False))
+    _same(a, propagate_case(model, frames, boxes[:2], PropagationOptions(share=False),
+                            priors=clean))
 
 
 def test_progress_and_cancel_across_walks(model, ct):
     frames, boxes = ct
     seen = []
-    propagate_case(model, frames, boxes[:2], stop_when_empty=False,
+    propagate_case(model, frames, boxes[:2], PropagationOptions(stop_when_empty=False),
                    progress=lambda d, t: seen.append((d, t)))
     total = sum(frames.shape[0] + 1 for _ in boxes[:2])
     assert [d for d, _ in seen] == list(range(1, total + 1)) and {t for _, t in seen} == {total}
@@ -126,7 +128,7 @@ def test_gradient_through_shared_walks_matches_separate_passes(model, ct):
         x = frames[10:30].clone().requires_grad_(True)
         moved = [Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 10, 0), 19), label=b.label)
                  for b in boxes[:3]]
-        res = propagate_case(model, x, moved, grad=True, share=share)
+        res = propagate_case(model, x, moved, PropagationOptions(grad=True, share=share))
         sum(p.sum() for p in res.tensors.values()).backward()
         grads.append(x.grad)
     assert grads[0].abs().sum() > 0

@@ -129,9 +129,29 @@ def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter:
     return prompts
 
 
+def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
+    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of
+    the box's frame (a mask prompt, as SAM2's ``add_new_mask``).
+
+    Examples
+    --------
+    >>> from napari_segeval.prompts.box import Box
+    >>> lab = np.zeros((2, 4, 4), np.uint8); lab[1, 1:3, 1:3] = 2
+    >>> sets = prompt_sets([Box(1, 1, 3, 3, index=1, label=2)], lab, "mask")
+    >>> sets[2].prompts[0].area, sets[2].frames
+    (4, (1,))
+    """
+    from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+
+    if prompt == "mask":
+        return {b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index,
+                                                        b.label),)) for b in prompts}
+    return {b.label: PromptSet.from_box(b) for b in prompts}
+
+
 def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
     """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
-    from napari_segeval.propagation import propagate_case
+    from napari_segeval.propagation import PropagationOptions, propagate_case
 
     params = {**DEFAULTS, **params}
     check_params(params)
@@ -154,13 +174,12 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
     ct_mapping = str(params["ct_mapping"])
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
     frames = model.preprocess(case.image, modality, params.get("window"), **extra)
-    init = ({b.label: case.labels[b.index] == b.label for b in prompts}
-            if params["prompt"] == "mask" else None)
-    res = propagate_case(model, frames, prompts, mode=mode,
-                         keep_largest=bool(params["keep_largest"]),
-                         stop_when_empty=bool(params["stop_when_empty"]),
-                         connectivity=int(params["connectivity"]),
-                         decision=str(params["decision"]), init_masks=init)
+    options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
+                                 stop_when_empty=bool(params["stop_when_empty"]),
+                                 connectivity=int(params["connectivity"]),
+                                 decision=str(params["decision"]))
+    res = propagate_case(model, frames, prompt_sets(prompts, case.labels, str(params["prompt"])),
+                         options)
     present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
     video = mode == "video"
     metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
@@ -279,7 +298,7 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-3d",
-    version="1.0",
+    version="1.1",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},

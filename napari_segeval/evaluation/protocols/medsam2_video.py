@@ -80,7 +80,7 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-video",
-    version="1.0",
+    version="1.1",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},

@@ -1,22 +1,33 @@
 """Several MedSAM2 walks (structure x direction) through one frame stack, advanced together.
 
-Every walk is SAM2's ``propagate_in_video`` for one object: its own conditioning
-frame, memory bank and object pointers. What the walks share is the frame stack's
-image features (:class:`._features.FrameFeatures`, each frame encoded once per
-case within a memory budget) and each structure's key-frame conditioning (shared by
-its forward and backward walks). All walks advance together
+Every walk is SAM2's ``propagate_in_video`` for one object, from its start frame in
+its direction: its own memory bank and object pointers, and its structure's
+conditioning frames (:mod:`._condition`: every prompt given before the walk, all
+conditioning frames in memory). What the walks share is the frame stack's image
+features (:class:`._features.FrameFeatures`, each frame encoded once per case within
+a memory budget) and each structure's conditioning (shared by its forward and
+backward walks). All walks advance together
 (:func:`napari_segeval.models.base.walk_steps`): at step ``j`` every walk still
-going visits its ``j``-th frame.
+going visits its ``j``-th frame. A conditioning frame on the way is not tracked: its
+conditioning output is the walk's output there (as the predictor yields it).
 
-Memory is indexed by *step* rather than frame number: the conditioning frame is
-step 0 and the walk's ``j``-th frame is step ``j``, walked forward. SAM2 reads
-memory only through frame differences (the last ``num_maskmem - 1`` frames before
-the current one, the temporal position of each object pointer, whose sign follows
-the walking direction), so this gives the same memory, positions and result as
-the frame numbers of a forward or a reverse walk; it also gives all walks of one
-step the same memory layout, so they can run as one batch of ``track_step``
-(``batch=True``: fewer, larger kernels on a GPU; on a CPU, batched kernels are not
-bit-identical to single ones, so the default there is one walk at a time).
+Memory is indexed by *step*: a walk's frame ``f`` is step ``v = (f - start) * s``
+(``s = +1`` forward, ``-1`` backward), walked forward, and each conditioning frame
+``c`` sits at ``(c - start) * s`` (ahead of the walk for the frames it has not
+reached). This is SAM2's memory for the real frame numbers: SAM2 reads memory only
+through frame differences whose sign follows the walking direction - the last
+``num_maskmem - 1`` frames before the current one (``f - t_rel``, or ``f + t_rel``
+in reverse), each object pointer's temporal position ``(f - t) * (+1 or -1)``, the
+conditioning pointers "in the past" (``t <= f``, or ``t >= f`` in reverse) - and
+``v`` maps each of them to the same forward quantity in steps; the bounds it checks
+(frames before 0 or past the end) only skip frames the walk has not visited. The
+temporally closest conditioning frames (``max_cond_frames_in_attn``, all of them
+in MedSAM2's config) are the same set; with a limit, a reverse walk could list them
+in another order (equal up to float rounding). Step indexing gives all walks of a
+step with the same conditioning layout the same memory layout, so they can run as
+one batch of ``track_step`` (``batch=True``: fewer, larger kernels on a GPU; on a
+CPU, batched kernels are not bit-identical to single ones, so the default there is
+one walk at a time).
 """
 
 from __future__ import annotations
@@ -38,13 +49,33 @@ _MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
 
 @dataclass
 class WalkState:
-    """One walk being tracked: its frames, key conditioning, memory and output rows."""
+    """One walk being tracked: its frames, structure, conditioning steps, memory, rows."""
 
     frames: list[int]
     group: int
+    conds: dict[int, dict] = field(default_factory=dict)
     past: dict[int, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
+    last: int = 0
     stopped: bool = False
+
+    @classmethod
+    def of(cls, frames: list[int], group: int, cond_frames: list[int],
+           forward: bool) -> WalkState:
+        """A walk over ``frames`` (visit order) of structure ``group``; its conditioning
+        frames ``cond_frames`` (the predictor's order) become steps."""
+        sign = 1 if forward else -1
+        steps = {c: (c - frames[0]) * sign for c in cond_frames}
+        ahead = [v for v in steps.values() if 0 <= v < len(frames)]
+        return cls(frames, group, {c: v for c, v in steps.items()}, last=max(ahead, default=0))
+
+    def layout(self) -> tuple[int, ...]:
+        """The conditioning steps, in order: walks with one layout can share a batch."""
+        return tuple(self.conds.values())
+
+    def is_cond(self, step: int) -> bool:
+        """Whether the walk's ``step``-th frame is a conditioning frame."""
+        return step in self.conds.values()
 
 
 def _join(outputs: list[dict]) -> dict:
@@ -73,10 +104,11 @@ def _split(out: dict, logits: torch.Tensor, i: int) -> dict:
 
 def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: list,
           step: int, n: int, fill_hole_area: int) -> torch.Tensor:
-    """One ``track_step`` for the walks ``states`` at ``step``; stores their memory.
+    """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``.
 
-    ``feats`` holds each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of
-    its current frame. Returns the hole-filled low-res logits ``(B, 1, 128, 128)``.
+    ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
+    each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of its current frame.
+    Stores the walks' memory; returns the hole-filled low-res logits ``(B, 1, h, w)``.
     """
     import torch
 
@@ -88,13 +120,16 @@ def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: 
         pos = [p.expand(-1, b, -1) for p in feats[0][1]]
         sizes = feats[0][2]
     keep = max(network.num_maskmem, network.max_obj_ptrs_in_encoder) + 1
-    past = {r: _join([s.past[r] for s in states]) for r in range(max(1, step - keep + 1), step)}
-    output_dict = {"cond_frame_outputs": {0: _join([conds[s.group] for s in states])},
-                   "non_cond_frame_outputs": past}
+    first = states[0]
+    cond = {v: _join([conds[s.group][c] for s in states for c in s.conds if s.conds[c] == v])
+            for v in first.conds.values()}
+    past = {r: _join([s.past[r] for s in states])
+            for r in range(max(0, step - keep + 1), step) if r in first.past}
     out = network.track_step(
         frame_idx=step, is_init_cond_frame=False, current_vision_feats=vision,
         current_vision_pos_embeds=pos, feat_sizes=sizes, point_inputs=None, mask_inputs=None,
-        output_dict=output_dict, num_frames=n, track_in_reverse=False, run_mem_encoder=True,
+        output_dict={"cond_frame_outputs": cond, "non_cond_frame_outputs": past},
+        num_frames=n, track_in_reverse=False, run_mem_encoder=True,
     )
     logits = _loop.fill_holes(out["pred_masks"], fill_hole_area)
     for i, s in enumerate(states):
@@ -103,16 +138,28 @@ def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: 
     return logits
 
 
+def _groups(active: list[WalkState], batch: bool) -> list[list[WalkState]]:
+    """Walks of one step that can run as one batch (same conditioning layout)."""
+    if not batch:
+        return [[s] for s in active]
+    by: dict[tuple, list[WalkState]] = {}
+    for s in active:
+        by.setdefault(s.layout(), []).append(s)
+    return list(by.values())
+
+
 def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
               conds: dict[int, dict], hw: tuple[int, int], fill_hole_area: int, *,
               batch: bool, progress: Any = None, cancel: Any = None,
-              stop_when_empty: bool = False, on_frame: Any = None) -> list[torch.Tensor]:
-    """Native-size logits ``(n_visited, H, W)`` of every walk, in visit order.
+              stop_when_empty: bool = False, on_frame: Any = None) -> list[list]:
+    """Native-size logits rows ``(H, W)`` of every walk, in visit order.
 
-    ``conds[group]`` is each structure's key-frame output (step 0 of its walks);
-    ``feats`` must have been planned with :func:`reads` of ``states``.
-    ``on_frame(i, frame, probability)`` (optional) hears walk ``i``'s detached
-    probability on each frame as soon as it is computed.
+    ``conds[group]`` is each structure's conditioning (:mod:`._condition`); ``feats``
+    must have been planned with :func:`reads` of ``states``. A walk stops early
+    (``stop_when_empty``) only after its last conditioning frame; the rows it skips
+    are ``-1024`` (the predictor's no-object score). ``on_frame(i, frame,
+    probability)`` (optional) hears walk ``i``'s detached probability on each frame as
+    soon as it is computed.
     """
     import torch
 
@@ -133,20 +180,20 @@ def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
         tick()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
-        if stop_when_empty and not bool((native > 0).any()) and len(s.rows) < len(s.frames):
+        if (stop_when_empty and step >= s.last and not bool((native > 0).any())
+                and len(s.rows) < len(s.frames)):
             s.stopped = True
             for j in range(step + 1, len(s.frames)):
-                feats.forget(s.frames[j], j)
+                if not s.is_cond(j):
+                    feats.forget(s.frames[j], j)
             tick(len(s.frames) - len(s.rows))
 
-    for s in states:
-        record(s, conds[s.group]["pred_masks"], 0)
-    for step in range(1, max(len(s.frames) for s in states)):
+    for step in range(max(len(s.frames) for s in states)):
         active = [s for s in states if not s.stopped and step < len(s.frames)]
-        groups = [active] if batch else [[s] for s in active]
-        for group in groups:
-            if not group:
-                continue
+        for s in [s for s in active if s.is_cond(step)]:
+            record(s, conds[s.group][s.frames[step]]["pred_masks"], step)
+        tracked = [s for s in active if not s.is_cond(step)]
+        for group in _groups(tracked, batch):
             check_cancel(cancel, "MedSAM2 propagation")
             frame_feats = [feats.get(s.frames[step]) for s in group]
             logits = track(network, group, conds, frame_feats, step, n, fill_hole_area)
@@ -158,16 +205,18 @@ def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
         if len(rows) < len(s.frames):
             fill = torch.full(tuple(hw), -1024.0, dtype=rows[0].dtype, device=rows[0].device)
             rows = rows + [fill] * (len(s.frames) - len(rows))
-        out.append(torch.stack(rows))
+        out.append(rows)
     return out
 
 
-def reads(states: list[WalkState], keys: dict[int, int]) -> list[list[int]]:
-    """Frames read at each step: each structure's key frame once, then each walk's frame.
+def reads(states: list[WalkState], cond_frames: dict[int, list[int]]) -> list[list[int]]:
+    """Frames read at each step: each structure's conditioning frames once (step 0),
+    then each walk's frame where it tracks (not on its conditioning frames).
 
-    ``keys[group]`` is the key frame of each structure (read once for its conditioning).
+    ``cond_frames[group]`` lists each structure's conditioning frames.
     """
-    steps = [list(keys.values())]
+    steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
-        steps.append([s.frames[step] for s in states if step < len(s.frames)])
+        steps.append([s.frames[step] for s in states
+                      if step < len(s.frames) and not s.is_cond(step)])
     return steps

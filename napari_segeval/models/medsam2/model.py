@@ -37,11 +37,10 @@ from napari_segeval.inference.windowing import (
     window_bounds,
 )
 from napari_segeval.models.base import NormalizeInfo, Order, Walk
-from napari_segeval.prompts.box import Box
 
 from . import _loop
 from ._build import FILL_HOLE_AREA
-from ._features import DEFAULT_CACHE_MB
+from ._features import DEFAULT_CACHE_MB, FeatureStore
 from ._preprocess import (
     _CT,
     IMAGENET_MEAN,
@@ -79,9 +78,10 @@ class MedSAM2Model:
     fill_hole_area : int
         Fill background holes up to this many low-res pixels (MedSAM2: 8).
     cache_mb : float, optional
-        Bound on the image features kept for reuse between structures and directions,
-        in MiB (``None``: unbounded); frames dropped for lack of room are re-encoded,
-        with the same result.
+        Bound on the image features kept for reuse between structures and directions
+        (and, with a :meth:`feature_cache`, between calls on the same frames), in MiB
+        (``None``: unbounded); frames dropped for lack of room are re-encoded, with the
+        same result.
     batch_walks : bool, optional
         Run the walks (structure x direction) of one step as one batch. ``None``
         (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
@@ -96,6 +96,8 @@ class MedSAM2Model:
 
     name = "medsam2"
     image_size = _loop.IMAGE_SIZE
+    #: It takes every prompt kind (boxes, points, masks), as SAM2 does.
+    takes_points = True
 
     def __init__(
         self,
@@ -206,11 +208,24 @@ class MedSAM2Model:
         with off:
             return resize_bicubic(x, (self.image_size, self.image_size))
 
+    def feature_cache(self) -> FeatureStore:
+        """A cache of image features for one case, to give to every call on its frames.
+
+        Given as ``features=`` (through
+        :class:`~napari_segeval.propagation.PropagationSession` or
+        ``propagate_case(cache=...)``), it keeps the features of the frames tensor it
+        saw last within ``cache_mb``: a correction re-propagating the case does not
+        run the image encoder again. It is bound to the tensor (identity and version:
+        an in-place change or another tensor starts it afresh) and emptied when the
+        tensor is freed.
+        """
+        return FeatureStore()
+
     def propagate(
         self,
         frames: Any,
         key_index: int,
-        box: Box,
+        box: Any,
         order: Order = "forward",
         *,
         init_mask: Any = None,
@@ -222,8 +237,9 @@ class MedSAM2Model:
     ) -> torch.Tensor:
         """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol).
 
-        ``prior_volume`` is refused: MedSAM2 conditions each frame on a memory bank
-        of several earlier frames, not on one previous mask.
+        ``box`` is a box or the structure's prompt set. ``prior_volume`` is refused:
+        MedSAM2 conditions each frame on a memory bank of several earlier frames, not
+        on one previous mask.
         """
         if prior_volume is not None:
             raise SegEvalError(_NO_PER_SLICE)
@@ -235,7 +251,7 @@ class MedSAM2Model:
         self,
         frames: Any,
         key_index: int,
-        box: Box,
+        box: Any,
         order: Order = "forward",
         *,
         init_mask: Any = None,
@@ -260,13 +276,17 @@ class MedSAM2Model:
         grad: bool = False,
         cache_mb: float | None = None,
         on_frame: Any = None,
-    ) -> list[torch.Tensor]:
+        crops: bool = False,
+        features: FeatureStore | None = None,
+    ) -> list:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
         logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
                                   stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                                  on_frame=on_frame)
+                                  on_frame=on_frame, crops=crops, features=features)
+        if crops:
+            return [x.map(torch.sigmoid, 0.0) for x in logits]
         return [torch.sigmoid(x) for x in logits]
 
     def walk_logits(
@@ -280,21 +300,31 @@ class MedSAM2Model:
         grad: bool = False,
         cache_mb: float | None = None,
         on_frame: Any = None,
-    ) -> list[torch.Tensor]:
+        crops: bool = False,
+        features: FeatureStore | None = None,
+    ) -> list:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
-        Each frame's image features are computed once and shared by every walk (and
-        each structure's key-frame conditioning by its two directions), kept while
-        they will be read again within ``cache_mb`` MiB (default
-        :attr:`cache_mb`); each walk's result is the same as when it runs alone.
-        With :attr:`batch_walks` the walks of one step run as one batch.
-        ``on_frame(i, frame, probability)`` hears walk ``i``'s probability on each
-        frame as it is computed (it never changes the result). After the call, :attr:`last_run` holds ``encoded_frames``,
+        Each walk is SAM2's ``propagate_in_video`` for its structure with every prompt
+        of its set given first (:mod:`._condition`, the reference sequence). Each
+        frame's image features are computed once and shared by every walk (and each
+        structure's conditioning by its two directions), kept while they will be read
+        again within ``cache_mb`` MiB (default :attr:`cache_mb`) and, with a
+        ``features`` cache (:meth:`feature_cache`) and without gradients, kept for the
+        next call on the same ``frames`` tensor (a correction re-propagating the case
+        does not run the image encoder again); each walk's result is the same as when
+        it runs alone. With :attr:`batch_walks` the walks
+        of one step run as one batch. ``on_frame(i, frame, probability)`` hears walk
+        ``i``'s probability on each frame as it is computed (it never changes the
+        result). ``crops=True`` returns :class:`~napari_segeval.models.base.WalkOutput`
+        objects (full frames: MedSAM2's logits cover every frame). After the call,
+        :attr:`last_run` holds ``encoded_frames``, ``reused_frames``,
         ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
         import torch
 
         from napari_segeval.models._device import autocast_context
+        from napari_segeval.models.base import WalkOutput
 
         for w in walks:
             if w.prior_volume is not None:
@@ -306,43 +336,55 @@ class MedSAM2Model:
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            out = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
-                            self.cache_mb if cache_mb is None else cache_mb, on_frame)
-        return [x.float() for x in out]
+            rows = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
+                             self.cache_mb if cache_mb is None else cache_mb, on_frame,
+                             None if grad else features)
+        outs = [[r.float() for r in walk_rows] for walk_rows in rows]
+        if crops:
+            return [WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w),
+                               float("-inf")) for wk, r in zip(walks, outs)]
+        return [torch.stack(r) for r in outs]
 
     def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb,
-             on_frame=None):
+             on_frame=None, store=None):
         from . import _walks
+        from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
 
         n, h, w = shape
-        groups: dict[tuple, int] = {}
-        states, keys, prompts = [], {}, {}
+        groups: dict[Any, int] = {}
+        states = []
         for walk in walks:
-            key = int(walk.key_index)
-            if not 0 <= key < n:
-                raise ValueError(f"key index {key} outside 0..{n - 1}")
-            sig = (key, walk.box, None if walk.init_mask is None else id(walk.init_mask))
-            g = groups.setdefault(sig, len(groups))
-            keys[g], prompts[g] = key, (walk.box, walk.init_mask)
-            states.append(_walks.WalkState(walk.frames(n).tolist(), g))
+            g = groups.setdefault(walk.prompts, len(groups))
+            states.append(_walks.WalkState.of(walk.frames(n).tolist(), g,
+                                              reading_order(walk.prompts),
+                                              walk.order == "forward"))
+        sets = {g: s for s, g in groups.items()}
         budget = None if cache_mb is None else float(cache_mb) * 2**20
+        if store is not None and hasattr(frames, "_version"):  # features for the next call
+            store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
+        else:
+            store = None
+        reused = 0 if store is None else len(store.fpn)
+        cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
-                              _walks.reads(states, keys))
+                              _walks.reads(states, cond_frames), store=store)
         try:
             conds = {}
-            for g, key in keys.items():  # step 0: each structure's key frame, once
+            for g, prompts in sets.items():  # every structure's prompts, before any walk
                 check_cancel(cancel, "MedSAM2 propagation")
-                box, init_mask = prompts[g]
-                conds[g] = self._condition(feats.get(key), key, n, (h, w), box, init_mask)
+                conds[g] = condition_structure(self.network, feats, prompts, n, (h, w),
+                                               self.fill_hole_area, self.device)
             return _walks.run_walks(
                 self.network, feats, states, conds, (h, w), self.fill_hole_area,
                 batch=self._batch(), progress=progress, cancel=cancel,
                 stop_when_empty=stop_when_empty, on_frame=on_frame)
         finally:
-            self.last_run = {"encoded_frames": feats.encoded, "peak_cache_bytes": feats.peak_bytes,
+            self.last_run = {"encoded_frames": feats.encoded, "reused_frames": reused,
+                             "peak_cache_bytes": feats.peak_bytes,
                              "cache_budget_bytes": budget}
-            feats.clear()
+            if store is None:
+                feats.clear()
 
     def _batch(self) -> bool:
         """Batch the walks of a step: :attr:`batch_walks`, or ``None``: on accelerators only."""
@@ -350,27 +392,3 @@ class MedSAM2Model:
             return self.device.type != "cpu"
         return bool(self.batch_walks)
 
-    def _condition(self, features, key: int, n: int, hw: tuple[int, int], box: Box,
-                   init_mask: Any) -> dict:
-        points, mask_in = None, None
-        if init_mask is not None:
-            mask_in = self._mask_input(init_mask)
-        else:
-            # MedSAM2 builds boxes from masks with inclusive maxima: (x0, y0, x1-1, y1-1)
-            xyxy = (box.x0, box.y0, box.x1 - 1, box.y1 - 1)
-            points = _loop.box_points(xyxy, hw, self.device, self.image_size)
-        return _loop.condition_key_frame(self.network, features, key, n, points, mask_in,
-                                         self.fill_hole_area)
-
-    def _mask_input(self, mask: Any) -> torch.Tensor:
-        """A key-frame mask prompt resized to the input size as ``add_new_mask`` does."""
-        import torch
-        import torch.nn.functional as F
-
-        m = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask)
-        m = (m > 0).float()[None, None].to(self.device)
-        size = (self.image_size, self.image_size)
-        if tuple(m.shape[-2:]) != size:
-            m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
-            m = (m >= 0.5).float()
-        return m

@@ -1,0 +1,161 @@
+"""A structure's conditioning frames, prompted as SAM2's video predictor prompts them.
+
+The reference sequence (Meta's ``SAM2VideoPredictor``, one object): every prompt of the
+structure's :class:`~napari_segeval.prompts.prompt_set.PromptSet` in the order given,
+each as its own call before any propagation:
+
+* a **box**: ``add_new_points_or_box(frame, box=[x0, y0, x1 - 1, y1 - 1])`` with
+  ``clear_old_points=True`` (the box alone: corners with labels 2 and 3; MedSAM2's
+  inclusive maxima);
+* a **point**: ``add_new_points_or_box(frame, points=[[x, y]], labels=[1 or 0],
+  clear_old_points=False)`` (added to the frame's earlier points);
+* a **mask**: ``add_new_mask(frame, mask)`` (the frame's points are dropped).
+
+Each call runs ``track_step`` on its frame as an *initial conditioning frame* (no
+memory: the frame has not been tracked yet), with the frame's current point inputs,
+and - when the frame already has an output from an earlier call - that output's
+low-res logits (clamped to +-32) as ``prev_sam_mask_logits``. The frame's last output
+(holes filled) is then encoded into memory (``propagate_in_video_preflight``:
+``is_mask_from_pts=True``). :func:`condition_structure` returns these outputs, frame
+by frame in the order of each frame's first prompt, which is the order of the
+predictor's ``cond_frame_outputs``; every walk of the structure reads all of them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+
+from . import _loop
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from ._features import FrameFeatures
+
+#: ``prev_sam_mask_logits`` are clamped to this magnitude (as the predictor does).
+PREV_LOGIT_CLAMP = 32.0
+
+
+def prompt_points(xy: list[tuple[float, float]], labels: list[int], hw: tuple[int, int],
+                  image_size: int, device: Any) -> dict:
+    """SAM point inputs from native ``(x, y)`` pixels, computed as ``add_new_points_or_box``.
+
+    Examples
+    --------
+    >>> p = prompt_points([(10.0, 20.0)], [1], (100, 200), 512, "cpu")
+    >>> p["point_coords"].tolist(), p["point_labels"].tolist()
+    ([[[25.600000381469727, 102.4000015258789]]], [[1]])
+    """
+    import torch
+
+    coords = torch.tensor(xy, dtype=torch.float32).reshape(1, len(xy), 2)
+    coords = coords / torch.tensor([hw[1], hw[0]])
+    coords = coords * image_size
+    lab = torch.tensor(labels, dtype=torch.int32).reshape(1, len(labels))
+    return {"point_coords": coords.to(device), "point_labels": lab.to(device)}
+
+
+def concat_points(old: dict | None, new: dict) -> dict:
+    """Points added to a frame's earlier points (``sam2.utils.misc.concat_points``)."""
+    import torch
+
+    if old is None:
+        return new
+    return {"point_coords": torch.cat([old["point_coords"], new["point_coords"]], dim=1),
+            "point_labels": torch.cat([old["point_labels"], new["point_labels"]], dim=1)}
+
+
+def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
+    """A mask prompt resized to the model's input size as ``add_new_mask`` does."""
+    import torch
+    import torch.nn.functional as F
+
+    m = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask)
+    m = (m > 0).float()[None, None].to(device)
+    size = (image_size, image_size)
+    if tuple(m.shape[-2:]) != size:
+        m = F.interpolate(m, size=size, mode="bilinear", align_corners=False, antialias=True)
+        m = (m >= 0.5).float()
+    return m
+
+
+def _inputs(prompt: Any, points: dict, hw: tuple[int, int], size: int, device: Any
+            ) -> tuple[dict | None, Any]:
+    """``(point_inputs, mask_inputs)`` of one call; updates ``points`` (per frame)."""
+    f = prompt.index
+    if isinstance(prompt, MaskPrompt):
+        points.pop(f, None)
+        return None, mask_input(prompt.mask, size, device)
+    if isinstance(prompt, Box):
+        new = prompt_points([(prompt.x0, prompt.y0), (prompt.x1 - 1, prompt.y1 - 1)], [2, 3],
+                            hw, size, device)
+        points[f] = new  # clear_old_points=True
+    else:
+        new = prompt_points([(prompt.x, prompt.y)], [1 if prompt.positive else 0], hw, size,
+                            device)
+        points[f] = concat_points(points.get(f), new)
+    return points[f], None
+
+
+def condition_structure(network: Any, feats: FrameFeatures, prompts: PromptSet, n: int,
+                        hw: tuple[int, int], fill_hole_area: int, device: Any) -> dict:
+    """``{frame: conditioning output}`` of a structure's prompts (module doc).
+
+    Each output is the predictor's compact form (memory features in bfloat16,
+    hole-filled low-res logits, object pointer and score). ``feats`` gives each
+    conditioning frame's image features once.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    size = int(network.image_size)
+    features: dict[int, tuple] = {}
+    outs: dict[int, dict] = {}
+    points: dict[int, dict] = {}
+    for prompt in prompts.prompts:
+        f = int(prompt.index)
+        if f not in features:
+            features[f] = feats.get(f)
+        vf, vp, sizes = features[f]
+        point_inputs, mask_in = _inputs(prompt, points, hw, size, device)
+        prev = None
+        if point_inputs is not None and f in outs:
+            prev = torch.clamp(outs[f]["pred_masks"], -PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP)
+        out = network.track_step(
+            frame_idx=f, is_init_cond_frame=True, current_vision_feats=vf,
+            current_vision_pos_embeds=vp, feat_sizes=sizes, point_inputs=point_inputs,
+            mask_inputs=mask_in, output_dict={"cond_frame_outputs": {},
+                                              "non_cond_frame_outputs": {}},
+            num_frames=n, track_in_reverse=False, run_mem_encoder=False,
+            prev_sam_mask_logits=prev)
+        out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
+        outs[f] = out
+    conds = {}
+    for f, out in outs.items():  # propagate_in_video_preflight: encode the last outputs
+        vf, _, sizes = features[f]
+        high_res = F.interpolate(out["pred_masks"], size=(size, size), mode="bilinear",
+                                 align_corners=False)
+        mem, mem_pos = network._encode_new_memory(
+            current_vision_feats=vf, feat_sizes=sizes, pred_masks_high_res=high_res,
+            object_score_logits=out["object_score_logits"], is_mask_from_pts=True)
+        out["maskmem_features"], out["maskmem_pos_enc"] = mem, mem_pos
+        conds[f] = _loop.compact(out, out["pred_masks"])
+    return conds
+
+
+def reading_order(prompts: PromptSet) -> list[int]:
+    """Conditioning frames in the order of their first prompt (the predictor's order).
+
+    Examples
+    --------
+    >>> from napari_segeval.prompts.prompt_set import Point
+    >>> reading_order(PromptSet.of([Box(0, 0, 2, 2, index=5), Point(1, 1, index=2),
+    ...                             Point(1, 1, index=5)]))
+    [5, 2]
+    """
+    return list(dict.fromkeys(int(p.index) for p in prompts.prompts))

@@ -1,0 +1,179 @@
+"""A case being segmented and corrected: frames, prompts and results kept between runs.
+
+A person (the viewer's Prompt panel) or the interactive protocol segments a case,
+sees it fail on a slice, adds a prompt there and re-propagates. A
+:class:`PropagationSession` makes that round cheap:
+
+* the case is preprocessed once, and the session keeps the frames tensor and the
+  backend's cache for it (``model.feature_cache()`` when the backend has one:
+  MedSAM2 keeps the image features, within its ``cache_mb``), so a correction does
+  not run the image encoder again;
+* only the structures whose prompts changed are propagated again; the others keep
+  their results (at the size of their extent) and the label map is merged anew.
+
+The result of a re-propagation is exactly that of :func:`~.core.propagate_case` with
+the session's current prompts (its tests check it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from napari_segeval.io.case import Case
+from napari_segeval.models.base import ProgressFn
+from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
+from napari_segeval.prompts.prompt_set import Prompt, PromptSet
+from napari_segeval.propagation.core import (
+    check_prompts,
+    merge_results,
+    propagate_structures,
+    record,
+)
+from napari_segeval.propagation.images import (
+    check_image_prompts,
+    image_frames,
+    propagation_mode,
+)
+from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
+from napari_segeval.propagation.result import PropagationResult, StructureResult
+from napari_segeval.propagation.walks import resolve_min_confidence
+
+
+class PropagationSession:
+    """One case's frames, each structure's prompts and results, for correction rounds.
+
+    Parameters
+    ----------
+    model : PromptableModel
+        Backend (its per-frame cache, if any, is kept for :attr:`frames`).
+    frames : tensor ``(n, H, W[, C])``
+        The case in the model's normalized units (``model.preprocess(...)``).
+    options : PropagationOptions, optional
+        Settings of every propagation of the session (no gradients).
+    kind : {"volume", "video", "image"}, optional
+        ``"image"``: a 2D image as a one-frame stack; results come back on its 2D grid.
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> from napari_segeval.prompts.prompt_set import Point
+    >>> f = np.zeros((6, 12, 12), np.float32); f[:, 2:6, 2:6] = 1; f[:, 7:11, 7:11] = 1
+    >>> s = PropagationSession(ThresholdPromptModel(), f)
+    >>> _ = s.add(Box(2, 2, 6, 6, index=2, label=1)), s.add(Box(7, 7, 11, 11, index=3, label=2))
+    >>> res = s.propagate()
+    >>> sorted(s.last_propagated), int((res.labels == 2).sum())
+    ([1, 2], 96)
+    >>> _ = s.add(Point(8, 8, index=0, label=2, positive=False))
+    >>> res = s.propagate()
+    >>> s.last_propagated, int((res.labels == 2).sum()) < 96
+    ([2], True)
+    """
+
+    def __init__(self, model: Any, frames: Any, options: PropagationOptions | None = None, *,
+                 kind: str | None = None) -> None:
+        options = options or PropagationOptions()
+        if options.grad:
+            raise ValueError("a propagation session does not keep gradients (grad=False)")
+        if kind is not None:
+            options = options.replace(mode=propagation_mode(kind))
+        self.model, self.frames, self.options, self.kind = model, frames, options, kind
+        self.modality: str | None = None
+        #: the backend's per-case cache (``model.feature_cache()``), if it has one
+        self.cache = model.feature_cache() if hasattr(model, "feature_cache") else None
+        self.prompts: dict[int, PromptSet] = {}
+        self.structures: dict[int, StructureResult] = {}
+        self._used: dict[int, PromptSet] = {}
+        self.last_propagated: list[int] = []
+        self.result: PropagationResult | None = None
+
+    @classmethod
+    def from_image(cls, model: Any, image: Case | np.ndarray, *, kind: str | None = None,
+                   modality: str | None = None, window: Any = None,
+                   ct_mapping: str = "window",
+                   options: PropagationOptions | None = None) -> PropagationSession:
+        """A session on a raw image (preprocessed once, as :func:`~.images.propagate_image`)."""
+        kind, modality, frames = image_frames(model, image, kind=kind, modality=modality,
+                                              window=window, ct_mapping=ct_mapping)
+        session = cls(model, frames, options, kind=kind)
+        session.modality = modality
+        return session
+
+    # -- prompts -----------------------------------------------------------------------
+    def set_prompts(self, prompts: Any) -> None:
+        """Replace the prompts of the structures in ``prompts`` (prompt sets or boxes)."""
+        for label, s in as_prompt_sets(prompts).items():
+            self.prompts[label] = s
+
+    def add(self, prompt: Prompt) -> PromptSet:
+        """Append ``prompt`` to its structure's set (``prompt.label``); returns the set."""
+        label = int(prompt.label)
+        current = self.prompts.get(label)
+        self.prompts[label] = (PromptSet(label, (prompt,)) if current is None
+                               else current.add(prompt))
+        return self.prompts[label]
+
+    def undo(self, label: int) -> PromptSet | None:
+        """Remove the last prompt of structure ``label`` (the structure, if it was the last)."""
+        current = self.prompts[int(label)]
+        if len(current) <= 1:
+            self.remove(label)
+            return None
+        self.prompts[int(label)] = current.remove(-1)
+        return self.prompts[int(label)]
+
+    def remove(self, label: int) -> None:
+        """Forget structure ``label`` (its prompts and result)."""
+        self.prompts.pop(int(label), None)
+
+    def stale(self) -> list[int]:
+        """Structures whose prompts changed since they were last propagated."""
+        return [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
+
+    # -- propagation ----------------------------------------------------------------------
+    def propagate(self, labels: Iterable[int] | None = None, *,
+                  progress: ProgressFn | None = None, cancel: Any = None,
+                  on_slice: Callable[[int, int, np.ndarray], None] | None = None
+                  ) -> PropagationResult:
+        """Propagate the structures whose prompts changed (or ``labels``) and merge all.
+
+        The other structures keep their results; the label map is merged from every
+        structure's result. Returns the same as :func:`~.core.propagate_case` with
+        the session's prompts, on the 2D grid for a 2D image. Raises
+        :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
+        when a prompt does not fit the case, and leaves the session as it was.
+        """
+        if not self.prompts:
+            raise ValueError("propagation needs at least one prompt")
+        for gone in [lab for lab in self.structures if lab not in self.prompts]:
+            del self.structures[gone]
+            self._used.pop(gone, None)
+        todo = self.stale() if labels is None else [int(lab) for lab in labels]
+        sets = {lab: self.prompts[lab] for lab in todo}
+        if self.kind == "image":
+            check_image_prompts(sets)
+        check_prompts(sets, self.frames, self.options.mode)
+        if sets:
+            done = propagate_structures(self.model, self.frames, sets, self.options,
+                                        progress=progress, cancel=cancel, on_slice=on_slice,
+                                        cache=self.cache)
+            self.structures.update(done)
+            self._used.update(sets)
+        self.last_propagated = list(sets)
+        ordered = {lab: self.structures[lab] for lab in self.prompts}
+        shape = tuple(int(v) for v in self.frames.shape[:3])
+        labels_map = merge_results(ordered, shape, self.options)
+        params = record(self.model, self.prompts, self.options,
+                        resolve_min_confidence(self.model, self.options.min_confidence), False)
+        if self.kind is not None:
+            params["kind"] = self.kind
+        if self.modality is not None:
+            params["modality"] = self.modality
+        result = PropagationResult(labels_map, ordered, dict(self.prompts), params)
+        self.result = result.first() if self.kind == "image" else result
+        return self.result
+
+
+__all__ = ["PropagationSession"]

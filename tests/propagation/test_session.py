@@ -1,0 +1,94 @@
+"""Correction rounds: a session re-propagates only what changed and equals propagate_case."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_segeval._errors import InvalidPromptError
+from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import Point
+from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
+
+
+class Counting(ThresholdPromptModel):
+    """Threshold backend that counts its walks per structure."""
+
+    def __init__(self):
+        super().__init__()
+        self.walks = []
+
+    def propagate(self, frames, key_index, box, order="forward", **kw):
+        self.walks.append(box.label)
+        return super().propagate(frames, key_index, box, order, **kw)
+
+
+def _frames():
+    f = np.zeros((8, 16, 16), np.float32)
+    f[:, 2:7, 2:7] = 1.0
+    f[:, 9:14, 9:14] = 1.0
+    f[4, 9:14, 12:14] = 0.0
+    return f
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.labels, b.labels)
+    assert sorted(a.probabilities) == sorted(b.probabilities)
+    for lab in a.probabilities:
+        np.testing.assert_array_equal(a.probabilities[lab], b.probabilities[lab])
+        np.testing.assert_array_equal(a.masks[lab], b.masks[lab])
+
+
+def test_a_correction_repropagates_one_structure_and_equals_a_fresh_run():
+    model = Counting()
+    s = PropagationSession(model, _frames())
+    s.set_prompts([Box(2, 2, 7, 7, index=3, label=1), Box(9, 9, 14, 14, index=3, label=2)])
+    first = s.propagate()
+    assert sorted(model.walks) == [1, 1, 2, 2] and s.stale() == []
+    model.walks.clear()
+    s.add(Point(10, 12, index=6, label=2, positive=False))
+    corrected = s.propagate()
+    assert model.walks == [2, 2] and s.last_propagated == [2]
+    _same(corrected, propagate_case(ThresholdPromptModel(), _frames(), s.prompts))
+    assert not np.array_equal(first.labels, corrected.labels)
+    s.undo(2)
+    _same(s.propagate(), first)
+    s.remove(1)
+    only = s.propagate()
+    assert sorted(only.probabilities) == [2] and not (only.labels == 1).any()
+    assert s.propagate(labels=[2]) is s.result and s.last_propagated == [2]
+
+
+def test_bad_prompt_leaves_the_session_as_it_was():
+    s = PropagationSession(ThresholdPromptModel(), _frames())
+    s.add(Box(2, 2, 7, 7, index=3, label=1))
+    good = s.propagate()
+    s.add(Point(40, 4, index=3, label=1))
+    with pytest.raises(InvalidPromptError, match="outside"):
+        s.propagate()
+    assert s.result is good and s.structures[1] is good.structures[1]
+    s.undo(1)
+    assert s.stale() == []
+
+
+def test_two_d_image_and_video_sessions():
+    img = np.zeros((20, 24, 3), np.uint8)
+    img[4:12, 5:14] = 220
+    s = PropagationSession.from_image(ThresholdPromptModel(), img, kind="image",
+                                      modality="endoscopy")
+    s.add(Point(8, 9, index=0))
+    res = s.propagate()
+    assert res.labels.shape == (20, 24) and res.probabilities[1].shape == (20, 24)
+    assert int((res.labels == 1).sum()) == 8 * 9 and res.params["kind"] == "image"
+    s.add(Point(3, 3, index=1))
+    with pytest.raises(ValueError, match="one frame"):
+        s.propagate()
+    video = PropagationSession(ThresholdPromptModel(), _frames(), kind="video")
+    video.add(Box(2, 2, 7, 7, index=5, label=1))
+    assert not video.propagate().labels[:5].any() and video.options.mode == "video"
+
+
+def test_no_gradients_in_a_session():
+    with pytest.raises(ValueError, match="gradients"):
+        PropagationSession(ThresholdPromptModel(), _frames(), PropagationOptions(grad=True))
