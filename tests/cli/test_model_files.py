@@ -101,7 +101,7 @@ def test_info_lists_the_registry_names(capsys):
     names = {m["name"]: m for m in models}
     for name in [*PROMPTABLE, *DENSE, *ALIASES, "module:factory", "NNUNET_FOLDER"]:
         assert name in names
-    assert names["medsam2"]["checkpoint"] == "required" and names["threshold"]["available"]
+    assert names["medsam2"]["checkpoint"] == "optional" and names["threshold"]["available"]
     assert main(["info"]) == 0
     text = capsys.readouterr().out
     assert "models (--model):" in text and "builtin-ct" in text and "medsam2" in text
