@@ -101,9 +101,41 @@ def confusion_matrix(
     >>> confusion_matrix(ref, pred).tolist()
     [[1, 1, 0], [0, 1, 1], [0, 0, 2]]
     """
+    return _confusion(reference, prediction, n_labels, boxes=False)[0]
+
+
+def confusion_and_boxes(
+    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None = None
+) -> tuple[np.ndarray, dict[int, tuple[slice, ...]]]:
+    """:func:`confusion_matrix` and each label's bounding box in either map, in the same pass.
+
+    The boxes come from :func:`scipy.ndimage.find_objects` of each slab of both maps
+    while the slab is counted (in the same worker threads), so the volume is read
+    once for both. A label absent from both maps has no box; label 0 is left out.
+
+    Returns
+    -------
+    cm : numpy.ndarray
+        As :func:`confusion_matrix`.
+    boxes : dict of int to tuple of slice
+        ``{label: slices}``, the smallest box holding the label in either map.
+
+    Examples
+    --------
+    >>> ref = np.array([[0, 1, 1], [0, 0, 0]])
+    >>> pred = np.array([[0, 0, 0], [2, 0, 1]])
+    >>> cm, boxes = confusion_and_boxes(ref, pred)
+    >>> int(cm[1, 1]), boxes[1], boxes[2]
+    (0, (slice(0, 2, None), slice(1, 3, None)), (slice(1, 2, None), slice(0, 1, None)))
+    """
+    return _confusion(reference, prediction, n_labels, boxes=True)
+
+
+def _confusion(reference: np.ndarray, prediction: np.ndarray, n_labels: int | None,
+               boxes: bool) -> tuple[np.ndarray, dict]:
     ref, pred, n = _label_pair(reference, prediction, n_labels)
     if ref.ndim == 0 or ref.size == 0:
-        return np.zeros((n, n), np.int64)
+        return np.zeros((n, n), np.int64), {}
     if not (ref.flags.c_contiguous and pred.flags.c_contiguous):
         ref, pred = np.ascontiguousarray(ref), np.ascontiguousarray(pred)
     if n * n > 65536:  # large matrices: fewer, bigger slabs
@@ -113,17 +145,46 @@ def confusion_matrix(
         step = max(1, _SLAB_VOXELS // per)
     starts = range(0, ref.shape[0], step)
 
-    def work(z: int) -> np.ndarray:
-        return _count_slab(ref[z : z + step], pred[z : z + step], n)
+    def work(z: int) -> tuple[np.ndarray, list]:
+        a, b = ref[z : z + step], pred[z : z + step]
+        found = [_slab_objects(a, n, z), _slab_objects(b, n, z)] if boxes else []
+        return _count_slab(a, b, n), found
 
     if len(starts) > 1:
         with ThreadPoolExecutor(max_workers=_threads()) as pool:
-            counts = sum(pool.map(work, starts))
+            parts = list(pool.map(work, starts))
     else:
-        counts = work(0)
+        parts = [work(0)]
+    counts = sum(p[0] for p in parts)
     cm = counts.reshape(n, n).astype(np.int64, copy=False)
     cm[0, 0] = ref.size - (cm.sum() - cm[0, 0])
-    return cm
+    return cm, (_union_boxes([f for p in parts for f in p[1]], ref.ndim) if boxes else {})
+
+
+def _slab_objects(slab: np.ndarray, n: int, z: int) -> list:
+    """``find_objects`` of one slab with its first axis shifted to the volume's (``z``)."""
+    from scipy import ndimage
+
+    out = []
+    for sl in ndimage.find_objects(slab, max_label=n - 1):
+        if sl is not None:
+            sl = (slice(sl[0].start + z, sl[0].stop + z), *sl[1:])
+        out.append(sl)
+    return out
+
+
+def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
+    """Per label (``found[i][label - 1]``), the smallest box holding every slab's box."""
+    out: dict[int, tuple[slice, ...]] = {}
+    for parts in zip(*found):
+        label = len(out) + 1
+        boxes = [b for b in parts if b is not None]
+        if boxes:
+            out[label] = tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
+                               for a in range(ndim))
+        else:
+            out[label] = None
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _threads() -> int:
@@ -323,4 +384,10 @@ def _scalar(v) -> float | int:
     return int(v) if np.issubdtype(np.asarray(v).dtype, np.integer) else float(v)
 
 
-__all__ = ["confusion_matrix", "overlap_from_confusion", "overlap_from_counts", "overlap_metrics"]
+__all__ = [
+    "confusion_and_boxes",
+    "confusion_matrix",
+    "overlap_from_confusion",
+    "overlap_from_counts",
+    "overlap_metrics",
+]

@@ -7,7 +7,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval._names import unnamed_structures
-from napari_segeval.metrics.overlap import confusion_matrix, overlap_from_confusion
+from napari_segeval.metrics.overlap import (
+    confusion_and_boxes,
+    confusion_matrix,
+    overlap_from_confusion,
+)
 from napari_segeval.metrics.surface import surface_metrics
 
 #: Keys of one structure row, in order: the one definition, used by
@@ -75,16 +79,21 @@ def structure_table(
     """
     reference = np.asarray(reference)
     prediction = np.asarray(prediction)
+    n = None
     if structures is not None:
         labels = {int(k): str(v) for k, v in structures.items()}
-        top = max(int(reference.max(initial=0)), int(prediction.max(initial=0)), *labels)
-        cm = confusion_matrix(reference, prediction, top + 1)
+        n = max(int(reference.max(initial=0)), int(prediction.max(initial=0)), *labels) + 1
+    if surface:  # the boxes of the surface crops come from the counting pass
+        cm, boxes = confusion_and_boxes(reference, prediction, n)
     else:
-        cm = confusion_matrix(reference, prediction)
+        cm, boxes = confusion_matrix(reference, prediction, n), {}
+    if structures is None:
         present = np.flatnonzero((cm.sum(axis=0) + cm.sum(axis=1)) > 0)
-        labels = unnamed_structures(present)
+        labels = unnamed_structures(int(v) for v in present)
     m = overlap_from_confusion(cm, spacing, empty=empty, include_background=True)
-    boxes = _boxes(reference, prediction, sorted(labels)) if surface else {}
+    boxes = {k: _grown(b, reference.shape) for k, b in boxes.items()}
+    if surface and 0 in labels:
+        boxes[0] = tuple(slice(0, n) for n in reference.shape)
     rows = []
     for label, name in sorted(labels.items()):
         row = {"label": label, "name": name}
@@ -108,31 +117,9 @@ def structure_table(
     return rows
 
 
-def _boxes(reference: np.ndarray, prediction: np.ndarray, labels: list[int]) -> dict:
-    """Bounding box (plus one voxel) of each label in either map, from ndimage.find_objects."""
-    from scipy import ndimage
-
-    out: dict[int, tuple[slice, ...]] = {}
-    if not labels:
-        return out
-    found = [
-        ndimage.find_objects(a.view(np.uint8) if a.dtype == bool else a, max_label=labels[-1])
-        for a in (reference, prediction)
-    ]
-    for label in labels:
-        if label == 0:
-            out[0] = tuple(slice(0, n) for n in reference.shape)
-            continue
-        parts = [f[label - 1] for f in found if f[label - 1] is not None]
-        if not parts:
-            continue
-        box = tuple(
-            slice(max(min(p[a].start for p in parts) - 1, 0),
-                  min(max(p[a].stop for p in parts) + 1, reference.shape[a]))
-            for a in range(reference.ndim)
-        )
-        out[label] = box
-    return out
+def _grown(box: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """``box`` grown by one voxel on every side, within ``shape`` (room for the surface)."""
+    return tuple(slice(max(b.start - 1, 0), min(b.stop + 1, n)) for b, n in zip(box, shape))
 
 
 __all__ = ["ROW_KEYS", "structure_table"]

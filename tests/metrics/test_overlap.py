@@ -194,3 +194,29 @@ def test_monai_dice_equal():
     monai = metrics.DiceMetric(include_background=True, reduction="none")(one_hot(pred), one_hot(ref))
     ours = overlap_from_confusion(confusion_matrix(ref, pred), include_background=True)["dice"]
     np.testing.assert_allclose(ours, monai.numpy()[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("slab", [1 << 21, 64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, bool])
+def test_boxes_of_the_counting_pass_are_find_objects_of_either_map(monkeypatch, slab, dtype):
+    """One pass gives the confusion matrix and each label's box in either map, across slabs."""
+    from scipy import ndimage
+
+    from napari_segeval.metrics import overlap
+    from napari_segeval.metrics.overlap import confusion_and_boxes
+
+    monkeypatch.setattr(overlap, "_SLAB_VOXELS", slab)  # 64: one slice per slab
+    rng = np.random.default_rng(3)
+    top = 1 if dtype is bool else 6
+    ref = np.zeros((9, 7, 8), dtype)
+    pred = np.zeros_like(ref)
+    for k in range(1, top + 1):
+        for arr in (ref, pred):
+            z, y, x = (int(rng.integers(0, s - 2)) for s in ref.shape)
+            arr[z : z + int(rng.integers(1, 4)), y : y + 2, x : x + int(rng.integers(1, 3))] = k
+    cm, boxes = confusion_and_boxes(ref, pred)
+    np.testing.assert_array_equal(cm, confusion_matrix(ref, pred))
+    for k in range(1, top + 1):
+        want = ndimage.find_objects(((ref == k) | (pred == k)).astype(np.uint8))[0]
+        assert boxes[k] == want
+    assert confusion_and_boxes(np.zeros((3, 4), np.uint8), np.zeros((3, 4), np.uint8))[1] == {}
