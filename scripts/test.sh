@@ -1,17 +1,39 @@
 #!/usr/bin/env bash
-# Install napari-segeval with its test extras into .venv and run the whole test suite,
-# GUI tests included (under Xvfb, started by pytest-xvfb).
+# Run napari-segeval's tests: `ruff check`, then pytest (GUI tests under Xvfb, started by
+# pytest-xvfb), on as many workers as the machine has cores (pytest-xdist).
+#
+#   bash scripts/test.sh            the full suite (the README's command and CI)
+#   bash scripts/test.sh --fast     everything but the tests marked `slow`
+#   bash scripts/test.sh --heavy    the full suite and the `heavy` tests (SAM2.1 base-plus
+#                                   and large parity: minutes and GBs on a CPU)
+#   bash scripts/test.sh ARGS...    ARGS go to pytest (e.g. tests/metrics -k dice -n 0)
+#
+# It creates .venv and installs the package with its test extras and the MedSAM2 reference
+# code when .venv is missing or pyproject.toml is newer than the last install, and installs
+# Xvfb and Mesa with apt-get when they are missing (root or sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+markers="not heavy"
+case "${1:-}" in
+  --fast) markers="not slow and not heavy"; shift ;;
+  --heavy) markers=""; shift ;;
+esac
 bash scripts/system-deps.sh
-[ -x .venv/bin/python ] || python3 -m venv .venv
 py=.venv/bin/python
-$py -m pip install -q --upgrade pip
-$py -m pip install -q -e ".[testing,bench,medsam2]"
-# The MedSAM2 reference (Meta's SAM2) for the parity test: model code only, no CUDA
-# extension, and no dependency resolution that could swap the CPU torch for another build.
-if ! $py -c "import sam2" 2>/dev/null; then
-  SAM2_BUILD_CUDA=0 $py -m pip install -q --no-deps --no-build-isolation sam2 || \
-    echo "test.sh: could not install sam2; the MedSAM2 parity test will be skipped" >&2
+stamp=.venv/.segeval-installed
+if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  [ -x "$py" ] || python3 -m venv .venv
+  $py -m pip install -q --upgrade pip
+  $py -m pip install -q -e ".[testing,bench,medsam2,dev]"
+  # The MedSAM2 reference (Meta's SAM2) for the parity tests: model code only, no CUDA
+  # extension, and no dependency resolution that could swap the CPU torch for another build.
+  if ! $py -c "import sam2" 2>/dev/null; then
+    SAM2_BUILD_CUDA=0 $py -m pip install -q --no-deps --no-build-isolation sam2 || \
+      echo "test.sh: could not install sam2; the MedSAM2 parity tests will be skipped" >&2
+  fi
+  touch "$stamp"
 fi
-exec $py -m pytest "$@"
+.venv/bin/ruff check napari_segeval tests benchmarks examples scripts
+# One torch/BLAS thread per worker: two workers on two cores, not two times two threads.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
+exec $py -m pytest -n "${SEGEVAL_TEST_WORKERS:-auto}" -m "$markers" "$@"

@@ -60,3 +60,15 @@ def _no_real_model_hub(tmp_path_factory):
         mp.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-hub-cache")))
         mp.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
         yield
+
+
+#: Fixtures that open napari or Qt widgets: a test that takes one is marked ``gui``.
+GUI_FIXTURES = frozenset({"make_napari_viewer", "make_napari_viewer_proxy", "qtbot", "qapp"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that takes a napari/Qt fixture ``gui`` (``-m 'not gui'`` for a
+    machine without a display); subprocess GUI tests carry the marker themselves."""
+    for item in items:
+        if GUI_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.gui)

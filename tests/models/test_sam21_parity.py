@@ -3,8 +3,8 @@
 Random initialisation of each real architecture, built from Meta's own config in the
 ``sam2`` package; our loop and the reference predictor get the same weights, the
 same 1024 px frames and the same box, and must give identical masks forward and
-backward. Tiny runs by default; the three larger sizes are ``slow``
-(``pytest -m slow``).
+backward. Tiny runs in every tier; small is ``slow`` (not in ``scripts/test.sh --fast``);
+base-plus and large are ``heavy`` (minutes and GBs: ``scripts/test.sh --heavy``).
 """
 
 from __future__ import annotations
@@ -84,8 +84,11 @@ def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatc
     _check("sam2.1-tiny", model, net.state_dict(), tmp_path, monkeypatch)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("arch", ["sam2.1-small", "sam2.1-base-plus", "sam2.1-large"])
+@pytest.mark.parametrize("arch", [
+    pytest.param("sam2.1-small", marks=pytest.mark.slow),
+    pytest.param("sam2.1-base-plus", marks=pytest.mark.heavy),
+    pytest.param("sam2.1-large", marks=pytest.mark.heavy),
+])
 def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
     torch.manual_seed(0)
     net = build_network(arch=arch)
