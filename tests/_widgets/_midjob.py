@@ -100,7 +100,7 @@ def ct_session(viewer):
 
 def setup(kind: str, viewer, honour: bool, path: str | None):
     """Start the job of ``kind``; returns (runner, the layer it reads, panel)."""
-    from napari_segeval._widgets import attack, evaluate_jobs, prompt, results, segment
+    from napari_segeval._widgets import attack, evaluate_jobs, prompt, prompt_run, results, segment
     from napari_segeval.models.threshold import ThresholdPromptModel
 
     if kind == "results":
@@ -119,7 +119,7 @@ def setup(kind: str, viewer, honour: bool, path: str | None):
     w = ct_session(viewer)
     image = w.state.image
     if kind == "propagate":
-        patch(prompt, "segment_with_model", honour)
+        patch(prompt_run, "propagate_session", honour)
         w.prompt.run_button.click()
         return w.prompt.runner, image, w
     if kind == "uncertainty":
