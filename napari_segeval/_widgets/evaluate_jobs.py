@@ -135,14 +135,16 @@ def capability(spec: tuple, model: Any = None) -> Capability:
 def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, session: Any,
                       image: np.ndarray, modality: str, kind: str, sets: Mapping, *,
                       window: str | None = None, seed: tuple | None = None,
-                      reference: np.ndarray | None = None,
+                      options: Mapping | None = None, reference: np.ndarray | None = None,
                       progress: Callable[[int, int], None] | None = None, cancel: Any = None,
                       on_slice: Callable[[int, int, np.ndarray], None] | None = None
                       ) -> tuple[Any, Any, Any, dict]:
     """Propagate ``sets`` through a correction session (made here when ``session`` is None).
 
     The model is ``cached = (spec, model)``'s, else loaded. A new session preprocesses
-    ``image`` once; ``seed = (labels, prompt sets)`` starts it from a saved label map
+    ``image`` once, with ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
+    fields, e.g. a run's ``decision``); ``seed = (labels, prompt sets)`` starts it from
+    a saved label map
     (:meth:`~napari_segeval.propagation.PropagationSession.seed`). The session takes
     ``sets`` as its prompts (structures not in them are dropped) and re-propagates the
     structures whose prompts changed. Returns ``(model, session, result, changes)``;
@@ -150,7 +152,7 @@ def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, s
     structures against ``reference`` (empty without one).
     """
     from napari_segeval.metrics import overlap_metrics
-    from napari_segeval.propagation import PropagationSession
+    from napari_segeval.propagation import PropagationOptions, PropagationSession
 
     model = cached[1] if cached is not None and cached[0] == spec else load_model(
         *spec, cancel=cancel)
@@ -158,7 +160,8 @@ def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, s
     before = None
     if session is None:
         session = PropagationSession.from_image(model, np.asarray(image), kind=kind,
-                                                modality=modality, window=window)
+                                                modality=modality, window=window,
+                                                options=PropagationOptions(**(options or {})))
         if seed is not None:
             session.seed(*seed)
             before = np.asarray(seed[0])

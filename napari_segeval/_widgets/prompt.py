@@ -304,11 +304,13 @@ class PromptPanel(QWidget):
         return self.jobs.start(fresh=False, auto=auto)
 
     def start_correction(self, sets: dict, labels: np.ndarray | None, *, name: str,
-                         case_id: str | None = None, note: str = "") -> None:
+                         case_id: str | None = None, note: str = "",
+                         options: dict | None = None) -> None:
         """Correct a saved prediction ``labels`` made from ``sets``: the tools show ``sets``;
-        the first re-propagation starts from ``labels`` and writes layer ``name``."""
+        the first re-propagation starts from ``labels`` and writes layer ``name``
+        (``options``: the propagation settings the prediction was made with)."""
         self.tools.start_over(sets)
-        self.jobs.start_from(labels, sets, name=name, case_id=case_id)
+        self.jobs.start_from(labels, sets, name=name, case_id=case_id, options=options)
         self.tools.note(note)
 
     def run_uncertainty(self) -> Any:

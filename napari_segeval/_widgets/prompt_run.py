@@ -62,6 +62,7 @@ class PropagationJobs:
         self.changes: dict[int, tuple[float, float]] = {}
         self._pending: tuple | None = None
         self._case: tuple | None = None
+        self.options: dict = {}
         panel.runner.job_done.connect(self._job_done)
 
     def drop(self) -> None:
@@ -70,12 +71,17 @@ class PropagationJobs:
         self.result_name = self.case_id = None
         self._pending = None
         self._case: tuple | None = None
+        self.options: dict = {}
 
     def start_from(self, labels: np.ndarray | None, sets: dict[int, PromptSet], *,
-                   name: str | None = None, case_id: str | None = None) -> None:
+                   name: str | None = None, case_id: str | None = None,
+                   options: dict | None = None) -> None:
         """Correct a saved prediction: ``labels`` came from ``sets`` (the first
-        re-propagation seeds its session with them); results go to layer ``name``."""
+        re-propagation seeds its session with them); results go to layer ``name``;
+        ``options`` (:class:`~napari_segeval.propagation.PropagationOptions` fields, the
+        run's) apply to the sessions of this correction."""
         self.drop()
+        self.options = dict(options or {})
         if labels is not None:
             self.seed = (labels, dict(sets))
             self.made_from = dict(sets)
@@ -142,7 +148,8 @@ class PropagationJobs:
         return p.runner.start(
             what, propagate_session, p.spec(), p.cached_model(), session,
             np.asarray(image.data), p.chosen_modality(), p.state.kind(), sets,
-            window=p.state.window, seed=seed, reference=reference, needs=[image],
+            window=p.state.window, seed=seed, options=self.options, reference=reference,
+            needs=[image],
             relay={"on_slice": paint},
             on_done=lambda result: self._done(result, key, sets, name))
 
