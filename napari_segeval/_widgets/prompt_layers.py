@@ -148,12 +148,23 @@ class PromptLayers:
         layer.events.data.connect(self._on_data)
 
     def forget(self) -> None:
-        """Remove the prompt layers and mask prompts (the case changed)."""
+        """Drop the prompts (the case changed): the layers leave the viewer on the next
+        turn of the event loop (a change of case often comes from removing a layer, and
+        napari must not remove another one while it is still removing that one)."""
+        from qtpy.QtCore import QTimer
+
         self.masks = []
-        for layer in (self.state.boxes, self.state.points):
-            if self._alive(layer):
-                self.viewer.layers.remove(layer)
+        old = [ly for ly in (self.state.boxes, self.state.points) if self._alive(ly)]
         self.state.boxes = self.state.points = None
+        for layer in old:
+            layer.events.data.disconnect(self._on_data)
+        if old:
+            QTimer.singleShot(0, lambda: self._remove(old))
+
+    def _remove(self, layers: list) -> None:
+        for layer in layers:
+            if layer in self.viewer.layers:
+                self.viewer.layers.remove(layer)
 
     def _colour(self, label: int) -> Any:
         ref = self.state.reference
@@ -212,7 +223,7 @@ class PromptLayers:
                                     ("points", self.points(False), self._point)):
             if layer is None:
                 continue
-            orders = np.asarray(layer.features["order"], int)
+            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
             out += [Item(int(orders[i]), make(layer, i), source, i) for i in range(len(orders))]
         out.sort(key=lambda it: it.order)
         return [it for it in out if label is None or it.prompt.label == int(label)]
@@ -309,11 +320,11 @@ class PromptLayers:
             QTimer.singleShot(0, self._settled_change)
 
     def _settled_change(self) -> None:
-        self._scheduled = False
-        try:
-            self.settle()
-        finally:
-            self.on_change()
+        from napari_segeval._widgets._worker import run_guarded
+
+        self._scheduled = False  # a slot of a timer: it must never raise (Qt would abort)
+        run_guarded("prompts", self.settle)
+        run_guarded("prompts", self.on_change)
 
     def settle(self) -> None:
         """Give new items drawn in napari their order; remove those that do not fit the
@@ -323,7 +334,7 @@ class PromptLayers:
                                     ("points", self.points(False), self._point)):
             if layer is None or not len(layer.data):
                 continue
-            orders = np.asarray(layer.features["order"], int)
+            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
             new = [i for i in range(len(orders)) if orders[i] < 0]
             bad = []
             for i in new:

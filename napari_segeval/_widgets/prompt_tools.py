@@ -45,8 +45,9 @@ POINT_TIPS = {"positive": "click where the structure is (positive click)",
 
 
 def case_key(state: Any) -> tuple | None:
-    """What identifies the case the prompts are drawn on (its image layer and array)."""
-    layer = state.image if state.image is not None else state.reference
+    """What identifies the case the prompts are drawn on: its image layer and array
+    (None without an image)."""
+    layer = state.image
     return None if layer is None else (id(layer), id(layer.data))
 
 
@@ -134,7 +135,7 @@ class PromptTools(QWidget):
     # -- the case and the structure ---------------------------------------------------------
     def _on_state(self, what: str) -> None:
         key = case_key(self.state)
-        if key != self._case:  # another case: its prompts do not fit this one
+        if key is not None and key != self._case:  # another case: its prompts do not fit
             self._case = key
             self.layers.forget()
         if what in ("reference", "current", "image"):
@@ -152,7 +153,7 @@ class PromptTools(QWidget):
         self.list.clear()
         self._shown = []
         label = self.state.current
-        if label is None or case_key(self.state) is None:
+        if label is None or self.state.image is None:
             return
         try:
             where = self.layers.where()

@@ -137,8 +137,6 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_
         model.release.set()
     assert blocker.args == ["propagation", "dropped"]
     qtbot.wait(50)  # reports still queued are dropped
-    # the prompt layers belong to the image: they go with it
-    assert [layer.name for layer in viewer.layers] == [n for n in names if n not in ("ct",
-                                                                                   "boxes")]
+    assert [layer.name for layer in viewer.layers] == [n for n in names if n != "ct"]
     assert w.state.predictions["clean"] is None
     assert "propagation dropped: layer 'ct' was removed" in notifications()
