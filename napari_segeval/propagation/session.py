@@ -200,7 +200,7 @@ class PropagationSession:
             self._used.pop(gone, None)
         todo = self.stale() if labels is None else [int(lab) for lab in labels]
         sets = {lab: self.prompts[lab] for lab in todo}
-        if self.kind == "image":
+        if self.kind == "image" and sets:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         if sets:
