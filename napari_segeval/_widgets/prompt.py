@@ -19,9 +19,11 @@ from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -123,7 +125,8 @@ class PromptPanel(QWidget):
         self.samples = QSpinBox()
         self.samples.setRange(2, 64)
         self.samples.setValue(8)
-        self.samples.setToolTip("propagations with jittered boxes and intensity noise")
+        self.samples.setToolTip("uncertainty samples: propagations with jittered boxes and "
+                                "intensity noise")
         self.uncertainty_button = QPushButton("Uncertainty")
         self.uncertainty_button.setToolTip("heat map of the prediction's uncertainty "
                                            "(box jitter + intensity noise)")
@@ -142,7 +145,7 @@ class PromptPanel(QWidget):
         self.probe.setVisible(False)
         self._loaded: tuple | None = None
         self.tools = PromptTools(napari_viewer, self.state, self.repropagate)
-        self.jobs = PropagationJobs(self)
+        self.jobs = PropagationJobs(self, prediction_layer)
         self._build(browse)
         self.backend.currentTextChanged.connect(lambda _t: self.update_capability())
         self.checkpoint.editingFinished.connect(self.update_capability)
@@ -161,18 +164,26 @@ class PromptPanel(QWidget):
         form.addRow("device", self.device)
         form.addRow("modality", self.modality)
         form.addRow("CT window", self.window)
-        form.addRow("uncertainty samples", self.samples)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.volume_button)
-        layout.addWidget(self.tools)
+        inner = QWidget()
+        content = QVBoxLayout(inner)
+        content.setContentsMargins(0, 0, 0, 0)
+        content.addLayout(form)
+        content.addWidget(self.volume_button)
+        content.addWidget(self.tools)
         run_row = QHBoxLayout()
         run_row.addWidget(self.run_button, 1)
         run_row.addWidget(self.uncertainty_button)
-        layout.addLayout(run_row)
+        run_row.addWidget(self.samples)
+        content.addLayout(run_row)
+        content.addStretch(1)
+        scroll = QScrollArea()  # a short dock scrolls instead of squeezing the tools
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(inner)
+        layout = QVBoxLayout(self)
+        layout.addWidget(scroll, 1)
         layout.addWidget(self.runner)
         layout.addWidget(self.probe)
-        layout.addStretch(1)
 
     # -- structures ---------------------------------------------------------------------
     def _fill_structures(self) -> None:

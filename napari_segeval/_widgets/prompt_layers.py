@@ -140,6 +140,13 @@ class PromptLayers:
         self.follow_structure()
         return layer
 
+    def raise_layers(self) -> None:
+        """Put the prompt layers on top (a new prediction layer would hide the boxes)."""
+        for layer in (self.boxes(False), self.points(False)):
+            if layer is not None:
+                layers = self.viewer.layers
+                layers.move(layers.index(layer), len(layers))
+
     def _placement(self) -> tuple[int, dict]:
         grid, ndim = self.grid_layer(), self.spatial_ndim()
         return ndim, {"scale": tuple(grid.scale)[-ndim:], "translate": tuple(grid.translate)[-ndim:]}

@@ -51,8 +51,10 @@ class PropagationJobs:
         Dice before and after of the structures the last propagation changed.
     """
 
-    def __init__(self, panel: Any) -> None:
+    def __init__(self, panel: Any, make_layer: Any) -> None:
         self.panel = panel
+        #: ``make_layer(viewer, state, labels, name)`` adds or updates the prediction layer
+        self.make_layer = make_layer
         self.session: Any = None
         self._key: tuple | None = None
         self.made_from: dict[int, PromptSet] = {}
@@ -151,7 +153,7 @@ class PropagationJobs:
             window=p.state.window, seed=seed, options=self.options, reference=reference,
             needs=[image],
             relay={"on_slice": paint},
-            on_done=lambda result: self._done(result, key, sets, name))
+            on_done=lambda result: self._done(result, key, sets, name, what != "propagation"))
 
     def _job_done(self, name: str, outcome: str) -> None:
         if outcome == "closed":
@@ -164,9 +166,7 @@ class PropagationJobs:
             run_guarded("re-propagation", lambda: self.start(fresh, auto))
 
     # -- results -------------------------------------------------------------------------
-    def _done(self, result: tuple, key: tuple, sets: dict, name: str) -> None:
-        from napari_segeval._widgets.prompt import prediction_layer
-
+    def _done(self, result: tuple, key: tuple, sets: dict, name: str, again: bool) -> None:
         p = self.panel
         model, session, res, changes = result
         p.live.stop()  # the final merged prediction replaces the partial one
@@ -174,26 +174,37 @@ class PropagationJobs:
         self.seed, self.changes = None, dict(changes)
         p.state.set_model(model, p.spec(), "promptable")
         p.state.prompts = dict(sets)
-        layer = prediction_layer(p.viewer, p.state, res.labels, name)
+        layer = self.make_layer(p.viewer, p.state, res.labels, name)
         names = {lab: p.state.structures[lab] for lab in sets if lab in p.state.structures}
         layer.metadata["prompts"] = PromptFile(dict(sets), p.tools.layers.frame_shape(),
                                                names).to_json()
         if self.case_id is not None:
             layer.metadata["correction_of"] = self.case_id
+        p.tools.layers.raise_layers()
         p.state.set_prediction("clean", layer)
-        p.tools.status.setText(self.describe(session.last_propagated))
+        p.tools.status.setText(self.describe(session.last_propagated, again=again))
 
-    def describe(self, labels: list[int]) -> str:
-        """The status line after a propagation: what was propagated, how Dice moved."""
+    def describe(self, labels: list[int], again: bool = True) -> str:
+        """The status line after a propagation: what was propagated, how Dice moved.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as NS
+        >>> jobs = PropagationJobs.__new__(PropagationJobs)
+        >>> jobs.panel = NS(state=NS(structures={1: "liver", 2: "spleen"}))
+        >>> jobs.changes = {1: (0.5, 0.75), 2: (math.nan, 0.9)}
+        >>> jobs.describe([1, 2])
+        're-propagated liver: Dice 0.500 → 0.750; spleen: Dice 0.900'
+        """
         names = self.panel.state.structures
         if not labels:
             return "nothing was propagated again"
         parts = []
         for lab in labels:
-            text = f"{lab} {names.get(lab, '')}".strip()
+            text = names.get(lab) or f"label {lab}"
             before, after = self.changes.get(lab, (math.nan, math.nan))
             if not math.isnan(after):
                 text += (f": Dice {after:.3f}" if math.isnan(before)
                          else f": Dice {before:.3f} → {after:.3f}")
             parts.append(text)
-        return "propagated " + "; ".join(parts)
+        return ("re-propagated " if again else "propagated ") + "; ".join(parts)

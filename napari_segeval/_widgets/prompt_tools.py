@@ -75,8 +75,8 @@ class PromptTools(QWidget):
             "middle": ("Go to middle slice", self.go_to_middle,
                        "the middle slice of the structure's reference extent"),
             "reference": ("Box from reference", self.box_from_reference,
-                          "start the structure over from the reference's box on its middle "
-                          "slice (first frame of a video)"),
+                          ("start the structure over from the reference's box on its middle "
+                           "slice (first frame of a video)")),
             "box": ("Box", self.start_box, "draw a box for the structure on the slice shown"),
             "positive": ("+ point", lambda: self.start_points(True), POINT_TIPS["positive"]),
             "negative": ("− point", lambda: self.start_points(False), POINT_TIPS["negative"]),
@@ -85,8 +85,8 @@ class PromptTools(QWidget):
             "save": ("Save prompts…", self._ask_save, "write the case's prompts as JSON"),
             "load": ("Load prompts…", self._ask_load, "replace the prompts by a prompts file's"),
             "repropagate": ("Re-propagate", lambda: self.repropagate(False),
-                            "propagate again the structures whose prompts changed (the "
-                            "others keep their result; the image is not encoded again)"),
+                            ("propagate again the structures whose prompts changed (the "
+                             "others keep their result; the image is not encoded again)")),
         }
         self.buttons: dict[str, QPushButton] = {}
         for key, (text, action, tip) in buttons.items():
@@ -105,7 +105,8 @@ class PromptTools(QWidget):
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.list = QListWidget()
-        self.list.setMinimumHeight(70)
+        self.list.setMinimumHeight(60)
+        self.list.setMaximumHeight(110)  # about five prompts; it scrolls beyond
         self.list.itemClicked.connect(lambda _item: run_guarded("go to prompt", self.show_prompt))
         self._build()
         self.state.subscribe(self._on_state)

@@ -42,7 +42,7 @@ def _metrics_json(path, capsys) -> dict[int, float]:
 
 def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
         ct_viewer, qtbot, tmp_path, capsys):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
     for label in (1, 2):
@@ -87,14 +87,14 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     for label in (1, 2):
         assert float(w.dice.cell(label, "Dice")) == pytest.approx(dice[label], abs=5e-4)
     assert dice[1] > liver_before + 0.05
-    assert "liver: Dice" in tools.status.text() and "→" in tools.status.text()
+    assert tools.status.text().startswith("re-propagated liver: Dice ") and "→" in tools.status.text()
     # nothing changed: nothing runs
     assert w.prompt.repropagate() is None
     assert "no prompt changed" in tools.status.text()
 
 
 def test_after_each_prompt_repropagates_and_undo_goes_back(ct_viewer, qtbot):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(4)
@@ -184,7 +184,7 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     from napari_segeval.models._prompt_net import PromptUNet
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel, save_weights
 
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     torch.manual_seed(0)
     path = tmp_path / "clicks.pt"
     save_weights(PromptUNet(width=4, depth=2, in_channels=6).eval(), path,

@@ -26,7 +26,7 @@ def _layer_names(viewer):
 
 
 def test_list_delete_and_undo(ct_viewer, qtbot):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     w.state.set_current(1)
     box = w.prompt.box_from_reference()
@@ -49,7 +49,7 @@ def test_list_delete_and_undo(ct_viewer, qtbot):
 
 
 def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
     w.state.set_current(3)
@@ -146,7 +146,7 @@ def test_bad_prompts_in_the_viewer_are_one_notification(ct_viewer, qtbot, notifi
 
 
 def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     w.state.set_current(1)
     points = tools.start_points(True)
@@ -159,7 +159,7 @@ def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
 
 
 def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot):
-    viewer, w = ct_viewer
+    _viewer, w = ct_viewer
     tools = w.prompt.tools
     assert capability(("threshold (no weights)", None, "cpu")) == Capability(True, True)
     assert tools.buttons["positive"].isEnabled() and not tools.reason.isVisible()
