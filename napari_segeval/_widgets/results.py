@@ -346,30 +346,11 @@ class ResultsPanel(QWidget):
 
     def correct(self) -> None:
         """Correct the case shown with prompts in the Prompt tab (module docstring)."""
-        from napari_segeval._widgets.results_correct import (
-            run_model,
-            run_options,
-            starting_prompts,
-        )
-        from napari_segeval.models.registry import DENSE
+        from napari_segeval._widgets.results_correct import open_correction
 
         if self.folder is None or self.loaded is None:
             raise ValueError("select a row first: no case is shown")
-        cid = self.loaded.case_id
-        sets, source = starting_prompts(self.folder, self.loaded)
-        evaluate = self._dice()
-        prompt = evaluate.prompt
-        model = run_model(self.folder)
-        note = f"correcting {cid} from its saved clean prediction and {source}"
-        if model in DENSE:
-            note += (f"; the run's model {model} is dense and takes no prompts: the "
-                     f"corrections run {prompt.backend.currentText()}")
-        elif model is not None and not prompt.choose_model(model):
-            note += f"; the run's model {model} is not in the list: choose one above"
-        prompt.start_correction(sets, self.loaded.predictions.get("clean"),
-                                name=f"{cid} corrected", case_id=cid, note=note,
-                                options=run_options(self.folder))
-        evaluate.tabs.setCurrentWidget(prompt)
+        open_correction(self.folder, self.loaded, self._dice())
 
     def _on_state(self, what: str) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""

@@ -112,3 +112,24 @@ def run_model(folder: Any) -> str | None:
     """The model the run's protocol used (its ``model`` parameter), if it names one."""
     model = (folder.run.get("params") or {}).get("model")
     return None if model is None else str(model)
+
+
+def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
+    """Hand the case ``loaded`` of ``folder`` to the Prompt tab of ``evaluate`` (the
+    *Evaluate* panel) and show that tab: the run's model when the list has it, the
+    starting prompts, the saved clean prediction, the run's propagation settings."""
+    from napari_segeval.models.registry import DENSE
+
+    cid = loaded.case_id
+    sets, source = starting_prompts(folder, loaded)
+    prompt = evaluate.prompt
+    model = run_model(folder)
+    note = f"correcting {cid} from its saved clean prediction and {source}"
+    if model in DENSE:
+        note += (f"; the run's model {model} is dense and takes no prompts: the "
+                 f"corrections run {prompt.backend.currentText()}")
+    elif model is not None and not prompt.choose_model(model):
+        note += f"; the run's model {model} is not in the list: choose one above"
+    prompt.start_correction(sets, loaded.predictions.get("clean"), name=f"{cid} corrected",
+                            case_id=cid, note=note, options=run_options(folder))
+    evaluate.tabs.setCurrentWidget(prompt)
