@@ -144,6 +144,7 @@ class PromptPanel(QWidget):
         self.probe = JobRunner(activity=False, viewer=napari_viewer, notify=False)
         self.probe.setVisible(False)
         self._loaded: tuple | None = None
+        self._dense_note = ""  # the line saying the prediction shown is a dense model's
         self.tools = PromptTools(napari_viewer, self.state, self.repropagate)
         self.jobs = PropagationJobs(self, prediction_layer)
         self._build(browse)
@@ -207,7 +208,24 @@ class PromptPanel(QWidget):
             self.jobs.drop()  # another case: its session does not fit
         if what == "model":
             self.update_capability()
+            self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
+
+    def _say_dense(self) -> None:
+        """Say so when the prediction shown comes from a dense model (Segment tab): it
+        takes no prompts, so the tools stay and prompt the model chosen here."""
+        key = self.state.model_key
+        if self.state.model_kind == "dense" and key:
+            from pathlib import PurePath
+
+            name = PurePath(str(key[1])).name or str(key[1])
+            self._dense_note = (f"the prediction shown comes from {name}, a dense model: it "
+                                "takes no prompts. Prompts here run the model chosen above "
+                                "(Run propagation replaces that prediction)")
+            self.tools.note(self._dense_note)
+        elif self._dense_note and self.tools.info.text() == self._dense_note:
+            self._dense_note = ""
+            self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
         """Add the volume shown of a time series (image and 4D reference) as 3D layers.

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval._widgets.evaluate_jobs import Capability, capability
 from napari_segeval.prompts import Box, box_from_labels
 from napari_segeval.prompts.prompt_set import (
@@ -134,15 +135,79 @@ def test_bad_prompts_in_the_viewer_are_one_notification(ct_viewer, qtbot, notifi
     points.add([20, 60, 60])
     qtbot.waitUntil(lambda: tools.list.count() == 1, timeout=5000)
     names = _layer_names(viewer)
+    before = len(notifications())
     tools.buttons["repropagate"].click()
     assert not w.prompt.runner.running
-    assert any("only negative points" in m for m in notifications())
+    said = notifications()[before:]
+    assert len(said) == 1 and "only negative points" in said[0]
     assert _layer_names(viewer) == names and w.state.predictions["clean"] is None
     # in a 3D view prompts are refused with the reason
     viewer.dims.ndisplay = 3
     tools.buttons["box"].click()
     assert any("2D view" in m for m in notifications())
     viewer.dims.ndisplay = 2
+
+
+def _viewer_of(make_napari_viewer, sample):
+    from napari_segeval import _sample_data
+    from napari_segeval._widgets.main import SegEvalWidget
+
+    viewer = make_napari_viewer()
+    for data, kwargs, kind in getattr(_sample_data, sample)():
+        getattr(viewer, f"add_{kind}")(data, **kwargs)
+    w = SegEvalWidget(viewer)
+    w.prompt.backend.setCurrentText("threshold (no weights)")
+    return viewer, w
+
+
+@pytest.mark.parametrize("sample", ["sample_video", "sample_polyp"])
+def test_bad_prompts_on_videos_and_2d_images(make_napari_viewer, qtbot, notifications,
+                                             sample):
+    """Outside the frame, on a frame that does not exist, only negative: one notification
+    each, the prompt removed, nothing run, no layer left behind."""
+    viewer, w = _viewer_of(make_napari_viewer, sample)
+    tools = w.prompt.tools
+    n, h, wd = tools.layers.frame_shape()
+    video = sample == "sample_video"
+    w.state.set_current(1)
+    points = tools.start_points(True)
+    points.add([2, h + 10, wd + 10] if video else [h + 10, wd + 10])  # outside the frame
+    qtbot.waitUntil(lambda: len(points.data) == 0, timeout=5000)
+    boxes = tools.start_box()
+    if video:  # a frame after the last
+        boxes.add_rectangles([Box(1, 1, 5, 5, index=n + 3, label=1).to_napari(3)])
+    else:  # a box beyond the image's corner
+        boxes.add_rectangles([Box(h + 2, wd + 2, h + 20, wd + 20, index=0).to_napari(2)])
+    qtbot.waitUntil(lambda: len(boxes.data) == 0, timeout=5000)
+    msgs = [m for m in notifications() if m.startswith("prompt not added")]
+    assert len(msgs) == 2 and f"outside the {h} x {wd} frame" in msgs[0]
+    assert (f"frame {n + 3} does not exist" if video else "outside") in msgs[1]
+    assert tools.list.count() == 0
+    tools.start_points(False).add([1, h // 2, wd // 2] if video else [h // 2, wd // 2])
+    qtbot.waitUntil(lambda: tools.list.count() == 1, timeout=5000)
+    names, before = [ly.name for ly in viewer.layers], len(notifications())
+    with pytest.raises(InvalidPromptError, match="only negative points"):
+        w.prompt.run()  # refused before anything starts ...
+    tools.buttons["repropagate"].click()  # ... and the button says it once
+    said = notifications()[before:]
+    assert len(said) == 1 and "only negative points" in said[0]
+    assert not w.prompt.runner.running and w.state.predictions["clean"] is None
+    assert [ly.name for ly in viewer.layers] == names
+
+
+def test_a_dense_prediction_is_said_not_promptable(ct_viewer):
+    """After a dense segmentation the tools stay, with a line saying that model takes no
+    prompts; a promptable model's prediction takes the line away."""
+    _viewer, w = ct_viewer
+    tools = w.prompt.tools
+    w.state.set_model(object(), ("dense", "builtin-ct", False, "cpu"), "dense")
+    assert "builtin-ct, a dense model: it takes no prompts" in tools.info.text()
+    assert not tools.info.isHidden()
+    assert all(b.isEnabled() for b in tools.buttons.values())  # not hidden, not disabled
+    w.state.set_model(object(), ("dense", "/models/Dataset001", False, "cpu"), "dense")
+    assert tools.info.text().startswith("the prediction shown comes from Dataset001")
+    w.state.set_model(object(), w.prompt.spec(), "promptable")
+    assert tools.info.isHidden() and tools.info.text() == ""
 
 
 def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
