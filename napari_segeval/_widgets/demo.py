@@ -6,10 +6,10 @@ With a screenshot path it saves the window once everything is filled and closes.
 With ``compare=True`` it ends in compare mode (reference, clean and attacked
 predictions in three linked views) with the disagreement layer on the main canvas.
 With ``correct=True`` (no attack) it corrects the liver as a person would: on the
-worst slice that holds it, a click deep inside the larger error (a box from the
-reference when the model takes no clicks), drawn in the Prompt tab's layers, then
-*Re-propagate*; it ends on that slice with the Prompt tab showing the prompts and how
-Dice moved.
+largest slice of it that the prediction gets badly wrong (:func:`correction_slice`),
+a click deep inside the larger error (a box from the reference when the model takes
+no clicks), drawn in the Prompt tab's layers, then *Re-propagate*; it ends on that
+slice with the Prompt tab showing the prompts and how Dice moved.
 """
 
 from __future__ import annotations
@@ -19,6 +19,37 @@ from typing import Any
 
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
+
+
+def correction_slice(reference: Any, prediction: Any, label: int) -> int:
+    """Where the demo corrects structure ``label``: the largest cross-section of the
+    reference that the prediction gets badly wrong (slice Dice below 0.5) - what a
+    person scrolling through the case sees first - else the slice holding it with the
+    lowest Dice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ref = np.zeros((3, 6, 6), np.uint8); ref[0, :1] = 1; ref[1:, :3] = 1
+    >>> pred = ref.copy(); pred[0] = 0; pred[1, :3, :5] = 0
+    >>> correction_slice(ref, pred, 1)  # slice 1 (Dice 0.29) is larger than 0 (Dice 0)
+    1
+    >>> pred = ref.copy(); pred[2, 0] = 0  # no slice below 0.5: the lowest Dice
+    >>> correction_slice(ref, pred, 1)
+    2
+    """
+    import numpy as np
+
+    from napari_segeval.metrics import per_slice_dice
+
+    ref, pred = np.asarray(reference), np.asarray(prediction)
+    dice = np.asarray(per_slice_dice(ref, pred, labels=[label])[label], float)
+    area = (ref == label).reshape(ref.shape[0], -1).sum(axis=1)
+    held = (area > 0) & ~np.isnan(dice)
+    bad = held & (dice < 0.5)
+    if bad.any():
+        return int(np.argmax(np.where(bad, area, -1)))
+    return int(np.argmin(np.where(held, dice, np.inf)))
 
 
 class DemoRun:
@@ -83,16 +114,13 @@ class DemoRun:
         """Draw the correction in the Prompt tab's layers (as a person would), re-propagate."""
         import numpy as np
 
-        from napari_segeval.metrics import per_slice_dice
         from napari_segeval.prompts import correction_prompt
 
         w, label = self.widget, self.box.label
         ref = np.asarray(w.state.reference.data)
         pred = np.asarray(w.state.predictions["clean"].data)
         points = w.prompt.update_capability().points is True
-        dice = per_slice_dice(ref, pred, labels=[label])[label]
-        held = (ref == label).reshape(ref.shape[0], -1).any(axis=1)
-        index = int(np.argmin(np.where(held & ~np.isnan(dice), dice, np.inf)))
+        index = correction_slice(ref, pred, label)
         prompt = correction_prompt(ref, pred, label, index, points=points)
         if prompt is None:
             self._done()
@@ -118,7 +146,9 @@ class DemoRun:
         if self.correction is not None:  # the corrected slice, its prompts and the new Dice
             w.tabs.setCurrentWidget(w.prompt)
             w.dice.go_to_slice(self.correction.index)
-            w.display.outlines.setChecked(True)  # prediction outlined over the reference
+            w.display.outlines.setChecked(True)  # prediction outlined over the reference,
+            w.state.reference.opacity = 0.35  # which is dimmed so that the outline stands out
+            w.state.predictions["clean"].opacity = 1.0
             self.viewer.layers.selection.active = w.state.image
             self._zoom_on(self.correction)
             self.finished = True
