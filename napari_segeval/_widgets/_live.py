@@ -5,14 +5,16 @@ each slice through ``on_slice(label, index, mask)``, from the worker thread. The
 panel relays it to :meth:`LiveLabels.paint` on the main thread (``JobRunner.start(...,
 relay={"on_slice": live.paint})``: the job runner drops the reports of a job that
 was cancelled, closed or lost its image), which paints it into a *partial* Labels
-layer on the reference's grid and colours. When the job ends, :meth:`LiveLabels.stop`
-removes that layer: the final merged prediction replaces it (on success), or
-nothing is left of it (cancel, error, a closed panel).
+layer on the reference's grid and colours. A re-propagation starts that layer from
+the prediction shown, without the structures being propagated again, and hides the
+prediction meanwhile. When the job ends, :meth:`LiveLabels.stop` removes that layer
+(and shows the hidden prediction again): the final merged prediction replaces it
+(on success), or nothing is left of it (cancel, error, a closed panel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,27 +42,55 @@ class LiveLabels:
         self._active = False
         self._name = ""
         self._shape: tuple[int, ...] = ()
+        self._base: np.ndarray | None = None
+        self._clear: list[int] = []
+        self._hidden: Any = None
 
-    def start(self, name: str, shape: tuple[int, ...]) -> Callable[[int, int, np.ndarray], None]:
+    def start(self, name: str, shape: tuple[int, ...], base: np.ndarray | None = None,
+              clear: Sequence[int] = (), hide: Any = None
+              ) -> Callable[[int, int, np.ndarray], None]:
         """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`.
 
-        Call the returned function on the main thread only (relay it there).
+        ``base``: what the layer starts from, without the labels in ``clear`` (a copy
+        made at the first report: a re-propagation starts from the prediction shown,
+        without the structures it propagates again); ``hide``: a layer hidden while
+        the partial layer is shown. Call the returned function on the main thread
+        only (relay it there).
         """
         self.stop()
         self._active, self._name, self._shape = True, name, tuple(shape)
+        self._base = None if base is None or tuple(base.shape) != self._shape else base
+        self._clear = [int(v) for v in clear]
+        self._hidden = hide
         self.updates = 0
         return self.paint
 
     def stop(self) -> None:
-        """End the run: later reports are ignored and the partial layer is removed."""
+        """End the run: later reports are ignored, the partial layer is removed and the
+        hidden layer shown again."""
         self._active = False
+        self._base = None
         layer, self.layer = self.layer, None
         if layer is not None and layer in self.viewer.layers:
             self.viewer.layers.remove(layer)
+        hidden, self._hidden = self._hidden, None
+        if layer is not None and hidden is not None and hidden in self.viewer.layers:
+            hidden.visible = True
 
     def _make_layer(self) -> Any:
-        data = np.zeros(self._shape, np.uint16 if max(self.state.structures, default=0) > 255
-                        else np.uint8)
+        dtype = np.uint16 if max(self.state.structures, default=0) > 255 else np.uint8
+        if self._base is None:
+            data = np.zeros(self._shape, dtype)
+        else:
+            data = np.asarray(self._base).astype(dtype, copy=True)
+            if self._clear:
+                data[np.isin(data, self._clear)] = 0
+        hidden = self._hidden
+        if hidden is not None and hidden in self.viewer.layers:
+            if hidden.visible:
+                hidden.visible = False
+            else:
+                self._hidden = None  # the person hid it: leave it hidden
         layer = self.make_layer(self.viewer, self.state, data, self._name)
         layer.metadata["partial"] = True
         return layer

@@ -53,15 +53,18 @@ class ViewerState:
     current : int or None
         The structure the panels focus on (per-slice plot, overlay, prompts).
     boxes : napari.layers.Shapes or None
-        Box prompts (one per structure; feature ``label``).
+        Box prompts (features ``label``, ``order``; see
+        :mod:`~napari_segeval._widgets.prompt_layers`).
+    points : napari.layers.Points or None
+        Point prompts (features ``label``, ``order``, ``positive``).
     model : object or None
         The model that produced the clean prediction (promptable or dense), with
         ``model_key`` (what loaded it) and ``model_kind``.
     model_kind : {"promptable", "dense"} or None
         Which kind :attr:`model` is: the *Attack* panel attacks a promptable model
         through its box prompts, a dense model through its sliding window.
-    prompts : list of Box
-        The boxes of the last propagation (reused by attacks).
+    prompts : dict of int to PromptSet
+        The prompt sets of the last propagation (reused by attacks and uncertainty).
     window : str or None
         CT window preset for model preprocessing (None: the backend's default).
     uncertainty : dict of int to float
@@ -82,10 +85,11 @@ class ViewerState:
     structures: dict[int, str] = field(default_factory=dict)
     current: int | None = None
     boxes: Any = None
+    points: Any = None
     model: Any = None
     model_key: tuple | None = None
     model_kind: str | None = None
-    prompts: list = field(default_factory=list)
+    prompts: dict = field(default_factory=dict)
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

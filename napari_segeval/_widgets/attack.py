@@ -1,7 +1,7 @@
 """The *Attack* panel: attack the model of the clean prediction, compare clean vs attacked.
 
 Attacks whichever model produced the clean prediction (``ViewerState.model``): a
-promptable model with the box prompts of the last propagation (*Prompt* tab), a
+promptable model with the prompt sets of the last propagation (*Prompt* tab), a
 dense model through its sliding window (*Segment* tab), as ``segeval attack``
 does. Epsilon is set in the model's normalized input units (``--eps``) and shown
 in raw units (HU, grey levels) through the model's normalization
@@ -124,7 +124,7 @@ class AttackPanel(QWidget):
             raise ValueError("run propagation first (or segment with a dense model): the "
                              "attack uses the model of the clean prediction")
         return self.runner.start(
-            "attack", attack, self.state.model, case, list(self.state.prompts),
+            "attack", attack, self.state.model, case, dict(self.state.prompts),
             name, float(self.eps.value()), int(self.steps.value()),
             window=self.state.window, needs=needs,
             on_done=lambda result: self._done(result, image, name),

@@ -5,6 +5,11 @@ Runs the same panels a person uses, chaining their worker jobs: the *Case* and
 With a screenshot path it saves the window once everything is filled and closes.
 With ``compare=True`` it ends in compare mode (reference, clean and attacked
 predictions in three linked views) with the disagreement layer on the main canvas.
+With ``correct=True`` (no attack) it corrects the liver as a person would: on the
+largest slice of it that the prediction gets badly wrong (:func:`correction_slice`),
+a click deep inside the larger error (a box from the reference when the model takes
+no clicks), drawn in the Prompt tab's layers, then *Re-propagate*; it ends on that
+slice with the Prompt tab showing the prompts and how Dice moved.
 """
 
 from __future__ import annotations
@@ -16,12 +21,44 @@ from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
 
 
+def correction_slice(reference: Any, prediction: Any, label: int) -> int:
+    """Where the demo corrects structure ``label``: the largest cross-section of the
+    reference that the prediction gets badly wrong (slice Dice below 0.5) - what a
+    person scrolling through the case sees first - else the slice holding it with the
+    lowest Dice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ref = np.zeros((3, 6, 6), np.uint8); ref[0, :1] = 1; ref[1:, :3] = 1
+    >>> pred = ref.copy(); pred[0] = 0; pred[1, :3, :5] = 0
+    >>> correction_slice(ref, pred, 1)  # slice 1 (Dice 0.29) is larger than 0 (Dice 0)
+    1
+    >>> pred = ref.copy(); pred[2, 0] = 0  # no slice below 0.5: the lowest Dice
+    >>> correction_slice(ref, pred, 1)
+    2
+    """
+    import numpy as np
+
+    from napari_segeval.metrics import per_slice_dice
+
+    ref, pred = np.asarray(reference), np.asarray(prediction)
+    dice = np.asarray(per_slice_dice(ref, pred, labels=[label])[label], float)
+    area = (ref == label).reshape(ref.shape[0], -1).sum(axis=1)
+    held = (area > 0) & ~np.isnan(dice)
+    bad = held & (dice < 0.5)
+    if bad.any():
+        return int(np.argmax(np.where(bad, area, -1)))
+    return int(np.argmin(np.where(held, dice, np.inf)))
+
+
 class DemoRun:
     """Drive the widget through the demo; ``error`` holds the first failure's message."""
 
     def __init__(self, viewer: Any, backend: str = "builtin", device: str = "auto",
                  attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
-                 compare: bool = False, checkpoint: str | Path | None = None) -> None:
+                 compare: bool = False, checkpoint: str | Path | None = None,
+                 correct: bool = False) -> None:
         from napari_segeval._sample_data import sample_ct
         from napari_segeval.models.registry import PROMPTABLE, split_ref
 
@@ -32,16 +69,19 @@ class DemoRun:
             getattr(viewer, f"add_{kind}")(data, **kwargs)
         self.case = CaseWidget(viewer)
         self.widget = SegEvalWidget(viewer)  # the same shared state as the Case panel
-        viewer.window.add_dock_widget(self.case, name="Case", area="right")
+        if not correct:  # a correction needs the whole height for the Prompt tab
+            viewer.window.add_dock_widget(self.case, name="Case", area="right")
         viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
         w = self.widget
         w.prompt.backend.setCurrentText(PROMPTABLE[split_ref(backend)[0]].label)
         if checkpoint is not None:
             w.prompt.checkpoint.setText(str(checkpoint))
         w.prompt.device.setCurrentText(device)
-        self.attack_name = attack
+        self.attack_name = None if correct else attack
         self.compare = compare
-        if attack:
+        self.correct = correct
+        self.correction: Any = None
+        if self.attack_name:
             w.attack.attack.setCurrentText(attack)
             w.attack.eps.setValue(eps)
             w.attack.steps.setValue(steps)
@@ -62,11 +102,37 @@ class DemoRun:
 
     def _propagated(self, name: str, outcome: str) -> None:
         if outcome != "ok":
-            self._fail("propagation", self.widget.prompt.runner)
+            self._fail(name, self.widget.prompt.runner)
+        elif self.correct and name == "propagation":
+            self._add_correction()
         elif self.attack_name:
             self.widget.attack.run()
         else:
             self._done()
+
+    def _add_correction(self) -> None:
+        """Draw the correction in the Prompt tab's layers (as a person would), re-propagate."""
+        import numpy as np
+
+        from napari_segeval.prompts import correction_prompt
+
+        w, label = self.widget, self.box.label
+        ref = np.asarray(w.state.reference.data)
+        pred = np.asarray(w.state.predictions["clean"].data)
+        points = w.prompt.update_capability().points is True
+        index = correction_slice(ref, pred, label)
+        prompt = correction_prompt(ref, pred, label, index, points=points)
+        if prompt is None:
+            self._done()
+            return
+        tools = w.prompt.tools
+        if points:
+            tools.start_points(prompt.positive).add(prompt.to_napari(3))
+        else:
+            tools.start_box().add_rectangles([prompt.to_napari(3)])
+        self.correction = prompt
+        w.tabs.setCurrentWidget(w.prompt)
+        w.prompt.repropagate()
 
     def _attacked(self, name: str, outcome: str) -> None:
         if outcome != "ok":
@@ -76,13 +142,41 @@ class DemoRun:
 
     def _done(self) -> None:
         w = self.widget
-        w.tabs.setCurrentWidget(w.dice)
         w.state.set_current(self.box.label)
+        if self.correction is not None:  # the corrected slice, its prompts and the new Dice
+            w.tabs.setCurrentWidget(w.prompt)
+            w.dice.go_to_slice(self.correction.index)
+            w.display.outlines.setChecked(True)  # prediction outlined over the reference,
+            w.state.reference.opacity = 0.35  # which is dimmed so that the outline stands out
+            w.state.predictions["clean"].opacity = 1.0
+            self.viewer.layers.selection.active = w.state.image
+            self._zoom_on(self.correction)
+            self.finished = True
+            return
+        w.tabs.setCurrentWidget(w.dice)
         w.dice.go_to_slice(self.box.index)
         if self.compare:
             w.display.compare.setChecked(True)
             w.display.disagreement.setChecked(self.attack_name is not None)
         self.finished = True
+
+    def _zoom_on(self, prompt: Any) -> None:
+        """Frame the corrected structure and the prompt on its slice (reference + prompt)."""
+        import numpy as np
+
+        image = self.widget.state.image
+        ref = np.asarray(self.widget.state.reference.data)[prompt.index] == prompt.label
+        ys, xs = np.nonzero(ref)
+        py, px = (prompt.y, prompt.x) if hasattr(prompt, "y") else (prompt.y0, prompt.x0)
+        lo = np.array([min(ys.min(initial=py), py), min(xs.min(initial=px), px)], float) - 8
+        hi = np.array([max(ys.max(initial=py), py), max(xs.max(initial=px), px)], float) + 8
+        scale = np.asarray(image.scale[-2:], float)
+        self.viewer.reset_view()
+        cam = self.viewer.camera
+        full = np.asarray(image.data.shape[-2:], float) * scale
+        cam.zoom = cam.zoom * min(2.5, 0.6 * float(np.min(full / ((hi - lo) * scale))))
+        centre = (lo + hi) / 2 * scale + np.asarray(image.translate[-2:], float)
+        cam.center = (*tuple(cam.center)[:-2], *centre)
 
     @property
     def settled(self) -> bool:

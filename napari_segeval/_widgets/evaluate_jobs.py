@@ -1,8 +1,9 @@
 """Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls.
 
-The jobs of *Prompt & propagate* (propagation, uncertainty), *Segment*, *Attack*
-and the *Dice* tab's surface metrics, and the choices those tabs offer
-(backends, devices, dense model sources). Each job takes ``progress`` and
+The jobs of *Prompt & propagate* (propagation and re-propagation through a
+correction session, uncertainty), *Segment*, *Attack* and the *Dice* tab's surface
+metrics, and the choices those tabs offer (backends, devices, dense model sources,
+what a model takes: :func:`capability`). Each job takes ``progress`` and
 ``cancel`` keywords and runs in a :class:`~napari_segeval._widgets._worker.JobRunner`
 thread. The *Results* panel's jobs are in
 :mod:`~napari_segeval._widgets.results_jobs`.
@@ -11,6 +12,7 @@ thread. The *Results* panel's jobs are in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,7 +51,7 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
     from napari_segeval.models.registry import load_promptable
 
     check_cancel(cancel, "model loading")
-    name = next((m.name for m in PROMPTABLE.values() if m.label == backend), backend)
+    name = model_name(backend)
     if name in PROMPTABLE and PROMPTABLE[name].checkpoint == "none":
         checkpoint = None  # the panel's checkpoint field is shared by the backends
     model = load_promptable(name, checkpoint=checkpoint or None, device=device)
@@ -58,7 +60,7 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
     return model
 
 
-def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: str, *,
+def segment(model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, *,
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
             cancel: Any = None,
             on_slice: Callable[[int, int, np.ndarray], None] | None = None) -> np.ndarray:
@@ -76,28 +78,112 @@ def segment(model: Any, image: np.ndarray, modality: str, prompts: list, kind: s
                            window=window, progress=progress, cancel=cancel, **extra).labels
 
 
-def segment_with_model(spec: tuple[str, str | None, str], cached: tuple | None,
-                       image: np.ndarray, modality: str, prompts: list, kind: str, *,
-                       window: str | None = None,
-                       progress: Callable[[int, int], None] | None = None,
-                       cancel: Any = None,
-                       on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                       ) -> tuple[Any, np.ndarray]:
-    """Load the model of ``spec`` unless ``cached = (spec, model)`` has it, then segment.
+def model_name(backend: str) -> str:
+    """The registry name of a backend label of the Prompt panel (or a name as it is).
 
-    Returns ``(model, labels)``.
+    Examples
+    --------
+    >>> model_name("threshold (no weights)"), model_name("medsam2")
+    ('threshold', 'medsam2')
     """
-    if cached is not None and cached[0] == spec:
-        model = cached[1]
+    return next((m.name for m in PROMPTABLE.values() if m.label == backend), backend)
+
+
+@dataclass(frozen=True)
+class Capability:
+    """What a chosen model takes: prompts at all, and point prompts (clicks).
+
+    ``points`` is None while it depends on weights not loaded yet; ``reason`` says
+    why prompts or points are refused (empty when both are taken).
+    """
+
+    prompts: bool
+    points: bool | None
+    reason: str = ""
+
+
+def capability(spec: tuple, model: Any = None) -> Capability:
+    """What the model of ``spec = (backend or name, checkpoint, device)`` takes.
+
+    ``model``: the loaded model of that spec, when there is one (it says exactly).
+
+    Examples
+    --------
+    >>> capability(("threshold (no weights)", None, "cpu"))
+    Capability(prompts=True, points=True, reason='')
+    >>> capability(("builtin-ct", None, "cpu")).reason
+    'builtin-ct is a dense model: it segments without prompts (Segment tab), so it cannot be corrected with prompts'
+    >>> capability(("built-in", None, "cpu")).points is None
+    True
+    """
+    from napari_segeval.models.registry import DENSE
+
+    name = model_name(spec[0])
+    if name in DENSE:
+        return Capability(False, False, f"{name} is a dense model: it segments without prompts "
+                                        "(Segment tab), so it cannot be corrected with prompts")
+    if model is not None:
+        points = bool(getattr(model, "takes_points", False))
     else:
-        model = load_model(*spec, cancel=cancel)
-    labels = segment(model, image, modality, prompts, kind, window=window, progress=progress,
-                     cancel=cancel, on_slice=on_slice)
-    return model, labels
+        points = PROMPTABLE[name].points if name in PROMPTABLE else None
+    if points is False:
+        return Capability(True, False, f"{spec[0]}: these weights take boxes (and mask prompts), "
+                                       "not points: they have no click channels")
+    return Capability(True, points)
+
+
+def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, session: Any,
+                      image: np.ndarray, modality: str, kind: str, sets: Mapping, *,
+                      window: str | None = None, seed: tuple | None = None,
+                      options: Mapping | None = None, reference: np.ndarray | None = None,
+                      progress: Callable[[int, int], None] | None = None, cancel: Any = None,
+                      on_slice: Callable[[int, int, np.ndarray], None] | None = None
+                      ) -> tuple[Any, Any, Any, dict]:
+    """Propagate ``sets`` through a correction session (made here when ``session`` is None).
+
+    The model is ``cached = (spec, model)``'s, else loaded. A new session preprocesses
+    ``image`` once, with ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
+    fields, e.g. a run's ``decision``); ``seed = (labels, prompt sets)`` starts it from
+    a saved label map
+    (:meth:`~napari_segeval.propagation.PropagationSession.seed`). The session takes
+    ``sets`` as its prompts (structures not in them are dropped) and re-propagates the
+    structures whose prompts changed. Returns ``(model, session, result, changes)``;
+    ``changes`` is ``{label: (Dice before, Dice after)}`` of the re-propagated
+    structures against ``reference`` (empty without one).
+    """
+    from napari_segeval.metrics import overlap_metrics
+    from napari_segeval.propagation import PropagationOptions, PropagationSession
+
+    model = cached[1] if cached is not None and cached[0] == spec else load_model(
+        *spec, cancel=cancel)
+    check_cancel(cancel, "propagation")
+    before = None
+    if session is None:
+        session = PropagationSession.from_image(model, np.asarray(image), kind=kind,
+                                                modality=modality, window=window,
+                                                options=PropagationOptions(**(options or {})))
+        if seed is not None:
+            session.seed(*seed)
+            before = np.asarray(seed[0])
+    elif session.result is not None:
+        before = session.result.labels
+    for label in [lab for lab in session.prompts if lab not in sets]:
+        session.remove(label)
+    session.set_prompts(dict(sets))
+    result = session.propagate(progress=progress, cancel=cancel, on_slice=on_slice)
+    changes: dict[int, tuple[float, float]] = {}
+    if reference is not None and session.last_propagated:
+        ref, labels = np.asarray(reference), list(session.last_propagated)
+        after = overlap_metrics(ref, result.labels, labels=labels)
+        old = (overlap_metrics(ref, before, labels=labels) if before is not None
+               and before.shape == ref.shape else {})
+        changes = {lab: (old[lab]["dice"] if lab in old else float("nan"),
+                         after[lab]["dice"]) for lab in labels}
+    return model, session, result, changes
 
 
 def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: np.ndarray,
-                modality: str, prompts: list, kind: str, prediction: np.ndarray | None,
+                modality: str, prompts: Any, kind: str, prediction: np.ndarray | None,
                 structures: Mapping[int, str], *, window: str | None = None,
                 n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
                 progress: Callable[[int, int], None] | None = None,
@@ -129,7 +215,7 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     return model, u, {r["label"]: r["score"] for r in rows}
 
 
-def attack(model: Any, case: Any, prompts: list, attack_name: str, eps: float, steps: int, *,
+def attack(model: Any, case: Any, prompts: Any, attack_name: str, eps: float, steps: int, *,
            window: str | None = None, progress: Callable[[int, int], None] | None = None,
            cancel: Any = None) -> Any:
     """Attack a promptable model on ``case`` (:func:`napari_segeval.attacks.attack_case`).

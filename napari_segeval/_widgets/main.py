@@ -62,6 +62,7 @@ class SegEvalWidget(QWidget):
         self.attack.runner.job_done.connect(self._job_done)
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == "ok":
+        # a correction keeps the Prompt tab in front (its status line says how Dice moved)
+        if outcome == "ok" and name != "re-propagation":
             self.tabs.setCurrentWidget(self.dice)
 

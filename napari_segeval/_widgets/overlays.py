@@ -11,7 +11,6 @@ nothing), so they are tested and reused without a display.
 * :func:`focus_slice` - where to look (the worst slice is
   :func:`napari_segeval.metrics.worst_slice`).
 * :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
-* :func:`prompts_from_shapes` - one box prompt per structure from drawn rectangles.
 * :func:`disagreement` - where the clean and attacked predictions differ (lost,
   gained, changed under attack).
 """
@@ -25,7 +24,6 @@ import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
 from napari_segeval._names import unnamed_label
-from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import key_index
 
 #: Values of :func:`error_overlay`.
@@ -312,43 +310,6 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
     return tuple(round(x) for x in c)
 
 
-def prompts_from_shapes(shapes: Sequence[np.ndarray], labels: Sequence[int],
-                        shape: Sequence[int]) -> list[Box]:
-    """One box per structure from napari rectangles (the last drawn wins), clipped.
-
-    Parameters
-    ----------
-    shapes : sequence of (4, ndim) arrays
-        Rectangle vertices in array coordinates (napari ``Shapes.data``).
-    labels : sequence of int
-        Structure id of each shape.
-    shape : sequence of int
-        Spatial shape of the case, ``(n, H, W)`` or ``(H, W)``.
-
-    Examples
-    --------
-    >>> a = Box(2, 2, 5, 5, index=1, label=1).to_napari()
-    >>> b = Box(3, 3, 6, 6, index=2, label=1).to_napari()
-    >>> prompts_from_shapes([a, b], [1, 1], (4, 8, 8))
-    [Box(y0=3, x0=3, y1=6, x1=6, index=2, label=1)]
-    """
-    if len(shapes) != len(labels):
-        raise ValueError(f"{len(shapes)} shapes but {len(labels)} structure labels")
-    hw = tuple(int(s) for s in shape[-2:])
-    n = int(shape[0]) if len(shape) == 3 else 1
-    latest: dict[int, Box] = {}
-    for verts, label in zip(shapes, labels):
-        if int(label) < 1:
-            continue
-        box = Box.from_napari(np.asarray(verts), label=int(label),
-                              index=None if len(shape) == 3 else 0)
-        if not 0 <= box.index < n:
-            raise ValueError(f"box for structure {label} is on slice {box.index}, "
-                             f"outside 0..{n - 1}")
-        latest[int(label)] = box.clip(hw)
-    return [latest[k] for k in sorted(latest)]
-
-
 __all__ = [
     "CHANGED",
     "FALSE_NEGATIVE",
@@ -361,6 +322,5 @@ __all__ = [
     "disagreement",
     "error_overlay",
     "focus_slice",
-    "prompts_from_shapes",
     "touched_slices",
 ]

@@ -1,4 +1,13 @@
-"""The *Prompt & propagate* panel: box prompts per structure, a model, propagation."""
+"""The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections.
+
+The panel holds the model choice (backend, checkpoint, device, modality, CT window),
+*Run propagation* and *Uncertainty*; the prompt tools (boxes, clicks, the prompt list,
+*Re-propagate*) are :class:`~napari_segeval._widgets.prompt_tools.PromptTools`, and the
+propagation jobs with their session :class:`~napari_segeval._widgets.prompt_run.PropagationJobs`.
+What the chosen model takes (prompts, points) is worked out here and given to the tools;
+when it depends on weights not loaded yet (the built-in model), the panel loads the model
+in the background once it is shown, and keeps it for the next propagation.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +19,32 @@ from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from napari_segeval._widgets._live import LiveLabels
-from napari_segeval._widgets._state import (
-    SERIES_HINT,
-    ViewerState,
-    current_index,
-    go_to_index,
-    shared_state,
-)
+from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.evaluate_jobs import BACKENDS, DEVICES, segment_with_model, uncertainty
+from napari_segeval._widgets.evaluate_jobs import (
+    BACKENDS,
+    DEVICES,
+    Capability,
+    capability,
+    load_model,
+    model_name,
+    uncertainty,
+)
+from napari_segeval._widgets.prompt_run import PropagationJobs
+from napari_segeval._widgets.prompt_tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
-BOXES_NAME = "boxes"
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
 
 
@@ -72,7 +86,17 @@ def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
 
 
 class PromptPanel(QWidget):
-    """Pick a structure, draw (or derive) its box, run a promptable model over the case."""
+    """Pick a structure and a model, prompt it on any slice, propagate and correct.
+
+    Attributes
+    ----------
+    tools : PromptTools
+        Boxes, clicks, the prompt list, *Re-propagate*.
+    jobs : PropagationJobs
+        The propagation session and its jobs.
+    runner : JobRunner
+        Runs propagation and uncertainty.
+    """
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
@@ -80,12 +104,6 @@ class PromptPanel(QWidget):
         self.state = state if state is not None else shared_state(napari_viewer)
         self.structure = QComboBox()
         self.structure.currentIndexChanged.connect(self._structure_picked)
-        self.middle_button = QPushButton("Go to middle slice")
-        self.middle_button.clicked.connect(lambda: run_guarded("go to slice", self.go_to_middle))
-        self.draw_button = QPushButton("Draw box")
-        self.draw_button.clicked.connect(lambda: run_guarded("draw box", self.start_drawing))
-        self.ref_box_button = QPushButton("Box from reference")
-        self.ref_box_button.clicked.connect(lambda: run_guarded("box", self.box_from_reference))
         self.backend = QComboBox()
         self.backend.addItems(list(BACKENDS))
         self.checkpoint = QLineEdit()
@@ -102,11 +120,13 @@ class PromptPanel(QWidget):
         self.modality.setToolTip("modality for the intensity mapping (CT window, MR clip ...); "
                                  "'from image': the reader's (DICOM, dataset.json, guess)")
         self.run_button = QPushButton("Run propagation")
+        self.run_button.setToolTip("propagate every structure's prompts from scratch")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
         self.samples = QSpinBox()
         self.samples.setRange(2, 64)
         self.samples.setValue(8)
-        self.samples.setToolTip("propagations with jittered boxes and intensity noise")
+        self.samples.setToolTip("uncertainty samples: propagations with jittered boxes and "
+                                "intensity noise")
         self.uncertainty_button = QPushButton("Uncertainty")
         self.uncertainty_button.setToolTip("heat map of the prediction's uncertainty "
                                            "(box jitter + intensity noise)")
@@ -120,6 +140,21 @@ class PromptPanel(QWidget):
         self.runner = JobRunner(viewer=napari_viewer)
         self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
         self.runner.job_done.connect(lambda _name, _outcome: self.live.stop())
+        # loads the chosen model when only its weights say whether it takes points
+        self.probe = JobRunner(activity=False, viewer=napari_viewer, notify=False)
+        self.probe.setVisible(False)
+        self._loaded: tuple | None = None
+        self._dense_note = ""  # the line saying the prediction shown is a dense model's
+        self.tools = PromptTools(napari_viewer, self.state, self.repropagate)
+        self.jobs = PropagationJobs(self, prediction_layer)
+        self._build(browse)
+        self.backend.currentTextChanged.connect(lambda _t: self.update_capability())
+        self.checkpoint.editingFinished.connect(self.update_capability)
+        self.state.subscribe(self._on_state)
+        self._fill_structures()
+        self.update_capability()
+
+    def _build(self, browse: QPushButton) -> None:
         ck = QHBoxLayout()
         ck.addWidget(self.checkpoint, 1)
         ck.addWidget(browse)
@@ -130,22 +165,26 @@ class PromptPanel(QWidget):
         form.addRow("device", self.device)
         form.addRow("modality", self.modality)
         form.addRow("CT window", self.window)
-        form.addRow("uncertainty samples", self.samples)
-        buttons = QHBoxLayout()
-        for b in (self.middle_button, self.draw_button, self.ref_box_button):
-            buttons.addWidget(b)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.volume_button)
-        layout.addLayout(buttons)
+        inner = QWidget()
+        content = QVBoxLayout(inner)
+        content.setContentsMargins(0, 0, 0, 0)
+        content.addLayout(form)
+        content.addWidget(self.volume_button)
+        content.addWidget(self.tools)
         run_row = QHBoxLayout()
         run_row.addWidget(self.run_button, 1)
         run_row.addWidget(self.uncertainty_button)
-        layout.addLayout(run_row)
+        run_row.addWidget(self.samples)
+        content.addLayout(run_row)
+        content.addStretch(1)
+        scroll = QScrollArea()  # a short dock scrolls instead of squeezing the tools
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(inner)
+        layout = QVBoxLayout(self)
+        layout.addWidget(scroll, 1)
         layout.addWidget(self.runner)
-        layout.addStretch(1)
-        self.state.subscribe(self._on_state)
-        self._fill_structures()
+        layout.addWidget(self.probe)
 
     # -- structures ---------------------------------------------------------------------
     def _fill_structures(self) -> None:
@@ -165,8 +204,28 @@ class PromptPanel(QWidget):
     def _on_state(self, what: str) -> None:
         if what in ("reference", "current"):
             self._fill_structures()
-            self._update_box_defaults()
+        if self.jobs.case is not None and self.jobs.case != case_key(self.state):
+            self.jobs.drop()  # another case: its session does not fit
+        if what == "model":
+            self.update_capability()
+            self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
+
+    def _say_dense(self) -> None:
+        """Say so when the prediction shown comes from a dense model (Segment tab): it
+        takes no prompts, so the tools stay and prompt the model chosen here."""
+        key = self.state.model_key
+        if self.state.model_kind == "dense" and key:
+            from pathlib import PurePath
+
+            name = PurePath(str(key[1])).name or str(key[1])
+            self._dense_note = (f"the prediction shown comes from {name}, a dense model: it "
+                                "takes no prompts. Prompts here run the model chosen above "
+                                "(Run propagation replaces that prediction)")
+            self.tools.note(self._dense_note)
+        elif self._dense_note and self.tools.info.text() == self._dense_note:
+            self._dense_note = ""
+            self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
         """Add the volume shown of a time series (image and 4D reference) as 3D layers.
@@ -210,103 +269,18 @@ class PromptPanel(QWidget):
         if path:
             self.checkpoint.setText(path)
 
-    # -- boxes --------------------------------------------------------------------------
-    def _spatial_shape(self) -> tuple[int, ...]:
-        layer = self.state.image if self.state.image is not None else self.state.reference
-        if layer is None:
-            raise ValueError("choose an image layer first")
-        if self.state.kind() == "series":
-            raise ValueError(SERIES_HINT)
-        shape = tuple(layer.data.shape)
-        return shape[:-1] if getattr(layer, "rgb", False) else shape
-
-    def boxes_layer(self) -> Any:
-        """The Shapes layer holding the box prompts (created on first use)."""
-        layer = self.state.boxes
-        if layer is not None and layer in self.viewer.layers:
-            return layer
-        ndim = len(self._spatial_shape())
-        ref = self.state.image if self.state.image is not None else self.state.reference
-        layer = self.viewer.add_shapes(
-            ndim=ndim, name=BOXES_NAME, scale=tuple(ref.scale)[-ndim:],
-            translate=tuple(ref.translate)[-ndim:], face_color="transparent",
-            edge_width=1.5, features={"label": np.zeros(0, dtype=int)},
-        )
-        self.state.boxes = layer
-        self._update_box_defaults()
-        return layer
-
-    def _update_box_defaults(self) -> None:
-        layer = self.state.boxes
-        if layer is None or self.state.current is None:
-            return
-        layer.feature_defaults = {"label": int(self.state.current)}
-        if self.state.reference is not None:
-            layer.current_edge_color = self.state.reference.get_color(int(self.state.current))
-
-    def start_drawing(self) -> None:
-        """Select the boxes layer in rectangle mode for the current structure."""
-        if self.state.current is None:
-            raise ValueError("choose a structure first")
-        layer = self.boxes_layer()
-        self.viewer.layers.selection.active = layer
-        layer.mode = "add_rectangle"
-
-    def _nav_layer(self) -> Any:
-        return self.state.image if self.state.image is not None else self.state.reference
-
+    # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
-        from napari_segeval._widgets.overlays import focus_slice
-
-        shape = self._spatial_shape()
-        ref = self.state.reference
-        index = focus_slice(None if ref is None else ref.data, self.state.current, shape[0])
-        go_to_index(self.viewer, self._nav_layer(), index)
-        return index
-
-    def set_box(self, box: Any) -> None:
-        """Put ``box`` in the boxes layer, replacing the structure's earlier box."""
-        layer = self.boxes_layer()
-        labels = np.asarray(layer.features["label"]) if len(layer.data) else np.zeros(0)
-        old = [i for i, lab in enumerate(labels) if int(lab) == box.label]
-        if old:
-            layer.selected_data = set(old)
-            layer.remove_selected()
-        colour = (self.state.reference.get_color(box.label) if self.state.reference is not None
-                  else "yellow")
-        layer.add_rectangles([box.to_napari(layer.ndim)], edge_color=colour,
-                             face_color="transparent")
-        feats = layer.features.copy()
-        feats.loc[feats.index[-1], "label"] = box.label
-        layer.features = feats
+        return self.tools.go_to_middle()
 
     def box_from_reference(self) -> Any:
-        """Box of the current structure on its middle reference slice (or first frame)."""
-        from napari_segeval.prompts import box_from_labels
+        """Start the current structure over from its reference box (middle slice)."""
+        return self.tools.box_from_reference()
 
-        ref = self.state.reference
-        if ref is None or self.state.current is None:
-            raise ValueError("choose a reference layer and a structure first")
-        if self.state.kind() == "series":
-            raise ValueError(SERIES_HINT)
-        mode = "video" if self.state.kind() == "video" else "volume"
-        box = box_from_labels(ref.data, int(self.state.current), mode=mode)
-        self.set_box(box)
-        go_to_index(self.viewer, self._nav_layer(), box.index)
-        return box
-
-    def prompts(self) -> list:
-        """One :class:`~napari_segeval.prompts.Box` per structure from the boxes layer."""
-        from napari_segeval._widgets.overlays import prompts_from_shapes
-
-        if self.state.kind() == "series":
-            raise ValueError(SERIES_HINT)
-        layer = self.state.boxes
-        if layer is None or layer not in self.viewer.layers or not len(layer.data):
-            raise ValueError("no box prompt: draw a box or take it from the reference")
-        labels = [int(v) for v in layer.features["label"]]
-        return prompts_from_shapes(layer.data, labels, self._spatial_shape())
+    def prompts(self) -> dict:
+        """Every structure's prompt set as drawn (refused when there is none)."""
+        return self.tools.prompts()
 
     # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
@@ -314,33 +288,59 @@ class PromptPanel(QWidget):
         return (self.backend.currentText(), self.checkpoint.text().strip() or None,
                 self.device.currentText())
 
+    def cached_model(self) -> tuple | None:
+        """``(spec, model)`` of a loaded model of the chosen spec, if there is one."""
+        spec = self.spec()
+        if self.state.model is not None and self.state.model_key == spec:
+            return spec, self.state.model
+        return self._loaded if self._loaded is not None and self._loaded[0] == spec else None
+
+    def update_capability(self) -> Capability:
+        """Tell the tools what the chosen model takes (loading it if only it can say)."""
+        cached = self.cached_model()
+        cap = capability(self.spec(), None if cached is None else cached[1])
+        self.tools.set_capability(cap)
+        self.run_button.setEnabled(cap.prompts)
+        self.uncertainty_button.setEnabled(cap.prompts)
+        if cap.points is None and self.isVisible() and not self.probe.running:
+            spec = self.spec()
+            self.probe.start(f"loading {spec[0]}", load_model, *spec,
+                             on_done=lambda model: self._probed(spec, model))
+        return cap
+
+    def _probed(self, spec: tuple, model: Any) -> None:
+        self._loaded = (spec, model)
+        self.update_capability()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.update_capability()
+
+    def choose_model(self, name: str | None) -> bool:
+        """Choose the backend of registry name ``name``; False when the list has none."""
+        label = next((b for b in BACKENDS if model_name(b) == name), None)
+        if label is None:
+            return False
+        self.backend.setCurrentText(label)
+        return True
+
     def run(self) -> Any:
-        """Propagate the boxes in a worker; the prediction becomes the clean prediction."""
-        if self.state.image is None:
-            raise ValueError("choose an image layer first")
-        prompts = self.prompts()
-        cached = None if self.state.model is None else (self.state.model_key, self.state.model)
-        image = self.state.image
-        if self.runner.running:  # keep the live layer of the running job
-            from napari.utils.notifications import show_info
+        """Propagate every structure's prompts (a new session) in a worker."""
+        return self.jobs.start(fresh=True)
 
-            show_info(f"{self.runner.worker_name} is still running: wait or cancel it")
-            return None
-        paint = self.live.start(f"{image.name} prediction (propagating)", self._spatial_shape())
-        return self.runner.start(
-            "propagation", segment_with_model, self.spec(), cached, np.asarray(image.data),
-            self.chosen_modality(), prompts, self.state.kind(), window=self.state.window,
-            needs=[image], relay={"on_slice": paint},
-            on_done=lambda result: self._done(result, prompts, image.name),
-        )
+    def repropagate(self, auto: bool = False) -> Any:
+        """Propagate again the structures whose prompts changed (the session's others stay)."""
+        return self.jobs.start(fresh=False, auto=auto)
 
-    def _done(self, result: tuple, prompts: list, base: str) -> None:
-        model, labels = result
-        self.live.stop()  # the final merged prediction replaces the partial one
-        self.state.set_model(model, self.spec(), "promptable")
-        self.state.prompts = list(prompts)
-        layer = prediction_layer(self.viewer, self.state, labels, f"{base} prediction")
-        self.state.set_prediction("clean", layer)
+    def start_correction(self, sets: dict, labels: np.ndarray | None, *, name: str,
+                         case_id: str | None = None, note: str = "",
+                         options: dict | None = None) -> None:
+        """Correct a saved prediction ``labels`` made from ``sets``: the tools show ``sets``;
+        the first re-propagation starts from ``labels`` and writes layer ``name``
+        (``options``: the propagation settings the prediction was made with)."""
+        self.tools.start_over(sets)
+        self.jobs.start_from(labels, sets, name=name, case_id=case_id, options=options)
+        self.tools.note(note)
 
     def run_uncertainty(self) -> Any:
         """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
@@ -349,10 +349,10 @@ class PromptPanel(QWidget):
         try:
             prompts = self.prompts()
         except ValueError:
-            prompts = list(self.state.prompts)
+            prompts = dict(self.state.prompts)
             if not prompts:
                 raise
-        cached = None if self.state.model is None else (self.state.model_key, self.state.model)
+        cached = self.cached_model()
         image, pred = self.state.image, self.state.predictions.get("clean")
         return self.runner.start(
             "uncertainty", uncertainty, self.spec(), cached, np.asarray(image.data),

@@ -20,8 +20,14 @@ shown only moves the view.
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
 current order), anywhere in the napari window.
 
-*Save corrected…* writes the chosen label layer (after painting) with the
-source geometry to ``DIR/corrections/<case>/``, never over an existing file.
+*Correct with prompts* opens the case shown in the *Prompt* tab (module
+:mod:`~napari_segeval._widgets.results_correct`): its saved clean prediction is the
+starting point, with the prompts the protocol used (or boxes from the reference);
+a box or a click on the failing slice and *Re-propagate* propagate only that
+structure again into a ``<case> corrected`` layer, which the Dice tab scores.
+*Save corrected…* writes the chosen label layer (painted, or that corrected layer
+with its prompts as ``<name>.prompts.json`` beside it) with the source geometry to
+``DIR/corrections/<case>/``, never over an existing file.
 A folder that is not a results folder, missing or moved files (with *Locate data
 folder…* to point at a moved data set) and results of a newer protocol version
 are napari notifications; nothing is shown half-loaded.
@@ -120,6 +126,11 @@ class ResultsPanel(QWidget):
                                     "DIR/corrections/<case>/ (never overwrites)")
         self.save_button.clicked.connect(lambda: run_guarded("save correction",
                                                              self.save_correction))
+        self.correct_button = QPushButton("Correct with prompts")
+        self.correct_button.setToolTip("correct the case shown in the Prompt tab: boxes and "
+                                       "clicks on the failing slice, then re-propagate")
+        self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
+        self.state.subscribe(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
         self.runner.job_done.connect(self._job_done)
@@ -140,6 +151,7 @@ class ResultsPanel(QWidget):
         nav.addWidget(self.previous_button)
         nav.addWidget(self.next_button)
         save = QHBoxLayout()
+        save.addWidget(self.correct_button)
         save.addWidget(self.correction, 1)
         save.addWidget(self.save_button)
         layout = QVBoxLayout(self)
@@ -332,20 +344,47 @@ class ResultsPanel(QWidget):
         if proxy_rows:
             self.select_row(proxy_rows[0].row())
 
+    def correct(self) -> None:
+        """Correct the case shown with prompts in the Prompt tab (module docstring)."""
+        from napari_segeval._widgets.results_correct import open_correction
+
+        if self.folder is None or self.loaded is None:
+            raise ValueError("select a row first: no case is shown")
+        open_correction(self.folder, self.loaded, self._dice())
+
+    def _on_state(self, what: str) -> None:
+        """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
+        layer = self.state.predictions.get("clean")
+        if (what != "clean" or layer is None or self.loaded is None
+                or layer.metadata.get("correction_of") != self.loaded.case_id):
+            return
+        self.layers.layers["corrected"] = layer
+        self.layers.show_prediction("corrected")  # the saved one under it would blur it
+        if self.correction.findText("corrected") < 0:
+            self.correction.addItem("corrected")
+        self.correction.setCurrentText("corrected")
+
     def save_correction(self) -> Path | None:
-        """Write the layer chosen under *Save corrected…* to ``DIR/corrections/<case>/``."""
+        """Write the layer chosen under *Save corrected…* to ``DIR/corrections/<case>/``
+        (with ``<name>.prompts.json`` when the layer carries the prompts it came from)."""
         import numpy as np
+
+        from napari_segeval.prompts.prompt_set import PromptFile
 
         role = self.correction.currentText()
         layer = self.layers.layers.get(role)
         if self.folder is None or self.loaded is None or layer is None:
             raise ValueError("select a row first: no case is shown")
         name = "reference" if role == "reference" else role.removeprefix("attacked:")
-        path = self.folder.save_correction(self.loaded, name, np.asarray(layer.data))
-        _notify(f"saved {role} of {self.loaded.case_id} to {path}")
+        prompts = layer.metadata.get("prompts")
+        prompts = None if prompts is None else PromptFile.from_json(prompts)
+        path = self.folder.save_correction(self.loaded, name, np.asarray(layer.data), prompts)
+        _notify(f"saved {role} of {self.loaded.case_id} to {path}"
+                + (" with its prompts" if prompts is not None else ""))
         return path
 
     def closeEvent(self, event) -> None:
+        self.state.unsubscribe(self._on_state)
         if self.runner.running:
             self.runner.cancel()
         super().closeEvent(event)

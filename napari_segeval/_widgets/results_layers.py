@@ -104,8 +104,8 @@ class CaseLayers:
 
     @staticmethod
     def is_prediction(role: str) -> bool:
-        """True for the clean and attacked prediction roles."""
-        return role == "clean" or role.startswith("attacked:")
+        """True for the clean, attacked and corrected (Prompt tab) prediction roles."""
+        return role in ("clean", "corrected") or role.startswith("attacked:")
 
     def show_prediction(self, role: str) -> None:
         """Show the prediction layer of ``role`` and hide the other predictions."""

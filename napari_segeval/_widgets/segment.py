@@ -115,7 +115,7 @@ class SegmentPanel(QWidget):
     def _done(self, result: tuple, spec: tuple, base: str) -> None:
         model, labels = result
         self.state.set_model(model, ("dense", *spec), "dense")
-        self.state.prompts = []
+        self.state.prompts = {}
         layer = prediction_layer(self.viewer, self.state, np.asarray(labels),
                                  f"{base} prediction")
         layer.metadata["model"] = getattr(model, "name", str(spec[0]))

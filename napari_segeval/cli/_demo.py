@@ -18,8 +18,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description=(
             "Open napari with the bundled CT sample and its reference labels, put a box "
             "on the middle slice of the liver, propagate it with the built-in model, "
-            "attack the model (PGD by default) and show the Dice panel filled. With "
-            "--screenshot PATH, run without interaction (needs a display: under Linux "
+            "attack the model (PGD by default) and show the Dice panel filled (with "
+            "--correct: correct the liver with a prompt on a slice it gets badly wrong "
+            "instead). With --screenshot PATH, run without interaction (needs a display: under Linux "
             "without one, use xvfb-run), save a screenshot of the window and exit. With "
             "--results DIR, show the results browser on a segeval evaluate folder instead."
         ),
@@ -42,6 +43,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare", action="store_true",
                    help="end in compare mode: reference, clean and attacked predictions in "
                         "three linked views, the disagreement layer on the main canvas")
+    p.add_argument("--correct", action="store_true",
+                   help="end with a correction instead of an attack: on the largest slice of "
+                        "the liver that the prediction gets badly wrong, a click inside the "
+                        "larger error (a box from the reference when the model takes no "
+                        "clicks), re-propagated; the Prompt tab shows the prompts and how "
+                        "Dice moved")
     p.add_argument("--results", type=Path, metavar="DIR",
                    help="instead: open a results folder of segeval evaluate in the Results "
                         "panel with its worst row shown (with --screenshot: save it and exit)")
@@ -99,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     checkpoint = args.checkpoint or inline
     attack = None if args.attack == "none" else args.attack
     out = run_demo(args.screenshot, backend=name, checkpoint=checkpoint, device=args.device,
-                   attack=attack, eps=args.eps, steps=args.steps, compare=args.compare)
+                   attack=attack, eps=args.eps, steps=args.steps, compare=args.compare,
+                   correct=args.correct)
     if out is not None:
         emit(args, {"screenshot": str(out)}, f"wrote {out}")
     return 0

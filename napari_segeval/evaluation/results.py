@@ -305,29 +305,43 @@ class ResultsFolder:
                                self.path, progress=progress, cancel=cancel)
 
     # -- corrections -------------------------------------------------------------------
-    def save_correction(self, loaded: LoadedCase, name: str, labels: np.ndarray) -> Path:
+    def save_correction(self, loaded: LoadedCase, name: str, labels: np.ndarray,
+                        prompts: Any = None) -> Path:
         """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
 
         The file is ``<name>.<ext>`` (ext as the case's predictions), or
         ``<name>-2.<ext>``, ``-3`` ... when taken: an existing file is never replaced.
-        It carries the source image's geometry.
+        It carries the source image's geometry. ``prompts`` (a
+        :class:`~napari_segeval.prompts.PromptFile`, the prompts the correction was
+        propagated from) go beside it as ``<name>[-k].prompts.json``, with the same
+        number: both names are free before either is written, and the label map is
+        removed again if the prompts cannot be written. Returns the label map's path.
         """
         from napari_segeval.io import write_labels
+        from napari_segeval.prompts.prompt_set import write_prompts
 
         folder = self.path / "corrections" / store.case_filename(loaded.case_id)
         folder.mkdir(parents=True, exist_ok=True)
         stem = store.case_filename(name)
         for n in range(1, 10000):
-            target = folder / f"{stem}{'' if n == 1 else f'-{n}'}{loaded.label_ext}"
-            if target.exists():
+            base = f"{stem}{'' if n == 1 else f'-{n}'}"
+            target, beside = folder / f"{base}{loaded.label_ext}", folder / f"{base}.prompts.json"
+            if target.exists() or (prompts is not None and beside.exists()):
                 continue
             try:
-                return write_labels(target, np.asarray(labels), loaded.case.geometry)
+                out = write_labels(target, np.asarray(labels), loaded.case.geometry)
             except WriteError:
                 if not target.exists():
                     raise
+                continue
+            if prompts is not None:
+                try:
+                    write_prompts(beside, prompts)
+                except BaseException:
+                    out.unlink(missing_ok=True)
+                    raise
+            return out
         raise WriteError(f"{folder}: too many corrections named {stem}")
-
 
 __all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
            "ResultsFolderError", "is_results_folder", "version_key"]

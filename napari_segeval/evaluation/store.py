@@ -10,7 +10,8 @@ Layout of ``DIR``::
     predictions/<id>/   each condition's label map, perturbed image and perturbation
                         with the source geometry (:mod:`napari_segeval.evaluation.files`;
                         paths relative to DIR in the record's ``files``)
-    corrections/<id>/   label maps corrected in the napari Results panel (never overwritten;
+    corrections/<id>/   label maps corrected in the napari Results panel, with the prompts they
+                        came from (``<name>.prompts.json``; never overwritten;
                         :meth:`napari_segeval.evaluation.results.ResultsFolder.save_correction`)
     results.csv         one row per case x structure x condition (+ error rows)
     summary.json        the protocol's aggregation + run counts

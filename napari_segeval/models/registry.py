@@ -71,6 +71,9 @@ class ModelName:
         Its name in the viewer's backend list (promptable models).
     default : str or None
         The catalogue name whose pulled checkpoint it uses when none is given.
+    points : bool or None
+        Whether it takes point prompts (clicks) besides boxes and masks; None when
+        that depends on the weights (the loaded model's ``takes_points`` says).
     """
 
     name: str
@@ -80,21 +83,24 @@ class ModelName:
     package: str | None = None
     label: str = ""
     default: str | None = None
+    points: bool | None = False
 
 
 #: Promptable models by name (order: the viewer's backend list).
 PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
     ModelName("builtin", "promptable", "built-in box-prompted U-Net, weights shipped "
               "(optional checkpoint: another weight file of its format)", "optional",
-              label="built-in"),
+              label="built-in", points=None),
     ModelName("threshold", "promptable", "weight-free thresholded region growing (baseline)",
-              label="threshold (no weights)"),
+              label="threshold (no weights)", points=True),
     ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
               "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)", "optional",
-              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest"),
+              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest",
+              points=True),
     *(ModelName(f"sam2.1-{size}", "promptable", f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
                 f"medsam2; the pulled sam2.1-{size}, or a checkpoint)", "optional",
-                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}")
+                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}",
+                points=True)
       for size in ("tiny", "small", "base-plus", "large")),
 )}
 #: Dense models by name.

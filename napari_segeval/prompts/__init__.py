@@ -6,7 +6,12 @@ Boxes come from drawn shapes or reference labels (middle slice), with jitter; a
 """
 
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.from_labels import box_from_labels, boxes_from_labels, key_index
+from napari_segeval.prompts.from_labels import (
+    box_from_labels,
+    boxes_from_labels,
+    correction_prompt,
+    key_index,
+)
 from napari_segeval.prompts.prompt_set import (
     MaskPrompt,
     Point,
@@ -24,6 +29,7 @@ __all__ = [
     "PromptSet",
     "box_from_labels",
     "boxes_from_labels",
+    "correction_prompt",
     "key_index",
     "read_prompts",
     "write_prompts",

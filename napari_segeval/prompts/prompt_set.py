@@ -306,8 +306,12 @@ class PromptSet:
                    or (isinstance(p, MaskPrompt) and p.area > 0) for p in self.prompts)
 
     def validate(self, shape: Sequence[int], *, name: str | None = None,
-                 where: str = "slice", source: str | None = None) -> None:
+                 where: str = "slice", source: str | None = None,
+                 partial: bool = False) -> None:
         """Refuse prompts that do not fit a frame stack of ``shape = (n, H, W, ...)``.
+
+        ``partial=True`` checks each prompt only (a set still being given, such as a
+        person's first click): no prompt at all, or only negative ones, is then fine.
 
         Raises
         ------
@@ -322,12 +326,13 @@ class PromptSet:
         Traceback (most recent call last):
         ...
         napari_segeval._errors.InvalidPromptError: structure 1: + point (y=3, x=40) on slice 1 lies outside the 16 x 16 slice
+        >>> PromptSet.of([Point(3, 4, index=1, positive=False)]).validate((4, 16, 16), partial=True)
         """
         n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
         who = f"structure {self.label}" + (f" ({name})" if name else "")
         if source:
             who = f"{source}: {who}"
-        if not self.prompts:
+        if not self.prompts and not partial:
             raise InvalidPromptError(f"{who}: no prompts")
         for p in self.prompts:
             if not 0 <= p.index < n:
@@ -346,7 +351,7 @@ class PromptSet:
                 raise InvalidPromptError(
                     f"{who}: mask prompt on {where} {p.index} has shape "
                     f"{p.mask.shape[0]} x {p.mask.shape[1]}, the {where}s are {h} x {w}")
-        if not self.locates():
+        if not partial and not self.locates():
             raise InvalidPromptError(
                 f"{who}: only negative points (or empty masks): add a box, a positive "
                 "point or a mask that shows where the structure is")

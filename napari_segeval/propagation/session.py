@@ -128,6 +128,54 @@ class PropagationSession:
         """Forget structure ``label`` (its prompts and result)."""
         self.prompts.pop(int(label), None)
 
+    def seed(self, labels: np.ndarray, prompts: Any) -> None:
+        """Start from a known label map: each structure of ``prompts`` takes its mask there.
+
+        A case segmented earlier (the results browser's saved prediction) is corrected
+        without propagating everything again: each structure in ``prompts`` (prompt
+        sets or boxes, :func:`~.options.as_prompt_sets`) gets these prompts and, as its
+        result, its voxels of ``labels`` (``(n, H, W)``, or ``(H, W)`` for a 2D image),
+        with probability :attr:`~.options.PropagationOptions.cut` (or 0.5 with logits):
+        the decision threshold, so a re-propagated structure wins the voxels it claims
+        where the two overlap. Until its prompts change a seeded structure is not
+        propagated, and the merged label map gives back ``labels`` on the seeded
+        structures.
+
+        Examples
+        --------
+        >>> from napari_segeval.models.threshold import ThresholdPromptModel
+        >>> from napari_segeval.prompts.prompt_set import Point
+        >>> f = np.zeros((4, 8, 8), np.float32); f[:, 1:4, 1:4] = 1; f[:, 5:8, 5:8] = 1
+        >>> saved = np.zeros((4, 8, 8), np.uint8); saved[1:3, 1:3, 1:3] = 1; saved[:, 5:8, 5:8] = 2
+        >>> s = PropagationSession(ThresholdPromptModel(), f)
+        >>> s.seed(saved, [Box(1, 1, 4, 4, index=1, label=1), Box(5, 5, 8, 8, index=1, label=2)])
+        >>> _ = s.add(Point(6, 6, index=0, label=2, positive=False))
+        >>> res = s.propagate()
+        >>> s.last_propagated, int((res.labels == 1).sum()), int((res.labels == 2)[0].sum())
+        ([2], 8, 0)
+        """
+        sets = as_prompt_sets(prompts)
+        shape = tuple(int(v) for v in self.frames.shape[:3])
+        arr = np.asarray(labels)
+        arr = arr[None] if arr.ndim == 2 and shape[0] == 1 else arr
+        if tuple(arr.shape) != shape:
+            raise ValueError(f"the label map has shape {tuple(np.shape(labels))}, "
+                             f"the frames are {shape}")
+        cut = 0.5 if self.options.logits else float(self.options.threshold)
+        for label, s in sets.items():
+            mask = arr == label
+            found = np.nonzero(mask)
+            if found[0].size:
+                lo = tuple(int(v.min()) for v in found)
+                crop = tuple(slice(a, int(v.max()) + 1) for a, v in zip(lo, found))
+            else:
+                lo, crop = (0, 0, 0), (slice(0, 0),) * 3
+            own = mask[crop]
+            self.structures[label] = StructureResult(
+                label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape)
+            self.prompts[label] = s
+            self._used[label] = s
+
     def stale(self) -> list[int]:
         """Structures whose prompts changed since they were last propagated."""
         return [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
@@ -152,7 +200,7 @@ class PropagationSession:
             self._used.pop(gone, None)
         todo = self.stale() if labels is None else [int(lab) for lab in labels]
         sets = {lab: self.prompts[lab] for lab in todo}
-        if self.kind == "image":
+        if self.kind == "image" and sets:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         if sets:

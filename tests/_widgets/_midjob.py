@@ -5,9 +5,9 @@ kill pytest)::
 
     python _midjob.py KIND ACTION [PATH]
 
-``KIND`` is the job: ``propagate``, ``segment`` (``PATH``: dense weights),
-``attack``, ``surface``, ``results`` (``PATH``: a results folder) or
-``uncertainty``. ``ACTION`` is ``close`` (the window closes as when a person
+``KIND`` is the job: ``propagate``, ``repropagate`` (a correction after a first
+propagation), ``segment`` (``PATH``: dense weights), ``attack``, ``surface``,
+``results`` (``PATH``: a results folder) or ``uncertainty``. ``ACTION`` is ``close`` (the window closes as when a person
 clicks its close button), ``viewer-close`` (:meth:`napari.Viewer.close`) or
 ``delete`` (the layer the job reads is deleted).
 
@@ -100,7 +100,7 @@ def ct_session(viewer):
 
 def setup(kind: str, viewer, honour: bool, path: str | None):
     """Start the job of ``kind``; returns (runner, the layer it reads, panel)."""
-    from napari_segeval._widgets import attack, evaluate_jobs, prompt, results, segment
+    from napari_segeval._widgets import attack, evaluate_jobs, prompt, prompt_run, results, segment
     from napari_segeval.models.threshold import ThresholdPromptModel
 
     if kind == "results":
@@ -119,8 +119,17 @@ def setup(kind: str, viewer, honour: bool, path: str | None):
     w = ct_session(viewer)
     image = w.state.image
     if kind == "propagate":
-        patch(prompt, "segment_with_model", honour)
+        patch(prompt_run, "propagate_session", honour)
         w.prompt.run_button.click()
+        return w.prompt.runner, image, w
+    if kind == "repropagate":
+        w.prompt.run()  # the first propagation runs to its end
+        wait_until(lambda: not w.prompt.runner.running, "first propagation")
+        box = w.prompt.prompts()[1].prompts[0]
+        w.prompt.tools.start_points(False).add([box.index + 2, box.y0 + 2, box.x0 + 2])
+        wait_until(lambda: w.prompt.tools.list.count() == 2, "the click listed")
+        patch(prompt_run, "propagate_session", honour)
+        w.prompt.tools.buttons["repropagate"].click()
         return w.prompt.runner, image, w
     if kind == "uncertainty":
         patch(prompt, "uncertainty", honour)

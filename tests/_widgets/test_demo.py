@@ -28,6 +28,31 @@ def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     assert "1: liver" in demo.case.fields["structures"].text()
 
 
+def test_demo_correct_ends_on_the_corrected_slice(make_napari_viewer, qtbot):
+    import numpy as np
+
+    from napari_segeval.metrics import overlap_metrics
+
+    viewer = make_napari_viewer()
+    demo = DemoRun(viewer, backend="threshold", device="cpu", correct=True)
+    assert demo.attack_name is None
+    demo.start()
+    qtbot.waitUntil(lambda: demo.settled, timeout=60000)
+    assert demo.error is None
+    w = demo.widget
+    prompt = demo.correction
+    assert prompt is not None and prompt.label == 1  # a click: the threshold model takes them
+    assert w.prompt.prompts()[1].prompts[-1] == prompt
+    assert w.tabs.currentWidget() is w.prompt
+    assert w.dice.current_slice() == prompt.index
+    assert w.prompt.jobs.session.last_propagated == [1]
+    before, after = w.prompt.jobs.changes[1]
+    ref, pred = w.state.reference.data, w.state.predictions["clean"].data
+    assert after == overlap_metrics(np.asarray(ref), np.asarray(pred), labels=[1])[1]["dice"]
+    assert after > before
+    assert f"{before:.3f} → {after:.3f}" in w.prompt.tools.status.text()
+
+
 def test_demo_reports_a_failed_step(make_napari_viewer, qtbot, tmp_path):
     viewer = make_napari_viewer()
     demo = DemoRun(viewer, backend="threshold", device="cpu", attack=None)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = Path(__file__).with_name("_midjob.py")
 TASK = ROOT / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
-KINDS = ("propagate", "segment", "attack", "surface", "results", "uncertainty")
+KINDS = ("propagate", "repropagate", "segment", "attack", "surface", "results", "uncertainty")
 HANG_S = 900  # a hung session fails here instead of stalling the suite (not a speed limit)
 
 

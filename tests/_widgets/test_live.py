@@ -140,3 +140,31 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_
     assert [layer.name for layer in viewer.layers] == [n for n in names if n != "ct"]
     assert w.state.predictions["clean"] is None
     assert "propagation dropped: layer 'ct' was removed" in notifications()
+
+
+def test_a_re_propagation_starts_from_the_prediction_shown(make_napari_viewer):
+    from napari_segeval._widgets._live import LiveLabels
+    from napari_segeval._widgets._state import ViewerState
+    from napari_segeval._widgets.prompt import prediction_layer
+
+    viewer = make_napari_viewer()
+    state = ViewerState()
+    state.set_image(viewer.add_image(np.zeros((3, 8, 9), np.float32), name="img"))
+    shown = np.zeros((3, 8, 9), np.uint8)
+    shown[:, :2] = 1
+    shown[:, 5:] = 2
+    pred = viewer.add_labels(shown.copy(), name="img prediction")
+    live = LiveLabels(viewer, state, prediction_layer)
+    paint = live.start("img prediction (propagating)", (3, 8, 9), base=pred.data, clear=[2],
+                       hide=pred)
+    assert pred.visible  # nothing shown yet: nothing hidden
+    mask = np.zeros((8, 9), bool)
+    mask[3:5] = True
+    paint(2, 1, mask)
+    assert not pred.visible
+    data = live.layer.data
+    assert (data == 1).sum() == (shown == 1).sum()  # the structure not propagated stays
+    assert (data == 2).sum() == mask.sum() and (data[1] == 2).sum() == mask.sum()
+    np.testing.assert_array_equal(pred.data, shown)  # the prediction is not touched
+    live.stop()
+    assert pred.visible and "img prediction (propagating)" not in viewer.layers

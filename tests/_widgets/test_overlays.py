@@ -16,11 +16,9 @@ from napari_segeval._widgets.overlays import (
     dice_colour,
     error_overlay,
     focus_slice,
-    prompts_from_shapes,
     touched_slices,
 )
 from napari_segeval.metrics import structure_table
-from napari_segeval.prompts import Box
 
 
 def _pair():
@@ -104,20 +102,6 @@ def test_dice_colour_monotone_green():
     greens = [dice_colour(v)[1] - dice_colour(v)[0] for v in np.linspace(0, 1, 11)]
     assert all(b >= a for a, b in itertools.pairwise(greens))
     assert dice_colour(-1) == dice_colour(0) and dice_colour(2) == dice_colour(1)
-
-
-def test_prompts_from_shapes():
-    a = Box(1, 1, 4, 4, index=2, label=2).to_napari()
-    b = Box(0, 0, 3, 3, index=1, label=1).to_napari()
-    assert prompts_from_shapes([a, b], [2, 1], (5, 8, 8)) == [
-        Box(0, 0, 3, 3, index=1, label=1), Box(1, 1, 4, 4, index=2, label=2)]
-    two_d = Box(1, 1, 4, 4).to_napari(2)
-    assert prompts_from_shapes([two_d], [1], (8, 8)) == [Box(1, 1, 4, 4)]
-    with pytest.raises(ValueError, match="outside"):
-        prompts_from_shapes([Box(0, 0, 2, 2, index=9).to_napari()], [1], (5, 8, 8))
-    with pytest.raises(ValueError):
-        prompts_from_shapes([a], [1, 2], (5, 8, 8))
-    assert prompts_from_shapes([a], [0], (5, 8, 8)) == []
 
 
 def test_overlays_import_without_gui():

@@ -63,4 +63,4 @@ def test_uncertainty_without_prompts_shows_an_error(ct_viewer, notifications):
     w.prompt.uncertainty_button.click()
     assert not w.prompt.runner.running
     assert "ct uncertainty" not in viewer.layers
-    assert any("uncertainty failed" in m and "no box prompt" in m for m in notifications())
+    assert any("uncertainty failed" in m and "no prompt yet" in m for m in notifications())

@@ -10,6 +10,7 @@ from napari_segeval._widgets.main import SegEvalWidget
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import box_from_labels
+from napari_segeval.prompts.prompt_set import PromptSet
 
 from .conftest import wait_job
 
@@ -50,7 +51,7 @@ def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     w.state.set_current(2)  # the polyp sample holds the non-neoplastic lesion
     box = w.prompt.box_from_reference()
     assert w.state.boxes.ndim == 2
-    assert w.prompt.prompts() == [box]
+    assert w.prompt.prompts() == {2: PromptSet.from_box(box)}
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None

@@ -12,6 +12,7 @@ from napari_segeval._widgets.evaluate_jobs import segment
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import Box, box_from_labels
+from napari_segeval.prompts.prompt_set import PromptSet
 
 from .conftest import wait_job
 
@@ -34,14 +35,13 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     assert liver == box_from_labels(ref, 1)
     # a box drawn by hand for the spleen: rectangle mode, then shape data added
     w.state.set_current(2)
-    w.prompt.start_drawing()
+    w.prompt.tools.start_box()
     boxes = w.state.boxes
     assert boxes.mode == "add_rectangle"
     spleen = box_from_labels(ref, 2)
     boxes.add_rectangles([spleen.to_napari(3)])
     prompts = w.prompt.prompts()
-    assert [(b.label, b.index) for b in prompts] == [(1, liver.index), (2, spleen.index)]
-    assert prompts[1] == spleen
+    assert prompts == {1: PromptSet.from_box(liver), 2: PromptSet.from_box(spleen)}
 
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
@@ -151,7 +151,7 @@ def test_bad_checkpoint_is_a_notification(ct_viewer, qtbot, tmp_path, notificati
 def test_run_without_box_is_a_notification(ct_viewer, notifications):
     _viewer, w = ct_viewer
     w.prompt.run_button.click()
-    assert any("no box prompt" in m for m in notifications())
+    assert any("no prompt yet" in m for m in notifications())
     w.attack.run_button.click()
     assert any("run propagation first" in m for m in notifications())
 
@@ -159,7 +159,8 @@ def test_run_without_box_is_a_notification(ct_viewer, notifications):
 def test_box_prompts_replace_per_structure(ct_viewer):
     _viewer, w = ct_viewer
     w.state.set_current(1)
-    w.prompt.set_box(Box(10, 10, 20, 20, index=5, label=1))
+    w.prompt.tools.set_box(Box(10, 10, 20, 20, index=5, label=1))
     w.prompt.box_from_reference()
     assert len(w.state.boxes.data) == 1
-    assert w.prompt.prompts() == [box_from_labels(w.state.reference.data, 1)]
+    assert w.prompt.prompts() == {1: PromptSet.from_box(box_from_labels(w.state.reference.data,
+                                                                       1))}

@@ -140,6 +140,38 @@ def test_corrections_are_saved_beside_the_results_and_never_overwrite(run_dir, t
     assert geometry.matches(loaded.case.geometry)
 
 
+def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, tmp_path,
+                                                                      monkeypatch):
+    from napari_segeval._errors import WriteError
+    from napari_segeval.prompts import Box
+    from napari_segeval.prompts.prompt_set import PromptFile, PromptSet, read_prompts
+
+    out = _copy(run_dir, tmp_path)
+    folder = ResultsFolder(out)
+    loaded = folder.load("case_002")
+    labels = loaded.predictions["clean"]
+    prompts = PromptFile({1: PromptSet.from_box(Box(2, 2, 6, 6, index=1))},
+                         tuple(labels.shape[:3]), {1: "liver"})
+    here = out / "corrections" / "case_002"
+    here.mkdir(parents=True)
+    (here / "corrected.prompts.json").write_text("{}")  # only the prompts name is taken
+    first = folder.save_correction(loaded, "corrected", labels, prompts)
+    assert first.name.startswith("corrected-2.")
+    assert read_prompts(here / "corrected-2.prompts.json") == prompts
+    assert (here / "corrected.prompts.json").read_text() == "{}"  # never overwritten
+    # the prompts cannot be written: no label map is left without them
+    import napari_segeval.prompts.prompt_set as ps
+
+    def fail(*_a, **_k):
+        raise WriteError("disk full")
+
+    monkeypatch.setattr(ps, "write_prompts", fail)
+    with pytest.raises(WriteError, match="disk full"):
+        folder.save_correction(loaded, "corrected", labels, prompts)
+    assert sorted(p.name for p in here.iterdir()) == sorted(
+        ["corrected.prompts.json", first.name, "corrected-2.prompts.json"])
+
+
 SAMPLE_TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 FGSM = "fgsm-linf eps=0.5"
 

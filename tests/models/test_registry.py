@@ -197,3 +197,16 @@ def test_the_published_file_of_another_network_is_named(monkeypatch, tmp_path):
     assert str(info.value) == (f"{ckpt}: this is the published sam2.1_hiera_tiny.pt "
                                "(sam2.1-tiny), which sam2.1-tiny reads, not medsam2: use --model "
                                "sam2.1-tiny")
+
+
+def test_the_registry_says_which_models_take_points():
+    from napari_segeval.models.medsam2.model import MedSAM2Model
+
+    assert registry.PROMPTABLE["threshold"].points is ThresholdPromptModel.takes_points is True
+    assert MedSAM2Model.takes_points is True
+    assert all(registry.PROMPTABLE[n].points for n in registry.PROMPTABLE
+               if n.startswith(("medsam2", "sam2.1")))
+    # the built-in model: its weights say (the shipped ones have no click channels)
+    assert registry.PROMPTABLE["builtin"].points is None
+    assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").takes_points is False
+    assert all(m.points is False for m in registry.DENSE.values())

@@ -93,6 +93,14 @@ def test_validate_refuses_sets_that_do_not_locate_the_structure() -> None:
     PromptSet.of([Box(-5, -5, 3, 3, index=0)]).validate(SHAPE)
 
 
+def test_a_partial_set_is_checked_prompt_by_prompt() -> None:
+    # a person's first click may be a negative one: only where it lies is checked
+    PromptSet.of([Point(3, 3, index=1, positive=False)]).validate(SHAPE, partial=True)
+    PromptSet(1).validate(SHAPE, partial=True)
+    with pytest.raises(InvalidPromptError, match="- point .* slice 10 does not exist"):
+        PromptSet.of([Point(3, 3, index=10, positive=False)]).validate(SHAPE, partial=True)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_mask_run_length_round_trip(seed) -> None:
     rng = np.random.default_rng(seed)

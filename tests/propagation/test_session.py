@@ -92,3 +92,40 @@ def test_two_d_image_and_video_sessions():
 def test_no_gradients_in_a_session():
     with pytest.raises(ValueError, match="gradients"):
         PropagationSession(ThresholdPromptModel(), _frames(), PropagationOptions(grad=True))
+
+
+def test_a_seeded_session_keeps_the_saved_masks_until_their_prompts_change():
+    model = Counting()
+    boxes = [Box(2, 2, 7, 7, index=3, label=1), Box(9, 9, 14, 14, index=3, label=2)]
+    saved = propagate_case(ThresholdPromptModel(), _frames(), boxes).labels.copy()
+    saved[0, 2:4, 2:4] = 0  # a hand edit the saved prediction carries
+    s = PropagationSession(model, _frames())
+    s.seed(saved, boxes)
+    assert s.stale() == []
+    np.testing.assert_array_equal(s.propagate().labels, saved)
+    assert model.walks == [] and s.last_propagated == []
+    s.add(Point(10, 12, index=6, label=2, positive=False))
+    corrected = s.propagate()
+    assert model.walks == [2, 2] and s.last_propagated == [2]
+    fresh = propagate_case(ThresholdPromptModel(), _frames(), s.prompts)
+    np.testing.assert_array_equal(corrected.labels == 2, fresh.labels == 2)
+    np.testing.assert_array_equal(corrected.labels == 1, saved == 1)  # as saved, edit kept
+    with pytest.raises(ValueError, match="shape"):
+        s.seed(saved[:3], boxes)
+
+
+def test_a_re_propagated_structure_wins_what_it_claims_from_a_seeded_one():
+    f = np.zeros((8, 16, 16), np.float32)
+    f[:, 2:7, 2:7] = 1.0
+    f[:, 2:7, 8:13] = 1.0  # column 7 is dark: the threshold model does not cross it
+    saved = np.zeros((8, 16, 16), np.uint8)
+    saved[:, 2:7, 2:9] = 1  # structure 1 was saved spilling over columns 7-8
+    # (the nested-structure rule off: here neither structure lies inside the other)
+    s = PropagationSession(ThresholdPromptModel(), f, PropagationOptions(nested_fraction=None))
+    s.seed(saved, [Box(2, 2, 7, 7, index=3, label=1)])
+    s.add(Box(2, 8, 7, 13, index=3, label=2))
+    res = s.propagate()
+    assert (res.labels[:, 2:7, 8:13] == 2).all() and (res.labels[:, 2:7, 2:8] == 1).all()
+    image = PropagationSession(ThresholdPromptModel(), f[:1], kind="image")
+    image.seed(saved[0], [Box(2, 2, 7, 7, index=0, label=1)])  # a 2D image's label map
+    np.testing.assert_array_equal(image.propagate().labels, saved[0])

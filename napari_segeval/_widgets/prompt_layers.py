@@ -1,0 +1,387 @@
+"""The prompts a person draws: boxes in a Shapes layer, clicks in a Points layer.
+
+:class:`PromptLayers` keeps every structure's prompts in two napari layers on the
+image's grid - ``boxes`` (rectangles in the structure's colour) and ``points``
+(positive clicks green, negative clicks magenta, ringed in the structure's colour,
+never smaller than :data:`POINT_PX_MIN` screen pixels nor larger than
+:data:`POINT_PX_MAX` at any zoom) - plus the mask prompts of a loaded prompts file,
+which have no layer. Each item carries the features ``label`` (its structure) and
+``order`` (when it was given): :meth:`PromptLayers.sets` turns them into one
+:class:`~napari_segeval.prompts.PromptSet` per structure in that order, as SAM2's
+per-frame rules need.
+
+Coordinates: a drawn item lives in its layer's *data* coordinates; it is mapped to
+the image's array indices through world coordinates (``data_to_world`` of the
+prompt layer, ``world_to_data`` of the image), so a layer placed otherwise (scale,
+translate) still gives the right slice and pixels. Slice/frame index = the first
+array axis (a 2D image has the one frame 0).
+
+Items drawn in napari (add-rectangle mode, add-points mode) are *settled* right
+after napari adds them (:meth:`PromptLayers.settle`, on the next turn of the event
+loop, or whenever prompts are read): they get their ``order``, and an item that does
+not fit the image (outside it, or on a slice that does not exist) is removed again
+with one notification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._widgets._state import SERIES_HINT
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, Prompt, PromptSet
+
+BOXES_NAME = "boxes"
+POINTS_NAME = "points"
+POSITIVE_COLOUR = "#22dd44"
+NEGATIVE_COLOUR = "#ff22ff"
+#: Points are drawn at least this many and at most this many screen pixels wide.
+POINT_PX_MIN, POINT_PX_MAX = 9.0, 22.0
+
+
+@dataclass(frozen=True)
+class Item:
+    """One prompt as it is held: ``source`` is ``"boxes"``, ``"points"`` or ``"masks"``,
+    ``row`` its index there, ``order`` when it was given."""
+
+    order: int
+    prompt: Prompt
+    source: str
+    row: int
+
+
+class PromptLayers:
+    """The prompt layers of a viewer's case; ``on_change()`` hears every change.
+
+    Attributes
+    ----------
+    masks : list of (int, MaskPrompt)
+        Mask prompts (from a prompts file) with their order.
+    """
+
+    def __init__(self, viewer: Any, state: Any, on_change: Callable[[], None]) -> None:
+        self.viewer, self.state, self.on_change = viewer, state, on_change
+        self.masks: list[tuple[int, MaskPrompt]] = []
+        self._muted = 0
+        self._scheduled = False
+        self._positive = True
+
+    # -- the case ------------------------------------------------------------------------
+    def grid_layer(self) -> Any:
+        """The layer whose array indices the prompts are given in (image, else reference)."""
+        layer = self.state.image if self.state.image is not None else self.state.reference
+        if layer is None:
+            raise ValueError("choose an image layer first")
+        if self.state.kind() == "series":
+            raise ValueError(SERIES_HINT)
+        return layer
+
+    def frame_shape(self) -> tuple[int, int, int]:
+        """``(n, H, W)`` of the case's frame stack (``n = 1`` for a 2D image)."""
+        layer = self.grid_layer()
+        shape = tuple(int(s) for s in layer.data.shape)
+        shape = shape[:-1] if getattr(layer, "rgb", False) else shape
+        return (1, *shape) if len(shape) == 2 else shape[-3:]
+
+    def where(self) -> str:
+        """``"slice"`` (volumes) or ``"frame"`` (videos, 2D images), for messages."""
+        return "slice" if self.state.kind() == "volume" else "frame"
+
+    def spatial_ndim(self) -> int:
+        """2 for a 2D image, 3 for a volume or a video."""
+        return 2 if self.state.kind() == "image" else 3
+
+    def plane_problem(self) -> str | None:
+        """Why prompts cannot be drawn in the view shown now (3D view, another plane)."""
+        dims = self.viewer.dims
+        if dims.ndisplay != 2:
+            return "prompts are drawn in the 2D view: switch the viewer back to 2D"
+        n = dims.ndim
+        if self.spatial_ndim() == 3 and tuple(dims.order[-2:]) != (n - 2, n - 1):
+            return ("prompts are drawn on the slices of the first array axis: the viewer shows "
+                    "another plane (reset the dims order)")
+        return None
+
+    # -- layers --------------------------------------------------------------------------
+    def _alive(self, layer: Any) -> bool:
+        return layer is not None and layer in self.viewer.layers
+
+    def boxes(self, create: bool = True) -> Any:
+        """The Shapes layer of the boxes (made on first use; None if absent and not made)."""
+        if self._alive(self.state.boxes) or not create:
+            return self.state.boxes if self._alive(self.state.boxes) else None
+        ndim, place = self._placement()
+        layer = self.viewer.add_shapes(
+            ndim=ndim, name=BOXES_NAME, face_color="transparent", edge_width=1.5, **place,
+            features={"label": np.zeros(0, int), "order": np.zeros(0, int)})
+        self._watch(layer)
+        self.state.boxes = layer
+        self.follow_structure()
+        return layer
+
+    def points(self, create: bool = True) -> Any:
+        """The Points layer of the clicks (made on first use; None if absent and not made)."""
+        if self._alive(self.state.points) or not create:
+            return self.state.points if self._alive(self.state.points) else None
+        ndim, place = self._placement()
+        _, h, w = self.frame_shape()
+        layer = self.viewer.add_points(
+            ndim=ndim, name=POINTS_NAME, size=max(h, w) / 40.0, border_width=0.3,
+            border_width_is_relative=True, canvas_size_limits=(POINT_PX_MIN, POINT_PX_MAX),
+            face_color=POSITIVE_COLOUR, **place,
+            features={"label": np.zeros(0, int), "order": np.zeros(0, int),
+                      "positive": np.zeros(0, bool)})
+        self._watch(layer)
+        self.state.points = layer
+        self.follow_structure()
+        return layer
+
+    def raise_layers(self) -> None:
+        """Put the prompt layers on top (a new prediction layer would hide the boxes)."""
+        for layer in (self.boxes(False), self.points(False)):
+            if layer is not None:
+                layers = self.viewer.layers
+                layers.move(layers.index(layer), len(layers))
+
+    def _placement(self) -> tuple[int, dict]:
+        grid, ndim = self.grid_layer(), self.spatial_ndim()
+        return ndim, {"scale": tuple(grid.scale)[-ndim:], "translate": tuple(grid.translate)[-ndim:]}
+
+    def _watch(self, layer: Any) -> None:
+        layer.events.data.connect(self._on_data)
+
+    def forget(self) -> None:
+        """Drop the prompts (the case changed): the layers leave the viewer on the next
+        turn of the event loop (a change of case often comes from removing a layer, and
+        napari must not remove another one while it is still removing that one)."""
+        from qtpy.QtCore import QTimer
+
+        self.masks = []
+        old = [ly for ly in (self.state.boxes, self.state.points) if self._alive(ly)]
+        self.state.boxes = self.state.points = None
+        for layer in old:
+            layer.events.data.disconnect(self._on_data)
+        if old:
+            QTimer.singleShot(0, lambda: self._remove(old))
+
+    def _remove(self, layers: list) -> None:
+        for layer in layers:
+            if layer in self.viewer.layers:
+                self.viewer.layers.remove(layer)
+
+    def _colour(self, label: int) -> Any:
+        ref = self.state.reference
+        return ref.get_color(int(label)) if ref is not None else "yellow"
+
+    def follow_structure(self, positive: bool | None = None) -> None:
+        """New items drawn in napari go to the current structure (and click polarity)."""
+        if positive is not None:
+            self._positive = bool(positive)
+        label = self.state.current
+        if label is None:
+            return
+        boxes, points = self.boxes(create=False), self.points(create=False)
+        if boxes is not None:
+            boxes.selected_data = set()  # current_* apply to the selected items too
+            boxes.feature_defaults = {"label": int(label), "order": -1}
+            boxes.current_edge_color = self._colour(label)
+        if points is not None:
+            points.selected_data = set()
+            points.feature_defaults = {"label": int(label), "order": -1,
+                                       "positive": self._positive}
+            points.current_face_color = POSITIVE_COLOUR if self._positive else NEGATIVE_COLOUR
+            points.current_border_color = self._colour(label)
+
+    # -- reading -------------------------------------------------------------------------
+    def _to_grid(self, layer: Any, coords: np.ndarray) -> np.ndarray:
+        """Rows of ``layer`` data coordinates as array indices of the grid layer."""
+        grid = self.grid_layer()
+        coords = np.atleast_2d(np.asarray(coords, float))
+        same = (len(layer.scale) == coords.shape[1]
+                and np.allclose(layer.scale, tuple(grid.scale)[-coords.shape[1]:])
+                and np.allclose(layer.translate, tuple(grid.translate)[-coords.shape[1]:])
+                and np.allclose(layer.affine.affine_matrix, np.eye(coords.shape[1] + 1)))
+        if same:
+            return coords
+        return np.array([np.asarray(grid.world_to_data(layer.data_to_world(c)))[-coords.shape[1]:]
+                         for c in coords])
+
+    def _box(self, layer: Any, row: int) -> Box:
+        v = self._to_grid(layer, layer.data[row])
+        label = int(layer.features["label"].iloc[row])
+        if v.shape[1] >= 3 and np.ptp(v[:, -3]) > 0.5:
+            raise ValueError("a box must lie on one slice/frame (it spans several)")
+        return Box.from_napari(v, label=label, index=None if v.shape[1] >= 3 else 0)
+
+    def _point(self, layer: Any, row: int) -> Point:
+        c = self._to_grid(layer, layer.data[row])[0]
+        feats = layer.features.iloc[row]
+        return Point.from_napari(c, label=int(feats["label"]), positive=bool(feats["positive"]))
+
+    def items(self, label: int | None = None) -> list[Item]:
+        """Every prompt held (of structure ``label``), in the order given."""
+        self.settle()
+        out = [Item(order, m, "masks", i) for i, (order, m) in enumerate(self.masks)]
+        for source, layer, make in (("boxes", self.boxes(False), self._box),
+                                    ("points", self.points(False), self._point)):
+            if layer is None:
+                continue
+            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
+            out += [Item(int(orders[i]), make(layer, i), source, i) for i in range(len(orders))]
+        out.sort(key=lambda it: it.order)
+        return [it for it in out if label is None or it.prompt.label == int(label)]
+
+    def sets(self) -> dict[int, PromptSet]:
+        """One prompt set per structure (by structure id), each in the order given."""
+        grouped: dict[int, list] = {}
+        for it in self.items():
+            grouped.setdefault(it.prompt.label, []).append(it.prompt)
+        return {lab: PromptSet.of(grouped[lab], lab) for lab in sorted(grouped)}
+
+    # -- writing -------------------------------------------------------------------------
+    def _next_order(self) -> int:
+        orders = [o for o, _ in self.masks]
+        for layer in (self.boxes(False), self.points(False)):
+            if layer is not None and len(layer.data):
+                orders.append(int(np.max(np.asarray(layer.features["order"], int))))
+        return max(orders, default=-1) + 1
+
+    def add(self, prompt: Prompt, order: int | None = None) -> None:
+        """Add ``prompt`` (array indices of the image) after the others (or at ``order``)."""
+        order = self._next_order() if order is None else int(order)
+        self._muted += 1
+        try:
+            if isinstance(prompt, MaskPrompt):
+                self.masks.append((order, prompt))
+            elif isinstance(prompt, Box):
+                layer = self.boxes()
+                layer.selected_data = set()
+                layer.add_rectangles([prompt.to_napari(layer.ndim)],
+                                     edge_color=self._colour(prompt.label),
+                                     face_color="transparent")
+                self._set_features(layer, {"label": prompt.label, "order": order})
+            else:
+                layer = self.points()
+                layer.selected_data = set()
+                layer.add(prompt.to_napari(layer.ndim))
+                self._set_features(layer, {"label": prompt.label, "order": order,
+                                           "positive": prompt.positive})
+                face, border = layer.face_color.copy(), layer.border_color.copy()
+                face[-1] = _rgba(POSITIVE_COLOUR if prompt.positive else NEGATIVE_COLOUR)
+                border[-1] = _rgba(self._colour(prompt.label))
+                layer.selected_data = set()
+                layer.face_color, layer.border_color = face, border
+        finally:
+            self._muted -= 1
+        self.follow_structure()
+
+    @staticmethod
+    def _set_features(layer: Any, values: dict) -> None:
+        feats = layer.features.copy()
+        for key, value in values.items():
+            feats.loc[feats.index[-1], key] = value
+        layer.features = feats
+
+    def remove(self, items: list[Item]) -> None:
+        """Remove ``items`` (from :meth:`items`)."""
+        self._muted += 1
+        try:
+            gone = {it.row for it in items if it.source == "masks"}
+            self.masks = [m for i, m in enumerate(self.masks) if i not in gone]
+            for source, layer in (("boxes", self.boxes(False)), ("points", self.points(False))):
+                rows = sorted({it.row for it in items if it.source == source})
+                if layer is None or not rows:
+                    continue
+                if source == "boxes":
+                    layer.selected_data = set(rows)
+                    layer.remove_selected()
+                else:
+                    layer.remove(rows)
+        finally:
+            self._muted -= 1
+
+    def replace(self, sets: dict[int, PromptSet], labels: list[int] | None = None) -> None:
+        """Replace the prompts of ``labels`` (default: every structure) by ``sets``."""
+        held = self.items()
+        drop = [it for it in held if labels is None or it.prompt.label in labels]
+        self.remove(drop)
+        order = self._next_order()
+        for s in sets.values():
+            for p in s.prompts:
+                self.add(p, order)
+                order += 1
+
+    # -- items drawn in napari -------------------------------------------------------------
+    def _on_data(self, event: Any) -> None:
+        if self._muted or str(getattr(event, "action", "")) not in ("added", "removed",
+                                                                     "changed"):
+            return
+        if not self._scheduled:
+            from qtpy.QtCore import QTimer
+
+            self._scheduled = True
+            QTimer.singleShot(0, self._settled_change)
+
+    def _settled_change(self) -> None:
+        from napari_segeval._widgets._worker import run_guarded
+
+        self._scheduled = False  # a slot of a timer: it must never raise (Qt would abort)
+        run_guarded("prompts", self.settle)
+        run_guarded("prompts", self.on_change)
+
+    def settle(self) -> None:
+        """Give new items drawn in napari their order; remove those that do not fit the
+        image, with one notification."""
+        problems, order = [], self._next_order()
+        for source, layer, make in (("boxes", self.boxes(False), self._box),
+                                    ("points", self.points(False), self._point)):
+            if layer is None or not len(layer.data):
+                continue
+            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
+            new = [i for i in range(len(orders)) if orders[i] < 0]
+            bad = []
+            for i in new:
+                why = self._misfit(layer, make, i)
+                if why:
+                    bad.append(i)
+                    problems.append(why)
+            keep = [i for i in new if i not in bad]
+            if keep:
+                feats = layer.features.copy()
+                for i in keep:
+                    feats.loc[feats.index[i], "order"] = order
+                    order += 1
+                self._muted += 1
+                try:
+                    layer.features = feats
+                finally:
+                    self._muted -= 1
+            if bad:
+                self.remove([Item(-1, None, source, i) for i in bad])
+        if problems:
+            from napari_segeval._widgets._worker import show_error
+
+            show_error(f"prompt not added: {problems[0]}")
+
+    def _misfit(self, layer: Any, make: Callable, row: int) -> str | None:
+        problem = self.plane_problem()
+        if problem:
+            return problem
+        try:
+            prompt = make(layer, row)
+            name = self.state.structures.get(prompt.label)
+            PromptSet.of([prompt]).validate(self.frame_shape(), name=name, where=self.where(),
+                                            partial=True)
+        except Exception as exc:  # noqa: BLE001 - said in the notification
+            return str(exc)
+        return None
+
+
+def _rgba(colour: Any) -> np.ndarray:
+    from napari.utils.colormaps.standardize_color import transform_color
+
+    return transform_color(colour)[0]

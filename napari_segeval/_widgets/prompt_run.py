@@ -1,0 +1,210 @@
+"""The Prompt tab's propagations, through one correction session per case and model.
+
+*Run propagation* starts a new
+:class:`~napari_segeval.propagation.PropagationSession` and propagates every
+structure; *Re-propagate* (by hand or after each prompt) gives the session the
+prompts as drawn now, so only the structures whose prompts changed are propagated
+again - the image is preprocessed once per session and MedSAM2 keeps its image
+features. A session belongs to one case, model, modality, CT window and kind; a
+change of any of them starts a new one. A correction begun in the results browser
+seeds the new session with the saved prediction
+(:meth:`PropagationJobs.start_from`), so only what the person corrects is
+propagated. The updated slices stream into the partial layer (which starts from the
+prediction shown, without the structures being propagated again); the merged label map
+then replaces the prediction, carrying the prompts it came from
+(``metadata["prompts"]``, a :class:`~napari_segeval.prompts.PromptFile` in JSON), and the
+Dice panel recounts. The panel's status line says how each re-propagated structure's
+Dice moved against the reference.
+
+A prompt that does not fit the case is refused with one notification before anything
+runs. With *after each prompt* on, a change while a propagation runs cancels it and
+starts the next one with the newest prompts once it has ended.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._widgets.evaluate_jobs import propagate_session
+from napari_segeval._widgets.prompt_tools import case_key
+from napari_segeval.prompts.prompt_set import PromptFile, PromptSet
+
+
+class PropagationJobs:
+    """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
+
+    Attributes
+    ----------
+    session : PropagationSession or None
+        The session of the last successful propagation.
+    made_from : dict of int to PromptSet
+        The prompts the prediction shown was propagated (or seeded) from.
+    result_name : str or None
+        Name of the prediction layer (None: ``"<image> prediction"``).
+    case_id : str or None
+        The results browser's case being corrected (stamped on the prediction layer
+        as ``metadata["correction_of"]``).
+    changes : dict of int to (float, float)
+        Dice before and after of the structures the last propagation changed.
+    """
+
+    def __init__(self, panel: Any, make_layer: Any) -> None:
+        self.panel = panel
+        #: ``make_layer(viewer, state, labels, name)`` adds or updates the prediction layer
+        self.make_layer = make_layer
+        self.session: Any = None
+        self._key: tuple | None = None
+        self.made_from: dict[int, PromptSet] = {}
+        self.seed: tuple | None = None
+        self.result_name: str | None = None
+        self.case_id: str | None = None
+        self.changes: dict[int, tuple[float, float]] = {}
+        self._pending: tuple | None = None
+        self._case: tuple | None = None
+        self.options: dict = {}
+        panel.runner.job_done.connect(self._job_done)
+
+    def drop(self) -> None:
+        """Forget the session and what a correction set (another case is shown)."""
+        self.session, self._key, self.made_from, self.seed = None, None, {}, None
+        self.result_name = self.case_id = None
+        self._pending = None
+        self._case: tuple | None = None
+        self.options: dict = {}
+
+    def start_from(self, labels: np.ndarray | None, sets: dict[int, PromptSet], *,
+                   name: str | None = None, case_id: str | None = None,
+                   options: dict | None = None) -> None:
+        """Correct a saved prediction: ``labels`` came from ``sets`` (the first
+        re-propagation seeds its session with them); results go to layer ``name``;
+        ``options`` (:class:`~napari_segeval.propagation.PropagationOptions` fields, the
+        run's) apply to the sessions of this correction."""
+        self.drop()
+        self.options = dict(options or {})
+        if labels is not None:
+            self.seed = (labels, dict(sets))
+            self.made_from = dict(sets)
+        self.result_name, self.case_id = name, case_id
+        self._case = case_key(self.panel.state)
+
+    @property
+    def case(self) -> tuple | None:
+        """The case (:func:`~.prompt_tools.case_key`) of the session or correction, if any."""
+        if self._key is not None:
+            return self._key[0]
+        return self._case
+
+    def _key_now(self) -> tuple:
+        p = self.panel
+        return (case_key(p.state), p.spec(), p.chosen_modality(), p.state.window, p.state.kind())
+
+    # -- starting ------------------------------------------------------------------------
+    def start(self, fresh: bool, auto: bool = False) -> Any:
+        """Propagate (``fresh``: everything, a new session) or re-propagate what changed.
+
+        Returns the job, or None when nothing was started (a notification or the
+        status line says why).
+        """
+        p = self.panel
+        image = p.state.image
+        if image is None:
+            raise ValueError("choose an image layer first")
+        layers = p.tools.layers
+        sets = p.tools.prompts()
+        shape, where = layers.frame_shape(), layers.where()
+        for label, s in sets.items():
+            s.validate(shape, name=p.state.structures.get(label), where=where)
+        if p.runner.running:
+            if auto:  # the newest prompts, once the job running has ended
+                self._pending = (fresh, auto)
+                if p.runner.worker_name in ("propagation", "re-propagation"):
+                    p.runner.cancel()  # its prompts are out of date
+                return None
+            from napari.utils.notifications import show_info
+
+            show_info(f"{p.runner.worker_name} is still running: wait or cancel it")
+            return None
+        key = self._key_now()
+        session = None if fresh or key != self._key else self.session
+        seed = self.seed if not fresh and session is None else None
+        known = {} if fresh or (session is None and seed is None) else self.made_from
+        changed = sorted({lab for lab in sets if known.get(lab) != sets[lab]}
+                         | {lab for lab in known if lab not in sets})
+        if not changed and not fresh and session is not None:
+            p.tools.status.setText("nothing to re-propagate: no prompt changed since the last "
+                                   "propagation")
+            return None
+        name = self.result_name or f"{image.name} prediction"
+        base = p.state.predictions.get("clean") if known else None
+        spatial = shape[1:] if p.state.kind() == "image" else shape
+        paint = p.live.start(f"{name} (propagating)", spatial,
+                             base=None if base is None else np.asarray(base.data),
+                             clear=changed, hide=base)
+        ref = p.state.reference
+        reference = (np.asarray(ref.data) if ref is not None
+                     and tuple(ref.data.shape) == tuple(spatial) else None)
+        what = "propagation" if session is None and seed is None else "re-propagation"
+        return p.runner.start(
+            what, propagate_session, p.spec(), p.cached_model(), session,
+            np.asarray(image.data), p.chosen_modality(), p.state.kind(), sets,
+            window=p.state.window, seed=seed, options=self.options, reference=reference,
+            needs=[image],
+            relay={"on_slice": paint},
+            on_done=lambda result: self._done(result, key, sets, name, what != "propagation"))
+
+    def _job_done(self, name: str, outcome: str) -> None:
+        if outcome == "closed":
+            self._pending = None
+        elif self._pending is not None and not self.panel.runner.running:
+            fresh, auto = self._pending
+            self._pending = None
+            from napari_segeval._widgets._worker import run_guarded
+
+            run_guarded("re-propagation", lambda: self.start(fresh, auto))
+
+    # -- results -------------------------------------------------------------------------
+    def _done(self, result: tuple, key: tuple, sets: dict, name: str, again: bool) -> None:
+        p = self.panel
+        model, session, res, changes = result
+        p.live.stop()  # the final merged prediction replaces the partial one
+        self.session, self._key, self.made_from = session, key, dict(sets)
+        self.seed, self.changes = None, dict(changes)
+        p.state.set_model(model, p.spec(), "promptable")
+        p.state.prompts = dict(sets)
+        layer = self.make_layer(p.viewer, p.state, res.labels, name)
+        names = {lab: p.state.structures[lab] for lab in sets if lab in p.state.structures}
+        layer.metadata["prompts"] = PromptFile(dict(sets), p.tools.layers.frame_shape(),
+                                               names).to_json()
+        if self.case_id is not None:
+            layer.metadata["correction_of"] = self.case_id
+        p.tools.layers.raise_layers()
+        p.state.set_prediction("clean", layer)
+        p.tools.status.setText(self.describe(session.last_propagated, again=again))
+
+    def describe(self, labels: list[int], again: bool = True) -> str:
+        """The status line after a propagation: what was propagated, how Dice moved.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as NS
+        >>> jobs = PropagationJobs.__new__(PropagationJobs)
+        >>> jobs.panel = NS(state=NS(structures={1: "liver", 2: "spleen"}))
+        >>> jobs.changes = {1: (0.5, 0.75), 2: (math.nan, 0.9)}
+        >>> jobs.describe([1, 2])
+        're-propagated liver: Dice 0.500 → 0.750; spleen: Dice 0.900'
+        """
+        names = self.panel.state.structures
+        if not labels:
+            return "nothing was propagated again"
+        parts = []
+        for lab in labels:
+            text = names.get(lab) or f"label {lab}"
+            before, after = self.changes.get(lab, (math.nan, math.nan))
+            if not math.isnan(after):
+                text += (f": Dice {after:.3f}" if math.isnan(before)
+                         else f": Dice {before:.3f} → {after:.3f}")
+            parts.append(text)
+        return ("re-propagated " if again else "propagated ") + "; ".join(parts)

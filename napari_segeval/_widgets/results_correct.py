@@ -1,0 +1,135 @@
+"""Correcting a case of the results browser with prompts (no Qt): where a correction starts.
+
+*Correct with prompts* (Results panel) hands the case shown to the Prompt tab: its
+image, its saved clean prediction as the starting point, and the prompts that
+prediction came from - the protocol's own when the case's rows record them
+(``medsam2-3d`` and ``medsam2-video`` write each structure's ``key_slice`` and
+``box``; with ``prompt=mask`` the reference's mask on that slice), otherwise (dense
+models, protocols without prompts) the reference's box of each structure on its
+middle slice (first frame of a video). The Prompt tab then re-propagates only the
+structures a person corrects; *Save corrected…* writes the result with its prompts
+to ``DIR/corrections/<case>/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+
+
+def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
+    """The prompts the protocol gave each structure of ``loaded``, from its clean rows
+    (empty when the rows do not record them).
+
+    Examples
+    --------
+    >>> class Folder:  # stands in for a ResultsFolder
+    ...     run = {"params": {"prompt": "box"}}
+    ...     records = {"c1": {"status": "ok", "rows": [
+    ...         {"label": 2, "condition": "clean", "key_slice": 3, "box": "4,5,9,12"}]}}
+    >>> class Loaded:
+    ...     case_id = "c1"
+    >>> protocol_prompts(Folder(), Loaded())
+    {2: PromptSet(label=2, prompts=(Box(y0=4, x0=5, y1=9, x1=12, index=3, label=2),))}
+    """
+    from napari_segeval.evaluation.store import result_rows
+
+    record = folder.records.get(loaded.case_id)
+    if record is None:
+        return {}
+    mask = (folder.run.get("params") or {}).get("prompt") == "mask"
+    sets: dict[int, PromptSet] = {}
+    for row in result_rows([record]):
+        if row.get("condition") != "clean" or row.get("label") is None:
+            continue
+        if row.get("key_slice") is None or not row.get("box"):
+            continue
+        label, index = int(row["label"]), int(row["key_slice"])
+        y0, x0, y1, x1 = (int(v) for v in str(row["box"]).split(","))
+        if mask:
+            ref = np.asarray(loaded.case.labels)
+            plane = ref[index] if ref.ndim == 3 else ref
+            prompt: Any = MaskPrompt(plane == label, index=index, label=label)
+        else:
+            prompt = Box(y0, x0, y1, x1, index=index, label=label)
+        sets[label] = PromptSet(label, (prompt,))
+    return dict(sorted(sets.items()))
+
+
+def starting_prompts(folder: Any, loaded: Any) -> tuple[dict[int, PromptSet], str]:
+    """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from.
+
+    The protocol's prompts (:func:`protocol_prompts`), else one box per structure of
+    the reference (middle slice; first frame of a video).
+
+    Raises
+    ------
+    ValueError
+        The case has no prompts on record and no reference to take boxes from.
+    """
+    from napari_segeval.prompts import boxes_from_labels
+
+    sets = protocol_prompts(folder, loaded)
+    if sets:
+        kind = "mask prompts" if any(isinstance(p, MaskPrompt) for s in sets.values()
+                                     for p in s) else "boxes"
+        return sets, f"the protocol's {kind}"
+    labels = loaded.case.labels
+    if labels is None:
+        raise ValueError(f"case {loaded.case_id}: no prompts on record and no reference "
+                         "labels to take boxes from")
+    mode = "video" if loaded.case.kind == "video" else "volume"
+    boxes = boxes_from_labels(np.asarray(labels), mode=mode)
+    if not boxes:
+        raise ValueError(f"case {loaded.case_id}: the reference labels are empty")
+    return {b.label: PromptSet.from_box(b) for b in boxes}, "boxes from the reference"
+
+
+#: Parameters of the propagating protocols that are :class:`PropagationOptions` fields.
+OPTION_PARAMS = ("keep_largest", "stop_when_empty", "connectivity", "decision")
+
+
+def run_options(folder: Any) -> dict:
+    """The propagation settings of the run (``keep_largest``, ``connectivity`` ...), so a
+    correction propagates as the protocol did.
+
+    Examples
+    --------
+    >>> class Folder:
+    ...     run = {"params": {"model": "medsam2", "decision": "logit", "connectivity": 26}}
+    >>> run_options(Folder())
+    {'connectivity': 26, 'decision': 'logit'}
+    """
+    params = folder.run.get("params") or {}
+    return {k: params[k] for k in OPTION_PARAMS if params.get(k) is not None}
+
+
+def run_model(folder: Any) -> str | None:
+    """The model the run's protocol used (its ``model`` parameter), if it names one."""
+    model = (folder.run.get("params") or {}).get("model")
+    return None if model is None else str(model)
+
+
+def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
+    """Hand the case ``loaded`` of ``folder`` to the Prompt tab of ``evaluate`` (the
+    *Evaluate* panel) and show that tab: the run's model when the list has it, the
+    starting prompts, the saved clean prediction, the run's propagation settings."""
+    from napari_segeval.models.registry import DENSE
+
+    cid = loaded.case_id
+    sets, source = starting_prompts(folder, loaded)
+    prompt = evaluate.prompt
+    model = run_model(folder)
+    note = f"correcting {cid} from its saved clean prediction and {source}"
+    if model in DENSE:
+        note += (f"; the run's model {model} is dense and takes no prompts: the "
+                 f"corrections run {prompt.backend.currentText()}")
+    elif model is not None and not prompt.choose_model(model):
+        note += f"; the run's model {model} is not in the list: choose one above"
+    prompt.start_correction(sets, loaded.predictions.get("clean"), name=f"{cid} corrected",
+                            case_id=cid, note=note, options=run_options(folder))
+    evaluate.tabs.setCurrentWidget(prompt)
