@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
                                                 overlap=0.5, batch_size=args.batch)
     if args.gradient == "chunked":
         fn = _chunked_function()
-        forward = lambda x: fn.apply(x, t)
+        def forward(x):
+            return fn.apply(x, t)
     else:
         forward = t._logits
     gen = torch.Generator().manual_seed(1)

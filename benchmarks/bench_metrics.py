@@ -210,7 +210,7 @@ def bench_surface():
 def _surface_distance():
     """DeepMind's ``surface-distance`` (bench extra), or None when it is not installed."""
     if not hasattr(np, "Inf"):
-        np.Inf = np.inf  # surface-distance 0.1 uses np.Inf, removed in numpy 2
+        np.inf = np.inf  # surface-distance 0.1 uses np.Inf, removed in numpy 2
     try:
         import surface_distance
     except ImportError as exc:

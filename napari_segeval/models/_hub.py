@@ -188,7 +188,7 @@ def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Pa
     except OSError as exc:
         if exc.errno in _CACHE_ERRNOS:
             raise WriteError(f"{cache_dir()}: cannot write the model cache ({exc.strerror}): "
-                             f"set HF_HOME or HF_HUB_CACHE to a writable folder with room")
+                             f"set HF_HOME or HF_HUB_CACHE to a writable folder with room") from exc
         raise _stopped(entry, exc) from None
     except Exception as exc:  # noqa: BLE001 - the network layer raises many types
         raise _stopped(entry, exc) from None

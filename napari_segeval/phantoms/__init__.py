@@ -22,9 +22,9 @@ Only numpy and scipy are imported here.
 #: Samples use seeds >= this value; training must use seeds below it.
 SAMPLE_SEED_BASE: int = 1000
 
-from napari_segeval.phantoms.ct import CT_STRUCTURES, make_ct_case
-from napari_segeval.phantoms.echo import ECHO_STRUCTURES, make_echo_clip
-from napari_segeval.phantoms.images2d import (
+from napari_segeval.phantoms.ct import CT_STRUCTURES, make_ct_case  # noqa: E402
+from napari_segeval.phantoms.echo import ECHO_STRUCTURES, make_echo_clip  # noqa: E402
+from napari_segeval.phantoms.images2d import (  # noqa: E402
     POLYP_COLORS,
     POLYP_STRUCTURES,
     SKIN_STRUCTURES,

@@ -123,8 +123,13 @@ def _ribs(rng, z, y, x, axes, rho_mid, half_z):
 def _organs(rng, z, y, x, shape, cav_axes, y0, half_z):
     """Deformed ellipsoids of the liver (two lobes), spleen and both kidneys."""
     cax, cay = cav_axes
-    j = lambda s: rng.uniform(-s, s)
-    k = lambda: rng.uniform(0.88, 1.12)
+
+    def j(s):
+        return rng.uniform(-s, s)
+
+    def k():
+        return rng.uniform(0.88, 1.12)
+
     hz = half_z
     lobe_r = ellipsoid_level(
         (z, y, x),

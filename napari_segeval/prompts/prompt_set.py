@@ -476,7 +476,7 @@ class PromptFile:
                 raise ValueError(f"shape must be [n, H, W] of positive sizes, got {list(shape)}")
             sets: dict[int, PromptSet] = {}
             names: dict[int, str] = {}
-            for i, s in enumerate(obj["structures"]):
+            for _i, s in enumerate(obj["structures"]):
                 label = _integer(s["label"], "label")
                 if label in sets:
                     raise ValueError(f"structure {label} is listed twice")

@@ -114,10 +114,10 @@ def _overlap(a: tuple, b: tuple) -> int:
     (oa, ma), (ob, mb) = a, b
     lo = [max(x, y) for x, y in zip(oa, ob)]
     hi = [min(x + s, y + t) for x, s, y, t in zip(oa, ma.shape, ob, mb.shape)]
-    if any(h <= l for l, h in zip(lo, hi)):
+    if any(h <= low for low, h in zip(lo, hi)):
         return 0
-    sa = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, oa))
-    sb = tuple(slice(l - o, h - o) for l, h, o in zip(lo, hi, ob))
+    sa = tuple(slice(low - o, h - o) for low, h, o in zip(lo, hi, oa))
+    sb = tuple(slice(low - o, h - o) for low, h, o in zip(lo, hi, ob))
     return int((ma[sa] & mb[sb]).sum())
 
 

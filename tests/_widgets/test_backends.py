@@ -10,7 +10,7 @@ from napari_segeval.models.registry import PROMPTABLE
 
 
 def test_backends_are_the_registrys_promptable_models():
-    assert BACKENDS == tuple(m.label for m in PROMPTABLE.values())
+    assert tuple(m.label for m in PROMPTABLE.values()) == BACKENDS
     assert {"SAM2.1 tiny", "SAM2.1 small", "SAM2.1 base-plus", "SAM2.1 large"} <= set(BACKENDS)
 
 

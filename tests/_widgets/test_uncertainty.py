@@ -45,7 +45,7 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     assert layer.opacity == pytest.approx(0.6) and str(layer.blending) == "additive"
     assert tuple(layer.scale) == tuple(w.state.reference.scale)
     assert layer.data.shape == w.state.image.data.shape
-    assert 0.0 <= float(layer.data.min()) and float(layer.data.max()) <= 1.0
+    assert float(layer.data.min()) >= 0.0 and float(layer.data.max()) <= 1.0
     assert float(layer.data.max()) > 0.0  # box jitter makes the boundary uncertain
     # the worker ran the core function: same map, same per-structure scores
     _, umap, scores = uncertainty(w.prompt.spec(), (w.state.model_key, w.state.model),

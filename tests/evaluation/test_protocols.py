@@ -44,7 +44,10 @@ def test_key_slice_and_prompts_are_middle_and_reproducible():
     m = np.zeros((11, 6, 6), np.uint8)
     m[2:9, 1:4, 1:4] = 1
     assert key_slice(m == 1) == 5
-    rng = lambda: np.random.default_rng(0)
+
+    def rng():
+        return np.random.default_rng(0)
+
     a = reference_prompts(m, {1: "x", 2: "absent"}, jitter=1, rng=rng())
     assert [b.label for b in a] == [1] and a == reference_prompts(m, {1: "x"}, jitter=1, rng=rng())
 

@@ -49,11 +49,17 @@ def test_resampled_geometry_preserves_extent_and_centre():
     img = np.zeros((6, 12, 12), np.float32)
     _, info = resample_image(img, g.spacing, (2.0, 3.0, 3.0), order=1)
     g2 = resampled_geometry(g, info)
-    centre = lambda geom, shape: geom.affine() @ np.r_[(np.array(shape) - 1) / 2, 1]
+
+    def centre(geom, shape):
+        return geom.affine() @ np.r_[(np.array(shape) - 1) / 2, 1]
+
     np.testing.assert_allclose(centre(g, img.shape), centre(g2, info.shape), atol=1e-9)
     assert g2.spacing == (2.0, 3.0, 3.0)
     # corner voxel edge coincides: origin moved by half the spacing change along each axis
-    edge = lambda geom: geom.affine() @ np.r_[-0.5, -0.5, -0.5, 1]
+
+    def edge(geom):
+        return geom.affine() @ np.r_[-0.5, -0.5, -0.5, 1]
+
     np.testing.assert_allclose(edge(g), edge(g2), atol=1e-9)
 
 

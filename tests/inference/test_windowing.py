@@ -95,7 +95,8 @@ def test_ct_minmax_rescales_the_clipped_volume_like_medsam2():
                                atol=1e-4)
     edges = apply_window(hu, -600, 1500)
     assert not np.allclose(edges, theirs)  # the data does not reach 150 HU: they differ
-    full = hu.copy(); full.flat[0], full.flat[1] = -2000, 500  # reaches both edges
+    full = hu.copy()
+    full.flat[0], full.flat[1] = -2000, 500  # reaches both edges
     np.testing.assert_allclose(apply_window(full, -600, 1500, "minmax"),
                                apply_window(full, -600, 1500), atol=1e-4)
 

@@ -33,7 +33,7 @@ def test_ras_to_lps_known_answer(tmp_path, make):
 
 @pytest.mark.parametrize("affine", [np.diag([0.9, 0.9, 3.0, 1.0]), OBLIQUE])
 def test_geometry_matches_simpleitk(tmp_path, make, affine):
-    path = make.nifti(tmp_path / "b.nii", np.random.rand(5, 6, 7).astype(np.float32), affine)
+    path = make.nifti(tmp_path / "b.nii", np.random.default_rng(0).random((5, 6, 7)).astype(np.float32), affine)
     case = read_image(path)
     ref = sitk.ReadImage(str(path))
     np.testing.assert_array_equal(case.image, sitk.GetArrayFromImage(ref))
@@ -93,7 +93,7 @@ def test_float_labels_with_integer_values_are_cast(tmp_path, make):
 
 
 def test_truncated_gz_is_read_error(tmp_path, make):
-    path = make.nifti(tmp_path / "t.nii.gz", np.random.rand(8, 8, 8).astype(np.float32), np.eye(4))
+    path = make.nifti(tmp_path / "t.nii.gz", np.random.default_rng(0).random((8, 8, 8)).astype(np.float32), np.eye(4))
     path.write_bytes(path.read_bytes()[:-200])
     with pytest.raises(ReadError, match="t.nii.gz"):
         read_image(path)

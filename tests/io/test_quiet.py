@@ -20,7 +20,7 @@ def test_overlapping_blocks_in_two_threads_restore_everything(capfd):
         with quiet(native=True) as got:
             a_in.set()
             b_in.wait(5)
-            warnings.warn("from a")
+            warnings.warn("from a", stacklevel=1)
         caught["a"] = got
         a_out.set()
 
@@ -29,7 +29,7 @@ def test_overlapping_blocks_in_two_threads_restore_everything(capfd):
         with quiet(native=True) as got:
             b_in.set()
             a_out.wait(5)
-            warnings.warn("from b")
+            warnings.warn("from b", stacklevel=1)
             os.write(2, b"native noise\n")  # swallowed while any native block is open
         caught["b"] = got
 
@@ -60,7 +60,7 @@ def test_warnings_of_other_threads_are_not_swallowed():
     try:
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            warnings.warn("main thread warning")
+            warnings.warn("main thread warning", stacklevel=1)
     finally:
         done.set()
         t.join(10)
@@ -84,10 +84,10 @@ def test_a_catch_warnings_block_overlapping_a_read_breaks_nothing(capfd):
         main_in.set()
         left.wait(5)
     t.join(10)
-    warnings.warn("after the overlap")  # shown, not lost, no recursion
+    warnings.warn("after the overlap", stacklevel=1)  # shown, not lost, no recursion
     with quiet() as got:
-        warnings.warn("inside a read")
-        other = threading.Thread(target=lambda: warnings.warn("from another thread"))
+        warnings.warn("inside a read", stacklevel=1)
+        other = threading.Thread(target=lambda: warnings.warn("from another thread", stacklevel=1))
         other.start()
         other.join(10)
     assert got == ["inside a read"]

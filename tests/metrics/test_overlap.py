@@ -190,7 +190,10 @@ def test_monai_dice_equal():
     rng = np.random.default_rng(3)
     ref = rng.integers(0, 4, (6, 20, 20))
     pred = np.where(rng.random(ref.shape) < 0.8, ref, rng.integers(0, 4, ref.shape))
-    one_hot = lambda a: torch.nn.functional.one_hot(torch.as_tensor(a), 4).permute(3, 0, 1, 2)[None]
+
+    def one_hot(a):
+        return torch.nn.functional.one_hot(torch.as_tensor(a), 4).permute(3, 0, 1, 2)[None]
+
     monai = metrics.DiceMetric(include_background=True, reduction="none")(one_hot(pred), one_hot(ref))
     ours = overlap_from_confusion(confusion_matrix(ref, pred), include_background=True)["dice"]
     np.testing.assert_allclose(ours, monai.numpy()[0], rtol=1e-6)

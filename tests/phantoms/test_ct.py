@@ -76,8 +76,13 @@ def test_tumour_switch_leaves_anatomy_unchanged():
 
 def test_laterality_and_slice_extent(ct_case):
     lab = ct_case.labels
-    xs = lambda m: np.nonzero(m)[2].mean()
-    zs = lambda m: np.nonzero(m)[0].mean()
+
+    def xs(m):
+        return np.nonzero(m)[2].mean()
+
+    def zs(m):
+        return np.nonzero(m)[0].mean()
+
     # LPS: x grows toward patient left; the liver and right kidney sit at small x
     assert xs(lab == 1) < 56 < xs(lab == 2)
     assert xs(lab == 3) < 56 < xs(lab == 4)

@@ -85,7 +85,8 @@ def test_logit_decision_differs_only_where_sigmoid_rounds_to_half():
 
 
 def test_logit_decision_without_backend_logits_matches_probability():
-    f = np.zeros((5, 10, 10), np.float32); f[:, 2:7, 2:7] = 1.0
+    f = np.zeros((5, 10, 10), np.float32)
+    f[:, 2:7, 2:7] = 1.0
     box = [Box(2, 2, 7, 7, index=2)]
     a = propagate_case(ThresholdPromptModel(), f, box)
     b = propagate_case(ThresholdPromptModel(), f, box, PropagationOptions(decision="logit"))
@@ -102,7 +103,8 @@ def test_video_logit_frames_before_the_prompt_are_background():
 
 
 def test_per_structure_masks_are_unmerged():
-    f = np.zeros((3, 12, 12), np.float32); f[:, 2:10, 2:10] = 1.0
+    f = np.zeros((3, 12, 12), np.float32)
+    f[:, 2:10, 2:10] = 1.0
     boxes = [Box(2, 2, 10, 10, index=1, label=1), Box(4, 4, 8, 8, index=1, label=2)]
     for share in (True, False):
         res = propagate_case(ThresholdPromptModel(), f, boxes,

@@ -259,7 +259,7 @@ def summarize(rows: list[dict], params: dict) -> dict:
                   "removed": [x for x in str(first.get("removed") or "").split(";") if x],
                   "model": first.get("model_file")}
     base = out.get("unfiltered", {}).get("dice")
-    for c, v in out.items():
+    for _c, v in out.items():
         v["dice_change"] = (v["dice"] - base) if base is not None else None
     splits = sorted({str(r.get("test_split")) for r in rows if r.get("test_split")})
     return {"analysis": "filter-training",
