@@ -14,9 +14,10 @@ SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 TINY_INTENSITY = {"lower": -20.0, "upper": 160.0, "mean": 60.0, "std": 30.0}
 
 
-@pytest.fixture
-def tiny_dense_weights(tmp_path) -> Path:
-    """A small random 3D U-Net (6 classes) saved in the built-in dense weights format."""
+@pytest.fixture(scope="session")
+def tiny_dense_weights(tmp_path_factory) -> Path:
+    """A small random 3D U-Net (6 classes) saved in the built-in dense weights format
+    (built once per session: read it, never write to it)."""
     import torch
 
     from napari_segeval.models.dense import BUILTIN_PLANS
@@ -28,9 +29,43 @@ def tiny_dense_weights(tmp_path) -> Path:
     payload.update(config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
                    intensity=dict(TINY_INTENSITY), lesion_min_mm3={"5": 50.0},
                    state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
-    path = tmp_path / "tiny.pt"
+    path = tmp_path_factory.mktemp("tiny-dense") / "tiny.pt"
     torch.save(payload, path)
     return path
+
+
+@pytest.fixture(scope="session")
+def medsam2_checkpoint(tmp_path_factory) -> Path:
+    """MedSAM2's network (SAM2.1 Hiera-tiny, 512 px) with random weights (seed 0) saved as a
+    checkpoint in Meta's layout (``{"model": state_dict}``), built once per session.
+
+    Skipped where Meta's ``sam2`` package (and hydra) is missing.
+    """
+    pytest.importorskip("sam2")
+    pytest.importorskip("hydra")
+    import torch
+
+    from napari_segeval.models.medsam2._build import build_network
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("medsam2") / "medsam2_random.pt"
+    torch.save({"model": build_network().state_dict()}, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def fgsm_run(tmp_path_factory) -> Path:
+    """``msd-robust`` with the built-in CT model and FGSM (eps 0.5) on the first two cases of
+    the sample task, report included: the results folder, made once per session for the
+    results tests of the evaluation layer and of the viewer (read it, never write to it)."""
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.layouts import load_layout
+
+    out = tmp_path_factory.mktemp("fgsm-run") / "msd-robust"
+    specs = load_layout(SAMPLE_DATA / "msd_task" / "Task90_AbdomenPhantom")[:2]
+    run_evaluation(specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]},
+                   workers=1)
+    return out
 
 
 @pytest.fixture

@@ -20,17 +20,10 @@ TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task9
 FGSM = "fgsm-linf eps=0.5"
 
 
-@pytest.fixture(scope="module")
-def results_run(tmp_path_factory):
+@pytest.fixture
+def results_run(fgsm_run):
     """msd-robust, built-in CT model, one FGSM condition, two cases of the sample task."""
-    from napari_segeval.evaluation import run_evaluation
-    from napari_segeval.evaluation.layouts import load_layout
-
-    out = tmp_path_factory.mktemp("browser") / "msd-robust"
-    specs = load_layout(TASK)[:2]
-    run_evaluation(specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]},
-                   workers=1)
-    return out
+    return fgsm_run
 
 
 def csv_rows(out: Path) -> list[dict]:

@@ -147,19 +147,12 @@ def test_attack_and_evaluate_take_the_pulled_name(hub, tmp_path, capsys, tiny_ct
     assert summary["n_ok"] == 1 and summary["params"]["model"] == "test-tiny"
 
 
-@pytest.mark.skipif(not all(__import__("importlib").util.find_spec(m) for m in ("sam2", "hydra")),
-                    reason="Meta's sam2 package / hydra-core (extra 'medsam2') not installed")
-def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys):
-    import torch
-
+def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys,
+                                                medsam2_checkpoint):
     from napari_segeval.io import Geometry, write_image, write_labels
     from napari_segeval.models import catalogue
-    from napari_segeval.models.medsam2._build import build_network
 
-    torch.manual_seed(0)
-    ckpt = tmp_path / "random.pt"
-    torch.save({"model": build_network().state_dict()}, ckpt)
-    data = ckpt.read_bytes()
+    data = medsam2_checkpoint.read_bytes()
     entry = replace(catalogue.CATALOGUE["MedSAM2_latest"], sha256=None, size=len(data))
     server = serve(monkeypatch, tmp_path / "cache", entry, data)
     img = np.full((4, 40, 48), -100, np.int16)

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _segeval_toy (wo
 from _segeval_toy import write_msd
 
 
-@pytest.fixture
-def msd_task(tmp_path) -> Path:
-    """Four clean toy cases in MSD layout."""
-    return write_msd(tmp_path / "Task99_Toy")
+@pytest.fixture(scope="session")
+def msd_task(tmp_path_factory) -> Path:
+    """Four clean toy cases in MSD layout (written once per session: read them only)."""
+    return write_msd(tmp_path_factory.mktemp("msd") / "Task99_Toy")

@@ -176,17 +176,6 @@ SAMPLE_TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" /
 FGSM = "fgsm-linf eps=0.5"
 
 
-@pytest.fixture(scope="module")
-def fgsm_run(tmp_path_factory):
-    """msd-robust with the built-in CT model and FGSM on one case of the sample task."""
-    from napari_segeval.evaluation.layouts import load_layout
-
-    out = tmp_path_factory.mktemp("fgsm") / "out"
-    run_evaluation(load_layout(SAMPLE_TASK)[:1], "msd-robust", out,
-                   params={"attacks": [{"name": "fgsm", "eps": 0.5}]}, workers=1, report=False)
-    return out
-
-
 def test_perturbed_image_is_computed_bit_for_bit_from_the_perturbation(fgsm_run):
     folder = ResultsFolder(fgsm_run)
     cid = folder.cases()[0]

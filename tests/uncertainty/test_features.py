@@ -113,18 +113,11 @@ def test_progress_reaches_the_total_and_cancel_stops():
         class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a"}, cancel=stop)
 
 
-def test_medsam2_decoded_map_is_its_mask_decoder_logits(tmp_path):
-    pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
-    pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
-    import torch
+def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
 
-    from napari_segeval.models.medsam2._build import build_network
     from napari_segeval.models.registry import load_promptable
 
-    torch.manual_seed(0)
-    ckpt = tmp_path / "MedSAM2_random.pt"
-    torch.save({"model": build_network().state_dict()}, ckpt)
-    model = load_promptable("medsam2", checkpoint=ckpt, device="cpu")
+    model = load_promptable("medsam2", checkpoint=medsam2_checkpoint, device="cpu")
     lab = np.zeros((4, 40, 48), np.uint8)
     lab[:, 12:28, 14:34] = 1
     case = volume_case(lab, image=np.where(lab > 0, 80.0, -100.0).astype(np.float32))
