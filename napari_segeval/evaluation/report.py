@@ -262,9 +262,9 @@ def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
     toggle = ("var a=this.checked;document.getElementById('worst-real').style.display="
               "a?'none':'';document.getElementById('worst-all').style.display=a?'':'none';")
     return ["<h2>Worst cases</h2>",
-            f'<p><label><input type="checkbox" id="absences" onchange="{toggle}"> count the '
-            f"{n_absent} absences (rows of a structure in neither the reference nor the "
-            "prediction, no failure; left out of the ranking by default)</label></p>",
+            (f'<p><label><input type="checkbox" id="absences" onchange="{toggle}"> count the '
+             f"{n_absent} absences (rows of a structure in neither the reference nor the "
+             "prediction, no failure; left out of the ranking by default)</label></p>"),
             f'<div id="worst-real">{block(False)}</div>',
             f'<div id="worst-all" style="display:none">{block(True)}</div>']
 
@@ -280,15 +280,15 @@ def _fold_tables(results: dict) -> str:
                  ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or [])]
                 for m in ("dice", "iou", "recall", "precision") if m in block]
 
-    parts = [f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
-             f"<p>{html.escape(str(head.get('definition', '')))}.</p>",
+    parts = [(f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
+              f"<p>{html.escape(str(head.get('definition', '')))}.</p>"),
              table(["metric", "mean %", "std %", "folds %"], rows(results, head["names"]),
                    sortable=False)]
     for key in ("per_image", "accumulated"):
         other = results.get(key)
         if isinstance(other, dict) and "names" in other:
-            parts += [f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
-                      f"{html.escape(str(other.get('definition', '')))}.</p>",
+            parts += [(f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
+                       f"{html.escape(str(other.get('definition', '')))}.</p>"),
                       table(["metric", "mean %", "std %", "folds %"],
                             rows(other, other["names"]), sortable=False)]
     return "".join(parts)

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from napari_segeval.training import duo  # noqa: E402
+from napari_segeval.training import duo
 
 
 def their_scales(logits):
