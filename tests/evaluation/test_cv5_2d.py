@@ -314,12 +314,13 @@ def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path
 @pytest.mark.parametrize("task, classes", [
     ("skin", {"background", "lesion"}),
     ("polyp", {"background", "neoplastic", "non_neoplastic"})])
-def test_cli_preset_on_sample_data(task, classes, tmp_path):
+def test_cli_preset_on_sample_data(task, classes, tmp_path, capsys):
     out = tmp_path / task
     tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]
     rc = cli(["evaluate", str(SAMPLE / task), "--protocol", "cv5-2d", "--preset", "borst2026",
-              "-o", str(out), "--workers", "1", *tiny])
+              "-o", str(out), "--workers", "1", "--no-progress", *tiny])
     assert rc == 0
+    assert "headline (accumulated, %, mean +- std over folds): mDice " in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     run = json.loads((out / "run.json").read_text())
     assert summary["preset"] == run["preset"] == "borst2026" and summary["n_ok"] == 20

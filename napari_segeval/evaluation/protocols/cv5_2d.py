@@ -170,6 +170,7 @@ def is_holdout(spec, params: dict) -> bool:
 
 def select(specs: Sequence, params: dict) -> list:
     """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
+    _reading(params)  # a wrong headline fails before any training
     return [s for s in specs if s.error or (s.labels and s.fold is not None)
             or is_holdout(s, params)]
 
