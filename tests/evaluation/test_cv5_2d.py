@@ -278,6 +278,7 @@ def isic_official(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp_path):
     data = isic_official(tmp_path / "isic")
     assert get_protocol("cv5-2d").resolve_params(preset="borst2026")["cv_splits"] == {}
