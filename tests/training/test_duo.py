@@ -73,7 +73,7 @@ def test_noise_head_learns_labels_the_network_confidently_contradicts():
         opt.zero_grad()
         duo.duo_loss(logits, noise_logits, y, 2).backward()
         opt.step()
-    n = torch.sigmoid(noise_logits[0, 1])
+    n = torch.sigmoid(noise_logits.detach()[0, 1])
     assert float(n[..., 2:4].min()) > 0.9  # labelled 1, predicted 0 confidently: noisy
     assert float(n[..., 4:6].max()) < 0.05  # labelled 1 and predicted 1: clean
     denoised = (F.one_hot(y, 2).permute(0, 4, 1, 2, 3).float()[:, 1] * (1 - n))
