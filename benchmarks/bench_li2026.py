@@ -3,8 +3,10 @@
 Runs ``segeval evaluate --protocol uncertainty --preset li2026`` on an MSD task:
 the AUV of every training case (built-in promptable model, or MedSAM2 with
 ``--checkpoint``), the most uncertain 5 % and 10 % of the training cases removed
-(the paper's quantile rule), the built-in 3D U-Net retrained for each list, and
-every model scored on the test cases. Prints the test Dice / mIoU per condition.
+(the paper's quantile rule), the built-in 3D U-Net retrained for each list and
+once more with the paper's DUO loss on every training case, and every model
+scored on the test cases. Prints the test Dice / mIoU per condition and the AUV
+energy spectrum used.
 
 ``--task DIR`` runs on an existing task (the bundled
 ``sample_data/msd_task/Task90_AbdomenPhantom`` by default: 6 cases, 2 held out,
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
                        workers=1)
     res = r.summary["results"]
     print(f"task {task} ({r.n_ok} test cases ok, {r.n_failed} failed); {res.get('test_set')}; "
-          f"{time.perf_counter() - t0:.0f} s")
+          f"{time.perf_counter() - t0:.0f} s; AUV energy: {res.get('auv_energy')}")
     print("| condition | n_train | removed | test Dice % | test mIoU % |\n|---|---|---|---|---|")
     for name, c in res.get("conditions", {}).items():
         print(f"| {name} | {c['n_train']} | {', '.join(c['removed']) or '-'} | "

@@ -4,7 +4,9 @@
 recognises a folder holding ``run.json``) lists one row per case x structure x
 condition with Dice, ΔDice (attacked − clean), HD95, NSD and the uncertainty
 score when present, sorted worst Dice first; click a header to sort, use the
-filters for structure, condition and fold.
+filters for structure, condition and fold. A structure in neither the reference
+nor the prediction of a case is an *absence*, not a failure: its Dice reads
+"absent", it sorts after every real score, and *Show absences* hides it.
 
 Selecting a row loads that case in a worker thread (the viewer stays
 responsive): the image, the reference, the clean and attacked predictions, and
@@ -42,6 +44,7 @@ from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QFileDialog,
     QFormLayout,
@@ -106,6 +109,11 @@ class ResultsPanel(QWidget):
         self.filters = {k: QComboBox() for k in ("structure", "condition", "fold")}
         for key, combo in self.filters.items():
             combo.currentTextChanged.connect(lambda text, key=key: self._filter(key, text))
+        self.show_absent = QCheckBox("Show absences")
+        self.show_absent.setChecked(True)
+        self.show_absent.setToolTip("rows of a structure in neither the reference nor the "
+                                    "prediction (no failure: listed after every real score)")
+        self.show_absent.toggled.connect(self.proxy.set_show_absent)
         self.summary = QLabel("Open a folder written by segeval evaluate.")
         self.summary.setWordWrap(True)
         self.open_button = QPushButton("Open…")
@@ -147,6 +155,7 @@ class ResultsPanel(QWidget):
         form = QFormLayout()
         for key, combo in self.filters.items():
             form.addRow(key, combo)
+        form.addRow("", self.show_absent)
         nav = QHBoxLayout()
         nav.addWidget(self.previous_button)
         nav.addWidget(self.next_button)
@@ -210,7 +219,10 @@ class ResultsPanel(QWidget):
         self.table.sortByColumn(self.model.column("dice"), Qt.SortOrder.AscendingOrder)
         self.table.resizeColumnsToContents()
         failed = folder.failed
+        absent = sum(1 for r in rows if r.get("absent"))
+        self.show_absent.setEnabled(absent > 0)
         text = (f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
+                + (f" ({absent} absences)" if absent else "")
                 + (f", {len(failed)} failed (see report.html)" if failed else "")
                 + f" — {folder.path}")
         if folder.run.get("save_predictions") is False:

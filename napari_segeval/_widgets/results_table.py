@@ -3,8 +3,10 @@
 :class:`ResultsModel` shows the rows of
 :meth:`napari_segeval.evaluation.results.ResultsFolder.rows` (one per case x
 structure x condition); :class:`ResultsProxy` filters them by structure,
-condition and fold and sorts numbers as numbers, with missing values (NaN) last
-in either direction.
+condition and fold, shows or hides *absences* (rows whose structure is in
+neither the reference nor the prediction: their Dice reads "absent", not a
+score), and sorts numbers as numbers, with missing values (NaN) and absences
+last in either direction.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 #: Always shown; the other columns only when some row has a value.
 ALWAYS = ("case", "structure", "condition", "dice")
+#: Columns whose value is no score on an absence (sorted last, Dice shown as "absent").
+SCORES = ("dice", "delta_dice", "hd95", "nsd")
+ABSENT = "absent"
 ALL = "(all)"
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -84,9 +89,16 @@ class ResultsModel(QAbstractTableModel):
         row = self.rows[index.row()]
         key = self.columns[index.column()][0]
         value = row.get(key)
+        absent = bool(row.get("absent")) and key in SCORES
         if role == Qt.ItemDataRole.DisplayRole:
-            return _text(key, value)
+            return ABSENT if absent and key == "dice" else _text(key, value)
+        if role == Qt.ItemDataRole.ToolTipRole and absent:
+            return (f"{row.get('structure')} is in neither the reference nor the prediction: "
+                    f"an absence, not a failure (scored {_text(key, value)} by the protocol's "
+                    "empty rule)")
         if role == SORT_ROLE:
+            if absent:
+                return math.nan  # after every real score
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 return float(value)
             return math.nan if value is None else str(value)
@@ -108,11 +120,12 @@ class ResultsModel(QAbstractTableModel):
 
 
 class ResultsProxy(QSortFilterProxyModel):
-    """Filters rows by structure, condition and fold; sorts numbers with NaN last."""
+    """Filters rows by structure, condition, fold and absence; sorts numbers with NaN last."""
 
     def __init__(self) -> None:
         super().__init__()
         self.filters: dict[str, str] = {"structure": ALL, "condition": ALL, "fold": ALL}
+        self.show_absent = True
         self.setSortRole(SORT_ROLE)
 
     def set_filter(self, key: str, value: str) -> None:
@@ -120,8 +133,15 @@ class ResultsProxy(QSortFilterProxyModel):
         self.filters[key] = value
         self.invalidateFilter()
 
+    def set_show_absent(self, show: bool) -> None:
+        """Show (True) or hide the absences (rows marked ``absent``)."""
+        self.show_absent = bool(show)
+        self.invalidateFilter()
+
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
         row = self.sourceModel().rows[source_row]
+        if not self.show_absent and row.get("absent"):
+            return False
         for key, wanted in self.filters.items():
             if wanted == ALL:
                 continue

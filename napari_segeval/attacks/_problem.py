@@ -126,12 +126,29 @@ class Problem:
         self.channel_axis = None if channel_axis is None else channel_axis % x.ndim
         self.lo = self.hi = None
         if cfg.clamp is not None:
-            self.lo = torch.minimum(self.x, torch.full_like(self.x, cfg.clamp[0]))
-            self.hi = torch.maximum(self.x, torch.full_like(self.x, cfg.clamp[1]))
+            lo, hi = self._bounds(cfg.clamp)
+            self.lo, self.hi = torch.minimum(self.x, lo), torch.maximum(self.x, hi)
         self.n_forward = self.n_backward = 0
         self.best_dice = self.best_delta = self.best_logits = self.best_score = None
         self.frozen = None
         self.info: dict = {}
+
+    def _bounds(self, clamp: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(lo, hi)`` tensors of ``x``'s shape: one range, or one per channel."""
+        import torch
+
+        if not isinstance(clamp[0], tuple):
+            return (torch.full_like(self.x, clamp[0]), torch.full_like(self.x, clamp[1]))
+        axis = self.channel_axis
+        if axis is None or self.x.shape[axis] != len(clamp):
+            n = "no channel axis" if axis is None else f"{self.x.shape[axis]} channels"
+            raise ValueError(f"{len(clamp)} per-channel clamp ranges for an input with {n}")
+        shape = [1] * self.x.ndim
+        shape[axis] = len(clamp)
+        lo, hi = (torch.tensor([c[i] for c in clamp], dtype=self.x.dtype,
+                               device=self.x.device).reshape(shape).expand_as(self.x)
+                  for i in (0, 1))
+        return lo, hi
 
     @property
     def threshold(self) -> float | None:

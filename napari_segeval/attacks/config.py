@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.attacks.budget import NORMS
@@ -26,6 +27,16 @@ SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(
 SELECTS = ("dice", "loss")
 #: Attacks implemented for the L-inf norm only.
 LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
+
+
+def _clamp_ranges(clamp: Any) -> tuple:
+    """``(lo, hi)`` floats, or a tuple of them (one per channel); an empty range raises."""
+    per_channel = isinstance(clamp[0], (list, tuple))
+    pairs = [(float(a), float(b)) for a, b in (clamp if per_channel else [clamp])]
+    for pair in pairs:
+        if pair[0] > pair[1]:
+            raise ValueError(f"clamp range {pair} is empty")
+    return tuple(pairs) if per_channel else pairs[0]
 
 
 @dataclass
@@ -59,8 +70,11 @@ class AttackConfig:
         ``absolute``. None picks the attack's default.
     weighting : {None, "segpgd", "cospgd"}
         Per-voxel loss weighting (PGD with ``ce`` or ``dlr``).
-    clamp : (float, float) or None
-        Valid range of the preprocessed input to keep perturbed inputs in.
+    clamp : (float, float), sequence of (float, float), or None
+        Valid range of the preprocessed input to keep perturbed inputs in: one
+        ``(lo, hi)`` for every element, or one per image channel (along the
+        attack's channel axis: multi-channel MR, each channel z-scored with its
+        own statistics).
     seed : int
         Seed of the random start / noise / squares (a CPU generator: same draws on any device).
     keep_best : bool
@@ -92,7 +106,7 @@ class AttackConfig:
     restarts: int = 1
     schedule: str | None = None
     weighting: str | None = None
-    clamp: tuple[float, float] | None = None
+    clamp: tuple | None = None
     seed: int = 0
     keep_best: bool = True
     select: str = "dice"
@@ -138,9 +152,7 @@ class AttackConfig:
         if self.target_ranks is not None and int(self.target_ranks) < 1:
             raise ValueError(f"target_ranks must be >= 1, got {self.target_ranks}")
         if self.clamp is not None:
-            self.clamp = (float(self.clamp[0]), float(self.clamp[1]))
-            if self.clamp[0] > self.clamp[1]:
-                raise ValueError(f"clamp range {self.clamp} is empty")
+            self.clamp = _clamp_ranges(self.clamp)
 
     def _check_schedule(self) -> None:
         allowed = ATTACKS[self.attack].schedules
@@ -162,7 +174,9 @@ class AttackConfig:
     def to_dict(self) -> dict:
         """Plain dict, with the effective step size."""
         d = asdict(self)
-        d["clamp"] = list(self.clamp) if self.clamp is not None else None
+        d["clamp"] = (None if self.clamp is None else
+                      [list(c) for c in self.clamp] if isinstance(self.clamp[0], tuple)
+                      else list(self.clamp))
         d["step_size"] = self.effective_step_size
         return d
 

@@ -137,6 +137,9 @@ class DenseTarget:
         self.apply_postprocess = postprocess
         self.x, self.info = model.preprocess(case)
         self.valid_range = tuple(float(v) for v in self.info.valid_range)
+        #: the valid range of each input channel (its own clip bounds, z-scored)
+        self.channel_valid_ranges = tuple(
+            (float(lo), float(hi)) for lo, hi in getattr(self.info, "channel_valid_range", ()))
         #: raw units per normalized unit of this case, per channel (MR min-max included)
         self.channel_scales = tuple(float(v) for v in getattr(
             self.info, "channel_scale", (model.raw_per_normalized_unit,)))

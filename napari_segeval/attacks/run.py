@@ -119,7 +119,8 @@ def attack_case(
         use its 2D spacing.
     config : AttackConfig
         Attack and budget (``eps`` in normalized units). Its ``clamp`` is replaced by
-        the target's valid range when ``clamp`` is True.
+        the target's valid range when ``clamp`` is True (one range per channel for
+        a multi-channel target: ``channel_valid_ranges``).
     clamp : bool
         Keep perturbed inputs in the range the preprocessing can produce.
     surface : bool
@@ -163,8 +164,10 @@ def attack_case(
     reason = not_applicable(config, int(target.num_classes))
     if reason is not None:
         raise AttackNotApplicable(reason)
-    if clamp:
-        config = AttackConfig(**{**config.__dict__, "clamp": target.valid_range})
+    if clamp:  # each channel in its own range when the target has several
+        ranges = tuple(getattr(target, "channel_valid_ranges", ()) or ())
+        config = AttackConfig(**{**config.__dict__,
+                                 "clamp": ranges if len(ranges) > 1 else target.valid_range})
     budget = Budget.from_normalized(config.eps, target.raw_per_normalized_unit, config.norm)
     with torch.no_grad():
         clean_logits = target.forward(target.x)

@@ -8,8 +8,11 @@ Per case, inside the L-inf ball of radius ``eps`` (and the optional valid input
 range):
 
 1. Start from *stripes*: ``delta = +-eps``, one random sign per position of the
-   other axes, constant along the first spatial axis longer than 1 (the depth
-   axis of a volume, as ROG does; rows of a 2D image, as the paper does).
+   other axes, constant along one spatial axis (:func:`stripe_axis`): in a
+   volume the last, ``x`` (our arrays are ``(z, y, x)``, the reverse of
+   nibabel's ``(x, y, z)``, so this is the first axis of the nibabel arrays
+   ROG's ``attack_single_run`` draws its stripes along, an in-plane axis); in a
+   2D image the first, rows (the paper's vertical stripes, ``[c, 1, w]``).
 2. Each query draws a window - a cube of side ``s = round((p V)^(1/d))`` over
    the ``d`` spatial axes longer than 1 (``V`` spatial elements), clipped to
    each axis, at a uniformly random position - and sets it to ``+-eps`` (one
@@ -93,13 +96,30 @@ def _signs(shape: list[int], gen: torch.Generator) -> torch.Tensor:
     return torch.randint(0, 2, shape, generator=gen).float() * 2 - 1
 
 
+def stripe_axis(sizes: dict[int, int]) -> int | None:
+    """The axis (of ``{axis: size}``, spatial axes in order) the stripes are constant along.
+
+    Among the axes longer than 1: the last of three or more (a volume's ``x``,
+    ROG's nibabel first axis), else the first (a 2D image's rows, the paper's).
+
+    Examples
+    --------
+    >>> stripe_axis({2: 24, 3: 48, 4: 40}), stripe_axis({2: 48, 3: 40}), stripe_axis({2: 1, 3: 40})
+    (4, 2, 3)
+    """
+    longer = [a for a, n in sizes.items() if n > 1]
+    if not longer:
+        return None
+    return longer[-1] if len(longer) >= 3 else longer[0]
+
+
 def stripes(problem: Problem) -> torch.Tensor:
-    """The starting point: ``+-eps`` constant along the first spatial axis longer than 1."""
+    """The starting point: ``+-eps`` constant along :func:`stripe_axis`."""
     x = problem.x
     shape = list(x.shape)
-    longer = [a for a in _spatial_axes(problem) if shape[a] > 1]
-    if longer:
-        shape[longer[0]] = 1
+    axis = stripe_axis({a: shape[a] for a in _spatial_axes(problem)})
+    if axis is not None:
+        shape[axis] = 1
     delta = (_signs(shape, problem.gen) * problem.cfg.eps).expand(x.shape)
     return problem.project_(delta.to(x.device, x.dtype).contiguous())
 

@@ -123,6 +123,29 @@ def parse_attack(text: str) -> dict:
     return attack
 
 
+def _headline_lines(res: dict) -> list[str]:
+    """The protocol's headline numbers, when its summary has them (cv5-2d, msd-robust).
+
+    Examples
+    --------
+    >>> _headline_lines({"robust_accuracy": {"pgd": 0.51234}})
+    ['robust accuracy (ROG: mean attacked Dice): pgd 0.5123']
+    """
+    out = []
+    head = res.get("headline")
+    if isinstance(head, dict) and "names" in head:
+        parts = [f"{head['names'][m]} {res[m]['average']['mean']:.2f} +- "
+                 f"{res[m]['average']['std']:.2f}"
+                 for m in ("dice", "iou", "recall", "precision") if m in res]
+        out.append(f"headline ({head.get('reading')}, %, mean +- std over folds): "
+                   + ", ".join(parts))
+    acc = res.get("robust_accuracy")
+    if acc:
+        out.append("robust accuracy (ROG: mean attacked Dice): "
+                   + ", ".join(f"{c} {float(v):.4f}" for c, v in acc.items()))
+    return out
+
+
 def _summary_text(result) -> str:
     from napari_segeval.metrics import ResultsTable, summarize
 
@@ -139,6 +162,7 @@ def _summary_text(result) -> str:
             ["structure", "condition", "n", "mean dice", "median", "iqr"],
             [[t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
              for t in stats]))
+    lines += _headline_lines(s.get("results") or {})
     for f in s["failed"][:20]:
         lines.append(f"failed: {f['case']}: {f['error']}")
     if len(s["failed"]) > 20:

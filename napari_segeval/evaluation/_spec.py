@@ -7,7 +7,7 @@ the runner and the protocols read them.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
@@ -49,6 +49,11 @@ class CaseSpec:
         The patient (or lesion) the case comes from, as the data set publishes
         it: cross-validation keeps every case of one group in one fold
         (:mod:`.splits`). None means the case is its own group.
+    train_specs : tuple of CaseSpec
+        The cases a protocol trains on before it scores this one, set by the
+        protocol's ``select`` for its ``prepare`` (the ``li2026`` preset's
+        training cases). Run-time only: not part of :meth:`to_dict` nor of
+        equality.
 
     Examples
     --------
@@ -72,6 +77,7 @@ class CaseSpec:
     meta: dict = field(default_factory=dict)
     error: str | None = None
     group: str | None = None
+    train_specs: tuple[CaseSpec, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def group_id(self) -> str:
@@ -79,8 +85,9 @@ class CaseSpec:
         return self.group if self.group else self.case_id
 
     def to_dict(self) -> dict:
-        """Plain-JSON form (structure ids as strings)."""
-        d = asdict(self)
+        """Plain-JSON form (structure ids as strings; ``train_specs`` left out)."""
+        d = asdict(replace(self, train_specs=()))
+        del d["train_specs"]
         d["images"] = list(self.images)
         d["structures"] = {str(k): v for k, v in self.structures.items()}
         return d

@@ -55,16 +55,22 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
 
 def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
                 checkpoint: str | None = None, device: Any = None, layout: str = "D_HW",
-                power: float = 2.0, aggregate: str = "sum", threads: int | None = None,
+                power: float = 2.0, aggregate: str = "sum", grid: Sequence[int] | None = None,
+                ct_mapping: str = "window", resize: str = "float", threads: int | None = None,
                 progress: Callable[[int, int], None] | None = None,
                 cancel: Any = None) -> dict:
     """The AUV record of ``specs`` (case records with labels).
 
     ``model``/``checkpoint`` as :func:`resolve_model`; ``layout``, ``power`` and
-    ``aggregate`` as in :mod:`napari_segeval.uncertainty.auv`; ``threads`` sets
-    torch's CPU threads while scoring (None: unchanged). ``progress(done, total)``
-    counts cases. A case that cannot be read or scored keeps NaN values and its
-    ``error``; the others are normalized without it.
+    ``aggregate`` as in :mod:`napari_segeval.uncertainty.auv`; ``grid`` (``[D, H,
+    W]``) resamples each decoded volume before the SVD
+    (:func:`napari_segeval.uncertainty.class_scales`); ``ct_mapping`` and
+    ``resize`` are the backend's preprocessing (``"minmax"`` and ``"pillow"``:
+    MedSAM2's own, as the ``medsam2`` preset; ``resize`` applies to MedSAM2
+    only); ``threads`` sets torch's CPU threads while scoring (None:
+    unchanged). ``progress(done, total)`` counts cases. A case that cannot be
+    read or scored keeps NaN values and its ``error``; the others are
+    normalized without it.
 
     Examples
     --------
@@ -83,11 +89,14 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
 
     ref, ckpt, note = resolve_model(model, checkpoint)
     net = load_promptable(ref, checkpoint=ckpt, device=device or "auto")
+    if hasattr(net, "with_options"):  # MedSAM2: float or Pillow resize
+        net = net.with_options(resize=resize)
     rows: dict[str, dict] = {}
     if progress is not None:
         progress(0, len(specs))
+    opts = {"layout": layout, "power": power, "grid": grid, "ct_mapping": ct_mapping}
     with TorchThreads(threads) if threads else contextlib.nullcontext():
-        _score_all(net, specs, rows, layout, power, progress, cancel)
+        _score_all(net, specs, rows, opts, progress, cancel)
     table = auv_table({c: {r["name"]: r["scale"] for r in e["classes"]} for c, e in rows.items()},
                       aggregate)
     cases = []
@@ -99,10 +108,12 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
     return {"format": FORMAT, "method": METHOD,
             "model": {"name": ref, "checkpoint": str(ckpt) if ckpt else None,
                       "feature": feature_kind(net), "note": note},
-            "layout": layout, "energy_power": power, "aggregate": aggregate, "cases": cases}
+            "layout": layout, "energy_power": power, "aggregate": aggregate,
+            "grid": list(grid) if grid else None, "ct_mapping": ct_mapping,
+            "resize": getattr(net, "resize", None), "cases": cases}
 
 
-def _score_all(net, specs, rows: dict, layout: str, power: float, progress, cancel) -> None:
+def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
     from napari_segeval._cancel import Cancelled
     from napari_segeval.evaluation.protocols import _common as C
     from napari_segeval.uncertainty import class_scales
@@ -114,8 +125,7 @@ def _score_all(net, specs, rows: dict, layout: str, power: float, progress, canc
                 raise SegEvalError(spec.error)
             case = C.load_case(spec)
             structures = dict(spec.structures or case.structures or {}) or None
-            entry["classes"] = class_scales(net, case, structures, layout=layout, power=power,
-                                            cancel=cancel)
+            entry["classes"] = class_scales(net, case, structures, cancel=cancel, **opts)
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored

@@ -7,7 +7,11 @@ so), a per-case table sortable by any column (Dice drop included) whose rows
 link to the case's saved prediction files (relative links into
 ``predictions/``, so the folder can move as a whole), and
 thumbnails of the worst cases (image with reference, clean and attacked
-overlays on the slice with the most reference), and, when the rows carry a
+overlays on the slice with the most reference; *absences*, structures in
+neither the reference nor the prediction, are left out of the ranking unless
+its switch counts them), the protocol's headline numbers (``cv5-2d``'s class
+averages over folds, ``msd-robust``'s robust fraction and robust accuracy), and,
+when the rows carry a
 per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
 Spearman correlations stated. Pictures are inline base64
 PNGs and the sorting is a few lines of inline JavaScript: the file opens
@@ -138,11 +142,15 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     return headers, out
 
 
-def _worst(rows: list[dict], n: int) -> list[tuple[str, float, str]]:
-    """Cases ranked worst first: by largest mean Dice drop when attacked, else lowest clean Dice."""
-    from napari_segeval.evaluation.summary import case_means
+def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, float, str]]:
+    """Cases ranked worst first: by largest mean Dice drop when attacked, else lowest clean Dice.
 
-    means = case_means(rows)
+    The means leave out *absences* (a structure in neither the reference nor the
+    prediction: no failure) unless ``absences``.
+    """
+    from napari_segeval.evaluation.summary import case_means, is_absent
+
+    means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
     conds = _conditions(rows)
     ranked = []
     for case in sorted({c for c, _ in means}):
@@ -216,13 +224,17 @@ def _uncertainty_tables(results: dict) -> str:
     """The ``uncertainty`` protocol's numbers: selective evaluation, or the training conditions."""
     if results.get("analysis") == "filter-training":
         conds = results.get("conditions") or {}
+        energy = html.escape(str(results.get("auv_energy") or ""))
         return ("<h2>Training filtered by AUV</h2><p>Test-set scores in percent of the model "
                 "trained on each training list (the most uncertain training cases by AUV "
-                "removed; auv.json / auv.csv hold the scores).</p>" + table(
-                    ["condition", "training cases", "removed", "Dice %", "mIoU %", "test cases"],
+                "removed; auv.json / auv.csv hold the scores; DUO: every training case, "
+                "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
+                f"{energy}.</p>" + table(
+                    ["condition", "training cases", "removed", "loss", "Dice %", "mIoU %",
+                     "test cases"],
                     [[k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-",
-                      v.get("dice"), v.get("iou"), v.get("n_cases")] for k, v in conds.items()],
-                    sortable=False))
+                      v.get("loss") or "ce-dice", v.get("dice"), v.get("iou"), v.get("n_cases")]
+                     for k, v in conds.items()], sortable=False))
     rc, kept = results.get("risk_coverage"), results.get("retained")
     if not rc:
         return ""
@@ -235,6 +247,51 @@ def _uncertainty_tables(results: dict) -> str:
             f"1 - Dice against coverage; best possible with these cases "
             f"{_num(rc.get('optimal_aurc')):.4f}).</p>"
             + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
+
+
+def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
+    """The worst cases' thumbnails; with absences, a switch to count them in the ranking."""
+    from napari_segeval.evaluation.summary import is_absent
+
+    def block(absences: bool) -> str:
+        return "".join(_thumbs(out, c, why) for c, _, why in _worst(rows, n, absences))
+
+    n_absent = sum(1 for r in rows if is_absent(r))
+    if not n_absent:
+        return ["<h2>Worst cases</h2>", block(False)]
+    toggle = ("var a=this.checked;document.getElementById('worst-real').style.display="
+              "a?'none':'';document.getElementById('worst-all').style.display=a?'':'none';")
+    return ["<h2>Worst cases</h2>",
+            (f'<p><label><input type="checkbox" id="absences" onchange="{toggle}"> count the '
+             f"{n_absent} absences (rows of a structure in neither the reference nor the "
+             "prediction, no failure; left out of the ranking by default)</label></p>"),
+            f'<div id="worst-real">{block(False)}</div>',
+            f'<div id="worst-all" style="display:none">{block(True)}</div>']
+
+
+def _fold_tables(results: dict) -> str:
+    """``cv5-2d``: the headline class averages (mean +- std over folds) and the other reading."""
+    head = results.get("headline")
+    if not isinstance(head, dict) or "dice" not in results:
+        return ""
+
+    def rows(block: dict, names: dict) -> list[list]:
+        return [[names.get(m, m), block[m]["average"].get("mean"), block[m]["average"].get("std"),
+                 ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or [])]
+                for m in ("dice", "iou", "recall", "precision") if m in block]
+
+    parts = [(f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
+              f"<p>{html.escape(str(head.get('definition', '')))}.</p>"),
+             table(["metric", "mean %", "std %", "folds %"], rows(results, head["names"]),
+                   sortable=False)]
+    for key in ("per_image", "accumulated"):
+        other = results.get(key)
+        if isinstance(other, dict) and "names" in other:
+            parts += [(f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
+                       f"{html.escape(str(other.get('definition', '')))}.</p>"),
+                      table(["metric", "mean %", "std %", "folds %"],
+                            rows(other, other["names"]), sortable=False)]
+    return "".join(parts)
 
 
 def _recipe(run: dict) -> str:
@@ -292,11 +349,17 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         results = summary.get("results") or {}
         if run.get("protocol") == "uncertainty":
             parts.append(_uncertainty_tables(results))
+        parts.append(_fold_tables(results))
         robust = results.get("robust_fraction")
         if robust:
             rule = results.get("robust_rule")
+            acc = results.get("robust_accuracy") or {}
             parts += ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
-                      table(["condition", "robust fraction"], [[k, v] for k, v in robust.items()])]
+                      "<p>Robust accuracy (the name ROG's code gives it): the mean attacked "
+                      "Dice over the cases (each case's mean over its structures).</p>"
+                      if acc else "",
+                      table(["condition", "robust fraction", "robust accuracy"],
+                            [[k, v, acc.get(k, math.nan)] for k, v in robust.items()])]
         if results.get("budget"):
             parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
                        "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),
@@ -310,8 +373,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                    "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
                    "image, &delta;: the perturbation); open the whole folder in napari to "
                    "browse them.</p>"), table(headers, body)]
-        parts += ["<h2>Worst cases</h2>"] + [_thumbs(out, c, why) for c, _, why in
-                                             _worst(rows, worst)]
+        parts += _worst_section(out, rows, worst)
     if failed:
         parts += ["<h2 class='err'>Failed cases</h2>",
                   table(["case", "reason"], [[r["case"], r.get("error", "")] for r in failed])]

@@ -171,10 +171,14 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        Keys: ``case``, ``structure``, ``label``, ``condition``, ``fold``, and the
-        floats of :data:`METRICS` (NaN when absent; ``delta_dice`` = attacked -
-        clean Dice of the same case and structure, NaN on clean rows).
+        Keys: ``case``, ``structure``, ``label``, ``condition``, ``fold``, the
+        floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
+        clean Dice of the same case and structure, NaN on clean rows) and
+        ``absent`` (the structure is in neither the reference nor the prediction:
+        :func:`~napari_segeval.evaluation.summary.is_absent`).
         """
+        from napari_segeval.evaluation.summary import is_absent
+
         if self._rows is not None:
             return self._rows
         raw = [r for r in store.result_rows(self.records.values()) if r.get("status") == "ok"]
@@ -190,7 +194,8 @@ class ResultsFolder:
                         "dice": dice,
                         "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
                         "hd95": _float(r.get("hd95")), "nsd": _float(r.get("nsd")),
-                        "uncertainty": _float(r.get("uncertainty"))})
+                        "uncertainty": _float(r.get("uncertainty")),
+                        "absent": is_absent(r)})
         self._rows = out
         return out
 

@@ -34,6 +34,26 @@ def _nanmean(values: Iterable[float]) -> float:
     return float(a.mean()) if a.size else math.nan
 
 
+def is_absent(row: Mapping) -> bool:
+    """Whether a result row is an *absence*: its structure is in neither the reference nor the prediction.
+
+    The row's ``absent`` column when it has one (``True``/``"True"``), else (older
+    results) zero reference and predicted volume. Such a row's Dice is no
+    failure, whatever the ``empty`` rule made of it.
+
+    Examples
+    --------
+    >>> is_absent({"absent": True}), is_absent({"absent": "False"})
+    (True, False)
+    >>> is_absent({"volume_ref_ml": 0.0, "volume_pred_ml": 0.0}), is_absent({"dice": 0.0})
+    (True, False)
+    """
+    v = row.get("absent")
+    if v is not None and v != "":
+        return v is True or str(v).strip().lower() in ("true", "1")
+    return _f(row.get("volume_ref_ml")) == 0 and _f(row.get("volume_pred_ml")) == 0
+
+
 def case_means(rows: Iterable[Mapping], metric: str = "dice",
                include: Sequence[str] | None = None) -> dict[tuple, float]:
     """``(case, condition) -> mean of metric over structures`` (NaN skipped).
@@ -226,6 +246,16 @@ def _mean_std(values: Iterable[float]) -> dict:
             "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan)}
 
 
+def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
+    """Per class: ``(n_tp, n_ref, n_pred)`` summed over the rows that carry them."""
+    sums: dict[str, np.ndarray] = {}
+    for r in rows:
+        if all(k in r for k in COUNT_KEYS):
+            sums.setdefault(r["structure"], np.zeros(3, np.int64))
+            sums[r["structure"]] += [int(r[k]) for k in COUNT_KEYS]
+    return sums
+
+
 def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
                   empty: str = "one") -> dict:
     """Metrics from pixel counts summed over ``rows``, per class and over classes, in percent.
@@ -246,11 +276,7 @@ def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
     >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
     (60.0, 63.33, 61.54)
     """
-    sums: dict[str, np.ndarray] = {}
-    for r in rows:
-        if all(k in r for k in COUNT_KEYS):
-            sums.setdefault(r["structure"], np.zeros(3, np.int64))
-            sums[r["structure"]] += [int(r[k]) for k in COUNT_KEYS]
+    sums = _count_sums(rows)
     if not sums:
         return {}
     classes = sorted(sums)
@@ -262,6 +288,62 @@ def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
                           for i, c in enumerate(classes)},
             "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
             "micro": {m: percent(float(micro[m])) for m in metrics}}
+
+
+def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
+    """mmsegmentation's ``IoUMetric`` reading of ``rows``' pixel counts, in percent.
+
+    Per class, the intersection (``n_tp``), prediction and reference areas are
+    summed over the rows (the images of an evaluation set; union = prediction +
+    reference - intersection); Dice = 2 I / (P + R), IoU = I / U, precision =
+    I / P, recall = I / R from the sums, NaN where a ratio's own denominator is
+    zero over the whole set (a class never present and never predicted; never
+    predicted, for precision; never present, for recall). ``average``: the mean
+    over the classes with a value (``np.nanmean``), background included when its
+    rows are there: mmsegmentation's mDice, mIoU, mPrecision and mRecall.
+
+    Examples
+    --------
+    >>> rows = [{"structure": "background", "n_tp": 90, "n_ref": 92, "n_pred": 94},
+    ...         {"structure": "a", "n_tp": 6, "n_ref": 8, "n_pred": 6},
+    ...         {"structure": "b", "n_tp": 0, "n_ref": 0, "n_pred": 0}]
+    >>> s = accumulated_scores(rows, ("dice", "precision"))
+    >>> round(s["per_class"]["a"]["dice"], 2), s["per_class"]["b"]["dice"]
+    (85.71, nan)
+    >>> round(s["average"]["dice"], 2), s["average"]["precision"]
+    (91.24, 97.87234042553192)
+    """
+    sums = _count_sums(rows)
+    if not sums:
+        return {}
+    classes = sorted(sums)
+    tp, ref, pred = np.stack([sums[c] for c in classes]).T
+    per = overlap_from_counts(tp, ref, pred, empty="nan")
+    per["precision"] = np.where(pred > 0, per["precision"], math.nan)
+    per["recall"] = np.where(ref > 0, per["recall"], math.nan)
+    return {"per_class": {c: {m: percent(float(per[m][i])) for m in metrics}
+                          for i, c in enumerate(classes)},
+            "average": {m: percent(_nanmean(per[m])) for m in metrics}}
+
+
+def _over_folds(rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key: str,
+                blocks: Sequence[str]) -> dict:
+    """``score(rows of one fold)`` per fold, then mean +- std (ddof=1) over folds."""
+    folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
+    per_fold = [score([r for r in rows if r.get(fold_key) == f]) for f in folds]
+    per_fold = [p for p in per_fold if p]
+    if not per_fold:
+        return {}
+    classes = sorted({c for p in per_fold for c in p["per_class"]})
+    out = {}
+    for m in metrics:
+        def block(values: list[float]) -> dict:
+            return {"folds": values, **_mean_std(values)}
+
+        out[m] = {"per_class": {c: block([p["per_class"].get(c, {}).get(m, math.nan)
+                                          for p in per_fold]) for c in classes},
+                  **{b: block([p[b][m] for p in per_fold]) for b in blocks}}
+    return out
 
 
 def pooled_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
@@ -278,23 +360,26 @@ def pooled_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     >>> pooled_folds(rows, ("dice",))["dice"]["average"]
     {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
-    folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
-    per_fold = [pooled_scores([r for r in rows if r.get(fold_key) == f], metrics, empty)
-                for f in folds]
-    per_fold = [p for p in per_fold if p]
-    if not per_fold:
-        return {}
-    classes = sorted({c for p in per_fold for c in p["per_class"]})
-    out = {}
-    for m in metrics:
-        def block(values: list[float]) -> dict:
-            return {"folds": values, **_mean_std(values)}
+    return _over_folds(rows, lambda r: pooled_scores(r, metrics, empty), metrics, fold_key,
+                       ("average", "micro"))
 
-        out[m] = {"per_class": {c: block([p["per_class"].get(c, {}).get(m, math.nan)
-                                          for p in per_fold]) for c in classes},
-                  "average": block([p["average"][m] for p in per_fold]),
-                  "micro": block([p["micro"][m] for p in per_fold])}
-    return out
+
+def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
+                      fold_key: str = "fold") -> dict:
+    """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
+
+    Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...}}}``
+    (a class absent from a fold is NaN there and left out of its mean and std).
+
+    Examples
+    --------
+    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
+    ...         for f, t in ((0, 4), (1, 2))]
+    >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
+    [100.0, 50.0]
+    """
+    return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, fold_key,
+                       ("average",))
 
 
 def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
@@ -323,5 +408,6 @@ def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     return out
 
 
-__all__ = ["case_means", "cross_validation", "filtered_by_uncertainty", "holdout_scores",
-           "median_iqr", "percent_scores", "pooled_folds", "pooled_scores", "robustness"]
+__all__ = ["accumulated_folds", "accumulated_scores", "case_means", "cross_validation",
+           "filtered_by_uncertainty", "holdout_scores", "is_absent", "median_iqr",
+           "percent_scores", "pooled_folds", "pooled_scores", "robustness"]

@@ -17,7 +17,11 @@ it trains on and how long:
 * ``optimizer="sgd-poly"``: SGD (momentum 0.99, Nesterov, weight decay 3e-5)
   with the poly schedule ``lr0 * (1 - t/T)**0.9`` (nnU-Net's, and the paper's
   "SGD, initial LR 0.01, Poly"); ``"adamw-cosine"``: the built-in model's AdamW
-  with warm-up and cosine decay.
+  with warm-up and cosine decay;
+* ``loss="duo"``: Li et al.'s Dynamic Uncertainty-aware Optimization instead of
+  cross-entropy + soft Dice (:mod:`.duo`: each class's loss divided by
+  ``1 + duo_alpha S`` with ``S`` the semantic perception scale of the network's
+  own logits, targets denoised by a noise head that is dropped when saving).
 
 The result is a weights file of the built-in format (plans + ``state_dict``,
 loadable with ``weights_only=True`` through
@@ -41,6 +45,7 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
 
 OPTIMIZERS = ("sgd-poly", "adamw-cosine")
+LOSSES = ("ce-dice", "duo")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,8 @@ class DenseTrainConfig:
     fg_prob: float = 0.6
     seed: int = 0
     threads: int = 2
+    loss: str = "ce-dice"
+    duo_alpha: float = 0.5
 
     def to_dict(self) -> dict:
         """Plain-JSON form."""
@@ -71,13 +78,27 @@ class DenseTrainConfig:
         return d
 
 
-def _optimizer(net: Any, config: DenseTrainConfig):
+def _optimizer(params: Any, config: DenseTrainConfig):
     import torch
 
     if config.optimizer == "sgd-poly":
-        return torch.optim.SGD(net.parameters(), lr=config.lr, momentum=0.99, nesterov=True,
+        return torch.optim.SGD(params, lr=config.lr, momentum=0.99, nesterov=True,
                                weight_decay=3e-5)
-    return torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=1e-5)
+    return torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
+
+
+def _step_loss(net: Any, noise: Any, x: Any, y: Any, num_classes: int,
+               config: DenseTrainConfig, step: int) -> Any:
+    """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
+    from napari_segeval.training.builtin_ct import _loss
+
+    if noise is None:
+        return _loss(net(x), y, num_classes)
+    from napari_segeval.training.duo import NOISE_START, duo_loss
+
+    h = net.features(x)
+    return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha,
+                    denoise=step >= NOISE_START * config.iterations)
 
 
 def _lr(config: DenseTrainConfig, step: int) -> float:
@@ -169,11 +190,13 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     from napari_segeval.models.dense._plans import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
     from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import _class_index, _loss, _sample
+    from napari_segeval.training.builtin_ct import _class_index, _sample
 
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
         raise SegEvalError(f"optimizer must be one of {OPTIMIZERS}, got {config.optimizer!r}")
+    if config.loss not in LOSSES:
+        raise SegEvalError(f"loss must be one of {LOSSES}, got {config.loss!r}")
     if not images:
         raise SegEvalError("no training cases")
     if num_classes < 2:
@@ -191,7 +214,12 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     with TorchThreads(config.threads):
         torch.manual_seed(config.seed)
         net = UNet3D(cfg)
-        opt = _optimizer(net, config)
+        noise = None
+        if config.loss == "duo":
+            from napari_segeval.training.duo import noise_head
+
+            noise = noise_head(int(config.base_channels), cfg.num_classes)
+        opt = _optimizer([*net.parameters(), *(noise.parameters() if noise else [])], config)
         patch = list(config.patch_size)
         for step in range(int(config.iterations)):
             check_cancel(cancel, "training")
@@ -202,7 +230,7 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
                            for i in picks))
             x = torch.from_numpy(np.stack(xs))[:, None]
             y = torch.from_numpy(np.stack(ys))
-            loss = _loss(net(x), y, cfg.num_classes)
+            loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -212,7 +240,10 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     record = {"iterations": int(config.iterations), "config": config.to_dict(),
               "final_loss": float(np.mean(losses[-20:])) if losses else math.nan,
               "seconds": round(time.perf_counter() - t0, 1), "train_cases": list(case_ids),
-              "torch": str(torch.__version__), "loss": "cross-entropy + (1 - soft Dice)"}
+              "torch": str(torch.__version__),
+              "loss": ("cross-entropy + (1 - soft Dice)" if noise is None else
+                       f"DUO (Li et al. 2026): per class (BCE + 1 - soft Dice) / (1 + "
+                       f"{config.duo_alpha:g} S), targets denoised by a noise head")}
     plans = json.loads(json.dumps(BUILTIN_PLANS))
     plans.update({"config": {"in_channels": 1, "num_classes": int(num_classes),
                              "base_channels": int(config.base_channels),
@@ -230,4 +261,4 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     return record
 
 
-__all__ = ["OPTIMIZERS", "DenseTrainConfig", "prepare_cases", "train_dense_cases"]
+__all__ = ["LOSSES", "OPTIMIZERS", "DenseTrainConfig", "prepare_cases", "train_dense_cases"]

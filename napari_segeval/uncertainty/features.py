@@ -20,7 +20,7 @@ pieces of a backend are called (``preprocess``, ``propagate`` /
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,9 +99,29 @@ def decoded_map(model: Any, frames: Any, box: Any, *, mode: str = "volume",
     return np.concatenate([before, fwd]).astype(np.float32)
 
 
+def resample_map(decoded: np.ndarray, grid: Sequence[int] | None) -> np.ndarray:
+    """A 3D decoded map resampled (linearly) to ``grid`` (``[D, H, W]``); 2D maps and None unchanged.
+
+    Examples
+    --------
+    >>> resample_map(np.ones((5, 8, 8), np.float32), [4, 6, 6]).shape
+    (4, 6, 6)
+    >>> resample_map(np.ones((8, 8), np.float32), [4, 6, 6]).shape
+    (8, 8)
+    """
+    a = np.asarray(decoded, np.float32)
+    if not grid or a.ndim != 3 or tuple(a.shape) == tuple(int(g) for g in grid):
+        return a
+    from scipy.ndimage import zoom
+
+    return zoom(a, [int(g) / n for g, n in zip(grid, a.shape)], order=1, grid_mode=True,
+                mode="nearest")
+
+
 def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = None, *,
                  layout: str = "D_HW", power: float = 2.0, min_voxels: int = MIN_VOXELS,
-                 window: Any = None, progress: ProgressFn | None = None,
+                 window: Any = None, grid: Sequence[int] | None = None,
+                 ct_mapping: str = "window", progress: ProgressFn | None = None,
                  cancel: Any = None) -> list[dict]:
     """Semantic perception scale of every structure of a labelled case.
 
@@ -123,6 +143,12 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
         extent to propagate; an absent class has no prompt at all).
     window : str or (width, level), optional
         CT window of the backend's preprocessing (None: its default).
+    grid : (int, int, int), optional
+        Resample each 3D decoded map to this ``[D, H, W]`` before the SVD
+        (:func:`resample_map`; the ``li2026`` preset: 96 x 96 x 96, the input of
+        the authors' example), so every case has as many singular values.
+    ct_mapping : {"window", "minmax"}
+        The backend's CT intensity mapping (``"minmax"``: MedSAM2's own).
     progress : callable, optional
         ``progress(done, total)`` over every propagation step of every class.
     cancel : threading.Event, optional
@@ -154,8 +180,9 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     mode = propagation_mode(kind)
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
     todo = [k for k in structures if counts[int(k)] >= min_voxels]
+    extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
     frames = model.preprocess(as_frames(np.asarray(case.image), kind),
-                              case.modality or "CT", window) if todo else None
+                              case.modality or "CT", window, **extra) if todo else None
     lab3 = labels[None] if kind == "image" else labels
     n = 1 if kind == "image" else int(labels.shape[0])
     steps = {}
@@ -184,8 +211,8 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
 
             decoded = decoded_map(model, frames, box, mode=mode, progress=cb, cancel=cancel)
             done[0] = base + n_steps
-            row["scale"] = semantic_scale(class_matrix(decoded[0] if kind == "image" else decoded,
-                                                       layout), power)
+            volume = decoded[0] if kind == "image" else resample_map(decoded, grid)
+            row["scale"] = semantic_scale(class_matrix(volume, layout), power)
             if math.isnan(row["scale"]):
                 row["note"] = "decoded map is zero or has fewer than 2 rows/columns: no scale"
         rows.append(row)

@@ -50,6 +50,24 @@ def test_clamp_keeps_inputs_in_the_valid_range(toy, attack):
     assert out.delta.abs().max() <= 0.3
 
 
+def test_clamp_per_channel_keeps_each_channel_in_its_own_range():
+    net = torch.nn.Conv2d(2, 3, 3, padding=1)
+    x = torch.zeros(1, 2, 8, 8)
+    target = torch.zeros(1, 8, 8, dtype=torch.long)
+    ranges = ((-0.1, 0.2), (-1.0, 1.0))
+    cfg = AttackConfig("pgd", eps=0.8, steps=3, clamp=ranges)
+    assert cfg.clamp == ranges and cfg.to_dict()["clamp"] == [[-0.1, 0.2], [-1.0, 1.0]]
+    out = run_attack(net, x, target, cfg)
+    adv = x + out.delta
+    for c, (lo, hi) in enumerate(ranges):
+        assert adv[:, c].min() >= lo - 1e-6 and adv[:, c].max() <= hi + 1e-6
+    assert float(out.delta[:, 1].abs().max()) > 0.2 + 1e-3  # channel 1 may go past 0.2
+    with pytest.raises(ValueError, match="per-channel clamp ranges"):
+        run_attack(net, x, target, AttackConfig("pgd", eps=0.1, clamp=((0, 1),) * 3))
+    with pytest.raises(ValueError, match="empty"):
+        AttackConfig("pgd", eps=0.1, clamp=((0, 1), (2, 1)))
+
+
 def test_clamp_lets_voxels_outside_the_range_keep_their_clean_value(toy):
     net, x, target = toy
     out = run_attack(net, x, target, AttackConfig("pgd", eps=0.1, steps=3, clamp=(-0.1, 0.1)))

@@ -6,7 +6,13 @@ import torch
 from napari_segeval.attacks import AttackConfig, run_attack
 from napari_segeval.attacks._problem import Problem, per_case_norm
 from napari_segeval.attacks.losses import case_dice
-from napari_segeval.attacks.square import _window_, p_selection, square_side, stripes
+from napari_segeval.attacks.square import (
+    _window_,
+    p_selection,
+    square_side,
+    stripe_axis,
+    stripes,
+)
 
 
 class NoBackward(torch.autograd.Function):
@@ -105,15 +111,33 @@ def test_square_side_and_window_placement():
         assert torch.all(vals == vals[0]) and float(vals[0].abs()) == 0.5
 
 
-def test_stripes_start_is_constant_along_the_first_long_axis():
+def test_stripes_of_a_volume_are_constant_along_x_the_nibabel_first_axis_as_rog():
+    # ROG (rog/autoattack/square.py) draws random_choice([B, c, 1, h, w]) on nibabel arrays
+    # (x, y, z): constant along x. Our arrays are (z, y, x): x is the last axis.
     x = torch.zeros(2, 1, 6, 5, 4)
     cfg = AttackConfig("square", eps=0.25, steps=1, seed=4)
     problem = Problem(lambda t: t, x, torch.zeros(2, 6, 5, 4, dtype=torch.long), cfg, None,
                       None, 1)
     d = stripes(problem)
-    assert torch.equal(d, d[:, :, :1].expand_as(d))
+    assert torch.equal(d, d[..., :1].expand_as(d))
+    assert not torch.equal(d, d[:, :, :1].expand_as(d))
     assert set(d.abs().unique().tolist()) == {0.25}
-    assert len(d[0, 0, 0].unique()) == 2  # both signs occur
+    assert len(d[0, 0, :, :, 0].unique()) == 2  # both signs occur
+
+
+def test_stripes_of_an_image_are_constant_along_its_rows_as_the_paper():
+    x = torch.zeros(1, 3, 8, 6)
+    cfg = AttackConfig("square", eps=0.5, steps=1, seed=1)
+    problem = Problem(lambda t: t, x, torch.zeros(1, 8, 6, dtype=torch.long), cfg, None,
+                      None, 1)
+    d = stripes(problem)
+    assert torch.equal(d, d[:, :, :1].expand_as(d))
+
+
+def test_stripe_axis_rule():
+    assert stripe_axis({2: 4, 3: 5, 4: 6}) == 4
+    assert stripe_axis({2: 1, 3: 5, 4: 6}) == 3  # a one-slice volume is an image
+    assert stripe_axis({2: 1, 3: 1}) is None
 
 
 def test_accepted_iterates_never_lower_the_loss(toy):

@@ -191,7 +191,7 @@ def test_borst2026_preset_on_generated_camus(tmp_path):
     r = run_evaluation(data, "cv5-2d", tmp_path / "preset", preset="borst2026",
                        params={"model": TOY}, workers=1, report=False)
     assert r.n_ok == 24 and r.n_failed == 0
-    assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.2"
+    assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.3"
     splits = json.loads((tmp_path / "preset" / "splits.json").read_text())
     folds_of: dict[str, set] = {}
     for case, fold in splits["folds"].items():
@@ -278,11 +278,23 @@ def isic_official(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
+def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp_path):
+    data = isic_official(tmp_path / "isic")
+    assert get_protocol("cv5-2d").resolve_params(preset="borst2026")["cv_splits"] == {}
+    ds = run_evaluation(data, "cv5-2d", tmp_path / "o", preset="borst2026", params=TINY,
+                        workers=1, report=False)
+    assert ds.n_ok == 20  # Training + Validation + Test folders, all in the folds
+    folds = json.loads((tmp_path / "o" / "splits.json").read_text())["folds"]
+    assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 21)]
+
+
 def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path):
     data = isic_official(tmp_path / "isic")
     out = tmp_path / "o"
     r = run_evaluation(data, "cv5-2d", out, preset="borst2026",
-                       params={**TINY, "holdout": "test"}, workers=1, report=True)
+                       params={**TINY, "holdout": "test", "cv_splits": {"isic": ["train"]}},
+                       workers=1, report=True)
     assert r.n_ok == 17 and r.n_failed == 0  # 12 cross-validated + 5 held out; no validation
     folds = json.loads((out / "splits.json").read_text())["folds"]
     assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 13)]
@@ -303,12 +315,13 @@ def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path
 @pytest.mark.parametrize("task, classes", [
     ("skin", {"background", "lesion"}),
     ("polyp", {"background", "neoplastic", "non_neoplastic"})])
-def test_cli_preset_on_sample_data(task, classes, tmp_path):
+def test_cli_preset_on_sample_data(task, classes, tmp_path, capsys):
     out = tmp_path / task
     tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]
     rc = cli(["evaluate", str(SAMPLE / task), "--protocol", "cv5-2d", "--preset", "borst2026",
-              "-o", str(out), "--workers", "1", *tiny])
+              "-o", str(out), "--workers", "1", "--no-progress", *tiny])
     assert rc == 0
+    assert "headline (accumulated, %, mean +- std over folds): mDice " in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     run = json.loads((out / "run.json").read_text())
     assert summary["preset"] == run["preset"] == "borst2026" and summary["n_ok"] == 20
@@ -316,4 +329,128 @@ def test_cli_preset_on_sample_data(task, classes, tmp_path):
     assert set(summary["results"]["dice"]["per_class"]) == classes
     assert summary["differences_from_paper"] == list(cv5_2d.BORST2026.differences)
     assert set(summary["results"]["pooled"]["dice"]["per_class"]) == classes
-    assert "Preset <b>borst2026</b>" in (out / "report.html").read_text()
+    res = summary["results"]
+    assert res["headline"]["reading"] == "accumulated" and res["names"]["dice"] == "mDice"
+    assert set(res["per_image"]["dice"]["per_class"]) == classes
+    rows = read_rows(out)
+    absent = [r for r in rows if r["absent"] == "True"]
+    assert res["absences"]["rows"] == len(absent)
+    assert all(r["n_ref"] == r["n_pred"] == "0" for r in absent)
+    page = (out / "report.html").read_text()
+    if task == "polyp":  # one polyp class per image: the other is an absence
+        assert absent and 'id="absences"' in page  # the worst cases' switch
+    assert "Preset <b>borst2026</b>" in page and "Cross-validation: accumulated" in page
+
+
+# -- the borst2026 headline: mmsegmentation's IoUMetric reading ----------------------------
+def mmseg_iou_metric(pairs, num_classes):
+    """An independent port of mmsegmentation's IoUMetric (intersect_and_union per image,
+    areas summed, total_area_to_metrics, np.nanmean over classes), fractions."""
+    import numpy as np
+
+    total = np.zeros((4, num_classes))
+    for ref, pred in pairs:
+        ref, pred = np.asarray(ref).ravel(), np.asarray(pred).ravel()
+        inter = np.bincount(pred[pred == ref], minlength=num_classes)
+        area_pred = np.bincount(pred, minlength=num_classes)
+        area_ref = np.bincount(ref, minlength=num_classes)
+        total += [inter, area_pred + area_ref - inter, area_pred, area_ref]
+    inter, union, area_pred, area_ref = total
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per = {"dice": 2 * inter / (area_pred + area_ref), "iou": inter / union,
+               "precision": inter / area_pred, "recall": inter / area_ref}
+    return {m: float(np.nanmean(v)) for m, v in per.items()}, per
+
+
+def generated_folds(seed, perfect=False):
+    """Five folds of polyp-like 2D cases: background plus ONE of two polyp classes per image."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    folds = []
+    for _ in range(5):
+        cases = []
+        for _ in range(int(rng.integers(3, 7))):
+            ref = np.zeros((24, 24), np.int64)
+            k = int(rng.integers(1, 3))
+            y, x, h = (int(v) for v in rng.integers(2, 12, 3))
+            ref[y:y + h, x:x + h] = k
+            pred = ref.copy()
+            if not perfect:
+                pred = np.roll(pred, int(rng.integers(-3, 4)), axis=int(rng.integers(0, 2)))
+                if rng.random() < 0.3:
+                    pred[pred > 0] = 3 - k  # the other polyp class
+            cases.append((ref, pred))
+        folds.append(cases)
+    return folds
+
+
+def fold_rows(folds):
+    from napari_segeval.evaluation.protocols import _common as C
+
+    rows = []
+    for f, cases in enumerate(folds):
+        for i, (ref, pred) in enumerate(cases):
+            classes = cv5_2d.class_set({1: "neoplastic", 2: "non_neoplastic"}, ref, pred)
+            r = C.score(ref, pred, (1.0, 1.0), classes, "clean", empty="zero", surface=False)
+            cv5_2d.add_counts(r, ref, pred)
+            rows += [{**x, "case": f"{f}-{i}", "fold": f} for x in r]
+    return rows
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_borst2026_headline_is_mmsegmentations_accumulated_reading(seed):
+    import numpy as np
+
+    folds = generated_folds(seed)
+    params = get_protocol("cv5-2d").resolve_params(preset="borst2026")
+    s = cv5_2d.summarize(fold_rows(folds), params)
+    assert s["headline"]["reading"] == "accumulated"
+    assert s["names"] == {"dice": "mDice", "iou": "mIoU", "recall": "mRecall",
+                          "precision": "mPrecision"}
+    theirs = [mmseg_iou_metric(cases, 3) for cases in folds]
+    for m in ("dice", "iou", "recall", "precision"):
+        per_fold = [100 * t[0][m] for t in theirs]
+        assert s[m]["average"]["folds"] == pytest.approx(per_fold)
+        assert s[m]["average"]["mean"] == pytest.approx(np.mean(per_fold))
+        assert s[m]["average"]["std"] == pytest.approx(np.std(per_fold, ddof=1))
+        for c, name in enumerate(("background", "neoplastic", "non_neoplastic")):
+            want = [100 * t[1][m][c] for t in theirs]
+            got = s[m]["per_class"][name]["folds"]
+            assert got == pytest.approx(want, nan_ok=True)
+    assert s["per_image"]["names"]["dice"] == "mDSC"  # the secondary figure keeps its name
+
+
+def test_borst2026_perfect_prediction_scores_100_where_the_per_image_formula_cannot():
+    folds = generated_folds(5, perfect=True)
+    params = get_protocol("cv5-2d").resolve_params(preset="borst2026")
+    s = cv5_2d.summarize(fold_rows(folds), params)
+    for m in ("dice", "iou", "recall", "precision"):
+        assert s[m]["average"]["mean"] == pytest.approx(100.0)
+        assert s[m]["average"]["std"] == pytest.approx(0.0)
+    # one polyp class per image: the per-image mean over range(num_classes) with the
+    # absent class at 0 is 2/3
+    assert s["per_image"]["dice"]["average"]["mean"] == pytest.approx(200 / 3)
+    n_cases = sum(len(c) for c in folds)
+    assert s["absences"]["rows"] == n_cases  # one absent polyp class per image
+
+
+def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
+    import numpy as np
+
+    ref = np.zeros((8, 8), np.int64)
+    ref[2:5, 2:5] = 1
+    folds = [[(ref, ref)]] * 2  # class 2 named but never present nor predicted
+    rows = []
+    for f, cases in enumerate(folds):
+        for ref_, pred in cases:
+            from napari_segeval.evaluation.protocols import _common as C
+
+            r = C.score(ref_, pred, (1.0, 1.0), {0: "background", 1: "a", 2: "b"}, "clean",
+                        empty="zero", surface=False)
+            cv5_2d.add_counts(r, ref_, pred)
+            rows += [{**x, "case": f"c{f}", "fold": f} for x in r]
+    s = cv5_2d.summarize(rows, get_protocol("cv5-2d").resolve_params(preset="borst2026"))
+    assert s["dice"]["average"]["mean"] == pytest.approx(100.0)
+    assert all(np.isnan(v) for v in s["dice"]["per_class"]["b"]["folds"])
+    assert [r["absent"] for r in rows if r["structure"] == "b"] == [True, True]

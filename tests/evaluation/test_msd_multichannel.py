@@ -123,6 +123,30 @@ def test_the_attack_perturbs_every_channel_inside_one_ball(two_channel_model, no
     assert res.budget.eps_raw == pytest.approx(eps * target.channel_scales[0])
 
 
+def test_each_channel_is_clamped_to_its_own_range(two_channel_model):
+    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
+    from napari_segeval.models.registry import load_dense
+
+    model = load_dense(str(two_channel_model), device="cpu")
+    image, labels = two_channel_volume(8)
+    case = Case(image, Geometry.identity(3, SPACING), "czyx", "MR", labels,
+                {1: "gland", 2: "lesion"})
+    target = DenseTarget(model, case)
+    ranges = target.channel_valid_ranges
+    assert len(ranges) == 2 and ranges[0] != ranges[1]
+    res = attack_case(target, AttackConfig("pgd", eps=5.0, steps=2, random_start=False),
+                      clamp=True)
+    assert res.params["attack"]["clamp"] == [pytest.approx(list(r)) for r in ranges]
+    adv = np.asarray(target.x[0], np.float64) + np.asarray(res.perturbation_normalized, np.float64)
+    x = np.asarray(target.x[0], np.float64)
+    for c, (lo, hi) in enumerate(ranges):  # a big budget meets each channel's own bounds
+        assert adv[c].min() >= min(lo, x[c].min()) - 1e-4
+        assert adv[c].max() <= max(hi, x[c].max()) + 1e-4
+    union = (min(r[0] for r in ranges), max(r[1] for r in ranges))
+    narrow = int(np.argmin([hi - lo for lo, hi in ranges]))
+    assert adv[narrow].max() < union[1] - 1e-3 or adv[narrow].min() > union[0] + 1e-3
+
+
 def test_msd_robust_runs_clean_and_attacked_on_both_forms(two_channel_model, tmp_path, capsys):
     from napari_segeval.cli import main
     from napari_segeval.models.registry import load_dense

@@ -41,6 +41,34 @@ def test_summary_states_the_robust_rule_and_its_threshold(msd_task, tmp_path):
     assert "attack_gate_threshold" not in res
 
 
+def test_robust_accuracy_is_rogs_mean_attacked_dice(msd_task, tmp_path):
+    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
+                       params={"model": TOY, "attacks": SHIFT}, workers=1, report=True)
+    res = r.summary["results"]
+    cond = "_segeval_toy:shift_attack shift=2"
+    rows = _rows(tmp_path / "o")
+    per_case = {}
+    for x in rows:
+        if x["condition"] == cond:
+            per_case.setdefault(x["case"], []).append(float(x["dice"]))
+    mean_attacked = np.mean([np.mean(v) for v in per_case.values()])
+    assert res["robust_accuracy"] == {cond: pytest.approx(mean_attacked)}
+    assert res["robust_accuracy"][cond] < res["task_mean"]["clean"]  # the attack hurts
+    assert "mean attacked Dice" in res["robust_accuracy_definition"]
+    assert "robust accuracy" in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_a_model_whose_plans_do_not_say_mr_minmax_is_named_when_forced():
+    params = {"model": "builtin-ct", "mr_minmax": True, "device": "cpu"}
+    note = M.minmax_note(params, "MR")
+    assert note is not None and "plans do not say mr_minmax" in note
+    assert M.minmax_note(params, "CT") is None  # CT is never min-max scaled
+    assert M.minmax_note({**params, "mr_minmax": None}, "MR") is None
+    assert "mr_minmax_note" in M.summarize(
+        [{"case": "a", "structure": "x", "condition": "clean", "dice": 1.0,
+          "mr_minmax_note": note}], {"robust_factor": 0.5})
+
+
 def test_gate_computes_the_threshold_once_before_any_attack(msd_task, tmp_path):
     out = tmp_path / "o"
     r = run_evaluation(msd_task, "msd-robust", out,

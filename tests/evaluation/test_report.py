@@ -15,7 +15,7 @@ def test_report_sections_and_inline_pictures(msd_task, tmp_path):
     out = tmp_path / "out"
     run_evaluation(msd_task, "msd-robust", out, params=PARAMS, workers=1)
     page = (out / "report.html").read_text()
-    assert "segeval msd-robust 1.1" in page and "&quot;shift&quot;: 2" in page
+    assert "segeval msd-robust 1.2" in page and "&quot;shift&quot;: 2" in page
     assert "drop _segeval_toy:shift_attack shift=2" in page and 'class="sortable"' in page
     assert "Robust fraction" in page and "Worst cases" in page
     assert "<script>" in page and "http://" not in page and "https://" not in page
@@ -62,3 +62,14 @@ def test_uncertainty_report_has_the_scatter(msd_task, tmp_path):
     run_evaluation(msd_task, "uncertainty", out, params={"model": TOY}, workers=1)
     page = (out / "report.html").read_text()
     assert "Dice against uncertainty" in page and "Spearman" in page
+
+
+def test_worst_cases_leave_absences_out_unless_counted():
+    rows = [  # b: one structure segmented perfectly, the other absent from both (Dice 0)
+        {"case": "a", "condition": "clean", "structure": "x", "dice": 0.6, "absent": False},
+        {"case": "a", "condition": "clean", "structure": "y", "dice": 0.7, "absent": False},
+        {"case": "b", "condition": "clean", "structure": "x", "dice": 1.0, "absent": False},
+        {"case": "b", "condition": "clean", "structure": "y", "dice": 0.0, "absent": True},
+    ]
+    assert [c for c, _, _ in report._worst(rows, 2)] == ["a", "b"]
+    assert [c for c, _, _ in report._worst(rows, 2, absences=True)] == ["b", "a"]

@@ -51,6 +51,23 @@ def test_rows_have_dice_and_the_drop_under_attack(run_dir):
             assert r["delta_dice"] == pytest.approx(r["dice"] - clean[(r["case"],
                                                                        r["structure"])])
     assert {r["label"] for r in rows} == {1, 2}
+    assert all(r["absent"] is False for r in rows)  # both structures in every case
+
+
+def test_rows_mark_absences_also_in_older_folders(run_dir, tmp_path):
+    out, _ = run_dir
+    copy = tmp_path / "older"
+    shutil.copytree(out, copy)
+    for path in (copy / "cases").glob("*.json"):  # a case with structure 2 absent from both
+        rec = json.loads(path.read_text())
+        for r in rec["rows"]:
+            del r["absent"]  # written before the column existed
+            if rec["case"] == "case_000" and r["label"] == 2:
+                r.update(volume_ref_ml=0.0, volume_pred_ml=0.0)
+        path.write_text(json.dumps(rec))
+    rows = ResultsFolder(copy).rows()
+    absent = {(r["case"], r["label"]) for r in rows if r["absent"]}
+    assert absent == {("case_000", 2)}
 
 
 def test_load_reads_every_file_on_the_image_grid(run_dir):

@@ -132,3 +132,48 @@ def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
     from napari_segeval.uncertainty import class_matrix, semantic_scale
 
     assert 0.0 <= semantic_scale(class_matrix(out)) <= 1.0
+
+
+def test_grid_resamples_each_decoded_volume_before_the_svd():
+    from napari_segeval.uncertainty.features import resample_map
+
+    lab = np.zeros((6, 16, 16), np.uint8)
+    lab[1:5, 4:12, 5:11] = 1
+    rows = class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a"}, grid=(12, 8, 8))
+    assert 0.0 <= rows[0]["scale"] <= 1.0
+    m = np.arange(6 * 4 * 4, dtype=np.float32).reshape(6, 4, 4)
+    r = resample_map(m, (3, 8, 8))
+    assert r.shape == (3, 8, 8) and r.min() >= m.min() and r.max() <= m.max()
+    assert resample_map(m, None) is not None and resample_map(m, None).shape == m.shape
+
+
+class MinmaxSpy(ThresholdPromptModel):
+    """The threshold model recording the preprocessing it is asked for, with MedSAM2's options."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resize, self.mappings = "float", []
+
+    def with_options(self, *, resize=None):
+        self.resize = resize
+        return self
+
+    def preprocess(self, image, modality, window=None, ct_mapping="window"):
+        self.mappings.append(ct_mapping)
+        return super().preprocess(image, modality, window, ct_mapping)
+
+
+def test_auv_scoring_uses_medsam2s_preprocessing_when_asked(monkeypatch):
+    from napari_segeval.evaluation import auv_scores
+    from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.models import registry
+    from napari_segeval.phantoms.samples import sample_root
+
+    spy = MinmaxSpy()
+    monkeypatch.setattr(registry, "load_promptable", lambda *a, **k: spy)
+    specs = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[:2]
+    rec = auv_scores.score_cases(specs, model="threshold", ct_mapping="minmax", resize="pillow",
+                                 power=1, grid=[16, 16, 16], threads=1)
+    assert spy.mappings == ["minmax", "minmax"] and rec["resize"] == "pillow"
+    assert rec["ct_mapping"] == "minmax" and rec["energy_power"] == 1
+    assert rec["grid"] == [16, 16, 16]

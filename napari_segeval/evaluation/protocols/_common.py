@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -84,7 +86,20 @@ def dense_model(ref: str, device: str | None = None) -> Any:
 def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Mapping[int, str],
           condition: str, *, tolerance_mm: float = 2.0, empty: str = "one",
           surface: bool = True) -> list[dict]:
-    """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``."""
+    """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``.
+
+    Each row also says whether the structure is ``absent``: missing from both the
+    reference and the prediction, so that its Dice (1, 0 or NaN by the ``empty``
+    rule) is no failure; the results browser and the report's worst cases sort
+    or filter such rows apart.
+
+    Examples
+    --------
+    >>> ref = np.array([[1, 1], [0, 0]]); pred = np.array([[1, 0], [0, 0]])
+    >>> rows = score(ref, pred, (1.0, 1.0), {1: "a", 2: "b"}, "clean", surface=False)
+    >>> [(r["structure"], r["dice"], r["absent"]) for r in rows]
+    [('a', 0.6666666666666666, False), ('b', 1.0, True)]
+    """
     from napari_segeval.metrics import structure_table
 
     if reference.shape != prediction.shape:
@@ -93,7 +108,71 @@ def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Ma
     rows = structure_table(reference, prediction, spacing, structures=structures or None,
                            tolerance_mm=tolerance_mm, empty=empty, surface=surface)
     return [{"structure": r["name"], "condition": condition,
-             **{k: v for k, v in r.items() if k != "name"}} for r in rows]
+             **{k: v for k, v in r.items() if k != "name"},
+             "absent": bool(r["volume_ref_ml"] == 0 and r["volume_pred_ml"] == 0)}
+            for r in rows]
+
+
+def fingerprint(key: Any) -> str:
+    """SHA-256 of ``key`` as sorted JSON (what a cached result was made from).
+
+    Examples
+    --------
+    >>> fingerprint({"b": 1, "a": [2]}) == fingerprint({"a": [2], "b": 1})
+    True
+    """
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def cached(record_path: str | Path, key: Any, make: Callable[[], dict], *,
+           needs: tuple = ()) -> dict:
+    """Make once: the JSON record at ``record_path`` when it was made from ``key``, else ``make()``.
+
+    The record carries ``fingerprint`` (:func:`fingerprint` of ``key``); it is
+    reused when that matches and every path of ``needs`` (the files the record
+    describes: a trained model) exists. Otherwise ``make()`` runs (it writes
+    those files) and its record is written atomically with the fingerprint. The
+    protocols' "train once per fingerprint" (``cv5-2d`` fold models, ``li2026``
+    models and AUV scores) goes through here.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.json"
+    >>> calls = []
+    >>> def make():
+    ...     calls.append(1)
+    ...     return {"value": 3}
+    >>> cached(p, {"k": 1}, make)["value"], cached(p, {"k": 1}, make)["value"], len(calls)
+    (3, 3, 1)
+    >>> _ = cached(p, {"k": 2}, make); len(calls)
+    2
+    """
+    from napari_segeval._errors import ReadError
+    from napari_segeval.evaluation import store
+
+    path, fp = Path(record_path), fingerprint(key)
+    if path.is_file() and all(Path(n).is_file() for n in needs):
+        try:
+            old = store.read_json(path)
+        except ReadError:
+            old = {}
+        if old.get("fingerprint") == fp:
+            return old
+    record = {**make(), "fingerprint": fp}
+    store.write_json(path, record)
+    return store.read_json(path)
+
+
+def train_once(path: str | Path, key: Any, train: Callable[[Path], dict]) -> dict:
+    """A model file trained once per ``key``: ``train(path) -> record``, kept in ``path.json``.
+
+    :func:`cached` with the record beside the model (``fold0.pt`` ->
+    ``fold0.json``); a model whose record holds another fingerprint is trained
+    again (and replaced).
+    """
+    path = Path(path)
+    return cached(path.with_suffix(".json"), key, lambda: train(path), needs=(path,))
 
 
 def _shrink(a: np.ndarray) -> np.ndarray:
@@ -150,5 +229,5 @@ def case_arrays(case, predictions: Mapping[str, np.ndarray],
     return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
 
 
-__all__ = ["case_arrays", "dense_model", "key_index", "load_case", "promptable_model",
-           "resolve_factory", "score", "views"]
+__all__ = ["cached", "case_arrays", "dense_model", "fingerprint", "key_index", "load_case",
+           "promptable_model", "resolve_factory", "score", "train_once", "views"]

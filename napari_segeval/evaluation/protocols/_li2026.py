@@ -18,8 +18,14 @@ and mIoU on the *test* set. Steps:
    ``OUTPUT/models/li2026_<condition>.pt`` with a ``.json`` record (training
    cases, removed cases, recipe, fingerprint). A condition whose kept list
    equals an earlier one's reuses that model (same data, same seed: the same
-   network).
+   network). With ``duo``, one more condition, ``"DUO"``: every training case,
+   trained with the Dynamic Uncertainty-aware Optimization loss
+   (:mod:`napari_segeval.training.duo`). Models and AUV scores are made once
+   per fingerprint (:func:`~napari_segeval.evaluation.protocols._common.cached`).
 3. :func:`run_case` - each test case segmented by every condition's model.
+
+The training cases travel from :func:`select` to :func:`prepare` on the test
+cases' ``train_specs`` field.
 
 Training recipe: ``train_*`` parameters and ``seed``/``threads``
 (:func:`train_config`); the ``li2026`` preset sets the paper's SGD with poly
@@ -29,8 +35,7 @@ decay from 0.01, the protocol's own default is AdamW with cosine decay from
 
 from __future__ import annotations
 
-import hashlib
-import json
+import math
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -44,9 +49,10 @@ from napari_segeval.evaluation.protocols import _dense as D
 
 #: spec.meta key written by :func:`prepare`.
 META_KEY = "li2026"
-#: Attribute of the test specs holding the training specs between select and prepare.
-_TRAIN_ATTR = "_li2026_train"
-AUV_KEYS = ("auv_model", "auv_checkpoint", "auv_layout", "auv_energy_power", "auv_aggregate")
+AUV_KEYS = ("auv_model", "auv_checkpoint", "auv_layout", "auv_energy_power", "auv_aggregate",
+            "auv_grid", "auv_ct_mapping", "auv_resize")
+#: The condition trained with the DUO loss on every training case.
+DUO = "DUO"
 
 
 def condition_name(fraction: float) -> str:
@@ -101,12 +107,20 @@ def select(specs: Sequence, params: dict) -> list:
     broken = [s for s in specs if s.error]
     for s in test:
         s.meta = {**s.meta, "li2026_split": source}
-        setattr(s, _TRAIN_ATTR, train)
+        s.train_specs = tuple(train)
     return test + broken
 
 
-def train_config(params: dict):
-    """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``."""
+def train_config(params: dict, loss: str = "ce-dice"):
+    """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``.
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation import get_protocol
+    >>> c = train_config(get_protocol("uncertainty").resolve_params(preset="li2026"), "duo")
+    >>> c.optimizer, c.loss, c.duo_alpha
+    ('sgd-poly', 'duo', 0.5)
+    """
     from napari_segeval.training.dense_cases import DenseTrainConfig
 
     return DenseTrainConfig(
@@ -114,54 +128,53 @@ def train_config(params: dict):
         lr=float(params["train_lr"]), optimizer=str(params["train_optimizer"]),
         patch_size=tuple(int(v) for v in params["train_patch"]),
         base_channels=int(params["train_width"]), seed=int(params["seed"]),
-        threads=int(params["threads"]))
-
-
-def _digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+        threads=int(params["threads"]), loss=loss, duo_alpha=float(params["duo_alpha"]))
 
 
 def _auv(train: Sequence, params: dict, out: Path) -> dict:
-    from napari_segeval.evaluation import store
     from napari_segeval.evaluation.auv_scores import score_cases, write_scores
 
-    key = _digest({"cases": [[s.case_id, list(s.images), s.labels] for s in train],
-                   **{k: params[k] for k in AUV_KEYS}})
-    path = out / "auv.json"
-    if path.is_file():
-        old = store.read_json(path)
-        if old.get("fingerprint") == key:
-            return old
-    record = score_cases(train, model=params["auv_model"], checkpoint=params["auv_checkpoint"],
-                         device=params.get("device"), layout=str(params["auv_layout"]),
-                         power=float(params["auv_energy_power"]),
-                         aggregate=str(params["auv_aggregate"]), threads=int(params["threads"]))
-    record["fingerprint"] = key
-    write_scores(path, record, overwrite=True)
-    write_scores(out / "auv.csv", record, overwrite=True)
-    return store.read_json(path)
+    def make() -> dict:
+        record = score_cases(
+            train, model=params["auv_model"], checkpoint=params["auv_checkpoint"],
+            device=params.get("device"), layout=str(params["auv_layout"]),
+            power=float(params["auv_energy_power"]), aggregate=str(params["auv_aggregate"]),
+            grid=params.get("auv_grid"), ct_mapping=str(params["auv_ct_mapping"]),
+            resize=str(params["auv_resize"]), threads=int(params["threads"]))
+        write_scores(out / "auv.csv", record, overwrite=True)
+        return record
+
+    key = {"cases": [[s.case_id, list(s.images), s.labels] for s in train],
+           **{k: params[k] for k in AUV_KEYS}}
+    return C.cached(out / "auv.json", key, make, needs=(out / "auv.csv",))
 
 
-def _train(train: Sequence, cases: dict, params: dict, path: Path) -> dict:
-    from napari_segeval.evaluation import store
+def _train(train: Sequence, cases: dict, params: dict, path: Path, loss: str) -> dict:
     from napari_segeval.training.dense_cases import train_dense_cases
 
-    config = train_config(params)
+    config = train_config(params, loss)
     ids = sorted(s.case_id for s in train)
     k = max([int(i) for s in train for i in s.structures] +
             [int(cases[s.case_id].labels.max()) for s in train] + [1]) + 1
-    fp = _digest({"train": ids, "k": k, "config": config.to_dict()})
-    side = path.with_suffix(".json")
-    if path.is_file() and side.is_file() and store.read_json(side).get("fingerprint") == fp:
-        return store.read_json(side)
-    structures = {int(i): n for s in train for i, n in s.structures.items()}
-    modality = next((s.modality for s in train if s.modality), "CT")
-    rec = train_dense_cases([cases[i].image for i in ids], [cases[i].labels for i in ids],
-                            [cases[i].spacing for i in ids], k, path, config,
-                            structures=structures, modality=modality, case_ids=ids)
-    record = {"model": path.name, "fingerprint": fp, "num_classes": k, **rec}
-    store.write_json(side, record)
-    return record
+
+    def fit(target: Path) -> dict:
+        structures = {int(i): n for s in train for i, n in s.structures.items()}
+        modality = next((s.modality for s in train if s.modality), "CT")
+        rec = train_dense_cases([cases[i].image for i in ids], [cases[i].labels for i in ids],
+                                [cases[i].spacing for i in ids], k, target, config,
+                                structures=structures, modality=modality, case_ids=ids)
+        return {"model": target.name, "num_classes": k, **rec}
+
+    return C.train_once(path, {"train": ids, "k": k, "config": config.to_dict()}, fit)
+
+
+def _conditions(params: dict) -> list[tuple[str, float, str]]:
+    """``(name, fraction removed, loss)`` of every condition, in order."""
+    out = [(condition_name(f), f, "ce-dice")
+           for f in [0.0, *[float(v) for v in params["remove_fractions"]]]]
+    if params.get("duo"):
+        out.append((DUO, 0.0, "duo"))
+    return out
 
 
 def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
@@ -170,20 +183,19 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     from napari_segeval.evaluation.auv_scores import auv_of
     from napari_segeval.uncertainty import filter_most_uncertain
 
-    test = [s for s in specs if hasattr(s, _TRAIN_ATTR)]
+    test = [s for s in specs if s.train_specs]
     if not test:
         return
-    train = getattr(test[0], _TRAIN_ATTR)
+    train = list(test[0].train_specs)
     out = Path(output_dir).absolute()
     auv = _auv(train, params, out)
     scores = auv_of(auv)
     by_id = {s.case_id: s for s in train}
     cases: dict = {}
     models, info, seen = {}, {}, {}
-    for f in [0.0, *[float(v) for v in params["remove_fractions"]]]:
-        cond = condition_name(f)
+    for cond, f, loss in _conditions(params):
         kept, removed = filter_most_uncertain(scores, f, str(params["removal_rule"]))
-        key = tuple(sorted(kept))
+        key = (tuple(sorted(kept)), loss)
         path = out / "models" / f"li2026_{cond.replace(' ', '_').replace('%', 'pct')}.pt"
         if key in seen:
             path = seen[key]
@@ -191,15 +203,16 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
             for cid in kept:
                 if cid not in cases:
                     cases[cid] = C.load_case(by_id[cid])
-            _train([by_id[c] for c in kept], cases, params, path)
+            _train([by_id[c] for c in kept], cases, params, path, loss)
         seen.setdefault(key, path)
         models[cond] = str(path)
         info[cond] = {"n_train": len(kept), "removed": sorted(removed),
-                      "model": f"models/{Path(path).name}"}
+                      "model": f"models/{Path(path).name}", "loss": loss}
     record = {"split": test[0].meta.get("li2026_split"), "auv_model": auv.get("model"),
               "removal_rule": params["removal_rule"], "conditions": info}
     store.write_json(out / "li2026.json", record)
     for s in test:
+        s.train_specs = ()  # used: the workers need only the models
         s.meta = {**s.meta, META_KEY: {"models": models, "conditions": info,
                                        "auv_model": auv.get("model")}}
 
@@ -236,7 +249,8 @@ def run_case(spec, params: dict):
         info = meta["conditions"][cond]
         auv = meta.get("auv_model") or {}
         extra = {"n_train": info["n_train"], "removed": ";".join(info["removed"]),
-                 "model_file": info["model"], "test_split": spec.meta.get("li2026_split", ""),
+                 "model_file": info["model"], "loss": info.get("loss", "ce-dice"),
+                 "test_split": spec.meta.get("li2026_split", ""),
                  "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})"}
         rows += [{**r, **extra} for r in C.score(case.labels, np.asarray(res.labels),
                                                  case.spacing, structures, cond, empty="one",
@@ -245,11 +259,48 @@ def run_case(spec, params: dict):
     return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
 
 
+def energy_text(power: float) -> str:
+    """What the AUV's energy spectrum is, said in the summary.
+
+    Examples
+    --------
+    >>> energy_text(1)
+    "singular values as they are: p_j = s_j / sum s (the authors' released code)"
+    """
+    if float(power) == 1.0:
+        return "singular values as they are: p_j = s_j / sum s (the authors' released code)"
+    if float(power) == 2.0:
+        return ("squared singular values: p_j = s_j^2 / sum s^2 (the energy as the paper "
+                "writes it; the authors' code uses s_j)")
+    return f"singular values to the power {float(power):g}: p_j = s_j^{float(power):g} / sum"
+
+
+def _duo_text(params: dict) -> dict:
+    from napari_segeval.training import duo
+
+    return {"alpha": float(params["duo_alpha"]),
+            "loss": (f"per training patch b and foreground class c: (BCE + 1 - soft Dice of "
+                     f"the class's softmax probability against the denoised target) / (1 + "
+                     f"{float(params['duo_alpha']):g} S[b, c]), averaged over patches and "
+                     "classes; S[b, c] = the semantic perception scale of the network's own "
+                     "logits of c on the patch at that step (the authors' "
+                     "compute_all_semantic_scales: D x HW matrix, p = (s + 1e-6) / sum, not "
+                     "detached), as their code computes it, not the frozen model's AUV"),
+            "denoising": (f"target = label x (1 - sigmoid(noise head)); the noise head (1x1x1 "
+                          f"convolution on the last decoder features, starting at "
+                          f"{1 / (1 + math.exp(-duo.NOISE_BIAS)):.3f}) is trained and "
+                          f"applied from {duo.NOISE_START:.0%} of the iterations on, to "
+                          f"predict the labelled voxels whose class the network gives a "
+                          f"probability below {duo.NOISE_THRESHOLD:g}"),
+            "training_cases": "every training case (no AUV filtering)"}
+
+
 def summarize(rows: list[dict], params: dict) -> dict:
     """Test-set Dice/mIoU in percent per condition, with its training list."""
     from napari_segeval.evaluation.summary import percent_scores
 
-    conds = sorted({r["condition"] for r in rows}, key=lambda c: (c != "unfiltered", len(c), c))
+    conds = sorted({r["condition"] for r in rows},
+                   key=lambda c: (c != "unfiltered", c == DUO, len(c), c))
     out = {}
     for c in conds:
         mine = [r for r in rows if r["condition"] == c]
@@ -257,23 +308,27 @@ def summarize(rows: list[dict], params: dict) -> dict:
         out[c] = {**percent_scores(mine, ("dice", "iou")),
                   "n_train": int(first["n_train"]) if "n_train" in first else None,
                   "removed": [x for x in str(first.get("removed") or "").split(";") if x],
-                  "model": first.get("model_file")}
+                  "model": first.get("model_file"), "loss": first.get("loss", "ce-dice")}
     base = out.get("unfiltered", {}).get("dice")
     for _c, v in out.items():
         v["dice_change"] = (v["dice"] - base) if base is not None else None
     splits = sorted({str(r.get("test_split")) for r in rows if r.get("test_split")})
-    return {"analysis": "filter-training",
-            "background_included": bool(params["include_background"]),
-            "metrics": ("Dice and IoU per class over all classes (background included: "
-                        f"{bool(params['include_background'])}), both-empty = 1, mean over "
-                        "classes per case, mean over the test cases, in percent"),
-            "test_set": splits[0] if len(splits) == 1 else splits,
-            "removal_rule": params["removal_rule"],
-            "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")),
-                                 None),
-            "auv_files": "auv.json, auv.csv", "conditions": out,
-            "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)"}
+    summary = {
+        "analysis": "filter-training",
+        "background_included": bool(params["include_background"]),
+        "metrics": ("Dice and IoU per class over all classes (background included: "
+                    f"{bool(params['include_background'])}), both-empty = 1, mean over "
+                    "classes per case, mean over the test cases, in percent"),
+        "test_set": splits[0] if len(splits) == 1 else splits,
+        "removal_rule": params["removal_rule"],
+        "auv_energy": energy_text(params["auv_energy_power"]),
+        "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")), None),
+        "auv_files": "auv.json, auv.csv", "conditions": out,
+        "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)"}
+    if params.get("duo"):
+        summary["duo"] = _duo_text(params)
+    return summary
 
 
-__all__ = ["META_KEY", "condition_name", "prepare", "run_case", "select", "split", "summarize",
-           "train_config"]
+__all__ = ["DUO", "META_KEY", "condition_name", "energy_text", "prepare", "run_case", "select",
+           "split", "summarize", "train_config"]

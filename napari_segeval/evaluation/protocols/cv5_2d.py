@@ -10,10 +10,14 @@ case (``OUTPUT/models/all.pt``; rows keep ``split`` and have ``fold`` None).
 Every other case is scored by the model of its fold. Dice
 (2|A∩B|/(|A|+|B|), not the published |A∪B| variant), IoU, recall and
 precision per class (background excluded unless ``include_background``, which
-scores every class of ``range(num_classes)``; both-empty per ``empty``),
-averaged over classes within a fold, then mean +- std (ddof=1) over folds, in
-percent. The summary adds the same numbers from pixel counts pooled over each
-fold's cases (``pooled``). The paper preset is ``borst2026`` (:data:`PRESETS`).
+scores every class of ``range(num_classes)``; both-empty per ``empty``, and the
+row marked ``absent``). ``headline`` picks the summary's class average
+(:data:`READINGS`): ``per-image`` (each image's mean over classes, averaged over a
+fold's images) or ``accumulated`` (mmsegmentation's ``IoUMetric``: per-class
+areas summed over a fold's images, the paper preset's); then mean +- std
+(ddof=1) over folds, in percent. The summary keeps the other reading and the
+project's pooled counts (``pooled``). The paper preset is ``borst2026``
+(:data:`PRESETS`).
 
 ``model="builtin-2d"`` (the default) is honest cross-validation inside the
 protocol: before any case runs, :func:`prepare` trains a tiny 2D U-Net
@@ -37,8 +41,6 @@ replaced, e.g. ``"runs/fold{fold}.pt"``): anything with
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -70,6 +72,7 @@ DEFAULTS = {
     "train_threads": 1,
     "cv_splits": {},
     "holdout": None,
+    "headline": "per-image",
 }
 #: spec.meta key of a held-out case's model (set by :func:`prepare`), and its file stem.
 HOLDOUT_MODEL = "all"
@@ -91,62 +94,44 @@ def train_config(params: dict, fold: int):
                          threads=int(params["train_threads"]))
 
 
-def _fingerprint(train: Sequence, num_classes: int, config) -> str:
-    from napari_segeval.models.dense.unet2d import FORMAT_VERSION
-
-    blob = json.dumps({"v": FORMAT_VERSION, "k": num_classes, "config": config.to_dict(),
-                       "train": [[s.case_id, list(s.images), s.labels] for s in train]},
-                      sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
 def _num_classes(train: Sequence, cases: Sequence) -> int:
     ids = [int(k) for s in train for k in s.structures]
     ids += [int(c.labels.max()) for c in cases]
     return max(ids + [1]) + 1
 
 
-def _saved_fingerprint(path: Path) -> str | None:
-    side = path.with_suffix(".json")
-    if not (path.is_file() and side.is_file()):
-        return None
-    try:
-        return json.loads(side.read_text(encoding="utf-8")).get("fingerprint")
-    except (OSError, ValueError):
-        return None
-
-
 def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike) -> dict:
     """Train the built-in 2D U-Net on ``train`` (case specs) and save it at ``path``.
 
-    A model already at ``path`` with the same fingerprint is kept. Returns the
-    fold record written next to it (``fold{k}.json``): fold, training case ids,
-    recipe, number of classes, final loss, seconds, fingerprint.
+    A model already at ``path`` with the same fingerprint (training cases,
+    classes, recipe: :func:`~napari_segeval.evaluation.protocols._common.train_once`)
+    is kept. Returns the fold record written next to it (``fold{k}.json``):
+    fold, training case ids, recipe, number of classes, final loss, seconds,
+    fingerprint.
     """
-    from napari_segeval.evaluation import store
+    from napari_segeval.models.dense.unet2d import FORMAT_VERSION
     from napari_segeval.training.unet2d import train_unet2d
 
-    path = Path(path)
     config = train_config(params, fold)
     if not train:
         raise SegEvalError(f"cv5-2d fold {fold}: no training cases")
     cases = [C.load_case(s) for s in train]
     k = _num_classes(train, cases)
-    fp = _fingerprint(train, k, config)
-    side = path.with_suffix(".json")
-    if _saved_fingerprint(path) == fp:
-        return store.read_json(side)
-    structures = {int(i): n for s in train for i, n in s.structures.items()}
-    model = train_unet2d([c.image for c in cases], [c.labels for c in cases], k, config,
-                         case_ids=[s.case_id for s in train], structures=structures,
-                         device=params.get("device") or "cpu")
-    model.save(path)
-    record = {"fold": int(fold), "model": path.name, "fingerprint": fp, "num_classes": k,
-              "train_cases": model.meta["train_cases"], "config": config.to_dict(),
-              "final_loss": model.meta["final_loss"],
-              "train_seconds": model.meta["train_seconds"], "device": model.meta["device"]}
-    store.write_json(side, record)
-    return record
+    key = {"v": FORMAT_VERSION, "k": k, "config": config.to_dict(),
+           "train": [[s.case_id, list(s.images), s.labels] for s in train]}
+
+    def fit(target: Path) -> dict:
+        structures = {int(i): n for s in train for i, n in s.structures.items()}
+        model = train_unet2d([c.image for c in cases], [c.labels for c in cases], k, config,
+                             case_ids=[s.case_id for s in train], structures=structures,
+                             device=params.get("device") or "cpu")
+        model.save(target)
+        return {"fold": int(fold), "model": target.name, "num_classes": k,
+                "train_cases": model.meta["train_cases"], "config": config.to_dict(),
+                "final_loss": model.meta["final_loss"],
+                "train_seconds": model.meta["train_seconds"], "device": model.meta["device"]}
+
+    return C.train_once(path, key, fit)
 
 
 def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
@@ -186,6 +171,7 @@ def is_holdout(spec, params: dict) -> bool:
 
 def select(specs: Sequence, params: dict) -> list:
     """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
+    _reading(params)  # a wrong headline fails before any training
     return [s for s in specs if s.error or (s.labels and s.fold is not None)
             or is_holdout(s, params)]
 
@@ -267,20 +253,67 @@ def add_counts(rows: list[dict], reference, prediction) -> None:
         r.update(n_tp=int(cm[k, k]), n_ref=int(cm[k].sum()), n_pred=int(cm[:, k].sum()))
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
-    """Per class and class-averaged mean +- std over folds, in percent (+ the training recipe).
+#: The two readings of the class-averaged metrics (``headline`` chooses the summary's).
+READINGS = {
+    "per-image": {
+        "definition": ("per image: each class of the image scored (both-empty by 'empty'), "
+                       "averaged over the classes; mean over a fold's images, then mean +- "
+                       "std (ddof=1) over folds, in percent"),
+        "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"}},
+    "accumulated": {
+        "definition": ("mmsegmentation's IoUMetric: per class, intersection, prediction and "
+                       "reference areas summed over all images of a fold; Dice, IoU, "
+                       "precision and recall from those sums (NaN where a denominator is "
+                       "zero over the fold); mean over the classes with a value (background "
+                       "included when scored); then mean +- std (ddof=1) over folds, in "
+                       "percent"),
+        "names": {"dice": "mDice", "iou": "mIoU", "recall": "mRecall",
+                  "precision": "mPrecision"}},
+}
 
-    ``pooled``: the same from pixel counts summed over each fold's cases;
-    ``holdout``: the held-out split's cases (see :func:`~napari_segeval.evaluation.summary.holdout_scores`).
+
+def _reading(params: dict) -> str:
+    r = str(params.get("headline", "per-image"))
+    if r not in READINGS:
+        raise SegEvalError(f"headline must be one of {', '.join(READINGS)}, got {r!r}")
+    return r
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Class-averaged metrics, mean +- std over folds, in percent (+ the training recipe).
+
+    The metric keys (``dice``, ``iou``, ``recall``, ``precision``) hold the
+    ``headline`` reading (:data:`READINGS`): ``per-image``
+    (:func:`~napari_segeval.evaluation.summary.cross_validation`) or
+    ``accumulated`` (:func:`~napari_segeval.evaluation.summary.accumulated_folds`,
+    the borst2026 preset's); the other reading is kept under its own name.
+    ``pooled``: the project's pooled counts (with ``micro``); ``holdout``: the
+    held-out split's cases (:func:`~napari_segeval.evaluation.summary.holdout_scores`).
     """
-    from napari_segeval.evaluation.summary import cross_validation, holdout_scores, pooled_folds
+    from napari_segeval.evaluation.summary import (
+        accumulated_folds,
+        cross_validation,
+        holdout_scores,
+        is_absent,
+        pooled_folds,
+    )
 
     cv = [r for r in rows if r.get("fold") is not None]
     held = [r for r in rows if r.get("fold") is None]
-    empty = str(params["empty"])
+    empty, headline = str(params["empty"]), _reading(params)
+    numbers = {"per-image": cross_validation(cv), "accumulated": accumulated_folds(cv)}
+    other = next(k for k in READINGS if k != headline)
+    absent = [r for r in cv if is_absent(r)]
     out = {"background_included": bool(params["include_background"]), "empty": empty,
-           "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"},
-           **cross_validation(cv), "pooled": pooled_folds(cv, empty=empty)}
+           "headline": {"reading": headline, **READINGS[headline]},
+           "names": READINGS[headline]["names"], **numbers[headline],
+           other.replace("-", "_"): {**READINGS[other], **numbers[other]},
+           "pooled": pooled_folds(cv, empty=empty),
+           "absences": {"rows": len(absent),
+                        "note": ("rows of a class absent from both the image's reference and "
+                                 "its prediction (results.csv: absent); the per-image reading "
+                                 f"scores them by empty={empty}, the accumulated reading "
+                                 "adds nothing for them")}}
     if held:
         out["holdout"] = {"split": params.get("holdout"), **holdout_scores(held, empty=empty)}
     if params.get("model") == BUILTIN:
@@ -294,22 +327,34 @@ def summarize(rows: list[dict], params: dict) -> dict:
                      + ("; models/all.pt scores the held-out split" if held else "")}
     return out
 
+
+#: The ISIC 2018 folders and the paper's image count (one sentence, in both lists).
+_ISIC = ("ISIC 2018: the Training, Validation and Test folders (3,694 images with masks) are "
+         "pooled into the folds, which matches the paper's 3,565 images after its duplicate "
+         "removal (the Training folder alone has 2,594); the paper does not say which "
+         "folders it pooled (cv_splits={\"isic\": [\"train\"]} keeps the Training folder only).")
+_DUPLICATES = ('Duplicate and near-duplicate images are kept; the paper removes them (by raw '
+               'bytes and perceptual hash) before making folds, so each data set has more '
+               'images here (ISIC 2018: 3,694, the paper 3,565).')
+
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ('Dice is 2|A∩B|/(|A|+|B|); the published mDSC divides by |A∪B| + 1e-6, which is not '
-     'Dice (recipe bug, corrected).'),
+    ('Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as '
+     '2|A∩B| / (|A∪B| + 1e-6), which is not Dice (recipe bug, corrected).'),
+    ("The class averages are per image (headline=per-image); the borst2026 preset reads "
+     "the paper's numbers as mmsegmentation's IoUMetric, per class over all images of a "
+     "fold (headline=accumulated), which the defaults keep in summary.json under "
+     "accumulated."),
     ('Background is left out of the class averages unless include_background=true; the '
-     'paper averages over range(num_classes), background included.'),
-    ('A class absent from both the reference and the prediction scores 1 (empty=one); with '
-     "the paper's +1e-6 it scores 0."),
+     'paper averages over every class, background included.'),
+    ('A class absent from both the reference and the prediction of an image scores 1 '
+     "(empty=one) and is marked absent; the evaluation card's +1e-6 scores it 0."),
     ("Folds are this project's seeded k-fold grouped by patient (or the data set's "
      "published splits file), saved in splits.json; the paper's fold lists are not "
      "published, so each fold holds other cases than the paper's."),
-    ('ISIC 2018 cases of every official folder that has masks (Training, Validation, Test) '
-     'enter the folds; the borst2026 preset cross-validates the Training folder only.'),
-    ('Duplicate and near-duplicate images are kept; the paper removes them (by raw bytes '
-     'and perceptual hash) before making folds.'),
+    _ISIC,
+    _DUPLICATES,
     ('The network is a small built-in 2D U-Net trained per fold (or the model given); the '
      'paper compares general-purpose vision backbones.'),
 )
@@ -318,22 +363,32 @@ DIFFERENCES = (
 #: The paper preset (docs/protocols.md, "cv5-2d preset borst2026", lists the same).
 BORST2026 = Preset(
     name="borst2026",
-    params={"folds": 5, "include_background": True, "empty": "zero",
-            "cv_splits": {"isic": ["train"]}},
+    params={"folds": 5, "include_background": True, "headline": "accumulated",
+            "empty": "zero", "cv_splits": {}},
     source=('Borst & Kounev, "Are General-Purpose Vision Models All We Need for 2D Medical '
             'Image Segmentation?", arXiv 2603.13044 (2026), and its public code'),
     differences=(
-        ('Dice is 2|A∩B|/(|A|+|B|); the published mDSC divides by |A∪B| + 1e-6, which is '
-         'not Dice (recipe bug, corrected).'),
-        ("The 1e-6 is not added to denominators that are not zero: a class absent from both "
-         "the reference and the prediction scores 0 in every metric (empty=zero), as with "
-         "the paper's formula, and every other value differs from the paper's formula by "
-         "less than one part in a million."),
+        ("The paper does not say how its metrics are aggregated; the headline (mDice, mIoU, "
+         "mRecall, mPrecision: the paper's mDSC, mIoU, mRec, mPrec) is mmsegmentation's "
+         "IoUMetric, the evaluation of the code base of its general-purpose models "
+         "(SegFormer, SegNeXt, InternImage, TransNeXt), which fits the reported numbers: "
+         "per class, areas summed over all images of a fold, background included, "
+         "classes absent from the whole fold left out, then mean +- std over folds."),
+        ("The per-image mean over range(num_classes) of the evaluation card given to this "
+         "project is kept as a secondary figure (summary.json per_image): with an absent "
+         "class scored 0 it caps a NeoPolyp image that holds one of the two polyp classes "
+         "near 2/3, so it cannot give the paper's numbers."),
+        ('In the per-image figure Dice is 2|A∩B|/(|A|+|B|); the evaluation card divides '
+         '2|A∩B| by |A∪B| + 1e-6, which is not Dice (recipe bug, corrected).'),
+        ("In the per-image figure a class absent from both the reference and the prediction "
+         "scores 0 in every metric (empty=zero), as the evaluation card's +1e-6 gives, and is "
+         "marked absent in results.csv; the 1e-6 is not added to other denominators, which "
+         "changes their values by less than one part in a million."),
         ("Folds are this project's seeded 5-fold grouped by patient, saved in splits.json; "
          "the paper's fold lists are not published, so each fold holds other cases than "
          "the paper's."),
-        ('Duplicate and near-duplicate images are kept; the paper removes them (by raw bytes '
-         'and perceptual hash) before making folds.'),
+        _ISIC,
+        _DUPLICATES,
         ('The network is the built-in small 2D U-Net trained per fold with its short recipe '
          '(or the model given); the paper fine-tunes ImageNet-pretrained general-purpose '
          'backbones at 512x512 (AdamW, REX schedule, batch 8, learning rate searched, 150 '
@@ -345,7 +400,7 @@ PRESETS = {BORST2026.name: BORST2026}
 
 PROTOCOL = Protocol(
     name="cv5-2d",
-    version="1.2",
+    version="1.3",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets=PRESETS,
@@ -355,6 +410,7 @@ PROTOCOL = Protocol(
     prepare=prepare,
     needs_folds=True,
     description=("5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
-                 "percent per class and averaged, mean +- std over folds; the built-in "
-                 "2D U-Net is trained per fold on the other folds."),
+                 "percent per class and averaged (per image, or accumulated over a fold's "
+                 "images as mmsegmentation does: headline), mean +- std over folds; the "
+                 "built-in 2D U-Net is trained per fold on the other folds."),
 )

@@ -5,8 +5,9 @@ structure present in the reference, take the middle slice of its extent along
 the slice axis (the nearest non-empty slice when the middle one is empty), its
 tight box (optionally jittered by up to ``jitter`` pixels per edge, seeded per
 case), segment that slice, propagate forward to the last slice and backward to
-the first, take the union and keep the largest connected component. Dice (not
-the published 2|A∩B|/|A∪B|) and NSD at ``tolerance_mm``; structures absent from
+the first, take the union and keep the largest connected component. Dice
+(2|A∩B|/(|A|+|B|), as MedSAM2's own code; not the 2|A∩B|/|A∪B| of the
+evaluation card given to the project) and NSD at ``tolerance_mm``; structures absent from
 the reference are neither prompted nor scored. Aggregation: median and IQR per
 structure, per task and over tasks.
 
@@ -231,8 +232,9 @@ def used(rows: list[dict], key: str) -> list:
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ("Dice is 2|A∩B|/(|A|+|B|); MedSAM2's evaluation code divides 2|A∩B| by |A∪B|, which "
-     'is not Dice (recipe bug, corrected).'),
+    ("Dice is 2|A∩B|/(|A|+|B|), as MedSAM2's own code defines it (dice_multi_class); the "
+     'evaluation card given to this project divides 2|A∩B| by |A∪B|, which is not Dice '
+     '(recipe bug of the card, corrected).'),
     ('The default model is the built-in promptable network, which needs no download; '
      'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
     ('Slices are resized as floating-point images; MedSAM2 converts the windowed slice to '
@@ -254,7 +256,8 @@ DIFFERENCES = (
      'modality (modality=CT, MR, PET, US ... overrides).'),
     ('Several structures are merged into one label map before scoring (the higher '
      'probability wins; a lesion lying at least half inside an organ wins that overlap); '
-     'MedSAM2 propagates and scores each target on its own mask (scoring=per-structure).'),
+     "MedSAM2's script propagates each target on its own and saves one mask file per "
+     "target (scoring=per-structure scores each structure's own mask)."),
     ('Box jitter (only when jitter > 0) moves each edge by up to jitter pixels either way, '
      "so a box can shrink; MedSAM2's helper widens the box outward on all sides by one "
      'shift drawn from 0-20 pixels (jitter_mode=outward).'),
@@ -290,8 +293,11 @@ MEDSAM2 = Preset(
          'intensities, unless modality= names it; their scripts are told it.'),
         ('Box jitter is off (jitter=0) unless asked; --param jitter=20 draws their '
          "helper's outward shift of 0-20 pixels."),
-        ('The saved prediction file is the merged label map; the scores are each '
-         "structure's own mask, as theirs."),
+        ("Each structure is scored on its own propagated mask; their script saves one mask "
+         "file per target and computes no score, and it does not clear its mask array "
+         "between the targets of one image, so each file also holds the targets before it "
+         "and keeps the largest component of that union (not followed). The saved "
+         "prediction file here is the merged label map."),
     ),
 )
 

@@ -2,15 +2,21 @@
 
 Each structure is prompted on the first frame where it appears in the reference
 (frame 0 for complete annotations; the frame used is recorded as
-``key_slice``) and propagated forward to the last frame. Dice is computed over
-the whole clip (frames before the prompt count as predicted background).
+``key_slice``) and propagated forward to the last frame. A structure's Dice is
+one number over all frames of the clip at once (the clip as one 2D+t volume;
+frames before the prompt count as predicted background).
 Surface metrics are not computed: the time axis is not a spatial one.
 """
 
 from __future__ import annotations
 
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
-from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, HOLES, propagate_and_score
+from napari_segeval.evaluation.protocols.medsam2_3d import (
+    _DICE,
+    BUILTIN,
+    HOLES,
+    propagate_and_score,
+)
 from napari_segeval.evaluation.protocols.medsam2_3d import DEFAULTS as _DEFAULTS_3D
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
@@ -36,8 +42,7 @@ def summarize(rows: list[dict], params: dict) -> dict:
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ("Dice is 2|A∩B|/(|A|+|B|); MedSAM2's evaluation code divides 2|A∩B| by |A∪B|, which "
-     'is not Dice (recipe bug, corrected).'),
+    _DICE,
     ('The default model is the built-in promptable network, which needs no download; '
      'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
     ('The largest connected component is taken across the whole clip, with time as a third '
@@ -48,8 +53,11 @@ DIFFERENCES = (
      'MedSAM2 prompts the first frame of the clip.'),
     ('Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and '
      'resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend).'),
-    ('Several structures are merged into one label map before scoring; MedSAM2 propagates '
-     'and scores each target on its own mask (scoring=per-structure).'),
+    ("Several structures are merged into one label map before scoring; MedSAM2's video "
+     "script tracks the objects of the first frame together (one inference state, one mask "
+     "per object) and saves them merged into one label image per frame, the lowest object "
+     "id winning where masks overlap; it computes no score (scoring=per-structure scores "
+     "each structure's own mask)."),
     ("Each structure is prompted with its box; MedSAM2's video script gives the frame's "
      'reference mask (prompt=mask).'),
     ('A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the '
@@ -64,7 +72,7 @@ MEDSAM2 = Preset(
     source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its video inference script "
             "medsam2_infer_video.py (bowang-lab/MedSAM2)"),
     differences=(
-        DIFFERENCES[0],
+        _DICE,
         BUILTIN,
         HOLES,
         ('Each structure is prompted with its reference mask on the first frame where it '
@@ -72,8 +80,11 @@ MEDSAM2 = Preset(
          "(their setting); their script refuses objects that appear only later."),
         ("Frames are read by the project's readers at their stored 8-bit values; their "
          'script reads a folder of JPEG frames.'),
-        ('The saved prediction file is the merged label map; the scores are each '
-         "structure's own mask, as theirs."),
+        ("Each structure is scored on its own mask, over all frames of the clip at once "
+         "(frames before its prompt count as predicted background), overlaps kept; their "
+         "script tracks the objects together, saves one label image per frame in which the "
+         "lowest object id wins overlaps, and computes no score. The saved prediction file "
+         "here is the merged label map."),
     ),
 )
 

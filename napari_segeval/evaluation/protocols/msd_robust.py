@@ -93,6 +93,27 @@ def _model(params: Mapping):
     return configure(C.dense_model(str(params["model"]), params.get("device")), params)
 
 
+def minmax_note(params: Mapping, modality: str | None) -> str | None:
+    """What to say when ``mr_minmax=true`` applies ROG's MR min-max scaling to a model whose
+    plans do not say that its statistics are in min-max units (None otherwise, and for CT).
+
+    Examples
+    --------
+    >>> minmax_note({"model": "builtin-ct", "mr_minmax": True}, "CT") is None
+    True
+    """
+    from napari_segeval.models.dense import DenseModel
+
+    if not params.get("mr_minmax") or str(modality or "").upper() == "CT":
+        return None
+    model = C.dense_model(str(params["model"]), params.get("device"))
+    if not isinstance(model, DenseModel) or model.mr_minmax is not None:
+        return None
+    return (f"{model.name}: its plans do not say mr_minmax; ROG's min-max scaling of each MR "
+            "channel was applied before its clip and z-score (mr_minmax=true). Unless its "
+            "statistics are in min-max units, run it with --param mr_minmax=null")
+
+
 def _channel(params: Mapping) -> int | None:
     return None if params.get("channel") is None else int(params["channel"])
 
@@ -160,6 +181,9 @@ def run_case(spec, params: dict) -> CaseOutput:
         if gate is not None:
             r["gate_threshold"] = float(gate)
     extra = {"skipped_attacks": "; ".join(sorted(set(skipped)))} if skipped else {}
+    note = minmax_note(params, case.modality)
+    if note:
+        extra["mr_minmax_note"] = note
     return CaseOutput(rows, C.views(case, preds), extra=extra,
                       arrays=C.case_arrays(case, preds, images))
 
@@ -221,6 +245,11 @@ def summarize(rows: list[dict], params: dict) -> dict:
 
     factor = float(params["robust_factor"])
     out = robustness(rows, factor=factor)
+    out["robust_accuracy"] = {c: v for c, v in out["task_mean"].items() if c != "clean"}
+    out["robust_accuracy_definition"] = (
+        "ROG's 'robust accuracy' (its code's name): the mean attacked Dice over the cases, "
+        "each case's Dice the mean over its structures (a case an attack did not run on, "
+        "with gate, keeps its clean Dice); not a fraction of cases: that is robust_fraction")
     out["robust_rule"] = (
         f"A case is robust under an attack when its attacked Dice (mean over its structures) "
         f"is strictly greater than {factor:g} x the task's mean clean Dice; the threshold, "
@@ -233,6 +262,9 @@ def summarize(rows: list[dict], params: dict) -> dict:
     skipped = sorted({str(r["skipped_attacks"]) for r in rows if r.get("skipped_attacks")})
     if skipped:
         out["skipped_attacks"] = skipped
+    notes = sorted({str(r["mr_minmax_note"]) for r in rows if r.get("mr_minmax_note")})
+    if notes:
+        out["mr_minmax_note"] = notes[0] if len(notes) == 1 else notes
     return out
 
 
@@ -242,9 +274,9 @@ DIFFERENCES = (
     ('Attacks run on the whole volume through the Gaussian sliding window (the gradient '
      'reaches every window), not on one foreground-centred patch per case, so clean and '
      'attacked Dice score the same whole case.'),
-    ('Perturbed inputs are clamped to the intensity range the preprocessing produces, not '
-     'to [0, 1]: the published code clamps z-scored inputs to [0, 1], which destroys the '
-     'clean image itself (recipe bug, corrected).'),
+    ('Perturbed inputs are clamped to the intensity range the preprocessing produces, each '
+     'channel to its own, not to [0, 1]: the published code clamps z-scored inputs to '
+     '[0, 1], which destroys the clean image itself (recipe bug, corrected).'),
     ("The robust threshold (0.5 x the task's mean clean Dice) is computed once from the "
      'clean run; the published code re-multiplies it on every attack call, compounding it '
      '(recipe bug, corrected).'),
@@ -266,7 +298,7 @@ DIFFERENCES = (
 
 PROTOCOL = Protocol(
     name="msd-robust",
-    version="1.1",
+    version="1.2",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"rog": ROG},
@@ -280,4 +312,5 @@ PROTOCOL = Protocol(
 )
 
 __all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "ROG", "ROG_ATTACKS", "ROG_EPS", "configure",
+           "minmax_note",
            "prepare", "run_case", "skip_reason", "summarize"]

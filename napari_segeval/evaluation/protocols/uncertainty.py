@@ -28,7 +28,9 @@ paper's analysis: it judges a score, and removes test cases.
 Uncertainty Value of every training case from a frozen promptable model
 (``auv_*`` parameters), the most uncertain training cases removed, the built-in
 3D U-Net retrained for each fraction (``train_*`` parameters; ``model`` and
-``score`` are not used), every model scored on the test set (:mod:`._li2026`).
+``score`` are not used), with ``duo`` one more model trained on every training
+case with the paper's Dynamic Uncertainty-aware Optimization loss (``duo_alpha``),
+every model scored on the test set (:mod:`._li2026`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ DEFAULTS = {
     "auv_layout": "D_HW",
     "auv_energy_power": 2,
     "auv_aggregate": "sum",
+    "auv_grid": None,
+    "auv_ct_mapping": "window",
+    "auv_resize": "float",
+    "duo": False,
+    "duo_alpha": 0.5,
     "train_iterations": 300,
     "train_batch": 2,
     "train_lr": 0.003,
@@ -241,8 +248,9 @@ LI2026 = Preset(
     name="li2026",
     params={"analysis": "filter-training", "include_background": True, "postprocess": False,
             "mirror": False, "remove_fractions": [0.05, 0.10], "removal_rule": "quantile",
-            "auv_model": "auto", "auv_layout": "D_HW", "auv_energy_power": 2,
-            "auv_aggregate": "sum",
+            "auv_model": "auto", "auv_layout": "D_HW", "auv_energy_power": 1,
+            "auv_aggregate": "sum", "auv_grid": [96, 96, 96], "auv_ct_mapping": "minmax",
+            "auv_resize": "pillow", "duo": True, "duo_alpha": 0.5,
             "train_optimizer": "sgd-poly", "train_lr": 0.01, "train_batch": 2},
     source=("Li et al., Delving Aleatoric Uncertainty in Medical Image Segmentation via "
             "Vision Foundation Models, CVPR 2026 (arXiv 2604.10963), and the authors' "
@@ -252,6 +260,23 @@ LI2026 = Preset(
          'built-in promptable model (its output probabilities, recorded in auv.json as '
          'such), not from a frozen MedSAM2; with a checkpoint they are MedSAM2 mask-decoder '
          'logits, as in the paper.'),
+        ("Each class is prompted with the box of its reference mask on the middle slice of "
+         "its extent (the MedSAM2 recipe) and propagated through the whole volume, so the AUV "
+         "depends on the reference labels (which classes a case has, where their boxes are); "
+         "the authors' code feeds the image alone to an unreleased MedSAM2 wrapper "
+         "(forward_encoder_decoder) that returns every class's map without prompts, which a "
+         "promptable MedSAM2 cannot do, and calls the AUV label-free."),
+        ("Each class's decoded volume is resampled linearly to 96 x 96 x 96 (auv_grid) before "
+         "the SVD, the input size of the authors' example, so every case has 96 singular "
+         "values whatever its slice count; their wrapper decodes a 96^3 input directly."),
+        ('A promptable model cannot decode a class that is absent from a case, so such a '
+         'case sums fewer class scales and looks more uncertain; the paper decodes every '
+         'class of every sample (--param auv_aggregate=mean averages the classes scored '
+         'instead).'),
+        ("The energy is the singular values as they are (p = s / sum s), as the authors' "
+         "released code computes it (--param auv_energy_power=2 takes the squares the paper "
+         "writes); their code adds 1e-6 to every singular value, which this preset does not, "
+         "so a zero decoded map has no scale (left out) where theirs scores it 1, the largest."),
         ('The segmentation network is the built-in 3D U-Net (8 base channels, patch 32 x 48 '
          'x 48, 300 iterations by default) trained on a CPU, not nnU-Net trained for 100 '
          'epochs with 96^3 patches: Dice values are comparable with the paper only in their '
@@ -259,29 +284,30 @@ LI2026 = Preset(
         ('The training loss is cross-entropy plus soft Dice over the foreground classes '
          'present, and patches are sampled around a class drawn uniformly; the paper uses '
          'Dice plus binary cross-entropy with nnU-Net sampling and augmentation (none here).'),
-        ('Each class is prompted with the box of its reference mask on the middle slice of '
-         'its extent (the MedSAM2 recipe) and propagated through the whole volume; the '
-         'paper does not say how its foundation model is prompted.'),
+        ("The DUO condition follows the authors' dynamic_uncertainty_aware_loss (each "
+         "foreground class's loss divided by 1 + 0.5 S, S the scale of the network's own "
+         "logits on the patch, not detached; targets times 1 - sigmoid(noise head)), with a "
+         "base loss of binary cross-entropy plus soft Dice of the softmax probability, "
+         "because the built-in U-Net is a softmax network; theirs applies binary "
+         "cross-entropy to per-class sigmoid logits."),
+        ("Their example detaches the denoised targets and gives the noise head no loss of its "
+         "own, so it never leaves its random initialization; here the noise head (a 1x1x1 "
+         "convolution on the last decoder features, starting near 0) is trained, and applied, "
+         "from half of the iterations on, to mark the labelled voxels whose class the network "
+         "gives a probability below 0.1 (recipe gap, filled)."),
         ('Only cases the data set labels as test are scored (or a seeded hold-out when it '
          'publishes no labelled test split: LiTS test labels were never released); '
          'validation cases are not used for training.'),
-        ('A promptable model cannot decode a class that is absent from a case, so such a '
-         'case sums fewer class scales and looks more uncertain; the paper decodes every '
-         'class of every sample (--param auv_aggregate=mean averages the classes scored '
-         'instead).'),
         ('Intensities are clipped to the 0.5-99.5 percentiles of the training foreground and '
          "z-scored with its mean and standard deviation for every modality (nnU-Net's CT "
          'scheme); nnU-Net z-scores MR images one by one.'),
-        ('The energy is the squared singular values as the paper writes (p = s^2 / sum s^2); '
-         "the authors' released code normalizes the singular values themselves "
-         '(--param auv_energy_power=1 reproduces it).'),
     ),
 )
 
 
 PROTOCOL = Protocol(
     name="uncertainty",
-    version="2.0",
+    version="2.1",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"li2026": LI2026},
@@ -295,5 +321,6 @@ PROTOCOL = Protocol(
                  "aside the 5% and 10% most uncertain, risk-coverage curve, AURC). Preset "
                  "li2026: the paper's loop - AUV of the training cases from a frozen "
                  "promptable model, the most uncertain training cases removed, the built-in "
-                 "3D U-Net retrained, test-set Dice per condition."),
+                 "3D U-Net retrained, and trained once more with the DUO loss; test-set "
+                 "Dice per condition."),
 )

@@ -84,15 +84,19 @@ class UNet3D(nn.Module):
         )
         self.head = nn.Conv3d(ch[0], config.num_classes, 1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``config.divisor``."""
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """The last decoder level ``(N, base_channels, Z, Y, X)``: what :attr:`head` maps to logits."""
         skips = [self.stem(x)]
         for down, enc in zip(self.down, self.enc):
             skips.append(enc(down(skips[-1])))
         h = skips.pop()
         for i in reversed(range(len(self.up))):
             h = self.dec[i](torch.cat([self.up[i](h), skips.pop()], dim=1))
-        return self.head(h)
+        return h
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits for a batch ``(N, C, Z, Y, X)`` with sizes divisible by ``config.divisor``."""
+        return self.head(self.features(x))
 
 
 class UNet2D(nn.Module):
