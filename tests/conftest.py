@@ -97,13 +97,19 @@ def _no_real_model_hub(tmp_path_factory):
         yield
 
 
-#: Fixtures that open napari or Qt widgets: a test that takes one is marked ``gui``.
-GUI_FIXTURES = frozenset({"make_napari_viewer", "make_napari_viewer_proxy", "qtbot", "qapp"})
+#: Markers a test gets from the fixtures it takes: napari/Qt fixtures make it ``gui``
+#: (``-m 'not gui'`` on a machine without a display), a MedSAM2 network ``medsam2`` and
+#: ``slow`` (seconds per frame on a CPU), the session's msd-robust + FGSM run ``slow``
+#: (tens of seconds to make, once). Subprocess GUI tests carry ``gui`` themselves.
+FIXTURE_MARKS = {
+    "make_napari_viewer": ("gui",), "make_napari_viewer_proxy": ("gui",), "qtbot": ("gui",),
+    "qapp": ("gui",), "medsam2_checkpoint": ("medsam2", "slow"), "fgsm_run": ("slow",),
+}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test that takes a napari/Qt fixture ``gui`` (``-m 'not gui'`` for a
-    machine without a display); subprocess GUI tests carry the marker themselves."""
+    """Add the markers of :data:`FIXTURE_MARKS` to every test that takes those fixtures."""
     for item in items:
-        if GUI_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.gui)
+        marks = {m for f in getattr(item, "fixturenames", ()) for m in FIXTURE_MARKS.get(f, ())}
+        for mark in sorted(marks):
+            item.add_marker(getattr(pytest.mark, mark))

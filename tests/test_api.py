@@ -61,6 +61,7 @@ def test_the_version_is_written_once():
     assert config["project"]["version"] == se.__version__
 
 
+@pytest.mark.slow
 def test_the_quickstart_example_runs(tmp_path, capsys):
     out = runpy.run_path(str(EXAMPLE))["main"](tmp_path)
     printed = capsys.readouterr().out

@@ -16,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_gpu_check_dry_run_on_cpu():
     pytest.importorskip("sam2", reason="the MedSAM2 benchmarks need Meta's sam2 package")
     pytest.importorskip("hydra")

@@ -165,6 +165,7 @@ def test_compare_three_linked_views(pair_case, qtbot):
     bar.close()
 
 
+@pytest.mark.slow
 def test_compare_shows_the_attacked_image_the_state_names(pair_case, qtbot):
     viewer, state, _clean, _att = pair_case
     named = viewer.layers["ct attacked (fgsm)"]
@@ -184,6 +185,7 @@ def test_compare_shows_the_attacked_image_the_state_names(pair_case, qtbot):
     bar.close()
 
 
+@pytest.mark.slow
 def test_compare_rebuilds_when_the_case_changes(pair_case, qtbot):
     viewer, state, _clean, att = pair_case
     bar = _bar(viewer, state)
@@ -197,6 +199,7 @@ def test_compare_rebuilds_when_the_case_changes(pair_case, qtbot):
     assert view.closed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(20, 24), (5, 20, 24, 3)])
 def test_compare_2d_and_rgb_video(make_napari_viewer, qtbot, shape):
     from napari_segeval._widgets._state import ViewerState
@@ -227,6 +230,7 @@ def test_compare_2d_and_rgb_video(make_napari_viewer, qtbot, shape):
     bar.close()
 
 
+@pytest.mark.slow
 def test_compare_follows_a_case_swap(small_case, qtbot):
     """The results browser swaps cases with ``set_case``; its perturbed image is found."""
     viewer, state, prediction = small_case
@@ -248,6 +252,7 @@ def test_compare_follows_a_case_swap(small_case, qtbot):
     bar.close()
 
 
+@pytest.mark.slow
 def test_demo_ends_in_compare_mode(make_napari_viewer, qtbot):
     from napari_segeval._widgets.demo import DemoRun
 

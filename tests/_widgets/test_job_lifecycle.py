@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = Path(__file__).with_name("_midjob.py")

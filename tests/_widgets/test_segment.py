@@ -15,6 +15,7 @@ from napari_segeval.models.registry import load_dense
 from .conftest import wait_job
 
 
+@pytest.mark.slow
 def test_builtin_ct_segments_and_is_attacked(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.segment.device.setCurrentText("cpu")

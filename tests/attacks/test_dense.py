@@ -96,6 +96,7 @@ def builtin_ct():
     return load_dense("builtin-ct", device="cpu")
 
 
+@pytest.mark.slow
 def test_builtin_ct_on_the_bundled_sample_attacked_dice_not_above_clean(builtin_ct, sample_ct):
     # a liver-centred block of the bundled CT: one sliding window on the model grid
     case = crop_case(sample_ct, (slice(8, 40), slice(16, 96), slice(16, 96)))

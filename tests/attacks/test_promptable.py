@@ -164,6 +164,8 @@ def test_shared_pass_gives_the_gradient_of_separate_passes(sample_ct):
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6 * scale)
 
 
+@pytest.mark.slow
+@pytest.mark.medsam2
 def test_medsam2_shared_gradient_equals_separate_passes():
     """MedSAM2 shares each frame's image features between structures, in the gradient too."""
     pytest.importorskip("sam2")

@@ -71,6 +71,7 @@ def test_summary_mean_std_over_folds_in_percent(skin_run):
     assert res["model"]["n_train_per_fold"] == {str(k): 16 for k in range(5)}
 
 
+@pytest.mark.slow
 def test_deterministic_across_runs(skin_run, tmp_path):
     import torch
 
@@ -135,6 +136,7 @@ def cli(argv: list[str]) -> int:
 
 @pytest.mark.parametrize("task, classes, workers", [
     ("skin", {"lesion"}, 1), ("polyp", {"neoplastic", "non_neoplastic"}, 2)])
+@pytest.mark.slow
 def test_segeval_evaluate_end_to_end(task, classes, workers, tmp_path, capsys):
     out = tmp_path / task
     tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]
@@ -289,6 +291,7 @@ def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp
     assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 21)]
 
 
+@pytest.mark.slow
 def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path):
     data = isic_official(tmp_path / "isic")
     out = tmp_path / "o"
@@ -315,6 +318,7 @@ def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path
 @pytest.mark.parametrize("task, classes", [
     ("skin", {"background", "lesion"}),
     ("polyp", {"background", "neoplastic", "non_neoplastic"})])
+@pytest.mark.slow
 def test_cli_preset_on_sample_data(task, classes, tmp_path, capsys):
     out = tmp_path / task
     tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]

@@ -186,6 +186,7 @@ def _run_rog(task: Path, out: Path, attacks: list[dict], capsys, *extra: str) ->
     return summary
 
 
+@pytest.mark.slow
 def test_rog_preset_runs_on_the_sample_task(tmp_path, capsys):
     """The preset's recipe (MR min-max, fusing, budget 8/255) on one sample case, one PGD step.
 
@@ -225,6 +226,7 @@ def _suite_available() -> bool:
 
 @pytest.mark.skipif(not _suite_available(),
                     reason="the attacks module lacks Square/FAB/the ROG options")
+@pytest.mark.slow
 def test_rog_preset_runs_its_whole_suite_on_the_sample_task(tmp_path, capsys):
     task = _one_case_sample(tmp_path)
     attacks = _cheap(M.ROG_ATTACKS)

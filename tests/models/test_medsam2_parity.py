@@ -30,6 +30,8 @@ from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
 
+pytestmark = [pytest.mark.slow, pytest.mark.medsam2]
+
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(14, 18, 34, 46, index=KEY)
 

@@ -24,6 +24,8 @@ from napari_segeval.models.medsam2._loop import connected_components
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 
+pytestmark = [pytest.mark.slow, pytest.mark.medsam2]
+
 N, H, W, KEY = 5, 48, 64, 2
 BOX = Box(12, 16, 36, 48, index=KEY, label=1)
 LUNG = (-1350.0, 150.0)  # the volume stays below 150 HU: min-max differs from the edges

@@ -19,6 +19,8 @@ from napari_segeval.models.medsam2._build import build_network
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 
+pytestmark = [pytest.mark.slow, pytest.mark.medsam2]
+
 N, H, W = 5, 40, 48
 BOXES = [Box(10, 12, 30, 36, index=2, label=1), Box(4, 4, 20, 22, index=1, label=3)]
 

@@ -3,8 +3,8 @@
 Random initialisation of each real architecture, built from Meta's own config in the
 ``sam2`` package; our loop and the reference predictor get the same weights, the
 same 1024 px frames and the same box, and must give identical masks forward and
-backward. Tiny runs in every tier; small is ``slow`` (not in ``scripts/test.sh --fast``);
-base-plus and large are ``heavy`` (minutes and GBs: ``scripts/test.sh --heavy``).
+backward. Tiny runs in the full suite (``slow``: not in ``scripts/test.sh --fast``); the
+three larger sizes are ``heavy`` (minutes and GBs on a CPU: ``scripts/test.sh --heavy``).
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ def _check(arch, model, state, tmp_path, monkeypatch):
     assert 0 < int(masks.sum()) < masks.numel()  # not degenerate
 
 
+@pytest.mark.slow
+@pytest.mark.medsam2
 def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatch):
     torch.manual_seed(0)
     net = build_network(arch="sam2.1-tiny")
@@ -85,9 +87,9 @@ def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("arch", [
-    pytest.param("sam2.1-small", marks=pytest.mark.slow),
-    pytest.param("sam2.1-base-plus", marks=pytest.mark.heavy),
-    pytest.param("sam2.1-large", marks=pytest.mark.heavy),
+    pytest.param("sam2.1-small", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
+    pytest.param("sam2.1-base-plus", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
+    pytest.param("sam2.1-large", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
 ])
 def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
     torch.manual_seed(0)

@@ -18,6 +18,7 @@ def states():
     return check_samples(ROOT)
 
 
+@pytest.mark.slow
 def test_committed_samples_match_the_generator(states):
     bad = {k: v for k, v in states.items() if v not in OK_STATES}
     assert not bad

@@ -82,6 +82,7 @@ def test_walks_equal_their_own_propagate_calls(model, ct):
                                               stop_when_empty=True))
 
 
+@pytest.mark.slow
 def test_batched_walks_keep_the_masks(model, ct, echo):
     """One network call per step (the GPU default): masks unchanged, probabilities to 1e-4."""
     for (frames, boxes), mode in ((ct, "volume"), (echo, "video")):

@@ -56,6 +56,7 @@ def test_loss_counts_every_present_class():
     assert good < 0.01 and bad > 0.45  # half of the foreground Dice is lost
 
 
+@pytest.mark.slow
 def test_train_writes_loadable_weights(tmp_path, monkeypatch):
     from napari_segeval.models.dense import BUILTIN_PLANS, segment_case
     from napari_segeval.models.registry import load_dense

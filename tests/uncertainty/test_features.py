@@ -113,6 +113,7 @@ def test_progress_reaches_the_total_and_cancel_stops():
         class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a"}, cancel=stop)
 
 
+@pytest.mark.slow
 def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
 
     from napari_segeval.models.registry import load_promptable
