@@ -25,6 +25,8 @@ Torch is imported by this module: import it only inside functions elsewhere.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,6 +41,9 @@ MIN_SIDE = 16.0
 CLICK_RADIUS = 2.5
 #: Input channels of a network that takes clicks (4: boxes and masks only).
 POINT_CHANNELS = 6
+#: Side of the window around the positive clicks of a frame that a walk starts from
+#: with points only (:func:`window_from_points`), as a fraction of the frame's smaller side.
+POINT_WINDOW = 0.4
 
 
 class PromptUNet(nn.Module):
@@ -59,7 +64,11 @@ class PromptUNet(nn.Module):
     >>> net = PromptUNet(width=8, depth=2).eval()
     >>> net(torch.zeros(2, 4, 32, 32)).shape
     torch.Size([2, 1, 32, 32])
-    >>> PromptUNet(width=8, depth=2, in_channels=6).takes_points
+    >>> net6 = PromptUNet(width=8, depth=2, in_channels=6).eval()
+    >>> net6.takes_points
+    True
+    >>> x = torch.rand(1, 4, 32, 32)
+    >>> torch.equal(net6(x), net6(torch.cat([x, torch.zeros(1, 2, 32, 32)], 1)))
     True
     """
 
@@ -88,7 +97,13 @@ class PromptUNet(nn.Module):
         return self.in_channels == POINT_CHANNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth)."""
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth).
+
+        A network with click channels also takes 4-channel inputs: no clicks (the
+        click maps are zeros).
+        """
+        if x.shape[1] == 4 and self.in_channels == POINT_CHANNELS:
+            x = torch.cat([x, x.new_zeros((x.shape[0], 2) + tuple(x.shape[2:]))], dim=1)
         img = x[:, :2]
         mean = img[:, :1].mean(dim=(2, 3), keepdim=True)
         std = img[:, :1].std(dim=(2, 3), keepdim=True)
@@ -117,6 +132,86 @@ def window_from_bbox(y0: float, x0: float, y1: float, x1: float,
     cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
     side = max(max(y1 - y0, x1 - x0) * context, MIN_SIDE)
     return float(cy), float(cx), float(side / 2.0)
+
+
+def window_from_mask(mask: torch.Tensor | None,
+                     points: list[tuple[float, float, bool]] = ()) -> tuple[float, float, float] | None:
+    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
+
+    The window of a refinement pass (the frame's current mask and its clicks) and of
+    a propagation step (the previous frame's mask, no clicks). ``points`` are
+    ``(y, x, positive)`` pixel centres. ``None`` when the mask is empty (or absent)
+    and no click is positive.
+
+    Examples
+    --------
+    >>> m = torch.zeros(40, 40); m[10:20, 10:30] = 1
+    >>> window_from_mask(m)
+    (15.0, 20.0, 16.0)
+    >>> window_from_mask(m, [(34, 20, True), (2, 2, False)])
+    (22.5, 20.0, 20.0)
+    >>> window_from_mask(torch.zeros(4, 4)) is None
+    True
+    """
+    ys, xs = [], []
+    if mask is not None:
+        fg = (mask.detach() > 0.5).nonzero()
+        if fg.shape[0]:
+            lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+            ys += [lo[0], hi[0]]
+            xs += [lo[1], hi[1]]
+    for y, x, positive in points:
+        if positive:
+            ys.append(math.floor(y + 0.5))
+            xs.append(math.floor(x + 0.5))
+    if not ys:
+        return None
+    return window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
+
+
+def window_from_points(points: list[tuple[float, float, bool]], height: int, width: int,
+                       fraction: float = POINT_WINDOW) -> tuple[float, float, float]:
+    """Square window around the positive clicks of a frame with nothing else to go by.
+
+    The window of a walk that starts from points only: centred on the positive
+    clicks' bounding box, of side ``fraction`` of the frame's smaller side (at
+    least :data:`MIN_SIDE`, and at least the clicks' box times :data:`CONTEXT`).
+
+    Examples
+    --------
+    >>> window_from_points([(50, 60, True)], 200, 100)
+    (50.5, 60.5, 20.0)
+    """
+    pos = [(y, x) for y, x, positive in points if positive]
+    if not pos:
+        raise ValueError("a window from points needs a positive point")
+    ys = [math.floor(y + 0.5) for y, _ in pos]
+    xs = [math.floor(x + 0.5) for _, x in pos]
+    y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
+    side = max(fraction * min(height, width), MIN_SIDE, max(y1 - y0, x1 - x0) * CONTEXT)
+    return (y0 + y1) / 2.0, (x0 + x1) / 2.0, side / 2.0
+
+
+def refine_window(mask: torch.Tensor | None, points: list[tuple[float, float, bool]],
+                  height: int, width: int) -> tuple[float, float, float] | None:
+    """The window of a click pass: around the frame's mask and positive clicks.
+
+    :func:`window_from_mask` when the frame's current mask is not empty, else
+    :func:`window_from_points` (a walk that starts from clicks, or a mask that was
+    lost); ``None`` when there is neither a mask nor a positive click.
+
+    Examples
+    --------
+    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)], 100, 100)
+    (50.5, 60.5, 20.0)
+    >>> refine_window(None, [(5, 5, False)], 100, 100) is None
+    True
+    """
+    if mask is not None and bool((mask.detach() > 0.5).any()):
+        return window_from_mask(mask, points)
+    if any(positive for _, _, positive in points):
+        return window_from_points(points, height, width)
+    return None
 
 
 def crop_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
