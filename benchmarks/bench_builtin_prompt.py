@@ -52,8 +52,11 @@ def _pass(model, x, f: int, prev: int, prior, boxmask, points, win):
     return paste(torch.sigmoid(model.net(inp)), wt, h, w)[0, 0]
 
 
-def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None):
-    """Probabilities of the frames one walk visits (visit order), see the module doc."""
+def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None,
+             previous=None):
+    """Frames one walk visits (visit order), their probabilities, and how far each is
+    from the walk's latest prompted frame (module doc). ``previous`` (optional ``(n, H,
+    W)``): the previous round's masks, the output a click-only start frame refines."""
     import torch
 
     from napari_segeval.models._prompt_net import refine_window, window_from_bbox, window_from_mask
@@ -63,9 +66,11 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
     frames = list(range(start, n)) if order == "forward" else list(range(start, -1, -1))
     last = max(j for j, f in enumerate(frames) if f in prompts)
     zeros = torch.zeros((h, w))
-    out, cur, win, stopped = [], zeros, None, False
+    out, cur, win, stopped, since, dist = [], zeros, None, False, 0, []
     for j, f in enumerate(frames):
         box, points = prompts.get(f, (None, []))
+        since = 0 if f in prompts else since + 1
+        dist.append(since)
         if stopped:
             out.append(zeros)
             continue
@@ -75,11 +80,13 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
             win = window_from_bbox(*box)
             prior = boxmask if j == 0 else cur
             cur = _pass(model, x, f, f if j == 0 else frames[j - 1], prior, boxmask, [], win)
+        elif j == 0 and previous is not None:
+            cur = torch.as_tensor(previous[f], dtype=torch.float32)
         elif j > 0:
             win = window_from_mask(cur) or win
             cur = zeros if win is None else _pass(model, x, f, frames[j - 1], cur, zeros, [], win)
         for i in range(len(points)):
-            pwin = refine_window(cur, points[:i + 1], h, w)
+            pwin = refine_window(cur, points[:i + 1], box)
             if pwin is not None:
                 cur = _pass(model, x, f, f, cur, boxmask, points[:i + 1], pwin)
         out.append(cur)
@@ -88,21 +95,34 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
     probs = torch.stack(out)
     # the confidence stop, never at or before the walk's last prompted frame
     probs[last + confidence_stop(probs[last:], min_conf):] = 0
-    return frames, probs
+    return frames, probs, dist
 
 
-def propagate_prompts(model, x, prompts: dict, min_conf: float | None) -> np.ndarray:
-    """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``."""
+def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=None,
+                      combine: str = "max") -> np.ndarray:
+    """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``.
+
+    A forward walk from the first prompted slice and a backward walk from the last;
+    a slice both reach takes their maximum (``combine="max"``) or the walk whose
+    latest prompted slice is nearer (``"nearest"``, the maximum on a tie).
+    """
     import torch
 
     from napari_segeval.propagation.masks import largest_component
 
     first, last = min(prompts), max(prompts)
+    n = x.shape[0]
     prob = torch.zeros(x.shape)
+    near = torch.full((n,), n + 1)
     with torch.no_grad():
         for start, order in ((first, "forward"), (last, "backward")):
-            frames, p = run_walk(model, x, prompts, start, order, min_conf)
-            prob[frames] = torch.maximum(prob[frames], p)
+            frames, p, dist = run_walk(model, x, prompts, start, order, min_conf, previous)
+            for f, pf, d in zip(frames, p, dist):
+                if combine == "max" or d == near[f]:
+                    prob[f] = torch.maximum(prob[f], pf)
+                elif d < near[f]:
+                    prob[f] = pf
+                near[f] = min(int(near[f]), d)
     return largest_component(prob.numpy() > 0.5)
 
 
@@ -167,7 +187,9 @@ def evaluate(model, volumes, args) -> dict:
                     zc, click = nxt
                     b, pts = prompts.get(zc, (None, []))
                     prompts[zc] = (b, pts + [click])
-                    pred = propagate_prompts(model, x, prompts, model.stop_confidence)
+                    previous = pred.astype(np.float32) if args.previous else None
+                    pred = propagate_prompts(model, x, prompts, model.stop_confidence, previous,
+                                             args.combine)
                     row.append(dice(pred, ref))
                 scores[kind].append(row)
     return {k: np.array(v) for k, v in scores.items()}
@@ -202,25 +224,42 @@ def main(argv=None) -> int:
     p.add_argument("--min-area", type=int, default=25,
                    help="smallest middle-slice area (pixels) of a scored object")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--min-confidence", default="model",
+                   help="confidence stop: 'model' (the model's own), 'none' or a number")
+    p.add_argument("--tuning", action="store_true",
+                   help="tuning volumes of the training families (seeds from --seed, 500-999) "
+                        "instead of held-out ones")
+    p.add_argument("--combine", choices=("max", "nearest"), default="max",
+                   help="slices both walks reach: their maximum, or the walk whose latest "
+                        "prompted slice is nearer")
+    p.add_argument("--previous", action="store_true",
+                   help="a walk that starts on a clicked slice refines the previous round's "
+                        "mask there (SAM2's rule for a tracked frame), not an empty one")
     p.add_argument("--check", action="store_true",
                    help="assert the harness's round 0 equals propagate_case's")
     args = p.parse_args(argv)
     import torch
 
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-    from napari_segeval.training.heldout import make_heldout_volume
+    from napari_segeval.training.heldout import make_heldout_volume, make_tuning_volume
 
     torch.set_num_threads(args.threads)
     t0 = time.time()
-    volumes = [make_heldout_volume(args.seed + i) for i in range(args.volumes)]
-    print(f"{args.volumes} held-out volumes (seeds {args.seed}..) in {time.time() - t0:.0f} s; "
+    make = make_tuning_volume if args.tuning else make_heldout_volume
+    volumes = [make(args.seed + i) for i in range(args.volumes)]
+    print(f"{args.volumes} {'tuning' if args.tuning else 'held-out'} volumes "
+          f"(seeds {args.seed}..) in {time.time() - t0:.0f} s; "
           f"loose = +{args.loose} px per side; rounds: worst slice, larger error region, "
           f"most interior pixel", flush=True)
     for weights in args.weights:
         model = BuiltinPromptModel(weights, device="cpu")
+        if args.min_confidence != "model":
+            model.stop_confidence = (None if args.min_confidence == "none"
+                                     else float(args.min_confidence))
         t0 = time.time()
         scores = evaluate(model, volumes, args)
-        report(str(weights or "shipped")[-28:], scores)
+        report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} "
+               f"{args.combine}{' prev' if args.previous else ''}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0
 

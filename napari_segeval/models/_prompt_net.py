@@ -41,9 +41,9 @@ MIN_SIDE = 16.0
 CLICK_RADIUS = 2.5
 #: Input channels of a network that takes clicks (4: boxes and masks only).
 POINT_CHANNELS = 6
-#: Side of the window around the positive clicks of a frame that a walk starts from
-#: with points only (:func:`window_from_points`), as a fraction of the frame's smaller side.
-POINT_WINDOW = 0.4
+#: Side (native pixels) of the window around the positive clicks of a frame that has
+#: no output yet (a walk that starts from points only): :func:`window_from_points`.
+CLICK_SIDE = 64.0
 
 
 class PromptUNet(nn.Module):
@@ -169,18 +169,19 @@ def window_from_mask(mask: torch.Tensor | None,
     return window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
 
 
-def window_from_points(points: list[tuple[float, float, bool]], height: int, width: int,
-                       fraction: float = POINT_WINDOW) -> tuple[float, float, float]:
+def window_from_points(points: list[tuple[float, float, bool]],
+                       side: float = CLICK_SIDE) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by.
 
-    The window of a walk that starts from points only: centred on the positive
-    clicks' bounding box, of side ``fraction`` of the frame's smaller side (at
-    least :data:`MIN_SIDE`, and at least the clicks' box times :data:`CONTEXT`).
+    The window of a click pass on a frame with no output yet (a walk that starts
+    from points only): centred on the positive clicks' bounding box, ``side`` native
+    pixels wide (:data:`CLICK_SIDE`), or the clicks' box times :data:`CONTEXT` when
+    that is larger.
 
     Examples
     --------
-    >>> window_from_points([(50, 60, True)], 200, 100)
-    (50.5, 60.5, 20.0)
+    >>> window_from_points([(50, 60, True), (10, 10, False)])
+    (50.5, 60.5, 32.0)
     """
     pos = [(y, x) for y, x, positive in points if positive]
     if not pos:
@@ -188,29 +189,39 @@ def window_from_points(points: list[tuple[float, float, bool]], height: int, wid
     ys = [math.floor(y + 0.5) for y, _ in pos]
     xs = [math.floor(x + 0.5) for _, x in pos]
     y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
-    side = max(fraction * min(height, width), MIN_SIDE, max(y1 - y0, x1 - x0) * CONTEXT)
+    side = max(float(side), MIN_SIDE, max(y1 - y0, x1 - x0) * CONTEXT)
     return (y0 + y1) / 2.0, (x0 + x1) / 2.0, side / 2.0
 
 
 def refine_window(mask: torch.Tensor | None, points: list[tuple[float, float, bool]],
-                  height: int, width: int) -> tuple[float, float, float] | None:
-    """The window of a click pass: around the frame's mask and positive clicks.
+                  box: tuple[float, float, float, float] | None = None,
+                  prompt_mask: torch.Tensor | None = None) -> tuple[float, float, float] | None:
+    """The window of a click pass (the built-in backend's rule).
 
-    :func:`window_from_mask` when the frame's current mask is not empty, else
-    :func:`window_from_points` (a walk that starts from clicks, or a mask that was
-    lost); ``None`` when there is neither a mask nor a positive click.
+    On a frame with a box: the box's window. On a frame with a mask prompt: the
+    prompt mask's. Else :func:`window_from_mask` of the frame's current output and
+    positive clicks, or, when the output is empty, :func:`window_from_points`;
+    ``None`` when there is neither output nor a positive click (nothing to refine).
 
     Examples
     --------
-    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)], 100, 100)
-    (50.5, 60.5, 20.0)
-    >>> refine_window(None, [(5, 5, False)], 100, 100) is None
+    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)])
+    (50.5, 60.5, 32.0)
+    >>> refine_window(None, [(5, 5, False)]) is None
     True
+    >>> refine_window(None, [(5, 5, True)], box=(0, 0, 10, 20))
+    (5.0, 10.0, 16.0)
     """
+    if box is not None:
+        return window_from_bbox(*box)
+    if prompt_mask is not None:
+        win = window_from_mask(prompt_mask)
+        if win is not None:
+            return win
     if mask is not None and bool((mask.detach() > 0.5).any()):
         return window_from_mask(mask, points)
     if any(positive for _, _, positive in points):
-        return window_from_points(points, height, width)
+        return window_from_points(points)
     return None
 
 

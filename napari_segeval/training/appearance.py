@@ -75,12 +75,11 @@ def class_means(rng: np.random.Generator, n_classes: int, rgb: bool = False) -> 
     return rng.uniform(0, 1, n_classes)
 
 
-def band_contrast(classes: torch.Tensor, target: torch.Tensor, means: np.ndarray,
-                  width: int = 2) -> float:
-    """Mean intensity just inside ``target`` minus just outside it, for class ``means``."""
+def _bands(target: torch.Tensor, width: int):
+    """Bounding slices of ``target`` and its bands just inside and just outside."""
     nz = target.any(dim=0).nonzero()
     if nz.shape[0] == 0:
-        return 1.0
+        return None
     (y0, x0), (y1, x1) = nz.min(0).values.tolist(), nz.max(0).values.tolist()
     box = (slice(None), slice(max(0, y0 - width - 1), y1 + width + 2),
            slice(max(0, x0 - width - 1), x1 + width + 2))
@@ -91,10 +90,26 @@ def band_contrast(classes: torch.Tensor, target: torch.Tensor, means: np.ndarray
     tb = target[box]
     inner, outer = tb & ~shrunk, grown & ~tb
     if not inner.any() or not outer.any():
+        return None
+    return box, inner, outer
+
+
+def band_contrast(classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None,
+                  width: int = 2) -> float:
+    """Mean intensity just inside ``target`` minus just outside it.
+
+    Of the class map ``classes`` rendered with class ``means``, or (``means=None``) of
+    the image ``classes`` itself. 1.0 when a band is empty.
+    """
+    bands = _bands(target, width)
+    if bands is None:
         return 1.0
-    m = torch.from_numpy(np.asarray(means, np.float32))
-    cls = classes[box].long()
-    return float(m[cls[inner]].mean() - m[cls[outer]].mean())
+    box, inner, outer = bands
+    if means is None:
+        img = classes[box].float()
+    else:
+        img = torch.from_numpy(np.asarray(means, np.float32))[classes[box].long()]
+    return float(img[inner].mean() - img[outer].mean())
 
 
 def render(rng: np.random.Generator, classes: torch.Tensor, n_classes: int, *,

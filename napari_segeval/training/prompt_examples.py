@@ -14,7 +14,8 @@ follow the inference rules of :mod:`napari_segeval.models._prompt_walks` exactly
     from the prior;
   - ``propbox``: a propagation step onto a frame that carries a box (a correction
     box later in a walk): as ``prop`` with the box channel set, window from the box;
-    its prior is sometimes empty (a walk that had lost the object);
+    its prior is sometimes empty (a walk that had lost the object, or one that started
+    from a negative click) or wrong (a leak, another object);
   - ``points``: a walk starts from clicks only: no base pass; the first click is
     inside the object (its most interior pixel or a random deep one) and the first
     pass is a click pass with a zero prior and a window around the click
@@ -25,9 +26,11 @@ follow the inference rules of :mod:`napari_segeval.models._prompt_walks` exactly
 
 * each *click pass*: current frame = previous-frame channel = this frame, prior =
   the frame's current output (the network's own prediction, pasted back to the
-  frame), box channel = the frame's box if any, click maps of every click so far,
-  window around the prediction grown to include the positive clicks. The next
-  click is a corrective click on the current output (:mod:`.clicks`).
+  frame), box channel = the frame's box if any, click maps of every click so far;
+  the window is the box's on a frame with a box, the mask prompt's on a frame with
+  one, else the prediction's grown to include the positive clicks
+  (:func:`~napari_segeval.models._prompt_net.refine_window`). The next click is a
+  corrective click on the current output (:mod:`.clicks`).
 
 The training loop runs every pass but the last without gradients and trains on the
 last one (RITM's recipe), so that the network learns from its own mistakes.
@@ -43,7 +46,7 @@ import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
     CONTEXT,
-    POINT_WINDOW,
+    CLICK_SIDE,
     click_maps,
     crop,
     refine_window,
@@ -54,7 +57,7 @@ from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
 
 #: Probabilities of the starts of a volume's episode (2D stacks: box/points/mask only).
-STARTS = {"box": 0.22, "prop": 0.40, "propbox": 0.08, "points": 0.17, "mask": 0.13}
+STARTS = {"box": 0.20, "prop": 0.38, "propbox": 0.12, "points": 0.17, "mask": 0.13}
 #: Share of propagation steps drawn at the ends of an object, and of those stale.
 END_FRACTION, STALE_FRACTION = 0.5, 0.5
 #: Distribution of the number of click passes after the base pass, per start.
@@ -146,6 +149,8 @@ class Episode:
     start: str
     points: list = field(default_factory=list)
     base: bool = True
+    region: tuple | None = None  # the frame's box (click passes use its window)
+    painted: torch.Tensor | None = None  # the frame's mask prompt (likewise)
 
     def inputs(self, size: int) -> torch.Tensor:
         """Network input ``(6, size, size)`` of the next pass."""
@@ -166,7 +171,7 @@ class Episode:
                                  other=0.15)
         if click is not None:
             self.points.append(click)
-        win = refine_window(output, self.points, *self.target.shape)
+        win = refine_window(output, self.points, self.region, self.painted)
         if win is not None:
             self.window = _jitter_window(win, rng)
 
@@ -204,14 +209,22 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
     if start == "box":
         b = jitter_box(bbox(target), *target.shape, rng)
         boxm = _box_mask(b, target.shape)
-        return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start)
+        return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start,
+                       region=b)
     if start == "prop" or start == "propbox":
         prior = drift(source, rng)
         if start == "propbox":
             b = jitter_box(bbox(target), *target.shape, rng)
-            prior = zeros if rng.random() < 0.2 else prior
+            r = rng.random()
+            if r < 0.25:  # a walk that had lost the object (or started from a negative click)
+                prior = zeros
+            elif r < 0.4:  # a leaked or wrong prior
+                other = _orient(stack.labels[[zp]], flip)[0]
+                prior = drift(((other > 0) & (other != lab)).float() if rng.random() < 0.5
+                              else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
+                              rng)
             return Episode(cur, prev, target, _box_mask(b, target.shape), prior,
-                           _start_window(b, rng), 1 + k, start)
+                           _start_window(b, rng), 1 + k, start, region=b)
         b = bbox(prior > 0.5)
         if b is None:
             return None
@@ -222,19 +235,19 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
         ep.points.append((y, x, True))
         ep.window = _points_window(ep.points, target, rng)
         return ep
-    ep.add_click(painted(target, rng), rng)
+    ep.painted = painted(target, rng)
+    ep.add_click(ep.painted, rng)
     return ep
 
 
 def _points_window(points, target: torch.Tensor, rng: np.random.Generator):
-    """The inference rule (a fraction of the frame), or a window scaled to the object."""
-    h, w = target.shape
+    """The inference rule (:data:`CLICK_SIDE` native pixels), or a window scaled to the object."""
     if rng.random() < 0.5:
-        frac = POINT_WINDOW * float(np.exp(rng.uniform(-0.4, 0.4)))
-        return _jitter_window(window_from_points(points, h, w, frac), rng)
+        side = CLICK_SIDE * float(np.exp(rng.uniform(-0.3, 0.3)))
+        return _jitter_window(window_from_points(points, side), rng)
     y0, x0, y1, x1 = bbox(target > 0.5)
     side = max(y1 - y0, x1 - x0) * float(np.exp(rng.uniform(np.log(0.7), np.log(5.0))))
-    return _jitter_window(window_from_points(points, h, w, side / min(h, w)), rng)
+    return _jitter_window(window_from_points(points, side), rng)
 
 
 def _prop_frames(zs: np.ndarray, n: int, rng: np.random.Generator):

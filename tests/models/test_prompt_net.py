@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from napari_segeval.models._prompt_net import (
+    CLICK_SIDE,
     CONTEXT,
     MIN_SIDE,
-    POINT_WINDOW,
     PromptUNet,
     click_maps,
     refine_window,
@@ -25,22 +25,28 @@ def test_window_from_mask_is_the_bbox_window_grown_by_positive_clicks_only():
     assert window_from_mask(None, [(5, 6, True)]) == window_from_bbox(5, 6, 6, 7)
 
 
-def test_window_from_points_is_a_fraction_of_the_frame():
-    cy, cx, half = window_from_points([(30, 40, True), (10, 10, False)], 100, 200)
-    assert (cy, cx) == (30.5, 40.5) and half == pytest.approx(POINT_WINDOW * 100 / 2)
-    assert window_from_points([(3, 3, True)], 20, 20)[2] == MIN_SIDE / 2
-    spread = window_from_points([(0, 0, True), (99, 9, True)], 100, 100)
+def test_window_from_points_is_a_fixed_square_around_the_clicks():
+    cy, cx, half = window_from_points([(30, 40, True), (10, 10, False)])
+    assert (cy, cx, half) == (30.5, 40.5, CLICK_SIDE / 2)
+    assert window_from_points([(3, 3, True)], side=4)[2] == MIN_SIDE / 2
+    spread = window_from_points([(0, 0, True), (99, 9, True)])
     assert spread[2] == pytest.approx(100 * CONTEXT / 2)
     with pytest.raises(ValueError, match="needs a positive point"):
-        window_from_points([(1, 1, False)], 10, 10)
+        window_from_points([(1, 1, False)])
 
 
-def test_refine_window_falls_back_to_the_clicks():
+def test_refine_window_box_then_mask_prompt_then_output_then_clicks():
     m = torch.zeros(64, 64)
-    assert refine_window(m, [(20, 20, True)], 64, 64) == window_from_points([(20, 20, True)], 64, 64)
+    click = [(20, 20, True)]
+    assert refine_window(m, click) == window_from_points(click)
     m[5:9, 5:9] = 1
-    assert refine_window(m, [(20, 20, True)], 64, 64) == window_from_mask(m, [(20, 20, True)])
-    assert refine_window(torch.zeros(8, 8), [(2, 2, False)], 8, 8) is None
+    assert refine_window(m, click) == window_from_mask(m, click)
+    painted = torch.zeros(64, 64)
+    painted[30:40, 30:50] = 1
+    assert refine_window(m, click, prompt_mask=painted) == window_from_mask(painted)
+    assert refine_window(m, click, box=(1, 2, 11, 12), prompt_mask=painted) == (
+        window_from_bbox(1, 2, 11, 12))
+    assert refine_window(torch.zeros(8, 8), [(2, 2, False)]) is None
 
 
 def test_click_inside_the_window_is_drawn_where_it_is():
