@@ -53,10 +53,11 @@ def _pass(model, x, f: int, prev: int, prior, boxmask, points, win):
 
 
 def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None,
-             previous=None):
+             previous=None, restart: bool = False):
     """Frames one walk visits (visit order), their probabilities, and how far each is
     from the walk's latest prompted frame (module doc). ``previous`` (optional ``(n, H,
-    W)``): the previous round's masks, the output a click-only start frame refines."""
+    W)``): the previous round's masks, the output a click-only start frame refines.
+    ``restart``: a box reached with an empty prior acts as on a walk's start frame."""
     import torch
 
     from napari_segeval.models._prompt_net import refine_window, window_from_bbox, window_from_mask
@@ -78,8 +79,9 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
         if box is not None:
             boxmask[box[0]:box[2], box[1]:box[3]] = 1
             win = window_from_bbox(*box)
-            prior = boxmask if j == 0 else cur
-            cur = _pass(model, x, f, f if j == 0 else frames[j - 1], prior, boxmask, [], win)
+            fresh = j == 0 or (restart and not bool((cur > 0.5).any()))
+            prior = boxmask if fresh else cur
+            cur = _pass(model, x, f, f if fresh else frames[j - 1], prior, boxmask, [], win)
         elif j == 0 and previous is not None:
             cur = torch.as_tensor(previous[f], dtype=torch.float32)
         elif j > 0:
@@ -99,7 +101,7 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
 
 
 def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=None,
-                      combine: str = "max") -> np.ndarray:
+                      combine: str = "max", restart: bool = False) -> np.ndarray:
     """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``.
 
     A forward walk from the first prompted slice and a backward walk from the last;
@@ -116,7 +118,8 @@ def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=
     near = torch.full((n,), n + 1)
     with torch.no_grad():
         for start, order in ((first, "forward"), (last, "backward")):
-            frames, p, dist = run_walk(model, x, prompts, start, order, min_conf, previous)
+            frames, p, dist = run_walk(model, x, prompts, start, order, min_conf, previous,
+                                       restart)
             for f, pf, d in zip(frames, p, dist):
                 if combine == "max" or d == near[f]:
                     prob[f] = torch.maximum(prob[f], pf)
@@ -124,6 +127,27 @@ def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=
                     prob[f] = pf
                 near[f] = min(int(near[f]), d)
     return largest_component(prob.numpy() > 0.5)
+
+
+def product_takes_prompt_sets() -> bool:
+    """Whether :func:`propagate_case` takes prompt sets (the product's correction path)."""
+    try:
+        import napari_segeval.propagation.options  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def product_propagate(model, x, lab: int, box, z: int, clicks: list) -> np.ndarray:
+    """The product's re-propagation: :func:`propagate_case` with the structure's prompt set."""
+    from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_set import Point, PromptSet
+    from napari_segeval.propagation import propagate_case
+
+    ps = PromptSet.from_box(Box(*box, index=z, label=lab))
+    for zc, (y, xx, positive) in clicks:
+        ps = ps.add(Point(y, xx, index=zc, label=lab, positive=positive))
+    return propagate_case(model, x, {lab: ps}).labels == lab
 
 
 def dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -164,6 +188,7 @@ def evaluate(model, volumes, args) -> dict:
     from napari_segeval.propagation import propagate_case
 
     rounds = args.rounds if model.net.in_channels > 4 else 0
+    product = args.engine == "product" or (args.engine == "auto" and product_takes_prompt_sets())
     scores = {"tight": [], "loose": []}
     for image, labels in volumes:
         x = torch.from_numpy(image)
@@ -175,7 +200,7 @@ def evaluate(model, volumes, args) -> dict:
                 res = propagate_case(model, x, [Box(*box, index=z, label=lab)])
                 pred = res.labels == lab
                 row = [dice(pred, ref)]
-                prompts = {z: (box, [])}
+                prompts, clicks = {z: (box, [])}, []
                 if args.check:
                     mine = propagate_prompts(model, x, prompts, model.stop_confidence)
                     assert np.array_equal(mine, pred), "harness round 0 differs from propagate_case"
@@ -187,9 +212,16 @@ def evaluate(model, volumes, args) -> dict:
                     zc, click = nxt
                     b, pts = prompts.get(zc, (None, []))
                     prompts[zc] = (b, pts + [click])
+                    clicks.append((zc, click))
                     previous = pred.astype(np.float32) if args.previous else None
-                    pred = propagate_prompts(model, x, prompts, model.stop_confidence, previous,
-                                             args.combine)
+                    if product:
+                        pred = product_propagate(model, x, lab, box, z, clicks)
+                    if not product or args.check:
+                        mine = propagate_prompts(model, x, prompts, model.stop_confidence,
+                                                 previous, args.combine, args.restart)
+                        assert not product or np.array_equal(mine, pred), (
+                            "harness differs from the product's propagation")
+                        pred = mine
                     row.append(dice(pred, ref))
                 scores[kind].append(row)
     return {k: np.array(v) for k, v in scores.items()}
@@ -229,12 +261,18 @@ def main(argv=None) -> int:
     p.add_argument("--tuning", action="store_true",
                    help="tuning volumes of the training families (seeds from --seed, 500-999) "
                         "instead of held-out ones")
+    p.add_argument("--engine", choices=("auto", "product", "harness"), default="auto",
+                   help="correction rounds through propagate_case with prompt sets (product; "
+                        "auto: when it takes them) or this script's harness")
     p.add_argument("--combine", choices=("max", "nearest"), default="max",
                    help="slices both walks reach: their maximum, or the walk whose latest "
                         "prompted slice is nearer")
     p.add_argument("--previous", action="store_true",
                    help="a walk that starts on a clicked slice refines the previous round's "
                         "mask there (SAM2's rule for a tracked frame), not an empty one")
+    p.add_argument("--restart", action="store_true",
+                   help="harness: a box reached with an empty prior acts as a walk's start "
+                        "(prior = the box mask, previous frame = the frame)")
     p.add_argument("--check", action="store_true",
                    help="assert the harness's round 0 equals propagate_case's")
     args = p.parse_args(argv)
@@ -258,8 +296,11 @@ def main(argv=None) -> int:
                                      else float(args.min_confidence))
         t0 = time.time()
         scores = evaluate(model, volumes, args)
-        report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} "
-               f"{args.combine}{' prev' if args.previous else ''}", scores)
+        engine = ("product" if args.engine == "product" or (
+            args.engine == "auto" and product_takes_prompt_sets()) else "harness")
+        report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} {engine} "
+               f"{args.combine}{' prev' if args.previous else ''}"
+               f"{' restart' if args.restart else ''}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0
 

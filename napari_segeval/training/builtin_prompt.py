@@ -45,28 +45,42 @@ from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_
 #: How the shipped weights were made (command, wall time on the shared 2-core machine).
 SHIPPED = "not yet retrained"
 #: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
-SOURCES = {"scene": 0.45, "phantom": 0.35, "paste": 0.20}
+SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
+#: Share of each kind of phantom among the phantom episodes.
+PHANTOM_KINDS = {"ct": 0.6, "us": 0.25, "rgb": 0.15}
 
 
 class Pool:
     """Training stacks: generated scenes (replaced as training goes) and phantoms."""
 
-    def __init__(self, scenes: list[Stack], phantoms: list[Stack]) -> None:
+    def __init__(self, scenes: list[Stack], phantoms: list[Stack],
+                 sources: dict | None = None) -> None:
         self.scenes = scenes
-        self.phantoms = phantoms
+        self.phantoms = {k: [s for s in phantoms if s.kind == k] for k in PHANTOM_KINDS}
         self.backgrounds = [s for s in phantoms if s.kind in ("ct", "us")]
+        self.sources = dict(sources or SOURCES)
+
+    def _phantom(self, rng: np.random.Generator) -> Stack | None:
+        kinds = [k for k in PHANTOM_KINDS if self.phantoms[k]]
+        if not kinds:
+            return None
+        p = np.array([PHANTOM_KINDS[k] for k in kinds])
+        stacks = self.phantoms[str(rng.choice(kinds, p=p / p.sum()))]
+        return stacks[int(rng.integers(len(stacks)))]
 
     def refresh(self, rng: np.random.Generator) -> None:
         """Replace one random scene by a new one."""
         self.scenes[int(rng.integers(len(self.scenes)))] = scene_stack(rng)
 
     def draw(self, rng: np.random.Generator) -> Episode:
-        """One episode from a random source (:data:`SOURCES`)."""
-        kinds = list(SOURCES)
+        """One episode from a random source (:data:`SOURCES`, :data:`PHANTOM_KINDS`)."""
+        kinds = list(self.sources)
+        p = np.array([self.sources[k] for k in kinds])
         while True:
-            kind = str(rng.choice(kinds, p=[SOURCES[k] for k in kinds]))
-            if kind == "phantom" and self.phantoms:
-                stack, bg = self.phantoms[int(rng.integers(len(self.phantoms)))], None
+            kind = str(rng.choice(kinds, p=p / p.sum()))
+            phantom = self._phantom(rng) if kind == "phantom" else None
+            if phantom is not None:
+                stack, bg = phantom, None
             else:
                 stack = self.scenes[int(rng.integers(len(self.scenes)))]
                 bg = (self.backgrounds[int(rng.integers(len(self.backgrounds)))]
@@ -82,7 +96,10 @@ def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> 
     t0 = time.time()
     scenes = [scene_stack(rng) for _ in range(args.scenes)]
     log(f"{len(scenes)} generated scenes in {time.time() - t0:.0f} s")
-    return Pool(scenes, phantom_stacks(args.ct_cases, args.echo_clips, args.rgb_images, log))
+    sources = {"scene": 1.0 - args.phantom_share - args.paste_share,
+               "phantom": args.phantom_share, "paste": args.paste_share}
+    return Pool(scenes, phantom_stacks(args.ct_cases, args.echo_clips, args.rgb_images, log),
+                sources)
 
 
 def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.Tensor]:
@@ -213,6 +230,10 @@ def main(argv=None) -> None:
     p.add_argument("--ct-cases", type=int, default=40)
     p.add_argument("--echo-clips", type=int, default=40)
     p.add_argument("--rgb-images", type=int, default=24)
+    p.add_argument("--phantom-share", type=float, default=SOURCES["phantom"],
+                   help="share of episodes on phantoms (the rest: scenes and pasted objects)")
+    p.add_argument("--paste-share", type=float, default=SOURCES["paste"],
+                   help="share of episodes with a scene object pasted on a phantom")
     p.add_argument("--iterations", type=int, default=20000)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--size", type=int, default=64)

@@ -57,7 +57,7 @@ from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
 
 #: Probabilities of the starts of a volume's episode (2D stacks: box/points/mask only).
-STARTS = {"box": 0.20, "prop": 0.38, "propbox": 0.12, "points": 0.17, "mask": 0.13}
+STARTS = {"box": 0.20, "prop": 0.37, "propbox": 0.13, "points": 0.17, "mask": 0.13}
 #: Share of propagation steps drawn at the ends of an object, and of those stale.
 END_FRACTION, STALE_FRACTION = 0.5, 0.5
 #: Distribution of the number of click passes after the base pass, per start.
@@ -216,9 +216,9 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
         if start == "propbox":
             b = jitter_box(bbox(target), *target.shape, rng)
             r = rng.random()
-            if r < 0.25:  # a walk that had lost the object (or started from a negative click)
+            if r < 0.35:  # a walk that had lost the object (or started from a negative click)
                 prior = zeros
-            elif r < 0.4:  # a leaked or wrong prior
+            elif r < 0.5:  # a leaked or wrong prior
                 other = _orient(stack.labels[[zp]], flip)[0]
                 prior = drift(((other > 0) & (other != lab)).float() if rng.random() < 0.5
                               else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],

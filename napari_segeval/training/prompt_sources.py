@@ -7,8 +7,9 @@ Four kinds of stack, each a set of slices with object labels:
   then :func:`.appearance.restyle`), so no intensity, contrast sign or texture
   marks an object;
 * ``ct`` - abdominal CT phantoms in HU (seeds below 1000), mapped to ``[0, 1]`` by
-  a random window (abdomen-like, wide, narrow, min-max in a window as MedSAM2's
-  preset, or MR-style percentiles), then restyled more or less strongly;
+  a random window (mostly abdomen-like; wide, narrow, min-max in a window as
+  MedSAM2's preset, or MR-style percentiles), then left as they are or restyled
+  mildly (their organs meet at low contrast, which the model must learn to respect);
 * ``us`` - echocardiography phantom clips, restyled more or less strongly;
 * ``rgb`` - the 2D colour phantoms (polyps, skin lesions) turned grey, one slice each.
 
@@ -91,16 +92,16 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
 def ct_window(rng: np.random.Generator, hu: torch.Tensor, volume: torch.Tensor) -> torch.Tensor:
     """HU to ``[0, 1]`` through a random window (see the module doc)."""
     r = rng.random()
-    if r < 0.4:
+    if r < 0.55:
         lo, width = rng.uniform(-20, 80), rng.uniform(250, 500)
         lo -= width / 2
-    elif r < 0.6:
+    elif r < 0.65:
         width = rng.uniform(500, 2000)
         lo = rng.uniform(-200, 300) - width / 2
-    elif r < 0.7:
+    elif r < 0.75:
         width = rng.uniform(100, 250)
         lo = rng.uniform(0, 100) - width / 2
-    elif r < 0.85:  # min-max of the volume clipped to a window (MedSAM2's preset)
+    elif r < 0.9:  # min-max of the volume clipped to a window (MedSAM2's preset)
         level, width = rng.uniform(-50, 100), rng.uniform(300, 2500)
         lo = max(float(volume.min()), level - width / 2)
         width = min(float(volume.max()), level + width / 2) - lo
@@ -153,15 +154,16 @@ def frames(rng: np.random.Generator, stack: Stack, idx: list[int], label: int,
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
         img = appearance.render(rng, stack.classes[idx], stack.n_classes, target=target,
-                                min_contrast=float(rng.uniform(0.03, 0.15)),
+                                min_contrast=float(rng.uniform(0.04, 0.2)),
                                 rgb=rng.random() < 0.2)
         return appearance.restyle(rng, img)
     img = _unit(rng, stack, idx)
     style = {"ct": "ct", "us": "us"}.get(stack.kind, "rgb")
-    if rng.random() < 0.3:
+    ct = stack.kind == "ct"
+    if rng.random() < (0.5 if ct else 0.3):  # as the phantom is
         return img
     return appearance.restyle(rng, img, style=style if rng.random() < 0.7 else None,
-                              strength=float(rng.uniform(0.0, 1.0)))
+                              strength=float(rng.uniform(0.0, 0.7 if ct else 1.0)))
 
 
 def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:
