@@ -53,11 +53,13 @@ def _pass(model, x, f: int, prev: int, prior, boxmask, points, win):
 
 
 def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None,
-             previous=None, restart: bool = False):
+             previous=None, restart: str = "none"):
     """Frames one walk visits (visit order), their probabilities, and how far each is
     from the walk's latest prompted frame (module doc). ``previous`` (optional ``(n, H,
     W)``): the previous round's masks, the output a click-only start frame refines.
-    ``restart``: a box reached with an empty prior acts as on a walk's start frame."""
+    ``restart``: a box frame reached mid-walk acts as a walk's start frame (prior = the
+    box mask, previous frame = the frame) when the incoming prior is empty
+    (``"empty"``) or always (``"always"``); ``"none"``: the product's rule."""
     import torch
 
     from napari_segeval.models._prompt_net import refine_window, window_from_bbox, window_from_mask
@@ -79,7 +81,8 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
         if box is not None:
             boxmask[box[0]:box[2], box[1]:box[3]] = 1
             win = window_from_bbox(*box)
-            fresh = j == 0 or (restart and not bool((cur > 0.5).any()))
+            fresh = j == 0 or restart == "always" or (
+                restart == "empty" and not bool((cur > 0.5).any()))
             prior = boxmask if fresh else cur
             cur = _pass(model, x, f, f if fresh else frames[j - 1], prior, boxmask, [], win)
         elif j == 0 and previous is not None:
@@ -101,7 +104,7 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
 
 
 def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=None,
-                      combine: str = "max", restart: bool = False) -> np.ndarray:
+                      combine: str = "max", restart: str = "none") -> np.ndarray:
     """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``.
 
     A forward walk from the first prompted slice and a backward walk from the last;
@@ -270,9 +273,10 @@ def main(argv=None) -> int:
     p.add_argument("--previous", action="store_true",
                    help="a walk that starts on a clicked slice refines the previous round's "
                         "mask there (SAM2's rule for a tracked frame), not an empty one")
-    p.add_argument("--restart", action="store_true",
-                   help="harness: a box reached with an empty prior acts as a walk's start "
-                        "(prior = the box mask, previous frame = the frame)")
+    p.add_argument("--restart", choices=("none", "empty", "always"), default="none",
+                   help="harness: a box frame reached mid-walk acts as a walk's start (prior = "
+                        "the box mask, previous frame = the frame) when the incoming prior is "
+                        "empty, or always; none: the product's rule")
     p.add_argument("--check", action="store_true",
                    help="assert the harness's round 0 equals propagate_case's")
     args = p.parse_args(argv)
@@ -300,7 +304,7 @@ def main(argv=None) -> int:
             args.engine == "auto" and product_takes_prompt_sets()) else "harness")
         report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} {engine} "
                f"{args.combine}{' prev' if args.previous else ''}"
-               f"{' restart' if args.restart else ''}", scores)
+               f"{'' if args.restart == 'none' else ' restart-' + args.restart}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0
 

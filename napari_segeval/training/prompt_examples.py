@@ -22,7 +22,11 @@ follow the inference rules of :mod:`napari_segeval.models._prompt_walks` exactly
     (:func:`~napari_segeval.models._prompt_net.window_from_points`, or a window
     scaled to the object);
   - ``mask``: a mask prompt (a roughly painted mask) is the frame's output: no base
-    pass; the first pass is a click pass.
+    pass; the first pass is a click pass;
+  - ``fix``: a frame that propagation got badly wrong (the correction rounds click on
+    the worst slice): its output is another object, a leak into the surroundings, a
+    part of the object, or a rough mask; the first pass is a click pass (no box, no
+    mask prompt: the window is the output's grown to include the positive clicks).
 
 * each *click pass*: current frame = previous-frame channel = this frame, prior =
   the frame's current output (the network's own prediction, pasted back to the
@@ -57,13 +61,14 @@ from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
 
 #: Probabilities of the starts of a volume's episode (2D stacks: box/points/mask only).
-STARTS = {"box": 0.20, "prop": 0.37, "propbox": 0.13, "points": 0.17, "mask": 0.13}
+STARTS = {"box": 0.18, "prop": 0.33, "propbox": 0.12, "points": 0.15, "mask": 0.10,
+          "fix": 0.12}
 #: Share of propagation steps drawn at the ends of an object, and of those stale.
 END_FRACTION, STALE_FRACTION = 0.5, 0.5
 #: Distribution of the number of click passes after the base pass, per start.
 CLICKS = {"box": (0.45, 0.2, 0.2, 0.15), "prop": (0.6, 0.15, 0.15, 0.1),
           "propbox": (0.5, 0.2, 0.2, 0.1), "points": (0.0, 0.4, 0.3, 0.3),
-          "mask": (0.0, 0.45, 0.3, 0.25)}
+          "mask": (0.0, 0.45, 0.3, 0.25), "fix": (0.0, 0.45, 0.3, 0.25)}
 
 
 def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
@@ -186,11 +191,11 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
     lab = list(stack.present)[int(rng.integers(len(stack.present)))]
     zs = stack.present[lab]
     n = stack.labels.shape[0]
-    starts = list(STARTS) if n > 1 else ["box", "points", "mask"]
+    starts = list(STARTS) if n > 1 else ["box", "points", "mask", "fix"]
     p = np.array([STARTS[s] for s in starts])
     start = str(rng.choice(starts, p=p / p.sum()))
     flip = rng.integers(0, 2, 3)
-    if start in ("box", "points", "mask"):
+    if start in ("box", "points", "mask", "fix"):
         z = zp = int(zs[rng.integers(len(zs))])
     else:
         z, zp, stale = _prop_frames(zs, n, rng)
@@ -235,9 +240,34 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
         ep.points.append((y, x, True))
         ep.window = _points_window(ep.points, target, rng)
         return ep
+    if start == "fix":
+        ep.add_click(corrupt(target, _orient(stack.labels[[z]], flip)[0], lab, rng), rng)
+        return ep
     ep.painted = painted(target, rng)
     ep.add_click(ep.painted, rng)
     return ep
+
+
+def corrupt(target: torch.Tensor, labels: torch.Tensor, lab: int,
+            rng: np.random.Generator) -> torch.Tensor:
+    """A badly wrong output for ``target``: another object, a leak, a part, or a rough mask."""
+    from napari_segeval.training.appearance import smooth_noise
+
+    r = rng.random()
+    others = [int(v) for v in torch.unique(labels).tolist() if v and v != lab]
+    if r < 0.3 and others:
+        wrong = (labels == others[int(rng.integers(len(others)))]).float()
+        return drift(wrong if rng.random() < 0.6 else torch.maximum(wrong, target), rng)
+    h, w = target.shape
+    side = smooth_noise(rng, 1, h, w, int(rng.integers(2, 5)))[0] > rng.uniform(-0.5, 0.5)
+    if r < 0.65:  # a leak on one side
+        k = int(rng.integers(3, 9))
+        grown = F.max_pool2d(target[None, None], 2 * k + 1, 1, k)[0, 0] > 0.5
+        return ((target > 0.5) | (grown & side)).float()
+    if r < 0.85:  # a part of the object
+        part = (target > 0.5) & side
+        return part.float() if part.any() else drift(target, rng)
+    return painted(target, rng)
 
 
 def _points_window(points, target: torch.Tensor, rng: np.random.Generator):
