@@ -43,7 +43,12 @@ from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
 #: How the shipped weights were made (command, wall time on the shared 2-core machine).
-SHIPPED = "not yet retrained"
+#: The last stage of a warm-started chain (docs/model_cards.md has the whole chain and
+#: what each stage measured); its ``--init`` file came from the stages before it.
+SHIPPED = ("python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
+           "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
+           "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
+           "28 min wall with one torch thread")
 #: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
 SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
 #: Share of each kind of phantom among the phantom episodes.
