@@ -25,6 +25,8 @@ Torch is imported by this module: import it only inside functions elsewhere.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,6 +41,9 @@ MIN_SIDE = 16.0
 CLICK_RADIUS = 2.5
 #: Input channels of a network that takes clicks (4: boxes and masks only).
 POINT_CHANNELS = 6
+#: Side (native pixels) of the window around the positive clicks of a frame that has
+#: no output yet (a walk that starts from points only): :func:`window_from_points`.
+CLICK_SIDE = 64.0
 
 
 class PromptUNet(nn.Module):
@@ -59,7 +64,11 @@ class PromptUNet(nn.Module):
     >>> net = PromptUNet(width=8, depth=2).eval()
     >>> net(torch.zeros(2, 4, 32, 32)).shape
     torch.Size([2, 1, 32, 32])
-    >>> PromptUNet(width=8, depth=2, in_channels=6).takes_points
+    >>> net6 = PromptUNet(width=8, depth=2, in_channels=6).eval()
+    >>> net6.takes_points
+    True
+    >>> x = torch.rand(1, 4, 32, 32)
+    >>> torch.equal(net6(x), net6(torch.cat([x, torch.zeros(1, 2, 32, 32)], 1)))
     True
     """
 
@@ -88,7 +97,13 @@ class PromptUNet(nn.Module):
         return self.in_channels == POINT_CHANNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth)."""
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth).
+
+        A network with click channels also takes 4-channel inputs: no clicks (the
+        click maps are zeros).
+        """
+        if x.shape[1] == 4 and self.in_channels == POINT_CHANNELS:
+            x = torch.cat([x, x.new_zeros((x.shape[0], 2) + tuple(x.shape[2:]))], dim=1)
         img = x[:, :2]
         mean = img[:, :1].mean(dim=(2, 3), keepdim=True)
         std = img[:, :1].std(dim=(2, 3), keepdim=True)
@@ -117,6 +132,97 @@ def window_from_bbox(y0: float, x0: float, y1: float, x1: float,
     cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
     side = max(max(y1 - y0, x1 - x0) * context, MIN_SIDE)
     return float(cy), float(cx), float(side / 2.0)
+
+
+def window_from_mask(mask: torch.Tensor | None,
+                     points: list[tuple[float, float, bool]] = ()) -> tuple[float, float, float] | None:
+    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
+
+    The window of a refinement pass (the frame's current mask and its clicks) and of
+    a propagation step (the previous frame's mask, no clicks). ``points`` are
+    ``(y, x, positive)`` pixel centres. ``None`` when the mask is empty (or absent)
+    and no click is positive.
+
+    Examples
+    --------
+    >>> m = torch.zeros(40, 40); m[10:20, 10:30] = 1
+    >>> window_from_mask(m)
+    (15.0, 20.0, 16.0)
+    >>> window_from_mask(m, [(34, 20, True), (2, 2, False)])
+    (22.5, 20.0, 20.0)
+    >>> window_from_mask(torch.zeros(4, 4)) is None
+    True
+    """
+    ys, xs = [], []
+    if mask is not None:
+        fg = (mask.detach() > 0.5).nonzero()
+        if fg.shape[0]:
+            lo, hi = fg.min(dim=0).values.tolist(), fg.max(dim=0).values.tolist()
+            ys += [lo[0], hi[0]]
+            xs += [lo[1], hi[1]]
+    for y, x, positive in points:
+        if positive:
+            ys.append(math.floor(y + 0.5))
+            xs.append(math.floor(x + 0.5))
+    if not ys:
+        return None
+    return window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
+
+
+def window_from_points(points: list[tuple[float, float, bool]],
+                       side: float = CLICK_SIDE) -> tuple[float, float, float]:
+    """Square window around the positive clicks of a frame with nothing else to go by.
+
+    The window of a click pass on a frame with no output yet (a walk that starts
+    from points only): centred on the positive clicks' bounding box, ``side`` native
+    pixels wide (:data:`CLICK_SIDE`), or the clicks' box times :data:`CONTEXT` when
+    that is larger.
+
+    Examples
+    --------
+    >>> window_from_points([(50, 60, True), (10, 10, False)])
+    (50.5, 60.5, 32.0)
+    """
+    pos = [(y, x) for y, x, positive in points if positive]
+    if not pos:
+        raise ValueError("a window from points needs a positive point")
+    ys = [math.floor(y + 0.5) for y, _ in pos]
+    xs = [math.floor(x + 0.5) for _, x in pos]
+    y0, x0, y1, x1 = min(ys), min(xs), max(ys) + 1, max(xs) + 1
+    side = max(float(side), MIN_SIDE, max(y1 - y0, x1 - x0) * CONTEXT)
+    return (y0 + y1) / 2.0, (x0 + x1) / 2.0, side / 2.0
+
+
+def refine_window(mask: torch.Tensor | None, points: list[tuple[float, float, bool]],
+                  box: tuple[float, float, float, float] | None = None,
+                  prompt_mask: torch.Tensor | None = None) -> tuple[float, float, float] | None:
+    """The window of a click pass (the built-in backend's rule).
+
+    On a frame with a box: the box's window. On a frame with a mask prompt: the
+    prompt mask's. Else :func:`window_from_mask` of the frame's current output and
+    positive clicks, or, when the output is empty, :func:`window_from_points`;
+    ``None`` when there is neither output nor a positive click (nothing to refine).
+
+    Examples
+    --------
+    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)])
+    (50.5, 60.5, 32.0)
+    >>> refine_window(None, [(5, 5, False)]) is None
+    True
+    >>> refine_window(None, [(5, 5, True)], box=(0, 0, 10, 20))
+    (5.0, 10.0, 16.0)
+    """
+    if box is not None:
+        return window_from_bbox(*box)
+    if prompt_mask is not None:
+        win = window_from_mask(prompt_mask)
+        if win is not None:
+            return win
+    if mask is not None and bool((mask.detach() > 0.5).any()):
+        return window_from_mask(mask, points)
+    if any(positive for _, _, positive in points):
+        return window_from_points(points)
+    return None
 
 
 def crop_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:

@@ -3,8 +3,13 @@
 The runtime never imports this package; the ``cv5-2d`` evaluation protocol does,
 because it trains its 2D U-Net per fold.
 
-* :mod:`.builtin_prompt` - the built-in promptable model on CT and echo phantoms:
-  ``python -m napari_segeval.training.builtin_prompt``.
+* :mod:`.builtin_prompt` - the built-in promptable model, a class-agnostic box-and-click
+  segmenter: ``python -m napari_segeval.training.builtin_prompt``. Its pieces:
+  :mod:`.shapes` (generated objects and scenes), :mod:`.appearance` (randomised
+  appearance), :mod:`.prompt_sources` (training stacks and their frames),
+  :mod:`.prompt_examples` (episodes: a start, then simulated corrections),
+  :mod:`.clicks` (where a corrective click goes) and :mod:`.heldout` (the held-out
+  volumes of its benchmark).
 * :mod:`.builtin_ct` - the built-in dense CT model (``builtin-ct``) on CT phantoms:
   ``python -m napari_segeval.training.builtin_ct``.
 * :mod:`.unet2d` - :func:`~napari_segeval.training.unet2d.train_unet2d`, the 2D U-Net

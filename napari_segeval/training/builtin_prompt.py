@@ -1,29 +1,29 @@
-"""Train the built-in promptable model on generated phantoms.
+"""Train the built-in promptable model: a class-agnostic box-and-click segmenter.
 
-Run ``python -m napari_segeval.training.builtin_prompt`` (the shipped
-weights: ``--threads 1``, 3000 iterations, 12.6 minutes wall time on a shared
-2-core machine; the loop stops at ``--iterations`` or the ``--minutes`` budget,
-whichever comes first). Training uses phantom seeds below 1000 only (samples
-use seeds >= 1000, benchmarks >= 2000). Each training example is one step of
-propagation:
+Run ``python -m napari_segeval.training.builtin_prompt`` (the shipped weights:
+see :data:`SHIPPED` for the command, its wall time and iterations). The loop stops
+at ``--iterations`` or the ``--minutes`` budget, whichever comes first, on a cosine
+learning-rate schedule fitted to whichever ends first.
 
-* *key* examples: a slice/frame with a (jittered) box of the structure's mask
-  as prior and box channel;
-* *propagation* examples: the prior is the neighbouring slice's mask (1 or 2
-  slices away, either direction) with random dilation/erosion, shift and blur
-  to imitate drift (one in five dilated by 3-5 px, a leaked mask the model must
-  shrink back). 50% of them start near an end of the structure and step
-  outward, so the target is often small or empty (the object ended), which
-  teaches the model to stop instead of leaking into neighbouring tissue;
-* *stale-prior* examples (half of the end examples): the prior is a structure's
-  (drifted, possibly dilated) mask carried 1-3 slices past the end of the
-  structure, with the previous frame being the slice just before the current one,
-  exactly what a leaked prediction looks like during propagation. The target is
-  the (usually empty) current mask, which teaches the model to drop a mask whose
-  outline no longer matches an edge in the previous frame.
+What it learns from (:mod:`.prompt_sources`, :mod:`.shapes`, :mod:`.appearance`):
+generated objects of six shape families on random tissue with a random appearance
+every time they are drawn (random intensity mappings, inverted contrast, textures,
+bias fields, blur, Gaussian/Rician/speckle noise, CT/MR/ultrasound/colour styles),
+generated objects pasted on phantom frames, and the CT, echo and colour phantoms
+(seeds below 1000; samples use seeds >= 1000, benchmarks >= 2000) under random
+windows and restyling. Generated scenes are replaced one at a time as training
+runs (``--refresh``), so it rarely sees the same scene twice.
 
-The output is a state dict in the shipped format (see
-:func:`napari_segeval.models.builtin_prompt.save_weights`).
+How it learns (:mod:`.prompt_examples`): each example is an episode on one frame:
+a start (a jittered box - tight, slightly inside or up to 20 px loose - a
+propagation step from a drifted neighbouring mask, past the object's end too, a
+box met during propagation, clicks only, or a painted mask), then up to three
+corrective clicks in the larger error region of the network's own prediction
+(:mod:`.clicks`), with that prediction as the next pass's prior. Every pass but
+the last runs without gradients; the loss (BCE + soft Dice) is on the last.
+
+The output is a state dict in the shipped format
+(:func:`napari_segeval.models.builtin_prompt.save_weights`, ``in_channels: 6``).
 """
 
 from __future__ import annotations
@@ -37,137 +37,101 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from napari_segeval.inference.windowing import to_unit
-from napari_segeval.models._prompt_net import CONTEXT, PromptUNet, crop, window_from_bbox
+from napari_segeval.models._prompt_net import POINT_CHANNELS, PromptUNet, paste
 from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
+from napari_segeval.training.prompt_examples import Episode, episode
+from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
-CT_SHAPES = ((40, 112, 112), (32, 96, 96), (48, 128, 128), (40, 128, 112))
-CT_SPACINGS = ((2.5, 1.2, 1.2), (3.0, 1.4, 1.4), (2.0, 1.0, 1.0))
-#: Share of propagation examples drawn at the ends of a structure (teaches stopping).
-END_FRACTION = 0.5
-#: Share of end examples whose prior is carried past the end (stale prior, see module doc).
-STALE_FRACTION = 0.5
-
-
-class Volume:
-    """One training stack: unit-range frames, labels, and the slices of each structure."""
-
-    def __init__(self, unit: np.ndarray, labels: np.ndarray) -> None:
-        self.image = torch.from_numpy(np.ascontiguousarray(unit, dtype=np.float32))
-        self.labels = torch.from_numpy(labels.astype(np.int64))
-        self.present = {}
-        for lab in np.unique(labels):
-            if lab:
-                zs = np.nonzero((labels == lab).any(axis=(1, 2)))[0]
-                self.present[int(lab)] = zs
+#: How the shipped weights were made (command, wall time on the shared 2-core machine).
+#: The last stage of a warm-started chain (docs/model_cards.md has the whole chain and
+#: what each stage measured); its ``--init`` file came from the stages before it.
+SHIPPED = ("python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
+           "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
+           "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
+           "28 min wall with one torch thread")
+#: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
+SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
+#: Share of each kind of phantom among the phantom episodes.
+PHANTOM_KINDS = {"ct": 0.6, "us": 0.25, "rgb": 0.15}
 
 
-def make_volumes(n_ct: int, n_echo: int, log=print) -> list[Volume]:
-    """Generate the training phantoms (seeds ``0 .. n-1``, all below 1000)."""
-    from napari_segeval.phantoms.ct import make_ct_case
+class Pool:
+    """Training stacks: generated scenes (replaced as training goes) and phantoms."""
 
-    vols = []
-    for seed in range(n_ct):
-        shape = CT_SHAPES[seed % len(CT_SHAPES)]
-        spacing = CT_SPACINGS[(seed // len(CT_SHAPES)) % len(CT_SPACINGS)]
-        case = make_ct_case(seed, shape=shape, spacing=spacing)
-        window = (float(np.random.default_rng(seed).uniform(350, 450)), 40.0)
-        vols.append(Volume(to_unit(case.image, "CT", window)[0], case.labels))
-    if n_echo:
-        try:
-            from napari_segeval.phantoms.echo import make_echo_clip
-        except ImportError:
-            log("echo phantoms not available: training on CT only")
-            return vols
-        for seed in range(n_echo):
-            case = make_echo_clip(seed)
-            img = case.image
-            if img.ndim == 4:
-                img = img[..., :3].mean(axis=-1)
-            vols.append(Volume(to_unit(img, "US")[0], case.labels))
-    return vols
+    def __init__(self, scenes: list[Stack], phantoms: list[Stack],
+                 sources: dict | None = None) -> None:
+        self.scenes = scenes
+        self.phantoms = {k: [s for s in phantoms if s.kind == k] for k in PHANTOM_KINDS}
+        self.backgrounds = [s for s in phantoms if s.kind in ("ct", "us")]
+        self.sources = dict(sources or SOURCES)
 
-
-def _bbox(mask: torch.Tensor):
-    nz = mask.nonzero()
-    if nz.shape[0] == 0:
-        return None
-    lo, hi = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    return lo[0], lo[1], hi[0] + 1, hi[1] + 1
-
-
-def _morph(mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
-    """Imitate propagation drift: dilate/erode, shift, blur a binary (H, W) mask."""
-    m = mask[None, None].float()
-    r = int(rng.integers(-2, 3)) if rng.random() < 0.8 else int(rng.integers(3, 6))
-    if r > 0:
-        m = F.max_pool2d(m, 2 * r + 1, 1, r)
-    elif r < 0:
-        m = -F.max_pool2d(-m, 2 * -r + 1, 1, -r)
-    dy, dx = (int(v) for v in rng.integers(-1, 2, size=2))
-    m = torch.roll(m, (dy, dx), dims=(2, 3))
-    if rng.random() < 0.6:
-        m = F.avg_pool2d(m, 3, 1, 1)
-    return m[0, 0]
-
-
-def sample(vol: Volume, rng: np.random.Generator):
-    """One example's full-size planes ``(5, H, W)`` (4 inputs + target) and window, or None."""
-    lab = list(vol.present)[int(rng.integers(len(vol.present)))]
-    zs = vol.present[lab]
-    n, h, w = vol.image.shape
-    if rng.random() < 0.3:  # key frame from a jittered box
-        z = int(zs[rng.integers(len(zs))])
-        bb = _bbox(vol.labels[z] == lab)
-        j = rng.integers(-3, 4, size=4)
-        y0, x0 = max(bb[0] + j[0], 0), max(bb[1] + j[1], 0)
-        y1, x1 = min(max(bb[2] + j[2], y0 + 1), h), min(max(bb[3] + j[3], x0 + 1), w)
-        boxm = torch.zeros((h, w))
-        boxm[y0:y1, x0:x1] = 1
-        cur = prev = vol.image[z]
-        prior, boxc, bb = boxm, boxm, (y0, x0, y1, x1)
-    else:  # propagation step from a drifted neighbour mask
-        if rng.random() < END_FRACTION:  # near an end of the extent, stepping outward
-            k = int(rng.integers(min(3, len(zs))))
-            zp, step = (int(zs[k]), -1) if rng.random() < 0.5 else (int(zs[-1 - k]), 1)
-            stale = rng.random() < STALE_FRACTION
-        else:
-            zp, step = int(zs[rng.integers(len(zs))]), int(rng.choice([-1, 1]))
-            stale = False
-        z = zp + step * (int(rng.integers(1, 4)) if stale else (1 if rng.random() < 0.8 else 2))
-        if not 0 <= z < n:
+    def _phantom(self, rng: np.random.Generator) -> Stack | None:
+        kinds = [k for k in PHANTOM_KINDS if self.phantoms[k]]
+        if not kinds:
             return None
-        prior = _morph(vol.labels[zp] == lab, rng)
-        bb = _bbox(prior > 0.5)
-        if bb is None:
-            return None
-        zprev = z - step if stale else zp
-        cur, prev, boxc = vol.image[z], vol.image[zprev], torch.zeros((h, w))
-    cy, cx, half = window_from_bbox(*bb, context=CONTEXT * rng.uniform(0.85, 1.2))
-    cy += rng.uniform(-0.1, 0.1) * half
-    cx += rng.uniform(-0.1, 0.1) * half
-    target = (vol.labels[z] == lab).float()
-    return torch.stack([cur, prev, prior, boxc, target]), (cy, cx, half)
+        p = np.array([PHANTOM_KINDS[k] for k in kinds])
+        stacks = self.phantoms[str(rng.choice(kinds, p=p / p.sum()))]
+        return stacks[int(rng.integers(len(stacks)))]
+
+    def refresh(self, rng: np.random.Generator) -> None:
+        """Replace one random scene by a new one."""
+        self.scenes[int(rng.integers(len(self.scenes)))] = scene_stack(rng)
+
+    def draw(self, rng: np.random.Generator) -> Episode:
+        """One episode from a random source (:data:`SOURCES`, :data:`PHANTOM_KINDS`)."""
+        kinds = list(self.sources)
+        p = np.array([self.sources[k] for k in kinds])
+        while True:
+            kind = str(rng.choice(kinds, p=p / p.sum()))
+            phantom = self._phantom(rng) if kind == "phantom" else None
+            if phantom is not None:
+                stack, bg = phantom, None
+            else:
+                stack = self.scenes[int(rng.integers(len(self.scenes)))]
+                bg = (self.backgrounds[int(rng.integers(len(self.backgrounds)))]
+                      if kind == "paste" and self.backgrounds else None)
+            if not stack.present:
+                continue
+            ep = episode(stack, rng, bg)
+            if ep is not None:
+                return ep
 
 
-def batch(vols: list[Volume], rng: np.random.Generator, size: int, n: int, per_volume: int = 8):
-    """A batch of ``n`` examples, ``per_volume`` from each randomly drawn stack."""
-    xs = []
-    while sum(len(x) for x in xs) < n:
-        vol = vols[int(rng.integers(len(vols)))]
-        if not vol.present:
-            continue
-        planes, wins = [], []
-        while len(planes) < per_volume:
-            s = sample(vol, rng)
-            if s is not None:
-                planes.append(s[0])
-                wins.append(s[1])
-        xs.append(crop(torch.stack(planes), torch.tensor(wins), size))
-    out = torch.cat(xs)[:n]
-    gamma = torch.from_numpy(rng.uniform(0.8, 1.25, size=(n, 1, 1, 1))).float()
-    out[:, :2] = out[:, :2].clamp(0, 1) ** gamma  # intensity augmentation
-    return out[:, :4].contiguous(), out[:, 4:].contiguous()
+def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> Pool:
+    t0 = time.time()
+    scenes = [scene_stack(rng) for _ in range(args.scenes)]
+    log(f"{len(scenes)} generated scenes in {time.time() - t0:.0f} s")
+    sources = {"scene": 1.0 - args.phantom_share - args.paste_share,
+               "phantom": args.phantom_share, "paste": args.paste_share}
+    return Pool(scenes, phantom_stacks(args.ct_cases, args.echo_clips, args.rgb_images, log),
+                sources)
+
+
+def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.Tensor]:
+    """Each episode's current pass, run by ``net``, pasted back to its frame."""
+    x = torch.stack([e.inputs(size) for e in eps])
+    prob = torch.sigmoid(net(x))
+    out = []
+    for e, p in zip(eps, prob):
+        win = torch.tensor([e.window], dtype=torch.float32)
+        out.append(paste(p[None], win, *e.target.shape)[0, 0])
+    return out
+
+
+def simulate(net: torch.nn.Module, eps: list[Episode], size: int,
+             rng: np.random.Generator) -> None:
+    """Run every episode's passes but the last (no gradients, inference mode)."""
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        while True:
+            todo = [e for e in eps if e.passes > 1]
+            if not todo:
+                break
+            for e, prob in zip(todo, _outputs(net, todo, size)):
+                e.add_click(prob, rng)
+                e.passes -= 1
+    net.train(was_training)
 
 
 def loss_fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -180,55 +144,115 @@ def loss_fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return bce + dice.mean()
 
 
+def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int,
+               batch: int) -> float:
+    """One optimisation step on ``batch`` fresh episodes; returns the loss."""
+    eps = [pool.draw(rng) for _ in range(batch)]
+    simulate(net, eps, size, rng)
+    x = torch.stack([e.inputs(size) for e in eps])
+    y = torch.stack([e.target_crop(size) for e in eps])
+    loss = loss_fn(net(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
+def initial_network(args: argparse.Namespace) -> PromptUNet:
+    """A fresh network, or one that starts from ``args.init``'s weights.
+
+    A 4-channel file (weights of format 1 without clicks) fills the first four input
+    channels of the first convolution; the click channels start at zero, so the
+    network starts out exactly as the file's.
+    """
+    net = PromptUNet(width=args.width, depth=args.depth, in_channels=POINT_CHANNELS)
+    if args.init is None:
+        return net
+    from napari_segeval.models.builtin_prompt import load_network
+
+    old, config = load_network(args.init)
+    if (int(config["width"]), int(config["depth"])) != (args.width, args.depth):
+        raise SystemExit(f"{args.init}: width/depth {config['width']}/{config['depth']} "
+                         f"differ from --width/--depth {args.width}/{args.depth}")
+    state = {k: v.clone() for k, v in old.state_dict().items()}
+    first = "down.0.0.weight"
+    if state[first].shape[1] < POINT_CHANNELS:
+        w = torch.zeros(net.state_dict()[first].shape)
+        w[:, :state[first].shape[1]] = state[first]
+        state[first] = w
+    net.load_state_dict(state)
+    return net
+
+
 def train(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
     t0 = time.time()
-    vols = make_volumes(args.ct_cases, args.echo_clips)
-    print(f"{len(vols)} training stacks in {time.time() - t0:.0f} s", flush=True)
-    net = PromptUNet(width=args.width, depth=args.depth)
+    pool = make_pool(args, rng)
+    net = initial_network(args)
     print(f"parameters: {sum(p.numel() for p in net.parameters())}", flush=True)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=1e-4)
     running, it, budget = None, 0, args.minutes * 60.0
     t1 = time.time()
-    while True:  # cosine schedule over iterations or the time budget, whichever ends first
+    while True:  # warm-up, then cosine over iterations or the time budget, whichever ends first
         done = max(it / args.iterations, (time.time() - t1) / budget)
         if done >= 1.0:
             break
         it += 1
-        lr = args.lr * 0.5 * (1 + math.cos(math.pi * done))
+        lr = args.lr * 0.5 * (1 + math.cos(math.pi * done)) * min(1.0, 0.1 + 30 * done)
         for group in opt.param_groups:
             group["lr"] = lr
-        x, y = batch(vols, rng, args.size, args.batch)
-        loss = loss_fn(net(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+        if args.refresh and it % args.refresh == 0:
+            pool.refresh(rng)
+        loss = train_step(net, opt, pool, rng, args.size, args.batch)
+        running = loss if running is None else 0.98 * running + 0.02 * loss
         if it % 50 == 0:
             print(f"it {it:5d}  loss {running:.4f}  lr {lr:.2e}  {time.time() - t0:.0f} s",
                   flush=True)
+        if args.checkpoint_every and it % args.checkpoint_every == 0:
+            _save(net, args, it)
+    _save(net, args, it)
+    print(f"wrote {args.output} after {time.time() - t0:.0f} s ({it} iterations)", flush=True)
+
+
+def _save(net, args: argparse.Namespace, it: int) -> None:
     config = {"width": args.width, "depth": args.depth, "size": args.size,
-              "iterations": it, "ct_cases": args.ct_cases,
-              "echo_clips": args.echo_clips}
+              "in_channels": POINT_CHANNELS, "iterations": it, "scenes": args.scenes,
+              "ct_cases": args.ct_cases, "echo_clips": args.echo_clips,
+              "rgb_images": args.rgb_images,
+              "init": None if args.init is None else Path(args.init).name}
+    was = net.training
     save_weights(net.eval(), args.output, config)
-    print(f"wrote {args.output} after {time.time() - t0:.0f} s", flush=True)
+    net.train(was)
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ct-cases", type=int, default=48)
-    p.add_argument("--echo-clips", type=int, default=64)
-    p.add_argument("--iterations", type=int, default=3000)
+    p.add_argument("--scenes", type=int, default=120, help="generated scenes kept at a time")
+    p.add_argument("--refresh", type=int, default=4,
+                   help="replace one scene every this many iterations (0: never)")
+    p.add_argument("--ct-cases", type=int, default=40)
+    p.add_argument("--echo-clips", type=int, default=40)
+    p.add_argument("--rgb-images", type=int, default=24)
+    p.add_argument("--phantom-share", type=float, default=SOURCES["phantom"],
+                   help="share of episodes on phantoms (the rest: scenes and pasted objects)")
+    p.add_argument("--paste-share", type=float, default=SOURCES["paste"],
+                   help="share of episodes with a scene object pasted on a phantom")
+    p.add_argument("--iterations", type=int, default=20000)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--width", type=int, default=12)
     p.add_argument("--depth", type=int, default=3)
-    p.add_argument("--minutes", type=float, default=13.0,
+    p.add_argument("--minutes", type=float, default=75.0,
                    help="time budget for the optimisation loop (cosine schedule fits it)")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint-every", type=int, default=500,
+                   help="also write the output every this many iterations (0: only at the end)")
+    p.add_argument("--init", type=Path, default=None,
+                   help="start from this weight file (4-channel files: click weights start at 0)")
     p.add_argument("--output", type=Path, default=DEFAULT_WEIGHTS)
     train(p.parse_args(argv))
 

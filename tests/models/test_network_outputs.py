@@ -6,6 +6,11 @@ weights, and a 2D U-Net filled with fixed values, on the fixed inputs below. The
 shipped weight files load with ``strict=True`` and their key names are unchanged, so
 the outputs must agree; on the machine that recorded them they are identical, the
 tolerance only allows for other CPUs' float rounding.
+
+The ``prompt`` entry was recorded again when the built-in prompt model was retrained
+with clicks (six input channels; the four-channel input below leaves the click
+channels at zero): it is the new shipped weights' output, computed by the code of that
+commit; ``ct`` and ``unet2d`` are the original recordings.
 """
 
 from __future__ import annotations

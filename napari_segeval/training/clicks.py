@@ -1,0 +1,97 @@
+"""Simulated corrective clicks: where a person would click to fix a predicted mask.
+
+The rule of the published iterative-prompting evaluations and of interactive
+segmentation training (RITM, SAM, micro-sam's ``run_inference_with_iterative_prompting``):
+compare the prediction with the reference, take the larger of the false-negative
+and false-positive regions, and click at its most interior pixel (the maximum of
+the distance transform, the image border counting as a boundary): a positive click
+in a missed region, a negative click in a leaked one. Training also draws clicks at
+a random interior pixel (:func:`corrective_click` with ``rng``), so the network does
+not learn that clicks always sit at the very centre of an error.
+
+Coordinates are pixel centres ``(y, x)`` of the slice, as
+:class:`~napari_segeval.prompts.prompt_set.Point` and
+:func:`~napari_segeval.models._prompt_net.click_maps` use them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import ndimage
+
+
+def _distance(region: np.ndarray) -> np.ndarray:
+    """Distance to the nearest pixel outside ``region`` (outside the image counts)."""
+    padded = np.pad(region, 1)
+    return ndimage.distance_transform_edt(padded)[1:-1, 1:-1]
+
+
+def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
+                   depth: float = 0.5) -> tuple[int, int] | None:
+    """The most interior pixel of ``region`` (``rng=None``), or a random deep one.
+
+    With ``rng``, a random pixel among those at least ``depth`` times the largest
+    distance from the boundary. ``None`` for an empty region. Ties of the most
+    interior pixel go to the first in row-major order (deterministic).
+
+    Examples
+    --------
+    >>> r = np.zeros((7, 9), bool); r[1:6, 2:7] = True
+    >>> interior_point(r)
+    (3, 4)
+    >>> interior_point(np.zeros((3, 3), bool)) is None
+    True
+    """
+    region = np.asarray(region, bool)
+    if not region.any():
+        return None
+    dist = _distance(region)
+    if rng is None:
+        y, x = np.unravel_index(int(np.argmax(dist)), dist.shape)
+        return int(y), int(x)
+    ys, xs = np.nonzero(dist >= max(depth * float(dist.max()), min(1.0, float(dist.max()))))
+    k = int(rng.integers(ys.size))
+    return int(ys[k]), int(xs[k])
+
+
+def error_regions(prediction: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """False-negative and false-positive masks of one slice.
+
+    Examples
+    --------
+    >>> fn, fp = error_regions(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool))
+    >>> fn.tolist(), fp.tolist()
+    ([False, False, True], [True, False, False])
+    """
+    pred, ref = np.asarray(prediction, bool), np.asarray(reference, bool)
+    return ref & ~pred, pred & ~ref
+
+
+def corrective_click(prediction: np.ndarray, reference: np.ndarray,
+                     rng: np.random.Generator | None = None,
+                     other: float = 0.0) -> tuple[int, int, bool] | None:
+    """The next click ``(y, x, positive)`` that corrects ``prediction``, or ``None`` if exact.
+
+    Deterministic with ``rng=None`` (the evaluation rule: larger error region, most
+    interior pixel; a tie in size goes to the false negatives). With ``rng``, the
+    pixel is a random deep one (:func:`interior_point`) and, with probability
+    ``other``, the smaller non-empty error region is corrected instead.
+
+    Examples
+    --------
+    >>> ref = np.zeros((10, 10), bool); ref[2:8, 2:8] = True
+    >>> pred = np.zeros((10, 10), bool); pred[2:8, 2:5] = True
+    >>> corrective_click(pred, ref)
+    (3, 6, True)
+    >>> corrective_click(ref, ref) is None
+    True
+    """
+    fn, fp = error_regions(prediction, reference)
+    n_fn, n_fp = int(fn.sum()), int(fp.sum())
+    if n_fn == 0 and n_fp == 0:
+        return None
+    positive = n_fn >= n_fp
+    if rng is not None and min(n_fn, n_fp) > 0 and rng.random() < other:
+        positive = not positive
+    point = interior_point(fn if positive else fp, rng)
+    return point[0], point[1], positive

@@ -1,0 +1,106 @@
+"""Held-out volumes: objects and appearances the built-in promptable model never trained on.
+
+The benchmark of the built-in model (``benchmarks/bench_builtin_prompt.py``) measures
+it on volumes that differ from everything training draws:
+
+* shapes of the held-out families only (:data:`~.shapes.HELDOUT_SHAPES`: stars with
+  4-8 arms that rotate along z, superellipses - rounded rectangles);
+* textures of a held-out family (stripes) and, on most volumes, a held-out intensity
+  mapping (posterised: 3-6 grey levels) and held-out noise (Poisson or impulse
+  noise) (:data:`~.appearance.HELDOUT_APPEARANCE`); bias fields, blur and lower
+  resolution are drawn as in training;
+* seeds >= :data:`HELDOUT_SEED_BASE` (training uses its own random stream and
+  phantom seeds below 1000, samples 1000-1999).
+
+Every object is kept visible: the class means are redrawn until each object's band
+just inside differs from the band just outside by at least :data:`MIN_CONTRAST`, and
+the whole appearance is drawn again (up to ten times) until the same holds by at
+least :data:`FINAL_CONTRAST` in the final image (a posterised mapping can merge an
+object with its surroundings); an object that still cannot be seen is dropped from
+the labels (it stays in the image, unscored).
+
+:func:`make_tuning_volume` makes the same kind of volume from the *training* families
+(seeds 500-999), for choosing settings such as the confidence stop without looking
+at the held-out volumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from napari_segeval.training import appearance, shapes
+
+HELDOUT_SEED_BASE = 2000
+MIN_CONTRAST = 0.12
+FINAL_CONTRAST = 0.08
+
+
+def make_heldout_volume(seed: int, shape: Sequence[int] = (32, 128, 128)
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels.
+
+    Examples
+    --------
+    >>> image, labels = make_heldout_volume(2000, shape=(12, 64, 64))
+    >>> image.shape, image.dtype, labels.dtype, int(labels.max()) >= 1
+    ((12, 64, 64), dtype('float32'), dtype('uint8'), True)
+    """
+    if seed < HELDOUT_SEED_BASE:
+        raise ValueError(f"held-out seeds start at {HELDOUT_SEED_BASE}, got {seed}")
+    return _volume(seed, shape, shapes.HELDOUT_SHAPES, appearance.HELDOUT_APPEARANCE)
+
+
+def make_tuning_volume(seed: int, shape: Sequence[int] = (32, 128, 128)
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`make_heldout_volume`, with the training families (seeds 500-999).
+
+    Examples
+    --------
+    >>> image, labels = make_tuning_volume(500, shape=(8, 48, 48))
+    >>> image.shape
+    (8, 48, 48)
+    """
+    if not 500 <= seed < 1000:
+        raise ValueError(f"tuning seeds are 500-999, got {seed}")
+    return _volume(seed, shape, shapes.TRAIN_SHAPES, appearance.TRAIN_APPEARANCE)
+
+
+def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    scene = shapes.make_scene(rng, shape, families, n_objects=(2, 4), nested=0.1)
+    classes = torch.from_numpy(scene.classes.astype(np.int64))
+    labels = torch.from_numpy(scene.labels)
+    ids = range(1, int(labels.max()) + 1)
+    best, best_seen = None, None
+    for _ in range(10):
+        means = _visible_means(rng, classes, labels, scene.n_classes)
+        img = appearance.render(rng, classes, scene.n_classes, means=means,
+                                textures=looks["texture"])
+        style = str(rng.choice(["ct", "mr", "us", "generic"]))
+        img = appearance.restyle(rng, img, style=style, families=looks)
+        seen = {k: abs(appearance.band_contrast(img, labels == k)) for k in ids}
+        if best is None or min(seen.values(), default=1) > min(best_seen.values(), default=1):
+            best, best_seen = img, seen
+        if min(seen.values(), default=1.0) >= FINAL_CONTRAST:
+            break
+    out = scene.labels.copy()
+    for k, c in best_seen.items():
+        if c < FINAL_CONTRAST:
+            out[out == k] = 0
+    return best.numpy().astype(np.float32), out
+
+
+def _visible_means(rng, classes: torch.Tensor, labels: torch.Tensor, n: int) -> np.ndarray:
+    best, best_score = None, -1.0
+    for _ in range(50):
+        means = appearance.class_means(rng, n)
+        score = min((abs(appearance.band_contrast(classes, labels == k, means))
+                     for k in range(1, int(labels.max()) + 1)), default=1.0)
+        if score >= MIN_CONTRAST:
+            return means
+        if score > best_score:
+            best, best_score = means, score
+    return best

@@ -1,0 +1,179 @@
+"""Training stacks of the built-in promptable model and the frames it sees of them.
+
+Four kinds of stack, each a set of slices with object labels:
+
+* ``scene`` - generated objects on random tissue (:mod:`.shapes`); every example
+  renders its frames afresh with a random appearance (:func:`.appearance.render`
+  then :func:`.appearance.restyle`), so no intensity, contrast sign or texture
+  marks an object;
+* ``ct`` - abdominal CT phantoms in HU (seeds below 1000), mapped to ``[0, 1]`` by
+  a random window (mostly abdomen-like; wide, narrow, min-max in a window as
+  MedSAM2's preset, or MR-style percentiles), then left as they are or restyled
+  mildly (their organs meet at low contrast, which the model must learn to respect);
+* ``us`` - echocardiography phantom clips, restyled more or less strongly;
+* ``rgb`` - the 2D colour phantoms (polyps, skin lesions) turned grey, one slice each.
+
+:func:`frames` also *pastes*: a generated object with its own intensity and texture
+on the frames of a phantom, so that objects are met on real-looking backgrounds too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from napari_segeval.training import appearance, shapes
+
+#: In-plane sizes of generated stacks (their objects scale with them only in part).
+SCENE_SIZES = (96, 128, 160)
+CT_SHAPES = ((40, 112, 112), (32, 96, 96), (48, 128, 128), (40, 128, 112), (36, 144, 144))
+CT_SPACINGS = ((2.5, 1.2, 1.2), (3.0, 1.4, 1.4), (2.0, 1.0, 1.0))
+
+
+@dataclass
+class Stack:
+    """One training stack: labels ``(n, H, W)`` plus an image or a class map to render."""
+
+    kind: str
+    labels: torch.Tensor
+    image: torch.Tensor | None = None
+    classes: torch.Tensor | None = None
+    n_classes: int = 0
+    present: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        lab = self.labels.numpy()
+        for k in np.unique(lab):
+            if k:
+                self.present[int(k)] = np.nonzero((lab == k).any(axis=(1, 2)))[0]
+
+
+def scene_stack(rng: np.random.Generator, families=shapes.TRAIN_SHAPES,
+                depth: tuple[int, int] = (12, 40)) -> Stack:
+    """A generated scene as a stack (``depth`` slices, one of :data:`SCENE_SIZES` in-plane)."""
+    side = int(rng.choice(SCENE_SIZES))
+    nz = int(rng.integers(depth[0], depth[1] + 1))
+    s = shapes.make_scene(rng, (nz, side, side), families)
+    return Stack("scene", torch.from_numpy(s.labels), classes=torch.from_numpy(
+        s.classes.astype(np.int16)), n_classes=s.n_classes)
+
+
+def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]:
+    """CT, echo and 2D colour phantoms of seeds ``0 .. n-1`` (all below 1000)."""
+    from napari_segeval.phantoms.ct import make_ct_case
+    from napari_segeval.phantoms.echo import make_echo_clip
+    from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
+
+    out = []
+    for seed in range(n_ct):
+        shape = CT_SHAPES[seed % len(CT_SHAPES)]
+        spacing = CT_SPACINGS[(seed // len(CT_SHAPES)) % len(CT_SPACINGS)]
+        case = make_ct_case(seed, shape=shape, spacing=spacing)
+        out.append(Stack("ct", torch.from_numpy(case.labels),
+                         image=torch.from_numpy(case.image.astype(np.float32))))
+    for seed in range(n_echo):
+        case = make_echo_clip(seed, shape=(112, 112) if seed % 2 else (128, 144))
+        img = case.image[..., :3].mean(axis=-1) if case.image.ndim == 4 else case.image
+        out.append(Stack("us", torch.from_numpy(case.labels),
+                         image=torch.from_numpy(img.astype(np.float32) / 255.0)))
+    for seed in range(n_rgb):
+        make = make_polyp_image if seed % 2 else make_skin_image
+        case = make(seed, shape=(128, 160))
+        grey = case.image[..., :3].astype(np.float32).mean(axis=-1) / 255.0
+        out.append(Stack("rgb", torch.from_numpy(case.labels[None]),
+                         image=torch.from_numpy(grey[None])))
+    log(f"phantom stacks: {n_ct} CT, {n_echo} echo, {n_rgb} colour")
+    return out
+
+
+def ct_window(rng: np.random.Generator, hu: torch.Tensor, volume: torch.Tensor) -> torch.Tensor:
+    """HU to ``[0, 1]`` through a random window (see the module doc)."""
+    r = rng.random()
+    if r < 0.55:
+        lo, width = rng.uniform(-20, 80), rng.uniform(250, 500)
+        lo -= width / 2
+    elif r < 0.65:
+        width = rng.uniform(500, 2000)
+        lo = rng.uniform(-200, 300) - width / 2
+    elif r < 0.75:
+        width = rng.uniform(100, 250)
+        lo = rng.uniform(0, 100) - width / 2
+    elif r < 0.9:  # min-max of the volume clipped to a window (MedSAM2's preset)
+        level, width = rng.uniform(-50, 100), rng.uniform(300, 2500)
+        lo = max(float(volume.min()), level - width / 2)
+        width = min(float(volume.max()), level + width / 2) - lo
+    else:  # percentiles, as MR normalization would do
+        sample = volume.flatten()[::97].float()
+        lo, hi = (float(v) for v in torch.quantile(sample, torch.tensor([0.005, 0.995])))
+        width = hi - lo
+    return ((hu - lo) / max(width, 1e-3)).clamp(0, 1)
+
+
+def _paste(rng: np.random.Generator, bg: torch.Tensor, obj: torch.Tensor) -> torch.Tensor:
+    """``obj`` (bool ``(S, H, W)``) with its own intensity and texture on ``bg``."""
+    _, h, w = bg.shape
+    o = obj.float()[:, None]
+    ring = (F.max_pool2d(o, 7, 1, 3)[:, 0] > 0.5) & ~obj
+    base = float(bg[ring].mean()) if ring.any() else float(bg.mean())
+    sign = 1.0 if rng.random() < 0.5 else -1.0
+    value = base + sign * rng.uniform(0.06, 0.45)
+    if not 0.0 <= value <= 1.0:
+        value = base - sign * rng.uniform(0.06, 0.45)
+    tex = appearance.smooth_noise(rng, 1, h, w, int(rng.integers(4, 24)))
+    alpha = appearance.blur(obj.float(), float(rng.uniform(0.3, 1.2)))
+    inside = value + rng.uniform(0, 0.1) * tex + rng.uniform(0, 0.5) * (bg - base)
+    return bg * (1 - alpha) + inside * alpha
+
+
+def frames(rng: np.random.Generator, stack: Stack, idx: list[int], label: int,
+           background: Stack | None = None) -> torch.Tensor:
+    """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance.
+
+    ``label`` is the example's object (its contrast with what surrounds it is kept
+    visible when rendering a scene). With ``background`` (a phantom), the object of
+    the scene ``stack`` is pasted on that phantom's frames instead.
+
+    Examples
+    --------
+    >>> st = scene_stack(np.random.default_rng(0))
+    >>> lab = next(iter(st.present)); z = int(st.present[lab][0])
+    >>> f = frames(np.random.default_rng(1), st, [z, z], lab)
+    >>> f.shape[0], float(f.min()) >= 0, float(f.max()) <= 1
+    (2, True, True)
+    """
+    target = stack.labels[idx] == label
+    if background is not None:
+        bz = int(rng.integers(background.labels.shape[0]))
+        bidx = [min(max(bz + i - idx[0], 0), background.labels.shape[0] - 1) for i in idx]
+        bg = _unit(rng, background, bidx)
+        bg = _fit(bg, target.shape[1:])
+        img = _paste(rng, bg, target)
+        return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
+    if stack.kind == "scene":
+        img = appearance.render(rng, stack.classes[idx], stack.n_classes, target=target,
+                                min_contrast=float(rng.uniform(0.04, 0.2)),
+                                rgb=rng.random() < 0.2)
+        return appearance.restyle(rng, img)
+    img = _unit(rng, stack, idx)
+    style = {"ct": "ct", "us": "us"}.get(stack.kind, "rgb")
+    ct = stack.kind == "ct"
+    if rng.random() < (0.5 if ct else 0.3):  # as the phantom is
+        return img
+    return appearance.restyle(rng, img, style=style if rng.random() < 0.7 else None,
+                              strength=float(rng.uniform(0.0, 0.7 if ct else 1.0)))
+
+
+def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:
+    img = stack.image[idx]
+    return ct_window(rng, img, stack.image) if stack.kind == "ct" else img.clone()
+
+
+def _fit(img: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    """Resize ``(S, h, w)`` to ``shape`` (bilinear)."""
+    if tuple(img.shape[1:]) == tuple(shape):
+        return img
+    return F.interpolate(img[:, None], size=tuple(shape), mode="bilinear",
+                         align_corners=False)[:, 0]
