@@ -3,9 +3,10 @@
 It implements :class:`~napari_segeval.models.base.PromptableModel`; how each prompt
 kind is fed to the network is :mod:`._prompt_walks`. Weights with four input
 channels (format 1 without clicks) take boxes on any number of slices and mask
-prompts, and refuse points with one line; weights with six take clicks too. Trained on
-generated CT and echocardiography phantoms by
-``python -m napari_segeval.training.builtin_prompt``; the weights ship in
+prompts, and refuse points with one line; the shipped weights have six and take clicks.
+Trained on generated scenes (six shape families, randomised appearance) and CT and
+echocardiography phantoms, with box jitter and simulated corrective clicks, by
+``python -m napari_segeval.training.builtin_prompt`` (docs/model_cards.md); they ship in
 ``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict read
 by :func:`~napari_segeval.models._checkpoint.read_checkpoint` (no code runs on load).
 

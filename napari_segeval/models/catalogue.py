@@ -163,8 +163,11 @@ _NOT_REAL = ("real scans: it has never seen one, and on real images it stops ear
 #: Model cards of the models that ship with the package, by registry name.
 BUILTIN_CARDS: dict[str, ModelCard] = {
     "builtin": ModelCard(
-        "a small box- and mask-conditioned U-Net trained on " + _PHANTOMS + ", CT and "
-        "echocardiography-like, with wide appearance randomisation and box jitter",
+        "a small box-, click- and mask-conditioned U-Net trained on generated data only (no "
+        "patient data): scenes of six shape families and CT and echocardiography-like "
+        "phantoms (seeds below 1000) made by the scripts in napari_segeval/training, with "
+        "wide appearance randomisation, box jitter and simulated corrective clicks "
+        "(docs/model_cards.md)",
         _TRY, "BSD-3-Clause (with napari-segeval)", _NOT_REAL),
     "threshold": ModelCard(
         "nothing: thresholded region growing from the box, no weights",
