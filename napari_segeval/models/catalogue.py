@@ -165,8 +165,8 @@ BUILTIN_CARDS: dict[str, ModelCard] = {
     "builtin": ModelCard(
         "a small box-, click- and mask-conditioned U-Net trained on generated data only (no "
         "patient data): scenes of six shape families and CT and echocardiography-like "
-        "phantoms (seeds below 1000) made by the scripts in napari_segeval/training, with "
-        "wide appearance randomisation, box jitter and simulated corrective clicks "
+        "generated phantoms (seeds below 1000) made by the scripts in napari_segeval/training, "
+        "with wide appearance randomisation, box jitter and simulated corrective clicks "
         "(docs/model_cards.md)",
         _TRY, "BSD-3-Clause (with napari-segeval)", _NOT_REAL),
     "threshold": ModelCard(
