@@ -113,8 +113,8 @@ class PropagationJobs:
         if image is None:
             raise ValueError("choose an image layer first")
         layers = p.tools.layers
+        shape, where = layers.frame_shape(), layers.where()  # a series is refused first
         sets = p.tools.prompts()
-        shape, where = layers.frame_shape(), layers.where()
         for label, s in sets.items():
             s.validate(shape, name=p.state.structures.get(label), where=where)
         if p.runner.running:

@@ -74,3 +74,19 @@ def notifications():
 
     start = len(notification_manager.records)
     yield lambda: [str(n.message) for n in notification_manager.records[start:]]
+
+
+@pytest.fixture(scope="session")
+def box_only_weights(tmp_path_factory):
+    """Built-in prompt weights of four input channels (format 1: boxes and masks, no
+    clicks), small and random, in the shipped format."""
+    import torch
+
+    from napari_segeval.models._prompt_net import PromptUNet
+    from napari_segeval.models.builtin_prompt import save_weights
+
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("box-only") / "box_only.pt"
+    config = {"width": 4, "depth": 2, "size": 16, "in_channels": 4}
+    save_weights(PromptUNet(width=4, depth=2, in_channels=4).eval(), path, config)
+    return path

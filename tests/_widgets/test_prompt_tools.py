@@ -223,15 +223,20 @@ def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
     assert np.allclose(image.world_to_data(points.data_to_world([5, 20, 20])), [10, 40, 40])
 
 
-def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot):
+def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights):
     _viewer, w = ct_viewer
     tools = w.prompt.tools
     assert capability(("threshold (no weights)", None, "cpu")) == Capability(True, True)
     assert tools.buttons["positive"].isEnabled() and not tools.reason.isVisible()
-    # the shipped built-in weights take boxes only: once loaded, the point tools say so
+    # the shipped built-in weights take clicks: once loaded, the point tools stay on
     w.prompt.backend.setCurrentText("built-in")
     w.state.set_current(1)
     w.prompt.box_from_reference()
+    w.prompt.run()
+    wait_job(qtbot, w.prompt.runner)
+    assert tools.buttons["positive"].isEnabled() and tools.buttons["negative"].isEnabled()
+    # built-in weights of four input channels take boxes only: the point tools say so
+    w.prompt.checkpoint.setText(str(box_only_weights))
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     for key in ("positive", "negative"):
@@ -243,14 +248,17 @@ def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot):
     tools.set_capability(capability(("builtin-ct", None, "cpu")))
     assert not any(b.isEnabled() for b in tools.buttons.values())
     assert "dense model" in tools.reason.text() and not tools.reason.isHidden()
+    w.prompt.checkpoint.setText("")
     w.prompt.backend.setCurrentText("threshold (no weights)")
     assert tools.buttons["negative"].isEnabled() and tools.reason.isHidden()
 
 
-def test_the_built_in_model_is_checked_when_the_tab_is_shown(ct_viewer, qtbot):
+def test_the_built_in_model_is_checked_when_the_tab_is_shown(ct_viewer, qtbot,
+                                                            box_only_weights):
     viewer, w = ct_viewer
     viewer.window.add_dock_widget(w, name="Evaluate")
     w.prompt.backend.setCurrentText("built-in")
+    w.prompt.checkpoint.setText(str(box_only_weights))
     w.tabs.setCurrentWidget(w.prompt)
     viewer.window._qt_window.show()
     qtbot.waitUntil(lambda: w.prompt.cached_model() is not None, timeout=60000)

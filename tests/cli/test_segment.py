@@ -1,5 +1,6 @@
 import argparse
 import json
+import shutil
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ def _parse(argv):
 @pytest.fixture
 def files(tiny_ct_files, tiny_dense_weights):
     d, geom, img = tiny_ct_files
+    shutil.copy(tiny_dense_weights, d / "tiny.pt")  # the session's weights beside the case
     return d, geom, img.shape
 
 
