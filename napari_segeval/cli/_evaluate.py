@@ -186,8 +186,14 @@ def _summary_text(result) -> str:
             f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)")
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
-    if rows:
-        stats = summarize(rows, "dice", by=("structure", "condition"))
+    models = (s.get("params") or {}).get("models") or [None]
+    for model in models:
+        mine = [r for r in rows if model is None or r.get("model") == model]
+        if not mine:
+            continue
+        if model is not None:
+            lines.append(f"model {model}:")
+        stats = summarize(mine, "dice", by=("structure", "condition"))
         lines.append(format_table(
             ["structure", "condition", "n", "mean dice", "median", "iqr"],
             [[t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
