@@ -127,7 +127,8 @@ def file_links(files: dict | None, conditions: list[str], error: str | None = No
         return Markup(html.escape(f"not saved: {error}") if error else "-")
     parts = []
     for i, cond in enumerate(conditions):
-        tag = "clean" if cond == "clean" else f"att.{i}"
+        tag = ("clean" if cond == "clean" else html.escape(cond) if " @ " in cond
+               else f"att.{i}")  # several models: the prediction's name
         for key, text, what in ((cond, tag, "prediction"),
                                 (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
                                 (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):

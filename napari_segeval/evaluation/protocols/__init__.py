@@ -216,6 +216,8 @@ class Protocol:
         layers = [(f"preset {chosen.name}", chosen.params)] if chosen else []
         for origin, values in [*layers, ("", overrides or {})]:
             for key, value in values.items():
+                if key == "models" and self.model_kind is None:
+                    check_models(self, value)  # one line: this protocol takes one model
                 if key not in params:
                     where = f" ({origin})" if origin else ""
                     raise SegEvalError(
