@@ -358,6 +358,27 @@ def _fold_tables(results: dict) -> str:
     return "".join(parts)
 
 
+def _robust_section(results: dict) -> list[str]:
+    """``msd-robust``'s robust fraction and accuracy per condition (and model, with several)."""
+    each = results.get("by_model") or {None: results}
+    rows, rule, acc_note = [], "", False
+    for model, res in each.items():
+        robust = res.get("robust_fraction") or {}
+        acc = res.get("robust_accuracy") or {}
+        rule = rule or res.get("robust_rule") or ""
+        acc_note = acc_note or bool(acc)
+        rows += [([model] if model is not None else []) + [k, v, acc.get(k, math.nan)]
+                 for k, v in robust.items()]
+    if not rows:
+        return []
+    head = (["model"] if "by_model" in results else []) + [
+        "condition", "robust fraction", "robust accuracy"]
+    return ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
+            "<p>Robust accuracy (the name ROG's code gives it): the mean attacked Dice over "
+            "the cases (each case's mean over its structures).</p>" if acc_note else "",
+            table(head, rows)]
+
+
 def _recipe(run: dict) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     from napari_segeval.evaluation.protocols import get_protocol
@@ -419,16 +440,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         if run.get("protocol") == "uncertainty":
             parts.append(_uncertainty_tables(results))
         parts.append(_fold_tables(results))
-        robust = results.get("robust_fraction")
-        if robust:
-            rule = results.get("robust_rule")
-            acc = results.get("robust_accuracy") or {}
-            parts += ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
-                      "<p>Robust accuracy (the name ROG's code gives it): the mean attacked "
-                      "Dice over the cases (each case's mean over its structures).</p>"
-                      if acc else "",
-                      table(["condition", "robust fraction", "robust accuracy"],
-                            [[k, v, acc.get(k, math.nan)] for k, v in robust.items()])]
+        parts += _robust_section(results)
         if results.get("budget"):
             parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
                        "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),

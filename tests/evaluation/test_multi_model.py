@@ -129,6 +129,8 @@ def test_attacks_run_per_model(tmp_path):
     assert "robust_fraction" in r.summary["results"]["by_model"][TOY]
     files = load_records(out)[1][0]["files"]
     assert {prediction_key("clean", m) for m in models} <= set(files)
+    page = (out / "report.html").read_text()
+    assert "Robust fraction" in page and "<th class=\"t\">model</th>" in page
 
 
 @pytest.mark.parametrize(("models", "match"), [
