@@ -7,7 +7,9 @@ canvases (each a :class:`napari.components.ViewerModel` drawn by a
 widget" example) under the main canvas:
 
 (a) image + reference, (b) image + clean prediction, (c) attacked image +
-attacked prediction.
+attacked prediction. For a results folder of several models the two prediction
+views show the pair the results browser chose, model A's prediction against
+model B's, titled with their names (:func:`pane_title`).
 
 Linking
 -------
@@ -49,6 +51,31 @@ MIN_HEIGHT = 340
 FIT_DELAY_MS = 150
 #: Layer attributes the mirrored layers follow (when the layer type has them).
 FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
+
+
+def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
+    """Title of a view: its prediction's name when it is one of several models'.
+
+    The results browser names the prediction of a layer in
+    ``metadata["condition"]``; in a run of several models that is
+    ``"<condition> @ <model>"`` and the views say which model they show.
+
+    Examples
+    --------
+    >>> pane_title("clean", None, False)
+    'image + clean prediction'
+    >>> from types import SimpleNamespace as L
+    >>> pane_title("attacked", L(metadata={"condition": "clean @ threshold"}), False)
+    'image + clean @ threshold'
+    >>> pane_title("attacked", L(metadata={}), False)
+    'image + attacked prediction (no attacked image)'
+    """
+    name = str((getattr(layer, "metadata", None) or {}).get("condition") or "")
+    if key != "reference" and " @ " in name:
+        return f"{'attacked image' if key == 'attacked' and has_attacked_image else 'image'} + {name}"
+    if key == "attacked" and not has_attacked_image:
+        return "image + attacked prediction (no attacked image)"
+    return dict(PANES)[key]
 
 
 def attacked_image(viewer: Any, state: ViewerState) -> Any:
@@ -207,9 +234,8 @@ class CompareView(QWidget):
                     dst.editable = False
                 model.add_layer(dst)
                 self._mirror(src, dst)
-            title = dict(PANES)[key]
-            if key == "attacked" and attacked_image(self.viewer, self.state) is None:
-                title = "image + attacked prediction (no attacked image)"
+            title = pane_title(key, self.state.predictions.get(key),
+                               attacked_image(self.viewer, self.state) is not None)
             missing = key in CONDITIONS and self.state.predictions.get(key) is None
             self.titles[key].setText(f"{title} - none yet" if missing else title)
         self.sync_from(self.viewer)

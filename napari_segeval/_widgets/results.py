@@ -11,7 +11,12 @@ nor the prediction of a case is an *absence*, not a failure: its Dice reads
 Selecting a row loads that case in a worker thread (the viewer stays
 responsive): the image, the reference, the clean and attacked predictions, and
 the perturbed image and perturbation of the row's attack (or the first attack),
-all placed as the reader places files. The browser's layers of the previous
+all placed as the reader places files. In a run of several models (``segeval
+evaluate --model A --model B``) a row's condition names its prediction
+(``clean @ threshold``), and the pair the Dice panel, compare mode and the
+disagreement layer show is model A's prediction against model B's (or an attack
+against its model's clean prediction:
+:func:`~napari_segeval.evaluation.loaded.compare_pair`). The browser's layers of the previous
 case are replaced in one step; zoom and contrast limits are kept per modality.
 The *Evaluate* panel's Dice tab is filled for the row's structure (through the
 viewer's shared state) and the view jumps to that structure's worst slice under
@@ -59,8 +64,14 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded, show_error
-from napari_segeval._widgets.results_jobs import Missing, open_job, row_job, row_label
-from napari_segeval._widgets.results_layers import CaseLayers, attacked_role
+from napari_segeval._widgets.results_jobs import (
+    Missing,
+    focus_of,
+    open_job,
+    row_job,
+    row_label,
+)
+from napari_segeval._widgets.results_layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results_table import ALL, ResultsModel, ResultsProxy, fold_text
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
@@ -253,10 +264,10 @@ class ResultsPanel(QWidget):
             return
         row = self.proxy.row(proxy_row)
         self.row = row
-        focus = None if row["condition"] == "clean" else row["condition"]
+        focus = focus_of(row)
         shown = self.loaded
         if (shown is not None and shown.case_id == row["case"]
-                and (focus is None or focus == shown.focus)):
+                and (focus is None or focus == shown.focus or focus in shown.pair)):
             self._start(f"finding the worst slice of {row['structure']}", row_job,
                         self.folder, row, shown, on_done=self._loaded,
                         needs=[ly for r, ly in self.layers.layers.items() if r == "image"])
@@ -297,10 +308,11 @@ class ResultsPanel(QWidget):
             if layers is None:  # let go of the old layers: panels recount once, at the end
                 self.state.set_case(None, None, {}, None)
                 return
-            attacked = layers.get(attacked_role(loaded.focus)) if loaded.focus else None
+            first, second = (prediction_role(k) if k else None for k in loaded.pair)
+            image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
             self.state.set_case(layers["image"], layers.get("reference"),
-                                {"clean": layers.get("clean"), "attacked": attacked}, label,
-                                counted=counted, attacked_image=layers.get("perturbed"))
+                                {"clean": layers.get(first), "attacked": layers.get(second)},
+                                label, counted=counted, attacked_image=image)
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)
@@ -313,8 +325,7 @@ class ResultsPanel(QWidget):
         """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
         if self.loaded is None or row["case"] != self.loaded.case_id:
             return
-        cond = row["condition"]
-        self.layers.show_prediction("clean" if cond == "clean" else attacked_role(cond))
+        self.layers.show_prediction(prediction_role(row["condition"]))
         label = row_label(self.loaded, row)
         if label is not None:
             self.state.set_current(label)

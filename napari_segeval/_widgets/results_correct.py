@@ -108,9 +108,23 @@ def run_options(folder: Any) -> dict:
     return {k: params[k] for k in OPTION_PARAMS if params.get(k) is not None}
 
 
-def run_model(folder: Any) -> str | None:
-    """The model the run's protocol used (its ``model`` parameter), if it names one."""
+def run_model(folder: Any, loaded: Any = None) -> str | None:
+    """The model the run's protocol used (its ``model`` parameter), if it names one; in a
+    run of several models, the model of the first prediction shown (``loaded.pair``).
+
+    Examples
+    --------
+    >>> class Folder:
+    ...     run = {"params": {"model": None, "models": ["builtin", "threshold"]}}
+    >>> class Loaded:
+    ...     pair = ("clean @ threshold", "clean @ builtin")
+    >>> run_model(Folder()), run_model(Folder(), Loaded())
+    (None, 'threshold')
+    """
     model = (folder.run.get("params") or {}).get("model")
+    first = getattr(loaded, "pair", (None, None))[0] or ""
+    if model is None and " @ " in first:
+        model = first.split(" @ ", 1)[1]
     return None if model is None else str(model)
 
 
@@ -123,13 +137,14 @@ def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
     cid = loaded.case_id
     sets, source = starting_prompts(folder, loaded)
     prompt = evaluate.prompt
-    model = run_model(folder)
+    model = run_model(folder, loaded)
     note = f"correcting {cid} from its saved clean prediction and {source}"
     if model in DENSE:
         note += (f"; the run's model {model} is dense and takes no prompts: the "
                  f"corrections run {prompt.backend.currentText()}")
     elif model is not None and not prompt.choose_model(model):
         note += f"; the run's model {model} is not in the list: choose one above"
-    prompt.start_correction(sets, loaded.predictions.get("clean"), name=f"{cid} corrected",
+    start = loaded.predictions.get(getattr(loaded, "pair", ("clean",))[0] or "clean")
+    prompt.start_correction(sets, start, name=f"{cid} corrected",
                             case_id=cid, note=note, options=run_options(folder))
     evaluate.tabs.setCurrentWidget(prompt)

@@ -73,6 +73,19 @@ def row_label(loaded, row: dict) -> int | None:
     return names.get(row["structure"])
 
 
+def focus_of(row: dict) -> str | None:
+    """The prediction a row puts in focus: its attack, or (several models) its prediction.
+
+    Examples
+    --------
+    >>> focus_of({"condition": "clean"}), focus_of({"condition": "pgd"})
+    (None, 'pgd')
+    >>> focus_of({"condition": "clean @ threshold"})
+    'clean @ threshold'
+    """
+    return None if row["condition"] == "clean" else row["condition"]
+
+
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
     """Worker side of a row selection: load the case unless ``shown`` is it; its worst slice.
 
@@ -87,7 +100,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     specs, counted = None, {}
     loaded = shown
     if loaded is None:
-        focus = None if row["condition"] == "clean" else row["condition"]
+        focus = focus_of(row)
         try:
             loaded = folder.load(row["case"], focus, progress=throttled(progress),
                                  cancel=cancel)
@@ -98,10 +111,11 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
         specs = layer_specs(loaded, ids)  # structure ids etc. computed here, not in the GUI
     label = row_label(loaded, row)
     pred = loaded.predictions.get(row["condition"])
-    key = "clean" if row["condition"] == "clean" else "attacked"
+    first, second = loaded.pair
+    key = "clean" if row["condition"] == first else "attacked"
     worst = None
     if label is not None and pred is not None and loaded.case.labels is not None:
-        if key in counted and row["condition"] in ("clean", loaded.focus):
+        if key in counted and row["condition"] in (first, second):
             if loaded.case.labels.ndim >= 3:  # counted already: no second pass
                 worst = worst_slice_from_counts(counted[key].slice_counts(label))
         else:

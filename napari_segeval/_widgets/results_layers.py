@@ -32,6 +32,18 @@ def attacked_role(condition: str) -> str:
     return f"attacked:{condition}"
 
 
+def prediction_role(key: str) -> str:
+    """Role of the layer of a saved prediction: ``clean``, else ``attacked:<key>``
+    (an attack, or in a run of several models any model's prediction).
+
+    Examples
+    --------
+    >>> prediction_role("clean"), prediction_role("clean @ threshold")
+    ('clean', 'attacked:clean @ threshold')
+    """
+    return "clean" if key == "clean" else attacked_role(key)
+
+
 def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
     """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first.
 
@@ -68,7 +80,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     labels_meta = {**meta, "structures": dict(case.structures)}
     features = reference[1].get("features") if reference else None
     for cond, labels in loaded.predictions.items():
-        role = "clean" if cond == "clean" else attacked_role(cond)
+        role = prediction_role(cond)
         kw = {**place, "name": f"{cid} {cond}", "opacity": 0.6,
               "metadata": {**labels_meta, "source": loaded.files.get(cond), "condition": cond}}
         if features is not None:

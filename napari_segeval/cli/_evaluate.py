@@ -50,6 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_modality_option(p, "modality of the images for protocols with a 'modality' parameter "
                            "(medsam2-3d/-video): same as --param modality=...; default: DICOM "
                            "tag, dataset.json, guess")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="model to evaluate (medsam2-3d/-video: a promptable model such as "
+                        "builtin, threshold, medsam2, sam2.1-small; msd-robust: a dense "
+                        "model); repeat it to compare models on the same prompts and "
+                        "attacks (one --model is --param model=NAME)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
@@ -123,6 +128,31 @@ def parse_attack(text: str) -> dict:
     return attack
 
 
+def apply_models(params: dict, models: list[str]) -> dict:
+    """``--model`` options into the protocol parameters: one is ``model``, several ``models``.
+
+    Examples
+    --------
+    >>> apply_models({}, ["threshold"]), apply_models({"jitter": 2}, ["builtin", "threshold"])
+    ({'model': 'threshold'}, {'jitter': 2, 'models': ['builtin', 'threshold']})
+    >>> apply_models({"model": "builtin"}, ["threshold"])
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: --param model=builtin and --model threshold disagree: name each model with --model
+    """
+    from napari_segeval._errors import SegEvalError
+
+    if not models:
+        return params
+    given = params.get("model")
+    if "models" in params or (given is not None and [str(given)] != list(models)):
+        shown = f"model={given}" if "models" not in params else "models=..."
+        raise SegEvalError(f"--param {shown} and --model {' --model '.join(models)} disagree: "
+                           "name each model with --model")
+    key, value = ("model", models[0]) if len(models) == 1 else ("models", list(models))
+    return {**params, key: value}
+
+
 def _headline_lines(res: dict) -> list[str]:
     """The protocol's headline numbers, when its summary has them (cv5-2d, msd-robust).
 
@@ -156,8 +186,14 @@ def _summary_text(result) -> str:
             f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)")
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
-    if rows:
-        stats = summarize(rows, "dice", by=("structure", "condition"))
+    models = (s.get("params") or {}).get("models") or [None]
+    for model in models:
+        mine = [r for r in rows if model is None or r.get("model") == model]
+        if not mine:
+            continue
+        if model is not None:
+            lines.append(f"model {model}:")
+        stats = summarize(mine, "dice", by=("structure", "condition"))
         lines.append(format_table(
             ["structure", "condition", "n", "mean dice", "median", "iqr"],
             [[t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
@@ -183,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation import run_evaluation
 
-    params = parse_params(args.param)
+    params = apply_models(parse_params(args.param), args.model)
     if args.modality:
         params.setdefault("modality", args.modality)
     if args.attack:

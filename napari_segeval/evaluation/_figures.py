@@ -61,10 +61,13 @@ def have_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str = "dice") -> str:
-    """Box plots per structure, one box per condition, as a PNG data URI.
+def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str = "dice",
+                order: Sequence[str] | None = None, dots: bool = False, title: str = "") -> str:
+    """Box plots per structure, one box (one colour) per condition or model, as a PNG data URI.
 
-    ``groups[structure][condition]`` holds the per-case values (NaN dropped).
+    ``groups[structure][name]`` holds the per-case values (NaN dropped).
+    ``order``: the names in legend order (default: ``clean`` first, then sorted);
+    ``dots``: each value drawn as a dot over its box (the MedSAM2 paper's figure 2).
     """
     import matplotlib
 
@@ -72,7 +75,8 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
     import matplotlib.pyplot as plt
 
     structures = list(groups)
-    conditions = sorted({c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
+    conditions = list(order) if order is not None else sorted(
+        {c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
     width = 0.8 / max(len(conditions), 1)
     fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(structures) * max(1, len(conditions))
                                         ** 0.5), 3.2), dpi=100)
@@ -85,12 +89,20 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
         colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
         for box in bp["boxes"]:
             box.set_facecolor((*colour, 0.6))
+        if dots:
+            spread = np.random.default_rng(j)  # fixed jitter: the same picture every time
+            for x, values in zip(pos, data, strict=True):
+                v = np.asarray(values, float)
+                ax.scatter(x + spread.uniform(-0.3, 0.3, v.size) * width, v, s=9,
+                           color=colour, edgecolors="k", linewidths=0.3, zorder=3)
         handles.append((bp["boxes"][0], cond))
     ax.set_xticks(range(len(structures)))
     ax.set_xticklabels(structures, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(metric)
     ax.set_ylim(-0.02, 1.02)
     ax.grid(axis="y", alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=9)
     if len(conditions) > 1:
         ax.legend([h for h, _ in handles], [c for _, c in handles], fontsize=7, loc="lower left")
     fig.tight_layout()

@@ -157,7 +157,7 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
                             if r.get("status") == "ok" and r.get("files_error")],
         "seconds_per_case": (sum(seconds) / len(seconds)) if seconds else None,
         "differences_from_paper": list(proto.differences_for(run_info.get("preset"))),
-        "results": proto.summarize(ok_rows, params) if ok_rows else {},
+        "results": _results(proto, ok_rows, params),
     }
     store.write_json(out / "summary.json", summary)
     if report:
@@ -165,6 +165,21 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
 
         write_report(out)
     return RunResult(out, len(cases), summary["n_ok"], len(failed), 0, summary)
+
+
+def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
+    """The protocol's aggregation; with several models, one per model and their comparison."""
+    if not rows:
+        return {}
+    models = params.get("models")
+    if not models:
+        return proto.summarize(rows, params)
+    from napari_segeval.evaluation.summary import by_model
+
+    each = {m: [r for r in rows if r.get("model") == m] for m in models}
+    return {"by_model": {m: proto.summarize(r, {**params, "model": m, "models": None})
+                         for m, r in each.items() if r},
+            "comparison": by_model(rows)}
 
 
 __all__ = ["finalize", "load_records", "run_evaluation"]

@@ -21,7 +21,7 @@ for speed on a few cores:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +61,12 @@ class LoadedCase:
     files : dict of str to str
         ``image``, ``reference`` and every file of the record (condition keys).
     counters : dict of str to LiveMetrics
-        ``"clean"`` and ``"attacked"`` (the focus): overlap counts of the reference
-        against those predictions, per slice (:func:`counters`).
+        ``"clean"`` and ``"attacked"`` (the two of :attr:`pair`): overlap counts of
+        the reference against those predictions, per slice (:func:`counters`).
+    pair : tuple of (str or None, str or None)
+        The two predictions shown side by side (:func:`compare_pair`): the clean
+        one and the attack in focus, or, in a run of several models, one model's
+        prediction and another's.
     """
 
     case_id: str
@@ -75,6 +79,7 @@ class LoadedCase:
     label_ext: str = ".nii.gz"
     files: dict[str, str] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
+    pair: tuple[str | None, str | None] = ("clean", None)
 
 
 def float_key(files: Mapping, focus: str | None) -> str | None:
@@ -166,12 +171,53 @@ def largest_magnitude(a: np.ndarray | None) -> float:
     return float(max(abs(float(np.nanmax(a))), abs(float(np.nanmin(a)))))
 
 
-def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None) -> dict:
-    """``{"clean"|"attacked": LiveMetrics}`` of the reference against those predictions.
+def compare_pair(keys: Sequence[str], focus: str | None, other: str | None = None
+                 ) -> tuple[str | None, str | None]:
+    """The two predictions of a case to put side by side: ``(first, second)``.
 
-    The two conditions the Dice panel shows (the clean prediction and the
-    attack in focus), with the case's spacing and structure names; empty
-    without a reference.
+    ``keys`` are the case's prediction keys, ``focus`` the one selected. One
+    model: the clean prediction and the attack in focus (else the first attack).
+    Several models (keys ``"<condition> @ <model>"``): an attack is paired with
+    its model's clean prediction; a model's clean prediction with ``other`` when
+    given, else with the next model's clean prediction: model A against model B.
+
+    Examples
+    --------
+    >>> compare_pair(["clean", "pgd", "fgsm"], None), compare_pair(["clean", "pgd", "fgsm"], "fgsm")
+    (('clean', 'pgd'), ('clean', 'fgsm'))
+    >>> keys = ["clean @ a", "pgd @ a", "clean @ b", "pgd @ b"]
+    >>> compare_pair(keys, "clean @ a"), compare_pair(keys, "pgd @ b")
+    (('clean @ a', 'clean @ b'), ('clean @ b', 'pgd @ b'))
+    >>> compare_pair(keys, "clean @ b"), compare_pair(keys, "clean @ a", other="pgd @ b")
+    (('clean @ b', 'clean @ a'), ('clean @ a', 'pgd @ b'))
+    """
+    keys = list(keys)
+    if not any(" @ " in k for k in keys):  # one model
+        attacks = [k for k in keys if k != "clean"]
+        second = focus if focus in attacks else (attacks[0] if attacks else None)
+        return ("clean" if "clean" in keys else None), second
+    cleans = [k for k in keys if k.split(" @ ")[0] == "clean"]
+    if focus not in keys:
+        focus = cleans[0] if cleans else (keys[0] if keys else None)
+    if focus is None:
+        return None, None
+    condition, _, model = focus.partition(" @ ")
+    if condition != "clean":
+        own = f"clean @ {model}"
+        return (own if own in keys else None), focus
+    if other in keys and other != focus:
+        return focus, other
+    rest = cleans[cleans.index(focus) + 1:] + cleans[:cleans.index(focus)]
+    return focus, (rest[0] if rest else None)
+
+
+def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None,
+             first: str = "clean") -> dict:
+    """``{"clean"|"attacked": LiveMetrics}`` of the reference against two predictions.
+
+    The two the Dice panel shows (``first``: the clean prediction, or a model's
+    prediction; ``focus``: the attack in focus, or another model's prediction),
+    with the case's spacing and structure names; empty without a reference.
     """
     from napari_segeval.metrics import LiveMetrics
 
@@ -179,7 +225,7 @@ def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None
     out: dict[str, Any] = {}
     if ref is None:
         return out
-    for cond, key in (("clean", "clean"), (focus, "attacked")):
+    for cond, key in ((first, "clean"), (focus, "attacked")):
         pred = predictions.get(cond) if cond else None
         if pred is not None and pred.shape == ref.shape:
             try:
@@ -241,7 +287,8 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                 preds[key] = result(futures[key])
                 check(key, preds[key], case.spatial_shape)
             preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
-            counting = pool.submit(counters, case, preds, focus)  # while the floats inflate
+            pair = compare_pair(list(preds), focus)
+            counting = pool.submit(counters, case, preds, pair[1], pair[0] or "clean")
             k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
             images = {}
             for key in floats:
@@ -259,8 +306,9 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                   if is_image_key(k) and k.partition(":")[2] == focus})
     return LoadedCase(
         case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
-        output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted)
+        output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted,
+        pair)
 
 
-__all__ = ["LoadedCase", "both_images", "counters", "float_key", "largest_magnitude",
+__all__ = ["LoadedCase", "both_images", "compare_pair", "counters", "float_key", "largest_magnitude",
            "on_grid", "read_case_files"]

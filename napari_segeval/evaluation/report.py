@@ -1,7 +1,11 @@
 """``report.html``: one self-contained page per results folder.
 
 Sections: the recipe (protocol, version, every parameter), counts and failed
-cases with their reasons, a Dice table per structure and condition, box plots
+cases with their reasons, for a run of several models their comparison per
+structure (median and IQR of DSC and NSD per structure, model and condition, and
+per condition a box plot per structure with one colour per model and a dot per
+case: the MedSAM2 paper's figure 2; the tables below then name each prediction
+``condition @ model``), a Dice table per structure and condition, box plots
 (clean vs attacked, per structure; needs matplotlib, otherwise the page says
 so), a per-case table sortable by any column (Dice drop included) whose rows
 link to the case's saved prediction files (relative links into
@@ -88,7 +92,25 @@ BASELINES = ("clean", "unfiltered")
 
 
 def _conditions(rows: list[dict]) -> list[str]:
-    return sorted({r["condition"] for r in rows}, key=lambda c: (c not in BASELINES, c))
+    def key(c: str) -> tuple:
+        base = c.split(" @ ")[0]  # a prediction of one of several models
+        return (base not in BASELINES, base, c)
+
+    return sorted({r["condition"] for r in rows}, key=key)
+
+
+def _models(run: dict) -> list[str]:
+    """The models of a run of several (``params["models"]``), else []."""
+    return list((run.get("params") or {}).get("models") or [])
+
+
+def _by_prediction(rows: list[dict]) -> list[dict]:
+    """Rows of a run of several models with ``condition`` naming the prediction
+    (:func:`~napari_segeval.evaluation.protocols.prediction_key`: ``"clean @ threshold"``),
+    so that tables, links and thumbnails keyed by condition tell the models apart."""
+    from napari_segeval.evaluation.protocols import prediction_key
+
+    return [{**r, "condition": prediction_key(r["condition"], r.get("model"))} for r in rows]
 
 
 def file_links(files: dict | None, conditions: list[str], error: str | None = None) -> Markup:
@@ -105,7 +127,8 @@ def file_links(files: dict | None, conditions: list[str], error: str | None = No
         return Markup(html.escape(f"not saved: {error}") if error else "-")
     parts = []
     for i, cond in enumerate(conditions):
-        tag = "clean" if cond == "clean" else f"att.{i}"
+        tag = ("clean" if cond == "clean" else html.escape(cond) if " @ " in cond
+               else f"att.{i}")  # several models: the prediction's name
         for key, text, what in ((cond, tag, "prediction"),
                                 (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
                                 (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):
@@ -153,9 +176,15 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
     conds = _conditions(rows)
     ranked = []
+    several = any(" @ " in c for c in conds)  # several models: their lowest Dice
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
-        if len(conds) > 1:
+        if several:
+            low = min(((means[(case, c)], c) for c in conds if (case, c) in means
+                       and not math.isnan(means[(case, c)])), default=(math.nan, ""))
+            ranked.append((case, -1.0 if math.isnan(low[0]) else low[0],
+                           f"lowest mean Dice {low[0]:.3f}, {low[1]}"))
+        elif len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
             ranked.append((case, math.inf if math.isnan(key) else -key,
@@ -181,6 +210,41 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
                      f"<figcaption>{html.escape(title)}</figcaption></figure>")
     return (f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
             f'<div class="thumbs">{"".join(parts)}</div>')
+
+
+def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
+    """Several models per structure: median and IQR table, a box plot per condition with dots.
+
+    The MedSAM2 paper's figure 2 layout: per structure one box per model, each
+    model one colour, every case a dot.
+    """
+    from napari_segeval.evaluation.summary import by_model
+
+    comp = by_model(rows, ("dice", "nsd"))
+    parts = [("<h2>Models compared per structure</h2><p>Every model ran on the same cases "
+              "with the same prompts (and attacks). Median and interquartile range "
+              "[q1, q3] over cases, per structure, model and condition.</p>")]
+    for metric in ("dice", "nsd"):
+        if metric not in comp:
+            continue
+        parts.append(f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>" + table(
+            ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"],
+            [[t["structure"], t["condition"], t["model"], t["n"], t["median"], t["q1"],
+              t["q3"], t["iqr"]] for t in comp[metric]]))
+    if not F.have_matplotlib():
+        parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
+        return parts
+    for cond in _conditions(rows):
+        groups: dict[str, dict[str, list[float]]] = {}
+        for r in rows:
+            if r["condition"] == cond:
+                groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
+                    _num(r.get("dice")))
+        uri = F.boxplot_uri(groups, "DSC", order=models, dots=True,
+                            title=f"DSC per structure and model ({cond})")
+        parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" '
+                     f'src="{uri}">')
+    return parts
 
 
 def _boxplots(rows: list[dict]) -> str:
@@ -294,6 +358,27 @@ def _fold_tables(results: dict) -> str:
     return "".join(parts)
 
 
+def _robust_section(results: dict) -> list[str]:
+    """``msd-robust``'s robust fraction and accuracy per condition (and model, with several)."""
+    each = results.get("by_model") or {None: results}
+    rows, rule, acc_note = [], "", False
+    for model, res in each.items():
+        robust = res.get("robust_fraction") or {}
+        acc = res.get("robust_accuracy") or {}
+        rule = rule or res.get("robust_rule") or ""
+        acc_note = acc_note or bool(acc)
+        rows += [([model] if model is not None else []) + [k, v, acc.get(k, math.nan)]
+                 for k, v in robust.items()]
+    if not rows:
+        return []
+    head = (["model"] if "by_model" in results else []) + [
+        "condition", "robust fraction", "robust accuracy"]
+    return ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
+            "<p>Robust accuracy (the name ROG's code gives it): the mean attacked Dice over "
+            "the cases (each case's mean over its structures).</p>" if acc_note else "",
+            table(head, rows)]
+
+
 def _recipe(run: dict) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     from napari_segeval.evaluation.protocols import get_protocol
@@ -336,13 +421,18 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     parts = [f"<h1>{html.escape(title)}</h1>", counts, _recipe(run),
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
+    models = _models(run)
+    if rows and models:
+        parts += _model_comparison(rows, models)
+        rows = _by_prediction(rows)
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         parts += ["<h2>Dice per structure and condition</h2>", table(
             ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
             [[s["structure"], s["condition"], s["n"], s["mean"], s["std"], s["median"],
               s["q1"], s["q3"]] for s in stats])]
-        parts += ["<h2>Box plots</h2>", _boxplots(rows)]
+        if not models:  # several models: their box plots are drawn above
+            parts += ["<h2>Box plots</h2>", _boxplots(rows)]
         scatter = _dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
@@ -350,16 +440,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         if run.get("protocol") == "uncertainty":
             parts.append(_uncertainty_tables(results))
         parts.append(_fold_tables(results))
-        robust = results.get("robust_fraction")
-        if robust:
-            rule = results.get("robust_rule")
-            acc = results.get("robust_accuracy") or {}
-            parts += ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
-                      "<p>Robust accuracy (the name ROG's code gives it): the mean attacked "
-                      "Dice over the cases (each case's mean over its structures).</p>"
-                      if acc else "",
-                      table(["condition", "robust fraction", "robust accuracy"],
-                            [[k, v, acc.get(k, math.nan)] for k, v in robust.items()])]
+        parts += _robust_section(results)
         if results.get("budget"):
             parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
                        "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),

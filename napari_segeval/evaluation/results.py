@@ -32,6 +32,7 @@ import numpy as np
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.files import is_image_key
+from napari_segeval.evaluation.protocols import prediction_key
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.loaded import (
     LoadedCase,
@@ -171,9 +172,13 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        Keys: ``case``, ``structure``, ``label``, ``condition``, ``fold``, the
-        floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
-        clean Dice of the same case and structure, NaN on clean rows) and
+        In a run of several models a row's ``condition`` names its prediction,
+        :func:`~napari_segeval.evaluation.protocols.prediction_key` (``"clean @
+        threshold"``): the key of its saved file and of its layer.
+
+        Keys: ``case``, ``structure``, ``label``, ``condition``, ``model``, ``fold``,
+        the floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
+        clean Dice of the same case, structure and model, NaN on clean rows) and
         ``absent`` (the structure is in neither the reference nor the prediction:
         :func:`~napari_segeval.evaluation.summary.is_absent`).
         """
@@ -182,15 +187,18 @@ class ResultsFolder:
         if self._rows is not None:
             return self._rows
         raw = [r for r in store.result_rows(self.records.values()) if r.get("status") == "ok"]
-        clean = {(r["case"], r["structure"]): _float(r.get("dice")) for r in raw
+        several = bool(self.models)
+        clean = {(r["case"], r["structure"], r.get("model")): _float(r.get("dice")) for r in raw
                  if r.get("condition") == "clean"}
         out = []
         for r in raw:
             dice = _float(r.get("dice"))
-            ref = clean.get((r["case"], r["structure"]), math.nan)
+            ref = clean.get((r["case"], r["structure"], r.get("model")), math.nan)
+            model = r.get("model") if several else None
             out.append({"case": r["case"], "structure": str(r["structure"]),
                         "label": None if r.get("label") is None else int(r["label"]),
-                        "condition": r["condition"], "fold": r.get("fold"),
+                        "condition": prediction_key(r["condition"], model),
+                        "model": r.get("model"), "fold": r.get("fold"),
                         "dice": dice,
                         "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
                         "hd95": _float(r.get("hd95")), "nsd": _float(r.get("nsd")),
@@ -198,6 +206,11 @@ class ResultsFolder:
                         "absent": is_absent(r)})
         self._rows = out
         return out
+
+    @property
+    def models(self) -> list[str]:
+        """The models of a run of several (``--model A --model B``), else []."""
+        return list((self.run.get("params") or {}).get("models") or [])
 
     def cases(self) -> list[str]:
         """Ids of the cases with an ok record, in case-list order."""
@@ -239,10 +252,13 @@ class ResultsFolder:
 
     # -- loading -----------------------------------------------------------------------
     def _focus(self, record: dict, focus: str | None) -> str | None:
-        attacked = [k for k in record.get("files") or {} if not is_image_key(k) and k != "clean"]
-        if focus in attacked:
+        """The prediction in focus: an attack (its float images load), or, in a run of
+        several models, any model's prediction; default: the first attack."""
+        keys = [k for k in record.get("files") or {} if not is_image_key(k) and k != "clean"]
+        if focus in keys:
             return focus
-        return attacked[0] if attacked else None
+        attacked = [k for k in keys if k.split(" @ ")[0] != "clean"]
+        return (attacked or keys or [None])[0]
 
     def check_files(self, case_id: str, focus: str | None = None) -> dict[str, Path]:
         """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.

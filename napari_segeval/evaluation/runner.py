@@ -76,13 +76,8 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
         if s.error:
             raise SegEvalError(s.error)
         resolved = protocol.resolve_params(params)
-        out = protocol.run_case(s, resolved)
-        base = {"case": s.case_id, "protocol": protocol.name,
-                "protocol_version": protocol.version, "fold": s.fold, "split": s.split,
-                "status": "ok", "params": json.dumps(resolved, sort_keys=True,
-                                                     separators=(",", ":")), **out.extra}
-        record.update(status="ok", rows=[{**base, **r} for r in out.rows], views=out.views,
-                      extra=out.extra, files={})
+        out, rows = _run(protocol, s, resolved)
+        record.update(status="ok", rows=rows, views=out.views, extra=out.extra, files={})
         if save_files and out.arrays is not None:
             _encode(record, s.case_id, out.arrays)
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
@@ -92,6 +87,34 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
         release_device_memory()
     record["seconds"] = time.perf_counter() - t0
     return record
+
+
+def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
+    base = {"case": s.case_id, "protocol": protocol.name,
+            "protocol_version": protocol.version, "fold": s.fold, "split": s.split,
+            "status": "ok", "params": json.dumps(params, sort_keys=True,
+                                                 separators=(",", ":")), **out.extra}
+    return [{**base, **r} for r in out.rows]
+
+
+def _run(protocol: Protocol, s: CaseSpec, params: dict):
+    """The case's output and rows: one model, or each of ``params["models"]`` (merged).
+
+    A model's rows are what a run of that model alone writes (its parameters,
+    with ``model`` set to it and ``models`` empty).
+    """
+    from napari_segeval.evaluation.protocols import merge_outputs, run_models
+
+    models = params.get("models")
+    if not models:
+        out = protocol.run_case(s, params)
+        if protocol.model_kind is not None:  # the reference as typed, as in a run of several
+            for r in out.rows:
+                r["model"] = params.get("model")
+        return out, _rows(protocol, s, params, out)
+    each = run_models(protocol, s, params, models)
+    rows = [r for p, o in each.values() for r in _rows(protocol, s, p, o)]
+    return merge_outputs({m: o for m, (_, o) in each.items()}), rows
 
 
 def release_device_memory() -> bool:

@@ -149,6 +149,34 @@ def _drop_key(d: dict) -> dict:
     return {k: v for k, v in d.items() if k != "_all"}
 
 
+def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
+    """Several models compared: median and IQR per structure, model and condition.
+
+    The layout of MedSAM2's figure 2 (DSC per structure and model, median and
+    IQR); metrics that no row carries are left out. ``models`` lists the models
+    in the order they ran.
+
+    Examples
+    --------
+    >>> rows = [{"structure": "liver", "model": m, "condition": "clean", "dice": d}
+    ...         for m, d in (("a", 0.8), ("a", 0.9), ("b", 0.5))]
+    >>> s = by_model(rows, ("dice",))
+    >>> s["models"], [(t["model"], t["median"]) for t in s["dice"]]
+    (['a', 'b'], [('a', 0.8500000000000001), ('b', 0.5)])
+    """
+    models = list(dict.fromkeys(str(r.get("model")) for r in rows))
+    out: dict = {"models": models,
+                 "aggregation": "median with IQR (quartiles by linear interpolation)"}
+    for m in metrics:
+        if any(not math.isnan(_f(r.get(m))) for r in rows):
+            order = {name: i for i, name in enumerate(models)}
+            stats = summarize(rows, m, by=("structure", "model", "condition"))
+            out[m] = sorted(stats, key=lambda t: (str(t["structure"]), t["condition"] != "clean",
+                                                  str(t["condition"]),
+                                                  order.get(str(t["model"]), 0)))
+    return out
+
+
 def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou"),
                    include: Sequence[str] | None = None) -> dict:
     """Mean over cases of the per-case class average, in percent, for each metric.
@@ -408,6 +436,6 @@ def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     return out
 
 
-__all__ = ["accumulated_folds", "accumulated_scores", "case_means", "cross_validation",
+__all__ = ["accumulated_folds", "accumulated_scores", "by_model", "case_means", "cross_validation",
            "filtered_by_uncertainty", "holdout_scores", "is_absent", "median_iqr",
            "percent_scores", "pooled_folds", "pooled_scores", "robustness"]

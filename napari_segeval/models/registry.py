@@ -138,7 +138,14 @@ def _known(kind: str) -> str:
     return ", ".join([*names, *FORMS[kind]])
 
 
-def _unknown_promptable(ref: str) -> SegEvalError:
+def unknown_promptable(ref: str) -> SegEvalError:
+    """The one-line error for an unknown promptable reference, with the closest known names.
+
+    Examples
+    --------
+    >>> str(unknown_promptable("medsam")).startswith("unknown promptable model 'medsam' (closest: medsam2")
+    True
+    """
     from napari_segeval.models import catalogue
 
     near = catalogue.closest(ref, [*PROMPTABLE, *ALIASES, *catalogue.CATALOGUE])
@@ -309,7 +316,7 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
             return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device)
         if _FACTORY.match(name):
             return resolve_factory(name)()
-        raise _unknown_promptable(ref)
+        raise unknown_promptable(ref)
     if info.checkpoint == "none" and ckpt is not None:
         raise SegEvalError(f"model {name!r} takes no checkpoint (got {ckpt})")
     if ckpt is None and info.default is not None:
@@ -430,4 +437,4 @@ def describe() -> list[dict]:
 
 __all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "describe", "is_promptable",
            "is_reference", "load_dense", "load_promptable", "model_names", "resolve_factory",
-           "split_ref"]
+           "split_ref", "unknown_promptable"]

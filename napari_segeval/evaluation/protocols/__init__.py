@@ -4,6 +4,13 @@ A :class:`Protocol` bundles a name, a version, default parameters, a per-case
 function and an aggregation. Its functions are module-level, so the object
 pickles by reference and runs in spawned worker processes and on Dask workers.
 
+A protocol that runs one model of a kind (``model_kind``: ``"promptable"`` or
+``"dense"``) takes **several models** in one run: the parameter ``models`` (a
+list of model references, ``segeval evaluate --model A --model B``). Every model
+is scored on the same case, prompts and attacks (:func:`run_models`); each row
+carries its ``model``, and the saved predictions and thumbnails of a model are
+keyed :func:`prediction_key` (``"clean @ threshold"``).
+
 Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
 ``medsam2-video``, ``uncertainty``, ``cv5-2d``. :func:`get_protocol` also accepts
 ``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
@@ -146,6 +153,14 @@ class Protocol:
         are saved in ``cases.json`` afterwards and reach ``run_case``.
     presets : mapping of str to Preset
         Paper presets by name (see :class:`Preset`).
+    model_kind : {"promptable", "dense"} or None
+        The kind of the protocol's ``model`` parameter. When set, the protocol also
+        takes ``models`` (a list of references of that kind, evaluated one after
+        the other on each case: :func:`run_models`); None: one model or none.
+    run_models : callable, optional
+        ``run_models(spec, params, models) -> dict of model -> CaseOutput`` when the
+        models can share work (read the case and compute its prompts once); by
+        default each model runs ``run_case`` with ``params["model"]`` set to it.
     differences : tuple of str
         Every deliberate difference between the *defaults* and the published
         recipe the protocol is named after, with its reason.
@@ -169,6 +184,8 @@ class Protocol:
     prepare: Callable | None = None
     presets: Mapping[str, Preset] = field(default_factory=dict)
     differences: tuple[str, ...] = ()
+    model_kind: str | None = None
+    run_models: Callable | None = None
 
     def preset(self, name: str | None) -> Preset | None:
         """The preset called ``name`` (None for None); unknown names raise :class:`SegEvalError`."""
@@ -183,13 +200,24 @@ class Protocol:
                        preset: str | None = None) -> dict:
         """Defaults, then the preset's values, then ``overrides``.
 
-        Unknown parameter or preset names raise :class:`SegEvalError`.
+        Unknown parameter or preset names raise :class:`SegEvalError`; so do
+        ``models`` that :func:`check_models` refuses, and ``model`` given beside
+        ``models``. ``models`` of one name is the run of that ``model``; of
+        several, ``model`` is None (each model's rows carry their own).
         """
+        over = dict(overrides or {})
+        if over.get("models") and over.get("model") is not None:
+            raise SegEvalError(f"protocol {self.name}: model={over['model']!r} and models="
+                               f"{over['models']!r} both given: name every model in models")
         params = json.loads(json.dumps(dict(self.defaults)))
+        if self.model_kind is not None:
+            params.setdefault("models", None)
         chosen = self.preset(preset)
         layers = [(f"preset {chosen.name}", chosen.params)] if chosen else []
         for origin, values in [*layers, ("", overrides or {})]:
             for key, value in values.items():
+                if key == "models" and self.model_kind is None:
+                    check_models(self, value)  # one line: this protocol takes one model
                 if key not in params:
                     where = f" ({origin})" if origin else ""
                     raise SegEvalError(
@@ -197,6 +225,13 @@ class Protocol:
                         f"(parameters: {', '.join(sorted(params))})"
                     )
                 params[key] = json.loads(json.dumps(value))
+        if params.get("models") is not None:
+            models = check_models(self, params["models"])
+            if models and len(models) == 1:  # one model: the plain one-model run
+                params["model"], models = models[0], None
+            elif models:
+                params["model"] = None  # each model's rows carry their own
+            params["models"] = models
         return params
 
     def differences_for(self, preset: str | None) -> tuple[str, ...]:
@@ -209,6 +244,112 @@ class Protocol:
         if self.select is not None:
             return list(self.select(specs, params))
         return [s for s in specs if s.labels or s.error]
+
+
+def prediction_key(key: str, model: str | None = None) -> str:
+    """The name of a condition's prediction (or of its ``perturbed:`` image) in a run.
+
+    One model per run: the key itself (``"clean"``); several: the key with its
+    model (``"clean @ threshold"``), in the record's ``files``, the thumbnails
+    (``"pred:<key>"``) and the results browser.
+
+    Examples
+    --------
+    >>> prediction_key("clean"), prediction_key("perturbed:fgsm-linf eps=0.5", "builtin")
+    ('clean', 'perturbed:fgsm-linf eps=0.5 @ builtin')
+    """
+    return str(key) if model is None else f"{key} @ {model}"
+
+
+def check_models(protocol: Protocol, models: Any) -> list[str] | None:
+    """The ``models`` parameter checked: a list of distinct references of the protocol's kind.
+
+    Raises :class:`SegEvalError` (one line) for a protocol that takes one model,
+    a repeated model, an unknown name (with the closest known names) or a model
+    of the other kind. An empty list is None (the ``model`` parameter runs).
+
+    Examples
+    --------
+    >>> check_models(get_protocol("medsam2-3d"), ["builtin", "threshold"])
+    ['builtin', 'threshold']
+    >>> check_models(get_protocol("medsam2-3d"), ["builtin", "builtin"])
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: model 'builtin' is given twice: each model runs once
+    """
+    from napari_segeval.models import registry
+
+    if protocol.model_kind is None:
+        raise SegEvalError(f"protocol {protocol.name} evaluates one model; several models run "
+                           "with medsam2-3d, medsam2-video or msd-robust")
+    if isinstance(models, str):
+        models = [models]
+    if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m
+                                                        for m in models):
+        raise SegEvalError(f"parameter models must be a list of model names, got {models!r}")
+    seen: list[str] = []
+    for ref in models:
+        if ref in seen:
+            raise SegEvalError(f"model {ref!r} is given twice: each model runs once")
+        _check_kind(protocol, ref, registry)
+        seen.append(ref)
+    return seen or None
+
+
+def _check_kind(protocol: Protocol, ref: str, registry: Any) -> None:
+    """Refuse a reference that cannot be a model of the protocol's kind (one line)."""
+    kind = protocol.model_kind
+    if kind == "promptable":
+        if registry.is_reference(ref, "promptable"):
+            return
+        if ref in registry.model_names("dense"):
+            raise SegEvalError(f"model {ref!r} is a dense model; protocol {protocol.name} "
+                               "prompts promptable models ("
+                               f"{', '.join(registry.model_names('promptable'))})")
+        raise registry.unknown_promptable(ref)
+    if registry.is_promptable(ref):
+        raise SegEvalError(f"model {ref!r} is a promptable model; protocol {protocol.name} "
+                           f"runs dense models ({', '.join(registry.model_names('dense'))}, "
+                           "a weights file or folder)")
+
+
+def run_models(protocol: Protocol, spec: Any, params: Mapping, models: Sequence[str]
+               ) -> dict[str, tuple[dict, CaseOutput]]:
+    """Each model's ``(params, CaseOutput)`` on one case: ``params`` with ``model`` set to it.
+
+    Through the protocol's own ``run_models`` when it has one (shared prompts),
+    else ``run_case`` once per model. Every row gets ``model`` = the reference.
+    """
+    each = {m: {**params, "model": m, "models": None} for m in models}
+    if protocol.run_models is not None:
+        outs = protocol.run_models(spec, dict(params), list(models))
+    else:
+        outs = {m: protocol.run_case(spec, each[m]) for m in models}
+    for m, out in outs.items():
+        for r in out.rows:
+            r["model"] = m
+    return {m: (each[m], outs[m]) for m in models}
+
+
+def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
+    """One case's output of several models: rows in model order, keys :func:`prediction_key`.
+
+    The image and reference thumbnails are the first model's (the same case);
+    ``extra`` holds each model's per-case values under its name.
+    """
+    rows, views, extra, arrays = [], {}, {}, None
+    for m, out in outputs.items():
+        rows += out.rows
+        for k, v in out.views.items():
+            key = f"pred:{prediction_key(k[5:], m)}" if k.startswith("pred:") else k
+            views.setdefault(key, v)
+        if out.extra:
+            extra[m] = out.extra
+        if out.arrays is not None:
+            if arrays is None:
+                arrays = CaseArrays(out.arrays.geometry, out.arrays.axes, out.arrays.source)
+            arrays.arrays.update({prediction_key(k, m): v for k, v in out.arrays.arrays.items()})
+    return CaseOutput(rows, views, {"by_model": extra} if extra else {}, arrays)
 
 
 def get_protocol(name: str | Protocol) -> Protocol:
@@ -236,4 +377,5 @@ def get_protocol(name: str | Protocol) -> Protocol:
     return obj
 
 
-__all__ = ["REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "get_protocol"]
+__all__ = ["REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "check_models",
+           "get_protocol", "merge_outputs", "prediction_key", "run_models"]

@@ -150,10 +150,8 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     return {b.label: PromptSet.from_box(b) for b in prompts}
 
 
-def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
-    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
-    from napari_segeval.propagation import PropagationOptions, propagate_case
-
+def prepare_case(spec, params: dict, *, mode: str) -> tuple:
+    """``(case, structures, prompts)``: the case read once and its boxes (shared by every model)."""
     params = {**DEFAULTS, **params}
     check_params(params)
     case = C.load_case(spec, channel=int(params["channel"]))
@@ -166,6 +164,19 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
                                 first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
+    return case, structures, prompts
+
+
+def propagate_and_score(spec, params: dict, *, mode: str, prepared: tuple | None = None
+                        ) -> CaseOutput:
+    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
+
+    ``prepared``: :func:`prepare_case`'s result, when several models share it.
+    """
+    from napari_segeval.propagation import PropagationOptions, propagate_case
+
+    params = {**DEFAULTS, **params}
+    case, structures, prompts = prepared or prepare_case(spec, params, mode=mode)
     model = C.promptable_model(str(params["model"]), params.get("device"))
     resize = "float"
     if hasattr(model, "with_options"):  # MedSAM2: float or Pillow resize
@@ -197,17 +208,29 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
     for r in rows:
         b = boxes[r["label"]]
         r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
-                 model=res.params.get("model"), modality=modality,
-                 ct_mapping=ct_mapping if modality.upper() == "CT" else None,
+                 model=str(params["model"]), network=res.params.get("model"),
+                 modality=modality, ct_mapping=ct_mapping if modality.upper() == "CT" else None,
                  resize=resize, scoring=str(params["scoring"]))
     k = prompts[0].index if video else None
     return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
                       arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
+def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
+    """Every model on one case: read and prompted once (the same boxes for each model)."""
+    prepared = prepare_case(spec, params, mode=mode)
+    return {m: propagate_and_score(spec, {**params, "model": m, "models": None}, mode=mode,
+                                   prepared=prepared) for m in models}
+
+
 def run_case(spec, params: dict) -> CaseOutput:
     """Evaluate one volume (see the module docstring)."""
     return propagate_and_score(spec, params, mode="volume")
+
+
+def run_models(spec, params: dict, models: list) -> dict:
+    """Several models on one volume, on the same boxes (see :func:`models_on_same_prompts`)."""
+    return models_on_same_prompts(spec, params, models, mode="volume")
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
@@ -304,11 +327,13 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-3d",
-    version="1.1",
+    version="1.2",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
     run_case=run_case,
+    model_kind="promptable",
+    run_models=run_models,
     summarize=summarize,
     description=(
         "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "

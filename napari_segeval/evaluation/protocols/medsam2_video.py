@@ -15,6 +15,7 @@ from napari_segeval.evaluation.protocols.medsam2_3d import (
     _DICE,
     BUILTIN,
     HOLES,
+    models_on_same_prompts,
     propagate_and_score,
 )
 from napari_segeval.evaluation.protocols.medsam2_3d import DEFAULTS as _DEFAULTS_3D
@@ -25,6 +26,11 @@ DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 def run_case(spec, params: dict) -> CaseOutput:
     """Evaluate one clip (see the module docstring)."""
     return propagate_and_score(spec, {**params, "tolerance_mm": 2.0}, mode="video")
+
+
+def run_models(spec, params: dict, models: list) -> dict:
+    """Several models on one clip, on the same first-frame prompts."""
+    return models_on_same_prompts(spec, {**params, "tolerance_mm": 2.0}, models, mode="video")
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
@@ -91,11 +97,13 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-video",
-    version="1.1",
+    version="1.2",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
     run_case=run_case,
+    model_kind="promptable",
+    run_models=run_models,
     summarize=summarize,
     layout_options={"camus_mode": "sequences"},
     description=("MedSAM2 video recipe: box on the first frame, forward propagation; "

@@ -199,6 +199,9 @@ def prepare(specs, params: dict, output_dir) -> None:
     """
     if not params.get("gate") or not params.get("attacks"):
         return
+    if params.get("models"):
+        raise SegEvalError("gate sets one robust threshold from one model's clean pass; with "
+                           "several models run each model on its own")
     from napari_segeval.evaluation.summary import case_means
     from napari_segeval.metrics import robust_threshold
 
@@ -298,11 +301,12 @@ DIFFERENCES = (
 
 PROTOCOL = Protocol(
     name="msd-robust",
-    version="1.2",
+    version="1.3",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"rog": ROG},
     run_case=run_case,
+    model_kind="dense",
     summarize=summarize,
     prepare=prepare,
     description=("Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
