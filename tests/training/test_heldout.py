@@ -10,7 +10,7 @@ def test_reproducible_and_in_range():
     a, la = make_heldout_volume(2001, (10, 64, 64))
     b, lb = make_heldout_volume(2001, (10, 64, 64))
     assert np.array_equal(a, b) and np.array_equal(la, lb)
-    assert a.dtype == np.float32 and 0 <= a.min() and a.max() <= 1
+    assert a.dtype == np.float32 and a.min() >= 0 and a.max() <= 1
     assert la.max() >= 1
 
 
