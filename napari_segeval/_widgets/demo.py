@@ -59,6 +59,7 @@ class DemoRun:
                  attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
                  compare: bool = False, checkpoint: str | Path | None = None,
                  correct: bool = False) -> None:
+        from napari_segeval._errors import SegEvalError
         from napari_segeval._sample_data import sample_ct
         from napari_segeval.models.registry import PROMPTABLE, split_ref
 
@@ -73,9 +74,11 @@ class DemoRun:
             viewer.window.add_dock_widget(self.case, name="Case", area="right")
         viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
         w = self.widget
-        w.prompt.backend.setCurrentText(PROMPTABLE[split_ref(backend)[0]].label)
-        if checkpoint is not None:
-            w.prompt.checkpoint.setText(str(checkpoint))
+        name = split_ref(backend)[0]
+        if checkpoint is not None and name in PROMPTABLE:
+            w.prompt.picker.use_file(checkpoint, name)
+        elif not w.prompt.choose_model(name):
+            raise SegEvalError(f"{backend}: not a promptable model of the viewer's list")
         w.prompt.device.setCurrentText(device)
         self.attack_name = None if correct else attack
         self.compare = compare
