@@ -160,7 +160,7 @@ def card_html(row: dict) -> str:
         head = f"<b>{PHANTOM_WARNING}</b><br>" + head
     parts = [("Trained on", card.trained_on), ("Intended use", card.intended_use),
              ("Not for", card.not_for), ("Licence", card.licence)]
-    return head + "<br>".join(f"<b>{k}</b>: {html.escape(v)}" for k, v in parts if v)
+    return head + "<br>".join(f"<b>{k}</b>: {html.escape(v, quote=False)}" for k, v in parts if v)
 
 
 # ----------------------------------------------------------------------------- the widget
