@@ -63,8 +63,7 @@ class AttackPanel(QWidget):
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
         self.runner = JobRunner(viewer=napari_viewer)
         self.picker = ModelPicker(napari_viewer, first=(
-            "model of the clean prediction",
-            "the model that made the clean prediction (Segment, or Prompt with its prompts)"))
+            "model of the clean prediction", "the one that made the clean prediction"))
         self.result: Any = None
         form = QFormLayout()
         form.addRow("attack", self.attack)
@@ -72,9 +71,11 @@ class AttackPanel(QWidget):
         form.addRow("epsilon (raw units)", self.raw)
         form.addRow("steps", self.steps)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("attacks the model of the clean prediction (Segment, or "
-                                "Prompt with its boxes), or the model chosen here with the "
-                                "prompts of the last propagation"))
+        about = QLabel("attacks the model of the clean prediction (Segment, or Prompt with "
+                       "its boxes), or the model chosen here with the prompts of the last "
+                       "propagation")
+        about.setWordWrap(True)
+        layout.addWidget(about)
         model = QGroupBox("model")
         QVBoxLayout(model).addWidget(self.picker)
         layout.addWidget(model)

@@ -37,6 +37,7 @@ from qtpy.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QTreeView,
     QVBoxLayout,
     QWidget,
@@ -152,8 +153,7 @@ def card_html(row: dict) -> str:
     entry = entry_of(row)
     card = entry.card if entry is not None else BUILTIN_CARDS.get(row["name"])
     head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
-                                     f"{size_text(entry.size)} · "
-                                     f"<a href='{entry.source}'>{entry.source}</a><br>")
+                                     f"{size_text(entry.size)} · {entry.source}<br>")
     if card is None:
         return head + "no model card"
     if "generated phantoms" in card.trained_on:
@@ -211,6 +211,7 @@ class ModelPicker(QWidget):
         self.combo.setModel(self.items)
         self.combo.setModelColumn(0)
         self.state = QLabel("")
+        self.state.setWordWrap(True)
         self.download_button = QPushButton("Download")
         self.download_button.setToolTip("download the selected checkpoint from the model hub "
                                         "(once: SHA-256 checked, kept in the hub's cache)")
@@ -219,12 +220,20 @@ class ModelPicker(QWidget):
         self.open_button.setToolTip("a checkpoint file of the selected network (checked by "
                                     "loading it before it is listed)")
         self.open_button.clicked.connect(self._guarded(self.open_checkpoint))
+        self.card_button = QPushButton("Card")
+        self.card_button.setCheckable(True)
+        self.card_button.setChecked(True)
+        self.card_button.setToolTip("show or hide the model card (training data, intended "
+                                    "use, what it is not for, licence)")
         self.card = QLabel("")
+        self.card_button.toggled.connect(self.card.setVisible)
         self.card.setWordWrap(True)
-        self.card.setOpenExternalLinks(True)
         self.card.setTextFormat(Qt.TextFormat.RichText)
-        self.card.setStyleSheet("QLabel { padding: 4px; }")
+        self.card.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # the dock's width is the other panels': the card wraps to it, never widens it
+        self.card.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.runner = JobRunner(viewer=napari_viewer)
+        self.runner.setVisible(False)  # shown while a download or a check runs
         self.runner.job_done.connect(lambda _n, _o: self._show())
         self._build()
         self.fill()
@@ -238,6 +247,7 @@ class ModelPicker(QWidget):
         buttons.addWidget(self.state, 1)
         buttons.addWidget(self.download_button)
         buttons.addWidget(self.open_button)
+        buttons.addWidget(self.card_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
@@ -366,6 +376,7 @@ class ModelPicker(QWidget):
         self.state.setText(text)
         entry = entry_of(row)
         busy = self.runner.running
+        self.runner.setVisible(busy)
         self.download_button.setEnabled(not busy and entry is not None and not self.ready())
         net = self.network()
         self.open_button.setEnabled(not busy and bool(net)
