@@ -147,6 +147,7 @@ class AttackPanel(QWidget):
 
     def _run_chosen(self, chosen: tuple, case: Any, image: Any, name: str, needs: list) -> Any:
         """Attack the model chosen in the picker with the prompts of the last propagation."""
+        self.picker.require()
         if not self.state.prompts:
             raise ValueError("run propagation first: the chosen model is attacked with the "
                              "prompts of the last propagation (Prompt tab)")

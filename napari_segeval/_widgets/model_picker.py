@@ -19,12 +19,12 @@ file with the network of the selected row in a job first; only a file that loads
 becomes a row, so a wrong file (another architecture, not a checkpoint) is one
 notification and the picker stays as it was. The selected entry's model card (trained
 on, intended use, not for, licence) is shown below the list, from the catalogue or
-:data:`~napari_segeval.models.catalogue.BUILTIN_CARDS`.
+:data:`~napari_segeval.models.catalogue.BUILTIN_CARDS`. The rows, their states and the
+cards are worked out without Qt in :mod:`~napari_segeval._widgets.model_rows`.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,13 +45,18 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._worker import JobRunner
 from napari_segeval._widgets.evaluate_jobs import load_model, pull_model
+from napari_segeval._widgets.model_rows import (
+    card_html,
+    catalogue_rows,
+    entry_named,
+    entry_of,
+    row_state,
+)
 from napari_segeval.models.registry import PROMPTABLE
 
 #: Item data role of a row's :class:`dict` (``kind``, ``name``, ``path``).
 ROW = Qt.ItemDataRole.UserRole + 1
 CHECKPOINT_FILTER = "PyTorch checkpoints (*.pt *.pth *.ckpt);;All files (*)"
-#: Said first on the card of a model trained on generated phantoms only.
-PHANTOM_WARNING = "Trained on generated phantoms: for trying the tool, not for real scans."
 
 
 class _Cache(QObject):
@@ -68,99 +73,6 @@ def cache_signal() -> _Cache:
     if not _CACHE:
         _CACHE.append(_Cache())
     return _CACHE[0]
-
-
-# ----------------------------------------------------------------------------- rows (no Qt)
-def _entry(name: str | None) -> Any:
-    from napari_segeval.models import catalogue
-
-    return None if name is None else catalogue.find(name)
-
-
-def catalogue_rows() -> list[dict]:
-    """The rows of the list: registry models, other catalogue entries (no files yet).
-
-    Examples
-    --------
-    >>> rows = catalogue_rows()
-    >>> [r["name"] for r in rows][:3], rows[0]["label"]
-    (['builtin', 'threshold', 'medsam2'], 'built-in')
-    >>> "MedSAM2_latest" in [r["name"] for r in rows]  # medsam2's default, not twice
-    False
-    >>> next(r for r in rows if r["name"] == "MedSAM2_CTLesion")["kind"]
-    'catalogue'
-    """
-    from napari_segeval.models.catalogue import CATALOGUE
-
-    rows = [{"kind": "registry", "name": m.name, "label": m.label or m.name, "path": None}
-            for m in PROMPTABLE.values()]
-    defaults = {m.default for m in PROMPTABLE.values() if m.default}
-    rows += [{"kind": "catalogue", "name": e.name, "label": e.name, "path": None}
-             for e in CATALOGUE.values()
-             if e.architecture in PROMPTABLE and e.name not in defaults]
-    return rows
-
-
-def entry_of(row: dict) -> Any:
-    """The catalogue entry a row downloads (its own, or its network's default), or None."""
-    if row["kind"] == "catalogue":
-        return _entry(row["name"])
-    if row["kind"] == "registry":
-        return _entry(PROMPTABLE[row["name"]].default)
-    return None
-
-
-def row_state(row: dict) -> str:
-    """What the list says of a row: shipped, here, not downloaded, a file you chose.
-
-    Examples
-    --------
-    >>> row_state({"kind": "registry", "name": "threshold", "path": None})
-    'ships with the plugin (no weights)'
-    >>> row_state({"kind": "file", "name": "medsam2", "path": "/m/x.pt"})
-    'a file you chose (MedSAM2 checkpoint)'
-    """
-    from napari_segeval.models import _cache
-    from napari_segeval.models.catalogue import size_text
-
-    if row["kind"] == "file":
-        return f"a file you chose ({PROMPTABLE[row['name']].label})"
-    entry = entry_of(row)
-    if entry is None:
-        weights = "weights" if row["name"] != "threshold" else "no weights"
-        return f"ships with the plugin ({weights})"
-    where = "" if row["kind"] == "catalogue" else f"{entry.name}: "
-    if _cache.local_path(entry) is not None:
-        return f"{where}here"
-    return f"{where}not downloaded ({size_text(entry.size)})"
-
-
-def card_html(row: dict) -> str:
-    """The model card of a row as rich text (the catalogue's or BUILTIN_CARDS').
-
-    Examples
-    --------
-    >>> text = card_html({"kind": "registry", "name": "builtin", "path": None})
-    >>> text.startswith("<b>" + PHANTOM_WARNING), "real scans" in text
-    (True, True)
-    """
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, size_text
-
-    if row["kind"] == "file":
-        return (f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
-                f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
-                f"maker's: what it was trained on and may be used for is not known here.")
-    entry = entry_of(row)
-    card = entry.card if entry is not None else BUILTIN_CARDS.get(row["name"])
-    head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
-                                     f"{size_text(entry.size)} · {entry.source}<br>")
-    if card is None:
-        return head + "no model card"
-    if "generated phantoms" in card.trained_on:
-        head = f"<b>{PHANTOM_WARNING}</b><br>" + head
-    parts = [("Trained on", card.trained_on), ("Intended use", card.intended_use),
-             ("Not for", card.not_for), ("Licence", card.licence)]
-    return head + "<br>".join(f"<b>{k}</b>: {html.escape(v, quote=False)}" for k, v in parts if v)
 
 
 # ----------------------------------------------------------------------------- the widget
@@ -321,6 +233,17 @@ class ModelPicker(QWidget):
 
         return _cache.local_path(entry) is not None
 
+    def require(self) -> None:
+        """Refuse (one line) a catalogue checkpoint not downloaded yet: say to click
+        *Download*, before any job starts."""
+        if not self.ready():
+            from napari_segeval._errors import SegEvalError
+            from napari_segeval.models.catalogue import size_text
+
+            entry = entry_of(self.current())
+            raise SegEvalError(f"{entry.name} is not downloaded yet: click Download "
+                             f"({size_text(entry.size)}, once) or choose another model")
+
     def choose(self, ref: str | None) -> bool:
         """Select the row of ``ref``: a registry name or label, a catalogue name, or
         ``NAME:PATH`` (the file's row, added unchecked). False when there is none."""
@@ -334,7 +257,7 @@ class ModelPicker(QWidget):
                 return False
             self.use_file(path, name)
             return True
-        entry = _entry(name)
+        entry = entry_named(name)
         for i, row in enumerate(self.rows()):
             if row["kind"] == "file":
                 continue
@@ -361,7 +284,7 @@ class ModelPicker(QWidget):
         row = self.current()
         if row is None or row["kind"] == "first":
             return ""
-        entry = _entry(row["name"]) if row["kind"] == "catalogue" else None
+        entry = entry_named(row["name"]) if row["kind"] == "catalogue" else None
         return entry.architecture if entry is not None else row["name"]
 
     def _picked(self) -> None:

@@ -315,10 +315,12 @@ class PromptPanel(QWidget):
 
     def run(self) -> Any:
         """Propagate every structure's prompts (a new session) in a worker."""
+        self.picker.require()
         return self.jobs.start(fresh=True)
 
     def repropagate(self, auto: bool = False) -> Any:
         """Propagate again the structures whose prompts changed (the session's others stay)."""
+        self.picker.require()
         return self.jobs.start(fresh=False, auto=auto)
 
     def start_correction(self, sets: dict, labels: np.ndarray | None, *, name: str,
@@ -335,6 +337,7 @@ class PromptPanel(QWidget):
         """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
         if self.state.image is None:
             raise ValueError("choose an image layer first")
+        self.picker.require()
         try:
             prompts = self.prompts()
         except ValueError:
