@@ -97,7 +97,13 @@ class DemoRun:
 
     def start(self) -> None:
         """Start propagation (the attack follows when it succeeds)."""
-        self.widget.prompt.run()
+        from napari_segeval._widgets._worker import error_message
+
+        try:
+            self.widget.prompt.run()
+        except Exception as exc:  # noqa: BLE001 - refused before any job: the demo's end
+            self.error = f"propagation: {error_message(exc)}"
+            self.finished = True
 
     def _fail(self, what: str, runner: Any) -> None:
         self.error = f"{what}: {runner.last_error or 'cancelled'}"

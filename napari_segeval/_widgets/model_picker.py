@@ -241,8 +241,9 @@ class ModelPicker(QWidget):
             from napari_segeval.models.catalogue import size_text
 
             entry = entry_of(self.current())
-            raise SegEvalError(f"{entry.name} is not downloaded yet: click Download "
-                             f"({size_text(entry.size)}, once) or choose another model")
+            raise SegEvalError(f"the checkpoint {entry.name} is not downloaded yet: click "
+                               f"Download ({size_text(entry.size)}, once; segeval models pull "
+                               f"{entry.name} on the command line) or choose another model")
 
     def choose(self, ref: str | None) -> bool:
         """Select the row of ``ref``: a registry name or label, a catalogue name, or

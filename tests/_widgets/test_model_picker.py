@@ -120,8 +120,9 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, h
     w.prompt.run_button.click()  # not downloaded: said in one line, nothing runs
     assert not w.prompt.runner.running and hub.requests == []
     assert [m for m in notifications() if "failed" in m] == [
-        "propagation failed: test-tiny is not downloaded yet: click Download (0.0 MB, once) "
-        "or choose another model"]
+        "propagation failed: the checkpoint test-tiny is not downloaded yet: click Download "
+        "(0.0 MB, once; segeval models pull test-tiny on the command line) or choose another "
+        "model"]
     seen = []
     shown = picker.runner._on_progress
     picker.runner._on_progress = lambda done, total: (seen.append((done, total)),
