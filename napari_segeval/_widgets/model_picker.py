@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from qtpy.QtCore import QObject, Qt, Signal
-from qtpy.QtGui import QStandardItem, QStandardItemModel
+from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -190,15 +190,19 @@ class ModelPicker(QWidget):
             name = QStandardItem(row["label"])
             name.setData(row, ROW)
             state = QStandardItem(self.first[1] if row["kind"] == "first" else row_state(row))
-            state.setEnabled(False)
+            state.setEditable(False)
+            state.setForeground(QColor("gray"))  # a click on it still chooses the row
             self.items.appendRow([name, state])
         self.items.blockSignals(False)
         rows = self.rows()
         index = next((i for i, r in enumerate(rows) if keep is not None and r == keep), 0)
         self.combo.setCurrentIndex(index)
         self.combo.blockSignals(False)
-        self.combo.view().setMinimumWidth(self.combo.view().sizeHintForColumn(0)
-                                          + self.combo.view().sizeHintForColumn(1) + 40)
+        view = self.combo.view()
+        for column in (0, 1):
+            view.resizeColumnToContents(column)
+            view.setColumnWidth(column, view.columnWidth(column) + 24)  # the popup's margins
+        view.setMinimumWidth(view.columnWidth(0) + view.columnWidth(1) + 40)
         self._show()
 
     def refresh(self) -> None:
