@@ -5,9 +5,9 @@ promptable model with the prompt sets of the last propagation (*Prompt* tab), a
 dense model through its sliding window (*Segment* tab), as ``segeval attack``
 does - or the promptable model chosen in the panel's
 :class:`~napari_segeval._widgets.model_picker.ModelPicker`, with the prompts of the
-last propagation: its clean prediction then becomes the clean one. Epsilon is set in the model's normalized input units (``--eps``) and shown
-in raw units (HU, grey levels) through the model's normalization
-(:func:`napari_segeval.attacks.eps_to_raw`).
+last propagation: its clean prediction then becomes the clean one. Epsilon is set in
+the model's normalized input units (``--eps``) and shown in raw units (HU, grey
+levels) through the model's normalization (:func:`napari_segeval.attacks.eps_to_raw`).
 """
 
 from __future__ import annotations

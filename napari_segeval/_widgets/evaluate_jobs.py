@@ -124,6 +124,8 @@ def capability(spec: tuple, model: Any = None) -> Capability:
     'builtin-ct is a dense model: it segments without prompts (Segment tab), so it cannot be corrected with prompts'
     >>> capability(("built-in", None, "cpu")).points is None
     True
+    >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
+    True
     """
     from napari_segeval.models.registry import DENSE
 
