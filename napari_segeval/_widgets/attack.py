@@ -3,9 +3,11 @@
 Attacks whichever model produced the clean prediction (``ViewerState.model``): a
 promptable model with the prompt sets of the last propagation (*Prompt* tab), a
 dense model through its sliding window (*Segment* tab), as ``segeval attack``
-does. Epsilon is set in the model's normalized input units (``--eps``) and shown
-in raw units (HU, grey levels) through the model's normalization
-(:func:`napari_segeval.attacks.eps_to_raw`).
+does - or the promptable model chosen in the panel's
+:class:`~napari_segeval._widgets.model_picker.ModelPicker`, with the prompts of the
+last propagation: its clean prediction then becomes the clean one. Epsilon is set in
+the model's normalized input units (``--eps``) and shown in raw units (HU, grey
+levels) through the model's normalization (:func:`napari_segeval.attacks.eps_to_raw`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from qtpy.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
     QLabel,
     QPushButton,
     QSpinBox,
@@ -26,7 +29,8 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.evaluate_jobs import attack, attack_dense, raw_per_unit
+from napari_segeval._widgets.evaluate_jobs import attack, attack_dense, attack_with, raw_per_unit
+from napari_segeval._widgets.model_picker import ModelPicker
 from napari_segeval._widgets.prompt import prediction_layer
 
 #: Diverging colormap of the perturbation layer.
@@ -58,6 +62,8 @@ class AttackPanel(QWidget):
         self.run_button = QPushButton("Run attack")
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
         self.runner = JobRunner(viewer=napari_viewer)
+        self.picker = ModelPicker(napari_viewer, first=(
+            "model of the clean prediction", "the one that made the clean prediction"))
         self.result: Any = None
         form = QFormLayout()
         form.addRow("attack", self.attack)
@@ -65,8 +71,14 @@ class AttackPanel(QWidget):
         form.addRow("epsilon (raw units)", self.raw)
         form.addRow("steps", self.steps)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("attacks the model of the clean prediction (Segment, or "
-                                "Prompt with its boxes)"))
+        about = QLabel("attacks the model of the clean prediction (Segment, or Prompt with "
+                       "its boxes), or the model chosen here with the prompts of the last "
+                       "propagation")
+        about.setWordWrap(True)
+        layout.addWidget(about)
+        model = QGroupBox("model")
+        QVBoxLayout(model).addWidget(self.picker)
+        layout.addWidget(model)
         layout.addLayout(form)
         layout.addWidget(self.run_button)
         layout.addWidget(self.runner)
@@ -113,6 +125,9 @@ class AttackPanel(QWidget):
             raise ValueError(SERIES_HINT)
         image, name = self.state.image, self.attack.currentText()
         needs = [] if image is None else [image]
+        chosen = self.picker.choice()
+        if chosen[0]:
+            return self._run_chosen(chosen, case, image, name, needs)
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
@@ -129,6 +144,30 @@ class AttackPanel(QWidget):
             window=self.state.window, needs=needs,
             on_done=lambda result: self._done(result, image, name),
         )
+
+    def _run_chosen(self, chosen: tuple, case: Any, image: Any, name: str, needs: list) -> Any:
+        """Attack the model chosen in the picker with the prompts of the last propagation."""
+        self.picker.require()
+        if not self.state.prompts:
+            raise ValueError("run propagation first: the chosen model is attacked with the "
+                             "prompts of the last propagation (Prompt tab)")
+        spec = (*chosen, "auto")
+        model = self.state.model
+        cached = (spec, model) if model is not None and self.state.model_key == spec else None
+        return self.runner.start(
+            "attack", attack_with, spec, cached, case, dict(self.state.prompts), name,
+            float(self.eps.value()), int(self.steps.value()), window=self.state.window,
+            needs=needs, on_done=lambda out: self._chosen_done(out, spec, image, name))
+
+    def _chosen_done(self, out: tuple, spec: tuple, image: Any, attack_name: str) -> None:
+        """The chosen model's clean prediction becomes the clean one, then as :meth:`_done`."""
+        model, result = out
+        base = image.name if image is not None else "case"
+        clean = prediction_layer(self.viewer, self.state, result.clean_prediction,
+                                 f"{base} prediction ({spec[0]})")
+        self.state.set_model(model, spec, "promptable")
+        self.state.set_prediction("clean", clean)
+        self._done(result, image, attack_name)
 
     def _done(self, result: Any, image: Any, attack_name: str) -> None:
         self.result = result

@@ -59,6 +59,7 @@ class DemoRun:
                  attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
                  compare: bool = False, checkpoint: str | Path | None = None,
                  correct: bool = False) -> None:
+        from napari_segeval._errors import SegEvalError
         from napari_segeval._sample_data import sample_ct
         from napari_segeval.models.registry import PROMPTABLE, split_ref
 
@@ -73,9 +74,11 @@ class DemoRun:
             viewer.window.add_dock_widget(self.case, name="Case", area="right")
         viewer.window.add_dock_widget(self.widget, name="Evaluate", area="right")
         w = self.widget
-        w.prompt.backend.setCurrentText(PROMPTABLE[split_ref(backend)[0]].label)
-        if checkpoint is not None:
-            w.prompt.checkpoint.setText(str(checkpoint))
+        name = split_ref(backend)[0]
+        if checkpoint is not None and name in PROMPTABLE:
+            w.prompt.picker.use_file(checkpoint, name)
+        elif not w.prompt.choose_model(name):
+            raise SegEvalError(f"{backend}: not a promptable model of the viewer's list")
         w.prompt.device.setCurrentText(device)
         self.attack_name = None if correct else attack
         self.compare = compare
@@ -94,7 +97,13 @@ class DemoRun:
 
     def start(self) -> None:
         """Start propagation (the attack follows when it succeeds)."""
-        self.widget.prompt.run()
+        from napari_segeval._widgets._worker import error_message
+
+        try:
+            self.widget.prompt.run()
+        except Exception as exc:  # noqa: BLE001 - refused before any job: the demo's end
+            self.error = f"propagation: {error_message(exc)}"
+            self.finished = True
 
     def _fail(self, what: str, runner: Any) -> None:
         self.error = f"{what}: {runner.last_error or 'cancelled'}"

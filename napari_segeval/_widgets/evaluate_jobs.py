@@ -60,6 +60,15 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
     return model
 
 
+def pull_model(name: str, *, progress: Callable[[int, int], None] | None = None,
+               cancel: Any = None) -> dict:
+    """Download the catalogue checkpoint ``name`` once and check it
+    (:func:`napari_segeval.models._hub.pull`: nothing half-written stays on cancel)."""
+    from napari_segeval.models._hub import pull
+
+    return pull(name, progress=progress, cancel=cancel)
+
+
 def segment(model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, *,
             window: str | None = None, progress: Callable[[int, int], None] | None = None,
             cancel: Any = None,
@@ -115,6 +124,8 @@ def capability(spec: tuple, model: Any = None) -> Capability:
     'builtin-ct is a dense model: it segments without prompts (Segment tab), so it cannot be corrected with prompts'
     >>> capability(("built-in", None, "cpu")).points is None
     True
+    >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
+    True
     """
     from napari_segeval.models.registry import DENSE
 
@@ -125,7 +136,11 @@ def capability(spec: tuple, model: Any = None) -> Capability:
     if model is not None:
         points = bool(getattr(model, "takes_points", False))
     else:
-        points = PROMPTABLE[name].points if name in PROMPTABLE else None
+        from napari_segeval.models.catalogue import find
+
+        entry = find(name)  # a catalogue name: its network's
+        network = entry.architecture if entry is not None else name
+        points = PROMPTABLE[network].points if network in PROMPTABLE else None
     if points is False:
         return Capability(True, False, f"{spec[0]}: these weights take boxes (and mask prompts), "
                                        "not points: they have no click channels")
@@ -228,6 +243,19 @@ def attack(model: Any, case: Any, prompts: Any, attack_name: str, eps: float, st
     target = PromptTarget(model, case, prompts, window=window)
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
+
+
+def attack_with(spec: tuple[str, str | None, str], cached: tuple | None, case: Any,
+                prompts: Any, attack_name: str, eps: float, steps: int, *,
+                window: str | None = None, progress: Callable[[int, int], None] | None = None,
+                cancel: Any = None) -> tuple[Any, Any]:
+    """Load the promptable model of ``spec`` (unless ``cached = (spec, model)`` holds it)
+    and :func:`attack` it: ``(model, AttackResult)``, whose clean prediction is that
+    model's."""
+    model = cached[1] if cached is not None and cached[0] == spec else load_model(
+        *spec, cancel=cancel)
+    return model, attack(model, case, prompts, attack_name, eps, steps, window=window,
+                         progress=progress, cancel=cancel)
 
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:

@@ -1,6 +1,8 @@
 """The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections.
 
-The panel holds the model choice (backend, checkpoint, device, modality, CT window),
+The panel holds the model choice (the
+:class:`~napari_segeval._widgets.model_picker.ModelPicker`: a model, a catalogue
+checkpoint or a file, its card, *Download*; the device, modality, CT window),
 *Run propagation* and *Uncertainty*; the prompt tools (boxes, clicks, the prompt list,
 *Re-propagate*) are :class:`~napari_segeval._widgets.prompt_tools.PromptTools`, and the
 propagation jobs with their session :class:`~napari_segeval._widgets.prompt_run.PropagationJobs`.
@@ -17,11 +19,10 @@ import numpy as np
 from napari.layers import Image, Labels
 from qtpy.QtWidgets import (
     QComboBox,
-    QFileDialog,
     QFormLayout,
     QFrame,
+    QGroupBox,
     QHBoxLayout,
-    QLineEdit,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -33,14 +34,13 @@ from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets._worker import JobRunner, run_guarded
 from napari_segeval._widgets.evaluate_jobs import (
-    BACKENDS,
     DEVICES,
     Capability,
     capability,
     load_model,
-    model_name,
     uncertainty,
 )
+from napari_segeval._widgets.model_picker import ModelPicker
 from napari_segeval._widgets.prompt_run import PropagationJobs
 from napari_segeval._widgets.prompt_tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
@@ -104,14 +104,10 @@ class PromptPanel(QWidget):
         self.state = state if state is not None else shared_state(napari_viewer)
         self.structure = QComboBox()
         self.structure.currentIndexChanged.connect(self._structure_picked)
-        self.backend = QComboBox()
-        self.backend.addItems(list(BACKENDS))
-        self.checkpoint = QLineEdit()
-        self.checkpoint.setPlaceholderText("weights / MedSAM2 checkpoint (.pt)")
-        browse = QPushButton("...")
-        browse.clicked.connect(self._browse)
         self.device = QComboBox()
         self.device.addItems(list(DEVICES))
+        self.picker = ModelPicker(napari_viewer, device=self.device.currentText)
+        self.backend = self.picker.combo  # the model list (a registry label per model)
         self.window = QComboBox()
         self.window.addItems(list(WINDOWS))
         self.window.currentTextChanged.connect(self._window_picked)
@@ -147,27 +143,27 @@ class PromptPanel(QWidget):
         self._dense_note = ""  # the line saying the prediction shown is a dense model's
         self.tools = PromptTools(napari_viewer, self.state, self.repropagate)
         self.jobs = PropagationJobs(self, prediction_layer)
-        self._build(browse)
-        self.backend.currentTextChanged.connect(lambda _t: self.update_capability())
-        self.checkpoint.editingFinished.connect(self.update_capability)
+        self._build()
+        self.picker.changed.connect(self.update_capability)
+        self.picker.loaded.connect(self._probed)
         self.state.subscribe(self._on_state)
         self._fill_structures()
         self.update_capability()
 
-    def _build(self, browse: QPushButton) -> None:
-        ck = QHBoxLayout()
-        ck.addWidget(self.checkpoint, 1)
-        ck.addWidget(browse)
+    def _build(self) -> None:
+        top = QFormLayout()
+        top.addRow("structure", self.structure)
+        model = QGroupBox("model")
+        QVBoxLayout(model).addWidget(self.picker)
         form = QFormLayout()
-        form.addRow("structure", self.structure)
-        form.addRow("backend", self.backend)
-        form.addRow("checkpoint", ck)
         form.addRow("device", self.device)
         form.addRow("modality", self.modality)
         form.addRow("CT window", self.window)
         inner = QWidget()
         content = QVBoxLayout(inner)
         content.setContentsMargins(0, 0, 0, 0)
+        content.addLayout(top)
+        content.addWidget(model)
         content.addLayout(form)
         content.addWidget(self.volume_button)
         content.addWidget(self.tools)
@@ -264,11 +260,6 @@ class PromptPanel(QWidget):
     def _window_picked(self, text: str) -> None:
         self.state.window = None if text == "default" else text
 
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Model weights", "", "PyTorch (*.pt *.pth)")
-        if path:
-            self.checkpoint.setText(path)
-
     # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
@@ -284,9 +275,9 @@ class PromptPanel(QWidget):
 
     # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
-        """(backend, checkpoint or None, device) of the chosen model."""
-        return (self.backend.currentText(), self.checkpoint.text().strip() or None,
-                self.device.currentText())
+        """(model, checkpoint or None, device) of the chosen model: a registry label, or a
+        catalogue name (:meth:`ModelPicker.choice`)."""
+        return (*self.picker.choice(), self.device.currentText())
 
     def cached_model(self) -> tuple | None:
         """``(spec, model)`` of a loaded model of the chosen spec, if there is one."""
@@ -302,7 +293,8 @@ class PromptPanel(QWidget):
         self.tools.set_capability(cap)
         self.run_button.setEnabled(cap.prompts)
         self.uncertainty_button.setEnabled(cap.prompts)
-        if cap.points is None and self.isVisible() and not self.probe.running:
+        if (cap.points is None and self.isVisible() and not self.probe.running
+                and self.picker.ready()):  # never a load of a checkpoint not downloaded
             spec = self.spec()
             self.probe.start(f"loading {spec[0]}", load_model, *spec,
                              on_done=lambda model: self._probed(spec, model))
@@ -317,19 +309,18 @@ class PromptPanel(QWidget):
         self.update_capability()
 
     def choose_model(self, name: str | None) -> bool:
-        """Choose the backend of registry name ``name``; False when the list has none."""
-        label = next((b for b in BACKENDS if model_name(b) == name), None)
-        if label is None:
-            return False
-        self.backend.setCurrentText(label)
-        return True
+        """Choose the model ``name`` (a registry or catalogue name, ``NAME:PATH``); False
+        when the list has none."""
+        return self.picker.choose(name)
 
     def run(self) -> Any:
         """Propagate every structure's prompts (a new session) in a worker."""
+        self.picker.require()
         return self.jobs.start(fresh=True)
 
     def repropagate(self, auto: bool = False) -> Any:
         """Propagate again the structures whose prompts changed (the session's others stay)."""
+        self.picker.require()
         return self.jobs.start(fresh=False, auto=auto)
 
     def start_correction(self, sets: dict, labels: np.ndarray | None, *, name: str,
@@ -346,6 +337,7 @@ class PromptPanel(QWidget):
         """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
         if self.state.image is None:
             raise ValueError("choose an image layer first")
+        self.picker.require()
         try:
             prompts = self.prompts()
         except ValueError:

@@ -7,7 +7,9 @@ kill pytest)::
 
 ``KIND`` is the job: ``propagate``, ``repropagate`` (a correction after a first
 propagation), ``segment`` (``PATH``: dense weights), ``attack``, ``surface``,
-``results`` (``PATH``: a results folder) or ``uncertainty``. ``ACTION`` is ``close`` (the window closes as when a person
+``results`` (``PATH``: a results folder), ``uncertainty`` or ``download`` (the Prompt
+tab's model picker downloads ``test-tiny`` from the local hub of
+tests/models/hub_server.py into the cache folder ``PATH``, held after its first block). ``ACTION`` is ``close`` (the window closes as when a person
 clicks its close button), ``viewer-close`` (:meth:`napari.Viewer.close`) or
 ``delete`` (the layer the job reads is deleted).
 
@@ -35,6 +37,7 @@ import numpy as np
 
 ENTERED, RELEASE = threading.Event(), threading.Event()
 ERRORS: list[str] = []
+PARTIAL: list[str] = []  # the download's partial files when the session acted
 STUCK_S = 300  # a hung session ends with status 4 instead of hanging the test
 
 
@@ -118,6 +121,8 @@ def setup(kind: str, viewer, honour: bool, path: str | None):
         return panel.runner, panel.layers.layers["image"], panel
     w = ct_session(viewer)
     image = w.state.image
+    if kind == "download":
+        return start_download(w, path), image, w
     if kind == "propagate":
         patch(prompt_run, "propagate_session", honour)
         w.prompt.run_button.click()
@@ -161,6 +166,53 @@ def setup(kind: str, viewer, honour: bool, path: str | None):
     raise SystemExit(f"unknown kind {kind!r}")
 
 
+def serve_tiny(cache: str):
+    """The local hub of tests/models/hub_server.py serving ``test-tiny``, the cache at
+    ``cache`` (a small built-in network, downloaded 4 KiB a block)."""
+    import os
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    from hub_server import FakeHub, tiny_checkpoint, tiny_entry
+    from huggingface_hub import constants
+
+    from napari_segeval.models.catalogue import CATALOGUE
+
+    data = tiny_checkpoint()
+    entry = tiny_entry(data)
+    CATALOGUE[entry.name] = entry
+    hub = FakeHub(entry.repo_id, entry.revision, {entry.filename: data})
+    os.environ.update(HF_ENDPOINT=hub.endpoint, HF_HUB_CACHE=cache)
+    constants.DOWNLOAD_CHUNK_SIZE = 4096
+    return hub
+
+
+def start_download(w, cache: str):
+    """Start the Prompt tab's download of ``test-tiny``, held at its first block (the gate
+    of the download honours cancel: the close must cancel it mid-file)."""
+    from napari_segeval._cancel import check_cancel
+    from napari_segeval._widgets import model_picker
+
+    serve_tiny(cache)
+    real = model_picker.pull_model
+
+    def held(name, *, progress=None, cancel=None):
+        def report(done, total):
+            progress(done, total)
+            ENTERED.set()
+            while not RELEASE.wait(0.01):
+                check_cancel(cancel, "gated download")
+
+        return real(name, progress=report, cancel=cancel)
+
+    model_picker.pull_model = held
+    picker = w.prompt.picker
+    picker.fill()
+    picker.choose("test-tiny")
+    picker.download_button.click()
+    return picker.runner
+
+
 def main(kind: str, action: str, path: str | None = None) -> int:
     import napari
     from napari.utils.notifications import notification_manager
@@ -176,6 +228,10 @@ def main(kind: str, action: str, path: str | None = None) -> int:
     outcomes: list[str] = []
     runner.job_done.connect(lambda _name, outcome: outcomes.append(outcome))
     wait_until(ENTERED.is_set, "job entered")
+    if kind == "download":
+        from pathlib import Path
+
+        PARTIAL.extend(p.name for p in Path(path).rglob("*.incomplete"))
     job = runner.job
     names_before = [ly.name for ly in viewer.layers]
     out: dict = {"kind": kind, "action": action}
@@ -200,6 +256,12 @@ def main(kind: str, action: str, path: str | None = None) -> int:
         gc.collect()
         spin(0.3)
         out["outcomes"] = outcomes
+    if kind == "download":  # what the cancelled download left in the cache
+        from pathlib import Path
+
+        out["left"] = sorted(str(p.relative_to(path)) for p in Path(path).rglob("*")
+                             if p.is_file() and p.name != "CACHEDIR.TAG")
+        out["partial_seen"] = PARTIAL
     out["notes"] = [str(n.message) for n in notification_manager.records[notes_from:]]
     out["errors"] = ERRORS
     RELEASE.set()

@@ -93,3 +93,15 @@ def test_deleting_the_layer_mid_job_drops_the_result(kind, inputs):
     dropped = [n for n in out["notes"] if "dropped: layer" in n]
     # surface metrics restart by themselves after a change: no notification for them
     assert len(dropped) == (0 if kind == "surface" else 1)
+
+
+@pytest.mark.parametrize("action", ["close", "viewer-close"])
+def test_closing_mid_download_cancels_joins_and_leaves_nothing_in_the_cache(action, tmp_path):
+    pytest.importorskip("huggingface_hub", reason="huggingface_hub (extra 'models') missing")
+    cache = tmp_path / "hub-cache"
+    out = run_session("download", action, cache)
+    assert out["errors"] == []
+    assert out["joined"], "the download's thread still ran after the window closed"
+    assert out["partial_seen"], "the session did not act in the middle of the download"
+    assert out["left"] == [], "a half-written file stayed in the model cache"
+    assert out["outcomes"] in ((["closed"],) if action == "close" else ([], ["closed"]))

@@ -189,8 +189,7 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     path = tmp_path / "clicks.pt"
     save_weights(PromptUNet(width=4, depth=2, in_channels=6).eval(), path,
                  {"width": 4, "depth": 2, "size": 16, "in_channels": 6})
-    w.prompt.backend.setCurrentText("built-in")
-    w.prompt.checkpoint.setText(str(path))
+    w.prompt.picker.use_file(path, "builtin")
     w.prompt.device.setCurrentText("cpu")
     w.state.set_current(1)
     box = w.prompt.box_from_reference()

@@ -236,7 +236,7 @@ def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights
     wait_job(qtbot, w.prompt.runner)
     assert tools.buttons["positive"].isEnabled() and tools.buttons["negative"].isEnabled()
     # built-in weights of four input channels take boxes only: the point tools say so
-    w.prompt.checkpoint.setText(str(box_only_weights))
+    w.prompt.picker.use_file(box_only_weights, "builtin")
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     for key in ("positive", "negative"):
@@ -248,7 +248,6 @@ def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights
     tools.set_capability(capability(("builtin-ct", None, "cpu")))
     assert not any(b.isEnabled() for b in tools.buttons.values())
     assert "dense model" in tools.reason.text() and not tools.reason.isHidden()
-    w.prompt.checkpoint.setText("")
     w.prompt.backend.setCurrentText("threshold (no weights)")
     assert tools.buttons["negative"].isEnabled() and tools.reason.isHidden()
 
@@ -257,8 +256,7 @@ def test_the_built_in_model_is_checked_when_the_tab_is_shown(ct_viewer, qtbot,
                                                             box_only_weights):
     viewer, w = ct_viewer
     viewer.window.add_dock_widget(w, name="Evaluate")
-    w.prompt.backend.setCurrentText("built-in")
-    w.prompt.checkpoint.setText(str(box_only_weights))
+    w.prompt.picker.use_file(box_only_weights, "builtin")
     w.tabs.setCurrentWidget(w.prompt)
     viewer.window._qt_window.show()
     qtbot.waitUntil(lambda: w.prompt.cached_model() is not None, timeout=60000)

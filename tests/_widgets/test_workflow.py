@@ -137,8 +137,7 @@ def test_bad_checkpoint_is_a_notification(ct_viewer, qtbot, tmp_path, notificati
     _viewer, w = ct_viewer
     bad = tmp_path / "weights.pt"
     bad.write_bytes(b"this is not a checkpoint")
-    w.prompt.backend.setCurrentText("built-in")
-    w.prompt.checkpoint.setText(str(bad))
+    w.prompt.picker.use_file(bad, "builtin")  # unchecked, as segeval demo --checkpoint
     w.state.set_current(1)
     w.prompt.box_from_reference()
     w.prompt.run()

@@ -1,0 +1,113 @@
+"""The rows of the model picker, their states and model cards (no Qt).
+
+A row is a dict: ``kind`` (``"registry"``, ``"catalogue"``, ``"file"``), ``name`` (a
+registry name, or a catalogue name), ``label`` (what the list shows) and ``path`` (a
+file's). :func:`catalogue_rows` lists the registry's promptable models, then the
+catalogue entries that are no network's default; :func:`row_state` says whether a row
+ships with the plugin, is here, is not downloaded, or is a file chosen (a ``stat`` of the
+hub's cache, no hash); :func:`card_html` is its model card as rich text.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from napari_segeval.models.registry import PROMPTABLE
+
+#: Said first on the card of a model trained on generated phantoms only.
+PHANTOM_WARNING = "Trained on generated phantoms: for trying the tool, not for real scans."
+
+
+def entry_named(name: str | None) -> Any:
+    """The catalogue entry called ``name`` (any letter case), or None."""
+    from napari_segeval.models import catalogue
+
+    return None if name is None else catalogue.find(name)
+
+
+def catalogue_rows() -> list[dict]:
+    """The rows of the list: registry models, other catalogue entries (no files yet).
+
+    Examples
+    --------
+    >>> rows = catalogue_rows()
+    >>> [r["name"] for r in rows][:3], rows[0]["label"]
+    (['builtin', 'threshold', 'medsam2'], 'built-in')
+    >>> "MedSAM2_latest" in [r["name"] for r in rows]  # medsam2's default, not twice
+    False
+    >>> next(r for r in rows if r["name"] == "MedSAM2_CTLesion")["kind"]
+    'catalogue'
+    """
+    from napari_segeval.models.catalogue import CATALOGUE
+
+    rows = [{"kind": "registry", "name": m.name, "label": m.label or m.name, "path": None}
+            for m in PROMPTABLE.values()]
+    defaults = {m.default for m in PROMPTABLE.values() if m.default}
+    rows += [{"kind": "catalogue", "name": e.name, "label": e.name, "path": None}
+             for e in CATALOGUE.values()
+             if e.architecture in PROMPTABLE and e.name not in defaults]
+    return rows
+
+
+def entry_of(row: dict) -> Any:
+    """The catalogue entry a row downloads (its own, or its network's default), or None."""
+    if row["kind"] == "catalogue":
+        return entry_named(row["name"])
+    if row["kind"] == "registry":
+        return entry_named(PROMPTABLE[row["name"]].default)
+    return None
+
+
+def row_state(row: dict) -> str:
+    """What the list says of a row: shipped, here, not downloaded, a file you chose.
+
+    Examples
+    --------
+    >>> row_state({"kind": "registry", "name": "threshold", "path": None})
+    'ships with the plugin (no weights)'
+    >>> row_state({"kind": "file", "name": "medsam2", "path": "/m/x.pt"})
+    'a file you chose (MedSAM2 checkpoint)'
+    """
+    from napari_segeval.models import _cache
+    from napari_segeval.models.catalogue import size_text
+
+    if row["kind"] == "file":
+        return f"a file you chose ({PROMPTABLE[row['name']].label})"
+    entry = entry_of(row)
+    if entry is None:
+        weights = "weights" if row["name"] != "threshold" else "no weights"
+        return f"ships with the plugin ({weights})"
+    where = "" if row["kind"] == "catalogue" else f"{entry.name}: "
+    if _cache.local_path(entry) is not None:
+        return f"{where}here"
+    return f"{where}not downloaded ({size_text(entry.size)})"
+
+
+def card_html(row: dict) -> str:
+    """The model card of a row as rich text (the catalogue's or BUILTIN_CARDS').
+
+    Examples
+    --------
+    >>> text = card_html({"kind": "registry", "name": "builtin", "path": None})
+    >>> text.startswith("<b>" + PHANTOM_WARNING), "real scans" in text
+    (True, True)
+    """
+    from napari_segeval.models.catalogue import BUILTIN_CARDS, size_text
+
+    if row["kind"] == "file":
+        return (f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
+                f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
+                f"maker's: what it was trained on and may be used for is not known here.")
+    entry = entry_of(row)
+    card = entry.card if entry is not None else BUILTIN_CARDS.get(row["name"])
+    head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
+                                     f"{size_text(entry.size)} · {entry.source}<br>")
+    if card is None:
+        return head + "no model card"
+    if "generated phantoms" in card.trained_on:
+        head = f"<b>{PHANTOM_WARNING}</b><br>" + head
+    parts = [("Trained on", card.trained_on), ("Intended use", card.intended_use),
+             ("Not for", card.not_for), ("Licence", card.licence)]
+    return head + "<br>".join(f"<b>{k}</b>: {html.escape(v, quote=False)}" for k, v in parts if v)
