@@ -210,7 +210,7 @@ def bench_surface():
 def _surface_distance():
     """DeepMind's ``surface-distance`` (bench extra), or None when it is not installed."""
     if not hasattr(np, "Inf"):
-        np.inf = np.inf  # surface-distance 0.1 uses np.Inf, removed in numpy 2
+        setattr(np, "Inf", np.inf)  # noqa: B010  surface-distance 0.1 uses np.Inf, gone in numpy 2
     try:
         import surface_distance
     except ImportError as exc:
