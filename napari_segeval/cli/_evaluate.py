@@ -9,7 +9,8 @@ from pathlib import Path
 from napari_segeval.cli._common import add_json_flag, add_modality_option, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
-PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
+PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d",
+                  "interactive")
 LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23",
                 "word", "feta", "totalsegmentator")
 
@@ -53,8 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
-                   help="msd-robust attack condition, e.g. pgd:eps=0.05,steps=5 (eps in "
-                        "normalized units); repeatable")
+                   help="attack condition of msd-robust and interactive, e.g. "
+                        "pgd:eps=0.05,steps=5 (eps in normalized units); repeatable")
     p.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: one per GPU, else one per core)")
     p.add_argument("--scheduler", metavar="ADDR",

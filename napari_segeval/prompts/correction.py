@@ -17,7 +17,8 @@ masks, so a round is reproducible):
    (ties: the first pixel in row-major order, lowest row then lowest column).
    ``kind="box"``: the reference's tight box on that slice; slices without reference
    and slices that already carry a box of this structure are passed over (the worst
-   remaining slice is taken), and when none is left the rule falls back to the point.
+   remaining slice is taken), and when none is left the rule falls back to the point
+   (or, for a model that takes no points, adds nothing).
 
 A structure that is already exact gets no prompt (``None``).
 
@@ -149,7 +150,8 @@ def _point(ref: np.ndarray, pred: np.ndarray, z: int, label: int, fn: int, fp: i
 
 
 def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int = 1,
-                    kind: str = "point", boxed: Iterable[int] = ()) -> Correction | None:
+                    kind: str = "point", boxed: Iterable[int] = (),
+                    points: bool = True) -> Correction | None:
     """The prompt a person adds next to one structure (module docstring), or None if exact.
 
     Parameters
@@ -163,6 +165,9 @@ def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int
         slice that has reference and no box yet (else the point).
     boxed : iterable of int
         Slices that already carry a box of this structure (``kind="box"``).
+    points : bool
+        Whether the model takes points; ``False``: where ``kind="box"`` finds no slice
+        for a box, None instead of the point.
 
     Raises
     ------
@@ -180,6 +185,8 @@ def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int
     Box(y0=1, x0=1, y1=5, x1=5, index=0, label=1)
     >>> next_correction(ref, pred, kind="box", boxed=[0]).prompt.positive
     False
+    >>> next_correction(ref, pred, kind="box", boxed=[0], points=False) is None
+    True
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -195,6 +202,8 @@ def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int
         if zb is not None:
             box = Box.from_mask(ref[zb], index=zb, label=label)
             return Correction(box, int(fn[zb]), int(fp[zb]), "fn" if fn[zb] >= fp[zb] else "fp")
+        if not points:
+            return None
     return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))
 
 

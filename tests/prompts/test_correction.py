@@ -101,6 +101,7 @@ def test_box_is_the_reference_box_on_the_worst_slice_not_yet_boxed():
     # every wrong slice boxed already: the point rule
     c = next_correction(ref, pred, label=5, kind="box", boxed=[1, 4])
     assert isinstance(c.prompt, Point) and c.index == 4
+    assert next_correction(ref, pred, kind="box", boxed=[1, 4], points=False) is None
 
 
 def test_box_passes_over_slices_without_reference():

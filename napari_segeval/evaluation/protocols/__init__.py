@@ -5,7 +5,7 @@ function and an aggregation. Its functions are module-level, so the object
 pickles by reference and runs in spawned worker processes and on Dask workers.
 
 Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
-``medsam2-video``, ``uncertainty``, ``cv5-2d``. :func:`get_protocol` also accepts
+``medsam2-video``, ``uncertainty``, ``cv5-2d``, ``interactive``. :func:`get_protocol` also accepts
 ``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
 
 A protocol may carry **paper presets** (:class:`Preset`): named parameter sets
@@ -33,6 +33,7 @@ REGISTRY: dict[str, str] = {
     "medsam2-video": "napari_segeval.evaluation.protocols.medsam2_video",
     "uncertainty": "napari_segeval.evaluation.protocols.uncertainty",
     "cv5-2d": "napari_segeval.evaluation.protocols.cv5_2d",
+    "interactive": "napari_segeval.evaluation.protocols.interactive",
 }
 
 

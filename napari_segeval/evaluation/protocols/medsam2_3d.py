@@ -25,7 +25,9 @@ for videos, MedSAM2's ``mask`` of the prompted frame).
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -149,9 +151,34 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     return {b.label: PromptSet.from_box(b) for b in prompts}
 
 
-def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
-    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
-    from napari_segeval.propagation import PropagationOptions, propagate_case
+@dataclass
+class Prepared:
+    """One case ready to propagate: what :func:`prepare_case` read and chose.
+
+    ``boxes`` are the round-0 boxes (one per structure present), ``sets`` their prompt
+    sets (a box, or the reference mask with ``prompt="mask"``), ``frames`` the case
+    preprocessed by ``model``; ``present`` maps the prompted ids to their names.
+    """
+
+    case: Any
+    boxes: list
+    sets: dict
+    model: Any
+    frames: Any
+    options: Any
+    present: dict
+    modality: str
+    ct_mapping: str
+    resize: str
+
+
+def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
+    """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
+
+    Shared by ``medsam2-3d``/``medsam2-video`` and the ``interactive`` protocol (whose
+    round 0 is therefore this recipe exactly).
+    """
+    from napari_segeval.propagation import PropagationOptions
 
     params = {**DEFAULTS, **params}
     check_params(params)
@@ -178,9 +205,24 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
                                  stop_when_empty=bool(params["stop_when_empty"]),
                                  connectivity=int(params["connectivity"]),
                                  decision=str(params["decision"]))
-    res = propagate_case(model, frames, prompt_sets(prompts, case.labels, str(params["prompt"])),
-                         options)
     present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
+    return Prepared(case, prompts, prompt_sets(prompts, case.labels, str(params["prompt"])),
+                    model, frames, options, present, modality, ct_mapping, resize)
+
+
+def structure_masks(res, prepared: Prepared, params: dict) -> dict:
+    """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
+    its voxels of the merged label map."""
+    if params.get("scoring", DEFAULTS["scoring"]) == "per-structure":
+        return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
+    return {lab: res.labels == lab for lab in prepared.present}
+
+
+def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
+                 condition: str = "clean") -> list[dict]:
+    """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
+    params = {**DEFAULTS, **params}
+    case, present = prepared.case, prepared.present
     video = mode == "video"
     metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
               "surface": not video}
@@ -188,18 +230,30 @@ def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
-            rows += C.score(case.labels, own, case.spacing, {lab: name}, "clean", **metric)
+            rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
     else:
-        rows = C.score(case.labels, res.labels, case.spacing, present, "clean", **metric)
-    boxes = {b.label: b for b in prompts}
+        rows = C.score(case.labels, res.labels, case.spacing, present, condition, **metric)
+    boxes = {b.label: b for b in prepared.boxes}
     task = Path(spec.root).name if spec.root else ""
+    modality = prepared.modality
     for r in rows:
         b = boxes[r["label"]]
         r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
                  model=res.params.get("model"), modality=modality,
-                 ct_mapping=ct_mapping if modality.upper() == "CT" else None,
-                 resize=resize, scoring=str(params["scoring"]))
-    k = prompts[0].index if video else None
+                 ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
+                 resize=prepared.resize, scoring=str(params["scoring"]))
+    return rows
+
+
+def propagate_and_score(spec, params: dict, *, mode: str) -> CaseOutput:
+    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``)."""
+    from napari_segeval.propagation import propagate_case
+
+    prepared = prepare_case(spec, params, mode=mode)
+    res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+    rows = score_result(res, prepared, params, spec, mode=mode)
+    case = prepared.case
+    k = prepared.boxes[0].index if mode == "video" else None
     return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
                       arrays=C.case_arrays(case, {"clean": res.labels}))
 
