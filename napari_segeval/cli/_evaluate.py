@@ -134,7 +134,10 @@ def _summary_text(result) -> str:
             f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)")
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
-    if rows:
+    rounds = (s.get("results") or {}).get("conditions")
+    if rounds and s["protocol"] == "interactive":
+        lines.append(rounds_text(s["results"]))
+    elif rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         lines.append(format_table(
             ["structure", "condition", "n", "mean dice", "median", "iqr"],
@@ -153,6 +156,31 @@ def _summary_text(result) -> str:
         written.append(out / "report.html")
     lines.append("wrote " + ", ".join(str(w) for w in written))
     return "\n".join(lines)
+
+
+def rounds_text(results: dict) -> str:
+    """The ``interactive`` summary as two tables: Dice per round, then the curve numbers.
+
+    Examples
+    --------
+    >>> c = {"n_structures": 2, "curve": [{"round": 0, "n": 2, "median": 0.8, "q1": 0.7,
+    ...      "q3": 0.9}], "auc": {"median": 0.8}, "noi": {"mean": 1.0, "median": 1.0},
+    ...      "reached": 0.5, "falls": 0.0}
+    >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
+    clean      0      2  0.8000       0.7000  0.9000
+    """
+    target = float(results.get("target_dice", 0.9))
+    conds = results["conditions"]
+    per_round = format_table(
+        ["condition", "round", "n", "median dice", "q1", "q3"],
+        [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
+         for cond, c in conds.items() for p in c["curve"]])
+    curve = format_table(
+        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}",
+         "falls"],
+        [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"], c["noi"]["median"],
+          c["reached"], c["falls"]] for cond, c in conds.items()])
+    return per_round + "\n" + curve
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,10 @@ link to the case's saved prediction files (relative links into
 thumbnails of the worst cases (image with reference, clean and attacked
 overlays on the slice with the most reference), and, when the rows carry a
 per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
-Spearman correlations stated. Pictures are inline base64
+Spearman correlations stated. An ``interactive`` run leads with Dice against
+correction round (median and interquartile band per condition, with the area under
+the curve, NoI and the share reaching the target Dice), and its per-condition tables
+show round 0 and the last round (``"<condition> round K"``). Pictures are inline base64
 PNGs and the sorting is a few lines of inline JavaScript: the file opens
 anywhere, offline.
 """
@@ -237,6 +240,47 @@ def _uncertainty_tables(results: dict) -> str:
             + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
 
 
+def _round_rows(rows: list[dict]) -> list[dict]:
+    """Rows of an ``interactive`` run for the per-condition sections: round 0 under its
+    condition and the last round as ``"<condition> round K"`` (other rounds dropped)."""
+    if not any("round" in r for r in rows):
+        return rows
+    last = max(int(r["round"]) for r in rows)
+    out = [r for r in rows if int(r["round"]) == 0]
+    if last:
+        out += [{**r, "condition": f"{r['condition']} round {last}"} for r in rows
+                if int(r["round"]) == last]
+    return out
+
+
+def _rounds(results: dict, rows: list[dict]) -> str:
+    """The ``interactive`` protocol: Dice against correction round (plot and table)."""
+    conds = results.get("conditions") or {}
+    if not conds:
+        return ""
+    models = sorted({str(r.get("model")) for r in rows if r.get("model")})
+    kinds = sorted({str(r.get("refine_prompt")) for r in rows if r.get("refine_prompt")})
+    target = float(results.get("target_dice", 0.9))
+    text = (f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
+            f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "
+            f"prediction is most wrong). Median Dice after each round with its interquartile "
+            f"band, over every case and structure. {html.escape(results.get('auc_rule', ''))}"
+            f" (AUC); {html.escape(results.get('noi_rule', ''))}.</p>")
+    body = []
+    for cond, c in conds.items():
+        body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
+    summary = [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"],
+                c["noi"]["median"], c["reached"], c["falls"]] for cond, c in conds.items()]
+    tables = (table(["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False)
+              + table(["condition", "structures", "AUC (median)", "NoI mean", "NoI median",
+                       f"reach {target:g}", "Dice falls"], summary, sortable=False))
+    if not F.have_matplotlib():
+        return text + '<p class="note">The plot needs matplotlib.</p>' + tables
+    uri = F.curves_uri({cond: c["curve"] for cond, c in conds.items()}, "correction round",
+                       "Dice", f"model {', '.join(models)}")
+    return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
+
+
 def _recipe(run: dict) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     from napari_segeval.evaluation.protocols import get_protocol
@@ -268,7 +312,8 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     run = store.read_json(out / "run.json")
     summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
     cases, records = store.load_records(out)
-    rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
+    all_rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
+    rows = _round_rows(all_rows)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
     counts = (f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
@@ -279,6 +324,9 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     parts = [f"<h1>{html.escape(title)}</h1>", counts, _recipe(run),
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
+    results = summary.get("results") or {}
+    if all_rows and "round" in all_rows[0]:
+        parts += ["<h2>Dice against correction round</h2>", _rounds(results, all_rows)]
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         parts += ["<h2>Dice per structure and condition</h2>", table(
@@ -289,7 +337,6 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         scatter = _dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
-        results = summary.get("results") or {}
         if run.get("protocol") == "uncertainty":
             parts.append(_uncertainty_tables(results))
         robust = results.get("robust_fraction")

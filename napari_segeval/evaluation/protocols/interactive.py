@@ -85,6 +85,11 @@ def check_params(params: Mapping) -> None:
     M.check_params(dict(params))
 
 
+def prepare(specs, params: dict, output_dir) -> None:
+    """Check the parameters once, before any case runs (bad values: one line, no case run)."""
+    check_params({**DEFAULTS, **params})
+
+
 def refine_kind(model: Any, refine_prompt: str) -> str:
     """``"point"`` or ``"box"``: what the corrections are for this model.
 
@@ -301,6 +306,7 @@ PROTOCOL = Protocol(
     differences=DIFFERENCES,
     run_case=run_case,
     summarize=summarize,
+    prepare=prepare,
     description=(
         "Interactive correction: medsam2-3d's (or medsam2-video's) round 0, then K rounds "
         "that each add a click (or box) where the prediction is most wrong and "
@@ -310,4 +316,4 @@ PROTOCOL = Protocol(
 )
 
 __all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "check_params", "correction_rounds",
-           "prompt_sets_at", "refine_kind", "run_case", "summarize"]
+           "prepare", "prompt_sets_at", "refine_kind", "run_case", "summarize"]
