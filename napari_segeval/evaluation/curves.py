@@ -100,7 +100,7 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != "clean", c))
     out: dict = {"rounds": rounds, "target_dice": target,
-                 "auc_rule": ("area under Dice against round 0..K (trapezoid) divided by K; "
+                 "auc_rule": ("Area under Dice against round 0..K (trapezoid) divided by K; "
                               "1 is Dice 1 from round 0; K = 0: round 0's Dice"),
                  "noi_rule": (f"NoI@{round(target * 100):g}: correction rounds until Dice >= "
                               f"{target:g} (0 when round 0 reaches it), K + 1 = {rounds + 1} "
