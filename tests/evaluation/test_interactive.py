@@ -181,3 +181,19 @@ def test_curve_numbers_known_answers():
     assert s["noi"] == {"mean": (2 + 0 + 3) / 3, "median": 2.0, "cap": 3}
     assert s["reached"] == pytest.approx(2 / 3) and s["falls"] == pytest.approx(1 / 3)
     assert s["auc"]["median"] == pytest.approx((0.825 + 0.9) / 2)
+
+
+def test_cli_prints_the_round_table_and_one_json_object(tmp_path, capsys):
+    from napari_segeval.cli import main
+
+    task = island_task(tmp_path / "Task95")
+    args = ["evaluate", str(task), "--protocol", "interactive", "--no-progress",
+            "--param", "model=threshold", "--param", "keep_largest=false",
+            "--param", "rounds=1", "--no-report"]
+    assert main([*args, "-o", str(tmp_path / "t")]) == 0
+    text = capsys.readouterr().out
+    assert "condition  round  n  median dice" in text and "noi mean" in text
+    assert main([*args, "-o", str(tmp_path / "j"), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    curve = obj["results"]["conditions"]["clean"]["curve"]
+    assert [p["round"] for p in curve] == [0, 1] and curve[1]["median"] == 1.0
