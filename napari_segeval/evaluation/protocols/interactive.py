@@ -127,6 +127,7 @@ def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: 
     round 0's is empty. The session re-propagates only the structures that got one.
     """
     from napari_segeval.prompts.correction import next_correction
+    from napari_segeval.prompts.prompt_set import Point
     from napari_segeval.propagation import PropagationSession
 
     session = PropagationSession(prepared.model, frames, prepared.options)
@@ -139,7 +140,8 @@ def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: 
         masks = M.structure_masks(res, prepared, dict(params))
         added = {}
         for lab in prepared.present:
-            boxed = [b.index for b in session.prompts[lab].boxes]
+            # a box replaces what its slice had: never over a box or a mask prompt
+            boxed = [q.index for q in session.prompts[lab] if not isinstance(q, Point)]
             c = next_correction(labels == lab, masks[lab], label=lab, kind=kind, boxed=boxed,
                                 points=points)
             added[lab] = c
@@ -181,7 +183,8 @@ def _attacked_frames(prepared: M.Prepared, attack: Mapping, params: Mapping, mod
     res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
                       reference=str(target_opts.get("reference", "labels")))
     delta = torch.as_tensor(res.perturbation_normalized, device=target.x.device)
-    frames = (target.x[0] + delta).to(prepared.frames.dtype)
+    clean = prepared.frames
+    frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
     cond = attack_condition(res.params["attack"])
     values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
     images = {f"perturbed:{cond}": res.perturbed_image, f"perturbation:{cond}": res.perturbation}
