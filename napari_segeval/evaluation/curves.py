@@ -11,12 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-
-def _f(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+from napari_segeval.evaluation.summary import _f
 
 
 def _quartiles(values: Iterable[float]) -> dict:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -147,19 +145,19 @@ def test_attack_rounds_run_on_the_attacked_image(tmp_path):
     assert set(r.summary["results"]["conditions"]) == {"clean", cond}
 
 
-def test_bad_parameters_are_one_line_before_any_case(tmp_path):
+def test_bad_parameters_are_one_line_before_any_case(tmp_path, capsys):
     task = island_task(tmp_path / "Task95")
     with pytest.raises(SegEvalError, match="parameter rounds must be a whole number >= 0, got -1"):
         run_evaluation(task, "interactive", tmp_path / "o", params={"rounds": -1}, workers=1)
     with pytest.raises(SegEvalError, match="refine_prompt must be one of auto, point, box"):
         check_params({"refine_prompt": "scribble"})
-    res = subprocess.run([sys.executable, "-m", "napari_segeval.cli", "evaluate", str(task),
-                          "--protocol", "interactive", "-o", str(tmp_path / "c"),
-                          "--param", "refine_prompt=lasso"], capture_output=True, text=True)
-    assert res.returncode != 0
-    assert res.stderr.strip().splitlines() == [
-        "segeval evaluate: error: parameter refine_prompt must be one of auto, point, box, got "
-        "'lasso'"]
+    from napari_segeval.cli import main
+
+    code = main(["evaluate", str(task), "--protocol", "interactive", "-o", str(tmp_path / "c"),
+                 "--param", "refine_prompt=lasso"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and err == [("segeval evaluate: error: parameter refine_prompt must be one "
+                                  "of auto, point, box, got 'lasso'")]
 
 
 def test_point_corrections_need_a_model_that_takes_points(tmp_path):
