@@ -195,3 +195,29 @@ def test_cli_prints_the_round_table_and_one_json_object(tmp_path, capsys):
     obj = json.loads(capsys.readouterr().out)
     curve = obj["results"]["conditions"]["clean"]["curve"]
     assert [p["round"] for p in curve] == [0, 1] and curve[1]["median"] == 1.0
+
+
+def test_video_mode_round0_is_medsam2_video(tmp_path):
+    from napari_segeval.io import Geometry, write_image, write_labels
+
+    folder = tmp_path / "echo" / "patient0001"
+    folder.mkdir(parents=True)
+    labels = np.zeros((6, 20, 20), np.uint8)
+    for t in range(6):
+        labels[t, 4 + t // 2:12 + t // 2, 5:12] = 1
+    labels[3, 15:19, 1:5] = 1                      # a part only frame 3 shows
+    image = np.where(labels > 0, 220, 20).astype(np.uint8)
+    write_image(folder / "patient0001_2CH_half_sequence.mhd", image, Geometry.identity(3))
+    write_labels(folder / "patient0001_2CH_half_sequence_gt.mhd", labels, Geometry.identity(3))
+    opts = {"camus_mode": "sequences"}
+    params = {"model": "threshold", "keep_largest": False}
+    base = run_evaluation(tmp_path / "echo", "medsam2-video", tmp_path / "v", params=params,
+                          layout_options=opts, workers=1, report=False)
+    r = run_evaluation(tmp_path / "echo", "interactive", tmp_path / "i", layout_options=opts,
+                       params={**params, "mode": "video", "rounds": 1}, workers=1, report=False)
+    assert base.n_ok == r.n_ok == 1, r.summary["failed"]
+    rows = {x["round"]: x for x in ok_rows(tmp_path / "i")}
+    (ref,) = ok_rows(tmp_path / "v")
+    assert rows[0]["dice"] == ref["dice"] < 1.0 and rows[0]["key_slice"] == 0
+    assert json.loads(rows[1]["prompt"])[0]["index"] == 3 and rows[1]["dice"] == 1.0
+    assert rows[1]["prompt_text"].endswith("on frame 3") and rows[0]["nsd"] is None
