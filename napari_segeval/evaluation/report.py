@@ -99,12 +99,21 @@ def file_links(files: dict | None, conditions: list[str], error: str | None = No
     '<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
     >>> file_links({}, ["clean"])
     '-'
+    >>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, ["clean round 2"])
+    '<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
     """
     if not files:
         return Markup(html.escape(f"not saved: {error}") if error else "-")
     parts = []
     for i, cond in enumerate(conditions):
         tag = "clean" if cond == "clean" else f"att.{i}"
+        base, _, k = cond.rpartition(" round ")
+        if cond not in files and k.isdigit() and f"round{k}:{base}" in files:
+            # an interactive run's last round (:func:`_round_rows`)
+            tag = f"{'clean' if base == 'clean' else 'att'} r{k}"
+            parts.append(f'<a href="{html.escape(quote(files[f"round{k}:{base}"]))}" '
+                         f'title="{html.escape(cond)} prediction">{tag}</a>')
+            continue
         for key, text, what in ((cond, tag, "prediction"),
                                 (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
                                 (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):
