@@ -43,6 +43,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import medsam2_3d as M
+from napari_segeval.evaluation.rounds import round_key
 
 DEFAULTS = {
     **M.DEFAULTS,
@@ -234,7 +235,7 @@ def _rounds_of(spec, params: dict, prepared: M.Prepared) -> CaseOutput:
                     prompts = [] if added.get(lab) is None else [added[lab].prompt]
                 row.update(round=r, refine_prompt=kind, **values, **_prompt_columns(prompts, where))
             rows += scored
-            predictions[cond if r == 0 else f"round{r}:{cond}"] = res.labels
+            predictions[round_key(cond, r)] = res.labels
             if r in (0, last):
                 views[cond if r == 0 else f"{cond} round {r}"] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
@@ -262,18 +263,18 @@ def prompt_sets_at(rows: Sequence[Mapping], case: str, condition: str = "clean",
     >>> len(prompt_sets_at(rows, "a", round=0)[1])
     1
     """
-    from napari_segeval.prompts.prompt_set import PromptSet, prompt_from_dict
+    from napari_segeval.evaluation.rounds import case_rounds
+    from napari_segeval.prompts.prompt_set import PromptSet
 
-    mine = [r for r in rows if r["case"] == case and r["condition"] == condition
-            and (model is None or r.get("model") == model)]
-    stop = max((int(r["round"]) for r in mine), default=0) if round is None else int(round)
-    sets: dict[int, list] = {}
-    for r in sorted(mine, key=lambda r: int(r["round"])):
-        if int(r["round"]) <= stop:
-            lab = int(r["label"])
-            sets.setdefault(lab, []).extend(prompt_from_dict(d, lab)
-                                            for d in json.loads(r["prompt"] or "[]"))
-    return {lab: PromptSet(lab, tuple(p)) for lab, p in sets.items()}
+    labels = sorted({int(r["label"]) for r in rows if r["case"] == case
+                     and r["condition"] == condition and r.get("label") is not None})
+    sets = {}
+    for lab in labels:
+        done = [x for x in case_rounds(rows, case, lab, condition, model)
+                if round is None or x.round <= int(round)]
+        if done:
+            sets[lab] = PromptSet(lab, done[-1].prompts)
+    return sets
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
