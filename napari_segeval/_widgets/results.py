@@ -154,8 +154,7 @@ class ResultsPanel(QWidget):
         self.correct_button.setToolTip("correct the case shown in the Prompt tab: boxes and "
                                        "clicks on the failing slice, then re-propagate")
         self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
-        self.rounds = RoundStepper(napari_viewer, self.layers,
-                                   lambda z: self._dice().dice.go_to_slice(z))
+        self.rounds = RoundStepper(self)
         self.state.subscribe(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)

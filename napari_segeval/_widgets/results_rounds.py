@@ -7,14 +7,15 @@ simulated person added. *◀ Round* / *Round ▶* (or a click on a round) show t
 its saved prediction (the other predictions hidden), every prompt given so far as
 two layers, ``<case> prompts`` (Points: green positive clicks, magenta negative ones)
 and ``<case> boxes`` (Shapes), with the prompts added in that round drawn larger, and
-the view on the slice of the prompt added. So a round that does not help is seen on
-the slice where its prompt went. Mask prompts (``prompt=mask``) are listed, not drawn.
+the view on the slice of the prompt added; the *Evaluate* panel's Dice tab then
+compares round 0 with that round (its per-slice Dice shows where the round helped or
+hurt; counted in the panel's worker). So a round that does not help is seen on the
+slice where its prompt went. Mask prompts (``prompt=mask``) are listed, not drawn.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 from qtpy.QtGui import QColor
@@ -100,18 +101,17 @@ class RoundStepper(QWidget):
 
     Parameters
     ----------
-    viewer : napari.Viewer
-    layers : CaseLayers
-        The *Results* panel's layers (the round's prediction is shown among them).
-    go_to_slice : callable
-        Moves the view to a slice (the Dice panel's).
+    panel : ResultsPanel
+        The *Results* panel: its viewer, layers (the round's prediction is shown among
+        them), the case loaded, its worker and its Evaluate panel.
     """
 
-    def __init__(self, viewer: Any, layers: Any, go_to_slice: Callable[[int], None]) -> None:
+    def __init__(self, panel: Any) -> None:
         super().__init__()
-        self.viewer, self.case_layers, self.go_to_slice = viewer, layers, go_to_slice
+        self.panel, self.viewer, self.case_layers = panel, panel.viewer, panel.layers
         self.rounds: list = []
         self.current: int | None = None
+        self.wanted: str | None = None  # the round the Dice tab is to compare
         self.prompt_layers: dict[str, Any] = {}
         self.title = QLabel("Correction rounds")
         self.table = QTableWidget(0, 4)
@@ -207,7 +207,34 @@ class RoundStepper(QWidget):
         self.status.setText(f"Round {rnd.round} of {self.rounds[-1].round}: Dice {dice}{since}"
                             f"{', it fell' if fell else ''}. Added: {added}.")
         if move and rnd.added:
-            self.go_to_slice(int(rnd.added[0].index))
+            self.panel._dice().dice.go_to_slice(int(rnd.added[0].index))
+        self._compare(rnd.key)
+
+    def _compare(self, key: str) -> None:
+        """The Dice tab compares round 0 with round ``key`` (counted in the worker)."""
+        from napari_segeval._widgets.results_jobs import pair_job
+
+        self.wanted = key  # a count of a round stepped past is dropped when it arrives
+        loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
+        if loaded is None or key in loaded.pair or key not in loaded.predictions:
+            return
+        self.panel._start(f"counting {key}", pair_job, loaded, key, on_done=self._compared,
+                          needs=[image] if image is not None else [])
+
+    def _compared(self, result: tuple) -> None:
+        from dataclasses import replace
+
+        loaded, key, counted = result
+        shown, layers = self.panel.loaded, self.case_layers.layers
+        if (key != self.wanted or shown is None or shown.case is not loaded.case
+                or prediction_role(key) not in layers):
+            return  # another round, case or folder since
+        self.panel.loaded = replace(shown, pair=(shown.pair[0], key))
+        state = self.panel.state
+        state.set_case(layers["image"], layers.get("reference"),
+                       {"clean": layers.get(prediction_role(shown.pair[0] or "clean")),
+                        "attacked": layers[prediction_role(key)]},
+                       state.current, counted=counted, attacked_image=state.attacked_image)
 
     def _draw(self, rnd: Any) -> None:
         """Replace the prompt layers by the prompts given up to ``rnd``."""

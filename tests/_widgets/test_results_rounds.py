@@ -116,8 +116,26 @@ def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot
     assert np.allclose(points.face_color[:, :3], [0x22 / 255, 0xdd / 255, 0x44 / 255], atol=0.01)
     assert not stepper.next_button.isEnabled()
     assert current_index(viewer, dice._layer_for_axis0()) == second["index"]
+    # the Dice tab compares round 0 with round 2 (counted in the panel's worker)
+    qtbot.waitUntil(lambda: not panel.runner.running
+                    and panel.loaded.pair == ("clean", "round2:clean"), timeout=60000)
+    layers = panel.layers.layers
+    assert panel.state.predictions["clean"] is layers["clean"]
+    assert panel.state.predictions["attacked"] is layers["attacked:round2:clean"]
+    rec = next(r for r in dice.records if r["label"] == 1)
+    assert rec["clean"]["dice"] == pytest.approx(written[0]["dice"], abs=1e-12)
+    assert rec["attacked"]["dice"] == pytest.approx(written[2]["dice"], abs=1e-12)
     stepper.step(1)
     assert stepper.current == 2
+
+    stepper.step(-1)  # quick steps: the Dice tab ends on the last one (round 2 here)
+    stepper.step(1)
+    qtbot.waitUntil(lambda: not panel.runner.running, timeout=60000)
+    assert panel.state.predictions["attacked"] is layers["attacked:round2:clean"]
+    stepper.step(-1)
+    qtbot.waitUntil(lambda: not panel.runner.running
+                    and panel.loaded.pair == ("clean", "round1:clean"), timeout=60000)
+    assert panel.state.predictions["attacked"] is layers["attacked:round1:clean"]
 
     stepper.table.selectRow(0)  # a click on a round in the list shows it
     assert stepper.current == 0 and visible_prediction(panel) == "clean"
