@@ -101,3 +101,25 @@ def test_rounds_of_each_model_in_a_run_of_several(tmp_path):
     assert mine[1].dice == 1.0 and mine[1].added[0].index == 6
     loaded = folder.load("isl", "round1:clean @ builtin")
     assert loaded.pair == ("clean @ builtin", "round1:clean @ builtin")
+
+
+def test_an_attacked_round_opens_with_its_attack_s_perturbed_image(tmp_path):
+    from napari_segeval.io import read_image
+
+    out = tmp_path / "o"
+    r = run_evaluation(island_task(tmp_path / "Task95"), "interactive", out, workers=1,
+                       report=False, params={**ISLAND, "rounds": 1,
+                                             "attacks": [{"name": "fgsm", "eps": 0.45}]})
+    assert r.n_ok == 1, r.summary["failed"]
+    cond = "fgsm-linf eps=0.45"
+    folder = ResultsFolder(out)
+    rows = {(x["condition"], x["round"]): x for x in folder.rows()}
+    attacked = rows[(f"round1:{cond}", 1)]
+    assert attacked["delta_dice"] == pytest.approx(
+        attacked["dice"] - rows[("round1:clean", 1)]["dice"])  # against clean of its round
+    files = folder.records["isl"]["files"]
+    loaded = folder.load("isl", f"round1:{cond}")
+    assert loaded.pair == ("clean", f"round1:{cond}")
+    perturbed = read_image(out / files[f"perturbed:{cond}"]).image
+    np.testing.assert_allclose(loaded.perturbed, perturbed, rtol=0, atol=1e-3)
+    assert loaded.files[f"perturbation:{cond}"].endswith(files[f"perturbation:{cond}"])
