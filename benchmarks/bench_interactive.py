@@ -1,4 +1,12 @@
-"""What a correction costs: re-propagating a case after a person adds a prompt.
+"""What a correction costs, and what it buys: timing of a round, Dice after each round.
+
+``--part timing`` (below) times one correction round; ``--part rounds`` runs the
+``interactive`` protocol (Dice after rounds 0..5 for the built-in model, the threshold
+baseline and MedSAM2 with random weights, on the sample task and on held-out generated
+volumes; see ``_interactive_rounds.py``) and prints the issue's two targets as
+PASS/FAIL lines; ``--part all`` does both.
+
+Timing:
 
 A correction round = one prompt added to one structure on a slice the first
 propagation got wrong, then :meth:`PropagationSession.propagate` (only that structure
@@ -15,9 +23,11 @@ features it computed for the same frames).
 
 Times are process CPU seconds (the fair clock on a shared machine) and wall seconds,
 best of ``--repeat``. Run: ``.venv/bin/python benchmarks/bench_interactive.py
-[--backend medsam2|builtin|both] [--slices 24] [--repeat 3] [--threads 2]``;
-``--quick`` is a smoke run (few slices, one repeat). The last lines start with
-``SUMMARY``.
+[--part timing|rounds|all] [--backend medsam2|builtin|both] [--slices 24] [--repeat 3]
+[--threads 2] [--rounds 5] [--cases 0] [--heldout 8] [--medsam2-cases 2]
+[--models builtin threshold medsam2]``; ``--quick`` is a smoke run (few slices, one
+repeat; two rounds on two cases of each data set). The timing part's last lines start
+with ``SUMMARY``.
 """
 
 from __future__ import annotations
@@ -55,24 +65,17 @@ def ct_case(slices: int | None):
 
 
 def correction(labels: np.ndarray, label: int, result_labels: np.ndarray, clicks: bool):
-    """The prompt a person adds: on the slice where the structure is most wrong, a click
-    at its worst pixel (negative on a false positive, positive on a false negative), or
-    (weights without clicks) that slice's reference box."""
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_set import Point
+    """The prompt a person adds (the interactive protocol's rule,
+    :func:`napari_segeval.prompts.next_correction`): a click at the most interior pixel of
+    the larger error region of the worst slice, or (weights without clicks) the
+    reference's box on the worst slice that has reference."""
+    from napari_segeval.prompts.correction import next_correction
 
-    ref_mask, pred = labels == label, result_labels == label
-    wrong = (ref_mask ^ pred).sum(axis=(1, 2))
-    z = int(np.argmax(wrong))
-    if not clicks:
-        zs = np.flatnonzero(ref_mask.any(axis=(1, 2)))
-        z = z if ref_mask[z].any() else int(zs[np.argmin(np.abs(zs - z))])
-        return Box.from_mask(ref_mask[z], index=z, label=label)
-    fp, fn = pred[z] & ~ref_mask[z], ref_mask[z] & ~pred[z]
-    positive = fn.sum() >= fp.sum()
-    ys, xs = np.nonzero(fn if positive else fp)
-    i = len(ys) // 2
-    return Point(int(ys[i]), int(xs[i]), index=z, label=label, positive=bool(positive))
+    c = next_correction(labels == label, result_labels == label, label=label,
+                        kind="point" if clicks else "box", points=clicks)
+    if c is None:
+        raise SystemExit(f"structure {label} is already exact: nothing to correct")
+    return c.prompt
 
 
 def bench_medsam2(args, device, tmp: Path) -> dict:
@@ -165,10 +168,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (0: default)")
-    ap.add_argument("--quick", action="store_true", help="6 slices, one repeat")
+    ap.add_argument("--quick", action="store_true",
+                    help="6 slices, one repeat; 2 rounds on 2 cases of each data set")
+    ap.add_argument("--part", choices=("timing", "rounds", "all"), default="all")
+    ap.add_argument("--rounds", type=int, default=5, help="correction rounds (rounds part)")
+    ap.add_argument("--cases", type=int, default=0, help="sample-task cases (0: all six)")
+    ap.add_argument("--heldout", type=int, default=8, help="held-out volumes")
+    ap.add_argument("--medsam2-cases", type=int, default=2,
+                    help="cases of each data set for MedSAM2 (CPU; 0: all)")
+    ap.add_argument("--models", nargs="+", default=["builtin", "threshold", "medsam2"],
+                    choices=("builtin", "threshold", "medsam2"))
     args = ap.parse_args(argv)
     if args.quick:
         args.slices, args.repeat = 6, 1
+        args.rounds, args.cases, args.heldout, args.medsam2_cases = 2, 2, 2, 1
 
     import torch
 
@@ -180,6 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     device = pick_device(args.device)
     print(f"torch {torch.__version__}, device {device}, CPU threads {torch.get_num_threads()}")
     results = []
+    if args.part in ("rounds", "all"):
+        from _interactive_rounds import bench_rounds
+
+        bench_rounds(args)
+    if args.part == "rounds":
+        return 0
     if args.backend in ("builtin", "both"):
         results.append(bench_builtin(args, device))
     if args.backend in ("medsam2", "both"):

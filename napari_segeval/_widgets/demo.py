@@ -7,9 +7,11 @@ With ``compare=True`` it ends in compare mode (reference, clean and attacked
 predictions in three linked views) with the disagreement layer on the main canvas.
 With ``correct=True`` (no attack) it corrects the liver as a person would: on the
 largest slice of it that the prediction gets badly wrong (:func:`correction_slice`),
-a click deep inside the larger error (a box from the reference when the model takes
-no clicks), drawn in the Prompt tab's layers, then *Re-propagate*; it ends on that
-slice with the Prompt tab showing the prompts and how Dice moved.
+the prompt of the ``interactive`` protocol's rule on that slice
+(:func:`~napari_segeval.prompts.next_correction` given the slice: a click deep inside
+the larger error, a box from the reference when the model takes no clicks), drawn in
+the Prompt tab's layers, then *Re-propagate*; it ends on that slice with the Prompt
+tab showing the prompts and how Dice moved.
 """
 
 from __future__ import annotations
@@ -123,17 +125,19 @@ class DemoRun:
         """Draw the correction in the Prompt tab's layers (as a person would), re-propagate."""
         import numpy as np
 
-        from napari_segeval.prompts import correction_prompt
+        from napari_segeval.prompts import next_correction
 
         w, label = self.widget, self.box.label
-        ref = np.asarray(w.state.reference.data)
-        pred = np.asarray(w.state.predictions["clean"].data)
+        stack = (-1, *w.state.reference.data.shape[-2:])  # a 2D image as one slice
+        ref = np.asarray(w.state.reference.data).reshape(stack) == label
+        pred = np.asarray(w.state.predictions["clean"].data).reshape(stack) == label
         points = w.prompt.update_capability().points is True
-        index = correction_slice(ref, pred, label)
-        prompt = correction_prompt(ref, pred, label, index, points=points)
-        if prompt is None:
+        found = next_correction(ref, pred, label=label, kind="point" if points else "box",
+                                points=points, index=correction_slice(ref, pred, 1))
+        if found is None:
             self._done()
             return
+        prompt = found.prompt
         tools = w.prompt.tools
         if points:
             tools.start_points(prompt.positive).add(prompt.to_napari(3))

@@ -24,6 +24,10 @@ the row's condition (lowest Dice, ties broken by the most wrong voxels:
 :func:`napari_segeval.metrics.worst_slice`). Another row of the case
 shown only moves the view.
 
+An ``interactive`` run's rows carry their round (the condition names the round's
+prediction, ``round2:clean``); the box under the table steps through the selected
+row's rounds with their prompts (:mod:`~napari_segeval._widgets.results_rounds`).
+
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
 current order), anywhere in the napari window.
 
@@ -72,6 +76,7 @@ from napari_segeval._widgets.results_jobs import (
     row_label,
 )
 from napari_segeval._widgets.results_layers import CaseLayers, prediction_role
+from napari_segeval._widgets.results_rounds import RoundStepper
 from napari_segeval._widgets.results_table import ALL, ResultsModel, ResultsProxy, fold_text
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
@@ -149,6 +154,7 @@ class ResultsPanel(QWidget):
         self.correct_button.setToolTip("correct the case shown in the Prompt tab: boxes and "
                                        "clicks on the failing slice, then re-propagate")
         self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
+        self.rounds = RoundStepper(self)
         self.state.subscribe(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
@@ -179,6 +185,7 @@ class ResultsPanel(QWidget):
         layout.addWidget(self.summary)
         layout.addLayout(form)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.rounds)
         layout.addLayout(nav)
         layout.addLayout(save)
         layout.addWidget(self.runner)
@@ -214,6 +221,7 @@ class ResultsPanel(QWidget):
     def _opened(self, folder) -> None:
         if self.layers.layers:
             self.state.set_case(None, None, {}, None)
+        self.rounds.reset()
         self.layers.clear()
         self.folder, self.loaded, self.row = folder, None, None
         rows = folder.rows()
@@ -336,6 +344,7 @@ class ResultsPanel(QWidget):
             evaluate.dice.table.scrollToItem(evaluate.dice.table.item(labels.index(label), 0))
         if worst is not None:
             evaluate.dice.go_to_slice(worst)
+        self.rounds.show_row(self.folder, row, label, self.layers.layers.get("image"))
 
     def _dice(self) -> Any:
         """The Evaluate panel of this viewer (docked when not open yet)."""

@@ -121,3 +121,14 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
         else:
             worst = worst_slice(loaded.case.labels, pred, label)
     return row, loaded, specs, worst, counted
+
+
+def pair_job(loaded, second: str, progress=None, cancel=None):
+    """Worker side of a round stepped to (:mod:`~napari_segeval._widgets.results_rounds`):
+    the Dice panel's counters of the case's first prediction and ``second``, already
+    loaded (nothing is read). Returns ``(loaded, second, counters)``."""
+    from napari_segeval.evaluation.loaded import counters
+
+    first = loaded.pair[0] or "clean"
+    return loaded, second, counters(loaded.case, loaded.predictions, second, first)
+

@@ -55,6 +55,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     the label ids present in the reference when already counted.
     """
     from napari_segeval._layer_data import case_to_layers
+    from napari_segeval.evaluation.loaded import attacked_image_key
 
     case, cid = loaded.case, loaded.case_id
     base = case_to_layers(case, cid, ids)
@@ -63,7 +64,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     place = {k: img_kw[k] for k in ("scale", "translate")}
     meta = dict(img_kw["metadata"])
     out = [("image", img_data, img_kw, "image")]
-    focus = loaded.focus or ""
+    focus = attacked_image_key(loaded.focus) if loaded.focus else ""  # a round: its attack
     if loaded.perturbed is not None:
         out.append(("perturbed", loaded.perturbed, {
             **place, "name": f"{cid} perturbed ({focus})", "rgb": case.is_rgb, "visible": False,

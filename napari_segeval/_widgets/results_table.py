@@ -21,6 +21,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("case", "case", "case id"),
     ("structure", "structure", "structure name"),
     ("condition", "condition", "clean, or the attack with its parameters"),
+    ("round", "round", "correction round of an interactive run (0: the first propagation)"),
     ("fold", "fold", "cross-validation fold"),
     ("dice", "Dice", "Dice of this condition"),
     ("delta_dice", "ΔDice", "attacked − clean Dice of the same case and structure"),

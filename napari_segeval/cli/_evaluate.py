@@ -9,7 +9,8 @@ from pathlib import Path
 from napari_segeval.cli._common import add_json_flag, add_modality_option, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
-PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d")
+PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d",
+                  "interactive")
 LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23",
                 "word", "feta", "totalsegmentator")
 
@@ -58,8 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
     p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
-                   help="msd-robust attack condition, e.g. pgd:eps=0.05,steps=5 (eps in "
-                        "normalized units); repeatable")
+                   help="attack condition of msd-robust and interactive, e.g. "
+                        "pgd:eps=0.05,steps=5 (eps in normalized units); repeatable")
     p.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: one per GPU, else one per core)")
     p.add_argument("--scheduler", metavar="ADDR",
@@ -187,12 +188,17 @@ def _summary_text(result) -> str:
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
     models = (s.get("params") or {}).get("models") or [None]
+    results = s.get("results") or {}
     for model in models:
         mine = [r for r in rows if model is None or r.get("model") == model]
         if not mine:
             continue
         if model is not None:
             lines.append(f"model {model}:")
+        own = (results.get("by_model") or {}).get(model, {}) if model is not None else results
+        if s["protocol"] == "interactive" and own.get("conditions"):
+            lines.append(rounds_text(own))
+            continue
         stats = summarize(mine, "dice", by=("structure", "condition"))
         lines.append(format_table(
             ["structure", "condition", "n", "mean dice", "median", "iqr"],
@@ -212,6 +218,31 @@ def _summary_text(result) -> str:
         written.append(out / "report.html")
     lines.append("wrote " + ", ".join(str(w) for w in written))
     return "\n".join(lines)
+
+
+def rounds_text(results: dict) -> str:
+    """The ``interactive`` summary as two tables: Dice per round, then the curve numbers.
+
+    Examples
+    --------
+    >>> c = {"n_structures": 2, "curve": [{"round": 0, "n": 2, "median": 0.8, "q1": 0.7,
+    ...      "q3": 0.9}], "auc": {"median": 0.8}, "noi": {"mean": 1.0, "median": 1.0},
+    ...      "reached": 0.5, "falls": 0.0}
+    >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
+    clean      0      2  0.8000       0.7000  0.9000
+    """
+    target = float(results.get("target_dice", 0.9))
+    conds = results["conditions"]
+    per_round = format_table(
+        ["condition", "round", "n", "median dice", "q1", "q3"],
+        [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
+         for cond, c in conds.items() for p in c["curve"]])
+    curve = format_table(
+        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}",
+         "falls"],
+        [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"], c["noi"]["median"],
+          c["reached"], c["falls"]] for cond, c in conds.items()])
+    return per_round + "\n" + curve
 
 
 def run(args: argparse.Namespace) -> int:

@@ -136,4 +136,41 @@ def scatter_uri(x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-__all__ = ["PALETTE", "boxplot_uri", "have_matplotlib", "overlay", "png_data_uri", "scatter_uri"]
+def curves_uri(curves: Mapping[str, Sequence[Mapping[str, float]]], xlabel: str = "round",
+               ylabel: str = "Dice", title: str = "") -> str:
+    """Median curves with their interquartile band, one line per name, as a PNG data URI.
+
+    ``curves[name]`` holds one point per x = 0, 1, ... with ``median``, ``q1``, ``q3``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.4), dpi=100)
+    for j, (name, points) in enumerate(curves.items()):
+        x = np.arange(len(points))
+        med = np.asarray([p["median"] for p in points], float)
+        lo = np.asarray([p["q1"] for p in points], float)
+        hi = np.asarray([p["q3"] for p in points], float)
+        colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
+        ax.fill_between(x, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        ax.plot(x, med, marker="o", markersize=4, color=colour, label=name)
+    n = max((len(p) for p in curves.values()), default=1)
+    ax.set_xticks(range(n))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=9)
+    if curves:
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+__all__ = ["PALETTE", "boxplot_uri", "curves_uri", "have_matplotlib", "overlay", "png_data_uri", "scatter_uri"]

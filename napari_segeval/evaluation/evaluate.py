@@ -174,12 +174,13 @@ def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
     models = params.get("models")
     if not models:
         return proto.summarize(rows, params)
+    from napari_segeval.evaluation.curves import round_rows
     from napari_segeval.evaluation.summary import by_model
 
     each = {m: [r for r in rows if r.get("model") == m] for m in models}
     return {"by_model": {m: proto.summarize(r, {**params, "model": m, "models": None})
                          for m, r in each.items() if r},
-            "comparison": by_model(rows)}
+            "comparison": by_model(round_rows(rows))}  # interactive: round 0 and the last
 
 
 __all__ = ["finalize", "load_records", "run_evaluation"]

@@ -91,13 +91,30 @@ def float_key(files: Mapping, focus: str | None) -> str | None:
     'perturbation:pgd'
     >>> float_key({"perturbed:pgd": "a"}, "pgd"), float_key({}, None)
     ('perturbed:pgd', None)
+    >>> float_key({"perturbed:pgd": "a"}, "round2:pgd")  # an interactive run's round
+    'perturbed:pgd'
     """
     if focus is None:
         return None
+    attacked = attacked_image_key(focus)
     for kind in ("perturbation", "perturbed"):
-        if f"{kind}:{focus}" in files:
-            return f"{kind}:{focus}"
+        if f"{kind}:{attacked}" in files:
+            return f"{kind}:{attacked}"
     return None
+
+
+def attacked_image_key(focus: str) -> str:
+    """The condition whose perturbed image a prediction was made on: itself, or for a
+    correction round of an ``interactive`` run its round 0 (the attack stays fixed).
+
+    Examples
+    --------
+    >>> attacked_image_key("pgd"), attacked_image_key("round3:pgd @ builtin")
+    ('pgd', 'pgd @ builtin')
+    """
+    from napari_segeval.evaluation.rounds import split_round_key
+
+    return split_round_key(focus)[0]
 
 
 def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
@@ -295,20 +312,21 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                 images[key] = on_grid(result(futures[key]), case, k)
                 check(key, images[key], case.image.shape)
             check_cancel(cancel, "loading the case")
-            perturbed, pert = both_images(case.image, images.get(f"perturbed:{focus}"),
-                                          images.get(f"perturbation:{focus}"), pool)
+            attacked = None if focus is None else attacked_image_key(focus)
+            perturbed, pert = both_images(case.image, images.get(f"perturbed:{attacked}"),
+                                          images.get(f"perturbation:{attacked}"), pool)
             counted = counting.result()
         except BaseException:  # an error or cancel: drop the reads not started yet
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     files = {k: str(p) for k, p in paths.items()}
     files.update({k: str(root / rel) for k, rel in record_files.items()
-                  if is_image_key(k) and k.partition(":")[2] == focus})
+                  if is_image_key(k) and k.partition(":")[2] == attacked})
     return LoadedCase(
         case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
         output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted,
         pair)
 
 
-__all__ = ["LoadedCase", "both_images", "compare_pair", "counters", "float_key", "largest_magnitude",
+__all__ = ["LoadedCase", "attacked_image_key", "both_images", "compare_pair", "counters", "float_key", "largest_magnitude",
            "on_grid", "read_case_files"]

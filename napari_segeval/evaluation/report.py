@@ -17,7 +17,10 @@ its switch counts them), the protocol's headline numbers (``cv5-2d``'s class
 averages over folds, ``msd-robust``'s robust fraction and robust accuracy), and,
 when the rows carry a
 per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
-Spearman correlations stated. Pictures are inline base64
+Spearman correlations stated. An ``interactive`` run leads with Dice against
+correction round (median and interquartile band per condition, with the area under
+the curve, NoI and the share reaching the target Dice), and its per-condition tables
+show round 0 and the last round (``"<condition> round K"``). Pictures are inline base64
 PNGs and the sorting is a few lines of inline JavaScript: the file opens
 anywhere, offline.
 """
@@ -122,6 +125,8 @@ def file_links(files: dict | None, conditions: list[str], error: str | None = No
     '<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
     >>> file_links({}, ["clean"])
     '-'
+    >>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, ["clean round 2"])
+    '<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
     """
     if not files:
         return Markup(html.escape(f"not saved: {error}") if error else "-")
@@ -129,6 +134,14 @@ def file_links(files: dict | None, conditions: list[str], error: str | None = No
     for i, cond in enumerate(conditions):
         tag = ("clean" if cond == "clean" else html.escape(cond) if " @ " in cond
                else f"att.{i}")  # several models: the prediction's name
+        base, _, k = cond.rpartition(" round ")
+        if cond not in files and k.isdigit() and f"round{k}:{base}" in files:
+            # an interactive run's last round (:func:`~napari_segeval.evaluation.curves.round_rows`)
+            tag = (f"{html.escape(base)} r{k}" if " @ " in base
+                   else f"{'clean' if base == 'clean' else 'att'} r{k}")
+            parts.append(f'<a href="{html.escape(quote(files[f"round{k}:{base}"]))}" '
+                         f'title="{html.escape(cond)} prediction">{tag}</a>')
+            continue
         for key, text, what in ((cond, tag, "prediction"),
                                 (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
                                 (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):
@@ -379,6 +392,39 @@ def _robust_section(results: dict) -> list[str]:
             table(head, rows)]
 
 
+def _rounds(results: dict, rows: list[dict]) -> str:
+    """The ``interactive`` protocol: Dice against correction round (plot and table)."""
+    from napari_segeval.evaluation.protocols import prediction_key
+
+    each = results.get("by_model") or {None: results}  # several models: one curve each
+    conds = {prediction_key(cond, m): c for m, res in each.items()
+             for cond, c in (res.get("conditions") or {}).items()}
+    if not conds:
+        return ""
+    models = sorted({str(r.get("model")) for r in rows if r.get("model")})
+    kinds = sorted({str(r.get("refine_prompt")) for r in rows if r.get("refine_prompt")})
+    first = next(iter(each.values()))
+    target = float(first.get("target_dice", 0.9))
+    text = (f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
+            f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "
+            f"prediction is most wrong). Median Dice after each round with its interquartile "
+            f"band, over every case and structure. {html.escape(first.get('auc_rule', ''))}"
+            f" (AUC); {html.escape(first.get('noi_rule', ''))}.</p>")
+    body = []
+    for cond, c in conds.items():
+        body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
+    summary = [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"],
+                c["noi"]["median"], c["reached"], c["falls"]] for cond, c in conds.items()]
+    tables = (table(["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False)
+              + table(["condition", "structures", "AUC (median)", "NoI mean", "NoI median",
+                       f"reach {target:g}", "Dice falls"], summary, sortable=False))
+    if not F.have_matplotlib():
+        return text + '<p class="note">The plot needs matplotlib.</p>' + tables
+    uri = F.curves_uri({cond: c["curve"] for cond, c in conds.items()}, "correction round",
+                       "Dice", f"model {', '.join(models)}")
+    return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
+
+
 def _recipe(run: dict) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     from napari_segeval.evaluation.protocols import get_protocol
@@ -404,13 +450,15 @@ def _recipe(run: dict) -> str:
 
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
+    from napari_segeval.evaluation.curves import round_rows
     from napari_segeval.metrics import summarize
 
     out = Path(output_dir)
     run = store.read_json(out / "run.json")
     summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
     cases, records = store.load_records(out)
-    rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
+    all_rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
+    rows = round_rows(all_rows)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
     counts = (f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
@@ -421,10 +469,13 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     parts = [f"<h1>{html.escape(title)}</h1>", counts, _recipe(run),
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
+    results = summary.get("results") or {}
+    if all_rows and "round" in all_rows[0]:
+        parts += ["<h2>Dice against correction round</h2>", _rounds(results, all_rows)]
     models = _models(run)
     if rows and models:
         parts += _model_comparison(rows, models)
-        rows = _by_prediction(rows)
+        rows = round_rows(_by_prediction(all_rows))
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         parts += ["<h2>Dice per structure and condition</h2>", table(
@@ -436,7 +487,6 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         scatter = _dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
-        results = summary.get("results") or {}
         if run.get("protocol") == "uncertainty":
             parts.append(_uncertainty_tables(results))
         parts.append(_fold_tables(results))

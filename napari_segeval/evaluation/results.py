@@ -32,7 +32,6 @@ import numpy as np
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.files import is_image_key
-from napari_segeval.evaluation.protocols import prediction_key
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.loaded import (
     LoadedCase,
@@ -174,30 +173,38 @@ class ResultsFolder:
 
         In a run of several models a row's ``condition`` names its prediction,
         :func:`~napari_segeval.evaluation.protocols.prediction_key` (``"clean @
-        threshold"``): the key of its saved file and of its layer.
+        threshold"``): the key of its saved file and of its layer; in an
+        ``interactive`` run, the prediction of its round
+        (:func:`~napari_segeval.evaluation.rounds.round_key`: ``"round2:clean"``).
 
         Keys: ``case``, ``structure``, ``label``, ``condition``, ``model``, ``fold``,
-        the floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
-        clean Dice of the same case, structure and model, NaN on clean rows) and
-        ``absent`` (the structure is in neither the reference nor the prediction:
+        ``round`` (None outside ``interactive`` runs), the floats of :data:`METRICS`
+        (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case,
+        structure, model and round, NaN on clean rows) and ``absent`` (the structure is
+        in neither the reference nor the prediction:
         :func:`~napari_segeval.evaluation.summary.is_absent`).
         """
+        from napari_segeval.evaluation.rounds import round_key
         from napari_segeval.evaluation.summary import is_absent
 
         if self._rows is not None:
             return self._rows
-        raw = [r for r in store.result_rows(self.records.values()) if r.get("status") == "ok"]
+        raw = self.raw_rows()
         several = bool(self.models)
-        clean = {(r["case"], r["structure"], r.get("model")): _float(r.get("dice")) for r in raw
-                 if r.get("condition") == "clean"}
+
+        def where(r: dict) -> tuple:
+            return r["case"], r["structure"], r.get("model"), r.get("round")
+
+        clean = {where(r): _float(r.get("dice")) for r in raw if r.get("condition") == "clean"}
         out = []
         for r in raw:
             dice = _float(r.get("dice"))
-            ref = clean.get((r["case"], r["structure"], r.get("model")), math.nan)
+            ref = clean.get(where(r), math.nan)
             model = r.get("model") if several else None
+            k = None if r.get("round") in (None, "") else int(r["round"])
             out.append({"case": r["case"], "structure": str(r["structure"]),
                         "label": None if r.get("label") is None else int(r["label"]),
-                        "condition": prediction_key(r["condition"], model),
+                        "condition": round_key(r["condition"], k or 0, model), "round": k,
                         "model": r.get("model"), "fold": r.get("fold"),
                         "dice": dice,
                         "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
@@ -206,6 +213,20 @@ class ResultsFolder:
                         "absent": is_absent(r)})
         self._rows = out
         return out
+
+    def raw_rows(self, case_id: str | None = None) -> list[dict]:
+        """The ok result rows as the run wrote them (all cases, or ``case_id``'s)."""
+        records = (self.records.values() if case_id is None
+                   else [r for c, r in self.records.items() if c == case_id])
+        return [r for r in store.result_rows(records) if r.get("status") == "ok"]
+
+    def rounds(self, case_id: str, label: int, condition: str = "clean",
+               model: str | None = None) -> list:
+        """An ``interactive`` run's rounds of one structure of a case
+        (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
+        from napari_segeval.evaluation.rounds import case_rounds
+
+        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model)
 
     @property
     def models(self) -> list[str]:

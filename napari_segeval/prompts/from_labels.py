@@ -5,8 +5,6 @@
   that slice happens to be empty - a structure split in two - the nearest
   non-empty slice); the box is that slice's mask bounding box.
 * Videos: the first frame where the structure appears.
-* Corrections (:func:`correction_prompt`): a click deep inside the larger error of a
-  slice, or the reference's box there.
 
 Optional jitter shifts each box edge by up to ``jitter`` pixels, drawn from
 ``np.random.default_rng(seed)`` so runs are reproducible.
@@ -20,7 +18,6 @@ import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import Point
 
 
 def key_index(mask: np.ndarray, mode: str = "volume") -> int:
@@ -99,42 +96,3 @@ def boxes_from_labels(labels: np.ndarray, structures: Iterable[int] | None = Non
     ids = [int(v) for v in np.unique(arr) if v != 0] if structures is None else list(structures)
     rng = np.random.default_rng(seed)
     return [box_from_labels(arr, lab, mode=mode, jitter=jitter, rng=rng) for lab in ids]
-
-
-def correction_prompt(reference: np.ndarray, prediction: np.ndarray, label: int, index: int,
-                      *, points: bool = True) -> Box | Point | None:
-    """The prompt a person adds on slice/frame ``index`` to correct structure ``label``.
-
-    With ``points``: one click at the pixel deepest inside the larger error of the slice
-    (the largest distance to its edge) - positive where the prediction missed the
-    structure, negative where it found it wrongly. Without: the reference's box on that
-    slice. None when there is nothing to correct there (no error; no reference for a
-    box). Deterministic (the first pixel wins ties), for demos and simulated rounds.
-
-    Examples
-    --------
-    >>> ref = np.zeros((1, 9, 9), np.uint8); ref[0, 1:8, 1:8] = 1
-    >>> pred = np.zeros_like(ref); pred[0, 1:8, 1:3] = 1
-    >>> correction_prompt(ref, pred, 1, 0)
-    Point(y=3.0, x=5.0, index=0, label=1, positive=True)
-    >>> correction_prompt(ref, pred, 1, 0, points=False)
-    Box(y0=1, x0=1, y1=8, x1=8, index=0, label=1)
-    >>> correction_prompt(ref, ref, 1, 0) is None
-    True
-    """
-    from scipy import ndimage
-
-    ref = np.asarray(reference)
-    ref = ref[None] if ref.ndim == 2 else ref
-    pred = np.asarray(prediction)
-    pred = pred[None] if pred.ndim == 2 else pred
-    truth, found = ref[index] == label, pred[index] == label
-    if not points:
-        return Box.from_mask(truth, index=index, label=label) if truth.any() else None
-    missed, wrong = truth & ~found, found & ~truth
-    error, positive = (missed, True) if missed.sum() >= wrong.sum() else (wrong, False)
-    if not error.any():
-        return None
-    depth = ndimage.distance_transform_edt(np.pad(error, 1))[1:-1, 1:-1]
-    y, x = np.unravel_index(int(np.argmax(depth)), depth.shape)
-    return Point(int(y), int(x), index=index, label=label, positive=positive)

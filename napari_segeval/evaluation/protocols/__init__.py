@@ -12,7 +12,7 @@ carries its ``model``, and the saved predictions and thumbnails of a model are
 keyed :func:`prediction_key` (``"clean @ threshold"``).
 
 Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
-``medsam2-video``, ``uncertainty``, ``cv5-2d``. :func:`get_protocol` also accepts
+``medsam2-video``, ``uncertainty``, ``cv5-2d``, ``interactive``. :func:`get_protocol` also accepts
 ``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
 
 A protocol may carry **paper presets** (:class:`Preset`): named parameter sets
@@ -40,6 +40,7 @@ REGISTRY: dict[str, str] = {
     "medsam2-video": "napari_segeval.evaluation.protocols.medsam2_video",
     "uncertainty": "napari_segeval.evaluation.protocols.uncertainty",
     "cv5-2d": "napari_segeval.evaluation.protocols.cv5_2d",
+    "interactive": "napari_segeval.evaluation.protocols.interactive",
 }
 
 
@@ -281,7 +282,7 @@ def check_models(protocol: Protocol, models: Any) -> list[str] | None:
 
     if protocol.model_kind is None:
         raise SegEvalError(f"protocol {protocol.name} evaluates one model; several models run "
-                           "with medsam2-3d, medsam2-video or msd-robust")
+                           "with medsam2-3d, medsam2-video, msd-robust or interactive")
     if isinstance(models, str):
         models = [models]
     if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m

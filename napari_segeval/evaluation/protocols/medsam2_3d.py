@@ -26,7 +26,9 @@ for videos, MedSAM2's ``mask`` of the prompted frame).
 from __future__ import annotations
 
 import zlib
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -150,8 +152,38 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     return {b.label: PromptSet.from_box(b) for b in prompts}
 
 
-def prepare_case(spec, params: dict, *, mode: str) -> tuple:
-    """``(case, structures, prompts)``: the case read once and its boxes (shared by every model)."""
+@dataclass
+class Prepared:
+    """One case ready to propagate: what :func:`prepare_case` read and chose.
+
+    ``boxes`` are the round-0 boxes (one per structure present), ``sets`` their prompt
+    sets (a box, or the reference mask with ``prompt="mask"``), ``frames`` the case
+    preprocessed by ``model``; ``present`` maps the prompted ids to their names.
+    Everything but ``model``, ``frames`` and ``resize`` is the same for every model
+    (:func:`with_model`).
+    """
+
+    case: Any
+    boxes: list
+    sets: dict
+    model: Any
+    frames: Any
+    options: Any
+    present: dict
+    modality: str
+    ct_mapping: str
+    resize: str
+
+
+def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
+    """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
+
+    Shared by ``medsam2-3d``/``medsam2-video`` (several models: :func:`with_model` on
+    one case and its prompts) and the ``interactive`` protocol (whose round 0 is
+    therefore this recipe exactly).
+    """
+    from napari_segeval.propagation import PropagationOptions
+
     params = {**DEFAULTS, **params}
     check_params(params)
     case = C.load_case(spec, channel=int(params["channel"]))
@@ -164,35 +196,47 @@ def prepare_case(spec, params: dict, *, mode: str) -> tuple:
                                 first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
-    return case, structures, prompts
+    options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
+                                 stop_when_empty=bool(params["stop_when_empty"]),
+                                 connectivity=int(params["connectivity"]),
+                                 decision=str(params["decision"]))
+    present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
+    unloaded = Prepared(case, prompts, prompt_sets(prompts, case.labels, str(params["prompt"])),
+                        None, None, options, present,
+                        str(params["modality"] or case.modality or "other"),
+                        str(params["ct_mapping"]), "float")
+    return with_model(unloaded, params)
 
 
-def propagate_and_score(spec, params: dict, *, mode: str, prepared: tuple | None = None
-                        ) -> CaseOutput:
-    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
-
-    ``prepared``: :func:`prepare_case`'s result, when several models share it.
-    """
-    from napari_segeval.propagation import PropagationOptions, propagate_case
-
+def with_model(prepared: Prepared, params: dict) -> Prepared:
+    """The same case and prompts for the model ``params["model"]``: loaded, configured
+    (MedSAM2's ``resize``) and the case preprocessed for it."""
     params = {**DEFAULTS, **params}
-    case, structures, prompts = prepared or prepare_case(spec, params, mode=mode)
     model = C.promptable_model(str(params["model"]), params.get("device"))
     resize = "float"
     if hasattr(model, "with_options"):  # MedSAM2: float or Pillow resize
         resize = str(params["resize"])
         model = model.with_options(resize=resize)
-    modality = str(params["modality"] or case.modality or "other")
-    ct_mapping = str(params["ct_mapping"])
+    ct_mapping = prepared.ct_mapping
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = model.preprocess(case.image, modality, params.get("window"), **extra)
-    options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
-                                 stop_when_empty=bool(params["stop_when_empty"]),
-                                 connectivity=int(params["connectivity"]),
-                                 decision=str(params["decision"]))
-    res = propagate_case(model, frames, prompt_sets(prompts, case.labels, str(params["prompt"])),
-                         options)
-    present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
+    frames = model.preprocess(prepared.case.image, prepared.modality, params.get("window"),
+                              **extra)
+    return replace(prepared, model=model, frames=frames, resize=resize)
+
+
+def structure_masks(res, prepared: Prepared, params: dict) -> dict:
+    """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
+    its voxels of the merged label map."""
+    if params.get("scoring", DEFAULTS["scoring"]) == "per-structure":
+        return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
+    return {lab: res.labels == lab for lab in prepared.present}
+
+
+def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
+                 condition: str = "clean") -> list[dict]:
+    """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
+    params = {**DEFAULTS, **params}
+    case, present = prepared.case, prepared.present
     video = mode == "video"
     metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
               "surface": not video}
@@ -200,27 +244,47 @@ def propagate_and_score(spec, params: dict, *, mode: str, prepared: tuple | None
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
-            rows += C.score(case.labels, own, case.spacing, {lab: name}, "clean", **metric)
+            rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
     else:
-        rows = C.score(case.labels, res.labels, case.spacing, present, "clean", **metric)
-    boxes = {b.label: b for b in prompts}
+        rows = C.score(case.labels, res.labels, case.spacing, present, condition, **metric)
+    boxes = {b.label: b for b in prepared.boxes}
     task = Path(spec.root).name if spec.root else ""
+    modality = prepared.modality
     for r in rows:
         b = boxes[r["label"]]
         r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
                  model=str(params["model"]), network=res.params.get("model"),
-                 modality=modality, ct_mapping=ct_mapping if modality.upper() == "CT" else None,
-                 resize=resize, scoring=str(params["scoring"]))
-    k = prompts[0].index if video else None
+                 modality=modality,
+                 ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
+                 resize=prepared.resize, scoring=str(params["scoring"]))
+    return rows
+
+
+def propagate_and_score(spec, params: dict, *, mode: str, prepared: Prepared | None = None
+                        ) -> CaseOutput:
+    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
+
+    ``prepared``: :func:`prepare_case`'s result for this model (several models share
+    the case and its prompts: :func:`models_on_same_prompts`).
+    """
+    from napari_segeval.propagation import propagate_case
+
+    prepared = prepared or prepare_case(spec, params, mode=mode)
+    res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+    rows = score_result(res, prepared, params, spec, mode=mode)
+    case = prepared.case
+    k = prepared.boxes[0].index if mode == "video" else None
     return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
                       arrays=C.case_arrays(case, {"clean": res.labels}))
 
 
 def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
     """Every model on one case: read and prompted once (the same boxes for each model)."""
-    prepared = prepare_case(spec, params, mode=mode)
-    return {m: propagate_and_score(spec, {**params, "model": m, "models": None}, mode=mode,
-                                   prepared=prepared) for m in models}
+    each = {m: {**params, "model": m, "models": None} for m in models}
+    first = prepare_case(spec, each[models[0]], mode=mode)
+    return {m: propagate_and_score(spec, each[m], mode=mode,
+                                   prepared=first if i == 0 else with_model(first, each[m]))
+            for i, m in enumerate(models)}
 
 
 def run_case(spec, params: dict) -> CaseOutput:

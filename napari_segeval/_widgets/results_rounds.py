@@ -1,0 +1,276 @@
+"""Step through the correction rounds of an ``interactive`` run (part of the *Results* panel).
+
+For the selected row of an ``interactive`` run (:mod:`napari_segeval.evaluation.rounds`)
+the box lists every round of the row's case, structure and condition: the Dice after
+it, its change from the round before (a fall is marked ▼ in red) and the prompt the
+simulated person added. *◀ Round* / *Round ▶* (or a click on a round) show that round:
+its saved prediction (the other predictions hidden), every prompt given so far as
+two layers, ``<case> prompts`` (Points: green positive clicks, magenta negative ones)
+and ``<case> boxes`` (Shapes), with the prompts added in that round drawn larger, and
+the view on the slice of the prompt added; the *Evaluate* panel's Dice tab then
+compares round 0 with that round (its per-slice Dice shows where the round helped or
+hurt; counted in the panel's worker). So a round that does not help is seen on the
+slice where its prompt went. Mask prompts (``prompt=mask``) are listed, not drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from qtpy.QtGui import QColor
+from qtpy.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from napari_segeval._widgets.prompt_layers import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.prompt_layers import POINT_PX_MAX, POINT_PX_MIN
+from napari_segeval._widgets.prompt_layers import POSITIVE_COLOUR as POSITIVE
+from napari_segeval._widgets.results_layers import prediction_role
+
+BOX = "#ffd200"
+#: Point size (a fraction of the image's larger side, as the Prompt tab's points) and box
+#: edge width of the prompts added in the round shown, then of the earlier ones.
+ADDED, EARLIER = (1 / 25, 3.0), (1 / 40, 1.5)
+FELL = QColor(200, 40, 40)
+
+
+def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
+    """``(round, Dice, change, prompt added, fell)`` text of each round for the table.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> rounds = [R(round=0, dice=0.5, change="box"), R(round=1, dice=0.4, change="+ point")]
+    >>> round_rows(rounds)[1]
+    ('1', '0.400', '▼ -0.100', '+ point', True)
+    """
+    out, before = [], math.nan
+    for r in rounds:
+        delta = r.dice - before
+        fell = delta < 0
+        change = "" if math.isnan(delta) else f"{'▼ ' if fell else ''}{delta:+.3f}"
+        dice = "-" if math.isnan(r.dice) else f"{r.dice:.3f}"
+        out.append((str(r.round), dice, change, r.change, fell))
+        before = r.dice
+    return out
+
+
+def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
+    """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates.
+
+    A look is ``(colour, size or edge width)`` (a point's size is a fraction of the
+    image's larger side); the prompts added in the round are the last
+    ``len(rnd.added)`` of ``rnd.prompts`` and are drawn larger.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as R
+    >>> from napari_segeval.prompts import Box, Point
+    >>> rnd = R(prompts=(Box(1, 1, 4, 4, index=2), Point(2, 2, index=3, positive=False)),
+    ...         added=(Point(2, 2, index=3, positive=False),))
+    >>> pts, looks, boxes, edges = prompt_layer_data(rnd, 3)
+    >>> pts[0].tolist(), looks, edges
+    ([3.0, 2.0, 2.0], [('#ff22ff', 0.04)], [('#ffd200', 1.5)])
+    """
+    from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_set import Point
+
+    first_added = len(rnd.prompts) - len(rnd.added)
+    points, point_looks, boxes, box_looks = [], [], [], []
+    for i, p in enumerate(rnd.prompts):
+        size, width = ADDED if i >= first_added else EARLIER
+        if isinstance(p, Point):
+            points.append(p.to_napari(ndim))
+            point_looks.append((POSITIVE if p.positive else NEGATIVE, size))
+        elif isinstance(p, Box):
+            boxes.append(p.to_napari(ndim))
+            box_looks.append((BOX, width))
+    return points, point_looks, boxes, box_looks
+
+
+class RoundStepper(QWidget):
+    """The rounds of one structure of one case, and the layers that show one round.
+
+    Parameters
+    ----------
+    panel : ResultsPanel
+        The *Results* panel: its viewer, layers (the round's prediction is shown among
+        them), the case loaded, its worker and its Evaluate panel.
+    """
+
+    def __init__(self, panel: Any) -> None:
+        super().__init__()
+        self.panel, self.viewer, self.case_layers = panel, panel.viewer, panel.layers
+        self.rounds: list = []
+        self.current: int | None = None
+        self.wanted: str | None = None  # the round the Dice tab is to compare
+        self.prompt_layers: dict[str, Any] = {}
+        self.title = QLabel("Correction rounds")
+        self.table = QTableWidget(0, 4)
+        self.table.setHorizontalHeaderLabels(["round", "Dice", "change", "prompt added"])
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.itemSelectionChanged.connect(self._picked)
+        self.previous_button = QPushButton("◀ Round")
+        self.next_button = QPushButton("Round ▶")
+        self.previous_button.clicked.connect(lambda: self.step(-1))
+        self.next_button.clicked.connect(lambda: self.step(1))
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.previous_button)
+        buttons.addWidget(self.next_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for w in (self.title, self.table):
+            layout.addWidget(w)
+        layout.addLayout(buttons)
+        layout.addWidget(self.status)
+        self.setVisible(False)
+
+    def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
+        """The rounds of a selected row of the *Results* table, at the row's round (none
+        for a row of another protocol)."""
+        from napari_segeval.evaluation.rounds import split_round_key
+
+        if row.get("round") is None or label is None or image is None:
+            self.reset()
+            return
+        key = split_round_key(row["condition"])[0]  # "clean", "pgd @ threshold" ...
+        model = row.get("model") if folder.models else None
+        rounds = folder.rounds(row["case"], label, key.partition(" @ ")[0], model)
+        self.set_rounds(rounds, row["case"], f"{row['structure']} ({key})", image, row["round"])
+
+    def set_rounds(self, rounds: list, case: str, what: str, image: Any,
+                   round: int | None = None, move: bool = False) -> None:
+        """Show the ``rounds`` of ``case`` (``what``: its structure and condition) and one of
+        them (``round``, default 0); ``image`` is the case's image layer (placement).
+        ``move``: the view goes to the slice of the round's prompt."""
+        self.rounds, self.image, self.case = list(rounds), image, case
+        self.title.setText(f"Correction rounds of {case}: {what}")
+        self.table.blockSignals(True)
+        self.table.setRowCount(len(self.rounds))
+        for i, cells in enumerate(round_rows(self.rounds)):
+            for j, text in enumerate(cells[:4]):
+                item = QTableWidgetItem(text)
+                if cells[4] and j in (1, 2):
+                    item.setForeground(FELL)
+                self.table.setItem(i, j, item)
+        self.table.resizeColumnsToContents()
+        shown = min(len(self.rounds), 7)  # every round in view, up to 7
+        self.table.setFixedHeight(self.table.horizontalHeader().height() + 4
+                                  + shown * self.table.verticalHeader().defaultSectionSize())
+        self.table.blockSignals(False)
+        self.setVisible(bool(self.rounds))
+        if not self.rounds:
+            self.clear()
+            return
+        known = [r.round for r in self.rounds]
+        self.show_round(known.index(round) if round in known else 0, move=move)
+
+    def step(self, by: int) -> None:
+        """Show the next (``by=1``) or previous (-1) round; the view follows its prompt."""
+        if self.current is not None and 0 <= self.current + by < len(self.rounds):
+            self.show_round(self.current + by, move=True)
+
+    def _picked(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows and rows[0].row() != self.current:
+            self.show_round(rows[0].row(), move=True)
+
+    def show_round(self, i: int, move: bool = True) -> None:
+        """Show round number ``i`` of the list: prediction, prompts, Dice (module docstring)."""
+        rnd = self.rounds[i]
+        self.current = i
+        role = prediction_role(rnd.key)
+        if role in self.case_layers.layers:
+            self.case_layers.show_prediction(role)
+        self._draw(rnd)
+        self.table.blockSignals(True)
+        self.table.selectRow(i)
+        self.table.blockSignals(False)
+        self.previous_button.setEnabled(i > 0)
+        self.next_button.setEnabled(i < len(self.rounds) - 1)
+        _, dice, change, added, fell = round_rows(self.rounds)[i]
+        since = f" ({change} since round {self.rounds[i - 1].round})" if change else ""
+        self.status.setText(f"Round {rnd.round} of {self.rounds[-1].round}: Dice {dice}{since}"
+                            f"{', it fell' if fell else ''}. Added: {added}.")
+        if move and rnd.added:
+            self.panel._dice().dice.go_to_slice(int(rnd.added[0].index))
+        self._compare(rnd.key)
+
+    def _compare(self, key: str) -> None:
+        """The Dice tab compares round 0 with round ``key`` (counted in the worker)."""
+        from napari_segeval._widgets.results_jobs import pair_job
+
+        self.wanted = key  # a count of a round stepped past is dropped when it arrives
+        loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
+        if loaded is None or key in loaded.pair or key not in loaded.predictions:
+            return
+        self.panel._start(f"counting {key}", pair_job, loaded, key, on_done=self._compared,
+                          needs=[image] if image is not None else [])
+
+    def _compared(self, result: tuple) -> None:
+        from dataclasses import replace
+
+        loaded, key, counted = result
+        shown, layers = self.panel.loaded, self.case_layers.layers
+        if (key != self.wanted or shown is None or shown.case is not loaded.case
+                or prediction_role(key) not in layers):
+            return  # another round, case or folder since
+        self.panel.loaded = replace(shown, pair=(shown.pair[0], key))
+        state = self.panel.state
+        state.set_case(layers["image"], layers.get("reference"),
+                       {"clean": layers.get(prediction_role(shown.pair[0] or "clean")),
+                        "attacked": layers[prediction_role(key)]},
+                       state.current, counted=counted, attacked_image=state.attacked_image)
+
+    def _draw(self, rnd: Any) -> None:
+        """Replace the prompt layers by the prompts given up to ``rnd``."""
+        import numpy as np
+
+        ndim = int(self.image.ndim)
+        points, looks, boxes, edges = prompt_layer_data(rnd, ndim)
+        place = {"scale": self.image.scale, "translate": self.image.translate, "ndim": ndim}
+        self.clear()
+        with self.viewer.layers.batched_update():
+            self.prompt_layers["boxes"] = self.viewer.add_shapes(
+                boxes or None, shape_type="rectangle", face_color="transparent",
+                edge_color=[c for c, _ in edges] or BOX, edge_width=[w for _, w in edges] or 1.0,
+                name=f"{self.case} boxes", **place)
+            shape = self.image.data.shape  # an RGB image: the plane before its colours
+            side = max(shape[-2:] if ndim == len(shape) else shape[-3:-1])
+            self.prompt_layers["points"] = self.viewer.add_points(
+                np.asarray(points, float).reshape(-1, ndim), border_color="white",
+                border_width=0.15, face_color=[c for c, _ in looks] or POSITIVE,
+                size=[z * side for _, z in looks] or side * EARLIER[0],
+                canvas_size_limits=(POINT_PX_MIN, 1.5 * POINT_PX_MAX),
+                name=f"{self.case} prompts", **place)
+        self.viewer.layers.selection.active = self.image
+
+    def clear(self) -> None:
+        """Remove the prompt layers (another case, or another folder)."""
+        for layer in self.prompt_layers.values():
+            if layer in self.viewer.layers:
+                self.viewer.layers.remove(layer)
+        self.prompt_layers = {}
+
+    def reset(self) -> None:
+        """Forget the rounds shown (a new folder, or a row of another protocol)."""
+        self.rounds, self.current = [], None
+        self.clear()
+        self.setVisible(False)
+
+
+__all__ = ["RoundStepper", "prompt_layer_data", "round_rows"]

@@ -1,0 +1,346 @@
+"""``interactive``: Dice after each simulated correction round, clean and under attack.
+
+Round 0 is ``medsam2-3d`` exactly (``mode="volume"``: the box on the middle slice of
+each structure's reference extent, bidirectional propagation; or ``medsam2-video``
+with ``mode="video"``: the box on the first frame, forward propagation), with every
+option of those protocols. Each of ``rounds`` correction rounds (default 5) then adds,
+per structure, the prompt of :func:`napari_segeval.prompts.next_correction` (the slice
+with the most wrong voxels; a positive or negative point at the most interior pixel
+of the larger of its false-negative and false-positive regions, or with
+``refine_prompt="box"`` the reference's box on that slice) and re-propagates through a
+:class:`~napari_segeval.propagation.PropagationSession` (only the structures that got
+a prompt run again; MedSAM2 reuses the image features of the frames). The rule
+compares the prediction that is scored: the merged label map, or each structure's own
+mask with ``scoring="per-structure"``. ``refine_prompt="auto"`` (default) clicks when
+the model takes points and adds boxes otherwise; the rows record which
+(``refine_prompt``).
+
+Rows: one per case x structure x condition x round, with ``round``, Dice, NSD (not for
+videos), the prompts added in that round (``prompt``: a JSON list of
+:func:`~napari_segeval.prompts.prompt_set.prompt_to_dict` objects; round 0 holds the
+initial prompt set) and ``prompt_text`` (for people). The prompt set of a structure
+after round ``r`` is the ``prompt`` lists of rounds ``0..r`` in order
+(:func:`prompt_sets_at`), so a session replays exactly.
+
+Attacks (``attacks``, ``segeval evaluate --attack``): each is crafted once against the
+round-0 prompts (:class:`~napari_segeval.attacks.PromptTarget`, reference labels as
+target), and the rounds run on the attacked frames (the perturbation stays fixed
+while the corrections are made): does a person win back what the attack took?
+
+Saved files (``predictions/<case>/``): ``<condition>`` is round 0 (the file
+``medsam2-3d`` saves), ``round<r>:<condition>`` round ``r`` (1..K), label maps on the
+source grid; attacked conditions add their perturbed image and perturbation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.evaluation.protocols import medsam2_3d as M
+from napari_segeval.evaluation.rounds import round_key
+
+DEFAULTS = {
+    **M.DEFAULTS,
+    "mode": "volume",
+    "rounds": 5,
+    "refine_prompt": "auto",
+    "target_dice": 0.9,
+    "attacks": [],
+}
+
+MODES = ("volume", "video")
+REFINE = ("auto", "point", "box")
+
+
+def check_params(params: Mapping) -> None:
+    """Refuse bad values of the interactive parameters (one line), then medsam2-3d's.
+
+    Examples
+    --------
+    >>> check_params({"rounds": 2, "refine_prompt": "box"})
+    >>> check_params({"rounds": -1})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got -1
+    >>> check_params({"refine_prompt": "scribble"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
+    """
+    k = params.get("rounds", 0)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise SegEvalError(f"parameter rounds must be a whole number >= 0, got {k!r}")
+    for key, allowed in (("refine_prompt", REFINE), ("mode", MODES)):
+        if key in params and params[key] not in allowed:
+            raise SegEvalError(f"parameter {key} must be one of {', '.join(allowed)}, "
+                               f"got {params[key]!r}")
+    t = params.get("target_dice", 0.9)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < float(t) <= 1:
+        raise SegEvalError(f"parameter target_dice must be a number in (0, 1], got {t!r}")
+    M.check_params(dict(params))
+
+
+def prepare(specs, params: dict, output_dir) -> None:
+    """Check the parameters once, before any case runs (bad values: one line, no case run)."""
+    check_params({**DEFAULTS, **params})
+
+
+def refine_kind(model: Any, refine_prompt: str) -> str:
+    """``"point"`` or ``"box"``: what the corrections are for this model.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> refine_kind(SimpleNamespace(takes_points=False), "auto")
+    'box'
+    >>> refine_kind(SimpleNamespace(takes_points=True), "auto")
+    'point'
+    """
+    takes = bool(getattr(model, "takes_points", False))
+    if refine_prompt == "auto":
+        return "point" if takes else "box"
+    if refine_prompt == "point" and not takes:
+        name = getattr(model, "name", type(model).__name__)
+        raise SegEvalError(f"model {name} does not take points: use --param refine_prompt=box "
+                           "(or auto)")
+    return refine_prompt
+
+
+def _base_params(params: Mapping) -> dict:
+    base = {k: params[k] for k in M.DEFAULTS if k in params}
+    if params.get("mode") == "video":  # as medsam2-video: no NSD, the fixed tolerance
+        base["tolerance_mm"] = 2.0
+    return base
+
+
+def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: str
+                      ) -> Iterator[tuple[int, Any, dict]]:
+    """``(round, result, added)`` for round 0 and each correction round.
+
+    ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction`
+    added in that round (None: the structure was exact, or no box was left for it);
+    round 0's is empty. The session re-propagates only the structures that got one.
+    """
+    from napari_segeval.prompts.correction import next_correction
+    from napari_segeval.prompts.prompt_set import Point
+    from napari_segeval.propagation import PropagationSession
+
+    session = PropagationSession(prepared.model, frames, prepared.options)
+    session.set_prompts(prepared.sets)
+    res = session.propagate()
+    yield 0, res, {}
+    labels = prepared.case.labels
+    points = bool(getattr(prepared.model, "takes_points", False))
+    for r in range(1, int(params["rounds"]) + 1):
+        masks = M.structure_masks(res, prepared, dict(params))
+        added = {}
+        for lab in prepared.present:
+            # a box replaces what its slice had: never over a box or a mask prompt
+            boxed = [q.index for q in session.prompts[lab] if not isinstance(q, Point)]
+            c = next_correction(labels == lab, masks[lab], label=lab, kind=kind, boxed=boxed,
+                                points=points)
+            added[lab] = c
+            if c is not None:
+                session.add(c.prompt)
+        if session.stale():
+            res = session.propagate()
+        yield r, res, added
+
+
+def _prompt_columns(prompts: Sequence, where: str) -> dict:
+    from napari_segeval.prompts.prompt_set import describe, prompt_to_dict
+
+    return {"prompt": json.dumps([prompt_to_dict(p) for p in prompts], separators=(",", ":")),
+            "prompt_text": "; ".join(describe(p, where) for p in prompts)}
+
+
+def _attacked_frames(prepared: M.Prepared, attack: Mapping, params: Mapping, mode: str):
+    """Craft ``attack`` against the round-0 prompts: ``(condition, frames, row values, images)``."""
+    import torch
+
+    from napari_segeval.attacks import PromptTarget, attack_case
+    from napari_segeval.attacks import condition_name as attack_condition
+    from napari_segeval.evaluation.protocols import _dense as D
+
+    if ":" in str(attack.get("name", "")):
+        raise SegEvalError(f"attack {dict(attack)}: the interactive protocol runs the attacks "
+                           "of napari_segeval.attacks only (a user attack returns labels, "
+                           "not an image to correct on)")
+    if prepared.ct_mapping != "window":
+        raise SegEvalError("attacks need ct_mapping=window (the attack target preprocesses "
+                           "with the window mapping)")
+    config = D.attack_config(attack)
+    target_opts = {k: attack[k] for k in D.TARGET_KEYS if k in attack}
+    case = replace(prepared.case, modality=prepared.modality)
+    target = PromptTarget(prepared.model, case, prepared.sets, mode=mode,
+                          window=params.get("window"), keep_largest=prepared.options.keep_largest,
+                          stop_when_empty=prepared.options.stop_when_empty)
+    res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
+                      reference=str(target_opts.get("reference", "labels")))
+    delta = torch.as_tensor(res.perturbation_normalized, device=target.x.device)
+    clean = prepared.frames
+    frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
+    cond = attack_condition(res.params["attack"])
+    values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
+    images = {f"perturbed:{cond}": res.perturbed_image, f"perturbation:{cond}": res.perturbation}
+    return cond, frames, values, images
+
+
+def run_case(spec, params: dict) -> CaseOutput:
+    """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
+    params = {**DEFAULTS, **params}
+    check_params(params)
+    return _rounds_of(spec, params, M.prepare_case(spec, _base_params(params),
+                                                    mode=str(params["mode"])))
+
+
+def run_models(spec, params: dict, models: list) -> dict:
+    """Several models on one case: the same round-0 prompts (read and chosen once), then
+    each model's own correction rounds (and attacks crafted against it)."""
+    params = {**DEFAULTS, **params}
+    check_params(params)
+    each = {m: {**params, "model": m, "models": None} for m in models}
+    first = M.prepare_case(spec, _base_params(each[models[0]]), mode=str(params["mode"]))
+    return {m: _rounds_of(spec, each[m], first if i == 0
+                          else M.with_model(first, _base_params(each[m])))
+            for i, m in enumerate(models)}
+
+
+def _rounds_of(spec, params: dict, prepared: M.Prepared) -> CaseOutput:
+    """Every condition's rounds of one model on one prepared case."""
+    mode = str(params["mode"])
+    base = _base_params(params)
+    kind = refine_kind(prepared.model, str(params["refine_prompt"]))
+    where = "frame" if mode == "video" else "slice"
+    conditions = [("clean", prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
+    for attack in params["attacks"]:
+        conditions.append(_attacked_frames(prepared, attack, params, mode))
+    rows, predictions, images, views = [], {}, {}, {}
+    last = int(params["rounds"])
+    for cond, frames, values, extra in conditions:
+        images.update(extra)
+        for r, res, added in correction_rounds(prepared, frames, params, kind):
+            scored = M.score_result(res, prepared, base, spec, mode=mode, condition=cond)
+            for row in scored:
+                lab = row["label"]
+                if r == 0:
+                    prompts = list(prepared.sets[lab].prompts)
+                else:
+                    prompts = [] if added.get(lab) is None else [added[lab].prompt]
+                row.update(round=r, refine_prompt=kind, **values, **_prompt_columns(prompts, where))
+            rows += scored
+            predictions[round_key(cond, r)] = res.labels
+            if r in (0, last):
+                views[cond if r == 0 else f"{cond} round {r}"] = res.labels
+    k = prepared.boxes[0].index if mode == "video" else None
+    case = prepared.case
+    return CaseOutput(rows, C.views(case, views, index=k),
+                      arrays=C.case_arrays(case, predictions, images))
+
+
+def prompt_sets_at(rows: Sequence[Mapping], case: str, condition: str = "clean",
+                   round: int | None = None, model: str | None = None) -> dict:
+    """The prompt sets of a case after round ``round`` (default: the last), from its rows.
+
+    ``model``: in a run of several models, whose rounds (each model corrects its own
+    predictions).
+
+    Examples
+    --------
+    >>> rows = [{"case": "a", "condition": "clean", "label": 1, "round": 0,
+    ...          "prompt": '[{"type":"box","index":2,"y0":1,"x0":1,"y1":4,"x1":4}]'},
+    ...         {"case": "a", "condition": "clean", "label": 1, "round": 1,
+    ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
+    >>> s = prompt_sets_at(rows, "a")[1]
+    >>> [type(p).__name__ for p in s.prompts], s.frames
+    (['Box', 'Point'], (2, 3))
+    >>> len(prompt_sets_at(rows, "a", round=0)[1])
+    1
+    """
+    from napari_segeval.evaluation.rounds import case_rounds
+    from napari_segeval.prompts.prompt_set import PromptSet
+
+    labels = sorted({int(r["label"]) for r in rows if r["case"] == case
+                     and r["condition"] == condition and r.get("label") is not None})
+    sets = {}
+    for lab in labels:
+        done = [x for x in case_rounds(rows, case, lab, condition, model)
+                if round is None or x.round <= int(round)]
+        if done:
+            sets[lab] = PromptSet(lab, done[-1].prompts)
+    return sets
+
+
+def summarize(rows: list[dict], params: dict) -> dict:
+    """Dice per round (median, IQR), AUC, NoI@target and the share reaching it, per condition."""
+    from napari_segeval.evaluation.curves import interactive_curves
+
+    return {"modalities": M.used(rows, "modality"), "scoring": M.used(rows, "scoring"),
+            "refine_prompt": M.used(rows, "refine_prompt"),
+            **interactive_curves(rows, int(params["rounds"]), float(params["target_dice"]))}
+
+
+#: Deliberate differences of the defaults from the published iterative-prompting
+#: evaluations (word for word in docs/protocols.md, checked by
+#: tests/evaluation/test_protocol_docs.py).
+DIFFERENCES = (
+    ("Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "
+     "propagated through the volume) or medsam2-video's (mode=video); micro-sam prompts "
+     "each 2D object on its own image, IntRaBench's 2D models get prompts on slices "
+     "chosen by its prompter."),
+    ("Each round adds one prompt per structure, on the slice with the most wrong voxels "
+     "(false negatives plus false positives); micro-sam adds a positive and a negative "
+     "point per object in every iteration, IntRaBench's 2D refinement a positive point on "
+     "every slice of the largest false-negative component or a negative scribble."),
+    ("The sign of the point is the larger of the slice's false-negative and "
+     "false-positive counts (ties: positive); IntRaBench draws it at random with "
+     "probability FP/(FN+FP), micro-sam gives one of each."),
+    ("An error region is every wrong pixel of that slice, without connected components; "
+     "IntRaBench takes the largest 3D connected component of the false negatives."),
+    ("The point lies at the region's most interior pixel (maximum of the Euclidean "
+     "distance transform, the image border counting as outside; ties: the first pixel "
+     "in row-major order), so a run is deterministic; micro-sam samples the point "
+     "uniformly at random among the wrong pixels, IntRaBench near a component's centre."),
+    ("The previous prediction is not fed back as a mask prompt; each round re-propagates "
+     "from every prompt given so far (as SAM2's video predictor with its memory); "
+     "micro-sam can pass the previous logits (use_masks), IntRaBench passes them."),
+    ("A structure that is already exact gets no prompt in that round and keeps its "
+     "result; micro-sam keeps adding points (a positive one inside the overlap), "
+     "IntRaBench stops and repeats the last result."),
+    ("Five correction rounds by default (rounds=K), as IntRaBench's five refinement "
+     "steps; micro-sam runs eight iterations, the first prompt included."),
+    ("With refine_prompt=box (and with auto for models that take no points) the "
+     "correction is the reference's box on the worst slice "
+     "that has reference and no box yet; neither anchor refines with boxes."),
+    ("Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; "
+     "NoI@90 counts correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when "
+     "K rounds do not reach it."),
+)
+
+
+PROTOCOL = Protocol(
+    name="interactive",
+    version="1.0",
+    defaults=DEFAULTS,
+    differences=DIFFERENCES,
+    run_case=run_case,
+    model_kind="promptable",
+    run_models=run_models,
+    summarize=summarize,
+    prepare=prepare,
+    description=(
+        "Interactive correction: medsam2-3d's (or medsam2-video's) round 0, then K rounds "
+        "that each add a click (or box) where the prediction is most wrong and "
+        "re-propagate; Dice and NSD per round, Dice-vs-round curve (median, IQR), its "
+        "area, rounds to reach Dice 0.9 (NoI@90), clean and under attack."
+    ),
+)
+
+__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "check_params", "correction_rounds",
+           "prepare", "prompt_sets_at", "refine_kind", "run_case", "run_models", "summarize"]

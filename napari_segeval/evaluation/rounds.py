@@ -1,0 +1,137 @@
+"""The correction rounds of one case of an ``interactive`` run, for browsing them.
+
+An ``interactive`` run (:mod:`napari_segeval.evaluation.protocols.interactive`) scores
+every case, structure and condition after round 0 and after each correction round;
+its rows carry ``round`` and the prompts added in that round (``prompt``, JSON), and
+its saved predictions are keyed :func:`round_key` (``"clean"`` for round 0,
+``"round2:clean"`` for round 2; with several models ``"round2:clean @ threshold"``).
+:func:`case_rounds` gathers, for one case, condition and structure, what a person
+steps through: each round's prediction key, Dice, the prompts added in it and every
+prompt given so far.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+_ROUND = re.compile(r"^round(\d+):(.*)$")
+
+
+def round_key(condition: str, round: int, model: str | None = None) -> str:
+    """The saved prediction of ``condition`` after ``round`` (in a run of several models, ``model``'s).
+
+    Examples
+    --------
+    >>> round_key("clean", 0), round_key("pgd", 2), round_key("clean", 1, "threshold")
+    ('clean', 'round2:pgd', 'round1:clean @ threshold')
+    """
+    from napari_segeval.evaluation.protocols import prediction_key
+
+    return prediction_key(condition if int(round) == 0 else f"round{int(round)}:{condition}",
+                          model)
+
+
+def split_round_key(key: str) -> tuple[str, int]:
+    """``(prediction key of round 0, round)`` of a saved prediction key.
+
+    Examples
+    --------
+    >>> split_round_key("round3:clean @ builtin"), split_round_key("pgd")
+    (('clean @ builtin', 3), ('pgd', 0))
+    """
+    m = _ROUND.match(key)
+    return (m.group(2), int(m.group(1))) if m else (key, 0)
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of one structure: what was added and what it scored.
+
+    Attributes
+    ----------
+    round : int
+        0 (the first propagation) to K.
+    key : str
+        The saved prediction of this round (:func:`round_key`).
+    dice : float
+        The structure's Dice after this round (NaN when not scored).
+    added : tuple
+        The prompts added in this round (round 0: the first prompt set; empty when the
+        structure was already exact).
+    prompts : tuple
+        Every prompt of the structure after this round, in the order given.
+    """
+
+    round: int
+    key: str
+    dice: float
+    added: tuple
+    prompts: tuple
+
+    @property
+    def change(self) -> str:
+        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``), or ``"none"``."""
+        from napari_segeval.prompts.prompt_set import describe
+
+        return "; ".join(describe(p) for p in self.added) or "none"
+
+
+def has_rounds(rows: Sequence[Mapping]) -> bool:
+    """Whether result rows come from an ``interactive`` run (they carry ``round``).
+
+    Examples
+    --------
+    >>> has_rounds([{"round": 0}]), has_rounds([{"dice": 1.0}])
+    (True, False)
+    """
+    return any(r.get("round") not in (None, "") for r in rows)
+
+
+def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str = "clean",
+                model: str | None = None) -> list[Round]:
+    """The rounds of structure ``label`` of ``case`` under ``condition``, round 0 first.
+
+    ``rows`` are a run's result rows (``store.result_rows``); ``model`` picks one
+    model's rounds in a run of several (and names the prediction keys).
+
+    Examples
+    --------
+    >>> rows = [{"case": "a", "condition": "clean", "label": 1, "round": 0, "dice": 0.5,
+    ...          "prompt": '[{"type":"box","index":2,"y0":1,"x0":1,"y1":4,"x1":4}]'},
+    ...         {"case": "a", "condition": "clean", "label": 1, "round": 1, "dice": 0.75,
+    ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
+    >>> r = case_rounds(rows, "a", 1)
+    >>> [(x.round, x.key, x.dice, len(x.prompts)) for x in r]
+    [(0, 'clean', 0.5, 1), (1, 'round1:clean', 0.75, 2)]
+    >>> r[1].change
+    '- point (y=2, x=2) on slice 3'
+    """
+    from napari_segeval.prompts.prompt_set import prompt_from_dict
+
+    mine = sorted((r for r in rows if r.get("case") == case and r.get("condition") == condition
+                   and r.get("label") is not None and int(r["label"]) == int(label)
+                   and r.get("round") not in (None, "")
+                   and (model is None or r.get("model") == model)),
+                  key=lambda r: int(r["round"]))
+    out: list[Round] = []
+    given: tuple = ()
+    for r in mine:
+        added = tuple(prompt_from_dict(d, int(label)) for d in json.loads(r.get("prompt") or "[]"))
+        given += added
+        out.append(Round(int(r["round"]), round_key(condition, int(r["round"]), model),
+                         _float(r.get("dice")), added, given))
+    return out
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+__all__ = ["Round", "case_rounds", "has_rounds", "round_key", "split_round_key"]

@@ -1,0 +1,222 @@
+"""The simulated correction of an interactive evaluation: where a person would click next.
+
+One round of the ``interactive`` protocol adds, per structure, the prompt this module
+picks from the current prediction and the reference (a pure function of the two
+masks, so a round is reproducible):
+
+1. **Slice**: the slice/frame (first axis) with the most wrong voxels, false
+   negatives plus false positives (ties: the lowest index).
+2. **Region**: on that slice, the false negatives when there are at least as many of
+   them as false positives, otherwise the false positives. A region is *all* such
+   pixels of the slice (no connected components), as in micro-sam's iterative
+   prompting; IntRaBench weighs the same two counts (it draws the sign at random
+   with probability FP / (FN + FP)), here the larger count wins.
+3. **Prompt**: ``kind="point"``: a positive point (false negatives) or a negative one
+   (false positives) at the region's most interior pixel, the maximum of its
+   Euclidean distance transform, the image border counting as outside the region
+   (ties: the first pixel in row-major order, lowest row then lowest column).
+   ``kind="box"``: the reference's tight box on that slice; slices without reference
+   and slices that already carry a box of this structure are passed over (the worst
+   remaining slice is taken), and when none is left the rule falls back to the point
+   (or, for a model that takes no points, adds nothing).
+
+A structure that is already exact gets no prompt (``None``).
+
+Examples
+--------
+>>> ref = np.zeros((3, 8, 8), bool); ref[:, 1:7, 1:7] = True
+>>> pred = ref.copy(); pred[2, 1:7, 1:5] = False          # slice 2 misses 24 pixels
+>>> c = next_correction(ref, pred, label=3)
+>>> c.prompt, (c.n_fn, c.n_fp)
+(Point(y=2.0, x=2.0, index=2, label=3, positive=True), (24, 0))
+>>> next_correction(ref, pred, label=3, kind="box").prompt
+Box(y0=1, x0=1, y1=7, x1=7, index=2, label=3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import Point
+
+#: What ``kind`` may be.
+KINDS = ("point", "box")
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One simulated correction: the prompt, and what the rule saw on its slice.
+
+    Attributes
+    ----------
+    prompt : Point or Box
+        The prompt to add (its ``index`` is the slice, its ``label`` the structure).
+    n_fn, n_fp : int
+        False-negative and false-positive pixels on that slice before the prompt.
+    region : {"fn", "fp"}
+        Which of the two the rule corrects.
+    depth : float
+        The distance transform at the clicked pixel (pixels from the region's edge);
+        0 for a box.
+    """
+
+    prompt: Point | Box
+    n_fn: int
+    n_fp: int
+    region: str
+    depth: float = 0.0
+
+    @property
+    def index(self) -> int:
+        """The corrected slice/frame."""
+        return int(self.prompt.index)
+
+
+def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """False negatives and false positives per slice (first axis) of two boolean stacks.
+
+    Examples
+    --------
+    >>> r = np.zeros((2, 3, 3), bool); r[0, 0, :] = True
+    >>> p = np.zeros_like(r); p[1, 2, 2] = True
+    >>> [a.tolist() for a in slice_errors(r, p)]
+    [[3, 0], [0, 1]]
+    """
+    ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
+    if ref.shape != pred.shape or ref.ndim != 3:
+        raise ValueError(f"expected two (n, H, W) masks of one shape, got {ref.shape} and "
+                         f"{pred.shape}")
+    fn = (ref & ~pred).reshape(ref.shape[0], -1).sum(axis=1)
+    fp = (pred & ~ref).reshape(ref.shape[0], -1).sum(axis=1)
+    return fn, fp
+
+
+def worst_slice(reference: np.ndarray, prediction: np.ndarray,
+                allowed: np.ndarray | None = None) -> int | None:
+    """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is wrong.
+
+    ``allowed`` (boolean per slice) restricts the choice.
+
+    Examples
+    --------
+    >>> r = np.zeros((4, 2, 2), bool); r[1] = r[3] = True
+    >>> worst_slice(r, np.zeros_like(r)), worst_slice(r, r)
+    (1, None)
+    """
+    fn, fp = slice_errors(reference, prediction)
+    wrong = (fn + fp).astype(np.int64)
+    if allowed is not None:
+        wrong = np.where(np.asarray(allowed, bool), wrong, 0)
+    if not wrong.any():
+        return None
+    return int(np.argmax(wrong))  # argmax returns the first maximum
+
+
+def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
+    """``(y, x, depth)``: the pixel of a non-empty 2D mask farthest from its outside.
+
+    The Euclidean distance transform of the mask padded with background (the image
+    border counts as outside); ties go to the first pixel in row-major order.
+
+    Examples
+    --------
+    >>> m = np.zeros((5, 7), bool); m[1:4, 1:6] = True
+    >>> interior_pixel(m)
+    (2, 2, 2.0)
+    >>> interior_pixel(np.ones((1, 1), bool))
+    (0, 0, 1.0)
+    """
+    from scipy import ndimage
+
+    m = np.asarray(mask, bool)
+    if m.ndim != 2 or not m.any():
+        raise ValueError(f"expected a non-empty 2D mask, got shape {m.shape}")
+    dist = ndimage.distance_transform_edt(np.pad(m, 1))[1:-1, 1:-1]
+    flat = int(np.argmax(dist))  # first maximum in C order
+    y, x = divmod(flat, m.shape[1])
+    return y, x, float(dist[y, x])
+
+
+def _point(ref: np.ndarray, pred: np.ndarray, z: int, label: int, fn: int, fp: int) -> Correction:
+    region = "fn" if fn >= fp else "fp"
+    wrong = (ref[z] & ~pred[z]) if region == "fn" else (pred[z] & ~ref[z])
+    y, x, depth = interior_pixel(wrong)
+    return Correction(Point(y, x, index=z, label=label, positive=region == "fn"), fn, fp,
+                      region, depth)
+
+
+def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int = 1,
+                    kind: str = "point", boxed: Iterable[int] = (),
+                    points: bool = True, index: int | None = None) -> Correction | None:
+    """The prompt a person adds next to one structure (module docstring), or None if exact.
+
+    Parameters
+    ----------
+    reference, prediction : numpy.ndarray
+        Boolean ``(n, H, W)`` masks of the structure (a 2D image as ``(1, H, W)``).
+    label : int
+        The structure id the prompt is for.
+    kind : {"point", "box"}
+        A point at the worst region's interior, or the reference's box on the worst
+        slice that has reference and no box yet (else the point).
+    boxed : iterable of int
+        Slices that already carry a box of this structure (``kind="box"``).
+    points : bool
+        Whether the model takes points; ``False``: where ``kind="box"`` finds no slice
+        for a box, None instead of the point.
+    index : int, optional
+        Correct this slice instead of the worst one (a person who chose where to
+        correct: ``segeval demo --correct``); None when it has no error.
+
+    Raises
+    ------
+    ValueError
+        Masks of different shapes, or an unknown ``kind``.
+
+    Examples
+    --------
+    >>> ref = np.zeros((2, 6, 6), bool); ref[0, 1:5, 1:5] = True
+    >>> pred = np.zeros_like(ref); pred[1, 0:3, 0:6] = True   # 18 FP on slice 1, 16 FN on 0
+    >>> c = next_correction(ref, pred)
+    >>> c.prompt, c.region
+    (Point(y=1.0, x=1.0, index=1, label=1, positive=False), 'fp')
+    >>> next_correction(ref, pred, kind="box").prompt       # slice 1 has no reference
+    Box(y0=1, x0=1, y1=5, x1=5, index=0, label=1)
+    >>> next_correction(ref, pred, kind="box", boxed=[0]).prompt.positive
+    False
+    >>> next_correction(ref, pred, kind="box", boxed=[0], points=False) is None
+    True
+    >>> next_correction(ref, pred, index=0).prompt           # the slice asked for
+    Point(y=2.0, x=2.0, index=0, label=1, positive=True)
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
+    fn, fp = slice_errors(ref, pred)
+    only = np.ones(ref.shape[0], bool)
+    if index is not None:
+        if not 0 <= int(index) < ref.shape[0]:
+            raise ValueError(f"index {index} outside the {ref.shape[0]} slices")
+        only[:] = False
+        only[int(index)] = True
+    z = worst_slice(ref, pred, only)
+    if z is None:
+        return None
+    if kind == "box":
+        allowed = ref.reshape(ref.shape[0], -1).any(axis=1) & only
+        allowed[[int(i) for i in boxed if 0 <= int(i) < ref.shape[0]]] = False
+        zb = worst_slice(ref, pred, allowed)
+        if zb is not None:
+            box = Box.from_mask(ref[zb], index=zb, label=label)
+            return Correction(box, int(fn[zb]), int(fp[zb]), "fn" if fn[zb] >= fp[zb] else "fp")
+        if not points:
+            return None
+    return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))
+
+
+__all__ = ["KINDS", "Correction", "interior_pixel", "next_correction", "slice_errors",
+           "worst_slice"]
