@@ -206,7 +206,7 @@ def test_the_registry_says_which_models_take_points():
     assert MedSAM2Model.takes_points is True
     assert all(registry.PROMPTABLE[n].points for n in registry.PROMPTABLE
                if n.startswith(("medsam2", "sam2.1")))
-    # the built-in model: its weights say (the shipped ones have no click channels)
+    # the built-in model: its weights say (the shipped ones have click channels)
     assert registry.PROMPTABLE["builtin"].points is None
-    assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").takes_points is False
+    assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").takes_points is True
     assert all(m.points is False for m in registry.DENSE.values())
