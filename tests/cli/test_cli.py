@@ -102,10 +102,17 @@ def test_every_model_option_takes_the_registry_names():
     from napari_segeval.cli import build_parser
     from napari_segeval.models.registry import model_names
 
+    from napari_segeval.evaluation.protocols import check_models, get_protocol
+
     commands = _subparsers(build_parser())
     takes = {"propagate": ["promptable"], "demo": ["promptable"], "segment": ["dense"],
              "attack": ["dense", "promptable"], "uncertainty score": ["promptable"]}
-    assert {n for n, p in commands.items() if _option(p, "--model")} == set(takes)
+    # evaluate's --model is repeatable and checked against the protocol's kind of model
+    assert {n for n, p in commands.items() if _option(p, "--model")} == {*takes, "evaluate"}
+    assert _option(commands["evaluate"], "--model").default == []
+    for protocol, kind in (("medsam2-3d", "promptable"), ("msd-robust", "dense")):
+        names = list(model_names(kind))
+        assert check_models(get_protocol(protocol), names) == names
     for name, kinds in takes.items():
         action = _option(commands[name], "--model")
         for kind in kinds:
