@@ -79,7 +79,7 @@ def load_case(name: str, args):
 
 
 def _walks(boxes):
-    from napari_segeval.models.base import Walk
+    from napari_segeval.models.walk import Walk
 
     return [Walk(b.index, b, o) for b in boxes for o in ("forward", "backward")]
 

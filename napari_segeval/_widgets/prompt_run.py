@@ -30,7 +30,8 @@ import numpy as np
 
 from napari_segeval._widgets.evaluate_jobs import propagate_session
 from napari_segeval._widgets.prompt_tools import case_key
-from napari_segeval.prompts.prompt_set import PromptFile, PromptSet
+from napari_segeval.prompts.prompt_file import PromptFile
+from napari_segeval.prompts.prompt_set import PromptSet
 
 
 class PropagationJobs:

@@ -36,7 +36,8 @@ from qtpy.QtWidgets import (
 from napari_segeval._widgets._state import ViewerState, go_to_index
 from napari_segeval._widgets._worker import run_guarded
 from napari_segeval._widgets.prompt_layers import PromptLayers
-from napari_segeval.prompts.prompt_set import PromptFile, PromptSet, describe
+from napari_segeval.prompts.prompt_file import PromptFile
+from napari_segeval.prompts.prompt_set import PromptSet, describe
 
 PROMPTS_FILTER = "Prompts (*.prompts.json *.json)"
 #: The point tools and their tooltips.
@@ -292,7 +293,7 @@ class PromptTools(QWidget):
 
     def save_prompts(self, path: str | Path, overwrite: bool = False) -> Path:
         """Write the case's prompts to ``path`` (never over a file unless ``overwrite``)."""
-        from napari_segeval.prompts.prompt_set import write_prompts
+        from napari_segeval.prompts.prompt_file import write_prompts
 
         out = write_prompts(path, self.prompt_file(), overwrite=overwrite)
         self.status.setText(f"saved the prompts to {out}")
@@ -300,7 +301,7 @@ class PromptTools(QWidget):
 
     def load_prompts(self, path: str | Path) -> PromptFile:
         """Replace the prompts by those of ``path``, checked against this case first."""
-        from napari_segeval.prompts.prompt_set import read_prompts
+        from napari_segeval.prompts.prompt_file import read_prompts
 
         pf = read_prompts(path)
         pf.check(self.layers.frame_shape(), self.state.structures or None,

@@ -401,7 +401,7 @@ class ResultsPanel(QWidget):
         (with ``<name>.prompts.json`` when the layer carries the prompts it came from)."""
         import numpy as np
 
-        from napari_segeval.prompts.prompt_set import PromptFile
+        from napari_segeval.prompts.prompt_file import PromptFile
 
         role = self.correction.currentText()
         layer = self.layers.layers.get(role)

@@ -46,7 +46,7 @@ def _record(p: Any) -> dict:
     {'label': 2, 'index': 5, 'box': [1, 2, 3, 4]}
     """
     from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_set import prompt_to_dict
+    from napari_segeval.prompts.prompt_file import prompt_to_dict
 
     if isinstance(p, Box):
         return {"label": p.label, "index": p.index, "box": [p.y0, p.x0, p.y1, p.x1]}

@@ -219,7 +219,8 @@ def _prompt_sets(args: argparse.Namespace, case, kind: str, mode: str, wanted: l
 
     from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.from_labels import boxes_from_labels
-    from napari_segeval.prompts.prompt_set import PromptFile, PromptSet, read_prompts
+    from napari_segeval.prompts.prompt_file import PromptFile, read_prompts
+    from napari_segeval.prompts.prompt_set import PromptSet
 
     where = {"volume": "slice", "video": "frame", "image": "frame"}[kind]
     present = None if case.labels is None else [int(v) for v in np.unique(case.labels) if v]
@@ -279,7 +280,8 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import resolve_structure, write_labels
-    from napari_segeval.prompts.prompt_set import PromptFile, describe, write_prompts
+    from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
+    from napari_segeval.prompts.prompt_set import describe
     from napari_segeval.propagation import (
         PropagationOptions,
         promptable_kind,

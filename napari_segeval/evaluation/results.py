@@ -360,7 +360,7 @@ class ResultsFolder:
         removed again if the prompts cannot be written. Returns the label map's path.
         """
         from napari_segeval.io import write_labels
-        from napari_segeval.prompts.prompt_set import write_prompts
+        from napari_segeval.prompts.prompt_file import write_prompts
 
         folder = self.path / "corrections" / store.case_filename(loaded.case_id)
         folder.mkdir(parents=True, exist_ok=True)

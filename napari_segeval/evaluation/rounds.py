@@ -110,7 +110,7 @@ def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str =
     >>> r[1].change
     '- point (y=2, x=2) on slice 3'
     """
-    from napari_segeval.prompts.prompt_set import prompt_from_dict
+    from napari_segeval.prompts.prompt_file import prompt_from_dict
 
     mine = sorted((r for r in rows if r.get("case") == case and r.get("condition") == condition
                    and r.get("label") is not None and int(r["label"]) == int(label)

@@ -5,6 +5,8 @@
   :func:`~napari_segeval.models.registry.load_dense`, and the known names.
 * :mod:`napari_segeval.models.base` - the promptable-backend interface
   (:class:`~napari_segeval.models.base.PromptableModel`, ``NormalizeInfo``).
+* :mod:`napari_segeval.models.walk` - walks: one structure in one direction
+  (:class:`~napari_segeval.models.walk.Walk`, ``WalkOutput``, ``walk_steps``).
 * :mod:`napari_segeval.models.builtin_prompt` - the built-in box-prompted
   network trained on phantoms (weights shipped in ``models/weights``).
 * :mod:`napari_segeval.models.threshold` - the weight-free baseline.

@@ -3,7 +3,7 @@
 Each walk crops its own window around its object, so nothing is shared between
 walks but the frames; what several walks gain is the batch: at step ``j`` every
 walk still going visits its ``j``-th frame
-(:func:`napari_segeval.models.base.walk_steps`), and their crops can go through the
+(:func:`napari_segeval.models.walk.walk_steps`), and their crops can go through the
 network as one batch (``batch=True``: one call instead of one per walk, which pays
 on a GPU; CPU convolutions are not bit-identical across batch sizes, so there the
 default is one walk at a time and every result is exactly that of the walk alone).
@@ -53,7 +53,7 @@ from napari_segeval.models._prompt_net import (
     crop_theta,
     window_from_bbox,
 )
-from napari_segeval.models.base import Walk, WalkOutput
+from napari_segeval.models.walk import Walk, WalkOutput
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 

@@ -9,7 +9,7 @@ bidirectional loop, multi-structure merging and post-processing live in
 
 Walks
 -----
-A :class:`Walk` starts at a conditioning frame (a frame that carries prompts) and
+A :class:`~napari_segeval.models.walk.Walk` starts at a conditioning frame (a frame that carries prompts) and
 visits the frames in its order up to the end of the stack; on every visited frame
 that carries prompts it applies that frame's prompts, one at a time in the order
 given (SAM2's interactive rules: :mod:`napari_segeval.prompts.prompt_set`). How a
@@ -63,13 +63,13 @@ can back-propagate through propagation. No autocast is used with ``grad=True``.
 Several structures at once
 --------------------------
 A backend may also implement ``propagate_walks(frames, walks, ...)`` (see
-:class:`SharedPropagation`): several :class:`Walk` objects (structure x direction)
+:class:`SharedPropagation`): several :class:`~napari_segeval.models.walk.Walk` objects (structure x direction)
 through one frame stack in one call, each walk's result identical to its own
 :meth:`PromptableModel.propagate` call. With ``crops=True`` it returns each walk as
-a :class:`WalkOutput` (every frame cropped to where it can be non-zero), so that a
+a :class:`~napari_segeval.models.walk.WalkOutput` (every frame cropped to where it can be non-zero), so that a
 case with many structures never holds a full-size volume per structure. The backend may then share per-frame work
 between walks (MedSAM2 encodes each frame once per case) and advance all walks
-together, one step at a time (:func:`walk_steps`), batching them where that pays.
+together, one step at a time (:func:`~napari_segeval.models.walk.walk_steps`), batching them where that pays.
 :func:`napari_segeval.propagation.propagate_case` uses it when present.
 Either method may take an optional ``on_frame(walk number, frame, prob)`` keyword,
 called with each frame's (detached) probability as soon as it is computed, so that
@@ -81,11 +81,12 @@ This module imports nothing heavy at import time (``torch`` only for typing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,7 +96,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from napari_segeval.prompts.prompt_set import PromptSet
 
-Order = Literal["forward", "backward"]
 ProgressFn = Callable[[int, int], None]
 
 
@@ -204,7 +204,7 @@ class PromptableModel(Protocol):
             conditioning frames.
         box : Box or PromptSet
             A box in native array coordinates of the start frame, or the structure's
-            prompt set (:class:`Walk`).
+            prompt set (:class:`~napari_segeval.models.walk.Walk`).
         order : {"forward", "backward"}
             Walk towards the last frame or towards frame 0.
         init_mask : optional ``(H, W)``
@@ -227,230 +227,6 @@ class PromptableModel(Protocol):
         ...
 
 
-def n_visited(n_frames: int, key_index: int, order: Order) -> int:
-    """Number of frames ``propagate`` visits (and returns) for one direction.
-
-    Examples
-    --------
-    >>> n_visited(10, 4, "forward"), n_visited(10, 4, "backward")
-    (6, 5)
-    """
-    if not 0 <= key_index < n_frames:
-        raise ValueError(f"key index {key_index} outside 0..{n_frames - 1}")
-    if order == "forward":
-        return n_frames - key_index
-    if order == "backward":
-        return key_index + 1
-    raise ValueError(f"order must be 'forward' or 'backward', got {order!r}")
-
-
-def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
-    """Frame indices in visit order (element 0 is the key frame).
-
-    Examples
-    --------
-    >>> visit_indices(5, 2, "backward").tolist()
-    [2, 1, 0]
-    """
-    k = n_visited(n_frames, key_index, order)
-    step = 1 if order == "forward" else -1
-    return key_index + step * np.arange(k)
-
-
-@dataclass(frozen=True, eq=False)
-class Walk:
-    """One structure walked in one direction from one of its conditioning frames.
-
-    A walk starts at ``start`` (a frame that carries prompts) and visits the frames in
-    its ``order`` up to the end of the stack; on every visited frame that carries
-    prompts it applies that frame's prompts in the order given (module doc of
-    :mod:`napari_segeval.prompts.prompt_set`). The fields are what
-    :meth:`PromptableModel.propagate` needs for that call.
-
-    Parameters
-    ----------
-    start : int
-        The first frame visited: by default the set's ``first_frame`` (forward) or
-        ``last_frame`` (backward).
-    prompts : PromptSet or Box
-        The structure's prompts. A :class:`~napari_segeval.prompts.box.Box` is the
-        one-line case: one box on ``start`` (its ``index`` is moved there).
-    order : {"forward", "backward"}
-        Towards the last frame or towards frame 0.
-    init_mask : optional ``(H, W)``
-        Legacy: a mask prompt on ``start`` instead of the box (as a
-        :class:`~napari_segeval.prompts.prompt_set.MaskPrompt`).
-    prior_volume : optional ``(n, H, W)``
-        Per-slice chain (see :meth:`PromptableModel.propagate`).
-
-    Examples
-    --------
-    >>> w = Walk(3, Box(0, 0, 2, 2, index=3), "backward")
-    >>> w.frames(10).tolist(), w.box, w.conditioning
-    ([3, 2, 1, 0], Box(y0=0, x0=0, y1=2, x1=2, index=3, label=1), (3,))
-    >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6, positive=False)])
-    >>> Walk.of(s, "backward").start, Walk.of(s, "forward").frames(8).tolist()
-    (6, [2, 3, 4, 5, 6, 7])
-    """
-
-    start: int
-    prompts: Any
-    order: Order = "forward"
-    init_mask: InitVar[Any] = None
-    prior_volume: Any = None
-
-    def __post_init__(self, init_mask: Any) -> None:
-        from dataclasses import replace
-
-        from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
-
-        start = int(self.start)
-        prompts = self.prompts
-        if isinstance(prompts, Box):
-            prompts = PromptSet.from_box(prompts if prompts.index == start
-                                         else replace(prompts, index=start))
-        if not isinstance(prompts, PromptSet):
-            raise TypeError(f"a walk takes a PromptSet or a Box, got {type(prompts).__name__}")
-        if init_mask is not None:
-            prompts = PromptSet(prompts.label, (MaskPrompt(np.asarray(init_mask) > 0, start,
-                                                           prompts.label),))
-        if not prompts.prompts:
-            raise ValueError(f"structure {prompts.label}: a walk needs at least one prompt")
-        if start not in prompts.frames:
-            raise ValueError(f"a walk starts on a conditioning frame: {start} carries no "
-                             f"prompt of structure {prompts.label} (frames {list(prompts.frames)})")
-        object.__setattr__(self, "start", start)
-        object.__setattr__(self, "prompts", prompts)
-
-    @classmethod
-    def of(cls, prompts: Any, order: Order = "forward", prior_volume: Any = None) -> Walk:
-        """The walk of ``prompts`` in ``order`` from its first (forward) or last (backward) frame."""
-        from napari_segeval.prompts.prompt_set import PromptSet
-
-        if isinstance(prompts, Box):
-            prompts = PromptSet.from_box(prompts)
-        start = prompts.first_frame if order == "forward" else prompts.last_frame
-        return cls(start, prompts, order, prior_volume=prior_volume)
-
-    @property
-    def key_index(self) -> int:
-        """Legacy name of :attr:`start`."""
-        return self.start
-
-    @property
-    def label(self) -> int:
-        """The structure id."""
-        return self.prompts.label
-
-    @property
-    def box(self) -> Box | None:
-        """The first box on :attr:`start` (legacy code that takes one box), else None."""
-        return next((p for p in self.prompts.on(self.start) if isinstance(p, Box)), None)
-
-    @property
-    def conditioning(self) -> tuple[int, ...]:
-        """The conditioning frames this walk visits, in visit order."""
-        step = 1 if self.order == "forward" else -1
-        frames = [f for f in self.prompts.frames if (f - self.start) * step >= 0]
-        return tuple(sorted(frames, reverse=step < 0))
-
-    def frames(self, n_frames: int) -> np.ndarray:
-        """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""
-        return visit_indices(n_frames, self.start, self.order)
-
-    def last_conditioning_step(self) -> int:
-        """Visit position of the last conditioning frame on the way (0: only the start).
-
-        Stops (``stop_when_empty``, the confidence stop) never end a walk before it.
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=6)])
-        >>> Walk.of(s, "forward").last_conditioning_step(), Walk.of(s, "backward").last_conditioning_step()
-        (4, 4)
-        """
-        return abs(self.conditioning[-1] - self.start)
-
-
-@dataclass
-class WalkOutput:
-    """One walk's result, each visited frame kept only where it can differ from ``fill``.
-
-    The cropped form of a walk (``propagate_walks(..., crops=True)``): the built-in
-    model computes each frame inside a window around the object and is exactly
-    ``fill`` (0) elsewhere, so a structure's result need not hold full-size frames.
-
-    Parameters
-    ----------
-    frames : list of int
-        Visited frames, in visit order.
-    boxes : list of (y0, x0, y1, x1) or None
-        Each frame's crop on the ``(H, W)`` grid; ``None``: the frame is ``fill``
-        everywhere (after a stop).
-    values : list of tensor or None
-        Each frame's values inside its box, ``(y1 - y0, x1 - x0)``.
-    shape : (H, W)
-        The frame size.
-    fill : float
-        The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
-
-    Examples
-    --------
-    >>> import torch
-    >>> out = WalkOutput([3, 4], [(1, 1, 2, 3), None], [torch.ones(1, 2), None], (3, 4))
-    >>> out.full().sum(dim=(1, 2)).tolist()
-    [2.0, 0.0]
-    >>> WalkOutput.from_full([0], torch.ones(1, 2, 2)).boxes
-    [(0, 0, 2, 2)]
-    """
-
-    frames: list
-    boxes: list
-    values: list
-    shape: tuple
-    fill: float = 0.0
-
-    def __len__(self) -> int:
-        return len(self.frames)
-
-    @classmethod
-    def from_full(cls, frames: Any, tensor: Any, fill: float = 0.0) -> WalkOutput:
-        """Full-size rows ``(n_visited, H, W)`` as a walk output (every box the whole frame)."""
-        h, w = (int(s) for s in tensor.shape[-2:])
-        frames = [int(f) for f in frames]
-        return cls(frames, [(0, 0, h, w)] * len(frames), [tensor[j] for j in range(len(frames))],
-                   (h, w), fill)
-
-    def row(self, j: int) -> Any:
-        """Frame ``j`` (visit position) at full size ``(H, W)`` (differentiable)."""
-        import torch
-        import torch.nn.functional as F
-
-        h, w = self.shape
-        box, v = self.boxes[j], self.values[j]
-        if box is None:
-            ref = next((x for x in self.values if x is not None), None)
-            kw = {} if ref is None else {"dtype": ref.dtype, "device": ref.device}
-            return torch.full((h, w), self.fill, **kw)
-        y0, x0, y1, x1 = box
-        if (y0, x0, y1, x1) == (0, 0, h, w):
-            return v
-        return F.pad(v, (x0, w - x1, y0, h - y1), value=self.fill)
-
-    def full(self) -> Any:
-        """All frames at full size ``(n_visited, H, W)``, in visit order."""
-        import torch
-
-        return torch.stack([self.row(j) for j in range(len(self.frames))])
-
-    def map(self, fn: Callable[[Any], Any], fill: float) -> WalkOutput:
-        """Apply ``fn`` to every crop (for example ``torch.sigmoid``); ``fill`` is ``fn(fill)``."""
-        return WalkOutput(list(self.frames), list(self.boxes),
-                          [None if v is None else fn(v) for v in self.values], self.shape, fill)
-
-
 @runtime_checkable
 class SharedPropagation(Protocol):
     """Optional capability of a backend: propagate several walks in one call.
@@ -462,7 +238,7 @@ class SharedPropagation(Protocol):
     (``total = sum of n_visited``); a walk that stops early adds its remaining steps
     at once. ``cache_mb`` bounds the memory held by features shared between walks
     (``None``: the backend's default). ``crops=True`` (optional keyword) returns
-    :class:`WalkOutput` objects instead of full tensors.
+    :class:`~napari_segeval.models.walk.WalkOutput` objects instead of full tensors.
     """
 
     def propagate_walks(
@@ -478,24 +254,3 @@ class SharedPropagation(Protocol):
     ) -> list[torch.Tensor]:
         """Probabilities ``(n_visited, H, W)`` of each walk, in visit order."""
         ...
-
-
-def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
-    """The shared schedule: at step ``j`` every walk visits its ``j``-th frame.
-
-    Element ``j`` lists ``(walk number, frame)`` for the walks that are still
-    going at step ``j``; step 0 is each walk's start frame. Advancing all walks
-    together keeps every walk's own order while letting a backend batch the walks
-    of one step (and share the frames they read).
-
-    Examples
-    --------
-    >>> walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(1, Box(0, 0, 1, 1), "backward")]
-    >>> walk_steps(3, walks)
-    [[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
-    """
-    seqs = [w.frames(n_frames).tolist() for w in walks]
-    steps: list[list[tuple[int, int]]] = []
-    for j in range(max((len(s) for s in seqs), default=0)):
-        steps.append([(i, s[j]) for i, s in enumerate(seqs) if j < len(s)])
-    return steps

@@ -25,7 +25,8 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, Walk
+from napari_segeval.models.base import NormalizeInfo, ProgressFn
+from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -215,7 +216,7 @@ class BuiltinPromptModel:
         is the CPU default. ``cache_mb`` is accepted for the shared protocol (this
         model keeps no per-frame features). ``on_frame(walk number, frame, prob)``
         (optional) hears each frame as it is computed. ``crops=True`` returns each
-        walk as a :class:`~napari_segeval.models.base.WalkOutput` (each frame only
+        walk as a :class:`~napari_segeval.models.walk.WalkOutput` (each frame only
         inside its window's support, exactly 0 elsewhere) instead of a full
         ``(n_visited, H, W)`` tensor.
 

@@ -3,7 +3,7 @@
 Each step keeps the pixels brighter than ``level`` (a soft sigmoid step, so
 the model is differentiable) inside the previous mask dilated by ``reach``
 pixels. On a conditioning frame its prompts act in order
-(:class:`~napari_segeval.models.base.Walk`):
+(:class:`~napari_segeval.models.walk.Walk`):
 
 * a **box** is the previous mask of its frame (the pixels above ``level`` inside
   the box dilated by ``reach``);
@@ -27,7 +27,8 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, Order, ProgressFn, Walk
+from napari_segeval.models.base import NormalizeInfo, ProgressFn
+from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 

@@ -10,14 +10,8 @@ next click or box goes, from the prediction and the reference).
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.correction import Correction, next_correction
 from napari_segeval.prompts.from_labels import box_from_labels, boxes_from_labels, key_index
-from napari_segeval.prompts.prompt_set import (
-    MaskPrompt,
-    Point,
-    PromptFile,
-    PromptSet,
-    read_prompts,
-    write_prompts,
-)
+from napari_segeval.prompts.prompt_file import PromptFile, read_prompts, write_prompts
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 __all__ = [
     "Box",

@@ -21,27 +21,19 @@ Coordinates are array indices of the slice/frame ``index`` (the first array axis
 for a 2D image): boxes inclusive-exclusive (see :mod:`.box`), points at pixel centres
 (``(y, x) = (3, 4)`` is the centre of pixel row 3, column 4; floats allowed).
 
-The JSON form (:class:`PromptFile`, ``format: napari-segeval/prompts/1``) records the
-frame-stack shape ``(n, H, W)`` (a 2D image is ``(1, H, W)``), each structure's id and
-name, and its prompts in order; masks are run-length encoded. Reading checks every
-value, so a malformed file fails with one line naming it.
+The JSON form that saves a case's sets is :mod:`~napari_segeval.prompts.prompt_file`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import InvalidPromptError, ReadError
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval.prompts.box import Box
-
-FORMAT = "napari-segeval/prompts/1"
 
 
 @dataclass(frozen=True)
@@ -355,199 +347,3 @@ class PromptSet:
             raise InvalidPromptError(
                 f"{who}: only negative points (or empty masks): add a box, a positive "
                 "point or a mask that shows where the structure is")
-
-
-def encode_mask(mask: np.ndarray) -> dict:
-    """Run-length encoding of a 2D boolean mask (C order, first run is background).
-
-    Examples
-    --------
-    >>> m = np.array([[0, 1, 1], [0, 0, 1]], bool)
-    >>> encode_mask(m)
-    {'size': [2, 3], 'counts': [1, 2, 2, 1]}
-    >>> bool(np.array_equal(decode_mask(encode_mask(m)), m))
-    True
-    """
-    flat = np.asarray(mask, dtype=bool).ravel()
-    change = np.flatnonzero(np.diff(flat.astype(np.int8))) + 1
-    bounds = np.concatenate([[0], change, [flat.size]])
-    counts = np.diff(bounds).tolist()
-    if flat.size and flat[0]:
-        counts = [0, *counts]
-    return {"size": [int(s) for s in mask.shape], "counts": [int(c) for c in counts]}
-
-
-def decode_mask(rle: Mapping[str, Any]) -> np.ndarray:
-    """Inverse of :func:`encode_mask`; ``ValueError`` when the runs do not fill the size."""
-    size = [int(s) for s in rle["size"]]
-    counts = np.asarray([int(c) for c in rle["counts"]], dtype=np.int64)
-    if len(size) != 2 or min(size) < 1 or (counts < 0).any():
-        raise ValueError("bad mask size or negative run")
-    if int(counts.sum()) != size[0] * size[1]:
-        raise ValueError(f"runs cover {int(counts.sum())} pixels, the mask has {size[0] * size[1]}")
-    values = np.arange(counts.size) % 2 == 1
-    return np.repeat(values, counts).reshape(size)
-
-
-def prompt_to_dict(p: Prompt) -> dict:
-    """JSON-ready form of one prompt (``type`` box, point or mask)."""
-    if isinstance(p, Box):
-        return {"type": "box", "index": p.index, "y0": p.y0, "x0": p.x0, "y1": p.y1, "x1": p.x1}
-    if isinstance(p, Point):
-        return {"type": "point", "index": p.index, "y": p.y, "x": p.x, "positive": p.positive}
-    return {"type": "mask", "index": p.index, "rle": encode_mask(p.mask)}
-
-
-def prompt_from_dict(d: Mapping[str, Any], label: int) -> Prompt:
-    """Inverse of :func:`prompt_to_dict` (``ValueError``/``KeyError``/``TypeError`` if malformed)."""
-    kind = d["type"]
-    index = _integer(d["index"], "index")
-    if kind == "box":
-        vals = [_integer(d[k], k) for k in ("y0", "x0", "y1", "x1")]
-        return Box(*vals, index=index, label=label)
-    if kind == "point":
-        positive = d.get("positive", True)
-        if not isinstance(positive, bool):
-            raise ValueError(f"'positive' must be true or false, got {positive!r}")
-        return Point(_number(d["y"], "y"), _number(d["x"], "x"), index=index, label=label,
-                     positive=positive)
-    if kind == "mask":
-        return MaskPrompt(decode_mask(d["rle"]), index=index, label=label)
-    raise ValueError(f"unknown prompt type {kind!r} (box, point or mask)")
-
-
-def _integer(v: Any, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
-        raise ValueError(f"{what} must be an integer, got {v!r}")
-    return int(v)
-
-
-def _number(v: Any, what: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise TypeError(f"{what} must be a number, got {v!r}")
-    return float(v)
-
-
-@dataclass
-class PromptFile:
-    """The prompt sets of one case with the frame-stack shape and structure names.
-
-    Parameters
-    ----------
-    sets : dict of int to PromptSet
-        By structure id, in the order the structures were prompted.
-    shape : tuple of int, optional
-        ``(n, H, W)`` of the frame stack the prompts are for (``(1, H, W)``: a 2D image).
-    names : dict of int to str
-        Structure names (optional per id).
-
-    Examples
-    --------
-    >>> pf = PromptFile({1: PromptSet.from_box(Box(1, 1, 3, 3, index=0))}, (2, 8, 8), {1: "liver"})
-    >>> PromptFile.from_json(json.loads(json.dumps(pf.to_json()))) == pf
-    True
-    """
-
-    sets: dict[int, PromptSet]
-    shape: tuple[int, ...] | None = None
-    names: dict[int, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        """The JSON object (``format``, ``shape``, ``structures`` with their prompts)."""
-        return {
-            "format": FORMAT,
-            "shape": None if self.shape is None else [int(s) for s in self.shape],
-            "structures": [
-                {"label": lab, "name": self.names.get(lab),
-                 "prompts": [prompt_to_dict(p) for p in s.prompts]}
-                for lab, s in self.sets.items()
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, obj: Any, source: str = "prompts") -> PromptFile:
-        """Parse and check a JSON object; :class:`InvalidPromptError` names what is wrong."""
-        if not isinstance(obj, dict) or obj.get("format") != FORMAT:
-            raise InvalidPromptError(f"{source}: not a prompts file (no format {FORMAT!r})")
-        shape = obj.get("shape")
-        try:
-            shape = None if shape is None else tuple(_integer(s, "shape") for s in shape)
-            if shape is not None and (len(shape) != 3 or min(shape) < 1):
-                raise ValueError(f"shape must be [n, H, W] of positive sizes, got {list(shape)}")
-            sets: dict[int, PromptSet] = {}
-            names: dict[int, str] = {}
-            for _i, s in enumerate(obj["structures"]):
-                label = _integer(s["label"], "label")
-                if label in sets:
-                    raise ValueError(f"structure {label} is listed twice")
-                prompts = [prompt_from_dict(d, label) for d in s["prompts"]]
-                sets[label] = PromptSet(label, tuple(prompts))
-                if s.get("name") is not None:
-                    names[label] = str(s["name"])
-        except (KeyError, TypeError, ValueError) as exc:
-            what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise InvalidPromptError(f"{source}: malformed prompts file: {what}") from None
-        return cls(sets, shape, names)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PromptFile):
-            return NotImplemented
-        return (self.shape == other.shape and self.names == other.names
-                and list(self.sets.items()) == list(other.sets.items()))
-
-    def check(self, shape: Sequence[int], structures: Mapping[int, str] | None = None,
-              present: Iterable[int] | None = None, *, where: str = "slice",
-              source: str | None = None) -> None:
-        """Refuse prompts for another image or unknown structures, then validate every set.
-
-        ``shape`` is the case's ``(n, H, W)``; ``structures`` its names by id; ``present``
-        the ids its labels hold (when known), so a prompt for a structure the case does
-        not have is refused.
-        """
-        src = source or "prompts"
-        shape = tuple(int(s) for s in shape[:3])
-        if self.shape is not None and tuple(self.shape) != shape:
-            raise InvalidPromptError(
-                f"{src}: the prompts are for an image of shape {list(self.shape)}, "
-                f"this one is {list(shape)}")
-        structures = dict(structures or {})
-        known = set(structures) | set(present or ())
-        for lab, s in self.sets.items():
-            name = self.names.get(lab)
-            if name and structures.get(lab) and structures[lab] != name:
-                raise InvalidPromptError(
-                    f"{src}: structure {lab} is {name!r} in the prompts file but "
-                    f"{structures[lab]!r} in the case")
-            if known and lab not in known:
-                raise InvalidPromptError(
-                    f"{src}: unknown structure {lab}" + (f" ({name})" if name else "")
-                    + f": the case has {', '.join(str(k) for k in sorted(known))}")
-            s.validate(shape, name=name or structures.get(lab), where=where, source=src)
-
-
-def read_prompts(path: str | Path) -> PromptFile:
-    """Read a prompts file written by :func:`write_prompts` (or by hand).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        The file is missing or not JSON.
-    napari_segeval.InvalidPromptError
-        It is JSON but not a valid prompts file.
-    """
-    path = Path(path)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReadError(f"{path}: no such prompts file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ReadError(f"{path}: not a JSON prompts file ({exc})") from None
-    return PromptFile.from_json(obj, source=str(path))
-
-
-def write_prompts(path: str | Path, prompts: PromptFile, *, overwrite: bool = False) -> Path:
-    """Write ``prompts`` as JSON, atomically, never over an existing file unless asked."""
-    from napari_segeval._atomic import atomic_write_text
-
-    text = json.dumps(prompts.to_json(), indent=1) + "\n"
-    return atomic_write_text(path, text, overwrite=overwrite)

@@ -10,7 +10,7 @@ union (voxel-wise maximum of the probabilities where both walks reached a slice;
 other walk's values elsewhere), and keep the largest 3D connected component (face
 connectivity, 6 neighbours in 3D, by default; ``connectivity=26``: MedSAM2's
 scikit-image default). Each walk applies the prompts of every conditioning frame it
-reaches (:class:`~napari_segeval.models.base.Walk`). Videos are propagated forward
+reaches (:class:`~napari_segeval.models.walk.Walk`). Videos are propagated forward
 only from the first prompted frame; earlier frames stay background. Several
 structures are merged into one label map; where two structures claim a voxel the
 higher probability wins, except that a structure enclosed by another (a lesion inside
@@ -31,7 +31,7 @@ The two agree except where float32's sigmoid rounds a tiny positive logit to
 exactly 0.5.
 
 Several structures for the price of one (``share=True``, the default): every
-direction of every structure is a :class:`~napari_segeval.models.base.Walk`, and
+direction of every structure is a :class:`~napari_segeval.models.walk.Walk`, and
 a backend that implements ``propagate_walks`` gets them all in one call, so it
 can share per-frame work between structures and directions (MedSAM2 encodes each
 frame once per case, within ``cache_mb``) and batch the walks of one step. Each
@@ -72,7 +72,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, n_visited
+from napari_segeval.models.base import ProgressFn, PromptableModel
+from napari_segeval.models.walk import Walk, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation.masks import largest_component, merge_crops

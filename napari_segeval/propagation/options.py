@@ -110,7 +110,7 @@ def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
 
     ``prompts`` is a dict ``label -> PromptSet`` (or a list of prompts), a list of
     prompt sets and boxes (a box is the one-line set of its structure), or a
-    :class:`~napari_segeval.prompts.prompt_set.PromptFile`.
+    :class:`~napari_segeval.prompts.prompt_file.PromptFile`.
 
     Raises
     ------

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from napari_segeval.models.base import ProgressFn, PromptableModel, Walk, WalkOutput, n_visited
+from napari_segeval.models.base import ProgressFn, PromptableModel
+from napari_segeval.models.walk import Walk, WalkOutput, n_visited
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -179,7 +180,7 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     (module doc); it never changes the result. ``logits=True`` returns logits
     instead: the backend's own (``walk_logits``) when it has them, else the logit
     of its probabilities (``on_frame`` still hears probabilities). ``crops=True``
-    returns :class:`~napari_segeval.models.base.WalkOutput` objects (each frame
+    returns :class:`~napari_segeval.models.walk.WalkOutput` objects (each frame
     cropped where the backend crops, full frames otherwise) instead of
     ``(n_visited, H, W)`` tensors. ``cache`` is the backend's per-case cache
     (``model.feature_cache()``), given as its ``features`` keyword.

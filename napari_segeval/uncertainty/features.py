@@ -73,7 +73,7 @@ def decoded_map(model: Any, frames: Any, box: Any, *, mode: str = "volume",
     """
     import torch
 
-    from napari_segeval.models.base import n_visited
+    from napari_segeval.models.walk import n_visited
 
     n = int(frames.shape[0])
     k = int(box.index)

@@ -10,14 +10,8 @@ import pytest
 from napari_segeval._errors import InvalidPromptError
 from napari_segeval._widgets.evaluate_jobs import Capability, capability
 from napari_segeval.prompts import Box, box_from_labels
-from napari_segeval.prompts.prompt_set import (
-    MaskPrompt,
-    Point,
-    PromptFile,
-    PromptSet,
-    read_prompts,
-    write_prompts,
-)
+from napari_segeval.prompts.prompt_file import PromptFile, read_prompts, write_prompts
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 from .conftest import wait_job
 

@@ -13,7 +13,8 @@ from napari_segeval._widgets.demo import show_results
 from napari_segeval.io import read_labels
 from napari_segeval.metrics import overlap_metrics
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import Point, PromptSet, read_prompts
+from napari_segeval.prompts.prompt_file import read_prompts
+from napari_segeval.prompts.prompt_set import Point, PromptSet
 
 from .conftest import wait_job
 

@@ -202,7 +202,8 @@ def _json_out(capsys) -> dict:
 
 def test_multi_prompt_ct_sample_writes_prompts_and_replays(tmp_path, capsys):
     """Boxes on two slices, clicks on others (threshold model: it takes points)."""
-    from napari_segeval.prompts.prompt_set import Box, Point, read_prompts
+    from napari_segeval.prompts.prompt_file import read_prompts
+    from napari_segeval.prompts.prompt_set import Box, Point
 
     ct = SAMPLES / "ct"
     out = tmp_path / "pred.nii.gz"
@@ -251,7 +252,7 @@ def test_multi_prompt_video_and_2d_image(tmp_path, capsys):
                  "-o", str(png)]) == 0
     text = capsys.readouterr().out
     assert "+ point (y=73, x=84)" in text and "- point (y=45, x=56)" in text
-    from napari_segeval.prompts.prompt_set import read_prompts
+    from napari_segeval.prompts.prompt_file import read_prompts
 
     assert read_prompts(tmp_path / "skin.prompts.json").shape == (1, 128, 160)
 

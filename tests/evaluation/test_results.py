@@ -161,7 +161,8 @@ def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, t
                                                                       monkeypatch):
     from napari_segeval._errors import WriteError
     from napari_segeval.prompts import Box
-    from napari_segeval.prompts.prompt_set import PromptFile, PromptSet, read_prompts
+    from napari_segeval.prompts.prompt_file import PromptFile, read_prompts
+    from napari_segeval.prompts.prompt_set import PromptSet
 
     out = _copy(run_dir, tmp_path)
     folder = ResultsFolder(out)
@@ -177,7 +178,7 @@ def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, t
     assert read_prompts(here / "corrected-2.prompts.json") == prompts
     assert (here / "corrected.prompts.json").read_text() == "{}"  # never overwritten
     # the prompts cannot be written: no label map is left without them
-    import napari_segeval.prompts.prompt_set as ps
+    import napari_segeval.prompts.prompt_file as ps
 
     def fail(*_a, **_k):
         raise WriteError("disk full")

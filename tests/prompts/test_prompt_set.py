@@ -17,7 +17,7 @@ from napari_segeval.prompts import (
     read_prompts,
     write_prompts,
 )
-from napari_segeval.prompts.prompt_set import decode_mask, encode_mask
+from napari_segeval.prompts.prompt_file import decode_mask, encode_mask
 
 SHAPE = (10, 32, 40)
 

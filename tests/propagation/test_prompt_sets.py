@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from napari_segeval._errors import InvalidPromptError
-from napari_segeval.models.base import Walk
+from napari_segeval.models.walk import Walk
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptFile, PromptSet
+from napari_segeval.prompts.prompt_file import PromptFile
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation import (
     PropagationOptions,
     as_prompt_sets,
@@ -123,7 +124,7 @@ def test_video_frame_words():
 
 
 def test_json_round_trip_replays_identical_masks(tmp_path):
-    from napari_segeval.prompts.prompt_set import read_prompts, write_prompts
+    from napari_segeval.prompts.prompt_file import read_prompts, write_prompts
 
     frames = _tube()
     frames[:, 7:9, 7:10] = 1.0

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from napari_segeval._cancel import Cancelled
-from napari_segeval.models.base import Walk, walk_steps
+from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box

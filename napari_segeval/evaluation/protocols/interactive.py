@@ -17,7 +17,7 @@ the model takes points and adds boxes otherwise; the rows record which
 
 Rows: one per case x structure x condition x round, with ``round``, Dice, NSD (not for
 videos), the prompts added in that round (``prompt``: a JSON list of
-:func:`~napari_segeval.prompts.prompt_set.prompt_to_dict` objects; round 0 holds the
+:func:`~napari_segeval.prompts.prompt_file.prompt_to_dict` objects; round 0 holds the
 initial prompt set) and ``prompt_text`` (for people). The prompt set of a structure
 after round ``r`` is the ``prompt`` lists of rounds ``0..r`` in order
 (:func:`prompt_sets_at`), so a session replays exactly.
@@ -154,7 +154,8 @@ def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: 
 
 
 def _prompt_columns(prompts: Sequence, where: str) -> dict:
-    from napari_segeval.prompts.prompt_set import describe, prompt_to_dict
+    from napari_segeval.prompts.prompt_file import prompt_to_dict
+    from napari_segeval.prompts.prompt_set import describe
 
     return {"prompt": json.dumps([prompt_to_dict(p) for p in prompts], separators=(",", ":")),
             "prompt_text": "; ".join(describe(p, where) for p in prompts)}

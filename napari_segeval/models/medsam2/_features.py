@@ -7,7 +7,7 @@ frames on demand and keeps them while they will be read again, within a byte bud
 * frames are encoded in **fixed blocks** (frames ``[q*b, (q+1)*b)``), so a frame's
   features are the same numbers whoever asks first and however often it is re-encoded
   (batched kernels need not give bit-identical results for different batches);
-* the reading schedule is known in advance (:func:`napari_segeval.models.base.walk_steps`),
+* the reading schedule is known in advance (:func:`napari_segeval.models.walk.walk_steps`),
   so a frame is dropped after its last read, and when the budget is exceeded the
   frame read again **furthest in the future** is dropped first (Belady's rule, the
   fewest re-encodings for a given budget); a dropped frame that is read again is

@@ -7,7 +7,7 @@ conditioning frames in memory). What the walks share is the frame stack's image
 features (:class:`._features.FrameFeatures`, each frame encoded once per case within
 a memory budget) and each structure's conditioning (shared by its forward and
 backward walks). All walks advance together
-(:func:`napari_segeval.models.base.walk_steps`): at step ``j`` every walk still
+(:func:`napari_segeval.models.walk.walk_steps`): at step ``j`` every walk still
 going visits its ``j``-th frame. A conditioning frame on the way is not tracked: its
 conditioning output is the walk's output there (as the predictor yields it).
 

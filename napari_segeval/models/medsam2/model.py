@@ -36,7 +36,8 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
-from napari_segeval.models.base import NormalizeInfo, Order, Walk
+from napari_segeval.models.base import NormalizeInfo
+from napari_segeval.models.walk import Order, Walk
 
 from . import _loop
 from ._build import FILL_HOLE_AREA
@@ -316,7 +317,7 @@ class MedSAM2Model:
         it runs alone. With :attr:`batch_walks` the walks
         of one step run as one batch. ``on_frame(i, frame, probability)`` hears walk
         ``i``'s probability on each frame as it is computed (it never changes the
-        result). ``crops=True`` returns :class:`~napari_segeval.models.base.WalkOutput`
+        result). ``crops=True`` returns :class:`~napari_segeval.models.walk.WalkOutput`
         objects (full frames: MedSAM2's logits cover every frame). After the call,
         :attr:`last_run` holds ``encoded_frames``, ``reused_frames``,
         ``peak_cache_bytes`` and ``cache_budget_bytes``.
@@ -324,7 +325,7 @@ class MedSAM2Model:
         import torch
 
         from napari_segeval.models._device import autocast_context
-        from napari_segeval.models.base import WalkOutput
+        from napari_segeval.models.walk import WalkOutput
 
         for w in walks:
             if w.prior_volume is not None:

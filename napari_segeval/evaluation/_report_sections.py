@@ -1,0 +1,256 @@
+"""The report's building blocks: its HTML tables and its per-protocol sections.
+
+:mod:`~napari_segeval.evaluation.report` assembles the page from these: the
+table helper (numbers right-aligned with a sort key, text escaped), the recipe,
+the model comparison of a run of several models, Dice against correction round
+(``interactive``), Dice against uncertainty and the ``uncertainty`` protocol's
+tables, the cross-validation class averages (``cv5-2d``) and the robust fraction
+(``msd-robust``).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from napari_segeval.evaluation import _figures as F
+
+
+def _num(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class Markup(str):
+    """HTML that a table cell shows as it is (built here from escaped parts)."""
+
+
+def _cell(v, digits: int = 4) -> str:
+    if isinstance(v, Markup):
+        return f'<td class="t">{v}</td>'
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        f = float(v)
+        if math.isnan(f):
+            return '<td data-v="-1e99">-</td>'
+        return f'<td data-v="{f!r}">{f:.{digits}f}</td>' if isinstance(v, float) else f"<td>{v}</td>"
+    return f'<td class="t">{html.escape(str(v))}</td>'
+
+
+def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
+    """An HTML table; numbers right-aligned with a sort key, text escaped.
+
+    Examples
+    --------
+    >>> "<th" in table(["a"], [[1.5]]) and "1.5000" in table(["a"], [[1.5]])
+    True
+    """
+    head = "".join(f'<th class="t">{html.escape(h)}</th>' for h in headers)
+    body = "".join("<tr>" + "".join(_cell(v) for v in r) + "</tr>" for r in rows)
+    cls = ' class="sortable"' if sortable else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+#: Baseline conditions, listed first (the ``li2026`` preset's is its unfiltered training).
+BASELINES = ("clean", "unfiltered")
+
+
+def _conditions(rows: list[dict]) -> list[str]:
+    def key(c: str) -> tuple:
+        base = c.split(" @ ")[0]  # a prediction of one of several models
+        return (base not in BASELINES, base, c)
+
+    return sorted({r["condition"] for r in rows}, key=key)
+
+
+def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
+    """Several models per structure: median and IQR table, a box plot per condition with dots.
+
+    The MedSAM2 paper's figure 2 layout: per structure one box per model, each
+    model one colour, every case a dot.
+    """
+    from napari_segeval.evaluation.summary import by_model
+
+    comp = by_model(rows, ("dice", "nsd"))
+    parts = [("<h2>Models compared per structure</h2><p>Every model ran on the same cases "
+              "with the same prompts (and attacks). Median and interquartile range "
+              "[q1, q3] over cases, per structure, model and condition.</p>")]
+    for metric in ("dice", "nsd"):
+        if metric not in comp:
+            continue
+        parts.append(f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>" + table(
+            ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"],
+            [[t["structure"], t["condition"], t["model"], t["n"], t["median"], t["q1"],
+              t["q3"], t["iqr"]] for t in comp[metric]]))
+    if not F.have_matplotlib():
+        parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
+        return parts
+    for cond in _conditions(rows):
+        groups: dict[str, dict[str, list[float]]] = {}
+        for r in rows:
+            if r["condition"] == cond:
+                groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
+                    _num(r.get("dice")))
+        uri = F.boxplot_uri(groups, "DSC", order=models, dots=True,
+                            title=f"DSC per structure and model ({cond})")
+        parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" '
+                     f'src="{uri}">')
+    return parts
+
+
+def _dice_vs_uncertainty(rows: list[dict]) -> str:
+    """Scatter of per-case clean foreground Dice against the case's uncertainty score."""
+    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.uncertainty import correlation
+
+    score = {r["case"]: _num(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    if not any(not math.isnan(v) for v in score.values()):
+        return ""
+    fg = sorted({r["structure"] for r in rows} - {"background"}) or None
+    dice = case_means([r for r in rows if r["condition"] == "clean"], "dice", fg)
+    cases = sorted(c for c, _ in dice if c in score)
+    x, y = [score[c] for c in cases], [dice[(c, "clean")] for c in cases]
+    c = correlation(x, y)
+    text = (f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "
+            f"clean) against the case's uncertainty score (the segmenting model's own "
+            f"predictive entropy, not the Aleatoric Uncertainty Value of the li2026 preset), "
+            f"n = {c['n']}: Pearson r = "
+            f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
+            " (negative: more uncertain cases score lower Dice).</p>")
+    if not F.have_matplotlib():
+        return text + '<p class="note">The scatter plot needs matplotlib.</p>'
+    uri = F.scatter_uri(x, y, "uncertainty score", "mean Dice",
+                        f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}")
+    return text + f'<img alt="Dice against uncertainty" src="{uri}">'
+
+
+def _uncertainty_tables(results: dict) -> str:
+    """The ``uncertainty`` protocol's numbers: selective evaluation, or the training conditions."""
+    if results.get("analysis") == "filter-training":
+        conds = results.get("conditions") or {}
+        energy = html.escape(str(results.get("auv_energy") or ""))
+        return ("<h2>Training filtered by AUV</h2><p>Test-set scores in percent of the model "
+                "trained on each training list (the most uncertain training cases by AUV "
+                "removed; auv.json / auv.csv hold the scores; DUO: every training case, "
+                "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
+                f"{energy}.</p>" + table(
+                    ["condition", "training cases", "removed", "loss", "Dice %", "mIoU %",
+                     "test cases"],
+                    [[k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-",
+                      v.get("loss") or "ce-dice", v.get("dice"), v.get("iou"), v.get("n_cases")]
+                     for k, v in conds.items()], sortable=False))
+    rc, kept = results.get("risk_coverage"), results.get("retained")
+    if not rc:
+        return ""
+    rows = [["all cases", 0.0, (results.get("all_cases") or {}).get("dice")]]
+    rows += [[f"{float(k):.0%} most uncertain set aside", float(k), v.get("dice")]
+             for k, v in (kept or {}).items()]
+    return ("<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
+            "are set aside (this judges the uncertainty score; it is not the paper's "
+            f"training filter). AURC = {_num(rc.get('aurc')):.4f} (area under the risk "
+            f"1 - Dice against coverage; best possible with these cases "
+            f"{_num(rc.get('optimal_aurc')):.4f}).</p>"
+            + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
+
+
+def _fold_tables(results: dict) -> str:
+    """``cv5-2d``: the headline class averages (mean +- std over folds) and the other reading."""
+    head = results.get("headline")
+    if not isinstance(head, dict) or "dice" not in results:
+        return ""
+
+    def rows(block: dict, names: dict) -> list[list]:
+        return [[names.get(m, m), block[m]["average"].get("mean"), block[m]["average"].get("std"),
+                 ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or [])]
+                for m in ("dice", "iou", "recall", "precision") if m in block]
+
+    parts = [(f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
+              f"<p>{html.escape(str(head.get('definition', '')))}.</p>"),
+             table(["metric", "mean %", "std %", "folds %"], rows(results, head["names"]),
+                   sortable=False)]
+    for key in ("per_image", "accumulated"):
+        other = results.get(key)
+        if isinstance(other, dict) and "names" in other:
+            parts += [(f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
+                       f"{html.escape(str(other.get('definition', '')))}.</p>"),
+                      table(["metric", "mean %", "std %", "folds %"],
+                            rows(other, other["names"]), sortable=False)]
+    return "".join(parts)
+
+
+def _robust_section(results: dict) -> list[str]:
+    """``msd-robust``'s robust fraction and accuracy per condition (and model, with several)."""
+    each = results.get("by_model") or {None: results}
+    rows, rule, acc_note = [], "", False
+    for model, res in each.items():
+        robust = res.get("robust_fraction") or {}
+        acc = res.get("robust_accuracy") or {}
+        rule = rule or res.get("robust_rule") or ""
+        acc_note = acc_note or bool(acc)
+        rows += [([model] if model is not None else []) + [k, v, acc.get(k, math.nan)]
+                 for k, v in robust.items()]
+    if not rows:
+        return []
+    head = (["model"] if "by_model" in results else []) + [
+        "condition", "robust fraction", "robust accuracy"]
+    return ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
+            "<p>Robust accuracy (the name ROG's code gives it): the mean attacked Dice over "
+            "the cases (each case's mean over its structures).</p>" if acc_note else "",
+            table(head, rows)]
+
+
+def _rounds(results: dict, rows: list[dict]) -> str:
+    """The ``interactive`` protocol: Dice against correction round (plot and table)."""
+    from napari_segeval.evaluation.protocols import prediction_key
+
+    each = results.get("by_model") or {None: results}  # several models: one curve each
+    conds = {prediction_key(cond, m): c for m, res in each.items()
+             for cond, c in (res.get("conditions") or {}).items()}
+    if not conds:
+        return ""
+    models = sorted({str(r.get("model")) for r in rows if r.get("model")})
+    kinds = sorted({str(r.get("refine_prompt")) for r in rows if r.get("refine_prompt")})
+    first = next(iter(each.values()))
+    target = float(first.get("target_dice", 0.9))
+    text = (f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
+            f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "
+            f"prediction is most wrong). Median Dice after each round with its interquartile "
+            f"band, over every case and structure. {html.escape(first.get('auc_rule', ''))}"
+            f" (AUC); {html.escape(first.get('noi_rule', ''))}.</p>")
+    body = []
+    for cond, c in conds.items():
+        body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
+    summary = [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"],
+                c["noi"]["median"], c["reached"], c["falls"]] for cond, c in conds.items()]
+    tables = (table(["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False)
+              + table(["condition", "structures", "AUC (median)", "NoI mean", "NoI median",
+                       f"reach {target:g}", "Dice falls"], summary, sortable=False))
+    if not F.have_matplotlib():
+        return text + '<p class="note">The plot needs matplotlib.</p>' + tables
+    uri = F.curves_uri({cond: c["curve"] for cond, c in conds.items()}, "correction round",
+                       "Dice", f"model {', '.join(models)}")
+    return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
+
+
+def _recipe(run: dict) -> str:
+    """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
+    from napari_segeval.evaluation.protocols import get_protocol
+
+    try:
+        proto = get_protocol(run["protocol"])
+        preset = proto.preset(run.get("preset"))
+    except Exception:  # noqa: BLE001 - a report of an unknown protocol still renders
+        return ""
+    anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
+    if preset is not None:
+        head = (f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
+                f"{html.escape(preset.source)}.</p>")
+    else:
+        head = (f"<p>No preset: the protocol's defaults. <code>--preset</code> "
+                f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
+                "published recipe.</p>")
+    diffs = proto.differences_for(run.get("preset"))
+    items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs) or "<li>none</li>"
+    return (f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
+            f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>")
