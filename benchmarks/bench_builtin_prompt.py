@@ -141,18 +141,16 @@ def product_takes_prompt_sets() -> bool:
     return True
 
 
-def product_propagate(model, x, lab: int, box, z: int, clicks: list,
-                      combine: str = "auto") -> np.ndarray:
-    """The product's re-propagation: :func:`propagate_case` with the structure's prompt set
-    (``combine``: :class:`~napari_segeval.propagation.PropagationOptions`'s)."""
+def product_propagate(model, x, lab: int, box, z: int, clicks: list) -> np.ndarray:
+    """The product's re-propagation: :func:`propagate_case` with the structure's prompt set."""
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import Point, PromptSet
-    from napari_segeval.propagation import PropagationOptions, propagate_case
+    from napari_segeval.propagation import propagate_case
 
     ps = PromptSet.from_box(Box(*box, index=z, label=lab))
     for zc, (y, xx, positive) in clicks:
         ps = ps.add(Point(y, xx, index=zc, label=lab, positive=positive))
-    return propagate_case(model, x, {lab: ps}, PropagationOptions(combine=combine)).labels == lab
+    return propagate_case(model, x, {lab: ps}).labels == lab
 
 
 def dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -185,11 +183,6 @@ def structures(labels: np.ndarray, min_area: int):
     return out
 
 
-def combine_of(model, args) -> str:
-    """The walk combination in use: ``--combine``, or the model's own for ``auto``."""
-    return getattr(model, "walk_combine", "max") if args.combine == "auto" else args.combine
-
-
 def evaluate(model, volumes, args) -> dict:
     """Dice per round for tight and loose boxes: ``{box kind: (n_structures, rounds+1) array}``."""
     import torch
@@ -199,7 +192,6 @@ def evaluate(model, volumes, args) -> dict:
 
     rounds = args.rounds if model.net.in_channels > 4 else 0
     product = args.engine == "product" or (args.engine == "auto" and product_takes_prompt_sets())
-    harness_combine = combine_of(model, args)
     scores = {"tight": [], "loose": []}
     for image, labels in volumes:
         x = torch.from_numpy(image)
@@ -226,10 +218,10 @@ def evaluate(model, volumes, args) -> dict:
                     clicks.append((zc, click))
                     previous = pred.astype(np.float32) if args.previous else None
                     if product:
-                        pred = product_propagate(model, x, lab, box, z, clicks, args.combine)
+                        pred = product_propagate(model, x, lab, box, z, clicks)
                     if not product or args.check:
                         mine = propagate_prompts(model, x, prompts, model.stop_confidence,
-                                                 previous, harness_combine, args.restart)
+                                                 previous, args.combine, args.restart)
                         assert not product or np.array_equal(mine, pred), (
                             "harness differs from the product's propagation")
                         pred = mine
@@ -275,9 +267,9 @@ def main(argv=None) -> int:
     p.add_argument("--engine", choices=("auto", "product", "harness"), default="auto",
                    help="correction rounds through propagate_case with prompt sets (product; "
                         "auto: when it takes them) or this script's harness")
-    p.add_argument("--combine", choices=("auto", "max", "nearest"), default="auto",
+    p.add_argument("--combine", choices=("max", "nearest"), default="max",
                    help="slices both walks reach: their maximum, or the walk whose latest "
-                        "prompted slice is nearer; auto: the model's walk_combine")
+                        "prompted slice is nearer")
     p.add_argument("--previous", action="store_true",
                    help="a walk that starts on a clicked slice refines the previous round's "
                         "mask there (SAM2's rule for a tracked frame), not an empty one")
@@ -311,7 +303,7 @@ def main(argv=None) -> int:
         engine = ("product" if args.engine == "product" or (
             args.engine == "auto" and product_takes_prompt_sets()) else "harness")
         report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} {engine} "
-               f"{combine_of(model, args)}{' prev' if args.previous else ''}"
+               f"{args.combine}{' prev' if args.previous else ''}"
                f"{'' if args.restart == 'none' else ' restart-' + args.restart}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0

@@ -78,12 +78,7 @@ from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
-from napari_segeval.propagation.walks import (
-    resolve_combine,
-    resolve_min_confidence,
-    run_walks,
-    structure_crop,
-)
+from napari_segeval.propagation.walks import resolve_min_confidence, run_walks, structure_crop
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -141,10 +136,9 @@ def _reporter(on_slice: Any, walks: list[Walk], first: int,
 
 
 def _structure(label: int, parts: list, shape: tuple, options: PropagationOptions,
-               min_confidence: float | None, combine: str = "max") -> StructureResult:
+               min_confidence: float | None) -> StructureResult:
     """A structure's result from its walks' outputs: crop, decision, largest component."""
-    offset, crop = structure_crop(parts, min_confidence, options.threshold, options.logits,
-                                  combine)
+    offset, crop = structure_crop(parts, min_confidence, options.threshold, options.logits)
     scores = None
     if options.logits:
         scores = crop.detach().float().cpu().numpy()
@@ -168,7 +162,6 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
     options = options or PropagationOptions()
     min_confidence = resolve_min_confidence(model, options.min_confidence)
-    combine = resolve_combine(model, options.combine)
     n = int(frames.shape[0])
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)
@@ -196,7 +189,7 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     results = {}
     for i, label in enumerate(sets):
         parts = list(zip(walks[i * k:(i + 1) * k], outs[i * k:(i + 1) * k]))
-        results[label] = _structure(label, parts, shape, options, min_confidence, combine)
+        results[label] = _structure(label, parts, shape, options, min_confidence)
         outs[i * k:(i + 1) * k] = [None] * k  # free the walks as soon as they are used
     return results
 
@@ -232,7 +225,6 @@ def record(model: Any, sets: Mapping[int, PromptSet], options: PropagationOption
             "connectivity": 6 if options.connectivity is None else int(options.connectivity),
             "min_confidence": min_confidence, "nested_fraction": options.nested_fraction,
             "chain": "per-slice" if per_slice else "full", "prompt": describe_prompts(sets),
-            "combine": resolve_combine(model, options.combine),
             "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()}}
 
 

@@ -17,7 +17,6 @@ from napari_segeval.prompts.prompt_set import PromptSet
 
 MODES = ("volume", "video")
 DECISIONS = ("probability", "logit")
-COMBINES = ("auto", "max", "nearest")
 
 
 @dataclass(frozen=True)
@@ -53,10 +52,6 @@ class PropagationOptions:
     cache_mb : float, optional
         Bound (MiB) on the per-frame work a sharing backend keeps (MedSAM2's image
         features); ``None``: the backend's default.
-    combine : {"auto", "max", "nearest"}
-        How a slice reached by both walks of a structure takes their values
-        (:mod:`.walks`): their maximum, or the walk whose latest conditioning frame is
-        nearer; ``"auto"``: the model's own ``walk_combine`` (``"max"`` when absent).
 
     Examples
     --------
@@ -80,15 +75,12 @@ class PropagationOptions:
     grad: bool = False
     share: bool = True
     cache_mb: float | None = None
-    combine: str = "auto"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.decision not in DECISIONS:
             raise ValueError(f"decision must be 'probability' or 'logit', got {self.decision!r}")
-        if self.combine not in COMBINES:
-            raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
         if isinstance(self.min_confidence, str) and self.min_confidence != "auto":
             raise ValueError(f"min_confidence must be a number, None or 'auto', "
                              f"got {self.min_confidence!r}")

@@ -6,18 +6,6 @@ last conditioning frame), how the walks of a case are given to the backend (all 
 when it can share work), and how the forward and backward walks of a structure become
 one probability crop (:func:`structure_crop`: the bounding box of what the walks
 computed, never a full-size volume per structure).
-
-Where two walks reach a slice (on and between the conditioning frames), they are
-combined in one of two ways (:data:`COMBINES`): ``"max"``, their voxel-wise maximum
-(SAM2's and MedSAM2's union of the forward and backward passes), or ``"nearest"``,
-the walk whose latest conditioning frame on its way is nearer to the slice (their
-maximum on a tie: on a conditioning frame both walks applied its prompts, and for a
-single box the start slice both walks share), so that a correction on one slice
-governs the slices up to halfway to the next prompted slice instead of being mixed
-with a walk that has not seen it yet (a negative click cannot remove a leak the
-other walk still carries under a maximum). A backend picks its rule with the
-attribute ``walk_combine`` (:func:`resolve_combine`; ``"max"`` when absent). With
-one conditioning frame the two rules give the same values bit for bit.
 """
 
 from __future__ import annotations
@@ -52,48 +40,6 @@ def resolve_min_confidence(model: Any, min_confidence: float | str | None) -> fl
         value = getattr(model, "stop_confidence", None)
         return None if value is None else float(value)
     return None if min_confidence is None else float(min_confidence)
-
-
-#: Ways to combine two walks on a slice both reach (module doc).
-COMBINES = ("max", "nearest")
-
-
-def resolve_combine(model: Any, combine: str = "auto") -> str:
-    """``"auto"`` -> ``model.walk_combine`` (``"max"`` when absent); else ``combine``.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> resolve_combine(ThresholdPromptModel()), resolve_combine(ThresholdPromptModel(), "nearest")
-    ('max', 'nearest')
-    """
-    value = getattr(model, "walk_combine", "max") if combine == "auto" else combine
-    if value not in COMBINES:
-        raise ValueError(f"combine must be one of {COMBINES} or 'auto', got {value!r}")
-    return str(value)
-
-
-def since_prompt(walk: Walk, frames: Any) -> list[int]:
-    """Per visited frame (``frames``, visit order), its distance in slices from the
-    walk's latest conditioning frame at or before it on the walk's way.
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=5)])
-    >>> since_prompt(Walk.of(s, "forward"), [2, 3, 4, 5, 6])
-    [0, 1, 2, 0, 1]
-    >>> since_prompt(Walk.of(s, "backward"), [5, 4, 3, 2, 1])
-    [0, 1, 2, 0, 1]
-    """
-    marks = set(walk.prompts.frames)
-    out, latest = [], int(walk.start)
-    for f in frames:
-        f = int(f)
-        if f in marks:
-            latest = f
-        out.append(abs(f - latest))
-    return out
 
 
 def confidence_stop(probs: Any, min_confidence: float | None, threshold: float = 0.5,
@@ -267,16 +213,15 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
 
 
 def structure_crop(parts: list[tuple[Walk, WalkOutput]], min_confidence: float | None,
-                   threshold: float = 0.5, logits: bool = False, combine: str = "max"
+                   threshold: float = 0.5, logits: bool = False
                    ) -> tuple[tuple[int, int, int], Any]:
     """One structure's ``(offset, crop)`` from its walks (confidence stop, then union).
 
     Each walk is cut at its confidence stop (never before its last conditioning
     frame); a frame reached by two walks (a forward and a backward walk, on and
-    between the conditioning frames) takes their maximum (``combine="max"``) or the
-    values of the walk whose latest conditioning frame is nearer, their maximum on
-    a tie (``"nearest"``; module doc). The crop is the bounding box of every frame's
-    values; outside it the structure is 0 (``-inf`` for logits). Differentiable.
+    between the conditioning frames) takes their maximum. The crop is the bounding
+    box of every frame's values; outside it the structure is 0 (``-inf`` for logits).
+    Differentiable.
 
     Examples
     --------
@@ -289,42 +234,17 @@ def structure_crop(parts: list[tuple[Walk, WalkOutput]], min_confidence: float |
     ...                                (Walk(1, box, "backward"), bwd)], None)
     >>> offset, tuple(crop.shape), crop[1].tolist()
     ((0, 0, 0), (2, 2, 2), [[0.8999999761581421, 0.0], [0.0, 0.800000011920929]])
-
-    Boxes on frames 0 and 3: frame 1 is nearer the forward walk's box, frame 2 the
-    backward walk's; on the boxes' own frames the walks tie (their maximum):
-
-    >>> from napari_segeval.prompts.prompt_set import PromptSet
-    >>> s = PromptSet.of([Box(0, 0, 1, 1, index=0), Box(0, 0, 1, 1, index=3)])
-    >>> f = WalkOutput([0, 1, 2, 3], [(0, 0, 1, 1)] * 4,
-    ...                [torch.full((1, 1), v) for v in (.9, .7, .2, .5)], (1, 1))
-    >>> b = WalkOutput([3, 2, 1, 0], [(0, 0, 1, 1)] * 4,
-    ...                [torch.full((1, 1), v) for v in (.3, .6, .8, .4)], (1, 1))
-    >>> parts = [(Walk.of(s, "forward"), f), (Walk.of(s, "backward"), b)]
-    >>> [[round(v, 2) for v in structure_crop(parts, None, combine=c)[1].flatten().tolist()]
-    ...  for c in ("max", "nearest")]
-    [[0.9, 0.8, 0.6, 0.5], [0.9, 0.7, 0.6, 0.5]]
     """
     import torch
     import torch.nn.functional as F
 
-    if combine not in COMBINES:
-        raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
     fill = float("-inf") if logits else 0.0
-    kept = []
-    nearest: dict[int, int] = {}
+    pieces: dict[int, list] = {}
     for walk, out in parts:
         keep = output_stop(out, min_confidence, threshold, walk.last_conditioning_step(), logits)
-        dist = since_prompt(walk, out.frames[:keep])
-        kept.append((out, keep, dist))
-        for f, d in zip(out.frames[:keep], dist):
-            nearest[int(f)] = min(nearest.get(int(f), d), d)
-    pieces: dict[int, list] = {}
-    for out, keep, dist in kept:
         for j in range(keep):
-            f = int(out.frames[j])
-            if out.boxes[j] is None or (combine == "nearest" and dist[j] > nearest[f]):
-                continue
-            pieces.setdefault(f, []).append((out.boxes[j], out.values[j]))
+            if out.boxes[j] is not None:
+                pieces.setdefault(int(out.frames[j]), []).append((out.boxes[j], out.values[j]))
     if not pieces:
         return (0, 0, 0), torch.zeros((0, 0, 0))
     boxes = [b for ps in pieces.values() for b, _ in ps]

@@ -85,51 +85,6 @@ def test_union_between_conditioning_frames_takes_the_maximum():
     np.testing.assert_array_equal(res.probabilities[1], expect)
 
 
-def test_nearest_combination_takes_the_walk_whose_prompt_is_nearer():
-    frames = _tube(8)
-    frames[:, 3:7, 2:4] = 0.6  # as above: the two walks differ between the boxes
-    s = PromptSet.of([Box(3, 2, 7, 6, index=1), Box(3, 2, 5, 4, index=6)])
-    res = propagate_case(ThresholdPromptModel(), frames, {1: s},
-                         PropagationOptions(combine="nearest", keep_largest=False))
-    fwd = ThresholdPromptModel().propagate(frames, 1, s, "forward", stop_when_empty=True)
-    bwd = ThresholdPromptModel().propagate(frames, 6, s, "backward", stop_when_empty=True)
-    bwd = bwd.numpy()[::-1]  # frames 0..6
-    expect = np.zeros((8, 10, 10), np.float32)
-    expect[:1] = bwd[:1]
-    expect[1] = np.maximum(fwd[0].numpy(), bwd[1])  # a conditioning frame of both walks
-    expect[2:4] = fwd[1:3].numpy()  # one and two slices from box 1, three and four from box 6
-    expect[4:6] = bwd[4:6]
-    expect[6] = np.maximum(fwd[5].numpy(), bwd[6])
-    expect[7] = fwd[6].numpy()
-    np.testing.assert_array_equal(res.probabilities[1], expect)
-    maxed = propagate_case(ThresholdPromptModel(), frames, {1: s},
-                           PropagationOptions(keep_largest=False))
-    assert not np.array_equal(maxed.probabilities[1], expect)  # the rules differ here
-    assert res.params["combine"] == "nearest" and maxed.params["combine"] == "max"
-
-
-@pytest.mark.parametrize("kind", ["box", "mask"])
-def test_one_conditioning_frame_gives_identical_results_under_either_combination(kind):
-    frames = _tube(10)
-    frames[:, 3:7, 2:4] = 0.6
-    if kind == "box":
-        prompts = [Box(3, 2, 7, 6, index=4)]
-    else:
-        mask = np.zeros((10, 10), bool)
-        mask[3:7, 2:6] = True
-        prompts = {1: PromptSet.of([MaskPrompt(mask, 4), Point(5, 3, index=4)])}
-    a = propagate_case(ThresholdPromptModel(), frames, prompts, PropagationOptions(combine="max"))
-    b = propagate_case(ThresholdPromptModel(), frames, prompts,
-                       PropagationOptions(combine="nearest"))
-    np.testing.assert_array_equal(a.probabilities[1], b.probabilities[1])
-    np.testing.assert_array_equal(a.labels, b.labels)
-
-
-def test_bad_combination_is_refused():
-    with pytest.raises(ValueError, match="combine must be one of"):
-        PropagationOptions(combine="mean")
-
-
 def test_confidence_stop_never_cuts_before_the_last_conditioning_frame():
     frames = _tube(10)
     frames[4, 3:7, 2:6] = 0.53  # faint: probability 0.65 there, and after it
