@@ -14,8 +14,8 @@ Every object whose middle slice has at least ``--min-area`` pixels is one struct
   interior pixel (:func:`napari_segeval.training.clicks.corrective_click`), then a
   re-propagation with every prompt so far (:func:`propagate_prompts` below: a forward
   walk from the first prompted slice and a backward walk from the last, each
-  applying the prompts of every slice it reaches - box pass, then one pass per click
-  - the two walks combined by their maximum, no stop before the last prompted
+  applying the prompts of every slice it reaches - box pass (a fresh start, as on the
+  walk's first slice), then one pass per click - the two walks combined by their maximum, no stop before the last prompted
   slice of a walk, then the confidence stop and the largest component).
 
 Printed per weight file and box: Dice (median [IQR]) after each round, the share of
@@ -53,13 +53,14 @@ def _pass(model, x, f: int, prev: int, prior, boxmask, points, win):
 
 
 def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None,
-             previous=None, restart: str = "none"):
+             previous=None, restart: str = "always"):
     """Frames one walk visits (visit order), their probabilities, and how far each is
     from the walk's latest prompted frame (module doc). ``previous`` (optional ``(n, H,
     W)``): the previous round's masks, the output a click-only start frame refines.
     ``restart``: a box frame reached mid-walk acts as a walk's start frame (prior = the
     box mask, previous frame = the frame) when the incoming prior is empty
-    (``"empty"``) or always (``"always"``); ``"none"``: the product's rule."""
+    (``"empty"``) or always (``"always"``: the product's rule); ``"none"``: the
+    incoming prior (the product's rule before issue 23)."""
     import torch
 
     from napari_segeval.models._prompt_net import refine_window, window_from_bbox, window_from_mask
@@ -104,7 +105,7 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
 
 
 def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=None,
-                      combine: str = "max", restart: str = "none") -> np.ndarray:
+                      combine: str = "max", restart: str = "always") -> np.ndarray:
     """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``.
 
     A forward walk from the first prompted slice and a backward walk from the last;
@@ -273,10 +274,11 @@ def main(argv=None) -> int:
     p.add_argument("--previous", action="store_true",
                    help="a walk that starts on a clicked slice refines the previous round's "
                         "mask there (SAM2's rule for a tracked frame), not an empty one")
-    p.add_argument("--restart", choices=("none", "empty", "always"), default="none",
+    p.add_argument("--restart", choices=("none", "empty", "always"), default="always",
                    help="harness: a box frame reached mid-walk acts as a walk's start (prior = "
                         "the box mask, previous frame = the frame) when the incoming prior is "
-                        "empty, or always; none: the product's rule")
+                        "empty, or always (the product's rule); none: the incoming prior (the "
+                        "product's rule before issue 23)")
     p.add_argument("--check", action="store_true",
                    help="assert the harness's round 0 equals propagate_case's")
     args = p.parse_args(argv)
@@ -304,7 +306,7 @@ def main(argv=None) -> int:
             args.engine == "auto" and product_takes_prompt_sets()) else "harness")
         report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} {engine} "
                f"{args.combine}{' prev' if args.previous else ''}"
-               f"{'' if args.restart == 'none' else ' restart-' + args.restart}", scores)
+               f"{'' if args.restart == 'always' else ' restart-' + args.restart}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0
 

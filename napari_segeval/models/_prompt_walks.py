@@ -13,9 +13,12 @@ How prompts act (the contract with the network's training,
 box, positive clicks, negative clicks). On a frame with active prompts
 ``[box?, points...]``, ``[mask, points...]`` or ``[points...]``:
 
-1. a base pass: a **box** sets the box channel, with the previous frame's output
-   as prior (the box mask on the frame the walk starts from, with the frame itself
-   as previous frame); a **mask prompt** is the frame's output itself (no pass, as
+1. a base pass: a **box** sets the box channel, with the box mask as prior and the
+   frame itself as previous frame, on the frame a walk starts from and on a box
+   frame reached mid-walk alike (as SAM2 computes a box's frame as an initial
+   conditioning frame, without memory: what a walk carries into a box frame does not
+   change its output there, so a click on one side of the key slice cannot change
+   the slices on the other side); a **mask prompt** is the frame's output itself (no pass, as
    SAM2's ``add_new_mask``); **points only** on the start frame: no pass, the
    frame's output starts empty; points only reached mid-walk: an ordinary
    propagation step;
@@ -246,9 +249,8 @@ def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: i
             region = _box_region(p.box, (h, w))
             boxmask = torch.zeros((h, w), device=x.device)
             boxmask[region[0]:region[2], region[1]:region[3]] = 1.0
-            prev, prior = (x[f], boxmask) if j == 0 else (x[s.idx[j - 1]], s.prior)
-            todo.append(i)
-            planes.append(torch.stack([x[f], prev, prior, boxmask]))
+            todo.append(i)  # every box frame is a fresh start (module doc)
+            planes.append(torch.stack([x[f], x[f], boxmask, boxmask]))
             windows.append(window_from_bbox(*region))
         elif p.base == "step" and s.window is not None:
             todo.append(i)

@@ -2,7 +2,7 @@
 
 An :class:`Episode` is one frame of one object, with the prompts a walk would give
 the network there, followed by a few simulated corrective clicks. Its network passes
-follow the inference rules of :mod:`napari_segeval.models._prompt_walks` exactly:
+follow the inference rules of :mod:`napari_segeval.models._prompt_walks` (but ``propbox``):
 
 * the *base pass* of a start:
 
@@ -16,6 +16,9 @@ follow the inference rules of :mod:`napari_segeval.models._prompt_walks` exactly
     box later in a walk): as ``prop`` with the box channel set, window from the box;
     its prior is sometimes empty (a walk that had lost the object, or one that started
     from a negative click) or wrong (a leak, another object);
+    inference no longer makes this pass (a box frame reached mid-walk is a fresh
+    start, as ``box``: :mod:`napari_segeval.models._prompt_walks`); the shipped
+    weights were trained with it;
   - ``points``: a walk starts from clicks only: no base pass; the first click is
     inside the object (its most interior pixel or a random deep one) and the first
     pass is a click pass with a zero prior and a window around the click

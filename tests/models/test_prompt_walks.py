@@ -63,12 +63,29 @@ def test_box_then_clicks_on_the_start_frame(model):
     assert len(model.net.inputs) == 3 + 3
 
 
-def test_box_reached_mid_walk_keeps_the_previous_frame_as_prior(model):
+def test_box_reached_mid_walk_is_a_fresh_start(model):
     s = PromptSet.of([Box(10, 12, 20, 24, index=1), Box(12, 14, 22, 26, index=3)])
     model.propagate(_frames(), 1, s, "forward")
     mid = model.net.inputs[2]  # frames 1, 2, then the box on frame 3
-    assert mid[:, 3].any() and not torch.equal(mid[:, 0], mid[:, 1])
-    assert not torch.equal(mid[:, 2], mid[:, 3])  # prior: frame 2's output, not the box
+    model.net.inputs.clear()
+    model.propagate(_frames(), 3, s, "forward")
+    assert torch.equal(mid, model.net.inputs[0])  # as if the walk started there
+    assert torch.equal(mid[:, 0], mid[:, 1]) and torch.equal(mid[:, 2], mid[:, 3])
+
+
+@pytest.mark.parametrize("side", [1, -1])
+def test_a_click_on_one_side_of_the_box_leaves_the_other_side_as_the_box_alone(side):
+    real = BuiltinPromptModel(device="cpu")  # the shipped weights take clicks
+    frames = _frames(9)
+    frames[:, 12:26, 14:30] += 0.8
+    box = Box(12, 14, 26, 30, index=4)
+    alone = propagate_case(real, frames, [box], PropagationOptions(keep_largest=False))
+    s = PromptSet.of([box, Point(18, 20, index=4 + 3 * side, positive=side > 0)])
+    both = propagate_case(real, frames, {1: s}, PropagationOptions(keep_largest=False))
+    other = slice(0, 4) if side > 0 else slice(5, 9)
+    np.testing.assert_array_equal(both.probabilities[1][other], alone.probabilities[1][other])
+    assert not np.array_equal(both.probabilities[1][4 + 3 * side],
+                              alone.probabilities[1][4 + 3 * side])
 
 
 def test_a_mask_prompt_is_its_frame_output_without_a_pass(model):
