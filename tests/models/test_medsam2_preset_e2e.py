@@ -65,9 +65,10 @@ def setup(tmp_path_factory, medsam2_checkpoint):
     return tmp, ckpt, hu
 
 
-def _small(ckpt) -> MedSAM2Model:
+@pytest.fixture(scope="module")
+def small(setup) -> MedSAM2Model:
     """Our model with the checkpoint's weights at :data:`SMALL` px, MedSAM2's resize."""
-    return MedSAM2Model(load_network(ckpt, image_size=SMALL), device="cpu", resize="pillow")
+    return MedSAM2Model(load_network(setup[1], image_size=SMALL), device="cpu", resize="pillow")
 
 
 def _their_masks(tmp, ckpt, images, monkeypatch) -> np.ndarray:
@@ -89,12 +90,12 @@ def _their_masks(tmp, ckpt, images, monkeypatch) -> np.ndarray:
     return labels == np.argmax(np.bincount(labels.flat)[1:]) + 1
 
 
-def test_preset_pipeline_equals_medsam2_script(setup, monkeypatch):
+def test_preset_pipeline_equals_medsam2_script(setup, small, monkeypatch):
     tmp, ckpt, hu = setup
     at512 = load_medsam2(ckpt, device="cpu").with_options(resize="pillow")
     frames = at512.preprocess(hu, "CT", "lung", ct_mapping="minmax")
     torch.testing.assert_close(at512.model_input(frames), _theirs_frames(hu), atol=1e-5, rtol=0)
-    model = _small(ckpt)
+    model = small
     theirs_in = _theirs_frames(hu, SMALL)
     torch.testing.assert_close(model.model_input(frames), theirs_in, atol=1e-5, rtol=0)
     res = propagate_case(model, frames, [BOX],
@@ -107,9 +108,8 @@ def test_preset_pipeline_equals_medsam2_script(setup, monkeypatch):
     assert np.array_equal(res.labels > 0, ours)
 
 
-def test_preset_options_same_masks_with_and_without_sharing(setup):
-    _, ckpt, hu = setup
-    model = _small(ckpt)
+def test_preset_options_same_masks_with_and_without_sharing(setup, small):
+    hu, model = setup[2], small
     frames = model.preprocess(hu, "CT", "lung", ct_mapping="minmax")
     boxes = [BOX, Box(4, 4, 20, 20, index=1, label=2)]
     kw = PropagationOptions(decision="logit", connectivity=26, stop_when_empty=False)
