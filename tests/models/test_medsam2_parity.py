@@ -111,10 +111,14 @@ def _reference_sequence(pred, folder, images, prompts: PromptSet):
     state = pred.init_state(video_path=str(folder))
     state["images"] = images
     state["cached_features"] = {}
-    out = {}
+    out, given = {}, {}
     for reverse in (False, True):
         pred.reset_state(state)
+        # the predictor's own cache of the last prompted frame, as it made it in the first
+        # pass (the same image): the second pass does not encode that frame again
+        state["cached_features"].update(given)
         _give(pred, state, prompts)
+        given = dict(state["cached_features"])
         start = prompts.last_frame if reverse else prompts.first_frame
         logits = {t: m[0, 0].clone() for t, _, m in
                   pred.propagate_in_video(state, start_frame_idx=start, reverse=reverse)}

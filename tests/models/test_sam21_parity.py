@@ -47,11 +47,15 @@ def _reference(pred, images, tmp_path, monkeypatch):
     inference = pred.init_state(video_path=str(folder))
     inference["images"] = images
     inference["cached_features"] = {}
-    out = {}
+    out, key_features = {}, {}
     for reverse in (False, True):
         pred.reset_state(inference)
+        # the predictor's own cache of the key frame, as it made it in the first pass (the
+        # same image): the second pass does not run the 1024 px encoder on it again
+        inference["cached_features"].update(key_features)
         pred.add_new_points_or_box(inference, frame_idx=KEY, obj_id=1,
                                    box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
+        key_features = dict(inference["cached_features"])
         rows = {t: m[0, 0].clone() for t, _, m in pred.propagate_in_video(inference,
                                                                           reverse=reverse)}
         out[reverse] = torch.stack([rows[t] for t in sorted(rows, reverse=reverse)])
