@@ -148,9 +148,9 @@ def test_masks_equal_reference_forward_and_backward_at_512_px(setup, medsam2_che
     assert 0 < int(masks.sum()) < masks.numel()  # not degenerate
 
 
-def test_a_network_at_another_input_size_takes_the_same_weights(medsam2_checkpoint):
+def test_a_network_at_another_input_size_takes_the_same_weights(setup, medsam2_checkpoint):
     """``image_size=``: the same parameters (seed for seed), the geometry follows."""
-    small = load_network(medsam2_checkpoint, image_size=SMALL)
+    small = setup[2].network  # load_network(checkpoint of the 512 px network, image_size=SMALL)
     assert small.image_size == SMALL and small.sam_image_embedding_size == SMALL // 16
     assert small.sam_prompt_encoder.image_embedding_size == (SMALL // 16, SMALL // 16)
     rope = small.memory_attention.layers[0].self_attn.freqs_cis
