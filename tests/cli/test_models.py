@@ -155,7 +155,7 @@ def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys,
     data = medsam2_checkpoint.read_bytes()
     entry = replace(catalogue.CATALOGUE["MedSAM2_latest"], sha256=None, size=len(data))
     server = serve(monkeypatch, tmp_path / "cache", entry, data)
-    img = np.full((4, 40, 48), -100, np.int16)
+    img = np.full((3, 40, 48), -100, np.int16)
     lab = np.zeros(img.shape, np.uint8)
     lab[1:3, 10:28, 12:34] = 1
     img[lab > 0] = 80

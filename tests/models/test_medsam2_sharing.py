@@ -1,7 +1,9 @@
 """Several structures in one MedSAM2 pass: identical results, each frame encoded once.
 
-Random SAM2.1 Hiera-tiny weights (as the parity test); the parity test checks that
-a walk equals Meta's SAM2VideoPredictor, these tests that sharing changes nothing.
+Random SAM2.1 Hiera-tiny weights (as the parity test) at the parity test's small input
+size (:data:`SMALL` px, ``image_size=``: a sixteenth of a 512 px frame's cost; sharing,
+caching and batching do not depend on the size); the parity test checks that a walk
+equals Meta's SAM2VideoPredictor, these tests that sharing changes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from napari_segeval.propagation import PropagationOptions, propagate_case
 pytestmark = [pytest.mark.slow, pytest.mark.medsam2]
 
 N, H, W = 5, 40, 48
+SMALL = 128  # input size (px)
 BOXES = [Box(10, 12, 30, 36, index=2, label=1), Box(4, 4, 20, 22, index=1, label=3)]
 
 
@@ -29,7 +32,7 @@ BOXES = [Box(10, 12, 30, 36, index=2, label=1), Box(4, 4, 20, 22, index=1, label
 def model():
     torch.manual_seed(0)
     # blocks of 2 frames: a frame's block is read by several walks, in either order
-    return MedSAM2Model(build_network(), device="cpu", encode_batch=2)
+    return MedSAM2Model(build_network(image_size=SMALL), device="cpu", encode_batch=2)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +88,7 @@ def test_video_mode_shared_equals_separate(model, frames):
 
 
 def test_a_tiny_cache_re_encodes_with_identical_results(model, frames, volume_runs):
-    frame_mib = 4.2e6 / 2**20  # one 512 px frame's features (float32)
+    frame_mib = 4.2e6 / 2**20 * (SMALL / 512) ** 2  # one frame's features (float32)
     tiny = propagate_case(model, frames, BOXES,
                           PropagationOptions(stop_when_empty=False, cache_mb=frame_mib))
     run = model.last_run

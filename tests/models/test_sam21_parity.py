@@ -20,6 +20,7 @@ from napari_segeval._errors import ReadError
 from napari_segeval.models.medsam2 import MedSAM2Model, load_sam2
 from napari_segeval.models.medsam2._build import ARCHITECTURES, build_network
 from napari_segeval.models.medsam2._loop import connected_components
+from napari_segeval.models.walk import Walk
 from napari_segeval.prompts.box import Box
 
 N, H, W, KEY = 3, 40, 48, 1
@@ -33,8 +34,8 @@ def _volume() -> np.ndarray:
                      + rng.normal(0, 20, (H, W)) for z in range(N)])
 
 
-def _reference(arch, state, images, tmp_path, monkeypatch):
-    """Meta's predictor on ``images``: forward and reverse from the key frame's box."""
+def _reference(pred, images, tmp_path, monkeypatch):
+    """Meta's predictor ``pred`` on ``images``: forward and reverse from the key frame's box."""
     from PIL import Image
     from sam2.utils import misc
 
@@ -43,29 +44,33 @@ def _reference(arch, state, images, tmp_path, monkeypatch):
     folder.mkdir(exist_ok=True)
     for i in range(N):
         Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(folder / f"{i:05d}.jpg")
-    pred = build_network(predictor=True, arch=arch)
-    pred.load_state_dict(state, strict=True)
     inference = pred.init_state(video_path=str(folder))
     inference["images"] = images
     inference["cached_features"] = {}
-    out = {}
+    out, key_features = {}, {}
     for reverse in (False, True):
         pred.reset_state(inference)
+        # the predictor's own cache of the key frame, as it made it in the first pass (the
+        # same image): the second pass does not run the 1024 px encoder on it again
+        inference["cached_features"].update(key_features)
         pred.add_new_points_or_box(inference, frame_idx=KEY, obj_id=1,
                                    box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
+        key_features = dict(inference["cached_features"])
         rows = {t: m[0, 0].clone() for t, _, m in pred.propagate_in_video(inference,
                                                                           reverse=reverse)}
         out[reverse] = torch.stack([rows[t] for t in sorted(rows, reverse=reverse)])
     return out
 
 
-def _check(arch, model, state, tmp_path, monkeypatch):
+def _check(model, pred, tmp_path, monkeypatch):
+    """Our ``model`` against Meta's predictor ``pred`` holding the same weights."""
     frames = model.preprocess(_volume(), "CT", "abdomen")
     images = model.model_input(frames)
     assert tuple(images.shape[-2:]) == (1024, 1024)  # SAM2.1's own input size
-    ref = _reference(arch, state, images, tmp_path, monkeypatch)
-    fwd = model.propagate_logits(frames, KEY, BOX, "forward")
-    bwd = model.propagate_logits(frames, KEY, BOX, "backward")
+    ref = _reference(pred, images, tmp_path, monkeypatch)
+    # both walks in one call, each frame encoded once (the case pipeline's way; a single
+    # walk equals its part of a shared call: test_medsam2_sharing.py)
+    fwd, bwd = model.walk_logits(frames, [Walk(KEY, BOX, "forward"), Walk(KEY, BOX, "backward")])
     assert fwd.shape == (N - KEY, H, W) and bwd.shape == (KEY + 1, H, W)
     for ours, theirs in ((fwd, ref[False]), (bwd, ref[True])):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
@@ -78,12 +83,12 @@ def _check(arch, model, state, tmp_path, monkeypatch):
 @pytest.mark.medsam2
 def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatch):
     torch.manual_seed(0)
-    net = build_network(arch="sam2.1-tiny")
+    pred = build_network(predictor=True, arch="sam2.1-tiny")  # the reference's weights
     ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
-    torch.save({"model": net.state_dict()}, ckpt)
+    torch.save({"model": pred.state_dict()}, ckpt)
     model = load_sam2("sam2.1-tiny", ckpt, device="cpu")
     assert model.name == "sam2.1-tiny" and model.image_size == 1024
-    _check("sam2.1-tiny", model, net.state_dict(), tmp_path, monkeypatch)
+    _check(model, pred, tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("arch", [
@@ -95,7 +100,9 @@ def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
     torch.manual_seed(0)
     net = build_network(arch=arch)
     model = MedSAM2Model(net, device="cpu", name=arch)
-    _check(arch, model, net.state_dict(), tmp_path, monkeypatch)
+    pred = build_network(predictor=True, arch=arch)
+    pred.load_state_dict(net.state_dict(), strict=True)
+    _check(model, pred, tmp_path, monkeypatch)
 
 
 def _trunk_only(arch: str) -> dict:

@@ -149,8 +149,21 @@ def config_file(arch: Architecture) -> Path:
     return path
 
 
+def _at_size(model: Any, image_size: int) -> None:
+    """Set a config's ``model`` node to ``image_size`` px; the RoPE feature sizes follow."""
+    size = int(image_size)
+    stride = int(model.get("backbone_stride", 16))
+    if size <= 0 or size % 32:  # the Hiera trunk halves a stride-4 map three times
+        raise ValueError(f"image_size must be a positive multiple of 32, got {image_size!r}")
+    model.image_size = size
+    layer = model.memory_attention.layer
+    for attention in ("self_attention", "cross_attention"):
+        if "feat_sizes" in layer[attention]:
+            layer[attention].feat_sizes = [size // stride, size // stride]
+
+
 def build_network(predictor: bool = False, config: str | Path | None = None,
-                  arch: str = "medsam2") -> Any:
+                  arch: str = "medsam2", image_size: int | None = None) -> Any:
     """Instantiate a (randomly initialised) network from its YAML config.
 
     Parameters
@@ -164,10 +177,22 @@ def build_network(predictor: bool = False, config: str | Path | None = None,
         ``arch``).
     arch : str
         A name of :data:`ARCHITECTURES` (default ``"medsam2"``).
+    image_size : int, optional
+        Build the same network at another input size (a multiple of 32; the memory
+        attention's RoPE feature sizes follow): the weights do not depend on it, so a
+        checkpoint loads at any size. ``None`` (default): the config's own size (512 for
+        MedSAM2, 1024 for SAM2.1), the only one the published weights were trained at;
+        a smaller size serves tests that compare two implementations of the same
+        network on a CPU.
 
     Returns
     -------
     torch.nn.Module in eval mode on the CPU.
+
+    Raises
+    ------
+    ValueError
+        ``image_size`` is not a positive multiple of 32.
     """
     import_sam2()
     from hydra.utils import instantiate
@@ -175,6 +200,8 @@ def build_network(predictor: bool = False, config: str | Path | None = None,
 
     cfg = OmegaConf.load(str(config or config_file(ARCHITECTURES[arch])))
     cfg.model = OmegaConf.merge(cfg.model, POSTPROCESSING)
+    if image_size is not None:
+        _at_size(cfg.model, image_size)
     if predictor:
         cfg.model._target_ = "sam2.sam2_video_predictor.SAM2VideoPredictor"
         cfg.model.fill_hole_area = FILL_HOLE_AREA
@@ -243,14 +270,18 @@ def other_size(arch: Architecture, state: Any, path: str | Path) -> ReadError | 
                      f"weights: use --model {use} (the model name decides the network)")
 
 
-def load_network(path: str | Path, predictor: bool = False, arch: str = "medsam2") -> Any:
-    """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode)."""
+def load_network(path: str | Path, predictor: bool = False, arch: str = "medsam2",
+                 image_size: int | None = None) -> Any:
+    """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode).
+
+    ``predictor`` and ``image_size`` are those of :func:`build_network`.
+    """
     spec = ARCHITECTURES[arch]
     state = read_state_dict(path, spec.what)
     wrong = other_size(spec, state, path)
     if wrong is not None:
         raise wrong
     import_sam2()
-    model = build_network(predictor=predictor, arch=arch)
+    model = build_network(predictor=predictor, arch=arch, image_size=image_size)
     load_state_strict(model, state, path, spec.what, spec.label)
     return model
