@@ -38,6 +38,7 @@ def test_builtin_is_the_default():
     assert get_protocol("cv5-2d").resolve_params()["model"] == "builtin-2d"
 
 
+@pytest.mark.slow
 def test_folds_partition_and_no_case_scored_by_its_own_training(skin_run):
     out = skin_run.output_dir
     assert skin_run.n_ok == 20 and skin_run.n_failed == 0
@@ -60,6 +61,7 @@ def test_folds_partition_and_no_case_scored_by_its_own_training(skin_run):
         assert r["case"] not in records[k]["train_cases"] and r["n_train"] == "16"
 
 
+@pytest.mark.slow
 def test_summary_mean_std_over_folds_in_percent(skin_run):
     res = skin_run.summary["results"]
     assert res["names"] == {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"}
@@ -104,6 +106,7 @@ def test_resume_reuses_models_and_retrains_on_new_recipe(tmp_path):
         "iterations"] == 6
 
 
+@pytest.mark.slow
 def test_refuses_a_model_that_saw_the_case(skin_run):
     out = skin_run.output_dir
     records = fold_records(out)
