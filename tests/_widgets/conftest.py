@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
 from napari_segeval._widgets._state import ViewerState
+
+
+@pytest.fixture(autouse=True)
+def _frozen_heap():
+    """Freeze the objects alive before each test (modules, torch, napari, session fixtures).
+
+    napari's canvas runs a full ``gc.collect()`` on every layer removal (a Windows OpenGL
+    work-around); with torch and napari imported each pass walks millions of objects (about
+    half a second here). Frozen objects are left out of those passes, which then walk only
+    what the test itself made: the test's own layers and visuals are still collected as
+    napari means them to be. Garbage left by earlier tests is collected before freezing.
+    """
+    import napari._qt.qt_viewer  # noqa: F401  (what every viewer imports: frozen too)
+    import napari._vispy  # noqa: F401
+    import torch  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+    yield
 
 
 @pytest.fixture

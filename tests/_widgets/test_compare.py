@@ -113,6 +113,7 @@ def test_outline_option_sets_contour(pair_case, qtbot):
     bar.close()
 
 
+@pytest.mark.slow
 def test_compare_three_linked_views(pair_case, qtbot):
     viewer, state, clean, att = pair_case
     bar = _bar(viewer, state)

@@ -10,6 +10,7 @@ from napari_segeval._widgets.demo import DemoRun
 from napari_segeval.cli import _demo
 
 
+@pytest.mark.slow
 def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     viewer = make_napari_viewer()
     demo = DemoRun(viewer, backend="threshold", device="cpu", attack="fgsm", eps=0.1)
@@ -28,6 +29,7 @@ def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     assert "1: liver" in demo.case.fields["structures"].text()
 
 
+@pytest.mark.slow
 def test_demo_correct_ends_on_the_corrected_slice(make_napari_viewer, qtbot):
     import numpy as np
 

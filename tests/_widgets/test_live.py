@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from napari_segeval._widgets.evaluate_jobs import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
@@ -38,6 +39,7 @@ def _partial(viewer):
     return next((layer for layer in viewer.layers if layer.name == PARTIAL), None)
 
 
+@pytest.mark.slow
 def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)
@@ -126,7 +128,7 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_
     viewer, w = ct_viewer
     w.state.set_current(1)
     w.prompt.box_from_reference()
-    model = _SlowSteps()
+    model = _SlowSteps(delay=0.0)  # held by ``release``; no need to slow the rest down
     model.release.clear()  # hold the walk after its first slice
     w.state.model, w.state.model_key = model, w.prompt.spec()
     names = [layer.name for layer in viewer.layers]

@@ -107,6 +107,7 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     assert not picker.open_button.isEnabled()  # it takes no checkpoint
 
 
+@pytest.mark.slow
 def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, hub, cache,
                                                                      qtbot, notifications):
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel
@@ -263,6 +264,7 @@ def test_open_checkpoint_a_wrong_file_is_one_notification(ct_viewer, qtbot, tmp_
     assert picker.rows() == rows and w.prompt.spec() == spec  # the picker as it was
 
 
+@pytest.mark.slow
 def test_the_attack_tab_attacks_the_model_chosen_there(ct_viewer, qtbot):
     _viewer, w = ct_viewer
     w.state.set_current(1)

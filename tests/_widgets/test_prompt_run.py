@@ -40,6 +40,7 @@ def _metrics_json(path, capsys) -> dict[int, float]:
     return {r["label"]: r["dice"] for r in json.loads(capsys.readouterr().out)["structures"]}
 
 
+@pytest.mark.slow
 def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
         ct_viewer, qtbot, tmp_path, capsys):
     _viewer, w = ct_viewer
@@ -93,6 +94,7 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     assert "no prompt changed" in tools.status.text()
 
 
+@pytest.mark.slow
 def test_after_each_prompt_repropagates_and_undo_goes_back(ct_viewer, qtbot):
     _viewer, w = ct_viewer
     tools = w.prompt.tools
@@ -120,6 +122,7 @@ def test_after_each_prompt_repropagates_and_undo_goes_back(ct_viewer, qtbot):
                     and np.array_equal(w.state.predictions["clean"].data, first), timeout=30000)
 
 
+@pytest.mark.slow
 def test_video_prompt_on_a_later_frame(make_napari_viewer, qtbot):
     from napari_segeval._sample_data import sample_video
     from napari_segeval._widgets.main import SegEvalWidget
@@ -148,6 +151,7 @@ def test_video_prompt_on_a_later_frame(make_napari_viewer, qtbot):
     assert w.prompt.jobs.session.last_propagated == [1]
 
 
+@pytest.mark.slow
 def test_click_on_a_2d_image(make_napari_viewer, qtbot):
     from napari_segeval._sample_data import sample_polyp
     from napari_segeval._widgets.main import SegEvalWidget
@@ -178,6 +182,7 @@ def test_click_on_a_2d_image(make_napari_viewer, qtbot):
     assert "on frame 0" in w.prompt.tools.list.item(1).text()
 
 
+@pytest.mark.slow
 def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     import torch
 

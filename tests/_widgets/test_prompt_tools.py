@@ -217,6 +217,7 @@ def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
     assert np.allclose(image.world_to_data(points.data_to_world([5, 20, 20])), [10, 40, 40])
 
 
+@pytest.mark.slow
 def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights):
     _viewer, w = ct_viewer
     tools = w.prompt.tools

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from napari_segeval._widgets._state import ViewerState
 from napari_segeval._widgets.dice import DicePanel
 
 
+@pytest.mark.slow
 def test_overlay_pixels_in_screenshot(make_napari_viewer, qtbot):
     viewer = make_napari_viewer(show=True)
     ref = np.zeros((64, 64), np.uint8)

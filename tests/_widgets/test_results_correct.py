@@ -59,6 +59,7 @@ def _settle(panel, qtbot):
                     and not dice._surface_timer.isActive(), timeout=60000)
 
 
+@pytest.mark.slow
 def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tmp_path,
                                                               make_napari_viewer, qtbot):
     out = tmp_path / "copy"
@@ -136,6 +137,7 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tm
     _settle(panel, qtbot)
 
 
+@pytest.mark.slow
 def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_napari_viewer,
                                                              qtbot):
     from napari_segeval.prompts import boxes_from_labels
@@ -152,8 +154,7 @@ def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_na
     _settle(panel, qtbot)
 
 
-def test_correct_without_a_case_is_a_notification(threshold_run, make_napari_viewer,
-                                                  notifications):
+def test_correct_without_a_case_is_a_notification(make_napari_viewer, notifications):
     from napari_segeval._widgets.results import ResultsPanel
 
     panel = ResultsPanel(make_napari_viewer())

@@ -47,6 +47,7 @@ def two_model_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_two_models_side_by_side(two_model_run, make_napari_viewer, qtbot):
     from napari_segeval._widgets.compare import CompareBar
 

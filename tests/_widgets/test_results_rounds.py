@@ -69,6 +69,7 @@ def visible_prediction(panel) -> str:
     return role
 
 
+@pytest.mark.slow
 def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot):
     out = rounds_run
     written = sorted(result_rows(load_records(out)[1]), key=lambda r: r["round"])

@@ -26,6 +26,7 @@ def _open(make_napari_viewer, sample):
     return viewer, w
 
 
+@pytest.mark.slow
 def test_video_forward_from_first_frame(make_napari_viewer, qtbot):
     _viewer, w = _open(make_napari_viewer, "video")
     assert w.state.kind() == "video"
@@ -44,6 +45,7 @@ def test_video_forward_from_first_frame(make_napari_viewer, qtbot):
     assert float(w.dice.cell(1, "Dice")) == pytest.approx(dice, abs=5e-4)
 
 
+@pytest.mark.slow
 def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     _viewer, w = _open(make_napari_viewer, "polyp")
     assert w.state.kind() == "image"

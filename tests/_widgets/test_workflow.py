@@ -26,6 +26,7 @@ def test_picker_guesses_case_layers(ct_viewer):
     assert w.prompt.structure.count() == len(w.state.structures)
 
 
+@pytest.mark.slow
 def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     viewer, w = ct_viewer
     ref = w.state.reference.data
@@ -75,6 +76,7 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     qtbot.waitUntil(lambda: abs(float(w.dice.cell(1, "Dice")) - after) < 5e-4, timeout=5000)
 
 
+@pytest.mark.slow
 def test_attack_adds_layers_and_compares(ct_viewer, qtbot):
     viewer, w = ct_viewer
     w.state.set_current(1)

@@ -53,6 +53,7 @@ def comparable(rows: list[dict]) -> list[dict]:
                   key=lambda r: (r["case"], r["condition"], r["round"], r["label"]))
 
 
+@pytest.mark.slow
 def test_sample_task_round0_is_medsam2_3d_and_runs_are_deterministic(tmp_path):
     specs = load_layout(SAMPLE)[:1]
     params = {"rounds": 1}

@@ -43,6 +43,7 @@ def test_condition_names():
         "unfiltered", "filtered 5%", "filtered 10%"]
 
 
+@pytest.mark.slow
 def test_li2026_end_to_end_removes_the_most_uncertain_training_cases(tmp_path):
     task = write_msd(tmp_path / "Task97", 24)
     out = tmp_path / "o"

@@ -33,17 +33,20 @@ def model():
 
 @pytest.fixture(scope="module")
 def ct(model):
+    """The bundled CT, every other slice (20 of 40: all five structures, half the walk)."""
     from napari_segeval.io import read_case
 
     case = read_case(SAMPLES / "ct" / "ct_001.nii.gz", SAMPLES / "ct" / "ct_001_labels.nii.gz")
-    return model.preprocess(case.image, "CT"), boxes_from_labels(case.labels, [1, 2, 3, 4, 5])
+    image, labels = case.image[::2], case.labels[::2]
+    return model.preprocess(image, "CT"), boxes_from_labels(labels, [1, 2, 3, 4, 5])
 
 
 @pytest.fixture(scope="module")
 def echo(model):
+    """An echo phantom of 12 frames (three structures)."""
     from napari_segeval.phantoms.echo import make_echo_clip
 
-    clip = make_echo_clip(2001)
+    clip = make_echo_clip(2001, n_frames=12)
     boxes = boxes_from_labels(clip.labels, [1, 2, 3], mode="video")
     return model.preprocess(clip.image, "US"), boxes
 
@@ -126,8 +129,8 @@ def test_gradient_through_shared_walks_matches_separate_passes(model, ct):
     frames, boxes = ct
     grads = []
     for share in (True, False):
-        x = frames[10:30].clone().requires_grad_(True)
-        moved = [Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 10, 0), 19), label=b.label)
+        x = frames[5:15].clone().requires_grad_(True)
+        moved = [Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 5, 0), 9), label=b.label)
                  for b in boxes[:3]]
         res = propagate_case(model, x, moved, PropagationOptions(grad=True, share=share))
         sum(p.sum() for p in res.tensors.values()).backward()
