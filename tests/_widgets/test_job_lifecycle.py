@@ -103,24 +103,45 @@ def inputs(tmp_path_factory):
     return make_inputs(tmp_path_factory.mktemp("midjob"))
 
 
+GROUPS = {"close": "close_sessions", "delete": "delete_sessions"}  # process: its fixture
+
+
 def shared(request, group: str) -> dict:
     """:func:`run_sessions` of ``group`` once per test run, also under pytest-xdist: the first
-    worker that needs it runs the process, the others wait for its result (a file lock)."""
+    worker that needs it runs the process (a file lock), the others read its result; a worker
+    that would wait for it runs the other processes the run needs meanwhile."""
     tmp_path_factory = request.getfixturevalue("tmp_path_factory")
 
-    def run() -> dict:
-        return run_sessions(group, request.getfixturevalue("inputs"),
-                            tmp_path_factory.mktemp(f"midjob-{group}"))
+    def run(name: str) -> dict:
+        return run_sessions(name, request.getfixturevalue("inputs"),
+                            tmp_path_factory.mktemp(f"midjob-{name}"))
 
     if request.getfixturevalue("worker_id") == "master":
-        return run()
-    from filelock import FileLock
+        return run(group)
+    from filelock import FileLock, Timeout
 
-    done = tmp_path_factory.getbasetemp().parent / f"midjob-{group}.json"
-    with FileLock(f"{done}.lock"):
-        if not done.is_file():
-            done.write_text(json.dumps(run()))
-        return json.loads(done.read_text())
+    def produce(name: str, wait: bool) -> dict | None:
+        done = tmp_path_factory.getbasetemp().parent / f"midjob-{name}.json"
+        lock = FileLock(f"{done}.lock")
+        try:
+            lock.acquire(timeout=-1 if wait else 0)
+        except Timeout:
+            return None
+        try:
+            if not done.is_file():
+                done.write_text(json.dumps(run(name)))
+            return json.loads(done.read_text())
+        finally:
+            lock.release()
+
+    result = produce(group, wait=False)
+    if result is None:
+        for name, fixture in GROUPS.items():
+            if name != group and any(fixture in getattr(item, "fixturenames", ())
+                                     for item in request.session.items):
+                produce(name, wait=False)
+        result = produce(group, wait=True)
+    return result
 
 
 @pytest.fixture(scope="module")
