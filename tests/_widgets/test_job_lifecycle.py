@@ -83,7 +83,7 @@ def run_sessions(group: str, inputs: dict, tmp: Path) -> dict:
     args = [f"{k}:{a}" + (f":{p}" if p else "") for k, a, p in scenarios(group, inputs, tmp)]
     proc = subprocess.run([sys.executable, str(SESSION), *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=HANG_S, check=False)
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"')]
     reports = {f"{x['kind']}:{x['action']}": x for x in lines if "kind" in x}
     started = [x["start"] for x in lines if "start" in x]
     status, failure = proc.returncode, None
