@@ -82,8 +82,11 @@ if dev.startswith("cuda") and not torch.cuda.is_available():
     sys.exit(1)
 EOF
 
+# The CUDA tests need none of the GUI, hypothesis or hydra pytest plugins: loading them (napari
+# above all) took half of this step's CPU time in the dry run.
 step cuda-tests "${limits[0]}" "$py" -m pytest -m cuda -q -p no:cacheprovider -p no:xvfb -p no:pytestqt \
-  tests/models/test_cuda.py tests/attacks/test_promptable.py tests/evaluation/test_runner_gpu.py
+  -p no:napari -p no:napari-plugin-engine -p no:npe2 -p no:hypothesispytest -p no:anyio \
+  -p no:hydra_pytest tests/models/test_cuda.py tests/attacks/test_promptable.py tests/evaluation/test_runner_gpu.py
 step medsam2-speed "${limits[1]}" "$py" benchmarks/bench_medsam2_speed.py --device "$device" \
   "${speed_args[@]}"
 step attacks "${limits[2]}" "$py" benchmarks/bench_attacks.py --device "$device" "${attack_args[@]}"

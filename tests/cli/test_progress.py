@@ -84,7 +84,7 @@ def test_evaluate_draws_the_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys
     err = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", err)
     argv = ["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
-            "--param", f"model={TOY}", "--no-report"] + ([flag] if flag else [])
+            "--param", f"model={TOY}", "--no-report", "--workers", "1"] + ([flag] if flag else [])
     assert _evaluate(argv) == 0
     stdout = capsys.readouterr().out
     if flag is None:

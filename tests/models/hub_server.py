@@ -38,7 +38,9 @@ class FakeHub:
         self.cdn = ThreadingHTTPServer(("127.0.0.1", 0), self._handler("cdn"))
         for server in (self.hub, self.cdn):
             server.daemon_threads = True
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            # a short poll: close() (shutdown) waits for it, 0.5 s a server by default
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                             daemon=True).start()
 
     @property
     def endpoint(self) -> str:

@@ -119,16 +119,25 @@ def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
     from napari_segeval.models.registry import load_promptable
 
     model = load_promptable("medsam2", checkpoint=medsam2_checkpoint, device="cpu")
-    lab = np.zeros((4, 40, 48), np.uint8)
+    lab = np.zeros((3, 40, 48), np.uint8)  # one slice each way after the key slice
     lab[:, 12:28, 14:34] = 1
     case = volume_case(lab, image=np.where(lab > 0, 80.0, -100.0).astype(np.float32))
-    box = Box(12, 14, 28, 34, index=1, label=1)  # the middle slice of the extent 0..3
+    box = Box(12, 14, 28, 34, index=1, label=1)  # the middle slice of the extent 0..2
     frames = model.preprocess(case.image, "CT")
+    walks, real = {}, model.propagate_logits
+
+    def spy(f, key, b, order, **kwargs):  # the mask decoder's logits of each walk, kept
+        assert f is frames and key == 1 and b is box and kwargs["stop_when_empty"] is False
+        walks[order] = real(f, key, b, order, **kwargs)
+        return walks[order]
+
+    model.propagate_logits = spy
     out = decoded_map(model, frames, box)
-    fwd = model.propagate_logits(frames, 1, box, "forward").numpy()
-    bwd = model.propagate_logits(frames, 1, box, "backward").numpy()
-    assert feature_kind(model) == "logits" and out.shape == (4, 40, 48)
-    np.testing.assert_allclose(out[2:], fwd[1:], atol=1e-5)
+    fwd, bwd = walks["forward"].numpy(), walks["backward"].numpy()
+    assert feature_kind(model) == "logits" and out.shape == (3, 40, 48)
+    assert fwd.shape == bwd.shape == (2, 40, 48)  # whole walks, no early stop
+    np.testing.assert_allclose(out[2], fwd[1], atol=1e-5)
+    np.testing.assert_allclose(out[1], np.maximum(fwd[0], bwd[0]), atol=1e-5)
     np.testing.assert_allclose(out[0], bwd[1], atol=1e-5)
     from napari_segeval.uncertainty import class_matrix, semantic_scale
 
