@@ -1,28 +1,28 @@
-"""Local corrections of the built-in prompt model: a prompt that refines a result.
+"""Local corrections of the built-in prompt model: a click that refines a result.
 
-A prompt added to a structure that already has a result (a point after its round-0
-boxes, :mod:`napari_segeval.propagation.corrections`) acts on that result, as SAM2's
-predictor acts on a tracked frame, and only where the result shares the error:
+A point added to a structure that already has a result (a point after the
+structure's last box or mask prompt, :mod:`napari_segeval.propagation.corrections`)
+acts on that result, as SAM2's predictor acts on a tracked frame, and only where the
+result shares the error:
 
-1. the prompted slice: a **point** runs one click pass with the slice's previous mask
-   as the prior, the frame as current and previous frame, the slice's box (if any)
-   in the box channel and every point of the slice so far in the click maps (SAM2
-   feeds a tracked frame's previous mask to its decoder with the new clicks); a
-   **box** is a fresh start (a box pass with the box mask as prior, as on a walk's
-   first slice); a **mask prompt** is the slice's output itself;
-2. a point then acts as a click in 3D: walking away from its slice both ways, each
-   slice gets a click pass with the same click on its own previous mask (prior =
-   that mask, no box, only this click). A direction ends before a slice that carries
-   prompts, has no previous mask, whose new output does not take the click (the
-   click's pixel is not foreground for a positive click, is for a negative one), is
-   below the confidence stop, or whose change (new mask XOR previous mask) overlaps
-   the change of the slice before it (the prompted slice's, first) by an
-   intersection-over-union below :data:`SHARED_CHANGE`: the error is not the same
-   one there. Nothing spreads from a slice that the click leaves empty.
+1. the clicked slice: one click pass with the slice's previous mask as the prior,
+   the frame as current and previous frame, the slice's box (if any) in the box
+   channel and every point of the slice so far in the click maps (SAM2 feeds a
+   tracked frame's previous mask to its decoder with the new clicks); a negative
+   click on an empty slice changes nothing;
+2. the click then acts in 3D: walking away from its slice both ways, each slice gets
+   a click pass with the same click on its own previous mask (prior = that mask, no
+   box, only this click). A direction ends before a slice that carries prompts, has
+   no previous mask, whose new output does not take the click (the click's pixel is
+   not foreground for a positive click, is for a negative one), is below the
+   confidence stop, or whose change (new mask XOR previous mask) overlaps the change
+   of the slice before it (the clicked slice's, first) by an intersection-over-union
+   below :data:`SHARED_CHANGE`: the error is not the same one there. Nothing spreads
+   from a slice that the click leaves empty.
 
-Slices that no pass reaches keep their previous masks exactly, so a correction far
-from a slice never changes it. Torch is imported by this module: import it only
-inside functions elsewhere.
+Slices that no pass reaches keep their previous masks exactly, so a click far from a
+slice never changes it. Torch is imported by this module: import it only inside
+functions elsewhere.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Any
 import torch
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models._prompt_net import window_from_bbox
 from napari_segeval.models._prompt_walks import (
     FramePlan,
     _box_region,
@@ -107,23 +106,13 @@ def _click_pass(net: Any, size: int, x: torch.Tensor, f: int, prior: torch.Tenso
     return full(_net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
 
 
-def prompted_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
-                   previous: torch.Tensor) -> torch.Tensor | None:
-    """New probabilities ``(H, W)`` of the slice of ``prompts``' last prompt (module doc).
-
-    ``previous`` is the slice's previous mask ``(H, W)`` (float). ``None``: nothing
-    to refine (a negative click where the previous mask is empty).
+def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
+                  previous: torch.Tensor) -> torch.Tensor | None:
+    """New probabilities ``(H, W)`` of the slice of ``prompts``' last prompt, a point
+    (module doc, step 1). ``previous`` is the slice's previous mask ``(H, W)`` (float).
+    ``None``: nothing to refine (a negative click where the previous mask is empty).
     """
-    h, w = x.shape[1:]
-    prompt = prompts.prompts[-1]
-    f = int(prompt.index)
-    if isinstance(prompt, MaskPrompt):
-        return torch.as_tensor(prompt.mask, device=x.device).float()
-    if isinstance(prompt, Box):
-        boxmask = _box_plane(prompt, (h, w), x)
-        planes = [torch.stack([x[f], x[f], boxmask, boxmask])]
-        window = window_from_bbox(*_box_region(prompt, (h, w)))
-        return full(_net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
+    f = int(prompts.prompts[-1].index)
     active = prompts.active(f)
     box = active[0] if isinstance(active[0], Box) else None
     mask = active[0] if isinstance(active[0], MaskPrompt) else None
@@ -165,14 +154,20 @@ def correct(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: 
 
     ``previous``: the structure's masks before it ``(n, H, W)`` (boolean); slices not
     in the answer keep them (module doc).
+
+    Raises
+    ------
+    ValueError
+        The last prompt is not a point (boxes and mask prompts start a structure again).
     """
     prompt = prompts.prompts[-1]
-    f = int(prompt.index)
+    if not isinstance(prompt, Point):
+        raise ValueError(f"a correction is a point, got {type(prompt).__name__}")
     check_cancel(cancel, "correction")
-    new = prompted_slice(net, size, x, prompts, previous[f].float())
+    new = clicked_slice(net, size, x, prompts, previous[int(prompt.index)].float())
     if new is None:
         return {}
-    changed = {f: new}
-    if isinstance(prompt, Point) and bool((new > 0.5).any()):
+    changed = {int(prompt.index): new}
+    if bool((new > 0.5).any()):
         changed.update(spread(net, size, x, prompts, new, previous, min_confidence, cancel))
     return changed

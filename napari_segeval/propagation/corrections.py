@@ -5,16 +5,16 @@ For a backend with a ``correct`` method (the built-in model,
 volume, a structure's result is built prompt by prompt in the order the prompts
 were given:
 
-* its **round 0**, the leading boxes and mask prompts of its set (everything before
-  its first point), propagates as always (both walks, confidence stop, largest
-  component: :func:`~.core.propagate_structures`);
-* every later prompt (a point, or a box or mask prompt after a point) is a
-  **correction** applied to the result of the prompts before it: the backend
-  returns the slices it changes (the prompted slice and, walking both ways, the
-  neighbours that share its error), every other slice keeps its mask, and the
-  largest component is taken again.
+* its **round 0**, every prompt up to its last box or mask prompt, propagates as
+  always (both walks from the conditioning slices, confidence stop, largest
+  component: :func:`~.core.propagate_structures`); a box or mask prompt added later
+  therefore starts the structure again from all its prompts;
+* every point after it is a **correction** applied to the result of the prompts
+  before it: the backend returns the slices it changes (the clicked slice and the
+  neighbours that share its error), every other slice keeps its probabilities and
+  mask, and the largest component is taken again.
 
-A set that begins with a point, a video, gradients or per-slice priors, and every
+A set of points only, a video, gradients or per-slice priors, and every
 backend without ``correct`` (MedSAM2, the threshold model) propagate the whole set
 at once, as SAM2's predictor does from its memory of every prompt. The result of a
 prompt set is a function of the set alone: a
@@ -40,18 +40,18 @@ from napari_segeval.propagation.result import StructureResult
 def round0_length(prompts: PromptSet) -> int:
     """Number of leading prompts that are the set's round 0 (module doc).
 
-    The leading boxes and mask prompts; the whole set when it begins with a point.
+    Everything up to the last box or mask prompt; the whole set when it has none.
 
     Examples
     --------
-    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Box(0, 0, 4, 4, index=5),
-    ...                   Point(1, 1, index=3), Box(0, 0, 3, 3, index=7)])
+    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 1, index=3),
+    ...                   Box(0, 0, 3, 3, index=7), Point(2, 2, index=4)])
     >>> round0_length(s), round0_length(PromptSet.of([Point(1, 1, index=3)]))
-    (2, 1)
+    (3, 1)
     """
     items = prompts.prompts
-    k = next((i for i, p in enumerate(items) if isinstance(p, Point)), len(items))
-    return len(items) if k == 0 else k
+    last = max((i for i, p in enumerate(items) if not isinstance(p, Point)), default=None)
+    return len(items) if last is None else last + 1
 
 
 def corrects(model: Any, options: PropagationOptions, priors: Any = None) -> bool:

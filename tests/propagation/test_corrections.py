@@ -63,12 +63,14 @@ def _same(a, b):
         np.testing.assert_array_equal(a.masks[lab], b.masks[lab])
 
 
-def test_round0_is_the_leading_boxes_and_masks():
+def test_round0_is_everything_up_to_the_last_box_or_mask():
     s = PromptSet.of([BOX, Box(8, 8, 20, 20, index=6), Point(12, 14, index=2),
-                      Box(8, 8, 20, 20, index=1)])
+                      Point(13, 14, index=3)])
     assert round0_length(s) == 2
+    assert round0_length(s.add(Box(8, 8, 20, 20, index=1))) == 5  # a later box: all again
     assert round0_length(PromptSet.of([BOX])) == 1
-    assert round0_length(PromptSet.of([Point(12, 14, index=2), BOX])) == 2  # starts with a point
+    assert round0_length(PromptSet.of([Point(12, 14, index=2), BOX])) == 2
+    assert round0_length(PromptSet.of([Point(12, 14, index=2)])) == 1  # points only
 
 
 def test_only_backends_with_correct_and_volumes_take_corrections(model):
