@@ -44,8 +44,7 @@ from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 #: A click spreads to the next slice only when the change it makes there overlaps the
 #: change on the slice before by at least this intersection-over-union (module doc).
-SHARED_CHANGE = float(__import__("os").environ.get("LC_SHARED", "0.3"))
-MAX_SPREAD = int(__import__("os").environ.get("LC_MAXS", "100000"))
+SHARED_CHANGE = 0.3
 
 
 def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE
@@ -136,7 +135,7 @@ def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torc
     changed: dict[int, torch.Tensor] = {}
     for step in (1, -1):
         before, g = (start > 0.5) ^ previous[f], f + step
-        while 0 <= g < n and g not in stops and bool(previous[g].any()) and abs(g - f) <= MAX_SPREAD:
+        while 0 <= g < n and g not in stops and bool(previous[g].any()):
             check_cancel(cancel, "correction")
             new = _click_pass(net, size, x, g, previous[g].float(), None, None, (point,))
             if new is None or not takes(new, point) or not confident(new, min_confidence):
