@@ -10,9 +10,10 @@ result shares the error:
    channel and every point of the slice so far in the click maps (SAM2 feeds a
    tracked frame's previous mask to its decoder with the new clicks); a negative
    click on an empty slice changes nothing;
-2. the click then acts in 3D: walking away from its slice both ways, each slice gets
-   a click pass with the same click on its own previous mask (prior = that mask, no
-   box, only this click). A direction ends before a slice that carries prompts, has
+2. the click then acts in 3D: walking away from its slice both ways, at most
+   :data:`MAX_SPREAD` slices, each slice gets a click pass with the same click on its
+   own previous mask (prior = that mask, no box, only this click). A direction ends
+   before a slice that carries prompts, has
    no previous mask, whose new output does not take the click (the click's pixel is
    not foreground for a positive click, is for a negative one), is below the
    confidence stop, or whose change (new mask XOR previous mask) overlaps the change
@@ -45,6 +46,8 @@ from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 #: A click spreads to the next slice only when the change it makes there overlaps the
 #: change on the slice before by at least this intersection-over-union (module doc).
 SHARED_CHANGE = 0.3
+#: A click spreads at most this many slices each way from its own (module doc).
+MAX_SPREAD = 2
 
 
 def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE
@@ -135,7 +138,8 @@ def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torc
     changed: dict[int, torch.Tensor] = {}
     for step in (1, -1):
         before, g = (start > 0.5) ^ previous[f], f + step
-        while 0 <= g < n and g not in stops and bool(previous[g].any()):
+        while (0 <= g < n and abs(g - f) <= MAX_SPREAD and g not in stops
+               and bool(previous[g].any())):
             check_cancel(cancel, "correction")
             new = _click_pass(net, size, x, g, previous[g].float(), None, None, (point,))
             if new is None or not takes(new, point) or not confident(new, min_confidence):
