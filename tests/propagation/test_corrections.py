@@ -103,6 +103,17 @@ def test_a_click_stops_at_a_slice_without_a_mask_and_at_a_prompted_slice(model):
     assert changed == [5, 6]  # between the boxes on slices 4 and 7
 
 
+def test_a_click_spreads_at_most_max_spread_slices_each_way(model):
+    from napari_segeval.models._prompt_corrections import MAX_SPREAD
+
+    frames = _frames(12)
+    box = Box(10, 12, 20, 24, index=1)
+    alone = propagate_case(model, frames, [box])
+    res = propagate_case(model, frames, {1: PromptSet.of([box, Point(20, 18, index=6)])})
+    changed = [z for z in range(12) if not np.array_equal(res.masks[1][z], alone.masks[1][z])]
+    assert MAX_SPREAD == 2 and changed == [4, 5, 6, 7, 8]
+
+
 def test_a_negative_click_that_empties_its_slice_goes_no_further(model):
     frames = _frames()
     dot = Box(15, 15, 16, 16, index=4)  # one pixel on every slice
