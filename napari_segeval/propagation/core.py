@@ -17,6 +17,9 @@ higher probability wins, except that a structure enclosed by another (a lesion i
 its organ) wins its overlap with it. Each structure's own mask, before merging, is
 kept too (:attr:`PropagationResult.masks`), for scoring each structure on its own
 propagation as MedSAM2 does. The settings are one :class:`~.options.PropagationOptions`.
+For a backend with ``correct`` (the built-in model), the points after a structure's
+last box or mask prompt in a volume are not walked: each is a local correction of the
+result before it (:mod:`.corrections`).
 
 Memory: each structure's result is kept at the size of its own extent
 (:class:`~.result.StructureResult`, the bounding box of what its walks computed), and
