@@ -45,7 +45,7 @@ from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 #: A click spreads to the next slice only when the change it makes there overlaps the
 #: change on the slice before by at least this intersection-over-union (module doc).
-SHARED_CHANGE = 0.3
+SHARED_CHANGE = 0.5
 #: A click spreads at most this many slices each way from its own (module doc).
 MAX_SPREAD = 2
 
@@ -58,8 +58,8 @@ def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED
     --------
     >>> a = torch.zeros(4, 4, dtype=torch.bool); a[:2] = True
     >>> b = torch.zeros(4, 4, dtype=torch.bool); b[1:3] = True
-    >>> shared(a, a), shared(a, b), shared(a, ~a)
-    (True, True, False)
+    >>> shared(a, a), shared(a, b), shared(a, b, 0.3), shared(a, ~a)
+    (True, False, True, False)
     """
     union = int((change | before).sum())
     return union > 0 and int((change & before).sum()) / union >= threshold
