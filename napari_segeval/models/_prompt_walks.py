@@ -33,6 +33,11 @@ only on the start frame), a square of :data:`CLICK_SIDE` native pixels (grown to
 the clicks' extent) centred on the positive clicks. A click pass with neither output
 nor positive click has nothing to refine and is skipped.
 
+On volumes, the points after a structure's last box or mask prompt do not reach the
+walks: they are corrections of the walks' result, one at a time
+(:mod:`._prompt_corrections`, :mod:`napari_segeval.propagation.corrections`); the
+walks see them in videos and in sets of points only.
+
 Every frame's probabilities are computed (pasted back) only inside the window's
 support, so a walk returns each frame cropped (:class:`~.base.WalkOutput`): they
 are exactly 0 outside it, as with a full-size paste.

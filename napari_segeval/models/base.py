@@ -75,6 +75,15 @@ Either method may take an optional ``on_frame(walk number, frame, prob)`` keywor
 called with each frame's (detached) probability as soon as it is computed, so that
 a viewer can show a propagation while it runs (``propagate_case(on_slice=...)``).
 
+Corrections
+-----------
+A backend may also implement ``correct(frames, prompts, previous, *,
+min_confidence=None, cancel=None)``: the slices (``{index: (H, W) probabilities}``)
+that the last prompt of ``prompts`` changes in a structure whose masks were
+``previous`` (``(n, H, W)``, boolean). :mod:`napari_segeval.propagation.corrections`
+then builds a volume's result prompt by prompt: round 0 propagates, every later
+prompt corrects (the built-in model). Backends without it propagate the whole set.
+
 This module imports nothing heavy at import time (``torch`` only for typing).
 """
 

@@ -202,6 +202,47 @@ class BuiltinPromptModel:
                 f"{self.weights}: these built-in model weights take boxes and mask prompts, "
                 "not points (no click channels); use boxes, or weights trained with clicks")
 
+    def correct(self, frames: torch.Tensor | np.ndarray, prompts: Any, previous: Any, *,
+                min_confidence: float | None = None,
+                cancel: threading.Event | None = None) -> dict[int, np.ndarray]:
+        """A local correction: the slices that ``prompts``' last prompt changes.
+
+        ``prompts`` is the structure's prompt set up to and including the correction;
+        ``previous`` its boolean masks ``(n, H, W)`` before it. Returns slice -> new
+        probabilities ``(H, W)`` (float32); every other slice keeps its previous mask
+        (:mod:`napari_segeval.models._prompt_corrections`).
+
+        Raises
+        ------
+        napari_segeval.InvalidPromptError
+            A point prompt for weights without click channels.
+
+        Examples
+        --------
+        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
+        >>> m = BuiltinPromptModel(device="cpu")
+        >>> frames = np.zeros((6, 32, 32), np.float32); frames[:, 8:20, 8:20] = 1
+        >>> before = np.zeros((6, 32, 32), bool); before[:, 8:20, 8:20] = True
+        >>> s = PromptSet.of([Box(8, 8, 20, 20, index=2), Point(14, 14, index=5)])
+        >>> changed = m.correct(frames, s, before)
+        >>> set(changed) <= {3, 4, 5}, changed[5].shape
+        (True, (32, 32))
+        """
+        import torch
+
+        from napari_segeval.models import _prompt_corrections
+        from napari_segeval.models._device import autocast_context
+        from napari_segeval.models.walk import Walk
+
+        self.check_walks([Walk(prompts.prompts[-1].index, prompts)])
+        x = torch.as_tensor(frames)
+        x = (x.mean(dim=-1) if x.ndim == 4 else x).to(self.device, torch.float32)
+        prev = torch.as_tensor(np.asarray(previous, bool), device=self.device)
+        with torch.no_grad(), autocast_context(self.device, enabled=True):
+            out = _prompt_corrections.correct(self.net, self.size, x, prompts, prev,
+                                              min_confidence, cancel)
+        return {int(f): p.float().cpu().numpy() for f, p in out.items()}
+
     def propagate_walks(self, frames: torch.Tensor | np.ndarray, walks: list[Walk], *,
                         progress: ProgressFn | None = None,
                         cancel: threading.Event | None = None, stop_when_empty: bool = False,

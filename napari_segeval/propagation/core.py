@@ -17,6 +17,9 @@ higher probability wins, except that a structure enclosed by another (a lesion i
 its organ) wins its overlap with it. Each structure's own mask, before merging, is
 kept too (:attr:`PropagationResult.masks`), for scoring each structure on its own
 propagation as MedSAM2 does. The settings are one :class:`~.options.PropagationOptions`.
+For a backend with ``correct`` (the built-in model), the points after a structure's
+last box or mask prompt in a volume are not walked: each is a local correction of the
+result before it (:mod:`.corrections`).
 
 Memory: each structure's result is kept at the size of its own extent
 (:class:`~.result.StructureResult`, the bounding box of what its walks computed), and
@@ -76,6 +79,7 @@ from napari_segeval.models.base import ProgressFn, PromptableModel
 from napari_segeval.models.walk import Walk, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+from napari_segeval.propagation.corrections import apply_corrections, corrects, head, round0_length
 from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
@@ -163,6 +167,9 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
     options = options or PropagationOptions()
     min_confidence = resolve_min_confidence(model, options.min_confidence)
+    if corrects(model, options, priors):  # round 0 first, then each correction in order
+        full_sets = dict(sets)
+        sets = {lab: head(s, round0_length(s)) for lab, s in sets.items()}
     n = int(frames.shape[0])
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)
@@ -192,6 +199,11 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
         parts = list(zip(walks[i * k:(i + 1) * k], outs[i * k:(i + 1) * k]))
         results[label] = _structure(label, parts, shape, options, min_confidence)
         outs[i * k:(i + 1) * k] = [None] * k  # free the walks as soon as they are used
+    if corrects(model, options, priors):
+        for label, s in full_sets.items():
+            results[label] = apply_corrections(model, frames, results[label], s,
+                                               len(sets[label]), options, min_confidence,
+                                               cancel=cancel, on_slice=on_slice)
     return results
 
 

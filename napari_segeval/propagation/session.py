@@ -9,7 +9,10 @@ sees it fail on a slice, adds a prompt there and re-propagates. A
   MedSAM2 keeps the image features, within its ``cache_mb``), so a correction does
   not run the image encoder again;
 * only the structures whose prompts changed are propagated again; the others keep
-  their results (at the size of their extent) and the label map is merged anew.
+  their results (at the size of their extent) and the label map is merged anew;
+* with a backend that takes corrections (the built-in model,
+  :mod:`~.corrections`), a structure that only got new prompts after its propagated
+  ones is not propagated again: the kept result gets just the new corrections.
 
 The result of a re-propagation is exactly that of :func:`~.core.propagate_case` with
 the session's current prompts (its tests check it).
@@ -32,6 +35,7 @@ from napari_segeval.propagation.core import (
     propagate_structures,
     record,
 )
+from napari_segeval.propagation.corrections import apply_corrections, corrects, round0_length
 from napari_segeval.propagation.images import (
     check_image_prompts,
     image_frames,
@@ -86,6 +90,7 @@ class PropagationSession:
         self.prompts: dict[int, PromptSet] = {}
         self.structures: dict[int, StructureResult] = {}
         self._used: dict[int, PromptSet] = {}
+        self._seeded: set[int] = set()
         self.last_propagated: list[int] = []
         self.result: PropagationResult | None = None
 
@@ -175,6 +180,24 @@ class PropagationSession:
                 label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape)
             self.prompts[label] = s
             self._used[label] = s
+            self._seeded.add(label)
+
+    def _corrected(self, label: int, prompts: PromptSet) -> bool:
+        """Whether ``prompts`` only add corrections to the propagated result of ``label``."""
+        used = self._used.get(label)
+        return (used is not None and label in self.structures and label not in self._seeded
+                and corrects(self.model, self.options) and len(used) < len(prompts)
+                and prompts.prompts[:len(used)] == used.prompts
+                and len(used) >= round0_length(prompts))
+
+    def _correct(self, sets: dict[int, PromptSet], cancel: Any,
+                 on_slice: Any) -> dict[int, StructureResult]:
+        """The kept results of ``sets`` corrected by their new prompts (module doc)."""
+        min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
+        return {lab: apply_corrections(self.model, self.frames, self.structures[lab], s,
+                                       len(self._used[lab]), self.options, min_confidence,
+                                       cancel=cancel, on_slice=on_slice)
+                for lab, s in sets.items()}
 
     def stale(self) -> list[int]:
         """Structures whose prompts changed since they were last propagated."""
@@ -198,17 +221,23 @@ class PropagationSession:
         for gone in [lab for lab in self.structures if lab not in self.prompts]:
             del self.structures[gone]
             self._used.pop(gone, None)
+            self._seeded.discard(gone)
         todo = self.stale() if labels is None else [int(lab) for lab in labels]
         sets = {lab: self.prompts[lab] for lab in todo}
         if self.kind == "image" and sets:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
-        if sets:
-            done = propagate_structures(self.model, self.frames, sets, self.options,
+        grown = {lab: s for lab, s in sets.items() if self._corrected(lab, s)}
+        if grown:
+            self.structures.update(self._correct(grown, cancel, on_slice))
+        rest = {lab: s for lab, s in sets.items() if lab not in grown}
+        if rest:
+            done = propagate_structures(self.model, self.frames, rest, self.options,
                                         progress=progress, cancel=cancel, on_slice=on_slice,
                                         cache=self.cache)
             self.structures.update(done)
-            self._used.update(sets)
+            self._seeded.difference_update(rest)
+        self._used.update(sets)
         self.last_propagated = list(sets)
         ordered = {lab: self.structures[lab] for lab in self.prompts}
         shape = tuple(int(v) for v in self.frames.shape[:3])

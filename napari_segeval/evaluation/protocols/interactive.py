@@ -9,7 +9,9 @@ with the most wrong voxels; a positive or negative point at the most interior pi
 of the larger of its false-negative and false-positive regions, or with
 ``refine_prompt="box"`` the reference's box on that slice) and re-propagates through a
 :class:`~napari_segeval.propagation.PropagationSession` (only the structures that got
-a prompt run again; MedSAM2 reuses the image features of the frames). The rule
+a prompt run again; MedSAM2 reuses the image features of the frames; for the
+built-in model a click corrects the structure's result locally,
+:mod:`napari_segeval.propagation.corrections`). The rule
 compares the prediction that is scored: the merged label map, or each structure's own
 mask with ``scoring="per-structure"``. ``refine_prompt="auto"`` (default) clicks when
 the model takes points and adds boxes otherwise; the rows record which
@@ -308,9 +310,12 @@ DIFFERENCES = (
      "distance transform, the image border counting as outside; ties: the first pixel "
      "in row-major order), so a run is deterministic; micro-sam samples the point "
      "uniformly at random among the wrong pixels, IntRaBench near a component's centre."),
-    ("The previous prediction is not fed back as a mask prompt; each round re-propagates "
-     "from every prompt given so far (as SAM2's video predictor with its memory); "
-     "micro-sam can pass the previous logits (use_masks), IntRaBench passes them."),
+    ("With the built-in model on volumes the previous prediction is fed back: a click "
+     "refines its slice's previous mask (the prior of the click pass) and spreads to the "
+     "neighbouring slices that share the error, and every other slice keeps its mask; "
+     "other models and videos re-propagate from every prompt given so far (as SAM2's "
+     "video predictor with its memory), without a mask prompt; micro-sam can pass the "
+     "previous logits (use_masks), IntRaBench passes them."),
     ("A structure that is already exact gets no prompt in that round and keeps its "
      "result; micro-sam keeps adding points (a positive one inside the overlap), "
      "IntRaBench stops and repeats the last result."),

@@ -1,0 +1,177 @@
+"""Local corrections of the built-in prompt model: a click that refines a result.
+
+A point added to a structure that already has a result (a point after the
+structure's last box or mask prompt, :mod:`napari_segeval.propagation.corrections`)
+acts on that result, as SAM2's predictor acts on a tracked frame, and only where the
+result shares the error:
+
+1. the clicked slice: one click pass with the slice's previous mask as the prior,
+   the frame as current and previous frame, the slice's box (if any) in the box
+   channel and every point of the slice so far in the click maps (SAM2 feeds a
+   tracked frame's previous mask to its decoder with the new clicks); a negative
+   click on an empty slice changes nothing;
+2. the click then acts in 3D: walking away from its slice both ways, at most
+   :data:`MAX_SPREAD` slices, each slice gets a click pass with the same click on its
+   own previous mask (prior = that mask, no box, only this click). A direction ends
+   before a slice that carries prompts, has
+   no previous mask, whose new output does not take the click (the click's pixel is
+   not foreground for a positive click, is for a negative one), is below the
+   confidence stop, or whose change (new mask XOR previous mask) overlaps the change
+   of the slice before it (the clicked slice's, first) by an intersection-over-union
+   below :data:`SHARED_CHANGE`: the error is not the same one there. Nothing spreads
+   from a slice that the click leaves empty.
+
+Slices that no pass reaches keep their previous masks exactly, so a click far from a
+slice never changes it. Torch is imported by this module: import it only inside
+functions elsewhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval.models._prompt_walks import (
+    FramePlan,
+    _box_region,
+    _net_pass,
+    click_window,
+    full,
+)
+from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+
+#: A click spreads to the next slice only when the change it makes there overlaps the
+#: change on the slice before by at least this intersection-over-union (module doc).
+SHARED_CHANGE = 0.5
+#: A click spreads at most this many slices each way from its own (module doc).
+MAX_SPREAD = 2
+
+
+def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE
+           ) -> bool:
+    """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``.
+
+    Examples
+    --------
+    >>> a = torch.zeros(4, 4, dtype=torch.bool); a[:2] = True
+    >>> b = torch.zeros(4, 4, dtype=torch.bool); b[1:3] = True
+    >>> shared(a, a), shared(a, b), shared(a, b, 0.3), shared(a, ~a)
+    (True, False, True, False)
+    """
+    union = int((change | before).sum())
+    return union > 0 and int((change & before).sum()) / union >= threshold
+
+
+def confident(prob: torch.Tensor, min_confidence: float | None) -> bool:
+    """The confidence stop's test on one slice: mean foreground probability (p > 0.5)
+    at least ``min_confidence`` (:func:`~napari_segeval.propagation.walks.confidence_stop`).
+
+    Examples
+    --------
+    >>> confident(torch.tensor([0.9, 0.6, 0.1]), 0.8), confident(torch.zeros(3), 0.8)
+    (False, True)
+    """
+    fg = prob > 0.5
+    if min_confidence is None or not bool(fg.any()):
+        return True
+    return float(prob[fg].mean()) >= float(min_confidence)
+
+
+def takes(prob: torch.Tensor, point: Point) -> bool:
+    """Whether output ``prob`` ``(H, W)`` agrees with ``point`` at its pixel."""
+    y, x = point.pixel
+    h, w = prob.shape
+    inside = 0 <= y < h and 0 <= x < w
+    return inside and bool(prob[y, x] > 0.5) == point.positive
+
+
+def _box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+    plane = torch.zeros(shape, device=like.device)
+    if box is not None:
+        y0, x0, y1, x1 = _box_region(box, shape)
+        plane[y0:y1, x0:x1] = 1.0
+    return plane
+
+
+def _click_pass(net: Any, size: int, x: torch.Tensor, f: int, prior: torch.Tensor,
+                box: Box | None, mask: MaskPrompt | None,
+                points: tuple) -> torch.Tensor | None:
+    """One click pass on frame ``f`` (module doc); None: nothing to refine."""
+    h, w = x.shape[1:]
+    window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
+    if window is None:
+        return None
+    planes = [torch.stack([x[f], x[f], prior, _box_plane(box, (h, w), x)])]
+    clicks = [[(c.y, c.x, c.positive) for c in points]]
+    return full(_net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
+
+
+def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
+                  previous: torch.Tensor) -> torch.Tensor | None:
+    """New probabilities ``(H, W)`` of the slice of ``prompts``' last prompt, a point
+    (module doc, step 1). ``previous`` is the slice's previous mask ``(H, W)`` (float).
+    ``None``: nothing to refine (a negative click where the previous mask is empty).
+    """
+    f = int(prompts.prompts[-1].index)
+    active = prompts.active(f)
+    box = active[0] if isinstance(active[0], Box) else None
+    mask = active[0] if isinstance(active[0], MaskPrompt) else None
+    points = tuple(p for p in active if isinstance(p, Point))
+    return _click_pass(net, size, x, f, previous, box, mask, points)
+
+
+def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torch.Tensor,
+           previous: torch.Tensor, min_confidence: float | None,
+           cancel: Any = None) -> dict[int, torch.Tensor]:
+    """The slices a point's click changes beyond its own slice (module doc, step 2).
+
+    ``start``: the prompted slice's new probabilities; ``previous``: the previous
+    masks ``(n, H, W)`` (boolean).
+    """
+    n = x.shape[0]
+    point = prompts.prompts[-1]
+    f = int(point.index)
+    stops = set(prompts.frames)
+    changed: dict[int, torch.Tensor] = {}
+    for step in (1, -1):
+        before, g = (start > 0.5) ^ previous[f], f + step
+        while (0 <= g < n and abs(g - f) <= MAX_SPREAD and g not in stops
+               and bool(previous[g].any())):
+            check_cancel(cancel, "correction")
+            new = _click_pass(net, size, x, g, previous[g].float(), None, None, (point,))
+            if new is None or not takes(new, point) or not confident(new, min_confidence):
+                break
+            change = (new > 0.5) ^ previous[g]
+            if not shared(change, before):
+                break
+            changed[g] = new
+            before, g = change, g + step
+    return changed
+
+
+def correct(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor,
+            min_confidence: float | None, cancel: Any = None) -> dict[int, torch.Tensor]:
+    """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt.
+
+    ``previous``: the structure's masks before it ``(n, H, W)`` (boolean); slices not
+    in the answer keep them (module doc).
+
+    Raises
+    ------
+    ValueError
+        The last prompt is not a point (boxes and mask prompts start a structure again).
+    """
+    prompt = prompts.prompts[-1]
+    if not isinstance(prompt, Point):
+        raise ValueError(f"a correction is a point, got {type(prompt).__name__}")
+    check_cancel(cancel, "correction")
+    new = clicked_slice(net, size, x, prompts, previous[int(prompt.index)].float())
+    if new is None:
+        return {}
+    changed = {int(prompt.index): new}
+    if bool((new > 0.5).any()):
+        changed.update(spread(net, size, x, prompts, new, previous, min_confidence, cancel))
+    return changed
