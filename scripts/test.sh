@@ -36,4 +36,10 @@ fi
 .venv/bin/ruff check napari_segeval tests benchmarks examples scripts
 # One torch/BLAS thread per worker: two workers on two cores, not two times two threads.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
-exec $py -m pytest -n "${SEGEVAL_TEST_WORKERS:-auto}" -m "$markers" "$@"
+# Let Python and pytest keep their bytecode (pytest's assertion rewriting of ~200 test
+# modules is ~7 s per worker when nothing is cached): an environment that sets
+# PYTHONDONTWRITEBYTECODE would otherwise pay it on every run.
+unset PYTHONDONTWRITEBYTECODE
+# worksteal: an idle worker takes queued tests from a busy one, so the longest tests do
+# not leave one core waiting at the end.
+exec $py -m pytest -n "${SEGEVAL_TEST_WORKERS:-auto}" --dist worksteal -m "$markers" "$@"
