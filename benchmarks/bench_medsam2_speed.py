@@ -6,7 +6,8 @@ forward + backward propagation (MedSAM2's 3D protocol). The reference is timed f
 pass; ours from the native normalized frames to both walks' native-size logits.
 
 Run: ``.venv/bin/python benchmarks/bench_medsam2_speed.py [--slices 16] [--size 128]
-[--device cuda]``. Needs the ``medsam2`` extra (sam2, hydra-core). Target: ratio >= 1.5
+[--device cuda] [--image-size 128]``. ``--image-size``: the same network at another input
+size for both pipelines (a smoke run; the figures are MedSAM2's only at 512). Needs the ``medsam2`` extra (sam2, hydra-core). Target: ratio >= 1.5
 with identical masks (on CUDA both run under bf16 autocast, and the mask agreement is
 printed). The last line starts with ``SUMMARY`` (read by ``scripts/gpu-check.sh``).
 """
@@ -36,12 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per pipeline (best kept)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (bf16 autocast on CUDA)")
+    ap.add_argument("--image-size", type=int, default=None,
+                    help="network input size (default: MedSAM2's 512; smaller: a smoke run)")
     args = ap.parse_args(argv)
 
     import torch
 
     from napari_segeval.models._device import pick_device
     from napari_segeval.models.walk import Walk
+    from napari_segeval.models.medsam2 import load_sam2
     from napari_segeval.models.medsam2._build import load_network
     from napari_segeval.models.registry import load_promptable
     from napari_segeval.prompts.box import Box
@@ -62,10 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         r2 = (yy - s / 2) ** 2 + (xx - s / 2) ** 2
         vol = np.stack([np.where(r2 < (s / 5) ** 2 * (1 - abs(z - key) / n), 80.0, -100.0)
                         + rng.normal(0, 20, (s, s)) for z in range(n)])
-        model = load_promptable("medsam2", checkpoint=ckpt, device=device)
+        model = (load_promptable("medsam2", checkpoint=ckpt, device=device)
+                 if args.image_size is None else
+                 load_sam2("medsam2", ckpt, device=device, image_size=args.image_size))
         frames = model.preprocess(vol, "CT", "abdomen")
         folder = ref.jpeg_folder(tmp, n, (s, s))
-        pred = load_network(ckpt, predictor=True).to(device)
+        pred = load_network(ckpt, predictor=True, image_size=args.image_size).to(device)
         images = model.model_input(frames)
         calls: dict = {}
         ref.instrument(model.network, calls, "ours")
@@ -90,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     same = agree == 1.0
     diff = max(float((fwd - ref_f).abs().max()), float((bwd - ref_b).abs().max()))
     ratio = ref_s / ours_s
-    print(f"MedSAM2 propagation, {n} slices of {s}x{s}, key {key}, forward+backward, "
+    print(f"MedSAM2 propagation, {n} slices of {s}x{s} at {model.image_size} px, key {key}, "
+          "forward+backward, "
           f"device {device}, CPU threads {torch.get_num_threads()}, best of {args.repeat}")
     print(f"{'pipeline':<28}{'wall s':>10}{'slices/s':>10}{'s/slice':>10}{'CPU s':>10}")
     for name, sec, cpu in (("sam2 SAM2VideoPredictor", ref_s, ref_cpu),

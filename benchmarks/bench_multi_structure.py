@@ -18,7 +18,7 @@ the phantom generator) and each backend:
 Run: ``.venv/bin/python benchmarks/bench_multi_structure.py [--case ct|synthetic|both]
 [--slices 64 --size 160] [--backend medsam2|builtin|both] [--device cpu] [--repeat 3]``.
 ``--quick``: one 32 px slice of a phantom, two structures, one repeat, no reference
-predictor (a smoke run). ``--threads 1`` and the CPU-time columns are the way to measure
+predictor, MedSAM2 at 128 px (a smoke run; ``--image-size`` sets MedSAM2's input size). ``--threads 1`` and the CPU-time columns are the way to measure
 on a loaded machine.
 Masks must be identical on the CPU; on a GPU (bf16 autocast, batched walks) they must
 agree on at least 99.9 % of the voxels (99.5 % against the reference predictor).
@@ -87,17 +87,18 @@ def _walks(boxes):
 def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
     import torch
 
-    from napari_segeval.models.medsam2 import load_medsam2
+    from napari_segeval.models.medsam2 import load_sam2
     from napari_segeval.models.medsam2._build import load_network
 
     ckpt = tmp / "random.pt"
     if not ckpt.exists():
         ref.random_checkpoint(tmp)
-    model = load_medsam2(ckpt, device=device)
+    model = load_sam2("medsam2", ckpt, device=device, image_size=args.image_size)
     frames = model.preprocess(image, "CT")
     n, h, w = frames.shape[:3]
     folder = ref.jpeg_folder(tmp / f"{n}_{h}_{w}", n, (h, w)) if not args.no_reference else None
-    pred = load_network(ckpt, predictor=True).to(device) if folder else None
+    pred = (load_network(ckpt, predictor=True, image_size=args.image_size).to(device)
+            if folder else None)
     images = model.model_input(frames) if folder else None
     stats: dict = {}
     ref.instrument(model.network, stats, "ours")
@@ -149,7 +150,7 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
     speedup = best["ref"] / best["shared"] if "ref" in best else float("nan")
     ratio_cpu = bcpu["shared"] / bcpu["single"]
     speedup_cpu = bcpu["ref"] / bcpu["shared"] if "ref" in bcpu else float("nan")
-    print(f"\nMedSAM2 (random Hiera-tiny 512), {title}, device {device}, "
+    print(f"\nMedSAM2 (random Hiera-tiny at {model.image_size} px), {title}, device {device}, "
           f"best of {args.repeat} [min-max]")
     print(f"{'pipeline':<40}{'wall s':>22}{'CPU s':>22}{'encoder frames':>16}"
           f"{'track steps':>13}")
@@ -397,7 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-reference", action="store_true", help="skip MedSAM2's own way")
     ap.add_argument("--first-only", action="store_true",
                     help="MedSAM2: time only the first structure alone (not each one)")
-    ap.add_argument("--quick", action="store_true", help="one 32 px slice, 2 structures, once")
+    ap.add_argument("--quick", action="store_true",
+                    help="one 32 px slice, 2 structures, once, MedSAM2 at 128 px")
+    ap.add_argument("--image-size", type=int, default=None,
+                    help="MedSAM2's input size (default: its 512; smaller: a smoke run)")
     ap.add_argument("--memory", action="store_true", help="peak RSS, one vs many structures")
     ap.add_argument("--memory-shape", default="300,512,512")
     ap.add_argument("--memory-check", default="48,160,160")
@@ -425,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:  # MedSAM2's reference is exercised by bench_medsam2_speed's quick run
         args.case, args.structures, args.repeat = "synthetic", 2, 1
         args.first_only, args.no_reference = True, True
+        args.image_size = args.image_size or 128
 
     import torch
 

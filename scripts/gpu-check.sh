@@ -10,7 +10,8 @@
 #
 # Usage: scripts/gpu-check.sh [--device cuda|cpu] [--quick] [--python PATH]
 #   --device cpu --quick   a dry run of the whole script on the CPU (under a minute): the
-#                          CUDA tests skip and the benchmarks run on tiny inputs.
+#                          CUDA tests skip and the benchmarks run on tiny inputs (MedSAM2
+#                          at 128 px: the same network and code paths).
 # The Python interpreter is --python, else $PYTHON, else .venv/bin/python, else python3.
 set -u
 cd "$(dirname "$0")/.."
@@ -62,7 +63,7 @@ step() {
 }
 
 if [ "$quick" -eq 1 ]; then
-  speed_args=(--slices 1 --size 32 --repeat 1)
+  speed_args=(--slices 1 --size 32 --repeat 1 --image-size 128)
   attack_args=(--model toy --shape 8 16 16 --steps 1 --repeats 1)
   multi_args=(--quick)
   limits=(120 120 120 120)

@@ -4,8 +4,8 @@
 #
 #   bash scripts/test.sh            the full suite (the README's command and CI)
 #   bash scripts/test.sh --fast     everything but the tests marked `slow`
-#   bash scripts/test.sh --heavy    the full suite and the `heavy` tests (SAM2.1 base-plus
-#                                   and large parity: minutes and GBs on a CPU)
+#   bash scripts/test.sh --heavy    the full suite and the `heavy` tests (SAM2.1 parity at
+#                                   1024 px: minutes and GBs on a CPU)
 #   bash scripts/test.sh ARGS...    ARGS go to pytest (e.g. tests/metrics -k dice -n 0)
 #
 # It creates .venv and installs the package with its test extras and the MedSAM2 reference

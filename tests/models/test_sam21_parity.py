@@ -1,10 +1,15 @@
-"""SAM2.1 (tiny, small, base-plus, large at 1024 px) against Meta's SAM2VideoPredictor.
+"""SAM2.1 (tiny, small, base-plus, large) against Meta's SAM2VideoPredictor.
 
 Random initialisation of each real architecture, built from Meta's own config in the
 ``sam2`` package; our loop and the reference predictor get the same weights, the
-same 1024 px frames and the same box, and must give identical masks forward and
-backward. Tiny runs in the full suite (``slow``: not in ``scripts/test.sh --fast``); the
-three larger sizes are ``heavy`` (minutes and GBs on a CPU: ``scripts/test.sh --heavy``).
+same frames and the same box, and must give identical masks forward and backward.
+Tiny, loaded from a checkpoint as the product loads it, runs in the full suite (``slow``:
+not in ``scripts/test.sh --fast``) at :data:`SMALL` px (``image_size=`` of
+:func:`load_sam2`: the weights do not depend on the input size, where a frame costs a
+64th of a 1024 px one); the production geometry (1024 px: tiny from a checkpoint and the
+three larger sizes) is ``heavy`` (minutes and GBs on a CPU: ``scripts/test.sh --heavy``).
+MedSAM2's 512 px parity (tests/models/test_medsam2_parity.py) pins the production
+geometry of the same loop in the full suite.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from napari_segeval.prompts.box import Box
 
 N, H, W, KEY = 3, 40, 48, 1
 BOX = Box(10, 12, 30, 36, index=KEY)
+#: Input size of the full suite's parity run (SAM2.1's own is 1024 px).
+SMALL = 128
 
 
 def _volume() -> np.ndarray:
@@ -62,11 +69,11 @@ def _reference(pred, images, tmp_path, monkeypatch):
     return out
 
 
-def _check(model, pred, tmp_path, monkeypatch):
+def _check(model, pred, tmp_path, monkeypatch, size=1024):
     """Our ``model`` against Meta's predictor ``pred`` holding the same weights."""
     frames = model.preprocess(_volume(), "CT", "abdomen")
     images = model.model_input(frames)
-    assert tuple(images.shape[-2:]) == (1024, 1024)  # SAM2.1's own input size
+    assert tuple(images.shape[-2:]) == (size, size)  # 1024: SAM2.1's own input size
     ref = _reference(pred, images, tmp_path, monkeypatch)
     # both walks in one call, each frame encoded once (the case pipeline's way; a single
     # walk equals its part of a shared call: test_medsam2_sharing.py)
@@ -79,13 +86,30 @@ def _check(model, pred, tmp_path, monkeypatch):
     assert 0 < int(masks.sum()) < masks.numel()  # not degenerate
 
 
+def _tiny_checkpoint(tmp_path, image_size=None):
+    """Meta's predictor for SAM2.1-tiny (seed 0) and its weights saved as a checkpoint."""
+    torch.manual_seed(0)
+    pred = build_network(predictor=True, arch="sam2.1-tiny", image_size=image_size)
+    ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
+    torch.save({"model": pred.state_dict()}, ckpt)
+    return pred, ckpt
+
+
 @pytest.mark.slow
 @pytest.mark.medsam2
 def test_tiny_loaded_from_a_checkpoint_equals_the_reference(tmp_path, monkeypatch):
-    torch.manual_seed(0)
-    pred = build_network(predictor=True, arch="sam2.1-tiny")  # the reference's weights
-    ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
-    torch.save({"model": pred.state_dict()}, ckpt)
+    pred, ckpt = _tiny_checkpoint(tmp_path, image_size=SMALL)
+    model = load_sam2("sam2.1-tiny", ckpt, device="cpu", image_size=SMALL)
+    assert model.name == "sam2.1-tiny" and model.image_size == SMALL
+    assert model.network.sam_prompt_encoder.image_embedding_size == (SMALL // 16, SMALL // 16)
+    _check(model, pred, tmp_path, monkeypatch, size=SMALL)
+
+
+@pytest.mark.heavy
+@pytest.mark.medsam2
+def test_tiny_loaded_from_a_checkpoint_equals_the_reference_at_1024_px(tmp_path, monkeypatch):
+    """The production geometry: the checkpoint loaded as the product loads it."""
+    pred, ckpt = _tiny_checkpoint(tmp_path)
     model = load_sam2("sam2.1-tiny", ckpt, device="cpu")
     assert model.name == "sam2.1-tiny" and model.image_size == 1024
     _check(model, pred, tmp_path, monkeypatch)

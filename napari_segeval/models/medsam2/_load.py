@@ -10,8 +10,12 @@ from .model import MedSAM2Model
 
 
 def load_sam2(arch: str, path: str | Path, device: Any = None,
-              encode_batch: int = 4) -> MedSAM2Model:
+              encode_batch: int = 4, image_size: int | None = None) -> MedSAM2Model:
     """Load a checkpoint (``{"model": state_dict}``) of a :data:`._build.ARCHITECTURES` network.
+
+    ``image_size`` is that of :func:`._build.build_network`: ``None`` (default) is the
+    network's own input size (512 for MedSAM2, 1024 for SAM2.1), the one its weights were
+    trained at; a smaller size serves tests that compare two implementations on a CPU.
 
     Raises
     ------
@@ -31,7 +35,7 @@ def load_sam2(arch: str, path: str | Path, device: Any = None,
     ...
     napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
-    network = load_network(path, arch=arch)
+    network = load_network(path, arch=arch, image_size=image_size)
     return MedSAM2Model(network, device=device, encode_batch=encode_batch,
                         name=ARCHITECTURES[arch].name)
 
