@@ -53,6 +53,13 @@ FIT_DELAY_MS = 150
 FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
 
 
+def _signature(layers: list) -> list:
+    """What a pane's mirror depends on beyond the events it follows: each source layer
+    (the object itself), its data's shape and its world placement."""
+    return [(id(ly), ly, getattr(ly.data, "shape", None), tuple(ly.scale), tuple(ly.translate))
+            for ly in layers]
+
+
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
     """Title of a view: its prediction's name when it is one of several models'.
 
@@ -150,7 +157,10 @@ class CompareView(QWidget):
         self.titles: dict[str, QLabel] = {}
         self.sources: dict[str, list] = {}
         self._links: list[tuple[Any, Any]] = []
-        self._follow: list[tuple[Any, Any]] = []
+        #: per pane, the connections that keep its mirrored layers following their sources
+        self._follow: dict[str, list[tuple[Any, Any]]] = {}
+        #: per pane, what it shows (:func:`_signature` of its sources)
+        self._shown: dict[str, list] = {}
         self._syncing = False
         self.closed = False
         self.setMinimumHeight(MIN_HEIGHT)
@@ -201,7 +211,7 @@ class CompareView(QWidget):
     @property
     def connections(self) -> int:
         """How many event connections the views hold (0 once closed)."""
-        return len(self._links) + len(self._follow)
+        return len(self._links) + sum(len(v) for v in self._follow.values())
 
     # -- layers -------------------------------------------------------------------------
     def _pane_sources(self) -> dict[str, list]:
@@ -215,32 +225,43 @@ class CompareView(QWidget):
         }
 
     def rebuild(self) -> None:
-        """Mirror the case's current layers into the three views and align them."""
-        from napari.layers import Image, Layer
+        """Mirror the case's current layers into the three views and align them.
 
-        self._disconnect(self._follow)
-        self.sources = {}
+        A pane whose source layers are the same objects as before keeps its mirrored
+        layers (they follow their sources already): emptying a napari view runs a full
+        garbage collection (napari's canvas does on every batch of removals), a freeze of
+        about half a second each with torch loaded, so only the panes that changed pay it.
+        """
         for key, layers in self._pane_sources().items():
-            model = self.models[key]
-            model.layers.clear()
             present = [ly for ly in layers if ly is not None and ly in self.viewer.layers]
-            self.sources[key] = present
-            for src in present:
-                data, meta, kind = src.as_layer_data_tuple()
-                if isinstance(src, Image):
-                    meta = {**meta, "visible": True}
-                dst = Layer.create(data, meta, kind)
-                if not isinstance(dst, Image):
-                    dst.editable = False
-                model.add_layer(dst)
-                self._mirror(src, dst)
+            if self._shown.get(key) != _signature(present):
+                self._fill(key, present)
             title = pane_title(key, self.state.predictions.get(key),
                                attacked_image(self.viewer, self.state) is not None)
             missing = key in CONDITIONS and self.state.predictions.get(key) is None
             self.titles[key].setText(f"{title} - none yet" if missing else title)
         self.sync_from(self.viewer)
 
-    def _mirror(self, src: Any, dst: Any) -> None:
+    def _fill(self, key: str, present: list) -> None:
+        """Mirror ``present`` (source layers) into pane ``key``, replacing what it showed."""
+        from napari.layers import Image, Layer
+
+        self._disconnect(self._follow.setdefault(key, []))
+        model = self.models[key]
+        model.layers.clear()
+        self.sources[key] = present
+        self._shown[key] = _signature(present)
+        for src in present:
+            data, meta, kind = src.as_layer_data_tuple()
+            if isinstance(src, Image):
+                meta = {**meta, "visible": True}
+            dst = Layer.create(data, meta, kind)
+            if not isinstance(dst, Image):
+                dst.editable = False
+            model.add_layer(dst)
+            self._mirror(key, src, dst)
+
+    def _mirror(self, key: str, src: Any, dst: Any) -> None:
         from napari.layers import Image
 
         def copy(event=None, name: str = "") -> None:
@@ -250,11 +271,11 @@ class CompareView(QWidget):
         if not isinstance(src, Image):
             names.append("visible")
         for name in names:
-            self._connect(self._follow, getattr(src.events, name),
+            self._connect(self._follow[key], getattr(src.events, name),
                           lambda event=None, name=name: copy(name=name))
-        self._connect(self._follow, src.events.data, lambda event=None: copy(name="data"))
+        self._connect(self._follow[key], src.events.data, lambda event=None: copy(name="data"))
         if hasattr(src.events, "paint"):
-            self._connect(self._follow, src.events.paint, lambda event=None: dst.refresh())
+            self._connect(self._follow[key], src.events.paint, lambda event=None: dst.refresh())
 
     def _on_state(self, what: str) -> None:
         if what in ("image", "reference", "attacked_image", *CONDITIONS) and not self.closed:
@@ -323,7 +344,8 @@ class CompareView(QWidget):
         self.closed = True
         self._fit_timer.stop()
         self._disconnect(self._links)
-        self._disconnect(self._follow)
+        for follow in self._follow.values():
+            self._disconnect(follow)
         self.state.unsubscribe(self._on_state)
         for model in self.models.values():
             model.layers.clear()
@@ -336,7 +358,7 @@ class CompareView(QWidget):
             except (LookupError, RuntimeError, ValueError):
                 pass
         self.dock = None
-        self.qt_viewers, self.models, self.sources = {}, {}, {}
+        self.qt_viewers, self.models, self.sources, self._shown = {}, {}, {}, {}
         return super().close()
 
 
