@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -156,7 +155,14 @@ def test_rog_preset_resolves_to_their_recipe():
 
 
 def _one_case_sample(tmp_path: Path) -> Path:
-    """The sample task with its first case only."""
+    """The sample task with its first case only, cropped in-plane to one model window.
+
+    The crop (54 x 54 voxels of 1.4 mm, all slices) still holds all five structures and
+    resamples to one 48 x 48 patch of the built-in model, so each forward pass of an
+    attack is one window instead of nine.
+    """
+    import SimpleITK as sitk
+
     root = tmp_path / SAMPLE.name
     ds = json.loads((SAMPLE / "dataset.json").read_text())
     ds["training"] = ds["training"][:1]
@@ -164,7 +170,8 @@ def _one_case_sample(tmp_path: Path) -> Path:
     for key in ("image", "label"):
         dst = root / ds["training"][0][key]
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SAMPLE / ds["training"][0][key], dst)
+        img = sitk.ReadImage(str(SAMPLE / ds["training"][0][key]))
+        sitk.WriteImage(img[16:70, 24:78, :], str(dst))  # x, y, z: geometry kept
     (root / "dataset.json").write_text(json.dumps(ds))
     return root
 
