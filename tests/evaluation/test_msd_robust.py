@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _segeval_toy import TOY
+from _small_sample import cropped_sample
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import get_protocol, run_evaluation
@@ -15,7 +16,6 @@ from napari_segeval.evaluation.protocols import msd_robust as M
 from napari_segeval.evaluation.summary import case_means
 from napari_segeval.metrics import ResultsTable
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 SHIFT = [{"name": "_segeval_toy:shift_attack", "shift": 2}]
 
 
@@ -155,25 +155,8 @@ def test_rog_preset_resolves_to_their_recipe():
 
 
 def _one_case_sample(tmp_path: Path) -> Path:
-    """The sample task with its first case only, cropped in-plane to one model window.
-
-    The crop (54 x 54 voxels of 1.4 mm, all slices) still holds all five structures and
-    resamples to one 48 x 48 patch of the built-in model, so each forward pass of an
-    attack is one window instead of nine.
-    """
-    import SimpleITK as sitk
-
-    root = tmp_path / SAMPLE.name
-    ds = json.loads((SAMPLE / "dataset.json").read_text())
-    ds["training"] = ds["training"][:1]
-    ds["numTraining"] = 1
-    for key in ("image", "label"):
-        dst = root / ds["training"][0][key]
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        img = sitk.ReadImage(str(SAMPLE / ds["training"][0][key]))
-        sitk.WriteImage(img[16:70, 24:78, :], str(dst))  # x, y, z: geometry kept
-    (root / "dataset.json").write_text(json.dumps(ds))
-    return root
+    """The sample task with its first case only, cropped to one model window."""
+    return cropped_sample(tmp_path, 1)
 
 
 def _cheap(attacks: list[dict]) -> list[dict]:
