@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 
 
 def cropped_sample(dst_parent: Path, n_cases: int | None = None) -> Path:
