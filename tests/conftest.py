@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # for _small_sample (workers too)
 
 #: The committed sample data (a missing file is a failure, never a skip).
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
@@ -56,13 +59,18 @@ def medsam2_checkpoint(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def fgsm_run(tmp_path_factory) -> Path:
     """``msd-robust`` with the built-in CT model and FGSM (eps 0.5) on the first two cases of
-    the sample task, report included: the results folder, made once per session for the
-    results tests of the evaluation layer and of the viewer (read it, never write to it)."""
+    the sample task, cropped in-plane to one window of the model (:mod:`_small_sample`),
+    report included: the results folder, made once per session for the results tests of
+    the evaluation layer and of the viewer (read it, never write to it). The cases'
+    data folder is ``cases.json``'s ``root``."""
+    from _small_sample import cropped_sample
+
     from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.layouts import load_layout
 
-    out = tmp_path_factory.mktemp("fgsm-run") / "msd-robust"
-    specs = load_layout(SAMPLE_DATA / "msd_task" / "Task90_AbdomenPhantom")[:2]
+    base = tmp_path_factory.mktemp("fgsm-run")
+    out = base / "msd-robust"
+    specs = load_layout(cropped_sample(base, 2))
     run_evaluation(specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]},
                    workers=1)
     return out

@@ -22,7 +22,7 @@ FGSM = "fgsm-linf eps=0.5"
 
 @pytest.fixture
 def results_run(fgsm_run):
-    """msd-robust, built-in CT model, one FGSM condition, two cases of the sample task."""
+    """msd-robust, built-in CT model, one FGSM condition, two cropped cases of the sample task."""
     return fgsm_run
 
 
@@ -251,13 +251,14 @@ def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtb
                                             tmp_path, notifications):
     out = tmp_path / "copy"
     shutil.copytree(results_run, out)
-    moved = tmp_path / "moved" / TASK.name
-    shutil.copytree(TASK, moved)
     cases = json.loads((out / "cases.json").read_text())
-    gone = "/no/longer/here/" + TASK.name
+    data = Path(cases["cases"][0]["root"])  # the run's data folder
+    moved = tmp_path / "moved" / data.name
+    shutil.copytree(data, moved)
+    gone = "/no/longer/here/" + data.name
     for c in cases["cases"]:
-        c["images"] = [p.replace(str(TASK), gone) for p in c["images"]]
-        c["labels"] = c["labels"].replace(str(TASK), gone)
+        c["images"] = [p.replace(str(data), gone) for p in c["images"]]
+        c["labels"] = c["labels"].replace(str(data), gone)
         c["root"] = gone
     (out / "cases.json").write_text(json.dumps(cases))
     viewer = make_napari_viewer()

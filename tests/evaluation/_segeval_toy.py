@@ -168,3 +168,16 @@ def _preset_protocol():
 
 #: Registered by the preset tests as ``REGISTRY["toy-preset"] = "_segeval_toy"``.
 PROTOCOL = _preset_protocol()
+
+
+def medsam2_small():
+    """MedSAM2's network (SAM2.1 Hiera-tiny) at 128 px with the random weights (seed 0) of the
+    ``medsam2_checkpoint`` fixture, on the CPU: the same network at a sixteenth of a 512 px
+    frame's cost (the weights do not depend on the input size). Needs ``sam2``/``hydra``."""
+    import torch
+
+    from napari_segeval.models.medsam2 import MedSAM2Model
+    from napari_segeval.models.medsam2._build import build_network
+
+    torch.manual_seed(0)
+    return MedSAM2Model(build_network(image_size=128), device="cpu")

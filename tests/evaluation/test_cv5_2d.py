@@ -15,8 +15,9 @@ from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import cv5_2d, get_protocol
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data"
-#: Shrunk training so each fold takes a fraction of a second.
-TINY = {"iterations": 30, "size": [32, 40], "width": 8}
+#: Shrunk training so each fold takes a fraction of a second (skin: mDSC 89 %, the bound is
+#: 50; polyp: 2 absences under the preset, 3 at 30 iterations).
+TINY = {"iterations": 15, "size": [32, 40], "width": 8}
 #: Training that only has to run: for the tests of files, folds and counts (no Dice bound).
 PLUMBING = {**TINY, "iterations": 5}
 
@@ -53,7 +54,7 @@ def test_folds_partition_and_no_case_scored_by_its_own_training(skin_run):
         test = {c for c, f in folds.items() if f == k}
         train = set(rec["train_cases"])
         assert train.isdisjoint(test) and train | test == everything
-        assert rec["num_classes"] == 2 and rec["config"]["iterations"] == 30
+        assert rec["num_classes"] == 2 and rec["config"]["iterations"] == TINY["iterations"]
         assert rec["config"]["seed"] == k and (out / "models" / rec["model"]).is_file()
     rows = read_rows(out)
     assert len(rows) == 20
@@ -71,7 +72,7 @@ def test_summary_mean_std_over_folds_in_percent(skin_run):
         avg = res[m]["average"]
         assert len(avg["folds"]) == 5 and 0 <= avg["mean"] <= 100 and avg["std"] >= 0
     assert res["dice"]["average"]["mean"] > 50  # a trained model, not chance
-    assert res["model"]["iterations"] == 30 and res["model"]["size"] == [32, 40]
+    assert res["model"]["iterations"] == TINY["iterations"] and res["model"]["size"] == [32, 40]
     assert res["model"]["n_train_per_fold"] == {str(k): 16 for k in range(5)}
 
 

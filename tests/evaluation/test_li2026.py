@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from _segeval_toy import write_msd
+from _small_sample import cropped_sample
 
 from napari_segeval import SegEvalError
 from napari_segeval.evaluation import get_protocol, run_evaluation
@@ -98,13 +98,11 @@ def test_identical_training_lists_share_one_model(tmp_path):
     assert r.summary["results"]["test_set"].startswith("seeded hold-out")
 
 
-SAMPLE_TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
-
-
 @pytest.mark.slow
 def test_li2026_runs_all_four_conditions_on_the_sample_task(tmp_path):
+    """All six sample cases, cropped in-plane to one window of the built-in model."""
     out = tmp_path / "o"
-    r = run_evaluation(SAMPLE_TASK, "uncertainty", out, preset="li2026",
+    r = run_evaluation(cropped_sample(tmp_path), "uncertainty", out, preset="li2026",
                        params={"train_iterations": 4, "train_patch": [16, 32, 32],
                                "train_width": 4}, workers=1, report=True)
     assert r.n_failed == 0 and r.n_ok == 2  # 6 cases, 33 % held out

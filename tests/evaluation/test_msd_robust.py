@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from _segeval_toy import TOY
+from _small_sample import cropped_sample
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import get_protocol, run_evaluation
@@ -16,7 +16,6 @@ from napari_segeval.evaluation.protocols import msd_robust as M
 from napari_segeval.evaluation.summary import case_means
 from napari_segeval.metrics import ResultsTable
 
-SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 SHIFT = [{"name": "_segeval_toy:shift_attack", "shift": 2}]
 
 
@@ -156,17 +155,8 @@ def test_rog_preset_resolves_to_their_recipe():
 
 
 def _one_case_sample(tmp_path: Path) -> Path:
-    """The sample task with its first case only."""
-    root = tmp_path / SAMPLE.name
-    ds = json.loads((SAMPLE / "dataset.json").read_text())
-    ds["training"] = ds["training"][:1]
-    ds["numTraining"] = 1
-    for key in ("image", "label"):
-        dst = root / ds["training"][0][key]
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SAMPLE / ds["training"][0][key], dst)
-    (root / "dataset.json").write_text(json.dumps(ds))
-    return root
+    """The sample task with its first case only, cropped to one model window."""
+    return cropped_sample(tmp_path, 1)
 
 
 def _cheap(attacks: list[dict]) -> list[dict]:
