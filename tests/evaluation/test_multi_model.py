@@ -100,6 +100,8 @@ def _short_case(root: Path, slices: slice = slice(14, 18)) -> list:
     return load_layout(root)
 
 
+@pytest.mark.slow
+@pytest.mark.medsam2
 def test_medsam2_beside_the_others(tmp_path):
     """MedSAM2's network (at 128 px, by its factory: a sixteenth of the 512 px cost)."""
     pytest.importorskip("sam2")

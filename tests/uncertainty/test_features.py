@@ -116,9 +116,10 @@ def test_progress_reaches_the_total_and_cancel_stops():
 @pytest.mark.slow
 def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
 
-    from napari_segeval.models.registry import load_promptable
+    from napari_segeval.models.medsam2._load import load_sam2
 
-    model = load_promptable("medsam2", checkpoint=medsam2_checkpoint, device="cpu")
+    # MedSAM2's network and loader at 128 px (the decoding does not depend on the size)
+    model = load_sam2("medsam2", medsam2_checkpoint, device="cpu", image_size=128)
     lab = np.zeros((3, 40, 48), np.uint8)  # one slice each way after the key slice
     lab[:, 12:28, 14:34] = 1
     case = volume_case(lab, image=np.where(lab > 0, 80.0, -100.0).astype(np.float32))
