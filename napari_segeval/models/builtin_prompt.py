@@ -202,6 +202,17 @@ class BuiltinPromptModel:
                 f"{self.weights}: these built-in model weights take boxes and mask prompts, "
                 "not points (no click channels); use boxes, or weights trained with clicks")
 
+    def _frames(self, frames: Any) -> torch.Tensor:
+        """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
+        import torch
+
+        x = torch.as_tensor(frames)
+        if x.ndim == 4:
+            x = x.mean(dim=-1)
+        if x.ndim != 3:
+            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
+        return x.to(self.device, torch.float32)
+
     def correct(self, frames: torch.Tensor | np.ndarray, prompts: Any, previous: Any, *,
                 min_confidence: float | None = None,
                 cancel: threading.Event | None = None) -> dict[int, np.ndarray]:
@@ -235,8 +246,7 @@ class BuiltinPromptModel:
         from napari_segeval.models.walk import Walk
 
         self.check_walks([Walk(prompts.prompts[-1].index, prompts)])
-        x = torch.as_tensor(frames)
-        x = (x.mean(dim=-1) if x.ndim == 4 else x).to(self.device, torch.float32)
+        x = self._frames(frames)
         prev = torch.as_tensor(np.asarray(previous, bool), device=self.device)
         with torch.no_grad(), autocast_context(self.device, enabled=True):
             out = _prompt_corrections.correct(self.net, self.size, x, prompts, prev,
@@ -281,12 +291,7 @@ class BuiltinPromptModel:
         from napari_segeval.models._device import autocast_context
 
         self.check_walks(walks)
-        x = torch.as_tensor(frames)
-        if x.ndim == 4:
-            x = x.mean(dim=-1)
-        if x.ndim != 3:
-            raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
-        x = x.to(self.device, torch.float32)
+        x = self._frames(frames)
         states = [_prompt_walks.start(x, w) for w in walks]
         batch = self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
         ctx = torch.enable_grad() if grad else torch.no_grad()
