@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _small_sample import one_case_task
+
 from napari_segeval._widgets.results import ResultsPanel
 from napari_segeval._widgets.results_rounds import ADDED, EARLIER, round_rows
 from napari_segeval._widgets._state import current_index
@@ -20,22 +22,11 @@ def two_island_task(root: Path) -> Path:
     """One organ with two detached islands (slice 6: 64 pixels, slice 3: 25): the
     threshold model's propagation from the middle box misses both, the first correction
     clicks the larger island, the second the other."""
-    from napari_segeval.io import Geometry, write_image, write_labels
-
-    (root / "imagesTr").mkdir(parents=True)
-    (root / "labelsTr").mkdir()
     labels = np.zeros((12, 32, 32), np.uint8)
     labels[2:10, 4:14, 4:14] = 1
     labels[6, 20:28, 20:28] = 1
     labels[3, 22:27, 4:9] = 1
-    image = np.where(labels > 0, 200, -1000).astype(np.int16)
-    g = Geometry.identity(3, (2.0, 1.0, 1.0))
-    write_image(root / "imagesTr" / "isl.nii.gz", image, g)
-    write_labels(root / "labelsTr" / "isl.nii.gz", labels, g)
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "organ"},
-        "training": [{"image": "./imagesTr/isl.nii.gz", "label": "./labelsTr/isl.nii.gz"}]}))
-    return root
+    return one_case_task(root, labels)
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _small_sample import one_case_task
+
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.curves import curve_area, interactive_curves, rounds_to_reach
@@ -27,21 +29,10 @@ def island_task(root: Path) -> Path:
     """A bright structure whose slice 6 has a detached bright island (part of it): the
     threshold model's propagation misses the island, a positive click there finds it
     (with ``keep_largest=false``, which would drop the island again)."""
-    from napari_segeval.io import Geometry, write_image, write_labels
-
-    (root / "imagesTr").mkdir(parents=True)
-    (root / "labelsTr").mkdir()
     labels = np.zeros((10, 32, 32), np.uint8)
     labels[2:8, 4:14, 4:14] = 1
     labels[6, 20:28, 20:28] = 1
-    image = np.where(labels > 0, 200, -1000).astype(np.int16)
-    g = Geometry.identity(3, (2.0, 1.0, 1.0))
-    write_image(root / "imagesTr" / "isl.nii.gz", image, g)
-    write_labels(root / "labelsTr" / "isl.nii.gz", labels, g)
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "organ"},
-        "training": [{"image": "./imagesTr/isl.nii.gz", "label": "./labelsTr/isl.nii.gz"}]}))
-    return root
+    return one_case_task(root, labels)
 
 
 #: The island is not connected to the main body: no largest-component step.
