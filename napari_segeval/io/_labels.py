@@ -50,6 +50,30 @@ def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, st
     return np.stack(colours), np.asarray(ids), names
 
 
+def _unique_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(flat, axis=0, return_inverse=True)``, fast for 8-bit colours.
+
+    Rows of up to three 8-bit channels are packed into one integer each (a 1D unique
+    is ~10x faster than the row-wise one on a megapixel mask); other dtypes take the
+    row-wise path.
+
+    Examples
+    --------
+    >>> u, inv = _unique_rows(np.array([[3, 0, 1], [0, 0, 0], [3, 0, 1]], np.uint8))
+    >>> u.tolist(), inv.ravel().tolist()
+    ([[0, 0, 0], [3, 0, 1]], [1, 0, 1])
+    """
+    if flat.dtype != np.uint8 or flat.shape[1] > 3:
+        return np.unique(flat, axis=0, return_inverse=True)
+    packed = np.zeros(flat.shape[0], np.uint32)
+    for c in range(flat.shape[1]):
+        packed = (packed << np.uint32(8)) | flat[:, c].astype(np.uint32)
+    keys, inverse = np.unique(packed, return_inverse=True)
+    shifts = np.arange(flat.shape[1] - 1, -1, -1, dtype=np.uint32) * np.uint32(8)
+    unique = ((keys[:, None] >> shifts[None]) & np.uint32(255)).astype(np.uint8)
+    return unique, inverse.reshape(-1)
+
+
 def apply_color_table(
     pixels: np.ndarray, table: dict, source: str | Path, tolerance: float = COLOR_TOLERANCE
 ) -> tuple[np.ndarray, dict[int, str]]:
@@ -71,7 +95,7 @@ def apply_color_table(
     if width == 3 and (pixels.ndim < 1 or pixels.shape[-1] != 3):
         raise InvalidLabelsError(f"{source}: RGB colour table given but the mask is not RGB")
     flat = pixels.reshape(-1, width) if width == 3 else pixels.reshape(-1, 1)
-    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
+    unique, inverse = _unique_rows(flat)
     dist = np.linalg.norm(unique[:, None, :].astype(float) - colours[None], axis=-1)
     nearest = dist.argmin(axis=1)
     far = dist[np.arange(len(unique)), nearest] > tolerance

@@ -66,3 +66,16 @@ def test_parse_table_errors():
 
 def test_binary_rule_leaves_other_masks():
     assert binary_255_to_1(np.array([0, 255, 1], np.uint8)).tolist() == [0, 255, 1]
+
+
+@pytest.mark.parametrize("channels, dtype", [(3, np.uint8), (1, np.uint8), (3, np.uint16)])
+def test_unique_rows_matches_numpy_row_unique(channels, dtype):
+    from napari_segeval.io._labels import _unique_rows
+
+    rng = np.random.default_rng(channels)
+    flat = rng.integers(0, 6, (500, channels)).astype(dtype) * 50
+    unique, inverse = _unique_rows(flat)
+    expected, expected_inverse = np.unique(flat, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(unique, expected)
+    np.testing.assert_array_equal(inverse.ravel(), expected_inverse.ravel())
+    np.testing.assert_array_equal(unique[inverse.ravel()], flat)
