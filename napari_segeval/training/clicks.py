@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
+from napari_segeval.prompts.correction import interior_pixel
+
 
 def _distance(region: np.ndarray) -> np.ndarray:
     """Distance to the nearest pixel outside ``region`` (outside the image counts)."""
@@ -30,9 +32,10 @@ def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
                    depth: float = 0.5) -> tuple[int, int] | None:
     """The most interior pixel of ``region`` (``rng=None``), or a random deep one.
 
-    With ``rng``, a random pixel among those at least ``depth`` times the largest
-    distance from the boundary. ``None`` for an empty region. Ties of the most
-    interior pixel go to the first in row-major order (deterministic).
+    Without ``rng``: the evaluation's pixel
+    (:func:`napari_segeval.prompts.correction.interior_pixel`, ties to the first in
+    row-major order). With ``rng``, a random pixel among those at least ``depth``
+    times the largest distance from the boundary. ``None`` for an empty region.
 
     Examples
     --------
@@ -45,10 +48,10 @@ def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
     region = np.asarray(region, bool)
     if not region.any():
         return None
-    dist = _distance(region)
     if rng is None:
-        y, x = np.unravel_index(int(np.argmax(dist)), dist.shape)
-        return int(y), int(x)
+        y, x, _ = interior_pixel(region)
+        return y, x
+    dist = _distance(region)
     ys, xs = np.nonzero(dist >= max(depth * float(dist.max()), min(1.0, float(dist.max()))))
     k = int(rng.integers(ys.size))
     return int(ys[k]), int(xs[k])
