@@ -227,6 +227,9 @@ class BuiltinPromptModel:
         ------
         napari_segeval.InvalidPromptError
             A point prompt for weights without click channels.
+        ValueError
+            ``frames`` not ``(n, H, W)`` (or ``(n, H, W, C)``), or ``previous`` not of
+            the frames' shape ``(n, H, W)``.
 
         Examples
         --------
@@ -247,7 +250,11 @@ class BuiltinPromptModel:
 
         self.check_walks([Walk(prompts.prompts[-1].index, prompts)])
         x = self._frames(frames)
-        prev = torch.as_tensor(np.asarray(previous, bool), device=self.device)
+        previous = np.asarray(previous, bool)
+        if previous.shape != tuple(x.shape):
+            raise ValueError(f"previous masks must have the frames' shape {tuple(x.shape)}, "
+                             f"got {previous.shape}")
+        prev = torch.as_tensor(previous, device=self.device)
         with torch.no_grad(), autocast_context(self.device, enabled=True):
             out = _prompt_corrections.correct(self.net, self.size, x, prompts, prev,
                                               min_confidence, cancel)

@@ -167,6 +167,19 @@ def test_the_shipped_model_leaves_slices_far_from_a_click_unchanged():
     assert not np.array_equal(res.probabilities[1][9], alone.probabilities[1][9])
 
 
+@pytest.mark.parametrize("frames, previous, message", [
+    (np.zeros((2, 6, 16, 16, 3, 1), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
+    (np.zeros((16, 16), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
+    (np.zeros((6, 16, 16), np.float32), np.zeros((5, 16, 16), bool), "previous masks must"),
+    (np.zeros((6, 16, 16), np.float32), np.zeros((6, 16, 17), bool), "previous masks must"),
+])
+def test_correct_refuses_frames_and_previous_masks_of_the_wrong_shape(frames, previous,
+                                                                      message):
+    s = PromptSet.of([Box(2, 2, 8, 8, index=1), Point(4, 4, index=3)])
+    with pytest.raises(ValueError, match=message):
+        BuiltinPromptModel(device="cpu").correct(frames, s, previous)
+
+
 def test_the_threshold_model_still_propagates_every_prompt():
     frames = np.ones((6, 8, 8), np.float32)
     s = PromptSet.of([Box(2, 2, 6, 6, index=1), Point(3, 3, index=4, positive=False)])
