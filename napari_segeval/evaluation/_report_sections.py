@@ -200,6 +200,18 @@ def _robust_section(results: dict) -> list[str]:
             table(head, rows)]
 
 
+def _per_round(c: dict) -> str:
+    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round
+    (summaries written before ``falls_per_round`` existed: empty).
+
+    Examples
+    --------
+    >>> _per_round({"falls_per_round": [0.07, 0.5]}), _per_round({})
+    ('r1 7% · r2 50%', '')
+    """
+    return " · ".join(f"r{k} {f:.0%}" for k, f in enumerate(c.get("falls_per_round") or [], 1))
+
+
 def _rounds(results: dict, rows: list[dict]) -> str:
     """The ``interactive`` protocol: Dice against correction round (plot and table)."""
     from napari_segeval.evaluation.protocols import prediction_key
@@ -222,10 +234,12 @@ def _rounds(results: dict, rows: list[dict]) -> str:
     for cond, c in conds.items():
         body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
     summary = [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"],
-                c["noi"]["median"], c["reached"], c["falls"]] for cond, c in conds.items()]
+                c["noi"]["median"], c["reached"], c["falls"], _per_round(c)]
+               for cond, c in conds.items()]
     tables = (table(["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False)
               + table(["condition", "structures", "AUC (median)", "NoI mean", "NoI median",
-                       f"reach {target:g}", "Dice falls"], summary, sortable=False))
+                       f"reach {target:g}", "Dice falls (any round)", "falls per round"],
+                      summary, sortable=False))
     if not F.have_matplotlib():
         return text + '<p class="note">The plot needs matplotlib.</p>' + tables
     uri = F.curves_uri({cond: c["curve"] for cond, c in conds.items()}, "correction round",

@@ -82,7 +82,8 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     :func:`curve_area` (median, quartiles, mean); ``noi``: :func:`rounds_to_reach`
     (mean, median; capped at K + 1); ``reached``: the fraction that reaches ``target``
     within K rounds; ``falls``: the fraction whose Dice falls from some round to the
-    next; ``per_structure``: the median curve of each structure.
+    next; ``falls_per_round``: for each round 1..K, the fraction whose Dice is lower
+    than after the round before; ``per_structure``: the median curve of each structure.
 
     Examples
     --------
@@ -91,6 +92,8 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     >>> s = interactive_curves(rows, 1)["conditions"]["clean"]
     >>> [p["median"] for p in s["curve"]], s["noi"]["mean"], s["reached"], s["falls"]
     ([0.65, 0.825], 1.5, 0.5, 0.5)
+    >>> s["falls_per_round"]
+    [0.5]
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != "clean", c))
@@ -115,6 +118,8 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
             "reached": float(np.mean([n <= rounds for n in noi])),
             "falls": float(np.mean([bool(np.any(np.diff(np.asarray(v, float)) < 0))
                                     for v in mine.values()])),
+            "falls_per_round": [float(np.mean([v[k + 1] < v[k] for v in mine.values()]))
+                                for k in range(rounds)],
             "per_structure": {s: [_quartiles(v[k] for (_, name), v in mine.items()
                                              if name == s)["median"]
                                   for k in range(rounds + 1)] for s in names},

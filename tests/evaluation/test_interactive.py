@@ -180,6 +180,7 @@ def test_curve_numbers_known_answers():
     assert [p["median"] for p in s["curve"]] == [0.80, 0.85, 0.95]
     assert s["noi"] == {"mean": (2 + 0 + 3) / 3, "median": 2.0, "cap": 3}
     assert s["reached"] == pytest.approx(2 / 3) and s["falls"] == pytest.approx(1 / 3)
+    assert s["falls_per_round"] == [pytest.approx(1 / 3), 0.0]  # b falls in round 1 only
     assert s["auc"]["median"] == pytest.approx((0.825 + 0.9) / 2)
 
 
