@@ -214,7 +214,8 @@ class PropagationSession:
         structure's result. Returns the same as :func:`~.core.propagate_case` with
         the session's prompts, on the 2D grid for a 2D image. Raises
         :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
-        when a prompt does not fit the case, and leaves the session as it was.
+        when a prompt does not fit the case, and leaves the session as it was (so does a
+        cancel: :class:`~napari_segeval._cancel.Cancelled`, nothing kept half-done).
         """
         if not self.prompts:
             raise ValueError("propagation needs at least one prompt")
@@ -228,15 +229,15 @@ class PropagationSession:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         grown = {lab: s for lab, s in sets.items() if self._corrected(lab, s)}
-        if grown:
-            self.structures.update(self._correct(grown, cancel, on_slice))
+        # nothing is stored until every structure is done: a cancel leaves the session as it was
+        done = self._correct(grown, cancel, on_slice) if grown else {}
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
         if rest:
-            done = propagate_structures(self.model, self.frames, rest, self.options,
-                                        progress=progress, cancel=cancel, on_slice=on_slice,
-                                        cache=self.cache)
-            self.structures.update(done)
-            self._seeded.difference_update(rest)
+            done.update(propagate_structures(self.model, self.frames, rest, self.options,
+                                             progress=progress, cancel=cancel,
+                                             on_slice=on_slice, cache=self.cache))
+        self.structures.update(done)
+        self._seeded.difference_update(rest)
         self._used.update(sets)
         self.last_propagated = list(sets)
         ordered = {lab: self.structures[lab] for lab in self.prompts}

@@ -6,10 +6,13 @@ of every pass known, so which slices a correction changes is a known answer.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from torch import nn
 
+from napari_segeval._cancel import Cancelled
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
@@ -141,6 +144,29 @@ def test_replay_equals_the_session_that_applied_only_the_new_corrections(model):
         assert model.net.passes < 9  # no walk through the volume: the correction only
         _same(res, propagate_case(model, frames, session.prompts))
     session.undo(1)  # not an added correction: propagated again from its prompts
+    _same(session.propagate(), propagate_case(model, frames, session.prompts))
+
+
+def test_a_cancelled_round_leaves_no_correction_half_applied(model):
+    # structure 1 gets a correction (applied first), structure 2 a box (propagated
+    # after it); cancelling during structure 2 must not keep structure 1's correction
+    # without recording it, or the next round applies the click a second time
+    frames = _frames()
+    session = PropagationSession(model, frames)
+    session.set_prompts({1: PromptSet.of([BOX]),
+                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    kept = session.propagate().structures[1]
+    session.add(Point(20, 18, index=6))
+    session.add(Box(24, 30, 36, 44, index=5, label=2))
+    stop = threading.Event()
+
+    def on_slice(label, index, mask):
+        if label == 2:
+            stop.set()
+
+    with pytest.raises(Cancelled):
+        session.propagate(cancel=stop, on_slice=on_slice)
+    assert session.structures[1] is kept and sorted(session.stale()) == [1, 2]
     _same(session.propagate(), propagate_case(model, frames, session.prompts))
 
 
