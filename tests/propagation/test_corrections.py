@@ -130,6 +130,18 @@ def test_a_negative_click_that_empties_its_slice_goes_no_further(model):
     assert res.masks[1][:6].sum() == 6 and not res.masks[1][7:].any()
 
 
+def test_nothing_spreads_from_a_neighbouring_slice_the_click_leaves_empty(model):
+    # a negative click on a structure's tip: slices 5-7 hold one pixel under the click
+    frames = _frames(10)
+    previous = np.zeros((10, 40, 48), bool)
+    previous[4, 10:22, 10:22] = True
+    previous[5:8, 15, 15] = True
+    s = PromptSet.of([Box(10, 10, 22, 22, index=0), Point(15, 15, index=4, positive=False)])
+    changed = model.correct(frames, s, previous)
+    assert not (changed[5] > 0.5).any()  # the click empties slice 5: the direction ends
+    assert sorted(changed) == [4, 5]
+
+
 def test_replay_equals_the_session_that_applied_only_the_new_corrections(model):
     frames = _frames()
     session = PropagationSession(model, frames)
