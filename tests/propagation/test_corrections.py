@@ -192,6 +192,39 @@ def test_a_seeded_structure_is_propagated_again_on_its_first_correction(model):
     _same(session.propagate(), propagate_case(model, frames, session.prompts))
 
 
+class BoxOnly(nn.Module):
+    """Four input channels (weights without clicks); logit = 20 * (prior - 0.5)."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes = 0
+
+    def forward(self, x):
+        self.passes += x.shape[0]
+        return 20.0 * (x[:, 2:3] - 0.5)
+
+
+def test_weights_without_clicks_refuse_a_correction_before_walking(tmp_path):
+    from napari_segeval._errors import InvalidPromptError
+    from napari_segeval.models._prompt_net import PromptUNet
+    from napari_segeval.models.builtin_prompt import save_weights
+
+    path = tmp_path / "boxes.pt"
+    save_weights(PromptUNet(width=4, depth=2).eval(), path, {"width": 4, "depth": 2, "size": 64})
+    m = BuiltinPromptModel(path, device="cpu")
+    m.net = BoxOnly()
+    s = PromptSet.of([BOX, Point(20, 18, index=6)])
+    with pytest.raises(InvalidPromptError, match="not points"):
+        propagate_case(m, _frames(), {1: s})
+    assert m.net.passes == 0  # refused in one line before the whole volume is walked
+    session = PropagationSession(m, _frames())
+    session.add(BOX)
+    session.add(s.prompts[1])
+    with pytest.raises(InvalidPromptError, match="not points"):
+        session.propagate()
+    assert m.net.passes == 0
+
+
 def test_the_shipped_model_leaves_slices_far_from_a_click_unchanged():
     real = BuiltinPromptModel(device="cpu")
     frames = _frames(12)
