@@ -148,6 +148,8 @@ def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torc
             if not shared(change, before):
                 break
             changed[g] = new
+            if not bool((new > 0.5).any()):  # nothing spreads from a slice left empty
+                break
             before, g = change, g + step
     return changed
 

@@ -57,14 +57,19 @@ def round0_length(prompts: PromptSet) -> int:
 def corrects(model: Any, options: PropagationOptions, priors: Any = None) -> bool:
     """Whether prompts after round 0 are corrections for ``model`` with ``options``.
 
+    Not for weights that take no points (``model.takes_points`` false): they refuse
+    the points in one line before anything is walked.
+
     Examples
     --------
     >>> from napari_segeval.models.threshold import ThresholdPromptModel
     >>> corrects(ThresholdPromptModel(), PropagationOptions())
     False
     """
+    # weights without click channels refuse points: the walks do it before they run
     return (callable(getattr(model, "correct", None)) and options.mode == "volume"
-            and not options.grad and priors is None)
+            and not options.grad and priors is None
+            and bool(getattr(model, "takes_points", True)))
 
 
 def head(prompts: PromptSet, k: int) -> PromptSet:

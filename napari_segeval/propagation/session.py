@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.models.base import ProgressFn
 from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
@@ -121,8 +122,14 @@ class PropagationSession:
         return self.prompts[label]
 
     def undo(self, label: int) -> PromptSet | None:
-        """Remove the last prompt of structure ``label`` (the structure, if it was the last)."""
-        current = self.prompts[int(label)]
+        """Remove the last prompt of structure ``label`` (the structure, if it was the last).
+
+        Raises :class:`~napari_segeval.InvalidPromptError` (one line) when the structure
+        has no prompts.
+        """
+        current = self.prompts.get(int(label))
+        if current is None:
+            raise InvalidPromptError(f"structure {int(label)} has no prompts to undo")
         if len(current) <= 1:
             self.remove(label)
             return None
@@ -214,7 +221,9 @@ class PropagationSession:
         structure's result. Returns the same as :func:`~.core.propagate_case` with
         the session's prompts, on the 2D grid for a 2D image. Raises
         :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
-        when a prompt does not fit the case, and leaves the session as it was.
+        when a prompt does not fit the case or ``labels`` names a structure without
+        prompts, and leaves the session as it was (so does a
+        cancel: :class:`~napari_segeval._cancel.Cancelled`, nothing kept half-done).
         """
         if not self.prompts:
             raise ValueError("propagation needs at least one prompt")
@@ -223,20 +232,23 @@ class PropagationSession:
             self._used.pop(gone, None)
             self._seeded.discard(gone)
         todo = self.stale() if labels is None else [int(lab) for lab in labels]
+        for lab in todo:
+            if lab not in self.prompts:
+                raise InvalidPromptError(f"structure {lab} has no prompts")
         sets = {lab: self.prompts[lab] for lab in todo}
         if self.kind == "image" and sets:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         grown = {lab: s for lab, s in sets.items() if self._corrected(lab, s)}
-        if grown:
-            self.structures.update(self._correct(grown, cancel, on_slice))
+        # nothing is stored until every structure is done: a cancel leaves the session as it was
+        done = self._correct(grown, cancel, on_slice) if grown else {}
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
         if rest:
-            done = propagate_structures(self.model, self.frames, rest, self.options,
-                                        progress=progress, cancel=cancel, on_slice=on_slice,
-                                        cache=self.cache)
-            self.structures.update(done)
-            self._seeded.difference_update(rest)
+            done.update(propagate_structures(self.model, self.frames, rest, self.options,
+                                             progress=progress, cancel=cancel,
+                                             on_slice=on_slice, cache=self.cache))
+        self.structures.update(done)
+        self._seeded.difference_update(rest)
         self._used.update(sets)
         self.last_propagated = list(sets)
         ordered = {lab: self.structures[lab] for lab in self.prompts}

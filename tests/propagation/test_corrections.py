@@ -6,10 +6,13 @@ of every pass known, so which slices a correction changes is a known answer.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from torch import nn
 
+from napari_segeval._cancel import Cancelled
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
@@ -127,6 +130,18 @@ def test_a_negative_click_that_empties_its_slice_goes_no_further(model):
     assert res.masks[1][:6].sum() == 6 and not res.masks[1][7:].any()
 
 
+def test_nothing_spreads_from_a_neighbouring_slice_the_click_leaves_empty(model):
+    # a negative click on a structure's tip: slices 5-7 hold one pixel under the click
+    frames = _frames(10)
+    previous = np.zeros((10, 40, 48), bool)
+    previous[4, 10:22, 10:22] = True
+    previous[5:8, 15, 15] = True
+    s = PromptSet.of([Box(10, 10, 22, 22, index=0), Point(15, 15, index=4, positive=False)])
+    changed = model.correct(frames, s, previous)
+    assert not (changed[5] > 0.5).any()  # the click empties slice 5: the direction ends
+    assert sorted(changed) == [4, 5]
+
+
 def test_replay_equals_the_session_that_applied_only_the_new_corrections(model):
     frames = _frames()
     session = PropagationSession(model, frames)
@@ -144,6 +159,29 @@ def test_replay_equals_the_session_that_applied_only_the_new_corrections(model):
     _same(session.propagate(), propagate_case(model, frames, session.prompts))
 
 
+def test_a_cancelled_round_leaves_no_correction_half_applied(model):
+    # structure 1 gets a correction (applied first), structure 2 a box (propagated
+    # after it); cancelling during structure 2 must not keep structure 1's correction
+    # without recording it, or the next round applies the click a second time
+    frames = _frames()
+    session = PropagationSession(model, frames)
+    session.set_prompts({1: PromptSet.of([BOX]),
+                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    kept = session.propagate().structures[1]
+    session.add(Point(20, 18, index=6))
+    session.add(Box(24, 30, 36, 44, index=5, label=2))
+    stop = threading.Event()
+
+    def on_slice(label, index, mask):
+        if label == 2:
+            stop.set()
+
+    with pytest.raises(Cancelled):
+        session.propagate(cancel=stop, on_slice=on_slice)
+    assert session.structures[1] is kept and sorted(session.stale()) == [1, 2]
+    _same(session.propagate(), propagate_case(model, frames, session.prompts))
+
+
 def test_a_seeded_structure_is_propagated_again_on_its_first_correction(model):
     frames = _frames()
     saved = np.zeros((9, 40, 48), np.uint8)
@@ -152,6 +190,39 @@ def test_a_seeded_structure_is_propagated_again_on_its_first_correction(model):
     session.seed(saved, [BOX])
     session.add(Point(20, 18, index=6))
     _same(session.propagate(), propagate_case(model, frames, session.prompts))
+
+
+class BoxOnly(nn.Module):
+    """Four input channels (weights without clicks); logit = 20 * (prior - 0.5)."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes = 0
+
+    def forward(self, x):
+        self.passes += x.shape[0]
+        return 20.0 * (x[:, 2:3] - 0.5)
+
+
+def test_weights_without_clicks_refuse_a_correction_before_walking(tmp_path):
+    from napari_segeval._errors import InvalidPromptError
+    from napari_segeval.models._prompt_net import PromptUNet
+    from napari_segeval.models.builtin_prompt import save_weights
+
+    path = tmp_path / "boxes.pt"
+    save_weights(PromptUNet(width=4, depth=2).eval(), path, {"width": 4, "depth": 2, "size": 64})
+    m = BuiltinPromptModel(path, device="cpu")
+    m.net = BoxOnly()
+    s = PromptSet.of([BOX, Point(20, 18, index=6)])
+    with pytest.raises(InvalidPromptError, match="not points"):
+        propagate_case(m, _frames(), {1: s})
+    assert m.net.passes == 0  # refused in one line before the whole volume is walked
+    session = PropagationSession(m, _frames())
+    session.add(BOX)
+    session.add(s.prompts[1])
+    with pytest.raises(InvalidPromptError, match="not points"):
+        session.propagate()
+    assert m.net.passes == 0
 
 
 def test_the_shipped_model_leaves_slices_far_from_a_click_unchanged():

@@ -72,6 +72,20 @@ def test_bad_prompt_leaves_the_session_as_it_was():
     assert s.stale() == []
 
 
+def test_a_structure_the_session_does_not_have_is_one_line():
+    s = PropagationSession(ThresholdPromptModel(), _frames())
+    s.add(Box(2, 2, 7, 7, index=3, label=1))
+    s.propagate()
+    with pytest.raises(InvalidPromptError, match="^structure 4 has no prompts to undo$"):
+        s.undo(4)
+    with pytest.raises(InvalidPromptError, match="^structure 4 has no prompts$"):
+        s.propagate(labels=[1, 4])
+    assert s.last_propagated == [1]
+    s.undo(1)  # its last prompt: the structure goes; a second undo has nothing left
+    with pytest.raises(InvalidPromptError, match="no prompts to undo"):
+        s.undo(1)
+
+
 def test_two_d_image_and_video_sessions():
     img = np.zeros((20, 24, 3), np.uint8)
     img[4:12, 5:14] = 220
