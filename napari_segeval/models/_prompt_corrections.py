@@ -5,6 +5,16 @@ structure's last box or mask prompt, :mod:`napari_segeval.propagation.correction
 acts on that result, as SAM2's predictor acts on a tracked frame, and only where the
 result shares the error:
 
+0. a positive click on a slice the previous result leaves empty first *bridges* the
+   gap: from the nearest slice that has a mask, propagation steps (the walk's own
+   pass: previous slice and its mask) run slice by slice to the clicked one, as the
+   walk would have gone had it not stopped; each bridged slice takes its output and
+   the clicked slice refines the bridge's output (step 1). The confidence stop does
+   not apply (the click says the object is there). The bridge is not made when
+   another prompted slice lies in the way or a step comes out empty; the click then
+   refines an empty mask (a blob around the click, kept by
+   :mod:`napari_segeval.propagation.corrections` even where it does not touch the
+   rest);
 1. the clicked slice: one click pass with the slice's previous mask as the prior,
    the frame as current and previous frame, the slice's box (if any) in the box
    channel and every point of the slice so far in the click maps (SAM2 feeds a
@@ -35,6 +45,7 @@ import torch
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models._prompt_walks import (
     FramePlan,
+    _bbox_window,
     _box_region,
     _net_pass,
     click_window,
@@ -123,6 +134,49 @@ def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
     return _click_pass(net, size, x, f, previous, box, mask, points)
 
 
+def _step_pass(net: Any, size: int, x: torch.Tensor, f: int, g: int,
+               prior: torch.Tensor) -> torch.Tensor | None:
+    """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
+    h, w = x.shape[1:]
+    window = _bbox_window(prior > 0.5)
+    if window is None:
+        return None
+    planes = [torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])]
+    return full(_net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
+
+
+def bridge(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor,
+           cancel: Any = None) -> tuple[dict[int, torch.Tensor], torch.Tensor] | None:
+    """Propagation steps from the nearest slice with a mask to a positive click's
+    empty slice (module doc, step 0): ``(bridged slices -> probabilities, the step's
+    output on the clicked slice)``, or ``None`` when no bridge is made.
+
+    ``previous``: the previous masks ``(n, H, W)`` (boolean).
+    """
+    point = prompts.prompts[-1]
+    f = int(point.index)
+    if (not point.positive or bool(previous[f].any())
+            or not isinstance(prompts.active(f)[0], Point)):
+        return None
+    filled = previous.flatten(1).any(1).nonzero().flatten().tolist()
+    if not filled:
+        return None
+    g = min(filled, key=lambda k: (abs(k - f), k))  # nearest; a tie goes to the lower
+    step = 1 if f > g else -1
+    if set(prompts.frames) & set(range(g + step, f, step)):
+        return None
+    bridged: dict[int, torch.Tensor] = {}
+    prior = previous[g].float()
+    for k in range(g + step, f + step, step):
+        check_cancel(cancel, "correction")
+        out = _step_pass(net, size, x, k, k - step, prior)
+        if out is None or not bool((out > 0.5).any()):
+            return None
+        bridged[k] = out
+        prior = (out > 0.5).float()
+    return {k: v for k, v in bridged.items() if k != f}, bridged[f]
+
+
 def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torch.Tensor,
            previous: torch.Tensor, min_confidence: float | None,
            cancel: Any = None) -> dict[int, torch.Tensor]:
@@ -170,10 +224,13 @@ def correct(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: 
     if not isinstance(prompt, Point):
         raise ValueError(f"a correction is a point, got {type(prompt).__name__}")
     check_cancel(cancel, "correction")
-    new = clicked_slice(net, size, x, prompts, previous[int(prompt.index)].float())
+    f = int(prompt.index)
+    made = bridge(net, size, x, prompts, previous, cancel)
+    bridged, prior = made if made is not None else ({}, previous[f].float())
+    new = clicked_slice(net, size, x, prompts, prior)
     if new is None:
         return {}
-    changed = {int(prompt.index): new}
+    changed = {**bridged, f: new}
     if bool((new > 0.5).any()):
         changed.update(spread(net, size, x, prompts, new, previous, min_confidence, cancel))
     return changed

@@ -12,7 +12,9 @@ were given:
 * every point after it is a **correction** applied to the result of the prompts
   before it: the backend returns the slices it changes (the clicked slice and the
   neighbours that share its error), every other slice keeps its probabilities and
-  mask, and the largest component is taken again.
+  mask, and the largest component is taken again - with every component that holds a
+  positive correction point (a click on slices the result missed stays, even where it
+  does not touch the rest).
 
 A set of points only, a video, gradients or per-slice priors, and every
 backend without ``correct`` (MedSAM2, the threshold model) propagate the whole set
@@ -77,12 +79,29 @@ def head(prompts: PromptSet, k: int) -> PromptSet:
     return PromptSet(prompts.label, tuple(prompts.prompts[:k]))
 
 
+def kept_voxels(prompts: PromptSet) -> list[tuple[int, int, int]]:
+    """``(slice, y, x)`` of the positive points after round 0: their components are
+    kept beside the largest (a person's click on slices the result missed is not
+    dropped).
+
+    Examples
+    --------
+    >>> s = PromptSet.of([Box(0, 0, 4, 4, index=2), Point(1, 2, index=6),
+    ...                   Point(3, 3, index=7, positive=False)])
+    >>> kept_voxels(s)
+    [(6, 1, 2)]
+    """
+    return [(int(p.index), *p.pixel) for p in prompts.prompts[round0_length(prompts):]
+            if isinstance(p, Point) and p.positive]
+
+
 def _result(label: int, probs: np.ndarray, mask: np.ndarray,
-            options: PropagationOptions) -> StructureResult:
-    """A structure's result from full-size probabilities and mask (largest component)."""
+            options: PropagationOptions, keep: list | tuple = ()) -> StructureResult:
+    """A structure's result from full-size probabilities and mask (largest component,
+    and the components of ``keep``'s voxels)."""
     shape = tuple(probs.shape)
     if options.keep_largest and mask.any():
-        mask = largest_component(mask, options.connectivity)
+        mask = largest_component(mask, options.connectivity, keep)
     found = np.nonzero(probs != 0)
     if found[0].size == 0:
         return StructureResult(label, (0, 0, 0), np.zeros((0, 0, 0), np.float32),
@@ -127,7 +146,7 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
         mask[f] = p > threshold
         if on_slice is not None:
             on_slice(prompts.label, int(f), mask[f].copy())
-    return _result(prompts.label, probs, mask, options)
+    return _result(prompts.label, probs, mask, options, kept_voxels(prompts))
 
 
 def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy import ndimage
 
@@ -29,12 +31,14 @@ def connectivity_structure(ndim: int, connectivity: int | None = None) -> np.nda
     return options[int(connectivity)]
 
 
-def largest_component(mask: np.ndarray, connectivity: int | None = None) -> np.ndarray:
+def largest_component(mask: np.ndarray, connectivity: int | None = None,
+                      keep: Sequence[tuple[int, ...]] = ()) -> np.ndarray:
     """Keep the largest connected component (any dimension).
 
     ``connectivity``: number of neighbours (:func:`connectivity_structure`);
     ``None`` (default): face connectivity (6 in 3D). MedSAM2 keeps the largest
-    26-connected component (scikit-image's default).
+    26-connected component (scikit-image's default). ``keep``: voxel indices whose
+    components are kept as well (a person's positive clicks).
 
     Examples
     --------
@@ -44,13 +48,18 @@ def largest_component(mask: np.ndarray, connectivity: int | None = None) -> np.n
     >>> d = np.zeros((3, 3, 3), bool); d[0, 0, 0] = d[1, 1, 1] = d[2, 2, 2] = True
     >>> int(largest_component(d).sum()), int(largest_component(d, 26).sum())
     (1, 3)
+    >>> int(largest_component(m, keep=[(0, 0, 0)]).sum())
+    10
     """
     lab, n = ndimage.label(mask, structure=connectivity_structure(mask.ndim, connectivity))
     if n <= 1:
         return mask.astype(bool, copy=True)
     sizes = np.bincount(lab.ravel())
     sizes[0] = 0
-    return lab == int(np.argmax(sizes))
+    inside = [tuple(v) for v in keep
+              if len(v) == lab.ndim and all(0 <= i < d for i, d in zip(v, lab.shape))]
+    ids = {int(np.argmax(sizes))} | {int(lab[v]) for v in inside if lab[v]}
+    return np.isin(lab, sorted(ids))
 
 
 def structure_masks(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,

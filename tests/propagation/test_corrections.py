@@ -261,3 +261,42 @@ def test_the_threshold_model_still_propagates_every_prompt():
     session.propagate()
     session.add(s.prompts[1])
     _same(session.propagate(), a)
+
+
+def _extent(first, last, n=9):
+    """A previous result: the box's square on slices ``first..last`` only."""
+    from napari_segeval.propagation.result import StructureResult
+
+    m = np.zeros((n, 40, 48), bool)
+    m[first:last + 1, 10:20, 12:24] = True
+    return StructureResult(1, (0, 0, 0), m.astype(np.float32), m, m.shape)
+
+
+def test_a_positive_click_beyond_the_extent_is_bridged_to_it(model):
+    from napari_segeval.propagation.corrections import apply_correction
+
+    before = _extent(3, 8)
+    s = PromptSet.of([BOX, Point(15, 18, index=1)])  # two slices before the extent
+    after = apply_correction(model, _frames(), before, s, PropagationOptions(), None)
+    mask = after.full_mask()
+    assert mask.any(axis=(1, 2)).tolist() == [False] + [True] * 8  # slices 2 and 1 filled
+    np.testing.assert_array_equal(mask[1], before.full_mask()[3])
+    np.testing.assert_array_equal(mask[2], before.full_mask()[3])
+    np.testing.assert_array_equal(mask[3:], before.full_mask()[3:])
+
+
+def test_a_click_that_cannot_be_bridged_keeps_its_own_component(model):
+    from napari_segeval.propagation.corrections import apply_corrections
+
+    before = _extent(4, 8)
+    # a negative click on slice 2 (empty: no change) lies between the extent and slice 1
+    s = PromptSet.of([BOX, Point(15, 18, index=2, positive=False), Point(15, 18, index=1)])
+    after = apply_corrections(model, _frames(), before, s, 1, PropagationOptions(), None)
+    mask = after.full_mask()
+    assert not mask[2].any() and not mask[3].any() and not mask[0].any()
+    assert mask[1, 15, 18] and 0 < mask[1].sum() < 40  # the click's own blob, not dropped
+    np.testing.assert_array_equal(mask[4:], before.full_mask()[4:])
+    from napari_segeval.propagation.masks import largest_component
+
+    # the largest component alone would drop it: the kept-click rule is what keeps it
+    assert not largest_component(mask, PropagationOptions().connectivity)[1].any()

@@ -312,7 +312,9 @@ DIFFERENCES = (
      "uniformly at random among the wrong pixels, IntRaBench near a component's centre."),
     ("With the built-in model on volumes the previous prediction is fed back: a click "
      "refines its slice's previous mask (the prior of the click pass) and spreads to the "
-     "neighbouring slices that share the error, and every other slice keeps its mask; "
+     "neighbouring slices that share the error, a positive click on a slice the "
+     "prediction misses is first reached by propagation steps from the nearest slice "
+     "that has a mask, and every other slice keeps its mask; "
      "other models and videos re-propagate from every prompt given so far (as SAM2's "
      "video predictor with its memory), without a mask prompt; micro-sam can pass the "
      "previous logits (use_masks), IntRaBench passes them."),
@@ -332,7 +334,7 @@ DIFFERENCES = (
 
 PROTOCOL = Protocol(
     name="interactive",
-    version="1.0",
+    version="1.1",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     run_case=run_case,
