@@ -84,6 +84,11 @@ def test_refusals(files):
         _attack.run(_parse(_dense_args(d, d / "a_file", "--eps", "0.1")))
     with pytest.raises(SystemExit):
         _parse(_dense_args(d, out))  # a budget is required
+    for bad in ("-1", "0", "nan"):  # a step against the gradient would lower the loss
+        with pytest.raises(SegEvalError, match=f"invalid attack settings: step_size must be "
+                                               f"finite and > 0, got {float(bad)}"):
+            _attack.run(_parse(_dense_args(d, out, "--attack", "pgd", "--eps", "0.1",
+                                           "--step-size", bad, "--overwrite")))
     with pytest.raises(SegEvalError, match="needs --labels"):
         _attack.run(_parse([str(d / "ct.nii.gz"), "--model", "builtin-prompt", "--eps", "0.1",
                             "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
