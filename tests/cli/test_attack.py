@@ -94,6 +94,24 @@ def test_refusals(files):
                             "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
 
 
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--overlap", "2", "--overlap must be in [0, 1), got 2.0"),
+    ("--overlap", "-0.5", "--overlap must be in [0, 1), got -0.5"),
+    ("--batch-size", "0", "--batch-size must be >= 1, got 0"),
+])
+def test_bad_window_options_are_one_line_before_the_model_runs(files, capsys, option, value,
+                                                               message):
+    from napari_segeval.cli import main
+
+    d, _, _, out = files
+    rc = main(["attack", *_dense_args(d, out, "--attack", "fgsm", "--eps", "0.1", option, value,
+                                      "--json")])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == f"segeval attack: error: {message}\n"
+    assert not any(out.iterdir())
+
+
 def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
     d, _, _, _ = files
     out = d / "new" / "nested"
