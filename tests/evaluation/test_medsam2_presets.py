@@ -96,15 +96,22 @@ def test_per_structure_scoring_keeps_each_structures_own_mask(tmp_path):
     assert float(p["organ"]["dice"]) == pytest.approx(2 * organ_ref / (organ_ref + 6 * 12 * 12))
 
 
-def test_bad_option_is_one_line(tmp_path):
+@pytest.mark.parametrize("protocol", ["medsam2-3d", "medsam2-video"])
+@pytest.mark.parametrize(("param", "message"), [
+    ({"scoring": "each"}, "parameter scoring must be one of merged, per-structure, got 'each'"),
+    ({"jitter": -5}, "parameter jitter must be a whole number of pixels >= 0, got -5"),
+    ({"jitter": "abc"}, "parameter jitter must be a whole number of pixels >= 0, got 'abc'"),
+    ({"seed": 1.5}, "parameter seed must be a whole number, got 1.5"),
+    ({"modality": "XYZ"}, "parameter modality must be null or one of CT, MR, US, endoscopy, "
+                          "dermoscopy, PET, other, got 'XYZ'"),
+])
+def test_bad_option_is_one_line_before_any_case_runs(tmp_path, protocol, param, message):
     root = _task(tmp_path / "Task92", modality="CT")
-    r = run_evaluation(root, "medsam2-3d", tmp_path / "o",
-                       params={"model": "threshold", "scoring": "each"}, workers=1, report=False)
-    assert r.n_ok == 0
-    with pytest.raises(SegEvalError, match="parameter scoring must be one of"):
-        from napari_segeval.evaluation.protocols.medsam2_3d import check_params
-
-        check_params({"scoring": "each"})
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(root, protocol, tmp_path / "o", params={"model": "threshold", **param},
+                       workers=1, report=False)
+    assert str(err.value) == message
+    assert not (tmp_path / "o").exists()
 
 
 def test_presets_run_and_are_recorded(tmp_path):

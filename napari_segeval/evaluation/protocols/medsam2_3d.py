@@ -65,20 +65,38 @@ _CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
 
 
 def check_params(params: dict) -> None:
-    """Refuse option values outside their choices (one line naming the parameter).
+    """Refuse option values outside their choices, a ``jitter`` or ``seed`` that is not
+    a whole number (``jitter`` >= 0) and an unknown ``modality`` (one line naming the
+    parameter).
 
     Examples
     --------
-    >>> check_params({"scoring": "merged"})
+    >>> check_params({"scoring": "merged", "jitter": 5, "modality": "MR"})
     >>> check_params({"scoring": "each"})
     Traceback (most recent call last):
     ...
     napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, got 'each'
+    >>> check_params({"jitter": -5})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
     """
+    from napari_segeval.io.case import MODALITIES
+
     for key, allowed in _CHOICES.items():
         if key in params and params[key] not in allowed:
             raise SegEvalError(f"parameter {key} must be one of "
                                f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
+    jitter, seed = params.get("jitter", 0), params.get("seed", 0)
+    if isinstance(jitter, bool) or not isinstance(jitter, int) or jitter < 0:
+        raise SegEvalError(f"parameter jitter must be a whole number of pixels >= 0, "
+                           f"got {jitter!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SegEvalError(f"parameter seed must be a whole number, got {seed!r}")
+    modality = params.get("modality")
+    if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
+        raise SegEvalError(f"parameter modality must be null or one of "
+                           f"{', '.join(MODALITIES)}, got {modality!r}")
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -399,6 +417,7 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
+    check=check_params,
     description=(
         "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "
         "bidirectional propagation, largest component; DSC and NSD (2 mm) per "
