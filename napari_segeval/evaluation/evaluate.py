@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval import __version__
-from napari_segeval._errors import SegEvalError
+from napari_segeval._errors import SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
@@ -90,7 +90,11 @@ def run_evaluation(
     proto = get_protocol(protocol)
     p = proto.resolve_params(params, preset)
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create the results folder "
+                         f"({exc.strerror or exc})") from exc
     if isinstance(data, (str, os.PathLike)):
         specs = load_layout(data, layout, **{**proto.layout_options, **dict(layout_options or {})})
         source = str(Path(data).absolute())

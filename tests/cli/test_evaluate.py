@@ -65,3 +65,19 @@ def test_bad_arguments(tmp_path):
         call(["report", str(tmp_path)])
     assert _evaluate.parse_attack("pgd-linf:eps=0.03,steps=5") == {
         "name": "pgd-linf", "eps": 0.03, "steps": 5}
+
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/sub"])
+def test_output_dir_that_cannot_be_made_is_one_line(tmp_path, capsys, where):
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    (tmp_path / "a_file").write_text("x")
+    rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / where),
+               "--param", f"model={TOY}", "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    reason = "File exists" if where == "a_file" else "Not a directory"
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval evaluate: error: {tmp_path / where}: cannot create the "
+                            f"results folder ({reason})\n")
+    assert (tmp_path / "a_file").read_text() == "x"
