@@ -207,7 +207,7 @@ class Protocol:
         """Defaults, then the preset's values, then ``overrides``.
 
         Unknown parameter or preset names raise :class:`SegEvalError`; so do
-        ``models`` that :func:`check_models` refuses, ``model`` given beside
+        ``models`` (or one ``model``) that :func:`check_models` refuses, ``model`` given beside
         ``models``, and values the protocol's ``check`` refuses. ``models`` of one
         name is the run of that ``model``; of several, ``model`` is None (each
         model's rows carry their own).
@@ -239,6 +239,10 @@ class Protocol:
             elif models:
                 params["model"] = None  # each model's rows carry their own
             params["models"] = models
+        elif self.model_kind is not None and isinstance(params.get("model"), str):
+            from napari_segeval.models import registry
+
+            _check_kind(self, params["model"], registry)
         if self.check is not None:
             self.check(params)
         return params
