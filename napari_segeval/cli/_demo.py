@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
         raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
     if args.results is not None:
         from napari_segeval._widgets.demo import run_results_demo
+        from napari_segeval.evaluation.results import ResultsFolder
+
+        ResultsFolder(args.results)  # not a results folder: one line, before the viewer opens
 
         out = run_results_demo(args.results, args.screenshot)
         if out is not None:
