@@ -99,8 +99,10 @@ def run(args: argparse.Namespace) -> int:
         if out is not None:
             emit(args, {"screenshot": str(out)}, f"wrote {out}")
         return 0
-    from napari_segeval._widgets.demo import run_demo
+    from napari_segeval._widgets.demo import check_attack_settings, run_demo
     from napari_segeval.models.registry import PROMPTABLE, split_ref
+
+    check_attack_settings(args.eps, args.steps)  # the panel would clamp them
 
     name, inline = split_ref(args.model)
     if name not in PROMPTABLE:
