@@ -107,3 +107,15 @@ def test_scores_file_errors(tmp_path, capsys):
     assert main(["uncertainty", "score", str(tmp_path), "-o", str(tmp_path / "a.txt")]) == 2
     assert "must end in .json or .csv" in capsys.readouterr().err
     assert main(["uncertainty"]) == 2
+
+
+@pytest.mark.parametrize("power", ["-1", "0", "nan", "inf"])
+def test_score_refuses_an_energy_power_that_is_not_positive(tmp_path, capsys, power):
+    task = write_msd(tmp_path / "Task93", 2)
+    out = tmp_path / "auv.json"
+    rc = main(["uncertainty", "score", str(task), "--model", "threshold", "--energy-power",
+               power, "-o", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not out.exists()
+    assert captured.err == ("segeval uncertainty: error: --energy-power must be a positive "
+                            f"number, got {float(power):g}\n")
