@@ -81,3 +81,23 @@ def test_output_dir_that_cannot_be_made_is_one_line(tmp_path, capsys, where):
     assert captured.err == (f"segeval evaluate: error: {tmp_path / where}: cannot create the "
                             f"results folder ({reason})\n")
     assert (tmp_path / "a_file").read_text() == "x"
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("bad", "missing port number in address 'bad'"),
+    ("tcp://127.0.0.1:1", "Timed out trying to connect to tcp://127.0.0.1:1 after 1 s"),
+])
+def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address, reason):
+    pytest.importorskip("distributed")
+    import dask
+
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
+                   "--param", f"model={TOY}", "--scheduler", address, "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval evaluate: error: Dask scheduler {address}: cannot connect "
+                            f"({reason})\n")
