@@ -101,3 +101,24 @@ def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address,
     assert rc == 2 and captured.out == ""
     assert captured.err == (f"segeval evaluate: error: Dask scheduler {address}: cannot connect "
                             f"({reason})\n")
+
+
+@pytest.mark.parametrize(("run_json", "what"), [
+    ('{"x": 1}', "no 'protocol'"),
+    ('{"protocol": "msd-robust"}', "no 'params'"),
+    ("[]", "not a JSON object"),
+])
+def test_report_of_a_broken_run_record_is_one_line(tmp_path, capsys, run_json, what):
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    out = tmp_path / "o"
+    assert main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
+                 "--param", f"model={TOY}", "--no-progress", "--no-report", "--json"]) == 0
+    capsys.readouterr()
+    (out / "run.json").write_text(run_json)
+    rc = main(["report", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval report: error: {out / 'run.json'}: not a results record "
+                            f"({what})\n")
