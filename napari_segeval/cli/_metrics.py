@@ -93,6 +93,14 @@ def read_pair(reference: Path, prediction: Path, color_table: dict | None = None
 
         raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
                            "label maps (t, z, y, x): choose one volume with --volume T")
+    from napari_segeval._errors import InvalidLabelsError
+    from napari_segeval.metrics.overlap import MAX_LABELS
+
+    for path, labels in ((reference, ref), (prediction, pred)):
+        top = int(labels.max(initial=0))
+        if top >= MAX_LABELS:
+            raise InvalidLabelsError(f"{path}: label id {top} is above the largest id the "
+                                     f"metrics take ({MAX_LABELS - 1})")
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
