@@ -9,6 +9,7 @@ from napari_segeval.cli._common import (
     add_color_table_option,
     add_input_options,
     add_json_flag,
+    check_label_ids,
     emit,
     format_table,
 )
@@ -93,14 +94,8 @@ def read_pair(reference: Path, prediction: Path, color_table: dict | None = None
 
         raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
                            "label maps (t, z, y, x): choose one volume with --volume T")
-    from napari_segeval._errors import InvalidLabelsError
-    from napari_segeval.metrics.overlap import MAX_LABELS
-
-    for path, labels in ((reference, ref), (prediction, pred)):
-        top = int(labels.max(initial=0))
-        if top >= MAX_LABELS:
-            raise InvalidLabelsError(f"{path}: label id {top} is above the largest id the "
-                                     f"metrics take ({MAX_LABELS - 1})")
+    check_label_ids(reference, ref)
+    check_label_ids(prediction, pred)
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "

@@ -220,3 +220,20 @@ def test_attack_output_names_follow_the_evaluate_rule(source, axes):
     paths = _attack.output_paths(Path(source), argparse.Namespace(axes=axes), Path("o"))
     assert paths["clean_prediction"].name.endswith(labels)
     assert paths["perturbation"].name.endswith(images)
+
+
+def test_a_label_id_above_the_metrics_limit_is_one_line_before_the_model_runs(files, capsys):
+    from napari_segeval.cli import main
+    from napari_segeval.io import read_labels, write_labels
+
+    d, _, _, out = files
+    labels, geom, _ = read_labels(d / "seg.nii.gz")
+    labels = labels.astype(np.uint16)
+    labels[0, 0, 0] = 5000
+    big = write_labels(d / "big.nii.gz", labels, geom)
+    rc = main(["attack", str(d / "ct.nii.gz"), "--labels", str(big), "--model", "threshold",
+               "--attack", "noise-gaussian", "--eps", "0.1", "--output-dir", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not any(out.iterdir())
+    assert captured.err == (f"segeval attack: error: {big}: label id 5000 is above the largest "
+                            "id the metrics take (4095)\n")
