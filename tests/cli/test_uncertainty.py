@@ -99,6 +99,27 @@ def test_filter_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert rc == 2 and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("name", "text", "problem"), [
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": "x"}',
+     'not a scores file of segeval uncertainty score ("cases" must be a list of '
+     '{"case": ID, "auv": NUMBER or null})'),
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": [{"auv": 0.5}]}',
+     'not a scores file of segeval uncertainty score ("cases" must be a list of '
+     '{"case": ID, "auv": NUMBER or null})'),
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": [{"case": "a", "auv": "x"}]}',
+     "case a: auv 'x' is not a number"),
+    ("s.csv", "case,case_auv\na,0.5\nb,abc\n", "case b: case_auv 'abc' is not a number"),
+])
+def test_malformed_scores_are_one_line(tmp_path, capsys, name, text, problem):
+    scores = tmp_path / name
+    scores.write_text(text)
+    rc = main(["uncertainty", "filter", str(scores), "--remove", "0.1", "-o", str(tmp_path / "o"),
+               "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not (tmp_path / "o").exists()
+    assert captured.err == f"segeval uncertainty: error: {scores}: {problem}\n"
+
+
 def test_scores_file_errors(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{}")
