@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval._atomic import atomic_write_text
-from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
 
 FORMAT = "napari-segeval-auv/1"
@@ -258,7 +258,11 @@ def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
     )
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create the output folder "
+                         f"({exc.strerror or exc})") from exc
     source = "the data set's splits_final.json" if splits is not None else (
         "5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
     base = splits if splits is not None else crossval_splits(train_ids)

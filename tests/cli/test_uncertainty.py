@@ -120,6 +120,21 @@ def test_malformed_scores_are_one_line(tmp_path, capsys, name, text, problem):
     assert captured.err == f"segeval uncertainty: error: {scores}: {problem}\n"
 
 
+@pytest.mark.parametrize(("where", "reason"), [("a_file", "File exists"),
+                                               ("a_file/sub", "Not a directory")])
+def test_filter_output_that_cannot_be_made_is_one_line(tmp_path, capsys, where, reason):
+    scores = tmp_path / "s.json"
+    scores.write_text(json.dumps({"format": "napari-segeval-auv/1",
+                                  "cases": [{"case": f"c{i}", "auv": i / 9} for i in range(10)]}))
+    (tmp_path / "a_file").write_text("x")
+    rc = main(["uncertainty", "filter", str(scores), "--remove", "0.1", "-o", str(tmp_path / where),
+               "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and (tmp_path / "a_file").read_text() == "x"
+    assert captured.err == (f"segeval uncertainty: error: {tmp_path / where}: cannot create the "
+                            f"output folder ({reason})\n")
+
+
 def test_scores_file_errors(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{}")
