@@ -104,6 +104,9 @@ def test_per_structure_scoring_keeps_each_structures_own_mask(tmp_path):
     ({"seed": 1.5}, "parameter seed must be a whole number, got 1.5"),
     ({"modality": "XYZ"}, "parameter modality must be null or one of CT, MR, US, endoscopy, "
                           "dermoscopy, PET, other, got 'XYZ'"),
+    ({"window": "bogus"}, "parameter window: unknown CT window 'bogus': use one of abdomen, "
+                          "lung, brain, mediastinum or 'W,L' (for example '400,40')"),
+    ({"empty": "maybe"}, "parameter empty must be one of one, nan, zero, got 'maybe'"),
 ])
 def test_bad_option_is_one_line_before_any_case_runs(tmp_path, protocol, param, message):
     root = _task(tmp_path / "Task92", modality="CT")
@@ -124,3 +127,11 @@ def test_presets_run_and_are_recorded(tmp_path):
     rows = _rows(tmp_path / "o" / "results.csv")
     assert {x["scoring"] for x in rows} == {"per-structure"} and min(
         float(x["dice"]) for x in rows) > 0.95
+
+
+def test_medsam2_3d_refuses_a_tolerance_that_is_not_positive(tmp_path):
+    root = _task(tmp_path / "Task92", modality="CT")
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(root, "medsam2-3d", tmp_path / "o",
+                       params={"model": "threshold", "tolerance_mm": -1}, workers=1, report=False)
+    assert str(err.value) == "parameter tolerance_mm must be a positive number of mm, got -1"

@@ -66,8 +66,9 @@ _CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
 
 def check_params(params: dict) -> None:
     """Refuse option values outside their choices, a ``jitter`` or ``seed`` that is not
-    a whole number (``jitter`` >= 0) and an unknown ``modality`` (one line naming the
-    parameter).
+    a whole number (``jitter`` >= 0), an unknown ``modality`` or ``window``, and a bad
+    ``tolerance_mm`` or ``empty`` (:func:`~._common.check_scoring`); one line naming the
+    parameter.
 
     Examples
     --------
@@ -97,6 +98,14 @@ def check_params(params: dict) -> None:
     if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
         raise SegEvalError(f"parameter modality must be null or one of "
                            f"{', '.join(MODALITIES)}, got {modality!r}")
+    if params.get("window") is not None:
+        from napari_segeval.inference.windowing import parse_window
+
+        try:
+            parse_window(params["window"])
+        except SegEvalError as exc:
+            raise SegEvalError(f"parameter window: {exc}") from None
+    C.check_scoring(params)
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:

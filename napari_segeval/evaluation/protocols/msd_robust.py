@@ -189,7 +189,8 @@ def run_case(spec, params: dict) -> CaseOutput:
 
 
 def check_params(params: dict) -> None:
-    """Refuse bad ``attacks`` before any case runs (one line: :func:`~._dense.check_attacks`).
+    """Refuse bad ``attacks`` (:func:`~._dense.check_attacks`), an ``overlap`` outside
+    [0, 1) and a bad ``tolerance_mm`` or ``empty`` before any case runs (one line).
 
     Examples
     --------
@@ -200,6 +201,10 @@ def check_params(params: dict) -> None:
     napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
     """
     D.check_attacks(params.get("attacks", []))
+    overlap = params.get("overlap", 0.5)
+    if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not 0 <= overlap < 1:
+        raise SegEvalError(f"parameter overlap must be in [0, 1), got {overlap!r}")
+    C.check_scoring(params)
 
 
 def prepare(specs, params: dict, output_dir) -> None:
