@@ -159,6 +159,15 @@ def test_generic_pairs_and_pattern_escape(tmp_path):
                                   "{name}, {parent})")
 
 
+def test_a_dataset_json_that_is_not_an_object_is_one_line(tmp_path):
+    touch(tmp_path, "imagesTr/a.nii.gz", "labelsTr/a.nii.gz")
+    (tmp_path / "dataset.json").write_text("[]")
+    with pytest.raises(SegEvalError) as err:
+        load_layout(tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'dataset.json'}: dataset.json must hold a JSON "
+                              "object, not list")
+
+
 def test_detect_refuses_unknown_folder(tmp_path):
     touch(tmp_path, "x.nii.gz")
     with pytest.raises(SegEvalError, match="--layout generic"):
