@@ -135,3 +135,14 @@ def test_medsam2_3d_refuses_a_tolerance_that_is_not_positive(tmp_path):
         run_evaluation(root, "medsam2-3d", tmp_path / "o",
                        params={"model": "threshold", "tolerance_mm": -1}, workers=1, report=False)
     assert str(err.value) == "parameter tolerance_mm must be a positive number of mm, got -1"
+
+
+def test_label_ids_the_dataset_json_does_not_name_are_evaluated_as_label_n(tmp_path):
+    root = _task(tmp_path / "Task93", modality="CT")
+    ds = json.loads((root / "dataset.json").read_text())
+    ds["labels"] = {"0": "background", "1": "organ"}  # 2 is in the label map, not named
+    (root / "dataset.json").write_text(json.dumps(ds))
+    r = run_evaluation(root, "medsam2-3d", tmp_path / "o", params={"model": "threshold"},
+                       workers=1, report=False)
+    assert r.n_ok == 1
+    assert {x["structure"] for x in _rows(tmp_path / "o" / "results.csv")} == {"organ", "label 2"}

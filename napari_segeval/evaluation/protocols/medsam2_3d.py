@@ -217,7 +217,9 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
                            f"video, got axes {case.axes!r} shape {case.image.shape}")
-    structures = dict(case.structures) or unnamed_structures(np.unique(case.labels))
+    structures = dict(case.structures)  # ids the names leave out are "label N" structures
+    structures.update({k: v for k, v in unnamed_structures(np.unique(case.labels)).items()
+                       if k not in structures})
     prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
                                 rng=case_rng(int(params["seed"]), spec.case_id),
                                 first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
