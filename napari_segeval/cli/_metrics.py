@@ -114,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
     ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args),
                                            getattr(args, "volume", None))
+    if names:  # ids the names leave out are reported as "label N", as without names
+        import numpy as np
+
+        from napari_segeval._names import unnamed_structures
+
+        present = np.union1d(np.unique(ref), np.unique(pred))
+        names = {**unnamed_structures(present), **names}
     rows = structure_table(
         ref,
         pred,
