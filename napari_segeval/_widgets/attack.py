@@ -35,6 +35,9 @@ from napari_segeval._widgets.prompt import prediction_layer
 
 #: Diverging colormap of the perturbation layer.
 PERTURBATION_COLORMAP = "PiYG"
+#: What the panel's epsilon (normalized units) and steps boxes take.
+EPS_RANGE = (0.0, 1.0)
+STEPS_RANGE = (1, 500)
 
 
 class AttackPanel(QWidget):
@@ -51,13 +54,13 @@ class AttackPanel(QWidget):
         self.attack.setCurrentText("pgd")
         self.eps = QDoubleSpinBox()
         self.eps.setDecimals(4)
-        self.eps.setRange(0.0, 1.0)
+        self.eps.setRange(*EPS_RANGE)
         self.eps.setSingleStep(0.005)
         self.eps.setValue(0.02)
         self.eps.valueChanged.connect(self._show_raw)
         self.raw = QLabel("")
         self.steps = QSpinBox()
-        self.steps.setRange(1, 500)
+        self.steps.setRange(*STEPS_RANGE)
         self.steps.setValue(10)
         self.run_button = QPushButton("Run attack")
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from napari_segeval._widgets.attack import EPS_RANGE, STEPS_RANGE
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
 
@@ -52,6 +53,27 @@ def correction_slice(reference: Any, prediction: Any, label: int) -> int:
     if bad.any():
         return int(np.argmax(np.where(bad, area, -1)))
     return int(np.argmin(np.where(held, dice, np.inf)))
+
+
+def check_attack_settings(eps: float, steps: int) -> None:
+    """Refuse an epsilon or a step count the Attack panel would clamp (one line).
+
+    Examples
+    --------
+    >>> check_attack_settings(0.02, 5)
+    >>> check_attack_settings(-1, 5)
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: --eps must be in [0, 1] (normalized units), got -1
+    """
+    from napari_segeval._errors import SegEvalError
+
+    if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
+        raise SegEvalError(f"--eps must be in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] (normalized "
+                           f"units), got {eps:g}")
+    if not STEPS_RANGE[0] <= steps <= STEPS_RANGE[1]:
+        raise SegEvalError(f"--steps must be in [{STEPS_RANGE[0]}, {STEPS_RANGE[1]}], "
+                           f"got {steps}")
 
 
 class DemoRun:

@@ -127,6 +127,9 @@ class AttackConfig:
             raise ValueError(f"eps must be finite and >= 0, got {self.eps}")
         if self.steps < 1 or self.restarts < 1:
             raise ValueError("steps and restarts must be >= 1")
+        if self.step_size is not None and not (math.isfinite(self.step_size)
+                                               and self.step_size > 0):
+            raise ValueError(f"step_size must be finite and > 0, got {self.step_size}")
         if spec.loss is not None:
             self.loss = spec.loss
         if self.loss in FORWARD_ONLY_LOSSES and not spec.gradient_free:

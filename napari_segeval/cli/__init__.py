@@ -49,7 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"napari_segeval.cli._{name}")
         module.add_parser(sub)
+    _debug_everywhere(sub)
     return parser
+
+
+def _debug_everywhere(sub: argparse._SubParsersAction) -> None:
+    """Let ``--debug`` also follow the subcommand (``segeval inspect X --debug``)."""
+    for child in sub.choices.values():
+        child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS)
+        for action in child._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _debug_everywhere(action)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

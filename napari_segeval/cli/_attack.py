@@ -165,6 +165,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps < 1 or args.restarts < 1:
         raise SegEvalError("--steps and --restarts must be >= 1")
+    if not 0 <= args.overlap < 1:
+        raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
+    if args.batch_size < 1:
+        raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise WriteError(f"{args.output_dir}: exists and is not a folder")
     case = read_input(args, args.image, args.labels)

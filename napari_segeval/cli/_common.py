@@ -204,14 +204,37 @@ def input_options(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k, None) for k in ("series", "volume")}
 
 
+def check_label_ids(path: Any, labels: np.ndarray) -> None:
+    """Refuse a label map whose largest id the metrics cannot count (one line naming ``path``).
+
+    Examples
+    --------
+    >>> check_label_ids("seg.png", np.array([0, 1, 4095]))
+    >>> check_label_ids("seg.png", np.array([0, 40000]))
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidLabelsError: seg.png: label id 40000 is above the largest id the metrics take (4095)
+    """
+    from napari_segeval._errors import InvalidLabelsError
+    from napari_segeval.metrics.overlap import MAX_LABELS
+
+    top = int(labels.max(initial=0))
+    if top >= MAX_LABELS:
+        raise InvalidLabelsError(f"{path}: label id {top} is above the largest id the metrics "
+                                 f"take ({MAX_LABELS - 1})")
+
+
 def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     """:func:`~napari_segeval.io.read_case` with ``--series``/``--volume`` and
-    ``--color-table``; a 4D time series without ``--volume`` is refused with a hint."""
+    ``--color-table``; a 4D time series without ``--volume`` is refused with a hint, and
+    labels with an id the metrics cannot count (:func:`check_label_ids`)."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_case
 
     case = read_case(image, labels, default_color_table=color_table(args),
                      **input_options(args))
+    if case.labels is not None:
+        check_label_ids(labels, case.labels)
     if case.is_time_series:
         n = case.image.shape[0]
         raise SegEvalError(f"{image} is a time series of {n} volumes (t, z, y, x): choose one "

@@ -91,13 +91,18 @@ def run(args: argparse.Namespace) -> int:
         raise WriteError(f"{args.screenshot} exists: pass --overwrite to replace it")
     if args.results is not None:
         from napari_segeval._widgets.demo import run_results_demo
+        from napari_segeval.evaluation.results import ResultsFolder
+
+        ResultsFolder(args.results)  # not a results folder: one line, before the viewer opens
 
         out = run_results_demo(args.results, args.screenshot)
         if out is not None:
             emit(args, {"screenshot": str(out)}, f"wrote {out}")
         return 0
-    from napari_segeval._widgets.demo import run_demo
+    from napari_segeval._widgets.demo import check_attack_settings, run_demo
     from napari_segeval.models.registry import PROMPTABLE, split_ref
+
+    check_attack_settings(args.eps, args.steps)  # the panel would clamp them
 
     name, inline = split_ref(args.model)
     if name not in PROMPTABLE:

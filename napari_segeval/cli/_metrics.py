@@ -9,6 +9,7 @@ from napari_segeval.cli._common import (
     add_color_table_option,
     add_input_options,
     add_json_flag,
+    check_label_ids,
     emit,
     format_table,
 )
@@ -93,6 +94,8 @@ def read_pair(reference: Path, prediction: Path, color_table: dict | None = None
 
         raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
                            "label maps (t, z, y, x): choose one volume with --volume T")
+    check_label_ids(reference, ref)
+    check_label_ids(prediction, pred)
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
@@ -111,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
     ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args),
                                            getattr(args, "volume", None))
+    if names:  # ids the names leave out are reported as "label N", as without names
+        import numpy as np
+
+        from napari_segeval._names import unnamed_structures
+
+        present = np.union1d(np.unique(ref), np.unique(pred))
+        names = {**unnamed_structures(present), **names}
     rows = structure_table(
         ref,
         pred,

@@ -243,8 +243,8 @@ def _prompt_sets(args: argparse.Namespace, case, kind: str, mode: str, wanted: l
     if not sets:
         raise SegEvalError("give --prompts FILE, --box z,y0,x0,y1,x1 / --point z,y,x, or "
                            "reference --labels to derive boxes")
-    PromptFile(sets, tuple(shape), {}).check(shape, dict(case.structures), where=where,
-                                             source="--box/--point")
+    PromptFile(sets, tuple(shape), {}).check(shape, dict(case.structures), present,
+                                             where=where, source="--box/--point")
     return sets
 
 

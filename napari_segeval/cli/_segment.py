@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
     if args.batch_size < 1:
         raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if not args.tolerance > 0:
+        raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
     case = read_input(args, args.image, args.labels)
     if case.axes != "zyx":
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")

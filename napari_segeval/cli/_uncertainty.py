@@ -149,6 +149,8 @@ def run_score(args: argparse.Namespace) -> int:
     targets = _targets(args.output, args.overwrite) if args.output else []
     if args.threads is not None and args.threads < 1:
         raise SegEvalError(f"--threads must be at least 1, got {args.threads}")
+    if not 0 < args.energy_power < float("inf"):
+        raise SegEvalError(f"--energy-power must be a positive number, got {args.energy_power:g}")
     specs = load_layout(args.dataset, args.layout)
     chosen = [s for s in specs if (s.labels or s.error)
               and (args.split == "all" or s.split == args.split)]

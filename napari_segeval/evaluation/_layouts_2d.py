@@ -283,6 +283,13 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
     """
     root = Path(root)
     inside(root, images)  # refuse patterns that leave the folder
+    if labels:
+        try:
+            labels.format(stem="", name="", parent="")
+        except (KeyError, IndexError, ValueError) as exc:
+            what = f"unknown field {{{exc.args[0]}}}" if isinstance(exc, KeyError) else str(exc)
+            raise SegEvalError(f"label pattern {labels!r}: {what} (fields: {{stem}}, {{name}}, "
+                               "{parent})") from exc
     candidates = [Path(p) for p in _glob.glob(str(root / images), recursive=True)]
     candidates = sorted((p for p in candidates if p.is_file() and suffix(p) in IMAGE_SUFFIXES),
                         key=lambda p: natural_key(str(p)))

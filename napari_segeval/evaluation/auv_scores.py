@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval._atomic import atomic_write_text
-from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
 
 FORMAT = "napari-segeval-auv/1"
@@ -209,17 +209,30 @@ def read_scores(path: str | os.PathLike) -> dict:
         if not isinstance(record, dict) or record.get("format") != FORMAT:
             raise ReadError(f"{path}: not a scores file of segeval uncertainty score "
                             f"(format {FORMAT})")
+        cases = record.get("cases")
+        if not isinstance(cases, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("case"), str) for c in cases):
+            raise ReadError(f"{path}: not a scores file of segeval uncertainty score (\"cases\" "
+                            'must be a list of {"case": ID, "auv": NUMBER or null})')
+        for c in cases:
+            auv = c.get("auv")
+            if auv is not None and (isinstance(auv, bool) or not isinstance(auv, (int, float))):
+                raise ReadError(f"{path}: case {c['case']}: auv {auv!r} is not a number")
         return record
     rows = list(csv.DictReader(io.StringIO(text)))
     if not rows or not {"case", "case_auv"} <= set(rows[0]):
         raise ReadError(f"{path}: not a scores CSV of segeval uncertainty score "
                         "(columns case, case_auv)")
-    cases: dict[str, dict] = {}
+    by_case: dict[str, dict] = {}
     for r in rows:
-        v = r["case_auv"].strip()
-        cases.setdefault(r["case"], {"case": r["case"], "split": r.get("split") or None,
-                                     "auv": float(v) if v else None})
-    return {"format": FORMAT, "cases": list(cases.values())}
+        v = (r["case_auv"] or "").strip()
+        try:
+            auv = float(v) if v else None
+        except ValueError:
+            raise ReadError(f"{path}: case {r['case']}: case_auv {v!r} is not a number") from None
+        by_case.setdefault(r["case"], {"case": r["case"], "split": r.get("split") or None,
+                                       "auv": auv})
+    return {"format": FORMAT, "cases": list(by_case.values())}
 
 
 def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
@@ -245,7 +258,11 @@ def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
     )
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create the output folder "
+                         f"({exc.strerror or exc})") from exc
     source = "the data set's splits_final.json" if splits is not None else (
         "5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
     base = splits if splits is not None else crossval_splits(train_ids)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval import __version__
-from napari_segeval._errors import SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
@@ -90,7 +90,11 @@ def run_evaluation(
     proto = get_protocol(protocol)
     p = proto.resolve_params(params, preset)
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteError(f"{out}: cannot create the results folder "
+                         f"({exc.strerror or exc})") from exc
     if isinstance(data, (str, os.PathLike)):
         specs = load_layout(data, layout, **{**proto.layout_options, **dict(layout_options or {})})
         source = str(Path(data).absolute())
@@ -135,8 +139,12 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
 
     out = Path(output_dir)
     run_info = store.read_json(out / "run.json")
-    proto = get_protocol(protocol or run_info["protocol"])
-    params = run_info["params"]
+    try:
+        proto = get_protocol(protocol or run_info["protocol"])
+        params = run_info["params"]
+    except (KeyError, TypeError) as exc:
+        what = f"no {exc}" if isinstance(exc, KeyError) else "not a JSON object"
+        raise ReadError(f"{out / 'run.json'}: not a results record ({what})") from exc
     cases, records = store.load_records(out)
     rows = store.result_rows(records)
     ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)

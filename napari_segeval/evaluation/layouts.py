@@ -199,9 +199,10 @@ def _has_dataset_json(root: Path) -> dict | None:
     if not p.is_file():
         return None
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
+        data = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}  # the reader says what is wrong with it
 
 
 def detect_layout(root: str | Path) -> str:

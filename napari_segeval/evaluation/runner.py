@@ -259,7 +259,10 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
 
         raise MissingDependencyError("distributed", "distributed", "--scheduler") from exc
     own = not isinstance(scheduler, Client)
-    client = Client(scheduler) if own else scheduler
+    try:
+        client = Client(scheduler) if own else scheduler
+    except (OSError, ValueError) as exc:
+        raise SegEvalError(f"Dask scheduler {scheduler}: cannot connect ({exc})") from exc
     try:
         workers = client.scheduler_info().get("workers", {})
         gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())

@@ -177,6 +177,9 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
     path = out / "run.json"
     if resume and path.is_file():
         old = read_json(path)
+        if not isinstance(old, dict):
+            raise ReadError(f"{path}: not a results record (not a JSON object); use another "
+                            "--output-dir, or --restart to discard it")
         keys = ("protocol", "protocol_version", "preset", "params")
         if json.dumps([old.get(k) for k in keys], sort_keys=True) != json.dumps(
                 [run_info.get(k) for k in keys], sort_keys=True):

@@ -44,6 +44,8 @@ def load_dataset_json(path: str | Path) -> dict:
     data = _read_json(p, "dataset.json")
     if not isinstance(data, dict):
         raise ReadError(f"{p}: dataset.json must hold a JSON object, not {type(data).__name__}")
+    if data.get("labels") and not isinstance(data["labels"], dict):
+        raise ReadError(f"{p}: 'labels' must be an object, got {type(data['labels']).__name__}")
     return data
 
 

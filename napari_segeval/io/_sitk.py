@@ -97,6 +97,49 @@ def check_nrrd_payload(path: Path) -> None:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 
 
+_MET_BYTES = {"MET_CHAR": 1, "MET_UCHAR": 1, "MET_SHORT": 2, "MET_USHORT": 2, "MET_INT": 4,
+              "MET_UINT": 4, "MET_FLOAT": 4, "MET_DOUBLE": 8, "MET_LONG_LONG": 8,
+              "MET_ULONG_LONG": 8}
+
+
+def metaimage_problem(path: Path) -> str | None:
+    """What is wrong with the data of a MetaImage that ITK could not read, or None.
+
+    ITK says "No such file or directory" for a data file that is missing or shorter
+    than the header says; this names it. None when the header cannot be parsed
+    (ITK's reason stands).
+    """
+    try:
+        data = path.read_bytes()
+        end = data.find(b"\n", data.find(b"ElementDataFile"))
+        if data.find(b"ElementDataFile") < 0 or end < 0:
+            return ("MetaImage header is truncated (no ElementDataFile line)"
+                    if data.startswith((b"ObjectType", b"NDims")) else None)
+        fields = {k.strip().lower(): v.strip() for k, _, v in (
+            line.partition("=") for line in data[:end].decode("latin-1").splitlines())}
+        name = fields["elementdatafile"]
+        if name.upper() == "LOCAL":
+            size = len(data) - end - 1
+        elif name.upper().startswith("LIST") or "%" in name:
+            return None
+        elif not (path.parent / name).is_file():
+            return f"its data file {name} does not exist"
+        else:
+            size = (path.parent / name).stat().st_size
+        if fields.get("compresseddata", "false").lower() == "true":
+            expected = int(fields["compresseddatasize"])
+        else:
+            dims = [int(v) for v in fields["dimsize"].split()]
+            expected = (int(np.prod(dims)) * int(fields.get("elementnumberofchannels", 1))
+                        * _MET_BYTES[fields["elementtype"].upper()])
+    except (OSError, KeyError, ValueError):
+        return None
+    if size < expected:
+        where = "" if name.upper() == "LOCAL" else f" in {name}"
+        return f"MetaImage data is truncated ({size} of {expected} bytes{where})"
+    return None
+
+
 def _reader_for(path: Path):
     """SimpleITK reader; Analyze ``.img`` halves are opened through their ``.hdr``."""
     import SimpleITK as sitk
@@ -122,6 +165,9 @@ def read_itk_file(path: Path) -> Raw:
         try:
             img = _reader_for(path).Execute()
         except Exception as exc:
+            problem = metaimage_problem(path) if suffix(path) in (".mha", ".mhd") else None
+            if problem:
+                raise ReadError(f"{path}: {problem}") from exc
             raise ReadError(f"{path}: cannot read {_what(path)} ({reason(exc)})") from exc
     raw = to_raw(img, path)
     if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):

@@ -89,6 +89,12 @@ def _integer(v: Any, what: str) -> int:
     return int(v)
 
 
+def _objects(v: Any, what: str) -> list:
+    if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
+        raise ValueError(f"{what} must be a list of objects, got {v!r}"[:200])
+    return v
+
+
 def _number(v: Any, what: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise TypeError(f"{what} must be a number, got {v!r}")
@@ -143,11 +149,12 @@ class PromptFile:
                 raise ValueError(f"shape must be [n, H, W] of positive sizes, got {list(shape)}")
             sets: dict[int, PromptSet] = {}
             names: dict[int, str] = {}
-            for _i, s in enumerate(obj["structures"]):
+            for s in _objects(obj["structures"], "structures"):
                 label = _integer(s["label"], "label")
                 if label in sets:
                     raise ValueError(f"structure {label} is listed twice")
-                prompts = [prompt_from_dict(d, label) for d in s["prompts"]]
+                prompts = [prompt_from_dict(d, label)
+                           for d in _objects(s["prompts"], f"prompts of structure {label}")]
                 sets[label] = PromptSet(label, tuple(prompts))
                 if s.get("name") is not None:
                     names[label] = str(s["name"])

@@ -72,6 +72,7 @@ def test_nnunet_without_extra_is_a_notification(ct_viewer, qtbot, tmp_path, noti
     _viewer, w = ct_viewer
     w.segment.source.setCurrentText("nnU-Net v2 results folder")
     assert w.segment.path.isEnabled()
+    (tmp_path / "plans.json").write_text("{}")  # looks like a result folder
     w.segment.path.setText(str(tmp_path))
     w.segment.device.setCurrentText("cpu")
     w.segment.run()

@@ -213,6 +213,9 @@ def test_registry_entries_say_what_their_configs_check():
         AttackConfig("pgd", eps=0.1, loss="hard-dice")
     with pytest.raises(ValueError, match="is a PGD option"):
         AttackConfig("apgd-ce", eps=0.1, select="loss")
+    for bad in (-0.01, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=f"step_size must be finite and > 0, got {bad}"):
+            AttackConfig("pgd", eps=0.1, step_size=bad)
     from napari_segeval.attacks import not_applicable
 
     assert not_applicable(AttackConfig("fab", eps=0.1), 1) == (

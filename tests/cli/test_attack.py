@@ -84,9 +84,32 @@ def test_refusals(files):
         _attack.run(_parse(_dense_args(d, d / "a_file", "--eps", "0.1")))
     with pytest.raises(SystemExit):
         _parse(_dense_args(d, out))  # a budget is required
+    for bad in ("-1", "0", "nan"):  # a step against the gradient would lower the loss
+        with pytest.raises(SegEvalError, match=f"invalid attack settings: step_size must be "
+                                               f"finite and > 0, got {float(bad)}"):
+            _attack.run(_parse(_dense_args(d, out, "--attack", "pgd", "--eps", "0.1",
+                                           "--step-size", bad, "--overwrite")))
     with pytest.raises(SegEvalError, match="needs --labels"):
         _attack.run(_parse([str(d / "ct.nii.gz"), "--model", "builtin-prompt", "--eps", "0.1",
                             "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--overlap", "2", "--overlap must be in [0, 1), got 2.0"),
+    ("--overlap", "-0.5", "--overlap must be in [0, 1), got -0.5"),
+    ("--batch-size", "0", "--batch-size must be >= 1, got 0"),
+])
+def test_bad_window_options_are_one_line_before_the_model_runs(files, capsys, option, value,
+                                                               message):
+    from napari_segeval.cli import main
+
+    d, _, _, out = files
+    rc = main(["attack", *_dense_args(d, out, "--attack", "fgsm", "--eps", "0.1", option, value,
+                                      "--json")])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == f"segeval attack: error: {message}\n"
+    assert not any(out.iterdir())
 
 
 def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
@@ -197,3 +220,20 @@ def test_attack_output_names_follow_the_evaluate_rule(source, axes):
     paths = _attack.output_paths(Path(source), argparse.Namespace(axes=axes), Path("o"))
     assert paths["clean_prediction"].name.endswith(labels)
     assert paths["perturbation"].name.endswith(images)
+
+
+def test_a_label_id_above_the_metrics_limit_is_one_line_before_the_model_runs(files, capsys):
+    from napari_segeval.cli import main
+    from napari_segeval.io import read_labels, write_labels
+
+    d, _, _, out = files
+    labels, geom, _ = read_labels(d / "seg.nii.gz")
+    labels = labels.astype(np.uint16)
+    labels[0, 0, 0] = 5000
+    big = write_labels(d / "big.nii.gz", labels, geom)
+    rc = main(["attack", str(d / "ct.nii.gz"), "--labels", str(big), "--model", "threshold",
+               "--attack", "noise-gaussian", "--eps", "0.1", "--output-dir", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not any(out.iterdir())
+    assert captured.err == (f"segeval attack: error: {big}: label id 5000 is above the largest "
+                            "id the metrics take (4095)\n")

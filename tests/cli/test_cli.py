@@ -51,6 +51,21 @@ def test_missing_file_is_one_line_error(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("argv", [
+    ["inspect", "{bad}", "--debug"],
+    ["uncertainty", "filter", "{bad}", "--remove", "0.1", "-o", "{out}", "--debug"],
+])
+def test_debug_after_the_subcommand_shows_the_traceback(tmp_path, capsys, argv):
+    from napari_segeval._errors import ReadError
+
+    bad = tmp_path / "nope.nii.gz"
+    argv = [a.format(bad=bad, out=tmp_path / "o") for a in argv]
+    with pytest.raises(ReadError, match="nope.nii.gz"):
+        main(argv)
+    assert main([a for a in argv if a != "--debug"]) == 2
+    assert "nope.nii.gz" in capsys.readouterr().err
+
+
 def test_debug_shows_traceback(tmp_path):
     from napari_segeval import SegEvalError
 

@@ -65,3 +65,60 @@ def test_bad_arguments(tmp_path):
         call(["report", str(tmp_path)])
     assert _evaluate.parse_attack("pgd-linf:eps=0.03,steps=5") == {
         "name": "pgd-linf", "eps": 0.03, "steps": 5}
+
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/sub"])
+def test_output_dir_that_cannot_be_made_is_one_line(tmp_path, capsys, where):
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    (tmp_path / "a_file").write_text("x")
+    rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / where),
+               "--param", f"model={TOY}", "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    reason = "File exists" if where == "a_file" else "Not a directory"
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval evaluate: error: {tmp_path / where}: cannot create the "
+                            f"results folder ({reason})\n")
+    assert (tmp_path / "a_file").read_text() == "x"
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("bad", "missing port number in address 'bad'"),
+    ("tcp://127.0.0.1:1", "Timed out trying to connect to tcp://127.0.0.1:1 after 1 s"),
+])
+def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address, reason):
+    pytest.importorskip("distributed")
+    import dask
+
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
+                   "--param", f"model={TOY}", "--scheduler", address, "--no-progress", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval evaluate: error: Dask scheduler {address}: cannot connect "
+                            f"({reason})\n")
+
+
+@pytest.mark.parametrize(("run_json", "what"), [
+    ('{"x": 1}', "no 'protocol'"),
+    ('{"protocol": "msd-robust"}', "no 'params'"),
+    ("[]", "not a JSON object"),
+])
+def test_report_of_a_broken_run_record_is_one_line(tmp_path, capsys, run_json, what):
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    out = tmp_path / "o"
+    assert main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
+                 "--param", f"model={TOY}", "--no-progress", "--no-report", "--json"]) == 0
+    capsys.readouterr()
+    (out / "run.json").write_text(run_json)
+    rc = main(["report", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval report: error: {out / 'run.json'}: not a results record "
+                            f"({what})\n")

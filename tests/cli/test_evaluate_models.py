@@ -45,6 +45,9 @@ def test_one_model_is_the_model_parameter(tmp_path, capsys):
     (["--model", "builtin", "--model", "medsam"], "unknown promptable model 'medsam' (closest: "),
     (["--model", "builtin", "--model", "builtin-ct"], "'builtin-ct' is a dense model"),
     (["--model", "builtin", "--model", "builtin"], "'builtin' is given twice"),
+    (["--model", "medsam"], "unknown promptable model 'medsam' (closest: "),  # one model too
+    (["--model", "builtin-ct"], "'builtin-ct' is a dense model; protocol medsam2-3d"),
+    (["--param", "model=builtin-ct"], "'builtin-ct' is a dense model; protocol medsam2-3d"),
     (["--model", "builtin", "--model", "threshold", "--param", "model=builtin"],
      "--param model=builtin and --model builtin --model threshold disagree"),
 ])

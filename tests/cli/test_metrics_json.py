@@ -62,3 +62,24 @@ def test_parser_does_not_import_the_metrics_package():
             "assert 'napari_segeval.metrics' not in sys.modules, 'imported at start'")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_label_id_above_the_metrics_limit_is_one_line_naming_the_file(pair, tmp_path, capsys):
+    (ref_path, _), ref, _, g = pair
+    big = ref.astype(np.uint16)
+    big[1, 1, 1] = 5000
+    big_path = write_labels(tmp_path / "big.nii.gz", big, g)
+    rc = main(["metrics", str(ref_path), str(big_path), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == (f"segeval metrics: error: {big_path}: label id 5000 is above the "
+                            "largest id the metrics take (4095)\n")
+
+
+def test_labels_a_dataset_json_does_not_name_are_reported_as_label_n(pair, tmp_path, capsys):
+    (ref_path, pred_path), _, _, _ = pair
+    (tmp_path / "dataset.json").write_text('{"labels": {"0": "background", "1": "liver"}}')
+    assert main(["metrics", str(ref_path), str(pred_path), "--no-surface", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["structures"]
+    assert [(r["label"], r["name"]) for r in rows] == [(1, "liver"), (2, "label 2"),
+                                                       (3, "label 3")]

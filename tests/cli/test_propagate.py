@@ -303,3 +303,16 @@ def test_bad_prompts_are_one_line_and_write_nothing(files, tmp_path, capsys, arg
     err = capsys.readouterr().err.strip()
     assert rc != 0 and len(err.splitlines()) == 1 and re.search(message, err), err
     assert not out.exists() and not (tmp_path / "never.prompts.json").exists()
+
+
+def test_labels_the_dataset_json_does_not_name_are_segmented_as_label_n(files, tmp_path, capsys):
+    import shutil
+
+    d, _ = files
+    for name in ("img.nii.gz", "lab.nii.gz"):
+        shutil.copy(d / name, tmp_path / name)
+    (tmp_path / "dataset.json").write_text('{"labels": {"0": "background", "1": "liver"}}')
+    rc = _run([str(tmp_path / "img.nii.gz"), "--labels", str(tmp_path / "lab.nii.gz"), "--model",
+               "threshold", "-o", str(tmp_path / "p.nii.gz"), "--json"])
+    rows = json.loads(capsys.readouterr().out)["structures"]
+    assert rc == 0 and [(r["label"], r["name"]) for r in rows] == [(1, "liver"), (2, "label 2")]

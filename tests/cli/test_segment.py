@@ -52,3 +52,18 @@ def test_segment_table_refusals(files, capsys):
         ts = d / "m.ts"
         torch.jit.trace(torch.nn.Conv3d(1, 2, 1), torch.zeros(1, 1, 2, 2, 2)).save(str(ts))
         _segment.run(_parse([*base[:1], "--model", str(ts), "--output", str(d / "q.nii.gz")]))
+
+
+@pytest.mark.parametrize("value", ["-2", "0", "nan"])
+def test_bad_tolerance_is_one_line_before_the_model_runs(files, capsys, value):
+    from napari_segeval.cli import main
+
+    d, _, _ = files
+    out = d / "p.nii.gz"
+    rc = main(["segment", str(d / "ct.nii.gz"), "--model", str(d / "tiny.pt"), "--labels",
+               str(d / "seg.nii.gz"), "--output", str(out), "--device", "cpu", "--tolerance",
+               value, "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not out.exists()
+    assert captured.err == ("segeval segment: error: --tolerance must be a positive number of "
+                            f"mm, got {float(value)}\n")

@@ -99,6 +99,42 @@ def test_filter_bad_input_is_one_line(tmp_path, capsys, argv, message):
     assert rc == 2 and message in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("name", "text", "problem"), [
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": "x"}',
+     'not a scores file of segeval uncertainty score ("cases" must be a list of '
+     '{"case": ID, "auv": NUMBER or null})'),
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": [{"auv": 0.5}]}',
+     'not a scores file of segeval uncertainty score ("cases" must be a list of '
+     '{"case": ID, "auv": NUMBER or null})'),
+    ("s.json", '{"format": "napari-segeval-auv/1", "cases": [{"case": "a", "auv": "x"}]}',
+     "case a: auv 'x' is not a number"),
+    ("s.csv", "case,case_auv\na,0.5\nb,abc\n", "case b: case_auv 'abc' is not a number"),
+])
+def test_malformed_scores_are_one_line(tmp_path, capsys, name, text, problem):
+    scores = tmp_path / name
+    scores.write_text(text)
+    rc = main(["uncertainty", "filter", str(scores), "--remove", "0.1", "-o", str(tmp_path / "o"),
+               "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not (tmp_path / "o").exists()
+    assert captured.err == f"segeval uncertainty: error: {scores}: {problem}\n"
+
+
+@pytest.mark.parametrize(("where", "reason"), [("a_file", "File exists"),
+                                               ("a_file/sub", "Not a directory")])
+def test_filter_output_that_cannot_be_made_is_one_line(tmp_path, capsys, where, reason):
+    scores = tmp_path / "s.json"
+    scores.write_text(json.dumps({"format": "napari-segeval-auv/1",
+                                  "cases": [{"case": f"c{i}", "auv": i / 9} for i in range(10)]}))
+    (tmp_path / "a_file").write_text("x")
+    rc = main(["uncertainty", "filter", str(scores), "--remove", "0.1", "-o", str(tmp_path / where),
+               "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and (tmp_path / "a_file").read_text() == "x"
+    assert captured.err == (f"segeval uncertainty: error: {tmp_path / where}: cannot create the "
+                            f"output folder ({reason})\n")
+
+
 def test_scores_file_errors(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{}")
@@ -107,3 +143,15 @@ def test_scores_file_errors(tmp_path, capsys):
     assert main(["uncertainty", "score", str(tmp_path), "-o", str(tmp_path / "a.txt")]) == 2
     assert "must end in .json or .csv" in capsys.readouterr().err
     assert main(["uncertainty"]) == 2
+
+
+@pytest.mark.parametrize("power", ["-1", "0", "nan", "inf"])
+def test_score_refuses_an_energy_power_that_is_not_positive(tmp_path, capsys, power):
+    task = write_msd(tmp_path / "Task93", 2)
+    out = tmp_path / "auv.json"
+    rc = main(["uncertainty", "score", str(task), "--model", "threshold", "--energy-power",
+               power, "-o", str(out), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and not out.exists()
+    assert captured.err == ("segeval uncertainty: error: --energy-power must be a positive "
+                            f"number, got {float(power):g}\n")

@@ -464,3 +464,18 @@ def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
     assert s["dice"]["average"]["mean"] == pytest.approx(100.0)
     assert all(np.isnan(v) for v in s["dice"]["per_class"]["b"]["folds"])
     assert [r["absent"] for r in rows if r["structure"] == "b"] == [True, True]
+
+
+@pytest.mark.parametrize(("param", "why"), [
+    ({"size": "abc"}, "invalid literal for int() with base 10: 'a'"),
+    ({"lr": "fast"}, "could not convert string to float: 'fast'"),
+    ({"size": 64}, "'int' object is not iterable"),
+])
+def test_training_parameters_that_are_not_numbers_are_one_line(param, why):
+    params = get_protocol("cv5-2d").resolve_params(param)
+    given = {k: params[k] for k in ("iterations", "batch_size", "lr", "size", "width", "seed",
+                                    "train_threads")}
+    with pytest.raises(SegEvalError) as err:
+        cv5_2d.train_config(params, 0)
+    assert str(err.value) == ("cv5-2d training parameters must be numbers (size two whole "
+                              f"numbers), got {given} ({why})")

@@ -149,6 +149,23 @@ def test_generic_pairs_and_pattern_escape(tmp_path):
         load_layout(tmp_path, "generic", images="scans/*.mha", labels="../{stem}.mha")
     with pytest.raises(SegEvalError, match="no cases"):
         load_layout(tmp_path, "generic", images="nothing/*.mha")
+    for pattern, what in [("masks/{nosuch}.mha", "unknown field {nosuch}"),
+                          ("masks/{}.mha", "Replacement index 0 out of range for positional "
+                                           "args tuple"),
+                          ("masks/{stem.mha", "expected '}' before end of string")]:
+        with pytest.raises(SegEvalError) as err:
+            load_layout(tmp_path, "generic", images="scans/*.mha", labels=pattern)
+        assert str(err.value) == (f"label pattern {pattern!r}: {what} (fields: {{stem}}, "
+                                  "{name}, {parent})")
+
+
+def test_a_dataset_json_that_is_not_an_object_is_one_line(tmp_path):
+    touch(tmp_path, "imagesTr/a.nii.gz", "labelsTr/a.nii.gz")
+    (tmp_path / "dataset.json").write_text("[]")
+    with pytest.raises(SegEvalError) as err:
+        load_layout(tmp_path)
+    assert str(err.value) == (f"{tmp_path / 'dataset.json'}: dataset.json must hold a JSON "
+                              "object, not list")
 
 
 def test_detect_refuses_unknown_folder(tmp_path):

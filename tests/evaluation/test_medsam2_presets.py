@@ -96,15 +96,25 @@ def test_per_structure_scoring_keeps_each_structures_own_mask(tmp_path):
     assert float(p["organ"]["dice"]) == pytest.approx(2 * organ_ref / (organ_ref + 6 * 12 * 12))
 
 
-def test_bad_option_is_one_line(tmp_path):
+@pytest.mark.parametrize("protocol", ["medsam2-3d", "medsam2-video"])
+@pytest.mark.parametrize(("param", "message"), [
+    ({"scoring": "each"}, "parameter scoring must be one of merged, per-structure, got 'each'"),
+    ({"jitter": -5}, "parameter jitter must be a whole number of pixels >= 0, got -5"),
+    ({"jitter": "abc"}, "parameter jitter must be a whole number of pixels >= 0, got 'abc'"),
+    ({"seed": 1.5}, "parameter seed must be a whole number, got 1.5"),
+    ({"modality": "XYZ"}, "parameter modality must be null or one of CT, MR, US, endoscopy, "
+                          "dermoscopy, PET, other, got 'XYZ'"),
+    ({"window": "bogus"}, "parameter window: unknown CT window 'bogus': use one of abdomen, "
+                          "lung, brain, mediastinum or 'W,L' (for example '400,40')"),
+    ({"empty": "maybe"}, "parameter empty must be one of one, nan, zero, got 'maybe'"),
+])
+def test_bad_option_is_one_line_before_any_case_runs(tmp_path, protocol, param, message):
     root = _task(tmp_path / "Task92", modality="CT")
-    r = run_evaluation(root, "medsam2-3d", tmp_path / "o",
-                       params={"model": "threshold", "scoring": "each"}, workers=1, report=False)
-    assert r.n_ok == 0
-    with pytest.raises(SegEvalError, match="parameter scoring must be one of"):
-        from napari_segeval.evaluation.protocols.medsam2_3d import check_params
-
-        check_params({"scoring": "each"})
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(root, protocol, tmp_path / "o", params={"model": "threshold", **param},
+                       workers=1, report=False)
+    assert str(err.value) == message
+    assert not (tmp_path / "o").exists()
 
 
 def test_presets_run_and_are_recorded(tmp_path):
@@ -117,3 +127,22 @@ def test_presets_run_and_are_recorded(tmp_path):
     rows = _rows(tmp_path / "o" / "results.csv")
     assert {x["scoring"] for x in rows} == {"per-structure"} and min(
         float(x["dice"]) for x in rows) > 0.95
+
+
+def test_medsam2_3d_refuses_a_tolerance_that_is_not_positive(tmp_path):
+    root = _task(tmp_path / "Task92", modality="CT")
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(root, "medsam2-3d", tmp_path / "o",
+                       params={"model": "threshold", "tolerance_mm": -1}, workers=1, report=False)
+    assert str(err.value) == "parameter tolerance_mm must be a positive number of mm, got -1"
+
+
+def test_label_ids_the_dataset_json_does_not_name_are_evaluated_as_label_n(tmp_path):
+    root = _task(tmp_path / "Task93", modality="CT")
+    ds = json.loads((root / "dataset.json").read_text())
+    ds["labels"] = {"0": "background", "1": "organ"}  # 2 is in the label map, not named
+    (root / "dataset.json").write_text(json.dumps(ds))
+    r = run_evaluation(root, "medsam2-3d", tmp_path / "o", params={"model": "threshold"},
+                       workers=1, report=False)
+    assert r.n_ok == 1
+    assert {x["structure"] for x in _rows(tmp_path / "o" / "results.csv")} == {"organ", "label 2"}

@@ -228,3 +228,17 @@ def test_rog_preset_runs_its_whole_suite_on_the_sample_task(tmp_path, capsys):
     for c in conds:
         assert res["budget"][c]["eps"] == M.ROG_EPS
         assert np.isfinite(res["task_mean"][c]) and c in res["robust_fraction"]
+
+
+@pytest.mark.parametrize(("param", "message"), [
+    ({"overlap": 2}, "parameter overlap must be in [0, 1), got 2"),
+    ({"tolerance_mm": 0}, "parameter tolerance_mm must be a positive number of mm, got 0"),
+    ({"empty": "maybe"}, "parameter empty must be one of one, nan, zero, got 'maybe'"),
+])
+def test_bad_window_and_scoring_parameters_are_one_line_before_any_case(msd_task, tmp_path,
+                                                                         param, message):
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(msd_task, "msd-robust", tmp_path / "o", params={"model": TOY, **param},
+                       workers=1, report=False)
+    assert str(err.value) == message
+    assert not (tmp_path / "o").exists()

@@ -107,12 +107,31 @@ def test_msd_robust_attack_hook(msd_task, tmp_path):
     assert drops["cube"][cond] > 0.2 and drops["ball"][cond] > 0.2
 
 
-def test_msd_robust_unknown_attack_fails_cases_with_reason(msd_task, tmp_path):
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "attacks": [{"name": "bogus", "eps": 0.03}]},
-                       workers=1, report=False)
-    assert r.n_failed == 4
-    assert "unknown attack 'bogus'" in r.summary["failed"][0]["error"]
+@pytest.mark.parametrize(("attack", "message"), [
+    ({"name": "bogus", "eps": 0.03}, "attack {'name': 'bogus', 'eps': 0.03}: unknown attack "
+     "'bogus': use one of fgsm, pgd, apgd-ce, apgd-dlr, square, fab, noise-gaussian, "
+     "noise-uniform"),
+    ({"name": "pgd", "eps": -1}, "attack {'name': 'pgd', 'eps': -1}: eps must be finite and "
+     ">= 0, got -1"),
+    ({"name": "pgd", "eps": 0.1, "stpes": 5}, "attack {'name': 'pgd', 'eps': 0.1, 'stpes': 5}: "
+     "unknown option 'stpes' (options: batch_size, clamp, eps, gradient, keep_best, loss, norm, "
+     "p_init, random_start, reference, restarts, robust_threshold, schedule, seed, select, "
+     "sigma, step_size, steps, target_ranks, weighting)"),
+    ({"name": "pgd", "eps": 0.1, "reference": "x"}, "attack {'name': 'pgd', 'eps': 0.1, "
+     "'reference': 'x'}: reference must be 'auto', 'labels' or 'prediction', got 'x'"),
+    ({"name": "no_such_module:attack"}, "cannot import model factory 'no_such_module:attack': "
+     "No module named 'no_such_module'"),
+    ("pgd", "attack 'pgd': expected an object such as {\"name\": \"pgd\", \"eps\": 0.05}"),
+])
+def test_msd_robust_bad_attack_is_one_line_before_any_case_runs(msd_task, tmp_path, attack,
+                                                                 message):
+    from napari_segeval._errors import SegEvalError
+
+    with pytest.raises(SegEvalError) as err:
+        run_evaluation(msd_task, "msd-robust", tmp_path / "o",
+                       params={"model": TOY, "attacks": [attack]}, workers=1, report=False)
+    assert str(err.value) == message
+    assert not (tmp_path / "o").exists()
 
 
 def test_msd_robust_fgsm_through_attacks_module(tmp_path):

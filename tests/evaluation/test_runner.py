@@ -76,6 +76,21 @@ def test_resume_refuses_another_recipe_and_restart_discards(msd_task, tmp_path):
     assert (r.n_skipped, r.n_ok) == (0, 4)
 
 
+def test_resume_over_a_run_record_that_is_not_an_object_is_one_line(msd_task, tmp_path):
+    from napari_segeval._errors import ReadError
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_text("[]")
+    with pytest.raises(ReadError) as err:
+        run_evaluation(msd_task, "msd-robust", out, params={"model": TOY}, workers=1)
+    assert str(err.value) == (f"{out / 'run.json'}: not a results record (not a JSON object); "
+                              "use another --output-dir, or --restart to discard it")
+    r = run_evaluation(msd_task, "msd-robust", out, params={"model": TOY}, workers=1,
+                       resume=False, report=False)
+    assert r.n_ok == 4
+
+
 def broken_task(root):
     from napari_segeval.io import Geometry, write_image, write_labels
 

@@ -35,6 +35,13 @@ def test_broken_and_missing(tmp_path):
         load_dataset_json(tmp_path)
 
 
+def test_labels_that_are_not_an_object_name_the_file(tmp_path):
+    (tmp_path / "dataset.json").write_text('{"labels": ["background", "liver"]}')
+    with pytest.raises(ReadError) as err:
+        load_dataset_json(tmp_path)
+    assert str(err.value) == f"{tmp_path / 'dataset.json'}: 'labels' must be an object, got list"
+
+
 def test_msd_layout_found_above_labels(tmp_path, make):
     task = tmp_path / "Task03_Liver"
     (task / "imagesTr").mkdir(parents=True)

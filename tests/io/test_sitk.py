@@ -147,6 +147,38 @@ def test_nrrd_cut_gzip_trailer(tmp_path):
         read_image(path)
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_metaimage_cut_or_missing_data_is_named(tmp_path, compress):
+    arr = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4)
+    mha = tmp_path / "cut.mha"
+    sitk.WriteImage(sitk.GetImageFromArray(arr), str(mha), compress)
+    data = mha.read_bytes()
+    mha.write_bytes(data[:-10])
+    header_end = data.index(b"LOCAL\n") + len(b"LOCAL\n")
+    expected = len(data) - header_end
+    with pytest.raises(ReadError) as err:
+        read_image(mha)
+    assert str(err.value) == (f"{mha}: MetaImage data is truncated ({expected - 10} of "
+                              f"{expected} bytes)")
+    mha.write_bytes(data[:40])
+    with pytest.raises(ReadError) as err:
+        read_image(mha)
+    assert str(err.value) == f"{mha}: MetaImage header is truncated (no ElementDataFile line)"
+    mhd = tmp_path / "split.mhd"
+    sitk.WriteImage(sitk.GetImageFromArray(arr), str(mhd), compress)
+    raw = next(tmp_path.glob("split.*raw"))
+    payload = raw.read_bytes()
+    raw.write_bytes(payload[:-10])
+    with pytest.raises(ReadError) as err:
+        read_image(mhd)
+    assert str(err.value) == (f"{mhd}: MetaImage data is truncated ({len(payload) - 10} of "
+                              f"{len(payload)} bytes in {raw.name})")
+    raw.unlink()
+    with pytest.raises(ReadError) as err:
+        read_image(mhd)
+    assert str(err.value) == f"{mhd}: its data file {raw.name} does not exist"
+
+
 def test_analyze_hdr_img(tmp_path, capfd):
     import nibabel as nib
 

@@ -148,6 +148,12 @@ def test_check_against_the_case(tmp_path) -> None:
      '{"label": 1, "prompts": []}]}'), "listed twice"),
     ('{"format": "napari-segeval/prompts/1", "shape": [4, 8], "structures": []}',
      "shape must be"),
+    ('{"format": "napari-segeval/prompts/1", "structures": {"a": 1}}',
+     r"malformed prompts file: structures must be a list of objects, got \{'a': 1\}$"),
+    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": 5}]}',
+     "malformed prompts file: prompts of structure 1 must be a list of objects, got 5$"),
+    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": [3]}]}',
+     r"malformed prompts file: prompts of structure 1 must be a list of objects, got \[3\]$"),
 ])
 def test_malformed_files_fail_with_one_line(tmp_path, text, match) -> None:
     path = tmp_path / "p.json"

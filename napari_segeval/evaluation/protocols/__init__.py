@@ -165,6 +165,10 @@ class Protocol:
     differences : tuple of str
         Every deliberate difference between the *defaults* and the published
         recipe the protocol is named after, with its reason.
+    check : callable, optional
+        ``check(params) -> None``: raises :class:`SegEvalError` (one line naming the
+        parameter) for a bad value. :meth:`resolve_params` calls it, so a bad value
+        is refused before a results folder is written or any case runs.
 
     Examples
     --------
@@ -187,6 +191,7 @@ class Protocol:
     differences: tuple[str, ...] = ()
     model_kind: str | None = None
     run_models: Callable | None = None
+    check: Callable | None = None
 
     def preset(self, name: str | None) -> Preset | None:
         """The preset called ``name`` (None for None); unknown names raise :class:`SegEvalError`."""
@@ -202,9 +207,10 @@ class Protocol:
         """Defaults, then the preset's values, then ``overrides``.
 
         Unknown parameter or preset names raise :class:`SegEvalError`; so do
-        ``models`` that :func:`check_models` refuses, and ``model`` given beside
-        ``models``. ``models`` of one name is the run of that ``model``; of
-        several, ``model`` is None (each model's rows carry their own).
+        ``models`` (or one ``model``) that :func:`check_models` refuses, ``model`` given beside
+        ``models``, and values the protocol's ``check`` refuses. ``models`` of one
+        name is the run of that ``model``; of several, ``model`` is None (each
+        model's rows carry their own).
         """
         over = dict(overrides or {})
         if over.get("models") and over.get("model") is not None:
@@ -233,6 +239,12 @@ class Protocol:
             elif models:
                 params["model"] = None  # each model's rows carry their own
             params["models"] = models
+        elif self.model_kind is not None and isinstance(params.get("model"), str):
+            from napari_segeval.models import registry
+
+            _check_kind(self, params["model"], registry)
+        if self.check is not None:
+            self.check(params)
         return params
 
     def differences_for(self, preset: str | None) -> tuple[str, ...]:

@@ -113,6 +113,27 @@ def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Ma
             for r in rows]
 
 
+def check_scoring(params: Mapping) -> None:
+    """Refuse a ``tolerance_mm`` that is not a positive number and an unknown ``empty``.
+
+    Examples
+    --------
+    >>> check_scoring({"tolerance_mm": 2.0, "empty": "nan"})
+    >>> check_scoring({"tolerance_mm": -1})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter tolerance_mm must be a positive number of mm, got -1
+    """
+    from napari_segeval.metrics.overlap import EMPTY_CHOICES
+
+    tol = params.get("tolerance_mm", 2.0)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
+        raise SegEvalError(f"parameter tolerance_mm must be a positive number of mm, got {tol!r}")
+    if params.get("empty", "one") not in EMPTY_CHOICES:
+        raise SegEvalError(f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, "
+                           f"got {params['empty']!r}")
+
+
 def fingerprint(key: Any) -> str:
     """SHA-256 of ``key`` as sorted JSON (what a cached result was made from).
 
@@ -229,5 +250,6 @@ def case_arrays(case, predictions: Mapping[str, np.ndarray],
     return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
 
 
-__all__ = ["cached", "case_arrays", "dense_model", "fingerprint", "key_index", "load_case",
+__all__ = ["cached", "case_arrays", "check_scoring", "dense_model", "fingerprint", "key_index",
+           "load_case",
            "promptable_model", "resolve_factory", "score", "train_once", "views"]

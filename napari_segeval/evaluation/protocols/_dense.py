@@ -70,11 +70,58 @@ def attack_config(attack: Mapping):
     """
     from napari_segeval.attacks import AttackConfig
 
+    from dataclasses import fields
+
     name, opts, _ = _split_options(attack)
+    known = {f.name for f in fields(AttackConfig)} - {"attack"}
+    unknown = sorted(set(opts) - known)
+    if unknown:
+        raise SegEvalError(f"attack {dict(attack)}: unknown option {unknown[0]!r} (options: "
+                           f"{', '.join(sorted(known | set(TARGET_KEYS)))})")
     try:
         return AttackConfig(attack=name, **opts)
     except (TypeError, ValueError) as exc:
         raise SegEvalError(f"attack {dict(attack)}: {exc}") from exc
+
+
+def check_attacks(attacks: Any) -> None:
+    """Refuse a bad ``attacks`` list before any case runs (one line naming the attack).
+
+    Each entry must be a dict whose built-in attack makes a valid
+    :class:`~napari_segeval.attacks.AttackConfig` (see :func:`attack_config`), with a
+    valid ``reference``, or whose ``module:function`` can be imported.
+
+    Examples
+    --------
+    >>> check_attacks([{"name": "pgd", "eps": 0.05}, {"name": "os.path:join"}])
+    >>> check_attacks([{"name": "pgd", "eps": -1}])
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': -1}: eps must be finite and >= 0, got -1
+    """
+    if not isinstance(attacks, (list, tuple)):
+        raise SegEvalError(f"parameter attacks must be a list of attacks such as "
+                           f'{{"name": "pgd", "eps": 0.05}}, got {attacks!r}')
+    for attack in attacks:
+        if not isinstance(attack, Mapping):
+            raise SegEvalError(f"attack {attack!r}: expected an object such as "
+                               '{"name": "pgd", "eps": 0.05}')
+        name, _, target_opts = _split_options(attack)
+        if ":" in name:
+            from napari_segeval.evaluation.protocols._common import resolve_factory
+
+            resolve_factory(name)
+            continue
+        attack_config(attack)
+        _reference(attack, target_opts)
+
+
+def _reference(attack: Mapping, target_opts: Mapping) -> str:
+    reference = str(target_opts.get("reference", "auto"))
+    if reference not in ("auto", "labels", "prediction"):
+        raise SegEvalError(f"attack {dict(attack)}: reference must be 'auto', 'labels' or "
+                           f"'prediction', got {reference!r}")
+    return reference
 
 
 def skip_reason(model: Any, attack: Mapping) -> str | None:
@@ -154,10 +201,7 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutc
     from napari_segeval.attacks import condition_name as attack_condition
 
     config = attack_config(attack)
-    reference = str(target_opts.get("reference", "auto"))
-    if reference not in ("auto", "labels", "prediction"):
-        raise SegEvalError(f"attack {dict(attack)}: reference must be 'auto', 'labels' or "
-                           f"'prediction', got {reference!r}")
+    reference = _reference(attack, target_opts)
     target = DenseTarget(model, case, overlap=float(params.get("overlap", 0.5)),
                          batch_size=int(target_opts.get("batch_size", 2)),
                          mirror=bool(params.get("mirror", False)),
@@ -187,5 +231,5 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["TARGET_KEYS", "AttackOutcome", "attack_config", "condition_name", "per_case_entropy",
-           "raw_per_unit", "run_attack", "segment", "skip_reason"]
+__all__ = ["TARGET_KEYS", "AttackOutcome", "attack_config", "check_attacks", "condition_name",
+           "per_case_entropy", "raw_per_unit", "run_attack", "segment", "skip_reason"]

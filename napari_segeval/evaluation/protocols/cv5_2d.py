@@ -88,10 +88,17 @@ def train_config(params: dict, fold: int):
     """
     from napari_segeval.models.dense.unet2d import TrainConfig2D
 
-    return TrainConfig2D(iterations=int(params["iterations"]), batch_size=int(params["batch_size"]),
-                         lr=float(params["lr"]), size=tuple(int(v) for v in params["size"]),
-                         width=int(params["width"]), seed=int(params["seed"]) + int(fold),
-                         threads=int(params["train_threads"]))
+    try:
+        return TrainConfig2D(iterations=int(params["iterations"]),
+                             batch_size=int(params["batch_size"]), lr=float(params["lr"]),
+                             size=tuple(int(v) for v in params["size"]),
+                             width=int(params["width"]), seed=int(params["seed"]) + int(fold),
+                             threads=int(params["train_threads"]))
+    except (TypeError, ValueError) as exc:
+        given = {k: params[k] for k in ("iterations", "batch_size", "lr", "size", "width",
+                                        "seed", "train_threads")}
+        raise SegEvalError(f"cv5-2d training parameters must be numbers (size two whole "
+                           f"numbers), got {given} ({exc})") from None
 
 
 def _num_classes(train: Sequence, cases: Sequence) -> int:

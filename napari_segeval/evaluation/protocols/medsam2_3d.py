@@ -65,20 +65,47 @@ _CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
 
 
 def check_params(params: dict) -> None:
-    """Refuse option values outside their choices (one line naming the parameter).
+    """Refuse option values outside their choices, a ``jitter`` or ``seed`` that is not
+    a whole number (``jitter`` >= 0), an unknown ``modality`` or ``window``, and a bad
+    ``tolerance_mm`` or ``empty`` (:func:`~._common.check_scoring`); one line naming the
+    parameter.
 
     Examples
     --------
-    >>> check_params({"scoring": "merged"})
+    >>> check_params({"scoring": "merged", "jitter": 5, "modality": "MR"})
     >>> check_params({"scoring": "each"})
     Traceback (most recent call last):
     ...
     napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, got 'each'
+    >>> check_params({"jitter": -5})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
     """
+    from napari_segeval.io.case import MODALITIES
+
     for key, allowed in _CHOICES.items():
         if key in params and params[key] not in allowed:
             raise SegEvalError(f"parameter {key} must be one of "
                                f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
+    jitter, seed = params.get("jitter", 0), params.get("seed", 0)
+    if isinstance(jitter, bool) or not isinstance(jitter, int) or jitter < 0:
+        raise SegEvalError(f"parameter jitter must be a whole number of pixels >= 0, "
+                           f"got {jitter!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SegEvalError(f"parameter seed must be a whole number, got {seed!r}")
+    modality = params.get("modality")
+    if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
+        raise SegEvalError(f"parameter modality must be null or one of "
+                           f"{', '.join(MODALITIES)}, got {modality!r}")
+    if params.get("window") is not None:
+        from napari_segeval.inference.windowing import parse_window
+
+        try:
+            parse_window(params["window"])
+        except SegEvalError as exc:
+            raise SegEvalError(f"parameter window: {exc}") from None
+    C.check_scoring(params)
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -190,7 +217,9 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
                            f"video, got axes {case.axes!r} shape {case.image.shape}")
-    structures = dict(case.structures) or unnamed_structures(np.unique(case.labels))
+    structures = dict(case.structures)  # ids the names leave out are "label N" structures
+    structures.update({k: v for k, v in unnamed_structures(np.unique(case.labels)).items()
+                       if k not in structures})
     prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
                                 rng=case_rng(int(params["seed"]), spec.case_id),
                                 first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
@@ -399,6 +428,7 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
+    check=check_params,
     description=(
         "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "
         "bidirectional propagation, largest component; DSC and NSD (2 mm) per "

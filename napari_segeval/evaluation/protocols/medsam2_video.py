@@ -15,6 +15,7 @@ from napari_segeval.evaluation.protocols.medsam2_3d import (
     _DICE,
     BUILTIN,
     HOLES,
+    check_params,
     models_on_same_prompts,
     propagate_and_score,
 )
@@ -105,6 +106,7 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
+    check=check_params,
     layout_options={"camus_mode": "sequences"},
     description=("MedSAM2 video recipe: box on the first frame, forward propagation; "
                  "DSC per structure per clip."),

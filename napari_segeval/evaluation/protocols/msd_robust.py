@@ -188,6 +188,25 @@ def run_case(spec, params: dict) -> CaseOutput:
                       arrays=C.case_arrays(case, preds, images))
 
 
+def check_params(params: dict) -> None:
+    """Refuse bad ``attacks`` (:func:`~._dense.check_attacks`), an ``overlap`` outside
+    [0, 1) and a bad ``tolerance_mm`` or ``empty`` before any case runs (one line).
+
+    Examples
+    --------
+    >>> check_params({"attacks": [{"name": "pgd", "eps": 0.05, "steps": 5}]})
+    >>> check_params({"attacks": [{"name": "pgd", "eps": 0.05, "stpes": 5}]})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
+    """
+    D.check_attacks(params.get("attacks", []))
+    overlap = params.get("overlap", 0.5)
+    if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not 0 <= overlap < 1:
+        raise SegEvalError(f"parameter overlap must be in [0, 1), got {overlap!r}")
+    C.check_scoring(params)
+
+
 def prepare(specs, params: dict, output_dir) -> None:
     """With ``gate`` and attacks: the task's robust threshold from one clean pass, before any attack.
 
@@ -309,12 +328,14 @@ PROTOCOL = Protocol(
     model_kind="dense",
     summarize=summarize,
     prepare=prepare,
+    check=check_params,
     description=("Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
                  "post-processing), clean and under attacks: mean Dice per structure and "
                  "task, Dice drop, fraction of robust cases (attacked Dice > 0.5 x task "
                  "mean clean Dice)."),
 )
 
-__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "ROG", "ROG_ATTACKS", "ROG_EPS", "configure",
+__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "ROG", "ROG_ATTACKS", "ROG_EPS", "check_params",
+           "configure",
            "minmax_note",
            "prepare", "run_case", "skip_reason", "summarize"]

@@ -78,6 +78,8 @@ def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> d
 
 def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
     """Build a :class:`DenseModel` from an nnU-Net v2 result folder (first fold found)."""
+    if not (folder / "plans.json").is_file():  # before asking for the extra
+        raise ReadError(f"{folder}: not an nnU-Net v2 result folder (no plans.json)")
     try:
         from nnunetv2.utilities.get_network_from_plans import get_network_from_plans
     except ImportError as exc:

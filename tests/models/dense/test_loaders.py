@@ -117,6 +117,13 @@ def test_nnunet_plans_parsed(tmp_path):
         plans_from_nnunet(tmp_path)
 
 
+def test_a_folder_without_plans_is_not_an_nnunet_folder(tmp_path):
+    (tmp_path / "results").mkdir()
+    with pytest.raises(ReadError) as err:
+        load_dense(str(tmp_path / "results"), device="cpu")
+    assert str(err.value) == f"{tmp_path / 'results'}: not an nnU-Net v2 result folder (no plans.json)"
+
+
 def test_nnunet_folder_needs_extra(tmp_path):
     try:
         import nnunetv2  # noqa: F401

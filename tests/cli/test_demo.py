@@ -1,0 +1,50 @@
+"""``segeval demo``: bad input is refused in one line before the viewer opens."""
+
+from __future__ import annotations
+
+import pytest
+
+from napari_segeval.cli import main
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("missing", "not a folder"),
+    ("empty", "not a results folder (no run.json; make one with segeval evaluate DATA "
+              "--output-dir DIR)"),
+])
+def test_results_that_are_not_a_results_folder_are_one_line(tmp_path, capsys, monkeypatch,
+                                                             name, problem):
+    from napari_segeval._widgets import demo
+
+    def opened(*args, **kwargs):
+        raise AssertionError("the viewer was opened")
+
+    monkeypatch.setattr(demo, "run_results_demo", opened)
+    monkeypatch.setenv("DISPLAY", ":0")
+    (tmp_path / "empty").mkdir()
+    rc = main(["demo", "--results", str(tmp_path / name), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == f"segeval demo: error: {tmp_path / name}: {problem}\n"
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--eps", "-1", "--eps must be in [0, 1] (normalized units), got -1"),
+    ("--eps", "nan", "--eps must be in [0, 1] (normalized units), got nan"),
+    ("--eps", "2", "--eps must be in [0, 1] (normalized units), got 2"),
+    ("--steps", "0", "--steps must be in [1, 500], got 0"),
+    ("--steps", "501", "--steps must be in [1, 500], got 501"),
+])
+def test_attack_settings_the_panel_would_clamp_are_one_line(tmp_path, capsys, monkeypatch,
+                                                            option, value, message):
+    from napari_segeval._widgets import demo
+
+    def opened(*args, **kwargs):
+        raise AssertionError("the viewer was opened")
+
+    monkeypatch.setattr(demo, "run_demo", opened)
+    monkeypatch.setenv("DISPLAY", ":0")
+    rc = main(["demo", option, value, "--screenshot", str(tmp_path / "shot.png"), "--json"])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == ""
+    assert captured.err == f"segeval demo: error: {message}\n"
