@@ -420,7 +420,7 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-3d",
-    version="1.2",
+    version="1.3",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},

@@ -98,7 +98,7 @@ MEDSAM2 = Preset(
 
 PROTOCOL = Protocol(
     name="medsam2-video",
-    version="1.2",
+    version="1.3",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
