@@ -12,8 +12,9 @@ corrections) and prints:
 
 * **clicked slice**: the share of the clicked slice's wrong pixels that the model's
   click pass fixes (median, per positive and negative click) and how often the slice
-  gets worse, as the product's correction computes it
-  (:func:`~napari_segeval.models._prompt_corrections.clicked_slice`);
+  gets worse, as the product's correction computes it (a slice the result missed is
+  first reached by :func:`~napari_segeval.models._prompt_corrections.bridge`, then
+  :func:`~napari_segeval.models._prompt_corrections.clicked_slice`);
 * **neighbours**: the same click's pass on slices 1..4 away (each on its own previous
   mask, the product's spread pass, before its acceptance test): the share of passes
   that reduce the slice's error and the net change of error they make together;
@@ -55,7 +56,9 @@ def click_effects(model, x, pred: np.ndarray, ref: np.ndarray, prompts, reach: i
     point = prompts.prompts[-1]
     f = int(point.index)
     prev = torch.from_numpy(pred)
-    new = pc.clicked_slice(model.net, model.size, x, prompts, prev[f].float())
+    made = pc.bridge(model.net, model.size, x, prompts, prev)  # a missed slice: reached first
+    new = pc.clicked_slice(model.net, model.size, x, prompts,
+                           prev[f].float() if made is None else made[1])
     after = np.zeros_like(pred[f]) if new is None else (new > 0.5).numpy()
     out = {"positive": bool(point.positive), "slice": (int((pred[f] ^ ref[f]).sum()),
                                                        int((after ^ ref[f]).sum())),
