@@ -137,7 +137,8 @@ class PropagationSession:
         return self.prompts[int(label)]
 
     def remove(self, label: int) -> None:
-        """Forget structure ``label`` (its prompts and result)."""
+        """Forget structure ``label``: its prompts now, its result at the next :meth:`propagate`
+        (:meth:`stale` lists it until then)."""
         self.prompts.pop(int(label), None)
 
     def seed(self, labels: np.ndarray, prompts: Any) -> None:
@@ -207,8 +208,13 @@ class PropagationSession:
                 for lab, s in sets.items()}
 
     def stale(self) -> list[int]:
-        """Structures whose prompts changed since they were last propagated."""
-        return [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
+        """Structures whose prompts changed since they were last propagated.
+
+        A structure removed (:meth:`remove`, :meth:`undo` of its last prompt) since then
+        is listed too: its mask is still in :attr:`result` until :meth:`propagate` drops it.
+        """
+        changed = [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
+        return changed + [lab for lab in self.structures if lab not in self.prompts]
 
     # -- propagation ----------------------------------------------------------------------
     def propagate(self, labels: Iterable[int] | None = None, *,
@@ -218,7 +224,8 @@ class PropagationSession:
         """Propagate the structures whose prompts changed (or ``labels``) and merge all.
 
         The other structures keep their results; the label map is merged from every
-        structure's result. Returns the same as :func:`~.core.propagate_case` with
+        structure's result. Structures removed since (:meth:`remove`, :meth:`undo`) are
+        dropped from the result, and are not in :attr:`last_propagated`. Returns the same as :func:`~.core.propagate_case` with
         the session's prompts, on the 2D grid for a 2D image. Raises
         :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
         when a prompt does not fit the case or ``labels`` names a structure without
@@ -231,7 +238,8 @@ class PropagationSession:
             del self.structures[gone]
             self._used.pop(gone, None)
             self._seeded.discard(gone)
-        todo = self.stale() if labels is None else [int(lab) for lab in labels]
+        todo = ([lab for lab in self.stale() if lab in self.prompts] if labels is None
+                else [int(lab) for lab in labels])
         for lab in todo:
             if lab not in self.prompts:
                 raise InvalidPromptError(f"structure {lab} has no prompts")

@@ -143,3 +143,20 @@ def test_a_re_propagated_structure_wins_what_it_claims_from_a_seeded_one():
     image = PropagationSession(ThresholdPromptModel(), f[:1], kind="image")
     image.seed(saved[0], [Box(2, 2, 7, 7, index=0, label=1)])  # a 2D image's label map
     np.testing.assert_array_equal(image.propagate().labels, saved[0])
+
+
+def test_a_removed_structure_is_stale_and_leaves_the_result():
+    s = PropagationSession(ThresholdPromptModel(), _frames())
+    s.set_prompts([Box(2, 2, 7, 7, index=3, label=1), Box(9, 9, 14, 14, index=3, label=2)])
+    both = s.propagate()
+    assert (both.labels == 1).any() and (both.labels == 2).any()
+    s.remove(1)
+    assert s.stale() == [1]
+    if s.stale():  # the pattern the interactive protocol uses
+        s.propagate()
+    assert s.stale() == [] and s.last_propagated == []
+    assert sorted(s.result.probabilities) == [2] and not (s.result.labels == 1).any()
+    _same(s.result, propagate_case(ThresholdPromptModel(), _frames(), s.prompts))
+    s.add(Point(4, 4, index=1, label=3))
+    s.undo(3)
+    assert s.stale() == []  # never propagated: nothing of it to drop
