@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import InvalidPromptError
+from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.models.base import ProgressFn
 from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
@@ -152,7 +152,8 @@ class PropagationSession:
         the decision threshold, so a re-propagated structure wins the voxels it claims
         where the two overlap. Until its prompts change a seeded structure is not
         propagated, and the merged label map gives back ``labels`` on the seeded
-        structures.
+        structures. A label map of another shape than the frames raises
+        :class:`~napari_segeval.InvalidLabelsError` (one line).
 
         Examples
         --------
@@ -172,7 +173,7 @@ class PropagationSession:
         arr = np.asarray(labels)
         arr = arr[None] if arr.ndim == 2 and shape[0] == 1 else arr
         if tuple(arr.shape) != shape:
-            raise ValueError(f"the label map has shape {tuple(np.shape(labels))}, "
+            raise InvalidLabelsError(f"the label map has shape {tuple(np.shape(labels))}, "
                              f"the frames are {shape}")
         cut = 0.5 if self.options.logits else float(self.options.threshold)
         for label, s in sets.items():

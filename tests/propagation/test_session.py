@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._errors import InvalidPromptError
+from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point
@@ -96,7 +96,8 @@ def test_two_d_image_and_video_sessions():
     assert res.labels.shape == (20, 24) and res.probabilities[1].shape == (20, 24)
     assert int((res.labels == 1).sum()) == 8 * 9 and res.params["kind"] == "image"
     s.add(Point(3, 3, index=1))
-    with pytest.raises(ValueError, match="one frame"):
+    with pytest.raises(InvalidPromptError, match=r"^a 2D image has one frame: \+ point "
+                       r"\(y=3, x=3\) of label 1 is on frame 1, expected 0$"):
         s.propagate()
     video = PropagationSession(ThresholdPromptModel(), _frames(), kind="video")
     video.add(Box(2, 2, 7, 7, index=5, label=1))
@@ -124,7 +125,8 @@ def test_a_seeded_session_keeps_the_saved_masks_until_their_prompts_change():
     fresh = propagate_case(ThresholdPromptModel(), _frames(), s.prompts)
     np.testing.assert_array_equal(corrected.labels == 2, fresh.labels == 2)
     np.testing.assert_array_equal(corrected.labels == 1, saved == 1)  # as saved, edit kept
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(InvalidLabelsError, match=r"^the label map has shape \(3, 16, 16\), "
+                       r"the frames are \(8, 16, 16\)$"):
         s.seed(saved[:3], boxes)
 
 
