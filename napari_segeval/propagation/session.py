@@ -35,6 +35,7 @@ from napari_segeval.propagation.core import (
     merge_results,
     propagate_structures,
     record,
+    total_steps,
 )
 from napari_segeval.propagation.corrections import apply_corrections, corrects, round0_length
 from napari_segeval.propagation.images import (
@@ -199,14 +200,20 @@ class PropagationSession:
                 and prompts.prompts[:len(used)] == used.prompts
                 and len(used) >= round0_length(prompts))
 
-    def _correct(self, sets: dict[int, PromptSet], cancel: Any,
-                 on_slice: Any) -> dict[int, StructureResult]:
-        """The kept results of ``sets`` corrected by their new prompts (module doc)."""
+    def _correct(self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any,
+                 progress: Any) -> dict[int, StructureResult]:
+        """The kept results of ``sets`` corrected by their new prompts (module doc);
+        ``progress(done, total)`` hears each correction once it is applied."""
         min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
-        return {lab: apply_corrections(self.model, self.frames, self.structures[lab], s,
-                                       len(self._used[lab]), self.options, min_confidence,
-                                       cancel=cancel, on_slice=on_slice)
-                for lab, s in sets.items()}
+        out, before = {}, 0
+        for lab, s in sets.items():
+            report = None if progress is None else (
+                lambda k, _n, _before=before: progress(_before + k))
+            out[lab] = apply_corrections(self.model, self.frames, self.structures[lab], s,
+                                         len(self._used[lab]), self.options, min_confidence,
+                                         cancel=cancel, on_slice=on_slice, progress=report)
+            before += len(s) - len(self._used[lab])
+        return out
 
     def stale(self) -> list[int]:
         """Structures whose prompts changed since they were last propagated.
@@ -225,7 +232,9 @@ class PropagationSession:
         """Propagate the structures whose prompts changed (or ``labels``) and merge all.
 
         The other structures keep their results; the label map is merged from every
-        structure's result. Structures removed since (:meth:`remove`, :meth:`undo`) are
+        structure's result. ``progress(done, total)`` counts one step per correction
+        applied to a kept result, then the steps of the other structures' walks
+        (:func:`~.core.total_steps`). Structures removed since (:meth:`remove`, :meth:`undo`) are
         dropped from the result, and are not in :attr:`last_propagated`. Returns the same as :func:`~.core.propagate_case` with
         the session's prompts, on the 2D grid for a 2D image. Raises
         :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
@@ -249,13 +258,20 @@ class PropagationSession:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         grown = {lab: s for lab, s in sets.items() if self._corrected(lab, s)}
-        # nothing is stored until every structure is done: a cancel leaves the session as it was
-        done = self._correct(grown, cancel, on_slice) if grown else {}
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
+        # progress: one step per correction applied, then the steps of the others' walks
+        fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
+        total = fixes + (total_steps(int(self.frames.shape[0]), rest, self.options.mode,
+                                     corrections=corrects(self.model, self.options))
+                         if rest else 0)
+        step = None if progress is None else (lambda done: progress(done, total))
+        # nothing is stored until every structure is done: a cancel leaves the session as it was
+        done = self._correct(grown, cancel, on_slice, step) if grown else {}
         if rest:
-            done.update(propagate_structures(self.model, self.frames, rest, self.options,
-                                             progress=progress, cancel=cancel,
-                                             on_slice=on_slice, cache=self.cache))
+            done.update(propagate_structures(
+                self.model, self.frames, rest, self.options, cancel=cancel,
+                progress=None if progress is None else (lambda d, _t: progress(fixes + d, total)),
+                on_slice=on_slice, cache=self.cache))
         self.structures.update(done)
         self._seeded.difference_update(rest)
         self._used.update(sets)
