@@ -226,7 +226,9 @@ class ResultsFolder:
         (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
         from napari_segeval.evaluation.rounds import case_rounds
 
-        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model)
+        video = (self.run.get("params") or {}).get("mode") == "video"
+        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model,
+                           "frame" if video else "slice")
 
     @property
     def models(self) -> list[str]:

@@ -64,6 +64,8 @@ class Round:
         structure was already exact).
     prompts : tuple
         Every prompt of the structure after this round, in the order given.
+    where : {"slice", "frame"}
+        What a prompt's index names: ``"frame"`` in a run of ``mode=video``.
     """
 
     round: int
@@ -71,13 +73,15 @@ class Round:
     dice: float
     added: tuple
     prompts: tuple
+    where: str = "slice"
 
     @property
     def change(self) -> str:
-        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``), or ``"none"``."""
+        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``, ``"... on
+        frame 7"`` in a video), or ``"none"``."""
         from napari_segeval.prompts.prompt_set import describe
 
-        return "; ".join(describe(p) for p in self.added) or "none"
+        return "; ".join(describe(p, self.where) for p in self.added) or "none"
 
 
 def has_rounds(rows: Sequence[Mapping]) -> bool:
@@ -92,11 +96,12 @@ def has_rounds(rows: Sequence[Mapping]) -> bool:
 
 
 def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str = "clean",
-                model: str | None = None) -> list[Round]:
+                model: str | None = None, where: str = "slice") -> list[Round]:
     """The rounds of structure ``label`` of ``case`` under ``condition``, round 0 first.
 
     ``rows`` are a run's result rows (``store.result_rows``); ``model`` picks one
-    model's rounds in a run of several (and names the prediction keys).
+    model's rounds in a run of several (and names the prediction keys); ``where``
+    is ``"frame"`` for a run of ``mode=video`` (:attr:`Round.where`).
 
     Examples
     --------
@@ -123,7 +128,7 @@ def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str =
         added = tuple(prompt_from_dict(d, int(label)) for d in json.loads(r.get("prompt") or "[]"))
         given += added
         out.append(Round(int(r["round"]), round_key(condition, int(r["round"]), model),
-                         _float(r.get("dice")), added, given))
+                         _float(r.get("dice")), added, given, where))
     return out
 
 

@@ -94,10 +94,13 @@ if TYPE_CHECKING:  # pragma: no cover
 MODES = ("volume", "video")
 
 
-def total_steps(n_frames: int, prompts: Any, mode: str) -> int:
+def total_steps(n_frames: int, prompts: Any, mode: str, *, corrections: bool = False) -> int:
     """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
 
     ``prompts``: boxes and/or prompt sets (:func:`~.options.as_prompt_sets`).
+    ``corrections``: whether prompts after round 0 are corrections
+    (:func:`~.corrections.corrects`): then a set counts the walks of its round 0 and
+    one step per correction.
 
     Examples
     --------
@@ -105,9 +108,15 @@ def total_steps(n_frames: int, prompts: Any, mode: str) -> int:
     11
     >>> total_steps(10, [Box(0, 0, 2, 2, index=4)], "video")
     6
+    >>> s = PromptSet.of([Box(0, 0, 2, 2, index=4), Point(1, 1, index=9)])
+    >>> total_steps(10, [s], "volume"), total_steps(10, [s], "volume", corrections=True)
+    (16, 12)
     """
     total = 0
     for s in as_prompt_sets(prompts).values():
+        if corrections:
+            total += len(s) - round0_length(s)
+            s = head(s, round0_length(s))
         total += n_visited(n_frames, s.first_frame, "forward")
         if mode == "volume":
             total += n_visited(n_frames, s.last_frame, "backward")
@@ -167,10 +176,14 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
     options = options or PropagationOptions()
     min_confidence = resolve_min_confidence(model, options.min_confidence)
-    if corrects(model, options, priors):  # round 0 first, then each correction in order
+    n = int(frames.shape[0])
+    correcting = corrects(model, options, priors)
+    total = total_steps(n, sets, options.mode, corrections=correcting)
+    walked = total  # the walks' steps; each correction is one more
+    if correcting:  # round 0 first, then each correction in order
         full_sets = dict(sets)
         sets = {lab: head(s, round0_length(s)) for lab, s in sets.items()}
-    n = int(frames.shape[0])
+        walked = total_steps(n, sets, options.mode)
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)
     check_cancel(cancel, "propagation")
@@ -179,10 +192,10 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
               "crops": True, "cache": cache}
     k = len(options.orders)
     if options.share:
-        outs = run_walks(model, frames, walks, progress=progress,
+        outs = run_walks(model, frames, walks,
+                         progress=_shifted(progress, 0, total) if correcting else progress,
                          on_frame=_reporter(on_slice, walks, 0, options.threshold), **common)
     else:  # one pass per structure (its directions still share its conditioning)
-        total = sum(n_visited(n, w.start, w.order) for w in walks)
         outs, done = [], 0
         for i in range(0, len(walks), k):
             def report(d: int, _t: int, _offset: int = done) -> None:
@@ -199,12 +212,22 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
         parts = list(zip(walks[i * k:(i + 1) * k], outs[i * k:(i + 1) * k]))
         results[label] = _structure(label, parts, shape, options, min_confidence)
         outs[i * k:(i + 1) * k] = [None] * k  # free the walks as soon as they are used
-    if corrects(model, options, priors):
+    if correcting:
         for label, s in full_sets.items():
             results[label] = apply_corrections(model, frames, results[label], s,
                                                len(sets[label]), options, min_confidence,
-                                               cancel=cancel, on_slice=on_slice)
+                                               cancel=cancel, on_slice=on_slice,
+                                               progress=_shifted(progress, walked, total))
+            walked += len(s) - len(sets[label])
     return results
+
+
+def _shifted(progress: ProgressFn | None, before: int, total: int) -> ProgressFn | None:
+    """``progress`` of a part that starts after ``before`` steps of ``total``:
+    a part's ``(done, its total)`` is heard as ``(before + done, total)``."""
+    if progress is None:
+        return None
+    return lambda done, _t: progress(before + done, total)
 
 
 def merge_results(structures: Mapping[int, StructureResult], shape: tuple,

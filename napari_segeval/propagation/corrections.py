@@ -151,11 +151,17 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
 
 def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,
                       done: int, options: PropagationOptions, min_confidence: float | None,
-                      *, cancel: Any = None, on_slice: Any = None) -> StructureResult:
-    """``result`` (that of the first ``done`` prompts) corrected by each later prompt."""
+                      *, cancel: Any = None, on_slice: Any = None,
+                      progress: Callable[[int, int], None] | None = None) -> StructureResult:
+    """``result`` (that of the first ``done`` prompts) corrected by each later prompt.
+
+    ``progress(k, len(prompts) - done)`` hears each correction once it is applied.
+    """
     for i in range(done, len(prompts)):
         result = apply_correction(model, frames, result, head(prompts, i + 1), options,
                                   min_confidence, cancel=cancel, on_slice=on_slice)
+        if progress is not None:
+            progress(i + 1 - done, len(prompts) - done)
     return result
 
 

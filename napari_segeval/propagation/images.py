@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import describe
@@ -87,7 +88,8 @@ def as_frames(image: Any, kind: str) -> Any:
 
 
 def check_image_prompts(prompts: Any) -> None:
-    """Refuse prompts of a 2D image that are not on frame 0 (boxes or prompt sets).
+    """Refuse prompts of a 2D image that are not on frame 0 (boxes or prompt sets):
+    :class:`~napari_segeval.InvalidPromptError`, one line.
 
     Examples
     --------
@@ -95,13 +97,13 @@ def check_image_prompts(prompts: Any) -> None:
     >>> check_image_prompts([Box(0, 0, 2, 2, index=3)])
     Traceback (most recent call last):
     ...
-    ValueError: a 2D image has one frame: box of label 1 is on frame 3, expected 0
+    napari_segeval._errors.InvalidPromptError: a 2D image has one frame: box of label 1 is on frame 3, expected 0
     """
     for s in as_prompt_sets(prompts).values():
         for p in s.prompts:
             if p.index != 0:
                 what = "box" if isinstance(p, Box) else describe(p, "frame").split(" on ")[0]
-                raise ValueError(f"a 2D image has one frame: {what} of label {p.label} is on "
+                raise InvalidPromptError(f"a 2D image has one frame: {what} of label {p.label} is on "
                                  f"frame {p.index}, expected 0")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import InvalidPromptError
+from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.models.base import ProgressFn
 from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
@@ -35,6 +35,7 @@ from napari_segeval.propagation.core import (
     merge_results,
     propagate_structures,
     record,
+    total_steps,
 )
 from napari_segeval.propagation.corrections import apply_corrections, corrects, round0_length
 from napari_segeval.propagation.images import (
@@ -137,7 +138,8 @@ class PropagationSession:
         return self.prompts[int(label)]
 
     def remove(self, label: int) -> None:
-        """Forget structure ``label`` (its prompts and result)."""
+        """Forget structure ``label``: its prompts now, its result at the next :meth:`propagate`
+        (:meth:`stale` lists it until then)."""
         self.prompts.pop(int(label), None)
 
     def seed(self, labels: np.ndarray, prompts: Any) -> None:
@@ -151,7 +153,8 @@ class PropagationSession:
         the decision threshold, so a re-propagated structure wins the voxels it claims
         where the two overlap. Until its prompts change a seeded structure is not
         propagated, and the merged label map gives back ``labels`` on the seeded
-        structures.
+        structures. A label map of another shape than the frames raises
+        :class:`~napari_segeval.InvalidLabelsError` (one line).
 
         Examples
         --------
@@ -171,7 +174,7 @@ class PropagationSession:
         arr = np.asarray(labels)
         arr = arr[None] if arr.ndim == 2 and shape[0] == 1 else arr
         if tuple(arr.shape) != shape:
-            raise ValueError(f"the label map has shape {tuple(np.shape(labels))}, "
+            raise InvalidLabelsError(f"the label map has shape {tuple(np.shape(labels))}, "
                              f"the frames are {shape}")
         cut = 0.5 if self.options.logits else float(self.options.threshold)
         for label, s in sets.items():
@@ -197,18 +200,29 @@ class PropagationSession:
                 and prompts.prompts[:len(used)] == used.prompts
                 and len(used) >= round0_length(prompts))
 
-    def _correct(self, sets: dict[int, PromptSet], cancel: Any,
-                 on_slice: Any) -> dict[int, StructureResult]:
-        """The kept results of ``sets`` corrected by their new prompts (module doc)."""
+    def _correct(self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any,
+                 progress: Any) -> dict[int, StructureResult]:
+        """The kept results of ``sets`` corrected by their new prompts (module doc);
+        ``progress(done, total)`` hears each correction once it is applied."""
         min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
-        return {lab: apply_corrections(self.model, self.frames, self.structures[lab], s,
-                                       len(self._used[lab]), self.options, min_confidence,
-                                       cancel=cancel, on_slice=on_slice)
-                for lab, s in sets.items()}
+        out, before = {}, 0
+        for lab, s in sets.items():
+            report = None if progress is None else (
+                lambda k, _n, _before=before: progress(_before + k))
+            out[lab] = apply_corrections(self.model, self.frames, self.structures[lab], s,
+                                         len(self._used[lab]), self.options, min_confidence,
+                                         cancel=cancel, on_slice=on_slice, progress=report)
+            before += len(s) - len(self._used[lab])
+        return out
 
     def stale(self) -> list[int]:
-        """Structures whose prompts changed since they were last propagated."""
-        return [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
+        """Structures whose prompts changed since they were last propagated.
+
+        A structure removed (:meth:`remove`, :meth:`undo` of its last prompt) since then
+        is listed too: its mask is still in :attr:`result` until :meth:`propagate` drops it.
+        """
+        changed = [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
+        return changed + [lab for lab in self.structures if lab not in self.prompts]
 
     # -- propagation ----------------------------------------------------------------------
     def propagate(self, labels: Iterable[int] | None = None, *,
@@ -218,7 +232,10 @@ class PropagationSession:
         """Propagate the structures whose prompts changed (or ``labels``) and merge all.
 
         The other structures keep their results; the label map is merged from every
-        structure's result. Returns the same as :func:`~.core.propagate_case` with
+        structure's result. ``progress(done, total)`` counts one step per correction
+        applied to a kept result, then the steps of the other structures' walks
+        (:func:`~.core.total_steps`). Structures removed since (:meth:`remove`, :meth:`undo`) are
+        dropped from the result, and are not in :attr:`last_propagated`. Returns the same as :func:`~.core.propagate_case` with
         the session's prompts, on the 2D grid for a 2D image. Raises
         :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
         when a prompt does not fit the case or ``labels`` names a structure without
@@ -231,7 +248,8 @@ class PropagationSession:
             del self.structures[gone]
             self._used.pop(gone, None)
             self._seeded.discard(gone)
-        todo = self.stale() if labels is None else [int(lab) for lab in labels]
+        todo = ([lab for lab in self.stale() if lab in self.prompts] if labels is None
+                else [int(lab) for lab in labels])
         for lab in todo:
             if lab not in self.prompts:
                 raise InvalidPromptError(f"structure {lab} has no prompts")
@@ -240,13 +258,20 @@ class PropagationSession:
             check_image_prompts(sets)
         check_prompts(sets, self.frames, self.options.mode)
         grown = {lab: s for lab, s in sets.items() if self._corrected(lab, s)}
-        # nothing is stored until every structure is done: a cancel leaves the session as it was
-        done = self._correct(grown, cancel, on_slice) if grown else {}
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
+        # progress: one step per correction applied, then the steps of the others' walks
+        fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
+        total = fixes + (total_steps(int(self.frames.shape[0]), rest, self.options.mode,
+                                     corrections=corrects(self.model, self.options))
+                         if rest else 0)
+        step = None if progress is None else (lambda done: progress(done, total))
+        # nothing is stored until every structure is done: a cancel leaves the session as it was
+        done = self._correct(grown, cancel, on_slice, step) if grown else {}
         if rest:
-            done.update(propagate_structures(self.model, self.frames, rest, self.options,
-                                             progress=progress, cancel=cancel,
-                                             on_slice=on_slice, cache=self.cache))
+            done.update(propagate_structures(
+                self.model, self.frames, rest, self.options, cancel=cancel,
+                progress=None if progress is None else (lambda d, _t: progress(fixes + d, total)),
+                on_slice=on_slice, cache=self.cache))
         self.structures.update(done)
         self._seeded.difference_update(rest)
         self._used.update(sets)

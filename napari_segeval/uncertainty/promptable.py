@@ -106,6 +106,7 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
         propagate_case,
     )
     from napari_segeval.propagation.core import total_steps
+    from napari_segeval.propagation.corrections import corrects
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
@@ -114,7 +115,8 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     sets = as_prompt_sets(prompts)
     shape = tuple(int(s) for s in frames.shape[1:3])
     rng = np.random.default_rng(seed)
-    per_sample = total_steps(int(frames.shape[0]), sets, mode)
+    per_sample = total_steps(int(frames.shape[0]), sets, mode,
+                             corrections=corrects(model, PropagationOptions(mode=mode)))
     total = per_sample * n_samples
     stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
 from napari_segeval.io import Geometry
 from napari_segeval.metrics import structure_table
@@ -65,5 +66,5 @@ def test_2d_refusals():
     case = make_skin_image(1, shape=(64, 80))
     with pytest.raises(ValueError, match="one-frame video"):
         PromptTarget(ThresholdPromptModel(), case, boxes_from_labels(case.labels), mode="volume")
-    with pytest.raises(ValueError, match="expected 0"):
+    with pytest.raises(InvalidPromptError, match="expected 0"):
         PromptTarget(ThresholdPromptModel(), case, [Box(2, 2, 9, 9, index=1)])

@@ -15,6 +15,7 @@ from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.curves import curve_area, interactive_curves, rounds_to_reach
 from napari_segeval.evaluation.layouts import load_layout
 from napari_segeval.evaluation.protocols.interactive import check_params, prompt_sets_at
+from napari_segeval.evaluation.results import ResultsFolder
 from napari_segeval.evaluation.store import load_records, result_rows
 
 SAMPLE = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
@@ -224,6 +225,8 @@ def test_video_mode_round0_is_medsam2_video(tmp_path):
     assert rows[0]["dice"] == ref["dice"] < 1.0 and rows[0]["key_slice"] == 0
     assert json.loads(rows[1]["prompt"])[0]["index"] == 3 and rows[1]["dice"] == 1.0
     assert rows[1]["prompt_text"].endswith("on frame 3") and rows[0]["nsd"] is None
+    folder = ResultsFolder(tmp_path / "i")
+    assert folder.rounds(folder.cases()[0], 1)[1].change == rows[1]["prompt_text"]
 
 
 def test_several_models_start_from_the_same_prompts_and_correct_their_own(tmp_path, capsys):

@@ -37,6 +37,14 @@ def island_run(tmp_path_factory):
     return out
 
 
+def test_a_video_round_names_its_frame():
+    rows = [{"case": "a", "condition": "clean", "label": 1, "round": r, "dice": 0.5,
+             "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":true}]'}
+            for r in (0, 1)]
+    assert case_rounds(rows, "a", 1)[1].change == "+ point (y=2, x=2) on slice 3"
+    assert case_rounds(rows, "a", 1, where="frame")[1].change == "+ point (y=2, x=2) on frame 3"
+
+
 def test_case_rounds_are_the_rows_of_each_round(island_run):
     rows = result_rows(load_records(island_run)[1])
     assert has_rounds(rows)

@@ -300,3 +300,38 @@ def test_a_click_that_cannot_be_bridged_keeps_its_own_component(model):
 
     # the largest component alone would drop it: the kept-click rule is what keeps it
     assert not largest_component(mask, PropagationOptions().connectivity)[1].any()
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_progress_counts_round0_walks_then_one_step_per_correction(model, share):
+    from napari_segeval.propagation.core import total_steps
+
+    s = PromptSet.of([BOX, Point(20, 18, index=7), Point(12, 14, index=1, positive=False)])
+    calls = []
+    propagate_case(model, _frames(), {1: s},
+                   PropagationOptions(stop_when_empty=False, share=share),
+                   progress=lambda d, t: calls.append((d, t)))
+    # round 0 walks from the box on slice 4 (5 forward + 5 backward), then 2 corrections
+    assert total_steps(9, {1: s}, "volume", corrections=True) == 12
+    assert calls == [(d, 12) for d in range(1, 13)]
+    assert total_steps(9, {1: s}, "volume") == 8 + 8  # walks of the whole set, no corrections
+
+
+def test_a_round_of_corrections_reports_one_step_each(model):
+    session = PropagationSession(model, _frames(), PropagationOptions(stop_when_empty=False))
+    session.set_prompts({1: PromptSet.of([BOX]),
+                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    session.propagate()
+    session.add(Point(20, 18, index=6))
+    session.add(Point(12, 14, index=2, positive=False))
+    calls = []
+    res = session.propagate(progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(1, 2), (2, 2)]
+    _same(res, propagate_case(model, _frames(), session.prompts,
+                              PropagationOptions(stop_when_empty=False)))
+    session.add(Point(20, 20, index=5))  # a correction, then a walk of structure 2 again
+    session.add(Box(24, 30, 36, 44, index=5, label=2))
+    calls.clear()
+    session.propagate(progress=lambda d, t: calls.append((d, t)))
+    # 1 click; structure 2's walks: 6 forward from slice 3, 6 backward from slice 5
+    assert calls == [(d, 1 + 6 + 6) for d in range(1, 14)]

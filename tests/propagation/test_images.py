@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from napari_segeval._errors import InvalidPromptError
 from napari_segeval.io import Case, Geometry
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.phantoms.images2d import make_polyp_image, make_skin_image
@@ -69,7 +70,7 @@ def test_volume_and_video_cases_are_unchanged():
 def test_refusals():
     model = ThresholdPromptModel()
     img = np.zeros((8, 8), np.float32)
-    with pytest.raises(ValueError, match="frame 2, expected 0"):
+    with pytest.raises(InvalidPromptError, match="frame 2, expected 0"):
         propagate_image(model, img, [Box(1, 1, 4, 4, index=2)], kind="image")
     with pytest.raises(ValueError, match="needs kind="):
         propagate_image(model, img, [Box(1, 1, 4, 4)])

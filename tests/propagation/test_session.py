@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._errors import InvalidPromptError
+from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point
@@ -96,7 +96,8 @@ def test_two_d_image_and_video_sessions():
     assert res.labels.shape == (20, 24) and res.probabilities[1].shape == (20, 24)
     assert int((res.labels == 1).sum()) == 8 * 9 and res.params["kind"] == "image"
     s.add(Point(3, 3, index=1))
-    with pytest.raises(ValueError, match="one frame"):
+    with pytest.raises(InvalidPromptError, match=r"^a 2D image has one frame: \+ point "
+                       r"\(y=3, x=3\) of label 1 is on frame 1, expected 0$"):
         s.propagate()
     video = PropagationSession(ThresholdPromptModel(), _frames(), kind="video")
     video.add(Box(2, 2, 7, 7, index=5, label=1))
@@ -124,7 +125,8 @@ def test_a_seeded_session_keeps_the_saved_masks_until_their_prompts_change():
     fresh = propagate_case(ThresholdPromptModel(), _frames(), s.prompts)
     np.testing.assert_array_equal(corrected.labels == 2, fresh.labels == 2)
     np.testing.assert_array_equal(corrected.labels == 1, saved == 1)  # as saved, edit kept
-    with pytest.raises(ValueError, match="shape"):
+    with pytest.raises(InvalidLabelsError, match=r"^the label map has shape \(3, 16, 16\), "
+                       r"the frames are \(8, 16, 16\)$"):
         s.seed(saved[:3], boxes)
 
 
@@ -143,3 +145,20 @@ def test_a_re_propagated_structure_wins_what_it_claims_from_a_seeded_one():
     image = PropagationSession(ThresholdPromptModel(), f[:1], kind="image")
     image.seed(saved[0], [Box(2, 2, 7, 7, index=0, label=1)])  # a 2D image's label map
     np.testing.assert_array_equal(image.propagate().labels, saved[0])
+
+
+def test_a_removed_structure_is_stale_and_leaves_the_result():
+    s = PropagationSession(ThresholdPromptModel(), _frames())
+    s.set_prompts([Box(2, 2, 7, 7, index=3, label=1), Box(9, 9, 14, 14, index=3, label=2)])
+    both = s.propagate()
+    assert (both.labels == 1).any() and (both.labels == 2).any()
+    s.remove(1)
+    assert s.stale() == [1]
+    if s.stale():  # the pattern the interactive protocol uses
+        s.propagate()
+    assert s.stale() == [] and s.last_propagated == []
+    assert sorted(s.result.probabilities) == [2] and not (s.result.labels == 1).any()
+    _same(s.result, propagate_case(ThresholdPromptModel(), _frames(), s.prompts))
+    s.add(Point(4, 4, index=1, label=3))
+    s.undo(3)
+    assert s.stale() == []  # never propagated: nothing of it to drop

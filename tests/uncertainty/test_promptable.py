@@ -55,3 +55,24 @@ def test_progress_counts_every_step_and_validation():
         prompt_tta(ThresholdPromptModel(), frames(), [], n_samples=2)
     with pytest.raises(ValueError):
         prompt_tta(ThresholdPromptModel(), frames(), PROMPTS, n_samples=0)
+
+
+class Correcting(ThresholdPromptModel):
+    """Threshold backend whose points after a box are corrections that change nothing."""
+
+    takes_points = True
+
+    def correct(self, frames, prompts, previous, **kw):
+        return {}
+
+
+def test_progress_with_corrections_counts_round0_walks_and_each_correction():
+    from napari_segeval.prompts.prompt_set import Point, PromptSet
+
+    s = PromptSet.of([PROMPTS[0], Point(10, 10, index=0), Point(10, 10, index=5)])
+    calls = []
+    m = prompt_tta(Correcting(), frames(), [s], n_samples=2, jitter=0, noise_std=0.0,
+                   progress=lambda d, t: calls.append((d, t)))
+    per_sample = (6 - 3) + (3 + 1) + 2  # walks from the box on slice 3, two corrections
+    assert calls == [(d, 2 * per_sample) for d in range(1, 2 * per_sample + 1)]
+    np.testing.assert_array_equal(m.labels, propagate_case(Correcting(), frames(), [s]).labels)
