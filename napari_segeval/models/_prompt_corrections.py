@@ -9,8 +9,9 @@ result shares the error:
    gap: from the nearest slice that has a mask, propagation steps (the walk's own
    pass: previous slice and its mask) run slice by slice to the clicked one, as the
    walk would have gone had it not stopped; each bridged slice takes its output and
-   the clicked slice refines the bridge's output (step 1). The confidence stop does
-   not apply (the click says the object is there). The bridge is not made when
+   the clicked slice refines the bridge's output (step 1); when that comes out empty
+   the bridged slices are not kept. The confidence stop does not apply (the click
+   says the object is there). The bridge is not made when
    another prompted slice lies in the way or a step comes out empty; the click then
    refines an empty mask (a blob around the click, kept by
    :mod:`napari_segeval.propagation.corrections` even where it does not touch the
@@ -230,7 +231,8 @@ def correct(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: 
     new = clicked_slice(net, size, x, prompts, prior)
     if new is None:
         return {}
+    if not bool((new > 0.5).any()):
+        return {f: new}  # the click found nothing there: no bridge to it, no spread
     changed = {**bridged, f: new}
-    if bool((new > 0.5).any()):
-        changed.update(spread(net, size, x, prompts, new, previous, min_confidence, cancel))
+    changed.update(spread(net, size, x, prompts, new, previous, min_confidence, cancel))
     return changed

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 from torch import nn
 
 from napari_segeval._cancel import Cancelled
@@ -335,3 +336,22 @@ def test_a_round_of_corrections_reports_one_step_each(model):
     session.propagate(progress=lambda d, t: calls.append((d, t)))
     # 1 click; structure 2's walks: 6 forward from slice 3, 6 backward from slice 5
     assert calls == [(d, 1 + 6 + 6) for d in range(1, 14)]
+
+
+class NoClicks(Echo):
+    """As :class:`Echo`, but any pass with a positive click comes out empty."""
+
+    def forward(self, x):
+        out = super().forward(x)
+        clicked = x[:, 4:5].flatten(1).amax(1) > 0
+        return torch.where(clicked[:, None, None, None], torch.full_like(out, -10.0), out)
+
+
+def test_a_bridge_to_a_click_that_finds_nothing_is_not_kept(model):
+    from napari_segeval.propagation.corrections import apply_correction
+
+    model.net = NoClicks()
+    before = _extent(3, 8)
+    s = PromptSet.of([BOX, Point(15, 18, index=1)])
+    after = apply_correction(model, _frames(), before, s, PropagationOptions(), None)
+    np.testing.assert_array_equal(after.full_mask(), before.full_mask())  # slice 2 not kept
