@@ -85,7 +85,7 @@ def test_output_dir_that_cannot_be_made_is_one_line(tmp_path, capsys, where):
 
 @pytest.mark.parametrize(("address", "reason"), [
     ("bad", "missing port number in address 'bad'"),
-    ("tcp://127.0.0.1:1", "Timed out trying to connect to tcp://127.0.0.1:1 after 1 s"),
+    ("tcp://127.0.0.1:1", None),  # Dask's words depend on timing (timed out, refused ...)
 ])
 def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address, reason):
     pytest.importorskip("distributed")
@@ -99,8 +99,11 @@ def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address,
                    "--param", f"model={TOY}", "--scheduler", address, "--no-progress", "--json"])
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
-    assert captured.err == (f"segeval evaluate: error: Dask scheduler {address}: cannot connect "
-                            f"({reason})\n")
+    head = f"segeval evaluate: error: Dask scheduler {address}: cannot connect ("
+    assert captured.err.startswith(head) and captured.err.endswith(")\n")
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    if reason is not None:
+        assert captured.err == f"{head}{reason})\n"
 
 
 @pytest.mark.parametrize(("run_json", "what"), [
