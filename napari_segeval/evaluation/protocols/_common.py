@@ -113,6 +113,26 @@ def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Ma
             for r in rows]
 
 
+def check_number(params: Mapping, key: str, default: Any, what: str,
+                 ok: Callable[[Any], bool] = lambda v: True, *, whole: bool = False) -> None:
+    """Refuse ``params[key]`` (``default`` when absent) unless it is a number (an int
+    with ``whole``; never a bool) for which ``ok`` holds: one line,
+    ``parameter KEY must be WHAT, got VALUE``.
+
+    Examples
+    --------
+    >>> check_number({"rounds": 2}, "rounds", 5, "a whole number >= 0", lambda v: v >= 0,
+    ...              whole=True)
+    >>> check_number({"rounds": 1.5}, "rounds", 5, "a whole number >= 0", whole=True)
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got 1.5
+    """
+    v = params.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not ok(v):
+        raise SegEvalError(f"parameter {key} must be {what}, got {v!r}")
+
+
 def check_scoring(params: Mapping) -> None:
     """Refuse a ``tolerance_mm`` that is not a positive number and an unknown ``empty``.
 
@@ -126,9 +146,8 @@ def check_scoring(params: Mapping) -> None:
     """
     from napari_segeval.metrics.overlap import EMPTY_CHOICES
 
-    tol = params.get("tolerance_mm", 2.0)
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < float("inf"):
-        raise SegEvalError(f"parameter tolerance_mm must be a positive number of mm, got {tol!r}")
+    check_number(params, "tolerance_mm", 2.0, "a positive number of mm",
+                 lambda v: 0 < v < float("inf"))
     if params.get("empty", "one") not in EMPTY_CHOICES:
         raise SegEvalError(f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, "
                            f"got {params['empty']!r}")

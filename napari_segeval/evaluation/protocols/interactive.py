@@ -75,16 +75,12 @@ def check_params(params: Mapping) -> None:
     ...
     napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
     """
-    k = params.get("rounds", 0)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise SegEvalError(f"parameter rounds must be a whole number >= 0, got {k!r}")
+    C.check_number(params, "rounds", 0, "a whole number >= 0", lambda v: v >= 0, whole=True)
     for key, allowed in (("refine_prompt", REFINE), ("mode", MODES)):
         if key in params and params[key] not in allowed:
             raise SegEvalError(f"parameter {key} must be one of {', '.join(allowed)}, "
                                f"got {params[key]!r}")
-    t = params.get("target_dice", 0.9)
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < float(t) <= 1:
-        raise SegEvalError(f"parameter target_dice must be a number in (0, 1], got {t!r}")
+    C.check_number(params, "target_dice", 0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
     M.check_params(dict(params))
 
 

@@ -88,12 +88,9 @@ def check_params(params: dict) -> None:
         if key in params and params[key] not in allowed:
             raise SegEvalError(f"parameter {key} must be one of "
                                f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
-    jitter, seed = params.get("jitter", 0), params.get("seed", 0)
-    if isinstance(jitter, bool) or not isinstance(jitter, int) or jitter < 0:
-        raise SegEvalError(f"parameter jitter must be a whole number of pixels >= 0, "
-                           f"got {jitter!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise SegEvalError(f"parameter seed must be a whole number, got {seed!r}")
+    C.check_number(params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0,
+                   whole=True)
+    C.check_number(params, "seed", 0, "a whole number", whole=True)
     modality = params.get("modality")
     if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
         raise SegEvalError(f"parameter modality must be null or one of "

@@ -201,9 +201,7 @@ def check_params(params: dict) -> None:
     napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
     """
     D.check_attacks(params.get("attacks", []))
-    overlap = params.get("overlap", 0.5)
-    if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not 0 <= overlap < 1:
-        raise SegEvalError(f"parameter overlap must be in [0, 1), got {overlap!r}")
+    C.check_number(params, "overlap", 0.5, "in [0, 1)", lambda v: 0 <= v < 1)
     C.check_scoring(params)
 
 
