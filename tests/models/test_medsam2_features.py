@@ -76,8 +76,8 @@ def test_forget_releases_a_frame_no_walk_will_read():
     reads = [[0, 0], [1]]
     feats = FrameFeatures(FakeNet(), _frames(4), lambda x: x, 4, None, reads)
     feats.get(0)
-    assert 1 in feats._fpn
+    assert 1 in feats
     feats.forget(1, 1)
-    assert 1 not in feats._fpn and 0 in feats._fpn  # frame 0 is read once more
+    assert 1 not in feats and 0 in feats  # frame 0 is read once more
     feats.get(0)
     assert feats.cached_bytes == 0

@@ -366,7 +366,7 @@ class MedSAM2Model:
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
         else:
             store = None
-        reused = 0 if store is None else len(store.fpn)
+        reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
                               _walks.reads(states, cond_frames), store=store)

@@ -1,0 +1,219 @@
+"""Per-frame encoder outputs shared by every walk of a case, in bounded memory.
+
+An image encoder that does not depend on prompts (MedSAM2's Hiera, LiteMedSAM's TinyViT)
+gives each frame's features once for every structure and both directions of a case.
+:class:`FrameCache` encodes frames on demand and keeps them while they will be read
+again, within a byte budget:
+
+* frames are encoded in **fixed blocks** (frames ``[q*b, (q+1)*b)``), so a frame's
+  features are the same numbers whoever asks first and however often it is re-encoded
+  (batched kernels need not give bit-identical results for different batches);
+* the reading schedule is known in advance (:func:`napari_segeval.models.walk.walk_steps`),
+  so a frame is dropped after its last read, and when the budget is exceeded the
+  frame read again **furthest in the future** is dropped first (Belady's rule, the
+  fewest re-encodings for a given budget); a dropped frame that is read again is
+  re-encoded, with the same result.
+
+The budget counts the features kept between reads; the block being encoded and the
+frame being read are held in addition.
+
+Between calls (a person adds a prompt and re-propagates the same case), a
+:class:`FrameStore` keeps the features of the frames tensor seen last, within the same
+budget: a call given the store starts from what it holds, keeps every frame it encodes
+while it fits (frames not read again in the call are dropped first), and leaves them for
+the next call on the same frames. The store is bound to one frames tensor (its identity
+and version counter: an in-place change invalidates it) and is emptied when that tensor
+is freed.
+
+What a frame's features are is the backend's: ``encode(a, b)`` returns, for each frame
+of ``a..b-1``, a list of tensors.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+#: Default bound on cached features, in MiB.
+DEFAULT_CACHE_MB = 1024.0
+
+
+def _nbytes(tensors: list) -> int:
+    return sum(int(t.numel()) * int(t.element_size()) for t in tensors)
+
+
+class FrameStore:
+    """Features of one frames tensor kept between calls (see the module doc).
+
+    Examples
+    --------
+    >>> import torch
+    >>> store, frames = FrameStore(), torch.zeros(2, 3)
+    >>> store.bind(frames, "float"), store.bind(frames, "float"), store.bind(frames, "pillow")
+    (False, True, False)
+    >>> _ = frames.add_(1)  # changed in place: the features no longer hold
+    >>> store.bind(frames, "float")
+    False
+    """
+
+    def __init__(self) -> None:
+        self.features: dict[int, list] = {}
+        self.size: dict[int, int] = {}
+        #: Anything else a backend keeps with the features (MedSAM2: position encodings).
+        self.extra: dict[str, Any] = {}
+        self._ref: Any = None
+        self._key: Any = None
+
+    def bind(self, frames: Any, options: Any) -> bool:
+        """Use the store for ``frames`` (with model ``options``): True when it already
+        held them (their features are valid), else it is emptied and bound to them."""
+        key = (getattr(frames, "_version", None), tuple(frames.shape), str(frames.dtype),
+               str(getattr(frames, "device", "")), options)
+        if self._ref is not None and self._ref() is frames and self._key == key:
+            return True
+        self.clear()
+        self._ref = weakref.ref(frames, lambda _ref: self.clear())
+        self._key = key
+        return False
+
+    def clear(self) -> None:
+        """Drop every feature and forget the frames."""
+        self.features.clear()
+        self.size.clear()
+        self.extra.clear()
+        self._ref, self._key = None, None
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes of features kept."""
+        return sum(self.size.values())
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+
+class FrameCache:
+    """Features of ``n`` frames, each encoded in its fixed block, kept within a budget.
+
+    Parameters
+    ----------
+    encode : callable
+        ``encode(a, b)`` -> one list of tensors per frame ``a..b-1`` (detached or not,
+        as the caller's autograd mode gives them).
+    n : int
+        Number of frames.
+    block : int
+        Frames per encoder call (and block size).
+    budget_bytes : float, optional
+        Bound on the bytes of features kept between reads (``None``: unbounded).
+    reads : list of list of int
+        The frames read at each step, in order; every :meth:`get` consumes one read.
+    store : FrameStore, optional
+        Start from its features and leave every frame that fits in it (module doc);
+        without it, a frame is dropped after its last read.
+
+    Attributes
+    ----------
+    encoded : int
+        Frames passed through the encoder so far.
+    peak_bytes : int
+        Largest number of bytes of features kept between reads.
+
+    Examples
+    --------
+    >>> import torch
+    >>> cache = FrameCache(lambda a, b: [[torch.full((1,), float(i))] for i in range(a, b)],
+    ...                    3, 1, None, [[0, 1], [1, 2]])
+    >>> [float(cache.get(t)[0]) for t in (0, 1, 1, 2)], cache.encoded
+    ([0.0, 1.0, 1.0, 2.0], 3)
+    """
+
+    def __init__(self, encode: Callable[[int, int], list[list[Any]]], n: int, block: int,
+                 budget_bytes: float | None, reads: list[list[int]],
+                 store: FrameStore | None = None) -> None:
+        self.encode = encode
+        self.n = int(n)
+        self.block = max(1, int(block))
+        self.budget = float("inf") if budget_bytes is None else float(budget_bytes)
+        self._future: dict[int, deque[int]] = {}
+        for step, frames_read in enumerate(reads):
+            for t in frames_read:
+                self._future.setdefault(int(t), deque()).append(step)
+        self.store = store
+        self.retain = store is not None
+        self._kept: dict[int, list] = store.features if store is not None else {}
+        self._size: dict[int, int] = store.size if store is not None else {}
+        self.encoded = 0
+        self.peak_bytes = 0
+        self._fit()
+
+    @property
+    def cached_bytes(self) -> int:
+        """Bytes of features kept now."""
+        return sum(self._size.values())
+
+    def _next_read(self, t: int) -> float:
+        q = self._future.get(t)
+        return float(q[0]) if q else float("inf")
+
+    def _keep(self, t: int, features: list) -> None:
+        kept = [f.clone() for f in features]  # not a view of the whole block
+        self._kept[t], self._size[t] = kept, _nbytes(kept)
+
+    def _encode_block(self, t: int) -> list:
+        """Encode the block of frame ``t``; keep what is read again; return ``t``'s features."""
+        a = (t // self.block) * self.block
+        b = min(self.n, a + self.block)
+        out = self.encode(a, b)
+        self.encoded += b - a
+        for i in range(a, b):
+            if i != t and i not in self._kept and (self._future.get(i) or self.retain):
+                self._keep(i, out[i - a])
+        self._fit()
+        return list(out[t - a])
+
+    def _fit(self) -> None:
+        """Drop the frames read furthest in the future until the cache fits the budget."""
+        while self._size and self.cached_bytes > self.budget:
+            far = max(self._size, key=self._next_read)
+            self._kept.pop(far)
+            self._size.pop(far)
+        self.peak_bytes = max(self.peak_bytes, self.cached_bytes)
+
+    def get(self, t: int) -> list:
+        """The features of frame ``t`` (one read)."""
+        t = int(t)
+        features = self._kept.get(t)
+        if features is None:
+            features = self._encode_block(t)
+        self._consume(t)
+        if t not in self._kept and (self._future.get(t) or self.retain):  # keep it if it fits
+            self._keep(t, features)
+            self._fit()
+        return list(features)
+
+    def _consume(self, t: int) -> None:
+        q = self._future.get(t)
+        if q:
+            q.popleft()
+        if not q and not self.retain:
+            self._kept.pop(t, None)
+            self._size.pop(t, None)
+
+    def forget(self, t: int, step: int) -> None:
+        """Cancel the read of frame ``t`` planned at ``step`` (a walk stopped early)."""
+        q = self._future.get(int(t))
+        if q and step in q:
+            q.remove(step)
+            if not q and not self.retain:
+                self._kept.pop(int(t), None)
+                self._size.pop(int(t), None)
+
+    def clear(self) -> None:
+        """Drop every cached feature (and the store's)."""
+        self._kept.clear()
+        self._size.clear()
+        if self.store is not None:
+            self.store.clear()
