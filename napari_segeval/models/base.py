@@ -21,9 +21,10 @@ frame, a low-confidence frame) before its last conditioning frame.
 :func:`napari_segeval.propagation.propagate_case` makes, per structure, a forward
 walk from the set's first conditioning frame and (volumes) a backward walk from its
 last one. A model that cannot take some kind of prompt raises
-:class:`~napari_segeval.InvalidPromptError` with one line saying so; its attribute
-``takes_points`` (read with ``getattr(model, "takes_points", False)``) tells a viewer
-whether to offer point tools.
+:class:`~napari_segeval.InvalidPromptError` with one line saying so; what it takes is
+declared, not guessed: every backend has a :class:`Capabilities` value ``capabilities``
+(boxes, points, mask prompts, which prompts correct a result in place, gradients, a
+per-slice prior), which the viewer reads to offer or grey its tools.
 
 Units
 -----
@@ -91,6 +92,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -145,6 +147,114 @@ class NormalizeInfo:
         return float(eps_normalized) * self.raw_per_normalized_unit
 
 
+class Corrections(Enum):
+    """Which prompts of a volume's prompt set correct the result in place.
+
+    ``NONE``: the whole set propagates at once (SAM2's memory of every prompt).
+    ``POINTS``: every point after the set's last box or mask prompt corrects the result
+    of the prompts before it (the built-in model's click response). ``BOXES``: every box
+    after the first corrects it: the walk restarts from that box in both directions
+    (LiteMedSAM's slice-by-slice box chain). :mod:`napari_segeval.propagation.corrections`
+    applies the rule.
+    """
+
+    NONE = "none"
+    POINTS = "points"
+    BOXES = "boxes"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a promptable backend takes and does, declared once by the backend.
+
+    Attributes
+    ----------
+    boxes, points, masks : bool
+        Whether it takes box prompts, point prompts (clicks) and mask prompts; a prompt
+        it does not take is refused in one line naming the model.
+    corrections : Corrections
+        Which later prompts correct a volume's result in place (:class:`Corrections`).
+    gradients : bool
+        Whether ``grad=True`` gives a result differentiable with respect to the frames
+        (attacks and uncertainty methods need it).
+    prior_volume : bool
+        Whether it takes a per-slice prior (``prior_volume``: each slice conditioned on
+        a given previous mask instead of its own output).
+    reason : str
+        For people: why some prompt kinds are not taken (the viewer shows it on the
+        greyed tools).
+
+    Examples
+    --------
+    >>> c = Capabilities(points=False, reason="trained with box prompts only")
+    >>> c.takes("box"), c.takes("point"), c.refusal("point", "litemedsam")
+    (True, False, 'litemedsam takes boxes, not points: trained with box prompts only')
+    """
+
+    boxes: bool = True
+    points: bool = False
+    masks: bool = False
+    corrections: Corrections = Corrections.NONE
+    gradients: bool = True
+    prior_volume: bool = False
+    reason: str = ""
+
+    def takes(self, kind: str) -> bool:
+        """Whether prompts of ``kind`` (``"box"``, ``"point"``, ``"mask"``) are taken."""
+        return {"box": self.boxes, "point": self.points, "mask": self.masks}[kind]
+
+    def refusal(self, kind: str, model: str) -> str:
+        """The one line that refuses a prompt of ``kind`` for ``model``."""
+        taken = [k for k, on in (("boxes", self.boxes), ("points", self.points),
+                                 ("mask prompts", self.masks)) if on]
+        plural = {"box": "boxes", "point": "points", "mask": "mask prompts"}[kind]
+        why = f": {self.reason}" if self.reason else ""
+        return f"{model} takes {' and '.join(taken) or 'no prompts'}, not {plural}{why}"
+
+
+def prompt_kind(prompt: Any) -> str:
+    """``"box"``, ``"point"`` or ``"mask"`` for a prompt object.
+
+    Examples
+    --------
+    >>> prompt_kind(Box(0, 0, 2, 2))
+    'box'
+    """
+    from napari_segeval.prompts.prompt_set import MaskPrompt, Point
+
+    if isinstance(prompt, Box):
+        return "box"
+    if isinstance(prompt, Point):
+        return "point"
+    if isinstance(prompt, MaskPrompt):
+        return "mask"
+    raise TypeError(f"not a prompt: {type(prompt).__name__}")
+
+
+def check_prompt_kinds(capabilities: Capabilities, prompts: Any, model: str) -> None:
+    """Refuse (one line, :class:`~napari_segeval.InvalidPromptError`) the first prompt of
+    ``prompts`` (prompt sets, walks or prompts) whose kind ``capabilities`` does not take.
+
+    Examples
+    --------
+    >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
+    >>> check_prompt_kinds(Capabilities(), [PromptSet.of([Point(1, 1)])], "m")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.InvalidPromptError: m takes boxes, not points
+    """
+    from napari_segeval._errors import InvalidPromptError
+    from napari_segeval.prompts.prompt_set import PromptSet
+
+    for item in prompts:
+        if isinstance(item, Walk):
+            item = item.prompts
+        for p in item.prompts if isinstance(item, PromptSet) else (item,):
+            kind = prompt_kind(p)
+            if not capabilities.takes(kind):
+                raise InvalidPromptError(capabilities.refusal(kind, model))
+
+
 @runtime_checkable
 class PromptableModel(Protocol):
     """A prompted model that propagates a mask through frames in one direction.
@@ -155,10 +265,13 @@ class PromptableModel(Protocol):
         Short identifier (``"builtin"``, ``"medsam2"``), recorded in results.
     device : torch.device
         Where the model's parameters live; ``propagate`` moves ``frames`` there.
+    capabilities : Capabilities
+        What it takes and does (prompt kinds, corrections, gradients).
     """
 
     name: str
     device: Any
+    capabilities: Capabilities
 
     def preprocess(
         self, image: np.ndarray, modality: str, window: str | tuple[float, float] | None = None

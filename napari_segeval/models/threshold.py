@@ -27,7 +27,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import NormalizeInfo, ProgressFn
+from napari_segeval.models.base import Capabilities, NormalizeInfo, ProgressFn
 from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
@@ -60,8 +60,9 @@ class ThresholdPromptModel:
     """
 
     name = "threshold"
-    #: It takes every prompt kind (boxes, points, masks).
-    takes_points = True
+    #: It takes every prompt kind (boxes, points, masks); every prompt set propagates
+    #: whole; differentiable; a per-slice prior is taken.
+    capabilities = Capabilities(points=True, masks=True, prior_volume=True)
 
     def __init__(self, level: float = 0.5, gain: float = 20.0, reach: int = 1,
                  device: Any = "cpu") -> None:

@@ -79,7 +79,14 @@ from napari_segeval.models.base import ProgressFn, PromptableModel
 from napari_segeval.models.walk import Walk, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
-from napari_segeval.propagation.corrections import apply_corrections, corrects, head, round0_length
+from napari_segeval.models.base import Corrections, check_prompt_kinds
+from napari_segeval.propagation.corrections import (
+    apply_corrections,
+    corrects,
+    head,
+    round0_length,
+    rule_of,
+)
 from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
@@ -94,13 +101,14 @@ if TYPE_CHECKING:  # pragma: no cover
 MODES = ("volume", "video")
 
 
-def total_steps(n_frames: int, prompts: Any, mode: str, *, corrections: bool = False) -> int:
+def total_steps(n_frames: int, prompts: Any, mode: str, *,
+                corrections: Corrections = Corrections.NONE) -> int:
     """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
 
     ``prompts``: boxes and/or prompt sets (:func:`~.options.as_prompt_sets`).
-    ``corrections``: whether prompts after round 0 are corrections
-    (:func:`~.corrections.corrects`): then a set counts the walks of its round 0 and
-    one step per correction.
+    ``corrections``: the rule by which prompts after round 0 are corrections
+    (:func:`~.corrections.corrects`; ``NONE`` when they are not): then a set counts the
+    walks of its round 0 and one step per correction.
 
     Examples
     --------
@@ -109,14 +117,16 @@ def total_steps(n_frames: int, prompts: Any, mode: str, *, corrections: bool = F
     >>> total_steps(10, [Box(0, 0, 2, 2, index=4)], "video")
     6
     >>> s = PromptSet.of([Box(0, 0, 2, 2, index=4), Point(1, 1, index=9)])
-    >>> total_steps(10, [s], "volume"), total_steps(10, [s], "volume", corrections=True)
+    >>> total_steps(10, [s], "volume"), total_steps(10, [s], "volume",
+    ...                                            corrections=Corrections.POINTS)
     (16, 12)
     """
     total = 0
     for s in as_prompt_sets(prompts).values():
-        if corrections:
-            total += len(s) - round0_length(s)
-            s = head(s, round0_length(s))
+        if corrections is not Corrections.NONE:
+            k = round0_length(s, corrections)
+            total += len(s) - k
+            s = head(s, k)
         total += n_visited(n_frames, s.first_frame, "forward")
         if mode == "volume":
             total += n_visited(n_frames, s.last_frame, "backward")
@@ -175,14 +185,16 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     :func:`propagate_case` for the arguments). Used by :func:`propagate_case` and by
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
     options = options or PropagationOptions()
+    check_prompt_kinds(model.capabilities, sets.values(), model.name)
     min_confidence = resolve_min_confidence(model, options.min_confidence)
     n = int(frames.shape[0])
     correcting = corrects(model, options, priors)
-    total = total_steps(n, sets, options.mode, corrections=correcting)
+    rule = rule_of(model) if correcting else Corrections.NONE
+    total = total_steps(n, sets, options.mode, corrections=rule)
     walked = total  # the walks' steps; each correction is one more
     if correcting:  # round 0 first, then each correction in order
         full_sets = dict(sets)
-        sets = {lab: head(s, round0_length(s)) for lab, s in sets.items()}
+        sets = {lab: head(s, round0_length(s, rule)) for lab, s in sets.items()}
         walked = total_steps(n, sets, options.mode)
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)

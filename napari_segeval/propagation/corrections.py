@@ -1,28 +1,31 @@
 """Corrections: prompts that refine a structure's result instead of starting it again.
 
-For a backend with a ``correct`` method (the built-in model,
-:meth:`~napari_segeval.models.builtin_prompt.BuiltinPromptModel.correct`) and a
-volume, a structure's result is built prompt by prompt in the order the prompts
-were given:
+For a volume and a backend whose :class:`~napari_segeval.models.base.Capabilities` name a
+correction rule (``corrections``), a structure's result is built prompt by prompt in
+the order the prompts were given:
 
-* its **round 0**, every prompt up to its last box or mask prompt, propagates as
-  always (both walks from the conditioning slices, confidence stop, largest
-  component: :func:`~.core.propagate_structures`); a box or mask prompt added later
-  therefore starts the structure again from all its prompts;
-* every point after it is a **correction** applied to the result of the prompts
-  before it: the backend returns the slices it changes (the clicked slice and the
-  neighbours that share its error), every other slice keeps its probabilities and
-  mask, and the largest component is taken again - with every component that holds a
-  positive correction point (a click on slices the result missed stays, even where it
-  does not touch the rest).
+* its **round 0** propagates as always (both walks from the conditioning slices,
+  confidence stop, largest component: :func:`~.core.propagate_structures`): with
+  :attr:`~napari_segeval.models.base.Corrections.POINTS` (the built-in model's clicks),
+  every prompt up to the set's last box or mask prompt, so a box or mask prompt added
+  later starts the structure again from all its prompts; with
+  :attr:`~napari_segeval.models.base.Corrections.BOXES` (LiteMedSAM's box chain), every
+  prompt up to and including the first box;
+* every later prompt is a **correction** of the result of the prompts before it: the
+  backend's ``correct`` returns the slices it changes (the built-in model: the clicked
+  slice and the neighbours that share its error; LiteMedSAM: the slices its walk from
+  the new box reaches), every other slice keeps its probabilities and mask, and the
+  largest component is taken again - with every component that holds a positive
+  correction point (a click on slices the result missed stays, even where it does not
+  touch the rest).
 
-A set of points only, a video, gradients or per-slice priors, and every
-backend without ``correct`` (MedSAM2, the threshold model) propagate the whole set
-at once, as SAM2's predictor does from its memory of every prompt. The result of a
-prompt set is a function of the set alone: a
-:class:`~napari_segeval.propagation.session.PropagationSession` applies only the
-new corrections to the result it keeps and gets exactly what
-:func:`~.core.propagate_case` gets from the whole set.
+A video, gradients or per-slice priors, and every backend whose rule is
+:attr:`~napari_segeval.models.base.Corrections.NONE` (MedSAM2, the threshold model)
+propagate the whole set at once, as SAM2's predictor does from its memory of every
+prompt. The result of a prompt set is a function of the set alone: a
+:class:`~napari_segeval.propagation.session.PropagationSession` applies only the new
+corrections to the result it keeps and gets exactly what :func:`~.core.propagate_case`
+gets from the whole set.
 """
 
 from __future__ import annotations
@@ -32,17 +35,20 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
+from napari_segeval.models.base import Corrections
+from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 from napari_segeval.propagation.masks import largest_component
 from napari_segeval.propagation.options import PropagationOptions
 from napari_segeval.propagation.result import StructureResult
 
 
-def round0_length(prompts: PromptSet) -> int:
-    """Number of leading prompts that are the set's round 0 (module doc).
+def round0_length(prompts: PromptSet, rule: Corrections = Corrections.POINTS) -> int:
+    """Number of leading prompts that are the set's round 0 under ``rule`` (module doc).
 
-    Everything up to the last box or mask prompt; the whole set when it has none.
+    ``POINTS``: everything up to the last box or mask prompt (the whole set when it has
+    none). ``BOXES``: everything up to and including the first box (the whole set when
+    it has none). ``NONE``: the whole set.
 
     Examples
     --------
@@ -50,17 +56,33 @@ def round0_length(prompts: PromptSet) -> int:
     ...                   Box(0, 0, 3, 3, index=7), Point(2, 2, index=4)])
     >>> round0_length(s), round0_length(PromptSet.of([Point(1, 1, index=3)]))
     (3, 1)
+    >>> round0_length(s, Corrections.BOXES), round0_length(s, Corrections.NONE)
+    (1, 4)
     """
     items = prompts.prompts
+    if rule is Corrections.BOXES:
+        first = next((i for i, p in enumerate(items) if isinstance(p, Box)), None)
+        return len(items) if first is None else first + 1
+    if rule is Corrections.NONE:
+        return len(items)
     last = max((i for i, p in enumerate(items) if not isinstance(p, Point)), default=None)
     return len(items) if last is None else last + 1
 
 
+def rule_of(model: Any) -> Corrections:
+    """The correction rule ``model`` declares (``model.capabilities.corrections``).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.threshold import ThresholdPromptModel
+    >>> rule_of(ThresholdPromptModel())
+    <Corrections.NONE: 'none'>
+    """
+    return model.capabilities.corrections
+
+
 def corrects(model: Any, options: PropagationOptions, priors: Any = None) -> bool:
     """Whether prompts after round 0 are corrections for ``model`` with ``options``.
-
-    Not for weights that take no points (``model.takes_points`` false): they refuse
-    the points in one line before anything is walked.
 
     Examples
     --------
@@ -68,10 +90,8 @@ def corrects(model: Any, options: PropagationOptions, priors: Any = None) -> boo
     >>> corrects(ThresholdPromptModel(), PropagationOptions())
     False
     """
-    # weights without click channels refuse points: the walks do it before they run
-    return (callable(getattr(model, "correct", None)) and options.mode == "volume"
-            and not options.grad and priors is None
-            and bool(getattr(model, "takes_points", True)))
+    return (rule_of(model) is not Corrections.NONE and options.mode == "volume"
+            and not options.grad and priors is None)
 
 
 def head(prompts: PromptSet, k: int) -> PromptSet:
@@ -79,7 +99,8 @@ def head(prompts: PromptSet, k: int) -> PromptSet:
     return PromptSet(prompts.label, tuple(prompts.prompts[:k]))
 
 
-def kept_voxels(prompts: PromptSet) -> list[tuple[int, int, int]]:
+def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS
+                ) -> list[tuple[int, int, int]]:
     """``(slice, y, x)`` of the positive points after round 0: their components are
     kept beside the largest (a person's click on slices the result missed is not
     dropped).
@@ -91,7 +112,7 @@ def kept_voxels(prompts: PromptSet) -> list[tuple[int, int, int]]:
     >>> kept_voxels(s)
     [(6, 1, 2)]
     """
-    return [(int(p.index), *p.pixel) for p in prompts.prompts[round0_length(prompts):]
+    return [(int(p.index), *p.pixel) for p in prompts.prompts[round0_length(prompts, rule):]
             if isinstance(p, Point) and p.positive]
 
 
@@ -125,7 +146,9 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
 
     Examples
     --------
+    >>> from napari_segeval.models.base import Capabilities
     >>> class Add:  # a stand-in backend: the prompted slice becomes its box
+    ...     capabilities = Capabilities(corrections=Corrections.BOXES)
     ...     def correct(self, frames, prompts, previous, **kw):
     ...         b = prompts.prompts[-1]
     ...         out = np.zeros(previous.shape[1:], np.float32); out[b.y0:b.y1, b.x0:b.x1] = 1
@@ -146,7 +169,7 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
         mask[f] = p > threshold
         if on_slice is not None:
             on_slice(prompts.label, int(f), mask[f].copy())
-    return _result(prompts.label, probs, mask, options, kept_voxels(prompts))
+    return _result(prompts.label, probs, mask, options, kept_voxels(prompts, rule_of(model)))
 
 
 def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,
@@ -165,4 +188,5 @@ def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts:
     return result
 
 
-__all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length"]
+__all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length",
+           "rule_of"]

@@ -37,7 +37,13 @@ from napari_segeval.propagation.core import (
     record,
     total_steps,
 )
-from napari_segeval.propagation.corrections import apply_corrections, corrects, round0_length
+from napari_segeval.models.base import Corrections
+from napari_segeval.propagation.corrections import (
+    apply_corrections,
+    corrects,
+    round0_length,
+    rule_of,
+)
 from napari_segeval.propagation.images import (
     check_image_prompts,
     image_frames,
@@ -198,7 +204,7 @@ class PropagationSession:
         return (used is not None and label in self.structures and label not in self._seeded
                 and corrects(self.model, self.options) and len(used) < len(prompts)
                 and prompts.prompts[:len(used)] == used.prompts
-                and len(used) >= round0_length(prompts))
+                and len(used) >= round0_length(prompts, rule_of(self.model)))
 
     def _correct(self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any,
                  progress: Any) -> dict[int, StructureResult]:
@@ -262,7 +268,9 @@ class PropagationSession:
         # progress: one step per correction applied, then the steps of the others' walks
         fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
         total = fixes + (total_steps(int(self.frames.shape[0]), rest, self.options.mode,
-                                     corrections=corrects(self.model, self.options))
+                                     corrections=(rule_of(self.model)
+                                                  if corrects(self.model, self.options)
+                                                  else Corrections.NONE))
                          if rest else 0)
         step = None if progress is None else (lambda done: progress(done, total))
         # nothing is stored until every structure is done: a cancel leaves the session as it was

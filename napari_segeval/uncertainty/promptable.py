@@ -106,7 +106,8 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
         propagate_case,
     )
     from napari_segeval.propagation.core import total_steps
-    from napari_segeval.propagation.corrections import corrects
+    from napari_segeval.models.base import Corrections
+    from napari_segeval.propagation.corrections import corrects, rule_of
 
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
@@ -115,8 +116,9 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     sets = as_prompt_sets(prompts)
     shape = tuple(int(s) for s in frames.shape[1:3])
     rng = np.random.default_rng(seed)
+    correcting = corrects(model, PropagationOptions(mode=mode))
     per_sample = total_steps(int(frames.shape[0]), sets, mode,
-                             corrections=corrects(model, PropagationOptions(mode=mode)))
+                             corrections=rule_of(model) if correcting else Corrections.NONE)
     total = per_sample * n_samples
     stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []

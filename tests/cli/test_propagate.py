@@ -189,7 +189,7 @@ def test_unknown_model_is_refused_when_parsing(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["propagate", "x.nii.gz", "-o", "y.nii.gz", "--model", "sam9"])
     assert exc.value.code == 2
-    assert "unknown model 'sam9' (use one of builtin, threshold, medsam2" in (
+    assert "unknown model 'sam9' (use one of builtin, threshold, litemedsam, medsam2" in (
         capsys.readouterr().err)
 
 
@@ -261,7 +261,7 @@ def test_builtin_weights_without_clicks_refuse_points(files):
     d, _ = files
     from napari_segeval._errors import InvalidPromptError
 
-    with pytest.raises(InvalidPromptError, match=r"w\.pt: .*not points"):
+    with pytest.raises(InvalidPromptError, match=r"not points: the weights .*w\.pt have no click channels"):
         _run([str(d / "img.nii.gz"), "--box", "3,5,4,15,12", "--point", "3,8,8,-",
               "--checkpoint", str(d / "w.pt"), "--device", "cpu", "-o",
               str(d / "never_pt.nii.gz")])

@@ -43,8 +43,8 @@ def test_import_is_light():
 
 
 def test_names_are_listed_once():
-    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "medsam2", "sam2.1-tiny",
-                                         "sam2.1-small", "sam2.1-base-plus",
+    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "litemedsam", "medsam2",
+                                         "sam2.1-tiny", "sam2.1-small", "sam2.1-base-plus",
                                          "sam2.1-large"]
     assert list(registry.DENSE) == ["builtin-ct", "builtin-2d"]
     assert all(m.kind == "promptable" for m in registry.PROMPTABLE.values())
@@ -116,7 +116,7 @@ def test_unknown_names_list_the_known_ones():
     with pytest.raises(SegEvalError) as info:
         load_promptable("sam3")
     assert str(info.value) == ("unknown promptable model 'sam3': use one of builtin, threshold, "
-                               "medsam2, sam2.1-tiny, sam2.1-small, sam2.1-base-plus, "
+                               "litemedsam, medsam2, sam2.1-tiny, sam2.1-small, sam2.1-base-plus, "
                                "sam2.1-large, CATALOGUE_NAME, NAME:CHECKPOINT, module:factory")
     with pytest.raises(SegEvalError, match=r"unknown promptable model 'sam2\.1-tinny' "
                                            r"\(closest: sam2\.1-tiny"):
@@ -202,11 +202,11 @@ def test_the_published_file_of_another_network_is_named(monkeypatch, tmp_path):
 def test_the_registry_says_which_models_take_points():
     from napari_segeval.models.medsam2.model import MedSAM2Model
 
-    assert registry.PROMPTABLE["threshold"].points is ThresholdPromptModel.takes_points is True
-    assert MedSAM2Model.takes_points is True
+    assert registry.PROMPTABLE["threshold"].points is ThresholdPromptModel.capabilities.points
+    assert ThresholdPromptModel.capabilities.points is MedSAM2Model.capabilities.points is True
     assert all(registry.PROMPTABLE[n].points for n in registry.PROMPTABLE
                if n.startswith(("medsam2", "sam2.1")))
     # the built-in model: its weights say (the shipped ones have click channels)
     assert registry.PROMPTABLE["builtin"].points is None
-    assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").takes_points is True
+    assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").capabilities.points is True
     assert all(m.points is False for m in registry.DENSE.values())

@@ -19,6 +19,7 @@ from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
+from napari_segeval.models.base import Corrections
 from napari_segeval.propagation.corrections import corrects, round0_length
 
 BOX = Box(10, 12, 20, 24, index=4)
@@ -196,6 +197,8 @@ def test_a_seeded_structure_is_propagated_again_on_its_first_correction(model):
 class BoxOnly(nn.Module):
     """Four input channels (weights without clicks); logit = 20 * (prior - 0.5)."""
 
+    takes_points = False
+
     def __init__(self):
         super().__init__()
         self.passes = 0
@@ -313,7 +316,7 @@ def test_progress_counts_round0_walks_then_one_step_per_correction(model, share)
                    PropagationOptions(stop_when_empty=False, share=share),
                    progress=lambda d, t: calls.append((d, t)))
     # round 0 walks from the box on slice 4 (5 forward + 5 backward), then 2 corrections
-    assert total_steps(9, {1: s}, "volume", corrections=True) == 12
+    assert total_steps(9, {1: s}, "volume", corrections=Corrections.POINTS) == 12
     assert calls == [(d, 12) for d in range(1, 13)]
     assert total_steps(9, {1: s}, "volume") == 8 + 8  # walks of the whole set, no corrections
 

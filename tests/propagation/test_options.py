@@ -10,6 +10,7 @@ from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 from napari_segeval.propagation.masks import largest_component, structure_masks
+from napari_segeval.models.base import Capabilities
 
 
 def _diagonal_frames() -> np.ndarray:
@@ -46,6 +47,7 @@ class _LogitModel:
     """Returns fixed logits: a tiny positive logit whose float32 sigmoid is exactly 0.5."""
 
     name = "fixed-logits"
+    capabilities = Capabilities()
     device = torch.device("cpu")
 
     def __init__(self, logit: float) -> None:

@@ -10,12 +10,14 @@ import pytest
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import Box
 from napari_segeval.uncertainty import class_scales, decoded_map, feature_kind
+from napari_segeval.models.base import Capabilities
 
 
 class LogitModel:
     """A promptable stub whose logits are the frame itself plus the visit position."""
 
     name = "stub"
+    capabilities = Capabilities()
     device = "cpu"
 
     def __init__(self) -> None:

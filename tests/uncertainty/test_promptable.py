@@ -57,10 +57,13 @@ def test_progress_counts_every_step_and_validation():
         prompt_tta(ThresholdPromptModel(), frames(), PROMPTS, n_samples=0)
 
 
+from napari_segeval.models.base import Capabilities, Corrections  # noqa: E402
+
+
 class Correcting(ThresholdPromptModel):
     """Threshold backend whose points after a box are corrections that change nothing."""
 
-    takes_points = True
+    capabilities = Capabilities(points=True, masks=True, corrections=Corrections.POINTS)
 
     def correct(self, frames, prompts, previous, **kw):
         return {}

@@ -95,18 +95,18 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> refine_kind(SimpleNamespace(takes_points=False), "auto")
+    >>> from napari_segeval.models.base import Capabilities
+    >>> refine_kind(SimpleNamespace(name="m", capabilities=Capabilities()), "auto")
     'box'
-    >>> refine_kind(SimpleNamespace(takes_points=True), "auto")
+    >>> refine_kind(SimpleNamespace(name="m", capabilities=Capabilities(points=True)), "auto")
     'point'
     """
-    takes = bool(getattr(model, "takes_points", False))
+    takes = model.capabilities.points
     if refine_prompt == "auto":
         return "point" if takes else "box"
     if refine_prompt == "point" and not takes:
-        name = getattr(model, "name", type(model).__name__)
-        raise SegEvalError(f"model {name} does not take points: use --param refine_prompt=box "
-                           "(or auto)")
+        raise SegEvalError(f"model {model.name} does not take points: use --param "
+                           "refine_prompt=box (or auto)")
     return refine_prompt
 
 
@@ -134,7 +134,7 @@ def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: 
     res = session.propagate()
     yield 0, res, {}
     labels = prepared.case.labels
-    points = bool(getattr(prepared.model, "takes_points", False))
+    points = prepared.model.capabilities.points
     for r in range(1, int(params["rounds"]) + 1):
         masks = M.structure_masks(res, prepared, dict(params))
         added = {}

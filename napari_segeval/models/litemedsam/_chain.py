@@ -1,0 +1,156 @@
+"""LiteMedSAM's slice-by-slice box chain: every walk of a case, one embedding per slice.
+
+A chain walks the slices of one structure in one direction. On each slice it takes one
+box in 256-pixel space: the person's box where the slice carries one, else the box of
+the previous slice's result (:func:`._recipe.mask_to_256`, :func:`._recipe.box_of_256`:
+the authors' rule), else - the previous result is empty - the last person's box it met
+(the authors' fallback to the original box). It decodes the slice's embedding with that
+box and thresholds the logits at 0 (``sigmoid > 0.5``, as the authors). With
+``stop_empty`` it ends at the first empty slice after its last conditioning slice (the
+project's rule); the challenge's loop has no stop but a last slice (``limit``).
+
+Embeddings come from one :class:`~napari_segeval.models._frame_cache.FrameCache` per
+call (each slice encoded once for every chain that reads it, within the byte budget,
+and kept between calls in a :class:`~napari_segeval.models._frame_cache.FrameStore`).
+The chains advance together, one slice each per step, in the order given; a chain's
+result is the same alone or beside others (every decode is of one box).
+
+This module imports torch at import time: import it only inside functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from napari_segeval._cancel import check_cancel
+from napari_segeval.prompts.box import Box
+
+from . import _recipe as R
+
+#: Logits below this are left out of a slice's stored crop (probability < 1e-5, reported
+#: as 0: outside every mask and every merge decision).
+CROP_LOGIT = -11.5
+
+
+def box_xyxy(box: Box) -> tuple[int, int, int, int]:
+    """A box as the authors' inclusive ``[x_min, y_min, x_max, y_max]``.
+
+    Examples
+    --------
+    >>> box_xyxy(Box(2, 3, 6, 9))
+    (3, 2, 8, 5)
+    """
+    return box.x0, box.y0, box.x1 - 1, box.y1 - 1
+
+
+@dataclass
+class Chain:
+    """One chain's plan and state.
+
+    ``frames``: visit order; ``boxes``: the person's box (256 space) per slice;
+    ``last_conditioning``: visit position of the last slice with a person's box;
+    ``limit``: number of visit positions it may walk; ``stop_empty``: the project's stop;
+    ``value``: the value of the result map the authors' box rule resizes (their
+    structure number); ``prior``: per-slice chain (boxes from these masks instead of
+    the chain's own); ``stop_at``: slices the chain must not enter (another box's).
+    """
+
+    frames: list[int]
+    boxes: dict[int, list[int]]
+    last_conditioning: int = 0
+    limit: int | None = None
+    stop_empty: bool = True
+    value: int = 1
+    prior: np.ndarray | None = None
+    stop_at: frozenset[int] = frozenset()
+    fallback: list[int] | None = None
+    previous: np.ndarray | None = None
+    crops: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+    done: bool = False
+
+    @property
+    def length(self) -> int:
+        """Visit positions it may take."""
+        return len(self.frames) if self.limit is None else min(self.limit, len(self.frames))
+
+
+def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
+    """The box of ``chain`` at visit ``j`` (``frame``), or None when it stops here."""
+    if frame in chain.boxes:
+        chain.fallback = chain.boxes[frame]
+        return chain.fallback
+    if frame in chain.stop_at:
+        return None
+    source = chain.previous
+    if chain.prior is not None:
+        source = np.asarray(chain.prior[chain.frames[j - 1]]) > 0.5
+    box = None if source is None or not source.any() else R.box_of_256(
+        R.mask_to_256(source, chain.value))
+    if box is not None:
+        return box
+    if chain.stop_empty and j - 1 >= chain.last_conditioning:
+        return None
+    return chain.fallback
+
+
+def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
+    """Keep a slice's probabilities inside the crop where they can matter."""
+    keep = (logits.detach() > CROP_LOGIT).nonzero()
+    if keep.numel() == 0:
+        chain.crops.append(None)
+        chain.values.append(None)
+        return
+    (y0, x0), (y1, x1) = keep.min(dim=0).values.tolist(), keep.max(dim=0).values.tolist()
+    crop = logits[y0:y1 + 1, x0:x1 + 1]
+    chain.crops.append((y0, x0, y1 + 1, x1 + 1))
+    chain.values.append(torch.sigmoid(crop if grad else crop.detach()))
+
+
+def run(net: Any, cache: Any, frames: Any, chains: list[Chain], shape: tuple[int, int], *,
+        grad: bool = False, progress: Callable[[int, int], None] | None = None,
+        cancel: Any = None, on_frame: Callable[[int, int, Any], None] | None = None) -> None:
+    """Advance every chain to its end (results in each chain's ``crops`` and ``values``).
+
+    ``cache`` is a :class:`~napari_segeval.models._frame_cache.FrameCache` of the
+    slices' embeddings whose planned reads are the chains' visits, step by step.
+    ``progress(done, total)`` after each slice of each chain (a chain that stops adds its
+    remaining slices at once); ``on_frame(chain number, frame, probability (H, W))``
+    hears each slice as it is computed.
+    """
+    h, w = shape
+    resized = R.resized_size(h, w)
+    total = sum(c.length for c in chains)
+    done = 0
+    for j in range(max((c.length for c in chains), default=0)):
+        for i, c in enumerate(chains):
+            if c.done or j >= c.length:
+                continue
+            check_cancel(cancel, "LiteMedSAM propagation")
+            frame = c.frames[j]
+            box = _next_box(c, j, frame) if j else c.boxes.get(frame)
+            if box is None:
+                c.done = True
+                for k in range(j, c.length):
+                    cache.forget(c.frames[k], k)
+                done += c.length - j
+                if progress is not None:
+                    progress(done, total)
+                continue
+            if j == 0:
+                c.fallback = box
+            embedding = cache.get(frame)[0]
+            logits = net.decode(embedding, torch.tensor([box], dtype=torch.float32))
+            logits = R.to_slice(logits, resized, (h, w))[0]
+            c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
+            _store(c, logits.float(), grad)
+            if on_frame is not None:
+                on_frame(i, frame, torch.sigmoid(logits.detach().float()))
+            done += 1
+            if progress is not None:
+                progress(done, total)

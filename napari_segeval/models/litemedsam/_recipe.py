@@ -1,0 +1,306 @@
+"""The per-slice steps of the LiteMedSAM authors' recipe (``CVPR24_LiteMedSAM_infer.py``).
+
+Each slice (8-bit grey repeated to 3 channels, or RGB) is resized so that its longest side
+is 256 pixels with OpenCV's area interpolation (``cv2.INTER_AREA``; new size
+``int(old * 256 / max(H, W) + 0.5)``), min-max normalized to [0, 1] over the resized
+image, and zero-padded at the bottom and right to 256 x 256. A box ``[x_min, y_min, x_max,
+y_max]`` (inclusive pixel indices, as the challenge's boxes) is scaled by
+``int(c * 256 / max(H, W))`` (truncated). The mask logits are cropped to the resized size
+and resized bilinearly (``align_corners=False``) to the slice; ``logit > 0`` is the mask.
+Walking from slice to slice, the next box is the previous result's: that mask area-resized
+and padded to 256, its tight box grown by 3 pixels on each side and clamped to [0, 256].
+
+OpenCV is not needed: :func:`resize_area` computes ``cv2.resize(..., INTER_AREA)`` of an
+8-bit image as separable weights (OpenCV's own three cases: integer downscale factors
+average blocks, other downscales weigh each source pixel by the area it covers, and
+upscales interpolate linearly between the two nearest pixels with OpenCV's area
+coefficients), then rounds as OpenCV does for 8-bit output (2 x 2 blocks half up, the
+rest to nearest); the tests compare it with OpenCV itself. The rounding to 8 bits is
+applied with a straight-through gradient, so an attack sees the values the recipe
+computes and gradients pass as through the unrounded resize.
+
+This module imports torch at import time: import it only inside functions.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+#: The model's input size.
+SIZE = 256
+#: Pixels added on each side of the previous slice's box (256-pixel space).
+BOX_GROWTH = 3
+
+
+def resized_size(h: int, w: int, target: int = SIZE) -> tuple[int, int]:
+    """The recipe's size after resizing the longest side to ``target``.
+
+    Examples
+    --------
+    >>> resized_size(512, 512), resized_size(96, 96), resized_size(300, 200)
+    ((256, 256), (256, 256), (256, 171))
+    """
+    scale = target * 1.0 / max(h, w)
+    return int(h * scale + 0.5), int(w * scale + 0.5)
+
+
+def _mode(src: tuple[int, int], dst: tuple[int, int]) -> str:
+    """OpenCV's INTER_AREA case for a resize of ``src`` to ``dst`` (both (H, W))."""
+    if src == dst:
+        return "copy"
+    sy, sx = src[0] / dst[0], src[1] / dst[1]
+    if sy >= 1 and sx >= 1:
+        fast = abs(sy - round(sy)) < 2.2e-16 and abs(sx - round(sx)) < 2.2e-16
+        return "blocks" if fast else "area"
+    return "linear"
+
+
+@lru_cache(maxsize=64)
+def axis_weights(src: int, dst: int, mode: str) -> np.ndarray:
+    """``(dst, src)`` weights of one axis of OpenCV's INTER_AREA resize in ``mode``.
+
+    ``mode`` is that of the whole image (:func:`_mode`): ``"blocks"`` and ``"area"``
+    (downscale: each destination pixel averages the source area it covers, as
+    ``computeResizeAreaTab``), ``"linear"`` (an upscale in either axis: two-tap linear
+    interpolation with OpenCV's area-mode offsets), ``"copy"``.
+
+    Examples
+    --------
+    >>> axis_weights(4, 2, "blocks").tolist()
+    [[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]]
+    >>> axis_weights(2, 4, "linear").tolist()
+    [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]]
+    """
+    out = np.zeros((dst, src))
+    if mode == "copy":
+        return np.eye(src)
+    scale = src / dst
+    if mode in ("blocks", "area"):
+        for d in range(dst):
+            f1 = d * scale
+            f2 = f1 + scale
+            cell = min(scale, src - f1)
+            s1, s2 = math.ceil(f1), math.floor(f2)
+            s2 = min(s2, src - 1)
+            s1 = min(s1, s2)
+            if s1 - f1 > 1e-3:
+                out[d, s1 - 1] += float(np.float32((s1 - f1) / cell))
+            for s in range(s1, s2):
+                out[d, s] += float(np.float32(1.0 / cell))
+            if f2 - s2 > 1e-3:
+                out[d, s2] += float(np.float32(min(min(f2 - s2, 1.0), cell) / cell))
+        return out
+    inv = dst / src
+    for d in range(dst):
+        s = math.floor(d * scale)
+        f = float(np.float32((d + 1) - (s + 1) * inv))
+        f = 0.0 if f <= 0 else f - math.floor(f)
+        if s >= src - 1:
+            s, f = src - 1, 0.0
+        out[d, s] += 1.0 - f
+        if f:
+            out[d, s + 1] += f
+    return out
+
+
+def _ste(x: torch.Tensor, rounded: torch.Tensor) -> torch.Tensor:
+    """``rounded`` forward, the gradient of ``x`` backward (straight-through)."""
+    return x + (rounded - x).detach()
+
+
+def round_u8(x: torch.Tensor, half_up: bool = False) -> torch.Tensor:
+    """Round to whole grey levels in [0, 255] (straight-through), as an 8-bit cast does.
+
+    ``half_up``: OpenCV's 2 x 2 block average rounds halves up; everything else rounds
+    to the nearest even.
+
+    Examples
+    --------
+    >>> round_u8(torch.tensor([0.5, 1.5, 2.5, 300.0])).tolist()
+    [0.0, 2.0, 2.0, 255.0]
+    >>> round_u8(torch.tensor([0.5, 2.5]), half_up=True).tolist()
+    [1.0, 3.0]
+    """
+    r = torch.floor(x + 0.5) if half_up else torch.round(x)
+    return _ste(x, r.clamp(0, 255))
+
+
+def resize_area(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """``cv2.resize(image, (W', H'), interpolation=cv2.INTER_AREA)`` of an 8-bit image.
+
+    ``image``: ``(..., H, W)`` float tensor of whole grey levels 0..255 (any leading
+    dims, e.g. channels). Returns ``(..., H', W')`` whole grey levels in the input's
+    dtype; differentiable (straight-through rounding).
+
+    Examples
+    --------
+    >>> x = torch.tensor([[0., 1., 2., 4.], [4., 3., 2., 0.]])
+    >>> resize_area(x, (1, 2)).tolist()
+    [[2.0, 2.0]]
+    """
+    h, w = int(image.shape[-2]), int(image.shape[-1])
+    mode = _mode((h, w), (int(size[0]), int(size[1])))
+    if mode == "copy":
+        return image
+    lead = image.shape[:-2]
+    x = image.reshape(-1, h, w)
+    if mode == "blocks":
+        ky, kx = h // size[0], w // size[1]
+        y = F.avg_pool2d(x[:, None].double(), (ky, kx))[:, 0]
+        out = round_u8(y, half_up=(ky, kx) == (2, 2))
+    else:
+        wy = torch.as_tensor(axis_weights(h, int(size[0]), mode), device=x.device)
+        wx = torch.as_tensor(axis_weights(w, int(size[1]), mode), device=x.device)
+        y = wy @ x.double() @ wx.T
+        if mode == "area":  # OpenCV's float32 sums, in its order
+            out = _ste(y, torch.round(_area_float32(x, wy, wx)).clamp(0, 255).to(y.dtype))
+        else:  # OpenCV's fixed-point linear pass, exactly; gradients of the float one
+            out = _ste(y, _linear_fixed(x, wy, wx).to(y.dtype))
+    return out.to(image.dtype).reshape(*lead, int(size[0]), int(size[1]))
+
+
+def _ordered_taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's non-zero weights in increasing source order, padded with zeros:
+    ``(index (n, k), weight (n, k))``."""
+    nz = weights > 0
+    k = int(nz.sum(dim=1).max())
+    order = torch.argsort((~nz).to(torch.int8), dim=1, stable=True)[:, :k]
+    return order, torch.gather(weights, 1, order) * torch.gather(nz, 1, order)
+
+
+def _area_float32(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.Tensor:
+    """OpenCV's area resize of ``(C, H, W)`` in its float32 arithmetic: each source row
+    summed over its horizontal taps, the rows summed over their vertical taps, in order."""
+    v = torch.round(x.detach()).float()
+    xi, xa = _ordered_taps(wx)
+    yi, ya = _ordered_taps(wy)
+    xa, ya = xa.float(), ya.float()
+    hor = torch.zeros(*v.shape[:-1], xi.shape[0], dtype=torch.float32, device=v.device)
+    for k in range(xi.shape[1]):
+        hor = hor + v[..., xi[:, k]] * xa[:, k]
+    out = ya[:, 0, None] * hor[:, yi[:, 0]]
+    for k in range(1, yi.shape[1]):
+        out = out + ya[:, k, None] * hor[:, yi[:, k]]
+    return out
+
+
+def _taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
+                                          torch.Tensor]:
+    """The two taps of each row of linear weights: (index0, index1, coef0, coef1), the
+    coefficients in OpenCV's fixed point (x 2048, rounded to nearest even)."""
+    n, src = weights.shape
+    first = (weights > 0).to(torch.int64).argmax(dim=1)
+    second = torch.clamp(first + 1, max=src - 1)
+    rows = torch.arange(n, device=weights.device)
+    c0 = weights[rows, first]
+    c1 = torch.where(second > first, weights[rows, second], torch.zeros_like(c0))
+    fixed = lambda c: torch.round(c.float() * 2048).to(torch.int64)  # noqa: E731
+    return first, second, fixed(c0), fixed(c1)
+
+
+def _linear_fixed(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.Tensor:
+    """``cv2.resize`` of 8-bit ``(C, H, W)`` grey levels with linear taps, in its arithmetic.
+
+    The horizontal pass keeps whole products (grey level x coefficient); the vertical
+    pass is that of OpenCV's vector code for 8-bit output: each row shifted right by 4,
+    multiplied by its coefficient keeping the high 16 bits, summed, then rounded by
+    ``(v + 2) >> 2`` and saturated.
+    """
+    v = torch.round(x.detach()).to(torch.int64)
+    i0, i1, a0, a1 = _taps(wx)
+    hor = v[..., i0] * a0 + v[..., i1] * a1
+    j0, j1, b0, b1 = _taps(wy)
+    s0, s1 = hor[:, j0] >> 4, hor[:, j1] >> 4
+    val = ((s0 * b0[:, None]) >> 16) + ((s1 * b1[:, None]) >> 16)
+    return torch.clamp((val + 2) >> 2, 0, 255)
+
+
+def model_input(frame: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
+    """One slice in [0, 1] (grey ``(H, W)`` or RGB ``(H, W, 3)``) -> ``(3, 256, 256)`` input.
+
+    Returns the input and the resized size ``(H', W')``. Steps: back to 8-bit grey levels
+    (``frame * 255``, rounded), the area resize, min-max over the resized image, zero
+    padding (module doc). Differentiable with respect to ``frame``.
+
+    Examples
+    --------
+    >>> x, size = model_input(torch.rand(96, 64))
+    >>> tuple(x.shape), size, float(x.max())
+    ((3, 256, 256), (256, 171), 1.0)
+    """
+    grey = frame.ndim == 2
+    chw = frame[None] if grey else frame.permute(2, 0, 1)
+    u8 = round_u8(chw * 255.0)
+    h, w = int(chw.shape[-2]), int(chw.shape[-1])
+    nh, nw = resized_size(h, w)
+    r = resize_area(u8, (nh, nw))
+    lo, hi = r.amin(), r.amax()
+    r = (r - lo) / torch.clamp(hi - lo, min=1e-8)
+    if grey:
+        r = r.expand(3, nh, nw)
+    return F.pad(r, (0, SIZE - nw, 0, SIZE - nh)), (nh, nw)
+
+
+def scale_box(xyxy: tuple[int, int, int, int], shape: tuple[int, int]) -> list[int]:
+    """A box ``[x_min, y_min, x_max, y_max]`` of a ``(H, W)`` slice in 256-pixel space.
+
+    Examples
+    --------
+    >>> scale_box((10, 20, 50, 95), (96, 96))
+    [26, 53, 133, 253]
+    """
+    ratio = SIZE / max(int(shape[0]), int(shape[1]))
+    return [int(c * ratio) for c in xyxy]
+
+
+def mask_to_256(mask: np.ndarray, value: int = 1) -> np.ndarray:
+    """A slice's mask as the recipe sees it in 256-pixel space: ``(256, 256)`` boolean.
+
+    The recipe area-resizes the 8-bit result map (the structure's value ``value`` on its
+    pixels) and pads it; a pixel is in the mask where the resized value is above 0.
+
+    Examples
+    --------
+    >>> m = np.zeros((128, 128), bool); m[10:20, 30:40] = True
+    >>> np.argwhere(mask_to_256(m)).min(axis=0).tolist(), int(mask_to_256(m).sum())
+    ([20, 60], 400)
+    """
+    h, w = mask.shape
+    nh, nw = resized_size(h, w)
+    u8 = torch.from_numpy(np.asarray(mask, bool) * float(value))
+    r = resize_area(u8, (nh, nw)).numpy() > 0
+    out = np.zeros((SIZE, SIZE), bool)
+    out[:nh, :nw] = r
+    return out
+
+
+def box_of_256(mask256: np.ndarray, grow: int = BOX_GROWTH) -> list[int] | None:
+    """The tight box of a 256-space mask grown by ``grow`` and clamped to [0, 256], or None.
+
+    Examples
+    --------
+    >>> m = np.zeros((256, 256), bool); m[1:5, 250:254] = True
+    >>> box_of_256(m)
+    [247, 0, 256, 7]
+    """
+    ys, xs = np.nonzero(mask256)
+    if ys.size == 0:
+        return None
+    return [max(0, int(xs.min()) - grow), max(0, int(ys.min()) - grow),
+            min(SIZE, int(xs.max()) + grow), min(SIZE, int(ys.max()) + grow)]
+
+
+def to_slice(logits: torch.Tensor, resized: tuple[int, int], shape: tuple[int, int]
+             ) -> torch.Tensor:
+    """Mask logits ``(B, 1, 256, 256)`` -> ``(B, H, W)`` logits on the slice.
+
+    Cropped to the resized size, resized bilinearly (``align_corners=False``).
+    """
+    crop = logits[..., : resized[0], : resized[1]]
+    return F.interpolate(crop, size=tuple(int(s) for s in shape), mode="bilinear",
+                         align_corners=False)[:, 0]

