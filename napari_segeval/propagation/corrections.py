@@ -99,11 +99,15 @@ def head(prompts: PromptSet, k: int) -> PromptSet:
     return PromptSet(prompts.label, tuple(prompts.prompts[:k]))
 
 
-def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS
-                ) -> list[tuple[int, int, int]]:
-    """``(slice, y, x)`` of the positive points after round 0: their components are
-    kept beside the largest (a person's click on slices the result missed is not
-    dropped).
+def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS,
+                mask: np.ndarray | None = None) -> list[tuple[int, int, int]]:
+    """Voxels whose components are kept beside the largest (a person's prompts say the
+    structure is there).
+
+    ``POINTS``: ``(slice, y, x)`` of the positive points after round 0 (a click on slices
+    the result missed is not dropped). ``BOXES``: the voxels of ``mask`` inside each box
+    of the set, on its slice (a box's result is not dropped because a later box's walk
+    grew a larger component elsewhere).
 
     Examples
     --------
@@ -111,7 +115,17 @@ def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS
     ...                   Point(3, 3, index=7, positive=False)])
     >>> kept_voxels(s)
     [(6, 1, 2)]
+    >>> m = np.zeros((3, 4, 4), bool); m[2, 1, 1] = True
+    >>> kept_voxels(PromptSet.of([Box(0, 0, 2, 2, index=2)]), Corrections.BOXES, m)
+    [(2, 1, 1)]
     """
+    if rule is Corrections.BOXES:
+        out = []
+        for b in prompts.boxes:
+            if mask is not None and 0 <= b.index < mask.shape[0]:
+                ys, xs = np.nonzero(mask[b.index, b.y0:b.y1, b.x0:b.x1])
+                out += [(int(b.index), int(y) + b.y0, int(x) + b.x0) for y, x in zip(ys, xs)]
+        return out
     return [(int(p.index), *p.pixel) for p in prompts.prompts[round0_length(prompts, rule):]
             if isinstance(p, Point) and p.positive]
 
@@ -169,7 +183,8 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
         mask[f] = p > threshold
         if on_slice is not None:
             on_slice(prompts.label, int(f), mask[f].copy())
-    return _result(prompts.label, probs, mask, options, kept_voxels(prompts, rule_of(model)))
+    return _result(prompts.label, probs, mask, options,
+                   kept_voxels(prompts, rule_of(model), mask))
 
 
 def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,

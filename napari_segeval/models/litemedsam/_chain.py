@@ -68,9 +68,12 @@ class Chain:
     value: int = 1
     prior: np.ndarray | None = None
     stop_at: frozenset[int] = frozenset()
+    iou_ratio: float | None = None
+    key_iou: float | None = None
     fallback: list[int] | None = None
     previous: np.ndarray | None = None
     crops: list = field(default_factory=list)
+    ious: list = field(default_factory=list)
     values: list = field(default_factory=list)
     done: bool = False
 
@@ -145,7 +148,20 @@ def run(net: Any, cache: Any, frames: Any, chains: list[Chain], shape: tuple[int
             if j == 0:
                 c.fallback = box
             embedding = cache.get(frame)[0]
-            logits = net.decode(embedding, torch.tensor([box], dtype=torch.float32))
+            logits, iou = net.decode(embedding, torch.tensor([box], dtype=torch.float32))
+            quality = float(iou.detach()[0])
+            if frame in c.boxes:
+                c.key_iou = quality
+            elif (c.stop_empty and c.iou_ratio is not None and c.key_iou is not None
+                  and j > c.last_conditioning and quality < c.iou_ratio * c.key_iou):
+                c.done = True  # the quality stop: this slice and the rest are left out
+                for k in range(j + 1, c.length):
+                    cache.forget(c.frames[k], k)
+                done += c.length - j
+                if progress is not None:
+                    progress(done, total)
+                continue
+            c.ious.append(quality)
             logits = R.to_slice(logits, resized, (h, w))[0]
             c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
             _store(c, logits.float(), grad)

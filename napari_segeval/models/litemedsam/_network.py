@@ -545,8 +545,8 @@ class MaskDecoder(nn.Module):
         self.iou_prediction_head = MLP(dim, 256, outputs + 1, 3)
 
     def forward(self, embedding: torch.Tensor, image_pe: torch.Tensor,
-                sparse: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, 256, 256)`` of the first mask token.
+                sparse: torch.Tensor, dense: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``(B, 1, 256, 256)`` of the first mask token and its predicted IoU ``(B,)``.
 
         ``embedding`` is ``(1, 256, 64, 64)`` (shared by every prompt of the batch) or
         ``(B, 256, 64, 64)``; ``sparse`` ``(B, 2, 256)``; ``dense`` broadcastable to
@@ -562,7 +562,8 @@ class MaskDecoder(nn.Module):
         up = self.output_upscaling(keys.transpose(1, 2).reshape(b, c, h, w))
         hyper = self.output_hypernetworks_mlps[0](hs[:, 1])  # the first mask token
         bb, cc, hh, ww = up.shape
-        return (hyper[:, None] @ up.view(bb, cc, hh * ww)).view(bb, 1, hh, ww)
+        logits = (hyper[:, None] @ up.view(bb, cc, hh * ww)).view(bb, 1, hh, ww)
+        return logits, self.iou_prediction_head(hs[:, 0])[:, 0]
 
 
 class LiteMedSAMNet(nn.Module):
@@ -599,8 +600,10 @@ class LiteMedSAMNet(nn.Module):
         """The decoder's positional grid ``(1, 256, 64, 64)``."""
         return self._dense_pe if self._dense_pe is not None else self.prompt_encoder.dense_pe()
 
-    def decode(self, embedding: torch.Tensor, boxes: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding."""
+    def decode(self, embedding: torch.Tensor, boxes: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding, and the
+        decoder's predicted IoU of each mask ``(B,)``."""
         sparse = self.prompt_encoder.embed_boxes(boxes.to(embedding.device))
         dense = self.prompt_encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
         return self.mask_decoder(embedding, self.dense_pe().to(embedding.dtype), sparse, dense)
