@@ -255,6 +255,12 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
             ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
             [[s["structure"], s["condition"], s["n"], s["mean"], s["std"], s["median"],
               s["q1"], s["q3"]] for s in stats])]
+        gated = sorted({r["case"] for r in rows if r.get("nsd_gated") in (True, "True")})
+        if any("nsd_gated" in r for r in rows):
+            parts.append(f"<p class='note'>NSD is scored only for cases whose mean DSC is above "
+                         f"{html.escape(str(run['params'].get('nsd_min_dice')))} (the CVPR 2024 "
+                         f"challenge's metric rule); it is 0 for the other {len(gated)} case(s)"
+                         f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>")
         if not models:  # several models: their box plots are drawn above
             parts += ["<h2>Box plots</h2>", _boxplots(rows)]
         scatter = _dice_vs_uncertainty(rows)

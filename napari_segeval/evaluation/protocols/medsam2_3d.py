@@ -56,12 +56,15 @@ DEFAULTS = {
     "scoring": "merged",
     "jitter_mode": "edges",
     "prompt": "box",
+    "nsd_min_dice": None,
 }
 
 _CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
             "connectivity": (6, 18, 26), "decision": ("probability", "logit"),
-            "scoring": ("merged", "per-structure"), "jitter_mode": ("edges", "outward"),
-            "prompt": ("box", "mask")}
+            "scoring": ("merged", "per-structure", "ordered"),
+            "jitter_mode": ("edges", "outward"), "prompt": ("box", "mask", "box3d")}
+#: The models that run ``prompt="box3d"`` (the CVPR 2024 challenge's 3D loop).
+BOX3D_MODELS = ("litemedsam",)
 
 
 def check_params(params: dict) -> None:
@@ -76,7 +79,7 @@ def check_params(params: dict) -> None:
     >>> check_params({"scoring": "each"})
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, got 'each'
+    napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, ordered, got 'each'
     >>> check_params({"jitter": -5})
     Traceback (most recent call last):
     ...
@@ -91,6 +94,14 @@ def check_params(params: dict) -> None:
     C.check_number(params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0,
                    whole=True)
     C.check_number(params, "seed", 0, "a whole number", whole=True)
+    if params.get("nsd_min_dice") is not None:
+        C.check_number(params, "nsd_min_dice", None, "null or a number in [0, 1]",
+                       lambda v: 0 <= v <= 1)
+    if params.get("prompt") == "box3d" and params.get("model", DEFAULTS["model"]) not in \
+            BOX3D_MODELS:
+        raise SegEvalError(f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
+                           f"LiteMedSAM: use --model litemedsam (got "
+                           f"{params.get('model', DEFAULTS['model'])})")
     modality = params.get("modality")
     if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
         raise SegEvalError(f"parameter modality must be null or one of "
@@ -156,6 +167,30 @@ def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter:
     return prompts
 
 
+def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
+    """The CVPR 2024 challenge's prompt of every structure present: its 3D box (x/y extent
+    over all slices, z range), as the 2D box on the middle slice of the range,
+    ``int((z_max - z_min) / 2 + z_min)``.
+
+    Examples
+    --------
+    >>> lab = np.zeros((6, 8, 8), np.uint8); lab[1, 1:3, 2:4] = 1; lab[4, 5:7, 1:2] = 1
+    >>> challenge_prompts(lab, {1: "a"})
+    [Box(y0=1, x0=1, y1=7, x1=4, index=2, label=1)]
+    """
+    from napari_segeval.models.litemedsam import Box3D
+    from napari_segeval.prompts.box import Box
+
+    out = []
+    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
+    for label in ids:
+        b = Box3D.from_mask(labels == label, label, 1)
+        if b is not None:
+            x0, y0, x1, y1 = b.xyxy
+            out.append(Box(y0, x0, y1 + 1, x1 + 1, index=b.middle, label=label))
+    return out
+
+
 def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of
     the box's frame (a mask prompt, as SAM2's ``add_new_mask``).
@@ -173,7 +208,7 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     if prompt == "mask":
         return {b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index,
                                                         b.label),)) for b in prompts}
-    return {b.label: PromptSet.from_box(b) for b in prompts}
+    return {b.label: PromptSet.from_box(b) for b in prompts}  # box3d: its middle-slice box
 
 
 @dataclass
@@ -217,9 +252,16 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     structures = dict(case.structures)  # ids the names leave out are "label N" structures
     structures.update({k: v for k, v in unnamed_structures(np.unique(case.labels)).items()
                        if k not in structures})
-    prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
-                                rng=case_rng(int(params["seed"]), spec.case_id),
-                                first=(mode == "video"), jitter_mode=str(params["jitter_mode"]))
+    if params["prompt"] == "box3d":
+        if mode != "volume":
+            raise SegEvalError("parameter prompt=box3d (the challenge's 3D boxes) is for "
+                               "volumes, not videos")
+        prompts = challenge_prompts(case.labels, structures)
+    else:
+        prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
+                                    rng=case_rng(int(params["seed"]), spec.case_id),
+                                    first=(mode == "video"),
+                                    jitter_mode=str(params["jitter_mode"]))
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
     options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
@@ -250,12 +292,60 @@ def with_model(prepared: Prepared, params: dict) -> Prepared:
     return replace(prepared, model=model, frames=frames, resize=resize)
 
 
+def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
+    """The challenge's result map: each structure's mask written in label order, a later
+    structure overwriting an earlier one where they overlap.
+
+    Examples
+    --------
+    >>> a = np.array([[True, True, False]]); b = np.array([[False, True, True]])
+    >>> ordered_labels({2: b, 1: a}, (1, 3)).tolist()
+    [[1, 2, 2]]
+    """
+    out = np.zeros(shape, np.uint16)
+    for lab in sorted(masks):
+        out[np.asarray(masks[lab], bool)] = lab
+    return out
+
+
+def scored_labels(res, params: dict) -> np.ndarray:
+    """The label map a result is scored and saved as: the merged one, or (``scoring=
+    "ordered"``) the structures written in label order (the challenge's)."""
+    if params.get("scoring", DEFAULTS["scoring"]) == "ordered":
+        return ordered_labels(res.masks, res.labels.shape).astype(res.labels.dtype)
+    return res.labels
+
+
 def structure_masks(res, prepared: Prepared, params: dict) -> dict:
     """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
-    its voxels of the merged label map."""
+    its voxels of the label map that is scored (:func:`scored_labels`)."""
     if params.get("scoring", DEFAULTS["scoring"]) == "per-structure":
         return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
-    return {lab: res.labels == lab for lab in prepared.present}
+    labels = scored_labels(res, params)
+    return {lab: labels == lab for lab in prepared.present}
+
+
+def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
+    """The challenge's NSD rule: a case's NSD counts only where its mean DSC over its
+    structures is above ``min_dice``; otherwise every NSD of the case is 0. Each row says
+    whether it was gated (``nsd_gated``); ``None`` gates nothing.
+
+    Examples
+    --------
+    >>> rows = [{"dice": 0.1, "nsd": 0.5}, {"dice": 0.2, "nsd": 0.6}]
+    >>> [(r["nsd"], r["nsd_gated"]) for r in gate_nsd(rows, 0.2)]
+    [(0.0, True), (0.0, True)]
+    """
+    if min_dice is None:
+        return rows
+    dice = [float(r["dice"]) for r in rows if r.get("dice") is not None
+            and np.isfinite(float(r["dice"]))]
+    gated = bool(dice) and float(np.mean(dice)) <= float(min_dice)
+    for r in rows:
+        r["nsd_gated"] = gated
+        if gated and r.get("nsd") is not None:
+            r["nsd"] = 0.0
+    return rows
 
 
 def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
@@ -272,7 +362,10 @@ def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
             rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
     else:
-        rows = C.score(case.labels, res.labels, case.spacing, present, condition, **metric)
+        rows = C.score(case.labels, scored_labels(res, params), case.spacing, present,
+                       condition, **metric)
+    if not video:
+        rows = gate_nsd(rows, params.get("nsd_min_dice"))
     boxes = {b.label: b for b in prepared.boxes}
     task = Path(spec.root).name if spec.root else ""
     modality = prepared.modality
@@ -296,12 +389,44 @@ def propagate_and_score(spec, params: dict, *, mode: str, prepared: Prepared | N
     from napari_segeval.propagation import propagate_case
 
     prepared = prepared or prepare_case(spec, params, mode=mode)
-    res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+    if {**DEFAULTS, **params}["prompt"] == "box3d":
+        res = challenge_result(prepared)
+    else:
+        res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
     rows = score_result(res, prepared, params, spec, mode=mode)
     case = prepared.case
     k = prepared.boxes[0].index if mode == "video" else None
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}, index=k),
-                      arrays=C.case_arrays(case, {"clean": res.labels}))
+    saved = scored_labels(res, params)
+    return CaseOutput(rows, C.views(case, {"clean": saved}, index=k),
+                      arrays=C.case_arrays(case, {"clean": saved}))
+
+
+@dataclass
+class ChallengeResult:
+    """What the challenge's 3D loop gives (:func:`challenge_result`): each structure's
+    mask, their label map (in label order) and the provenance of the run."""
+
+    labels: np.ndarray
+    masks: dict
+    params: dict
+
+
+def challenge_result(prepared: Prepared) -> ChallengeResult:
+    """The CVPR 2024 challenge's 3D loop on a prepared case (LiteMedSAM's
+    :meth:`~napari_segeval.models.litemedsam.LiteMedSAMModel.challenge_3d`): the 3D box of
+    each structure, its number in the result map by label order."""
+    from napari_segeval.models.litemedsam import Box3D, LiteMedSAMModel
+
+    model = prepared.model
+    if not isinstance(model, LiteMedSAMModel):
+        raise SegEvalError("parameter prompt=box3d is LiteMedSAM's challenge loop: use "
+                           "--model litemedsam")
+    labels = prepared.case.labels
+    boxes = [Box3D.from_mask(labels == b.label, b.label, v)
+             for v, b in enumerate(sorted(prepared.boxes, key=lambda b: b.label), start=1)]
+    masks = model.challenge_3d(prepared.frames, boxes)
+    return ChallengeResult(ordered_labels(masks, labels.shape).astype(np.uint16), masks,
+                           {"model": model.name, "loop": "cvpr24-3d"})
 
 
 def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
@@ -374,6 +499,13 @@ DIFFERENCES = (
     ('Box jitter (only when jitter > 0) moves each edge by up to jitter pixels either way, '
      "so a box can shrink; MedSAM2's helper widens the box outward on all sides by one "
      'shift drawn from 0-20 pixels (jitter_mode=outward).'),
+    ("With --model litemedsam (the MedSAM authors' LiteMedSAM, box prompts only), "
+              "each slice after the prompted one takes the box of the previous slice's result "
+              "grown by 3 pixels (the authors' rule), and a direction stops at the first slice "
+              "whose predicted IoU falls below 0.9 times that of the prompted slice, because "
+              "LiteMedSAM segments whatever a box holds and almost never returns an empty "
+              "slice (the ratio was chosen on tuning phantoms); their challenge loop walks "
+              "only the reference's z range instead (--preset cvpr24)."),
 )
 
 _DICE = DIFFERENCES[0]
@@ -415,12 +547,38 @@ MEDSAM2 = Preset(
 )
 
 
+CVPR24 = Preset(
+    name="cvpr24",
+    params={"model": "litemedsam", "prompt": "box3d", "ct_mapping": "minmax",
+            "keep_largest": False, "stop_when_empty": False, "scoring": "ordered",
+            "decision": "logit", "nsd_min_dice": 0.2, "tolerance_mm": 2.0},
+    source=("the CVPR 2024 challenge 'Segment Anything in Medical Images on Laptop': "
+            "LiteMedSAM's CVPR24_LiteMedSAM_infer.py, pre_CT_MR.py and "
+            "evaluation/compute_metrics.py (bowang-lab/MedSAM, branch LiteMedSAM)"),
+    differences=(
+        _DICE,
+        ("Each structure's 3D box is taken from the reference labels of the case as they "
+         "are; the challenge's data were prepared first (pre_CT_MR.py removes objects "
+         "under 100 voxels in 3D and 10 pixels per slice, and crops each volume to the "
+         "slices with labels), which is not repeated here."),
+        ("NSD at 2 mm uses the voxel spacing of each array axis; the challenge's metric "
+         "script passes SimpleITK's (x, y, z) spacing with (z, y, x) arrays, which swaps the "
+         "slice and column spacing of anisotropic volumes (recipe bug, not copied). As "
+         "there, a case's NSD is 0 when its mean DSC is at most 0.2 (rows say nsd_gated)."),
+        ("Dice and NSD are reported per structure and summarized by median and IQR; the "
+         "challenge averages each case over its structures first (its ranking is per case)."),
+        ("The slices are encoded once per case for all structures; the authors' script "
+         "encodes every slice again for every box (the same numbers, computed once)."),
+    ),
+)
+
+
 PROTOCOL = Protocol(
     name="medsam2-3d",
-    version="1.3",
+    version="1.4",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
-    presets={"medsam2": MEDSAM2},
+    presets={"medsam2": MEDSAM2, "cvpr24": CVPR24},
     run_case=run_case,
     model_kind="promptable",
     run_models=run_models,
