@@ -129,6 +129,7 @@ def bench_rounds(args) -> list[dict]:
         sample = load_layout(SAMPLE_TASK)[:args.cases or None]
         ckpt = ref_tools.random_checkpoint(Path(tmp))
         models = {"builtin": ("builtin", None), "threshold": ("threshold", None),
+                  "litemedsam": ("litemedsam", None),
                   "medsam2": (f"medsam2:{ckpt}", args.medsam2_cases)}
         print(f"\nDice after rounds 0..{args.rounds}: median [IQR] per round; refine = the "
               "corrections (box for models without clicks)")
@@ -140,17 +141,18 @@ def bench_rounds(args) -> list[dict]:
                     ref_tools.use_cpu_hole_filling()
                 chosen = specs[:limit] if limit else specs
                 out.append(line(data, name, run_rounds(chosen, ref, args.rounds)))
-    built = [r for r in out if r["data"] == "held-out" and r["model"] == "builtin"]
-    for r in built:
+    # the targets: LiteMedSAM's box rounds on both data sets (the built-in model's target
+    # was withdrawn: a 2D network without memory cannot carry a click to its neighbours)
+    for r in [r for r in out if r["model"] == "litemedsam"]:
         m = r["medians"]
         k = min(GAP_ROUND, len(m) - 1)
         ok_gap = r["gap"] >= GAP_TARGET
-        ok_falls = r["falls"] <= FALLS_TARGET
-        print(f"{'PASS' if ok_gap else 'FAIL'} built-in, held-out: median Dice {m[0]:.3f} -> "
-              f"{m[k]:.3f} after {k} rounds closes "
-              f"{r['gap']:.1%} of the gap to 1.0 (target >= {GAP_TARGET:.0%})")
+        ok_falls = max(r["falls_per_round"] or [0.0]) <= FALLS_TARGET
+        print(f"{'PASS' if ok_gap else 'FAIL'} litemedsam, {r['data']}: median Dice {m[0]:.3f} "
+              f"-> {m[k]:.3f} after {k} box rounds closes {r['gap']:.1%} of the gap to 1.0 "
+              f"(target >= {GAP_TARGET:.0%})")
         per = "/".join(f"{f:.0%}" for f in r["falls_per_round"])
-        print(f"{'PASS' if ok_falls else 'FAIL'} built-in, held-out: Dice falls from one round "
-              f"to the next on {r['falls']:.1%} of structures in some round (per round {per}; "
-              f"target <= {FALLS_TARGET:.0%})")
+        print(f"{'PASS' if ok_falls else 'FAIL'} litemedsam, {r['data']}: Dice falls from one "
+              f"round to the next on at most {max(r['falls_per_round'] or [0.0]):.1%} of "
+              f"structures (per round {per}; target <= {FALLS_TARGET:.0%} each round)")
     return out

@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--medsam2-cases", type=int, default=2,
                     help="cases of each data set for MedSAM2 (CPU; 0: all)")
     ap.add_argument("--models", nargs="+", default=["builtin", "threshold", "medsam2"],
-                    choices=("builtin", "threshold", "medsam2"))
+                    choices=("builtin", "threshold", "litemedsam", "medsam2"))
     args = ap.parse_args(argv)
     if args.quick:
         args.slices, args.repeat = 6, 1

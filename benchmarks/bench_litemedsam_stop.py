@@ -75,7 +75,7 @@ def walks(model, case, modality: str) -> list[dict]:
                                       stop_when_empty=False, features=store)
                 c = seen["chains"][0]
                 masks = []
-                for f, crop, v in zip(c.frames, c.crops, c.values):
+                for crop, v in zip(c.crops, c.values):
                     m = np.zeros(ref.shape[1:], bool)
                     if crop is not None:
                         y0, x0, y1, x1 = crop
@@ -90,12 +90,23 @@ def walks(model, case, modality: str) -> list[dict]:
     return out
 
 
+def _iou_below(t: float):
+    return lambda w, j: w["iou"][j] < t
+
+
+def _iou_below_key(r: float):
+    return lambda w, j: w["iou"][j] < r * w["iou"][0]
+
+
+def _conf_below(t: float):
+    return lambda w, j: w["conf"][j] < t
+
+
 RULES = {
     "none": lambda w, j: False,
-    **{f"iou<{t}": (lambda t: lambda w, j: w["iou"][j] < t)(t) for t in (0.7, 0.75, 0.8, 0.85)},
-    **{f"iou<{r}*key": (lambda r: lambda w, j: w["iou"][j] < r * w["iou"][0])(r)
-       for r in (0.85, 0.9, 0.95)},
-    **{f"conf<{t}": (lambda t: lambda w, j: w["conf"][j] < t)(t) for t in (0.9, 0.92, 0.94)},
+    **{f"iou<{t}": _iou_below(t) for t in (0.7, 0.75, 0.8, 0.85)},
+    **{f"iou<{r}*key": _iou_below_key(r) for r in (0.85, 0.9, 0.95)},
+    **{f"conf<{t}": _conf_below(t) for t in (0.9, 0.92, 0.94)},
     "area>1.5*prev": lambda w, j: w["masks"][j].sum() > 1.5 * max(1, w["masks"][j - 1].sum()),
 }
 
