@@ -200,7 +200,9 @@ def test_a_dense_prediction_is_said_not_promptable(ct_viewer):
     assert all(b.isEnabled() for b in tools.buttons.values())  # not hidden, not disabled
     w.state.set_model(object(), ("dense", "/models/Dataset001", False, "cpu"), "dense")
     assert tools.info.text().startswith("the prediction shown comes from Dataset001")
-    w.state.set_model(object(), w.prompt.spec(), "promptable")
+    from napari_segeval.models.threshold import ThresholdPromptModel
+
+    w.state.set_model(ThresholdPromptModel(), w.prompt.spec(), "promptable")
     assert tools.info.isHidden() and tools.info.text() == ""
 
 
