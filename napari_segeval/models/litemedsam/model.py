@@ -330,9 +330,11 @@ class LiteMedSAMModel:
         """The slices a correction box (the last prompt of ``prompts``) changes.
 
         The walk restarts from the box's slice in both directions and goes on until a
-        slice comes out empty or the next slice carries another box of the set; the
-        slices it reaches take its probabilities (the empty one too), the others keep
-        ``previous`` (``(n, H, W)`` boolean, used for its shape only).
+        slice comes out empty (or fails the quality stop), or until the slices are
+        nearer to another box of the set than to this one (:func:`correction_reach`:
+        those keep the older box's result); the slices it reaches take its
+        probabilities (the empty one too), the others keep ``previous`` (``(n, H, W)``
+        boolean, used for its shape only).
 
         Raises
         ------
@@ -359,7 +361,10 @@ class LiteMedSAMModel:
         one = PromptSet.from_box(last)
         walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
         chains = [self._chain(wk, n, (h, w), True, stop_at=others) for wk in walks]
-        reads = [[f for _, f in step] for step in walk_steps(n, walks)]
+        for c, wk in zip(chains, walks):
+            c.limit = correction_reach(int(last.index), others, wk.order)
+        reads = [[c.frames[j] for c in chains if j < c.length]
+                 for j in range(max(c.length for c in chains))]
         with torch.inference_mode():
             cache = self._cache(x, reads, False, self.cache_mb, features)
             _chain.run(self.network, cache, x, chains, (h, w), cancel=cancel)
@@ -414,6 +419,28 @@ class LiteMedSAMModel:
                     y0, x0, y1, x1 = crop
                     masks[label][f, y0:y1, x0:x1] |= (v > 0.5).cpu().numpy()
         return masks
+
+
+def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
+    """How many slices a correction box's walk in direction ``order`` may take.
+
+    The walk from the box on slice ``index`` takes the slices nearer to it than to the
+    next boxed slice of ``others`` in its direction (a tie stays with the older box):
+    ``ceil(d / 2)`` visit positions for a box ``d`` slices away, the box's own slice
+    included; None (to the last slice) when no box lies ahead.
+
+    Examples
+    --------
+    >>> correction_reach(10, frozenset({4, 13}), "forward"), correction_reach(10, frozenset({4}), "backward")
+    (2, 3)
+    >>> correction_reach(10, frozenset({4}), "forward") is None
+    True
+    """
+    ahead = [o for o in others if (o > index if order == "forward" else o < index)]
+    if not ahead:
+        return None
+    d = min(abs(o - index) for o in ahead)
+    return (d + 1) // 2
 
 
 def _detached(v: Any) -> Any:
