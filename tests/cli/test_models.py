@@ -175,3 +175,34 @@ def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys,
     assert main(argv) == 0
     assert "(medsam2 model," in capsys.readouterr().out
     assert read_labels(tmp_path / "pred.nii.gz")[0].shape == img.shape
+
+
+def test_litemedsam_row_says_here_or_how_to_install(monkeypatch, capsys):
+    import importlib.metadata as md
+
+    from napari_segeval.models.catalogue import PACKAGED
+
+    entry = PACKAGED["litemedsam"]
+    installed = True
+    try:
+        md.distribution(entry.distribution)
+    except md.PackageNotFoundError:
+        installed = False
+    assert main(["models", "list", "--json"]) == 0
+    row = {r["name"]: r for r in _json(capsys)["models"]}["litemedsam"]
+    assert (row["sha256"], row["size_bytes"], row["input_px"]) == (entry.sha256, entry.size, 256)
+    assert row["here"] is installed and "box prompts only" in row["card"]["trained_on"]
+    if installed:
+        assert main(["models", "path", "litemedsam"]) == 0  # checked, then printed
+        assert capsys.readouterr().out.strip().endswith("lite_medsam.pth")
+
+    def missing(name):
+        raise md.PackageNotFoundError(name)
+
+    monkeypatch.setattr(md, "distribution", missing)
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "\nlitemedsam " in out and ("litemedsam is not installed: pip install "
+                                       "'napari-segeval[litemedsam]'") in out
+    assert main(["models", "path", "litemedsam"]) == 2
+    _one_line_error(capsys, "segeval models: error: ")
