@@ -104,6 +104,8 @@ class DemoRun:
         elif not w.prompt.choose_model(name):
             raise SegEvalError(f"{backend}: not a promptable model of the viewer's list")
         w.prompt.device.setCurrentText(device)
+        if correct:  # the prompts and how Dice moved need the tab's height, not the card
+            w.prompt.picker.card_button.setChecked(False)
         self.attack_name = None if correct else attack
         self.compare = compare
         self.correct = correct

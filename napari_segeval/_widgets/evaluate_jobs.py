@@ -134,7 +134,12 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         return Capability(False, False, f"{name} is a dense model: it segments without prompts "
                                         "(Segment tab), so it cannot be corrected with prompts")
     if model is not None:
-        points = model.capabilities.points
+        caps = model.capabilities
+        if caps.points:
+            return Capability(True, True)
+        what = "boxes and mask prompts" if caps.masks else "boxes"
+        why = f": {caps.reason}" if caps.reason else ""
+        return Capability(True, False, f"{spec[0]} takes {what}, not points{why}")
     else:
         from napari_segeval.models.catalogue import find
 
@@ -142,8 +147,7 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         network = entry.architecture if entry is not None else name
         points = PROMPTABLE[network].points if network in PROMPTABLE else None
     if points is False:
-        return Capability(True, False, f"{spec[0]}: these weights take boxes (and mask prompts), "
-                                       "not points: they have no click channels")
+        return Capability(True, False, f"{spec[0]} takes boxes, not points")
     return Capability(True, points)
 
 

@@ -29,9 +29,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing screenshot")
     from napari_segeval.attacks.registry import ATTACKS
 
-    add_model_option(p, ["promptable"], "builtin", flags=("--model", "--backend"),
+    add_model_option(p, ["promptable"], "auto", extra=("auto",), flags=("--model", "--backend"),
                      what="promptable model of the Prompt panel (a name; medsam2 with "
-                          "--checkpoint)")
+                          "--checkpoint; auto: builtin, and for --correct the model whose "
+                          "correction helps: litemedsam when its extra is installed, else "
+                          "threshold)")
     p.add_argument("--checkpoint", type=Path,
                    help="MedSAM2 checkpoint (required for medsam2) or built-in weight file")
     add_device_option(p)
@@ -54,6 +56,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "panel with its worst row shown (with --screenshot: save it and exit)")
     add_json_flag(p)
     p.set_defaults(func=run)
+
+
+def demo_model(correct: bool) -> str:
+    """The demo's model for ``--model auto``.
+
+    The propagation and attack demo runs the built-in model (no extra needed). The
+    correction demo runs a model whose first correction helps, as measured by
+    ``benchmarks/bench_demo_correction.py`` on the CT sample: LiteMedSAM's box on the
+    liver's worst large slice (slice Dice 0.21 -> 0.64) when its extra is installed, else
+    the threshold baseline's click (0.29 -> 0.72); the built-in model's click there punches
+    a hole in the liver (0.16 -> 0.00: a 2D network without memory, docs/model_cards.md).
+    """
+    if not correct:
+        return "builtin"
+    from napari_segeval.models.litemedsam._asset import installed_version
+
+    return "litemedsam" if installed_version() is not None else "threshold"
 
 
 def display_problem(environ: dict | None = None, platform: str | None = None) -> str | None:
@@ -104,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_attack_settings(args.eps, args.steps)  # the panel would clamp them
 
-    name, inline = split_ref(args.model)
+    name, inline = split_ref(demo_model(args.correct) if args.model == "auto" else args.model)
     if name not in PROMPTABLE:
         raise SegEvalError(f"segeval demo runs a model of the Prompt panel's list "
                            f"({', '.join(PROMPTABLE)}), not {args.model!r}")

@@ -48,3 +48,14 @@ def test_attack_settings_the_panel_would_clamp_are_one_line(tmp_path, capsys, mo
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
     assert captured.err == f"segeval demo: error: {message}\n"
+
+
+def test_the_demos_auto_model_is_one_whose_correction_helps(monkeypatch):
+    from napari_segeval.cli._demo import demo_model
+    from napari_segeval.models.litemedsam import _asset
+
+    assert demo_model(False) == "builtin"
+    monkeypatch.setattr(_asset, "installed_version", lambda entry=None: "0.1.1")
+    assert demo_model(True) == "litemedsam"
+    monkeypatch.setattr(_asset, "installed_version", lambda entry=None: None)
+    assert demo_model(True) == "threshold"
