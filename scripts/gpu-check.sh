@@ -3,7 +3,8 @@
 #   1. the CUDA-marked tests (MedSAM2 parity on CUDA within the tolerances stated in
 #      tests/models/test_cuda.py, attacks on CUDA, the evaluation runner with one GPU);
 #   2. the speed benchmarks on the device: bench_medsam2_speed, bench_attacks at 128^3,
-#      bench_multi_structure (five structures, MedSAM2 and the built-in model);
+#      bench_multi_structure (five structures, MedSAM2 and the built-in model),
+#      bench_litemedsam (LiteMedSAM against the authors' loop; needs the litemedsam extra);
 # then one summary table. Exit status 0 when the tests pass and every benchmark ran with
 # correct results (masks identical on the CPU, agreeing within tolerance on a GPU); speed
 # targets that are missed are reported in the table, not as failures.
@@ -66,12 +67,14 @@ if [ "$quick" -eq 1 ]; then
   speed_args=(--slices 1 --size 32 --repeat 1 --image-size 128)
   attack_args=(--model toy --shape 8 16 16 --steps 1 --repeats 1)
   multi_args=(--quick)
-  limits=(120 120 120 120)
+  lite_args=(--quick)
+  limits=(120 120 120 120 240)
 else
   speed_args=(--slices 16 --size 128 --repeat 2)
   attack_args=(--shape 128 128 128 --steps 10 --repeats 2)
   multi_args=(--case both --slices 64 --size 160 --repeat 2)
-  limits=(180 45 75 170)
+  lite_args=(--repeat 1)
+  limits=(180 45 75 170 120)
 fi
 
 "$py" - "$device" <<'EOF' || { echo "gpu-check.sh: device $device is not usable" >&2; exit 2; }
@@ -93,6 +96,8 @@ step medsam2-speed "${limits[1]}" "$py" benchmarks/bench_medsam2_speed.py --devi
 step attacks "${limits[2]}" "$py" benchmarks/bench_attacks.py --device "$device" "${attack_args[@]}"
 step multi-structure "${limits[3]}" "$py" benchmarks/bench_multi_structure.py --device "$device" \
   "${multi_args[@]}"
+step litemedsam "${limits[4]}" "$py" benchmarks/bench_litemedsam.py --device "$device" \
+  "${lite_args[@]}"
 
 echo
 echo "gpu-check summary: device $device$([ "$quick" -eq 1 ] && echo ' (quick)'), $(( $(date +%s) - start_all )) s in all, logs in $logs"

@@ -32,6 +32,6 @@ def test_gpu_check_dry_run_on_cpu():
     table = out[out.index("gpu-check summary"):].splitlines()
     rows = {line.split()[0]: line.split()[1] for line in table[2:] if line.strip()}
     assert rows == {"cuda-tests": "ok", "medsam2-speed": "ran", "attacks": "ran",
-                    "multi-structure": "ran"}, out[-4000:]
+                    "multi-structure": "ran", "litemedsam": "ran"}, out[-4000:]
     assert "skipped" in out  # the CUDA tests skip cleanly on a CPU-only machine
     assert "backend=medsam2" in out and "backend=builtin" in out

@@ -113,6 +113,7 @@ def embed(net, img_2d: np.ndarray):
     size = img_256.shape[:2]
     img_256 = (img_256 - img_256.min()) / np.clip(img_256.max() - img_256.min(), 1e-8, None)
     x = torch.tensor(pad_image(img_256)).float().permute(2, 0, 1).unsqueeze(0)
+    x = x.to(next(net.parameters()).device)
     with torch.no_grad():
         return net.image_encoder(x), size, img_3c.shape[:2]
 
@@ -120,7 +121,8 @@ def embed(net, img_2d: np.ndarray):
 def infer(net, embedding, box256, new_size, original_size) -> np.ndarray:
     import torch
 
-    box = torch.as_tensor(box256[None, None, ...], dtype=torch.float)
+    box = torch.as_tensor(box256[None, None, ...], dtype=torch.float,
+                          device=next(net.parameters()).device)
     with torch.no_grad():
         sparse, dense = net.prompt_encoder(points=None, boxes=box, masks=None)
         logits, _ = net.mask_decoder(image_embeddings=embedding,
@@ -128,7 +130,7 @@ def infer(net, embedding, box256, new_size, original_size) -> np.ndarray:
                                      sparse_prompt_embeddings=sparse,
                                      dense_prompt_embeddings=dense, multimask_output=False)
         pred = torch.sigmoid(net.postprocess_masks(logits, new_size, original_size))
-    return (pred.squeeze().numpy() > 0.5).astype(np.uint8)
+    return (pred.squeeze().cpu().numpy() > 0.5).astype(np.uint8)
 
 
 def infer_3d(net, img_3d: np.ndarray, boxes_3d: list) -> tuple[np.ndarray, int]:
