@@ -249,7 +249,16 @@ class LiteMedSAMModel:
             import torch
 
             x = torch.stack([R.model_input(frames[i])[0] for i in range(a, b)])
-            return [[e[None]] for e in self.network.encode(x)]
+            if grad and torch.is_grad_enabled():
+                # an attack's gradient through every slice of a walk: the encoder's
+                # activations are recomputed in the backward pass instead of kept (a
+                # slice's are ~1.5 GB; a walk's kept together ran out of 24 GB)
+                from torch.utils.checkpoint import checkpoint
+
+                out = checkpoint(self.network.encode, x, use_reentrant=False)
+            else:
+                out = self.network.encode(x)
+            return [[e[None]] for e in out]
 
         return FrameCache(encode, int(frames.shape[0]), 1, budget, reads, store)
 
