@@ -140,12 +140,11 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         what = "boxes and mask prompts" if caps.masks else "boxes"
         why = f": {caps.reason}" if caps.reason else ""
         return Capability(True, False, f"{spec[0]} takes {what}, not points{why}")
-    else:
-        from napari_segeval.models.catalogue import find
+    from napari_segeval.models.catalogue import find
 
-        entry = find(name)  # a catalogue name: its network's
-        network = entry.architecture if entry is not None else name
-        points = PROMPTABLE[network].points if network in PROMPTABLE else None
+    entry = find(name)  # a catalogue name: its network's
+    network = entry.architecture if entry is not None else name
+    points = PROMPTABLE[network].points if network in PROMPTABLE else None
     if points is False:
         return Capability(True, False, f"{spec[0]} takes boxes, not points")
     return Capability(True, points)

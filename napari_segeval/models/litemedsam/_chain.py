@@ -57,7 +57,7 @@ class Chain:
     ``limit``: number of visit positions it may walk; ``stop_empty``: the project's stop;
     ``value``: the value of the result map the authors' box rule resizes (their
     structure number); ``prior``: per-slice chain (boxes from these masks instead of
-    the chain's own); ``stop_at``: slices the chain must not enter (another box's).
+    the chain's own).
     """
 
     frames: list[int]
@@ -67,7 +67,6 @@ class Chain:
     stop_empty: bool = True
     value: int = 1
     prior: np.ndarray | None = None
-    stop_at: frozenset[int] = frozenset()
     iou_ratio: float | None = None
     key_iou: float | None = None
     fallback: list[int] | None = None
@@ -88,8 +87,6 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
     if frame in chain.boxes:
         chain.fallback = chain.boxes[frame]
         return chain.fallback
-    if frame in chain.stop_at:
-        return None
     source = chain.previous
     if chain.prior is not None:
         source = np.asarray(chain.prior[chain.frames[j - 1]]) > 0.5

@@ -312,7 +312,7 @@ class LiteMedSAMModel:
         return outs if crops else [o.full() for o in outs]
 
     def _chain(self, walk: Walk, n: int, shape: tuple[int, int], stop_empty: bool,
-               stop_at: frozenset[int] = frozenset(), value: int = 1) -> Any:
+               limit: int | None = None, value: int = 1) -> Any:
         from . import _chain
         from . import _recipe as R
 
@@ -328,7 +328,7 @@ class LiteMedSAMModel:
                 raise InvalidPromptError(f"prior volume of shape {prior.shape} does not fit "
                                          f"frames {(n, *shape)}")
         return _chain.Chain(walk.frames(n).tolist(), boxes, walk.last_conditioning_step(),
-                            stop_empty=stop_empty, value=value, prior=prior, stop_at=stop_at,
+                            stop_empty=stop_empty, value=value, prior=prior, limit=limit,
                             iou_ratio=self.stop_iou_ratio)
 
     # -- corrections ---------------------------------------------------------------------
@@ -369,9 +369,9 @@ class LiteMedSAMModel:
 
         one = PromptSet.from_box(last)
         walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
-        chains = [self._chain(wk, n, (h, w), True, stop_at=others) for wk in walks]
-        for c, wk in zip(chains, walks):
-            c.limit = correction_reach(int(last.index), others, wk.order)
+        chains = [self._chain(wk, n, (h, w), True,
+                              limit=correction_reach(int(last.index), others, wk.order))
+                  for wk in walks]
         reads = [[c.frames[j] for c in chains if j < c.length]
                  for j in range(max(c.length for c in chains))]
         with torch.inference_mode():
