@@ -3,13 +3,15 @@
 Each subcommand lives in its own module exposing ``add_parser(subparsers)``
 (which registers the parser and sets ``func``) and a ``run(args) -> int``.
 Errors a person can fix (:class:`~napari_segeval.SegEvalError`) are printed as one
-line and exit with status 2; ``--debug`` shows the traceback.
+line and exit with status 2; ``--debug`` shows the traceback. A reader that closes
+the pipe early (``segeval metrics --json | head``) ends the command quietly (141).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -71,7 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
     except SegEvalError as exc:
         if args.debug:
             raise
@@ -80,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"segeval {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Exception as exc:
         if args.debug:
             raise
@@ -89,6 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (``segeval metrics --json | head``): stop quietly.
+
+    Further writes (and the interpreter's flush at exit) go to ``os.devnull``, as the
+    Python documentation advises; the exit status is the shell's for SIGPIPE (141).
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in tests)
+        pass
+    return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

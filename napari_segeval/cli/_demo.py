@@ -75,25 +75,49 @@ def demo_model(correct: bool) -> str:
     return "litemedsam" if installed_version() is not None else "threshold"
 
 
-def display_problem(environ: dict | None = None, platform: str | None = None) -> str | None:
-    """Why no window can be opened here, or None.
+#: Qt bindings napari can use (qtpy's names), the first one found is used.
+QT_BINDINGS: tuple[str, ...] = ("PyQt6", "PySide6", "PyQt5", "PySide2")
+
+
+def display_problem(environ: dict | None = None, platform: str | None = None,
+                    bindings: tuple[str, ...] | None = None) -> str | None:
+    """Why no napari window can be opened here, or None.
+
+    No Qt binding installed; ``QT_QPA_PLATFORM=offscreen`` (or ``minimal``: Qt platforms
+    without OpenGL, which napari's canvas needs, whatever ``DISPLAY`` says); under Linux,
+    no display at all. ``bindings``: the Qt bindings importable here (default: looked up).
 
     Examples
     --------
-    >>> display_problem({}, "linux") is not None
+    >>> display_problem({}, "linux", ("PyQt6",)) is not None
     True
-    >>> display_problem({"DISPLAY": ":99"}, "linux") is None
+    >>> display_problem({"DISPLAY": ":99"}, "linux", ("PyQt6",)) is None
     True
-    >>> display_problem({}, "darwin") is None
+    >>> display_problem({}, "darwin", ("PyQt6",)) is None
+    True
+    >>> print(display_problem({"DISPLAY": ":99"}, "linux", ()))
+    napari needs a Qt binding and none is installed: pip install PyQt6 (or the 'all' extra: pip install 'napari-segeval[all]')
+    >>> "no OpenGL" in display_problem({"DISPLAY": ":99", "QT_QPA_PLATFORM": "offscreen"},
+    ...                                "linux", ("PyQt6",))
     True
     """
     env = os.environ if environ is None else environ
     plat = sys.platform if platform is None else platform
+    if bindings is None:
+        import importlib.util
+
+        bindings = tuple(b for b in QT_BINDINGS if importlib.util.find_spec(b) is not None)
+    if not bindings:
+        return ("napari needs a Qt binding and none is installed: pip install PyQt6 "
+                "(or the 'all' extra: pip install 'napari-segeval[all]')")
+    qpa = env.get("QT_QPA_PLATFORM", "").split(":")[0]
+    if qpa in ("offscreen", "minimal"):
+        return (f"QT_QPA_PLATFORM={qpa} has no OpenGL, which napari needs to draw: unset "
+                "it and run under a virtual display, e.g. "
+                "`xvfb-run -a segeval demo --screenshot out.png`")
     if not plat.startswith("linux"):
         return None
     if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
-        return None
-    if env.get("QT_QPA_PLATFORM", "").startswith("offscreen"):
         return None
     return ("no display (DISPLAY is not set): run it under a virtual display, e.g. "
             "`xvfb-run -a segeval demo --screenshot out.png`")

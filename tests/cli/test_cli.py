@@ -134,3 +134,23 @@ def test_every_model_option_takes_the_registry_names():
             for model in model_names(kind):
                 assert action.type(model) == model, (name, model)
                 assert model in action.help, (name, model)
+
+
+class _ClosedPipe:
+    """A stdout whose reader has gone away (``segeval ... | head`` after head exits)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        raise ValueError("not a file")
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["info", "--json"]) == 141
+    assert capsys.readouterr().err == ""
+

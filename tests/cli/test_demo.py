@@ -59,3 +59,32 @@ def test_the_demos_auto_model_is_one_whose_correction_helps(monkeypatch):
     assert demo_model(True) == "litemedsam"
     monkeypatch.setattr(_asset, "installed_version", lambda entry=None: None)
     assert demo_model(True) == "threshold"
+
+
+@pytest.mark.parametrize(("env", "bindings", "problem"), [
+    ({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}, True,
+     "QT_QPA_PLATFORM=offscreen has no OpenGL"),
+    ({"DISPLAY": ":0"}, False, "napari needs a Qt binding and none is installed: pip install PyQt6"),
+])
+def test_no_usable_qt_is_one_line_before_the_viewer(tmp_path, capsys, monkeypatch, env,
+                                                    bindings, problem):
+    """No Qt binding, or Qt's offscreen platform (no OpenGL): one line, nothing opened."""
+    import importlib.util
+
+    from napari_segeval._widgets import demo
+    from napari_segeval.cli._demo import QT_BINDINGS
+
+    def opened(*args, **kwargs):
+        raise AssertionError("the viewer was opened")
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in QT_BINDINGS and not bindings
+                        else real(name, *a))
+    monkeypatch.setattr(demo, "run_demo", opened)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    rc = main(["demo", "--screenshot", str(tmp_path / "s.png")])
+    err = capsys.readouterr().err
+    assert rc == 2 and problem in err and len(err.strip().splitlines()) == 1
