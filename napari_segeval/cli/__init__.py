@@ -31,6 +31,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "uncertainty",
     "demo",
     "models",
+    "samples",
 )
 
 

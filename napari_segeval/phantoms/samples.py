@@ -1,5 +1,10 @@
 """Find the sample data: environment variable, the repository's folder, or a user cache.
 
+The user cache records what it was built with (:data:`BUILT_WITH`: whether PyAV could
+write the MP4 of the ``video`` sample); it is rebuilt when that changes, so installing
+the ``video`` extra later brings the sample. A sample that needs a missing extra says so
+in one line (:class:`~napari_segeval.MissingDependencyError`).
+
 Importing this module never imports torch, Qt or napari (the package imports numpy and scipy);
 generating a missing cache imports the phantom generators and their encoders.
 """
@@ -12,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from napari_segeval._errors import ReadError
+from napari_segeval._errors import MissingDependencyError, ReadError
 
 #: Environment variable naming a sample folder (one holding ``index.json``).
 ENV_VAR = "NAPARI_SEGEVAL_SAMPLES"
@@ -20,6 +25,12 @@ ENV_VAR = "NAPARI_SEGEVAL_SAMPLES"
 FILE_PARTS: tuple[str, ...] = ("image", "labels")
 #: Bump when the generated samples change, so stale caches are not reused.
 SAMPLES_VERSION = 1
+#: File of a generated cache recording what it was built with (``{"video": bool}``).
+BUILT_WITH = ".built-with.json"
+#: Samples that need an extra: ``name: (package, extra, what needs it)``.
+NEEDS_EXTRA: dict[str, tuple[str, str, str]] = {
+    "video": ("av", "video", "the 'video' sample (an MP4, written with PyAV)"),
+}
 
 
 def _repo_samples() -> Path:
@@ -31,28 +42,50 @@ def _cache_dir() -> Path:
     return Path(base) / "napari-segeval" / f"samples-v{SAMPLES_VERSION}"
 
 
+def _can_write_video() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("av") is not None
+
+
+def _built_with(root: Path) -> dict:
+    """What a generated cache was built with (caches from before the record: its index)."""
+    try:
+        return json.loads((root / BUILT_WITH).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        try:
+            return {"video": "video" in json.loads((root / "index.json").read_text("utf-8"))}
+        except (OSError, ValueError):
+            return {}
+
+
 def _generate_into(final: Path) -> Path:
-    """Generate the samples in a temporary sibling folder, then rename it into place."""
+    """Generate the samples in a temporary sibling folder, then move it into place.
+
+    A cache already at ``final`` (built with less) is replaced only once the new one is
+    complete: renamed aside, the new one renamed in, the old one removed.
+    """
     from napari_segeval.phantoms.make_samples import write_samples
 
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".samples-", dir=final.parent))
+    old = None
     try:
-        try:
-            import av  # noqa: F401
-
-            video = True
-        except ImportError:
-            video = False
+        video = _can_write_video()
         write_samples(tmp, video=video)
+        (tmp / BUILT_WITH).write_text(json.dumps({"video": video}), encoding="utf-8")
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=".samples-old-", dir=final.parent))
+            os.rename(final, old / "samples")
         try:
             os.rename(tmp, final)
         except OSError:
             if not (final / "index.json").is_file():  # not a lost race: a real failure
                 raise
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        for leftover in (tmp, old):
+            if leftover is not None and leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
     return final
 
 
@@ -61,7 +94,8 @@ def sample_root() -> Path:
 
     Looks in order at ``$NAPARI_SEGEVAL_SAMPLES``, the repository's ``sample_data/`` (an
     editable install), then the user cache (``$XDG_CACHE_HOME`` or ``~/.cache``, under
-    ``napari-segeval/samples-v1``), generating the samples there once if needed.
+    ``napari-segeval/samples-v1``), generating the samples there once if needed, and again
+    when an extra they need has been installed since (:data:`BUILT_WITH`).
 
     Raises
     ------
@@ -83,7 +117,8 @@ def sample_root() -> Path:
     if (repo / "index.json").is_file():
         return repo
     cache = _cache_dir()
-    if (cache / "index.json").is_file():
+    if (cache / "index.json").is_file() and (
+            _built_with(cache).get("video", False) or not _can_write_video()):
         return cache
     return _generate_into(cache)
 
@@ -114,6 +149,8 @@ def sample_path(name: str, part: str = "image") -> Path:
     ------
     KeyError
         If the sample or the part is not in ``index.json``.
+    MissingDependencyError
+        If the sample needs an extra that is not installed (:data:`NEEDS_EXTRA`).
     ReadError
         If the index names a file that is not on disk.
 
@@ -126,9 +163,7 @@ def sample_path(name: str, part: str = "image") -> Path:
     """
     root = sample_root()
     index = load_index(root)
-    if name not in index:
-        raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
-    entry = index[name]
+    entry = _entry(index, name)
     if isinstance(entry, dict):
         parts = [k for k in FILE_PARTS if isinstance(entry.get(k), str)]
         if part not in parts:
@@ -148,11 +183,16 @@ def sample_info(name: str) -> dict:
     >>> sample_info("skin")["structures"]
     {'1': 'lesion'}
     """
-    index = load_index()
-    if name not in index:
-        raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
-    entry = index[name]
+    entry = _entry(load_index(), name)
     return dict(entry) if isinstance(entry, dict) else {"path": entry}
 
 
-__all__ = ["ENV_VAR", "SAMPLES_VERSION", "load_index", "sample_info", "sample_path", "sample_root"]
+def _entry(index: dict, name: str):
+    if name not in index:
+        if name in NEEDS_EXTRA:
+            raise MissingDependencyError(*NEEDS_EXTRA[name])
+        raise KeyError(f"no sample named {name!r}; available: {', '.join(sorted(index))}")
+    return index[name]
+
+
+__all__ = ["BUILT_WITH", "ENV_VAR", "NEEDS_EXTRA", "SAMPLES_VERSION", "load_index", "sample_info", "sample_path", "sample_root"]

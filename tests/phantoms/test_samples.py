@@ -74,3 +74,57 @@ def test_import_does_not_pull_heavy_modules():
         "if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def _fake_cache(tmp_path, monkeypatch, have_av: list[bool]):
+    """A user cache whose generator writes a 'video' entry only when PyAV is there."""
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(samples, "_repo_samples", lambda: tmp_path / "no-repo")
+    monkeypatch.setattr(samples, "_can_write_video", lambda: have_av[0])
+    from napari_segeval.phantoms import make_samples
+
+    calls = []
+
+    def fake_write(out, video=True):
+        calls.append(video)
+        (Path(out) / "ct.png").write_bytes(b"")
+        index = {"ct": {"image": "ct.png"}}
+        if video:
+            (Path(out) / "v.mp4").write_bytes(b"")
+            index["video"] = {"image": "v.mp4"}
+        (Path(out) / "index.json").write_text(json.dumps(index))
+
+    monkeypatch.setattr(make_samples, "write_samples", fake_write)
+    return calls
+
+
+def test_a_sample_that_needs_a_missing_extra_says_so(tmp_path, monkeypatch):
+    from napari_segeval import MissingDependencyError
+
+    _fake_cache(tmp_path, monkeypatch, [False])
+    assert sample_path("ct").name == "ct.png"
+    with pytest.raises(MissingDependencyError, match=r"pip install 'napari-segeval\[video\]'"):
+        sample_path("video")
+    with pytest.raises(MissingDependencyError, match="needs the optional package 'av'"):
+        sample_info("video")
+
+
+def test_the_cache_is_rebuilt_when_the_video_extra_arrives(tmp_path, monkeypatch):
+    have_av = [False]
+    calls = _fake_cache(tmp_path, monkeypatch, have_av)
+    first = sample_root()
+    assert calls == [False] and sample_root() == first and calls == [False]
+    have_av[0] = True  # pip install 'napari-segeval[video]'
+    assert sample_root() == first and calls == [False, True]
+    assert sample_path("video").name == "v.mp4"
+    assert sample_root() == first and calls == [False, True]  # built with it now: kept
+    assert [p.name for p in first.parent.iterdir()] == [first.name]  # nothing left aside
+
+
+def test_a_cache_from_before_the_record_is_judged_by_its_index(tmp_path, monkeypatch):
+    calls = _fake_cache(tmp_path, monkeypatch, [True])
+    cache = samples._cache_dir()
+    cache.mkdir(parents=True)
+    (cache / "index.json").write_text(json.dumps({"video": {"image": "v.mp4"}}))
+    assert sample_root() == cache and calls == []  # it has the video: not rebuilt
