@@ -210,7 +210,7 @@ def evaluate(model, volumes, args) -> dict:
                 row = [dice(pred, ref)]
                 prompts, clicks = {z: (box, [])}, []
                 if args.check:
-                    mine = propagate_prompts(model, x, prompts, model.stop_confidence)
+                    mine = propagate_prompts(model, x, prompts, args.stop)
                     assert np.array_equal(mine, pred), "harness round 0 differs from propagate_case"
                 for _ in range(rounds):
                     nxt = worst_slice_click(pred, ref)
@@ -225,7 +225,7 @@ def evaluate(model, volumes, args) -> dict:
                     if product:
                         pred = product_propagate(model, x, lab, box, z, clicks)
                     else:  # the rule before local corrections (module doc)
-                        pred = propagate_prompts(model, x, prompts, model.stop_confidence,
+                        pred = propagate_prompts(model, x, prompts, args.stop,
                                                  previous, args.combine, args.restart)
                     row.append(dice(pred, ref))
                 scores[kind].append(row)
@@ -301,14 +301,13 @@ def main(argv=None) -> int:
           f"most interior pixel", flush=True)
     for weights in args.weights:
         model = BuiltinPromptModel(weights, device="cpu")
-        if args.min_confidence != "model":
-            model.stop_confidence = (None if args.min_confidence == "none"
-                                     else float(args.min_confidence))
+        args.stop = (model.capabilities.stop_confidence if args.min_confidence == "model"
+                     else None if args.min_confidence == "none" else float(args.min_confidence))
         t0 = time.time()
         scores = evaluate(model, volumes, args)
         engine = ("product" if args.engine == "product" or (
             args.engine == "auto" and product_takes_prompt_sets()) else "harness")
-        report(f"{str(weights or 'shipped')[-20:]} stop={model.stop_confidence} {engine} "
+        report(f"{str(weights or 'shipped')[-20:]} stop={args.stop} {engine} "
                f"{args.combine}{' prev' if args.previous else ''}"
                f"{'' if args.restart == 'always' else ' restart-' + args.restart}", scores)
         print(f"  ({time.time() - t0:.0f} s)", flush=True)

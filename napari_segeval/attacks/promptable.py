@@ -215,7 +215,7 @@ class PromptTarget:
         """Target settings for the record."""
         return {
             "kind": self.kind,
-            "model": getattr(self.model, "name", type(self.model).__name__),
+            "model": self.model.name,
             "mode": self.mode,
             "input": self.input_kind,
             "chain": self.chain,

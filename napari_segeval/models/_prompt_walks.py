@@ -56,6 +56,7 @@ import torch.nn.functional as F
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models._prompt_net import (
+    PromptUNet,
     click_maps,
     crop,
     crop_theta,
@@ -213,13 +214,13 @@ def full(piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int],
     return F.pad(v, (x0, w - x1, y0, h - y1))
 
 
-def _net_pass(net: Any, size: int, planes: list[torch.Tensor], windows: list,
+def _net_pass(net: PromptUNet, size: int, planes: list[torch.Tensor], windows: list,
               clicks: list[list] | None, shape: tuple[int, int]) -> list:
     """One batch through the network: pasted probabilities per element."""
     batch = torch.stack(planes)
     win = torch.tensor(windows, dtype=batch.dtype, device=batch.device)
     inputs = crop(batch, win, size)
-    if getattr(net, "takes_points", False):
+    if net.takes_points:
         maps = click_maps(clicks or [[] for _ in planes], win.float(), size)
         inputs = torch.cat([inputs, maps.to(inputs.dtype)], dim=1)
     logits = net(inputs)

@@ -72,18 +72,23 @@ case with many structures never holds a full-size volume per structure. The back
 between walks (MedSAM2 encodes each frame once per case) and advance all walks
 together, one step at a time (:func:`~napari_segeval.models.walk.walk_steps`), batching them where that pays.
 :func:`napari_segeval.propagation.propagate_case` uses it when present.
-Either method may take an optional ``on_frame(walk number, frame, prob)`` keyword,
-called with each frame's (detached) probability as soon as it is computed, so that
-a viewer can show a propagation while it runs (``propagate_case(on_slice=...)``).
+``propagate_walks`` takes an ``on_frame(walk number, frame, prob)`` keyword, called
+with each frame's (detached) probability as soon as it is computed, so that a viewer
+can show a propagation while it runs (``propagate_case(on_slice=...)``); ``propagate``
+takes it too where ``capabilities.live_frames`` says so. Which of these optional
+methods and keywords a backend has is declared in its :class:`Capabilities`
+(``shared_walks``, ``logits``, ``frame_features``, ``live_frames``): generic code reads
+the declaration and never inspects a signature.
 
 Corrections
 -----------
-A backend may also implement ``correct(frames, prompts, previous, *,
-min_confidence=None, cancel=None)``: the slices (``{index: (H, W) probabilities}``)
-that the last prompt of ``prompts`` changes in a structure whose masks were
-``previous`` (``(n, H, W)``, boolean). :mod:`napari_segeval.propagation.corrections`
-then builds a volume's result prompt by prompt: round 0 propagates, every later
-prompt corrects (the built-in model). Backends without it propagate the whole set.
+A backend whose ``capabilities.corrections`` is not ``Corrections.NONE`` implements
+``correct(frames, prompts, previous, *, min_confidence=None, cancel=None)``: the slices
+(``{index: (H, W) probabilities}``) that the last prompt of ``prompts`` changes in a
+structure whose masks were ``previous`` (``(n, H, W)``, boolean).
+:mod:`napari_segeval.propagation.corrections` then builds a volume's result prompt by
+prompt: round 0 propagates, every later prompt corrects (the built-in model). Backends
+that declare ``Corrections.NONE`` propagate the whole set.
 
 This module imports nothing heavy at import time (``torch`` only for typing).
 """
@@ -183,6 +188,22 @@ class Capabilities:
     reason : str
         For people: why some prompt kinds are not taken (the viewer shows it on the
         greyed tools).
+    stop_confidence : float or None
+        The calibrated confidence stop that ``min_confidence="auto"`` applies (the
+        built-in model's 0.8); None: no stop.
+    shared_walks : bool
+        Whether it implements :class:`SharedPropagation` (``propagate_walks``: several
+        walks in one call, with the keywords ``on_frame`` and ``crops``).
+    logits : bool
+        Whether it gives its decoder's logits: ``walk_logits`` (the keywords of
+        ``propagate_walks``) and ``propagate_logits`` (those of ``propagate``).
+    frame_features : bool
+        Whether it keeps per-frame features for a case: ``feature_cache()`` returns
+        the cache, which its ``propagate_walks`` (and ``walk_logits``) take as
+        ``features``.
+    live_frames : bool
+        Whether ``propagate`` takes ``on_frame`` (reports each frame as it is computed;
+        otherwise a walk's frames are reported when it returns).
 
     Examples
     --------
@@ -198,6 +219,11 @@ class Capabilities:
     gradients: bool = True
     prior_volume: bool = False
     reason: str = ""
+    stop_confidence: float | None = None
+    shared_walks: bool = False
+    logits: bool = False
+    frame_features: bool = False
+    live_frames: bool = False
 
     def takes(self, kind: str) -> bool:
         """Whether prompts of ``kind`` (``"box"``, ``"point"``, ``"mask"``) are taken."""
@@ -359,8 +385,12 @@ class SharedPropagation(Protocol):
     cost, never the result. ``progress(done, total)`` counts the steps of all walks
     (``total = sum of n_visited``); a walk that stops early adds its remaining steps
     at once. ``cache_mb`` bounds the memory held by features shared between walks
-    (``None``: the backend's default). ``crops=True`` (optional keyword) returns
-    :class:`~napari_segeval.models.walk.WalkOutput` objects instead of full tensors.
+    (``None``: the backend's default). ``crops=True`` returns
+    :class:`~napari_segeval.models.walk.WalkOutput` objects instead of full tensors;
+    ``on_frame(walk number, frame, prob)`` hears each frame as it is computed. A backend
+    with ``capabilities.frame_features`` also takes ``features`` (its
+    ``feature_cache()``). A backend declares ``capabilities.shared_walks=True`` when it
+    implements this.
     """
 
     def propagate_walks(
@@ -373,6 +403,8 @@ class SharedPropagation(Protocol):
         stop_when_empty: bool = False,
         grad: bool = False,
         cache_mb: float | None = None,
-    ) -> list[torch.Tensor]:
+        on_frame: Callable[[int, int, Any], None] | None = None,
+        crops: bool = False,
+    ) -> list[Any]:
         """Probabilities ``(n_visited, H, W)`` of each walk, in visit order."""
         ...

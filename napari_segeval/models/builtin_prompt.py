@@ -115,8 +115,6 @@ class BuiltinPromptModel:
     """
 
     name = "builtin"
-    #: Calibrated confidence stop for propagation (see :data:`STOP_CONFIDENCE`).
-    stop_confidence = STOP_CONFIDENCE
     #: Batch the walks of one propagation step through the network: ``None`` = on
     #: CUDA/MPS only (see :meth:`propagate_walks`).
     batch_walks: bool | None = None
@@ -195,12 +193,14 @@ class BuiltinPromptModel:
     @property
     def capabilities(self) -> Capabilities:
         """Boxes and mask prompts; points when the weights have click channels, each a
-        local correction; differentiable; a per-slice prior is taken."""
+        local correction; differentiable; a per-slice prior is taken; the calibrated
+        confidence stop :data:`STOP_CONFIDENCE`; walks shared (:meth:`propagate_walks`)."""
         reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
         return Capabilities(points=self.takes_points, masks=True,
                             corrections=(Corrections.POINTS if self.takes_points
                                          else Corrections.NONE),
-                            prior_volume=True, reason=reason)
+                            prior_volume=True, reason=reason,
+                            stop_confidence=STOP_CONFIDENCE, shared_walks=True)
 
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""

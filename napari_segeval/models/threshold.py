@@ -62,7 +62,7 @@ class ThresholdPromptModel:
     name = "threshold"
     #: It takes every prompt kind (boxes, points, masks); every prompt set propagates
     #: whole; differentiable; a per-slice prior is taken.
-    capabilities = Capabilities(points=True, masks=True, prior_volume=True)
+    capabilities = Capabilities(points=True, masks=True, prior_volume=True, live_frames=True)
 
     def __init__(self, level: float = 0.5, gain: float = 20.0, reach: int = 1,
                  device: Any = "cpu") -> None:

@@ -53,10 +53,10 @@ the end of a structure); such a leak stays connected to the object, so
 keep-largest-component cannot remove it. The slices up to the walk's last
 conditioning slice are never cut (they lie between prompts a person placed).
 The decision uses detached values; the kept slices stay differentiable. The
-default ``"auto"`` uses the model's own calibrated value, its attribute
-``stop_confidence`` (the built-in model: 0.8, chosen on tuning phantoms with
-seeds 500-509, disjoint from training and benchmark seeds), and no stop for
-models without one (MedSAM2 keeps its published recipe).
+default ``"auto"`` uses the model's own calibrated value, which it declares as
+``capabilities.stop_confidence`` (the built-in model: 0.8, chosen on tuning phantoms
+with seeds 500-509, disjoint from training and benchmark seeds), and no stop for
+models that declare none (MedSAM2 keeps its published recipe).
 
 Watching it happen (``on_slice``): :func:`propagate_case` can report each
 structure's mask on each slice as soon as the backend has computed it (the key
@@ -267,7 +267,7 @@ def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
 def record(model: Any, sets: Mapping[int, PromptSet], options: PropagationOptions,
            min_confidence: float | None, per_slice: bool) -> dict:
     """The ``params`` of a :class:`~.result.PropagationResult`."""
-    return {"model": getattr(model, "name", type(model).__name__), "mode": options.mode,
+    return {"model": model.name, "mode": options.mode,
             "keep_largest": options.keep_largest, "stop_when_empty": options.stop_when_empty,
             "threshold": options.threshold, "decision": options.decision,
             "connectivity": 6 if options.connectivity is None else int(options.connectivity),

@@ -41,7 +41,7 @@ class PropagationOptions:
         Probability above ``threshold`` (default) or MedSAM2's logit above 0.
     min_confidence : float, "auto" or None
         Confidence stop (module doc of :mod:`.core`); ``"auto"``: the model's own
-        ``stop_confidence``, if any.
+        (``capabilities.stop_confidence``), if it declares one.
     nested_fraction : float, optional
         Nested-structure rule of :func:`~.masks.merge_structures` (``None``: off).
     grad : bool

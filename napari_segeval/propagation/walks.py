@@ -23,8 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def resolve_min_confidence(model: Any, min_confidence: float | str | None) -> float | None:
-    """``"auto"`` -> ``model.stop_confidence`` (``None`` when absent); else the value.
+def resolve_min_confidence(model: PromptableModel,
+                           min_confidence: float | str | None) -> float | None:
+    """``"auto"`` -> the stop ``model`` declares (``capabilities.stop_confidence``, None
+    for none); else the value.
 
     Examples
     --------
@@ -38,7 +40,7 @@ def resolve_min_confidence(model: Any, min_confidence: float | str | None) -> fl
         if min_confidence != "auto":
             raise ValueError(f"min_confidence must be a number, None or 'auto', "
                              f"got {min_confidence!r}")
-        value = getattr(model, "stop_confidence", None)
+        value = model.capabilities.stop_confidence
         return None if value is None else float(value)
     return None if min_confidence is None else float(min_confidence)
 
@@ -98,16 +100,6 @@ def output_stop(out: WalkOutput, min_confidence: float | None, threshold: float 
     return _first_low(counts, means, min_confidence, first, m)
 
 
-def _takes(method: Any, name: str) -> bool:
-    """Whether ``method`` names the keyword ``name`` (a bare ``**kwargs`` does not count)."""
-    import inspect
-
-    try:
-        return name in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def _as_outputs(seqs: list, walks: list[Walk], n: int, fill: float) -> list[WalkOutput]:
     """Full-size walk tensors as :class:`WalkOutput` objects (unchanged if already)."""
     return [s if isinstance(s, WalkOutput) else WalkOutput.from_full(w.frames(n), s, fill)
@@ -120,23 +112,19 @@ def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, out: WalkOut
         on_frame(i, f, out.row(j).detach())
 
 
-def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any,
-                 as_probability: Callable[[Any], Any], fill: float, *,
-                 cache_mb: float | None, cache: Any = None, **kw: Any) -> list[WalkOutput]:
-    """Call a backend's all-walks ``method``; report frames live or, if it cannot, afterwards."""
+def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any, fill: float, *,
+                 cache_mb: float | None, features: Any = None, **kw: Any) -> list[WalkOutput]:
+    """Call a backend's all-walks ``method`` (``propagate_walks`` or ``walk_logits``: the
+    keywords of :class:`~napari_segeval.models.base.SharedPropagation`); it reports
+    frames live. ``features``: the backend's per-case cache (only for a backend that
+    declares ``frame_features``)."""
     extra = {} if cache_mb is None else {"cache_mb": cache_mb}
-    if cache is not None and _takes(method, "features"):
-        extra["features"] = cache
-    live = on_frame is not None and _takes(method, "on_frame")
-    if live:
+    if features is not None:
+        extra["features"] = features
+    if on_frame is not None:
         extra["on_frame"] = on_frame
-    if _takes(method, "crops"):
-        extra["crops"] = True
-    outs = _as_outputs(method(frames, walks, **kw, **extra), walks, int(frames.shape[0]), fill)
-    if on_frame is not None and not live:
-        for i, out in enumerate(outs):
-            _report_walk(on_frame, i, out.map(as_probability, 0.0))
-    return outs
+    return _as_outputs(method(frames, walks, **kw, crops=True, **extra), walks,
+                       int(frames.shape[0]), fill)
 
 
 def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progress: Any,
@@ -145,7 +133,7 @@ def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progr
     """One ``propagate`` call per walk (backends without ``propagate_walks``)."""
     n = int(frames.shape[0])
     total = sum(n_visited(n, w.start, w.order) for w in walks)
-    live = on_frame is not None and _takes(model.propagate, "on_frame")
+    live = on_frame is not None and model.capabilities.live_frames
     out, offset = [], 0
     for number, w in enumerate(walks):
         def cb(i: int, _t: int, _offset: int = offset) -> None:
@@ -183,7 +171,9 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     returns :class:`~napari_segeval.models.walk.WalkOutput` objects (each frame
     cropped where the backend crops, full frames otherwise) instead of
     ``(n_visited, H, W)`` tensors. ``cache`` is the backend's per-case cache
-    (``model.feature_cache()``), given as its ``features`` keyword.
+    (``model.feature_cache()``), given as its ``features`` keyword. Which calls are made
+    is what the backend declares (``model.capabilities``: ``shared_walks``, ``logits``,
+    ``frame_features``, ``live_frames``).
 
     Examples
     --------
@@ -197,18 +187,19 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     """
     import torch
 
+    caps = model.capabilities
     common = {"progress": progress, "cancel": cancel, "stop_when_empty": stop_when_empty,
               "grad": grad}
-    if logits and hasattr(model, "walk_logits"):
-        outs = _all_at_once(model.walk_logits, frames, walks, on_frame,
-                            lambda v: torch.sigmoid(v.detach().float()), float("-inf"),
-                            cache_mb=cache_mb, cache=cache, **common)
-    elif hasattr(model, "propagate_walks"):
-        outs = _all_at_once(model.propagate_walks, frames, walks, on_frame, lambda v: v, 0.0,
-                            cache_mb=cache_mb, cache=cache, **common)
+    features = cache if caps.frame_features else None
+    if logits and caps.logits:
+        outs = _all_at_once(model.walk_logits, frames, walks, on_frame, float("-inf"),
+                            cache_mb=cache_mb, features=features, **common)
+    elif caps.shared_walks:
+        outs = _all_at_once(model.propagate_walks, frames, walks, on_frame, 0.0,
+                            cache_mb=cache_mb, features=features, **common)
     else:
         outs = _one_by_one(model, frames, walks, on_frame=on_frame, **common)
-    if logits and not hasattr(model, "walk_logits"):
+    if logits and not caps.logits:
         outs = [o.map(lambda v: torch.logit(v.float()), float("-inf")) for o in outs]
     return outs if crops else [o.full() for o in outs]
 

@@ -6,8 +6,9 @@ extent) and walks the whole volume in both directions, with no early stop, no
 confidence stop and no post-processing: the *decoded map* of the class is what
 the mask decoder outputs on every slice, before any threshold.
 
-* MedSAM2 (any backend with ``propagate_logits``): the mask-decoder logits,
-  resized to the case's in-plane size as MedSAM2's predictor does.
+* MedSAM2 (any backend that declares ``capabilities.logits``: ``propagate_logits``):
+  the mask-decoder logits, resized to the case's in-plane size as MedSAM2's predictor
+  does.
 * Other promptable backends (the built-in model): their output probabilities
   (the built-in model pastes them into a crop window and exposes no logits).
 
@@ -35,7 +36,8 @@ MIN_VOXELS = 2
 
 
 def feature_kind(model: Any) -> str:
-    """``"logits"`` for backends with ``propagate_logits`` (MedSAM2), else ``"probabilities"``.
+    """``"logits"`` for backends that declare logits (``capabilities.logits``: MedSAM2's
+    ``propagate_logits``), else ``"probabilities"``.
 
     Examples
     --------
@@ -43,14 +45,13 @@ def feature_kind(model: Any) -> str:
     >>> feature_kind(ThresholdPromptModel())
     'probabilities'
     """
-    return "logits" if callable(getattr(model, "propagate_logits", None)) else "probabilities"
+    return "logits" if model.capabilities.logits else "probabilities"
 
 
 def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
-    fn = getattr(model, "propagate_logits", None)
-    if callable(fn):
-        return fn(frames, key, box, order, progress=progress, cancel=cancel,
-                  stop_when_empty=False)
+    if model.capabilities.logits:
+        return model.propagate_logits(frames, key, box, order, progress=progress,
+                                      cancel=cancel, stop_when_empty=False)
     return model.propagate(frames, key, box, order, progress=progress, cancel=cancel,
                            stop_when_empty=False)
 

@@ -144,7 +144,7 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     h_each = np.stack([binary_entropy(m) for m in mean])
     mean_h = np.stack([stats[k].mean_entropy() for k in labels_order])
     merged = merge_structures(dict(zip(labels_order, mean)), threshold=threshold)
-    params = {"model": getattr(model, "name", type(model).__name__), "mode": mode,
+    params = {"model": model.name, "mode": mode,
               "n_samples": n_samples, "jitter": jitter, "noise_std": noise_std,
               "clamp": list(clamp) if clamp is not None else None, "seed": seed,
               "include_clean": include_clean, "boxes": drawn}

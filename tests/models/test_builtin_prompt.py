@@ -133,7 +133,7 @@ def test_propagation_uses_the_model_confidence_stop(tiny_weights):
     from napari_segeval.propagation import propagate_case
 
     m = BuiltinPromptModel(tiny_weights, device="cpu")
-    assert 0.5 < m.stop_confidence == STOP_CONFIDENCE < 1.0
+    assert 0.5 < m.capabilities.stop_confidence == STOP_CONFIDENCE < 1.0
     res = propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)])
     assert res.params["min_confidence"] == STOP_CONFIDENCE
     assert propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)],

@@ -1,6 +1,7 @@
 """Propagation order, modes, merging, cancel and progress with a weight-free backend."""
 
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -178,9 +179,9 @@ def test_confidence_stop_never_cuts_key_and_keeps_gradient():
 
 
 class Calibrated(ThresholdPromptModel):
-    """Threshold backend that advertises its own confidence stop."""
+    """Threshold backend that declares its own confidence stop."""
 
-    stop_confidence = 0.8
+    capabilities = replace(ThresholdPromptModel.capabilities, stop_confidence=0.8)
 
 
 def test_auto_confidence_uses_the_model_value():

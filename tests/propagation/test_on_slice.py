@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,8 @@ from napari_segeval.propagation import PropagationOptions, propagate_case
 
 class NoHook(ThresholdPromptModel):
     """A backend that cannot report steps (``propagate`` without ``on_frame``)."""
+
+    capabilities = replace(ThresholdPromptModel.capabilities, live_frames=False)
 
     def propagate(self, frames, key_index, box, order="forward", **kw):
         assert "on_frame" not in kw

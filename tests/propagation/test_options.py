@@ -47,7 +47,7 @@ class _LogitModel:
     """Returns fixed logits: a tiny positive logit whose float32 sigmoid is exactly 0.5."""
 
     name = "fixed-logits"
-    capabilities = Capabilities()
+    capabilities = Capabilities(shared_walks=True, logits=True)
     device = torch.device("cpu")
 
     def __init__(self, logit: float) -> None:

@@ -17,7 +17,7 @@ class LogitModel:
     """A promptable stub whose logits are the frame itself plus the visit position."""
 
     name = "stub"
-    capabilities = Capabilities()
+    capabilities = Capabilities(logits=True)
     device = "cpu"
 
     def __init__(self) -> None:

@@ -162,7 +162,7 @@ class LiteMedSAMModel:
     stop_iou_ratio: float | None = STOP_IOU_RATIO
     capabilities = Capabilities(
         boxes=True, points=False, masks=False, corrections=Corrections.BOXES,
-        gradients=True, prior_volume=True,
+        gradients=True, prior_volume=True, shared_walks=True, frame_features=True,
         reason="LiteMedSAM was trained with box prompts only")
 
     def __init__(self, network: Any, device: Any = None,

@@ -98,8 +98,10 @@ class MedSAM2Model:
     name = "medsam2"
     image_size = _loop.IMAGE_SIZE
     #: It takes every prompt kind (boxes, points, masks), as SAM2 does; every prompt set
-    #: propagates whole from its memory; no per-slice prior (a memory bank of frames).
-    capabilities = Capabilities(points=True, masks=True)
+    #: propagates whole from its memory; no per-slice prior (a memory bank of frames);
+    #: walks shared, with the decoder's logits and the image features kept per case.
+    capabilities = Capabilities(points=True, masks=True, shared_walks=True, logits=True,
+                                frame_features=True)
 
     def __init__(
         self,
