@@ -141,13 +141,16 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         why = f": {caps.reason}" if caps.reason else ""
         return Capability(True, False, f"{spec[0]} takes {what}, not points{why}")
     from napari_segeval.models.catalogue import find
+    from napari_segeval.models.registry import declared_capabilities
 
     entry = find(name)  # a catalogue name: its network's
     network = entry.architecture if entry is not None else name
-    points = PROMPTABLE[network].points if network in PROMPTABLE else None
-    if points is False:
-        return Capability(True, False, f"{spec[0]} takes boxes, not points")
-    return Capability(True, points)
+    caps = declared_capabilities(network) if network in PROMPTABLE else None
+    if caps is None:  # the weights decide (or a factory): known once loaded
+        return Capability(True, None)
+    if not caps.points:
+        return Capability(True, False, caps.refusal("point", spec[0]))
+    return Capability(True, True)
 
 
 def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, session: Any,

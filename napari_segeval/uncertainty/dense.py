@@ -153,7 +153,7 @@ def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
         stats.add(_augmented_probs(model, x, aug, overlap, cancel))
         if progress is not None:
             progress(i + 1, n_samples)
-    params = {"model": getattr(model, "name", ""), "n_samples": n_samples, "flip_axes": list(axes),
+    params = {"model": model.name, "n_samples": n_samples, "flip_axes": list(axes),
               "intensity_scale": intensity_scale, "intensity_shift": intensity_shift,
               "scale_range": scale_range, "overlap": overlap, "seed": seed,
               "augmentations": augs}
@@ -237,7 +237,7 @@ def mc_dropout(model: Any, case: Any, *, n_samples: int = 8, enabled: bool = Tru
     finally:
         for m, mode in zip(drops, modes):
             m.train(mode)
-    params = {"model": getattr(model, "name", ""), "n_samples": n_samples, "enabled": enabled,
+    params = {"model": model.name, "n_samples": n_samples, "enabled": enabled,
               "dropout_layers": len(drops), "overlap": overlap, "seed": seed}
     return _finish(stats, info, "mc-dropout", params, note)
 

@@ -16,12 +16,15 @@ from typing import ClassVar
 
 import numpy as np
 
+from napari_segeval.models.dense import DenseBackend
 
-class ThresholdDense:
+
+class ThresholdDense(DenseBackend):
     """Label ``k`` where the (grey) image lies within ``k - 0.5 .. k + 0.5`` (k = 1, 2)."""
 
+    name = "threshold-dense"
+    num_classes = 3
     structures: ClassVar[dict] = {1: "cube", 2: "ball"}
-    raw_per_normalized_unit = 1.0
 
     def segment(self, case, probabilities: bool = False):
         img = np.asarray(case.image, np.float32)

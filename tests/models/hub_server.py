@@ -165,7 +165,7 @@ def tiny_entry(data: bytes, sha256: str | None = None):
 
     card = ModelCard("random weights made by the test", "tests", "BSD-3-Clause")
     return CatalogueEntry("test-tiny", "test", "builtin", "segeval-test/tiny", "tiny.pt",
-                          REVISION, len(data), "BSD-3-Clause", "tests", card, sha256)
+                          REVISION, len(data), "tests", card, sha256)
 
 
 def serve(monkeypatch, cache, entry, data: bytes) -> FakeHub:

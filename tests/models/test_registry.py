@@ -30,6 +30,10 @@ def factories(tmp_path, monkeypatch):
         "from napari_segeval.models.threshold import ThresholdPromptModel\n"
         "def promptable():\n    return ThresholdPromptModel(level=0.25)\n"
         "def dense():\n    return 'a dense model'\n"
+        "from napari_segeval.models.dense import DenseBackend\n"
+        "class Toy(DenseBackend):\n    num_classes = 2\n"
+        "    def segment(self, case, *, probabilities=False):\n        return None\n"
+        "def declared():\n    return Toy()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     return "segeval_test_factories"
@@ -130,8 +134,13 @@ def test_unknown_names_list_the_known_ones():
 def test_factories(factories):
     model = load_promptable(f"{factories}:promptable")
     assert isinstance(model, ThresholdPromptModel) and model.level == 0.25
-    assert load_dense(f"{factories}:dense") == "a dense model"
+    toy = load_dense(f"{factories}:declared")
+    assert (toy.num_classes, toy.name, dict(toy.structures), toy.raw_per_normalized_unit) == (
+        2, "", {}, 1.0)  # declared, or the protocol's defaults
     assert resolve_factory(f"{factories}:dense")() == "a dense model"
+    with pytest.raises(SegEvalError, match=f"^model factory '{factories}:dense' returned a str "
+                                           "without segment, name, num_classes, structures"):
+        load_dense(f"{factories}:dense")  # declares nothing: refused in one line
     with pytest.raises(SegEvalError, match="cannot import model factory 'no_such_module:f'"):
         load_dense("no_such_module:f")
     with pytest.raises(SegEvalError, match="cannot import model factory"):
@@ -199,14 +208,16 @@ def test_the_published_file_of_another_network_is_named(monkeypatch, tmp_path):
                                "sam2.1-tiny")
 
 
-def test_the_registry_says_which_models_take_points():
+def test_what_a_name_takes_is_its_backends_declaration():
+    from napari_segeval.models.litemedsam.model import LiteMedSAMModel
     from napari_segeval.models.medsam2.model import MedSAM2Model
 
-    assert registry.PROMPTABLE["threshold"].points is ThresholdPromptModel.capabilities.points
-    assert ThresholdPromptModel.capabilities.points is MedSAM2Model.capabilities.points is True
-    assert all(registry.PROMPTABLE[n].points for n in registry.PROMPTABLE
+    declared = registry.declared_capabilities
+    assert declared("threshold") is ThresholdPromptModel.capabilities
+    assert declared("litemedsam") is LiteMedSAMModel.capabilities
+    assert all(declared(n) is MedSAM2Model.capabilities for n in registry.PROMPTABLE
                if n.startswith(("medsam2", "sam2.1")))
+    assert ThresholdPromptModel.capabilities.points is MedSAM2Model.capabilities.points is True
     # the built-in model: its weights say (the shipped ones have click channels)
-    assert registry.PROMPTABLE["builtin"].points is None
+    assert declared("builtin") is None and declared("builtin-prompt") is None
     assert BuiltinPromptModel(DEFAULT_WEIGHTS, device="cpu").capabilities.points is True
-    assert all(m.points is False for m in registry.DENSE.values())

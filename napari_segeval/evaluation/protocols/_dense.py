@@ -1,10 +1,13 @@
 """Running a dense model inside a protocol, and the attack hook of ``msd-robust``.
 
 A model is either a :class:`~napari_segeval.models.dense.DenseModel` (run by
-:func:`~napari_segeval.models.dense.segment_case`) or any object with
+:func:`~napari_segeval.models.dense.segment_case`) or a
+:class:`~napari_segeval.models.dense.DenseBackend`:
 ``segment(case, *, probabilities=False) -> result`` where ``result.labels`` is
 the label map on the case's grid and ``result.probabilities`` (when asked) is
-``(K, *spatial)`` (this is how 2D models and test models plug in).
+``(K, *spatial)`` (this is how 2D models and test models plug in). Both declare
+``name``, ``num_classes``, ``structures`` and ``raw_per_normalized_unit``, which the
+protocols read as they are.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from napari_segeval._errors import SegEvalError
 
 def segment(model: Any, case, params: Mapping, *, probabilities: bool = False):
     """Segment ``case`` with ``model`` using the protocol's inference parameters."""
-    if hasattr(model, "segment"):
+    from napari_segeval.models.dense import DenseModel, segment_case
+
+    if not isinstance(model, DenseModel):
         return model.segment(case, probabilities=probabilities)
-    from napari_segeval.models.dense import segment_case
 
     return segment_case(model, case, overlap=float(params.get("overlap", 0.5)),
                         mirror=bool(params.get("mirror", False)),
@@ -45,8 +49,8 @@ def condition_name(attack: Mapping) -> str:
 
 
 def raw_per_unit(model: Any) -> float:
-    """Raw intensity units per normalized unit of the model (1 when unknown)."""
-    return float(getattr(model, "raw_per_normalized_unit", 1.0) or 1.0)
+    """Raw intensity units per normalized unit the model declares."""
+    return float(model.raw_per_normalized_unit)
 
 
 #: Keys of an attack dict that are not :class:`~napari_segeval.attacks.AttackConfig` fields.
@@ -143,7 +147,7 @@ def skip_reason(model: Any, attack: Mapping) -> str | None:
         return None
     from napari_segeval.attacks import not_applicable
 
-    n = getattr(model, "num_classes", None)
+    n = model.num_classes
     return None if n is None else not_applicable(attack_config(attack), int(n))
 
 

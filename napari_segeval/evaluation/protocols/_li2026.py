@@ -243,7 +243,7 @@ def run_case(spec, params: dict):
             raise SegEvalError(f"case {spec.case_id} was a training case of {path}")
         with TorchThreads(int(params["threads"])):
             res = D.segment(model, case, params)
-        structures = dict(case.structures or getattr(model, "structures", {}) or {})
+        structures = dict(case.structures or model.structures)
         if params["include_background"]:
             structures = {0: "background", **structures}
         info = meta["conditions"][cond]

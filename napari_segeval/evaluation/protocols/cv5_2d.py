@@ -216,7 +216,7 @@ def run_case(spec, params: dict) -> CaseOutput:
     model = fold_model(spec, params)
     case = C.load_case(spec)
     res = D.segment(model, case, params)
-    structures = dict(case.structures or getattr(model, "structures", {}) or {})
+    structures = dict(case.structures or model.structures)
     if params["include_background"]:
         structures = class_set(structures, case.labels, res.labels)
     rows = C.score(case.labels, res.labels, case.spacing, structures, "clean",

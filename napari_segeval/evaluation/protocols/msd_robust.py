@@ -129,7 +129,7 @@ def skip_reason(model, attack: Mapping) -> str | None:
     >>> skip_reason(SimpleNamespace(num_classes=3), {"name": "apgd-dlr"}) is None
     True
     """
-    n = getattr(model, "num_classes", None)
+    n = model.num_classes
     if str(attack.get("name")) == "apgd-dlr" and n is not None and int(n) < 3:
         return f"apgd-dlr needs at least 3 classes (background included); the model has {n}"
     return None
@@ -150,7 +150,7 @@ def run_case(spec, params: dict) -> CaseOutput:
     """Clean prediction plus one prediction per attack, scored per structure."""
     case = C.load_case(spec, channel=_channel(params))
     model = _model(params)
-    structures = dict(case.structures or getattr(model, "structures", {}) or {})
+    structures = dict(case.structures or model.structures)
     clean = D.segment(model, case, params)
     scales = _scales(model, clean)
     preds = {"clean": clean.labels}
@@ -229,7 +229,7 @@ def prepare(specs, params: dict, output_dir) -> None:
             continue
         try:
             case = C.load_case(spec, channel=_channel(params))
-            structures = dict(case.structures or getattr(model, "structures", {}) or {})
+            structures = dict(case.structures or model.structures)
             rows = _score(case, D.segment(model, case, params).labels, structures, "clean",
                           params)
         except SegEvalError:

