@@ -63,8 +63,8 @@ def load_model(backend: str, checkpoint: str | None, device: str, *,
 def pull_model(name: str, *, progress: Callable[[int, int], None] | None = None,
                cancel: Any = None) -> dict:
     """Download the catalogue checkpoint ``name`` once and check it
-    (:func:`napari_segeval.models._hub.pull`: nothing half-written stays on cancel)."""
-    from napari_segeval.models._hub import pull
+    (:func:`napari_segeval.models.hub.pull`: nothing half-written stays on cancel)."""
+    from napari_segeval.models.hub import pull
 
     return pull(name, progress=progress, cancel=cancel)
 

@@ -11,20 +11,22 @@
   *a file you chose*.
 
 *Download* fetches the selected entry through
-:func:`napari_segeval.models._hub.pull` - only on that click - as a job of the
+:func:`napari_segeval.models.hub.pull` - only on that click - as a job of the
 picker's :class:`~napari_segeval._widgets._worker.JobRunner` (progress in napari's
 activity dock, Cancel there or in the picker; closing the panel or the viewer cancels
 it and ``pull`` leaves nothing half-written in the cache). *Open checkpoint…* loads the
 file with the network of the selected row in a job first; only a file that loads
 becomes a row, so a wrong file (another architecture, not a checkpoint) is one
 notification and the picker stays as it was. The selected entry's model card (trained
-on, intended use, not for, licence) is shown below the list, from the catalogue or
-:data:`~napari_segeval.models.catalogue.BUILTIN_CARDS`. The rows, their states and the
-cards are worked out without Qt in :mod:`~napari_segeval._widgets.model_rows`.
+on, intended use, not for, licence) is shown below the list, from its record
+(:mod:`napari_segeval.models.records`). The rows, their states and the cards are worked
+out without Qt in :mod:`~napari_segeval._widgets.model_rows`. The pickers of one viewer
+hear the same cache signal (:func:`cache_signal`), never those of another viewer.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,19 +64,21 @@ CHECKPOINT_FILTER = "PyTorch checkpoints (*.pt *.pth *.ckpt);;All files (*)"
 
 
 class _Cache(QObject):
-    """Tells every picker that the model cache changed (a download ended)."""
+    """Tells the pickers of one viewer that the model cache changed (a download ended)."""
 
     changed = Signal()
 
 
-_CACHE: list[_Cache] = []
+#: Viewer -> the object its pickers hear (the key held weakly, as ``_state.shared_state``'s).
+_CACHES: weakref.WeakKeyDictionary[Any, _Cache] = weakref.WeakKeyDictionary()
 
 
-def cache_signal() -> _Cache:
-    """The one object whose ``changed`` every picker hears."""
-    if not _CACHE:
-        _CACHE.append(_Cache())
-    return _CACHE[0]
+def cache_signal(viewer: Any) -> _Cache:
+    """The object whose ``changed`` every picker of ``viewer`` hears (made on first use)."""
+    signal = _CACHES.get(viewer)
+    if signal is None:
+        signal = _CACHES[viewer] = _Cache()
+    return signal
 
 
 # ----------------------------------------------------------------------------- the widget
@@ -152,7 +156,7 @@ class ModelPicker(QWidget):
         self._build()
         self.fill()
         self.combo.currentIndexChanged.connect(lambda _i: self._picked())
-        cache_signal().changed.connect(self.refresh)
+        cache_signal(napari_viewer).changed.connect(self.refresh)
 
     def _build(self) -> None:
         top = QHBoxLayout()
@@ -237,9 +241,9 @@ class ModelPicker(QWidget):
         entry = None if row is None else entry_of(row)
         if entry is None:
             return True
-        from napari_segeval.models import _cache
+        from napari_segeval.models.hub import local_path
 
-        return _cache.local_path(entry) is not None
+        return local_path(entry) is not None
 
     def require(self) -> None:
         """Refuse (one line) a catalogue checkpoint not downloaded yet: say to click
@@ -328,7 +332,7 @@ class ModelPicker(QWidget):
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
         job = self.runner.start(f"download {entry.name}", pull_model, entry.name,
-                                on_done=lambda _result: cache_signal().changed.emit())
+                                on_done=lambda _result: cache_signal(self.viewer).changed.emit())
         self._show()
         return job
 

