@@ -63,23 +63,28 @@ def _signature(layers: list) -> list:
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
     """Title of a view: its prediction's name when it is one of several models'.
 
-    The results browser names the prediction of a layer in
-    ``metadata["condition"]``; in a run of several models that is
-    ``"<condition> @ <model>"`` and the views say which model they show.
+    The results browser names the prediction of a layer in ``metadata["prediction"]``
+    (a :class:`~napari_segeval.evaluation.keys.PredictionKey`); in a run of several
+    models it names a model (``"clean @ threshold"``) and the views say which.
 
     Examples
     --------
     >>> pane_title("clean", None, False)
     'image + clean prediction'
     >>> from types import SimpleNamespace as L
-    >>> pane_title("attacked", L(metadata={"condition": "clean @ threshold"}), False)
+    >>> from napari_segeval.evaluation.keys import PredictionKey as K
+    >>> pane_title("attacked", L(metadata={"prediction": K("clean", model="threshold")}), False)
     'image + clean @ threshold'
     >>> pane_title("attacked", L(metadata={}), False)
     'image + attacked prediction (no attacked image)'
     """
-    name = str((getattr(layer, "metadata", None) or {}).get("condition") or "")
-    if key != "reference" and " @ " in name:
-        return f"{'attacked image' if key == 'attacked' and has_attacked_image else 'image'} + {name}"
+    from napari_segeval.evaluation.keys import PredictionKey
+
+    prediction = (getattr(layer, "metadata", None) or {}).get("prediction")
+    if key != "reference" and isinstance(prediction, PredictionKey) \
+            and prediction.model is not None:
+        shown = "attacked image" if key == "attacked" and has_attacked_image else "image"
+        return f"{shown} + {prediction}"
     if key == "attacked" and not has_attacked_image:
         return "image + attacked prediction (no attacked image)"
     return dict(PANES)[key]

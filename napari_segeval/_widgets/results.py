@@ -12,8 +12,8 @@ Selecting a row loads that case in a worker thread (the viewer stays
 responsive): the image, the reference, the clean and attacked predictions, and
 the perturbed image and perturbation of the row's attack (or the first attack),
 all placed as the reader places files. In a run of several models (``segeval
-evaluate --model A --model B``) a row's condition names its prediction
-(``clean @ threshold``), and the pair the Dice panel, compare mode and the
+evaluate --model A --model B``) a row names its model (the table's model column;
+its prediction is ``clean @ threshold``), and the pair the Dice panel, compare mode and the
 disagreement layer show is model A's prediction against model B's (or an attack
 against its model's clean prediction:
 :func:`~napari_segeval.evaluation.loaded.compare_pair`). The browser's layers of the previous
@@ -24,8 +24,8 @@ the row's condition (lowest Dice, ties broken by the most wrong voxels:
 :func:`napari_segeval.metrics.worst_slice`). Another row of the case
 shown only moves the view.
 
-An ``interactive`` run's rows carry their round (the condition names the round's
-prediction, ``round2:clean``); the box under the table steps through the selected
+An ``interactive`` run's rows carry their round (their prediction is the round's,
+``round2:clean``); the box under the table steps through the selected
 row's rounds with their prompts (:mod:`~napari_segeval._widgets.results_rounds`).
 
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
@@ -333,7 +333,7 @@ class ResultsPanel(QWidget):
         """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
         if self.loaded is None or row["case"] != self.loaded.case_id:
             return
-        self.layers.show_prediction(prediction_role(row["condition"]))
+        self.layers.show_prediction(prediction_role(str(row["key"])))
         label = row_label(self.loaded, row)
         if label is not None:
             self.state.set_current(label)

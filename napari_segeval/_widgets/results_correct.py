@@ -121,10 +121,12 @@ def run_model(folder: Any, loaded: Any = None) -> str | None:
     >>> run_model(Folder()), run_model(Folder(), Loaded())
     (None, 'threshold')
     """
+    from napari_segeval.evaluation.keys import PredictionKey
+
     model = (folder.run.get("params") or {}).get("model")
-    first = getattr(loaded, "pair", (None, None))[0] or ""
-    if model is None and " @ " in first:
-        model = first.split(" @ ", 1)[1]
+    first = getattr(loaded, "pair", (None, None))[0]
+    if model is None and first:
+        model = PredictionKey.parse(first).model
     return None if model is None else str(model)
 
 

@@ -76,14 +76,18 @@ def row_label(loaded, row: dict) -> int | None:
 def focus_of(row: dict) -> str | None:
     """The prediction a row puts in focus: its attack, or (several models) its prediction.
 
+    ``row["key"]`` is the row's :class:`~napari_segeval.evaluation.keys.PredictionKey`.
+
     Examples
     --------
-    >>> focus_of({"condition": "clean"}), focus_of({"condition": "pgd"})
+    >>> from napari_segeval.evaluation.keys import PredictionKey as K
+    >>> focus_of({"key": K("clean")}), focus_of({"key": K("pgd")})
     (None, 'pgd')
-    >>> focus_of({"condition": "clean @ threshold"})
+    >>> focus_of({"key": K("clean", model="threshold")})
     'clean @ threshold'
     """
-    return None if row["condition"] == "clean" else row["condition"]
+    name = str(row["key"])
+    return None if name == "clean" else name
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
@@ -110,12 +114,13 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
         ids = next(iter(counted.values())).reference_labels() if counted else None
         specs = layer_specs(loaded, ids)  # structure ids etc. computed here, not in the GUI
     label = row_label(loaded, row)
-    pred = loaded.predictions.get(row["condition"])
+    name = str(row["key"])
+    pred = loaded.predictions.get(name)
     first, second = loaded.pair
-    key = "clean" if row["condition"] == first else "attacked"
+    key = "clean" if name == first else "attacked"
     worst = None
     if label is not None and pred is not None and loaded.case.labels is not None:
-        if key in counted and row["condition"] in (first, second):
+        if key in counted and name in (first, second):
             if loaded.case.labels.ndim >= 3:  # counted already: no second pass
                 worst = worst_slice_from_counts(counted[key].slice_counts(label))
         else:

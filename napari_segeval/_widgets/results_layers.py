@@ -55,7 +55,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     the label ids present in the reference when already counted.
     """
     from napari_segeval._layer_data import case_to_layers
-    from napari_segeval.evaluation.loaded import attacked_image_key
+    from napari_segeval.evaluation.keys import FileKind, PredictionKey
 
     case, cid = loaded.case, loaded.case_id
     base = case_to_layers(case, cid, ids)
@@ -64,16 +64,21 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     place = {k: img_kw[k] for k in ("scale", "translate")}
     meta = dict(img_kw["metadata"])
     out = [("image", img_data, img_kw, "image")]
-    focus = attacked_image_key(loaded.focus) if loaded.focus else ""  # a round: its attack
+    attacked = PredictionKey.parse(loaded.focus).first_round() if loaded.focus else None
+    focus = "" if attacked is None else str(attacked)  # a round: its attack's images
+
+    def source(kind: FileKind) -> str | None:
+        return None if attacked is None else loaded.files.get(str(attacked.image(kind)))
+
     if loaded.perturbed is not None:
         out.append(("perturbed", loaded.perturbed, {
             **place, "name": f"{cid} perturbed ({focus})", "rgb": case.is_rgb, "visible": False,
-            "metadata": {**meta, "source": loaded.files.get(f"perturbed:{focus}")}}, "image"))
+            "metadata": {**meta, "source": source(FileKind.PERTURBED)}}, "image"))
     if loaded.perturbation is not None:
         m = loaded.perturbation_range or 1.0
         kw = {**place, "name": f"{cid} perturbation ({focus})", "rgb": case.is_rgb,
               "visible": False, "contrast_limits": (-m, m),
-              "metadata": {**meta, "source": loaded.files.get(f"perturbation:{focus}")}}
+              "metadata": {**meta, "source": source(FileKind.PERTURBATION)}}
         if not case.is_rgb:
             kw["colormap"] = "PiYG"
         out.append(("perturbation", loaded.perturbation, kw, "image"))
@@ -83,7 +88,8 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     for cond, labels in loaded.predictions.items():
         role = prediction_role(cond)
         kw = {**place, "name": f"{cid} {cond}", "opacity": 0.6,
-              "metadata": {**labels_meta, "source": loaded.files.get(cond), "condition": cond}}
+              "metadata": {**labels_meta, "source": loaded.files.get(cond),
+                           "prediction": PredictionKey.parse(cond)}}
         if features is not None:
             kw["features"] = features
         out.append((role, labels, kw, "labels"))

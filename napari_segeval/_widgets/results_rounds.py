@@ -142,15 +142,13 @@ class RoundStepper(QWidget):
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
         """The rounds of a selected row of the *Results* table, at the row's round (none
         for a row of another protocol)."""
-        from napari_segeval.evaluation.rounds import split_round_key
-
-        if row.get("round") is None or label is None or image is None:
+        if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
-        key = split_round_key(row["condition"])[0]  # "clean", "pgd @ threshold" ...
-        model = row.get("model") if folder.models else None
-        rounds = folder.rounds(row["case"], label, key.partition(" @ ")[0], model)
-        self.set_rounds(rounds, row["case"], f"{row['structure']} ({key})", image, row["round"])
+        key = row["key"]  # its round 0 names it: "clean", "pgd @ threshold" ...
+        rounds = folder.rounds(row["case"], label, key.condition, key.model)
+        self.set_rounds(rounds, row["case"], f"{row['structure']} ({key.first_round()})", image,
+                        key.round or 0)
 
     def set_rounds(self, rounds: list, case: str, what: str, image: Any,
                    round: int | None = None, move: bool = False) -> None:
@@ -193,7 +191,7 @@ class RoundStepper(QWidget):
         """Show round number ``i`` of the list: prediction, prompts, Dice (module docstring)."""
         rnd = self.rounds[i]
         self.current = i
-        role = prediction_role(rnd.key)
+        role = prediction_role(str(rnd.key))
         if role in self.case_layers.layers:
             self.case_layers.show_prediction(role)
         self._draw(rnd)
@@ -208,7 +206,7 @@ class RoundStepper(QWidget):
                             f"{', it fell' if fell else ''}. Added: {added}.")
         if move and rnd.added:
             self.panel._dice().dice.go_to_slice(int(rnd.added[0].index))
-        self._compare(rnd.key)
+        self._compare(str(rnd.key))
 
     def _compare(self, key: str) -> None:
         """The Dice tab compares round 0 with round ``key`` (counted in the worker)."""

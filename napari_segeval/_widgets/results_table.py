@@ -21,6 +21,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("case", "case", "case id"),
     ("structure", "structure", "structure name"),
     ("condition", "condition", "clean, or the attack with its parameters"),
+    ("model", "model", "the model of the prediction, in a run of several models"),
     ("round", "round", "correction round of an interactive run (0: the first propagation)"),
     ("fold", "fold", "cross-validation fold"),
     ("dice", "Dice", "Dice of this condition"),
@@ -29,7 +30,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("nsd", "NSD", "normalised surface Dice"),
     ("uncertainty", "Unc.", "the case's uncertainty score"),
 )
-#: Always shown; the other columns only when some row has a value.
+#: Always shown; the other columns only when some row has a value (the model column:
+#: when the rows hold several models).
 ALWAYS = ("case", "structure", "condition", "dice")
 #: Columns whose value is no score on an absence (sorted last, Dice shown as "absent").
 SCORES = ("dice", "delta_dice", "hd95", "nsd")
@@ -69,8 +71,10 @@ class ResultsModel(QAbstractTableModel):
         """Replace the rows (and choose the columns that have values)."""
         self.beginResetModel()
         self.rows = list(rows)
+        several = len({r.get("model") for r in self.rows}) > 1
         self.columns = [c for c in COLUMNS if c[0] in ALWAYS
-                        or any(_has_value(r.get(c[0])) for r in self.rows)]
+                        or (several if c[0] == "model"
+                            else any(_has_value(r.get(c[0])) for r in self.rows))]
         self.endResetModel()
 
     def column(self, key: str) -> int:

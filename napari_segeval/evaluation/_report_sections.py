@@ -14,6 +14,7 @@ import html
 import math
 
 from napari_segeval.evaluation import _figures as F
+from napari_segeval.evaluation.keys import PredictionKey
 
 
 def _num(v) -> float:
@@ -56,12 +57,21 @@ def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
 BASELINES = ("clean", "unfiltered")
 
 
+def _keys(rows: list[dict]) -> dict[str, PredictionKey]:
+    """Each table name (a row's ``condition``) -> its prediction's key (the row's ``key``;
+    rows without one name a prediction of a run of one model by its condition)."""
+    return {r["condition"]: r.get("key") or PredictionKey(r["condition"]) for r in rows}
+
+
 def _conditions(rows: list[dict]) -> list[str]:
-    def key(c: str) -> tuple:
-        base = c.split(" @ ")[0]  # a prediction of one of several models
+    """The table names of the rows' predictions: baselines first, then by condition."""
+    keys = _keys(rows)
+
+    def order(c: str) -> tuple:
+        base = keys[c].condition
         return (base not in BASELINES, base, c)
 
-    return sorted({r["condition"] for r in rows}, key=key)
+    return sorted(keys, key=order)
 
 
 def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
@@ -125,7 +135,7 @@ def _dice_vs_uncertainty(rows: list[dict]) -> str:
     return text + f'<img alt="Dice against uncertainty" src="{uri}">'
 
 
-def _uncertainty_tables(results: dict) -> str:
+def uncertainty_tables(results: dict) -> str:
     """The ``uncertainty`` protocol's numbers: selective evaluation, or the training conditions."""
     if results.get("analysis") == "filter-training":
         conds = results.get("conditions") or {}
@@ -214,10 +224,8 @@ def _per_round(c: dict) -> str:
 
 def _rounds(results: dict, rows: list[dict]) -> str:
     """The ``interactive`` protocol: Dice against correction round (plot and table)."""
-    from napari_segeval.evaluation.protocols import prediction_key
-
     each = results.get("by_model") or {None: results}  # several models: one curve each
-    conds = {prediction_key(cond, m): c for m, res in each.items()
+    conds = {PredictionKey(cond, model=m).label(): c for m, res in each.items()
              for cond, c in (res.get("conditions") or {}).items()}
     if not conds:
         return ""

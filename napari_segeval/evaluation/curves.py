@@ -127,25 +127,34 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     return out
 
 
-def round_rows(rows: Sequence[Mapping]) -> list:
-    """Rows of an ``interactive`` run for per-condition tables: round 0 under its
-    condition and the last round as ``"<condition> round K"`` (other rounds dropped);
-    rows without ``round`` (other protocols) as they are.
+def round_rows(rows: Sequence[Mapping], models: bool = False) -> list:
+    """Rows of a run with correction rounds (its protocol's ``has_rounds``) for
+    per-condition tables: round 0 and the last round K (other rounds dropped).
+
+    Each row gets its prediction's ``key``
+    (:class:`~napari_segeval.evaluation.keys.PredictionKey`: its condition, its round
+    K or none for round 0 and, with ``models``, its model) and, as ``condition``, how
+    tables name it (:meth:`~napari_segeval.evaluation.keys.PredictionKey.label`:
+    ``"<condition> round K"``, ``"<condition> @ <model> round K"``).
 
     Examples
     --------
     >>> rows = [{"condition": "clean", "round": r} for r in (0, 1, 2)]
     >>> [r["condition"] for r in round_rows(rows)]
     ['clean', 'clean round 2']
+    >>> [str(r["key"]) for r in round_rows([{**r, "model": "m"} for r in rows], models=True)]
+    ['clean @ m', 'round2:clean @ m']
     """
+    from napari_segeval.evaluation.keys import PredictionKey
+
     rows = list(rows)
-    if not any("round" in r for r in rows):
-        return rows
-    last = max(int(r["round"]) for r in rows)
-    out = [r for r in rows if int(r["round"]) == 0]
-    if last:
-        out += [{**r, "condition": f"{r['condition']} round {last}"} for r in rows
-                if int(r["round"]) == last]
+    last = max((int(r["round"]) for r in rows), default=0)
+    out = []
+    for k in (0, last) if last else (0,):
+        for r in rows:
+            if int(r["round"]) == k:
+                key = PredictionKey(r["condition"], k, r.get("model") if models else None)
+                out.append({**r, "key": key, "condition": key.label()})
     return out
 
 

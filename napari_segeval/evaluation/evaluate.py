@@ -188,7 +188,7 @@ def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
     each = {m: [r for r in rows if r.get("model") == m] for m in models}
     return {"by_model": {m: proto.summarize(r, {**params, "model": m, "models": None})
                          for m, r in each.items() if r},
-            "comparison": by_model(round_rows(rows))}  # interactive: round 0 and the last
+            "comparison": by_model(round_rows(rows) if proto.has_rounds else rows)}
 
 
 __all__ = ["finalize", "load_records", "run_evaluation"]

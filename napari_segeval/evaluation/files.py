@@ -8,8 +8,10 @@ image's grid with its geometry::
     DIR/predictions/<safe case id>/<safe key>.<ext>
 
 ``<safe key>`` is :func:`~napari_segeval.evaluation.store.case_filename` of the
-record's ``files`` key (``clean``, the condition name, ``perturbed:<condition>``,
-``perturbation:<condition>``), so names are file-system safe and never collide.
+record's ``files`` key (a :class:`~napari_segeval.evaluation.keys.PredictionKey`:
+``clean``, the condition name, ``perturbed:<condition>``, ``perturbation:<condition>``),
+so names are file-system safe and never collide. Which keys are float images is
+:func:`~napari_segeval.evaluation.keys.is_image_key` (re-exported here).
 
 The format follows the source image by the one rule of
 :func:`napari_segeval.io._formats.output_formats` (NIfTI -> ``.nii.gz``; videos,
@@ -37,26 +39,14 @@ from pathlib import Path
 
 import numpy as np
 
+from napari_segeval.evaluation.keys import IMAGE_KINDS, PredictionKey, is_image_key
 from napari_segeval.evaluation.store import case_filename
 
-#: Keys of float images in a record's ``files`` (the rest are label maps).
-IMAGE_KINDS = ("perturbed", "perturbation")
 #: Folder of the saved predictions inside a results folder.
 PREDICTIONS = "predictions"
 
 
-def is_image_key(key: str) -> bool:
-    """True for the keys of float images (``perturbed:...``, ``perturbation:...``).
-
-    Examples
-    --------
-    >>> is_image_key("perturbed:fgsm-linf eps=0.5"), is_image_key("clean")
-    (True, False)
-    """
-    return key.partition(":")[0] in IMAGE_KINDS and ":" in key
-
-
-def relative_path(case_id: str, key: str, ext: str) -> str:
+def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
     """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR).
 
     Examples
@@ -64,7 +54,7 @@ def relative_path(case_id: str, key: str, ext: str) -> str:
     >>> relative_path("abd_001", "clean", ".nii.gz")
     'predictions/abd_001/clean.nii.gz'
     """
-    return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(key)}{ext}"
+    return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(str(key))}{ext}"
 
 
 def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:

@@ -31,7 +31,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation.files import is_image_key
+from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
 from napari_segeval.io._formats import output_formats
 
 
@@ -82,7 +82,7 @@ class LoadedCase:
     pair: tuple[str | None, str | None] = ("clean", None)
 
 
-def float_key(files: Mapping, focus: str | None) -> str | None:
+def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
     """The float image of ``focus`` a load reads: its perturbation, else its perturbed image.
 
     Examples
@@ -96,14 +96,14 @@ def float_key(files: Mapping, focus: str | None) -> str | None:
     """
     if focus is None:
         return None
-    attacked = attacked_image_key(focus)
-    for kind in ("perturbation", "perturbed"):
-        if f"{kind}:{attacked}" in files:
-            return f"{kind}:{attacked}"
+    for kind in (FileKind.PERTURBATION, FileKind.PERTURBED):
+        key = str(PredictionKey.parse(focus).image(kind))
+        if key in files:
+            return key
     return None
 
 
-def attacked_image_key(focus: str) -> str:
+def attacked_image_key(focus: str | PredictionKey) -> str:
     """The condition whose perturbed image a prediction was made on: itself, or for a
     correction round of an ``interactive`` run its round 0 (the attack stays fixed).
 
@@ -112,9 +112,7 @@ def attacked_image_key(focus: str) -> str:
     >>> attacked_image_key("pgd"), attacked_image_key("round3:pgd @ builtin")
     ('pgd', 'pgd @ builtin')
     """
-    from napari_segeval.evaluation.rounds import split_round_key
-
-    return split_round_key(focus)[0]
+    return str(PredictionKey.parse(focus).first_round())
 
 
 def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
@@ -207,20 +205,23 @@ def compare_pair(keys: Sequence[str], focus: str | None, other: str | None = Non
     (('clean @ a', 'clean @ b'), ('clean @ b', 'pgd @ b'))
     >>> compare_pair(keys, "clean @ b"), compare_pair(keys, "clean @ a", other="pgd @ b")
     (('clean @ b', 'clean @ a'), ('clean @ a', 'pgd @ b'))
+    >>> compare_pair(keys + ["round1:clean @ b"], "round1:clean @ b")  # against its round 0
+    ('clean @ b', 'round1:clean @ b')
     """
-    keys = list(keys)
-    if not any(" @ " in k for k in keys):  # one model
+    parsed = {k: PredictionKey.parse(k) for k in keys}
+    keys = list(parsed)
+    if all(p.model is None for p in parsed.values()):  # one model
         attacks = [k for k in keys if k != "clean"]
         second = focus if focus in attacks else (attacks[0] if attacks else None)
         return ("clean" if "clean" in keys else None), second
-    cleans = [k for k in keys if k.split(" @ ")[0] == "clean"]
+    # round 0's clean predictions; a correction round is paired with its model's
+    cleans = [k for k in keys if parsed[k].is_clean and parsed[k].round is None]
     if focus not in keys:
         focus = cleans[0] if cleans else (keys[0] if keys else None)
     if focus is None:
         return None, None
-    condition, _, model = focus.partition(" @ ")
-    if condition != "clean":
-        own = f"clean @ {model}"
+    if focus not in cleans:
+        own = str(PredictionKey("clean", model=parsed[focus].model))
         return (own if own in keys else None), focus
     if other in keys and other != focus:
         return focus, other
@@ -250,6 +251,10 @@ def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None
             except (SegEvalError, MemoryError, ValueError):
                 continue  # the Dice panel counts again and shows what is wrong
     return out
+
+
+def _image_of(key: PredictionKey | None, kind: FileKind) -> str | None:
+    return None if key is None else str(key.image(kind))
 
 
 def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel: int,
@@ -312,16 +317,18 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
                 images[key] = on_grid(result(futures[key]), case, k)
                 check(key, images[key], case.image.shape)
             check_cancel(cancel, "loading the case")
-            attacked = None if focus is None else attacked_image_key(focus)
-            perturbed, pert = both_images(case.image, images.get(f"perturbed:{attacked}"),
-                                          images.get(f"perturbation:{attacked}"), pool)
+            attacked = None if focus is None else PredictionKey.parse(focus).first_round()
+            perturbed, pert = both_images(
+                case.image, images.get(_image_of(attacked, FileKind.PERTURBED)),
+                images.get(_image_of(attacked, FileKind.PERTURBATION)), pool)
             counted = counting.result()
         except BaseException:  # an error or cancel: drop the reads not started yet
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     files = {k: str(p) for k, p in paths.items()}
     files.update({k: str(root / rel) for k, rel in record_files.items()
-                  if is_image_key(k) and k.partition(":")[2] == attacked})
+                  if attacked is not None and is_image_key(k)
+                  and PredictionKey.parse(k).labels() == attacked})
     return LoadedCase(
         case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
         output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted,

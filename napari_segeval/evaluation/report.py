@@ -35,6 +35,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from napari_segeval._atomic import atomic_write_text
+from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
@@ -42,14 +43,16 @@ from napari_segeval.evaluation._report_sections import (
     _conditions,
     _dice_vs_uncertainty,
     _fold_tables,
+    _keys,
     _model_comparison,
     _num,
     _recipe,
     _robust_section,
     _rounds,
-    _uncertainty_tables,
     table,
 )
+from napari_segeval.evaluation.keys import FileKind, PredictionKey
+from napari_segeval.evaluation.protocols import PRED, Protocol, get_protocol, run_has_rounds
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}th,td{border:1px solid #ccc;
@@ -72,47 +75,60 @@ def _models(run: dict) -> list[str]:
     return list((run.get("params") or {}).get("models") or [])
 
 
-def _by_prediction(rows: list[dict]) -> list[dict]:
-    """Rows of a run of several models with ``condition`` naming the prediction
-    (:func:`~napari_segeval.evaluation.protocols.prediction_key`: ``"clean @ threshold"``),
-    so that tables, links and thumbnails keyed by condition tell the models apart."""
-    from napari_segeval.evaluation.protocols import prediction_key
+def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> list[dict]:
+    """Rows for the tables, links and thumbnails, one per prediction: each with its
+    ``key`` (:class:`~napari_segeval.evaluation.keys.PredictionKey`; with ``models`` it
+    names the model) and, as ``condition``, how the tables name it
+    (:meth:`~napari_segeval.evaluation.keys.PredictionKey.label`: ``"clean @ threshold"``).
+    A run with rounds keeps round 0 and the last round
+    (:func:`~napari_segeval.evaluation.curves.round_rows`)."""
+    from napari_segeval.evaluation.curves import round_rows
 
-    return [{**r, "condition": prediction_key(r["condition"], r.get("model"))} for r in rows]
+    if rounds:
+        return round_rows(rows, models)
+    out = []
+    for r in rows:
+        key = PredictionKey(r["condition"], model=r.get("model") if models else None)
+        out.append({**r, "key": key, "condition": key.label()})
+    return out
 
 
-def file_links(files: dict | None, conditions: list[str], error: str | None = None) -> Markup:
-    """Relative links to a case's saved files: each condition, its perturbed image and perturbation.
+def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None
+               ) -> Markup:
+    """Relative links to a case's saved files: each prediction, its perturbed image and
+    perturbation (``keys``: the predictions, in the table's order).
 
     Examples
     --------
-    >>> file_links({"clean": "predictions/a/clean.nii.gz"}, ["clean"])
+    >>> file_links({"clean": "predictions/a/clean.nii.gz"}, [PredictionKey("clean")])
     '<a href="predictions/a/clean.nii.gz" title="clean prediction">clean</a>'
-    >>> file_links({}, ["clean"])
+    >>> file_links({}, [PredictionKey("clean")])
     '-'
-    >>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, ["clean round 2"])
+    >>> file_links({"round2:clean": "predictions/a/r2.nii.gz"}, [PredictionKey("clean", 2)])
     '<a href="predictions/a/r2.nii.gz" title="clean round 2 prediction">clean r2</a>'
     """
     if not files:
         return Markup(html.escape(f"not saved: {error}") if error else "-")
     parts = []
-    for i, cond in enumerate(conditions):
-        tag = ("clean" if cond == "clean" else html.escape(cond) if " @ " in cond
-               else f"att.{i}")  # several models: the prediction's name
-        base, _, k = cond.rpartition(" round ")
-        if cond not in files and k.isdigit() and f"round{k}:{base}" in files:
-            # an interactive run's last round (:func:`~napari_segeval.evaluation.curves.round_rows`)
-            tag = (f"{html.escape(base)} r{k}" if " @ " in base
-                   else f"{'clean' if base == 'clean' else 'att'} r{k}")
-            parts.append(f'<a href="{html.escape(quote(files[f"round{k}:{base}"]))}" '
-                         f'title="{html.escape(cond)} prediction">{tag}</a>')
+    for i, key in enumerate(keys):
+        name = html.escape(key.label())
+        if key.round is not None:  # an interactive run's last round
+            if str(key) in files:
+                first = key.first_round()
+                tag = (f"{html.escape(first.label())} r{key.round}" if key.model is not None
+                       else f"{'clean' if key.is_clean else 'att'} r{key.round}")
+                parts.append(f'<a href="{html.escape(quote(files[str(key)]))}" '
+                             f'title="{name} prediction">{tag}</a>')
             continue
-        for key, text, what in ((cond, tag, "prediction"),
-                                (f"perturbed:{cond}", f"{tag} img", "perturbed image"),
-                                (f"perturbation:{cond}", f"{tag} &delta;", "perturbation")):
-            if key in files:
-                parts.append(f'<a href="{html.escape(quote(files[key]))}" '
-                             f'title="{html.escape(cond)} {what}">{text}</a>')
+        tag = ("clean" if str(key) == "clean" else name if key.model is not None
+               else f"att.{i}")  # several models: the prediction's name
+        for stored, text, what in (
+                (key, tag, "prediction"),
+                (key.image(FileKind.PERTURBED), f"{tag} img", "perturbed image"),
+                (key.image(FileKind.PERTURBATION), f"{tag} &delta;", "perturbation")):
+            if str(stored) in files:
+                parts.append(f'<a href="{html.escape(quote(files[str(stored)]))}" '
+                             f'title="{name} {what}">{text}</a>')
     return Markup(" ".join(parts))
 
 
@@ -122,6 +138,7 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     With ``records`` (case -> record) a last column links the case's saved files.
     """
     conds = _conditions(rows)
+    keys = _keys(rows)
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
@@ -138,7 +155,8 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
                *[_num(first.get(m)) for m in extra]]
         if records is not None:
             rec = records.get(case, {})
-            row.append(file_links(rec.get("files"), conds, rec.get("files_error")))
+            row.append(file_links(rec.get("files"), [keys[c] for c in conds],
+                                  rec.get("files_error")))
         out.append(row)
     return headers, out
 
@@ -154,7 +172,8 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
     conds = _conditions(rows)
     ranked = []
-    several = any(" @ " in c for c in conds)  # several models: their lowest Dice
+    keys = _keys(rows)
+    several = any(keys[c].model is not None for c in conds)  # several models: their lowest Dice
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
         if several:
@@ -178,9 +197,9 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     if "image" not in views:
         return ""
     figs = [("image", None), ("reference", views.get("reference"))]
-    figs += [(k[5:], v) for k, v in sorted(views.items(), key=lambda kv: (kv[0] != "pred:clean",
-                                                                         kv[0]))
-             if k.startswith("pred:")]
+    figs += [(k[len(PRED):], v) for k, v in sorted(views.items(),
+                                                   key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
+             if k.startswith(PRED)]
     parts = []
     for title, lab in figs:
         uri = F.png_data_uri(F.overlay(views["image"], lab))
@@ -221,9 +240,17 @@ def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
             f'<div id="worst-all" style="display:none">{block(True)}</div>']
 
 
+def _protocol(run: dict) -> Protocol | None:
+    """The run's protocol; None when this installation cannot load it (the report of
+    such a folder still renders, without the protocol's own section)."""
+    try:
+        return get_protocol(str(run["protocol"]))
+    except SegEvalError:
+        return None
+
+
 def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     """The report page of a results folder as an HTML string."""
-    from napari_segeval.evaluation.curves import round_rows
     from napari_segeval.metrics import summarize
 
     out = Path(output_dir)
@@ -231,7 +258,9 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     summary = store.read_json(out / "summary.json") if (out / "summary.json").is_file() else {}
     cases, records = store.load_records(out)
     all_rows = [r for r in store.result_rows(records) if r.get("status") == "ok"]
-    rows = round_rows(all_rows)
+    proto = _protocol(run)
+    rounds = run_has_rounds(run, all_rows)
+    rows = _prediction_rows(all_rows, rounds)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
     counts = (f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
@@ -243,12 +272,12 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
     results = summary.get("results") or {}
-    if all_rows and "round" in all_rows[0]:
+    if all_rows and rounds:
         parts += ["<h2>Dice against correction round</h2>", _rounds(results, all_rows)]
     models = _models(run)
     if rows and models:
         parts += _model_comparison(rows, models)
-        rows = round_rows(_by_prediction(all_rows))
+        rows = _prediction_rows(all_rows, rounds, models=True)
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         parts += ["<h2>Dice per structure and condition</h2>", table(
@@ -266,8 +295,8 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         scatter = _dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
-        if run.get("protocol") == "uncertainty":
-            parts.append(_uncertainty_tables(results))
+        if proto is not None and proto.report_section is not None:
+            parts.append(proto.report_section(results))
         parts.append(_fold_tables(results))
         parts += _robust_section(results)
         if results.get("budget"):

@@ -31,7 +31,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
-from napari_segeval.evaluation.files import is_image_key
+from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.loaded import (
     LoadedCase,
@@ -171,26 +171,25 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        In a run of several models a row's ``condition`` names its prediction,
-        :func:`~napari_segeval.evaluation.protocols.prediction_key` (``"clean @
-        threshold"``): the key of its saved file and of its layer; in an
-        ``interactive`` run, the prediction of its round
-        (:func:`~napari_segeval.evaluation.rounds.round_key`: ``"round2:clean"``).
+        A row's ``key`` (:class:`~napari_segeval.evaluation.keys.PredictionKey`)
+        names its prediction: the key of its saved file and of its layer, with the
+        row's condition, its round in a run with rounds (``"round2:clean"``) and its
+        model in a run of several models (``"clean @ threshold"``).
 
-        Keys: ``case``, ``structure``, ``label``, ``condition``, ``model``, ``fold``,
-        ``round`` (None outside ``interactive`` runs), the floats of :data:`METRICS`
+        Keys: ``case``, ``structure``, ``label``, ``condition`` (``clean`` or the
+        attack, as the run wrote it), ``key``, ``model``, ``fold``, ``round`` (None
+        unless the protocol has rounds), the floats of :data:`METRICS`
         (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case,
         structure, model and round, NaN on clean rows) and ``absent`` (the structure is
         in neither the reference nor the prediction:
         :func:`~napari_segeval.evaluation.summary.is_absent`).
         """
-        from napari_segeval.evaluation.rounds import round_key
         from napari_segeval.evaluation.summary import is_absent
 
         if self._rows is not None:
             return self._rows
         raw = self.raw_rows()
-        several = bool(self.models)
+        several, rounds = bool(self.models), self.has_rounds
 
         def where(r: dict) -> tuple:
             return r["case"], r["structure"], r.get("model"), r.get("round")
@@ -201,10 +200,11 @@ class ResultsFolder:
             dice = _float(r.get("dice"))
             ref = clean.get(where(r), math.nan)
             model = r.get("model") if several else None
-            k = None if r.get("round") in (None, "") else int(r["round"])
+            k = int(r["round"]) if rounds and r.get("round") not in (None, "") else None
             out.append({"case": r["case"], "structure": str(r["structure"]),
                         "label": None if r.get("label") is None else int(r["label"]),
-                        "condition": round_key(r["condition"], k or 0, model), "round": k,
+                        "condition": r["condition"], "key": PredictionKey(r["condition"], k, model),
+                        "round": k,
                         "model": r.get("model"), "fold": r.get("fold"),
                         "dice": dice,
                         "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
@@ -226,9 +226,19 @@ class ResultsFolder:
         (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
         from napari_segeval.evaluation.rounds import case_rounds
 
+        if not self.has_rounds:
+            return []
         video = (self.run.get("params") or {}).get("mode") == "video"
         return case_rounds(self.raw_rows(case_id), case_id, label, condition, model,
                            "frame" if video else "slice")
+
+    @property
+    def has_rounds(self) -> bool:
+        """Whether the run has correction rounds: its protocol's ``has_rounds``
+        (:func:`~napari_segeval.evaluation.protocols.run_has_rounds`)."""
+        from napari_segeval.evaluation.protocols import run_has_rounds
+
+        return run_has_rounds(self.run)
 
     @property
     def models(self) -> list[str]:
@@ -274,16 +284,19 @@ class ResultsFolder:
                        root=self.data_root)
 
     # -- loading -----------------------------------------------------------------------
-    def _focus(self, record: dict, focus: str | None) -> str | None:
+    def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:
         """The prediction in focus: an attack (its float images load), or, in a run of
         several models, any model's prediction; default: the first attack."""
-        keys = [k for k in record.get("files") or {} if not is_image_key(k) and k != "clean"]
+        keys = {k: PredictionKey.parse(k) for k in record.get("files") or {}}
+        keys = {k: p for k, p in keys.items() if not p.is_image and k != "clean"}
+        focus = None if focus is None else str(focus)
         if focus in keys:
             return focus
-        attacked = [k for k in keys if k.split(" @ ")[0] != "clean"]
-        return (attacked or keys or [None])[0]
+        attacked = [k for k, p in keys.items() if not p.is_clean]
+        return (attacked or list(keys) or [None])[0]
 
-    def check_files(self, case_id: str, focus: str | None = None) -> dict[str, Path]:
+    def check_files(self, case_id: str, focus: str | PredictionKey | None = None
+                    ) -> dict[str, Path]:
         """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
 
         Of the focus condition's float images only one file is read: the
@@ -321,7 +334,7 @@ class ResultsFolder:
                                     hint)
         return paths
 
-    def load(self, case_id: str, focus: str | None = None, *,
+    def load(self, case_id: str, focus: str | PredictionKey | None = None, *,
              progress: Callable[[int, int], None] | None = None,
              cancel: Any = None) -> LoadedCase:
         """Read a case with its saved files, all checked against the image's grid.
@@ -329,9 +342,9 @@ class ResultsFolder:
         Parameters
         ----------
         case_id : str
-        focus : str, optional
-            The attacked condition whose perturbed image and perturbation to load
-            (default: the first attack).
+        focus : str or PredictionKey, optional
+            The prediction in focus: an attack's (its perturbed image and
+            perturbation load) or another model's (default: the first attack).
         progress, cancel
             ``progress(done, total)`` per file read; ``cancel`` (an Event) stops
             between files.

@@ -4,7 +4,10 @@ An ``interactive`` run (:mod:`napari_segeval.evaluation.protocols.interactive`) 
 every case, structure and condition after round 0 and after each correction round;
 its rows carry ``round`` and the prompts added in that round (``prompt``, JSON), and
 its saved predictions are keyed :func:`round_key` (``"clean"`` for round 0,
-``"round2:clean"`` for round 2; with several models ``"round2:clean @ threshold"``).
+``"round2:clean"`` for round 2; with several models ``"round2:clean @ threshold"``: a
+:class:`~napari_segeval.evaluation.keys.PredictionKey` with its ``round``). Whether a
+run has rounds is its protocol's ``has_rounds``
+(:func:`~napari_segeval.evaluation.protocols.run_has_rounds`).
 :func:`case_rounds` gathers, for one case, condition and structure, what a person
 steps through: each round's prediction key, Dice, the prompts added in it and every
 prompt given so far.
@@ -14,11 +17,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-_ROUND = re.compile(r"^round(\d+):(.*)$")
+from napari_segeval.evaluation.keys import PredictionKey
 
 
 def round_key(condition: str, round: int, model: str | None = None) -> str:
@@ -29,22 +31,7 @@ def round_key(condition: str, round: int, model: str | None = None) -> str:
     >>> round_key("clean", 0), round_key("pgd", 2), round_key("clean", 1, "threshold")
     ('clean', 'round2:pgd', 'round1:clean @ threshold')
     """
-    from napari_segeval.evaluation.protocols import prediction_key
-
-    return prediction_key(condition if int(round) == 0 else f"round{int(round)}:{condition}",
-                          model)
-
-
-def split_round_key(key: str) -> tuple[str, int]:
-    """``(prediction key of round 0, round)`` of a saved prediction key.
-
-    Examples
-    --------
-    >>> split_round_key("round3:clean @ builtin"), split_round_key("pgd")
-    (('clean @ builtin', 3), ('pgd', 0))
-    """
-    m = _ROUND.match(key)
-    return (m.group(2), int(m.group(1))) if m else (key, 0)
+    return str(PredictionKey(condition, int(round), model))
 
 
 @dataclass(frozen=True)
@@ -55,8 +42,8 @@ class Round:
     ----------
     round : int
         0 (the first propagation) to K.
-    key : str
-        The saved prediction of this round (:func:`round_key`).
+    key : PredictionKey
+        The saved prediction of this round (its text is :func:`round_key`'s).
     dice : float
         The structure's Dice after this round (NaN when not scored).
     added : tuple
@@ -69,7 +56,7 @@ class Round:
     """
 
     round: int
-    key: str
+    key: PredictionKey
     dice: float
     added: tuple
     prompts: tuple
@@ -82,17 +69,6 @@ class Round:
         from napari_segeval.prompts.prompt_set import describe
 
         return "; ".join(describe(p, self.where) for p in self.added) or "none"
-
-
-def has_rounds(rows: Sequence[Mapping]) -> bool:
-    """Whether result rows come from an ``interactive`` run (they carry ``round``).
-
-    Examples
-    --------
-    >>> has_rounds([{"round": 0}]), has_rounds([{"dice": 1.0}])
-    (True, False)
-    """
-    return any(r.get("round") not in (None, "") for r in rows)
 
 
 def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str = "clean",
@@ -110,7 +86,7 @@ def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str =
     ...         {"case": "a", "condition": "clean", "label": 1, "round": 1, "dice": 0.75,
     ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
     >>> r = case_rounds(rows, "a", 1)
-    >>> [(x.round, x.key, x.dice, len(x.prompts)) for x in r]
+    >>> [(x.round, str(x.key), x.dice, len(x.prompts)) for x in r]
     [(0, 'clean', 0.5, 1), (1, 'round1:clean', 0.75, 2)]
     >>> r[1].change
     '- point (y=2, x=2) on slice 3'
@@ -127,7 +103,7 @@ def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str =
     for r in mine:
         added = tuple(prompt_from_dict(d, int(label)) for d in json.loads(r.get("prompt") or "[]"))
         given += added
-        out.append(Round(int(r["round"]), round_key(condition, int(r["round"]), model),
+        out.append(Round(int(r["round"]), PredictionKey(condition, int(r["round"]), model),
                          _float(r.get("dice")), added, given, where))
     return out
 
@@ -139,4 +115,4 @@ def _float(v) -> float:
         return math.nan
 
 
-__all__ = ["Round", "case_rounds", "has_rounds", "round_key", "split_round_key"]
+__all__ = ["Round", "case_rounds", "round_key"]

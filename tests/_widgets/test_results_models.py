@@ -55,9 +55,9 @@ def test_two_models_side_by_side(two_model_run, make_napari_viewer, qtbot):
     viewer = make_napari_viewer()
     panel = open_panel(viewer, qtbot, out)
     rows = panel.visible_rows()
-    assert {r["condition"] for r in rows} == {A, B}
+    assert {str(r["key"]) for r in rows} == {A, B}
     assert {r["model"] for r in rows} == {"builtin", "threshold"}
-    n = next(i for i, r in enumerate(rows) if r["condition"] == A and r["structure"] == "liver")
+    n = next(i for i, r in enumerate(rows) if str(r["key"]) == A and r["structure"] == "liver")
     show_row(panel, qtbot, n)
     layers = panel.layers.layers
     assert set(layers) == {"image", "reference", f"attacked:{A}", f"attacked:{B}"}
@@ -92,9 +92,9 @@ def test_two_models_side_by_side(two_model_run, make_napari_viewer, qtbot):
     assert expected.any()
     np.testing.assert_array_equal(bar.overlay.layer.data, expected)
     # a row of model B: the same two predictions, B's layer shown, the view on its structure
-    m = next(i for i, r in enumerate(panel.visible_rows()) if r["condition"] == B)
+    m = next(i for i, r in enumerate(panel.visible_rows()) if str(r["key"]) == B)
     panel.select_row(m)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.row["condition"] == B,
+    qtbot.waitUntil(lambda: not panel.runner.running and str(panel.row["key"]) == B,
                     timeout=60000)
     assert panel.loaded.pair == (A, B) and layers[f"attacked:{B}"].visible
     assert not layers[f"attacked:{A}"].visible

@@ -10,7 +10,9 @@ import pytest
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.protocols.interactive import prompt_sets_at
 from napari_segeval.evaluation.results import ResultsFolder
-from napari_segeval.evaluation.rounds import case_rounds, has_rounds, round_key, split_round_key
+from napari_segeval.evaluation.keys import PredictionKey
+from napari_segeval.evaluation.protocols import run_has_rounds
+from napari_segeval.evaluation.rounds import case_rounds, round_key
 from napari_segeval.evaluation.store import load_records, result_rows
 from napari_segeval.io import read_labels
 
@@ -20,10 +22,11 @@ from test_interactive import ISLAND, island_task  # noqa: I001 - the test folder
 @pytest.mark.parametrize("condition,k,model", [("clean", 0, None), ("clean", 3, None),
                                                ("fgsm-linf eps=0.5", 2, None),
                                                ("clean", 0, "builtin"), ("pgd", 5, "b:x.pt")])
-def test_round_keys_split_back(condition, k, model):
-    key = round_key(condition, k, model)
+def test_round_keys_read_back(condition, k, model):
+    key = PredictionKey.parse(round_key(condition, k, model))
+    assert (key.condition, key.round or 0, key.model) == (condition, k, model)
     base = condition if model is None else f"{condition} @ {model}"
-    assert split_round_key(key) == (base, k)
+    assert str(key.first_round()) == base
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +50,10 @@ def test_a_video_round_names_its_frame():
 
 def test_case_rounds_are_the_rows_of_each_round(island_run):
     rows = result_rows(load_records(island_run)[1])
-    assert has_rounds(rows)
+    assert ResultsFolder(island_run).has_rounds and run_has_rounds({"protocol": "interactive"})
     rounds = case_rounds(rows, "isl", 1)
     assert [r.round for r in rounds] == [0, 1, 2]
-    assert [r.key for r in rounds] == ["clean", "round1:clean", "round2:clean"]
+    assert [str(r.key) for r in rounds] == ["clean", "round1:clean", "round2:clean"]
     by_round = {int(r["round"]): r for r in rows}
     assert [r.dice for r in rounds] == [by_round[k]["dice"] for k in range(3)]
     assert rounds[0].dice < rounds[1].dice == 1.0  # the click finds the island
@@ -64,12 +67,12 @@ def test_case_rounds_are_the_rows_of_each_round(island_run):
 def test_results_folder_rows_name_each_rounds_prediction(island_run):
     folder = ResultsFolder(island_run)
     rows = folder.rows()
-    assert [(r["round"], r["condition"]) for r in rows] == [
-        (0, "clean"), (1, "round1:clean"), (2, "round2:clean")]
+    assert [(r["round"], r["condition"], str(r["key"])) for r in rows] == [
+        (0, "clean", "clean"), (1, "clean", "round1:clean"), (2, "clean", "round2:clean")]
     assert all(math.isnan(r["delta_dice"]) for r in rows)  # all clean, of their own round
     files = folder.records["isl"]["files"]
-    assert all(r["condition"] in files for r in rows)
-    assert [r.key for r in folder.rounds("isl", 1)] == [r["condition"] for r in rows]
+    assert all(str(r["key"]) in files for r in rows)
+    assert [r.key for r in folder.rounds("isl", 1)] == [r["key"] for r in rows]
     loaded = folder.load("isl", "round2:clean")
     assert loaded.pair == ("clean", "round2:clean")
     saved = read_labels(island_run / files["round2:clean"])[0]
@@ -85,7 +88,7 @@ def test_rows_of_other_protocols_have_no_round(island_run, tmp_path):
                    workers=1, report=False)
     folder = ResultsFolder(out)
     assert {r["round"] for r in folder.rows()} == {None}
-    assert not has_rounds(folder.raw_rows())
+    assert not folder.has_rounds and not run_has_rounds(folder.run, folder.raw_rows())
     assert folder.rounds(folder.cases()[0], 1) == []
     assert folder.rows()[0]["condition"] == "clean"
 
@@ -98,13 +101,13 @@ def test_rounds_of_each_model_in_a_run_of_several(tmp_path):
     assert r.n_ok == 1
     folder = ResultsFolder(out)
     files = folder.records["isl"]["files"]
-    conditions = [x["condition"] for x in folder.rows()]
+    conditions = [str(x["key"]) for x in folder.rows()]
     assert conditions == ["clean @ threshold", "round1:clean @ threshold", "clean @ builtin",
                           "round1:clean @ builtin"]
     assert all(c in files for c in conditions)
     for model in ("threshold", "builtin"):
         rounds = folder.rounds("isl", 1, "clean", model)
-        assert [x.key for x in rounds] == [c for c in conditions if c.endswith(model)]
+        assert [str(x.key) for x in rounds] == [c for c in conditions if c.endswith(model)]
     mine = folder.rounds("isl", 1, "clean", "threshold")
     assert mine[1].dice == 1.0 and mine[1].added[0].index == 6
     loaded = folder.load("isl", "round1:clean @ builtin")
@@ -121,7 +124,7 @@ def test_an_attacked_round_opens_with_its_attack_s_perturbed_image(tmp_path):
     assert r.n_ok == 1, r.summary["failed"]
     cond = "fgsm-linf eps=0.45"
     folder = ResultsFolder(out)
-    rows = {(x["condition"], x["round"]): x for x in folder.rows()}
+    rows = {(str(x["key"]), x["round"]): x for x in folder.rows()}
     attacked = rows[(f"round1:{cond}", 1)]
     assert attacked["delta_dice"] == pytest.approx(
         attacked["dice"] - rows[("round1:clean", 1)]["dice"])  # against clean of its round

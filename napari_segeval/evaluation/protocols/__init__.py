@@ -9,7 +9,12 @@ A protocol that runs one model of a kind (``model_kind``: ``"promptable"`` or
 list of model references, ``segeval evaluate --model A --model B``). Every model
 is scored on the same case, prompts and attacks (:func:`run_models`); each row
 carries its ``model``, and the saved predictions and thumbnails of a model are
-keyed :func:`prediction_key` (``"clean @ threshold"``).
+keyed :func:`prediction_key` (``"clean @ threshold"``, a
+:class:`~napari_segeval.evaluation.keys.PredictionKey`).
+
+Whether a protocol's runs have correction rounds (rows with ``round``, predictions
+keyed ``round<k>:``) is its :attr:`Protocol.has_rounds`; generic code asks it, for a
+results folder through :func:`run_has_rounds`, and never guesses from the rows.
 
 Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
 ``medsam2-video``, ``uncertainty``, ``cv5-2d``, ``interactive``. :func:`get_protocol` also accepts
@@ -32,6 +37,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.keys import PredictionKey
+
+#: Prefix of a prediction's thumbnail in a case's views (``"pred:<prediction key>"``).
+PRED = "pred:"
 
 #: Protocol name -> module defining ``PROTOCOL``.
 REGISTRY: dict[str, str] = {
@@ -169,6 +178,15 @@ class Protocol:
         ``check(params) -> None``: raises :class:`SegEvalError` (one line naming the
         parameter) for a bad value. :meth:`resolve_params` calls it, so a bad value
         is refused before a results folder is written or any case runs.
+    has_rounds : bool
+        The protocol scores correction rounds (``interactive``): its rows carry
+        ``round`` and its predictions of round ``k`` are keyed ``round<k>:``
+        (:class:`~napari_segeval.evaluation.keys.PredictionKey`). The report, the
+        summary and the results browser ask this instead of looking at the rows.
+    report_section : callable, optional
+        ``report_section(results) -> str``: the protocol's own section of
+        ``report.html`` (HTML, from ``summary.json``'s ``results``), placed after
+        the Dice tables; the report asks the protocol for it, never its name.
 
     Examples
     --------
@@ -192,6 +210,8 @@ class Protocol:
     model_kind: str | None = None
     run_models: Callable | None = None
     check: Callable | None = None
+    has_rounds: bool = False
+    report_section: Callable | None = None
 
     def preset(self, name: str | None) -> Preset | None:
         """The preset called ``name`` (None for None); unknown names raise :class:`SegEvalError`."""
@@ -259,19 +279,41 @@ class Protocol:
         return [s for s in specs if s.labels or s.error]
 
 
-def prediction_key(key: str, model: str | None = None) -> str:
+def prediction_key(key: str | PredictionKey, model: str | None = None) -> str:
     """The name of a condition's prediction (or of its ``perturbed:`` image) in a run.
 
     One model per run: the key itself (``"clean"``); several: the key with its
     model (``"clean @ threshold"``), in the record's ``files``, the thumbnails
-    (``"pred:<key>"``) and the results browser.
+    (``"pred:<key>"``) and the results browser. The text is
+    :meth:`PredictionKey.format <napari_segeval.evaluation.keys.PredictionKey.format>`'s.
 
     Examples
     --------
     >>> prediction_key("clean"), prediction_key("perturbed:fgsm-linf eps=0.5", "builtin")
     ('clean', 'perturbed:fgsm-linf eps=0.5 @ builtin')
     """
-    return str(key) if model is None else f"{key} @ {model}"
+    return str(PredictionKey.parse(key).with_model(model))
+
+
+def run_has_rounds(run: Mapping, rows: Sequence[Mapping] = ()) -> bool:
+    """Whether the run of ``run.json`` (``run``) has correction rounds: its protocol's
+    :attr:`Protocol.has_rounds`.
+
+    A folder whose protocol this installation cannot load (a ``module:ATTR`` protocol
+    no longer importable) is read as it was written: it has rounds when its ``rows``
+    carry ``round``. That is decided here, once, at the edge.
+
+    Examples
+    --------
+    >>> run_has_rounds({"protocol": "interactive"}), run_has_rounds({"protocol": "msd-robust"})
+    (True, False)
+    >>> run_has_rounds({"protocol": "gone:PROTOCOL"}, [{"round": 0}])
+    True
+    """
+    try:
+        return get_protocol(str(run.get("protocol"))).has_rounds
+    except SegEvalError:
+        return any(r.get("round") not in (None, "") for r in rows)
 
 
 def check_models(protocol: Protocol, models: Any) -> list[str] | None:
@@ -354,7 +396,7 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
     for m, out in outputs.items():
         rows += out.rows
         for k, v in out.views.items():
-            key = f"pred:{prediction_key(k[5:], m)}" if k.startswith("pred:") else k
+            key = f"{PRED}{prediction_key(k[len(PRED):], m)}" if k.startswith(PRED) else k
             views.setdefault(key, v)
         if out.extra:
             extra[m] = out.extra
@@ -390,5 +432,5 @@ def get_protocol(name: str | Protocol) -> Protocol:
     return obj
 
 
-__all__ = ["REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "check_models",
-           "get_protocol", "merge_outputs", "prediction_key", "run_models"]
+__all__ = ["PRED", "REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "check_models",
+           "get_protocol", "merge_outputs", "prediction_key", "run_has_rounds", "run_models"]

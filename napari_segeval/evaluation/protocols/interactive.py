@@ -42,6 +42,7 @@ from dataclasses import replace
 from typing import Any
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import medsam2_3d as M
@@ -187,7 +188,8 @@ def _attacked_frames(prepared: M.Prepared, attack: Mapping, params: Mapping, mod
     frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
     cond = attack_condition(res.params["attack"])
     values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
-    images = {f"perturbed:{cond}": res.perturbed_image, f"perturbation:{cond}": res.perturbation}
+    images = {str(PredictionKey(cond, kind=FileKind.PERTURBED)): res.perturbed_image,
+              str(PredictionKey(cond, kind=FileKind.PERTURBATION)): res.perturbation}
     return cond, frames, values, images
 
 
@@ -235,8 +237,8 @@ def _rounds_of(spec, params: dict, prepared: M.Prepared) -> CaseOutput:
                 row.update(round=r, refine_prompt=kind, **values, **_prompt_columns(prompts, where))
             rows += scored
             predictions[round_key(cond, r)] = res.labels
-            if r in (0, last):
-                views[cond if r == 0 else f"{cond} round {r}"] = res.labels
+            if r in (0, last):  # thumbnails: named as the report's tables name them
+                views[PredictionKey(cond, r).label()] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
     case = prepared.case
     return CaseOutput(rows, C.views(case, views, index=k),
@@ -338,6 +340,7 @@ PROTOCOL = Protocol(
     run_models=run_models,
     summarize=summarize,
     prepare=prepare,
+    has_rounds=True,
     description=(
         "Interactive correction: medsam2-3d's (or medsam2-video's) round 0, then K rounds "
         "that each add a click (or box) where the prediction is most wrong and "

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -168,8 +169,8 @@ def run_case(spec, params: dict) -> CaseOutput:
         a = D.run_attack(model, case, attack, params)
         preds[a.condition], eps[a.condition] = a.labels, float(attack.get("eps", 0.0))
         if a.perturbed is not None:
-            images[f"perturbed:{a.condition}"] = a.perturbed
-            images[f"perturbation:{a.condition}"] = a.perturbation
+            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBED))] = a.perturbed
+            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBATION))] = a.perturbation
         rows += _score(case, a.labels, structures, a.condition, params)
     for r in rows:
         e = eps[r["condition"]]

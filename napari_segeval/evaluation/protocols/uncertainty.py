@@ -305,6 +305,14 @@ LI2026 = Preset(
 )
 
 
+def report_section(results: dict) -> str:
+    """This protocol's section of the report: selective evaluation, or the training
+    conditions of the li2026 preset (HTML; empty when the results hold neither)."""
+    from napari_segeval.evaluation._report_sections import uncertainty_tables
+
+    return uncertainty_tables(results)
+
+
 PROTOCOL = Protocol(
     name="uncertainty",
     version="2.1",
@@ -315,6 +323,7 @@ PROTOCOL = Protocol(
     summarize=summarize,
     select=select,
     prepare=prepare,
+    report_section=report_section,
     description=("Dice and mIoU in percent (background included unless "
                  "include_background=false). Defaults: selective evaluation of the model's "
                  "own uncertainty on the test split (Dice of the cases retained after setting "

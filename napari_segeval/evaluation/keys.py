@@ -1,0 +1,221 @@
+"""Prediction keys: the one name of a saved prediction (or attack image) in a results folder.
+
+Every file a run saves for a case is named by a key in the record's ``files``
+(and its thumbnail by ``"pred:<key>"``); the results browser, compare mode, the
+rounds panel and the report find a prediction by it. A key says four things,
+the fields of :class:`PredictionKey`: the file's kind (:class:`FileKind`: a
+label map, the attacked image or the perturbation), the condition (``clean`` or
+an attack with its parameters), the correction round of an ``interactive`` run
+and, in a run of several models, the model. Its text (the grammar below) is what
+results folders hold on disk; it is written by :meth:`PredictionKey.format` and
+read by :meth:`PredictionKey.parse`, and nowhere else (a test fails on a second
+parser)::
+
+    key       := [kind ":"] ["round" N ":"] condition [" @ " model]
+    kind      := "perturbed" | "perturbation"      (absent: a label map)
+    N         := 1, 2, ...                          (round 0 is written without it)
+
+``clean``, ``fgsm-linf eps=0.5``, ``perturbed:fgsm-linf eps=0.5``, ``round2:clean``,
+``round3:pgd @ builtin``, ``clean @ threshold``, ``perturbed:pgd @ builtin``. A
+condition may hold ``:`` and ``=`` (a user attack ``mod:blur sigma=1.5``), a model
+``:`` (``module:attr``); neither may hold ``" @ "`` (nor a model begin with ``"@ "``,
+which would read as one), and a condition may not begin
+like a kind or round prefix (``perturbed:``, ``round2:``), so every key reads back
+as the key it was written from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from napari_segeval._errors import SegEvalError
+
+#: Between a condition and its model.
+MODEL_SEPARATOR = " @ "
+_ROUND = re.compile(r"round([1-9]\d*):")
+_RESERVED = re.compile(r"(perturbed|perturbation|round\d+):")
+
+
+class FileKind(Enum):
+    """What a key's file holds: a label map, or one of an attack's two float images."""
+
+    LABELS = "labels"
+    PERTURBED = "perturbed"
+    PERTURBATION = "perturbation"
+
+    @property
+    def is_image(self) -> bool:
+        """True for the float images (the attacked image and the perturbation)."""
+        return self is not FileKind.LABELS
+
+
+#: The float-image kinds, as written before a key (``perturbed:<condition>``).
+IMAGE_KINDS: tuple[FileKind, ...] = (FileKind.PERTURBED, FileKind.PERTURBATION)
+
+
+@dataclass(frozen=True)
+class PredictionKey:
+    """The name of one saved file of a case: condition, round, model and kind.
+
+    Parameters
+    ----------
+    condition : str
+        ``"clean"`` or an attack with its parameters (``"pgd-linf eps=0.05 steps=10"``).
+    round : int or None
+        The correction round of an ``interactive`` run's prediction; None (0 is
+        stored as None: the same file) for the first propagation and other protocols.
+    model : str or None
+        The model, in a run of several models (None: a run of one).
+    kind : FileKind
+        A label map (default) or an attack's perturbed image or perturbation.
+
+    Raises
+    ------
+    SegEvalError
+        A condition or model that would not read back (see the module docstring).
+
+    Examples
+    --------
+    >>> k = PredictionKey("pgd", round=3, model="builtin")
+    >>> str(k), PredictionKey.parse(str(k)) == k
+    ('round3:pgd @ builtin', True)
+    >>> PredictionKey.parse("perturbed:mod:blur sigma=1.5 @ pkg:Model")
+    PredictionKey(condition='mod:blur sigma=1.5', round=None, model='pkg:Model', kind=<FileKind.PERTURBED: 'perturbed'>)
+    >>> PredictionKey("clean", round=0) == PredictionKey("clean")
+    True
+    """
+
+    condition: str
+    round: int | None = None
+    model: str | None = None
+    kind: FileKind = FileKind.LABELS
+
+    def __post_init__(self) -> None:
+        cond, model, k = self.condition, self.model, self.round
+        if not isinstance(cond, str) or not cond or MODEL_SEPARATOR in cond \
+                or _RESERVED.match(cond):
+            raise SegEvalError(f"condition {cond!r} cannot name a prediction: it must be "
+                               f"non-empty text without {MODEL_SEPARATOR!r} that does not "
+                               "begin with 'perturbed:', 'perturbation:' or 'round<k>:'")
+        if model is not None and (not isinstance(model, str) or not model
+                                  or MODEL_SEPARATOR in model or model.startswith("@ ")):
+            raise SegEvalError(f"model {model!r} cannot name a prediction: it must be "
+                               f"non-empty text without {MODEL_SEPARATOR!r} that does not "
+                               "begin with '@ '")
+        if k is not None:
+            if isinstance(k, bool) or int(k) != k or int(k) < 0:
+                raise SegEvalError(f"round {k!r} of a prediction must be a whole number >= 0")
+            object.__setattr__(self, "round", int(k) or None)
+        if not isinstance(self.kind, FileKind):
+            object.__setattr__(self, "kind", FileKind(self.kind))
+
+    # -- text ----------------------------------------------------------------------------
+    def format(self) -> str:
+        """The key as results folders store it (the module docstring's grammar).
+
+        Examples
+        --------
+        >>> PredictionKey("clean").format(), PredictionKey("clean", 2).format()
+        ('clean', 'round2:clean')
+        >>> PredictionKey("fgsm-linf eps=0.5", kind=FileKind.PERTURBATION).format()
+        'perturbation:fgsm-linf eps=0.5'
+        """
+        text = self.condition if self.round is None else f"round{self.round}:{self.condition}"
+        if self.kind is not FileKind.LABELS:
+            text = f"{self.kind.value}:{text}"
+        return text if self.model is None else f"{text}{MODEL_SEPARATOR}{self.model}"
+
+    def __str__(self) -> str:
+        return self.format()
+
+    @classmethod
+    def parse(cls, text: str | PredictionKey) -> PredictionKey:
+        """The key a stored text names (a :class:`PredictionKey` is returned as it is).
+
+        Raises
+        ------
+        SegEvalError
+            Text that :meth:`format` cannot have written.
+
+        Examples
+        --------
+        >>> PredictionKey.parse("round2:clean @ threshold")
+        PredictionKey(condition='clean', round=2, model='threshold', kind=<FileKind.LABELS: 'labels'>)
+        >>> PredictionKey.parse("fgsm-linf eps=0.5").condition
+        'fgsm-linf eps=0.5'
+        """
+        if isinstance(text, PredictionKey):
+            return text
+        body, sep, model = str(text).rpartition(MODEL_SEPARATOR)
+        if not sep:
+            body, model = model, None
+        kind = FileKind.LABELS
+        head, colon, rest = body.partition(":")
+        if colon and head in {k.value for k in IMAGE_KINDS}:
+            kind, body = FileKind(head), rest
+        m = _ROUND.match(body)
+        k = int(m.group(1)) if m else None
+        return cls(body[m.end():] if m else body, k, model, kind)
+
+    # -- related keys --------------------------------------------------------------------
+    @property
+    def is_clean(self) -> bool:
+        """True for a prediction of the ``clean`` condition (of any round or model)."""
+        return self.condition == "clean"
+
+    @property
+    def is_image(self) -> bool:
+        """True for an attack's float images (``perturbed:``, ``perturbation:``)."""
+        return self.kind.is_image
+
+    def first_round(self) -> PredictionKey:
+        """The same prediction's round 0 (the key itself outside ``interactive`` runs)."""
+        return replace(self, round=None)
+
+    def image(self, kind: FileKind) -> PredictionKey:
+        """The key of the attacked image (or perturbation) this prediction was made on.
+
+        A correction round keeps its attack fixed: its images are its round 0's.
+
+        Examples
+        --------
+        >>> str(PredictionKey.parse("round3:pgd @ builtin").image(FileKind.PERTURBED))
+        'perturbed:pgd @ builtin'
+        """
+        return replace(self, round=None, kind=kind)
+
+    def labels(self) -> PredictionKey:
+        """The label map of the same condition, round and model."""
+        return replace(self, kind=FileKind.LABELS)
+
+    def with_model(self, model: str | None) -> PredictionKey:
+        """The same key of ``model``'s prediction (None: of a run of one model)."""
+        return replace(self, model=model)
+
+    def label(self) -> str:
+        """How the report's tables name the prediction: ``"clean @ threshold round 5"``.
+
+        Examples
+        --------
+        >>> PredictionKey("clean", 5).label(), PredictionKey("pgd", 2, "builtin").label()
+        ('clean round 5', 'pgd @ builtin round 2')
+        """
+        text = self.condition if self.model is None else \
+            f"{self.condition}{MODEL_SEPARATOR}{self.model}"
+        return text if self.round is None else f"{text} round {self.round}"
+
+
+def is_image_key(key: str | PredictionKey) -> bool:
+    """True for the keys of float images (``perturbed:...``, ``perturbation:...``).
+
+    Examples
+    --------
+    >>> is_image_key("perturbed:fgsm-linf eps=0.5"), is_image_key("clean")
+    (True, False)
+    """
+    return PredictionKey.parse(key).is_image
+
+
+__all__ = ["IMAGE_KINDS", "MODEL_SEPARATOR", "FileKind", "PredictionKey", "is_image_key"]
