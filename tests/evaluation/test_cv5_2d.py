@@ -472,10 +472,15 @@ def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
     ({"size": 64}, "'int' object is not iterable"),
 ])
 def test_training_parameters_that_are_not_numbers_are_one_line(param, why):
-    params = get_protocol("cv5-2d").resolve_params(param)
+    """Refused when the parameters are resolved (the protocol's one check), before any
+    fold trains, and the same line from train_config itself."""
+    params = {**cv5_2d.DEFAULTS, **param}
     given = {k: params[k] for k in ("iterations", "batch_size", "lr", "size", "width", "seed",
                                     "train_threads")}
+    with pytest.raises(SegEvalError) as early:
+        get_protocol("cv5-2d").resolve_params(param)
     with pytest.raises(SegEvalError) as err:
         cv5_2d.train_config(params, 0)
+    assert str(early.value) == str(err.value)
     assert str(err.value) == ("cv5-2d training parameters must be numbers (size two whole "
                               f"numbers), got {given} ({why})")

@@ -230,3 +230,31 @@ def test_cv5_2d_without_model_says_so(tmp_path):
     r = run_evaluation(root, "cv5-2d", tmp_path / "o", params={"model": None}, workers=1,
                        report=False)
     assert r.n_failed == 5 and "needs a 2D model" in r.summary["failed"][0]["error"]
+
+
+@pytest.mark.parametrize("name,bad,match", [
+    ("medsam2-3d", {"jitter": -3}, "jitter"),
+    ("medsam2-video", {"jitter": -3}, "jitter"),
+    ("interactive", {"rounds": -1}, "rounds"),
+    ("interactive", {"refine_prompt": "scribble"}, "refine_prompt"),
+    ("msd-robust", {"overlap": 1.5}, "overlap"),
+    ("uncertainty", {"analysis": "filter"}, "analysis"),
+    ("uncertainty", {"score": "auv"}, "entropy-band"),
+    ("cv5-2d", {"headline": "best"}, "headline"),
+    ("cv5-2d", {"model": "builtin-2d", "iterations": "many"}, "training parameters"),
+])
+def test_every_protocol_checks_its_parameters_in_one_hook(name, bad, match):
+    """A bad value is refused by Protocol.resolve_params (its ``check``), before any
+    case is selected, prepared or run."""
+    from napari_segeval._errors import SegEvalError
+
+    proto = get_protocol(name)
+    assert proto.check is not None
+    with pytest.raises(SegEvalError, match=match):
+        proto.resolve_params(bad)
+
+
+def test_every_registered_protocol_has_a_check():
+    from napari_segeval.evaluation.protocols import REGISTRY
+
+    assert [n for n in REGISTRY if get_protocol(n).check is None] == []

@@ -177,7 +177,9 @@ class Protocol:
     check : callable, optional
         ``check(params) -> None``: raises :class:`SegEvalError` (one line naming the
         parameter) for a bad value. :meth:`resolve_params` calls it, so a bad value
-        is refused before a results folder is written or any case runs.
+        is refused before a results folder is written or any case runs. It is the
+        one place a protocol checks its parameters: ``select`` and ``prepare`` take
+        checked parameters (a test runs every protocol's bad values through it).
     has_rounds : bool
         The protocol scores correction rounds (``interactive``): its rows carry
         ``round`` and its predictions of round ``k`` are keyed ``round<k>:``

@@ -178,7 +178,6 @@ def is_holdout(spec, params: dict) -> bool:
 
 def select(specs: Sequence, params: dict) -> list:
     """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
-    _reading(params)  # a wrong headline fails before any training
     return [s for s in specs if s.error or (s.labels and s.fold is not None)
             or is_holdout(s, params)]
 
@@ -277,6 +276,22 @@ READINGS = {
         "names": {"dice": "mDice", "iou": "mIoU", "recall": "mRecall",
                   "precision": "mPrecision"}},
 }
+
+
+def check_params(params: dict) -> None:
+    """Refuse a bad ``headline`` and training numbers before any case runs or trains (one line).
+
+    Examples
+    --------
+    >>> check_params({**DEFAULTS, "headline": "per-image"})
+    >>> check_params({**DEFAULTS, "headline": "best"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: headline must be one of ...
+    """
+    _reading(params)
+    if params.get("model") == BUILTIN:
+        train_config(params, 0)
 
 
 def _reading(params: dict) -> str:
@@ -415,6 +430,7 @@ PROTOCOL = Protocol(
     summarize=summarize,
     select=select,
     prepare=prepare,
+    check=check_params,
     needs_folds=True,
     description=("5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
                  "percent per class and averaged (per image, or accumulated over a fold's "

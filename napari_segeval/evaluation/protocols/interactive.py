@@ -85,11 +85,6 @@ def check_params(params: Mapping) -> None:
     M.check_params(dict(params))
 
 
-def prepare(specs, params: dict, output_dir) -> None:
-    """Check the parameters once, before any case runs (bad values: one line, no case run)."""
-    check_params({**DEFAULTS, **params})
-
-
 def refine_kind(model: Any, refine_prompt: str) -> str:
     """``"point"`` or ``"box"``: what the corrections are for this model.
 
@@ -339,7 +334,7 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
-    prepare=prepare,
+    check=check_params,
     has_rounds=True,
     description=(
         "Interactive correction: medsam2-3d's (or medsam2-video's) round 0, then K rounds "
@@ -350,4 +345,4 @@ PROTOCOL = Protocol(
 )
 
 __all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "check_params", "correction_rounds",
-           "prepare", "prompt_sets_at", "refine_kind", "run_case", "run_models", "summarize"]
+           "prompt_sets_at", "refine_kind", "run_case", "run_models", "summarize"]

@@ -79,11 +79,32 @@ DEFAULTS = {
 }
 
 
+_AUV_RENAMED = ("score 'auv' is now called 'entropy-band' (it is the model's mean predictive "
+                "entropy, not the paper's Aleatoric Uncertainty Value; for that, use "
+                "--preset li2026)")
+
+
 def _analysis(params) -> str:
     a = str(params.get("analysis", "selective"))
     if a not in ANALYSES:
         raise SegEvalError(f"analysis must be one of {', '.join(ANALYSES)}, got {a!r}")
     return a
+
+
+def check_params(params: dict) -> None:
+    """Refuse a bad ``analysis`` and the old score name before any case runs (one line).
+
+    Examples
+    --------
+    >>> check_params({"analysis": "selective", "score": "entropy"})
+    >>> check_params({"analysis": "filter", "score": "entropy"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: analysis must be one of ...
+    """
+    _analysis(params)
+    if params.get("score") == "auv":
+        raise SegEvalError(_AUV_RENAMED)
 
 
 def select(specs, params):
@@ -110,9 +131,7 @@ def case_uncertainty(score: str, probabilities: np.ndarray, labels: np.ndarray) 
     1.0
     """
     if score == "auv":
-        raise SegEvalError("score 'auv' is now called 'entropy-band' (it is the model's mean "
-                           "predictive entropy, not the paper's Aleatoric Uncertainty Value; "
-                           "for that, use --preset li2026)")
+        raise SegEvalError(_AUV_RENAMED)
     if score == "entropy-band":
         from napari_segeval.uncertainty import entropy_band_score
 
@@ -323,6 +342,7 @@ PROTOCOL = Protocol(
     summarize=summarize,
     select=select,
     prepare=prepare,
+    check=check_params,
     report_section=report_section,
     description=("Dice and mIoU in percent (background included unless "
                  "include_background=false). Defaults: selective evaluation of the model's "
