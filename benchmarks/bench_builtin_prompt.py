@@ -9,9 +9,10 @@ Every object whose middle slice has at least ``--min-area`` pixels is one struct
   reference's bounding box) or *loose* (``--loose`` pixels more on every side),
   propagated both ways by :func:`napari_segeval.propagation.propagate_case` (the
   product's path: the model's confidence stop, largest component);
-* rounds 1..K (models with click channels): the slice with the most wrong voxels,
-  the larger of its false-negative and false-positive regions, a click at its most
-  interior pixel (:func:`napari_segeval.training.clicks.corrective_click`), then
+* rounds 1..K (models with click channels): the slice with the most wrong voxels
+  (:func:`napari_segeval.prompts.correction.most_wrong_slice`), the larger of its
+  false-negative and false-positive regions, a click at its most interior pixel
+  (:func:`napari_segeval.training.clicks.corrective_click`), then
   ``--engine product`` (default when available): :func:`propagate_case` with the
   structure's prompt set, where every click after the box is a local correction of the
   result before it (:mod:`napari_segeval.propagation.corrections`); ``--engine
@@ -163,15 +164,15 @@ def dice(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if denom == 0 else 2.0 * float((a & b).sum()) / denom
 
 
-def worst_slice_click(pred: np.ndarray, ref: np.ndarray):
+def correction_click(ref: np.ndarray, pred: np.ndarray):
     """``(z, (y, x, positive))`` of the next correction (module doc), or ``None``."""
+    from napari_segeval.prompts.correction import most_wrong_slice
     from napari_segeval.training.clicks import corrective_click
 
-    wrong = (pred ^ ref).sum(axis=(1, 2))
-    if not wrong.any():
+    z = most_wrong_slice(ref, pred)
+    if z is None:
         return None
-    z = int(np.argmax(wrong))
-    return z, corrective_click(pred[z], ref[z])
+    return z, corrective_click(ref[z], pred[z])
 
 
 def structures(labels: np.ndarray, min_area: int):
@@ -213,7 +214,7 @@ def evaluate(model, volumes, args) -> dict:
                     mine = propagate_prompts(model, x, prompts, args.stop)
                     assert np.array_equal(mine, pred), "harness round 0 differs from propagate_case"
                 for _ in range(rounds):
-                    nxt = worst_slice_click(pred, ref)
+                    nxt = correction_click(ref, pred)
                     if nxt is None:
                         row.append(row[-1])
                         continue

@@ -93,7 +93,7 @@ def rounds_of(model, x, labels: np.ndarray, args, bench) -> tuple[dict, list]:
                 pred, row, clicks = start, [bench.dice(start, ref)], []
                 ps = PromptSet.from_box(Box(*box, index=z, label=lab))
                 for _ in range(args.rounds):
-                    nxt = bench.worst_slice_click(pred, ref)
+                    nxt = bench.correction_click(ref, pred)
                     if nxt is None:
                         row.append(row[-1])
                         continue

@@ -2,7 +2,7 @@
 
 The demo puts the reference's box on the liver's middle slice of the bundled CT sample,
 propagates it, then corrects the liver as a person would on the largest slice the
-prediction gets badly wrong (:func:`napari_segeval._widgets.demo.correction_slice`):
+prediction gets badly wrong (:func:`napari_segeval.metrics.largest_failing_slice`):
 a click inside the larger error for a model that takes clicks, the reference's box on
 that slice for a box-only model (:func:`napari_segeval.prompts.next_correction`), and
 re-propagates through a :class:`~napari_segeval.propagation.PropagationSession` (the
@@ -29,8 +29,8 @@ def _dice(a: np.ndarray, b: np.ndarray) -> float:
 
 def correction(model_name: str) -> dict:
     """The demo's propagation and correction of the liver with ``model_name``."""
-    from napari_segeval._widgets.demo import correction_slice
     from napari_segeval.io import read_case
+    from napari_segeval.metrics import largest_failing_slice
     from napari_segeval.models.registry import load_promptable
     from napari_segeval.phantoms.samples import sample_info, sample_path
     from napari_segeval.prompts import box_from_labels, next_correction
@@ -47,7 +47,7 @@ def correction(model_name: str) -> dict:
     ref = labels == liver
     session.add(box_from_labels(labels, liver))  # the middle slice
     before = session.propagate().labels == liver
-    k = correction_slice(labels, before.astype(np.uint8) * liver, liver)
+    k = largest_failing_slice(labels, before.astype(np.uint8) * liver, liver)
     points = model.capabilities.points
     found = next_correction(ref, before, label=liver, kind="point" if points else "box",
                             points=points, index=k)

@@ -6,7 +6,8 @@ With a screenshot path it saves the window once everything is filled and closes.
 With ``compare=True`` it ends in compare mode (reference, clean and attacked
 predictions in three linked views) with the disagreement layer on the main canvas.
 With ``correct=True`` (no attack) it corrects the liver as a person would: on the
-largest slice of it that the prediction gets badly wrong (:func:`correction_slice`),
+largest slice of it that the prediction gets badly wrong
+(:func:`napari_segeval.metrics.largest_failing_slice`),
 the prompt of the ``interactive`` protocol's rule on that slice
 (:func:`~napari_segeval.prompts.next_correction` given the slice: a click deep inside
 the larger error, a box from the reference when the model takes no clicks), drawn in
@@ -22,37 +23,6 @@ from typing import Any
 from napari_segeval._widgets.attack import EPS_RANGE, STEPS_RANGE
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.main import SegEvalWidget
-
-
-def correction_slice(reference: Any, prediction: Any, label: int) -> int:
-    """Where the demo corrects structure ``label``: the largest cross-section of the
-    reference that the prediction gets badly wrong (slice Dice below 0.5) - what a
-    person scrolling through the case sees first - else the slice holding it with the
-    lowest Dice.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ref = np.zeros((3, 6, 6), np.uint8); ref[0, :1] = 1; ref[1:, :3] = 1
-    >>> pred = ref.copy(); pred[0] = 0; pred[1, :3, :5] = 0
-    >>> correction_slice(ref, pred, 1)  # slice 1 (Dice 0.29) is larger than 0 (Dice 0)
-    1
-    >>> pred = ref.copy(); pred[2, 0] = 0  # no slice below 0.5: the lowest Dice
-    >>> correction_slice(ref, pred, 1)
-    2
-    """
-    import numpy as np
-
-    from napari_segeval.metrics import per_slice_dice
-
-    ref, pred = np.asarray(reference), np.asarray(prediction)
-    dice = np.asarray(per_slice_dice(ref, pred, labels=[label])[label], float)
-    area = (ref == label).reshape(ref.shape[0], -1).sum(axis=1)
-    held = (area > 0) & ~np.isnan(dice)
-    bad = held & (dice < 0.5)
-    if bad.any():
-        return int(np.argmax(np.where(bad, area, -1)))
-    return int(np.argmin(np.where(held, dice, np.inf)))
 
 
 def check_attack_settings(eps: float, steps: int) -> None:
@@ -149,6 +119,7 @@ class DemoRun:
         """Draw the correction in the Prompt tab's layers (as a person would), re-propagate."""
         import numpy as np
 
+        from napari_segeval.metrics import largest_failing_slice
         from napari_segeval.prompts import next_correction
 
         w, label = self.widget, self.box.label
@@ -157,7 +128,7 @@ class DemoRun:
         pred = np.asarray(w.state.predictions["clean"].data).reshape(stack) == label
         points = w.prompt.update_capability().points is True
         found = next_correction(ref, pred, label=label, kind="point" if points else "box",
-                                points=points, index=correction_slice(ref, pred, 1))
+                                points=points, index=largest_failing_slice(ref, pred, 1))
         if found is None:
             self._done()
             return

@@ -108,24 +108,17 @@ def run(args: argparse.Namespace) -> int:
     """Compute and print the per-structure metrics."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._common import color_table
-    from napari_segeval.metrics import structure_table
+    from napari_segeval.metrics import structure_table, structures_to_score
 
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
     ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args),
                                            getattr(args, "volume", None))
-    if names:  # ids the names leave out are reported as "label N", as without names
-        import numpy as np
-
-        from napari_segeval._names import unnamed_structures
-
-        present = np.union1d(np.unique(ref), np.unique(pred))
-        names = {**unnamed_structures(present), **names}
     rows = structure_table(
         ref,
         pred,
         geometry.spacing,
-        structures=names or None,
+        structures=structures_to_score(names, ref, pred),
         tolerance_mm=args.tolerance,
         empty=args.empty,
         surface=not args.no_surface,

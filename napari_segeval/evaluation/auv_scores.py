@@ -116,6 +116,7 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
 def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
     from napari_segeval._cancel import Cancelled
     from napari_segeval.evaluation.protocols import _common as C
+    from napari_segeval.metrics import structures_to_score
     from napari_segeval.uncertainty import class_scales
 
     for i, spec in enumerate(specs):
@@ -124,7 +125,8 @@ def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
             if spec.error:
                 raise SegEvalError(spec.error)
             case = C.load_case(spec)
-            structures = dict(spec.structures or case.structures or {}) or None
+            # the named classes and every other id present, as "label N"
+            structures = structures_to_score(spec.structures or case.structures, case.labels)
             entry["classes"] = class_scales(net, case, structures, cancel=cancel, **opts)
         except Cancelled:
             raise

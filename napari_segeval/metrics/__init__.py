@@ -19,11 +19,13 @@ from napari_segeval.metrics.overlap import (
     overlap_metrics,
 )
 from napari_segeval.metrics.slices import (
+    largest_failing_slice,
     per_slice_counts,
     per_slice_dice,
     worst_slice,
     worst_slice_from_counts,
 )
+from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.metrics.surface import surface_distances, surface_metrics
 from napari_segeval.metrics.table import ROW_KEYS, structure_table
 
@@ -35,6 +37,7 @@ __all__ = [
     "fraction",
     "is_robust",
     "kfold_summary",
+    "largest_failing_slice",
     "overlap_from_confusion",
     "overlap_from_counts",
     "overlap_metrics",
@@ -44,6 +47,7 @@ __all__ = [
     "robust_fraction",
     "robust_threshold",
     "structure_table",
+    "structures_to_score",
     "summarize",
     "surface_distances",
     "surface_metrics",

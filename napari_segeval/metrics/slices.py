@@ -1,4 +1,17 @@
-"""Per-slice counts and per-slice Dice along any axis, in one pass."""
+"""Per-slice counts and per-slice Dice along any axis, in one pass; which slice fails.
+
+Two rules pick a slice from them, each defined once here:
+
+* :func:`worst_slice` (and :func:`worst_slice_from_counts`, its rule on counts): where
+  a structure fares worst, the lowest slice Dice (ties: the most wrong voxels); the
+  Dice panel's *Worst slice* button and the Results panel go there;
+* :func:`largest_failing_slice`: the largest cross-section the prediction gets badly
+  wrong, where ``segeval demo --correct`` corrects.
+
+The slice a simulated correction targets, the one with the most wrong voxels, is
+:func:`napari_segeval.prompts.correction.most_wrong_slice` (``prompts`` and
+``metrics`` share a layer and may not import each other).
+"""
 
 from __future__ import annotations
 
@@ -191,5 +204,58 @@ def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
     return worst_slice_from_counts(per_slice_counts(a, b, axis, 2)[:, :, 1])
 
 
-__all__ = ["dice_from_counts", "per_slice_counts", "per_slice_dice", "slice_counts",
-           "worst_slice", "worst_slice_from_counts"]
+def largest_failing_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
+                          below: float = 0.5, axis: int = 0) -> int | None:
+    """The largest cross-section of structure ``label`` that the prediction gets badly wrong.
+
+    What a person scrolling through a case sees first (``segeval demo --correct``
+    corrects there): among the slices along ``axis`` where the reference holds the
+    structure, the one with the most reference voxels whose slice Dice is below
+    ``below`` (ties: the first); when no slice is that bad, the reference slice with
+    the lowest Dice (ties: the first). Unlike :func:`worst_slice` it never picks a
+    slice where the structure is only predicted, and it prefers a large failure to a
+    small one of lower Dice. None when the reference does not hold the structure.
+
+    Parameters
+    ----------
+    reference, prediction : numpy.ndarray
+        Label maps of one shape (a 2D image as one slice, ``(1, H, W)``).
+    label : int
+        The structure.
+    below : float
+        Slice Dice under which a slice counts as badly wrong.
+    axis : int
+        Slicing axis.
+
+    Returns
+    -------
+    int or None
+
+    Examples
+    --------
+    >>> ref = np.zeros((3, 6, 6), np.uint8); ref[0, :1] = 1; ref[1:, :3] = 1
+    >>> pred = ref.copy(); pred[0] = 0; pred[1, :3, :5] = 0
+    >>> largest_failing_slice(ref, pred, 1)  # slice 1 (Dice 0.29) is larger than 0 (Dice 0)
+    1
+    >>> pred = ref.copy(); pred[2, 0] = 0  # no slice below 0.5: the lowest Dice
+    >>> largest_failing_slice(ref, pred, 1)
+    2
+    >>> largest_failing_slice(ref, pred, 3) is None
+    True
+    """
+    a = np.moveaxis(np.asarray(reference) == label, axis, 0).astype(np.uint8)
+    b = np.moveaxis(np.asarray(prediction) == label, axis, 0).astype(np.uint8)
+    counts = per_slice_counts(a, b, 0, 2)[:, :, 1]
+    area = counts[:, 1]
+    held = area > 0
+    if not held.any():
+        return None
+    dice = dice_from_counts(counts[..., None])[:, 0]
+    bad = held & (dice < below)
+    if bad.any():
+        return int(np.argmax(np.where(bad, area, -1)))
+    return int(np.argmin(np.where(held, dice, np.inf)))
+
+
+__all__ = ["dice_from_counts", "largest_failing_slice", "per_slice_counts", "per_slice_dice",
+           "slice_counts", "worst_slice", "worst_slice_from_counts"]

@@ -5,9 +5,9 @@ picks from the current prediction and the reference (a pure function of the two
 masks, so a round is reproducible):
 
 1. **Slice**: the slice/frame (first axis) with the most wrong voxels, false
-   negatives plus false positives (ties: the lowest index).
+   negatives plus false positives (ties: the lowest index): :func:`most_wrong_slice`.
 2. **Region**: on that slice, the false negatives when there are at least as many of
-   them as false positives, otherwise the false positives. A region is *all* such
+   them as false positives, otherwise the false positives (:func:`corrects_misses`). A region is *all* such
    pixels of the slice (no connected components), as in micro-sam's iterative
    prompting; IntRaBench weighs the same two counts (it draws the sign at random
    with probability FP / (FN + FP)), here the larger count wins.
@@ -95,17 +95,32 @@ def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndar
     return fn, fp
 
 
-def worst_slice(reference: np.ndarray, prediction: np.ndarray,
-                allowed: np.ndarray | None = None) -> int | None:
+def most_wrong_slice(reference: np.ndarray, prediction: np.ndarray,
+                     allowed: np.ndarray | None = None) -> int | None:
     """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is wrong.
 
-    ``allowed`` (boolean per slice) restricts the choice.
+    The slice a correction targets (step 1 of the module docstring). Not
+    :func:`napari_segeval.metrics.worst_slice`, which ranks slices by their Dice
+    (the slice where a structure *fares* worst, not where most voxels are wrong).
+
+    Parameters
+    ----------
+    reference, prediction : numpy.ndarray
+        Boolean ``(n, H, W)`` masks of one structure.
+    allowed : numpy.ndarray, optional
+        Boolean per slice: only these slices may be chosen.
+
+    Returns
+    -------
+    int or None
 
     Examples
     --------
     >>> r = np.zeros((4, 2, 2), bool); r[1] = r[3] = True
-    >>> worst_slice(r, np.zeros_like(r)), worst_slice(r, r)
+    >>> most_wrong_slice(r, np.zeros_like(r)), most_wrong_slice(r, r)
     (1, None)
+    >>> most_wrong_slice(r, np.zeros_like(r), allowed=[False, False, True, True])
+    3
     """
     fn, fp = slice_errors(reference, prediction)
     wrong = (fn + fp).astype(np.int64)
@@ -114,6 +129,31 @@ def worst_slice(reference: np.ndarray, prediction: np.ndarray,
     if not wrong.any():
         return None
     return int(np.argmax(wrong))  # argmax returns the first maximum
+
+
+def error_regions(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """False-negative and false-positive masks (any shape; one slice for a correction).
+
+    Examples
+    --------
+    >>> fn, fp = error_regions(np.array([0, 1, 1], bool), np.array([1, 1, 0], bool))
+    >>> fn.tolist(), fp.tolist()
+    ([False, False, True], [True, False, False])
+    """
+    ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
+    return ref & ~pred, pred & ~ref
+
+
+def corrects_misses(n_fn: int, n_fp: int) -> bool:
+    """Whether a correction fixes the false negatives (a positive prompt) rather than the
+    false positives: when there are at least as many of them (step 2 of the module docstring).
+
+    Examples
+    --------
+    >>> corrects_misses(5, 5), corrects_misses(4, 5)
+    (True, False)
+    """
+    return int(n_fn) >= int(n_fp)
 
 
 def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
@@ -142,11 +182,11 @@ def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
 
 
 def _point(ref: np.ndarray, pred: np.ndarray, z: int, label: int, fn: int, fp: int) -> Correction:
-    region = "fn" if fn >= fp else "fp"
-    wrong = (ref[z] & ~pred[z]) if region == "fn" else (pred[z] & ~ref[z])
-    y, x, depth = interior_pixel(wrong)
-    return Correction(Point(y, x, index=z, label=label, positive=region == "fn"), fn, fp,
-                      region, depth)
+    positive = corrects_misses(fn, fp)
+    missed, leaked = error_regions(ref[z], pred[z])
+    y, x, depth = interior_pixel(missed if positive else leaked)
+    return Correction(Point(y, x, index=z, label=label, positive=positive), fn, fp,
+                      "fn" if positive else "fp", depth)
 
 
 def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int = 1,
@@ -203,20 +243,21 @@ def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int
             raise ValueError(f"index {index} outside the {ref.shape[0]} slices")
         only[:] = False
         only[int(index)] = True
-    z = worst_slice(ref, pred, only)
+    z = most_wrong_slice(ref, pred, only)
     if z is None:
         return None
     if kind == "box":
         allowed = ref.reshape(ref.shape[0], -1).any(axis=1) & only
         allowed[[int(i) for i in boxed if 0 <= int(i) < ref.shape[0]]] = False
-        zb = worst_slice(ref, pred, allowed)
+        zb = most_wrong_slice(ref, pred, allowed)
         if zb is not None:
             box = Box.from_mask(ref[zb], index=zb, label=label)
-            return Correction(box, int(fn[zb]), int(fp[zb]), "fn" if fn[zb] >= fp[zb] else "fp")
+            return Correction(box, int(fn[zb]), int(fp[zb]),
+                              "fn" if corrects_misses(fn[zb], fp[zb]) else "fp")
         if not points:
             return None
     return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))
 
 
-__all__ = ["KINDS", "Correction", "interior_pixel", "next_correction", "slice_errors",
-           "worst_slice"]
+__all__ = ["KINDS", "Correction", "corrects_misses", "error_regions", "interior_pixel",
+           "most_wrong_slice", "next_correction", "slice_errors"]

@@ -9,6 +9,12 @@ in a missed region, a negative click in a leaked one. Training also draws clicks
 a random interior pixel (:func:`corrective_click` with ``rng``), so the network does
 not learn that clicks always sit at the very centre of an error.
 
+Masks are passed as ``(reference, prediction)``, as everywhere in the package. The
+error regions and the choice between them are the evaluation's
+(:func:`napari_segeval.prompts.correction.error_regions`,
+:func:`~napari_segeval.prompts.correction.corrects_misses`); only the random draws are
+training's own.
+
 Coordinates are pixel centres ``(y, x)`` of the slice, as
 :class:`~napari_segeval.prompts.prompt_set.Point` and
 :func:`~napari_segeval.models._prompt_net.click_maps` use them.
@@ -19,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from napari_segeval.prompts.correction import interior_pixel
+from napari_segeval.prompts.correction import corrects_misses, error_regions, interior_pixel
 
 
 def _distance(region: np.ndarray) -> np.ndarray:
@@ -57,43 +63,41 @@ def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
     return int(ys[k]), int(xs[k])
 
 
-def error_regions(prediction: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """False-negative and false-positive masks of one slice.
-
-    Examples
-    --------
-    >>> fn, fp = error_regions(np.array([1, 1, 0], bool), np.array([0, 1, 1], bool))
-    >>> fn.tolist(), fp.tolist()
-    ([False, False, True], [True, False, False])
-    """
-    pred, ref = np.asarray(prediction, bool), np.asarray(reference, bool)
-    return ref & ~pred, pred & ~ref
-
-
-def corrective_click(prediction: np.ndarray, reference: np.ndarray,
+def corrective_click(reference: np.ndarray, prediction: np.ndarray,
                      rng: np.random.Generator | None = None,
                      other: float = 0.0) -> tuple[int, int, bool] | None:
     """The next click ``(y, x, positive)`` that corrects ``prediction``, or ``None`` if exact.
 
-    Deterministic with ``rng=None`` (the evaluation rule: larger error region, most
-    interior pixel; a tie in size goes to the false negatives). With ``rng``, the
-    pixel is a random deep one (:func:`interior_point`) and, with probability
-    ``other``, the smaller non-empty error region is corrected instead.
+    Deterministic with ``rng=None``: the evaluation's rule on one slice
+    (:func:`napari_segeval.prompts.next_correction`'s click: the larger error
+    region, a tie going to the false negatives, at its most interior pixel). With
+    ``rng``, the pixel is a random deep one (:func:`interior_point`) and, with
+    probability ``other``, the smaller non-empty error region is corrected instead.
+
+    Parameters
+    ----------
+    reference, prediction : numpy.ndarray
+        Boolean ``(H, W)`` masks of one slice, in the order of :mod:`napari_segeval.metrics`
+        and :func:`~napari_segeval.prompts.next_correction`.
+    rng : numpy.random.Generator, optional
+        Draws the pixel and the region (training); None: the evaluation's click.
+    other : float
+        Probability of correcting the smaller region (with ``rng``).
 
     Examples
     --------
     >>> ref = np.zeros((10, 10), bool); ref[2:8, 2:8] = True
     >>> pred = np.zeros((10, 10), bool); pred[2:8, 2:5] = True
-    >>> corrective_click(pred, ref)
+    >>> corrective_click(ref, pred)
     (3, 6, True)
     >>> corrective_click(ref, ref) is None
     True
     """
-    fn, fp = error_regions(prediction, reference)
+    fn, fp = error_regions(reference, prediction)
     n_fn, n_fp = int(fn.sum()), int(fp.sum())
     if n_fn == 0 and n_fp == 0:
         return None
-    positive = n_fn >= n_fp
+    positive = corrects_misses(n_fn, n_fp)
     if rng is not None and min(n_fn, n_fp) > 0 and rng.random() < other:
         positive = not positive
     point = interior_point(fn if positive else fp, rng)

@@ -175,7 +175,7 @@ class Episode:
         """The frame's output is ``output`` (``(H, W)``): the next pass corrects it."""
         self.base = False
         self.prior = output
-        click = corrective_click((output > 0.5).numpy(), (self.target > 0.5).numpy(), rng,
+        click = corrective_click((self.target > 0.5).numpy(), (output > 0.5).numpy(), rng,
                                  other=0.15)
         if click is not None:
             self.points.append(click)

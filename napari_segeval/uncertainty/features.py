@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval._names import unnamed_structures
+from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
 
 ProgressFn = Callable[[int, int], None]
@@ -134,7 +134,10 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     case : Case
         Image and reference labels (the prompts come from the labels).
     structures : mapping, optional
-        Label id -> name (default: ``case.structures``, else the ids present).
+        Label id -> name, scored as given (default:
+        :func:`napari_segeval.metrics.structures_to_score` of ``case.structures`` and
+        the reference: the named structures and every other id present, as
+        ``"label N"``).
     layout, power
         As in :func:`napari_segeval.uncertainty.auv.class_matrix` and
         :func:`~napari_segeval.uncertainty.auv.semantic_scale`.
@@ -176,7 +179,7 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
 
     labels = np.asarray(case.labels)
     if structures is None:
-        structures = dict(case.structures or {}) or unnamed_structures(np.unique(labels))
+        structures = structures_to_score(case.structures, labels)
     kind = promptable_kind(case)
     mode = propagation_mode(kind)
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}

@@ -84,3 +84,86 @@ def test_worst_slice_ties_and_absent_structures():
     assert worst_slice(ref, pred, 1) == 1
     assert worst_slice(ref, pred, 2) is None  # in neither map
     assert worst_slice(ref[0], pred[0], 1) is None  # 2D: no slices
+
+
+def slow_largest_failing_slice(ref, pred, label, below=0.5):
+    """The largest reference slice with Dice below ``below``, else the lowest Dice (first)."""
+    held = []
+    for k in range(ref.shape[0]):
+        a, b = ref[k] == label, pred[k] == label
+        if a.any():
+            held.append((2 * (a & b).sum() / (a.sum() + b.sum()), int(a.sum()), k))
+    if not held:
+        return None
+    bad = [h for h in held if h[0] < below]
+    if bad:
+        return min(bad, key=lambda h: (-h[1], h[2]))[2]
+    return min(held, key=lambda h: (h[0], h[2]))[2]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_largest_failing_slice_matches_the_written_rule(seed):
+    from napari_segeval.metrics import largest_failing_slice
+
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, 3, (7, 5, 5)).astype(np.uint8)
+    pred = np.where(rng.random(ref.shape) < 0.6 + 0.05 * seed, ref, 0).astype(np.uint8)
+    pred[rng.integers(0, 7)] = 1  # a slice where label 1 leaks everywhere
+    for label in (1, 2, 3):
+        assert largest_failing_slice(ref, pred, label) == slow_largest_failing_slice(
+            ref, pred, label)
+    moved = np.moveaxis(ref, 0, 2), np.moveaxis(pred, 0, 2)
+    assert largest_failing_slice(*moved, 1, axis=2) == largest_failing_slice(ref, pred, 1)
+
+
+def test_largest_failing_slice_differs_from_worst_slice_where_it_should():
+    """A small slice missed entirely (Dice 0) and a large one half wrong: the worst slice is
+    the small one, the demo corrects the large one; a slice only predicted is never chosen."""
+    from napari_segeval.metrics import largest_failing_slice, worst_slice
+
+    ref = np.zeros((4, 8, 8), np.uint8)
+    ref[0, 0, 0] = 1  # 1 voxel, missed
+    ref[1, :, :] = 1  # 64 voxels, 44 missed: Dice 0.48
+    ref[2, :4, :4] = 1
+    pred = ref.copy()
+    pred[0] = 0
+    pred[1] = 0
+    pred[1, :2, :] = 1
+    pred[1, 2, :4] = 1
+    pred[3, :2, :2] = 1  # only predicted: Dice 0, more wrong voxels than slice 0
+    assert largest_failing_slice(ref, pred, 1) == 1
+    assert worst_slice(ref, pred, 1) == 3
+    assert largest_failing_slice(ref, pred, 1, below=0.1) == 0  # only slice 0 that bad
+    assert largest_failing_slice(ref, pred, 2) is None
+
+
+#: The slice-choosing rules and the one module each is defined in (issue 31: one rule, one name).
+SLICE_RULES = {
+    "worst_slice": "metrics/slices.py",
+    "worst_slice_from_counts": "metrics/slices.py",
+    "largest_failing_slice": "metrics/slices.py",
+    "most_wrong_slice": "prompts/correction.py",
+}
+#: Names that mean "the slice to look at / to correct": a new one needs a row above.
+SLICE_RULE_WORDS = ("worst_slice", "wrong_slice", "failing_slice", "correction_slice",
+                    "bad_slice", "error_slice")
+
+
+def test_each_slice_choosing_rule_is_defined_once_in_its_module():
+    """Fails if a function named like a worst-/correction-slice rule is defined anywhere in
+    the package but its one module (a second copy of a rule, or a rule reusing a name)."""
+    import ast
+    from pathlib import Path
+
+    import napari_segeval
+
+    root = Path(napari_segeval.__file__).parent
+    found: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    w in node.name for w in SLICE_RULE_WORDS):
+                found.setdefault(node.name, []).append(path.relative_to(root).as_posix())
+    stray = {n: where for n, where in found.items() if where != [SLICE_RULES.get(n)]}
+    assert not stray, f"slice rules defined outside their one module: {stray}"
+    assert set(found) == set(SLICE_RULES)

@@ -8,9 +8,9 @@ import pytest
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.correction import (
     interior_pixel,
+    most_wrong_slice,
     next_correction,
     slice_errors,
-    worst_slice,
 )
 from napari_segeval.prompts.prompt_set import Point
 
@@ -76,7 +76,7 @@ def test_ties_between_slices_and_between_fn_fp_are_deterministic():
     pred = ref.copy()
     pred[1, 1:3, 1:5] = False          # 8 FN on slice 1
     pred[3, 1:3, 1:5] = False          # 8 FN on slice 3: tie, the lowest slice wins
-    assert worst_slice(ref, pred) == 1
+    assert most_wrong_slice(ref, pred) == 1
     pred = ref.copy()
     pred[2, 1:3, 1:5] = False          # 8 FN
     pred[2, 5, 0:6] = True

@@ -1,8 +1,11 @@
 """Corrective clicks: the larger error region, its most interior pixel, known answers."""
 
 import numpy as np
+import pytest
 
-from napari_segeval.training.clicks import corrective_click, error_regions, interior_point
+from napari_segeval.prompts import next_correction
+from napari_segeval.prompts.correction import error_regions
+from napari_segeval.training.clicks import corrective_click, interior_point
 
 
 def _disk(h, w, cy, cx, r):
@@ -13,7 +16,7 @@ def _disk(h, w, cy, cx, r):
 def test_missed_region_gets_a_positive_click_at_its_centre():
     ref = _disk(40, 40, 20, 20, 10)
     pred = ref & ~_disk(40, 40, 20, 26, 5)  # a bite missing on the right
-    y, x, positive = corrective_click(pred, ref)
+    y, x, positive = corrective_click(ref, pred)
     assert positive and ref[y, x] and not pred[y, x]
     assert y == 20 and 24 <= x <= 27
 
@@ -21,8 +24,36 @@ def test_missed_region_gets_a_positive_click_at_its_centre():
 def test_leak_gets_a_negative_click():
     ref = _disk(40, 40, 20, 12, 6)
     pred = ref | _disk(40, 40, 20, 28, 8)  # a larger blob leaked next to it
-    y, x, positive = corrective_click(pred, ref)
+    y, x, positive = corrective_click(ref, pred)
     assert not positive and (y, x) == (20, 28)
+
+
+def test_the_reference_comes_first():
+    """``(reference, prediction)`` as in metrics and prompts: swapped, the leak would read
+    as a missed region and get a positive click."""
+    ref = _disk(40, 40, 20, 12, 6)
+    pred = ref | _disk(40, 40, 20, 28, 8)
+    assert corrective_click(ref, pred)[2] is False
+    assert corrective_click(pred, ref)[2] is True
+    fn, fp = error_regions(ref, pred)
+    assert fn.sum() == 0 and fp.sum() > 0
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_deterministic_click_is_the_evaluations(seed):
+    """Without ``rng`` the training click is the interactive protocol's on one slice."""
+    rng = np.random.default_rng(seed)
+    ref = _disk(24, 24, *rng.integers(6, 18, 2), int(rng.integers(3, 8)))
+    pred = _disk(24, 24, *rng.integers(6, 18, 2), int(rng.integers(3, 8)))
+    if seed % 3 == 0:
+        pred = ref & ~_disk(24, 24, *rng.integers(6, 18, 2), 3)
+    found = next_correction(ref[None], pred[None])
+    click = corrective_click(ref, pred)
+    if found is None:
+        assert click is None
+    else:
+        p = found.prompt
+        assert click == (int(p.y), int(p.x), p.positive)
 
 
 def test_larger_region_wins_and_exact_masks_need_no_click():
@@ -31,9 +62,9 @@ def test_larger_region_wins_and_exact_masks_need_no_click():
     pred = ref.copy()
     pred[5:15, 5:7] = False  # 20 pixels missed
     pred[0:2, 0:15] = True  # 30 pixels leaked
-    assert corrective_click(pred, ref)[2] is False
+    assert corrective_click(ref, pred)[2] is False
     assert corrective_click(ref, ref) is None
-    fn, fp = error_regions(pred, ref)
+    fn, fp = error_regions(ref, pred)
     assert fn.sum() == 20 and fp.sum() == 30
 
 
@@ -58,6 +89,6 @@ def test_random_click_can_take_the_smaller_region():
     pred[5:15, 5:8] = False
     pred[0:2, 0:10] = True
     rng = np.random.default_rng(1)
-    signs = {corrective_click(pred, ref, rng, other=0.5)[2] for _ in range(40)}
+    signs = {corrective_click(ref, pred, rng, other=0.5)[2] for _ in range(40)}
     assert signs == {True, False}
-    assert {corrective_click(pred, ref, rng)[2] for _ in range(10)} == {True}
+    assert {corrective_click(ref, pred, rng)[2] for _ in range(10)} == {True}

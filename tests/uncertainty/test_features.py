@@ -85,6 +85,35 @@ def test_class_scales_rows_and_explicit_unscored_classes():
     assert math.isnan(by["gone"]["scale"]) and "absent" in by["gone"]["note"]
 
 
+def test_ids_the_case_does_not_name_are_scored_as_label_n():
+    """The one rule (metrics.structures_to_score): a case that names some ids does not hide
+    the others (the old default scored the named ones only)."""
+    lab = np.zeros((6, 16, 16), np.uint8)
+    lab[1:5, 3:9, 3:9] = 1
+    lab[2:4, 11:14, 10:14] = 2
+    rows = class_scales(ThresholdPromptModel(), volume_case(lab, structures={1: "a", 5: "gone"}))
+    assert [(r["label"], r["name"]) for r in rows] == [(1, "a"), (5, "gone"), (2, "label 2")]
+    assert 0.0 <= rows[2]["scale"] <= 1.0 and "absent" in rows[1]["note"]
+    rows = class_scales(ThresholdPromptModel(), volume_case(lab))
+    assert [r["name"] for r in rows] == ["label 1", "label 2"]
+
+
+def test_auv_scoring_scores_the_ids_a_data_set_does_not_name(monkeypatch):
+    from dataclasses import replace
+
+    from napari_segeval.evaluation import auv_scores
+    from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.models import registry
+    from napari_segeval.phantoms.samples import sample_root
+
+    monkeypatch.setattr(registry, "load_promptable", lambda *a, **k: ThresholdPromptModel())
+    spec = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[0]
+    spec = replace(spec, structures={1: "liver"})  # the other organs are named by nothing
+    rec = auv_scores.score_cases([spec], model="threshold", power=1, grid=[8, 8, 8], threads=1)
+    names = [c["name"] for c in rec["cases"][0]["classes"]]
+    assert names[0] == "liver" and "label 2" in names and len(names) > 2
+
+
 def test_class_scales_of_a_2d_image_use_the_height_by_width_map():
     lab = np.zeros((20, 24), np.uint8)
     lab[4:12, 5:15] = 1

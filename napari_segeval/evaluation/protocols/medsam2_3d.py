@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._names import unnamed_label, unnamed_structures
+from napari_segeval._names import unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.metrics.structures import structures_to_score
 
 DEFAULTS = {
     "model": "builtin",
@@ -249,9 +250,7 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
                            f"video, got axes {case.axes!r} shape {case.image.shape}")
-    structures = dict(case.structures)  # ids the names leave out are "label N" structures
-    structures.update({k: v for k, v in unnamed_structures(np.unique(case.labels)).items()
-                       if k not in structures})
+    structures = structures_to_score(case.structures, case.labels)
     if params["prompt"] == "box3d":
         if mode != "volume":
             raise SegEvalError("parameter prompt=box3d (the challenge's 3D boxes) is for "
