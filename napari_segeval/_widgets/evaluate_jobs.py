@@ -21,8 +21,6 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval.models._device import DEVICE_CHOICES
 from napari_segeval.models.registry import PROMPTABLE
 
-#: Backends offered by the Prompt panel (labels of the registry's promptable models).
-BACKENDS = tuple(m.label for m in PROMPTABLE.values())
 #: The device choices of every panel and of every ``segeval --device``.
 DEVICES = DEVICE_CHOICES
 
@@ -45,13 +43,15 @@ def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Se
     return out
 
 
-def load_model(backend: str, checkpoint: str | None, device: str, *,
+def load_model(name: str, checkpoint: str | None, device: str, *,
                progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
-    """Load a promptable model by its panel label (or registry name) and optional checkpoint."""
+    """Load a promptable model by its registry (or catalogue) name and optional checkpoint.
+
+    The panels carry the name (:meth:`ModelPicker.choice`), never the label they show.
+    """
     from napari_segeval.models.registry import load_promptable
 
     check_cancel(cancel, "model loading")
-    name = model_name(backend)
     if name in PROMPTABLE and PROMPTABLE[name].checkpoint == "none":
         checkpoint = None  # the panel's checkpoint field is shared by the backends
     model = load_promptable(name, checkpoint=checkpoint or None, device=device)
@@ -87,17 +87,6 @@ def segment(model: Any, image: np.ndarray, modality: str, prompts: Any, kind: st
                            window=window, progress=progress, cancel=cancel, **extra).labels
 
 
-def model_name(backend: str) -> str:
-    """The registry name of a backend label of the Prompt panel (or a name as it is).
-
-    Examples
-    --------
-    >>> model_name("threshold (no weights)"), model_name("medsam2")
-    ('threshold', 'medsam2')
-    """
-    return next((m.name for m in PROMPTABLE.values() if m.label == backend), backend)
-
-
 @dataclass(frozen=True)
 class Capability:
     """What a chosen model takes: prompts at all, and point prompts (clicks).
@@ -112,24 +101,24 @@ class Capability:
 
 
 def capability(spec: tuple, model: Any = None) -> Capability:
-    """What the model of ``spec = (backend or name, checkpoint, device)`` takes.
+    """What the model of ``spec = (registry or catalogue name, checkpoint, device)`` takes.
 
     ``model``: the loaded model of that spec, when there is one (it says exactly).
 
     Examples
     --------
-    >>> capability(("threshold (no weights)", None, "cpu"))
+    >>> capability(("threshold", None, "cpu"))
     Capability(prompts=True, points=True, reason='')
     >>> capability(("builtin-ct", None, "cpu")).reason
     'builtin-ct is a dense model: it segments without prompts (Segment tab), so it cannot be corrected with prompts'
-    >>> capability(("built-in", None, "cpu")).points is None
+    >>> capability(("builtin", None, "cpu")).points is None
     True
     >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
     True
     """
     from napari_segeval.models.registry import DENSE
 
-    name = model_name(spec[0])
+    name = spec[0]
     if name in DENSE:
         return Capability(False, False, f"{name} is a dense model: it segments without prompts "
                                         "(Segment tab), so it cannot be corrected with prompts")
@@ -139,7 +128,7 @@ def capability(spec: tuple, model: Any = None) -> Capability:
             return Capability(True, True)
         what = "boxes and mask prompts" if caps.masks else "boxes"
         why = f": {caps.reason}" if caps.reason else ""
-        return Capability(True, False, f"{spec[0]} takes {what}, not points{why}")
+        return Capability(True, False, f"{name} takes {what}, not points{why}")
     from napari_segeval.models.catalogue import find
     from napari_segeval.models.registry import declared_capabilities
 
@@ -149,7 +138,7 @@ def capability(spec: tuple, model: Any = None) -> Capability:
     if caps is None:  # the weights decide (or a factory): known once loaded
         return Capability(True, None)
     if not caps.points:
-        return Capability(True, False, caps.refusal("point", spec[0]))
+        return Capability(True, False, caps.refusal("point", name))
     return Capability(True, True)
 
 

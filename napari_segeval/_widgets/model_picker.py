@@ -224,14 +224,15 @@ class ModelPicker(QWidget):
         return None if i < 0 else self.items.item(i, 0).data(ROW)
 
     def choice(self) -> tuple[str, str | None]:
-        """``(model, checkpoint or None)`` of the selection: a registry label, a catalogue
-        name, or a network's label with a file (``("", None)`` for the ``first`` row)."""
+        """``(model, checkpoint or None)`` of the selection: a registry name, a catalogue
+        name, or a network's registry name with a file (``("", None)`` for the ``first``
+        row). Names, never the labels the list shows."""
         row = self.current()
         if row is None or row["kind"] == "first":
             return "", None
         if row["kind"] == "catalogue":
             return row["name"], None
-        return PROMPTABLE[row["name"]].label, row["path"]
+        return row["name"], row["path"]
 
     def ready(self) -> bool:
         """False when the selection is a catalogue checkpoint not downloaded yet."""
@@ -348,7 +349,7 @@ class ModelPicker(QWidget):
                                                   "checkpoint", "", CHECKPOINT_FILTER)
             if not path:
                 return None
-        spec = (PROMPTABLE[network].label, str(path), self.device())
+        spec = (network, str(path), self.device())
         job = self.runner.start(f"checking {Path(path).name}", load_model, *spec,
                                 on_done=lambda model: self._opened(spec, network, model))
         self._show()

@@ -275,7 +275,7 @@ class PromptPanel(QWidget):
 
     # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
-        """(model, checkpoint or None, device) of the chosen model: a registry label, or a
+        """(model, checkpoint or None, device) of the chosen model: a registry or a
         catalogue name (:meth:`ModelPicker.choice`)."""
         return (*self.picker.choice(), self.device.currentText())
 

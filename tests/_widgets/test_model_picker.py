@@ -88,7 +88,7 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     assert states["MedSAM2_CTLesion"] == "here"
     assert states["MedSAM2_2411"] == "not downloaded (156 MB)"
     assert "MedSAM2_latest" not in states and "sam2.1-tiny" not in states  # not twice
-    assert picker.choice() == ("built-in", None) and not picker.download_button.isEnabled()
+    assert picker.choice() == ("builtin", None) and not picker.download_button.isEnabled()
     assert picker.card.text().startswith(f"<b>{PHANTOM_WARNING}</b>")
     assert "generated phantoms" in picker.card.text() and "real scans" in picker.card.text()
     assert picker.choose("MedSAM2_2411") and picker.download_button.isEnabled()
@@ -97,12 +97,19 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     card = CATALOGUE["MedSAM2_2411"].card
     for text in (card.trained_on, card.intended_use, card.not_for, card.licence):
         assert text in picker.card.text()
+    names = []
+    for i in range(picker.combo.count()):  # every row chosen carries a name, never a label
+        picker.combo.setCurrentIndex(i)
+        names.append(picker.choice()[0])
+    assert names[:8] == ["builtin", "threshold", "litemedsam", "medsam2", "sam2.1-tiny",
+                         "sam2.1-small", "sam2.1-base-plus", "sam2.1-large"]
+    assert set(names[8:]) <= set(CATALOGUE) and "MedSAM2_CTLesion" in names
     assert picker.choose("MedSAM2_CTLesion") and picker.ready()
     assert not picker.download_button.isEnabled()
     picker.choose("MedSAM2 checkpoint")
     picker.use_file(tiny_file)  # for the selected network
     assert picker.state.text() == "a file you chose (MedSAM2 checkpoint)"
-    assert panel.spec() == ("MedSAM2 checkpoint", str(tiny_file), "auto")
+    assert panel.spec() == ("medsam2", str(tiny_file), "auto")
     assert "a file you chose" in picker.card.text() and PHANTOM_WARNING not in picker.card.text()
     picker.choose("threshold")
     assert not picker.open_button.isEnabled()  # it takes no checkpoint
@@ -231,7 +238,7 @@ def test_open_checkpoint_a_good_file_is_listed_and_kept_loaded(ct_viewer, qtbot,
     assert blocker.args == [f"checking {tiny_file.name}", "ok"]
     assert len(picker.rows()) == n + 1 and picker.combo.currentText() == tiny_file.name
     assert picker.state.text() == "a file you chose (built-in)"
-    spec = ("built-in", str(tiny_file), "cpu")
+    spec = ("builtin", str(tiny_file), "cpu")  # the registry name, not the label
     assert w.prompt.spec() == spec
     cached = w.prompt.cached_model()
     assert cached is not None and cached[0] == spec  # the check's model, not loaded again
@@ -279,8 +286,8 @@ def test_the_attack_tab_attacks_the_model_chosen_there(ct_viewer, qtbot):
     w.attack.run()
     wait_job(qtbot, w.attack.runner)
     assert w.attack.runner.last_error is None, w.attack.runner.last_error
-    assert w.state.model_key == ("built-in", None, "auto")
-    assert w.state.predictions["clean"].name.endswith(" prediction (built-in)")
+    assert w.state.model_key == ("builtin", None, "auto")
+    assert w.state.predictions["clean"].name.endswith(" prediction (builtin)")
     np.testing.assert_array_equal(w.state.predictions["clean"].data,
                                   w.attack.result.clean_prediction)
     assert w.state.predictions["attacked"] is not None

@@ -223,7 +223,7 @@ def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
 def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights):
     _viewer, w = ct_viewer
     tools = w.prompt.tools
-    assert capability(("threshold (no weights)", None, "cpu")) == Capability(True, True)
+    assert capability(("threshold", None, "cpu")) == Capability(True, True)
     assert tools.buttons["positive"].isEnabled() and not tools.reason.isVisible()
     # the shipped built-in weights take clicks: once loaded, the point tools stay on
     w.prompt.backend.setCurrentText("built-in")
