@@ -172,10 +172,12 @@ class DemoRun:
         """Frame the corrected structure and the prompt on its slice (reference + prompt)."""
         import numpy as np
 
+        from napari_segeval.prompts import Point
+
         image = self.widget.state.image
         ref = np.asarray(self.widget.state.reference.data)[prompt.index] == prompt.label
         ys, xs = np.nonzero(ref)
-        py, px = (prompt.y, prompt.x) if hasattr(prompt, "y") else (prompt.y0, prompt.x0)
+        py, px = (prompt.y, prompt.x) if isinstance(prompt, Point) else (prompt.y0, prompt.x0)
         lo = np.array([min(ys.min(initial=py), py), min(xs.min(initial=px), px)], float) - 8
         hi = np.array([max(ys.max(initial=py), py), max(xs.max(initial=px), px)], float) + 8
         scale = np.asarray(image.scale[-2:], float)

@@ -124,7 +124,7 @@ def run_model(folder: Any, loaded: Any = None) -> str | None:
     from napari_segeval.evaluation.keys import PredictionKey
 
     model = (folder.run.get("params") or {}).get("model")
-    first = getattr(loaded, "pair", (None, None))[0]
+    first = None if loaded is None else loaded.pair[0]
     if model is None and first:
         model = PredictionKey.parse(first).model
     return None if model is None else str(model)
@@ -146,7 +146,7 @@ def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
                  f"corrections run {prompt.backend.currentText()}")
     elif model is not None and not prompt.choose_model(model):
         note += f"; the run's model {model} is not in the list: choose one above"
-    start = loaded.predictions.get(getattr(loaded, "pair", ("clean",))[0] or "clean")
+    start = loaded.predictions.get(loaded.pair[0] or "clean")
     prompt.start_correction(sets, start, name=f"{cid} corrected",
                             case_id=cid, note=note, options=run_options(folder))
     evaluate.tabs.setCurrentWidget(prompt)

@@ -139,10 +139,9 @@ class DenseTarget:
         self.valid_range = tuple(float(v) for v in self.info.valid_range)
         #: the valid range of each input channel (its own clip bounds, z-scored)
         self.channel_valid_ranges = tuple(
-            (float(lo), float(hi)) for lo, hi in getattr(self.info, "channel_valid_range", ()))
+            (float(lo), float(hi)) for lo, hi in self.info.channel_valid_range)
         #: raw units per normalized unit of this case, per channel (MR min-max included)
-        self.channel_scales = tuple(float(v) for v in getattr(
-            self.info, "channel_scale", (model.raw_per_normalized_unit,)))
+        self.channel_scales = tuple(float(v) for v in self.info.channel_scale)
         #: the first channel's (a Budget has one number; see channel_scales)
         self.raw_per_normalized_unit = self.channel_scales[0]
         self.num_classes = int(model.num_classes)

@@ -134,6 +134,8 @@ class PromptTarget:
         info = model.normalize_info(case.modality, window, case.image)
         self.norm_info = info
         self.valid_range = (float(info.valid_min), float(info.valid_max))
+        #: every channel (RGB included) shares ``valid_range``: no per-channel ranges
+        self.channel_valid_ranges: tuple[tuple[float, float], ...] = ()
         self.raw_per_normalized_unit = float(info.raw_per_normalized_unit)
         self.label_ids = sorted(self.prompts)
         self.num_classes = len(self.label_ids) + 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -97,8 +97,31 @@ def condition_name(attack: dict) -> str:
     return name
 
 
+class AttackTarget(Protocol):
+    """What :func:`attack_case` reads of a target (a :class:`~napari_segeval.attacks.dense.DenseTarget`
+    or a :class:`~napari_segeval.attacks.promptable.PromptTarget`): declared by both, never
+    guessed."""
+
+    case: Any
+    x: Any
+    num_classes: int
+    structures: dict[int, str]
+    valid_range: tuple[float, float]
+    #: one valid range per input channel of a multi-channel input, else empty
+    channel_valid_ranges: tuple[tuple[float, float], ...]
+    #: the axis of ``x`` holding image channels (None: no channel axis)
+    channel_axis: int | None
+    raw_per_normalized_unit: float
+
+    def forward(self, x: Any) -> Any: ...
+    def labels(self, logits: Any) -> np.ndarray: ...
+    def reference_target(self) -> Any: ...
+    def perturbation_raw(self, delta: Any) -> np.ndarray: ...
+    def describe(self) -> dict: ...
+
+
 def attack_case(
-    target: Any,
+    target: AttackTarget,
     config: AttackConfig,
     *,
     clamp: bool = False,
@@ -165,7 +188,7 @@ def attack_case(
     if reason is not None:
         raise AttackNotApplicable(reason)
     if clamp:  # each channel in its own range when the target has several
-        ranges = tuple(getattr(target, "channel_valid_ranges", ()) or ())
+        ranges = target.channel_valid_ranges
         config = AttackConfig(**{**config.__dict__,
                                  "clamp": ranges if len(ranges) > 1 else target.valid_range})
     budget = Budget.from_normalized(config.eps, target.raw_per_normalized_unit, config.norm)
@@ -182,7 +205,7 @@ def attack_case(
     if ref is None:
         ref = clean_logits.argmax(dim=1)
     out = run_attack(target.forward, target.x, ref, config, progress=progress, cancel=cancel,
-                     channel_axis=getattr(target, "channel_axis", 1))
+                     channel_axis=target.channel_axis)
     attacked_pred = target.labels(out.logits)
     pert = target.perturbation_raw(out.delta)
     raw = np.asarray(target.case.image).astype(np.float32)

@@ -89,7 +89,8 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
 
     ref, ckpt, note = resolve_model(model, checkpoint)
     net = load_promptable(ref, checkpoint=ckpt, device=device or "auto")
-    if hasattr(net, "with_options"):  # MedSAM2: float or Pillow resize
+    offers_resize = bool(net.capabilities.resize_modes)  # MedSAM2: float or Pillow resize
+    if offers_resize:
         net = net.with_options(resize=resize)
     rows: dict[str, dict] = {}
     if progress is not None:
@@ -110,7 +111,7 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
                       "feature": feature_kind(net), "note": note},
             "layout": layout, "energy_power": power, "aggregate": aggregate,
             "grid": list(grid) if grid else None, "ct_mapping": ct_mapping,
-            "resize": getattr(net, "resize", None), "cases": cases}
+            "resize": net.resize if offers_resize else None, "cases": cases}
 
 
 def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:

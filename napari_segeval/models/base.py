@@ -30,7 +30,7 @@ Units
 -----
 ``frames`` are always given in the model's **normalized input units** (what
 :meth:`PromptableModel.preprocess` returns), at the case's native in-plane
-size. Attacks perturb these tensors directly; :meth:`normalize_info` tells
+size. Attacks perturb these tensors directly; :meth:`PromptableModel.normalize_info` tells
 how many raw units (HU, grey levels) one normalized unit is, so an epsilon can
 be reported to people in raw units, and which normalized range corresponds to
 valid raw intensities (for clamping perturbed inputs).
@@ -204,6 +204,11 @@ class Capabilities:
     live_frames : bool
         Whether ``propagate`` takes ``on_frame`` (reports each frame as it is computed;
         otherwise a walk's frames are reported when it returns).
+    resize_modes : tuple of str
+        The ways it offers to resize a frame to its input size, the first its default
+        (MedSAM2: ``("float", "pillow")``); a model offering some implements
+        ``with_options(resize=MODE)`` (a copy with that mode) and has ``resize`` (its
+        mode). Empty: one fixed way, no option.
 
     Examples
     --------
@@ -224,6 +229,7 @@ class Capabilities:
     logits: bool = False
     frame_features: bool = False
     live_frames: bool = False
+    resize_modes: tuple[str, ...] = ()
 
     def takes(self, kind: str) -> bool:
         """Whether prompts of ``kind`` (``"box"``, ``"point"``, ``"mask"``) are taken."""

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet
 
 MODES = ("volume", "video")
@@ -127,7 +128,7 @@ def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
     ...
     ValueError: one box per structure (or one PromptSet): structure 1 is given twice (put its prompts in one PromptSet)
     """
-    sets = getattr(prompts, "sets", prompts)
+    sets = prompts.sets if isinstance(prompts, PromptFile) else prompts
     items: Iterable[Any]
     if isinstance(sets, Mapping):
         items = [v if isinstance(v, PromptSet) else PromptSet.of(v, int(k))

@@ -19,7 +19,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "napari_segeval"
 #: Declared facts of a backend (``Capabilities`` fields, protocol attributes).
 DECLARED = ("takes_points", "points", "masks", "boxes", "capabilities", "corrections",
             "stop_confidence", "propagate_logits", "walk_logits", "propagate_walks",
-            "feature_cache", "structures", "num_classes", "raw_per_normalized_unit", "name")
+            "feature_cache", "structures", "num_classes", "raw_per_normalized_unit", "name",
+            # MedSAM2's resize option (Capabilities.resize_modes), an attack target's
+            # channels (attacks.run.AttackTarget), a dense segmentation's record
+            "with_options", "resize", "channel_valid_ranges", "channel_axis",
+            "channel_valid_range", "channel_scale", "params", "sets")
 
 
 def _sources() -> list[tuple[Path, ast.AST]]:

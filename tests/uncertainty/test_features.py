@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -195,6 +196,8 @@ class MinmaxSpy(ThresholdPromptModel):
     def __init__(self) -> None:
         super().__init__()
         self.resize, self.mappings = "float", []
+
+    capabilities = replace(ThresholdPromptModel.capabilities, resize_modes=("float", "pillow"))
 
     def with_options(self, *, resize=None):
         self.resize = resize

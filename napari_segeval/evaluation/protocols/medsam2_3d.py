@@ -281,7 +281,7 @@ def with_model(prepared: Prepared, params: dict) -> Prepared:
     params = {**DEFAULTS, **params}
     model = C.promptable_model(str(params["model"]), params.get("device"))
     resize = "float"
-    if hasattr(model, "with_options"):  # MedSAM2: float or Pillow resize
+    if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
         resize = str(params["resize"])
         model = model.with_options(resize=resize)
     ct_mapping = prepared.ct_mapping

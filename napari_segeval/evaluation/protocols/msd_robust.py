@@ -137,8 +137,14 @@ def skip_reason(model, attack: Mapping) -> str | None:
 
 
 def _scales(model, clean) -> list[float]:
-    scale = ((getattr(clean, "params", None) or {}).get("preprocess") or {}).get("channel_scale")
-    return [float(v) for v in scale] if scale else [D.raw_per_unit(model)]
+    """Raw units per normalized unit of each input channel: a :class:`DenseModel`'s
+    segmentation records them per case (MR min-max included); a backend that segments
+    itself declares one (``raw_per_normalized_unit``)."""
+    from napari_segeval.models.dense import DenseModel
+
+    if isinstance(model, DenseModel):  # its result is a DenseResult
+        return [float(v) for v in clean.params["preprocess"]["channel_scale"]]
+    return [D.raw_per_unit(model)]
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:

@@ -101,7 +101,7 @@ class MedSAM2Model:
     #: propagates whole from its memory; no per-slice prior (a memory bank of frames);
     #: walks shared, with the decoder's logits and the image features kept per case.
     capabilities = Capabilities(points=True, masks=True, shared_walks=True, logits=True,
-                                frame_features=True)
+                                frame_features=True, resize_modes=RESIZE_MODES)
 
     def __init__(
         self,
@@ -202,7 +202,7 @@ class MedSAM2Model:
         import torch
 
         x = _stack_rgb(frames, self.device)
-        if getattr(self, "resize", "float") == "pillow":
+        if self.resize == "pillow":
             if x.requires_grad:
                 raise SegEvalError("resize='pillow' is not differentiable: use resize='float' "
                                    "for attacks")
