@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run napari-segeval's tests: `ruff check`, then pytest (GUI tests under Xvfb, started by
-# pytest-xvfb), on as many workers as the machine has cores (pytest-xdist).
+# Run napari-segeval's tests: `ruff check`, the docs build (`mkdocs build --strict`), then
+# pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
+# cores (pytest-xdist).
 #
 #   bash scripts/test.sh            the full suite (the README's command and CI)
 #   bash scripts/test.sh --fast     everything but the tests marked `slow`
@@ -38,6 +39,13 @@ if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 .venv/bin/ruff check napari_segeval tests benchmarks examples scripts
+# The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
+# cross-reference; built outside the repository. Its log is shown only when it fails
+# (not --quiet: mkdocs 1.6 then drops the warnings that --strict counts, and passes).
+if ! docs_log=$(.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/segeval-site" 2>&1); then
+  printf '%s\n' "$docs_log" >&2
+  exit 1
+fi
 # One torch/BLAS thread per worker: two workers on two cores, not two times two threads.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # Let Python and pytest keep their bytecode (pytest's assertion rewriting of ~200 test

@@ -260,7 +260,8 @@ def load_layout(
     Parameters
     ----------
     images, labels : str, optional
-        Generic layout: image glob and label pattern (see :func:`parse_generic`).
+        Generic layout: image glob and label pattern (see
+        :func:`~napari_segeval.evaluation._layouts_2d.parse_generic`).
     camus_mode : {"frames", "sequences", "all"}, optional
         CAMUS: ED/ES frames, half sequences, or both (default: frames, or the
         sequences when there are no frames).

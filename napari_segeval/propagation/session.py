@@ -61,7 +61,7 @@ class PropagationSession:
     Parameters
     ----------
     model : PromptableModel
-        Backend (its per-frame cache, if any, is kept for :attr:`frames`).
+        Backend (its per-frame cache, if any, is kept for ``frames``).
     frames : tensor ``(n, H, W[, C])``
         The case in the model's normalized units (``model.preprocess(...)``).
     options : PropagationOptions, optional
