@@ -53,7 +53,7 @@ def _cases(args) -> list:
 
 def walks(model, case, modality: str) -> list[dict]:
     """Every structure walked both ways to the end: per visited slice its statistics."""
-    from napari_segeval.evaluation.protocols.medsam2_3d import reference_prompts
+    from napari_segeval.evaluation.protocols._promptable import reference_prompts
     from napari_segeval.models.litemedsam import _chain
     from napari_segeval.models.walk import Walk
 

@@ -150,7 +150,7 @@ def test_label_ids_the_dataset_json_does_not_name_are_evaluated_as_label_n(tmp_p
 
 # ------------------------------------------------------------------------- cvpr24
 def test_box3d_prompts_are_litemedsams_challenge_loop_only():
-    from napari_segeval.evaluation.protocols.medsam2_3d import check_params
+    from napari_segeval.evaluation.protocols._promptable import check_params
 
     with pytest.raises(SegEvalError, match="^parameter prompt=box3d is the CVPR 2024 "
                                            "challenge's 3D loop of LiteMedSAM: use --model "
@@ -161,7 +161,7 @@ def test_box3d_prompts_are_litemedsams_challenge_loop_only():
 
 
 def test_the_challenge_prompt_is_the_3d_box_on_the_middle_of_its_z_range():
-    from napari_segeval.evaluation.protocols.medsam2_3d import challenge_prompts
+    from napari_segeval.evaluation.protocols._promptable import challenge_prompts
 
     lab = np.zeros((9, 10, 10), np.uint8)
     lab[1, 2:4, 2:4] = 1

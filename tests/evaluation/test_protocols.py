@@ -10,7 +10,7 @@ import pytest
 from _segeval_toy import TOY, write_msd
 
 from napari_segeval.evaluation import get_protocol, run_evaluation
-from napari_segeval.evaluation.protocols.medsam2_3d import key_slice, reference_prompts
+from napari_segeval.evaluation.protocols._promptable import key_slice, reference_prompts
 
 
 def read_rows(path) -> list[dict]:

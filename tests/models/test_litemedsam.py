@@ -247,7 +247,7 @@ def test_slices_of_a_few_pixels_are_refused(lite):
 
 
 def test_five_structures_encode_each_slice_once(lite):
-    from napari_segeval.evaluation.protocols.medsam2_3d import reference_prompts
+    from napari_segeval.evaluation.protocols._promptable import reference_prompts
     from napari_segeval.phantoms.ct import make_ct_case
     from napari_segeval.propagation import propagate_case
 

@@ -45,11 +45,11 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
-from napari_segeval.evaluation.protocols import medsam2_3d as M
+from napari_segeval.evaluation.protocols import _promptable as P
 from napari_segeval.evaluation.rounds import round_key
 
 DEFAULTS = {
-    **M.DEFAULTS,
+    **P.DEFAULTS,
     "mode": "volume",
     "rounds": 5,
     "refine_prompt": "auto",
@@ -82,7 +82,7 @@ def check_params(params: Mapping) -> None:
             raise SegEvalError(f"parameter {key} must be one of {', '.join(allowed)}, "
                                f"got {params[key]!r}")
     C.check_number(params, "target_dice", 0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
-    M.check_params(dict(params))
+    P.check_params(dict(params))
 
 
 def refine_kind(model: Any, refine_prompt: str) -> str:
@@ -107,13 +107,13 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
 
 
 def _base_params(params: Mapping) -> dict:
-    base = {k: params[k] for k in M.DEFAULTS if k in params}
+    base = {k: params[k] for k in P.DEFAULTS if k in params}
     if params.get("mode") == "video":  # as medsam2-video: no NSD, the fixed tolerance
         base["tolerance_mm"] = 2.0
     return base
 
 
-def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: str
+def correction_rounds(prepared: P.Prepared, frames: Any, params: Mapping, kind: str
                       ) -> Iterator[tuple[int, Any, dict]]:
     """``(round, result, added)`` for round 0 and each correction round.
 
@@ -132,7 +132,7 @@ def correction_rounds(prepared: M.Prepared, frames: Any, params: Mapping, kind: 
     labels = prepared.case.labels
     points = prepared.model.capabilities.points
     for r in range(1, int(params["rounds"]) + 1):
-        masks = M.structure_masks(res, prepared, dict(params))
+        masks = P.structure_masks(res, prepared, dict(params))
         added = {}
         for lab in prepared.present:
             # a box replaces what its slice had: never over a box or a mask prompt
@@ -155,7 +155,7 @@ def _prompt_columns(prompts: Sequence, where: str) -> dict:
             "prompt_text": "; ".join(describe(p, where) for p in prompts)}
 
 
-def _attacked_frames(prepared: M.Prepared, attack: Mapping, params: Mapping, mode: str):
+def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mode: str):
     """Craft ``attack`` against the round-0 prompts: ``(condition, frames, row values, images)``."""
     import torch
 
@@ -192,7 +192,7 @@ def run_case(spec, params: dict) -> CaseOutput:
     """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
     params = {**DEFAULTS, **params}
     check_params(params)
-    return _rounds_of(spec, params, M.prepare_case(spec, _base_params(params),
+    return _rounds_of(spec, params, P.prepare_case(spec, _base_params(params),
                                                     mode=str(params["mode"])))
 
 
@@ -202,13 +202,13 @@ def run_models(spec, params: dict, models: list) -> dict:
     params = {**DEFAULTS, **params}
     check_params(params)
     each = {m: {**params, "model": m, "models": None} for m in models}
-    first = M.prepare_case(spec, _base_params(each[models[0]]), mode=str(params["mode"]))
+    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=str(params["mode"]))
     return {m: _rounds_of(spec, each[m], first if i == 0
-                          else M.with_model(first, _base_params(each[m])))
+                          else P.with_model(first, _base_params(each[m])))
             for i, m in enumerate(models)}
 
 
-def _rounds_of(spec, params: dict, prepared: M.Prepared) -> CaseOutput:
+def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
     """Every condition's rounds of one model on one prepared case."""
     mode = str(params["mode"])
     base = _base_params(params)
@@ -222,7 +222,7 @@ def _rounds_of(spec, params: dict, prepared: M.Prepared) -> CaseOutput:
     for cond, frames, values, extra in conditions:
         images.update(extra)
         for r, res, added in correction_rounds(prepared, frames, params, kind):
-            scored = M.score_result(res, prepared, base, spec, mode=mode, condition=cond)
+            scored = P.score_result(res, prepared, base, spec, mode=mode, condition=cond)
             for row in scored:
                 lab = row["label"]
                 if r == 0:
@@ -277,8 +277,8 @@ def summarize(rows: list[dict], params: dict) -> dict:
     """Dice per round (median, IQR), AUC, NoI@target and the share reaching it, per condition."""
     from napari_segeval.evaluation.curves import interactive_curves
 
-    return {"modalities": M.used(rows, "modality"), "scoring": M.used(rows, "scoring"),
-            "refine_prompt": M.used(rows, "refine_prompt"),
+    return {"modalities": P.used(rows, "modality"), "scoring": P.used(rows, "scoring"),
+            "refine_prompt": P.used(rows, "refine_prompt"),
             **interactive_curves(rows, int(params["rounds"]), float(params["target_dice"]))}
 
 

@@ -11,15 +11,14 @@ Surface metrics are not computed: the time axis is not a spatial one.
 from __future__ import annotations
 
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
-from napari_segeval.evaluation.protocols.medsam2_3d import (
-    _DICE,
-    BUILTIN,
-    HOLES,
+from napari_segeval.evaluation.protocols._promptable import DEFAULTS as _DEFAULTS_3D
+from napari_segeval.evaluation.protocols._promptable import (
     check_params,
     models_on_same_prompts,
     propagate_and_score,
+    used,
 )
-from napari_segeval.evaluation.protocols.medsam2_3d import DEFAULTS as _DEFAULTS_3D
+from napari_segeval.evaluation.protocols.medsam2_3d import _DICE, BUILTIN, HOLES
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 
@@ -36,7 +35,6 @@ def run_models(spec, params: dict, models: list) -> dict:
 
 def summarize(rows: list[dict], params: dict) -> dict:
     """Per-clip DSC table and, per structure, mean/median over clips."""
-    from napari_segeval.evaluation.protocols.medsam2_3d import used
     from napari_segeval.metrics import summarize as stats
 
     return {

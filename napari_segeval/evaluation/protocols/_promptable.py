@@ -1,0 +1,455 @@
+"""The promptable protocols' shared recipe: ``medsam2-3d``, ``medsam2-video`` and ``interactive``.
+
+What every promptable protocol does to a case, defined once (as :mod:`._dense` is for
+the dense ones): read it, choose the round-0 prompt of every structure present in the
+reference (:func:`reference_prompts`: the tight box on the middle slice of its extent,
+or the first frame of a video; :func:`challenge_prompts`: the CVPR 2024 challenge's 3D
+box), load and configure the model and preprocess the case (:func:`prepare_case`,
+:func:`with_model` for several models on the same prompts), propagate, and score the
+result (:func:`score_result`). ``interactive``'s round 0 is therefore ``medsam2-3d``
+exactly.
+
+Options that select MedSAM2's way (``--preset medsam2`` sets them all; see
+``docs/protocols.md``): ``modality`` (``null``: the case's, from DICOM, then
+``dataset.json``, then a guess from the pixels), ``ct_mapping`` (``window`` or
+MedSAM2's ``minmax``), ``resize`` (``float`` or MedSAM2's ``pillow``; models that
+declare resize modes, :attr:`~napari_segeval.models.base.Capabilities.resize_modes`),
+``connectivity`` of the largest component (6 or 26), ``decision`` (``probability`` >
+0.5 or MedSAM2's ``logit`` > 0), ``stop_when_empty``, ``scoring`` (``merged`` label map
+or MedSAM2's ``per-structure``: each structure scored on its own propagation, or the
+challenge's ``ordered``), ``jitter_mode`` (``edges`` or MedSAM2's ``outward``) and
+``prompt`` (``box``, for videos MedSAM2's ``mask`` of the prompted frame, or the
+challenge's ``box3d``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._errors import SegEvalError
+from napari_segeval._names import unnamed_label
+from napari_segeval.evaluation.protocols import CaseOutput
+from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.metrics.structures import structures_to_score
+
+#: The parameters of the promptable protocols and their defaults (``medsam2-3d``'s;
+#: ``medsam2-video`` and ``interactive`` start from them).
+DEFAULTS = {
+    "model": "builtin",
+    "device": None,
+    "window": None,
+    "jitter": 0,
+    "seed": 0,
+    "tolerance_mm": 2.0,
+    "empty": "one",
+    "keep_largest": True,
+    "channel": 0,
+    "modality": None,
+    "ct_mapping": "window",
+    "resize": "float",
+    "connectivity": 6,
+    "decision": "probability",
+    "stop_when_empty": True,
+    "scoring": "merged",
+    "jitter_mode": "edges",
+    "prompt": "box",
+    "nsd_min_dice": None,
+}
+
+_CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
+            "connectivity": (6, 18, 26), "decision": ("probability", "logit"),
+            "scoring": ("merged", "per-structure", "ordered"),
+            "jitter_mode": ("edges", "outward"), "prompt": ("box", "mask", "box3d")}
+#: The models that run ``prompt="box3d"`` (the CVPR 2024 challenge's 3D loop).
+BOX3D_MODELS = ("litemedsam",)
+
+
+def check_params(params: dict) -> None:
+    """Refuse option values outside their choices, a ``jitter`` or ``seed`` that is not
+    a whole number (``jitter`` >= 0), an unknown ``modality`` or ``window``, and a bad
+    ``tolerance_mm`` or ``empty`` (:func:`~._common.check_scoring`); one line naming the
+    parameter.
+
+    Examples
+    --------
+    >>> check_params({"scoring": "merged", "jitter": 5, "modality": "MR"})
+    >>> check_params({"scoring": "each"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, ordered, got 'each'
+    >>> check_params({"jitter": -5})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
+    """
+    from napari_segeval.io.case import MODALITIES
+
+    for key, allowed in _CHOICES.items():
+        if key in params and params[key] not in allowed:
+            raise SegEvalError(f"parameter {key} must be one of "
+                               f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
+    C.check_number(params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0,
+                   whole=True)
+    C.check_number(params, "seed", 0, "a whole number", whole=True)
+    if params.get("nsd_min_dice") is not None:
+        C.check_number(params, "nsd_min_dice", None, "null or a number in [0, 1]",
+                       lambda v: 0 <= v <= 1)
+    if params.get("prompt") == "box3d" and params.get("model", DEFAULTS["model"]) not in \
+            BOX3D_MODELS:
+        raise SegEvalError(f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
+                           f"LiteMedSAM: use --model litemedsam (got "
+                           f"{params.get('model', DEFAULTS['model'])})")
+    modality = params.get("modality")
+    if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
+        raise SegEvalError(f"parameter modality must be null or one of "
+                           f"{', '.join(MODALITIES)}, got {modality!r}")
+    if params.get("window") is not None:
+        from napari_segeval.inference.windowing import parse_window
+
+        try:
+            parse_window(params["window"])
+        except SegEvalError as exc:
+            raise SegEvalError(f"parameter window: {exc}") from None
+    C.check_scoring(params)
+
+
+def case_rng(seed: int, case_id: str) -> np.random.Generator:
+    """A generator seeded by the run seed and the case id (independent of order and workers).
+
+    Examples
+    --------
+    >>> int(case_rng(0, "a").integers(100)) == int(case_rng(0, "a").integers(100))
+    True
+    """
+    return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
+
+
+def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
+    """Middle slice of a 3D mask's extent along axis 0 (non-empty), or its first slice.
+
+    Examples
+    --------
+    >>> m = np.zeros((9, 4, 4), bool); m[2:7, 1, 1] = True
+    >>> key_slice(m), key_slice(m, first=True)
+    (4, 2)
+    """
+    zs = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    if zs.size == 0:
+        return None
+    if first:
+        return int(zs[0])
+    mid = (int(zs[0]) + int(zs[-1])) // 2
+    return int(zs[np.argmin(np.abs(zs - mid))])
+
+
+def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter: int,
+                      rng: np.random.Generator, first: bool = False,
+                      jitter_mode: str = "edges") -> list:
+    """One box per structure present in ``labels`` (middle slice, or first frame).
+
+    ``jitter_mode``: ``"edges"`` or MedSAM2's ``"outward"`` (:meth:`Box.jittered`).
+    """
+    from napari_segeval.prompts.box import Box
+
+    prompts = []
+    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
+    for label in ids:
+        mask = labels == label
+        k = key_slice(mask, first=first)
+        if k is None:
+            continue
+        box = Box.from_mask(mask[k], index=k, label=label)
+        prompts.append(box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode)
+                       if jitter else box)
+    return prompts
+
+
+def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
+    """The CVPR 2024 challenge's prompt of every structure present: its 3D box (x/y extent
+    over all slices, z range), as the 2D box on the middle slice of the range,
+    ``int((z_max - z_min) / 2 + z_min)``.
+
+    Examples
+    --------
+    >>> lab = np.zeros((6, 8, 8), np.uint8); lab[1, 1:3, 2:4] = 1; lab[4, 5:7, 1:2] = 1
+    >>> challenge_prompts(lab, {1: "a"})
+    [Box(y0=1, x0=1, y1=7, x1=4, index=2, label=1)]
+    """
+    from napari_segeval.models.litemedsam import Box3D
+    from napari_segeval.prompts.box import Box
+
+    out = []
+    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
+    for label in ids:
+        b = Box3D.from_mask(labels == label, label, 1)
+        if b is not None:
+            x0, y0, x1, y1 = b.xyxy
+            out.append(Box(y0, x0, y1 + 1, x1 + 1, index=b.middle, label=label))
+    return out
+
+
+def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
+    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of
+    the box's frame (a mask prompt, as SAM2's ``add_new_mask``).
+
+    Examples
+    --------
+    >>> from napari_segeval.prompts.box import Box
+    >>> lab = np.zeros((2, 4, 4), np.uint8); lab[1, 1:3, 1:3] = 2
+    >>> sets = prompt_sets([Box(1, 1, 3, 3, index=1, label=2)], lab, "mask")
+    >>> sets[2].prompts[0].area, sets[2].frames
+    (4, (1,))
+    """
+    from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
+
+    if prompt == "mask":
+        return {b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index,
+                                                        b.label),)) for b in prompts}
+    return {b.label: PromptSet.from_box(b) for b in prompts}  # box3d: its middle-slice box
+
+
+@dataclass
+class Prepared:
+    """One case ready to propagate: what :func:`prepare_case` read and chose.
+
+    ``boxes`` are the round-0 boxes (one per structure present), ``sets`` their prompt
+    sets (a box, or the reference mask with ``prompt="mask"``), ``frames`` the case
+    preprocessed by ``model``; ``present`` maps the prompted ids to their names.
+    Everything but ``model``, ``frames`` and ``resize`` is the same for every model
+    (:func:`with_model`).
+    """
+
+    case: Any
+    boxes: list
+    sets: dict
+    model: Any
+    frames: Any
+    options: Any
+    present: dict
+    modality: str
+    ct_mapping: str
+    resize: str
+
+
+def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
+    """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
+
+    Shared by ``medsam2-3d``/``medsam2-video`` (several models: :func:`with_model` on
+    one case and its prompts) and the ``interactive`` protocol (whose round 0 is
+    therefore this recipe exactly).
+    """
+    from napari_segeval.propagation import PropagationOptions
+
+    params = {**DEFAULTS, **params}
+    check_params(params)
+    case = C.load_case(spec, channel=int(params["channel"]))
+    if case.image.ndim - int(case.is_rgb) != 3:
+        raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
+                           f"video, got axes {case.axes!r} shape {case.image.shape}")
+    structures = structures_to_score(case.structures, case.labels)
+    if params["prompt"] == "box3d":
+        if mode != "volume":
+            raise SegEvalError("parameter prompt=box3d (the challenge's 3D boxes) is for "
+                               "volumes, not videos")
+        prompts = challenge_prompts(case.labels, structures)
+    else:
+        prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
+                                    rng=case_rng(int(params["seed"]), spec.case_id),
+                                    first=(mode == "video"),
+                                    jitter_mode=str(params["jitter_mode"]))
+    if not prompts:
+        raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
+    options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
+                                 stop_when_empty=bool(params["stop_when_empty"]),
+                                 connectivity=int(params["connectivity"]),
+                                 decision=str(params["decision"]))
+    present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
+    unloaded = Prepared(case, prompts, prompt_sets(prompts, case.labels, str(params["prompt"])),
+                        None, None, options, present,
+                        str(params["modality"] or case.modality or "other"),
+                        str(params["ct_mapping"]), "float")
+    return with_model(unloaded, params)
+
+
+def with_model(prepared: Prepared, params: dict) -> Prepared:
+    """The same case and prompts for the model ``params["model"]``: loaded, configured
+    (MedSAM2's ``resize``) and the case preprocessed for it."""
+    params = {**DEFAULTS, **params}
+    model = C.promptable_model(str(params["model"]), params.get("device"))
+    resize = "float"
+    if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
+        resize = str(params["resize"])
+        model = model.with_options(resize=resize)
+    ct_mapping = prepared.ct_mapping
+    extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
+    frames = model.preprocess(prepared.case.image, prepared.modality, params.get("window"),
+                              **extra)
+    return replace(prepared, model=model, frames=frames, resize=resize)
+
+
+def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
+    """The challenge's result map: each structure's mask written in label order, a later
+    structure overwriting an earlier one where they overlap.
+
+    Examples
+    --------
+    >>> a = np.array([[True, True, False]]); b = np.array([[False, True, True]])
+    >>> ordered_labels({2: b, 1: a}, (1, 3)).tolist()
+    [[1, 2, 2]]
+    """
+    out = np.zeros(shape, np.uint16)
+    for lab in sorted(masks):
+        out[np.asarray(masks[lab], bool)] = lab
+    return out
+
+
+def scored_labels(res, params: dict) -> np.ndarray:
+    """The label map a result is scored and saved as: the merged one, or (``scoring=
+    "ordered"``) the structures written in label order (the challenge's)."""
+    if params.get("scoring", DEFAULTS["scoring"]) == "ordered":
+        return ordered_labels(res.masks, res.labels.shape).astype(res.labels.dtype)
+    return res.labels
+
+
+def structure_masks(res, prepared: Prepared, params: dict) -> dict:
+    """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
+    its voxels of the label map that is scored (:func:`scored_labels`)."""
+    if params.get("scoring", DEFAULTS["scoring"]) == "per-structure":
+        return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
+    labels = scored_labels(res, params)
+    return {lab: labels == lab for lab in prepared.present}
+
+
+def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
+    """The challenge's NSD rule: a case's NSD counts only where its mean DSC over its
+    structures is above ``min_dice``; otherwise every NSD of the case is 0. Each row says
+    whether it was gated (``nsd_gated``); ``None`` gates nothing.
+
+    Examples
+    --------
+    >>> rows = [{"dice": 0.1, "nsd": 0.5}, {"dice": 0.2, "nsd": 0.6}]
+    >>> [(r["nsd"], r["nsd_gated"]) for r in gate_nsd(rows, 0.2)]
+    [(0.0, True), (0.0, True)]
+    """
+    if min_dice is None:
+        return rows
+    dice = [float(r["dice"]) for r in rows if r.get("dice") is not None
+            and np.isfinite(float(r["dice"]))]
+    gated = bool(dice) and float(np.mean(dice)) <= float(min_dice)
+    for r in rows:
+        r["nsd_gated"] = gated
+        if gated and r.get("nsd") is not None:
+            r["nsd"] = 0.0
+    return rows
+
+
+def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
+                 condition: str = "clean") -> list[dict]:
+    """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
+    params = {**DEFAULTS, **params}
+    case, present = prepared.case, prepared.present
+    video = mode == "video"
+    metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
+              "surface": not video}
+    if params["scoring"] == "per-structure":  # each structure's own, unmerged mask
+        rows = []
+        for lab, name in present.items():
+            own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
+            rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
+    else:
+        rows = C.score(case.labels, scored_labels(res, params), case.spacing, present,
+                       condition, **metric)
+    if not video:
+        rows = gate_nsd(rows, params.get("nsd_min_dice"))
+    boxes = {b.label: b for b in prepared.boxes}
+    task = Path(spec.root).name if spec.root else ""
+    modality = prepared.modality
+    for r in rows:
+        b = boxes[r["label"]]
+        r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
+                 model=str(params["model"]), network=res.params.get("model"),
+                 modality=modality,
+                 ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
+                 resize=prepared.resize, scoring=str(params["scoring"]))
+    return rows
+
+
+def propagate_and_score(spec, params: dict, *, mode: str, prepared: Prepared | None = None
+                        ) -> CaseOutput:
+    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
+
+    ``prepared``: :func:`prepare_case`'s result for this model (several models share
+    the case and its prompts: :func:`models_on_same_prompts`).
+    """
+    from napari_segeval.propagation import propagate_case
+
+    prepared = prepared or prepare_case(spec, params, mode=mode)
+    if {**DEFAULTS, **params}["prompt"] == "box3d":
+        res = challenge_result(prepared)
+    else:
+        res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+    rows = score_result(res, prepared, params, spec, mode=mode)
+    case = prepared.case
+    k = prepared.boxes[0].index if mode == "video" else None
+    saved = scored_labels(res, params)
+    return CaseOutput(rows, C.views(case, {"clean": saved}, index=k),
+                      arrays=C.case_arrays(case, {"clean": saved}))
+
+
+@dataclass
+class ChallengeResult:
+    """What the challenge's 3D loop gives (:func:`challenge_result`): each structure's
+    mask, their label map (in label order) and the provenance of the run."""
+
+    labels: np.ndarray
+    masks: dict
+    params: dict
+
+
+def challenge_result(prepared: Prepared) -> ChallengeResult:
+    """The CVPR 2024 challenge's 3D loop on a prepared case (LiteMedSAM's
+    :meth:`~napari_segeval.models.litemedsam.LiteMedSAMModel.challenge_3d`): the 3D box of
+    each structure, its number in the result map by label order."""
+    from napari_segeval.models.litemedsam import Box3D, LiteMedSAMModel
+
+    model = prepared.model
+    if not isinstance(model, LiteMedSAMModel):
+        raise SegEvalError("parameter prompt=box3d is LiteMedSAM's challenge loop: use "
+                           "--model litemedsam")
+    labels = prepared.case.labels
+    boxes = [Box3D.from_mask(labels == b.label, b.label, v)
+             for v, b in enumerate(sorted(prepared.boxes, key=lambda b: b.label), start=1)]
+    masks = model.challenge_3d(prepared.frames, boxes)
+    return ChallengeResult(ordered_labels(masks, labels.shape).astype(np.uint16), masks,
+                           {"model": model.name, "loop": "cvpr24-3d"})
+
+
+def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
+    """Every model on one case: read and prompted once (the same boxes for each model)."""
+    each = {m: {**params, "model": m, "models": None} for m in models}
+    first = prepare_case(spec, each[models[0]], mode=mode)
+    return {m: propagate_and_score(spec, each[m], mode=mode,
+                                   prepared=first if i == 0 else with_model(first, each[m]))
+            for i, m in enumerate(models)}
+
+
+def used(rows: list[dict], key: str) -> list:
+    """The distinct values of ``key`` in ``rows`` (which modality, scoring ... was used).
+
+    Examples
+    --------
+    >>> used([{"modality": "CT"}, {"modality": "CT"}, {}], "modality")
+    ['CT']
+    """
+    return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
+
+
+__all__ = ["BOX3D_MODELS", "DEFAULTS", "ChallengeResult", "Prepared", "case_rng", "challenge_prompts",
+           "check_params", "gate_nsd", "key_slice", "models_on_same_prompts", "ordered_labels",
+           "prepare_case", "prompt_sets", "propagate_and_score", "reference_prompts",
+           "score_result", "scored_labels", "structure_masks", "used", "with_model"]
