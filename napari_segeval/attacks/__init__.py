@@ -28,6 +28,7 @@ neither the targets nor the metrics. Importing this package does not import torc
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 #: Public name -> the submodule that defines it.
@@ -52,26 +53,42 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def _submodule(name: str) -> Any:
+def _submodule(name: str) -> ModuleType:
     if name == "registry":
-        from napari_segeval.attacks import registry as module
-    elif name == "config":
-        from napari_segeval.attacks import config as module
-    elif name == "core":
-        from napari_segeval.attacks import core as module
-    elif name == "_problem":
-        from napari_segeval.attacks import _problem as module
-    elif name == "budget":
-        from napari_segeval.attacks import budget as module
-    elif name == "dense":
-        from napari_segeval.attacks import dense as module
-    elif name == "promptable":
-        from napari_segeval.attacks import promptable as module
-    elif name == "run":
-        from napari_segeval.attacks import run as module
-    else:
-        from napari_segeval.attacks import robustness as module
-    return module
+        from napari_segeval.attacks import registry
+
+        return registry
+    if name == "config":
+        from napari_segeval.attacks import config
+
+        return config
+    if name == "core":
+        from napari_segeval.attacks import core
+
+        return core
+    if name == "_problem":
+        from napari_segeval.attacks import _problem
+
+        return _problem
+    if name == "budget":
+        from napari_segeval.attacks import budget
+
+        return budget
+    if name == "dense":
+        from napari_segeval.attacks import dense
+
+        return dense
+    if name == "promptable":
+        from napari_segeval.attacks import promptable
+
+        return promptable
+    if name == "run":
+        from napari_segeval.attacks import run
+
+        return run
+    from napari_segeval.attacks import robustness
+
+    return robustness
 
 
 def __getattr__(name: str) -> Any:

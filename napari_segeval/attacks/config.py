@@ -16,7 +16,7 @@ from typing import Any
 from napari_segeval._errors import SegEvalError
 from napari_segeval.attacks.budget import NORMS
 from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
-from napari_segeval.attacks.registry import ATTACKS
+from napari_segeval.attacks.registry import ATTACKS, Attack
 
 #: ``schedule`` values per attack (the first is the default).
 SCHEDULES_BY_ATTACK: dict[str, tuple[str, ...]] = {
@@ -119,31 +119,11 @@ class AttackConfig:
         spec = ATTACKS.get(self.attack)
         if spec is None:
             raise ValueError(f"unknown attack {self.attack!r}: use one of {', '.join(ATTACKS)}")
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
-        if spec.linf_only and self.norm != "linf":
-            raise ValueError(f"{self.attack} is implemented for the L-inf norm only")
-        if not (math.isfinite(self.eps) and self.eps >= 0):
-            raise ValueError(f"eps must be finite and >= 0, got {self.eps}")
-        if self.steps < 1 or self.restarts < 1:
-            raise ValueError("steps and restarts must be >= 1")
-        if self.step_size is not None and not (math.isfinite(self.step_size)
-                                               and self.step_size > 0):
-            raise ValueError(f"step_size must be finite and > 0, got {self.step_size}")
+        self._check_budget(spec)
         if spec.loss is not None:
             self.loss = spec.loss
-        if self.loss in FORWARD_ONLY_LOSSES and not spec.gradient_free:
-            free = ", ".join(name for name, a in ATTACKS.items() if a.gradient_free)
-            raise ValueError(f"loss {self.loss!r} has no gradient: only {free} takes it")
-        if self.loss not in LOSSES + FORWARD_ONLY_LOSSES:
-            raise ValueError(f"unknown loss {self.loss!r}: use one of "
-                             f"{', '.join(LOSSES + FORWARD_ONLY_LOSSES)}")
+        self._check_loss(spec)
         self._check_schedule()
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be None, 'segpgd' or 'cospgd', "
-                             f"got {self.weighting!r}")
-        if self.weighting is not None and self.loss == "dice":
-            raise ValueError("per-voxel weighting needs a per-voxel loss ('ce' or 'dlr')")
         if self.select not in SELECTS:
             raise ValueError(f"select must be one of {SELECTS}, got {self.select!r}")
         if self.select == "loss" and not spec.loss_select:
@@ -156,6 +136,34 @@ class AttackConfig:
             raise ValueError(f"target_ranks must be >= 1, got {self.target_ranks}")
         if self.clamp is not None:
             self.clamp = _clamp_ranges(self.clamp)
+
+    def _check_budget(self, spec: Attack) -> None:
+        """The norm, epsilon, step counts and step size."""
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        if spec.linf_only and self.norm != "linf":
+            raise ValueError(f"{self.attack} is implemented for the L-inf norm only")
+        if not (math.isfinite(self.eps) and self.eps >= 0):
+            raise ValueError(f"eps must be finite and >= 0, got {self.eps}")
+        if self.steps < 1 or self.restarts < 1:
+            raise ValueError("steps and restarts must be >= 1")
+        if self.step_size is not None and not (math.isfinite(self.step_size)
+                                               and self.step_size > 0):
+            raise ValueError(f"step_size must be finite and > 0, got {self.step_size}")
+
+    def _check_loss(self, spec: Attack) -> None:
+        """The loss and its per-voxel weighting."""
+        if self.loss in FORWARD_ONLY_LOSSES and not spec.gradient_free:
+            free = ", ".join(name for name, a in ATTACKS.items() if a.gradient_free)
+            raise ValueError(f"loss {self.loss!r} has no gradient: only {free} takes it")
+        if self.loss not in LOSSES + FORWARD_ONLY_LOSSES:
+            raise ValueError(f"unknown loss {self.loss!r}: use one of "
+                             f"{', '.join(LOSSES + FORWARD_ONLY_LOSSES)}")
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be None, 'segpgd' or 'cospgd', "
+                             f"got {self.weighting!r}")
+        if self.weighting is not None and self.loss == "dice":
+            raise ValueError("per-voxel weighting needs a per-voxel loss ('ce' or 'dlr')")
 
     def _check_schedule(self) -> None:
         allowed = ATTACKS[self.attack].schedules

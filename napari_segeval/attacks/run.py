@@ -212,10 +212,11 @@ def attack_case(
     perturbed = raw + (pert[..., None] if pert.ndim == raw.ndim - 1 else pert)
 
     case = target.case
-    reference = case.labels if case.labels is not None else clean_pred
-    kw = {"structures": target.structures, "tolerance_mm": tolerance_mm, "surface": surface}
-    clean_rows = structure_table(reference, clean_pred, case.spacing, **kw)
-    attacked_rows = structure_table(reference, attacked_pred, case.spacing, **kw)
+    truth = case.labels if case.labels is not None else clean_pred
+    clean_rows, attacked_rows = (
+        structure_table(truth, pred, case.spacing, structures=target.structures,
+                        tolerance_mm=tolerance_mm, surface=surface)
+        for pred in (clean_pred, attacked_pred))
     norm_n = float(per_case_norm(out.delta.double(), config.norm)[0])
     norm_r = float(np.abs(pert).max() if config.norm == "linf" else np.linalg.norm(pert))
     params = {

@@ -148,9 +148,10 @@ class PredictionKey:
         """
         if isinstance(text, PredictionKey):
             return text
-        body, sep, model = str(text).rpartition(MODEL_SEPARATOR)
+        body, sep, named = str(text).rpartition(MODEL_SEPARATOR)
+        model: str | None = named
         if not sep:
-            body, model = model, None
+            body, model = named, None
         kind = FileKind.LABELS
         head, colon, rest = body.partition(":")
         if colon and head in {k.value for k in IMAGE_KINDS}:

@@ -224,7 +224,8 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel, save) -> Iterator[
         threads = max(1, (os.cpu_count() or 1) // size)
         ex = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
                                  initargs=(threads, queue))
-        feed, in_flight, broken = iter(list(pending)), {}, False
+        in_flight: dict[Any, Any] = {}
+        feed, broken = iter(list(pending)), False
         limit = 2 * size if size > 1 else 1
         try:
             _fill(ex, feed, in_flight, limit, protocol, params, save)

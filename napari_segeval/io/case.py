@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -258,7 +258,7 @@ class Geometry:
         >>> Geometry.identity(2, (0.5, 0.25)).to_dict()["spacing"]
         [0.5, 0.25]
         """
-        out = {
+        out: dict[str, Any] = {
             "spacing": list(self.spacing),
             "origin": list(self.origin),
             "direction": list(self.direction),

@@ -214,7 +214,8 @@ def _mask_color_table(path: Path, default: dict | None,
         return default
     if dataset_json is not None:
         source = "dataset.json" if isinstance(dataset_json, dict) else dataset_json
-        table = dataset_color_table(_dataset(path, dataset_json), source)
+        data = dataset_json if isinstance(dataset_json, dict) else load_dataset_json(dataset_json)
+        table = dataset_color_table(data, source)
     else:
         found = find_dataset_json(path)
         table = dataset_color_table(load_dataset_json(found), found) if found else None
@@ -241,7 +242,8 @@ def _labels_from(
     dataset_json: str | Path | dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
     raw = _select(raw, volume, path)
-    arr, names, coloured = raw.array, {}, color_table is not None
+    names: dict[int, str] = {}
+    arr, coloured = raw.array, color_table is not None
     if color_table is not None:
         arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
     elif "palette_indices" in raw.meta:

@@ -103,7 +103,7 @@ def _parse(key: str, value: str):
 def _stats(values: list[float]) -> dict:
     a = np.asarray(values, float)
     valid = a[~np.isnan(a)]
-    out = {"n": int(valid.size), "n_nan": int(a.size - valid.size)}
+    out: dict[str, float] = {"n": int(valid.size), "n_nan": int(a.size - valid.size)}
     if valid.size == 0:
         nan = float("nan")
         out.update(mean=nan, std=nan, median=nan, q1=nan, q3=nan, iqr=nan, min=nan, max=nan)

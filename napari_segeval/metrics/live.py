@@ -94,6 +94,7 @@ class LiveMetrics:
             self._recount_all()
             return
         first = region[0] if isinstance(region, tuple) else region
+        indices: Sequence[int]
         if isinstance(first, slice):
             indices = range(*first.indices(self._ref.shape[0]))
         else:

@@ -155,7 +155,7 @@ def _confusion(reference: np.ndarray, prediction: np.ndarray, n_labels: int | No
             parts = list(pool.map(work, starts))
     else:
         parts = [work(0)]
-    counts = sum(p[0] for p in parts)
+    counts = np.sum([p[0] for p in parts], axis=0)
     cm = counts.reshape(n, n).astype(np.int64, copy=False)
     cm[0, 0] = ref.size - (cm.sum() - cm[0, 0])
     return cm, (_union_boxes([f for p in parts for f in p[1]], ref.ndim) if boxes else {})
@@ -175,7 +175,7 @@ def _slab_objects(slab: np.ndarray, n: int, z: int) -> list:
 
 def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
     """Per label (``found[i][label - 1]``), the smallest box holding every slab's box."""
-    out: dict[int, tuple[slice, ...]] = {}
+    out: dict[int, tuple[slice, ...] | None] = {}  # None: no slab holds the label
     for parts in zip(*found):
         label = len(out) + 1
         boxes = [b for b in parts if b is not None]

@@ -81,7 +81,8 @@ def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
     first = slice(max(int(hit[0]) - margin, 0), min(int(hit[-1]) + 1 + margin, mask.shape[0]))
     if mask.ndim == 1:
         return (first,)
-    rest = bounding_box(mask[int(hit[0]) : int(hit[-1]) + 1].any(axis=0), margin)
+    rest = bounding_box(np.asarray(mask[int(hit[0]) : int(hit[-1]) + 1].any(axis=0)), margin)
+    assert rest is not None  # the slab holds the first and last hit
     return (first, *rest)
 
 
@@ -111,9 +112,10 @@ def neighbour_codes(mask: np.ndarray) -> np.ndarray:
 
 
 def _area_table(spacing: Sequence[float]) -> np.ndarray:
-    if len(spacing) == 3:
-        return surfel_area_table_3d(tuple(spacing))
-    return contour_length_table_2d(tuple(spacing))
+    s = [float(v) for v in spacing]
+    if len(s) == 3:
+        return surfel_area_table_3d((s[0], s[1], s[2]))
+    return contour_length_table_2d((s[0], s[1]))
 
 
 def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:

@@ -25,6 +25,19 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 
+def model_size(size: float | Sequence[float]) -> tuple[float, float]:
+    """``(height, width)`` of a model input given as one side or as ``(height, width)``.
+
+    Examples
+    --------
+    >>> model_size(512), model_size((256, 320))
+    ((512.0, 512.0), (256.0, 320.0))
+    """
+    if isinstance(size, (int, float, np.number)):
+        return float(size), float(size)
+    return float(size[0]), float(size[1])
+
+
 @dataclass(frozen=True)
 class Box:
     """An axis-aligned box prompt on one slice or frame.
@@ -113,9 +126,9 @@ class Box:
         >>> Box(10, 20, 30, 60).to_model_xyxy((100, 200), 512)
         (51.2, 51.2, 153.6, 153.6)
         """
-        mh, mw = (size, size) if np.isscalar(size) else (size[0], size[1])
-        sy = float(mh) / float(shape[0])
-        sx = float(mw) / float(shape[1])
+        mh, mw = model_size(size)
+        sy = mh / float(shape[0])
+        sx = mw / float(shape[1])
         return (self.x0 * sx, self.y0 * sy, self.x1 * sx, self.y1 * sy)
 
     def to_napari(self, ndim: int = 3) -> np.ndarray:

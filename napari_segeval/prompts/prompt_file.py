@@ -70,8 +70,8 @@ def prompt_from_dict(d: Mapping[str, Any], label: int) -> Prompt:
     kind = d["type"]
     index = _integer(d["index"], "index")
     if kind == "box":
-        vals = [_integer(d[k], k) for k in ("y0", "x0", "y1", "x1")]
-        return Box(*vals, index=index, label=label)
+        y0, x0, y1, x1 = (_integer(d[k], k) for k in ("y0", "x0", "y1", "x1"))
+        return Box(y0, x0, y1, x1, index=index, label=label)
     if kind == "point":
         positive = d.get("positive", True)
         if not isinstance(positive, bool):

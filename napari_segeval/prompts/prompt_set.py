@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from napari_segeval._errors import InvalidPromptError
-from napari_segeval.prompts.box import Box
+from napari_segeval.prompts.box import Box, model_size
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,8 @@ class Point:
 
     def to_model_xy(self, shape: Sequence[int], size: int | Sequence[int]) -> tuple[float, float]:
         """``(x, y)`` in pixels of a model input resized to ``size`` (as SAM2 scales clicks)."""
-        mh, mw = (size, size) if np.isscalar(size) else (size[0], size[1])
-        return (self.x * float(mw) / float(shape[1]), self.y * float(mh) / float(shape[0]))
+        mh, mw = model_size(size)
+        return (self.x * mw / float(shape[1]), self.y * mh / float(shape[0]))
 
     def to_napari(self, ndim: int = 3) -> np.ndarray:
         """napari Points coordinates ``(index, y, x)`` (or ``(y, x)`` for ``ndim=2``)."""
