@@ -17,7 +17,7 @@ from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation.keys import PredictionKey
 
 
-def _num(v) -> float:
+def number(v) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):
@@ -57,15 +57,15 @@ def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
 BASELINES = ("clean", "unfiltered")
 
 
-def _keys(rows: list[dict]) -> dict[str, PredictionKey]:
+def prediction_keys(rows: list[dict]) -> dict[str, PredictionKey]:
     """Each table name (a row's ``condition``) -> its prediction's key (the row's ``key``;
     rows without one name a prediction of a run of one model by its condition)."""
     return {r["condition"]: r.get("key") or PredictionKey(r["condition"]) for r in rows}
 
 
-def _conditions(rows: list[dict]) -> list[str]:
+def conditions(rows: list[dict]) -> list[str]:
     """The table names of the rows' predictions: baselines first, then by condition."""
-    keys = _keys(rows)
+    keys = prediction_keys(rows)
 
     def order(c: str) -> tuple:
         base = keys[c].condition
@@ -74,7 +74,7 @@ def _conditions(rows: list[dict]) -> list[str]:
     return sorted(keys, key=order)
 
 
-def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
+def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     """Several models per structure: median and IQR table, a box plot per condition with dots.
 
     The MedSAM2 paper's figure 2 layout: per structure one box per model, each
@@ -96,12 +96,12 @@ def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     if not F.have_matplotlib():
         parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
         return parts
-    for cond in _conditions(rows):
+    for cond in conditions(rows):
         groups: dict[str, dict[str, list[float]]] = {}
         for r in rows:
             if r["condition"] == cond:
                 groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
-                    _num(r.get("dice")))
+                    number(r.get("dice")))
         uri = F.boxplot_uri(groups, "DSC", order=models, dots=True,
                             title=f"DSC per structure and model ({cond})")
         parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" '
@@ -109,12 +109,12 @@ def _model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     return parts
 
 
-def _dice_vs_uncertainty(rows: list[dict]) -> str:
+def dice_vs_uncertainty(rows: list[dict]) -> str:
     """Scatter of per-case clean foreground Dice against the case's uncertainty score."""
     from napari_segeval.evaluation.summary import case_means
     from napari_segeval.uncertainty import correlation
 
-    score = {r["case"]: _num(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    score = {r["case"]: number(r.get("uncertainty")) for r in rows if "uncertainty" in r}
     if not any(not math.isnan(v) for v in score.values()):
         return ""
     fg = sorted({r["structure"] for r in rows} - {"background"}) or None
@@ -158,13 +158,13 @@ def uncertainty_tables(results: dict) -> str:
              for k, v in (kept or {}).items()]
     return ("<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
             "are set aside (this judges the uncertainty score; it is not the paper's "
-            f"training filter). AURC = {_num(rc.get('aurc')):.4f} (area under the risk "
+            f"training filter). AURC = {number(rc.get('aurc')):.4f} (area under the risk "
             f"1 - Dice against coverage; best possible with these cases "
-            f"{_num(rc.get('optimal_aurc')):.4f}).</p>"
+            f"{number(rc.get('optimal_aurc')):.4f}).</p>"
             + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
 
 
-def _fold_tables(results: dict) -> str:
+def fold_tables(results: dict) -> str:
     """``cv5-2d``: the headline class averages (mean +- std over folds) and the other reading."""
     head = results.get("headline")
     if not isinstance(head, dict) or "dice" not in results:
@@ -189,7 +189,7 @@ def _fold_tables(results: dict) -> str:
     return "".join(parts)
 
 
-def _robust_section(results: dict) -> list[str]:
+def robust_section(results: dict) -> list[str]:
     """``msd-robust``'s robust fraction and accuracy per condition (and model, with several)."""
     each = results.get("by_model") or {None: results}
     rows, rule, acc_note = [], "", False
@@ -222,7 +222,7 @@ def _per_round(c: dict) -> str:
     return " · ".join(f"r{k} {f:.0%}" for k, f in enumerate(c.get("falls_per_round") or [], 1))
 
 
-def _rounds(results: dict, rows: list[dict]) -> str:
+def rounds_section(results: dict, rows: list[dict]) -> str:
     """The ``interactive`` protocol: Dice against correction round (plot and table)."""
     each = results.get("by_model") or {None: results}  # several models: one curve each
     conds = {PredictionKey(cond, model=m).label(): c for m, res in each.items()
@@ -255,7 +255,7 @@ def _rounds(results: dict, rows: list[dict]) -> str:
     return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
 
 
-def _recipe(run: dict) -> str:
+def recipe(run: dict) -> str:
     """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
     from napari_segeval.evaluation.protocols import get_protocol
 

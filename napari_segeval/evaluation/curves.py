@@ -11,11 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from napari_segeval.evaluation.summary import _f
+from napari_segeval.evaluation.summary import as_float
 
 
 def _quartiles(values: Iterable[float]) -> dict:
-    a = np.asarray([_f(v) for v in values], float)
+    a = np.asarray([as_float(v) for v in values], float)
     a = a[~np.isnan(a)]
     if not a.size:
         return {"n": 0, "median": math.nan, "q1": math.nan, "q3": math.nan, "mean": math.nan}
@@ -40,7 +40,7 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
         if 0 <= k <= rounds:
             curve = out.setdefault((r["condition"], r["case"], r["structure"]),
                                    [math.nan] * (rounds + 1))
-            curve[k] = _f(r.get("dice"))
+            curve[k] = as_float(r.get("dice"))
     return out
 
 
@@ -70,7 +70,7 @@ def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
     (1, 0, 2)
     """
     for k, d in enumerate(curve):
-        if _f(d) >= target:
+        if as_float(d) >= target:
             return k
     return len(curve)
 

@@ -40,15 +40,15 @@ from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
     Markup,
-    _conditions,
-    _dice_vs_uncertainty,
-    _fold_tables,
-    _keys,
-    _model_comparison,
-    _num,
-    _recipe,
-    _robust_section,
-    _rounds,
+    conditions,
+    dice_vs_uncertainty,
+    fold_tables,
+    prediction_keys,
+    model_comparison,
+    number,
+    recipe,
+    robust_section,
+    rounds_section,
     table,
 )
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
@@ -137,22 +137,22 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
 
     With ``records`` (case -> record) a last column links the case's saved files.
     """
-    conds = _conditions(rows)
-    keys = _keys(rows)
+    conds = conditions(rows)
+    keys = prediction_keys(rows)
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
-    extra = [m for m in ("nsd", "hd95") if any(not math.isnan(_num(r.get(m))) for r in rows)]
+    extra = [m for m in ("nsd", "hd95") if any(not math.isnan(number(r.get(m))) for r in rows)]
     headers = ["case", "structure"] + [f"dice {c}" for c in conds]
     headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra]
     if records is not None:
         headers.append("files")
     out = []
     for (case, structure), by in sorted(cells.items()):
-        d = [_num(by[c]["dice"]) if c in by else math.nan for c in conds]
+        d = [number(by[c]["dice"]) if c in by else math.nan for c in conds]
         first = by.get(conds[0], {})
         row = [case, structure, *d, *[d[0] - x for x in d[1:]],
-               *[_num(first.get(m)) for m in extra]]
+               *[number(first.get(m)) for m in extra]]
         if records is not None:
             rec = records.get(case, {})
             row.append(file_links(rec.get("files"), [keys[c] for c in conds],
@@ -170,9 +170,9 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     from napari_segeval.evaluation.summary import case_means, is_absent
 
     means = case_means(rows if absences else [r for r in rows if not is_absent(r)])
-    conds = _conditions(rows)
+    conds = conditions(rows)
     ranked = []
-    keys = _keys(rows)
+    keys = prediction_keys(rows)
     several = any(keys[c].model is not None for c in conds)  # several models: their lowest Dice
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
@@ -216,7 +216,7 @@ def _boxplots(rows: list[dict]) -> str:
     groups: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         groups.setdefault(r["structure"], {}).setdefault(r["condition"], []).append(
-            _num(r.get("dice")))
+            number(r.get("dice")))
     return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
 
 
@@ -268,15 +268,15 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
               f"{len(records) - len(failed)} ok, <span class='err'>{len(failed)} failed</span>, "
               f"{len(cases) - len(records)} not run. napari-segeval "
               f"{html.escape(str(run.get('napari_segeval', '')))}.</p>")
-    parts = [f"<h1>{html.escape(title)}</h1>", counts, _recipe(run),
+    parts = [f"<h1>{html.escape(title)}</h1>", counts, recipe(run),
              "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
              + "</pre>"]
     results = summary.get("results") or {}
     if all_rows and rounds:
-        parts += ["<h2>Dice against correction round</h2>", _rounds(results, all_rows)]
+        parts += ["<h2>Dice against correction round</h2>", rounds_section(results, all_rows)]
     models = _models(run)
     if rows and models:
-        parts += _model_comparison(rows, models)
+        parts += model_comparison(rows, models)
         rows = _prediction_rows(all_rows, rounds, models=True)
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
@@ -292,13 +292,13 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                          f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>")
         if not models:  # several models: their box plots are drawn above
             parts += ["<h2>Box plots</h2>", _boxplots(rows)]
-        scatter = _dice_vs_uncertainty(rows)
+        scatter = dice_vs_uncertainty(rows)
         if scatter:
             parts += ["<h2>Dice against uncertainty</h2>", scatter]
         if proto is not None and proto.report_section is not None:
             parts.append(proto.report_section(results))
-        parts.append(_fold_tables(results))
-        parts += _robust_section(results)
+        parts.append(fold_tables(results))
+        parts += robust_section(results)
         if results.get("budget"):
             parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
                        "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),

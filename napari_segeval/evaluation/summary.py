@@ -21,7 +21,7 @@ from napari_segeval.metrics import (
 )
 
 
-def _f(v) -> float:
+def as_float(v) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):
@@ -29,7 +29,7 @@ def _f(v) -> float:
 
 
 def _nanmean(values: Iterable[float]) -> float:
-    a = np.asarray([_f(v) for v in values], float)
+    a = np.asarray([as_float(v) for v in values], float)
     a = a[~np.isnan(a)]
     return float(a.mean()) if a.size else math.nan
 
@@ -51,7 +51,7 @@ def is_absent(row: Mapping) -> bool:
     v = row.get("absent")
     if v is not None and v != "":
         return v is True or str(v).strip().lower() in ("true", "1")
-    return _f(row.get("volume_ref_ml")) == 0 and _f(row.get("volume_pred_ml")) == 0
+    return as_float(row.get("volume_ref_ml")) == 0 and as_float(row.get("volume_pred_ml")) == 0
 
 
 def case_means(rows: Iterable[Mapping], metric: str = "dice",
@@ -70,7 +70,7 @@ def case_means(rows: Iterable[Mapping], metric: str = "dice",
         if include is not None and r.get("structure") not in include:
             continue
         if metric in r:
-            groups.setdefault((r["case"], r["condition"]), []).append(_f(r[metric]))
+            groups.setdefault((r["case"], r["condition"]), []).append(as_float(r[metric]))
     return {k: _nanmean(v) for k, v in groups.items()}
 
 
@@ -168,7 +168,7 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
     out: dict = {"models": models,
                  "aggregation": "median with IQR (quartiles by linear interpolation)"}
     for m in metrics:
-        if any(not math.isnan(_f(r.get(m))) for r in rows):
+        if any(not math.isnan(as_float(r.get(m))) for r in rows):
             order = {name: i for i, name in enumerate(models)}
             stats = summarize(rows, m, by=("structure", "model", "condition"))
             out[m] = sorted(stats, key=lambda t: (str(t["structure"]), t["condition"] != "clean",
@@ -218,7 +218,7 @@ def filtered_by_uncertainty(rows: Sequence[Mapping], fractions: Sequence[float],
 
     score: dict[str, float] = {}
     for r in rows:
-        score.setdefault(r["case"], _f(r.get(key)))
+        score.setdefault(r["case"], as_float(r.get(key)))
     out = []
     for f in fractions:
         _, removed = filter_most_uncertain(score, float(f))
@@ -428,7 +428,7 @@ def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     out: dict = {"n_cases": len({r["case"] for r in rows})}
     for m in metrics:
         classes = sorted({r["structure"] for r in rows})
-        per_class = {c: _mean_std(percent(_f(r.get(m))) for r in rows if r["structure"] == c)
+        per_class = {c: _mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
                      for c in classes}
         out[m] = {"per_class": per_class,
                   "average": _mean_std(percent(v) for v in case_means(rows, m).values())}

@@ -71,7 +71,7 @@ def ct_bounds(hu: np.ndarray | None, level: float, width: float,
         return lo, hi
     if hu is None:
         raise SegEvalError("ct_mapping='minmax' depends on the image: pass the volume")
-    arr = _check_finite(np.asarray(hu))
+    arr = check_finite(np.asarray(hu))
     if arr.size == 0:
         return lo, hi
     return float(np.clip(arr.min(), lo, hi)), float(np.clip(arr.max(), lo, hi))
@@ -148,7 +148,7 @@ def apply_window(hu: np.ndarray, level: float, width: float,
     if width <= 0:
         raise SegEvalError(f"CT window width must be positive, got {width}")
     arr = np.asarray(hu, dtype=np.float64)
-    arr = _check_finite(arr)
+    arr = check_finite(arr)
     wlo = level - width / 2.0
     lo, hi = ct_bounds(arr, level, width, ct_mapping)
     if hi <= lo:
@@ -193,7 +193,7 @@ def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.nd
     array([  0.,   0.,  85., 170., 255., 255.], dtype=float32)
     """
     arr = np.asarray(image, dtype=np.float64)
-    arr = _check_finite(arr)
+    arr = check_finite(arr)
     lo, hi = mr_bounds(arr, lower, upper)
     if hi <= lo:
         return np.zeros(arr.shape, dtype=np.float32)
@@ -230,7 +230,7 @@ def window_bounds(
     if mod in ("MR", "PET"):
         if image is None:
             raise SegEvalError(f"{modality} normalization depends on the image: pass image=")
-        lo, hi = mr_bounds(_check_finite(np.asarray(image)))
+        lo, hi = mr_bounds(check_finite(np.asarray(image)))
         if hi <= lo:
             return (0.0, 1.0) if lo == hi == 0.0 else (lo, lo + 1e-6)
         return lo, hi
@@ -259,13 +259,13 @@ def to_unit(
     ([0.0, 0.5, 1.0], 400.0)
     """
     arr = np.asarray(image)
-    arr = _check_finite(arr)
+    arr = check_finite(arr)
     lo, hi = window_bounds(modality, window, arr, ct_mapping)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
     return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi
 
 
-def _check_finite(arr: np.ndarray) -> np.ndarray:
+def check_finite(arr: np.ndarray) -> np.ndarray:
     """NaN (padding) becomes the minimum intensity (napari_segeval.io._nan); inf is refused."""
     arr, _ = fill_nan(arr)
     if arr.size and arr.dtype.kind == "f" and not np.isfinite(arr).all():

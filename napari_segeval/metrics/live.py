@@ -8,7 +8,7 @@ import numpy as np
 
 from napari_segeval._errors import GeometryMismatchError
 from napari_segeval._names import unnamed_structures
-from napari_segeval.metrics.overlap import _as_labels, overlap_from_counts
+from napari_segeval.metrics.overlap import as_labels, overlap_from_counts
 from napari_segeval.metrics.slices import dice_from_counts, per_slice_counts, slice_counts
 
 Region = int | slice | tuple | None
@@ -53,8 +53,8 @@ class LiveMetrics:
     ) -> None:
         self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
         self.structures = None if structures is None else {int(k): str(v) for k, v in structures.items()}
-        self._ref = _as_labels(reference, "reference")
-        self._pred = _as_labels(prediction, "prediction")
+        self._ref = as_labels(reference, "reference")
+        self._pred = as_labels(prediction, "prediction")
         self._recount_all()
 
     # -- state -----------------------------------------------------------
@@ -72,12 +72,12 @@ class LiveMetrics:
 
     def set_reference(self, reference: np.ndarray) -> None:
         """Replace the reference label map and count everything again."""
-        self._ref = _as_labels(reference, "reference")
+        self._ref = as_labels(reference, "reference")
         self._recount_all()
 
     def set_prediction(self, prediction: np.ndarray) -> None:
         """Replace the prediction label map and count everything again."""
-        self._pred = _as_labels(prediction, "prediction")
+        self._pred = as_labels(prediction, "prediction")
         self._recount_all()
 
     def update(self, region: Region = None) -> None:

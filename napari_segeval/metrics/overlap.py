@@ -24,7 +24,7 @@ MAX_LABELS = 4096
 _SLAB_VOXELS = 1 << 21
 
 
-def _as_labels(a: np.ndarray, name: str) -> np.ndarray:
+def as_labels(a: np.ndarray, name: str) -> np.ndarray:
     a = np.asarray(a)
     if a.dtype == bool:
         return a.view(np.uint8)
@@ -50,12 +50,12 @@ def _count_slab(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(combined[combined.astype(bool)], minlength=n * n)
 
 
-def _label_pair(
+def label_pair(
     reference: np.ndarray, prediction: np.ndarray, n_labels: int | None
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Validate two label maps of one shape; return them and the number of labels."""
-    ref = _as_labels(reference, "reference")
-    pred = _as_labels(prediction, "prediction")
+    ref = as_labels(reference, "reference")
+    pred = as_labels(prediction, "prediction")
     if ref.shape != pred.shape:
         raise GeometryMismatchError(
             f"reference {ref.shape} and prediction {pred.shape} label maps differ in shape"
@@ -133,7 +133,7 @@ def confusion_and_boxes(
 
 def _confusion(reference: np.ndarray, prediction: np.ndarray, n_labels: int | None,
                boxes: bool) -> tuple[np.ndarray, dict]:
-    ref, pred, n = _label_pair(reference, prediction, n_labels)
+    ref, pred, n = label_pair(reference, prediction, n_labels)
     if ref.ndim == 0 or ref.size == 0:
         return np.zeros((n, n), np.int64), {}
     if not (ref.flags.c_contiguous and pred.flags.c_contiguous):
@@ -151,7 +151,7 @@ def _confusion(reference: np.ndarray, prediction: np.ndarray, n_labels: int | No
         return _count_slab(a, b, n), found
 
     if len(starts) > 1:
-        with ThreadPoolExecutor(max_workers=_threads()) as pool:
+        with ThreadPoolExecutor(max_workers=count_threads()) as pool:
             parts = list(pool.map(work, starts))
     else:
         parts = [work(0)]
@@ -187,7 +187,7 @@ def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _threads() -> int:
+def count_threads() -> int:
     import os
 
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2))

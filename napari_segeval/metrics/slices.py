@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from napari_segeval.metrics.overlap import _label_pair, overlap_from_counts
+from napari_segeval.metrics.overlap import label_pair, overlap_from_counts
 
 
 def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
@@ -60,19 +60,19 @@ def per_slice_counts(
     >>> per_slice_counts(ref, ref)[:, 1, 1].tolist()
     [4, 0]
     """
-    ref, pred, n = _label_pair(reference, prediction, n_labels)
+    ref, pred, n = label_pair(reference, prediction, n_labels)
     ref = np.moveaxis(ref, axis, 0)
     pred = np.moveaxis(pred, axis, 0)
     from concurrent.futures import ThreadPoolExecutor
 
-    from napari_segeval.metrics.overlap import _threads
+    from napari_segeval.metrics.overlap import count_threads
 
     out = np.zeros((ref.shape[0], 3, n), np.int64)
 
     def work(i: int) -> None:
         out[i] = slice_counts(ref[i], pred[i], n)
 
-    with ThreadPoolExecutor(max_workers=_threads()) as pool:
+    with ThreadPoolExecutor(max_workers=count_threads()) as pool:
         list(pool.map(work, range(ref.shape[0])))
     return out
 

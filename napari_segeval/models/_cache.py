@@ -32,7 +32,7 @@ _TRUE = ("1", "on", "yes", "true")
 #: Bytes read at a time when hashing.
 _CHUNK = 8 << 20
 #: ``(path, size, mtime_ns) -> sha256`` of files checked in this process.
-_VERIFIED: dict[tuple[str, int, int], str] = {}
+VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
 # ----------------------------------------------------------------------------- places
@@ -124,8 +124,8 @@ def hashed(path: str | Path, cancel: Any = None) -> str:
     (keyed by path, size and modification time)."""
     st = Path(path).stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
-    _VERIFIED[key] = digest
+    digest = VERIFIED.get(key) or sha256_file(path, cancel)
+    VERIFIED[key] = digest
     return digest
 
 
@@ -165,13 +165,13 @@ def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
                         f"{entry.name} online, or pass the file with --checkpoint")
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _VERIFIED.get(key) or sha256_file(path, cancel)
+    digest = VERIFIED.get(key) or sha256_file(path, cancel)
     if any(digest != h for h in expected):
         raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
                         f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
                         f"truncated or altered): run segeval models pull {entry.name} to "
                         f"replace it")
-    _VERIFIED[key] = digest
+    VERIFIED[key] = digest
     return digest
 
 
@@ -211,8 +211,8 @@ def published_twin(path: Any) -> CatalogueEntry | None:
         return None
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _VERIFIED.get(key) or sha256_file(path)
-    _VERIFIED[key] = digest
+    digest = VERIFIED.get(key) or sha256_file(path)
+    VERIFIED[key] = digest
     return next((e for e in same if e.sha256 == digest), None)
 
 

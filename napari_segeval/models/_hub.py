@@ -30,7 +30,7 @@ from napari_segeval._atomic import atomic_write_text
 from napari_segeval._cancel import Cancelled, check_cancel
 from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError, WriteError
 from napari_segeval.models._cache import (
-    _VERIFIED,
+    VERIFIED,
     cache_dir,
     endpoint,
     local_path,
@@ -261,7 +261,7 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
     except BaseException:
         _remove_new(entry, sha, before)
         raise
-    _VERIFIED[(str(path), path.stat().st_size, path.stat().st_mtime_ns)] = digest
+    VERIFIED[(str(path), path.stat().st_size, path.stat().st_mtime_ns)] = digest
     try:  # what caches without symbolic links keep of the hub's hash (see recorded_sha256)
         record_path(entry).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(record_path(entry), digest + "\n", overwrite=True)

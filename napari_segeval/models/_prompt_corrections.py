@@ -46,9 +46,9 @@ import torch
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models._prompt_walks import (
     FramePlan,
-    _bbox_window,
-    _box_region,
-    _net_pass,
+    bbox_window,
+    box_region,
+    net_pass,
     click_window,
     full,
 )
@@ -103,7 +103,7 @@ def takes(prob: torch.Tensor, point: Point) -> bool:
 def _box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
     plane = torch.zeros(shape, device=like.device)
     if box is not None:
-        y0, x0, y1, x1 = _box_region(box, shape)
+        y0, x0, y1, x1 = box_region(box, shape)
         plane[y0:y1, x0:x1] = 1.0
     return plane
 
@@ -118,7 +118,7 @@ def _click_pass(net: Any, size: int, x: torch.Tensor, f: int, prior: torch.Tenso
         return None
     planes = [torch.stack([x[f], x[f], prior, _box_plane(box, (h, w), x)])]
     clicks = [[(c.y, c.x, c.positive) for c in points]]
-    return full(_net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
+    return full(net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
 
 
 def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
@@ -139,11 +139,11 @@ def _step_pass(net: Any, size: int, x: torch.Tensor, f: int, g: int,
                prior: torch.Tensor) -> torch.Tensor | None:
     """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
     h, w = x.shape[1:]
-    window = _bbox_window(prior > 0.5)
+    window = bbox_window(prior > 0.5)
     if window is None:
         return None
     planes = [torch.stack([x[f], x[g], prior, torch.zeros_like(prior)])]
-    return full(_net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
+    return full(net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
 
 
 def bridge(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor,

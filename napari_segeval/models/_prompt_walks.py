@@ -131,7 +131,7 @@ def bbox(mask: torch.Tensor) -> Region | None:
     return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
-def _bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
+def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
     b = bbox(mask)
     return None if b is None else window_from_bbox(*b)
 
@@ -140,9 +140,9 @@ def click_window(p: FramePlan, current: torch.Tensor | None, clicks: tuple,
                  shape: tuple[int, int]) -> tuple[float, float, float] | None:
     """The window of a click pass (module doc); None: nothing to refine."""
     if p.box is not None:
-        return window_from_bbox(*_box_region(p.box, shape))
+        return window_from_bbox(*box_region(p.box, shape))
     if p.mask is not None and p.mask.area:
-        return _bbox_window(torch.as_tensor(p.mask.mask))
+        return bbox_window(torch.as_tensor(p.mask.mask))
     region = None if current is None else bbox(current.detach() > 0.5)
     pos = [c.pixel for c in clicks if c.positive]
     if region is None and not pos:
@@ -157,7 +157,7 @@ def click_window(p: FramePlan, current: torch.Tensor | None, clicks: tuple,
     return float(cy), float(cx), float(side / 2.0)
 
 
-def _box_region(box: Box, shape: tuple[int, int]) -> Region:
+def box_region(box: Box, shape: tuple[int, int]) -> Region:
     b = box.clip(shape)
     return b.y0, b.x0, b.y1, b.x1
 
@@ -214,7 +214,7 @@ def full(piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int],
     return F.pad(v, (x0, w - x1, y0, h - y1))
 
 
-def _net_pass(net: PromptUNet, size: int, planes: list[torch.Tensor], windows: list,
+def net_pass(net: PromptUNet, size: int, planes: list[torch.Tensor], windows: list,
               clicks: list[list] | None, shape: tuple[int, int]) -> list:
     """One batch through the network: pasted probabilities per element."""
     batch = torch.stack(planes)
@@ -247,12 +247,12 @@ def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: i
         f = s.idx[j]
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
             s.prior = s.given[s.idx[j - 1]]
-            s.window = _bbox_window(s.prior > 0.5) or s.window
+            s.window = bbox_window(s.prior > 0.5) or s.window
         if p.base == "mask":
             pieces[i] = _mask_piece(p.mask, x.device)
-            s.window = _bbox_window(torch.as_tensor(p.mask.mask)) or s.window
+            s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
         elif p.base == "box":
-            region = _box_region(p.box, (h, w))
+            region = box_region(p.box, (h, w))
             boxmask = torch.zeros((h, w), device=x.device)
             boxmask[region[0]:region[2], region[1]:region[3]] = 1.0
             todo.append(i)  # every box frame is a fresh start (module doc)
@@ -263,7 +263,7 @@ def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: i
             planes.append(torch.stack([x[f], x[s.idx[j - 1]], s.prior, zeros]))
             windows.append(s.window)
     if todo:
-        for i, win, piece in zip(todo, windows, _net_pass(net, size, planes, windows, None,
+        for i, win, piece in zip(todo, windows, net_pass(net, size, planes, windows, None,
                                                          (h, w))):
             pieces[i] = piece
             group[i].window = win  # kept while the output stays empty
@@ -287,7 +287,7 @@ def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j
             f = s.idx[j]
             boxmask = torch.zeros((h, w), device=x.device)
             if p.box is not None:
-                y0, x0, y1, x1 = _box_region(p.box, (h, w))
+                y0, x0, y1, x1 = box_region(p.box, (h, w))
                 boxmask[y0:y1, x0:x1] = 1.0
             prior = current if current is not None else torch.zeros((h, w), device=x.device)
             todo.append(i)
@@ -296,7 +296,7 @@ def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j
             clicks.append([(c.y, c.x, c.positive) for c in so_far])
         if todo:
             for i, win, piece in zip(todo, windows,
-                                     _net_pass(net, size, planes, windows, clicks, (h, w))):
+                                     net_pass(net, size, planes, windows, clicks, (h, w))):
                 pieces[i] = piece
                 group[i].window = win
     return pieces

@@ -74,12 +74,12 @@ def _pad_to(a: np.ndarray, size, value) -> np.ndarray:
     return np.pad(a, pad, constant_values=value) if any(p[1] for p in pad) else a
 
 
-def _class_index(lab: np.ndarray, num_classes: int) -> list[np.ndarray]:
+def class_index(lab: np.ndarray, num_classes: int) -> list[np.ndarray]:
     """Voxel indices of every foreground class (empty arrays for absent ones)."""
     return [np.argwhere(lab == k) for k in range(1, num_classes)]
 
 
-def _sample(rng, img, lab, patch, index, fg_prob=0.6):
+def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
     """A patch: with ``fg_prob`` centred near a voxel of a class drawn uniformly among
     the classes present (so small organs and lesions count as much as the liver)."""
     img = _pad_to(img, patch, float(img.min()))
@@ -98,7 +98,7 @@ def _sample(rng, img, lab, patch, index, fg_prob=0.6):
     return x.astype(np.float32), lab[sl].astype(np.int64)
 
 
-def _lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
+def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
     """Linear warm-up over the first ``warmup`` fraction, then cosine decay to lr0/100."""
     if frac < warmup:
         return lr0 * (0.1 + 0.9 * frac / warmup)
@@ -106,7 +106,7 @@ def _lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
     return lr0 * (0.01 + 0.99 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def _loss(logits, target, num_classes, weight=None):
+def segmentation_loss(logits, target, num_classes, weight=None):
     import torch.nn.functional as F
 
     ce = F.cross_entropy(logits, target, weight=weight)
@@ -145,7 +145,7 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     previous = read_checkpoint(init, what) if init is not None else None  # fail before work
     t0 = time.time()
     data, stats, thresholds = _prepare(n_cases, plans, cache)
-    index = [_class_index(y, plans["config"]["num_classes"]) for _, y in data]
+    index = [class_index(y, plans["config"]["num_classes"]) for _, y in data]
     prep_s = time.time() - t0
     print(f"prepared {n_cases} cases in {prep_s:.0f}s; stats {stats}", flush=True)
     cfg = UNetConfig(**plans["config"])
@@ -160,14 +160,14 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     patch, k = plans["patch_size"], cfg.num_classes
     weight = torch.tensor(class_weights, dtype=torch.float32) if class_weights else None
     while (elapsed := time.time() - t1) < budget:
-        lr = _lr_at(elapsed / budget, lr0)
+        lr = lr_at(elapsed / budget, lr0)
         for g in opt.param_groups:
             g["lr"] = lr
         picks = rng.integers(len(data), size=batch)
-        xs, ys = zip(*(_sample(rng, *data[i], patch, index[i], fg_prob) for i in picks))
+        xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], fg_prob) for i in picks))
         x = torch.from_numpy(np.stack(xs))[:, None]
         y = torch.from_numpy(np.stack(ys))
-        loss = _loss(net(x), y, k, weight)
+        loss = segmentation_loss(net(x), y, k, weight)
         opt.zero_grad()
         loss.backward()
         opt.step()

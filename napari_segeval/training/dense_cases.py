@@ -90,10 +90,10 @@ def _optimizer(params: Any, config: DenseTrainConfig):
 def _step_loss(net: Any, noise: Any, x: Any, y: Any, num_classes: int,
                config: DenseTrainConfig, step: int) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
-    from napari_segeval.training.builtin_ct import _loss
+    from napari_segeval.training.builtin_ct import segmentation_loss
 
     if noise is None:
-        return _loss(net(x), y, num_classes)
+        return segmentation_loss(net(x), y, num_classes)
     from napari_segeval.training.duo import NOISE_START, duo_loss
 
     h = net.features(x)
@@ -102,12 +102,12 @@ def _step_loss(net: Any, noise: Any, x: Any, y: Any, num_classes: int,
 
 
 def _lr(config: DenseTrainConfig, step: int) -> float:
-    from napari_segeval.training.builtin_ct import _lr_at
+    from napari_segeval.training.builtin_ct import lr_at
 
     frac = step / max(config.iterations, 1)
     if config.optimizer == "sgd-poly":
         return config.lr * (1.0 - frac) ** 0.9
-    return _lr_at(frac, config.lr)
+    return lr_at(frac, config.lr)
 
 
 def prepare_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
@@ -190,7 +190,7 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     from napari_segeval.models.dense._plans import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
     from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import _class_index, _sample
+    from napari_segeval.training.builtin_ct import class_index, sample_patch
 
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
@@ -206,7 +206,7 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     too_big = [int(y.max()) for _, y in data if int(y.max()) >= num_classes]
     if too_big:
         raise SegEvalError(f"label id {max(too_big)} >= num_classes {num_classes}")
-    index = [_class_index(y, num_classes) for _, y in data]
+    index = [class_index(y, num_classes) for _, y in data]
     cfg = UNetConfig(in_channels=1, num_classes=int(num_classes),
                      base_channels=int(config.base_channels), levels=int(config.levels))
     rng = np.random.default_rng(config.seed)
@@ -226,7 +226,7 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
             for g in opt.param_groups:
                 g["lr"] = _lr(config, step)
             picks = rng.integers(len(data), size=config.batch)
-            xs, ys = zip(*(_sample(rng, *data[i], patch, index[i], config.fg_prob)
+            xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], config.fg_prob)
                            for i in picks))
             x = torch.from_numpy(np.stack(xs))[:, None]
             y = torch.from_numpy(np.stack(ys))

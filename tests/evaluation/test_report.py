@@ -50,10 +50,10 @@ def test_dice_against_uncertainty_section_states_the_correlation():
     for r in rows:
         if r["structure"] == "background":
             r["dice"] = 0.99  # background is left out of the per-case Dice
-    html = report._dice_vs_uncertainty(rows)
+    html = report.dice_vs_uncertainty(rows)
     assert "n = 4" in html and "Pearson r = -1.000" in html and "-1.000" in html
     assert "foreground structures" in html and 'src="data:image/png;base64,' in html
-    assert report._dice_vs_uncertainty([{k: v for k, v in r.items() if k != "uncertainty"}
+    assert report.dice_vs_uncertainty([{k: v for k, v in r.items() if k != "uncertainty"}
                                         for r in rows]) == ""
 
 

@@ -194,7 +194,7 @@ def test_a_cache_without_links_is_checked_against_the_recorded_hash(hub, cache):
     blob = path.resolve()
     path.unlink()
     blob.rename(path)  # what huggingface_hub does where links cannot be made
-    _cache._VERIFIED.clear()
+    _cache.VERIFIED.clear()
     assert _cache.checkpoint("test-tiny") == path
     path.write_bytes(DATA[:100])
     with pytest.raises(ReadError, match="truncated or altered"):
@@ -203,7 +203,7 @@ def test_a_cache_without_links_is_checked_against_the_recorded_hash(hub, cache):
 
 def test_a_damaged_cached_file_fails_its_check_and_pull_replaces_it(hub, cache):
     path = Path(_hub.pull("test-tiny")["path"])
-    _cache._VERIFIED.clear()
+    _cache.VERIFIED.clear()
     blob = path.resolve()
     blob.write_bytes(DATA[: len(DATA) // 2])
     with pytest.raises(ReadError, match=r"tiny\.pt: SHA-256 \w+\.\.\. is not the published "

@@ -12,7 +12,7 @@ from napari_segeval.training import builtin_ct
 
 
 def test_lr_schedule_warms_up_then_decays():
-    lrs = [builtin_ct._lr_at(f, 1e-2) for f in np.linspace(0, 1, 101)]
+    lrs = [builtin_ct.lr_at(f, 1e-2) for f in np.linspace(0, 1, 101)]
     assert lrs[0] == pytest.approx(1e-3)
     peak = int(np.argmax(lrs))
     assert 1 <= peak <= 4 and lrs[peak] == pytest.approx(1e-2, rel=0.05)
@@ -25,11 +25,11 @@ def test_sampling_balances_small_classes():
     lab[2:14, 2:30, 2:30] = 1  # large class
     lab[5:7, 35:37, 35:37] = 2  # 8 voxels
     img = lab.astype(np.float32)
-    index = builtin_ct._class_index(lab, 3)
+    index = builtin_ct.class_index(lab, 3)
     rng = np.random.default_rng(0)
     hits = 0
     for _ in range(200):
-        x, y = builtin_ct._sample(rng, img, lab, (8, 16, 16), index, fg_prob=1.0)
+        x, y = builtin_ct.sample_patch(rng, img, lab, (8, 16, 16), index, fg_prob=1.0)
         assert x.shape == (8, 16, 16) and x.dtype == np.float32 and y.dtype == np.int64
         hits += bool((y == 2).any())
     assert hits >= 80  # about half the patches contain the 8-voxel class
@@ -38,8 +38,8 @@ def test_sampling_balances_small_classes():
 def test_sampling_pads_small_volumes():
     lab = np.zeros((4, 6, 6), np.uint8)
     lab[1, 2, 2] = 1
-    x, y = builtin_ct._sample(np.random.default_rng(1), lab.astype(np.float32), lab, (8, 8, 8),
-                          builtin_ct._class_index(lab, 2), fg_prob=1.0)
+    x, y = builtin_ct.sample_patch(np.random.default_rng(1), lab.astype(np.float32), lab, (8, 8, 8),
+                          builtin_ct.class_index(lab, 2), fg_prob=1.0)
     assert x.shape == y.shape == (8, 8, 8) and y.sum() == 1
 
 
@@ -51,8 +51,8 @@ def test_loss_counts_every_present_class():
     missed_small = perfect.clone()
     missed_small[0, 2, 0, 5, 5] = -20
     missed_small[0, 0, 0, 5, 5] = 20
-    good = float(builtin_ct._loss(perfect, target, 3))
-    bad = float(builtin_ct._loss(missed_small, target, 3))
+    good = float(builtin_ct.segmentation_loss(perfect, target, 3))
+    bad = float(builtin_ct.segmentation_loss(missed_small, target, 3))
     assert good < 0.01 and bad > 0.45  # half of the foreground Dice is lost
 
 

@@ -96,7 +96,7 @@ DIFFERENCES = (
               "only the reference's z range instead (--preset cvpr24)."),
 )
 
-_DICE = DIFFERENCES[0]
+DICE_NOTE = DIFFERENCES[0]
 #: Shared by both presets: what our MedSAM2 loop does differently from their predictor.
 HOLES = ('Background holes of up to 8 low-resolution pixels are always filled in MedSAM2 '
          "masks; MedSAM2's predictor fills them only when SAM2's CUDA extension is "
@@ -114,7 +114,7 @@ MEDSAM2 = Preset(
     source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its inference script "
             "medsam2_infer_3D_CT.py (bowang-lab/MedSAM2)"),
     differences=(
-        _DICE,
+        DICE_NOTE,
         BUILTIN,
         HOLES,
         ('Each structure is prompted with the tight box of the reference on the middle '
@@ -144,7 +144,7 @@ CVPR24 = Preset(
             "LiteMedSAM's CVPR24_LiteMedSAM_infer.py, pre_CT_MR.py and "
             "evaluation/compute_metrics.py (bowang-lab/MedSAM, branch LiteMedSAM)"),
     differences=(
-        _DICE,
+        DICE_NOTE,
         ("Each structure's 3D box is taken from the reference labels of the case as they "
          "are; the challenge's data were prepared first (pre_CT_MR.py removes objects "
          "under 100 voxels in 3D and 10 pixels per slice, and crops each volume to the "

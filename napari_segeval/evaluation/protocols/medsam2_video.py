@@ -18,7 +18,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     propagate_and_score,
     used,
 )
-from napari_segeval.evaluation.protocols.medsam2_3d import _DICE, BUILTIN, HOLES
+from napari_segeval.evaluation.protocols.medsam2_3d import DICE_NOTE, BUILTIN, HOLES
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 
@@ -47,7 +47,7 @@ def summarize(rows: list[dict], params: dict) -> dict:
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    _DICE,
+    DICE_NOTE,
     ('The default model is the built-in promptable network, which needs no download; '
      'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
     ('The largest connected component is taken across the whole clip, with time as a third '
@@ -77,7 +77,7 @@ MEDSAM2 = Preset(
     source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its video inference script "
             "medsam2_infer_video.py (bowang-lab/MedSAM2)"),
     differences=(
-        _DICE,
+        DICE_NOTE,
         BUILTIN,
         HOLES,
         ('Each structure is prompted with its reference mask on the first frame where it '

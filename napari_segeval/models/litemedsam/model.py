@@ -109,13 +109,13 @@ def to_uint8(image: np.ndarray, modality: str, window: Any = None,
     """
     from napari_segeval.inference.windowing import (
         DEFAULT_CT_WINDOW,
-        _check_finite,
+        check_finite,
         apply_window,
         mr_clip,
         parse_window,
     )
 
-    arr = _check_finite(np.asarray(image))
+    arr = check_finite(np.asarray(image))
     mod = (modality or "other").lower()
     if mod == "ct":
         level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
