@@ -105,7 +105,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
     import napari
     from qtpy.QtWidgets import QApplication
 
-    from napari_segeval._widgets.results import ResultsPanel
+    from napari_segeval._widgets.results.panel import ResultsPanel
 
     app = QApplication.instance() or QApplication([])
     viewer = napari.Viewer(show=True)
@@ -123,7 +123,7 @@ def _timed_selections(out: Path, repeats: int) -> dict:
     rows = panel.visible_rows()
     first_row = {cid: next(i for i, r in enumerate(rows) if r["case"] == cid)
                  for cid in ("case_a", "case_b")}
-    import napari_segeval._widgets.results as results_module
+    import napari_segeval._widgets.results.panel as results_module
 
     work: list[float] = []
     job = results_module.row_job

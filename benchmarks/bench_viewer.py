@@ -94,7 +94,7 @@ def latency(shape, strokes: int) -> dict:
     from qtpy.QtWidgets import QApplication
 
     from napari_segeval._widgets._state import ViewerState
-    from napari_segeval._widgets.dice import DicePanel
+    from napari_segeval._widgets.evaluate.dice import DicePanel
 
     ref, pred = _case(shape)
     viewer = napari.Viewer(show=False)

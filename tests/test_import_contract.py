@@ -32,7 +32,10 @@ TYPE_CHECKING:`` do not (they never run). It fails on
 (c) a Qt/qtpy/napari/magicgui/vispy import outside ``_widgets/`` and the napari
     entry points (``_reader``, ``_writer``, ``_sample_data``);
 
-and every top-level module must be placed in a layer. Allowed exceptions are
+and every top-level module must be placed in a layer. The front end ``_widgets`` has
+an order of its own, by the same rules (:data:`WIDGET_LAYERS`): its sub-packages by
+concept (``jobs``, ``models``, ``prompt`` ...) and its top modules import only from
+those below them, never sideways, and every one of them is placed. Allowed exceptions are
 listed in :data:`EXCEPTIONS`, each with its reason; an exception that no longer
 matches an import fails too, so the list only shrinks.
 
@@ -76,6 +79,23 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_reader", "_writer"),
     ("_sample_data",),
     ("cli", "_widgets"),
+)
+
+#: The package ``_widgets``; in :data:`WIDGET_LAYERS` it stands for its own ``__init__``.
+WIDGETS = f"{PACKAGE}._widgets"
+
+#: The sub-packages and top modules of ``_widgets``, low to high, by the rules of
+#: :data:`LAYERS` (a name imports its own layer's and lower layers' names only; names that
+#: share a layer are independent of each other).
+WIDGET_LAYERS: tuple[tuple[str, ...], ...] = (
+    (WIDGETS,),
+    ("_state", "jobs"),  # per-viewer state; a job in a thread, the runner, the job functions
+    ("_layers", "overlays", "models"),  # layer picker; display numerics, overlays; model picker
+    ("prompt",),  # the Prompt & propagate tab
+    ("compare", "evaluate"),  # compare mode; the Segment, Attack, Dice and Export tabs
+    ("case", "main"),  # the Case and Evaluate widgets
+    ("results",),  # the results browser (docks the Evaluate widget)
+    ("demo",),  # segeval demo
 )
 
 #: (importer, imported) -> why it is allowed. Target: empty.
@@ -209,14 +229,32 @@ def core_edges(edges, package: str) -> list[Import]:
 
 
 def top_level(module: str, package: str) -> str:
-    """``napari_segeval.io.read`` -> ``io``; the root package -> ``napari_segeval``."""
+    """``napari_segeval.io.read`` -> ``io``; the root package -> ``napari_segeval``.
+
+    ``package`` may be a sub-package: ``napari_segeval._widgets.jobs.worker`` -> ``jobs``
+    below ``napari_segeval._widgets`` (``module`` must be inside ``package``).
+    """
+    depth = package.count(".") + 1
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 else package
+    return parts[depth] if len(parts) > depth else package
 
 
 def layer_index(layers, package: str) -> dict[str, int]:
-    return {(package if name == PACKAGE else name): i
+    """Layer number of each name; a dotted name of this package (:data:`PACKAGE` in
+    :data:`LAYERS`, :data:`WIDGETS` in :data:`WIDGET_LAYERS`) stands for ``package``'s
+    ``__init__`` (so that the tables also order a copy of the package under another name)."""
+    return {(package if name == PACKAGE or name.startswith(PACKAGE + ".") else name): i
             for i, names in enumerate(layers) for name in names}
+
+
+def inside(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or below it."""
+    return module == package or module.startswith(package + ".")
+
+
+def within(edges, package: str) -> list[Import]:
+    """The edges between two modules of ``package`` (a sub-package: its own order)."""
+    return [e for e in edges if inside(e.importer, package) and inside(e.imported, package)]
 
 
 def unplaced(modules, layers, package: str) -> list[str]:
@@ -323,6 +361,22 @@ def test_no_upward_or_sideways_import(package):
     assert not bad, "layer order broken:\n" + "\n".join(bad)
 
 
+def test_every_widget_module_is_placed(package):
+    modules, _, _ = package
+    mine = [m for m in modules if inside(m, WIDGETS)]
+    assert not unplaced(mine, WIDGET_LAYERS, WIDGETS), (
+        "add these sub-packages or modules of _widgets to WIDGET_LAYERS in "
+        "tests/test_import_contract.py")
+
+
+def test_widget_subpackages_import_only_downward(package):
+    """Inside ``_widgets``: no upward arrow and no import between siblings of one level."""
+    _, edges, _ = package
+    bad = layer_violations(within(core_edges(edges, PACKAGE), WIDGETS), WIDGET_LAYERS,
+                           WIDGETS, EXCEPTIONS)
+    assert not bad, "_widgets order broken (WIDGET_LAYERS):\n" + "\n".join(bad)
+
+
 def test_no_import_cycle(package):
     _, edges, _ = package
     found = cycles(core_edges(edges, PACKAGE), EXCEPTIONS)
@@ -405,6 +459,29 @@ def test_checker_catches_upward_sideways_cycle_and_gui(tmp_path):
     assert ("fakepkg.io.write", "fakepkg.io.read") in {(e.importer, e.imported) for e in edges}
     assert stale_exceptions(edges, {("fakepkg.cli.main", "fakepkg.io.write"): "x"}) == [
         "fakepkg.cli.main -> fakepkg.io.write"]
+
+
+def test_checker_catches_an_upward_or_sideways_widget_import(tmp_path):
+    """The order inside ``_widgets``: upward, sideways and unplaced names fail; down is fine."""
+    pkg = _fake_package(tmp_path, {
+        "_widgets/jobs/worker.py": "def f():\n    from fakepkg._widgets.results import panel\n",
+        "_widgets/results/panel.py": "from fakepkg._widgets.jobs.worker import f\n"
+                                     "from fakepkg._widgets import main\n",  # downward: fine
+        "_widgets/compare/view.py": "from fakepkg._widgets.evaluate.dice import x\n",
+        "_widgets/evaluate/dice.py": "from fakepkg.io import read\n",  # outside _widgets
+        "_widgets/main.py": "",
+        "_widgets/mystery.py": "",
+        "io/read.py": "",
+    })
+    modules, edges, _ = collect(pkg, "fakepkg")
+    mine = [m for m in modules if inside(m, "fakepkg._widgets")]
+    assert unplaced(mine, WIDGET_LAYERS, "fakepkg._widgets") == ["mystery"]
+    bad = layer_violations(within(edges, "fakepkg._widgets"), WIDGET_LAYERS, "fakepkg._widgets")
+    assert len(bad) == 2
+    assert bad[0].startswith("import between independent packages compare and evaluate: "
+                             "fakepkg._widgets.compare.view -> fakepkg._widgets.evaluate.dice")
+    assert bad[1].startswith("upward import (jobs is below results): fakepkg._widgets.jobs."
+                             "worker -> fakepkg._widgets.results.panel (line 2, function-level)")
 
 
 def test_api_rule_is_narrow(tmp_path):

@@ -54,7 +54,7 @@ class ViewerState:
         The structure the panels focus on (per-slice plot, overlay, prompts).
     boxes : napari.layers.Shapes or None
         Box prompts (features ``label``, ``order``; see
-        :mod:`~napari_segeval._widgets.prompt_layers`).
+        :mod:`~napari_segeval._widgets.prompt.layers`).
     points : napari.layers.Points or None
         Point prompts (features ``label``, ``order``, ``positive``).
     model : object or None

@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from napari_segeval._widgets.attack import EPS_RANGE, STEPS_RANGE
 from napari_segeval._widgets.case import CaseWidget
+from napari_segeval._widgets.evaluate.attack import EPS_RANGE, STEPS_RANGE
 from napari_segeval._widgets.main import SegEvalWidget
 
 
@@ -93,7 +93,7 @@ class DemoRun:
 
     def start(self) -> None:
         """Start propagation (the attack follows when it succeeds)."""
-        from napari_segeval._widgets._worker import error_message
+        from napari_segeval._widgets.jobs.worker import error_message
 
         try:
             self.widget.prompt.run()
@@ -245,7 +245,7 @@ def show_results(viewer: Any, results: str | Path) -> Any:
     Returns the Results panel; its job runs in the background (wait for
     ``panel.loaded`` before looking at the layers).
     """
-    from napari_segeval._widgets.results import ResultsPanel
+    from napari_segeval._widgets.results.panel import ResultsPanel
 
     panel = ResultsPanel(viewer)
     evaluate = SegEvalWidget(viewer)

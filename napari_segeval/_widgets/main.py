@@ -14,12 +14,12 @@ from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
-from napari_segeval._widgets.attack import AttackPanel
-from napari_segeval._widgets.compare import CompareBar
-from napari_segeval._widgets.dice import DicePanel
-from napari_segeval._widgets.export import ExportPanel
-from napari_segeval._widgets.prompt import PromptPanel
-from napari_segeval._widgets.segment import SegmentPanel
+from napari_segeval._widgets.compare.view import CompareBar
+from napari_segeval._widgets.evaluate.attack import AttackPanel
+from napari_segeval._widgets.evaluate.dice import DicePanel
+from napari_segeval._widgets.evaluate.export import ExportPanel
+from napari_segeval._widgets.evaluate.segment import SegmentPanel
+from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
 class SegEvalWidget(QWidget):

@@ -13,7 +13,7 @@ with missing or moved files fails at once with their names
 :meth:`ResultsFolder.remap_data`. Corrections painted in the viewer are saved
 beside the results (:meth:`ResultsFolder.save_correction`), never over a file.
 
-The napari *Results* panel (``napari_segeval._widgets.results``) is a thin front
+The napari *Results* panel (``napari_segeval._widgets.results.panel``) is a thin front
 end over this module.
 """
 

@@ -7,8 +7,8 @@ import pytest
 
 from napari_segeval._reader import napari_get_reader
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, go_to_index
-from napari_segeval._widgets.prompt import PromptPanel
-from napari_segeval._widgets.segment import SegmentPanel
+from napari_segeval._widgets.evaluate.segment import SegmentPanel
+from napari_segeval._widgets.prompt.panel import PromptPanel
 from napari_segeval.io import Geometry, read_case, write_image, write_labels
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from napari.layers import Image
 
-from napari_segeval._widgets.dice import UNC_HEADER, DicePanel
-from napari_segeval._widgets.evaluate_jobs import uncertainty
+from napari_segeval._widgets.evaluate.dice import UNC_HEADER, DicePanel
+from napari_segeval._widgets.jobs.tasks import uncertainty
 from napari_segeval.uncertainty import structure_scores
 
 from .conftest import wait_job

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.evaluate_jobs import segment
+from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval._widgets.main import SegEvalWidget
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel

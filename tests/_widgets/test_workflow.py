@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.evaluate_jobs import segment
+from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval.metrics import structure_table
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import Box, box_from_labels

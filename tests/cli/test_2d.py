@@ -73,7 +73,7 @@ def test_inspect_image_and_mask(sample, capsys):
 
 @pytest.mark.parametrize("sample", sorted(CASES))
 def test_propagate_then_metrics(sample, model, tmp_path, capsys):
-    from napari_segeval._widgets.evaluate_jobs import segment
+    from napari_segeval._widgets.jobs.tasks import segment
     from napari_segeval.prompts.box import Box
 
     image, mask, modality, names = CASES[sample]

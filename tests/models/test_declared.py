@@ -72,7 +72,7 @@ def test_one_model_row_builder():
     builders = [p.relative_to(PACKAGE).as_posix() for p in sorted(PACKAGE.rglob("*.py"))
                 if len(ROW_KEYS.findall(p.read_text())) >= 2]
     assert builders == ["cli/_models.py"]  # the renderer of --json's keys
-    for renderer in ("cli/_models.py", "_widgets/model_rows.py", "_widgets/model_picker.py"):
+    for renderer in ("cli/_models.py", "_widgets/models/rows.py", "_widgets/models/picker.py"):
         text = (PACKAGE / renderer).read_text()
         assert re.search(r"\b(BUILTIN_CARDS|PACKAGED|CATALOGUE)\b", text) is None, renderer
         assert re.search(r"models(\.| import )_(cache|hub)\b", text) is None, renderer

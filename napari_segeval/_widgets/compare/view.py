@@ -36,8 +36,8 @@ from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
-from napari_segeval._widgets._worker import run_guarded
-from napari_segeval._widgets.overlay_layers import DisagreementOverlay, set_outlines
+from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
 
 #: The three views: key, title.
 PANES = (("reference", "image + reference"), ("clean", "image + clean prediction"),

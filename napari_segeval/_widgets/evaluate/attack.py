@@ -4,7 +4,7 @@ Attacks whichever model produced the clean prediction (``ViewerState.model``): a
 promptable model with the prompt sets of the last propagation (*Prompt* tab), a
 dense model through its sliding window (*Segment* tab), as ``segeval attack``
 does - or the promptable model chosen in the panel's
-:class:`~napari_segeval._widgets.model_picker.ModelPicker`, with the prompts of the
+:class:`~napari_segeval._widgets.models.picker.ModelPicker`, with the prompts of the
 last propagation: its clean prediction then becomes the clean one. Epsilon is set in
 the model's normalized input units (``--eps``) and shown in raw units (HU, grey
 levels) through the model's normalization (:func:`napari_segeval.attacks.eps_to_raw`).
@@ -28,10 +28,10 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
-from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.evaluate_jobs import attack, attack_dense, attack_with, raw_per_unit
-from napari_segeval._widgets.model_picker import ModelPicker
-from napari_segeval._widgets.prompt import prediction_layer
+from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.models.picker import ModelPicker
+from napari_segeval._widgets.prompt.panel import prediction_layer
 
 #: Diverging colormap of the perturbation layer.
 PERTURBATION_COLORMAP = "PiYG"

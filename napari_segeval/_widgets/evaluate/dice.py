@@ -4,7 +4,7 @@ Overlap metrics (Dice, IoU, precision, recall, volume) come from
 :class:`~napari_segeval.metrics.LiveMetrics`: a paint stroke in a prediction or
 the reference layer (``Labels.events.paint``, whose ``value`` lists the edit's
 history atoms) is mapped to the slices it touched
-(:func:`~napari_segeval._widgets.overlays.touched_slices`) and only those are recounted.
+(:func:`~napari_segeval._widgets.overlays.arrays.touched_slices`) and only those are recounted.
 Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
 Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
 structure's uncertainty score (the mean normalised entropy of the prompt-jitter
@@ -30,7 +30,6 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._slice_plot import SlicePlot
 from napari_segeval._widgets._state import (
     CONDITIONS,
     ViewerState,
@@ -38,8 +37,14 @@ from napari_segeval._widgets._state import (
     go_to_index,
     shared_state,
 )
-from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.overlays import PANEL_KEYS, compare_rows, dice_colour, touched_slices
+from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.overlays.arrays import (
+    PANEL_KEYS,
+    compare_rows,
+    dice_colour,
+    touched_slices,
+)
 
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
@@ -59,7 +64,7 @@ class DicePanel(QWidget):
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
-        from napari_segeval._widgets.overlay_layers import ErrorOverlay
+        from napari_segeval._widgets.overlays.layers import ErrorOverlay
 
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
@@ -136,7 +141,7 @@ class DicePanel(QWidget):
 
     def rebind(self) -> None:
         """Build the live counters for the current layers and count everything."""
-        from napari_segeval._widgets._worker import error_message
+        from napari_segeval._widgets.jobs.worker import error_message
         from napari_segeval.metrics import LiveMetrics
 
         self._unhook()
@@ -379,7 +384,7 @@ class DicePanel(QWidget):
 
     # -- surface metrics ----------------------------------------------------------------
     def _start_surface(self) -> None:
-        from napari_segeval._widgets.evaluate_jobs import surface_rows
+        from napari_segeval._widgets.jobs.tasks import surface_rows
 
         if not self.live or self.state.reference is None:
             return

@@ -24,8 +24,8 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
-from napari_segeval._widgets._worker import run_guarded
-from napari_segeval._widgets.overlays import PANEL_KEYS
+from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
 
 LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 

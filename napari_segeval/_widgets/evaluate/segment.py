@@ -29,9 +29,9 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
-from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.evaluate_jobs import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
-from napari_segeval._widgets.prompt import prediction_layer
+from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.prompt.panel import prediction_layer
 
 
 class SegmentPanel(QWidget):

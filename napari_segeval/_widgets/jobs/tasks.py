@@ -4,9 +4,9 @@ The jobs of *Prompt & propagate* (propagation and re-propagation through a
 correction session, uncertainty), *Segment*, *Attack* and the *Dice* tab's surface
 metrics, and the choices those tabs offer (backends, devices, dense model sources,
 what a model takes: :func:`capability`). Each job takes ``progress`` and
-``cancel`` keywords and runs in a :class:`~napari_segeval._widgets._worker.JobRunner`
+``cancel`` keywords and runs in a :class:`~napari_segeval._widgets.jobs.worker.JobRunner`
 thread. The *Results* panel's jobs are in
-:mod:`~napari_segeval._widgets.results_jobs`.
+:mod:`~napari_segeval._widgets.results.tasks`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A :class:`Job` runs ``fn(*args, progress=..., cancel=..., **kwargs)`` in a plain
 non-daemon :class:`threading.Thread`: Python waits for it before shutting
 down, so a process never finalises Qt or torch under a running job. What the
 worker reports goes through ``post(what, payload)``, a function the caller
-gives (:class:`~napari_segeval._widgets._worker.JobRunner` gives one that
+gives (:class:`~napari_segeval._widgets.jobs.worker.JobRunner` gives one that
 emits a queued Qt signal); once the job is closed nothing more is posted.
 """
 

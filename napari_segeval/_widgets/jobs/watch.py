@@ -1,6 +1,6 @@
 """What ends a panel's job from outside: a removed layer, a closed window or panel, quitting.
 
-Used by :class:`~napari_segeval._widgets._worker.JobRunner` for each job it
+Used by :class:`~napari_segeval._widgets.jobs.worker.JobRunner` for each job it
 starts; each ``watch_*`` function returns the function that stops watching.
 
 * :func:`watch_layers` - a layer the job needs leaves the viewer: the job is
@@ -21,7 +21,7 @@ from typing import Any
 
 from qtpy.QtCore import QEvent, QObject, QTimer, Slot
 
-from napari_segeval._widgets._job_thread import Job, close_all_jobs
+from napari_segeval._widgets.jobs.thread import Job, close_all_jobs
 
 Stop = Callable[[], None]
 

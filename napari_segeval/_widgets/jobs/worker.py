@@ -4,7 +4,7 @@ The job lifecycle
 -----------------
 :meth:`JobRunner.start` runs ``fn(*args, progress=cb, cancel=event, **kwargs)``
 (house rule: long work takes ``progress`` and ``cancel``) as a
-:class:`~napari_segeval._widgets._job_thread.Job` in a worker thread. The worker
+:class:`~napari_segeval._widgets.jobs.thread.Job` in a worker thread. The worker
 never touches Qt or layers: what it reports - progress, the ``relay``
 callbacks (a propagation's partial slices), its result or its error - travels
 through a queued Qt signal to the runner, which handles it on the main thread
@@ -31,9 +31,9 @@ Closing: when the runner's window closes (a person closing napari,
 :meth:`napari.Viewer.close`), its panel leaves that window (napari's dock close
 button), the runner is destroyed, or the application quits, the job is
 cancelled and its thread joined for at most
-:data:`~napari_segeval._widgets._job_thread.JOIN_TIMEOUT_S` seconds (jobs
+:data:`~napari_segeval._widgets.jobs.thread.JOIN_TIMEOUT_S` seconds (jobs
 check ``cancel`` between slices); nothing it reports afterwards reaches a
-widget or a layer. :mod:`~napari_segeval._widgets._job_watch` watches for all
+widget or a layer. :mod:`~napari_segeval._widgets.jobs.watch` watches for all
 of these.
 """
 
@@ -46,8 +46,8 @@ from napari.utils import cancelable_progress
 from qtpy.QtCore import QObject, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from napari_segeval._widgets._job_thread import JOIN_TIMEOUT_S, Job
-from napari_segeval._widgets._job_watch import (
+from napari_segeval._widgets.jobs.thread import JOIN_TIMEOUT_S, Job
+from napari_segeval._widgets.jobs.watch import (
     close_jobs_on_quit,
     qt_alive,
     watch_destroyed,
@@ -166,7 +166,7 @@ class JobRunner(QWidget):
         every layer in ``needs`` is still in the viewer. Each ``relay`` entry
         ``keyword: callback`` is passed to ``fn`` as a callable the worker may
         call; ``callback`` then runs on the main thread, under the same checks.
-        Returns the :class:`~napari_segeval._widgets._job_thread.Job`, or None
+        Returns the :class:`~napari_segeval._widgets.jobs.thread.Job`, or None
         when a job is already running (a notification says so).
         """
         if self.running:

@@ -12,7 +12,7 @@
 
 *Download* fetches the selected entry through
 :func:`napari_segeval.models.hub.pull` - only on that click - as a job of the
-picker's :class:`~napari_segeval._widgets._worker.JobRunner` (progress in napari's
+picker's :class:`~napari_segeval._widgets.jobs.worker.JobRunner` (progress in napari's
 activity dock, Cancel there or in the picker; closing the panel or the viewer cancels
 it and ``pull`` leaves nothing half-written in the cache). *Open checkpoint…* loads the
 file with the network of the selected row in a job first; only a file that loads
@@ -20,7 +20,7 @@ becomes a row, so a wrong file (another architecture, not a checkpoint) is one
 notification and the picker stays as it was. The selected entry's model card (trained
 on, intended use, not for, licence) is shown below the list, from its record
 (:mod:`napari_segeval.models.records`). The rows, their states and the cards are worked
-out without Qt in :mod:`~napari_segeval._widgets.model_rows`. The pickers of one viewer
+out without Qt in :mod:`~napari_segeval._widgets.models.rows`. The pickers of one viewer
 hear the same cache signal (:func:`cache_signal`), never those of another viewer.
 """
 
@@ -45,9 +45,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._worker import JobRunner
-from napari_segeval._widgets.evaluate_jobs import load_model, pull_model
-from napari_segeval._widgets.model_rows import (
+from napari_segeval._widgets.jobs.tasks import load_model, pull_model
+from napari_segeval._widgets.jobs.worker import JobRunner
+from napari_segeval._widgets.models.rows import (
     card_html,
     catalogue_rows,
     entry_named,
@@ -175,7 +175,7 @@ class ModelPicker(QWidget):
 
     @staticmethod
     def _guarded(fn: Callable[[], Any]) -> Callable[[], Any]:
-        from napari_segeval._widgets._worker import run_guarded
+        from napari_segeval._widgets.jobs.worker import run_guarded
 
         return lambda *_: run_guarded(fn.__name__.replace("_", " "), fn)
 

@@ -1,8 +1,8 @@
 """Small pure-numpy helpers behind the viewer panels (no Qt, no napari).
 
 They live beside the panels that use them, yet importing this module loads
-neither Qt, napari nor magicgui (``napari_segeval._widgets/__init__.py`` imports
-nothing), so they are tested and reused without a display.
+neither Qt, napari nor magicgui (the ``__init__.py`` of ``napari_segeval._widgets``
+and of its ``overlays`` import nothing), so they are tested and reused without a display.
 
 * :func:`error_overlay` - false positives / false negatives of one structure as a
   label map (updated in place for the slices an edit touched).

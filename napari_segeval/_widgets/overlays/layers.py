@@ -2,7 +2,7 @@
 disagreement, outlines.
 
 Each keeps one Labels layer up to date with the layers it follows; the arrays
-themselves come from the Qt-free :mod:`~napari_segeval._widgets.overlays`.
+themselves come from the Qt-free :mod:`~napari_segeval._widgets.overlays.arrays`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from napari_segeval._widgets._state import ViewerState
-from napari_segeval._widgets.overlays import (
+from napari_segeval._widgets.overlays.arrays import (
     CHANGED,
     FALSE_NEGATIVE,
     FALSE_POSITIVE,
@@ -106,7 +106,7 @@ DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 class DisagreementOverlay:
     """One Labels layer marking where the clean and attacked predictions differ.
 
-    Values follow :func:`~napari_segeval._widgets.overlays.disagreement` over
+    Values follow :func:`~napari_segeval._widgets.overlays.arrays.disagreement` over
     all structures. While shown it follows the predictions: a paint stroke in
     either recomputes the slices it touched, a replaced array or a newly chosen
     prediction layer recomputes everything.

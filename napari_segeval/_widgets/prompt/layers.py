@@ -327,7 +327,7 @@ class PromptLayers:
             QTimer.singleShot(0, self._settled_change)
 
     def _settled_change(self) -> None:
-        from napari_segeval._widgets._worker import run_guarded
+        from napari_segeval._widgets.jobs.worker import run_guarded
 
         self._scheduled = False  # a slot of a timer: it must never raise (Qt would abort)
         run_guarded("prompts", self.settle)
@@ -363,7 +363,7 @@ class PromptLayers:
             if bad:
                 self.remove([Item(-1, None, source, i) for i in bad])
         if problems:
-            from napari_segeval._widgets._worker import show_error
+            from napari_segeval._widgets.jobs.worker import show_error
 
             show_error(f"prompt not added: {problems[0]}")
 

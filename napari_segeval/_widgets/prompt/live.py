@@ -35,7 +35,7 @@ class LiveLabels:
                  make_layer: Callable[[Any, Any, np.ndarray, str], Any]) -> None:
         self.viewer, self.state = viewer, state
         #: ``make_layer(viewer, state, data, name)`` adds the partial Labels layer
-        #: (:func:`napari_segeval._widgets.prompt.prediction_layer`)
+        #: (:func:`napari_segeval._widgets.prompt.panel.prediction_layer`)
         self.make_layer = make_layer
         self.layer: Any = None
         self.updates = 0

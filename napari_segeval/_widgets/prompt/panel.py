@@ -1,11 +1,11 @@
 """The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections.
 
 The panel holds the model choice (the
-:class:`~napari_segeval._widgets.model_picker.ModelPicker`: a model, a catalogue
+:class:`~napari_segeval._widgets.models.picker.ModelPicker`: a model, a catalogue
 checkpoint or a file, its card, *Download*; the device, modality, CT window),
 *Run propagation* and *Uncertainty*; the prompt tools (boxes, clicks, the prompt list,
-*Re-propagate*) are :class:`~napari_segeval._widgets.prompt_tools.PromptTools`, and the
-propagation jobs with their session :class:`~napari_segeval._widgets.prompt_run.PropagationJobs`.
+*Re-propagate*) are :class:`~napari_segeval._widgets.prompt.tools.PromptTools`, and the
+propagation jobs with their session :class:`~napari_segeval._widgets.prompt.run.PropagationJobs`.
 What the chosen model takes (prompts, points) is worked out here and given to the tools;
 when it depends on weights not loaded yet (the built-in model), the panel loads the model
 in the background once it is shown, and keeps it for the next propagation.
@@ -30,19 +30,19 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._live import LiveLabels
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
-from napari_segeval._widgets._worker import JobRunner, run_guarded
-from napari_segeval._widgets.evaluate_jobs import (
+from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
     Capability,
     capability,
     load_model,
     uncertainty,
 )
-from napari_segeval._widgets.model_picker import ModelPicker
-from napari_segeval._widgets.prompt_run import PropagationJobs
-from napari_segeval._widgets.prompt_tools import PromptTools, case_key
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.models.picker import ModelPicker
+from napari_segeval._widgets.prompt.live import LiveLabels
+from napari_segeval._widgets.prompt.run import PropagationJobs
+from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._widgets.evaluate_jobs import propagate_session
-from napari_segeval._widgets.prompt_tools import case_key
+from napari_segeval._widgets.jobs.tasks import propagate_session
+from napari_segeval._widgets.prompt.tools import case_key
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet
 
@@ -93,7 +93,7 @@ class PropagationJobs:
 
     @property
     def case(self) -> tuple | None:
-        """The case (:func:`~.prompt_tools.case_key`) of the session or correction, if any."""
+        """The case (:func:`~napari_segeval._widgets.prompt.tools.case_key`) of the session or correction, if any."""
         if self._key is not None:
             return self._key[0]
         return self._case
@@ -162,7 +162,7 @@ class PropagationJobs:
         elif self._pending is not None and not self.panel.runner.running:
             fresh, auto = self._pending
             self._pending = None
-            from napari_segeval._widgets._worker import run_guarded
+            from napari_segeval._widgets.jobs.worker import run_guarded
 
             run_guarded("re-propagation", lambda: self.start(fresh, auto))
 

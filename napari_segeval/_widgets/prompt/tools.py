@@ -2,7 +2,7 @@
 
 :class:`PromptTools` draws prompts for the selected structure on any slice/frame -
 *Box* (a rectangle), *+ point* and *− point* (clicks) in napari's own add modes on
-the layers of :class:`~napari_segeval._widgets.prompt_layers.PromptLayers` - lists
+the layers of :class:`~napari_segeval._widgets.prompt.layers.PromptLayers` - lists
 the structure's prompts (kind, slice, coordinates; clicking a row shows its slice),
 deletes the selected one or undoes the last, saves and loads the case's prompts as a
 :class:`~napari_segeval.prompts.PromptFile`, and asks its panel to *Re-propagate*
@@ -34,8 +34,8 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._state import ViewerState, go_to_index
-from napari_segeval._widgets._worker import run_guarded
-from napari_segeval._widgets.prompt_layers import PromptLayers
+from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets.prompt.layers import PromptLayers
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet, describe
 
@@ -222,7 +222,7 @@ class PromptTools(QWidget):
 
     def go_to_middle(self) -> int:
         """Show the middle slice of the selected structure's reference extent."""
-        from napari_segeval._widgets.overlays import focus_slice
+        from napari_segeval._widgets.overlays.arrays import focus_slice
 
         n = self.layers.frame_shape()[0]
         ref = self.state.reference

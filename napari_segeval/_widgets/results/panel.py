@@ -26,13 +26,13 @@ shown only moves the view.
 
 An ``interactive`` run's rows carry their round (their prediction is the round's,
 ``round2:clean``); the box under the table steps through the selected
-row's rounds with their prompts (:mod:`~napari_segeval._widgets.results_rounds`).
+row's rounds with their prompts (:mod:`~napari_segeval._widgets.results.rounds`).
 
 Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
 current order), anywhere in the napari window.
 
 *Correct with prompts* opens the case shown in the *Prompt* tab (module
-:mod:`~napari_segeval._widgets.results_correct`): its saved clean prediction is the
+:mod:`~napari_segeval._widgets.results.correct`): its saved clean prediction is the
 starting point, with the prompts the protocol used (or boxes from the reference);
 a box or a click on the failing slice and *Re-propagate* propagate only that
 structure again into a ``<case> corrected`` layer, which the Dice tab scores.
@@ -67,17 +67,17 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._state import ViewerState, shared_state
-from napari_segeval._widgets._worker import JobRunner, run_guarded, show_error
-from napari_segeval._widgets.results_jobs import (
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded, show_error
+from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
+from napari_segeval._widgets.results.rounds import RoundStepper
+from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
+from napari_segeval._widgets.results.tasks import (
     Missing,
     focus_of,
     open_job,
     row_job,
     row_label,
 )
-from napari_segeval._widgets.results_layers import CaseLayers, prediction_role
-from napari_segeval._widgets.results_rounds import RoundStepper
-from napari_segeval._widgets.results_table import ALL, ResultsModel, ResultsProxy, fold_text
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
@@ -378,7 +378,7 @@ class ResultsPanel(QWidget):
 
     def correct(self) -> None:
         """Correct the case shown with prompts in the Prompt tab (module docstring)."""
-        from napari_segeval._widgets.results_correct import open_correction
+        from napari_segeval._widgets.results.correct import open_correction
 
         if self.folder is None or self.loaded is None:
             raise ValueError("select a row first: no case is shown")

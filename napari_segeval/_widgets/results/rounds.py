@@ -30,10 +30,10 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets.prompt_layers import NEGATIVE_COLOUR as NEGATIVE
-from napari_segeval._widgets.prompt_layers import POINT_PX_MAX, POINT_PX_MIN
-from napari_segeval._widgets.prompt_layers import POSITIVE_COLOUR as POSITIVE
-from napari_segeval._widgets.results_layers import prediction_role
+from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
+from napari_segeval._widgets.prompt.layers import POSITIVE_COLOUR as POSITIVE
+from napari_segeval._widgets.results.layers import prediction_role
 
 BOX = "#ffd200"
 #: Point size (a fraction of the image's larger side, as the Prompt tab's points) and box
@@ -210,7 +210,7 @@ class RoundStepper(QWidget):
 
     def _compare(self, key: str) -> None:
         """The Dice tab compares round 0 with round ``key`` (counted in the worker)."""
-        from napari_segeval._widgets.results_jobs import pair_job
+        from napari_segeval._widgets.results.tasks import pair_job
 
         self.wanted = key  # a count of a round stepped past is dropped when it arrives
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")

@@ -1,13 +1,13 @@
 """Worker side of the *Results* panel (no Qt): open a folder, load a row's case.
 
-These run in the panel's worker thread (:class:`~napari_segeval._widgets._worker.JobRunner`),
+These run in the panel's worker thread (:class:`~napari_segeval._widgets.jobs.worker.JobRunner`),
 so everything slow happens here: reading and checking files, the layers' data
-(:func:`~napari_segeval._widgets.results_layers.layer_specs`) and the worst slice.
+(:func:`~napari_segeval._widgets.results.layers.layer_specs`) and the worst slice.
 """
 
 from __future__ import annotations
 
-from napari_segeval._widgets.results_layers import layer_specs
+from napari_segeval._widgets.results.layers import layer_specs
 
 
 def open_job(path: str, progress=None, cancel=None):
@@ -129,7 +129,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
 
 
 def pair_job(loaded, second: str, progress=None, cancel=None):
-    """Worker side of a round stepped to (:mod:`~napari_segeval._widgets.results_rounds`):
+    """Worker side of a round stepped to (:mod:`~napari_segeval._widgets.results.rounds`):
     the Dice panel's counters of the case's first prediction and ``second``, already
     loaded (nothing is read). Returns ``(loaded, second, counters)``."""
     from napari_segeval.evaluation.loaded import counters

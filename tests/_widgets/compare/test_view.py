@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.overlays import CHANGED, GAINED, LOST, disagreement
+from napari_segeval._widgets.overlays.arrays import CHANGED, GAINED, LOST, disagreement
 
 
 # -- disagreement numerics ------------------------------------------------------------------
@@ -65,7 +65,7 @@ def pair_case(small_case):
 
 
 def _bar(viewer, state):
-    from napari_segeval._widgets.compare import CompareBar
+    from napari_segeval._widgets.compare.view import CompareBar
 
     return CompareBar(viewer, state)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.dice import DicePanel
-from napari_segeval._widgets.overlays import FALSE_NEGATIVE, FALSE_POSITIVE
+from napari_segeval._widgets.evaluate.dice import DicePanel
+from napari_segeval._widgets.overlays.arrays import FALSE_NEGATIVE, FALSE_POSITIVE
 from napari_segeval.metrics import structure_table
 
 

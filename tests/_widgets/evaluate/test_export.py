@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from qtpy.QtWidgets import QMessageBox
 
-from napari_segeval._widgets.dice import DicePanel
-from napari_segeval._widgets.export import ExportPanel
+from napari_segeval._widgets.evaluate.dice import DicePanel
+from napari_segeval._widgets.evaluate.export import ExportPanel
 from napari_segeval.io import read_labels
 
 

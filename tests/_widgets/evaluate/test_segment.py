@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.evaluate_jobs import dense_ref
-from napari_segeval._widgets.segment import SegmentPanel
+from napari_segeval._widgets.evaluate.segment import SegmentPanel
+from napari_segeval._widgets.jobs.tasks import dense_ref
 from napari_segeval.models.dense import segment_case
 from napari_segeval.models.registry import load_dense
 
-from .conftest import wait_job
+from ..conftest import wait_job
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """Napari sessions that close the viewer, or delete a layer, while a panel's job runs.
 
-Run as a script by ``test_job_lifecycle.py`` (a crash must fail those tests, not
+Run as a script by ``test_lifecycle.py`` (a crash must fail those tests, not
 kill pytest)::
 
     python _midjob.py KIND:ACTION[:PATH] [KIND:ACTION[:PATH] ...]
@@ -145,7 +145,11 @@ def ct_session(viewer):
 
 def setup(kind: str, viewer, gate: Gate, path: str | None):
     """Start the job of ``kind``; returns (runner, the layer it reads, panel)."""
-    from napari_segeval._widgets import attack, evaluate_jobs, prompt, prompt_run, results, segment
+    from napari_segeval._widgets.evaluate import attack, segment
+    from napari_segeval._widgets.jobs import tasks
+    from napari_segeval._widgets.prompt import panel as prompt_panel
+    from napari_segeval._widgets.prompt import run as prompt_run
+    from napari_segeval._widgets.results import panel as results_panel
     from napari_segeval.models.threshold import ThresholdPromptModel
 
     if kind == "results":
@@ -155,7 +159,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
         wait_until(lambda: panel.loaded is not None and not panel.runner.running
                    and not panel.evaluate.dice.surface_runner.running
                    and not panel.evaluate.dice._surface_timer.isActive(), "results shown")
-        gate.patch(results, "row_job")
+        gate.patch(results_panel, "row_job")
         rows = panel.visible_rows()
         other = next(i for i, r in enumerate(rows) if r["case"] == rows[0]["case"]
                      and r["structure"] != panel.row["structure"])
@@ -179,7 +183,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
         w.prompt.tools.buttons["repropagate"].click()
         return w.prompt.runner, image, w
     if kind == "uncertainty":
-        gate.patch(prompt, "uncertainty")
+        gate.patch(prompt_panel, "uncertainty")
         w.prompt.samples.setValue(2)
         w.prompt.uncertainty_button.click()
         return w.prompt.runner, image, w
@@ -199,7 +203,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
         w.attack.run_button.click()
         return w.attack.runner, image, w
     if kind == "surface":
-        gate.patch(evaluate_jobs, "surface_rows")
+        gate.patch(tasks, "surface_rows")
         ref = w.state.reference
         pred = viewer.add_labels(np.roll(np.asarray(ref.data), 2, axis=1), name="prediction",
                                  scale=ref.scale, translate=ref.translate)
@@ -211,7 +215,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
 def serve_tiny(cache: str, gate: Gate):
     """The local hub of tests/models/hub_server.py serving ``test-tiny``, the cache at
     ``cache`` (a small built-in network, downloaded 4 KiB a block), until ``gate.undo()``."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
     from hub_server import FakeHub, tiny_checkpoint, tiny_entry
     from huggingface_hub import constants
 
@@ -235,7 +239,7 @@ def start_download(w, cache: str, gate: Gate):
     """Start the Prompt tab's download of ``test-tiny``, held at its first block (the gate
     of the download honours cancel: the close must cancel it mid-file)."""
     from napari_segeval._cancel import check_cancel
-    from napari_segeval._widgets import model_picker
+    from napari_segeval._widgets.models import picker as model_picker
 
     serve_tiny(cache, gate)
     real = model_picker.pull_model

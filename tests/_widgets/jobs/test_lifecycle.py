@@ -23,7 +23,7 @@ import pytest
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SESSION = Path(__file__).with_name("_midjob.py")
 TASK = ROOT / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 KINDS = ("propagate", "repropagate", "segment", "attack", "surface", "results", "uncertainty")
@@ -47,7 +47,7 @@ def make_inputs(tmp: Path) -> dict:
     from napari_segeval.models.dense import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
-    from ..conftest import TINY_INTENSITY
+    from ...conftest import TINY_INTENSITY
 
     # the tiny U-Net of tests/conftest.py with one patch covering the CT sample
     # (resampled to 40 x 56 x 56): the session segments it in a second or two

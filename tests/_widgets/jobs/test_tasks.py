@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._widgets.evaluate_jobs import load_model
+from napari_segeval._widgets.jobs.tasks import load_model
 from napari_segeval.models.registry import PROMPTABLE
 
 

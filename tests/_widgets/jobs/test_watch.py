@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 
-from napari_segeval._widgets._worker import JobRunner
+from napari_segeval._widgets.jobs.worker import JobRunner
 
-from .conftest import held_steps, wait_job
+from ..conftest import held_steps, wait_job
 
 
 def _shown_panel(qtbot):
@@ -80,7 +80,7 @@ def test_a_destroyed_runner_closes_and_joins_its_job(make_napari_viewer, qtbot):
 
 
 def test_quitting_closes_every_running_job(qtbot):
-    from napari_segeval._widgets._job_thread import close_all_jobs
+    from napari_segeval._widgets.jobs.thread import close_all_jobs
 
     runners = [JobRunner(activity=False) for _ in range(2)]
     for r in runners:

@@ -12,11 +12,11 @@ from napari.utils import progress
 from napari.utils.notifications import notification_manager
 
 from napari_segeval._errors import ReadError
-from napari_segeval._widgets._worker import JobRunner
+from napari_segeval._widgets.jobs.worker import JobRunner
 
-from .conftest import held_steps, wait_job
+from ..conftest import held_steps, wait_job
 
-PACKAGE = Path(__file__).resolve().parents[2] / "napari_segeval"
+PACKAGE = Path(__file__).resolve().parents[3] / "napari_segeval"
 
 
 @pytest.fixture

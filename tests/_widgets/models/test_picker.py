@@ -14,16 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))  # for hub_server
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))  # for hub_server
 
 from hub_server import files_in, serve, tiny_checkpoint, tiny_entry
 
-from napari_segeval._widgets import model_picker
-from napari_segeval._widgets.model_rows import PHANTOM_WARNING, row_state
+from napari_segeval._widgets.models import picker as model_picker
+from napari_segeval._widgets.models.rows import PHANTOM_WARNING, row_state
 from napari_segeval.models import _cache
 from napari_segeval.models.catalogue import CATALOGUE
 
-from .conftest import wait_job
+from ..conftest import wait_job
 
 DATA = tiny_checkpoint()
 SHA = hashlib.sha256(DATA).hexdigest()
@@ -70,7 +70,7 @@ def _picked(ct_viewer, hub):
 
 def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, cache,
                                                           tiny_file):
-    from napari_segeval._widgets.prompt import PromptPanel
+    from napari_segeval._widgets.prompt.panel import PromptPanel
 
     lesion = _cache.snapshot_path(CATALOGUE["MedSAM2_CTLesion"])
     lesion.parent.mkdir(parents=True)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from napari_segeval.models import _cache
-from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE
-from napari_segeval._widgets.model_rows import (
+from napari_segeval._widgets.models.rows import (
     PHANTOM_WARNING,
     card_html,
     catalogue_rows,
     entry_of,
     row_state,
 )
+from napari_segeval.models import _cache
+from napari_segeval.models.catalogue import BUILTIN_CARDS, CATALOGUE
 
 
 def test_every_row_has_a_card_with_its_fields():

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.overlays import (
+from napari_segeval._widgets.overlays.arrays import (
     FALSE_NEGATIVE,
     FALSE_POSITIVE,
     compare_rows,
@@ -106,7 +106,7 @@ def test_dice_colour_monotone_green():
 
 def test_overlays_import_without_gui():
     """The helpers sit beside the widgets but load no Qt, napari or magicgui."""
-    code = ("import sys, napari_segeval._widgets.overlays; "
+    code = ("import sys, napari_segeval._widgets.overlays.arrays; "
             "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

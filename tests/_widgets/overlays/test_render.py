@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from napari_segeval._widgets._state import ViewerState
-from napari_segeval._widgets.dice import DicePanel
+from napari_segeval._widgets.evaluate.dice import DicePanel
 
 
 @pytest.mark.slow

@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.evaluate_jobs import segment
+from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
 
-from .conftest import wait_job
+from ..conftest import wait_job
 
 PARTIAL = "ct prediction (propagating)"
 
@@ -100,9 +100,9 @@ def test_cancel_removes_the_partial_result(ct_viewer, qtbot):
 
 
 def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
-    from napari_segeval._widgets._live import LiveLabels
     from napari_segeval._widgets._state import ViewerState
-    from napari_segeval._widgets.prompt import prediction_layer
+    from napari_segeval._widgets.prompt.live import LiveLabels
+    from napari_segeval._widgets.prompt.panel import prediction_layer
 
     viewer = make_napari_viewer()
     state = ViewerState()
@@ -145,9 +145,9 @@ def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_
 
 
 def test_a_re_propagation_starts_from_the_prediction_shown(make_napari_viewer):
-    from napari_segeval._widgets._live import LiveLabels
     from napari_segeval._widgets._state import ViewerState
-    from napari_segeval._widgets.prompt import prediction_layer
+    from napari_segeval._widgets.prompt.live import LiveLabels
+    from napari_segeval._widgets.prompt.panel import prediction_layer
 
     viewer = make_napari_viewer()
     state = ViewerState()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from napari_segeval._widgets.prompt import PromptPanel
+from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
 def test_modality_choice_overrides_the_readers(small_case):

@@ -14,8 +14,8 @@ from napari_segeval.prompts import Box, box_from_labels
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 from napari_segeval.propagation import propagate_image
 
-from ..conftest import SAMPLE_DATA
-from .conftest import wait_job
+from ...conftest import SAMPLE_DATA
+from ..conftest import wait_job
 
 CT_LABELS = SAMPLE_DATA / "ct" / "ct_001_labels.nii.gz"
 

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from napari_segeval._errors import InvalidPromptError
-from napari_segeval._widgets.evaluate_jobs import Capability, capability
+from napari_segeval._widgets.jobs.tasks import Capability, capability
 from napari_segeval.prompts import Box, box_from_labels
 from napari_segeval.prompts.prompt_file import PromptFile, read_prompts, write_prompts
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
-from .conftest import wait_job
+from ..conftest import wait_job
 
 
 def _layer_names(viewer):
@@ -100,7 +100,7 @@ def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notificatio
         write_prompts(path, PromptFile({1: PromptSet.of([MaskPrompt(np.ones((8, 8), bool),
                                                                     index=3)])}, None))
     w.prompt.tools.buttons["load"].setEnabled(True)
-    from napari_segeval._widgets._worker import run_guarded
+    from napari_segeval._widgets.jobs.worker import run_guarded
 
     run_guarded("Load prompts", lambda: w.prompt.tools.load_prompts(path))
     errors = [m for m in notifications() if "failed" in m]

@@ -16,9 +16,9 @@ from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_file import read_prompts
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 
-from .conftest import wait_job
+from ..conftest import wait_job
 
-TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+TASK = Path(__file__).resolve().parents[3] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 
 
 def _run(tmp_path_factory, name: str, protocol: str, params: dict, n: int = 1) -> Path:
@@ -155,7 +155,7 @@ def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_na
 
 
 def test_correct_without_a_case_is_a_notification(make_napari_viewer, notifications):
-    from napari_segeval._widgets.results import ResultsPanel
+    from napari_segeval._widgets.results.panel import ResultsPanel
 
     panel = ResultsPanel(make_napari_viewer())
     panel.correct_button.click()

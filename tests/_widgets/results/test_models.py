@@ -8,14 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from napari_segeval._widgets.overlays import disagreement
-from napari_segeval._widgets.results import ResultsPanel
+from napari_segeval._widgets.overlays.arrays import disagreement
+from napari_segeval._widgets.results.panel import ResultsPanel
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.layouts import load_layout
 from napari_segeval.io import read_labels
 
-
-TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+TASK = Path(__file__).resolve().parents[3] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 A, B = "clean @ builtin", "clean @ threshold"
 
 
@@ -49,7 +48,7 @@ def two_model_run(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_two_models_side_by_side(two_model_run, make_napari_viewer, qtbot):
-    from napari_segeval._widgets.compare import CompareBar
+    from napari_segeval._widgets.compare.view import CompareBar
 
     out = two_model_run
     viewer = make_napari_viewer()

@@ -13,10 +13,10 @@ from qtpy.QtCore import Qt
 
 from napari_segeval._reader import napari_get_reader, open_results_folder, read_layers
 from napari_segeval._widgets._state import current_index, go_to_index
-from napari_segeval._widgets.results import ResultsPanel
+from napari_segeval._widgets.results.panel import ResultsPanel
 from napari_segeval.io import read_image, read_labels
 
-TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+TASK = Path(__file__).resolve().parents[3] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 FGSM = "fgsm-linf eps=0.5"
 
 

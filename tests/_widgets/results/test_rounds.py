@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _small_sample import one_case_task
 
-from napari_segeval._widgets.results import ResultsPanel
-from napari_segeval._widgets.results_rounds import ADDED, EARLIER, round_rows
 from napari_segeval._widgets._state import current_index
+from napari_segeval._widgets.results.panel import ResultsPanel
+from napari_segeval._widgets.results.rounds import ADDED, EARLIER, round_rows
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.store import load_records, result_rows
 from napari_segeval.io import read_labels

@@ -6,7 +6,7 @@ import math
 
 from qtpy.QtCore import Qt
 
-from napari_segeval._widgets.results_table import ABSENT, ResultsModel, ResultsProxy
+from napari_segeval._widgets.results.table import ABSENT, ResultsModel, ResultsProxy
 
 ROWS = [  # polyp_020: its non-neoplastic polyp segmented well, the neoplastic class absent
     {"case": "polyp_020", "structure": "neoplastic", "condition": "clean", "dice": 0.0,
