@@ -111,15 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per pipeline (best kept)")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
+    import _litemedsam_ref as ref
     import torch
 
-    import _litemedsam_ref as ref
-
+    from napari_segeval._errors import MissingDependencyError
     from napari_segeval.io import read_case
     from napari_segeval.models.litemedsam import load_litemedsam
     from napari_segeval.models.litemedsam._asset import read_state
-
-    from napari_segeval._errors import MissingDependencyError
 
     if args.threads:
         torch.set_num_threads(args.threads)

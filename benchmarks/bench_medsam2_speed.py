@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from napari_segeval.models._device import pick_device
-    from napari_segeval.models.walk import Walk
     from napari_segeval.models.medsam2 import load_sam2
     from napari_segeval.models.medsam2._build import load_network
     from napari_segeval.models.registry import load_promptable
+    from napari_segeval.models.walk import Walk
     from napari_segeval.prompts.box import Box
 
     warnings.filterwarnings("ignore")

@@ -48,9 +48,9 @@ from napari_segeval.models._prompt_walks import (
     FramePlan,
     bbox_window,
     box_region,
-    net_pass,
     click_window,
     full,
+    net_pass,
 )
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet

@@ -75,11 +75,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models.base import ProgressFn, PromptableModel
+from napari_segeval.models.base import Corrections, ProgressFn, PromptableModel, check_prompt_kinds
 from napari_segeval.models.walk import Walk, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
-from napari_segeval.models.base import Corrections, check_prompt_kinds
 from napari_segeval.propagation.corrections import (
     apply_corrections,
     corrects,

@@ -28,7 +28,7 @@ import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.io.case import Case
-from napari_segeval.models.base import ProgressFn
+from napari_segeval.models.base import Corrections, ProgressFn
 from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
 from napari_segeval.prompts.prompt_set import Prompt, PromptSet
 from napari_segeval.propagation.core import (
@@ -38,7 +38,6 @@ from napari_segeval.propagation.core import (
     record,
     total_steps,
 )
-from napari_segeval.models.base import Corrections
 from napari_segeval.propagation.corrections import (
     apply_corrections,
     corrects,

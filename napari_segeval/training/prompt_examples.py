@@ -52,8 +52,8 @@ import torch
 import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import (
-    CONTEXT,
     CLICK_SIDE,
+    CONTEXT,
     click_maps,
     crop,
     refine_window,

@@ -99,6 +99,7 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     >>> m.mean.shape, m.channels, m.labels.shape
     ((1, 4, 16, 16), (1,), (4, 16, 16))
     """
+    from napari_segeval.models.base import Corrections
     from napari_segeval.propagation import (
         PropagationOptions,
         as_prompt_sets,
@@ -106,7 +107,6 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
         propagate_case,
     )
     from napari_segeval.propagation.core import total_steps
-    from napari_segeval.models.base import Corrections
     from napari_segeval.propagation.corrections import corrects, rule_of
 
     if n_samples < 1:

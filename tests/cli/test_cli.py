@@ -115,9 +115,8 @@ def test_every_device_option_takes_the_same_values():
 
 def test_every_model_option_takes_the_registry_names():
     from napari_segeval.cli import build_parser
-    from napari_segeval.models.registry import model_names
-
     from napari_segeval.evaluation.protocols import check_models, get_protocol
+    from napari_segeval.models.registry import model_names
 
     commands = _subparsers(build_parser())
     takes = {"propagate": ["promptable"], "demo": ["promptable"], "segment": ["dense"],

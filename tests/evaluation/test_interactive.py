@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _small_sample import one_case_task
 
 from napari_segeval._errors import SegEvalError

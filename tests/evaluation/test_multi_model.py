@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
-
 from _segeval_toy import TOY, write_msd
+
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.layouts import load_layout

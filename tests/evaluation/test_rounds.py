@@ -6,17 +6,16 @@ import math
 
 import numpy as np
 import pytest
+from test_interactive import ISLAND, island_task  # noqa: I001 - the test folder's module
 
 from napari_segeval.evaluation import run_evaluation
-from napari_segeval.evaluation.protocols.interactive import prompt_sets_at
-from napari_segeval.evaluation.results import ResultsFolder
 from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import run_has_rounds
+from napari_segeval.evaluation.protocols.interactive import prompt_sets_at
+from napari_segeval.evaluation.results import ResultsFolder
 from napari_segeval.evaluation.rounds import case_rounds, round_key
 from napari_segeval.evaluation.store import load_records, result_rows
 from napari_segeval.io import read_labels
-
-from test_interactive import ISLAND, island_task  # noqa: I001 - the test folder's module
 
 
 @pytest.mark.parametrize("condition,k,model", [("clean", 0, None), ("clean", 3, None),
@@ -81,6 +80,7 @@ def test_results_folder_rows_name_each_rounds_prediction(island_run):
 
 def test_rows_of_other_protocols_have_no_round(island_run, tmp_path):
     from test_interactive import SAMPLE
+
     from napari_segeval.evaluation.layouts import load_layout
 
     out = tmp_path / "m"

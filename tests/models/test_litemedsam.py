@@ -303,11 +303,11 @@ def test_a_correction_box_restarts_the_walk_from_its_slice(lite):
 
 
 def test_an_attack_changes_the_masks(lite):
+    from dataclasses import replace
+
     from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
     from napari_segeval.phantoms.ct import make_ct_case
     from napari_segeval.prompts.from_labels import boxes_from_labels
-
-    from dataclasses import replace
 
     full = make_ct_case(3, shape=(8, 64, 64))
     z = int(np.nonzero((full.labels == 1).any(axis=(1, 2)))[0].mean())

@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.models.medsam2._features import FrameFeatures
+from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.prompts.box import Box
 
 FRAME_BYTES = 4 * (2 * 4 * 4 + 2 * 2 * 2)  # the two float32 levels below

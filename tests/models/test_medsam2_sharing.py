@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("sam2", reason="Meta's sam2 package (extra 'medsam2') is not installed")
 pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not installed")
 
-from napari_segeval.models.walk import Walk
 from napari_segeval.models.medsam2 import MedSAM2Model
 from napari_segeval.models.medsam2._build import build_network
+from napari_segeval.models.walk import Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 

@@ -13,8 +13,8 @@ from torch import nn
 
 from napari_segeval._errors import InvalidPromptError
 from napari_segeval.models._prompt_net import PromptUNet
-from napari_segeval.models.walk import Walk
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel, save_weights
+from napari_segeval.models.walk import Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, propagate_case

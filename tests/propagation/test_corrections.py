@@ -14,12 +14,12 @@ import torch
 from torch import nn
 
 from napari_segeval._cancel import Cancelled
+from napari_segeval.models.base import Corrections
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
-from napari_segeval.models.base import Corrections
 from napari_segeval.propagation.corrections import corrects, round0_length
 
 BOX = Box(10, 12, 20, 24, index=4)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
+from napari_segeval.models.base import Capabilities
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 from napari_segeval.propagation.masks import largest_component, structure_masks
-from napari_segeval.models.base import Capabilities
 
 
 def _diagonal_frames() -> np.ndarray:

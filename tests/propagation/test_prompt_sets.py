@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from napari_segeval._errors import InvalidPromptError
-from napari_segeval.models.walk import Walk
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet

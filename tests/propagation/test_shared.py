@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from napari_segeval._cancel import Cancelled
-from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import Walk, walk_steps
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import PropagationOptions, propagate_case

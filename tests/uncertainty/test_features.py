@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from napari_segeval.models.base import Capabilities
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts import Box
 from napari_segeval.uncertainty import class_scales, decoded_map, feature_kind
-from napari_segeval.models.base import Capabilities
 
 
 class LogitModel:

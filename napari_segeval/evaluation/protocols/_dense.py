@@ -72,9 +72,9 @@ def attack_config(attack: Mapping):
     >>> cfg.schedule, cfg.effective_step_size
     ('rog', 0.2)
     """
-    from napari_segeval.attacks import AttackConfig
-
     from dataclasses import fields
+
+    from napari_segeval.attacks import AttackConfig
 
     name, opts, _ = _split_options(attack)
     known = {f.name for f in fields(AttackConfig)} - {"attack"}

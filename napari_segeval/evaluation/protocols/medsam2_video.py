@@ -18,7 +18,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     propagate_and_score,
     used,
 )
-from napari_segeval.evaluation.protocols.medsam2_3d import DICE_NOTE, BUILTIN, HOLES
+from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 

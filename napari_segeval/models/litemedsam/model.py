@@ -109,8 +109,8 @@ def to_uint8(image: np.ndarray, modality: str, window: Any = None,
     """
     from napari_segeval.inference.windowing import (
         DEFAULT_CT_WINDOW,
-        check_finite,
         apply_window,
+        check_finite,
         mr_clip,
         parse_window,
     )
