@@ -48,9 +48,9 @@ def heldout_volume(i: int, shape=(24, 96, 96)) -> tuple[np.ndarray, np.ndarray, 
     case = make_ct_case(HELDOUT_SEED + i, shape=shape)
     rng = np.random.default_rng(HELDOUT_SEED + i)
     unit = np.clip((case.image.astype(np.float32) + 160.0) / 400.0, 0.0, 1.0)
-    image = 1.0 - np.round(unit * 4.0) / 4.0               # inverted, 5 grey levels
+    image = 1.0 - np.round(unit * 4.0) / 4.0  # inverted, 5 grey levels
     salt = rng.random(image.shape)
-    image[salt < 0.02] = 0.0                                  # impulse noise
+    image[salt < 0.02] = 0.0  # impulse noise
     image[salt > 0.98] = 1.0
     return (image * 1000.0).astype(np.float32), case.labels, "MR"
 
@@ -68,12 +68,14 @@ def write_heldout_task(folder: Path, n: int, shape=(24, 96, 96)) -> Path:
         image, labels, modality = heldout_volume(i, shape)
         write_image(root / "imagesTr" / f"h{i:03d}.nii.gz", image, g)
         write_labels(root / "labelsTr" / f"h{i:03d}.nii.gz", labels.astype(np.uint8), g)
-        training.append({"image": f"./imagesTr/h{i:03d}.nii.gz",
-                         "label": f"./labelsTr/h{i:03d}.nii.gz"})
+        training.append(
+            {"image": f"./imagesTr/h{i:03d}.nii.gz", "label": f"./labelsTr/h{i:03d}.nii.gz"}
+        )
         ids |= {int(v) for v in np.unique(labels) if v}
     names = {"0": "background", **{str(k): f"s{k}" for k in sorted(ids)}}
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": modality}, "labels": names, "training": training}))
+    (root / "dataset.json").write_text(
+        json.dumps({"modality": {"0": modality}, "labels": names, "training": training})
+    )
     return root
 
 
@@ -83,8 +85,15 @@ def run_rounds(specs, model: str, rounds: int, extra: dict | None = None) -> dic
 
     params = {"model": model, "rounds": rounds, "device": "cpu", **(extra or {})}
     with tempfile.TemporaryDirectory(prefix="segeval-bench-") as tmp:
-        r = run_evaluation(specs, "interactive", Path(tmp) / "out", params=params, workers=1,
-                           report=False, save_predictions=False)
+        r = run_evaluation(
+            specs,
+            "interactive",
+            Path(tmp) / "out",
+            params=params,
+            workers=1,
+            report=False,
+            save_predictions=False,
+        )
     if r.n_failed:
         raise RuntimeError(f"{model}: {r.summary['failed'][0]['error']}")
     return r.summary["results"]
@@ -108,13 +117,20 @@ def line(data: str, model: str, results: dict) -> dict:
     gap = gap_closed(c["curve"])
     kinds = ",".join(results.get("refine_prompt") or [])
     k = min(GAP_ROUND, len(c["curve"]) - 1)
-    print(f"  {data:<9}{model:<10}{kinds:<6}{c['n_structures']:>4}  {cells}  "
-          f"gap@{k} {gap:6.1%}  falls {c['falls']:5.1%} (per round "
-          + "/".join(f"{f:.0%}" for f in c.get("falls_per_round", []))
-          + f")  NoI@90 {c['noi']['mean']:.2f}")
-    return {"data": data, "model": model, "gap": gap, "falls": c["falls"],
-            "falls_per_round": c.get("falls_per_round", []),
-            "medians": [p["median"] for p in c["curve"]]}
+    print(
+        f"  {data:<9}{model:<10}{kinds:<6}{c['n_structures']:>4}  {cells}  "
+        f"gap@{k} {gap:6.1%}  falls {c['falls']:5.1%} (per round "
+        + "/".join(f"{f:.0%}" for f in c.get("falls_per_round", []))
+        + f")  NoI@90 {c['noi']['mean']:.2f}"
+    )
+    return {
+        "data": data,
+        "model": model,
+        "gap": gap,
+        "falls": c["falls"],
+        "falls_per_round": c.get("falls_per_round", []),
+        "medians": [p["median"] for p in c["curve"]],
+    }
 
 
 def bench_rounds(args) -> list[dict]:
@@ -126,13 +142,18 @@ def bench_rounds(args) -> list[dict]:
     out = []
     with tempfile.TemporaryDirectory(prefix="segeval-heldout-") as tmp:
         heldout = load_layout(write_heldout_task(Path(tmp), args.heldout))
-        sample = load_layout(SAMPLE_TASK)[:args.cases or None]
+        sample = load_layout(SAMPLE_TASK)[: args.cases or None]
         ckpt = ref_tools.random_checkpoint(Path(tmp))
-        models = {"builtin": ("builtin", None), "threshold": ("threshold", None),
-                  "litemedsam": ("litemedsam", None),
-                  "medsam2": (f"medsam2:{ckpt}", args.medsam2_cases)}
-        print(f"\nDice after rounds 0..{args.rounds}: median [IQR] per round; refine = the "
-              "corrections (box for models without clicks)")
+        models = {
+            "builtin": ("builtin", None),
+            "threshold": ("threshold", None),
+            "litemedsam": ("litemedsam", None),
+            "medsam2": (f"medsam2:{ckpt}", args.medsam2_cases),
+        }
+        print(
+            f"\nDice after rounds 0..{args.rounds}: median [IQR] per round; refine = the "
+            "corrections (box for models without clicks)"
+        )
         print(f"  {'data':<9}{'model':<10}{'refine':<6}{'n':>4}  rounds 0..{args.rounds}")
         for data, specs in (("sample", sample), ("held-out", heldout)):
             for name in args.models:
@@ -148,11 +169,15 @@ def bench_rounds(args) -> list[dict]:
         k = min(GAP_ROUND, len(m) - 1)
         ok_gap = r["gap"] >= GAP_TARGET
         ok_falls = max(r["falls_per_round"] or [0.0]) <= FALLS_TARGET
-        print(f"{'PASS' if ok_gap else 'FAIL'} litemedsam, {r['data']}: median Dice {m[0]:.3f} "
-              f"-> {m[k]:.3f} after {k} box rounds closes {r['gap']:.1%} of the gap to 1.0 "
-              f"(target >= {GAP_TARGET:.0%})")
+        print(
+            f"{'PASS' if ok_gap else 'FAIL'} litemedsam, {r['data']}: median Dice {m[0]:.3f} "
+            f"-> {m[k]:.3f} after {k} box rounds closes {r['gap']:.1%} of the gap to 1.0 "
+            f"(target >= {GAP_TARGET:.0%})"
+        )
         per = "/".join(f"{f:.0%}" for f in r["falls_per_round"])
-        print(f"{'PASS' if ok_falls else 'FAIL'} litemedsam, {r['data']}: Dice falls from one "
-              f"round to the next on at most {max(r['falls_per_round'] or [0.0]):.1%} of "
-              f"structures (per round {per}; target <= {FALLS_TARGET:.0%} each round)")
+        print(
+            f"{'PASS' if ok_falls else 'FAIL'} litemedsam, {r['data']}: Dice falls from one "
+            f"round to the next on at most {max(r['falls_per_round'] or [0.0]):.1%} of "
+            f"structures (per round {per}; target <= {FALLS_TARGET:.0%} each round)"
+        )
     return out

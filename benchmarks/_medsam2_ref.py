@@ -69,12 +69,15 @@ def reference_per_object(pred, folder: Path, images, boxes, device) -> dict:
             for reverse in (False, True):
                 pred.reset_state(state)
                 pred.add_new_points_or_box(state, frame_idx=b.index, obj_id=1, box=xyxy)
-                rows = {t: m[0, 0].float().clone()
-                        for t, _, m in pred.propagate_in_video(state, reverse=reverse)}
+                rows = {
+                    t: m[0, 0].float().clone()
+                    for t, _, m in pred.propagate_in_video(state, reverse=reverse)
+                }
                 if not rows:  # the predictor skips a reverse walk from frame 0
                     rows = {b.index: out[(b.label, False)][0]}
-                out[(b.label, reverse)] = torch.stack([rows[t] for t in sorted(rows,
-                                                                               reverse=reverse)])
+                out[(b.label, reverse)] = torch.stack(
+                    [rows[t] for t in sorted(rows, reverse=reverse)]
+                )
             del state
     return out
 

@@ -47,16 +47,27 @@ def suite_configs(eps: float, steps: int, restarts: int, fab_ranks: int, seed: i
     common = {"eps": eps, "seed": seed}
     return {
         "fgsm": AttackConfig("fgsm", **common),
-        "pgd": AttackConfig("pgd", steps=steps, restarts=restarts, step_size=eps / 3,
-                            select="loss", **common),
-        "apgd-ce": AttackConfig("apgd-ce", steps=steps, restarts=restarts, schedule="rog",
-                                **common),
-        "apgd-dlr": AttackConfig("apgd-dlr", steps=steps, restarts=restarts, schedule="rog",
-                                 **common),
-        "square": AttackConfig("square", steps=steps, restarts=1, loss="hard-dice",
-                               schedule="absolute", p_init=0.8, **common),
-        "fab": AttackConfig("fab", steps=steps, restarts=restarts, target_ranks=fab_ranks,
-                            **common),
+        "pgd": AttackConfig(
+            "pgd", steps=steps, restarts=restarts, step_size=eps / 3, select="loss", **common
+        ),
+        "apgd-ce": AttackConfig(
+            "apgd-ce", steps=steps, restarts=restarts, schedule="rog", **common
+        ),
+        "apgd-dlr": AttackConfig(
+            "apgd-dlr", steps=steps, restarts=restarts, schedule="rog", **common
+        ),
+        "square": AttackConfig(
+            "square",
+            steps=steps,
+            restarts=1,
+            loss="hard-dice",
+            schedule="absolute",
+            p_init=0.8,
+            **common,
+        ),
+        "fab": AttackConfig(
+            "fab", steps=steps, restarts=restarts, target_ranks=fab_ranks, **common
+        ),
         "noise-uniform": AttackConfig("noise-uniform", restarts=1, **common),
     }
 
@@ -105,20 +116,29 @@ def main(argv: list[str] | None = None) -> int:
             per[name]["passes"].append((res.params["n_forward"], res.params["n_backward"]))
             if name == "fab":
                 fab_norms.append(res.params["info"]["min_norm"][0])
-            print(f"  {spec.case_id} {name:<14} clean {per[name]['clean'][-1]:.4f} attacked "
-                  f"{per[name]['attacked'][-1]:.4f} {per[name]['seconds'][-1]:7.1f} s", flush=True)
+            print(
+                f"  {spec.case_id} {name:<14} clean {per[name]['clean'][-1]:.4f} attacked "
+                f"{per[name]['attacked'][-1]:.4f} {per[name]['seconds'][-1]:7.1f} s",
+                flush=True,
+            )
 
     clean_cases = per[args.attacks[0]]["clean"]
     thr = robust_threshold(clean_cases)
     scale = float(model.raw_per_normalized_unit)
-    print(f"\nbuilt-in CT U-Net on {TASK.name}: {len(specs)} cases, device {args.device}, "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"budget: L-inf eps = {args.eps:g} normalized = {args.eps * scale:.3g} HU "
-          f"(1 normalized unit = {scale:.4g} HU); steps {args.steps} (Square: queries), "
-          f"restarts {args.restarts}, FAB target ranks {args.fab_ranks}; clamp to the valid "
-          f"range; target = reference labels; robust threshold {thr:.4f}")
-    head = (f"{'attack':<15}{'clean Dice':>11}{'attacked':>10}{'drop':>8}{'robust':>8}"
-            f"{'s/case':>9}{'(min-max)':>15}{'fwd/bwd per case':>18}")
+    print(
+        f"\nbuilt-in CT U-Net on {TASK.name}: {len(specs)} cases, device {args.device}, "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"budget: L-inf eps = {args.eps:g} normalized = {args.eps * scale:.3g} HU "
+        f"(1 normalized unit = {scale:.4g} HU); steps {args.steps} (Square: queries), "
+        f"restarts {args.restarts}, FAB target ranks {args.fab_ranks}; clamp to the valid "
+        f"range; target = reference labels; robust threshold {thr:.4f}"
+    )
+    head = (
+        f"{'attack':<15}{'clean Dice':>11}{'attacked':>10}{'drop':>8}{'robust':>8}"
+        f"{'s/case':>9}{'(min-max)':>15}{'fwd/bwd per case':>18}"
+    )
     print(head)
     print("-" * len(head))
     for name in args.attacks:
@@ -128,13 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         secs = np.asarray(p["seconds"])
         fwd = np.mean([f for f, _ in p["passes"]])
         bwd = np.mean([b for _, b in p["passes"]])
-        print(f"{name:<15}{clean:>11.4f}{att:>10.4f}{clean - att:>8.4f}{robust:>8.2f}"
-              f"{secs.mean():>9.1f}{f'({secs.min():.0f}-{secs.max():.0f})':>15}"
-              f"{f'{fwd:.0f}/{bwd:.0f}':>18}")
+        print(
+            f"{name:<15}{clean:>11.4f}{att:>10.4f}{clean - att:>8.4f}{robust:>8.2f}"
+            f"{secs.mean():>9.1f}{f'({secs.min():.0f}-{secs.max():.0f})':>15}"
+            f"{f'{fwd:.0f}/{bwd:.0f}':>18}"
+        )
     if fab_norms:
         shown = ", ".join("none" if not np.isfinite(n) else f"{n:.3g}" for n in fab_norms)
-        print(f"FAB smallest successful perturbation per case (normalized; success = Dice <= "
-              f"half the case's clean Dice): {shown}")
+        print(
+            f"FAB smallest successful perturbation per case (normalized; success = Dice <= "
+            f"half the case's clean Dice): {shown}"
+        )
     return 0
 
 

@@ -55,9 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     model = load_dense("builtin-ct", device=device)
     if args.model == "toy":
         torch.manual_seed(0)
-        model.network = torch.nn.Sequential(
-            torch.nn.Conv3d(1, 8, 3, padding=1), torch.nn.ReLU(),
-            torch.nn.Conv3d(8, model.num_classes, 3, padding=1)).to(device).eval()
+        model.network = (
+            torch.nn.Sequential(
+                torch.nn.Conv3d(1, 8, 3, padding=1),
+                torch.nn.ReLU(),
+                torch.nn.Conv3d(8, model.num_classes, 3, padding=1),
+            )
+            .to(device)
+            .eval()
+        )
     for p in model.network.parameters():
         p.requires_grad_(False)
 
@@ -66,10 +72,12 @@ def main(argv: list[str] | None = None) -> int:
 
     t = Target()
     t.model, t.overlap, t.batch_size, t.mirror_axes = model, 0.5, args.batch, ()
-    t._logits = lambda x: sliding_window_logits(model.network, x, model.patch_size,
-                                                overlap=0.5, batch_size=args.batch)
+    t._logits = lambda x: sliding_window_logits(
+        model.network, x, model.patch_size, overlap=0.5, batch_size=args.batch
+    )
     if args.gradient == "chunked":
         fn = _chunked_function()
+
         def forward(x):
             return fn.apply(x, t)
     else:
@@ -102,24 +110,34 @@ def main(argv: list[str] | None = None) -> int:
             best[name] = min(best[name], time.perf_counter() - t0)
             cpu[name] = min(cpu[name], time.process_time() - c0)
     ratio = best["pgd"] / best["reference"]
-    n_win = len(window_grid([max(s, p) for s, p in zip(args.shape, model.patch_size)],
-                            model.patch_size, 0.5))
-    print(f"model {args.model} ({'built-in CT U-Net' if args.model == 'builtin-ct' else 'toy'}), "
-          f"device {device}, volume {tuple(args.shape)}, {n_win} windows of "
-          f"{tuple(model.patch_size)}, gradient {args.gradient}, k = {k}, "
-          f"best of {args.repeats}, torch threads {torch.get_num_threads()}")
+    n_win = len(
+        window_grid(
+            [max(s, p) for s, p in zip(args.shape, model.patch_size)], model.patch_size, 0.5
+        )
+    )
+    print(
+        f"model {args.model} ({'built-in CT U-Net' if args.model == 'builtin-ct' else 'toy'}), "
+        f"device {device}, volume {tuple(args.shape)}, {n_win} windows of "
+        f"{tuple(model.patch_size)}, gradient {args.gradient}, k = {k}, "
+        f"best of {args.repeats}, torch threads {torch.get_num_threads()}"
+    )
     print(f"{'run':<34}{'seconds':>10}{'per step':>10}")
-    print(f"{'k x (forward + backward)':<34}{best['reference']:>10.3f}"
-          f"{best['reference'] / k:>10.3f}")
+    print(
+        f"{'k x (forward + backward)':<34}{best['reference']:>10.3f}{best['reference'] / k:>10.3f}"
+    )
     print(f"{'PGD k steps (+1 final forward)':<34}{best['pgd']:>10.3f}{best['pgd'] / k:>10.3f}")
     if device.type == "cpu":
-        print(f"process CPU time ratio (less sensitive to other processes' load) = "
-              f"{cpu['pgd'] / cpu['reference']:.3f}")
+        print(
+            f"process CPU time ratio (less sensitive to other processes' load) = "
+            f"{cpu['pgd'] / cpu['reference']:.3f}"
+        )
     verdict = "PASS" if ratio <= TARGET_RATIO else "FAIL"
     print(f"ratio PGD / (k x (fwd+bwd)) = {ratio:.3f}  (target <= {TARGET_RATIO}: {verdict})")
-    print(f"SUMMARY attacks device={device.type} shape={'x'.join(map(str, args.shape))} "
-          f"pgd_s={best['pgd']:.3f} ratio={ratio:.3f} "
-          f"targets={'met' if ratio <= TARGET_RATIO else 'missed'}")
+    print(
+        f"SUMMARY attacks device={device.type} shape={'x'.join(map(str, args.shape))} "
+        f"pgd_s={best['pgd']:.3f} ratio={ratio:.3f} "
+        f"targets={'met' if ratio <= TARGET_RATIO else 'missed'}"
+    )
     return 0 if ratio <= TARGET_RATIO else 1
 
 

@@ -23,8 +23,11 @@ import json
 import time
 from pathlib import Path
 
-READINGS = (("accumulated (headline)", None), ("per-image (card)", "per_image"),
-            ("pooled counts", "pooled"))
+READINGS = (
+    ("accumulated (headline)", None),
+    ("per-image (card)", "per_image"),
+    ("pooled counts", "pooled"),
+)
 
 
 def perfect_rows(data: Path, folds: dict) -> list[dict]:
@@ -51,11 +54,15 @@ def table(title: str, results: dict) -> None:
     for name, key in READINGS:
         block = results if key is None else results.get(key) or {}
         if "dice" in block:
-            print(f"| {name} | " + " | ".join(
-                f"{block[m]['average']['mean']:.2f} +- {block[m]['average']['std']:.2f}"
-                for m in ("dice", "iou")) + " |")
-    print(f"absent rows (class in neither reference nor prediction): "
-          f"{results['absences']['rows']}")
+            print(
+                f"| {name} | "
+                + " | ".join(
+                    f"{block[m]['average']['mean']:.2f} +- {block[m]['average']['std']:.2f}"
+                    for m in ("dice", "iou")
+                )
+                + " |"
+            )
+    print(f"absent rows (class in neither reference nor prediction): {results['absences']['rows']}")
 
 
 def main(argv=None) -> int:
@@ -74,15 +81,14 @@ def main(argv=None) -> int:
         a.data = sample_root() / "polyp"
     params = {} if a.iterations is None else {"iterations": a.iterations}
     t0 = time.perf_counter()
-    r = run_evaluation(a.data, "cv5-2d", a.output, preset="borst2026", params=params,
-                       workers=1)
-    print(f"{a.data}: {r.n_ok} cases ok, {r.n_failed} failed; "
-          f"{time.perf_counter() - t0:.0f} s")
+    r = run_evaluation(a.data, "cv5-2d", a.output, preset="borst2026", params=params, workers=1)
+    print(f"{a.data}: {r.n_ok} cases ok, {r.n_failed} failed; {time.perf_counter() - t0:.0f} s")
     table("trained built-in 2D U-Net", r.summary["results"])
     folds = json.loads((a.output / "splits.json").read_text())["folds"]
     preset = get_protocol("cv5-2d").resolve_params(preset="borst2026")
-    table("perfect prediction (the reference)",
-          cv5_2d.summarize(perfect_rows(a.data, folds), preset))
+    table(
+        "perfect prediction (the reference)", cv5_2d.summarize(perfect_rows(a.data, folds), preset)
+    )
     return 0
 
 

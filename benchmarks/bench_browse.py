@@ -44,8 +44,10 @@ from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLED = (ROOT / "sample_data" / "ct" / "ct_001.nii.gz",
-           ROOT / "sample_data" / "ct" / "ct_001_labels.nii.gz")
+BUNDLED = (
+    ROOT / "sample_data" / "ct" / "ct_001.nii.gz",
+    ROOT / "sample_data" / "ct" / "ct_001_labels.nii.gz",
+)
 ATTACK = "synthetic-sign eps=8"
 
 
@@ -55,7 +57,7 @@ def _run_case(spec, params: dict) -> CaseOutput:
     clean = np.roll(ref, 2, axis=-1)
     attacked = np.roll(ref, 6, axis=-1)
     rng = np.random.default_rng(0)
-    pert = (8.0 * rng.choice(np.array([-1.0, 1.0], np.float32), size=case.image.shape))
+    pert = 8.0 * rng.choice(np.array([-1.0, 1.0], np.float32), size=case.image.shape)
     perturbed = case.image.astype(np.float32) + pert
     structures = dict(case.structures) or {1: "organ", 2: "core"}
     rows = C.score(ref, clean, case.spacing, structures, "clean", surface=False)
@@ -66,8 +68,13 @@ def _run_case(spec, params: dict) -> CaseOutput:
 
 
 #: The benchmark's protocol (resolvable as ``bench_browse:SYNTHETIC`` by the browser).
-SYNTHETIC = Protocol(name="bench_browse:SYNTHETIC", version="1.0", defaults={},
-                     run_case=_run_case, summarize=lambda rows, params: {})
+SYNTHETIC = Protocol(
+    name="bench_browse:SYNTHETIC",
+    version="1.0",
+    defaults={},
+    run_case=_run_case,
+    summarize=lambda rows, params: {},
+)
 
 
 def _large_case(folder: Path, shape) -> tuple[Path, Path]:
@@ -94,8 +101,10 @@ def _results(folder: Path, image: Path, labels: Path, structures: dict) -> Path:
     from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.layouts import CaseSpec
 
-    specs = [CaseSpec(cid, (str(image),), str(labels), root=str(image.parent),
-                      structures=structures) for cid in ("case_a", "case_b")]
+    specs = [
+        CaseSpec(cid, (str(image),), str(labels), root=str(image.parent), structures=structures)
+        for cid in ("case_a", "case_b")
+    ]
     out = folder / "results"
     run_evaluation(specs, SYNTHETIC, out, workers=1, report=False)
     return out
@@ -121,8 +130,9 @@ def _timed_selections(out: Path, repeats: int) -> dict:
     panel.open_folder(out)
     wait(lambda: panel.folder is not None and not panel.runner.running)
     rows = panel.visible_rows()
-    first_row = {cid: next(i for i, r in enumerate(rows) if r["case"] == cid)
-                 for cid in ("case_a", "case_b")}
+    first_row = {
+        cid: next(i for i, r in enumerate(rows) if r["case"] == cid) for cid in ("case_a", "case_b")
+    }
     import napari_segeval._widgets.results.panel as results_module
 
     work: list[float] = []
@@ -152,8 +162,13 @@ def _timed_selections(out: Path, repeats: int) -> dict:
         cid = ("case_a", "case_b")[i % 2]
         t0 = time.perf_counter()
         panel.select_row(first_row[cid])
-        wait(lambda cid=cid: not panel.runner.running and panel.loaded is not None
-             and panel.loaded.case_id == cid)
+        wait(
+            lambda cid=cid: (
+                not panel.runner.running
+                and panel.loaded is not None
+                and panel.loaded.case_id == cid
+            )
+        )
         app.processEvents()
         total.append(time.perf_counter() - t0)
         if not panel.evaluate.dice.records:
@@ -169,13 +184,20 @@ def _timed_selections(out: Path, repeats: int) -> dict:
     rest = total[1:]
     from napari_segeval.io._gzip import backend
 
-    return {"first_selection_s": total[0], "inflater": backend(), "selection_median_s": statistics.median(rest),
-            "selection_min_s": min(rest), "selection_max_s": max(rest),
-            "worker_read_median_s": statistics.median(work[1:]),
-            "worker_read_cpu_median_s": statistics.median(cpu[1:]),
-            "main_thread_swap_median_s": statistics.median(swap[1:]),
-            "selections": len(rest), "layers": n_layers,
-            "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count()}
+    return {
+        "first_selection_s": total[0],
+        "inflater": backend(),
+        "selection_median_s": statistics.median(rest),
+        "selection_min_s": min(rest),
+        "selection_max_s": max(rest),
+        "worker_read_median_s": statistics.median(work[1:]),
+        "worker_read_cpu_median_s": statistics.median(cpu[1:]),
+        "main_thread_swap_median_s": statistics.median(swap[1:]),
+        "selections": len(rest),
+        "layers": n_layers,
+        "load_average_1min": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+    }
 
 
 def browse(shape, repeats: int = 3) -> dict:
@@ -184,8 +206,7 @@ def browse(shape, repeats: int = 3) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-browse-") as tmp:
         tmp = Path(tmp)
         (tmp / "ct").mkdir()
-        names = {1: "liver", 2: "spleen", 3: "kidney_right", 4: "kidney_left",
-                 5: "liver_tumour"}
+        names = {1: "liver", 2: "spleen", 3: "kidney_right", 4: "kidney_left", 5: "liver_tumour"}
         out = _results(tmp / "ct", *BUNDLED, names)
         report["bundled_ct"] = {"shape": [40, 112, 112], **_timed_selections(out, repeats)}
         (tmp / "large").mkdir()
@@ -193,6 +214,10 @@ def browse(shape, repeats: int = 3) -> dict:
         t0 = time.perf_counter()
         out = _results(tmp / "large", img, lab, {1: "organ", 2: "core"})
         sizes = {p.name: p.stat().st_size for p in (out / "predictions" / "case_a").iterdir()}
-        report["large"] = {"shape": list(shape), "evaluate_s": time.perf_counter() - t0,
-                           "file_bytes": sizes, **_timed_selections(out, repeats)}
+        report["large"] = {
+            "shape": list(shape),
+            "evaluate_s": time.perf_counter() - t0,
+            "file_bytes": sizes,
+            **_timed_selections(out, repeats),
+        }
     return report

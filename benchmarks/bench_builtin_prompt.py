@@ -57,8 +57,16 @@ def _pass(model, x, f: int, prev: int, prior, boxmask, points, win):
     return paste(torch.sigmoid(model.net(inp)), wt, h, w)[0, 0]
 
 
-def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | None,
-             previous=None, restart: str = "always"):
+def run_walk(
+    model,
+    x,
+    prompts: dict,
+    start: int,
+    order: str,
+    min_conf: float | None,
+    previous=None,
+    restart: str = "always",
+):
     """Frames one walk visits (visit order), their probabilities, and how far each is
     from the walk's latest prompted frame (module doc). ``previous`` (optional ``(n, H,
     W)``): the previous round's masks, the output a click-only start frame refines.
@@ -85,10 +93,13 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
             continue
         boxmask = zeros.clone()
         if box is not None:
-            boxmask[box[0]:box[2], box[1]:box[3]] = 1
+            boxmask[box[0] : box[2], box[1] : box[3]] = 1
             win = window_from_bbox(*box)
-            fresh = j == 0 or restart == "always" or (
-                restart == "empty" and not bool((cur > 0.5).any()))
+            fresh = (
+                j == 0
+                or restart == "always"
+                or (restart == "empty" and not bool((cur > 0.5).any()))
+            )
             prior = boxmask if fresh else cur
             cur = _pass(model, x, f, f if fresh else frames[j - 1], prior, boxmask, [], win)
         elif j == 0 and previous is not None:
@@ -97,20 +108,27 @@ def run_walk(model, x, prompts: dict, start: int, order: str, min_conf: float | 
             win = window_from_mask(cur) or win
             cur = zeros if win is None else _pass(model, x, f, frames[j - 1], cur, zeros, [], win)
         for i in range(len(points)):
-            pwin = refine_window(cur, points[:i + 1], box)
+            pwin = refine_window(cur, points[: i + 1], box)
             if pwin is not None:
-                cur = _pass(model, x, f, f, cur, boxmask, points[:i + 1], pwin)
+                cur = _pass(model, x, f, f, cur, boxmask, points[: i + 1], pwin)
         out.append(cur)
         if j >= last and j > 0 and not bool((cur > 0.5).any()):
             stopped = True
     probs = torch.stack(out)
     # the confidence stop, never at or before the walk's last prompted frame
-    probs[last + confidence_stop(probs[last:], min_conf):] = 0
+    probs[last + confidence_stop(probs[last:], min_conf) :] = 0
     return frames, probs, dist
 
 
-def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=None,
-                      combine: str = "max", restart: str = "always") -> np.ndarray:
+def propagate_prompts(
+    model,
+    x,
+    prompts: dict,
+    min_conf: float | None,
+    previous=None,
+    combine: str = "max",
+    restart: str = "always",
+) -> np.ndarray:
     """Boolean mask ``(n, H, W)`` of one structure from its prompts ``{slice: (box, points)}``.
 
     A forward walk from the first prompted slice and a backward walk from the last;
@@ -127,8 +145,7 @@ def propagate_prompts(model, x, prompts: dict, min_conf: float | None, previous=
     near = torch.full((n,), n + 1)
     with torch.no_grad():
         for start, order in ((first, "forward"), (last, "backward")):
-            frames, p, dist = run_walk(model, x, prompts, start, order, min_conf, previous,
-                                       restart)
+            frames, p, dist = run_walk(model, x, prompts, start, order, min_conf, previous, restart)
             for f, pf, d in zip(frames, p, dist):
                 if combine == "max" or d == near[f]:
                     prob[f] = torch.maximum(prob[f], pf)
@@ -185,7 +202,9 @@ def structures(labels: np.ndarray, min_area: int):
         z = int(zs[len(zs) // 2])
         ys, xs = np.nonzero(labels[z] == lab)
         if ys.size >= min_area:
-            out.append((lab, z, (int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1)))
+            out.append(
+                (lab, z, (int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1))
+            )
     return out
 
 
@@ -226,8 +245,9 @@ def evaluate(model, volumes, args) -> dict:
                     if product:
                         pred = product_propagate(model, x, lab, box, z, clicks)
                     else:  # the rule before local corrections (module doc)
-                        pred = propagate_prompts(model, x, prompts, args.stop,
-                                                 previous, args.combine, args.restart)
+                        pred = propagate_prompts(
+                            model, x, prompts, args.stop, previous, args.combine, args.restart
+                        )
                     row.append(dice(pred, ref))
                 scores[kind].append(row)
     return {k: np.array(v) for k, v in scores.items()}
@@ -243,49 +263,87 @@ def report(name: str, scores: dict) -> None:
         line = f"{name:28s} {kind:5s} n={n:3d}  " + "  ".join(cells)
         if r > 1:
             m0 = np.median(arr[:, 0])
-            closed = [(np.median(arr[:, k]) - m0) / max(1e-9, 1 - m0)
-                      for k in sorted({min(3, r - 1), r - 1})]
+            closed = [
+                (np.median(arr[:, k]) - m0) / max(1e-9, 1 - m0)
+                for k in sorted({min(3, r - 1), r - 1})
+            ]
             falls = [(arr[:, k + 1] < arr[:, k] - 1e-3).mean() for k in range(r - 1)]
             anyfall = (np.diff(arr, axis=1) < -1e-3).any(axis=1).mean()
-            line += ("  gap closed " + "/".join(f"{c:.0%}" for c in closed)
-                     + f" (after r{min(3, r - 1)}/r{r - 1})  falls per round "
-                     + "/".join(f"{f:.0%}" for f in falls) + f" (any {anyfall:.0%})")
+            line += (
+                "  gap closed "
+                + "/".join(f"{c:.0%}" for c in closed)
+                + f" (after r{min(3, r - 1)}/r{r - 1})  falls per round "
+                + "/".join(f"{f:.0%}" for f in falls)
+                + f" (any {anyfall:.0%})"
+            )
         print(line, flush=True)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--weights", nargs="+", default=[None],
-                   help="built-in weight files to compare (default: the shipped one)")
+    p.add_argument(
+        "--weights",
+        nargs="+",
+        default=[None],
+        help="built-in weight files to compare (default: the shipped one)",
+    )
     p.add_argument("--volumes", type=int, default=24)
     p.add_argument("--seed", type=int, default=2000, help="first held-out seed (>= 2000)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--loose", type=int, default=5, help="loose box: pixels added per side")
-    p.add_argument("--min-area", type=int, default=25,
-                   help="smallest middle-slice area (pixels) of a scored object")
+    p.add_argument(
+        "--min-area",
+        type=int,
+        default=25,
+        help="smallest middle-slice area (pixels) of a scored object",
+    )
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--min-confidence", default="model",
-                   help="confidence stop: 'model' (the model's own), 'none' or a number")
-    p.add_argument("--tuning", action="store_true",
-                   help="tuning volumes of the training families (seeds from --seed, 500-999) "
-                        "instead of held-out ones")
-    p.add_argument("--engine", choices=("auto", "product", "harness"), default="auto",
-                   help="correction rounds through propagate_case with prompt sets (product; "
-                        "auto: when it takes them) or this script's harness")
-    p.add_argument("--combine", choices=("max", "nearest"), default="max",
-                   help="slices both walks reach: their maximum, or the walk whose latest "
-                        "prompted slice is nearer")
-    p.add_argument("--previous", action="store_true",
-                   help="a walk that starts on a clicked slice refines the previous round's "
-                        "mask there (SAM2's rule for a tracked frame), not an empty one")
-    p.add_argument("--restart", choices=("none", "empty", "always"), default="always",
-                   help="harness: a box frame reached mid-walk acts as a walk's start (prior = "
-                        "the box mask, previous frame = the frame) when the incoming prior is "
-                        "empty, or always (the product's rule); none: the incoming prior (the "
-                        "product's rule before issue 23)")
-    p.add_argument("--check", action="store_true",
-                   help="assert the harness's round 0 equals propagate_case's (the rounds "
-                        "differ: the product corrects locally)")
+    p.add_argument(
+        "--min-confidence",
+        default="model",
+        help="confidence stop: 'model' (the model's own), 'none' or a number",
+    )
+    p.add_argument(
+        "--tuning",
+        action="store_true",
+        help="tuning volumes of the training families (seeds from --seed, 500-999) "
+        "instead of held-out ones",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("auto", "product", "harness"),
+        default="auto",
+        help="correction rounds through propagate_case with prompt sets (product; "
+        "auto: when it takes them) or this script's harness",
+    )
+    p.add_argument(
+        "--combine",
+        choices=("max", "nearest"),
+        default="max",
+        help="slices both walks reach: their maximum, or the walk whose latest "
+        "prompted slice is nearer",
+    )
+    p.add_argument(
+        "--previous",
+        action="store_true",
+        help="a walk that starts on a clicked slice refines the previous round's "
+        "mask there (SAM2's rule for a tracked frame), not an empty one",
+    )
+    p.add_argument(
+        "--restart",
+        choices=("none", "empty", "always"),
+        default="always",
+        help="harness: a box frame reached mid-walk acts as a walk's start (prior = "
+        "the box mask, previous frame = the frame) when the incoming prior is "
+        "empty, or always (the product's rule); none: the incoming prior (the "
+        "product's rule before issue 23)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="assert the harness's round 0 equals propagate_case's (the rounds "
+        "differ: the product corrects locally)",
+    )
     args = p.parse_args(argv)
     import torch
 
@@ -296,21 +354,35 @@ def main(argv=None) -> int:
     t0 = time.time()
     make = make_tuning_volume if args.tuning else make_heldout_volume
     volumes = [make(args.seed + i) for i in range(args.volumes)]
-    print(f"{args.volumes} {'tuning' if args.tuning else 'held-out'} volumes "
-          f"(seeds {args.seed}..) in {time.time() - t0:.0f} s; "
-          f"loose = +{args.loose} px per side; rounds: worst slice, larger error region, "
-          f"most interior pixel", flush=True)
+    print(
+        f"{args.volumes} {'tuning' if args.tuning else 'held-out'} volumes "
+        f"(seeds {args.seed}..) in {time.time() - t0:.0f} s; "
+        f"loose = +{args.loose} px per side; rounds: worst slice, larger error region, "
+        f"most interior pixel",
+        flush=True,
+    )
     for weights in args.weights:
         model = BuiltinPromptModel(weights, device="cpu")
-        args.stop = (model.capabilities.stop_confidence if args.min_confidence == "model"
-                     else None if args.min_confidence == "none" else float(args.min_confidence))
+        args.stop = (
+            model.capabilities.stop_confidence
+            if args.min_confidence == "model"
+            else None
+            if args.min_confidence == "none"
+            else float(args.min_confidence)
+        )
         t0 = time.time()
         scores = evaluate(model, volumes, args)
-        engine = ("product" if args.engine == "product" or (
-            args.engine == "auto" and product_takes_prompt_sets()) else "harness")
-        report(f"{str(weights or 'shipped')[-20:]} stop={args.stop} {engine} "
-               f"{args.combine}{' prev' if args.previous else ''}"
-               f"{'' if args.restart == 'always' else ' restart-' + args.restart}", scores)
+        engine = (
+            "product"
+            if args.engine == "product" or (args.engine == "auto" and product_takes_prompt_sets())
+            else "harness"
+        )
+        report(
+            f"{str(weights or 'shipped')[-20:]} stop={args.stop} {engine} "
+            f"{args.combine}{' prev' if args.previous else ''}"
+            f"{'' if args.restart == 'always' else ' restart-' + args.restart}",
+            scores,
+        )
         print(f"  ({time.time() - t0:.0f} s)", flush=True)
     return 0
 

@@ -57,20 +57,24 @@ def click_effects(model, x, pred: np.ndarray, ref: np.ndarray, prompts, reach: i
     f = int(point.index)
     prev = torch.from_numpy(pred)
     made = pc.bridge(model.net, model.size, x, prompts, prev)  # a missed slice: reached first
-    new = pc.clicked_slice(model.net, model.size, x, prompts,
-                           prev[f].float() if made is None else made[1])
+    new = pc.clicked_slice(
+        model.net, model.size, x, prompts, prev[f].float() if made is None else made[1]
+    )
     after = np.zeros_like(pred[f]) if new is None else (new > 0.5).numpy()
-    out = {"positive": bool(point.positive), "slice": (int((pred[f] ^ ref[f]).sum()),
-                                                       int((after ^ ref[f]).sum())),
-           "neighbours": []}
+    out = {
+        "positive": bool(point.positive),
+        "slice": (int((pred[f] ^ ref[f]).sum()), int((after ^ ref[f]).sum())),
+        "neighbours": [],
+    }
     for g in range(max(0, f - reach), min(len(pred), f + reach + 1)):
         if g == f or not pred[g].any():
             continue
         ng = pc._click_pass(model.net, model.size, x, g, prev[g].float(), None, None, (point,))
         if ng is not None:
             m = (ng > 0.5).numpy()
-            out["neighbours"].append((abs(g - f), int((pred[g] ^ ref[g]).sum()),
-                                      int((m ^ ref[g]).sum())))
+            out["neighbours"].append(
+                (abs(g - f), int((pred[g] ^ ref[g]).sum()), int((m ^ ref[g]).sum()))
+            )
     return out
 
 
@@ -116,28 +120,38 @@ def rounds_of(model, x, labels: np.ndarray, args, bench) -> tuple[dict, list]:
 def report(name: str, rows: dict, effects: list, reach: int) -> None:
     print(f"\n{name}")
     for positive, word in ((True, "positive"), (False, "negative")):
-        fixed = [1 - a / b for p, (b, a), _ in
-                 ((e["positive"], e["slice"], 0) for e in effects) if p == positive and b]
+        fixed = [
+            1 - a / b
+            for p, (b, a), _ in ((e["positive"], e["slice"], 0) for e in effects)
+            if p == positive and b
+        ]
         if fixed:
-            print(f"  clicked slice, {word} clicks (n={len(fixed)}): median share of the "
-                  f"slice's error fixed {np.median(fixed):.0%}; the slice gets worse on "
-                  f"{np.mean(np.array(fixed) < 0):.0%}")
+            print(
+                f"  clicked slice, {word} clicks (n={len(fixed)}): median share of the "
+                f"slice's error fixed {np.median(fixed):.0%}; the slice gets worse on "
+                f"{np.mean(np.array(fixed) < 0):.0%}"
+            )
     for d in range(1, reach + 1):
         nb = [(b, a) for e in effects for dd, b, a in e["neighbours"] if dd == d]
         if nb:
             b, a = np.array(nb).T
-            print(f"  neighbour pass {d} slice(s) away (n={len(nb)}): error lower on "
-                  f"{np.mean(a < b):.0%}, net change {(a.sum() - b.sum()) / max(1, b.sum()):+.0%} "
-                  "of their error")
+            print(
+                f"  neighbour pass {d} slice(s) away (n={len(nb)}): error lower on "
+                f"{np.mean(a < b):.0%}, net change {(a.sum() - b.sum()) / max(1, b.sum()):+.0%} "
+                "of their error"
+            )
     for kind, r in rows.items():
         arr = np.array(r)
         med = np.median(arr, axis=0)
         k = min(3, arr.shape[1] - 1)
         gap = (med[k] - med[0]) / max(1e-9, 1 - med[0])
         falls = [(arr[:, i + 1] < arr[:, i] - 1e-3).mean() for i in range(arr.shape[1] - 1)]
-        print(f"  {kind:16s} n={arr.shape[0]:3d} median Dice " + " ".join(f"{v:.3f}" for v in med)
-              + f"  gap closed by r{k} {gap:.0%}  falls per round "
-              + "/".join(f"{f:.0%}" for f in falls))
+        print(
+            f"  {kind:16s} n={arr.shape[0]:3d} median Dice "
+            + " ".join(f"{v:.3f}" for v in med)
+            + f"  gap closed by r{k} {gap:.0%}  falls per round "
+            + "/".join(f"{f:.0%}" for f in falls)
+        )
 
 
 def main(argv=None) -> int:
@@ -148,8 +162,9 @@ def main(argv=None) -> int:
     p.add_argument("--min-area", type=int, default=25)
     p.add_argument("--reach", type=int, default=4, help="neighbour passes up to this far")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--data", nargs="+", default=["held-out", "tuning"],
-                   choices=("held-out", "tuning"))
+    p.add_argument(
+        "--data", nargs="+", default=["held-out", "tuning"], choices=("held-out", "tuning")
+    )
     args = p.parse_args(argv)
     import torch
 
@@ -159,8 +174,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     bench = _load_bench()
     model = BuiltinPromptModel()
-    make = {"held-out": lambda i: make_heldout_volume(2000 + i),
-            "tuning": lambda i: make_tuning_volume(500 + i)}
+    make = {
+        "held-out": lambda i: make_heldout_volume(2000 + i),
+        "tuning": lambda i: make_tuning_volume(500 + i),
+    }
     for data in args.data:
         t0 = time.time()
         rows, effects = {}, []
@@ -170,8 +187,13 @@ def main(argv=None) -> int:
             for k, v in r.items():
                 rows.setdefault(k, []).extend(v)
             effects += e
-        report(f"{data} volumes ({args.volumes}, tight and +{args.loose} px boxes, "
-               f"{args.rounds} rounds; {time.time() - t0:.0f} s)", rows, effects, args.reach)
+        report(
+            f"{data} volumes ({args.volumes}, tight and +{args.loose} px boxes, "
+            f"{args.rounds} rounds; {time.time() - t0:.0f} s)",
+            rows,
+            effects,
+            args.reach,
+        )
     return 0
 
 

@@ -37,8 +37,9 @@ def correction(model_name: str) -> dict:
     from napari_segeval.propagation import PropagationSession
 
     info = sample_info("ct")
-    case = read_case(sample_path("ct", "image"), sample_path("ct", "labels"),
-                     modality=info.get("modality"))
+    case = read_case(
+        sample_path("ct", "image"), sample_path("ct", "labels"), modality=info.get("modality")
+    )
     labels = np.asarray(case.labels)
     names = case.structures or {int(k): v for k, v in info["structures"].items()}
     liver = next(k for k, v in names.items() if v == "liver")
@@ -49,13 +50,20 @@ def correction(model_name: str) -> dict:
     before = session.propagate().labels == liver
     k = largest_failing_slice(labels, before.astype(np.uint8) * liver, liver)
     points = model.capabilities.points
-    found = next_correction(ref, before, label=liver, kind="point" if points else "box",
-                            points=points, index=k)
+    found = next_correction(
+        ref, before, label=liver, kind="point" if points else "box", points=points, index=k
+    )
     session.add(found.prompt)
     after = session.propagate().labels == liver
-    return {"model": model_name, "slice": k, "prompt": type(found.prompt).__name__.lower(),
-            "slice_before": _dice(ref[k], before[k]), "slice_after": _dice(ref[k], after[k]),
-            "dice_before": _dice(ref, before), "dice_after": _dice(ref, after)}
+    return {
+        "model": model_name,
+        "slice": k,
+        "prompt": type(found.prompt).__name__.lower(),
+        "slice_before": _dice(ref[k], before[k]),
+        "slice_after": _dice(ref[k], after[k]),
+        "dice_before": _dice(ref, before),
+        "dice_after": _dice(ref, after),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,9 +74,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [correction(m) for m in args.models]
     for r in rows:
         helped = r["slice_after"] > r["slice_before"] and r["dice_after"] >= r["dice_before"]
-        print(f"{'PASS' if helped else 'FAIL'} {r['model']:<11} {r['prompt']} on slice "
-              f"{r['slice']}: slice Dice {r['slice_before']:.3f} -> {r['slice_after']:.3f}, "
-              f"liver Dice {r['dice_before']:.3f} -> {r['dice_after']:.3f}")
+        print(
+            f"{'PASS' if helped else 'FAIL'} {r['model']:<11} {r['prompt']} on slice "
+            f"{r['slice']}: slice Dice {r['slice_before']:.3f} -> {r['slice_after']:.3f}, "
+            f"liver Dice {r['dice_before']:.3f} -> {r['dice_after']:.3f}"
+        )
     return 0
 
 

@@ -47,14 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         res = segment_case(model, case, overlap=args.overlap, postprocess=not args.no_postprocess)
         seconds.append(time.perf_counter() - t0)
-        table = overlap_metrics(case.labels, res.labels, labels=list(model.structures),
-                                empty="nan")
+        table = overlap_metrics(case.labels, res.labels, labels=list(model.structures), empty="nan")
         for k, row in table.items():
             if (case.labels == k).any():
                 dice[k].append(row["dice"])
-    print(f"model {model.name}: {args.cases} held-out phantoms (seeds {args.first}-"
-          f"{args.first + args.cases - 1}), overlap {args.overlap}, post-processing "
-          f"{'off' if args.no_postprocess else 'on'}; {np.median(seconds):.2f} s/case median")
+    print(
+        f"model {model.name}: {args.cases} held-out phantoms (seeds {args.first}-"
+        f"{args.first + args.cases - 1}), overlap {args.overlap}, post-processing "
+        f"{'off' if args.no_postprocess else 'on'}; {np.median(seconds):.2f} s/case median"
+    )
     head = ("structure", "n", "median Dice", "IQR", "min", "target", "result")
     rows_out, ok = [], True
     for k, name in sorted(model.structures.items()):
@@ -66,8 +67,17 @@ def main(argv: list[str] | None = None) -> int:
         target = f">= {TARGET}" if k in organs else "-"
         passed = med >= TARGET if k in organs else None
         ok &= passed is not False
-        rows_out.append((name, str(d.size), f"{med:.4f}", f"{q1:.4f}-{q3:.4f}", f"{d.min():.4f}",
-                         target, "" if passed is None else ("PASS" if passed else "FAIL")))
+        rows_out.append(
+            (
+                name,
+                str(d.size),
+                f"{med:.4f}",
+                f"{q1:.4f}-{q3:.4f}",
+                f"{d.min():.4f}",
+                target,
+                "" if passed is None else ("PASS" if passed else "FAIL"),
+            )
+        )
     widths = [max(len(r[i]) for r in (head, *rows_out)) for i in range(len(head))]
     for r in (head, tuple("-" * w for w in widths), *rows_out):
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

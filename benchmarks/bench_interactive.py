@@ -60,7 +60,7 @@ def ct_case(slices: int | None):
         zs = np.flatnonzero((labels == 1).any(axis=(1, 2)))
         mid = (zs[0] + zs[-1]) // 2
         a = int(np.clip(mid - slices // 2, 0, image.shape[0] - slices))
-        image, labels = image[a:a + slices], labels[a:a + slices]
+        image, labels = image[a : a + slices], labels[a : a + slices]
     return image, labels
 
 
@@ -71,8 +71,13 @@ def correction(labels: np.ndarray, label: int, result_labels: np.ndarray, clicks
     reference's box on the worst slice that has reference."""
     from napari_segeval.prompts.correction import next_correction
 
-    c = next_correction(labels == label, result_labels == label, label=label,
-                        kind="point" if clicks else "box", points=clicks)
+    c = next_correction(
+        labels == label,
+        result_labels == label,
+        label=label,
+        kind="point" if clicks else "box",
+        points=clicks,
+    )
     if c is None:
         raise SystemExit(f"structure {label} is already exact: nothing to correct")
     return c.prompt
@@ -107,18 +112,30 @@ def bench_medsam2(args, device, tmp: Path) -> dict:
         enc.append(stats["ours"] - before)
     clock = (first_c, corr_c) if device.type == "cpu" else (first_t, corr_t)
     ratio = min(clock[1]) / min(clock[0])
-    print(f"\nMedSAM2 (random Hiera-tiny 512), CT {tuple(image.shape)}, one structure, device "
-          f"{device}, best of {args.repeat} [min-max]")
+    print(
+        f"\nMedSAM2 (random Hiera-tiny 512), CT {tuple(image.shape)}, one structure, device "
+        f"{device}, best of {args.repeat} [min-max]"
+    )
     print(f"  {'round':<28}{'wall s':>22}{'CPU s':>22}{'encoder frames':>16}")
-    print(f"  {'first propagation':<28}{ref.spread(first_t):>22}{ref.spread(first_c):>22}"
-          f"{enc[0]:>16}")
-    print(f"  {'correction (+1 click)':<28}{ref.spread(corr_t):>22}{ref.spread(corr_c):>22}"
-          f"{enc[1]:>16}")
-    print(f"correction / first = {ratio:.2f} ({'CPU' if device.type == 'cpu' else 'wall'} time; "
-          f"target <= {MEDSAM2_RATIO_TARGET})")
-    return {"backend": "medsam2", "first_s": min(clock[0]), "correction_s": min(clock[1]),
-            "ratio": ratio, "correction_encoded": enc[1],
-            "targets": "met" if ratio <= MEDSAM2_RATIO_TARGET and enc[1] == 0 else "missed"}
+    print(
+        f"  {'first propagation':<28}{ref.spread(first_t):>22}{ref.spread(first_c):>22}{enc[0]:>16}"
+    )
+    print(
+        f"  {'correction (+1 click)':<28}{ref.spread(corr_t):>22}{ref.spread(corr_c):>22}"
+        f"{enc[1]:>16}"
+    )
+    print(
+        f"correction / first = {ratio:.2f} ({'CPU' if device.type == 'cpu' else 'wall'} time; "
+        f"target <= {MEDSAM2_RATIO_TARGET})"
+    )
+    return {
+        "backend": "medsam2",
+        "first_s": min(clock[0]),
+        "correction_s": min(clock[1]),
+        "ratio": ratio,
+        "correction_encoded": enc[1],
+        "targets": "met" if ratio <= MEDSAM2_RATIO_TARGET and enc[1] == 0 else "missed",
+    }
 
 
 def bench_builtin(args, device) -> dict:
@@ -146,38 +163,66 @@ def bench_builtin(args, device) -> dict:
         corr_c.append(c)
         assert session.last_propagated == [1]
     best = min(corr_t)
-    print(f"\nbuilt-in model, CT {tuple(image.shape)}, {len(boxes)} structures, device {device}, "
-          f"best of {args.repeat} [min-max]")
+    print(
+        f"\nbuilt-in model, CT {tuple(image.shape)}, {len(boxes)} structures, device {device}, "
+        f"best of {args.repeat} [min-max]"
+    )
     print(f"  {'round':<36}{'wall s':>22}{'CPU s':>22}")
-    print(f"  {'first propagation (all structures)':<36}{ref.spread(first_t):>22}"
-          f"{ref.spread(first_c):>22}")
-    print(f"  {'correction (liver, +1 ' + what + ')':<36}{ref.spread(corr_t):>22}"
-          f"{ref.spread(corr_c):>22}")
-    print(f"correction round {best:.2f} s wall, {min(corr_c):.2f} s CPU "
-          f"(target < {BUILTIN_SECONDS_TARGET} s on 2 cores)")
-    return {"backend": "builtin", "first_s": min(first_t), "correction_s": best,
-            "correction_cpu_s": min(corr_c), "prompt": what,
-            "targets": "met" if best < BUILTIN_SECONDS_TARGET else "missed"}
+    print(
+        f"  {'first propagation (all structures)':<36}{ref.spread(first_t):>22}"
+        f"{ref.spread(first_c):>22}"
+    )
+    print(
+        f"  {'correction (liver, +1 ' + what + ')':<36}{ref.spread(corr_t):>22}"
+        f"{ref.spread(corr_c):>22}"
+    )
+    print(
+        f"correction round {best:.2f} s wall, {min(corr_c):.2f} s CPU "
+        f"(target < {BUILTIN_SECONDS_TARGET} s on 2 cores)"
+    )
+    return {
+        "backend": "builtin",
+        "first_s": min(first_t),
+        "correction_s": best,
+        "correction_cpu_s": min(corr_c),
+        "prompt": what,
+        "targets": "met" if best < BUILTIN_SECONDS_TARGET else "missed",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", choices=("medsam2", "builtin", "both"), default="both")
-    ap.add_argument("--slices", type=int, default=24,
-                    help="MedSAM2: slices of the CT sample around the liver (0: all)")
+    ap.add_argument(
+        "--slices",
+        type=int,
+        default=24,
+        help="MedSAM2: slices of the CT sample around the liver (0: all)",
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2, help="torch CPU threads (0: default)")
-    ap.add_argument("--quick", action="store_true",
-                    help="6 slices, one repeat; 2 rounds on 2 cases of each data set")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="6 slices, one repeat; 2 rounds on 2 cases of each data set",
+    )
     ap.add_argument("--part", choices=("timing", "rounds", "all"), default="all")
     ap.add_argument("--rounds", type=int, default=5, help="correction rounds (rounds part)")
     ap.add_argument("--cases", type=int, default=0, help="sample-task cases (0: all six)")
     ap.add_argument("--heldout", type=int, default=8, help="held-out volumes")
-    ap.add_argument("--medsam2-cases", type=int, default=2,
-                    help="cases of each data set for MedSAM2 (CPU; 0: all)")
-    ap.add_argument("--models", nargs="+", default=["builtin", "threshold", "medsam2"],
-                    choices=("builtin", "threshold", "litemedsam", "medsam2"))
+    ap.add_argument(
+        "--medsam2-cases",
+        type=int,
+        default=2,
+        help="cases of each data set for MedSAM2 (CPU; 0: all)",
+    )
+    ap.add_argument(
+        "--models",
+        nargs="+",
+        default=["builtin", "threshold", "medsam2"],
+        choices=("builtin", "threshold", "litemedsam", "medsam2"),
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.slices, args.repeat = 6, 1
@@ -206,8 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             results.append(bench_medsam2(args, device, Path(tmp)))
     for r in results:
-        print("SUMMARY interactive " + " ".join(
-            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+        print(
+            "SUMMARY interactive "
+            + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
+        )
     return 0
 
 

@@ -44,9 +44,14 @@ def write_task(root: Path, n: int) -> Path:
             write_image(root / "imagesTr" / name, case.image, case.geometry)
             write_labels(root / "labelsTr" / name, case.labels, case.geometry)
         training.append({"image": f"./imagesTr/{name}", "label": f"./labelsTr/{name}"})
-    ds = {"name": "AbdomenPhantomLarge", "modality": {"0": "CT"},
-          "labels": {"0": "background", **{str(k): v for k, v in names.items()}},
-          "numTraining": n, "training": training, "test": []}
+    ds = {
+        "name": "AbdomenPhantomLarge",
+        "modality": {"0": "CT"},
+        "labels": {"0": "background", **{str(k): v for k, v in names.items()}},
+        "numTraining": n,
+        "training": training,
+        "test": [],
+    }
     (root / "dataset.json").write_text(json.dumps(ds, indent=1))
     return root
 
@@ -77,15 +82,20 @@ def main(argv=None) -> int:
     if a.checkpoint:
         params["auv_checkpoint"] = a.checkpoint
     t0 = time.perf_counter()
-    r = run_evaluation(task, "uncertainty", a.output / "run", preset="li2026", params=params,
-                       workers=1)
+    r = run_evaluation(
+        task, "uncertainty", a.output / "run", preset="li2026", params=params, workers=1
+    )
     res = r.summary["results"]
-    print(f"task {task} ({r.n_ok} test cases ok, {r.n_failed} failed); {res.get('test_set')}; "
-          f"{time.perf_counter() - t0:.0f} s; AUV energy: {res.get('auv_energy')}")
+    print(
+        f"task {task} ({r.n_ok} test cases ok, {r.n_failed} failed); {res.get('test_set')}; "
+        f"{time.perf_counter() - t0:.0f} s; AUV energy: {res.get('auv_energy')}"
+    )
     print("| condition | n_train | removed | test Dice % | test mIoU % |\n|---|---|---|---|---|")
     for name, c in res.get("conditions", {}).items():
-        print(f"| {name} | {c['n_train']} | {', '.join(c['removed']) or '-'} | "
-              f"{c['dice']:.2f} | {c['iou']:.2f} |")
+        print(
+            f"| {name} | {c['n_train']} | {', '.join(c['removed']) or '-'} | "
+            f"{c['dice']:.2f} | {c['iou']:.2f} |"
+        )
     return 0
 
 

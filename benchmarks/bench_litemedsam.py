@@ -56,8 +56,11 @@ def shared_volume(n: int = 24, size: int = 128, seed: int = 0) -> tuple[np.ndarr
     centres = [(0.3, 0.3), (0.3, 0.7), (0.7, 0.3), (0.7, 0.7), (0.5, 0.5)]
     for v, (cy, cx) in enumerate(centres, start=1):
         r = size * 0.09
-        inside = (((y - cy * size) / r) ** 2 + ((x - cx * size) / r) ** 2
-                  + ((z - (n - 1) / 2) / (0.75 * n)) ** 2) <= 1.0
+        inside = (
+            ((y - cy * size) / r) ** 2
+            + ((x - cx * size) / r) ** 2
+            + ((z - (n - 1) / 2) / (0.75 * n)) ** 2
+        ) <= 1.0
         labels[inside] = v
         image[inside] = 40.0 + 30.0 * v + rng.normal(0, 8, int(inside.sum()))
     return image, labels
@@ -77,8 +80,7 @@ def _dice(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if s == 0 else 2.0 * float((a & b).sum()) / s
 
 
-def _compare(lite, net, image: np.ndarray, labels: np.ndarray, ids: list[int],
-             repeat: int) -> dict:
+def _compare(lite, net, image: np.ndarray, labels: np.ndarray, ids: list[int], repeat: int) -> dict:
     """Upstream loop and product on ``ids`` of a CT ``image`` (HU): times, encodings,
     per-structure Dice. The upstream loop gets the challenge's uint8 volume, made before
     its clock starts; the product's clock includes its own preprocessing."""
@@ -100,8 +102,14 @@ def _compare(lite, net, image: np.ndarray, labels: np.ndarray, ids: list[int],
     for v, i in enumerate(ids, start=1):
         merged[masks[i]] = v
     dice = {i: _dice(segs == v, merged == v) for v, i in enumerate(ids, start=1)}
-    return {"ref_s": t_ref, "ours_s": t_ours, "ratio": t_ref / t_ours, "dice": dice,
-            "encoded_ref": encoded_ref, "encoded_ours": lite.last_run["encoded_frames"]}
+    return {
+        "ref_s": t_ref,
+        "ours_s": t_ours,
+        "ratio": t_ref / t_ours,
+        "dice": dice,
+        "encoded_ref": encoded_ref,
+        "encoded_ours": lite.last_run["encoded_frames"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,37 +136,61 @@ def main(argv: list[str] | None = None) -> int:
         print(f"SUMMARY litemedsam skipped: {exc}")
         return 0
     net = ref.upstream_network(read_state()).to(args.device)
-    case = read_case(CASE / "imagesTr" / "abd_001.nii.gz", labels=CASE / "labelsTr" / "abd_001.nii.gz")
+    case = read_case(
+        CASE / "imagesTr" / "abd_001.nii.gz", labels=CASE / "labelsTr" / "abd_001.nii.gz"
+    )
     image, labels = np.asarray(case.image), np.asarray(case.labels)
     if args.quick:
         keep = slice(int(np.nonzero(labels.any(axis=(1, 2)))[0][0]), None)
         image, labels = image[keep][:4], labels[keep][:4]
     ids = [int(v) for v in np.unique(labels) if v]
-    print(f"LiteMedSAM on {args.device}, {torch.get_num_threads()} threads, best of {repeat}; "
-          f"abd_001 {labels.shape}, structures {ids}")
+    print(
+        f"LiteMedSAM on {args.device}, {torch.get_num_threads()} threads, best of {repeat}; "
+        f"abd_001 {labels.shape}, structures {ids}"
+    )
     one = _compare(lite, net, image, labels, ids[:1], repeat)
     five = _compare(lite, net, image, labels, ids, repeat)
     simg, slab = shared_volume(3 if args.quick else 24)
     shared = [_compare(lite, net, simg, slab, k, repeat) for k in ([1], [1, 2, 3, 4, 5])]
     wrong = False
-    for name, r in (("one structure", one), ("five structures", five),
-                    ("shared, one", shared[0]), ("shared, five", shared[1])):
+    for name, r in (
+        ("one structure", one),
+        ("five structures", five),
+        ("shared, one", shared[0]),
+        ("shared, five", shared[1]),
+    ):
         low = min(r["dice"].values())
         wrong |= low < 0.999
-        print(f"  {name:<16} upstream {r['ref_s']:7.2f} s ({r['encoded_ref']:>3} encodings)  "
-              f"product {r['ours_s']:6.2f} s ({r['encoded_ours']:>3})  ratio {r['ratio']:5.2f}x  "
-              f"min Dice {low:.4f}")
+        print(
+            f"  {name:<16} upstream {r['ref_s']:7.2f} s ({r['encoded_ref']:>3} encodings)  "
+            f"product {r['ours_s']:6.2f} s ({r['encoded_ours']:>3})  ratio {r['ratio']:5.2f}x  "
+            f"min Dice {low:.4f}"
+        )
     growth = shared[1]["ours_s"] / shared[0]["ours_s"]
-    checks = [(one["ratio"] >= ONE_TARGET, f"one structure {one['ratio']:.2f}x faster than the "
-               f"upstream loop (target >= {ONE_TARGET}x)"),
-              (five["ratio"] >= CASE_TARGET, f"abd_001, five structures {five['ratio']:.2f}x "
-               f"faster (target >= {CASE_TARGET}x)"),
-              (growth <= SHARED_TARGET, f"five structures on shared slices take {growth:.2f}x "
-               f"one structure (target <= {SHARED_TARGET}x)")]
+    checks = [
+        (
+            one["ratio"] >= ONE_TARGET,
+            f"one structure {one['ratio']:.2f}x faster than the "
+            f"upstream loop (target >= {ONE_TARGET}x)",
+        ),
+        (
+            five["ratio"] >= CASE_TARGET,
+            f"abd_001, five structures {five['ratio']:.2f}x faster (target >= {CASE_TARGET}x)",
+        ),
+        (
+            growth <= SHARED_TARGET,
+            f"five structures on shared slices take {growth:.2f}x "
+            f"one structure (target <= {SHARED_TARGET}x)",
+        ),
+    ]
     for ok, text in checks:
-        print(f"{'PASS' if ok else 'FAIL'} {text}{' (--quick: not the target case)' if args.quick else ''}")
-    print(f"SUMMARY litemedsam one {one['ratio']:.2f}x, case {five['ratio']:.2f}x, shared "
-          f"{growth:.2f}x, masks {'DIFFER' if wrong else 'equal'}")
+        print(
+            f"{'PASS' if ok else 'FAIL'} {text}{' (--quick: not the target case)' if args.quick else ''}"
+        )
+    print(
+        f"SUMMARY litemedsam one {one['ratio']:.2f}x, case {five['ratio']:.2f}x, shared "
+        f"{growth:.2f}x, masks {'DIFFER' if wrong else 'equal'}"
+    )
     return 3 if wrong else 0
 
 

@@ -36,8 +36,7 @@ def _cases(args) -> list:
     cases = []
     if args.seeds:
         a, _, b = args.seeds.partition("-")
-        cases += [(f"ct seed {s}", make_ct_case(s), "CT")
-                  for s in range(int(a), int(b or a) + 1)]
+        cases += [(f"ct seed {s}", make_ct_case(s), "CT") for s in range(int(a), int(b or a) + 1)]
     if args.sample:
         from napari_segeval.io import read_case
 
@@ -64,6 +63,7 @@ def walks(model, case, modality: str) -> list[dict]:
     def spy(*a, **kw):
         run(*a, **kw)
         seen["chains"] = a[3]
+
     _chain.run = spy
     out = []
     try:
@@ -71,8 +71,9 @@ def walks(model, case, modality: str) -> list[dict]:
         for box in reference_prompts(case.labels, {}, jitter=0, rng=np.random.default_rng(0)):
             ref = case.labels == box.label
             for order in ("forward", "backward"):
-                model.propagate_walks(frames, [Walk(box.index, box, order)],
-                                      stop_when_empty=False, features=store)
+                model.propagate_walks(
+                    frames, [Walk(box.index, box, order)], stop_when_empty=False, features=store
+                )
                 c = seen["chains"][0]
                 masks = []
                 for crop, v in zip(c.crops, c.values):
@@ -81,10 +82,21 @@ def walks(model, case, modality: str) -> list[dict]:
                         y0, x0, y1, x1 = crop
                         m[y0:y1, x0:x1] = (v > 0.5).numpy()
                     masks.append(m)
-                conf = [float(v[v > 0.5].mean()) if v is not None and (v > 0.5).any() else 0.0
-                        for v in c.values]
-                out.append({"label": box.label, "order": order, "frames": c.frames,
-                            "iou": c.ious, "conf": conf, "masks": masks, "ref": ref})
+                conf = [
+                    float(v[v > 0.5].mean()) if v is not None and (v > 0.5).any() else 0.0
+                    for v in c.values
+                ]
+                out.append(
+                    {
+                        "label": box.label,
+                        "order": order,
+                        "frames": c.frames,
+                        "iou": c.ious,
+                        "conf": conf,
+                        "masks": masks,
+                        "ref": ref,
+                    }
+                )
     finally:
         _chain.run = run
     return out
@@ -122,7 +134,7 @@ def cut(walk: dict, rule) -> int:
 def score(all_walks: list[dict], rule) -> list[float]:
     dice = []
     for i in range(0, len(all_walks), 2):
-        pair = all_walks[i:i + 2]
+        pair = all_walks[i : i + 2]
         ref = pair[0]["ref"]
         pred = np.zeros_like(ref)
         for w in pair:

@@ -37,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="runs per pipeline (best kept)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, ... (bf16 autocast on CUDA)")
-    ap.add_argument("--image-size", type=int, default=None,
-                    help="network input size (default: MedSAM2's 512; smaller: a smoke run)")
+    ap.add_argument(
+        "--image-size",
+        type=int,
+        default=None,
+        help="network input size (default: MedSAM2's 512; smaller: a smoke run)",
+    )
     args = ap.parse_args(argv)
 
     import torch
@@ -64,11 +68,18 @@ def main(argv: list[str] | None = None) -> int:
         yy, xx = np.mgrid[:s, :s]
         rng = np.random.default_rng(0)
         r2 = (yy - s / 2) ** 2 + (xx - s / 2) ** 2
-        vol = np.stack([np.where(r2 < (s / 5) ** 2 * (1 - abs(z - key) / n), 80.0, -100.0)
-                        + rng.normal(0, 20, (s, s)) for z in range(n)])
-        model = (load_promptable("medsam2", checkpoint=ckpt, device=device)
-                 if args.image_size is None else
-                 load_sam2("medsam2", ckpt, device=device, image_size=args.image_size))
+        vol = np.stack(
+            [
+                np.where(r2 < (s / 5) ** 2 * (1 - abs(z - key) / n), 80.0, -100.0)
+                + rng.normal(0, 20, (s, s))
+                for z in range(n)
+            ]
+        )
+        model = (
+            load_promptable("medsam2", checkpoint=ckpt, device=device)
+            if args.image_size is None
+            else load_sam2("medsam2", ckpt, device=device, image_size=args.image_size)
+        )
         frames = model.preprocess(vol, "CT", "abdomen")
         folder = ref.jpeg_folder(tmp, n, (s, s))
         pred = load_network(ckpt, predictor=True, image_size=args.image_size).to(device)
@@ -80,14 +91,16 @@ def main(argv: list[str] | None = None) -> int:
 
         best = {"ours": (float("inf"),) * 2, "ref": (float("inf"),) * 2}
         for rep in range(args.repeat):  # alternate the order; keep each pipeline's best
-            for name in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
+            for name in ("ours", "ref") if rep % 2 == 0 else ("ref", "ours"):
                 if name == "ours":
-                    (fwd, bwd), wall, cpu = ref.timed(lambda: model.walk_logits(frames, walks),
-                                                      device)
+                    (fwd, bwd), wall, cpu = ref.timed(
+                        lambda: model.walk_logits(frames, walks), device
+                    )
                 else:
                     out, wall, cpu = ref.timed(
                         lambda: ref.reference_per_object(pred, folder, images, [box], device),
-                        device)
+                        device,
+                    )
                 best[name] = min(best[name], (wall, cpu))
         (ours_s, ours_cpu), (ref_s, ref_cpu) = best["ours"], best["ref"]
 
@@ -96,23 +109,33 @@ def main(argv: list[str] | None = None) -> int:
     same = agree == 1.0
     diff = max(float((fwd - ref_f).abs().max()), float((bwd - ref_b).abs().max()))
     ratio = ref_s / ours_s
-    print(f"MedSAM2 propagation, {n} slices of {s}x{s} at {model.image_size} px, key {key}, "
-          "forward+backward, "
-          f"device {device}, CPU threads {torch.get_num_threads()}, best of {args.repeat}")
+    print(
+        f"MedSAM2 propagation, {n} slices of {s}x{s} at {model.image_size} px, key {key}, "
+        "forward+backward, "
+        f"device {device}, CPU threads {torch.get_num_threads()}, best of {args.repeat}"
+    )
     print(f"{'pipeline':<28}{'wall s':>10}{'slices/s':>10}{'s/slice':>10}{'CPU s':>10}")
-    for name, sec, cpu in (("sam2 SAM2VideoPredictor", ref_s, ref_cpu),
-                           ("napari-segeval loop", ours_s, ours_cpu)):
+    for name, sec, cpu in (
+        ("sam2 SAM2VideoPredictor", ref_s, ref_cpu),
+        ("napari-segeval loop", ours_s, ours_cpu),
+    ):
         print(f"{name:<28}{sec:>10.2f}{n / sec:>10.3f}{sec / n:>10.3f}{cpu:>10.2f}")
-    print(f"image-encoder frames per run: reference {calls['ref'] // args.repeat}, "
-          f"ours {calls['ours'] // args.repeat}")
+    print(
+        f"image-encoder frames per run: reference {calls['ref'] // args.repeat}, "
+        f"ours {calls['ours'] // args.repeat}"
+    )
     print(f"CPU-time ratio {ref_cpu / ours_cpu:.2f}x")
-    print(f"ratio {ratio:.2f}x (wall; target >= {TARGET}x); masks identical: {same} "
-          f"(agreement {agree:.6f}); max |logit diff| {diff:.2e}; "
-          f"foreground voxels {int((fwd > 0).sum() + (bwd > 0).sum())}")
+    print(
+        f"ratio {ratio:.2f}x (wall; target >= {TARGET}x); masks identical: {same} "
+        f"(agreement {agree:.6f}); max |logit diff| {diff:.2e}; "
+        f"foreground voxels {int((fwd > 0).sum() + (bwd > 0).sum())}"
+    )
     ok = same and ratio >= TARGET
     print("PASS" if ok else "FAIL")
-    print(f"SUMMARY medsam2-speed device={device.type} ratio={ratio:.3f} agreement={agree:.6f} "
-          f"identical={same} targets={'met' if ratio >= TARGET else 'missed'}")
+    print(
+        f"SUMMARY medsam2-speed device={device.type} ratio={ratio:.3f} agreement={agree:.6f} "
+        f"identical={same} targets={'met' if ratio >= TARGET else 'missed'}"
+    )
     return 0 if ok else 1
 
 

@@ -59,7 +59,10 @@ def interleaved(fa, fb, repeat=7):
 
 def report(what, ours, theirs, ratio, target, ok, note=""):
     ROWS.append((what, ours, theirs, ratio, target, "PASS" if ok else "FAIL", note))
-    print(f"  {what}: ours {ours:.4f}s  other {theirs:.4f}s  ratio {ratio:.2f}  ({target})", flush=True)
+    print(
+        f"  {what}: ours {ours:.4f}s  other {theirs:.4f}s  ratio {ratio:.2f}  ({target})",
+        flush=True,
+    )
 
 
 def label_map(n_structures, seed, shape=SHAPE, fill=0.22):
@@ -71,7 +74,10 @@ def label_map(n_structures, seed, shape=SHAPE, fill=0.22):
         r = (vol * 3 / (4 * np.pi)) ** (1 / 3) * rng.uniform(0.7, 1.3, 3)
         r = np.minimum(r, np.array(shape) / 2 - 2)
         c = [rng.uniform(r[i] + 1, shape[i] - r[i] - 1) for i in range(3)]
-        box = tuple(slice(max(0, int(c[i] - r[i]) - 1), min(shape[i], int(c[i] + r[i]) + 2)) for i in range(3))
+        box = tuple(
+            slice(max(0, int(c[i] - r[i]) - 1), min(shape[i], int(c[i] + r[i]) + 2))
+            for i in range(3)
+        )
         g = np.ogrid[box]
         inside = sum(((g[i] - c[i]) / r[i]) ** 2 for i in range(3)) <= 1
         sub = ref[box]
@@ -88,8 +94,14 @@ def predict(ref, seed):
 
 
 def per_class_loop(ref, pred, n):
-    return [(int(np.count_nonzero((ref == k) & (pred == k))), int(np.count_nonzero(ref == k)),
-             int(np.count_nonzero(pred == k))) for k in range(1, n)]
+    return [
+        (
+            int(np.count_nonzero((ref == k) & (pred == k))),
+            int(np.count_nonzero(ref == k)),
+            int(np.count_nonzero(pred == k)),
+        )
+        for k in range(1, n)
+    ]
 
 
 def bench_overlap():
@@ -97,33 +109,77 @@ def bench_overlap():
     a_ref = label_map(14, 0)
     a_pred = predict(a_ref, 0)
     print(f"  (a) foreground {np.count_nonzero(a_ref) / a_ref.size:.1%}", flush=True)
-    t_plain, _ = best(lambda: int(a_ref.sum(dtype=np.uint64)) + int(a_pred.sum(dtype=np.uint64)), repeat=5)
+    t_plain, _ = best(
+        lambda: int(a_ref.sum(dtype=np.uint64)) + int(a_pred.sum(dtype=np.uint64)), repeat=5
+    )
     t_a, cm_a = best(lambda: confusion_matrix(a_ref, a_pred), repeat=5)
     t_loop_a, loop_a = best(lambda: per_class_loop(a_ref, a_pred, 15), repeat=1, warmup=False)
     same = all((cm_a[k, k], cm_a[k].sum(), cm_a[:, k].sum()) == loop_a[k - 1] for k in range(1, 15))
-    report("(a) overlap vs plain pass (floor)", t_a, t_plain, t_a / t_plain, "ours/plain <= 5", t_a / t_plain <= 5)
-    report("(a) overlap vs per-class loop", t_a, t_loop_a, t_loop_a / t_a, ">= 3x", t_loop_a / t_a >= 3 and same,
-           "identical counts" if same else "COUNTS DIFFER")
+    report(
+        "(a) overlap vs plain pass (floor)",
+        t_a,
+        t_plain,
+        t_a / t_plain,
+        "ours/plain <= 5",
+        t_a / t_plain <= 5,
+    )
+    report(
+        "(a) overlap vs per-class loop",
+        t_a,
+        t_loop_a,
+        t_loop_a / t_a,
+        ">= 3x",
+        t_loop_a / t_a >= 3 and same,
+        "identical counts" if same else "COUNTS DIFFER",
+    )
     t_monai = _monai_dice(a_ref, a_pred, cm_a)
     if t_monai is not None:
-        report("(a) overlap vs MONAI DiceMetric", t_a, t_monai, t_monai / t_a, ">= 100x", t_monai / t_a >= 100,
-               "MONAI on 60 of 300 slices x5")
+        report(
+            "(a) overlap vs MONAI DiceMetric",
+            t_a,
+            t_monai,
+            t_monai / t_a,
+            ">= 100x",
+            t_monai / t_a >= 100,
+            "MONAI on 60 of 300 slices x5",
+        )
     b_ref = label_map(104, 1)
     b_pred = predict(b_ref, 1)
     fg_a = np.count_nonzero(a_ref | a_pred) / a_ref.size
     fg_b = np.count_nonzero(b_ref | b_pred) / b_ref.size
-    print(f"  (b) foreground {np.count_nonzero(b_ref) / b_ref.size:.1%}; "
-          f"union of both maps: (a) {fg_a:.1%}, (b) {fg_b:.1%}", flush=True)
+    print(
+        f"  (b) foreground {np.count_nonzero(b_ref) / b_ref.size:.1%}; "
+        f"union of both maps: (a) {fg_a:.1%}, (b) {fg_b:.1%}",
+        flush=True,
+    )
     # (a) and (b) have the same foreground fraction (~20%, the voxels that are counted), so
     # the ratio isolates the number of structures; both timed alternately, median of 7
-    t_a2, t_b = interleaved(lambda: confusion_matrix(a_ref, a_pred), lambda: confusion_matrix(b_ref, b_pred))
+    t_a2, t_b = interleaved(
+        lambda: confusion_matrix(a_ref, a_pred), lambda: confusion_matrix(b_ref, b_pred)
+    )
     cm_b = confusion_matrix(b_ref, b_pred)
     t_loop_b, loop_b = best(lambda: per_class_loop(b_ref, b_pred, 105), repeat=1, warmup=False)
-    same = all((cm_b[k, k], cm_b[k].sum(), cm_b[:, k].sum()) == loop_b[k - 1] for k in range(1, 105))
-    report("(b) overlap vs per-class loop", t_b, t_loop_b, t_loop_b / t_b, ">= 15x", t_loop_b / t_b >= 15 and same,
-           "identical counts" if same else "COUNTS DIFFER")
-    report("(b)/(a) cost growth with structures", t_b, t_a2, t_b / t_a2, "<= 1.5", t_b / t_a2 <= 1.5,
-           f"union foreground (a) {fg_a:.1%} (b) {fg_b:.1%}; alternate runs, median of 7")
+    same = all(
+        (cm_b[k, k], cm_b[k].sum(), cm_b[:, k].sum()) == loop_b[k - 1] for k in range(1, 105)
+    )
+    report(
+        "(b) overlap vs per-class loop",
+        t_b,
+        t_loop_b,
+        t_loop_b / t_b,
+        ">= 15x",
+        t_loop_b / t_b >= 15 and same,
+        "identical counts" if same else "COUNTS DIFFER",
+    )
+    report(
+        "(b)/(a) cost growth with structures",
+        t_b,
+        t_a2,
+        t_b / t_a2,
+        "<= 1.5",
+        t_b / t_a2 <= 1.5,
+        f"union foreground (a) {fg_a:.1%} (b) {fg_b:.1%}; alternate runs, median of 7",
+    )
     return a_ref
 
 
@@ -133,8 +189,17 @@ def _monai_dice(ref, pred, cm):
         from monai.metrics import DiceMetric
     except ImportError as exc:
         print(f"  MONAI skipped: not installed ({exc})")
-        ROWS.append(("(a) overlap vs MONAI DiceMetric", float("nan"), float("nan"), float("nan"), ">= 100x",
-                     "SKIP", "MONAI not installed"))
+        ROWS.append(
+            (
+                "(a) overlap vs MONAI DiceMetric",
+                float("nan"),
+                float("nan"),
+                float("nan"),
+                ">= 100x",
+                "SKIP",
+                "MONAI not installed",
+            )
+        )
         return None
     z = 60  # a 15-class float one-hot of the full volume needs ~10 GB: time 1/5 and scale
     r = torch.as_tensor(ref[:z].astype(np.int64))
@@ -158,7 +223,9 @@ def liver_pair(shape=(140, 340, 300), spacing=(1.5, 0.8, 0.8)):
 
     def field(seed, lo_shape):
         lo = np.random.default_rng(seed).normal(size=lo_shape)
-        return ndimage.zoom(lo, [a / b for a, b in zip(shape, lo_shape)], order=1).astype(np.float32)
+        return ndimage.zoom(lo, [a / b for a, b in zip(shape, lo_shape)], order=1).astype(
+            np.float32
+        )
 
     d = sum((((g[i] - c[i]) / semi[i]) ** 2).astype(np.float32) for i in range(3))
     base = 1 + 0.15 * field(0, (5, 7, 7))
@@ -168,6 +235,7 @@ def liver_pair(shape=(140, 340, 300), spacing=(1.5, 0.8, 0.8)):
 def bench_surface():
     ref, pred, sp = liver_pair()
     print(f"surface (c) liver pair {ref.sum() * np.prod(sp) / 1e6:.2f} L at {sp} mm", flush=True)
+
     def ours():
         return surface_metrics(ref, pred, sp, tolerance_mm=2.0)
 
@@ -175,36 +243,106 @@ def bench_surface():
     t_ours, m = best(ours, repeat=5)
     sd = _surface_distance()
     if sd is None:
-        ROWS.append(("(c) surface vs DeepMind", t_ours, float("nan"), float("nan"), ">= 5x", "SKIP", "not installed"))
+        ROWS.append(
+            (
+                "(c) surface vs DeepMind",
+                t_ours,
+                float("nan"),
+                float("nan"),
+                ">= 5x",
+                "SKIP",
+                "not installed",
+            )
+        )
     else:
+
         def dm():
             d = sd.compute_surface_distances(ref, pred, sp)
-            return (sd.compute_robust_hausdorff(d, 95), sd.compute_surface_dice_at_tolerance(d, 2.0),
-                    sd.compute_average_surface_distance(d))
+            return (
+                sd.compute_robust_hausdorff(d, 95),
+                sd.compute_surface_dice_at_tolerance(d, 2.0),
+                sd.compute_average_surface_distance(d),
+            )
+
         t_ours, t_dm = interleaved(ours, dm, repeat=3)
         hd95, nsd, _ = dm()
         d95, dn = abs(hd95 - m["hd95"]), abs(nsd - m["nsd"])
-        report("(c) surface (hd,hd95,assd,nsd) vs DeepMind", t_ours, t_dm, t_dm / t_ours, ">= 5x",
-               t_dm / t_ours >= 5, f"|dHD95|={d95:.1e} |dNSD|={dn:.1e}")
-        ROWS.append(("(c) HD95 equal to DeepMind", m["hd95"], hd95, d95, "<= 1e-6 mm", "PASS" if d95 <= 1e-6 else "FAIL", ""))
-        ROWS.append(("(c) NSD equal to DeepMind", m["nsd"], nsd, dn, "<= 1e-9", "PASS" if dn <= 1e-9 else "FAIL", ""))
+        report(
+            "(c) surface (hd,hd95,assd,nsd) vs DeepMind",
+            t_ours,
+            t_dm,
+            t_dm / t_ours,
+            ">= 5x",
+            t_dm / t_ours >= 5,
+            f"|dHD95|={d95:.1e} |dNSD|={dn:.1e}",
+        )
+        ROWS.append(
+            (
+                "(c) HD95 equal to DeepMind",
+                m["hd95"],
+                hd95,
+                d95,
+                "<= 1e-6 mm",
+                "PASS" if d95 <= 1e-6 else "FAIL",
+                "",
+            )
+        )
+        ROWS.append(
+            (
+                "(c) NSD equal to DeepMind",
+                m["nsd"],
+                nsd,
+                dn,
+                "<= 1e-9",
+                "PASS" if dn <= 1e-9 else "FAIL",
+                "",
+            )
+        )
     try:
         import torch
         from monai.metrics import compute_hausdorff_distance, compute_surface_dice
     except ImportError as exc:
         print(f"  MONAI skipped: not installed ({exc})")
-        ROWS.append(("(c) surface vs MONAI", t_ours, float("nan"), float("nan"), ">= 5x", "SKIP", "not installed"))
+        ROWS.append(
+            (
+                "(c) surface vs MONAI",
+                t_ours,
+                float("nan"),
+                float("nan"),
+                ">= 5x",
+                "SKIP",
+                "not installed",
+            )
+        )
         return
     r = torch.as_tensor(ref[None, None])
     p = torch.as_tensor(pred[None, None])
     r2 = torch.cat([~r, r], 1).float()
     p2 = torch.cat([~p, p], 1).float()
-    t_ours_hd, t_hd = interleaved(ours, lambda: compute_hausdorff_distance(p, r, percentile=95, spacing=sp), 3)
+    t_ours_hd, t_hd = interleaved(
+        ours, lambda: compute_hausdorff_distance(p, r, percentile=95, spacing=sp), 3
+    )
     hd_m = compute_hausdorff_distance(p, r, percentile=95, spacing=sp)
-    t_ours_nsd, t_nsd = interleaved(ours, lambda: compute_surface_dice(p2, r2, class_thresholds=[2.0], spacing=sp), 3)
-    report("(c) surface vs MONAI HD95", t_ours_hd, t_hd, t_hd / t_ours_hd, ">= 5x", t_hd / t_ours_hd >= 5,
-           f"MONAI HD95 {hd_m.item():.3f} vs ours {m['hd95']:.3f} (unweighted edge voxels)")
-    report("(c) surface vs MONAI NSD", t_ours_nsd, t_nsd, t_nsd / t_ours_nsd, ">= 5x", t_nsd / t_ours_nsd >= 5)
+    t_ours_nsd, t_nsd = interleaved(
+        ours, lambda: compute_surface_dice(p2, r2, class_thresholds=[2.0], spacing=sp), 3
+    )
+    report(
+        "(c) surface vs MONAI HD95",
+        t_ours_hd,
+        t_hd,
+        t_hd / t_ours_hd,
+        ">= 5x",
+        t_hd / t_ours_hd >= 5,
+        f"MONAI HD95 {hd_m.item():.3f} vs ours {m['hd95']:.3f} (unweighted edge voxels)",
+    )
+    report(
+        "(c) surface vs MONAI NSD",
+        t_ours_nsd,
+        t_nsd,
+        t_nsd / t_ours_nsd,
+        ">= 5x",
+        t_nsd / t_ours_nsd >= 5,
+    )
 
 
 def _surface_distance():
@@ -229,8 +367,10 @@ def write_command_pair(folder: Path) -> tuple[Path, Path]:
     ref = label_map(14, 0)
     pred = predict(ref, 0)  # shifted, structure 3 predicted as 4, a false blob of 5
     geometry = Geometry.identity(3, COMMAND_SPACING)
-    return (write_labels(folder / "ref.nii.gz", ref, geometry),
-            write_labels(folder / "pred.nii.gz", pred, geometry))
+    return (
+        write_labels(folder / "ref.nii.gz", ref, geometry),
+        write_labels(folder / "pred.nii.gz", pred, geometry),
+    )
 
 
 def command_ours(ref_path: Path, pred_path: Path) -> dict:
@@ -266,9 +406,11 @@ def command_common(ref_path: Path, pred_path: Path, sd) -> dict:
         if n == 0:
             continue
         d = sd.compute_surface_distances(a, b, spacing)
-        out[k] = {"dice": 2 * np.count_nonzero(a & b) / n,
-                  "hd95": float(sd.compute_robust_hausdorff(d, 95)),
-                  "nsd": float(sd.compute_surface_dice_at_tolerance(d, 2.0))}
+        out[k] = {
+            "dice": 2 * np.count_nonzero(a & b) / n,
+            "hd95": float(sd.compute_robust_hausdorff(d, 95)),
+            "nsd": float(sd.compute_surface_dice_at_tolerance(d, 2.0)),
+        }
     return out
 
 
@@ -289,12 +431,23 @@ def _differences(ours: dict, common: dict) -> dict[str, float]:
 
 def bench_command(repeat=3):
     """End to end ``segeval metrics --json`` vs the common way, alternately, ``repeat`` times."""
-    print(f"command (d) segeval metrics --json, 14 structures {SHAPE} at {COMMAND_SPACING} mm",
-          flush=True)
+    print(
+        f"command (d) segeval metrics --json, 14 structures {SHAPE} at {COMMAND_SPACING} mm",
+        flush=True,
+    )
     sd = _surface_distance()
     if sd is None:
-        ROWS.append(("(d) segeval metrics vs common way", float("nan"), float("nan"), float("nan"),
-                     ">= 5x", "SKIP", "surface-distance not installed"))
+        ROWS.append(
+            (
+                "(d) segeval metrics vs common way",
+                float("nan"),
+                float("nan"),
+                float("nan"),
+                ">= 5x",
+                "SKIP",
+                "surface-distance not installed",
+            )
+        )
         return
     from napari_segeval.metrics._surfel_tables import _facets_3d, surfel_area_table_3d
 
@@ -319,20 +472,36 @@ def bench_command(repeat=3):
             common = command_common(ref_path, pred_path, sd)
             t_common.append(time.perf_counter() - t)
             worst = _differences(ours, common)
-            print(f"  run {i + 1}: ours {t_ours[-1]:.2f}s  common {t_common[-1]:.2f}s  "
-                  f"ratio {t_common[-1] / t_ours[-1]:.1f}  max |diff| "
-                  + "  ".join(f"{k} {v:.1e}" for k, v in worst.items()), flush=True)
+            print(
+                f"  run {i + 1}: ours {t_ours[-1]:.2f}s  common {t_common[-1]:.2f}s  "
+                f"ratio {t_common[-1] / t_ours[-1]:.1f}  max |diff| "
+                + "  ".join(f"{k} {v:.1e}" for k, v in worst.items()),
+                flush=True,
+            )
     ratios = [c / o for o, c in zip(t_ours, t_common)]
     diff = max(worst.values())
     same = diff <= 1e-9
-    report("(d) segeval metrics --json vs common way", statistics.median(t_ours),
-           statistics.median(t_common), statistics.median(ratios), ">= 5x, equal values",
-           min(ratios) >= 5 and same,
-           f"ratio min {min(ratios):.1f} max {max(ratios):.1f} over {repeat} runs; max |diff| "
-           + " ".join(f"{k} {v:.1e}" for k, v in worst.items()))
-    ROWS.append(("(d) surfel table, first call in a process (ms)", t_table, float("nan"),
-                 t_table * 1000, "< 50 ms", "PASS" if t_table < 0.05 else "FAIL",
-                 "ratio column = ms"))
+    report(
+        "(d) segeval metrics --json vs common way",
+        statistics.median(t_ours),
+        statistics.median(t_common),
+        statistics.median(ratios),
+        ">= 5x, equal values",
+        min(ratios) >= 5 and same,
+        f"ratio min {min(ratios):.1f} max {max(ratios):.1f} over {repeat} runs; max |diff| "
+        + " ".join(f"{k} {v:.1e}" for k, v in worst.items()),
+    )
+    ROWS.append(
+        (
+            "(d) surfel table, first call in a process (ms)",
+            t_table,
+            float("nan"),
+            t_table * 1000,
+            "< 50 ms",
+            "PASS" if t_table < 0.05 else "FAIL",
+            "ratio column = ms",
+        )
+    )
 
 
 #: The common way as a script of its own (run in a fresh process): nibabel, numpy
@@ -368,8 +537,10 @@ def write_sparse_pair(folder: Path) -> tuple[Path, Path]:
     ref = label_map(14, 0, fill=0.02)
     pred = predict(ref, 0)
     geometry = Geometry.identity(3, COMMAND_SPACING)
-    return (write_labels(folder / "ref.nii", ref, geometry),
-            write_labels(folder / "pred.nii", pred, geometry))
+    return (
+        write_labels(folder / "ref.nii", ref, geometry),
+        write_labels(folder / "pred.nii", pred, geometry),
+    )
 
 
 def _fresh(argv: list[str]) -> tuple[float, str]:
@@ -385,11 +556,22 @@ def bench_command_fresh(repeat=5):
     """(e) ``segeval metrics --json`` vs the common way, each a fresh process, small structures."""
     import shutil
 
-    print(f"command (e) fresh processes, 14 small structures (2 %) {SHAPE}, uncompressed NIfTI",
-          flush=True)
+    print(
+        f"command (e) fresh processes, 14 small structures (2 %) {SHAPE}, uncompressed NIfTI",
+        flush=True,
+    )
     if _surface_distance() is None:
-        ROWS.append(("(e) segeval metrics, fresh, small structures", float("nan"), float("nan"),
-                     float("nan"), ">= 3x", "SKIP", "surface-distance not installed"))
+        ROWS.append(
+            (
+                "(e) segeval metrics, fresh, small structures",
+                float("nan"),
+                float("nan"),
+                float("nan"),
+                ">= 3x",
+                "SKIP",
+                "surface-distance not installed",
+            )
+        )
         return
     segeval = shutil.which("segeval") or str(Path(sys.executable).parent / "segeval")
     with tempfile.TemporaryDirectory(prefix="segeval-bench-") as tmp:
@@ -403,18 +585,26 @@ def bench_command_fresh(repeat=5):
             t_ours.append(t)
             t, out_common = _fresh(common_cmd)
             t_common.append(t)
-            print(f"  run {i + 1}: ours {t_ours[-1]:.2f}s  common {t_common[-1]:.2f}s  "
-                  f"ratio {t_common[-1] / t_ours[-1]:.2f}", flush=True)
+            print(
+                f"  run {i + 1}: ours {t_ours[-1]:.2f}s  common {t_common[-1]:.2f}s  "
+                f"ratio {t_common[-1] / t_ours[-1]:.2f}",
+                flush=True,
+            )
     ours = {r["label"]: r for r in json.loads(out_ours)["structures"]}
     common = {int(k): v for k, v in json.loads(out_common).items()}
     worst = _differences(ours, common)
     ratios = [c / o for o, c in zip(t_ours, t_common)]
     same = max(worst.values()) <= 1e-9
-    report("(e) segeval metrics, fresh, small structures", statistics.median(t_ours),
-           statistics.median(t_common), statistics.median(ratios), ">= 3x, equal values",
-           statistics.median(ratios) >= 3 and same,
-           f"ratio min {min(ratios):.2f} max {max(ratios):.2f} over {repeat} runs; max |diff| "
-           + " ".join(f"{k} {v:.1e}" for k, v in worst.items()))
+    report(
+        "(e) segeval metrics, fresh, small structures",
+        statistics.median(t_ours),
+        statistics.median(t_common),
+        statistics.median(ratios),
+        ">= 3x, equal values",
+        statistics.median(ratios) >= 3 and same,
+        f"ratio min {min(ratios):.2f} max {max(ratios):.2f} over {repeat} runs; max |diff| "
+        + " ".join(f"{k} {v:.1e}" for k, v in worst.items()),
+    )
 
 
 def write_small_pair(folder: Path) -> tuple[Path, Path]:
@@ -424,8 +614,10 @@ def write_small_pair(folder: Path) -> tuple[Path, Path]:
     ref = label_map(3, 5, shape=(20, 40, 40))
     pred = np.roll(ref, 1, axis=1)
     geometry = Geometry.identity(3, COMMAND_SPACING)
-    return (write_labels(folder / "ref.nii.gz", ref, geometry),
-            write_labels(folder / "pred.nii.gz", pred, geometry))
+    return (
+        write_labels(folder / "ref.nii.gz", ref, geometry),
+        write_labels(folder / "pred.nii.gz", pred, geometry),
+    )
 
 
 def bench_live(ref):
@@ -444,8 +636,17 @@ def bench_live(ref):
     med = statistics.median(times)
     expected = confusion_matrix(ref, pred)
     ok = all(r["tp"] == expected[r["label"], r["label"]] for r in live.table())
-    ROWS.append(("(a) live update after a one-slice edit (median of 30)", med, float("nan"), med * 1000,
-                 "< 20 ms", "PASS" if med < 0.020 and ok else "FAIL", "ratio column = ms; counts checked"))
+    ROWS.append(
+        (
+            "(a) live update after a one-slice edit (median of 30)",
+            med,
+            float("nan"),
+            med * 1000,
+            "< 20 ms",
+            "PASS" if med < 0.020 and ok else "FAIL",
+            "ratio column = ms; counts checked",
+        )
+    )
 
 
 SECTIONS = ("overlap", "live", "surface", "command")
@@ -467,9 +668,13 @@ def main(argv: list[str] | None = None) -> int:
     if "command" in sections:
         bench_command()
         bench_command_fresh()
-    print(f"\n{'what':<52} {'ours (s)':>9} {'other (s)':>10} {'ratio':>9}  {'target':<16} result  note")
+    print(
+        f"\n{'what':<52} {'ours (s)':>9} {'other (s)':>10} {'ratio':>9}  {'target':<16} result  note"
+    )
     for what, ours, theirs, ratio, target, ok, note in ROWS:
-        print(f"{what:<52} {ours:>9.4f} {theirs:>10.4f} {ratio:>9.3g}  {target:<16} {ok:<6}  {note}")
+        print(
+            f"{what:<52} {ours:>9.4f} {theirs:>10.4f} {ratio:>9.3g}  {target:<16} {ok:<6}  {note}"
+        )
     print(f"total {time.perf_counter() - t0:.0f} s")
     return 0 if all(r[5] != "FAIL" for r in ROWS) else 1
 

@@ -73,8 +73,9 @@ def load_case(name: str, args):
         image, labels = case.image, case.labels
     present = [lab for lab in range(1, 6) if (labels == lab).any()][: args.structures]
     boxes = boxes_from_labels(labels, present)
-    title = f"{name} {tuple(image.shape)}, {len(boxes)} structures, keys " + \
-        ",".join(str(b.index) for b in boxes)
+    title = f"{name} {tuple(image.shape)}, {len(boxes)} structures, keys " + ",".join(
+        str(b.index) for b in boxes
+    )
     return title, image, boxes
 
 
@@ -97,8 +98,11 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
     frames = model.preprocess(image, "CT")
     n, h, w = frames.shape[:3]
     folder = ref.jpeg_folder(tmp / f"{n}_{h}_{w}", n, (h, w)) if not args.no_reference else None
-    pred = (load_network(ckpt, predictor=True, image_size=args.image_size).to(device)
-            if folder else None)
+    pred = (
+        load_network(ckpt, predictor=True, image_size=args.image_size).to(device)
+        if folder
+        else None
+    )
     images = model.model_input(frames) if folder else None
     stats: dict = {}
     ref.instrument(model.network, stats, "ours")
@@ -119,8 +123,9 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
             elif name == "separate":  # one structure at a time; the first one is time(1)
                 separate, t, c = [], 0.0, 0.0
                 for i, b in enumerate(singles):
-                    out, ti, ci = ref.timed(lambda b=b: model.walk_logits(frames, _walks([b])),
-                                            device)
+                    out, ti, ci = ref.timed(
+                        lambda b=b: model.walk_logits(frames, _walks([b])), device
+                    )
                     separate += out
                     t, c = t + ti, c + ci
                     if i == 0:
@@ -130,61 +135,75 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
                     continue
             else:
                 reference, t, c = ref.timed(
-                    lambda: ref.reference_per_object(pred, folder, images, boxes, device), device)
+                    lambda: ref.reference_per_object(pred, folder, images, boxes, device), device
+                )
             times[name].append(t)
             cpu[name].append(c)
             seen[name] = {k: stats[k] - before.get(k, 0) for k in stats}
         if device.type == "cuda":
             torch.cuda.empty_cache()
     identical = all(torch.equal(a, b) for a, b in zip(shared, separate))
-    agree = float(np.mean([float((a > 0).eq(b > 0).float().mean()) for a, b in
-                           zip(shared, separate)]))
+    agree = float(
+        np.mean([float((a > 0).eq(b > 0).float().mean()) for a, b in zip(shared, separate)])
+    )
     vs_ref = None
     if pred is not None:
         ours = dict(zip([(b.label, r) for b in boxes for r in (False, True)], shared))
-        vs_ref = float(np.mean([float((ours[k] > 0).eq(reference[k] > 0).float().mean())
-                                for k in ours]))
+        vs_ref = float(
+            np.mean([float((ours[k] > 0).eq(reference[k] > 0).float().mean()) for k in ours])
+        )
     best = {k: min(v) for k, v in times.items() if v}
     bcpu = {k: min(v) for k, v in cpu.items() if v}
     ratio = best["shared"] / best["single"]
     speedup = best["ref"] / best["shared"] if "ref" in best else float("nan")
     ratio_cpu = bcpu["shared"] / bcpu["single"]
     speedup_cpu = bcpu["ref"] / bcpu["shared"] if "ref" in bcpu else float("nan")
-    print(f"\nMedSAM2 (random Hiera-tiny at {model.image_size} px), {title}, device {device}, "
-          f"best of {args.repeat} [min-max]")
-    print(f"{'pipeline':<40}{'wall s':>22}{'CPU s':>22}{'encoder frames':>16}"
-          f"{'track steps':>13}")
-    rows = (("ours, all structures shared", "shared", "ours"),
-            ("ours, one pass per structure", "separate", "ours"),
-            ("ours, first structure alone", "single", "ours"),
-            ("MedSAM2's own way (state per object)", "ref", "ref"))
+    print(
+        f"\nMedSAM2 (random Hiera-tiny at {model.image_size} px), {title}, device {device}, "
+        f"best of {args.repeat} [min-max]"
+    )
+    print(f"{'pipeline':<40}{'wall s':>22}{'CPU s':>22}{'encoder frames':>16}{'track steps':>13}")
+    rows = (
+        ("ours, all structures shared", "shared", "ours"),
+        ("ours, one pass per structure", "separate", "ours"),
+        ("ours, first structure alone", "single", "ours"),
+        ("MedSAM2's own way (state per object)", "ref", "ref"),
+    )
     for label, key, who in rows:
         if times[key]:
             d = seen.get(key, {})
             enc = d.get(who, n if key == "single" else 0)
             steps = d.get(who + "/track_n", "")
-            print(f"{label:<40}{ref.spread(times[key]):>22}{ref.spread(cpu[key]):>22}{enc:>16}"
-                  f"{steps:>13}")
+            print(
+                f"{label:<40}{ref.spread(times[key]):>22}{ref.spread(cpu[key]):>22}{enc:>16}"
+                f"{steps:>13}"
+            )
     d = seen["shared"]
     clock = "cpu" if device.type == "cpu" else "s"
     enc_s = d[f"ours/encoder_{clock}"] / max(1, d["ours"])
     trk_s = d[f"ours/track_{clock}"] / max(1, d["ours/track_n"])
     k = len(boxes)
-    print(f"profile (shared run, {'CPU' if clock == 'cpu' else 'wall'} s): encoder E = "
-          f"{enc_s:.3f} s per frame, tracking T = {trk_s:.3f} s per walk step "
-          f"({d['ours/track_n']} steps incl. key frames); with the encoder shared and each walk "
-          f"tracked on its own, time({k}) / time(1) >= (E + {k} T) / (E + T) = "
-          f"{(enc_s + k * trk_s) / (enc_s + trk_s):.2f}")
+    print(
+        f"profile (shared run, {'CPU' if clock == 'cpu' else 'wall'} s): encoder E = "
+        f"{enc_s:.3f} s per frame, tracking T = {trk_s:.3f} s per walk step "
+        f"({d['ours/track_n']} steps incl. key frames); with the encoder shared and each walk "
+        f"tracked on its own, time({k}) / time(1) >= (E + {k} T) / (E + T) = "
+        f"{(enc_s + k * trk_s) / (enc_s + trk_s):.2f}"
+    )
     for what, r, s_ in (("wall", ratio, speedup), ("CPU", ratio_cpu, speedup_cpu)):
-        line = (f"[{what}] time(all {k}) / time(1 structure) = {r:.2f} "
-                f"(target <= {RATIO_TARGET}); speed-up over MedSAM2's own way {s_:.2f}x "
-                f"(target >= {SPEEDUP_TARGET}x)")
+        line = (
+            f"[{what}] time(all {k}) / time(1 structure) = {r:.2f} "
+            f"(target <= {RATIO_TARGET}); speed-up over MedSAM2's own way {s_:.2f}x "
+            f"(target >= {SPEEDUP_TARGET}x)"
+        )
         clocks = best if what == "wall" else bcpu
         if times["separate"]:
             line += f"; over one pass per structure {clocks['separate'] / clocks['shared']:.2f}x"
         print(line)
-    print(f"masks identical shared vs separate: {identical} (mask agreement {agree:.6f}); "
-          f"vs reference: mask agreement {vs_ref if vs_ref is None else f'{vs_ref:.6f}'}")
+    print(
+        f"masks identical shared vs separate: {identical} (mask agreement {agree:.6f}); "
+        f"vs reference: mask agreement {vs_ref if vs_ref is None else f'{vs_ref:.6f}'}"
+    )
     if device.type == "cpu":  # on a shared CPU, other processes inflate wall time
         ratio, speedup = ratio_cpu, speedup_cpu
     met = ratio <= RATIO_TARGET and speedup >= SPEEDUP_TARGET
@@ -192,11 +211,19 @@ def bench_medsam2(title, image, boxes, args, device, tmp: Path) -> dict:
         correct = identical and vs_ref in (None, 1.0)
     else:
         correct = agree >= 0.999 and (vs_ref is None or vs_ref >= 0.995)
-    return {"backend": "medsam2", "case": title.split()[0], "ratio_all_vs_1": ratio,
-            "speedup_vs_medsam2": speedup, "encoder_s_per_frame": enc_s,
-            "track_s_per_step": trk_s, "mask_agreement": agree,
-            "vs_reference": -1.0 if vs_ref is None else vs_ref, "identical": identical,
-            "correct": correct, "targets": "met" if met else "missed"}
+    return {
+        "backend": "medsam2",
+        "case": title.split()[0],
+        "ratio_all_vs_1": ratio,
+        "speedup_vs_medsam2": speedup,
+        "encoder_s_per_frame": enc_s,
+        "track_s_per_step": trk_s,
+        "mask_agreement": agree,
+        "vs_reference": -1.0 if vs_ref is None else vs_ref,
+        "identical": identical,
+        "correct": correct,
+        "targets": "met" if met else "missed",
+    }
 
 
 def bench_builtin(title, image, boxes, args, device) -> dict:
@@ -210,20 +237,28 @@ def bench_builtin(title, image, boxes, args, device) -> dict:
     times: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     for _ in range(args.repeat):
-        for name, batch, bs, share in (("shared", False, boxes, True),
-                                       ("shared, batched", True, boxes, True),
-                                       ("separate", False, boxes, False),
-                                       ("single", False, boxes[:1], True),
-                                       ("single, batched", True, boxes[:1], True)):
+        for name, batch, bs, share in (
+            ("shared", False, boxes, True),
+            ("shared, batched", True, boxes, True),
+            ("separate", False, boxes, False),
+            ("single", False, boxes[:1], True),
+            ("single, batched", True, boxes[:1], True),
+        ):
             model.batch_walks = batch
             runs[name], t, c = ref.timed(
-                lambda bs=bs, share=share: propagate_case(model, frames, bs,
-                                                          PropagationOptions(share=share)),
-                device)
+                lambda bs=bs, share=share: propagate_case(
+                    model, frames, bs, PropagationOptions(share=share)
+                ),
+                device,
+            )
             times.setdefault(name, []).append(t)
             cpu.setdefault(name, []).append(c)
-    same = all(np.array_equal(runs["shared"].probabilities[b.label],
-                              runs["separate"].probabilities[b.label]) for b in boxes)
+    same = all(
+        np.array_equal(
+            runs["shared"].probabilities[b.label], runs["separate"].probabilities[b.label]
+        )
+        for b in boxes
+    )
     masks = np.array_equal(runs["shared, batched"].labels, runs["separate"].labels)
     print(f"\nbuilt-in model, {title}, device {device}, best of {args.repeat} [min-max]")
     print(f"  {'pipeline':<34}{'wall s':>22}{'CPU s':>22}")
@@ -232,19 +267,31 @@ def bench_builtin(title, image, boxes, args, device) -> dict:
     out = {}
     for what, clocks in (("wall", times), ("CPU", cpu)):
         best = {k: min(v) for k, v in clocks.items()}
-        out[what] = (best["shared"] / best["single"],
-                     best["shared, batched"] / best["single, batched"])
-        print(f"[{what}] time(all {len(boxes)}) / time(1): one walk per call {out[what][0]:.2f}, "
-              f"batched {out[what][1]:.2f}; batched / one walk per call "
-              f"{best['shared, batched'] / best['shared']:.2f}")
-    print(f"probabilities identical shared vs separate: {same}; "
-          f"label maps identical batched vs separate: {masks}")
+        out[what] = (
+            best["shared"] / best["single"],
+            best["shared, batched"] / best["single, batched"],
+        )
+        print(
+            f"[{what}] time(all {len(boxes)}) / time(1): one walk per call {out[what][0]:.2f}, "
+            f"batched {out[what][1]:.2f}; batched / one walk per call "
+            f"{best['shared, batched'] / best['shared']:.2f}"
+        )
+    print(
+        f"probabilities identical shared vs separate: {same}; "
+        f"label maps identical batched vs separate: {masks}"
+    )
     ratio, ratio_b = out["CPU" if device.type == "cpu" else "wall"]
     agree = float(np.mean(runs["shared, batched"].labels == runs["separate"].labels))
     correct = same and masks if device.type == "cpu" else agree >= 0.999
-    return {"backend": "builtin", "case": title.split()[0], "ratio_all_vs_1": ratio,
-            "ratio_batched": ratio_b, "label_agreement": agree, "identical": same and masks,
-            "correct": correct}
+    return {
+        "backend": "builtin",
+        "case": title.split()[0],
+        "ratio_all_vs_1": ratio,
+        "ratio_batched": ratio_b,
+        "label_agreement": agree,
+        "identical": same and masks,
+        "correct": correct,
+    }
 
 
 def organ_volume(shape: tuple[int, int, int], k: int = 14, seed: int = 0):
@@ -284,8 +331,7 @@ def _vm_peak() -> int:
     return 0
 
 
-def memory_child(shape: tuple[int, int, int], k: int, out: str | None,
-                 threads: int = 0) -> dict:
+def memory_child(shape: tuple[int, int, int], k: int, out: str | None, threads: int = 0) -> dict:
     """One configuration: ``k`` structures of :func:`organ_volume` with the built-in model."""
     import resource
     import time
@@ -310,13 +356,19 @@ def memory_child(shape: tuple[int, int, int], k: int, out: str | None,
     t0, c0 = time.perf_counter(), time.process_time()
     res = propagate_case(model, frames, boxes)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    result = {"k": k, "wall_s": wall, "cpu_s": cpu, "peak_propagation": _vm_peak(),
-              "peak_run": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    result = {
+        "k": k,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "peak_propagation": _vm_peak(),
+        "peak_run": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
     if out:
         np.save(out, res.labels)
         if hasattr(res, "structures"):  # this tree: the merge of full-size arrays as before
-            result["labels_equal_full_merge"] = bool(np.array_equal(
-                _full_merge(dict(res.probabilities), dict(res.masks)), res.labels))
+            result["labels_equal_full_merge"] = bool(
+                np.array_equal(_full_merge(dict(res.probabilities), dict(res.masks)), res.labels)
+            )
     return result
 
 
@@ -324,9 +376,16 @@ def _full_merge(probs: dict, masks: dict, nested_fraction: float = 0.5) -> np.nd
     """The merge on full-size arrays, as it was before results were cropped."""
     ids = sorted(probs)
     size = {lab: int(masks[lab].sum()) for lab in ids}
-    outers = {lab: [o for o in ids if o != lab and 0 < size[lab] < size[o]
-                    and (masks[lab] & masks[o]).sum() >= nested_fraction * size[lab]]
-              for lab in ids}
+    outers = {
+        lab: [
+            o
+            for o in ids
+            if o != lab
+            and 0 < size[lab] < size[o]
+            and (masks[lab] & masks[o]).sum() >= nested_fraction * size[lab]
+        ]
+        for lab in ids
+    }
     best = np.zeros(probs[ids[0]].shape, np.float32)
     out = np.zeros(best.shape, np.uint8)
     for lab in sorted(ids, key=lambda i: (-size[i], i)):
@@ -343,8 +402,16 @@ def _child(shape: str, k: int, src: str | None, out: str | None, threads: int) -
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=src or str(Path(__file__).resolve().parents[1]))
-    cmd = [sys.executable, __file__, "--memory-child", shape, "--structures", str(k),
-           "--threads", str(threads)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--memory-child",
+        shape,
+        "--structures",
+        str(k),
+        "--threads",
+        str(threads),
+    ]
     if out:
         cmd += ["--memory-out", out]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
@@ -353,19 +420,24 @@ def _child(shape: str, k: int, src: str | None, out: str | None, threads: int) -
 
 def bench_memory(args) -> dict:
     """Peak RSS of one vs all structures (fresh subprocesses), labels vs the full-size merge."""
-    trees = [("this tree", None)] + ([("baseline", args.baseline_src)]
-                                     if args.baseline_src and not args.baseline_small else [])
+    trees = [("this tree", None)] + (
+        [("baseline", args.baseline_src)] if args.baseline_src and not args.baseline_small else []
+    )
     gib = 2.0**30
     rows = {}
     print(f"\nmemory: built-in model, synthetic CT {args.memory_shape}, fresh process per run")
-    print(f"  {'source':<10}{'structures':>11}{'wall s':>9}{'CPU s':>9}"
-          f"{'peak run GiB':>14}{'peak propagation GiB':>22}")
+    print(
+        f"  {'source':<10}{'structures':>11}{'wall s':>9}{'CPU s':>9}"
+        f"{'peak run GiB':>14}{'peak propagation GiB':>22}"
+    )
     for name, src in trees:
         for k in (1, args.memory_structures):
             r = _child(args.memory_shape, k, src, None, args.threads)
             rows[(name, k)] = r
-            print(f"  {name:<10}{k:>11}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}"
-                  f"{r['peak_run'] / gib:>14.2f}{r['peak_propagation'] / gib:>22.2f}")
+            print(
+                f"  {name:<10}{k:>11}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}"
+                f"{r['peak_run'] / gib:>14.2f}{r['peak_propagation'] / gib:>22.2f}"
+            )
     k = args.memory_structures
     ratio = rows[("this tree", k)]["peak_run"] / rows[("this tree", 1)]["peak_run"]
     print(f"peak({k}) / peak(1) = {ratio:.2f} (target <= {RATIO_TARGET})")
@@ -379,10 +451,16 @@ def bench_memory(args) -> dict:
             same = same and old
             line += f"; equal to the baseline's: {old}"
         print(line)
-    return {"backend": "builtin", "case": "memory", "peak_ratio": ratio,
-            "peak_1_gib": rows[("this tree", 1)]["peak_run"] / gib,
-            f"peak_{k}_gib": rows[("this tree", k)]["peak_run"] / gib, "identical": same,
-            "correct": same, "targets": "met" if ratio <= RATIO_TARGET else "missed"}
+    return {
+        "backend": "builtin",
+        "case": "memory",
+        "peak_ratio": ratio,
+        "peak_1_gib": rows[("this tree", 1)]["peak_run"] / gib,
+        f"peak_{k}_gib": rows[("this tree", k)]["peak_run"] / gib,
+        "identical": same,
+        "correct": same,
+        "targets": "met" if ratio <= RATIO_TARGET else "missed",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -396,22 +474,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: default)")
     ap.add_argument("--no-reference", action="store_true", help="skip MedSAM2's own way")
-    ap.add_argument("--first-only", action="store_true",
-                    help="MedSAM2: time only the first structure alone (not each one)")
-    ap.add_argument("--quick", action="store_true",
-                    help="one 32 px slice, 2 structures, once, MedSAM2 at 128 px")
-    ap.add_argument("--image-size", type=int, default=None,
-                    help="MedSAM2's input size (default: its 512; smaller: a smoke run)")
+    ap.add_argument(
+        "--first-only",
+        action="store_true",
+        help="MedSAM2: time only the first structure alone (not each one)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="one 32 px slice, 2 structures, once, MedSAM2 at 128 px",
+    )
+    ap.add_argument(
+        "--image-size",
+        type=int,
+        default=None,
+        help="MedSAM2's input size (default: its 512; smaller: a smoke run)",
+    )
     ap.add_argument("--memory", action="store_true", help="peak RSS, one vs many structures")
     ap.add_argument("--memory-shape", default="300,512,512")
     ap.add_argument("--memory-check", default="48,160,160")
     ap.add_argument("--memory-structures", type=int, default=14)
-    ap.add_argument("--baseline-src", default=None,
-                    help="another source tree to compare (--memory; its peaks at "
-                         "--memory-shape too unless --baseline-small)")
-    ap.add_argument("--baseline-small", action="store_true",
-                    help="run the baseline tree on --memory-check only (its full-size peak "
-                         "may not fit the machine)")
+    ap.add_argument(
+        "--baseline-src",
+        default=None,
+        help="another source tree to compare (--memory; its peaks at "
+        "--memory-shape too unless --baseline-small)",
+    )
+    ap.add_argument(
+        "--baseline-small",
+        action="store_true",
+        help="run the baseline tree on --memory-check only (its full-size peak "
+        "may not fit the machine)",
+    )
     ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--memory-out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -423,8 +517,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.memory:
         r = bench_memory(args)
-        print("SUMMARY multi-structure " + " ".join(
-            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+        print(
+            "SUMMARY multi-structure "
+            + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
+        )
         return 0 if r["correct"] else 3
     if args.quick:  # MedSAM2's reference is exercised by bench_medsam2_speed's quick run
         args.case, args.structures, args.repeat = "synthetic", 2, 1
@@ -442,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"torch {torch.__version__}, device {device}, CPU threads {torch.get_num_threads()}")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in (("ct", "synthetic") if args.case == "both" else (args.case,)):
+        for name in ("ct", "synthetic") if args.case == "both" else (args.case,):
             title, image, boxes = load_case(name, args)
             if args.backend in ("builtin", "both"):
                 results.append(bench_builtin(title, image, boxes, args, device))
@@ -450,8 +546,10 @@ def main(argv: list[str] | None = None) -> int:
                 ref.use_cpu_hole_filling()
                 results.append(bench_medsam2(title, image, boxes, args, device, Path(tmp)))
     for r in results:
-        print("SUMMARY multi-structure " + " ".join(
-            f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()))
+        print(
+            "SUMMARY multi-structure "
+            + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items())
+        )
     return 0 if all(r["correct"] for r in results) else 3
 
 

@@ -51,8 +51,10 @@ def run(args) -> int:
 
     torch.set_num_threads(args.threads)
     model = load_model(args)
-    groups = [("CT", CT_STRUCTURES, args.ct, "volume"),
-              ("US", ECHO_STRUCTURES, args.video, "video")]
+    groups = [
+        ("CT", CT_STRUCTURES, args.ct, "volume"),
+        ("US", ECHO_STRUCTURES, args.video, "video"),
+    ]
     rows, used = [], {}
     for modality, names, count, mode in groups:
         scores: dict[int, list[float]] = {lab: [] for lab in names}
@@ -61,8 +63,9 @@ def run(args) -> int:
             seed = args.seed + i
             case = make_ct_case(seed) if modality == "CT" else make_echo_clip(seed)
             present = [lab for lab in names if (case.labels == lab).any()]
-            boxes = boxes_from_labels(case.labels, present, mode=mode, jitter=args.jitter,
-                                      seed=seed)
+            boxes = boxes_from_labels(
+                case.labels, present, mode=mode, jitter=args.jitter, seed=seed
+            )
             frames = model.preprocess(case.image, modality, None)
             options = PropagationOptions(mode=mode, keep_largest=True)
             if args.min_confidence is not None:
@@ -76,9 +79,11 @@ def run(args) -> int:
             if vals:
                 q1, med, q3 = np.percentile(vals, [25, 50, 75])
                 rows.append((modality, names[lab], len(vals), med, q1, q3, secs))
-    print(f"model={args.model} jitter={args.jitter}px seeds {args.seed}.. "
-          f"min_confidence={used.get('min_confidence')} "
-          f"(CT: bidirectional from middle slice; US: forward from first frame)")
+    print(
+        f"model={args.model} jitter={args.jitter}px seeds {args.seed}.. "
+        f"min_confidence={used.get('min_confidence')} "
+        f"(CT: bidirectional from middle slice; US: forward from first frame)"
+    )
     print(f"{'modality':8s} {'structure':14s} {'n':>3s} {'median':>7s} {'IQR':>15s} {'s/case':>7s}")
     for mod, name, n, med, q1, q3, secs in rows:
         print(f"{mod:8s} {name:14s} {n:3d} {med:7.3f} [{q1:.3f}, {q3:.3f}] {secs:7.2f}")
@@ -96,8 +101,12 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", default=None, help="MedSAM2 checkpoint")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--min-confidence", type=float, default=None,
-                   help="confidence stop of propagate_case (default: the model's own)")
+    p.add_argument(
+        "--min-confidence",
+        type=float,
+        default=None,
+        help="confidence stop of propagate_case (default: the model's own)",
+    )
     return run(p.parse_args(argv))
 
 

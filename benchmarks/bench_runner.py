@@ -30,16 +30,23 @@ def bench(protocol: str, model: str, workers: int, repeat: int, data: Path) -> d
     for _ in range(repeat):
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            r = run_evaluation(data, protocol, out, params={"model": model}, workers=workers,
-                               report=False)
+            r = run_evaluation(
+                data, protocol, out, params={"model": model}, workers=workers, report=False
+            )
             times.append(time.perf_counter() - t0)
             n = r.n_ok
             if r.n_failed:
                 raise SystemExit(f"{r.n_failed} cases failed: {r.summary['failed'][:2]}")
     best = min(times)
-    return {"protocol": protocol, "model": model, "workers": workers, "cases": n,
-            "seconds": round(best, 2), "cases_per_minute": round(60.0 * n / best, 1),
-            "cpus": os.cpu_count()}
+    return {
+        "protocol": protocol,
+        "model": model,
+        "workers": workers,
+        "cases": n,
+        "seconds": round(best, 2),
+        "cases_per_minute": round(60.0 * n / best, 1),
+        "cpus": os.cpu_count(),
+    }
 
 
 def main(argv=None) -> int:

@@ -22,8 +22,13 @@ TARGET_DIFF = 1e-5
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", type=int, nargs=3, default=None,
-                    help="random volume of this shape instead of the CT sample")
+    ap.add_argument(
+        "--shape",
+        type=int,
+        nargs=3,
+        default=None,
+        help="random volume of this shape instead of the CT sample",
+    )
     ap.add_argument("--overlap", type=float, default=0.5)
     ap.add_argument("--batch", type=int, default=2, help="windows per network call")
     ap.add_argument("--repeats", type=int, default=5)
@@ -62,9 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         return sliding_window_logits(net, x, patch, overlap=args.overlap, batch_size=args.batch)
 
     def monai(net=net, x=x):
-        return sliding_window_inference(x, patch, args.batch, net, overlap=args.overlap,
-                                        mode="gaussian", sigma_scale=0.125,
-                                        padding_mode="constant")
+        return sliding_window_inference(
+            x,
+            patch,
+            args.batch,
+            net,
+            overlap=args.overlap,
+            mode="gaussian",
+            sigma_scale=0.125,
+            padding_mode="constant",
+        )
 
     times = {"ours": [], "monai": []}
     outs = {}
@@ -80,15 +92,29 @@ def main(argv: list[str] | None = None) -> int:
     diff = float((outs["ours"] - outs["monai"]).abs().max())
     scale = float(outs["monai"].abs().max())
     vox = x.numel()
-    print(f"volume {shape}, patch {patch}, overlap {args.overlap}, "
-          f"{n_win} windows, batch {args.batch}, torch threads {torch.get_num_threads()}, "
-          f"best of {args.repeats}")
+    print(
+        f"volume {shape}, patch {patch}, overlap {args.overlap}, "
+        f"{n_win} windows, batch {args.batch}, torch threads {torch.get_num_threads()}, "
+        f"best of {args.repeats}"
+    )
     rows = [
         ("seconds / volume", f"{t_ours:.3f}", f"{t_monai:.3f}", "", "", ""),
-        ("Mvoxel / s", f"{vox / t_ours / 1e6:.3f}", f"{vox / t_monai / 1e6:.3f}",
-         f"{ratio:.3f}", f">= {TARGET_RATIO}", "PASS" if ratio >= TARGET_RATIO else "FAIL"),
-        ("max |ours - MONAI|", f"{diff:.2e}", f"|logit| <= {scale:.1f}", "",
-         f"< {TARGET_DIFF:g}", "PASS" if diff < TARGET_DIFF else "FAIL"),
+        (
+            "Mvoxel / s",
+            f"{vox / t_ours / 1e6:.3f}",
+            f"{vox / t_monai / 1e6:.3f}",
+            f"{ratio:.3f}",
+            f">= {TARGET_RATIO}",
+            "PASS" if ratio >= TARGET_RATIO else "FAIL",
+        ),
+        (
+            "max |ours - MONAI|",
+            f"{diff:.2e}",
+            f"|logit| <= {scale:.1f}",
+            "",
+            f"< {TARGET_DIFF:g}",
+            "PASS" if diff < TARGET_DIFF else "FAIL",
+        ),
     ]
     head = ("metric", "ours", "MONAI", "ratio", "target", "result")
     widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]

@@ -45,15 +45,19 @@ def _scores(model, case, tta: int) -> dict:
     )
 
     res = segment_case(model, case, probabilities=True)
-    rows = structure_table(case.labels, res.labels, case.spacing, structures=model.structures,
-                           surface=False)
+    rows = structure_table(
+        case.labels, res.labels, case.spacing, structures=model.structures, surface=False
+    )
     dice = float(np.nanmean([r["dice"] for r in rows]))
     maps = dense_tta(model, case, n_samples=tta, flip_axes=())
     region = scored_region(maps.labels, band=1)
     region = region if region.any() else None
-    return {"dice": dice, "ent": entropy_band_score(res.probabilities, res.labels),
-            "ent_tta": mean_uncertainty(maps.entropy, region),
-            "mi_tta": mean_uncertainty(maps.mutual_information, region)}
+    return {
+        "dice": dice,
+        "ent": entropy_band_score(res.probabilities, res.labels),
+        "ent_tta": mean_uncertainty(maps.entropy, region),
+        "mi_tta": mean_uncertainty(maps.mutual_information, region),
+    }
 
 
 def _perturbed(model, case, config):
@@ -85,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     conditions = {
         "clean": None,
         f"noise eps={args.noise_eps:g}": AttackConfig("noise-gaussian", eps=args.noise_eps),
-        f"pgd eps={args.pgd_eps:g}": AttackConfig("pgd", eps=args.pgd_eps,
-                                                   steps=args.pgd_steps),
+        f"pgd eps={args.pgd_eps:g}": AttackConfig("pgd", eps=args.pgd_eps, steps=args.pgd_steps),
     }
     print(f"model builtin-ct, 1 normalized unit = {hu:.1f} HU; TTA samples {args.tta}")
     header = "| case | condition | Dice fg | ent | ent_tta | mi_tta |"
@@ -100,19 +103,33 @@ def main(argv: list[str] | None = None) -> int:
             c = case if config is None else _perturbed(model, case, config)
             s = _scores(model, c, args.tta)
             table.setdefault(cond, {})[name] = s
-            print(f"| {name} | {cond} | {s['dice']:.3f} | {s['ent']:.4f} | "
-                  f"{s['ent_tta']:.4f} | {s['mi_tta']:.4f} |", flush=True)
-    print("\n| condition | mean Dice fg | mean ent | mean ent_tta | mean mi_tta |"
-          " cases above clean (ent / ent_tta / mi_tta) |\n|---|---|---|---|---|---|")
+            print(
+                f"| {name} | {cond} | {s['dice']:.3f} | {s['ent']:.4f} | "
+                f"{s['ent_tta']:.4f} | {s['mi_tta']:.4f} |",
+                flush=True,
+            )
+    print(
+        "\n| condition | mean Dice fg | mean ent | mean ent_tta | mean mi_tta |"
+        " cases above clean (ent / ent_tta / mi_tta) |\n|---|---|---|---|---|---|"
+    )
     clean = table["clean"]
     for cond, by in table.items():
-        mean = {k: float(np.mean([s[k] for s in by.values()])) for k in
-                ("dice", "ent", "ent_tta", "mi_tta")}
-        above = "-" if cond == "clean" else " / ".join(
-            f"{sum(by[c][k] > clean[c][k] for c in by)}/{len(by)}"
-            for k in ("ent", "ent_tta", "mi_tta"))
-        print(f"| {cond} | {mean['dice']:.3f} | {mean['ent']:.4f} | {mean['ent_tta']:.4f} | "
-              f"{mean['mi_tta']:.4f} | {above} |")
+        mean = {
+            k: float(np.mean([s[k] for s in by.values()]))
+            for k in ("dice", "ent", "ent_tta", "mi_tta")
+        }
+        above = (
+            "-"
+            if cond == "clean"
+            else " / ".join(
+                f"{sum(by[c][k] > clean[c][k] for c in by)}/{len(by)}"
+                for k in ("ent", "ent_tta", "mi_tta")
+            )
+        )
+        print(
+            f"| {cond} | {mean['dice']:.3f} | {mean['ent']:.4f} | {mean['ent_tta']:.4f} | "
+            f"{mean['mi_tta']:.4f} | {above} |"
+        )
     print(f"\n{time.perf_counter() - t0:.0f} s on {args.device}")
     return 0
 

@@ -60,8 +60,13 @@ def startup(repeats: int) -> dict:
         env = {**os.environ, "NAPARI_CONFIG": os.path.join(tmp, "settings.yaml")}
         for i in range(repeats * 2 + 1):
             mode = ("with", "without")[i % 2]
-            out = subprocess.run([sys.executable, "-c", STARTUP, mode], env=env,
-                                 capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", STARTUP, mode],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             seconds, seen = out.stdout.split()[-2:]
             if i == 0:
                 continue  # warm the file cache
@@ -69,8 +74,12 @@ def startup(repeats: int) -> dict:
                 raise RuntimeError(f"plugin visibility wrong in the {mode!r} run")
             times[mode].append(float(seconds))
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"with_s": med["with"], "without_s": med["without"],
-            "difference_s": med["with"] - med["without"], "runs": times}
+    return {
+        "with_s": med["with"],
+        "without_s": med["without"],
+        "difference_s": med["with"] - med["without"],
+        "runs": times,
+    }
 
 
 def _case(shape):
@@ -99,8 +108,12 @@ def latency(shape, strokes: int) -> dict:
     ref, pred = _case(shape)
     viewer = napari.Viewer(show=False)
     scale = (2.5, 0.8, 0.8)
-    r = viewer.add_labels(ref, name="reference", scale=scale,
-                          metadata={"structures": {1: "organ", 2: "core"}, "axes": "zyx"})
+    r = viewer.add_labels(
+        ref,
+        name="reference",
+        scale=scale,
+        metadata={"structures": {1: "organ", 2: "core"}, "axes": "zyx"},
+    )
     p = viewer.add_labels(pred, name="prediction", scale=scale)
     state = ViewerState()
     state.set_reference(r)
@@ -143,12 +156,16 @@ def latency(shape, strokes: int) -> dict:
         time.sleep(0.01)
     surface_wait = time.perf_counter() - t0
     viewer.close()
-    return {"shape": list(shape), "setup_s": setup, "strokes": strokes,
-            "stroke_to_table_median_s": statistics.median(total),
-            "stroke_to_table_max_s": max(total),
-            "panel_flush_median_s": statistics.median(flush_times),
-            "panel_flush_max_s": max(flush_times),
-            "surface_metrics_settle_s_after_last_stroke": surface_wait}
+    return {
+        "shape": list(shape),
+        "setup_s": setup,
+        "strokes": strokes,
+        "stroke_to_table_median_s": statistics.median(total),
+        "stroke_to_table_max_s": max(total),
+        "panel_flush_median_s": statistics.median(flush_times),
+        "panel_flush_max_s": max(flush_times),
+        "surface_metrics_settle_s_after_last_stroke": surface_wait,
+    }
 
 
 def main(argv=None) -> int:
@@ -160,8 +177,12 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-dice", action="store_true")
     ap.add_argument("--skip-browse", action="store_true")
     ap.add_argument("--browse-shape", type=int, nargs=3, default=(300, 512, 512))
-    ap.add_argument("--browse-repeats", type=int, default=3,
-                    help="row selections per case (alternating between two cases)")
+    ap.add_argument(
+        "--browse-repeats",
+        type=int,
+        default=3,
+        help="row selections per case (alternating between two cases)",
+    )
     args = ap.parse_args(argv)
     report = {}
     if not args.skip_startup:

@@ -193,8 +193,14 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", *, overwrite: bool = False,
-                encoding: str | None = None, newline: str | None = None) -> Iterator[IO]:
+def atomic_open(
+    path: str | os.PathLike,
+    mode: str = "w",
+    *,
+    overwrite: bool = False,
+    encoding: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO]:
     """Open a temporary file to stream ``path``'s contents into; commit it on success.
 
     Parameters
@@ -234,8 +240,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", *, overwrite: bool = F
     tmp = Path(name)
     try:
         text = mode == "w"
-        with os.fdopen(fd, mode, encoding=(encoding or "utf-8") if text else None,
-                       newline=newline if text else None) as fh:
+        with os.fdopen(
+            fd,
+            mode,
+            encoding=(encoding or "utf-8") if text else None,
+            newline=newline if text else None,
+        ) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -264,8 +274,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool 
     return Path(path)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, *, overwrite: bool = False,
-                      encoding: str = "utf-8") -> Path:
+def atomic_write_text(
+    path: str | os.PathLike, text: str, *, overwrite: bool = False, encoding: str = "utf-8"
+) -> Path:
     """Write ``text`` to ``path`` atomically (no newline translation); returns the path.
 
     Examples
@@ -291,5 +302,12 @@ def is_temporary(path: str | os.PathLike) -> bool:
     return Path(path).name.startswith(_TMP_PREFIX)
 
 
-__all__ = ["atomic_open", "atomic_path", "atomic_write_bytes", "atomic_write_text",
-           "current_umask", "file_mode", "is_temporary"]
+__all__ = [
+    "atomic_open",
+    "atomic_path",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "current_umask",
+    "file_mode",
+    "is_temporary",
+]

@@ -97,8 +97,11 @@ def labels_by_content(image: np.ndarray, axes: str) -> str | None:
     if a.min() < 0 or a.max() > 65535:
         return None
     small = a.view(np.uint16) if a.dtype == np.int16 else a  # no negatives: same values
-    n = len(present_ids(small if small.dtype.kind == "u" and small.itemsize <= 2
-                        else small.astype(np.uint16)))
+    n = len(
+        present_ids(
+            small if small.dtype.kind == "u" and small.itemsize <= 2 else small.astype(np.uint16)
+        )
+    )
     if not 2 <= n <= MAX_LABEL_VALUES or _agreement(a) < MIN_AGREEMENT:
         return None
     return f"integer voxels with {n} values (0 the most common) that agree between neighbours"
@@ -156,9 +159,12 @@ def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
     finite = image[np.isfinite(image)]
     kwargs["contrast_limits"] = (float(finite.min()), float(max(finite.max(), finite.min() + 1e-6)))
     nan_kwargs = {k: kwargs[k] for k in ("scale", "translate")}
-    nan_kwargs.update(name=f"{kwargs['name']} NaN", opacity=0.5,
-                      metadata={"source": kwargs["metadata"]["source"], "nan_mask": True},
-                      features={"index": [0, 1], "name": ["background", "NaN"]})
+    nan_kwargs.update(
+        name=f"{kwargs['name']} NaN",
+        opacity=0.5,
+        metadata={"source": kwargs["metadata"]["source"], "nan_mask": True},
+        features={"index": [0, 1], "name": ["background", "NaN"]},
+    )
     return mask, nan_kwargs, "labels"
 
 
@@ -179,8 +185,9 @@ def _image_layers(case, path: Path) -> list[LayerData]:
     return [(case.image, kwargs, "image")] + ([nan] if nan else [])
 
 
-def labels_layer(labels: np.ndarray, geometry, names: dict[int, str], axes: str, path: Path,
-                 reason: str) -> LayerData:
+def labels_layer(
+    labels: np.ndarray, geometry, names: dict[int, str], axes: str, path: Path, reason: str
+) -> LayerData:
     """A Labels layer of a label map read from ``path``, with why it is one (``reason``)."""
     scale, translate = _placement(geometry, labels.ndim)
     ids = sorted(set(present_ids(labels)) | set(names) | {0})
@@ -195,8 +202,13 @@ def labels_layer(labels: np.ndarray, geometry, names: dict[int, str], axes: str,
         "structures": dict(names),
         "labels_reason": reason,
     }
-    kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta,
-              "features": features}
+    kwargs = {
+        "name": path.name,
+        "scale": scale,
+        "translate": translate,
+        "metadata": meta,
+        "features": features,
+    }
     return labels, kwargs, "labels"
 
 
@@ -254,16 +266,34 @@ def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerD
     geometry = case.geometry.to_dict()
     source = str(case.image_path) if case.image_path else None
     meta = {"geometry": geometry, "source": source, "modality": case.modality, "axes": case.axes}
-    image_kwargs = {"name": name, "scale": scale, "translate": translate, "metadata": meta,
-                    "rgb": case.is_rgb}
+    image_kwargs = {
+        "name": name,
+        "scale": scale,
+        "translate": translate,
+        "metadata": meta,
+        "rgb": case.is_rgb,
+    }
     layers: list[LayerData] = [(case.image, image_kwargs, "image")]
     if case.labels is not None:
         found = present_ids(case.labels) if ids is None else ids
         ids = sorted(set(found) | set(case.structures) | {0})
         names = ["background" if i == 0 else case.structure_name(i) for i in ids]
-        label_meta = {**meta, "structures": dict(case.structures),
-                      "source": str(case.labels_path) if case.labels_path else None}
-        layers.append((case.labels, {"name": f"{name} reference", "scale": scale,
-                                     "translate": translate, "metadata": label_meta,
-                                     "features": {"index": ids, "name": names}}, "labels"))
+        label_meta = {
+            **meta,
+            "structures": dict(case.structures),
+            "source": str(case.labels_path) if case.labels_path else None,
+        }
+        layers.append(
+            (
+                case.labels,
+                {
+                    "name": f"{name} reference",
+                    "scale": scale,
+                    "translate": translate,
+                    "metadata": label_meta,
+                    "features": {"index": ids, "name": names},
+                },
+                "labels",
+            )
+        )
     return layers

@@ -84,8 +84,9 @@ def open_results_folder(path: str | list[str]) -> list:
     folder = path if isinstance(path, (str, Path)) else path[0]
     viewer = napari.current_viewer()
     if viewer is None:
-        raise SegEvalError(f"{folder}: a results folder opens in the napari Results panel; "
-                           "no viewer is open")
+        raise SegEvalError(
+            f"{folder}: a results folder opens in the napari Results panel; no viewer is open"
+        )
     _, panel = viewer.window.add_plugin_dock_widget("napari-segeval", "Results")
     panel.open_folder(str(folder))
     return [(None,)]

@@ -22,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-FILES = {"t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
-         "gm": "mni_icbm152_gm_tal_nlin_sym_09a_converted.nii.gz",
-         "wm": "mni_icbm152_wm_tal_nlin_sym_09a_converted.nii.gz"}
+FILES = {
+    "t1": "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz",
+    "gm": "mni_icbm152_gm_tal_nlin_sym_09a_converted.nii.gz",
+    "wm": "mni_icbm152_wm_tal_nlin_sym_09a_converted.nii.gz",
+}
 STRUCTURES = {1: "white_matter", 2: "left_lateral_ventricle", 3: "right_lateral_ventricle"}
 
 
@@ -69,8 +71,7 @@ def mni_case():
             break
     for side, k in found.items():
         labels[pieces == k] = 2 if side == "left" else 3
-    return replace(t1, modality="MR", labels=labels, structures=dict(STRUCTURES),
-                   labels_path=None)
+    return replace(t1, modality="MR", labels=labels, structures=dict(STRUCTURES), labels_path=None)
 
 
 def _side(case, x: float, mid: float) -> str:

@@ -47,8 +47,15 @@ def one_case_task(root: Path, labels, name: str = "isl") -> Path:
     g = Geometry.identity(3, (2.0, 1.0, 1.0))
     write_image(root / "imagesTr" / f"{name}.nii.gz", image, g)
     write_labels(root / "labelsTr" / f"{name}.nii.gz", labels, g)
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "organ"},
-        "training": [{"image": f"./imagesTr/{name}.nii.gz",
-                      "label": f"./labelsTr/{name}.nii.gz"}]}))
+    (root / "dataset.json").write_text(
+        json.dumps(
+            {
+                "modality": {"0": "CT"},
+                "labels": {"0": "background", "1": "organ"},
+                "training": [
+                    {"image": f"./imagesTr/{name}.nii.gz", "label": f"./labelsTr/{name}.nii.gz"}
+                ],
+            }
+        )
+    )
     return root

@@ -29,9 +29,14 @@ def tiny_dense_weights(tmp_path_factory) -> Path:
     torch.manual_seed(0)
     cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
     payload = dict(BUILTIN_PLANS)
-    payload.update(config=cfg, patch_size=[8, 16, 16], spacing=[2.5, 2.4, 2.4],
-                   intensity=dict(TINY_INTENSITY), lesion_min_mm3={"5": 50.0},
-                   state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
+    payload.update(
+        config=cfg,
+        patch_size=[8, 16, 16],
+        spacing=[2.5, 2.4, 2.4],
+        intensity=dict(TINY_INTENSITY),
+        lesion_min_mm3={"5": 50.0},
+        state_dict=UNet3D(UNetConfig(**cfg)).state_dict(),
+    )
     path = tmp_path_factory.mktemp("tiny-dense") / "tiny.pt"
     torch.save(payload, path)
     return path
@@ -71,8 +76,9 @@ def fgsm_run(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("fgsm-run")
     out = base / "msd-robust"
     specs = load_layout(cropped_sample(base, 2))
-    run_evaluation(specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]},
-                   workers=1)
+    run_evaluation(
+        specs, "msd-robust", out, params={"attacks": [{"name": "fgsm", "eps": 0.5}]}, workers=1
+    )
     return out
 
 
@@ -110,8 +116,12 @@ def _no_real_model_hub(tmp_path_factory):
 #: ``slow`` (seconds per frame on a CPU), the session's msd-robust + FGSM run ``slow``
 #: (tens of seconds to make, once). Subprocess GUI tests carry ``gui`` themselves.
 FIXTURE_MARKS = {
-    "make_napari_viewer": ("gui",), "make_napari_viewer_proxy": ("gui",), "qtbot": ("gui",),
-    "qapp": ("gui",), "medsam2_checkpoint": ("medsam2", "slow"), "fgsm_run": ("slow",),
+    "make_napari_viewer": ("gui",),
+    "make_napari_viewer_proxy": ("gui",),
+    "qtbot": ("gui",),
+    "qapp": ("gui",),
+    "medsam2_checkpoint": ("medsam2", "slow"),
+    "fgsm_run": ("slow",),
 }
 
 

@@ -14,23 +14,45 @@ import napari_segeval as se
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "api_quickstart.py"
-HEAVY = ("torch", "SimpleITK", "napari", "qtpy", "PyQt6", "dask", "av", "sam2", "matplotlib",
-         "scipy")
+HEAVY = (
+    "torch",
+    "SimpleITK",
+    "napari",
+    "qtpy",
+    "PyQt6",
+    "dask",
+    "av",
+    "sam2",
+    "matplotlib",
+    "scipy",
+)
 
 
 def test_import_stays_cheap_and_the_first_use_loads_the_name():
-    code = ("import sys, napari_segeval as se; "
-            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules)); "
-            "se.read_case; print('napari_segeval.io.read' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split("\n")
+    code = (
+        "import sys, napari_segeval as se; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules)); "
+        "se.read_case; print('napari_segeval.io.read' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     assert out[:2] == ["[]", "True"]
 
 
 def test_every_api_name_is_its_modules_public_object():
-    exceptions = {"Cancelled", "GeometryMismatchError", "InvalidImageError",
-                  "InvalidLabelsError", "InvalidPromptError", "MissingDependencyError", "ReadError", "SegEvalError",
-                  "WriteError", "__version__"}
+    exceptions = {
+        "Cancelled",
+        "GeometryMismatchError",
+        "InvalidImageError",
+        "InvalidLabelsError",
+        "InvalidPromptError",
+        "MissingDependencyError",
+        "ReadError",
+        "SegEvalError",
+        "WriteError",
+        "__version__",
+    }
     assert sorted(se.__all__) == sorted(exceptions | set(se._API))
     for name, where in se._API.items():
         module = importlib.import_module(f"napari_segeval.{where}")

@@ -78,8 +78,9 @@ def _sites(tmp_path):
     }
 
 
-@pytest.mark.parametrize("name", ["results.csv", "summary.json", "splits.json", "pred.nii.gz",
-                                  "pred.mhd", "image.mha"])
+@pytest.mark.parametrize(
+    "name", ["results.csv", "summary.json", "splits.json", "pred.nii.gz", "pred.mhd", "image.mha"]
+)
 def test_package_writers_give_the_umask_mode(umask, tmp_path, name):
     out = tmp_path / "out"
     out.mkdir()

@@ -26,9 +26,11 @@ BLOB = "https://github.com/napari-segeval/napari-segeval/blob/main/"
 TREE = "https://github.com/napari-segeval/napari-segeval/tree/main/"
 RAW = "https://raw.githubusercontent.com/napari-segeval/napari-segeval/main/"
 #: The quick start's two commands, byte for byte (the second is what .ci/run runs).
-VENV_LINE = ('python3 -m venv .venv && .venv/bin/pip install -e ".[report]" && '
-             '.venv/bin/segeval evaluate sample_data/msd_task/Task90_AbdomenPhantom '
-             '--protocol medsam2-3d --output-dir out/medsam2-3d')
+VENV_LINE = (
+    'python3 -m venv .venv && .venv/bin/pip install -e ".[report]" && '
+    ".venv/bin/segeval evaluate sample_data/msd_task/Task90_AbdomenPhantom "
+    "--protocol medsam2-3d --output-dir out/medsam2-3d"
+)
 TEST_LINE = "bash scripts/test.sh"
 BEGIN, END = "<!-- wheel-user commands -->", "<!-- /wheel-user commands -->"
 #: Root documents beside the README.
@@ -64,7 +66,7 @@ def _repo_path(target: str, base: Path) -> Path | None:
     target = target.split("#", 1)[0]
     for prefix in (BLOB, TREE, RAW):
         if target.startswith(prefix):
-            return ROOT / target[len(prefix):]
+            return ROOT / target[len(prefix) :]
     if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target):  # an anchor, http:, mailto:
         return None
     return (base / target).resolve()
@@ -101,8 +103,11 @@ def test_the_readme_is_a_front_door():
 
 
 def test_the_readme_links_only_absolute_urls():
-    relative = [t for t in _targets(README.read_text(encoding="utf-8"))
-                if not re.match(r"^(https?://|#|mailto:)", t)]
+    relative = [
+        t
+        for t in _targets(README.read_text(encoding="utf-8"))
+        if not re.match(r"^(https?://|#|mailto:)", t)
+    ]
     assert relative == [], "the index page cannot resolve relative links and images"
 
 
@@ -152,15 +157,20 @@ def _roles_extension():
 
 def test_sphinx_roles_become_site_references():
     ext = _roles_extension()
-    known = {"Box": "napari_segeval.prompts.box.Box",
-             "napari_segeval.io.read_case": "napari_segeval.io.read.read_case"}
-    text = (":class:`Box`, :func:`~napari_segeval.io.read_case`, :func:`numpy.unique`, "
-            ":meth:`the key <keys.gone>` and :data:`GONE`")
+    known = {
+        "Box": "napari_segeval.prompts.box.Box",
+        "napari_segeval.io.read_case": "napari_segeval.io.read.read_case",
+    }
+    text = (
+        ":class:`Box`, :func:`~napari_segeval.io.read_case`, :func:`numpy.unique`, "
+        ":meth:`the key <keys.gone>` and :data:`GONE`"
+    )
     assert ext.convert(text, known.get) == (
         '<autoref identifier="napari_segeval.prompts.box.Box" optional>`Box`</autoref>, '
         '<autoref identifier="napari_segeval.io.read.read_case" optional>`read_case`</autoref>, '
         '`numpy.unique`, <autoref identifier="napari_segeval.keys.gone">`the key`</autoref> '
-        'and <autoref identifier="napari_segeval.GONE">`GONE`</autoref>')
+        'and <autoref identifier="napari_segeval.GONE">`GONE`</autoref>'
+    )
     assert ext.parse("~a.b.c()") == ("c()", "a.b.c()")
     assert doctest.testmod(ext).failed == 0
 
@@ -169,9 +179,22 @@ def test_sphinx_roles_become_site_references():
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")
-    out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict",
-                          "--config-file", str(ROOT / "mkdocs.yml"),
-                          "--site-dir", str(tmp_path / "site")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+            "--site-dir",
+            str(tmp_path / "site"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     assert (tmp_path / "site" / "api" / "io" / "index.html").is_file()

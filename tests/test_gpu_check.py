@@ -23,15 +23,30 @@ def test_gpu_check_dry_run_on_cpu():
     if shutil.which("bash") is None or shutil.which("timeout") is None:
         pytest.skip("needs bash and coreutils' timeout")
     proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gpu-check.sh"), "--device", "cpu", "--quick",
-         "--python", sys.executable],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [
+            "bash",
+            str(ROOT / "scripts" / "gpu-check.sh"),
+            "--device",
+            "cpu",
+            "--quick",
+            "--python",
+            sys.executable,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
-    table = out[out.index("gpu-check summary"):].splitlines()
+    table = out[out.index("gpu-check summary") :].splitlines()
     rows = {line.split()[0]: line.split()[1] for line in table[2:] if line.strip()}
-    assert rows == {"cuda-tests": "ok", "medsam2-speed": "ran", "attacks": "ran",
-                    "multi-structure": "ran", "litemedsam": "ran"}, out[-4000:]
+    assert rows == {
+        "cuda-tests": "ok",
+        "medsam2-speed": "ran",
+        "attacks": "ran",
+        "multi-structure": "ran",
+        "litemedsam": "ran",
+    }, out[-4000:]
     assert "skipped" in out  # the CUDA tests skip cleanly on a CPU-only machine
     assert "backend=medsam2" in out and "backend=builtin" in out

@@ -102,8 +102,10 @@ WIDGET_LAYERS: tuple[tuple[str, ...], ...] = (
 EXCEPTIONS: dict[tuple[str, str], str] = {
     # ``segeval demo`` is the one command that opens the viewer: it imports the
     # widgets' demo lazily inside its run(), so no other command loads Qt.
-    ("napari_segeval.cli._demo", "napari_segeval._widgets.demo"):
-        "GUI entry point of the command line (lazy import)",
+    (
+        "napari_segeval.cli._demo",
+        "napari_segeval._widgets.demo",
+    ): "GUI entry point of the command line (lazy import)",
 }
 
 #: (module, function): the root's PEP 562 loader of the Python API (see the module docstring).
@@ -112,8 +114,16 @@ API_LOADER: tuple[str, str] = (PACKAGE, "_api_module")
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
 #: Top-level modules allowed to import the GUI: the widgets and napari entry points.
 GUI_ALLOWED = ("_widgets", "_reader", "_writer", "_sample_data")
-HEAVY_AT_IMPORT = ("torch", "SimpleITK", "av", "dask", "distributed", "sam2", "matplotlib",
-                   "huggingface_hub")
+HEAVY_AT_IMPORT = (
+    "torch",
+    "SimpleITK",
+    "av",
+    "dask",
+    "distributed",
+    "sam2",
+    "matplotlib",
+    "huggingface_hub",
+)
 
 
 # --------------------------------------------------------------------------- checker
@@ -146,7 +156,8 @@ def module_names(package_dir: Path, package: str) -> dict[str, Path]:
 def _is_type_checking(node: ast.If) -> bool:
     t = node.test
     return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str:
@@ -178,8 +189,9 @@ def _imports_of(module: str, path: Path, modules: dict[str, Path], package: str)
             for alias in node.names:
                 roots.append((alias.name.split(".")[0], node.lineno))
                 if alias.name == package or alias.name.startswith(package + "."):
-                    edges.append(Import(module, _resolve(alias.name, modules), node.lineno, lazy,
-                                        function))
+                    edges.append(
+                        Import(module, _resolve(alias.name, modules), node.lineno, lazy, function)
+                    )
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = module.split(".") if is_pkg else module.split(".")[:-1]
@@ -220,7 +232,7 @@ def collect(package_dir: Path, package: str):
 
 def is_api_edge(edge: Import, package: str) -> bool:
     """Whether ``edge`` is an import of the root's API loader (:data:`API_LOADER`)."""
-    return (edge.importer == package and edge.function == API_LOADER[1] and edge.lazy)
+    return edge.importer == package and edge.function == API_LOADER[1] and edge.lazy
 
 
 def core_edges(edges, package: str) -> list[Import]:
@@ -243,8 +255,11 @@ def layer_index(layers, package: str) -> dict[str, int]:
     """Layer number of each name; a dotted name of this package (:data:`PACKAGE` in
     :data:`LAYERS`, :data:`WIDGETS` in :data:`WIDGET_LAYERS`) stands for ``package``'s
     ``__init__`` (so that the tables also order a copy of the package under another name)."""
-    return {(package if name == PACKAGE or name.startswith(PACKAGE + ".") else name): i
-            for i, names in enumerate(layers) for name in names}
+    return {
+        (package if name == PACKAGE or name.startswith(PACKAGE + ".") else name): i
+        for i, names in enumerate(layers)
+        for name in names
+    }
 
 
 def inside(module: str, package: str) -> bool:
@@ -333,8 +348,11 @@ def gui_violations(roots, package: str) -> list[str]:
     for module, names in roots.items():
         if top_level(module, package) in GUI_ALLOWED:
             continue
-        bad += [f"{module} imports {name} (line {line}); only {', '.join(GUI_ALLOWED)} may"
-                for name, line in names if name in GUI_MODULES]
+        bad += [
+            f"{module} imports {name} (line {line}); only {', '.join(GUI_ALLOWED)} may"
+            for name, line in names
+            if name in GUI_MODULES
+        ]
     return bad
 
 
@@ -352,7 +370,8 @@ def package():
 def test_every_module_is_placed_in_a_layer(package):
     modules, _, _ = package
     assert not unplaced(modules, LAYERS, PACKAGE), (
-        "add these top-level modules to LAYERS in tests/test_import_contract.py")
+        "add these top-level modules to LAYERS in tests/test_import_contract.py"
+    )
 
 
 def test_no_upward_or_sideways_import(package):
@@ -366,14 +385,16 @@ def test_every_widget_module_is_placed(package):
     mine = [m for m in modules if inside(m, WIDGETS)]
     assert not unplaced(mine, WIDGET_LAYERS, WIDGETS), (
         "add these sub-packages or modules of _widgets to WIDGET_LAYERS in "
-        "tests/test_import_contract.py")
+        "tests/test_import_contract.py"
+    )
 
 
 def test_widget_subpackages_import_only_downward(package):
     """Inside ``_widgets``: no upward arrow and no import between siblings of one level."""
     _, edges, _ = package
-    bad = layer_violations(within(core_edges(edges, PACKAGE), WIDGETS), WIDGET_LAYERS,
-                           WIDGETS, EXCEPTIONS)
+    bad = layer_violations(
+        within(core_edges(edges, PACKAGE), WIDGETS), WIDGET_LAYERS, WIDGETS, EXCEPTIONS
+    )
     assert not bad, "_widgets order broken (WIDGET_LAYERS):\n" + "\n".join(bad)
 
 
@@ -394,13 +415,19 @@ def test_the_api_loader_imports_lazily_and_only_public_modules(package):
     _, edges, _ = package
     api = [e for e in edges if is_api_edge(e, PACKAGE)]
     assert api, "the root's _api_module imports no API module: update API_LOADER"
-    private = [str(e) for e in api
-               if any(part.startswith("_") for part in e.imported.split(".")[1:])]
+    private = [
+        str(e) for e in api if any(part.startswith("_") for part in e.imported.split(".")[1:])
+    ]
     assert not private, f"the Python API must come from public modules: {private}"
     ups = {top_level(e.imported, PACKAGE) for e in api}
     assert ups >= {"io", "metrics", "attacks", "evaluation"}
-    other = [str(e) for e in edges if e.importer == PACKAGE and not is_api_edge(e, PACKAGE)
-             and top_level(e.imported, PACKAGE) not in ("_errors", "_cancel")]
+    other = [
+        str(e)
+        for e in edges
+        if e.importer == PACKAGE
+        and not is_api_edge(e, PACKAGE)
+        and top_level(e.imported, PACKAGE) not in ("_errors", "_cancel")
+    ]
     assert not other, f"the root imports more than its base layer: {other}"
 
 
@@ -425,74 +452,99 @@ def _fake_package(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_checker_catches_upward_sideways_cycle_and_gui(tmp_path):
-    pkg = _fake_package(tmp_path, {
-        "io/read.py": "def f():\n    from fakepkg.evaluation import report\n",  # upward, lazy
-        "io/write.py": "from . import read\n",
-        "metrics/a.py": "import fakepkg.prompts.box\n",  # sideways: same layer
-        "prompts/box.py": "",
-        "evaluation/report.py": "from fakepkg.evaluation.summary import x\n",
-        "evaluation/summary.py": "def g():\n    from fakepkg.evaluation import report\n",
-        "attacks/core.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                           "    from fakepkg.cli import main\nimport qtpy\n",
-        "cli/main.py": "from fakepkg.io.read import f\n",  # downward: fine
-        "mystery.py": "",
-    })
+    pkg = _fake_package(
+        tmp_path,
+        {
+            "io/read.py": "def f():\n    from fakepkg.evaluation import report\n",  # upward, lazy
+            "io/write.py": "from . import read\n",
+            "metrics/a.py": "import fakepkg.prompts.box\n",  # sideways: same layer
+            "prompts/box.py": "",
+            "evaluation/report.py": "from fakepkg.evaluation.summary import x\n",
+            "evaluation/summary.py": "def g():\n    from fakepkg.evaluation import report\n",
+            "attacks/core.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from fakepkg.cli import main\nimport qtpy\n",
+            "cli/main.py": "from fakepkg.io.read import f\n",  # downward: fine
+            "mystery.py": "",
+        },
+    )
     modules, edges, roots = collect(pkg, "fakepkg")
     assert unplaced(modules, LAYERS, "fakepkg") == ["mystery"]
     bad = layer_violations(edges, LAYERS, "fakepkg")
     assert len(bad) == 2
-    assert bad[0].startswith("upward import (io is below evaluation): fakepkg.io.read -> "
-                             "fakepkg.evaluation.report (line 2, function-level)")
+    assert bad[0].startswith(
+        "upward import (io is below evaluation): fakepkg.io.read -> "
+        "fakepkg.evaluation.report (line 2, function-level)"
+    )
     assert "independent packages metrics and prompts" in bad[1]
     assert cycles(edges) == [["fakepkg.evaluation.report", "fakepkg.evaluation.summary"]]
     exception = {("fakepkg.evaluation.summary", "fakepkg.evaluation.report"): "test"}
     assert cycles(edges, exception) == []
-    assert not layer_violations(edges, LAYERS, "fakepkg",
-                                {("fakepkg.io.read", "fakepkg.evaluation.report"): "t",
-                                 ("fakepkg.metrics.a", "fakepkg.prompts.box"): "t"})
-    want = ("fakepkg.attacks.core imports qtpy (line 4); only _widgets, _reader, _writer, "
-            "_sample_data may")
+    assert not layer_violations(
+        edges,
+        LAYERS,
+        "fakepkg",
+        {
+            ("fakepkg.io.read", "fakepkg.evaluation.report"): "t",
+            ("fakepkg.metrics.a", "fakepkg.prompts.box"): "t",
+        },
+    )
+    want = (
+        "fakepkg.attacks.core imports qtpy (line 4); only _widgets, _reader, _writer, "
+        "_sample_data may"
+    )
     assert gui_violations(roots, "fakepkg") == [want]
     # the TYPE_CHECKING import of cli by attacks is not an edge; relative imports resolve
     assert ("fakepkg.attacks.core", "fakepkg.cli.main") not in {
-        (e.importer, e.imported) for e in edges}
+        (e.importer, e.imported) for e in edges
+    }
     assert ("fakepkg.io.write", "fakepkg.io.read") in {(e.importer, e.imported) for e in edges}
     assert stale_exceptions(edges, {("fakepkg.cli.main", "fakepkg.io.write"): "x"}) == [
-        "fakepkg.cli.main -> fakepkg.io.write"]
+        "fakepkg.cli.main -> fakepkg.io.write"
+    ]
 
 
 def test_checker_catches_an_upward_or_sideways_widget_import(tmp_path):
     """The order inside ``_widgets``: upward, sideways and unplaced names fail; down is fine."""
-    pkg = _fake_package(tmp_path, {
-        "_widgets/jobs/worker.py": "def f():\n    from fakepkg._widgets.results import panel\n",
-        "_widgets/results/panel.py": "from fakepkg._widgets.jobs.worker import f\n"
-                                     "from fakepkg._widgets import main\n",  # downward: fine
-        "_widgets/compare/view.py": "from fakepkg._widgets.evaluate.dice import x\n",
-        "_widgets/evaluate/dice.py": "from fakepkg.io import read\n",  # outside _widgets
-        "_widgets/main.py": "",
-        "_widgets/mystery.py": "",
-        "io/read.py": "",
-    })
+    pkg = _fake_package(
+        tmp_path,
+        {
+            "_widgets/jobs/worker.py": "def f():\n    from fakepkg._widgets.results import panel\n",
+            "_widgets/results/panel.py": "from fakepkg._widgets.jobs.worker import f\n"
+            "from fakepkg._widgets import main\n",  # downward: fine
+            "_widgets/compare/view.py": "from fakepkg._widgets.evaluate.dice import x\n",
+            "_widgets/evaluate/dice.py": "from fakepkg.io import read\n",  # outside _widgets
+            "_widgets/main.py": "",
+            "_widgets/mystery.py": "",
+            "io/read.py": "",
+        },
+    )
     modules, edges, _ = collect(pkg, "fakepkg")
     mine = [m for m in modules if inside(m, "fakepkg._widgets")]
     assert unplaced(mine, WIDGET_LAYERS, "fakepkg._widgets") == ["mystery"]
     bad = layer_violations(within(edges, "fakepkg._widgets"), WIDGET_LAYERS, "fakepkg._widgets")
     assert len(bad) == 2
-    assert bad[0].startswith("import between independent packages compare and evaluate: "
-                             "fakepkg._widgets.compare.view -> fakepkg._widgets.evaluate.dice")
-    assert bad[1].startswith("upward import (jobs is below results): fakepkg._widgets.jobs."
-                             "worker -> fakepkg._widgets.results.panel (line 2, function-level)")
+    assert bad[0].startswith(
+        "import between independent packages compare and evaluate: "
+        "fakepkg._widgets.compare.view -> fakepkg._widgets.evaluate.dice"
+    )
+    assert bad[1].startswith(
+        "upward import (jobs is below results): fakepkg._widgets.jobs."
+        "worker -> fakepkg._widgets.results.panel (line 2, function-level)"
+    )
 
 
 def test_api_rule_is_narrow(tmp_path):
     """Only the root's API loader may import upward; elsewhere the same import fails."""
-    pkg = _fake_package(tmp_path, {
-        "__init__.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n"
-                       "def other():\n    import fakepkg.io\n",
-        "io/read.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n",
-        "evaluation/run.py": "import fakepkg\n",
-        "io/__init__.py": "",
-    })
+    pkg = _fake_package(
+        tmp_path,
+        {
+            "__init__.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n"
+            "def other():\n    import fakepkg.io\n",
+            "io/read.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n",
+            "evaluation/run.py": "import fakepkg\n",
+            "io/__init__.py": "",
+        },
+    )
     _, edges, _ = collect(pkg, "fakepkg")
     kept = core_edges(edges, "fakepkg")
     assert ("fakepkg", "fakepkg.evaluation.run") not in {(e.importer, e.imported) for e in kept}
@@ -552,8 +604,9 @@ def design_layers(text: str) -> list[tuple[str, ...]]:
     section = text.split("\n## Layers", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     if not rows or not rows[0].replace(" ", "").startswith("|layer|package|"):
-        raise AssertionError("docs/design.md: no '| layer | package | owns |' table under "
-                             "'## Layers'")
+        raise AssertionError(
+            "docs/design.md: no '| layer | package | owns |' table under '## Layers'"
+        )
     groups: list[list[str]] = []
     for line in rows[2:]:
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -570,13 +623,16 @@ def test_design_doc_layer_table_is_layers():
     documented = design_layers(DESIGN_DOC.read_text(encoding="utf-8"))
     assert documented == list(LAYERS), (
         "docs/design.md's layer table and LAYERS in tests/test_import_contract.py differ: "
-        "change both")
+        "change both"
+    )
 
 
 def test_design_doc_parser_catches_drift():
-    text = ("# x\n\n## Layers\n\n| layer | package | owns |\n|---|---|---|\n"
-            "| 0 | `_errors`, `_json` | a |\n| 1 | `io` | b |\n| 1 | `metrics` | c |\n"
-            "| 2 | `cli` | d |\n\n## Next\n| 9 | `x` | y |\n")
+    text = (
+        "# x\n\n## Layers\n\n| layer | package | owns |\n|---|---|---|\n"
+        "| 0 | `_errors`, `_json` | a |\n| 1 | `io` | b |\n| 1 | `metrics` | c |\n"
+        "| 2 | `cli` | d |\n\n## Next\n| 9 | `x` | y |\n"
+    )
     assert design_layers(text) == [("_errors", "_json"), ("io", "metrics"), ("cli",)]
     with pytest.raises(AssertionError, match="out of order"):
         design_layers(text.replace("| 2 | `cli`", "| 4 | `cli`"))

@@ -18,7 +18,7 @@ def _organs(shape=(10, 40, 48), n=4, dtype=np.uint8):
     """A label map of ``n`` box-shaped structures on zero background."""
     seg = np.zeros(shape, dtype)
     for k in range(1, n + 1):
-        seg[2:8, 4 + 8 * ((k - 1) % 4):10 + 8 * ((k - 1) % 4), 4:20 + 2 * k] = k
+        seg[2:8, 4 + 8 * ((k - 1) % 4) : 10 + 8 * ((k - 1) % 4), 4 : 20 + 2 * k] = k
     return seg
 
 
@@ -32,23 +32,33 @@ def test_label_maps_of_any_integer_type_are_labels(dtype):
     seg = _organs(n=1 if dtype is bool else 4).astype(dtype)
     n = 2 if dtype is bool else 5
     assert labels_by_content(seg, "zyx") == (
-        f"integer voxels with {n} values (0 the most common) that agree between neighbours")
+        f"integer voxels with {n} values (0 the most common) that agree between neighbours"
+    )
 
 
 def test_thresholds_are_the_documented_ones():
     many = np.zeros((4, 40, 400), np.uint16)
     for k in range(1, 40):
-        many[:, :, 10 * k:10 * k + 10] = k  # 40 values, every one a flat band
+        many[:, :, 10 * k : 10 * k + 10] = k  # 40 values, every one a flat band
     many[:, 20:] = 0
     assert labels_by_content(many, "zyx") is None and MAX_LABEL_VALUES == 32
     assert labels_by_content(many % MAX_LABEL_VALUES, "zyx") is not None  # 32 values
     assert MIN_AGREEMENT == 0.9
 
 
-@pytest.mark.parametrize("what", [
-    "8-bit grey picture", "dark 8-bit picture with few levels", "CT in integer HU",
-    "CT stored unsigned", "blank", "float labels", "colour", "background not the most common",
-])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "8-bit grey picture",
+        "dark 8-bit picture with few levels",
+        "CT in integer HU",
+        "CT stored unsigned",
+        "blank",
+        "float labels",
+        "colour",
+        "background not the most common",
+    ],
+)
 def test_images_are_not_labels(what):
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:64, 0:80]
@@ -81,8 +91,9 @@ def test_brain_nifti_opens_as_labels_with_its_reason(tmp_path):
     assert kind == "labels" and data.dtype == np.uint8
     np.testing.assert_array_equal(data, seg)
     meta = kwargs["metadata"]
-    assert meta["labels_reason"] == ("integer voxels with 5 values (0 the most common) that "
-                                     "agree between neighbours")
+    assert meta["labels_reason"] == (
+        "integer voxels with 5 values (0 the most common) that agree between neighbours"
+    )
     assert meta["axes"] == "zyx" and kwargs["scale"] == pytest.approx((2.5, 0.7, 0.8))
     assert kwargs["features"]["name"] == ["background"] + [f"label {k}" for k in range(1, 5)]
 

@@ -19,8 +19,11 @@ def private_name_imports(root: Path, package: str) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.ImportFrom) and node.module
-                    and node.module.split(".")[0] == package):
+            if not (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.split(".")[0] == package
+            ):
                 continue
             base = root.parent.joinpath(*node.module.split("."))
             for alias in node.names:
@@ -29,8 +32,7 @@ def private_name_imports(root: Path, package: str) -> list[str]:
                     continue
                 if (base / f"{name}.py").is_file() or (base / name).is_dir():
                     continue  # a private module of that package
-                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: "
-                             f"{node.module}.{name}")
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {node.module}.{name}")
     return found
 
 
@@ -45,7 +47,9 @@ def test_the_rule_sees_a_private_name_and_spares_a_private_module(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "_helpers.py").write_text("_secret = 1\n")
-    (pkg / "user.py").write_text("from fakepkg.sub import _helpers\n"
-                                 "from fakepkg.sub._helpers import _secret\n")
+    (pkg / "user.py").write_text(
+        "from fakepkg.sub import _helpers\nfrom fakepkg.sub._helpers import _secret\n"
+    )
     assert private_name_imports(pkg, "fakepkg") == [
-        "fakepkg/user.py:2: fakepkg.sub._helpers._secret"]
+        "fakepkg/user.py:2: fakepkg.sub._helpers._secret"
+    ]

@@ -96,12 +96,15 @@ def test_corrupt_handled_file_is_a_notification_not_an_exception(tmp_path, notes
     assert len(layers) == 1 and layers[0][2] == "image"
 
 
-@pytest.mark.parametrize("name, data", [
-    ("a.dcm", b"\0" * 128 + b"DICM" + b"\xff" * 50),
-    ("b.mnc", b"junk"),
-    ("c.hdr", b"\0" * 348),
-    ("d.dcm.gz", b"\x1f\x8b junk"),
-])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("a.dcm", b"\0" * 128 + b"DICM" + b"\xff" * 50),
+        ("b.mnc", b"junk"),
+        ("c.hdr", b"\0" * 348),
+        ("d.dcm.gz", b"\x1f\x8b junk"),
+    ],
+)
 def test_reader_never_raises(tmp_path, notes, name, data):
     (tmp_path / name).write_bytes(data)
     reader = napari_get_reader(str(tmp_path / name))
@@ -114,8 +117,10 @@ def test_cifti_notification(tmp_path, notes):
     img.header.set_intent(3002)
     nib.save(img, tmp_path / "sub.dtseries.nii")
     assert read_layers(str(tmp_path / "sub.dtseries.nii")) == [(None,)]
-    expected = (f"{tmp_path / 'sub.dtseries.nii'}: CIFTI is not supported "
-                "(surface/grayordinate data, not an image on a grid)")
+    expected = (
+        f"{tmp_path / 'sub.dtseries.nii'}: CIFTI is not supported "
+        "(surface/grayordinate data, not an image on a grid)"
+    )
     assert notes == [("error", expected)]
 
 
@@ -144,10 +149,14 @@ def test_dicom_folder_says_which_series(tmp_path, notes):
     folder = tmp_path / "scouts"
     folder.mkdir()
     pydicom_file(folder / "a.dcm", np.zeros((4, 5), np.int16), instance=1)
-    pydicom_file(folder / "b.dcm", np.zeros((4, 5), np.int16), instance=2,
-                 iop=(0, 1, 0, 0, 0, -1))
-    pydicom_file(folder / "c.dcm", np.zeros((4, 5), np.int16), instance=3,
-                 iop=(0, 1, 0, 0, 0, -1), ipp=(3.0, 0, 0))
+    pydicom_file(folder / "b.dcm", np.zeros((4, 5), np.int16), instance=2, iop=(0, 1, 0, 0, 0, -1))
+    pydicom_file(
+        folder / "c.dcm",
+        np.zeros((4, 5), np.int16),
+        instance=3,
+        iop=(0, 1, 0, 0, 0, -1),
+        ipp=(3.0, 0, 0),
+    )
     [(data, _, _)] = read_layers(str(folder))
     assert data.shape == (2, 4, 5)  # the two sagittal slices, not all three
     assert notes[0][0] == "info" and "largest of 2" in notes[0][1]
@@ -158,8 +167,10 @@ def test_label_map_by_content_is_said_once(tmp_path, notes):
     seg[1:5, 1:6, 1:4], seg[1:5, 1:6, 4:7] = 1, 3
     [(data, kwargs, kind)] = read_layers(_nifti(tmp_path / "brain.nii.gz", seg))
     assert kind == "labels" and data.dtype == np.uint8 and kwargs["metadata"]["labels_reason"]
-    said = ("brain.nii.gz: opened as labels (integer voxels with 3 values (0 the most common) "
-            "that agree between neighbours)")
+    said = (
+        "brain.nii.gz: opened as labels (integer voxels with 3 values (0 the most common) "
+        "that agree between neighbours)"
+    )
     assert notes == [("info", said)]
 
 
@@ -169,8 +180,15 @@ def test_colour_dicom_loop_is_an_rgb_layer(tmp_path, notes):
 
     i = np.arange(256)
     idx = np.random.default_rng(0).integers(0, 256, (3, 4, 5)).astype(np.uint8)
-    path = pydicom_file(tmp_path / "us.dcm", idx, modality="US", iop=None, ipp=None,
-                        spacing=(0.3, 0.2), **palette_tags(i, 255 - i, i // 2, bits=8))
+    path = pydicom_file(
+        tmp_path / "us.dcm",
+        idx,
+        modality="US",
+        iop=None,
+        ipp=None,
+        spacing=(0.3, 0.2),
+        **palette_tags(i, 255 - i, i // 2, bits=8),
+    )
     [(data, kwargs, kind)] = read_layers(str(path))
     assert kind == "image" and kwargs["rgb"] is True and data.shape == (3, 4, 5, 3)
     assert kwargs["scale"] == (1.0, 0.3, 0.2) and kwargs["metadata"]["axes"] == "tyxc"
@@ -188,7 +206,9 @@ def test_viewer_opens_anisotropic_nifti(make_napari_viewer, tmp_path):
     seg = np.zeros((8, 9, 10), np.uint8)
     seg[2:5, 2:5, 2:5] = 1
     labels = _nifti(tmp_path / "ct_seg.nii.gz", seg, zooms=(0.5, 0.7, 2.5))
-    layers = viewer.open(image, plugin="napari-segeval") + viewer.open(labels, plugin="napari-segeval")
+    layers = viewer.open(image, plugin="napari-segeval") + viewer.open(
+        labels, plugin="napari-segeval"
+    )
     img_layer, lab_layer = layers
     np.testing.assert_allclose(img_layer.scale, (2.5, 0.7, 0.5))
     np.testing.assert_allclose(lab_layer.scale, (2.5, 0.7, 0.5))
@@ -223,16 +243,22 @@ def test_sagittal_slice_layer_saved_on_its_plane(tmp_path, notes):
     from napari_segeval._writer import write_labels_layer
     from napari_segeval.io import read_labels
 
-    src = pydicom_file(tmp_path / "sag.dcm", np.zeros((4, 5), np.int16),
-                       iop=(0, 1, 0, 0, 0, -1), ipp=(12.0, -3.0, 40.0), modality="MR")
+    src = pydicom_file(
+        tmp_path / "sag.dcm",
+        np.zeros((4, 5), np.int16),
+        iop=(0, 1, 0, 0, 0, -1),
+        ipp=(12.0, -3.0, 40.0),
+        modality="MR",
+    )
     [(data, kwargs, _)] = read_layers(str(src))
     assert kwargs["translate"] == (0.0, 0.0) and kwargs["scale"] == (0.7, 0.6)
     seg = np.zeros(data.shape, np.uint8)
     seg[1, 2] = 1
     [out] = write_labels_layer(str(tmp_path / "seg.nii.gz"), seg, kwargs)
     affine = nib.load(out).affine  # voxel (i=2, j=1) lies on the sagittal plane x = 12 (LPS)
-    np.testing.assert_allclose(affine @ [2, 1, 0, 1], [-12.0, 3.0 - 2 * 0.6, 40.0 - 0.7, 1],
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        affine @ [2, 1, 0, 1], [-12.0, 3.0 - 2 * 0.6, 40.0 - 0.7, 1], atol=1e-4
+    )
     labels, geometry, _ = read_labels(out)
     assert labels.shape == (4, 5) and geometry.plane.origin == pytest.approx((12.0, -3.0, 40.0))
 

@@ -30,7 +30,9 @@ def test_writes_with_source_geometry_from_metadata(tmp_path):
 @pytest.mark.parametrize("ext", [".nii", ".mha", ".nrrd"])
 def test_falls_back_to_scale_and_translate(tmp_path, ext):
     out = str(tmp_path / f"p{ext}")
-    write_labels_layer(out, np.ones((2, 3, 4), np.uint8), {"scale": (3.0, 1.0, 0.5), "translate": (9.0, 8.0, 7.0)})
+    write_labels_layer(
+        out, np.ones((2, 3, 4), np.uint8), {"scale": (3.0, 1.0, 0.5), "translate": (9.0, 8.0, 7.0)}
+    )
     _, geometry, _ = read_labels(out)
     assert geometry.spacing == (3.0, 1.0, 0.5) and geometry.origin == (7.0, 8.0, 9.0)
 

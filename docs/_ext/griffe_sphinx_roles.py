@@ -42,9 +42,28 @@ except ImportError:  # the converter is plain text; only mkdocs needs griffe
 #: The package whose names are checked (a name of another package is left as code).
 PACKAGE = "napari_segeval"
 #: Packages the docstrings name that a docs-only environment may not have installed.
-KNOWN_EXTERNAL = frozenset({"numpy", "scipy", "torch", "napari", "tqdm", "pydicom", "nibabel",
-                            "SimpleITK", "dask", "matplotlib", "huggingface_hub", "sam2",
-                            "magicgui", "qtpy", "vispy", "monai", "nnunetv2", "av"})
+KNOWN_EXTERNAL = frozenset(
+    {
+        "numpy",
+        "scipy",
+        "torch",
+        "napari",
+        "tqdm",
+        "pydicom",
+        "nibabel",
+        "SimpleITK",
+        "dask",
+        "matplotlib",
+        "huggingface_hub",
+        "sam2",
+        "magicgui",
+        "qtpy",
+        "vispy",
+        "monai",
+        "nnunetv2",
+        "av",
+    }
+)
 #: A Sphinx cross-reference role of the Python domain.
 ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|attr|meth|exc|obj|const):`(?P<body>[^`]+)`")
 
@@ -63,7 +82,9 @@ def parse(body: str) -> tuple[str, str]:
     target = body.strip()
     if target.startswith("~"):
         target = target[1:]
-        return target.rstrip("()").rsplit(".", 1)[-1] + ("()" if target.endswith("()") else ""), target
+        return target.rstrip("()").rsplit(".", 1)[-1] + (
+            "()" if target.endswith("()") else ""
+        ), target
     return target, target
 
 
@@ -77,8 +98,11 @@ def is_external(top: str) -> bool:
     """
     if top == PACKAGE or not top.isidentifier():
         return False
-    return (top in sys.stdlib_module_names or top in KNOWN_EXTERNAL
-            or importlib.util.find_spec(top) is not None)
+    return (
+        top in sys.stdlib_module_names
+        or top in KNOWN_EXTERNAL
+        or importlib.util.find_spec(top) is not None
+    )
 
 
 def convert(text: str, resolve: Callable[[str], str | None]) -> str:
@@ -170,9 +194,13 @@ class SphinxRoles(Extension):
         for obj in objects:
             comment = sphinx_comment(obj) if obj.is_attribute and obj.docstring is None else ""
             if comment:
-                obj.docstring = Docstring(comment, lineno=obj.lineno, parent=obj,
-                                          parser=style.parser if style else None,
-                                          parser_options=style.parser_options if style else None)
+                obj.docstring = Docstring(
+                    comment,
+                    lineno=obj.lineno,
+                    parent=obj,
+                    parser=style.parser if style else None,
+                    parser_options=style.parser_options if style else None,
+                )
         for module in (o for o in objects if o.is_module):
             for name, target in lazy_exports(module).items():
                 if name not in module.members:
@@ -207,8 +235,11 @@ class SphinxRoles(Extension):
                     if found is not None:
                         return found
                 if target.startswith("."):  # Sphinx: a unique object ending with the name
-                    ending = [p for p in by_name.get(bare.rsplit(".", 1)[-1], ())
-                              if p.endswith(f".{bare}")]
+                    ending = [
+                        p
+                        for p in by_name.get(bare.rsplit(".", 1)[-1], ())
+                        if p.endswith(f".{bare}")
+                    ]
                     if len(ending) == 1:
                         return ending[0]
                 return None

@@ -78,8 +78,11 @@ class LayerPicker(QWidget):
         content: ``metadata["labels_reason"]``; predictions and NaN masks have none)."""
         if self.state.reference is not None:
             return
-        opened = [ly for ly in self.viewer.layers
-                  if isinstance(ly, Labels) and (ly.metadata or {}).get("labels_reason")]
+        opened = [
+            ly
+            for ly in self.viewer.layers
+            if isinstance(ly, Labels) and (ly.metadata or {}).get("labels_reason")
+        ]
         if len(opened) == 1:
             self.state.set_reference(opened[0])
 

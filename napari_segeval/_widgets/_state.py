@@ -94,8 +94,7 @@ class ViewerState:
     uncertainty: dict[int, float] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     attacked_image: Any = None
-    _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False,
-                                                 compare=False)
+    _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
 
     # -- observers ---------------------------------------------------------------------
     def subscribe(self, callback: Callable[[str], None]) -> None:
@@ -167,9 +166,15 @@ class ViewerState:
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
         self.notify("uncertainty")
 
-    def set_case(self, image: Any, reference: Any, predictions: dict[str, Any],
-                 current: int | None = None, counted: dict | None = None,
-                 attacked_image: Any = None) -> None:
+    def set_case(
+        self,
+        image: Any,
+        reference: Any,
+        predictions: dict[str, Any],
+        current: int | None = None,
+        counted: dict | None = None,
+        attacked_image: Any = None,
+    ) -> None:
         """Choose every layer of a case at once (the results browser's case swap).
 
         Listeners hear one ``"reference"`` change (on which they re-read the whole
@@ -184,8 +189,7 @@ class ViewerState:
         self.structures = structures_of(reference)
         self.predictions = {c: predictions.get(c) for c in CONDITIONS}
         self.uncertainty = {}
-        self.current = current if current in self.structures else next(iter(self.structures),
-                                                                         None)
+        self.current = current if current in self.structures else next(iter(self.structures), None)
         self.notify("reference")
         self.counted = {}  # not taken now: stale once the arrays are edited
 
@@ -261,14 +265,22 @@ class ViewerState:
         if self.image is None:
             return None
         ref = None if self.reference is None else np.asarray(self.reference.data)
-        return Case(np.asarray(self.image.data), self.geometry(), axes=self.axes(),
-                    modality=self.modality(), labels=ref, structures=dict(self.structures))
+        return Case(
+            np.asarray(self.image.data),
+            self.geometry(),
+            axes=self.axes(),
+            modality=self.modality(),
+            labels=ref,
+            structures=dict(self.structures),
+        )
 
 
 #: What the segmenting panels say about a time series of volumes.
-SERIES_HINT = ("the image is a time series of volumes: take the volume shown as its own "
-               "layers first (Prompt tab: 'Take the volume shown'), then prompt, segment or "
-               "attack that volume")
+SERIES_HINT = (
+    "the image is a time series of volumes: take the volume shown as its own "
+    "layers first (Prompt tab: 'Take the volume shown'), then prompt, segment or "
+    "attack that volume"
+)
 
 
 #: Viewer -> weak reference to the ViewerState its panels share (see the module docstring).
@@ -328,7 +340,7 @@ def current_index(viewer: Any, layer: Any) -> int | None:
     """Index along the layer's axis 0 of the slice shown in the viewer (None for 2D layers)."""
     if layer is None or layer.ndim - (1 if getattr(layer, "rgb", False) else 0) < 3:
         return None
-    world = np.asarray(viewer.dims.point)[-layer.ndim:]
+    world = np.asarray(viewer.dims.point)[-layer.ndim :]
     return round(float(layer.world_to_data(world)[0]))
 
 

@@ -72,8 +72,9 @@ class CaseWidget(QWidget):
         Whether the reference lines up with the image.
     """
 
-    def __init__(self, napari_viewer: napari.viewer.Viewer,
-                 state: ViewerState | None = None) -> None:
+    def __init__(
+        self, napari_viewer: napari.viewer.Viewer, state: ViewerState | None = None
+    ) -> None:
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
@@ -122,6 +123,6 @@ class CaseWidget(QWidget):
         img_shape = image.data.shape[:-1] if image.rgb else image.data.shape
         if tuple(img_shape) != tuple(labels.data.shape):
             return f"reference shape {labels.data.shape} differs from image shape {img_shape}"
-        if any(abs(a - b) > 1e-6 for a, b in zip(image.scale[-labels.ndim:], labels.scale)):
+        if any(abs(a - b) > 1e-6 for a, b in zip(image.scale[-labels.ndim :], labels.scale)):
             return "reference spacing differs from image spacing"
         return "reference lines up with the image"

@@ -39,20 +39,28 @@ def check_attack_settings(eps: float, steps: int) -> None:
     from napari_segeval._errors import SegEvalError
 
     if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
-        raise SegEvalError(f"--eps must be in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] (normalized "
-                           f"units), got {eps:g}")
+        raise SegEvalError(
+            f"--eps must be in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] (normalized units), got {eps:g}"
+        )
     if not STEPS_RANGE[0] <= steps <= STEPS_RANGE[1]:
-        raise SegEvalError(f"--steps must be in [{STEPS_RANGE[0]}, {STEPS_RANGE[1]}], "
-                           f"got {steps}")
+        raise SegEvalError(f"--steps must be in [{STEPS_RANGE[0]}, {STEPS_RANGE[1]}], got {steps}")
 
 
 class DemoRun:
     """Drive the widget through the demo; ``error`` holds the first failure's message."""
 
-    def __init__(self, viewer: Any, backend: str = "builtin", device: str = "auto",
-                 attack: str | None = "pgd", eps: float = 0.02, steps: int = 5,
-                 compare: bool = False, checkpoint: str | Path | None = None,
-                 correct: bool = False) -> None:
+    def __init__(
+        self,
+        viewer: Any,
+        backend: str = "builtin",
+        device: str = "auto",
+        attack: str | None = "pgd",
+        eps: float = 0.02,
+        steps: int = 5,
+        compare: bool = False,
+        checkpoint: str | Path | None = None,
+        correct: bool = False,
+    ) -> None:
         from napari_segeval._errors import SegEvalError
         from napari_segeval._sample_data import sample_ct
         from napari_segeval.models.registry import PROMPTABLE, split_ref
@@ -127,8 +135,14 @@ class DemoRun:
         ref = np.asarray(w.state.reference.data).reshape(stack) == label
         pred = np.asarray(w.state.predictions["clean"].data).reshape(stack) == label
         points = w.prompt.update_capability().points is True
-        found = next_correction(ref, pred, label=label, kind="point" if points else "box",
-                                points=points, index=largest_failing_slice(ref, pred, 1))
+        found = next_correction(
+            ref,
+            pred,
+            label=label,
+            kind="point" if points else "box",
+            points=points,
+            index=largest_failing_slice(ref, pred, 1),
+        )
         if found is None:
             self._done()
             return
@@ -294,8 +308,11 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
             return False
         if panel.runner.last_error:
             return True
-        return (panel.loaded is not None and not dice.surface_runner.running
-                and not dice._surface_timer.isActive())
+        return (
+            panel.loaded is not None
+            and not dice.surface_runner.running
+            and not dice._surface_timer.isActive()
+        )
 
     loop = QEventLoop()
     timer = QTimer()

@@ -65,4 +65,3 @@ class SegEvalWidget(QWidget):
         # a correction keeps the Prompt tab in front (its status line says how Dice moved)
         if outcome == "ok" and name != "re-propagation":
             self.tabs.setCurrentWidget(self.dice)
-

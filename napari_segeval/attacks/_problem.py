@@ -114,9 +114,17 @@ class Problem:
     this module), so the attack modules have no import circle, not even for types.
     """
 
-    def __init__(self, forward: Forward, x: torch.Tensor, target: torch.Tensor,
-                 cfg: Any, progress: Any, cancel: Any, total: int,
-                 channel_axis: int | None = 1) -> None:
+    def __init__(
+        self,
+        forward: Forward,
+        x: torch.Tensor,
+        target: torch.Tensor,
+        cfg: Any,
+        progress: Any,
+        cancel: Any,
+        total: int,
+        channel_axis: int | None = 1,
+    ) -> None:
         import torch
 
         self.forward, self.x, self.target, self.cfg = forward, x.detach(), target, cfg
@@ -145,9 +153,12 @@ class Problem:
             raise ValueError(f"{len(clamp)} per-channel clamp ranges for an input with {n}")
         shape = [1] * self.x.ndim
         shape[axis] = len(clamp)
-        lo, hi = (torch.tensor([c[i] for c in clamp], dtype=self.x.dtype,
-                               device=self.x.device).reshape(shape).expand_as(self.x)
-                  for i in (0, 1))
+        lo, hi = (
+            torch.tensor([c[i] for c in clamp], dtype=self.x.dtype, device=self.x.device)
+            .reshape(shape)
+            .expand_as(self.x)
+            for i in (0, 1)
+        )
         return lo, hi
 
     @property
@@ -177,8 +188,13 @@ class Problem:
             d = d * _bshape(r, d)
         return self.project_(d.to(self.x.device, self.x.dtype))
 
-    def evaluate(self, delta: torch.Tensor, need_grad: bool, weighting_step: int | None = None,
-                 objective: Any = None):
+    def evaluate(
+        self,
+        delta: torch.Tensor,
+        need_grad: bool,
+        weighting_step: int | None = None,
+        objective: Any = None,
+    ):
         """Loss ``(N,)``, gradient w.r.t. delta (or None) and detached logits at x + delta.
 
         ``objective(logits) -> (N,)`` replaces the configured loss (FAB's logit gap).
@@ -196,16 +212,20 @@ class Problem:
                 else:
                     w = None
                     if weighting_step is not None:
-                        w = voxel_weights(self.cfg.weighting, logits, self.target,
-                                          weighting_step, self.cfg.steps)
+                        w = voxel_weights(
+                            self.cfg.weighting, logits, self.target, weighting_step, self.cfg.steps
+                        )
                     loss = self.loss_fn(logits, self.target, w)
                 (grad,) = torch.autograd.grad(loss.sum(), d)
             self.n_backward += 1
         else:
             with torch.no_grad():
                 logits = self.forward(self.x + delta)
-                loss = objective(logits) if objective is not None else \
-                    self.loss_fn(logits, self.target)
+                loss = (
+                    objective(logits)
+                    if objective is not None
+                    else self.loss_fn(logits, self.target)
+                )
         self.n_forward += 1
         self.done += 1
         if self.progress is not None:
@@ -237,8 +257,14 @@ class Problem:
         self.info["restarts_run"] = restart + 1
         return True
 
-    def track(self, delta: torch.Tensor, logits: torch.Tensor, loss: torch.Tensor | None = None,
-              candidate: bool = True, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def track(
+        self,
+        delta: torch.Tensor,
+        logits: torch.Tensor,
+        loss: torch.Tensor | None = None,
+        candidate: bool = True,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Dice of the current iterate; keep it per case by the selection rule.
 
         ``candidate=False`` only measures (``select="loss"`` keeps restart ends);
@@ -274,8 +300,15 @@ class Problem:
     def output(self, history: list) -> AttackOutput:
         if self.progress is not None and self.done < self.total:
             self.progress(self.total, self.total)  # stopped early (gating): close the count
-        return AttackOutput(self.best_delta, self.best_logits, self.best_dice, history,
-                            self.n_forward, self.n_backward, dict(self.info))
+        return AttackOutput(
+            self.best_delta,
+            self.best_logits,
+            self.best_dice,
+            history,
+            self.n_forward,
+            self.n_backward,
+            dict(self.info),
+        )
 
 
 def record_step(history: list, restart: int, step: int, loss: Any, dice: Any, **extra: Any) -> None:

@@ -92,18 +92,26 @@ class Budget:
             raise ValueError(f"epsilon must be finite and >= 0, got {self.eps_normalized}")
 
     @classmethod
-    def from_normalized(cls, eps: float, raw_per_normalized_unit: float,
-                        norm: str = "linf") -> Budget:
+    def from_normalized(
+        cls, eps: float, raw_per_normalized_unit: float, norm: str = "linf"
+    ) -> Budget:
         """Budget from an epsilon in normalized units."""
-        return cls(float(eps), eps_to_raw(eps, raw_per_normalized_unit),
-                   float(raw_per_normalized_unit), norm)
+        return cls(
+            float(eps),
+            eps_to_raw(eps, raw_per_normalized_unit),
+            float(raw_per_normalized_unit),
+            norm,
+        )
 
     @classmethod
-    def from_raw(cls, eps_raw: float, raw_per_normalized_unit: float,
-                 norm: str = "linf") -> Budget:
+    def from_raw(cls, eps_raw: float, raw_per_normalized_unit: float, norm: str = "linf") -> Budget:
         """Budget from an epsilon in raw units (HU, grey levels)."""
-        return cls(eps_from_raw(eps_raw, raw_per_normalized_unit), float(eps_raw),
-                   float(raw_per_normalized_unit), norm)
+        return cls(
+            eps_from_raw(eps_raw, raw_per_normalized_unit),
+            float(eps_raw),
+            float(raw_per_normalized_unit),
+            norm,
+        )
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""

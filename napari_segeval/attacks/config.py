@@ -20,10 +20,12 @@ from napari_segeval.attacks.registry import ATTACKS, Attack
 
 #: ``schedule`` values per attack (the first is the default).
 SCHEDULES_BY_ATTACK: dict[str, tuple[str, ...]] = {
-    name: attack.schedules for name, attack in ATTACKS.items()}
+    name: attack.schedules for name, attack in ATTACKS.items()
+}
 #: Every ``schedule`` value of some attack.
-SCHEDULES: tuple[str, ...] = tuple(dict.fromkeys(
-    v for vals in SCHEDULES_BY_ATTACK.values() for v in vals))
+SCHEDULES: tuple[str, ...] = tuple(
+    dict.fromkeys(v for vals in SCHEDULES_BY_ATTACK.values() for v in vals)
+)
 SELECTS = ("dice", "loss")
 #: Attacks implemented for the L-inf norm only.
 LINF_ONLY: tuple[str, ...] = tuple(name for name, a in ATTACKS.items() if a.linf_only)
@@ -147,8 +149,9 @@ class AttackConfig:
             raise ValueError(f"eps must be finite and >= 0, got {self.eps}")
         if self.steps < 1 or self.restarts < 1:
             raise ValueError("steps and restarts must be >= 1")
-        if self.step_size is not None and not (math.isfinite(self.step_size)
-                                               and self.step_size > 0):
+        if self.step_size is not None and not (
+            math.isfinite(self.step_size) and self.step_size > 0
+        ):
             raise ValueError(f"step_size must be finite and > 0, got {self.step_size}")
 
     def _check_loss(self, spec: Attack) -> None:
@@ -157,11 +160,13 @@ class AttackConfig:
             free = ", ".join(name for name, a in ATTACKS.items() if a.gradient_free)
             raise ValueError(f"loss {self.loss!r} has no gradient: only {free} takes it")
         if self.loss not in LOSSES + FORWARD_ONLY_LOSSES:
-            raise ValueError(f"unknown loss {self.loss!r}: use one of "
-                             f"{', '.join(LOSSES + FORWARD_ONLY_LOSSES)}")
+            raise ValueError(
+                f"unknown loss {self.loss!r}: use one of {', '.join(LOSSES + FORWARD_ONLY_LOSSES)}"
+            )
         if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be None, 'segpgd' or 'cospgd', "
-                             f"got {self.weighting!r}")
+            raise ValueError(
+                f"weighting must be None, 'segpgd' or 'cospgd', got {self.weighting!r}"
+            )
         if self.weighting is not None and self.loss == "dice":
             raise ValueError("per-voxel weighting needs a per-voxel loss ('ce' or 'dlr')")
 
@@ -171,8 +176,10 @@ class AttackConfig:
             self.schedule = allowed[0]
         if self.schedule not in allowed:
             if self.schedule in SCHEDULES:
-                raise ValueError(f"schedule {self.schedule!r} does not apply to {self.attack} "
-                                 f"(use one of {allowed})")
+                raise ValueError(
+                    f"schedule {self.schedule!r} does not apply to {self.attack} "
+                    f"(use one of {allowed})"
+                )
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
 
     @property
@@ -185,9 +192,13 @@ class AttackConfig:
     def to_dict(self) -> dict:
         """Plain dict, with the effective step size."""
         d = asdict(self)
-        d["clamp"] = (None if self.clamp is None else
-                      [list(c) for c in self.clamp] if isinstance(self.clamp[0], tuple)
-                      else list(self.clamp))
+        d["clamp"] = (
+            None
+            if self.clamp is None
+            else [list(c) for c in self.clamp]
+            if isinstance(self.clamp[0], tuple)
+            else list(self.clamp)
+        )
         d["step_size"] = self.effective_step_size
         return d
 
@@ -211,13 +222,22 @@ def not_applicable(config: AttackConfig, num_classes: int) -> str | None:
     True
     """
     if config.loss == "dlr" and num_classes < 3:
-        return (f"{config.attack} needs at least 3 classes (its DLR loss uses the "
-                f"third-largest logit); the model has {num_classes}")
+        return (
+            f"{config.attack} needs at least 3 classes (its DLR loss uses the "
+            f"third-largest logit); the model has {num_classes}"
+        )
     need = ATTACKS[config.attack].min_classes
     if num_classes < need:
         return f"{config.attack} needs at least {need} classes; the model has {num_classes}"
     return None
 
 
-__all__ = ["LINF_ONLY", "SCHEDULES", "SCHEDULES_BY_ATTACK", "SELECTS", "AttackConfig",
-           "AttackNotApplicable", "not_applicable"]
+__all__ = [
+    "LINF_ONLY",
+    "SCHEDULES",
+    "SCHEDULES_BY_ATTACK",
+    "SELECTS",
+    "AttackConfig",
+    "AttackNotApplicable",
+    "not_applicable",
+]

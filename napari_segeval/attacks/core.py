@@ -62,9 +62,16 @@ def total_evaluations(cfg: AttackConfig, num_classes: int | None = None) -> int:
     return ATTACKS[cfg.attack].evaluations(cfg, num_classes)
 
 
-def run_attack(forward: Forward, x: torch.Tensor, target: torch.Tensor, config: AttackConfig,
-               *, progress: Callable[[int, int], None] | None = None,
-               cancel: Any = None, channel_axis: int | None = 1) -> AttackOutput:
+def run_attack(
+    forward: Forward,
+    x: torch.Tensor,
+    target: torch.Tensor,
+    config: AttackConfig,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+    channel_axis: int | None = 1,
+) -> AttackOutput:
     """Attack ``forward`` at ``x`` so that its prediction moves away from ``target``.
 
     Parameters
@@ -101,8 +108,16 @@ def run_attack(forward: Forward, x: torch.Tensor, target: torch.Tensor, config: 
     >>> bool((per_case_norm(out.delta, "linf") <= 0.5).all()), out.n_backward
     (True, 5)
     """
-    problem = Problem(forward, x, target.long(), config, progress, cancel,
-                      total_evaluations(config), channel_axis=channel_axis)
+    problem = Problem(
+        forward,
+        x,
+        target.long(),
+        config,
+        progress,
+        cancel,
+        total_evaluations(config),
+        channel_axis=channel_axis,
+    )
     return ATTACKS[config.attack].run(problem)
 
 

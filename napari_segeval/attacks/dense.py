@@ -33,8 +33,14 @@ if TYPE_CHECKING:  # pragma: no cover
 GRADIENTS = ("whole", "chunked")
 
 
-def _chunked_vjp(model: Any, x: torch.Tensor, g: torch.Tensor, overlap: float,
-                 batch_size: int, mirror_axes: tuple[int, ...]) -> torch.Tensor:
+def _chunked_vjp(
+    model: Any,
+    x: torch.Tensor,
+    g: torch.Tensor,
+    overlap: float,
+    batch_size: int,
+    mirror_axes: tuple[int, ...],
+) -> torch.Tensor:
     """Gradient of ``<g, sliding_window_logits(x)>`` w.r.t. ``x``, one window batch at a time."""
     import torch
     import torch.nn.functional as F
@@ -53,12 +59,11 @@ def _chunked_vjp(model: Any, x: torch.Tensor, g: torch.Tensor, overlap: float,
     norm = torch.zeros(shape, dtype=torch.float32, device=x.device)
     for s in slices:
         norm[s] += w
-    flips = [c for r in range(len(mirror_axes) + 1)
-             for c in itertools.combinations(mirror_axes, r)]
+    flips = [c for r in range(len(mirror_axes) + 1) for c in itertools.combinations(mirror_axes, r)]
     jobs = [(b, s) for b in range(xp.shape[0]) for s in slices]
     gx = torch.zeros_like(xp)
     for i in range(0, len(jobs), batch_size):
-        chunk = jobs[i:i + batch_size]
+        chunk = jobs[i : i + batch_size]
         batch = torch.cat([xp[(slice(b, b + 1), slice(None), *s)] for b, s in chunk])
         batch = batch.detach().requires_grad_(True)
         gout = torch.cat([gp[(slice(b, b + 1), slice(None), *s)] / norm[s] for b, s in chunk])
@@ -127,8 +132,17 @@ class DenseTarget:
     #: the input is ``(1, channels, *grid)``
     channel_axis = 1
 
-    def __init__(self, model: Any, case: Case, *, overlap: float = 0.5, batch_size: int = 2,
-                 mirror: Any = False, gradient: str = "whole", postprocess: bool = True) -> None:
+    def __init__(
+        self,
+        model: Any,
+        case: Case,
+        *,
+        overlap: float = 0.5,
+        batch_size: int = 2,
+        mirror: Any = False,
+        gradient: str = "whole",
+        postprocess: bool = True,
+    ) -> None:
         if gradient not in GRADIENTS:
             raise ValueError(f"gradient must be one of {GRADIENTS}, got {gradient!r}")
         self.model, self.case = model, case
@@ -139,7 +153,8 @@ class DenseTarget:
         self.valid_range = tuple(float(v) for v in self.info.valid_range)
         #: the valid range of each input channel (its own clip bounds, z-scored)
         self.channel_valid_ranges = tuple(
-            (float(lo), float(hi)) for lo, hi in self.info.channel_valid_range)
+            (float(lo), float(hi)) for lo, hi in self.info.channel_valid_range
+        )
         #: raw units per normalized unit of this case, per channel (MR min-max included)
         self.channel_scales = tuple(float(v) for v in self.info.channel_scale)
         #: the first channel's (a Budget has one number; see channel_scales)
@@ -151,8 +166,9 @@ class DenseTarget:
         self._fn = _chunked_function() if gradient == "chunked" else None
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.logits(x, overlap=self.overlap, mirror=list(self.mirror_axes),
-                                 batch_size=self.batch_size)
+        return self.model.logits(
+            x, overlap=self.overlap, mirror=list(self.mirror_axes), batch_size=self.batch_size
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(1, K, *grid)`` of a normalized input, differentiable."""
@@ -176,8 +192,9 @@ class DenseTarget:
 
     def labels(self, logits: torch.Tensor) -> np.ndarray:
         """Label map on the case's grid (softmax, resample back, argmax, post-process)."""
-        labels, _, _ = self.model.postprocess(logits, self.info, self.case.spacing,
-                                              apply=self.apply_postprocess)
+        labels, _, _ = self.model.postprocess(
+            logits, self.info, self.case.spacing, apply=self.apply_postprocess
+        )
         return labels
 
     def perturbation_raw(self, delta: torch.Tensor) -> np.ndarray:

@@ -64,8 +64,12 @@ ETA = 1.05
 BETA = 0.9
 
 
-def project_to_hyperplane(w: torch.Tensor, r: torch.Tensor, room_up: torch.Tensor | None = None,
-                          room_down: torch.Tensor | None = None) -> torch.Tensor:
+def project_to_hyperplane(
+    w: torch.Tensor,
+    r: torch.Tensor,
+    room_up: torch.Tensor | None = None,
+    room_down: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Smallest L-inf ``d`` per row with ``<w, d> = r``, ``-room_down <= d <= room_up``.
 
     Rows are cases ``(N, M)``; ``r`` is ``(N,)``. With no room given the box is
@@ -171,8 +175,10 @@ def fab(problem: Problem) -> AttackOutput:
     max_rank = n_classes - 1
     ranks = cfg.target_ranks or max_rank
     if ranks > max_rank:
-        raise ValueError(f"target_ranks={ranks} but the model has {n_classes} classes "
-                         f"(at most {max_rank} other classes per voxel)")
+        raise ValueError(
+            f"target_ranks={ranks} but the model has {n_classes} classes "
+            f"(at most {max_rank} other classes per voxel)"
+        )
     problem.total = fab_evaluations(cfg, n_classes)
     clean_dice = case_dice(clean_logits, problem.target)
     record_step(history, -1, 0, clean_loss, clean_dice, point="clean")
@@ -220,13 +226,16 @@ def fab(problem: Problem) -> AttackOutput:
     loss, _, logits = problem.evaluate(answer, need_grad=False)
     dice = case_dice(logits, problem.target)
     record_step(history, -1, 1, loss, dice, point="answer")
-    problem.info.update({
-        "min_norm": best_norm.tolist(),
-        "success_threshold": thr.tolist(),
-        "success_within_eps": ok.tolist(),
-        "clean_dice": clean_dice.tolist(),
-        "target_ranks": ranks,
-        "runs": runs,
-    })
-    return AttackOutput(answer, logits, dice, history, problem.n_forward, problem.n_backward,
-                        dict(problem.info))
+    problem.info.update(
+        {
+            "min_norm": best_norm.tolist(),
+            "success_threshold": thr.tolist(),
+            "success_within_eps": ok.tolist(),
+            "clean_dice": clean_dice.tolist(),
+            "target_ranks": ranks,
+            "runs": runs,
+        }
+    )
+    return AttackOutput(
+        answer, logits, dice, history, problem.n_forward, problem.n_backward, dict(problem.info)
+    )

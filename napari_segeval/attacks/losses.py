@@ -39,8 +39,9 @@ def _case_mean(values: torch.Tensor) -> torch.Tensor:
     return values.reshape(values.shape[0], -1).mean(dim=1)
 
 
-def cross_entropy(logits: torch.Tensor, target: torch.Tensor,
-                  weights: torch.Tensor | None = None) -> torch.Tensor:
+def cross_entropy(
+    logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """Per-case mean of the (weighted) per-voxel cross-entropy.
 
     Examples
@@ -58,8 +59,12 @@ def cross_entropy(logits: torch.Tensor, target: torch.Tensor,
     return _case_mean(per_voxel)
 
 
-def soft_dice_loss(logits: torch.Tensor, target: torch.Tensor,
-                   weights: torch.Tensor | None = None, smooth: float = 1e-5) -> torch.Tensor:
+def soft_dice_loss(
+    logits: torch.Tensor,
+    target: torch.Tensor,
+    weights: torch.Tensor | None = None,
+    smooth: float = 1e-5,
+) -> torch.Tensor:
     """``1 -`` mean soft Dice over foreground classes, per case.
 
     Examples
@@ -85,8 +90,9 @@ def soft_dice_loss(logits: torch.Tensor, target: torch.Tensor,
     return 1.0 - dice.mean(dim=1)
 
 
-def dlr_loss(logits: torch.Tensor, target: torch.Tensor,
-             weights: torch.Tensor | None = None) -> torch.Tensor:
+def dlr_loss(
+    logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes).
 
     Examples
@@ -103,7 +109,7 @@ def dlr_loss(logits: torch.Tensor, target: torch.Tensor,
     z = logits.float()
     srt, _ = z.sort(dim=1)
     z_y = z.gather(1, target.unsqueeze(1)).squeeze(1)
-    top_is_y = (z.argmax(dim=1) == target)
+    top_is_y = z.argmax(dim=1) == target
     other = torch.where(top_is_y, srt[:, -2], srt[:, -1])
     per_voxel = -(z_y - other) / (srt[:, -1] - srt[:, -3] + 1e-12)
     if weights is not None:
@@ -111,8 +117,9 @@ def dlr_loss(logits: torch.Tensor, target: torch.Tensor,
     return _case_mean(per_voxel)
 
 
-def hard_dice_loss(logits: torch.Tensor, target: torch.Tensor,
-                   weights: torch.Tensor | None = None) -> torch.Tensor:
+def hard_dice_loss(
+    logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
+) -> torch.Tensor:
     """``1 -`` the hard Dice of :func:`case_dice` per case (no gradient).
 
     Examples
@@ -135,16 +142,22 @@ def get_loss(name: str) -> Any:
     >>> get_loss("ce").__name__
     'cross_entropy'
     """
-    table = {"ce": cross_entropy, "dice": soft_dice_loss, "dlr": dlr_loss,
-             "hard-dice": hard_dice_loss}
+    table = {
+        "ce": cross_entropy,
+        "dice": soft_dice_loss,
+        "dlr": dlr_loss,
+        "hard-dice": hard_dice_loss,
+    }
     if name not in table:
-        raise ValueError(f"unknown loss {name!r}: use one of "
-                         f"{', '.join(LOSSES + FORWARD_ONLY_LOSSES)}")
+        raise ValueError(
+            f"unknown loss {name!r}: use one of {', '.join(LOSSES + FORWARD_ONLY_LOSSES)}"
+        )
     return table[name]
 
 
-def voxel_weights(kind: str | None, logits: torch.Tensor, target: torch.Tensor,
-                  step: int, steps: int) -> torch.Tensor | None:
+def voxel_weights(
+    kind: str | None, logits: torch.Tensor, target: torch.Tensor, step: int, steps: int
+) -> torch.Tensor | None:
     """SegPGD / CosPGD per-voxel weights (detached), or ``None``.
 
     Examples

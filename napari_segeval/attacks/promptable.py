@@ -99,9 +99,19 @@ class PromptTarget:
     #: gradient as one pass per structure, each frame's shared work done once.
     share = True
 
-    def __init__(self, model: Any, case: Case, prompts: list, *, mode: str | None = None,
-                 window: Any = None, keep_largest: bool = True, stop_when_empty: bool = True,
-                 threshold: float = 0.5, chain: str = "full") -> None:
+    def __init__(
+        self,
+        model: Any,
+        case: Case,
+        prompts: list,
+        *,
+        mode: str | None = None,
+        window: Any = None,
+        keep_largest: bool = True,
+        stop_when_empty: bool = True,
+        threshold: float = 0.5,
+        chain: str = "full",
+    ) -> None:
         if chain not in ("full", "per-slice"):
             raise ValueError(f"chain must be 'full' or 'per-slice', got {chain!r}")
         from napari_segeval.propagation.images import (
@@ -126,8 +136,9 @@ class PromptTarget:
         self.window = window
         self.keep_largest, self.stop_when_empty = keep_largest, stop_when_empty
         self.threshold = float(threshold)
-        frames = model.preprocess(as_frames(np.asarray(case.image), self.input_kind),
-                                  case.modality, window)
+        frames = model.preprocess(
+            as_frames(np.asarray(case.image), self.input_kind), case.modality, window
+        )
         self.x = frames[None].float().to(model.device)
         #: image channels of ``x`` (RGB frames ``(1, n, H, W, C)``), None for grey frames
         self.channel_axis = self.x.ndim - 1 if self.x.ndim == 5 else None
@@ -151,9 +162,14 @@ class PromptTarget:
     def _propagate(self, frames: Any, grad: bool):
         from napari_segeval.propagation import PropagationOptions, propagate_case
 
-        options = PropagationOptions(mode=self.mode, keep_largest=self.keep_largest,
-                                     stop_when_empty=self.stop_when_empty,
-                                     threshold=self.threshold, grad=grad, share=self.share)
+        options = PropagationOptions(
+            mode=self.mode,
+            keep_largest=self.keep_largest,
+            stop_when_empty=self.stop_when_empty,
+            threshold=self.threshold,
+            grad=grad,
+            share=self.share,
+        )
         return propagate_case(self.model, frames, self.prompts, options, priors=self.priors)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -166,8 +182,9 @@ class PromptTarget:
         if res.tensors:
             probs = [res.tensors[lab] for lab in self.label_ids]
         else:
-            probs = [torch.as_tensor(res.probabilities[lab], device=x.device)
-                     for lab in self.label_ids]
+            probs = [
+                torch.as_tensor(res.probabilities[lab], device=x.device) for lab in self.label_ids
+            ]
         fg = torch.logit(torch.stack(probs).float(), eps=LOGIT_EPS)
         return torch.cat([torch.zeros_like(fg[:1]), fg])[None]
 
@@ -199,8 +216,11 @@ class PromptTarget:
 
         with torch.no_grad():
             prob = torch.sigmoid(logits.detach()[0, 1:].float()).cpu().numpy()
-        out = merge_structures({lab: prob[i] for i, lab in enumerate(self.label_ids)},
-                               threshold=self.threshold, keep_largest=self.keep_largest)
+        out = merge_structures(
+            {lab: prob[i] for i, lab in enumerate(self.label_ids)},
+            threshold=self.threshold,
+            keep_largest=self.keep_largest,
+        )
         return out[0] if self.image_2d else out
 
     def perturbation_raw(self, delta: torch.Tensor) -> np.ndarray:

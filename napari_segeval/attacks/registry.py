@@ -106,21 +106,48 @@ _APGD_SCHEDULES = ("paper", "rog")
 #: Every attack by the name people type (order: help texts and the viewer's list).
 ATTACKS: dict[str, Attack] = {
     "fgsm": Attack(fgsm, _two, "one signed gradient step (FGSM; L2: normalized gradient)"),
-    "pgd": Attack(pgd, _iterations, "projected gradient ascent: random start, step schedule, "
-                  "restarts, SegPGD/CosPGD weighting", schedules=("constant", "cosine", "step"),
-                  step_size=lambda cfg: 2.5 * cfg.eps / cfg.steps, loss_select=True),
-    "apgd-ce": Attack(apgd, _iterations, "APGD on cross-entropy (adaptive step size)",
-                      schedules=_APGD_SCHEDULES, loss="ce", step_size=lambda cfg: 2.0 * cfg.eps),
-    "apgd-dlr": Attack(apgd, _iterations, "APGD on the DLR margin (3 classes or more)",
-                       schedules=_APGD_SCHEDULES, loss="dlr",
-                       step_size=lambda cfg: 2.0 * cfg.eps),
-    "square": Attack(square, _iterations, "Square: random square updates, forward passes only "
-                     "(L-inf)", schedules=("rescaled", "absolute"), linf_only=True,
-                     gradient_free=True),
-    "fab": Attack(fab, fab_evaluations, "FAB-T: targeted, smallest successful perturbation "
-                  "(L-inf)", linf_only=True, min_classes=2),
-    "noise-gaussian": Attack(_noise("gaussian"), _draws,
-                             "Gaussian noise projected onto the ball (baseline)"),
+    "pgd": Attack(
+        pgd,
+        _iterations,
+        "projected gradient ascent: random start, step schedule, restarts, SegPGD/CosPGD weighting",
+        schedules=("constant", "cosine", "step"),
+        step_size=lambda cfg: 2.5 * cfg.eps / cfg.steps,
+        loss_select=True,
+    ),
+    "apgd-ce": Attack(
+        apgd,
+        _iterations,
+        "APGD on cross-entropy (adaptive step size)",
+        schedules=_APGD_SCHEDULES,
+        loss="ce",
+        step_size=lambda cfg: 2.0 * cfg.eps,
+    ),
+    "apgd-dlr": Attack(
+        apgd,
+        _iterations,
+        "APGD on the DLR margin (3 classes or more)",
+        schedules=_APGD_SCHEDULES,
+        loss="dlr",
+        step_size=lambda cfg: 2.0 * cfg.eps,
+    ),
+    "square": Attack(
+        square,
+        _iterations,
+        "Square: random square updates, forward passes only (L-inf)",
+        schedules=("rescaled", "absolute"),
+        linf_only=True,
+        gradient_free=True,
+    ),
+    "fab": Attack(
+        fab,
+        fab_evaluations,
+        "FAB-T: targeted, smallest successful perturbation (L-inf)",
+        linf_only=True,
+        min_classes=2,
+    ),
+    "noise-gaussian": Attack(
+        _noise("gaussian"), _draws, "Gaussian noise projected onto the ball (baseline)"
+    ),
     "noise-uniform": Attack(_noise("uniform"), _draws, "uniform noise in the ball (baseline)"),
 }
 

@@ -42,8 +42,9 @@ def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
     return robust_threshold((_nanmean(d.values()) for d in clean.values()), factor)
 
 
-def robustness_summary(records: Iterable[Mapping], factor: float = 0.5,
-                       threshold: float | None = None) -> dict:
+def robustness_summary(
+    records: Iterable[Mapping], factor: float = 0.5, threshold: float | None = None
+) -> dict:
     """Per (case, condition): Dice drop per structure and robust flag; robust fraction.
 
     Parameters
@@ -83,9 +84,16 @@ def robustness_summary(records: Iterable[Mapping], factor: float = 0.5,
         mean_att = _nanmean(r["attacked"] for r in rows)
         robust = is_robust(mean_att, thr)
         drop = {r["label"]: float(r["clean"]) - float(r["attacked"]) for r in rows}
-        cases.append({"case": case, "condition": cond, "mean_clean": mean_clean,
-                      "mean_attacked": mean_att, "drop": drop, "robust": robust})
+        cases.append(
+            {
+                "case": case,
+                "condition": cond,
+                "mean_clean": mean_clean,
+                "mean_attacked": mean_att,
+                "drop": drop,
+                "robust": robust,
+            }
+        )
         per_cond.setdefault(cond, []).append(mean_att)
     fraction = {c: robust_fraction(v, thr) for c, v in per_cond.items()}
-    return {"threshold": thr, "factor": float(factor), "cases": cases,
-            "robust_fraction": fraction}
+    return {"threshold": thr, "factor": float(factor), "cases": cases, "robust_fraction": fraction}

@@ -60,14 +60,25 @@ class AttackResult:
         """Rows ``{case, condition, label, name, clean, attacked}`` for robustness summaries."""
         cond = condition_name(self.params["attack"])
         attacked = {r["label"]: r["dice"] for r in self.attacked_rows}
-        return [{"case": case_id, "condition": cond, "label": r["label"], "name": r["name"],
-                 "clean": r["dice"], "attacked": attacked.get(r["label"], float("nan"))}
-                for r in self.clean_rows]
+        return [
+            {
+                "case": case_id,
+                "condition": cond,
+                "label": r["label"],
+                "name": r["name"],
+                "clean": r["dice"],
+                "attacked": attacked.get(r["label"], float("nan")),
+            }
+            for r in self.clean_rows
+        ]
 
 
 #: Options named in a condition label when they differ from these defaults.
-_NAMED_OPTIONS = {"schedule": ("constant", "paper", "rescaled"), "select": ("dice",),
-                  "loss": ("ce",)}
+_NAMED_OPTIONS = {
+    "schedule": ("constant", "paper", "rescaled"),
+    "select": ("dice",),
+    "loss": ("ce",),
+}
 
 
 def condition_name(attack: dict) -> str:
@@ -189,8 +200,9 @@ def attack_case(
         raise AttackNotApplicable(reason)
     if clamp:  # each channel in its own range when the target has several
         ranges = target.channel_valid_ranges
-        config = AttackConfig(**{**config.__dict__,
-                                 "clamp": ranges if len(ranges) > 1 else target.valid_range})
+        config = AttackConfig(
+            **{**config.__dict__, "clamp": ranges if len(ranges) > 1 else target.valid_range}
+        )
     budget = Budget.from_normalized(config.eps, target.raw_per_normalized_unit, config.norm)
     with torch.no_grad():
         clean_logits = target.forward(target.x)
@@ -199,13 +211,22 @@ def attack_case(
     if ref is None and reference == "labels":
         from napari_segeval._errors import SegEvalError
 
-        raise SegEvalError(f"{target.case.image_path or 'case'}: the attack targets the reference "
-                           f"labels (reference='labels') but the case has none")
+        raise SegEvalError(
+            f"{target.case.image_path or 'case'}: the attack targets the reference "
+            f"labels (reference='labels') but the case has none"
+        )
     reference_kind = "labels" if ref is not None else "clean prediction"
     if ref is None:
         ref = clean_logits.argmax(dim=1)
-    out = run_attack(target.forward, target.x, ref, config, progress=progress, cancel=cancel,
-                     channel_axis=target.channel_axis)
+    out = run_attack(
+        target.forward,
+        target.x,
+        ref,
+        config,
+        progress=progress,
+        cancel=cancel,
+        channel_axis=target.channel_axis,
+    )
     attacked_pred = target.labels(out.logits)
     pert = target.perturbation_raw(out.delta)
     raw = np.asarray(target.case.image).astype(np.float32)
@@ -214,9 +235,16 @@ def attack_case(
     case = target.case
     truth = case.labels if case.labels is not None else clean_pred
     clean_rows, attacked_rows = (
-        structure_table(truth, pred, case.spacing, structures=target.structures,
-                        tolerance_mm=tolerance_mm, surface=surface)
-        for pred in (clean_pred, attacked_pred))
+        structure_table(
+            truth,
+            pred,
+            case.spacing,
+            structures=target.structures,
+            tolerance_mm=tolerance_mm,
+            surface=surface,
+        )
+        for pred in (clean_pred, attacked_pred)
+    )
     norm_n = float(per_case_norm(out.delta.double(), config.norm)[0])
     norm_r = float(np.abs(pert).max() if config.norm == "linf" else np.linalg.norm(pert))
     params = {
@@ -229,7 +257,16 @@ def attack_case(
         "model_dice": {"attacked": float(out.dice[0])},
         "info": json_safe(out.info),
     }
-    return AttackResult(perturbed.astype(np.float32), pert, out.delta[0].cpu().numpy(),
-                        clean_pred, attacked_pred, clean_rows, attacked_rows, budget,
-                        {"norm": config.norm, "normalized": norm_n, "raw": norm_r}, params,
-                        out.history)
+    return AttackResult(
+        perturbed.astype(np.float32),
+        pert,
+        out.delta[0].cpu().numpy(),
+        clean_pred,
+        attacked_pred,
+        clean_rows,
+        attacked_rows,
+        budget,
+        {"norm": config.norm, "normalized": norm_n, "raw": norm_r},
+        params,
+        out.history,
+    )

@@ -188,8 +188,9 @@ def square(problem: Problem) -> AttackOutput:
                 _window_(cand, i, problem, side)
             problem.project_(cand)
             new_loss, _, logits = problem.evaluate(cand, need_grad=False)
-            new_dice = problem.track(cand, logits, new_loss, candidate=cfg.keep_best,
-                                     mask=searching)
+            new_dice = problem.track(
+                cand, logits, new_loss, candidate=cfg.keep_best, mask=searching
+            )
             accept = searching & (new_loss > loss)
             if thr is not None:
                 accept |= searching & (new_dice <= thr)

@@ -40,14 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="segeval",
         description=(
-            "Inspect and benchmark medical image segmentation, clean and under "
-            "adversarial attack."
+            "Inspect and benchmark medical image segmentation, clean and under adversarial attack."
         ),
     )
     parser.add_argument("--version", action="version", version=f"napari-segeval {__version__}")
-    parser.add_argument(
-        "--debug", action="store_true", help="show full tracebacks for errors"
-    )
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"napari_segeval.cli._{name}")
@@ -59,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _debug_everywhere(sub: argparse._SubParsersAction) -> None:
     """Let ``--debug`` also follow the subcommand (``segeval inspect X --debug``)."""
     for child in sub.choices.values():
-        child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                           help=argparse.SUPPRESS)
+        child.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
         for action in child._actions:
             if isinstance(action, argparse._SubParsersAction):
                 _debug_everywhere(action)

@@ -27,8 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "attack",
-        help="attack a dense or promptable model on one case (FGSM, PGD, APGD, Square, FAB, "
-             "noise)",
+        help="attack a dense or promptable model on one case (FGSM, PGD, APGD, Square, FAB, noise)",
         description=(
             "Perturb IMAGE within an epsilon ball (L-inf or L2, per case) in the model's "
             "normalized input units, so as to move the prediction away from the reference "
@@ -48,52 +47,97 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (attack target, boxes, Dice)")
-    add_model_option(p, ["dense", "promptable"], "builtin-ct",
-                     what="dense or promptable model (promptable: boxes from --labels)")
+    add_model_option(
+        p,
+        ["dense", "promptable"],
+        "builtin-ct",
+        what="dense or promptable model (promptable: boxes from --labels)",
+    )
     p.add_argument("--checkpoint", type=Path, help="MedSAM2 checkpoint or built-in prompt weights")
-    p.add_argument("--trust-torchscript", action="store_true",
-                   help="allow loading TorchScript dense models (they execute code)")
-    p.add_argument("--attack", choices=list(ATTACKS), default="pgd",
-                   help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()))
+    p.add_argument(
+        "--trust-torchscript",
+        action="store_true",
+        help="allow loading TorchScript dense models (they execute code)",
+    )
+    p.add_argument(
+        "--attack",
+        choices=list(ATTACKS),
+        default="pgd",
+        help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()),
+    )
     p.add_argument("--norm", choices=("linf", "l2"), default="linf")
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--eps", type=float, help="epsilon in normalized units")
     budget.add_argument("--eps-raw", type=float, help="epsilon in raw units (HU for CT)")
-    p.add_argument("--step-size", type=float, default=None,
-                   help="normalized units (default 2.5*eps/steps for PGD, 2*eps for APGD)")
-    p.add_argument("--steps", type=int, default=10,
-                   help="iterations (default 10; Square: queries)")
+    p.add_argument(
+        "--step-size",
+        type=float,
+        default=None,
+        help="normalized units (default 2.5*eps/steps for PGD, 2*eps for APGD)",
+    )
+    p.add_argument("--steps", type=int, default=10, help="iterations (default 10; Square: queries)")
     p.add_argument("--restarts", type=int, default=1, help="random restarts (default 1)")
-    p.add_argument("--loss", choices=LOSSES + FORWARD_ONLY_LOSSES, default="ce",
-                   help="loss for FGSM/PGD/Square (APGD-CE/DLR fix theirs; hard-dice: "
-                        "Square only)")
-    p.add_argument("--weighting", choices=("segpgd", "cospgd"), default=None,
-                   help="per-voxel loss weighting for PGD")
-    p.add_argument("--schedule", default=None,
-                   choices=SCHEDULES,
-                   help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
-                        "paper (default), rog; Square square size: rescaled (default), absolute")
+    p.add_argument(
+        "--loss",
+        choices=LOSSES + FORWARD_ONLY_LOSSES,
+        default="ce",
+        help="loss for FGSM/PGD/Square (APGD-CE/DLR fix theirs; hard-dice: Square only)",
+    )
+    p.add_argument(
+        "--weighting",
+        choices=("segpgd", "cospgd"),
+        default=None,
+        help="per-voxel loss weighting for PGD",
+    )
+    p.add_argument(
+        "--schedule",
+        default=None,
+        choices=SCHEDULES,
+        help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
+        "paper (default), rog; Square square size: rescaled (default), absolute",
+    )
     p.add_argument("--no-random-start", action="store_true", help="start PGD/APGD at the image")
-    p.add_argument("--clamp", action="store_true",
-                   help="keep perturbed inputs in the preprocessing's valid range")
+    p.add_argument(
+        "--clamp",
+        action="store_true",
+        help="keep perturbed inputs in the preprocessing's valid range",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gradient", choices=("whole", "chunked"), default="whole",
-                   help="dense: autograd through the whole sliding window, or the same "
-                        "gradient one window batch at a time (bounded memory)")
+    p.add_argument(
+        "--gradient",
+        choices=("whole", "chunked"),
+        default="whole",
+        help="dense: autograd through the whole sliding window, or the same "
+        "gradient one window batch at a time (bounded memory)",
+    )
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
     add_modality_option(p)
-    p.add_argument("--chain", choices=("full", "per-slice"), default="full",
-                   help="promptable models: gradients through the whole propagation chain, "
-                        "or each slice conditioned on the clean previous mask")
-    p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
-                   help="promptable: structure to prompt: id, name, or 'label N' as segeval "
-                        "inspect prints it (repeatable; default all)")
+    p.add_argument(
+        "--chain",
+        choices=("full", "per-slice"),
+        default="full",
+        help="promptable models: gradients through the whole propagation chain, "
+        "or each slice conditioned on the clean previous mask",
+    )
+    p.add_argument(
+        "--structure",
+        action="append",
+        default=[],
+        metavar="NAME|ID",
+        help="promptable: structure to prompt: id, name, or 'label N' as segeval "
+        "inspect prints it (repeatable; default all)",
+    )
     add_device_option(p)
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
-    p.add_argument("--output-dir", "-o", type=Path, required=True,
-                   help="folder for the four outputs (created, parents too, if missing)")
+    p.add_argument(
+        "--output-dir",
+        "-o",
+        type=Path,
+        required=True,
+        help="folder for the four outputs (created, parents too, if missing)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     add_color_table_option(p)
     add_input_options(p)
@@ -120,10 +164,15 @@ def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
 
     label_ext, image_ext = output_formats(image, case.axes)
     name = stem(image)
-    return {key: out_dir / f"{name}_{part}{ext}" for key, part, ext in (
-        ("perturbed_image", "perturbed", image_ext), ("perturbation", "perturbation", image_ext),
-        ("clean_prediction", "clean_pred", label_ext),
-        ("attacked_prediction", "attacked_pred", label_ext))}
+    return {
+        key: out_dir / f"{name}_{part}{ext}"
+        for key, part, ext in (
+            ("perturbed_image", "perturbed", image_ext),
+            ("perturbation", "perturbation", image_ext),
+            ("clean_prediction", "clean_pred", label_ext),
+            ("attacked_prediction", "attacked_pred", label_ext),
+        )
+    }
 
 
 def _target(args: argparse.Namespace, case):
@@ -134,10 +183,10 @@ def _target(args: argparse.Namespace, case):
     if not is_promptable(args.model):
         if case.axes != "zyx":
             raise SegEvalError(f"{args.image}: dense models need a 3D volume, got {case.axes!r}")
-        model = load_dense(args.model, trust_torchscript=args.trust_torchscript,
-                           device=args.device)
-        return DenseTarget(model, case, overlap=args.overlap, batch_size=args.batch_size,
-                           gradient=args.gradient)
+        model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
+        return DenseTarget(
+            model, case, overlap=args.overlap, batch_size=args.batch_size, gradient=args.gradient
+        )
     import numpy as np
 
     from napari_segeval.io import resolve_structure
@@ -148,8 +197,9 @@ def _target(args: argparse.Namespace, case):
         raise SegEvalError(f"--model {args.model} needs --labels (boxes come from the reference)")
     mode = propagation_mode(promptable_kind(case))
     present = np.unique(case.labels)
-    wanted = [resolve_structure(s, case.structures, present, source=args.labels)
-              for s in args.structure]
+    wanted = [
+        resolve_structure(s, case.structures, present, source=args.labels) for s in args.structure
+    ]
     boxes = boxes_from_labels(case.labels, wanted or None, mode=mode)
     if not boxes:
         raise SegEvalError(f"{args.labels}: no structures to prompt (labels are empty)")
@@ -180,23 +230,35 @@ def run(args: argparse.Namespace) -> int:
             if path.exists():
                 raise WriteError(f"{path} exists: pass --overwrite to replace it")
     target = _target(args, case)
-    eps = args.eps if args.eps is not None else eps_from_raw(args.eps_raw,
-                                                             target.raw_per_normalized_unit)
+    eps = (
+        args.eps
+        if args.eps is not None
+        else eps_from_raw(args.eps_raw, target.raw_per_normalized_unit)
+    )
     try:
-        config = AttackConfig(args.attack, eps=eps, norm=args.norm, steps=args.steps,
-                              step_size=args.step_size, loss=args.loss,
-                              random_start=not args.no_random_start, restarts=args.restarts,
-                              schedule=args.schedule, weighting=args.weighting, seed=args.seed)
+        config = AttackConfig(
+            args.attack,
+            eps=eps,
+            norm=args.norm,
+            steps=args.steps,
+            step_size=args.step_size,
+            loss=args.loss,
+            random_start=not args.no_random_start,
+            restarts=args.restarts,
+            schedule=args.schedule,
+            weighting=args.weighting,
+            seed=args.seed,
+        )
     except ValueError as exc:
         raise SegEvalError(f"invalid attack settings: {exc}") from exc
     try:
         args.output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WriteError(f"{args.output_dir}: cannot create the output folder "
-                         f"({exc.strerror or exc})") from exc
+        raise WriteError(
+            f"{args.output_dir}: cannot create the output folder ({exc.strerror or exc})"
+        ) from exc
     with progress_bar("attack passes", "pass", enabled=not args.json) as progress:
-        res = attack_case(target, config, clamp=args.clamp, surface=args.surface,
-                          progress=progress)
+        res = attack_case(target, config, clamp=args.clamp, surface=args.surface, progress=progress)
     g, ow = case.geometry, args.overwrite
     write_image(paths["perturbed_image"], res.perturbed_image, g, overwrite=ow)
     write_image(paths["perturbation"], res.perturbation, g, overwrite=ow)
@@ -219,17 +281,23 @@ def run(args: argparse.Namespace) -> int:
         "outputs": {k: str(v) for k, v in paths.items()},
     }
     attacked = {r["label"]: r["dice"] for r in res.attacked_rows}
-    rows = [[r["label"], r["name"], r["dice"], attacked[r["label"]],
-             r["dice"] - attacked[r["label"]]] for r in res.clean_rows]
+    rows = [
+        [r["label"], r["name"], r["dice"], attacked[r["label"]], r["dice"] - attacked[r["label"]]]
+        for r in res.clean_rows
+    ]
     a = res.params["attack"]
     lines = [
-        (f"{a['attack']} ({a['norm']}, steps={a['steps']}, step={a['step_size']:.4g}, "
-         f"seed={a['seed']}) on {target.kind} model, modality {case.modality}, "
-         f"Dice vs {res.params['reference']}"),
-        (f"eps = {res.budget.eps_normalized:.4g} normalized = {res.budget.eps_raw:.4g} {unit} "
-         f"(1 normalized unit = {res.budget.raw_per_normalized_unit:.4g} {unit}); "
-         f"perturbation {a['norm']} norm {res.perturbation_norm['normalized']:.4g} normalized, "
-         f"{res.perturbation_norm['raw']:.4g} {unit}"),
+        (
+            f"{a['attack']} ({a['norm']}, steps={a['steps']}, step={a['step_size']:.4g}, "
+            f"seed={a['seed']}) on {target.kind} model, modality {case.modality}, "
+            f"Dice vs {res.params['reference']}"
+        ),
+        (
+            f"eps = {res.budget.eps_normalized:.4g} normalized = {res.budget.eps_raw:.4g} {unit} "
+            f"(1 normalized unit = {res.budget.raw_per_normalized_unit:.4g} {unit}); "
+            f"perturbation {a['norm']} norm {res.perturbation_norm['normalized']:.4g} normalized, "
+            f"{res.perturbation_norm['raw']:.4g} {unit}"
+        ),
         format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
     ]
     lines += [f"wrote {p}" for p in paths.values()]

@@ -15,7 +15,7 @@ from napari_segeval._json import json_safe
 
 JSON_HELP = (
     "print exactly one JSON object instead of the table "
-    "(NaN is written as null, infinity as the string \"inf\")"
+    '(NaN is written as null, infinity as the string "inf")'
 )
 
 
@@ -94,9 +94,13 @@ def color_table(args: argparse.Namespace) -> dict | None:
     from napari_segeval.io import load_color_table
 
     return load_color_table(path)
-DEVICE_HELP = ("torch device: auto (default: CUDA, then MPS, then CPU), cpu, cuda or mps")
-MODALITY_HELP = ("modality of IMAGE for the intensity mapping (default: the DICOM tag, then "
-                 "dataset.json, then a guess from the pixels)")
+
+
+DEVICE_HELP = "torch device: auto (default: CUDA, then MPS, then CPU), cpu, cuda or mps"
+MODALITY_HELP = (
+    "modality of IMAGE for the intensity mapping (default: the DICOM tag, then "
+    "dataset.json, then a guess from the pixels)"
+)
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
@@ -136,9 +140,14 @@ def _model_help(kinds: Sequence[str], extra: Sequence[str] = ()) -> str:
     return ", ".join(dict.fromkeys(parts))
 
 
-def add_model_option(parser: argparse.ArgumentParser, kinds: Sequence[str], default: str,
-                     extra: Sequence[str] = (), flags: Sequence[str] = ("--model",),
-                     what: str = "model") -> None:
+def add_model_option(
+    parser: argparse.ArgumentParser,
+    kinds: Sequence[str],
+    default: str,
+    extra: Sequence[str] = (),
+    flags: Sequence[str] = ("--model",),
+    what: str = "model",
+) -> None:
     """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
 
     The names come from :mod:`napari_segeval.models.registry` (what ``segeval info``
@@ -174,23 +183,38 @@ def add_model_option(parser: argparse.ArgumentParser, kinds: Sequence[str], defa
             raise argparse.ArgumentTypeError(
                 f"{text!r} is a dense model or a file: a dense model segments without prompts "
                 f"(use segeval segment IMAGE --model {text}); promptable weights go with "
-                "--checkpoint")
-        raise argparse.ArgumentTypeError(f"unknown model {text!r} (use one of "
-                                         f"{_model_help(kinds, extra)})")
+                "--checkpoint"
+            )
+        raise argparse.ArgumentTypeError(
+            f"unknown model {text!r} (use one of {_model_help(kinds, extra)})"
+        )
 
-    parser.add_argument(*flags, dest="model", type=model_ref, default=default, metavar="MODEL",
-                        help=f"{what}: {_model_help(kinds, extra)} (default {default}; "
-                             "segeval info describes them)")
+    parser.add_argument(
+        *flags,
+        dest="model",
+        type=model_ref,
+        default=default,
+        metavar="MODEL",
+        help=f"{what}: {_model_help(kinds, extra)} (default {default}; "
+        "segeval info describes them)",
+    )
 
 
 def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
     """Add ``--series UID`` (DICOM folders) and ``--volume T`` (4D time series)."""
     if series:
-        parser.add_argument("--series", metavar="UID",
-                            help="DICOM folder: the series to read (UID or UID#k as listed by "
-                                 "'segeval inspect'; default the largest)")
-    parser.add_argument("--volume", type=int, metavar="T",
-                        help="4D time series (t, z, y, x): the volume to use, from 0")
+        parser.add_argument(
+            "--series",
+            metavar="UID",
+            help="DICOM folder: the series to read (UID or UID#k as listed by "
+            "'segeval inspect'; default the largest)",
+        )
+    parser.add_argument(
+        "--volume",
+        type=int,
+        metavar="T",
+        help="4D time series (t, z, y, x): the volume to use, from 0",
+    )
 
 
 def input_options(args: argparse.Namespace) -> dict:
@@ -220,8 +244,9 @@ def check_label_ids(path: Any, labels: np.ndarray) -> None:
 
     top = int(labels.max(initial=0))
     if top >= MAX_LABELS:
-        raise InvalidLabelsError(f"{path}: label id {top} is above the largest id the metrics "
-                                 f"take ({MAX_LABELS - 1})")
+        raise InvalidLabelsError(
+            f"{path}: label id {top} is above the largest id the metrics take ({MAX_LABELS - 1})"
+        )
 
 
 def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
@@ -231,12 +256,13 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_case
 
-    case = read_case(image, labels, default_color_table=color_table(args),
-                     **input_options(args))
+    case = read_case(image, labels, default_color_table=color_table(args), **input_options(args))
     if case.labels is not None:
         check_label_ids(labels, case.labels)
     if case.is_time_series:
         n = case.image.shape[0]
-        raise SegEvalError(f"{image} is a time series of {n} volumes (t, z, y, x): choose one "
-                           f"with --volume T (0..{n - 1})")
+        raise SegEvalError(
+            f"{image} is a time series of {n} volumes (t, z, y, x): choose one "
+            f"with --volume T (0..{n - 1})"
+        )
     return case

@@ -29,31 +29,58 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing screenshot")
     from napari_segeval.attacks.registry import ATTACKS
 
-    add_model_option(p, ["promptable"], "auto", extra=("auto",), flags=("--model", "--backend"),
-                     what="promptable model of the Prompt panel (a name; medsam2 with "
-                          "--checkpoint; auto: builtin, and for --correct the model whose "
-                          "correction helps: litemedsam when its extra is installed, else "
-                          "threshold)")
-    p.add_argument("--checkpoint", type=Path,
-                   help="MedSAM2 checkpoint (required for medsam2) or built-in weight file")
+    add_model_option(
+        p,
+        ["promptable"],
+        "auto",
+        extra=("auto",),
+        flags=("--model", "--backend"),
+        what="promptable model of the Prompt panel (a name; medsam2 with "
+        "--checkpoint; auto: builtin, and for --correct the model whose "
+        "correction helps: litemedsam when its extra is installed, else "
+        "threshold)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="MedSAM2 checkpoint (required for medsam2) or built-in weight file",
+    )
     add_device_option(p)
-    p.add_argument("--attack", default="pgd", choices=[*ATTACKS, "none"],
-                   help="attack of the Attack panel, or 'none'")
-    p.add_argument("--eps", type=float, default=0.02,
-                   help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)")
+    p.add_argument(
+        "--attack",
+        default="pgd",
+        choices=[*ATTACKS, "none"],
+        help="attack of the Attack panel, or 'none'",
+    )
+    p.add_argument(
+        "--eps",
+        type=float,
+        default=0.02,
+        help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)",
+    )
     p.add_argument("--steps", type=int, default=5, help="attack iterations")
-    p.add_argument("--compare", action="store_true",
-                   help="end in compare mode: reference, clean and attacked predictions in "
-                        "three linked views, the disagreement layer on the main canvas")
-    p.add_argument("--correct", action="store_true",
-                   help="end with a correction instead of an attack: on the largest slice of "
-                        "the liver that the prediction gets badly wrong, a click inside the "
-                        "larger error (a box from the reference when the model takes no "
-                        "clicks), re-propagated; the Prompt tab shows the prompts and how "
-                        "Dice moved")
-    p.add_argument("--results", type=Path, metavar="DIR",
-                   help="instead: open a results folder of segeval evaluate in the Results "
-                        "panel with its worst row shown (with --screenshot: save it and exit)")
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="end in compare mode: reference, clean and attacked predictions in "
+        "three linked views, the disagreement layer on the main canvas",
+    )
+    p.add_argument(
+        "--correct",
+        action="store_true",
+        help="end with a correction instead of an attack: on the largest slice of "
+        "the liver that the prediction gets badly wrong, a click inside the "
+        "larger error (a box from the reference when the model takes no "
+        "clicks), re-propagated; the Prompt tab shows the prompts and how "
+        "Dice moved",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        metavar="DIR",
+        help="instead: open a results folder of segeval evaluate in the Results "
+        "panel with its worst row shown (with --screenshot: save it and exit)",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -79,8 +106,11 @@ def demo_model(correct: bool) -> str:
 QT_BINDINGS: tuple[str, ...] = ("PyQt6", "PySide6", "PyQt5", "PySide2")
 
 
-def display_problem(environ: dict | None = None, platform: str | None = None,
-                    bindings: tuple[str, ...] | None = None) -> str | None:
+def display_problem(
+    environ: dict | None = None,
+    platform: str | None = None,
+    bindings: tuple[str, ...] | None = None,
+) -> str | None:
     """Why no napari window can be opened here, or None.
 
     No Qt binding installed; ``QT_QPA_PLATFORM=offscreen`` (or ``minimal``: Qt platforms
@@ -108,19 +138,25 @@ def display_problem(environ: dict | None = None, platform: str | None = None,
 
         bindings = tuple(b for b in QT_BINDINGS if importlib.util.find_spec(b) is not None)
     if not bindings:
-        return ("napari needs a Qt binding and none is installed: pip install PyQt6 "
-                "(or the 'all' extra: pip install 'napari-segeval[all]')")
+        return (
+            "napari needs a Qt binding and none is installed: pip install PyQt6 "
+            "(or the 'all' extra: pip install 'napari-segeval[all]')"
+        )
     qpa = env.get("QT_QPA_PLATFORM", "").split(":")[0]
     if qpa in ("offscreen", "minimal"):
-        return (f"QT_QPA_PLATFORM={qpa} has no OpenGL, which napari needs to draw: unset "
-                "it and run under a virtual display, e.g. "
-                "`xvfb-run -a segeval demo --screenshot out.png`")
+        return (
+            f"QT_QPA_PLATFORM={qpa} has no OpenGL, which napari needs to draw: unset "
+            "it and run under a virtual display, e.g. "
+            "`xvfb-run -a segeval demo --screenshot out.png`"
+        )
     if not plat.startswith("linux"):
         return None
     if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
         return None
-    return ("no display (DISPLAY is not set): run it under a virtual display, e.g. "
-            "`xvfb-run -a segeval demo --screenshot out.png`")
+    return (
+        "no display (DISPLAY is not set): run it under a virtual display, e.g. "
+        "`xvfb-run -a segeval demo --screenshot out.png`"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -149,13 +185,23 @@ def run(args: argparse.Namespace) -> int:
 
     name, inline = split_ref(demo_model(args.correct) if args.model == "auto" else args.model)
     if name not in PROMPTABLE:
-        raise SegEvalError(f"segeval demo runs a model of the Prompt panel's list "
-                           f"({', '.join(PROMPTABLE)}), not {args.model!r}")
+        raise SegEvalError(
+            f"segeval demo runs a model of the Prompt panel's list "
+            f"({', '.join(PROMPTABLE)}), not {args.model!r}"
+        )
     checkpoint = args.checkpoint or inline
     attack = None if args.attack == "none" else args.attack
-    out = run_demo(args.screenshot, backend=name, checkpoint=checkpoint, device=args.device,
-                   attack=attack, eps=args.eps, steps=args.steps, compare=args.compare,
-                   correct=args.correct)
+    out = run_demo(
+        args.screenshot,
+        backend=name,
+        checkpoint=checkpoint,
+        device=args.device,
+        attack=attack,
+        eps=args.eps,
+        steps=args.steps,
+        compare=args.compare,
+        correct=args.correct,
+    )
     if out is not None:
         emit(args, {"screenshot": str(out)}, f"wrote {out}")
     return 0

@@ -9,10 +9,27 @@ from pathlib import Path
 from napari_segeval.cli._common import add_json_flag, add_modality_option, emit, format_table
 from napari_segeval.cli._progress import progress_bar
 
-PROTOCOL_NAMES = ("msd-robust", "medsam2-3d", "medsam2-video", "uncertainty", "cv5-2d",
-                  "interactive")
-LAYOUT_NAMES = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23",
-                "word", "feta", "totalsegmentator")
+PROTOCOL_NAMES = (
+    "msd-robust",
+    "medsam2-3d",
+    "medsam2-video",
+    "uncertainty",
+    "cv5-2d",
+    "interactive",
+)
+LAYOUT_NAMES = (
+    "msd",
+    "nnunet",
+    "camus",
+    "isic",
+    "neopolyp",
+    "generic",
+    "lits",
+    "kits23",
+    "word",
+    "feta",
+    "totalsegmentator",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,46 +50,99 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("data", type=Path, help="data-set folder")
-    p.add_argument("--protocol", required=True,
-                   help=f"protocol name ({', '.join(PROTOCOL_NAMES)}) or module:ATTRIBUTE")
-    p.add_argument("--output-dir", "-o", required=True, type=Path, metavar="DIR",
-                   help="results folder (created; resumed when it holds the same recipe)")
+    p.add_argument(
+        "--protocol",
+        required=True,
+        help=f"protocol name ({', '.join(PROTOCOL_NAMES)}) or module:ATTRIBUTE",
+    )
+    p.add_argument(
+        "--output-dir",
+        "-o",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="results folder (created; resumed when it holds the same recipe)",
+    )
     p.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
     p.add_argument("--images", metavar="GLOB", help="generic layout: image glob under DATA")
-    p.add_argument("--labels", metavar="PATTERN",
-                   help="generic layout: label path pattern with {stem}, {name}, {parent}")
-    p.add_argument("--camus-mode", choices=("frames", "sequences", "all"),
-                   help="CAMUS: ED/ES frames or half sequences")
-    p.add_argument("--preset", metavar="NAME",
-                   help="paper preset of the protocol (msd-robust: rog; medsam2-3d/-video: "
-                        "medsam2; uncertainty: li2026; cv5-2d: borst2026): follows the "
-                        "published recipe; differences are listed in docs/protocols.md and "
-                        "the report")
-    add_modality_option(p, "modality of the images for protocols with a 'modality' parameter "
-                           "(medsam2-3d/-video): same as --param modality=...; default: DICOM "
-                           "tag, dataset.json, guess")
-    p.add_argument("--model", action="append", default=[], metavar="NAME",
-                   help="model to evaluate (medsam2-3d/-video: a promptable model such as "
-                        "builtin, threshold, medsam2, sam2.1-small; msd-robust: a dense "
-                        "model); repeat it to compare models on the same prompts and "
-                        "attacks (one --model is --param model=NAME)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="protocol parameter (VALUE parsed as JSON when it can be); repeatable")
-    p.add_argument("--attack", action="append", default=[], metavar="NAME[:K=V,...]",
-                   help="attack condition of msd-robust and interactive, e.g. "
-                        "pgd:eps=0.05,steps=5 (eps in normalized units); repeatable")
-    p.add_argument("--workers", type=int, metavar="N",
-                   help="local worker processes (default: one per GPU, else one per core)")
-    p.add_argument("--scheduler", metavar="ADDR",
-                   help="Dask scheduler address (tcp://HOST:PORT): run the cases there")
-    p.add_argument("--restart", action="store_true",
-                   help="discard finished case records in DIR instead of resuming")
+    p.add_argument(
+        "--labels",
+        metavar="PATTERN",
+        help="generic layout: label path pattern with {stem}, {name}, {parent}",
+    )
+    p.add_argument(
+        "--camus-mode",
+        choices=("frames", "sequences", "all"),
+        help="CAMUS: ED/ES frames or half sequences",
+    )
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="paper preset of the protocol (msd-robust: rog; medsam2-3d/-video: "
+        "medsam2; uncertainty: li2026; cv5-2d: borst2026): follows the "
+        "published recipe; differences are listed in docs/protocols.md and "
+        "the report",
+    )
+    add_modality_option(
+        p,
+        "modality of the images for protocols with a 'modality' parameter "
+        "(medsam2-3d/-video): same as --param modality=...; default: DICOM "
+        "tag, dataset.json, guess",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="model to evaluate (medsam2-3d/-video: a promptable model such as "
+        "builtin, threshold, medsam2, sam2.1-small; msd-robust: a dense "
+        "model); repeat it to compare models on the same prompts and "
+        "attacks (one --model is --param model=NAME)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="protocol parameter (VALUE parsed as JSON when it can be); repeatable",
+    )
+    p.add_argument(
+        "--attack",
+        action="append",
+        default=[],
+        metavar="NAME[:K=V,...]",
+        help="attack condition of msd-robust and interactive, e.g. "
+        "pgd:eps=0.05,steps=5 (eps in normalized units); repeatable",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: one per GPU, else one per core)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="Dask scheduler address (tcp://HOST:PORT): run the cases there",
+    )
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="discard finished case records in DIR instead of resuming",
+    )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
-    p.add_argument("--no-save-predictions", action="store_true",
-                   help="do not save each case's label maps, perturbed images and "
-                        "perturbations under DIR/predictions/ (saved by default, with the "
-                        "source geometry, for the napari results browser)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr (drawn only on a terminal)")
+    p.add_argument(
+        "--no-save-predictions",
+        action="store_true",
+        help="do not save each case's label maps, perturbed images and "
+        "perturbations under DIR/predictions/ (saved by default, with the "
+        "source geometry, for the napari results browser)",
+    )
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar on stderr (drawn only on a terminal)",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -148,8 +218,10 @@ def apply_models(params: dict, models: list[str]) -> dict:
     given = params.get("model")
     if "models" in params or (given is not None and [str(given)] != list(models)):
         shown = f"model={given}" if "models" not in params else "models=..."
-        raise SegEvalError(f"--param {shown} and --model {' --model '.join(models)} disagree: "
-                           "name each model with --model")
+        raise SegEvalError(
+            f"--param {shown} and --model {' --model '.join(models)} disagree: "
+            "name each model with --model"
+        )
     key, value = ("model", models[0]) if len(models) == 1 else ("models", list(models))
     return {**params, key: value}
 
@@ -165,15 +237,20 @@ def _headline_lines(res: dict) -> list[str]:
     out = []
     head = res.get("headline")
     if isinstance(head, dict) and "names" in head:
-        parts = [f"{head['names'][m]} {res[m]['average']['mean']:.2f} +- "
-                 f"{res[m]['average']['std']:.2f}"
-                 for m in ("dice", "iou", "recall", "precision") if m in res]
-        out.append(f"headline ({head.get('reading')}, %, mean +- std over folds): "
-                   + ", ".join(parts))
+        parts = [
+            f"{head['names'][m]} {res[m]['average']['mean']:.2f} +- {res[m]['average']['std']:.2f}"
+            for m in ("dice", "iou", "recall", "precision")
+            if m in res
+        ]
+        out.append(
+            f"headline ({head.get('reading')}, %, mean +- std over folds): " + ", ".join(parts)
+        )
     acc = res.get("robust_accuracy")
     if acc:
-        out.append("robust accuracy (ROG: mean attacked Dice): "
-                   + ", ".join(f"{c} {float(v):.4f}" for c, v in acc.items()))
+        out.append(
+            "robust accuracy (ROG: mean attacked Dice): "
+            + ", ".join(f"{c} {float(v):.4f}" for c, v in acc.items())
+        )
     return out
 
 
@@ -183,8 +260,10 @@ def _summary_text(result) -> str:
     s = result.summary
     out = Path(result.output_dir)
     preset = f" (preset {s['preset']})" if s.get("preset") else ""
-    head = (f"{s['protocol']} {s['protocol_version']}{preset}: {s['n_cases']} cases, {s['n_ok']} ok, "
-            f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)")
+    head = (
+        f"{s['protocol']} {s['protocol_version']}{preset}: {s['n_cases']} cases, {s['n_ok']} ok, "
+        f"{s['n_failed']} failed, {s['n_missing']} not run ({result.n_skipped} resumed)"
+    )
     lines = [head]
     rows = [r for r in ResultsTable.from_csv(out / "results.csv") if r.get("status") == "ok"]
     models = (s.get("params") or {}).get("models") or [None]
@@ -200,10 +279,15 @@ def _summary_text(result) -> str:
             lines.append(rounds_text(own))
             continue
         stats = summarize(mine, "dice", by=("structure", "condition"))
-        lines.append(format_table(
-            ["structure", "condition", "n", "mean dice", "median", "iqr"],
-            [[t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
-             for t in stats]))
+        lines.append(
+            format_table(
+                ["structure", "condition", "n", "mean dice", "median", "iqr"],
+                [
+                    [t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
+                    for t in stats
+                ],
+            )
+        )
     lines += _headline_lines(s.get("results") or {})
     for f in s["failed"][:20]:
         lines.append(f"failed: {f['case']}: {f['error']}")
@@ -211,8 +295,10 @@ def _summary_text(result) -> str:
         lines.append(f"... and {len(s['failed']) - 20} more failures (see summary.json)")
     unsaved = s.get("files_not_saved") or []
     if unsaved:
-        lines.append(f"warning: prediction files of {len(unsaved)} case(s) not saved (scores "
-                     f"kept): {unsaved[0]['case']}: {unsaved[0]['error']}")
+        lines.append(
+            f"warning: prediction files of {len(unsaved)} case(s) not saved (scores "
+            f"kept): {unsaved[0]['case']}: {unsaved[0]['error']}"
+        )
     written = [out / "results.csv", out / "summary.json"]
     if (out / "report.html").is_file():
         written.append(out / "report.html")
@@ -235,13 +321,27 @@ def rounds_text(results: dict) -> str:
     conds = results["conditions"]
     per_round = format_table(
         ["condition", "round", "n", "median dice", "q1", "q3"],
-        [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
-         for cond, c in conds.items() for p in c["curve"]])
+        [
+            [cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
+            for cond, c in conds.items()
+            for p in c["curve"]
+        ],
+    )
     curve = format_table(
-        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}",
-         "falls"],
-        [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"], c["noi"]["median"],
-          c["reached"], c["falls"]] for cond, c in conds.items()])
+        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}", "falls"],
+        [
+            [
+                cond,
+                c["n_structures"],
+                c["auc"]["median"],
+                c["noi"]["mean"],
+                c["noi"]["median"],
+                c["reached"],
+                c["falls"],
+            ]
+            for cond, c in conds.items()
+        ],
+    )
     return per_round + "\n" + curve
 
 
@@ -257,15 +357,34 @@ def run(args: argparse.Namespace) -> int:
         params["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:
         raise SegEvalError(f"--workers must be at least 1, got {args.workers}")
-    options = {k: v for k, v in (("images", args.images), ("labels", args.labels),
-                                 ("camus_mode", args.camus_mode)) if v is not None}
+    options = {
+        k: v
+        for k, v in (
+            ("images", args.images),
+            ("labels", args.labels),
+            ("camus_mode", args.camus_mode),
+        )
+        if v is not None
+    }
     with progress_bar("cases", "case", enabled=not (args.no_progress or args.json)) as progress:
         result = run_evaluation(
-            args.data, args.protocol, args.output_dir, params=params, preset=args.preset,
-            layout=args.layout, layout_options=options, workers=args.workers,
-            scheduler=args.scheduler, resume=not args.restart, progress=progress,
-            report=not args.no_report, save_predictions=not args.no_save_predictions,
+            args.data,
+            args.protocol,
+            args.output_dir,
+            params=params,
+            preset=args.preset,
+            layout=args.layout,
+            layout_options=options,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            resume=not args.restart,
+            progress=progress,
+            report=not args.no_report,
+            save_predictions=not args.no_save_predictions,
         )
-    emit(args, {**result.summary, "output_dir": str(result.output_dir),
-                "n_resumed": result.n_skipped}, _summary_text(result))
+    emit(
+        args,
+        {**result.summary, "output_dir": str(result.output_dir), "n_resumed": result.n_skipped},
+        _summary_text(result),
+    )
     return result.exit_code

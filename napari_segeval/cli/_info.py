@@ -84,12 +84,22 @@ def run(args: argparse.Namespace) -> int:
     dev = devices["default"] or "none (torch missing)"
     if devices.get("cuda"):
         dev += " (" + ", ".join(devices["cuda"]) + ")"
-    model_rows = [[m["name"], m["kind"], m["summary"] if m["available"] else
-                   f"{m['summary']} [needs {m['package']}: not installed]"] for m in models]
+    model_rows = [
+        [
+            m["name"],
+            m["kind"],
+            m["summary"]
+            if m["available"]
+            else f"{m['summary']} [needs {m['package']}: not installed]",
+        ]
+        for m in models
+    ]
     text = (
         f"napari-segeval {__version__}  python {payload['python']}\n"
-        f"compute device: {dev}\n\n" + format_table(["package", "version", "enables"], rows)
-        + "\n\nmodels (--model):\n" + format_table(["model", "kind", "what"], model_rows)
+        f"compute device: {dev}\n\n"
+        + format_table(["package", "version", "enables"], rows)
+        + "\n\nmodels (--model):\n"
+        + format_table(["model", "kind", "what"], model_rows)
     )
     emit(args, payload, text)
     return 0

@@ -130,9 +130,11 @@ def _series_lines(p: dict, chosen: str | None) -> list[str]:
     lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
     for s in series:
         mark = "*" if s["id"] == chosen else " "
-        text = (f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
-                f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
-                f"{s['orientation']}")
+        text = (
+            f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
+            f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
+            f"{s['orientation']}"
+        )
         if s["number"] is not None:
             text += f", series {s['number']}"
         if s["description"]:
@@ -157,12 +159,14 @@ def run(args: argparse.Namespace) -> int:
 
     listing = _series(args.path)
     try:
-        case = read_image(args.path, modality=args.modality, series=args.series,
-                          volume=args.volume)
+        case = read_image(args.path, modality=args.modality, series=args.series, volume=args.volume)
     except SegEvalError:
         if listing["series"]:  # show what is there, then the one-line error
-            emit(args, {"path": str(args.path), **listing},
-                 "\n".join([str(args.path), *_series_lines(listing, None)]))
+            emit(
+                args,
+                {"path": str(args.path), **listing},
+                "\n".join([str(args.path), *_series_lines(listing, None)]),
+            )
         raise
     case = _channels(args.path, case, args.volume)
     img = case.image
@@ -191,8 +195,7 @@ def run(args: argparse.Namespace) -> int:
     }
     problem = None
     if args.labels is not None:
-        labels, geometry, names = read_labels(args.labels,
-                                              default_color_table=color_table(args))
+        labels, geometry, names = read_labels(args.labels, default_color_table=color_table(args))
         if not names:  # a prediction written elsewhere: the image's dataset.json names
             found = find_dataset_json(args.path)
             names = dataset_names(load_dataset_json(found)) if found else {}
@@ -241,14 +244,19 @@ def _text(p: dict) -> str:
         lines.append(f"  pixels     {p['pixels']}")
     if p.get("plane"):
         pl = p["plane"]
-        lines.append(f"  plane      origin {nums(pl['origin'])} mm (LPS), direction "
-                     f"{nums(pl['direction'])}")
+        lines.append(
+            f"  plane      origin {nums(pl['origin'])} mm (LPS), direction {nums(pl['direction'])}"
+        )
     if p.get("nan_count"):
         lines.append(f"  NaN        {p['nan_count']} voxels")
     lines += [f"  warning    {w}" for w in p.get("warnings", [])]
     if p["labels"] is not None:
         rows = [[r["id"], r["name"], r["voxels"], r["volume_ml"]] for r in p["labels"]]
         lines += ["", format_table(["id", "name", "voxels", "volume_ml"], rows, digits=2)]
-        lines += ["", "labels line up with the image" if p["aligned"] else
-                  f"labels do NOT line up: {p['problem']}"]
+        lines += [
+            "",
+            "labels line up with the image"
+            if p["aligned"]
+            else f"labels do NOT line up: {p['problem']}",
+        ]
     return "\n".join(lines)

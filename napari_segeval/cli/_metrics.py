@@ -50,8 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("reference", type=Path, help="reference label map")
     p.add_argument("prediction", type=Path, help="predicted label map")
-    p.add_argument("--tolerance", type=float, default=2.0, metavar="MM",
-                   help="NSD tolerance in mm (default 2)")
+    p.add_argument(
+        "--tolerance", type=float, default=2.0, metavar="MM", help="NSD tolerance in mm (default 2)"
+    )
     p.add_argument(
         "--empty",
         choices=("one", "nan", "zero"),
@@ -71,8 +72,9 @@ def rows_table(rows: list[dict]) -> str:
     return format_table(list(TEXT_COLUMNS.values()), body)
 
 
-def read_pair(reference: Path, prediction: Path, color_table: dict | None = None,
-              volume: int | None = None):
+def read_pair(
+    reference: Path, prediction: Path, color_table: dict | None = None, volume: int | None = None
+):
     """Read two label maps and check that they share one grid.
 
     ``color_table`` (reader form) applies to whichever of them is colour-coded.
@@ -85,15 +87,17 @@ def read_pair(reference: Path, prediction: Path, color_table: dict | None = None
     from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels
 
-    ref, ref_geom, names = read_labels(reference, default_color_table=color_table,
-                                       volume=volume)
-    pred, pred_geom, pred_names = read_labels(prediction, default_color_table=color_table,
-                                              volume=volume)
+    ref, ref_geom, names = read_labels(reference, default_color_table=color_table, volume=volume)
+    pred, pred_geom, pred_names = read_labels(
+        prediction, default_color_table=color_table, volume=volume
+    )
     if ref.ndim == 4 or pred.ndim == 4:
         from napari_segeval._errors import SegEvalError
 
-        raise SegEvalError(f"{reference if ref.ndim == 4 else prediction} is a time series of "
-                           "label maps (t, z, y, x): choose one volume with --volume T")
+        raise SegEvalError(
+            f"{reference if ref.ndim == 4 else prediction} is a time series of "
+            "label maps (t, z, y, x): choose one volume with --volume T"
+        )
     check_label_ids(reference, ref)
     check_label_ids(prediction, pred)
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
@@ -112,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.tolerance > 0:
         raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
-    ref, pred, geometry, names = read_pair(args.reference, args.prediction, color_table(args),
-                                           getattr(args, "volume", None))
+    ref, pred, geometry, names = read_pair(
+        args.reference, args.prediction, color_table(args), getattr(args, "volume", None)
+    )
     rows = structure_table(
         ref,
         pred,

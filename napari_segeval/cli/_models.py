@@ -22,38 +22,51 @@ from typing import Any
 
 from napari_segeval.cli._common import add_json_flag, emit, format_table
 
-_NETWORK_NOTE = ("Any name above works as --model NAME; --model medsam2 uses MedSAM2_latest "
-                 "and --model sam2.1-SIZE the checkpoint of that name.")
+_NETWORK_NOTE = (
+    "Any name above works as --model NAME; --model medsam2 uses MedSAM2_latest "
+    "and --model sam2.1-SIZE the checkpoint of that name."
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval models`` and its actions."""
     p = sub.add_parser(
-        "models", help="models by name: list them, pull one (downloaded once, checked), path",
+        "models",
+        help="models by name: list them, pull one (downloaded once, checked), path",
         description=(
             "The catalogue of real checkpoints (MedSAM2's published ones, Meta's SAM2.1 in "
             "four sizes) and the built-in models. 'pull' downloads a checkpoint once through "
             "huggingface_hub into its cache (HF_HOME / HF_HUB_CACHE; HF_ENDPOINT for a "
             "mirror; HF_HUB_OFFLINE=1 for none), checks its SHA-256 against the one the hub "
-            "publishes, and then --model NAME uses it. Nothing else downloads."),
+            "publishes, and then --model NAME uses it. Nothing else downloads."
+        ),
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     p.set_defaults(func=lambda args: _help(p))
-    listing = actions.add_parser("list", help="every model: kind, size, licence, source, here",
-                                 description="Every model by name; --json adds the model cards.")
+    listing = actions.add_parser(
+        "list",
+        help="every model: kind, size, licence, source, here",
+        description="Every model by name; --json adds the model cards.",
+    )
     add_json_flag(listing)
     listing.set_defaults(func=run_list)
-    pull = actions.add_parser("pull", help="download a checkpoint once and check its SHA-256",
-                              description="Download NAME into the hub's cache (resumed when the "
-                                          "connection drops; Ctrl-C leaves nothing behind), "
-                                          "check it, print where it is.")
+    pull = actions.add_parser(
+        "pull",
+        help="download a checkpoint once and check its SHA-256",
+        description="Download NAME into the hub's cache (resumed when the "
+        "connection drops; Ctrl-C leaves nothing behind), "
+        "check it, print where it is.",
+    )
     pull.add_argument("name", metavar="NAME", help="a name of 'segeval models list'")
     pull.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_json_flag(pull)
     pull.set_defaults(func=run_pull)
-    path = actions.add_parser("path", help="the local file of a model",
-                              description="Print the file of NAME (a pulled checkpoint or a "
-                                          "shipped weight file); fails when it is not here.")
+    path = actions.add_parser(
+        "path",
+        help="the local file of a model",
+        description="Print the file of NAME (a pulled checkpoint or a "
+        "shipped weight file); fails when it is not here.",
+    )
     path.add_argument("name", metavar="NAME")
     add_json_flag(path)
     path.set_defaults(func=run_path)
@@ -82,19 +95,42 @@ def _json_row(row: Any) -> dict:
 
         input_px = LiteMedSAMModel.image_size
     shipped = r.weights in (Weights.SHIPPED, Weights.NONE)
-    source = (r.entry.source if r.entry is not None
-              else f"pip: {r.packaged.distribution}=={r.packaged.version}" if r.packaged
-              else "shipped with napari-segeval")
-    filename = (r.entry.filename if r.entry is not None
-                else r.packaged.path.rsplit("/", 1)[-1] if r.packaged is not None
-                else r.shipped_file.name if r.shipped_file is not None else None)
-    return {"name": r.name, "kind": r.family, "network": r.network, "config": config,
-            "input_px": input_px, "size_bytes": r.size or 0, "licence": r.licence,
-            "source": source, "repo_id": r.entry.repo_id if r.entry is not None else None,
-            "filename": filename, "revision": r.revision, "sha256": r.sha256,
-            "url": url(r.entry, endpoint()) if r.entry is not None else None,
-            "here": row.here, "path": str(row.path) if row.path else None,
-            "card": r.card.as_dict(), "shipped": shipped, "install": row.install}
+    source = (
+        r.entry.source
+        if r.entry is not None
+        else f"pip: {r.packaged.distribution}=={r.packaged.version}"
+        if r.packaged
+        else "shipped with napari-segeval"
+    )
+    filename = (
+        r.entry.filename
+        if r.entry is not None
+        else r.packaged.path.rsplit("/", 1)[-1]
+        if r.packaged is not None
+        else r.shipped_file.name
+        if r.shipped_file is not None
+        else None
+    )
+    return {
+        "name": r.name,
+        "kind": r.family,
+        "network": r.network,
+        "config": config,
+        "input_px": input_px,
+        "size_bytes": r.size or 0,
+        "licence": r.licence,
+        "source": source,
+        "repo_id": r.entry.repo_id if r.entry is not None else None,
+        "filename": filename,
+        "revision": r.revision,
+        "sha256": r.sha256,
+        "url": url(r.entry, endpoint()) if r.entry is not None else None,
+        "here": row.here,
+        "path": str(row.path) if row.path else None,
+        "card": r.card.as_dict(),
+        "shipped": shipped,
+        "install": row.install,
+    }
 
 
 def model_rows() -> list[dict]:
@@ -113,10 +149,19 @@ def run_list(args: argparse.Namespace) -> int:
     rows = model_rows()
     table = format_table(
         ["name", "kind", "network", "size", "licence", "source", "here"],
-        [[r["name"], r["kind"], r["network"], size_text(r["size_bytes"]) if r["size_bytes"]
-          else "-", r["licence"].split(" (")[0],
-          f"{r['repo_id']}@{r['revision'][:7]}" if r["repo_id"] else r["source"],
-          "shipped" if r["shipped"] else "yes" if r["here"] else "-"] for r in rows])
+        [
+            [
+                r["name"],
+                r["kind"],
+                r["network"],
+                size_text(r["size_bytes"]) if r["size_bytes"] else "-",
+                r["licence"].split(" (")[0],
+                f"{r['repo_id']}@{r['revision'][:7]}" if r["repo_id"] else r["source"],
+                "shipped" if r["shipped"] else "yes" if r["here"] else "-",
+            ]
+            for r in rows
+        ],
+    )
     missing = [f"{r['name']} is not installed: {r['install']}" for r in rows if r.get("install")]
     text = "\n".join([table, "", *missing, f"cache: {cache_dir()}", _NETWORK_NOTE])
     emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
@@ -135,11 +180,14 @@ def run_pull(args: argparse.Namespace) -> int:
     with progress_bar(entry.name, "B", enabled=show, unit_scale=True) as progress:
         result = pull(entry.name, progress=progress)
     how = ("downloaded" if result["downloaded"] else "already here") + (
-        " (replaced a copy that failed its check)" if result["replaced"] else "")
+        " (replaced a copy that failed its check)" if result["replaced"] else ""
+    )
     use = " or ".join(f"--model {n}" for n in [*networks_using(entry.name), entry.name])
-    text = (f"{entry.name}: {how}, SHA-256 checked ({result['sha256'][:12]}..., "
-            f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
-            f"{result['path']}\nuse it with {use}")
+    text = (
+        f"{entry.name}: {how}, SHA-256 checked ({result['sha256'][:12]}..., "
+        f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
+        f"{result['path']}\nuse it with {use}"
+    )
     emit(args, result, text)
     return 0
 

@@ -46,8 +46,9 @@ class TerminalProgress:
     True
     """
 
-    def __init__(self, label: str, unit: str = "it", stream: TextIO | None = None,
-                 **options: Any) -> None:
+    def __init__(
+        self, label: str, unit: str = "it", stream: TextIO | None = None, **options: Any
+    ) -> None:
         self.label, self.unit = label, unit
         self.stream = stream if stream is not None else sys.stderr
         self.options = options
@@ -58,8 +59,16 @@ class TerminalProgress:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, initial=done, desc=self.label, unit=self.unit,
-                            file=self.stream, dynamic_ncols=True, leave=True, **self.options)
+            self.bar = tqdm(
+                total=total,
+                initial=done,
+                desc=self.label,
+                unit=self.unit,
+                file=self.stream,
+                dynamic_ncols=True,
+                leave=True,
+                **self.options,
+            )
             return
         if total != self.bar.total:
             self.bar.total = total
@@ -87,8 +96,14 @@ def is_terminal(stream: Any) -> bool:
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, unit: str = "it", *, enabled: bool = True,
-                 stream: TextIO | None = None, **options: Any) -> Iterator[ProgressFn | None]:
+def progress_bar(
+    label: str,
+    unit: str = "it",
+    *,
+    enabled: bool = True,
+    stream: TextIO | None = None,
+    **options: Any,
+) -> Iterator[ProgressFn | None]:
     """The ``progress`` callback for a long call: a bar on a terminal, else ``None``.
 
     Parameters

@@ -28,8 +28,10 @@ class _InOrder(argparse.Action):
     """Collect ``--box`` and ``--point`` in the order given (``prompt_args``)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        namespace.prompt_args = [*(getattr(namespace, "prompt_args", None) or []),
-                                 (self.dest, values)]
+        namespace.prompt_args = [
+            *(getattr(namespace, "prompt_args", None) or []),
+            (self.dest, values),
+        ]
         setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
 
 
@@ -55,45 +57,95 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             '"prompts": PATH, "structures": [rows]}.'
         ),
     )
-    p.add_argument("image", type=Path,
-                   help="image: volume (NIfTI, MHA, DICOM, ...), video or 2D image")
+    p.add_argument(
+        "image", type=Path, help="image: volume (NIfTI, MHA, DICOM, ...), video or 2D image"
+    )
     p.add_argument("--labels", type=Path, help="reference label map (boxes and metrics)")
-    p.add_argument("--structure", action="append", default=[], metavar="NAME|ID",
-                   help="structure to segment: id, name, or 'label N' as segeval inspect "
-                        "prints it (repeatable; default: all in --labels)")
-    p.add_argument("--prompts", type=Path, metavar="FILE",
-                   help="prompts JSON (written by segeval propagate or the viewer) to replay")
-    p.add_argument("--box", action=_InOrder, default=[], metavar="z,y0,x0,y1,x1[,label]",
-                   help="box on slice/frame z (0 for a 2D image) in array coordinates, "
-                        "y1/x1 exclusive (repeatable; label defaults to the matching "
-                        "--structure, else 1, 2, ...)")
-    p.add_argument("--point", action=_InOrder, default=[], metavar="z,y,x[,+|-][,label]",
-                   help="positive (+, default) or negative (-) point on slice/frame z at "
-                        "pixel (y, x) (repeatable; label defaults to that of the prompt "
-                        "before it, else the first --structure, else 1)")
-    add_model_option(p, ["promptable"], "builtin",
-                     what="promptable model (the built-in one needs no download; MedSAM2 and "
-                          "SAM2.1 use their pulled checkpoint, segeval models pull NAME, "
-                          "unless --checkpoint)")
-    p.add_argument("--checkpoint", type=Path,
-                   help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file")
+    p.add_argument(
+        "--structure",
+        action="append",
+        default=[],
+        metavar="NAME|ID",
+        help="structure to segment: id, name, or 'label N' as segeval inspect "
+        "prints it (repeatable; default: all in --labels)",
+    )
+    p.add_argument(
+        "--prompts",
+        type=Path,
+        metavar="FILE",
+        help="prompts JSON (written by segeval propagate or the viewer) to replay",
+    )
+    p.add_argument(
+        "--box",
+        action=_InOrder,
+        default=[],
+        metavar="z,y0,x0,y1,x1[,label]",
+        help="box on slice/frame z (0 for a 2D image) in array coordinates, "
+        "y1/x1 exclusive (repeatable; label defaults to the matching "
+        "--structure, else 1, 2, ...)",
+    )
+    p.add_argument(
+        "--point",
+        action=_InOrder,
+        default=[],
+        metavar="z,y,x[,+|-][,label]",
+        help="positive (+, default) or negative (-) point on slice/frame z at "
+        "pixel (y, x) (repeatable; label defaults to that of the prompt "
+        "before it, else the first --structure, else 1)",
+    )
+    add_model_option(
+        p,
+        ["promptable"],
+        "builtin",
+        what="promptable model (the built-in one needs no download; MedSAM2 and "
+        "SAM2.1 use their pulled checkpoint, segeval models pull NAME, "
+        "unless --checkpoint)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file",
+    )
     add_device_option(p)
-    p.add_argument("--window", default=None,
-                   help="CT window: abdomen, lung, brain, mediastinum or W,L (default abdomen)")
-    p.add_argument("--jitter", type=int, default=0, metavar="PX",
-                   help="shift each edge of label-derived boxes by up to PX pixels")
+    p.add_argument(
+        "--window",
+        default=None,
+        help="CT window: abdomen, lung, brain, mediastinum or W,L (default abdomen)",
+    )
+    p.add_argument(
+        "--jitter",
+        type=int,
+        default=0,
+        metavar="PX",
+        help="shift each edge of label-derived boxes by up to PX pixels",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the jitter")
-    p.add_argument("--no-largest", action="store_true",
-                   help="keep every connected component (default: the largest per structure)")
-    p.add_argument("--connectivity", type=int, choices=(6, 18, 26), default=6,
-                   help="neighbours of the largest component (default 6; MedSAM2: 26)")
-    p.add_argument("--stop-when-empty", action=argparse.BooleanOptionalAction, default=True,
-                   help="end each direction at the first empty slice/frame (default: on; "
-                        "MedSAM2 propagates to the end: --no-stop-when-empty)")
+    p.add_argument(
+        "--no-largest",
+        action="store_true",
+        help="keep every connected component (default: the largest per structure)",
+    )
+    p.add_argument(
+        "--connectivity",
+        type=int,
+        choices=(6, 18, 26),
+        default=6,
+        help="neighbours of the largest component (default 6; MedSAM2: 26)",
+    )
+    p.add_argument(
+        "--stop-when-empty",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="end each direction at the first empty slice/frame (default: on; "
+        "MedSAM2 propagates to the end: --no-stop-when-empty)",
+    )
     add_modality_option(p)
-    p.add_argument("--ct-mapping", choices=("window", "minmax"), default="window",
-                   help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the "
-                        "clipped volume")
+    p.add_argument(
+        "--ct-mapping",
+        choices=("window", "minmax"),
+        default="window",
+        help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the clipped volume",
+    )
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     add_color_table_option(p)
@@ -110,8 +162,9 @@ def parse_boxes(texts: list[str], labels: list[int], shape: tuple[int, ...]) -> 
     >>> parse_boxes(["3,10,20,30,40"], [], (8, 64, 64))
     [Box(y0=10, x0=20, y1=30, x1=40, index=3, label=1)]
     """
-    return [_box(text, labels[i] if i < len(labels) else i + 1, shape)
-            for i, text in enumerate(texts)]
+    return [
+        _box(text, labels[i] if i < len(labels) else i + 1, shape) for i, text in enumerate(texts)
+    ]
 
 
 def _box(text: str, default: int, shape: tuple[int, ...]):
@@ -129,8 +182,9 @@ def _box(text: str, default: int, shape: tuple[int, ...]):
     if not 0 <= z < shape[0]:
         raise SegEvalError(f"--box {text!r}: slice/frame {z} outside 0..{shape[0] - 1}")
     if not (0 <= y0 < y1 <= shape[1] and 0 <= x0 < x1 <= shape[2]):
-        raise SegEvalError(f"--box {text!r}: need 0 <= y0 < y1 <= {shape[1]} and "
-                           f"0 <= x0 < x1 <= {shape[2]}")
+        raise SegEvalError(
+            f"--box {text!r}: need 0 <= y0 < y1 <= {shape[1]} and 0 <= x0 < x1 <= {shape[2]}"
+        )
     if label < 1:
         raise SegEvalError(f"--box {text!r}: label must be >= 1")
     return Box(y0, x0, y1, x1, index=z, label=label)
@@ -150,8 +204,10 @@ def parse_point(text: str, default: int, shape: tuple[int, ...]):
     from napari_segeval.prompts.prompt_set import Point
 
     parts = [t.strip() for t in text.split(",")]
-    bad = SegEvalError(f"--point {text!r}: expected z,y,x[,+|-][,label] (z and label "
-                       "integers, y and x pixel coordinates)")
+    bad = SegEvalError(
+        f"--point {text!r}: expected z,y,x[,+|-][,label] (z and label "
+        "integers, y and x pixel coordinates)"
+    )
     if len(parts) not in (3, 4, 5):
         raise bad
     positive, label = True, default
@@ -171,13 +227,15 @@ def parse_point(text: str, default: int, shape: tuple[int, ...]):
     point = Point(y, x, index=z, label=label, positive=positive)
     py, px = point.pixel
     if not (0 <= py < shape[1] and 0 <= px < shape[2]):
-        raise SegEvalError(f"--point {text!r}: ({y:g}, {x:g}) lies outside the "
-                           f"{shape[1]} x {shape[2]} slice/frame")
+        raise SegEvalError(
+            f"--point {text!r}: ({y:g}, {x:g}) lies outside the {shape[1]} x {shape[2]} slice/frame"
+        )
     return point
 
 
-def command_line_prompts(items: list[tuple[str, str]], wanted: list[int],
-                         shape: tuple[int, ...]) -> list:
+def command_line_prompts(
+    items: list[tuple[str, str]], wanted: list[int], shape: tuple[int, ...]
+) -> list:
     """``--box``/``--point`` in command-line order as prompts (label defaults: help text).
 
     Examples
@@ -212,8 +270,9 @@ def prompts_path(output: Path) -> Path:
     return output.with_name(f"{stem(output)}.prompts.json")
 
 
-def _prompt_sets(args: argparse.Namespace, case, kind: str, mode: str, wanted: list[int],
-                 shape: tuple[int, ...]) -> dict:
+def _prompt_sets(
+    args: argparse.Namespace, case, kind: str, mode: str, wanted: list[int], shape: tuple[int, ...]
+) -> dict:
     """The prompt sets of the run (file, then command line; or from the labels), checked."""
     import numpy as np
 
@@ -227,24 +286,30 @@ def _prompt_sets(args: argparse.Namespace, case, kind: str, mode: str, wanted: l
     sets: dict[int, PromptSet] = {}
     if args.prompts is not None:
         loaded = read_prompts(args.prompts)
-        loaded.check(shape, dict(case.structures), present, where=where,
-                     source=str(args.prompts))
+        loaded.check(shape, dict(case.structures), present, where=where, source=str(args.prompts))
         sets.update(loaded.sets)
     items = getattr(args, "prompt_args", None) or []
     for prompt in command_line_prompts(items, wanted, shape):
-        sets[prompt.label] = (sets[prompt.label].add(prompt) if prompt.label in sets
-                              else PromptSet(prompt.label, (prompt,)))
+        sets[prompt.label] = (
+            sets[prompt.label].add(prompt)
+            if prompt.label in sets
+            else PromptSet(prompt.label, (prompt,))
+        )
     if not sets and case.labels is not None:
-        boxes = boxes_from_labels(case.labels, wanted or None, mode=mode, jitter=args.jitter,
-                                  seed=args.seed)
+        boxes = boxes_from_labels(
+            case.labels, wanted or None, mode=mode, jitter=args.jitter, seed=args.seed
+        )
         sets = {b.label: PromptSet.from_box(b) for b in boxes}
         if not sets:
             raise SegEvalError(f"{args.labels}: no structures to segment (labels are empty)")
     if not sets:
-        raise SegEvalError("give --prompts FILE, --box z,y0,x0,y1,x1 / --point z,y,x, or "
-                           "reference --labels to derive boxes")
-    PromptFile(sets, tuple(shape), {}).check(shape, dict(case.structures), present,
-                                             where=where, source="--box/--point")
+        raise SegEvalError(
+            "give --prompts FILE, --box z,y0,x0,y1,x1 / --point z,y,x, or "
+            "reference --labels to derive boxes"
+        )
+    PromptFile(sets, tuple(shape), {}).check(
+        shape, dict(case.structures), present, where=where, source="--box/--point"
+    )
     return sets
 
 
@@ -263,8 +328,10 @@ def check_output(path: Path, case) -> None:
     from napari_segeval.io.write import LABEL_WRITABLE
 
     if suffix(path) not in LABEL_WRITABLE:
-        raise WriteError(f"{path}: cannot write a label map in this format (use one of "
-                         f"{', '.join(LABEL_WRITABLE)})")
+        raise WriteError(
+            f"{path}: cannot write a label map in this format (use one of "
+            f"{', '.join(LABEL_WRITABLE)})"
+        )
     if not path.parent.is_dir():
         raise WriteError(f"{path}: folder {path.parent} does not exist")
     if suffix(path) == ".png":
@@ -304,21 +371,32 @@ def run(args: argparse.Namespace) -> int:
     if args.structure and case.labels is None and not given:
         raise SegEvalError("--structure needs --labels (boxes come from the reference)")
     present = None if case.labels is None else np.unique(case.labels)
-    wanted = [resolve_structure(s, case.structures, present, source=args.labels)
-              for s in args.structure]
+    wanted = [
+        resolve_structure(s, case.structures, present, source=args.labels) for s in args.structure
+    ]
     sets = _prompt_sets(args, case, kind, mode, wanted, tuple(shape))
 
     model = _load_model(args)
     modality = args.modality or case.modality
-    options = PropagationOptions(keep_largest=not args.no_largest,
-                                 connectivity=args.connectivity,
-                                 stop_when_empty=args.stop_when_empty)
-    result = propagate_image(model, case, sets, window=args.window, modality=modality,
-                             ct_mapping=args.ct_mapping, options=options)
+    options = PropagationOptions(
+        keep_largest=not args.no_largest,
+        connectivity=args.connectivity,
+        stop_when_empty=args.stop_when_empty,
+    )
+    result = propagate_image(
+        model,
+        case,
+        sets,
+        window=args.window,
+        modality=modality,
+        ct_mapping=args.ct_mapping,
+        options=options,
+    )
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     names = {lab: case.structure_name(lab) for lab in sets}
-    saved = write_prompts(prompts_out, PromptFile(sets, tuple(shape), names),
-                          overwrite=args.overwrite)
+    saved = write_prompts(
+        prompts_out, PromptFile(sets, tuple(shape), names), overwrite=args.overwrite
+    )
 
     rows: list[dict] = []
     if case.labels is not None:
@@ -335,10 +413,14 @@ def run(args: argparse.Namespace) -> int:
     if rows:
         lines.append(rows_table(rows))
     how = "2D image as one frame" if kind == "image" else f"{mode} mode"
-    stop = "" if kind == "image" else (", stop when empty" if args.stop_when_empty
-                                       else ", to the end")
+    stop = (
+        "" if kind == "image" else (", stop when empty" if args.stop_when_empty else ", to the end")
+    )
     lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
     lines.append(f"wrote {saved} (the prompts, to replay with --prompts)")
-    emit(args, {"output": str(out), "prompts": str(saved), "structures": rows,
-                "modality": modality}, "\n".join(lines))
+    emit(
+        args,
+        {"output": str(out), "prompts": str(saved), "structures": rows, "modality": modality},
+        "\n".join(lines),
+    )
     return 0

@@ -20,8 +20,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("results_dir", type=Path, metavar="RESULTS_DIR")
-    p.add_argument("--worst", type=int, default=4, metavar="N",
-                   help="thumbnails of the N worst cases (default 4)")
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=4,
+        metavar="N",
+        help="thumbnails of the N worst cases (default 4)",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -34,13 +39,20 @@ def run(args: argparse.Namespace) -> int:
 
     out = args.results_dir
     if not (out / "run.json").is_file() or not (out / "cases.json").is_file():
-        raise ReadError(f"{out}: not a results folder of 'segeval evaluate' "
-                        "(run.json / cases.json missing)")
+        raise ReadError(
+            f"{out}: not a results folder of 'segeval evaluate' (run.json / cases.json missing)"
+        )
     result = finalize(out, report=False)
     path = write_report(out, worst=max(0, args.worst))
     s = result.summary
-    payload = {"report": str(path), **{k: s[k] for k in ("n_cases", "n_ok", "n_failed",
-                                                          "n_missing")}}
-    emit(args, payload, f"{path}: {s['n_cases']} cases, {s['n_ok']} ok, {s['n_failed']} "
-                        f"failed, {s['n_missing']} not run")
+    payload = {
+        "report": str(path),
+        **{k: s[k] for k in ("n_cases", "n_ok", "n_failed", "n_missing")},
+    }
+    emit(
+        args,
+        payload,
+        f"{path}: {s['n_cases']} cases, {s['n_ok']} ok, {s['n_failed']} "
+        f"failed, {s['n_missing']} not run",
+    )
     return 0

@@ -19,20 +19,31 @@ from napari_segeval.cli._common import add_json_flag, emit, format_table
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval samples`` and ``segeval samples path``."""
     p = sub.add_parser(
-        "samples", help="the bundled sample data: names, files, where they are",
-        description=("The sample cases (CT, video, endoscopy, dermoscopy, a small MSD-style "
-                     "task) and their files. From a source checkout they are sample_data/; "
-                     "from an installed wheel they are generated once into the user cache "
-                     "($XDG_CACHE_HOME or ~/.cache, napari-segeval/); "
-                     "$NAPARI_SEGEVAL_SAMPLES names another folder."))
+        "samples",
+        help="the bundled sample data: names, files, where they are",
+        description=(
+            "The sample cases (CT, video, endoscopy, dermoscopy, a small MSD-style "
+            "task) and their files. From a source checkout they are sample_data/; "
+            "from an installed wheel they are generated once into the user cache "
+            "($XDG_CACHE_HOME or ~/.cache, napari-segeval/); "
+            "$NAPARI_SEGEVAL_SAMPLES names another folder."
+        ),
+    )
     add_json_flag(p)
     p.set_defaults(func=run_list)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    path = actions.add_parser("path", help="the full path of one sample's file",
-                              description="Print the path of NAME's image (or --part labels).")
+    path = actions.add_parser(
+        "path",
+        help="the full path of one sample's file",
+        description="Print the path of NAME's image (or --part labels).",
+    )
     path.add_argument("name", metavar="NAME", help="a name of 'segeval samples'")
-    path.add_argument("--part", choices=("image", "labels"), default="image",
-                      help="which file (default: image; a folder sample is its folder)")
+    path.add_argument(
+        "--part",
+        choices=("image", "labels"),
+        default="image",
+        help="which file (default: image; a folder sample is its folder)",
+    )
     add_json_flag(path)
     path.set_defaults(func=run_path)
 
@@ -58,18 +69,32 @@ def run_list(args: argparse.Namespace) -> int:
     root = sample_root()
     index = load_index(root)
     rows = _rows(root, index)
-    missing = [{"name": n, "reason": f"{what} needs the optional package '{pkg}': "
-                                     f"pip install 'napari-segeval[{extra}]'"}
-               for n, (pkg, extra, what) in NEEDS_EXTRA.items() if n not in index]
+    missing = [
+        {
+            "name": n,
+            "reason": f"{what} needs the optional package '{pkg}': "
+            f"pip install 'napari-segeval[{extra}]'",
+        }
+        for n, (pkg, extra, what) in NEEDS_EXTRA.items()
+        if n not in index
+    ]
 
     def rel(row: dict, key: str) -> str:
         value = row.get(key)
-        return "-" if value is None else str(value)[len(str(root)) + 1:]
+        return "-" if value is None else str(value)[len(str(root)) + 1 :]
 
     table = format_table(
         ["name", "modality", "image (or folder)", "labels"],
-        [[r["name"], r["modality"] or "-", rel(r, "image") if "image" in r else
-          rel(r, "folder") + "/", rel(r, "labels")] for r in rows])
+        [
+            [
+                r["name"],
+                r["modality"] or "-",
+                rel(r, "image") if "image" in r else rel(r, "folder") + "/",
+                rel(r, "labels"),
+            ]
+            for r in rows
+        ],
+    )
     lines = [f"samples in {root}", "", table]
     lines += [f"not here: {m['name']}: {m['reason']}" for m in missing]
     lines += ["", "segeval samples path NAME [--part labels] prints one file's full path."]

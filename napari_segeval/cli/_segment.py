@@ -33,22 +33,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA/MHD, NRRD, DICOM folder)")
     add_model_option(p, ["dense"], "builtin-ct", what="dense model")
-    p.add_argument("--trust-torchscript", action="store_true",
-                   help="allow loading TorchScript files (they execute code)")
+    p.add_argument(
+        "--trust-torchscript",
+        action="store_true",
+        help="allow loading TorchScript files (they execute code)",
+    )
     p.add_argument("--labels", type=Path, help="reference label map: print per-structure metrics")
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    p.add_argument("--overlap", type=float, default=0.5,
-                   help="window overlap in [0, 1) (default 0.5)")
+    p.add_argument(
+        "--overlap", type=float, default=0.5, help="window overlap in [0, 1) (default 0.5)"
+    )
     p.add_argument("--batch-size", type=int, default=2, help="windows per network call (default 2)")
     p.add_argument("--mirror", action="store_true", help="mirroring test-time augmentation")
-    p.add_argument("--no-postprocess", action="store_true",
-                   help="skip largest-component and small-lesion post-processing")
+    p.add_argument(
+        "--no-postprocess",
+        action="store_true",
+        help="skip largest-component and small-lesion post-processing",
+    )
     add_device_option(p)
-    p.add_argument("--cpu-accumulate", action="store_true",
-                   help="keep the full-size accumulators in host memory (large volumes)")
-    p.add_argument("--tolerance", type=float, default=2.0, metavar="MM",
-                   help="NSD tolerance in mm (default 2)")
+    p.add_argument(
+        "--cpu-accumulate",
+        action="store_true",
+        help="keep the full-size accumulators in host memory (large volumes)",
+    )
+    p.add_argument(
+        "--tolerance", type=float, default=2.0, metavar="MM", help="NSD tolerance in mm (default 2)"
+    )
     add_input_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -76,7 +87,11 @@ def run(args: argparse.Namespace) -> int:
     model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
     with progress_bar("windows", "window", enabled=not args.json) as progress:
         result = segment_case(
-            model, case, overlap=args.overlap, mirror=args.mirror, batch_size=args.batch_size,
+            model,
+            case,
+            overlap=args.overlap,
+            mirror=args.mirror,
+            batch_size=args.batch_size,
             postprocess=not args.no_postprocess,
             accumulate_device="cpu" if args.cpu_accumulate else None,
             progress=progress,
@@ -88,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
         names = dict(model.structures)
         names.update({k: v for k, v in case.structures.items() if k in names})
-        rows = structure_table(case.labels, result.labels, case.spacing, structures=names,
-                               tolerance_mm=args.tolerance)
+        rows = structure_table(
+            case.labels, result.labels, case.spacing, structures=names, tolerance_mm=args.tolerance
+        )
         rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
     lines = [rows_table(rows)] if rows else []
     lines.append(f"wrote {out} ({model.name}, {len(model.structures)} structures)")

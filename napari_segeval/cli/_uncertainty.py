@@ -25,8 +25,18 @@ from napari_segeval.cli._common import (
 )
 from napari_segeval.cli._progress import progress_bar
 
-LAYOUT_NAMES = ("msd", "nnunet", "lits", "kits23", "word", "feta", "totalsegmentator",
-                "camus", "isic", "neopolyp")
+LAYOUT_NAMES = (
+    "msd",
+    "nnunet",
+    "lits",
+    "kits23",
+    "word",
+    "feta",
+    "totalsegmentator",
+    "camus",
+    "isic",
+    "neopolyp",
+)
 SPLITS = ("train", "all", "val", "test")
 
 
@@ -45,53 +55,97 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     s = actions.add_parser(
-        "score", help="AUV per case and per class of a data set's training cases",
+        "score",
+        help="AUV per case and per class of a data set's training cases",
         description=(
             "Prompt every class of every case with the box of its reference mask (middle "
             "slice of its extent), propagate through the whole volume with a frozen "
             "promptable model, and score the decoded map of each class. Prints a table "
             "(most uncertain first); --output FILE writes FILE as JSON or CSV (by its "
             "suffix) and the other format beside it. Cases that cannot be read keep no "
-            "score and make the exit status 3."),
+            "score and make the exit status 3."
+        ),
     )
     s.add_argument("dataset", type=Path, metavar="DATASET", help="data-set folder")
-    add_model_option(s, ["promptable"], "auto", extra=("auto",),
-                     what="promptable model (auto: medsam2 with --checkpoint, else builtin)")
+    add_model_option(
+        s,
+        ["promptable"],
+        "auto",
+        extra=("auto",),
+        what="promptable model (auto: medsam2 with --checkpoint, else builtin)",
+    )
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
     s.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
-    s.add_argument("--split", choices=SPLITS, default="train",
-                   help="which labelled cases to score (default: train, as the paper)")
-    s.add_argument("--matrix", choices=("D_HW", "H_DW", "W_DH"), default="D_HW",
-                   help="rows of the class matrix of a 3D map (default D_HW: one row per slice)")
-    s.add_argument("--energy-power", type=float, default=2.0, metavar="P",
-                   help="energy = singular value ** P (2: the paper; 1: its released code)")
-    s.add_argument("--aggregate", choices=("sum", "mean"), default="sum",
-                   help="sample scale over classes (sum: the paper)")
+    s.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="train",
+        help="which labelled cases to score (default: train, as the paper)",
+    )
+    s.add_argument(
+        "--matrix",
+        choices=("D_HW", "H_DW", "W_DH"),
+        default="D_HW",
+        help="rows of the class matrix of a 3D map (default D_HW: one row per slice)",
+    )
+    s.add_argument(
+        "--energy-power",
+        type=float,
+        default=2.0,
+        metavar="P",
+        help="energy = singular value ** P (2: the paper; 1: its released code)",
+    )
+    s.add_argument(
+        "--aggregate",
+        choices=("sum", "mean"),
+        default="sum",
+        help="sample scale over classes (sum: the paper)",
+    )
     add_device_option(s)
     s.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while scoring")
-    s.add_argument("--output", "-o", type=Path, metavar="FILE",
-                   help="scores file: .json or .csv (the other format is written beside it)")
+    s.add_argument(
+        "--output",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="scores file: .json or .csv (the other format is written beside it)",
+    )
     s.add_argument("--overwrite", action="store_true", help="replace existing score files")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_json_flag(s)
     s.set_defaults(func=run_score)
     f = actions.add_parser(
-        "filter", help="splits_final.json / dataset.json without the most uncertain cases",
+        "filter",
+        help="splits_final.json / dataset.json without the most uncertain cases",
         description=(
             "Rank the cases of SCORES by AUV and remove the most uncertain fraction: from "
             "every fold's train list of nnU-Net's splits_final.json (--splits FILE, else "
             "DATASET/splits_final.json, else five folds made as nnU-Net makes them) and "
             "from DATASET/dataset.json. Writes DIR/splits_final.json, DIR/dataset.json "
-            "and DIR/removed.json."),
+            "and DIR/removed.json."
+        ),
     )
     f.add_argument("scores", type=Path, metavar="SCORES", help="file of 'uncertainty score'")
-    f.add_argument("--remove", type=float, required=True, metavar="F",
-                   help="fraction of the most uncertain cases to remove (0.05, 0.1 ...)")
-    f.add_argument("--rule", choices=("quantile", "round"), default="quantile",
-                   help="quantile: keep AUV at or below the (1-F) quantile (the paper); "
-                        "round: remove floor(F*n + 0.5) cases")
-    f.add_argument("--dataset", type=Path, metavar="DATASET",
-                   help="data-set folder whose dataset.json / splits_final.json to filter")
+    f.add_argument(
+        "--remove",
+        type=float,
+        required=True,
+        metavar="F",
+        help="fraction of the most uncertain cases to remove (0.05, 0.1 ...)",
+    )
+    f.add_argument(
+        "--rule",
+        choices=("quantile", "round"),
+        default="quantile",
+        help="quantile: keep AUV at or below the (1-F) quantile (the paper); "
+        "round: remove floor(F*n + 0.5) cases",
+    )
+    f.add_argument(
+        "--dataset",
+        type=Path,
+        metavar="DATASET",
+        help="data-set folder whose dataset.json / splits_final.json to filter",
+    )
     f.add_argument("--splits", type=Path, metavar="FILE", help="nnU-Net splits_final.json")
     f.add_argument("--output", "-o", type=Path, required=True, metavar="DIR")
     f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
@@ -120,20 +174,37 @@ def _targets(path: Path, overwrite: bool) -> list[Path]:
 
 
 def _score_table(record: dict) -> str:
-    rows = sorted(record["cases"], key=lambda c: (-(c["auv"] if _finite(c["auv"]) else math.inf),
-                                                  c["case"]))
+    rows = sorted(
+        record["cases"], key=lambda c: (-(c["auv"] if _finite(c["auv"]) else math.inf), c["case"])
+    )
     body = []
     for c in rows:
         scored = [r for r in c["classes"] if _finite(r.get("scale"))]
         low = min(scored, key=lambda r: r["scale"])["name"] if scored else "-"
-        body.append([c["case"], c.get("split") or "-", c["scale"], c["auv"], len(scored), low,
-                     c.get("error") or ""])
+        body.append(
+            [
+                c["case"],
+                c.get("split") or "-",
+                c["scale"],
+                c["auv"],
+                len(scored),
+                low,
+                c.get("error") or "",
+            ]
+        )
     m = record["model"]
-    head = (f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
-            f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
-            f"{record['aggregate']} over classes)")
-    return head + "\n" + format_table(
-        ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"], body)
+    head = (
+        f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
+        f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
+        f"{record['aggregate']} over classes)"
+    )
+    return (
+        head
+        + "\n"
+        + format_table(
+            ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"], body
+        )
+    )
 
 
 def _finite(v) -> bool:
@@ -152,15 +223,26 @@ def run_score(args: argparse.Namespace) -> int:
     if not 0 < args.energy_power < float("inf"):
         raise SegEvalError(f"--energy-power must be a positive number, got {args.energy_power:g}")
     specs = load_layout(args.dataset, args.layout)
-    chosen = [s for s in specs if (s.labels or s.error)
-              and (args.split == "all" or s.split == args.split)]
+    chosen = [
+        s for s in specs if (s.labels or s.error) and (args.split == "all" or s.split == args.split)
+    ]
     if not chosen:
-        raise SegEvalError(f"{args.dataset}: no labelled case in split {args.split!r} "
-                           f"(splits present: {', '.join(sorted({s.split for s in specs}))})")
+        raise SegEvalError(
+            f"{args.dataset}: no labelled case in split {args.split!r} "
+            f"(splits present: {', '.join(sorted({s.split for s in specs}))})"
+        )
     with progress_bar("AUV", "case", enabled=not (args.no_progress or args.json)) as progress:
-        record = score_cases(chosen, model=args.model, checkpoint=args.checkpoint,
-                             device=args.device, layout=args.matrix, power=args.energy_power,
-                             aggregate=args.aggregate, threads=args.threads, progress=progress)
+        record = score_cases(
+            chosen,
+            model=args.model,
+            checkpoint=args.checkpoint,
+            device=args.device,
+            layout=args.matrix,
+            power=args.energy_power,
+            aggregate=args.aggregate,
+            threads=args.threads,
+            progress=progress,
+        )
     record["data"] = str(Path(args.dataset).absolute())
     written = [str(write_scores(t, record, overwrite=args.overwrite)) for t in targets]
     failed = [c for c in record["cases"] if c.get("error")]
@@ -207,8 +289,9 @@ def run_filter(args: argparse.Namespace) -> int:
     splits = _read_json(splits_file) if splits_file and splits_file.is_file() else None
     if args.splits and splits is None:
         raise ReadError(f"{args.splits}: no such splits file")
-    if splits is not None and not (isinstance(splits, list)
-                                   and all(isinstance(f, dict) for f in splits)):
+    if splits is not None and not (
+        isinstance(splits, list) and all(isinstance(f, dict) for f in splits)
+    ):
         raise ReadError(f"{splits_file}: not an nnU-Net splits_final.json (a list of folds)")
     ds_file = args.dataset / "dataset.json" if args.dataset else None
     dataset = _read_json(ds_file) if ds_file and ds_file.is_file() else None
@@ -218,19 +301,38 @@ def run_filter(args: argparse.Namespace) -> int:
         if (out / name).exists() and not args.overwrite:
             raise SegEvalError(f"{out / name} exists; pass --overwrite to replace it")
     try:
-        written = write_filtered_lists(out, removed, train_ids=_train_ids(args, record),
-                                       splits=splits, dataset=dataset, overwrite=args.overwrite)
+        written = write_filtered_lists(
+            out,
+            removed,
+            train_ids=_train_ids(args, record),
+            splits=splits,
+            dataset=dataset,
+            overwrite=args.overwrite,
+        )
     except ValueError as exc:
         raise SegEvalError(f"cannot make nnU-Net folds: {exc}") from None
-    summary = {"scores": str(args.scores), "fraction": args.remove, "rule": args.rule,
-               "n_cases": len(scores), "n_removed": len(removed), "n_kept": len(kept),
-               "removed": [{"case": c, "auv": scores[c]} for c in removed], **written}
-    written["removed.json"] = str(atomic_write_text(
-        out / "removed.json", json.dumps(json_safe(summary), indent=1), overwrite=True))
+    summary = {
+        "scores": str(args.scores),
+        "fraction": args.remove,
+        "rule": args.rule,
+        "n_cases": len(scores),
+        "n_removed": len(removed),
+        "n_kept": len(kept),
+        "removed": [{"case": c, "auv": scores[c]} for c in removed],
+        **written,
+    }
+    written["removed.json"] = str(
+        atomic_write_text(
+            out / "removed.json", json.dumps(json_safe(summary), indent=1), overwrite=True
+        )
+    )
     summary["removed.json"] = written["removed.json"]
-    text = (f"removed {len(removed)} of {len(scores)} cases ({args.rule} rule, "
-            f"fraction {args.remove:g})\n"
-            + format_table(["case", "AUV"], [[c, scores[c]] for c in removed])
-            + "\nwrote " + ", ".join(v for k, v in written.items() if k.endswith(".json")))
+    text = (
+        f"removed {len(removed)} of {len(scores)} cases ({args.rule} rule, "
+        f"fraction {args.remove:g})\n"
+        + format_table(["case", "AUV"], [[c, scores[c]] for c in removed])
+        + "\nwrote "
+        + ", ".join(v for k, v in written.items() if k.endswith(".json"))
+    )
     emit(args, summary, text)
     return 0

@@ -9,10 +9,22 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 #: Overlay colours per label id (cycled), RGB 0-255.
-PALETTE = np.array([
-    [0, 0, 0], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48],
-    [145, 30, 180], [70, 240, 240], [240, 50, 230], [210, 245, 60], [250, 190, 190],
-], dtype=np.float32)
+PALETTE = np.array(
+    [
+        [0, 0, 0],
+        [230, 25, 75],
+        [60, 180, 75],
+        [255, 225, 25],
+        [0, 130, 200],
+        [245, 130, 48],
+        [145, 30, 180],
+        [70, 240, 240],
+        [240, 50, 230],
+        [210, 245, 60],
+        [250, 190, 190],
+    ],
+    dtype=np.float32,
+)
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
@@ -30,8 +42,9 @@ def png_data_uri(rgb: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def overlay(image: np.ndarray, labels: np.ndarray | None, alpha: float = 0.45,
-            min_size: int = 128) -> np.ndarray:
+def overlay(
+    image: np.ndarray, labels: np.ndarray | None, alpha: float = 0.45, min_size: int = 128
+) -> np.ndarray:
     """Grey or RGB uint8 image with coloured labels blended in, upscaled to ``min_size``.
 
     Examples
@@ -61,8 +74,13 @@ def have_matplotlib() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str = "dice",
-                order: Sequence[str] | None = None, dots: bool = False, title: str = "") -> str:
+def boxplot_uri(
+    groups: Mapping[str, Mapping[str, Sequence[float]]],
+    metric: str = "dice",
+    order: Sequence[str] | None = None,
+    dots: bool = False,
+    title: str = "",
+) -> str:
     """Box plots per structure, one box (one colour) per condition or model, as a PNG data URI.
 
     ``groups[structure][name]`` holds the per-case values (NaN dropped).
@@ -75,17 +93,29 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
     import matplotlib.pyplot as plt
 
     structures = list(groups)
-    conditions = list(order) if order is not None else sorted(
-        {c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
+    conditions = (
+        list(order)
+        if order is not None
+        else sorted({c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
+    )
     width = 0.8 / max(len(conditions), 1)
-    fig, ax = plt.subplots(figsize=(max(4.0, 1.3 * len(structures) * max(1, len(conditions))
-                                        ** 0.5), 3.2), dpi=100)
+    fig, ax = plt.subplots(
+        figsize=(max(4.0, 1.3 * len(structures) * max(1, len(conditions)) ** 0.5), 3.2), dpi=100
+    )
     handles = []
     for j, cond in enumerate(conditions):
         pos = [i + (j - (len(conditions) - 1) / 2) * width for i in range(len(structures))]
-        data = [[v for v in groups[s].get(cond, []) if not np.isnan(v)] or [np.nan] for s in structures]
-        bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True,
-                        showfliers=True, manage_ticks=False)
+        data = [
+            [v for v in groups[s].get(cond, []) if not np.isnan(v)] or [np.nan] for s in structures
+        ]
+        bp = ax.boxplot(
+            data,
+            positions=pos,
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=True,
+            manage_ticks=False,
+        )
         colour = PALETTE[1 + j % (len(PALETTE) - 1)] / 255.0
         for box in bp["boxes"]:
             box.set_facecolor((*colour, 0.6))
@@ -93,8 +123,15 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
             spread = np.random.default_rng(j)  # fixed jitter: the same picture every time
             for x, values in zip(pos, data, strict=True):
                 v = np.asarray(values, float)
-                ax.scatter(x + spread.uniform(-0.3, 0.3, v.size) * width, v, s=9,
-                           color=colour, edgecolors="k", linewidths=0.3, zorder=3)
+                ax.scatter(
+                    x + spread.uniform(-0.3, 0.3, v.size) * width,
+                    v,
+                    s=9,
+                    color=colour,
+                    edgecolors="k",
+                    linewidths=0.3,
+                    zorder=3,
+                )
         handles.append((bp["boxes"][0], cond))
     ax.set_xticks(range(len(structures)))
     ax.set_xticklabels(structures, rotation=20, ha="right", fontsize=8)
@@ -112,8 +149,9 @@ def boxplot_uri(groups: Mapping[str, Mapping[str, Sequence[float]]], metric: str
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def scatter_uri(x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str,
-                title: str = "") -> str:
+def scatter_uri(
+    x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str, title: str = ""
+) -> str:
     """A scatter plot of paired values (NaN pairs dropped) as a PNG data URI."""
     import matplotlib
 
@@ -136,8 +174,12 @@ def scatter_uri(x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def curves_uri(curves: Mapping[str, Sequence[Mapping[str, float]]], xlabel: str = "round",
-               ylabel: str = "Dice", title: str = "") -> str:
+def curves_uri(
+    curves: Mapping[str, Sequence[Mapping[str, float]]],
+    xlabel: str = "round",
+    ylabel: str = "Dice",
+    title: str = "",
+) -> str:
     """Median curves with their interquartile band, one line per name, as a PNG data URI.
 
     ``curves[name]`` holds one point per x = 0, 1, ... with ``median``, ``q1``, ``q3``.
@@ -173,4 +215,12 @@ def curves_uri(curves: Mapping[str, Sequence[Mapping[str, float]]], xlabel: str 
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-__all__ = ["PALETTE", "boxplot_uri", "curves_uri", "have_matplotlib", "overlay", "png_data_uri", "scatter_uri"]
+__all__ = [
+    "PALETTE",
+    "boxplot_uri",
+    "curves_uri",
+    "have_matplotlib",
+    "overlay",
+    "png_data_uri",
+    "scatter_uri",
+]

@@ -26,8 +26,10 @@ NEOPOLYP_STRUCTURES = {1: "neoplastic", 2: "non_neoplastic"}
 #: NeoPolyp masks: red = neoplastic, green = non-neoplastic (black background).
 NEOPOLYP_COLORS = {"1": [255, 0, 0], "2": [0, 255, 0]}
 _CAMUS_GT = ("_gt.mhd", "_gt.mha", "_gt.nii.gz", "_gt.nii")
-_CAMUS_NAME = re.compile(r"^(?P<patient>.*?)(?:_(?P<view>[24]CH))?_(?P<phase>ED|ES|half_sequence|sequence)$",
-                         re.IGNORECASE)
+_CAMUS_NAME = re.compile(
+    r"^(?P<patient>.*?)(?:_(?P<view>[24]CH))?_(?P<phase>ED|ES|half_sequence|sequence)$",
+    re.IGNORECASE,
+)
 
 
 def _all_files(root: Path) -> list[Path]:
@@ -91,11 +93,26 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
         if (mode == "frames" and (not m or is_seq)) or (mode == "sequences" and not is_seq):
             continue
         patient = m.group("patient") if m else stem(image)
-        meta = {"patient": patient, "view": (m.group("view") or "") if m else "",
-                "phase": "sequence" if is_seq else phase.upper()}
-        specs.append(CaseSpec(stem(image), (str(image),), str(gt), "camus", str(root),
-                              dict(CAMUS_STRUCTURES), None, "US",
-                              splits.get(patient, "train"), meta=meta, group=patient))
+        meta = {
+            "patient": patient,
+            "view": (m.group("view") or "") if m else "",
+            "phase": "sequence" if is_seq else phase.upper(),
+        }
+        specs.append(
+            CaseSpec(
+                stem(image),
+                (str(image),),
+                str(gt),
+                "camus",
+                str(root),
+                dict(CAMUS_STRUCTURES),
+                None,
+                "US",
+                splits.get(patient, "train"),
+                meta=meta,
+                group=patient,
+            )
+        )
     return specs
 
 
@@ -124,8 +141,11 @@ def _isic_metadata_rows(root: Path):
                 if key is None or not any(c in header for c in _ISIC_GROUP_COLUMNS):
                     continue
                 for row in reader:
-                    row = {(k or "").strip(): (v or "").strip() for k, v in row.items()
-                           if isinstance(v, str)}
+                    row = {
+                        (k or "").strip(): (v or "").strip()
+                        for k, v in row.items()
+                        if isinstance(v, str)
+                    }
                     ids = [(c, row[c]) for c in _ISIC_GROUP_COLUMNS if row.get(c)]
                     if row.get(key) and ids:
                         yield row[key], ids
@@ -198,18 +218,33 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
     """
     root = Path(root)
     files = _all_files(root)
-    masks = {stem(p)[: -len("_segmentation")]: p for p in files
-             if stem(p).endswith("_segmentation")}
+    masks = {
+        stem(p)[: -len("_segmentation")]: p for p in files if stem(p).endswith("_segmentation")
+    }
     groups = isic_groups(root)
     specs = []
     for p in files:
         s = stem(p)
-        if (s.endswith(("_segmentation", "_superpixels"))
-                or suffix(p) not in (".jpg", ".jpeg", ".png")):
+        if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in (
+            ".jpg",
+            ".jpeg",
+            ".png",
+        ):
             continue
-        specs.append(CaseSpec(s, (str(p),), str(masks[s]) if s in masks else None, "isic",
-                              str(root), dict(ISIC_STRUCTURES), None, "dermoscopy",
-                              _split_from_path(p.relative_to(root)), group=groups.get(s)))
+        specs.append(
+            CaseSpec(
+                s,
+                (str(p),),
+                str(masks[s]) if s in masks else None,
+                "isic",
+                str(root),
+                dict(ISIC_STRUCTURES),
+                None,
+                "dermoscopy",
+                _split_from_path(p.relative_to(root)),
+                group=groups.get(s),
+            )
+        )
     return specs
 
 
@@ -251,10 +286,19 @@ def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
     root = Path(root)
     specs = []
     for image, mask in neopolyp_pairs(root):
-        specs.append(CaseSpec(stem(image), (str(image),), str(mask) if mask else None,
-                              "neopolyp", str(root), dict(NEOPOLYP_STRUCTURES),
-                              dict(NEOPOLYP_COLORS), "endoscopy",
-                              "train" if mask else "test"))
+        specs.append(
+            CaseSpec(
+                stem(image),
+                (str(image),),
+                str(mask) if mask else None,
+                "neopolyp",
+                str(root),
+                dict(NEOPOLYP_STRUCTURES),
+                dict(NEOPOLYP_COLORS),
+                "endoscopy",
+                "train" if mask else "test",
+            )
+        )
     return specs
 
 
@@ -288,11 +332,14 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
             labels.format(stem="", name="", parent="")
         except (KeyError, IndexError, ValueError) as exc:
             what = f"unknown field {{{exc.args[0]}}}" if isinstance(exc, KeyError) else str(exc)
-            raise SegEvalError(f"label pattern {labels!r}: {what} (fields: {{stem}}, {{name}}, "
-                               "{parent})") from exc
+            raise SegEvalError(
+                f"label pattern {labels!r}: {what} (fields: {{stem}}, {{name}}, {{parent}})"
+            ) from exc
     candidates = [Path(p) for p in _glob.glob(str(root / images), recursive=True)]
-    candidates = sorted((p for p in candidates if p.is_file() and suffix(p) in IMAGE_SUFFIXES),
-                        key=lambda p: natural_key(str(p)))
+    candidates = sorted(
+        (p for p in candidates if p.is_file() and suffix(p) in IMAGE_SUFFIXES),
+        key=lambda p: natural_key(str(p)),
+    )
     found: dict[Path, Path | None] = {}
     for p in candidates:
         found[p] = _label_for(root, p, labels) if labels else None
@@ -301,8 +348,11 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
     for p, lab in found.items():
         if p.resolve() in label_files:
             continue
-        specs.append(CaseSpec(stem(p), (str(p),), str(lab) if lab else None, "generic",
-                              str(root), split="train"))
+        specs.append(
+            CaseSpec(
+                stem(p), (str(p),), str(lab) if lab else None, "generic", str(root), split="train"
+            )
+        )
     return specs
 
 
@@ -316,5 +366,12 @@ def _label_for(root: Path, image: Path, pattern: str) -> Path | None:
     return target if target.is_file() else None
 
 
-__all__ = ["camus_pairs", "isic_groups", "neopolyp_pairs", "parse_camus", "parse_generic", "parse_isic",
-           "parse_neopolyp"]
+__all__ = [
+    "camus_pairs",
+    "isic_groups",
+    "neopolyp_pairs",
+    "parse_camus",
+    "parse_generic",
+    "parse_isic",
+    "parse_neopolyp",
+]

@@ -42,12 +42,33 @@ from napari_segeval.io._formats import natural_key
 
 LITS_STRUCTURES = {1: "liver", 2: "tumor"}
 KITS_STRUCTURES = {1: "kidney", 2: "tumor", 3: "cyst"}
-WORD_STRUCTURES = {1: "liver", 2: "spleen", 3: "left_kidney", 4: "right_kidney", 5: "stomach",
-                   6: "gallbladder", 7: "esophagus", 8: "pancreas", 9: "duodenum", 10: "colon",
-                   11: "intestine", 12: "adrenal", 13: "rectum", 14: "bladder",
-                   15: "Head_of_femur_L", 16: "Head_of_femur_R"}
-FETA_STRUCTURES = {1: "external_csf", 2: "grey_matter", 3: "white_matter", 4: "ventricles",
-                   5: "cerebellum", 6: "deep_grey_matter", 7: "brainstem"}
+WORD_STRUCTURES = {
+    1: "liver",
+    2: "spleen",
+    3: "left_kidney",
+    4: "right_kidney",
+    5: "stomach",
+    6: "gallbladder",
+    7: "esophagus",
+    8: "pancreas",
+    9: "duodenum",
+    10: "colon",
+    11: "intestine",
+    12: "adrenal",
+    13: "rectum",
+    14: "bladder",
+    15: "Head_of_femur_L",
+    16: "Head_of_femur_R",
+}
+FETA_STRUCTURES = {
+    1: "external_csf",
+    2: "grey_matter",
+    3: "white_matter",
+    4: "ventricles",
+    5: "cerebellum",
+    6: "deep_grey_matter",
+    7: "brainstem",
+}
 LAYOUTS_3D = ("lits", "kits23", "word", "feta", "totalsegmentator")
 _NII = (".nii.gz", ".nii")
 _LITS = re.compile(r"^(?P<test>test-)?volume-(?P<n>\d+)\.nii(\.gz)?$", re.IGNORECASE)
@@ -62,11 +83,31 @@ def _nii(folder: Path, name: str) -> Path | None:
     return None
 
 
-def _spec(case: str, image: Path, labels: Path | None, layout: str, root: Path,
-          structures: dict[int, str], modality: str, split: str, meta: dict | None = None,
-          error: str | None = None) -> CaseSpec:
-    return CaseSpec(case, (str(image),), str(labels) if labels else None, layout, str(root),
-                    dict(structures), None, modality, split, meta=meta or {}, error=error)
+def _spec(
+    case: str,
+    image: Path,
+    labels: Path | None,
+    layout: str,
+    root: Path,
+    structures: dict[int, str],
+    modality: str,
+    split: str,
+    meta: dict | None = None,
+    error: str | None = None,
+) -> CaseSpec:
+    return CaseSpec(
+        case,
+        (str(image),),
+        str(labels) if labels else None,
+        layout,
+        str(root),
+        dict(structures),
+        None,
+        modality,
+        split,
+        meta=meta or {},
+        error=error,
+    )
 
 
 def parse_lits(root: str | Path) -> list[CaseSpec]:
@@ -89,9 +130,19 @@ def parse_lits(root: str | Path) -> list[CaseSpec]:
             continue
         test = bool(m.group("test"))
         seg = _nii(p.parent, f"{'test-' if test else ''}segmentation-{m.group('n')}")
-        specs.append(_spec(p.name.split(".nii")[0], p, seg, "lits", root, LITS_STRUCTURES, "CT",
-                           "test" if test else "train",
-                           error=None if seg or test else f"{p}: no segmentation-{m.group('n')}"))
+        specs.append(
+            _spec(
+                p.name.split(".nii")[0],
+                p,
+                seg,
+                "lits",
+                root,
+                LITS_STRUCTURES,
+                "CT",
+                "test" if test else "train",
+                error=None if seg or test else f"{p}: no segmentation-{m.group('n')}",
+            )
+        )
     return sorted(specs, key=lambda s: (s.split == "test", natural_key(s.case_id)))
 
 
@@ -116,8 +167,18 @@ def parse_kits23(root: str | Path) -> list[CaseSpec]:
         image = _nii(folder, "imaging")
         if image is None:
             continue
-        specs.append(_spec(folder.name, image, _nii(folder, "segmentation"), "kits23", root,
-                           KITS_STRUCTURES, "CT", "train"))
+        specs.append(
+            _spec(
+                folder.name,
+                image,
+                _nii(folder, "segmentation"),
+                "kits23",
+                root,
+                KITS_STRUCTURES,
+                "CT",
+                "train",
+            )
+        )
     return specs
 
 
@@ -137,12 +198,27 @@ def parse_word(root: str | Path) -> list[CaseSpec]:
     specs = []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
         folder = root / f"images{tag}"
-        files = sorted((p for p in folder.glob("*.nii*") if p.is_file()),
-                       key=lambda q: natural_key(q.name)) if folder.is_dir() else []
+        files = (
+            sorted(
+                (p for p in folder.glob("*.nii*") if p.is_file()), key=lambda q: natural_key(q.name)
+            )
+            if folder.is_dir()
+            else []
+        )
         for p in files:
             case = p.name.split(".nii")[0]
-            specs.append(_spec(case, p, _nii(root / f"labels{tag}", case), "word", root,
-                               WORD_STRUCTURES, "CT", split))
+            specs.append(
+                _spec(
+                    case,
+                    p,
+                    _nii(root / f"labels{tag}", case),
+                    "word",
+                    root,
+                    WORD_STRUCTURES,
+                    "CT",
+                    split,
+                )
+            )
     return specs
 
 
@@ -164,8 +240,19 @@ def parse_feta(root: str | Path) -> list[CaseSpec]:
         if not m:
             continue
         seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
-        specs.append(_spec(m.group("sub"), p, seg, "feta", root, FETA_STRUCTURES, "MR", "train",
-                           meta={"rec": m.group("rec")}))
+        specs.append(
+            _spec(
+                m.group("sub"),
+                p,
+                seg,
+                "feta",
+                root,
+                FETA_STRUCTURES,
+                "MR",
+                "train",
+                meta={"rec": m.group("rec")},
+            )
+        )
     return specs
 
 
@@ -179,8 +266,9 @@ def _totalseg_splits(root: Path) -> dict[str, str]:
     except (OSError, csv.Error, UnicodeDecodeError) as exc:
         raise ReadError(f"{path}: unreadable meta.csv ({exc})") from None
     if rows and not {"image_id", "split"} <= set(rows[0]):
-        raise ReadError(f"{path}: meta.csv needs the columns image_id and split "
-                        f"(found {', '.join(rows[0])})")
+        raise ReadError(
+            f"{path}: meta.csv needs the columns image_id and split (found {', '.join(rows[0])})"
+        )
     return {r["image_id"].strip(): r["split"].strip() for r in rows}
 
 
@@ -225,7 +313,9 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
     splits = _totalseg_splits(root)
     found = []
     names: set[str] = set()
-    for folder in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda q: natural_key(q.name)):
+    for folder in sorted(
+        (p for p in root.iterdir() if p.is_dir()), key=lambda q: natural_key(q.name)
+    ):
         image = _nii(folder, "ct")
         seg = folder / "segmentations"
         if image is None:
@@ -234,12 +324,21 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
             names |= {p.name.split(".nii")[0] for p in seg.glob("*.nii*")}
         found.append((folder.name, image, seg if seg.is_dir() else None))
     structures = _totalseg_ids(root, names)
-    return [_spec(case, image, seg, "totalsegmentator", root, structures, "CT",
-                  splits.get(case, "train")) for case, image, seg in found]
+    return [
+        _spec(
+            case, image, seg, "totalsegmentator", root, structures, "CT", splits.get(case, "train")
+        )
+        for case, image, seg in found
+    ]
 
 
-PARSERS = {"lits": parse_lits, "kits23": parse_kits23, "word": parse_word, "feta": parse_feta,
-           "totalsegmentator": parse_totalsegmentator}
+PARSERS = {
+    "lits": parse_lits,
+    "kits23": parse_kits23,
+    "word": parse_word,
+    "feta": parse_feta,
+    "totalsegmentator": parse_totalsegmentator,
+}
 
 
 def detect_3d(root: Path) -> str | None:
@@ -304,13 +403,19 @@ def read_structure_folder(folder: str | Path, structures: dict[int, str]):
             check_same_grid(merged.shape, geometry, mask.shape, geom, first, path)
         merged[np.asarray(mask) > 0] = ident
     if merged is None:
-        raise InvalidLabelsError(f"{folder}: none of the {len(structures)} structure files "
-                                 "is there")
+        raise InvalidLabelsError(
+            f"{folder}: none of the {len(structures)} structure files is there"
+        )
     return merged, geometry
 
 
-def read_structure_case(image: str | Path, folder: str | Path, structures: dict[int, str], *,
-                        modality: str | None = None):
+def read_structure_case(
+    image: str | Path,
+    folder: str | Path,
+    structures: dict[int, str],
+    *,
+    modality: str | None = None,
+):
     """Read an image with the merged masks of its ``segmentations`` folder as its labels."""
     from napari_segeval.io import read_case
     from napari_segeval.io._validate import check_same_grid
@@ -324,7 +429,19 @@ def read_structure_case(image: str | Path, folder: str | Path, structures: dict[
     return case
 
 
-__all__ = ["FETA_STRUCTURES", "KITS_STRUCTURES", "LAYOUTS_3D", "LITS_STRUCTURES", "PARSERS",
-           "WORD_STRUCTURES", "detect_3d", "parse_feta", "parse_kits23", "parse_lits",
-           "parse_totalsegmentator", "parse_word", "read_structure_case",
-           "read_structure_folder"]
+__all__ = [
+    "FETA_STRUCTURES",
+    "KITS_STRUCTURES",
+    "LAYOUTS_3D",
+    "LITS_STRUCTURES",
+    "PARSERS",
+    "WORD_STRUCTURES",
+    "detect_3d",
+    "parse_feta",
+    "parse_kits23",
+    "parse_lits",
+    "parse_totalsegmentator",
+    "parse_word",
+    "read_structure_case",
+    "read_structure_folder",
+]

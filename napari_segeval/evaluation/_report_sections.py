@@ -35,7 +35,9 @@ def _cell(v, digits: int = 4) -> str:
         f = float(v)
         if math.isnan(f):
             return '<td data-v="-1e99">-</td>'
-        return f'<td data-v="{f!r}">{f:.{digits}f}</td>' if isinstance(v, float) else f"<td>{v}</td>"
+        return (
+            f'<td data-v="{f!r}">{f:.{digits}f}</td>' if isinstance(v, float) else f"<td>{v}</td>"
+        )
     return f'<td class="t">{html.escape(str(v))}</td>'
 
 
@@ -83,16 +85,35 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     from napari_segeval.evaluation.summary import by_model
 
     comp = by_model(rows, ("dice", "nsd"))
-    parts = [("<h2>Models compared per structure</h2><p>Every model ran on the same cases "
-              "with the same prompts (and attacks). Median and interquartile range "
-              "[q1, q3] over cases, per structure, model and condition.</p>")]
+    parts = [
+        (
+            "<h2>Models compared per structure</h2><p>Every model ran on the same cases "
+            "with the same prompts (and attacks). Median and interquartile range "
+            "[q1, q3] over cases, per structure, model and condition.</p>"
+        )
+    ]
     for metric in ("dice", "nsd"):
         if metric not in comp:
             continue
-        parts.append(f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>" + table(
-            ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"],
-            [[t["structure"], t["condition"], t["model"], t["n"], t["median"], t["q1"],
-              t["q3"], t["iqr"]] for t in comp[metric]]))
+        parts.append(
+            f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>"
+            + table(
+                ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"],
+                [
+                    [
+                        t["structure"],
+                        t["condition"],
+                        t["model"],
+                        t["n"],
+                        t["median"],
+                        t["q1"],
+                        t["q3"],
+                        t["iqr"],
+                    ]
+                    for t in comp[metric]
+                ],
+            )
+        )
     if not F.have_matplotlib():
         parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
         return parts
@@ -101,11 +122,12 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
         for r in rows:
             if r["condition"] == cond:
                 groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
-                    number(r.get("dice")))
-        uri = F.boxplot_uri(groups, "DSC", order=models, dots=True,
-                            title=f"DSC per structure and model ({cond})")
-        parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" '
-                     f'src="{uri}">')
+                    number(r.get("dice"))
+                )
+        uri = F.boxplot_uri(
+            groups, "DSC", order=models, dots=True, title=f"DSC per structure and model ({cond})"
+        )
+        parts.append(f'<img alt="DSC per structure and model, {html.escape(cond)}" src="{uri}">')
     return parts
 
 
@@ -122,16 +144,23 @@ def dice_vs_uncertainty(rows: list[dict]) -> str:
     cases = sorted(c for c, _ in dice if c in score)
     x, y = [score[c] for c in cases], [dice[(c, "clean")] for c in cases]
     c = correlation(x, y)
-    text = (f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "
-            f"clean) against the case's uncertainty score (the segmenting model's own "
-            f"predictive entropy, not the Aleatoric Uncertainty Value of the li2026 preset), "
-            f"n = {c['n']}: Pearson r = "
-            f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
-            " (negative: more uncertain cases score lower Dice).</p>")
+    text = (
+        f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "
+        f"clean) against the case's uncertainty score (the segmenting model's own "
+        f"predictive entropy, not the Aleatoric Uncertainty Value of the li2026 preset), "
+        f"n = {c['n']}: Pearson r = "
+        f"{c['pearson']:.3f}, Spearman &rho; = {c['spearman']:.3f}"
+        " (negative: more uncertain cases score lower Dice).</p>"
+    )
     if not F.have_matplotlib():
         return text + '<p class="note">The scatter plot needs matplotlib.</p>'
-    uri = F.scatter_uri(x, y, "uncertainty score", "mean Dice",
-                        f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}")
+    uri = F.scatter_uri(
+        x,
+        y,
+        "uncertainty score",
+        "mean Dice",
+        f"Pearson r = {c['pearson']:.3f}, Spearman = {c['spearman']:.3f}",
+    )
     return text + f'<img alt="Dice against uncertainty" src="{uri}">'
 
 
@@ -140,28 +169,53 @@ def uncertainty_tables(results: dict) -> str:
     if results.get("analysis") == "filter-training":
         conds = results.get("conditions") or {}
         energy = html.escape(str(results.get("auv_energy") or ""))
-        return ("<h2>Training filtered by AUV</h2><p>Test-set scores in percent of the model "
-                "trained on each training list (the most uncertain training cases by AUV "
-                "removed; auv.json / auv.csv hold the scores; DUO: every training case, "
-                "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
-                f"{energy}.</p>" + table(
-                    ["condition", "training cases", "removed", "loss", "Dice %", "mIoU %",
-                     "test cases"],
-                    [[k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-",
-                      v.get("loss") or "ce-dice", v.get("dice"), v.get("iou"), v.get("n_cases")]
-                     for k, v in conds.items()], sortable=False))
+        return (
+            "<h2>Training filtered by AUV</h2><p>Test-set scores in percent of the model "
+            "trained on each training list (the most uncertain training cases by AUV "
+            "removed; auv.json / auv.csv hold the scores; DUO: every training case, "
+            "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
+            f"{energy}.</p>"
+            + table(
+                [
+                    "condition",
+                    "training cases",
+                    "removed",
+                    "loss",
+                    "Dice %",
+                    "mIoU %",
+                    "test cases",
+                ],
+                [
+                    [
+                        k,
+                        v.get("n_train"),
+                        ", ".join(v.get("removed") or []) or "-",
+                        v.get("loss") or "ce-dice",
+                        v.get("dice"),
+                        v.get("iou"),
+                        v.get("n_cases"),
+                    ]
+                    for k, v in conds.items()
+                ],
+                sortable=False,
+            )
+        )
     rc, kept = results.get("risk_coverage"), results.get("retained")
     if not rc:
         return ""
     rows = [["all cases", 0.0, (results.get("all_cases") or {}).get("dice")]]
-    rows += [[f"{float(k):.0%} most uncertain set aside", float(k), v.get("dice")]
-             for k, v in (kept or {}).items()]
-    return ("<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
-            "are set aside (this judges the uncertainty score; it is not the paper's "
-            f"training filter). AURC = {number(rc.get('aurc')):.4f} (area under the risk "
-            f"1 - Dice against coverage; best possible with these cases "
-            f"{number(rc.get('optimal_aurc')):.4f}).</p>"
-            + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False))
+    rows += [
+        [f"{float(k):.0%} most uncertain set aside", float(k), v.get("dice")]
+        for k, v in (kept or {}).items()
+    ]
+    return (
+        "<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
+        "are set aside (this judges the uncertainty score; it is not the paper's "
+        f"training filter). AURC = {number(rc.get('aurc')):.4f} (area under the risk "
+        f"1 - Dice against coverage; best possible with these cases "
+        f"{number(rc.get('optimal_aurc')):.4f}).</p>"
+        + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False)
+    )
 
 
 def fold_tables(results: dict) -> str:
@@ -171,21 +225,40 @@ def fold_tables(results: dict) -> str:
         return ""
 
     def rows(block: dict, names: dict) -> list[list]:
-        return [[names.get(m, m), block[m]["average"].get("mean"), block[m]["average"].get("std"),
-                 ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or [])]
-                for m in ("dice", "iou", "recall", "precision") if m in block]
+        return [
+            [
+                names.get(m, m),
+                block[m]["average"].get("mean"),
+                block[m]["average"].get("std"),
+                ", ".join(f"{v:.2f}" for v in block[m]["average"].get("folds") or []),
+            ]
+            for m in ("dice", "iou", "recall", "precision")
+            if m in block
+        ]
 
-    parts = [(f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
-              f"<p>{html.escape(str(head.get('definition', '')))}.</p>"),
-             table(["metric", "mean %", "std %", "folds %"], rows(results, head["names"]),
-                   sortable=False)]
+    parts = [
+        (
+            f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
+            f"<p>{html.escape(str(head.get('definition', '')))}.</p>"
+        ),
+        table(
+            ["metric", "mean %", "std %", "folds %"], rows(results, head["names"]), sortable=False
+        ),
+    ]
     for key in ("per_image", "accumulated"):
         other = results.get(key)
         if isinstance(other, dict) and "names" in other:
-            parts += [(f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
-                       f"{html.escape(str(other.get('definition', '')))}.</p>"),
-                      table(["metric", "mean %", "std %", "folds %"],
-                            rows(other, other["names"]), sortable=False)]
+            parts += [
+                (
+                    f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
+                    f"{html.escape(str(other.get('definition', '')))}.</p>"
+                ),
+                table(
+                    ["metric", "mean %", "std %", "folds %"],
+                    rows(other, other["names"]),
+                    sortable=False,
+                ),
+            ]
     return "".join(parts)
 
 
@@ -198,16 +271,26 @@ def robust_section(results: dict) -> list[str]:
         acc = res.get("robust_accuracy") or {}
         rule = rule or res.get("robust_rule") or ""
         acc_note = acc_note or bool(acc)
-        rows += [([model] if model is not None else []) + [k, v, acc.get(k, math.nan)]
-                 for k, v in robust.items()]
+        rows += [
+            ([model] if model is not None else []) + [k, v, acc.get(k, math.nan)]
+            for k, v in robust.items()
+        ]
     if not rows:
         return []
     head = (["model"] if "by_model" in results else []) + [
-        "condition", "robust fraction", "robust accuracy"]
-    return ["<h2>Robust fraction</h2>", f"<p>{html.escape(rule)}</p>" if rule else "",
-            "<p>Robust accuracy (the name ROG's code gives it): the mean attacked Dice over "
-            "the cases (each case's mean over its structures).</p>" if acc_note else "",
-            table(head, rows)]
+        "condition",
+        "robust fraction",
+        "robust accuracy",
+    ]
+    return [
+        "<h2>Robust fraction</h2>",
+        f"<p>{html.escape(rule)}</p>" if rule else "",
+        "<p>Robust accuracy (the name ROG's code gives it): the mean attacked Dice over "
+        "the cases (each case's mean over its structures).</p>"
+        if acc_note
+        else "",
+        table(head, rows),
+    ]
 
 
 def _per_round(c: dict) -> str:
@@ -225,33 +308,64 @@ def _per_round(c: dict) -> str:
 def rounds_section(results: dict, rows: list[dict]) -> str:
     """The ``interactive`` protocol: Dice against correction round (plot and table)."""
     each = results.get("by_model") or {None: results}  # several models: one curve each
-    conds = {PredictionKey(cond, model=m).label(): c for m, res in each.items()
-             for cond, c in (res.get("conditions") or {}).items()}
+    conds = {
+        PredictionKey(cond, model=m).label(): c
+        for m, res in each.items()
+        for cond, c in (res.get("conditions") or {}).items()
+    }
     if not conds:
         return ""
     models = sorted({str(r.get("model")) for r in rows if r.get("model")})
     kinds = sorted({str(r.get("refine_prompt")) for r in rows if r.get("refine_prompt")})
     first = next(iter(each.values()))
     target = float(first.get("target_dice", 0.9))
-    text = (f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
-            f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "
-            f"prediction is most wrong). Median Dice after each round with its interquartile "
-            f"band, over every case and structure. {html.escape(first.get('auc_rule', ''))}"
-            f" (AUC); {html.escape(first.get('noi_rule', ''))}.</p>")
+    text = (
+        f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
+        f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "
+        f"prediction is most wrong). Median Dice after each round with its interquartile "
+        f"band, over every case and structure. {html.escape(first.get('auc_rule', ''))}"
+        f" (AUC); {html.escape(first.get('noi_rule', ''))}.</p>"
+    )
     body = []
     for cond, c in conds.items():
         body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
-    summary = [[cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"],
-                c["noi"]["median"], c["reached"], c["falls"], _per_round(c)]
-               for cond, c in conds.items()]
-    tables = (table(["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False)
-              + table(["condition", "structures", "AUC (median)", "NoI mean", "NoI median",
-                       f"reach {target:g}", "Dice falls (any round)", "falls per round"],
-                      summary, sortable=False))
+    summary = [
+        [
+            cond,
+            c["n_structures"],
+            c["auc"]["median"],
+            c["noi"]["mean"],
+            c["noi"]["median"],
+            c["reached"],
+            c["falls"],
+            _per_round(c),
+        ]
+        for cond, c in conds.items()
+    ]
+    tables = table(
+        ["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False
+    ) + table(
+        [
+            "condition",
+            "structures",
+            "AUC (median)",
+            "NoI mean",
+            "NoI median",
+            f"reach {target:g}",
+            "Dice falls (any round)",
+            "falls per round",
+        ],
+        summary,
+        sortable=False,
+    )
     if not F.have_matplotlib():
         return text + '<p class="note">The plot needs matplotlib.</p>' + tables
-    uri = F.curves_uri({cond: c["curve"] for cond, c in conds.items()}, "correction round",
-                       "Dice", f"model {', '.join(models)}")
+    uri = F.curves_uri(
+        {cond: c["curve"] for cond, c in conds.items()},
+        "correction round",
+        "Dice",
+        f"model {', '.join(models)}",
+    )
     return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
 
 
@@ -266,13 +380,19 @@ def recipe(run: dict) -> str:
         return ""
     anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
     if preset is not None:
-        head = (f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
-                f"{html.escape(preset.source)}.</p>")
+        head = (
+            f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
+            f"{html.escape(preset.source)}.</p>"
+        )
     else:
-        head = (f"<p>No preset: the protocol's defaults. <code>--preset</code> "
-                f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
-                "published recipe.</p>")
+        head = (
+            f"<p>No preset: the protocol's defaults. <code>--preset</code> "
+            f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
+            "published recipe.</p>"
+        )
     diffs = proto.differences_for(run.get("preset"))
     items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs) or "<li>none</li>"
-    return (f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
-            f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>")
+    return (
+        f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
+        f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
+    )

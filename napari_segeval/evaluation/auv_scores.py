@@ -27,11 +27,24 @@ from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval._json import json_safe
 
 FORMAT = "napari-segeval-auv/1"
-METHOD = ("Aleatoric Uncertainty Value (Li et al., CVPR 2026): normalized entropy of the "
-          "singular-value energy of each class's decoded map, summed over classes, "
-          "log-min-max normalized over the cases (1 = most uncertain)")
-CSV_COLUMNS = ("case", "split", "case_scale", "case_auv", "structure", "label", "n_voxels",
-               "scale", "auv", "note", "error")
+METHOD = (
+    "Aleatoric Uncertainty Value (Li et al., CVPR 2026): normalized entropy of the "
+    "singular-value energy of each class's decoded map, summed over classes, "
+    "log-min-max normalized over the cases (1 = most uncertain)"
+)
+CSV_COLUMNS = (
+    "case",
+    "split",
+    "case_scale",
+    "case_auv",
+    "structure",
+    "label",
+    "n_voxels",
+    "scale",
+    "auv",
+    "note",
+    "error",
+)
 
 
 def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str | None, str]:
@@ -46,19 +59,38 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
     if ref == "auto":
         if checkpoint:
             return "medsam2", checkpoint, "MedSAM2 (frozen), as in the paper"
-        return "builtin", None, ("built-in promptable model: no MedSAM2 checkpoint was given "
-                                 "(the paper uses a frozen MedSAM2)")
-    note = "MedSAM2 (frozen), as in the paper" if ref.split(":")[0] == "medsam2" else (
-        f"{ref}: not the paper's MedSAM2")
+        return (
+            "builtin",
+            None,
+            (
+                "built-in promptable model: no MedSAM2 checkpoint was given "
+                "(the paper uses a frozen MedSAM2)"
+            ),
+        )
+    note = (
+        "MedSAM2 (frozen), as in the paper"
+        if ref.split(":")[0] == "medsam2"
+        else (f"{ref}: not the paper's MedSAM2")
+    )
     return ref, checkpoint, note
 
 
-def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
-                checkpoint: str | None = None, device: Any = None, layout: str = "D_HW",
-                power: float = 2.0, aggregate: str = "sum", grid: Sequence[int] | None = None,
-                ct_mapping: str = "window", resize: str = "float", threads: int | None = None,
-                progress: Callable[[int, int], None] | None = None,
-                cancel: Any = None) -> dict:
+def score_cases(
+    specs: Sequence[Any],
+    *,
+    model: str | None = "auto",
+    checkpoint: str | None = None,
+    device: Any = None,
+    layout: str = "D_HW",
+    power: float = 2.0,
+    aggregate: str = "sum",
+    grid: Sequence[int] | None = None,
+    ct_mapping: str = "window",
+    resize: str = "float",
+    threads: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> dict:
     """The AUV record of ``specs`` (case records with labels).
 
     ``model``/``checkpoint`` as :func:`resolve_model`; ``layout``, ``power`` and
@@ -98,20 +130,39 @@ def score_cases(specs: Sequence[Any], *, model: str | None = "auto",
     opts = {"layout": layout, "power": power, "grid": grid, "ct_mapping": ct_mapping}
     with TorchThreads(threads) if threads else contextlib.nullcontext():
         _score_all(net, specs, rows, opts, progress, cancel)
-    table = auv_table({c: {r["name"]: r["scale"] for r in e["classes"]} for c, e in rows.items()},
-                      aggregate)
+    table = auv_table(
+        {c: {r["name"]: r["scale"] for r in e["classes"]} for c, e in rows.items()}, aggregate
+    )
     cases = []
     for c, e in rows.items():
         per = table["classes"].get(c, {})
         classes = [{**r, "auv": per.get(r["name"], {}).get("auv", math.nan)} for r in e["classes"]]
-        cases.append({"case": c, "split": e["split"], **table["cases"][c], "classes": classes,
-                      "error": e["error"]})
-    return {"format": FORMAT, "method": METHOD,
-            "model": {"name": ref, "checkpoint": str(ckpt) if ckpt else None,
-                      "feature": feature_kind(net), "note": note},
-            "layout": layout, "energy_power": power, "aggregate": aggregate,
-            "grid": list(grid) if grid else None, "ct_mapping": ct_mapping,
-            "resize": net.resize if offers_resize else None, "cases": cases}
+        cases.append(
+            {
+                "case": c,
+                "split": e["split"],
+                **table["cases"][c],
+                "classes": classes,
+                "error": e["error"],
+            }
+        )
+    return {
+        "format": FORMAT,
+        "method": METHOD,
+        "model": {
+            "name": ref,
+            "checkpoint": str(ckpt) if ckpt else None,
+            "feature": feature_kind(net),
+            "note": note,
+        },
+        "layout": layout,
+        "energy_power": power,
+        "aggregate": aggregate,
+        "grid": list(grid) if grid else None,
+        "ct_mapping": ct_mapping,
+        "resize": net.resize if offers_resize else None,
+        "cases": cases,
+    }
 
 
 def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
@@ -132,8 +183,9 @@ def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - a broken case is recorded, the rest scored
-            entry["error"] = str(exc) if isinstance(exc, SegEvalError) else (
-                f"{type(exc).__name__}: {exc}")
+            entry["error"] = (
+                str(exc) if isinstance(exc, SegEvalError) else (f"{type(exc).__name__}: {exc}")
+            )
         rows[spec.case_id] = entry
         if progress is not None:
             progress(i + 1, len(specs))
@@ -147,8 +199,10 @@ def auv_of(record: dict) -> dict[str, float]:
     >>> auv_of({"cases": [{"case": "a", "auv": 0.5}, {"case": "b", "auv": None}]})
     {'a': 0.5, 'b': nan}
     """
-    return {c["case"]: (math.nan if c.get("auv") is None else float(c["auv"]))
-            for c in record.get("cases", [])}
+    return {
+        c["case"]: (math.nan if c.get("auv") is None else float(c["auv"]))
+        for c in record.get("cases", [])
+    }
 
 
 def csv_text(record: dict) -> str:
@@ -172,9 +226,18 @@ def csv_text(record: dict) -> str:
     for c in record["cases"]:
         head = [c["case"], c.get("split") or "", num(c.get("scale")), num(c.get("auv"))]
         for r in c.get("classes") or [{}]:
-            w.writerow(head + [r.get("name", ""), r.get("label", ""), r.get("n_voxels", ""),
-                               num(r.get("scale")), num(r.get("auv")), r.get("note", ""),
-                               c.get("error") or ""])
+            w.writerow(
+                head
+                + [
+                    r.get("name", ""),
+                    r.get("label", ""),
+                    r.get("n_voxels", ""),
+                    num(r.get("scale")),
+                    num(r.get("auv")),
+                    r.get("note", ""),
+                    c.get("error") or "",
+                ]
+            )
     return buf.getvalue()
 
 
@@ -192,8 +255,11 @@ def write_scores(path: str | os.PathLike, record: dict, *, overwrite: bool = Fal
     {'a': nan}
     """
     path = Path(path)
-    text = (json.dumps(json_safe(record), indent=1) if path.suffix.lower() == ".json"
-            else csv_text(record))
+    text = (
+        json.dumps(json_safe(record), indent=1)
+        if path.suffix.lower() == ".json"
+        else csv_text(record)
+    )
     return atomic_write_text(path, text, overwrite=overwrite)
 
 
@@ -210,13 +276,17 @@ def read_scores(path: str | os.PathLike) -> dict:
         except ValueError as exc:
             raise ReadError(f"{path}: not JSON ({exc})") from None
         if not isinstance(record, dict) or record.get("format") != FORMAT:
-            raise ReadError(f"{path}: not a scores file of segeval uncertainty score "
-                            f"(format {FORMAT})")
+            raise ReadError(
+                f"{path}: not a scores file of segeval uncertainty score (format {FORMAT})"
+            )
         cases = record.get("cases")
         if not isinstance(cases, list) or not all(
-                isinstance(c, dict) and isinstance(c.get("case"), str) for c in cases):
-            raise ReadError(f"{path}: not a scores file of segeval uncertainty score (\"cases\" "
-                            'must be a list of {"case": ID, "auv": NUMBER or null})')
+            isinstance(c, dict) and isinstance(c.get("case"), str) for c in cases
+        ):
+            raise ReadError(
+                f'{path}: not a scores file of segeval uncertainty score ("cases" '
+                'must be a list of {"case": ID, "auv": NUMBER or null})'
+            )
         for c in cases:
             auv = c.get("auv")
             if auv is not None and (isinstance(auv, bool) or not isinstance(auv, (int, float))):
@@ -224,8 +294,9 @@ def read_scores(path: str | os.PathLike) -> dict:
         return record
     rows = list(csv.DictReader(io.StringIO(text)))
     if not rows or not {"case", "case_auv"} <= set(rows[0]):
-        raise ReadError(f"{path}: not a scores CSV of segeval uncertainty score "
-                        "(columns case, case_auv)")
+        raise ReadError(
+            f"{path}: not a scores CSV of segeval uncertainty score (columns case, case_auv)"
+        )
     by_case: dict[str, dict] = {}
     for r in rows:
         v = (r["case_auv"] or "").strip()
@@ -233,14 +304,21 @@ def read_scores(path: str | os.PathLike) -> dict:
             auv = float(v) if v else None
         except ValueError:
             raise ReadError(f"{path}: case {r['case']}: case_auv {v!r} is not a number") from None
-        by_case.setdefault(r["case"], {"case": r["case"], "split": r.get("split") or None,
-                                       "auv": auv})
+        by_case.setdefault(
+            r["case"], {"case": r["case"], "split": r.get("split") or None, "auv": auv}
+        )
     return {"format": FORMAT, "cases": list(by_case.values())}
 
 
-def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
-                         train_ids: Sequence[str], splits: list | None = None,
-                         dataset: dict | None = None, overwrite: bool = False) -> dict:
+def write_filtered_lists(
+    out_dir: str | os.PathLike,
+    removed: Sequence[str],
+    *,
+    train_ids: Sequence[str],
+    splits: list | None = None,
+    dataset: dict | None = None,
+    overwrite: bool = False,
+) -> dict:
     """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``.
 
     ``splits`` is the data set's own nnU-Net splits (else five folds are made
@@ -264,21 +342,42 @@ def write_filtered_lists(out_dir: str | os.PathLike, removed: Sequence[str], *,
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WriteError(f"{out}: cannot create the output folder "
-                         f"({exc.strerror or exc})") from exc
-    source = "the data set's splits_final.json" if splits is not None else (
-        "5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
+        raise WriteError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from exc
+    source = (
+        "the data set's splits_final.json"
+        if splits is not None
+        else ("5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
+    )
     base = splits if splits is not None else crossval_splits(train_ids)
-    written = {"splits_final.json": str(atomic_write_text(
-        out / "splits_final.json", json.dumps(filter_splits(base, removed), indent=1),
-        overwrite=overwrite)), "splits_source": source}
+    written = {
+        "splits_final.json": str(
+            atomic_write_text(
+                out / "splits_final.json",
+                json.dumps(filter_splits(base, removed), indent=1),
+                overwrite=overwrite,
+            )
+        ),
+        "splits_source": source,
+    }
     if dataset is not None:
         filtered, dropped = filter_dataset_json(dataset, removed)
-        written["dataset.json"] = str(atomic_write_text(
-            out / "dataset.json", json.dumps(filtered, indent=4), overwrite=overwrite))
+        written["dataset.json"] = str(
+            atomic_write_text(
+                out / "dataset.json", json.dumps(filtered, indent=4), overwrite=overwrite
+            )
+        )
         written["dataset_json_dropped"] = dropped
     return written
 
 
-__all__ = ["CSV_COLUMNS", "FORMAT", "auv_of", "csv_text", "read_scores", "resolve_model",
-           "score_cases", "write_filtered_lists", "write_scores"]
+__all__ = [
+    "CSV_COLUMNS",
+    "FORMAT",
+    "auv_of",
+    "csv_text",
+    "read_scores",
+    "resolve_model",
+    "score_cases",
+    "write_filtered_lists",
+    "write_scores",
+]

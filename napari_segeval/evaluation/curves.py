@@ -20,8 +20,13 @@ def _quartiles(values: Iterable[float]) -> dict:
     if not a.size:
         return {"n": 0, "median": math.nan, "q1": math.nan, "q3": math.nan, "mean": math.nan}
     q1, med, q3 = np.percentile(a, [25, 50, 75])
-    return {"n": int(a.size), "median": float(med), "q1": float(q1), "q3": float(q3),
-            "mean": float(a.mean())}
+    return {
+        "n": int(a.size),
+        "median": float(med),
+        "q1": float(q1),
+        "q3": float(q3),
+        "mean": float(a.mean()),
+    }
 
 
 def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]]:
@@ -38,8 +43,9 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
     for r in rows:
         k = int(r["round"])
         if 0 <= k <= rounds:
-            curve = out.setdefault((r["condition"], r["case"], r["structure"]),
-                                   [math.nan] * (rounds + 1))
+            curve = out.setdefault(
+                (r["condition"], r["case"], r["structure"]), [math.nan] * (rounds + 1)
+            )
             curve[k] = as_float(r.get("dice"))
     return out
 
@@ -97,32 +103,49 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != "clean", c))
-    out: dict = {"rounds": rounds, "target_dice": target,
-                 "auc_rule": ("Area under Dice against round 0..K (trapezoid) divided by K; "
-                              "1 is Dice 1 from round 0; K = 0: round 0's Dice"),
-                 "noi_rule": (f"NoI@{round(target * 100):g}: correction rounds until Dice >= "
-                              f"{target:g} (0 when round 0 reaches it), K + 1 = {rounds + 1} "
-                              "when K rounds do not"),
-                 "conditions": {}}
+    out: dict = {
+        "rounds": rounds,
+        "target_dice": target,
+        "auc_rule": (
+            "Area under Dice against round 0..K (trapezoid) divided by K; "
+            "1 is Dice 1 from round 0; K = 0: round 0's Dice"
+        ),
+        "noi_rule": (
+            f"NoI@{round(target * 100):g}: correction rounds until Dice >= "
+            f"{target:g} (0 when round 0 reaches it), K + 1 = {rounds + 1} "
+            "when K rounds do not"
+        ),
+        "conditions": {},
+    }
     for cond in conditions:
         mine = {k[1:]: v for k, v in curves.items() if k[0] == cond}
         noi = [rounds_to_reach(v, target) for v in mine.values()]
         names = sorted({s for _, s in mine})
         out["conditions"][cond] = {
             "n_structures": len(mine),
-            "curve": [{"round": k, **_quartiles(v[k] for v in mine.values())}
-                      for k in range(rounds + 1)],
+            "curve": [
+                {"round": k, **_quartiles(v[k] for v in mine.values())} for k in range(rounds + 1)
+            ],
             "auc": _quartiles(curve_area(v) for v in mine.values()),
-            "noi": {"mean": float(np.mean(noi)), "median": float(np.median(noi)),
-                    "cap": rounds + 1},
+            "noi": {
+                "mean": float(np.mean(noi)),
+                "median": float(np.median(noi)),
+                "cap": rounds + 1,
+            },
             "reached": float(np.mean([n <= rounds for n in noi])),
-            "falls": float(np.mean([bool(np.any(np.diff(np.asarray(v, float)) < 0))
-                                    for v in mine.values()])),
-            "falls_per_round": [float(np.mean([v[k + 1] < v[k] for v in mine.values()]))
-                                for k in range(rounds)],
-            "per_structure": {s: [_quartiles(v[k] for (_, name), v in mine.items()
-                                             if name == s)["median"]
-                                  for k in range(rounds + 1)] for s in names},
+            "falls": float(
+                np.mean([bool(np.any(np.diff(np.asarray(v, float)) < 0)) for v in mine.values()])
+            ),
+            "falls_per_round": [
+                float(np.mean([v[k + 1] < v[k] for v in mine.values()])) for k in range(rounds)
+            ],
+            "per_structure": {
+                s: [
+                    _quartiles(v[k] for (_, name), v in mine.items() if name == s)["median"]
+                    for k in range(rounds + 1)
+                ]
+                for s in names
+            },
         }
     return out
 

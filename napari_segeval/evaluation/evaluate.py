@@ -93,44 +93,70 @@ def run_evaluation(
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise WriteError(f"{out}: cannot create the results folder "
-                         f"({exc.strerror or exc})") from exc
+        raise WriteError(
+            f"{out}: cannot create the results folder ({exc.strerror or exc})"
+        ) from exc
     if isinstance(data, (str, os.PathLike)):
         specs = load_layout(data, layout, **{**proto.layout_options, **dict(layout_options or {})})
         source = str(Path(data).absolute())
     else:
         specs = [s if isinstance(s, CaseSpec) else CaseSpec.from_dict(s) for s in data]
         source = specs[0].root if specs else ""
-    run_info = {"protocol": proto.name, "protocol_version": proto.version, "preset": preset,
-                "params": p,
-                "data": source, "layout": specs[0].layout if specs else layout,
-                "napari_segeval": __version__, "save_predictions": bool(save_predictions)}
+    run_info = {
+        "protocol": proto.name,
+        "protocol_version": proto.version,
+        "preset": preset,
+        "params": p,
+        "data": source,
+        "layout": specs[0].layout if specs else layout,
+        "napari_segeval": __version__,
+        "save_predictions": bool(save_predictions),
+    }
     store.check_run(out, run_info, resume)
     if not resume:
         store.clear_cases(out)
     if proto.needs_folds:
         from napari_segeval.evaluation.splits import ensure_folds
 
-        ensure_folds(specs, int(p.get("folds", 5)), int(p.get("seed", 0)), out,
-                     cv_splits=p.get("cv_splits"), holdout=p.get("holdout"))
+        ensure_folds(
+            specs,
+            int(p.get("folds", 5)),
+            int(p.get("seed", 0)),
+            out,
+            cv_splits=p.get("cv_splits"),
+            holdout=p.get("holdout"),
+        )
     chosen = proto.cases(specs, p)
     if not chosen:
-        raise SegEvalError(f"{source}: no case the protocol {proto.name} can evaluate "
-                           "(it needs reference labels)")
+        raise SegEvalError(
+            f"{source}: no case the protocol {proto.name} can evaluate (it needs reference labels)"
+        )
     if proto.prepare is not None:
         proto.prepare(chosen, p, out)
     store.write_json(out / "cases.json", {"cases": [s.to_dict() for s in chosen]})
     todo = [s for s in chosen if not store.is_done(out, s.case_id)]
     done = len(chosen) - len(todo)
-    execute(proto, todo, p, out, workers=workers, scheduler=scheduler, progress=progress,
-            cancel=cancel, total=len(chosen), done=done, save_files=save_predictions)
+    execute(
+        proto,
+        todo,
+        p,
+        out,
+        workers=workers,
+        scheduler=scheduler,
+        progress=progress,
+        cancel=cancel,
+        total=len(chosen),
+        done=done,
+        save_files=save_predictions,
+    )
     result = finalize(out, proto, report=report)
     result.n_skipped = done
     return result
 
 
-def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *,
-             report: bool = True) -> RunResult:
+def finalize(
+    output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *, report: bool = True
+) -> RunResult:
     """Write ``results.csv``, ``summary.json`` (and ``report.html``) from the case records.
 
     ``segeval report`` calls this on a finished (or interrupted) results folder.
@@ -148,8 +174,9 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
     cases, records = store.load_records(out)
     rows = store.result_rows(records)
     ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)
-    failed = [{"case": r["case"], "error": r.get("error", "")} for r in records
-              if r.get("status") != "ok"]
+    failed = [
+        {"case": r["case"], "error": r.get("error", "")} for r in records if r.get("status") != "ok"
+    ]
     ok_rows = [r for r in rows if r.get("status") == "ok"]
     seconds = [float(r.get("seconds", 0.0)) for r in records]
     summary = {
@@ -161,8 +188,11 @@ def finalize(output_dir: str | os.PathLike, protocol: str | Protocol | None = No
         "n_missing": len(cases) - len(records),
         "failed": failed,
         # ok cases whose prediction files could not be saved (their scores stand)
-        "files_not_saved": [{"case": r["case"], "error": r["files_error"]} for r in records
-                            if r.get("status") == "ok" and r.get("files_error")],
+        "files_not_saved": [
+            {"case": r["case"], "error": r["files_error"]}
+            for r in records
+            if r.get("status") == "ok" and r.get("files_error")
+        ],
         "seconds_per_case": (sum(seconds) / len(seconds)) if seconds else None,
         "differences_from_paper": list(proto.differences_for(run_info.get("preset"))),
         "results": _results(proto, ok_rows, params),
@@ -186,9 +216,14 @@ def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
     from napari_segeval.evaluation.summary import by_model
 
     each = {m: [r for r in rows if r.get("model") == m] for m in models}
-    return {"by_model": {m: proto.summarize(r, {**params, "model": m, "models": None})
-                         for m, r in each.items() if r},
-            "comparison": by_model(round_rows(rows) if proto.has_rounds else rows)}
+    return {
+        "by_model": {
+            m: proto.summarize(r, {**params, "model": m, "models": None})
+            for m, r in each.items()
+            if r
+        },
+        "comparison": by_model(round_rows(rows) if proto.has_rounds else rows),
+    }
 
 
 __all__ = ["finalize", "load_records", "run_evaluation"]

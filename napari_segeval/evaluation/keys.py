@@ -94,16 +94,28 @@ class PredictionKey:
 
     def __post_init__(self) -> None:
         cond, model, k = self.condition, self.model, self.round
-        if not isinstance(cond, str) or not cond or MODEL_SEPARATOR in cond \
-                or _RESERVED.match(cond):
-            raise SegEvalError(f"condition {cond!r} cannot name a prediction: it must be "
-                               f"non-empty text without {MODEL_SEPARATOR!r} that does not "
-                               "begin with 'perturbed:', 'perturbation:' or 'round<k>:'")
-        if model is not None and (not isinstance(model, str) or not model
-                                  or MODEL_SEPARATOR in model or model.startswith("@ ")):
-            raise SegEvalError(f"model {model!r} cannot name a prediction: it must be "
-                               f"non-empty text without {MODEL_SEPARATOR!r} that does not "
-                               "begin with '@ '")
+        if (
+            not isinstance(cond, str)
+            or not cond
+            or MODEL_SEPARATOR in cond
+            or _RESERVED.match(cond)
+        ):
+            raise SegEvalError(
+                f"condition {cond!r} cannot name a prediction: it must be "
+                f"non-empty text without {MODEL_SEPARATOR!r} that does not "
+                "begin with 'perturbed:', 'perturbation:' or 'round<k>:'"
+            )
+        if model is not None and (
+            not isinstance(model, str)
+            or not model
+            or MODEL_SEPARATOR in model
+            or model.startswith("@ ")
+        ):
+            raise SegEvalError(
+                f"model {model!r} cannot name a prediction: it must be "
+                f"non-empty text without {MODEL_SEPARATOR!r} that does not "
+                "begin with '@ '"
+            )
         if k is not None:
             if isinstance(k, bool) or int(k) != k or int(k) < 0:
                 raise SegEvalError(f"round {k!r} of a prediction must be a whole number >= 0")
@@ -158,7 +170,7 @@ class PredictionKey:
             kind, body = FileKind(head), rest
         m = _ROUND.match(body)
         k = int(m.group(1)) if m else None
-        return cls(body[m.end():] if m else body, k, model, kind)
+        return cls(body[m.end() :] if m else body, k, model, kind)
 
     # -- related keys --------------------------------------------------------------------
     @property
@@ -203,8 +215,11 @@ class PredictionKey:
         >>> PredictionKey("clean", 5).label(), PredictionKey("pgd", 2, "builtin").label()
         ('clean round 5', 'pgd @ builtin round 2')
         """
-        text = self.condition if self.model is None else \
-            f"{self.condition}{MODEL_SEPARATOR}{self.model}"
+        text = (
+            self.condition
+            if self.model is None
+            else f"{self.condition}{MODEL_SEPARATOR}{self.model}"
+        )
         return text if self.round is None else f"{text} round {self.round}"
 
 

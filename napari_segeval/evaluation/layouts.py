@@ -20,8 +20,19 @@ from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.evaluation._spec import CaseSpec, inside
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
-LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", "lits", "kits23", "word",
-           "feta", "totalsegmentator")
+LAYOUTS = (
+    "msd",
+    "nnunet",
+    "camus",
+    "isic",
+    "neopolyp",
+    "generic",
+    "lits",
+    "kits23",
+    "word",
+    "feta",
+    "totalsegmentator",
+)
 
 
 def channel_meta(dataset_json: dict) -> dict:
@@ -105,8 +116,21 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
             err = None
         except SegEvalError as exc:
             images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)
-        specs.append(CaseSpec(case, images, labels, "msd", str(root), names, None, modality,
-                              split, meta=dict(meta), error=err))
+        specs.append(
+            CaseSpec(
+                case,
+                images,
+                labels,
+                "msd",
+                str(root),
+                names,
+                None,
+                modality,
+                split,
+                meta=dict(meta),
+                error=err,
+            )
+        )
 
     training, test = ds.get("training") or [], ds.get("test") or []
     for entry in training:
@@ -115,12 +139,26 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     for entry in test:
         add(str(entry["image"] if isinstance(entry, dict) else entry), None, "test")
     if not training and not test:
-        for split, img_dir, lab_dir in (("train", "imagesTr", "labelsTr"), ("test", "imagesTs", None)):
+        for split, img_dir, lab_dir in (
+            ("train", "imagesTr", "labelsTr"),
+            ("test", "imagesTs", None),
+        ):
             for case, ending, chans in _scan_channels(root / img_dir):
                 lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
-                specs.append(CaseSpec(case, chans, str(lab) if lab and lab.exists() else None,
-                                      "msd", str(root), names, None, modality, split,
-                                      meta=dict(meta)))
+                specs.append(
+                    CaseSpec(
+                        case,
+                        chans,
+                        str(lab) if lab and lab.exists() else None,
+                        "msd",
+                        str(root),
+                        names,
+                        None,
+                        modality,
+                        split,
+                        meta=dict(meta),
+                    )
+                )
     return _unique(specs)
 
 
@@ -160,21 +198,53 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 err = None
             except SegEvalError as exc:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
-            specs.append(CaseSpec(str(case), images, labels, "nnunet", str(root), names, None,
-                                  modality, "train", meta=dict(meta), error=err))
+            specs.append(
+                CaseSpec(
+                    str(case),
+                    images,
+                    labels,
+                    "nnunet",
+                    str(root),
+                    names,
+                    None,
+                    modality,
+                    "train",
+                    meta=dict(meta),
+                    error=err,
+                )
+            )
     else:
-        for split, img_dir, lab_dir in (("train", "imagesTr", "labelsTr"),
-                                        ("test", "imagesTs", "labelsTs")):
+        for split, img_dir, lab_dir in (
+            ("train", "imagesTr", "labelsTr"),
+            ("test", "imagesTs", "labelsTs"),
+        ):
             for case, ext, chans in _scan_channels(root / img_dir):
                 if ext != ending:
                     continue
                 lab = root / lab_dir / f"{case}{ending}"
-                err = None if len(chans) == n_chan else (
-                    f"{root / img_dir}: case {case} has {len(chans)} channel files, "
-                    f"dataset.json names {n_chan}")
-                specs.append(CaseSpec(case, chans, str(lab) if lab.exists() else None, "nnunet",
-                                      str(root), names, None, modality, split, meta=dict(meta),
-                                      error=err))
+                err = (
+                    None
+                    if len(chans) == n_chan
+                    else (
+                        f"{root / img_dir}: case {case} has {len(chans)} channel files, "
+                        f"dataset.json names {n_chan}"
+                    )
+                )
+                specs.append(
+                    CaseSpec(
+                        case,
+                        chans,
+                        str(lab) if lab.exists() else None,
+                        "nnunet",
+                        str(root),
+                        names,
+                        None,
+                        modality,
+                        split,
+                        meta=dict(meta),
+                        error=err,
+                    )
+                )
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():
@@ -312,5 +382,12 @@ def load_layout(
     return sorted(specs, key=lambda s: natural_key(s.case_id))
 
 
-__all__ = ["LAYOUTS", "CaseSpec", "detect_layout", "inside", "load_layout", "parse_msd",
-           "parse_nnunet"]
+__all__ = [
+    "LAYOUTS",
+    "CaseSpec",
+    "detect_layout",
+    "inside",
+    "load_layout",
+    "parse_msd",
+    "parse_nnunet",
+]

@@ -122,8 +122,12 @@ def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
     the browser shows one channel of the image, so it takes the same channel.
     """
     image = np.asarray(case.image)
-    if (array.ndim == image.ndim + 1 and not case.is_rgb
-            and tuple(array.shape[1:]) == tuple(image.shape) and channel < array.shape[0]):
+    if (
+        array.ndim == image.ndim + 1
+        and not case.is_rgb
+        and tuple(array.shape[1:]) == tuple(image.shape)
+        and channel < array.shape[0]
+    ):
         return np.asarray(array[channel], np.float32)
     return np.asarray(array, np.float32)
 
@@ -133,9 +137,12 @@ def _chunks(n: int, parts: int) -> list[slice]:
     return [slice(i, min(i + step, n)) for i in range(0, n, step)]
 
 
-def both_images(image: np.ndarray, perturbed: np.ndarray | None,
-                perturbation: np.ndarray | None,
-                pool: ThreadPoolExecutor | None = None) -> tuple[Any, Any]:
+def both_images(
+    image: np.ndarray,
+    perturbed: np.ndarray | None,
+    perturbation: np.ndarray | None,
+    pool: ThreadPoolExecutor | None = None,
+) -> tuple[Any, Any]:
     """``(perturbed image, perturbation)`` from whichever of the two was read.
 
     The perturbed image is computed as the attack computed it (float32 image +
@@ -186,8 +193,9 @@ def largest_magnitude(a: np.ndarray | None) -> float:
     return float(max(abs(float(np.nanmax(a))), abs(float(np.nanmin(a)))))
 
 
-def compare_pair(keys: Sequence[str], focus: str | None, other: str | None = None
-                 ) -> tuple[str | None, str | None]:
+def compare_pair(
+    keys: Sequence[str], focus: str | None, other: str | None = None
+) -> tuple[str | None, str | None]:
     """The two predictions of a case to put side by side: ``(first, second)``.
 
     ``keys`` are the case's prediction keys, ``focus`` the one selected. One
@@ -225,12 +233,13 @@ def compare_pair(keys: Sequence[str], focus: str | None, other: str | None = Non
         return (own if own in keys else None), focus
     if other in keys and other != focus:
         return focus, other
-    rest = cleans[cleans.index(focus) + 1:] + cleans[:cleans.index(focus)]
+    rest = cleans[cleans.index(focus) + 1 :] + cleans[: cleans.index(focus)]
     return focus, (rest[0] if rest else None)
 
 
-def counters(case: Any, predictions: Mapping[str, np.ndarray], focus: str | None,
-             first: str = "clean") -> dict:
+def counters(
+    case: Any, predictions: Mapping[str, np.ndarray], focus: str | None, first: str = "clean"
+) -> dict:
     """``{"clean"|"attacked": LiveMetrics}`` of the reference against two predictions.
 
     The two the Dice panel shows (``first``: the clean prediction, or a model's
@@ -257,10 +266,18 @@ def _image_of(key: PredictionKey | None, kind: FileKind) -> str | None:
     return None if key is None else str(key.image(kind))
 
 
-def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel: int,
-                    focus: str | None, record_files: Mapping[str, str], root: Path, *,
-                    progress: Callable[[int, int], None] | None = None,
-                    cancel: Any = None) -> LoadedCase:
+def read_case_files(
+    case_id: str,
+    spec: Any,
+    paths: Mapping[str, Path],
+    channel: int,
+    focus: str | None,
+    record_files: Mapping[str, str],
+    root: Path,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> LoadedCase:
     """Read a checked case (``paths`` from ``check_files``) into a :class:`LoadedCase`.
 
     Raises
@@ -280,8 +297,7 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
     def read(key: str):
         check_cancel(cancel, "loading the case")
         if key == "case":
-            return load_case(spec, channel=min(channel, len(spec.images) - 1),
-                             need_labels=False)
+            return load_case(spec, channel=min(channel, len(spec.images) - 1), need_labels=False)
         if is_image_key(key):
             return read_image(paths[key]).image
         return read_labels(paths[key])[0]
@@ -295,8 +311,10 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
 
     def check(key: str, array: np.ndarray, want: tuple) -> None:
         if tuple(array.shape) not in (tuple(want), tuple(case.spatial_shape)):
-            raise SegEvalError(f"{paths[key]}: shape {array.shape} does not match the image "
-                               f"{paths['image']} ({tuple(want)}): wrong data folder?")
+            raise SegEvalError(
+                f"{paths[key]}: shape {array.shape} does not match the image "
+                f"{paths['image']} ({tuple(want)}): wrong data folder?"
+            )
 
     if progress is not None:
         progress(0, total)
@@ -319,21 +337,48 @@ def read_case_files(case_id: str, spec: Any, paths: Mapping[str, Path], channel:
             check_cancel(cancel, "loading the case")
             attacked = None if focus is None else PredictionKey.parse(focus).first_round()
             perturbed, pert = both_images(
-                case.image, images.get(_image_of(attacked, FileKind.PERTURBED)),
-                images.get(_image_of(attacked, FileKind.PERTURBATION)), pool)
+                case.image,
+                images.get(_image_of(attacked, FileKind.PERTURBED)),
+                images.get(_image_of(attacked, FileKind.PERTURBATION)),
+                pool,
+            )
             counted = counting.result()
         except BaseException:  # an error or cancel: drop the reads not started yet
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     files = {k: str(p) for k, p in paths.items()}
-    files.update({k: str(root / rel) for k, rel in record_files.items()
-                  if attacked is not None and is_image_key(k)
-                  and PredictionKey.parse(k).labels() == attacked})
+    files.update(
+        {
+            k: str(root / rel)
+            for k, rel in record_files.items()
+            if attacked is not None
+            and is_image_key(k)
+            and PredictionKey.parse(k).labels() == attacked
+        }
+    )
     return LoadedCase(
-        case_id, case, preds, focus, perturbed, pert, largest_magnitude(pert),
-        output_formats(str(case.image_path or spec.images[0]), case.axes)[0], files, counted,
-        pair)
+        case_id,
+        case,
+        preds,
+        focus,
+        perturbed,
+        pert,
+        largest_magnitude(pert),
+        output_formats(str(case.image_path or spec.images[0]), case.axes)[0],
+        files,
+        counted,
+        pair,
+    )
 
 
-__all__ = ["LoadedCase", "attacked_image_key", "both_images", "compare_pair", "counters", "float_key", "largest_magnitude",
-           "on_grid", "read_case_files"]
+__all__ = [
+    "LoadedCase",
+    "attacked_image_key",
+    "both_images",
+    "compare_pair",
+    "counters",
+    "float_key",
+    "largest_magnitude",
+    "on_grid",
+    "read_case_files",
+]

@@ -93,8 +93,7 @@ def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> li
     return out
 
 
-def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None
-               ) -> Markup:
+def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
     """Relative links to a case's saved files: each prediction, its perturbed image and
     perturbation (``keys``: the predictions, in the table's order).
 
@@ -115,20 +114,29 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
         if key.round is not None:  # an interactive run's last round
             if str(key) in files:
                 first = key.first_round()
-                tag = (f"{html.escape(first.label())} r{key.round}" if key.model is not None
-                       else f"{'clean' if key.is_clean else 'att'} r{key.round}")
-                parts.append(f'<a href="{html.escape(quote(files[str(key)]))}" '
-                             f'title="{name} prediction">{tag}</a>')
+                tag = (
+                    f"{html.escape(first.label())} r{key.round}"
+                    if key.model is not None
+                    else f"{'clean' if key.is_clean else 'att'} r{key.round}"
+                )
+                parts.append(
+                    f'<a href="{html.escape(quote(files[str(key)]))}" '
+                    f'title="{name} prediction">{tag}</a>'
+                )
             continue
-        tag = ("clean" if str(key) == "clean" else name if key.model is not None
-               else f"att.{i}")  # several models: the prediction's name
+        tag = (
+            "clean" if str(key) == "clean" else name if key.model is not None else f"att.{i}"
+        )  # several models: the prediction's name
         for stored, text, what in (
-                (key, tag, "prediction"),
-                (key.image(FileKind.PERTURBED), f"{tag} img", "perturbed image"),
-                (key.image(FileKind.PERTURBATION), f"{tag} &delta;", "perturbation")):
+            (key, tag, "prediction"),
+            (key.image(FileKind.PERTURBED), f"{tag} img", "perturbed image"),
+            (key.image(FileKind.PERTURBATION), f"{tag} &delta;", "perturbation"),
+        ):
             if str(stored) in files:
-                parts.append(f'<a href="{html.escape(quote(files[str(stored)]))}" '
-                             f'title="{name} {what}">{text}</a>')
+                parts.append(
+                    f'<a href="{html.escape(quote(files[str(stored)]))}" '
+                    f'title="{name} {what}">{text}</a>'
+                )
     return Markup(" ".join(parts))
 
 
@@ -151,12 +159,18 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     for (case, structure), by in sorted(cells.items()):
         d = [number(by[c]["dice"]) if c in by else math.nan for c in conds]
         first = by.get(conds[0], {})
-        row = [case, structure, *d, *[d[0] - x for x in d[1:]],
-               *[number(first.get(m)) for m in extra]]
+        row = [
+            case,
+            structure,
+            *d,
+            *[d[0] - x for x in d[1:]],
+            *[number(first.get(m)) for m in extra],
+        ]
         if records is not None:
             rec = records.get(case, {})
-            row.append(file_links(rec.get("files"), [keys[c] for c in conds],
-                                  rec.get("files_error")))
+            row.append(
+                file_links(rec.get("files"), [keys[c] for c in conds], rec.get("files_error"))
+            )
         out.append(row)
     return headers, out
 
@@ -177,15 +191,27 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
         if several:
-            low = min(((means[(case, c)], c) for c in conds if (case, c) in means
-                       and not math.isnan(means[(case, c)])), default=(math.nan, ""))
-            ranked.append((case, -1.0 if math.isnan(low[0]) else low[0],
-                           f"lowest mean Dice {low[0]:.3f}, {low[1]}"))
+            low = min(
+                (
+                    (means[(case, c)], c)
+                    for c in conds
+                    if (case, c) in means and not math.isnan(means[(case, c)])
+                ),
+                default=(math.nan, ""),
+            )
+            ranked.append(
+                (
+                    case,
+                    -1.0 if math.isnan(low[0]) else low[0],
+                    f"lowest mean Dice {low[0]:.3f}, {low[1]}",
+                )
+            )
         elif len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
-            ranked.append((case, math.inf if math.isnan(key) else -key,
-                           f"largest Dice drop {key:.3f}"))
+            ranked.append(
+                (case, math.inf if math.isnan(key) else -key, f"largest Dice drop {key:.3f}")
+            )
         else:
             ranked.append((case, -1.0 if math.isnan(clean) else clean, f"mean Dice {clean:.3f}"))
     ranked.sort(key=lambda t: t[1])
@@ -197,26 +223,35 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     if "image" not in views:
         return ""
     figs = [("image", None), ("reference", views.get("reference"))]
-    figs += [(k[len(PRED):], v) for k, v in sorted(views.items(),
-                                                   key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
-             if k.startswith(PRED)]
+    figs += [
+        (k[len(PRED) :], v)
+        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
+        if k.startswith(PRED)
+    ]
     parts = []
     for title, lab in figs:
         uri = F.png_data_uri(F.overlay(views["image"], lab))
-        parts.append(f'<figure><img src="{uri}" alt="{html.escape(title)}">'
-                     f"<figcaption>{html.escape(title)}</figcaption></figure>")
-    return (f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
-            f'<div class="thumbs">{"".join(parts)}</div>')
+        parts.append(
+            f'<figure><img src="{uri}" alt="{html.escape(title)}">'
+            f"<figcaption>{html.escape(title)}</figcaption></figure>"
+        )
+    return (
+        f"<h3>{html.escape(case)} <small>({html.escape(why)})</small></h3>"
+        f'<div class="thumbs">{"".join(parts)}</div>'
+    )
 
 
 def _boxplots(rows: list[dict]) -> str:
     if not F.have_matplotlib():
-        return ('<p class="note">Box plots need matplotlib (pip install '
-                "'napari-segeval[report]'); this report has tables only.</p>")
+        return (
+            '<p class="note">Box plots need matplotlib (pip install '
+            "'napari-segeval[report]'); this report has tables only.</p>"
+        )
     groups: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         groups.setdefault(r["structure"], {}).setdefault(r["condition"], []).append(
-            number(r.get("dice")))
+            number(r.get("dice"))
+        )
     return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
 
 
@@ -230,14 +265,20 @@ def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
     n_absent = sum(1 for r in rows if is_absent(r))
     if not n_absent:
         return ["<h2>Worst cases</h2>", block(False)]
-    toggle = ("var a=this.checked;document.getElementById('worst-real').style.display="
-              "a?'none':'';document.getElementById('worst-all').style.display=a?'':'none';")
-    return ["<h2>Worst cases</h2>",
-            (f'<p><label><input type="checkbox" id="absences" onchange="{toggle}"> count the '
-             f"{n_absent} absences (rows of a structure in neither the reference nor the "
-             "prediction, no failure; left out of the ranking by default)</label></p>"),
-            f'<div id="worst-real">{block(False)}</div>',
-            f'<div id="worst-all" style="display:none">{block(True)}</div>']
+    toggle = (
+        "var a=this.checked;document.getElementById('worst-real').style.display="
+        "a?'none':'';document.getElementById('worst-all').style.display=a?'':'none';"
+    )
+    return [
+        "<h2>Worst cases</h2>",
+        (
+            f'<p><label><input type="checkbox" id="absences" onchange="{toggle}"> count the '
+            f"{n_absent} absences (rows of a structure in neither the reference nor the "
+            "prediction, no failure; left out of the ranking by default)</label></p>"
+        ),
+        f'<div id="worst-real">{block(False)}</div>',
+        f'<div id="worst-all" style="display:none">{block(True)}</div>',
+    ]
 
 
 def _protocol(run: dict) -> Protocol | None:
@@ -263,14 +304,19 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     rows = _prediction_rows(all_rows, rounds)
     failed = [r for r in records if r.get("status") != "ok"]
     title = f"segeval {run['protocol']} {run['protocol_version']}"
-    counts = (f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
-              f"(layout {html.escape(str(run.get('layout')))}) - {len(cases)} cases, "
-              f"{len(records) - len(failed)} ok, <span class='err'>{len(failed)} failed</span>, "
-              f"{len(cases) - len(records)} not run. napari-segeval "
-              f"{html.escape(str(run.get('napari_segeval', '')))}.</p>")
-    parts = [f"<h1>{html.escape(title)}</h1>", counts, recipe(run),
-             "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1))
-             + "</pre>"]
+    counts = (
+        f"<p>Data: <code>{html.escape(str(run.get('data', '')))}</code> "
+        f"(layout {html.escape(str(run.get('layout')))}) - {len(cases)} cases, "
+        f"{len(records) - len(failed)} ok, <span class='err'>{len(failed)} failed</span>, "
+        f"{len(cases) - len(records)} not run. napari-segeval "
+        f"{html.escape(str(run.get('napari_segeval', '')))}.</p>"
+    )
+    parts = [
+        f"<h1>{html.escape(title)}</h1>",
+        counts,
+        recipe(run),
+        "<h2>Parameters</h2><pre>" + html.escape(json.dumps(run["params"], indent=1)) + "</pre>",
+    ]
     results = summary.get("results") or {}
     if all_rows and rounds:
         parts += ["<h2>Dice against correction round</h2>", rounds_section(results, all_rows)]
@@ -280,16 +326,33 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         rows = _prediction_rows(all_rows, rounds, models=True)
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
-        parts += ["<h2>Dice per structure and condition</h2>", table(
-            ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
-            [[s["structure"], s["condition"], s["n"], s["mean"], s["std"], s["median"],
-              s["q1"], s["q3"]] for s in stats])]
+        parts += [
+            "<h2>Dice per structure and condition</h2>",
+            table(
+                ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
+                [
+                    [
+                        s["structure"],
+                        s["condition"],
+                        s["n"],
+                        s["mean"],
+                        s["std"],
+                        s["median"],
+                        s["q1"],
+                        s["q3"],
+                    ]
+                    for s in stats
+                ],
+            ),
+        ]
         gated = sorted({r["case"] for r in rows if r.get("nsd_gated") in (True, "True")})
         if any("nsd_gated" in r for r in rows):
-            parts.append(f"<p class='note'>NSD is scored only for cases whose mean DSC is above "
-                         f"{html.escape(str(run['params'].get('nsd_min_dice')))} (the CVPR 2024 "
-                         f"challenge's metric rule); it is 0 for the other {len(gated)} case(s)"
-                         f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>")
+            parts.append(
+                f"<p class='note'>NSD is scored only for cases whose mean DSC is above "
+                f"{html.escape(str(run['params'].get('nsd_min_dice')))} (the CVPR 2024 "
+                f"challenge's metric rule); it is 0 for the other {len(gated)} case(s)"
+                f"{': ' + html.escape(', '.join(gated)) if gated else ''}.</p>"
+            )
         if not models:  # several models: their box plots are drawn above
             parts += ["<h2>Box plots</h2>", _boxplots(rows)]
         scatter = dice_vs_uncertainty(rows)
@@ -300,27 +363,52 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         parts.append(fold_tables(results))
         parts += robust_section(results)
         if results.get("budget"):
-            parts += [("<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
-                       "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"),
-                      table(["condition", "eps (normalized)", "eps (raw)"], [
-                          [c, b["eps"], "; ".join(f"{k}: {v['mean']:.4g} [{v['min']:.4g}, "
-                                                  f"{v['max']:.4g}]"
-                                                  for k, v in b["eps_raw"].items())]
-                          for c, b in results["budget"].items()])]
+            parts += [
+                (
+                    "<h2>Attack budgets</h2><p>Epsilon in the model's normalized units and "
+                    "in raw units (HU for CT) per channel: mean [min, max] over cases.</p>"
+                ),
+                table(
+                    ["condition", "eps (normalized)", "eps (raw)"],
+                    [
+                        [
+                            c,
+                            b["eps"],
+                            "; ".join(
+                                f"{k}: {v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]"
+                                for k, v in b["eps_raw"].items()
+                            ),
+                        ]
+                        for c, b in results["budget"].items()
+                    ],
+                ),
+            ]
         headers, body = _pivot(rows, {r["case"]: r for r in records})
-        parts += [("<h2>Per case</h2><p>Click a column header to sort. The files column links "
-                   "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
-                   "image, &delta;: the perturbation); open the whole folder in napari to "
-                   "browse them.</p>"), table(headers, body)]
+        parts += [
+            (
+                "<h2>Per case</h2><p>Click a column header to sort. The files column links "
+                "each case's saved predictions (att.N: the N-th attack, img: its perturbed "
+                "image, &delta;: the perturbation); open the whole folder in napari to "
+                "browse them.</p>"
+            ),
+            table(headers, body),
+        ]
         parts += _worst_section(out, rows, worst)
     if failed:
-        parts += ["<h2 class='err'>Failed cases</h2>",
-                  table(["case", "reason"], [[r["case"], r.get("error", "")] for r in failed])]
-    parts += ["<h2>Summary</h2><details><summary>summary.json</summary><pre>"
-              + html.escape(json.dumps(summary.get("results", {}), indent=1)) + "</pre></details>"]
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{_CSS}</style></head><body>{''.join(parts)}"
-            f"<script>{_JS}</script></body></html>")
+        parts += [
+            "<h2 class='err'>Failed cases</h2>",
+            table(["case", "reason"], [[r["case"], r.get("error", "")] for r in failed]),
+        ]
+    parts += [
+        "<h2>Summary</h2><details><summary>summary.json</summary><pre>"
+        + html.escape(json.dumps(summary.get("results", {}), indent=1))
+        + "</pre></details>"
+    ]
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+        f"</title><style>{_CSS}</style></head><body>{''.join(parts)}"
+        f"<script>{_JS}</script></body></html>"
+    )
 
 
 def write_report(output_dir: str | os.PathLike, worst: int = 4) -> Path:

@@ -66,8 +66,9 @@ class MissingFilesError(ReadError):
 
     def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
         self.case_id, self.missing, self.data = case_id, list(missing), data
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3
-                                          else "")
+        shown = ", ".join(missing[:3]) + (
+            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
         super().__init__(f"case {case_id}: missing or moved files: {shown}{hint}")
 
 
@@ -127,27 +128,36 @@ class ResultsFolder:
         if not self.path.is_dir():
             raise ResultsFolderError(f"{self.path}: not a folder")
         if not (self.path / "run.json").is_file():
-            raise ResultsFolderError(f"{self.path}: not a results folder (no run.json; make one "
-                                     "with segeval evaluate DATA --output-dir DIR)")
+            raise ResultsFolderError(
+                f"{self.path}: not a results folder (no run.json; make one "
+                "with segeval evaluate DATA --output-dir DIR)"
+            )
         try:
             self.run = store.read_json(self.path / "run.json")
             name, version = str(self.run["protocol"]), str(self.run["protocol_version"])
         except (ReadError, KeyError, TypeError) as exc:
-            raise ResultsFolderError(f"{self.path / 'run.json'}: not a results record "
-                                     f"({exc})") from exc
+            raise ResultsFolderError(
+                f"{self.path / 'run.json'}: not a results record ({exc})"
+            ) from exc
         try:
             known = get_protocol(name).version
         except SegEvalError as exc:
-            raise NewerResultsError(f"{self.path}: protocol {name} {version} is unknown to this "
-                                    f"installation ({exc}); update napari-segeval") from exc
+            raise NewerResultsError(
+                f"{self.path}: protocol {name} {version} is unknown to this "
+                f"installation ({exc}); update napari-segeval"
+            ) from exc
         mine, theirs = version_key(known), version_key(version)
         if theirs is None or mine is None or theirs > mine:
-            raise NewerResultsError(f"{self.path}: written by {name} {version}, newer than the "
-                                    f"{name} {known} this installation knows; update "
-                                    "napari-segeval to browse it")
+            raise NewerResultsError(
+                f"{self.path}: written by {name} {version}, newer than the "
+                f"{name} {known} this installation knows; update "
+                "napari-segeval to browse it"
+            )
         if not (self.path / "cases.json").is_file():
-            raise ResultsFolderError(f"{self.path}: the run holds no case list yet (no "
-                                     "cases.json): it stopped before the first case")
+            raise ResultsFolderError(
+                f"{self.path}: the run holds no case list yet (no "
+                "cases.json): it stopped before the first case"
+            )
         try:
             cases, records = store.load_records(self.path)
             self.specs = {c["case_id"]: CaseSpec.from_dict(c) for c in cases}
@@ -201,27 +211,39 @@ class ResultsFolder:
             ref = clean.get(where(r), math.nan)
             model = r.get("model") if several else None
             k = int(r["round"]) if rounds and r.get("round") not in (None, "") else None
-            out.append({"case": r["case"], "structure": str(r["structure"]),
-                        "label": None if r.get("label") is None else int(r["label"]),
-                        "condition": r["condition"], "key": PredictionKey(r["condition"], k, model),
-                        "round": k,
-                        "model": r.get("model"), "fold": r.get("fold"),
-                        "dice": dice,
-                        "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
-                        "hd95": _float(r.get("hd95")), "nsd": _float(r.get("nsd")),
-                        "uncertainty": _float(r.get("uncertainty")),
-                        "absent": is_absent(r)})
+            out.append(
+                {
+                    "case": r["case"],
+                    "structure": str(r["structure"]),
+                    "label": None if r.get("label") is None else int(r["label"]),
+                    "condition": r["condition"],
+                    "key": PredictionKey(r["condition"], k, model),
+                    "round": k,
+                    "model": r.get("model"),
+                    "fold": r.get("fold"),
+                    "dice": dice,
+                    "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
+                    "hd95": _float(r.get("hd95")),
+                    "nsd": _float(r.get("nsd")),
+                    "uncertainty": _float(r.get("uncertainty")),
+                    "absent": is_absent(r),
+                }
+            )
         self._rows = out
         return out
 
     def raw_rows(self, case_id: str | None = None) -> list[dict]:
         """The ok result rows as the run wrote them (all cases, or ``case_id``'s)."""
-        records = (self.records.values() if case_id is None
-                   else [r for c, r in self.records.items() if c == case_id])
+        records = (
+            self.records.values()
+            if case_id is None
+            else [r for c, r in self.records.items() if c == case_id]
+        )
         return [r for r in store.result_rows(records) if r.get("status") == "ok"]
 
-    def rounds(self, case_id: str, label: int, condition: str = "clean",
-               model: str | None = None) -> list:
+    def rounds(
+        self, case_id: str, label: int, condition: str = "clean", model: str | None = None
+    ) -> list:
         """An ``interactive`` run's rounds of one structure of a case
         (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
         from napari_segeval.evaluation.rounds import case_rounds
@@ -229,8 +251,9 @@ class ResultsFolder:
         if not self.has_rounds:
             return []
         video = (self.run.get("params") or {}).get("mode") == "video"
-        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model,
-                           "frame" if video else "slice")
+        return case_rounds(
+            self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
+        )
 
     @property
     def has_rounds(self) -> bool:
@@ -280,8 +303,9 @@ class ResultsFolder:
                 return p
             return os.path.join(self.data_root, os.path.relpath(ap, old))
 
-        return replace(s, images=tuple(move(p) for p in s.images), labels=move(s.labels),
-                       root=self.data_root)
+        return replace(
+            s, images=tuple(move(p) for p in s.images), labels=move(s.labels), root=self.data_root
+        )
 
     # -- loading -----------------------------------------------------------------------
     def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:
@@ -295,8 +319,9 @@ class ResultsFolder:
         attacked = [k for k, p in keys.items() if not p.is_clean]
         return (attacked or list(keys) or [None])[0]
 
-    def check_files(self, case_id: str, focus: str | PredictionKey | None = None
-                    ) -> dict[str, Path]:
+    def check_files(
+        self, case_id: str, focus: str | PredictionKey | None = None
+    ) -> dict[str, Path]:
         """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
 
         Of the focus condition's float images only one file is read: the
@@ -322,21 +347,29 @@ class ResultsFolder:
         for key, rel in files.items():
             if not is_image_key(key) or key == wanted:
                 paths[key] = self.path / rel
-        missing_data = [str(p) for k, p in paths.items() if k in ("image", "reference")
-                        and not p.exists()]
-        missing_files = [str(p) for k, p in paths.items() if k not in ("image", "reference")
-                         and not p.is_file()]
+        missing_data = [
+            str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()
+        ]
+        missing_files = [
+            str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
+        ]
         if missing_data or missing_files:
-            hint = (" (data set moved? choose its new folder with 'Locate data folder')"
-                    if missing_data else " (prediction files deleted or moved out of the "
-                    "results folder)")
-            raise MissingFilesError(case_id, missing_data + missing_files, bool(missing_data),
-                                    hint)
+            hint = (
+                " (data set moved? choose its new folder with 'Locate data folder')"
+                if missing_data
+                else " (prediction files deleted or moved out of the results folder)"
+            )
+            raise MissingFilesError(case_id, missing_data + missing_files, bool(missing_data), hint)
         return paths
 
-    def load(self, case_id: str, focus: str | PredictionKey | None = None, *,
-             progress: Callable[[int, int], None] | None = None,
-             cancel: Any = None) -> LoadedCase:
+    def load(
+        self,
+        case_id: str,
+        focus: str | PredictionKey | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: Any = None,
+    ) -> LoadedCase:
         """Read a case with its saved files, all checked against the image's grid.
 
         Parameters
@@ -357,13 +390,22 @@ class ResultsFolder:
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
         channel = int(self.run.get("params", {}).get("channel", 0) or 0)
-        return read_case_files(case_id, self.spec(case_id), paths, channel,
-                               self._focus(record, focus), record.get("files") or {},
-                               self.path, progress=progress, cancel=cancel)
+        return read_case_files(
+            case_id,
+            self.spec(case_id),
+            paths,
+            channel,
+            self._focus(record, focus),
+            record.get("files") or {},
+            self.path,
+            progress=progress,
+            cancel=cancel,
+        )
 
     # -- corrections -------------------------------------------------------------------
-    def save_correction(self, loaded: LoadedCase, name: str, labels: np.ndarray,
-                        prompts: Any = None) -> Path:
+    def save_correction(
+        self, loaded: LoadedCase, name: str, labels: np.ndarray, prompts: Any = None
+    ) -> Path:
         """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
 
         The file is ``<name>.<ext>`` (ext as the case's predictions), or
@@ -400,5 +442,14 @@ class ResultsFolder:
             return out
         raise WriteError(f"{folder}: too many corrections named {stem}")
 
-__all__ = ["METRICS", "LoadedCase", "MissingFilesError", "NewerResultsError", "ResultsFolder",
-           "ResultsFolderError", "is_results_folder", "version_key"]
+
+__all__ = [
+    "METRICS",
+    "LoadedCase",
+    "MissingFilesError",
+    "NewerResultsError",
+    "ResultsFolder",
+    "ResultsFolderError",
+    "is_results_folder",
+    "version_key",
+]

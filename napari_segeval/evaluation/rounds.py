@@ -71,8 +71,14 @@ class Round:
         return "; ".join(describe(p, self.where) for p in self.added) or "none"
 
 
-def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str = "clean",
-                model: str | None = None, where: str = "slice") -> list[Round]:
+def case_rounds(
+    rows: Sequence[Mapping],
+    case: str,
+    label: int,
+    condition: str = "clean",
+    model: str | None = None,
+    where: str = "slice",
+) -> list[Round]:
     """The rounds of structure ``label`` of ``case`` under ``condition``, round 0 first.
 
     ``rows`` are a run's result rows (``store.result_rows``); ``model`` picks one
@@ -93,18 +99,34 @@ def case_rounds(rows: Sequence[Mapping], case: str, label: int, condition: str =
     """
     from napari_segeval.prompts.prompt_file import prompt_from_dict
 
-    mine = sorted((r for r in rows if r.get("case") == case and r.get("condition") == condition
-                   and r.get("label") is not None and int(r["label"]) == int(label)
-                   and r.get("round") not in (None, "")
-                   and (model is None or r.get("model") == model)),
-                  key=lambda r: int(r["round"]))
+    mine = sorted(
+        (
+            r
+            for r in rows
+            if r.get("case") == case
+            and r.get("condition") == condition
+            and r.get("label") is not None
+            and int(r["label"]) == int(label)
+            and r.get("round") not in (None, "")
+            and (model is None or r.get("model") == model)
+        ),
+        key=lambda r: int(r["round"]),
+    )
     out: list[Round] = []
     given: tuple = ()
     for r in mine:
         added = tuple(prompt_from_dict(d, int(label)) for d in json.loads(r.get("prompt") or "[]"))
         given += added
-        out.append(Round(int(r["round"]), PredictionKey(condition, int(r["round"]), model),
-                         _float(r.get("dice")), added, given, where))
+        out.append(
+            Round(
+                int(r["round"]),
+                PredictionKey(condition, int(r["round"]), model),
+                _float(r.get("dice")),
+                added,
+                given,
+                where,
+            )
+        )
     return out
 
 

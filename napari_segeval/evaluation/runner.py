@@ -69,9 +69,13 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
     """
     t0 = time.perf_counter()
     s = CaseSpec.from_dict(spec)
-    record: dict[str, Any] = {"case": s.case_id, "protocol": protocol.name,
-                              "protocol_version": protocol.version, "fold": s.fold,
-                              "split": s.split}
+    record: dict[str, Any] = {
+        "case": s.case_id,
+        "protocol": protocol.name,
+        "protocol_version": protocol.version,
+        "fold": s.fold,
+        "split": s.split,
+    }
     try:
         if s.error:
             raise SegEvalError(s.error)
@@ -90,10 +94,16 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
 
 
 def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
-    base = {"case": s.case_id, "protocol": protocol.name,
-            "protocol_version": protocol.version, "fold": s.fold, "split": s.split,
-            "status": "ok", "params": json.dumps(params, sort_keys=True,
-                                                 separators=(",", ":")), **out.extra}
+    base = {
+        "case": s.case_id,
+        "protocol": protocol.name,
+        "protocol_version": protocol.version,
+        "fold": s.fold,
+        "split": s.split,
+        "status": "ok",
+        "params": json.dumps(params, sort_keys=True, separators=(",", ":")),
+        **out.extra,
+    }
     return [{**base, **r} for r in out.rows]
 
 
@@ -134,6 +144,8 @@ def release_device_memory() -> bool:
     gc.collect()  # tensors of the finished case still waiting for the collector
     torch.cuda.empty_cache()
     return True
+
+
 def _encode(record: dict, case_id: str, arrays) -> None:
     from napari_segeval.evaluation.files import encode_arrays
 
@@ -193,8 +205,15 @@ def _run_inline(protocol, specs, params, cancel, save) -> Iterator[dict]:
 
 
 def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
-    return {"case": s.case_id, "status": "error", "fold": s.fold, "split": s.split,
-            "protocol": protocol.name, "protocol_version": protocol.version, "error": reason}
+    return {
+        "case": s.case_id,
+        "status": "error",
+        "fold": s.fold,
+        "split": s.split,
+        "protocol": protocol.name,
+        "protocol_version": protocol.version,
+        "error": reason,
+    }
 
 
 def _fill(ex, feed, in_flight: dict, limit: int, protocol, params, save) -> None:
@@ -222,8 +241,9 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel, save) -> Iterator[
             for i in range(size):
                 queue.put(gpu_for_worker(i, gpus, visible))
         threads = max(1, (os.cpu_count() or 1) // size)
-        ex = ProcessPoolExecutor(size, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(threads, queue))
+        ex = ProcessPoolExecutor(
+            size, mp_context=ctx, initializer=_init_worker, initargs=(threads, queue)
+        )
         in_flight: dict[Any, Any] = {}
         feed, broken = iter(list(pending)), False
         limit = 2 * size if size > 1 else 1
@@ -241,7 +261,9 @@ def _run_pool(protocol, specs, params, workers, gpus, cancel, save) -> Iterator[
                         broken = True
                         if size > 1:
                             continue  # unknown culprit: retried one at a time below
-                        rec = _error_record(protocol, s, "worker process died (crash or out of memory)")
+                        rec = _error_record(
+                            protocol, s, "worker process died (crash or out of memory)"
+                        )
                     pending.remove(s)
                     yield rec
                 if not broken:
@@ -269,9 +291,16 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
         gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())
         resources = {"GPU": 1} if gpu else None
         futures = {
-            client.submit(evaluate_case, protocol, s.to_dict(), params, save, pure=False,
-                          key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
-                          resources=resources): s
+            client.submit(
+                evaluate_case,
+                protocol,
+                s.to_dict(),
+                params,
+                save,
+                pure=False,
+                key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
+                resources=resources,
+            ): s
             for s in specs
         }
         for fut in as_completed(list(futures)):
@@ -281,19 +310,28 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
             try:
                 yield fut.result()
             except Exception as exc:  # noqa: BLE001 - a lost worker, not bad input
-                yield _error_record(protocol, futures[fut],
-                                    f"dask task failed: {type(exc).__name__}: {exc}")
+                yield _error_record(
+                    protocol, futures[fut], f"dask task failed: {type(exc).__name__}: {exc}"
+                )
     finally:
         if own:
             client.close()
 
 
-def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_dir: Path, *,
-            workers: int | None = None, scheduler: Any = None,
-            progress: Callable[[int, int], None] | None = None,
-            cancel: threading.Event | None = None,
-            total: int | None = None, done: int = 0,
-            save_files: bool = True) -> tuple[int, int]:
+def execute(
+    protocol: Protocol,
+    specs: Sequence[CaseSpec],
+    params: dict,
+    output_dir: Path,
+    *,
+    workers: int | None = None,
+    scheduler: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+    total: int | None = None,
+    done: int = 0,
+    save_files: bool = True,
+) -> tuple[int, int]:
     """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
     ``progress(done, total)`` is called once before the first case (``done``
@@ -310,9 +348,11 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
             workers, gpus = default_workers(len(specs))
         else:  # workers given: still one GPU each, round robin
             gpus = _gpu_count() if workers > 1 and len(specs) > 1 else 0
-        records = (_run_inline(protocol, specs, params, cancel, save_files)
-                   if workers <= 1 or len(specs) <= 1
-                   else _run_pool(protocol, specs, params, workers, gpus, cancel, save_files))
+        records = (
+            _run_inline(protocol, specs, params, cancel, save_files)
+            if workers <= 1 or len(specs) <= 1
+            else _run_pool(protocol, specs, params, workers, gpus, cancel, save_files)
+        )
     ok = failed = 0
     for rec in records:
         store.write_case(output_dir, rec)
@@ -323,5 +363,11 @@ def execute(protocol: Protocol, specs: Sequence[CaseSpec], params: dict, output_
     return ok, failed
 
 
-__all__ = ["RunResult", "default_workers", "evaluate_case", "execute", "gpu_for_worker",
-           "release_device_memory"]
+__all__ = [
+    "RunResult",
+    "default_workers",
+    "evaluate_case",
+    "execute",
+    "gpu_for_worker",
+    "release_device_memory",
+]

@@ -38,8 +38,9 @@ def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict
     return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
 
 
-def grouped_kfold_assignment(groups: Mapping[str, str], k: int = 5,
-                             seed: int = 0) -> dict[str, int]:
+def grouped_kfold_assignment(
+    groups: Mapping[str, str], k: int = 5, seed: int = 0
+) -> dict[str, int]:
     """Assign cases to ``k`` folds so that every case of one group shares a fold.
 
     Groups (patients) are ordered by a seeded permutation of their sorted ids,
@@ -109,8 +110,9 @@ def groups_across_folds(specs: Sequence, folds: Mapping[str, int]) -> list[str]:
     return sorted(g for g, f in seen.items() if len(f) > 1)
 
 
-def in_cross_validation(spec, cv_splits: Mapping[str, Sequence[str]] | None = None,
-                        holdout: str | None = None) -> bool:
+def in_cross_validation(
+    spec, cv_splits: Mapping[str, Sequence[str]] | None = None, holdout: str | None = None
+) -> bool:
     """Whether ``spec`` takes part in the folds.
 
     A labelled case without a parse error takes part unless its published split
@@ -135,9 +137,16 @@ def in_cross_validation(spec, cv_splits: Mapping[str, Sequence[str]] | None = No
     return allowed is None or spec.split in allowed
 
 
-def save_splits(path: str | os.PathLike, folds: Mapping[str, int], *, k: int, seed: int | None,
-                source: str, groups: Mapping[str, str] | None = None,
-                leaks: Sequence[str] = ()) -> Path:
+def save_splits(
+    path: str | os.PathLike,
+    folds: Mapping[str, int],
+    *,
+    k: int,
+    seed: int | None,
+    source: str,
+    groups: Mapping[str, str] | None = None,
+    leaks: Sequence[str] = (),
+) -> Path:
     """Write ``{"version", "k", "seed", "source", "folds", "groups", "groups_across_folds"}`` atomically.
 
     ``groups`` maps the cases that belong to a named patient group to it (cases
@@ -154,10 +163,15 @@ def save_splits(path: str | os.PathLike, folds: Mapping[str, int], *, k: int, se
     {'a': 0, 'b': 1}
     """
     path = Path(path)
-    payload = {"version": SPLITS_VERSION, "k": int(k), "seed": seed, "source": source,
-               "folds": {str(c): int(f) for c, f in sorted(folds.items())},
-               "groups": {str(c): str(g) for c, g in sorted((groups or {}).items())},
-               "groups_across_folds": sorted(str(g) for g in leaks)}
+    payload = {
+        "version": SPLITS_VERSION,
+        "k": int(k),
+        "seed": seed,
+        "source": source,
+        "folds": {str(c): int(f) for c, f in sorted(folds.items())},
+        "groups": {str(c): str(g) for c, g in sorted((groups or {}).items())},
+        "groups_across_folds": sorted(str(g) for g in leaks),
+    }
     return atomic_write_text(path, json.dumps(payload, indent=1), overwrite=True)
 
 
@@ -198,9 +212,15 @@ def apply_folds(specs: Sequence, folds: dict[str, int]) -> None:
             s.fold = int(folds[s.case_id])
 
 
-def ensure_folds(specs: Sequence, k: int, seed: int, output_dir: str | os.PathLike, *,
-                 cv_splits: Mapping[str, Sequence[str]] | None = None,
-                 holdout: str | None = None) -> dict:
+def ensure_folds(
+    specs: Sequence,
+    k: int,
+    seed: int,
+    output_dir: str | os.PathLike,
+    *,
+    cv_splits: Mapping[str, Sequence[str]] | None = None,
+    holdout: str | None = None,
+) -> dict:
     """Give every cross-validated case a fold and save the assignment to ``output_dir/splits.json``.
 
     The cases are those :func:`in_cross_validation` accepts (``cv_splits``,
@@ -227,26 +247,43 @@ def ensure_folds(specs: Sequence, k: int, seed: int, output_dir: str | os.PathLi
         apply_folds(specs, saved["folds"])
         return saved
     if not chosen:
-        raise SegEvalError("no labelled case to cross-validate"
-                           + (f" (cv_splits={dict(cv_splits)}, holdout={holdout})"
-                              if cv_splits or holdout else ""))
+        raise SegEvalError(
+            "no labelled case to cross-validate"
+            + (f" (cv_splits={dict(cv_splits)}, holdout={holdout})" if cv_splits or holdout else "")
+        )
     if all(s.fold is not None for s in chosen):
         folds = {s.case_id: int(s.fold) for s in chosen}
         k_used, seed_used, source = len(set(folds.values())), None, "published splits file"
     else:
         try:
-            folds = grouped_kfold_assignment({s.case_id: s.group_id for s in chosen}, k=k,
-                                             seed=seed)
+            folds = grouped_kfold_assignment(
+                {s.case_id: s.group_id for s in chosen}, k=k, seed=seed
+            )
         except ValueError as exc:
             raise SegEvalError(f"cannot make {k} folds: {exc}") from exc
         apply_folds(specs, folds)
         k_used, seed_used, source = k, seed, "seeded k-fold grouped by patient"
     groups = {s.case_id: s.group_id for s in chosen if s.group_id != s.case_id}
-    save_splits(out, folds, k=k_used, seed=seed_used, source=source, groups=groups,
-                leaks=groups_across_folds(chosen, folds))
+    save_splits(
+        out,
+        folds,
+        k=k_used,
+        seed=seed_used,
+        source=source,
+        groups=groups,
+        leaks=groups_across_folds(chosen, folds),
+    )
     return load_splits(out)
 
 
-__all__ = ["apply_folds", "ensure_folds", "grouped_kfold_assignment", "groups_across_folds",
-           "in_cross_validation", "kfold_assignment", "load_nnunet_splits", "load_splits",
-           "save_splits"]
+__all__ = [
+    "apply_folds",
+    "ensure_folds",
+    "grouped_kfold_assignment",
+    "groups_across_folds",
+    "in_cross_validation",
+    "kfold_assignment",
+    "load_nnunet_splits",
+    "load_splits",
+    "save_splits",
+]

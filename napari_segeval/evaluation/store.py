@@ -92,8 +92,9 @@ def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
     return case_path(output_dir, case_id).is_file()
 
 
-def write_files(output_dir: str | os.PathLike, case_id: str,
-                payload: Mapping[str, tuple[str, bytes]]) -> dict[str, str]:
+def write_files(
+    output_dir: str | os.PathLike, case_id: str, payload: Mapping[str, tuple[str, bytes]]
+) -> dict[str, str]:
     """Write a case's encoded files atomically; returns ``{key: path relative to DIR}``.
 
     ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output.
@@ -107,8 +108,10 @@ def write_files(output_dir: str | os.PathLike, case_id: str,
     """
     out = Path(output_dir)
     if is_done(out, case_id):
-        raise WriteError(f"{case_path(out, case_id)}: case {case_id} is finished; its "
-                         "prediction files are not overwritten")
+        raise WriteError(
+            f"{case_path(out, case_id)}: case {case_id} is finished; its "
+            "prediction files are not overwritten"
+        )
     folder = (out / "predictions").resolve()
     files = {}
     for key, (rel, data) in payload.items():
@@ -178,11 +181,14 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
     if resume and path.is_file():
         old = read_json(path)
         if not isinstance(old, dict):
-            raise ReadError(f"{path}: not a results record (not a JSON object); use another "
-                            "--output-dir, or --restart to discard it")
+            raise ReadError(
+                f"{path}: not a results record (not a JSON object); use another "
+                "--output-dir, or --restart to discard it"
+            )
         keys = ("protocol", "protocol_version", "preset", "params")
         if json.dumps([old.get(k) for k in keys], sort_keys=True) != json.dumps(
-                [run_info.get(k) for k in keys], sort_keys=True):
+            [run_info.get(k) for k in keys], sort_keys=True
+        ):
             raise SegEvalError(
                 f"{out} holds results of {old.get('protocol')} {old.get('protocol_version')} "
                 f"(preset {old.get('preset') or 'none'}) with parameters {old.get('params')}; "
@@ -204,7 +210,7 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
         p.unlink()
         n += p.suffix == ".json"
     predictions = Path(output_dir) / "predictions"
-    for case_dir in (predictions.iterdir() if predictions.is_dir() else []):
+    for case_dir in predictions.iterdir() if predictions.is_dir() else []:
         if case_dir.is_dir() and not case_dir.is_symlink():
             for f in case_dir.iterdir():
                 if f.is_file() or f.is_symlink():
@@ -221,14 +227,34 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
         if rec.get("status") == "ok":
             rows.extend(rec.get("rows") or [])
         else:
-            rows.append({"case": rec["case"], "structure": "", "condition": "",
-                         "status": "error", "error": rec.get("error", ""),
-                         "protocol": rec.get("protocol"),
-                         "protocol_version": rec.get("protocol_version"),
-                         "fold": rec.get("fold"), "split": rec.get("split")})
+            rows.append(
+                {
+                    "case": rec["case"],
+                    "structure": "",
+                    "condition": "",
+                    "status": "error",
+                    "error": rec.get("error", ""),
+                    "protocol": rec.get("protocol"),
+                    "protocol_version": rec.get("protocol_version"),
+                    "fold": rec.get("fold"),
+                    "split": rec.get("split"),
+                }
+            )
     return rows
 
 
-__all__ = ["case_filename", "case_path", "check_run", "clear_cases", "is_done", "load_records",
-           "read_case", "read_json", "read_views", "result_rows", "write_case", "write_files",
-           "write_json"]
+__all__ = [
+    "case_filename",
+    "case_path",
+    "check_run",
+    "clear_cases",
+    "is_done",
+    "load_records",
+    "read_case",
+    "read_json",
+    "read_views",
+    "result_rows",
+    "write_case",
+    "write_files",
+    "write_json",
+]

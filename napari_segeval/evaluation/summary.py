@@ -54,8 +54,9 @@ def is_absent(row: Mapping) -> bool:
     return as_float(row.get("volume_ref_ml")) == 0 and as_float(row.get("volume_pred_ml")) == 0
 
 
-def case_means(rows: Iterable[Mapping], metric: str = "dice",
-               include: Sequence[str] | None = None) -> dict[tuple, float]:
+def case_means(
+    rows: Iterable[Mapping], metric: str = "dice", include: Sequence[str] | None = None
+) -> dict[tuple, float]:
     """``(case, condition) -> mean of metric over structures`` (NaN skipped).
 
     Examples
@@ -74,8 +75,9 @@ def case_means(rows: Iterable[Mapping], metric: str = "dice",
     return {k: _nanmean(v) for k, v in groups.items()}
 
 
-def robustness(rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "dice",
-               factor: float = 0.5) -> dict:
+def robustness(
+    rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "dice", factor: float = 0.5
+) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
     A case is robust under an attack when its attacked Dice (mean over
@@ -98,25 +100,38 @@ def robustness(rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
     task_mean = {c: _nanmean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
-    clean_by_structure = {s["structure"]: s["mean"] for s in per_structure
-                          if s["condition"] == clean}
+    clean_by_structure = {
+        s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean
+    }
     drop: dict[str, dict] = {}
     for s in per_structure:
         if s["condition"] != clean and s["structure"] in clean_by_structure:
             drop.setdefault(s["structure"], {})[s["condition"]] = (
-                clean_by_structure[s["structure"]] - s["mean"])
+                clean_by_structure[s["structure"]] - s["mean"]
+            )
     threshold = robust_threshold((v for (_, c), v in means.items() if c == clean), factor)
-    robust = {c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
-              for c in conditions if c != clean}
-    return {"metric": metric, "per_structure": per_structure, "task_mean": task_mean,
-            "task_dice_drop": {c: task_mean.get(clean, math.nan) - v
-                               for c, v in task_mean.items() if c != clean},
-            "dice_drop": drop, "robust_threshold": threshold, "robust_factor": factor,
-            "robust_fraction": robust}
+    robust = {
+        c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
+        for c in conditions
+        if c != clean
+    }
+    return {
+        "metric": metric,
+        "per_structure": per_structure,
+        "task_mean": task_mean,
+        "task_dice_drop": {
+            c: task_mean.get(clean, math.nan) - v for c, v in task_mean.items() if c != clean
+        },
+        "dice_drop": drop,
+        "robust_threshold": threshold,
+        "robust_factor": factor,
+        "robust_fraction": robust,
+    }
 
 
-def median_iqr(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd"),
-               task_key: str = "task") -> dict:
+def median_iqr(
+    rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd"), task_key: str = "task"
+) -> dict:
     """MedSAM2 aggregation: median and IQR per structure, per task and over tasks.
 
     ``over_tasks`` pools every instance of every task; ``over_task_medians``
@@ -140,7 +155,8 @@ def median_iqr(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")
             "per_task": per_task,
             "over_tasks": _drop_key(pooled[0]) if pooled else {},
             "over_task_medians": _drop_key(summarize(task_medians, m, by=("_all",))[0])
-            if task_medians else {},
+            if task_medians
+            else {},
         }
     return out
 
@@ -165,20 +181,31 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
     (['a', 'b'], [('a', 0.8500000000000001), ('b', 0.5)])
     """
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
-    out: dict = {"models": models,
-                 "aggregation": "median with IQR (quartiles by linear interpolation)"}
+    out: dict = {
+        "models": models,
+        "aggregation": "median with IQR (quartiles by linear interpolation)",
+    }
     for m in metrics:
         if any(not math.isnan(as_float(r.get(m))) for r in rows):
             order = {name: i for i, name in enumerate(models)}
             stats = summarize(rows, m, by=("structure", "model", "condition"))
-            out[m] = sorted(stats, key=lambda t: (str(t["structure"]), t["condition"] != "clean",
-                                                  str(t["condition"]),
-                                                  order.get(str(t["model"]), 0)))
+            out[m] = sorted(
+                stats,
+                key=lambda t: (
+                    str(t["structure"]),
+                    t["condition"] != "clean",
+                    str(t["condition"]),
+                    order.get(str(t["model"]), 0),
+                ),
+            )
     return out
 
 
-def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou"),
-                   include: Sequence[str] | None = None) -> dict:
+def percent_scores(
+    rows: Sequence[Mapping],
+    metrics: Sequence[str] = ("dice", "iou"),
+    include: Sequence[str] | None = None,
+) -> dict:
     """Mean over cases of the per-case class average, in percent, for each metric.
 
     Examples
@@ -197,10 +224,13 @@ def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "i
     return out
 
 
-def filtered_by_uncertainty(rows: Sequence[Mapping], fractions: Sequence[float],
-                            metrics: Sequence[str] = ("dice", "iou"),
-                            key: str = "uncertainty", include: Sequence[str] | None = None
-                            ) -> list[dict]:
+def filtered_by_uncertainty(
+    rows: Sequence[Mapping],
+    fractions: Sequence[float],
+    metrics: Sequence[str] = ("dice", "iou"),
+    key: str = "uncertainty",
+    include: Sequence[str] | None = None,
+) -> list[dict]:
     """Re-score after removing the most uncertain cases, for each fraction ``f``.
 
     The number removed is ``floor(f * n + 0.5)`` (round half up) of the ``n``
@@ -224,14 +254,21 @@ def filtered_by_uncertainty(rows: Sequence[Mapping], fractions: Sequence[float],
         _, removed = filter_most_uncertain(score, float(f))
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
-        out.append({"fraction_removed": float(f), "removed": removed,
-                    **percent_scores(kept, metrics, include)})
+        out.append(
+            {
+                "fraction_removed": float(f),
+                "removed": removed,
+                **percent_scores(kept, metrics, include),
+            }
+        )
     return out
 
 
-def cross_validation(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou", "recall",
-                                                                        "precision"),
-                     fold_key: str = "fold") -> dict:
+def cross_validation(
+    rows: Sequence[Mapping],
+    metrics: Sequence[str] = ("dice", "iou", "recall", "precision"),
+    fold_key: str = "fold",
+) -> dict:
     """``cv5-2d``: per class and class-averaged mean +- std over folds, in percent.
 
     Per class: :func:`~napari_segeval.metrics.kfold_summary` (mean of the class
@@ -252,15 +289,23 @@ def cross_validation(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", 
         per_class, fold_means = {}, {}
         for c in classes:
             ks = kfold_summary([r for r in rows if r["structure"] == c], m, fold_key)
-            per_class[c] = {"mean": percent(ks["mean"]), "std": percent(ks["std"]),
-                            "folds": [percent(f["mean"]) for f in ks["folds"]]}
+            per_class[c] = {
+                "mean": percent(ks["mean"]),
+                "std": percent(ks["std"]),
+                "folds": [percent(f["mean"]) for f in ks["folds"]],
+            }
             for f in ks["folds"]:
                 fold_means.setdefault(f["fold"], []).append(f["mean"])
         folds = [percent(_nanmean(fold_means[f])) for f in sorted(fold_means, key=str)]
         a = np.asarray([v for v in folds if not math.isnan(v)], float)
-        out[m] = {"per_class": per_class, "average": {
-            "folds": folds, "mean": float(a.mean()) if a.size else math.nan,
-            "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan)}}
+        out[m] = {
+            "per_class": per_class,
+            "average": {
+                "folds": folds,
+                "mean": float(a.mean()) if a.size else math.nan,
+                "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
+            },
+        }
     return out
 
 
@@ -270,8 +315,10 @@ _METRICS = ("dice", "iou", "recall", "precision")
 
 def _mean_std(values: Iterable[float]) -> dict:
     a = np.asarray([v for v in values if not math.isnan(v)], float)
-    return {"mean": float(a.mean()) if a.size else math.nan,
-            "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan)}
+    return {
+        "mean": float(a.mean()) if a.size else math.nan,
+        "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
+    }
 
 
 def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
@@ -284,8 +331,9 @@ def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
     return sums
 
 
-def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
-                  empty: str = "one") -> dict:
+def pooled_scores(
+    rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
+) -> dict:
     """Metrics from pixel counts summed over ``rows``, per class and over classes, in percent.
 
     Rows carry a class's counts (``n_tp``, ``n_ref``, ``n_pred``; rows without
@@ -312,10 +360,13 @@ def pooled_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS,
     fg = np.stack([sums[c] for c in classes if c != "background"] or [np.zeros(3, np.int64)])
     per = overlap_from_counts(*counts.T, empty=empty)
     micro = overlap_from_counts(*fg.sum(axis=0), empty=empty)
-    return {"per_class": {c: {m: percent(float(per[m][i])) for m in metrics}
-                          for i, c in enumerate(classes)},
-            "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
-            "micro": {m: percent(float(micro[m])) for m in metrics}}
+    return {
+        "per_class": {
+            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
+        },
+        "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
+        "micro": {m: percent(float(micro[m])) for m in metrics},
+    }
 
 
 def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
@@ -349,13 +400,17 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     per = overlap_from_counts(tp, ref, pred, empty="nan")
     per["precision"] = np.where(pred > 0, per["precision"], math.nan)
     per["recall"] = np.where(ref > 0, per["recall"], math.nan)
-    return {"per_class": {c: {m: percent(float(per[m][i])) for m in metrics}
-                          for i, c in enumerate(classes)},
-            "average": {m: percent(_nanmean(per[m])) for m in metrics}}
+    return {
+        "per_class": {
+            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
+        },
+        "average": {m: percent(_nanmean(per[m])) for m in metrics},
+    }
 
 
-def _over_folds(rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key: str,
-                blocks: Sequence[str]) -> dict:
+def _over_folds(
+    rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key: str, blocks: Sequence[str]
+) -> dict:
     """``score(rows of one fold)`` per fold, then mean +- std (ddof=1) over folds."""
     folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
     per_fold = [score([r for r in rows if r.get(fold_key) == f]) for f in folds]
@@ -365,17 +420,26 @@ def _over_folds(rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key
     classes = sorted({c for p in per_fold for c in p["per_class"]})
     out = {}
     for m in metrics:
+
         def block(values: list[float]) -> dict:
             return {"folds": values, **_mean_std(values)}
 
-        out[m] = {"per_class": {c: block([p["per_class"].get(c, {}).get(m, math.nan)
-                                          for p in per_fold]) for c in classes},
-                  **{b: block([p[b][m] for p in per_fold]) for b in blocks}}
+        out[m] = {
+            "per_class": {
+                c: block([p["per_class"].get(c, {}).get(m, math.nan) for p in per_fold])
+                for c in classes
+            },
+            **{b: block([p[b][m] for p in per_fold]) for b in blocks},
+        }
     return out
 
 
-def pooled_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
-                 fold_key: str = "fold", empty: str = "one") -> dict:
+def pooled_folds(
+    rows: Sequence[Mapping],
+    metrics: Sequence[str] = _METRICS,
+    fold_key: str = "fold",
+    empty: str = "one",
+) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
 
     Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...},
@@ -388,12 +452,14 @@ def pooled_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     >>> pooled_folds(rows, ("dice",))["dice"]["average"]
     {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
-    return _over_folds(rows, lambda r: pooled_scores(r, metrics, empty), metrics, fold_key,
-                       ("average", "micro"))
+    return _over_folds(
+        rows, lambda r: pooled_scores(r, metrics, empty), metrics, fold_key, ("average", "micro")
+    )
 
 
-def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
-                      fold_key: str = "fold") -> dict:
+def accumulated_folds(
+    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, fold_key: str = "fold"
+) -> dict:
     """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
 
     Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...}}}``
@@ -406,12 +472,14 @@ def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS
     >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
     [100.0, 50.0]
     """
-    return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, fold_key,
-                       ("average",))
+    return _over_folds(
+        rows, lambda r: accumulated_scores(r, metrics), metrics, fold_key, ("average",)
+    )
 
 
-def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
-                   empty: str = "one") -> dict:
+def holdout_scores(
+    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
+) -> dict:
     """Scores of a held-out split (one model, no folds), in percent.
 
     ``per_class``: mean and std over cases of each class; ``average``: mean and
@@ -428,14 +496,30 @@ def holdout_scores(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS,
     out: dict = {"n_cases": len({r["case"] for r in rows})}
     for m in metrics:
         classes = sorted({r["structure"] for r in rows})
-        per_class = {c: _mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
-                     for c in classes}
-        out[m] = {"per_class": per_class,
-                  "average": _mean_std(percent(v) for v in case_means(rows, m).values())}
+        per_class = {
+            c: _mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
+            for c in classes
+        }
+        out[m] = {
+            "per_class": per_class,
+            "average": _mean_std(percent(v) for v in case_means(rows, m).values()),
+        }
     out["pooled"] = pooled_scores(rows, metrics, empty)
     return out
 
 
-__all__ = ["accumulated_folds", "accumulated_scores", "by_model", "case_means", "cross_validation",
-           "filtered_by_uncertainty", "holdout_scores", "is_absent", "median_iqr",
-           "percent_scores", "pooled_folds", "pooled_scores", "robustness"]
+__all__ = [
+    "accumulated_folds",
+    "accumulated_scores",
+    "by_model",
+    "case_means",
+    "cross_validation",
+    "filtered_by_uncertainty",
+    "holdout_scores",
+    "is_absent",
+    "median_iqr",
+    "percent_scores",
+    "pooled_folds",
+    "pooled_scores",
+    "robustness",
+]

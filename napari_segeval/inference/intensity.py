@@ -149,8 +149,15 @@ def _stats_of(chunks: list, percentiles: tuple[float, float], source: str) -> In
         raise SegEvalError("no foreground voxels to compute intensity statistics from")
     lo, hi = np.percentile(allv, percentiles)
     std = float(allv.std())
-    return IntensityStats(float(lo), float(hi), float(allv.mean()), std if std > 0 else 1.0,
-                          int(allv.size), source, tuple(percentiles))
+    return IntensityStats(
+        float(lo),
+        float(hi),
+        float(allv.mean()),
+        std if std > 0 else 1.0,
+        int(allv.size),
+        source,
+        tuple(percentiles),
+    )
 
 
 def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
@@ -216,8 +223,10 @@ def channel_intensity_stats(
     for image, labels in pairs:
         image = np.asarray(image)
         if image.ndim != np.ndim(labels) + 1 or image.shape[0] != n_channels:
-            raise SegEvalError(f"image shape {image.shape} is not {n_channels} channels over "
-                               f"labels of shape {np.shape(labels)}")
+            raise SegEvalError(
+                f"image shape {image.shape} is not {n_channels} channels over "
+                f"labels of shape {np.shape(labels)}"
+            )
         for c in range(n_channels):
             channel = minmax_scale(image[c])[0] if minmax else image[c]
             chunks[c].append(_foreground_sample(channel, labels, rng, max_per_case))
@@ -234,8 +243,9 @@ def stats_from_task(
 
     See :func:`channel_stats_from_task` (every channel).
     """
-    return channel_stats_from_task(folder, max_cases=max_cases, percentiles=percentiles,
-                                   channels=1)[0]
+    return channel_stats_from_task(
+        folder, max_cases=max_cases, percentiles=percentiles, channels=1
+    )[0]
 
 
 def channel_stats_from_task(
@@ -282,10 +292,14 @@ def channel_stats_from_task(
 
     def pairs():
         for item in training:
-            case = read_channels([folder / item["image"]], folder / item["label"],
-                                 n_channels=n_all if n_all > 1 else None)
+            case = read_channels(
+                [folder / item["image"]],
+                folder / item["label"],
+                n_channels=n_all if n_all > 1 else None,
+            )
             image = case.image if case.is_multichannel else case.image[None]
             yield image[:n], case.labels
 
-    return channel_intensity_stats(pairs(), n, minmax=minmax, percentiles=percentiles,
-                                   source=str(folder))
+    return channel_intensity_stats(
+        pairs(), n, minmax=minmax, percentiles=percentiles, source=str(folder)
+    )

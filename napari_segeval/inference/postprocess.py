@@ -207,8 +207,11 @@ def postprocess(
             continue
         out, n = remove_small_components(out, k, thr, spacing, mode=config.lesion_mode)
         removed[str(k)] = n
-    record = {"largest_component": list(config.organs), "small_lesions": removed,
-              "config": config.to_dict()}
+    record = {
+        "largest_component": list(config.organs),
+        "small_lesions": removed,
+        "config": config.to_dict(),
+    }
     return out, record
 
 

@@ -69,9 +69,7 @@ def resampled_shape(
     >>> resampled_shape((40, 112, 112), (2.5, 1.2, 1.2), (2.5, 1.6, 1.6))
     (40, 84, 84)
     """
-    return tuple(
-        max(1, round(n * s / t)) for n, s, t in zip(shape, spacing, target_spacing)
-    )
+    return tuple(max(1, round(n * s / t)) for n, s, t in zip(shape, spacing, target_spacing))
 
 
 def slice_axis_of(spacing: Sequence[float], threshold: float = ANISOTROPY_THRESHOLD) -> int | None:

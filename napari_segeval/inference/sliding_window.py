@@ -68,9 +68,7 @@ def window_grid(
     """
     ov = [overlap] * len(shape) if np.isscalar(overlap) else list(overlap)
     starts = [window_starts(s, p, o) for s, p, o in zip(shape, patch, ov)]
-    return [
-        tuple(slice(s, s + p) for s, p in zip(st, patch)) for st in itertools.product(*starts)
-    ]
+    return [tuple(slice(s, s + p) for s, p in zip(st, patch)) for st in itertools.product(*starts)]
 
 
 def gaussian_weights(
@@ -201,7 +199,7 @@ def sliding_window_logits(
     total = len(jobs)
     for i in range(0, total, batch_size):
         check_cancel(cancel, "sliding-window inference")
-        chunk = jobs[i:i + batch_size]
+        chunk = jobs[i : i + batch_size]
         batch = torch.cat([image[(slice(b, b + 1), slice(None), *s)] for b, s in chunk])
         pred = None
         for axes in flips:

@@ -46,13 +46,15 @@ def check_ct_mapping(ct_mapping: str) -> str:
     'minmax'
     """
     if ct_mapping not in CT_MAPPINGS:
-        raise SegEvalError(f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, "
-                           f"got {ct_mapping!r}")
+        raise SegEvalError(
+            f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
+        )
     return ct_mapping
 
 
-def ct_bounds(hu: np.ndarray | None, level: float, width: float,
-              ct_mapping: str = "window") -> tuple[float, float]:
+def ct_bounds(
+    hu: np.ndarray | None, level: float, width: float, ct_mapping: str = "window"
+) -> tuple[float, float]:
     """Raw HU mapped to 0 and 255 for one window and ``ct_mapping``.
 
     ``"window"``: the window edges. ``"minmax"``: the minimum and maximum of the
@@ -129,8 +131,9 @@ def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
     return level, width
 
 
-def apply_window(hu: np.ndarray, level: float, width: float,
-                 ct_mapping: str = "window") -> np.ndarray:
+def apply_window(
+    hu: np.ndarray, level: float, width: float, ct_mapping: str = "window"
+) -> np.ndarray:
     """Window CT intensities (HU) to float32 values in ``[0, 255]``.
 
     ``"window"``: ``level - width / 2`` maps to 0 and ``level + width / 2`` to
@@ -238,7 +241,9 @@ def window_bounds(
 
 
 def to_unit(
-    image: np.ndarray, modality: str, window: str | Sequence[float] | None = None,
+    image: np.ndarray,
+    modality: str,
+    window: str | Sequence[float] | None = None,
     ct_mapping: str = "window",
 ) -> tuple[np.ndarray, float, float]:
     """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.

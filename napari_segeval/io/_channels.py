@@ -39,12 +39,23 @@ def as_channels(case: Case) -> Case:
     ('czyx', 2, (3, 4, 5), (2.0, 1.0, 1.0))
     """
     if not case.is_time_series:
-        raise ReadError(f"{case.image_path or 'image'}: only a 4D volume series can be read as "
-                        f"channels (this image is {case.axes!r})")
+        raise ReadError(
+            f"{case.image_path or 'image'}: only a 4D volume series can be read as "
+            f"channels (this image is {case.axes!r})"
+        )
     meta = {k: v for k, v in case.meta.items() if k not in ("time_step", "volume", "n_volumes")}
     meta["n_channels"] = int(case.image.shape[0])
-    return Case(case.image, case.geometry.sub(3), "czyx", case.modality, case.labels,
-                dict(case.structures), case.image_path, case.labels_path, meta)
+    return Case(
+        case.image,
+        case.geometry.sub(3),
+        "czyx",
+        case.modality,
+        case.labels,
+        dict(case.structures),
+        case.image_path,
+        case.labels_path,
+        meta,
+    )
 
 
 def select_channel(case: Case, channel: int) -> Case:
@@ -62,19 +73,31 @@ def select_channel(case: Case, channel: int) -> Case:
         raise ReadError(f"{case.image_path or 'image'}: not a multi-channel volume")
     n = case.n_channels
     if not -n <= channel < n:
-        raise ReadError(f"{case.image_path or 'image'}: channel {channel} does not exist "
-                        f"(the image has {n} channels, 0..{n - 1})")
+        raise ReadError(
+            f"{case.image_path or 'image'}: channel {channel} does not exist "
+            f"(the image has {n} channels, 0..{n - 1})"
+        )
     meta = dict(case.meta, channel=channel % n)
-    return Case(np.ascontiguousarray(case.image[channel]), case.geometry, "zyx", case.modality,
-                case.labels, dict(case.structures), case.image_path, case.labels_path, meta)
+    return Case(
+        np.ascontiguousarray(case.image[channel]),
+        case.geometry,
+        "zyx",
+        case.modality,
+        case.labels,
+        dict(case.structures),
+        case.image_path,
+        case.labels_path,
+        meta,
+    )
 
 
 def _labels_onto(case: Case, labels: Path, color_table: dict | None) -> Case:
     from napari_segeval.io.read import labels_with_axes
 
     arr, geometry, names, _ = labels_with_axes(labels, color_table)
-    check_same_grid(case.spatial_shape, case.geometry, arr.shape, geometry,
-                    case.image_path or "image", labels)
+    check_same_grid(
+        case.spatial_shape, case.geometry, arr.shape, geometry, case.image_path or "image", labels
+    )
     case.labels, case.labels_path = arr, labels
     case.structures = names or case.structures
     return case
@@ -137,27 +160,37 @@ def read_channels(
             if lpath is not None:
                 case = _labels_onto(case, lpath, color_table)
         elif lpath is not None:  # one channel: exactly what read_case makes of it
-            case = read_case(paths[0], lpath, modality=modality, dataset_json=dataset_json,
-                             color_table=color_table)
+            case = read_case(
+                paths[0],
+                lpath,
+                modality=modality,
+                dataset_json=dataset_json,
+                color_table=color_table,
+            )
     else:
-        case = read_case(paths[0], lpath, modality=modality, dataset_json=dataset_json,
-                         color_table=color_table)
+        case = read_case(
+            paths[0], lpath, modality=modality, dataset_json=dataset_json, color_table=color_table
+        )
         parts = [case.image]
         for p in paths[1:]:
             other = read_image(p, modality=case.modality)
             if other.axes != "zyx" or case.axes != "zyx":
-                raise ReadError(f"{p}: a channel file must hold one 3D volume (this one is "
-                                f"{other.axes!r}, the first channel {case.axes!r})")
-            check_same_grid(case.spatial_shape, case.geometry, other.image.shape,
-                            other.geometry, paths[0], p)
+                raise ReadError(
+                    f"{p}: a channel file must hold one 3D volume (this one is "
+                    f"{other.axes!r}, the first channel {case.axes!r})"
+                )
+            check_same_grid(
+                case.spatial_shape, case.geometry, other.image.shape, other.geometry, paths[0], p
+            )
             parts.append(other.image)
         case.image = np.stack(parts)
         case.axes = "czyx"
         case.meta["n_channels"] = len(paths)
         case.meta["channel_paths"] = [str(p) for p in paths]
     if n_channels is not None and case.n_channels != int(n_channels):
-        raise ReadError(f"{paths[0]}: the data set names {n_channels} channels, the image has "
-                        f"{case.n_channels}")
+        raise ReadError(
+            f"{paths[0]}: the data set names {n_channels} channels, the image has {case.n_channels}"
+        )
     return case
 
 

@@ -23,8 +23,15 @@ from pathlib import Path
 from napari_segeval._errors import InvalidLabelsError, ReadError
 
 _MR_NAMES = {"MR", "MRI", "T1", "T1W", "T1GD", "T1C", "T2", "T2W", "FLAIR", "ADC", "DWI", "PD"}
-_NAMES = {"CT": "CT", "US": "US", "ULTRASOUND": "US", "PET": "PET", "PT": "PET",
-          "ENDOSCOPY": "endoscopy", "DERMOSCOPY": "dermoscopy"}
+_NAMES = {
+    "CT": "CT",
+    "US": "US",
+    "ULTRASOUND": "US",
+    "PET": "PET",
+    "PT": "PET",
+    "ENDOSCOPY": "endoscopy",
+    "DERMOSCOPY": "dermoscopy",
+}
 
 
 def load_dataset_json(path: str | Path) -> dict:
@@ -70,8 +77,9 @@ def structure_names(dataset_json: dict) -> dict[int, str]:
     for key, value in labels.items():
         if str(key).strip().lstrip("-").isdigit() and isinstance(value, str):
             out[int(key)] = value
-        elif ((isinstance(value, int) and not isinstance(value, bool))
-              or (isinstance(value, str) and value.strip().isdigit())):
+        elif (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and value.strip().isdigit()
+        ):
             out[int(value)] = str(key)
     out.pop(0, None)
     return dict(sorted(out.items()))
@@ -147,8 +155,9 @@ def _read_json(path: Path, what: str) -> object:
         raise ReadError(f"{path}: cannot read {what} ({exc})") from exc
 
 
-def parse_json_color_table(table: object, source: str | Path,
-                           names: dict[int, str] | None = None) -> dict:
+def parse_json_color_table(
+    table: object, source: str | Path, names: dict[int, str] | None = None
+) -> dict:
     """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return the reader's form.
 
     The reader's form (:func:`napari_segeval.io.read_labels`) is
@@ -170,21 +179,27 @@ def parse_json_color_table(table: object, source: str | Path,
     """
     names = names or {}
     if not isinstance(table, dict) or not table:
-        raise InvalidLabelsError(f'{source}: colour table must be a JSON object such as '
-                                 f'{{"1": [255, 0, 0], "2": [0, 255, 0]}} (label id: colour)')
+        raise InvalidLabelsError(
+            f"{source}: colour table must be a JSON object such as "
+            f'{{"1": [255, 0, 0], "2": [0, 255, 0]}} (label id: colour)'
+        )
     out: dict = {}
     widths = set()
     for key, colour in table.items():
         if not str(key).strip().isdigit():
-            raise InvalidLabelsError(f'{source}: colour table key "{key}" is not a label id '
-                                     f'(expected "1", "2", ...)')
+            raise InvalidLabelsError(
+                f'{source}: colour table key "{key}" is not a label id (expected "1", "2", ...)'
+            )
         values = colour if isinstance(colour, list) else [colour]
-        ok = (len(values) in (1, 3) and all(
+        ok = len(values) in (1, 3) and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 255
-            for v in values))
+            for v in values
+        )
         if not ok:
-            raise InvalidLabelsError(f'{source}: colour table entry "{key}": expected '
-                                     f'[R, G, B] (0-255) or one grey value, got {colour!r}')
+            raise InvalidLabelsError(
+                f'{source}: colour table entry "{key}": expected '
+                f"[R, G, B] (0-255) or one grey value, got {colour!r}"
+            )
         widths.add(len(values))
         rgb = tuple(round(v) for v in values)
         colour_key = rgb if len(rgb) == 3 else rgb[0]

@@ -62,8 +62,10 @@ def _expected_bytes(ds, frames: int) -> int:
 
 
 def _header_shape(ds, frames: int) -> str:
-    return (f"{int(ds.Rows)} x {int(ds.Columns)} pixels x {frames} frame"
-            f"{'s' if frames != 1 else ''} of {int(ds.BitsAllocated)} bits")
+    return (
+        f"{int(ds.Rows)} x {int(ds.Columns)} pixels x {frames} frame"
+        f"{'s' if frames != 1 else ''} of {int(ds.BitsAllocated)} bits"
+    )
 
 
 def _check_header(ds, path: Path) -> None:
@@ -117,8 +119,13 @@ def describe_pixels(ds) -> str:
     """
     ts = _transfer_syntax(ds)
     pi = photometric(ds) or "no PhotometricInterpretation"
-    colour = (" shown as RGB through its palette" if pi == PALETTE
-              else " shown as RGB" if pi.startswith("YBR") else "")
+    colour = (
+        " shown as RGB through its palette"
+        if pi == PALETTE
+        else " shown as RGB"
+        if pi.startswith("YBR")
+        else ""
+    )
     by = " (decoded by GDCM)" if ts.is_compressed and not _pydicom_decodes(ds, ts) else ""
     return f"{pi}{colour}, {ts.name}{by}"
 
@@ -158,8 +165,10 @@ def _gdcm(ds, path: Path) -> np.ndarray:
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
         except Exception as exc:
-            raise ReadError(f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data "
-                            f"with GDCM ({reason(exc)})") from exc
+            raise ReadError(
+                f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data "
+                f"with GDCM ({reason(exc)})"
+            ) from exc
 
 
 def _has_preamble(path: Path) -> bool:
@@ -215,8 +224,10 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
         arr = arr[None]
     want = (frames, int(ds.Rows), int(ds.Columns))
     if arr.shape[:3] != want:
-        raise ReadError(f"{path}: header and pixel data disagree: the header says "
-                        f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}")
+        raise ReadError(
+            f"{path}: header and pixel data disagree: the header says "
+            f"{_header_shape(ds, frames)}, the pixel data decode to {arr.shape}"
+        )
     for name in _PIXEL_ELEMENTS:  # the copy shares the scanned header's elements: drop the bytes
         if name in ds:
             del ds[name]
@@ -271,10 +282,19 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
     if arr.ndim == len(axes) + 1:  # colour samples
         axes += "c"
     modality = info.modality or None
-    raw = Raw(np.ascontiguousarray(arr), plan.geometry, axes, modality=modality,
-              has_geometry=plan.has_geometry)
-    raw.meta.update(series_uid=info.uid, series_id=info.id, n_files=info.n_files,
-                    pixels=describe_pixels(plan.order[0].ds))
+    raw = Raw(
+        np.ascontiguousarray(arr),
+        plan.geometry,
+        axes,
+        modality=modality,
+        has_geometry=plan.has_geometry,
+    )
+    raw.meta.update(
+        series_uid=info.uid,
+        series_id=info.id,
+        n_files=info.n_files,
+        pixels=describe_pixels(plan.order[0].ds),
+    )
     if modality:
         raw.meta["dicom_modality"] = modality
     spacing_source = plan.order[0].spacing_source

@@ -82,8 +82,9 @@ def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
         try:
             rgb = apply_color_lut(indices, ds)
         except Exception as exc:
-            raise ReadError(f"{path}: PALETTE COLOR image has no usable palette "
-                            f"({reason(exc)})") from exc
+            raise ReadError(
+                f"{path}: PALETTE COLOR image has no usable palette ({reason(exc)})"
+            ) from exc
     rgb = rgb[..., :3]  # an alpha palette is not shown
     if rgb.dtype == np.uint16:
         rgb = rgb.astype(np.uint8) if int(rgb.max(initial=0)) < 256 else (rgb >> 8).astype(np.uint8)

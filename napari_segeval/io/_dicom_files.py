@@ -88,8 +88,9 @@ def _pydicom():
     try:
         import pydicom
     except ImportError as exc:  # pragma: no cover - pydicom is a dependency
-        raise MissingDependencyError("pydicom", "all", "reading DICOM",
-                                     "pip install pydicom") from exc
+        raise MissingDependencyError(
+            "pydicom", "all", "reading DICOM", "pip install pydicom"
+        ) from exc
     return pydicom
 
 
@@ -158,8 +159,10 @@ def _dicomdir_files(dicomdir: Path) -> list[Path]:
         raise ReadError(f"{dicomdir}: DICOMDIR references no files")
     missing = [f for f in files if not f.is_file()]
     if missing:
-        raise ReadError(f"{dicomdir}: {len(missing)} of {len(files)} files it references are "
-                        f"missing (e.g. {missing[0]})")
+        raise ReadError(
+            f"{dicomdir}: {len(missing)} of {len(files)} files it references are "
+            f"missing (e.g. {missing[0]})"
+        )
     return files
 
 

@@ -71,8 +71,10 @@ def _txt(values) -> str:
 
 def _floats(values, n: int) -> np.ndarray | None:
     try:
-        v = np.asarray([float(x) for x in (values if not isinstance(values, str) else
-                                           values.split("\\"))], dtype=float)
+        v = np.asarray(
+            [float(x) for x in (values if not isinstance(values, str) else values.split("\\"))],
+            dtype=float,
+        )
     except (TypeError, ValueError):
         return None
     return v if v.size == n and np.all(np.isfinite(v)) else None
@@ -103,8 +105,11 @@ def orientation(values) -> tuple[np.ndarray | None, str | None]:
         return None, bad
     r, c = v[:3], v[3:]
     nr, nc = np.linalg.norm(r), np.linalg.norm(c)
-    if (abs(nr - 1) > ORIENTATION_TOL or abs(nc - 1) > ORIENTATION_TOL
-            or abs(r @ c) > ORIENTATION_TOL * nr * nc):
+    if (
+        abs(nr - 1) > ORIENTATION_TOL
+        or abs(nc - 1) > ORIENTATION_TOL
+        or abs(r @ c) > ORIENTATION_TOL * nr * nc
+    ):
         return None, bad
     r = r / nr
     c = c - (c @ r) * r
@@ -153,9 +158,16 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
         return None, []
     good = []
     for i, reg in enumerate(regions):
-        dx, dy = _number(abs(_f(reg.get("PhysicalDeltaX")))), _number(abs(_f(reg.get("PhysicalDeltaY"))))
-        if reg.get("PhysicalUnitsXDirection") == 3 and reg.get("PhysicalUnitsYDirection") == 3 \
-                and dx and dy:
+        dx, dy = (
+            _number(abs(_f(reg.get("PhysicalDeltaX")))),
+            _number(abs(_f(reg.get("PhysicalDeltaY")))),
+        )
+        if (
+            reg.get("PhysicalUnitsXDirection") == 3
+            and reg.get("PhysicalUnitsYDirection") == 3
+            and dx
+            and dy
+        ):
             w = _f(reg.get("RegionLocationMaxX1")) - _f(reg.get("RegionLocationMinX0")) + 1
             h = _f(reg.get("RegionLocationMaxY1")) - _f(reg.get("RegionLocationMinY0")) + 1
             good.append((w * h, i, round(dy * 10.0, 9), round(dx * 10.0, 9)))
@@ -164,8 +176,10 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
     _, i, sy, sx = max(good, key=lambda g: (g[0], -g[1]))
     notes = []
     if len({(g[2], g[3]) for g in good}) > 1:
-        notes.append(f"{len(good)} ultrasound regions have different pixel sizes; region {i + 1} "
-                     f"(the largest, {sy:g} x {sx:g} mm) is used")
+        notes.append(
+            f"{len(good)} ultrasound regions have different pixel sizes; region {i + 1} "
+            f"(the largest, {sy:g} x {sx:g} mm) is used"
+        )
     return (sy, sx), notes
 
 
@@ -203,7 +217,9 @@ def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, st
         return us, "ultrasound regions", notes
     if invalid:
         notes.append(f"{invalid}: the image is shown in pixel units, not mm")
-    elif ds.get("ImageOrientationPatient") is not None or ds.get("ImagePositionPatient") is not None:
+    elif (
+        ds.get("ImageOrientationPatient") is not None or ds.get("ImagePositionPatient") is not None
+    ):
         notes.append("no PixelSpacing in the header: the image is shown in pixel units, not mm")
     return None, "none", notes
 

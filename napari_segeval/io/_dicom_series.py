@@ -86,8 +86,10 @@ class SeriesInfo:
         "1.2.3: CT, 40 images of 512 x 512, axial, series 2 'abdomen'"
         """
         what = f"{self.n_images} image{'s' if self.n_images != 1 else ''}"
-        text = (f"{self.id}: {self.modality or '?'}, {what} of {self.rows} x {self.columns}, "
-                f"{self.orientation}")
+        text = (
+            f"{self.id}: {self.modality or '?'}, {what} of {self.rows} x {self.columns}, "
+            f"{self.orientation}"
+        )
         if self.number is not None:
             text += f", series {self.number}"
         if self.description:
@@ -98,9 +100,23 @@ class SeriesInfo:
 
     def to_dict(self) -> dict:
         """Plain-JSON form for ``segeval inspect --json``."""
-        return {k: getattr(self, k) for k in (
-            "id", "uid", "number", "modality", "description", "n_images", "rows", "columns",
-            "orientation", "n_files", "split", "problem")}
+        return {
+            k: getattr(self, k)
+            for k in (
+                "id",
+                "uid",
+                "number",
+                "modality",
+                "description",
+                "n_images",
+                "rows",
+                "columns",
+                "orientation",
+                "n_files",
+                "split",
+                "problem",
+            )
+        }
 
 
 def _close(a, b, tol: float) -> bool:
@@ -212,8 +228,10 @@ def series_of(headers: list) -> tuple[list[SeriesInfo], list[str]]:
         split = None
         if len(stacks) > 1:
             aspects = sorted({a for s in stacks[1:] for a in _same(_key(stacks[0][0]), _key(s[0]))})
-            split = (f"series {uid} mixes images of different {', '.join(aspects)}; "
-                     f"split into {len(stacks)} stacks")
+            split = (
+                f"series {uid} mixes images of different {', '.join(aspects)}; "
+                f"split into {len(stacks)} stacks"
+            )
         for i, stack in enumerate(stacks, 1):
             out.append(_info(uid, stack, i if len(stacks) > 1 else None, split))
     out.sort(key=lambda s: (s.number if s.number is not None else 1 << 30, s.uid, s.id))
@@ -241,8 +259,11 @@ def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
     p = Path(path)
     found = _dicom_files.find(p)
     if not found.headers:
-        why = found.broken[0] if found.broken else (
-            f"{p}: {found.skipped[0]}" if found.skipped else f"{p}: no DICOM images found")
+        why = (
+            found.broken[0]
+            if found.broken
+            else (f"{p}: {found.skipped[0]}" if found.skipped else f"{p}: no DICOM images found")
+        )
         raise ReadError(why)
     series, broken = series_of(found.headers)
     return series, list(found.skipped), list(found.broken) + broken
@@ -251,8 +272,7 @@ def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
 def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesInfo:
     """The stack ``wanted`` names (UID or ``UID#k``), else the largest."""
     if wanted is None:
-        return max(series, key=lambda s: (s.n_images, s.rows * s.columns,
-                                          -series.index(s)))
+        return max(series, key=lambda s: (s.n_images, s.rows * s.columns, -series.index(s)))
     exact = [s for s in series if s.id == wanted]
     if exact:
         return exact[0]
@@ -260,8 +280,7 @@ def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesI
     if len(parts) == 1:
         return parts[0]
     if parts:
-        raise ReadError(f"{where}: {parts[0].split}; pick one of "
-                        f"{', '.join(s.id for s in parts)}")
+        raise ReadError(f"{where}: {parts[0].split}; pick one of {', '.join(s.id for s in parts)}")
     known = ", ".join(s.id for s in series)
     raise ReadError(f"{where}: no series {wanted} here (series: {known})")
 
@@ -296,8 +315,9 @@ def _plan_single(u: Unit, positioned: bool, warnings: list[str]) -> Plan:
         plane = Geometry((thick, *u.spacing), tuple(u.position), tuple(u.direction.ravel()))
         return Plan([u], Geometry.of_plane(plane), "yx", True, warnings)
     sp = u.spacing or (1.0, 1.0)
-    return Plan([u], Geometry(sp, (0.0, 0.0), (1.0, 0.0, 0.0, 1.0)), "yx",
-                u.spacing is not None, warnings)
+    return Plan(
+        [u], Geometry(sp, (0.0, 0.0), (1.0, 0.0, 0.0, 1.0)), "yx", u.spacing is not None, warnings
+    )
 
 
 def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
@@ -317,8 +337,9 @@ def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Pl
         p = _plan_frames(stack, warnings)
     else:
         order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0, u.path.name))
-        warnings.append("colour images without slice positions: shown as frames ordered by "
-                        "InstanceNumber")
+        warnings.append(
+            "colour images without slice positions: shown as frames ordered by InstanceNumber"
+        )
         p = _plan_frames(order, warnings)
     p.axes = "tyx"
     return p
@@ -357,8 +378,10 @@ def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:
     dz = float((along[-1] - along[0]) / (len(stack) - 1))
     between = first.between
     if first.frame is not None and between and abs(between - dz) > 1e-3 + 0.01 * dz:
-        warnings.append(f"SpacingBetweenSlices says {between:g} mm but the slice positions "
-                        f"are {dz:g} mm apart; the positions are used")
+        warnings.append(
+            f"SpacingBetweenSlices says {between:g} mm but the slice positions "
+            f"are {dz:g} mm apart; the positions are used"
+        )
     g = Geometry((dz, *first.spacing), tuple(pos[0]), tuple(first.direction.ravel()))
     return Plan([stack[i] for i in order], g, "zyx", True, warnings)
 
@@ -366,8 +389,7 @@ def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:
 def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool) -> Plan:
     first = stack[0]
     if first.frame is None:
-        order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0,
-                                             u.path.name))
+        order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0, u.path.name))
         how = "ordered by InstanceNumber"
     else:
         order, how = list(stack), "in frame order"
@@ -377,12 +399,21 @@ def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool)
         warnings.append(f"slices {how}; the volume is shown in pixel units")
         return Plan(order, g, "zyx", False, warnings)
     if dz is None:
-        warnings.append(f"no slice positions or slice spacing in the header: slices {how}, "
-                        "1 mm apart in the display (not a measured spacing)")
+        warnings.append(
+            f"no slice positions or slice spacing in the header: slices {how}, "
+            "1 mm apart in the display (not a measured spacing)"
+        )
         dz = 1.0
     elif not positioned:
         name = "SpacingBetweenSlices" if first.between else "SliceThickness"
-        warnings.append(f"no slice positions in the header: slices {how}, {dz:g} mm apart "
-                        f"({name}); the volume has no patient placement")
-    return Plan(order, Geometry((dz, *first.spacing), (0.0, 0.0, 0.0),
-                                tuple(np.eye(3).ravel())), "zyx", True, warnings)
+        warnings.append(
+            f"no slice positions in the header: slices {how}, {dz:g} mm apart "
+            f"({name}); the volume has no patient placement"
+        )
+    return Plan(
+        order,
+        Geometry((dz, *first.spacing), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel())),
+        "zyx",
+        True,
+        warnings,
+    )

@@ -40,7 +40,9 @@ def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, st
         ids.append(int(value))
     widths = {len(c) for c in colours}
     if len(widths) != 1 or widths - {1, 3}:
-        raise InvalidLabelsError(f"colour table keys must all be RGB triples or grey values: {table}")
+        raise InvalidLabelsError(
+            f"colour table keys must all be RGB triples or grey values: {table}"
+        )
     width = widths.pop()
     if not any(np.all(c == 0) for c in colours) and 0 not in ids:
         colours.append(np.zeros(width))
@@ -143,9 +145,12 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s_\-]+", " ", str(text).strip().lower())
 
 
-def resolve_structure(token: str | int, names: Mapping[int, str],
-                      present: Iterable[int] | None = None,
-                      source: str | Path | None = None) -> int:
+def resolve_structure(
+    token: str | int,
+    names: Mapping[int, str],
+    present: Iterable[int] | None = None,
+    source: str | Path | None = None,
+) -> int:
     """Label id of a structure named on the command line (or anywhere by a person).
 
     Accepted, in this order: the id (``"3"``); ``"label 3"`` (the name
@@ -191,21 +196,28 @@ def resolve_structure(token: str | int, names: Mapping[int, str],
     else:
         found = sorted({k for k, v in names.items() if _norm(v) == text})
         if len(found) > 1:
-            raise InvalidLabelsError(_where(source) + f"structure name {str(token)!r} is "
-                                     f"ambiguous: ids {', '.join(map(str, found))}")
+            raise InvalidLabelsError(
+                _where(source) + f"structure name {str(token)!r} is "
+                f"ambiguous: ids {', '.join(map(str, found))}"
+            )
         label = found[0] if found else None
     if label is not None and (ids is None and label > 0 or ids is not None and label in ids):
         return label
     known = ids if ids is not None else sorted(names)
     listed = ", ".join(f"{k} {structure_label(k, names)}" for k in known) or "none"
     if label == 0:
-        raise InvalidLabelsError(_where(source) + f"{str(token)!r} is the background, not a "
-                                 f"structure (structures: {listed})")
+        raise InvalidLabelsError(
+            _where(source) + f"{str(token)!r} is the background, not a "
+            f"structure (structures: {listed})"
+        )
     if label is None:
-        raise InvalidLabelsError(_where(source) + f"unknown structure {str(token)!r} "
-                                 f"(structures: {listed})")
-    raise InvalidLabelsError(_where(source) + f"structure {str(token)!r} (id {label}) is not "
-                             f"in the label map (structures: {listed})")
+        raise InvalidLabelsError(
+            _where(source) + f"unknown structure {str(token)!r} (structures: {listed})"
+        )
+    raise InvalidLabelsError(
+        _where(source) + f"structure {str(token)!r} (id {label}) is not "
+        f"in the label map (structures: {listed})"
+    )
 
 
 def _where(source: str | Path | None) -> str:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 #: DICOM Modality (0008,0060) -> our modality names.
-DICOM_MODALITIES = {"CT": "CT", "MR": "MR", "US": "US", "PT": "PET", "ES": "endoscopy",
-                    "DMS": "dermoscopy"}
+DICOM_MODALITIES = {
+    "CT": "CT",
+    "MR": "MR",
+    "US": "US",
+    "PT": "PET",
+    "ES": "endoscopy",
+    "DMS": "dermoscopy",
+}
 
 
 def from_dicom(tag: str | None) -> str | None:

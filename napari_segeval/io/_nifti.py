@@ -32,11 +32,27 @@ from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
 
 #: Name endings of CIFTI-2 files (all are also ``.nii``).
-CIFTI_ENDINGS = tuple(f".{k}.nii" for k in (
-    "dtseries", "dscalar", "dlabel", "dconn", "pconn", "ptseries", "pscalar", "plabel",
-    "pdconn", "dpconn", "pconnseries", "pconnscalar", "dfan", "dfibersamp", "dfansamp",
-    "fiberTEMP",
-))
+CIFTI_ENDINGS = tuple(
+    f".{k}.nii"
+    for k in (
+        "dtseries",
+        "dscalar",
+        "dlabel",
+        "dconn",
+        "pconn",
+        "ptseries",
+        "pscalar",
+        "plabel",
+        "pdconn",
+        "dpconn",
+        "pconnseries",
+        "pconnscalar",
+        "dfan",
+        "dfibersamp",
+        "dfansamp",
+        "fiberTEMP",
+    )
+)
 
 _FLIP = np.diag([-1.0, -1.0, 1.0])
 
@@ -162,7 +178,8 @@ def read_nifti(path: Path) -> Raw:
 
     if _is_cifti(path):
         raise InvalidImageError(
-            f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)")
+            f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)"
+        )
     try:
         with quiet():
             if str(path).lower().endswith(".gz"):
@@ -178,8 +195,11 @@ def read_nifti(path: Path) -> Raw:
     while data.ndim > 3 and data.shape[-1] == 1:
         data = data[..., 0]
     if data.ndim == 2 or (data.ndim == 3 and data.shape[2] == 1):
-        return Raw(np.ascontiguousarray(data.reshape(data.shape[:2]).T),
-                   _slice_geometry(affine, path), "yx")
+        return Raw(
+            np.ascontiguousarray(data.reshape(data.shape[:2]).T),
+            _slice_geometry(affine, path),
+            "yx",
+        )
     if data.ndim == 3:
         return Raw(np.ascontiguousarray(data.T), _geometry_from_affine(affine, 3, path), "zyx")
     if data.ndim == 4 and data.shape[2] > 1:

@@ -90,11 +90,13 @@ def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None
     from napari_segeval._errors import WriteError
 
     if labels.ndim != 2:
-        raise WriteError(f"{path}: PNG holds 2D label maps only, got shape {labels.shape}; "
-                         "use .nii.gz or .mha")
+        raise WriteError(
+            f"{path}: PNG holds 2D label maps only, got shape {labels.shape}; use .nii.gz or .mha"
+        )
     if not geometry.matches(Geometry.identity(2)):
-        raise WriteError(f"{path}: PNG cannot store this geometry ({geometry.describe()}); "
-                         "use .mha or .nii.gz")
+        raise WriteError(
+            f"{path}: PNG cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
+        )
     if labels.dtype not in (np.uint8, np.uint16):
         raise WriteError(f"{path}: PNG label maps hold ids up to 65535, got {labels.dtype}")
 
@@ -112,8 +114,9 @@ def check_tiff(path: Path, geometry: Geometry) -> None:
     from napari_segeval._errors import WriteError
 
     if not geometry.matches(Geometry.identity(geometry.ndim)):
-        raise WriteError(f"{path}: TIFF cannot store this geometry ({geometry.describe()}); "
-                         "use .mha or .nii.gz")
+        raise WriteError(
+            f"{path}: TIFF cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
+        )
 
 
 def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
@@ -127,5 +130,6 @@ def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
 
     check_tiff(path, geometry)
     rgb = array.ndim == geometry.ndim + 1 and array.shape[-1] == 3
-    tifffile.imwrite(str(path), np.ascontiguousarray(array),
-                     photometric="rgb" if rgb else "minisblack")
+    tifffile.imwrite(
+        str(path), np.ascontiguousarray(array), photometric="rgb" if rgb else "minisblack"
+    )

@@ -90,16 +90,27 @@ def check_nrrd_payload(path: Path) -> None:
     header = data[:end].decode("latin-1").lower()
     if any(line.startswith("data file") for line in header.splitlines()):
         return
-    if any(line.replace(" ", "") in ("encoding:gzip", "encoding:gz") for line in header.splitlines()):
+    if any(
+        line.replace(" ", "") in ("encoding:gzip", "encoding:gz") for line in header.splitlines()
+    ):
         try:
             gunzip(data[end + 2 :])
         except (OSError, EOFError, zlib.error) as exc:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 
 
-_MET_BYTES = {"MET_CHAR": 1, "MET_UCHAR": 1, "MET_SHORT": 2, "MET_USHORT": 2, "MET_INT": 4,
-              "MET_UINT": 4, "MET_FLOAT": 4, "MET_DOUBLE": 8, "MET_LONG_LONG": 8,
-              "MET_ULONG_LONG": 8}
+_MET_BYTES = {
+    "MET_CHAR": 1,
+    "MET_UCHAR": 1,
+    "MET_SHORT": 2,
+    "MET_USHORT": 2,
+    "MET_INT": 4,
+    "MET_UINT": 4,
+    "MET_FLOAT": 4,
+    "MET_DOUBLE": 8,
+    "MET_LONG_LONG": 8,
+    "MET_ULONG_LONG": 8,
+}
 
 
 def metaimage_problem(path: Path) -> str | None:
@@ -113,10 +124,17 @@ def metaimage_problem(path: Path) -> str | None:
         data = path.read_bytes()
         end = data.find(b"\n", data.find(b"ElementDataFile"))
         if data.find(b"ElementDataFile") < 0 or end < 0:
-            return ("MetaImage header is truncated (no ElementDataFile line)"
-                    if data.startswith((b"ObjectType", b"NDims")) else None)
-        fields = {k.strip().lower(): v.strip() for k, _, v in (
-            line.partition("=") for line in data[:end].decode("latin-1").splitlines())}
+            return (
+                "MetaImage header is truncated (no ElementDataFile line)"
+                if data.startswith((b"ObjectType", b"NDims"))
+                else None
+            )
+        fields = {
+            k.strip().lower(): v.strip()
+            for k, _, v in (
+                line.partition("=") for line in data[:end].decode("latin-1").splitlines()
+            )
+        }
         name = fields["elementdatafile"]
         if name.upper() == "LOCAL":
             size = len(data) - end - 1
@@ -130,8 +148,11 @@ def metaimage_problem(path: Path) -> str | None:
             expected = int(fields["compresseddatasize"])
         else:
             dims = [int(v) for v in fields["dimsize"].split()]
-            expected = (int(np.prod(dims)) * int(fields.get("elementnumberofchannels", 1))
-                        * _MET_BYTES[fields["elementtype"].upper()])
+            expected = (
+                int(np.prod(dims))
+                * int(fields.get("elementnumberofchannels", 1))
+                * _MET_BYTES[fields["elementtype"].upper()]
+            )
     except (OSError, KeyError, ValueError):
         return None
     if size < expected:
@@ -147,8 +168,9 @@ def _reader_for(path: Path):
     reader = sitk.ImageFileReader()
     target = path
     if suffix(path) == ".img":
-        hdr = next((p for p in (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if p.is_file()),
-                   path)
+        hdr = next(
+            (p for p in (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if p.is_file()), path
+        )
         target = hdr
     reader.SetFileName(str(target))
     return reader
@@ -173,14 +195,21 @@ def read_itk_file(path: Path) -> Raw:
     if suffix(path) in (".hdr", ".img") and not _is_nifti_pair(path):
         raw.meta.setdefault("warnings", []).append(
             "Analyze 7.5 stores no reliable orientation: the direction is ITK's reading "
-            "of the header (check left/right before trusting it)")
+            "of the header (check left/right before trusting it)"
+        )
     return raw
 
 
 def _what(path: Path) -> str:
-    return {".hdr": "Analyze/NIfTI header", ".img": "Analyze/NIfTI image",
-            ".mnc": "MINC file", ".nrrd": "NRRD file", ".nhdr": "NRRD header",
-            ".mha": "MetaImage", ".mhd": "MetaImage header"}.get(suffix(path), "image file")
+    return {
+        ".hdr": "Analyze/NIfTI header",
+        ".img": "Analyze/NIfTI image",
+        ".mnc": "MINC file",
+        ".nrrd": "NRRD file",
+        ".nhdr": "NRRD header",
+        ".mha": "MetaImage",
+        ".mhd": "MetaImage header",
+    }.get(suffix(path), "image file")
 
 
 def _is_nifti_pair(path: Path) -> bool:

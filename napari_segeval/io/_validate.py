@@ -125,13 +125,9 @@ def check_same_grid(
     if tuple(labels_shape) != tuple(image_shape):
         problems.append(f"shape {tuple(labels_shape)} vs {tuple(image_shape)}")
     elif not labels_geometry.matches(image_geometry):
-        problems.append(
-            f"geometry {labels_geometry.describe()} vs {image_geometry.describe()}"
-        )
+        problems.append(f"geometry {labels_geometry.describe()} vs {image_geometry.describe()}")
         if not np.allclose(labels_geometry.direction, image_geometry.direction, atol=1e-4):
-            problems.append(
-                f"direction {labels_geometry.direction} vs {image_geometry.direction}"
-            )
+            problems.append(f"direction {labels_geometry.direction} vs {image_geometry.direction}")
     if problems:
         raise GeometryMismatchError(
             f"labels {labels_source} do not match image {image_source}: " + "; ".join(problems)

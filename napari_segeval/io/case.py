@@ -69,8 +69,15 @@ MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET
 AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx", "czyx")
 #: What a case is, as the viewer and the command line name it (:func:`kind_of_axes`).
 KINDS: tuple[str, ...] = ("volume", "video", "image", "series")
-_KIND_OF_AXES = {"zyx": "volume", "czyx": "volume", "tyx": "video", "tyxc": "video",
-                 "yx": "image", "yxc": "image", "tzyx": "series"}
+_KIND_OF_AXES = {
+    "zyx": "volume",
+    "czyx": "volume",
+    "tyx": "video",
+    "tyxc": "video",
+    "yx": "image",
+    "yxc": "image",
+    "tzyx": "series",
+}
 
 
 def kind_of_axes(axes: str) -> str:
@@ -93,8 +100,9 @@ def kind_of_axes(axes: str) -> str:
     try:
         return _KIND_OF_AXES[axes]
     except KeyError:
-        raise ValueError(f"unknown axes {axes!r}: expected one of "
-                         f"{', '.join(sorted(_KIND_OF_AXES))}") from None
+        raise ValueError(
+            f"unknown axes {axes!r}: expected one of {', '.join(sorted(_KIND_OF_AXES))}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -132,8 +140,9 @@ class Geometry:
         n = len(self.spacing)
         object.__setattr__(self, "spacing", tuple(float(s) for s in self.spacing))
         object.__setattr__(self, "origin", tuple(float(o) for o in self.origin))
-        object.__setattr__(self, "direction",
-                           tuple(float(d) + 0.0 for d in np.ravel(self.direction)))  # no -0
+        object.__setattr__(
+            self, "direction", tuple(float(d) + 0.0 for d in np.ravel(self.direction))
+        )  # no -0
         if len(self.origin) != n or len(self.direction) != n * n:
             raise ValueError(
                 f"geometry of {n} axes needs {n} origin values and {n * n} direction "
@@ -278,8 +287,7 @@ class Geometry:
         True
         """
         plane = cls.from_dict(data["plane"]) if data.get("plane") else None
-        return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]),
-                   plane)
+        return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]), plane)
 
     def describe(self) -> str:
         """Short human-readable text used in error messages."""

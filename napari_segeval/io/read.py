@@ -60,9 +60,13 @@ def read_raw(path: str | Path, series: str | None = None) -> Raw:
     if k is None:
         if suffix(p) in NOT_GRIDS:
             raise ReadError(f"{p}: {NOT_GRIDS[suffix(p)]} not supported (not an image on a grid)")
-        what = "folder has no DICOM files or image frames" if p.is_dir() else (
-            f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
-            "DICOMDIR exports, folders of frames)"
+        what = (
+            "folder has no DICOM files or image frames"
+            if p.is_dir()
+            else (
+                f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
+                "DICOMDIR exports, folders of frames)"
+            )
         )
         raise ReadError(f"{p}: {what}")
     if series is not None and k not in ("dicom", "dicom-folder"):
@@ -118,12 +122,14 @@ def _select(raw: Raw, volume: int | None, path: Path) -> Raw:
     if volume is None:
         return raw
     if raw.axes != "tzyx":
-        raise ReadError(f"{path}: a volume can only be chosen in a 4D time series "
-                        f"(this file is {raw.axes!r})")
+        raise ReadError(
+            f"{path}: a volume can only be chosen in a 4D time series (this file is {raw.axes!r})"
+        )
     n = raw.array.shape[0]
     if not -n <= volume < n:
-        raise ReadError(f"{path}: volume {volume} does not exist (the series has {n} volumes, "
-                        f"0..{n - 1})")
+        raise ReadError(
+            f"{path}: volume {volume} does not exist (the series has {n} volumes, 0..{n - 1})"
+        )
     arr = np.ascontiguousarray(raw.array[volume])
     meta = dict(raw.meta, volume=volume % n, n_volumes=n)
     return Raw(arr, raw.geometry.sub(3), "zyx", meta, raw.modality, raw.has_geometry)
@@ -139,13 +145,25 @@ def select_volume(case: Case, volume: int) -> Case:
     >>> v.axes, v.image.shape, v.geometry.ndim, v.meta["volume"]
     ('zyx', (2, 4, 5), 3, 1)
     """
-    raw = _select(Raw(case.image, case.geometry, case.axes, dict(case.meta)), volume,
-                  case.image_path or Path("image"))
+    raw = _select(
+        Raw(case.image, case.geometry, case.axes, dict(case.meta)),
+        volume,
+        case.image_path or Path("image"),
+    )
     labels = case.labels
     if labels is not None and labels.ndim == 4:
         labels = np.ascontiguousarray(labels[volume])
-    return Case(raw.array, raw.geometry, "zyx", case.modality, labels, dict(case.structures),
-                case.image_path, case.labels_path, raw.meta)
+    return Case(
+        raw.array,
+        raw.geometry,
+        "zyx",
+        case.modality,
+        labels,
+        dict(case.structures),
+        case.image_path,
+        case.labels_path,
+        raw.meta,
+    )
 
 
 def _warnings(raw: Raw) -> list[str]:
@@ -153,13 +171,20 @@ def _warnings(raw: Raw) -> list[str]:
     n = nan_count(raw.array)
     if n:
         raw.meta["nan_count"] = n
-        out.append(f"{n} of {raw.array.size} voxels are NaN (no data, e.g. padding outside "
-                   "the field of view); models see them as the minimum intensity")
+        out.append(
+            f"{n} of {raw.array.size} voxels are NaN (no data, e.g. padding outside "
+            "the field of view); models see them as the minimum intensity"
+        )
     return out
 
 
-def read_image(path: str | Path, *, modality: str | None = None, series: str | None = None,
-               volume: int | None = None) -> Case:
+def read_image(
+    path: str | Path,
+    *,
+    modality: str | None = None,
+    series: str | None = None,
+    volume: int | None = None,
+) -> Case:
     """Read an image, volume or video into a :class:`Case` with its geometry.
 
     Parameters
@@ -206,8 +231,9 @@ def read_image(path: str | Path, *, modality: str | None = None, series: str | N
     )
 
 
-def _mask_color_table(path: Path, default: dict | None,
-                      dataset_json: str | Path | dict | None = None) -> dict:
+def _mask_color_table(
+    path: Path, default: dict | None, dataset_json: str | Path | dict | None = None
+) -> dict:
     """Colour table of a colour-coded mask: ``default``, the given dataset.json's, or the
     nearest dataset.json's (the mask's folder or up to two above)."""
     if default is not None:
@@ -229,16 +255,25 @@ def _mask_color_table(path: Path, default: dict | None,
 
 
 def _labels_raw(
-    path: Path, color_table: dict | None, color_tolerance: float, series: str | None = None,
-    volume: int | None = None, default_color_table: dict | None = None,
+    path: Path,
+    color_table: dict | None,
+    color_tolerance: float,
+    series: str | None = None,
+    volume: int | None = None,
+    default_color_table: dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
-    return _labels_from(read_raw(path, series), path, color_table, volume, color_tolerance,
-                        default_color_table)
+    return _labels_from(
+        read_raw(path, series), path, color_table, volume, color_tolerance, default_color_table
+    )
 
 
 def _labels_from(
-    raw: Raw, path: Path, color_table: dict | None, volume: int | None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE, default_color_table: dict | None = None,
+    raw: Raw,
+    path: Path,
+    color_table: dict | None,
+    volume: int | None,
+    color_tolerance: float = _labels.COLOR_TOLERANCE,
+    default_color_table: dict | None = None,
     dataset_json: str | Path | dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
     raw = _select(raw, volume, path)
@@ -310,8 +345,9 @@ def read_labels(
     >>> labels.tolist(), geometry.spacing
     ([[0, 1], [1, 1]], (1.0, 1.0))
     """
-    labels, geometry, names, _ = labels_with_axes(path, color_table, color_tolerance,
-                                                  default_color_table, volume=volume)
+    labels, geometry, names, _ = labels_with_axes(
+        path, color_table, color_tolerance, default_color_table, volume=volume
+    )
     return labels, geometry, names
 
 
@@ -324,8 +360,9 @@ def labels_with_axes(
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
     """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"``, ``"tzyx"`` or ``"yx"``)."""
     p = Path(path)
-    labels, raw, names = _labels_raw(p, color_table, color_tolerance, volume=volume,
-                                     default_color_table=default_color_table)
+    labels, raw, names = _labels_raw(
+        p, color_table, color_tolerance, volume=volume, default_color_table=default_color_table
+    )
     return labels, raw.geometry, names or _names_beside(p), raw.axes
 
 
@@ -407,10 +444,13 @@ def read_case(
     _dataset_modality(case, modality, dataset)
     lvol = volume if raw4.axes == "tzyx" else None
     if case.axes == "tzyx" and raw4.axes != "tzyx":
-        raise ReadError(f"{ipath} is a time series of {case.image.shape[0]} volumes but labels "
-                        f"{lpath} are one {raw4.axes!r} map: choose the volume (--volume T)")
-    arr, raw, names = _labels_from(raw4, lpath, color_table, lvol, _labels.COLOR_TOLERANCE,
-                                   default_color_table, dataset_json)
+        raise ReadError(
+            f"{ipath} is a time series of {case.image.shape[0]} volumes but labels "
+            f"{lpath} are one {raw4.axes!r} map: choose the volume (--volume T)"
+        )
+    arr, raw, names = _labels_from(
+        raw4, lpath, color_table, lvol, _labels.COLOR_TOLERANCE, default_color_table, dataset_json
+    )
     geometry = raw.geometry
     if not raw.has_geometry and arr.shape == case.spatial_shape:
         geometry = case.geometry

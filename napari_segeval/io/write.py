@@ -40,8 +40,9 @@ def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITAB
         raise WriteError(f"{path}: file exists; pass overwrite=True to replace it")
 
 
-def _write_atomic(path: Path, array: np.ndarray, geometry: Geometry, compress: bool,
-                  overwrite: bool) -> Path:
+def _write_atomic(
+    path: Path, array: np.ndarray, geometry: Geometry, compress: bool, overwrite: bool
+) -> Path:
     ext = suffix(path)
     try:
         with atomic_path(path, overwrite=overwrite) as tmp:

@@ -175,7 +175,11 @@ def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str =
         values = np.asarray(per[fold], float)
         valid = values[~np.isnan(values)]
         folds.append(
-            {"fold": fold, "n": int(valid.size), "mean": float(valid.mean()) if valid.size else math.nan}
+            {
+                "fold": fold,
+                "n": int(valid.size),
+                "mean": float(valid.mean()) if valid.size else math.nan,
+            }
         )
     means = np.array([f["mean"] for f in folds], float)
     means = means[~np.isnan(means)]

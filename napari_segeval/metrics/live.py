@@ -52,7 +52,9 @@ class LiveMetrics:
         structures: Mapping[int, str] | None = None,
     ) -> None:
         self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
-        self.structures = None if structures is None else {int(k): str(v) for k, v in structures.items()}
+        self.structures = (
+            None if structures is None else {int(k): str(v) for k, v in structures.items()}
+        )
         self._ref = as_labels(reference, "reference")
         self._pred = as_labels(prediction, "prediction")
         self._recount_all()
@@ -144,9 +146,13 @@ class LiveMetrics:
             )
         return rows
 
-    def adopt(self, reference: np.ndarray, prediction: np.ndarray,
-              spacing: Sequence[float] | None = None,
-              structures: Mapping[int, str] | None = None) -> bool:
+    def adopt(
+        self,
+        reference: np.ndarray,
+        prediction: np.ndarray,
+        spacing: Sequence[float] | None = None,
+        structures: Mapping[int, str] | None = None,
+    ) -> bool:
         """Take new settings if these counts are of ``reference`` and ``prediction`` themselves.
 
         Counts made elsewhere (the results browser counts in its worker thread) are
@@ -167,8 +173,9 @@ class LiveMetrics:
         if structures and max(structures) >= self._n:
             return False
         self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
-        self.structures = (None if structures is None
-                           else {int(k): str(v) for k, v in structures.items()})
+        self.structures = (
+            None if structures is None else {int(k): str(v) for k, v in structures.items()}
+        )
         return True
 
     def reference_labels(self) -> list[int]:

@@ -131,8 +131,9 @@ def confusion_and_boxes(
     return _confusion(reference, prediction, n_labels, boxes=True)
 
 
-def _confusion(reference: np.ndarray, prediction: np.ndarray, n_labels: int | None,
-               boxes: bool) -> tuple[np.ndarray, dict]:
+def _confusion(
+    reference: np.ndarray, prediction: np.ndarray, n_labels: int | None, boxes: bool
+) -> tuple[np.ndarray, dict]:
     ref, pred, n = label_pair(reference, prediction, n_labels)
     if ref.ndim == 0 or ref.size == 0:
         return np.zeros((n, n), np.int64), {}
@@ -180,8 +181,10 @@ def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
         label = len(out) + 1
         boxes = [b for b in parts if b is not None]
         if boxes:
-            out[label] = tuple(slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
-                               for a in range(ndim))
+            out[label] = tuple(
+                slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
+                for a in range(ndim)
+            )
         else:
             out[label] = None
     return {k: v for k, v in out.items() if v is not None}

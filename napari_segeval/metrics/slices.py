@@ -181,8 +181,9 @@ def worst_slice_from_counts(counts: np.ndarray) -> int | None:
     return int(order[0])
 
 
-def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
-                axis: int = 0) -> int | None:
+def worst_slice(
+    reference: np.ndarray, prediction: np.ndarray, label: int, axis: int = 0
+) -> int | None:
     """The slice along ``axis`` where structure ``label`` fares worst.
 
     The rule is :func:`worst_slice_from_counts`'s: lowest Dice, ties broken by the
@@ -204,8 +205,9 @@ def worst_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
     return worst_slice_from_counts(per_slice_counts(a, b, axis, 2)[:, :, 1])
 
 
-def largest_failing_slice(reference: np.ndarray, prediction: np.ndarray, label: int,
-                          below: float = 0.5, axis: int = 0) -> int | None:
+def largest_failing_slice(
+    reference: np.ndarray, prediction: np.ndarray, label: int, below: float = 0.5, axis: int = 0
+) -> int | None:
     """The largest cross-section of structure ``label`` that the prediction gets badly wrong.
 
     What a person scrolling through a case sees first (``segeval demo --correct``
@@ -257,5 +259,12 @@ def largest_failing_slice(reference: np.ndarray, prediction: np.ndarray, label: 
     return int(np.argmin(np.where(held, dice, np.inf)))
 
 
-__all__ = ["dice_from_counts", "largest_failing_slice", "per_slice_counts", "per_slice_dice",
-           "slice_counts", "worst_slice", "worst_slice_from_counts"]
+__all__ = [
+    "dice_from_counts",
+    "largest_failing_slice",
+    "per_slice_counts",
+    "per_slice_dice",
+    "slice_counts",
+    "worst_slice",
+    "worst_slice_from_counts",
+]

@@ -16,8 +16,7 @@ import numpy as np
 from napari_segeval._names import unnamed_structures
 
 
-def structures_to_score(names: Mapping[int, str] | None,
-                        *label_maps: np.ndarray) -> dict[int, str]:
+def structures_to_score(names: Mapping[int, str] | None, *label_maps: np.ndarray) -> dict[int, str]:
     """Label id -> name of every structure to score: ``names``, then the unnamed ids present.
 
     Parameters

@@ -42,16 +42,22 @@ def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.
     if dims not in _CONV:
         raise ValueError(f"dims must be 2 or 3, got {dims}")
     if norm == "instance":
+
         def normed(c: int) -> list[nn.Module]:
             return [_INSTANCE[dims](c, affine=True), nn.LeakyReLU(0.01, inplace=True)]
     elif norm == "batch":
+
         def normed(c: int) -> list[nn.Module]:
             return [_BATCH[dims](c), nn.ReLU(inplace=True)]
     else:
         raise ValueError(f"norm must be 'instance' or 'batch', got {norm!r}")
     conv = _CONV[dims]
-    return nn.Sequential(conv(cin, cout, 3, padding=1, bias=False), *normed(cout),
-                         conv(cout, cout, 3, padding=1, bias=False), *normed(cout))
+    return nn.Sequential(
+        conv(cin, cout, 3, padding=1, bias=False),
+        *normed(cout),
+        conv(cout, cout, 3, padding=1, bias=False),
+        *normed(cout),
+    )
 
 
 __all__ = ["conv_block"]

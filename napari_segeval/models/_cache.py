@@ -131,8 +131,9 @@ def hashed(path: str | Path, cancel: Any = None) -> str:
 
 def record_path(entry: CatalogueEntry, cache: Path | None = None) -> Path:
     """Where :func:`pull` records the SHA-256 it checked (a folder the hub's tools ignore)."""
-    return (repo_folder(entry, cache) / ".napari-segeval" / entry.revision
-            / f"{entry.filename}.sha256")
+    return (
+        repo_folder(entry, cache) / ".napari-segeval" / entry.revision / f"{entry.filename}.sha256"
+    )
 
 
 def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
@@ -160,17 +161,21 @@ def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
     """
     expected = [h for h in (entry.sha256, recorded_sha256(entry, path)) if h]
     if not expected:
-        raise ReadError(f"{path}: no published SHA-256 on record to check this {entry.name} "
-                        f"file against (placed by hand?): run segeval models pull "
-                        f"{entry.name} online, or pass the file with --checkpoint")
+        raise ReadError(
+            f"{path}: no published SHA-256 on record to check this {entry.name} "
+            f"file against (placed by hand?): run segeval models pull "
+            f"{entry.name} online, or pass the file with --checkpoint"
+        )
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     digest = VERIFIED.get(key) or sha256_file(path, cancel)
     if any(digest != h for h in expected):
-        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
-                        f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
-                        f"truncated or altered): run segeval models pull {entry.name} to "
-                        f"replace it")
+        raise ReadError(
+            f"{path}: SHA-256 {digest[:12]}... is not the published "
+            f"{expected[0][:12]}... of {entry.filename} ({st.st_size} bytes; "
+            f"truncated or altered): run segeval models pull {entry.name} to "
+            f"replace it"
+        )
     VERIFIED[key] = digest
     return digest
 
@@ -188,8 +193,10 @@ def checkpoint(name: str) -> Path:
     entry = get(name)
     path = local_path(entry)
     if path is None:
-        raise SegEvalError(f"{entry.name} is not here: segeval models pull {entry.name} "
-                           f"({size_text(entry.size)}), or pass a file with --checkpoint")
+        raise SegEvalError(
+            f"{entry.name} is not here: segeval models pull {entry.name} "
+            f"({size_text(entry.size)}), or pass a file with --checkpoint"
+        )
     verify(entry, path)
     return path
 
@@ -216,5 +223,17 @@ def published_twin(path: Any) -> CatalogueEntry | None:
     return next((e for e in same if e.sha256 == digest), None)
 
 
-__all__ = ["cache_dir", "checkpoint", "endpoint", "hashed", "local_path", "offline", "published_twin",
-           "record_path", "recorded_sha256", "sha256_file", "snapshot_path", "verify"]
+__all__ = [
+    "cache_dir",
+    "checkpoint",
+    "endpoint",
+    "hashed",
+    "local_path",
+    "offline",
+    "published_twin",
+    "record_path",
+    "recorded_sha256",
+    "sha256_file",
+    "snapshot_path",
+    "verify",
+]

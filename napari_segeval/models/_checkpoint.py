@@ -243,7 +243,8 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
     """
     torch = check_torch()
     if not isinstance(state, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()):
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
+    ):
         raise content_error(path, what, "expected a state dict (names to tensors)")
     own = module.state_dict()
     missing = [k for k in own if k not in state]
@@ -254,11 +255,15 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
     if unexpected:
         problems.append(f"{len(unexpected)} unexpected keys (e.g. {', '.join(unexpected[:3])})")
     if not problems:
-        wrong = [f"{k}: {tuple(state[k].shape)} in the file, {tuple(v.shape)} in the model"
-                 for k, v in own.items() if tuple(state[k].shape) != tuple(v.shape)]
+        wrong = [
+            f"{k}: {tuple(state[k].shape)} in the file, {tuple(v.shape)} in the model"
+            for k, v in own.items()
+            if tuple(state[k].shape) != tuple(v.shape)
+        ]
         if wrong:
-            problems.append(f"{len(wrong)} tensors have the wrong shape (e.g. "
-                            f"{'; '.join(wrong[:3])})")
+            problems.append(
+                f"{len(wrong)} tensors have the wrong shape (e.g. {'; '.join(wrong[:3])})"
+            )
     if problems:
         raise ReadError(f"{path}: this {what} does not fit {model}: {', '.join(problems)}")
     try:
@@ -268,5 +273,12 @@ def load_state_strict(module: Any, state: Any, path: str | Path, what: str, mode
         raise ReadError(f"{path}: this {what} does not fit {model}: {first}") from None
 
 
-__all__ = ["MIN_TORCH", "check_torch", "code_refused", "contains_code", "content_error",
-           "load_state_strict", "read_checkpoint"]
+__all__ = [
+    "MIN_TORCH",
+    "check_torch",
+    "code_refused",
+    "contains_code",
+    "content_error",
+    "load_state_strict",
+    "read_checkpoint",
+]

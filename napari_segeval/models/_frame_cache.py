@@ -69,8 +69,13 @@ class FrameStore:
     def bind(self, frames: Any, options: Any) -> bool:
         """Use the store for ``frames`` (with model ``options``): True when it already
         held them (their features are valid), else it is emptied and bound to them."""
-        key = (getattr(frames, "_version", None), tuple(frames.shape), str(frames.dtype),
-               str(getattr(frames, "device", "")), options)
+        key = (
+            getattr(frames, "_version", None),
+            tuple(frames.shape),
+            str(frames.dtype),
+            str(getattr(frames, "device", "")),
+            options,
+        )
         if self._ref is not None and self._ref() is frames and self._key == key:
             return True
         self.clear()
@@ -130,9 +135,15 @@ class FrameCache:
     ([0.0, 1.0, 1.0, 2.0], 3)
     """
 
-    def __init__(self, encode: Callable[[int, int], list[list[Any]]], n: int, block: int,
-                 budget_bytes: float | None, reads: list[list[int]],
-                 store: FrameStore | None = None) -> None:
+    def __init__(
+        self,
+        encode: Callable[[int, int], list[list[Any]]],
+        n: int,
+        block: int,
+        budget_bytes: float | None,
+        reads: list[list[int]],
+        store: FrameStore | None = None,
+    ) -> None:
         self.encode = encode
         self.n = int(n)
         self.block = max(1, int(block))

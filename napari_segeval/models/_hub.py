@@ -48,8 +48,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 #: Seconds to wait for the hub's metadata answer.
 METADATA_TIMEOUT = 10.0
 #: Errors of a cache folder that cannot be written (read-only, full, over quota).
-_CACHE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT")
-                 if hasattr(errno, n)}
+_CACHE_ERRNOS = {
+    getattr(errno, n) for n in ("ENOSPC", "EROFS", "EACCES", "EPERM", "EDQUOT") if hasattr(errno, n)
+}
 
 
 class HubUnavailable(SegEvalError):
@@ -71,43 +72,63 @@ def fetch_by_hand(entry: CatalogueEntry, reason: str) -> HubUnavailable:
     if entry.sha256:
         put = f"put it at {where} (checked against SHA-256 {entry.sha256})"
     else:
-        put = (f"pass it with --model {entry.architecture} --checkpoint FILE (no SHA-256 of it "
-               f"is on record to check a copy put in the cache)")
-    return HubUnavailable(f"{reason}: fetch {url(entry, endpoint())} "
-                          f"({size_text(entry.size)}) on a connected machine and {put}")
+        put = (
+            f"pass it with --model {entry.architecture} --checkpoint FILE (no SHA-256 of it "
+            f"is on record to check a copy put in the cache)"
+        )
+    return HubUnavailable(
+        f"{reason}: fetch {url(entry, endpoint())} "
+        f"({size_text(entry.size)}) on a connected machine and {put}"
+    )
 
 
 def _metadata(hub: Any, entry: CatalogueEntry) -> tuple[str, int | None]:
     """``(sha256, size)`` the hub publishes for the entry's file at its revision."""
-    address = hub.hf_hub_url(entry.repo_id, entry.filename, revision=entry.revision,
-                             endpoint=endpoint())
+    address = hub.hf_hub_url(
+        entry.repo_id, entry.filename, revision=entry.revision, endpoint=endpoint()
+    )
     try:
         meta = hub.get_hf_file_metadata(address, timeout=METADATA_TIMEOUT)
     except Exception as exc:  # noqa: BLE001 - the network layer raises many types
         raise _unreachable(entry, exc) from None
     if not meta.commit_hash:
-        raise fetch_by_hand(entry, f"{endpoint()} does not answer as a Hugging Face hub (no "
-                                   "X-Repo-Commit header; a proxy in the way?)")
+        raise fetch_by_hand(
+            entry,
+            f"{endpoint()} does not answer as a Hugging Face hub (no "
+            "X-Repo-Commit header; a proxy in the way?)",
+        )
     sha = (meta.etag or "").strip('"').lower()
     if not _SHA256.match(sha):
-        raise ReadError(f"{address}: the hub publishes no SHA-256 for this file (ETag "
-                        f"{meta.etag!r}): refused, it could not be checked")
+        raise ReadError(
+            f"{address}: the hub publishes no SHA-256 for this file (ETag "
+            f"{meta.etag!r}): refused, it could not be checked"
+        )
     if meta.commit_hash != entry.revision:
-        raise ReadError(f"{address}: the hub answered for revision {meta.commit_hash}, "
-                        f"not {entry.revision}: refused")
+        raise ReadError(
+            f"{address}: the hub answered for revision {meta.commit_hash}, "
+            f"not {entry.revision}: refused"
+        )
     if entry.sha256 and sha != entry.sha256:
-        raise ReadError(f"{address}: the hub publishes SHA-256 {sha[:12]}..., the catalogue "
-                        f"expects {entry.sha256[:12]}...: refused")
+        raise ReadError(
+            f"{address}: the hub publishes SHA-256 {sha[:12]}..., the catalogue "
+            f"expects {entry.sha256[:12]}...: refused"
+        )
     return sha, meta.size
 
 
 def _unreachable(entry: CatalogueEntry, exc: BaseException) -> SegEvalError:
     status = getattr(getattr(exc, "response", None), "status_code", None)
     kind = type(exc).__name__
-    if kind in ("RepositoryNotFoundError", "GatedRepoError", "RevisionNotFoundError",
-                "EntryNotFoundError", "RemoteEntryNotFoundError"):
-        return ReadError(f"{url(entry, endpoint())}: the hub has no such file ({kind}, "
-                         f"HTTP {status})")
+    if kind in (
+        "RepositoryNotFoundError",
+        "GatedRepoError",
+        "RevisionNotFoundError",
+        "EntryNotFoundError",
+        "RemoteEntryNotFoundError",
+    ):
+        return ReadError(
+            f"{url(entry, endpoint())}: the hub has no such file ({kind}, HTTP {status})"
+        )
     first = (str(exc).strip().splitlines() or [""])[0][:120]
     why = f"HTTP {status}" if status else f"{kind}: {first}" if first else kind
     return fetch_by_hand(entry, f"cannot reach the model hub at {endpoint()} ({why})")
@@ -119,13 +140,17 @@ def _check_room(folder: Path, need: int) -> None:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise WriteError(f"{folder}: the model cache is not writable (set HF_HOME or "
-                         f"HF_HUB_CACHE to a writable folder)")
+        raise WriteError(
+            f"{folder}: the model cache is not writable (set HF_HOME or "
+            f"HF_HUB_CACHE to a writable folder)"
+        )
     free = shutil.disk_usage(probe).free
     if free < need:
-        raise WriteError(f"{folder}: the model cache has {size_text(free)} free, "
-                         f"{size_text(need)} are needed (free some space, or set HF_HOME or "
-                         f"HF_HUB_CACHE to another disk)")
+        raise WriteError(
+            f"{folder}: the model cache has {size_text(free)} free, "
+            f"{size_text(need)} are needed (free some space, or set HF_HOME or "
+            f"HF_HUB_CACHE to another disk)"
+        )
 
 
 def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -> type:
@@ -159,8 +184,14 @@ def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
     for path in files:
         if path not in before and (path.is_symlink() or path.exists()):
             path.unlink(missing_ok=True)
-    folders = [snapshot_path(entry).parent, repo / "snapshots", blobs, repo / "refs", repo,
-               lock_dir]
+    folders = [
+        snapshot_path(entry).parent,
+        repo / "snapshots",
+        blobs,
+        repo / "refs",
+        repo,
+        lock_dir,
+    ]
     for folder in folders:
         if folder not in before and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
@@ -169,8 +200,17 @@ def _remove_new(entry: CatalogueEntry, sha: str, before: set[Path]) -> None:
 def _existing(entry: CatalogueEntry, sha: str) -> set[Path]:
     repo = repo_folder(entry, cache_dir())
     lock_dir = cache_dir() / ".locks" / repo.name
-    paths = [snapshot_path(entry), snapshot_path(entry).parent, repo / "snapshots", repo / "blobs",
-             repo / "blobs" / sha, repo / "refs", repo, lock_dir, lock_dir / f"{sha}.lock"]
+    paths = [
+        snapshot_path(entry),
+        snapshot_path(entry).parent,
+        repo / "snapshots",
+        repo / "blobs",
+        repo / "blobs" / sha,
+        repo / "refs",
+        repo,
+        lock_dir,
+        lock_dir / f"{sha}.lock",
+    ]
     return {p for p in paths if p.is_symlink() or p.exists()}
 
 
@@ -187,8 +227,10 @@ def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Pa
         raise
     except OSError as exc:
         if exc.errno in _CACHE_ERRNOS:
-            raise WriteError(f"{cache_dir()}: cannot write the model cache ({exc.strerror}): "
-                             f"set HF_HOME or HF_HUB_CACHE to a writable folder with room") from exc
+            raise WriteError(
+                f"{cache_dir()}: cannot write the model cache ({exc.strerror}): "
+                f"set HF_HOME or HF_HUB_CACHE to a writable folder with room"
+            ) from exc
         raise _stopped(entry, exc) from None
     except Exception as exc:  # noqa: BLE001 - the network layer raises many types
         raise _stopped(entry, exc) from None
@@ -199,14 +241,22 @@ def _stopped(entry: CatalogueEntry, exc: BaseException) -> ReadError:
     """The one line for a download that started and did not finish (a short or cut file)."""
     status = getattr(getattr(exc, "response", None), "status_code", None)
     first = (str(exc).strip().splitlines() or [""])[0][:160]
-    why = f"HTTP {status}" if status else f"{type(exc).__name__}: {first}" if first else \
-        type(exc).__name__
-    return ReadError(f"{url(entry, endpoint())}: the download did not complete ({why}): nothing "
-                     f"was kept; run segeval models pull {entry.name} again")
+    why = (
+        f"HTTP {status}"
+        if status
+        else f"{type(exc).__name__}: {first}"
+        if first
+        else type(exc).__name__
+    )
+    return ReadError(
+        f"{url(entry, endpoint())}: the download did not complete ({why}): nothing "
+        f"was kept; run segeval models pull {entry.name} again"
+    )
 
 
-def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
-         cancel: Any = None) -> dict:
+def pull(
+    name: str, *, progress: Callable[[int, int], None] | None = None, cancel: Any = None
+) -> dict:
     """Download the catalogue entry ``name`` once, check it, and return where it is.
 
     Parameters
@@ -236,8 +286,13 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
         ``cancel`` was set.
     """
     entry = get(name)
-    result = {"name": entry.name, "repo_id": entry.repo_id, "revision": entry.revision,
-              "downloaded": False, "replaced": False}
+    result = {
+        "name": entry.name,
+        "repo_id": entry.repo_id,
+        "revision": entry.revision,
+        "downloaded": False,
+        "replaced": False,
+    }
     here = local_path(entry)
     if here is not None:
         try:
@@ -256,8 +311,10 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
         path = _download(hub, entry, progress, cancel)
         digest = sha256_file(path, cancel)
         if digest != sha:
-            raise ReadError(f"{url(entry, endpoint())}: downloaded SHA-256 {digest[:12]}... is "
-                            f"not the published {sha[:12]}...: refused and removed")
+            raise ReadError(
+                f"{url(entry, endpoint())}: downloaded SHA-256 {digest[:12]}... is "
+                f"not the published {sha[:12]}...: refused and removed"
+            )
     except BaseException:
         _remove_new(entry, sha, before)
         raise
@@ -267,8 +324,13 @@ def pull(name: str, *, progress: Callable[[int, int], None] | None = None,
         atomic_write_text(record_path(entry), digest + "\n", overwrite=True)
     except (OSError, WriteError):
         pass  # the blob's name records it wherever links work
-    return {**result, "path": str(path), "sha256": digest, "size": size or path.stat().st_size,
-            "downloaded": True}
+    return {
+        **result,
+        "path": str(path),
+        "sha256": digest,
+        "size": size or path.stat().st_size,
+        "downloaded": True,
+    }
 
 
 __all__ = ["HubUnavailable", "fetch_by_hand", "pull"]

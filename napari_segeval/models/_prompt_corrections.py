@@ -62,8 +62,7 @@ SHARED_CHANGE = 0.5
 MAX_SPREAD = 2
 
 
-def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE
-           ) -> bool:
+def shared(change: torch.Tensor, before: torch.Tensor, threshold: float = SHARED_CHANGE) -> bool:
     """Whether boolean changes ``change`` and ``before`` overlap by IoU >= ``threshold``.
 
     Examples
@@ -108,9 +107,16 @@ def _box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> t
     return plane
 
 
-def _click_pass(net: Any, size: int, x: torch.Tensor, f: int, prior: torch.Tensor,
-                box: Box | None, mask: MaskPrompt | None,
-                points: tuple) -> torch.Tensor | None:
+def _click_pass(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    f: int,
+    prior: torch.Tensor,
+    box: Box | None,
+    mask: MaskPrompt | None,
+    points: tuple,
+) -> torch.Tensor | None:
     """One click pass on frame ``f`` (module doc); None: nothing to refine."""
     h, w = x.shape[1:]
     window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
@@ -121,8 +127,9 @@ def _click_pass(net: Any, size: int, x: torch.Tensor, f: int, prior: torch.Tenso
     return full(net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
 
 
-def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
-                  previous: torch.Tensor) -> torch.Tensor | None:
+def clicked_slice(
+    net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor
+) -> torch.Tensor | None:
     """New probabilities ``(H, W)`` of the slice of ``prompts``' last prompt, a point
     (module doc, step 1). ``previous`` is the slice's previous mask ``(H, W)`` (float).
     ``None``: nothing to refine (a negative click where the previous mask is empty).
@@ -135,8 +142,9 @@ def clicked_slice(net: Any, size: int, x: torch.Tensor, prompts: PromptSet,
     return _click_pass(net, size, x, f, previous, box, mask, points)
 
 
-def _step_pass(net: Any, size: int, x: torch.Tensor, f: int, g: int,
-               prior: torch.Tensor) -> torch.Tensor | None:
+def _step_pass(
+    net: Any, size: int, x: torch.Tensor, f: int, g: int, prior: torch.Tensor
+) -> torch.Tensor | None:
     """A propagation step onto frame ``f`` from frame ``g`` and its mask ``prior``."""
     h, w = x.shape[1:]
     window = bbox_window(prior > 0.5)
@@ -146,8 +154,14 @@ def _step_pass(net: Any, size: int, x: torch.Tensor, f: int, g: int,
     return full(net_pass(net, size, planes, [window], None, (h, w))[0], (h, w), x)
 
 
-def bridge(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor,
-           cancel: Any = None) -> tuple[dict[int, torch.Tensor], torch.Tensor] | None:
+def bridge(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    prompts: PromptSet,
+    previous: torch.Tensor,
+    cancel: Any = None,
+) -> tuple[dict[int, torch.Tensor], torch.Tensor] | None:
     """Propagation steps from the nearest slice with a mask to a positive click's
     empty slice (module doc, step 0): ``(bridged slices -> probabilities, the step's
     output on the clicked slice)``, or ``None`` when no bridge is made.
@@ -156,8 +170,7 @@ def bridge(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: t
     """
     point = prompts.prompts[-1]
     f = int(point.index)
-    if (not point.positive or bool(previous[f].any())
-            or not isinstance(prompts.active(f)[0], Point)):
+    if not point.positive or bool(previous[f].any()) or not isinstance(prompts.active(f)[0], Point):
         return None
     filled = previous.flatten(1).any(1).nonzero().flatten().tolist()
     if not filled:
@@ -178,9 +191,16 @@ def bridge(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: t
     return {k: v for k, v in bridged.items() if k != f}, bridged[f]
 
 
-def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torch.Tensor,
-           previous: torch.Tensor, min_confidence: float | None,
-           cancel: Any = None) -> dict[int, torch.Tensor]:
+def spread(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    prompts: PromptSet,
+    start: torch.Tensor,
+    previous: torch.Tensor,
+    min_confidence: float | None,
+    cancel: Any = None,
+) -> dict[int, torch.Tensor]:
     """The slices a point's click changes beyond its own slice (module doc, step 2).
 
     ``start``: the prompted slice's new probabilities; ``previous``: the previous
@@ -193,8 +213,9 @@ def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torc
     changed: dict[int, torch.Tensor] = {}
     for step in (1, -1):
         before, g = (start > 0.5) ^ previous[f], f + step
-        while (0 <= g < n and abs(g - f) <= MAX_SPREAD and g not in stops
-               and bool(previous[g].any())):
+        while (
+            0 <= g < n and abs(g - f) <= MAX_SPREAD and g not in stops and bool(previous[g].any())
+        ):
             check_cancel(cancel, "correction")
             new = _click_pass(net, size, x, g, previous[g].float(), None, None, (point,))
             if new is None or not takes(new, point) or not confident(new, min_confidence):
@@ -209,8 +230,15 @@ def spread(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, start: torc
     return changed
 
 
-def correct(net: Any, size: int, x: torch.Tensor, prompts: PromptSet, previous: torch.Tensor,
-            min_confidence: float | None, cancel: Any = None) -> dict[int, torch.Tensor]:
+def correct(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    prompts: PromptSet,
+    previous: torch.Tensor,
+    min_confidence: float | None,
+    cancel: Any = None,
+) -> dict[int, torch.Tensor]:
     """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt.
 
     ``previous``: the structure's masks before it ``(n, H, W)`` (boolean); slices not

@@ -120,8 +120,9 @@ class PromptUNet(nn.Module):
         return self.head(h)
 
 
-def window_from_bbox(y0: float, x0: float, y1: float, x1: float,
-                     context: float = CONTEXT) -> tuple[float, float, float]:
+def window_from_bbox(
+    y0: float, x0: float, y1: float, x1: float, context: float = CONTEXT
+) -> tuple[float, float, float]:
     """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box.
 
     Examples
@@ -134,8 +135,9 @@ def window_from_bbox(y0: float, x0: float, y1: float, x1: float,
     return float(cy), float(cx), float(side / 2.0)
 
 
-def window_from_mask(mask: torch.Tensor | None,
-                     points: list[tuple[float, float, bool]] = ()) -> tuple[float, float, float] | None:
+def window_from_mask(
+    mask: torch.Tensor | None, points: list[tuple[float, float, bool]] = ()
+) -> tuple[float, float, float] | None:
     """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
 
     The window of a refinement pass (the frame's current mask and its clicks) and of
@@ -169,8 +171,9 @@ def window_from_mask(mask: torch.Tensor | None,
     return window_from_bbox(min(ys), min(xs), max(ys) + 1, max(xs) + 1)
 
 
-def window_from_points(points: list[tuple[float, float, bool]],
-                       side: float = CLICK_SIDE) -> tuple[float, float, float]:
+def window_from_points(
+    points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
+) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by.
 
     The window of a click pass on a frame with no output yet (a walk that starts
@@ -193,9 +196,12 @@ def window_from_points(points: list[tuple[float, float, bool]],
     return (y0 + y1) / 2.0, (x0 + x1) / 2.0, side / 2.0
 
 
-def refine_window(mask: torch.Tensor | None, points: list[tuple[float, float, bool]],
-                  box: tuple[float, float, float, float] | None = None,
-                  prompt_mask: torch.Tensor | None = None) -> tuple[float, float, float] | None:
+def refine_window(
+    mask: torch.Tensor | None,
+    points: list[tuple[float, float, bool]],
+    box: tuple[float, float, float, float] | None = None,
+    prompt_mask: torch.Tensor | None = None,
+) -> tuple[float, float, float] | None:
     """The window of a click pass (the built-in backend's rule).
 
     On a frame with a box: the box's window. On a frame with a mask prompt: the
@@ -245,8 +251,7 @@ def crop(planes: torch.Tensor, windows: torch.Tensor, size: int) -> torch.Tensor
     b, c, h, w = planes.shape
     theta = crop_theta(windows.to(planes.dtype), h, w)
     grid = F.affine_grid(theta, [b, c, size, size], align_corners=False)
-    return F.grid_sample(planes, grid, mode="bilinear", padding_mode="border",
-                         align_corners=False)
+    return F.grid_sample(planes, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
 def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
@@ -259,12 +264,15 @@ def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) 
     inv[:, 1, 2] = -theta[:, 1, 2] / theta[:, 1, 1]
     b, c = values.shape[:2]
     grid = F.affine_grid(inv, [b, c, height, width], align_corners=False)
-    return F.grid_sample(values, grid, mode="bilinear", padding_mode="zeros",
-                         align_corners=False)
+    return F.grid_sample(values, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
-def click_maps(points: list[list[tuple[float, float, bool]]], windows: torch.Tensor,
-               size: int, radius: float = CLICK_RADIUS) -> torch.Tensor:
+def click_maps(
+    points: list[list[tuple[float, float, bool]]],
+    windows: torch.Tensor,
+    size: int,
+    radius: float = CLICK_RADIUS,
+) -> torch.Tensor:
     """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks.
 
     ``points[b]`` lists window ``b``'s clicks as ``(y, x, positive)`` in native
@@ -293,7 +301,7 @@ def click_maps(points: list[list[tuple[float, float, bool]]], windows: torch.Ten
         for y, x, positive in clicks:
             wy = (y + 0.5 - (cy - half)) * scale  # the click's pixel centre, in window pixels
             wx = (x + 0.5 - (cx - half)) * scale
-            disk = ((centre[:, None] - wy) ** 2 + (centre[None, :] - wx) ** 2) <= radius ** 2
+            disk = ((centre[:, None] - wy) ** 2 + (centre[None, :] - wx) ** 2) <= radius**2
             ch = 0 if positive else 1
             out[i, ch] = torch.maximum(out[i, ch], disk.float())
     return out

@@ -101,12 +101,21 @@ class FramePlan:
 def start(x: torch.Tensor, walk: Walk) -> WalkState:
     """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
     n, h, w = x.shape
-    given = None if walk.prior_volume is None else torch.as_tensor(
-        walk.prior_volume, dtype=torch.float32, device=x.device).detach()
+    given = (
+        None
+        if walk.prior_volume is None
+        else torch.as_tensor(walk.prior_volume, dtype=torch.float32, device=x.device).detach()
+    )
     if given is not None and tuple(given.shape) != (n, h, w):
         raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
-    return WalkState(walk, walk.frames(n).tolist(), torch.zeros((h, w), device=x.device),
-                     None, given, walk.last_conditioning_step())
+    return WalkState(
+        walk,
+        walk.frames(n).tolist(),
+        torch.zeros((h, w), device=x.device),
+        None,
+        given,
+        walk.last_conditioning_step(),
+    )
 
 
 def plan(s: WalkState, j: int) -> FramePlan:
@@ -136,8 +145,9 @@ def bbox_window(mask: torch.Tensor) -> tuple[float, float, float] | None:
     return None if b is None else window_from_bbox(*b)
 
 
-def click_window(p: FramePlan, current: torch.Tensor | None, clicks: tuple,
-                 shape: tuple[int, int]) -> tuple[float, float, float] | None:
+def click_window(
+    p: FramePlan, current: torch.Tensor | None, clicks: tuple, shape: tuple[int, int]
+) -> tuple[float, float, float] | None:
     """The window of a click pass (module doc); None: nothing to refine."""
     if p.box is not None:
         return window_from_bbox(*box_region(p.box, shape))
@@ -162,8 +172,9 @@ def box_region(box: Box, shape: tuple[int, int]) -> Region:
     return b.y0, b.x0, b.y1, b.x1
 
 
-def support(windows: torch.Tensor, size: int, height: int, width: int
-            ) -> tuple[torch.Tensor, list[Region]]:
+def support(
+    windows: torch.Tensor, size: int, height: int, width: int
+) -> tuple[torch.Tensor, list[Region]]:
     """The full paste grid of ``windows`` and, per window, the region where a bilinear
     paste of ``size x size`` values can be non-zero (one pixel of margin)."""
     theta = crop_theta(windows, height, width)
@@ -181,13 +192,20 @@ def support(windows: torch.Tensor, size: int, height: int, width: int
         if rows.numel() == 0 or cols.numel() == 0:
             regions.append((0, 0, 0, 0))
             continue
-        regions.append((max(int(rows[0]) - 1, 0), max(int(cols[0]) - 1, 0),
-                        min(int(rows[-1]) + 2, height), min(int(cols[-1]) + 2, width)))
+        regions.append(
+            (
+                max(int(rows[0]) - 1, 0),
+                max(int(cols[0]) - 1, 0),
+                min(int(rows[-1]) + 2, height),
+                min(int(cols[-1]) + 2, width),
+            )
+        )
     return grid, regions
 
 
-def paste_regions(values: torch.Tensor, windows: torch.Tensor, height: int, width: int
-                  ) -> list[tuple[Region, torch.Tensor] | None]:
+def paste_regions(
+    values: torch.Tensor, windows: torch.Tensor, height: int, width: int
+) -> list[tuple[Region, torch.Tensor] | None]:
     """:func:`~._prompt_net.paste` of ``values (B, 1, S, S)``, computed only where it can
     be non-zero: per window ``(region, (y1 - y0, x1 - x0) values)``, bit for bit the
     region of the full-size paste (which is exactly 0 elsewhere)."""
@@ -197,15 +215,17 @@ def paste_regions(values: torch.Tensor, windows: torch.Tensor, height: int, widt
         if y1 <= y0 or x1 <= x0:  # the window lies outside the frame
             out.append(None)
             continue
-        g = grid[b:b + 1, y0:y1, x0:x1]
-        v = F.grid_sample(values[b:b + 1], g, mode="bilinear", padding_mode="zeros",
-                          align_corners=False)
+        g = grid[b : b + 1, y0:y1, x0:x1]
+        v = F.grid_sample(
+            values[b : b + 1], g, mode="bilinear", padding_mode="zeros", align_corners=False
+        )
         out.append(((y0, x0, y1, x1), v[0, 0]))
     return out
 
 
-def full(piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int],
-         like: torch.Tensor) -> torch.Tensor:
+def full(
+    piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int], like: torch.Tensor
+) -> torch.Tensor:
     """A cropped frame ``(region, values)`` at full size (0 outside; differentiable)."""
     h, w = shape
     if piece is None:
@@ -214,8 +234,14 @@ def full(piece: tuple[Region, torch.Tensor] | None, shape: tuple[int, int],
     return F.pad(v, (x0, w - x1, y0, h - y1))
 
 
-def net_pass(net: PromptUNet, size: int, planes: list[torch.Tensor], windows: list,
-              clicks: list[list] | None, shape: tuple[int, int]) -> list:
+def net_pass(
+    net: PromptUNet,
+    size: int,
+    planes: list[torch.Tensor],
+    windows: list,
+    clicks: list[list] | None,
+    shape: tuple[int, int],
+) -> list:
     """One batch through the network: pasted probabilities per element."""
     batch = torch.stack(planes)
     win = torch.tensor(windows, dtype=batch.dtype, device=batch.device)
@@ -236,8 +262,9 @@ def _mask_piece(m: MaskPrompt, device: Any) -> tuple[Region, torch.Tensor] | Non
     return region, mask[y0:y1, x0:x1].float()
 
 
-def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int,
-              plans: list[FramePlan]) -> list:
+def base_pass(
+    net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int, plans: list[FramePlan]
+) -> list:
     """Round 0 of frame ``j`` for ``group``: each walk's frame output before its clicks."""
     h, w = x.shape[1:]
     zeros = torch.zeros((h, w), device=x.device)
@@ -254,7 +281,7 @@ def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: i
         elif p.base == "box":
             region = box_region(p.box, (h, w))
             boxmask = torch.zeros((h, w), device=x.device)
-            boxmask[region[0]:region[2], region[1]:region[3]] = 1.0
+            boxmask[region[0] : region[2], region[1] : region[3]] = 1.0
             todo.append(i)  # every box frame is a fresh start (module doc)
             planes.append(torch.stack([x[f], x[f], boxmask, boxmask]))
             windows.append(window_from_bbox(*region))
@@ -263,15 +290,21 @@ def base_pass(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: i
             planes.append(torch.stack([x[f], x[s.idx[j - 1]], s.prior, zeros]))
             windows.append(s.window)
     if todo:
-        for i, win, piece in zip(todo, windows, net_pass(net, size, planes, windows, None,
-                                                         (h, w))):
+        for i, win, piece in zip(todo, windows, net_pass(net, size, planes, windows, None, (h, w))):
             pieces[i] = piece
             group[i].window = win  # kept while the output stays empty
     return pieces
 
 
-def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int,
-                 plans: list[FramePlan], pieces: list) -> list:
+def click_passes(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    group: list[WalkState],
+    j: int,
+    plans: list[FramePlan],
+    pieces: list,
+) -> list:
     """The click passes of frame ``j``, one round per click (walks batched per round)."""
     h, w = x.shape[1:]
     for k in range(max((len(p.points) for p in plans), default=0)):
@@ -280,7 +313,7 @@ def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j
             if k >= len(p.points):
                 continue
             current = full(pieces[i], (h, w), x) if pieces[i] is not None else None
-            so_far = p.points[:k + 1]
+            so_far = p.points[: k + 1]
             window = click_window(p, current, so_far, (h, w))
             if window is None:
                 continue
@@ -295,15 +328,20 @@ def click_passes(net: Any, size: int, x: torch.Tensor, group: list[WalkState], j
             windows.append(window)
             clicks.append([(c.y, c.x, c.positive) for c in so_far])
         if todo:
-            for i, win, piece in zip(todo, windows,
-                                     net_pass(net, size, planes, windows, clicks, (h, w))):
+            for i, win, piece in zip(
+                todo, windows, net_pass(net, size, planes, windows, clicks, (h, w))
+            ):
                 pieces[i] = piece
                 group[i].window = win
     return pieces
 
 
-def advance(s: WalkState, piece: tuple[Region, torch.Tensor] | None, like: torch.Tensor,
-            stop_when_empty: bool) -> int:
+def advance(
+    s: WalkState,
+    piece: tuple[Region, torch.Tensor] | None,
+    like: torch.Tensor,
+    stop_when_empty: bool,
+) -> int:
     """Record frame output ``piece`` for walk ``s``; returns the steps it skips by stopping."""
     j = len(s.values)
     s.boxes.append(None if piece is None else piece[0])
@@ -314,8 +352,9 @@ def advance(s: WalkState, piece: tuple[Region, torch.Tensor] | None, like: torch
         (y0, x0, _, _), v = piece
         region = bbox(v.detach() > 0.5)
         if region is not None:
-            window = window_from_bbox(region[0] + y0, region[1] + x0, region[2] + y0,
-                                      region[3] + x0)
+            window = window_from_bbox(
+                region[0] + y0, region[1] + x0, region[2] + y0, region[3] + x0
+            )
     if window is None:
         if stop_when_empty and j >= s.last:
             skipped = len(s.idx) - len(s.values)
@@ -329,10 +368,18 @@ def advance(s: WalkState, piece: tuple[Region, torch.Tensor] | None, like: torch
     return 0
 
 
-def run(net: Any, size: int, x: torch.Tensor, states: list[WalkState], *, batch: bool,
-        progress: Callable[[int, int], None] | None, cancel: Any,
-        stop_when_empty: bool,
-        on_frame: Callable[[int, int, torch.Tensor], None] | None = None) -> list[WalkOutput]:
+def run(
+    net: Any,
+    size: int,
+    x: torch.Tensor,
+    states: list[WalkState],
+    *,
+    batch: bool,
+    progress: Callable[[int, int], None] | None,
+    cancel: Any,
+    stop_when_empty: bool,
+    on_frame: Callable[[int, int, torch.Tensor], None] | None = None,
+) -> list[WalkOutput]:
     """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames).
 
     ``on_frame(walk number, frame, prob)`` (optional) hears each computed frame.
@@ -342,7 +389,7 @@ def run(net: Any, size: int, x: torch.Tensor, states: list[WalkState], *, batch:
     done = 0
     for j in range(max((len(s.idx) for s in states), default=0)):
         active = [s for s in states if not s.stopped and j < len(s.idx)]
-        for group in ([active] if batch and active else [[s] for s in active]):
+        for group in [active] if batch and active else [[s] for s in active]:
             check_cancel(cancel, "propagation")
             plans = [plan(s, j) for s in group]
             pieces = base_pass(net, size, x, group, j, plans)

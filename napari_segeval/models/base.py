@@ -237,8 +237,15 @@ class Capabilities:
 
     def refusal(self, kind: str, model: str) -> str:
         """The one line that refuses a prompt of ``kind`` for ``model``."""
-        taken = [k for k, on in (("boxes", self.boxes), ("points", self.points),
-                                 ("mask prompts", self.masks)) if on]
+        taken = [
+            k
+            for k, on in (
+                ("boxes", self.boxes),
+                ("points", self.points),
+                ("mask prompts", self.masks),
+            )
+            if on
+        ]
         plural = {"box": "boxes", "point": "points", "mask": "mask prompts"}[kind]
         why = f": {self.reason}" if self.reason else ""
         return f"{model} takes {' and '.join(taken) or 'no prompts'}, not {plural}{why}"

@@ -79,12 +79,20 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
         raise content_error(path, what, f"no format {FORMAT!r} entry")
     config = dict(blob.get("config") or {})
     try:
-        net = PromptUNet(width=int(config["width"]), depth=int(config["depth"]),
-                         in_channels=int(config.get("in_channels", 4)))
+        net = PromptUNet(
+            width=int(config["width"]),
+            depth=int(config["depth"]),
+            in_channels=int(config.get("in_channels", 4)),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise content_error(path, what, f"invalid config ({exc})") from None
-    load_state_strict(net, blob.get("state_dict"), path, what,
-                      f"its config (width={net.width}, depth={net.depth})")
+    load_state_strict(
+        net,
+        blob.get("state_dict"),
+        path,
+        what,
+        f"its config (width={net.width}, depth={net.depth})",
+    )
     net.eval()
     for p in net.parameters():
         p.requires_grad_(False)
@@ -131,9 +139,13 @@ class BuiltinPromptModel:
         self.weights = Path(weights) if weights is not None else DEFAULT_WEIGHTS
 
     # -- normalization -------------------------------------------------------------------
-    def preprocess(self, image: np.ndarray, modality: str,
-                   window: str | tuple[float, float] | None = None,
-                   ct_mapping: str = "window") -> torch.Tensor:
+    def preprocess(
+        self,
+        image: np.ndarray,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        ct_mapping: str = "window",
+    ) -> torch.Tensor:
         """Raw ``(n, H, W)`` or ``(n, H, W, 3)`` to float32 ``[0, 1]`` grey ``(n, H, W)``.
 
         Examples
@@ -154,9 +166,13 @@ class BuiltinPromptModel:
         unit, _, _ = to_unit(arr, modality, window, ct_mapping)
         return torch.from_numpy(np.ascontiguousarray(unit))
 
-    def normalize_info(self, modality: str, window: str | tuple[float, float] | None = None,
-                       image: np.ndarray | None = None,
-                       ct_mapping: str = "window") -> NormalizeInfo:
+    def normalize_info(
+        self,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        image: np.ndarray | None = None,
+        ct_mapping: str = "window",
+    ) -> NormalizeInfo:
         """One normalized unit = the window width (CT), percentile range (MR) or 255 grey.
 
         Examples
@@ -165,15 +181,25 @@ class BuiltinPromptModel:
         400.0
         """
         lo, hi = window_bounds(modality, window, image, ct_mapping)
-        return NormalizeInfo(hi - lo, 0.0, 1.0,
-                             f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)")
+        return NormalizeInfo(
+            hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)"
+        )
 
     # -- propagation ---------------------------------------------------------------------
-    def propagate(self, frames: torch.Tensor | np.ndarray, key_index: int, box: Box | Any,
-                  order: Order = "forward", *, init_mask: Any = None,
-                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  stop_when_empty: bool = False, grad: bool = False,
-                  prior_volume: Any = None) -> torch.Tensor:
+    def propagate(
+        self,
+        frames: torch.Tensor | np.ndarray,
+        key_index: int,
+        box: Box | Any,
+        order: Order = "forward",
+        *,
+        init_mask: Any = None,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        prior_volume: Any = None,
+    ) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
 
         ``box`` is a box or the structure's prompt set (:class:`~.base.Walk`);
@@ -182,8 +208,14 @@ class BuiltinPromptModel:
         as the prior of every later frame (and its crop window).
         """
         walk = Walk(int(key_index), box, order, init_mask, prior_volume)
-        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
-                                    stop_when_empty=stop_when_empty, grad=grad)[0]
+        return self.propagate_walks(
+            frames,
+            [walk],
+            progress=progress,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+        )[0]
 
     @property
     def takes_points(self) -> bool:
@@ -196,11 +228,15 @@ class BuiltinPromptModel:
         local correction; differentiable; a per-slice prior is taken; the calibrated
         confidence stop :data:`STOP_CONFIDENCE`; walks shared (:meth:`propagate_walks`)."""
         reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
-        return Capabilities(points=self.takes_points, masks=True,
-                            corrections=(Corrections.POINTS if self.takes_points
-                                         else Corrections.NONE),
-                            prior_volume=True, reason=reason,
-                            stop_confidence=STOP_CONFIDENCE, shared_walks=True)
+        return Capabilities(
+            points=self.takes_points,
+            masks=True,
+            corrections=(Corrections.POINTS if self.takes_points else Corrections.NONE),
+            prior_volume=True,
+            reason=reason,
+            stop_confidence=STOP_CONFIDENCE,
+            shared_walks=True,
+        )
 
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""
@@ -210,7 +246,8 @@ class BuiltinPromptModel:
         if not self.takes_points and needs_points(walks):
             raise InvalidPromptError(
                 f"{self.weights}: these built-in model weights take boxes and mask prompts, "
-                "not points (no click channels); use boxes, or weights trained with clicks")
+                "not points (no click channels); use boxes, or weights trained with clicks"
+            )
 
     def _frames(self, frames: Any) -> torch.Tensor:
         """``frames`` as float32 ``(n, H, W)`` on the model's device (channels averaged)."""
@@ -223,9 +260,15 @@ class BuiltinPromptModel:
             raise ValueError(f"frames must be (n, H, W) or (n, H, W, C), got {tuple(x.shape)}")
         return x.to(self.device, torch.float32)
 
-    def correct(self, frames: torch.Tensor | np.ndarray, prompts: Any, previous: Any, *,
-                min_confidence: float | None = None,
-                cancel: threading.Event | None = None) -> dict[int, np.ndarray]:
+    def correct(
+        self,
+        frames: torch.Tensor | np.ndarray,
+        prompts: Any,
+        previous: Any,
+        *,
+        min_confidence: float | None = None,
+        cancel: threading.Event | None = None,
+    ) -> dict[int, np.ndarray]:
         """A local correction: the slices that ``prompts``' last prompt changes.
 
         ``prompts`` is the structure's prompt set up to and including the correction;
@@ -262,19 +305,29 @@ class BuiltinPromptModel:
         x = self._frames(frames)
         previous = np.asarray(previous, bool)
         if previous.shape != tuple(x.shape):
-            raise ValueError(f"previous masks must have the frames' shape {tuple(x.shape)}, "
-                             f"got {previous.shape}")
+            raise ValueError(
+                f"previous masks must have the frames' shape {tuple(x.shape)}, got {previous.shape}"
+            )
         prev = torch.as_tensor(previous, device=self.device)
         with torch.no_grad(), autocast_context(self.device, enabled=True):
-            out = _prompt_corrections.correct(self.net, self.size, x, prompts, prev,
-                                              min_confidence, cancel)
+            out = _prompt_corrections.correct(
+                self.net, self.size, x, prompts, prev, min_confidence, cancel
+            )
         return {int(f): p.float().cpu().numpy() for f, p in out.items()}
 
-    def propagate_walks(self, frames: torch.Tensor | np.ndarray, walks: list[Walk], *,
-                        progress: ProgressFn | None = None,
-                        cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                        grad: bool = False, cache_mb: float | None = None,
-                        on_frame: Any = None, crops: bool = False) -> list:
+    def propagate_walks(
+        self,
+        frames: torch.Tensor | np.ndarray,
+        walks: list[Walk],
+        *,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        cache_mb: float | None = None,
+        on_frame: Any = None,
+        crops: bool = False,
+    ) -> list:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
         Each walk's result equals its own :meth:`propagate` call. With
@@ -313,7 +366,15 @@ class BuiltinPromptModel:
         batch = self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
         ctx = torch.enable_grad() if grad else torch.no_grad()
         with ctx, autocast_context(self.device, enabled=not grad):
-            outs = _prompt_walks.run(self.net, self.size, x, states, batch=batch,
-                                     progress=progress, cancel=cancel,
-                                     stop_when_empty=stop_when_empty, on_frame=on_frame)
+            outs = _prompt_walks.run(
+                self.net,
+                self.size,
+                x,
+                states,
+                batch=batch,
+                progress=progress,
+                cancel=cancel,
+                stop_when_empty=stop_when_empty,
+                on_frame=on_frame,
+            )
             return outs if crops else [o.full() for o in outs]

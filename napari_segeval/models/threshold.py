@@ -64,16 +64,21 @@ class ThresholdPromptModel:
     #: whole; differentiable; a per-slice prior is taken.
     capabilities = Capabilities(points=True, masks=True, prior_volume=True, live_frames=True)
 
-    def __init__(self, level: float = 0.5, gain: float = 20.0, reach: int = 1,
-                 device: Any = "cpu") -> None:
+    def __init__(
+        self, level: float = 0.5, gain: float = 20.0, reach: int = 1, device: Any = "cpu"
+    ) -> None:
         import torch
 
         self.level, self.gain, self.reach = float(level), float(gain), int(reach)
         self.device = torch.device(device)
 
-    def preprocess(self, image: np.ndarray, modality: str,
-                   window: str | tuple[float, float] | None = None,
-                   ct_mapping: str = "window") -> torch.Tensor:
+    def preprocess(
+        self,
+        image: np.ndarray,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        ct_mapping: str = "window",
+    ) -> torch.Tensor:
         """Raw frames to ``[0, 1]`` (see :func:`napari_segeval.inference.windowing.to_unit`).
 
         Examples
@@ -85,9 +90,13 @@ class ThresholdPromptModel:
 
         return torch.from_numpy(to_unit(np.asarray(image), modality, window, ct_mapping)[0])
 
-    def normalize_info(self, modality: str, window: str | tuple[float, float] | None = None,
-                       image: np.ndarray | None = None,
-                       ct_mapping: str = "window") -> NormalizeInfo:
+    def normalize_info(
+        self,
+        modality: str,
+        window: str | tuple[float, float] | None = None,
+        image: np.ndarray | None = None,
+        ct_mapping: str = "window",
+    ) -> NormalizeInfo:
         """One normalized unit spans the window (CT), percentile range (MR) or 255 grey.
 
         Examples
@@ -98,11 +107,21 @@ class ThresholdPromptModel:
         lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]")
 
-    def propagate(self, frames: Any, key_index: int, box: Box | PromptSet,
-                  order: Order = "forward", *, init_mask: Any = None,
-                  progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                  stop_when_empty: bool = False, grad: bool = False, prior_volume: Any = None,
-                  on_frame: Any = None) -> torch.Tensor:
+    def propagate(
+        self,
+        frames: Any,
+        key_index: int,
+        box: Box | PromptSet,
+        order: Order = "forward",
+        *,
+        init_mask: Any = None,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        prior_volume: Any = None,
+        on_frame: Any = None,
+    ) -> torch.Tensor:
         """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
 
         ``box`` is a box or the structure's prompt set (module doc for what each
@@ -133,8 +152,11 @@ class ThresholdPromptModel:
         prior = torch.zeros((h, w), device=self.device)
         out = []
         with torch.enable_grad() if grad else torch.no_grad():
-            given = None if prior_volume is None else torch.as_tensor(
-                prior_volume, dtype=torch.float32, device=self.device).detach()
+            given = (
+                None
+                if prior_volume is None
+                else torch.as_tensor(prior_volume, dtype=torch.float32, device=self.device).detach()
+            )
             for j, f in enumerate(idx):
                 check_cancel(cancel, "propagation")
                 if given is not None and j > 0:
@@ -146,8 +168,9 @@ class ThresholdPromptModel:
                 if progress is not None:
                     progress(j + 1, len(idx))
                 if stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
-                    out.extend(torch.zeros((h, w), device=self.device)
-                               for _ in range(len(idx) - j - 1))
+                    out.extend(
+                        torch.zeros((h, w), device=self.device) for _ in range(len(idx) - j - 1)
+                    )
                     if progress is not None and j + 1 < len(idx):
                         progress(len(idx), len(idx))
                     break
@@ -167,8 +190,9 @@ class ThresholdPromptModel:
         reach = F.max_pool2d(prior[None, None], k, 1, self.reach)[0, 0]
         return self._soft(frame) * reach
 
-    def _frame(self, frame: torch.Tensor, prior: torch.Tensor, active: tuple,
-               start: bool) -> torch.Tensor:
+    def _frame(
+        self, frame: torch.Tensor, prior: torch.Tensor, active: tuple, start: bool
+    ) -> torch.Tensor:
         """One frame: an ordinary step, or its prompts applied in order (module doc)."""
         import torch
 
@@ -177,11 +201,14 @@ class ThresholdPromptModel:
             return self._step(frame, prior)
         first, points = active[0], active
         if isinstance(first, MaskPrompt):
-            prob, points = torch.as_tensor(first.mask, dtype=torch.float32,
-                                           device=self.device), active[1:]
+            prob, points = (
+                torch.as_tensor(first.mask, dtype=torch.float32, device=self.device),
+                active[1:],
+            )
         elif isinstance(first, Box):
-            box_mask = torch.as_tensor(first.to_mask((h, w)), dtype=torch.float32,
-                                       device=self.device)
+            box_mask = torch.as_tensor(
+                first.to_mask((h, w)), dtype=torch.float32, device=self.device
+            )
             prob, points = self._step(frame, box_mask), active[1:]
         elif start:
             prob = torch.zeros((h, w), device=self.device)

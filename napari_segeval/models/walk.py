@@ -103,18 +103,22 @@ class Walk:
         start = int(self.start)
         prompts = self.prompts
         if isinstance(prompts, Box):
-            prompts = PromptSet.from_box(prompts if prompts.index == start
-                                         else replace(prompts, index=start))
+            prompts = PromptSet.from_box(
+                prompts if prompts.index == start else replace(prompts, index=start)
+            )
         if not isinstance(prompts, PromptSet):
             raise TypeError(f"a walk takes a PromptSet or a Box, got {type(prompts).__name__}")
         if init_mask is not None:
-            prompts = PromptSet(prompts.label, (MaskPrompt(np.asarray(init_mask) > 0, start,
-                                                           prompts.label),))
+            prompts = PromptSet(
+                prompts.label, (MaskPrompt(np.asarray(init_mask) > 0, start, prompts.label),)
+            )
         if not prompts.prompts:
             raise ValueError(f"structure {prompts.label}: a walk needs at least one prompt")
         if start not in prompts.frames:
-            raise ValueError(f"a walk starts on a conditioning frame: {start} carries no "
-                             f"prompt of structure {prompts.label} (frames {list(prompts.frames)})")
+            raise ValueError(
+                f"a walk starts on a conditioning frame: {start} carries no "
+                f"prompt of structure {prompts.label} (frames {list(prompts.frames)})"
+            )
         object.__setattr__(self, "start", start)
         object.__setattr__(self, "prompts", prompts)
 
@@ -215,8 +219,13 @@ class WalkOutput:
         """Full-size rows ``(n_visited, H, W)`` as a walk output (every box the whole frame)."""
         h, w = (int(s) for s in tensor.shape[-2:])
         frames = [int(f) for f in frames]
-        return cls(frames, [(0, 0, h, w)] * len(frames), [tensor[j] for j in range(len(frames))],
-                   (h, w), fill)
+        return cls(
+            frames,
+            [(0, 0, h, w)] * len(frames),
+            [tensor[j] for j in range(len(frames))],
+            (h, w),
+            fill,
+        )
 
     def row(self, j: int) -> Any:
         """Frame ``j`` (visit position) at full size ``(H, W)`` (differentiable)."""
@@ -242,8 +251,13 @@ class WalkOutput:
 
     def map(self, fn: Callable[[Any], Any], fill: float) -> WalkOutput:
         """Apply ``fn`` to every crop (for example ``torch.sigmoid``); ``fill`` is ``fn(fill)``."""
-        return WalkOutput(list(self.frames), list(self.boxes),
-                          [None if v is None else fn(v) for v in self.values], self.shape, fill)
+        return WalkOutput(
+            list(self.frames),
+            list(self.boxes),
+            [None if v is None else fn(v) for v in self.values],
+            self.shape,
+            fill,
+        )
 
 
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:

@@ -25,7 +25,10 @@ from napari_segeval.io.case import Geometry
 VIDEO_CODEC = "mpeg4"
 #: Encoder settings of the sample video (fixed for reproducible bytes).
 VIDEO_OPTIONS: dict[str, str] = {
-    "flags": "+bitexact+qscale", "global_quality": str(3 * 118), "threads": "1"}  # q 3
+    "flags": "+bitexact+qscale",
+    "global_quality": str(3 * 118),
+    "threads": "1",
+}  # q 3
 
 
 def ras_affine(geometry: Geometry) -> np.ndarray:

@@ -73,8 +73,16 @@ def _row(path: str, case: Case, call: str) -> str:
     shape = "×".join(str(s) for s in case.image.shape)
     spacing = "×".join(f"{s:g}" for s in case.spacing)
     names = ", ".join(f"{k} {v}" for k, v in sorted(case.structures.items()))
-    cells = [f"`{path}`", case.modality, case.axes, shape, str(case.image.dtype), spacing,
-             names, f"`{call}`"]
+    cells = [
+        f"`{path}`",
+        case.modality,
+        case.axes,
+        shape,
+        str(case.image.dtype),
+        spacing,
+        names,
+        f"`{call}`",
+    ]
     return "| " + " | ".join(cells) + " |\n"
 
 
@@ -92,9 +100,12 @@ def render_readme(rows: list, index: dict, seeds: dict[str, int]) -> str:
     head = _HEAD.replace("{seeds}", ", ".join(f"{k} {v}" for k, v in seeds.items()))
     body = "".join(_row(*r) for r in rows)
     tail = _TAIL.format(
-        task=index.get("msd_task", "").split("/")[-1], msd_shape="32×96×96",
-        codec=video.get("codec", "not written"), fps=video.get("fps", "-"),
-        ed=seq.get("ed_frame", "-"), es=seq.get("es_frame", "-"),
+        task=index.get("msd_task", "").split("/")[-1],
+        msd_shape="32×96×96",
+        codec=video.get("codec", "not written"),
+        fps=video.get("fps", "-"),
+        ed=seq.get("ed_frame", "-"),
+        es=seq.get("es_frame", "-"),
         names=", ".join(f"`{k}`" for k in index),
     )
     return head + body + tail

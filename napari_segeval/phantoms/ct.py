@@ -54,11 +54,22 @@ def _intensities(rng: np.random.Generator) -> dict[str, float]:
     """Per-case mean HU of each tissue (contrast-enhanced, portal-venous-like)."""
     u = rng.uniform
     return {
-        "skin": u(20, 40), "fat": u(-110, -90), "muscle": u(40, 50), "bowel": u(15, 30),
-        "liver": u(55, 65), "spleen": u(45, 52), "cortex": u(145, 165),
-        "medulla": u(95, 110), "tumour": u(20, 32), "aorta": u(160, 200),
-        "ivc": u(110, 140), "cancellous": u(300, 400), "cortical": u(800, 1000),
-        "rib": u(650, 850), "disc": u(70, 100), "canal": u(10, 25),
+        "skin": u(20, 40),
+        "fat": u(-110, -90),
+        "muscle": u(40, 50),
+        "bowel": u(15, 30),
+        "liver": u(55, 65),
+        "spleen": u(45, 52),
+        "cortex": u(145, 165),
+        "medulla": u(95, 110),
+        "tumour": u(20, 32),
+        "aorta": u(160, 200),
+        "ivc": u(110, 140),
+        "cancellous": u(300, 400),
+        "cortical": u(800, 1000),
+        "rib": u(650, 850),
+        "disc": u(70, 100),
+        "canal": u(10, 25),
     }
 
 
@@ -97,9 +108,14 @@ def _skeleton(rng, z, y, x, cav_axes, y0, half_z):
         < 1
     )
     return {
-        "vb": vb, "disc": disc & vb, "cortical": vb & (r_vb > rv - 1.5),
-        "posterior": arch | spinous, "canal": canal, "para": para,
-        "vb_y": vb_y, "rv": rv,
+        "vb": vb,
+        "disc": disc & vb,
+        "cortical": vb & (r_vb > rv - 1.5),
+        "posterior": arch | spinous,
+        "canal": canal,
+        "para": para,
+        "vb_y": vb_y,
+        "rv": rv,
     }
 
 
@@ -279,6 +295,12 @@ def make_ct_case(
         "has_tumour": bool((labels == 5).any()),
         "noise_sd_hu": round(float(noise_sd), 2),
     }
-    return Case(image, geometry, axes="zyx", modality="CT", labels=labels,
-                structures=dict(CT_STRUCTURES), meta=meta)
-
+    return Case(
+        image,
+        geometry,
+        axes="zyx",
+        modality="CT",
+        labels=labels,
+        structures=dict(CT_STRUCTURES),
+        meta=meta,
+    )

@@ -67,8 +67,14 @@ def _frame_masks(yy, xx, p: dict, c: float, deform: np.ndarray) -> dict[str, np.
     rv = (rv_level < 1) & ~lv & ~myo & ~la
     wall = (ellipsoid_level((yy, xx), rv_c, (0.8 * ry + 3, p["rv_rx"] + 3), angle=ang) < 1) & ~rv
     peri = (outer < (1 + 5 / p["rx"]) ** 2) & (outer >= 1) & ~la & (u < base - cy)
-    return {"lv": lv, "myo": myo, "la": la, "rv": rv, "rv_wall": wall & ~lv & ~la & ~myo,
-            "peri": peri & ~rv & ~wall}
+    return {
+        "lv": lv,
+        "myo": myo,
+        "la": la,
+        "rv": rv,
+        "rv_wall": wall & ~lv & ~la & ~myo,
+        "peri": peri & ~rv & ~wall,
+    }
 
 
 def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
@@ -122,15 +128,23 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
     half_angle = np.deg2rad(rng.uniform(33, 40))
     fov, depth = _sector(shape, half_angle)
     p = {
-        "cy": h * rng.uniform(0.38, 0.44), "cx": w * rng.uniform(0.52, 0.58),
-        "ry": h * rng.uniform(0.22, 0.27), "rx": w * rng.uniform(0.1, 0.13),
-        "thick": w * rng.uniform(0.045, 0.06), "angle": rng.uniform(-0.18, 0.1),
-        "la_ry": h * rng.uniform(0.1, 0.13), "la_rx": w * rng.uniform(0.08, 0.11),
+        "cy": h * rng.uniform(0.38, 0.44),
+        "cx": w * rng.uniform(0.52, 0.58),
+        "ry": h * rng.uniform(0.22, 0.27),
+        "rx": w * rng.uniform(0.1, 0.13),
+        "thick": w * rng.uniform(0.045, 0.06),
+        "angle": rng.uniform(-0.18, 0.1),
+        "la_ry": h * rng.uniform(0.1, 0.13),
+        "la_rx": w * rng.uniform(0.08, 0.11),
         "rv_rx": w * rng.uniform(0.07, 0.1),
     }
     period, phase = rng.uniform(18, 26), rng.uniform(0, 2 * np.pi)
-    echo = {"tissue": rng.uniform(0.12, 0.2), "myo": rng.uniform(0.5, 0.65),
-            "blood": rng.uniform(0.004, 0.01), "peri": rng.uniform(0.9, 1.1)}
+    echo = {
+        "tissue": rng.uniform(0.12, 0.2),
+        "myo": rng.uniform(0.5, 0.65),
+        "blood": rng.uniform(0.004, 0.01),
+        "peri": rng.uniform(0.9, 1.1),
+    }
     deform = 0.12 * smooth_field(rng, shape, (4, 4))
     tissue_tex = 1 + 0.25 * smooth_field(rng, shape, (8, 8))
     speckle = _speckle(rng, n_frames, shape)
@@ -155,9 +169,19 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
     lv_area = (labels == 1).sum(axis=(1, 2))
     geometry = Geometry((1.0, ECHO_PIXEL_MM, ECHO_PIXEL_MM), (0.0,) * 3, tuple(np.eye(3).ravel()))
     meta = {
-        "generator": "napari_segeval.phantoms.make_echo_clip", "seed": int(seed),
-        "fps": ECHO_FPS, "ed_frame": int(np.argmax(lv_area)), "es_frame": int(np.argmin(lv_area)),
+        "generator": "napari_segeval.phantoms.make_echo_clip",
+        "seed": int(seed),
+        "fps": ECHO_FPS,
+        "ed_frame": int(np.argmax(lv_area)),
+        "es_frame": int(np.argmin(lv_area)),
         "period_frames": round(float(period), 3),
     }
-    return Case(image, geometry, axes="tyx", modality="US", labels=labels,
-                structures=dict(ECHO_STRUCTURES), meta=meta)
+    return Case(
+        image,
+        geometry,
+        axes="tyx",
+        modality="US",
+        labels=labels,
+        structures=dict(ECHO_STRUCTURES),
+        meta=meta,
+    )

@@ -109,8 +109,15 @@ def make_polyp_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     labels[border] = 0
     rgb += rng.normal(0, 2.0, rgb.shape)
     meta = {"generator": "napari_segeval.phantoms.make_polyp_image", "seed": int(seed)}
-    return Case(_to_uint8(rgb), Geometry.identity(2), axes="yxc", modality="endoscopy",
-                labels=labels, structures=dict(POLYP_STRUCTURES), meta=meta)
+    return Case(
+        _to_uint8(rgb),
+        Geometry.identity(2),
+        axes="yxc",
+        modality="endoscopy",
+        labels=labels,
+        structures=dict(POLYP_STRUCTURES),
+        meta=meta,
+    )
 
 
 def _hairs(rng, yy, xx, n: int) -> np.ndarray:
@@ -125,7 +132,7 @@ def _hairs(rng, yy, xx, n: int) -> np.ndarray:
         t = (yy - p0[0]) * d[0] + (xx - p0[1]) * d[1]
         s = -(yy - p0[0]) * d[1] + (xx - p0[1]) * d[0] - bend * t**2
         length = rng.uniform(0.3, 0.7) * max(h, w)
-        hair = np.maximum(hair, np.exp(-(s / 0.6) ** 2) * (np.abs(t) < length / 2))
+        hair = np.maximum(hair, np.exp(-((s / 0.6) ** 2)) * (np.abs(t) < length / 2))
     return hair
 
 
@@ -180,8 +187,15 @@ def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     rgb += rng.normal(0, 2.0, rgb.shape)
     labels = mask.astype(np.uint8)
     meta = {"generator": "napari_segeval.phantoms.make_skin_image", "seed": int(seed)}
-    return Case(_to_uint8(rgb), Geometry.identity(2), axes="yxc", modality="dermoscopy",
-                labels=labels, structures=dict(SKIN_STRUCTURES), meta=meta)
+    return Case(
+        _to_uint8(rgb),
+        Geometry.identity(2),
+        axes="yxc",
+        modality="dermoscopy",
+        labels=labels,
+        structures=dict(SKIN_STRUCTURES),
+        meta=meta,
+    )
 
 
 def labels_to_rgb_mask(

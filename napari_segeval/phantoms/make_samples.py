@@ -55,8 +55,14 @@ SEEDS: dict[str, int] = {
 MSD_TASK = "Task90_AbdomenPhantom"
 MSD_SHAPE = (32, 96, 96)
 #: Spacing of the MSD-style cases (varied like a real multi-scanner data set).
-MSD_SPACINGS = ((2.5, 1.4, 1.4), (3.0, 1.3, 1.3), (2.5, 1.5, 1.5),
-                (2.0, 1.4, 1.4), (3.0, 1.5, 1.5), (2.5, 1.3, 1.3))
+MSD_SPACINGS = (
+    (2.5, 1.4, 1.4),
+    (3.0, 1.3, 1.3),
+    (2.5, 1.5, 1.5),
+    (2.0, 1.4, 1.4),
+    (3.0, 1.5, 1.5),
+    (2.5, 1.3, 1.3),
+)
 N_2D = 20
 #: Outcome of :func:`check_samples` per file; the last three fail the check.
 OK_STATES = ("identical", "same content")
@@ -66,8 +72,9 @@ def _structures_json(structures: dict[int, str]) -> dict[str, str]:
     return {str(k): v for k, v in sorted(structures.items())}
 
 
-def _folder_dataset_json(name: str, modality: str, structures: dict[int, str],
-                         colors: dict | None = None) -> bytes:
+def _folder_dataset_json(
+    name: str, modality: str, structures: dict[int, str], colors: dict | None = None
+) -> bytes:
     """A minimal MSD-style ``dataset.json`` so readers find structure names and modality
     (and the colours of a colour-coded mask, ``"color_table"``)."""
     dataset = {
@@ -91,10 +98,15 @@ def _ct(files: dict, index: dict, rows: list) -> None:
     case = make_ct_case(seed, tumour=True)
     files["ct/ct_001.nii.gz"] = nifti_gz_bytes(case.image, case.geometry, f"CT phantom seed {seed}")
     files["ct/ct_001_labels.nii.gz"] = nifti_gz_bytes(
-        case.labels, case.geometry, f"CT phantom labels seed {seed}")
-    index["ct"] = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz",
-                   "modality": "CT", "structures": _structures_json(case.structures),
-                   "seed": seed}
+        case.labels, case.geometry, f"CT phantom labels seed {seed}"
+    )
+    index["ct"] = {
+        "image": "ct/ct_001.nii.gz",
+        "labels": "ct/ct_001_labels.nii.gz",
+        "modality": "CT",
+        "structures": _structures_json(case.structures),
+        "seed": seed,
+    }
     files["ct/dataset.json"] = _folder_dataset_json("CT phantom", "CT", case.structures)
     rows.append(("ct/ct_001.nii.gz (+ _labels)", case, f"make_ct_case({seed}, tumour=True)"))
 
@@ -107,14 +119,21 @@ def _msd(files: dict, index: dict, rows: list) -> None:
         case = make_ct_case(seed, shape=MSD_SHAPE, spacing=spacing, tumour=i != 3)
         names = case.structures
         files[f"{root}/imagesTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
-            case.image, case.geometry, f"CT phantom seed {seed}")
+            case.image, case.geometry, f"CT phantom seed {seed}"
+        )
         files[f"{root}/labelsTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
-            case.labels, case.geometry, f"CT phantom labels seed {seed}")
-        training.append({"image": f"./imagesTr/abd_{i:03d}.nii.gz",
-                         "label": f"./labelsTr/abd_{i:03d}.nii.gz"})
-        rows.append((f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)", case,
-                     (f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, "
-                      f"tumour={i != 3})")))
+            case.labels, case.geometry, f"CT phantom labels seed {seed}"
+        )
+        training.append(
+            {"image": f"./imagesTr/abd_{i:03d}.nii.gz", "label": f"./labelsTr/abd_{i:03d}.nii.gz"}
+        )
+        rows.append(
+            (
+                f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)",
+                case,
+                (f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, tumour={i != 3})"),
+            )
+        )
     dataset = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
@@ -137,22 +156,39 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     seed = SEEDS["echo"]
     clip = make_echo_clip(seed)
     files["video/echo_001_labels.nii.gz"] = nifti_gz_bytes(
-        clip.labels, clip.geometry, f"echo phantom labels seed {seed}")
+        clip.labels, clip.geometry, f"echo phantom labels seed {seed}"
+    )
     if video:
         files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
-        index["video"] = {"image": "video/echo_001.mp4", "labels": "video/echo_001_labels.nii.gz",
-                          "modality": "US", "structures": _structures_json(clip.structures),
-                          "fps": ECHO_FPS, "codec": VIDEO_CODEC, "seed": seed}
+        index["video"] = {
+            "image": "video/echo_001.mp4",
+            "labels": "video/echo_001_labels.nii.gz",
+            "modality": "US",
+            "structures": _structures_json(clip.structures),
+            "fps": ECHO_FPS,
+            "codec": VIDEO_CODEC,
+            "seed": seed,
+        }
     for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", clip.labels)):
         for fname, data in metaimage_files(arr, clip.spacing, name).items():
             files[f"video/{fname}"] = data
     files["video/dataset.json"] = _folder_dataset_json("Echo phantom", "US", clip.structures)
     index["echo_sequence"] = {
-        "image": "video/echo_001_sequence.mhd", "labels": "video/echo_001_sequence_gt.mhd",
-        "modality": "US", "structures": _structures_json(clip.structures),
-        "ed_frame": clip.meta["ed_frame"], "es_frame": clip.meta["es_frame"], "seed": seed}
-    rows.append(("video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw",
-                 clip, f"make_echo_clip({seed})"))
+        "image": "video/echo_001_sequence.mhd",
+        "labels": "video/echo_001_sequence_gt.mhd",
+        "modality": "US",
+        "structures": _structures_json(clip.structures),
+        "ed_frame": clip.meta["ed_frame"],
+        "es_frame": clip.meta["es_frame"],
+        "seed": seed,
+    }
+    rows.append(
+        (
+            "video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw",
+            clip,
+            f"make_echo_clip({seed})",
+        )
+    )
 
 
 def _images2d(files: dict, index: dict, rows: list) -> None:
@@ -167,21 +203,31 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
         case = make_skin_image(seed)
         files[f"skin/skin_{i:03d}.png"] = png_bytes(case.image)
         files[f"skin/skin_{i:03d}_segmentation.png"] = png_bytes(
-            (case.labels > 0).astype(np.uint8) * 255)
-        rows.append((f"skin/skin_{i:03d}.png (+ _segmentation.png)", case,
-                     f"make_skin_image({seed})"))
+            (case.labels > 0).astype(np.uint8) * 255
+        )
+        rows.append(
+            (f"skin/skin_{i:03d}.png (+ _segmentation.png)", case, f"make_skin_image({seed})")
+        )
     files["polyp/dataset.json"] = _folder_dataset_json(
-        "Polyp phantom", "endoscopy", POLYP_STRUCTURES, POLYP_COLORS)
-    files["skin/dataset.json"] = _folder_dataset_json(
-        "Skin phantom", "dermoscopy", SKIN_STRUCTURES)
-    index["polyp"] = {"image": "polyp/polyp_001.png", "labels": "polyp/polyp_001_mask.png",
-                      "modality": "endoscopy",
-                      "structures": {"1": "neoplastic", "2": "non_neoplastic"},
-                      "color_table": {str(k): list(v) for k, v in POLYP_COLORS.items()},
-                      "seed": SEEDS["polyp"]}
-    index["skin"] = {"image": "skin/skin_001.png", "labels": "skin/skin_001_segmentation.png",
-                     "modality": "dermoscopy", "structures": {"1": "lesion"},
-                     "label_values": {"0": 0, "255": 1}, "seed": SEEDS["skin"]}
+        "Polyp phantom", "endoscopy", POLYP_STRUCTURES, POLYP_COLORS
+    )
+    files["skin/dataset.json"] = _folder_dataset_json("Skin phantom", "dermoscopy", SKIN_STRUCTURES)
+    index["polyp"] = {
+        "image": "polyp/polyp_001.png",
+        "labels": "polyp/polyp_001_mask.png",
+        "modality": "endoscopy",
+        "structures": {"1": "neoplastic", "2": "non_neoplastic"},
+        "color_table": {str(k): list(v) for k, v in POLYP_COLORS.items()},
+        "seed": SEEDS["polyp"],
+    }
+    index["skin"] = {
+        "image": "skin/skin_001.png",
+        "labels": "skin/skin_001_segmentation.png",
+        "modality": "dermoscopy",
+        "structures": {"1": "lesion"},
+        "label_values": {"0": 0, "255": 1},
+        "seed": SEEDS["skin"],
+    }
     index["polyp_folder"] = "polyp"
     index["skin_folder"] = "skin"
 
@@ -301,10 +347,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m napari_segeval.phantoms.make_samples",
-        description="Write the napari-segeval sample data, or check it is up to date.")
+        description="Write the napari-segeval sample data, or check it is up to date.",
+    )
     parser.add_argument("--out", default="sample_data", help="sample folder (default: %(default)s)")
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in a temporary folder and compare; exit 1 on difference")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="regenerate in a temporary folder and compare; exit 1 on difference",
+    )
     args = parser.parse_args(argv)
     if not args.check:
         paths = write_samples(args.out)

@@ -118,7 +118,8 @@ def sample_root() -> Path:
         return repo
     cache = _cache_dir()
     if (cache / "index.json").is_file() and (
-            _built_with(cache).get("video", False) or not _can_write_video()):
+        _built_with(cache).get("video", False) or not _can_write_video()
+    ):
         return cache
     return _generate_into(cache)
 
@@ -195,4 +196,13 @@ def _entry(index: dict, name: str):
     return index[name]
 
 
-__all__ = ["BUILT_WITH", "ENV_VAR", "NEEDS_EXTRA", "SAMPLES_VERSION", "load_index", "sample_info", "sample_path", "sample_root"]
+__all__ = [
+    "BUILT_WITH",
+    "ENV_VAR",
+    "NEEDS_EXTRA",
+    "SAMPLES_VERSION",
+    "load_index",
+    "sample_info",
+    "sample_path",
+    "sample_root",
+]

@@ -192,8 +192,9 @@ class Box:
             raise ValueError(f"structure {label} is empty on slice {index}: no box")
         return cls(ys.min(), xs.min(), ys.max() + 1, xs.max() + 1, index=index, label=label)
 
-    def jittered(self, pixels: int, rng: np.random.Generator, shape: Sequence[int],
-                 mode: str = "edges") -> Box:
+    def jittered(
+        self, pixels: int, rng: np.random.Generator, shape: Sequence[int], mode: str = "edges"
+    ) -> Box:
         """A jittered box, clipped to ``shape``.
 
         ``mode="edges"`` (default): each edge moves independently by an integer
@@ -216,8 +217,9 @@ class Box:
             return self.clip(shape)
         if mode == "outward":
             s = int(rng.integers(0, int(pixels) + 1))
-            return replace(self, y0=self.y0 - s, x0=self.x0 - s, y1=self.y1 + s,
-                           x1=self.x1 + s).clip(shape)
+            return replace(
+                self, y0=self.y0 - s, x0=self.x0 - s, y1=self.y1 + s, x1=self.x1 + s
+            ).clip(shape)
         d = rng.integers(-int(pixels), int(pixels) + 1, size=4)
         y0, x0, y1, x1 = self.y0 + d[0], self.x0 + d[1], self.y1 + d[2], self.x1 + d[3]
         y1, x1 = max(y1, y0 + 1), max(x1, x0 + 1)

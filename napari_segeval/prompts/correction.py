@@ -88,15 +88,17 @@ def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndar
     """
     ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
     if ref.shape != pred.shape or ref.ndim != 3:
-        raise ValueError(f"expected two (n, H, W) masks of one shape, got {ref.shape} and "
-                         f"{pred.shape}")
+        raise ValueError(
+            f"expected two (n, H, W) masks of one shape, got {ref.shape} and {pred.shape}"
+        )
     fn = (ref & ~pred).reshape(ref.shape[0], -1).sum(axis=1)
     fp = (pred & ~ref).reshape(ref.shape[0], -1).sum(axis=1)
     return fn, fp
 
 
-def most_wrong_slice(reference: np.ndarray, prediction: np.ndarray,
-                     allowed: np.ndarray | None = None) -> int | None:
+def most_wrong_slice(
+    reference: np.ndarray, prediction: np.ndarray, allowed: np.ndarray | None = None
+) -> int | None:
     """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is wrong.
 
     The slice a correction targets (step 1 of the module docstring). Not
@@ -185,13 +187,25 @@ def _point(ref: np.ndarray, pred: np.ndarray, z: int, label: int, fn: int, fp: i
     positive = corrects_misses(fn, fp)
     missed, leaked = error_regions(ref[z], pred[z])
     y, x, depth = interior_pixel(missed if positive else leaked)
-    return Correction(Point(y, x, index=z, label=label, positive=positive), fn, fp,
-                      "fn" if positive else "fp", depth)
+    return Correction(
+        Point(y, x, index=z, label=label, positive=positive),
+        fn,
+        fp,
+        "fn" if positive else "fp",
+        depth,
+    )
 
 
-def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int = 1,
-                    kind: str = "point", boxed: Iterable[int] = (),
-                    points: bool = True, index: int | None = None) -> Correction | None:
+def next_correction(
+    reference: np.ndarray,
+    prediction: np.ndarray,
+    *,
+    label: int = 1,
+    kind: str = "point",
+    boxed: Iterable[int] = (),
+    points: bool = True,
+    index: int | None = None,
+) -> Correction | None:
     """The prompt a person adds next to one structure (module docstring), or None if exact.
 
     Parameters
@@ -252,12 +266,21 @@ def next_correction(reference: np.ndarray, prediction: np.ndarray, *, label: int
         zb = most_wrong_slice(ref, pred, allowed)
         if zb is not None:
             box = Box.from_mask(ref[zb], index=zb, label=label)
-            return Correction(box, int(fn[zb]), int(fp[zb]),
-                              "fn" if corrects_misses(fn[zb], fp[zb]) else "fp")
+            return Correction(
+                box, int(fn[zb]), int(fp[zb]), "fn" if corrects_misses(fn[zb], fp[zb]) else "fp"
+            )
         if not points:
             return None
     return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))
 
 
-__all__ = ["KINDS", "Correction", "corrects_misses", "error_regions", "interior_pixel",
-           "most_wrong_slice", "next_correction", "slice_errors"]
+__all__ = [
+    "KINDS",
+    "Correction",
+    "corrects_misses",
+    "error_regions",
+    "interior_pixel",
+    "most_wrong_slice",
+    "next_correction",
+    "slice_errors",
+]

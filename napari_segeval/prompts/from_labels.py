@@ -40,8 +40,14 @@ def key_index(mask: np.ndarray, mode: str = "volume") -> int:
     return int(present[np.argmin(np.abs(present - mid))])
 
 
-def box_from_labels(labels: np.ndarray, label: int, *, mode: str = "volume", jitter: int = 0,
-                    rng: np.random.Generator | None = None) -> Box:
+def box_from_labels(
+    labels: np.ndarray,
+    label: int,
+    *,
+    mode: str = "volume",
+    jitter: int = 0,
+    rng: np.random.Generator | None = None,
+) -> Box:
     """Box prompt for one structure of a ``(n, H, W)`` (or ``(H, W)``) label map.
 
     Parameters
@@ -75,13 +81,20 @@ def box_from_labels(labels: np.ndarray, label: int, *, mode: str = "volume", jit
         raise InvalidLabelsError(f"structure {label} is absent from the reference labels") from None
     box = Box.from_mask(mask[k], index=k, label=label)
     if jitter > 0:
-        box = box.jittered(jitter, rng if rng is not None else np.random.default_rng(0),
-                           arr.shape[1:])
+        box = box.jittered(
+            jitter, rng if rng is not None else np.random.default_rng(0), arr.shape[1:]
+        )
     return box
 
 
-def boxes_from_labels(labels: np.ndarray, structures: Iterable[int] | None = None, *,
-                      mode: str = "volume", jitter: int = 0, seed: int = 0) -> list[Box]:
+def boxes_from_labels(
+    labels: np.ndarray,
+    structures: Iterable[int] | None = None,
+    *,
+    mode: str = "volume",
+    jitter: int = 0,
+    seed: int = 0,
+) -> list[Box]:
     """Boxes for several structures (default: every non-zero label present).
 
     One generator seeded with ``seed`` draws the jitter of all boxes in order.

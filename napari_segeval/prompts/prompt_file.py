@@ -76,8 +76,9 @@ def prompt_from_dict(d: Mapping[str, Any], label: int) -> Prompt:
         positive = d.get("positive", True)
         if not isinstance(positive, bool):
             raise ValueError(f"'positive' must be true or false, got {positive!r}")
-        return Point(_number(d["y"], "y"), _number(d["x"], "x"), index=index, label=label,
-                     positive=positive)
+        return Point(
+            _number(d["y"], "y"), _number(d["x"], "x"), index=index, label=label, positive=positive
+        )
     if kind == "mask":
         return MaskPrompt(decode_mask(d["rle"]), index=index, label=label)
     raise ValueError(f"unknown prompt type {kind!r} (box, point or mask)")
@@ -131,8 +132,11 @@ class PromptFile:
             "format": FORMAT,
             "shape": None if self.shape is None else [int(s) for s in self.shape],
             "structures": [
-                {"label": lab, "name": self.names.get(lab),
-                 "prompts": [prompt_to_dict(p) for p in s.prompts]}
+                {
+                    "label": lab,
+                    "name": self.names.get(lab),
+                    "prompts": [prompt_to_dict(p) for p in s.prompts],
+                }
                 for lab, s in self.sets.items()
             ],
         }
@@ -153,8 +157,10 @@ class PromptFile:
                 label = _integer(s["label"], "label")
                 if label in sets:
                     raise ValueError(f"structure {label} is listed twice")
-                prompts = [prompt_from_dict(d, label)
-                           for d in _objects(s["prompts"], f"prompts of structure {label}")]
+                prompts = [
+                    prompt_from_dict(d, label)
+                    for d in _objects(s["prompts"], f"prompts of structure {label}")
+                ]
                 sets[label] = PromptSet(label, tuple(prompts))
                 if s.get("name") is not None:
                     names[label] = str(s["name"])
@@ -166,12 +172,21 @@ class PromptFile:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PromptFile):
             return NotImplemented
-        return (self.shape == other.shape and self.names == other.names
-                and list(self.sets.items()) == list(other.sets.items()))
+        return (
+            self.shape == other.shape
+            and self.names == other.names
+            and list(self.sets.items()) == list(other.sets.items())
+        )
 
-    def check(self, shape: Sequence[int], structures: Mapping[int, str] | None = None,
-              present: Iterable[int] | None = None, *, where: str = "slice",
-              source: str | None = None) -> None:
+    def check(
+        self,
+        shape: Sequence[int],
+        structures: Mapping[int, str] | None = None,
+        present: Iterable[int] | None = None,
+        *,
+        where: str = "slice",
+        source: str | None = None,
+    ) -> None:
         """Refuse prompts for another image or unknown structures, then validate every set.
 
         ``shape`` is the case's ``(n, H, W)``; ``structures`` its names by id; ``present``
@@ -183,7 +198,8 @@ class PromptFile:
         if self.shape is not None and tuple(self.shape) != shape:
             raise InvalidPromptError(
                 f"{src}: the prompts are for an image of shape {list(self.shape)}, "
-                f"this one is {list(shape)}")
+                f"this one is {list(shape)}"
+            )
         structures = dict(structures or {})
         known = set(structures) | set(present or ())
         for lab, s in self.sets.items():
@@ -191,11 +207,14 @@ class PromptFile:
             if name and structures.get(lab) and structures[lab] != name:
                 raise InvalidPromptError(
                     f"{src}: structure {lab} is {name!r} in the prompts file but "
-                    f"{structures[lab]!r} in the case")
+                    f"{structures[lab]!r} in the case"
+                )
             if known and lab not in known:
                 raise InvalidPromptError(
-                    f"{src}: unknown structure {lab}" + (f" ({name})" if name else "")
-                    + f": the case has {', '.join(str(k) for k in sorted(known))}")
+                    f"{src}: unknown structure {lab}"
+                    + (f" ({name})" if name else "")
+                    + f": the case has {', '.join(str(k) for k in sorted(known))}"
+                )
             s.validate(shape, name=name or structures.get(lab), where=where, source=src)
 
 

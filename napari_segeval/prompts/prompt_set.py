@@ -146,15 +146,20 @@ class MaskPrompt:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MaskPrompt):
             return NotImplemented
-        return (self.index, self.label) == (other.index, other.label) and \
-            self.mask.shape == other.mask.shape and bool(np.array_equal(self.mask, other.mask))
+        return (
+            (self.index, self.label) == (other.index, other.label)
+            and self.mask.shape == other.mask.shape
+            and bool(np.array_equal(self.mask, other.mask))
+        )
 
     def __hash__(self) -> int:
         return hash((self.index, self.label, self.mask.shape, self.mask.tobytes()))
 
     def __repr__(self) -> str:
-        return (f"MaskPrompt(shape={self.mask.shape}, area={self.area}, index={self.index}, "
-                f"label={self.label})")
+        return (
+            f"MaskPrompt(shape={self.mask.shape}, area={self.area}, index={self.index}, "
+            f"label={self.label})"
+        )
 
 
 Prompt = Box | Point | MaskPrompt
@@ -228,8 +233,9 @@ class PromptSet:
             if not prompts:
                 raise ValueError("an empty prompt set needs a label")
             label = prompts[0].label
-        return cls(label, tuple(p if p.label == label else replace(p, label=label)
-                                for p in prompts))
+        return cls(
+            label, tuple(p if p.label == label else replace(p, label=label) for p in prompts)
+        )
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -294,12 +300,22 @@ class PromptSet:
 
     def locates(self) -> bool:
         """Whether some prompt says where the structure is (box, positive point, non-empty mask)."""
-        return any(isinstance(p, Box) or (isinstance(p, Point) and p.positive)
-                   or (isinstance(p, MaskPrompt) and p.area > 0) for p in self.prompts)
+        return any(
+            isinstance(p, Box)
+            or (isinstance(p, Point) and p.positive)
+            or (isinstance(p, MaskPrompt) and p.area > 0)
+            for p in self.prompts
+        )
 
-    def validate(self, shape: Sequence[int], *, name: str | None = None,
-                 where: str = "slice", source: str | None = None,
-                 partial: bool = False) -> None:
+    def validate(
+        self,
+        shape: Sequence[int],
+        *,
+        name: str | None = None,
+        where: str = "slice",
+        source: str | None = None,
+        partial: bool = False,
+    ) -> None:
         """Refuse prompts that do not fit a frame stack of ``shape = (n, H, W, ...)``.
 
         ``partial=True`` checks each prompt only (a set still being given, such as a
@@ -329,21 +345,25 @@ class PromptSet:
         for p in self.prompts:
             if not 0 <= p.index < n:
                 raise InvalidPromptError(
-                    f"{who}: {describe(p, where)}: {where} {p.index} does not exist "
-                    f"(0..{n - 1})")
+                    f"{who}: {describe(p, where)}: {where} {p.index} does not exist (0..{n - 1})"
+                )
             if isinstance(p, Box) and not (p.y0 < h and p.x0 < w and p.y1 > 0 and p.x1 > 0):
                 raise InvalidPromptError(
-                    f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}")
+                    f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
+                )
             if isinstance(p, Point):
                 py, px = p.pixel
                 if not (0 <= py < h and 0 <= px < w):
                     raise InvalidPromptError(
-                        f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}")
+                        f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
+                    )
             if isinstance(p, MaskPrompt) and p.mask.shape != (h, w):
                 raise InvalidPromptError(
                     f"{who}: mask prompt on {where} {p.index} has shape "
-                    f"{p.mask.shape[0]} x {p.mask.shape[1]}, the {where}s are {h} x {w}")
+                    f"{p.mask.shape[0]} x {p.mask.shape[1]}, the {where}s are {h} x {w}"
+                )
         if not partial and not self.locates():
             raise InvalidPromptError(
                 f"{who}: only negative points (or empty masks): add a box, a positive "
-                "point or a mask that shows where the structure is")
+                "point or a mask that shows where the structure is"
+            )

@@ -100,8 +100,9 @@ if TYPE_CHECKING:  # pragma: no cover
 MODES = ("volume", "video")
 
 
-def total_steps(n_frames: int, prompts: Any, mode: str, *,
-                corrections: Corrections = Corrections.NONE) -> int:
+def total_steps(
+    n_frames: int, prompts: Any, mode: str, *, corrections: Corrections = Corrections.NONE
+) -> int:
     """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
 
     ``prompts``: boxes and/or prompt sets (:func:`~.options.as_prompt_sets`).
@@ -132,8 +133,11 @@ def total_steps(n_frames: int, prompts: Any, mode: str, *,
     return total
 
 
-def make_walks(sets: Mapping[int, PromptSet], options: PropagationOptions,
-               priors: Mapping[int, Any] | None = None) -> list[Walk]:
+def make_walks(
+    sets: Mapping[int, PromptSet],
+    options: PropagationOptions,
+    priors: Mapping[int, Any] | None = None,
+) -> list[Walk]:
     """The walks of ``sets``: per structure, forward from its first conditioning frame
     and (volumes) backward from its last one.
 
@@ -143,23 +147,29 @@ def make_walks(sets: Mapping[int, PromptSet], options: PropagationOptions,
     >>> [(w.start, w.order) for w in make_walks({1: s}, PropagationOptions())]
     [(2, 'forward'), (5, 'backward')]
     """
-    return [Walk.of(s, order, prior_volume=None if priors is None else priors.get(lab))
-            for lab, s in sets.items() for order in options.orders]
+    return [
+        Walk.of(s, order, prior_volume=None if priors is None else priors.get(lab))
+        for lab, s in sets.items()
+        for order in options.orders
+    ]
 
 
-def _reporter(on_slice: Any, walks: list[Walk], first: int,
-              threshold: float) -> Callable[[int, int, Any], None] | None:
+def _reporter(
+    on_slice: Any, walks: list[Walk], first: int, threshold: float
+) -> Callable[[int, int, Any], None] | None:
     if on_slice is None:
         return None
 
     def on_frame(i: int, f: int, prob: Any) -> None:
         mask = (prob.detach() > threshold).cpu().numpy()
         on_slice(walks[first + i].label, int(f), mask)
+
     return on_frame
 
 
-def _structure(label: int, parts: list, shape: tuple, options: PropagationOptions,
-               min_confidence: float | None) -> StructureResult:
+def _structure(
+    label: int, parts: list, shape: tuple, options: PropagationOptions, min_confidence: float | None
+) -> StructureResult:
     """A structure's result from its walks' outputs: crop, decision, largest component."""
     offset, crop = structure_crop(parts, min_confidence, options.threshold, options.logits)
     scores = None
@@ -170,16 +180,21 @@ def _structure(label: int, parts: list, shape: tuple, options: PropagationOption
     mask = (scores if scores is not None else probs) > options.cut
     if options.keep_largest and mask.size:
         mask = largest_component(mask, options.connectivity)
-    return StructureResult(label, offset, probs, mask, shape,
-                           crop if options.grad else None)
+    return StructureResult(label, offset, probs, mask, shape, crop if options.grad else None)
 
 
-def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int, PromptSet],
-                         options: PropagationOptions | None = None, *,
-                         priors: Mapping[int, Any] | None = None,
-                         progress: ProgressFn | None = None,
-                         cancel: threading.Event | None = None,
-                         on_slice: Any = None, cache: Any = None) -> dict[int, StructureResult]:
+def propagate_structures(
+    model: PromptableModel,
+    frames: Any,
+    sets: Mapping[int, PromptSet],
+    options: PropagationOptions | None = None,
+    *,
+    priors: Mapping[int, Any] | None = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    on_slice: Any = None,
+    cache: Any = None,
+) -> dict[int, StructureResult]:
     """Each structure's :class:`~.result.StructureResult` (no merging; see
     :func:`propagate_case` for the arguments). Used by :func:`propagate_case` and by
     :class:`~.session.PropagationSession` to re-propagate only some structures."""
@@ -198,37 +213,64 @@ def propagate_structures(model: PromptableModel, frames: Any, sets: Mapping[int,
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)
     check_cancel(cancel, "propagation")
-    common = {"cancel": cancel, "stop_when_empty": options.stop_when_empty,
-              "grad": options.grad, "cache_mb": options.cache_mb, "logits": options.logits,
-              "crops": True, "cache": cache}
+    common = {
+        "cancel": cancel,
+        "stop_when_empty": options.stop_when_empty,
+        "grad": options.grad,
+        "cache_mb": options.cache_mb,
+        "logits": options.logits,
+        "crops": True,
+        "cache": cache,
+    }
     k = len(options.orders)
     if options.share:
-        outs = run_walks(model, frames, walks,
-                         progress=_shifted(progress, 0, total) if correcting else progress,
-                         on_frame=_reporter(on_slice, walks, 0, options.threshold), **common)
+        outs = run_walks(
+            model,
+            frames,
+            walks,
+            progress=_shifted(progress, 0, total) if correcting else progress,
+            on_frame=_reporter(on_slice, walks, 0, options.threshold),
+            **common,
+        )
     else:  # one pass per structure (its directions still share its conditioning)
         outs, done = [], 0
         for i in range(0, len(walks), k):
+
             def report(d: int, _t: int, _offset: int = done) -> None:
                 if progress is not None:
                     progress(_offset + d, total)
 
-            mine = walks[i:i + k]
-            outs.extend(run_walks(model, frames, mine, progress=report,
-                                  on_frame=_reporter(on_slice, walks, i, options.threshold),
-                                  **common))
+            mine = walks[i : i + k]
+            outs.extend(
+                run_walks(
+                    model,
+                    frames,
+                    mine,
+                    progress=report,
+                    on_frame=_reporter(on_slice, walks, i, options.threshold),
+                    **common,
+                )
+            )
             done += sum(n_visited(n, w.start, w.order) for w in mine)
     results = {}
     for i, label in enumerate(sets):
-        parts = list(zip(walks[i * k:(i + 1) * k], outs[i * k:(i + 1) * k]))
+        parts = list(zip(walks[i * k : (i + 1) * k], outs[i * k : (i + 1) * k]))
         results[label] = _structure(label, parts, shape, options, min_confidence)
-        outs[i * k:(i + 1) * k] = [None] * k  # free the walks as soon as they are used
+        outs[i * k : (i + 1) * k] = [None] * k  # free the walks as soon as they are used
     if correcting:
         for label, s in full_sets.items():
-            results[label] = apply_corrections(model, frames, results[label], s,
-                                               len(sets[label]), options, min_confidence,
-                                               cancel=cancel, on_slice=on_slice,
-                                               progress=_shifted(progress, walked, total))
+            results[label] = apply_corrections(
+                model,
+                frames,
+                results[label],
+                s,
+                len(sets[label]),
+                options,
+                min_confidence,
+                cancel=cancel,
+                on_slice=on_slice,
+                progress=_shifted(progress, walked, total),
+            )
             walked += len(s) - len(sets[label])
     return results
 
@@ -241,12 +283,18 @@ def _shifted(progress: ProgressFn | None, before: int, total: int) -> ProgressFn
     return lambda done, _t: progress(before + done, total)
 
 
-def merge_results(structures: Mapping[int, StructureResult], shape: tuple,
-                  options: PropagationOptions | None = None) -> np.ndarray:
+def merge_results(
+    structures: Mapping[int, StructureResult],
+    shape: tuple,
+    options: PropagationOptions | None = None,
+) -> np.ndarray:
     """The label map of several structures' results (:func:`~.masks.merge_crops`)."""
     options = options or PropagationOptions()
-    return merge_crops({lab: (s.offset, s.probabilities, s.mask) for lab, s in structures.items()},
-                       tuple(shape), nested_fraction=options.nested_fraction)
+    return merge_crops(
+        {lab: (s.offset, s.probabilities, s.mask) for lab, s in structures.items()},
+        tuple(shape),
+        nested_fraction=options.nested_fraction,
+    )
 
 
 def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
@@ -258,21 +306,34 @@ def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
     'box+point'
     """
     kinds = {type(p) for s in sets.values() for p in s.prompts}
-    names = [name for cls, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask"))
-             if cls in kinds]
+    names = [
+        name for cls, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")) if cls in kinds
+    ]
     return "+".join(names)
 
 
-def record(model: Any, sets: Mapping[int, PromptSet], options: PropagationOptions,
-           min_confidence: float | None, per_slice: bool) -> dict:
+def record(
+    model: Any,
+    sets: Mapping[int, PromptSet],
+    options: PropagationOptions,
+    min_confidence: float | None,
+    per_slice: bool,
+) -> dict:
     """The ``params`` of a :class:`~.result.PropagationResult`."""
-    return {"model": model.name, "mode": options.mode,
-            "keep_largest": options.keep_largest, "stop_when_empty": options.stop_when_empty,
-            "threshold": options.threshold, "decision": options.decision,
-            "connectivity": 6 if options.connectivity is None else int(options.connectivity),
-            "min_confidence": min_confidence, "nested_fraction": options.nested_fraction,
-            "chain": "per-slice" if per_slice else "full", "prompt": describe_prompts(sets),
-            "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()}}
+    return {
+        "model": model.name,
+        "mode": options.mode,
+        "keep_largest": options.keep_largest,
+        "stop_when_empty": options.stop_when_empty,
+        "threshold": options.threshold,
+        "decision": options.decision,
+        "connectivity": 6 if options.connectivity is None else int(options.connectivity),
+        "min_confidence": min_confidence,
+        "nested_fraction": options.nested_fraction,
+        "chain": "per-slice" if per_slice else "full",
+        "prompt": describe_prompts(sets),
+        "conditioning_frames": {lab: list(s.frames) for lab, s in sets.items()},
+    }
 
 
 def check_prompts(sets: Mapping[int, PromptSet], frames: Any, mode: str) -> None:
@@ -282,10 +343,16 @@ def check_prompts(sets: Mapping[int, PromptSet], frames: Any, mode: str) -> None
         s.validate(shape, where="slice" if mode == "volume" else "frame")
 
 
-def propagate_structure(model: PromptableModel, frames: Any, prompts: Box | PromptSet,
-                        options: PropagationOptions | None = None, *,
-                        prior_volume: Any = None, progress: ProgressFn | None = None,
-                        cancel: threading.Event | None = None) -> torch.Tensor:
+def propagate_structure(
+    model: PromptableModel,
+    frames: Any,
+    prompts: Box | PromptSet,
+    options: PropagationOptions | None = None,
+    *,
+    prior_volume: Any = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+) -> torch.Tensor:
     """Probability ``(n, H, W)`` (a tensor, differentiable with ``options.grad``) of one
     structure from its prompts (a box on frame ``box.index``, or a prompt set).
 
@@ -310,18 +377,30 @@ def propagate_structure(model: PromptableModel, frames: Any, prompts: Box | Prom
     sets = as_prompt_sets([prompts])
     check_prompts(sets, frames, options.mode)
     label = next(iter(sets))
-    res = propagate_structures(model, frames, sets, options,
-                               priors=None if prior_volume is None else {label: prior_volume},
-                               progress=progress, cancel=cancel)[label]
+    res = propagate_structures(
+        model,
+        frames,
+        sets,
+        options,
+        priors=None if prior_volume is None else {label: prior_volume},
+        progress=progress,
+        cancel=cancel,
+    )[label]
     return res.full_tensor() if options.grad else torch.from_numpy(res.full_probabilities())
 
 
-def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
-                   options: PropagationOptions | None = None, *,
-                   priors: dict[int, Any] | None = None,
-                   progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-                   on_slice: Callable[[int, int, np.ndarray], None] | None = None,
-                   cache: Any = None) -> PropagationResult:
+def propagate_case(
+    model: PromptableModel,
+    frames: Any,
+    prompts: Any,
+    options: PropagationOptions | None = None,
+    *,
+    priors: dict[int, Any] | None = None,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+    cache: Any = None,
+) -> PropagationResult:
     """Propagate every structure's prompts through ``frames`` and merge the structures.
 
     Parameters
@@ -380,13 +459,25 @@ def propagate_case(model: PromptableModel, frames: Any, prompts: Any,
     options = options or PropagationOptions()
     sets = as_prompt_sets(prompts)
     check_prompts(sets, frames, options.mode)
-    structures = propagate_structures(model, frames, sets, options, priors=priors,
-                                      progress=progress, cancel=cancel, on_slice=on_slice,
-                                      cache=cache)
+    structures = propagate_structures(
+        model,
+        frames,
+        sets,
+        options,
+        priors=priors,
+        progress=progress,
+        cancel=cancel,
+        on_slice=on_slice,
+        cache=cache,
+    )
     shape = tuple(int(v) for v in frames.shape[:3])
     labels = merge_results(structures, shape, options)
-    tensors = ({lab: s.full_tensor() for lab, s in structures.items()} if options.grad
-               else {})
-    params = record(model, sets, options, resolve_min_confidence(model, options.min_confidence),
-                    priors is not None)
+    tensors = {lab: s.full_tensor() for lab, s in structures.items()} if options.grad else {}
+    params = record(
+        model,
+        sets,
+        options,
+        resolve_min_confidence(model, options.min_confidence),
+        priors is not None,
+    )
     return PropagationResult(labels, structures, dict(sets), params, tensors)

@@ -90,8 +90,12 @@ def corrects(model: Any, options: PropagationOptions, priors: Any = None) -> boo
     >>> corrects(ThresholdPromptModel(), PropagationOptions())
     False
     """
-    return (rule_of(model) is not Corrections.NONE and options.mode == "volume"
-            and not options.grad and priors is None)
+    return (
+        rule_of(model) is not Corrections.NONE
+        and options.mode == "volume"
+        and not options.grad
+        and priors is None
+    )
 
 
 def head(prompts: PromptSet, k: int) -> PromptSet:
@@ -99,8 +103,9 @@ def head(prompts: PromptSet, k: int) -> PromptSet:
     return PromptSet(prompts.label, tuple(prompts.prompts[:k]))
 
 
-def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS,
-                mask: np.ndarray | None = None) -> list[tuple[int, int, int]]:
+def kept_voxels(
+    prompts: PromptSet, rule: Corrections = Corrections.POINTS, mask: np.ndarray | None = None
+) -> list[tuple[int, int, int]]:
     """Voxels whose components are kept beside the largest (a person's prompts say the
     structure is there).
 
@@ -123,15 +128,23 @@ def kept_voxels(prompts: PromptSet, rule: Corrections = Corrections.POINTS,
         out = []
         for b in prompts.boxes:
             if mask is not None and 0 <= b.index < mask.shape[0]:
-                ys, xs = np.nonzero(mask[b.index, b.y0:b.y1, b.x0:b.x1])
+                ys, xs = np.nonzero(mask[b.index, b.y0 : b.y1, b.x0 : b.x1])
                 out += [(int(b.index), int(y) + b.y0, int(x) + b.x0) for y, x in zip(ys, xs)]
         return out
-    return [(int(p.index), *p.pixel) for p in prompts.prompts[round0_length(prompts, rule):]
-            if isinstance(p, Point) and p.positive]
+    return [
+        (int(p.index), *p.pixel)
+        for p in prompts.prompts[round0_length(prompts, rule) :]
+        if isinstance(p, Point) and p.positive
+    ]
 
 
-def _result(label: int, probs: np.ndarray, mask: np.ndarray,
-            options: PropagationOptions, keep: list | tuple = ()) -> StructureResult:
+def _result(
+    label: int,
+    probs: np.ndarray,
+    mask: np.ndarray,
+    options: PropagationOptions,
+    keep: list | tuple = (),
+) -> StructureResult:
     """A structure's result from full-size probabilities and mask (largest component,
     and the components of ``keep``'s voxels)."""
     shape = tuple(probs.shape)
@@ -139,18 +152,25 @@ def _result(label: int, probs: np.ndarray, mask: np.ndarray,
         mask = largest_component(mask, options.connectivity, keep)
     found = np.nonzero(probs != 0)
     if found[0].size == 0:
-        return StructureResult(label, (0, 0, 0), np.zeros((0, 0, 0), np.float32),
-                               np.zeros((0, 0, 0), bool), shape)
+        return StructureResult(
+            label, (0, 0, 0), np.zeros((0, 0, 0), np.float32), np.zeros((0, 0, 0), bool), shape
+        )
     crop = tuple(slice(int(v.min()), int(v.max()) + 1) for v in found)
     offset = tuple(int(c.start) for c in crop)
     return StructureResult(label, offset, probs[crop].copy(), mask[crop].copy(), shape)
 
 
-def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,
-                     options: PropagationOptions, min_confidence: float | None, *,
-                     cancel: Any = None,
-                     on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                     ) -> StructureResult:
+def apply_correction(
+    model: Any,
+    frames: Any,
+    result: StructureResult,
+    prompts: PromptSet,
+    options: PropagationOptions,
+    min_confidence: float | None,
+    *,
+    cancel: Any = None,
+    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+) -> StructureResult:
     """``result`` corrected by the last prompt of ``prompts`` (module doc).
 
     ``prompts`` is the structure's set up to and including the correction. The
@@ -176,32 +196,48 @@ def apply_correction(model: Any, frames: Any, result: StructureResult, prompts: 
     """
     probs, mask = result.full_probabilities(), result.full_mask()
     threshold = 0.5 if options.logits else float(options.threshold)
-    changed = model.correct(frames, prompts, mask.copy(), min_confidence=min_confidence,
-                            cancel=cancel)
+    changed = model.correct(
+        frames, prompts, mask.copy(), min_confidence=min_confidence, cancel=cancel
+    )
     for f, p in sorted(changed.items()):
         probs[f] = p
         mask[f] = p > threshold
         if on_slice is not None:
             on_slice(prompts.label, int(f), mask[f].copy())
-    return _result(prompts.label, probs, mask, options,
-                   kept_voxels(prompts, rule_of(model), mask))
+    return _result(prompts.label, probs, mask, options, kept_voxels(prompts, rule_of(model), mask))
 
 
-def apply_corrections(model: Any, frames: Any, result: StructureResult, prompts: PromptSet,
-                      done: int, options: PropagationOptions, min_confidence: float | None,
-                      *, cancel: Any = None, on_slice: Any = None,
-                      progress: Callable[[int, int], None] | None = None) -> StructureResult:
+def apply_corrections(
+    model: Any,
+    frames: Any,
+    result: StructureResult,
+    prompts: PromptSet,
+    done: int,
+    options: PropagationOptions,
+    min_confidence: float | None,
+    *,
+    cancel: Any = None,
+    on_slice: Any = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> StructureResult:
     """``result`` (that of the first ``done`` prompts) corrected by each later prompt.
 
     ``progress(k, len(prompts) - done)`` hears each correction once it is applied.
     """
     for i in range(done, len(prompts)):
-        result = apply_correction(model, frames, result, head(prompts, i + 1), options,
-                                  min_confidence, cancel=cancel, on_slice=on_slice)
+        result = apply_correction(
+            model,
+            frames,
+            result,
+            head(prompts, i + 1),
+            options,
+            min_confidence,
+            cancel=cancel,
+            on_slice=on_slice,
+        )
         if progress is not None:
             progress(i + 1 - done, len(prompts) - done)
     return result
 
 
-__all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length",
-           "rule_of"]
+__all__ = ["apply_correction", "apply_corrections", "corrects", "head", "round0_length", "rule_of"]

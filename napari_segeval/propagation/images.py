@@ -53,11 +53,17 @@ def promptable_kind(case: Case) -> str:
     ValueError: a promptable model takes a volume, a video or a 2D image, not a multi-channel volume (czyx)
     """
     kind = case.kind
-    what = ("multi-channel volume" if case.is_multichannel
-            else "time series of volumes" if kind == "series" else None)
+    what = (
+        "multi-channel volume"
+        if case.is_multichannel
+        else "time series of volumes"
+        if kind == "series"
+        else None
+    )
     if what is not None:
-        raise ValueError(f"a promptable model takes a volume, a video or a 2D image, not a "
-                         f"{what} ({case.axes})")
+        raise ValueError(
+            f"a promptable model takes a volume, a video or a 2D image, not a {what} ({case.axes})"
+        )
     return kind
 
 
@@ -103,8 +109,10 @@ def check_image_prompts(prompts: Any) -> None:
         for p in s.prompts:
             if p.index != 0:
                 what = "box" if isinstance(p, Box) else describe(p, "frame").split(" on ")[0]
-                raise InvalidPromptError(f"a 2D image has one frame: {what} of label {p.label} is on "
-                                 f"frame {p.index}, expected 0")
+                raise InvalidPromptError(
+                    f"a 2D image has one frame: {what} of label {p.label} is on "
+                    f"frame {p.index}, expected 0"
+                )
 
 
 def squeeze_frame(result: PropagationResult) -> PropagationResult:
@@ -122,11 +130,18 @@ def squeeze_frame(result: PropagationResult) -> PropagationResult:
     return result.first()
 
 
-def propagate_image(model: Any, image: Case | np.ndarray, prompts: Any, *,
-                    kind: str | None = None, modality: str | None = None,
-                    window: Any = None, ct_mapping: str = "window",
-                    options: PropagationOptions | None = None,
-                    **kwargs: Any) -> PropagationResult:
+def propagate_image(
+    model: Any,
+    image: Case | np.ndarray,
+    prompts: Any,
+    *,
+    kind: str | None = None,
+    modality: str | None = None,
+    window: Any = None,
+    ct_mapping: str = "window",
+    options: PropagationOptions | None = None,
+    **kwargs: Any,
+) -> PropagationResult:
     """Preprocess a raw image, propagate every structure's prompts and merge (any kind).
 
     Parameters
@@ -169,8 +184,9 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: Any, *,
     >>> res.labels.shape, int(res.labels[6, 8]), res.params["mode"]
     ((16, 20), 1, 'video')
     """
-    kind, modality, frames = image_frames(model, image, kind=kind, modality=modality,
-                                          window=window, ct_mapping=ct_mapping)
+    kind, modality, frames = image_frames(
+        model, image, kind=kind, modality=modality, window=window, ct_mapping=ct_mapping
+    )
     if kind == "image":
         check_image_prompts(prompts)
     options = (options or PropagationOptions()).replace(mode=propagation_mode(kind))
@@ -180,9 +196,15 @@ def propagate_image(model: Any, image: Case | np.ndarray, prompts: Any, *,
     return squeeze_frame(result) if kind == "image" else result
 
 
-def image_frames(model: Any, image: Case | np.ndarray, *, kind: str | None = None,
-                 modality: str | None = None, window: Any = None,
-                 ct_mapping: str = "window") -> tuple[str, str, Any]:
+def image_frames(
+    model: Any,
+    image: Case | np.ndarray,
+    *,
+    kind: str | None = None,
+    modality: str | None = None,
+    window: Any = None,
+    ct_mapping: str = "window",
+) -> tuple[str, str, Any]:
     """``(kind, modality, frames)``: the backend's normalized frames of a raw image.
 
     A 2D image becomes a one-frame stack (:func:`as_frames`).

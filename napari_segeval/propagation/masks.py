@@ -26,13 +26,15 @@ def connectivity_structure(ndim: int, connectivity: int | None = None) -> np.nda
     if connectivity is None:
         return options[2 * ndim]
     if int(connectivity) not in options:
-        raise ValueError(f"connectivity for {ndim}D must be one of {sorted(options)}, "
-                         f"got {connectivity!r}")
+        raise ValueError(
+            f"connectivity for {ndim}D must be one of {sorted(options)}, got {connectivity!r}"
+        )
     return options[int(connectivity)]
 
 
-def largest_component(mask: np.ndarray, connectivity: int | None = None,
-                      keep: Sequence[tuple[int, ...]] = ()) -> np.ndarray:
+def largest_component(
+    mask: np.ndarray, connectivity: int | None = None, keep: Sequence[tuple[int, ...]] = ()
+) -> np.ndarray:
     """Keep the largest connected component (any dimension).
 
     ``connectivity``: number of neighbours (:func:`connectivity_structure`);
@@ -56,15 +58,22 @@ def largest_component(mask: np.ndarray, connectivity: int | None = None,
         return mask.astype(bool, copy=True)
     sizes = np.bincount(lab.ravel())
     sizes[0] = 0
-    inside = [tuple(v) for v in keep
-              if len(v) == lab.ndim and all(0 <= i < d for i, d in zip(v, lab.shape))]
+    inside = [
+        tuple(v)
+        for v in keep
+        if len(v) == lab.ndim and all(0 <= i < d for i, d in zip(v, lab.shape))
+    ]
     ids = {int(np.argmax(sizes))} | {int(lab[v]) for v in inside if lab[v]}
     return np.isin(lab, sorted(ids))
 
 
-def structure_masks(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
-                    keep_largest: bool = True, connectivity: int | None = None
-                    ) -> dict[int, np.ndarray]:
+def structure_masks(
+    probabilities: dict[int, np.ndarray],
+    *,
+    threshold: float = 0.5,
+    keep_largest: bool = True,
+    connectivity: int | None = None,
+) -> dict[int, np.ndarray]:
     """Each structure's boolean mask: above ``threshold``, then its largest component.
 
     Examples
@@ -80,10 +89,15 @@ def structure_masks(probabilities: dict[int, np.ndarray], *, threshold: float = 
     return out
 
 
-def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float = 0.5,
-                     keep_largest: bool = True, nested_fraction: float | None = 0.5,
-                     connectivity: int | None = None,
-                     masks: dict[int, np.ndarray] | None = None) -> np.ndarray:
+def merge_structures(
+    probabilities: dict[int, np.ndarray],
+    *,
+    threshold: float = 0.5,
+    keep_largest: bool = True,
+    nested_fraction: float | None = 0.5,
+    connectivity: int | None = None,
+    masks: dict[int, np.ndarray] | None = None,
+) -> np.ndarray:
     """One label map from per-structure probabilities; overlaps go to the higher probability.
 
     Nested structures: when at least ``nested_fraction`` of a structure's mask
@@ -110,12 +124,16 @@ def merge_structures(probabilities: dict[int, np.ndarray], *, threshold: float =
         raise ValueError("no structures to merge")
     probs = {lab: np.asarray(probabilities[lab], dtype=np.float32) for lab in ids}
     if masks is None:
-        masks = structure_masks(probs, threshold=threshold, keep_largest=keep_largest,
-                                connectivity=connectivity)
+        masks = structure_masks(
+            probs, threshold=threshold, keep_largest=keep_largest, connectivity=connectivity
+        )
     shape = probs[ids[0]].shape
     zero = (0,) * len(shape)
-    return merge_crops({lab: (zero, probs[lab], np.asarray(masks[lab], bool)) for lab in ids},
-                       shape, nested_fraction=nested_fraction)
+    return merge_crops(
+        {lab: (zero, probs[lab], np.asarray(masks[lab], bool)) for lab in ids},
+        shape,
+        nested_fraction=nested_fraction,
+    )
 
 
 def _overlap(a: tuple, b: tuple) -> int:
@@ -130,8 +148,9 @@ def _overlap(a: tuple, b: tuple) -> int:
     return int((ma[sa] & mb[sb]).sum())
 
 
-def merge_crops(crops: dict[int, tuple], shape: tuple, *,
-                nested_fraction: float | None = 0.5) -> np.ndarray:
+def merge_crops(
+    crops: dict[int, tuple], shape: tuple, *, nested_fraction: float | None = 0.5
+) -> np.ndarray:
     """The label map of :func:`merge_structures` from crops ``label -> (offset, prob, mask)``.
 
     Each structure's probabilities and own mask are given inside its bounding box
@@ -153,9 +172,12 @@ def merge_crops(crops: dict[int, tuple], shape: tuple, *,
     if nested_fraction is not None:
         for inner in ids:
             for outer in ids:
-                if (outer != inner and 0 < size[inner] < size[outer] and
-                        _overlap(crops[inner][::2], crops[outer][::2])
-                        >= nested_fraction * size[inner]):
+                if (
+                    outer != inner
+                    and 0 < size[inner] < size[outer]
+                    and _overlap(crops[inner][::2], crops[outer][::2])
+                    >= nested_fraction * size[inner]
+                ):
                     outers[inner].append(outer)
     best = np.zeros(shape, np.float32)
     out = np.zeros(shape, np.uint16 if max(ids) > 255 else np.uint8)

@@ -83,8 +83,9 @@ class PropagationOptions:
         if self.decision not in DECISIONS:
             raise ValueError(f"decision must be 'probability' or 'logit', got {self.decision!r}")
         if isinstance(self.min_confidence, str) and self.min_confidence != "auto":
-            raise ValueError(f"min_confidence must be a number, None or 'auto', "
-                             f"got {self.min_confidence!r}")
+            raise ValueError(
+                f"min_confidence must be a number, None or 'auto', got {self.min_confidence!r}"
+            )
 
     @property
     def orders(self) -> tuple[str, ...]:
@@ -131,8 +132,9 @@ def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
     sets = prompts.sets if isinstance(prompts, PromptFile) else prompts
     items: Iterable[Any]
     if isinstance(sets, Mapping):
-        items = [v if isinstance(v, PromptSet) else PromptSet.of(v, int(k))
-                 for k, v in sets.items()]
+        items = [
+            v if isinstance(v, PromptSet) else PromptSet.of(v, int(k)) for k, v in sets.items()
+        ]
     elif isinstance(sets, (Box, PromptSet)):
         items = [sets]
     else:
@@ -143,8 +145,10 @@ def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
         if not isinstance(s, PromptSet):
             raise TypeError(f"expected a PromptSet or a Box, got {type(item).__name__}")
         if s.label in out:
-            raise ValueError(f"one box per structure (or one PromptSet): structure {s.label} "
-                             "is given twice (put its prompts in one PromptSet)")
+            raise ValueError(
+                f"one box per structure (or one PromptSet): structure {s.label} "
+                "is given twice (put its prompts in one PromptSet)"
+            )
         out[s.label] = s
     if not out:
         raise ValueError("propagation needs at least one prompt")

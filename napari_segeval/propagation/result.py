@@ -94,10 +94,22 @@ class StructureResult:
         tensor = self.tensor
         if probs.shape[0] == 0:  # empty crop
             tensor = None if tensor is None else tensor.reshape(0, 0)
-            return replace(self, offset=(0, 0), probabilities=np.zeros((0, 0), np.float32),
-                           mask=np.zeros((0, 0), bool), shape=self.shape[1:], tensor=tensor)
-        return replace(self, offset=self.offset[1:], probabilities=probs[0], mask=mask[0],
-                       shape=self.shape[1:], tensor=None if tensor is None else tensor[0])
+            return replace(
+                self,
+                offset=(0, 0),
+                probabilities=np.zeros((0, 0), np.float32),
+                mask=np.zeros((0, 0), bool),
+                shape=self.shape[1:],
+                tensor=tensor,
+            )
+        return replace(
+            self,
+            offset=self.offset[1:],
+            probabilities=probs[0],
+            mask=mask[0],
+            shape=self.shape[1:],
+            tensor=None if tensor is None else tensor[0],
+        )
 
 
 class _Full(Mapping):
@@ -169,6 +181,9 @@ class PropagationResult:
         """A one-frame result on its 2D grid (a 2D image)."""
         if self.labels.shape[0] != 1:
             raise ValueError(f"expected one frame, got {self.labels.shape[0]}")
-        return replace(self, labels=self.labels[0],
-                       structures={k: s.first() for k, s in self.structures.items()},
-                       tensors={k: v[0] for k, v in self.tensors.items()})
+        return replace(
+            self,
+            labels=self.labels[0],
+            structures={k: s.first() for k, s in self.structures.items()},
+            tensors={k: v[0] for k, v in self.tensors.items()},
+        )

@@ -84,8 +84,14 @@ class PropagationSession:
     ([2], True)
     """
 
-    def __init__(self, model: Any, frames: Any, options: PropagationOptions | None = None, *,
-                 kind: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        frames: Any,
+        options: PropagationOptions | None = None,
+        *,
+        kind: str | None = None,
+    ) -> None:
         options = options or PropagationOptions()
         if options.grad:
             raise ValueError("a propagation session does not keep gradients (grad=False)")
@@ -103,13 +109,21 @@ class PropagationSession:
         self.result: PropagationResult | None = None
 
     @classmethod
-    def from_image(cls, model: Any, image: Case | np.ndarray, *, kind: str | None = None,
-                   modality: str | None = None, window: Any = None,
-                   ct_mapping: str = "window",
-                   options: PropagationOptions | None = None) -> PropagationSession:
+    def from_image(
+        cls,
+        model: Any,
+        image: Case | np.ndarray,
+        *,
+        kind: str | None = None,
+        modality: str | None = None,
+        window: Any = None,
+        ct_mapping: str = "window",
+        options: PropagationOptions | None = None,
+    ) -> PropagationSession:
         """A session on a raw image (preprocessed once, as :func:`~.images.propagate_image`)."""
-        kind, modality, frames = image_frames(model, image, kind=kind, modality=modality,
-                                              window=window, ct_mapping=ct_mapping)
+        kind, modality, frames = image_frames(
+            model, image, kind=kind, modality=modality, window=window, ct_mapping=ct_mapping
+        )
         session = cls(model, frames, options, kind=kind)
         session.modality = modality
         return session
@@ -124,8 +138,9 @@ class PropagationSession:
         """Append ``prompt`` to its structure's set (``prompt.label``); returns the set."""
         label = int(prompt.label)
         current = self.prompts.get(label)
-        self.prompts[label] = (PromptSet(label, (prompt,)) if current is None
-                               else current.add(prompt))
+        self.prompts[label] = (
+            PromptSet(label, (prompt,)) if current is None else current.add(prompt)
+        )
         return self.prompts[label]
 
     def undo(self, label: int) -> PromptSet | None:
@@ -180,8 +195,9 @@ class PropagationSession:
         arr = np.asarray(labels)
         arr = arr[None] if arr.ndim == 2 and shape[0] == 1 else arr
         if tuple(arr.shape) != shape:
-            raise InvalidLabelsError(f"the label map has shape {tuple(np.shape(labels))}, "
-                             f"the frames are {shape}")
+            raise InvalidLabelsError(
+                f"the label map has shape {tuple(np.shape(labels))}, the frames are {shape}"
+            )
         cut = 0.5 if self.options.logits else float(self.options.threshold)
         for label, s in sets.items():
             mask = arr == label
@@ -193,7 +209,8 @@ class PropagationSession:
                 lo, crop = (0, 0, 0), (slice(0, 0),) * 3
             own = mask[crop]
             self.structures[label] = StructureResult(
-                label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape)
+                label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape
+            )
             self.prompts[label] = s
             self._used[label] = s
             self._seeded.add(label)
@@ -201,23 +218,39 @@ class PropagationSession:
     def _corrected(self, label: int, prompts: PromptSet) -> bool:
         """Whether ``prompts`` only add corrections to the propagated result of ``label``."""
         used = self._used.get(label)
-        return (used is not None and label in self.structures and label not in self._seeded
-                and corrects(self.model, self.options) and len(used) < len(prompts)
-                and prompts.prompts[:len(used)] == used.prompts
-                and len(used) >= round0_length(prompts, rule_of(self.model)))
+        return (
+            used is not None
+            and label in self.structures
+            and label not in self._seeded
+            and corrects(self.model, self.options)
+            and len(used) < len(prompts)
+            and prompts.prompts[: len(used)] == used.prompts
+            and len(used) >= round0_length(prompts, rule_of(self.model))
+        )
 
-    def _correct(self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any,
-                 progress: Any) -> dict[int, StructureResult]:
+    def _correct(
+        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any
+    ) -> dict[int, StructureResult]:
         """The kept results of ``sets`` corrected by their new prompts (module doc);
         ``progress(done, total)`` hears each correction once it is applied."""
         min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
         out, before = {}, 0
         for lab, s in sets.items():
-            report = None if progress is None else (
-                lambda k, _n, _before=before: progress(_before + k))
-            out[lab] = apply_corrections(self.model, self.frames, self.structures[lab], s,
-                                         len(self._used[lab]), self.options, min_confidence,
-                                         cancel=cancel, on_slice=on_slice, progress=report)
+            report = (
+                None if progress is None else (lambda k, _n, _before=before: progress(_before + k))
+            )
+            out[lab] = apply_corrections(
+                self.model,
+                self.frames,
+                self.structures[lab],
+                s,
+                len(self._used[lab]),
+                self.options,
+                min_confidence,
+                cancel=cancel,
+                on_slice=on_slice,
+                progress=report,
+            )
             before += len(s) - len(self._used[lab])
         return out
 
@@ -231,10 +264,14 @@ class PropagationSession:
         return changed + [lab for lab in self.structures if lab not in self.prompts]
 
     # -- propagation ----------------------------------------------------------------------
-    def propagate(self, labels: Iterable[int] | None = None, *,
-                  progress: ProgressFn | None = None, cancel: Any = None,
-                  on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                  ) -> PropagationResult:
+    def propagate(
+        self,
+        labels: Iterable[int] | None = None,
+        *,
+        progress: ProgressFn | None = None,
+        cancel: Any = None,
+        on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+    ) -> PropagationResult:
         """Propagate the structures whose prompts changed (or ``labels``) and merge all.
 
         The other structures keep their results; the label map is merged from every
@@ -254,8 +291,11 @@ class PropagationSession:
             del self.structures[gone]
             self._used.pop(gone, None)
             self._seeded.discard(gone)
-        todo = ([lab for lab in self.stale() if lab in self.prompts] if labels is None
-                else [int(lab) for lab in labels])
+        todo = (
+            [lab for lab in self.stale() if lab in self.prompts]
+            if labels is None
+            else [int(lab) for lab in labels]
+        )
         for lab in todo:
             if lab not in self.prompts:
                 raise InvalidPromptError(f"structure {lab} has no prompts")
@@ -267,19 +307,36 @@ class PropagationSession:
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
         # progress: one step per correction applied, then the steps of the others' walks
         fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
-        total = fixes + (total_steps(int(self.frames.shape[0]), rest, self.options.mode,
-                                     corrections=(rule_of(self.model)
-                                                  if corrects(self.model, self.options)
-                                                  else Corrections.NONE))
-                         if rest else 0)
+        total = fixes + (
+            total_steps(
+                int(self.frames.shape[0]),
+                rest,
+                self.options.mode,
+                corrections=(
+                    rule_of(self.model) if corrects(self.model, self.options) else Corrections.NONE
+                ),
+            )
+            if rest
+            else 0
+        )
         step = None if progress is None else (lambda done: progress(done, total))
         # nothing is stored until every structure is done: a cancel leaves the session as it was
         done = self._correct(grown, cancel, on_slice, step) if grown else {}
         if rest:
-            done.update(propagate_structures(
-                self.model, self.frames, rest, self.options, cancel=cancel,
-                progress=None if progress is None else (lambda d, _t: progress(fixes + d, total)),
-                on_slice=on_slice, cache=self.cache))
+            done.update(
+                propagate_structures(
+                    self.model,
+                    self.frames,
+                    rest,
+                    self.options,
+                    cancel=cancel,
+                    progress=None
+                    if progress is None
+                    else (lambda d, _t: progress(fixes + d, total)),
+                    on_slice=on_slice,
+                    cache=self.cache,
+                )
+            )
         self.structures.update(done)
         self._seeded.difference_update(rest)
         self._used.update(sets)
@@ -287,8 +344,13 @@ class PropagationSession:
         ordered = {lab: self.structures[lab] for lab in self.prompts}
         shape = tuple(int(v) for v in self.frames.shape[:3])
         labels_map = merge_results(ordered, shape, self.options)
-        params = record(self.model, self.prompts, self.options,
-                        resolve_min_confidence(self.model, self.options.min_confidence), False)
+        params = record(
+            self.model,
+            self.prompts,
+            self.options,
+            resolve_min_confidence(self.model, self.options.min_confidence),
+            False,
+        )
         if self.kind is not None:
             params["kind"] = self.kind
         if self.modality is not None:

@@ -23,8 +23,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-def resolve_min_confidence(model: PromptableModel,
-                           min_confidence: float | str | None) -> float | None:
+def resolve_min_confidence(
+    model: PromptableModel, min_confidence: float | str | None
+) -> float | None:
     """``"auto"`` -> the stop ``model`` declares (``capabilities.stop_confidence``, None
     for none); else the value.
 
@@ -38,15 +39,17 @@ def resolve_min_confidence(model: PromptableModel,
     """
     if isinstance(min_confidence, str):
         if min_confidence != "auto":
-            raise ValueError(f"min_confidence must be a number, None or 'auto', "
-                             f"got {min_confidence!r}")
+            raise ValueError(
+                f"min_confidence must be a number, None or 'auto', got {min_confidence!r}"
+            )
         value = model.capabilities.stop_confidence
         return None if value is None else float(value)
     return None if min_confidence is None else float(min_confidence)
 
 
-def confidence_stop(probs: Any, min_confidence: float | None, threshold: float = 0.5,
-                    first: int = 0) -> int:
+def confidence_stop(
+    probs: Any, min_confidence: float | None, threshold: float = 0.5, first: int = 0
+) -> int:
     """Number of leading frames of one direction to keep (see the module doc).
 
     ``probs`` is ``(m, H, W)`` with the start frame first. Frames without
@@ -78,8 +81,13 @@ def _first_low(counts: list, means: list, min_confidence: float, first: int, m: 
     return m
 
 
-def output_stop(out: WalkOutput, min_confidence: float | None, threshold: float = 0.5,
-                first: int = 0, logits: bool = False) -> int:
+def output_stop(
+    out: WalkOutput,
+    min_confidence: float | None,
+    threshold: float = 0.5,
+    first: int = 0,
+    logits: bool = False,
+) -> int:
     """:func:`confidence_stop` of a cropped walk (``logits``: of its sigmoid at 0.5)."""
     import torch
 
@@ -102,8 +110,10 @@ def output_stop(out: WalkOutput, min_confidence: float | None, threshold: float 
 
 def _as_outputs(seqs: list, walks: list[Walk], n: int, fill: float) -> list[WalkOutput]:
     """Full-size walk tensors as :class:`WalkOutput` objects (unchanged if already)."""
-    return [s if isinstance(s, WalkOutput) else WalkOutput.from_full(w.frames(n), s, fill)
-            for s, w in zip(seqs, walks)]
+    return [
+        s if isinstance(s, WalkOutput) else WalkOutput.from_full(w.frames(n), s, fill)
+        for s, w in zip(seqs, walks)
+    ]
 
 
 def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, out: WalkOutput) -> None:
@@ -112,8 +122,17 @@ def _report_walk(on_frame: Callable[[int, int, Any], None], i: int, out: WalkOut
         on_frame(i, f, out.row(j).detach())
 
 
-def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any, fill: float, *,
-                 cache_mb: float | None, features: Any = None, **kw: Any) -> list[WalkOutput]:
+def _all_at_once(
+    method: Any,
+    frames: Any,
+    walks: list[Walk],
+    on_frame: Any,
+    fill: float,
+    *,
+    cache_mb: float | None,
+    features: Any = None,
+    **kw: Any,
+) -> list[WalkOutput]:
     """Call a backend's all-walks ``method`` (``propagate_walks`` or ``walk_logits``: the
     keywords of :class:`~napari_segeval.models.base.SharedPropagation`); it reports
     frames live. ``features``: the backend's per-case cache (only for a backend that
@@ -123,19 +142,29 @@ def _all_at_once(method: Any, frames: Any, walks: list[Walk], on_frame: Any, fil
         extra["features"] = features
     if on_frame is not None:
         extra["on_frame"] = on_frame
-    return _as_outputs(method(frames, walks, **kw, crops=True, **extra), walks,
-                       int(frames.shape[0]), fill)
+    return _as_outputs(
+        method(frames, walks, **kw, crops=True, **extra), walks, int(frames.shape[0]), fill
+    )
 
 
-def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progress: Any,
-                cancel: Any, stop_when_empty: bool, grad: bool,
-                on_frame: Any) -> list[WalkOutput]:
+def _one_by_one(
+    model: PromptableModel,
+    frames: Any,
+    walks: list[Walk],
+    *,
+    progress: Any,
+    cancel: Any,
+    stop_when_empty: bool,
+    grad: bool,
+    on_frame: Any,
+) -> list[WalkOutput]:
     """One ``propagate`` call per walk (backends without ``propagate_walks``)."""
     n = int(frames.shape[0])
     total = sum(n_visited(n, w.start, w.order) for w in walks)
     live = on_frame is not None and model.capabilities.live_frames
     out, offset = [], 0
     for number, w in enumerate(walks):
+
         def cb(i: int, _t: int, _offset: int = offset) -> None:
             if progress is not None:
                 progress(_offset + i, total)
@@ -145,8 +174,17 @@ def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progr
             extra["on_frame"] = lambda _i, f, p, _n=number: on_frame(_n, f, p)
         one = w.prompts.prompts
         prompt = one[0] if len(one) == 1 and isinstance(one[0], Box) else w.prompts
-        seq = model.propagate(frames, w.start, prompt, w.order, progress=cb, cancel=cancel,
-                              stop_when_empty=stop_when_empty, grad=grad, **extra)
+        seq = model.propagate(
+            frames,
+            w.start,
+            prompt,
+            w.order,
+            progress=cb,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+            **extra,
+        )
         out.append(WalkOutput.from_full(w.frames(n), seq))
         if on_frame is not None and not live:
             _report_walk(on_frame, number, out[-1])
@@ -154,12 +192,21 @@ def _one_by_one(model: PromptableModel, frames: Any, walks: list[Walk], *, progr
     return out
 
 
-def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
-              progress: ProgressFn | None = None, cancel: threading.Event | None = None,
-              stop_when_empty: bool = True, grad: bool = False,
-              cache_mb: float | None = None,
-              on_frame: Callable[[int, int, Any], None] | None = None,
-              logits: bool = False, crops: bool = False, cache: Any = None) -> list:
+def run_walks(
+    model: PromptableModel,
+    frames: Any,
+    walks: list[Walk],
+    *,
+    progress: ProgressFn | None = None,
+    cancel: threading.Event | None = None,
+    stop_when_empty: bool = True,
+    grad: bool = False,
+    cache_mb: float | None = None,
+    on_frame: Callable[[int, int, Any], None] | None = None,
+    logits: bool = False,
+    crops: bool = False,
+    cache: Any = None,
+) -> list:
     """Probabilities of each walk: one ``propagate_walks`` call, or one ``propagate`` each.
 
     ``progress(done, total)`` counts the steps of all walks. ``on_frame(i, frame,
@@ -188,15 +235,35 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     import torch
 
     caps = model.capabilities
-    common = {"progress": progress, "cancel": cancel, "stop_when_empty": stop_when_empty,
-              "grad": grad}
+    common = {
+        "progress": progress,
+        "cancel": cancel,
+        "stop_when_empty": stop_when_empty,
+        "grad": grad,
+    }
     features = cache if caps.frame_features else None
     if logits and caps.logits:
-        outs = _all_at_once(model.walk_logits, frames, walks, on_frame, float("-inf"),
-                            cache_mb=cache_mb, features=features, **common)
+        outs = _all_at_once(
+            model.walk_logits,
+            frames,
+            walks,
+            on_frame,
+            float("-inf"),
+            cache_mb=cache_mb,
+            features=features,
+            **common,
+        )
     elif caps.shared_walks:
-        outs = _all_at_once(model.propagate_walks, frames, walks, on_frame, 0.0,
-                            cache_mb=cache_mb, features=features, **common)
+        outs = _all_at_once(
+            model.propagate_walks,
+            frames,
+            walks,
+            on_frame,
+            0.0,
+            cache_mb=cache_mb,
+            features=features,
+            **common,
+        )
     else:
         outs = _one_by_one(model, frames, walks, on_frame=on_frame, **common)
     if logits and not caps.logits:
@@ -204,9 +271,12 @@ def run_walks(model: PromptableModel, frames: Any, walks: list[Walk], *,
     return outs if crops else [o.full() for o in outs]
 
 
-def structure_crop(parts: list[tuple[Walk, WalkOutput]], min_confidence: float | None,
-                   threshold: float = 0.5, logits: bool = False
-                   ) -> tuple[tuple[int, int, int], Any]:
+def structure_crop(
+    parts: list[tuple[Walk, WalkOutput]],
+    min_confidence: float | None,
+    threshold: float = 0.5,
+    logits: bool = False,
+) -> tuple[tuple[int, int, int], Any]:
     """One structure's ``(offset, crop)`` from its walks (confidence stop, then union).
 
     Each walk is cut at its confidence stop (never before its last conditioning
@@ -250,14 +320,22 @@ def structure_crop(parts: list[tuple[Walk, WalkOutput]], min_confidence: float |
         for (a, b, c, d), v in pieces.get(f, ()):
             v = F.pad(v, (b - x0, x1 - d, a - y0, y1 - c), value=fill)
             row = v if row is None else torch.maximum(row, v)
-        rows.append(row if row is not None else
-                    torch.full((y1 - y0, x1 - x0), fill, dtype=ref.dtype, device=ref.device))
+        rows.append(
+            row
+            if row is not None
+            else torch.full((y1 - y0, x1 - x0), fill, dtype=ref.dtype, device=ref.device)
+        )
     return (z0, y0, x0), torch.stack(rows)
 
 
-def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
-                  min_confidence: float | None, threshold: float = 0.5,
-                  logits: bool = False) -> torch.Tensor:
+def combine_walks(
+    parts: dict[str, torch.Tensor],
+    key_index: int,
+    mode: str,
+    min_confidence: float | None,
+    threshold: float = 0.5,
+    logits: bool = False,
+) -> torch.Tensor:
     """One structure's ``(n, H, W)`` probability from full-size walks from ``key_index``.
 
     ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
@@ -279,12 +357,16 @@ def combine_walks(parts: dict[str, torch.Tensor], key_index: int, mode: str,
     n = key_index + int(fwd.shape[0])
     h, w = fwd.shape[1:]
     box = Box(0, 0, 1, 1, index=key_index)
-    walks = [(Walk(key_index, box, o), WalkOutput.from_full(Walk(key_index, box, o).frames(n),
-                                                            parts[o]))
-             for o in (("forward", "backward") if mode == "volume" else ("forward",))]
+    walks = [
+        (Walk(key_index, box, o), WalkOutput.from_full(Walk(key_index, box, o).frames(n), parts[o]))
+        for o in (("forward", "backward") if mode == "volume" else ("forward",))
+    ]
     fill = float("-inf") if logits else 0.0
     (z0, y0, x0), crop = structure_crop(walks, min_confidence, threshold, logits)
     if crop.numel() == 0:
         return torch.full((n, h, w), fill, dtype=fwd.dtype, device=fwd.device)
-    return F.pad(crop, (x0, w - x0 - crop.shape[2], y0, h - y0 - crop.shape[1],
-                        z0, n - z0 - crop.shape[0]), value=fill)
+    return F.pad(
+        crop,
+        (x0, w - x0 - crop.shape[2], y0, h - y0 - crop.shape[1], z0, n - z0 - crop.shape[0]),
+        value=fill,
+    )

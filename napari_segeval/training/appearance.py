@@ -62,7 +62,9 @@ def _texture_fields(rng, kind: str, s: int, h: int, w: int) -> torch.Tensor:
         phase = rng.uniform(0, 2 * math.pi)
         base = torch.sin(2 * math.pi * (yy * math.cos(ang) + xx * math.sin(ang)) / period + phase)
         return base.expand(s, h, w) * 1.2
-    coarse = rng.integers(4, 16) if kind == "smooth" else rng.integers(int(min(h, w) / 3), min(h, w))
+    coarse = (
+        rng.integers(4, 16) if kind == "smooth" else rng.integers(int(min(h, w) / 3), min(h, w))
+    )
     base = smooth_noise(rng, 1, h, w, int(coarse))
     jitter = smooth_noise(rng, s, h, w, int(coarse))
     return base + 0.3 * jitter
@@ -81,8 +83,11 @@ def _bands(target: torch.Tensor, width: int):
     if nz.shape[0] == 0:
         return None
     (y0, x0), (y1, x1) = nz.min(0).values.tolist(), nz.max(0).values.tolist()
-    box = (slice(None), slice(max(0, y0 - width - 1), y1 + width + 2),
-           slice(max(0, x0 - width - 1), x1 + width + 2))
+    box = (
+        slice(None),
+        slice(max(0, y0 - width - 1), y1 + width + 2),
+        slice(max(0, x0 - width - 1), x1 + width + 2),
+    )
     t = target[box].float()[:, None]
     k = 2 * width + 1
     grown = F.max_pool2d(t, k, 1, width)[:, 0] > 0.5
@@ -94,8 +99,9 @@ def _bands(target: torch.Tensor, width: int):
     return box, inner, outer
 
 
-def band_contrast(classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None,
-                  width: int = 2) -> float:
+def band_contrast(
+    classes: torch.Tensor, target: torch.Tensor, means: np.ndarray | None = None, width: int = 2
+) -> float:
     """Mean intensity just inside ``target`` minus just outside it.
 
     Of the class map ``classes`` rendered with class ``means``, or (``means=None``) of
@@ -112,10 +118,17 @@ def band_contrast(classes: torch.Tensor, target: torch.Tensor, means: np.ndarray
     return float(img[inner].mean() - img[outer].mean())
 
 
-def render(rng: np.random.Generator, classes: torch.Tensor, n_classes: int, *,
-           target: torch.Tensor | None = None, min_contrast: float = 0.05,
-           textures: tuple[str, ...] = TRAIN_APPEARANCE["texture"],
-           rgb: bool = False, means: np.ndarray | None = None) -> torch.Tensor:
+def render(
+    rng: np.random.Generator,
+    classes: torch.Tensor,
+    n_classes: int,
+    *,
+    target: torch.Tensor | None = None,
+    min_contrast: float = 0.05,
+    textures: tuple[str, ...] = TRAIN_APPEARANCE["texture"],
+    rgb: bool = False,
+    means: np.ndarray | None = None,
+) -> torch.Tensor:
     """Intensities ``(S, H, W)`` of a class map: random class means plus random textures.
 
     With ``target`` (a boolean ``(S, H, W)`` mask), class means are redrawn (up to
@@ -141,8 +154,9 @@ def render(rng: np.random.Generator, classes: torch.Tensor, n_classes: int, *,
             means = class_means(rng, n_classes, rgb)
     img = torch.from_numpy(means.astype(np.float32))[classes]
     n_fields = int(rng.integers(1, 4))
-    fields = torch.stack([_texture_fields(rng, str(rng.choice(textures)), s, h, w)
-                          for _ in range(n_fields)])
+    fields = torch.stack(
+        [_texture_fields(rng, str(rng.choice(textures)), s, h, w) for _ in range(n_fields)]
+    )
     which = torch.from_numpy(rng.integers(0, n_fields, n_classes))[classes]
     amp = rng.uniform(0.0, 0.12, n_classes) * (rng.random(n_classes) < 0.7)
     tex = fields.gather(0, which[None]).squeeze(0)
@@ -210,7 +224,7 @@ def add_noise(rng: np.random.Generator, x: torch.Tensor, kind: str, level: float
     if kind == "speckle":  # Rayleigh magnitude of spatially correlated complex noise
         corr = float(rng.uniform(0.5, 1.5))
         re, im = blur(n[0], corr), blur(n[1], corr)
-        mag = torch.sqrt(re ** 2 + im ** 2)
+        mag = torch.sqrt(re**2 + im**2)
         mag = mag / mag.mean().clamp(min=1e-6)
         return x * (1 + (mag - 1) * min(1.0, 4 * level))
     if kind == "poisson":
@@ -229,12 +243,18 @@ def sector(h: int, w: int, rng: np.random.Generator) -> torch.Tensor:
     yy = torch.arange(h, dtype=torch.float32)[:, None] + rng.uniform(1, 0.2 * h)
     xx = torch.arange(w, dtype=torch.float32)[None, :] - (w - 1) / 2 + rng.uniform(-0.1, 0.1) * w
     theta = torch.atan2(xx, yy)
-    r = torch.sqrt(xx ** 2 + yy ** 2)
+    r = torch.sqrt(xx**2 + yy**2)
     return ((theta.abs() < rng.uniform(0.5, 0.8)) & (r < rng.uniform(0.9, 1.3) * h)).float()
 
 
-def restyle(rng: np.random.Generator, x: torch.Tensor, *, style: str | None = None,
-            families: dict = TRAIN_APPEARANCE, strength: float = 1.0) -> torch.Tensor:
+def restyle(
+    rng: np.random.Generator,
+    x: torch.Tensor,
+    *,
+    style: str | None = None,
+    families: dict = TRAIN_APPEARANCE,
+    strength: float = 1.0,
+) -> torch.Tensor:
     """A random restyling of ``x`` ``(S, H, W)`` in ``[0, 1]``; returns ``[0, 1]``.
 
     ``style`` (:data:`STYLES`, default random) biases which noise and which field

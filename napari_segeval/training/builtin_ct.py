@@ -43,8 +43,9 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
             return [(z[f"x{i}"], z[f"y{i}"]) for i in range(n_cases)], stats, thr
 
     cases = [make_ct_case(seed) for seed in range(n_cases)]
-    stats = foreground_intensity_stats(((c.image, c.labels) for c in cases),
-                                       source=f"phantom seeds 0-{n_cases - 1}")
+    stats = foreground_intensity_stats(
+        ((c.image, c.labels) for c in cases), source=f"phantom seeds 0-{n_cases - 1}"
+    )
     thr = lesion_thresholds(((c.labels, c.spacing) for c in cases), plans)
     data = []
     for c in cases:
@@ -53,8 +54,14 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
     if cache is not None:
         arrays = {f"x{i}": x for i, (x, _) in enumerate(data)}
         arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
-        np.savez(cache, stats=json.dumps(stats.to_dict()), n=n_cases,
-                 spacing=json.dumps(plans["spacing"]), lesion_min_mm3=json.dumps(thr), **arrays)
+        np.savez(
+            cache,
+            stats=json.dumps(stats.to_dict()),
+            n=n_cases,
+            spacing=json.dumps(plans["spacing"]),
+            lesion_min_mm3=json.dumps(thr),
+            **arrays,
+        )
     return data, stats, thr
 
 
@@ -88,8 +95,10 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
     if present and rng.random() < fg_prob:
         idx = present[rng.integers(len(present))]
         centre = idx[rng.integers(len(idx))]
-        start = [int(np.clip(c - p // 2 + rng.integers(-p // 4, p // 4 + 1), 0, n - p))
-                 for c, p, n in zip(centre, patch, lab.shape)]
+        start = [
+            int(np.clip(c - p // 2 + rng.integers(-p // 4, p // 4 + 1), 0, n - p))
+            for c, p, n in zip(centre, patch, lab.shape)
+        ]
     else:
         start = [int(rng.integers(0, n - p + 1)) for p, n in zip(patch, lab.shape)]
     sl = tuple(slice(s, s + p) for s, p in zip(start, patch))
@@ -122,11 +131,21 @@ def segmentation_loss(logits, target, num_classes, weight=None):
     return ce + (1 - fg.mean())
 
 
-def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batch: int,
-          init: Path | None = None, lr0: float = 3e-3,
-          cache: Path | None = None, fg_prob: float = 0.6,
-          class_weights: list[float] | None = None, base_channels: int | None = None,
-          patch_size: list[int] | None = None) -> dict:
+def train(
+    out: Path,
+    minutes: float,
+    n_cases: int,
+    threads: int,
+    seed: int,
+    batch: int,
+    init: Path | None = None,
+    lr0: float = 3e-3,
+    cache: Path | None = None,
+    fg_prob: float = 0.6,
+    class_weights: list[float] | None = None,
+    base_channels: int | None = None,
+    patch_size: list[int] | None = None,
+) -> dict:
     """Train for ``minutes`` and save the weights file to ``out``; returns the record."""
     import torch
 
@@ -151,8 +170,13 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
     cfg = UNetConfig(**plans["config"])
     net = UNet3D(cfg)
     if previous is not None:
-        load_state_strict(net, previous.get("state_dict") if isinstance(previous, dict) else None,
-                          init, what, "the built-in 3D U-Net")
+        load_state_strict(
+            net,
+            previous.get("state_dict") if isinstance(previous, dict) else None,
+            init,
+            what,
+            "the built-in 3D U-Net",
+        )
     opt = torch.optim.AdamW(net.parameters(), lr=lr0, weight_decay=1e-5)
     budget = minutes * 60.0
     t1 = time.time()
@@ -174,15 +198,23 @@ def train(out: Path, minutes: float, n_cases: int, threads: int, seed: int, batc
         losses.append(float(loss.detach()))
         it += 1
         if it % 25 == 0:
-            print(f"it {it} t {elapsed / 60:.1f} min loss {np.mean(losses[-25:]):.4f} lr {lr:.2e}",
-                  flush=True)
+            print(
+                f"it {it} t {elapsed / 60:.1f} min loss {np.mean(losses[-25:]):.4f} lr {lr:.2e}",
+                flush=True,
+            )
     record = {
-        "iterations": it, "train_minutes": round((time.time() - t1) / 60, 2),
-        "prepare_seconds": round(prep_s, 1), "threads": threads, "batch": batch,
+        "iterations": it,
+        "train_minutes": round((time.time() - t1) / 60, 2),
+        "prepare_seconds": round(prep_s, 1),
+        "threads": threads,
+        "batch": batch,
         "seeds": f"0-{n_cases - 1}",
         "final_loss": float(np.mean(losses[-50:])) if losses else math.nan,
-        "torch": str(torch.__version__), "lr": lr0,
-        "fg_prob": fg_prob, "class_weights": class_weights, "schedule": "warmup+cosine",
+        "torch": str(torch.__version__),
+        "lr": lr0,
+        "fg_prob": fg_prob,
+        "class_weights": class_weights,
+        "schedule": "warmup+cosine",
     }
     if previous is not None:
         record["previous"] = previous.get("training")
@@ -211,16 +243,42 @@ def main(argv=None) -> int:
     p.add_argument("--init", type=Path, default=None, help="continue from this weights file")
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--cache", type=Path, default=None, help="npz cache of the prepared cases")
-    p.add_argument("--fg-prob", type=float, default=0.6,
-                   help="probability of a patch centred on a random structure")
-    p.add_argument("--class-weights", type=float, nargs="+", default=None,
-                   help="cross-entropy weight per class")
-    p.add_argument("--base-channels", type=int, default=None,
-                   help="override the architecture's first-level channels")
+    p.add_argument(
+        "--fg-prob",
+        type=float,
+        default=0.6,
+        help="probability of a patch centred on a random structure",
+    )
+    p.add_argument(
+        "--class-weights",
+        type=float,
+        nargs="+",
+        default=None,
+        help="cross-entropy weight per class",
+    )
+    p.add_argument(
+        "--base-channels",
+        type=int,
+        default=None,
+        help="override the architecture's first-level channels",
+    )
     p.add_argument("--patch", type=int, nargs=3, default=None, help="training/inference patch")
     a = p.parse_args(argv)
-    train(a.out, a.minutes, a.cases, a.threads, a.seed, a.batch, a.init, a.lr, a.cache,
-          a.fg_prob, a.class_weights, a.base_channels, a.patch)
+    train(
+        a.out,
+        a.minutes,
+        a.cases,
+        a.threads,
+        a.seed,
+        a.batch,
+        a.init,
+        a.lr,
+        a.cache,
+        a.fg_prob,
+        a.class_weights,
+        a.base_channels,
+        a.patch,
+    )
     return 0
 
 

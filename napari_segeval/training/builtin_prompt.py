@@ -45,10 +45,12 @@ from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_
 #: How the shipped weights were made (command, wall time on the shared 2-core machine).
 #: The last stage of a warm-started chain (docs/model_cards.md has the whole chain and
 #: what each stage measured); its ``--init`` file came from the stages before it.
-SHIPPED = ("python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
-           "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
-           "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
-           "28 min wall with one torch thread")
+SHIPPED = (
+    "python -m napari_segeval.training.builtin_prompt --init STAGE2.pt --minutes 25 "
+    "--lr 5e-4 --threads 1 --seed 7 --scenes 40 --ct-cases 32 --echo-clips 8 "
+    "--rgb-images 4 --phantom-share 0.7 --paste-share 0.05: 1661 iterations, "
+    "28 min wall with one torch thread"
+)
 #: Share of episodes drawn from generated scenes, phantoms, and scene objects pasted on phantoms.
 SOURCES = {"scene": 0.30, "phantom": 0.55, "paste": 0.15}
 #: Share of each kind of phantom among the phantom episodes.
@@ -58,8 +60,9 @@ PHANTOM_KINDS = {"ct": 0.6, "us": 0.25, "rgb": 0.15}
 class Pool:
     """Training stacks: generated scenes (replaced as training goes) and phantoms."""
 
-    def __init__(self, scenes: list[Stack], phantoms: list[Stack],
-                 sources: dict | None = None) -> None:
+    def __init__(
+        self, scenes: list[Stack], phantoms: list[Stack], sources: dict | None = None
+    ) -> None:
         self.scenes = scenes
         self.phantoms = {k: [s for s in phantoms if s.kind == k] for k in PHANTOM_KINDS}
         self.backgrounds = [s for s in phantoms if s.kind in ("ct", "us")]
@@ -88,8 +91,11 @@ class Pool:
                 stack, bg = phantom, None
             else:
                 stack = self.scenes[int(rng.integers(len(self.scenes)))]
-                bg = (self.backgrounds[int(rng.integers(len(self.backgrounds)))]
-                      if kind == "paste" and self.backgrounds else None)
+                bg = (
+                    self.backgrounds[int(rng.integers(len(self.backgrounds)))]
+                    if kind == "paste" and self.backgrounds
+                    else None
+                )
             if not stack.present:
                 continue
             ep = episode(stack, rng, bg)
@@ -101,10 +107,14 @@ def make_pool(args: argparse.Namespace, rng: np.random.Generator, log=print) -> 
     t0 = time.time()
     scenes = [scene_stack(rng) for _ in range(args.scenes)]
     log(f"{len(scenes)} generated scenes in {time.time() - t0:.0f} s")
-    sources = {"scene": 1.0 - args.phantom_share - args.paste_share,
-               "phantom": args.phantom_share, "paste": args.paste_share}
-    return Pool(scenes, phantom_stacks(args.ct_cases, args.echo_clips, args.rgb_images, log),
-                sources)
+    sources = {
+        "scene": 1.0 - args.phantom_share - args.paste_share,
+        "phantom": args.phantom_share,
+        "paste": args.paste_share,
+    }
+    return Pool(
+        scenes, phantom_stacks(args.ct_cases, args.echo_clips, args.rgb_images, log), sources
+    )
 
 
 def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.Tensor]:
@@ -118,8 +128,7 @@ def _outputs(net: torch.nn.Module, eps: list[Episode], size: int) -> list[torch.
     return out
 
 
-def simulate(net: torch.nn.Module, eps: list[Episode], size: int,
-             rng: np.random.Generator) -> None:
+def simulate(net: torch.nn.Module, eps: list[Episode], size: int, rng: np.random.Generator) -> None:
     """Run every episode's passes but the last (no gradients, inference mode)."""
     was_training = net.training
     net.eval()
@@ -144,8 +153,7 @@ def loss_fn(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return bce + dice.mean()
 
 
-def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int,
-               batch: int) -> float:
+def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int, batch: int) -> float:
     """One optimisation step on ``batch`` fresh episodes; returns the loss."""
     eps = [pool.draw(rng) for _ in range(batch)]
     simulate(net, eps, size, rng)
@@ -172,13 +180,15 @@ def initial_network(args: argparse.Namespace) -> PromptUNet:
 
     old, config = load_network(args.init)
     if (int(config["width"]), int(config["depth"])) != (args.width, args.depth):
-        raise SystemExit(f"{args.init}: width/depth {config['width']}/{config['depth']} "
-                         f"differ from --width/--depth {args.width}/{args.depth}")
+        raise SystemExit(
+            f"{args.init}: width/depth {config['width']}/{config['depth']} "
+            f"differ from --width/--depth {args.width}/{args.depth}"
+        )
     state = {k: v.clone() for k, v in old.state_dict().items()}
     first = "down.0.0.weight"
     if state[first].shape[1] < POINT_CHANNELS:
         w = torch.zeros(net.state_dict()[first].shape)
-        w[:, :state[first].shape[1]] = state[first]
+        w[:, : state[first].shape[1]] = state[first]
         state[first] = w
     net.load_state_dict(state)
     return net
@@ -208,8 +218,9 @@ def train(args: argparse.Namespace) -> None:
         loss = train_step(net, opt, pool, rng, args.size, args.batch)
         running = loss if running is None else 0.98 * running + 0.02 * loss
         if it % 50 == 0:
-            print(f"it {it:5d}  loss {running:.4f}  lr {lr:.2e}  {time.time() - t0:.0f} s",
-                  flush=True)
+            print(
+                f"it {it:5d}  loss {running:.4f}  lr {lr:.2e}  {time.time() - t0:.0f} s", flush=True
+            )
         if args.checkpoint_every and it % args.checkpoint_every == 0:
             _save(net, args, it)
     _save(net, args, it)
@@ -217,11 +228,18 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _save(net, args: argparse.Namespace, it: int) -> None:
-    config = {"width": args.width, "depth": args.depth, "size": args.size,
-              "in_channels": POINT_CHANNELS, "iterations": it, "scenes": args.scenes,
-              "ct_cases": args.ct_cases, "echo_clips": args.echo_clips,
-              "rgb_images": args.rgb_images,
-              "init": None if args.init is None else Path(args.init).name}
+    config = {
+        "width": args.width,
+        "depth": args.depth,
+        "size": args.size,
+        "in_channels": POINT_CHANNELS,
+        "iterations": it,
+        "scenes": args.scenes,
+        "ct_cases": args.ct_cases,
+        "echo_clips": args.echo_clips,
+        "rgb_images": args.rgb_images,
+        "init": None if args.init is None else Path(args.init).name,
+    }
     was = net.training
     save_weights(net.eval(), args.output, config)
     net.train(was)
@@ -230,29 +248,53 @@ def _save(net, args: argparse.Namespace, it: int) -> None:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scenes", type=int, default=120, help="generated scenes kept at a time")
-    p.add_argument("--refresh", type=int, default=4,
-                   help="replace one scene every this many iterations (0: never)")
+    p.add_argument(
+        "--refresh",
+        type=int,
+        default=4,
+        help="replace one scene every this many iterations (0: never)",
+    )
     p.add_argument("--ct-cases", type=int, default=40)
     p.add_argument("--echo-clips", type=int, default=40)
     p.add_argument("--rgb-images", type=int, default=24)
-    p.add_argument("--phantom-share", type=float, default=SOURCES["phantom"],
-                   help="share of episodes on phantoms (the rest: scenes and pasted objects)")
-    p.add_argument("--paste-share", type=float, default=SOURCES["paste"],
-                   help="share of episodes with a scene object pasted on a phantom")
+    p.add_argument(
+        "--phantom-share",
+        type=float,
+        default=SOURCES["phantom"],
+        help="share of episodes on phantoms (the rest: scenes and pasted objects)",
+    )
+    p.add_argument(
+        "--paste-share",
+        type=float,
+        default=SOURCES["paste"],
+        help="share of episodes with a scene object pasted on a phantom",
+    )
     p.add_argument("--iterations", type=int, default=20000)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--width", type=int, default=12)
     p.add_argument("--depth", type=int, default=3)
-    p.add_argument("--minutes", type=float, default=75.0,
-                   help="time budget for the optimisation loop (cosine schedule fits it)")
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=75.0,
+        help="time budget for the optimisation loop (cosine schedule fits it)",
+    )
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--checkpoint-every", type=int, default=500,
-                   help="also write the output every this many iterations (0: only at the end)")
-    p.add_argument("--init", type=Path, default=None,
-                   help="start from this weight file (4-channel files: click weights start at 0)")
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=500,
+        help="also write the output every this many iterations (0: only at the end)",
+    )
+    p.add_argument(
+        "--init",
+        type=Path,
+        default=None,
+        help="start from this weight file (4-channel files: click weights start at 0)",
+    )
     p.add_argument("--output", type=Path, default=DEFAULT_WEIGHTS)
     train(p.parse_args(argv))
 

@@ -34,8 +34,9 @@ def _distance(region: np.ndarray) -> np.ndarray:
     return ndimage.distance_transform_edt(padded)[1:-1, 1:-1]
 
 
-def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
-                   depth: float = 0.5) -> tuple[int, int] | None:
+def interior_point(
+    region: np.ndarray, rng: np.random.Generator | None = None, depth: float = 0.5
+) -> tuple[int, int] | None:
     """The most interior pixel of ``region`` (``rng=None``), or a random deep one.
 
     Without ``rng``: the evaluation's pixel
@@ -63,9 +64,12 @@ def interior_point(region: np.ndarray, rng: np.random.Generator | None = None,
     return int(ys[k]), int(xs[k])
 
 
-def corrective_click(reference: np.ndarray, prediction: np.ndarray,
-                     rng: np.random.Generator | None = None,
-                     other: float = 0.0) -> tuple[int, int, bool] | None:
+def corrective_click(
+    reference: np.ndarray,
+    prediction: np.ndarray,
+    rng: np.random.Generator | None = None,
+    other: float = 0.0,
+) -> tuple[int, int, bool] | None:
     """The next click ``(y, x, positive)`` that corrects ``prediction``, or ``None`` if exact.
 
     Deterministic with ``rng=None``: the evaluation's rule on one slice

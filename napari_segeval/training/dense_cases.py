@@ -82,13 +82,15 @@ def _optimizer(params: Any, config: DenseTrainConfig):
     import torch
 
     if config.optimizer == "sgd-poly":
-        return torch.optim.SGD(params, lr=config.lr, momentum=0.99, nesterov=True,
-                               weight_decay=3e-5)
+        return torch.optim.SGD(
+            params, lr=config.lr, momentum=0.99, nesterov=True, weight_decay=3e-5
+        )
     return torch.optim.AdamW(params, lr=config.lr, weight_decay=1e-5)
 
 
-def _step_loss(net: Any, noise: Any, x: Any, y: Any, num_classes: int,
-               config: DenseTrainConfig, step: int) -> Any:
+def _step_loss(
+    net: Any, noise: Any, x: Any, y: Any, num_classes: int, config: DenseTrainConfig, step: int
+) -> Any:
     """The batch loss: cross-entropy + soft Dice, or DUO (with the noise head)."""
     from napari_segeval.training.builtin_ct import segmentation_loss
 
@@ -97,8 +99,14 @@ def _step_loss(net: Any, noise: Any, x: Any, y: Any, num_classes: int,
     from napari_segeval.training.duo import NOISE_START, duo_loss
 
     h = net.features(x)
-    return duo_loss(net.head(h), noise(h), y, num_classes, alpha=config.duo_alpha,
-                    denoise=step >= NOISE_START * config.iterations)
+    return duo_loss(
+        net.head(h),
+        noise(h),
+        y,
+        num_classes,
+        alpha=config.duo_alpha,
+        denoise=step >= NOISE_START * config.iterations,
+    )
 
 
 def _lr(config: DenseTrainConfig, step: int) -> float:
@@ -110,8 +118,9 @@ def _lr(config: DenseTrainConfig, step: int) -> float:
     return lr_at(frac, config.lr)
 
 
-def prepare_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
-                  spacings: Sequence[Sequence[float]]) -> tuple[list, Any, tuple[float, ...]]:
+def prepare_cases(
+    images: Sequence[np.ndarray], labels: Sequence[np.ndarray], spacings: Sequence[Sequence[float]]
+) -> tuple[list, Any, tuple[float, ...]]:
     """Resample to the median spacing and normalize: ``(cases, intensity stats, spacing)``.
 
     Examples
@@ -126,8 +135,7 @@ def prepare_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
     from napari_segeval.inference.resample import median_spacing, resample_image, resample_labels
 
     target = median_spacing(spacings)
-    stats = foreground_intensity_stats(zip(images, labels),
-                                       source=f"{len(images)} training cases")
+    stats = foreground_intensity_stats(zip(images, labels), source=f"{len(images)} training cases")
     out = []
     for img, lab, sp in zip(images, labels, spacings):
         x, info = resample_image(np.asarray(img, np.float32), sp, target, order=3)
@@ -135,13 +143,20 @@ def prepare_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
     return out, stats, target
 
 
-def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray],
-                      spacings: Sequence[Sequence[float]], num_classes: int,
-                      out: str | Path, config: DenseTrainConfig | None = None, *,
-                      structures: dict[int, str] | None = None, modality: str = "CT",
-                      case_ids: Sequence[str] = (),
-                      progress: Callable[[int, int], None] | None = None,
-                      cancel: Any = None) -> dict:
+def train_dense_cases(
+    images: Sequence[np.ndarray],
+    labels: Sequence[np.ndarray],
+    spacings: Sequence[Sequence[float]],
+    num_classes: int,
+    out: str | Path,
+    config: DenseTrainConfig | None = None,
+    *,
+    structures: dict[int, str] | None = None,
+    modality: str = "CT",
+    case_ids: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> dict:
     """Train the built-in 3D U-Net on ``images``/``labels`` and save it at ``out``.
 
     Parameters
@@ -207,8 +222,12 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
     if too_big:
         raise SegEvalError(f"label id {max(too_big)} >= num_classes {num_classes}")
     index = [class_index(y, num_classes) for _, y in data]
-    cfg = UNetConfig(in_channels=1, num_classes=int(num_classes),
-                     base_channels=int(config.base_channels), levels=int(config.levels))
+    cfg = UNetConfig(
+        in_channels=1,
+        num_classes=int(num_classes),
+        base_channels=int(config.base_channels),
+        levels=int(config.levels),
+    )
     rng = np.random.default_rng(config.seed)
     losses: list[float] = []
     with TorchThreads(config.threads):
@@ -226,8 +245,9 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
             for g in opt.param_groups:
                 g["lr"] = _lr(config, step)
             picks = rng.integers(len(data), size=config.batch)
-            xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], config.fg_prob)
-                           for i in picks))
+            xs, ys = zip(
+                *(sample_patch(rng, *data[i], patch, index[i], config.fg_prob) for i in picks)
+            )
             x = torch.from_numpy(np.stack(xs))[:, None]
             y = torch.from_numpy(np.stack(ys))
             loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
@@ -237,22 +257,40 @@ def train_dense_cases(images: Sequence[np.ndarray], labels: Sequence[np.ndarray]
             losses.append(float(loss.detach()))
             if progress is not None and ((step + 1) % 10 == 0 or step + 1 == config.iterations):
                 progress(step + 1, int(config.iterations))
-    record = {"iterations": int(config.iterations), "config": config.to_dict(),
-              "final_loss": float(np.mean(losses[-20:])) if losses else math.nan,
-              "seconds": round(time.perf_counter() - t0, 1), "train_cases": list(case_ids),
-              "torch": str(torch.__version__),
-              "loss": ("cross-entropy + (1 - soft Dice)" if noise is None else
-                       f"DUO (Li et al. 2026): per class (BCE + 1 - soft Dice) / (1 + "
-                       f"{config.duo_alpha:g} S), targets denoised by a noise head")}
+    record = {
+        "iterations": int(config.iterations),
+        "config": config.to_dict(),
+        "final_loss": float(np.mean(losses[-20:])) if losses else math.nan,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "train_cases": list(case_ids),
+        "torch": str(torch.__version__),
+        "loss": (
+            "cross-entropy + (1 - soft Dice)"
+            if noise is None
+            else f"DUO (Li et al. 2026): per class (BCE + 1 - soft Dice) / (1 + "
+            f"{config.duo_alpha:g} S), targets denoised by a noise head"
+        ),
+    }
     plans = json.loads(json.dumps(BUILTIN_PLANS))
-    plans.update({"config": {"in_channels": 1, "num_classes": int(num_classes),
-                             "base_channels": int(config.base_channels),
-                             "levels": int(config.levels)},
-                  "spacing": [float(s) for s in spacing],
-                  "patch_size": [int(p) for p in config.patch_size], "modality": modality,
-                  "structures": {str(k): str(v) for k, v in (structures or {}).items()},
-                  "organs": [], "lesions": [], "lesion_min_mm3": {},
-                  "intensity": stats.to_dict(), "training": record})
+    plans.update(
+        {
+            "config": {
+                "in_channels": 1,
+                "num_classes": int(num_classes),
+                "base_channels": int(config.base_channels),
+                "levels": int(config.levels),
+            },
+            "spacing": [float(s) for s in spacing],
+            "patch_size": [int(p) for p in config.patch_size],
+            "modality": modality,
+            "structures": {str(k): str(v) for k, v in (structures or {}).items()},
+            "organs": [],
+            "lesions": [],
+            "lesion_min_mm3": {},
+            "intensity": stats.to_dict(),
+            "training": record,
+        }
+    )
     payload = {**plans, "state_dict": {k: v.detach().clone() for k, v in net.state_dict().items()}}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

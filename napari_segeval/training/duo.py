@@ -92,8 +92,15 @@ def noise_head(channels: int, num_classes: int) -> torch.nn.Module:
     return head
 
 
-def duo_loss(logits: torch.Tensor, noise_logits: torch.Tensor, target: torch.Tensor,
-             num_classes: int, *, alpha: float = ALPHA, denoise: bool = True) -> torch.Tensor:
+def duo_loss(
+    logits: torch.Tensor,
+    noise_logits: torch.Tensor,
+    target: torch.Tensor,
+    num_classes: int,
+    *,
+    alpha: float = ALPHA,
+    denoise: bool = True,
+) -> torch.Tensor:
     """The DUO loss of one batch (module doc), plus the noise head's loss when ``denoise``.
 
     Parameters
@@ -144,5 +151,12 @@ def duo_loss(logits: torch.Tensor, noise_logits: torch.Tensor, target: torch.Ten
     return loss
 
 
-__all__ = ["ALPHA", "NOISE_BIAS", "NOISE_START", "NOISE_THRESHOLD", "duo_loss", "noise_head",
-           "semantic_scales"]
+__all__ = [
+    "ALPHA",
+    "NOISE_BIAS",
+    "NOISE_START",
+    "NOISE_THRESHOLD",
+    "duo_loss",
+    "noise_head",
+    "semantic_scales",
+]

@@ -38,8 +38,9 @@ MIN_CONTRAST = 0.12
 FINAL_CONTRAST = 0.08
 
 
-def make_heldout_volume(seed: int, shape: Sequence[int] = (32, 128, 128)
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def make_heldout_volume(
+    seed: int, shape: Sequence[int] = (32, 128, 128)
+) -> tuple[np.ndarray, np.ndarray]:
     """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels.
 
     Examples
@@ -53,8 +54,9 @@ def make_heldout_volume(seed: int, shape: Sequence[int] = (32, 128, 128)
     return _volume(seed, shape, shapes.HELDOUT_SHAPES, appearance.HELDOUT_APPEARANCE)
 
 
-def make_tuning_volume(seed: int, shape: Sequence[int] = (32, 128, 128)
-                       ) -> tuple[np.ndarray, np.ndarray]:
+def make_tuning_volume(
+    seed: int, shape: Sequence[int] = (32, 128, 128)
+) -> tuple[np.ndarray, np.ndarray]:
     """As :func:`make_heldout_volume`, with the training families (seeds 500-999).
 
     Examples
@@ -77,8 +79,9 @@ def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.nda
     best, best_seen = None, None
     for _ in range(10):
         means = _visible_means(rng, classes, labels, scene.n_classes)
-        img = appearance.render(rng, classes, scene.n_classes, means=means,
-                                textures=looks["texture"])
+        img = appearance.render(
+            rng, classes, scene.n_classes, means=means, textures=looks["texture"]
+        )
         style = str(rng.choice(["ct", "mr", "us", "generic"]))
         img = appearance.restyle(rng, img, style=style, families=looks)
         seen = {k: abs(appearance.band_contrast(img, labels == k)) for k in ids}
@@ -97,8 +100,13 @@ def _visible_means(rng, classes: torch.Tensor, labels: torch.Tensor, n: int) -> 
     best, best_score = None, -1.0
     for _ in range(50):
         means = appearance.class_means(rng, n)
-        score = min((abs(appearance.band_contrast(classes, labels == k, means))
-                     for k in range(1, int(labels.max()) + 1)), default=1.0)
+        score = min(
+            (
+                abs(appearance.band_contrast(classes, labels == k, means))
+                for k in range(1, int(labels.max()) + 1)
+            ),
+            default=1.0,
+        )
         if score >= MIN_CONTRAST:
             return means
         if score > best_score:

@@ -64,14 +64,18 @@ from napari_segeval.training.clicks import corrective_click, interior_point
 from napari_segeval.training.prompt_sources import Stack, frames
 
 #: Probabilities of the starts of a volume's episode (2D stacks: box/points/mask only).
-STARTS = {"box": 0.18, "prop": 0.33, "propbox": 0.12, "points": 0.15, "mask": 0.10,
-          "fix": 0.12}
+STARTS = {"box": 0.18, "prop": 0.33, "propbox": 0.12, "points": 0.15, "mask": 0.10, "fix": 0.12}
 #: Share of propagation steps drawn at the ends of an object, and of those stale.
 END_FRACTION, STALE_FRACTION = 0.5, 0.5
 #: Distribution of the number of click passes after the base pass, per start.
-CLICKS = {"box": (0.45, 0.2, 0.2, 0.15), "prop": (0.6, 0.15, 0.15, 0.1),
-          "propbox": (0.5, 0.2, 0.2, 0.1), "points": (0.0, 0.4, 0.3, 0.3),
-          "mask": (0.0, 0.45, 0.3, 0.25), "fix": (0.0, 0.45, 0.3, 0.25)}
+CLICKS = {
+    "box": (0.45, 0.2, 0.2, 0.15),
+    "prop": (0.6, 0.15, 0.15, 0.1),
+    "propbox": (0.5, 0.2, 0.2, 0.1),
+    "points": (0.0, 0.4, 0.3, 0.3),
+    "mask": (0.0, 0.45, 0.3, 0.25),
+    "fix": (0.0, 0.45, 0.3, 0.25),
+}
 
 
 def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
@@ -83,8 +87,9 @@ def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
     return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
-def jitter_box(box: tuple[int, int, int, int], h: int, w: int,
-               rng: np.random.Generator) -> tuple[int, int, int, int]:
+def jitter_box(
+    box: tuple[int, int, int, int], h: int, w: int, rng: np.random.Generator
+) -> tuple[int, int, int, int]:
     """A box drawn around an object: tight, slightly inside, loose (MedSAM2: 0-20 px out) or mixed.
 
     Examples
@@ -139,8 +144,11 @@ def painted(mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
 def _jitter_window(win, rng: np.random.Generator):
     cy, cx, half = win
     half *= float(rng.uniform(0.85, 1.2))
-    return (cy + float(rng.uniform(-0.1, 0.1)) * half, cx + float(rng.uniform(-0.1, 0.1)) * half,
-            half)
+    return (
+        cy + float(rng.uniform(-0.1, 0.1)) * half,
+        cx + float(rng.uniform(-0.1, 0.1)) * half,
+        half,
+    )
 
 
 @dataclass
@@ -175,8 +183,9 @@ class Episode:
         """The frame's output is ``output`` (``(H, W)``): the next pass corrects it."""
         self.base = False
         self.prior = output
-        click = corrective_click((self.target > 0.5).numpy(), (output > 0.5).numpy(), rng,
-                                 other=0.15)
+        click = corrective_click(
+            (self.target > 0.5).numpy(), (output > 0.5).numpy(), rng, other=0.15
+        )
         if click is not None:
             self.points.append(click)
         win = refine_window(output, self.points, self.region, self.painted)
@@ -188,8 +197,9 @@ def _start_window(ep_box, rng):
     return _jitter_window(window_from_bbox(*ep_box, context=CONTEXT), rng)
 
 
-def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = None
-            ) -> Episode | None:
+def episode(
+    stack: Stack, rng: np.random.Generator, background: Stack | None = None
+) -> Episode | None:
     """A random episode of ``stack`` (module doc), or ``None`` when the draw does not fit."""
     lab = list(stack.present)[int(rng.integers(len(stack.present)))]
     zs = stack.present[lab]
@@ -217,8 +227,7 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
     if start == "box":
         b = jitter_box(bbox(target), *target.shape, rng)
         boxm = _box_mask(b, target.shape)
-        return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start,
-                       region=b)
+        return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start, region=b)
     if start == "prop" or start == "propbox":
         prior = drift(source, rng)
         if start == "propbox":
@@ -228,11 +237,23 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
                 prior = zeros
             elif r < 0.5:  # a leaked or wrong prior
                 other = _orient(stack.labels[[zp]], flip)[0]
-                prior = drift(((other > 0) & (other != lab)).float() if rng.random() < 0.5
-                              else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
-                              rng)
-            return Episode(cur, prev, target, _box_mask(b, target.shape), prior,
-                           _start_window(b, rng), 1 + k, start, region=b)
+                prior = drift(
+                    ((other > 0) & (other != lab)).float()
+                    if rng.random() < 0.5
+                    else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
+                    rng,
+                )
+            return Episode(
+                cur,
+                prev,
+                target,
+                _box_mask(b, target.shape),
+                prior,
+                _start_window(b, rng),
+                1 + k,
+                start,
+                region=b,
+            )
         b = bbox(prior > 0.5)
         if b is None:
             return None
@@ -251,8 +272,9 @@ def episode(stack: Stack, rng: np.random.Generator, background: Stack | None = N
     return ep
 
 
-def corrupt(target: torch.Tensor, labels: torch.Tensor, lab: int,
-            rng: np.random.Generator) -> torch.Tensor:
+def corrupt(
+    target: torch.Tensor, labels: torch.Tensor, lab: int, rng: np.random.Generator
+) -> torch.Tensor:
     """A badly wrong output for ``target``: another object, a leak, a part, or a rough mask."""
     from napari_segeval.training.appearance import smooth_noise
 
@@ -300,7 +322,7 @@ def _prop_frames(zs: np.ndarray, n: int, rng: np.random.Generator):
 
 def _box_mask(b, shape) -> torch.Tensor:
     m = torch.zeros(shape)
-    m[b[0]:b[2], b[1]:b[3]] = 1
+    m[b[0] : b[2], b[1] : b[3]] = 1
     return m
 
 

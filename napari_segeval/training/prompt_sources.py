@@ -51,14 +51,19 @@ class Stack:
                 self.present[int(k)] = np.nonzero((lab == k).any(axis=(1, 2)))[0]
 
 
-def scene_stack(rng: np.random.Generator, families=shapes.TRAIN_SHAPES,
-                depth: tuple[int, int] = (12, 40)) -> Stack:
+def scene_stack(
+    rng: np.random.Generator, families=shapes.TRAIN_SHAPES, depth: tuple[int, int] = (12, 40)
+) -> Stack:
     """A generated scene as a stack (``depth`` slices, one of :data:`SCENE_SIZES` in-plane)."""
     side = int(rng.choice(SCENE_SIZES))
     nz = int(rng.integers(depth[0], depth[1] + 1))
     s = shapes.make_scene(rng, (nz, side, side), families)
-    return Stack("scene", torch.from_numpy(s.labels), classes=torch.from_numpy(
-        s.classes.astype(np.int16)), n_classes=s.n_classes)
+    return Stack(
+        "scene",
+        torch.from_numpy(s.labels),
+        classes=torch.from_numpy(s.classes.astype(np.int16)),
+        n_classes=s.n_classes,
+    )
 
 
 def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]:
@@ -72,19 +77,30 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
         shape = CT_SHAPES[seed % len(CT_SHAPES)]
         spacing = CT_SPACINGS[(seed // len(CT_SHAPES)) % len(CT_SPACINGS)]
         case = make_ct_case(seed, shape=shape, spacing=spacing)
-        out.append(Stack("ct", torch.from_numpy(case.labels),
-                         image=torch.from_numpy(case.image.astype(np.float32))))
+        out.append(
+            Stack(
+                "ct",
+                torch.from_numpy(case.labels),
+                image=torch.from_numpy(case.image.astype(np.float32)),
+            )
+        )
     for seed in range(n_echo):
         case = make_echo_clip(seed, shape=(112, 112) if seed % 2 else (128, 144))
         img = case.image[..., :3].mean(axis=-1) if case.image.ndim == 4 else case.image
-        out.append(Stack("us", torch.from_numpy(case.labels),
-                         image=torch.from_numpy(img.astype(np.float32) / 255.0)))
+        out.append(
+            Stack(
+                "us",
+                torch.from_numpy(case.labels),
+                image=torch.from_numpy(img.astype(np.float32) / 255.0),
+            )
+        )
     for seed in range(n_rgb):
         make = make_polyp_image if seed % 2 else make_skin_image
         case = make(seed, shape=(128, 160))
         grey = case.image[..., :3].astype(np.float32).mean(axis=-1) / 255.0
-        out.append(Stack("rgb", torch.from_numpy(case.labels[None]),
-                         image=torch.from_numpy(grey[None])))
+        out.append(
+            Stack("rgb", torch.from_numpy(case.labels[None]), image=torch.from_numpy(grey[None]))
+        )
     log(f"phantom stacks: {n_ct} CT, {n_echo} echo, {n_rgb} colour")
     return out
 
@@ -128,8 +144,13 @@ def _paste(rng: np.random.Generator, bg: torch.Tensor, obj: torch.Tensor) -> tor
     return bg * (1 - alpha) + inside * alpha
 
 
-def frames(rng: np.random.Generator, stack: Stack, idx: list[int], label: int,
-           background: Stack | None = None) -> torch.Tensor:
+def frames(
+    rng: np.random.Generator,
+    stack: Stack,
+    idx: list[int],
+    label: int,
+    background: Stack | None = None,
+) -> torch.Tensor:
     """Frames ``idx`` of ``stack`` in ``[0, 1]`` with a random appearance.
 
     ``label`` is the example's object (its contrast with what surrounds it is kept
@@ -153,17 +174,26 @@ def frames(rng: np.random.Generator, stack: Stack, idx: list[int], label: int,
         img = _paste(rng, bg, target)
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
-        img = appearance.render(rng, stack.classes[idx], stack.n_classes, target=target,
-                                min_contrast=float(rng.uniform(0.04, 0.2)),
-                                rgb=rng.random() < 0.2)
+        img = appearance.render(
+            rng,
+            stack.classes[idx],
+            stack.n_classes,
+            target=target,
+            min_contrast=float(rng.uniform(0.04, 0.2)),
+            rgb=rng.random() < 0.2,
+        )
         return appearance.restyle(rng, img)
     img = _unit(rng, stack, idx)
     style = {"ct": "ct", "us": "us"}.get(stack.kind, "rgb")
     ct = stack.kind == "ct"
     if rng.random() < (0.5 if ct else 0.3):  # as the phantom is
         return img
-    return appearance.restyle(rng, img, style=style if rng.random() < 0.7 else None,
-                              strength=float(rng.uniform(0.0, 0.7 if ct else 1.0)))
+    return appearance.restyle(
+        rng,
+        img,
+        style=style if rng.random() < 0.7 else None,
+        strength=float(rng.uniform(0.0, 0.7 if ct else 1.0)),
+    )
 
 
 def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:
@@ -175,5 +205,6 @@ def _fit(img: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
     """Resize ``(S, h, w)`` to ``shape`` (bilinear)."""
     if tuple(img.shape[1:]) == tuple(shape):
         return img
-    return F.interpolate(img[:, None], size=tuple(shape), mode="bilinear",
-                         align_corners=False)[:, 0]
+    return F.interpolate(img[:, None], size=tuple(shape), mode="bilinear", align_corners=False)[
+        :, 0
+    ]

@@ -55,22 +55,30 @@ class Scene:
 
 
 def _grid(lo: Sequence[int], hi: Sequence[int]) -> tuple[np.ndarray, ...]:
-    return tuple(np.arange(a, b, dtype=np.float32).reshape(
-        [-1 if i == k else 1 for i in range(3)]) for k, (a, b) in enumerate(zip(lo, hi)))
+    return tuple(
+        np.arange(a, b, dtype=np.float32).reshape([-1 if i == k else 1 for i in range(3)])
+        for k, (a, b) in enumerate(zip(lo, hi))
+    )
 
 
 def _params(rng: np.random.Generator, shape: Sequence[int], radius: float | None) -> dict:
     """Size, position and the slice-to-slice motion of one object."""
     nz, h, w = shape
-    r = float(radius if radius is not None
-              else np.exp(rng.uniform(np.log(4.0), np.log(0.3 * min(h, w)))))
+    r = float(
+        radius if radius is not None else np.exp(rng.uniform(np.log(4.0), np.log(0.3 * min(h, w))))
+    )
     hz = float(rng.uniform(1.5, max(2.0, 0.45 * nz)))
     return {
-        "r": r, "aspect": float(rng.uniform(0.45, 1.0)), "hz": hz,
+        "r": r,
+        "aspect": float(rng.uniform(0.45, 1.0)),
+        "hz": hz,
         "cz": float(rng.uniform(hz * 0.6, nz - 1 - hz * 0.6)) if nz > 1 else 0.0,
-        "cy": float(rng.uniform(0.6 * r, h - 0.6 * r)), "cx": float(rng.uniform(0.6 * r, w - 0.6 * r)),
-        "drift": rng.uniform(-0.5, 0.5, size=4) * r, "grow": float(rng.uniform(-0.3, 0.3)),
-        "angle": float(rng.uniform(0, np.pi)), "twist": float(rng.uniform(-0.6, 0.6)),
+        "cy": float(rng.uniform(0.6 * r, h - 0.6 * r)),
+        "cx": float(rng.uniform(0.6 * r, w - 0.6 * r)),
+        "drift": rng.uniform(-0.5, 0.5, size=4) * r,
+        "grow": float(rng.uniform(-0.3, 0.3)),
+        "angle": float(rng.uniform(0, np.pi)),
+        "twist": float(rng.uniform(-0.6, 0.6)),
         "power": float(rng.uniform(1.5, 6.0)),
     }
 
@@ -124,7 +132,7 @@ def _level(family: str, rng: np.random.Generator, p: dict, grids, shape) -> np.n
         arms, depth = int(rng.integers(4, 9)), rng.uniform(0.25, 0.5)
         theta = np.arctan2(v, u) + 2.0 * p["twist"] * t
         rad = np.sqrt(u * u + v * v) / (1 + depth * np.cos(arms * theta))
-        level = rad ** 2
+        level = rad**2
     elif family == "superellipse":
         n = rng.uniform(4.0, 10.0)
         level = np.abs(u) ** n + np.abs(v) ** n
@@ -186,8 +194,9 @@ def _thin(rng: np.random.Generator, p: dict, grids, shape) -> np.ndarray:
     return out
 
 
-def draw_object(rng: np.random.Generator, family: str, shape: Sequence[int],
-                radius: float | None = None) -> np.ndarray:
+def draw_object(
+    rng: np.random.Generator, family: str, shape: Sequence[int], radius: float | None = None
+) -> np.ndarray:
     """Boolean mask ``shape`` of one random object of ``family`` (may be empty).
 
     Examples
@@ -202,10 +211,16 @@ def draw_object(rng: np.random.Generator, family: str, shape: Sequence[int],
     p = _params(rng, shape, radius)
     reach = p["r"] * (1.6 + abs(p["grow"])) * (1.4 if family in ("thin", "deformed") else 1.0)
     reach += float(np.abs(p["drift"]).sum()) + 2
-    lo = [max(0, int(p["cz"] - p["hz"]) - 1), max(0, int(p["cy"] - reach)),
-          max(0, int(p["cx"] - reach))]
-    hi = [min(shape[0], int(p["cz"] + p["hz"]) + 2), min(shape[1], int(p["cy"] + reach) + 1),
-          min(shape[2], int(p["cx"] + reach) + 1)]
+    lo = [
+        max(0, int(p["cz"] - p["hz"]) - 1),
+        max(0, int(p["cy"] - reach)),
+        max(0, int(p["cx"] - reach)),
+    ]
+    hi = [
+        min(shape[0], int(p["cz"] + p["hz"]) + 2),
+        min(shape[1], int(p["cy"] + reach) + 1),
+        min(shape[2], int(p["cx"] + reach) + 1),
+    ]
     out = np.zeros(shape, bool)
     if min(b - a for a, b in zip(lo, hi)) < 1:
         return out
@@ -217,7 +232,7 @@ def draw_object(rng: np.random.Generator, family: str, shape: Sequence[int],
         inside = level < 1
         if family in ("holed", "concave"):
             inside &= ~_holes(rng, family, p, grids, shape, level)
-    out[lo[0]:hi[0], lo[1]:hi[1], lo[2]:hi[2]] = inside
+    out[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]] = inside
     return _largest(out)
 
 
@@ -266,9 +281,13 @@ def _inner_classes(rng, mask: np.ndarray, first: int) -> tuple[np.ndarray, int]:
     return cls, parts
 
 
-def make_scene(rng: np.random.Generator, shape: Sequence[int] = (24, 128, 128),
-               families: Sequence[str] = TRAIN_SHAPES, n_objects: tuple[int, int] = (2, 5),
-               nested: float = 0.2) -> Scene:
+def make_scene(
+    rng: np.random.Generator,
+    shape: Sequence[int] = (24, 128, 128),
+    families: Sequence[str] = TRAIN_SHAPES,
+    n_objects: tuple[int, int] = (2, 5),
+    nested: float = 0.2,
+) -> Scene:
     """A stack with ``n_objects`` random objects of ``families`` on random tissue.
 
     Parameters
@@ -324,8 +343,9 @@ def _nest(rng, family: str, shape, host: np.ndarray) -> np.ndarray:
     if not obj.any():
         return obj
     centre = [int(np.mean(a)) for a in np.nonzero(obj)]
-    moved = np.roll(obj, (int(zz) - centre[0], int(yy) - centre[1], int(xx) - centre[2]),
-                    axis=(0, 1, 2))
+    moved = np.roll(
+        obj, (int(zz) - centre[0], int(yy) - centre[1], int(xx) - centre[2]), axis=(0, 1, 2)
+    )
     return _largest(moved & host)
 
 

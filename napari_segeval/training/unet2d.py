@@ -41,9 +41,16 @@ def _loss(logits, target, num_classes: int):
     return ce + (1 - dice).mean() if num_classes > 1 else ce + torch.zeros(())
 
 
-def train_unet2d(images: Sequence[np.ndarray], labels: Sequence[np.ndarray], num_classes: int,
-                 config: TrainConfig2D | None = None, *, case_ids: Sequence[str] = (),
-                 structures: dict[int, str] | None = None, device: str | None = "cpu") -> UNet2DModel:
+def train_unet2d(
+    images: Sequence[np.ndarray],
+    labels: Sequence[np.ndarray],
+    num_classes: int,
+    config: TrainConfig2D | None = None,
+    *,
+    case_ids: Sequence[str] = (),
+    structures: dict[int, str] | None = None,
+    device: str | None = "cpu",
+) -> UNet2DModel:
     """Train a 2D U-Net on ``images`` / ``labels`` (label ids ``0 .. num_classes-1``).
 
     Parameters
@@ -81,8 +88,10 @@ def train_unet2d(images: Sequence[np.ndarray], labels: Sequence[np.ndarray], num
 
     cfg = config or TrainConfig2D()
     if not images or len(images) != len(labels):
-        raise SegEvalError(f"2D U-Net training needs matching images and labels "
-                           f"(got {len(images)} and {len(labels)})")
+        raise SegEvalError(
+            f"2D U-Net training needs matching images and labels "
+            f"(got {len(images)} and {len(labels)})"
+        )
     num_classes = int(num_classes)
     arrays = [as_channels(im) for im in images]
     cin = 3 if any(a.shape[0] == 3 for a in arrays) else 1
@@ -94,25 +103,42 @@ def train_unet2d(images: Sequence[np.ndarray], labels: Sequence[np.ndarray], num
     dev = pick_device(device)
     with TorchThreads(cfg.threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        x = torch.cat([resize2d(torch.from_numpy((a - mean[:, None, None].astype(np.float32))
-                                                / std[:, None, None].astype(np.float32))[None],
-                               cfg.size, "bilinear") for a in arrays])
+        x = torch.cat(
+            [
+                resize2d(
+                    torch.from_numpy(
+                        (a - mean[:, None, None].astype(np.float32))
+                        / std[:, None, None].astype(np.float32)
+                    )[None],
+                    cfg.size,
+                    "bilinear",
+                )
+                for a in arrays
+            ]
+        )
         ys = []
         for a, lab in zip(arrays, labels):
             lab = np.asarray(lab)
             if lab.shape != a.shape[1:]:
-                raise InvalidImageError(f"2D U-Net: labels {lab.shape} do not match image "
-                                        f"{a.shape[1:]}")
+                raise InvalidImageError(
+                    f"2D U-Net: labels {lab.shape} do not match image {a.shape[1:]}"
+                )
             if lab.min() < 0 or lab.max() >= num_classes:
-                raise SegEvalError(f"2D U-Net: label ids must lie in 0..{num_classes - 1}, "
-                                   f"found {int(lab.min())}..{int(lab.max())}")
-            ys.append(resize2d(torch.from_numpy(lab.astype(np.float32))[None, None], cfg.size,
-                              "nearest")[0, 0])
+                raise SegEvalError(
+                    f"2D U-Net: label ids must lie in 0..{num_classes - 1}, "
+                    f"found {int(lab.min())}..{int(lab.max())}"
+                )
+            ys.append(
+                resize2d(torch.from_numpy(lab.astype(np.float32))[None, None], cfg.size, "nearest")[
+                    0, 0
+                ]
+            )
         y = torch.stack(ys).long()
         net = build_network(cin, num_classes, cfg.width, cfg.levels).to(dev)
         opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-4)
         sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * i / cfg.iterations)))
+            opt, lambda i: 0.05 + 0.95 * 0.5 * (1 + np.cos(np.pi * i / cfg.iterations))
+        )
         gen = torch.Generator().manual_seed(cfg.seed)
         net.train()
         losses = []
@@ -131,14 +157,20 @@ def train_unet2d(images: Sequence[np.ndarray], labels: Sequence[np.ndarray], num
             sched.step()
             losses.append(float(loss.detach()))
     net.eval()
-    meta = {"in_channels": cin, "num_classes": num_classes, "config": cfg.to_dict(),
-            "mean": mean.tolist(), "std": std.tolist(), "train_cases": [str(c) for c in case_ids],
-            "structures": {str(k): str(v) for k, v in sorted((structures or {}).items())},
-            "final_loss": float(np.mean(losses[-10:])), "train_seconds": time.perf_counter() - t0,
-            "device": str(dev)}
+    meta = {
+        "in_channels": cin,
+        "num_classes": num_classes,
+        "config": cfg.to_dict(),
+        "mean": mean.tolist(),
+        "std": std.tolist(),
+        "train_cases": [str(c) for c in case_ids],
+        "structures": {str(k): str(v) for k, v in sorted((structures or {}).items())},
+        "final_loss": float(np.mean(losses[-10:])),
+        "train_seconds": time.perf_counter() - t0,
+        "device": str(dev),
+    }
     state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     return UNet2DModel(state, meta, device=device)
-
 
 
 __all__ = ["train_unet2d"]

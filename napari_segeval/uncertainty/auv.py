@@ -112,10 +112,10 @@ def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
     step = max(1, BLOCK_VALUES // max(r, 1))
     for start in range(0, long, step):
         if wide:
-            block = m[:, start:start + step].astype(np.float64)
+            block = m[:, start : start + step].astype(np.float64)
             gram += block @ block.T
         else:
-            block = m[start:start + step].astype(np.float64)
+            block = m[start : start + step].astype(np.float64)
             gram += block.T @ block
     if r == 0:
         return np.zeros(0)
@@ -199,15 +199,19 @@ def normalize(scales: Mapping[str, float]) -> dict[str, float]:
     >>> [round(auv[k], 3) for k in "abc"], auv["d"]
     ([0.0, 0.5, 1.0], nan)
     """
-    logs = {k: (math.log(float(v)) if math.isfinite(float(v)) and float(v) > 0 else math.nan)
-            for k, v in scales.items()}
+    logs = {
+        k: (math.log(float(v)) if math.isfinite(float(v)) and float(v) > 0 else math.nan)
+        for k, v in scales.items()
+    }
     finite = [v for v in logs.values() if not math.isnan(v)]
     if not finite:
         return {k: math.nan for k in scales}
     lo, hi = min(finite), max(finite)
     span = hi - lo
-    return {k: (math.nan if math.isnan(v) else (0.0 if span <= 0 else 1.0 - (v - lo) / span))
-            for k, v in logs.items()}
+    return {
+        k: (math.nan if math.isnan(v) else (0.0 if span <= 0 else 1.0 - (v - lo) / span))
+        for k, v in logs.items()
+    }
 
 
 def auv_table(class_scales: Mapping[str, Mapping[str, float]], aggregate: str = "sum") -> dict:
@@ -228,16 +232,34 @@ def auv_table(class_scales: Mapping[str, Mapping[str, float]], aggregate: str = 
     names = sorted({c for v in class_scales.values() for c in v})
     totals = {k: sample_scale(class_scales[k].values(), aggregate) for k in cases}
     auv = normalize(totals)
-    per_class = {c: normalize({k: class_scales[k].get(c, math.nan) for k in cases})
-                 for c in names}
+    per_class = {c: normalize({k: class_scales[k].get(c, math.nan) for k in cases}) for c in names}
     return {
-        "cases": {k: {"scale": totals[k], "auv": auv[k],
-                      "n_classes": sum(1 for v in class_scales[k].values()
-                                       if math.isfinite(float(v)))} for k in cases},
-        "classes": {k: {c: {"scale": float(class_scales[k].get(c, math.nan)),
-                            "auv": per_class[c][k]} for c in names} for k in cases},
+        "cases": {
+            k: {
+                "scale": totals[k],
+                "auv": auv[k],
+                "n_classes": sum(1 for v in class_scales[k].values() if math.isfinite(float(v))),
+            }
+            for k in cases
+        },
+        "classes": {
+            k: {
+                c: {"scale": float(class_scales[k].get(c, math.nan)), "auv": per_class[c][k]}
+                for c in names
+            }
+            for k in cases
+        },
     }
 
 
-__all__ = ["AGGREGATES", "LAYOUTS", "auv_table", "class_matrix", "energy", "gram_eigenvalues", "normalize",
-           "sample_scale", "semantic_scale"]
+__all__ = [
+    "AGGREGATES",
+    "LAYOUTS",
+    "auv_table",
+    "class_matrix",
+    "energy",
+    "gram_eigenvalues",
+    "normalize",
+    "sample_scale",
+    "semantic_scale",
+]

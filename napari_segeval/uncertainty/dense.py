@@ -33,13 +33,20 @@ from napari_segeval.uncertainty.maps import SampleStats, UncertaintyMaps, entrop
 ProgressFn = Callable[[int, int], None]
 
 
-def _draw(rng: np.random.Generator, flip_axes: Sequence[int], intensity_scale: float,
-          intensity_shift: float, scale_range: float) -> dict:
+def _draw(
+    rng: np.random.Generator,
+    flip_axes: Sequence[int],
+    intensity_scale: float,
+    intensity_shift: float,
+    scale_range: float,
+) -> dict:
     flips = [int(a) for a in flip_axes if rng.random() < 0.5]
-    return {"flips": flips,
-            "gain": float(1.0 + rng.uniform(-intensity_scale, intensity_scale)),
-            "shift": float(rng.uniform(-intensity_shift, intensity_shift)),
-            "scale": float(1.0 + rng.uniform(-scale_range, scale_range))}
+    return {
+        "flips": flips,
+        "gain": float(1.0 + rng.uniform(-intensity_scale, intensity_scale)),
+        "shift": float(rng.uniform(-intensity_shift, intensity_shift)),
+        "scale": float(1.0 + rng.uniform(-scale_range, scale_range)),
+    }
 
 
 def _augmented_probs(model: Any, x: Any, aug: dict, overlap: float, cancel: Any) -> np.ndarray:
@@ -74,26 +81,43 @@ def _to_case_grid(a: np.ndarray, info: Any) -> np.ndarray:
     return resample_back(a, info.resample, order=1, channel_axis=0)
 
 
-def _finish(stats: SampleStats, info: Any, method: str, params: dict, note: str = ""
-            ) -> UncertaintyMaps:
+def _finish(
+    stats: SampleStats, info: Any, method: str, params: dict, note: str = ""
+) -> UncertaintyMaps:
     mean = _to_case_grid(stats.mean.astype(np.float32), info)
     mean = mean / np.clip(mean.sum(0, keepdims=True), 1e-12, None)
     var = _to_case_grid(stats.variance().astype(np.float32), info).mean(0)
     mean_h = _to_case_grid(stats.mean_entropy().astype(np.float32)[None], info)[0]
     h = entropy(mean, 0, normalized=True)
     return UncertaintyMaps(
-        entropy=h, variance=np.clip(var, 0.0, None).astype(np.float32),
-        mean=mean.astype(np.float32), labels=mean.argmax(0).astype(np.uint8),
+        entropy=h,
+        variance=np.clip(var, 0.0, None).astype(np.float32),
+        mean=mean.astype(np.float32),
+        labels=mean.argmax(0).astype(np.uint8),
         mutual_information=np.clip(h - mean_h, 0.0, None).astype(np.float32),
-        channels=tuple(range(mean.shape[0])), n_samples=stats.n, method=method,
-        params=params, note=note)
+        channels=tuple(range(mean.shape[0])),
+        n_samples=stats.n,
+        method=method,
+        params=params,
+        note=note,
+    )
 
 
-def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
-              flip_axes: Sequence[int] | None = None, intensity_scale: float = 0.1,
-              intensity_shift: float = 0.1, scale_range: float = 0.1,
-              include_identity: bool = True, overlap: float = 0.25, seed: int = 0,
-              progress: ProgressFn | None = None, cancel: Any = None) -> UncertaintyMaps:
+def dense_tta(
+    model: Any,
+    case: Any,
+    *,
+    n_samples: int = 8,
+    flip_axes: Sequence[int] | None = None,
+    intensity_scale: float = 0.1,
+    intensity_shift: float = 0.1,
+    scale_range: float = 0.1,
+    include_identity: bool = True,
+    overlap: float = 0.25,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> UncertaintyMaps:
     """Test-time-augmentation uncertainty of a dense model on one case.
 
     Parameters
@@ -147,16 +171,26 @@ def dense_tta(model: Any, case: Any, *, n_samples: int = 8,
     augs = []
     for i in range(n_samples):
         check_cancel(cancel, "test-time augmentation")
-        aug = ({"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0} if i == 0 and include_identity
-               else _draw(rng, axes, intensity_scale, intensity_shift, scale_range))
+        aug = (
+            {"flips": [], "gain": 1.0, "shift": 0.0, "scale": 1.0}
+            if i == 0 and include_identity
+            else _draw(rng, axes, intensity_scale, intensity_shift, scale_range)
+        )
         augs.append(aug)
         stats.add(_augmented_probs(model, x, aug, overlap, cancel))
         if progress is not None:
             progress(i + 1, n_samples)
-    params = {"model": model.name, "n_samples": n_samples, "flip_axes": list(axes),
-              "intensity_scale": intensity_scale, "intensity_shift": intensity_shift,
-              "scale_range": scale_range, "overlap": overlap, "seed": seed,
-              "augmentations": augs}
+    params = {
+        "model": model.name,
+        "n_samples": n_samples,
+        "flip_axes": list(axes),
+        "intensity_scale": intensity_scale,
+        "intensity_shift": intensity_shift,
+        "scale_range": scale_range,
+        "overlap": overlap,
+        "seed": seed,
+        "augmentations": augs,
+    }
     return _finish(stats, info, "tta", params)
 
 
@@ -175,9 +209,17 @@ def dropout_modules(network: Any) -> list:
     return [m for m in network.modules() if isinstance(m, kinds)]
 
 
-def mc_dropout(model: Any, case: Any, *, n_samples: int = 8, enabled: bool = True,
-               overlap: float = 0.25, seed: int = 0, progress: ProgressFn | None = None,
-               cancel: Any = None) -> UncertaintyMaps:
+def mc_dropout(
+    model: Any,
+    case: Any,
+    *,
+    n_samples: int = 8,
+    enabled: bool = True,
+    overlap: float = 0.25,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> UncertaintyMaps:
     """Monte-Carlo-dropout uncertainty: dropout layers active, everything else in eval mode.
 
     Only the dropout modules are switched to training mode (normalization
@@ -237,8 +279,14 @@ def mc_dropout(model: Any, case: Any, *, n_samples: int = 8, enabled: bool = Tru
     finally:
         for m, mode in zip(drops, modes):
             m.train(mode)
-    params = {"model": model.name, "n_samples": n_samples, "enabled": enabled,
-              "dropout_layers": len(drops), "overlap": overlap, "seed": seed}
+    params = {
+        "model": model.name,
+        "n_samples": n_samples,
+        "enabled": enabled,
+        "dropout_layers": len(drops),
+        "overlap": overlap,
+        "seed": seed,
+    }
     return _finish(stats, info, "mc-dropout", params, note)
 
 

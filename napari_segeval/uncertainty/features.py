@@ -50,14 +50,23 @@ def feature_kind(model: Any) -> str:
 
 def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
     if model.capabilities.logits:
-        return model.propagate_logits(frames, key, box, order, progress=progress,
-                                      cancel=cancel, stop_when_empty=False)
-    return model.propagate(frames, key, box, order, progress=progress, cancel=cancel,
-                           stop_when_empty=False)
+        return model.propagate_logits(
+            frames, key, box, order, progress=progress, cancel=cancel, stop_when_empty=False
+        )
+    return model.propagate(
+        frames, key, box, order, progress=progress, cancel=cancel, stop_when_empty=False
+    )
 
 
-def decoded_map(model: Any, frames: Any, box: Any, *, mode: str = "volume",
-                progress: ProgressFn | None = None, cancel: Any = None) -> np.ndarray:
+def decoded_map(
+    model: Any,
+    frames: Any,
+    box: Any,
+    *,
+    mode: str = "volume",
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> np.ndarray:
     """The decoded map ``(n, H, W)`` float32 of one structure prompted by ``box``.
 
     Volumes walk forward and backward from ``box.index`` (the key slice keeps the
@@ -82,6 +91,7 @@ def decoded_map(model: Any, frames: Any, box: Any, *, mode: str = "volume",
     total = sum(n_visited(n, k, o) for o in orders)
     parts, offset = {}, 0
     for order in orders:
+
         def cb(done: int, _t: int, base: int = offset) -> None:
             if progress is not None:
                 progress(base + done, total)
@@ -115,15 +125,25 @@ def resample_map(decoded: np.ndarray, grid: Sequence[int] | None) -> np.ndarray:
         return a
     from scipy.ndimage import zoom
 
-    return zoom(a, [int(g) / n for g, n in zip(grid, a.shape)], order=1, grid_mode=True,
-                mode="nearest")
+    return zoom(
+        a, [int(g) / n for g, n in zip(grid, a.shape)], order=1, grid_mode=True, mode="nearest"
+    )
 
 
-def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = None, *,
-                 layout: str = "D_HW", power: float = 2.0, min_voxels: int = MIN_VOXELS,
-                 window: Any = None, grid: Sequence[int] | None = None,
-                 ct_mapping: str = "window", progress: ProgressFn | None = None,
-                 cancel: Any = None) -> list[dict]:
+def class_scales(
+    model: Any,
+    case: Any,
+    structures: Mapping[int, str] | None = None,
+    *,
+    layout: str = "D_HW",
+    power: float = 2.0,
+    min_voxels: int = MIN_VOXELS,
+    window: Any = None,
+    grid: Sequence[int] | None = None,
+    ct_mapping: str = "window",
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> list[dict]:
     """Semantic perception scale of every structure of a labelled case.
 
     Parameters
@@ -185,8 +205,13 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
     todo = [k for k in structures if counts[int(k)] >= min_voxels]
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = model.preprocess(as_frames(np.asarray(case.image), kind),
-                              case.modality or "CT", window, **extra) if todo else None
+    frames = (
+        model.preprocess(
+            as_frames(np.asarray(case.image), kind), case.modality or "CT", window, **extra
+        )
+        if todo
+        else None
+    )
     lab3 = labels[None] if kind == "image" else labels
     n = 1 if kind == "image" else int(labels.shape[0])
     steps = {}
@@ -197,13 +222,19 @@ def class_scales(model: Any, case: Any, structures: Mapping[int, str] | None = N
     done = [0]
     rows = []
     for k, name in structures.items():
-        row = {"label": int(k), "name": str(name), "n_voxels": counts[int(k)],
-               "scale": math.nan, "note": ""}
+        row = {
+            "label": int(k),
+            "name": str(name),
+            "n_voxels": counts[int(k)],
+            "scale": math.nan,
+            "note": "",
+        }
         if counts[int(k)] == 0:
             row["note"] = "absent from the reference: not prompted"
         elif counts[int(k)] < min_voxels:
-            row["note"] = (f"{counts[int(k)]} reference voxel(s), fewer than {min_voxels}: "
-                           "not prompted")
+            row["note"] = (
+                f"{counts[int(k)]} reference voxel(s), fewer than {min_voxels}: not prompted"
+            )
         else:
             check_cancel(cancel, "semantic perception scale")
             box, n_steps = steps[k]

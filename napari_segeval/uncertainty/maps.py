@@ -105,7 +105,7 @@ class SampleStats:
     def add(self, probs: np.ndarray) -> None:
         """Add one sample (same shape every time)."""
         p = np.asarray(probs, dtype=np.float64)
-        h = (binary_entropy(p) if self.binary else entropy(p, self.axis, normalized=True))
+        h = binary_entropy(p) if self.binary else entropy(p, self.axis, normalized=True)
         h = h.astype(np.float64)
         self.n += 1
         if self.mean is None:
@@ -191,9 +191,9 @@ def maps_from_probabilities(probs: np.ndarray, labels: np.ndarray | None = None)
     p = np.asarray(probs, dtype=np.float32)
     h = entropy(p, 0, normalized=True)
     lab = p.argmax(0).astype(np.uint8) if labels is None else np.asarray(labels)
-    return UncertaintyMaps(h, np.zeros_like(h), p, lab, np.zeros_like(h),
-                           tuple(range(p.shape[0])), 1, "single")
+    return UncertaintyMaps(
+        h, np.zeros_like(h), p, lab, np.zeros_like(h), tuple(range(p.shape[0])), 1, "single"
+    )
 
 
-__all__ = ["SampleStats", "UncertaintyMaps", "binary_entropy", "entropy",
-           "maps_from_probabilities"]
+__all__ = ["SampleStats", "UncertaintyMaps", "binary_entropy", "entropy", "maps_from_probabilities"]

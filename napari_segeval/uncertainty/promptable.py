@@ -24,8 +24,9 @@ from napari_segeval.uncertainty.maps import SampleStats, UncertaintyMaps, binary
 ProgressFn = Callable[[int, int], None]
 
 
-def _noisy(frames: Any, std: float, rng: np.random.Generator,
-           clamp: tuple[float, float] | None) -> Any:
+def _noisy(
+    frames: Any, std: float, rng: np.random.Generator, clamp: tuple[float, float] | None
+) -> Any:
     import torch
 
     x = torch.as_tensor(frames)
@@ -41,15 +42,28 @@ def _jittered(prompts: Any, jitter: int, rng: np.random.Generator, shape: tuple)
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import PromptSet
 
-    return PromptSet(prompts.label, tuple(p.jittered(jitter, rng, shape) if isinstance(p, Box)
-                                          else p for p in prompts.prompts))
+    return PromptSet(
+        prompts.label,
+        tuple(p.jittered(jitter, rng, shape) if isinstance(p, Box) else p for p in prompts.prompts),
+    )
 
 
-def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "volume",
-               n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
-               clamp: tuple[float, float] | None = None, include_clean: bool = True,
-               seed: int = 0, threshold: float = 0.5, progress: ProgressFn | None = None,
-               cancel: Any = None) -> UncertaintyMaps:
+def prompt_tta(
+    model: Any,
+    frames: Any,
+    prompts: Sequence[Any],
+    *,
+    mode: str = "volume",
+    n_samples: int = 8,
+    jitter: int = 3,
+    noise_std: float = 0.02,
+    clamp: tuple[float, float] | None = None,
+    include_clean: bool = True,
+    seed: int = 0,
+    threshold: float = 0.5,
+    progress: ProgressFn | None = None,
+    cancel: Any = None,
+) -> UncertaintyMaps:
     """Uncertainty of a promptable model from box jitter and intensity noise.
 
     Parameters
@@ -117,16 +131,21 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     shape = tuple(int(s) for s in frames.shape[1:3])
     rng = np.random.default_rng(seed)
     correcting = corrects(model, PropagationOptions(mode=mode))
-    per_sample = total_steps(int(frames.shape[0]), sets, mode,
-                             corrections=rule_of(model) if correcting else Corrections.NONE)
+    per_sample = total_steps(
+        int(frames.shape[0]),
+        sets,
+        mode,
+        corrections=rule_of(model) if correcting else Corrections.NONE,
+    )
     total = per_sample * n_samples
     stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []
     for i in range(n_samples):
         check_cancel(cancel, "prompt jitter")
         clean = i == 0 and include_clean
-        drawn_sets = sets if clean else {lab: _jittered(s, jitter, rng, shape)
-                                          for lab, s in sets.items()}
+        drawn_sets = (
+            sets if clean else {lab: _jittered(s, jitter, rng, shape) for lab, s in sets.items()}
+        )
         x = frames if clean else _noisy(frames, noise_std, rng, clamp)
         drawn.append([[b.y0, b.x0, b.y1, b.x1] for s in drawn_sets.values() for b in s.boxes])
 
@@ -134,8 +153,9 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
             if progress is not None:
                 progress(offset + done, total)
 
-        res = propagate_case(model, x, drawn_sets, PropagationOptions(mode=mode),
-                             progress=report, cancel=cancel)
+        res = propagate_case(
+            model, x, drawn_sets, PropagationOptions(mode=mode), progress=report, cancel=cancel
+        )
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
     labels_order = tuple(sets)
@@ -144,14 +164,28 @@ def prompt_tta(model: Any, frames: Any, prompts: Sequence[Any], *, mode: str = "
     h_each = np.stack([binary_entropy(m) for m in mean])
     mean_h = np.stack([stats[k].mean_entropy() for k in labels_order])
     merged = merge_structures(dict(zip(labels_order, mean)), threshold=threshold)
-    params = {"model": model.name, "mode": mode,
-              "n_samples": n_samples, "jitter": jitter, "noise_std": noise_std,
-              "clamp": list(clamp) if clamp is not None else None, "seed": seed,
-              "include_clean": include_clean, "boxes": drawn}
+    params = {
+        "model": model.name,
+        "mode": mode,
+        "n_samples": n_samples,
+        "jitter": jitter,
+        "noise_std": noise_std,
+        "clamp": list(clamp) if clamp is not None else None,
+        "seed": seed,
+        "include_clean": include_clean,
+        "boxes": drawn,
+    }
     return UncertaintyMaps(
-        entropy=h_each.max(0), variance=var.max(0), mean=mean, labels=merged,
+        entropy=h_each.max(0),
+        variance=var.max(0),
+        mean=mean,
+        labels=merged,
         mutual_information=np.clip(h_each - mean_h, 0.0, None).max(0).astype(np.float32),
-        channels=labels_order, n_samples=n_samples, method="prompt-jitter", params=params)
+        channels=labels_order,
+        n_samples=n_samples,
+        method="prompt-jitter",
+        params=params,
+    )
 
 
 __all__ = ["prompt_tta"]

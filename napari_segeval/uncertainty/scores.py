@@ -55,8 +55,9 @@ def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
         return mask.copy()
     st = ndimage.generate_binary_structure(mask.ndim, 1)
     sl = ndimage.find_objects(mask.astype(np.uint8))[0]
-    box = tuple(slice(max(s.start - width, 0), min(s.stop + width, n))
-                for s, n in zip(sl, mask.shape))
+    box = tuple(
+        slice(max(s.start - width, 0), min(s.stop + width, n)) for s, n in zip(sl, mask.shape)
+    )
     out = np.zeros_like(mask)
     out[box] = ndimage.binary_dilation(mask[box], st, iterations=width)
     return out
@@ -118,8 +119,9 @@ def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) 
     return float(u.mean()) if u.size else math.nan
 
 
-def uncertainty_volume_curve(uncertainty: np.ndarray, region: np.ndarray | None = None,
-                             n_thresholds: int = 101) -> tuple[np.ndarray, np.ndarray]:
+def uncertainty_volume_curve(
+    uncertainty: np.ndarray, region: np.ndarray | None = None, n_thresholds: int = 101
+) -> tuple[np.ndarray, np.ndarray]:
     """``(t, F(t))`` on ``n_thresholds`` evenly spaced thresholds in ``[0, 1]``.
 
     Examples
@@ -154,8 +156,12 @@ def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> fl
     return mean_uncertainty(uncertainty, region if region.any() else None)
 
 
-def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
-                     structures: Mapping[int, str] | None = None, band: int = 1) -> list[dict]:
+def structure_scores(
+    uncertainty: np.ndarray,
+    labels: np.ndarray,
+    structures: Mapping[int, str] | None = None,
+    band: int = 1,
+) -> list[dict]:
     """Per predicted structure: mean uncertainty inside, in the band, and over both.
 
     Returns rows ``{"label", "name", "inside", "band", "score", "n_voxels"}``;
@@ -180,11 +186,16 @@ def structure_scores(uncertainty: np.ndarray, labels: np.ndarray,
     rows = []
     for label, name in structures.items():
         mask = lab == int(label)
-        rows.append({"label": int(label), "name": str(name),
-                     "inside": mean_uncertainty(u, mask),
-                     "band": mean_uncertainty(u, boundary_band(mask, band)),
-                     "score": mean_uncertainty(u, _dilate(mask, band)),
-                     "n_voxels": int(mask.sum())})
+        rows.append(
+            {
+                "label": int(label),
+                "name": str(name),
+                "inside": mean_uncertainty(u, mask),
+                "band": mean_uncertainty(u, boundary_band(mask, band)),
+                "score": mean_uncertainty(u, _dilate(mask, band)),
+                "n_voxels": int(mask.sum()),
+            }
+        )
     return rows
 
 
@@ -238,8 +249,9 @@ def n_removed_quantile(n: int, fraction: float) -> int:
     return int(n) - math.ceil((1.0 - float(fraction)) * int(n) - 1e-9)
 
 
-def filter_most_uncertain(scores: Mapping[str, float], fraction: float, rule: str = "round"
-                          ) -> tuple[list[str], list[str]]:
+def filter_most_uncertain(
+    scores: Mapping[str, float], fraction: float, rule: str = "round"
+) -> tuple[list[str], list[str]]:
     """Split cases into ``(kept, removed)``: removed = the most uncertain ``fraction``.
 
     Ranking is by score, highest first; NaN scores rank as the most uncertain
@@ -273,8 +285,10 @@ def filter_most_uncertain(scores: Mapping[str, float], fraction: float, rule: st
     if n_keep <= 0:
         return [], ranked
     threshold = sorted(value(c) for c in ranked)[n_keep - 1]
-    return ([c for c in ranked if value(c) <= threshold],
-            [c for c in ranked if value(c) > threshold])
+    return (
+        [c for c in ranked if value(c) <= threshold],
+        [c for c in ranked if value(c) > threshold],
+    )
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
@@ -299,6 +313,17 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
     return out
 
 
-__all__ = ["REMOVAL_RULES", "boundary_band", "case_score", "correlation", "entropy_band_score",
-           "filter_most_uncertain", "mean_uncertainty", "n_removed", "n_removed_quantile",
-           "scored_region", "structure_scores", "uncertainty_volume_curve"]
+__all__ = [
+    "REMOVAL_RULES",
+    "boundary_band",
+    "case_score",
+    "correlation",
+    "entropy_band_score",
+    "filter_most_uncertain",
+    "mean_uncertainty",
+    "n_removed",
+    "n_removed_quantile",
+    "scored_region",
+    "structure_scores",
+    "uncertainty_volume_curve",
+]

@@ -78,15 +78,29 @@ def risk_coverage(uncertainty: Mapping[str, float], dice: Mapping[str, float]) -
     """
     cases = [c for c in uncertainty if c in dice and not math.isnan(float(dice[c]))]
     if not cases:
-        return {"coverage": [], "risk": [], "order": [], "aurc": math.nan,
-                "optimal_aurc": math.nan, "excess_aurc": math.nan, "n": 0}
+        return {
+            "coverage": [],
+            "risk": [],
+            "order": [],
+            "aurc": math.nan,
+            "optimal_aurc": math.nan,
+            "excess_aurc": math.nan,
+            "n": 0,
+        }
     order = _ranked(uncertainty, cases)
     coverage, risk = _curve([float(dice[c]) for c in order])
     best = sorted((float(dice[c]) for c in cases), reverse=True)
     _, best_risk = _curve(best)
     aurc, optimal = float(np.mean(risk)), float(np.mean(best_risk))
-    return {"coverage": coverage, "risk": risk, "order": order, "aurc": aurc,
-            "optimal_aurc": optimal, "excess_aurc": aurc - optimal, "n": len(order)}
+    return {
+        "coverage": coverage,
+        "risk": risk,
+        "order": order,
+        "aurc": aurc,
+        "optimal_aurc": optimal,
+        "excess_aurc": aurc - optimal,
+        "n": len(order),
+    }
 
 
 __all__ = ["risk_coverage"]

@@ -48,8 +48,9 @@ def case_id_of(entry: str) -> str:
     return name
 
 
-def crossval_splits(case_ids: Iterable[str], n_splits: int = NNUNET_FOLDS,
-                    seed: int = NNUNET_SEED) -> list[dict[str, list[str]]]:
+def crossval_splits(
+    case_ids: Iterable[str], n_splits: int = NNUNET_FOLDS, seed: int = NNUNET_SEED
+) -> list[dict[str, list[str]]]:
     """Five folds as nnU-Net makes them (shuffled k-fold, seed 12345) over sorted ids.
 
     Fold ``k``'s ``val`` is the ``k``-th chunk of a ``RandomState(seed)`` shuffle
@@ -72,10 +73,14 @@ def crossval_splits(case_ids: Iterable[str], n_splits: int = NNUNET_FOLDS,
     sizes[: n % n_splits] += 1
     out, start = [], 0
     for size in sizes:
-        val = set(order[start:start + size].tolist())
+        val = set(order[start : start + size].tolist())
         start += size
-        out.append({"train": [ids[i] for i in range(n) if i not in val],
-                    "val": [ids[i] for i in range(n) if i in val]})
+        out.append(
+            {
+                "train": [ids[i] for i in range(n) if i not in val],
+                "val": [ids[i] for i in range(n) if i in val],
+            }
+        )
     return out
 
 
@@ -133,5 +138,11 @@ def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, li
     return out, sorted(set(dropped))
 
 
-__all__ = ["NNUNET_FOLDS", "NNUNET_SEED", "case_id_of", "crossval_splits", "filter_dataset_json",
-           "filter_splits"]
+__all__ = [
+    "NNUNET_FOLDS",
+    "NNUNET_SEED",
+    "case_id_of",
+    "crossval_splits",
+    "filter_dataset_json",
+    "filter_splits",
+]

@@ -42,12 +42,22 @@ def small_case(make_napari_viewer):
     pred = np.zeros_like(ref)
     pred[3:9, 10:22, 8:20] = 1
     pred[4:7, 22:28, 22:28] = 2
-    meta = {"geometry": {"spacing": [2.0, 1.0, 1.0], "origin": [0.0, 0.0, 0.0],
-                         "direction": [1, 0, 0, 0, 1, 0, 0, 0, 1]},
-            "modality": "CT", "axes": "zyx"}
+    meta = {
+        "geometry": {
+            "spacing": [2.0, 1.0, 1.0],
+            "origin": [0.0, 0.0, 0.0],
+            "direction": [1, 0, 0, 0, 1, 0, 0, 0, 1],
+        },
+        "modality": "CT",
+        "axes": "zyx",
+    }
     img = viewer.add_image(image, name="ct", scale=(2.0, 1.0, 1.0), metadata=dict(meta))
-    reference = viewer.add_labels(ref, name="ct reference", scale=(2.0, 1.0, 1.0),
-                                  metadata={**meta, "structures": {1: "liver", 2: "spleen"}})
+    reference = viewer.add_labels(
+        ref,
+        name="ct reference",
+        scale=(2.0, 1.0, 1.0),
+        metadata={**meta, "structures": {1: "liver", 2: "spleen"}},
+    )
     prediction = viewer.add_labels(pred, name="prediction", scale=(2.0, 1.0, 1.0))
     state = ViewerState()
     state.set_image(img)

@@ -17,8 +17,9 @@ def _two_images(viewer):
     second = viewer.add_image(np.ones((4, 8, 8), np.float32), name="second", scale=(2, 1, 1))
     ref = np.zeros((4, 8, 8), np.uint8)
     ref[1:3, 2:5, 2:5] = 1
-    reference = viewer.add_labels(ref, name="reference", scale=(2, 1, 1),
-                                  metadata={"structures": {1: "liver"}})
+    reference = viewer.add_labels(
+        ref, name="reference", scale=(2, 1, 1), metadata={"structures": {1: "liver"}}
+    )
     return first, second, reference
 
 
@@ -96,8 +97,7 @@ def _opened(viewer, tmp_path, name, data):
     return viewer.open(str(tmp_path / name), plugin="napari-segeval")[0]
 
 
-def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napari_viewer,
-                                                                      tmp_path):
+def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napari_viewer, tmp_path):
     """A label map whose name says nothing opens as Labels and becomes the reference,
     opened before or after the panel; a prediction or a second label map does not."""
     seg = np.zeros((8, 9, 10), np.uint8)
@@ -108,10 +108,11 @@ def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napar
     _, case = viewer.window.add_plugin_dock_widget("napari-segeval", "Case")
     assert case.state.image is image and case.state.reference is None
     brain = _opened(viewer, tmp_path, "brain.nii.gz", seg)  # opened after the panel
-    assert type(brain).__name__ == "Labels" and "agree between neighbours" in \
-        brain.metadata["labels_reason"]
-    assert case.state.reference is brain and case.state.structures == {1: "label 1",
-                                                                        2: "label 2"}
+    assert (
+        type(brain).__name__ == "Labels"
+        and "agree between neighbours" in brain.metadata["labels_reason"]
+    )
+    assert case.state.reference is brain and case.state.structures == {1: "label 1", 2: "label 2"}
     assert case.picker.combos["reference"].currentText() == "brain.nii.gz"
     viewer.add_labels(seg, name="prediction", metadata={"structures": {}})
     assert case.state.reference is brain

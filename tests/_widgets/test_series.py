@@ -19,7 +19,7 @@ def series(tmp_path):
     image = rng.normal(0, 10, (3, 6, 10, 12)).astype(np.float32)
     labels = np.zeros(image.shape, np.uint8)
     for t in range(3):
-        labels[t, 1:5, 2 + t:6 + t, 3:8] = 1  # the structure moves with time
+        labels[t, 1:5, 2 + t : 6 + t, 3:8] = 1  # the structure moves with time
         image[t] += 100 * labels[t]
     g = Geometry((2.0, 0.8, 0.7), (1.0, 2.0, 3.0), (1, 0, 0, 0, 1, 0, 0, 0, 1)).stacked()
     img = write_image(tmp_path / "cine.nii.gz", image, g)

@@ -48,9 +48,17 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     assert float(layer.data.min()) >= 0.0 and float(layer.data.max()) <= 1.0
     assert float(layer.data.max()) > 0.0  # box jitter makes the boundary uncertain
     # the worker ran the core function: same map, same per-structure scores
-    _, umap, scores = uncertainty(w.prompt.spec(), (w.state.model_key, w.state.model),
-                                  w.state.image.data, "CT", [box], "volume", pred.data,
-                                  w.state.structures, n_samples=3)
+    _, umap, scores = uncertainty(
+        w.prompt.spec(),
+        (w.state.model_key, w.state.model),
+        w.state.image.data,
+        "CT",
+        [box],
+        "volume",
+        pred.data,
+        w.state.structures,
+        n_samples=3,
+    )
     np.testing.assert_allclose(layer.data, umap, atol=1e-6)
     rows = structure_scores(umap, pred.data, w.state.structures)
     assert scores == {r["label"]: r["score"] for r in rows}

@@ -40,8 +40,9 @@ def test_video_forward_from_first_frame(make_napari_viewer, qtbot):
     np.testing.assert_array_equal(pred, expected)
     assert not pred[: box.index].any()
     assert w.dice.plot.isVisibleTo(w.dice)
-    dice = structure_table(w.state.reference.data, pred, w.state.spacing(),
-                           structures={1: "lv_cavity"}, surface=False)[0]["dice"]
+    dice = structure_table(
+        w.state.reference.data, pred, w.state.spacing(), structures={1: "lv_cavity"}, surface=False
+    )[0]["dice"]
     assert float(w.dice.cell(1, "Dice")) == pytest.approx(dice, abs=5e-4)
 
 
@@ -59,15 +60,25 @@ def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     assert w.prompt.runner.last_error is None
     pred = w.state.predictions["clean"]
     assert pred.data.shape == w.state.reference.data.shape
-    rows = structure_table(w.state.reference.data, pred.data, w.state.spacing(),
-                           structures=w.state.structures, surface=False)
+    rows = structure_table(
+        w.state.reference.data,
+        pred.data,
+        w.state.spacing(),
+        structures=w.state.structures,
+        surface=False,
+    )
     assert float(w.dice.cell(2, "Dice")) == pytest.approx(rows[1]["dice"], abs=5e-4)
     # painting in 2D updates the table too
     pred.brush_size = 7
     y, x = (box.y0 + box.y1) // 2, (box.x0 + box.x1) // 2
     pred.paint((y, x), 0)
-    after = structure_table(w.state.reference.data, pred.data, w.state.spacing(),
-                            structures=w.state.structures, surface=False)[1]["dice"]
+    after = structure_table(
+        w.state.reference.data,
+        pred.data,
+        w.state.spacing(),
+        structures=w.state.structures,
+        surface=False,
+    )[1]["dice"]
     assert after < rows[1]["dice"]
     qtbot.waitUntil(lambda: abs(float(w.dice.cell(2, "Dice")) - after) < 5e-4, timeout=5000)
     # and the attack works on a single image

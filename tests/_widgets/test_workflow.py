@@ -51,7 +51,8 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", prompts, "volume")
     np.testing.assert_array_equal(pred.data, expected)
     assert pred.colormap is w.state.reference.colormap or (
-        pred.get_color(1) == pytest.approx(w.state.reference.get_color(1)))
+        pred.get_color(1) == pytest.approx(w.state.reference.get_color(1))
+    )
     rows = structure_table(ref, expected, w.state.spacing(), structures=w.state.structures)
     predicted = {row["label"] for row in rows if row["volume_pred_ml"] > 0}
     assert predicted == {1, 2}
@@ -70,8 +71,9 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     pred.brush_size = 9
     z, y, x = liver.index, (liver.y0 + liver.y1) // 2, (liver.x0 + liver.x1) // 2
     pred.paint((z, y, x), 0)
-    after = structure_table(ref, pred.data, w.state.spacing(), structures={1: "liver"},
-                            surface=False)[0]["dice"]
+    after = structure_table(
+        ref, pred.data, w.state.spacing(), structures={1: "liver"}, surface=False
+    )[0]["dice"]
     assert after < rows[0]["dice"]
     qtbot.waitUntil(lambda: abs(float(w.dice.cell(1, "Dice")) - after) < 5e-4, timeout=5000)
 
@@ -98,10 +100,10 @@ def test_attack_adds_layers_and_compares(ct_viewer, qtbot):
     assert lo == pytest.approx(-hi) and hi > 0
     assert np.abs(pert.data).max() <= 0.2 * 400.0 + 1e-3
     assert "ct attacked (fgsm)" in viewer.layers
-    assert float(w.dice.cell(1, "Dice att.")) == pytest.approx(res.attacked_rows[0]["dice"],
-                                                               abs=5e-4)
-    assert float(w.dice.cell(1, "Dice clean")) == pytest.approx(res.clean_rows[0]["dice"],
-                                                                abs=5e-4)
+    assert float(w.dice.cell(1, "Dice att.")) == pytest.approx(
+        res.attacked_rows[0]["dice"], abs=5e-4
+    )
+    assert float(w.dice.cell(1, "Dice clean")) == pytest.approx(res.clean_rows[0]["dice"], abs=5e-4)
 
 
 class _SlowModel(ThresholdPromptModel):
@@ -163,5 +165,4 @@ def test_box_prompts_replace_per_structure(ct_viewer):
     w.prompt.tools.set_box(Box(10, 10, 20, 20, index=5, label=1))
     w.prompt.box_from_reference()
     assert len(w.state.boxes.data) == 1
-    assert w.prompt.prompts() == {1: PromptSet.from_box(box_from_labels(w.state.reference.data,
-                                                                       1))}
+    assert w.prompt.prompts() == {1: PromptSet.from_box(box_from_labels(w.state.reference.data, 1))}

@@ -10,7 +10,8 @@ class ToyNet(torch.nn.Module):
         super().__init__()
         torch.manual_seed(0)
         self.body = torch.nn.Sequential(
-            torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.Tanh(),
+            torch.nn.Conv2d(1, 8, 3, padding=1),
+            torch.nn.Tanh(),
             torch.nn.Conv2d(8, classes, 3, padding=1),
         )
         self.eval()
@@ -46,5 +47,6 @@ def crop_case(case, sl):
     """The case restricted to a sub-block (geometry origin unchanged: metrics only)."""
     import dataclasses
 
-    return dataclasses.replace(case, image=np.asarray(case.image)[sl],
-                               labels=np.asarray(case.labels)[sl])
+    return dataclasses.replace(
+        case, image=np.asarray(case.image)[sl], labels=np.asarray(case.labels)[sl]
+    )

@@ -49,8 +49,9 @@ def _step_sizes(out, restart=0):
 def test_step_size_halves_at_every_checkpoint_once_the_loss_is_stuck():
     x = torch.zeros(2, 8)
     eps, n = 0.5, 30
-    out = run_attack(Monotone(), x, _target(x),
-                     AttackConfig("apgd-ce", eps=eps, steps=n, random_start=False))
+    out = run_attack(
+        Monotone(), x, _target(x), AttackConfig("apgd-ce", eps=eps, steps=n, random_start=False)
+    )
     # x_1 = P(2 eps) = eps: the loss never improves again, so every checkpoint halves
     expected, eta = [], 2 * eps
     cks = apgd_checkpoints(n)
@@ -64,9 +65,12 @@ def test_step_size_halves_at_every_checkpoint_once_the_loss_is_stuck():
 
 def test_step_size_is_kept_while_the_loss_keeps_improving():
     x = torch.zeros(1, 8)
-    out = run_attack(Monotone(), x, _target(x),
-                     AttackConfig("apgd-ce", eps=1.0, steps=20, step_size=0.01,
-                                  random_start=False))
+    out = run_attack(
+        Monotone(),
+        x,
+        _target(x),
+        AttackConfig("apgd-ce", eps=1.0, steps=20, step_size=0.01, random_start=False),
+    )
     assert all(s == [pytest.approx(0.01)] for s in _step_sizes(out))
     losses = [h["loss"][0] for h in out.history]
     assert all(b > a for a, b in pairwise(losses))

@@ -11,8 +11,9 @@ def test_eps_conversion_round_trips(scale):
     for eps_hu in (0.5, 4.0, 12.5, 100.0):
         assert math.isclose(eps_to_raw(eps_from_raw(eps_hu, scale), scale), eps_hu, rel_tol=1e-12)
         b = Budget.from_raw(eps_hu, scale)
-        assert math.isclose(Budget.from_normalized(b.eps_normalized, scale).eps_raw, eps_hu,
-                            rel_tol=1e-12)
+        assert math.isclose(
+            Budget.from_normalized(b.eps_normalized, scale).eps_raw, eps_hu, rel_tol=1e-12
+        )
 
 
 def test_hu_conversion_uses_the_zscore_std_of_the_builtin_ct_model():
@@ -37,4 +38,8 @@ def test_invalid_budgets_are_refused():
     with pytest.raises(ValueError):
         Budget.from_normalized(0.1, 10.0, norm="l1")
     assert Budget.from_raw(8.0, 400.0, "l2").to_dict() == {
-        "eps_normalized": 0.02, "eps_raw": 8.0, "raw_per_normalized_unit": 400.0, "norm": "l2"}
+        "eps_normalized": 0.02,
+        "eps_raw": 8.0,
+        "raw_per_normalized_unit": 400.0,
+        "norm": "l2",
+    }

@@ -89,7 +89,9 @@ def test_larger_epsilon_lowers_dice_on_average(toy):
     net, x, target = toy
     means = []
     for eps in (0.02, 0.1, 0.3, 0.8):
-        means.append(float(run_attack(net, x, target, AttackConfig("pgd", eps=eps, steps=8)).dice.mean()))
+        means.append(
+            float(run_attack(net, x, target, AttackConfig("pgd", eps=eps, steps=8)).dice.mean())
+        )
     assert all(b <= a for a, b in pairwise(means)), means
     assert means[-1] < means[0] - 0.2
 
@@ -132,8 +134,9 @@ def test_cancel_stops_the_attack(toy):
             ev.set()
 
     with pytest.raises(Cancelled):
-        run_attack(net, x, target, AttackConfig("pgd", eps=0.1, steps=10), progress=progress,
-                   cancel=ev)
+        run_attack(
+            net, x, target, AttackConfig("pgd", eps=0.1, steps=10), progress=progress, cancel=ev
+        )
 
 
 def test_fgsm_linf_moves_every_voxel_with_a_gradient_by_eps(toy):
@@ -149,8 +152,9 @@ def test_keep_best_returns_the_lowest_dice_iterate(toy):
     out = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, restarts=2))
     per_iter = np.array([h["dice"] for h in out.history])
     assert np.allclose(out.dice.numpy(), per_iter.min(axis=0))
-    last = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, restarts=2,
-                                                   keep_best=False))
+    last = run_attack(
+        net, x, target, AttackConfig("pgd", eps=0.3, steps=6, restarts=2, keep_best=False)
+    )
     assert np.allclose(last.dice.numpy(), per_iter[-1])
 
 
@@ -158,8 +162,14 @@ def test_keep_best_returns_the_lowest_dice_iterate(toy):
 @pytest.mark.parametrize("schedule", ["constant", "cosine", "step"])
 def test_weighted_losses_and_schedules_attack(toy, weighting, schedule):
     net, x, target = toy
-    out = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, steps=6, weighting=weighting,
-                                                  schedule=schedule, random_start=False))
+    out = run_attack(
+        net,
+        x,
+        target,
+        AttackConfig(
+            "pgd", eps=0.3, steps=6, weighting=weighting, schedule=schedule, random_start=False
+        ),
+    )
     assert out.dice.mean() < _clean_dice(net, x, target).mean()
 
 
@@ -168,9 +178,16 @@ def test_config_validation_and_defaults():
     assert AttackConfig("apgd-ce", eps=0.1).effective_step_size == pytest.approx(0.2)
     assert AttackConfig("apgd-dlr", eps=0.1, loss="ce").loss == "dlr"
     assert AttackConfig("fgsm", eps=0.1).to_dict()["step_size"] == pytest.approx(0.1)
-    for bad in ({"attack": "cw"}, {"norm": "l1"}, {"eps": -1.0}, {"steps": 0},
-                {"loss": "dice", "weighting": "segpgd"}, {"weighting": "x"}, {"clamp": (1, 0)},
-                {"schedule": "exp"}):
+    for bad in (
+        {"attack": "cw"},
+        {"norm": "l1"},
+        {"eps": -1.0},
+        {"steps": 0},
+        {"loss": "dice", "weighting": "segpgd"},
+        {"weighting": "x"},
+        {"clamp": (1, 0)},
+        {"schedule": "exp"},
+    ):
         with pytest.raises(ValueError):
             AttackConfig(**{"eps": 0.1, **bad})
 
@@ -191,8 +208,9 @@ def test_an_attack_is_one_registry_entry(toy, monkeypatch):
     def flip(problem):  # the uniform-noise loop under another name
         return noise(problem, "uniform")
 
-    entry = Attack(flip, lambda cfg, n: 5 * cfg.restarts, "test attack", linf_only=True,
-                   schedules=("a", "b"))
+    entry = Attack(
+        flip, lambda cfg, n: 5 * cfg.restarts, "test attack", linf_only=True, schedules=("a", "b")
+    )
     monkeypatch.setitem(ATTACKS, "flip", entry)
     cfg = AttackConfig("flip", eps=0.1, restarts=2)
     assert cfg.schedule == "a" and total_evaluations(cfg) == 10
@@ -206,8 +224,16 @@ def test_an_attack_is_one_registry_entry(toy, monkeypatch):
 
 
 def test_registry_entries_say_what_their_configs_check():
-    assert list(ATTACKS) == ["fgsm", "pgd", "apgd-ce", "apgd-dlr", "square", "fab",
-                             "noise-gaussian", "noise-uniform"]
+    assert list(ATTACKS) == [
+        "fgsm",
+        "pgd",
+        "apgd-ce",
+        "apgd-dlr",
+        "square",
+        "fab",
+        "noise-gaussian",
+        "noise-uniform",
+    ]
     assert LINF_ONLY == ("square", "fab")
     with pytest.raises(ValueError, match="only square takes it"):
         AttackConfig("pgd", eps=0.1, loss="hard-dice")
@@ -219,7 +245,8 @@ def test_registry_entries_say_what_their_configs_check():
     from napari_segeval.attacks import not_applicable
 
     assert not_applicable(AttackConfig("fab", eps=0.1), 1) == (
-        "fab needs at least 2 classes; the model has 1")
+        "fab needs at least 2 classes; the model has 1"
+    )
 
 
 def test_no_import_circle_in_attacks_even_for_types():
@@ -238,13 +265,18 @@ def test_no_import_circle_in_attacks_even_for_types():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                found |= {n.rsplit(".", 1)[-1] for n in names
-                          if n.startswith("napari_segeval.attacks.") and n.count(".") == 2}
+                found |= {
+                    n.rsplit(".", 1)[-1]
+                    for n in names
+                    if n.startswith("napari_segeval.attacks.") and n.count(".") == 2
+                }
         graph[path.stem] = found - {path.stem}
 
     def reaches(start, goal, seen=()):
-        return any(n == goal or (n not in seen and reaches(n, goal, (*seen, n)))
-                   for n in graph.get(start, ()))
+        return any(
+            n == goal or (n not in seen and reaches(n, goal, (*seen, n)))
+            for n in graph.get(start, ())
+        )
 
     circles = sorted(m for m in graph if reaches(m, m))
     assert not circles, f"import circles through {circles}"

@@ -30,8 +30,8 @@ def test_chunked_gradient_equals_whole_volume_gradient(tiny_model, small_case, m
     x = whole.x.clone().requires_grad_(True)
     t = whole.reference_target()
     assert tuple(t.shape[1:]) == tuple(x.shape[2:])
-    g1, = torch.autograd.grad(cross_entropy(whole.forward(x), t).sum(), x)
-    g2, = torch.autograd.grad(cross_entropy(chunked.forward(x), t).sum(), x)
+    (g1,) = torch.autograd.grad(cross_entropy(whole.forward(x), t).sum(), x)
+    (g2,) = torch.autograd.grad(cross_entropy(chunked.forward(x), t).sum(), x)
     assert g1.abs().max() > 0
     assert torch.allclose(g1, g2, rtol=1e-4, atol=1e-9)
     with torch.no_grad():
@@ -72,14 +72,18 @@ def test_without_reference_the_clean_prediction_is_the_target(tiny_model, small_
 
 def test_progress_and_cancel(tiny_model, small_case):
     seen = []
-    attack_case(DenseTarget(tiny_model, small_case), AttackConfig("pgd", eps=0.1, steps=2),
-                progress=lambda d, t: seen.append((d, t)))
+    attack_case(
+        DenseTarget(tiny_model, small_case),
+        AttackConfig("pgd", eps=0.1, steps=2),
+        progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen == [(1, 3), (2, 3), (3, 3)]
     ev = threading.Event()
     ev.set()
     with pytest.raises(Cancelled):
-        attack_case(DenseTarget(tiny_model, small_case), AttackConfig("pgd", eps=0.1, steps=2),
-                    cancel=ev)
+        attack_case(
+            DenseTarget(tiny_model, small_case), AttackConfig("pgd", eps=0.1, steps=2), cancel=ev
+        )
 
 
 def test_rejects_unknown_gradient_mode(tiny_model, small_case):

@@ -42,10 +42,10 @@ def _oracle_min_norm(net, x, target, fg, thr=0.5):
     """Smallest L-inf norm breaking each case: flip every voxel nearer the boundary than it."""
     out = []
     for c in range(x.shape[0]):
-        d = x[c:c + 1].abs()
+        d = x[c : c + 1].abs()
         for r in np.sort(d.flatten().numpy()):
-            moved = torch.where(fg[c:c + 1], d - r, -d + r)  # exactly on the boundary: background
-            if float(case_dice(net(moved), target[c:c + 1])[0]) <= thr:
+            moved = torch.where(fg[c : c + 1], d - r, -d + r)  # exactly on the boundary: background
+            if float(case_dice(net(moved), target[c : c + 1])[0]) <= thr:
                 out.append(float(r))
                 break
     return out
@@ -53,6 +53,7 @@ def _oracle_min_norm(net, x, target, fg, thr=0.5):
 
 def test_projection_matches_a_linear_programming_oracle():
     from scipy.optimize import linprog
+
     gen = torch.Generator().manual_seed(3)
     for trial in range(12):
         m = 7
@@ -67,8 +68,14 @@ def test_projection_matches_a_linear_programming_oracle():
         eye = np.eye(m)
         a_ub = np.block([[eye, -np.ones((m, 1))], [-eye, -np.ones((m, 1))]])
         bounds = [(-float(lo), float(hi)) for lo, hi in zip(down[0], up[0])] + [(0, None)]
-        lp = linprog(c, A_ub=a_ub, b_ub=np.zeros(2 * m), A_eq=np.r_[w[0].numpy(), 0.0][None],
-                     b_eq=r.numpy(), bounds=bounds)
+        lp = linprog(
+            c,
+            A_ub=a_ub,
+            b_ub=np.zeros(2 * m),
+            A_eq=np.r_[w[0].numpy(), 0.0][None],
+            b_eq=r.numpy(),
+            bounds=bounds,
+        )
         if lp.status == 0:
             assert float((w * d).sum()) == pytest.approx(float(r[0]), abs=1e-9)
             assert float(d.abs().max()) == pytest.approx(lp.fun, abs=1e-9)
@@ -148,8 +155,9 @@ def test_target_ranks_and_their_validation(toy):
 
 def test_robust_threshold_stops_fab_at_the_first_success_within_eps():
     net, x, target, _ = _linear_problem(torch.tensor(0.2))
-    gated = run_attack(net, x, target, AttackConfig("fab", eps=1.0, steps=10, restarts=4,
-                                                    robust_threshold=0.5))
+    gated = run_attack(
+        net, x, target, AttackConfig("fab", eps=1.0, steps=10, restarts=4, robust_threshold=0.5)
+    )
     assert gated.info["runs"] == 1 and gated.info["success_threshold"] == [0.5, 0.5]
     free = run_attack(net, x, target, AttackConfig("fab", eps=1.0, steps=10, restarts=4))
     assert free.info["runs"] == 4

@@ -21,7 +21,7 @@ def _data(n=2, c=4, shape=(5, 6), seed=0):
 
 def test_cross_entropy_is_the_per_case_voxel_mean():
     z, t = _data()
-    expected = torch.stack([F.cross_entropy(z[i:i + 1], t[i:i + 1]) for i in range(2)])
+    expected = torch.stack([F.cross_entropy(z[i : i + 1], t[i : i + 1]) for i in range(2)])
     assert torch.allclose(cross_entropy(z, t), expected)
     w = torch.rand(t.shape)
     manual = (F.cross_entropy(z, t, reduction="none") * w).reshape(2, -1).mean(1)

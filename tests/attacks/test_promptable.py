@@ -76,8 +76,9 @@ def test_medsam2_refuses_the_per_slice_chain():
     from napari_segeval.models.medsam2.model import MedSAM2Model
 
     with pytest.raises(SegEvalError, match="memory bank"):
-        MedSAM2Model.propagate(object(), np.zeros((2, 4, 4)), 0, None,
-                               prior_volume=np.zeros((2, 4, 4)))
+        MedSAM2Model.propagate(
+            object(), np.zeros((2, 4, 4)), 0, None, prior_volume=np.zeros((2, 4, 4))
+        )
 
 
 def test_one_structure_logits_give_back_the_probability(ct_case):
@@ -137,7 +138,9 @@ def test_builtin_prompt_on_the_bundled_video():
 
     pytest.importorskip("av")
     model = _builtin()
-    case = read_case(SAMPLES / "video" / "echo_001.mp4", SAMPLES / "video" / "echo_001_labels.nii.gz")
+    case = read_case(
+        SAMPLES / "video" / "echo_001.mp4", SAMPLES / "video" / "echo_001_labels.nii.gz"
+    )
     t = PromptTarget(model, case, boxes_from_labels(case.labels, [1], mode="video"))
     assert t.mode == "video"
     res = attack_case(t, AttackConfig("fgsm", eps=0.05))
@@ -177,8 +180,9 @@ def test_medsam2_shared_gradient_equals_separate_passes():
 
     torch.manual_seed(0)
     model = MedSAM2Model(build_network(image_size=128), device="cpu", encode_batch=2)
-    case = crop_case(make_ct_case(5, shape=(8, 48, 48), tumour=False),
-                     (slice(2, 5), slice(None), slice(None)))
+    case = crop_case(
+        make_ct_case(5, shape=(8, 48, 48), tumour=False), (slice(2, 5), slice(None), slice(None))
+    )
     boxes = boxes_from_labels(case.labels, [1, 4])  # liver and left kidney, keys 1 and 0
     grads, outs = [], []
     for share in (True, False):

@@ -28,8 +28,13 @@ def _model(name):
 
 def _as_video(case):
     """The one-frame video the widget used to build by hand (the reference here)."""
-    return replace(case, image=np.asarray(case.image)[None], labels=case.labels[None],
-                   geometry=Geometry.identity(3, (1.0, *case.spacing)), axes="t" + case.axes)
+    return replace(
+        case,
+        image=np.asarray(case.image)[None],
+        labels=case.labels[None],
+        geometry=Geometry.identity(3, (1.0, *case.spacing)),
+        axes="t" + case.axes,
+    )
 
 
 @pytest.mark.parametrize("model_name", ["threshold", "builtin"])
@@ -43,8 +48,9 @@ def test_2d_attack_equals_the_one_frame_video_on_the_2d_grid(model_name, make):
     assert target.mode == "video" and tuple(target.x.shape[:2]) == (1, 1)
     assert target.reference_target().shape == (1, 1, *case.labels.shape)
     res = attack_case(target, config, clamp=True)
-    video = attack_case(PromptTarget(model, _as_video(case), boxes, mode="video"), config,
-                        clamp=True)
+    video = attack_case(
+        PromptTarget(model, _as_video(case), boxes, mode="video"), config, clamp=True
+    )
     for name in ("clean_prediction", "attacked_prediction", "perturbation", "perturbed_image"):
         got, ref = getattr(res, name), getattr(video, name)[0]
         assert got.shape == ref.shape
@@ -53,11 +59,16 @@ def test_2d_attack_equals_the_one_frame_video_on_the_2d_grid(model_name, make):
     np.testing.assert_array_equal(res.clean_prediction, propagate_image(model, case, boxes).labels)
     # rows use the 2D grid and spacing
     names = {b.label: case.structure_name(b.label) for b in boxes}
-    np.testing.assert_equal(res.clean_rows, structure_table(
-        case.labels, res.clean_prediction, case.spacing, structures=names, surface=False))
+    np.testing.assert_equal(
+        res.clean_rows,
+        structure_table(
+            case.labels, res.clean_prediction, case.spacing, structures=names, surface=False
+        ),
+    )
     pert = res.perturbation if res.perturbation.ndim == 3 else res.perturbation[..., None]
-    np.testing.assert_allclose(res.perturbed_image,
-                               np.asarray(case.image, np.float32) + pert, atol=1e-4)
+    np.testing.assert_allclose(
+        res.perturbed_image, np.asarray(case.image, np.float32) + pert, atol=1e-4
+    )
     assert np.abs(res.perturbation).max() <= res.budget.eps_raw * (1 + 1e-6)
     assert res.params["target"]["input"] == "image"
 

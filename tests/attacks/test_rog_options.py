@@ -64,8 +64,12 @@ def test_both_checkpoint_schedules_equal_their_definitions():
 def test_apgd_halves_the_step_at_the_schedule_checkpoints(schedule):
     x = torch.zeros(2, 8)
     eps, n = 0.5, 10
-    out = run_attack(Monotone(), x, _target(x), AttackConfig(
-        "apgd-ce", eps=eps, steps=n, random_start=False, schedule=schedule))
+    out = run_attack(
+        Monotone(),
+        x,
+        _target(x),
+        AttackConfig("apgd-ce", eps=eps, steps=n, random_start=False, schedule=schedule),
+    )
     # the loss is stuck from x_1 on, so every checkpoint halves
     expected, eta = [], 2 * eps
     for k in range(n + 1):
@@ -79,8 +83,14 @@ def test_apgd_halves_the_step_at_the_schedule_checkpoints(schedule):
 def test_pgd_select_loss_keeps_the_restart_with_the_highest_final_loss(toy):
     net, x, target = toy
     steps, restarts = 3, 4
-    out = run_attack(net, x, target, AttackConfig("pgd", eps=0.3, step_size=0.1, steps=steps,
-                                                  restarts=restarts, select="loss", seed=2))
+    out = run_attack(
+        net,
+        x,
+        target,
+        AttackConfig(
+            "pgd", eps=0.3, step_size=0.1, steps=steps, restarts=restarts, select="loss", seed=2
+        ),
+    )
     finals = [h for h in out.history if h["step"] == steps]
     assert [h["restart"] for h in finals] == list(range(restarts))
     loss = torch.tensor([h["loss"] for h in finals])  # (restarts, cases)
@@ -88,8 +98,9 @@ def test_pgd_select_loss_keeps_the_restart_with_the_highest_final_loss(toy):
     best = loss.argmax(dim=0)
     assert torch.allclose(out.dice, dice[best, torch.arange(x.shape[0])])
     with torch.no_grad():
-        assert torch.allclose(cross_entropy(out.logits, target),
-                              loss[best, torch.arange(x.shape[0])], atol=1e-6)
+        assert torch.allclose(
+            cross_entropy(out.logits, target), loss[best, torch.arange(x.shape[0])], atol=1e-6
+        )
     assert AttackConfig("pgd", select="loss").to_dict()["select"] == "loss"
     with pytest.raises(ValueError, match="PGD option"):
         AttackConfig("apgd-ce", select="loss")
@@ -126,9 +137,13 @@ def test_no_restart_once_every_case_is_broken_and_none_when_clean_is_not_robust(
     out = run_attack(net, x, target, cfg)
     assert out.info["restarts_run"] == 1 and out.n_forward == 1 + 5
     done = []
-    skip = run_attack(net, x, target, AttackConfig("apgd-ce", eps=1.0, steps=4, restarts=5,
-                                                   robust_threshold=1.0),
-                      progress=lambda d, t: done.append((d, t)))
+    skip = run_attack(
+        net,
+        x,
+        target,
+        AttackConfig("apgd-ce", eps=1.0, steps=4, restarts=5, robust_threshold=1.0),
+        progress=lambda d, t: done.append((d, t)),
+    )
     assert skip.info["restarts_run"] == 0 and skip.n_forward == 1 and skip.n_backward == 0
     assert torch.equal(skip.delta, torch.zeros_like(x))
     assert done[-1] == (cfg.restarts * 5 + 1, cfg.restarts * 5 + 1)  # the count closes
@@ -170,8 +185,12 @@ def test_attack_case_refuses_dlr_on_a_binary_target_and_checks_the_reference(pro
         attack_case(prompt_target, AttackConfig("apgd-dlr", eps=0.05, steps=2))
     res = attack_case(prompt_target, AttackConfig("fgsm", eps=0.05), reference="prediction")
     assert res.params["reference"] == "clean prediction"
-    assert attack_case(prompt_target, AttackConfig("fgsm", eps=0.05),
-                       reference="labels").params["reference"] == "labels"
+    assert (
+        attack_case(prompt_target, AttackConfig("fgsm", eps=0.05), reference="labels").params[
+            "reference"
+        ]
+        == "labels"
+    )
     import dataclasses
 
     prompt_target.case = dataclasses.replace(prompt_target.case, labels=None)
@@ -196,19 +215,30 @@ def test_condition_names_tell_variants_apart():
         return condition_name(AttackConfig(**kw).to_dict())
 
     assert name(attack="apgd-ce", eps=0.1, steps=5) == "apgd-ce-linf eps=0.1 steps=5"
-    assert name(attack="apgd-ce", eps=0.1, steps=5, schedule="rog") == \
-        "apgd-ce-linf eps=0.1 steps=5 schedule=rog"
-    assert name(attack="pgd", eps=0.1, steps=5, select="loss") == \
-        "pgd-linf eps=0.1 steps=5 select=loss"
-    assert name(attack="square", eps=0.1, steps=5, schedule="absolute", loss="hard-dice") == \
-        "square-linf eps=0.1 steps=5 schedule=absolute loss=hard-dice"
+    assert (
+        name(attack="apgd-ce", eps=0.1, steps=5, schedule="rog")
+        == "apgd-ce-linf eps=0.1 steps=5 schedule=rog"
+    )
+    assert (
+        name(attack="pgd", eps=0.1, steps=5, select="loss")
+        == "pgd-linf eps=0.1 steps=5 select=loss"
+    )
+    assert (
+        name(attack="square", eps=0.1, steps=5, schedule="absolute", loss="hard-dice")
+        == "square-linf eps=0.1 steps=5 schedule=absolute loss=hard-dice"
+    )
     assert name(attack="fab", eps=0.1, steps=5) == "fab-linf eps=0.1 steps=5"
 
 
 def test_config_validation_of_the_new_options():
-    for bad in ({"attack": "pgd", "schedule": "rog"}, {"attack": "apgd-ce", "schedule": "cosine"},
-                {"attack": "pgd", "schedule": "nope"}, {"attack": "pgd", "select": "max"},
-                {"attack": "square", "p_init": 0.0}, {"attack": "fab", "target_ranks": 0}):
+    for bad in (
+        {"attack": "pgd", "schedule": "rog"},
+        {"attack": "apgd-ce", "schedule": "cosine"},
+        {"attack": "pgd", "schedule": "nope"},
+        {"attack": "pgd", "select": "max"},
+        {"attack": "square", "p_init": 0.0},
+        {"attack": "fab", "target_ranks": 0},
+    ):
         with pytest.raises(ValueError):
             AttackConfig(eps=0.1, **bad)
     assert AttackConfig("pgd").schedule == "constant"

@@ -34,8 +34,7 @@ def test_result_records_budget_norms_and_parameters(target):
     assert res.perturbation_norm["raw"] == pytest.approx(np.abs(res.perturbation).max())
     assert res.params["attack"]["clamp"] == [0.0, 1.0]
     assert res.params["n_forward"] == 5 and res.params["n_backward"] == 4
-    assert np.allclose(res.perturbed_image,
-                       target.case.image.astype(np.float32) + res.perturbation)
+    assert np.allclose(res.perturbed_image, target.case.image.astype(np.float32) + res.perturbation)
     recs = res.dice_records("case7")
     assert {r["condition"] for r in recs} == {"apgd-ce-linf eps=0.05 steps=4"}
     assert [r["label"] for r in recs] == [1, 2]
@@ -44,7 +43,11 @@ def test_result_records_budget_norms_and_parameters(target):
 
 
 def test_condition_names():
-    assert condition_name(AttackConfig("pgd", eps=0.05, steps=10).to_dict()) == \
-        "pgd-linf eps=0.05 steps=10"
-    assert condition_name(AttackConfig("noise-gaussian", eps=0.2, norm="l2").to_dict()) == \
-        "noise-gaussian-l2 eps=0.2"
+    assert (
+        condition_name(AttackConfig("pgd", eps=0.05, steps=10).to_dict())
+        == "pgd-linf eps=0.05 steps=10"
+    )
+    assert (
+        condition_name(AttackConfig("noise-gaussian", eps=0.2, norm="l2").to_dict())
+        == "noise-gaussian-l2 eps=0.2"
+    )

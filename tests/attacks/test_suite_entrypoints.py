@@ -26,16 +26,52 @@ def case():
 
 #: The attack dicts the rog preset lists (eps in normalized units; small steps for the test).
 ROG_SUITE = [
-    {"name": "apgd-ce", "eps": 0.2, "steps": 2, "restarts": 2, "schedule": "rog",
-     "robust_threshold": 0.01, "reference": "labels"},
-    {"name": "apgd-dlr", "eps": 0.2, "steps": 2, "restarts": 2, "schedule": "rog",
-     "robust_threshold": 0.01, "reference": "labels"},
-    {"name": "pgd", "eps": 0.2, "steps": 2, "restarts": 2, "step_size": 0.2 / 3,
-     "select": "loss", "robust_threshold": 0.01, "reference": "labels"},
-    {"name": "fab", "eps": 0.2, "steps": 2, "restarts": 2, "target_ranks": 1,
-     "robust_threshold": 0.01, "reference": "labels"},
-    {"name": "square", "eps": 0.2, "steps": 3, "loss": "hard-dice", "schedule": "absolute",
-     "robust_threshold": 0.01, "reference": "labels"},
+    {
+        "name": "apgd-ce",
+        "eps": 0.2,
+        "steps": 2,
+        "restarts": 2,
+        "schedule": "rog",
+        "robust_threshold": 0.01,
+        "reference": "labels",
+    },
+    {
+        "name": "apgd-dlr",
+        "eps": 0.2,
+        "steps": 2,
+        "restarts": 2,
+        "schedule": "rog",
+        "robust_threshold": 0.01,
+        "reference": "labels",
+    },
+    {
+        "name": "pgd",
+        "eps": 0.2,
+        "steps": 2,
+        "restarts": 2,
+        "step_size": 0.2 / 3,
+        "select": "loss",
+        "robust_threshold": 0.01,
+        "reference": "labels",
+    },
+    {
+        "name": "fab",
+        "eps": 0.2,
+        "steps": 2,
+        "restarts": 2,
+        "target_ranks": 1,
+        "robust_threshold": 0.01,
+        "reference": "labels",
+    },
+    {
+        "name": "square",
+        "eps": 0.2,
+        "steps": 3,
+        "loss": "hard-dice",
+        "schedule": "absolute",
+        "robust_threshold": 0.01,
+        "reference": "labels",
+    },
 ]
 
 
@@ -92,9 +128,24 @@ def test_segeval_attack_runs_square_and_fab(tiny_ct_files, tiny_dense_weights, c
 
     d, _, _ = tiny_ct_files
     out = d / f"out_{attack}"
-    argv = [str(d / "ct.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--model",
-            str(tiny_dense_weights), "--output-dir", str(out), "--device", "cpu",
-            "--attack", attack, "--eps", "0.2", "--steps", "2", "--json"]
+    argv = [
+        str(d / "ct.nii.gz"),
+        "--labels",
+        str(d / "seg.nii.gz"),
+        "--model",
+        str(tiny_dense_weights),
+        "--output-dir",
+        str(out),
+        "--device",
+        "cpu",
+        "--attack",
+        attack,
+        "--eps",
+        "0.2",
+        "--steps",
+        "2",
+        "--json",
+    ]
     if attack == "square":
         argv += ["--schedule", "absolute", "--loss", "hard-dice"]
     assert _attack.run(_parse(argv)) == 0
@@ -108,8 +159,22 @@ def test_segeval_attack_refuses_options_of_another_attack(tiny_ct_files, tiny_de
     from napari_segeval.cli import _attack
 
     d, _, _ = tiny_ct_files
-    argv = [str(d / "ct.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--model",
-            str(tiny_dense_weights), "--output-dir", str(d / "o"), "--device", "cpu",
-            "--attack", "pgd", "--eps", "0.2", "--schedule", "rog"]
+    argv = [
+        str(d / "ct.nii.gz"),
+        "--labels",
+        str(d / "seg.nii.gz"),
+        "--model",
+        str(tiny_dense_weights),
+        "--output-dir",
+        str(d / "o"),
+        "--device",
+        "cpu",
+        "--attack",
+        "pgd",
+        "--eps",
+        "0.2",
+        "--schedule",
+        "rog",
+    ]
     with pytest.raises(SegEvalError, match="does not apply to pgd"):
         _attack.run(_parse(argv))

@@ -20,10 +20,13 @@ from napari_segeval.cli import main
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
 #: name -> (image, mask, modality in its dataset.json, structure names)
 CASES = {
-    "skin": ("skin/skin_001.png", "skin/skin_001_segmentation.png", "dermoscopy",
-             {1: "lesion"}),
-    "polyp": ("polyp/polyp_005.png", "polyp/polyp_005_mask.png", "endoscopy",
-              {1: "neoplastic", 2: "non_neoplastic"}),
+    "skin": ("skin/skin_001.png", "skin/skin_001_segmentation.png", "dermoscopy", {1: "lesion"}),
+    "polyp": (
+        "polyp/polyp_005.png",
+        "polyp/polyp_005_mask.png",
+        "endoscopy",
+        {1: "neoplastic", 2: "non_neoplastic"},
+    ),
 }
 
 
@@ -59,16 +62,20 @@ def model():
 @pytest.mark.parametrize("sample", sorted(CASES))
 def test_inspect_image_and_mask(sample, capsys):
     image, mask, modality, names = CASES[sample]
-    assert main(["inspect", str(SAMPLES / image), "--labels", str(SAMPLES / mask),
-                 "--json"]) == 0
+    assert main(["inspect", str(SAMPLES / image), "--labels", str(SAMPLES / mask), "--json"]) == 0
     p = _json(capsys)
-    assert (p["kind"], p["axes"], p["shape"], p["modality"]) == ("image", "yxc", [128, 160, 3],
-                                                                 modality)
+    assert (p["kind"], p["axes"], p["shape"], p["modality"]) == (
+        "image",
+        "yxc",
+        [128, 160, 3],
+        modality,
+    )
     assert p["aligned"] is True
     ref = _decode(sample)
     assert [(r["id"], r["name"], r["voxels"]) for r in p["labels"]] == [
         (int(i), "background" if i == 0 else names[int(i)], int((ref == i).sum()))
-        for i in np.unique(ref)]
+        for i in np.unique(ref)
+    ]
 
 
 @pytest.mark.parametrize("sample", sorted(CASES))
@@ -78,15 +85,28 @@ def test_propagate_then_metrics(sample, model, tmp_path, capsys):
 
     image, mask, modality, names = CASES[sample]
     out = tmp_path / "pred.png"
-    assert main(["propagate", str(SAMPLES / image), "--labels", str(SAMPLES / mask),
-                 "--output", str(out), "--device", "cpu", "--json"]) == 0
+    assert (
+        main(
+            [
+                "propagate",
+                str(SAMPLES / image),
+                "--labels",
+                str(SAMPLES / mask),
+                "--output",
+                str(out),
+                "--device",
+                "cpu",
+                "--json",
+            ]
+        )
+        == 0
+    )
     payload = _json(capsys)
     pred = np.asarray(Image.open(out))
     ref = _decode(sample)
     assert pred.shape == ref.shape == (128, 160) and pred.dtype == np.uint8
     ids = [int(i) for i in np.unique(ref) if i]
-    assert [(r["label"], r["name"]) for r in payload["structures"]] == [(i, names[i])
-                                                                       for i in ids]
+    assert [(r["label"], r["name"]) for r in payload["structures"]] == [(i, names[i]) for i in ids]
     for row in payload["structures"]:
         assert row["dice"] == pytest.approx(_dice(ref == row["label"], pred == row["label"]))
         assert row["dice"] > 0.5
@@ -112,17 +132,59 @@ def test_propagate_2d_box_and_structure_names(tmp_path, capsys):
     ys, xs = np.nonzero(ref == 2)
     box = f"0,{ys.min()},{xs.min()},{ys.max() + 1},{xs.max() + 1}"
     out = tmp_path / "p.png"
-    assert main(["propagate", str(SAMPLES / image), "--box", box, "--structure",
-                 "Non-Neoplastic", "--device", "cpu", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "propagate",
+                str(SAMPLES / image),
+                "--box",
+                box,
+                "--structure",
+                "Non-Neoplastic",
+                "--device",
+                "cpu",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "2 non_neoplastic: box" in text and "2D image as one frame" in text
     assert set(np.unique(np.asarray(Image.open(out)))) == {0, 2}
-    rc = main(["propagate", str(SAMPLES / image), "--box", "1,10,10,20,20", "--device", "cpu",
-               "-o", str(tmp_path / "never.png")])
+    rc = main(
+        [
+            "propagate",
+            str(SAMPLES / image),
+            "--box",
+            "1,10,10,20,20",
+            "--device",
+            "cpu",
+            "-o",
+            str(tmp_path / "never.png"),
+        ]
+    )
     assert rc == 2 and "outside 0..0" in capsys.readouterr().err
-    assert main(["propagate", str(SAMPLES / image), "--labels", str(SAMPLES / mask),
-                 "--structure", "label 2", "--structure", "1", "--device", "cpu", "-o",
-                 str(tmp_path / "both.png"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "propagate",
+                str(SAMPLES / image),
+                "--labels",
+                str(SAMPLES / mask),
+                "--structure",
+                "label 2",
+                "--structure",
+                "1",
+                "--device",
+                "cpu",
+                "-o",
+                str(tmp_path / "both.png"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert [r["label"] for r in _json(capsys)["structures"]] == [1, 2]
 
 
@@ -130,11 +192,24 @@ def test_output_that_cannot_hold_the_map_is_refused_before_the_model_runs(tmp_pa
     image, mask, _, _ = CASES["skin"]
     ct = SAMPLES / "ct" / "ct_001.nii.gz"
     for img, lab, out, message in (
-            (SAMPLES / image, SAMPLES / mask, tmp_path / "p.jpg", "cannot write a label map"),
-            (SAMPLES / image, SAMPLES / mask, tmp_path / "no" / "p.png", "does not exist"),
-            (ct, SAMPLES / "ct" / "ct_001_labels.nii.gz", tmp_path / "p.png", "2D label maps")):
-        rc = main(["propagate", str(img), "--labels", str(lab), "--model", "medsam2",
-                   "--checkpoint", str(tmp_path / "missing.pt"), "-o", str(out)])
+        (SAMPLES / image, SAMPLES / mask, tmp_path / "p.jpg", "cannot write a label map"),
+        (SAMPLES / image, SAMPLES / mask, tmp_path / "no" / "p.png", "does not exist"),
+        (ct, SAMPLES / "ct" / "ct_001_labels.nii.gz", tmp_path / "p.png", "2D label maps"),
+    ):
+        rc = main(
+            [
+                "propagate",
+                str(img),
+                "--labels",
+                str(lab),
+                "--model",
+                "medsam2",
+                "--checkpoint",
+                str(tmp_path / "missing.pt"),
+                "-o",
+                str(out),
+            ]
+        )
         err = capsys.readouterr().err
         assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
         assert not out.exists()
@@ -143,19 +218,56 @@ def test_output_that_cannot_hold_the_map_is_refused_before_the_model_runs(tmp_pa
 def test_attack_on_a_2d_sample_matches_propagate(tmp_path, capsys):
     image, mask, _, _ = CASES["skin"]
     pred = tmp_path / "pred.png"
-    assert main(["propagate", str(SAMPLES / image), "--labels", str(SAMPLES / mask),
-                 "--output", str(pred), "--device", "cpu", "--json"]) == 0
+    assert (
+        main(
+            [
+                "propagate",
+                str(SAMPLES / image),
+                "--labels",
+                str(SAMPLES / mask),
+                "--output",
+                str(pred),
+                "--device",
+                "cpu",
+                "--json",
+            ]
+        )
+        == 0
+    )
     clean_dice = _json(capsys)["structures"][0]["dice"]
     out = tmp_path / "runs" / "skin"  # does not exist yet
-    assert main(["attack", str(SAMPLES / image), "--labels", str(SAMPLES / mask), "--model",
-                 "builtin-prompt", "--structure", "Lesion", "--attack", "fgsm", "--eps-raw", "8",
-                 "--output-dir", str(out), "--device", "cpu", "--json"]) == 0
+    assert (
+        main(
+            [
+                "attack",
+                str(SAMPLES / image),
+                "--labels",
+                str(SAMPLES / mask),
+                "--model",
+                "builtin-prompt",
+                "--structure",
+                "Lesion",
+                "--attack",
+                "fgsm",
+                "--eps-raw",
+                "8",
+                "--output-dir",
+                str(out),
+                "--device",
+                "cpu",
+                "--json",
+            ]
+        )
+        == 0
+    )
     p = _json(capsys)
     outs = {k: Path(v) for k, v in p["outputs"].items()}
     assert {k: v.name for k, v in outs.items()} == {
-        "perturbed_image": "skin_001_perturbed.tif", "perturbation": "skin_001_perturbation.tif",
+        "perturbed_image": "skin_001_perturbed.tif",
+        "perturbation": "skin_001_perturbation.tif",
         "clean_prediction": "skin_001_clean_pred.png",
-        "attacked_prediction": "skin_001_attacked_pred.png"}
+        "attacked_prediction": "skin_001_attacked_pred.png",
+    }
     assert all(v.parent == out for v in outs.values())
     assert p["target"]["input"] == "image" and p["target"]["mode"] == "video"
     clean = np.asarray(Image.open(outs["clean_prediction"]))
@@ -181,9 +293,11 @@ def _copy_polyp(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_colour_mask_without_table_says_what_to_do(tmp_path, capsys):
     image, mask = _copy_polyp(tmp_path)  # no dataset.json beside them
-    for argv in (["inspect", str(image), "--labels", str(mask)],
-                 ["metrics", str(mask), str(mask)],
-                 ["propagate", str(image), "--labels", str(mask), "-o", str(tmp_path / "p.png")]):
+    for argv in (
+        ["inspect", str(image), "--labels", str(mask)],
+        ["metrics", str(mask), str(mask)],
+        ["propagate", str(image), "--labels", str(mask), "-o", str(tmp_path / "p.png")],
+    ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -195,41 +309,75 @@ def test_color_table_file(tmp_path, capsys):
     image, mask = _copy_polyp(tmp_path)
     table = tmp_path / "colours.json"
     table.write_text(json.dumps({"1": [255, 0, 0], "2": [0, 255, 0]}))
-    assert main(["inspect", str(image), "--labels", str(mask), "--color-table", str(table),
-                 "--json"]) == 0
+    assert (
+        main(["inspect", str(image), "--labels", str(mask), "--color-table", str(table), "--json"])
+        == 0
+    )
     rows = _json(capsys)["labels"]
     ref = _decode("polyp")
     assert [(r["id"], r["name"], r["voxels"]) for r in rows] == [
-        (0, "background", int((ref == 0).sum())), (1, "label 1", int((ref == 1).sum())),
-        (2, "label 2", int((ref == 2).sum()))]
+        (0, "background", int((ref == 0).sum())),
+        (1, "label 1", int((ref == 1).sum())),
+        (2, "label 2", int((ref == 2).sum())),
+    ]
     # a dataset.json works as a colour table file, names included
-    assert main(["metrics", str(mask), str(mask), "--color-table",
-                 str(SAMPLES / "polyp" / "dataset.json"), "--json", "--no-surface"]) == 0
+    assert (
+        main(
+            [
+                "metrics",
+                str(mask),
+                str(mask),
+                "--color-table",
+                str(SAMPLES / "polyp" / "dataset.json"),
+                "--json",
+                "--no-surface",
+            ]
+        )
+        == 0
+    )
     rows = _json(capsys)["structures"]
-    assert [(r["name"], r["dice"]) for r in rows] == [("neoplastic", 1.0),
-                                                      ("non_neoplastic", 1.0)]
-    assert main(["propagate", str(image), "--labels", str(mask), "--color-table", str(table),
-                 "--structure", "label 1", "--device", "cpu", "-o", str(tmp_path / "p.png"),
-                 "--json"]) == 0
+    assert [(r["name"], r["dice"]) for r in rows] == [("neoplastic", 1.0), ("non_neoplastic", 1.0)]
+    assert (
+        main(
+            [
+                "propagate",
+                str(image),
+                "--labels",
+                str(mask),
+                "--color-table",
+                str(table),
+                "--structure",
+                "label 1",
+                "--device",
+                "cpu",
+                "-o",
+                str(tmp_path / "p.png"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert [r["label"] for r in _json(capsys)["structures"]] == [1]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "cannot read colour table"),
-    ('{"1": "red"}', 'entry "1": expected [R, G, B]'),
-    ('{"red": [255, 0, 0]}', 'key "red" is not a label id'),
-    ('{"1": [255, 0]}', 'entry "1": expected [R, G, B]'),
-    ('{"1": [300, 0, 0]}', 'entry "1": expected [R, G, B]'),
-    ('{"1": [255, 0, 0], "2": [255, 0, 0]}', "given to two label ids"),
-    ("[[255, 0, 0]]", "must be a JSON object"),
-    ('{"1": [255, 0, 0]}', "farther than"),  # green pixels have no entry
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "cannot read colour table"),
+        ('{"1": "red"}', 'entry "1": expected [R, G, B]'),
+        ('{"red": [255, 0, 0]}', 'key "red" is not a label id'),
+        ('{"1": [255, 0]}', 'entry "1": expected [R, G, B]'),
+        ('{"1": [300, 0, 0]}', 'entry "1": expected [R, G, B]'),
+        ('{"1": [255, 0, 0], "2": [255, 0, 0]}', "given to two label ids"),
+        ("[[255, 0, 0]]", "must be a JSON object"),
+        ('{"1": [255, 0, 0]}', "farther than"),  # green pixels have no entry
+    ],
+)
 def test_bad_colour_table_is_one_line_error(tmp_path, capsys, content, message):
     image, mask = _copy_polyp(tmp_path)
     table = tmp_path / "bad.json"
     table.write_text(content)
-    assert main(["inspect", str(image), "--labels", str(mask), "--color-table",
-                 str(table)]) == 2
+    assert main(["inspect", str(image), "--labels", str(mask), "--color-table", str(table)]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert message in err

@@ -29,18 +29,34 @@ def files(tiny_ct_files, tiny_dense_weights):
 
 
 def _dense_args(d, out, *extra):
-    return [str(d / "ct.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--model",
-            str(d / "tiny.pt"), "--output-dir", str(out), "--device", "cpu", *extra]
+    return [
+        str(d / "ct.nii.gz"),
+        "--labels",
+        str(d / "seg.nii.gz"),
+        "--model",
+        str(d / "tiny.pt"),
+        "--output-dir",
+        str(out),
+        "--device",
+        "cpu",
+        *extra,
+    ]
 
 
 def test_dense_pgd_writes_float_outputs_with_source_geometry(files, capsys):
     d, geom, img, out = files
-    args = _parse(_dense_args(d, out, "--attack", "pgd", "--eps", "0.05", "--steps", "2",
-                              "--json"))
+    args = _parse(_dense_args(d, out, "--attack", "pgd", "--eps", "0.05", "--steps", "2", "--json"))
     assert _attack.run(args) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert set(payload) >= {"attack", "eps_normalized", "eps_raw", "perturbation_norm", "clean",
-                            "attacked", "outputs"}
+    assert set(payload) >= {
+        "attack",
+        "eps_normalized",
+        "eps_raw",
+        "perturbation_norm",
+        "clean",
+        "attacked",
+        "outputs",
+    }
     assert payload["attack"]["attack"] == "pgd" and payload["attack"]["steps"] == 2
     assert payload["eps_normalized"] == 0.05
     assert payload["eps_raw"] == pytest.approx(0.05 * 30.0)
@@ -61,8 +77,9 @@ def test_dense_pgd_writes_float_outputs_with_source_geometry(files, capsys):
 
 def test_eps_raw_is_converted_and_table_printed(files, capsys):
     d, _, _, out = files
-    args = _parse(_dense_args(d, out, "--attack", "fgsm", "--eps-raw", "3", "--gradient",
-                              "chunked"))
+    args = _parse(
+        _dense_args(d, out, "--attack", "fgsm", "--eps-raw", "3", "--gradient", "chunked")
+    )
     assert _attack.run(args) == 0
     text = capsys.readouterr().out
     assert "eps = 0.1 normalized = 3 raw units" in text
@@ -71,41 +88,81 @@ def test_eps_raw_is_converted_and_table_printed(files, capsys):
 
 def test_refusals(files):
     d, _, _, out = files
-    assert _attack.run(_parse(_dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1"))) == 0
+    assert (
+        _attack.run(_parse(_dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1"))) == 0
+    )
     with pytest.raises(WriteError, match="exists"):
         _attack.run(_parse(_dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1")))
-    assert _attack.run(_parse(_dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1",
-                                          "--overwrite"))) == 0
+    assert (
+        _attack.run(
+            _parse(_dense_args(d, out, "--attack", "noise-uniform", "--eps", "0.1", "--overwrite"))
+        )
+        == 0
+    )
     with pytest.raises(SegEvalError, match="weighting"):
-        _attack.run(_parse(_dense_args(d, out, "--loss", "dice", "--weighting", "segpgd",
-                                       "--eps", "0.1", "--overwrite")))
+        _attack.run(
+            _parse(
+                _dense_args(
+                    d, out, "--loss", "dice", "--weighting", "segpgd", "--eps", "0.1", "--overwrite"
+                )
+            )
+        )
     (d / "a_file").write_text("x")
     with pytest.raises(WriteError, match="not a folder"):
         _attack.run(_parse(_dense_args(d, d / "a_file", "--eps", "0.1")))
     with pytest.raises(SystemExit):
         _parse(_dense_args(d, out))  # a budget is required
     for bad in ("-1", "0", "nan"):  # a step against the gradient would lower the loss
-        with pytest.raises(SegEvalError, match=f"invalid attack settings: step_size must be "
-                                               f"finite and > 0, got {float(bad)}"):
-            _attack.run(_parse(_dense_args(d, out, "--attack", "pgd", "--eps", "0.1",
-                                           "--step-size", bad, "--overwrite")))
+        with pytest.raises(
+            SegEvalError,
+            match=f"invalid attack settings: step_size must be finite and > 0, got {float(bad)}",
+        ):
+            _attack.run(
+                _parse(
+                    _dense_args(
+                        d, out, "--attack", "pgd", "--eps", "0.1", "--step-size", bad, "--overwrite"
+                    )
+                )
+            )
     with pytest.raises(SegEvalError, match="needs --labels"):
-        _attack.run(_parse([str(d / "ct.nii.gz"), "--model", "builtin-prompt", "--eps", "0.1",
-                            "--output-dir", str(out), "--device", "cpu", "--overwrite"]))
+        _attack.run(
+            _parse(
+                [
+                    str(d / "ct.nii.gz"),
+                    "--model",
+                    "builtin-prompt",
+                    "--eps",
+                    "0.1",
+                    "--output-dir",
+                    str(out),
+                    "--device",
+                    "cpu",
+                    "--overwrite",
+                ]
+            )
+        )
 
 
-@pytest.mark.parametrize(("option", "value", "message"), [
-    ("--overlap", "2", "--overlap must be in [0, 1), got 2.0"),
-    ("--overlap", "-0.5", "--overlap must be in [0, 1), got -0.5"),
-    ("--batch-size", "0", "--batch-size must be >= 1, got 0"),
-])
-def test_bad_window_options_are_one_line_before_the_model_runs(files, capsys, option, value,
-                                                               message):
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--overlap", "2", "--overlap must be in [0, 1), got 2.0"),
+        ("--overlap", "-0.5", "--overlap must be in [0, 1), got -0.5"),
+        ("--batch-size", "0", "--batch-size must be >= 1, got 0"),
+    ],
+)
+def test_bad_window_options_are_one_line_before_the_model_runs(
+    files, capsys, option, value, message
+):
     from napari_segeval.cli import main
 
     d, _, _, out = files
-    rc = main(["attack", *_dense_args(d, out, "--attack", "fgsm", "--eps", "0.1", option, value,
-                                      "--json")])
+    rc = main(
+        [
+            "attack",
+            *_dense_args(d, out, "--attack", "fgsm", "--eps", "0.1", option, value, "--json"),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
     assert captured.err == f"segeval attack: error: {message}\n"
@@ -119,7 +176,8 @@ def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
     assert _attack.run(_parse(argv)) == 0
     outs = json.loads(capsys.readouterr().out)["outputs"]
     assert out.is_dir() and sorted(p.name for p in out.iterdir()) == sorted(
-        Path(v).name for v in outs.values())
+        Path(v).name for v in outs.values()
+    )
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     with pytest.raises(WriteError, match="--overwrite"):
         _attack.run(_parse(argv))
@@ -130,9 +188,23 @@ def test_output_dir_is_created_with_parents_and_outputs_are_kept(files, capsys):
 def test_structure_names_as_inspect_prints_them(files, capsys):
     """Unnamed labels: ``label 1`` (as ``segeval inspect`` shows it) and the id both work."""
     d, _, _, out = files
-    argv = [str(d / "ct.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--model",
-            "builtin-prompt", "--attack", "noise-uniform", "--eps", "0.05", "--device", "cpu",
-            "--overwrite", "--json", "--output-dir", str(out)]
+    argv = [
+        str(d / "ct.nii.gz"),
+        "--labels",
+        str(d / "seg.nii.gz"),
+        "--model",
+        "builtin-prompt",
+        "--attack",
+        "noise-uniform",
+        "--eps",
+        "0.05",
+        "--device",
+        "cpu",
+        "--overwrite",
+        "--json",
+        "--output-dir",
+        str(out),
+    ]
     for token in ("label 1", "LABEL_1", "1"):
         assert _attack.run(_parse([*argv, "--structure", token])) == 0
         payload = json.loads(capsys.readouterr().out)
@@ -145,10 +217,28 @@ def test_structure_names_as_inspect_prints_them(files, capsys):
 @pytest.mark.parametrize("chain", ["full", "per-slice"])
 def test_builtin_prompt_on_the_bundled_video(tmp_path, capsys, chain):
     pytest.importorskip("av")
-    args = _parse([str(SAMPLES / "video" / "echo_001.mp4"), "--labels",
-                   str(SAMPLES / "video" / "echo_001_labels.nii.gz"), "--model", "builtin-prompt",
-                   "--structure", "1", "--attack", "fgsm", "--eps-raw", "8", "--chain", chain,
-                   "--output-dir", str(tmp_path), "--device", "cpu", "--json"])
+    args = _parse(
+        [
+            str(SAMPLES / "video" / "echo_001.mp4"),
+            "--labels",
+            str(SAMPLES / "video" / "echo_001_labels.nii.gz"),
+            "--model",
+            "builtin-prompt",
+            "--structure",
+            "1",
+            "--attack",
+            "fgsm",
+            "--eps-raw",
+            "8",
+            "--chain",
+            chain,
+            "--output-dir",
+            str(tmp_path),
+            "--device",
+            "cpu",
+            "--json",
+        ]
+    )
     assert _attack.run(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["target"]["chain"] == chain
@@ -165,8 +255,9 @@ def test_modality_option_is_used_and_reported(files, capsys):
     args = _parse(_dense_args(d, out, "--attack", "fgsm", "--eps", "0.05", "--json"))
     assert _attack.run(args) == 0
     guessed = json.loads(capsys.readouterr().out)
-    args = _parse(_dense_args(d, out, "--attack", "fgsm", "--eps", "0.05", "--modality", "CT",
-                              "--overwrite"))
+    args = _parse(
+        _dense_args(d, out, "--attack", "fgsm", "--eps", "0.05", "--modality", "CT", "--overwrite")
+    )
     assert _attack.run(args) == 0
     text = capsys.readouterr().out
     assert guessed["modality"] != "CT" and "modality CT" in text and " HU" in text
@@ -182,9 +273,12 @@ def _evaluate_names(source: Path, case) -> dict[str, str]:
     arrays = {"clean": label, "pgd": label, "perturbed:pgd": image, "perturbation:pgd": image}
     out = encode_arrays("c", CaseArrays(case.geometry, case.axes, str(source), arrays))
     suffix = {k: Path(rel).name.partition(".")[2] for k, (rel, _) in out.items()}
-    return {"clean_prediction": suffix["clean"], "attacked_prediction": suffix["pgd"],
-            "perturbed_image": suffix["perturbed:pgd"],
-            "perturbation": suffix["perturbation:pgd"]}
+    return {
+        "clean_prediction": suffix["clean"],
+        "attacked_prediction": suffix["pgd"],
+        "perturbed_image": suffix["perturbed:pgd"],
+        "perturbation": suffix["perturbation:pgd"],
+    }
 
 
 @pytest.mark.parametrize("kind", ["2d", "nifti"])
@@ -193,10 +287,26 @@ def test_attack_saves_in_the_formats_evaluate_saves(kind, files, tmp_path, capsy
     from napari_segeval.io import read_case
 
     if kind == "2d":
-        image, labels = SAMPLES / "skin" / "skin_001.png", SAMPLES / "skin" / "skin_001_segmentation.png"
-        argv = [str(image), "--labels", str(labels), "--model", "builtin-prompt", "--attack",
-                "fgsm", "--eps", "0.02", "--output-dir", str(tmp_path / "o"), "--device", "cpu",
-                "--json"]
+        image, labels = (
+            SAMPLES / "skin" / "skin_001.png",
+            SAMPLES / "skin" / "skin_001_segmentation.png",
+        )
+        argv = [
+            str(image),
+            "--labels",
+            str(labels),
+            "--model",
+            "builtin-prompt",
+            "--attack",
+            "fgsm",
+            "--eps",
+            "0.02",
+            "--output-dir",
+            str(tmp_path / "o"),
+            "--device",
+            "cpu",
+            "--json",
+        ]
     else:
         d, _, _, out = files
         image, labels = d / "ct.nii.gz", d / "seg.nii.gz"
@@ -210,9 +320,18 @@ def test_attack_saves_in_the_formats_evaluate_saves(kind, files, tmp_path, capsy
         assert read_image(outs["perturbed_image"]).image.dtype == np.float32
 
 
-@pytest.mark.parametrize("source, axes", [
-    ("echo.mp4", "tyx"), ("frames", "tyxc"), ("ct.mhd", "zyx"), ("cells.tif", "yx"),
-    ("polyp.jpg", "yxc"), ("slice.nii", "yx"), ("series", "zyx")])
+@pytest.mark.parametrize(
+    "source, axes",
+    [
+        ("echo.mp4", "tyx"),
+        ("frames", "tyxc"),
+        ("ct.mhd", "zyx"),
+        ("cells.tif", "yx"),
+        ("polyp.jpg", "yxc"),
+        ("slice.nii", "yx"),
+        ("series", "zyx"),
+    ],
+)
 def test_attack_output_names_follow_the_evaluate_rule(source, axes):
     from napari_segeval.io._formats import output_formats
 
@@ -231,9 +350,26 @@ def test_a_label_id_above_the_metrics_limit_is_one_line_before_the_model_runs(fi
     labels = labels.astype(np.uint16)
     labels[0, 0, 0] = 5000
     big = write_labels(d / "big.nii.gz", labels, geom)
-    rc = main(["attack", str(d / "ct.nii.gz"), "--labels", str(big), "--model", "threshold",
-               "--attack", "noise-gaussian", "--eps", "0.1", "--output-dir", str(out), "--json"])
+    rc = main(
+        [
+            "attack",
+            str(d / "ct.nii.gz"),
+            "--labels",
+            str(big),
+            "--model",
+            "threshold",
+            "--attack",
+            "noise-gaussian",
+            "--eps",
+            "0.1",
+            "--output-dir",
+            str(out),
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == "" and not any(out.iterdir())
-    assert captured.err == (f"segeval attack: error: {big}: label id 5000 is above the largest "
-                            "id the metrics take (4095)\n")
+    assert captured.err == (
+        f"segeval attack: error: {big}: label id 5000 is above the largest "
+        "id the metrics take (4095)\n"
+    )

@@ -22,7 +22,9 @@ def test_help_lists_subcommands(capsys):
 
 def test_console_script_help():
     out = subprocess.run(
-        [sys.executable, "-m", "napari_segeval.cli", "--help"], capture_output=True, text=True,
+        [sys.executable, "-m", "napari_segeval.cli", "--help"],
+        capture_output=True,
+        text=True,
         check=False,
     )
     assert out.returncode == 0
@@ -51,10 +53,13 @@ def test_missing_file_is_one_line_error(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("argv", [
-    ["inspect", "{bad}", "--debug"],
-    ["uncertainty", "filter", "{bad}", "--remove", "0.1", "-o", "{out}", "--debug"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect", "{bad}", "--debug"],
+        ["uncertainty", "filter", "{bad}", "--remove", "0.1", "-o", "{out}", "--debug"],
+    ],
+)
 def test_debug_after_the_subcommand_shows_the_traceback(tmp_path, capsys, argv):
     from napari_segeval._errors import ReadError
 
@@ -119,8 +124,13 @@ def test_every_model_option_takes_the_registry_names():
     from napari_segeval.models.registry import model_names
 
     commands = _subparsers(build_parser())
-    takes = {"propagate": ["promptable"], "demo": ["promptable"], "segment": ["dense"],
-             "attack": ["dense", "promptable"], "uncertainty score": ["promptable"]}
+    takes = {
+        "propagate": ["promptable"],
+        "demo": ["promptable"],
+        "segment": ["dense"],
+        "attack": ["dense", "promptable"],
+        "uncertainty score": ["promptable"],
+    }
     # evaluate's --model is repeatable and checked against the protocol's kind of model
     assert {n for n, p in commands.items() if _option(p, "--model")} == {*takes, "evaluate"}
     assert _option(commands["evaluate"], "--model").default == []
@@ -152,4 +162,3 @@ def test_a_closed_pipe_ends_quietly(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     assert main(["info", "--json"]) == 141
     assert capsys.readouterr().err == ""
-

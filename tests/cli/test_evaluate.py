@@ -29,28 +29,70 @@ def call(argv: list[str]) -> int:
 def test_evaluate_then_report(tmp_path, capsys):
     task = write_msd(tmp_path / "Task95", 3)
     out = tmp_path / "out"
-    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
-               "--param", f"model={TOY}", "--attack", "_segeval_toy:shift_attack:shift=2", "--json"])
+    rc = call(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "-o",
+            str(out),
+            "--param",
+            f"model={TOY}",
+            "--attack",
+            "_segeval_toy:shift_attack:shift=2",
+            "--json",
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_ok"] == 3 and summary["params"]["attacks"] == [
-        {"name": "_segeval_toy:shift_attack", "shift": 2}]
+        {"name": "_segeval_toy:shift_attack", "shift": 2}
+    ]
     (out / "report.html").unlink()
     (out / "results.csv").unlink()
     assert call(["report", str(out)]) == 0
     assert "3 cases, 3 ok" in capsys.readouterr().out
     assert (out / "report.html").is_file() and (out / "results.csv").is_file()
-    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
-               "--param", f"model={TOY}", "--attack", "_segeval_toy:shift_attack:shift=2", "--no-progress"])
+    rc = call(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "-o",
+            str(out),
+            "--param",
+            f"model={TOY}",
+            "--attack",
+            "_segeval_toy:shift_attack:shift=2",
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "(3 resumed)" in text and "mean dice" in text
 
 
 def test_failures_give_exit_code_3(tmp_path, capsys):
-    task = write_msd(tmp_path / "Task94", 2, extra_training=[
-        {"image": "./imagesTr/gone.nii.gz", "label": "./labelsTr/gone.nii.gz"}])
-    rc = call(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
-               "--param", f"model={TOY}", "--no-progress", "--no-report"])
+    task = write_msd(
+        tmp_path / "Task94",
+        2,
+        extra_training=[{"image": "./imagesTr/gone.nii.gz", "label": "./labelsTr/gone.nii.gz"}],
+    )
+    rc = call(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "-o",
+            str(tmp_path / "o"),
+            "--param",
+            f"model={TOY}",
+            "--no-progress",
+            "--no-report",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 3 and "1 failed" in text and "failed: gone:" in text
 
@@ -59,12 +101,25 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(SegEvalError, match="KEY=VALUE"):
         _evaluate.parse_params(["oops"])
     with pytest.raises(SegEvalError, match="no parameter 'bogus'"):
-        call(["evaluate", str(write_msd(tmp_path / "T", 1)), "--protocol", "msd-robust",
-              "-o", str(tmp_path / "o"), "--param", "bogus=1"])
+        call(
+            [
+                "evaluate",
+                str(write_msd(tmp_path / "T", 1)),
+                "--protocol",
+                "msd-robust",
+                "-o",
+                str(tmp_path / "o"),
+                "--param",
+                "bogus=1",
+            ]
+        )
     with pytest.raises(SegEvalError, match="not a results folder"):
         call(["report", str(tmp_path)])
     assert _evaluate.parse_attack("pgd-linf:eps=0.03,steps=5") == {
-        "name": "pgd-linf", "eps": 0.03, "steps": 5}
+        "name": "pgd-linf",
+        "eps": 0.03,
+        "steps": 5,
+    }
 
 
 @pytest.mark.parametrize("where", ["a_file", "a_file/sub"])
@@ -73,20 +128,37 @@ def test_output_dir_that_cannot_be_made_is_one_line(tmp_path, capsys, where):
 
     task = write_msd(tmp_path / "T", 1)
     (tmp_path / "a_file").write_text("x")
-    rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / where),
-               "--param", f"model={TOY}", "--no-progress", "--json"])
+    rc = main(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "-o",
+            str(tmp_path / where),
+            "--param",
+            f"model={TOY}",
+            "--no-progress",
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     reason = "File exists" if where == "a_file" else "Not a directory"
     assert rc == 2 and captured.out == ""
-    assert captured.err == (f"segeval evaluate: error: {tmp_path / where}: cannot create the "
-                            f"results folder ({reason})\n")
+    assert captured.err == (
+        f"segeval evaluate: error: {tmp_path / where}: cannot create the "
+        f"results folder ({reason})\n"
+    )
     assert (tmp_path / "a_file").read_text() == "x"
 
 
-@pytest.mark.parametrize(("address", "reason"), [
-    ("bad", "missing port number in address 'bad'"),
-    ("tcp://127.0.0.1:1", None),  # Dask's words depend on timing (timed out, refused ...)
-])
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("bad", "missing port number in address 'bad'"),
+        ("tcp://127.0.0.1:1", None),  # Dask's words depend on timing (timed out, refused ...)
+    ],
+)
 def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address, reason):
     pytest.importorskip("distributed")
     import dask
@@ -95,8 +167,22 @@ def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address,
 
     task = write_msd(tmp_path / "T", 1)
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        rc = main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
-                   "--param", f"model={TOY}", "--scheduler", address, "--no-progress", "--json"])
+        rc = main(
+            [
+                "evaluate",
+                str(task),
+                "--protocol",
+                "msd-robust",
+                "-o",
+                str(tmp_path / "o"),
+                "--param",
+                f"model={TOY}",
+                "--scheduler",
+                address,
+                "--no-progress",
+                "--json",
+            ]
+        )
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
     head = f"segeval evaluate: error: Dask scheduler {address}: cannot connect ("
@@ -106,22 +192,42 @@ def test_scheduler_that_cannot_be_reached_is_one_line(tmp_path, capsys, address,
         assert captured.err == f"{head}{reason})\n"
 
 
-@pytest.mark.parametrize(("run_json", "what"), [
-    ('{"x": 1}', "no 'protocol'"),
-    ('{"protocol": "msd-robust"}', "no 'params'"),
-    ("[]", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("run_json", "what"),
+    [
+        ('{"x": 1}', "no 'protocol'"),
+        ('{"protocol": "msd-robust"}', "no 'params'"),
+        ("[]", "not a JSON object"),
+    ],
+)
 def test_report_of_a_broken_run_record_is_one_line(tmp_path, capsys, run_json, what):
     from napari_segeval.cli import main
 
     task = write_msd(tmp_path / "T", 1)
     out = tmp_path / "o"
-    assert main(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
-                 "--param", f"model={TOY}", "--no-progress", "--no-report", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(task),
+                "--protocol",
+                "msd-robust",
+                "-o",
+                str(out),
+                "--param",
+                f"model={TOY}",
+                "--no-progress",
+                "--no-report",
+                "--json",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     (out / "run.json").write_text(run_json)
     rc = main(["report", str(out), "--json"])
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
-    assert captured.err == (f"segeval report: error: {out / 'run.json'}: not a results record "
-                            f"({what})\n")
+    assert captured.err == (
+        f"segeval report: error: {out / 'run.json'}: not a results record ({what})\n"
+    )

@@ -37,14 +37,28 @@ def test_medsam2_3d_preset_on_the_sample_task(tmp_path, capsys):
     for sub in ("imagesTr", "labelsTr"):
         shutil.copy(src / sub / "abd_001.nii.gz", task / sub / "abd_001.nii.gz")
     out = tmp_path / "out"
-    rc = call(["evaluate", str(task), "--protocol", "medsam2-3d", "--preset", "medsam2",
-               "-o", str(out), "--workers", "1", "--no-progress"])
+    rc = call(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "medsam2-3d",
+            "--preset",
+            "medsam2",
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "(preset medsam2)" in text
     summary = json.loads((out / "summary.json").read_text())
     assert summary["preset"] == "medsam2" and summary["n_ok"] == 1
     assert summary["params"]["connectivity"] == 26 and summary["params"]["scoring"] == (
-        "per-structure")
+        "per-structure"
+    )
     assert summary["results"]["modalities"] == ["CT"]  # from dataset.json
     rows = _rows(out)
     assert {r["ct_mapping"] for r in rows} == {"minmax"} and len(rows) == 5
@@ -53,9 +67,23 @@ def test_medsam2_3d_preset_on_the_sample_task(tmp_path, capsys):
 
 def test_medsam2_video_preset_on_the_sample_echo(tmp_path, capsys):
     out = tmp_path / "out"
-    rc = call(["evaluate", str(SAMPLES / "video"), "--protocol", "medsam2-video", "--preset",
-               "medsam2", "-o", str(out), "--workers", "1", "--no-progress",
-               "--modality", "US"])
+    rc = call(
+        [
+            "evaluate",
+            str(SAMPLES / "video"),
+            "--protocol",
+            "medsam2-video",
+            "--preset",
+            "medsam2",
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--no-progress",
+            "--modality",
+            "US",
+        ]
+    )
     assert rc == 0 and "(preset medsam2)" in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     assert summary["preset"] == "medsam2" and summary["n_ok"] == 1

@@ -21,10 +21,22 @@ from dicom_factory import pydicom_file, pydicom_series
 def folder(tmp_path):
     vol = np.arange(4 * 5 * 6, dtype=np.int16).reshape(4, 5, 6)
     pydicom_series(tmp_path / "pacs", vol, series_uid="1.2.3.1", SeriesDescription="ABDOMEN")
-    pydicom_file(tmp_path / "pacs" / "s1.dcm", vol[0], series_uid="1.2.3.2", instance=1,
-                 iop=(0, 1, 0, 0, 0, -1), SeriesNumber=2)
-    pydicom_file(tmp_path / "pacs" / "s2.dcm", vol[0], series_uid="1.2.3.2", instance=2,
-                 iop=(1, 0, 0, 0, 0, -1), SeriesNumber=2)
+    pydicom_file(
+        tmp_path / "pacs" / "s1.dcm",
+        vol[0],
+        series_uid="1.2.3.2",
+        instance=1,
+        iop=(0, 1, 0, 0, 0, -1),
+        SeriesNumber=2,
+    )
+    pydicom_file(
+        tmp_path / "pacs" / "s2.dcm",
+        vol[0],
+        series_uid="1.2.3.2",
+        instance=2,
+        iop=(1, 0, 0, 0, 0, -1),
+        SeriesNumber=2,
+    )
     return tmp_path / "pacs"
 
 
@@ -68,8 +80,15 @@ def test_inspect_warnings_and_nan(tmp_path, capsys):
 def test_inspect_colour_dicom_says_how_its_pixels_open(tmp_path, capsys):
     """Multi-frame RGB once ended in ``internal error: KeyError: 'zyxc'``."""
     frames = np.random.default_rng(0).integers(0, 256, (2, 4, 6, 3)).astype(np.uint8)
-    pydicom_file(tmp_path / "sc.dcm", frames, SamplesPerPixel=3, modality="OT", iop=None,
-                 ipp=None, spacing=None)
+    pydicom_file(
+        tmp_path / "sc.dcm",
+        frames,
+        SamplesPerPixel=3,
+        modality="OT",
+        iop=None,
+        ipp=None,
+        spacing=None,
+    )
     assert main(["inspect", str(tmp_path / "sc.dcm")]) == 0
     out = capsys.readouterr().out
     assert "kind       video (tyxc)" in out and "shape      (2, 4, 6, 3)" in out
@@ -114,12 +133,19 @@ def test_inspect_multichannel_volume_and_time_series(tmp_path, capsys):
     series = json.loads(capsys.readouterr().out)  # no dataset.json yet: volumes over time
     assert (series["kind"], series["axes"], series["channels"]) == ("series", "tzyx", None)
     assert not series["aligned"]  # a 3D label map does not fit a 4D series
-    (task / "dataset.json").write_text(json.dumps(
-        {"modality": {"0": "T2", "1": "ADC"}, "labels": {"0": "background", "1": "prostate"}}))
+    (task / "dataset.json").write_text(
+        json.dumps(
+            {"modality": {"0": "T2", "1": "ADC"}, "labels": {"0": "background", "1": "prostate"}}
+        )
+    )
     assert main(["inspect", str(image), "--labels", str(labels), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert (p["kind"], p["axes"], p["shape"], p["channels"]) == (
-        "volume", "czyx", [2, 4, 5, 6], ["T2", "ADC"])
+        "volume",
+        "czyx",
+        [2, 4, 5, 6],
+        ["T2", "ADC"],
+    )
     assert p["aligned"] and p["intensity_range"] == [0.0, 3.0]
     assert [(r["id"], r["name"]) for r in p["labels"]] == [(1, "prostate")]
     assert main(["inspect", str(image)]) == 0
@@ -157,8 +183,10 @@ def test_inspect_names_unreadable_and_skipped_files(folder, capsys):
     ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds.save_as(folder / "report.dcm", enforce_file_format=True)
     assert main(["inspect", str(folder)]) == 0
-    assert "skipped: report.dcm: DICOM SR is a structured report, not an image on a grid" in \
-        capsys.readouterr().out
+    assert (
+        "skipped: report.dcm: DICOM SR is a structured report, not an image on a grid"
+        in capsys.readouterr().out
+    )
     (folder / "cut.dcm").write_bytes(b"\0" * 128 + b"DICM" + b"\xff" * 20)
     assert main(["inspect", str(folder)]) == 2
     captured = capsys.readouterr()

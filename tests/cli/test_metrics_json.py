@@ -14,8 +14,19 @@ from napari_segeval.io import Geometry, write_labels
 from napari_segeval.metrics import ROW_KEYS, structure_table
 
 #: The keys ``segeval metrics --json`` wrote before ROW_KEYS had one definition.
-KEYS_BEFORE = ("label", "name", "dice", "iou", "precision", "recall", "hd95", "assd", "nsd",
-               "volume_ref_ml", "volume_pred_ml")
+KEYS_BEFORE = (
+    "label",
+    "name",
+    "dice",
+    "iou",
+    "precision",
+    "recall",
+    "hd95",
+    "assd",
+    "nsd",
+    "volume_ref_ml",
+    "volume_pred_ml",
+)
 
 
 @pytest.fixture
@@ -26,7 +37,10 @@ def pair(tmp_path):
     pred = np.roll(ref, 1, axis=2)
     pred[0, 0, :3] = 3  # a structure only in the prediction
     g = Geometry.identity(3, (2.0, 0.75, 0.75))
-    paths = write_labels(tmp_path / "ref.nii.gz", ref, g), write_labels(tmp_path / "pred.nii.gz", pred, g)
+    paths = (
+        write_labels(tmp_path / "ref.nii.gz", ref, g),
+        write_labels(tmp_path / "pred.nii.gz", pred, g),
+    )
     return paths, ref, pred, g
 
 
@@ -53,13 +67,26 @@ def test_text_table_columns(pair, capsys):
     (r, p), *_ = pair
     assert main(["metrics", str(r), str(p)]) == 0
     header = capsys.readouterr().out.splitlines()[0].split()
-    assert header == ["label", "name", "dice", "iou", "prec", "recall", "hd95_mm", "assd_mm",
-                      "nsd", "ref_ml", "pred_ml"]
+    assert header == [
+        "label",
+        "name",
+        "dice",
+        "iou",
+        "prec",
+        "recall",
+        "hd95_mm",
+        "assd_mm",
+        "nsd",
+        "ref_ml",
+        "pred_ml",
+    ]
 
 
 def test_parser_does_not_import_the_metrics_package():
-    code = ("import sys; from napari_segeval.cli import build_parser; build_parser(); "
-            "assert 'napari_segeval.metrics' not in sys.modules, 'imported at start'")
+    code = (
+        "import sys; from napari_segeval.cli import build_parser; build_parser(); "
+        "assert 'napari_segeval.metrics' not in sys.modules, 'imported at start'"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
@@ -72,8 +99,10 @@ def test_a_label_id_above_the_metrics_limit_is_one_line_naming_the_file(pair, tm
     rc = main(["metrics", str(ref_path), str(big_path), "--json"])
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
-    assert captured.err == (f"segeval metrics: error: {big_path}: label id 5000 is above the "
-                            "largest id the metrics take (4095)\n")
+    assert captured.err == (
+        f"segeval metrics: error: {big_path}: label id 5000 is above the "
+        "largest id the metrics take (4095)\n"
+    )
 
 
 def test_labels_a_dataset_json_does_not_name_are_reported_as_label_n(pair, tmp_path, capsys):
@@ -81,5 +110,4 @@ def test_labels_a_dataset_json_does_not_name_are_reported_as_label_n(pair, tmp_p
     (tmp_path / "dataset.json").write_text('{"labels": {"0": "background", "1": "liver"}}')
     assert main(["metrics", str(ref_path), str(pred_path), "--no-surface", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["structures"]
-    assert [(r["label"], r["name"]) for r in rows] == [(1, "liver"), (2, "label 2"),
-                                                       (3, "label 3")]
+    assert [(r["label"], r["name"]) for r in rows] == [(1, "liver"), (2, "label 2"), (3, "label 3")]

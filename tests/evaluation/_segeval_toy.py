@@ -75,7 +75,7 @@ def toy_volume(seed: int, shape=(8, 16, 16)) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     labels = np.zeros(shape, np.uint8)
     z0, y0, x0 = rng.integers(1, 3), rng.integers(1, 5), rng.integers(1, 4)
-    labels[z0:z0 + 4, y0:y0 + 5, x0:x0 + 5] = 1
+    labels[z0 : z0 + 4, y0 : y0 + 5, x0 : x0 + 5] = 1
     zz, yy, xx = np.ogrid[: shape[0], : shape[1], : shape[2]]
     cz, cy, cx = shape[0] // 2, shape[1] - 5, shape[2] - 5 - int(rng.integers(0, 3))
     labels[(zz - cz) ** 2 + (yy - cy) ** 2 + (xx - cx) ** 2 <= 9] = 2
@@ -83,8 +83,15 @@ def toy_volume(seed: int, shape=(8, 16, 16)) -> tuple[np.ndarray, np.ndarray]:
     return image, labels
 
 
-def write_msd(root: Path, n: int = 4, *, names=None, extra_training=(), channels: int = 1,
-              spacing=(2.0, 1.0, 1.0)) -> Path:
+def write_msd(
+    root: Path,
+    n: int = 4,
+    *,
+    names=None,
+    extra_training=(),
+    channels: int = 1,
+    spacing=(2.0, 1.0, 1.0),
+) -> Path:
     """An MSD task folder with ``n`` cases ``case_XXX`` (and optional extra entries)."""
     from napari_segeval.io import Geometry, write_image, write_labels
 
@@ -103,9 +110,14 @@ def write_msd(root: Path, n: int = 4, *, names=None, extra_training=(), channels
         write_labels(root / "labelsTr" / f"{cid}.nii.gz", labels, g)
         training.append({"image": f"./imagesTr/{cid}.nii.gz", "label": f"./labelsTr/{cid}.nii.gz"})
     training.extend(extra_training)
-    ds = {"name": "Toy", "modality": {str(c): "MRI" for c in range(channels)},
-          "labels": names or {"0": "background", "1": "cube", "2": "ball"},
-          "numTraining": len(training), "training": training, "test": []}
+    ds = {
+        "name": "Toy",
+        "modality": {str(c): "MRI" for c in range(channels)},
+        "labels": names or {"0": "background", "1": "cube", "2": "ball"},
+        "numTraining": len(training),
+        "training": training,
+        "test": [],
+    }
     (root / "dataset.json").write_text(json.dumps(ds))
     return root
 
@@ -163,10 +175,18 @@ def _preset_protocol():
     from napari_segeval.evaluation.protocols import Preset
     from napari_segeval.evaluation.protocols.msd_robust import PROTOCOL as MSD
 
-    paper = Preset("paper", {"overlap": 0.25, "robust_factor": 0.4}, "A. Author et al. 2099",
-                   ("The toy preset keeps one thing different, because tests need one.",))
-    return replace(MSD, name="toy-preset", presets={"paper": paper},
-                   differences=("The defaults differ in everything.",))
+    paper = Preset(
+        "paper",
+        {"overlap": 0.25, "robust_factor": 0.4},
+        "A. Author et al. 2099",
+        ("The toy preset keeps one thing different, because tests need one.",),
+    )
+    return replace(
+        MSD,
+        name="toy-preset",
+        presets={"paper": paper},
+        differences=("The defaults differ in everything.",),
+    )
 
 
 #: Registered by the preset tests as ``REGISTRY["toy-preset"] = "_segeval_toy"``.

@@ -52,15 +52,23 @@ def write_two_channel_task(root: Path, variant: str, n: int = 3, seeds=None) -> 
         image, labels = two_channel_volume(seed)
         if variant == "4d":
             data = np.ascontiguousarray(np.transpose(image, (3, 2, 1, 0)))  # (x, y, z, c)
-            nib.save(nib.Nifti1Image(data, affine_from_geometry(g)),
-                     str(root / "imagesTr" / f"{cid}.nii.gz"))
+            nib.save(
+                nib.Nifti1Image(data, affine_from_geometry(g)),
+                str(root / "imagesTr" / f"{cid}.nii.gz"),
+            )
         else:
             for c in range(image.shape[0]):
                 write_image(root / "imagesTr" / f"{cid}_{c:04d}.nii.gz", image[c], g)
         write_labels(root / "labelsTr" / f"{cid}.nii.gz", labels, g)
         training.append({"image": f"./imagesTr/{cid}.nii.gz", "label": f"./labelsTr/{cid}.nii.gz"})
-    ds = {"name": "TwoChannel", "modality": CHANNELS, "labels": LABELS,
-          "numTraining": len(training), "training": training, "test": []}
+    ds = {
+        "name": "TwoChannel",
+        "modality": CHANNELS,
+        "labels": LABELS,
+        "numTraining": len(training),
+        "training": training,
+        "test": [],
+    }
     (root / "dataset.json").write_text(json.dumps(ds))
     return root
 
@@ -68,10 +76,15 @@ def write_two_channel_task(root: Path, variant: str, n: int = 3, seeds=None) -> 
 def two_channel_plans(stats) -> dict:
     """Plans of the tiny two-channel built-in-architecture U-Net."""
     return {
-        "format": "napari-segeval-dense/1", "architecture": "unet3d",
+        "format": "napari-segeval-dense/1",
+        "architecture": "unet3d",
         "config": {"in_channels": 2, "num_classes": 3, "base_channels": 4, "levels": 2},
-        "spacing": PLANS_SPACING, "patch_size": PATCH, "modality": "MR",
-        "structures": {"1": "gland", "2": "lesion"}, "organs": [1], "lesions": [2],
+        "spacing": PLANS_SPACING,
+        "patch_size": PATCH,
+        "modality": "MR",
+        "structures": {"1": "gland", "2": "lesion"},
+        "organs": [1],
+        "lesions": [2],
         "intensity": [s.to_dict() for s in stats],
     }
 

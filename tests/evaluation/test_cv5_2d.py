@@ -80,8 +80,9 @@ def test_summary_mean_std_over_folds_in_percent(skin_run):
 def test_deterministic_across_runs(skin_run, tmp_path):
     import torch
 
-    again = run_evaluation(SAMPLE / "skin", "cv5-2d", tmp_path / "o", params=TINY, workers=1,
-                           report=False)
+    again = run_evaluation(
+        SAMPLE / "skin", "cv5-2d", tmp_path / "o", params=TINY, workers=1, report=False
+    )
     first = {(r["case"], r["structure"]): r["dice"] for r in read_rows(skin_run.output_dir)}
     second = {(r["case"], r["structure"]): r["dice"] for r in read_rows(again.output_dir)}
     assert first == second
@@ -105,8 +106,10 @@ def test_resume_reuses_models_and_retrains_on_new_recipe(tmp_path):
         s.fold = 0 if s.case_id in {c.case_id for c in cases[:5]} else 1
     changed = get_protocol("cv5-2d").resolve_params({**params, "iterations": 6})
     cv5_2d.prepare(specs, changed, tmp_path / "p")
-    assert json.loads((tmp_path / "p" / "models" / "fold0.json").read_text())["config"][
-        "iterations"] == 6
+    assert (
+        json.loads((tmp_path / "p" / "models" / "fold0.json").read_text())["config"]["iterations"]
+        == 6
+    )
 
 
 @pytest.mark.slow
@@ -125,8 +128,14 @@ def test_refuses_a_model_that_saw_the_case(skin_run):
 
 
 def test_no_model_says_so(tmp_path):
-    r = run_evaluation(load_layout(SAMPLE / "skin")[:5], "cv5-2d", tmp_path / "o",
-                       params={"model": None}, workers=1, report=False)
+    r = run_evaluation(
+        load_layout(SAMPLE / "skin")[:5],
+        "cv5-2d",
+        tmp_path / "o",
+        params={"model": None},
+        workers=1,
+        report=False,
+    )
     assert r.n_failed == 5 and "needs a 2D model" in r.summary["failed"][0]["error"]
     assert not (tmp_path / "o" / "models").exists()
 
@@ -140,14 +149,27 @@ def cli(argv: list[str]) -> int:
     return args.func(args)
 
 
-@pytest.mark.parametrize("task, classes, workers", [
-    ("skin", {"lesion"}, 1), ("polyp", {"neoplastic", "non_neoplastic"}, 2)])
+@pytest.mark.parametrize(
+    "task, classes, workers",
+    [("skin", {"lesion"}, 1), ("polyp", {"neoplastic", "non_neoplastic"}, 2)],
+)
 @pytest.mark.slow
 def test_segeval_evaluate_end_to_end(task, classes, workers, tmp_path, capsys):
     out = tmp_path / task
     tiny = [a for k, v in PLUMBING.items() for a in ("--param", f"{k}={json.dumps(v)}")]
-    rc = cli(["evaluate", str(SAMPLE / task), "--protocol", "cv5-2d", "-o", str(out),
-              "--workers", str(workers), *tiny])
+    rc = cli(
+        [
+            "evaluate",
+            str(SAMPLE / task),
+            "--protocol",
+            "cv5-2d",
+            "-o",
+            str(out),
+            "--workers",
+            str(workers),
+            *tiny,
+        ]
+    )
     assert rc == 0
     rows = read_rows(out)
     assert {"case", "structure", "condition", "dice", "fold"} <= set(rows[0])
@@ -182,8 +204,10 @@ def camus_frames(root: Path, n_patients: int = 6) -> Path:
                     lab[15:21, 5:11] = 3
                 img = (np.minimum(lab, 2) + rng.normal(0, 0.05, lab.shape)).astype(np.float32)
                 for arr, suffix in ((img, ""), (lab, "_gt")):
-                    sitk.WriteImage(sitk.GetImageFromArray(arr),
-                                    str(root / pid / f"{pid}_{view}_{phase}{suffix}.nii.gz"))
+                    sitk.WriteImage(
+                        sitk.GetImageFromArray(arr),
+                        str(root / pid / f"{pid}_{view}_{phase}{suffix}.nii.gz"),
+                    )
     return root
 
 
@@ -196,8 +220,15 @@ def rows_of(result) -> list[dict]:
 
 def test_borst2026_preset_on_generated_camus(tmp_path):
     data = camus_frames(tmp_path / "camus")
-    r = run_evaluation(data, "cv5-2d", tmp_path / "preset", preset="borst2026",
-                       params={"model": TOY}, workers=1, report=False)
+    r = run_evaluation(
+        data,
+        "cv5-2d",
+        tmp_path / "preset",
+        preset="borst2026",
+        params={"model": TOY},
+        workers=1,
+        report=False,
+    )
     assert r.n_ok == 24 and r.n_failed == 0
     assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.3"
     splits = json.loads((tmp_path / "preset" / "splits.json").read_text())
@@ -206,8 +237,12 @@ def test_borst2026_preset_on_generated_camus(tmp_path):
         folds_of.setdefault(case.split("_")[0], set()).add(fold)
     assert len(folds_of) == 6 and all(len(f) == 1 for f in folds_of.values())
     rows = rows_of(r)
-    assert {x["structure"] for x in rows} == {"background", "lv_cavity", "myocardium",
-                                               "left_atrium"}
+    assert {x["structure"] for x in rows} == {
+        "background",
+        "lv_cavity",
+        "myocardium",
+        "left_atrium",
+    }
     for x in rows:
         assert x["fold"] == splits["folds"][x["case"]]
         if x["structure"] == "left_atrium" and "_4CH_" in x["case"]:  # absent from both: 0
@@ -215,19 +250,21 @@ def test_borst2026_preset_on_generated_camus(tmp_path):
             assert [x[m] for m in ("dice", "iou", "recall", "precision")] == [0.0] * 4
     res = r.summary["results"]
     assert res["background_included"] is True and res["empty"] == "zero"
-    assert set(res["dice"]["per_class"]) == {"background", "lv_cavity", "myocardium",
-                                             "left_atrium"}
+    assert set(res["dice"]["per_class"]) == {"background", "lv_cavity", "myocardium", "left_atrium"}
     assert res["dice"]["per_class"]["left_atrium"]["mean"] == 0.0  # never predicted
     pooled = res["pooled"]["dice"]
     assert len(pooled["average"]["folds"]) == 5 and pooled["per_class"]["lv_cavity"]["mean"] > 95
 
-    defaults = run_evaluation(data, "cv5-2d", tmp_path / "defaults", params={"model": TOY},
-                              workers=1, report=False)
+    defaults = run_evaluation(
+        data, "cv5-2d", tmp_path / "defaults", params={"model": TOY}, workers=1, report=False
+    )
     rows = rows_of(defaults)
     assert "background" not in {x["structure"] for x in rows}
     la_4ch = [x["dice"] for x in rows if x["structure"] == "left_atrium" and "_4CH_" in x["case"]]
     assert la_4ch == [1.0] * 12  # the defaults' empty=one
-    assert json.loads((tmp_path / "defaults" / "splits.json").read_text())["folds"] == splits["folds"]
+    assert (
+        json.loads((tmp_path / "defaults" / "splits.json").read_text())["folds"] == splits["folds"]
+    )
 
 
 def test_preset_empty_handling_is_the_papers_formula():
@@ -260,8 +297,11 @@ def test_preset_empty_handling_is_the_papers_formula():
             a, b = ref == k, pred == k
             inter, union = int((a & b).sum()), int((a | b).sum())
             assert (row["n_tp"], row["n_ref"], row["n_pred"]) == (inter, int(a.sum()), int(b.sum()))
-            theirs = {"iou": inter / (union + eps), "recall": inter / (a.sum() + eps),
-                      "precision": inter / (b.sum() + eps)}
+            theirs = {
+                "iou": inter / (union + eps),
+                "recall": inter / (a.sum() + eps),
+                "precision": inter / (b.sum() + eps),
+            }
             for m, v in theirs.items():
                 assert abs(row[m] - v) <= 1e-6, (trial, k, m)
             if union == 0:
@@ -276,11 +316,14 @@ def isic_official(root: Path) -> Path:
 
     for i in range(1, 21):
         split = "Training" if i <= 12 else "Validation" if i <= 15 else "Test"
-        for src, folder, name in ((f"skin_{i:03d}.png", f"ISIC2018_Task1-2_{split}_Input",
-                                   f"ISIC_{i:07d}.png"),
-                                  (f"skin_{i:03d}_segmentation.png",
-                                   f"ISIC2018_Task1_{split}_GroundTruth",
-                                   f"ISIC_{i:07d}_segmentation.png")):
+        for src, folder, name in (
+            (f"skin_{i:03d}.png", f"ISIC2018_Task1-2_{split}_Input", f"ISIC_{i:07d}.png"),
+            (
+                f"skin_{i:03d}_segmentation.png",
+                f"ISIC2018_Task1_{split}_GroundTruth",
+                f"ISIC_{i:07d}_segmentation.png",
+            ),
+        ):
             (root / folder).mkdir(parents=True, exist_ok=True)
             shutil.copy(SAMPLE / "skin" / src, root / folder / name)
     return root
@@ -290,8 +333,9 @@ def isic_official(root: Path) -> Path:
 def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp_path):
     data = isic_official(tmp_path / "isic")
     assert get_protocol("cv5-2d").resolve_params(preset="borst2026")["cv_splits"] == {}
-    ds = run_evaluation(data, "cv5-2d", tmp_path / "o", preset="borst2026", params=PLUMBING,
-                        workers=1, report=False)
+    ds = run_evaluation(
+        data, "cv5-2d", tmp_path / "o", preset="borst2026", params=PLUMBING, workers=1, report=False
+    )
     assert ds.n_ok == 20  # Training + Validation + Test folders, all in the folds
     folds = json.loads((tmp_path / "o" / "splits.json").read_text())["folds"]
     assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 21)]
@@ -301,9 +345,15 @@ def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp
 def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path):
     data = isic_official(tmp_path / "isic")
     out = tmp_path / "o"
-    r = run_evaluation(data, "cv5-2d", out, preset="borst2026",
-                       params={**PLUMBING, "holdout": "test", "cv_splits": {"isic": ["train"]}},
-                       workers=1, report=True)
+    r = run_evaluation(
+        data,
+        "cv5-2d",
+        out,
+        preset="borst2026",
+        params={**PLUMBING, "holdout": "test", "cv_splits": {"isic": ["train"]}},
+        workers=1,
+        report=True,
+    )
     assert r.n_ok == 17 and r.n_failed == 0  # 12 cross-validated + 5 held out; no validation
     folds = json.loads((out / "splits.json").read_text())["folds"]
     assert sorted(folds) == [f"ISIC_{i:07d}" for i in range(1, 13)]
@@ -321,15 +371,30 @@ def test_isic_training_folder_folds_and_official_test_scored_separately(tmp_path
     assert "Preset <b>borst2026</b>" in (out / "report.html").read_text()
 
 
-@pytest.mark.parametrize("task, classes", [
-    ("skin", {"background", "lesion"}),
-    ("polyp", {"background", "neoplastic", "non_neoplastic"})])
+@pytest.mark.parametrize(
+    "task, classes",
+    [("skin", {"background", "lesion"}), ("polyp", {"background", "neoplastic", "non_neoplastic"})],
+)
 @pytest.mark.slow
 def test_cli_preset_on_sample_data(task, classes, tmp_path, capsys):
     out = tmp_path / task  # TINY: the polyp absences need a model that learnt a little
     tiny = [a for k, v in TINY.items() for a in ("--param", f"{k}={json.dumps(v)}")]
-    rc = cli(["evaluate", str(SAMPLE / task), "--protocol", "cv5-2d", "--preset", "borst2026",
-              "-o", str(out), "--workers", "1", "--no-progress", *tiny])
+    rc = cli(
+        [
+            "evaluate",
+            str(SAMPLE / task),
+            "--protocol",
+            "cv5-2d",
+            "--preset",
+            "borst2026",
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--no-progress",
+            *tiny,
+        ]
+    )
     assert rc == 0
     assert "headline (accumulated, %, mean +- std over folds): mDice " in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
@@ -367,8 +432,12 @@ def mmseg_iou_metric(pairs, num_classes):
         total += [inter, area_pred + area_ref - inter, area_pred, area_ref]
     inter, union, area_pred, area_ref = total
     with np.errstate(divide="ignore", invalid="ignore"):
-        per = {"dice": 2 * inter / (area_pred + area_ref), "iou": inter / union,
-               "precision": inter / area_pred, "recall": inter / area_ref}
+        per = {
+            "dice": 2 * inter / (area_pred + area_ref),
+            "iou": inter / union,
+            "precision": inter / area_pred,
+            "recall": inter / area_ref,
+        }
     return {m: float(np.nanmean(v)) for m, v in per.items()}, per
 
 
@@ -384,7 +453,7 @@ def generated_folds(seed, perfect=False):
             ref = np.zeros((24, 24), np.int64)
             k = int(rng.integers(1, 3))
             y, x, h = (int(v) for v in rng.integers(2, 12, 3))
-            ref[y:y + h, x:x + h] = k
+            ref[y : y + h, x : x + h] = k
             pred = ref.copy()
             if not perfect:
                 pred = np.roll(pred, int(rng.integers(-3, 4)), axis=int(rng.integers(0, 2)))
@@ -416,8 +485,12 @@ def test_borst2026_headline_is_mmsegmentations_accumulated_reading(seed):
     params = get_protocol("cv5-2d").resolve_params(preset="borst2026")
     s = cv5_2d.summarize(fold_rows(folds), params)
     assert s["headline"]["reading"] == "accumulated"
-    assert s["names"] == {"dice": "mDice", "iou": "mIoU", "recall": "mRecall",
-                          "precision": "mPrecision"}
+    assert s["names"] == {
+        "dice": "mDice",
+        "iou": "mIoU",
+        "recall": "mRecall",
+        "precision": "mPrecision",
+    }
     theirs = [mmseg_iou_metric(cases, 3) for cases in folds]
     for m in ("dice", "iou", "recall", "precision"):
         per_fold = [100 * t[0][m] for t in theirs]
@@ -456,8 +529,15 @@ def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
         for ref_, pred in cases:
             from napari_segeval.evaluation.protocols import _common as C
 
-            r = C.score(ref_, pred, (1.0, 1.0), {0: "background", 1: "a", 2: "b"}, "clean",
-                        empty="zero", surface=False)
+            r = C.score(
+                ref_,
+                pred,
+                (1.0, 1.0),
+                {0: "background", 1: "a", 2: "b"},
+                "clean",
+                empty="zero",
+                surface=False,
+            )
             cv5_2d.add_counts(r, ref_, pred)
             rows += [{**x, "case": f"c{f}", "fold": f} for x in r]
     s = cv5_2d.summarize(rows, get_protocol("cv5-2d").resolve_params(preset="borst2026"))
@@ -466,21 +546,27 @@ def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
     assert [r["absent"] for r in rows if r["structure"] == "b"] == [True, True]
 
 
-@pytest.mark.parametrize(("param", "why"), [
-    ({"size": "abc"}, "invalid literal for int() with base 10: 'a'"),
-    ({"lr": "fast"}, "could not convert string to float: 'fast'"),
-    ({"size": 64}, "'int' object is not iterable"),
-])
+@pytest.mark.parametrize(
+    ("param", "why"),
+    [
+        ({"size": "abc"}, "invalid literal for int() with base 10: 'a'"),
+        ({"lr": "fast"}, "could not convert string to float: 'fast'"),
+        ({"size": 64}, "'int' object is not iterable"),
+    ],
+)
 def test_training_parameters_that_are_not_numbers_are_one_line(param, why):
     """Refused when the parameters are resolved (the protocol's one check), before any
     fold trains, and the same line from train_config itself."""
     params = {**cv5_2d.DEFAULTS, **param}
-    given = {k: params[k] for k in ("iterations", "batch_size", "lr", "size", "width", "seed",
-                                    "train_threads")}
+    given = {
+        k: params[k]
+        for k in ("iterations", "batch_size", "lr", "size", "width", "seed", "train_threads")
+    }
     with pytest.raises(SegEvalError) as early:
         get_protocol("cv5-2d").resolve_params(param)
     with pytest.raises(SegEvalError) as err:
         cv5_2d.train_config(params, 0)
     assert str(early.value) == str(err.value)
-    assert str(err.value) == ("cv5-2d training parameters must be numbers (size two whole "
-                              f"numbers), got {given} ({why})")
+    assert str(err.value) == (
+        f"cv5-2d training parameters must be numbers (size two whole numbers), got {given} ({why})"
+    )

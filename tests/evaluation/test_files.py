@@ -57,9 +57,20 @@ def test_no_save_predictions_writes_none(tmp_path, capsys):
     _evaluate.add_parser(parser.add_subparsers())
     task = write_msd(tmp_path / "Task96", 2)
     out = tmp_path / "out"
-    args = parser.parse_args(["evaluate", str(task), "--protocol", "msd-robust", "-o", str(out),
-                              "--param", f"model={TOY}", "--no-progress",
-                              "--no-save-predictions"])
+    args = parser.parse_args(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "-o",
+            str(out),
+            "--param",
+            f"model={TOY}",
+            "--no-progress",
+            "--no-save-predictions",
+        ]
+    )
     assert args.func(args) == 0
     assert not (out / "predictions").exists()
     assert json.loads((out / "run.json").read_text())["save_predictions"] is False
@@ -111,8 +122,7 @@ def test_restart_discards_old_predictions(tmp_path):
     stale.write_bytes(b"old run")
     (out / "corrections").mkdir()
     (out / "corrections" / "keep.nii.gz").write_bytes(b"mine")
-    run_evaluation(task, "msd-robust", out, params=PARAMS, workers=1, resume=False,
-                   report=False)
+    run_evaluation(task, "msd-robust", out, params=PARAMS, workers=1, resume=False, report=False)
     assert not stale.exists() and (out / "corrections" / "keep.nii.gz").is_file()
     _all_files_exist(out)
 
@@ -131,12 +141,20 @@ def _raster_task(root: Path, suffix: str, rgb: bool = False) -> list[CaseSpec]:
     else:
         write_image(root / f"a{suffix}", pixels, Geometry.identity(2))
     write_labels(root / "a_seg.png", lab, Geometry.identity(2))
-    return [CaseSpec("a", (str(root / f"a{suffix}"),), str(root / "a_seg.png"), root=str(root),
-                     structures={1: "one", 2: "two"})]
+    return [
+        CaseSpec(
+            "a",
+            (str(root / f"a{suffix}"),),
+            str(root / "a_seg.png"),
+            root=str(root),
+            structures={1: "one", 2: "two"},
+        )
+    ]
 
 
-@pytest.mark.parametrize("suffix,rgb,ext", [(".png", False, ".png"), (".png", True, ".png"),
-                                            (".tif", False, ".tif")])
+@pytest.mark.parametrize(
+    "suffix,rgb,ext", [(".png", False, ".png"), (".png", True, ".png"), (".tif", False, ".tif")]
+)
 def test_2d_images_save_png_or_tiff_label_maps(tmp_path, suffix, rgb, ext):
     specs = _raster_task(tmp_path / "data", suffix, rgb)
     out = tmp_path / "out"
@@ -152,24 +170,42 @@ def test_2d_images_save_png_or_tiff_label_maps(tmp_path, suffix, rgb, ext):
 
 def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
     rng = np.random.default_rng(0)
-    cases = [("ct.nii.gz", "zyx", Geometry((2.5, 0.8, 0.7), (1.0, -2.0, 3.0),
-                                          (1, 0, 0, 0, 1, 0, 0, 0, 1)), (4, 5, 6), ".nii.gz"),
-             ("ct.mhd", "zyx", Geometry((2.0, 1.0, 1.0), (5.0, 6.0, 7.0),
-                                        (0, 1, 0, 1, 0, 0, 0, 0, 1)), (4, 5, 6), ".mha"),
-             ("polyp.jpg", "yxc", Geometry.identity(2), (5, 6, 3), ".tif"),
-             ("echo.mp4", "tyx", Geometry.identity(3), (3, 5, 6), ".mha"),
-             ("clip", "tyxc", Geometry.identity(3), (3, 5, 6, 3), ".mha"),
-             # multi-channel MSD volumes: (C, z, y, x) floats as a 4D file, channels first
-             ("brain.nii.gz", "czyx", Geometry((2.5, 0.8, 0.7), (1.0, -2.0, 3.0),
-                                              (0, 1, 0, 1, 0, 0, 0, 0, 1)), (2, 4, 5, 6),
-              ".nii.gz"),
-             ("brain.mha", "czyx", Geometry.identity(3, (2.0, 1.0, 1.5)), (2, 4, 5, 6), ".mha")]
+    cases = [
+        (
+            "ct.nii.gz",
+            "zyx",
+            Geometry((2.5, 0.8, 0.7), (1.0, -2.0, 3.0), (1, 0, 0, 0, 1, 0, 0, 0, 1)),
+            (4, 5, 6),
+            ".nii.gz",
+        ),
+        (
+            "ct.mhd",
+            "zyx",
+            Geometry((2.0, 1.0, 1.0), (5.0, 6.0, 7.0), (0, 1, 0, 1, 0, 0, 0, 0, 1)),
+            (4, 5, 6),
+            ".mha",
+        ),
+        ("polyp.jpg", "yxc", Geometry.identity(2), (5, 6, 3), ".tif"),
+        ("echo.mp4", "tyx", Geometry.identity(3), (3, 5, 6), ".mha"),
+        ("clip", "tyxc", Geometry.identity(3), (3, 5, 6, 3), ".mha"),
+        # multi-channel MSD volumes: (C, z, y, x) floats as a 4D file, channels first
+        (
+            "brain.nii.gz",
+            "czyx",
+            Geometry((2.5, 0.8, 0.7), (1.0, -2.0, 3.0), (0, 1, 0, 1, 0, 0, 0, 0, 1)),
+            (2, 4, 5, 6),
+            ".nii.gz",
+        ),
+        ("brain.mha", "czyx", Geometry.identity(3, (2.0, 1.0, 1.5)), (2, 4, 5, 6), ".mha"),
+    ]
     for source, axes, geometry, shape, ext in cases:
         grid = shape[:-1] if axes.endswith("c") and axes != "czyx" else shape
         grid = shape[1:] if axes == "czyx" else grid
-        arrays = {"clean": rng.integers(0, 3, grid).astype(np.uint8),
-                  "perturbed:fgsm": rng.normal(size=shape).astype(np.float32),
-                  "perturbation:fgsm": rng.normal(size=shape).astype(np.float32)}
+        arrays = {
+            "clean": rng.integers(0, 3, grid).astype(np.uint8),
+            "perturbed:fgsm": rng.normal(size=shape).astype(np.float32),
+            "perturbation:fgsm": rng.normal(size=shape).astype(np.float32),
+        }
         payload = files.encode_arrays("c", CaseArrays(geometry, axes, source, arrays))
         folder = tmp_path / source.replace(".", "_")
         written = store.write_files(folder, "c", payload)
@@ -189,13 +225,15 @@ def test_float_images_keep_values_and_grid_in_every_format(tmp_path):
 
 def test_tiff_holds_only_the_pixel_grid(tmp_path):
     with pytest.raises(WriteError, match="TIFF cannot store this geometry"):
-        write_image(tmp_path / "x.tif", np.zeros((2, 3, 4), np.float32),
-                    Geometry.identity(3, (2.0, 1.0, 1.0)))
+        write_image(
+            tmp_path / "x.tif",
+            np.zeros((2, 3, 4), np.float32),
+            Geometry.identity(3, (2.0, 1.0, 1.0)),
+        )
     assert not list(tmp_path.iterdir())  # nothing half-written
 
 
-def test_files_that_cannot_be_saved_keep_the_scores_and_are_reported(tmp_path, monkeypatch,
-                                                                       capsys):
+def test_files_that_cannot_be_saved_keep_the_scores_and_are_reported(tmp_path, monkeypatch, capsys):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.cli import main
 
@@ -205,8 +243,21 @@ def test_files_that_cannot_be_saved_keep_the_scores_and_are_reported(tmp_path, m
     monkeypatch.setattr(files, "encode_arrays", refuse)
     task = write_msd(tmp_path / "Task97", 2)
     out = tmp_path / "out"
-    code = main(["evaluate", str(task), "--protocol", "msd-robust", "--param", f"model={TOY}",
-                 "-o", str(out), "--workers", "1", "--no-report"])
+    code = main(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "--param",
+            f"model={TOY}",
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--no-report",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "2 ok" in text
     assert "warning: prediction files of 2 case(s) not saved" in text

@@ -16,8 +16,9 @@ from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
 
 # conditions and models as users and attacks name them: ':' and '=' allowed, ' @ ' not
 _TEXT = st.text(st.sampled_from("abc xyz:=.-_0123456789@"), min_size=1, max_size=24)
-_CONDITIONS = _TEXT.filter(lambda s: " @ " not in s and not re.match(
-    r"(perturbed|perturbation|round\d+):", s))
+_CONDITIONS = _TEXT.filter(
+    lambda s: " @ " not in s and not re.match(r"(perturbed|perturbation|round\d+):", s)
+)
 _MODELS = st.none() | _TEXT.filter(lambda s: " @ " not in s and not s.startswith("@ "))
 
 
@@ -30,15 +31,20 @@ def test_every_key_reads_back_as_written(condition, k, model, kind):
     assert is_image_key(str(key)) == kind.is_image
 
 
-@pytest.mark.parametrize("text,fields", [
-    ("clean", ("clean", None, None, FileKind.LABELS)),
-    ("round2:clean", ("clean", 2, None, FileKind.LABELS)),
-    ("round3:pgd @ builtin", ("pgd", 3, "builtin", FileKind.LABELS)),
-    ("perturbed:fgsm-linf eps=0.5", ("fgsm-linf eps=0.5", None, None, FileKind.PERTURBED)),
-    ("perturbation:pgd @ b:x.pt", ("pgd", None, "b:x.pt", FileKind.PERTURBATION)),
-    ("mod:blur sigma=1.5 @ pkg:Model", ("mod:blur sigma=1.5", None, "pkg:Model",
-                                        FileKind.LABELS)),
-])
+@pytest.mark.parametrize(
+    "text,fields",
+    [
+        ("clean", ("clean", None, None, FileKind.LABELS)),
+        ("round2:clean", ("clean", 2, None, FileKind.LABELS)),
+        ("round3:pgd @ builtin", ("pgd", 3, "builtin", FileKind.LABELS)),
+        ("perturbed:fgsm-linf eps=0.5", ("fgsm-linf eps=0.5", None, None, FileKind.PERTURBED)),
+        ("perturbation:pgd @ b:x.pt", ("pgd", None, "b:x.pt", FileKind.PERTURBATION)),
+        (
+            "mod:blur sigma=1.5 @ pkg:Model",
+            ("mod:blur sigma=1.5", None, "pkg:Model", FileKind.LABELS),
+        ),
+    ],
+)
 def test_keys_results_folders_hold(text, fields):
     """The texts of results folders written before keys were typed read as they meant."""
     key = PredictionKey.parse(text)
@@ -55,22 +61,36 @@ def test_related_keys():
     assert PredictionKey("clean", 0) == PredictionKey("clean") and PredictionKey("clean").is_clean
 
 
-@pytest.mark.parametrize("args", [("",), ("a @ b",), ("round2:clean",), ("perturbed:x",),
-                                  ("clean", -1), ("clean", 1.5), ("clean", True),
-                                  ("clean", None, ""), ("clean", None, "a @ b"),
-                                  ("clean", None, "@ b")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("",),
+        ("a @ b",),
+        ("round2:clean",),
+        ("perturbed:x",),
+        ("clean", -1),
+        ("clean", 1.5),
+        ("clean", True),
+        ("clean", None, ""),
+        ("clean", None, "a @ b"),
+        ("clean", None, "@ b"),
+    ],
+)
 def test_keys_that_would_not_read_back_are_refused(args):
     with pytest.raises(SegEvalError, match="cannot name a prediction|whole number"):
         PredictionKey(*args)
 
 
 #: What a hand-written key parser or formatter looks like in a string literal.
-_HAND_WRITTEN = [re.compile(p) for p in (
-    r"""^[rfbRFB]*['"] @ ['"]$""",  # " @ " alone: splitting or joining on it
-    r"perturb(ed|ation):\{",  # f"perturbed:{cond}"
-    r"round\{",  # f"round{k}:{cond}"
-    r"round\(?\\d|round\(\[",  # a regex reading rounds
-)]
+_HAND_WRITTEN = [
+    re.compile(p)
+    for p in (
+        r"""^[rfbRFB]*['"] @ ['"]$""",  # " @ " alone: splitting or joining on it
+        r"perturb(ed|ation):\{",  # f"perturbed:{cond}"
+        r"round\{",  # f"round{k}:{cond}"
+        r"round\(?\\d|round\(\[",  # a regex reading rounds
+    )
+]
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:
@@ -78,17 +98,31 @@ def _literals(path: Path) -> list[tuple[int, str]]:
     (examples, not code) left out."""
     source = path.read_text()
     tree = ast.parse(source)
-    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)
-            and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
+    docs = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Constant)
+        and isinstance(n.value.value, str)
+    }
     inner = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
-    return [(n.lineno, ast.get_source_segment(source, n) or "") for n in ast.walk(tree)
-            if id(n) not in docs | inner and (isinstance(n, ast.JoinedStr) or (
-                isinstance(n, ast.Constant) and isinstance(n.value, str)))]
+    return [
+        (n.lineno, ast.get_source_segment(source, n) or "")
+        for n in ast.walk(tree)
+        if id(n) not in docs | inner
+        and (
+            isinstance(n, ast.JoinedStr)
+            or (isinstance(n, ast.Constant) and isinstance(n.value, str))
+        )
+    ]
 
 
 def _hand_written(path: Path) -> list[str]:
-    return [f"{line}: {text}" for line, text in _literals(path)
-            if any(p.search(text) for p in _HAND_WRITTEN)]
+    return [
+        f"{line}: {text}"
+        for line, text in _literals(path)
+        if any(p.search(text) for p in _HAND_WRITTEN)
+    ]
 
 
 def test_no_second_key_parser_in_the_package():

@@ -76,8 +76,11 @@ def test_word_official_train_val_test(tmp_path):
     assert detect_layout(tmp_path) == "word"
     specs = load_layout(tmp_path)
     assert sorted((s.split, s.case_id) for s in specs) == [
-        ("test", "word_test0"), ("train", "word_train0"), ("train", "word_train1"),
-        ("val", "word_val0")]
+        ("test", "word_test0"),
+        ("train", "word_train0"),
+        ("train", "word_train1"),
+        ("val", "word_val0"),
+    ]
     case = load_case(next(s for s in specs if s.split == "val"))
     assert len(case.structures) == 16 and case.structures[16] == "Head_of_femur_R"
 
@@ -96,17 +99,21 @@ def test_feta_bids_folders_with_two_reconstructions(tmp_path):
 
 
 def totalseg(root: Path, with_meta: bool = True) -> Path:
-    names = {"s0001": ("liver", "aorta", "spleen"), "s0002": ("liver", "aorta"),
-             "s0003": ("liver", "kidney_left")}
+    names = {
+        "s0001": ("liver", "aorta", "spleen"),
+        "s0002": ("liver", "aorta"),
+        "s0003": ("liver", "kidney_left"),
+    }
     for i, (case, structs) in enumerate(names.items()):
         volume(root, f"{case}/ct.nii.gz")
         for j, name in enumerate(structs):
             m = np.zeros((3, 6, 6), np.uint8)
-            m[j, i:i + 2, 1:3] = 1
+            m[j, i : i + 2, 1:3] = 1
             volume(root, f"{case}/segmentations/{name}.nii.gz", m)
     if with_meta:
-        (root / "meta.csv").write_text("image_id;age;gender;split\ns0001;50;m;train\n"
-                                       "s0002;61;f;val\ns0003;70;f;test\n")
+        (root / "meta.csv").write_text(
+            "image_id;age;gender;split\ns0001;50;m;train\ns0002;61;f;val\ns0003;70;f;test\n"
+        )
     return root
 
 
@@ -114,8 +121,11 @@ def test_totalsegmentator_meta_split_and_merged_label_map(tmp_path):
     root = totalseg(tmp_path)
     assert detect_layout(root) == "totalsegmentator"
     specs = {s.case_id: s for s in load_layout(root)}
-    assert {c: s.split for c, s in specs.items()} == {"s0001": "train", "s0002": "val",
-                                                      "s0003": "test"}
+    assert {c: s.split for c, s in specs.items()} == {
+        "s0001": "train",
+        "s0002": "val",
+        "s0003": "test",
+    }
     ids = {1: "aorta", 2: "kidney_left", 3: "liver", 4: "spleen"}  # alphabetical over the set
     assert all(s.structures == ids for s in specs.values())
     case = load_case(specs["s0001"])
@@ -128,8 +138,11 @@ def test_totalsegmentator_meta_split_and_merged_label_map(tmp_path):
 
 def test_totalsegmentator_ids_from_a_dataset_json_and_no_meta(tmp_path):
     root = totalseg(tmp_path, with_meta=False)
-    (root / "dataset.json").write_text(json.dumps(
-        {"labels": {"background": 0, "spleen": 1, "liver": 5, "aorta": 7, "kidney_left": 2}}))
+    (root / "dataset.json").write_text(
+        json.dumps(
+            {"labels": {"background": 0, "spleen": 1, "liver": 5, "aorta": 7, "kidney_left": 2}}
+        )
+    )
     specs = load_layout(root, "totalsegmentator")
     assert {s.split for s in specs} == {"train"}
     assert specs[0].structures == {1: "spleen", 2: "kidney_left", 5: "liver", 7: "aorta"}

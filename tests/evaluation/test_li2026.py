@@ -13,13 +13,20 @@ from napari_segeval.evaluation import get_protocol, run_evaluation
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.protocols import _li2026 as L
 
-FAST = {"auv_model": "threshold", "train_iterations": 2, "train_patch": [8, 16, 16],
-        "train_width": 4, "holdout": 0.17}
+FAST = {
+    "auv_model": "threshold",
+    "train_iterations": 2,
+    "train_patch": [8, 16, 16],
+    "train_width": 4,
+    "holdout": 0.17,
+}
 
 
 def specs(n, test=()):
-    return [CaseSpec(f"c{i}", (f"c{i}.nii",), f"l{i}.nii", split="test" if i in test else "train")
-            for i in range(n)]
+    return [
+        CaseSpec(f"c{i}", (f"c{i}.nii",), f"l{i}.nii", split="test" if i in test else "train")
+        for i in range(n)
+    ]
 
 
 def test_split_published_or_seeded_holdout():
@@ -40,7 +47,10 @@ def test_split_published_or_seeded_holdout():
 
 def test_condition_names():
     assert [L.condition_name(f) for f in (0, 0.05, 0.1)] == [
-        "unfiltered", "filtered 5%", "filtered 10%"]
+        "unfiltered",
+        "filtered 5%",
+        "filtered 10%",
+    ]
 
 
 @pytest.mark.slow
@@ -77,7 +87,9 @@ def test_li2026_end_to_end_removes_the_most_uncertain_training_cases(tmp_path):
     page = (out / "report.html").read_text()
     assert "Training filtered by AUV" in page and "li2026" in page
     assert s["auv_features"].startswith("threshold probabilities")
-    assert json.loads((out / "li2026.json").read_text())["conditions"]["filtered 10%"]["n_train"] == 18
+    assert (
+        json.loads((out / "li2026.json").read_text())["conditions"]["filtered 10%"]["n_train"] == 18
+    )
     # a resumed run trains nothing again
     before = (out / "models" / "li2026_unfiltered.pt").stat().st_mtime_ns
     run_evaluation(task, "uncertainty", out, preset="li2026", params=FAST, workers=1)
@@ -87,14 +99,25 @@ def test_li2026_end_to_end_removes_the_most_uncertain_training_cases(tmp_path):
 def test_identical_training_lists_share_one_model(tmp_path):
     task = write_msd(tmp_path / "Task98", 6)
     out = tmp_path / "o"
-    r = run_evaluation(task, "uncertainty", out, preset="li2026",
-                       params={**FAST, "holdout": 0.33}, workers=1, report=False)
+    r = run_evaluation(
+        task,
+        "uncertainty",
+        out,
+        preset="li2026",
+        params={**FAST, "holdout": 0.33},
+        workers=1,
+        report=False,
+    )
     conds = r.summary["results"]["conditions"]
     assert [c["n_train"] for c in conds.values()] == [4, 4, 4, 4]  # 5 % and 10 % of 4: none
-    assert {c["model"] for c in conds.values()} == {"models/li2026_unfiltered.pt",
-                                                    "models/li2026_DUO.pt"}
-    assert sorted(p.name for p in (out / "models").glob("*.pt")) == ["li2026_DUO.pt",
-                                                                     "li2026_unfiltered.pt"]
+    assert {c["model"] for c in conds.values()} == {
+        "models/li2026_unfiltered.pt",
+        "models/li2026_DUO.pt",
+    }
+    assert sorted(p.name for p in (out / "models").glob("*.pt")) == [
+        "li2026_DUO.pt",
+        "li2026_unfiltered.pt",
+    ]
     assert r.summary["results"]["test_set"].startswith("seeded hold-out")
 
 
@@ -102,9 +125,15 @@ def test_identical_training_lists_share_one_model(tmp_path):
 def test_li2026_runs_all_four_conditions_on_the_sample_task(tmp_path):
     """All six sample cases, cropped in-plane to one window of the built-in model."""
     out = tmp_path / "o"
-    r = run_evaluation(cropped_sample(tmp_path), "uncertainty", out, preset="li2026",
-                       params={"train_iterations": 4, "train_patch": [16, 32, 32],
-                               "train_width": 4}, workers=1, report=True)
+    r = run_evaluation(
+        cropped_sample(tmp_path),
+        "uncertainty",
+        out,
+        preset="li2026",
+        params={"train_iterations": 4, "train_patch": [16, 32, 32], "train_width": 4},
+        workers=1,
+        report=True,
+    )
     assert r.n_failed == 0 and r.n_ok == 2  # 6 cases, 33 % held out
     s = r.summary["results"]
     assert list(s["conditions"]) == ["unfiltered", "filtered 5%", "filtered 10%", "DUO"]

@@ -73,8 +73,11 @@ def test_models_refuse_the_wrong_number_of_channels(two_channel_model, tiny_dens
     image, labels = two_channel_volume(3)
     case = Case(image, Geometry.identity(3, SPACING), "czyx", "MR", labels)
     one = load_dense(str(tiny_dense_weights), device="cpu")
-    with pytest.raises(InvalidImageError, match="2 image channel\\(s\\), .* takes 1 "
-                                                "\\(evaluate one of them with --param channel=K\\)"):
+    with pytest.raises(
+        InvalidImageError,
+        match="2 image channel\\(s\\), .* takes 1 "
+        "\\(evaluate one of them with --param channel=K\\)",
+    ):
         segment_case(one, case)
     two = load_dense(str(two_channel_model), device="cpu")
     with pytest.raises(InvalidImageError, match="1 image channel\\(s\\), .* takes 2"):
@@ -104,8 +107,9 @@ def test_the_attack_perturbs_every_channel_inside_one_ball(two_channel_model, no
 
     model = load_dense(str(two_channel_model), device="cpu")
     image, labels = two_channel_volume(7)
-    case = Case(image, Geometry.identity(3, SPACING), "czyx", "MR", labels,
-                {1: "gland", 2: "lesion"})
+    case = Case(
+        image, Geometry.identity(3, SPACING), "czyx", "MR", labels, {1: "gland", 2: "lesion"}
+    )
     target = DenseTarget(model, case)
     assert target.channel_scales == tuple(s.std for s in model.stats_per_channel)
     res = attack_case(target, AttackConfig("pgd", eps=eps, norm=norm, steps=2), clamp=True)
@@ -129,13 +133,13 @@ def test_each_channel_is_clamped_to_its_own_range(two_channel_model):
 
     model = load_dense(str(two_channel_model), device="cpu")
     image, labels = two_channel_volume(8)
-    case = Case(image, Geometry.identity(3, SPACING), "czyx", "MR", labels,
-                {1: "gland", 2: "lesion"})
+    case = Case(
+        image, Geometry.identity(3, SPACING), "czyx", "MR", labels, {1: "gland", 2: "lesion"}
+    )
     target = DenseTarget(model, case)
     ranges = target.channel_valid_ranges
     assert len(ranges) == 2 and ranges[0] != ranges[1]
-    res = attack_case(target, AttackConfig("pgd", eps=5.0, steps=2, random_start=False),
-                      clamp=True)
+    res = attack_case(target, AttackConfig("pgd", eps=5.0, steps=2, random_start=False), clamp=True)
     assert res.params["attack"]["clamp"] == [pytest.approx(list(r)) for r in ranges]
     adv = np.asarray(target.x[0], np.float64) + np.asarray(res.perturbation_normalized, np.float64)
     x = np.asarray(target.x[0], np.float64)
@@ -157,9 +161,24 @@ def test_msd_robust_runs_clean_and_attacked_on_both_forms(two_channel_model, tmp
     for variant in ("4d", "files"):
         task = write_two_channel_task(tmp_path / f"Task95_{variant}", variant, n=2)
         out = tmp_path / f"out_{variant}"
-        code = main(["evaluate", str(task), "--protocol", "msd-robust", "--param",
-                     f"model={two_channel_model}", "--attack", "pgd:eps=0.3,steps=2", "-o",
-                     str(out), "--workers", "1", "--json", "--no-report"])
+        code = main(
+            [
+                "evaluate",
+                str(task),
+                "--protocol",
+                "msd-robust",
+                "--param",
+                f"model={two_channel_model}",
+                "--attack",
+                "pgd:eps=0.3,steps=2",
+                "-o",
+                str(out),
+                "--workers",
+                "1",
+                "--json",
+                "--no-report",
+            ]
+        )
         summary = json.loads(capsys.readouterr().out)
         assert code == 0, summary["failed"]
         assert summary["n_ok"] == 2 and summary["params"]["channel"] is None
@@ -174,8 +193,7 @@ def test_msd_robust_runs_clean_and_attacked_on_both_forms(two_channel_model, tmp
         budget = summary["results"]["budget"][cond]
         assert budget["eps"] == 0.3
         assert budget["eps_raw"]["eps_raw_c1"]["max"] == pytest.approx(0.3 * stds[1])
-        dice[variant] = sorted((r["case"], r["structure"], r["condition"], r["dice"])
-                               for r in rows)
+        dice[variant] = sorted((r["case"], r["structure"], r["condition"], r["dice"]) for r in rows)
         # the results browser shows channel 0 with channel 0 of the saved 4D float images
         cid = rows[0]["case"]
         loaded = ResultsFolder(out).load(cid)

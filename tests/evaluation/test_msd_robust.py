@@ -24,8 +24,14 @@ def _rows(out: Path) -> list[dict]:
 
 
 def test_summary_states_the_robust_rule_and_its_threshold(msd_task, tmp_path):
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "attacks": SHIFT}, workers=1, report=False)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": TOY, "attacks": SHIFT},
+        workers=1,
+        report=False,
+    )
     res = r.summary["results"]
     clean = [v for (_, c), v in case_means(_rows(tmp_path / "o")).items() if c == "clean"]
     assert res["robust_threshold"] == pytest.approx(0.5 * np.mean(clean))
@@ -33,16 +39,25 @@ def test_summary_states_the_robust_rule_and_its_threshold(msd_task, tmp_path):
         "A case is robust under an attack when its attacked Dice (mean over its structures) "
         f"is strictly greater than 0.5 x the task's mean clean Dice; the threshold, "
         f"{res['robust_threshold']:.6g}, is computed once from the clean run and used for "
-        "every attack.")
+        "every attack."
+    )
     cond = "_segeval_toy:shift_attack shift=2"
-    assert res["budget"][cond] == {"eps": 0.0, "eps_raw": {"eps_raw": {
-        "mean": 0.0, "min": 0.0, "max": 0.0}}}
+    assert res["budget"][cond] == {
+        "eps": 0.0,
+        "eps_raw": {"eps_raw": {"mean": 0.0, "min": 0.0, "max": 0.0}},
+    }
     assert "attack_gate_threshold" not in res
 
 
 def test_robust_accuracy_is_rogs_mean_attacked_dice(msd_task, tmp_path):
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "attacks": SHIFT}, workers=1, report=True)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": TOY, "attacks": SHIFT},
+        workers=1,
+        report=True,
+    )
     res = r.summary["results"]
     cond = "_segeval_toy:shift_attack shift=2"
     rows = _rows(tmp_path / "o")
@@ -64,15 +79,29 @@ def test_a_model_whose_plans_do_not_say_mr_minmax_is_named_when_forced():
     assert M.minmax_note(params, "CT") is None  # CT is never min-max scaled
     assert M.minmax_note({**params, "mr_minmax": None}, "MR") is None
     assert "mr_minmax_note" in M.summarize(
-        [{"case": "a", "structure": "x", "condition": "clean", "dice": 1.0,
-          "mr_minmax_note": note}], {"robust_factor": 0.5})
+        [
+            {
+                "case": "a",
+                "structure": "x",
+                "condition": "clean",
+                "dice": 1.0,
+                "mr_minmax_note": note,
+            }
+        ],
+        {"robust_factor": 0.5},
+    )
 
 
 def test_gate_computes_the_threshold_once_before_any_attack(msd_task, tmp_path):
     out = tmp_path / "o"
-    r = run_evaluation(msd_task, "msd-robust", out,
-                       params={"model": TOY, "attacks": SHIFT, "gate": True}, workers=1,
-                       report=False)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        out,
+        params={"model": TOY, "attacks": SHIFT, "gate": True},
+        workers=1,
+        report=False,
+    )
     res = r.summary["results"]
     assert res["attack_gate_threshold"] == pytest.approx(res["robust_threshold"])
     cases = json.loads((out / "cases.json").read_text())["cases"]
@@ -84,8 +113,14 @@ def test_gate_computes_the_threshold_once_before_any_attack(msd_task, tmp_path):
 
 
 def test_gate_without_attacks_makes_no_clean_pass(msd_task, tmp_path):
-    run_evaluation(msd_task, "msd-robust", tmp_path / "o", params={"model": TOY, "gate": True},
-                   workers=1, report=False)
+    run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": TOY, "gate": True},
+        workers=1,
+        report=False,
+    )
     cases = json.loads((tmp_path / "o" / "cases.json").read_text())["cases"]
     assert all("robust_threshold" not in c["meta"] for c in cases)
 
@@ -110,8 +145,14 @@ def test_configure_sets_min_max_and_lesion_mode_on_a_copy(tiny_dense_weights):
 
 
 def test_model_overrides_need_a_dense_model(msd_task, tmp_path):
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "lesion_mode": "merge"}, workers=1, report=False)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": TOY, "lesion_mode": "merge"},
+        workers=1,
+        report=False,
+    )
     assert r.n_failed == 4 and "apply to dense models" in r.summary["failed"][0]["error"]
 
 
@@ -122,17 +163,30 @@ def test_apgd_dlr_is_skipped_on_two_class_models(msd_task, tmp_path):
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
 
     cfg = {"in_channels": 1, "num_classes": 2, "base_channels": 2, "levels": 2}
-    plans = {**BUILTIN_PLANS, "config": cfg, "patch_size": [8, 16, 16], "spacing": None,
-             "structures": {"1": "cube"}, "organs": [1], "lesions": []}
+    plans = {
+        **BUILTIN_PLANS,
+        "config": cfg,
+        "patch_size": [8, 16, 16],
+        "spacing": None,
+        "structures": {"1": "cube"},
+        "organs": [1],
+        "lesions": [],
+    }
     path = tmp_path / "binary.pt"
     torch.save({**plans, "state_dict": UNet3D(UNetConfig(**cfg)).state_dict()}, path)
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": str(path), "attacks": [{"name": "apgd-dlr", "eps": 0.1}]},
-                       workers=1, report=False)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": str(path), "attacks": [{"name": "apgd-dlr", "eps": 0.1}]},
+        workers=1,
+        report=False,
+    )
     assert r.n_ok == 4, r.summary["failed"]
     assert {x["condition"] for x in _rows(tmp_path / "o")} == {"clean"}
     assert r.summary["results"]["skipped_attacks"] == [
-        "apgd-dlr needs at least 3 classes (background included); the model has 2"]
+        "apgd-dlr needs at least 3 classes (background included); the model has 2"
+    ]
 
 
 def test_rog_preset_resolves_to_their_recipe():
@@ -150,7 +204,10 @@ def test_rog_preset_resolves_to_their_recipe():
     assert by["apgd-ce"]["schedule"] == by["apgd-dlr"]["schedule"] == "rog"
     assert by["pgd"]["step_size"] == eps / 3 and by["pgd"]["select"] == "loss"
     assert (by["square"]["p_init"], by["square"]["loss"], by["square"]["schedule"]) == (
-        0.8, "hard-dice", "absolute")
+        0.8,
+        "hard-dice",
+        "absolute",
+    )
     assert M.ROG_ATTACKS is M.ROG.params["attacks"]  # one list, one place
 
 
@@ -161,16 +218,35 @@ def _one_case_sample(tmp_path: Path) -> Path:
 
 def _cheap(attacks: list[dict]) -> list[dict]:
     """The preset's attacks with one step and one restart (FAB: one target class)."""
-    return [{**a, "steps": 1, "restarts": 1, **({"target_ranks": 1} if a["name"] == "fab" else {})}
-            for a in attacks]
+    return [
+        {**a, "steps": 1, "restarts": 1, **({"target_ranks": 1} if a["name"] == "fab" else {})}
+        for a in attacks
+    ]
 
 
 def _run_rog(task: Path, out: Path, attacks: list[dict], capsys, *extra: str) -> dict:
     from napari_segeval.cli import main
 
-    code = main(["evaluate", str(task), "--protocol", "msd-robust", "--preset", "rog",
-                 "--param", "device=cpu", "--param", f"attacks={json.dumps(attacks)}", *extra,
-                 "-o", str(out), "--workers", "1", "--json"])
+    code = main(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "msd-robust",
+            "--preset",
+            "rog",
+            "--param",
+            "device=cpu",
+            "--param",
+            f"attacks={json.dumps(attacks)}",
+            *extra,
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
     summary = json.loads(capsys.readouterr().out)
     assert code == 0, summary["failed"]
     return summary
@@ -214,8 +290,9 @@ def _suite_available() -> bool:
     return True
 
 
-@pytest.mark.skipif(not _suite_available(),
-                    reason="the attacks module lacks Square/FAB/the ROG options")
+@pytest.mark.skipif(
+    not _suite_available(), reason="the attacks module lacks Square/FAB/the ROG options"
+)
 @pytest.mark.slow
 def test_rog_preset_runs_its_whole_suite_on_the_sample_task(tmp_path, capsys):
     task = _one_case_sample(tmp_path)
@@ -230,15 +307,25 @@ def test_rog_preset_runs_its_whole_suite_on_the_sample_task(tmp_path, capsys):
         assert np.isfinite(res["task_mean"][c]) and c in res["robust_fraction"]
 
 
-@pytest.mark.parametrize(("param", "message"), [
-    ({"overlap": 2}, "parameter overlap must be in [0, 1), got 2"),
-    ({"tolerance_mm": 0}, "parameter tolerance_mm must be a positive number of mm, got 0"),
-    ({"empty": "maybe"}, "parameter empty must be one of one, nan, zero, got 'maybe'"),
-])
-def test_bad_window_and_scoring_parameters_are_one_line_before_any_case(msd_task, tmp_path,
-                                                                         param, message):
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        ({"overlap": 2}, "parameter overlap must be in [0, 1), got 2"),
+        ({"tolerance_mm": 0}, "parameter tolerance_mm must be a positive number of mm, got 0"),
+        ({"empty": "maybe"}, "parameter empty must be one of one, nan, zero, got 'maybe'"),
+    ],
+)
+def test_bad_window_and_scoring_parameters_are_one_line_before_any_case(
+    msd_task, tmp_path, param, message
+):
     with pytest.raises(SegEvalError) as err:
-        run_evaluation(msd_task, "msd-robust", tmp_path / "o", params={"model": TOY, **param},
-                       workers=1, report=False)
+        run_evaluation(
+            msd_task,
+            "msd-robust",
+            tmp_path / "o",
+            params={"model": TOY, **param},
+            workers=1,
+            report=False,
+        )
     assert str(err.value) == message
     assert not (tmp_path / "o").exists()

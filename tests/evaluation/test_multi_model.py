@@ -32,8 +32,7 @@ def two_models(tmp_path_factory) -> tuple[Path, list]:
     """builtin and threshold on the first case of the sample task (made once: read it only)."""
     specs = load_layout(TASK)[:1]
     out = tmp_path_factory.mktemp("multi") / "run"
-    run_evaluation(specs, "medsam2-3d", out, params={"models": ["builtin", "threshold"]},
-                   workers=1)
+    run_evaluation(specs, "medsam2-3d", out, params={"models": ["builtin", "threshold"]}, workers=1)
     return out, specs
 
 
@@ -41,8 +40,10 @@ def test_every_model_on_the_same_prompts(two_models):
     out, _ = two_models
     rows = _ok_rows(out)
     assert [r["model"] for r in rows] == ["builtin"] * 5 + ["threshold"] * 5
-    prompts = {m: {(r["structure"], r["key_slice"], r["box"]) for r in rows if r["model"] == m}
-               for m in ("builtin", "threshold")}
+    prompts = {
+        m: {(r["structure"], r["key_slice"], r["box"]) for r in rows if r["model"] == m}
+        for m in ("builtin", "threshold")
+    }
     assert prompts["builtin"] == prompts["threshold"] and len(prompts["builtin"]) == 5
     assert {r["condition"] for r in rows} == {"clean"}
     record = load_records(out)[1][0]
@@ -55,8 +56,7 @@ def test_model_rows_equal_the_run_of_that_model_alone(two_models, tmp_path):
     rows = _ok_rows(out)
     for model in ("builtin", "threshold"):
         alone = tmp_path / model
-        run_evaluation(specs, "medsam2-3d", alone, params={"model": model}, workers=1,
-                       report=False)
+        run_evaluation(specs, "medsam2-3d", alone, params={"model": model}, workers=1, report=False)
         single = _ok_rows(alone)
         mine = [r for r in rows if r["model"] == model]
         assert len(single) == len(mine) == 5
@@ -124,8 +124,13 @@ def test_attacks_run_per_model(tmp_path):
     task = write_msd(tmp_path / "Task93", 1)
     models = [TOY, "_segeval_toy:failing_dense"]  # the same toy network under two names
     out = tmp_path / "run"
-    r = run_evaluation(task, "msd-robust", out, workers=1, params={
-        "models": models, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]})
+    r = run_evaluation(
+        task,
+        "msd-robust",
+        out,
+        workers=1,
+        params={"models": models, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]},
+    )
     assert r.n_ok == 1, r.summary["failed"]
     rows = _ok_rows(out)
     conds = {(x["model"], x["condition"]) for x in rows}
@@ -135,14 +140,17 @@ def test_attacks_run_per_model(tmp_path):
     files = load_records(out)[1][0]["files"]
     assert {prediction_key("clean", m) for m in models} <= set(files)
     page = (out / "report.html").read_text()
-    assert "Robust fraction" in page and "<th class=\"t\">model</th>" in page
+    assert "Robust fraction" in page and '<th class="t">model</th>' in page
 
 
-@pytest.mark.parametrize(("models", "match"), [
-    (["builtin", "medsam"], r"unknown promptable model 'medsam' \(closest: medsam2"),
-    (["builtin", "builtin-ct"], "'builtin-ct' is a dense model; protocol medsam2-3d"),
-    (["builtin", "threshold", "builtin"], "'builtin' is given twice"),
-])
+@pytest.mark.parametrize(
+    ("models", "match"),
+    [
+        (["builtin", "medsam"], r"unknown promptable model 'medsam' \(closest: medsam2"),
+        (["builtin", "builtin-ct"], "'builtin-ct' is a dense model; protocol medsam2-3d"),
+        (["builtin", "threshold", "builtin"], "'builtin' is given twice"),
+    ],
+)
 def test_bad_models_are_one_line(models, match):
     with pytest.raises(SegEvalError, match=match) as err:
         get_protocol("medsam2-3d").resolve_params({"models": models})
@@ -153,8 +161,9 @@ def test_protocols_of_one_model_refuse_several():
     with pytest.raises(SegEvalError, match="protocol cv5-2d evaluates one model"):
         get_protocol("cv5-2d").resolve_params({"models": ["a", "b"]})
     with pytest.raises(SegEvalError, match="model='threshold' and models"):
-        get_protocol("medsam2-3d").resolve_params({"model": "threshold",
-                                                    "models": ["builtin", "threshold"]})
+        get_protocol("medsam2-3d").resolve_params(
+            {"model": "threshold", "models": ["builtin", "threshold"]}
+        )
     with pytest.raises(SegEvalError, match="'builtin' is a promptable model"):
         get_protocol("msd-robust").resolve_params({"models": ["builtin-ct", "builtin"]})
     one = get_protocol("medsam2-3d").resolve_params({"models": ["threshold"]})

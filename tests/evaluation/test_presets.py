@@ -54,7 +54,8 @@ def test_preset_is_recorded_and_reported(toy_protocol, msd_task, tmp_path):
     assert run["preset"] == summary["preset"] == "paper"
     assert run["params"]["overlap"] == 0.25
     assert summary["differences_from_paper"] == [
-        "The toy preset keeps one thing different, because tests need one."]
+        "The toy preset keeps one thing different, because tests need one."
+    ]
     page = (out / "report.html").read_text()
     assert "Preset <b>paper</b>" in page and "A. Author et al. 2099" in page
     assert "because tests need one." in page and "toy-preset-preset-paper" in page
@@ -73,20 +74,52 @@ def test_resume_refuses_another_preset(toy_protocol, msd_task, tmp_path):
     out = tmp_path / "out"
     run_evaluation(msd_task, "toy-preset", out, params={"model": TOY}, workers=1, report=False)
     with pytest.raises(SegEvalError, match="preset none"):
-        run_evaluation(msd_task, "toy-preset", out, params={"model": TOY}, preset="paper",
-                       workers=1, report=False)
+        run_evaluation(
+            msd_task,
+            "toy-preset",
+            out,
+            params={"model": TOY},
+            preset="paper",
+            workers=1,
+            report=False,
+        )
 
 
 def test_cli_preset_flag(toy_protocol, msd_task, tmp_path, capsys):
     from napari_segeval.cli import main
 
     out = tmp_path / "out"
-    code = main(["evaluate", str(msd_task), "--protocol", "toy-preset", "--preset", "paper",
-                 "--param", f"model={TOY}", "-o", str(out), "--workers", "1", "--json"])
+    code = main(
+        [
+            "evaluate",
+            str(msd_task),
+            "--protocol",
+            "toy-preset",
+            "--preset",
+            "paper",
+            "--param",
+            f"model={TOY}",
+            "-o",
+            str(out),
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
     assert code == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["preset"] == "paper"
-    code = main(["evaluate", str(msd_task), "--protocol", "toy-preset", "--preset", "nope",
-                 "-o", str(tmp_path / "o2")])
+    code = main(
+        [
+            "evaluate",
+            str(msd_task),
+            "--protocol",
+            "toy-preset",
+            "--preset",
+            "nope",
+            "-o",
+            str(tmp_path / "o2"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code != 0 and "no preset 'nope'" in err and "Traceback" not in err

@@ -28,15 +28,21 @@ def bright_ct_task(root):
     training = []
     for i in range(2):
         labels = np.zeros((10, 24, 24), np.uint8)
-        labels[2:8, 3 + i:11 + i, 4:12] = 1
+        labels[2:8, 3 + i : 11 + i, 4:12] = 1
         labels[3:6, 14:20, 14:21] = 2
         image = np.where(labels > 0, 200, -1000).astype(np.int16)
         write_image(root / "imagesTr" / f"b{i}.nii.gz", image, g)
         write_labels(root / "labelsTr" / f"b{i}.nii.gz", labels, g)
         training.append({"image": f"./imagesTr/b{i}.nii.gz", "label": f"./labelsTr/b{i}.nii.gz"})
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver", "2": "spleen"},
-        "training": training}))
+    (root / "dataset.json").write_text(
+        json.dumps(
+            {
+                "modality": {"0": "CT"},
+                "labels": {"0": "background", "1": "liver", "2": "spleen"},
+                "training": training,
+            }
+        )
+    )
     return root
 
 
@@ -54,8 +60,13 @@ def test_key_slice_and_prompts_are_middle_and_reproducible():
 
 def test_medsam2_3d_threshold_model(tmp_path):
     out = tmp_path / "out"
-    r = run_evaluation(bright_ct_task(tmp_path / "Task97"), "medsam2-3d", out,
-                       params={"model": "threshold"}, workers=1)
+    r = run_evaluation(
+        bright_ct_task(tmp_path / "Task97"),
+        "medsam2-3d",
+        out,
+        params={"model": "threshold"},
+        workers=1,
+    )
     assert r.n_ok == 2
     rows = read_rows(out / "results.csv")
     assert {x["structure"] for x in rows} == {"liver", "spleen"}
@@ -64,9 +75,14 @@ def test_medsam2_3d_threshold_model(tmp_path):
     assert {x["key_slice"] for x in rows if x["structure"] == "liver"} == {"4"}
     s = r.summary["results"]
     assert s["dice"]["per_task"][0]["task"] == "Task97" and "iqr" in s["nsd"]["over_tasks"]
-    jit = run_evaluation(tmp_path / "Task97", "medsam2-3d", tmp_path / "jit",
-                         params={"model": "threshold", "jitter": 3, "seed": 1}, workers=1,
-                         report=False)
+    jit = run_evaluation(
+        tmp_path / "Task97",
+        "medsam2-3d",
+        tmp_path / "jit",
+        params={"model": "threshold", "jitter": 3, "seed": 1},
+        workers=1,
+        report=False,
+    )
     boxes = [x["box"] for x in read_rows(tmp_path / "jit" / "results.csv")]
     assert boxes != [x["box"] for x in rows] and jit.n_ok == 2
 
@@ -78,15 +94,16 @@ def test_medsam2_video_first_frame_forward(tmp_path):
     folder.mkdir(parents=True)
     labels = np.zeros((6, 20, 20), np.uint8)
     for t in range(6):
-        labels[t, 4 + t // 2:12 + t // 2, 5:12] = 1
+        labels[t, 4 + t // 2 : 12 + t // 2, 5:12] = 1
     labels[1:, 14:18, 14:18] = 3  # appears on frame 1
     image = np.where(labels > 0, 220, 20).astype(np.uint8)
     g = Geometry.identity(3)
     write_image(folder / "patient0001_2CH_half_sequence.mhd", image, g)
     write_labels(folder / "patient0001_2CH_half_sequence_gt.mhd", labels, g)
     out = tmp_path / "out"
-    r = run_evaluation(tmp_path / "echo", "medsam2-video", out, params={"model": "threshold"},
-                       workers=1)
+    r = run_evaluation(
+        tmp_path / "echo", "medsam2-video", out, params={"model": "threshold"}, workers=1
+    )
     assert r.n_ok == 1
     rows = {x["structure"]: x for x in read_rows(out / "results.csv")}
     assert set(rows) == {"lv_cavity", "left_atrium"}
@@ -98,8 +115,14 @@ def test_medsam2_video_first_frame_forward(tmp_path):
 
 def test_msd_robust_attack_hook(msd_task, tmp_path):
     attacks = [{"name": "_segeval_toy:shift_attack", "shift": 2}]
-    r = run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "attacks": attacks}, workers=1, report=False)
+    r = run_evaluation(
+        msd_task,
+        "msd-robust",
+        tmp_path / "o",
+        params={"model": TOY, "attacks": attacks},
+        workers=1,
+        report=False,
+    )
     rows = read_rows(tmp_path / "o" / "results.csv")
     cond = "_segeval_toy:shift_attack shift=2"
     assert {x["condition"] for x in rows} == {"clean", cond}
@@ -107,29 +130,52 @@ def test_msd_robust_attack_hook(msd_task, tmp_path):
     assert drops["cube"][cond] > 0.2 and drops["ball"][cond] > 0.2
 
 
-@pytest.mark.parametrize(("attack", "message"), [
-    ({"name": "bogus", "eps": 0.03}, "attack {'name': 'bogus', 'eps': 0.03}: unknown attack "
-     "'bogus': use one of fgsm, pgd, apgd-ce, apgd-dlr, square, fab, noise-gaussian, "
-     "noise-uniform"),
-    ({"name": "pgd", "eps": -1}, "attack {'name': 'pgd', 'eps': -1}: eps must be finite and "
-     ">= 0, got -1"),
-    ({"name": "pgd", "eps": 0.1, "stpes": 5}, "attack {'name': 'pgd', 'eps': 0.1, 'stpes': 5}: "
-     "unknown option 'stpes' (options: batch_size, clamp, eps, gradient, keep_best, loss, norm, "
-     "p_init, random_start, reference, restarts, robust_threshold, schedule, seed, select, "
-     "sigma, step_size, steps, target_ranks, weighting)"),
-    ({"name": "pgd", "eps": 0.1, "reference": "x"}, "attack {'name': 'pgd', 'eps': 0.1, "
-     "'reference': 'x'}: reference must be 'auto', 'labels' or 'prediction', got 'x'"),
-    ({"name": "no_such_module:attack"}, "cannot import model factory 'no_such_module:attack': "
-     "No module named 'no_such_module'"),
-    ("pgd", "attack 'pgd': expected an object such as {\"name\": \"pgd\", \"eps\": 0.05}"),
-])
-def test_msd_robust_bad_attack_is_one_line_before_any_case_runs(msd_task, tmp_path, attack,
-                                                                 message):
+@pytest.mark.parametrize(
+    ("attack", "message"),
+    [
+        (
+            {"name": "bogus", "eps": 0.03},
+            "attack {'name': 'bogus', 'eps': 0.03}: unknown attack "
+            "'bogus': use one of fgsm, pgd, apgd-ce, apgd-dlr, square, fab, noise-gaussian, "
+            "noise-uniform",
+        ),
+        (
+            {"name": "pgd", "eps": -1},
+            "attack {'name': 'pgd', 'eps': -1}: eps must be finite and >= 0, got -1",
+        ),
+        (
+            {"name": "pgd", "eps": 0.1, "stpes": 5},
+            "attack {'name': 'pgd', 'eps': 0.1, 'stpes': 5}: "
+            "unknown option 'stpes' (options: batch_size, clamp, eps, gradient, keep_best, loss, norm, "
+            "p_init, random_start, reference, restarts, robust_threshold, schedule, seed, select, "
+            "sigma, step_size, steps, target_ranks, weighting)",
+        ),
+        (
+            {"name": "pgd", "eps": 0.1, "reference": "x"},
+            "attack {'name': 'pgd', 'eps': 0.1, "
+            "'reference': 'x'}: reference must be 'auto', 'labels' or 'prediction', got 'x'",
+        ),
+        (
+            {"name": "no_such_module:attack"},
+            "cannot import model factory 'no_such_module:attack': No module named 'no_such_module'",
+        ),
+        ("pgd", 'attack \'pgd\': expected an object such as {"name": "pgd", "eps": 0.05}'),
+    ],
+)
+def test_msd_robust_bad_attack_is_one_line_before_any_case_runs(
+    msd_task, tmp_path, attack, message
+):
     from napari_segeval._errors import SegEvalError
 
     with pytest.raises(SegEvalError) as err:
-        run_evaluation(msd_task, "msd-robust", tmp_path / "o",
-                       params={"model": TOY, "attacks": [attack]}, workers=1, report=False)
+        run_evaluation(
+            msd_task,
+            "msd-robust",
+            tmp_path / "o",
+            params={"model": TOY, "attacks": [attack]},
+            workers=1,
+            report=False,
+        )
     assert str(err.value) == message
     assert not (tmp_path / "o").exists()
 
@@ -144,12 +190,23 @@ def test_msd_robust_fgsm_through_attacks_module(tmp_path):
     case = make_ct_case(3001, shape=(16, 48, 48), tumour=False)
     write_image(root / "imagesTr" / "ct.nii.gz", case.image, case.geometry)
     write_labels(root / "labelsTr" / "ct.nii.gz", case.labels, case.geometry)
-    (root / "dataset.json").write_text(json.dumps({
-        "modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver"},
-        "training": [{"image": "./imagesTr/ct.nii.gz", "label": "./labelsTr/ct.nii.gz"}]}))
-    r = run_evaluation(root, "msd-robust", tmp_path / "o",
-                       params={"device": "cpu", "attacks": [{"name": "fgsm", "eps": 0.5}]},
-                       workers=1, report=False)
+    (root / "dataset.json").write_text(
+        json.dumps(
+            {
+                "modality": {"0": "CT"},
+                "labels": {"0": "background", "1": "liver"},
+                "training": [{"image": "./imagesTr/ct.nii.gz", "label": "./labelsTr/ct.nii.gz"}],
+            }
+        )
+    )
+    r = run_evaluation(
+        root,
+        "msd-robust",
+        tmp_path / "o",
+        params={"device": "cpu", "attacks": [{"name": "fgsm", "eps": 0.5}]},
+        workers=1,
+        report=False,
+    )
     assert r.n_ok == 1, r.summary["failed"]
     rows = read_rows(tmp_path / "o" / "results.csv")
     assert {x["condition"] for x in rows} == {"clean", "fgsm-linf eps=0.5"}
@@ -159,8 +216,9 @@ def test_msd_robust_fgsm_through_attacks_module(tmp_path):
 
 def test_uncertainty_protocol_selective_evaluation(tmp_path):
     task = write_msd(tmp_path / "Task96", 5)
-    r = run_evaluation(task, "uncertainty", tmp_path / "o", params={"model": TOY},
-                       workers=1, report=False)
+    r = run_evaluation(
+        task, "uncertainty", tmp_path / "o", params={"model": TOY}, workers=1, report=False
+    )
     rows = read_rows(tmp_path / "o" / "results.csv")
     assert {x["structure"] for x in rows} == {"background", "cube", "ball"}
     assert all(0.0 <= float(x["uncertainty"]) <= 1.0 for x in rows)
@@ -192,8 +250,11 @@ def test_uncertainty_uses_published_test_split():
     p = get_protocol("uncertainty")
     from napari_segeval.evaluation.layouts import CaseSpec
 
-    specs = [CaseSpec("a", ("a",), "la", split="train"), CaseSpec("b", ("b",), "lb", split="test"),
-             CaseSpec("c", ("c",), None, split="test")]
+    specs = [
+        CaseSpec("a", ("a",), "la", split="train"),
+        CaseSpec("b", ("b",), "lb", split="test"),
+        CaseSpec("c", ("c",), None, split="test"),
+    ]
     assert [s.case_id for s in p.cases(specs, p.resolve_params())] == ["b"]
 
 
@@ -205,7 +266,7 @@ def isic_folder(root, n=5):
     for i in range(n):
         mask = np.zeros((20, 24), np.uint8)
         y, x = rng.integers(2, 8), rng.integers(2, 10)
-        mask[y:y + 8, x:x + 9] = 255
+        mask[y : y + 8, x : x + 9] = 255
         rgb = np.where(mask[..., None] > 0, 100, 0).astype(np.uint8).repeat(3, axis=2)
         Image.fromarray(rgb).save(root / f"ISIC_{i:07d}.png")
         Image.fromarray(mask).save(root / f"ISIC_{i:07d}_segmentation.png")
@@ -227,22 +288,26 @@ def test_cv5_2d_with_toy_model(tmp_path):
 
 def test_cv5_2d_without_model_says_so(tmp_path):
     root = isic_folder(tmp_path / "isic")
-    r = run_evaluation(root, "cv5-2d", tmp_path / "o", params={"model": None}, workers=1,
-                       report=False)
+    r = run_evaluation(
+        root, "cv5-2d", tmp_path / "o", params={"model": None}, workers=1, report=False
+    )
     assert r.n_failed == 5 and "needs a 2D model" in r.summary["failed"][0]["error"]
 
 
-@pytest.mark.parametrize("name,bad,match", [
-    ("medsam2-3d", {"jitter": -3}, "jitter"),
-    ("medsam2-video", {"jitter": -3}, "jitter"),
-    ("interactive", {"rounds": -1}, "rounds"),
-    ("interactive", {"refine_prompt": "scribble"}, "refine_prompt"),
-    ("msd-robust", {"overlap": 1.5}, "overlap"),
-    ("uncertainty", {"analysis": "filter"}, "analysis"),
-    ("uncertainty", {"score": "auv"}, "entropy-band"),
-    ("cv5-2d", {"headline": "best"}, "headline"),
-    ("cv5-2d", {"model": "builtin-2d", "iterations": "many"}, "training parameters"),
-])
+@pytest.mark.parametrize(
+    "name,bad,match",
+    [
+        ("medsam2-3d", {"jitter": -3}, "jitter"),
+        ("medsam2-video", {"jitter": -3}, "jitter"),
+        ("interactive", {"rounds": -1}, "rounds"),
+        ("interactive", {"refine_prompt": "scribble"}, "refine_prompt"),
+        ("msd-robust", {"overlap": 1.5}, "overlap"),
+        ("uncertainty", {"analysis": "filter"}, "analysis"),
+        ("uncertainty", {"score": "auv"}, "entropy-band"),
+        ("cv5-2d", {"headline": "best"}, "headline"),
+        ("cv5-2d", {"model": "builtin-2d", "iterations": "many"}, "training parameters"),
+    ],
+)
 def test_every_protocol_checks_its_parameters_in_one_hook(name, bad, match):
     """A bad value is refused by Protocol.resolve_params (its ``check``), before any
     case is selected, prepared or run."""

@@ -44,17 +44,23 @@ def test_overlay_colours_foreground_only():
 
 
 def test_dice_against_uncertainty_section_states_the_correlation():
-    rows = [{"case": f"c{i}", "condition": "clean", "structure": s, "dice": d,
-             "uncertainty": 1.0 - d}
-            for i, d in enumerate([0.9, 0.5, 0.7, 0.2]) for s in ("background", "organ")]
+    rows = [
+        {"case": f"c{i}", "condition": "clean", "structure": s, "dice": d, "uncertainty": 1.0 - d}
+        for i, d in enumerate([0.9, 0.5, 0.7, 0.2])
+        for s in ("background", "organ")
+    ]
     for r in rows:
         if r["structure"] == "background":
             r["dice"] = 0.99  # background is left out of the per-case Dice
     html = report.dice_vs_uncertainty(rows)
     assert "n = 4" in html and "Pearson r = -1.000" in html and "-1.000" in html
     assert "foreground structures" in html and 'src="data:image/png;base64,' in html
-    assert report.dice_vs_uncertainty([{k: v for k, v in r.items() if k != "uncertainty"}
-                                        for r in rows]) == ""
+    assert (
+        report.dice_vs_uncertainty(
+            [{k: v for k, v in r.items() if k != "uncertainty"} for r in rows]
+        )
+        == ""
+    )
 
 
 def test_uncertainty_report_has_the_scatter(msd_task, tmp_path):

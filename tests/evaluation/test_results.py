@@ -30,17 +30,24 @@ def run_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
     task = write_msd(root / "Task92_Toy", 3, spacing=(2.0, 0.5, 0.75))
     out = root / "out"
-    run_evaluation(task, "msd-robust", out, params={
-        "model": TOY, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]},
-        workers=1, report=False)
+    run_evaluation(
+        task,
+        "msd-robust",
+        out,
+        params={"model": TOY, "attacks": [{"name": "_segeval_toy:shift_attack", "shift": 2}]},
+        workers=1,
+        report=False,
+    )
     return out, task
 
 
 def test_rows_have_dice_and_the_drop_under_attack(run_dir):
     out, _ = run_dir
     folder = ResultsFolder(out)
-    assert folder.protocol == f"msd-robust {get_protocol('msd-robust').version}" and folder.cases() == [
-        "case_000", "case_001", "case_002"]
+    assert (
+        folder.protocol == f"msd-robust {get_protocol('msd-robust').version}"
+        and folder.cases() == ["case_000", "case_001", "case_002"]
+    )
     rows = folder.rows()
     assert len(rows) == 3 * 2 * 2
     clean = {(r["case"], r["structure"]): r["dice"] for r in rows if r["condition"] == "clean"}
@@ -48,8 +55,7 @@ def test_rows_have_dice_and_the_drop_under_attack(run_dir):
         if r["condition"] == "clean":
             assert math.isnan(r["delta_dice"])
         else:
-            assert r["delta_dice"] == pytest.approx(r["dice"] - clean[(r["case"],
-                                                                       r["structure"])])
+            assert r["delta_dice"] == pytest.approx(r["dice"] - clean[(r["case"], r["structure"])])
     assert {r["label"] for r in rows} == {1, 2}
     assert all(r["absent"] is False for r in rows)  # both structures in every case
 
@@ -157,8 +163,9 @@ def test_corrections_are_saved_beside_the_results_and_never_overwrite(run_dir, t
     assert geometry.matches(loaded.case.geometry)
 
 
-def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, tmp_path,
-                                                                      monkeypatch):
+def test_a_correction_is_saved_with_its_prompts_under_one_free_number(
+    run_dir, tmp_path, monkeypatch
+):
     from napari_segeval._errors import WriteError
     from napari_segeval.prompts import Box
     from napari_segeval.prompts.prompt_file import PromptFile, read_prompts
@@ -168,8 +175,9 @@ def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, t
     folder = ResultsFolder(out)
     loaded = folder.load("case_002")
     labels = loaded.predictions["clean"]
-    prompts = PromptFile({1: PromptSet.from_box(Box(2, 2, 6, 6, index=1))},
-                         tuple(labels.shape[:3]), {1: "liver"})
+    prompts = PromptFile(
+        {1: PromptSet.from_box(Box(2, 2, 6, 6, index=1))}, tuple(labels.shape[:3]), {1: "liver"}
+    )
     here = out / "corrections" / "case_002"
     here.mkdir(parents=True)
     (here / "corrected.prompts.json").write_text("{}")  # only the prompts name is taken
@@ -187,10 +195,13 @@ def test_a_correction_is_saved_with_its_prompts_under_one_free_number(run_dir, t
     with pytest.raises(WriteError, match="disk full"):
         folder.save_correction(loaded, "corrected", labels, prompts)
     assert sorted(p.name for p in here.iterdir()) == sorted(
-        ["corrected.prompts.json", first.name, "corrected-2.prompts.json"])
+        ["corrected.prompts.json", first.name, "corrected-2.prompts.json"]
+    )
 
 
-SAMPLE_TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+SAMPLE_TASK = (
+    Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+)
 FGSM = "fgsm-linf eps=0.5"
 
 
@@ -210,8 +221,7 @@ def test_perturbed_image_is_computed_bit_for_bit_from_the_perturbation(fgsm_run)
     assert loaded.files[f"perturbed:{FGSM}"] == str(fgsm_run / files[f"perturbed:{FGSM}"])
 
 
-def test_a_record_without_the_perturbation_computes_it_from_the_perturbed_image(fgsm_run,
-                                                                              tmp_path):
+def test_a_record_without_the_perturbation_computes_it_from_the_perturbed_image(fgsm_run, tmp_path):
     out = tmp_path / "old"
     shutil.copytree(fgsm_run, out)
     cid = ResultsFolder(out).cases()[0]

@@ -18,9 +18,16 @@ from napari_segeval.evaluation.store import load_records, result_rows
 from napari_segeval.io import read_labels
 
 
-@pytest.mark.parametrize("condition,k,model", [("clean", 0, None), ("clean", 3, None),
-                                               ("fgsm-linf eps=0.5", 2, None),
-                                               ("clean", 0, "builtin"), ("pgd", 5, "b:x.pt")])
+@pytest.mark.parametrize(
+    "condition,k,model",
+    [
+        ("clean", 0, None),
+        ("clean", 3, None),
+        ("fgsm-linf eps=0.5", 2, None),
+        ("clean", 0, "builtin"),
+        ("pgd", 5, "b:x.pt"),
+    ],
+)
 def test_round_keys_read_back(condition, k, model):
     key = PredictionKey.parse(round_key(condition, k, model))
     assert (key.condition, key.round or 0, key.model) == (condition, k, model)
@@ -33,16 +40,30 @@ def island_run(tmp_path_factory):
     """interactive, threshold model, the island task, 2 rounds (read it only)."""
     root = tmp_path_factory.mktemp("rounds")
     out = root / "run"
-    r = run_evaluation(island_task(root / "Task95"), "interactive", out, workers=1,
-                       report=False, params={**ISLAND, "rounds": 2})
+    r = run_evaluation(
+        island_task(root / "Task95"),
+        "interactive",
+        out,
+        workers=1,
+        report=False,
+        params={**ISLAND, "rounds": 2},
+    )
     assert r.n_ok == 1
     return out
 
 
 def test_a_video_round_names_its_frame():
-    rows = [{"case": "a", "condition": "clean", "label": 1, "round": r, "dice": 0.5,
-             "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":true}]'}
-            for r in (0, 1)]
+    rows = [
+        {
+            "case": "a",
+            "condition": "clean",
+            "label": 1,
+            "round": r,
+            "dice": 0.5,
+            "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":true}]',
+        }
+        for r in (0, 1)
+    ]
     assert case_rounds(rows, "a", 1)[1].change == "+ point (y=2, x=2) on slice 3"
     assert case_rounds(rows, "a", 1, where="frame")[1].change == "+ point (y=2, x=2) on frame 3"
 
@@ -67,7 +88,10 @@ def test_results_folder_rows_name_each_rounds_prediction(island_run):
     folder = ResultsFolder(island_run)
     rows = folder.rows()
     assert [(r["round"], r["condition"], str(r["key"])) for r in rows] == [
-        (0, "clean", "clean"), (1, "clean", "round1:clean"), (2, "clean", "round2:clean")]
+        (0, "clean", "clean"),
+        (1, "clean", "round1:clean"),
+        (2, "clean", "round2:clean"),
+    ]
     assert all(math.isnan(r["delta_dice"]) for r in rows)  # all clean, of their own round
     files = folder.records["isl"]["files"]
     assert all(str(r["key"]) in files for r in rows)
@@ -84,8 +108,14 @@ def test_rows_of_other_protocols_have_no_round(island_run, tmp_path):
     from napari_segeval.evaluation.layouts import load_layout
 
     out = tmp_path / "m"
-    run_evaluation(load_layout(SAMPLE)[:1], "medsam2-3d", out, params={"model": "threshold"},
-                   workers=1, report=False)
+    run_evaluation(
+        load_layout(SAMPLE)[:1],
+        "medsam2-3d",
+        out,
+        params={"model": "threshold"},
+        workers=1,
+        report=False,
+    )
     folder = ResultsFolder(out)
     assert {r["round"] for r in folder.rows()} == {None}
     assert not folder.has_rounds and not run_has_rounds(folder.run, folder.raw_rows())
@@ -95,15 +125,24 @@ def test_rows_of_other_protocols_have_no_round(island_run, tmp_path):
 
 def test_rounds_of_each_model_in_a_run_of_several(tmp_path):
     out = tmp_path / "both"
-    r = run_evaluation(island_task(tmp_path / "Task95"), "interactive", out, workers=1,
-                       report=False, params={"keep_largest": False, "rounds": 1,
-                                             "models": ["threshold", "builtin"]})
+    r = run_evaluation(
+        island_task(tmp_path / "Task95"),
+        "interactive",
+        out,
+        workers=1,
+        report=False,
+        params={"keep_largest": False, "rounds": 1, "models": ["threshold", "builtin"]},
+    )
     assert r.n_ok == 1
     folder = ResultsFolder(out)
     files = folder.records["isl"]["files"]
     conditions = [str(x["key"]) for x in folder.rows()]
-    assert conditions == ["clean @ threshold", "round1:clean @ threshold", "clean @ builtin",
-                          "round1:clean @ builtin"]
+    assert conditions == [
+        "clean @ threshold",
+        "round1:clean @ threshold",
+        "clean @ builtin",
+        "round1:clean @ builtin",
+    ]
     assert all(c in files for c in conditions)
     for model in ("threshold", "builtin"):
         rounds = folder.rounds("isl", 1, "clean", model)
@@ -118,16 +157,22 @@ def test_an_attacked_round_opens_with_its_attack_s_perturbed_image(tmp_path):
     from napari_segeval.io import read_image
 
     out = tmp_path / "o"
-    r = run_evaluation(island_task(tmp_path / "Task95"), "interactive", out, workers=1,
-                       report=False, params={**ISLAND, "rounds": 1,
-                                             "attacks": [{"name": "fgsm", "eps": 0.45}]})
+    r = run_evaluation(
+        island_task(tmp_path / "Task95"),
+        "interactive",
+        out,
+        workers=1,
+        report=False,
+        params={**ISLAND, "rounds": 1, "attacks": [{"name": "fgsm", "eps": 0.45}]},
+    )
     assert r.n_ok == 1, r.summary["failed"]
     cond = "fgsm-linf eps=0.45"
     folder = ResultsFolder(out)
     rows = {(str(x["key"]), x["round"]): x for x in folder.rows()}
     attacked = rows[(f"round1:{cond}", 1)]
     assert attacked["delta_dice"] == pytest.approx(
-        attacked["dice"] - rows[("round1:clean", 1)]["dice"])  # against clean of its round
+        attacked["dice"] - rows[("round1:clean", 1)]["dice"]
+    )  # against clean of its round
     files = folder.records["isl"]["files"]
     loaded = folder.load("isl", f"round1:{cond}")
     assert loaded.pair == ("clean", f"round1:{cond}")

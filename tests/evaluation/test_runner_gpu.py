@@ -41,13 +41,21 @@ def test_memory_release_is_a_no_op_without_cuda(monkeypatch):
 
 def _dice(out: Path) -> dict:
     with open(out / "results.csv", newline="") as fh:
-        return {(r["case"], r["structure"]): float(r["dice"]) for r in csv.DictReader(fh)
-                if r.get("dice") not in (None, "")}
+        return {
+            (r["case"], r["structure"]): float(r["dice"])
+            for r in csv.DictReader(fh)
+            if r.get("dice") not in (None, "")
+        }
 
 
 def _run(tmp_path: Path, name: str, device: str, workers: int | None):
-    return run_evaluation(MSD, "medsam2-3d", tmp_path / name,
-                          params={"model": "builtin", "device": device}, workers=workers)
+    return run_evaluation(
+        MSD,
+        "medsam2-3d",
+        tmp_path / name,
+        params={"model": "builtin", "device": device},
+        workers=workers,
+    )
 
 
 @pytest.mark.cuda

@@ -32,7 +32,11 @@ def test_kfold_balanced_seeded_and_order_free():
 def test_ensure_folds_saves_and_reuses(tmp_path):
     s = specs(7) + [CaseSpec("unlabelled", ("u.png",))]
     saved = ensure_folds(s, k=3, seed=0, output_dir=tmp_path)
-    assert saved["source"] == "seeded k-fold grouped by patient" and saved["k"] == 3 and saved["seed"] == 0
+    assert (
+        saved["source"] == "seeded k-fold grouped by patient"
+        and saved["k"] == 3
+        and saved["seed"] == 0
+    )
     assert s[-1].fold is None and {x.fold for x in s[:-1]} == {0, 1, 2}
     again = specs(7)
     ensure_folds(again, k=5, seed=9, output_dir=tmp_path)  # resumed run keeps the file
@@ -68,8 +72,11 @@ def camus_folder(root, n_patients: int):
         pid = f"patient{i:04d}"
         for view in ("2CH", "4CH"):
             for part in ("ED", "ES", "half_sequence"):
-                touch(root, f"{pid}/{pid}_{view}_{part}.nii.gz",
-                      f"{pid}/{pid}_{view}_{part}_gt.nii.gz")
+                touch(
+                    root,
+                    f"{pid}/{pid}_{view}_{part}.nii.gz",
+                    f"{pid}/{pid}_{view}_{part}_gt.nii.gz",
+                )
     return root
 
 
@@ -98,8 +105,11 @@ def test_grouped_folds_property_random_groups():
     from napari_segeval.evaluation.splits import grouped_kfold_assignment
 
     @settings(max_examples=150, deadline=None)
-    @given(st.lists(st.integers(0, 30), min_size=1, max_size=120), st.integers(2, 7),
-           st.integers(0, 2**31 - 1))
+    @given(
+        st.lists(st.integers(0, 30), min_size=1, max_size=120),
+        st.integers(2, 7),
+        st.integers(0, 2**31 - 1),
+    )
     def check(group_of_case, k, seed):
         groups = {f"c{i}": f"g{g}" for i, g in enumerate(group_of_case)}
         n_groups = len(set(groups.values()))
@@ -145,13 +155,16 @@ def test_cv_splits_and_holdout_choose_the_cross_validated_cases(tmp_path):
 
     s = []
     for split, n in (("train", 6), ("val", 2), ("test", 3)):
-        s += [CaseSpec(f"{split}{i}", ("x.png",), "m.png", layout="isic", split=split)
-              for i in range(n)]
+        s += [
+            CaseSpec(f"{split}{i}", ("x.png",), "m.png", layout="isic", split=split)
+            for i in range(n)
+        ]
     s[-1].fold = 1  # a fold set on a case outside the folds is dropped
     for sub in "abcd":
         (tmp_path / sub).mkdir()
-    ensure_folds(s, k=3, seed=0, output_dir=tmp_path / "a", cv_splits={"isic": ["train"]},
-                 holdout="test")
+    ensure_folds(
+        s, k=3, seed=0, output_dir=tmp_path / "a", cv_splits={"isic": ["train"]}, holdout="test"
+    )
     assert [x.fold is not None for x in s] == [True] * 6 + [False] * 5
     other = CaseSpec("o", ("x.png",), "m.png", layout="camus", split="val")
     assert in_cross_validation(other, {"isic": ["train"]})  # other layouts keep every split
@@ -164,6 +177,7 @@ def test_cv_splits_and_holdout_choose_the_cross_validated_cases(tmp_path):
 
 
 def test_old_splits_file_still_loads(tmp_path):
-    (tmp_path / "splits.json").write_text('{"version": 1, "k": 2, "seed": 0, "source": "x", '
-                                          '"folds": {"a": 0, "b": 1}}')
+    (tmp_path / "splits.json").write_text(
+        '{"version": 1, "k": 2, "seed": 0, "source": "x", "folds": {"a": 0, "b": 1}}'
+    )
     assert load_splits(tmp_path / "splits.json")["folds"] == {"a": 0, "b": 1}

@@ -69,8 +69,9 @@ def test_stats_from_task_folder(tmp_path):
     lab = (img >= 32).astype(np.uint8)
     io.write_image(tmp_path / "imagesTr" / "a.nii.gz", img, geom)
     io.write_labels(tmp_path / "labelsTr" / "a.nii.gz", lab, geom)
-    (tmp_path / "dataset.json").write_text(json.dumps(
-        {"training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]}))
+    (tmp_path / "dataset.json").write_text(
+        json.dumps({"training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]})
+    )
     s = stats_from_task(tmp_path)
     assert s.mean == pytest.approx(47.5)
     assert s.source == str(tmp_path)

@@ -14,8 +14,9 @@ from napari_segeval.io.case import Geometry
 
 
 def _ball(shape, spacing, radius_mm):
-    grids = np.meshgrid(*[(np.arange(n) - (n - 1) / 2) * s for n, s in zip(shape, spacing)],
-                        indexing="ij")
+    grids = np.meshgrid(
+        *[(np.arange(n) - (n - 1) / 2) * s for n, s in zip(shape, spacing)], indexing="ij"
+    )
     return (sum(g**2 for g in grids) < radius_mm**2).astype(np.uint8)
 
 

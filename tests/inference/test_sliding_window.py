@@ -22,8 +22,11 @@ def _net(k=3, seed=0):
 
 @pytest.mark.parametrize(
     "shape,patch,overlap",
-    [((37, 70, 53), (16, 32, 32), 0.5), ((20, 20, 20), (8, 8, 8), 0.0),
-     ((9, 17, 30), (9, 16, 8), 0.75)],
+    [
+        ((37, 70, 53), (16, 32, 32), 0.5),
+        ((20, 20, 20), (8, 8, 8), 0.0),
+        ((9, 17, 30), (9, 16, 8), 0.75),
+    ],
 )
 def test_grid_covers_every_voxel_and_stays_inside(shape, patch, overlap):
     cover = np.zeros(shape, int)
@@ -63,8 +66,9 @@ def test_gaussian_weights_shape_peak_sigma_and_floor():
 
 def test_identity_predictor_is_reproduced():
     x = torch.randn(2, 1, 13, 21, 17)
-    y = sliding_window_logits(lambda t: torch.cat([t, -t], 1), x, (8, 8, 8), overlap=0.5,
-                              batch_size=3)
+    y = sliding_window_logits(
+        lambda t: torch.cat([t, -t], 1), x, (8, 8, 8), overlap=0.5, batch_size=3
+    )
     torch.testing.assert_close(y, torch.cat([x, -x], 1), rtol=1e-5, atol=1e-5)
 
 
@@ -82,8 +86,11 @@ def test_volume_smaller_than_patch_is_padded_and_cropped():
 
 @pytest.mark.parametrize(
     "shape,patch,overlap,batch",
-    [((37, 70, 53), (16, 32, 32), 0.5, 4), ((10, 20, 30), (16, 32, 32), 0.25, 1),
-     ((33, 33, 33), (16, 16, 16), 0.6, 3)],
+    [
+        ((37, 70, 53), (16, 32, 32), 0.5, 4),
+        ((10, 20, 30), (16, 32, 32), 0.25, 1),
+        ((33, 33, 33), (16, 16, 16), 0.6, 3),
+    ],
 )
 def test_parity_with_monai(shape, patch, overlap, batch):
     inferers = pytest.importorskip("monai.inferers")
@@ -91,8 +98,15 @@ def test_parity_with_monai(shape, patch, overlap, batch):
     x = torch.randn(2, 1, *shape)
     with torch.no_grad():
         ref = inferers.sliding_window_inference(
-            x, patch, batch, net, overlap=overlap, mode="gaussian", sigma_scale=0.125,
-            padding_mode="constant")
+            x,
+            patch,
+            batch,
+            net,
+            overlap=overlap,
+            mode="gaussian",
+            sigma_scale=0.125,
+            padding_mode="constant",
+        )
         ours = sliding_window_logits(net, x, patch, overlap=overlap, batch_size=batch)
     assert (ref - ours).abs().max().item() < 1e-5
 
@@ -118,8 +132,9 @@ def test_cpu_accumulation_mirroring_progress_and_cancel():
     x = torch.randn(1, 1, 12, 20, 20)
     calls = []
     with torch.no_grad():
-        a = sliding_window_logits(net, x, (8, 12, 12), accumulate_device="cpu",
-                                  progress=lambda d, t: calls.append((d, t)))
+        a = sliding_window_logits(
+            net, x, (8, 12, 12), accumulate_device="cpu", progress=lambda d, t: calls.append((d, t))
+        )
         b = sliding_window_logits(net, x, (8, 12, 12), mirror_axes=(0, 2))
         flipped = sliding_window_logits(net, x.flip(4), (8, 12, 12)).flip(4)
     n = len(window_grid((12, 20, 20), (8, 12, 12), 0.5))

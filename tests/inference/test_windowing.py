@@ -20,8 +20,12 @@ def test_presets_match_medsam2():
 
 @pytest.mark.parametrize(
     ("spec", "expected"),
-    [("Abdomen", (40.0, 400.0)), ("1500,-600", (-600.0, 1500.0)), ("80/40", (40.0, 80.0)),
-     ((350, 50), (50.0, 350.0))],
+    [
+        ("Abdomen", (40.0, 400.0)),
+        ("1500,-600", (-600.0, 1500.0)),
+        ("80/40", (40.0, 80.0)),
+        ((350, 50), (50.0, 350.0)),
+    ],
 )
 def test_parse_window(spec, expected):
     assert parse_window(spec) == expected
@@ -91,14 +95,14 @@ def test_ct_minmax_rescales_the_clipped_volume_like_medsam2():
     lo, hi = -1350.0, 150.0  # lung window W=1500 L=-600
     clipped = np.clip(hu.astype(np.float64), lo, hi)
     theirs = (clipped - clipped.min()) / (clipped.max() - clipped.min()) * 255.0
-    np.testing.assert_allclose(apply_window(hu, -600, 1500, "minmax"), theirs, rtol=1e-6,
-                               atol=1e-4)
+    np.testing.assert_allclose(apply_window(hu, -600, 1500, "minmax"), theirs, rtol=1e-6, atol=1e-4)
     edges = apply_window(hu, -600, 1500)
     assert not np.allclose(edges, theirs)  # the data does not reach 150 HU: they differ
     full = hu.copy()
     full.flat[0], full.flat[1] = -2000, 500  # reaches both edges
-    np.testing.assert_allclose(apply_window(full, -600, 1500, "minmax"),
-                               apply_window(full, -600, 1500), atol=1e-4)
+    np.testing.assert_allclose(
+        apply_window(full, -600, 1500, "minmax"), apply_window(full, -600, 1500), atol=1e-4
+    )
 
 
 def test_ct_mapping_flows_through_to_unit_and_refuses_unknown():

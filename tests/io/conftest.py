@@ -56,9 +56,15 @@ def _keep_locale():
         locale.setlocale(locale.LC_ALL, saved)
 
 
-def dicom_series(folder: Path, volume: np.ndarray, spacing=(2.5, 0.7, 0.7),
-                 origin=(-10.0, 20.0, 30.0), modality="CT", series_uid="1.2.826.0.1.3680043.2.1125.1",
-                 prefix="slice") -> Path:
+def dicom_series(
+    folder: Path,
+    volume: np.ndarray,
+    spacing=(2.5, 0.7, 0.7),
+    origin=(-10.0, 20.0, 30.0),
+    modality="CT",
+    series_uid="1.2.826.0.1.3680043.2.1125.1",
+    prefix="slice",
+) -> Path:
     """Write a (z, y, x) int16 volume as one DICOM file per slice with proper tags."""
     import SimpleITK as sitk
 
@@ -147,8 +153,18 @@ def make():
     from types import SimpleNamespace
 
     return SimpleNamespace(
-        nifti=nifti, sitk_file=sitk_file, dicom_series=dicom_series,
-        multiframe_dicom=multiframe_dicom, video=video, png=png, blocks=blocks,
-        pydicom_file=pydicom_file, pydicom_series=pydicom_series, palette_tags=palette_tags,
-        ybr_full_422=ybr_full_422, gdcm_jpeg_lossless=gdcm_jpeg_lossless, jpeg12_file=jpeg12_file, jpeg12_expected=jpeg12_expected,
+        nifti=nifti,
+        sitk_file=sitk_file,
+        dicom_series=dicom_series,
+        multiframe_dicom=multiframe_dicom,
+        video=video,
+        png=png,
+        blocks=blocks,
+        pydicom_file=pydicom_file,
+        pydicom_series=pydicom_series,
+        palette_tags=palette_tags,
+        ybr_full_422=ybr_full_422,
+        gdcm_jpeg_lossless=gdcm_jpeg_lossless,
+        jpeg12_file=jpeg12_file,
+        jpeg12_expected=jpeg12_expected,
     )

@@ -13,11 +13,23 @@ import numpy as np
 _UID_ROOT = "1.2.826.0.1.3680043.8.498."
 
 
-def pydicom_file(path: Path, pixels: np.ndarray, *, modality: str = "CT",
-                 series_uid: str = _UID_ROOT + "1", instance: int = 1,
-                 iop=(1, 0, 0, 0, 1, 0), ipp=(0.0, 0.0, 0.0), spacing=(0.7, 0.6),
-                 thickness: float | None = 2.5, preamble: bool = True, gz: bool = False,
-                 implicit: bool = False, frames: bool = False, **tags) -> Path:
+def pydicom_file(
+    path: Path,
+    pixels: np.ndarray,
+    *,
+    modality: str = "CT",
+    series_uid: str = _UID_ROOT + "1",
+    instance: int = 1,
+    iop=(1, 0, 0, 0, 1, 0),
+    ipp=(0.0, 0.0, 0.0),
+    spacing=(0.7, 0.6),
+    thickness: float | None = 2.5,
+    preamble: bool = True,
+    gz: bool = False,
+    implicit: bool = False,
+    frames: bool = False,
+    **tags,
+) -> Path:
     """Write ``pixels`` ((rows, cols) or (frames, rows, cols) [+ colour]) with pydicom.
 
     Geometry tags are omitted when their argument is None; ``tags`` are set as
@@ -33,7 +45,9 @@ def pydicom_file(path: Path, pixels: np.ndarray, *, modality: str = "CT",
     arr = np.asarray(pixels)
     colour = arr.shape[-1] == 3 and arr.ndim >= 3 and tags.get("SamplesPerPixel") == 3
     ds = Dataset()
-    ds.SOPClassUID = "1.2.840.10008.5.1.4.1.1.2" if modality == "CT" else "1.2.840.10008.5.1.4.1.1.7"
+    ds.SOPClassUID = (
+        "1.2.840.10008.5.1.4.1.1.2" if modality == "CT" else "1.2.840.10008.5.1.4.1.1.7"
+    )
     ds.SOPInstanceUID = f"{series_uid}.{instance}"
     ds.StudyInstanceUID = _UID_ROOT + "9"
     ds.SeriesInstanceUID = series_uid
@@ -81,18 +95,34 @@ def pydicom_file(path: Path, pixels: np.ndarray, *, modality: str = "CT",
     return path
 
 
-def pydicom_series(folder: Path, volume: np.ndarray, *, spacing=(2.5, 0.7, 0.6),
-                   origin=(-10.0, 20.0, 30.0), iop=(1, 0, 0, 0, 1, 0), prefix: str = "img",
-                   series_uid: str = _UID_ROOT + "1", **kw) -> Path:
+def pydicom_series(
+    folder: Path,
+    volume: np.ndarray,
+    *,
+    spacing=(2.5, 0.7, 0.6),
+    origin=(-10.0, 20.0, 30.0),
+    iop=(1, 0, 0, 0, 1, 0),
+    prefix: str = "img",
+    series_uid: str = _UID_ROOT + "1",
+    **kw,
+) -> Path:
     """One pydicom file per slice of a (z, y, x) volume, positions along the normal."""
     folder.mkdir(parents=True, exist_ok=True)
     r, c = np.asarray(iop[:3], float), np.asarray(iop[3:], float)
     n = np.cross(r, c)
     for k in range(volume.shape[0]):
         pos = np.asarray(origin, float) + k * spacing[0] * n
-        pydicom_file(folder / f"{prefix}{k:03d}.dcm", volume[k], iop=iop, ipp=tuple(pos),
-                     spacing=spacing[1:], thickness=spacing[0], instance=k + 1,
-                     series_uid=series_uid, **kw)
+        pydicom_file(
+            folder / f"{prefix}{k:03d}.dcm",
+            volume[k],
+            iop=iop,
+            ipp=tuple(pos),
+            spacing=spacing[1:],
+            thickness=spacing[0],
+            instance=k + 1,
+            series_uid=series_uid,
+            **kw,
+        )
     return folder
 
 
@@ -138,10 +168,74 @@ def ybr_full_422(rgb: np.ndarray) -> bytes:
     return np.ascontiguousarray(packed).tobytes()
 
 
-_ZIGZAG = np.array([
-    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48,
-    41, 34, 27, 20, 13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15,
-    23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63])
+_ZIGZAG = np.array(
+    [
+        0,
+        1,
+        8,
+        16,
+        9,
+        2,
+        3,
+        10,
+        17,
+        24,
+        32,
+        25,
+        18,
+        11,
+        4,
+        5,
+        12,
+        19,
+        26,
+        33,
+        40,
+        48,
+        41,
+        34,
+        27,
+        20,
+        13,
+        6,
+        7,
+        14,
+        21,
+        28,
+        35,
+        42,
+        49,
+        56,
+        57,
+        50,
+        43,
+        36,
+        29,
+        22,
+        15,
+        23,
+        30,
+        37,
+        44,
+        51,
+        58,
+        59,
+        52,
+        45,
+        38,
+        31,
+        39,
+        46,
+        53,
+        60,
+        61,
+        54,
+        47,
+        55,
+        62,
+        63,
+    ]
+)
 
 
 def _dct() -> np.ndarray:
@@ -158,7 +252,7 @@ def _blocks(pixels: np.ndarray):
     a = np.pad(a, ((0, -h % 8), (0, -w % 8)), mode="edge") - 2048
     for by in range(0, a.shape[0], 8):
         for bx in range(0, a.shape[1], 8):
-            yield by, bx, a[by:by + 8, bx:bx + 8]
+            yield by, bx, a[by : by + 8, bx : bx + 8]
 
 
 def jpeg12_expected(pixels: np.ndarray, quant: np.ndarray) -> np.ndarray:
@@ -168,7 +262,7 @@ def jpeg12_expected(pixels: np.ndarray, quant: np.ndarray) -> np.ndarray:
     out = np.zeros((h + -h % 8, w + -w % 8))
     for by, bx, block in _blocks(pixels):
         coef = np.round(t @ block @ t.T / q) * q
-        out[by:by + 8, bx:bx + 8] = t.T @ coef @ t
+        out[by : by + 8, bx : bx + 8] = t.T @ coef @ t
     return np.clip(np.round(out + 2048), 0, 4095)[:h, :w]
 
 
@@ -221,7 +315,7 @@ def jpeg12(pixels: np.ndarray, quant: np.ndarray) -> bytes:
             bits.append(format(v, f"0{size}b"))
     stream = "".join(bits)
     stream += "1" * (-len(stream) % 8)
-    scan = bytes(int(stream[i:i + 8], 2) for i in range(0, len(stream), 8))
+    scan = bytes(int(stream[i : i + 8], 2) for i in range(0, len(stream), 8))
     scan = scan.replace(b"\xff", b"\xff\x00")
 
     def segment(marker: int, payload: bytes) -> bytes:
@@ -229,10 +323,16 @@ def jpeg12(pixels: np.ndarray, quant: np.ndarray) -> bytes:
 
     h, w = np.shape(pixels)
     qz = bytes(int(v) for v in np.asarray(quant).ravel()[_ZIGZAG])
-    return (b"\xff\xd8" + segment(0xFFDB, b"\x00" + qz)
-            + segment(0xFFC1, struct.pack(">BHHB", 12, h, w, 1) + b"\x01\x11\x00")
-            + segment(0xFFC4, b"\x00" + dc_table) + segment(0xFFC4, b"\x10" + ac_table)
-            + segment(0xFFDA, b"\x01\x01\x00\x00\x3f\x00") + scan + b"\xff\xd9")
+    return (
+        b"\xff\xd8"
+        + segment(0xFFDB, b"\x00" + qz)
+        + segment(0xFFC1, struct.pack(">BHHB", 12, h, w, 1) + b"\x01\x11\x00")
+        + segment(0xFFC4, b"\x00" + dc_table)
+        + segment(0xFFC4, b"\x10" + ac_table)
+        + segment(0xFFDA, b"\x01\x01\x00\x00\x3f\x00")
+        + scan
+        + b"\xff\xd9"
+    )
 
 
 def jpeg12_file(path: Path, pixels: np.ndarray, quant: np.ndarray, **kw) -> Path:

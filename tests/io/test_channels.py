@@ -29,8 +29,10 @@ def _write_4d(path, image, geometry):
 
     from napari_segeval.io._nifti import affine_from_geometry
 
-    nib.save(nib.Nifti1Image(np.transpose(image, (3, 2, 1, 0)), affine_from_geometry(geometry)),
-             str(path))
+    nib.save(
+        nib.Nifti1Image(np.transpose(image, (3, 2, 1, 0)), affine_from_geometry(geometry)),
+        str(path),
+    )
     return path
 
 

@@ -56,8 +56,10 @@ def test_dataset_json_two_folders_up_and_in_read_case(tmp_path):
     np.testing.assert_array_equal(case.labels, ids)
     assert case.structures[2] == "non_neoplastic"
     # an explicit dataset.json given to read_case is the one used
-    other = {"labels": {"0": "background", "1": "a", "2": "b"}, "color_table": {
-        "2": [255, 0, 0], "1": [0, 255, 0]}}
+    other = {
+        "labels": {"0": "background", "1": "a", "2": "b"},
+        "color_table": {"2": [255, 0, 0], "1": [0, 255, 0]},
+    }
     swapped = read_case(image, path, dataset_json=other)
     np.testing.assert_array_equal(swapped.labels, np.choose(ids, [0, 2, 1]))
 
@@ -98,27 +100,30 @@ def _write(path: Path, obj) -> Path:
 
 
 def test_load_color_table_forms(tmp_path):
-    assert load_color_table(_write(tmp_path / "a.json", TABLE)) == {(255, 0, 0): 1,
-                                                                   (0, 255, 0): 2}
+    assert load_color_table(_write(tmp_path / "a.json", TABLE)) == {(255, 0, 0): 1, (0, 255, 0): 2}
     ds = _dataset(tmp_path, color_table=TABLE)
-    assert load_color_table(ds) == {(255, 0, 0): (1, "neoplastic"),
-                                    (0, 255, 0): (2, "non_neoplastic")}
-    assert load_color_table(_write(tmp_path / "g.json", {"1": 255, "2": [128]})) == {
-        255: 1, 128: 2}
+    assert load_color_table(ds) == {
+        (255, 0, 0): (1, "neoplastic"),
+        (0, 255, 0): (2, "non_neoplastic"),
+    }
+    assert load_color_table(_write(tmp_path / "g.json", {"1": 255, "2": [128]})) == {255: 1, 128: 2}
     assert dataset_color_table({"labels": {}}, "d.json") is None
 
 
-@pytest.mark.parametrize("table, message", [
-    ({}, "must be a JSON object"),
-    ([1, 2], "must be a JSON object"),
-    ({"one": [1, 2, 3]}, 'key "one" is not a label id'),
-    ({"1": [1, 2]}, 'entry "1": expected'),
-    ({"1": [-1, 0, 0]}, 'entry "1": expected'),
-    ({"1": [True, 0, 0]}, 'entry "1": expected'),
-    ({"1": None}, 'entry "1": expected'),
-    ({"1": [1, 2, 3], "2": [1, 2, 3]}, "given to two label ids"),
-    ({"1": [1, 2, 3], "2": 7}, "mixes RGB and grey"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ({}, "must be a JSON object"),
+        ([1, 2], "must be a JSON object"),
+        ({"one": [1, 2, 3]}, 'key "one" is not a label id'),
+        ({"1": [1, 2]}, 'entry "1": expected'),
+        ({"1": [-1, 0, 0]}, 'entry "1": expected'),
+        ({"1": [True, 0, 0]}, 'entry "1": expected'),
+        ({"1": None}, 'entry "1": expected'),
+        ({"1": [1, 2, 3], "2": [1, 2, 3]}, "given to two label ids"),
+        ({"1": [1, 2, 3], "2": 7}, "mixes RGB and grey"),
+    ],
+)
 def test_bad_tables(table, message):
     with pytest.raises(InvalidLabelsError) as err:
         parse_json_color_table(table, "t.json")

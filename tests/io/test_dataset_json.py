@@ -10,9 +10,13 @@ from napari_segeval.io._dataset_json import dataset_modality, find_dataset_json
 
 def test_both_label_forms():
     assert structure_names({"labels": {"0": "background", "1": "liver", "2": "cancer"}}) == {
-        1: "liver", 2: "cancer"}
+        1: "liver",
+        2: "cancer",
+    }
     assert structure_names({"labels": {"background": 0, "liver": 1, "tumor": "2"}}) == {
-        1: "liver", 2: "tumor"}
+        1: "liver",
+        2: "tumor",
+    }
     assert structure_names({}) == {}
 
 
@@ -46,8 +50,11 @@ def test_msd_layout_found_above_labels(tmp_path, make):
     task = tmp_path / "Task03_Liver"
     (task / "imagesTr").mkdir(parents=True)
     (task / "labelsTr").mkdir()
-    (task / "dataset.json").write_text(json.dumps(
-        {"modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver", "2": "cancer"}}))
+    (task / "dataset.json").write_text(
+        json.dumps(
+            {"modality": {"0": "CT"}, "labels": {"0": "background", "1": "liver", "2": "cancer"}}
+        )
+    )
     img = make.nifti(task / "imagesTr" / "liver_0.nii.gz", np.zeros((4, 4, 3), np.int16), np.eye(4))
     seg = make.nifti(task / "labelsTr" / "liver_0.nii.gz", np.ones((4, 4, 3), np.uint8), np.eye(4))
     assert find_dataset_json(seg) == task / "dataset.json"

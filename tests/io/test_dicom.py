@@ -28,8 +28,14 @@ def _orthonormal(m):
 @pytest.mark.parametrize("iop", [SAGITTAL, CORONAL, OBLIQUE, (1, 0, 0, 0, 1, 0)])
 def test_single_slice_geometry_valid_and_round_trips(tmp_path, make, rng, iop):
     pix = _slice(rng)
-    path = make.pydicom_file(tmp_path / "s.dcm", pix, iop=iop, ipp=(12.5, -30.25, 40.0),
-                             spacing=(0.8, 0.5), modality="MR")
+    path = make.pydicom_file(
+        tmp_path / "s.dcm",
+        pix,
+        iop=iop,
+        ipp=(12.5, -30.25, 40.0),
+        spacing=(0.8, 0.5),
+        modality="MR",
+    )
     case = read_image(path)
     assert case.axes == "yx" and case.spacing == (0.8, 0.5)
     np.testing.assert_array_equal(case.image, pix)
@@ -107,8 +113,9 @@ def test_parallel_slices_offset_in_plane_refused(tmp_path, make, rng):
     folder = tmp_path / "tilt"
     folder.mkdir()
     for k in range(3):  # 2 mm apart along z but shifted 1 mm in y each: gantry tilt
-        make.pydicom_file(folder / f"{k}.dcm", _slice(rng), ipp=(0.0, 1.0 * k, 2.0 * k),
-                          instance=k + 1)
+        make.pydicom_file(
+            folder / f"{k}.dcm", _slice(rng), ipp=(0.0, 1.0 * k, 2.0 * k), instance=k + 1
+        )
     with pytest.raises(ReadError, match="not stacked along their normal .*27 degrees"):
         read_image(folder)
     two = tmp_path / "two"
@@ -123,23 +130,33 @@ def test_same_position_refused_echoes_split(tmp_path, make, rng):
     folder = tmp_path / "dup"
     folder.mkdir()
     for k in range(4):
-        make.pydicom_file(folder / f"{k}.dcm", _slice(rng), ipp=(0, 0, 2.0 * (k // 2)),
-                          instance=k + 1)
+        make.pydicom_file(
+            folder / f"{k}.dcm", _slice(rng), ipp=(0, 0, 2.0 * (k // 2)), instance=k + 1
+        )
     with pytest.raises(ReadError, match="4 images at only 2 slice positions"):
         read_image(folder)
     echoes = tmp_path / "echo"
     echoes.mkdir()
     for k in range(4):
-        make.pydicom_file(echoes / f"{k}.dcm", _slice(rng), ipp=(0, 0, 2.0 * (k // 2)),
-                          instance=k + 1, EchoNumbers=k % 2 + 1, modality="MR")
+        make.pydicom_file(
+            echoes / f"{k}.dcm",
+            _slice(rng),
+            ipp=(0, 0, 2.0 * (k // 2)),
+            instance=k + 1,
+            EchoNumbers=k % 2 + 1,
+            modality="MR",
+        )
     case = read_image(echoes)
     assert case.axes == "zyx" and case.image.shape[0] == 2 and case.spacing[0] == 2.0
 
 
 def test_header_and_pixel_data_disagree(tmp_path, make, rng):
     path = make.pydicom_file(tmp_path / "rows.dcm", _slice(rng), Rows=9)
-    with pytest.raises(ReadError, match=r"rows.dcm: header and pixel data disagree: the header "
-                                        r"says 9 x 7 pixels .*126 bytes.* 84 bytes"):
+    with pytest.raises(
+        ReadError,
+        match=r"rows.dcm: header and pixel data disagree: the header "
+        r"says 9 x 7 pixels .*126 bytes.* 84 bytes",
+    ):
         read_image(path)
     short = make.pydicom_file(tmp_path / "cols.dcm", _slice(rng), Columns=5)
     with pytest.raises(ReadError, match="header and pixel data disagree"):
@@ -148,9 +165,11 @@ def test_header_and_pixel_data_disagree(tmp_path, make, rng):
 
 def test_no_preamble_implicit_and_gzip(tmp_path, make, rng):
     pix = _slice(rng)
-    for name, kw in (("np.dcm", {"preamble": False}),
-                     ("IM0001", {"preamble": False, "implicit": True}),
-                     ("ct.dcm.gz", {"gz": True})):
+    for name, kw in (
+        ("np.dcm", {"preamble": False}),
+        ("IM0001", {"preamble": False, "implicit": True}),
+        ("ct.dcm.gz", {"gz": True}),
+    ):
         path = make.pydicom_file(tmp_path / name, pix, ipp=(1.0, 2.0, 3.0), **kw)
         case = read_image(path)
         np.testing.assert_array_equal(case.image, pix)
@@ -174,8 +193,9 @@ def test_rescale_slope_intercept(tmp_path, make):
     path = make.pydicom_file(tmp_path / "r.dcm", pix, RescaleSlope=1, RescaleIntercept=-1024)
     case = read_image(path)
     assert case.image.dtype == np.int16 and case.image.tolist() == [[-1024, -924], [-824, 3071]]
-    pet = make.pydicom_file(tmp_path / "p.dcm", pix, modality="PT", RescaleSlope=0.5,
-                            RescaleIntercept=0)
+    pet = make.pydicom_file(
+        tmp_path / "p.dcm", pix, modality="PT", RescaleSlope=0.5, RescaleIntercept=0
+    )
     assert read_image(pet).image.dtype == np.float32 and read_image(pet).image[1, 1] == 2047.5
 
 
@@ -205,21 +225,28 @@ def _ct12(rng, frames=None):
     return np.stack(ramps) if frames else ramps[0]
 
 
-@pytest.mark.parametrize("name, frames, kw", [
-    ("ct.dcm", None, {}),
-    ("ct.dcm.gz", None, {"gz": True}),
-    ("mf.dcm", 2, {"iop": None, "ipp": None}),
-])
+@pytest.mark.parametrize(
+    "name, frames, kw",
+    [
+        ("ct.dcm", None, {}),
+        ("ct.dcm.gz", None, {"gz": True}),
+        ("mf.dcm", 2, {"iop": None, "ipp": None}),
+    ],
+)
 def test_12_bit_lossy_jpeg_through_gdcm(tmp_path, make, rng, name, frames, kw):
     """JPEG Extended 12-bit (1.2.840.10008.1.2.4.51): Pillow cannot decode it, GDCM does."""
     from pydicom import dcmread
 
     pix = _ct12(rng, frames)
-    path = make.jpeg12_file(tmp_path / name, pix, _Q12, RescaleIntercept=-1024, RescaleSlope=1,
-                            **kw)
+    path = make.jpeg12_file(
+        tmp_path / name, pix, _Q12, RescaleIntercept=-1024, RescaleSlope=1, **kw
+    )
     case = read_image(path)
-    want = (np.stack([make.jpeg12_expected(f, _Q12) for f in pix])
-            if frames else make.jpeg12_expected(pix, _Q12)) - 1024
+    want = (
+        np.stack([make.jpeg12_expected(f, _Q12) for f in pix])
+        if frames
+        else make.jpeg12_expected(pix, _Q12)
+    ) - 1024
     assert case.image.shape == want.shape and case.image.dtype == np.int16
     assert np.abs(case.image - want).max() <= 1  # libjpeg's integer inverse DCT
     assert "JPEG Extended (Process 2 and 4) (decoded by GDCM)" in case.meta["pixels"]
@@ -228,8 +255,9 @@ def test_12_bit_lossy_jpeg_through_gdcm(tmp_path, make, rng, name, frames, kw):
         assert ds.file_meta.TransferSyntaxUID == "1.2.840.10008.1.2.4.51"
         with pytest.raises(Exception, match="Pillow does not support 'JPEG Extended'"):
             ds.pixel_array  # noqa: B018 - pydicom alone cannot
-        np.testing.assert_array_equal(case.image, sitk.GetArrayFromImage(
-            sitk.ReadImage(str(path))).reshape(want.shape))
+        np.testing.assert_array_equal(
+            case.image, sitk.GetArrayFromImage(sitk.ReadImage(str(path))).reshape(want.shape)
+        )
 
 
 def test_12_bit_jpeg_series_is_a_volume(tmp_path, make, rng):
@@ -243,10 +271,13 @@ def test_12_bit_jpeg_series_is_a_volume(tmp_path, make, rng):
     assert np.abs(case.image - np.stack([make.jpeg12_expected(v, _Q12) for v in vol])).max() <= 1
 
 
-@pytest.mark.parametrize("damage, match", [
-    ("cut stream", r"cannot decode JPEG Extended \(Process 2 and 4\) pixel data with GDCM"),
-    ("cut file", "DICOM file is truncated or corrupt"),
-])
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        ("cut stream", r"cannot decode JPEG Extended \(Process 2 and 4\) pixel data with GDCM"),
+        ("cut file", "DICOM file is truncated or corrupt"),
+    ],
+)
 def test_broken_12_bit_jpeg_is_one_line(tmp_path, make, rng, damage, match):
     from pydicom import dcmread
     from pydicom.encaps import encapsulate, generate_frames
@@ -275,8 +306,11 @@ def test_not_an_image_object(tmp_path, make):
     ds.file_meta = FileMetaDataset()
     ds.file_meta.TransferSyntaxUID = ExplicitVRLittleEndian
     ds.save_as(tmp_path / "rs.dcm", enforce_file_format=True)
-    with pytest.raises(ReadError, match=r"rs.dcm: DICOM RTSTRUCT is an RT structure set "
-                                        r"\(contours\), not an image on a grid$"):
+    with pytest.raises(
+        ReadError,
+        match=r"rs.dcm: DICOM RTSTRUCT is an RT structure set "
+        r"\(contours\), not an image on a grid$",
+    ):
         read_image(tmp_path / "rs.dcm")
     # next to a CT series it is skipped, not an error
     folder = make.pydicom_series(tmp_path / "ct", np.zeros((3, 4, 4), np.int16))
@@ -304,11 +338,19 @@ def test_ultrasound_images_and_loops_of_one_series_stay_apart(tmp_path, make, rn
     folder = tmp_path / "echo"
     folder.mkdir()
     for k in range(3):  # three separate views, no positions: not a volume
-        make.pydicom_file(folder / f"still{k}.dcm", rng.integers(0, 255, (6, 7)).astype(np.uint8),
-                          modality="US", iop=None, ipp=None, spacing=None, instance=k + 1)
+        make.pydicom_file(
+            folder / f"still{k}.dcm",
+            rng.integers(0, 255, (6, 7)).astype(np.uint8),
+            modality="US",
+            iop=None,
+            ipp=None,
+            spacing=None,
+            instance=k + 1,
+        )
     loop = rng.integers(0, 255, (5, 6, 7)).astype(np.uint8)
-    make.pydicom_file(folder / "loop.dcm", loop, modality="US", iop=None, ipp=None,
-                      spacing=None, instance=9)
+    make.pydicom_file(
+        folder / "loop.dcm", loop, modality="US", iop=None, ipp=None, spacing=None, instance=9
+    )
     series = list_series(folder)
     assert sorted(s.n_images for s in series) == [1, 1, 1, 5]
     assert "different objects" in series[0].split
@@ -335,9 +377,15 @@ def test_enhanced_frames_split_by_temporal_position(tmp_path, make, rng):
     orient = Dataset()
     orient.ImageOrientationPatient = [1, 0, 0, 0, 1, 0]
     shared.PlaneOrientationSequence = [orient]
-    path = make.pydicom_file(tmp_path / "dce.dcm", vol, modality="MR", iop=None, ipp=None,
-                             SharedFunctionalGroupsSequence=[shared],
-                             PerFrameFunctionalGroupsSequence=frames)
+    path = make.pydicom_file(
+        tmp_path / "dce.dcm",
+        vol,
+        modality="MR",
+        iop=None,
+        ipp=None,
+        SharedFunctionalGroupsSequence=[shared],
+        PerFrameFunctionalGroupsSequence=frames,
+    )
     case = read_image(path)
     assert case.image.shape == (2, 5, 6) and case.spacing[0] == 3.0
     np.testing.assert_array_equal(case.image, vol[:2])

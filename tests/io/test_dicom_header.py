@@ -16,61 +16,112 @@ def _seq(**kw):
 
 
 def test_pixel_spacing_zero_is_reported_not_replaced(tmp_path, make):
-    case = read_image(make.pydicom_file(tmp_path / "a.dcm", np.zeros((4, 5), np.int16),
-                                        spacing=(0, 0)))
+    case = read_image(
+        make.pydicom_file(tmp_path / "a.dcm", np.zeros((4, 5), np.int16), spacing=(0, 0))
+    )
     assert case.meta["has_geometry"] is False and case.geometry.plane is None
-    assert case.meta["warnings"] == [(
-        "PixelSpacing (0, 0) is not a positive pixel size: the image is shown in pixel units, "
-        "not mm")]
+    assert case.meta["warnings"] == [
+        (
+            "PixelSpacing (0, 0) is not a positive pixel size: the image is shown in pixel units, "
+            "not mm"
+        )
+    ]
 
 
 def test_zero_orientation_is_reported_not_identity(tmp_path, make):
-    case = read_image(make.pydicom_file(tmp_path / "a.dcm", np.zeros((4, 5), np.int16),
-                                        iop=(0, 0, 0, 0, 0, 0), spacing=(0.7, 0.6)))
+    case = read_image(
+        make.pydicom_file(
+            tmp_path / "a.dcm",
+            np.zeros((4, 5), np.int16),
+            iop=(0, 0, 0, 0, 0, 0),
+            spacing=(0.7, 0.6),
+        )
+    )
     assert case.geometry.plane is None and case.spacing == (0.7, 0.6)
-    assert any("ImageOrientationPatient (0, 0, 0, 0, 0, 0) is not two unit vectors" in w
-               for w in case.meta["warnings"])
+    assert any(
+        "ImageOrientationPatient (0, 0, 0, 0, 0, 0) is not two unit vectors" in w
+        for w in case.meta["warnings"]
+    )
 
 
 def test_skewed_orientation_is_invalid(tmp_path, make):
-    case = read_image(make.pydicom_file(tmp_path / "a.dcm", np.zeros((4, 5), np.int16),
-                                        iop=(1, 0, 0, 0.5, 0.866, 0)))
+    case = read_image(
+        make.pydicom_file(
+            tmp_path / "a.dcm", np.zeros((4, 5), np.int16), iop=(1, 0, 0, 0.5, 0.866, 0)
+        )
+    )
     assert case.geometry.plane is None and "right angles" in case.meta["warnings"][0]
 
 
 def test_imager_pixel_spacing_for_projection(tmp_path, make):
-    case = read_image(make.pydicom_file(tmp_path / "cr.dcm", np.zeros((4, 5), np.uint16),
-                                        modality="CR", spacing=None, iop=None, ipp=None,
-                                        ImagerPixelSpacing=[0.139, 0.14]))
+    case = read_image(
+        make.pydicom_file(
+            tmp_path / "cr.dcm",
+            np.zeros((4, 5), np.uint16),
+            modality="CR",
+            spacing=None,
+            iop=None,
+            ipp=None,
+            ImagerPixelSpacing=[0.139, 0.14],
+        )
+    )
     assert case.spacing == (0.139, 0.14) and case.meta["spacing_source"] == "ImagerPixelSpacing"
 
 
 def _us_region(dx=0.03, dy=0.025, units=3, box=(0, 0, 99, 79)):
-    return _seq(RegionSpatialFormat=1, RegionDataType=1, RegionFlags=0,
-                RegionLocationMinX0=box[0], RegionLocationMinY0=box[1],
-                RegionLocationMaxX1=box[2], RegionLocationMaxY1=box[3],
-                PhysicalUnitsXDirection=units, PhysicalUnitsYDirection=units,
-                PhysicalDeltaX=dx, PhysicalDeltaY=dy)[0]
+    return _seq(
+        RegionSpatialFormat=1,
+        RegionDataType=1,
+        RegionFlags=0,
+        RegionLocationMinX0=box[0],
+        RegionLocationMinY0=box[1],
+        RegionLocationMaxX1=box[2],
+        RegionLocationMaxY1=box[3],
+        PhysicalUnitsXDirection=units,
+        PhysicalUnitsYDirection=units,
+        PhysicalDeltaX=dx,
+        PhysicalDeltaY=dy,
+    )[0]
 
 
 def test_ultrasound_region_calibration(tmp_path, make, rng):
     frames = rng.integers(0, 255, (3, 8, 10)).astype(np.uint8)
-    path = make.pydicom_file(tmp_path / "us.dcm", frames, modality="US", spacing=None,
-                             iop=None, ipp=None, thickness=None,
-                             SequenceOfUltrasoundRegions=[_us_region()])
+    path = make.pydicom_file(
+        tmp_path / "us.dcm",
+        frames,
+        modality="US",
+        spacing=None,
+        iop=None,
+        ipp=None,
+        thickness=None,
+        SequenceOfUltrasoundRegions=[_us_region()],
+    )
     case = read_image(path)
     assert case.axes == "tyx" and case.modality == "US"
     assert case.spacing == pytest.approx((1.0, 0.25, 0.3), abs=1e-9)
     assert case.meta["spacing_source"] == "ultrasound regions" and case.meta["warnings"] == []
     np.testing.assert_array_equal(case.image, frames)
-    two = make.pydicom_file(tmp_path / "us2.dcm", frames[0], modality="US", spacing=None,
-                            iop=None, ipp=None, SequenceOfUltrasoundRegions=[
-                                _us_region(), _us_region(0.05, 0.05, box=(0, 0, 199, 199))])
+    two = make.pydicom_file(
+        tmp_path / "us2.dcm",
+        frames[0],
+        modality="US",
+        spacing=None,
+        iop=None,
+        ipp=None,
+        SequenceOfUltrasoundRegions=[_us_region(), _us_region(0.05, 0.05, box=(0, 0, 199, 199))],
+    )
     case = read_image(two)
     assert case.spacing == pytest.approx((0.5, 0.5))
     assert "2 ultrasound regions have different pixel sizes; region 2" in case.meta["warnings"][0]
-    uncal = make.pydicom_file(tmp_path / "us3.dcm", frames[0], modality="US", spacing=None,
-                              iop=None, ipp=None, SequenceOfUltrasoundRegions=[_us_region(units=0)])
+    uncal = make.pydicom_file(
+        tmp_path / "us3.dcm",
+        frames[0],
+        modality="US",
+        spacing=None,
+        iop=None,
+        ipp=None,
+        SequenceOfUltrasoundRegions=[_us_region(units=0)],
+    )
     case = read_image(uncal)
     assert case.meta["has_geometry"] is False
     assert "no calibration in cm" in case.meta["warnings"][0]
@@ -83,13 +134,22 @@ def _enhanced_mr(path, make, vol, between, positions):
         item.PlanePositionSequence = _seq(ImagePositionPatient=[-5.0, 7.0, float(z)])
         frames.append(item)
     shared = Dataset()
-    shared.PixelMeasuresSequence = _seq(PixelSpacing=[0.9, 0.8], SliceThickness=2.0,
-                                        SpacingBetweenSlices=between)
+    shared.PixelMeasuresSequence = _seq(
+        PixelSpacing=[0.9, 0.8], SliceThickness=2.0, SpacingBetweenSlices=between
+    )
     shared.PlaneOrientationSequence = _seq(ImageOrientationPatient=[1, 0, 0, 0, 1, 0])
-    return make.pydicom_file(path, vol, modality="MR", iop=None, ipp=None, spacing=None,
-                             thickness=None, SOPClassUID="1.2.840.10008.5.1.4.1.1.4.1",
-                             SharedFunctionalGroupsSequence=[shared],
-                             PerFrameFunctionalGroupsSequence=frames)
+    return make.pydicom_file(
+        path,
+        vol,
+        modality="MR",
+        iop=None,
+        ipp=None,
+        spacing=None,
+        thickness=None,
+        SOPClassUID="1.2.840.10008.5.1.4.1.1.4.1",
+        SharedFunctionalGroupsSequence=[shared],
+        PerFrameFunctionalGroupsSequence=frames,
+    )
 
 
 def test_enhanced_mr_spacing_between_slices(tmp_path, make, rng):
@@ -102,16 +162,28 @@ def test_enhanced_mr_spacing_between_slices(tmp_path, make, rng):
     np.testing.assert_array_equal(case.image, vol[::-1])
     case = read_image(_enhanced_mr(tmp_path / "w.dcm", make, vol, 5.0, [10, 13.5, 17, 20.5]))
     assert case.spacing[0] == pytest.approx(3.5)
-    assert "SpacingBetweenSlices says 5 mm but the slice positions are 3.5 mm apart" in \
-        case.meta["warnings"][0]
+    assert (
+        "SpacingBetweenSlices says 5 mm but the slice positions are 3.5 mm apart"
+        in case.meta["warnings"][0]
+    )
 
 
 def _rtdose(path, make, dose, offsets, **kw):
-    return make.pydicom_file(path, dose, modality="RTDOSE", frames=True, ipp=(-20.0, -30.0, 5.0),
-                             spacing=(2.0, 2.5), thickness=None,
-                             SOPClassUID="1.2.840.10008.5.1.4.1.1.481.2",
-                             GridFrameOffsetVector=list(offsets), DoseGridScaling=0.001,
-                             DoseUnits="GY", DoseType="PHYSICAL", **kw)
+    return make.pydicom_file(
+        path,
+        dose,
+        modality="RTDOSE",
+        frames=True,
+        ipp=(-20.0, -30.0, 5.0),
+        spacing=(2.0, 2.5),
+        thickness=None,
+        SOPClassUID="1.2.840.10008.5.1.4.1.1.481.2",
+        GridFrameOffsetVector=list(offsets),
+        DoseGridScaling=0.001,
+        DoseUnits="GY",
+        DoseType="PHYSICAL",
+        **kw,
+    )
 
 
 def test_rt_dose_single_frame_and_volume(tmp_path, make, rng):
@@ -136,11 +208,28 @@ def test_dicomdir_export(tmp_path, make, rng):
 
     src = tmp_path / "src"
     vol = rng.integers(0, 900, (3, 4, 5)).astype(np.int16)
-    make.pydicom_series(src, vol, PatientID="P1", PatientName="Doe^J", StudyDate="20240101",
-                        StudyTime="120000", StudyID="1", AccessionNumber="1")
-    make.pydicom_file(src / "mr.dcm", vol[0], modality="MR", series_uid="1.2.3.99",
-                      PatientID="P1", PatientName="Doe^J", StudyDate="20240101",
-                      StudyTime="120000", StudyID="1", AccessionNumber="1")
+    make.pydicom_series(
+        src,
+        vol,
+        PatientID="P1",
+        PatientName="Doe^J",
+        StudyDate="20240101",
+        StudyTime="120000",
+        StudyID="1",
+        AccessionNumber="1",
+    )
+    make.pydicom_file(
+        src / "mr.dcm",
+        vol[0],
+        modality="MR",
+        series_uid="1.2.3.99",
+        PatientID="P1",
+        PatientName="Doe^J",
+        StudyDate="20240101",
+        StudyTime="120000",
+        StudyID="1",
+        AccessionNumber="1",
+    )
     fs = FileSet()
     for p in sorted(src.iterdir()):
         fs.add(dcmread(p))
@@ -155,14 +244,18 @@ def test_dicomdir_export(tmp_path, make, rng):
 
 
 def test_bad_number_of_frames(tmp_path, make):
-    path = make.pydicom_file(tmp_path / "n.dcm", np.zeros((2, 4, 5), np.uint8), modality="US",
-                             NumberOfFrames="-2")
+    path = make.pydicom_file(
+        tmp_path / "n.dcm", np.zeros((2, 4, 5), np.uint8), modality="US", NumberOfFrames="-2"
+    )
     with pytest.raises(ReadError, match="NumberOfFrames '-2' is not a positive count"):
         read_image(path)
     folder = make.pydicom_series(tmp_path / "ct", np.zeros((3, 4, 5), np.int16))
     path.rename(folder / "n.dcm")
-    with pytest.raises(ReadError, match=r"ct: 1 of 4 DICOM files cannot be read .*n.dcm: "
-                                        r"NumberOfFrames '-2'"):
+    with pytest.raises(
+        ReadError,
+        match=r"ct: 1 of 4 DICOM files cannot be read .*n.dcm: "
+        r"NumberOfFrames '-2'",
+    ):
         read_image(folder)
     assert [s.n_images for s in list_series(folder)] == [3]
 
@@ -176,5 +269,7 @@ def test_series_without_positions_ordered_with_warning(tmp_path, make, rng):
     case = read_image(folder)
     np.testing.assert_array_equal(case.image, vol)
     assert case.spacing == (2.5, 0.7, 0.6)
-    assert "no slice positions in the header: slices ordered by InstanceNumber, 2.5 mm apart" \
+    assert (
+        "no slice positions in the header: slices ordered by InstanceNumber, 2.5 mm apart"
         in case.meta["warnings"][0]
+    )

@@ -44,12 +44,15 @@ def test_scaled_and_big_endian_voxels_as_nibabel_reads_them(tmp_path, inflater):
     np.testing.assert_array_equal(read_image(tmp_path / "s.nii.gz").image, want.T)
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda b: b[:-2], "c.nii.gz: cannot read NIfTI"),              # no length trailer
-    (lambda b: b[: len(b) // 2], "c.nii.gz: cannot read NIfTI"),    # cut in the middle
-    (lambda b: b[:-8] + bytes([b[-8] ^ 1]) + b[-7:], "CRC check failed"),  # voxels changed
-    (lambda b: b"NIfTI?" + b[6:], "Not a gzipped file"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b[:-2], "c.nii.gz: cannot read NIfTI"),  # no length trailer
+        (lambda b: b[: len(b) // 2], "c.nii.gz: cannot read NIfTI"),  # cut in the middle
+        (lambda b: b[:-8] + bytes([b[-8] ^ 1]) + b[-7:], "CRC check failed"),  # voxels changed
+        (lambda b: b"NIfTI?" + b[6:], "Not a gzipped file"),
+    ],
+)
 def test_damaged_files_are_refused_with_the_same_message(tmp_path, inflater, damage, message):
     data = np.random.default_rng(1).integers(-1000, 1000, (16, 16, 8)).astype(np.int16)
     path = _nifti(tmp_path / "c.nii.gz", data)

@@ -24,7 +24,13 @@ def test_heuristics(image, axes, expected):
 
 def test_dicom_codes():
     assert [from_dicom(t) for t in ("CT", "MR", "US", "PT", "ES", "OT")] == [
-        "CT", "MR", "US", "PET", "endoscopy", "other"]
+        "CT",
+        "MR",
+        "US",
+        "PET",
+        "endoscopy",
+        "other",
+    ]
 
 
 def test_precedence_override_then_dataset_then_heuristic(tmp_path, make):

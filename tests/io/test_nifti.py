@@ -33,7 +33,9 @@ def test_ras_to_lps_known_answer(tmp_path, make):
 
 @pytest.mark.parametrize("affine", [np.diag([0.9, 0.9, 3.0, 1.0]), OBLIQUE])
 def test_geometry_matches_simpleitk(tmp_path, make, affine):
-    path = make.nifti(tmp_path / "b.nii", np.random.default_rng(0).random((5, 6, 7)).astype(np.float32), affine)
+    path = make.nifti(
+        tmp_path / "b.nii", np.random.default_rng(0).random((5, 6, 7)).astype(np.float32), affine
+    )
     case = read_image(path)
     ref = sitk.ReadImage(str(path))
     np.testing.assert_array_equal(case.image, sitk.GetArrayFromImage(ref))
@@ -69,15 +71,23 @@ def test_affine_from_geometry_inverts_reader(tmp_path, make):
 
 
 def test_2d_nifti(tmp_path, make):
-    img = read_image(make.nifti(tmp_path / "p.nii", np.zeros((4, 3), np.uint8), np.diag([0.5, 2, 1, 1])))
+    img = read_image(
+        make.nifti(tmp_path / "p.nii", np.zeros((4, 3), np.uint8), np.diag([0.5, 2, 1, 1]))
+    )
     assert img.axes == "yx" and img.image.shape == (3, 4) and img.spacing == (2.0, 0.5)
 
 
 def test_4d_singleton_and_sequence(tmp_path, make):
     vol = read_image(make.nifti(tmp_path / "v.nii", np.zeros((4, 3, 2, 1), np.int16), np.eye(4)))
     assert vol.axes == "zyx" and vol.image.shape == (2, 3, 4)
-    seq = read_image(make.nifti(tmp_path / "s.nii", np.zeros((4, 3, 1, 5), np.uint8), np.diag([0.3, 0.3, 1, 1])))
-    assert seq.axes == "tyx" and seq.image.shape == (5, 3, 4) and seq.spacing == pytest.approx((1.0, 0.3, 0.3))
+    seq = read_image(
+        make.nifti(tmp_path / "s.nii", np.zeros((4, 3, 1, 5), np.uint8), np.diag([0.3, 0.3, 1, 1]))
+    )
+    assert (
+        seq.axes == "tyx"
+        and seq.image.shape == (5, 3, 4)
+        and seq.spacing == pytest.approx((1.0, 0.3, 0.3))
+    )
 
 
 def test_5d_rejected(tmp_path, make):
@@ -93,7 +103,11 @@ def test_float_labels_with_integer_values_are_cast(tmp_path, make):
 
 
 def test_truncated_gz_is_read_error(tmp_path, make):
-    path = make.nifti(tmp_path / "t.nii.gz", np.random.default_rng(0).random((8, 8, 8)).astype(np.float32), np.eye(4))
+    path = make.nifti(
+        tmp_path / "t.nii.gz",
+        np.random.default_rng(0).random((8, 8, 8)).astype(np.float32),
+        np.eye(4),
+    )
     path.write_bytes(path.read_bytes()[:-200])
     with pytest.raises(ReadError, match="t.nii.gz"):
         read_image(path)
@@ -157,7 +171,11 @@ def test_one_slice_nifti_is_2d_with_its_plane(tmp_path, make):
     sag = np.array([[0, 0, -2.0, 10], [-0.5, 0, 0, 20], [0, 0.7, 0, -5], [0, 0, 0, 1]])
     path = make.nifti(tmp_path / "s.nii.gz", np.zeros((4, 3, 1), np.int16), sag)
     case = read_image(path)
-    assert case.axes == "yx" and case.image.shape == (3, 4) and case.spacing == pytest.approx((0.7, 0.5))
+    assert (
+        case.axes == "yx"
+        and case.image.shape == (3, 4)
+        and case.spacing == pytest.approx((0.7, 0.5))
+    )
     ref = sitk.ReadImage(str(path))
     np.testing.assert_allclose(case.geometry.plane.origin, ref.GetOrigin(), atol=1e-4)
     np.testing.assert_allclose(case.geometry.plane.direction, ref.GetDirection(), atol=1e-6)
@@ -174,8 +192,9 @@ def test_nan_padding_opens(tmp_path, make):
     assert "15 of 60 voxels are NaN" in case.meta["warnings"][0]
     assert case.modality == "other"
     with pytest.raises(InvalidImageError, match="every voxel is NaN"):
-        read_image(make.nifti(tmp_path / "all.nii", np.full((2, 2, 2), np.nan, np.float32),
-                              np.eye(4)))
+        read_image(
+            make.nifti(tmp_path / "all.nii", np.full((2, 2, 2), np.nan, np.float32), np.eye(4))
+        )
 
 
 @pytest.mark.parametrize("name", ["sub.dtseries.nii", "plain.nii"])
@@ -185,5 +204,7 @@ def test_cifti_refused(tmp_path, name):
     nib.save(img, tmp_path / name)
     with pytest.raises(InvalidImageError) as info:
         read_image(tmp_path / name)
-    assert str(info.value) == (f"{tmp_path / name}: CIFTI is not supported "
-                               "(surface/grayordinate data, not an image on a grid)")
+    assert str(info.value) == (
+        f"{tmp_path / name}: CIFTI is not supported "
+        "(surface/grayordinate data, not an image on a grid)"
+    )

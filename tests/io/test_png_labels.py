@@ -28,9 +28,10 @@ def test_round_trip(tmp_path, top, dtype):
 def test_refusals_name_the_file_and_write_nothing(tmp_path):
     lab = np.ones((4, 5), np.uint8)
     for args, message in (
-            ((lab[None], Geometry.identity(3)), "2D label maps only"),
-            ((lab, Geometry.identity(2, (0.5, 0.5))), "cannot store this geometry"),
-            ((np.full((4, 5), 70000), Geometry.identity(2)), "up to 65535")):
+        ((lab[None], Geometry.identity(3)), "2D label maps only"),
+        ((lab, Geometry.identity(2, (0.5, 0.5))), "cannot store this geometry"),
+        ((np.full((4, 5), 70000), Geometry.identity(2)), "up to 65535"),
+    ):
         with pytest.raises(WriteError, match=message) as err:
             write_labels(tmp_path / "x.png", *args)
         assert str(err.value).startswith(f"{tmp_path / 'x.png'}: ")

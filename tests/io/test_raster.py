@@ -49,7 +49,9 @@ def test_palette_png_labels_use_indices(tmp_path):
 
 
 def test_truncated_png(tmp_path, make):
-    path = make.png(tmp_path / "t.png", np.random.default_rng(0).integers(0, 255, (32, 32, 3)).astype(np.uint8))
+    path = make.png(
+        tmp_path / "t.png", np.random.default_rng(0).integers(0, 255, (32, 32, 3)).astype(np.uint8)
+    )
     data = path.read_bytes()
     path.write_bytes(data[:200] + data[-12:])  # image data cut, end marker kept
     with pytest.raises(ReadError, match="t.png: cannot read image"):

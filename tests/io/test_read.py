@@ -37,7 +37,10 @@ def test_missing_and_unsupported(tmp_path):
 def test_read_case_checks_shape_and_geometry(tmp_path):
     img = write_image(tmp_path / "ct.nii.gz", np.zeros((2, 4, 5), np.int16), G)
     seg = write_labels(tmp_path / "seg.nii.gz", np.zeros((2, 4, 4), np.uint8), G)
-    with pytest.raises(GeometryMismatchError, match=r"seg.nii.gz do not match image .*ct.nii.gz: shape \(2, 4, 4\) vs \(2, 4, 5\)"):
+    with pytest.raises(
+        GeometryMismatchError,
+        match=r"seg.nii.gz do not match image .*ct.nii.gz: shape \(2, 4, 4\) vs \(2, 4, 5\)",
+    ):
         read_case(img, seg)
     other = Geometry((3.0, 0.8, 0.8), (1.0, 2.0, 9.0), np.eye(3).ravel())
     moved = write_labels(tmp_path / "moved.mha", np.zeros((2, 4, 5), np.uint8), other)
@@ -91,7 +94,9 @@ def _valid_files(tmp_path, make):
         write_image(tmp_path / "v.nrrd", vol, G),
         make.png(tmp_path / "p.png", rng.integers(0, 255, (16, 16, 3)).astype(np.uint8)),
         make.png(tmp_path / "j.jpg", rng.integers(0, 255, (16, 16, 3)).astype(np.uint8)),
-        make.multiframe_dicom(tmp_path / "m.dcm", rng.integers(0, 255, (3, 16, 16)).astype(np.uint8)),
+        make.multiframe_dicom(
+            tmp_path / "m.dcm", rng.integers(0, 255, (3, 16, 16)).astype(np.uint8)
+        ),
     ]
     import tifffile
 
@@ -105,16 +110,33 @@ def _valid_files(tmp_path, make):
     return files
 
 
-EXTS = [".nii", ".nii.gz", ".mha", ".mhd", ".nrrd", ".dcm", ".png", ".jpg", ".tif", ".mp4", ".avi",
-        ".dcm.gz", ".hdr", ".mnc"]
+EXTS = [
+    ".nii",
+    ".nii.gz",
+    ".mha",
+    ".mhd",
+    ".nrrd",
+    ".dcm",
+    ".png",
+    ".jpg",
+    ".tif",
+    ".mp4",
+    ".avi",
+    ".dcm.gz",
+    ".hdr",
+    ".mnc",
+]
 _CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception)\b|Traceback")
 
 
 def _one_line(exc: BaseException) -> None:
     msg = str(exc)
     assert "\n" not in msg and not _CLASS_NAME.search(msg), msg
-_FUZZ = settings(max_examples=30, deadline=None,
-                 suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+_FUZZ = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @_FUZZ
@@ -153,7 +175,7 @@ def test_refusals_print_nothing_and_are_one_line(tmp_path, capfd):
     files = {
         "t1.mnc": b"junk",
         "v.mha": b"ObjectType = Image\nNDims = 3\nDimSize = 1 2 3\nElementType = MET_FLOAT\n"
-                 b"ElementDataFile = LOCAL\n",
+        b"ElementDataFile = LOCAL\n",
         "a.hdr": b"\0" * 348,
         "b.dcm": b"\0" * 128 + b"DICM" + b"\xff" * 40,
         "c.dcm.gz": gzip.compress(b"\x08\x00\x16\x00UI\x04\x001.2" + b"\xff" * 30),
@@ -174,5 +196,7 @@ def test_refusals_print_nothing_and_are_one_line(tmp_path, capfd):
 
 def test_non_grid_formats_named(tmp_path):
     (tmp_path / "lh.pial.gii").write_bytes(b"<GIFTI/>")
-    with pytest.raises(ReadError, match=r"GIFTI surfaces are not supported \(not an image on a grid\)"):
+    with pytest.raises(
+        ReadError, match=r"GIFTI surfaces are not supported \(not an image on a grid\)"
+    ):
         read_image(tmp_path / "lh.pial.gii")

@@ -29,7 +29,9 @@ def test_labels_round_trip(tmp_path, ext):
 
 
 def test_geometry_agrees_with_simpleitk(tmp_path, make):
-    path = make.sitk_file(tmp_path / "x.nrrd", np.zeros((2, 3, 4), np.int16), (3.0, 0.5, 0.25), (1, 2, 3))
+    path = make.sitk_file(
+        tmp_path / "x.nrrd", np.zeros((2, 3, 4), np.int16), (3.0, 0.5, 0.25), (1, 2, 3)
+    )
     case = read_image(path)
     ref = sitk.ReadImage(str(path))
     assert case.spacing == ref.GetSpacing()[::-1] and case.geometry.origin == ref.GetOrigin()
@@ -86,7 +88,12 @@ def test_camus_sequence_rules(tmp_path, make):
     gt, _, _ = read_labels(make.sitk_file(tmp_path / "p_sequence_gt.mhd", frames, (1, 1, 1)))
     assert gt.shape == frames.shape
     # not a sequence: 16-bit pixels, or a non-unit slice step, or a NRRD file
-    assert read_image(make.sitk_file(tmp_path / "ct.mhd", frames.astype(np.int16), (1.0, 0.2, 0.2))).axes == "zyx"
+    assert (
+        read_image(
+            make.sitk_file(tmp_path / "ct.mhd", frames.astype(np.int16), (1.0, 0.2, 0.2))
+        ).axes
+        == "zyx"
+    )
     assert read_image(make.sitk_file(tmp_path / "v.mhd", frames, (1.5, 0.2, 0.2))).axes == "zyx"
     assert read_image(make.sitk_file(tmp_path / "sequence.nrrd", frames, (1, 1, 1))).axes == "zyx"
 
@@ -158,8 +165,9 @@ def test_metaimage_cut_or_missing_data_is_named(tmp_path, compress):
     expected = len(data) - header_end
     with pytest.raises(ReadError) as err:
         read_image(mha)
-    assert str(err.value) == (f"{mha}: MetaImage data is truncated ({expected - 10} of "
-                              f"{expected} bytes)")
+    assert str(err.value) == (
+        f"{mha}: MetaImage data is truncated ({expected - 10} of {expected} bytes)"
+    )
     mha.write_bytes(data[:40])
     with pytest.raises(ReadError) as err:
         read_image(mha)
@@ -171,8 +179,10 @@ def test_metaimage_cut_or_missing_data_is_named(tmp_path, compress):
     raw.write_bytes(payload[:-10])
     with pytest.raises(ReadError) as err:
         read_image(mhd)
-    assert str(err.value) == (f"{mhd}: MetaImage data is truncated ({len(payload) - 10} of "
-                              f"{len(payload)} bytes in {raw.name})")
+    assert str(err.value) == (
+        f"{mhd}: MetaImage data is truncated ({len(payload) - 10} of "
+        f"{len(payload)} bytes in {raw.name})"
+    )
     raw.unlink()
     with pytest.raises(ReadError) as err:
         read_image(mhd)

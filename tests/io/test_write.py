@@ -67,7 +67,9 @@ def test_bad_inputs(tmp_path):
 def test_dtypes(tmp_path):
     big = write_labels(tmp_path / "b.nii", np.full((2, 2, 2), 70000), G3)
     assert nib.load(big).get_data_dtype() == np.uint32
-    ints = read_image(write_image(tmp_path / "i.nii", np.full((2, 2), -5, np.int64), Geometry.identity(2)))
+    ints = read_image(
+        write_image(tmp_path / "i.nii", np.full((2, 2), -5, np.int64), Geometry.identity(2))
+    )
     assert ints.image.dtype == np.int32 and ints.image.min() == -5
     bools = read_image(write_image(tmp_path / "m.mha", np.ones((2, 2), bool), Geometry.identity(2)))
     assert bools.image.dtype == np.uint8

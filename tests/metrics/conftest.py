@@ -11,4 +11,6 @@ def deepmind(monkeypatch):
     """
     if not hasattr(np, "Inf"):
         monkeypatch.setattr(np, "Inf", np.inf, raising=False)
-    return pytest.importorskip("surface_distance", reason="surface-distance (bench extra) not installed")
+    return pytest.importorskip(
+        "surface_distance", reason="surface-distance (bench extra) not installed"
+    )

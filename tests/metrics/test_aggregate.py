@@ -22,8 +22,14 @@ def test_csv_roundtrip_and_no_overwrite(tmp_path):
     t.add("c2", "liver", "pgd", dice=float("nan"), eps=0.03)
     path = t.to_csv(tmp_path / "r.csv")
     back = ResultsTable.from_csv(path)
-    assert back.rows[0] == {"case": "c1", "structure": "liver", "condition": "clean",
-                            "dice": 0.9, "hd95": 1.5, "eps": 0.0}
+    assert back.rows[0] == {
+        "case": "c1",
+        "structure": "liver",
+        "condition": "clean",
+        "dice": 0.9,
+        "hd95": 1.5,
+        "eps": 0.0,
+    }
     assert math.isnan(back.rows[1]["dice"]) and "hd95" not in back.rows[1]
     with pytest.raises(WriteError):
         t.to_csv(path)
@@ -40,7 +46,9 @@ def test_from_csv_errors(tmp_path):
 
 
 def test_summarize_groups_nan_and_quartiles():
-    rows = [{"structure": "lv", "condition": "clean", "dice": v} for v in (0.1, 0.2, 0.3, 0.4, np.nan)]
+    rows = [
+        {"structure": "lv", "condition": "clean", "dice": v} for v in (0.1, 0.2, 0.3, 0.4, np.nan)
+    ]
     rows += [{"structure": "la", "condition": "clean", "dice": 0.5}]
     out = {s["structure"]: s for s in summarize(rows)}
     lv = out["lv"]

@@ -29,8 +29,11 @@ def slow_dice(ref, pred, label, empty=1.0):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    arrays(np.uint8, st.tuples(st.integers(1, 5), st.integers(1, 6), st.integers(1, 7)),
-           elements=st.integers(0, 4)),
+    arrays(
+        np.uint8,
+        st.tuples(st.integers(1, 5), st.integers(1, 6), st.integers(1, 7)),
+        elements=st.integers(0, 4),
+    ),
     st.data(),
 )
 def test_confusion_matches_slow_reference(ref, data):
@@ -135,7 +138,9 @@ def test_one_definition_for_maps_slices_and_live(empty):
     rng = np.random.default_rng(3)
     ref = rng.integers(0, 4, (6, 9, 9)).astype(np.uint8)
     ref[ref == 3] = 0  # structure 3 only in the prediction, 5 in neither
-    pred = np.where(rng.random(ref.shape) < 0.7, ref, rng.integers(0, 4, ref.shape)).astype(np.uint8)
+    pred = np.where(rng.random(ref.shape) < 0.7, ref, rng.integers(0, 4, ref.shape)).astype(
+        np.uint8
+    )
     structures = {1: "a", 2: "b", 3: "c", 5: "d"}
     whole = overlap_metrics(ref, pred, labels=structures, empty=empty)
     live = LiveMetrics(ref, pred, None, structures).table(empty=empty)
@@ -194,7 +199,9 @@ def test_monai_dice_equal():
     def one_hot(a):
         return torch.nn.functional.one_hot(torch.as_tensor(a), 4).permute(3, 0, 1, 2)[None]
 
-    monai = metrics.DiceMetric(include_background=True, reduction="none")(one_hot(pred), one_hot(ref))
+    monai = metrics.DiceMetric(include_background=True, reduction="none")(
+        one_hot(pred), one_hot(ref)
+    )
     ours = overlap_from_confusion(confusion_matrix(ref, pred), include_background=True)["dice"]
     np.testing.assert_allclose(ours, monai.numpy()[0], rtol=1e-6)
 

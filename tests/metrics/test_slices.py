@@ -111,7 +111,8 @@ def test_largest_failing_slice_matches_the_written_rule(seed):
     pred[rng.integers(0, 7)] = 1  # a slice where label 1 leaks everywhere
     for label in (1, 2, 3):
         assert largest_failing_slice(ref, pred, label) == slow_largest_failing_slice(
-            ref, pred, label)
+            ref, pred, label
+        )
     moved = np.moveaxis(ref, 0, 2), np.moveaxis(pred, 0, 2)
     assert largest_failing_slice(*moved, 1, axis=2) == largest_failing_slice(ref, pred, 1)
 
@@ -145,8 +146,14 @@ SLICE_RULES = {
     "most_wrong_slice": "prompts/correction.py",
 }
 #: Names that mean "the slice to look at / to correct": a new one needs a row above.
-SLICE_RULE_WORDS = ("worst_slice", "wrong_slice", "failing_slice", "correction_slice",
-                    "bad_slice", "error_slice")
+SLICE_RULE_WORDS = (
+    "worst_slice",
+    "wrong_slice",
+    "failing_slice",
+    "correction_slice",
+    "bad_slice",
+    "error_slice",
+)
 
 
 def test_each_slice_choosing_rule_is_defined_once_in_its_module():
@@ -162,7 +169,8 @@ def test_each_slice_choosing_rule_is_defined_once_in_its_module():
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-                    w in node.name for w in SLICE_RULE_WORDS):
+                w in node.name for w in SLICE_RULE_WORDS
+            ):
                 found.setdefault(node.name, []).append(path.relative_to(root).as_posix())
     stray = {n: where for n, where in found.items() if where != [SLICE_RULES.get(n)]}
     assert not stray, f"slice rules defined outside their one module: {stray}"

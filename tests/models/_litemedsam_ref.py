@@ -37,8 +37,12 @@ def _fake_timm() -> dict:
     models.layers, models.registry = layers, registry
     timm = types.ModuleType("timm")
     timm.models = models
-    return {"timm": timm, "timm.models": models, "timm.models.layers": layers,
-            "timm.models.registry": registry}
+    return {
+        "timm": timm,
+        "timm.models": models,
+        "timm.models.layers": layers,
+        "timm.models.registry": registry,
+    }
 
 
 def upstream_network(state: dict):
@@ -93,8 +97,14 @@ def pad_image(image: np.ndarray, target: int = 256) -> np.ndarray:
 def get_bbox256(mask256: np.ndarray, shift: int = 3) -> np.ndarray:
     ys, xs = np.where(mask256 > 0)
     h, w = mask256.shape
-    return np.array([max(0, xs.min() - shift), max(0, ys.min() - shift),
-                     min(w, xs.max() + shift), min(h, ys.max() + shift)])
+    return np.array(
+        [
+            max(0, xs.min() - shift),
+            max(0, ys.min() - shift),
+            min(w, xs.max() + shift),
+            min(h, ys.max() + shift),
+        ]
+    )
 
 
 def resize_box_to_256(box: np.ndarray, original_size: tuple) -> np.ndarray:
@@ -121,14 +131,18 @@ def embed(net, img_2d: np.ndarray):
 def infer(net, embedding, box256, new_size, original_size) -> np.ndarray:
     import torch
 
-    box = torch.as_tensor(box256[None, None, ...], dtype=torch.float,
-                          device=next(net.parameters()).device)
+    box = torch.as_tensor(
+        box256[None, None, ...], dtype=torch.float, device=next(net.parameters()).device
+    )
     with torch.no_grad():
         sparse, dense = net.prompt_encoder(points=None, boxes=box, masks=None)
-        logits, _ = net.mask_decoder(image_embeddings=embedding,
-                                     image_pe=net.prompt_encoder.get_dense_pe(),
-                                     sparse_prompt_embeddings=sparse,
-                                     dense_prompt_embeddings=dense, multimask_output=False)
+        logits, _ = net.mask_decoder(
+            image_embeddings=embedding,
+            image_pe=net.prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse,
+            dense_prompt_embeddings=dense,
+            multimask_output=False,
+        )
         pred = torch.sigmoid(net.postprocess_masks(logits, new_size, original_size))
     return (pred.squeeze().cpu().numpy() > 0.5).astype(np.uint8)
 
@@ -151,16 +165,20 @@ def infer_3d(net, img_3d: np.ndarray, boxes_3d: list) -> tuple[np.ndarray, int]:
                 box256 = resize_box_to_256(mid_box, size)
             else:
                 pre = resize_longest_side(temp[z - 1])
-                box256 = (get_bbox256(pad_image(pre)) if pre.max() > 0
-                          else resize_box_to_256(mid_box, size))
+                box256 = (
+                    get_bbox256(pad_image(pre))
+                    if pre.max() > 0
+                    else resize_box_to_256(mid_box, size)
+                )
             temp[z, infer(net, embedding, box256, new_size, size) > 0] = idx
         z_min = max(-1, z_min - 1)
         for z in range(z_middle - 1, z_min, -1):
             embedding, new_size, size = embed(net, img_3d[z])
             encoded += 1
             pre = resize_longest_side(temp[z + 1])
-            box256 = (get_bbox256(pad_image(pre)) if pre.max() > 0
-                      else resize_box_to_256(mid_box, size))
+            box256 = (
+                get_bbox256(pad_image(pre)) if pre.max() > 0 else resize_box_to_256(mid_box, size)
+            )
             temp[z, infer(net, embedding, box256, new_size, size) > 0] = idx
         segs[temp > 0] = idx
     return segs, encoded

@@ -39,8 +39,9 @@ class FakeHub:
         for server in (self.hub, self.cdn):
             server.daemon_threads = True
             # a short poll: close() (shutdown) waits for it, 0.5 s a server by default
-            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                             daemon=True).start()
+            threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            ).start()
 
     @property
     def endpoint(self) -> str:
@@ -81,24 +82,39 @@ class FakeHub:
         if role == "cdn":
             return self._serve_bytes(req, path.rsplit("/", 1)[-1], body)
         if self.block is not None:
-            return self._send(req, self.block, {"Content-Type": "text/html"}, b"<html>blocked</html>",
-                              body)
+            return self._send(
+                req, self.block, {"Content-Type": "text/html"}, b"<html>blocked</html>", body
+            )
         prefix = f"/{self.repo_id}/resolve/"
         if not path.startswith(prefix):
             return self._send(req, 404, {"X-Error-Code": "RepoNotFound"}, b"", body)
-        revision, _, name = path[len(prefix):].partition("/")
+        revision, _, name = path[len(prefix) :].partition("/")
         if revision not in (self.revision, "main"):
             return self._send(req, 404, {"X-Error-Code": "RevisionNotFound"}, b"", body)
         if name not in self.files:
-            return self._send(req, 404, {"X-Error-Code": "EntryNotFound",
-                                         "X-Repo-Commit": self.revision}, b"", body)
+            return self._send(
+                req,
+                404,
+                {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": self.revision},
+                b"",
+                body,
+            )
         if self.not_a_hub:
             return self._send(req, 200, {"Content-Type": "text/html"}, b"<html>proxy</html>", body)
         cdn = f"http://127.0.0.1:{self.cdn.server_address[1]}/files/{name}"
-        self._send(req, 302, {"Location": cdn, "X-Repo-Commit": self.revision,
-                              "X-Linked-Etag": f'"{self.published[name]}"',
-                              "X-Linked-Size": str(self.sizes.get(name, len(self.files[name]))),
-                              "ETag": '"0123456789abcdef0123456789abcdef01234567"'}, b"", body)
+        self._send(
+            req,
+            302,
+            {
+                "Location": cdn,
+                "X-Repo-Commit": self.revision,
+                "X-Linked-Etag": f'"{self.published[name]}"',
+                "X-Linked-Size": str(self.sizes.get(name, len(self.files[name]))),
+                "ETag": '"0123456789abcdef0123456789abcdef01234567"',
+            },
+            b"",
+            body,
+        )
 
     def _serve_bytes(self, req: BaseHTTPRequestHandler, name: str, body: bool) -> None:
         data = self.files.get(name)
@@ -107,7 +123,7 @@ class FakeHub:
         start, status, headers = 0, 200, {"Accept-Ranges": "bytes"}
         asked = req.headers.get("Range")
         if asked and asked.startswith("bytes="):
-            start = int(asked[len("bytes="):].split("-")[0] or 0)
+            start = int(asked[len("bytes=") :].split("-")[0] or 0)
             status = 206
             headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
         chunk = data[start:]
@@ -126,8 +142,9 @@ class FakeHub:
         return self._send(req, status, headers, chunk, body)
 
     @staticmethod
-    def _send(req: BaseHTTPRequestHandler, status: int, headers: dict, data: bytes,
-              body: bool) -> None:
+    def _send(
+        req: BaseHTTPRequestHandler, status: int, headers: dict, data: bytes, body: bool
+    ) -> None:
         req.send_response(status)
         for key, value in {**headers, "Content-Length": str(len(data))}.items():
             req.send_header(key, value)
@@ -154,8 +171,9 @@ def tiny_checkpoint() -> bytes:
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "tiny.pt"
-        save_weights(PromptUNet(width=4, depth=2).eval(), path, {"width": 4, "depth": 2,
-                                                                 "size": 16})
+        save_weights(
+            PromptUNet(width=4, depth=2).eval(), path, {"width": 4, "depth": 2, "size": 16}
+        )
         return path.read_bytes()
 
 
@@ -164,8 +182,18 @@ def tiny_entry(data: bytes, sha256: str | None = None):
     from napari_segeval.models.catalogue import CatalogueEntry, ModelCard
 
     card = ModelCard("random weights made by the test", "tests", "BSD-3-Clause")
-    return CatalogueEntry("test-tiny", "test", "builtin", "segeval-test/tiny", "tiny.pt",
-                          REVISION, len(data), "tests", card, sha256)
+    return CatalogueEntry(
+        "test-tiny",
+        "test",
+        "builtin",
+        "segeval-test/tiny",
+        "tiny.pt",
+        REVISION,
+        len(data),
+        "tests",
+        card,
+        sha256,
+    )
 
 
 def serve(monkeypatch, cache, entry, data: bytes) -> FakeHub:

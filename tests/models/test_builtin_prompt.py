@@ -99,17 +99,30 @@ def test_shipped_weights_load_safely():
 WHAT = "built-in prompt model weight file"
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("missing", f"{WHAT} not found"),
-    ("garbage", f"not a readable {WHAT} (truncated, corrupt, or not a PyTorch file)"),
-    ("pickle", (f"refused: this {WHAT} contains Python code (pickled objects), which "
-               "napari-segeval never runs; re-save its state dict with "
-               "torch.save(model.state_dict(), ...)")),
-    ("foreign", f"not a {WHAT}: no format 'napari-segeval/builtin-prompt/1' entry"),
-    ("wrong_shape", (f"this {WHAT} does not fit its config (width=8, depth=2): 55 tensors have the "
-                    "wrong shape (e.g. down.0.0.weight: (4, 4, 3, 3) in the file, "
-                    "(8, 4, 3, 3) in the model;")),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("missing", f"{WHAT} not found"),
+        ("garbage", f"not a readable {WHAT} (truncated, corrupt, or not a PyTorch file)"),
+        (
+            "pickle",
+            (
+                f"refused: this {WHAT} contains Python code (pickled objects), which "
+                "napari-segeval never runs; re-save its state dict with "
+                "torch.save(model.state_dict(), ...)"
+            ),
+        ),
+        ("foreign", f"not a {WHAT}: no format 'napari-segeval/builtin-prompt/1' entry"),
+        (
+            "wrong_shape",
+            (
+                f"this {WHAT} does not fit its config (width=8, depth=2): 55 tensors have the "
+                "wrong shape (e.g. down.0.0.weight: (4, 4, 3, 3) in the file, "
+                "(8, 4, 3, 3) in the model;"
+            ),
+        ),
+    ],
+)
 def test_bad_weight_files_are_clear_errors(tmp_path, kind, message, code_payload):
     path = tmp_path / f"{kind}.pt"
     if kind == "garbage":
@@ -136,5 +149,9 @@ def test_propagation_uses_the_model_confidence_stop(tiny_weights):
     assert 0.5 < m.capabilities.stop_confidence == STOP_CONFIDENCE < 1.0
     res = propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)])
     assert res.params["min_confidence"] == STOP_CONFIDENCE
-    assert propagate_case(m, _frames(), [Box(6, 8, 14, 18, index=2)],
-                          PropagationOptions(min_confidence=None)).params["min_confidence"] is None
+    assert (
+        propagate_case(
+            m, _frames(), [Box(6, 8, 14, 18, index=2)], PropagationOptions(min_confidence=None)
+        ).params["min_confidence"]
+        is None
+    )

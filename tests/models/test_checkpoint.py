@@ -20,8 +20,10 @@ from napari_segeval.models._checkpoint import (
 
 WHAT = "test checkpoint"
 CORRUPT = f"not a readable {WHAT} (truncated, corrupt, or not a PyTorch file)"
-CODE = (f"refused: this {WHAT} contains Python code (pickled objects), which napari-segeval "
-        "never runs; re-save its state dict with torch.save(model.state_dict(), ...)")
+CODE = (
+    f"refused: this {WHAT} contains Python code (pickled objects), which napari-segeval "
+    "never runs; re-save its state dict with torch.save(model.state_dict(), ...)"
+)
 
 
 def _good(path):
@@ -68,9 +70,22 @@ def _write(tmp_path, kind, payload):
     return path, CODE if code else CORRUPT
 
 
-KINDS = ["good", "legacy", "zip_code", "legacy_code", "raw_pickle_code", "numpy_object", "empty",
-         "garbage", "text", "raw_pickle_data", "truncated_end", "truncated_start",
-         "legacy_truncated", "zip_bad_pickle"]
+KINDS = [
+    "good",
+    "legacy",
+    "zip_code",
+    "legacy_code",
+    "raw_pickle_code",
+    "numpy_object",
+    "empty",
+    "garbage",
+    "text",
+    "raw_pickle_data",
+    "truncated_end",
+    "truncated_start",
+    "legacy_truncated",
+    "zip_bad_pickle",
+]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -130,15 +145,25 @@ def test_load_state_strict_names_the_problem():
     load_state_strict(net, good, "w.pt", "weight file", "the net")
     cases = [
         ([1, 2], "w.pt: not a weight file: expected a state dict (names to tensors)"),
-        ({**good, "0.weight": np.zeros((3, 2))},
-         "w.pt: not a weight file: expected a state dict (names to tensors)"),
-        ({k: v for k, v in good.items() if k != "1.bias"},
-         "w.pt: this weight file does not fit the net: 1 missing keys (e.g. 1.bias)"),
-        ({**good, "extra": torch.zeros(1)},
-         "w.pt: this weight file does not fit the net: 1 unexpected keys (e.g. extra)"),
-        ({**good, "1.bias": torch.zeros(2)},
-         ("w.pt: this weight file does not fit the net: 1 tensors have the wrong shape "
-         "(e.g. 1.bias: (2,) in the file, (1,) in the model)")),
+        (
+            {**good, "0.weight": np.zeros((3, 2))},
+            "w.pt: not a weight file: expected a state dict (names to tensors)",
+        ),
+        (
+            {k: v for k, v in good.items() if k != "1.bias"},
+            "w.pt: this weight file does not fit the net: 1 missing keys (e.g. 1.bias)",
+        ),
+        (
+            {**good, "extra": torch.zeros(1)},
+            "w.pt: this weight file does not fit the net: 1 unexpected keys (e.g. extra)",
+        ),
+        (
+            {**good, "1.bias": torch.zeros(2)},
+            (
+                "w.pt: this weight file does not fit the net: 1 tensors have the wrong shape "
+                "(e.g. 1.bias: (2,) in the file, (1,) in the model)"
+            ),
+        ),
     ]
     for state, message in cases:
         with pytest.raises(ReadError) as info:

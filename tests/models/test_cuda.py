@@ -53,8 +53,13 @@ def medsam2(tmp_path_factory):
         Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(tmp / "jpg" / f"{i:05d}.jpg")
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[:H, :W]
-    vol = np.stack([np.where((yy - 24) ** 2 + (xx - 32 - z) ** 2 < 120, 80.0, -100.0)
-                    + rng.normal(0, 20, (H, W)) for z in range(N)])
+    vol = np.stack(
+        [
+            np.where((yy - 24) ** 2 + (xx - 32 - z) ** 2 < 120, 80.0, -100.0)
+            + rng.normal(0, 20, (H, W))
+            for z in range(N)
+        ]
+    )
     gpu = load_medsam2(ckpt, device="cuda")
     return tmp, ckpt, gpu, gpu.preprocess(vol, "CT", "abdomen")
 
@@ -78,10 +83,12 @@ def test_medsam2_on_cuda_matches_the_reference_predictor(medsam2, monkeypatch):
         ref = {}
         for reverse in (False, True):
             pred.reset_state(state)
-            pred.add_new_points_or_box(state, frame_idx=KEY, obj_id=1,
-                                       box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
-            rows = {t: m[0, 0].float() for t, _, m in pred.propagate_in_video(state,
-                                                                               reverse=reverse)}
+            pred.add_new_points_or_box(
+                state, frame_idx=KEY, obj_id=1, box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1]
+            )
+            rows = {
+                t: m[0, 0].float() for t, _, m in pred.propagate_in_video(state, reverse=reverse)
+            }
             ref[reverse] = torch.stack([rows[t] for t in sorted(rows, reverse=reverse)])
     assert _agreement(fwd, ref[False]) >= 0.995 and _agreement(bwd, ref[True]) >= 0.995
     assert 0 < int((fwd > 0).sum()) < fwd.numel()
@@ -102,8 +109,9 @@ def test_medsam2_shared_batched_walks_on_cuda(medsam2):
     assert model._batch()  # batched walks are the default on a GPU
     shared = propagate_case(model, frames, [BOX, BOX2], PropagationOptions(stop_when_empty=False))
     assert model.last_run["encoded_frames"] == N
-    separate = propagate_case(model, frames, [BOX, BOX2],
-                              PropagationOptions(stop_when_empty=False, share=False))
+    separate = propagate_case(
+        model, frames, [BOX, BOX2], PropagationOptions(stop_when_empty=False, share=False)
+    )
     for lab in (1, 2):
         agree = np.mean((shared.probabilities[lab] > 0.5) == (separate.probabilities[lab] > 0.5))
         assert agree >= 0.999
@@ -124,8 +132,9 @@ def test_builtin_shared_batched_on_cuda():
     from napari_segeval.prompts.from_labels import boxes_from_labels
 
     case = make_ct_case(7, shape=(24, 96, 96), tumour=True)
-    boxes = boxes_from_labels(case.labels, [lab for lab in range(1, 6)
-                                            if (case.labels == lab).any()])
+    boxes = boxes_from_labels(
+        case.labels, [lab for lab in range(1, 6) if (case.labels == lab).any()]
+    )
     gpu = BuiltinPromptModel(device="cuda")
     frames = gpu.preprocess(case.image, "CT")
     shared = propagate_case(gpu, frames, boxes)

@@ -17,13 +17,33 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "napari_segeval"
 
 #: Declared facts of a backend (``Capabilities`` fields, protocol attributes).
-DECLARED = ("takes_points", "points", "masks", "boxes", "capabilities", "corrections",
-            "stop_confidence", "propagate_logits", "walk_logits", "propagate_walks",
-            "feature_cache", "structures", "num_classes", "raw_per_normalized_unit", "name",
-            # MedSAM2's resize option (Capabilities.resize_modes), an attack target's
-            # channels (attacks.run.AttackTarget), a dense segmentation's record
-            "with_options", "resize", "channel_valid_ranges", "channel_axis",
-            "channel_valid_range", "channel_scale", "params", "sets")
+DECLARED = (
+    "takes_points",
+    "points",
+    "masks",
+    "boxes",
+    "capabilities",
+    "corrections",
+    "stop_confidence",
+    "propagate_logits",
+    "walk_logits",
+    "propagate_walks",
+    "feature_cache",
+    "structures",
+    "num_classes",
+    "raw_per_normalized_unit",
+    "name",
+    # MedSAM2's resize option (Capabilities.resize_modes), an attack target's
+    # channels (attacks.run.AttackTarget), a dense segmentation's record
+    "with_options",
+    "resize",
+    "channel_valid_ranges",
+    "channel_axis",
+    "channel_valid_range",
+    "channel_scale",
+    "params",
+    "sets",
+)
 
 
 def _sources() -> list[tuple[Path, ast.AST]]:
@@ -34,33 +54,46 @@ def _guesses(tree: ast.AST) -> list[tuple[int, str]]:
     """``getattr(x, "NAME", ...)`` / ``hasattr(x, "NAME")`` with a declared NAME."""
     out = []
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
-                and isinstance(node.args[1], ast.Constant)
-                and node.args[1].value in DECLARED):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in DECLARED
+        ):
             out.append((node.lineno, f"{node.func.id}(..., {node.args[1].value!r})"))
     return out
 
 
 def test_no_capability_is_guessed():
-    found = [f"{p.relative_to(PACKAGE)}:{line}: {what}"
-             for p, tree in _sources() for line, what in _guesses(tree)]
+    found = [
+        f"{p.relative_to(PACKAGE)}:{line}: {what}"
+        for p, tree in _sources()
+        for line, what in _guesses(tree)
+    ]
     assert found == [], "read the declared attribute instead:\n" + "\n".join(found)
 
 
 def test_propagation_inspects_no_signature():
-    found = [f"{p.relative_to(PACKAGE)}:{node.lineno}"
-             for p, tree in _sources() if "propagation" in p.parts or p.name == "features.py"
-             for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and node.attr in ("signature", "getfullargspec")]
+    found = [
+        f"{p.relative_to(PACKAGE)}:{node.lineno}"
+        for p, tree in _sources()
+        if "propagation" in p.parts or p.name == "features.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in ("signature", "getfullargspec")
+    ]
     assert found == []
 
 
 def test_the_guard_sees_a_guess():
-    tree = ast.parse('if getattr(model, "takes_points", True):\n    pass\n'
-                     'ok = hasattr(m, "walk_logits")\n')
-    assert [w for _, w in _guesses(tree)] == ["getattr(..., 'takes_points')",
-                                              "hasattr(..., 'walk_logits')"]
+    tree = ast.parse(
+        'if getattr(model, "takes_points", True):\n    pass\nok = hasattr(m, "walk_logits")\n'
+    )
+    assert [w for _, w in _guesses(tree)] == [
+        "getattr(..., 'takes_points')",
+        "hasattr(..., 'walk_logits')",
+    ]
 
 
 ROW_KEYS = re.compile(r'"(size_bytes|shipped|repo_id)"\s*:')
@@ -69,8 +102,11 @@ ROW_KEYS = re.compile(r'"(size_bytes|shipped|repo_id)"\s*:')
 def test_one_model_row_builder():
     """Rows of models are built once (records.model_rows); the CLI and the picker render
     them, and neither reads the catalogue's tables to build rows of its own."""
-    builders = [p.relative_to(PACKAGE).as_posix() for p in sorted(PACKAGE.rglob("*.py"))
-                if len(ROW_KEYS.findall(p.read_text())) >= 2]
+    builders = [
+        p.relative_to(PACKAGE).as_posix()
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if len(ROW_KEYS.findall(p.read_text())) >= 2
+    ]
     assert builders == ["cli/_models.py"]  # the renderer of --json's keys
     for renderer in ("cli/_models.py", "_widgets/models/rows.py", "_widgets/models/picker.py"):
         text = (PACKAGE / renderer).read_text()

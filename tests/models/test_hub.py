@@ -63,8 +63,11 @@ def test_pull_downloads_checks_and_caches(hub, cache):
 
 def test_a_wrong_published_hash_is_refused_and_nothing_is_left(hub, cache):
     hub.published["tiny.pt"] = hashlib.sha256(b"other bytes").hexdigest()
-    with pytest.raises(ReadError, match=r"tiny\.pt: downloaded SHA-256 \w+\.\.\. is not the "
-                                        r"published \w+\.\.\.: refused and removed$"):
+    with pytest.raises(
+        ReadError,
+        match=r"tiny\.pt: downloaded SHA-256 \w+\.\.\. is not the "
+        r"published \w+\.\.\.: refused and removed$",
+    ):
         _hub.pull("test-tiny")
     assert _left(cache) == []
     assert not (cache / "models--segeval-test--tiny").exists()
@@ -97,9 +100,12 @@ def test_an_interrupted_download_resumes_where_it_stopped(hub, cache, monkeypatc
 
 def test_a_truncated_download_is_refused_and_nothing_is_left(hub, cache):
     hub.files["tiny.pt"] = DATA[:-100]  # the CDN serves a short file, the hub lists the whole
-    with pytest.raises(ReadError, match=r"tiny\.pt: the download did not complete \(OSError: "
-                                        r"Consistency check failed.*\): nothing was kept; run "
-                                        r"segeval models pull test-tiny again$"):
+    with pytest.raises(
+        ReadError,
+        match=r"tiny\.pt: the download did not complete \(OSError: "
+        r"Consistency check failed.*\): nothing was kept; run "
+        r"segeval models pull test-tiny again$",
+    ):
         _hub.pull("test-tiny")
     assert _left(cache) == []
 
@@ -129,21 +135,22 @@ def test_offline_says_which_file_to_fetch_and_where(hub, cache, monkeypatch):
     with pytest.raises(_hub.HubUnavailable) as info:
         _hub.pull("test-tiny")
     text = str(info.value)
-    assert "\n" not in text and text.startswith("offline (HF_HUB_OFFLINE is set): fetch "
-                                                f"{hub.endpoint}/segeval-test/tiny/resolve/")
+    assert "\n" not in text and text.startswith(
+        f"offline (HF_HUB_OFFLINE is set): fetch {hub.endpoint}/segeval-test/tiny/resolve/"
+    )
     assert "pass it with --model builtin --checkpoint FILE" in text
     assert hub.requests == [] and _left(cache) == []
 
 
-def test_offline_with_a_known_hash_names_the_place_and_accepts_a_file_put_there(monkeypatch,
-                                                                                cache):
+def test_offline_with_a_known_hash_names_the_place_and_accepts_a_file_put_there(monkeypatch, cache):
     entry = tiny_entry(DATA, sha256=SHA)
     server = serve(monkeypatch, cache, entry, DATA)
     server.close()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     where = _cache.snapshot_path(entry)
-    with pytest.raises(_hub.HubUnavailable, match=f"put it at {where} .checked against SHA-256 "
-                                                  f"{SHA}.$"):
+    with pytest.raises(
+        _hub.HubUnavailable, match=f"put it at {where} .checked against SHA-256 {SHA}.$"
+    ):
         _hub.pull("test-tiny")
     where.parent.mkdir(parents=True)
     where.write_bytes(DATA[:-10])  # a truncated copy is refused...
@@ -153,11 +160,19 @@ def test_offline_with_a_known_hash_names_the_place_and_accepts_a_file_put_there(
     assert _cache.checkpoint("test-tiny") == where
 
 
-@pytest.mark.parametrize("how, line", [
-    ("block", r"cannot reach the model hub at http://127\.0\.0\.1:\d+ \(HTTP 403\): fetch "),
-    ("not_a_hub", (r"does not answer as a Hugging Face hub \(no X-Repo-Commit header; a "
-                   r"proxy in the way\?\): fetch ")),
-])
+@pytest.mark.parametrize(
+    "how, line",
+    [
+        ("block", r"cannot reach the model hub at http://127\.0\.0\.1:\d+ \(HTTP 403\): fetch "),
+        (
+            "not_a_hub",
+            (
+                r"does not answer as a Hugging Face hub \(no X-Repo-Commit header; a "
+                r"proxy in the way\?\): fetch "
+            ),
+        ),
+    ],
+)
 def test_a_proxy_that_blocks_the_hub_gives_one_line(hub, cache, how, line):
     if how == "block":
         hub.block = 403
@@ -170,8 +185,11 @@ def test_a_proxy_that_blocks_the_hub_gives_one_line(hub, cache, how, line):
 
 def test_nothing_listening_gives_one_line(hub, cache, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    with pytest.raises(_hub.HubUnavailable, match=r"cannot reach the model hub at "
-                                                  r"http://127\.0\.0\.1:9 \(\w+"):
+    with pytest.raises(
+        _hub.HubUnavailable,
+        match=r"cannot reach the model hub at "
+        r"http://127\.0\.0\.1:9 \(\w+",
+    ):
         _hub.pull("test-tiny")
     assert _left(cache) == []
 
@@ -181,8 +199,11 @@ def test_a_file_the_hub_does_not_have(monkeypatch, cache):
     server = serve(monkeypatch, cache, entry, DATA)
     server.files = {"tiny.pt": DATA}
     try:
-        with pytest.raises(ReadError, match=r"missing\.pt: the hub has no such file "
-                                            r"\(\w*EntryNotFoundError, HTTP 404\)"):
+        with pytest.raises(
+            ReadError,
+            match=r"missing\.pt: the hub has no such file "
+            r"\(\w*EntryNotFoundError, HTTP 404\)",
+        ):
             _hub.pull("test-tiny")
     finally:
         server.close()
@@ -206,9 +227,12 @@ def test_a_damaged_cached_file_fails_its_check_and_pull_replaces_it(hub, cache):
     _cache.VERIFIED.clear()
     blob = path.resolve()
     blob.write_bytes(DATA[: len(DATA) // 2])
-    with pytest.raises(ReadError, match=r"tiny\.pt: SHA-256 \w+\.\.\. is not the published "
-                                        rf"{SHA[:12]}\.\.\. of tiny\.pt .* truncated or altered\): "
-                                        r"run segeval models pull test-tiny to replace it$"):
+    with pytest.raises(
+        ReadError,
+        match=r"tiny\.pt: SHA-256 \w+\.\.\. is not the published "
+        rf"{SHA[:12]}\.\.\. of tiny\.pt .* truncated or altered\): "
+        r"run segeval models pull test-tiny to replace it$",
+    ):
         _cache.checkpoint("test-tiny")
     again = _hub.pull("test-tiny")
     assert again["replaced"] and again["downloaded"] and path.read_bytes() == DATA
@@ -220,8 +244,11 @@ def test_a_cache_that_cannot_be_written_or_is_full(hub, cache, monkeypatch):
     import shutil
 
     real_access = os.access
-    monkeypatch.setattr(_hub.os, "access", lambda p, mode: False if Path(p) == cache.parent
-                        else real_access(p, mode))  # as a read-only folder (root ignores chmod)
+    monkeypatch.setattr(
+        _hub.os,
+        "access",
+        lambda p, mode: False if Path(p) == cache.parent else real_access(p, mode),
+    )  # as a read-only folder (root ignores chmod)
     with pytest.raises(WriteError, match=f"{cache}: the model cache is not writable"):
         _hub.pull("test-tiny")
     monkeypatch.setattr(_hub.os, "access", real_access)
@@ -232,8 +259,12 @@ def test_a_cache_that_cannot_be_written_or_is_full(hub, cache, monkeypatch):
     assert hub.requests == [] and _left(cache) == []
 
 
-@pytest.mark.skipif(sys.platform == "win32" or not hasattr(__import__("os"), "geteuid")
-                    or __import__("os").geteuid() == 0, reason="root writes read-only folders")
+@pytest.mark.skipif(
+    sys.platform == "win32"
+    or not hasattr(__import__("os"), "geteuid")
+    or __import__("os").geteuid() == 0,
+    reason="root writes read-only folders",
+)
 def test_a_read_only_cache_folder(hub, cache):
     cache.mkdir()
     cache.chmod(0o555)
@@ -270,9 +301,11 @@ def test_published_twin_names_a_known_file_by_size_and_hash(monkeypatch, tmp_pat
 
 
 def test_catalogue_and_hub_import_nothing_heavy_and_download_nothing():
-    code = ("import sys, napari_segeval.models.catalogue, napari_segeval.models._hub, "
-            "napari_segeval.models.registry, napari_segeval.cli._models;"
-            "print(sorted(m for m in ('torch', 'huggingface_hub', 'sam2') if m in sys.modules))")
+    code = (
+        "import sys, napari_segeval.models.catalogue, napari_segeval.models._hub, "
+        "napari_segeval.models.registry, napari_segeval.cli._models;"
+        "print(sorted(m for m in ('torch', 'huggingface_hub', 'sam2') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -285,4 +318,8 @@ def test_every_entry_is_pinned_and_described():
         assert get(entry.name) is entry
     assert CATALOGUE["MedSAM2_latest"].architecture == "medsam2"
     assert {e.architecture for e in CATALOGUE.values() if e.kind == "SAM2.1"} == {
-        "sam2.1-tiny", "sam2.1-small", "sam2.1-base-plus", "sam2.1-large"}
+        "sam2.1-tiny",
+        "sam2.1-small",
+        "sam2.1-base-plus",
+        "sam2.1-large",
+    }

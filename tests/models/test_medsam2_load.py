@@ -57,8 +57,11 @@ def test_truncated(tmp_path):
 def test_dict_without_model(tmp_path):
     p = tmp_path / "sd.pt"
     torch.save({"state_dict": {}}, p)
-    with pytest.raises(ReadError, match=rf"sd.pt: not a {WHAT}: expected a dict with a 'model' "
-                                        r"state dict, found \['state_dict'\]"):
+    with pytest.raises(
+        ReadError,
+        match=rf"sd.pt: not a {WHAT}: expected a dict with a 'model' "
+        r"state dict, found \['state_dict'\]",
+    ):
         _build.read_state_dict(p)
 
 
@@ -79,13 +82,19 @@ def test_mismatched_keys_and_shapes(tmp_path):
     bad["extra.weight"] = torch.zeros(1)
     p = tmp_path / "keys.pt"
     torch.save({"model": bad}, p)
-    with pytest.raises(ReadError, match=rf"keys.pt: this {WHAT} does not fit SAM2.1 Hiera-tiny "
-                                        r"512: 1 missing keys \(e\.g\. no_mem_embed\), "
-                                        r"1 unexpected keys \(e\.g\. extra\.weight\)$"):
+    with pytest.raises(
+        ReadError,
+        match=rf"keys.pt: this {WHAT} does not fit SAM2.1 Hiera-tiny "
+        r"512: 1 missing keys \(e\.g\. no_mem_embed\), "
+        r"1 unexpected keys \(e\.g\. extra\.weight\)$",
+    ):
         _build.load_network(p)
     shaped = dict(state)
     shaped["no_mem_embed"] = torch.zeros(1, 1, 128)
     torch.save({"model": shaped}, p)
-    with pytest.raises(ReadError, match=r"1 tensors have the wrong shape \(e\.g\. no_mem_embed: "
-                                        r"\(1, 1, 128\) in the file, \(1, 1, 256\) in the model\)"):
+    with pytest.raises(
+        ReadError,
+        match=r"1 tensors have the wrong shape \(e\.g\. no_mem_embed: "
+        r"\(1, 1, 128\) in the file, \(1, 1, 256\) in the model\)",
+    ):
         _build.load_network(p)

@@ -97,11 +97,18 @@ def _give(pred, state, prompts: PromptSet) -> None:
     """Every prompt in order, each as its own call (the reference sequence)."""
     for p in prompts:
         if isinstance(p, Box):
-            pred.add_new_points_or_box(state, frame_idx=p.index, obj_id=1,
-                                       box=[p.x0, p.y0, p.x1 - 1, p.y1 - 1])
+            pred.add_new_points_or_box(
+                state, frame_idx=p.index, obj_id=1, box=[p.x0, p.y0, p.x1 - 1, p.y1 - 1]
+            )
         elif isinstance(p, Point):
-            pred.add_new_points_or_box(state, frame_idx=p.index, obj_id=1, points=[[p.x, p.y]],
-                                       labels=[1 if p.positive else 0], clear_old_points=False)
+            pred.add_new_points_or_box(
+                state,
+                frame_idx=p.index,
+                obj_id=1,
+                points=[[p.x, p.y]],
+                labels=[1 if p.positive else 0],
+                clear_old_points=False,
+            )
         else:
             pred.add_new_mask(state, frame_idx=p.index, obj_id=1, mask=p.mask)
 
@@ -120,8 +127,10 @@ def _reference_sequence(pred, folder, images, prompts: PromptSet):
         _give(pred, state, prompts)
         given = dict(state["cached_features"])
         start = prompts.last_frame if reverse else prompts.first_frame
-        logits = {t: m[0, 0].clone() for t, _, m in
-                  pred.propagate_in_video(state, start_frame_idx=start, reverse=reverse)}
+        logits = {
+            t: m[0, 0].clone()
+            for t, _, m in pred.propagate_in_video(state, start_frame_idx=start, reverse=reverse)
+        }
         out[reverse] = torch.stack([logits[t] for t in sorted(logits, reverse=reverse)])
     return out
 
@@ -202,18 +211,30 @@ def test_fill_holes_equals_reference_post_processing():
 
 SEQUENCES = {
     "a box": PromptSet.of([BOX]),
-    "boxes on two slices": PromptSet.of([Box(14, 18, 34, 46, index=1),
-                                         Box(12, 20, 36, 50, index=3)]),
+    "boxes on two slices": PromptSet.of(
+        [Box(14, 18, 34, 46, index=1), Box(12, 20, 36, 50, index=3)]
+    ),
     "a box then a negative click on another slice": PromptSet.of(
-        [Box(14, 18, 34, 46, index=1), Point(24, 40, index=3, positive=False)]),
-    "points only": PromptSet.of([Point(24, 33, index=1), Point(22, 30, index=1),
-                                 Point(30, 20, index=1, positive=False),
-                                 Point(24, 36, index=3)]),
+        [Box(14, 18, 34, 46, index=1), Point(24, 40, index=3, positive=False)]
+    ),
+    "points only": PromptSet.of(
+        [
+            Point(24, 33, index=1),
+            Point(22, 30, index=1),
+            Point(30, 20, index=1, positive=False),
+            Point(24, 36, index=3),
+        ]
+    ),
     "a box refined by clicks, and a mask": PromptSet.of(
-        [Point(10, 10, index=2), Box(14, 18, 34, 46, index=2), Point(24, 34, index=2),
-         Point(16, 20, index=2, positive=False),
-         MaskPrompt(Box(16, 22, 32, 44).to_mask((H, W)), index=4),
-         Point(20, 30, index=4, positive=False)]),
+        [
+            Point(10, 10, index=2),
+            Box(14, 18, 34, 46, index=2),
+            Point(24, 34, index=2),
+            Point(16, 20, index=2, positive=False),
+            MaskPrompt(Box(16, 22, 32, 44).to_mask((H, W)), index=4),
+            Point(20, 30, index=4, positive=False),
+        ]
+    ),
 }
 
 
@@ -230,12 +251,15 @@ def test_prompt_sequences_equal_reference(setup, reference, name):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-4)
         assert torch.equal(ours > 0, theirs > 0)
     # the case pipeline: the union of both walks, as the reference's two passes
-    res = propagate_case(model, frames, {1: prompts},
-                         PropagationOptions(decision="logit", keep_largest=False,
-                                            stop_when_empty=False))
+    res = propagate_case(
+        model,
+        frames,
+        {1: prompts},
+        PropagationOptions(decision="logit", keep_largest=False, stop_when_empty=False),
+    )
     union = torch.full((N, H, W), float("-inf"))
     union[first:] = ref[False]
-    union[:last + 1] = torch.maximum(union[:last + 1], torch.flip(ref[True], dims=(0,)))
+    union[: last + 1] = torch.maximum(union[: last + 1], torch.flip(ref[True], dims=(0,)))
     assert np.array_equal(res.masks[1], (union > 0).numpy())
     assert 0 < int(res.masks[1].sum()) < res.masks[1].size  # not degenerate
 

@@ -41,8 +41,9 @@ def _theirs_frames(hu: np.ndarray, size: int = 512) -> torch.Tensor:
     pre = np.uint8((pre - pre.min()) / (pre.max() - pre.min()) * 255.0)
     out = np.zeros((pre.shape[0], 3, size, size))
     for i in range(pre.shape[0]):
-        out[i] = np.array(Image.fromarray(pre[i]).convert("RGB").resize((size, size))
-                          ).transpose(2, 0, 1)
+        out[i] = np.array(Image.fromarray(pre[i]).convert("RGB").resize((size, size))).transpose(
+            2, 0, 1
+        )
     out = torch.from_numpy(out / 255.0).float()
     mean = torch.tensor((0.485, 0.456, 0.406))[:, None, None]
     std = torch.tensor((0.229, 0.224, 0.225))[:, None, None]
@@ -57,8 +58,13 @@ def setup(tmp_path_factory, medsam2_checkpoint):
     ckpt = medsam2_checkpoint
     rng = np.random.default_rng(1)
     yy, xx = np.mgrid[:H, :W]
-    hu = np.stack([np.where((yy - 24) ** 2 + (xx - 32 - z) ** 2 < 130, 60.0, -700.0)
-                   + rng.normal(0, 30, (H, W)) for z in range(N)]).round()
+    hu = np.stack(
+        [
+            np.where((yy - 24) ** 2 + (xx - 32 - z) ** 2 < 130, 60.0, -700.0)
+            + rng.normal(0, 30, (H, W))
+            for z in range(N)
+        ]
+    ).round()
     (tmp / "jpg").mkdir()
     for i in range(N):
         Image.fromarray(np.zeros((H, W, 3), np.uint8)).save(tmp / "jpg" / f"{i:05d}.jpg")
@@ -82,8 +88,9 @@ def _their_masks(tmp, ckpt, images, monkeypatch) -> np.ndarray:
     segs = np.zeros((N, H, W), np.uint8)
     for reverse in (False, True):
         pred.reset_state(state)
-        pred.add_new_points_or_box(state, frame_idx=KEY, obj_id=1,
-                                   box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
+        pred.add_new_points_or_box(
+            state, frame_idx=KEY, obj_id=1, box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1]
+        )
         for t, _, logits in pred.propagate_in_video(state, reverse=reverse):
             segs[t, (logits[0] > 0.0).cpu().numpy()[0]] = 1
     labels = measure.label(segs)
@@ -98,8 +105,12 @@ def test_preset_pipeline_equals_medsam2_script(setup, small, monkeypatch):
     model = small
     theirs_in = _theirs_frames(hu, SMALL)
     torch.testing.assert_close(model.model_input(frames), theirs_in, atol=1e-5, rtol=0)
-    res = propagate_case(model, frames, [BOX],
-                         PropagationOptions(decision="logit", connectivity=26, stop_when_empty=False))
+    res = propagate_case(
+        model,
+        frames,
+        [BOX],
+        PropagationOptions(decision="logit", connectivity=26, stop_when_empty=False),
+    )
     theirs = _their_masks(tmp, ckpt, theirs_in, monkeypatch)
     ours = res.masks[1]
     assert 0 < theirs.sum() < theirs.size

@@ -39,8 +39,13 @@ def model():
 def frames(model):
     rng = np.random.default_rng(1)
     yy, xx = np.mgrid[:H, :W]
-    vol = np.stack([np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
-                    + rng.normal(0, 20, (H, W)) for z in range(N)])
+    vol = np.stack(
+        [
+            np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
+            + rng.normal(0, 20, (H, W))
+            for z in range(N)
+        ]
+    )
     return model.preprocess(vol, "CT", "abdomen")
 
 
@@ -48,8 +53,9 @@ def frames(model):
 def volume_runs(model, frames):
     shared = propagate_case(model, frames, BOXES, PropagationOptions(stop_when_empty=False))
     encoded = model.last_run["encoded_frames"]
-    separate = propagate_case(model, frames, BOXES,
-                              PropagationOptions(stop_when_empty=False, share=False))
+    separate = propagate_case(
+        model, frames, BOXES, PropagationOptions(stop_when_empty=False, share=False)
+    )
     return shared, separate, encoded
 
 
@@ -78,10 +84,16 @@ def test_one_structure_both_directions_equal_separate_calls(model, frames):
 
 def test_video_mode_shared_equals_separate(model, frames):
     progress = []
-    shared = propagate_case(model, frames, BOXES, PropagationOptions(mode="video"),
-                            progress=lambda d, t: progress.append((d, t)))
-    _same(shared, propagate_case(model, frames, BOXES,
-                                 PropagationOptions(mode="video", share=False)))
+    shared = propagate_case(
+        model,
+        frames,
+        BOXES,
+        PropagationOptions(mode="video"),
+        progress=lambda d, t: progress.append((d, t)),
+    )
+    _same(
+        shared, propagate_case(model, frames, BOXES, PropagationOptions(mode="video", share=False))
+    )
     total = (N - 2) + (N - 1)
     assert progress[-1] == (total, total)
     assert [d for d, _ in progress] == sorted(d for d, _ in progress)
@@ -89,8 +101,9 @@ def test_video_mode_shared_equals_separate(model, frames):
 
 def test_a_tiny_cache_re_encodes_with_identical_results(model, frames, volume_runs):
     frame_mib = 4.2e6 / 2**20 * (SMALL / 512) ** 2  # one frame's features (float32)
-    tiny = propagate_case(model, frames, BOXES,
-                          PropagationOptions(stop_when_empty=False, cache_mb=frame_mib))
+    tiny = propagate_case(
+        model, frames, BOXES, PropagationOptions(stop_when_empty=False, cache_mb=frame_mib)
+    )
     run = model.last_run
     assert run["peak_cache_bytes"] <= run["cache_budget_bytes"]
     assert run["encoded_frames"] > N  # the bound was binding
@@ -114,8 +127,13 @@ def test_slices_are_reported_as_computed_without_changing_the_result(model, fram
     seen, progress = [], []
     kw = PropagationOptions(stop_when_empty=False, decision=decision)
     watched = propagate_case(
-        model, frames, BOXES, kw, progress=lambda d, t: progress.append(d),
-        on_slice=lambda lab, i, m: seen.append((lab, i, len(progress))))
+        model,
+        frames,
+        BOXES,
+        kw,
+        progress=lambda d, t: progress.append(d),
+        on_slice=lambda lab, i, m: seen.append((lab, i, len(progress))),
+    )
     _same(watched, propagate_case(model, frames, BOXES, kw))
     # every structure's slices, the key slice first, each heard while the walks still ran
     for box in BOXES:
@@ -129,10 +147,13 @@ def test_prompt_sets_shared_separate_and_batched_agree(model, frames):
     """Several conditioning frames per structure; walks of one layout share a batch."""
     from napari_segeval.prompts.prompt_set import Point, PromptSet
 
-    sets = {1: PromptSet.of([Box(10, 12, 30, 36, index=1), Box(10, 12, 30, 36, index=3)]),
-            3: PromptSet.of([Box(4, 4, 20, 22, index=2), Point(12, 12, index=3,
-                                                               positive=False)], label=3),
-            4: PromptSet.of([Box(6, 6, 22, 24, index=1), Box(6, 6, 22, 24, index=3)], label=4)}
+    sets = {
+        1: PromptSet.of([Box(10, 12, 30, 36, index=1), Box(10, 12, 30, 36, index=3)]),
+        3: PromptSet.of(
+            [Box(4, 4, 20, 22, index=2), Point(12, 12, index=3, positive=False)], label=3
+        ),
+        4: PromptSet.of([Box(6, 6, 22, 24, index=1), Box(6, 6, 22, 24, index=3)], label=4),
+    }
     opts = PropagationOptions(stop_when_empty=False)
     shared = propagate_case(model, frames, sets, opts)
     assert model.last_run["encoded_frames"] == N

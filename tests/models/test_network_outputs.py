@@ -26,9 +26,11 @@ RECORDED = np.load(Path(__file__).parent / "data" / "network_outputs.npz")
 
 def _inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
-    return {"prompt": rng.random((2, 4, 32, 32), dtype=np.float32),
-            "ct": rng.standard_normal((1, 1, 8, 16, 16), dtype=np.float32),
-            "unet2d": rng.standard_normal((1, 3, 16, 16), dtype=np.float32)}
+    return {
+        "prompt": rng.random((2, 4, 32, 32), dtype=np.float32),
+        "ct": rng.standard_normal((1, 1, 8, 16, 16), dtype=np.float32),
+        "unet2d": rng.standard_normal((1, 3, 16, 16), dtype=np.float32),
+    }
 
 
 def _filled(net):

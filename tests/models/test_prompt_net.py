@@ -45,7 +45,8 @@ def test_refine_window_box_then_mask_prompt_then_output_then_clicks():
     painted[30:40, 30:50] = 1
     assert refine_window(m, click, prompt_mask=painted) == window_from_mask(painted)
     assert refine_window(m, click, box=(1, 2, 11, 12), prompt_mask=painted) == (
-        window_from_bbox(1, 2, 11, 12))
+        window_from_bbox(1, 2, 11, 12)
+    )
     assert refine_window(torch.zeros(8, 8), [(2, 2, False)]) is None
 
 

@@ -47,8 +47,13 @@ def _frames(n=6):
 
 
 def test_box_then_clicks_on_the_start_frame(model):
-    s = PromptSet.of([Box(10, 12, 20, 24, index=2), Point(14, 16, index=2),
-                      Point(18, 22, index=2, positive=False)])
+    s = PromptSet.of(
+        [
+            Box(10, 12, 20, 24, index=2),
+            Point(14, 16, index=2),
+            Point(18, 22, index=2, positive=False),
+        ]
+    )
     model.propagate(_frames(), 2, s, "forward")
     base, click1, click2 = model.net.inputs[:3]
     for x in (base, click1, click2):  # the frame is its own previous frame on its prompts
@@ -84,8 +89,9 @@ def test_a_click_on_one_side_of_the_box_leaves_the_other_side_as_the_box_alone(s
     both = propagate_case(real, frames, {1: s}, PropagationOptions(keep_largest=False))
     other = slice(0, 4) if side > 0 else slice(5, 9)
     np.testing.assert_array_equal(both.probabilities[1][other], alone.probabilities[1][other])
-    assert not np.array_equal(both.probabilities[1][4 + 3 * side],
-                              alone.probabilities[1][4 + 3 * side])
+    assert not np.array_equal(
+        both.probabilities[1][4 + 3 * side], alone.probabilities[1][4 + 3 * side]
+    )
 
 
 def test_a_mask_prompt_is_its_frame_output_without_a_pass(model):
@@ -114,8 +120,10 @@ def test_points_only_start_from_nothing_in_a_default_window(model):
 
 def test_crops_equal_full_frames(model, tiny_prompt_weights):
     real = BuiltinPromptModel(tiny_prompt_weights, device="cpu")
-    walks = [Walk.of(PromptSet.of([Box(10, 12, 20, 24, index=2), Box(8, 10, 22, 30, index=4)]),
-                     o) for o in ("forward", "backward")]
+    walks = [
+        Walk.of(PromptSet.of([Box(10, 12, 20, 24, index=2), Box(8, 10, 22, 30, index=4)]), o)
+        for o in ("forward", "backward")
+    ]
     full = real.propagate_walks(_frames(), walks)
     crops = real.propagate_walks(_frames(), walks, crops=True)
     for f, c in zip(full, crops):
@@ -128,27 +136,50 @@ def test_weights_without_click_channels_refuse_points_in_one_line(tiny_prompt_we
     m = BuiltinPromptModel(tiny_prompt_weights, device="cpu")
     assert not m.takes_points
     with pytest.raises(InvalidPromptError, match="not points") as info:
-        propagate_case(m, _frames(), {1: PromptSet.of([Box(10, 12, 20, 24, index=2),
-                                                       Point(3, 3, index=4, positive=False)])})
+        propagate_case(
+            m,
+            _frames(),
+            {1: PromptSet.of([Box(10, 12, 20, 24, index=2), Point(3, 3, index=4, positive=False)])},
+        )
     assert str(tiny_prompt_weights) in str(info.value) and "\n" not in str(info.value)
     mask = np.zeros((40, 48), bool)
     mask[5:15, 6:20] = True
-    res = propagate_case(m, _frames(), {1: PromptSet.of([Box(10, 12, 20, 24, index=1),
-                                                         Box(12, 14, 22, 26, index=4),
-                                                         MaskPrompt(mask, index=5)])})
+    res = propagate_case(
+        m,
+        _frames(),
+        {
+            1: PromptSet.of(
+                [
+                    Box(10, 12, 20, 24, index=1),
+                    Box(12, 14, 22, 26, index=4),
+                    MaskPrompt(mask, index=5),
+                ]
+            )
+        },
+    )
     assert res.labels.shape == (6, 40, 48)  # boxes on several slices and masks are fine
 
 
 def test_six_channel_weights_take_clicks(tmp_path):
     torch.manual_seed(0)
     path = tmp_path / "clicks.pt"
-    save_weights(PromptUNet(width=4, depth=2, in_channels=6).eval(), path,
-                 {"width": 4, "depth": 2, "size": 16, "in_channels": 6})
+    save_weights(
+        PromptUNet(width=4, depth=2, in_channels=6).eval(),
+        path,
+        {"width": 4, "depth": 2, "size": 16, "in_channels": 6},
+    )
     m = BuiltinPromptModel(path, device="cpu")
     assert m.takes_points
-    sets = {1: PromptSet.of([Box(10, 12, 20, 24, index=2), Point(14, 16, index=3),
-                             Point(30, 40, index=3, positive=False)]),
-            2: PromptSet.of([Point(30, 30, index=1, label=2)])}
+    sets = {
+        1: PromptSet.of(
+            [
+                Box(10, 12, 20, 24, index=2),
+                Point(14, 16, index=3),
+                Point(30, 40, index=3, positive=False),
+            ]
+        ),
+        2: PromptSet.of([Point(30, 30, index=1, label=2)]),
+    }
     opts = PropagationOptions(stop_when_empty=False)
     a = propagate_case(m, _frames(), sets, opts)
     b = propagate_case(m, _frames(), sets, opts.replace(share=False))

@@ -40,16 +40,25 @@ def factories(tmp_path, monkeypatch):
 
 
 def test_import_is_light():
-    code = ("import sys, napari_segeval.models.registry as r; r.describe();"
-            "print(sorted(m for m in ('torch', 'sam2') if m in sys.modules))")
+    code = (
+        "import sys, napari_segeval.models.registry as r; r.describe();"
+        "print(sorted(m for m in ('torch', 'sam2') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_names_are_listed_once():
-    assert list(registry.PROMPTABLE) == ["builtin", "threshold", "litemedsam", "medsam2",
-                                         "sam2.1-tiny", "sam2.1-small", "sam2.1-base-plus",
-                                         "sam2.1-large"]
+    assert list(registry.PROMPTABLE) == [
+        "builtin",
+        "threshold",
+        "litemedsam",
+        "medsam2",
+        "sam2.1-tiny",
+        "sam2.1-small",
+        "sam2.1-base-plus",
+        "sam2.1-large",
+    ]
     assert list(registry.DENSE) == ["builtin-ct", "builtin-2d"]
     assert all(m.kind == "promptable" for m in registry.PROMPTABLE.values())
     assert set(registry.ALIASES.values()) <= set(registry.PROMPTABLE)
@@ -58,34 +67,50 @@ def test_names_are_listed_once():
         assert name in names
 
 
-@pytest.mark.parametrize("ref, expected", [
-    ("builtin", ("builtin", None)),
-    ("builtin-prompt", ("builtin", None)),
-    ("builtin:w.pt", ("builtin", "w.pt")),
-    ("builtin-prompt:w.pt", ("builtin", "w.pt")),
-    ("medsam2:/m/MedSAM2_latest.pt", ("medsam2", "/m/MedSAM2_latest.pt")),
-    ("medsam2:C:\\m\\x.pt", ("medsam2", "C:\\m\\x.pt")),
-    ("threshold:x", ("threshold:x", None)),  # takes no checkpoint: not split
-    ("pkg.mod:factory", ("pkg.mod:factory", None)),
-    ("builtin-ct", ("builtin-ct", None)),
-])
+@pytest.mark.parametrize(
+    "ref, expected",
+    [
+        ("builtin", ("builtin", None)),
+        ("builtin-prompt", ("builtin", None)),
+        ("builtin:w.pt", ("builtin", "w.pt")),
+        ("builtin-prompt:w.pt", ("builtin", "w.pt")),
+        ("medsam2:/m/MedSAM2_latest.pt", ("medsam2", "/m/MedSAM2_latest.pt")),
+        ("medsam2:C:\\m\\x.pt", ("medsam2", "C:\\m\\x.pt")),
+        ("threshold:x", ("threshold:x", None)),  # takes no checkpoint: not split
+        ("pkg.mod:factory", ("pkg.mod:factory", None)),
+        ("builtin-ct", ("builtin-ct", None)),
+    ],
+)
 def test_split_ref(ref, expected):
     assert split_ref(ref) == expected
 
 
 def test_is_promptable():
-    assert all(is_promptable(r) for r in ("builtin", "builtin-prompt", "threshold", "medsam2",
-                                          "medsam2:x.pt", "sam2.1-large", "sam2.1-tiny:x.pt",
-                                          "MedSAM2_CTLesion", "medsam2_latest"))
+    assert all(
+        is_promptable(r)
+        for r in (
+            "builtin",
+            "builtin-prompt",
+            "threshold",
+            "medsam2",
+            "medsam2:x.pt",
+            "sam2.1-large",
+            "sam2.1-tiny:x.pt",
+            "MedSAM2_CTLesion",
+            "medsam2_latest",
+        )
+    )
     assert not any(is_promptable(r) for r in ("builtin-ct", "w.pt", "pkg:factory"))
 
 
 def test_builtin_with_and_without_checkpoint(tiny_prompt_weights):
     shipped = load_promptable("builtin", device="cpu")
     assert isinstance(shipped, BuiltinPromptModel) and shipped.weights == DEFAULT_WEIGHTS
-    for model in (load_promptable("builtin", checkpoint=tiny_prompt_weights, device="cpu"),
-                  load_promptable(f"builtin:{tiny_prompt_weights}", device="cpu"),
-                  load_promptable("builtin-prompt", checkpoint=str(tiny_prompt_weights))):
+    for model in (
+        load_promptable("builtin", checkpoint=tiny_prompt_weights, device="cpu"),
+        load_promptable(f"builtin:{tiny_prompt_weights}", device="cpu"),
+        load_promptable("builtin-prompt", checkpoint=str(tiny_prompt_weights)),
+    ):
         assert model.weights == tiny_prompt_weights and model.config["width"] == 4
     with pytest.raises(SegEvalError, match="two checkpoints given"):
         load_promptable(f"builtin:{tiny_prompt_weights}", checkpoint="other.pt")
@@ -103,12 +128,17 @@ def test_medsam2_needs_a_checkpoint_and_reads_it_safely(tmp_path):
         load_promptable("medsam2")  # nothing pulled (tests use an empty cache)
     assert str(info.value) == (
         "model 'medsam2' needs a checkpoint: segeval models pull MedSAM2_latest (156 MB, once; "
-        "then --model medsam2 uses it), or pass medsam2:PATH / --checkpoint PATH")
-    with pytest.raises(SegEvalError, match="model 'sam2.1-large' needs a checkpoint: segeval "
-                                           r"models pull sam2\.1-large \(898 MB"):
+        "then --model medsam2 uses it), or pass medsam2:PATH / --checkpoint PATH"
+    )
+    with pytest.raises(
+        SegEvalError,
+        match="model 'sam2.1-large' needs a checkpoint: segeval "
+        r"models pull sam2\.1-large \(898 MB",
+    ):
         load_promptable("sam2.1-large")
-    with pytest.raises(SegEvalError, match="MedSAM2_CTLesion is not here: segeval models pull "
-                                           "MedSAM2_CTLesion"):
+    with pytest.raises(
+        SegEvalError, match="MedSAM2_CTLesion is not here: segeval models pull MedSAM2_CTLesion"
+    ):
         load_promptable("medsam2_ctlesion")
     with pytest.raises(ReadError, match=r"nope\.pt: MedSAM2 checkpoint not found$"):
         load_promptable(f"medsam2:{tmp_path / 'nope.pt'}")
@@ -119,16 +149,23 @@ def test_medsam2_needs_a_checkpoint_and_reads_it_safely(tmp_path):
 def test_unknown_names_list_the_known_ones():
     with pytest.raises(SegEvalError) as info:
         load_promptable("sam3")
-    assert str(info.value) == ("unknown promptable model 'sam3': use one of builtin, threshold, "
-                               "litemedsam, medsam2, sam2.1-tiny, sam2.1-small, sam2.1-base-plus, "
-                               "sam2.1-large, CATALOGUE_NAME, NAME:CHECKPOINT, module:factory")
-    with pytest.raises(SegEvalError, match=r"unknown promptable model 'sam2\.1-tinny' "
-                                           r"\(closest: sam2\.1-tiny"):
+    assert str(info.value) == (
+        "unknown promptable model 'sam3': use one of builtin, threshold, "
+        "litemedsam, medsam2, sam2.1-tiny, sam2.1-small, sam2.1-base-plus, "
+        "sam2.1-large, CATALOGUE_NAME, NAME:CHECKPOINT, module:factory"
+    )
+    with pytest.raises(
+        SegEvalError,
+        match=r"unknown promptable model 'sam2\.1-tinny' "
+        r"\(closest: sam2\.1-tiny",
+    ):
         load_promptable("sam2.1-tinny")
     with pytest.raises(ReadError) as info:
         load_dense("builtin-mr")
-    assert str(info.value) == ("builtin-mr: no such model file or folder (dense models: "
-                               "builtin-ct, builtin-2d, WEIGHTS.pt, NNUNET_FOLDER, SCRIPT.pt, module:factory)")
+    assert str(info.value) == (
+        "builtin-mr: no such model file or folder (dense models: "
+        "builtin-ct, builtin-2d, WEIGHTS.pt, NNUNET_FOLDER, SCRIPT.pt, module:factory)"
+    )
 
 
 def test_factories(factories):
@@ -136,10 +173,17 @@ def test_factories(factories):
     assert isinstance(model, ThresholdPromptModel) and model.level == 0.25
     toy = load_dense(f"{factories}:declared")
     assert (toy.num_classes, toy.name, dict(toy.structures), toy.raw_per_normalized_unit) == (
-        2, "", {}, 1.0)  # declared, or the protocol's defaults
+        2,
+        "",
+        {},
+        1.0,
+    )  # declared, or the protocol's defaults
     assert resolve_factory(f"{factories}:dense")() == "a dense model"
-    with pytest.raises(SegEvalError, match=f"^model factory '{factories}:dense' returned a str "
-                                           "without segment, name, num_classes, structures"):
+    with pytest.raises(
+        SegEvalError,
+        match=f"^model factory '{factories}:dense' returned a str "
+        "without segment, name, num_classes, structures",
+    ):
         load_dense(f"{factories}:dense")  # declares nothing: refused in one line
     with pytest.raises(SegEvalError, match="cannot import model factory 'no_such_module:f'"):
         load_dense("no_such_module:f")
@@ -185,8 +229,11 @@ def test_a_pulled_catalogue_name_loads_its_network(monkeypatch, tmp_path):
     model = load_promptable("test-tiny", device="cpu")  # the built-in network, pulled weights
     assert isinstance(model, BuiltinPromptModel) and model.weights == path
     assert model.config["width"] == 4
-    with pytest.raises(SegEvalError, match="'test-tiny' is a pulled checkpoint and takes no "
-                                           "other .got x.pt.: use --model builtin --checkpoint"):
+    with pytest.raises(
+        SegEvalError,
+        match="'test-tiny' is a pulled checkpoint and takes no "
+        "other .got x.pt.: use --model builtin --checkpoint",
+    ):
         load_promptable("test-tiny", checkpoint="x.pt")
 
 
@@ -196,16 +243,19 @@ def test_the_published_file_of_another_network_is_named(monkeypatch, tmp_path):
     from napari_segeval.models import catalogue
 
     data = b"pretend these are the published SAM2.1-tiny weights"
-    entry = replace(catalogue.CATALOGUE["sam2.1-tiny"], size=len(data),
-                    sha256=hashlib.sha256(data).hexdigest())
+    entry = replace(
+        catalogue.CATALOGUE["sam2.1-tiny"], size=len(data), sha256=hashlib.sha256(data).hexdigest()
+    )
     monkeypatch.setitem(catalogue.CATALOGUE, "sam2.1-tiny", entry)
     ckpt = tmp_path / "sam2.1_hiera_tiny.pt"
     ckpt.write_bytes(data)
     with pytest.raises(ReadError) as info:
         load_promptable("medsam2", checkpoint=ckpt)
-    assert str(info.value) == (f"{ckpt}: this is the published sam2.1_hiera_tiny.pt "
-                               "(sam2.1-tiny), which sam2.1-tiny reads, not medsam2: use --model "
-                               "sam2.1-tiny")
+    assert str(info.value) == (
+        f"{ckpt}: this is the published sam2.1_hiera_tiny.pt "
+        "(sam2.1-tiny), which sam2.1-tiny reads, not medsam2: use --model "
+        "sam2.1-tiny"
+    )
 
 
 def test_what_a_name_takes_is_its_backends_declaration():
@@ -215,8 +265,11 @@ def test_what_a_name_takes_is_its_backends_declaration():
     declared = registry.declared_capabilities
     assert declared("threshold") is ThresholdPromptModel.capabilities
     assert declared("litemedsam") is LiteMedSAMModel.capabilities
-    assert all(declared(n) is MedSAM2Model.capabilities for n in registry.PROMPTABLE
-               if n.startswith(("medsam2", "sam2.1")))
+    assert all(
+        declared(n) is MedSAM2Model.capabilities
+        for n in registry.PROMPTABLE
+        if n.startswith(("medsam2", "sam2.1"))
+    )
     assert ThresholdPromptModel.capabilities.points is MedSAM2Model.capabilities.points is True
     # the built-in model: its weights say (the shipped ones have click channels)
     assert declared("builtin") is None and declared("builtin-prompt") is None

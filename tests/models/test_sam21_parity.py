@@ -37,8 +37,13 @@ SMALL = 128
 def _volume() -> np.ndarray:
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[:H, :W]
-    return np.stack([np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
-                     + rng.normal(0, 20, (H, W)) for z in range(N)])
+    return np.stack(
+        [
+            np.where((yy - 20) ** 2 + (xx - 24 - z) ** 2 < 90, 80.0, -100.0)
+            + rng.normal(0, 20, (H, W))
+            for z in range(N)
+        ]
+    )
 
 
 def _reference(pred, images, tmp_path, monkeypatch):
@@ -60,11 +65,13 @@ def _reference(pred, images, tmp_path, monkeypatch):
         # the predictor's own cache of the key frame, as it made it in the first pass (the
         # same image): the second pass does not run the 1024 px encoder on it again
         inference["cached_features"].update(key_features)
-        pred.add_new_points_or_box(inference, frame_idx=KEY, obj_id=1,
-                                   box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1])
+        pred.add_new_points_or_box(
+            inference, frame_idx=KEY, obj_id=1, box=[BOX.x0, BOX.y0, BOX.x1 - 1, BOX.y1 - 1]
+        )
         key_features = dict(inference["cached_features"])
-        rows = {t: m[0, 0].clone() for t, _, m in pred.propagate_in_video(inference,
-                                                                          reverse=reverse)}
+        rows = {
+            t: m[0, 0].clone() for t, _, m in pred.propagate_in_video(inference, reverse=reverse)
+        }
         out[reverse] = torch.stack([rows[t] for t in sorted(rows, reverse=reverse)])
     return out
 
@@ -115,11 +122,14 @@ def test_tiny_loaded_from_a_checkpoint_equals_the_reference_at_1024_px(tmp_path,
     _check(model, pred, tmp_path, monkeypatch)
 
 
-@pytest.mark.parametrize("arch", [
-    pytest.param("sam2.1-small", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
-    pytest.param("sam2.1-base-plus", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
-    pytest.param("sam2.1-large", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
-])
+@pytest.mark.parametrize(
+    "arch",
+    [
+        pytest.param("sam2.1-small", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
+        pytest.param("sam2.1-base-plus", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
+        pytest.param("sam2.1-large", marks=[pytest.mark.heavy, pytest.mark.medsam2]),
+    ],
+)
 def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
     torch.manual_seed(0)
     net = build_network(arch=arch)
@@ -132,15 +142,20 @@ def test_larger_sizes_equal_the_reference(arch, tmp_path, monkeypatch):
 def _trunk_only(arch: str) -> dict:
     """What :func:`identify` reads of ``arch``'s weights (no 900 MB network needed)."""
     dim, blocks = ARCHITECTURES[arch].trunk
-    return {"image_encoder.trunk.patch_embed.proj.weight": torch.zeros(dim, 3, 7, 7),
-            f"image_encoder.trunk.blocks.{blocks - 1}.norm1.weight": torch.zeros(1)}
+    return {
+        "image_encoder.trunk.patch_embed.proj.weight": torch.zeros(dim, 3, 7, 7),
+        f"image_encoder.trunk.blocks.{blocks - 1}.norm1.weight": torch.zeros(1),
+    }
 
 
-@pytest.mark.parametrize("given, target, use", [
-    ("sam2.1-large", "sam2.1-tiny", "sam2.1-large"),
-    ("medsam2", "sam2.1-small", "medsam2 or sam2.1-tiny"),
-    ("sam2.1-base-plus", "medsam2", "sam2.1-base-plus"),
-])
+@pytest.mark.parametrize(
+    "given, target, use",
+    [
+        ("sam2.1-large", "sam2.1-tiny", "sam2.1-large"),
+        ("medsam2", "sam2.1-small", "medsam2 or sam2.1-tiny"),
+        ("sam2.1-base-plus", "medsam2", "sam2.1-base-plus"),
+    ],
+)
 def test_weights_of_another_size_are_named_in_one_line(given, target, use, tmp_path):
     ckpt = tmp_path / "w.pt"
     torch.save({"model": _trunk_only(given)}, ckpt)

@@ -40,8 +40,9 @@ def test_a_negative_point_removes_its_region_and_blocks_later_frames():
     box = Box(0, 0, 12, 12, index=0)
     plain = m.propagate(_two_blobs(), 0, box)
     assert _count(plain) == [25, 25, 25, 25]
-    blocked = m.propagate(_two_blobs(), 0, PromptSet.of([box, Point(2, 2, index=1,
-                                                                     positive=False)]))
+    blocked = m.propagate(
+        _two_blobs(), 0, PromptSet.of([box, Point(2, 2, index=1, positive=False)])
+    )
     assert _count(blocked) == [25, 16, 16, 16]  # blob A gone from frame 1 on
 
 

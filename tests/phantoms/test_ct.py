@@ -32,8 +32,13 @@ def test_types_axes_and_anisotropic_geometry(ct_case):
 
 
 def test_label_ids_and_names(ct_case):
-    assert CT_STRUCTURES == {1: "liver", 2: "spleen", 3: "kidney_right",
-                             4: "kidney_left", 5: "liver_tumour"}
+    assert CT_STRUCTURES == {
+        1: "liver",
+        2: "spleen",
+        3: "kidney_right",
+        4: "kidney_left",
+        5: "liver_tumour",
+    }
     assert ct_case.structures == CT_STRUCTURES
     assert set(np.unique(ct_case.labels).tolist()) == {0, 1, 2, 3, 4, 5}
 

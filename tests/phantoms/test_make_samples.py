@@ -42,8 +42,13 @@ def test_check_reports_changed_missing_and_unexpected_files(tmp_path, monkeypatc
     (out / "d.txt").unlink()
     (out / "extra.txt").write_text("x")
     got = check_samples(out)
-    assert got == {"a.txt": "identical", "b.png": "same content", "c.png": "different",
-                   "d.txt": "missing", "extra.txt": "unexpected"}
+    assert got == {
+        "a.txt": "identical",
+        "b.png": "same content",
+        "c.png": "different",
+        "d.txt": "missing",
+        "extra.txt": "unexpected",
+    }
     assert main(["--out", str(out), "--check"]) == 1
 
 

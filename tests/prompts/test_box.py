@@ -77,4 +77,6 @@ def test_outward_jitter_is_medsam2s_mask2d_to_bbox():
         assert got.y0 <= b.y0 and got.x0 <= b.x0 and got.y1 >= b.y1 and got.x1 >= b.x1
         assert (got.index, got.label) == (2, 4)
     assert min(shifts) <= 2 and max(shifts) >= 18
-    assert Box(3, 3, 9, 9).jittered(0, np.random.default_rng(0), shape, "outward") == Box(3, 3, 9, 9)
+    assert Box(3, 3, 9, 9).jittered(0, np.random.default_rng(0), shape, "outward") == Box(
+        3, 3, 9, 9
+    )

@@ -22,9 +22,9 @@ def constructed():
     ref = np.zeros((6, 20, 24), bool)
     ref[1:5, 4:16, 4:20] = True
     pred = ref.copy()
-    pred[4, 6:13, 8:15] = False        # FN block, rows 6..12, columns 8..14
-    pred[1, 17:20, 0:3] = True         # 9 FP
-    pred[4, 0:2, 0:15] = True          # 30 FP
+    pred[4, 6:13, 8:15] = False  # FN block, rows 6..12, columns 8..14
+    pred[1, 17:20, 0:3] = True  # 9 FP
+    pred[4, 0:2, 0:15] = True  # 30 FP
     return ref, pred
 
 
@@ -50,7 +50,7 @@ def test_picks_the_known_slice_region_and_pixel():
 
 def test_negative_point_when_false_positives_dominate():
     ref, pred = constructed()
-    pred[4] = ref[4]                   # only the FP blob on slice 1 is left
+    pred[4] = ref[4]  # only the FP blob on slice 1 is left
     pred[1, 17:20, 0:3] = True
     c = next_correction(ref, pred)
     assert c.prompt == Point(18, 1, index=1, label=1, positive=False) and c.region == "fp"
@@ -66,7 +66,7 @@ def test_interior_pixel_matches_a_brute_force_distance_and_breaks_ties_row_major
         first = np.argwhere(np.isclose(depth, depth.max()))[0]
         assert (y, x) == tuple(first)
     square = np.zeros((6, 6), bool)
-    square[1:5, 1:5] = True            # four centre pixels tie at depth 2
+    square[1:5, 1:5] = True  # four centre pixels tie at depth 2
     assert interior_pixel(square) == (2, 2, 2.0)
 
 
@@ -74,13 +74,13 @@ def test_ties_between_slices_and_between_fn_fp_are_deterministic():
     ref = np.zeros((4, 6, 6), bool)
     ref[:, 1:5, 1:5] = True
     pred = ref.copy()
-    pred[1, 1:3, 1:5] = False          # 8 FN on slice 1
-    pred[3, 1:3, 1:5] = False          # 8 FN on slice 3: tie, the lowest slice wins
+    pred[1, 1:3, 1:5] = False  # 8 FN on slice 1
+    pred[3, 1:3, 1:5] = False  # 8 FN on slice 3: tie, the lowest slice wins
     assert most_wrong_slice(ref, pred) == 1
     pred = ref.copy()
-    pred[2, 1:3, 1:5] = False          # 8 FN
+    pred[2, 1:3, 1:5] = False  # 8 FN
     pred[2, 5, 0:6] = True
-    pred[2, 0, 0:2] = True             # 8 FP: equal counts, the FN (positive) wins
+    pred[2, 0, 0:2] = True  # 8 FP: equal counts, the FN (positive) wins
     c = next_correction(ref, pred)
     assert c.index == 2 and c.prompt.positive and c.region == "fn"
     assert next_correction(ref, pred) == c
@@ -97,7 +97,7 @@ def test_box_is_the_reference_box_on_the_worst_slice_not_yet_boxed():
     c = next_correction(ref, pred, label=5, kind="box")
     assert c.prompt == Box(4, 4, 16, 20, index=4, label=5)
     c = next_correction(ref, pred, label=5, kind="box", boxed=[4])
-    assert c.prompt == Box(4, 4, 16, 20, index=1, label=5)   # slice 1: 9 FP, has reference
+    assert c.prompt == Box(4, 4, 16, 20, index=1, label=5)  # slice 1: 9 FP, has reference
     # every wrong slice boxed already: the point rule
     c = next_correction(ref, pred, label=5, kind="box", boxed=[1, 4])
     assert isinstance(c.prompt, Point) and c.index == 4
@@ -108,10 +108,10 @@ def test_box_passes_over_slices_without_reference():
     ref = np.zeros((3, 8, 8), bool)
     ref[1, 2:6, 2:6] = True
     pred = ref.copy()
-    pred[0, 0:4, 0:8] = True           # 32 FP where the structure is absent
-    pred[1, 2:4, 2:6] = False          # 8 FN on its only slice
+    pred[0, 0:4, 0:8] = True  # 32 FP where the structure is absent
+    pred[1, 2:4, 2:6] = False  # 8 FN on its only slice
     assert next_correction(ref, pred, kind="box").prompt == Box(2, 2, 6, 6, index=1)
-    assert next_correction(ref, pred).prompt.positive is False   # the point goes to slice 0
+    assert next_correction(ref, pred).prompt.positive is False  # the point goes to slice 0
 
 
 def test_bad_input_is_one_line():

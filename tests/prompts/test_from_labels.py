@@ -37,8 +37,11 @@ def test_jitter_reproducible_with_seed():
     b = boxes_from_labels(_labels(), jitter=2, seed=3)
     assert a == b and [x.label for x in a] == [1, 2]
     tight = boxes_from_labels(_labels())
-    assert any(x != y for s in range(10)
-               for x, y in zip(boxes_from_labels(_labels(), jitter=2, seed=s), tight))
+    assert any(
+        x != y
+        for s in range(10)
+        for x, y in zip(boxes_from_labels(_labels(), jitter=2, seed=s), tight)
+    )
 
 
 def test_absent_structure_is_a_clear_error():

@@ -26,13 +26,15 @@ def _full_set(label: int = 2) -> PromptSet:
     m = np.zeros(SHAPE[1:], bool)
     m[5:9, 7:20] = True
     m[0, 0] = True  # a run that starts at the first pixel
-    return PromptSet.of([
-        Box(4, 5, 20, 30, index=5, label=label),
-        Point(12.5, 14, index=7, label=label, positive=False),
-        Point(10, 10, index=7, label=label),
-        MaskPrompt(m, index=2, label=label),
-        Box(1, 1, 8, 8, index=9, label=label),
-    ])
+    return PromptSet.of(
+        [
+            Box(4, 5, 20, 30, index=5, label=label),
+            Point(12.5, 14, index=7, label=label, positive=False),
+            Point(10, 10, index=7, label=label),
+            MaskPrompt(m, index=2, label=label),
+            Box(1, 1, 8, 8, index=9, label=label),
+        ]
+    )
 
 
 def test_order_and_frames_are_kept() -> None:
@@ -45,8 +47,14 @@ def test_order_and_frames_are_kept() -> None:
 
 
 def test_box_and_mask_replace_earlier_prompts_on_their_frame() -> None:
-    s = PromptSet.of([Point(1, 1, index=3), Box(0, 0, 5, 5, index=3),
-                      Point(2, 2, index=3, positive=False), Point(9, 9, index=4)])
+    s = PromptSet.of(
+        [
+            Point(1, 1, index=3),
+            Box(0, 0, 5, 5, index=3),
+            Point(2, 2, index=3, positive=False),
+            Point(9, 9, index=4),
+        ]
+    )
     assert [type(p).__name__ for p in s.active(3)] == ["Box", "Point"]
     m = MaskPrompt(np.ones((8, 8), bool), index=3)
     s2 = s.add(m).add(Point(4, 4, index=3))
@@ -66,13 +74,16 @@ def test_add_relabels_and_remove_is_undo() -> None:
         PromptSet(1, ("box",))
 
 
-@pytest.mark.parametrize(("prompt", "match"), [
-    (Point(3, 40, index=1), "outside the 32 x 40 slice"),
-    (Point(-0.6, 3, index=1), "outside"),
-    (Point(3, 3, index=10), "slice 10 does not exist"),
-    (Box(40, 0, 50, 5, index=0), "outside the 32 x 40 slice"),
-    (MaskPrompt(np.ones((4, 4), bool), index=0), "has shape 4 x 4, the slices are 32 x 40"),
-])
+@pytest.mark.parametrize(
+    ("prompt", "match"),
+    [
+        (Point(3, 40, index=1), "outside the 32 x 40 slice"),
+        (Point(-0.6, 3, index=1), "outside"),
+        (Point(3, 3, index=10), "slice 10 does not exist"),
+        (Box(40, 0, 50, 5, index=0), "outside the 32 x 40 slice"),
+        (MaskPrompt(np.ones((4, 4), bool), index=0), "has shape 4 x 4, the slices are 32 x 40"),
+    ],
+)
 def test_validate_refuses_prompts_that_do_not_fit(prompt, match) -> None:
     s = PromptSet.of([Box(0, 0, 4, 4, index=0), prompt], label=1)
     with pytest.raises(InvalidPromptError, match=match):
@@ -110,8 +121,9 @@ def test_mask_run_length_round_trip(seed) -> None:
 
 
 def test_json_round_trip_is_exact(tmp_path) -> None:
-    pf = PromptFile({2: _full_set(2), 1: PromptSet.from_box(Box(1, 2, 3, 4, index=0))},
-                    SHAPE, {2: "spleen"})
+    pf = PromptFile(
+        {2: _full_set(2), 1: PromptSet.from_box(Box(1, 2, 3, 4, index=0))}, SHAPE, {2: "spleen"}
+    )
     path = write_prompts(tmp_path / "prompts.json", pf)
     back = read_prompts(path)
     assert back == pf
@@ -125,7 +137,9 @@ def test_json_round_trip_is_exact(tmp_path) -> None:
 def test_check_against_the_case(tmp_path) -> None:
     pf = PromptFile({2: _full_set(2)}, SHAPE, {2: "spleen"})
     pf.check(SHAPE, {2: "spleen"}, present=[0, 2])
-    with pytest.raises(InvalidPromptError, match=r"shape \[10, 32, 40\], this one is \[10, 32, 41\]"):
+    with pytest.raises(
+        InvalidPromptError, match=r"shape \[10, 32, 40\], this one is \[10, 32, 41\]"
+    ):
         pf.check((10, 32, 41))
     with pytest.raises(InvalidPromptError, match="'spleen' in the prompts file but 'liver'"):
         pf.check(SHAPE, {2: "liver"})
@@ -133,28 +147,58 @@ def test_check_against_the_case(tmp_path) -> None:
         pf.check(SHAPE, {1: "liver"}, present=[0, 1])
 
 
-@pytest.mark.parametrize(("text", "match"), [
-    ("{", "not a JSON prompts file"),
-    ('{"format": "other"}', "not a prompts file"),
-    ('{"format": "napari-segeval/prompts/1", "shape": [4, 8, 8]}', "missing key 'structures'"),
-    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "circle", "index": 0}]}]}'), "unknown prompt type 'circle'"),
-    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "point", "index": 0.5, "y": 1, "x": 1}]}]}'), "index must be an integer"),
-    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
-     '[{"type": "mask", "index": 0, "rle": {"size": [2, 2], "counts": [1, 1]}}]}]}'),
-     "runs cover 2 pixels"),
-    (('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": []}, '
-     '{"label": 1, "prompts": []}]}'), "listed twice"),
-    ('{"format": "napari-segeval/prompts/1", "shape": [4, 8], "structures": []}',
-     "shape must be"),
-    ('{"format": "napari-segeval/prompts/1", "structures": {"a": 1}}',
-     r"malformed prompts file: structures must be a list of objects, got \{'a': 1\}$"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": 5}]}',
-     "malformed prompts file: prompts of structure 1 must be a list of objects, got 5$"),
-    ('{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": [3]}]}',
-     r"malformed prompts file: prompts of structure 1 must be a list of objects, got \[3\]$"),
-])
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("{", "not a JSON prompts file"),
+        ('{"format": "other"}', "not a prompts file"),
+        ('{"format": "napari-segeval/prompts/1", "shape": [4, 8, 8]}', "missing key 'structures'"),
+        (
+            (
+                '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+                '[{"type": "circle", "index": 0}]}]}'
+            ),
+            "unknown prompt type 'circle'",
+        ),
+        (
+            (
+                '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+                '[{"type": "point", "index": 0.5, "y": 1, "x": 1}]}]}'
+            ),
+            "index must be an integer",
+        ),
+        (
+            (
+                '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": '
+                '[{"type": "mask", "index": 0, "rle": {"size": [2, 2], "counts": [1, 1]}}]}]}'
+            ),
+            "runs cover 2 pixels",
+        ),
+        (
+            (
+                '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": []}, '
+                '{"label": 1, "prompts": []}]}'
+            ),
+            "listed twice",
+        ),
+        (
+            '{"format": "napari-segeval/prompts/1", "shape": [4, 8], "structures": []}',
+            "shape must be",
+        ),
+        (
+            '{"format": "napari-segeval/prompts/1", "structures": {"a": 1}}',
+            r"malformed prompts file: structures must be a list of objects, got \{'a': 1\}$",
+        ),
+        (
+            '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": 5}]}',
+            "malformed prompts file: prompts of structure 1 must be a list of objects, got 5$",
+        ),
+        (
+            '{"format": "napari-segeval/prompts/1", "structures": [{"label": 1, "prompts": [3]}]}',
+            r"malformed prompts file: prompts of structure 1 must be a list of objects, got \[3\]$",
+        ),
+    ],
+)
 def test_malformed_files_fail_with_one_line(tmp_path, text, match) -> None:
     path = tmp_path / "p.json"
     path.write_text(text)
@@ -171,5 +215,7 @@ def test_missing_file(tmp_path) -> None:
 def test_napari_coordinates_round_trip() -> None:
     p = Point(3.0, 4.5, index=6, label=2, positive=False)
     assert Point.from_napari(p.to_napari(), label=2, positive=False) == p
-    assert Point.from_napari(p.to_napari(2), label=2, positive=False) == Point(3.0, 4.5, 0, 2, False)
+    assert Point.from_napari(p.to_napari(2), label=2, positive=False) == Point(
+        3.0, 4.5, 0, 2, False
+    )
     assert json.loads(json.dumps(PromptFile({2: PromptSet.of([p])}).to_json()))

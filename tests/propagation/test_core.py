@@ -32,15 +32,16 @@ class Recorder(ThresholdPromptModel):
 
 def _tube(n=9, y=(3, 7), x=(2, 6)):
     f = np.zeros((n, 10, 10), np.float32)
-    f[:, y[0]:y[1], x[0]:x[1]] = 1.0
+    f[:, y[0] : y[1], x[0] : x[1]] = 1.0
     return f
 
 
 def test_volume_fills_both_halves_from_middle_key():
     model = Recorder()
     frames = _tube()
-    res = propagate_case(model, frames, [Box(3, 2, 7, 6, index=4, label=1)],
-                         PropagationOptions(mode="volume"))
+    res = propagate_case(
+        model, frames, [Box(3, 2, 7, 6, index=4, label=1)], PropagationOptions(mode="volume")
+    )
     assert model.calls == [(4, "forward"), (4, "backward")]
     per_slice = (res.labels == 1).sum(axis=(1, 2))
     assert np.all(per_slice == 16)  # slices 0..8, both sides of the key
@@ -49,8 +50,9 @@ def test_volume_fills_both_halves_from_middle_key():
 
 def test_video_forward_only_leaves_earlier_frames_untouched():
     model = Recorder()
-    res = propagate_case(model, _tube(), [Box(3, 2, 7, 6, index=3, label=2)],
-                         PropagationOptions(mode="video"))
+    res = propagate_case(
+        model, _tube(), [Box(3, 2, 7, 6, index=3, label=2)], PropagationOptions(mode="video")
+    )
     assert model.calls == [(3, "forward")]
     assert not res.labels[:3].any() and not res.probabilities[2][:3].any()
     assert np.all((res.labels[3:] == 2).sum(axis=(1, 2)) == 16)
@@ -60,13 +62,15 @@ def test_stops_when_object_disappears():
     frames = _tube()
     frames[6:] = 0  # the object ends after slice 5
     box = Box(3, 2, 7, 6, index=2)
-    stop = propagate_case(ThresholdPromptModel(), frames, [box],
-                          PropagationOptions(stop_when_empty=True))
+    stop = propagate_case(
+        ThresholdPromptModel(), frames, [box], PropagationOptions(stop_when_empty=True)
+    )
     assert np.all((stop.labels[:6] == 1).sum(axis=(1, 2)) == 16)
     assert not stop.labels[6:].any()
     assert stop.probabilities[1][7:].max() == 0  # never evaluated after the stop
-    cont = propagate_case(ThresholdPromptModel(), frames, [box],
-                          PropagationOptions(stop_when_empty=False))
+    cont = propagate_case(
+        ThresholdPromptModel(), frames, [box], PropagationOptions(stop_when_empty=False)
+    )
     assert not cont.labels[6:].any() and cont.probabilities[1][7:].max() > 0
 
 
@@ -101,9 +105,13 @@ def test_keep_largest_component_3d():
 def test_progress_counts_every_step():
     calls = []
     boxes = [Box(3, 2, 7, 6, index=4, label=1), Box(3, 2, 7, 6, index=1, label=2)]
-    propagate_case(ThresholdPromptModel(), _tube(), boxes,
-                   PropagationOptions(stop_when_empty=False),
-                   progress=lambda d, t: calls.append((d, t)))
+    propagate_case(
+        ThresholdPromptModel(),
+        _tube(),
+        boxes,
+        PropagationOptions(stop_when_empty=False),
+        progress=lambda d, t: calls.append((d, t)),
+    )
     total = total_steps(9, boxes, "volume")
     assert total == (5 + 5) + (8 + 2)
     assert [d for d, _ in calls] == list(range(1, total + 1))
@@ -120,8 +128,13 @@ def test_cancel_from_progress_raises_and_returns_nothing():
             ev.set()
 
     with pytest.raises(Cancelled):
-        propagate_case(ThresholdPromptModel(), _tube(), [Box(3, 2, 7, 6, index=4)],
-                       progress=progress, cancel=ev)
+        propagate_case(
+            ThresholdPromptModel(),
+            _tube(),
+            [Box(3, 2, 7, 6, index=4)],
+            progress=progress,
+            cancel=ev,
+        )
     assert seen[-1] == 3
 
 
@@ -129,16 +142,18 @@ def test_gradient_reaches_frames_through_structure():
     import torch
 
     frames = torch.tensor(_tube(5) * 0.8 + 0.1, requires_grad=True)
-    p = propagate_structure(ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2),
-                            PropagationOptions(grad=True))
+    p = propagate_structure(
+        ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2), PropagationOptions(grad=True)
+    )
     p[0].sum().backward()
     assert frames.grad[0].abs().sum() > 0 and frames.grad[2].abs().sum() > 0
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="mode"):
-        propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2)],
-                       PropagationOptions(mode="sideways"))
+        propagate_case(
+            ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2)], PropagationOptions(mode="sideways")
+        )
     with pytest.raises(ValueError, match="one box per structure"):
         propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2), Box(1, 1, 3, 3)])
     with pytest.raises(ValueError, match="at least one"):
@@ -155,8 +170,9 @@ def test_confidence_stop_cuts_low_confidence_tail():
     box = Box(3, 2, 7, 6, index=2)
     plain = propagate_case(ThresholdPromptModel(), _faint_end(), [box])
     assert (plain.labels[6] == 1).sum() == 16  # without the rule the faint slice is kept
-    cut = propagate_case(ThresholdPromptModel(), _faint_end(), [box],
-                         PropagationOptions(min_confidence=0.8))
+    cut = propagate_case(
+        ThresholdPromptModel(), _faint_end(), [box], PropagationOptions(min_confidence=0.8)
+    )
     assert np.all((cut.labels[:6] == 1).sum(axis=(1, 2)) == 16)
     assert not cut.labels[6:].any() and not cut.probabilities[1][6:].any()
     assert cut.params["min_confidence"] == 0.8 and plain.params["min_confidence"] is None
@@ -171,8 +187,12 @@ def test_confidence_stop_never_cuts_key_and_keeps_gradient():
     assert confidence_stop(p, 0.9) == 1  # the key frame always stays
     assert confidence_stop(torch.zeros(3, 2, 2), 0.9) == 3  # empty frames do not stop
     frames = torch.tensor(_faint_end(), requires_grad=True)
-    out = propagate_structure(ThresholdPromptModel(), frames, Box(3, 2, 7, 6, index=2),
-                              PropagationOptions(grad=True, min_confidence=0.8))
+    out = propagate_structure(
+        ThresholdPromptModel(),
+        frames,
+        Box(3, 2, 7, 6, index=2),
+        PropagationOptions(grad=True, min_confidence=0.8),
+    )
     assert not out[6:].detach().any()
     out[:6].sum().backward()
     assert frames.grad[0].abs().sum() > 0 and frames.grad[5].abs().sum() > 0
@@ -188,12 +208,12 @@ def test_auto_confidence_uses_the_model_value():
     box = Box(3, 2, 7, 6, index=2)
     res = propagate_case(Calibrated(), _faint_end(), [box])  # default "auto"
     assert res.params["min_confidence"] == 0.8 and not res.labels[6:].any()
-    off = propagate_case(Calibrated(), _faint_end(), [box],
-                         PropagationOptions(min_confidence=None))
+    off = propagate_case(Calibrated(), _faint_end(), [box], PropagationOptions(min_confidence=None))
     assert (off.labels[6] == 1).sum() == 16
     with pytest.raises(ValueError, match="min_confidence"):
-        propagate_case(Calibrated(), _faint_end(), [box],
-                       PropagationOptions(min_confidence="sometimes"))
+        propagate_case(
+            Calibrated(), _faint_end(), [box], PropagationOptions(min_confidence="sometimes")
+        )
 
 
 def test_nested_structure_wins_inside_its_enclosing_structure():

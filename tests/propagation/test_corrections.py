@@ -45,8 +45,11 @@ def weights(tmp_path_factory):
     from napari_segeval.models.builtin_prompt import save_weights
 
     path = tmp_path_factory.mktemp("echo") / "echo.pt"
-    save_weights(PromptUNet(width=4, depth=2, in_channels=6).eval(), path,
-                 {"width": 4, "depth": 2, "size": 64, "in_channels": 6})
+    save_weights(
+        PromptUNet(width=4, depth=2, in_channels=6).eval(),
+        path,
+        {"width": 4, "depth": 2, "size": 64, "in_channels": 6},
+    )
     return path
 
 
@@ -69,8 +72,9 @@ def _same(a, b):
 
 
 def test_round0_is_everything_up_to_the_last_box_or_mask():
-    s = PromptSet.of([BOX, Box(8, 8, 20, 20, index=6), Point(12, 14, index=2),
-                      Point(13, 14, index=3)])
+    s = PromptSet.of(
+        [BOX, Box(8, 8, 20, 20, index=6), Point(12, 14, index=2), Point(13, 14, index=3)]
+    )
     assert round0_length(s) == 2
     assert round0_length(s.add(Box(8, 8, 20, 20, index=1))) == 5  # a later box: all again
     assert round0_length(PromptSet.of([BOX])) == 1
@@ -103,8 +107,7 @@ def test_a_click_stops_at_a_slice_without_a_mask_and_at_a_prompted_slice(model):
     s = PromptSet.of([BOX, Box(10, 12, 20, 24, index=7), Point(20, 18, index=5)])
     res = propagate_case(model, frames, {1: s})
     before = propagate_case(model, frames, {1: PromptSet.of(s.prompts[:2])})
-    changed = [z for z in range(9)
-               if not np.array_equal(res.masks[1][z], before.masks[1][z])]
+    changed = [z for z in range(9) if not np.array_equal(res.masks[1][z], before.masks[1][z])]
     assert changed == [5, 6]  # between the boxes on slices 4 and 7
 
 
@@ -124,8 +127,9 @@ def test_a_negative_click_that_empties_its_slice_goes_no_further(model):
     dot = Box(15, 15, 16, 16, index=4)  # one pixel on every slice
     alone = propagate_case(model, frames, [dot])
     assert alone.masks[1].sum() == 9
-    res = propagate_case(model, frames, {1: PromptSet.of([dot, Point(15, 15, index=6,
-                                                                     positive=False)])})
+    res = propagate_case(
+        model, frames, {1: PromptSet.of([dot, Point(15, 15, index=6, positive=False)])}
+    )
     assert not res.masks[1][6].any()
     for z in (5, 7, 8):  # no walk from an empty slice (7 and 8 then lose the largest component)
         np.testing.assert_array_equal(res.probabilities[1][z], alone.probabilities[1][z])
@@ -147,11 +151,15 @@ def test_nothing_spreads_from_a_neighbouring_slice_the_click_leaves_empty(model)
 def test_replay_equals_the_session_that_applied_only_the_new_corrections(model):
     frames = _frames()
     session = PropagationSession(model, frames)
-    session.set_prompts({1: PromptSet.of([BOX]),
-                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    session.set_prompts(
+        {1: PromptSet.of([BOX]), 2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])}
+    )
     session.propagate()
-    for point in (Point(20, 18, index=6), Point(12, 14, index=2, positive=False),
-                  Point(30, 28, index=5, label=2)):
+    for point in (
+        Point(20, 18, index=6),
+        Point(12, 14, index=2, positive=False),
+        Point(30, 28, index=5, label=2),
+    ):
         model.net.passes = 0
         session.add(point)
         res = session.propagate()
@@ -167,8 +175,9 @@ def test_a_cancelled_round_leaves_no_correction_half_applied(model):
     # without recording it, or the next round applies the click a second time
     frames = _frames()
     session = PropagationSession(model, frames)
-    session.set_prompts({1: PromptSet.of([BOX]),
-                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    session.set_prompts(
+        {1: PromptSet.of([BOX]), 2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])}
+    )
     kept = session.propagate().structures[1]
     session.add(Point(20, 18, index=6))
     session.add(Box(24, 30, 36, 44, index=5, label=2))
@@ -242,14 +251,16 @@ def test_the_shipped_model_leaves_slices_far_from_a_click_unchanged():
     assert not np.array_equal(res.probabilities[1][9], alone.probabilities[1][9])
 
 
-@pytest.mark.parametrize("frames, previous, message", [
-    (np.zeros((2, 6, 16, 16, 3, 1), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
-    (np.zeros((16, 16), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
-    (np.zeros((6, 16, 16), np.float32), np.zeros((5, 16, 16), bool), "previous masks must"),
-    (np.zeros((6, 16, 16), np.float32), np.zeros((6, 16, 17), bool), "previous masks must"),
-])
-def test_correct_refuses_frames_and_previous_masks_of_the_wrong_shape(frames, previous,
-                                                                      message):
+@pytest.mark.parametrize(
+    "frames, previous, message",
+    [
+        (np.zeros((2, 6, 16, 16, 3, 1), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
+        (np.zeros((16, 16), np.float32), np.zeros((6, 16, 16), bool), "frames must be"),
+        (np.zeros((6, 16, 16), np.float32), np.zeros((5, 16, 16), bool), "previous masks must"),
+        (np.zeros((6, 16, 16), np.float32), np.zeros((6, 16, 17), bool), "previous masks must"),
+    ],
+)
+def test_correct_refuses_frames_and_previous_masks_of_the_wrong_shape(frames, previous, message):
     s = PromptSet.of([Box(2, 2, 8, 8, index=1), Point(4, 4, index=3)])
     with pytest.raises(ValueError, match=message):
         BuiltinPromptModel(device="cpu").correct(frames, s, previous)
@@ -272,7 +283,7 @@ def _extent(first, last, n=9):
     from napari_segeval.propagation.result import StructureResult
 
     m = np.zeros((n, 40, 48), bool)
-    m[first:last + 1, 10:20, 12:24] = True
+    m[first : last + 1, 10:20, 12:24] = True
     return StructureResult(1, (0, 0, 0), m.astype(np.float32), m, m.shape)
 
 
@@ -312,9 +323,13 @@ def test_progress_counts_round0_walks_then_one_step_per_correction(model, share)
 
     s = PromptSet.of([BOX, Point(20, 18, index=7), Point(12, 14, index=1, positive=False)])
     calls = []
-    propagate_case(model, _frames(), {1: s},
-                   PropagationOptions(stop_when_empty=False, share=share),
-                   progress=lambda d, t: calls.append((d, t)))
+    propagate_case(
+        model,
+        _frames(),
+        {1: s},
+        PropagationOptions(stop_when_empty=False, share=share),
+        progress=lambda d, t: calls.append((d, t)),
+    )
     # round 0 walks from the box on slice 4 (5 forward + 5 backward), then 2 corrections
     assert total_steps(9, {1: s}, "volume", corrections=Corrections.POINTS) == 12
     assert calls == [(d, 12) for d in range(1, 13)]
@@ -323,16 +338,21 @@ def test_progress_counts_round0_walks_then_one_step_per_correction(model, share)
 
 def test_a_round_of_corrections_reports_one_step_each(model):
     session = PropagationSession(model, _frames(), PropagationOptions(stop_when_empty=False))
-    session.set_prompts({1: PromptSet.of([BOX]),
-                         2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])})
+    session.set_prompts(
+        {1: PromptSet.of([BOX]), 2: PromptSet.of([Box(24, 30, 34, 44, index=3, label=2)])}
+    )
     session.propagate()
     session.add(Point(20, 18, index=6))
     session.add(Point(12, 14, index=2, positive=False))
     calls = []
     res = session.propagate(progress=lambda d, t: calls.append((d, t)))
     assert calls == [(1, 2), (2, 2)]
-    _same(res, propagate_case(model, _frames(), session.prompts,
-                              PropagationOptions(stop_when_empty=False)))
+    _same(
+        res,
+        propagate_case(
+            model, _frames(), session.prompts, PropagationOptions(stop_when_empty=False)
+        ),
+    )
     session.add(Point(20, 20, index=5))  # a correction, then a walk of structure 2 again
     session.add(Box(24, 30, 36, 44, index=5, label=2))
     calls.clear()

@@ -58,8 +58,9 @@ def test_volume_and_video_cases_are_unchanged():
     for axes, mode in (("zyx", "volume"), ("tyx", "video")):
         case = Case(vol, Geometry.identity(3), axes=axes, modality="other")
         res = propagate_image(model, case, [box])
-        ref = propagate_case(model, model.preprocess(vol, "other", None), [box],
-                             PropagationOptions(mode=mode))
+        ref = propagate_case(
+            model, model.preprocess(vol, "other", None), [box], PropagationOptions(mode=mode)
+        )
         np.testing.assert_array_equal(res.labels, ref.labels)
         assert res.params["mode"] == mode
     # video: frames before the prompted one stay background, volume: both sides filled
@@ -82,19 +83,27 @@ def test_refusals():
     with pytest.raises(ValueError, match="not a multi-channel volume"):
         promptable_kind(Case(np.zeros((2, 3, 4, 5), np.float32), g3, axes="czyx"))
     with pytest.raises(ValueError, match="not a time series of volumes"):
-        promptable_kind(Case(np.zeros((2, 3, 4, 5), np.float32), Geometry.identity(4),
-                             axes="tzyx"))
+        promptable_kind(Case(np.zeros((2, 3, 4, 5), np.float32), Geometry.identity(4), axes="tzyx"))
 
 
 def test_kind_helpers():
-    shapes = {"zyx": (2, 4, 5), "tyx": (2, 4, 5), "tyxc": (2, 4, 5, 3), "yx": (4, 5),
-              "yxc": (4, 5, 3)}
-    cases = [Case(np.zeros(shape), Geometry.identity(3 if len(axes.strip("c")) == 3 else 2),
-                  axes=axes) for axes, shape in shapes.items()]
-    assert [promptable_kind(c) for c in cases] == [
-        "volume", "video", "video", "image", "image"]
+    shapes = {
+        "zyx": (2, 4, 5),
+        "tyx": (2, 4, 5),
+        "tyxc": (2, 4, 5, 3),
+        "yx": (4, 5),
+        "yxc": (4, 5, 3),
+    }
+    cases = [
+        Case(np.zeros(shape), Geometry.identity(3 if len(axes.strip("c")) == 3 else 2), axes=axes)
+        for axes, shape in shapes.items()
+    ]
+    assert [promptable_kind(c) for c in cases] == ["volume", "video", "video", "image", "image"]
     assert [propagation_mode(k) for k in ("volume", "video", "image")] == [
-        "volume", "video", "video"]
+        "volume",
+        "video",
+        "video",
+    ]
     rgb = np.zeros((4, 5, 3))
     assert as_frames(rgb, "image").shape == (1, 4, 5, 3)
     assert as_frames(rgb, "volume") is rgb

@@ -34,8 +34,13 @@ PROMPTS = [Box(3, 3, 10, 10, index=5, label=1), Box(12, 14, 20, 21, index=7, lab
 
 def _record(model, frames, **kw):
     seen = []
-    res = propagate_case(model, frames, PROMPTS, PropagationOptions(**kw),
-                         on_slice=lambda lab, i, m: seen.append((lab, i, m.copy())))
+    res = propagate_case(
+        model,
+        frames,
+        PROMPTS,
+        PropagationOptions(**kw),
+        on_slice=lambda lab, i, m: seen.append((lab, i, m.copy())),
+    )
     return res, seen
 
 
@@ -52,8 +57,9 @@ def test_masks_unchanged_and_every_slice_reported(model, mode, share):
     for box in PROMPTS:
         mine = [(i, m) for lab, i, m in seen if lab == box.label]
         assert mine[0][0] == box.index  # the prompted slice first
-        visited = set(range(box.index, 11)) | (set(range(box.index + 1)) if mode == "volume"
-                                               else set())
+        visited = set(range(box.index, 11)) | (
+            set(range(box.index + 1)) if mode == "volume" else set()
+        )
         reported = {i for i, _ in mine}
         prob = res.probabilities[box.label]
         assert reported <= visited and len(reported) >= 4
@@ -74,8 +80,13 @@ def test_builtin_model_reports_each_step_as_it_is_computed():
     box = [Box(8, 8, 20, 20, index=3, label=1)]
     plain = propagate_case(model, frames, box)
     events = []
-    res = propagate_case(model, frames, box, progress=lambda d, t: events.append(("step", d)),
-                         on_slice=lambda lab, i, m: events.append(("slice", i)))
+    res = propagate_case(
+        model,
+        frames,
+        box,
+        progress=lambda d, t: events.append(("step", d)),
+        on_slice=lambda lab, i, m: events.append(("slice", i)),
+    )
     np.testing.assert_array_equal(res.labels, plain.labels)
     np.testing.assert_array_equal(res.probabilities[1], plain.probabilities[1])
     # the key slice is reported before the first step is counted, and every slice

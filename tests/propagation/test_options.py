@@ -36,11 +36,19 @@ def test_propagate_case_connectivity_option_and_record():
     full = structure_masks(probs, connectivity=26)[1]
     assert six.sum() == 32 and full.sum() == 64
     frames = np.ones((3, 8, 8), np.float32)
-    res = propagate_case(ThresholdPromptModel(), frames, [Box(2, 2, 5, 5, index=1)],
-                         PropagationOptions(connectivity=26))
+    res = propagate_case(
+        ThresholdPromptModel(),
+        frames,
+        [Box(2, 2, 5, 5, index=1)],
+        PropagationOptions(connectivity=26),
+    )
     assert res.params["connectivity"] == 26
-    assert propagate_case(ThresholdPromptModel(), frames,
-                          [Box(2, 2, 5, 5, index=1)]).params["connectivity"] == 6
+    assert (
+        propagate_case(ThresholdPromptModel(), frames, [Box(2, 2, 5, 5, index=1)]).params[
+            "connectivity"
+        ]
+        == 6
+    )
 
 
 class _LogitModel:
@@ -72,14 +80,16 @@ def test_logit_decision_differs_only_where_sigmoid_rounds_to_half():
     tiny = _LogitModel(1e-9)
     assert torch.sigmoid(torch.tensor(1e-9)).item() == 0.5
     by_prob = propagate_case(tiny, frames, box, PropagationOptions(stop_when_empty=False))
-    by_logit = propagate_case(tiny, frames, box,
-                              PropagationOptions(decision="logit", stop_when_empty=False))
+    by_logit = propagate_case(
+        tiny, frames, box, PropagationOptions(decision="logit", stop_when_empty=False)
+    )
     assert by_prob.labels.sum() == 0
     assert by_logit.labels.sum() == 3 * 4 and by_logit.params["decision"] == "logit"
     clear = _LogitModel(2.0)
     a = propagate_case(clear, frames, box, PropagationOptions(stop_when_empty=False))
-    b = propagate_case(clear, frames, box,
-                       PropagationOptions(decision="logit", stop_when_empty=False))
+    b = propagate_case(
+        clear, frames, box, PropagationOptions(decision="logit", stop_when_empty=False)
+    )
     assert np.array_equal(a.labels, b.labels)
     np.testing.assert_allclose(a.probabilities[1], b.probabilities[1])
     with pytest.raises(ValueError, match="decision"):
@@ -98,8 +108,12 @@ def test_logit_decision_without_backend_logits_matches_probability():
 
 def test_video_logit_frames_before_the_prompt_are_background():
     frames = np.zeros((4, 4, 4), np.float32)
-    res = propagate_case(_LogitModel(3.0), frames, [Box(1, 1, 3, 3, index=2)],
-                         PropagationOptions(mode="video", decision="logit"))
+    res = propagate_case(
+        _LogitModel(3.0),
+        frames,
+        [Box(1, 1, 3, 3, index=2)],
+        PropagationOptions(mode="video", decision="logit"),
+    )
     assert res.labels[:2].sum() == 0 and res.labels[2:].any(axis=(1, 2)).all()
     assert res.probabilities[1][:2].max() == 0.0
 
@@ -109,8 +123,9 @@ def test_per_structure_masks_are_unmerged():
     f[:, 2:10, 2:10] = 1.0
     boxes = [Box(2, 2, 10, 10, index=1, label=1), Box(4, 4, 8, 8, index=1, label=2)]
     for share in (True, False):
-        res = propagate_case(ThresholdPromptModel(), f, boxes,
-                             PropagationOptions(share=share, connectivity=26))
+        res = propagate_case(
+            ThresholdPromptModel(), f, boxes, PropagationOptions(share=share, connectivity=26)
+        )
         both = res.masks[1] & res.masks[2]
         assert both.any()  # the overlap is in both masks ...
         assert not ((res.labels == 1) & (res.labels == 2)).any()  # ... the label map picks one
@@ -127,7 +142,11 @@ def test_stop_when_empty_is_passed_to_the_backend_and_recorded():
 
     frames = np.zeros((3, 4, 4), np.float32)
     for flag in (True, False):
-        res = propagate_case(Spy(2.0), frames, [Box(1, 1, 3, 3, index=1)],
-                             PropagationOptions(decision="logit", stop_when_empty=flag))
+        res = propagate_case(
+            Spy(2.0),
+            frames,
+            [Box(1, 1, 3, 3, index=1)],
+            PropagationOptions(decision="logit", stop_when_empty=flag),
+        )
         assert res.params["stop_when_empty"] is flag
     assert seen == [True, False]

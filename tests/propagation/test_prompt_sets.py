@@ -35,7 +35,7 @@ class Recorder(ThresholdPromptModel):
 
 def _tube(n=12, y=(3, 7), x=(2, 6)):
     f = np.zeros((n, 10, 10), np.float32)
-    f[:, y[0]:y[1], x[0]:x[1]] = 1.0
+    f[:, y[0] : y[1], x[0] : x[1]] = 1.0
     return f
 
 
@@ -67,8 +67,9 @@ def test_two_boxes_bridge_a_gap_that_one_box_cannot():
     one = propagate_case(ThresholdPromptModel(), frames, [Box(3, 2, 7, 6, index=2)])
     assert not one.labels[7:].any()  # the walk stopped at the gap
     two = PromptSet.of([Box(3, 2, 7, 6, index=2), Box(3, 2, 7, 6, index=9)])
-    res = propagate_case(ThresholdPromptModel(), frames, {1: two},
-                         PropagationOptions(keep_largest=False))
+    res = propagate_case(
+        ThresholdPromptModel(), frames, {1: two}, PropagationOptions(keep_largest=False)
+    )
     per_slice = (res.labels == 1).sum(axis=(1, 2)).tolist()
     assert per_slice == [16] * 5 + [0, 0] + [16] * 5  # each walk went on to its next box
 
@@ -90,11 +91,16 @@ def test_confidence_stop_never_cuts_before_the_last_conditioning_frame():
     frames = _tube(10)
     frames[4, 3:7, 2:6] = 0.53  # faint: probability 0.65 there, and after it
     s = PromptSet.of([Box(3, 2, 7, 6, index=1), Box(3, 2, 7, 6, index=7)])
-    res = propagate_case(ThresholdPromptModel(), frames, {1: s},
-                         PropagationOptions(min_confidence=0.8))
+    res = propagate_case(
+        ThresholdPromptModel(), frames, {1: s}, PropagationOptions(min_confidence=0.8)
+    )
     assert (res.labels[:, 3:7, 2:6] == 1).all()  # kept: between two prompts
-    single = propagate_case(ThresholdPromptModel(), frames, [Box(3, 2, 7, 6, index=1)],
-                            PropagationOptions(min_confidence=0.8))
+    single = propagate_case(
+        ThresholdPromptModel(),
+        frames,
+        [Box(3, 2, 7, 6, index=1)],
+        PropagationOptions(min_confidence=0.8),
+    )
     assert single.labels[:4].any() and not single.labels[4:].any()  # the faint slice ends it
 
 
@@ -105,12 +111,15 @@ def test_walk_start_must_carry_a_prompt():
     assert Walk(1, Box(0, 0, 2, 2, index=3)).start == 1  # a box moves to the start
 
 
-@pytest.mark.parametrize("prompts, message", [
-    ([Point(4, 4, index=1, positive=False)], "only negative points"),
-    ([Box(3, 2, 7, 6, index=12)], "slice 12 does not exist"),
-    ([Point(40, 4, index=1)], "lies outside the 10 x 10 slice"),
-    ([MaskPrompt(np.ones((5, 5), bool), index=1)], "has shape 5 x 5, the slices are 10 x 10"),
-])
+@pytest.mark.parametrize(
+    "prompts, message",
+    [
+        ([Point(4, 4, index=1, positive=False)], "only negative points"),
+        ([Box(3, 2, 7, 6, index=12)], "slice 12 does not exist"),
+        ([Point(40, 4, index=1)], "lies outside the 10 x 10 slice"),
+        ([MaskPrompt(np.ones((5, 5), bool), index=1)], "has shape 5 x 5, the slices are 10 x 10"),
+    ],
+)
 def test_bad_prompts_are_one_line_errors(prompts, message):
     with pytest.raises(InvalidPromptError, match=message) as info:
         propagate_case(ThresholdPromptModel(), _tube(), {1: PromptSet.of(prompts)})
@@ -119,8 +128,12 @@ def test_bad_prompts_are_one_line_errors(prompts, message):
 
 def test_video_frame_words():
     with pytest.raises(InvalidPromptError, match="frame 12 does not exist"):
-        propagate_case(ThresholdPromptModel(), _tube(), [Box(0, 0, 2, 2, index=12)],
-                       PropagationOptions(mode="video"))
+        propagate_case(
+            ThresholdPromptModel(),
+            _tube(),
+            [Box(0, 0, 2, 2, index=12)],
+            PropagationOptions(mode="video"),
+        )
 
 
 def test_json_round_trip_replays_identical_masks(tmp_path):
@@ -128,9 +141,12 @@ def test_json_round_trip_replays_identical_masks(tmp_path):
 
     frames = _tube()
     frames[:, 7:9, 7:10] = 1.0
-    sets = {1: PromptSet.of([Box(3, 2, 7, 6, index=5), Point(4, 4, index=9, positive=False)]),
-            3: PromptSet.of([Point(7.6, 8.2, index=2),
-                             MaskPrompt(frames[6, :, :] > 0.5, index=6, label=3)], label=3)}
+    sets = {
+        1: PromptSet.of([Box(3, 2, 7, 6, index=5), Point(4, 4, index=9, positive=False)]),
+        3: PromptSet.of(
+            [Point(7.6, 8.2, index=2), MaskPrompt(frames[6, :, :] > 0.5, index=6, label=3)], label=3
+        ),
+    }
     first = propagate_case(ThresholdPromptModel(), frames, sets)
     path = write_prompts(tmp_path / "p.prompts.json", PromptFile(first.prompts, frames.shape))
     again = propagate_case(ThresholdPromptModel(), frames, read_prompts(path))
@@ -143,9 +159,16 @@ def _full_size_merge(probs: dict, masks: dict, nested_fraction: float = 0.5) -> 
     """The merge on full-size arrays, as it was before results were cropped (the oracle)."""
     ids = sorted(probs)
     size = {lab: int(masks[lab].sum()) for lab in ids}
-    outers = {lab: [o for o in ids if o != lab and 0 < size[lab] < size[o]
-                    and (masks[lab] & masks[o]).sum() >= nested_fraction * size[lab]]
-              for lab in ids}
+    outers = {
+        lab: [
+            o
+            for o in ids
+            if o != lab
+            and 0 < size[lab] < size[o]
+            and (masks[lab] & masks[o]).sum() >= nested_fraction * size[lab]
+        ]
+        for lab in ids
+    }
     best = np.zeros(probs[ids[0]].shape, np.float32)
     out = np.zeros(best.shape, np.uint8)
     for lab in sorted(ids, key=lambda i: (-size[i], i)):
@@ -165,17 +188,27 @@ def test_results_are_kept_at_the_size_of_each_extent_and_merge_as_full_arrays():
     frames[4:15, 10:30, 12:34] += 0.5
     frames[6:12, 50:70, 60:80] += 0.5
     frames[7:10, 18:24, 20:27] += 0.2  # a nested brighter part
-    boxes = [Box(10, 12, 30, 34, index=9, label=1), Box(50, 60, 70, 80, index=9, label=2),
-             Box(18, 20, 24, 27, index=8, label=3)]
+    boxes = [
+        Box(10, 12, 30, 34, index=9, label=1),
+        Box(50, 60, 70, 80, index=9, label=2),
+        Box(18, 20, 24, 27, index=8, label=3),
+    ]
     res = propagate_case(BuiltinPromptModel(device="cpu"), frames, boxes)
     for lab, s in res.structures.items():
         assert s.probabilities.size < frames.size / 4  # a crop, not the volume
         full = res.probabilities[lab]
-        assert full.shape == frames.shape and not np.delete(
-            full.reshape(-1), np.ravel_multi_index(np.indices(s.probabilities.shape).reshape(3, -1)
-                                                   + np.reshape(s.offset, (3, 1)), frames.shape)
-        ).any()
-    np.testing.assert_array_equal(res.labels, _full_size_merge(dict(res.probabilities),
-                                                               dict(res.masks)))
+        assert (
+            full.shape == frames.shape
+            and not np.delete(
+                full.reshape(-1),
+                np.ravel_multi_index(
+                    np.indices(s.probabilities.shape).reshape(3, -1) + np.reshape(s.offset, (3, 1)),
+                    frames.shape,
+                ),
+            ).any()
+        )
+    np.testing.assert_array_equal(
+        res.labels, _full_size_merge(dict(res.probabilities), dict(res.masks))
+    )
     np.testing.assert_array_equal(res.labels, merge_structures(dict(res.probabilities)))
     assert set(np.unique(res.labels)) == {0, 1, 2, 3}

@@ -89,15 +89,19 @@ def test_a_structure_the_session_does_not_have_is_one_line():
 def test_two_d_image_and_video_sessions():
     img = np.zeros((20, 24, 3), np.uint8)
     img[4:12, 5:14] = 220
-    s = PropagationSession.from_image(ThresholdPromptModel(), img, kind="image",
-                                      modality="endoscopy")
+    s = PropagationSession.from_image(
+        ThresholdPromptModel(), img, kind="image", modality="endoscopy"
+    )
     s.add(Point(8, 9, index=0))
     res = s.propagate()
     assert res.labels.shape == (20, 24) and res.probabilities[1].shape == (20, 24)
     assert int((res.labels == 1).sum()) == 8 * 9 and res.params["kind"] == "image"
     s.add(Point(3, 3, index=1))
-    with pytest.raises(InvalidPromptError, match=r"^a 2D image has one frame: \+ point "
-                       r"\(y=3, x=3\) of label 1 is on frame 1, expected 0$"):
+    with pytest.raises(
+        InvalidPromptError,
+        match=r"^a 2D image has one frame: \+ point "
+        r"\(y=3, x=3\) of label 1 is on frame 1, expected 0$",
+    ):
         s.propagate()
     video = PropagationSession(ThresholdPromptModel(), _frames(), kind="video")
     video.add(Box(2, 2, 7, 7, index=5, label=1))
@@ -125,8 +129,11 @@ def test_a_seeded_session_keeps_the_saved_masks_until_their_prompts_change():
     fresh = propagate_case(ThresholdPromptModel(), _frames(), s.prompts)
     np.testing.assert_array_equal(corrected.labels == 2, fresh.labels == 2)
     np.testing.assert_array_equal(corrected.labels == 1, saved == 1)  # as saved, edit kept
-    with pytest.raises(InvalidLabelsError, match=r"^the label map has shape \(3, 16, 16\), "
-                       r"the frames are \(8, 16, 16\)$"):
+    with pytest.raises(
+        InvalidLabelsError,
+        match=r"^the label map has shape \(3, 16, 16\), "
+        r"the frames are \(8, 16, 16\)$",
+    ):
         s.seed(saved[:3], boxes)
 
 

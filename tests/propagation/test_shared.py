@@ -72,8 +72,9 @@ def test_shared_video_equals_one_pass_per_structure(model, echo, n_structures):
     frames, boxes = echo
     boxes = boxes[:n_structures]
     shared = propagate_case(model, frames, boxes, PropagationOptions(mode="video"))
-    _same(shared, propagate_case(model, frames, boxes,
-                                 PropagationOptions(mode="video", share=False)))
+    _same(
+        shared, propagate_case(model, frames, boxes, PropagationOptions(mode="video", share=False))
+    )
 
 
 def test_walks_equal_their_own_propagate_calls(model, ct):
@@ -81,8 +82,9 @@ def test_walks_equal_their_own_propagate_calls(model, ct):
     walks = [Walk(b.index, b, o) for b in boxes[:3] for o in ("forward", "backward")]
     probs = model.propagate_walks(frames, walks, stop_when_empty=True)
     for w, p in zip(walks, probs):
-        assert torch.equal(p, model.propagate(frames, w.key_index, w.box, w.order,
-                                              stop_when_empty=True))
+        assert torch.equal(
+            p, model.propagate(frames, w.key_index, w.box, w.order, stop_when_empty=True)
+        )
 
 
 @pytest.mark.slow
@@ -104,15 +106,21 @@ def test_per_slice_priors_are_shared_too(model, ct):
     frames, boxes = ct
     clean = propagate_case(model, frames, boxes[:2]).probabilities
     a = propagate_case(model, frames, boxes[:2], priors=clean)
-    _same(a, propagate_case(model, frames, boxes[:2], PropagationOptions(share=False),
-                            priors=clean))
+    _same(
+        a, propagate_case(model, frames, boxes[:2], PropagationOptions(share=False), priors=clean)
+    )
 
 
 def test_progress_and_cancel_across_walks(model, ct):
     frames, boxes = ct
     seen = []
-    propagate_case(model, frames, boxes[:2], PropagationOptions(stop_when_empty=False),
-                   progress=lambda d, t: seen.append((d, t)))
+    propagate_case(
+        model,
+        frames,
+        boxes[:2],
+        PropagationOptions(stop_when_empty=False),
+        progress=lambda d, t: seen.append((d, t)),
+    )
     total = sum(frames.shape[0] + 1 for _ in boxes[:2])
     assert [d for d, _ in seen] == list(range(1, total + 1)) and {t for _, t in seen} == {total}
     ev = threading.Event()
@@ -130,8 +138,10 @@ def test_gradient_through_shared_walks_matches_separate_passes(model, ct):
     grads = []
     for share in (True, False):
         x = frames[5:15].clone().requires_grad_(True)
-        moved = [Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 5, 0), 9), label=b.label)
-                 for b in boxes[:3]]
+        moved = [
+            Box(b.y0, b.x0, b.y1, b.x1, index=min(max(b.index - 5, 0), 9), label=b.label)
+            for b in boxes[:3]
+        ]
         res = propagate_case(model, x, moved, PropagationOptions(grad=True, share=share))
         sum(p.sum() for p in res.tensors.values()).backward()
         grads.append(x.grad)
@@ -146,14 +156,22 @@ def test_fallback_for_backends_without_walks():
     frames[:, 3:7, 2:6] = 1.0
     box = Box(3, 2, 7, 6, index=2)
     seen = []
-    probs = run_walks(ThresholdPromptModel(), frames, [Walk(2, box, "forward"),
-                                                        Walk(2, box, "backward")],
-                      progress=lambda d, t: seen.append((d, t)), stop_when_empty=False)
+    probs = run_walks(
+        ThresholdPromptModel(),
+        frames,
+        [Walk(2, box, "forward"), Walk(2, box, "backward")],
+        progress=lambda d, t: seen.append((d, t)),
+        stop_when_empty=False,
+    )
     assert [tuple(p.shape) for p in probs] == [(4, 10, 10), (3, 10, 10)]
     assert seen == [(i, 7) for i in range(1, 8)]
 
 
 def test_walk_steps_advance_every_walk_together():
     walks = [Walk(1, Box(0, 0, 1, 1), "forward"), Walk(3, Box(0, 0, 1, 1), "backward")]
-    assert walk_steps(5, walks) == [[(0, 1), (1, 3)], [(0, 2), (1, 2)], [(0, 3), (1, 1)],
-                                    [(0, 4), (1, 0)]]
+    assert walk_steps(5, walks) == [
+        [(0, 1), (1, 3)],
+        [(0, 2), (1, 2)],
+        [(0, 3), (1, 1)],
+        [(0, 4), (1, 0)],
+    ]

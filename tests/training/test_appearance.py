@@ -20,8 +20,9 @@ def test_mappings_keep_unit_range_and_their_kind():
         assert float(nm.min()) >= 0 and float(nm.max()) <= 1
     assert torch.equal(ap.intensity_map(rng, x, "inverted"), 1 - x)
     # non-monotone curves do go down somewhere (most of the time)
-    downs = sum(bool((ap.intensity_map(rng, x, "nonmonotone").diff() < -1e-4).any())
-                for _ in range(20))
+    downs = sum(
+        bool((ap.intensity_map(rng, x, "nonmonotone").diff() < -1e-4).any()) for _ in range(20)
+    )
     assert downs >= 15
 
 
@@ -44,7 +45,8 @@ def test_noise_levels():
     assert float(ap.add_noise(rng, x, "gaussian", 0.05).std()) == pytest.approx(0.05, rel=0.05)
     rician = ap.add_noise(rng, torch.zeros(1, 128, 128), "rician", 0.1)
     assert float(rician.min()) >= 0 and float(rician.mean()) == pytest.approx(
-        0.1 * np.sqrt(np.pi / 2), rel=0.05)  # Rayleigh mean on a zero signal
+        0.1 * np.sqrt(np.pi / 2), rel=0.05
+    )  # Rayleigh mean on a zero signal
     speckle = ap.add_noise(rng, x, "speckle", 0.2)
     assert float(speckle.mean()) == pytest.approx(0.5, rel=0.05) and float(speckle.std()) > 0.05
     poisson = ap.add_noise(rng, x, "poisson", 0.05)
@@ -101,8 +103,12 @@ def test_restyle_draws_only_the_families_it_is_given():
     # posterized without blur or low resolution: few grey levels survive the window
     levels = []
     for _ in range(30):
-        y = ap.restyle(rng, x, style="generic", families={"lut": ("posterize",),
-                                                            "noise": ("impulse",)},
-                       strength=1.0)
+        y = ap.restyle(
+            rng,
+            x,
+            style="generic",
+            families={"lut": ("posterize",), "noise": ("impulse",)},
+            strength=1.0,
+        )
         levels.append(len(torch.unique(y)))
     assert min(levels) <= 8

@@ -16,7 +16,7 @@ def test_lr_schedule_warms_up_then_decays():
     assert lrs[0] == pytest.approx(1e-3)
     peak = int(np.argmax(lrs))
     assert 1 <= peak <= 4 and lrs[peak] == pytest.approx(1e-2, rel=0.05)
-    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1:]))
+    assert all(a >= b for a, b in zip(lrs[peak:], lrs[peak + 1 :]))
     assert lrs[-1] == pytest.approx(1e-4)
 
 
@@ -38,8 +38,14 @@ def test_sampling_balances_small_classes():
 def test_sampling_pads_small_volumes():
     lab = np.zeros((4, 6, 6), np.uint8)
     lab[1, 2, 2] = 1
-    x, y = builtin_ct.sample_patch(np.random.default_rng(1), lab.astype(np.float32), lab, (8, 8, 8),
-                          builtin_ct.class_index(lab, 2), fg_prob=1.0)
+    x, y = builtin_ct.sample_patch(
+        np.random.default_rng(1),
+        lab.astype(np.float32),
+        lab,
+        (8, 8, 8),
+        builtin_ct.class_index(lab, 2),
+        fg_prob=1.0,
+    )
     assert x.shape == y.shape == (8, 8, 8) and y.sum() == 1
 
 
@@ -64,8 +70,17 @@ def test_train_writes_loadable_weights(tmp_path, monkeypatch):
 
     monkeypatch.setitem(BUILTIN_PLANS, "spacing", [5.0, 4.8, 4.8])
     out = tmp_path / "w.pt"
-    rec = builtin_ct.train(out, minutes=0.0, n_cases=2, threads=1, seed=0, batch=1,
-                       cache=tmp_path / "c.npz", base_channels=2, patch_size=[8, 16, 16])
+    rec = builtin_ct.train(
+        out,
+        minutes=0.0,
+        n_cases=2,
+        threads=1,
+        seed=0,
+        batch=1,
+        cache=tmp_path / "c.npz",
+        base_channels=2,
+        patch_size=[8, 16, 16],
+    )
     assert rec["iterations"] == 0 and (tmp_path / "c.npz").exists()
     obj = torch.load(out, map_location="cpu", weights_only=True)
     assert obj["config"]["base_channels"] == 2 and obj["patch_size"] == [8, 16, 16]
@@ -82,8 +97,20 @@ def test_resume_refuses_a_checkpoint_with_code(tmp_path):
 
     init = tmp_path / "evil.pt"
     torch.save({"state_dict": {}, "x": Payload()}, init)
-    with pytest.raises(ReadError, match=r"evil\.pt: refused: this built-in CT model weight file "
-                                        r"contains Python code"):
-        builtin_ct.train(tmp_path / "w.pt", minutes=0.0, n_cases=1, threads=1, seed=0, batch=1,
-                         init=init, base_channels=2, patch_size=[8, 16, 16])
+    with pytest.raises(
+        ReadError,
+        match=r"evil\.pt: refused: this built-in CT model weight file "
+        r"contains Python code",
+    ):
+        builtin_ct.train(
+            tmp_path / "w.pt",
+            minutes=0.0,
+            n_cases=1,
+            threads=1,
+            seed=0,
+            batch=1,
+            init=init,
+            base_channels=2,
+            patch_size=[8, 16, 16],
+        )
     assert not (tmp_path / "MARKER").exists()

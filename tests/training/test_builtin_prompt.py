@@ -33,8 +33,15 @@ def test_box_jitter_covers_tight_inside_and_loose():
         assert 0 <= y0 < y1 <= 100 and 0 <= x0 < x1 <= 100
         grow = (20 - y0, 20 - x0, y1 - 40, x1 - 50)
         assert max(grow) <= 20 and min(grow) >= -3
-        kinds.add("tight" if grow == (0, 0, 0, 0) else "loose" if min(grow) >= 0 and max(grow) >= 5
-                  else "inside" if max(grow) <= 0 else "mixed")
+        kinds.add(
+            "tight"
+            if grow == (0, 0, 0, 0)
+            else "loose"
+            if min(grow) >= 0 and max(grow) >= 5
+            else "inside"
+            if max(grow) <= 0
+            else "mixed"
+        )
     assert kinds == {"tight", "loose", "inside", "mixed"}
 
 
@@ -59,8 +66,9 @@ def test_episodes_of_every_start(pool):
 
 def test_click_pass_follows_the_inference_rule(pool):
     rng = np.random.default_rng(2)
-    ep = next(e for e in iter(lambda: pool.draw(rng), None) if e.start == "prop"
-              and e.target.sum() > 30)
+    ep = next(
+        e for e in iter(lambda: pool.draw(rng), None) if e.start == "prop" and e.target.sum() > 30
+    )
     assert ep.base and not torch.equal(ep.prev, ep.cur)
     out = torch.zeros_like(ep.target)  # a prediction that missed everything
     ep.add_click(out, rng)
@@ -116,8 +124,7 @@ def test_pasted_objects_and_phantom_frames_are_unit_range():
     scene = scene_stack(rng, depth=(6, 8))
     lab = next(iter(scene.present))
     z = int(scene.present[lab][0])
-    bg = Stack("us", torch.zeros(4, 50, 60, dtype=torch.uint8),
-               image=torch.rand(4, 50, 60))
+    bg = Stack("us", torch.zeros(4, 50, 60, dtype=torch.uint8), image=torch.rand(4, 50, 60))
     f = frames(rng, scene, [z, z], lab, background=bg)
     assert f.shape == (2,) + tuple(scene.labels.shape[1:])
     assert float(f.min()) >= 0 and float(f.max()) <= 1

@@ -79,7 +79,7 @@ def test_random_interior_points_stay_deep():
     rng = np.random.default_rng(0)
     pts = [interior_point(region, rng) for _ in range(50)]
     assert len(set(pts)) > 10
-    assert all((y - 30) ** 2 + (x - 30) ** 2 <= 11 ** 2 for y, x in pts)
+    assert all((y - 30) ** 2 + (x - 30) ** 2 <= 11**2 for y, x in pts)
 
 
 def test_random_click_can_take_the_smaller_region():

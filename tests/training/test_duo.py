@@ -18,8 +18,7 @@ def their_scales(logits):
     out = torch.zeros((b, c))
     for k in range(1, c):
         for i in range(b):
-            mat = torch.nan_to_num(logits[i, k].reshape(d, h * w), nan=0.0, posinf=0.0,
-                                   neginf=0.0)
+            mat = torch.nan_to_num(logits[i, k].reshape(d, h * w), nan=0.0, posinf=0.0, neginf=0.0)
             s = torch.linalg.svd(mat.float(), full_matrices=False)[1] + 1e-6
             p = s / s.sum()
             out[i, k] = -(p * torch.log(p)).sum() / torch.log(torch.tensor(float(len(s))))
@@ -76,7 +75,7 @@ def test_noise_head_learns_labels_the_network_confidently_contradicts():
     n = torch.sigmoid(noise_logits.detach()[0, 1])
     assert float(n[..., 2:4].min()) > 0.9  # labelled 1, predicted 0 confidently: noisy
     assert float(n[..., 4:6].max()) < 0.05  # labelled 1 and predicted 1: clean
-    denoised = (F.one_hot(y, 2).permute(0, 4, 1, 2, 3).float()[:, 1] * (1 - n))
+    denoised = F.one_hot(y, 2).permute(0, 4, 1, 2, 3).float()[:, 1] * (1 - n)
     assert float(denoised[..., 2:4].max()) < 0.1 and float(denoised[..., 4:6].min()) > 0.95
 
 
@@ -93,8 +92,14 @@ def test_train_dense_cases_with_duo_saves_a_plain_unet(tmp_path):
 
     cases = [make_ct_case(s, shape=(12, 40, 40)) for s in (0, 1)]
     cfg = DenseTrainConfig(iterations=4, patch_size=(8, 16, 16), threads=1, loss="duo")
-    rec = train_dense_cases([c.image for c in cases], [c.labels for c in cases],
-                            [c.spacing for c in cases], 6, tmp_path / "m.pt", cfg)
+    rec = train_dense_cases(
+        [c.image for c in cases],
+        [c.labels for c in cases],
+        [c.spacing for c in cases],
+        6,
+        tmp_path / "m.pt",
+        cfg,
+    )
     assert rec["loss"].startswith("DUO") and rec["config"]["loss"] == "duo"
     assert math.isfinite(rec["final_loss"])
     model = load_dense(str(tmp_path / "m.pt"), device="cpu")  # no noise head in the file

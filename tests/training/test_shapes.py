@@ -59,7 +59,9 @@ def test_scene_is_reproducible_and_consistent():
     for k in ids[1:]:
         assert (a.labels == k).sum() >= shapes.MIN_VOXELS
         # an object's classes are its own: no background class inside it
-        assert set(np.unique(a.classes[a.labels == k])).isdisjoint(np.unique(a.classes[a.labels == 0]))
+        assert set(np.unique(a.classes[a.labels == k])).isdisjoint(
+            np.unique(a.classes[a.labels == 0])
+        )
 
 
 def test_two_dimensional_scene():

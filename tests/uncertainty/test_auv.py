@@ -68,7 +68,7 @@ def test_a_million_pixels_in_float32_give_exact_singular_values():
     n, scales = 1_000_000, np.array([4.0, 3.0, 2.0, 1.0])
     m = np.zeros((n, 4), np.float32)
     for j, s in enumerate(scales):
-        m[j * n // 4:(j + 1) * n // 4, j] = s
+        m[j * n // 4 : (j + 1) * n // 4, j] = s
     lam = A.gram_eigenvalues(m)
     np.testing.assert_allclose(lam, scales**2 * (n / 4), rtol=1e-12)
     p = scales**2 / (scales**2).sum()
@@ -113,15 +113,21 @@ def test_normalization_over_the_data_set():
 
 
 def test_auv_table_sums_or_averages_classes():
-    scales = {"a": {"liver": 0.4, "tumour": 0.4}, "b": {"liver": 0.5, "tumour": float("nan")},
-              "c": {"liver": 0.2, "tumour": 0.3}}
+    scales = {
+        "a": {"liver": 0.4, "tumour": 0.4},
+        "b": {"liver": 0.5, "tumour": float("nan")},
+        "c": {"liver": 0.2, "tumour": 0.3},
+    }
     t = A.auv_table(scales)
     assert t["cases"]["a"]["scale"] == pytest.approx(0.8) and t["cases"]["b"]["n_classes"] == 1
     # sum: b lost its tumour and looks as poor as c; mean: b is the richest
     assert t["cases"]["a"]["auv"] == 0.0 and t["cases"]["b"]["auv"] == pytest.approx(
-        1 - (math.log(0.5) - math.log(0.5)) / (math.log(0.8) - math.log(0.5)))
+        1 - (math.log(0.5) - math.log(0.5)) / (math.log(0.8) - math.log(0.5))
+    )
     m = A.auv_table(scales, "mean")
     assert m["cases"]["b"]["auv"] == 0.0 and m["cases"]["c"]["auv"] == 1.0
-    assert t["classes"]["c"]["liver"]["auv"] == 1.0 and math.isnan(t["classes"]["b"]["tumour"]["auv"])
+    assert t["classes"]["c"]["liver"]["auv"] == 1.0 and math.isnan(
+        t["classes"]["b"]["tumour"]["auv"]
+    )
     with pytest.raises(ValueError, match="aggregate"):
         A.sample_scale([1.0], "max")

@@ -46,10 +46,18 @@ class WithDropout(nn.Module):
 
 
 def dense(net, k, spacing=None, mirror=(0, 1, 2)):
-    return DenseModel(network=net.eval(), num_classes=k, structures={1: "a"},
-                      patch_size=(8, 8, 8), spacing=spacing, intensity=None,
-                      postprocessing=PostprocessConfig(), mirror_axes=mirror, name="toy",
-                      device=torch.device("cpu"))
+    return DenseModel(
+        network=net.eval(),
+        num_classes=k,
+        structures={1: "a"},
+        patch_size=(8, 8, 8),
+        spacing=spacing,
+        intensity=None,
+        postprocessing=PostprocessConfig(),
+        mirror_axes=mirror,
+        name="toy",
+        device=torch.device("cpu"),
+    )
 
 
 def small_case(shape=(10, 12, 14), spacing=(1.0, 1.0, 1.0)):
@@ -59,8 +67,15 @@ def small_case(shape=(10, 12, 14), spacing=(1.0, 1.0, 1.0)):
 
 def test_tta_identity_model_flips_give_zero_variance():
     case = small_case()
-    m = dense_tta(dense(Identity2(), 2), case, n_samples=6, intensity_scale=0,
-                  intensity_shift=0, scale_range=0, seed=1)
+    m = dense_tta(
+        dense(Identity2(), 2),
+        case,
+        n_samples=6,
+        intensity_scale=0,
+        intensity_shift=0,
+        scale_range=0,
+        seed=1,
+    )
     flips = [a["flips"] for a in m.params["augmentations"]]
     assert any(flips[1:]), "the draw must flip at least once for this test to mean anything"
     np.testing.assert_allclose(m.variance, 0.0, atol=1e-10)
@@ -72,16 +87,23 @@ def test_tta_identity_model_flips_give_zero_variance():
 
 
 def test_tta_intensity_changes_give_variance():
-    m = dense_tta(dense(Identity2(), 2), small_case(), n_samples=4, intensity_scale=0.3,
-                  intensity_shift=0.3, scale_range=0)
+    m = dense_tta(
+        dense(Identity2(), 2),
+        small_case(),
+        n_samples=4,
+        intensity_scale=0.3,
+        intensity_shift=0.3,
+        scale_range=0,
+    )
     assert float(m.variance.max()) > 1e-4
     assert m.mutual_information.max() > 0 and m.mutual_information.min() >= 0
 
 
 def test_tta_invariant_model_all_augmentations_zero_variance():
     case = small_case(spacing=(2.0, 1.0, 1.0))
-    m = dense_tta(dense(Constant(), 3, spacing=(1.5, 1.5, 1.5)), case, n_samples=5,
-                  scale_range=0.2, seed=3)
+    m = dense_tta(
+        dense(Constant(), 3, spacing=(1.5, 1.5, 1.5)), case, n_samples=5, scale_range=0.2, seed=3
+    )
     assert {a["scale"] for a in m.params["augmentations"][1:]} != {1.0}
     assert m.entropy.shape == case.image.shape and m.mean.shape == (3, *case.image.shape)
     np.testing.assert_allclose(m.variance, 0.0, atol=1e-10)
@@ -101,8 +123,9 @@ def test_tta_defaults_to_model_mirror_axes_and_validates():
 
 def test_tta_progress_and_cancel():
     calls = []
-    dense_tta(dense(Identity2(), 2), small_case(), n_samples=3,
-              progress=lambda d, t: calls.append((d, t)))
+    dense_tta(
+        dense(Identity2(), 2), small_case(), n_samples=3, progress=lambda d, t: calls.append((d, t))
+    )
     assert calls == [(1, 3), (2, 3), (3, 3)]
     ev = threading.Event()
     ev.set()

@@ -29,8 +29,9 @@ class LogitModel:
 
         return torch.as_tensor(np.asarray(image, np.float32))
 
-    def propagate_logits(self, frames, key, box, order, *, progress=None, cancel=None,
-                         stop_when_empty=False, **_):
+    def propagate_logits(
+        self, frames, key, box, order, *, progress=None, cancel=None, stop_when_empty=False, **_
+    ):
         import torch
 
         self.calls.append((order, stop_when_empty))
@@ -49,9 +50,14 @@ def volume_case(labels, image=None, structures=None):
     from napari_segeval.io.case import Case, Geometry
 
     image = labels.astype(np.float32) * 100 if image is None else image
-    return Case(image=image, labels=labels, geometry=Geometry.identity(labels.ndim, (1.0,) * labels.ndim),
-                axes="zyx" if labels.ndim == 3 else "yx", modality="CT",
-                structures=structures or {})
+    return Case(
+        image=image,
+        labels=labels,
+        geometry=Geometry.identity(labels.ndim, (1.0,) * labels.ndim),
+        axes="zyx" if labels.ndim == 3 else "yx",
+        modality="CT",
+        structures=structures or {},
+    )
 
 
 def test_decoded_map_walks_both_ways_in_slice_order():
@@ -135,8 +141,12 @@ def test_progress_reaches_the_total_and_cancel_stops():
     lab[1:4, 2:6, 2:6] = 1
     lab[1:4, 6:9, 6:9] = 2
     seen = []
-    class_scales(ThresholdPromptModel(), volume_case(lab), {1: "a", 2: "b"},
-                 progress=lambda d, t: seen.append((d, t)))
+    class_scales(
+        ThresholdPromptModel(),
+        volume_case(lab),
+        {1: "a", 2: "b"},
+        progress=lambda d, t: seen.append((d, t)),
+    )
     assert seen[-1][0] == seen[-1][1] == 2 * (5 + 1)
     assert all(d <= t for d, t in seen)
     stop = threading.Event()
@@ -217,8 +227,15 @@ def test_auv_scoring_uses_medsam2s_preprocessing_when_asked(monkeypatch):
     spy = MinmaxSpy()
     monkeypatch.setattr(registry, "load_promptable", lambda *a, **k: spy)
     specs = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[:2]
-    rec = auv_scores.score_cases(specs, model="threshold", ct_mapping="minmax", resize="pillow",
-                                 power=1, grid=[16, 16, 16], threads=1)
+    rec = auv_scores.score_cases(
+        specs,
+        model="threshold",
+        ct_mapping="minmax",
+        resize="pillow",
+        power=1,
+        grid=[16, 16, 16],
+        threads=1,
+    )
     assert spy.mappings == ["minmax", "minmax"] and rec["resize"] == "pillow"
     assert rec["ct_mapping"] == "minmax" and rec["energy_power"] == 1
     assert rec["grid"] == [16, 16, 16]

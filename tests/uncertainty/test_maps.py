@@ -51,9 +51,9 @@ def test_sample_stats_equal_numpy():
     assert s.n == 7
     np.testing.assert_allclose(s.mean, samples.mean(0), atol=1e-12)
     np.testing.assert_allclose(s.variance(), samples.var(0), atol=1e-12)
-    np.testing.assert_allclose(s.mean_entropy(),
-                               np.mean([entropy(x, normalized=True) for x in samples], 0),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        s.mean_entropy(), np.mean([entropy(x, normalized=True) for x in samples], 0), atol=1e-6
+    )
     with pytest.raises(ValueError):
         s.add(np.zeros((3, 2, 2)))
 

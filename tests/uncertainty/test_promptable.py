@@ -29,8 +29,9 @@ def test_no_jitter_no_noise_gives_zero_variance_and_the_plain_prediction():
     plain = propagate_case(model, frames(), PROMPTS)
     np.testing.assert_array_equal(m.labels, plain.labels)
     np.testing.assert_allclose(m.structure_probability(2), plain.probabilities[2], atol=1e-6)
-    expected = np.maximum(binary_entropy(plain.probabilities[1]),
-                          binary_entropy(plain.probabilities[2]))
+    expected = np.maximum(
+        binary_entropy(plain.probabilities[1]), binary_entropy(plain.probabilities[2])
+    )
     np.testing.assert_allclose(m.entropy, expected, atol=1e-5)
 
 
@@ -39,16 +40,22 @@ def test_box_jitter_and_noise_give_variance():
     jit = prompt_tta(model, frames(), PROMPTS, n_samples=6, jitter=3, noise_std=0.0, seed=1)
     assert float(jit.variance.max()) > 0.01
     assert len({tuple(map(tuple, b)) for b in jit.params["boxes"]}) > 1
-    noisy = prompt_tta(model, frames(), PROMPTS, n_samples=4, jitter=0, noise_std=0.3,
-                       clamp=(0.0, 1.0))
+    noisy = prompt_tta(
+        model, frames(), PROMPTS, n_samples=4, jitter=0, noise_std=0.3, clamp=(0.0, 1.0)
+    )
     assert float(noisy.variance.max()) > 0.01
     assert noisy.entropy.min() >= 0 and noisy.entropy.max() <= 1
 
 
 def test_progress_counts_every_step_and_validation():
     calls = []
-    prompt_tta(ThresholdPromptModel(), frames(), PROMPTS[:1], n_samples=2,
-               progress=lambda d, t: calls.append((d, t)))
+    prompt_tta(
+        ThresholdPromptModel(),
+        frames(),
+        PROMPTS[:1],
+        n_samples=2,
+        progress=lambda d, t: calls.append((d, t)),
+    )
     assert calls[-1][0] == calls[-1][1] and calls[-1][1] % 2 == 0
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)
     with pytest.raises(ValueError):
@@ -74,8 +81,15 @@ def test_progress_with_corrections_counts_round0_walks_and_each_correction():
 
     s = PromptSet.of([PROMPTS[0], Point(10, 10, index=0), Point(10, 10, index=5)])
     calls = []
-    m = prompt_tta(Correcting(), frames(), [s], n_samples=2, jitter=0, noise_std=0.0,
-                   progress=lambda d, t: calls.append((d, t)))
+    m = prompt_tta(
+        Correcting(),
+        frames(),
+        [s],
+        n_samples=2,
+        jitter=0,
+        noise_std=0.0,
+        progress=lambda d, t: calls.append((d, t)),
+    )
     per_sample = (6 - 3) + (3 + 1) + 2  # walks from the box on slice 3, two corrections
     assert calls == [(d, 2 * per_sample) for d in range(1, 2 * per_sample + 1)]
     np.testing.assert_array_equal(m.labels, propagate_case(Correcting(), frames(), [s]).labels)

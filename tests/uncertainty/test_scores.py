@@ -91,7 +91,9 @@ def test_structure_scores_rows():
     u = np.where(lab == 2, 0.8, 0.1)
     rows = structure_scores(u, lab, {1: "liver", 2: "spleen", 3: "absent"}, band=0)
     by = {r["name"]: r for r in rows}
-    assert by["liver"]["inside"] == pytest.approx(0.1) and by["spleen"]["inside"] == pytest.approx(0.8)
+    assert by["liver"]["inside"] == pytest.approx(0.1) and by["spleen"]["inside"] == pytest.approx(
+        0.8
+    )
     assert by["liver"]["n_voxels"] == 6 * 8 * 8
     assert math.isnan(by["absent"]["score"]) and by["absent"]["n_voxels"] == 0
     assert [r["label"] for r in structure_scores(u, lab)] == [1, 2]
@@ -114,9 +116,23 @@ def test_entropy_band_score_is_mean_entropy_over_structure_and_band():
     assert entropy_band_score(p, lab) == pytest.approx(4 / 12)  # 4 of 12 region voxels at 1
 
 
-@pytest.mark.parametrize(("n", "fraction", "k"), [
-    (20, 0.05, 1), (20, 0.10, 2), (10, 0.05, 1), (9, 0.05, 0), (19, 0.05, 1), (29, 0.05, 1),
-    (30, 0.05, 2), (25, 0.10, 3), (24, 0.10, 2), (100, 0.05, 5), (5, 0.0, 0), (5, 1.0, 5)])
+@pytest.mark.parametrize(
+    ("n", "fraction", "k"),
+    [
+        (20, 0.05, 1),
+        (20, 0.10, 2),
+        (10, 0.05, 1),
+        (9, 0.05, 0),
+        (19, 0.05, 1),
+        (29, 0.05, 1),
+        (30, 0.05, 2),
+        (25, 0.10, 3),
+        (24, 0.10, 2),
+        (100, 0.05, 5),
+        (5, 0.0, 0),
+        (5, 1.0, 5),
+    ],
+)
 def test_n_removed_rounds_half_up(n, fraction, k):
     assert n_removed(n, fraction) == k
 
@@ -148,9 +164,23 @@ def test_filter_property(values, fraction):
         assert min(scores[c] for c in removed) >= max(scores[c] for c in kept)
 
 
-@pytest.mark.parametrize(("n", "fraction", "k"), [
-    (20, 0.05, 1), (20, 0.10, 2), (10, 0.05, 0), (10, 0.10, 1), (19, 0.05, 0), (6, 0.10, 0),
-    (4, 0.05, 0), (100, 0.05, 5), (5, 0.0, 0), (5, 1.0, 5), (60, 0.05, 3), (30, 0.10, 3)])
+@pytest.mark.parametrize(
+    ("n", "fraction", "k"),
+    [
+        (20, 0.05, 1),
+        (20, 0.10, 2),
+        (10, 0.05, 0),
+        (10, 0.10, 1),
+        (19, 0.05, 0),
+        (6, 0.10, 0),
+        (4, 0.05, 0),
+        (100, 0.05, 5),
+        (5, 0.0, 0),
+        (5, 1.0, 5),
+        (60, 0.05, 3),
+        (30, 0.10, 3),
+    ],
+)
 def test_n_removed_quantile_is_n_minus_ceil(n, fraction, k):
     assert n_removed_quantile(n, fraction) == k
     scores = {f"c{i:03d}": i / n for i in range(n)}  # distinct scores
@@ -190,5 +220,7 @@ def test_quantile_rule_matches_the_empirical_quantile(values, fraction):
 
 def test_correlation():
     c = correlation([0.1, 0.2, 0.3, float("nan")], [0.9, 0.8, 0.7, 0.1])
-    assert c["n"] == 3 and c["pearson"] == pytest.approx(-1.0) and c["spearman"] == pytest.approx(-1.0)
+    assert (
+        c["n"] == 3 and c["pearson"] == pytest.approx(-1.0) and c["spearman"] == pytest.approx(-1.0)
+    )
     assert math.isnan(correlation([1, 1, 1], [1, 2, 3])["pearson"])

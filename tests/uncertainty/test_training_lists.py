@@ -27,7 +27,7 @@ def test_crossval_splits_follow_the_shuffled_kfold_recipe():
     sizes = [3, 3, 3, 2, 2]
     start = 0
     for fold, size in zip(folds, sizes):
-        val = sorted(ids[i] for i in order[start:start + size])
+        val = sorted(ids[i] for i in order[start : start + size])
         start += size
         assert fold["val"] == val
         assert fold["train"] == [c for c in ids if c not in val]
@@ -45,13 +45,21 @@ def test_filter_splits_touches_train_lists_only():
 
 
 def test_filter_dataset_json_msd_and_nnunet_forms():
-    msd = {"numTraining": 3, "test": ["./imagesTs/t.nii.gz"], "training": [
-        {"image": f"./imagesTr/c{i}.nii.gz", "label": f"./labelsTr/c{i}.nii.gz"} for i in range(3)]}
+    msd = {
+        "numTraining": 3,
+        "test": ["./imagesTs/t.nii.gz"],
+        "training": [
+            {"image": f"./imagesTr/c{i}.nii.gz", "label": f"./labelsTr/c{i}.nii.gz"}
+            for i in range(3)
+        ],
+    }
     out, dropped = filter_dataset_json(msd, ["c1", "t"])
     assert [e["image"] for e in out["training"]] == ["./imagesTr/c0.nii.gz", "./imagesTr/c2.nii.gz"]
     assert out["numTraining"] == 2 and dropped == ["c1"] and out["test"] == msd["test"]
-    nn = {"numTraining": 2, "dataset": {"p1": {"images": ["a"], "label": "b"},
-                                        "p2": {"images": ["c"], "label": "d"}}}
+    nn = {
+        "numTraining": 2,
+        "dataset": {"p1": {"images": ["a"], "label": "b"}, "p2": {"images": ["c"], "label": "d"}},
+    }
     out, dropped = filter_dataset_json(nn, ["p2"])
     assert list(out["dataset"]) == ["p1"] and out["numTraining"] == 1 and dropped == ["p2"]
     scanned = {"numTraining": 2, "channel_names": {"0": "CT"}, "file_ending": ".nii.gz"}

@@ -40,11 +40,21 @@ from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
 
 #: The three views: key, title.
-PANES = (("reference", "image + reference"), ("clean", "image + clean prediction"),
-         ("attacked", "attacked image + attacked prediction"))
+PANES = (
+    ("reference", "image + reference"),
+    ("clean", "image + clean prediction"),
+    ("attacked", "attacked image + attacked prediction"),
+)
 #: (component, attribute) pairs linked between the main viewer and the views.
-LINKS = (("dims", "ndisplay"), ("dims", "order"), ("dims", "point"), ("camera", "center"),
-         ("camera", "zoom"), ("camera", "angles"), ("cursor", "position"))
+LINKS = (
+    ("dims", "ndisplay"),
+    ("dims", "order"),
+    ("dims", "point"),
+    ("camera", "center"),
+    ("camera", "zoom"),
+    ("camera", "angles"),
+    ("cursor", "position"),
+)
 #: Minimum height of the views in pixels (a dock would otherwise open squashed).
 MIN_HEIGHT = 340
 #: Delay before the first fit, once the dock is laid out.
@@ -56,8 +66,10 @@ FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blend
 def _signature(layers: list) -> list:
     """What a pane's mirror depends on beyond the events it follows: each source layer
     (the object itself), its data's shape and its world placement."""
-    return [(id(ly), ly, getattr(ly.data, "shape", None), tuple(ly.scale), tuple(ly.translate))
-            for ly in layers]
+    return [
+        (id(ly), ly, getattr(ly.data, "shape", None), tuple(ly.scale), tuple(ly.translate))
+        for ly in layers
+    ]
 
 
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
@@ -81,8 +93,11 @@ def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
     from napari_segeval.evaluation.keys import PredictionKey
 
     prediction = (getattr(layer, "metadata", None) or {}).get("prediction")
-    if key != "reference" and isinstance(prediction, PredictionKey) \
-            and prediction.model is not None:
+    if (
+        key != "reference"
+        and isinstance(prediction, PredictionKey)
+        and prediction.model is not None
+    ):
         shown = "attacked image" if key == "attacked" and has_attacked_image else "image"
         return f"{shown} + {prediction}"
     if key == "attacked" and not has_attacked_image:
@@ -103,8 +118,11 @@ def attacked_image(viewer: Any, state: ViewerState) -> Any:
 
     image = state.image
     chosen = state.attacked_image
-    if chosen is not None and chosen in viewer.layers and (
-            image is None or chosen.data.shape == image.data.shape):
+    if (
+        chosen is not None
+        and chosen in viewer.layers
+        and (image is None or chosen.data.shape == image.data.shape)
+    ):
         return chosen
     found = None
     for layer in viewer.layers:
@@ -183,6 +201,7 @@ class CompareView(QWidget):
         self.rebuild()
         for source in (viewer, *self.models.values()):
             for comp, attr in LINKS:
+
                 def linked(event=None, source=source, comp=comp, attr=attr):
                     self._linked(source, comp, attr)
 
@@ -225,8 +244,10 @@ class CompareView(QWidget):
         return {
             "reference": [s.image, s.reference],
             "clean": [s.image, s.predictions.get("clean")],
-            "attacked": [attacked if attacked is not None else s.image,
-                         s.predictions.get("attacked")],
+            "attacked": [
+                attacked if attacked is not None else s.image,
+                s.predictions.get("attacked"),
+            ],
         }
 
     def rebuild(self) -> None:
@@ -241,8 +262,11 @@ class CompareView(QWidget):
             present = [ly for ly in layers if ly is not None and ly in self.viewer.layers]
             if self._shown.get(key) != _signature(present):
                 self._fill(key, present)
-            title = pane_title(key, self.state.predictions.get(key),
-                               attacked_image(self.viewer, self.state) is not None)
+            title = pane_title(
+                key,
+                self.state.predictions.get(key),
+                attacked_image(self.viewer, self.state) is not None,
+            )
             missing = key in CONDITIONS and self.state.predictions.get(key) is None
             self.titles[key].setText(f"{title} - none yet" if missing else title)
         self.sync_from(self.viewer)
@@ -276,8 +300,11 @@ class CompareView(QWidget):
         if not isinstance(src, Image):
             names.append("visible")
         for name in names:
-            self._connect(self._follow[key], getattr(src.events, name),
-                          lambda event=None, name=name: copy(name=name))
+            self._connect(
+                self._follow[key],
+                getattr(src.events, name),
+                lambda event=None, name=name: copy(name=name),
+            )
         self._connect(self._follow[key], src.events.data, lambda event=None: copy(name="data"))
         if hasattr(src.events, "paint"):
             self._connect(self._follow[key], src.events.paint, lambda event=None: dst.refresh())
@@ -385,11 +412,15 @@ class CompareBar(QWidget):
         self.view: CompareView | None = None
         self.overlay = DisagreementOverlay(viewer, state)
         self.compare = QCheckBox("Compare")
-        self.compare.setToolTip("reference, clean and attacked predictions side by side in "
-                                "linked views (slice, zoom, pan and cursor follow each other)")
+        self.compare.setToolTip(
+            "reference, clean and attacked predictions side by side in "
+            "linked views (slice, zoom, pan and cursor follow each other)"
+        )
         self.disagreement = QCheckBox("Disagreement")
-        self.disagreement.setToolTip("where the attacked prediction differs from the clean one: "
-                                     "red lost under attack, blue gained, yellow changed")
+        self.disagreement.setToolTip(
+            "where the attacked prediction differs from the clean one: "
+            "red lost under attack, blue gained, yellow changed"
+        )
         self.outlines = QCheckBox("Outlines")
         self.outlines.setToolTip("draw the predictions as outlines over the reference")
         row = QHBoxLayout(self)
@@ -397,9 +428,12 @@ class CompareBar(QWidget):
         for box in (self.compare, self.disagreement, self.outlines):
             row.addWidget(box)
         row.addStretch(1)
-        self.compare.toggled.connect(lambda on: run_guarded("compare", lambda: self.set_compare(on)))
+        self.compare.toggled.connect(
+            lambda on: run_guarded("compare", lambda: self.set_compare(on))
+        )
         self.disagreement.toggled.connect(
-            lambda on: run_guarded("disagreement", lambda: self.set_disagreement(on)))
+            lambda on: run_guarded("disagreement", lambda: self.set_disagreement(on))
+        )
         self.outlines.toggled.connect(lambda on: run_guarded("outlines", self.apply_outlines))
         state.subscribe(self._on_state)
 

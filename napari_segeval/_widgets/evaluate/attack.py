@@ -65,8 +65,10 @@ class AttackPanel(QWidget):
         self.run_button = QPushButton("Run attack")
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
         self.runner = JobRunner(viewer=napari_viewer)
-        self.picker = ModelPicker(napari_viewer, first=(
-            "model of the clean prediction", "the one that made the clean prediction"))
+        self.picker = ModelPicker(
+            napari_viewer,
+            first=("model of the clean prediction", "the one that made the clean prediction"),
+        )
         self.result: Any = None
         form = QFormLayout()
         form.addRow("attack", self.attack)
@@ -74,9 +76,11 @@ class AttackPanel(QWidget):
         form.addRow("epsilon (raw units)", self.raw)
         form.addRow("steps", self.steps)
         layout = QVBoxLayout(self)
-        about = QLabel("attacks the model of the clean prediction (Segment, or Prompt with "
-                       "its boxes), or the model chosen here with the prompts of the last "
-                       "propagation")
+        about = QLabel(
+            "attacks the model of the clean prediction (Segment, or Prompt with "
+            "its boxes), or the model chosen here with the prompts of the last "
+            "propagation"
+        )
         about.setWordWrap(True)
         layout.addWidget(about)
         model = QGroupBox("model")
@@ -105,8 +109,12 @@ class AttackPanel(QWidget):
             return None
         if self.model_kind() == "dense":
             return float(self.eps.value()) * float(self.state.model.raw_per_normalized_unit)
-        scale = raw_per_unit(self.state.model, self.state.modality(), self.state.window,
-                             np.asarray(self.state.image.data))
+        scale = raw_per_unit(
+            self.state.model,
+            self.state.modality(),
+            self.state.window,
+            np.asarray(self.state.image.data),
+        )
         return float(self.eps.value()) * scale
 
     def _show_raw(self, *_: Any) -> None:
@@ -135,16 +143,32 @@ class AttackPanel(QWidget):
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
             return self.runner.start(
-                "attack", attack_dense, self.state.model, case, name,
-                float(self.eps.value()), int(self.steps.value()), needs=needs,
-                on_done=lambda result: self._done(result, image, name))
+                "attack",
+                attack_dense,
+                self.state.model,
+                case,
+                name,
+                float(self.eps.value()),
+                int(self.steps.value()),
+                needs=needs,
+                on_done=lambda result: self._done(result, image, name),
+            )
         if self.state.model is None or not self.state.prompts:
-            raise ValueError("run propagation first (or segment with a dense model): the "
-                             "attack uses the model of the clean prediction")
+            raise ValueError(
+                "run propagation first (or segment with a dense model): the "
+                "attack uses the model of the clean prediction"
+            )
         return self.runner.start(
-            "attack", attack, self.state.model, case, dict(self.state.prompts),
-            name, float(self.eps.value()), int(self.steps.value()),
-            window=self.state.window, needs=needs,
+            "attack",
+            attack,
+            self.state.model,
+            case,
+            dict(self.state.prompts),
+            name,
+            float(self.eps.value()),
+            int(self.steps.value()),
+            window=self.state.window,
+            needs=needs,
             on_done=lambda result: self._done(result, image, name),
         )
 
@@ -152,22 +176,35 @@ class AttackPanel(QWidget):
         """Attack the model chosen in the picker with the prompts of the last propagation."""
         self.picker.require()
         if not self.state.prompts:
-            raise ValueError("run propagation first: the chosen model is attacked with the "
-                             "prompts of the last propagation (Prompt tab)")
+            raise ValueError(
+                "run propagation first: the chosen model is attacked with the "
+                "prompts of the last propagation (Prompt tab)"
+            )
         spec = (*chosen, "auto")
         model = self.state.model
         cached = (spec, model) if model is not None and self.state.model_key == spec else None
         return self.runner.start(
-            "attack", attack_with, spec, cached, case, dict(self.state.prompts), name,
-            float(self.eps.value()), int(self.steps.value()), window=self.state.window,
-            needs=needs, on_done=lambda out: self._chosen_done(out, spec, image, name))
+            "attack",
+            attack_with,
+            spec,
+            cached,
+            case,
+            dict(self.state.prompts),
+            name,
+            float(self.eps.value()),
+            int(self.steps.value()),
+            window=self.state.window,
+            needs=needs,
+            on_done=lambda out: self._chosen_done(out, spec, image, name),
+        )
 
     def _chosen_done(self, out: tuple, spec: tuple, image: Any, attack_name: str) -> None:
         """The chosen model's clean prediction becomes the clean one, then as :meth:`_done`."""
         model, result = out
         base = image.name if image is not None else "case"
-        clean = prediction_layer(self.viewer, self.state, result.clean_prediction,
-                                 f"{base} prediction ({spec[0]})")
+        clean = prediction_layer(
+            self.viewer, self.state, result.clean_prediction, f"{base} prediction ({spec[0]})"
+        )
         self.state.set_model(model, spec, "promptable")
         self.state.set_prediction("clean", clean)
         self._done(result, image, attack_name)
@@ -177,20 +214,34 @@ class AttackPanel(QWidget):
         base = image.name if image is not None else "case"
         kw = {} if image is None else {"scale": image.scale, "translate": image.translate}
         name = f"{base} attacked ({attack_name})"
-        attacked = self._set_image(name, result.perturbed_image,
-                                   {**kw, "contrast_limits": None if image is None else
-                                    image.contrast_limits, "rgb": getattr(image, "rgb", False)})
+        attacked = self._set_image(
+            name,
+            result.perturbed_image,
+            {
+                **kw,
+                "contrast_limits": None if image is None else image.contrast_limits,
+                "rgb": getattr(image, "rgb", False),
+            },
+        )
         self.state.set_attacked_image(attacked)
         pert = result.perturbation
         bound = float(np.max(np.abs(pert))) or 1.0
         spatial_kw = dict(kw)
         if image is not None and image.rgb:
-            spatial_kw = {k: tuple(v)[-pert.ndim:] for k, v in kw.items()}
-        self._set_image(f"{base} perturbation", pert,
-                        {**spatial_kw, "colormap": PERTURBATION_COLORMAP,
-                         "contrast_limits": (-bound, bound), "visible": False})
-        layer = prediction_layer(self.viewer, self.state, result.attacked_prediction,
-                                 f"{base} attacked prediction")
+            spatial_kw = {k: tuple(v)[-pert.ndim :] for k, v in kw.items()}
+        self._set_image(
+            f"{base} perturbation",
+            pert,
+            {
+                **spatial_kw,
+                "colormap": PERTURBATION_COLORMAP,
+                "contrast_limits": (-bound, bound),
+                "visible": False,
+            },
+        )
+        layer = prediction_layer(
+            self.viewer, self.state, result.attacked_prediction, f"{base} attacked prediction"
+        )
         self.state.set_prediction("attacked", layer)
 
     def _set_image(self, name: str, data: np.ndarray, kwargs: dict) -> Any:

@@ -96,8 +96,7 @@ class DicePanel(QWidget):
         # restarted after every change: a dropped run needs no notification
         self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
         row = QHBoxLayout()
-        for w in (self.worst_button, self.recount_button, self.overlay_box,
-                  self.overlay_condition):
+        for w in (self.worst_button, self.recount_button, self.overlay_box, self.overlay_condition):
             row.addWidget(w)
         layout = QVBoxLayout(self)
         layout.addWidget(self.message)
@@ -206,9 +205,11 @@ class DicePanel(QWidget):
             if old is None or region is None:
                 self._pending[cond] = None
             elif region.stop > region.start:
-                self._pending[cond] = (region if old.stop <= old.start else
-                                       slice(min(old.start, region.start),
-                                             max(old.stop, region.stop)))
+                self._pending[cond] = (
+                    region
+                    if old.stop <= old.start
+                    else slice(min(old.start, region.start), max(old.stop, region.stop))
+                )
         # napari emits `paint` before writing some edits (data_setitem): count after it returns
         self._flush_timer.start()
 
@@ -242,10 +243,15 @@ class DicePanel(QWidget):
         if clean is None:
             self.records = []
         else:
-            surf = {"clean": self.surface.get("clean") if "clean" in self.live else
-                    self.surface.get("attacked"), "attacked": self.surface.get("attacked")}
-            records = compare_rows(clean.table(), None if attacked is None else
-                                   attacked.table(), surface=surf)
+            surf = {
+                "clean": self.surface.get("clean")
+                if "clean" in self.live
+                else self.surface.get("attacked"),
+                "attacked": self.surface.get("attacked"),
+            }
+            records = compare_rows(
+                clean.table(), None if attacked is None else attacked.table(), surface=surf
+            )
             self.records = self._in_play(records)
         self._fill_table()
         self.refresh_plot()
@@ -295,8 +301,10 @@ class DicePanel(QWidget):
                 parts = [("clean", rec["clean"][key])]
                 if both:
                     att = rec["attacked"] or {}
-                    parts += [("attacked", att.get(key, float("nan"))),
-                              ("delta", (rec["delta"] or {}).get(key, float("nan")))]
+                    parts += [
+                        ("attacked", att.get(key, float("nan"))),
+                        ("delta", (rec["delta"] or {}).get(key, float("nan"))),
+                    ]
                 for cond, value in parts:
                     pending = cond != "delta" and self.surface.get(cond) is None
                     item = QTableWidgetItem(_fmt(key, value, pending))
@@ -313,8 +321,10 @@ class DicePanel(QWidget):
                 if key == "dice" and unc:
                     value = unc.get(int(rec["label"]), float("nan"))
                     item = QTableWidgetItem(_fmt(key, value))
-                    item.setToolTip("uncertainty of the clean prediction: mean normalised "
-                                    "entropy over the structure and its boundary band")
+                    item.setToolTip(
+                        "uncertainty of the clean prediction: mean normalised "
+                        "entropy over the structure and its boundary band"
+                    )
                     self.table.setItem(i, col, item)
                     col += 1
         self.table.resizeColumnsToContents()
@@ -395,9 +405,15 @@ class DicePanel(QWidget):
         ref = self.state.reference
         preds = {c: self.state.predictions[c] for c in self.live}
         pairs = {c: (ref.data, pred.data) for c, pred in preds.items()}
-        self.surface_runner.start("surface metrics", surface_rows, pairs, self.state.spacing(),
-                                  self.state.structures or self._structure_names(),
-                                  needs=[ref, *preds.values()], on_done=self._surface_done)
+        self.surface_runner.start(
+            "surface metrics",
+            surface_rows,
+            pairs,
+            self.state.spacing(),
+            self.state.structures or self._structure_names(),
+            needs=[ref, *preds.values()],
+            on_done=self._surface_done,
+        )
 
     def _structure_names(self) -> dict[int, str]:
         live = next(iter(self.live.values()))

@@ -38,16 +38,26 @@ def metrics_records(records: list[dict]) -> list[dict]:
             values = rec.get(cond)
             if values is None:
                 continue
-            rows.append({"label": rec["label"], "name": rec["name"], "condition": cond,
-                         **{k: values.get(k, float("nan")) for k in PANEL_KEYS}})
+            rows.append(
+                {
+                    "label": rec["label"],
+                    "name": rec["name"],
+                    "condition": cond,
+                    **{k: values.get(k, float("nan")) for k in PANEL_KEYS},
+                }
+            )
     return rows
 
 
 class ExportPanel(QWidget):
     """Save predictions (NIfTI/MHA/NRRD), metrics (CSV) and a screenshot (PNG)."""
 
-    def __init__(self, napari_viewer: Any, state: ViewerState | None = None,
-                 records: Callable[[], list[dict]] | None = None) -> None:
+    def __init__(
+        self,
+        napari_viewer: Any,
+        state: ViewerState | None = None,
+        records: Callable[[], list[dict]] | None = None,
+    ) -> None:
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
@@ -72,8 +82,9 @@ class ExportPanel(QWidget):
         layout.addStretch(1)
 
     def _ask(self, filter_: str, action: Callable[[Path], Any]) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save as", "", filter_,
-                                              options=QFileDialog.DontConfirmOverwrite)
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save as", "", filter_, options=QFileDialog.DontConfirmOverwrite
+        )
         if path:
             run_guarded("export", lambda: action(Path(path)))
 
@@ -81,8 +92,13 @@ class ExportPanel(QWidget):
         """True when ``path`` is free, or the person agrees to replace it."""
         if not Path(path).exists():
             return True
-        answer = QMessageBox.question(self, "Replace file?", f"{path} exists. Replace it?",
-                                      QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        answer = QMessageBox.question(
+            self,
+            "Replace file?",
+            f"{path} exists. Replace it?",
+            QMessageBox.Yes | QMessageBox.No,
+            QMessageBox.No,
+        )
         return answer == QMessageBox.Yes
 
     def _done(self, path: Path | None, what: str) -> Path | None:

@@ -75,9 +75,11 @@ class SegmentPanel(QWidget):
         self.path.setEnabled(needs_path)
         self.browse.setEnabled(needs_path)
         self.trust.setEnabled(text == "TorchScript file")
-        self.path.setPlaceholderText({"folder": "nnU-Net v2 results folder",
-                                      "file": "model file (.pt)"}.get(DENSE_SOURCES.get(text),
-                                                                     "weights shipped"))
+        self.path.setPlaceholderText(
+            {"folder": "nnU-Net v2 results folder", "file": "model file (.pt)"}.get(
+                DENSE_SOURCES.get(text), "weights shipped"
+            )
+        )
 
     def _browse(self) -> None:
         if DENSE_SOURCES.get(self.source.currentText()) == "folder":
@@ -105,18 +107,24 @@ class SegmentPanel(QWidget):
             raise ValueError(f"dense models segment 3D volumes; this case is a {self.state.kind()}")
         spec = self.spec()
         key = self.state.model_key
-        cached = None if self.state.model_kind != "dense" or not key else (key[1:],
-                                                                            self.state.model)
+        cached = (
+            None if self.state.model_kind != "dense" or not key else (key[1:], self.state.model)
+        )
         image = self.state.image
-        return self.runner.start("segmentation", segment_dense, spec, cached, case,
-                                 needs=[image],
-                                 on_done=lambda result: self._done(result, spec, image.name))
+        return self.runner.start(
+            "segmentation",
+            segment_dense,
+            spec,
+            cached,
+            case,
+            needs=[image],
+            on_done=lambda result: self._done(result, spec, image.name),
+        )
 
     def _done(self, result: tuple, spec: tuple, base: str) -> None:
         model, labels = result
         self.state.set_model(model, ("dense", *spec), "dense")
         self.state.prompts = {}
-        layer = prediction_layer(self.viewer, self.state, np.asarray(labels),
-                                 f"{base} prediction")
+        layer = prediction_layer(self.viewer, self.state, np.asarray(labels), f"{base} prediction")
         layer.metadata["model"] = model.name
         self.state.set_prediction("clean", layer)

@@ -25,10 +25,15 @@ from napari_segeval.models.registry import PROMPTABLE
 DEVICES = DEVICE_CHOICES
 
 
-def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Sequence[float],
-                 structures: Mapping[int, str], *, tolerance_mm: float = 2.0,
-                 progress: Callable[[int, int], None] | None = None,
-                 cancel: Any = None) -> dict[str, list[dict]]:
+def surface_rows(
+    pairs: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    spacing: Sequence[float],
+    structures: Mapping[int, str],
+    *,
+    tolerance_mm: float = 2.0,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> dict[str, list[dict]]:
     """``{condition: structure_table rows with surface metrics}`` for each (reference, prediction)."""
     from napari_segeval.metrics import structure_table
 
@@ -36,15 +41,22 @@ def surface_rows(pairs: Mapping[str, tuple[np.ndarray, np.ndarray]], spacing: Se
     total = len(pairs)
     for i, (cond, (ref, pred)) in enumerate(pairs.items()):
         check_cancel(cancel, "surface metrics")
-        out[cond] = structure_table(ref, pred, spacing, structures=dict(structures),
-                                    tolerance_mm=tolerance_mm, surface=True)
+        out[cond] = structure_table(
+            ref, pred, spacing, structures=dict(structures), tolerance_mm=tolerance_mm, surface=True
+        )
         if progress is not None:
             progress(i + 1, total)
     return out
 
 
-def load_model(name: str, checkpoint: str | None, device: str, *,
-               progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
+def load_model(
+    name: str,
+    checkpoint: str | None,
+    device: str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> Any:
     """Load a promptable model by its registry (or catalogue) name and optional checkpoint.
 
     The panels carry the name (:meth:`ModelPicker.choice`), never the label they show.
@@ -60,8 +72,9 @@ def load_model(name: str, checkpoint: str | None, device: str, *,
     return model
 
 
-def pull_model(name: str, *, progress: Callable[[int, int], None] | None = None,
-               cancel: Any = None) -> dict:
+def pull_model(
+    name: str, *, progress: Callable[[int, int], None] | None = None, cancel: Any = None
+) -> dict:
     """Download the catalogue checkpoint ``name`` once and check it
     (:func:`napari_segeval.models.hub.pull`: nothing half-written stays on cancel)."""
     from napari_segeval.models.hub import pull
@@ -69,10 +82,18 @@ def pull_model(name: str, *, progress: Callable[[int, int], None] | None = None,
     return pull(name, progress=progress, cancel=cancel)
 
 
-def segment(model: Any, image: np.ndarray, modality: str, prompts: Any, kind: str, *,
-            window: str | None = None, progress: Callable[[int, int], None] | None = None,
-            cancel: Any = None,
-            on_slice: Callable[[int, int, np.ndarray], None] | None = None) -> np.ndarray:
+def segment(
+    model: Any,
+    image: np.ndarray,
+    modality: str,
+    prompts: Any,
+    kind: str,
+    *,
+    window: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+) -> np.ndarray:
     """Propagated label map of ``image`` from prompts (boxes, or a dict of prompt sets).
 
     ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
@@ -83,8 +104,17 @@ def segment(model: Any, image: np.ndarray, modality: str, prompts: Any, kind: st
     from napari_segeval.propagation import propagate_image
 
     extra = {} if on_slice is None else {"on_slice": on_slice}
-    return propagate_image(model, image, prompts, kind=kind, modality=modality,
-                           window=window, progress=progress, cancel=cancel, **extra).labels
+    return propagate_image(
+        model,
+        image,
+        prompts,
+        kind=kind,
+        modality=modality,
+        window=window,
+        progress=progress,
+        cancel=cancel,
+        **extra,
+    ).labels
 
 
 @dataclass(frozen=True)
@@ -120,8 +150,12 @@ def capability(spec: tuple, model: Any = None) -> Capability:
 
     name = spec[0]
     if name in DENSE:
-        return Capability(False, False, f"{name} is a dense model: it segments without prompts "
-                                        "(Segment tab), so it cannot be corrected with prompts")
+        return Capability(
+            False,
+            False,
+            f"{name} is a dense model: it segments without prompts "
+            "(Segment tab), so it cannot be corrected with prompts",
+        )
     if model is not None:
         caps = model.capabilities
         if caps.points:
@@ -142,13 +176,23 @@ def capability(spec: tuple, model: Any = None) -> Capability:
     return Capability(True, True)
 
 
-def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, session: Any,
-                      image: np.ndarray, modality: str, kind: str, sets: Mapping, *,
-                      window: str | None = None, seed: tuple | None = None,
-                      options: Mapping | None = None, reference: np.ndarray | None = None,
-                      progress: Callable[[int, int], None] | None = None, cancel: Any = None,
-                      on_slice: Callable[[int, int, np.ndarray], None] | None = None
-                      ) -> tuple[Any, Any, Any, dict]:
+def propagate_session(
+    spec: tuple[str, str | None, str],
+    cached: tuple | None,
+    session: Any,
+    image: np.ndarray,
+    modality: str,
+    kind: str,
+    sets: Mapping,
+    *,
+    window: str | None = None,
+    seed: tuple | None = None,
+    options: Mapping | None = None,
+    reference: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+    on_slice: Callable[[int, int, np.ndarray], None] | None = None,
+) -> tuple[Any, Any, Any, dict]:
     """Propagate ``sets`` through a correction session (made here when ``session`` is None).
 
     The model is ``cached = (spec, model)``'s, else loaded. A new session preprocesses
@@ -164,14 +208,20 @@ def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, s
     from napari_segeval.metrics import overlap_metrics
     from napari_segeval.propagation import PropagationOptions, PropagationSession
 
-    model = cached[1] if cached is not None and cached[0] == spec else load_model(
-        *spec, cancel=cancel)
+    model = (
+        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
+    )
     check_cancel(cancel, "propagation")
     before = None
     if session is None:
-        session = PropagationSession.from_image(model, np.asarray(image), kind=kind,
-                                                modality=modality, window=window,
-                                                options=PropagationOptions(**(options or {})))
+        session = PropagationSession.from_image(
+            model,
+            np.asarray(image),
+            kind=kind,
+            modality=modality,
+            window=window,
+            options=PropagationOptions(**(options or {})),
+        )
         if seed is not None:
             session.seed(*seed)
             before = np.asarray(seed[0])
@@ -185,19 +235,35 @@ def propagate_session(spec: tuple[str, str | None, str], cached: tuple | None, s
     if reference is not None and session.last_propagated:
         ref, labels = np.asarray(reference), list(session.last_propagated)
         after = overlap_metrics(ref, result.labels, labels=labels)
-        old = (overlap_metrics(ref, before, labels=labels) if before is not None
-               and before.shape == ref.shape else {})
-        changes = {lab: (old[lab]["dice"] if lab in old else float("nan"),
-                         after[lab]["dice"]) for lab in labels}
+        old = (
+            overlap_metrics(ref, before, labels=labels)
+            if before is not None and before.shape == ref.shape
+            else {}
+        )
+        changes = {
+            lab: (old[lab]["dice"] if lab in old else float("nan"), after[lab]["dice"])
+            for lab in labels
+        }
     return model, session, result, changes
 
 
-def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: np.ndarray,
-                modality: str, prompts: Any, kind: str, prediction: np.ndarray | None,
-                structures: Mapping[int, str], *, window: str | None = None,
-                n_samples: int = 8, jitter: int = 3, noise_std: float = 0.02,
-                progress: Callable[[int, int], None] | None = None,
-                cancel: Any = None) -> tuple[Any, np.ndarray, dict[int, float]]:
+def uncertainty(
+    spec: tuple[str, str | None, str],
+    cached: tuple | None,
+    image: np.ndarray,
+    modality: str,
+    prompts: Any,
+    kind: str,
+    prediction: np.ndarray | None,
+    structures: Mapping[int, str],
+    *,
+    window: str | None = None,
+    n_samples: int = 8,
+    jitter: int = 3,
+    noise_std: float = 0.02,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> tuple[Any, np.ndarray, dict[int, float]]:
     """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
 
     Returns ``(model, normalised entropy map on the image grid, {label: score})``
@@ -209,13 +275,23 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
 
-    model = cached[1] if cached is not None and cached[0] == spec else load_model(
-        *spec, cancel=cancel)
+    model = (
+        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
+    )
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     info = model.normalize_info(modality, window, image)
-    maps = prompt_tta(model, frames, prompts, mode=propagation_mode(kind),
-                      n_samples=n_samples, jitter=jitter, noise_std=noise_std,
-                      clamp=(info.valid_min, info.valid_max), progress=progress, cancel=cancel)
+    maps = prompt_tta(
+        model,
+        frames,
+        prompts,
+        mode=propagation_mode(kind),
+        n_samples=n_samples,
+        jitter=jitter,
+        noise_std=noise_std,
+        clamp=(info.valid_min, info.valid_max),
+        progress=progress,
+        cancel=cancel,
+    )
     u, labels = maps.entropy, maps.labels
     if kind == "image":
         u, labels = u[0], labels[0]
@@ -225,9 +301,18 @@ def uncertainty(spec: tuple[str, str | None, str], cached: tuple | None, image: 
     return model, u, {r["label"]: r["score"] for r in rows}
 
 
-def attack(model: Any, case: Any, prompts: Any, attack_name: str, eps: float, steps: int, *,
-           window: str | None = None, progress: Callable[[int, int], None] | None = None,
-           cancel: Any = None) -> Any:
+def attack(
+    model: Any,
+    case: Any,
+    prompts: Any,
+    attack_name: str,
+    eps: float,
+    steps: int,
+    *,
+    window: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> Any:
     """Attack a promptable model on ``case`` (:func:`napari_segeval.attacks.attack_case`).
 
     ``case`` is a 2D image, a volume or a video; outputs are on its grid
@@ -240,17 +325,36 @@ def attack(model: Any, case: Any, prompts: Any, attack_name: str, eps: float, st
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
 
-def attack_with(spec: tuple[str, str | None, str], cached: tuple | None, case: Any,
-                prompts: Any, attack_name: str, eps: float, steps: int, *,
-                window: str | None = None, progress: Callable[[int, int], None] | None = None,
-                cancel: Any = None) -> tuple[Any, Any]:
+def attack_with(
+    spec: tuple[str, str | None, str],
+    cached: tuple | None,
+    case: Any,
+    prompts: Any,
+    attack_name: str,
+    eps: float,
+    steps: int,
+    *,
+    window: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> tuple[Any, Any]:
     """Load the promptable model of ``spec`` (unless ``cached = (spec, model)`` holds it)
     and :func:`attack` it: ``(model, AttackResult)``, whose clean prediction is that
     model's."""
-    model = cached[1] if cached is not None and cached[0] == spec else load_model(
-        *spec, cancel=cancel)
-    return model, attack(model, case, prompts, attack_name, eps, steps, window=window,
-                         progress=progress, cancel=cancel)
+    model = (
+        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
+    )
+    return model, attack(
+        model,
+        case,
+        prompts,
+        attack_name,
+        eps,
+        steps,
+        window=window,
+        progress=progress,
+        cancel=cancel,
+    )
 
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
@@ -290,9 +394,14 @@ def dense_ref(source: str, path: str | None) -> str:
     return str(path)
 
 
-def segment_dense(spec: tuple[str, bool, str], cached: tuple | None, case: Any, *,
-                  progress: Callable[[int, int], None] | None = None,
-                  cancel: Any = None) -> tuple[Any, np.ndarray]:
+def segment_dense(
+    spec: tuple[str, bool, str],
+    cached: tuple | None,
+    case: Any,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> tuple[Any, np.ndarray]:
     """Load the dense model of ``spec = (ref, trust_torchscript, device)`` and segment ``case``.
 
     The model comes from :func:`napari_segeval.models.registry.load_dense` unless
@@ -316,8 +425,16 @@ def segment_dense(spec: tuple[str, bool, str], cached: tuple | None, case: Any, 
     return model, result.labels
 
 
-def attack_dense(model: Any, case: Any, attack_name: str, eps: float, steps: int, *,
-                 progress: Callable[[int, int], None] | None = None, cancel: Any = None) -> Any:
+def attack_dense(
+    model: Any,
+    case: Any,
+    attack_name: str,
+    eps: float,
+    steps: int,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+) -> Any:
     """Attack a dense model on a volume (:class:`napari_segeval.attacks.DenseTarget`).
 
     ``eps`` is in the model's normalized units, as ``segeval attack --eps``.

@@ -79,8 +79,14 @@ class Job:
         """True while the worker thread runs."""
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self, fn: Callable[..., Any], args: tuple, kwargs: dict, post: Post,
-              relay: dict[str, Callable[..., None]] | None = None) -> None:
+    def start(
+        self,
+        fn: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        post: Post,
+        relay: dict[str, Callable[..., None]] | None = None,
+    ) -> None:
         """Run ``fn`` in a new thread; its reports go to ``post`` (see the class)."""
 
         def guarded(what: str, payload: Any) -> None:
@@ -91,20 +97,26 @@ class Job:
             except RuntimeError:  # the receiver is gone (Qt is shutting down)
                 self.closed = True
 
-        calls = {key: (lambda *a, cb=cb: guarded("call", (cb, a)))
-                 for key, cb in (relay or {}).items()}
-        self.thread = threading.Thread(target=self._work, args=(fn, args, {**kwargs, **calls},
-                                                                guarded),
-                                       name=f"segeval {self.name}")
+        calls = {
+            key: (lambda *a, cb=cb: guarded("call", (cb, a))) for key, cb in (relay or {}).items()
+        }
+        self.thread = threading.Thread(
+            target=self._work,
+            args=(fn, args, {**kwargs, **calls}, guarded),
+            name=f"segeval {self.name}",
+        )
         _RUNNING.add(self)
         self.thread.start()
 
     def _work(self, fn: Callable[..., Any], args: tuple, kwargs: dict, post: Post) -> None:
         """The worker thread: run ``fn`` and post its end; never raises."""
         try:
-            result = fn(*args, progress=lambda done, total: post("progress",
-                                                                 (int(done), int(total))),
-                        cancel=self.cancel_event, **kwargs)
+            result = fn(
+                *args,
+                progress=lambda done, total: post("progress", (int(done), int(total))),
+                cancel=self.cancel_event,
+                **kwargs,
+            )
             post("end", (True, result))
         except BaseException as exc:  # noqa: BLE001 - every end is reported, to the owner
             post("end", (False, exc))

@@ -120,8 +120,14 @@ class JobRunner(QWidget):
 
     job_done = Signal(str, str)  # job name, outcome: ok | cancelled | error | dropped | closed
 
-    def __init__(self, parent: QWidget | None = None, activity: bool = True, *,
-                 viewer: Any = None, notify: bool = True) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        activity: bool = True,
+        *,
+        viewer: Any = None,
+        notify: bool = True,
+    ) -> None:
         super().__init__(parent)
         self.show_activity = activity
         self.viewer = viewer
@@ -157,9 +163,16 @@ class JobRunner(QWidget):
         """True while a job runs."""
         return self.job is not None
 
-    def start(self, name: str, fn: Callable[..., Any], *args: Any,
-              on_done: Callable[[Any], None] | None = None, needs: Iterable[Any] = (),
-              relay: Mapping[str, Callable[..., None]] | None = None, **kwargs: Any) -> Any:
+    def start(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        on_done: Callable[[Any], None] | None = None,
+        needs: Iterable[Any] = (),
+        relay: Mapping[str, Callable[..., None]] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
         ``on_done(result)`` runs on the main thread when the job succeeds and
@@ -180,12 +193,19 @@ class JobRunner(QWidget):
         self.cancel_button.setEnabled(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
-        self._unwatch = [watch_layers(self.viewer, job, self._stopping),
-                         watch_window(self, self.close_job),
-                         watch_destroyed(self, job, self.activity)]
+        self._unwatch = [
+            watch_layers(self.viewer, job, self._stopping),
+            watch_window(self, self.close_job),
+            watch_destroyed(self, job, self.activity),
+        ]
         emit = self._bridge.posted.emit
-        job.start(fn, args, kwargs, lambda what, payload: emit(job, what, payload),
-                  relay=dict(relay or {}))
+        job.start(
+            fn,
+            args,
+            kwargs,
+            lambda what, payload: emit(job, what, payload),
+            relay=dict(relay or {}),
+        )
         return job
 
     def cancel(self) -> None:
@@ -199,8 +219,9 @@ class JobRunner(QWidget):
         if self.activity is not None:
             self.activity.set_description(f"cancelling {job.name}")
 
-    def close_job(self, reason: str = "its panel was closed",
-                  timeout: float = JOIN_TIMEOUT_S) -> bool:
+    def close_job(
+        self, reason: str = "its panel was closed", timeout: float = JOIN_TIMEOUT_S
+    ) -> bool:
         """Cancel the running job for good and join its thread (at most ``timeout`` s).
 
         Called when the runner's panel or window closes; the job's later reports

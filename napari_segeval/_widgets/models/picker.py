@@ -112,8 +112,13 @@ class ModelPicker(QWidget):
     changed = Signal()
     loaded = Signal(object, object)
 
-    def __init__(self, napari_viewer: Any, *, device: Callable[[], str] | None = None,
-                 first: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        napari_viewer: Any,
+        *,
+        device: Callable[[], str] | None = None,
+        first: tuple[str, str] | None = None,
+    ) -> None:
         super().__init__()
         self.viewer = napari_viewer
         self.device = device or (lambda: "auto")
@@ -131,18 +136,22 @@ class ModelPicker(QWidget):
         self.state = QLabel("")
         self.state.setWordWrap(True)
         self.download_button = QPushButton("Download")
-        self.download_button.setToolTip("download the selected checkpoint from the model hub "
-                                        "(once: SHA-256 checked, kept in the hub's cache)")
+        self.download_button.setToolTip(
+            "download the selected checkpoint from the model hub "
+            "(once: SHA-256 checked, kept in the hub's cache)"
+        )
         self.download_button.clicked.connect(self._guarded(self.download))
         self.open_button = QPushButton("Open checkpoint…")
-        self.open_button.setToolTip("a checkpoint file of the selected network (checked by "
-                                    "loading it before it is listed)")
+        self.open_button.setToolTip(
+            "a checkpoint file of the selected network (checked by loading it before it is listed)"
+        )
         self.open_button.clicked.connect(self._guarded(self.open_checkpoint))
         self.card_button = QPushButton("Card")
         self.card_button.setCheckable(True)
         self.card_button.setChecked(True)
-        self.card_button.setToolTip("show or hide the model card (training data, intended "
-                                    "use, what it is not for, licence)")
+        self.card_button.setToolTip(
+            "show or hide the model card (training data, intended use, what it is not for, licence)"
+        )
         self.card = QLabel("")
         self.card_button.toggled.connect(self.card.setVisible)
         self.card.setWordWrap(True)
@@ -190,8 +199,11 @@ class ModelPicker(QWidget):
         self.items.blockSignals(True)
         self.combo.blockSignals(True)
         self.items.removeRows(0, self.items.rowCount())
-        first = ([{"kind": "first", "name": "", "label": self.first[0], "path": None}]
-                 if self.first else [])
+        first = (
+            [{"kind": "first", "name": "", "label": self.first[0], "path": None}]
+            if self.first
+            else []
+        )
         for row in [*first, *catalogue_rows(), *self.files]:
             name = QStandardItem(row["label"])
             name.setData(row, ROW)
@@ -256,9 +268,11 @@ class ModelPicker(QWidget):
             if not package_installed(self.current()):
                 raise SegEvalError(install_hint(self.current()))
             entry = entry_of(self.current())
-            raise SegEvalError(f"the checkpoint {entry.name} is not downloaded yet: click "
-                               f"Download ({size_text(entry.size)}, once; segeval models pull "
-                               f"{entry.name} on the command line) or choose another model")
+            raise SegEvalError(
+                f"the checkpoint {entry.name} is not downloaded yet: click "
+                f"Download ({size_text(entry.size)}, once; segeval models pull "
+                f"{entry.name} on the command line) or choose another model"
+            )
 
     def choose(self, ref: str | None) -> bool:
         """Select the row of ``ref``: a registry name or label, a catalogue name, or
@@ -277,8 +291,9 @@ class ModelPicker(QWidget):
         for i, row in enumerate(self.rows()):
             if row["kind"] == "file":
                 continue
-            if (name in (row["name"], row["label"])
-                    or (entry is not None and entry_of(row) is entry)):
+            if name in (row["name"], row["label"]) or (
+                entry is not None and entry_of(row) is entry
+            ):
                 self.combo.setCurrentIndex(i)
                 return True
         return False
@@ -318,8 +333,7 @@ class ModelPicker(QWidget):
         self.runner.setVisible(busy)
         self.download_button.setEnabled(not busy and entry is not None and not self.ready())
         net = self.network()
-        self.open_button.setEnabled(not busy and bool(net)
-                                    and PROMPTABLE[net].checkpoint != "none")
+        self.open_button.setEnabled(not busy and bool(net) and PROMPTABLE[net].checkpoint != "none")
         self.card.setText(self.first[1] if row["kind"] == "first" else card_html(row))
         self.combo.setToolTip(f"{row['label']}: {text}")
 
@@ -332,8 +346,12 @@ class ModelPicker(QWidget):
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
             raise ValueError(f"{entry.name} is here already")
-        job = self.runner.start(f"download {entry.name}", pull_model, entry.name,
-                                on_done=lambda _result: cache_signal(self.viewer).changed.emit())
+        job = self.runner.start(
+            f"download {entry.name}",
+            pull_model,
+            entry.name,
+            on_done=lambda _result: cache_signal(self.viewer).changed.emit(),
+        )
         self._show()
         return job
 
@@ -342,16 +360,23 @@ class ModelPicker(QWidget):
         network in a job; once it loads it is listed and selected. Returns the job."""
         network = self.network()
         if not network or PROMPTABLE[network].checkpoint == "none":
-            raise ValueError(f"{self.combo.currentText()} takes no checkpoint: choose the "
-                             f"network the file is for first")
+            raise ValueError(
+                f"{self.combo.currentText()} takes no checkpoint: choose the "
+                f"network the file is for first"
+            )
         if path is None:
-            path, _ = QFileDialog.getOpenFileName(self, f"{PROMPTABLE[network].label}: "
-                                                  "checkpoint", "", CHECKPOINT_FILTER)
+            path, _ = QFileDialog.getOpenFileName(
+                self, f"{PROMPTABLE[network].label}: checkpoint", "", CHECKPOINT_FILTER
+            )
             if not path:
                 return None
         spec = (network, str(path), self.device())
-        job = self.runner.start(f"checking {Path(path).name}", load_model, *spec,
-                                on_done=lambda model: self._opened(spec, network, model))
+        job = self.runner.start(
+            f"checking {Path(path).name}",
+            load_model,
+            *spec,
+            on_done=lambda model: self._opened(spec, network, model),
+        )
         self._show()
         return job
 

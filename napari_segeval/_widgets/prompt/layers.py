@@ -102,8 +102,10 @@ class PromptLayers:
             return "prompts are drawn in the 2D view: switch the viewer back to 2D"
         n = dims.ndim
         if self.spatial_ndim() == 3 and tuple(dims.order[-2:]) != (n - 2, n - 1):
-            return ("prompts are drawn on the slices of the first array axis: the viewer shows "
-                    "another plane (reset the dims order)")
+            return (
+                "prompts are drawn on the slices of the first array axis: the viewer shows "
+                "another plane (reset the dims order)"
+            )
         return None
 
     # -- layers --------------------------------------------------------------------------
@@ -116,8 +118,13 @@ class PromptLayers:
             return self.state.boxes if self._alive(self.state.boxes) else None
         ndim, place = self._placement()
         layer = self.viewer.add_shapes(
-            ndim=ndim, name=BOXES_NAME, face_color="transparent", edge_width=1.5, **place,
-            features={"label": np.zeros(0, int), "order": np.zeros(0, int)})
+            ndim=ndim,
+            name=BOXES_NAME,
+            face_color="transparent",
+            edge_width=1.5,
+            **place,
+            features={"label": np.zeros(0, int), "order": np.zeros(0, int)},
+        )
         self._watch(layer)
         self.state.boxes = layer
         self.follow_structure()
@@ -130,11 +137,20 @@ class PromptLayers:
         ndim, place = self._placement()
         _, h, w = self.frame_shape()
         layer = self.viewer.add_points(
-            ndim=ndim, name=POINTS_NAME, size=max(h, w) / 40.0, border_width=0.3,
-            border_width_is_relative=True, canvas_size_limits=(POINT_PX_MIN, POINT_PX_MAX),
-            face_color=POSITIVE_COLOUR, **place,
-            features={"label": np.zeros(0, int), "order": np.zeros(0, int),
-                      "positive": np.zeros(0, bool)})
+            ndim=ndim,
+            name=POINTS_NAME,
+            size=max(h, w) / 40.0,
+            border_width=0.3,
+            border_width_is_relative=True,
+            canvas_size_limits=(POINT_PX_MIN, POINT_PX_MAX),
+            face_color=POSITIVE_COLOUR,
+            **place,
+            features={
+                "label": np.zeros(0, int),
+                "order": np.zeros(0, int),
+                "positive": np.zeros(0, bool),
+            },
+        )
         self._watch(layer)
         self.state.points = layer
         self.follow_structure()
@@ -149,7 +165,10 @@ class PromptLayers:
 
     def _placement(self) -> tuple[int, dict]:
         grid, ndim = self.grid_layer(), self.spatial_ndim()
-        return ndim, {"scale": tuple(grid.scale)[-ndim:], "translate": tuple(grid.translate)[-ndim:]}
+        return ndim, {
+            "scale": tuple(grid.scale)[-ndim:],
+            "translate": tuple(grid.translate)[-ndim:],
+        }
 
     def _watch(self, layer: Any) -> None:
         layer.events.data.connect(self._on_data)
@@ -191,8 +210,7 @@ class PromptLayers:
             boxes.current_edge_color = self._colour(label)
         if points is not None:
             points.selected_data = set()
-            points.feature_defaults = {"label": int(label), "order": -1,
-                                       "positive": self._positive}
+            points.feature_defaults = {"label": int(label), "order": -1, "positive": self._positive}
             points.current_face_color = POSITIVE_COLOUR if self._positive else NEGATIVE_COLOUR
             points.current_border_color = self._colour(label)
 
@@ -201,14 +219,20 @@ class PromptLayers:
         """Rows of ``layer`` data coordinates as array indices of the grid layer."""
         grid = self.grid_layer()
         coords = np.atleast_2d(np.asarray(coords, float))
-        same = (len(layer.scale) == coords.shape[1]
-                and np.allclose(layer.scale, tuple(grid.scale)[-coords.shape[1]:])
-                and np.allclose(layer.translate, tuple(grid.translate)[-coords.shape[1]:])
-                and np.allclose(layer.affine.affine_matrix, np.eye(coords.shape[1] + 1)))
+        same = (
+            len(layer.scale) == coords.shape[1]
+            and np.allclose(layer.scale, tuple(grid.scale)[-coords.shape[1] :])
+            and np.allclose(layer.translate, tuple(grid.translate)[-coords.shape[1] :])
+            and np.allclose(layer.affine.affine_matrix, np.eye(coords.shape[1] + 1))
+        )
         if same:
             return coords
-        return np.array([np.asarray(grid.world_to_data(layer.data_to_world(c)))[-coords.shape[1]:]
-                         for c in coords])
+        return np.array(
+            [
+                np.asarray(grid.world_to_data(layer.data_to_world(c)))[-coords.shape[1] :]
+                for c in coords
+            ]
+        )
 
     def _box(self, layer: Any, row: int) -> Box:
         v = self._to_grid(layer, layer.data[row])
@@ -226,11 +250,13 @@ class PromptLayers:
         """Every prompt held (of structure ``label``), in the order given."""
         self.settle()
         out = [Item(order, m, "masks", i) for i, (order, m) in enumerate(self.masks)]
-        for source, layer, make in (("boxes", self.boxes(False), self._box),
-                                    ("points", self.points(False), self._point)):
+        for source, layer, make in (
+            ("boxes", self.boxes(False), self._box),
+            ("points", self.points(False), self._point),
+        ):
             if layer is None:
                 continue
-            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
+            orders = np.asarray(layer.features["order"], int)[: len(layer.data)]
             out += [Item(int(orders[i]), make(layer, i), source, i) for i in range(len(orders))]
         out.sort(key=lambda it: it.order)
         return [it for it in out if label is None or it.prompt.label == int(label)]
@@ -260,16 +286,19 @@ class PromptLayers:
             elif isinstance(prompt, Box):
                 layer = self.boxes()
                 layer.selected_data = set()
-                layer.add_rectangles([prompt.to_napari(layer.ndim)],
-                                     edge_color=self._colour(prompt.label),
-                                     face_color="transparent")
+                layer.add_rectangles(
+                    [prompt.to_napari(layer.ndim)],
+                    edge_color=self._colour(prompt.label),
+                    face_color="transparent",
+                )
                 self._set_features(layer, {"label": prompt.label, "order": order})
             else:
                 layer = self.points()
                 layer.selected_data = set()
                 layer.add(prompt.to_napari(layer.ndim))
-                self._set_features(layer, {"label": prompt.label, "order": order,
-                                           "positive": prompt.positive})
+                self._set_features(
+                    layer, {"label": prompt.label, "order": order, "positive": prompt.positive}
+                )
                 face, border = layer.face_color.copy(), layer.border_color.copy()
                 face[-1] = _rgba(POSITIVE_COLOUR if prompt.positive else NEGATIVE_COLOUR)
                 border[-1] = _rgba(self._colour(prompt.label))
@@ -317,8 +346,7 @@ class PromptLayers:
 
     # -- items drawn in napari -------------------------------------------------------------
     def _on_data(self, event: Any) -> None:
-        if self._muted or str(getattr(event, "action", "")) not in ("added", "removed",
-                                                                     "changed"):
+        if self._muted or str(getattr(event, "action", "")) not in ("added", "removed", "changed"):
             return
         if not self._scheduled:
             from qtpy.QtCore import QTimer
@@ -337,11 +365,13 @@ class PromptLayers:
         """Give new items drawn in napari their order; remove those that do not fit the
         image, with one notification."""
         problems, order = [], self._next_order()
-        for source, layer, make in (("boxes", self.boxes(False), self._box),
-                                    ("points", self.points(False), self._point)):
+        for source, layer, make in (
+            ("boxes", self.boxes(False), self._box),
+            ("points", self.points(False), self._point),
+        ):
             if layer is None or not len(layer.data):
                 continue
-            orders = np.asarray(layer.features["order"], int)[:len(layer.data)]
+            orders = np.asarray(layer.features["order"], int)[: len(layer.data)]
             new = [i for i in range(len(orders)) if orders[i] < 0]
             bad = []
             for i in new:
@@ -374,8 +404,9 @@ class PromptLayers:
         try:
             prompt = make(layer, row)
             name = self.state.structures.get(prompt.label)
-            PromptSet.of([prompt]).validate(self.frame_shape(), name=name, where=self.where(),
-                                            partial=True)
+            PromptSet.of([prompt]).validate(
+                self.frame_shape(), name=name, where=self.where(), partial=True
+            )
         except Exception as exc:  # noqa: BLE001 - said in the notification
             return str(exc)
         return None

@@ -31,8 +31,9 @@ class LiveLabels:
         Number of reports painted in the current run.
     """
 
-    def __init__(self, viewer: Any, state: Any,
-                 make_layer: Callable[[Any, Any, np.ndarray, str], Any]) -> None:
+    def __init__(
+        self, viewer: Any, state: Any, make_layer: Callable[[Any, Any, np.ndarray, str], Any]
+    ) -> None:
         self.viewer, self.state = viewer, state
         #: ``make_layer(viewer, state, data, name)`` adds the partial Labels layer
         #: (:func:`napari_segeval._widgets.prompt.panel.prediction_layer`)
@@ -46,9 +47,14 @@ class LiveLabels:
         self._clear: list[int] = []
         self._hidden: Any = None
 
-    def start(self, name: str, shape: tuple[int, ...], base: np.ndarray | None = None,
-              clear: Sequence[int] = (), hide: Any = None
-              ) -> Callable[[int, int, np.ndarray], None]:
+    def start(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        base: np.ndarray | None = None,
+        clear: Sequence[int] = (),
+        hide: Any = None,
+    ) -> Callable[[int, int, np.ndarray], None]:
         """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`.
 
         ``base``: what the layer starts from, without the labels in ``clear`` (a copy

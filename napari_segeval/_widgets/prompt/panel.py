@@ -51,8 +51,12 @@ WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
 def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str) -> Any:
     """Add (or replace the data of) a Labels layer on the reference's grid and colours."""
     ref = state.reference if state.reference is not None else state.image
-    meta = {"geometry": state.geometry().to_dict(), "modality": state.modality(),
-            "axes": state.axes(), "structures": dict(state.structures)}
+    meta = {
+        "geometry": state.geometry().to_dict(),
+        "modality": state.modality(),
+        "axes": state.axes(),
+        "structures": dict(state.structures),
+    }
     if name in viewer.layers and isinstance(viewer.layers[name], Labels):
         layer = viewer.layers[name]
         layer.data = data
@@ -67,8 +71,9 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
     return viewer.add_labels(data, **kwargs)
 
 
-def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
-                  metadata: dict | None = None) -> Any:
+def heatmap_layer(
+    viewer: Any, state: ViewerState, data: np.ndarray, name: str, metadata: dict | None = None
+) -> Any:
     """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
     if name in viewer.layers and isinstance(viewer.layers[name], Image):
         layer = viewer.layers[name]
@@ -76,9 +81,14 @@ def heatmap_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str,
         layer.metadata.update(metadata or {})
         return layer
     ref = state.reference if state.reference is not None else state.image
-    kwargs: dict = {"name": name, "colormap": "inferno", "opacity": 0.6,
-                    "blending": "additive", "contrast_limits": (0.0, 1.0),
-                    "metadata": dict(metadata or {})}
+    kwargs: dict = {
+        "name": name,
+        "colormap": "inferno",
+        "opacity": 0.6,
+        "blending": "additive",
+        "contrast_limits": (0.0, 1.0),
+        "metadata": dict(metadata or {}),
+    }
     if ref is not None:
         n = data.ndim
         kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
@@ -113,24 +123,31 @@ class PromptPanel(QWidget):
         self.window.currentTextChanged.connect(self._window_picked)
         self.modality = QComboBox()
         self.modality.addItems(["from image", *MODALITIES])
-        self.modality.setToolTip("modality for the intensity mapping (CT window, MR clip ...); "
-                                 "'from image': the reader's (DICOM, dataset.json, guess)")
+        self.modality.setToolTip(
+            "modality for the intensity mapping (CT window, MR clip ...); "
+            "'from image': the reader's (DICOM, dataset.json, guess)"
+        )
         self.run_button = QPushButton("Run propagation")
         self.run_button.setToolTip("propagate every structure's prompts from scratch")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
         self.samples = QSpinBox()
         self.samples.setRange(2, 64)
         self.samples.setValue(8)
-        self.samples.setToolTip("uncertainty samples: propagations with jittered boxes and "
-                                "intensity noise")
+        self.samples.setToolTip(
+            "uncertainty samples: propagations with jittered boxes and intensity noise"
+        )
         self.uncertainty_button = QPushButton("Uncertainty")
-        self.uncertainty_button.setToolTip("heat map of the prediction's uncertainty "
-                                           "(box jitter + intensity noise)")
+        self.uncertainty_button.setToolTip(
+            "heat map of the prediction's uncertainty (box jitter + intensity noise)"
+        )
         self.uncertainty_button.clicked.connect(
-            lambda: run_guarded("uncertainty", self.run_uncertainty))
+            lambda: run_guarded("uncertainty", self.run_uncertainty)
+        )
         self.volume_button = QPushButton("Take the volume shown")
-        self.volume_button.setToolTip("a time series of volumes: add the volume at the current "
-                                      "time point (and its reference) as 3D layers to work on")
+        self.volume_button.setToolTip(
+            "a time series of volumes: add the volume at the current "
+            "time point (and its reference) as 3D layers to work on"
+        )
         self.volume_button.clicked.connect(lambda: run_guarded("take volume", self.take_volume))
         self.volume_button.setVisible(self.state.kind() == "series")
         self.runner = JobRunner(viewer=napari_viewer)
@@ -215,9 +232,11 @@ class PromptPanel(QWidget):
             from pathlib import PurePath
 
             name = PurePath(str(key[1])).name or str(key[1])
-            self._dense_note = (f"the prediction shown comes from {name}, a dense model: it "
-                                "takes no prompts. Prompts here run the model chosen above "
-                                "(Run propagation replaces that prediction)")
+            self._dense_note = (
+                f"the prediction shown comes from {name}, a dense model: it "
+                "takes no prompts. Prompts here run the model chosen above "
+                "(Run propagation replaces that prediction)"
+            )
             self.tools.note(self._dense_note)
         elif self._dense_note and self.tools.info.text() == self._dense_note:
             self._dense_note = ""
@@ -293,11 +312,19 @@ class PromptPanel(QWidget):
         self.tools.set_capability(cap)
         self.run_button.setEnabled(cap.prompts)
         self.uncertainty_button.setEnabled(cap.prompts)
-        if (cap.points is None and self.isVisible() and not self.probe.running
-                and self.picker.ready()):  # never a load of a checkpoint not downloaded
+        if (
+            cap.points is None
+            and self.isVisible()
+            and not self.probe.running
+            and self.picker.ready()
+        ):  # never a load of a checkpoint not downloaded
             spec = self.spec()
-            self.probe.start(f"loading {spec[0]}", load_model, *spec,
-                             on_done=lambda model: self._probed(spec, model))
+            self.probe.start(
+                f"loading {spec[0]}",
+                load_model,
+                *spec,
+                on_done=lambda model: self._probed(spec, model),
+            )
         return cap
 
     def _probed(self, spec: tuple, model: Any) -> None:
@@ -323,9 +350,16 @@ class PromptPanel(QWidget):
         self.picker.require()
         return self.jobs.start(fresh=False, auto=auto)
 
-    def start_correction(self, sets: dict, labels: np.ndarray | None, *, name: str,
-                         case_id: str | None = None, note: str = "",
-                         options: dict | None = None) -> None:
+    def start_correction(
+        self,
+        sets: dict,
+        labels: np.ndarray | None,
+        *,
+        name: str,
+        case_id: str | None = None,
+        note: str = "",
+        options: dict | None = None,
+    ) -> None:
         """Correct a saved prediction ``labels`` made from ``sets``: the tools show ``sets``;
         the first re-propagation starts from ``labels`` and writes layer ``name``
         (``options``: the propagation settings the prediction was made with)."""
@@ -347,18 +381,30 @@ class PromptPanel(QWidget):
         cached = self.cached_model()
         image, pred = self.state.image, self.state.predictions.get("clean")
         return self.runner.start(
-            "uncertainty", uncertainty, self.spec(), cached, np.asarray(image.data),
-            self.chosen_modality(), prompts, self.state.kind(),
-            None if pred is None else np.asarray(pred.data), dict(self.state.structures),
-            window=self.state.window, n_samples=int(self.samples.value()),
+            "uncertainty",
+            uncertainty,
+            self.spec(),
+            cached,
+            np.asarray(image.data),
+            self.chosen_modality(),
+            prompts,
+            self.state.kind(),
+            None if pred is None else np.asarray(pred.data),
+            dict(self.state.structures),
+            window=self.state.window,
+            n_samples=int(self.samples.value()),
             needs=[image] + ([] if pred is None else [pred]),
-            on_done=lambda result: self._uncertainty_done(result, image.name))
+            on_done=lambda result: self._uncertainty_done(result, image.name),
+        )
 
     def _uncertainty_done(self, result: tuple, base: str) -> None:
         model, umap, scores = result
         if self.state.model_kind != "dense":  # keep the dense model that made the prediction
             self.state.set_model(model, self.spec(), "promptable")
-        meta = {"method": "prompt-jitter", "n_samples": int(self.samples.value()),
-                "units": "normalised entropy (0 certain, 1 uniform)"}
+        meta = {
+            "method": "prompt-jitter",
+            "n_samples": int(self.samples.value()),
+            "units": "normalised entropy (0 certain, 1 uniform)",
+        }
         heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)
         self.state.set_uncertainty(scores)

@@ -76,9 +76,15 @@ class PropagationJobs:
         self._case: tuple | None = None
         self.options: dict = {}
 
-    def start_from(self, labels: np.ndarray | None, sets: dict[int, PromptSet], *,
-                   name: str | None = None, case_id: str | None = None,
-                   options: dict | None = None) -> None:
+    def start_from(
+        self,
+        labels: np.ndarray | None,
+        sets: dict[int, PromptSet],
+        *,
+        name: str | None = None,
+        case_id: str | None = None,
+        options: dict | None = None,
+    ) -> None:
         """Correct a saved prediction: ``labels`` came from ``sets`` (the first
         re-propagation seeds its session with them); results go to layer ``name``;
         ``options`` (:class:`~napari_segeval.propagation.PropagationOptions` fields, the
@@ -132,29 +138,50 @@ class PropagationJobs:
         session = None if fresh or key != self._key else self.session
         seed = self.seed if not fresh and session is None else None
         known = {} if fresh or (session is None and seed is None) else self.made_from
-        changed = sorted({lab for lab in sets if known.get(lab) != sets[lab]}
-                         | {lab for lab in known if lab not in sets})
+        changed = sorted(
+            {lab for lab in sets if known.get(lab) != sets[lab]}
+            | {lab for lab in known if lab not in sets}
+        )
         if not changed and not fresh and session is not None:
-            p.tools.status.setText("nothing to re-propagate: no prompt changed since the last "
-                                   "propagation")
+            p.tools.status.setText(
+                "nothing to re-propagate: no prompt changed since the last propagation"
+            )
             return None
         name = self.result_name or f"{image.name} prediction"
         base = p.state.predictions.get("clean") if known else None
         spatial = shape[1:] if p.state.kind() == "image" else shape
-        paint = p.live.start(f"{name} (propagating)", spatial,
-                             base=None if base is None else np.asarray(base.data),
-                             clear=changed, hide=base)
+        paint = p.live.start(
+            f"{name} (propagating)",
+            spatial,
+            base=None if base is None else np.asarray(base.data),
+            clear=changed,
+            hide=base,
+        )
         ref = p.state.reference
-        reference = (np.asarray(ref.data) if ref is not None
-                     and tuple(ref.data.shape) == tuple(spatial) else None)
+        reference = (
+            np.asarray(ref.data)
+            if ref is not None and tuple(ref.data.shape) == tuple(spatial)
+            else None
+        )
         what = "propagation" if session is None and seed is None else "re-propagation"
         return p.runner.start(
-            what, propagate_session, p.spec(), p.cached_model(), session,
-            np.asarray(image.data), p.chosen_modality(), p.state.kind(), sets,
-            window=p.state.window, seed=seed, options=self.options, reference=reference,
+            what,
+            propagate_session,
+            p.spec(),
+            p.cached_model(),
+            session,
+            np.asarray(image.data),
+            p.chosen_modality(),
+            p.state.kind(),
+            sets,
+            window=p.state.window,
+            seed=seed,
+            options=self.options,
+            reference=reference,
             needs=[image],
             relay={"on_slice": paint},
-            on_done=lambda result: self._done(result, key, sets, name, what != "propagation"))
+            on_done=lambda result: self._done(result, key, sets, name, what != "propagation"),
+        )
 
     def _job_done(self, name: str, outcome: str) -> None:
         if outcome == "closed":
@@ -177,8 +204,9 @@ class PropagationJobs:
         p.state.prompts = dict(sets)
         layer = self.make_layer(p.viewer, p.state, res.labels, name)
         names = {lab: p.state.structures[lab] for lab in sets if lab in p.state.structures}
-        layer.metadata["prompts"] = PromptFile(dict(sets), p.tools.layers.frame_shape(),
-                                               names).to_json()
+        layer.metadata["prompts"] = PromptFile(
+            dict(sets), p.tools.layers.frame_shape(), names
+        ).to_json()
         if self.case_id is not None:
             layer.metadata["correction_of"] = self.case_id
         p.tools.layers.raise_layers()
@@ -205,7 +233,10 @@ class PropagationJobs:
             text = names.get(lab) or f"label {lab}"
             before, after = self.changes.get(lab, (math.nan, math.nan))
             if not math.isnan(after):
-                text += (f": Dice {after:.3f}" if math.isnan(before)
-                         else f": Dice {before:.3f} → {after:.3f}")
+                text += (
+                    f": Dice {after:.3f}"
+                    if math.isnan(before)
+                    else f": Dice {before:.3f} → {after:.3f}"
+                )
             parts.append(text)
         return ("re-propagated " if again else "propagated ") + "; ".join(parts)

@@ -41,8 +41,10 @@ from napari_segeval.prompts.prompt_set import PromptSet, describe
 
 PROMPTS_FILTER = "Prompts (*.prompts.json *.json)"
 #: The point tools and their tooltips.
-POINT_TIPS = {"positive": "click where the structure is (positive click)",
-              "negative": "click where the structure is not (negative click)"}
+POINT_TIPS = {
+    "positive": "click where the structure is (positive click)",
+    "negative": "click where the structure is not (negative click)",
+}
 
 
 def case_key(state: Any) -> tuple | None:
@@ -64,8 +66,12 @@ class PromptTools(QWidget):
         Re-propagate after each change of the prompts.
     """
 
-    def __init__(self, napari_viewer: Any, state: ViewerState,
-                 repropagate: Callable[[bool], Any] | None = None) -> None:
+    def __init__(
+        self,
+        napari_viewer: Any,
+        state: ViewerState,
+        repropagate: Callable[[bool], Any] | None = None,
+    ) -> None:
         super().__init__()
         self.viewer, self.state = napari_viewer, state
         self.repropagate = repropagate or (lambda auto: None)
@@ -73,11 +79,19 @@ class PromptTools(QWidget):
         self._case = case_key(state)
         self._shown: list = []
         buttons = {
-            "middle": ("Go to middle slice", self.go_to_middle,
-                       "the middle slice of the structure's reference extent"),
-            "reference": ("Box from reference", self.box_from_reference,
-                          ("start the structure over from the reference's box on its middle "
-                           "slice (first frame of a video)")),
+            "middle": (
+                "Go to middle slice",
+                self.go_to_middle,
+                "the middle slice of the structure's reference extent",
+            ),
+            "reference": (
+                "Box from reference",
+                self.box_from_reference,
+                (
+                    "start the structure over from the reference's box on its middle "
+                    "slice (first frame of a video)"
+                ),
+            ),
             "box": ("Box", self.start_box, "draw a box for the structure on the slice shown"),
             "positive": ("+ point", lambda: self.start_points(True), POINT_TIPS["positive"]),
             "negative": ("− point", lambda: self.start_points(False), POINT_TIPS["negative"]),
@@ -85,9 +99,14 @@ class PromptTools(QWidget):
             "undo": ("Undo", self.undo, "remove the structure's last prompt"),
             "save": ("Save prompts…", self._ask_save, "write the case's prompts as JSON"),
             "load": ("Load prompts…", self._ask_load, "replace the prompts by a prompts file's"),
-            "repropagate": ("Re-propagate", lambda: self.repropagate(False),
-                            ("propagate again the structures whose prompts changed (the "
-                             "others keep their result; the image is not encoded again)")),
+            "repropagate": (
+                "Re-propagate",
+                lambda: self.repropagate(False),
+                (
+                    "propagate again the structures whose prompts changed (the "
+                    "others keep their result; the image is not encoded again)"
+                ),
+            ),
         }
         self.buttons: dict[str, QPushButton] = {}
         for key, (text, action, tip) in buttons.items():
@@ -253,8 +272,10 @@ class PromptTools(QWidget):
         """Every structure's prompt set, as drawn (refused when there is none)."""
         sets = self.layers.sets()
         if not sets:
-            raise ValueError("no prompt yet: draw a box or take it from the reference "
-                             "(Box from reference), or click a positive point")
+            raise ValueError(
+                "no prompt yet: draw a box or take it from the reference "
+                "(Box from reference), or click a positive point"
+            )
         return sets
 
     def show_prompt(self) -> None:
@@ -304,23 +325,35 @@ class PromptTools(QWidget):
         from napari_segeval.prompts.prompt_file import read_prompts
 
         pf = read_prompts(path)
-        pf.check(self.layers.frame_shape(), self.state.structures or None,
-                 where=self.layers.where(), source=str(path))
+        pf.check(
+            self.layers.frame_shape(),
+            self.state.structures or None,
+            where=self.layers.where(),
+            source=str(path),
+        )
         self.layers.replace(pf.sets)
-        self.status.setText(f"loaded {sum(len(s) for s in pf.sets.values())} prompts of "
-                            f"{len(pf.sets)} structures from {path}")
+        self.status.setText(
+            f"loaded {sum(len(s) for s in pf.sets.values())} prompts of "
+            f"{len(pf.sets)} structures from {path}"
+        )
         self._changed()
         return pf
 
     def _ask_save(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save prompts", "", PROMPTS_FILTER,
-                                              options=QFileDialog.DontConfirmOverwrite)
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save prompts", "", PROMPTS_FILTER, options=QFileDialog.DontConfirmOverwrite
+        )
         if not path:
             return
         overwrite = False
         if Path(path).exists():
-            answer = QMessageBox.question(self, "Replace file?", f"{path} exists. Replace it?",
-                                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+            answer = QMessageBox.question(
+                self,
+                "Replace file?",
+                f"{path} exists. Replace it?",
+                QMessageBox.Yes | QMessageBox.No,
+                QMessageBox.No,
+            )
             if answer != QMessageBox.Yes:
                 return
             overwrite = True

@@ -75,13 +75,18 @@ def starting_prompts(folder: Any, loaded: Any) -> tuple[dict[int, PromptSet], st
 
     sets = protocol_prompts(folder, loaded)
     if sets:
-        kind = "mask prompts" if any(isinstance(p, MaskPrompt) for s in sets.values()
-                                     for p in s) else "boxes"
+        kind = (
+            "mask prompts"
+            if any(isinstance(p, MaskPrompt) for s in sets.values() for p in s)
+            else "boxes"
+        )
         return sets, f"the protocol's {kind}"
     labels = loaded.case.labels
     if labels is None:
-        raise ValueError(f"case {loaded.case_id}: no prompts on record and no reference "
-                         "labels to take boxes from")
+        raise ValueError(
+            f"case {loaded.case_id}: no prompts on record and no reference "
+            "labels to take boxes from"
+        )
     mode = "video" if loaded.case.kind == "video" else "volume"
     boxes = boxes_from_labels(np.asarray(labels), mode=mode)
     if not boxes:
@@ -142,11 +147,14 @@ def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
     model = run_model(folder, loaded)
     note = f"correcting {cid} from its saved clean prediction and {source}"
     if model in DENSE:
-        note += (f"; the run's model {model} is dense and takes no prompts: the "
-                 f"corrections run {prompt.backend.currentText()}")
+        note += (
+            f"; the run's model {model} is dense and takes no prompts: the "
+            f"corrections run {prompt.backend.currentText()}"
+        )
     elif model is not None and not prompt.choose_model(model):
         note += f"; the run's model {model} is not in the list: choose one above"
     start = loaded.predictions.get(loaded.pair[0] or "clean")
-    prompt.start_correction(sets, start, name=f"{cid} corrected",
-                            case_id=cid, note=note, options=run_options(folder))
+    prompt.start_correction(
+        sets, start, name=f"{cid} corrected", case_id=cid, note=note, options=run_options(folder)
+    )
     evaluate.tabs.setCurrentWidget(prompt)

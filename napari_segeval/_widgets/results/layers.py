@@ -71,14 +71,30 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
         return None if attacked is None else loaded.files.get(str(attacked.image(kind)))
 
     if loaded.perturbed is not None:
-        out.append(("perturbed", loaded.perturbed, {
-            **place, "name": f"{cid} perturbed ({focus})", "rgb": case.is_rgb, "visible": False,
-            "metadata": {**meta, "source": source(FileKind.PERTURBED)}}, "image"))
+        out.append(
+            (
+                "perturbed",
+                loaded.perturbed,
+                {
+                    **place,
+                    "name": f"{cid} perturbed ({focus})",
+                    "rgb": case.is_rgb,
+                    "visible": False,
+                    "metadata": {**meta, "source": source(FileKind.PERTURBED)},
+                },
+                "image",
+            )
+        )
     if loaded.perturbation is not None:
         m = loaded.perturbation_range or 1.0
-        kw = {**place, "name": f"{cid} perturbation ({focus})", "rgb": case.is_rgb,
-              "visible": False, "contrast_limits": (-m, m),
-              "metadata": {**meta, "source": source(FileKind.PERTURBATION)}}
+        kw = {
+            **place,
+            "name": f"{cid} perturbation ({focus})",
+            "rgb": case.is_rgb,
+            "visible": False,
+            "contrast_limits": (-m, m),
+            "metadata": {**meta, "source": source(FileKind.PERTURBATION)},
+        }
         if not case.is_rgb:
             kw["colormap"] = "PiYG"
         out.append(("perturbation", loaded.perturbation, kw, "image"))
@@ -87,16 +103,24 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     features = reference[1].get("features") if reference else None
     for cond, labels in loaded.predictions.items():
         role = prediction_role(cond)
-        kw = {**place, "name": f"{cid} {cond}", "opacity": 0.6,
-              "metadata": {**labels_meta, "source": loaded.files.get(cond),
-                           "prediction": PredictionKey.parse(cond)}}
+        kw = {
+            **place,
+            "name": f"{cid} {cond}",
+            "opacity": 0.6,
+            "metadata": {
+                **labels_meta,
+                "source": loaded.files.get(cond),
+                "prediction": PredictionKey.parse(cond),
+            },
+        }
         if features is not None:
             kw["features"] = features
         out.append((role, labels, kw, "labels"))
     if reference is not None:  # on top: its outline stays visible over a prediction
         ref_data, ref_kw, _ = reference
-        out.append(("reference", ref_data, {**ref_kw, "name": f"{cid} reference",
-                                            "contour": 1}, "labels"))
+        out.append(
+            ("reference", ref_data, {**ref_kw, "name": f"{cid} reference", "contour": 1}, "labels")
+        )
     return out
 
 
@@ -154,8 +178,11 @@ class CaseLayers:
         from napari.layers import Image, Labels
 
         cls = Image if kind == "image" else Labels
-        return (type(layer) is cls and layer.ndim == _ndim(data, kwargs)
-                and bool(getattr(layer, "rgb", False)) == bool(kwargs.get("rgb", False)))
+        return (
+            type(layer) is cls
+            and layer.ndim == _ndim(data, kwargs)
+            and bool(getattr(layer, "rgb", False)) == bool(kwargs.get("rgb", False))
+        )
 
     def _camera(self) -> Any:
         scene = getattr(self.viewer, "scene", None)  # napari >= 0.9
@@ -177,8 +204,9 @@ class CaseLayers:
         elif role in IMAGE_ROLES:
             layer.reset_contrast_limits()
 
-    def swap(self, specs: list[tuple[str, Any, dict, str]], modality: str,
-             point_state: Any = None) -> dict[str, Any]:
+    def swap(
+        self, specs: list[tuple[str, Any, dict, str]], modality: str, point_state: Any = None
+    ) -> dict[str, Any]:
         """Replace the shown layers by ``specs`` in one main-thread step.
 
         ``point_state(layers or None)`` is called with None before any layer
@@ -197,8 +225,11 @@ class CaseLayers:
         reusable = all(r in old and self._fits(old[r], d, k, t) for r, d, k, t in specs)
         # a batch makes napari rebuild its scene once, after all adds and removals;
         # with every layer reused there is nothing to rebuild (and ending a batch costs)
-        batch = (contextlib.nullcontext() if reusable and len(old) == len(specs)
-                 else self.viewer.layers.batched_update())
+        batch = (
+            contextlib.nullcontext()
+            if reusable and len(old) == len(specs)
+            else self.viewer.layers.batched_update()
+        )
         with batch:
             for role, data, kwargs, kind in specs:
                 kw = dict(kwargs)
@@ -215,8 +246,7 @@ class CaseLayers:
                     for key, value in after.items():
                         setattr(layer, key, value)
                 new[role] = layer
-            if ("perturbed" in new and "image" in new
-                    and (modality, "perturbed") not in self.limits):
+            if "perturbed" in new and "image" in new and (modality, "perturbed") not in self.limits:
                 new["perturbed"].contrast_limits = new["image"].contrast_limits
             self.layers = new
             if point_state is not None:

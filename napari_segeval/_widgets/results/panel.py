@@ -127,8 +127,10 @@ class ResultsPanel(QWidget):
             combo.currentTextChanged.connect(lambda text, key=key: self._filter(key, text))
         self.show_absent = QCheckBox("Show absences")
         self.show_absent.setChecked(True)
-        self.show_absent.setToolTip("rows of a structure in neither the reference nor the "
-                                    "prediction (no failure: listed after every real score)")
+        self.show_absent.setToolTip(
+            "rows of a structure in neither the reference nor the "
+            "prediction (no failure: listed after every real score)"
+        )
         self.show_absent.toggled.connect(self.proxy.set_show_absent)
         self.summary = QLabel("Open a folder written by segeval evaluate.")
         self.summary.setWordWrap(True)
@@ -146,13 +148,18 @@ class ResultsPanel(QWidget):
         self.next_button.clicked.connect(lambda: self.step_case(1))
         self.correction = QComboBox()
         self.save_button = QPushButton("Save corrected…")
-        self.save_button.setToolTip("write the chosen layer with the source geometry to "
-                                    "DIR/corrections/<case>/ (never overwrites)")
-        self.save_button.clicked.connect(lambda: run_guarded("save correction",
-                                                             self.save_correction))
+        self.save_button.setToolTip(
+            "write the chosen layer with the source geometry to "
+            "DIR/corrections/<case>/ (never overwrites)"
+        )
+        self.save_button.clicked.connect(
+            lambda: run_guarded("save correction", self.save_correction)
+        )
         self.correct_button = QPushButton("Correct with prompts")
-        self.correct_button.setToolTip("correct the case shown in the Prompt tab: boxes and "
-                                       "clicks on the failing slice, then re-propagate")
+        self.correct_button.setToolTip(
+            "correct the case shown in the Prompt tab: boxes and "
+            "clicks on the failing slice, then re-propagate"
+        )
         self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
         self.rounds = RoundStepper(self)
         self.state.subscribe(self._on_state)
@@ -227,8 +234,10 @@ class ResultsPanel(QWidget):
         rows = folder.rows()
         self.model.set_rows(rows)
         for key, combo in self.filters.items():
-            values = sorted({fold_text(r.get(key)) if key == "fold" else str(r.get(key))
-                             for r in rows}, key=lambda v: (v != "clean", v))
+            values = sorted(
+                {fold_text(r.get(key)) if key == "fold" else str(r.get(key)) for r in rows},
+                key=lambda v: (v != "clean", v),
+            )
             combo.blockSignals(True)
             combo.clear()
             combo.addItems([ALL, *values])
@@ -240,10 +249,12 @@ class ResultsPanel(QWidget):
         failed = folder.failed
         absent = sum(1 for r in rows if r.get("absent"))
         self.show_absent.setEnabled(absent > 0)
-        text = (f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
-                + (f" ({absent} absences)" if absent else "")
-                + (f", {len(failed)} failed (see report.html)" if failed else "")
-                + f" — {folder.path}")
+        text = (
+            f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
+            + (f" ({absent} absences)" if absent else "")
+            + (f", {len(failed)} failed (see report.html)" if failed else "")
+            + f" — {folder.path}"
+        )
         if folder.run.get("save_predictions") is False:
             text += " — predictions were not saved (--no-save-predictions)"
         self.summary.setText(text)
@@ -274,14 +285,22 @@ class ResultsPanel(QWidget):
         self.row = row
         focus = focus_of(row)
         shown = self.loaded
-        if (shown is not None and shown.case_id == row["case"]
-                and (focus is None or focus == shown.focus or focus in shown.pair)):
-            self._start(f"finding the worst slice of {row['structure']}", row_job,
-                        self.folder, row, shown, on_done=self._loaded,
-                        needs=[ly for r, ly in self.layers.layers.items() if r == "image"])
+        if (
+            shown is not None
+            and shown.case_id == row["case"]
+            and (focus is None or focus == shown.focus or focus in shown.pair)
+        ):
+            self._start(
+                f"finding the worst slice of {row['structure']}",
+                row_job,
+                self.folder,
+                row,
+                shown,
+                on_done=self._loaded,
+                needs=[ly for r, ly in self.layers.layers.items() if r == "image"],
+            )
             return
-        self._start(f"loading {row['case']}", row_job, self.folder, row, None,
-                    on_done=self._loaded)
+        self._start(f"loading {row['case']}", row_job, self.folder, row, None, on_done=self._loaded)
 
     def step_case(self, step: int) -> None:
         """Select the first row of the next (``step=1``) or previous (-1) case in table order."""
@@ -318,16 +337,22 @@ class ResultsPanel(QWidget):
                 return
             first, second = (prediction_role(k) if k else None for k in loaded.pair)
             image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
-            self.state.set_case(layers["image"], layers.get("reference"),
-                                {"clean": layers.get(first), "attacked": layers.get(second)},
-                                label, counted=counted, attacked_image=image)
+            self.state.set_case(
+                layers["image"],
+                layers.get("reference"),
+                {"clean": layers.get(first), "attacked": layers.get(second)},
+                label,
+                counted=counted,
+                attacked_image=image,
+            )
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)
         self.loaded = loaded
         self.correction.clear()
-        self.correction.addItems([r for r in self.layers.layers if r == "reference"
-                                  or self.layers.is_prediction(r)])
+        self.correction.addItems(
+            [r for r in self.layers.layers if r == "reference" or self.layers.is_prediction(r)]
+        )
 
     def _focus_row(self, row: dict, worst: int | None) -> None:
         """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
@@ -387,8 +412,12 @@ class ResultsPanel(QWidget):
     def _on_state(self, what: str) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
         layer = self.state.predictions.get("clean")
-        if (what != "clean" or layer is None or self.loaded is None
-                or layer.metadata.get("correction_of") != self.loaded.case_id):
+        if (
+            what != "clean"
+            or layer is None
+            or self.loaded is None
+            or layer.metadata.get("correction_of") != self.loaded.case_id
+        ):
             return
         self.layers.layers["corrected"] = layer
         self.layers.show_prediction("corrected")  # the saved one under it would blur it
@@ -411,8 +440,10 @@ class ResultsPanel(QWidget):
         prompts = layer.metadata.get("prompts")
         prompts = None if prompts is None else PromptFile.from_json(prompts)
         path = self.folder.save_correction(self.loaded, name, np.asarray(layer.data), prompts)
-        _notify(f"saved {role} of {self.loaded.case_id} to {path}"
-                + (" with its prompts" if prompts is not None else ""))
+        _notify(
+            f"saved {role} of {self.loaded.case_id} to {path}"
+            + (" with its prompts" if prompts is not None else "")
+        )
         return path
 
     def closeEvent(self, event) -> None:

@@ -147,11 +147,19 @@ class RoundStepper(QWidget):
             return
         key = row["key"]  # its round 0 names it: "clean", "pgd @ threshold" ...
         rounds = folder.rounds(row["case"], label, key.condition, key.model)
-        self.set_rounds(rounds, row["case"], f"{row['structure']} ({key.first_round()})", image,
-                        key.round or 0)
+        self.set_rounds(
+            rounds, row["case"], f"{row['structure']} ({key.first_round()})", image, key.round or 0
+        )
 
-    def set_rounds(self, rounds: list, case: str, what: str, image: Any,
-                   round: int | None = None, move: bool = False) -> None:
+    def set_rounds(
+        self,
+        rounds: list,
+        case: str,
+        what: str,
+        image: Any,
+        round: int | None = None,
+        move: bool = False,
+    ) -> None:
         """Show the ``rounds`` of ``case`` (``what``: its structure and condition) and one of
         them (``round``, default 0); ``image`` is the case's image layer (placement).
         ``move``: the view goes to the slice of the round's prompt."""
@@ -167,8 +175,11 @@ class RoundStepper(QWidget):
                 self.table.setItem(i, j, item)
         self.table.resizeColumnsToContents()
         shown = min(len(self.rounds), 7)  # every round in view, up to 7
-        self.table.setFixedHeight(self.table.horizontalHeader().height() + 4
-                                  + shown * self.table.verticalHeader().defaultSectionSize())
+        self.table.setFixedHeight(
+            self.table.horizontalHeader().height()
+            + 4
+            + shown * self.table.verticalHeader().defaultSectionSize()
+        )
         self.table.blockSignals(False)
         self.setVisible(bool(self.rounds))
         if not self.rounds:
@@ -202,8 +213,10 @@ class RoundStepper(QWidget):
         self.next_button.setEnabled(i < len(self.rounds) - 1)
         _, dice, change, added, fell = round_rows(self.rounds)[i]
         since = f" ({change} since round {self.rounds[i - 1].round})" if change else ""
-        self.status.setText(f"Round {rnd.round} of {self.rounds[-1].round}: Dice {dice}{since}"
-                            f"{', it fell' if fell else ''}. Added: {added}.")
+        self.status.setText(
+            f"Round {rnd.round} of {self.rounds[-1].round}: Dice {dice}{since}"
+            f"{', it fell' if fell else ''}. Added: {added}."
+        )
         if move and rnd.added:
             self.panel._dice().dice.go_to_slice(int(rnd.added[0].index))
         self._compare(str(rnd.key))
@@ -216,23 +229,40 @@ class RoundStepper(QWidget):
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
         if loaded is None or key in loaded.pair or key not in loaded.predictions:
             return
-        self.panel._start(f"counting {key}", pair_job, loaded, key, on_done=self._compared,
-                          needs=[image] if image is not None else [])
+        self.panel._start(
+            f"counting {key}",
+            pair_job,
+            loaded,
+            key,
+            on_done=self._compared,
+            needs=[image] if image is not None else [],
+        )
 
     def _compared(self, result: tuple) -> None:
         from dataclasses import replace
 
         loaded, key, counted = result
         shown, layers = self.panel.loaded, self.case_layers.layers
-        if (key != self.wanted or shown is None or shown.case is not loaded.case
-                or prediction_role(key) not in layers):
+        if (
+            key != self.wanted
+            or shown is None
+            or shown.case is not loaded.case
+            or prediction_role(key) not in layers
+        ):
             return  # another round, case or folder since
         self.panel.loaded = replace(shown, pair=(shown.pair[0], key))
         state = self.panel.state
-        state.set_case(layers["image"], layers.get("reference"),
-                       {"clean": layers.get(prediction_role(shown.pair[0] or "clean")),
-                        "attacked": layers[prediction_role(key)]},
-                       state.current, counted=counted, attacked_image=state.attacked_image)
+        state.set_case(
+            layers["image"],
+            layers.get("reference"),
+            {
+                "clean": layers.get(prediction_role(shown.pair[0] or "clean")),
+                "attacked": layers[prediction_role(key)],
+            },
+            state.current,
+            counted=counted,
+            attacked_image=state.attacked_image,
+        )
 
     def _draw(self, rnd: Any) -> None:
         """Replace the prompt layers by the prompts given up to ``rnd``."""
@@ -244,17 +274,26 @@ class RoundStepper(QWidget):
         self.clear()
         with self.viewer.layers.batched_update():
             self.prompt_layers["boxes"] = self.viewer.add_shapes(
-                boxes or None, shape_type="rectangle", face_color="transparent",
-                edge_color=[c for c, _ in edges] or BOX, edge_width=[w for _, w in edges] or 1.0,
-                name=f"{self.case} boxes", **place)
+                boxes or None,
+                shape_type="rectangle",
+                face_color="transparent",
+                edge_color=[c for c, _ in edges] or BOX,
+                edge_width=[w for _, w in edges] or 1.0,
+                name=f"{self.case} boxes",
+                **place,
+            )
             shape = self.image.data.shape  # an RGB image: the plane before its colours
             side = max(shape[-2:] if ndim == len(shape) else shape[-3:-1])
             self.prompt_layers["points"] = self.viewer.add_points(
-                np.asarray(points, float).reshape(-1, ndim), border_color="white",
-                border_width=0.15, face_color=[c for c, _ in looks] or POSITIVE,
+                np.asarray(points, float).reshape(-1, ndim),
+                border_color="white",
+                border_width=0.15,
+                face_color=[c for c, _ in looks] or POSITIVE,
                 size=[z * side for _, z in looks] or side * EARLIER[0],
                 canvas_size_limits=(POINT_PX_MIN, 1.5 * POINT_PX_MAX),
-                name=f"{self.case} prompts", **place)
+                name=f"{self.case} prompts",
+                **place,
+            )
         self.viewer.layers.selection.active = self.image
 
     def clear(self) -> None:

@@ -53,8 +53,7 @@ def _text(key: str, v: Any) -> str:
     if isinstance(v, float):
         if math.isinf(v):
             return "inf"
-        return f"{v:+.3f}" if key == "delta_dice" else (f"{v:.1f}" if key == "hd95"
-                                                        else f"{v:.3f}")
+        return f"{v:+.3f}" if key == "delta_dice" else (f"{v:.1f}" if key == "hd95" else f"{v:.3f}")
     return str(v)
 
 
@@ -72,9 +71,12 @@ class ResultsModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows = list(rows)
         several = len({r.get("model") for r in self.rows}) > 1
-        self.columns = [c for c in COLUMNS if c[0] in ALWAYS
-                        or (several if c[0] == "model"
-                            else any(_has_value(r.get(c[0])) for r in self.rows))]
+        self.columns = [
+            c
+            for c in COLUMNS
+            if c[0] in ALWAYS
+            or (several if c[0] == "model" else any(_has_value(r.get(c[0])) for r in self.rows))
+        ]
         self.endResetModel()
 
     def column(self, key: str) -> int:
@@ -98,9 +100,11 @@ class ResultsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return ABSENT if absent and key == "dice" else _text(key, value)
         if role == Qt.ItemDataRole.ToolTipRole and absent:
-            return (f"{row.get('structure')} is in neither the reference nor the prediction: "
-                    f"an absence, not a failure (scored {_text(key, value)} by the protocol's "
-                    "empty rule)")
+            return (
+                f"{row.get('structure')} is in neither the reference nor the prediction: "
+                f"an absence, not a failure (scored {_text(key, value)} by the protocol's "
+                "empty rule)"
+            )
         if role == SORT_ROLE:
             if absent:
                 return math.nan  # after every real score
@@ -113,8 +117,9 @@ class ResultsModel(QAbstractTableModel):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
         if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
             return None
         if role == Qt.ItemDataRole.DisplayRole:

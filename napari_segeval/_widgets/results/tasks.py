@@ -106,8 +106,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     if loaded is None:
         focus = focus_of(row)
         try:
-            loaded = folder.load(row["case"], focus, progress=throttled(progress),
-                                 cancel=cancel)
+            loaded = folder.load(row["case"], focus, progress=throttled(progress), cancel=cancel)
         except MissingFilesError as exc:
             return Missing(exc)
         counted = dict(loaded.counters)
@@ -136,4 +135,3 @@ def pair_job(loaded, second: str, progress=None, cancel=None):
 
     first = loaded.pair[0] or "clean"
     return loaded, second, counters(loaded.case, loaded.predictions, second, first)
-

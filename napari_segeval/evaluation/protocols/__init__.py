@@ -224,8 +224,9 @@ class Protocol:
             raise SegEvalError(f"protocol {self.name} has no preset {name!r} (presets: {known})")
         return self.presets[name]
 
-    def resolve_params(self, overrides: Mapping[str, Any] | None = None,
-                       preset: str | None = None) -> dict:
+    def resolve_params(
+        self, overrides: Mapping[str, Any] | None = None, preset: str | None = None
+    ) -> dict:
         """Defaults, then the preset's values, then ``overrides``.
 
         Unknown parameter or preset names raise :class:`SegEvalError`; so do
@@ -236,8 +237,10 @@ class Protocol:
         """
         over = dict(overrides or {})
         if over.get("models") and over.get("model") is not None:
-            raise SegEvalError(f"protocol {self.name}: model={over['model']!r} and models="
-                               f"{over['models']!r} both given: name every model in models")
+            raise SegEvalError(
+                f"protocol {self.name}: model={over['model']!r} and models="
+                f"{over['models']!r} both given: name every model in models"
+            )
         params = json.loads(json.dumps(dict(self.defaults)))
         if self.model_kind is not None:
             params.setdefault("models", None)
@@ -337,12 +340,13 @@ def check_models(protocol: Protocol, models: Any) -> list[str] | None:
     from napari_segeval.models import registry
 
     if protocol.model_kind is None:
-        raise SegEvalError(f"protocol {protocol.name} evaluates one model; several models run "
-                           "with medsam2-3d, medsam2-video, msd-robust or interactive")
+        raise SegEvalError(
+            f"protocol {protocol.name} evaluates one model; several models run "
+            "with medsam2-3d, medsam2-video, msd-robust or interactive"
+        )
     if isinstance(models, str):
         models = [models]
-    if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m
-                                                        for m in models):
+    if not isinstance(models, (list, tuple)) or not all(isinstance(m, str) and m for m in models):
         raise SegEvalError(f"parameter models must be a list of model names, got {models!r}")
     seen: list[str] = []
     for ref in models:
@@ -360,18 +364,23 @@ def _check_kind(protocol: Protocol, ref: str, registry: Any) -> None:
         if registry.is_reference(ref, "promptable"):
             return
         if ref in registry.model_names("dense"):
-            raise SegEvalError(f"model {ref!r} is a dense model; protocol {protocol.name} "
-                               "prompts promptable models ("
-                               f"{', '.join(registry.model_names('promptable'))})")
+            raise SegEvalError(
+                f"model {ref!r} is a dense model; protocol {protocol.name} "
+                "prompts promptable models ("
+                f"{', '.join(registry.model_names('promptable'))})"
+            )
         raise registry.unknown_promptable(ref)
     if registry.is_promptable(ref):
-        raise SegEvalError(f"model {ref!r} is a promptable model; protocol {protocol.name} "
-                           f"runs dense models ({', '.join(registry.model_names('dense'))}, "
-                           "a weights file or folder)")
+        raise SegEvalError(
+            f"model {ref!r} is a promptable model; protocol {protocol.name} "
+            f"runs dense models ({', '.join(registry.model_names('dense'))}, "
+            "a weights file or folder)"
+        )
 
 
-def run_models(protocol: Protocol, spec: Any, params: Mapping, models: Sequence[str]
-               ) -> dict[str, tuple[dict, CaseOutput]]:
+def run_models(
+    protocol: Protocol, spec: Any, params: Mapping, models: Sequence[str]
+) -> dict[str, tuple[dict, CaseOutput]]:
     """Each model's ``(params, CaseOutput)`` on one case: ``params`` with ``model`` set to it.
 
     Through the protocol's own ``run_models`` when it has one (shared prompts),
@@ -398,7 +407,7 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
     for m, out in outputs.items():
         rows += out.rows
         for k, v in out.views.items():
-            key = f"{PRED}{prediction_key(k[len(PRED):], m)}" if k.startswith(PRED) else k
+            key = f"{PRED}{prediction_key(k[len(PRED) :], m)}" if k.startswith(PRED) else k
             views.setdefault(key, v)
         if out.extra:
             extra[m] = out.extra
@@ -434,5 +443,17 @@ def get_protocol(name: str | Protocol) -> Protocol:
     return obj
 
 
-__all__ = ["PRED", "REGISTRY", "CaseArrays", "CaseOutput", "Preset", "Protocol", "check_models",
-           "get_protocol", "merge_outputs", "prediction_key", "run_has_rounds", "run_models"]
+__all__ = [
+    "PRED",
+    "REGISTRY",
+    "CaseArrays",
+    "CaseOutput",
+    "Preset",
+    "Protocol",
+    "check_models",
+    "get_protocol",
+    "merge_outputs",
+    "prediction_key",
+    "run_has_rounds",
+    "run_models",
+]

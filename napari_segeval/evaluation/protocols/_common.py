@@ -39,11 +39,15 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
         k = 0 if channel is None else int(channel)
         if not 0 <= k < len(spec.images):
             raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {len(spec.images)})")
-        return read_structure_case(spec.images[k], spec.labels, spec.structures,
-                                   modality=spec.modality)
+        return read_structure_case(
+            spec.images[k], spec.labels, spec.structures, modality=spec.modality
+        )
     ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
-    kw = {"modality": spec.modality, "dataset_json": ds if ds is not None and ds.is_file()
-          else None, "color_table": spec.reader_color_table()}
+    kw = {
+        "modality": spec.modality,
+        "dataset_json": ds if ds is not None and ds.is_file() else None,
+        "color_table": spec.reader_color_table(),
+    }
     one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
     n = len(names) if one_file else len(spec.images)
     if channel is None and n > 1:
@@ -83,9 +87,17 @@ def dense_model(ref: str, device: str | None = None) -> Any:
     return load_dense(ref, device=device)
 
 
-def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Mapping[int, str],
-          condition: str, *, tolerance_mm: float = 2.0, empty: str = "one",
-          surface: bool = True) -> list[dict]:
+def score(
+    reference: np.ndarray,
+    prediction: np.ndarray,
+    spacing,
+    structures: Mapping[int, str],
+    condition: str,
+    *,
+    tolerance_mm: float = 2.0,
+    empty: str = "one",
+    surface: bool = True,
+) -> list[dict]:
     """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``.
 
     Each row also says whether the structure is ``absent``: missing from both the
@@ -103,18 +115,38 @@ def score(reference: np.ndarray, prediction: np.ndarray, spacing, structures: Ma
     from napari_segeval.metrics import structure_table
 
     if reference.shape != prediction.shape:
-        raise SegEvalError(f"prediction shape {prediction.shape} differs from the reference "
-                           f"{reference.shape}")
-    rows = structure_table(reference, prediction, spacing, structures=structures or None,
-                           tolerance_mm=tolerance_mm, empty=empty, surface=surface)
-    return [{"structure": r["name"], "condition": condition,
-             **{k: v for k, v in r.items() if k != "name"},
-             "absent": bool(r["volume_ref_ml"] == 0 and r["volume_pred_ml"] == 0)}
-            for r in rows]
+        raise SegEvalError(
+            f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
+        )
+    rows = structure_table(
+        reference,
+        prediction,
+        spacing,
+        structures=structures or None,
+        tolerance_mm=tolerance_mm,
+        empty=empty,
+        surface=surface,
+    )
+    return [
+        {
+            "structure": r["name"],
+            "condition": condition,
+            **{k: v for k, v in r.items() if k != "name"},
+            "absent": bool(r["volume_ref_ml"] == 0 and r["volume_pred_ml"] == 0),
+        }
+        for r in rows
+    ]
 
 
-def check_number(params: Mapping, key: str, default: Any, what: str,
-                 ok: Callable[[Any], bool] = lambda v: True, *, whole: bool = False) -> None:
+def check_number(
+    params: Mapping,
+    key: str,
+    default: Any,
+    what: str,
+    ok: Callable[[Any], bool] = lambda v: True,
+    *,
+    whole: bool = False,
+) -> None:
     """Refuse ``params[key]`` (``default`` when absent) unless it is a number (an int
     with ``whole``; never a bool) for which ``ok`` holds: one line,
     ``parameter KEY must be WHAT, got VALUE``.
@@ -146,11 +178,13 @@ def check_scoring(params: Mapping) -> None:
     """
     from napari_segeval.metrics.overlap import EMPTY_CHOICES
 
-    check_number(params, "tolerance_mm", 2.0, "a positive number of mm",
-                 lambda v: 0 < v < float("inf"))
+    check_number(
+        params, "tolerance_mm", 2.0, "a positive number of mm", lambda v: 0 < v < float("inf")
+    )
     if params.get("empty", "one") not in EMPTY_CHOICES:
-        raise SegEvalError(f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, "
-                           f"got {params['empty']!r}")
+        raise SegEvalError(
+            f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, got {params['empty']!r}"
+        )
 
 
 def fingerprint(key: Any) -> str:
@@ -164,8 +198,9 @@ def fingerprint(key: Any) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def cached(record_path: str | Path, key: Any, make: Callable[[], dict], *,
-           needs: tuple = ()) -> dict:
+def cached(
+    record_path: str | Path, key: Any, make: Callable[[], dict], *, needs: tuple = ()
+) -> dict:
     """Make once: the JSON record at ``record_path`` when it was made from ``key``, else ``make()``.
 
     The record carries ``fingerprint`` (:func:`fingerprint` of ``key``); it is
@@ -246,15 +281,18 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
     k = key_index(ref, nd) if index is None else index
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
     image = case.image[0] if case.is_multichannel else case.image  # first channel shown
-    out = {"image": _shrink(_to_uint8(take(image))),
-           "reference": _shrink(take(ref).astype(np.uint16))}
+    out = {
+        "image": _shrink(_to_uint8(take(image))),
+        "reference": _shrink(take(ref).astype(np.uint16)),
+    }
     for name, pred in predictions.items():
         out[f"pred:{name}"] = _shrink(take(np.asarray(pred)).astype(np.uint16))
     return out
 
 
-def case_arrays(case, predictions: Mapping[str, np.ndarray],
-                images: Mapping[str, np.ndarray] | None = None):
+def case_arrays(
+    case, predictions: Mapping[str, np.ndarray], images: Mapping[str, np.ndarray] | None = None
+):
     """What to save of a case: each condition's label map, perturbed images and perturbations.
 
     ``predictions`` maps condition -> label map; ``images`` maps
@@ -264,11 +302,23 @@ def case_arrays(case, predictions: Mapping[str, np.ndarray],
     from napari_segeval.evaluation.protocols import CaseArrays
 
     arrays = {str(k): np.asarray(v) for k, v in predictions.items()}
-    arrays.update({str(k): np.asarray(v, np.float32) for k, v in (images or {}).items()
-                   if v is not None})
+    arrays.update(
+        {str(k): np.asarray(v, np.float32) for k, v in (images or {}).items() if v is not None}
+    )
     return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
 
 
-__all__ = ["cached", "case_arrays", "check_scoring", "dense_model", "fingerprint", "key_index",
-           "load_case",
-           "promptable_model", "resolve_factory", "score", "train_once", "views"]
+__all__ = [
+    "cached",
+    "case_arrays",
+    "check_scoring",
+    "dense_model",
+    "fingerprint",
+    "key_index",
+    "load_case",
+    "promptable_model",
+    "resolve_factory",
+    "score",
+    "train_once",
+    "views",
+]

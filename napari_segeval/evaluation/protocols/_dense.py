@@ -27,10 +27,14 @@ def segment(model: Any, case, params: Mapping, *, probabilities: bool = False):
     if not isinstance(model, DenseModel):
         return model.segment(case, probabilities=probabilities)
 
-    return segment_case(model, case, overlap=float(params.get("overlap", 0.5)),
-                        mirror=bool(params.get("mirror", False)),
-                        postprocess=bool(params.get("postprocess", True)),
-                        probabilities=probabilities)
+    return segment_case(
+        model,
+        case,
+        overlap=float(params.get("overlap", 0.5)),
+        mirror=bool(params.get("mirror", False)),
+        postprocess=bool(params.get("postprocess", True)),
+        probabilities=probabilities,
+    )
 
 
 def condition_name(attack: Mapping) -> str:
@@ -80,8 +84,10 @@ def attack_config(attack: Mapping):
     known = {f.name for f in fields(AttackConfig)} - {"attack"}
     unknown = sorted(set(opts) - known)
     if unknown:
-        raise SegEvalError(f"attack {dict(attack)}: unknown option {unknown[0]!r} (options: "
-                           f"{', '.join(sorted(known | set(TARGET_KEYS)))})")
+        raise SegEvalError(
+            f"attack {dict(attack)}: unknown option {unknown[0]!r} (options: "
+            f"{', '.join(sorted(known | set(TARGET_KEYS)))})"
+        )
     try:
         return AttackConfig(attack=name, **opts)
     except (TypeError, ValueError) as exc:
@@ -104,12 +110,15 @@ def check_attacks(attacks: Any) -> None:
     napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': -1}: eps must be finite and >= 0, got -1
     """
     if not isinstance(attacks, (list, tuple)):
-        raise SegEvalError(f"parameter attacks must be a list of attacks such as "
-                           f'{{"name": "pgd", "eps": 0.05}}, got {attacks!r}')
+        raise SegEvalError(
+            f"parameter attacks must be a list of attacks such as "
+            f'{{"name": "pgd", "eps": 0.05}}, got {attacks!r}'
+        )
     for attack in attacks:
         if not isinstance(attack, Mapping):
-            raise SegEvalError(f"attack {attack!r}: expected an object such as "
-                               '{"name": "pgd", "eps": 0.05}')
+            raise SegEvalError(
+                f'attack {attack!r}: expected an object such as {{"name": "pgd", "eps": 0.05}}'
+            )
         name, _, target_opts = _split_options(attack)
         if ":" in name:
             from napari_segeval.evaluation.protocols._common import resolve_factory
@@ -123,8 +132,10 @@ def check_attacks(attacks: Any) -> None:
 def _reference(attack: Mapping, target_opts: Mapping) -> str:
     reference = str(target_opts.get("reference", "auto"))
     if reference not in ("auto", "labels", "prediction"):
-        raise SegEvalError(f"attack {dict(attack)}: reference must be 'auto', 'labels' or "
-                           f"'prediction', got {reference!r}")
+        raise SegEvalError(
+            f"attack {dict(attack)}: reference must be 'auto', 'labels' or "
+            f"'prediction', got {reference!r}"
+        )
     return reference
 
 
@@ -199,24 +210,33 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutc
         from napari_segeval.evaluation.protocols._common import resolve_factory
 
         labels = np.asarray(resolve_factory(name)(model, case, **opts, **target_opts))
-        return AttackOutcome(condition_name(attack), labels,
-                             float(opts.get("eps", 0.0)) * raw_per_unit(model))
+        return AttackOutcome(
+            condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
+        )
     from napari_segeval.attacks import DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
 
     config = attack_config(attack)
     reference = _reference(attack, target_opts)
-    target = DenseTarget(model, case, overlap=float(params.get("overlap", 0.5)),
-                         batch_size=int(target_opts.get("batch_size", 2)),
-                         mirror=bool(params.get("mirror", False)),
-                         gradient=str(target_opts.get("gradient", "whole")),
-                         postprocess=bool(params.get("postprocess", True)))
-    res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
-                      reference=reference)
-    return AttackOutcome(attack_condition(res.params["attack"]),
-                         np.asarray(res.attacked_prediction), float(res.budget.eps_raw),
-                         np.asarray(res.perturbed_image, np.float32),
-                         np.asarray(res.perturbation, np.float32))
+    target = DenseTarget(
+        model,
+        case,
+        overlap=float(params.get("overlap", 0.5)),
+        batch_size=int(target_opts.get("batch_size", 2)),
+        mirror=bool(params.get("mirror", False)),
+        gradient=str(target_opts.get("gradient", "whole")),
+        postprocess=bool(params.get("postprocess", True)),
+    )
+    res = attack_case(
+        target, config, clamp=bool(target_opts.get("clamp", True)), reference=reference
+    )
+    return AttackOutcome(
+        attack_condition(res.params["attack"]),
+        np.asarray(res.attacked_prediction),
+        float(res.budget.eps_raw),
+        np.asarray(res.perturbed_image, np.float32),
+        np.asarray(res.perturbation, np.float32),
+    )
 
 
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
@@ -235,5 +255,15 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return float(h[fg].mean() if fg.any() else h.mean())
 
 
-__all__ = ["TARGET_KEYS", "AttackOutcome", "attack_config", "check_attacks", "condition_name",
-           "per_case_entropy", "raw_per_unit", "run_attack", "segment", "skip_reason"]
+__all__ = [
+    "TARGET_KEYS",
+    "AttackOutcome",
+    "attack_config",
+    "check_attacks",
+    "condition_name",
+    "per_case_entropy",
+    "raw_per_unit",
+    "run_attack",
+    "segment",
+    "skip_reason",
+]

@@ -49,8 +49,16 @@ from napari_segeval.evaluation.protocols import _dense as D
 
 #: spec.meta key written by :func:`prepare`.
 META_KEY = "li2026"
-AUV_KEYS = ("auv_model", "auv_checkpoint", "auv_layout", "auv_energy_power", "auv_aggregate",
-            "auv_grid", "auv_ct_mapping", "auv_resize")
+AUV_KEYS = (
+    "auv_model",
+    "auv_checkpoint",
+    "auv_layout",
+    "auv_energy_power",
+    "auv_aggregate",
+    "auv_grid",
+    "auv_ct_mapping",
+    "auv_resize",
+)
 #: The condition trained with the DUO loss on every training case.
 DUO = "DUO"
 
@@ -94,8 +102,10 @@ def split(specs: Sequence, params: dict) -> tuple[list, list, str]:
         chosen = {ids[j] for j in order[:n_test]}
         test = [s for s in labelled if s.case_id in chosen]
         train = [s for s in labelled if s.case_id not in chosen]
-        source = (f"seeded hold-out ({float(params['holdout']):.0%} of {n} labelled cases, "
-                  f"seed {int(params['seed'])})")
+        source = (
+            f"seeded hold-out ({float(params['holdout']):.0%} of {n} labelled cases, "
+            f"seed {int(params['seed'])})"
+        )
     if len(train) < 2:
         raise SegEvalError(f"only {len(train)} training case(s) with labels: need at least 2")
     return train, test, source
@@ -124,11 +134,17 @@ def train_config(params: dict, loss: str = "ce-dice"):
     from napari_segeval.training.dense_cases import DenseTrainConfig
 
     return DenseTrainConfig(
-        iterations=int(params["train_iterations"]), batch=int(params["train_batch"]),
-        lr=float(params["train_lr"]), optimizer=str(params["train_optimizer"]),
+        iterations=int(params["train_iterations"]),
+        batch=int(params["train_batch"]),
+        lr=float(params["train_lr"]),
+        optimizer=str(params["train_optimizer"]),
         patch_size=tuple(int(v) for v in params["train_patch"]),
-        base_channels=int(params["train_width"]), seed=int(params["seed"]),
-        threads=int(params["threads"]), loss=loss, duo_alpha=float(params["duo_alpha"]))
+        base_channels=int(params["train_width"]),
+        seed=int(params["seed"]),
+        threads=int(params["threads"]),
+        loss=loss,
+        duo_alpha=float(params["duo_alpha"]),
+    )
 
 
 def _auv(train: Sequence, params: dict, out: Path) -> dict:
@@ -136,16 +152,25 @@ def _auv(train: Sequence, params: dict, out: Path) -> dict:
 
     def make() -> dict:
         record = score_cases(
-            train, model=params["auv_model"], checkpoint=params["auv_checkpoint"],
-            device=params.get("device"), layout=str(params["auv_layout"]),
-            power=float(params["auv_energy_power"]), aggregate=str(params["auv_aggregate"]),
-            grid=params.get("auv_grid"), ct_mapping=str(params["auv_ct_mapping"]),
-            resize=str(params["auv_resize"]), threads=int(params["threads"]))
+            train,
+            model=params["auv_model"],
+            checkpoint=params["auv_checkpoint"],
+            device=params.get("device"),
+            layout=str(params["auv_layout"]),
+            power=float(params["auv_energy_power"]),
+            aggregate=str(params["auv_aggregate"]),
+            grid=params.get("auv_grid"),
+            ct_mapping=str(params["auv_ct_mapping"]),
+            resize=str(params["auv_resize"]),
+            threads=int(params["threads"]),
+        )
         write_scores(out / "auv.csv", record, overwrite=True)
         return record
 
-    key = {"cases": [[s.case_id, list(s.images), s.labels] for s in train],
-           **{k: params[k] for k in AUV_KEYS}}
+    key = {
+        "cases": [[s.case_id, list(s.images), s.labels] for s in train],
+        **{k: params[k] for k in AUV_KEYS},
+    }
     return C.cached(out / "auv.json", key, make, needs=(out / "auv.csv",))
 
 
@@ -154,15 +179,29 @@ def _train(train: Sequence, cases: dict, params: dict, path: Path, loss: str) ->
 
     config = train_config(params, loss)
     ids = sorted(s.case_id for s in train)
-    k = max([int(i) for s in train for i in s.structures] +
-            [int(cases[s.case_id].labels.max()) for s in train] + [1]) + 1
+    k = (
+        max(
+            [int(i) for s in train for i in s.structures]
+            + [int(cases[s.case_id].labels.max()) for s in train]
+            + [1]
+        )
+        + 1
+    )
 
     def fit(target: Path) -> dict:
         structures = {int(i): n for s in train for i, n in s.structures.items()}
         modality = next((s.modality for s in train if s.modality), "CT")
-        rec = train_dense_cases([cases[i].image for i in ids], [cases[i].labels for i in ids],
-                                [cases[i].spacing for i in ids], k, target, config,
-                                structures=structures, modality=modality, case_ids=ids)
+        rec = train_dense_cases(
+            [cases[i].image for i in ids],
+            [cases[i].labels for i in ids],
+            [cases[i].spacing for i in ids],
+            k,
+            target,
+            config,
+            structures=structures,
+            modality=modality,
+            case_ids=ids,
+        )
         return {"model": target.name, "num_classes": k, **rec}
 
     return C.train_once(path, {"train": ids, "k": k, "config": config.to_dict()}, fit)
@@ -170,8 +209,10 @@ def _train(train: Sequence, cases: dict, params: dict, path: Path, loss: str) ->
 
 def _conditions(params: dict) -> list[tuple[str, float, str]]:
     """``(name, fraction removed, loss)`` of every condition, in order."""
-    out = [(condition_name(f), f, "ce-dice")
-           for f in [0.0, *[float(v) for v in params["remove_fractions"]]]]
+    out = [
+        (condition_name(f), f, "ce-dice")
+        for f in [0.0, *[float(v) for v in params["remove_fractions"]]]
+    ]
     if params.get("duo"):
         out.append((DUO, 0.0, "duo"))
     return out
@@ -206,15 +247,25 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
             _train([by_id[c] for c in kept], cases, params, path, loss)
         seen.setdefault(key, path)
         models[cond] = str(path)
-        info[cond] = {"n_train": len(kept), "removed": sorted(removed),
-                      "model": f"models/{Path(path).name}", "loss": loss}
-    record = {"split": test[0].meta.get("li2026_split"), "auv_model": auv.get("model"),
-              "removal_rule": params["removal_rule"], "conditions": info}
+        info[cond] = {
+            "n_train": len(kept),
+            "removed": sorted(removed),
+            "model": f"models/{Path(path).name}",
+            "loss": loss,
+        }
+    record = {
+        "split": test[0].meta.get("li2026_split"),
+        "auv_model": auv.get("model"),
+        "removal_rule": params["removal_rule"],
+        "conditions": info,
+    }
     store.write_json(out / "li2026.json", record)
     for s in test:
         s.train_specs = ()  # used: the workers need only the models
-        s.meta = {**s.meta, META_KEY: {"models": models, "conditions": info,
-                                       "auv_model": auv.get("model")}}
+        s.meta = {
+            **s.meta,
+            META_KEY: {"models": models, "conditions": info, "auv_model": auv.get("model")},
+        }
 
 
 @lru_cache(maxsize=8)
@@ -231,8 +282,10 @@ def run_case(spec, params: dict):
 
     meta = spec.meta.get(META_KEY)
     if not meta:
-        raise SegEvalError(f"case {spec.case_id}: no trained models (prepare() did not run); "
-                           "run the protocol through run_evaluation / segeval evaluate")
+        raise SegEvalError(
+            f"case {spec.case_id}: no trained models (prepare() did not run); "
+            "run the protocol through run_evaluation / segeval evaluate"
+        )
     case = C.load_case(spec, channel=int(params["channel"]))
     rows, preds = [], {}
     for cond, path in meta["models"].items():
@@ -248,13 +301,26 @@ def run_case(spec, params: dict):
             structures = {0: "background", **structures}
         info = meta["conditions"][cond]
         auv = meta.get("auv_model") or {}
-        extra = {"n_train": info["n_train"], "removed": ";".join(info["removed"]),
-                 "model_file": info["model"], "loss": info.get("loss", "ce-dice"),
-                 "test_split": spec.meta.get("li2026_split", ""),
-                 "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})"}
-        rows += [{**r, **extra} for r in C.score(case.labels, np.asarray(res.labels),
-                                                 case.spacing, structures, cond, empty="one",
-                                                 surface=False)]
+        extra = {
+            "n_train": info["n_train"],
+            "removed": ";".join(info["removed"]),
+            "model_file": info["model"],
+            "loss": info.get("loss", "ce-dice"),
+            "test_split": spec.meta.get("li2026_split", ""),
+            "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})",
+        }
+        rows += [
+            {**r, **extra}
+            for r in C.score(
+                case.labels,
+                np.asarray(res.labels),
+                case.spacing,
+                structures,
+                cond,
+                empty="one",
+                surface=False,
+            )
+        ]
         preds[cond] = np.asarray(res.labels)
     return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
 
@@ -270,45 +336,57 @@ def energy_text(power: float) -> str:
     if float(power) == 1.0:
         return "singular values as they are: p_j = s_j / sum s (the authors' released code)"
     if float(power) == 2.0:
-        return ("squared singular values: p_j = s_j^2 / sum s^2 (the energy as the paper "
-                "writes it; the authors' code uses s_j)")
+        return (
+            "squared singular values: p_j = s_j^2 / sum s^2 (the energy as the paper "
+            "writes it; the authors' code uses s_j)"
+        )
     return f"singular values to the power {float(power):g}: p_j = s_j^{float(power):g} / sum"
 
 
 def _duo_text(params: dict) -> dict:
     from napari_segeval.training import duo
 
-    return {"alpha": float(params["duo_alpha"]),
-            "loss": (f"per training patch b and foreground class c: (BCE + 1 - soft Dice of "
-                     f"the class's softmax probability against the denoised target) / (1 + "
-                     f"{float(params['duo_alpha']):g} S[b, c]), averaged over patches and "
-                     "classes; S[b, c] = the semantic perception scale of the network's own "
-                     "logits of c on the patch at that step (the authors' "
-                     "compute_all_semantic_scales: D x HW matrix, p = (s + 1e-6) / sum, not "
-                     "detached), as their code computes it, not the frozen model's AUV"),
-            "denoising": (f"target = label x (1 - sigmoid(noise head)); the noise head (1x1x1 "
-                          f"convolution on the last decoder features, starting at "
-                          f"{1 / (1 + math.exp(-duo.NOISE_BIAS)):.3f}) is trained and "
-                          f"applied from {duo.NOISE_START:.0%} of the iterations on, to "
-                          f"predict the labelled voxels whose class the network gives a "
-                          f"probability below {duo.NOISE_THRESHOLD:g}"),
-            "training_cases": "every training case (no AUV filtering)"}
+    return {
+        "alpha": float(params["duo_alpha"]),
+        "loss": (
+            f"per training patch b and foreground class c: (BCE + 1 - soft Dice of "
+            f"the class's softmax probability against the denoised target) / (1 + "
+            f"{float(params['duo_alpha']):g} S[b, c]), averaged over patches and "
+            "classes; S[b, c] = the semantic perception scale of the network's own "
+            "logits of c on the patch at that step (the authors' "
+            "compute_all_semantic_scales: D x HW matrix, p = (s + 1e-6) / sum, not "
+            "detached), as their code computes it, not the frozen model's AUV"
+        ),
+        "denoising": (
+            f"target = label x (1 - sigmoid(noise head)); the noise head (1x1x1 "
+            f"convolution on the last decoder features, starting at "
+            f"{1 / (1 + math.exp(-duo.NOISE_BIAS)):.3f}) is trained and "
+            f"applied from {duo.NOISE_START:.0%} of the iterations on, to "
+            f"predict the labelled voxels whose class the network gives a "
+            f"probability below {duo.NOISE_THRESHOLD:g}"
+        ),
+        "training_cases": "every training case (no AUV filtering)",
+    }
 
 
 def summarize(rows: list[dict], params: dict) -> dict:
     """Test-set Dice/mIoU in percent per condition, with its training list."""
     from napari_segeval.evaluation.summary import percent_scores
 
-    conds = sorted({r["condition"] for r in rows},
-                   key=lambda c: (c != "unfiltered", c == DUO, len(c), c))
+    conds = sorted(
+        {r["condition"] for r in rows}, key=lambda c: (c != "unfiltered", c == DUO, len(c), c)
+    )
     out = {}
     for c in conds:
         mine = [r for r in rows if r["condition"] == c]
         first = mine[0]
-        out[c] = {**percent_scores(mine, ("dice", "iou")),
-                  "n_train": int(first["n_train"]) if "n_train" in first else None,
-                  "removed": [x for x in str(first.get("removed") or "").split(";") if x],
-                  "model": first.get("model_file"), "loss": first.get("loss", "ce-dice")}
+        out[c] = {
+            **percent_scores(mine, ("dice", "iou")),
+            "n_train": int(first["n_train"]) if "n_train" in first else None,
+            "removed": [x for x in str(first.get("removed") or "").split(";") if x],
+            "model": first.get("model_file"),
+            "loss": first.get("loss", "ce-dice"),
+        }
     base = out.get("unfiltered", {}).get("dice")
     for _c, v in out.items():
         v["dice_change"] = (v["dice"] - base) if base is not None else None
@@ -316,19 +394,33 @@ def summarize(rows: list[dict], params: dict) -> dict:
     summary = {
         "analysis": "filter-training",
         "background_included": bool(params["include_background"]),
-        "metrics": ("Dice and IoU per class over all classes (background included: "
-                    f"{bool(params['include_background'])}), both-empty = 1, mean over "
-                    "classes per case, mean over the test cases, in percent"),
+        "metrics": (
+            "Dice and IoU per class over all classes (background included: "
+            f"{bool(params['include_background'])}), both-empty = 1, mean over "
+            "classes per case, mean over the test cases, in percent"
+        ),
         "test_set": splits[0] if len(splits) == 1 else splits,
         "removal_rule": params["removal_rule"],
         "auv_energy": energy_text(params["auv_energy_power"]),
         "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")), None),
-        "auv_files": "auv.json, auv.csv", "conditions": out,
-        "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)"}
+        "auv_files": "auv.json, auv.csv",
+        "conditions": out,
+        "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)",
+    }
     if params.get("duo"):
         summary["duo"] = _duo_text(params)
     return summary
 
 
-__all__ = ["DUO", "META_KEY", "condition_name", "energy_text", "prepare", "run_case", "select",
-           "split", "summarize", "train_config"]
+__all__ = [
+    "DUO",
+    "META_KEY",
+    "condition_name",
+    "energy_text",
+    "prepare",
+    "run_case",
+    "select",
+    "split",
+    "summarize",
+    "train_config",
+]

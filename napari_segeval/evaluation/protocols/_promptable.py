@@ -61,10 +61,15 @@ DEFAULTS = {
     "nsd_min_dice": None,
 }
 
-_CHOICES = {"ct_mapping": ("window", "minmax"), "resize": ("float", "pillow"),
-            "connectivity": (6, 18, 26), "decision": ("probability", "logit"),
-            "scoring": ("merged", "per-structure", "ordered"),
-            "jitter_mode": ("edges", "outward"), "prompt": ("box", "mask", "box3d")}
+_CHOICES = {
+    "ct_mapping": ("window", "minmax"),
+    "resize": ("float", "pillow"),
+    "connectivity": (6, 18, 26),
+    "decision": ("probability", "logit"),
+    "scoring": ("merged", "per-structure", "ordered"),
+    "jitter_mode": ("edges", "outward"),
+    "prompt": ("box", "mask", "box3d"),
+}
 #: The models that run ``prompt="box3d"`` (the CVPR 2024 challenge's 3D loop).
 BOX3D_MODELS = ("litemedsam",)
 
@@ -91,23 +96,32 @@ def check_params(params: dict) -> None:
 
     for key, allowed in _CHOICES.items():
         if key in params and params[key] not in allowed:
-            raise SegEvalError(f"parameter {key} must be one of "
-                               f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}")
-    C.check_number(params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0,
-                   whole=True)
+            raise SegEvalError(
+                f"parameter {key} must be one of "
+                f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}"
+            )
+    C.check_number(
+        params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0, whole=True
+    )
     C.check_number(params, "seed", 0, "a whole number", whole=True)
     if params.get("nsd_min_dice") is not None:
-        C.check_number(params, "nsd_min_dice", None, "null or a number in [0, 1]",
-                       lambda v: 0 <= v <= 1)
-    if params.get("prompt") == "box3d" and params.get("model", DEFAULTS["model"]) not in \
-            BOX3D_MODELS:
-        raise SegEvalError(f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
-                           f"LiteMedSAM: use --model litemedsam (got "
-                           f"{params.get('model', DEFAULTS['model'])})")
+        C.check_number(
+            params, "nsd_min_dice", None, "null or a number in [0, 1]", lambda v: 0 <= v <= 1
+        )
+    if (
+        params.get("prompt") == "box3d"
+        and params.get("model", DEFAULTS["model"]) not in BOX3D_MODELS
+    ):
+        raise SegEvalError(
+            f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
+            f"LiteMedSAM: use --model litemedsam (got "
+            f"{params.get('model', DEFAULTS['model'])})"
+        )
     modality = params.get("modality")
     if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
-        raise SegEvalError(f"parameter modality must be null or one of "
-                           f"{', '.join(MODALITIES)}, got {modality!r}")
+        raise SegEvalError(
+            f"parameter modality must be null or one of {', '.join(MODALITIES)}, got {modality!r}"
+        )
     if params.get("window") is not None:
         from napari_segeval.inference.windowing import parse_window
 
@@ -147,9 +161,15 @@ def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
     return int(zs[np.argmin(np.abs(zs - mid))])
 
 
-def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter: int,
-                      rng: np.random.Generator, first: bool = False,
-                      jitter_mode: str = "edges") -> list:
+def reference_prompts(
+    labels: np.ndarray,
+    structures: dict[int, str],
+    *,
+    jitter: int,
+    rng: np.random.Generator,
+    first: bool = False,
+    jitter_mode: str = "edges",
+) -> list:
     """One box per structure present in ``labels`` (middle slice, or first frame).
 
     ``jitter_mode``: ``"edges"`` or MedSAM2's ``"outward"`` (:meth:`Box.jittered`).
@@ -164,8 +184,9 @@ def reference_prompts(labels: np.ndarray, structures: dict[int, str], *, jitter:
         if k is None:
             continue
         box = Box.from_mask(mask[k], index=k, label=label)
-        prompts.append(box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode)
-                       if jitter else box)
+        prompts.append(
+            box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode) if jitter else box
+        )
     return prompts
 
 
@@ -208,8 +229,10 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
     from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
     if prompt == "mask":
-        return {b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index,
-                                                        b.label),)) for b in prompts}
+        return {
+            b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index, b.label),))
+            for b in prompts
+        }
     return {b.label: PromptSet.from_box(b) for b in prompts}  # box3d: its middle-slice box
 
 
@@ -249,30 +272,48 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     check_params(params)
     case = C.load_case(spec, channel=int(params["channel"]))
     if case.image.ndim - int(case.is_rgb) != 3:
-        raise SegEvalError(f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
-                           f"video, got axes {case.axes!r} shape {case.image.shape}")
+        raise SegEvalError(
+            f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
+            f"video, got axes {case.axes!r} shape {case.image.shape}"
+        )
     structures = structures_to_score(case.structures, case.labels)
     if params["prompt"] == "box3d":
         if mode != "volume":
-            raise SegEvalError("parameter prompt=box3d (the challenge's 3D boxes) is for "
-                               "volumes, not videos")
+            raise SegEvalError(
+                "parameter prompt=box3d (the challenge's 3D boxes) is for volumes, not videos"
+            )
         prompts = challenge_prompts(case.labels, structures)
     else:
-        prompts = reference_prompts(case.labels, structures, jitter=int(params["jitter"]),
-                                    rng=case_rng(int(params["seed"]), spec.case_id),
-                                    first=(mode == "video"),
-                                    jitter_mode=str(params["jitter_mode"]))
+        prompts = reference_prompts(
+            case.labels,
+            structures,
+            jitter=int(params["jitter"]),
+            rng=case_rng(int(params["seed"]), spec.case_id),
+            first=(mode == "video"),
+            jitter_mode=str(params["jitter_mode"]),
+        )
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
-    options = PropagationOptions(mode=mode, keep_largest=bool(params["keep_largest"]),
-                                 stop_when_empty=bool(params["stop_when_empty"]),
-                                 connectivity=int(params["connectivity"]),
-                                 decision=str(params["decision"]))
+    options = PropagationOptions(
+        mode=mode,
+        keep_largest=bool(params["keep_largest"]),
+        stop_when_empty=bool(params["stop_when_empty"]),
+        connectivity=int(params["connectivity"]),
+        decision=str(params["decision"]),
+    )
     present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
-    unloaded = Prepared(case, prompts, prompt_sets(prompts, case.labels, str(params["prompt"])),
-                        None, None, options, present,
-                        str(params["modality"] or case.modality or "other"),
-                        str(params["ct_mapping"]), "float")
+    unloaded = Prepared(
+        case,
+        prompts,
+        prompt_sets(prompts, case.labels, str(params["prompt"])),
+        None,
+        None,
+        options,
+        present,
+        str(params["modality"] or case.modality or "other"),
+        str(params["ct_mapping"]),
+        "float",
+    )
     return with_model(unloaded, params)
 
 
@@ -287,8 +328,7 @@ def with_model(prepared: Prepared, params: dict) -> Prepared:
         model = model.with_options(resize=resize)
     ct_mapping = prepared.ct_mapping
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = model.preprocess(prepared.case.image, prepared.modality, params.get("window"),
-                              **extra)
+    frames = model.preprocess(prepared.case.image, prepared.modality, params.get("window"), **extra)
     return replace(prepared, model=model, frames=frames, resize=resize)
 
 
@@ -338,8 +378,11 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
     """
     if min_dice is None:
         return rows
-    dice = [float(r["dice"]) for r in rows if r.get("dice") is not None
-            and np.isfinite(float(r["dice"]))]
+    dice = [
+        float(r["dice"])
+        for r in rows
+        if r.get("dice") is not None and np.isfinite(float(r["dice"]))
+    ]
     gated = bool(dice) and float(np.mean(dice)) <= float(min_dice)
     for r in rows:
         r["nsd_gated"] = gated
@@ -348,22 +391,27 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
     return rows
 
 
-def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
-                 condition: str = "clean") -> list[dict]:
+def score_result(
+    res, prepared: Prepared, params: dict, spec, *, mode: str, condition: str = "clean"
+) -> list[dict]:
     """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
     params = {**DEFAULTS, **params}
     case, present = prepared.case, prepared.present
     video = mode == "video"
-    metric = {"tolerance_mm": float(params["tolerance_mm"]), "empty": str(params["empty"]),
-              "surface": not video}
+    metric = {
+        "tolerance_mm": float(params["tolerance_mm"]),
+        "empty": str(params["empty"]),
+        "surface": not video,
+    }
     if params["scoring"] == "per-structure":  # each structure's own, unmerged mask
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
             rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
     else:
-        rows = C.score(case.labels, scored_labels(res, params), case.spacing, present,
-                       condition, **metric)
+        rows = C.score(
+            case.labels, scored_labels(res, params), case.spacing, present, condition, **metric
+        )
     if not video:
         rows = gate_nsd(rows, params.get("nsd_min_dice"))
     boxes = {b.label: b for b in prepared.boxes}
@@ -371,16 +419,23 @@ def score_result(res, prepared: Prepared, params: dict, spec, *, mode: str,
     modality = prepared.modality
     for r in rows:
         b = boxes[r["label"]]
-        r.update(task=task, key_slice=b.index, box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
-                 model=str(params["model"]), network=res.params.get("model"),
-                 modality=modality,
-                 ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
-                 resize=prepared.resize, scoring=str(params["scoring"]))
+        r.update(
+            task=task,
+            key_slice=b.index,
+            box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
+            model=str(params["model"]),
+            network=res.params.get("model"),
+            modality=modality,
+            ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
+            resize=prepared.resize,
+            scoring=str(params["scoring"]),
+        )
     return rows
 
 
-def propagate_and_score(spec, params: dict, *, mode: str, prepared: Prepared | None = None
-                        ) -> CaseOutput:
+def propagate_and_score(
+    spec, params: dict, *, mode: str, prepared: Prepared | None = None
+) -> CaseOutput:
     """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
 
     ``prepared``: :func:`prepare_case`'s result for this model (several models share
@@ -397,8 +452,9 @@ def propagate_and_score(spec, params: dict, *, mode: str, prepared: Prepared | N
     case = prepared.case
     k = prepared.boxes[0].index if mode == "video" else None
     saved = scored_labels(res, params)
-    return CaseOutput(rows, C.views(case, {"clean": saved}, index=k),
-                      arrays=C.case_arrays(case, {"clean": saved}))
+    return CaseOutput(
+        rows, C.views(case, {"clean": saved}, index=k), arrays=C.case_arrays(case, {"clean": saved})
+    )
 
 
 @dataclass
@@ -419,23 +475,32 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
 
     model = prepared.model
     if not isinstance(model, LiteMedSAMModel):
-        raise SegEvalError("parameter prompt=box3d is LiteMedSAM's challenge loop: use "
-                           "--model litemedsam")
+        raise SegEvalError(
+            "parameter prompt=box3d is LiteMedSAM's challenge loop: use --model litemedsam"
+        )
     labels = prepared.case.labels
-    boxes = [Box3D.from_mask(labels == b.label, b.label, v)
-             for v, b in enumerate(sorted(prepared.boxes, key=lambda b: b.label), start=1)]
+    boxes = [
+        Box3D.from_mask(labels == b.label, b.label, v)
+        for v, b in enumerate(sorted(prepared.boxes, key=lambda b: b.label), start=1)
+    ]
     masks = model.challenge_3d(prepared.frames, boxes)
-    return ChallengeResult(ordered_labels(masks, labels.shape).astype(np.uint16), masks,
-                           {"model": model.name, "loop": "cvpr24-3d"})
+    return ChallengeResult(
+        ordered_labels(masks, labels.shape).astype(np.uint16),
+        masks,
+        {"model": model.name, "loop": "cvpr24-3d"},
+    )
 
 
 def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
     """Every model on one case: read and prompted once (the same boxes for each model)."""
     each = {m: {**params, "model": m, "models": None} for m in models}
     first = prepare_case(spec, each[models[0]], mode=mode)
-    return {m: propagate_and_score(spec, each[m], mode=mode,
-                                   prepared=first if i == 0 else with_model(first, each[m]))
-            for i, m in enumerate(models)}
+    return {
+        m: propagate_and_score(
+            spec, each[m], mode=mode, prepared=first if i == 0 else with_model(first, each[m])
+        )
+        for i, m in enumerate(models)
+    }
 
 
 def used(rows: list[dict], key: str) -> list:
@@ -449,7 +514,25 @@ def used(rows: list[dict], key: str) -> list:
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
-__all__ = ["BOX3D_MODELS", "DEFAULTS", "ChallengeResult", "Prepared", "case_rng", "challenge_prompts",
-           "check_params", "gate_nsd", "key_slice", "models_on_same_prompts", "ordered_labels",
-           "prepare_case", "prompt_sets", "propagate_and_score", "reference_prompts",
-           "score_result", "scored_labels", "structure_masks", "used", "with_model"]
+__all__ = [
+    "BOX3D_MODELS",
+    "DEFAULTS",
+    "ChallengeResult",
+    "Prepared",
+    "case_rng",
+    "challenge_prompts",
+    "check_params",
+    "gate_nsd",
+    "key_slice",
+    "models_on_same_prompts",
+    "ordered_labels",
+    "prepare_case",
+    "prompt_sets",
+    "propagate_and_score",
+    "reference_prompts",
+    "score_result",
+    "scored_labels",
+    "structure_masks",
+    "used",
+    "with_model",
+]

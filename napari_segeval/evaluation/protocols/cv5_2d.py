@@ -89,16 +89,24 @@ def train_config(params: dict, fold: int):
     from napari_segeval.models.dense.unet2d import TrainConfig2D
 
     try:
-        return TrainConfig2D(iterations=int(params["iterations"]),
-                             batch_size=int(params["batch_size"]), lr=float(params["lr"]),
-                             size=tuple(int(v) for v in params["size"]),
-                             width=int(params["width"]), seed=int(params["seed"]) + int(fold),
-                             threads=int(params["train_threads"]))
+        return TrainConfig2D(
+            iterations=int(params["iterations"]),
+            batch_size=int(params["batch_size"]),
+            lr=float(params["lr"]),
+            size=tuple(int(v) for v in params["size"]),
+            width=int(params["width"]),
+            seed=int(params["seed"]) + int(fold),
+            threads=int(params["train_threads"]),
+        )
     except (TypeError, ValueError) as exc:
-        given = {k: params[k] for k in ("iterations", "batch_size", "lr", "size", "width",
-                                        "seed", "train_threads")}
-        raise SegEvalError(f"cv5-2d training parameters must be numbers (size two whole "
-                           f"numbers), got {given} ({exc})") from None
+        given = {
+            k: params[k]
+            for k in ("iterations", "batch_size", "lr", "size", "width", "seed", "train_threads")
+        }
+        raise SegEvalError(
+            f"cv5-2d training parameters must be numbers (size two whole "
+            f"numbers), got {given} ({exc})"
+        ) from None
 
 
 def _num_classes(train: Sequence, cases: Sequence) -> int:
@@ -124,19 +132,35 @@ def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike
         raise SegEvalError(f"cv5-2d fold {fold}: no training cases")
     cases = [C.load_case(s) for s in train]
     k = _num_classes(train, cases)
-    key = {"v": FORMAT_VERSION, "k": k, "config": config.to_dict(),
-           "train": [[s.case_id, list(s.images), s.labels] for s in train]}
+    key = {
+        "v": FORMAT_VERSION,
+        "k": k,
+        "config": config.to_dict(),
+        "train": [[s.case_id, list(s.images), s.labels] for s in train],
+    }
 
     def fit(target: Path) -> dict:
         structures = {int(i): n for s in train for i, n in s.structures.items()}
-        model = train_unet2d([c.image for c in cases], [c.labels for c in cases], k, config,
-                             case_ids=[s.case_id for s in train], structures=structures,
-                             device=params.get("device") or "cpu")
+        model = train_unet2d(
+            [c.image for c in cases],
+            [c.labels for c in cases],
+            k,
+            config,
+            case_ids=[s.case_id for s in train],
+            structures=structures,
+            device=params.get("device") or "cpu",
+        )
         model.save(target)
-        return {"fold": int(fold), "model": target.name, "num_classes": k,
-                "train_cases": model.meta["train_cases"], "config": config.to_dict(),
-                "final_loss": model.meta["final_loss"],
-                "train_seconds": model.meta["train_seconds"], "device": model.meta["device"]}
+        return {
+            "fold": int(fold),
+            "model": target.name,
+            "num_classes": k,
+            "train_cases": model.meta["train_cases"],
+            "config": config.to_dict(),
+            "final_loss": model.meta["final_loss"],
+            "train_seconds": model.meta["train_seconds"],
+            "device": model.meta["device"],
+        }
 
     return C.train_once(path, key, fit)
 
@@ -156,8 +180,15 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     out = Path(output_dir).absolute()
     usable = [s for s in specs if s.labels and not s.error and s.fold is not None]
     folds = sorted({int(s.fold) for s in usable})
-    jobs = [(fold, [s for s in usable if int(s.fold) == fold],
-             [s for s in usable if int(s.fold) != fold], f"fold{fold}") for fold in folds]
+    jobs = [
+        (
+            fold,
+            [s for s in usable if int(s.fold) == fold],
+            [s for s in usable if int(s.fold) != fold],
+            f"fold{fold}",
+        )
+        for fold in folds
+    ]
     held = [s for s in specs if is_holdout(s, params)]
     if held:  # the held-out split is scored by one model trained on every fold's cases
         jobs.append((len(folds), held, usable, HOLDOUT_MODEL))
@@ -178,8 +209,9 @@ def is_holdout(spec, params: dict) -> bool:
 
 def select(specs: Sequence, params: dict) -> list:
     """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
-    return [s for s in specs if s.error or (s.labels and s.fold is not None)
-            or is_holdout(s, params)]
+    return [
+        s for s in specs if s.error or (s.labels and s.fold is not None) or is_holdout(s, params)
+    ]
 
 
 @lru_cache(maxsize=8)
@@ -193,20 +225,26 @@ def fold_model(spec, params: dict):
     """The model that scores ``spec``: its fold's built-in U-Net, or the ``model`` reference."""
     ref = params.get("model")
     if not ref:
-        raise SegEvalError("cv5-2d needs a 2D model: --param model=builtin-2d (trained per "
-                           "fold) or REF (a file, folder or module:factory; '{fold}' is replaced)")
+        raise SegEvalError(
+            "cv5-2d needs a 2D model: --param model=builtin-2d (trained per "
+            "fold) or REF (a file, folder or module:factory; '{fold}' is replaced)"
+        )
     if ref != BUILTIN:
         fold = HOLDOUT_MODEL if spec.fold is None else str(spec.fold)
         return C.dense_model(str(ref).replace("{fold}", fold), params.get("device"))
     path = spec.meta.get(META_KEY)
     if not path or not Path(path).is_file():
-        raise SegEvalError(f"case {spec.case_id}: no trained builtin-2d model for fold "
-                           f"{spec.fold} ({path or 'prepare() did not run'}); run the protocol "
-                           "through run_evaluation / segeval evaluate, which trains one per fold")
+        raise SegEvalError(
+            f"case {spec.case_id}: no trained builtin-2d model for fold "
+            f"{spec.fold} ({path or 'prepare() did not run'}); run the protocol "
+            "through run_evaluation / segeval evaluate, which trains one per fold"
+        )
     model = _load(str(path), Path(path).stat().st_mtime_ns, params.get("device"))
     if spec.case_id in model.meta["train_cases"]:
-        raise SegEvalError(f"case {spec.case_id} was a training case of {path}: refusing to "
-                           "score it with that model")
+        raise SegEvalError(
+            f"case {spec.case_id} was a training case of {path}: refusing to "
+            "score it with that model"
+        )
     return model
 
 
@@ -218,15 +256,28 @@ def run_case(spec, params: dict) -> CaseOutput:
     structures = dict(case.structures or model.structures)
     if params["include_background"]:
         structures = class_set(structures, case.labels, res.labels)
-    rows = C.score(case.labels, res.labels, case.spacing, structures, "clean",
-                   empty=str(params["empty"]), surface=False)
+    rows = C.score(
+        case.labels,
+        res.labels,
+        case.spacing,
+        structures,
+        "clean",
+        empty=str(params["empty"]),
+        surface=False,
+    )
     add_counts(rows, case.labels, res.labels)
     extra = {}
     if params.get("model") == BUILTIN:
-        extra = {"model_file": f"models/{Path(spec.meta[META_KEY]).name}",
-                 "n_train": len(model.meta["train_cases"])}
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra,
-                      arrays=C.case_arrays(case, {"clean": res.labels}))
+        extra = {
+            "model_file": f"models/{Path(spec.meta[META_KEY]).name}",
+            "n_train": len(model.meta["train_cases"]),
+        }
+    return CaseOutput(
+        rows,
+        C.views(case, {"clean": res.labels}),
+        extra,
+        arrays=C.case_arrays(case, {"clean": res.labels}),
+    )
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:
@@ -241,8 +292,10 @@ def class_set(structures: dict, reference, prediction) -> dict[int, str]:
     >>> class_set({2: "lv"}, np.array([[0, 2]]), np.array([[3, 0]]))
     {0: 'background', 1: 'label 1', 2: 'lv', 3: 'label 3'}
     """
-    top = max([int(k) for k in structures] + [int(reference.max(initial=0)),
-                                               int(prediction.max(initial=0))])
+    top = max(
+        [int(k) for k in structures]
+        + [int(reference.max(initial=0)), int(prediction.max(initial=0))]
+    )
     names = {0: "background", **{int(k): str(v) for k, v in structures.items()}}
     return {i: names.get(i, unnamed_label(i)) for i in range(top + 1)}
 
@@ -251,8 +304,10 @@ def add_counts(rows: list[dict], reference, prediction) -> None:
     """Add each class's pixel counts (``n_tp``, ``n_ref``, ``n_pred``) to its row, in place."""
     from napari_segeval.metrics import confusion_matrix
 
-    top = max([int(r["label"]) for r in rows]
-              + [int(reference.max(initial=0)), int(prediction.max(initial=0)), 0])
+    top = max(
+        [int(r["label"]) for r in rows]
+        + [int(reference.max(initial=0)), int(prediction.max(initial=0)), 0]
+    )
     cm = confusion_matrix(reference, prediction, top + 1)
     for r in rows:
         k = int(r["label"])
@@ -262,19 +317,24 @@ def add_counts(rows: list[dict], reference, prediction) -> None:
 #: The two readings of the class-averaged metrics (``headline`` chooses the summary's).
 READINGS = {
     "per-image": {
-        "definition": ("per image: each class of the image scored (both-empty by 'empty'), "
-                       "averaged over the classes; mean over a fold's images, then mean +- "
-                       "std (ddof=1) over folds, in percent"),
-        "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"}},
+        "definition": (
+            "per image: each class of the image scored (both-empty by 'empty'), "
+            "averaged over the classes; mean over a fold's images, then mean +- "
+            "std (ddof=1) over folds, in percent"
+        ),
+        "names": {"dice": "mDSC", "iou": "mIoU", "recall": "mRec", "precision": "mPrec"},
+    },
     "accumulated": {
-        "definition": ("mmsegmentation's IoUMetric: per class, intersection, prediction and "
-                       "reference areas summed over all images of a fold; Dice, IoU, "
-                       "precision and recall from those sums (NaN where a denominator is "
-                       "zero over the fold); mean over the classes with a value (background "
-                       "included when scored); then mean +- std (ddof=1) over folds, in "
-                       "percent"),
-        "names": {"dice": "mDice", "iou": "mIoU", "recall": "mRecall",
-                  "precision": "mPrecision"}},
+        "definition": (
+            "mmsegmentation's IoUMetric: per class, intersection, prediction and "
+            "reference areas summed over all images of a fold; Dice, IoU, "
+            "precision and recall from those sums (NaN where a denominator is "
+            "zero over the fold); mean over the classes with a value (background "
+            "included when scored); then mean +- std (ddof=1) over folds, in "
+            "percent"
+        ),
+        "names": {"dice": "mDice", "iou": "mIoU", "recall": "mRecall", "precision": "mPrecision"},
+    },
 }
 
 
@@ -326,95 +386,144 @@ def summarize(rows: list[dict], params: dict) -> dict:
     numbers = {"per-image": cross_validation(cv), "accumulated": accumulated_folds(cv)}
     other = next(k for k in READINGS if k != headline)
     absent = [r for r in cv if is_absent(r)]
-    out = {"background_included": bool(params["include_background"]), "empty": empty,
-           "headline": {"reading": headline, **READINGS[headline]},
-           "names": READINGS[headline]["names"], **numbers[headline],
-           other.replace("-", "_"): {**READINGS[other], **numbers[other]},
-           "pooled": pooled_folds(cv, empty=empty),
-           "absences": {"rows": len(absent),
-                        "note": ("rows of a class absent from both the image's reference and "
-                                 "its prediction (results.csv: absent); the per-image reading "
-                                 f"scores them by empty={empty}, the accumulated reading "
-                                 "adds nothing for them")}}
+    out = {
+        "background_included": bool(params["include_background"]),
+        "empty": empty,
+        "headline": {"reading": headline, **READINGS[headline]},
+        "names": READINGS[headline]["names"],
+        **numbers[headline],
+        other.replace("-", "_"): {**READINGS[other], **numbers[other]},
+        "pooled": pooled_folds(cv, empty=empty),
+        "absences": {
+            "rows": len(absent),
+            "note": (
+                "rows of a class absent from both the image's reference and "
+                "its prediction (results.csv: absent); the per-image reading "
+                f"scores them by empty={empty}, the accumulated reading "
+                "adds nothing for them"
+            ),
+        },
+    }
     if held:
         out["holdout"] = {"split": params.get("holdout"), **holdout_scores(held, empty=empty)}
     if params.get("model") == BUILTIN:
         n_train = {str(r["fold"]): int(r["n_train"]) for r in rows if r.get("n_train") is not None}
         out["model"] = {
-            "name": BUILTIN, "trained_per_fold": True, "architecture": "2D U-Net, 4 levels",
-            "loss": "cross-entropy + soft Dice", "augmentation": "random horizontal/vertical flips",
-            "optimizer": "AdamW, cosine decay", "seed": f"{params['seed']} + fold",
-            **{k: params[k] for k in TRAIN_KEYS}, "n_train_per_fold": dict(sorted(n_train.items())),
+            "name": BUILTIN,
+            "trained_per_fold": True,
+            "architecture": "2D U-Net, 4 levels",
+            "loss": "cross-entropy + soft Dice",
+            "augmentation": "random horizontal/vertical flips",
+            "optimizer": "AdamW, cosine decay",
+            "seed": f"{params['seed']} + fold",
+            **{k: params[k] for k in TRAIN_KEYS},
+            "n_train_per_fold": dict(sorted(n_train.items())),
             "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"
-                     + ("; models/all.pt scores the held-out split" if held else "")}
+            + ("; models/all.pt scores the held-out split" if held else ""),
+        }
     return out
 
 
 #: The ISIC 2018 folders and the paper's image count (one sentence, in both lists).
-_ISIC = ("ISIC 2018: the Training, Validation and Test folders (3,694 images with masks) are "
-         "pooled into the folds, which matches the paper's 3,565 images after its duplicate "
-         "removal (the Training folder alone has 2,594); the paper does not say which "
-         "folders it pooled (cv_splits={\"isic\": [\"train\"]} keeps the Training folder only).")
-_DUPLICATES = ('Duplicate and near-duplicate images are kept; the paper removes them (by raw '
-               'bytes and perceptual hash) before making folds, so each data set has more '
-               'images here (ISIC 2018: 3,694, the paper 3,565).')
+_ISIC = (
+    "ISIC 2018: the Training, Validation and Test folders (3,694 images with masks) are "
+    "pooled into the folds, which matches the paper's 3,565 images after its duplicate "
+    "removal (the Training folder alone has 2,594); the paper does not say which "
+    'folders it pooled (cv_splits={"isic": ["train"]} keeps the Training folder only).'
+)
+_DUPLICATES = (
+    "Duplicate and near-duplicate images are kept; the paper removes them (by raw "
+    "bytes and perceptual hash) before making folds, so each data set has more "
+    "images here (ISIC 2018: 3,694, the paper 3,565)."
+)
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ('Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as '
-     '2|A∩B| / (|A∪B| + 1e-6), which is not Dice (recipe bug, corrected).'),
-    ("The class averages are per image (headline=per-image); the borst2026 preset reads "
-     "the paper's numbers as mmsegmentation's IoUMetric, per class over all images of a "
-     "fold (headline=accumulated), which the defaults keep in summary.json under "
-     "accumulated."),
-    ('Background is left out of the class averages unless include_background=true; the '
-     'paper averages over every class, background included.'),
-    ('A class absent from both the reference and the prediction of an image scores 1 '
-     "(empty=one) and is marked absent; the evaluation card's +1e-6 scores it 0."),
-    ("Folds are this project's seeded k-fold grouped by patient (or the data set's "
-     "published splits file), saved in splits.json; the paper's fold lists are not "
-     "published, so each fold holds other cases than the paper's."),
+    (
+        "Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as "
+        "2|A∩B| / (|A∪B| + 1e-6), which is not Dice (recipe bug, corrected)."
+    ),
+    (
+        "The class averages are per image (headline=per-image); the borst2026 preset reads "
+        "the paper's numbers as mmsegmentation's IoUMetric, per class over all images of a "
+        "fold (headline=accumulated), which the defaults keep in summary.json under "
+        "accumulated."
+    ),
+    (
+        "Background is left out of the class averages unless include_background=true; the "
+        "paper averages over every class, background included."
+    ),
+    (
+        "A class absent from both the reference and the prediction of an image scores 1 "
+        "(empty=one) and is marked absent; the evaluation card's +1e-6 scores it 0."
+    ),
+    (
+        "Folds are this project's seeded k-fold grouped by patient (or the data set's "
+        "published splits file), saved in splits.json; the paper's fold lists are not "
+        "published, so each fold holds other cases than the paper's."
+    ),
     _ISIC,
     _DUPLICATES,
-    ('The network is a small built-in 2D U-Net trained per fold (or the model given); the '
-     'paper compares general-purpose vision backbones.'),
+    (
+        "The network is a small built-in 2D U-Net trained per fold (or the model given); the "
+        "paper compares general-purpose vision backbones."
+    ),
 )
 
 
 #: The paper preset (docs/protocols.md, "cv5-2d preset borst2026", lists the same).
 BORST2026 = Preset(
     name="borst2026",
-    params={"folds": 5, "include_background": True, "headline": "accumulated",
-            "empty": "zero", "cv_splits": {}},
-    source=('Borst & Kounev, "Are General-Purpose Vision Models All We Need for 2D Medical '
-            'Image Segmentation?", arXiv 2603.13044 (2026), and its public code'),
+    params={
+        "folds": 5,
+        "include_background": True,
+        "headline": "accumulated",
+        "empty": "zero",
+        "cv_splits": {},
+    },
+    source=(
+        'Borst & Kounev, "Are General-Purpose Vision Models All We Need for 2D Medical '
+        'Image Segmentation?", arXiv 2603.13044 (2026), and its public code'
+    ),
     differences=(
-        ("The paper does not say how its metrics are aggregated; the headline (mDice, mIoU, "
-         "mRecall, mPrecision: the paper's mDSC, mIoU, mRec, mPrec) is mmsegmentation's "
-         "IoUMetric, the evaluation of the code base of its general-purpose models "
-         "(SegFormer, SegNeXt, InternImage, TransNeXt), which fits the reported numbers: "
-         "per class, areas summed over all images of a fold, background included, "
-         "classes absent from the whole fold left out, then mean +- std over folds."),
-        ("The per-image mean over range(num_classes) of the evaluation card given to this "
-         "project is kept as a secondary figure (summary.json per_image): with an absent "
-         "class scored 0 it caps a NeoPolyp image that holds one of the two polyp classes "
-         "near 2/3, so it cannot give the paper's numbers."),
-        ('In the per-image figure Dice is 2|A∩B|/(|A|+|B|); the evaluation card divides '
-         '2|A∩B| by |A∪B| + 1e-6, which is not Dice (recipe bug, corrected).'),
-        ("In the per-image figure a class absent from both the reference and the prediction "
-         "scores 0 in every metric (empty=zero), as the evaluation card's +1e-6 gives, and is "
-         "marked absent in results.csv; the 1e-6 is not added to other denominators, which "
-         "changes their values by less than one part in a million."),
-        ("Folds are this project's seeded 5-fold grouped by patient, saved in splits.json; "
-         "the paper's fold lists are not published, so each fold holds other cases than "
-         "the paper's."),
+        (
+            "The paper does not say how its metrics are aggregated; the headline (mDice, mIoU, "
+            "mRecall, mPrecision: the paper's mDSC, mIoU, mRec, mPrec) is mmsegmentation's "
+            "IoUMetric, the evaluation of the code base of its general-purpose models "
+            "(SegFormer, SegNeXt, InternImage, TransNeXt), which fits the reported numbers: "
+            "per class, areas summed over all images of a fold, background included, "
+            "classes absent from the whole fold left out, then mean +- std over folds."
+        ),
+        (
+            "The per-image mean over range(num_classes) of the evaluation card given to this "
+            "project is kept as a secondary figure (summary.json per_image): with an absent "
+            "class scored 0 it caps a NeoPolyp image that holds one of the two polyp classes "
+            "near 2/3, so it cannot give the paper's numbers."
+        ),
+        (
+            "In the per-image figure Dice is 2|A∩B|/(|A|+|B|); the evaluation card divides "
+            "2|A∩B| by |A∪B| + 1e-6, which is not Dice (recipe bug, corrected)."
+        ),
+        (
+            "In the per-image figure a class absent from both the reference and the prediction "
+            "scores 0 in every metric (empty=zero), as the evaluation card's +1e-6 gives, and is "
+            "marked absent in results.csv; the 1e-6 is not added to other denominators, which "
+            "changes their values by less than one part in a million."
+        ),
+        (
+            "Folds are this project's seeded 5-fold grouped by patient, saved in splits.json; "
+            "the paper's fold lists are not published, so each fold holds other cases than "
+            "the paper's."
+        ),
         _ISIC,
         _DUPLICATES,
-        ('The network is the built-in small 2D U-Net trained per fold with its short recipe '
-         '(or the model given); the paper fine-tunes ImageNet-pretrained general-purpose '
-         'backbones at 512x512 (AdamW, REX schedule, batch 8, learning rate searched, 150 '
-         'epochs with early stopping).'),
+        (
+            "The network is the built-in small 2D U-Net trained per fold with its short recipe "
+            "(or the model given); the paper fine-tunes ImageNet-pretrained general-purpose "
+            "backbones at 512x512 (AdamW, REX schedule, batch 8, learning rate searched, 150 "
+            "epochs with early stopping)."
+        ),
     ),
 )
 PRESETS = {BORST2026.name: BORST2026}
@@ -432,8 +541,10 @@ PROTOCOL = Protocol(
     prepare=prepare,
     check=check_params,
     needs_folds=True,
-    description=("5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
-                 "percent per class and averaged (per image, or accumulated over a fold's "
-                 "images as mmsegmentation does: headline), mean +- std over folds; the "
-                 "built-in 2D U-Net is trained per fold on the other folds."),
+    description=(
+        "5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "
+        "percent per class and averaged (per image, or accumulated over a fold's "
+        "images as mmsegmentation does: headline), mean +- std over folds; the "
+        "built-in 2D U-Net is trained per fold on the other folds."
+    ),
 )

@@ -79,8 +79,9 @@ def check_params(params: Mapping) -> None:
     C.check_number(params, "rounds", 0, "a whole number >= 0", lambda v: v >= 0, whole=True)
     for key, allowed in (("refine_prompt", REFINE), ("mode", MODES)):
         if key in params and params[key] not in allowed:
-            raise SegEvalError(f"parameter {key} must be one of {', '.join(allowed)}, "
-                               f"got {params[key]!r}")
+            raise SegEvalError(
+                f"parameter {key} must be one of {', '.join(allowed)}, got {params[key]!r}"
+            )
     C.check_number(params, "target_dice", 0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
     P.check_params(dict(params))
 
@@ -101,8 +102,9 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
     if refine_prompt == "auto":
         return "point" if takes else "box"
     if refine_prompt == "point" and not takes:
-        raise SegEvalError(f"model {model.name} does not take points: use --param "
-                           "refine_prompt=box (or auto)")
+        raise SegEvalError(
+            f"model {model.name} does not take points: use --param refine_prompt=box (or auto)"
+        )
     return refine_prompt
 
 
@@ -113,8 +115,9 @@ def _base_params(params: Mapping) -> dict:
     return base
 
 
-def correction_rounds(prepared: P.Prepared, frames: Any, params: Mapping, kind: str
-                      ) -> Iterator[tuple[int, Any, dict]]:
+def correction_rounds(
+    prepared: P.Prepared, frames: Any, params: Mapping, kind: str
+) -> Iterator[tuple[int, Any, dict]]:
     """``(round, result, added)`` for round 0 and each correction round.
 
     ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction`
@@ -137,8 +140,9 @@ def correction_rounds(prepared: P.Prepared, frames: Any, params: Mapping, kind: 
         for lab in prepared.present:
             # a box replaces what its slice had: never over a box or a mask prompt
             boxed = [q.index for q in session.prompts[lab] if not isinstance(q, Point)]
-            c = next_correction(labels == lab, masks[lab], label=lab, kind=kind, boxed=boxed,
-                                points=points)
+            c = next_correction(
+                labels == lab, masks[lab], label=lab, kind=kind, boxed=boxed, points=points
+            )
             added[lab] = c
             if c is not None:
                 session.add(c.prompt)
@@ -151,8 +155,10 @@ def _prompt_columns(prompts: Sequence, where: str) -> dict:
     from napari_segeval.prompts.prompt_file import prompt_to_dict
     from napari_segeval.prompts.prompt_set import describe
 
-    return {"prompt": json.dumps([prompt_to_dict(p) for p in prompts], separators=(",", ":")),
-            "prompt_text": "; ".join(describe(p, where) for p in prompts)}
+    return {
+        "prompt": json.dumps([prompt_to_dict(p) for p in prompts], separators=(",", ":")),
+        "prompt_text": "; ".join(describe(p, where) for p in prompts),
+    }
 
 
 def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mode: str):
@@ -164,27 +170,43 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mod
     from napari_segeval.evaluation.protocols import _dense as D
 
     if ":" in str(attack.get("name", "")):
-        raise SegEvalError(f"attack {dict(attack)}: the interactive protocol runs the attacks "
-                           "of napari_segeval.attacks only (a user attack returns labels, "
-                           "not an image to correct on)")
+        raise SegEvalError(
+            f"attack {dict(attack)}: the interactive protocol runs the attacks "
+            "of napari_segeval.attacks only (a user attack returns labels, "
+            "not an image to correct on)"
+        )
     if prepared.ct_mapping != "window":
-        raise SegEvalError("attacks need ct_mapping=window (the attack target preprocesses "
-                           "with the window mapping)")
+        raise SegEvalError(
+            "attacks need ct_mapping=window (the attack target preprocesses "
+            "with the window mapping)"
+        )
     config = D.attack_config(attack)
     target_opts = {k: attack[k] for k in D.TARGET_KEYS if k in attack}
     case = replace(prepared.case, modality=prepared.modality)
-    target = PromptTarget(prepared.model, case, prepared.sets, mode=mode,
-                          window=params.get("window"), keep_largest=prepared.options.keep_largest,
-                          stop_when_empty=prepared.options.stop_when_empty)
-    res = attack_case(target, config, clamp=bool(target_opts.get("clamp", True)),
-                      reference=str(target_opts.get("reference", "labels")))
+    target = PromptTarget(
+        prepared.model,
+        case,
+        prepared.sets,
+        mode=mode,
+        window=params.get("window"),
+        keep_largest=prepared.options.keep_largest,
+        stop_when_empty=prepared.options.stop_when_empty,
+    )
+    res = attack_case(
+        target,
+        config,
+        clamp=bool(target_opts.get("clamp", True)),
+        reference=str(target_opts.get("reference", "labels")),
+    )
     delta = torch.as_tensor(res.perturbation_normalized, device=target.x.device)
     clean = prepared.frames
     frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
     cond = attack_condition(res.params["attack"])
     values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
-    images = {str(PredictionKey(cond, kind=FileKind.PERTURBED)): res.perturbed_image,
-              str(PredictionKey(cond, kind=FileKind.PERTURBATION)): res.perturbation}
+    images = {
+        str(PredictionKey(cond, kind=FileKind.PERTURBED)): res.perturbed_image,
+        str(PredictionKey(cond, kind=FileKind.PERTURBATION)): res.perturbation,
+    }
     return cond, frames, values, images
 
 
@@ -192,8 +214,9 @@ def run_case(spec, params: dict) -> CaseOutput:
     """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
     params = {**DEFAULTS, **params}
     check_params(params)
-    return _rounds_of(spec, params, P.prepare_case(spec, _base_params(params),
-                                                    mode=str(params["mode"])))
+    return _rounds_of(
+        spec, params, P.prepare_case(spec, _base_params(params), mode=str(params["mode"]))
+    )
 
 
 def run_models(spec, params: dict, models: list) -> dict:
@@ -203,9 +226,12 @@ def run_models(spec, params: dict, models: list) -> dict:
     check_params(params)
     each = {m: {**params, "model": m, "models": None} for m in models}
     first = P.prepare_case(spec, _base_params(each[models[0]]), mode=str(params["mode"]))
-    return {m: _rounds_of(spec, each[m], first if i == 0
-                          else P.with_model(first, _base_params(each[m])))
-            for i, m in enumerate(models)}
+    return {
+        m: _rounds_of(
+            spec, each[m], first if i == 0 else P.with_model(first, _base_params(each[m]))
+        )
+        for i, m in enumerate(models)
+    }
 
 
 def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
@@ -236,12 +262,18 @@ def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
                 views[PredictionKey(cond, r).label()] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
     case = prepared.case
-    return CaseOutput(rows, C.views(case, views, index=k),
-                      arrays=C.case_arrays(case, predictions, images))
+    return CaseOutput(
+        rows, C.views(case, views, index=k), arrays=C.case_arrays(case, predictions, images)
+    )
 
 
-def prompt_sets_at(rows: Sequence[Mapping], case: str, condition: str = "clean",
-                   round: int | None = None, model: str | None = None) -> dict:
+def prompt_sets_at(
+    rows: Sequence[Mapping],
+    case: str,
+    condition: str = "clean",
+    round: int | None = None,
+    model: str | None = None,
+) -> dict:
     """The prompt sets of a case after round ``round`` (default: the last), from its rows.
 
     ``model``: in a run of several models, whose rounds (each model corrects its own
@@ -262,12 +294,20 @@ def prompt_sets_at(rows: Sequence[Mapping], case: str, condition: str = "clean",
     from napari_segeval.evaluation.rounds import case_rounds
     from napari_segeval.prompts.prompt_set import PromptSet
 
-    labels = sorted({int(r["label"]) for r in rows if r["case"] == case
-                     and r["condition"] == condition and r.get("label") is not None})
+    labels = sorted(
+        {
+            int(r["label"])
+            for r in rows
+            if r["case"] == case and r["condition"] == condition and r.get("label") is not None
+        }
+    )
     sets = {}
     for lab in labels:
-        done = [x for x in case_rounds(rows, case, lab, condition, model)
-                if round is None or x.round <= int(round)]
+        done = [
+            x
+            for x in case_rounds(rows, case, lab, condition, model)
+            if round is None or x.round <= int(round)
+        ]
         if done:
             sets[lab] = PromptSet(lab, done[-1].prompts)
     return sets
@@ -277,51 +317,74 @@ def summarize(rows: list[dict], params: dict) -> dict:
     """Dice per round (median, IQR), AUC, NoI@target and the share reaching it, per condition."""
     from napari_segeval.evaluation.curves import interactive_curves
 
-    return {"modalities": P.used(rows, "modality"), "scoring": P.used(rows, "scoring"),
-            "refine_prompt": P.used(rows, "refine_prompt"),
-            **interactive_curves(rows, int(params["rounds"]), float(params["target_dice"]))}
+    return {
+        "modalities": P.used(rows, "modality"),
+        "scoring": P.used(rows, "scoring"),
+        "refine_prompt": P.used(rows, "refine_prompt"),
+        **interactive_curves(rows, int(params["rounds"]), float(params["target_dice"])),
+    }
 
 
 #: Deliberate differences of the defaults from the published iterative-prompting
 #: evaluations (word for word in docs/protocols.md, checked by
 #: tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ("Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "
-     "propagated through the volume) or medsam2-video's (mode=video); micro-sam prompts "
-     "each 2D object on its own image, IntRaBench's 2D models get prompts on slices "
-     "chosen by its prompter."),
-    ("Each round adds one prompt per structure, on the slice with the most wrong voxels "
-     "(false negatives plus false positives); micro-sam adds a positive and a negative "
-     "point per object in every iteration, IntRaBench's 2D refinement a positive point on "
-     "every slice of the largest false-negative component or a negative scribble."),
-    ("The sign of the point is the larger of the slice's false-negative and "
-     "false-positive counts (ties: positive); IntRaBench draws it at random with "
-     "probability FP/(FN+FP), micro-sam gives one of each."),
-    ("An error region is every wrong pixel of that slice, without connected components; "
-     "IntRaBench takes the largest 3D connected component of the false negatives."),
-    ("The point lies at the region's most interior pixel (maximum of the Euclidean "
-     "distance transform, the image border counting as outside; ties: the first pixel "
-     "in row-major order), so a run is deterministic; micro-sam samples the point "
-     "uniformly at random among the wrong pixels, IntRaBench near a component's centre."),
-    ("With the built-in model on volumes the previous prediction is fed back: a click "
-     "refines its slice's previous mask (the prior of the click pass) and spreads to the "
-     "neighbouring slices that share the error, a positive click on a slice the "
-     "prediction misses is first reached by propagation steps from the nearest slice "
-     "that has a mask, and every other slice keeps its mask; "
-     "other models and videos re-propagate from every prompt given so far (as SAM2's "
-     "video predictor with its memory), without a mask prompt; micro-sam can pass the "
-     "previous logits (use_masks), IntRaBench passes them."),
-    ("A structure that is already exact gets no prompt in that round and keeps its "
-     "result; micro-sam keeps adding points (a positive one inside the overlap), "
-     "IntRaBench stops and repeats the last result."),
-    ("Five correction rounds by default (rounds=K), as IntRaBench's five refinement "
-     "steps; micro-sam runs eight iterations, the first prompt included."),
-    ("With refine_prompt=box (and with auto for models that take no points) the "
-     "correction is the reference's box on the worst slice "
-     "that has reference and no box yet; neither anchor refines with boxes."),
-    ("Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; "
-     "NoI@90 counts correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when "
-     "K rounds do not reach it."),
+    (
+        "Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "
+        "propagated through the volume) or medsam2-video's (mode=video); micro-sam prompts "
+        "each 2D object on its own image, IntRaBench's 2D models get prompts on slices "
+        "chosen by its prompter."
+    ),
+    (
+        "Each round adds one prompt per structure, on the slice with the most wrong voxels "
+        "(false negatives plus false positives); micro-sam adds a positive and a negative "
+        "point per object in every iteration, IntRaBench's 2D refinement a positive point on "
+        "every slice of the largest false-negative component or a negative scribble."
+    ),
+    (
+        "The sign of the point is the larger of the slice's false-negative and "
+        "false-positive counts (ties: positive); IntRaBench draws it at random with "
+        "probability FP/(FN+FP), micro-sam gives one of each."
+    ),
+    (
+        "An error region is every wrong pixel of that slice, without connected components; "
+        "IntRaBench takes the largest 3D connected component of the false negatives."
+    ),
+    (
+        "The point lies at the region's most interior pixel (maximum of the Euclidean "
+        "distance transform, the image border counting as outside; ties: the first pixel "
+        "in row-major order), so a run is deterministic; micro-sam samples the point "
+        "uniformly at random among the wrong pixels, IntRaBench near a component's centre."
+    ),
+    (
+        "With the built-in model on volumes the previous prediction is fed back: a click "
+        "refines its slice's previous mask (the prior of the click pass) and spreads to the "
+        "neighbouring slices that share the error, a positive click on a slice the "
+        "prediction misses is first reached by propagation steps from the nearest slice "
+        "that has a mask, and every other slice keeps its mask; "
+        "other models and videos re-propagate from every prompt given so far (as SAM2's "
+        "video predictor with its memory), without a mask prompt; micro-sam can pass the "
+        "previous logits (use_masks), IntRaBench passes them."
+    ),
+    (
+        "A structure that is already exact gets no prompt in that round and keeps its "
+        "result; micro-sam keeps adding points (a positive one inside the overlap), "
+        "IntRaBench stops and repeats the last result."
+    ),
+    (
+        "Five correction rounds by default (rounds=K), as IntRaBench's five refinement "
+        "steps; micro-sam runs eight iterations, the first prompt included."
+    ),
+    (
+        "With refine_prompt=box (and with auto for models that take no points) the "
+        "correction is the reference's box on the worst slice "
+        "that has reference and no box yet; neither anchor refines with boxes."
+    ),
+    (
+        "Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; "
+        "NoI@90 counts correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when "
+        "K rounds do not reach it."
+    ),
 )
 
 
@@ -344,5 +407,15 @@ PROTOCOL = Protocol(
     ),
 )
 
-__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "check_params", "correction_rounds",
-           "prompt_sets_at", "refine_kind", "run_case", "run_models", "summarize"]
+__all__ = [
+    "DEFAULTS",
+    "DIFFERENCES",
+    "PROTOCOL",
+    "check_params",
+    "correction_rounds",
+    "prompt_sets_at",
+    "refine_kind",
+    "run_case",
+    "run_models",
+    "summarize",
+]

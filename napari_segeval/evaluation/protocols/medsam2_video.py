@@ -38,58 +38,89 @@ def summarize(rows: list[dict], params: dict) -> dict:
     from napari_segeval.metrics import summarize as stats
 
     return {
-        "modalities": used(rows, "modality"), "scoring": used(rows, "scoring"),
+        "modalities": used(rows, "modality"),
+        "scoring": used(rows, "scoring"),
         "per_structure": stats(rows, "dice", by=("structure",)),
-        "per_clip": [{"case": r["case"], "structure": r["structure"], "dice": r["dice"]}
-                     for r in rows],
+        "per_clip": [
+            {"case": r["case"], "structure": r["structure"], "dice": r["dice"]} for r in rows
+        ],
     }
+
 
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
     DICE_NOTE,
-    ('The default model is the built-in promptable network, which needs no download; '
-     'MedSAM2 itself runs with --param model=medsam2:CHECKPOINT.'),
-    ('The largest connected component is taken across the whole clip, with time as a third '
-     'axis, and propagation stops at the first empty frame, so a structure that leaves and '
-     're-enters the view is truncated; MedSAM2 does neither (keep_largest=false, '
-     'stop_when_empty=false).'),
-    ('Each structure is prompted on the first frame where it appears in the reference; '
-     'MedSAM2 prompts the first frame of the clip.'),
-    ('Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and '
-     'resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend).'),
-    ("Several structures are merged into one label map before scoring; MedSAM2's video "
-     "script tracks the objects of the first frame together (one inference state, one mask "
-     "per object) and saves them merged into one label image per frame, the lowest object "
-     "id winning where masks overlap; it computes no score (scoring=per-structure scores "
-     "each structure's own mask)."),
-    ("Each structure is prompted with its box; MedSAM2's video script gives the frame's "
-     'reference mask (prompt=mask).'),
-    ('A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the '
-     'logit at 0 (decision=logit).'),
+    (
+        "The default model is the built-in promptable network, which needs no download; "
+        "MedSAM2 itself runs with --param model=medsam2:CHECKPOINT."
+    ),
+    (
+        "The largest connected component is taken across the whole clip, with time as a third "
+        "axis, and propagation stops at the first empty frame, so a structure that leaves and "
+        "re-enters the view is truncated; MedSAM2 does neither (keep_largest=false, "
+        "stop_when_empty=false)."
+    ),
+    (
+        "Each structure is prompted on the first frame where it appears in the reference; "
+        "MedSAM2 prompts the first frame of the clip."
+    ),
+    (
+        "Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and "
+        "resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend)."
+    ),
+    (
+        "Several structures are merged into one label map before scoring; MedSAM2's video "
+        "script tracks the objects of the first frame together (one inference state, one mask "
+        "per object) and saves them merged into one label image per frame, the lowest object "
+        "id winning where masks overlap; it computes no score (scoring=per-structure scores "
+        "each structure's own mask)."
+    ),
+    (
+        "Each structure is prompted with its box; MedSAM2's video script gives the frame's "
+        "reference mask (prompt=mask)."
+    ),
+    (
+        "A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the "
+        "logit at 0 (decision=logit)."
+    ),
 )
 
 MEDSAM2 = Preset(
     name="medsam2",
-    params={"keep_largest": False, "stop_when_empty": False, "resize": "pillow",
-            "decision": "logit", "scoring": "per-structure", "prompt": "mask",
-            "jitter_mode": "outward"},
-    source=("Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its video inference script "
-            "medsam2_infer_video.py (bowang-lab/MedSAM2)"),
+    params={
+        "keep_largest": False,
+        "stop_when_empty": False,
+        "resize": "pillow",
+        "decision": "logit",
+        "scoring": "per-structure",
+        "prompt": "mask",
+        "jitter_mode": "outward",
+    },
+    source=(
+        "Ma et al. 2025, MedSAM2 (arXiv 2504.03600), and its video inference script "
+        "medsam2_infer_video.py (bowang-lab/MedSAM2)"
+    ),
     differences=(
         DICE_NOTE,
         BUILTIN,
         HOLES,
-        ('Each structure is prompted with its reference mask on the first frame where it '
-         "appears, which is the clip's first frame for clips annotated from their start "
-         "(their setting); their script refuses objects that appear only later."),
-        ("Frames are read by the project's readers at their stored 8-bit values; their "
-         'script reads a folder of JPEG frames.'),
-        ("Each structure is scored on its own mask, over all frames of the clip at once "
-         "(frames before its prompt count as predicted background), overlaps kept; their "
-         "script tracks the objects together, saves one label image per frame in which the "
-         "lowest object id wins overlaps, and computes no score. The saved prediction file "
-         "here is the merged label map."),
+        (
+            "Each structure is prompted with its reference mask on the first frame where it "
+            "appears, which is the clip's first frame for clips annotated from their start "
+            "(their setting); their script refuses objects that appear only later."
+        ),
+        (
+            "Frames are read by the project's readers at their stored 8-bit values; their "
+            "script reads a folder of JPEG frames."
+        ),
+        (
+            "Each structure is scored on its own mask, over all frames of the clip at once "
+            "(frames before its prompt count as predicted background), overlaps kept; their "
+            "script tracks the objects together, saves one label image per frame in which the "
+            "lowest object id wins overlaps, and computes no score. The saved prediction file "
+            "here is the merged label map."
+        ),
     ),
 )
 
@@ -106,6 +137,8 @@ PROTOCOL = Protocol(
     summarize=summarize,
     check=check_params,
     layout_options={"camus_mode": "sequences"},
-    description=("MedSAM2 video recipe: box on the first frame, forward propagation; "
-                 "DSC per structure per clip."),
+    description=(
+        "MedSAM2 video recipe: box on the first frame, forward propagation; "
+        "DSC per structure per clip."
+    ),
 )

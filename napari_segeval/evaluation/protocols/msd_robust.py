@@ -75,15 +75,18 @@ def configure(model, params: Mapping):
     if minmax is None and mode is None:
         return model
     if not isinstance(model, DenseModel):
-        raise SegEvalError(f"mr_minmax and lesion_mode apply to dense models with plans; "
-                           f"{params['model']} does its own processing (set them to null)")
+        raise SegEvalError(
+            f"mr_minmax and lesion_mode apply to dense models with plans; "
+            f"{params['model']} does its own processing (set them to null)"
+        )
     changes: dict = {}
     if minmax is not None:
         if model.mr_minmax is not None and bool(model.mr_minmax) != bool(minmax):
             raise SegEvalError(
                 f"{model.name}: its plans say mr_minmax={model.mr_minmax} (its intensity "
                 f"statistics are {'in' if model.mr_minmax else 'not in'} min-max units); "
-                f"mr_minmax={minmax} would normalize its inputs wrongly")
+                f"mr_minmax={minmax} would normalize its inputs wrongly"
+            )
         changes["mr_minmax"] = bool(minmax)
     if mode is not None:
         changes["postprocessing"] = replace(model.postprocessing, lesion_mode=mode)
@@ -110,9 +113,11 @@ def minmax_note(params: Mapping, modality: str | None) -> str | None:
     model = C.dense_model(str(params["model"]), params.get("device"))
     if not isinstance(model, DenseModel) or model.mr_minmax is not None:
         return None
-    return (f"{model.name}: its plans do not say mr_minmax; ROG's min-max scaling of each MR "
-            "channel was applied before its clip and z-score (mr_minmax=true). Unless its "
-            "statistics are in min-max units, run it with --param mr_minmax=null")
+    return (
+        f"{model.name}: its plans do not say mr_minmax; ROG's min-max scaling of each MR "
+        "channel was applied before its clip and z-score (mr_minmax=true). Unless its "
+        "statistics are in min-max units, run it with --param mr_minmax=null"
+    )
 
 
 def _channel(params: Mapping) -> int | None:
@@ -148,9 +153,16 @@ def _scales(model, clean) -> list[float]:
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
-    return C.score(case.labels, labels, case.spacing, structures, condition,
-                   tolerance_mm=float(params["tolerance_mm"]), empty=str(params["empty"]),
-                   surface=bool(params["surface"]))
+    return C.score(
+        case.labels,
+        labels,
+        case.spacing,
+        structures,
+        condition,
+        tolerance_mm=float(params["tolerance_mm"]),
+        empty=str(params["empty"]),
+        surface=bool(params["surface"]),
+    )
 
 
 def run_case(spec, params: dict) -> CaseOutput:
@@ -191,8 +203,9 @@ def run_case(spec, params: dict) -> CaseOutput:
     note = minmax_note(params, case.modality)
     if note:
         extra["mr_minmax_note"] = note
-    return CaseOutput(rows, C.views(case, preds), extra=extra,
-                      arrays=C.case_arrays(case, preds, images))
+    return CaseOutput(
+        rows, C.views(case, preds), extra=extra, arrays=C.case_arrays(case, preds, images)
+    )
 
 
 def check_params(params: dict) -> None:
@@ -224,8 +237,10 @@ def prepare(specs, params: dict, output_dir) -> None:
     if not params.get("gate") or not params.get("attacks"):
         return
     if params.get("models"):
-        raise SegEvalError("gate sets one robust threshold from one model's clean pass; with "
-                           "several models run each model on its own")
+        raise SegEvalError(
+            "gate sets one robust threshold from one model's clean pass; with "
+            "several models run each model on its own"
+        )
     from napari_segeval.evaluation.summary import case_means
     from napari_segeval.metrics import robust_threshold
 
@@ -237,8 +252,7 @@ def prepare(specs, params: dict, output_dir) -> None:
         try:
             case = C.load_case(spec, channel=_channel(params))
             structures = dict(case.structures or model.structures)
-            rows = _score(case, D.segment(model, case, params).labels, structures, "clean",
-                          params)
+            rows = _score(case, D.segment(model, case, params).labels, structures, "clean", params)
         except SegEvalError:
             continue
         d = case_means([{**r, "case": spec.case_id} for r in rows]).get((spec.case_id, "clean"))
@@ -260,9 +274,14 @@ def _budget(rows: list[dict]) -> dict:
             if k == "eps_raw" or k.startswith("eps_raw_c"):
                 b["raw"].setdefault(k, {})[r.get("case")] = float(v)
     for b in out.values():
-        b["eps_raw"] = {k: {"mean": float(np.mean(list(v.values()))),
-                            "min": float(min(v.values())), "max": float(max(v.values()))}
-                        for k, v in b.pop("raw").items()}
+        b["eps_raw"] = {
+            k: {
+                "mean": float(np.mean(list(v.values()))),
+                "min": float(min(v.values())),
+                "max": float(max(v.values())),
+            }
+            for k, v in b.pop("raw").items()
+        }
     return out
 
 
@@ -276,12 +295,14 @@ def summarize(rows: list[dict], params: dict) -> dict:
     out["robust_accuracy_definition"] = (
         "ROG's 'robust accuracy' (its code's name): the mean attacked Dice over the cases, "
         "each case's Dice the mean over its structures (a case an attack did not run on, "
-        "with gate, keeps its clean Dice); not a fraction of cases: that is robust_fraction")
+        "with gate, keeps its clean Dice); not a fraction of cases: that is robust_fraction"
+    )
     out["robust_rule"] = (
         f"A case is robust under an attack when its attacked Dice (mean over its structures) "
         f"is strictly greater than {factor:g} x the task's mean clean Dice; the threshold, "
         f"{out['robust_threshold']:.6g}, is computed once from the clean run and used for "
-        "every attack.")
+        "every attack."
+    )
     out["budget"] = _budget(rows)
     gates = sorted({float(r["gate_threshold"]) for r in rows if "gate_threshold" in r})
     if gates:
@@ -298,28 +319,44 @@ def summarize(rows: list[dict], params: dict) -> dict:
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ('Attacks run on the whole volume through the Gaussian sliding window (the gradient '
-     'reaches every window), not on one foreground-centred patch per case, so clean and '
-     'attacked Dice score the same whole case.'),
-    ('Perturbed inputs are clamped to the intensity range the preprocessing produces, each '
-     'channel to its own, not to [0, 1]: the published code clamps z-scored inputs to '
-     '[0, 1], which destroys the clean image itself (recipe bug, corrected).'),
-    ("The robust threshold (0.5 x the task's mean clean Dice) is computed once from the "
-     'clean run; the published code re-multiplies it on every attack call, compounding it '
-     '(recipe bug, corrected).'),
-    ('No attack runs unless asked (--attack) and epsilon has no default: budgets are given '
-     'in normalized (z-scored) units, because natural-image budgets such as 8/255 mean '
-     'nothing for z-scored CT or MR intensities.'),
-    ('Every attack runs on every case with all its restarts (gate=false); the published '
-     'code attacks, and restarts, only the cases still robust.'),
-    ('Post-processing keeps the largest component of each organ and removes lesion '
-     "components smaller than a threshold learned from the training labels (nnU-Net v1's "
-     'rule); the paper fuses small tumour components, and the released code has none.'),
-    ('MR volumes are min-max scaled to [0, 1] per image before the percentile clip and '
-     "z-score only when the model's plans say so (mr_minmax); the published code always "
-     "does it for MR: the model's own preprocessing is used unchanged."),
-    ('The network is the one given with --param model= (the built-in 3D U-Net by default), '
-     'not ROG: Dice values are comparable with the paper only for the same network.'),
+    (
+        "Attacks run on the whole volume through the Gaussian sliding window (the gradient "
+        "reaches every window), not on one foreground-centred patch per case, so clean and "
+        "attacked Dice score the same whole case."
+    ),
+    (
+        "Perturbed inputs are clamped to the intensity range the preprocessing produces, each "
+        "channel to its own, not to [0, 1]: the published code clamps z-scored inputs to "
+        "[0, 1], which destroys the clean image itself (recipe bug, corrected)."
+    ),
+    (
+        "The robust threshold (0.5 x the task's mean clean Dice) is computed once from the "
+        "clean run; the published code re-multiplies it on every attack call, compounding it "
+        "(recipe bug, corrected)."
+    ),
+    (
+        "No attack runs unless asked (--attack) and epsilon has no default: budgets are given "
+        "in normalized (z-scored) units, because natural-image budgets such as 8/255 mean "
+        "nothing for z-scored CT or MR intensities."
+    ),
+    (
+        "Every attack runs on every case with all its restarts (gate=false); the published "
+        "code attacks, and restarts, only the cases still robust."
+    ),
+    (
+        "Post-processing keeps the largest component of each organ and removes lesion "
+        "components smaller than a threshold learned from the training labels (nnU-Net v1's "
+        "rule); the paper fuses small tumour components, and the released code has none."
+    ),
+    (
+        "MR volumes are min-max scaled to [0, 1] per image before the percentile clip and "
+        "z-score only when the model's plans say so (mr_minmax); the published code always "
+        "does it for MR: the model's own preprocessing is used unchanged."
+    ),
+    (
+        "The network is the one given with --param model= (the built-in 3D U-Net by default), "
+        "not ROG: Dice values are comparable with the paper only for the same network."
+    ),
 )
 
 
@@ -334,13 +371,26 @@ PROTOCOL = Protocol(
     summarize=summarize,
     prepare=prepare,
     check=check_params,
-    description=("Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
-                 "post-processing), clean and under attacks: mean Dice per structure and "
-                 "task, Dice drop, fraction of robust cases (attacked Dice > 0.5 x task "
-                 "mean clean Dice)."),
+    description=(
+        "Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
+        "post-processing), clean and under attacks: mean Dice per structure and "
+        "task, Dice drop, fraction of robust cases (attacked Dice > 0.5 x task "
+        "mean clean Dice)."
+    ),
 )
 
-__all__ = ["DEFAULTS", "DIFFERENCES", "PROTOCOL", "ROG", "ROG_ATTACKS", "ROG_EPS", "check_params",
-           "configure",
-           "minmax_note",
-           "prepare", "run_case", "skip_reason", "summarize"]
+__all__ = [
+    "DEFAULTS",
+    "DIFFERENCES",
+    "PROTOCOL",
+    "ROG",
+    "ROG_ATTACKS",
+    "ROG_EPS",
+    "check_params",
+    "configure",
+    "minmax_note",
+    "prepare",
+    "run_case",
+    "skip_reason",
+    "summarize",
+]

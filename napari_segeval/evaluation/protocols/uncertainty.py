@@ -79,9 +79,11 @@ DEFAULTS = {
 }
 
 
-_AUV_RENAMED = ("score 'auv' is now called 'entropy-band' (it is the model's mean predictive "
-                "entropy, not the paper's Aleatoric Uncertainty Value; for that, use "
-                "--preset li2026)")
+_AUV_RENAMED = (
+    "score 'auv' is now called 'entropy-band' (it is the model's mean predictive "
+    "entropy, not the paper's Aleatoric Uncertainty Value; for that, use "
+    "--preset li2026)"
+)
 
 
 def _analysis(params) -> str:
@@ -151,11 +153,22 @@ def run_case(spec, params: dict) -> CaseOutput:
     structures = dict(case.structures or model.structures)
     if params["include_background"]:
         structures = {0: "background", **structures}
-    rows = C.score(case.labels, np.asarray(res.labels), case.spacing, structures, "clean",
-                   empty="one", surface=False)
+    rows = C.score(
+        case.labels,
+        np.asarray(res.labels),
+        case.spacing,
+        structures,
+        "clean",
+        empty="one",
+        surface=False,
+    )
     u = case_uncertainty(str(params["score"]), res.probabilities, res.labels)
-    return CaseOutput(rows, C.views(case, {"clean": res.labels}), extra={"uncertainty": u},
-                      arrays=C.case_arrays(case, {"clean": res.labels}))
+    return CaseOutput(
+        rows,
+        C.views(case, {"clean": res.labels}),
+        extra={"uncertainty": u},
+        arrays=C.case_arrays(case, {"clean": res.labels}),
+    )
 
 
 def dice_vs_uncertainty(rows: list[dict]) -> dict:
@@ -201,12 +214,15 @@ def selective_summary(rows: list[dict], params: dict) -> dict:
     return {
         "all_cases": percent_scores(rows, ("dice", "iou")),
         "retained": {f"{k['fraction_removed']:.2f}": k for k in kept},
-        "risk_coverage": {**{k: rc[k] for k in ("coverage", "risk", "aurc", "optimal_aurc",
-                                                "excess_aurc", "n")},
-                          "definition": ("cases ordered by uncertainty (most certain first); "
-                                         "coverage k/n keeps the k first; risk = 1 - mean Dice "
-                                         "(over classes, then over the kept cases, as a "
-                                         "fraction); AURC = mean risk over k = 1..n")},
+        "risk_coverage": {
+            **{k: rc[k] for k in ("coverage", "risk", "aurc", "optimal_aurc", "excess_aurc", "n")},
+            "definition": (
+                "cases ordered by uncertainty (most certain first); "
+                "coverage k/n keeps the k first; risk = 1 - mean Dice "
+                "(over classes, then over the kept cases, as a "
+                "fraction); AURC = mean risk over k = 1..n"
+            ),
+        },
         "dice_vs_uncertainty": dice_vs_uncertainty(rows),
     }
 
@@ -223,8 +239,9 @@ def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
         _, removed = filter_most_uncertain(score, f, rule)
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
-        out.append({"fraction_removed": f, "removed": removed,
-                    **percent_scores(kept, ("dice", "iou"))})
+        out.append(
+            {"fraction_removed": f, "removed": removed, **percent_scores(kept, ("dice", "iou"))}
+        )
     return out
 
 
@@ -237,12 +254,17 @@ def summarize(rows: list[dict], params: dict) -> dict:
         "analysis": "selective",
         "background_included": bool(params["include_background"]),
         "splits_evaluated": splits,
-        "note": ("published test split" if splits == ["test"]
-                 else "no labelled test split published: all labelled cases evaluated"),
+        "note": (
+            "published test split"
+            if splits == ["test"]
+            else "no labelled test split published: all labelled cases evaluated"
+        ),
         "uncertainty_score": params["score"],
-        "removal_rule": ("floor(fraction * n_cases + 0.5) most uncertain cases set aside"
-                         if params["removal_rule"] == "round" else
-                         "cases above the (1 - fraction) empirical quantile set aside"),
+        "removal_rule": (
+            "floor(fraction * n_cases + 0.5) most uncertain cases set aside"
+            if params["removal_rule"] == "round"
+            else "cases above the (1 - fraction) empirical quantile set aside"
+        ),
         **selective_summary(rows, params),
     }
 
@@ -250,76 +272,120 @@ def summarize(rows: list[dict], params: dict) -> dict:
 #: Deliberate differences of the defaults from the published recipe (word for word
 #: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
 DIFFERENCES = (
-    ('The defaults run a selective-evaluation analysis: the test cases the segmenting model '
-     'is least sure of are set aside and the rest re-scored (Dice of the retained cases, a '
-     'risk-coverage curve and its area); the paper removes the most uncertain training '
-     'cases, retrains, and scores the whole test set (--preset li2026).'),
-    ("The per-case score is the segmenting model's mean normalized predictive entropy over "
-     "its predicted structures and a one-voxel boundary band; the paper's Aleatoric "
-     'Uncertainty Value is the entropy of the singular-value energy of class-wise decoded '
-     'maps from a frozen foundation model (MedSAM2).'),
-    ('The segmentation model is the one given with --param model= (the built-in 3D U-Net by '
-     'default), not the nnU-Net, Swin-UNETR or U-Mamba networks of the paper.'),
+    (
+        "The defaults run a selective-evaluation analysis: the test cases the segmenting model "
+        "is least sure of are set aside and the rest re-scored (Dice of the retained cases, a "
+        "risk-coverage curve and its area); the paper removes the most uncertain training "
+        "cases, retrains, and scores the whole test set (--preset li2026)."
+    ),
+    (
+        "The per-case score is the segmenting model's mean normalized predictive entropy over "
+        "its predicted structures and a one-voxel boundary band; the paper's Aleatoric "
+        "Uncertainty Value is the entropy of the singular-value energy of class-wise decoded "
+        "maps from a frozen foundation model (MedSAM2)."
+    ),
+    (
+        "The segmentation model is the one given with --param model= (the built-in 3D U-Net by "
+        "default), not the nnU-Net, Swin-UNETR or U-Mamba networks of the paper."
+    ),
 )
 
 #: The paper's loop on the built-in trainer (docs/protocols.md "uncertainty preset li2026").
 LI2026 = Preset(
     name="li2026",
-    params={"analysis": "filter-training", "include_background": True, "postprocess": False,
-            "mirror": False, "remove_fractions": [0.05, 0.10], "removal_rule": "quantile",
-            "auv_model": "auto", "auv_layout": "D_HW", "auv_energy_power": 1,
-            "auv_aggregate": "sum", "auv_grid": [96, 96, 96], "auv_ct_mapping": "minmax",
-            "auv_resize": "pillow", "duo": True, "duo_alpha": 0.5,
-            "train_optimizer": "sgd-poly", "train_lr": 0.01, "train_batch": 2},
-    source=("Li et al., Delving Aleatoric Uncertainty in Medical Image Segmentation via "
-            "Vision Foundation Models, CVPR 2026 (arXiv 2604.10963), and the authors' "
-            "released semantic-perception-scale code (github.com/Lry777/CVPR_AUV)"),
+    params={
+        "analysis": "filter-training",
+        "include_background": True,
+        "postprocess": False,
+        "mirror": False,
+        "remove_fractions": [0.05, 0.10],
+        "removal_rule": "quantile",
+        "auv_model": "auto",
+        "auv_layout": "D_HW",
+        "auv_energy_power": 1,
+        "auv_aggregate": "sum",
+        "auv_grid": [96, 96, 96],
+        "auv_ct_mapping": "minmax",
+        "auv_resize": "pillow",
+        "duo": True,
+        "duo_alpha": 0.5,
+        "train_optimizer": "sgd-poly",
+        "train_lr": 0.01,
+        "train_batch": 2,
+    },
+    source=(
+        "Li et al., Delving Aleatoric Uncertainty in Medical Image Segmentation via "
+        "Vision Foundation Models, CVPR 2026 (arXiv 2604.10963), and the authors' "
+        "released semantic-perception-scale code (github.com/Lry777/CVPR_AUV)"
+    ),
     differences=(
-        ('Without --param auv_checkpoint=MedSAM2_CHECKPOINT the decoded maps come from the '
-         'built-in promptable model (its output probabilities, recorded in auv.json as '
-         'such), not from a frozen MedSAM2; with a checkpoint they are MedSAM2 mask-decoder '
-         'logits, as in the paper.'),
-        ("Each class is prompted with the box of its reference mask on the middle slice of "
-         "its extent (the MedSAM2 recipe) and propagated through the whole volume, so the AUV "
-         "depends on the reference labels (which classes a case has, where their boxes are); "
-         "the authors' code feeds the image alone to an unreleased MedSAM2 wrapper "
-         "(forward_encoder_decoder) that returns every class's map without prompts, which a "
-         "promptable MedSAM2 cannot do, and calls the AUV label-free."),
-        ("Each class's decoded volume is resampled linearly to 96 x 96 x 96 (auv_grid) before "
-         "the SVD, the input size of the authors' example, so every case has 96 singular "
-         "values whatever its slice count; their wrapper decodes a 96^3 input directly."),
-        ('A promptable model cannot decode a class that is absent from a case, so such a '
-         'case sums fewer class scales and looks more uncertain; the paper decodes every '
-         'class of every sample (--param auv_aggregate=mean averages the classes scored '
-         'instead).'),
-        ("The energy is the singular values as they are (p = s / sum s), as the authors' "
-         "released code computes it (--param auv_energy_power=2 takes the squares the paper "
-         "writes); their code adds 1e-6 to every singular value, which this preset does not, "
-         "so a zero decoded map has no scale (left out) where theirs scores it 1, the largest."),
-        ('The segmentation network is the built-in 3D U-Net (8 base channels, patch 32 x 48 '
-         'x 48, 300 iterations by default) trained on a CPU, not nnU-Net trained for 100 '
-         'epochs with 96^3 patches: Dice values are comparable with the paper only in their '
-         'changes between unfiltered and filtered training, and only for the same data.'),
-        ('The training loss is cross-entropy plus soft Dice over the foreground classes '
-         'present, and patches are sampled around a class drawn uniformly; the paper uses '
-         'Dice plus binary cross-entropy with nnU-Net sampling and augmentation (none here).'),
-        ("The DUO condition follows the authors' dynamic_uncertainty_aware_loss (each "
-         "foreground class's loss divided by 1 + 0.5 S, S the scale of the network's own "
-         "logits on the patch, not detached; targets times 1 - sigmoid(noise head)), with a "
-         "base loss of binary cross-entropy plus soft Dice of the softmax probability, "
-         "because the built-in U-Net is a softmax network; theirs applies binary "
-         "cross-entropy to per-class sigmoid logits."),
-        ("Their example detaches the denoised targets and gives the noise head no loss of its "
-         "own, so it never leaves its random initialization; here the noise head (a 1x1x1 "
-         "convolution on the last decoder features, starting near 0) is trained, and applied, "
-         "from half of the iterations on, to mark the labelled voxels whose class the network "
-         "gives a probability below 0.1 (recipe gap, filled)."),
-        ('Only cases the data set labels as test are scored (or a seeded hold-out when it '
-         'publishes no labelled test split: LiTS test labels were never released); '
-         'validation cases are not used for training.'),
-        ('Intensities are clipped to the 0.5-99.5 percentiles of the training foreground and '
-         "z-scored with its mean and standard deviation for every modality (nnU-Net's CT "
-         'scheme); nnU-Net z-scores MR images one by one.'),
+        (
+            "Without --param auv_checkpoint=MedSAM2_CHECKPOINT the decoded maps come from the "
+            "built-in promptable model (its output probabilities, recorded in auv.json as "
+            "such), not from a frozen MedSAM2; with a checkpoint they are MedSAM2 mask-decoder "
+            "logits, as in the paper."
+        ),
+        (
+            "Each class is prompted with the box of its reference mask on the middle slice of "
+            "its extent (the MedSAM2 recipe) and propagated through the whole volume, so the AUV "
+            "depends on the reference labels (which classes a case has, where their boxes are); "
+            "the authors' code feeds the image alone to an unreleased MedSAM2 wrapper "
+            "(forward_encoder_decoder) that returns every class's map without prompts, which a "
+            "promptable MedSAM2 cannot do, and calls the AUV label-free."
+        ),
+        (
+            "Each class's decoded volume is resampled linearly to 96 x 96 x 96 (auv_grid) before "
+            "the SVD, the input size of the authors' example, so every case has 96 singular "
+            "values whatever its slice count; their wrapper decodes a 96^3 input directly."
+        ),
+        (
+            "A promptable model cannot decode a class that is absent from a case, so such a "
+            "case sums fewer class scales and looks more uncertain; the paper decodes every "
+            "class of every sample (--param auv_aggregate=mean averages the classes scored "
+            "instead)."
+        ),
+        (
+            "The energy is the singular values as they are (p = s / sum s), as the authors' "
+            "released code computes it (--param auv_energy_power=2 takes the squares the paper "
+            "writes); their code adds 1e-6 to every singular value, which this preset does not, "
+            "so a zero decoded map has no scale (left out) where theirs scores it 1, the largest."
+        ),
+        (
+            "The segmentation network is the built-in 3D U-Net (8 base channels, patch 32 x 48 "
+            "x 48, 300 iterations by default) trained on a CPU, not nnU-Net trained for 100 "
+            "epochs with 96^3 patches: Dice values are comparable with the paper only in their "
+            "changes between unfiltered and filtered training, and only for the same data."
+        ),
+        (
+            "The training loss is cross-entropy plus soft Dice over the foreground classes "
+            "present, and patches are sampled around a class drawn uniformly; the paper uses "
+            "Dice plus binary cross-entropy with nnU-Net sampling and augmentation (none here)."
+        ),
+        (
+            "The DUO condition follows the authors' dynamic_uncertainty_aware_loss (each "
+            "foreground class's loss divided by 1 + 0.5 S, S the scale of the network's own "
+            "logits on the patch, not detached; targets times 1 - sigmoid(noise head)), with a "
+            "base loss of binary cross-entropy plus soft Dice of the softmax probability, "
+            "because the built-in U-Net is a softmax network; theirs applies binary "
+            "cross-entropy to per-class sigmoid logits."
+        ),
+        (
+            "Their example detaches the denoised targets and gives the noise head no loss of its "
+            "own, so it never leaves its random initialization; here the noise head (a 1x1x1 "
+            "convolution on the last decoder features, starting near 0) is trained, and applied, "
+            "from half of the iterations on, to mark the labelled voxels whose class the network "
+            "gives a probability below 0.1 (recipe gap, filled)."
+        ),
+        (
+            "Only cases the data set labels as test are scored (or a seeded hold-out when it "
+            "publishes no labelled test split: LiTS test labels were never released); "
+            "validation cases are not used for training."
+        ),
+        (
+            "Intensities are clipped to the 0.5-99.5 percentiles of the training foreground and "
+            "z-scored with its mean and standard deviation for every modality (nnU-Net's CT "
+            "scheme); nnU-Net z-scores MR images one by one."
+        ),
     ),
 )
 
@@ -344,12 +410,14 @@ PROTOCOL = Protocol(
     prepare=prepare,
     check=check_params,
     report_section=report_section,
-    description=("Dice and mIoU in percent (background included unless "
-                 "include_background=false). Defaults: selective evaluation of the model's "
-                 "own uncertainty on the test split (Dice of the cases retained after setting "
-                 "aside the 5% and 10% most uncertain, risk-coverage curve, AURC). Preset "
-                 "li2026: the paper's loop - AUV of the training cases from a frozen "
-                 "promptable model, the most uncertain training cases removed, the built-in "
-                 "3D U-Net retrained, and trained once more with the DUO loss; test-set "
-                 "Dice per condition."),
+    description=(
+        "Dice and mIoU in percent (background included unless "
+        "include_background=false). Defaults: selective evaluation of the model's "
+        "own uncertainty on the test split (Dice of the cases retained after setting "
+        "aside the 5% and 10% most uncertain, risk-coverage curve, AURC). Preset "
+        "li2026: the paper's loop - AUV of the training cases from a frozen "
+        "promptable model, the most uncertain training cases removed, the built-in "
+        "3D U-Net retrained, and trained once more with the DUO loss; test-set "
+        "Dice per condition."
+    ),
 )

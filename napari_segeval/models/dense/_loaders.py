@@ -41,11 +41,16 @@ def _infer_unet_config(state: dict, path: Path) -> dict:
         stem = state["stem.0.weight"]
         head = state["head.weight"]
     except KeyError as exc:
-        raise content_error(path, WHAT, f"not a state dict of the built-in 3D U-Net "
-                                        f"(no key {exc})") from None
+        raise content_error(
+            path, WHAT, f"not a state dict of the built-in 3D U-Net (no key {exc})"
+        ) from None
     levels = 1 + sum(1 for k in state if k.startswith("enc.") and k.endswith(".0.weight"))
-    return {"in_channels": int(stem.shape[1]), "num_classes": int(head.shape[0]),
-            "base_channels": int(stem.shape[0]), "levels": levels}
+    return {
+        "in_channels": int(stem.shape[1]),
+        "num_classes": int(head.shape[0]),
+        "base_channels": int(stem.shape[0]),
+        "levels": levels,
+    }
 
 
 def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel:
@@ -109,8 +114,9 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel:
     return model_from_plans(plans, net, str(path), device, {"file": str(path)})
 
 
-def load_path(path: Path, device: Any, *, trust_torchscript: bool = False,
-              name: str | None = None) -> DenseModel:
+def load_path(
+    path: Path, device: Any, *, trust_torchscript: bool = False, name: str | None = None
+) -> DenseModel:
     """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
 
     Examples

@@ -217,9 +217,12 @@ class DenseModel:
                 f"{self.name} expects {nd}D volumes"
             )
         if len(chans) != self.in_channels:
-            hint = (" (evaluate one of them with --param channel=K)" if self.in_channels == 1
-                    else " (a data set names its channels in dataset.json: modality / "
-                         "channel_names, or one file per channel: _0000, _0001 ...)")
+            hint = (
+                " (evaluate one of them with --param channel=K)"
+                if self.in_channels == 1
+                else " (a data set names its channels in dataset.json: modality / "
+                "channel_names, or one file per channel: _0000, _0001 ...)"
+            )
             raise InvalidImageError(
                 f"{case.image_path or 'image'}: {len(chans)} image channel(s), the model "
                 f"{self.name} takes {self.in_channels}{hint}"
@@ -254,8 +257,10 @@ class DenseModel:
                 ranges.append(scale)
             if stats is not None:
                 data = clip_zscore(data, stats)
-                valid = ((stats.lower - stats.mean) / stats.std,
-                         (stats.upper - stats.mean) / stats.std)
+                valid = (
+                    (stats.lower - stats.mean) / stats.std,
+                    (stats.upper - stats.mean) / stats.std,
+                )
                 scale *= stats.std
             else:
                 valid = (float(data.min()), float(data.max()))
@@ -265,9 +270,15 @@ class DenseModel:
         data = out[0][None] if len(out) == 1 else np.stack(out)
         x = torch.from_numpy(np.ascontiguousarray(data))[None].to(self.device)
         union = (min(v[0] for v in valids), max(v[1] for v in valids))
-        info = PreprocessInfo(info_r, self.stats_per_channel[0], tuple(case.spatial_shape),
-                              union, tuple(scales), tuple(valids),
-                              tuple(ranges) if minmax else None)
+        info = PreprocessInfo(
+            info_r,
+            self.stats_per_channel[0],
+            tuple(case.spatial_shape),
+            union,
+            tuple(scales),
+            tuple(valids),
+            tuple(ranges) if minmax else None,
+        )
         return x, info
 
     def logits(
@@ -288,9 +299,15 @@ class DenseModel:
         from napari_segeval.inference.sliding_window import sliding_window_logits
 
         return sliding_window_logits(
-            self.network, x, self.patch_size, overlap=overlap, batch_size=batch_size,
-            mirror_axes=self._mirror_axes(mirror), accumulate_device=accumulate_device,
-            progress=progress, cancel=cancel,
+            self.network,
+            x,
+            self.patch_size,
+            overlap=overlap,
+            batch_size=batch_size,
+            mirror_axes=self._mirror_axes(mirror),
+            accumulate_device=accumulate_device,
+            progress=progress,
+            cancel=cancel,
         )
 
     def _mirror_axes(self, mirror: bool | Sequence[int]) -> tuple[int, ...]:
@@ -339,8 +356,11 @@ class DenseModel:
             "intensity": self.intensity.to_dict() if self.intensity else None,
             "raw_per_normalized_unit": self.raw_per_normalized_unit,
             "in_channels": self.in_channels,
-            "channel_intensity": ([s.to_dict() if s else None for s in self.channel_intensity]
-                                  if self.channel_intensity else None),
+            "channel_intensity": (
+                [s.to_dict() if s else None for s in self.channel_intensity]
+                if self.channel_intensity
+                else None
+            ),
             "mr_minmax": self.mr_minmax,
             "mirror_axes": list(self.mirror_axes),
             "device": str(self.device),
@@ -413,11 +433,18 @@ def segment_case(
         x = x.clone().requires_grad_(True)
     ctx = torch.enable_grad() if grad else torch.inference_mode()
     with ctx:
-        logits = model.logits(x, overlap=overlap, mirror=mirror, batch_size=batch_size,
-                              accumulate_device=accumulate_device, progress=progress,
-                              cancel=cancel)
-    labels, prob, record = model.postprocess(logits, info, case.spacing, apply=postprocess,
-                                             probabilities=probabilities)
+        logits = model.logits(
+            x,
+            overlap=overlap,
+            mirror=mirror,
+            batch_size=batch_size,
+            accumulate_device=accumulate_device,
+            progress=progress,
+            cancel=cancel,
+        )
+    labels, prob, record = model.postprocess(
+        logits, info, case.spacing, apply=postprocess, probabilities=probabilities
+    )
     params = {
         "model": model.describe(),
         "overlap": overlap,

@@ -59,20 +59,31 @@ def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> d
         scheme = schemes[min(c, len(schemes) - 1)]
         if scheme == "CTNormalization":
             p = plans["foreground_intensity_properties_per_channel"][str(c)]
-            stats.append({"lower": p["percentile_00_5"], "upper": p["percentile_99_5"],
-                          "mean": p["mean"], "std": p["std"],
-                          "source": str(folder / "plans.json")})
+            stats.append(
+                {
+                    "lower": p["percentile_00_5"],
+                    "upper": p["percentile_99_5"],
+                    "mean": p["mean"],
+                    "std": p["std"],
+                    "source": str(folder / "plans.json"),
+                }
+            )
         elif scheme != "ZScoreNormalization" or masks[min(c, len(masks) - 1)]:
             raise SegEvalError(f"{folder}: normalization {scheme} (channel {c}) is not supported")
         else:
             stats.append(None)
     intensity = stats[0] if n_chan == 1 else (stats if all(stats) else None)
     return {
-        "configuration": conf_name, "patch_size": conf["patch_size"], "spacing": conf["spacing"],
-        "in_channels": n_chan, "intensity": intensity, "per_case_zscore": not all(stats),
+        "configuration": conf_name,
+        "patch_size": conf["patch_size"],
+        "spacing": conf["spacing"],
+        "in_channels": n_chan,
+        "intensity": intensity,
+        "per_case_zscore": not all(stats),
         "num_classes": max(labels) + 1 if labels else 2,
         "structures": {k: v for k, v in labels.items() if k != 0},
-        "arch": conf.get("architecture"), "mirror_axes": [0, 1, 2],
+        "arch": conf.get("architecture"),
+        "mirror_axes": [0, 1, 2],
     }
 
 
@@ -89,7 +100,8 @@ def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
     if plans["per_case_zscore"]:
         raise SegEvalError(f"{folder}: per-case z-score (non-CT) nnU-Net models are not supported")
     ckpts = sorted(folder.glob(f"fold_{fold}/checkpoint_final.pth")) or sorted(
-        folder.glob("fold_*/checkpoint_final.pth"))
+        folder.glob("fold_*/checkpoint_final.pth")
+    )
     if not ckpts:
         raise ReadError(f"{folder}: no fold_*/checkpoint_final.pth")
     what = "nnU-Net checkpoint"
@@ -98,8 +110,13 @@ def load_nnunet_folder(folder: Path, device: Any, fold: str = "all") -> Any:
         raise content_error(ckpts[0], what, "no 'network_weights' entry")
     arch = plans["arch"]
     net = get_network_from_plans(
-        arch["network_class_name"], arch["arch_kwargs"], arch["_kw_requires_import"],
-        plans["in_channels"], plans["num_classes"], allow_init=True, deep_supervision=False,
+        arch["network_class_name"],
+        arch["arch_kwargs"],
+        arch["_kw_requires_import"],
+        plans["in_channels"],
+        plans["num_classes"],
+        allow_init=True,
+        deep_supervision=False,
     )
     load_state_strict(net, ckpt["network_weights"], ckpts[0], what, "the network of plans.json")
     mirror = ckpt.get("inference_allowed_mirroring_axes") or plans["mirror_axes"]

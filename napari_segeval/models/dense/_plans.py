@@ -29,8 +29,13 @@ BUILTIN_PLANS: dict = {
     "spacing": [2.5, 1.6, 1.6],
     "patch_size": [32, 48, 48],
     "modality": "CT",
-    "structures": {"1": "liver", "2": "spleen", "3": "kidney_right", "4": "kidney_left",
-                   "5": "liver_tumour"},
+    "structures": {
+        "1": "liver",
+        "2": "spleen",
+        "3": "kidney_right",
+        "4": "kidney_left",
+        "5": "liver_tumour",
+    },
     "organs": [1, 2, 3, 4],
     "lesions": [5],
 }
@@ -70,12 +75,16 @@ def channel_stats(plans: dict, name: str) -> tuple[int, tuple[IntensityStats | N
     raw = plans.get("intensity")
     if isinstance(raw, list):
         if len(raw) != n:
-            raise SegEvalError(f"{name}: plans give intensity statistics for {len(raw)} "
-                               f"channels, the network takes {n}")
+            raise SegEvalError(
+                f"{name}: plans give intensity statistics for {len(raw)} "
+                f"channels, the network takes {n}"
+            )
         return n, tuple(IntensityStats.from_dict(d) if d else None for d in raw)
     if raw and n > 1:
-        raise SegEvalError(f"{name}: plans give one set of intensity statistics for {n} input "
-                           "channels; give a list with one per channel")
+        raise SegEvalError(
+            f"{name}: plans give one set of intensity statistics for {n} input "
+            "channels; give a list with one per channel"
+        )
     return n, ((IntensityStats.from_dict(raw) if raw else None),) * n
 
 
@@ -100,25 +109,39 @@ def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: di
     if num_classes < 2:
         raise SegEvalError(f"{name}: plans do not give the number of classes (>= 2)")
     in_channels, stats = channel_stats(plans, name)
-    post = config_from_mapping({
-        "organs": plans.get("organs", ()), "lesions": plans.get("lesions", ()),
-        "lesion_min_mm3": plans.get("lesion_min_mm3", {}),
-        "lesion_mode": plans.get("lesion_mode", "remove"),
-    })
+    post = config_from_mapping(
+        {
+            "organs": plans.get("organs", ()),
+            "lesions": plans.get("lesions", ()),
+            "lesion_min_mm3": plans.get("lesion_min_mm3", {}),
+            "lesion_mode": plans.get("lesion_mode", "remove"),
+        }
+    )
     network.eval()
     for p in network.parameters():
         p.requires_grad_(False)
     return DenseModel(
-        network=network.to(device), num_classes=num_classes, structures=structures,
+        network=network.to(device),
+        num_classes=num_classes,
+        structures=structures,
         patch_size=tuple(int(p) for p in plans["patch_size"]),
         spacing=tuple(float(s) for s in plans["spacing"]) if plans.get("spacing") else None,
-        intensity=stats[0], postprocessing=post,
+        intensity=stats[0],
+        postprocessing=post,
         mirror_axes=tuple(int(a) for a in plans.get("mirror_axes", ())),
-        name=name, device=device, meta=meta, in_channels=in_channels,
+        name=name,
+        device=device,
+        meta=meta,
+        in_channels=in_channels,
         channel_intensity=stats if in_channels > 1 else (),
         mr_minmax=None if plans.get("mr_minmax") is None else bool(plans["mr_minmax"]),
     )
 
 
-__all__ = ["BUILTIN_CT_WEIGHTS", "BUILTIN_PLANS", "channel_stats", "model_from_plans",
-           "read_sidecar"]
+__all__ = [
+    "BUILTIN_CT_WEIGHTS",
+    "BUILTIN_PLANS",
+    "channel_stats",
+    "model_from_plans",
+    "read_sidecar",
+]

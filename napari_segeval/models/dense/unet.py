@@ -116,13 +116,17 @@ class UNet2D(nn.Module):
     def __init__(self, in_channels: int, num_classes: int, width: int, levels: int) -> None:
         super().__init__()
         ch = [width * 2**i for i in range(levels)]
-        self.down = nn.ModuleList([conv_block(in_channels, ch[0], dims=2)] + [
-            conv_block(ch[i - 1], ch[i], dims=2) for i in range(1, levels)])
+        self.down = nn.ModuleList(
+            [conv_block(in_channels, ch[0], dims=2)]
+            + [conv_block(ch[i - 1], ch[i], dims=2) for i in range(1, levels)]
+        )
         self.pool = nn.MaxPool2d(2)
-        self.up = nn.ModuleList([nn.ConvTranspose2d(ch[i], ch[i - 1], 2, stride=2)
-                                 for i in range(levels - 1, 0, -1)])
-        self.merge = nn.ModuleList([conv_block(2 * ch[i - 1], ch[i - 1], dims=2)
-                                    for i in range(levels - 1, 0, -1)])
+        self.up = nn.ModuleList(
+            [nn.ConvTranspose2d(ch[i], ch[i - 1], 2, stride=2) for i in range(levels - 1, 0, -1)]
+        )
+        self.merge = nn.ModuleList(
+            [conv_block(2 * ch[i - 1], ch[i - 1], dims=2) for i in range(levels - 1, 0, -1)]
+        )
         self.head = nn.Conv2d(ch[0], num_classes, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

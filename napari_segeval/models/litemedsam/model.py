@@ -54,8 +54,18 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Slices smaller than this (either side) are refused: the recipe would stretch a few
 #: pixels to 256.
 MIN_SIDE = 8
-_VIDEO = ("us", "endoscopy", "rgb", "video", "xray", "x-ray", "fundus", "dermoscopy",
-          "microscopy", "other2d")
+_VIDEO = (
+    "us",
+    "endoscopy",
+    "rgb",
+    "video",
+    "xray",
+    "x-ray",
+    "fundus",
+    "dermoscopy",
+    "microscopy",
+    "other2d",
+)
 
 
 @dataclass(frozen=True)
@@ -85,8 +95,13 @@ class Box3D:
         zs, ys, xs = np.nonzero(mask)
         if zs.size == 0:
             return None
-        return cls(int(label), int(value), (int(xs.min()), int(ys.min()), int(xs.max()),
-                                            int(ys.max())), int(zs.min()), int(zs.max()))
+        return cls(
+            int(label),
+            int(value),
+            (int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())),
+            int(zs.min()),
+            int(zs.max()),
+        )
 
     @property
     def middle(self) -> int:
@@ -94,8 +109,9 @@ class Box3D:
         return int((self.z1 - self.z0) / 2 + self.z0)
 
 
-def to_uint8(image: np.ndarray, modality: str, window: Any = None,
-             ct_mapping: str = "window") -> np.ndarray:
+def to_uint8(
+    image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
+) -> np.ndarray:
     """The authors' intensity step (module doc): raw intensities -> uint8.
 
     Examples
@@ -161,12 +177,24 @@ class LiteMedSAMModel:
     #: The chain's quality stop under the project's rule (:data:`STOP_IOU_RATIO`).
     stop_iou_ratio: float | None = STOP_IOU_RATIO
     capabilities = Capabilities(
-        boxes=True, points=False, masks=False, corrections=Corrections.BOXES,
-        gradients=True, prior_volume=True, shared_walks=True, frame_features=True,
-        reason="LiteMedSAM was trained with box prompts only")
+        boxes=True,
+        points=False,
+        masks=False,
+        corrections=Corrections.BOXES,
+        gradients=True,
+        prior_volume=True,
+        shared_walks=True,
+        frame_features=True,
+        reason="LiteMedSAM was trained with box prompts only",
+    )
 
-    def __init__(self, network: Any, device: Any = None,
-                 cache_mb: float | None = DEFAULT_CACHE_MB, name: str = "litemedsam") -> None:
+    def __init__(
+        self,
+        network: Any,
+        device: Any = None,
+        cache_mb: float | None = DEFAULT_CACHE_MB,
+        name: str = "litemedsam",
+    ) -> None:
         from napari_segeval.models._device import pick_device
 
         self.device = pick_device(None if device is None else str(device))
@@ -176,8 +204,9 @@ class LiteMedSAMModel:
         self.last_run: dict = {}
 
     # -- intensities ---------------------------------------------------------------------
-    def preprocess(self, image: np.ndarray, modality: str, window: Any = None,
-                   ct_mapping: str = "window") -> torch.Tensor:
+    def preprocess(
+        self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
+    ) -> torch.Tensor:
         """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> float32 grey levels / 255.
 
         Examples
@@ -193,14 +222,21 @@ class LiteMedSAMModel:
             arr = arr[None]
         rgb = arr.ndim == 4 and arr.shape[-1] in (3, 4)
         if arr.ndim != 3 and not rgb:
-            raise InvalidImageError(f"LiteMedSAM takes (n, H, W) slices or (n, H, W, 3) RGB "
-                                    f"frames, got shape {arr.shape}")
+            raise InvalidImageError(
+                f"LiteMedSAM takes (n, H, W) slices or (n, H, W, 3) RGB "
+                f"frames, got shape {arr.shape}"
+            )
         arr = arr[..., :3] if rgb else arr
         u8 = to_uint8(arr, "rgb" if rgb else modality, window, ct_mapping)
         return torch.from_numpy(u8.astype(np.float32) / np.float32(255.0))
 
-    def normalize_info(self, modality: str, window: Any = None, image: np.ndarray | None = None,
-                       ct_mapping: str = "window") -> NormalizeInfo:
+    def normalize_info(
+        self,
+        modality: str,
+        window: Any = None,
+        image: np.ndarray | None = None,
+        ct_mapping: str = "window",
+    ) -> NormalizeInfo:
         """One normalized unit = the raw span mapped to 0-255 (CT window, MR percentiles,
         255 grey levels)."""
         from napari_segeval.inference.windowing import window_bounds
@@ -212,8 +248,9 @@ class LiteMedSAMModel:
                 lo, hi = float(np.min(image)), float(np.max(image))
         else:
             lo, hi = window_bounds(modality, window, image, ct_mapping)
-        return NormalizeInfo(hi - lo, 0.0, 1.0,
-                             f"{modality}: raw [{lo:g}, {hi:g}] -> 0..255 -> / 255 (LiteMedSAM)")
+        return NormalizeInfo(
+            hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> 0..255 -> / 255 (LiteMedSAM)"
+        )
 
     # -- the case's embeddings -----------------------------------------------------------
     def feature_cache(self) -> FrameStore:
@@ -227,16 +264,24 @@ class LiteMedSAMModel:
         if x.ndim == 2:
             x = x[None]
         if not (x.ndim == 3 or (x.ndim == 4 and x.shape[-1] == 3)):
-            raise InvalidImageError(f"LiteMedSAM frames must be (n, H, W) or (n, H, W, 3), "
-                                    f"got {tuple(x.shape)}")
+            raise InvalidImageError(
+                f"LiteMedSAM frames must be (n, H, W) or (n, H, W, 3), got {tuple(x.shape)}"
+            )
         h, w = int(x.shape[1]), int(x.shape[2])
         if min(h, w) < MIN_SIDE:
-            raise InvalidImageError(f"LiteMedSAM needs slices of at least {MIN_SIDE} x "
-                                    f"{MIN_SIDE} pixels, got {h} x {w}")
+            raise InvalidImageError(
+                f"LiteMedSAM needs slices of at least {MIN_SIDE} x {MIN_SIDE} pixels, got {h} x {w}"
+            )
         return x.to(self.device, torch.float32)
 
-    def _cache(self, frames: Any, reads: list[list[int]], grad: bool, cache_mb: Any,
-               features: FrameStore | None) -> FrameCache:
+    def _cache(
+        self,
+        frames: Any,
+        reads: list[list[int]],
+        grad: bool,
+        cache_mb: Any,
+        features: FrameStore | None,
+    ) -> FrameCache:
         from . import _recipe as R
 
         store = None
@@ -267,20 +312,45 @@ class LiteMedSAMModel:
         """Refuse point and mask prompts (one line naming the model)."""
         check_prompt_kinds(self.capabilities, walks, self.name)
 
-    def propagate(self, frames: Any, key_index: int, box: Any, order: Order = "forward", *,
-                  init_mask: Any = None, progress: Any = None,
-                  cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                  grad: bool = False, prior_volume: Any = None) -> torch.Tensor:
+    def propagate(
+        self,
+        frames: Any,
+        key_index: int,
+        box: Any,
+        order: Order = "forward",
+        *,
+        init_mask: Any = None,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        prior_volume: Any = None,
+    ) -> torch.Tensor:
         """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol)."""
         walk = Walk(int(key_index), box, order, init_mask, prior_volume)
-        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
-                                    stop_when_empty=stop_when_empty, grad=grad)[0]
+        return self.propagate_walks(
+            frames,
+            [walk],
+            progress=progress,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+        )[0]
 
-    def propagate_walks(self, frames: Any, walks: list[Walk], *, progress: Any = None,
-                        cancel: threading.Event | None = None, stop_when_empty: bool = False,
-                        grad: bool = False, cache_mb: float | None = None,
-                        on_frame: Any = None, crops: bool = False,
-                        features: FrameStore | None = None) -> list:
+    def propagate_walks(
+        self,
+        frames: Any,
+        walks: list[Walk],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        stop_when_empty: bool = False,
+        grad: bool = False,
+        cache_mb: float | None = None,
+        on_frame: Any = None,
+        crops: bool = False,
+        features: FrameStore | None = None,
+    ) -> list:
         """Several walks (structure x direction), each slice encoded once for all of them.
 
         Each walk's result equals its own :meth:`propagate` call. ``features`` keeps the
@@ -302,17 +372,34 @@ class LiteMedSAMModel:
         reads = [[f for _, f in step] for step in walk_steps(n, walks)]
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx:
-            cache = self._cache(x, reads, grad, self.cache_mb if cache_mb is None else cache_mb,
-                                features)
+            cache = self._cache(
+                x, reads, grad, self.cache_mb if cache_mb is None else cache_mb, features
+            )
             reused = len(cache.store) if cache.store is not None else 0
-            _chain.run(self.network, cache, x, chains, (h, w), grad=grad, progress=progress,
-                       cancel=cancel, on_frame=on_frame)
+            _chain.run(
+                self.network,
+                cache,
+                x,
+                chains,
+                (h, w),
+                grad=grad,
+                progress=progress,
+                cancel=cancel,
+                on_frame=on_frame,
+            )
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
         outs = [_output(c, (h, w)) for c in chains]
         return outs if crops else [o.full() for o in outs]
 
-    def _chain(self, walk: Walk, n: int, shape: tuple[int, int], stop_empty: bool,
-               limit: int | None = None, value: int = 1) -> Any:
+    def _chain(
+        self,
+        walk: Walk,
+        n: int,
+        shape: tuple[int, int],
+        stop_empty: bool,
+        limit: int | None = None,
+        value: int = 1,
+    ) -> Any:
         from . import _chain
         from . import _recipe as R
 
@@ -325,17 +412,31 @@ class LiteMedSAMModel:
         if walk.prior_volume is not None:
             prior = np.asarray(_detached(walk.prior_volume))
             if prior.shape[:3] != (n, *shape):
-                raise InvalidPromptError(f"prior volume of shape {prior.shape} does not fit "
-                                         f"frames {(n, *shape)}")
-        return _chain.Chain(walk.frames(n).tolist(), boxes, walk.last_conditioning_step(),
-                            stop_empty=stop_empty, value=value, prior=prior, limit=limit,
-                            iou_ratio=self.stop_iou_ratio)
+                raise InvalidPromptError(
+                    f"prior volume of shape {prior.shape} does not fit frames {(n, *shape)}"
+                )
+        return _chain.Chain(
+            walk.frames(n).tolist(),
+            boxes,
+            walk.last_conditioning_step(),
+            stop_empty=stop_empty,
+            value=value,
+            prior=prior,
+            limit=limit,
+            iou_ratio=self.stop_iou_ratio,
+        )
 
     # -- corrections ---------------------------------------------------------------------
-    def correct(self, frames: Any, prompts: Any, previous: Any, *,
-                min_confidence: float | None = None,
-                cancel: threading.Event | None = None,
-                features: FrameStore | None = None) -> dict[int, np.ndarray]:
+    def correct(
+        self,
+        frames: Any,
+        prompts: Any,
+        previous: Any,
+        *,
+        min_confidence: float | None = None,
+        cancel: threading.Event | None = None,
+        features: FrameStore | None = None,
+    ) -> dict[int, np.ndarray]:
         """The slices a correction box (the last prompt of ``prompts``) changes.
 
         The walk restarts from the box's slice in both directions and goes on until a
@@ -361,19 +462,28 @@ class LiteMedSAMModel:
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
         if tuple(np.shape(previous)) != (n, h, w):
-            raise ValueError(f"previous masks must have the frames' shape {(n, h, w)}, "
-                             f"got {np.shape(previous)}")
-        others = frozenset(int(p.index) for p in prompts.prompts[:-1]
-                           if isinstance(p, Box) and p.index != last.index)
+            raise ValueError(
+                f"previous masks must have the frames' shape {(n, h, w)}, got {np.shape(previous)}"
+            )
+        others = frozenset(
+            int(p.index)
+            for p in prompts.prompts[:-1]
+            if isinstance(p, Box) and p.index != last.index
+        )
         from napari_segeval.prompts.prompt_set import PromptSet
 
         one = PromptSet.from_box(last)
         walks = [Walk(last.index, one, o) for o in ("forward", "backward")]
-        chains = [self._chain(wk, n, (h, w), True,
-                              limit=correction_reach(int(last.index), others, wk.order))
-                  for wk in walks]
-        reads = [[c.frames[j] for c in chains if j < c.length]
-                 for j in range(max(c.length for c in chains))]
+        chains = [
+            self._chain(
+                wk, n, (h, w), True, limit=correction_reach(int(last.index), others, wk.order)
+            )
+            for wk in walks
+        ]
+        reads = [
+            [c.frames[j] for c in chains if j < c.length]
+            for j in range(max(c.length for c in chains))
+        ]
         with torch.inference_mode():
             cache = self._cache(x, reads, False, self.cache_mb, features)
             _chain.run(self.network, cache, x, chains, (h, w), cancel=cancel)
@@ -386,9 +496,15 @@ class LiteMedSAMModel:
         return out
 
     # -- the CVPR 2024 challenge's loop --------------------------------------------------
-    def challenge_3d(self, frames: Any, boxes: list[Box3D], *, progress: Any = None,
-                     cancel: threading.Event | None = None,
-                     features: FrameStore | None = None) -> dict[int, np.ndarray]:
+    def challenge_3d(
+        self,
+        frames: Any,
+        boxes: list[Box3D],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        features: FrameStore | None = None,
+    ) -> dict[int, np.ndarray]:
         """``CVPR24_LiteMedSAM_infer.py``'s 3D loop: each structure's ``(n, H, W)`` mask.
 
         For each 3D box: its middle slice takes the box; every other slice of
@@ -409,17 +525,20 @@ class LiteMedSAMModel:
             mid, z1 = b.middle, min(b.z1, n - 1)
             start = R.scale_box(b.xyxy, (h, w))
             for order, last in (("forward", z1), ("backward", max(b.z0, 0))):
-                frames_ = (list(range(mid, last + 1)) if order == "forward"
-                           else list(range(mid, last - 1, -1)))
-                chains.append(_chain.Chain(frames_, {mid: start}, 0, stop_empty=False,
-                                           value=b.value))
+                frames_ = (
+                    list(range(mid, last + 1))
+                    if order == "forward"
+                    else list(range(mid, last - 1, -1))
+                )
+                chains.append(
+                    _chain.Chain(frames_, {mid: start}, 0, stop_empty=False, value=b.value)
+                )
                 plans.append(b.label)
         steps = max((len(c.frames) for c in chains), default=0)
         reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
         with torch.inference_mode():
             cache = self._cache(x, reads, False, self.cache_mb, features)
-            _chain.run(self.network, cache, x, chains, (h, w), progress=progress,
-                       cancel=cancel)
+            _chain.run(self.network, cache, x, chains, (h, w), progress=progress, cancel=cancel)
         self.last_run = {"encoded_frames": cache.encoded}
         masks = {b.label: np.zeros((n, h, w), bool) for b in boxes}
         for label, c in zip(plans, chains):
@@ -483,6 +602,7 @@ def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
 
     state = _asset.read_state(path)
     net = LiteMedSAMNet()
-    load_state_strict(net, state, _asset.verified_path(_asset.ENTRY, path), _asset.WHAT,
-                      "LiteMedSAM's network")
+    load_state_strict(
+        net, state, _asset.verified_path(_asset.ENTRY, path), _asset.WHAT, "LiteMedSAM's network"
+    )
     return LiteMedSAMModel(net.prepare_inference(), device=device)

@@ -77,17 +77,44 @@ class Architecture:
 
 _META = "sam2:configs/sam2.1/sam2.1_hiera_{}.yaml"
 #: Every network by registry name.
-ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
-    Architecture("medsam2", "SAM2.1 Hiera-tiny 512", CONFIG_PATH.name, WHAT, (96, 12), 512),
-    Architecture("sam2.1-tiny", "SAM2.1 Hiera-tiny 1024", _META.format("t"),
-                 "SAM2.1 checkpoint", (96, 12), 1024),
-    Architecture("sam2.1-small", "SAM2.1 Hiera-small 1024", _META.format("s"),
-                 "SAM2.1 checkpoint", (96, 16), 1024),
-    Architecture("sam2.1-base-plus", "SAM2.1 Hiera-base-plus 1024", _META.format("b+"),
-                 "SAM2.1 checkpoint", (112, 24), 1024),
-    Architecture("sam2.1-large", "SAM2.1 Hiera-large 1024", _META.format("l"),
-                 "SAM2.1 checkpoint", (144, 48), 1024),
-)}
+ARCHITECTURES: dict[str, Architecture] = {
+    a.name: a
+    for a in (
+        Architecture("medsam2", "SAM2.1 Hiera-tiny 512", CONFIG_PATH.name, WHAT, (96, 12), 512),
+        Architecture(
+            "sam2.1-tiny",
+            "SAM2.1 Hiera-tiny 1024",
+            _META.format("t"),
+            "SAM2.1 checkpoint",
+            (96, 12),
+            1024,
+        ),
+        Architecture(
+            "sam2.1-small",
+            "SAM2.1 Hiera-small 1024",
+            _META.format("s"),
+            "SAM2.1 checkpoint",
+            (96, 16),
+            1024,
+        ),
+        Architecture(
+            "sam2.1-base-plus",
+            "SAM2.1 Hiera-base-plus 1024",
+            _META.format("b+"),
+            "SAM2.1 checkpoint",
+            (112, 24),
+            1024,
+        ),
+        Architecture(
+            "sam2.1-large",
+            "SAM2.1 Hiera-large 1024",
+            _META.format("l"),
+            "SAM2.1 checkpoint",
+            (144, 48),
+            1024,
+        ),
+    )
+}
 
 
 def _has(module: str) -> bool:
@@ -144,8 +171,12 @@ def config_file(arch: Architecture) -> Path:
     path = Path(str(files("sam2").joinpath(arch.config.split(":", 1)[1])))
     if not path.is_file():
         raise MissingDependencyError(
-            "sam2", "medsam2", f"{arch.label}", f"the installed sam2 package has no "
-            f"{arch.config.split(':', 1)[1]}; install Meta's SAM2.1 code (see the README)")
+            "sam2",
+            "medsam2",
+            f"{arch.label}",
+            f"the installed sam2 package has no "
+            f"{arch.config.split(':', 1)[1]}; install Meta's SAM2.1 code (see the README)",
+        )
     return path
 
 
@@ -162,8 +193,12 @@ def _at_size(model: Any, image_size: int) -> None:
             layer[attention].feat_sizes = [size // stride, size // stride]
 
 
-def build_network(predictor: bool = False, config: str | Path | None = None,
-                  arch: str = "medsam2", image_size: int | None = None) -> Any:
+def build_network(
+    predictor: bool = False,
+    config: str | Path | None = None,
+    arch: str = "medsam2",
+    image_size: int | None = None,
+) -> Any:
     """Instantiate a (randomly initialised) network from its YAML config.
 
     Parameters
@@ -241,7 +276,7 @@ def identify(state: Any) -> tuple[int, int] | None:
     try:
         dim = int(state["image_encoder.trunk.patch_embed.proj.weight"].shape[0])
         prefix = "image_encoder.trunk.blocks."
-        blocks = 1 + max(int(k[len(prefix):].split(".")[0]) for k in state if k.startswith(prefix))
+        blocks = 1 + max(int(k[len(prefix) :].split(".")[0]) for k in state if k.startswith(prefix))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
     return dim, blocks
@@ -266,12 +301,15 @@ def other_size(arch: Architecture, state: Any, path: str | Path) -> ReadError | 
         return None
     kind = "Hiera-" + names[-1].split("-", 1)[1]
     use = " or ".join(names)
-    return ReadError(f"{path}: this {arch.what} holds SAM2.1 {kind} weights, not {arch.label} "
-                     f"weights: use --model {use} (the model name decides the network)")
+    return ReadError(
+        f"{path}: this {arch.what} holds SAM2.1 {kind} weights, not {arch.label} "
+        f"weights: use --model {use} (the model name decides the network)"
+    )
 
 
-def load_network(path: str | Path, predictor: bool = False, arch: str = "medsam2",
-                 image_size: int | None = None) -> Any:
+def load_network(
+    path: str | Path, predictor: bool = False, arch: str = "medsam2", image_size: int | None = None
+) -> Any:
     """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode).
 
     ``predictor`` and ``image_size`` are those of :func:`build_network`.

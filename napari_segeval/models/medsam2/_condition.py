@@ -41,8 +41,13 @@ if TYPE_CHECKING:  # pragma: no cover
 PREV_LOGIT_CLAMP = 32.0
 
 
-def prompt_points(xy: list[tuple[float, float]], labels: list[int], hw: tuple[int, int],
-                  image_size: int, device: Any) -> dict:
+def prompt_points(
+    xy: list[tuple[float, float]],
+    labels: list[int],
+    hw: tuple[int, int],
+    image_size: int,
+    device: Any,
+) -> dict:
     """SAM point inputs from native ``(x, y)`` pixels, computed as ``add_new_points_or_box``.
 
     Examples
@@ -66,8 +71,10 @@ def concat_points(old: dict | None, new: dict) -> dict:
 
     if old is None:
         return new
-    return {"point_coords": torch.cat([old["point_coords"], new["point_coords"]], dim=1),
-            "point_labels": torch.cat([old["point_labels"], new["point_labels"]], dim=1)}
+    return {
+        "point_coords": torch.cat([old["point_coords"], new["point_coords"]], dim=1),
+        "point_labels": torch.cat([old["point_labels"], new["point_labels"]], dim=1),
+    }
 
 
 def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
@@ -84,26 +91,34 @@ def mask_input(mask: Any, image_size: int, device: Any) -> torch.Tensor:
     return m
 
 
-def _inputs(prompt: Any, points: dict, hw: tuple[int, int], size: int, device: Any
-            ) -> tuple[dict | None, Any]:
+def _inputs(
+    prompt: Any, points: dict, hw: tuple[int, int], size: int, device: Any
+) -> tuple[dict | None, Any]:
     """``(point_inputs, mask_inputs)`` of one call; updates ``points`` (per frame)."""
     f = prompt.index
     if isinstance(prompt, MaskPrompt):
         points.pop(f, None)
         return None, mask_input(prompt.mask, size, device)
     if isinstance(prompt, Box):
-        new = prompt_points([(prompt.x0, prompt.y0), (prompt.x1 - 1, prompt.y1 - 1)], [2, 3],
-                            hw, size, device)
+        new = prompt_points(
+            [(prompt.x0, prompt.y0), (prompt.x1 - 1, prompt.y1 - 1)], [2, 3], hw, size, device
+        )
         points[f] = new  # clear_old_points=True
     else:
-        new = prompt_points([(prompt.x, prompt.y)], [1 if prompt.positive else 0], hw, size,
-                            device)
+        new = prompt_points([(prompt.x, prompt.y)], [1 if prompt.positive else 0], hw, size, device)
         points[f] = concat_points(points.get(f), new)
     return points[f], None
 
 
-def condition_structure(network: Any, feats: FrameFeatures, prompts: PromptSet, n: int,
-                        hw: tuple[int, int], fill_hole_area: int, device: Any) -> dict:
+def condition_structure(
+    network: Any,
+    feats: FrameFeatures,
+    prompts: PromptSet,
+    n: int,
+    hw: tuple[int, int],
+    fill_hole_area: int,
+    device: Any,
+) -> dict:
     """``{frame: conditioning output}`` of a structure's prompts (module doc).
 
     Each output is the predictor's compact form (memory features in bfloat16,
@@ -127,22 +142,34 @@ def condition_structure(network: Any, feats: FrameFeatures, prompts: PromptSet, 
         if point_inputs is not None and f in outs:
             prev = torch.clamp(outs[f]["pred_masks"], -PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP)
         out = network.track_step(
-            frame_idx=f, is_init_cond_frame=True, current_vision_feats=vf,
-            current_vision_pos_embeds=vp, feat_sizes=sizes, point_inputs=point_inputs,
-            mask_inputs=mask_in, output_dict={"cond_frame_outputs": {},
-                                              "non_cond_frame_outputs": {}},
-            num_frames=n, track_in_reverse=False, run_mem_encoder=False,
-            prev_sam_mask_logits=prev)
+            frame_idx=f,
+            is_init_cond_frame=True,
+            current_vision_feats=vf,
+            current_vision_pos_embeds=vp,
+            feat_sizes=sizes,
+            point_inputs=point_inputs,
+            mask_inputs=mask_in,
+            output_dict={"cond_frame_outputs": {}, "non_cond_frame_outputs": {}},
+            num_frames=n,
+            track_in_reverse=False,
+            run_mem_encoder=False,
+            prev_sam_mask_logits=prev,
+        )
         out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
         outs[f] = out
     conds = {}
     for f, out in outs.items():  # propagate_in_video_preflight: encode the last outputs
         vf, _, sizes = features[f]
-        high_res = F.interpolate(out["pred_masks"], size=(size, size), mode="bilinear",
-                                 align_corners=False)
+        high_res = F.interpolate(
+            out["pred_masks"], size=(size, size), mode="bilinear", align_corners=False
+        )
         mem, mem_pos = network._encode_new_memory(
-            current_vision_feats=vf, feat_sizes=sizes, pred_masks_high_res=high_res,
-            object_score_logits=out["object_score_logits"], is_mask_from_pts=True)
+            current_vision_feats=vf,
+            feat_sizes=sizes,
+            pred_masks_high_res=high_res,
+            object_score_logits=out["object_score_logits"],
+            is_mask_from_pts=True,
+        )
         out["maskmem_features"], out["maskmem_pos_enc"] = mem, mem_pos
         conds[f] = _loop.compact(out, out["pred_masks"])
     return conds

@@ -37,9 +37,16 @@ class FrameFeatures(FrameCache):
         As :class:`~napari_segeval.models._frame_cache.FrameCache`.
     """
 
-    def __init__(self, network: Any, frames: Any, to_input: Callable[[Any], torch.Tensor],
-                 block: int, budget_bytes: float | None, reads: list[list[int]],
-                 store: FrameStore | None = None) -> None:
+    def __init__(
+        self,
+        network: Any,
+        frames: Any,
+        to_input: Callable[[Any], torch.Tensor],
+        block: int,
+        budget_bytes: float | None,
+        reads: list[list[int]],
+        store: FrameStore | None = None,
+    ) -> None:
         self.network = network
         self.frames = frames
         self.to_input = to_input
@@ -52,7 +59,7 @@ class FrameFeatures(FrameCache):
             self._pos = [p[:1] for p in out["vision_pos_enc"]]
             if self.store is not None:
                 self.store.extra["pos"] = self._pos
-        return [[f[i:i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
+        return [[f[i : i + 1] for f in out["backbone_fpn"]] for i in range(b - a)]
 
     def __contains__(self, t: int) -> bool:
         return int(t) in self._kept

@@ -9,8 +9,13 @@ from ._build import ARCHITECTURES, load_network
 from .model import MedSAM2Model
 
 
-def load_sam2(arch: str, path: str | Path, device: Any = None,
-              encode_batch: int = 4, image_size: int | None = None) -> MedSAM2Model:
+def load_sam2(
+    arch: str,
+    path: str | Path,
+    device: Any = None,
+    encode_batch: int = 4,
+    image_size: int | None = None,
+) -> MedSAM2Model:
     """Load a checkpoint (``{"model": state_dict}``) of a :data:`._build.ARCHITECTURES` network.
 
     ``image_size`` is that of :func:`._build.build_network`: ``None`` (default) is the
@@ -36,8 +41,9 @@ def load_sam2(arch: str, path: str | Path, device: Any = None,
     napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
     network = load_network(path, arch=arch, image_size=image_size)
-    return MedSAM2Model(network, device=device, encode_batch=encode_batch,
-                        name=ARCHITECTURES[arch].name)
+    return MedSAM2Model(
+        network, device=device, encode_batch=encode_batch, name=ARCHITECTURES[arch].name
+    )
 
 
 def load_medsam2(path: str | Path, device: Any = None, encode_batch: int = 4) -> MedSAM2Model:

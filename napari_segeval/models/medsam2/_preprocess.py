@@ -26,8 +26,9 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 _CT = ("ct",)
 
 
-def to_uint8_range(image: np.ndarray, modality: str, window: Any = None,
-                   ct_mapping: str = "window") -> np.ndarray:
+def to_uint8_range(
+    image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
+) -> np.ndarray:
     """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip.
 
     RGB input (``(..., 3)`` with modality ``"rgb"``/``"video"``) is only clipped.
@@ -88,8 +89,14 @@ def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
     std = torch.tensor(IMAGENET_STD, dtype=torch.float32, device=x.device)[:, None, None]
     u8 = torch.round((x.detach().float() * std + mean) * 255.0).clamp(0, 255)
     u8 = u8.to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
-    out = np.stack([np.asarray(Image.fromarray(np.ascontiguousarray(f), "RGB").resize(
-        (size, size), Image.BICUBIC)) for f in u8])
+    out = np.stack(
+        [
+            np.asarray(
+                Image.fromarray(np.ascontiguousarray(f), "RGB").resize((size, size), Image.BICUBIC)
+            )
+            for f in u8
+        ]
+    )
     t = torch.from_numpy(out).to(x.device).permute(0, 3, 1, 2).float() / 255.0
     return (t - mean) / std
 

@@ -60,8 +60,7 @@ class WalkState:
     stopped: bool = False
 
     @classmethod
-    def of(cls, frames: list[int], group: int, cond_frames: list[int],
-           forward: bool) -> WalkState:
+    def of(cls, frames: list[int], group: int, cond_frames: list[int], forward: bool) -> WalkState:
         """A walk over ``frames`` (visit order) of structure ``group``; its conditioning
         frames ``cond_frames`` (the predictor's order) become steps."""
         sign = 1 if forward else -1
@@ -93,8 +92,9 @@ def _join(outputs: list[dict]) -> dict:
 
 def _split(out: dict, logits: torch.Tensor, i: int) -> dict:
     """Walk ``i``'s compact memory entry from a batched ``track_step`` output."""
-    one = {k: out[k] for k in ("maskmem_features", "maskmem_pos_enc", "obj_ptr",
-                               "object_score_logits")}
+    one = {
+        k: out[k] for k in ("maskmem_features", "maskmem_pos_enc", "obj_ptr", "object_score_logits")
+    }
     one["maskmem_features"] = one["maskmem_features"][i : i + 1]
     one["maskmem_pos_enc"] = [one["maskmem_pos_enc"][-1][i : i + 1]]
     one["obj_ptr"] = one["obj_ptr"][i : i + 1]
@@ -102,8 +102,15 @@ def _split(out: dict, logits: torch.Tensor, i: int) -> dict:
     return _loop.compact(one, logits[i : i + 1])
 
 
-def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: list,
-          step: int, n: int, fill_hole_area: int) -> torch.Tensor:
+def track(
+    network: Any,
+    states: list[WalkState],
+    conds: dict[int, dict],
+    feats: list,
+    step: int,
+    n: int,
+    fill_hole_area: int,
+) -> torch.Tensor:
     """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``.
 
     ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
@@ -121,15 +128,27 @@ def track(network: Any, states: list[WalkState], conds: dict[int, dict], feats: 
         sizes = feats[0][2]
     keep = max(network.num_maskmem, network.max_obj_ptrs_in_encoder) + 1
     first = states[0]
-    cond = {v: _join([conds[s.group][c] for s in states for c in s.conds if s.conds[c] == v])
-            for v in first.conds.values()}
-    past = {r: _join([s.past[r] for s in states])
-            for r in range(max(0, step - keep + 1), step) if r in first.past}
+    cond = {
+        v: _join([conds[s.group][c] for s in states for c in s.conds if s.conds[c] == v])
+        for v in first.conds.values()
+    }
+    past = {
+        r: _join([s.past[r] for s in states])
+        for r in range(max(0, step - keep + 1), step)
+        if r in first.past
+    }
     out = network.track_step(
-        frame_idx=step, is_init_cond_frame=False, current_vision_feats=vision,
-        current_vision_pos_embeds=pos, feat_sizes=sizes, point_inputs=None, mask_inputs=None,
+        frame_idx=step,
+        is_init_cond_frame=False,
+        current_vision_feats=vision,
+        current_vision_pos_embeds=pos,
+        feat_sizes=sizes,
+        point_inputs=None,
+        mask_inputs=None,
         output_dict={"cond_frame_outputs": cond, "non_cond_frame_outputs": past},
-        num_frames=n, track_in_reverse=False, run_mem_encoder=True,
+        num_frames=n,
+        track_in_reverse=False,
+        run_mem_encoder=True,
     )
     logits = _loop.fill_holes(out["pred_masks"], fill_hole_area)
     for i, s in enumerate(states):
@@ -148,10 +167,20 @@ def _groups(active: list[WalkState], batch: bool) -> list[list[WalkState]]:
     return list(by.values())
 
 
-def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
-              conds: dict[int, dict], hw: tuple[int, int], fill_hole_area: int, *,
-              batch: bool, progress: Any = None, cancel: Any = None,
-              stop_when_empty: bool = False, on_frame: Any = None) -> list[list]:
+def run_walks(
+    network: Any,
+    feats: FrameFeatures,
+    states: list[WalkState],
+    conds: dict[int, dict],
+    hw: tuple[int, int],
+    fill_hole_area: int,
+    *,
+    batch: bool,
+    progress: Any = None,
+    cancel: Any = None,
+    stop_when_empty: bool = False,
+    on_frame: Any = None,
+) -> list[list]:
     """Native-size logits rows ``(H, W)`` of every walk, in visit order.
 
     ``conds[group]`` is each structure's conditioning (:mod:`._condition`); ``feats``
@@ -180,8 +209,12 @@ def run_walks(network: Any, feats: FrameFeatures, states: list[WalkState],
         tick()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
-        if (stop_when_empty and step >= s.last and not bool((native > 0).any())
-                and len(s.rows) < len(s.frames)):
+        if (
+            stop_when_empty
+            and step >= s.last
+            and not bool((native > 0).any())
+            and len(s.rows) < len(s.frames)
+        ):
             s.stopped = True
             for j in range(step + 1, len(s.frames)):
                 if not s.is_cond(j):
@@ -217,6 +250,7 @@ def reads(states: list[WalkState], cond_frames: dict[int, list[int]]) -> list[li
     """
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
-        steps.append([s.frames[step] for s in states
-                      if step < len(s.frames) and not s.is_cond(step)])
+        steps.append(
+            [s.frames[step] for s in states if step < len(s.frames) and not s.is_cond(step)]
+        )
     return steps

@@ -59,9 +59,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Resize modes of :class:`MedSAM2Model` (module doc).
 RESIZE_MODES = ("float", "pillow")
-_NO_PER_SLICE = ("MedSAM2 conditions each frame on a memory bank of several frames; "
-                 "a per-slice chain with a given previous mask is not defined for it "
-                 "(use the full chain)")
+_NO_PER_SLICE = (
+    "MedSAM2 conditions each frame on a memory bank of several frames; "
+    "a per-slice chain with a given previous mask is not defined for it "
+    "(use the full chain)"
+)
 
 
 class MedSAM2Model:
@@ -100,8 +102,14 @@ class MedSAM2Model:
     #: It takes every prompt kind (boxes, points, masks), as SAM2 does; every prompt set
     #: propagates whole from its memory; no per-slice prior (a memory bank of frames);
     #: walks shared, with the decoder's logits and the image features kept per case.
-    capabilities = Capabilities(points=True, masks=True, shared_walks=True, logits=True,
-                                frame_features=True, resize_modes=RESIZE_MODES)
+    capabilities = Capabilities(
+        points=True,
+        masks=True,
+        shared_walks=True,
+        logits=True,
+        frame_features=True,
+        resize_modes=RESIZE_MODES,
+    )
 
     def __init__(
         self,
@@ -146,13 +154,15 @@ class MedSAM2Model:
         other = copy.copy(self)
         if resize is not None:
             if resize not in RESIZE_MODES:
-                raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, "
-                                   f"got {resize!r}")
+                raise SegEvalError(
+                    f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}"
+                )
             other.resize = resize
         return other
 
-    def preprocess(self, image: np.ndarray, modality: str, window: Any = None,
-                   ct_mapping: str = "window") -> torch.Tensor:
+    def preprocess(
+        self, image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
+    ) -> torch.Tensor:
         """Raw ``(n, H, W)`` (or RGB ``(n, H, W, 3)``) -> normalized ``(n, H, W, 3)`` float32.
 
         ``ct_mapping`` (CT only): ``"window"`` or MedSAM2's ``"minmax"`` (module doc).
@@ -166,7 +176,10 @@ class MedSAM2Model:
         return torch.from_numpy(((rgb.astype(np.float32) / 255.0 - mean) / std).astype(np.float32))
 
     def normalize_info(
-        self, modality: str, window: Any = None, image: np.ndarray | None = None,
+        self,
+        modality: str,
+        window: Any = None,
+        image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
         """Raw units per normalized unit (smallest ImageNet std) and the valid range.
@@ -181,11 +194,15 @@ class MedSAM2Model:
         if modality.lower() in _CT:
             level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
             how = "" if ct_mapping == "window" else f", clipped volume {raw_lo:g}..{raw_hi:g}"
-            desc = (f"CT window W={width:g} L={level:g}{how} -> 0..255 -> ImageNet "
-                    f"(std {min(IMAGENET_STD)})")
+            desc = (
+                f"CT window W={width:g} L={level:g}{how} -> 0..255 -> ImageNet "
+                f"(std {min(IMAGENET_STD)})"
+            )
         else:
-            desc = (f"raw {raw_lo:g}..{raw_hi:g} -> 0..255 -> ImageNet normalization "
-                    f"(std {min(IMAGENET_STD)})")
+            desc = (
+                f"raw {raw_lo:g}..{raw_hi:g} -> 0..255 -> ImageNet normalization "
+                f"(std {min(IMAGENET_STD)})"
+            )
         return NormalizeInfo(per, lo, hi, desc)
 
     # -- inference -------------------------------------------------------
@@ -204,11 +221,15 @@ class MedSAM2Model:
         x = _stack_rgb(frames, self.device)
         if self.resize == "pillow":
             if x.requires_grad:
-                raise SegEvalError("resize='pillow' is not differentiable: use resize='float' "
-                                   "for attacks")
+                raise SegEvalError(
+                    "resize='pillow' is not differentiable: use resize='float' for attacks"
+                )
             return pillow_resize(x, self.image_size)
-        off = (torch.autocast(device_type="cuda", enabled=False) if x.device.type == "cuda"
-               else contextlib.nullcontext())
+        off = (
+            torch.autocast(device_type="cuda", enabled=False)
+            if x.device.type == "cuda"
+            else contextlib.nullcontext()
+        )
         with off:
             return resize_bicubic(x, (self.image_size, self.image_size))
 
@@ -248,8 +269,14 @@ class MedSAM2Model:
         if prior_volume is not None:
             raise SegEvalError(_NO_PER_SLICE)
         walk = Walk(key_index, box, order, init_mask)
-        return self.propagate_walks(frames, [walk], progress=progress, cancel=cancel,
-                                    stop_when_empty=stop_when_empty, grad=grad)[0]
+        return self.propagate_walks(
+            frames,
+            [walk],
+            progress=progress,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+        )[0]
 
     def propagate_logits(
         self,
@@ -266,8 +293,14 @@ class MedSAM2Model:
     ) -> torch.Tensor:
         """Like :meth:`propagate` but returns native-size logits (mask = ``logits > 0``)."""
         walk = Walk(key_index, box, order, init_mask)
-        return self.walk_logits(frames, [walk], progress=progress, cancel=cancel,
-                                stop_when_empty=stop_when_empty, grad=grad)[0]
+        return self.walk_logits(
+            frames,
+            [walk],
+            progress=progress,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+        )[0]
 
     def propagate_walks(
         self,
@@ -286,9 +319,18 @@ class MedSAM2Model:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
-        logits = self.walk_logits(frames, walks, progress=progress, cancel=cancel,
-                                  stop_when_empty=stop_when_empty, grad=grad, cache_mb=cache_mb,
-                                  on_frame=on_frame, crops=crops, features=features)
+        logits = self.walk_logits(
+            frames,
+            walks,
+            progress=progress,
+            cancel=cancel,
+            stop_when_empty=stop_when_empty,
+            grad=grad,
+            cache_mb=cache_mb,
+            on_frame=on_frame,
+            crops=crops,
+            features=features,
+        )
         if crops:
             return [x.map(torch.sigmoid, 0.0) for x in logits]
         return [torch.sigmoid(x) for x in logits]
@@ -340,17 +382,37 @@ class MedSAM2Model:
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            rows = self._run(frames, walks, (n, h, w), progress, cancel, stop_when_empty,
-                             self.cache_mb if cache_mb is None else cache_mb, on_frame,
-                             None if grad else features)
+            rows = self._run(
+                frames,
+                walks,
+                (n, h, w),
+                progress,
+                cancel,
+                stop_when_empty,
+                self.cache_mb if cache_mb is None else cache_mb,
+                on_frame,
+                None if grad else features,
+            )
         outs = [[r.float() for r in walk_rows] for walk_rows in rows]
         if crops:
-            return [WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w),
-                               float("-inf")) for wk, r in zip(walks, outs)]
+            return [
+                WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w), float("-inf"))
+                for wk, r in zip(walks, outs)
+            ]
         return [torch.stack(r) for r in outs]
 
-    def _run(self, frames, walks, shape, progress, cancel, stop_when_empty, cache_mb,
-             on_frame=None, store=None):
+    def _run(
+        self,
+        frames,
+        walks,
+        shape,
+        progress,
+        cancel,
+        stop_when_empty,
+        cache_mb,
+        on_frame=None,
+        store=None,
+    ):
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
@@ -360,9 +422,11 @@ class MedSAM2Model:
         states = []
         for walk in walks:
             g = groups.setdefault(walk.prompts, len(groups))
-            states.append(_walks.WalkState.of(walk.frames(n).tolist(), g,
-                                              reading_order(walk.prompts),
-                                              walk.order == "forward"))
+            states.append(
+                _walks.WalkState.of(
+                    walk.frames(n).tolist(), g, reading_order(walk.prompts), walk.order == "forward"
+                )
+            )
         sets = {g: s for s, g in groups.items()}
         budget = None if cache_mb is None else float(cache_mb) * 2**20
         if store is not None and hasattr(frames, "_version"):  # features for the next call
@@ -371,22 +435,42 @@ class MedSAM2Model:
             store = None
         reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
-        feats = FrameFeatures(self.network, frames, self.model_input, self.encode_batch, budget,
-                              _walks.reads(states, cond_frames), store=store)
+        feats = FrameFeatures(
+            self.network,
+            frames,
+            self.model_input,
+            self.encode_batch,
+            budget,
+            _walks.reads(states, cond_frames),
+            store=store,
+        )
         try:
             conds = {}
             for g, prompts in sets.items():  # every structure's prompts, before any walk
                 check_cancel(cancel, "MedSAM2 propagation")
-                conds[g] = condition_structure(self.network, feats, prompts, n, (h, w),
-                                               self.fill_hole_area, self.device)
+                conds[g] = condition_structure(
+                    self.network, feats, prompts, n, (h, w), self.fill_hole_area, self.device
+                )
             return _walks.run_walks(
-                self.network, feats, states, conds, (h, w), self.fill_hole_area,
-                batch=self._batch(), progress=progress, cancel=cancel,
-                stop_when_empty=stop_when_empty, on_frame=on_frame)
+                self.network,
+                feats,
+                states,
+                conds,
+                (h, w),
+                self.fill_hole_area,
+                batch=self._batch(),
+                progress=progress,
+                cancel=cancel,
+                stop_when_empty=stop_when_empty,
+                on_frame=on_frame,
+            )
         finally:
-            self.last_run = {"encoded_frames": feats.encoded, "reused_frames": reused,
-                             "peak_cache_bytes": feats.peak_bytes,
-                             "cache_budget_bytes": budget}
+            self.last_run = {
+                "encoded_frames": feats.encoded,
+                "reused_frames": reused,
+                "peak_cache_bytes": feats.peak_bytes,
+                "cache_budget_bytes": budget,
+            }
             if store is None:
                 feats.clear()
 
@@ -395,4 +479,3 @@ class MedSAM2Model:
         if self.batch_walks is None:
             return self.device.type != "cpu"
         return bool(self.batch_walks)
-

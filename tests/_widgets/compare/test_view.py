@@ -56,8 +56,9 @@ def pair_case(small_case):
     attacked[3:9, 10:14, 8:20] = 0  # lost under attack
     attacked[0, 0:4, 0:4] = 1  # gained
     image = state.image
-    viewer.add_image(np.asarray(image.data) + 5, name="ct attacked (fgsm)",
-                     scale=image.scale, visible=False)
+    viewer.add_image(
+        np.asarray(image.data) + 5, name="ct attacked (fgsm)", scale=image.scale, visible=False
+    )
     att = viewer.add_labels(attacked, name="ct attacked prediction", scale=(2.0, 1.0, 1.0))
     state.set_prediction("clean", prediction)
     state.set_prediction("attacked", att)
@@ -122,8 +123,11 @@ def test_compare_three_linked_views(pair_case, qtbot):
     view = bar.view
     assert view is not None and list(view.models) == ["reference", "clean", "attacked"]
     names = {k: [ly.name for ly in m.layers] for k, m in view.models.items()}
-    assert names == {"reference": ["ct", "ct reference"], "clean": ["ct", "prediction"],
-                     "attacked": ["ct attacked (fgsm)", "ct attacked prediction"]}
+    assert names == {
+        "reference": ["ct", "ct reference"],
+        "clean": ["ct", "prediction"],
+        "attacked": ["ct attacked (fgsm)", "ct attacked prediction"],
+    }
     # the hidden attacked image shows in its view; data arrays are shared
     assert view.models["attacked"].layers[0].visible
     assert view.models["clean"].layers[1].data is clean.data
@@ -172,8 +176,9 @@ def test_compare_shows_the_attacked_image_the_state_names(pair_case, qtbot):
     named = viewer.layers["ct attacked (fgsm)"]
     image = state.image
     # the image an attack made, named like no other; then a look-alike opened later
-    made = viewer.add_image(np.asarray(image.data) - 5, name="adversarial input",
-                            scale=image.scale, visible=False)
+    made = viewer.add_image(
+        np.asarray(image.data) - 5, name="adversarial input", scale=image.scale, visible=False
+    )
     state.set_attacked_image(made)
     viewer.add_image(np.asarray(image.data) + 9, name="old perturbed (pgd)", scale=image.scale)
     bar = _bar(viewer, state)
@@ -207,8 +212,12 @@ def test_compare_2d_and_rgb_video(make_napari_viewer, qtbot, shape):
 
     viewer = make_napari_viewer()
     rgb = len(shape) == 4
-    image = viewer.add_image(np.zeros(shape, np.uint8), name="frames", rgb=rgb,
-                             metadata={"axes": "tyxc" if rgb else "yx"})
+    image = viewer.add_image(
+        np.zeros(shape, np.uint8),
+        name="frames",
+        rgb=rgb,
+        metadata={"axes": "tyxc" if rgb else "yx"},
+    )
     lab = np.zeros(shape[:-1] if rgb else shape, np.uint8)
     lab[..., 2:8, 3:9] = 1
     ref = viewer.add_labels(lab, name="reference", metadata={"structures": {1: "tool"}})
@@ -240,11 +249,15 @@ def test_compare_follows_a_case_swap(small_case, qtbot):
     view = bar.set_compare(True)
     assert [ly.name for ly in view.models["attacked"].layers] == ["ct"]  # no attack yet
     image = viewer.add_image(np.zeros((12, 32, 32), np.float32), name="case_1 image")
-    perturbed = viewer.add_image(np.ones((12, 32, 32), np.float32), visible=False,
-                                 name="case_1 perturbed (fgsm eps=0.5)")
+    perturbed = viewer.add_image(
+        np.ones((12, 32, 32), np.float32), visible=False, name="case_1 perturbed (fgsm eps=0.5)"
+    )
     viewer.add_image(np.ones((12, 32, 32), np.float32), name="case_1 perturbation (fgsm)")
-    ref = viewer.add_labels(np.array(state.reference.data), name="case_1 reference",
-                            metadata={"structures": {1: "liver"}})
+    ref = viewer.add_labels(
+        np.array(state.reference.data),
+        name="case_1 reference",
+        metadata={"structures": {1: "liver"}},
+    )
     att = viewer.add_labels(np.array(prediction.data), name="case_1 fgsm")
     state.set_case(image, ref, {"clean": prediction, "attacked": att})
     names = {k: [ly.name for ly in m.layers] for k, m in view.models.items()}
@@ -258,8 +271,7 @@ def test_demo_ends_in_compare_mode(make_napari_viewer, qtbot):
     from napari_segeval._widgets.demo import DemoRun
 
     viewer = make_napari_viewer()
-    demo = DemoRun(viewer, backend="threshold", device="cpu", attack="fgsm", eps=0.1,
-                   compare=True)
+    demo = DemoRun(viewer, backend="threshold", device="cpu", attack="fgsm", eps=0.1, compare=True)
     demo.start()
     qtbot.waitUntil(lambda: demo.settled, timeout=120000)
     assert demo.error is None
@@ -267,7 +279,9 @@ def test_demo_ends_in_compare_mode(make_napari_viewer, qtbot):
     view = display.view
     assert view is not None and display.overlay.shown
     assert [ly.name for ly in view.models["attacked"].layers] == [
-        "ct attacked (fgsm)", "ct attacked prediction"]
+        "ct attacked (fgsm)",
+        "ct attacked prediction",
+    ]
     view.fit()
     zooms = {m.camera.zoom for m in view.models.values()} | {viewer.camera.zoom}
     assert len(zooms) == 1

@@ -19,8 +19,9 @@ def test_table_equals_core(small_case, qtbot):
     panel = DicePanel(viewer, state)
     qtbot.addWidget(panel)
     state.set_prediction("clean", pred)
-    rows = structure_table(state.reference.data, pred.data, (2.0, 1.0, 1.0),
-                           structures=state.structures)
+    rows = structure_table(
+        state.reference.data, pred.data, (2.0, 1.0, 1.0), structures=state.structures
+    )
     for row in rows:
         assert _dice(panel, row["label"]) == pytest.approx(row["dice"], abs=5e-4)
         assert float(panel.cell(row["label"], "IoU")) == pytest.approx(row["iou"], abs=5e-4)
@@ -38,14 +39,16 @@ def test_paint_updates_dice(small_case, qtbot):
     before = _dice(panel, 1)
     pred.brush_size = 5
     pred.paint((5, 15, 15), 0)  # erase a disc of liver on slice 5
-    expected = structure_table(state.reference.data, pred.data, (2.0, 1.0, 1.0),
-                               structures=state.structures, surface=False)[0]["dice"]
+    expected = structure_table(
+        state.reference.data, pred.data, (2.0, 1.0, 1.0), structures=state.structures, surface=False
+    )[0]["dice"]
     assert expected < before
     qtbot.waitUntil(lambda: abs(_dice(panel, 1) - expected) < 5e-4, timeout=5000)
     # a stroke on the reference updates too
     state.reference.paint((5, 15, 15), 0)
-    expected = structure_table(state.reference.data, pred.data, (2.0, 1.0, 1.0),
-                               structures=state.structures, surface=False)[0]["dice"]
+    expected = structure_table(
+        state.reference.data, pred.data, (2.0, 1.0, 1.0), structures=state.structures, surface=False
+    )[0]["dice"]
     qtbot.waitUntil(lambda: abs(_dice(panel, 1) - expected) < 5e-4, timeout=5000)
 
 
@@ -78,8 +81,13 @@ def test_data_setitem_and_clean_vs_attacked(small_case, qtbot):
     assert "ΔDice" in panel.headers()
     idx = np.nonzero(attacked.data == 1)
     attacked.data_setitem(tuple(i[:100] for i in idx), 0)
-    expected = structure_table(state.reference.data, attacked.data, (2.0, 1.0, 1.0),
-                               structures=state.structures, surface=False)[0]["dice"]
+    expected = structure_table(
+        state.reference.data,
+        attacked.data,
+        (2.0, 1.0, 1.0),
+        structures=state.structures,
+        surface=False,
+    )[0]["dice"]
     qtbot.waitUntil(lambda: abs(_dice(panel, 1, "Dice att.") - expected) < 5e-4, timeout=5000)
     delta = float(panel.cell(1, "ΔDice"))
     assert delta == pytest.approx(expected - _dice(panel, 1, "Dice clean"), abs=2e-3)

@@ -52,8 +52,9 @@ def test_builtin_ct_segments_and_is_attacked(ct_viewer, qtbot):
     attacked = w.state.predictions["attacked"]
     np.testing.assert_array_equal(attacked.data, res.attacked_prediction)
     assert np.abs(viewer.layers["ct perturbation"].data).max() <= 0.5 * std + 1e-3
-    assert float(w.dice.cell(1, "Dice att.")) == pytest.approx(res.attacked_rows[0]["dice"],
-                                                               abs=5e-4)
+    assert float(w.dice.cell(1, "Dice att.")) == pytest.approx(
+        res.attacked_rows[0]["dice"], abs=5e-4
+    )
     # a second run reuses the loaded model
     model = w.state.model
     w.segment.run()
@@ -98,8 +99,11 @@ def _torchscript(tmp_path):
     net = UNet3D(UNetConfig(num_classes=3, base_channels=2, levels=2)).eval()
     path = tmp_path / "model.ts"
     torch.jit.trace(net, torch.zeros(1, 1, 8, 16, 16)).save(str(path))
-    (tmp_path / "model.ts.json").write_text(json.dumps(
-        {"patch_size": [8, 16, 16], "num_classes": 3, "structures": {"1": "a", "2": "b"}}))
+    (tmp_path / "model.ts.json").write_text(
+        json.dumps(
+            {"patch_size": [8, 16, 16], "num_classes": 3, "structures": {"1": "a", "2": "b"}}
+        )
+    )
     return path
 
 
@@ -123,8 +127,9 @@ def test_torchscript_needs_the_trust_box(small_case, qtbot, tmp_path, notificati
     wait_job(qtbot, panel.runner)
     assert panel.runner.last_error is None
     pred = state.predictions["clean"]
-    expected = segment_case(load_dense(str(path), trust_torchscript=True, device="cpu"),
-                            state.to_case()).labels
+    expected = segment_case(
+        load_dense(str(path), trust_torchscript=True, device="cpu"), state.to_case()
+    ).labels
     np.testing.assert_array_equal(pred.data, expected)
     assert state.model_kind == "dense"
     # the trust box only counts for TorchScript files

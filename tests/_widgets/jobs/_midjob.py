@@ -156,13 +156,22 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
         from napari_segeval._widgets.demo import show_results
 
         panel = show_results(viewer, path)  # opens the folder and shows its worst row
-        wait_until(lambda: panel.loaded is not None and not panel.runner.running
-                   and not panel.evaluate.dice.surface_runner.running
-                   and not panel.evaluate.dice._surface_timer.isActive(), "results shown")
+        wait_until(
+            lambda: (
+                panel.loaded is not None
+                and not panel.runner.running
+                and not panel.evaluate.dice.surface_runner.running
+                and not panel.evaluate.dice._surface_timer.isActive()
+            ),
+            "results shown",
+        )
         gate.patch(results_panel, "row_job")
         rows = panel.visible_rows()
-        other = next(i for i, r in enumerate(rows) if r["case"] == rows[0]["case"]
-                     and r["structure"] != panel.row["structure"])
+        other = next(
+            i
+            for i, r in enumerate(rows)
+            if r["case"] == rows[0]["case"] and r["structure"] != panel.row["structure"]
+        )
         panel.select_row(other)  # the case shown: the job reads its layers
         return panel.runner, panel.layers.layers["image"], panel
     w = ct_session(viewer)
@@ -205,8 +214,12 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
     if kind == "surface":
         gate.patch(tasks, "surface_rows")
         ref = w.state.reference
-        pred = viewer.add_labels(np.roll(np.asarray(ref.data), 2, axis=1), name="prediction",
-                                 scale=ref.scale, translate=ref.translate)
+        pred = viewer.add_labels(
+            np.roll(np.asarray(ref.data), 2, axis=1),
+            name="prediction",
+            scale=ref.scale,
+            translate=ref.translate,
+        )
         w.state.set_prediction("clean", pred)  # the Dice panel starts surface metrics
         return w.dice.surface_runner, pred, w
     raise SystemExit(f"unknown kind {kind!r}")
@@ -225,8 +238,12 @@ def serve_tiny(cache: str, gate: Gate):
     entry = tiny_entry(data)
     hub = FakeHub(entry.repo_id, entry.revision, {entry.filename: data})
     env = {k: os.environ.get(k) for k in ("HF_ENDPOINT", "HF_HUB_CACHE")}
-    gate.undos.append(lambda: [os.environ.pop(k, None) if v is None else
-                               os.environ.__setitem__(k, v) for k, v in env.items()])
+    gate.undos.append(
+        lambda: [
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+            for k, v in env.items()
+        ]
+    )
     gate.undos.append(lambda: CATALOGUE.pop(entry.name, None))
     gate.undos.append(hub.close)
     CATALOGUE[entry.name] = entry
@@ -287,8 +304,7 @@ def scenario(kind: str, action: str, path: str | None) -> dict:
             gate.release.set()
             wait_until(lambda: not job.alive and not runner.running, "job ended")
             spin(0.3)
-            out["layers_added"] = [ly.name for ly in viewer.layers
-                                   if ly.name not in names_before]
+            out["layers_added"] = [ly.name for ly in viewer.layers if ly.name not in names_before]
             out["outcomes"] = outcomes
             out["status"] = runner.status.text()
         else:
@@ -304,8 +320,11 @@ def scenario(kind: str, action: str, path: str | None) -> dict:
             spin(0.3)
             out["outcomes"] = outcomes
         if kind == "download":  # what the cancelled download left in the cache
-            out["left"] = sorted(str(p.relative_to(path)) for p in Path(path).rglob("*")
-                                 if p.is_file() and p.name != "CACHEDIR.TAG")
+            out["left"] = sorted(
+                str(p.relative_to(path))
+                for p in Path(path).rglob("*")
+                if p.is_file() and p.name != "CACHEDIR.TAG"
+            )
             out["partial_seen"] = partial
         out["notes"] = [str(n.message) for n in notification_manager.records[notes_from:]]
     finally:
@@ -318,8 +337,7 @@ def scenario(kind: str, action: str, path: str | None) -> dict:
 
 def main(scenarios: list[str]) -> int:
     sys.excepthook = record
-    threading.excepthook = lambda args: record(args.exc_type, args.exc_value,
-                                               args.exc_traceback)
+    threading.excepthook = lambda args: record(args.exc_type, args.exc_value, args.exc_traceback)
     from napari.utils.notifications import notification_manager
 
     notification_manager.receive_error = record

@@ -54,13 +54,24 @@ def make_inputs(tmp: Path) -> dict:
     torch.manual_seed(0)
     cfg = {"in_channels": 1, "num_classes": 6, "base_channels": 2, "levels": 2}
     weights = dict(BUILTIN_PLANS)
-    weights.update(config=cfg, patch_size=[40, 56, 56], spacing=[2.5, 2.4, 2.4],
-                   intensity=dict(TINY_INTENSITY), lesion_min_mm3={"5": 50.0},
-                   state_dict=UNet3D(UNetConfig(**cfg)).state_dict())
+    weights.update(
+        config=cfg,
+        patch_size=[40, 56, 56],
+        spacing=[2.5, 2.4, 2.4],
+        intensity=dict(TINY_INTENSITY),
+        lesion_min_mm3={"5": 50.0},
+        state_dict=UNet3D(UNetConfig(**cfg)).state_dict(),
+    )
     torch.save(weights, tmp / "tiny.pt")
     results = tmp / "results"
-    run_evaluation(load_layout(TASK)[:1], "medsam2-3d", results, params={"model": "threshold"},
-                   workers=1, report=False)
+    run_evaluation(
+        load_layout(TASK)[:1],
+        "medsam2-3d",
+        results,
+        params={"model": "threshold"},
+        workers=1,
+        report=False,
+    )
     return {"segment": tmp / "tiny.pt", "results": results}
 
 
@@ -81,8 +92,15 @@ def run_sessions(group: str, inputs: dict, tmp: Path) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     args = [f"{k}:{a}" + (f":{p}" if p else "") for k, a, p in scenarios(group, inputs, tmp)]
-    proc = subprocess.run([sys.executable, str(SESSION), *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=HANG_S, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(SESSION), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=HANG_S,
+        check=False,
+    )
     lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"')]
     reports = {f"{x['kind']}:{x['action']}": x for x in lines if "kind" in x}
     started = [x["start"] for x in lines if "start" in x]
@@ -90,10 +108,12 @@ def run_sessions(group: str, inputs: dict, tmp: Path) -> dict:
     if status not in (0, 3) or not lines or "end" not in lines[-1] or lines[-1]["errors"]:
         why = f"killed by {signal.Signals(-status).name}" if status < 0 else f"status {status}"
         running = started[-1] if started and started[-1] not in reports else "none"
-        failure = (f"the {group} session ended with {why} while running scenario {running}"
-                   f" (scenarios finished: {', '.join(reports) or 'none'})\n"
-                   f"--- last line\n{json.dumps(lines[-1]) if lines else ''}\n"
-                   f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
+        failure = (
+            f"the {group} session ended with {why} while running scenario {running}"
+            f" (scenarios finished: {', '.join(reports) or 'none'})\n"
+            f"--- last line\n{json.dumps(lines[-1]) if lines else ''}\n"
+            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+        )
     return {"reports": reports, "failure": failure}
 
 
@@ -113,8 +133,9 @@ def shared(request, group: str) -> dict:
     tmp_path_factory = request.getfixturevalue("tmp_path_factory")
 
     def run(name: str) -> dict:
-        return run_sessions(name, request.getfixturevalue("inputs"),
-                            tmp_path_factory.mktemp(f"midjob-{name}"))
+        return run_sessions(
+            name, request.getfixturevalue("inputs"), tmp_path_factory.mktemp(f"midjob-{name}")
+        )
 
     if request.getfixturevalue("worker_id") == "master":
         return run(group)
@@ -137,8 +158,9 @@ def shared(request, group: str) -> dict:
     result = produce(group, wait=False)
     if result is None:
         for name, fixture in GROUPS.items():
-            if name != group and any(fixture in getattr(item, "fixturenames", ())
-                                     for item in request.session.items):
+            if name != group and any(
+                fixture in getattr(item, "fixturenames", ()) for item in request.session.items
+            ):
                 produce(name, wait=False)
         result = produce(group, wait=True)
     return result
@@ -177,8 +199,7 @@ def test_viewer_close_mid_propagation_ends_the_job(close_sessions):
 
 
 @pytest.mark.parametrize("action", ["close", "viewer-close"])
-def test_closing_mid_download_cancels_joins_and_leaves_nothing_in_the_cache(action,
-                                                                            close_sessions):
+def test_closing_mid_download_cancels_joins_and_leaves_nothing_in_the_cache(action, close_sessions):
     pytest.importorskip("huggingface_hub", reason="huggingface_hub (extra 'models') missing")
     out = report(close_sessions, "download", action)
     assert out["errors"] == []

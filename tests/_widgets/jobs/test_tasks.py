@@ -21,6 +21,9 @@ def test_a_label_is_not_a_model_name():
 
 
 def test_a_backend_not_pulled_says_how_to_pull_it():
-    with pytest.raises(SegEvalError, match=r"model 'sam2\.1-large' needs a checkpoint: segeval "
-                                           r"models pull sam2\.1-large \(898 MB, once"):
+    with pytest.raises(
+        SegEvalError,
+        match=r"model 'sam2\.1-large' needs a checkpoint: segeval "
+        r"models pull sam2\.1-large \(898 MB, once",
+    ):
         load_model("sam2.1-large", None, "cpu")  # nothing downloads behind the user's back

@@ -75,12 +75,16 @@ def _fails(exc, *, progress=None, cancel=None):
     raise exc
 
 
-@pytest.mark.parametrize(("exc", "shown"), [
-    (ValueError("bad value"), "ValueError: bad value"),
-    (ReadError("ct.nii: not a NIfTI file"), "ct.nii: not a NIfTI file"),
-])
-def test_job_error_becomes_a_notification_only(runner, qtbot, notifications, napari_errors,
-                                               exc, shown):
+@pytest.mark.parametrize(
+    ("exc", "shown"),
+    [
+        (ValueError("bad value"), "ValueError: bad value"),
+        (ReadError("ct.nii: not a NIfTI file"), "ct.nii: not a NIfTI file"),
+    ],
+)
+def test_job_error_becomes_a_notification_only(
+    runner, qtbot, notifications, napari_errors, exc, shown
+):
     _, runner = runner
     outcomes = []
     runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
@@ -95,8 +99,9 @@ def test_job_error_becomes_a_notification_only(runner, qtbot, notifications, nap
     assert bar.disable
 
 
-def test_error_in_the_done_callback_becomes_a_notification(runner, qtbot, notifications,
-                                                          napari_errors):
+def test_error_in_the_done_callback_becomes_a_notification(
+    runner, qtbot, notifications, napari_errors
+):
     _, runner = runner
     release = threading.Event()
     release.set()
@@ -112,9 +117,12 @@ def test_error_in_the_done_callback_becomes_a_notification(runner, qtbot, notifi
 
 def test_widgets_use_public_napari_api_only():
     private = ("_type_string", "_ignore_errors")
-    found = [f"{path.relative_to(PACKAGE)}: {name}"
-             for path in sorted(PACKAGE.rglob("*.py"))
-             for name in private if name in path.read_text(encoding="utf-8")]
+    found = [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for name in private
+        if name in path.read_text(encoding="utf-8")
+    ]
     assert not found, f"private napari API in use: {found}"
 
 
@@ -136,8 +144,9 @@ def _runner_in(viewer, qtbot, **kwargs) -> JobRunner:
     return runner
 
 
-def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(make_napari_viewer, qtbot,
-                                                               notifications):
+def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(
+    make_napari_viewer, qtbot, notifications
+):
     viewer = make_napari_viewer()
     image = viewer.add_image(np.zeros((4, 4)), name="ct")
     runner = _runner_in(viewer, qtbot)
@@ -154,8 +163,9 @@ def test_removing_a_layer_the_job_needs_cancels_it_and_says_so(make_napari_viewe
     assert not job.alive
 
 
-def test_a_result_that_comes_after_its_layer_is_gone_is_dropped(make_napari_viewer, qtbot,
-                                                               notifications):
+def test_a_result_that_comes_after_its_layer_is_gone_is_dropped(
+    make_napari_viewer, qtbot, notifications
+):
     viewer = make_napari_viewer()
     image = viewer.add_image(np.zeros((4, 4)), name="ct")
     other = viewer.add_image(np.zeros((4, 4)), name="other")
@@ -163,8 +173,14 @@ def test_a_result_that_comes_after_its_layer_is_gone_is_dropped(make_napari_view
     release, done, shown = threading.Event(), [], []
     outcomes = []
     runner.job_done.connect(lambda name, outcome: outcomes.append(outcome))
-    runner.start("steps", _until_released, release, needs=[image], on_done=done.append,
-                 relay={"show": lambda what: shown.append((what, threading.current_thread()))})
+    runner.start(
+        "steps",
+        _until_released,
+        release,
+        needs=[image],
+        on_done=done.append,
+        relay={"show": lambda what: shown.append((what, threading.current_thread()))},
+    )
     qtbot.waitUntil(lambda: bool(shown), timeout=10000)
     viewer.layers.remove(other)  # a layer the job does not need: nothing happens
     assert runner.job.gone is None

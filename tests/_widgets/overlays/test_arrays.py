@@ -106,10 +106,11 @@ def test_dice_colour_monotone_green():
 
 def test_overlays_import_without_gui():
     """The helpers sit beside the widgets but load no Qt, napari or magicgui."""
-    code = ("import sys, napari_segeval._widgets.overlays.arrays; "
-            "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, napari_segeval._widgets.overlays.arrays; "
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
     assert "napari_segeval" in loaded
     gui = {"qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy"}

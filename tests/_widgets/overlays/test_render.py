@@ -15,9 +15,10 @@ def test_overlay_pixels_in_screenshot(make_napari_viewer, qtbot):
     ref = np.zeros((64, 64), np.uint8)
     pred = np.zeros((64, 64), np.uint8)
     pred[:, :32] = 1  # left half: false positive
-    ref[:, 32:] = 1   # right half: false negative
-    reference = viewer.add_labels(ref, name="ref", visible=False,
-                                  metadata={"structures": {1: "lesion"}, "axes": "yx"})
+    ref[:, 32:] = 1  # right half: false negative
+    reference = viewer.add_labels(
+        ref, name="ref", visible=False, metadata={"structures": {1: "lesion"}, "axes": "yx"}
+    )
     prediction = viewer.add_labels(pred, name="pred", visible=False)
     state = ViewerState()
     state.set_reference(reference)

@@ -31,8 +31,9 @@ class _SlowSteps(ThresholdPromptModel):
             time.sleep(self.delay)
             self.release.wait(30)
 
-        return super().propagate(frames, key_index, box, order,
-                                 on_frame=None if on_frame is None else slow, **kw)
+        return super().propagate(
+            frames, key_index, box, order, on_frame=None if on_frame is None else slow, **kw
+        )
 
 
 def _partial(viewer):
@@ -52,9 +53,13 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
 
     def watched(*report):
         paint(*report)
-        seen.append((w.prompt.runner.running, live.updates,
-                     int((_partial(viewer).data == 1).sum())
-                     if _partial(viewer) is not None else -1))
+        seen.append(
+            (
+                w.prompt.runner.running,
+                live.updates,
+                int((_partial(viewer).data == 1).sum()) if _partial(viewer) is not None else -1,
+            )
+        )
 
     live.paint = watched  # what the panel relays to the main thread
     n_layers = len(viewer.layers)
@@ -73,8 +78,9 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     assert PARTIAL not in viewer.layers
     assert len(viewer.layers) == n_layers + 1
     pred = w.state.predictions["clean"]
-    expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.prompts(),
-                       "volume")
+    expected = segment(
+        ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.prompts(), "volume"
+    )
     np.testing.assert_array_equal(pred.data, expected)
 
 
@@ -123,8 +129,9 @@ def test_live_layer_on_a_2d_image(make_napari_viewer, qtbot):
     assert live.layer is None and "img prediction (propagating)" not in viewer.layers
 
 
-def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(ct_viewer, qtbot,
-                                                                           notifications):
+def test_deleting_the_image_mid_propagation_leaves_no_partial_or_wrong_layer(
+    ct_viewer, qtbot, notifications
+):
     viewer, w = ct_viewer
     w.state.set_current(1)
     w.prompt.box_from_reference()
@@ -157,8 +164,9 @@ def test_a_re_propagation_starts_from_the_prediction_shown(make_napari_viewer):
     shown[:, 5:] = 2
     pred = viewer.add_labels(shown.copy(), name="img prediction")
     live = LiveLabels(viewer, state, prediction_layer)
-    paint = live.start("img prediction (propagating)", (3, 8, 9), base=pred.data, clear=[2],
-                       hide=pred)
+    paint = live.start(
+        "img prediction (propagating)", (3, 8, 9), base=pred.data, clear=[2], hide=pred
+    )
     assert pred.visible  # nothing shown yet: nothing hidden
     mask = np.zeros((8, 9), bool)
     mask[3:5] = True

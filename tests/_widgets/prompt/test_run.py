@@ -30,8 +30,9 @@ def _worst_false_positive(ref, pred, label):
 
 
 def _expected(w, sets, kind="volume", modality="CT"):
-    return propagate_image(ThresholdPromptModel(), np.asarray(w.state.image.data), sets,
-                           kind=kind, modality=modality).labels
+    return propagate_image(
+        ThresholdPromptModel(), np.asarray(w.state.image.data), sets, kind=kind, modality=modality
+    ).labels
 
 
 def _metrics_json(path, capsys) -> dict[int, float]:
@@ -42,7 +43,8 @@ def _metrics_json(path, capsys) -> dict[int, float]:
 
 @pytest.mark.slow
 def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
-        ct_viewer, qtbot, tmp_path, capsys):
+    ct_viewer, qtbot, tmp_path, capsys
+):
     _viewer, w = ct_viewer
     tools = w.prompt.tools
     ref = np.asarray(w.state.reference.data)
@@ -67,7 +69,8 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     qtbot.waitUntil(lambda: tools.list.count() == 3, timeout=5000)
     assert [tools.list.item(i).text() for i in range(3)][1:] == [
         f"2. box (y0={extra.y0}, x0={extra.x0}, y1={extra.y1}, x1={extra.x1}) on slice 31",
-        f"3. - point (y={y}, x={x}) on slice {k}"]
+        f"3. - point (y={y}, x={x}) on slice {k}",
+    ]
     assert points.face_color[0] == pytest.approx([1.0, 34 / 255, 1.0, 1.0])  # magenta
     tools.buttons["repropagate"].click()
     assert w.prompt.runner.worker_name == "re-propagation"
@@ -76,8 +79,9 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     session = w.prompt.jobs.session
     assert session.last_propagated == [1]
     assert w.state.predictions["clean"] is pred  # the same layer, new data
-    liver = PromptSet.of([box_from_labels(ref, 1), extra,
-                          Point(y, x, index=k, label=1, positive=False)])
+    liver = PromptSet.of(
+        [box_from_labels(ref, 1), extra, Point(y, x, index=k, label=1, positive=False)]
+    )
     sets = {1: liver, 2: PromptSet.from_box(box_from_labels(ref, 2))}
     assert w.state.prompts == sets
     np.testing.assert_array_equal(pred.data, _expected(w, sets))
@@ -88,7 +92,9 @@ def test_box_on_another_slice_and_a_negative_click_repropagate_one_structure(
     for label in (1, 2):
         assert float(w.dice.cell(label, "Dice")) == pytest.approx(dice[label], abs=5e-4)
     assert dice[1] > liver_before + 0.05
-    assert tools.status.text().startswith("re-propagated liver: Dice ") and "→" in tools.status.text()
+    assert (
+        tools.status.text().startswith("re-propagated liver: Dice ") and "→" in tools.status.text()
+    )
     # nothing changed: nothing runs
     assert w.prompt.repropagate() is None
     assert "no prompt changed" in tools.status.text()
@@ -113,13 +119,16 @@ def test_after_each_prompt_repropagates_and_undo_goes_back(ct_viewer, qtbot):
     qtbot.waitUntil(lambda: w.prompt.runner.running, timeout=5000)
     wait_job(qtbot, w.prompt.runner)
     clicked = np.asarray(w.state.predictions["clean"].data).copy()
-    sets = {4: PromptSet.of([box, Point(ys[len(ys) // 2], xs[len(xs) // 2], index=far,
-                                          label=4)])}
+    sets = {4: PromptSet.of([box, Point(ys[len(ys) // 2], xs[len(xs) // 2], index=far, label=4)])}
     np.testing.assert_array_equal(clicked, _expected(w, sets))
     tools.buttons["undo"].click()
     assert tools.list.count() == 1
-    qtbot.waitUntil(lambda: not w.prompt.runner.running
-                    and np.array_equal(w.state.predictions["clean"].data, first), timeout=30000)
+    qtbot.waitUntil(
+        lambda: (
+            not w.prompt.runner.running and np.array_equal(w.state.predictions["clean"].data, first)
+        ),
+        timeout=30000,
+    )
 
 
 @pytest.mark.slow
@@ -192,8 +201,11 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     _viewer, w = ct_viewer
     torch.manual_seed(0)
     path = tmp_path / "clicks.pt"
-    save_weights(PromptUNet(width=4, depth=2, in_channels=6).eval(), path,
-                 {"width": 4, "depth": 2, "size": 16, "in_channels": 6})
+    save_weights(
+        PromptUNet(width=4, depth=2, in_channels=6).eval(),
+        path,
+        {"width": 4, "depth": 2, "size": 16, "in_channels": 6},
+    )
     w.prompt.picker.use_file(path, "builtin")
     w.prompt.device.setCurrentText("cpu")
     w.state.set_current(1)
@@ -201,13 +213,18 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.tools.buttons["positive"].isEnabled()
-    w.prompt.tools.start_points(True).add([box.index, (box.y0 + box.y1) // 2,
-                                           (box.x0 + box.x1) // 2])
+    w.prompt.tools.start_points(True).add(
+        [box.index, (box.y0 + box.y1) // 2, (box.x0 + box.x1) // 2]
+    )
     w.prompt.repropagate()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None
     sets = w.prompt.prompts()
-    expected = propagate_image(BuiltinPromptModel(path, device="cpu"),
-                               np.asarray(w.state.image.data), sets, kind="volume",
-                               modality="CT").labels
+    expected = propagate_image(
+        BuiltinPromptModel(path, device="cpu"),
+        np.asarray(w.state.image.data),
+        sets,
+        kind="volume",
+        modality="CT",
+    ).labels
     np.testing.assert_array_equal(w.state.predictions["clean"].data, expected)

@@ -34,8 +34,9 @@ def test_list_delete_and_undo(ct_viewer, qtbot):
     assert tools.list.count() == 3
     tools.list.setCurrentRow(1)
     tools.buttons["delete"].click()
-    assert w.prompt.prompts() == {1: PromptSet.of([box, Point(52, 44, index=box.index + 3,
-                                                              positive=False)])}
+    assert w.prompt.prompts() == {
+        1: PromptSet.of([box, Point(52, 44, index=box.index + 3, positive=False)])
+    }
     tools.buttons["undo"].click()
     assert w.prompt.prompts() == {1: PromptSet.from_box(box)}
     tools.list.setCurrentRow(0)
@@ -77,8 +78,9 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
     assert not any("failed" in m for m in notifications())
 
 
-@pytest.mark.parametrize("what", ["malformed", "not json", "other shape", "unknown structure",
-                                  "mask shape", "missing"])
+@pytest.mark.parametrize(
+    "what", ["malformed", "not json", "other shape", "unknown structure", "mask shape", "missing"]
+)
 def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notifications, what):
     viewer, w = ct_viewer
     w.state.set_current(1)
@@ -87,27 +89,37 @@ def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notificatio
     path = tmp_path / "bad.json"
     good = PromptFile({1: PromptSet.from_box(box)}, (40, 112, 112)).to_json()
     if what == "malformed":
-        path.write_text(json.dumps({**good, "structures": [{"label": 1, "prompts": [
-            {"type": "box", "index": 3}]}]}))
+        path.write_text(
+            json.dumps(
+                {**good, "structures": [{"label": 1, "prompts": [{"type": "box", "index": 3}]}]}
+            )
+        )
     elif what == "not json":
         path.write_text("{not json")
     elif what == "other shape":
         path.write_text(json.dumps({**good, "shape": [40, 64, 64]}))
     elif what == "unknown structure":
-        write_prompts(path, PromptFile({9: PromptSet.from_box(Box(1, 1, 5, 5, index=3,
-                                                                    label=9))}, None))
+        write_prompts(
+            path, PromptFile({9: PromptSet.from_box(Box(1, 1, 5, 5, index=3, label=9))}, None)
+        )
     elif what == "mask shape":
-        write_prompts(path, PromptFile({1: PromptSet.of([MaskPrompt(np.ones((8, 8), bool),
-                                                                    index=3)])}, None))
+        write_prompts(
+            path, PromptFile({1: PromptSet.of([MaskPrompt(np.ones((8, 8), bool), index=3)])}, None)
+        )
     w.prompt.tools.buttons["load"].setEnabled(True)
     from napari_segeval._widgets.jobs.worker import run_guarded
 
     run_guarded("Load prompts", lambda: w.prompt.tools.load_prompts(path))
     errors = [m for m in notifications() if "failed" in m]
     assert len(errors) == 1 and str(path) in errors[0]
-    assert {"malformed": "malformed", "not json": "not a JSON", "other shape": "[40, 64, 64]",
-            "unknown structure": "unknown structure 9", "mask shape": "8 x 8",
-            "missing": "no such"}[what] in errors[0]
+    assert {
+        "malformed": "malformed",
+        "not json": "not a JSON",
+        "other shape": "[40, 64, 64]",
+        "unknown structure": "unknown structure 9",
+        "mask shape": "8 x 8",
+        "missing": "no such",
+    }[what] in errors[0]
     assert w.prompt.prompts() == before and _layer_names(viewer) == names
 
 
@@ -155,8 +167,7 @@ def _viewer_of(make_napari_viewer, sample):
 
 
 @pytest.mark.parametrize("sample", ["sample_video", "sample_polyp"])
-def test_bad_prompts_on_videos_and_2d_images(make_napari_viewer, qtbot, notifications,
-                                             sample):
+def test_bad_prompts_on_videos_and_2d_images(make_napari_viewer, qtbot, notifications, sample):
     """Outside the frame, on a frame that does not exist, only negative: one notification
     each, the prompt removed, nothing run, no layer left behind."""
     viewer, w = _viewer_of(make_napari_viewer, sample)
@@ -249,8 +260,7 @@ def test_what_a_model_takes_enables_the_tools(ct_viewer, qtbot, box_only_weights
     assert tools.buttons["negative"].isEnabled() and tools.reason.isHidden()
 
 
-def test_the_built_in_model_is_checked_when_the_tab_is_shown(ct_viewer, qtbot,
-                                                            box_only_weights):
+def test_the_built_in_model_is_checked_when_the_tab_is_shown(ct_viewer, qtbot, box_only_weights):
     viewer, w = ct_viewer
     viewer.window.add_dock_widget(w, name="Evaluate")
     w.prompt.picker.use_file(box_only_weights, "builtin")

@@ -26,8 +26,7 @@ def _run(tmp_path_factory, name: str, protocol: str, params: dict, n: int = 1) -
     from napari_segeval.evaluation.layouts import load_layout
 
     out = tmp_path_factory.mktemp(name) / "results"
-    run_evaluation(load_layout(TASK)[:n], protocol, out, params=params, workers=1,
-                   report=False)
+    run_evaluation(load_layout(TASK)[:n], protocol, out, params=params, workers=1, report=False)
     return out
 
 
@@ -45,23 +44,27 @@ def dense_run(tmp_path_factory):
 
 def _shown(viewer, qtbot, path):
     panel = show_results(viewer, path)
-    qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running, timeout=60000)
     dice = panel.evaluate.dice
-    qtbot.waitUntil(lambda: not dice.surface_runner.running
-                    and not dice._surface_timer.isActive(), timeout=60000)
+    qtbot.waitUntil(
+        lambda: not dice.surface_runner.running and not dice._surface_timer.isActive(),
+        timeout=60000,
+    )
     return panel
 
 
 def _settle(panel, qtbot):
     dice = panel.evaluate.dice
-    qtbot.waitUntil(lambda: not dice.surface_runner.running
-                    and not dice._surface_timer.isActive(), timeout=60000)
+    qtbot.waitUntil(
+        lambda: not dice.surface_runner.running and not dice._surface_timer.isActive(),
+        timeout=60000,
+    )
 
 
 @pytest.mark.slow
-def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tmp_path,
-                                                              make_napari_viewer, qtbot):
+def test_correct_the_failing_case_and_save_it_with_its_prompts(
+    threshold_run, tmp_path, make_napari_viewer, qtbot
+):
     out = tmp_path / "copy"
     shutil.copytree(threshold_run, out)
     viewer = make_napari_viewer()
@@ -81,9 +84,9 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tm
     start = prompt.prompts()
     assert sorted(start) == sorted(record)
     y0, x0, y1, x1 = (int(v) for v in record[label]["box"].split(","))
-    assert start[label] == PromptSet.from_box(Box(y0, x0, y1, x1,
-                                                  index=record[label]["key_slice"],
-                                                  label=label))
+    assert start[label] == PromptSet.from_box(
+        Box(y0, x0, y1, x1, index=record[label]["key_slice"], label=label)
+    )
     # a positive click deep inside what the prediction misses, on its worst slice
     missed = (ref == label) & (saved != label)
     k = int(np.argmax(missed.reshape(missed.shape[0], -1).sum(axis=1)))
@@ -127,8 +130,9 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tm
     _settle(panel, qtbot)
     other = next(i for i, r in enumerate(panel.visible_rows()) if r["case"] != loaded.case_id)
     panel.select_row(other)
-    qtbot.waitUntil(lambda: panel.loaded.case_id != loaded.case_id
-                    and not panel.runner.running, timeout=60000)
+    qtbot.waitUntil(
+        lambda: panel.loaded.case_id != loaded.case_id and not panel.runner.running, timeout=60000
+    )
     assert corrected not in viewer.layers
     assert panel.state.boxes is None and panel.state.points is None
     assert not any(ly.name in ("boxes", "points") for ly in viewer.layers)
@@ -138,8 +142,7 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(threshold_run, tm
 
 
 @pytest.mark.slow
-def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_napari_viewer,
-                                                             qtbot):
+def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_napari_viewer, qtbot):
     from napari_segeval.prompts import boxes_from_labels
 
     viewer = make_napari_viewer()
@@ -159,5 +162,6 @@ def test_correct_without_a_case_is_a_notification(make_napari_viewer, notificati
 
     panel = ResultsPanel(make_napari_viewer())
     panel.correct_button.click()
-    assert any(m.startswith("correction failed") and "select a row first" in m
-               for m in notifications())
+    assert any(
+        m.startswith("correction failed") and "select a row first" in m for m in notifications()
+    )

@@ -43,8 +43,7 @@ def open_panel(viewer, qtbot, path, settle=None) -> ResultsPanel:
 
 def show_row(panel, qtbot, row: int = 0) -> None:
     panel.select_row(row)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None, timeout=60000)
 
 
 def worst_slice(ref: np.ndarray, pred: np.ndarray, label: int) -> int:
@@ -66,12 +65,15 @@ def settle(qtbot):
     for panel in panels:
         dice = panel.evaluate.dice if panel.evaluate is not None else None
         if dice is not None:
-            qtbot.waitUntil(lambda d=dice: not d.surface_runner.running
-                            and not d._surface_timer.isActive(), timeout=60000)
+            qtbot.waitUntil(
+                lambda d=dice: not d.surface_runner.running and not d._surface_timer.isActive(),
+                timeout=60000,
+            )
 
 
-def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, make_napari_viewer,
-                                                                 qtbot, settle, monkeypatch):
+def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(
+    results_run, make_napari_viewer, qtbot, settle, monkeypatch
+):
     out = results_run
     assert napari_get_reader(str(out)) is open_results_folder
     assert napari_get_reader(str(TASK / "imagesTr")) is None  # a plain folder is not ours
@@ -103,8 +105,14 @@ def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, ma
     cid = worst["case"]
     spec = panel.folder.spec(cid)
     roles = panel.layers.layers
-    assert set(roles) == {"image", "reference", "clean", f"attacked:{FGSM}", "perturbed",
-                          "perturbation"}
+    assert set(roles) == {
+        "image",
+        "reference",
+        "clean",
+        f"attacked:{FGSM}",
+        "perturbed",
+        "perturbation",
+    }
     assert len(viewer.layers) == 6
     # every layer placed as the reader places the source image
     _, reader_kwargs, _ = read_layers(spec.images[0])[0]
@@ -130,23 +138,29 @@ def test_reader_opens_the_panel_and_the_worst_row_shows_the_case(results_run, ma
     label = worst["label"]
     assert panel.state.current == label
     rec = next(r for r in dice.records if r["label"] == label)
-    csv_by_cond = {r["condition"]: float(r["dice"]) for r in csv_rows(out)
-                   if r["case"] == cid and r["structure"] == worst["structure"]}
+    csv_by_cond = {
+        r["condition"]: float(r["dice"])
+        for r in csv_rows(out)
+        if r["case"] == cid and r["structure"] == worst["structure"]
+    }
     assert rec["clean"]["dice"] == pytest.approx(csv_by_cond["clean"], abs=1e-12)
     assert rec["attacked"]["dice"] == pytest.approx(csv_by_cond[FGSM], abs=1e-12)
     # ... and the view is on the structure's worst slice under the attack
     expected = worst_slice(roles["reference"].data, attacked, label)
     assert current_index(viewer, roles["reference"]) == expected
     # another row of the same case: no reload, the view moves to that structure's worst slice
-    n = next(i for i, r in enumerate(panel.visible_rows())
-             if r["case"] == cid and r["condition"] == "clean" and r["structure"] == "liver")
+    n = next(
+        i
+        for i, r in enumerate(panel.visible_rows())
+        if r["case"] == cid and r["condition"] == "clean" and r["structure"] == "liver"
+    )
     before = roles["image"]
     panel.select_row(n)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.state.current == 1,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: not panel.runner.running and panel.state.current == 1, timeout=60000)
     assert panel.layers.layers["image"] is before and roles["clean"].visible
     assert current_index(viewer, roles["reference"]) == worst_slice(
-        roles["reference"].data, roles["clean"].data, 1)
+        roles["reference"].data, roles["clean"].data, 1
+    )
     # the Dice panel's *Worst slice* button agrees with the Results panel
     shown = current_index(viewer, roles["reference"])
     go_to_index(viewer, roles["reference"], 0 if shown else 1)
@@ -164,8 +178,9 @@ def test_next_case_replaces_the_layers(results_run, make_napari_viewer, qtbot, s
     camera.zoom = 3.0
     panel.layers.layers["image"].contrast_limits = (-100.0, 200.0)
     panel.step_case(1)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded.case_id != first,
-                    timeout=60000)
+    qtbot.waitUntil(
+        lambda: not panel.runner.running and panel.loaded.case_id != first, timeout=60000
+    )
     second = panel.loaded.case_id
     assert len(viewer.layers) == len(names) == 6
     assert all(layer.name.startswith(second) for layer in viewer.layers)
@@ -177,8 +192,9 @@ def test_next_case_replaces_the_layers(results_run, make_napari_viewer, qtbot, s
     panel.window().activateWindow()
     qtbot.waitUntil(panel.window().isActiveWindow)
     qtbot.keyClick(panel.table, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded.case_id == first,
-                    timeout=60000)
+    qtbot.waitUntil(
+        lambda: not panel.runner.running and panel.loaded.case_id == first, timeout=60000
+    )
     assert len(viewer.layers) == 6
 
 
@@ -191,13 +207,15 @@ def test_filters_and_sorting(results_run, make_napari_viewer, qtbot, settle):
     assert len(rows) == 2 and {r["structure"] for r in rows} == {"liver"}
     assert [r["dice"] for r in rows] == sorted(r["dice"] for r in rows)
     panel.table.sortByColumn(panel.model.column("dice"), Qt.SortOrder.DescendingOrder)
-    assert [r["dice"] for r in panel.visible_rows()] == sorted((r["dice"] for r in rows),
-                                                              reverse=True)
+    assert [r["dice"] for r in panel.visible_rows()] == sorted(
+        (r["dice"] for r in rows), reverse=True
+    )
     assert not panel.filters["fold"].isEnabled()  # msd-robust has no folds
 
 
-def test_save_corrected_prediction_never_overwrites(results_run, make_napari_viewer, qtbot,
-                                                    tmp_path, settle):
+def test_save_corrected_prediction_never_overwrites(
+    results_run, make_napari_viewer, qtbot, tmp_path, settle
+):
     out = tmp_path / "copy"
     shutil.copytree(results_run, out)
     viewer = make_napari_viewer()
@@ -216,8 +234,9 @@ def test_save_corrected_prediction_never_overwrites(results_run, make_napari_vie
     assert geometry.matches(read_image(panel.folder.spec(cid).images[0]).geometry)
 
 
-def test_bad_folders_are_notifications(results_run, make_napari_viewer, qtbot, tmp_path,
-                                       notifications):
+def test_bad_folders_are_notifications(
+    results_run, make_napari_viewer, qtbot, tmp_path, notifications
+):
     viewer = make_napari_viewer()
     panel = open_panel(viewer, qtbot, tmp_path)
     assert any("not a results folder" in m for m in notifications())
@@ -231,8 +250,9 @@ def test_bad_folders_are_notifications(results_run, make_napari_viewer, qtbot, t
     assert panel.folder is None and len(viewer.layers) == 0
 
 
-def test_missing_files_are_named_and_nothing_is_half_loaded(results_run, make_napari_viewer,
-                                                            qtbot, tmp_path, notifications):
+def test_missing_files_are_named_and_nothing_is_half_loaded(
+    results_run, make_napari_viewer, qtbot, tmp_path, notifications
+):
     out = tmp_path / "copy"
     shutil.copytree(results_run, out)
     viewer = make_napari_viewer()
@@ -247,8 +267,9 @@ def test_missing_files_are_named_and_nothing_is_half_loaded(results_run, make_na
     assert not panel.locate_button.isEnabled()  # a results file, not the data set
 
 
-def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtbot, settle,
-                                            tmp_path, notifications):
+def test_moved_data_set_offers_to_locate_it(
+    results_run, make_napari_viewer, qtbot, settle, tmp_path, notifications
+):
     out = tmp_path / "copy"
     shutil.copytree(results_run, out)
     cases = json.loads((out / "cases.json").read_text())
@@ -268,8 +289,7 @@ def test_moved_data_set_offers_to_locate_it(results_run, make_napari_viewer, qtb
     assert any(gone in m and "Locate data folder" in m for m in notifications())
     assert len(viewer.layers) == 0 and panel.locate_button.isEnabled()
     panel.remap_data(moved)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None, timeout=60000)
     assert len(viewer.layers) == 6
     assert panel.layers.layers["image"].metadata["source"].startswith(str(moved))
 
@@ -280,8 +300,7 @@ def test_demo_shows_the_worst_row(results_run, make_napari_viewer, qtbot, settle
     viewer = make_napari_viewer()
     panel = show_results(viewer, results_run)
     settle(panel)
-    qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running, timeout=60000)
     worst = panel.visible_rows()[0]
     key = ("case", "structure", "condition")
     assert [panel.row[k] for k in key] == [worst[k] for k in key]
@@ -304,7 +323,10 @@ def test_set_case_notifies_once():
     state.set_case("image", ref, {"clean": "c", "attacked": "a"}, current=2)
     assert heard == ["reference"]
     assert (state.image, state.reference, state.predictions) == (
-        "image", ref, {"clean": "c", "attacked": "a"})
+        "image",
+        ref,
+        {"clean": "c", "attacked": "a"},
+    )
     assert state.structures == {1: "liver", 2: "spleen"} and state.current == 2
     state.set_case(None, None, {}, None)
     assert state.predictions == {"clean": None, "attacked": None} and state.current is None

@@ -33,8 +33,13 @@ def rounds_run(tmp_path_factory) -> Path:
     """interactive, threshold model, 1 case, 2 correction rounds (read it only)."""
     root = tmp_path_factory.mktemp("rounds")
     out = root / "run"
-    r = run_evaluation(two_island_task(root / "Task96"), "interactive", out, workers=1,
-                       params={"model": "threshold", "keep_largest": False, "rounds": 2})
+    r = run_evaluation(
+        two_island_task(root / "Task96"),
+        "interactive",
+        out,
+        workers=1,
+        params={"model": "threshold", "keep_largest": False, "rounds": 2},
+    )
     assert r.n_ok == 1
     return out
 
@@ -49,13 +54,13 @@ def open_panel(viewer, qtbot, path) -> ResultsPanel:
 
 def show_row(panel, qtbot, row: int) -> None:
     panel.select_row(row)
-    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None,
-                    timeout=60000)
+    qtbot.waitUntil(lambda: not panel.runner.running and panel.loaded is not None, timeout=60000)
 
 
 def visible_prediction(panel) -> str:
-    (role,) = [r for r, ly in panel.layers.layers.items()
-               if panel.layers.is_prediction(r) and ly.visible]
+    (role,) = [
+        r for r, ly in panel.layers.layers.items() if panel.layers.is_prediction(r) and ly.visible
+    ]
     return role
 
 
@@ -77,7 +82,8 @@ def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot
     assert stepper.isVisibleTo(panel) and stepper.current == 0
     assert stepper.table.rowCount() == 3
     assert [stepper.table.item(i, 1).text() for i in range(3)] == [
-        f"{r['dice']:.3f}" for r in written]
+        f"{r['dice']:.3f}" for r in written
+    ]
     assert visible_prediction(panel) == "clean"
     boxes, points = stepper.prompt_layers["boxes"], stepper.prompt_layers["points"]
     assert boxes.nshapes == 1 and len(points.data) == 0  # round 0: the middle-slice box
@@ -101,16 +107,20 @@ def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot
     stepper.step(1)  # round 2: both clicks, the new one larger; no next round
     second = json.loads(written[2]["prompt"])[0]
     points = stepper.prompt_layers["points"]
-    assert points.data.tolist() == [[click["index"], click["y"], click["x"]],
-                                    [second["index"], second["y"], second["x"]]]
+    assert points.data.tolist() == [
+        [click["index"], click["y"], click["x"]],
+        [second["index"], second["y"], second["x"]],
+    ]
     assert points.size.tolist() == pytest.approx([EARLIER[0] * 32, ADDED[0] * 32])
     assert click["positive"] and second["positive"]  # found what the threshold missed
-    assert np.allclose(points.face_color[:, :3], [0x22 / 255, 0xdd / 255, 0x44 / 255], atol=0.01)
+    assert np.allclose(points.face_color[:, :3], [0x22 / 255, 0xDD / 255, 0x44 / 255], atol=0.01)
     assert not stepper.next_button.isEnabled()
     assert current_index(viewer, dice._layer_for_axis0()) == second["index"]
     # the Dice tab compares round 0 with round 2 (counted in the panel's worker)
-    qtbot.waitUntil(lambda: not panel.runner.running
-                    and panel.loaded.pair == ("clean", "round2:clean"), timeout=60000)
+    qtbot.waitUntil(
+        lambda: not panel.runner.running and panel.loaded.pair == ("clean", "round2:clean"),
+        timeout=60000,
+    )
     layers = panel.layers.layers
     assert panel.state.predictions["clean"] is layers["clean"]
     assert panel.state.predictions["attacked"] is layers["attacked:round2:clean"]
@@ -125,8 +135,10 @@ def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot
     qtbot.waitUntil(lambda: not panel.runner.running, timeout=60000)
     assert panel.state.predictions["attacked"] is layers["attacked:round2:clean"]
     stepper.step(-1)
-    qtbot.waitUntil(lambda: not panel.runner.running
-                    and panel.loaded.pair == ("clean", "round1:clean"), timeout=60000)
+    qtbot.waitUntil(
+        lambda: not panel.runner.running and panel.loaded.pair == ("clean", "round1:clean"),
+        timeout=60000,
+    )
     assert panel.state.predictions["attacked"] is layers["attacked:round1:clean"]
 
     stepper.table.selectRow(0)  # a click on a round in the list shows it
@@ -145,9 +157,12 @@ def test_step_through_the_rounds_of_a_case(rounds_run, make_napari_viewer, qtbot
 def test_round_rows_mark_a_fall():
     from types import SimpleNamespace as R
 
-    rounds = [R(round=0, dice=0.8, change="box"), R(round=1, dice=0.9, change="+ point"),
-              R(round=2, dice=0.85, change="- point"), R(round=3, dice=float("nan"),
-                                                         change="none")]
+    rounds = [
+        R(round=0, dice=0.8, change="box"),
+        R(round=1, dice=0.9, change="+ point"),
+        R(round=2, dice=0.85, change="- point"),
+        R(round=3, dice=float("nan"), change="none"),
+    ]
     rows = round_rows(rounds)
     assert [r[2] for r in rows] == ["", "+0.100", "▼ -0.050", ""]
     assert [r[4] for r in rows] == [False, False, True, False]

@@ -9,16 +9,41 @@ from qtpy.QtCore import Qt
 from napari_segeval._widgets.results.table import ABSENT, ResultsModel, ResultsProxy
 
 ROWS = [  # polyp_020: its non-neoplastic polyp segmented well, the neoplastic class absent
-    {"case": "polyp_020", "structure": "neoplastic", "condition": "clean", "dice": 0.0,
-     "absent": True},
-    {"case": "polyp_020", "structure": "non_neoplastic", "condition": "clean", "dice": 0.979,
-     "absent": False},
-    {"case": "polyp_007", "structure": "neoplastic", "condition": "clean", "dice": 0.41,
-     "absent": False},
-    {"case": "polyp_007", "structure": "non_neoplastic", "condition": "clean", "dice": 1.0,
-     "absent": True},
-    {"case": "polyp_011", "structure": "neoplastic", "condition": "clean", "dice": math.nan,
-     "absent": False},
+    {
+        "case": "polyp_020",
+        "structure": "neoplastic",
+        "condition": "clean",
+        "dice": 0.0,
+        "absent": True,
+    },
+    {
+        "case": "polyp_020",
+        "structure": "non_neoplastic",
+        "condition": "clean",
+        "dice": 0.979,
+        "absent": False,
+    },
+    {
+        "case": "polyp_007",
+        "structure": "neoplastic",
+        "condition": "clean",
+        "dice": 0.41,
+        "absent": False,
+    },
+    {
+        "case": "polyp_007",
+        "structure": "non_neoplastic",
+        "condition": "clean",
+        "dice": 1.0,
+        "absent": True,
+    },
+    {
+        "case": "polyp_011",
+        "structure": "neoplastic",
+        "condition": "clean",
+        "dice": math.nan,
+        "absent": False,
+    },
 ]
 
 
@@ -38,9 +63,11 @@ def test_worst_first_opens_on_real_scores_not_on_absences(qtbot):
     model, proxy = table(qtbot)
     shown = order(proxy, model)
     assert shown[:2] == [("polyp_007", "neoplastic"), ("polyp_020", "non_neoplastic")]
-    assert {shown[i] for i in (2, 3, 4)} == {("polyp_020", "neoplastic"),
-                                             ("polyp_007", "non_neoplastic"),
-                                             ("polyp_011", "neoplastic")}
+    assert {shown[i] for i in (2, 3, 4)} == {
+        ("polyp_020", "neoplastic"),
+        ("polyp_007", "non_neoplastic"),
+        ("polyp_011", "neoplastic"),
+    }
     best_first = order(proxy, model, Qt.SortOrder.DescendingOrder)
     assert best_first[:2] == [("polyp_020", "non_neoplastic"), ("polyp_007", "neoplastic")]
 
@@ -48,8 +75,10 @@ def test_worst_first_opens_on_real_scores_not_on_absences(qtbot):
 def test_absent_rows_say_so_and_can_be_hidden(qtbot):
     model, proxy = table(qtbot)
     col = model.column("dice")
-    texts = {(model.rows[i]["case"], model.rows[i]["structure"]):
-             model.data(model.index(i, col)) for i in range(len(ROWS))}
+    texts = {
+        (model.rows[i]["case"], model.rows[i]["structure"]): model.data(model.index(i, col))
+        for i in range(len(ROWS))
+    }
     assert texts[("polyp_020", "neoplastic")] == ABSENT
     assert texts[("polyp_020", "non_neoplastic")] == "0.979"
     tip = model.data(model.index(0, col), Qt.ItemDataRole.ToolTipRole)

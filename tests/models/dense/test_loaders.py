@@ -50,13 +50,17 @@ def test_corrupt_and_mismatched_files(tmp_path, tiny_weights):
     obj["config"] = {**obj["config"], "base_channels": 3}
     wrong = tmp_path / "wrong.pt"
     torch.save(obj, wrong)
-    with pytest.raises(ReadError, match=f"wrong.pt: this {WHAT} does not fit the 3D U-Net of its "
-                                        r"config: \d+ tensors have the wrong shape"):
+    with pytest.raises(
+        ReadError,
+        match=f"wrong.pt: this {WHAT} does not fit the 3D U-Net of its "
+        r"config: \d+ tensors have the wrong shape",
+    ):
         load_dense(str(wrong), device="cpu")
     other = tmp_path / "other.pt"
     torch.save({"conv.weight": torch.zeros(2)}, other)
-    with pytest.raises(ReadError, match=f"other.pt: not a {WHAT}: not a state dict of the built-in "
-                                        "3D U-Net"):
+    with pytest.raises(
+        ReadError, match=f"other.pt: not a {WHAT}: not a state dict of the built-in 3D U-Net"
+    ):
         load_dense(str(other), device="cpu")
     listed = tmp_path / "list.pt"
     torch.save([torch.zeros(2)], listed)
@@ -67,7 +71,9 @@ def test_corrupt_and_mismatched_files(tmp_path, tiny_weights):
 def test_pickled_objects_are_refused(tmp_path):
     path = tmp_path / "pickle.pt"
     torch.save({"state_dict": {}, "obj": UNetConfig()}, path)  # arbitrary class: not weights_only
-    with pytest.raises(ReadError, match=f"pickle.pt: refused: this {WHAT} contains Python code") as e:
+    with pytest.raises(
+        ReadError, match=f"pickle.pt: refused: this {WHAT} contains Python code"
+    ) as e:
         load_dense(str(path), device="cpu")
     assert "weights_only" not in str(e.value)
 
@@ -80,8 +86,9 @@ def test_torchscript_needs_trust_and_plans(tmp_path):
         load_dense(str(path), device="cpu")
     with pytest.raises(SegEvalError, match="plans file"):
         load_dense(str(path), trust_torchscript=True, device="cpu")
-    (tmp_path / "model.ts.json").write_text(json.dumps(
-        {"patch_size": [8, 8, 8], "num_classes": 3, "structures": {"1": "a", "2": "b"}}))
+    (tmp_path / "model.ts.json").write_text(
+        json.dumps({"patch_size": [8, 8, 8], "num_classes": 3, "structures": {"1": "a", "2": "b"}})
+    )
     m = load_dense(str(path), trust_torchscript=True, device="cpu")
     assert m.num_classes == 3 and m.spacing is None and m.intensity is None
     x = torch.randn(1, 1, 8, 8, 8)
@@ -93,18 +100,30 @@ def _nnunet_folder(tmp_path, scheme="CTNormalization"):
     folder = tmp_path / "nnUNetTrainer__nnUNetPlans__3d_fullres"
     folder.mkdir()
     plans = {
-        "configurations": {"3d_fullres": {
-            "patch_size": [64, 128, 128], "spacing": [2.5, 0.8, 0.8],
-            "normalization_schemes": [scheme], "use_mask_for_norm": [False],
-            "architecture": {"network_class_name": "x", "arch_kwargs": {},
-                             "_kw_requires_import": []}}},
-        "foreground_intensity_properties_per_channel": {"0": {
-            "mean": 99.0, "std": 40.0, "percentile_00_5": -50.0, "percentile_99_5": 250.0}},
+        "configurations": {
+            "3d_fullres": {
+                "patch_size": [64, 128, 128],
+                "spacing": [2.5, 0.8, 0.8],
+                "normalization_schemes": [scheme],
+                "use_mask_for_norm": [False],
+                "architecture": {
+                    "network_class_name": "x",
+                    "arch_kwargs": {},
+                    "_kw_requires_import": [],
+                },
+            }
+        },
+        "foreground_intensity_properties_per_channel": {
+            "0": {"mean": 99.0, "std": 40.0, "percentile_00_5": -50.0, "percentile_99_5": 250.0}
+        },
         "transpose_forward": [0, 1, 2],
     }
     (folder / "plans.json").write_text(json.dumps(plans))
-    (folder / "dataset.json").write_text(json.dumps(
-        {"labels": {"background": 0, "liver": 1, "tumour": 2}, "channel_names": {"0": "CT"}}))
+    (folder / "dataset.json").write_text(
+        json.dumps(
+            {"labels": {"background": 0, "liver": 1, "tumour": 2}, "channel_names": {"0": "CT"}}
+        )
+    )
     return folder
 
 
@@ -121,7 +140,9 @@ def test_a_folder_without_plans_is_not_an_nnunet_folder(tmp_path):
     (tmp_path / "results").mkdir()
     with pytest.raises(ReadError) as err:
         load_dense(str(tmp_path / "results"), device="cpu")
-    assert str(err.value) == f"{tmp_path / 'results'}: not an nnU-Net v2 result folder (no plans.json)"
+    assert (
+        str(err.value) == f"{tmp_path / 'results'}: not an nnU-Net v2 result folder (no plans.json)"
+    )
 
 
 def test_nnunet_folder_needs_extra(tmp_path):
@@ -132,4 +153,3 @@ def test_nnunet_folder_needs_extra(tmp_path):
             load_dense(str(_nnunet_folder(tmp_path)), device="cpu")
     else:  # pragma: no cover - depends on the environment
         pytest.skip("nnunetv2 installed: the missing-extra path cannot be exercised")
-

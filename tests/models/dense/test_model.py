@@ -41,8 +41,9 @@ def test_segment_case_returns_source_grid_and_record(tiny_weights):
     assert calls and calls[-1][0] == calls[-1][1]
     p = res.params
     assert p["overlap"] == 0.5 and p["postprocess"]["applied"] is True
-    assert p["preprocess"]["resample"]["shape"] == [10, 15, 17] or \
-        tuple(p["preprocess"]["resample"]["shape"]) == (10, 15, 17)
+    assert p["preprocess"]["resample"]["shape"] == [10, 15, 17] or tuple(
+        p["preprocess"]["resample"]["shape"]
+    ) == (10, 15, 17)
     assert p["model"]["raw_per_normalized_unit"] == 30.0
     # organs reduced to one component each
     from scipy import ndimage

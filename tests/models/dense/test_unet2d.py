@@ -22,9 +22,15 @@ CFG = TrainConfig2D(iterations=1, size=(16, 16), width=4, levels=2)
 def _model(in_channels: int = 3) -> UNet2DModel:
     torch.manual_seed(0)
     net = build_network(in_channels, 2, CFG.width, CFG.levels)
-    meta = {"in_channels": in_channels, "num_classes": 2, "config": CFG.to_dict(),
-            "mean": [100.0] * in_channels, "std": [50.0] * in_channels, "train_cases": ["a"],
-            "structures": {"1": "square"}}
+    meta = {
+        "in_channels": in_channels,
+        "num_classes": 2,
+        "config": CFG.to_dict(),
+        "mean": [100.0] * in_channels,
+        "std": [50.0] * in_channels,
+        "train_cases": ["a"],
+        "structures": {"1": "square"},
+    }
     return UNet2DModel(net.state_dict(), meta)
 
 
@@ -43,8 +49,14 @@ def test_config_checks_size():
 def test_network_keys_are_stable():
     """Saved fold models name their tensors like this: renaming breaks old files."""
     keys = list(build_network(3, 2, width=4, levels=2).state_dict())
-    assert keys[:6] == ["down.0.0.weight", "down.0.1.weight", "down.0.1.bias",
-                        "down.0.3.weight", "down.0.4.weight", "down.0.4.bias"]
+    assert keys[:6] == [
+        "down.0.0.weight",
+        "down.0.1.weight",
+        "down.0.1.bias",
+        "down.0.3.weight",
+        "down.0.4.weight",
+        "down.0.4.bias",
+    ]
     assert keys[-4:] == ["merge.0.4.weight", "merge.0.4.bias", "head.weight", "head.bias"]
 
 
@@ -73,8 +85,11 @@ def test_bad_files_are_one_line_errors(tmp_path, code_payload):
         UNet2DModel.load(foreign)
     m = _model()
     m.state_dict.pop("head.bias")
-    with pytest.raises(ReadError, match=r"short\.pt: this 2D U-Net model file does not fit the 2D "
-                                        r"U-Net: 1 missing keys \(e\.g\. head\.bias\)"):
+    with pytest.raises(
+        ReadError,
+        match=r"short\.pt: this 2D U-Net model file does not fit the 2D "
+        r"U-Net: 1 missing keys \(e\.g\. head\.bias\)",
+    ):
         UNet2DModel.load(m.save(tmp_path / "short.pt"))
 
 
