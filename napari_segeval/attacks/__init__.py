@@ -28,6 +28,7 @@ neither the targets nor the metrics. Importing this package does not import torc
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import Any
 
@@ -54,41 +55,8 @@ _EXPORTS: dict[str, str] = {
 
 
 def _submodule(name: str) -> ModuleType:
-    if name == "registry":
-        from napari_segeval.attacks import registry
-
-        return registry
-    if name == "config":
-        from napari_segeval.attacks import config
-
-        return config
-    if name == "core":
-        from napari_segeval.attacks import core
-
-        return core
-    if name == "_problem":
-        from napari_segeval.attacks import _problem
-
-        return _problem
-    if name == "budget":
-        from napari_segeval.attacks import budget
-
-        return budget
-    if name == "dense":
-        from napari_segeval.attacks import dense
-
-        return dense
-    if name == "promptable":
-        from napari_segeval.attacks import promptable
-
-        return promptable
-    if name == "run":
-        from napari_segeval.attacks import run
-
-        return run
-    from napari_segeval.attacks import robustness
-
-    return robustness
+    """The submodule ``name`` (a value of :data:`_EXPORTS`), imported on first use."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def __getattr__(name: str) -> Any:
