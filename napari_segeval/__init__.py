@@ -101,49 +101,6 @@ _API: dict[str, str] = {
 }
 
 
-def _api_module(where: str) -> ModuleType:
-    """The public module that holds the API names of ``where`` (lazily imported)."""
-    if where == "io":
-        from napari_segeval import io
-
-        return io
-    if where == "metrics":
-        from napari_segeval import metrics
-
-        return metrics
-    if where == "prompts":
-        from napari_segeval import prompts
-
-        return prompts
-    if where == "models.registry":
-        from napari_segeval.models import registry
-
-        return registry
-    if where == "models.dense":
-        from napari_segeval.models import dense
-
-        return dense
-    if where == "propagation":
-        from napari_segeval import propagation
-
-        return propagation
-    if where == "attacks":
-        from napari_segeval import attacks
-
-        return attacks
-    if where == "evaluation":
-        from napari_segeval import evaluation
-
-        return evaluation
-    if where == "evaluation.report":
-        from napari_segeval.evaluation import report
-
-        return report
-    from napari_segeval.phantoms import samples
-
-    return samples
-
-
 def __getattr__(name: str) -> Any:
     """Load an API name from its module on first use (PEP 562).
 
@@ -153,7 +110,27 @@ def __getattr__(name: str) -> Any:
     where = _API.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = _api_module(where)
+    module: ModuleType
+    if where == "io":
+        from napari_segeval import io as module
+    elif where == "metrics":
+        from napari_segeval import metrics as module
+    elif where == "prompts":
+        from napari_segeval import prompts as module
+    elif where == "models.registry":
+        from napari_segeval.models import registry as module
+    elif where == "models.dense":
+        from napari_segeval.models import dense as module
+    elif where == "propagation":
+        from napari_segeval import propagation as module
+    elif where == "attacks":
+        from napari_segeval import attacks as module
+    elif where == "evaluation":
+        from napari_segeval import evaluation as module
+    elif where == "evaluation.report":
+        from napari_segeval.evaluation import report as module
+    else:
+        from napari_segeval.phantoms import samples as module
     value = getattr(module, name)
     globals()[name] = value  # later look-ups skip this function
     return value

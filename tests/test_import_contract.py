@@ -39,8 +39,8 @@ those below them, never sideways, and every one of them is placed. Allowed excep
 listed in :data:`EXCEPTIONS`, each with its reason; an exception that no longer
 matches an import fails too, so the list only shrinks.
 
-One rule is its own: the Python API. The root package's PEP 562 ``__getattr__``, through
-its helper (:data:`API_LOADER`), loads the functions scripting users call (``read_case``,
+One rule is its own: the Python API. The root package's PEP 562 ``__getattr__``
+(:data:`API_LOADER`) loads the functions scripting users call (``read_case``,
 ``structure_table``, ``attack_case`` ...) from the layers above it on first use,
 so that ``import napari_segeval`` stays cheap and ``napari_segeval.read_case``
 still works. Its imports are accepted as upward edges and left out of the cycle
@@ -109,7 +109,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 #: (module, function): the root's PEP 562 loader of the Python API (see the module docstring).
-API_LOADER: tuple[str, str] = (PACKAGE, "_api_module")
+API_LOADER: tuple[str, str] = (PACKAGE, "__getattr__")
 
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "vispy")
 #: Top-level modules allowed to import the GUI: the widgets and napari entry points.
@@ -414,7 +414,7 @@ def test_the_api_loader_imports_lazily_and_only_public_modules(package):
     """The root's ``__getattr__`` is the one upward importer, and a narrow one."""
     _, edges, _ = package
     api = [e for e in edges if is_api_edge(e, PACKAGE)]
-    assert api, "the root's _api_module imports no API module: update API_LOADER"
+    assert api, "the root's __getattr__ imports no API module: update API_LOADER"
     private = [
         str(e) for e in api if any(part.startswith("_") for part in e.imported.split(".")[1:])
     ]
@@ -538,9 +538,9 @@ def test_api_rule_is_narrow(tmp_path):
     pkg = _fake_package(
         tmp_path,
         {
-            "__init__.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n"
+            "__init__.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n"
             "def other():\n    import fakepkg.io\n",
-            "io/read.py": "def _api_module(name):\n    from fakepkg.evaluation import run\n",
+            "io/read.py": "def __getattr__(name):\n    from fakepkg.evaluation import run\n",
             "evaluation/run.py": "import fakepkg\n",
             "io/__init__.py": "",
         },

@@ -22,6 +22,7 @@ from napari_segeval._widgets.models import picker as model_picker
 from napari_segeval._widgets.models.rows import PHANTOM_WARNING, row_state
 from napari_segeval.models import _cache
 from napari_segeval.models.catalogue import CATALOGUE
+from napari_segeval.models.registry import PROMPTABLE
 
 from ..conftest import wait_job
 
@@ -107,17 +108,9 @@ def test_the_list_shows_each_model_with_its_state_and_card(make_napari_viewer, c
     for i in range(picker.combo.count()):  # every row chosen carries a name, never a label
         picker.combo.setCurrentIndex(i)
         names.append(picker.choice()[0])
-    assert names[:8] == [
-        "builtin",
-        "threshold",
-        "litemedsam",
-        "medsam2",
-        "sam2.1-tiny",
-        "sam2.1-small",
-        "sam2.1-base-plus",
-        "sam2.1-large",
-    ]
-    assert set(names[8:]) <= set(CATALOGUE) and "MedSAM2_CTLesion" in names
+    n = len(PROMPTABLE)
+    assert names[:n] == list(PROMPTABLE)  # the registry's names, in its order
+    assert set(names[n:]) <= set(CATALOGUE) and "MedSAM2_CTLesion" in names
     assert picker.choose("MedSAM2_CTLesion") and picker.ready()
     assert not picker.download_button.isEnabled()
     picker.choose("MedSAM2 checkpoint")
