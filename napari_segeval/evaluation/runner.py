@@ -104,7 +104,10 @@ def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
         "params": json.dumps(params, sort_keys=True, separators=(",", ":")),
         **out.extra,
     }
-    return [{**base, **r} for r in out.rows]
+    rows = [{**base, **r} for r in out.rows]
+    if protocol.rows is not None:
+        protocol.rows.check(rows)
+    return rows
 
 
 def _run(protocol: Protocol, s: CaseSpec, params: dict):

@@ -38,6 +38,7 @@ from typing import Any
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.keys import PredictionKey
+from napari_segeval.evaluation.rows import RowSchema
 
 #: Prefix of a prediction's thumbnail in a case's views (``"pred:<prediction key>"``).
 PRED = "pred:"
@@ -189,6 +190,10 @@ class Protocol:
         ``report_section(results) -> str``: the protocol's own section of
         ``report.html`` (HTML, from ``summary.json``'s ``results``), placed after
         the Dice tables; the report asks the protocol for it, never its name.
+    rows : RowSchema or None
+        The columns of its rows (:mod:`napari_segeval.evaluation.rows`): the runner
+        refuses a row with a column the schema does not declare. None (a protocol
+        of ``module:attr`` that declares none): not checked.
 
     Examples
     --------
@@ -214,6 +219,7 @@ class Protocol:
     check: Callable | None = None
     has_rounds: bool = False
     report_section: Callable | None = None
+    rows: RowSchema | None = None
 
     def preset(self, name: str | None) -> Preset | None:
         """The preset called ``name`` (None for None); unknown names raise :class:`SegEvalError`."""

@@ -51,6 +51,7 @@ from napari_segeval._names import unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
+from napari_segeval.evaluation.rows import FOLDS
 
 BUILTIN = "builtin-2d"
 #: spec.meta key holding the fold model's file (set by :func:`prepare`).
@@ -530,6 +531,7 @@ PRESETS = {BORST2026.name: BORST2026}
 
 
 PROTOCOL = Protocol(
+    rows=FOLDS,
     name="cv5-2d",
     version="1.3",
     defaults=DEFAULTS,

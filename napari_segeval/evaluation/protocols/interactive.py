@@ -47,6 +47,7 @@ from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
 from napari_segeval.evaluation.rounds import round_key
+from napari_segeval.evaluation.rows import ROUNDS
 
 DEFAULTS = {
     **P.DEFAULTS,
@@ -389,6 +390,7 @@ DIFFERENCES = (
 
 
 PROTOCOL = Protocol(
+    rows=ROUNDS,
     name="interactive",
     version="1.1",
     defaults=DEFAULTS,

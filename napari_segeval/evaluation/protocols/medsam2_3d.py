@@ -34,6 +34,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     propagate_and_score,
     used,
 )
+from napari_segeval.evaluation.rows import PROMPTED
 
 
 def run_case(spec, params: dict) -> CaseOutput:
@@ -228,6 +229,7 @@ CVPR24 = Preset(
 
 
 PROTOCOL = Protocol(
+    rows=PROMPTED,
     name="medsam2-3d",
     version="1.4",
     defaults=DEFAULTS,

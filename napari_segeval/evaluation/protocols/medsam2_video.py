@@ -19,6 +19,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     used,
 )
 from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
+from napari_segeval.evaluation.rows import PROMPTED
 
 DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 
@@ -126,6 +127,7 @@ MEDSAM2 = Preset(
 
 
 PROTOCOL = Protocol(
+    rows=PROMPTED,
     name="medsam2-video",
     version="1.3",
     defaults=DEFAULTS,

@@ -38,6 +38,7 @@ from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_EPS
+from napari_segeval.evaluation.rows import ATTACKED
 
 DEFAULTS = {
     "model": "builtin-ct",
@@ -361,6 +362,7 @@ DIFFERENCES = (
 
 
 PROTOCOL = Protocol(
+    rows=ATTACKED,
     name="msd-robust",
     version="1.3",
     defaults=DEFAULTS,

@@ -42,6 +42,7 @@ from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols import _li2026 as L
+from napari_segeval.evaluation.rows import UNCERTAIN
 
 ANALYSES = ("selective", "filter-training")
 
@@ -399,6 +400,7 @@ def report_section(results: dict) -> str:
 
 
 PROTOCOL = Protocol(
+    rows=UNCERTAIN,
     name="uncertainty",
     version="2.1",
     defaults=DEFAULTS,

@@ -1,0 +1,231 @@
+"""The columns of ``results.csv``, declared once per protocol family.
+
+Every row is one case x structure x condition (x model, x round). Its columns come in
+families, each a :class:`RowSchema` that a :class:`~napari_segeval.evaluation.protocols.Protocol`
+names as its ``rows``: the columns every protocol writes (:data:`SCORE`, the runner's
+and :func:`~napari_segeval.metrics.structure_table`'s), those of box-prompted
+propagation (:data:`PROMPTED`), of correction rounds (:data:`ROUNDS`), of attacks on a
+dense model (:data:`ATTACKED`), of cross-validation (:data:`FOLDS`) and of the
+uncertainty protocol (:data:`UNCERTAIN`). The runner refuses a row with a column its
+protocol does not declare (:meth:`RowSchema.check`), so a column is documented where
+it is declared and a misspelt one fails the run that writes it, not the reader.
+
+Results folders written before a column was declared keep opening: the schema is
+checked when rows are written, never when they are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from napari_segeval._errors import SegEvalError
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of ``results.csv``.
+
+    Attributes
+    ----------
+    name : str
+        The column's name; with ``indexed``, its prefix (``eps_raw_c`` for
+        ``eps_raw_c0``, ``eps_raw_c1`` ...).
+    kind : type
+        The type of its values (``float`` columns may hold NaN; any column may be empty).
+    doc : str
+        What it holds, for people.
+    indexed : bool
+        One column per index (``NAME0``, ``NAME1`` ...).
+    """
+
+    name: str
+    kind: type
+    doc: str
+    indexed: bool = False
+
+    def matches(self, key: str) -> bool:
+        """Whether ``key`` is this column (or one of its indexed columns).
+
+        Examples
+        --------
+        >>> Column("eps_raw_c", float, "", indexed=True).matches("eps_raw_c2")
+        True
+        >>> Column("dice", float, "").matches("dice2")
+        False
+        """
+        if self.indexed:
+            return re.fullmatch(re.escape(self.name) + r"\d+", key) is not None
+        return key == self.name
+
+
+@dataclass(frozen=True)
+class RowSchema:
+    """The columns of one protocol family's rows: its own and those of its bases.
+
+    Examples
+    --------
+    >>> FOLDS.check([{"case": "a", "dice": 0.9, "n_tp": 3}])
+    >>> FOLDS.check([{"case": "a", "dcie": 0.9}])
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: rows of family 'folds' have columns it does not declare: dcie (napari_segeval.evaluation.rows)
+    """
+
+    family: str
+    own: tuple[Column, ...]
+    bases: tuple[RowSchema, ...] = ()
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """Every column, the bases' first (in declaration order, each once)."""
+        seen: dict[str, Column] = {}
+        for base in self.bases:
+            for c in base.columns:
+                seen.setdefault(c.name, c)
+        for c in self.own:
+            seen.setdefault(c.name, c)
+        return tuple(seen.values())
+
+    def column(self, key: str) -> Column | None:
+        """The column ``key`` belongs to, or None."""
+        return next((c for c in self.columns if c.matches(key)), None)
+
+    def check(self, rows: Iterable[Mapping[str, object]]) -> None:
+        """Refuse (one line) rows holding a column the family does not declare."""
+        unknown = sorted({k for r in rows for k in r if self.column(k) is None})
+        if unknown:
+            raise SegEvalError(
+                f"rows of family {self.family!r} have columns it does not declare: "
+                f"{', '.join(unknown)} (napari_segeval.evaluation.rows)"
+            )
+
+
+#: What every protocol writes: the runner's columns and the metrics of one structure.
+SCORE = RowSchema(
+    "score",
+    (
+        Column("case", str, "the case id"),
+        Column("structure", str, 'the structure\'s name ("label N" when unnamed)'),
+        Column("condition", str, "clean, or the attack (or training condition) that ran"),
+        Column("protocol", str, "the protocol's name"),
+        Column("protocol_version", str, "the protocol's version"),
+        Column("fold", int, "the case's cross-validation fold, when the layout has folds"),
+        Column("split", str, "the case's split (train, test ...), when the layout has splits"),
+        Column("status", str, "ok (rows of failed cases are in the case records)"),
+        Column("params", str, "every parameter of the run, as JSON"),
+        Column("label", int, "the structure's label id"),
+        Column("dice", float, "Dice, 2|A∩B|/(|A|+|B|)"),
+        Column("iou", float, "intersection over union"),
+        Column("precision", float, "|A∩B|/|B| (B: the prediction)"),
+        Column("recall", float, "|A∩B|/|A| (A: the reference)"),
+        Column("hd", float, "Hausdorff distance, mm"),
+        Column("hd95", float, "95th percentile Hausdorff distance, mm"),
+        Column("assd", float, "average symmetric surface distance, mm"),
+        Column("nsd", float, "normalized surface distance at the run's tolerance"),
+        Column("volume_ref_ml", float, "the reference's volume (area for 2D), ml"),
+        Column("volume_pred_ml", float, "the prediction's volume (area for 2D), ml"),
+        Column("absent", bool, "the structure is in neither the reference nor the prediction"),
+        Column("model", str, "the model, as named in the run (runs of several models)"),
+    ),
+)
+
+#: Attacks: how large the perturbation was.
+_EPS = (
+    Column("eps", float, "the attack's budget, in the model's normalized units"),
+    Column("eps_raw", float, "the budget in raw units (HU for CT), first channel"),
+)
+
+#: A dense model on an MSD task, clean and attacked (``msd-robust``).
+ATTACKED = RowSchema(
+    "attacked",
+    (
+        *_EPS,
+        Column("eps_raw_c", float, "the budget in raw units of channel N", indexed=True),
+        Column("gate_threshold", float, "the robust threshold that gated the attacks"),
+        Column("skipped_attacks", str, "attacks that do not apply to the model, and why"),
+    ),
+    (SCORE,),
+)
+
+#: Box-prompted propagation (``medsam2-3d``, ``medsam2-video``).
+PROMPTED = RowSchema(
+    "prompted",
+    (
+        Column("task", str, "the data set's folder name"),
+        Column("key_slice", int, "the prompted slice (or frame)"),
+        Column("box", str, "the prompt's box, y0,x0,y1,x1 (y1, x1 exclusive)"),
+        Column("network", str, "the network the model ran"),
+        Column("modality", str, "the modality the case was read as"),
+        Column("ct_mapping", str, "how CT intensities were mapped (window or minmax)"),
+        Column("resize", str, "how frames were resized (float or pillow)"),
+        Column("scoring", str, "merged, per-structure or ordered"),
+        Column("nsd_gated", bool, "the case's NSD was set to 0 by the challenge's rule"),
+    ),
+    (SCORE,),
+)
+
+#: Correction rounds (``interactive``).
+ROUNDS = RowSchema(
+    "rounds",
+    (
+        Column("round", int, "the correction round (0: the first propagation)"),
+        Column("refine_prompt", str, "the kind of correction prompts (point or box)"),
+        *_EPS,
+        Column("prompt", str, "the prompt added in this round, as JSON"),
+        Column("prompt_text", str, "the prompt added in this round, for people"),
+    ),
+    (PROMPTED,),
+)
+
+#: A model trained for the case (cross-validation folds, the ``li2026`` conditions).
+_TRAINED = (
+    Column("model_file", str, "the trained weights that segmented the case"),
+    Column("n_train", int, "the number of training cases (or images) of that model"),
+)
+
+#: 5-fold cross-validation of a 2D model (``cv5-2d``).
+FOLDS = RowSchema(
+    "folds",
+    (
+        *_TRAINED,
+        Column("n_tp", int, "true-positive pixels (mmsegmentation's accumulated metrics)"),
+        Column("n_ref", int, "reference pixels"),
+        Column("n_pred", int, "predicted pixels"),
+    ),
+    (SCORE,),
+)
+
+#: The uncertainty protocol (``uncertainty``, its ``li2026`` preset).
+UNCERTAIN = RowSchema(
+    "uncertain",
+    (
+        Column("uncertainty", float, "the case's uncertainty score"),
+        *_TRAINED,
+        Column(
+            "removed", str, "li2026: the training cases removed as most uncertain (;-separated)"
+        ),
+        Column("loss", str, "li2026: the training loss (ce-dice or duo)"),
+        Column("test_split", str, "li2026: the split the case was scored in"),
+        Column("auv_features", str, "li2026: the model and features the AUV was computed from"),
+    ),
+    (SCORE,),
+)
+
+#: Every family, by name.
+FAMILIES: dict[str, RowSchema] = {
+    s.family: s for s in (SCORE, ATTACKED, PROMPTED, ROUNDS, FOLDS, UNCERTAIN)
+}
+
+__all__ = [
+    "ATTACKED",
+    "FAMILIES",
+    "FOLDS",
+    "PROMPTED",
+    "ROUNDS",
+    "SCORE",
+    "UNCERTAIN",
+    "Column",
+    "RowSchema",
+]
