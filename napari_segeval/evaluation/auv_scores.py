@@ -67,9 +67,11 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
                 "(the paper uses a frozen MedSAM2)"
             ),
         )
+    from napari_segeval.models.registry import split_ref
+
     note = (
         "MedSAM2 (frozen), as in the paper"
-        if ref.split(":")[0] == "medsam2"
+        if split_ref(ref)[0] == "medsam2"
         else (f"{ref}: not the paper's MedSAM2")
     )
     return ref, checkpoint, note

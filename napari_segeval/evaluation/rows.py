@@ -94,7 +94,8 @@ class RowSchema:
 
     def check(self, rows: Iterable[Mapping[str, object]]) -> None:
         """Refuse (one line) rows holding a column the family does not declare."""
-        unknown = sorted({k for r in rows for k in r if self.column(k) is None})
+        keys = {k for r in rows for k in r}  # each column name once, not once per row
+        unknown = sorted(k for k in keys if self.column(k) is None)
         if unknown:
             raise SegEvalError(
                 f"rows of family {self.family!r} have columns it does not declare: "
