@@ -1,4 +1,4 @@
-"""Uncertainty: per-voxel maps, per-case scores, selective evaluation and the AUV of Li et al.
+"""Uncertainty: per-voxel maps, per-case scores, failure detection and the AUV of Li et al.
 
 * :mod:`.maps`: entropy (optionally normalised by ``log K``), running sample
   statistics, the :class:`UncertaintyMaps` record.
@@ -9,8 +9,10 @@
 * :mod:`.scores`: boundary band, mean uncertainty over a structure and its band,
   per-structure and per-case scores, filtering the most uncertain cases,
   correlation.
-* :mod:`.selective`: selective evaluation of a score against per-case Dice
-  (risk-coverage curve, AURC).
+* :mod:`.failure`: how well a risk score finds the failures, with the
+  definitions of the fd-shifts evaluator (risk-coverage curve with tied scores
+  as blocks, AURC, e-AURC, normalised AURC, AUGRC, failure AUROC, Spearman,
+  Recall@10 %): :func:`failure_detection`.
 * :mod:`.auv`: the Aleatoric Uncertainty Value of Li et al. (CVPR 2026): entropy
   of the singular-value energy of class-wise decoded maps, normalized over a
   data set; :mod:`.features` computes the maps with a frozen promptable model.
@@ -29,6 +31,18 @@ from napari_segeval.uncertainty.auv import (
     semantic_scale,
 )
 from napari_segeval.uncertainty.dense import dense_tta, dropout_modules, mc_dropout
+from napari_segeval.uncertainty.failure import (
+    FAILURE_BELOW_SLICE,
+    FAILURE_BELOW_STRUCTURE,
+    RECALL_FRACTION,
+    FailureDetection,
+    RiskCoverageCurve,
+    failure_auroc,
+    failure_detection,
+    recall_at,
+    review_length,
+    risk_coverage_curve,
+)
 from napari_segeval.uncertainty.features import class_scales, decoded_map, feature_kind
 from napari_segeval.uncertainty.maps import (
     SampleStats,
@@ -55,7 +69,12 @@ from napari_segeval.uncertainty.scores import (
 from napari_segeval.uncertainty.selective import risk_coverage
 
 __all__ = [
+    "FAILURE_BELOW_SLICE",
+    "FAILURE_BELOW_STRUCTURE",
+    "RECALL_FRACTION",
     "REMOVAL_RULES",
+    "FailureDetection",
+    "RiskCoverageCurve",
     "SampleStats",
     "UncertaintyMaps",
     "auv_table",
@@ -70,6 +89,8 @@ __all__ = [
     "dropout_modules",
     "entropy",
     "entropy_band_score",
+    "failure_auroc",
+    "failure_detection",
     "feature_kind",
     "filter_most_uncertain",
     "maps_from_probabilities",
@@ -79,7 +100,10 @@ __all__ = [
     "n_removed_quantile",
     "normalize",
     "prompt_tta",
+    "recall_at",
+    "review_length",
     "risk_coverage",
+    "risk_coverage_curve",
     "sample_scale",
     "scored_region",
     "semantic_scale",
