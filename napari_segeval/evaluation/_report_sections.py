@@ -215,6 +215,37 @@ def uncertainty_tables(results: dict) -> str:
         f"1 - Dice against coverage; best possible with these cases "
         f"{number(rc.get('optimal_aurc')):.4f}).</p>"
         + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False)
+        + failure_measures(rc)
+    )
+
+
+#: The failure-detection measures of a ``risk_coverage`` summary, in the order shown.
+_FAILURE_MEASURES = (
+    ("aurc", "AURC (tied scores as one block, trapezoid)"),
+    ("optimal_aurc", "AURC of the true risk (oracle)"),
+    ("random_aurc", "AURC of a random order"),
+    ("excess_aurc", "e-AURC"),
+    ("normalised_aurc", "normalised AURC (1 oracle, 0 random)"),
+    ("augrc", "AUGRC"),
+    ("failure_auroc", "failure AUROC"),
+    ("spearman", "Spearman (score, 1 - Dice)"),
+    ("recall_at_10", "Recall@10 %"),
+)
+
+
+def failure_measures(rc: dict) -> str:
+    """How well the score finds failing cases (results of ``uncertainty`` 2.2 on; else empty)."""
+    if "normalised_aurc" not in rc:
+        return ""
+    below, n, n_fail = number(rc.get("failure_below")), rc.get("n"), rc.get("n_failures")
+    return (
+        f"<h3>Failure detection</h3><p>A case fails when its mean Dice is below "
+        f"{below:.2f} ({n_fail} of {n} cases); definitions in the protocols page.</p>"
+        + table(
+            ["measure", "value"],
+            [[label, number(rc.get(key))] for key, label in _FAILURE_MEASURES],
+            sortable=False,
+        )
     )
 
 

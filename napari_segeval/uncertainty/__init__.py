@@ -66,7 +66,6 @@ from napari_segeval.uncertainty.scores import (
     structure_scores,
     uncertainty_volume_curve,
 )
-from napari_segeval.uncertainty.selective import risk_coverage
 
 __all__ = [
     "FAILURE_BELOW_SLICE",
@@ -102,7 +101,6 @@ __all__ = [
     "prompt_tta",
     "recall_at",
     "review_length",
-    "risk_coverage",
     "risk_coverage_curve",
     "sample_scale",
     "scored_region",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import numpy as np
 import pytest
@@ -233,8 +234,12 @@ def test_uncertainty_protocol_selective_evaluation(tmp_path):
     top = max(rows, key=lambda x: float(x["uncertainty"]))["case"]
     assert s["retained"]["0.10"]["removed"] == [top] and s["retained"]["0.10"]["n_cases"] == 4
     rc = s["risk_coverage"]
-    assert rc["n"] == 5 and rc["coverage"] == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0])
+    # descending coverage, one point per block of tied scores, then the end point
+    assert rc["n"] == 5 and rc["coverage"][0] == 1.0 and rc["coverage"][-1] == 0.0
+    assert len(rc["coverage"]) == len({x["uncertainty"] for x in rows}) + 1
     assert rc["aurc"] == pytest.approx(0.0, abs=1e-9)  # every case is perfect: no risk
+    assert rc["augrc"] == pytest.approx(0.0, abs=1e-9) and rc["n_failures"] == 0
+    assert rc["failure_below"] == 0.75 and math.isnan(rc["failure_auroc"])  # only successes
     assert s["dice_vs_uncertainty"]["n"] == 5
     assert "auv" not in json.dumps(s).lower()
 

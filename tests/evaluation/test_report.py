@@ -68,6 +68,40 @@ def test_uncertainty_report_has_the_scatter(msd_task, tmp_path):
     run_evaluation(msd_task, "uncertainty", out, params={"model": TOY}, workers=1)
     page = (out / "report.html").read_text()
     assert "Dice against uncertainty" in page and "Spearman" in page
+    assert "Failure detection" in page and "normalised AURC" in page
+
+
+def test_a_selective_summary_before_failure_detection_still_renders():
+    from napari_segeval.evaluation._report_sections import uncertainty_tables
+
+    old = {  # uncertainty 2.1: the risk-coverage keys before failure detection
+        "analysis": "selective",
+        "all_cases": {"dice": 90.0},
+        "retained": {"0.10": {"dice": 95.0}},
+        "risk_coverage": {
+            "coverage": [0.5, 1.0],
+            "risk": [0.0, 0.1],
+            "aurc": 0.05,
+            "n": 2,
+            "optimal_aurc": 0.05,
+            "excess_aurc": 0.0,
+        },
+    }
+    page = uncertainty_tables(old)
+    assert "AURC = 0.0500" in page and "10% most uncertain set aside" in page
+    assert "Failure detection" not in page
+    new = {
+        **old,
+        "risk_coverage": {
+            **old["risk_coverage"],
+            "normalised_aurc": None,
+            "failure_below": 0.75,
+            "n_failures": 0,
+            "recall_at_10": 0.5,
+        },
+    }
+    page = uncertainty_tables(new)
+    assert "below 0.75 (0 of 2 cases)" in page and "Recall@10 %" in page
 
 
 def test_worst_cases_leave_absences_out_unless_counted():

@@ -18,11 +18,15 @@ over the predicted foreground only; or ``"module:function"`` called as
 ``function(probabilities, labels) -> float``). ``summary.json`` holds the scores
 of ``all_cases``, of the cases ``retained`` after setting aside the most
 uncertain fraction ``f`` for each ``f`` in ``remove_fractions`` (keyed
-``"0.05"``, ``"0.10"``; ``removal_rule`` counts them), the ``risk_coverage``
-curve and its area (AURC, :func:`napari_segeval.uncertainty.risk_coverage`: risk
-= 1 - mean Dice of the kept cases), and the correlation of the per-case
-foreground Dice with the score (``dice_vs_uncertainty``). This is not the
-paper's analysis: it judges a score, and removes test cases.
+``"0.05"``, ``"0.10"``; ``removal_rule`` counts them), how well the score finds
+the failing cases (``risk_coverage``: the risk-coverage curve of the score against
+the true risk 1 - the case's mean Dice, tied scores as one block, and every
+measure of :func:`napari_segeval.uncertainty.failure_detection`: AURC, e-AURC,
+normalised AURC, AUGRC, failure AUROC with a case failing below a mean Dice of
+:data:`~napari_segeval.uncertainty.FAILURE_BELOW_STRUCTURE`, Spearman,
+Recall@10 %), and the correlation of the per-case foreground Dice with the score
+(``dice_vs_uncertainty``). This is not the paper's analysis: it judges a score,
+and removes test cases.
 
 ``"filter-training"`` (the ``li2026`` preset): the paper's loop - the Aleatoric
 Uncertainty Value of every training case from a frozen promptable model
@@ -195,13 +199,13 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
 
 
 def selective_summary(rows: list[dict], params: dict) -> dict:
-    """``all_cases``, ``retained`` per fraction set aside, ``risk_coverage`` (+ AURC)."""
+    """``all_cases``, ``retained`` per fraction set aside, ``risk_coverage`` (failure detection)."""
     from napari_segeval.evaluation.summary import (
         case_means,
         filtered_by_uncertainty,
         percent_scores,
     )
-    from napari_segeval.uncertainty import risk_coverage
+    from napari_segeval.uncertainty import FAILURE_BELOW_STRUCTURE, failure_detection
 
     fractions = [float(f) for f in params["remove_fractions"]]
     rule = str(params["removal_rule"])
@@ -211,17 +215,26 @@ def selective_summary(rows: list[dict], params: dict) -> dict:
         kept = _retained(rows, fractions, rule)
     dice = {c: v for (c, _), v in case_means(rows, "dice").items()}
     score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
-    rc = risk_coverage(score, dice)
+    cases = sorted(c for c in score if c in dice)
+    fd = failure_detection(
+        [score[c] for c in cases],
+        [dice[c] for c in cases],
+        failure_below=FAILURE_BELOW_STRUCTURE,
+    )
     return {
         "all_cases": percent_scores(rows, ("dice", "iou")),
         "retained": {f"{k['fraction_removed']:.2f}": k for k in kept},
         "risk_coverage": {
-            **{k: rc[k] for k in ("coverage", "risk", "aurc", "optimal_aurc", "excess_aurc", "n")},
+            **fd.to_dict(),
             "definition": (
-                "cases ordered by uncertainty (most certain first); "
-                "coverage k/n keeps the k first; risk = 1 - mean Dice "
-                "(over classes, then over the kept cases, as a "
-                "fraction); AURC = mean risk over k = 1..n"
+                "true risk = 1 - the case's mean Dice (over classes, as a fraction); "
+                "the cases with a score at most t are kept, tied scores together; "
+                "coverage = kept share, selective_risk = mean true risk of the kept, "
+                "generalized_risk = their summed true risk / n, from coverage 1 to "
+                "the end point at coverage 0; AURC and AUGRC = trapezoid areas; "
+                "optimal = the true risk as the score; random = the mean true risk; "
+                "a case fails below a mean Dice of failure_below "
+                "(napari_segeval.uncertainty.failure)"
             ),
         },
         "dice_vs_uncertainty": dice_vs_uncertainty(rows),
@@ -402,7 +415,7 @@ def report_section(results: dict) -> str:
 PROTOCOL = Protocol(
     rows=UNCERTAIN,
     name="uncertainty",
-    version="2.1",
+    version="2.2",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"li2026": LI2026},
