@@ -61,15 +61,16 @@ Where this differs from fd-shifts
 * fd-shifts reports AURC and AUGRC times 1000; here they are fractions in ``[0, 1]``.
 * fd-shifts' optimal AURC orders equal residuals one by one (and uses the
   closed form ``e + (1 - e) log(1 - e)`` for binary residuals), so a perfect
-  score on items with equal Dice values (many Dice 0 slices, say) gets an
+  score on items with equal Dice values (many Dice 0 slices, say) can get an
   e-AURC below 0 there. Here the oracle is the true risk scored by the same
   block rule, so a perfect score has e-AURC 0 and a normalised AURC of 1. The
   two agree when no two Dice values are equal; the optimal AUGRC agrees always.
-* The trapezoid rewards plateaus: within a block the curve is the chord, and
-  a chord under the oracle's (concave) selective-risk curve is lower, so a
-  score that ties items of different risk can reach an AURC below ``AURC*``
-  (e-AURC < 0, normalised AURC > 1; fd-shifts notes the same). The AUGRC has
-  no such gap: the oracle's generalized-risk curve is convex.
+* The trapezoid rewards plateaus: a block is drawn as a straight chord, which
+  passes below the oracle's selective-risk curve where that curve is concave
+  (it is within every run of equal risks), so a score that ties items of
+  different risk can reach an AURC below ``AURC*`` (e-AURC < 0, normalised
+  AURC > 1; fd-shifts notes the same of its optimum). The AUGRC has no such
+  gap: the oracle's generalized-risk curve is convex.
 
 Examples
 --------
