@@ -59,6 +59,11 @@ def brute_augrc(score, risk):
     return float(trapezoid(cov, gen))
 
 
+def same(a, b) -> bool:
+    """Two results equal field by field, NaN equal to NaN."""
+    return json.dumps(json_safe(a.to_dict())) == json.dumps(json_safe(b.to_dict()))
+
+
 def tie_orders(score):
     """Every order of the items, riskiest first, that breaks the ties of ``score``."""
     n = len(score)
@@ -190,7 +195,7 @@ def test_a_nan_score_is_the_riskiest():
     dice = np.where(failed, 0.1, 0.9)
     a = failure_detection(score, dice, failure_below=0.5)
     b = failure_detection(as_max, dice, failure_below=0.5)
-    assert a.to_dict() == b.to_dict()
+    assert same(a, b)
 
 
 @settings(max_examples=60, deadline=None)
@@ -244,7 +249,7 @@ def test_perfect_and_inverted_scores(items):
     dice = np.array([d for _, d in items])
     perfect = failure_detection(1 - dice, dice, failure_below=0.75)
     monotone = failure_detection(np.exp(-3 * dice), dice, failure_below=0.75)
-    assert perfect.excess_aurc == 0.0 and monotone.to_dict() == perfect.to_dict()
+    assert perfect.excess_aurc == 0.0 and same(monotone, perfect)
     inverted = failure_detection(dice, dice, failure_below=0.75)
     if np.ptp(dice) == 0:
         assert math.isnan(perfect.normalised_aurc) and math.isnan(perfect.spearman)
@@ -282,7 +287,7 @@ def test_only_nan_dice_is_empty_and_nan_rows_are_dropped():
     assert failure_detection([0.2, 0.4], [np.nan, np.nan], failure_below=0.5).n == 0
     a = failure_detection([0.9, 0.5, 0.1, 0.7], [0.2, np.nan, 0.9, 0.4], failure_below=0.5)
     b = failure_detection([0.9, 0.1, 0.7], [0.2, 0.9, 0.4], failure_below=0.5)
-    assert a.to_dict() == b.to_dict() and a.n == 3
+    assert same(a, b) and a.n == 3
 
 
 def test_all_failures_and_all_successes():
