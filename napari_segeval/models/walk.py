@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass
+from enum import Enum
 from typing import Any, Literal
 
 import numpy as np
@@ -20,6 +21,27 @@ import numpy as np
 from napari_segeval.prompts.box import Box
 
 Order = Literal["forward", "backward"]
+
+
+class StopReason(Enum):
+    """Why a walk ended before the end of the stack (what a person is told).
+
+    ``EMPTY``: the next slice's mask came out empty (the project's ``stop_when_empty``,
+    or the object really ends); ``CONFIDENCE``: the mean foreground probability fell
+    below the model's calibrated stop (:func:`~napari_segeval.propagation.walks.
+    confidence_stop`); ``IOU``: the decoder's own IoU estimate fell below the stop
+    ratio of the prompted slice's (LiteMedSAM's quality stop). The two last are
+    *quality stops*: the model gave up, the object may go on.
+    """
+
+    EMPTY = "the mask ended"
+    CONFIDENCE = "the confidence fell"
+    IOU = "the IoU estimate fell"
+
+    @property
+    def is_quality_stop(self) -> bool:
+        """Whether the model stopped on its own judgement (not an empty slice)."""
+        return self is not StopReason.EMPTY
 
 
 def n_visited(n_frames: int, key_index: int, order: Order) -> int:
@@ -194,6 +216,15 @@ class WalkOutput:
         The frame size.
     fill : float
         The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
+    quality : list of float or None, optional
+        The model's own estimate of each frame's mask quality (LiteMedSAM's predicted
+        IoU), in visit order; None where it computed none.
+    agreement : list of float or None, optional
+        Each frame's box-jitter agreement: the mean Dice between the masks of jittered
+        boxes decoded on the frame's embedding and its mask (1: stable); None where not
+        computed.
+    stopped : StopReason, optional
+        A stop the backend made on its own (``IOU``); the frames after it are None.
 
     Examples
     --------
@@ -210,6 +241,9 @@ class WalkOutput:
     values: list
     shape: tuple
     fill: float = 0.0
+    quality: list | None = None
+    agreement: list | None = None
+    stopped: StopReason | None = None
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -257,6 +291,9 @@ class WalkOutput:
             [None if v is None else fn(v) for v in self.values],
             self.shape,
             fill,
+            self.quality,
+            self.agreement,
+            self.stopped,
         )
 
 

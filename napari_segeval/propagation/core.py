@@ -89,6 +89,7 @@ from napari_segeval.propagation.corrections import (
 from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
+from napari_segeval.propagation.trace import structure_trace
 from napari_segeval.propagation.walks import resolve_min_confidence, run_walks, structure_crop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -180,7 +181,8 @@ def _structure(
     mask = (scores if scores is not None else probs) > options.cut
     if options.keep_largest and mask.size:
         mask = largest_component(mask, options.connectivity)
-    return StructureResult(label, offset, probs, mask, shape, crop if options.grad else None)
+    trace = structure_trace(parts, min_confidence, options.threshold, options.logits)
+    return StructureResult(label, offset, probs, mask, shape, crop if options.grad else None, trace)
 
 
 def propagate_structures(

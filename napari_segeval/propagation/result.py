@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval.prompts.prompt_set import PromptSet
+from napari_segeval.propagation.trace import StructureTrace
 
 
 @dataclass
@@ -40,6 +41,9 @@ class StructureResult:
         Shape of the full array.
     tensor : torch.Tensor, optional
         With ``grad=True``: the differentiable probabilities of the crop.
+    trace : StructureTrace, optional
+        Where its walks ended and why, and the model's own per-slice signals
+        (:mod:`~napari_segeval.propagation.trace`); None for a result made otherwise.
 
     Examples
     --------
@@ -57,6 +61,7 @@ class StructureResult:
     mask: np.ndarray
     shape: tuple
     tensor: Any = None
+    trace: StructureTrace | None = None
 
     @property
     def slices(self) -> tuple[slice, ...]:

@@ -308,6 +308,29 @@ def test_walks_share_embeddings_without_changing_any_result(lite):
         assert torch.equal(alone, t)
 
 
+def test_the_chain_keeps_its_iou_estimates_jitter_agreement_and_stop(lite):
+    """Risk signals come with the walk: the decoder's IoU and the jittered boxes' agreement
+    on each decoded slice; the jittered decodes never change the masks."""
+    from napari_segeval.models.walk import StopReason, Walk
+
+    frames = torch.from_numpy(_blobs(6, 48, [(10, 10, 24, 26)]))
+    walk = Walk(1, Box(10, 10, 24, 26, index=2, label=1), "forward")
+    out = lite.propagate_walks(frames, [walk], crops=True)[0]
+    decoded = [j for j, b in enumerate(out.boxes) if b is not None]
+    assert decoded and all(0.0 <= out.quality[j] <= 1.5 for j in decoded)
+    assert all(0.0 <= out.agreement[j] <= 1.0 for j in decoded)
+    assert out.stopped in (None, StopReason.IOU)
+    lite.risk_jitter = 0
+    try:
+        plain = lite.propagate_walks(frames, [walk], crops=True)[0]
+    finally:
+        lite.risk_jitter = type(lite).risk_jitter
+    assert plain.agreement is None
+    assert all(
+        (a is None and b is None) or torch.equal(a, b) for a, b in zip(out.values, plain.values)
+    )
+
+
 def test_a_correction_box_restarts_the_walk_from_its_slice(lite):
     from napari_segeval.propagation import PropagationSession, propagate_case
 

@@ -15,6 +15,12 @@ and kept between calls in a :class:`~napari_segeval.models._frame_cache.FrameSto
 The chains advance together, one slice each per step, in the order given; a chain's
 result is the same alone or beside others (every decode is of one box).
 
+Risk signals (:mod:`napari_segeval.uncertainty.risk`): each decoded slice keeps the
+decoder's own IoU estimate (``ious``) and, with ``jitter`` > 0, the agreement of that
+many jittered boxes decoded on the same embedding (``agreement``: the decoder runs
+again, the encoder does not); a chain that ends by its quality stop says so
+(``stopped``).
+
 This module imports torch at import time: import it only inside functions.
 """
 
@@ -28,6 +34,7 @@ import numpy as np
 import torch
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models.walk import StopReason
 from napari_segeval.prompts.box import Box
 
 from . import _recipe as R
@@ -57,7 +64,8 @@ class Chain:
     ``limit``: number of visit positions it may walk; ``stop_empty``: the project's stop;
     ``value``: the value of the result map the authors' box rule resizes (their
     structure number); ``prior``: per-slice chain (boxes from these masks instead of
-    the chain's own).
+    the chain's own); ``jitter``: jittered boxes decoded per slice for the agreement
+    signal (0: none).
     """
 
     frames: list[int]
@@ -74,6 +82,9 @@ class Chain:
     crops: list = field(default_factory=list)
     ious: list = field(default_factory=list)
     values: list = field(default_factory=list)
+    agreement: list = field(default_factory=list)
+    jitter: int = 0
+    stopped: StopReason | None = None
     done: bool = False
 
     @property
@@ -100,6 +111,51 @@ def _next_box(chain: Chain, j: int, frame: int) -> list[int] | None:
     if chain.stop_empty and j - 1 >= chain.last_conditioning:
         return None
     return chain.fallback
+
+
+def jittered_boxes(box: list[int], n: int, seed: int) -> list[list[int]]:
+    """``n`` boxes with each edge moved by up to a tenth of the box's side (at least 1 px),
+    in 256 space; the same ``seed`` gives the same boxes.
+
+    Examples
+    --------
+    >>> boxes = jittered_boxes([10, 20, 50, 40], 3, seed=7)
+    >>> len(boxes), all(b[0] < b[2] and b[1] < b[3] for b in boxes)
+    (3, True)
+    >>> boxes == jittered_boxes([10, 20, 50, 40], 3, seed=7)
+    True
+    """
+    rng = np.random.default_rng(int(seed))
+    x0, y0, x1, y1 = box
+    rx, ry = max(1, round(0.1 * (x1 - x0))), max(1, round(0.1 * (y1 - y0)))
+    out = []
+    for _ in range(int(n)):
+        dx0, dx1 = rng.integers(-rx, rx + 1, 2)
+        dy0, dy1 = rng.integers(-ry, ry + 1, 2)
+        a, b = min(max(0, x0 + dx0), 255), min(max(0, y0 + dy0), 255)
+        c, d = min(max(a + 1, x1 + dx1), 256), min(max(b + 1, y1 + dy1), 256)
+        out.append([int(a), int(b), int(c), int(d)])
+    return out
+
+
+def agreement(logits: torch.Tensor, jittered: torch.Tensor) -> float:
+    """Mean Dice between the mask of ``logits`` ``(.., 256, 256)`` and each mask of
+    ``jittered`` ``(B, .., 256, 256)`` (logits > 0); 1 where both are empty.
+
+    Examples
+    --------
+    >>> a = torch.full((1, 4, 4), -1.0); a[0, :2] = 1.0
+    >>> b = torch.stack([a, torch.full((1, 4, 4), 1.0)])
+    >>> round(agreement(a, b), 3)
+    0.833
+    """
+    ref = (logits.detach() > 0).flatten()
+    dice = []
+    for j in jittered.detach():
+        m = (j > 0).flatten()
+        total = int(ref.sum()) + int(m.sum())
+        dice.append(1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total)
+    return float(np.mean(dice)) if dice else float("nan")
 
 
 def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
@@ -169,6 +225,7 @@ def run(
                 and quality < c.iou_ratio * c.key_iou
             ):
                 c.done = True  # the quality stop: this slice and the rest are left out
+                c.stopped = StopReason.IOU
                 for k in range(j + 1, c.length):
                     cache.forget(c.frames[k], k)
                 done += c.length - j
@@ -176,6 +233,9 @@ def run(
                     progress(done, total)
                 continue
             c.ious.append(quality)
+            if c.jitter and not grad:
+                boxes = torch.tensor(jittered_boxes(box, c.jitter, frame), dtype=torch.float32)
+                c.agreement.append(agreement(logits[0], net.decode(embedding, boxes)[0]))
             logits = R.to_slice(logits, resized, (h, w))[0]
             c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
             _store(c, logits.float(), grad)

@@ -176,6 +176,10 @@ class LiteMedSAMModel:
     image_size = 256
     #: The chain's quality stop under the project's rule (:data:`STOP_IOU_RATIO`).
     stop_iou_ratio: float | None = STOP_IOU_RATIO
+    #: Jittered boxes decoded on each slice's embedding for the box-jitter agreement signal
+    #: (:mod:`napari_segeval.uncertainty.risk`); the decoder runs again, the encoder does
+    #: not. 0 turns the signal off.
+    risk_jitter: int = 4
     capabilities = Capabilities(
         boxes=True,
         points=False,
@@ -424,6 +428,7 @@ class LiteMedSAMModel:
             prior=prior,
             limit=limit,
             iou_ratio=self.stop_iou_ratio,
+            jitter=self.risk_jitter,
         )
 
     # -- corrections ---------------------------------------------------------------------
@@ -580,7 +585,9 @@ def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
     k = len(chain.frames)
     boxes = list(chain.crops) + [None] * (k - len(chain.crops))
     values = list(chain.values) + [None] * (k - len(chain.values))
-    return WalkOutput(list(chain.frames), boxes, values, shape, 0.0)
+    quality = list(chain.ious) + [None] * (k - len(chain.ious))
+    agree = list(chain.agreement) + [None] * (k - len(chain.agreement)) if chain.jitter else None
+    return WalkOutput(list(chain.frames), boxes, values, shape, 0.0, quality, agree, chain.stopped)
 
 
 def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
