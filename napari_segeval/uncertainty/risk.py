@@ -1,0 +1,490 @@
+"""Risk of failure without a reference: per slice, per structure and per case.
+
+A clinician's own scans have no reference labels, so a run estimates from the model's
+own signals how likely each slice, structure and case is to be wrong (higher = more
+likely wrong, in ``[0, 1]``), and ranks a worklist by it. The signals of one structure
+on one slice (each in ``[0, 1]``, higher = riskier; NaN where the run cannot give it):
+
+``entropy``
+    Mean normalised binary entropy of the foreground probability over the slice's
+    predicted mask grown by one pixel (over the voxels with ``p > 0.05`` where the
+    mask is empty): the mean-entropy baseline every failure-detection paper reports.
+``continuity``
+    One minus the mean Dice between the slice's mask and its non-empty neighbours
+    along the slice axis (1 for a mask alone on its slice): an abrupt change of area
+    or shape along the chain.
+``end``
+    On the last slice of a walk that ended before the end of the stack and on the slice
+    after it: the last mask's area over the structure's largest (a chain that ends
+    on a large cross-section has likely stopped too early); 0 elsewhere. Where the
+    model stopped on its own judgement (a quality stop) the two slices are also
+    flagged as such (:attr:`Flag.STOPPED`), whatever the area.
+``iou``
+    One minus the decoder's own IoU estimate (LiteMedSAM).
+``jitter``
+    One minus the box-jitter agreement: the mean Dice between the masks of jittered
+    boxes decoded on the slice's embedding and its mask (LiteMedSAM; only the decoder
+    runs again).
+``models``
+    One minus the mean Dice between this model's mask and each other model's on the
+    same prompts (the pairwise-Dice ensemble signal of Zenk et al., MedIA 2025).
+
+The risk combines them with a logistic model (:class:`RiskModel`) fitted on generated
+tuning volumes kept apart from every reported number (``risk_model.json`` beside this
+module records the seeds and the command: ``python benchmarks/bench_triage.py --part
+fit``); a signal a run cannot give takes the mean it had in the fit. A structure's risk
+combines its slices' (the area-weighted mean and the largest slice risk, and whether a
+walk stopped on its own judgement) with a second fitted logistic model; a case's risk is
+its riskiest structure's. Slices are *flagged* where a signal crosses its flag level
+(:data:`FLAG_LEVEL`), with the reason a person reads (:class:`Flag`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from napari_segeval.uncertainty.maps import binary_entropy
+
+
+class Signal(Enum):
+    """A per-slice risk signal (see the module doc); the value is its column name."""
+
+    ENTROPY = "entropy"
+    CONTINUITY = "continuity"
+    END = "end"
+    IOU = "iou"
+    JITTER = "jitter"
+    MODELS = "models"
+
+
+class Flag(Enum):
+    """Why a slice is flagged for review (the text a person reads)."""
+
+    STOPPED = "the chain stopped here"
+    ENDED = "the mask ends on a large cross-section"
+    JITTER = "box jitter disagrees"
+    IOU = "IoU estimate fell"
+    MODELS = "models disagree"
+    SHAPE = "the shape jumps between slices"
+    UNCERTAIN = "the mask is uncertain"
+
+
+#: The level of a signal above which a slice is flagged, and the flag it raises.
+FLAG_LEVEL: dict[Signal, tuple[float, Flag]] = {
+    Signal.END: (0.5, Flag.ENDED),
+    Signal.JITTER: (0.2, Flag.JITTER),
+    Signal.IOU: (0.3, Flag.IOU),
+    Signal.MODELS: (0.3, Flag.MODELS),
+    Signal.CONTINUITY: (0.6, Flag.SHAPE),
+    Signal.ENTROPY: (0.5, Flag.UNCERTAIN),
+}
+
+
+@dataclass(frozen=True)
+class SliceRisk:
+    """One structure on one slice.
+
+    Attributes
+    ----------
+    slice : int
+        Slice (frame) index.
+    risk : float
+        Estimated probability that the slice's mask is wrong.
+    signals : mapping of Signal to float
+        The signals it was made from (NaN: not available).
+    flags : tuple of Flag
+        Why it is flagged (empty: not flagged).
+    area : int
+        Voxels of the structure's mask on the slice.
+    """
+
+    slice: int
+    risk: float
+    signals: Mapping[Signal, float]
+    flags: tuple[Flag, ...] = ()
+    area: int = 0
+
+
+@dataclass(frozen=True)
+class StructureRisk:
+    """One structure of one prediction: its risk and its slices'.
+
+    ``stops`` lists ``(slice, reason)`` for each walk that ended by a quality stop.
+    """
+
+    label: int
+    risk: float
+    slices: tuple[SliceRisk, ...]
+    stops: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def flagged(self) -> tuple[SliceRisk, ...]:
+        """The flagged slices, riskiest first."""
+        return tuple(sorted((s for s in self.slices if s.flags), key=lambda s: -s.risk))
+
+    @property
+    def riskiest_slice(self) -> int | None:
+        """The slice to open first: the riskiest flagged one, else the riskiest."""
+        pool = self.flagged or tuple(sorted(self.slices, key=lambda s: -s.risk))
+        return pool[0].slice if pool else None
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """``sigmoid(intercept + sum_i weights[i] * (x_i if finite else fill[i]))``.
+
+    Examples
+    --------
+    >>> m = Logistic(("a", "b"), (2.0, -1.0), 0.5, (0.1, 0.2))
+    >>> round(m({"a": 1.0, "b": float("nan")}), 4) == round(1 / (1 + math.exp(-2.3)), 4)
+    True
+    """
+
+    names: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    fill: tuple[float, ...]
+
+    def __call__(self, x: Mapping[str, float]) -> float:
+        z = self.intercept
+        for name, w, f in zip(self.names, self.weights, self.fill):
+            v = float(x.get(name, math.nan))
+            z += w * (v if math.isfinite(v) else f)
+        return _sigmoid(z)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Logistic:
+        """From its JSON form (``names``, ``weights``, ``intercept``, ``fill``)."""
+        return cls(
+            tuple(d["names"]),
+            tuple(float(v) for v in d["weights"]),
+            float(d["intercept"]),
+            tuple(float(v) for v in d["fill"]),
+        )
+
+    def to_dict(self) -> dict:
+        """Its JSON form."""
+        return {
+            "names": list(self.names),
+            "weights": list(self.weights),
+            "intercept": self.intercept,
+            "fill": list(self.fill),
+        }
+
+
+#: The structure-level features (:func:`structure_features`).
+STRUCTURE_FEATURES = ("mean_risk", "max_risk", "quality_stop", "n_slices")
+
+
+@dataclass(frozen=True)
+class RiskModel:
+    """The two fitted logistic models (slice and structure) and their provenance."""
+
+    slice: Logistic
+    structure: Logistic
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Any = None) -> RiskModel:
+        """The shipped model (``risk_model.json`` beside this module), or ``path``'s."""
+        if path is None:
+            text = resources.files(__package__).joinpath("risk_model.json").read_text()
+        else:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+        d = json.loads(text)
+        return cls(
+            Logistic.from_dict(d["slice"]),
+            Logistic.from_dict(d["structure"]),
+            d.get("provenance", {}),
+        )
+
+    def to_dict(self) -> dict:
+        """Its JSON form (what :meth:`load` reads)."""
+        return {
+            "slice": self.slice.to_dict(),
+            "structure": self.structure.to_dict(),
+            "provenance": dict(self.provenance),
+        }
+
+
+def _dice(a: np.ndarray, b: np.ndarray) -> float:
+    total = int(a.sum()) + int(b.sum())
+    return 1.0 if total == 0 else 2.0 * int(np.logical_and(a, b).sum()) / total
+
+
+def _grow(mask: np.ndarray) -> np.ndarray:
+    from scipy import ndimage
+
+    return ndimage.binary_dilation(mask, iterations=1) if mask.any() else mask
+
+
+def slice_entropy(prob: np.ndarray, mask: np.ndarray) -> float:
+    """The ``entropy`` signal of one slice (``prob``, ``mask``: ``(H, W)``).
+
+    Examples
+    --------
+    >>> p = np.zeros((5, 5)); p[1:4, 1:4] = 0.99; p[2, 2] = 0.5
+    >>> round(slice_entropy(p, p > 0.5), 3)  # (8 H(0.99) + H(0.5)) / 21 voxels
+    0.078
+    >>> slice_entropy(np.zeros((3, 3)), np.zeros((3, 3), bool))
+    0.0
+    """
+    region = _grow(mask) if mask.any() else prob > 0.05
+    if not region.any():
+        return 0.0
+    return float(binary_entropy(prob[region]).mean())
+
+
+def slice_signals(
+    masks: np.ndarray,
+    probs: Any,
+    slices: Iterable[int],
+    *,
+    ends: Sequence[Any] = (),
+    quality: Mapping[int, float] | None = None,
+    agreement: Mapping[int, float] | None = None,
+    others: Sequence[np.ndarray] = (),
+) -> dict[int, dict[Signal, float]]:
+    """The signals of one structure on ``slices`` (module doc).
+
+    Parameters
+    ----------
+    masks : numpy.ndarray
+        The structure's mask, ``(n, H, W)``.
+    probs : numpy.ndarray or indexable
+        Its foreground probability: ``probs[k]`` is slice ``k``, ``(H, W)``.
+    slices : iterable of int
+        The slices to describe.
+    ends : sequence of WalkEnd
+        Where its walks ended (:class:`~napari_segeval.propagation.trace.WalkEnd`).
+    quality, agreement : mapping of int to float, optional
+        The model's IoU estimate and the box-jitter agreement per slice.
+    others : sequence of numpy.ndarray
+        Other models' masks of the same structure, ``(n, H, W)`` each.
+
+    Examples
+    --------
+    >>> m = np.zeros((4, 6, 6), bool); m[1:3, 1:5, 1:5] = True; m[2, 1:5, 3:5] = False
+    >>> s = slice_signals(m, m * 0.9, [1, 2])
+    >>> round(s[1][Signal.CONTINUITY], 3), round(s[2][Signal.CONTINUITY], 3)
+    (0.333, 0.333)
+    >>> math.isnan(s[1][Signal.IOU]), s[1][Signal.END]
+    (True, 0.0)
+    """
+    n = masks.shape[0]
+    areas = masks.reshape(n, -1).sum(axis=1)
+    biggest = max(int(areas.max()), 1) if n else 1
+    end_risk: dict[int, float] = {}
+    for e in ends:
+        level = float(areas[e.last]) / biggest
+        for k in e.slices:
+            end_risk[k] = max(end_risk.get(k, 0.0), level)
+    out: dict[int, dict[Signal, float]] = {}
+    for k in slices:
+        m = masks[k]
+        near = [masks[j] for j in (k - 1, k + 1) if 0 <= j < n and areas[j] > 0]
+        if m.any():
+            cont = 1.0 - (float(np.mean([_dice(m, b) for b in near])) if near else 0.0)
+        else:
+            cont = math.nan
+        q = (quality or {}).get(k)
+        a = (agreement or {}).get(k)
+        out[k] = {
+            Signal.ENTROPY: slice_entropy(probs[k], m),
+            Signal.CONTINUITY: cont,
+            Signal.END: end_risk.get(k, 0.0),
+            Signal.IOU: math.nan if q is None else float(np.clip(1.0 - q, 0.0, 1.0)),
+            Signal.JITTER: math.nan if a is None else float(np.clip(1.0 - a, 0.0, 1.0)),
+            Signal.MODELS: (
+                1.0 - float(np.mean([_dice(m, o[k]) for o in others])) if others else math.nan
+            ),
+        }
+    return out
+
+
+def flags_of(signals: Mapping[Signal, float], stopped: bool = False) -> tuple[Flag, ...]:
+    """The flags of a slice's signals (``stopped``: a quality stop ended a walk here).
+
+    Examples
+    --------
+    >>> flags_of({Signal.JITTER: 0.5, Signal.IOU: 0.1}, stopped=True)
+    (<Flag.STOPPED: 'the chain stopped here'>, <Flag.JITTER: 'box jitter disagrees'>)
+    """
+    out = [Flag.STOPPED] if stopped else []
+    for signal, (level, flag) in FLAG_LEVEL.items():
+        v = signals.get(signal, math.nan)
+        if math.isfinite(v) and v >= level and not (stopped and signal is Signal.END):
+            out.append(flag)
+    return tuple(out)
+
+
+def structure_features(slices: Sequence[SliceRisk], quality_stop: bool) -> dict[str, float]:
+    """The structure-level features: area-weighted mean and largest slice risk, whether a
+    walk stopped on its own judgement, and the number of slices (log scale).
+
+    Examples
+    --------
+    >>> s = [SliceRisk(0, 0.2, {}, area=3), SliceRisk(1, 0.6, {}, area=1)]
+    >>> {k: round(v, 3) for k, v in structure_features(s, False).items()}
+    {'mean_risk': 0.3, 'max_risk': 0.6, 'quality_stop': 0.0, 'n_slices': 0.693}
+    """
+    if not slices:
+        return {"mean_risk": 1.0, "max_risk": 1.0, "quality_stop": float(quality_stop),
+                "n_slices": 0.0}  # fmt: skip
+    w = np.array([max(s.area, 1) for s in slices], float)
+    r = np.array([s.risk for s in slices], float)
+    return {
+        "mean_risk": float((w * r).sum() / w.sum()),
+        "max_risk": float(r.max()),
+        "quality_stop": float(quality_stop),
+        "n_slices": float(math.log(len(slices))),
+    }
+
+
+def structure_risk(
+    label: int,
+    masks: np.ndarray,
+    probs: Any,
+    *,
+    trace: Any = None,
+    others: Sequence[np.ndarray] = (),
+    extra_slices: Iterable[int] = (),
+    model: RiskModel | None = None,
+) -> StructureRisk:
+    """Risk of one structure and of each of its slices (module doc).
+
+    The slices described are those with a predicted mask, the slice after each end of
+    a walk, and ``extra_slices`` (a reference's, when there is one).
+
+    Parameters
+    ----------
+    label : int
+        Structure id.
+    masks : numpy.ndarray
+        Its mask, ``(n, H, W)``.
+    probs : numpy.ndarray or indexable
+        Its foreground probability (``probs[k]``: slice ``k``).
+    trace : StructureTrace, optional
+        Its walks' trace (:mod:`napari_segeval.propagation.trace`).
+    others : sequence of numpy.ndarray
+        Other models' masks of the structure on the same prompts.
+    extra_slices : iterable of int
+        More slices to describe.
+    model : RiskModel, optional
+        Default: the shipped one (:meth:`RiskModel.load`).
+
+    Examples
+    --------
+    >>> m = np.zeros((5, 8, 8), bool); m[1:4, 2:6, 2:6] = True
+    >>> r = structure_risk(3, m, m * 0.95)
+    >>> [s.slice for s in r.slices], 0.0 <= r.risk <= 1.0
+    ([1, 2, 3], True)
+    """
+    model = model or RiskModel.load()
+    n = masks.shape[0]
+    ends = tuple(trace.ends) if trace is not None else ()
+    quality = dict(trace.quality) if trace is not None else {}
+    agreement = dict(trace.agreement) if trace is not None else {}
+    wanted = set(np.flatnonzero(masks.reshape(n, -1).any(axis=1)).tolist())
+    wanted |= {k for e in ends for k in e.slices}
+    wanted |= {int(k) for k in extra_slices if 0 <= int(k) < n}
+    signals = slice_signals(
+        masks,
+        probs,
+        sorted(wanted),
+        ends=ends,
+        quality=quality,
+        agreement=agreement,
+        others=others,
+    )
+    stopped = {k for e in ends if e.reason.is_quality_stop for k in e.slices}
+    rows = []
+    for k, sig in signals.items():
+        risk = model.slice({s.value: v for s, v in sig.items()})
+        rows.append(SliceRisk(k, risk, sig, flags_of(sig, k in stopped), int(masks[k].sum())))
+    stops = tuple((e.last, e.reason.value) for e in ends if e.reason.is_quality_stop)
+    risk = model.structure(structure_features(rows, bool(stops)))
+    return StructureRisk(label, risk, tuple(rows), stops)
+
+
+def fit_logistic(
+    names: Sequence[str], x: Sequence[Mapping[str, float]], failed: Sequence[bool], l2: float = 1e-2
+) -> Logistic:
+    """A :class:`Logistic` of ``names`` fitted to ``failed`` by penalised maximum likelihood.
+
+    A missing (non-finite) value takes its feature's mean over the rows that have it
+    (the model's ``fill``); ``l2`` penalises the weights (not the intercept).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.uniform(size=400); y = rng.uniform(size=400) < a
+    >>> m = fit_logistic(["a"], [{"a": v} for v in a], y)
+    >>> m.weights[0] > 2, m({"a": 0.9}) > m({"a": 0.1})
+    (True, True)
+    """
+    from scipy.optimize import minimize
+
+    raw = np.array([[float(r.get(n, math.nan)) for n in names] for r in x], float)
+    ok = np.isfinite(raw)
+    fill = np.array(
+        [float(raw[ok[:, j], j].mean()) if ok[:, j].any() else 0.0 for j in range(len(names))]
+    )
+    data = np.where(ok, raw, fill)
+    y = np.asarray(failed, float)
+
+    def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = w[0] + data @ w[1:]
+        nll = float(np.sum(np.logaddexp(0.0, z) - y * z)) / len(y)
+        g = (1.0 / (1.0 + np.exp(-z)) - y) / len(y)
+        grad = np.concatenate([[g.sum()], data.T @ g + 2 * l2 * w[1:]])
+        return nll + l2 * float(w[1:] @ w[1:]), grad
+
+    w = minimize(loss, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B").x
+    return Logistic(
+        tuple(names), tuple(float(v) for v in w[1:]), float(w[0]), tuple(float(v) for v in fill)
+    )
+
+
+def case_risk(structures: Iterable[StructureRisk]) -> float:
+    """A case's risk: its riskiest structure's (NaN without structures).
+
+    Examples
+    --------
+    >>> case_risk([StructureRisk(1, 0.2, ()), StructureRisk(2, 0.7, ())])
+    0.7
+    """
+    risks = [s.risk for s in structures]
+    return max(risks) if risks else math.nan
+
+
+__all__ = [
+    "FLAG_LEVEL",
+    "STRUCTURE_FEATURES",
+    "Flag",
+    "Logistic",
+    "RiskModel",
+    "Signal",
+    "SliceRisk",
+    "StructureRisk",
+    "case_risk",
+    "fit_logistic",
+    "flags_of",
+    "slice_entropy",
+    "slice_signals",
+    "structure_features",
+    "structure_risk",
+]
