@@ -28,6 +28,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "attack",
     "evaluate",
     "report",
+    "triage",
     "uncertainty",
     "demo",
     "models",

@@ -100,6 +100,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "attacks (one --model is --param model=NAME)",
     )
     p.add_argument(
+        "--prompts",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="medsam2-3d/-video: each case's prompts from DIR/<case>.prompts.json (the "
+        "viewer's Save prompts format) instead of boxes from its reference; cases "
+        "without reference labels then run too (risks, no scores): same as "
+        "--param prompts=DIR",
+    )
+    p.add_argument(
         "--param",
         action="append",
         default=[],
@@ -278,6 +288,14 @@ def _summary_text(result) -> str:
         if s["protocol"] == "interactive" and own.get("conditions"):
             lines.append(rounds_text(own))
             continue
+        if not any("dice" in r for r in mine):  # no reference: nothing scored
+            risky = max(mine, key=lambda r: float(r.get("risk", float("-inf"))))
+            lines.append(
+                f"no reference labels: {len(mine)} structures, none scored; riskiest "
+                f"{risky['case']} {risky['structure']} (risk {float(risky.get('risk', 0)):.3f}); "
+                f"the worklist: segeval triage {out}"
+            )
+            continue
         stats = summarize(mine, "dice", by=("structure", "condition"))
         lines.append(
             format_table(
@@ -353,6 +371,8 @@ def run(args: argparse.Namespace) -> int:
     params = apply_models(parse_params(args.param), args.model)
     if args.modality:
         params.setdefault("modality", args.modality)
+    if args.prompts is not None:
+        params["prompts"] = str(args.prompts.resolve())
     if args.attack:
         params["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:

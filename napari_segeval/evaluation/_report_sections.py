@@ -427,3 +427,31 @@ def recipe(run: dict) -> str:
         f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
         f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
     )
+
+
+def worklist_section(rows: list[dict], slices: list[dict], n: int = 20) -> list[str]:
+    """The report's worklist: the ``n`` riskiest structures with their flagged slices
+    (:func:`~napari_segeval.evaluation.triage.rank`); nothing for a run without risks."""
+    from napari_segeval.evaluation.triage import rank
+
+    items = rank(rows, slices)
+    if not items:
+        return []
+    body = [
+        [
+            w.case,
+            w.structure,
+            w.model or "",
+            w.condition,
+            w.risk,
+            "no reference" if math.isnan(w.dice) else w.dice,
+            "; ".join(f"{f.slice}: {', '.join(x.value for x in f.flags)}" for f in w.flagged[:3]),
+        ]
+        for w in items[:n]
+    ]
+    return [
+        "<h2>Worklist</h2><p>The structures most likely to be wrong, from the model's own "
+        "signals (no reference needed; <code>segeval triage</code> lists them all), with "
+        "the slices to look at first.</p>",
+        table(["case", "structure", "model", "condition", "risk", "dice", "flagged"], body),
+    ]

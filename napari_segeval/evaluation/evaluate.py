@@ -13,6 +13,7 @@ from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
+from napari_segeval.evaluation.rows import SLICES
 from napari_segeval.evaluation.runner import RunResult, execute
 from napari_segeval.evaluation.store import load_records
 
@@ -174,6 +175,10 @@ def finalize(
     cases, records = store.load_records(out)
     rows = store.result_rows(records)
     ResultsTable(rows).to_csv(out / "results.csv", overwrite=True)
+    slices = store.slice_rows(records)
+    if slices:
+        SLICES.check(slices)
+        ResultsTable(slices).to_csv(out / "slices.csv", overwrite=True)
     failed = [
         {"case": r["case"], "error": r.get("error", "")} for r in records if r.get("status") != "ok"
     ]

@@ -112,7 +112,10 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     def add(image_entry: str, label_entry: str | None, split: str) -> None:
         try:
             images, case = _msd_images(root, image_entry)
-            labels = str(inside(root, label_entry)) if label_entry else None
+            path = inside(root, label_entry) if label_entry else None
+            # a data set shipped without its labels folder has no reference (label-free
+            # runs); a missing file in an existing folder stays an error of its case
+            labels = str(path) if path is not None and path.parent.is_dir() else None
             err = None
         except SegEvalError as exc:
             images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)

@@ -50,6 +50,7 @@ from napari_segeval.evaluation._report_sections import (
     robust_section,
     rounds_section,
     table,
+    worklist_section,
 )
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import PRED, Protocol, get_protocol, run_has_rounds
@@ -222,7 +223,9 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     views = store.read_views(output_dir, case)
     if "image" not in views:
         return ""
-    figs = [("image", None), ("reference", views.get("reference"))]
+    figs = [("image", None)]
+    if views.get("reference") is not None:
+        figs.append(("reference", views["reference"]))
     figs += [
         (k[len(PRED) :], v)
         for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
@@ -324,6 +327,13 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
     if rows and models:
         parts += model_comparison(rows, models)
         rows = _prediction_rows(all_rows, rounds, models=True)
+    parts += worklist_section(all_rows, store.slice_rows(records))
+    if rows and not any("dice" in r for r in rows):
+        parts.append(
+            "<p class='note'>These cases have no reference labels: nothing is scored, and "
+            "the worklist above ranks the structures by their estimated risk.</p>"
+        )
+        rows = []
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
         parts += [

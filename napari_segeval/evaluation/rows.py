@@ -163,6 +163,12 @@ PROMPTED = RowSchema(
         Column("resize", str, "how frames were resized (float or pillow)"),
         Column("scoring", str, "merged, per-structure or ordered"),
         Column("nsd_gated", bool, "the case's NSD was set to 0 by the challenge's rule"),
+        Column(
+            "risk",
+            float,
+            "the estimated probability that the structure is wrong, from the model's own "
+            "signals, without the reference (napari_segeval.uncertainty.risk)",
+        ),
     ),
     (SCORE,),
 )
@@ -214,6 +220,31 @@ UNCERTAIN = RowSchema(
     (SCORE,),
 )
 
+#: ``slices.csv``: one structure on one slice (the risk signals of
+#: :mod:`napari_segeval.uncertainty.risk`); written beside ``results.csv`` by runs that
+#: estimate risks. Not a family of ``results.csv``.
+SLICES = RowSchema(
+    "slices",
+    (
+        Column("case", str, "the case id"),
+        Column("structure", str, "the structure's name"),
+        Column("label", int, "the structure's label id"),
+        Column("model", str, "the model, as named in the run"),
+        Column("condition", str, "clean, or the attack that ran"),
+        Column("slice", int, "the slice (or frame) index"),
+        Column("risk", float, "the estimated probability that the slice's mask is wrong"),
+        Column("area", int, "voxels of the structure's mask on the slice"),
+        Column("entropy", float, "mean binary entropy over the mask grown by one pixel"),
+        Column("continuity", float, "1 - mean Dice with the non-empty neighbouring slices"),
+        Column("end", float, "where a walk ended: the last mask's area over the largest"),
+        Column("iou", float, "1 - the decoder's own IoU estimate (LiteMedSAM)"),
+        Column("jitter", float, "1 - the agreement of jittered boxes on the same embedding"),
+        Column("models", float, "1 - the mean Dice with the other models' masks"),
+        Column("flags", str, "why the slice is flagged for review ('; '-separated)"),
+        Column("dice", float, "the slice's Dice against the reference, where there is one"),
+    ),
+)
+
 #: Every family, by name.
 FAMILIES: dict[str, RowSchema] = {
     s.family: s for s in (SCORE, ATTACKED, PROMPTED, ROUNDS, FOLDS, UNCERTAIN)
@@ -226,6 +257,7 @@ __all__ = [
     "PROMPTED",
     "ROUNDS",
     "SCORE",
+    "SLICES",
     "UNCERTAIN",
     "Column",
     "RowSchema",

@@ -82,6 +82,8 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
         resolved = protocol.resolve_params(params)
         out, rows = _run(protocol, s, resolved)
         record.update(status="ok", rows=rows, views=out.views, extra=out.extra, files={})
+        if out.slices:
+            record["slices"] = [{"case": s.case_id, **r} for r in out.slices]
         if save_files and out.arrays is not None:
             _encode(record, s.case_id, out.arrays)
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row

@@ -14,6 +14,8 @@ Layout of ``DIR``::
                         came from (``<name>.prompts.json``; never overwritten;
                         :meth:`napari_segeval.evaluation.results.ResultsFolder.save_correction`)
     results.csv         one row per case x structure x condition (+ error rows)
+    slices.csv          the risk of each structure on each slice (promptable runs;
+                        :mod:`napari_segeval.evaluation.triage`)
     summary.json        the protocol's aggregation + run counts
     report.html         self-contained report
 
@@ -220,6 +222,11 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
     return n
 
 
+def slice_rows(records: Iterable[dict]) -> list[dict]:
+    """The ``slices.csv`` rows of the ok records (empty for a run that wrote none)."""
+    return [r for rec in records if rec.get("status") == "ok" for r in rec.get("slices") or []]
+
+
 def result_rows(records: Iterable[dict]) -> list[dict]:
     """Flatten case records to results rows: ok rows as they are, one row per failure."""
     rows: list[dict] = []
@@ -254,6 +261,7 @@ __all__ = [
     "read_json",
     "read_views",
     "result_rows",
+    "slice_rows",
     "write_case",
     "write_files",
     "write_json",

@@ -124,12 +124,16 @@ class CaseOutput:
     arrays : CaseArrays or None
         Predictions (and perturbed images) to save as files in the results folder
         (see :mod:`napari_segeval.evaluation.files`); None saves nothing.
+    slices : list of dict
+        Per-slice risk rows (``slices.csv``: :data:`~napari_segeval.evaluation.rows.SLICES`;
+        the runner adds ``case``).
     """
 
     rows: list[dict]
     views: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     arrays: CaseArrays | None = None
+    slices: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -409,9 +413,10 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
     The image and reference thumbnails are the first model's (the same case);
     ``extra`` holds each model's per-case values under its name.
     """
-    rows, views, extra, arrays = [], {}, {}, None
+    rows, views, extra, arrays, slices = [], {}, {}, None, []
     for m, out in outputs.items():
         rows += out.rows
+        slices += out.slices
         for k, v in out.views.items():
             key = f"{PRED}{prediction_key(k[len(PRED) :], m)}" if k.startswith(PRED) else k
             views.setdefault(key, v)
@@ -421,7 +426,7 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
             if arrays is None:
                 arrays = CaseArrays(out.arrays.geometry, out.arrays.axes, out.arrays.source)
             arrays.arrays.update({prediction_key(k, m): v for k, v in out.arrays.arrays.items()})
-    return CaseOutput(rows, views, {"by_model": extra} if extra else {}, arrays)
+    return CaseOutput(rows, views, {"by_model": extra} if extra else {}, arrays, slices)
 
 
 def get_protocol(name: str | Protocol) -> Protocol:

@@ -274,17 +274,22 @@ def key_index(reference: np.ndarray, spatial_ndim: int) -> int | None:
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
     """Thumbnail slices: image, reference and each condition's prediction on one slice.
 
-    3D/video cases use slice ``index`` (default: the largest reference area).
+    3D/video cases use slice ``index`` (default: the largest reference area, or the
+    middle slice of a case without a reference, which has no ``reference`` view).
     """
     ref = case.labels
     nd = len(case.spatial_shape)
-    k = key_index(ref, nd) if index is None else index
+    if index is not None:
+        k: int | None = index
+    elif ref is not None:
+        k = key_index(ref, nd)
+    else:
+        k = case.spatial_shape[0] // 2 if nd >= 3 else None
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
     image = case.image[0] if case.is_multichannel else case.image  # first channel shown
-    out = {
-        "image": _shrink(_to_uint8(take(image))),
-        "reference": _shrink(take(ref).astype(np.uint16)),
-    }
+    out = {"image": _shrink(_to_uint8(take(image)))}
+    if ref is not None:
+        out["reference"] = _shrink(take(ref).astype(np.uint16))
     for name, pred in predictions.items():
         out[f"pred:{name}"] = _shrink(take(np.asarray(pred)).astype(np.uint16))
     return out

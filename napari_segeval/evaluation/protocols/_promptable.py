@@ -59,6 +59,7 @@ DEFAULTS = {
     "jitter_mode": "edges",
     "prompt": "box",
     "nsd_min_dice": None,
+    "prompts": None,
 }
 
 _CHOICES = {
@@ -129,7 +130,57 @@ def check_params(params: dict) -> None:
             parse_window(params["window"])
         except SegEvalError as exc:
             raise SegEvalError(f"parameter window: {exc}") from None
+    if params.get("prompts") is not None and not Path(str(params["prompts"])).is_dir():
+        raise SegEvalError(
+            f"parameter prompts must be a folder of <case>.prompts.json files, "
+            f"got {params['prompts']!r}"
+        )
     C.check_scoring(params)
+
+
+def prompt_file_of(folder: str | Path, case_id: str) -> Path:
+    """The prompts file of a case in a ``--prompts`` folder (the viewer's *Save prompts*
+    format): ``<case>.prompts.json``.
+
+    Examples
+    --------
+    >>> prompt_file_of("/p", "abd_001").name
+    'abd_001.prompts.json'
+    """
+    return Path(folder) / f"{case_id}.prompts.json"
+
+
+def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tuple[dict, list]:
+    """A case's prompt sets from its prompts file, checked against the image (shape,
+    structures), and the first box of each set (None for a set without one).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        No prompts file for the case, or one that does not fit it (one line).
+    """
+    from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_file import read_prompts
+
+    path = prompt_file_of(folder, case_id)
+    if not path.is_file():
+        raise SegEvalError(
+            f"case {case_id}: no reference labels and no prompts file {path.name} in {folder}"
+        )
+    pf = read_prompts(path)
+    shape = tuple(int(v) for v in case.image.shape[:3])
+    pf.check(shape, case.structures, where=where, source=str(path))
+    boxes = [next((q for q in s.prompts if isinstance(q, Box)), None) for s in pf.sets.values()]
+    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in pf.sets}
+    return {lab: (s, names[lab]) for lab, s in pf.sets.items()}, boxes
+
+
+def select(specs: list, params: dict) -> list:
+    """The cases a promptable protocol runs: those with reference labels, and with
+    ``prompts`` (a folder of prompts files) every case (each needs its file)."""
+    if params.get("prompts") is not None:
+        return list(specs)
+    return [s for s in specs if s.labels or s.error]
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
@@ -264,18 +315,20 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
 
     Shared by ``medsam2-3d``/``medsam2-video`` (several models: :func:`with_model` on
     one case and its prompts) and the ``interactive`` protocol (whose round 0 is
-    therefore this recipe exactly).
+    therefore this recipe exactly). With ``prompts`` (a folder of prompts files) the
+    case's prompts are its file's, and a case without reference labels runs too.
     """
-    from napari_segeval.propagation import PropagationOptions
-
     params = {**DEFAULTS, **params}
     check_params(params)
-    case = C.load_case(spec, channel=int(params["channel"]))
+    folder = params["prompts"]
+    case = C.load_case(spec, channel=int(params["channel"]), need_labels=folder is None)
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(
             f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
             f"video, got axes {case.axes!r} shape {case.image.shape}"
         )
+    if folder is not None:  # the person's prompts, with or without a reference
+        return with_model(_from_file(spec, params, case, mode), params)
     structures = structures_to_score(case.structures, case.labels)
     if params["prompt"] == "box3d":
         if mode != "volume":
@@ -294,13 +347,7 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
         )
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
-    options = PropagationOptions(
-        mode=mode,
-        keep_largest=bool(params["keep_largest"]),
-        stop_when_empty=bool(params["stop_when_empty"]),
-        connectivity=int(params["connectivity"]),
-        decision=str(params["decision"]),
-    )
+    options = _options(params, mode)
     present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
     unloaded = Prepared(
         case,
@@ -315,6 +362,50 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
         "float",
     )
     return with_model(unloaded, params)
+
+
+def _options(params: dict, mode: str) -> Any:
+    from napari_segeval.propagation import PropagationOptions
+
+    return PropagationOptions(
+        mode=mode,
+        keep_largest=bool(params["keep_largest"]),
+        stop_when_empty=bool(params["stop_when_empty"]),
+        connectivity=int(params["connectivity"]),
+        decision=str(params["decision"]),
+    )
+
+
+def _from_file(spec, params: dict, case: Any, mode: str) -> Prepared:
+    """A case without reference labels, prompted by its prompts file (``prompts``)."""
+    from napari_segeval.prompts.box import Box
+
+    if params["prompt"] != "box":
+        raise SegEvalError(
+            f"case {spec.case_id}: prompt={params['prompt']} needs reference labels; "
+            "a prompts file gives the prompts as they are"
+        )
+    where = "frame" if mode == "video" else "slice"
+    loaded, firsts = file_prompts(params["prompts"], case, spec.case_id, where)
+    sets = {lab: s for lab, (s, _) in loaded.items()}
+    present = {lab: name or unnamed_label(lab) for lab, (_, name) in loaded.items()}
+    boxes = [
+        b if b is not None else Box(0, 0, 1, 1, index=s.frames[0], label=lab)
+        for b, (lab, s) in zip(firsts, sets.items())
+    ]
+    boxes = [replace(b, label=lab) for b, lab in zip(boxes, sets)]
+    return Prepared(
+        case,
+        boxes,
+        sets,
+        None,
+        None,
+        _options(params, mode),
+        present,
+        str(params["modality"] or case.modality or "other"),
+        str(params["ct_mapping"]),
+        "float",
+    )
 
 
 def with_model(prepared: Prepared, params: dict) -> Prepared:
@@ -403,7 +494,12 @@ def score_result(
         "empty": str(params["empty"]),
         "surface": not video,
     }
-    if params["scoring"] == "per-structure":  # each structure's own, unmerged mask
+    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
+        rows = [
+            {"structure": name, "label": int(lab), "condition": condition}
+            for lab, name in present.items()
+        ]
+    elif params["scoring"] == "per-structure":  # each structure's own, unmerged mask
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
@@ -412,7 +508,7 @@ def score_result(
         rows = C.score(
             case.labels, scored_labels(res, params), case.spacing, present, condition, **metric
         )
-    if not video:
+    if not video and case.labels is not None:
         rows = gate_nsd(rows, params.get("nsd_min_dice"))
     boxes = {b.label: b for b in prepared.boxes}
     task = Path(spec.root).name if spec.root else ""
@@ -441,19 +537,56 @@ def propagate_and_score(
     ``prepared``: :func:`prepare_case`'s result for this model (several models share
     the case and its prompts: :func:`models_on_same_prompts`).
     """
+    prepared = prepared or prepare_case(spec, params, mode=mode)
+    return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
+
+
+def propagate(prepared: Prepared, params: dict) -> Any:
+    """The model's result on the prepared case: the project's propagation, or (``prompt=
+    "box3d"``) the challenge's 3D loop (:class:`ChallengeResult`)."""
     from napari_segeval.propagation import propagate_case
 
-    prepared = prepared or prepare_case(spec, params, mode=mode)
     if {**DEFAULTS, **params}["prompt"] == "box3d":
-        res = challenge_result(prepared)
-    else:
-        res = propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+        return challenge_result(prepared)
+    return propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
+
+
+def case_output(
+    spec,
+    params: dict,
+    prepared: Prepared,
+    res: Any,
+    *,
+    mode: str,
+    others: dict[int, list] | None = None,
+) -> CaseOutput:
+    """A propagation's rows (scores and ``risk``), its ``slices.csv`` rows, thumbnails and
+    prediction file; ``others``: other models' masks of each structure on the same prompts
+    (the ``models`` risk signal). The challenge's loop keeps no probabilities: its rows
+    have no risk."""
+    from napari_segeval.evaluation.triage import risk_rows
+
     rows = score_result(res, prepared, params, spec, mode=mode)
+    slices: list[dict] = []
+    if not isinstance(res, ChallengeResult):
+        risks, slices = risk_rows(
+            res.structures,
+            structure_masks(res, prepared, params),
+            prepared.present,
+            model=str(params["model"]),
+            reference=prepared.case.labels,
+            others=others,
+        )
+        for r in rows:
+            r["risk"] = risks[r["label"]].risk
     case = prepared.case
-    k = prepared.boxes[0].index if mode == "video" else None
+    k = prepared.boxes[0].index if mode == "video" or case.labels is None else None
     saved = scored_labels(res, params)
     return CaseOutput(
-        rows, C.views(case, {"clean": saved}, index=k), arrays=C.case_arrays(case, {"clean": saved})
+        rows,
+        C.views(case, {"clean": saved}, index=k),
+        arrays=C.case_arrays(case, {"clean": saved}),
+        slices=slices,
     )
 
 
@@ -492,14 +625,26 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
 
 
 def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
-    """Every model on one case: read and prompted once (the same boxes for each model)."""
+    """Every model on one case: read and prompted once (the same boxes for each model),
+    each model's risk reading the others' masks (the ``models`` signal)."""
     each = {m: {**params, "model": m, "models": None} for m in models}
     first = prepare_case(spec, each[models[0]], mode=mode)
+    done: dict[str, tuple[Prepared, Any]] = {}
+    for i, m in enumerate(models):
+        prepared = first if i == 0 else with_model(first, each[m])
+        res = propagate(prepared, each[m])
+        done[m] = (replace(prepared, model=None, frames=None), res)  # free the model
+    masks = {m: structure_masks(res, p, each[m]) for m, (p, res) in done.items()}
     return {
-        m: propagate_and_score(
-            spec, each[m], mode=mode, prepared=first if i == 0 else with_model(first, each[m])
+        m: case_output(
+            spec,
+            each[m],
+            p,
+            res,
+            mode=mode,
+            others={lab: [masks[o][lab] for o in models if o != m] for lab in p.present},
         )
-        for i, m in enumerate(models)
+        for m, (p, res) in done.items()
     }
 
 
@@ -519,6 +664,7 @@ __all__ = [
     "DEFAULTS",
     "ChallengeResult",
     "Prepared",
+    "case_output",
     "case_rng",
     "challenge_prompts",
     "check_params",
@@ -528,10 +674,12 @@ __all__ = [
     "ordered_labels",
     "prepare_case",
     "prompt_sets",
+    "propagate",
     "propagate_and_score",
     "reference_prompts",
     "score_result",
     "scored_labels",
+    "select",
     "structure_masks",
     "used",
     "with_model",

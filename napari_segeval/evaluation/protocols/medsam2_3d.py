@@ -32,6 +32,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     check_params,
     models_on_same_prompts,
     propagate_and_score,
+    select,
     used,
 )
 from napari_segeval.evaluation.rows import PROMPTED
@@ -231,11 +232,12 @@ CVPR24 = Preset(
 PROTOCOL = Protocol(
     rows=PROMPTED,
     name="medsam2-3d",
-    version="1.4",
+    version="1.5",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2, "cvpr24": CVPR24},
     run_case=run_case,
+    select=select,
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,

@@ -16,6 +16,7 @@ from napari_segeval.evaluation.protocols._promptable import (
     check_params,
     models_on_same_prompts,
     propagate_and_score,
+    select,
     used,
 )
 from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
@@ -129,11 +130,12 @@ MEDSAM2 = Preset(
 PROTOCOL = Protocol(
     rows=PROMPTED,
     name="medsam2-video",
-    version="1.3",
+    version="1.4",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
     run_case=run_case,
+    select=select,
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,

@@ -1,0 +1,256 @@
+"""The worklist of a run: risk rows written with the results, read back riskiest first.
+
+A promptable run estimates a risk of failure for every structure and slice it
+predicts (:mod:`napari_segeval.uncertainty.risk`); this module turns those estimates
+into rows of the results folder and reads them back:
+
+* :func:`risk_rows` - one prediction's :class:`~napari_segeval.uncertainty.risk.StructureRisk`
+  per structure and its ``slices.csv`` rows (``dice`` per slice where a reference exists);
+* :func:`worklist` - a results folder's structures ordered by risk, riskiest first, each
+  with its flagged slices and why (what ``segeval triage`` prints and the viewer opens).
+
+``slices.csv`` has one row per case x structure x model x condition x slice: the slices
+where the prediction or the reference is non-empty and the slice after each end of a
+walk (:data:`~napari_segeval.evaluation.rows.SLICES`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from napari_segeval._errors import ReadError
+from napari_segeval.uncertainty.risk import Flag, Signal, StructureRisk, structure_risk
+
+#: The flags of a slice in ``slices.csv``: their texts joined by this separator.
+FLAG_SEPARATOR = "; "
+#: The signal columns of ``slices.csv`` (:class:`~napari_segeval.uncertainty.risk.Signal`).
+SIGNAL_COLUMNS = tuple(s.value for s in Signal)
+
+
+def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
+    total = int(reference.sum()) + int(mask.sum())
+    return 1.0 if total == 0 else 2.0 * int(np.logical_and(reference, mask).sum()) / total
+
+
+class _CropSlices:
+    """A structure's probabilities indexed by slice at full ``(H, W)`` size, made from its
+    crop one slice at a time (never the full-size volume)."""
+
+    def __init__(self, s: Any) -> None:
+        self._s = s
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        s = self._s
+        out = np.zeros(s.shape[1:], np.float32)
+        z = int(k) - int(s.offset[0])
+        if 0 <= z < s.probabilities.shape[0]:
+            out[s.slices[1:]] = s.probabilities[z]
+        return out
+
+
+def risk_rows(
+    structures: Mapping[int, Any],
+    masks: Mapping[int, np.ndarray],
+    names: Mapping[int, str],
+    *,
+    model: str,
+    condition: str = "clean",
+    reference: np.ndarray | None = None,
+    others: Mapping[int, Sequence[np.ndarray]] | None = None,
+) -> tuple[dict[int, StructureRisk], list[dict]]:
+    """Each structure's risk and its ``slices.csv`` rows.
+
+    Parameters
+    ----------
+    structures : mapping of int to StructureResult
+        The propagation's structures (probabilities and trace).
+    masks : mapping of int to numpy.ndarray
+        Each structure's scored mask ``(n, H, W)`` (what is saved and scored).
+    names : mapping of int to str
+        Structure names.
+    model, condition : str
+        What the rows say ran.
+    reference : numpy.ndarray, optional
+        The reference label map: adds its slices and a ``dice`` per slice.
+    others : mapping of int to sequence of numpy.ndarray, optional
+        Other models' masks of each structure on the same prompts.
+
+    Examples
+    --------
+    >>> from napari_segeval.propagation.result import StructureResult
+    >>> m = np.zeros((4, 6, 6), bool); m[1:3, 1:4, 1:4] = True
+    >>> s = StructureResult(1, (0, 0, 0), m.astype(np.float32), m, m.shape)
+    >>> ref = np.zeros((4, 6, 6), np.uint8); ref[1:4, 1:4, 1:4] = 1
+    >>> risks, rows = risk_rows({1: s}, {1: m}, {1: "liver"}, model="x", reference=ref)
+    >>> [(r["slice"], r["dice"]) for r in rows]
+    [(1, 1.0), (2, 1.0), (3, 0.0)]
+    """
+    out: dict[int, StructureRisk] = {}
+    rows: list[dict] = []
+    for label, mask in masks.items():
+        s = structures[label]
+        mask = np.asarray(mask, bool)
+        ref = None if reference is None else np.asarray(reference) == label
+        extra = () if ref is None else np.flatnonzero(ref.reshape(ref.shape[0], -1).any(1))
+        risk = structure_risk(
+            label,
+            mask,
+            _CropSlices(s),
+            trace=s.trace,
+            others=(others or {}).get(label, ()),
+            extra_slices=extra,
+        )
+        out[label] = risk
+        for sr in risk.slices:
+            row = {
+                "structure": names.get(label, str(label)),
+                "label": int(label),
+                "model": model,
+                "condition": condition,
+                "slice": sr.slice,
+                "risk": sr.risk,
+                "area": sr.area,
+                **{sig.value: v for sig, v in sr.signals.items()},
+                "flags": FLAG_SEPARATOR.join(f.value for f in sr.flags),
+            }
+            if ref is not None:
+                row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
+            rows.append(row)
+    return out, rows
+
+
+@dataclass(frozen=True)
+class FlaggedSlice:
+    """A slice a person should look at, and why."""
+
+    slice: int
+    risk: float
+    flags: tuple[Flag, ...]
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One structure of one prediction in a worklist.
+
+    ``dice`` is NaN where the run had no reference; ``flagged`` riskiest first.
+    """
+
+    case: str
+    structure: str
+    model: str
+    condition: str
+    risk: float
+    dice: float
+    flagged: tuple[FlaggedSlice, ...]
+
+    @property
+    def first_slice(self) -> int | None:
+        """The slice to open the case on: its riskiest flagged slice."""
+        return self.flagged[0].slice if self.flagged else None
+
+    def to_dict(self) -> dict:
+        """Its JSON form (``segeval triage --json``)."""
+        return {
+            "case": self.case,
+            "structure": self.structure,
+            "model": self.model,
+            "condition": self.condition,
+            "risk": self.risk,
+            "dice": None if math.isnan(self.dice) else self.dice,
+            "flagged": [
+                {"slice": f.slice, "risk": f.risk, "why": [x.value for x in f.flags]}
+                for f in self.flagged
+            ],
+        }
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _flags(text: str) -> tuple[Flag, ...]:
+    known = {f.value: f for f in Flag}
+    return tuple(known[t] for t in (text or "").split(FLAG_SEPARATOR) if t in known)
+
+
+def _read_csv(path: Path) -> list[dict]:
+    from napari_segeval.metrics import ResultsTable
+
+    return list(ResultsTable.from_csv(path).rows)
+
+
+def worklist(folder: str | os.PathLike) -> list[WorkItem]:
+    """A results folder's structures, riskiest first (ties: case, structure, model).
+
+    Raises
+    ------
+    napari_segeval.ReadError
+        No ``results.csv``, or a folder written before risks were (no ``risk`` column:
+        it has no risk to rank by; re-run the evaluation).
+    """
+    out = Path(folder)
+    if not (out / "results.csv").is_file():
+        raise ReadError(f"{out}: no results.csv (not a results folder, or the run has not ended)")
+    rows = [r for r in _read_csv(out / "results.csv") if r.get("status") == "ok"]
+    if rows and not any("risk" in r for r in rows):
+        raise ReadError(
+            f"{out}: written before risks were estimated (results.csv has no risk column); "
+            "re-run segeval evaluate to rank it"
+        )
+    slices = _read_csv(out / "slices.csv") if (out / "slices.csv").is_file() else []
+    return rank(rows, slices)
+
+
+def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkItem]:
+    """The structures of ``rows`` (``results.csv``'s ok rows) with a risk, riskiest first,
+    each with its flagged slices from ``slices`` (``slices.csv``'s rows).
+
+    Examples
+    --------
+    >>> rows = [{"case": "a", "structure": "liver", "condition": "clean", "risk": 0.2},
+    ...         {"case": "b", "structure": "liver", "condition": "clean", "risk": 0.9}]
+    >>> slices = [{"case": "b", "structure": "liver", "condition": "clean", "slice": 4,
+    ...            "risk": 0.7, "flags": "IoU estimate fell"}]
+    >>> [(w.case, w.first_slice) for w in rank(rows, slices)]
+    [('b', 4), ('a', None)]
+    """
+    flagged: dict[tuple, list[FlaggedSlice]] = {}
+    for r in slices:
+        flags = _flags(str(r.get("flags", "")))
+        if flags:
+            flagged.setdefault(_key(r), []).append(
+                FlaggedSlice(int(r["slice"]), _float(r["risk"]), flags)
+            )
+    items = []
+    for r in rows:
+        risk = _float(r.get("risk"))
+        if math.isnan(risk):
+            continue
+        mine = tuple(sorted(flagged.get(_key(r), ()), key=lambda f: (-f.risk, f.slice)))
+        items.append(WorkItem(*_key(r), risk, _float(r.get("dice")), mine))
+    return sorted(items, key=lambda w: (-w.risk, w.case, w.structure, w.model))
+
+
+def _key(r: Mapping) -> tuple[str, str, str, str]:
+    return (str(r["case"]), str(r["structure"]), str(r.get("model") or ""), str(r["condition"]))
+
+
+__all__ = [
+    "FLAG_SEPARATOR",
+    "SIGNAL_COLUMNS",
+    "FlaggedSlice",
+    "WorkItem",
+    "rank",
+    "risk_rows",
+    "worklist",
+]
