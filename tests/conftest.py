@@ -82,6 +82,20 @@ def fgsm_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def risk_run(tmp_path_factory) -> Path:
+    """``medsam2-3d`` with the built-in model on the first case of the sample task, without
+    its report: a results folder with risks (``slices.csv``), made once per session for the
+    triage tests of the evaluation layer and of the command line (read it only)."""
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.layouts import load_layout
+
+    task = Path(__file__).resolve().parents[1] / "sample_data/msd_task/Task90_AbdomenPhantom"
+    out = tmp_path_factory.mktemp("risk-run") / "medsam2-3d"
+    run_evaluation(load_layout(task)[:1], "medsam2-3d", out, workers=1, report=False)
+    return out
+
+
 @pytest.fixture
 def tiny_ct_files(tmp_path):
     """A small CT-like volume and its labels as NIfTI: ``(folder, geometry, image)``.

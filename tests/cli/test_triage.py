@@ -8,28 +8,19 @@ from pathlib import Path
 import pytest
 
 from napari_segeval.cli import main
-from napari_segeval.evaluation import run_evaluation
-from napari_segeval.evaluation.layouts import load_layout
 
 TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("cli_triage") / "run"
-    run_evaluation(load_layout(TASK)[:1], "medsam2-3d", out, workers=1, report=False)
-    return out
-
-
-def test_the_table_lists_the_riskiest_structures_first(run, capsys):
-    assert main(["triage", str(run), "--top", "2"]) == 0
+def test_the_table_lists_the_riskiest_structures_first(risk_run, capsys):
+    assert main(["triage", str(risk_run), "--top", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:6] == ["case", "structure", "model", "condition", "risk", "dice"]
     assert len(lines) == 4  # header, rule, two rows
 
 
-def test_json_is_one_object_with_every_flagged_slice(run, capsys):
-    assert main(["triage", str(run), "--json"]) == 0
+def test_json_is_one_object_with_every_flagged_slice(risk_run, capsys):
+    assert main(["triage", str(risk_run), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["n_items"] == len(payload["worklist"]) == 5
     risks = [w["risk"] for w in payload["worklist"]]

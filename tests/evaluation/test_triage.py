@@ -1,4 +1,4 @@
-"""Risk rows of a run and the worklist read back (evaluation.triage, slices.csv)."""
+"""Risk rows of a risk_run and the worklist read back (evaluation.triage, slices.csv)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 
 from napari_segeval._errors import ReadError
 from napari_segeval.evaluation import run_evaluation
-from napari_segeval.evaluation.layouts import load_layout
 from napari_segeval.evaluation.rows import SLICES
 from napari_segeval.evaluation.triage import FLAG_SEPARATOR, risk_rows, worklist
 from napari_segeval.propagation.result import StructureResult
@@ -21,23 +20,15 @@ from napari_segeval.uncertainty.risk import Flag
 TASK = Path(__file__).resolve().parents[2] / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    """The built-in model on the first case of the sample task (read it only)."""
-    out = tmp_path_factory.mktemp("triage") / "run"
-    run_evaluation(load_layout(TASK)[:1], "medsam2-3d", out, workers=1, report=False)
-    return out
-
-
 def _csv(path: Path) -> list[dict]:
     with open(path, newline="") as fh:
         return list(csv.DictReader(fh))
 
 
-def test_a_promptable_run_writes_a_risk_per_structure_and_per_slice(run):
-    rows = _csv(run / "results.csv")
+def test_a_promptable_run_writes_a_risk_per_structure_and_per_slice(risk_run):
+    rows = _csv(risk_run / "results.csv")
     assert rows and all(0.0 <= float(r["risk"]) <= 1.0 for r in rows)
-    slices = _csv(run / "slices.csv")
+    slices = _csv(risk_run / "slices.csv")
     assert set(slices[0]) <= {c.name for c in SLICES.columns}
     assert {r["structure"] for r in slices} == {r["structure"] for r in rows}
     for r in slices:
@@ -45,19 +36,19 @@ def test_a_promptable_run_writes_a_risk_per_structure_and_per_slice(run):
         assert all(f in {x.value for x in Flag} for f in r["flags"].split(FLAG_SEPARATOR) if f)
 
 
-def test_slices_cover_the_reference_the_prediction_and_the_slice_after_each_end(run):
+def test_slices_cover_the_reference_the_prediction_and_the_slice_after_each_end(risk_run):
     from napari_segeval.io import read_case
 
     case = read_case(TASK / "imagesTr/abd_001.nii.gz", labels=TASK / "labelsTr/abd_001.nii.gz")
-    slices = _csv(run / "slices.csv")
+    slices = _csv(risk_run / "slices.csv")
     liver = {int(r["slice"]) for r in slices if r["structure"] == "liver"}
     ref = set(np.flatnonzero((case.labels == 1).any(axis=(1, 2))).tolist())
     assert ref <= liver
     assert min(liver) <= min(ref) and max(liver) >= max(ref)
 
 
-def test_the_worklist_is_riskiest_first_with_its_flagged_slices(run):
-    items = worklist(run)
+def test_the_worklist_is_riskiest_first_with_its_flagged_slices(risk_run):
+    items = worklist(risk_run)
     assert len(items) == 5
     assert [w.risk for w in items] == sorted((w.risk for w in items), reverse=True)
     for w in items:
@@ -68,9 +59,9 @@ def test_the_worklist_is_riskiest_first_with_its_flagged_slices(run):
     assert set(d) == {"case", "structure", "model", "condition", "risk", "dice", "flagged"}
 
 
-def test_a_folder_written_before_risks_says_so(run, tmp_path):
+def test_a_folder_written_before_risks_says_so(risk_run, tmp_path):
     old = tmp_path / "old"
-    shutil.copytree(run, old)
+    shutil.copytree(risk_run, old)
     rows = _csv(old / "results.csv")
     with open(old / "results.csv", "w", newline="") as fh:
         cols = [c for c in rows[0] if c != "risk"]
