@@ -16,6 +16,7 @@ from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets.colours import ColourLanguage
 
 if TYPE_CHECKING:  # pragma: no cover
     import napari
@@ -91,6 +92,7 @@ class CaseWidget(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.status)
         layout.addStretch(1)
+        self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.subscribe(self._on_state)
         self._refresh_fields()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import QTimer
+from qtpy.QtCore import Qt, QTimer
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -37,6 +37,7 @@ from napari_segeval._widgets._state import (
     go_to_index,
     shared_state,
 )
+from napari_segeval._widgets.colours import structure_colour
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.overlays.arrays import (
@@ -295,7 +296,10 @@ class DicePanel(QWidget):
         both = any(r["attacked"] is not None for r in self.records)
         unc = self.state.uncertainty
         for i, rec in enumerate(self.records):
-            self.table.setItem(i, 0, QTableWidgetItem(f"{rec['label']} {rec['name']}"))
+            name = QTableWidgetItem(f"{rec['label']} {rec['name']}")
+            swatch = structure_colour(int(rec["label"]), self.state.structures)
+            name.setData(Qt.DecorationRole, QColor(swatch))  # its colour in the layers
+            self.table.setItem(i, 0, name)
             col = 1
             for key in PANEL_KEYS:
                 parts = [("clean", rec["clean"][key])]
@@ -316,6 +320,9 @@ class DicePanel(QWidget):
                     if colour is not None:
                         item.setBackground(QColor(*colour))
                         item.setForeground(QColor(255, 255, 255))
+                        # a selected row's highlight would hide the colour: only the
+                        # structure's cell shows the selection
+                        item.setFlags(item.flags() & ~Qt.ItemIsSelectable)
                     self.table.setItem(i, col, item)
                     col += 1
                 if key == "dice" and unc:
@@ -339,9 +346,10 @@ class DicePanel(QWidget):
             self.table.blockSignals(False)
 
     def _row_selected(self) -> None:
-        rows = self.table.selectionModel().selectedRows()
+        # selectedRows() wants every cell selected; the coloured ones are not selectable
+        rows = sorted({index.row() for index in self.table.selectedIndexes()})
         if rows:
-            self.state.set_current(self.records[rows[0].row()]["label"])
+            self.state.set_current(self.records[rows[0]]["label"])
 
     def per_slice(self) -> dict[str, np.ndarray]:
         """Per-slice Dice of the current structure for each condition."""

@@ -7,8 +7,10 @@ from qtpy.QtCore import QPointF, QRectF, Qt, Signal
 from qtpy.QtGui import QColor, QPainter, QPainterPath, QPen
 from qtpy.QtWidgets import QSizePolicy, QWidget
 
-#: Colours of the series by condition.
-SERIES_COLOURS = {"clean": QColor(80, 170, 255), "attacked": QColor(255, 120, 60)}
+from napari_segeval._widgets.colours import ROLE_COLOURS
+
+#: Colours of the series by condition (the predictions' colours with one structure).
+SERIES_COLOURS = {c: QColor(ROLE_COLOURS[c]) for c in ("clean", "attacked")}
 
 
 class SlicePlot(QWidget):

@@ -30,6 +30,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
@@ -48,8 +49,12 @@ from napari_segeval.io.case import MODALITIES
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
 
 
-def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str) -> Any:
-    """Add (or replace the data of) a Labels layer on the reference's grid and colours."""
+def prediction_layer(
+    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = "clean"
+) -> Any:
+    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as the
+    prediction of ``role`` (``"clean"`` or ``"attacked"``) in the colour language
+    (:mod:`~napari_segeval._widgets.colours`)."""
     ref = state.reference if state.reference is not None else state.image
     meta = {
         "geometry": state.geometry().to_dict(),
@@ -62,12 +67,15 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
         layer.data = data
         layer.metadata.update(meta)
         return layer
-    kwargs: dict = {"name": name, "metadata": meta, "opacity": 0.6}
+    kwargs: dict = {
+        "name": name,
+        "metadata": meta,
+        "opacity": colours.PREDICTION_OPACITY,
+        "colormap": colours.colormap(role, state.structures),
+    }
     if ref is not None:
         n = data.ndim
         kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    if state.reference is not None:
-        kwargs["colormap"] = state.reference.colormap
     return viewer.add_labels(data, **kwargs)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from napari_segeval._widgets.colours import REFERENCE_CONTOUR
 from napari_segeval._widgets.overlays.arrays import CHANGED, GAINED, LOST, disagreement
 
 
@@ -105,7 +106,7 @@ def test_outline_option_sets_contour(pair_case, qtbot):
     qtbot.addWidget(bar)
     bar.outlines.setChecked(True)
     assert clean.contour > 0 and att.contour > 0
-    assert state.reference.contour == 0
+    assert state.reference.contour == REFERENCE_CONTOUR  # outlined already, as always
     new = viewer.add_labels(np.array(att.data), name="other attacked")
     state.set_prediction("attacked", new)  # a new prediction is outlined too
     assert new.contour > 0
