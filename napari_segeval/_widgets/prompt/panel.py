@@ -47,6 +47,8 @@ from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
+#: The row of the model's CT window: its preprocessing, not the display.
+WINDOW_ROW = "model input window (CT)"
 
 
 def prediction_layer(
@@ -128,6 +130,10 @@ class PromptPanel(QWidget):
         self.backend = self.picker.combo  # the model list (a registry label per model)
         self.window = QComboBox()
         self.window.addItems(list(WINDOWS))
+        self.window.setToolTip(
+            "the CT window the model's input is mapped with (its preprocessing, not "
+            "what you see: the Case panel's display presets set that); CT only"
+        )
         self.window.currentTextChanged.connect(self._window_picked)
         self.modality = QComboBox()
         self.modality.addItems(["from image", *MODALITIES])
@@ -135,6 +141,7 @@ class PromptPanel(QWidget):
             "modality for the intensity mapping (CT window, MR clip ...); "
             "'from image': the reader's (DICOM, dataset.json, guess)"
         )
+        self.modality.currentTextChanged.connect(lambda _text: self._window_applies())
         self.run_button = QPushButton("Run propagation")
         self.run_button.setToolTip("propagate every structure's prompts from scratch")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
@@ -173,6 +180,7 @@ class PromptPanel(QWidget):
         self.picker.loaded.connect(self._probed)
         self.state.subscribe(self._on_state)
         self._fill_structures()
+        self._window_applies()
         self.update_capability()
 
     def _build(self) -> None:
@@ -183,7 +191,7 @@ class PromptPanel(QWidget):
         form = QFormLayout()
         form.addRow("device", self.device)
         form.addRow("modality", self.modality)
-        form.addRow("CT window", self.window)
+        form.addRow(WINDOW_ROW, self.window)
         inner = QWidget()
         content = QVBoxLayout(inner)
         content.setContentsMargins(0, 0, 0, 0)
@@ -231,6 +239,8 @@ class PromptPanel(QWidget):
             self.update_capability()
             self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
+        if what in ("image", "reference"):
+            self._window_applies()
 
     def _say_dense(self) -> None:
         """Say so when the prediction shown comes from a dense model (Segment tab): it
@@ -286,6 +296,12 @@ class PromptPanel(QWidget):
 
     def _window_picked(self, text: str) -> None:
         self.state.window = None if text == "default" else text
+
+    def _window_applies(self) -> bool:
+        """Enable the model input window for a CT only (True when it applies)."""
+        ct = self.chosen_modality() == "CT"
+        self.window.setEnabled(ct)
+        return ct
 
     # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
