@@ -37,13 +37,15 @@ from napari_segeval._widgets._state import (
     go_to_index,
     shared_state,
 )
-from napari_segeval._widgets.colours import structure_colour
+from napari_segeval._widgets.colours import several, structure_colour
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.overlays.arrays import (
     PANEL_KEYS,
     compare_rows,
     dice_colour,
+    slice_extent,
+    slice_kinds,
     touched_slices,
 )
 
@@ -76,6 +78,10 @@ class DicePanel(QWidget):
         self._pending: dict[str, slice | None] = {}
         self.message = QLabel("")
         self.message.setWordWrap(True)
+        #: the last job's result line (a propagation's, shown when the tab comes to front)
+        self.result = QLabel("")
+        self.result.setWordWrap(True)
+        self.result.setVisible(False)
         self.table = QTableWidget(0, 1)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
@@ -100,9 +106,12 @@ class DicePanel(QWidget):
         for w in (self.worst_button, self.recount_button, self.overlay_box, self.overlay_condition):
             row.addWidget(w)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.result)
         layout.addWidget(self.message)
         layout.addWidget(self.table, 2)
-        layout.addWidget(QLabel("Dice per slice of the selected structure (click: go there)"))
+        layout.addWidget(
+            QLabel("Dice per slice of the selected structure, over its extent (click: go there)")
+        )
         layout.addWidget(self.plot, 1)
         layout.addLayout(row)
         layout.addWidget(QLabel("surface metrics (HD95, NSD):"))
@@ -179,7 +188,14 @@ class DicePanel(QWidget):
         self.refresh()
         self._surface_timer.start()
 
+    def show_result(self, text: str) -> None:
+        """Show a job's result line above the table (nothing for an empty ``text``)."""
+        self.result.setText(text)
+        self.result.setVisible(bool(text))
+
     def _on_state(self, what: str) -> None:
+        if what == "reference":
+            self.show_result("")  # another case: the line was the last one's
         if what in ("reference", "clean", "attacked", "image"):
             self.rebind()
         elif what == "uncertainty":
@@ -359,10 +375,29 @@ class DicePanel(QWidget):
         return {cond: live.per_slice_dice(int(label)) for cond, live in self.live.items()}
 
     def refresh_plot(self) -> None:
-        """Redraw the per-slice plot for the current structure."""
+        """Redraw the per-slice plot for the current structure: its extent with a margin,
+        missed and false-positive slices, the prompted slices and the chain's ends."""
         if self.state.kind() == "image":
             return
-        self.plot.set_series(self.per_slice())
+        label = self.state.current
+        names = self.state.structures
+        colours = {}
+        if label is not None and several(names):  # the structure's colours in the layers
+            colours = {c: structure_colour(int(label), names, c) for c in self.live}
+        self.plot.set_series(self.per_slice(), colours)
+        live = self.live.get("clean", self.live.get("attacked"))
+        if label is not None and live is not None:
+            counts = live.slice_counts(int(label))
+            present = (counts[:, 1] > 0) | (counts[:, 2] > 0)
+            for other in self.live.values():
+                present |= other.slice_counts(int(label))[:, 2] > 0
+            self.plot.set_range(slice_extent(present))
+            missed, false_positive = slice_kinds(counts)
+            predicted = np.flatnonzero(counts[:, 2] > 0)
+            ends = (int(predicted[0]), int(predicted[-1])) if predicted.size else None
+            prompts = self.state.prompts.get(int(label))
+            frames = tuple(prompts.frames) if prompts is not None else ()
+            self.plot.set_marks(missed, false_positive, frames, ends)
         self._on_step()
 
     # -- navigation ---------------------------------------------------------------------
