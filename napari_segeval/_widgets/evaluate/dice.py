@@ -85,7 +85,7 @@ class DicePanel(QWidget):
         self.table = QTableWidget(0, 1)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setMinimumHeight(170)
+        self.table.setMinimumHeight(110)
         self.table.itemSelectionChanged.connect(self._row_selected)
         self.plot = SlicePlot()
         self.plot.slice_clicked.connect(self.go_to_slice)
@@ -114,8 +114,7 @@ class DicePanel(QWidget):
         )
         layout.addWidget(self.plot, 1)
         layout.addLayout(row)
-        layout.addWidget(QLabel("surface metrics (HD95, NSD):"))
-        layout.addWidget(self.surface_runner)
+        layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(0)
