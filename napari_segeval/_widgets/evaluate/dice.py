@@ -85,7 +85,7 @@ class DicePanel(QWidget):
         self.table = QTableWidget(0, 1)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setMinimumHeight(110)
+        self.table.setMinimumHeight(90)
         self.table.itemSelectionChanged.connect(self._row_selected)
         self.plot = SlicePlot()
         self.plot.slice_clicked.connect(self.go_to_slice)

@@ -65,7 +65,7 @@ class SlicePlot(QWidget):
         self.false_positive = np.zeros(0, bool)
         self.prompts: tuple[int, ...] = ()
         self.ends: tuple[int, int] | None = None
-        self.setMinimumHeight(130)
+        self.setMinimumHeight(112)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
         self.setToolTip(
             "Dice per slice (lines: clean, attacked); under the axis: green = missed "
