@@ -288,6 +288,7 @@ class CompareView(QWidget):
             dst = Layer.create(data, meta, kind)
             if not isinstance(dst, Image):
                 dst.editable = False
+                dst.contour = src.contour  # not in the layer data tuple: the outline
             model.add_layer(dst)
             self._mirror(key, src, dst)
 

@@ -132,6 +132,10 @@ def test_compare_three_linked_views(pair_case, qtbot):
     # the hidden attacked image shows in its view; data arrays are shared
     assert view.models["attacked"].layers[0].visible
     assert view.models["clean"].layers[1].data is clean.data
+    # each view draws its layer in the colour language: the reference an outline
+    mirrored_ref = view.models["reference"].layers[1]
+    assert mirrored_ref.contour == REFERENCE_CONTOUR and view.models["clean"].layers[1].contour == 0
+    assert mirrored_ref.colormap.color_dict == state.reference.colormap.color_dict
     models = list(view.models.values())
 
     # slice: main -> views
