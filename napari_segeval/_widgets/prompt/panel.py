@@ -42,7 +42,7 @@ from napari_segeval._widgets.jobs.tasks import (
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.live import LiveLabels
-from napari_segeval._widgets.prompt.run import PropagationJobs
+from napari_segeval._widgets.prompt.run import PropagationJobs, estimate_text
 from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
@@ -153,8 +153,10 @@ class PromptPanel(QWidget):
         )
         self.uncertainty_button = QPushButton("Uncertainty")
         self.uncertainty_button.setToolTip(
-            "heat map of the prediction's uncertainty (box jitter + intensity noise)"
+            "heat map of the prediction's uncertainty (box jitter + intensity noise): "
+            "one whole propagation per sample"
         )
+        self.samples.valueChanged.connect(lambda _n: self.show_estimate())
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty)
         )
@@ -177,7 +179,9 @@ class PromptPanel(QWidget):
         self.jobs = PropagationJobs(self, prediction_layer)
         self._build()
         self.picker.changed.connect(self.update_capability)
+        self.picker.changed.connect(lambda *_: self.show_estimate())
         self.picker.loaded.connect(self._probed)
+        self.runner.job_done.connect(lambda _name, _outcome: self.show_estimate())
         self.state.subscribe(self._on_state)
         self._fill_structures()
         self._window_applies()
@@ -392,6 +396,13 @@ class PromptPanel(QWidget):
         self.jobs.start_from(labels, sets, name=name, case_id=case_id, options=options)
         self.tools.note(note)
 
+    def show_estimate(self) -> str:
+        """Say on the Uncertainty button how long it will take (the samples times the
+        last whole propagation of this case and model); returns that text."""
+        text = estimate_text(self.jobs.propagation_seconds(), int(self.samples.value()))
+        self.uncertainty_button.setText(f"Uncertainty ({text})" if text else "Uncertainty")
+        return text
+
     def run_uncertainty(self) -> Any:
         """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
         if self.state.image is None:
@@ -405,7 +416,7 @@ class PromptPanel(QWidget):
                 raise
         cached = self.cached_model()
         image, pred = self.state.image, self.state.predictions.get("clean")
-        return self.runner.start(
+        job = self.runner.start(
             "uncertainty",
             uncertainty,
             self.spec(),
@@ -421,6 +432,11 @@ class PromptPanel(QWidget):
             needs=[image] + ([] if pred is None else [pred]),
             on_done=lambda result: self._uncertainty_done(result, image.name),
         )
+        estimate = self.show_estimate()
+        if job is not None and estimate:  # said before the first sample reports
+            n = int(self.samples.value())
+            self.runner.status.setText(f"uncertainty: {n} propagations, {estimate}...")
+        return job
 
     def _uncertainty_done(self, result: tuple, base: str) -> None:
         model, umap, scores = result
