@@ -89,7 +89,9 @@ WIDGETS = f"{PACKAGE}._widgets"
 #: share a layer are independent of each other).
 WIDGET_LAYERS: tuple[tuple[str, ...], ...] = (
     (WIDGETS,),
-    ("_state", "jobs"),  # per-viewer state; a job in a thread, the runner, the job functions
+    # per-viewer state; a job in a thread, the runner, the job functions; the colour
+    # language; the display presets
+    ("_state", "jobs", "colours", "display"),
     ("_layers", "overlays", "models"),  # layer picker; display numerics, overlays; model picker
     ("prompt",),  # the Prompt & propagate tab
     ("compare", "evaluate"),  # compare mode; the Segment, Attack, Dice and Export tabs

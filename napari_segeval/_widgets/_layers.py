@@ -49,7 +49,8 @@ class LayerPicker(QWidget):
         for role, combo in self.combos.items():
             form.addRow(role, combo)
             combo.currentTextChanged.connect(lambda text, role=role: self._picked(role, text))
-        for event in (viewer.layers.events.inserted, viewer.layers.events.removed):
+        layer_events = viewer.layers.events
+        for event in (layer_events.inserted, layer_events.removed, layer_events.renamed):
             event.connect(self._refill)
         viewer.layers.events.inserted.connect(self._take_opened_labels)
         state.subscribe(self._on_state)

@@ -1,4 +1,5 @@
-"""The *Case* dock panel: which image and reference layers form the case, and their geometry.
+"""The *Case* dock panel: which image and reference layers form the case, their geometry,
+and how the image is displayed (CT window/level or percentile presets).
 
 It picks the layers with the package's one
 :class:`~napari_segeval._widgets._layers.LayerPicker` (image and reference rows)
@@ -12,10 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+import numpy as np
+from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets.colours import ColourLanguage
+from napari_segeval._widgets.display import DisplayPreset, presets_for
+from napari_segeval._widgets.jobs.worker import run_guarded
 
 if TYPE_CHECKING:  # pragma: no cover
     import napari
@@ -70,6 +75,10 @@ class CaseWidget(QWidget):
         ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
     status : QLabel
         Whether the reference lines up with the image.
+    display : QComboBox
+        The display presets of the image's modality
+        (:func:`~napari_segeval._widgets.display.presets_for`): what the person sees,
+        never what the model gets. A new image gets the first one.
     """
 
     def __init__(
@@ -83,16 +92,28 @@ class CaseWidget(QWidget):
         self.fields["structures"].setWordWrap(True)
         self.status = QLabel("")
         self.status.setWordWrap(True)
+        self.display = QComboBox()
+        self.display.setToolTip(
+            "what you see of the image (its contrast limits): CT windows W/L in HU, "
+            "percentiles of the non-zero voxels for MR and others; the model's input "
+            "is set apart, in the Prompt tab"
+        )
+        self.display.currentIndexChanged.connect(self._display_picked)
+        self._presets: tuple[DisplayPreset, ...] = ()
+        self._shown_image: Any = None
         form = QFormLayout()
         for key, label in self.fields.items():
             form.addRow(key, label)
+        form.addRow("display", self.display)
         layout = QVBoxLayout(self)
         layout.addWidget(self.picker)
         layout.addLayout(form)
         layout.addWidget(self.status)
         layout.addStretch(1)
+        self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.subscribe(self._on_state)
         self._refresh_fields()
+        self._fill_display()
 
     def image_layer(self) -> Any:
         """The chosen image layer, or None."""
@@ -105,6 +126,48 @@ class CaseWidget(QWidget):
     def _on_state(self, what: str) -> None:
         if what in ("image", "reference"):
             self._refresh_fields()
+            self._fill_display()
+
+    # -- display presets --------------------------------------------------------------
+    def _fill_display(self) -> None:
+        """List the presets of the image's modality; a new image gets the first one."""
+        image = self.state.image
+        if image is self._shown_image:
+            return
+        self._shown_image = image
+        usable = image is not None and not getattr(image, "rgb", False)
+        self._presets = presets_for(self.state.modality()) if usable else ()
+        self.display.blockSignals(True)
+        self.display.clear()
+        self.display.addItems([p.name for p in self._presets])
+        self.display.blockSignals(False)
+        self.display.setEnabled(usable)
+        if usable:
+            self.set_display(self._presets[0].name)
+
+    def presets(self) -> tuple[DisplayPreset, ...]:
+        """The display presets listed for the chosen image."""
+        return self._presets
+
+    def set_display(self, name: str) -> tuple[float, float]:
+        """Show the image (and its attacked version) with preset ``name``; returns the limits."""
+        names = [p.name for p in self._presets]
+        if name not in names:
+            raise ValueError(f"no display preset {name!r} for this image: use one of {names}")
+        self.display.blockSignals(True)
+        self.display.setCurrentIndex(names.index(name))
+        self.display.blockSignals(False)
+        preset = self._presets[names.index(name)]
+        image = self.state.image
+        limits = preset.limits(np.asarray(image.data))
+        for layer in (image, self.state.attacked_image):
+            if layer is not None and not getattr(layer, "rgb", False):
+                _set_limits(layer, limits)
+        return limits
+
+    def _display_picked(self, index: int) -> None:
+        if 0 <= index < len(self._presets):
+            run_guarded("display", lambda: self.set_display(self._presets[index].name))
 
     def _refresh_fields(self) -> None:
         image, labels = self.image_layer(), self.labels_layer()
@@ -126,3 +189,12 @@ class CaseWidget(QWidget):
         if any(abs(a - b) > 1e-6 for a, b in zip(image.scale[-labels.ndim :], labels.scale)):
             return "reference spacing differs from image spacing"
         return "reference lines up with the image"
+
+
+def _set_limits(layer: Any, limits: tuple[float, float]) -> None:
+    """Set an Image layer's contrast limits, widening its slider range to hold them."""
+    lo, hi = limits
+    range_lo, range_hi = layer.contrast_limits_range
+    if lo < range_lo or hi > range_hi:
+        layer.contrast_limits_range = (min(lo, range_lo), max(hi, range_hi))
+    layer.contrast_limits = (lo, hi)

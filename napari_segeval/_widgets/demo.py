@@ -168,9 +168,6 @@ class DemoRun:
         if self.correction is not None:  # the corrected slice, its prompts and the new Dice
             w.tabs.setCurrentWidget(w.prompt)
             w.dice.go_to_slice(self.correction.index)
-            w.display.outlines.setChecked(True)  # prediction outlined over the reference,
-            w.state.reference.opacity = 0.35  # which is dimmed so that the outline stands out
-            w.state.predictions["clean"].opacity = 1.0
             self.viewer.layers.selection.active = w.state.image
             self._zoom_on(self.correction)
             self.finished = True

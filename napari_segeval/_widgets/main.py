@@ -65,3 +65,5 @@ class SegEvalWidget(QWidget):
         # a correction keeps the Prompt tab in front (its status line says how Dice moved)
         if outcome == "ok" and name != "re-propagation":
             self.tabs.setCurrentWidget(self.dice)
+            if name == "propagation":  # the result line goes where the person now looks
+                self.dice.show_result(self.prompt.tools.status.text())

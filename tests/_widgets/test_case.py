@@ -113,7 +113,9 @@ def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napar
         and "agree between neighbours" in brain.metadata["labels_reason"]
     )
     assert case.state.reference is brain and case.state.structures == {1: "label 1", 2: "label 2"}
-    assert case.picker.combos["reference"].currentText() == "brain.nii.gz"
+    # named as the reference it now is, in the layer list and the picker
+    assert brain.name == "reference (brain)"
+    assert case.picker.combos["reference"].currentText() == "reference (brain)"
     viewer.add_labels(seg, name="prediction", metadata={"structures": {}})
     assert case.state.reference is brain
 

@@ -8,6 +8,7 @@ from napari.layers import Image
 
 from napari_segeval._widgets.evaluate.dice import UNC_HEADER, DicePanel
 from napari_segeval._widgets.jobs.tasks import uncertainty
+from napari_segeval._widgets.prompt.run import estimate_text
 from napari_segeval.uncertainty import structure_scores
 
 from .conftest import wait_job
@@ -33,11 +34,18 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     viewer, w = ct_viewer
     w.state.set_current(1)
     box = w.prompt.box_from_reference()
+    assert w.prompt.uncertainty_button.text() == "Uncertainty"  # nothing ran: no estimate
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     pred = w.state.predictions["clean"]
+    # the time it will take is said before it starts: samples x one whole propagation
+    seconds = w.prompt.jobs.propagation_seconds()
+    assert seconds is not None and seconds > 0
     w.prompt.samples.setValue(3)
+    expected = estimate_text(seconds, 3)
+    assert expected and w.prompt.uncertainty_button.text() == f"Uncertainty ({expected})"
     w.prompt.uncertainty_button.click()
+    assert w.prompt.runner.status.text() == f"uncertainty: 3 propagations, {expected}..."
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None, notifications()
     layer = viewer.layers["ct uncertainty"]

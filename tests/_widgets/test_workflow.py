@@ -48,6 +48,10 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     wait_job(qtbot, w.prompt.runner)
     pred = w.state.predictions["clean"]
     assert pred is not None and pred in viewer.layers
+    # the Dice tab comes to front with the result line, where the person looks
+    assert w.tabs.currentWidget() is w.dice and w.dice.result.isVisibleTo(w.dice)
+    assert w.dice.result.text() == w.prompt.tools.status.text()
+    assert w.dice.result.text().startswith("propagated ")
     expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", prompts, "volume")
     np.testing.assert_array_equal(pred.data, expected)
     assert pred.colormap is w.state.reference.colormap or (

@@ -36,6 +36,7 @@ from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
 
@@ -287,6 +288,7 @@ class CompareView(QWidget):
             dst = Layer.create(data, meta, kind)
             if not isinstance(dst, Image):
                 dst.editable = False
+                dst.contour = src.contour  # not in the layer data tuple: the outline
             model.add_layer(dst)
             self._mirror(key, src, dst)
 
@@ -395,11 +397,15 @@ class CompareView(QWidget):
 
 
 class CompareBar(QWidget):
-    """The Evaluate widget's display options: compare mode, disagreement, outlines.
+    """The Evaluate widget's display options: compare mode, disagreement, outlines, and
+    the legend of the colour language (:mod:`~napari_segeval._widgets.colours`), which
+    it keeps the case's layers drawn in.
 
     Attributes
     ----------
     compare, disagreement, outlines : QCheckBox
+    legend : QLabel
+    colours : ColourLanguage
     view : CompareView or None
         The open compare views.
     overlay : DisagreementOverlay
@@ -423,11 +429,24 @@ class CompareBar(QWidget):
         )
         self.outlines = QCheckBox("Outlines")
         self.outlines.setToolTip("draw the predictions as outlines over the reference")
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
+        self.legend = QLabel()
+        self.legend.setWordWrap(True)
+        self.legend.setStyleSheet("font-size: 11px")
+        self.legend.setToolTip(
+            "the colour language of every view: the reference is an outline, the "
+            "clean and attacked predictions are filled; with several structures each "
+            "has its colour in every layer"
+        )
+        self.colours = ColourLanguage(viewer, state)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
         for box in (self.compare, self.disagreement, self.outlines):
             row.addWidget(box)
         row.addStretch(1)
+        column.addLayout(row)
+        column.addWidget(self.legend)
+        self._legend()
         self.compare.toggled.connect(
             lambda on: run_guarded("compare", lambda: self.set_compare(on))
         )
@@ -463,13 +482,19 @@ class CompareBar(QWidget):
         """Draw the predictions as outlines (or filled) as the checkbox says."""
         set_outlines(self.state.predictions.values(), self.outlines.isChecked())
 
+    def _legend(self) -> None:
+        self.legend.setText(legend_html(self.state.structures))
+
     def _on_state(self, what: str) -> None:
         if what in ("reference", *CONDITIONS) and self.outlines.isChecked():
             self.apply_outlines()
+        if what == "reference":
+            self._legend()
 
     def close(self) -> bool:
         """Close the views and the layer, stop listening."""
         self.set_compare(False)
         self.overlay.close()
+        self.colours.close()
         self.state.unsubscribe(self._on_state)
         return super().close()

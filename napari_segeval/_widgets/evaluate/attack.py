@@ -240,7 +240,11 @@ class AttackPanel(QWidget):
             },
         )
         layer = prediction_layer(
-            self.viewer, self.state, result.attacked_prediction, f"{base} attacked prediction"
+            self.viewer,
+            self.state,
+            result.attacked_prediction,
+            f"{base} attacked prediction",
+            role="attacked",
         )
         self.state.set_prediction("attacked", layer)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import QTimer
+from qtpy.QtCore import Qt, QTimer
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
     QCheckBox,
@@ -37,12 +37,15 @@ from napari_segeval._widgets._state import (
     go_to_index,
     shared_state,
 )
+from napari_segeval._widgets.colours import several, structure_colour
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.overlays.arrays import (
     PANEL_KEYS,
     compare_rows,
     dice_colour,
+    slice_extent,
+    slice_kinds,
     touched_slices,
 )
 
@@ -75,10 +78,14 @@ class DicePanel(QWidget):
         self._pending: dict[str, slice | None] = {}
         self.message = QLabel("")
         self.message.setWordWrap(True)
+        #: the last job's result line (a propagation's, shown when the tab comes to front)
+        self.result = QLabel("")
+        self.result.setWordWrap(True)
+        self.result.setVisible(False)
         self.table = QTableWidget(0, 1)
         self.table.setSelectionBehavior(QTableWidget.SelectRows)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
-        self.table.setMinimumHeight(170)
+        self.table.setMinimumHeight(90)
         self.table.itemSelectionChanged.connect(self._row_selected)
         self.plot = SlicePlot()
         self.plot.slice_clicked.connect(self.go_to_slice)
@@ -99,13 +106,15 @@ class DicePanel(QWidget):
         for w in (self.worst_button, self.recount_button, self.overlay_box, self.overlay_condition):
             row.addWidget(w)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.result)
         layout.addWidget(self.message)
         layout.addWidget(self.table, 2)
-        layout.addWidget(QLabel("Dice per slice of the selected structure (click: go there)"))
+        layout.addWidget(
+            QLabel("Dice per slice of the selected structure, over its extent (click: go there)")
+        )
         layout.addWidget(self.plot, 1)
         layout.addLayout(row)
-        layout.addWidget(QLabel("surface metrics (HD95, NSD):"))
-        layout.addWidget(self.surface_runner)
+        layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
         self._flush_timer = QTimer(self)
         self._flush_timer.setSingleShot(True)
         self._flush_timer.setInterval(0)
@@ -178,7 +187,14 @@ class DicePanel(QWidget):
         self.refresh()
         self._surface_timer.start()
 
+    def show_result(self, text: str) -> None:
+        """Show a job's result line above the table (nothing for an empty ``text``)."""
+        self.result.setText(text)
+        self.result.setVisible(bool(text))
+
     def _on_state(self, what: str) -> None:
+        if what == "reference":
+            self.show_result("")  # another case: the line was the last one's
         if what in ("reference", "clean", "attacked", "image"):
             self.rebind()
         elif what == "uncertainty":
@@ -295,7 +311,10 @@ class DicePanel(QWidget):
         both = any(r["attacked"] is not None for r in self.records)
         unc = self.state.uncertainty
         for i, rec in enumerate(self.records):
-            self.table.setItem(i, 0, QTableWidgetItem(f"{rec['label']} {rec['name']}"))
+            name = QTableWidgetItem(f"{rec['label']} {rec['name']}")
+            swatch = structure_colour(int(rec["label"]), self.state.structures)
+            name.setData(Qt.DecorationRole, QColor(swatch))  # its colour in the layers
+            self.table.setItem(i, 0, name)
             col = 1
             for key in PANEL_KEYS:
                 parts = [("clean", rec["clean"][key])]
@@ -316,6 +335,9 @@ class DicePanel(QWidget):
                     if colour is not None:
                         item.setBackground(QColor(*colour))
                         item.setForeground(QColor(255, 255, 255))
+                        # a selected row's highlight would hide the colour: only the
+                        # structure's cell shows the selection
+                        item.setFlags(item.flags() & ~Qt.ItemIsSelectable)
                     self.table.setItem(i, col, item)
                     col += 1
                 if key == "dice" and unc:
@@ -339,9 +361,10 @@ class DicePanel(QWidget):
             self.table.blockSignals(False)
 
     def _row_selected(self) -> None:
-        rows = self.table.selectionModel().selectedRows()
+        # selectedRows() wants every cell selected; the coloured ones are not selectable
+        rows = sorted({index.row() for index in self.table.selectedIndexes()})
         if rows:
-            self.state.set_current(self.records[rows[0].row()]["label"])
+            self.state.set_current(self.records[rows[0]]["label"])
 
     def per_slice(self) -> dict[str, np.ndarray]:
         """Per-slice Dice of the current structure for each condition."""
@@ -351,10 +374,29 @@ class DicePanel(QWidget):
         return {cond: live.per_slice_dice(int(label)) for cond, live in self.live.items()}
 
     def refresh_plot(self) -> None:
-        """Redraw the per-slice plot for the current structure."""
+        """Redraw the per-slice plot for the current structure: its extent with a margin,
+        missed and false-positive slices, the prompted slices and the chain's ends."""
         if self.state.kind() == "image":
             return
-        self.plot.set_series(self.per_slice())
+        label = self.state.current
+        names = self.state.structures
+        colours = {}
+        if label is not None and several(names):  # the structure's colours in the layers
+            colours = {c: structure_colour(int(label), names, c) for c in self.live}
+        self.plot.set_series(self.per_slice(), colours)
+        live = self.live.get("clean", self.live.get("attacked"))
+        if label is not None and live is not None:
+            counts = live.slice_counts(int(label))
+            present = (counts[:, 1] > 0) | (counts[:, 2] > 0)
+            for other in self.live.values():
+                present |= other.slice_counts(int(label))[:, 2] > 0
+            self.plot.set_range(slice_extent(present))
+            missed, false_positive = slice_kinds(counts)
+            predicted = np.flatnonzero(counts[:, 2] > 0)
+            ends = (int(predicted[0]), int(predicted[-1])) if predicted.size else None
+            prompts = self.state.prompts.get(int(label))
+            frames = tuple(prompts.frames) if prompts is not None else ()
+            self.plot.set_marks(missed, false_positive, frames, ends)
         self._on_step()
 
     # -- navigation ---------------------------------------------------------------------

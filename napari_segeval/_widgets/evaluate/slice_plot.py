@@ -1,4 +1,14 @@
-"""A light per-slice Dice plot drawn with QPainter; a click picks a slice."""
+"""A light per-slice Dice plot drawn with QPainter; a click picks a slice.
+
+It spans the structure's extent with a margin (:meth:`SlicePlot.set_range`), not
+the whole volume, with titled axes. Slices where the reference has the structure
+and the prediction has none (*missed*) are marked under the axis in the false
+negatives' colour, slices with a prediction and no reference (*false positive*)
+in the false positives' colour (:mod:`~napari_segeval._widgets.colours`): both
+have Dice 0, which the curve alone does not tell apart. The prompted slices
+(dashed, white) and the ends of the propagated chain (solid ticks in the
+prediction's colour) are marked (:meth:`SlicePlot.set_marks`).
+"""
 
 from __future__ import annotations
 
@@ -7,32 +17,100 @@ from qtpy.QtCore import QPointF, QRectF, Qt, Signal
 from qtpy.QtGui import QColor, QPainter, QPainterPath, QPen
 from qtpy.QtWidgets import QSizePolicy, QWidget
 
-#: Colours of the series by condition.
-SERIES_COLOURS = {"clean": QColor(80, 170, 255), "attacked": QColor(255, 120, 60)}
+from napari_segeval._widgets.colours import (
+    NEGATIVE_COLOUR,
+    POSITIVE_COLOUR,
+    PROMPT_COLOUR,
+    ROLE_COLOURS,
+)
+
+#: Colours of the series by condition (the predictions' colours with one structure).
+SERIES_COLOURS = {c: QColor(ROLE_COLOURS[c]) for c in ("clean", "attacked")}
+X_TITLE = "slice"
+Y_TITLE = "Dice"
 
 
 class SlicePlot(QWidget):
     """Per-slice Dice (0..1) of one structure for each condition, slice index on x.
 
     ``slice_clicked(int)`` is emitted with the slice under a mouse click.
+
+    Attributes
+    ----------
+    series : dict of str to numpy.ndarray
+        Per-slice Dice by condition (NaN: the structure is absent from both maps).
+    lo, hi : int
+        First and last slice shown.
+    missed, false_positive : numpy.ndarray of bool
+        Slices marked as missed (reference, no prediction) and as false positive.
+    prompts : tuple of int
+        Prompted slices.
+    ends : (int, int) or None
+        First and last slice of the propagated chain.
     """
 
     slice_clicked = Signal(int)
-    MARGIN = 22
+    LEFT, RIGHT, TOP, BOTTOM = 34, 8, 14, 34
+    #: Height of the missed / false-positive marks under the axis.
+    MARK_H = 5
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.series: dict[str, np.ndarray] = {}
+        self.colours: dict[str, QColor] = dict(SERIES_COLOURS)
         self.current: int | None = None
         self.n = 0
-        self.setMinimumHeight(110)
+        self.lo, self.hi = 0, 0
+        self.missed = np.zeros(0, bool)
+        self.false_positive = np.zeros(0, bool)
+        self.prompts: tuple[int, ...] = ()
+        self.ends: tuple[int, int] | None = None
+        self.setMinimumHeight(112)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
-        self.setToolTip("Dice per slice (blue: clean, orange: attacked); click to go to a slice")
+        self.setToolTip(
+            "Dice per slice (lines: clean, attacked); under the axis: green = missed "
+            "(reference, no prediction), magenta = false positive (prediction, no "
+            "reference); dashed white: prompted slice; ticks at the top: the ends of "
+            "the propagated chain. Click to go to a slice"
+        )
 
-    def set_series(self, series: dict[str, np.ndarray]) -> None:
-        """Replace the curves (``{condition: per-slice Dice}``, NaN = structure absent)."""
+    def set_series(
+        self, series: dict[str, np.ndarray], colours: dict[str, str] | None = None
+    ) -> None:
+        """Replace the curves (``{condition: per-slice Dice}``, NaN = structure absent);
+        ``colours``: a colour per condition (default :data:`SERIES_COLOURS`)."""
         self.series = {k: np.asarray(v, float) for k, v in series.items()}
+        self.colours = dict(SERIES_COLOURS)
+        self.colours.update({k: QColor(v) for k, v in (colours or {}).items()})
         self.n = max((len(v) for v in self.series.values()), default=0)
+        self.lo, self.hi = 0, max(self.n - 1, 0)
+        self.missed = np.zeros(self.n, bool)
+        self.false_positive = np.zeros(self.n, bool)
+        self.prompts, self.ends = (), None
+        self.update()
+
+    def set_range(self, extent: tuple[int, int] | None) -> None:
+        """Show slices ``extent[0]`` to ``extent[1]`` (None: every slice)."""
+        if extent is None or not self.n:
+            self.lo, self.hi = 0, max(self.n - 1, 0)
+        else:
+            self.lo = int(min(max(extent[0], 0), self.n - 1))
+            self.hi = int(min(max(extent[1], self.lo), self.n - 1))
+        self.update()
+
+    def set_marks(
+        self,
+        missed: np.ndarray | None = None,
+        false_positive: np.ndarray | None = None,
+        prompts: tuple[int, ...] = (),
+        ends: tuple[int, int] | None = None,
+    ) -> None:
+        """Mark missed and false-positive slices, prompted slices and the chain's ends."""
+        empty = np.zeros(self.n, bool)
+        self.missed = empty if missed is None else np.asarray(missed, bool)
+        self.false_positive = empty if false_positive is None else np.asarray(false_positive, bool)
+        self.prompts = tuple(int(i) for i in prompts)
+        self.ends = None if ends is None else (int(ends[0]), int(ends[1]))
         self.update()
 
     def set_current(self, index: int | None) -> None:
@@ -43,23 +121,32 @@ class SlicePlot(QWidget):
 
     # -- geometry --------------------------------------------------------------------
     def _plot_rect(self) -> QRectF:
-        m = self.MARGIN
-        return QRectF(m, 6, max(self.width() - m - 8, 1), max(self.height() - m - 6, 1))
+        return QRectF(
+            self.LEFT,
+            self.TOP,
+            max(self.width() - self.LEFT - self.RIGHT, 1),
+            max(self.height() - self.TOP - self.BOTTOM, 1),
+        )
 
     def x_of(self, index: float) -> float:
         """Widget x coordinate of slice ``index``."""
         r = self._plot_rect()
-        if self.n <= 1:
+        if self.hi <= self.lo:
             return r.left() + r.width() / 2
-        return r.left() + r.width() * index / (self.n - 1)
+        return r.left() + r.width() * (index - self.lo) / (self.hi - self.lo)
 
     def index_at(self, x: float) -> int | None:
         """Slice under widget x coordinate ``x`` (None without data)."""
         if self.n == 0:
             return None
         r = self._plot_rect()
-        frac = 0.0 if self.n <= 1 else (x - r.left()) / max(r.width(), 1.0)
-        return int(min(max(round(frac * (self.n - 1)), 0), self.n - 1))
+        span = self.hi - self.lo
+        frac = 0.0 if span <= 0 else (x - r.left()) / max(r.width(), 1.0)
+        return int(min(max(round(self.lo + frac * span), self.lo), self.hi))
+
+    def shown(self, index: int) -> bool:
+        """True when slice ``index`` is in the plotted range."""
+        return self.n > 0 and self.lo <= index <= self.hi
 
     # -- Qt events -------------------------------------------------------------------
     def mousePressEvent(self, event) -> None:
@@ -72,33 +159,74 @@ class SlicePlot(QWidget):
         painter = QPainter(self)
         painter.setRenderHint(QPainter.Antialiasing)
         r = self._plot_rect()
-        grey = QColor(150, 150, 150)
-        painter.setPen(QPen(grey, 1))
-        painter.drawRect(r)
-        for level in (0.5,):
-            y = r.bottom() - level * r.height()
-            painter.setPen(QPen(grey, 1, Qt.DotLine))
-            painter.drawLine(QPointF(r.left(), y), QPointF(r.right(), y))
-        painter.setPen(QPen(grey, 1))
-        painter.drawText(QPointF(2, r.top() + 10), "1")
-        painter.drawText(QPointF(2, r.bottom()), "0")
+        self._axes(painter, r)
         if self.n:
-            painter.drawText(QPointF(r.left(), self.height() - 4), "0")
-            painter.drawText(QPointF(r.right() - 24, self.height() - 4), str(self.n - 1))
-        for name, values in self.series.items():
-            painter.setPen(QPen(SERIES_COLOURS.get(name, QColor("white")), 1.5))
-            painter.drawPath(self._path(values, r))
-        if self.current is not None and self.n:
+            self._slice_marks(painter, r)
+            for name, values in self.series.items():
+                painter.setPen(QPen(self.colours.get(name, QColor("white")), 1.5))
+                painter.drawPath(self._path(values, r))
+            self._chain_marks(painter, r)
+        if self.current is not None and self.shown(self.current):
             painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
             x = self.x_of(self.current)
             painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
         painter.end()
 
+    def _axes(self, painter: QPainter, r: QRectF) -> None:
+        grey = QColor(150, 150, 150)
+        painter.setPen(QPen(grey, 1))
+        painter.drawRect(r)
+        y = r.bottom() - 0.5 * r.height()
+        painter.setPen(QPen(grey, 1, Qt.DotLine))
+        painter.drawLine(QPointF(r.left(), y), QPointF(r.right(), y))
+        painter.setPen(QPen(grey, 1))
+        painter.drawText(QPointF(r.left() - 12, r.top() + 8), "1")
+        painter.drawText(QPointF(r.left() - 12, r.bottom()), "0")
+        painter.save()  # the y title, upright along the axis
+        painter.translate(12, r.center().y() + 12)
+        painter.rotate(-90)
+        painter.drawText(QPointF(0, 0), Y_TITLE)
+        painter.restore()
+        base = r.bottom() + self.MARK_H + 14
+        if self.n:
+            painter.drawText(QPointF(r.left(), base), str(self.lo))
+            painter.drawText(QPointF(r.right() - 24, base), str(self.hi))
+        painter.drawText(QPointF(r.center().x() - 14, base + 12), X_TITLE)
+
+    def _slice_marks(self, painter: QPainter, r: QRectF) -> None:
+        """Missed and false-positive slices as short bars under the axis."""
+        half = max(r.width() / max(self.hi - self.lo + 1, 1) / 2, 1.0)
+        for mask, colour in (
+            (self.missed, POSITIVE_COLOUR),
+            (self.false_positive, NEGATIVE_COLOUR),
+        ):
+            painter.setPen(Qt.NoPen)
+            painter.setBrush(QColor(colour))
+            for i in np.flatnonzero(mask):
+                if self.shown(int(i)):
+                    x = self.x_of(int(i))
+                    painter.drawRect(QRectF(x - half, r.bottom() + 2, 2 * half, self.MARK_H))
+        painter.setBrush(Qt.NoBrush)
+
+    def _chain_marks(self, painter: QPainter, r: QRectF) -> None:
+        """Prompted slices dashed; the chain's ends as ticks above the plot."""
+        painter.setPen(QPen(QColor(PROMPT_COLOUR), 1, Qt.DashLine))
+        for i in self.prompts:
+            if self.shown(i):
+                x = self.x_of(i)
+                painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
+        if self.ends is not None:
+            painter.setPen(QPen(self.colours.get("clean", QColor("white")), 2))
+            for i in self.ends:
+                if self.shown(i):
+                    x = self.x_of(i)
+                    painter.drawLine(QPointF(x, r.top() - 8), QPointF(x, r.top() + 4))
+
     def _path(self, values: np.ndarray, r: QRectF) -> QPainterPath:
         path = QPainterPath()
         pen_down = False
         for i, v in enumerate(values):
-            if not np.isfinite(v):
+            if not np.isfinite(v) or not self.shown(i):
                 pen_down = False
                 continue
             point = QPointF(self.x_of(i), r.bottom() - float(v) * r.height())

@@ -96,6 +96,9 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
+    The bar and Cancel are shown only while a job runs; the status line stays and
+    says how the last job ended.
+
     Parameters
     ----------
     parent : QWidget, optional
@@ -143,6 +146,9 @@ class JobRunner(QWidget):
         row = QHBoxLayout()
         row.addWidget(self.bar, 1)
         row.addWidget(self.cancel_button)
+        # only a running job shows a bar and Cancel: an idle 0 % bar reads as stalled
+        self.bar.setVisible(False)
+        self.cancel_button.setVisible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
@@ -191,6 +197,8 @@ class JobRunner(QWidget):
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
         self.cancel_button.setEnabled(True)
+        self.bar.setVisible(True)
+        self.cancel_button.setVisible(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
         self._unwatch = [
@@ -279,6 +287,8 @@ class JobRunner(QWidget):
             self.cancel_button.setEnabled(False)
             self.bar.setRange(0, 1)
             self.bar.setValue(value)
+            self.bar.setVisible(False)  # the status line says how it ended
+            self.cancel_button.setVisible(False)
             self.status.setText(text)
 
     def _finish(self, job: Job, ok: bool, value: Any) -> None:

@@ -13,6 +13,8 @@ and of its ``overlays`` import nothing), so they are tested and reused without a
 * :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
 * :func:`disagreement` - where the clean and attacked predictions differ (lost,
   gained, changed under attack).
+* :func:`slice_extent`, :func:`slice_kinds` - the per-slice plot's range (the
+  structure's extent with a margin) and its missed and false-positive slices.
 """
 
 from __future__ import annotations
@@ -340,3 +342,54 @@ __all__ = [
     "focus_slice",
     "touched_slices",
 ]
+
+
+def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Missed and false-positive slices of one structure from its per-slice counts.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray
+        ``(slices, 3)``: true positives, reference and predicted voxels per slice
+        (:meth:`napari_segeval.metrics.LiveMetrics.slice_counts`).
+
+    Returns
+    -------
+    missed, false_positive : numpy.ndarray of bool
+        Slices with reference but no prediction, and with prediction but no
+        reference (both have Dice 0; a slice with both has a Dice above 0 or an
+        overlap of 0 and is neither).
+
+    Examples
+    --------
+    >>> counts = np.array([[0, 0, 0], [0, 5, 0], [3, 4, 4], [0, 0, 2]])
+    >>> [m.nonzero()[0].tolist() for m in slice_kinds(counts)]
+    [[1], [3]]
+    """
+    counts = np.asarray(counts)
+    ref, pred = counts[:, 1] > 0, counts[:, 2] > 0
+    return ref & ~pred, pred & ~ref
+
+
+def slice_extent(
+    present: np.ndarray, margin: float = 0.1, min_margin: int = 2
+) -> tuple[int, int] | None:
+    """First and last slice to plot: where ``present`` is true, widened by a margin.
+
+    The margin is ``margin`` of the extent's length, at least ``min_margin``
+    slices, clipped to the volume. None when nothing is present.
+
+    Examples
+    --------
+    >>> present = np.zeros(60, bool); present[20:31] = True  # a tumour on 11 slices
+    >>> slice_extent(present)
+    (18, 32)
+    >>> slice_extent(np.ones(5, bool)), slice_extent(np.zeros(5, bool))
+    ((0, 4), None)
+    """
+    where = np.flatnonzero(np.asarray(present))
+    if where.size == 0:
+        return None
+    lo, hi = int(where[0]), int(where[-1])
+    pad = max(int(min_margin), int(np.ceil(margin * (hi - lo + 1))))
+    return max(0, lo - pad), min(len(present) - 1, hi + pad)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import ViewerState
 from napari_segeval._widgets.overlays.arrays import (
     CHANGED,
@@ -22,9 +23,12 @@ from napari_segeval._widgets.overlays.arrays import (
     touched_slices,
 )
 
-#: Colours of the overlay values.
-OVERLAY_COLOURS = {FALSE_POSITIVE: "magenta", FALSE_NEGATIVE: "cyan"}
-LAYER_NAME = "errors (FP magenta, FN cyan)"
+#: Colours of the overlay values (those of the clicks that would fix them).
+OVERLAY_COLOURS = {
+    FALSE_POSITIVE: colours.NEGATIVE_COLOUR,
+    FALSE_NEGATIVE: colours.POSITIVE_COLOUR,
+}
+LAYER_NAME = "errors (FP magenta, FN green)"
 
 
 class ErrorOverlay:
@@ -105,7 +109,11 @@ class ErrorOverlay:
 
 
 #: Colours of the disagreement values (lost under attack, gained, changed structure).
-DISAGREEMENT_COLOURS = {LOST: "#ff5030", GAINED: "#30d0ff", CHANGED: "#ffd700"}
+DISAGREEMENT_COLOURS = {
+    LOST: colours.DISAGREEMENT_COLOURS["lost"],
+    GAINED: colours.DISAGREEMENT_COLOURS["gained"],
+    CHANGED: colours.DISAGREEMENT_COLOURS["changed"],
+}
 DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 

@@ -1,8 +1,8 @@
 """The prompts a person draws: boxes in a Shapes layer, clicks in a Points layer.
 
 :class:`PromptLayers` keeps every structure's prompts in two napari layers on the
-image's grid - ``boxes`` (rectangles in the structure's colour) and ``points``
-(positive clicks green, negative clicks magenta, ringed in the structure's colour,
+image's grid - ``boxes`` (white rectangles, :data:`~napari_segeval._widgets.colours.PROMPT_COLOUR`)
+and ``points`` (positive clicks green, negative clicks magenta, ringed in white,
 never smaller than :data:`POINT_PX_MIN` screen pixels nor larger than
 :data:`POINT_PX_MAX` at any zoom) - plus the mask prompts of a loaded prompts file,
 which have no layer. Each item carries the features ``label`` (its structure) and
@@ -31,14 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import SERIES_HINT
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, Prompt, PromptSet
 
 BOXES_NAME = "boxes"
 POINTS_NAME = "points"
-POSITIVE_COLOUR = "#22dd44"
-NEGATIVE_COLOUR = "#ff22ff"
+POSITIVE_COLOUR = colours.POSITIVE_COLOUR
+NEGATIVE_COLOUR = colours.NEGATIVE_COLOUR
 #: Points are drawn at least this many and at most this many screen pixels wide.
 POINT_PX_MIN, POINT_PX_MAX = 9.0, 22.0
 
@@ -193,8 +194,8 @@ class PromptLayers:
                 self.viewer.layers.remove(layer)
 
     def _colour(self, label: int) -> Any:
-        ref = self.state.reference
-        return ref.get_color(int(label)) if ref is not None else "yellow"
+        """Edge of a prompt: white, never a label layer's colour (colours.PROMPT_COLOUR)."""
+        return colours.PROMPT_COLOUR
 
     def follow_structure(self, positive: bool | None = None) -> None:
         """New items drawn in napari go to the current structure (and click polarity)."""

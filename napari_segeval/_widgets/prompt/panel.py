@@ -30,6 +30,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
@@ -41,15 +42,21 @@ from napari_segeval._widgets.jobs.tasks import (
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.live import LiveLabels
-from napari_segeval._widgets.prompt.run import PropagationJobs
+from napari_segeval._widgets.prompt.run import PropagationJobs, estimate_text
 from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
+#: The row of the model's CT window: its preprocessing, not the display.
+WINDOW_ROW = "model input window (CT)"
 
 
-def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: str) -> Any:
-    """Add (or replace the data of) a Labels layer on the reference's grid and colours."""
+def prediction_layer(
+    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = "clean"
+) -> Any:
+    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as the
+    prediction of ``role`` (``"clean"`` or ``"attacked"``) in the colour language
+    (:mod:`~napari_segeval._widgets.colours`)."""
     ref = state.reference if state.reference is not None else state.image
     meta = {
         "geometry": state.geometry().to_dict(),
@@ -62,12 +69,15 @@ def prediction_layer(viewer: Any, state: ViewerState, data: np.ndarray, name: st
         layer.data = data
         layer.metadata.update(meta)
         return layer
-    kwargs: dict = {"name": name, "metadata": meta, "opacity": 0.6}
+    kwargs: dict = {
+        "name": name,
+        "metadata": meta,
+        "opacity": colours.PREDICTION_OPACITY,
+        "colormap": colours.colormap(role, state.structures),
+    }
     if ref is not None:
         n = data.ndim
         kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    if state.reference is not None:
-        kwargs["colormap"] = state.reference.colormap
     return viewer.add_labels(data, **kwargs)
 
 
@@ -120,6 +130,10 @@ class PromptPanel(QWidget):
         self.backend = self.picker.combo  # the model list (a registry label per model)
         self.window = QComboBox()
         self.window.addItems(list(WINDOWS))
+        self.window.setToolTip(
+            "the CT window the model's input is mapped with (its preprocessing, not "
+            "what you see: the Case panel's display presets set that); CT only"
+        )
         self.window.currentTextChanged.connect(self._window_picked)
         self.modality = QComboBox()
         self.modality.addItems(["from image", *MODALITIES])
@@ -127,6 +141,7 @@ class PromptPanel(QWidget):
             "modality for the intensity mapping (CT window, MR clip ...); "
             "'from image': the reader's (DICOM, dataset.json, guess)"
         )
+        self.modality.currentTextChanged.connect(lambda _text: self._window_applies())
         self.run_button = QPushButton("Run propagation")
         self.run_button.setToolTip("propagate every structure's prompts from scratch")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
@@ -138,8 +153,10 @@ class PromptPanel(QWidget):
         )
         self.uncertainty_button = QPushButton("Uncertainty")
         self.uncertainty_button.setToolTip(
-            "heat map of the prediction's uncertainty (box jitter + intensity noise)"
+            "heat map of the prediction's uncertainty (box jitter + intensity noise): "
+            "one whole propagation per sample"
         )
+        self.samples.valueChanged.connect(lambda _n: self.show_estimate())
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty)
         )
@@ -162,9 +179,12 @@ class PromptPanel(QWidget):
         self.jobs = PropagationJobs(self, prediction_layer)
         self._build()
         self.picker.changed.connect(self.update_capability)
+        self.picker.changed.connect(lambda *_: self.show_estimate())
         self.picker.loaded.connect(self._probed)
+        self.runner.job_done.connect(lambda _name, _outcome: self.show_estimate())
         self.state.subscribe(self._on_state)
         self._fill_structures()
+        self._window_applies()
         self.update_capability()
 
     def _build(self) -> None:
@@ -175,7 +195,7 @@ class PromptPanel(QWidget):
         form = QFormLayout()
         form.addRow("device", self.device)
         form.addRow("modality", self.modality)
-        form.addRow("CT window", self.window)
+        form.addRow(WINDOW_ROW, self.window)
         inner = QWidget()
         content = QVBoxLayout(inner)
         content.setContentsMargins(0, 0, 0, 0)
@@ -184,18 +204,19 @@ class PromptPanel(QWidget):
         content.addLayout(form)
         content.addWidget(self.volume_button)
         content.addWidget(self.tools)
-        run_row = QHBoxLayout()
-        run_row.addWidget(self.run_button, 1)
-        run_row.addWidget(self.uncertainty_button)
-        run_row.addWidget(self.samples)
-        content.addLayout(run_row)
         content.addStretch(1)
         scroll = QScrollArea()  # a short dock scrolls instead of squeezing the tools
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
+        # the job's button and its progress stay in view, below the scrolled part
+        run_row = QHBoxLayout()
+        run_row.addWidget(self.run_button, 1)
+        run_row.addWidget(self.uncertainty_button)
+        run_row.addWidget(self.samples)
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)
+        layout.addLayout(run_row)
         layout.addWidget(self.runner)
         layout.addWidget(self.probe)
 
@@ -223,6 +244,8 @@ class PromptPanel(QWidget):
             self.update_capability()
             self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
+        if what in ("image", "reference"):
+            self._window_applies()
 
     def _say_dense(self) -> None:
         """Say so when the prediction shown comes from a dense model (Segment tab): it
@@ -278,6 +301,12 @@ class PromptPanel(QWidget):
 
     def _window_picked(self, text: str) -> None:
         self.state.window = None if text == "default" else text
+
+    def _window_applies(self) -> bool:
+        """Enable the model input window for a CT only (True when it applies)."""
+        ct = self.chosen_modality() == "CT"
+        self.window.setEnabled(ct)
+        return ct
 
     # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
@@ -367,6 +396,13 @@ class PromptPanel(QWidget):
         self.jobs.start_from(labels, sets, name=name, case_id=case_id, options=options)
         self.tools.note(note)
 
+    def show_estimate(self) -> str:
+        """Say on the Uncertainty button how long it will take (the samples times the
+        last whole propagation of this case and model); returns that text."""
+        text = estimate_text(self.jobs.propagation_seconds(), int(self.samples.value()))
+        self.uncertainty_button.setText(f"Uncertainty ({text})" if text else "Uncertainty")
+        return text
+
     def run_uncertainty(self) -> Any:
         """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
         if self.state.image is None:
@@ -380,7 +416,7 @@ class PromptPanel(QWidget):
                 raise
         cached = self.cached_model()
         image, pred = self.state.image, self.state.predictions.get("clean")
-        return self.runner.start(
+        job = self.runner.start(
             "uncertainty",
             uncertainty,
             self.spec(),
@@ -396,6 +432,11 @@ class PromptPanel(QWidget):
             needs=[image] + ([] if pred is None else [pred]),
             on_done=lambda result: self._uncertainty_done(result, image.name),
         )
+        estimate = self.show_estimate()
+        if job is not None and estimate:  # said before the first sample reports
+            n = int(self.samples.value())
+            self.runner.status.setText(f"uncertainty: {n} propagations, {estimate}...")
+        return job
 
     def _uncertainty_done(self, result: tuple, base: str) -> None:
         model, umap, scores = result

@@ -24,6 +24,7 @@ starts the next one with the newest prompts once it has ended.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,8 @@ class PropagationJobs:
         self._pending: tuple | None = None
         self._case: tuple | None = None
         self.options: dict = {}
+        #: (session key, seconds) of the last whole propagation (None before one)
+        self.seconds: tuple[tuple, float] | None = None
         panel.runner.job_done.connect(self._job_done)
 
     def drop(self) -> None:
@@ -164,6 +167,7 @@ class PropagationJobs:
             else None
         )
         what = "propagation" if session is None and seed is None else "re-propagation"
+        started = time.monotonic()
         return p.runner.start(
             what,
             propagate_session,
@@ -180,7 +184,9 @@ class PropagationJobs:
             reference=reference,
             needs=[image],
             relay={"on_slice": paint},
-            on_done=lambda result: self._done(result, key, sets, name, what != "propagation"),
+            on_done=lambda result: self._done(
+                result, key, sets, name, what != "propagation", started
+            ),
         )
 
     def _job_done(self, name: str, outcome: str) -> None:
@@ -194,9 +200,19 @@ class PropagationJobs:
             run_guarded("re-propagation", lambda: self.start(fresh, auto))
 
     # -- results -------------------------------------------------------------------------
-    def _done(self, result: tuple, key: tuple, sets: dict, name: str, again: bool) -> None:
+    def _done(
+        self,
+        result: tuple,
+        key: tuple,
+        sets: dict,
+        name: str,
+        again: bool,
+        started: float | None = None,
+    ) -> None:
         p = self.panel
         model, session, res, changes = result
+        if not again and started is not None:  # what one whole propagation of this case costs
+            self.seconds = (key, time.monotonic() - started)
         p.live.stop()  # the final merged prediction replaces the partial one
         self.session, self._key, self.made_from = session, key, dict(sets)
         self.seed, self.changes = None, dict(changes)
@@ -212,6 +228,13 @@ class PropagationJobs:
         p.tools.layers.raise_layers()
         p.state.set_prediction("clean", layer)
         p.tools.status.setText(self.describe(session.last_propagated, again=again))
+
+    def propagation_seconds(self) -> float | None:
+        """How long a whole propagation of the case with the chosen model took (None
+        when none ran with these settings)."""
+        if self.seconds is None or self.seconds[0] != self._key_now():
+            return None
+        return self.seconds[1]
 
     def describe(self, labels: list[int], again: bool = True) -> str:
         """The status line after a propagation: what was propagated, how Dice moved.
@@ -240,3 +263,28 @@ class PropagationJobs:
                 )
             parts.append(text)
         return ("re-propagated " if again else "propagated ") + "; ".join(parts)
+
+
+def estimate_text(seconds: float | None, samples: int) -> str:
+    """The expected time of ``samples`` propagations of ``seconds`` each ("" unknown).
+
+    Prompt-jitter uncertainty propagates the case once per sample, encoding every
+    slice again each time: ``samples`` times one propagation.
+
+    Examples
+    --------
+    >>> estimate_text(12.0, 8)
+    'about 1.6 min'
+    >>> estimate_text(4.0, 8), estimate_text(None, 8)
+    ('about 32 s', '')
+    >>> estimate_text(900.0, 8)
+    'about 2.0 h'
+    """
+    if seconds is None or not math.isfinite(seconds):
+        return ""
+    total = float(seconds) * int(samples)
+    if total < 90:
+        return f"about {total:.0f} s"
+    if total < 90 * 60:
+        return f"about {total / 60:.1f} min"
+    return f"about {total / 3600:.1f} h"

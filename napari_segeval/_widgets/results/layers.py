@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from napari_segeval._widgets import colours
+
 IMAGE_ROLES = ("image", "perturbed", "perturbation")
 #: Layer properties napari takes only once a layer exists (set when it is created).
 AFTER_CREATION = ("contour",)
@@ -99,6 +101,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
             kw["colormap"] = "PiYG"
         out.append(("perturbation", loaded.perturbation, kw, "image"))
     reference = base[1] if len(base) > 1 else None
+    structures = {int(k): str(v) for k, v in case.structures.items()}
     labels_meta = {**meta, "structures": dict(case.structures)}
     features = reference[1].get("features") if reference else None
     for cond, labels in loaded.predictions.items():
@@ -106,7 +109,8 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
         kw = {
             **place,
             "name": f"{cid} {cond}",
-            "opacity": 0.6,
+            "opacity": colours.PREDICTION_OPACITY,
+            "colormap": colours.colormap("clean" if role == "clean" else "attacked", structures),
             "metadata": {
                 **labels_meta,
                 "source": loaded.files.get(cond),
@@ -118,9 +122,13 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
         out.append((role, labels, kw, "labels"))
     if reference is not None:  # on top: its outline stays visible over a prediction
         ref_data, ref_kw, _ = reference
-        out.append(
-            ("reference", ref_data, {**ref_kw, "name": f"{cid} reference", "contour": 1}, "labels")
-        )
+        ref_kw = {
+            **ref_kw,
+            "name": f"{cid} reference",
+            "colormap": colours.colormap("reference", structures),
+            "contour": colours.REFERENCE_CONTOUR,
+        }
+        out.append(("reference", ref_data, ref_kw, "labels"))
     return out
 
 
@@ -144,6 +152,11 @@ class CaseLayers:
 
     def _key(self, role: str) -> str:
         return "attacked" if role.startswith("attacked:") else role
+
+    @staticmethod
+    def is_image(role: str) -> bool:
+        """True for the image roles (contrast limits, no label colours)."""
+        return role in IMAGE_ROLES
 
     @staticmethod
     def is_prediction(role: str) -> bool:
@@ -199,6 +212,8 @@ class CaseLayers:
         layer.data = data
         if "features" in kwargs:
             layer.features = kwargs["features"]
+        if "colormap" in kwargs and not self.is_image(role):  # the case's structures may differ
+            layer.colormap = kwargs["colormap"]
         if "contrast_limits" in kwargs:
             layer.contrast_limits = kwargs["contrast_limits"]
         elif role in IMAGE_ROLES:

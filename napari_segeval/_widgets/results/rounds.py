@@ -30,12 +30,14 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
 from napari_segeval._widgets.prompt.layers import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.results.layers import prediction_role
 
-BOX = "#ffd200"
+#: Box prompts are white in every view (the colour language's prompt colour).
+BOX = colours.PROMPT_COLOUR
 #: Point size (a fraction of the image's larger side, as the Prompt tab's points) and box
 #: edge width of the prompts added in the round shown, then of the earlier ones.
 ADDED, EARLIER = (1 / 25, 3.0), (1 / 40, 1.5)
@@ -78,7 +80,7 @@ def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
     ...         added=(Point(2, 2, index=3, positive=False),))
     >>> pts, looks, boxes, edges = prompt_layer_data(rnd, 3)
     >>> pts[0].tolist(), looks, edges
-    ([3.0, 2.0, 2.0], [('#ff22ff', 0.04)], [('#ffd200', 1.5)])
+    ([3.0, 2.0, 2.0], [('#ff22ff', 0.04)], [('#ffffff', 1.5)])
     """
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import Point

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from napari_segeval._widgets.colours import REFERENCE_CONTOUR
 from napari_segeval._widgets.overlays.arrays import CHANGED, GAINED, LOST, disagreement
 
 
@@ -105,7 +106,7 @@ def test_outline_option_sets_contour(pair_case, qtbot):
     qtbot.addWidget(bar)
     bar.outlines.setChecked(True)
     assert clean.contour > 0 and att.contour > 0
-    assert state.reference.contour == 0
+    assert state.reference.contour == REFERENCE_CONTOUR  # outlined already, as always
     new = viewer.add_labels(np.array(att.data), name="other attacked")
     state.set_prediction("attacked", new)  # a new prediction is outlined too
     assert new.contour > 0
@@ -131,6 +132,10 @@ def test_compare_three_linked_views(pair_case, qtbot):
     # the hidden attacked image shows in its view; data arrays are shared
     assert view.models["attacked"].layers[0].visible
     assert view.models["clean"].layers[1].data is clean.data
+    # each view draws its layer in the colour language: the reference an outline
+    mirrored_ref = view.models["reference"].layers[1]
+    assert mirrored_ref.contour == REFERENCE_CONTOUR and view.models["clean"].layers[1].contour == 0
+    assert mirrored_ref.colormap.color_dict == state.reference.colormap.color_dict
     models = list(view.models.values())
 
     # slice: main -> views

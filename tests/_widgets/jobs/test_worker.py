@@ -40,6 +40,7 @@ def test_job_reports_to_napari_activity_and_closes_its_bar(runner, qtbot):
     _, runner = runner
     release = threading.Event()
     done = []
+    assert runner.bar.isHidden() and runner.cancel_button.isHidden()  # no job yet
     runner.start("steps", held_steps, release, 3, on_done=done.append)
     bar = runner.activity
     assert isinstance(bar, progress)
@@ -48,9 +49,13 @@ def test_job_reports_to_napari_activity_and_closes_its_bar(runner, qtbot):
     assert bar.total == 3
     assert bar.gui  # napari's activity dock took it up
     assert runner.bar.value() == 1 and runner.bar.maximum() == 3
+    assert not runner.bar.isHidden() and not runner.cancel_button.isHidden()
     release.set()
     wait_job(qtbot, runner)
     assert done == [3]
+    # nothing runs: no bar and no greyed Cancel that would read as stalled
+    assert runner.bar.isHidden() and runner.cancel_button.isHidden()
+    assert runner.status.text() == "steps: done"
     assert bar.n == 3
     assert bar.disable  # closed: tqdm disables a closed bar
     assert runner.activity is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import ViewerState
 from napari_segeval._widgets.evaluate.dice import DicePanel
 
@@ -36,7 +37,9 @@ def test_overlay_pixels_in_screenshot(make_napari_viewer, qtbot):
     left = shot[cy, cx - side // 4, :3].astype(int)
     right = shot[cy, cx + side // 4, :3].astype(int)
     corner = shot[2, 2, :3].astype(int)
-    # magenta (255, 0, 255) on the left, cyan (0, 255, 255) on the right, dark outside
-    assert left[0] > 200 and left[2] > 200 and left[1] < 60, left
-    assert right[1] > 200 and right[2] > 200 and right[0] < 60, right
+    # the colour language's FP colour on the left, its FN colour on the right, dark outside
+    fp = np.array([int(colours.NEGATIVE_COLOUR[i : i + 2], 16) for i in (1, 3, 5)])
+    fn = np.array([int(colours.POSITIVE_COLOUR[i : i + 2], 16) for i in (1, 3, 5)])
+    assert np.abs(left - fp).max() < 30, left
+    assert np.abs(right - fn).max() < 30, right
     assert corner.max() < 60, corner

@@ -228,3 +228,23 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
         modality="CT",
     ).labels
     np.testing.assert_array_equal(w.state.predictions["clean"].data, expected)
+
+
+def test_propagation_progress_is_monotonic_to_its_total(ct_viewer, qtbot, monkeypatch):
+    """The Prompt tab's bar hears one total and a count that never goes back and ends there."""
+    viewer, w = ct_viewer
+    heard: list[tuple[int, int]] = []
+    runner = w.prompt.runner
+    shown = runner._on_progress
+    monkeypatch.setattr(runner, "_on_progress", lambda d, t: (heard.append((d, t)), shown(d, t)))
+    w.state.set_current(1)
+    w.prompt.box_from_reference()
+    w.prompt.run()
+    wait_job(qtbot, runner)
+    assert runner.last_error is None and heard
+    totals = {t for _, t in heard}
+    assert len(totals) == 1  # one total: the slices of both directions
+    done = [d for d, _ in heard]
+    assert done == sorted(done) and done[-1] == totals.pop()
+    steps = np.diff([0, *done])
+    assert (steps >= 0).all() and np.median(steps) == 1  # a slice at a time

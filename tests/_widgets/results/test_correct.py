@@ -135,7 +135,10 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(
     )
     assert corrected not in viewer.layers
     assert panel.state.boxes is None and panel.state.points is None
-    assert not any(ly.name in ("boxes", "points") for ly in viewer.layers)
+    # the prompt layers go on the next turn of the event loop (PromptLayers.forget)
+    qtbot.waitUntil(
+        lambda: not any(ly.name in ("boxes", "points") for ly in viewer.layers), timeout=5000
+    )
     assert prompt.jobs.session is None and prompt.tools.list.count() == 0
     assert panel.correction.findText("corrected") < 0
     _settle(panel, qtbot)

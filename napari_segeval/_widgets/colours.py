@@ -1,0 +1,284 @@
+"""The viewer's colour language: one definition every layer-making function reads.
+
+Every view (single case, compare, results browser, correction) draws the case's
+layers the same way, so that what a layer is can be told at a glance:
+
+* the **reference** is an outline (napari's Labels ``contour``), never filled;
+* the **clean prediction** is filled;
+* the **attacked prediction** is filled in another colour;
+* the FP/FN overlay marks false positives and false negatives in their own
+  colours (the colours of the negative and positive clicks that would fix them);
+* prompts (boxes) are white.
+
+With one structure in the case the roles have their own colours
+(:data:`ROLE_COLOURS`: reference yellow, clean sky blue, attacked vermillion,
+from the Okabe–Ito palette that colour-blind readers tell apart). With several
+structures each structure has its colour (:data:`STRUCTURE_COLOURS`, by label
+id), the same in every layer: the reference outlines it, the clean prediction
+fills it, the attacked prediction fills it darker (:data:`ATTACKED_SHADE`).
+
+The looks are plain values (:func:`look`), made into napari's own
+:class:`~napari.utils.colormaps.DirectLabelColormap` by :func:`apply_look`;
+:class:`ColourLanguage` applies them to whichever layers the shared
+:class:`~napari_segeval._widgets._state.ViewerState` names, whenever it names
+new ones. :func:`legend_html` is the dock's legend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: The roles a Labels layer of the case plays.
+ROLES = ("reference", "clean", "attacked")
+#: Colour of each role when the case has one structure (Okabe–Ito palette).
+ROLE_COLOURS = {"reference": "#f0e442", "clean": "#56b4e9", "attacked": "#d55e00"}
+#: Colours of structures 1, 2, ... when the case has several (Tableau 10, cycled).
+STRUCTURE_COLOURS = (
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
+#: With several structures the attacked prediction's fill is the structure's colour times this.
+ATTACKED_SHADE = 0.55
+#: Label ids the case does not name (painted by hand, say) with several structures.
+OTHER_COLOUR = "#bbbbbb"
+#: Outline width of the reference, in voxels (napari's ``contour``).
+REFERENCE_CONTOUR = 1
+#: Opacity of a filled prediction.
+PREDICTION_OPACITY = 0.6
+#: Positive click, and the false negatives it would fix (green).
+POSITIVE_COLOUR = "#22dd44"
+#: Negative click, and the false positives it would fix (magenta).
+NEGATIVE_COLOUR = "#ff22ff"
+#: Edges of box prompts.
+PROMPT_COLOUR = "#ffffff"
+#: Disagreement of clean and attacked predictions: lost under attack, gained, changed.
+DISAGREEMENT_COLOURS = {"lost": "#ff5030", "gained": "#30d0ff", "changed": "#ffd700"}
+
+
+@dataclass(frozen=True)
+class Look:
+    """How one Labels layer is drawn.
+
+    Attributes
+    ----------
+    colours : dict
+        Label id -> ``#rrggbb``; the key ``None`` colours every other id (napari's
+        :class:`~napari.utils.colormaps.DirectLabelColormap` convention). The
+        background (0) is transparent.
+    contour : int
+        napari's ``contour`` width: 0 fills, more draws an outline that wide.
+    """
+
+    colours: dict[int | None, str]
+    contour: int
+
+
+def shade(colour: str, factor: float) -> str:
+    """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1).
+
+    Examples
+    --------
+    >>> shade("#ff8040", 0.5)
+    '#7f4020'
+    """
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{int(c * factor):02x}" for c in rgb)
+
+
+def several(structures: Mapping[int, str]) -> bool:
+    """True when the case names more than one structure (per-structure colours).
+
+    Examples
+    --------
+    >>> several({1: "liver"}), several({1: "liver", 2: "spleen"})
+    (False, True)
+    """
+    return len(structures) > 1
+
+
+def structure_colour(label: int, structures: Mapping[int, str], role: str = "clean") -> str:
+    """Colour of structure ``label`` in the layer of ``role``.
+
+    Examples
+    --------
+    >>> structure_colour(1, {1: "tumour"}, "reference")
+    '#f0e442'
+    >>> structure_colour(2, {1: "liver", 2: "spleen"}, "reference")
+    '#f28e2b'
+    >>> structure_colour(2, {1: "liver", 2: "spleen"}, "attacked")
+    '#854e17'
+    """
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    if not several(structures):
+        return ROLE_COLOURS[role]
+    if int(label) not in structures:
+        return OTHER_COLOUR
+    base = STRUCTURE_COLOURS[(int(label) - 1) % len(STRUCTURE_COLOURS)]
+    return shade(base, ATTACKED_SHADE) if role == "attacked" else base
+
+
+def look(role: str, structures: Mapping[int, str]) -> Look:
+    """The :class:`Look` of the layer of ``role`` in a case of ``structures``.
+
+    Examples
+    --------
+    >>> look("reference", {1: "tumour"})
+    Look(colours={None: '#f0e442'}, contour=1)
+    >>> look("clean", {1: "liver", 2: "spleen"}).colours
+    {1: '#4e79a7', 2: '#f28e2b', None: '#bbbbbb'}
+    """
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    contour = REFERENCE_CONTOUR if role == "reference" else 0
+    if not several(structures):
+        return Look({None: ROLE_COLOURS[role]}, contour)
+    colours: dict[int | None, str] = {
+        int(k): structure_colour(int(k), structures, role) for k in structures
+    }
+    colours[None] = OTHER_COLOUR
+    return Look(colours, contour)
+
+
+def colormap(role: str, structures: Mapping[int, str]) -> Any:
+    """napari's :class:`~napari.utils.colormaps.DirectLabelColormap` of :func:`look`."""
+    from napari.utils.colormaps import DirectLabelColormap
+
+    return DirectLabelColormap(color_dict=dict(look(role, structures).colours))
+
+
+def apply_look(layer: Any, role: str, structures: Mapping[int, str]) -> None:
+    """Draw the Labels ``layer`` as ``role`` (its colormap, and the reference's outline).
+
+    A prediction's ``contour`` is left as it is (the *Outlines* option sets it).
+    """
+    layer.colormap = colormap(role, structures)
+    if role == "reference":
+        layer.contour = REFERENCE_CONTOUR
+
+
+def reference_name(name: str) -> str:
+    """The name a layer gets once it is the case's reference.
+
+    Examples
+    --------
+    >>> reference_name("lung2.nii.gz [1]")
+    'reference (lung2)'
+    >>> reference_name("ct reference")
+    'ct reference'
+    """
+    if "reference" in name.lower():
+        return name
+    base = name.split(" [")[0]
+    for ext in (".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr", ".png", ".tif", ".tiff"):
+        if base.lower().endswith(ext):
+            base = base[: -len(ext)]
+            break
+    return f"reference ({base})"
+
+
+def _swatch(colour: str, text: str, outline: bool = False) -> str:
+    mark = "&#9633;" if outline else "&#9632;"  # hollow / filled square
+    return f'<span style="color:{colour}">{mark}</span>&nbsp;{text}'
+
+
+def legend_html(structures: Mapping[int, str]) -> str:
+    """The legend of the colour language for a case of ``structures`` (Qt rich text,
+    two lines).
+
+    Examples
+    --------
+    >>> "#56b4e9" in legend_html({1: "tumour"})
+    True
+    >>> "spleen" in legend_html({1: "liver", 2: "spleen"})
+    True
+    """
+    gap = " &nbsp; "
+    errors = gap.join(
+        [
+            _swatch(NEGATIVE_COLOUR, "FP"),
+            _swatch(POSITIVE_COLOUR, "FN"),
+            _swatch(PROMPT_COLOUR, "box", outline=True),
+        ]
+    )
+    if not several(structures):
+        roles = gap.join(
+            [
+                _swatch(ROLE_COLOURS["reference"], "reference (outline)", outline=True),
+                _swatch(ROLE_COLOURS["clean"], "clean"),
+                _swatch(ROLE_COLOURS["attacked"], "attacked"),
+            ]
+        )
+        return f"{roles}<br>{errors}"
+    names = gap.join(
+        _swatch(structure_colour(k, structures), f"{k} {v}") for k, v in structures.items()
+    )
+    rule = "reference: outline · clean: filled · attacked: darker"
+    return f"{names}<br>{rule}{gap}{errors}"
+
+
+class ColourLanguage:
+    """Keeps the case's Labels layers drawn in the colour language.
+
+    Whenever the shared state names a new reference or prediction layer (or a
+    whole new case), that layer is drawn as its role (:func:`apply_look`), the
+    reference is renamed as one (:func:`reference_name`) and moved above the
+    predictions, so its outline is never hidden under a fill. Nothing else of a
+    layer (opacity, visibility) is touched.
+    """
+
+    def __init__(self, viewer: Any, state: Any) -> None:
+        self.viewer = viewer
+        self.state = state
+        state.subscribe(self._on_state)
+        self.apply()
+
+    def apply(self, roles: tuple[str, ...] = ROLES) -> None:
+        """Draw the layers of ``roles`` the state names now."""
+        structures = dict(self.state.structures)
+        for role in roles:
+            layer = self._layer(role)
+            if layer is None or not hasattr(layer, "contour"):
+                continue
+            apply_look(layer, role, structures)
+            if role == "reference":
+                new = reference_name(layer.name)
+                if new != layer.name and new not in self.viewer.layers:
+                    layer.name = new
+        self._reference_on_top()
+
+    def _layer(self, role: str) -> Any:
+        if role == "reference":
+            return self.state.reference
+        return self.state.predictions.get(role)
+
+    def _reference_on_top(self) -> None:
+        layers = self.viewer.layers
+        ref = self.state.reference
+        if ref is None or ref not in layers:
+            return
+        preds = [p for p in self.state.predictions.values() if p is not None and p in layers]
+        top = max((layers.index(p) for p in preds), default=-1)
+        here = layers.index(ref)
+        if here < top:
+            layers.move(here, top + 1)  # above the highest prediction (insert before top + 1)
+
+    def _on_state(self, what: str) -> None:
+        if what == "reference":
+            self.apply()
+        elif what in ROLES:
+            self.apply((what,))
+
+    def close(self) -> None:
+        """Stop following the state."""
+        self.state.unsubscribe(self._on_state)

@@ -1,0 +1,143 @@
+"""Display presets: what a person sees of the image (its layer's contrast limits).
+
+Independent of what the model sees (its input preprocessing, the Prompt tab's
+*model input window*): a preset only sets the napari Image layer's
+``contrast_limits``.
+
+* CT gets the radiologists' window/level presets (:data:`CT_DISPLAY_WINDOWS`,
+  ``(level, width)`` in HU): those the model preprocessing knows
+  (:data:`napari_segeval.inference.windowing.CT_WINDOWS`: abdomen, lung, brain,
+  mediastinum), plus liver and bone;
+* MR and every other modality get percentile windows over the non-zero voxels
+  (:data:`PERCENTILE_WINDOWS`), robust to a few bright voxels and to the zero
+  background of a skull-stripped or masked scan;
+* *full range* (minimum to maximum) is napari's own default, kept as a choice.
+
+The first preset of :func:`presets_for` is the one a new image gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from napari_segeval.inference.windowing import CT_WINDOWS
+
+#: CT display windows, ``name: (level, width)`` in HU (Radiopaedia's conventional values).
+CT_DISPLAY_WINDOWS: dict[str, tuple[float, float]] = {
+    "abdomen": CT_WINDOWS["abdomen"],
+    "liver": (30.0, 150.0),
+    "mediastinum": CT_WINDOWS["mediastinum"],
+    "lung": CT_WINDOWS["lung"],
+    "brain": CT_WINDOWS["brain"],
+    "bone": (400.0, 1800.0),
+}
+#: Percentile windows over the non-zero voxels, ``name: (low, high)`` in percent.
+PERCENTILE_WINDOWS: dict[str, tuple[float, float]] = {
+    "0.5-99.5 %": (0.5, 99.5),
+    "1-99 %": (1.0, 99.0),
+    "2-98 %": (2.0, 98.0),
+}
+FULL_RANGE = "full range"
+#: At most this many voxels enter a percentile (an even stride through the array).
+MAX_SAMPLES = 1_000_000
+
+
+@dataclass(frozen=True)
+class DisplayPreset:
+    """One display preset: a CT window, a percentile window, or the full range.
+
+    Attributes
+    ----------
+    name : str
+        What the Case panel lists (``"lung W1500 L-600"``, ``"0.5-99.5 %"``).
+    window : (level, width) or None
+        A CT window in HU.
+    percentiles : (low, high) or None
+        Percentiles of the non-zero finite voxels.
+    """
+
+    name: str
+    window: tuple[float, float] | None = None
+    percentiles: tuple[float, float] | None = None
+
+    def limits(self, data: np.ndarray) -> tuple[float, float]:
+        """The contrast limits this preset gives ``data`` (low < high).
+
+        Examples
+        --------
+        >>> DisplayPreset("lung", window=(-600.0, 1500.0)).limits(np.zeros(3))
+        (-1350.0, 150.0)
+        >>> DisplayPreset("p", percentiles=(0.0, 100.0)).limits(np.array([0, 5, 10, 20]))
+        (5.0, 20.0)
+        """
+        if self.window is not None:
+            level, width = self.window
+            return level - width / 2.0, level + width / 2.0
+        if self.percentiles is not None:
+            return percentile_limits(data, *self.percentiles)
+        return _spread(*_finite_range(data))
+
+
+def _spread(lo: float, hi: float) -> tuple[float, float]:
+    """``(lo, hi)`` with ``hi > lo`` (a flat image still gets a usable window)."""
+    return (lo, hi) if hi > lo else (lo, lo + 1.0)
+
+
+def _sample(data: np.ndarray) -> np.ndarray:
+    flat = np.asarray(data).reshape(-1)
+    flat = flat[:: max(1, flat.size // MAX_SAMPLES)]
+    return flat[np.isfinite(flat)] if flat.dtype.kind == "f" else flat
+
+
+def _finite_range(data: np.ndarray) -> tuple[float, float]:
+    values = np.asarray(data)
+    if values.size == 0 or (values.dtype.kind == "f" and not np.isfinite(values).any()):
+        return 0.0, 1.0
+    if values.dtype.kind == "f":
+        return float(np.nanmin(values[np.isfinite(values)])), float(np.nanmax(values))
+    return float(values.min()), float(values.max())
+
+
+def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data``.
+
+    A large array is sampled with an even stride (at most :data:`MAX_SAMPLES`
+    voxels). An image with no non-zero voxel gets ``(0, 1)``.
+
+    Examples
+    --------
+    >>> image = np.zeros((4, 10)); image[1] = np.arange(1, 11)
+    >>> percentile_limits(image, 10, 90)
+    (1.9, 9.1)
+    """
+    if not 0.0 <= low < high <= 100.0:
+        raise ValueError(f"percentiles must satisfy 0 <= low < high <= 100, got {low}, {high}")
+    values = _sample(data)
+    values = values[values != 0]
+    if values.size == 0:
+        return 0.0, 1.0
+    lo, hi = np.percentile(values, [low, high])
+    return _spread(float(lo), float(hi))
+
+
+def presets_for(modality: str) -> tuple[DisplayPreset, ...]:
+    """The display presets of ``modality``, the default first.
+
+    Examples
+    --------
+    >>> [p.name for p in presets_for("CT")][:2]
+    ['abdomen W400 L40', 'liver W150 L30']
+    >>> [p.name for p in presets_for("MR")]
+    ['0.5-99.5 %', '1-99 %', '2-98 %', 'full range']
+    """
+    percentiles = tuple(DisplayPreset(k, percentiles=v) for k, v in PERCENTILE_WINDOWS.items())
+    full = (DisplayPreset(FULL_RANGE),)
+    if modality != "CT":
+        return percentiles + full
+    windows = tuple(
+        DisplayPreset(f"{name} W{width:g} L{level:g}", window=(level, width))
+        for name, (level, width) in CT_DISPLAY_WINDOWS.items()
+    )
+    return windows + percentiles[:1] + full
