@@ -39,9 +39,24 @@ def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
     return 1.0 if total == 0 else 2.0 * int(np.logical_and(reference, mask).sum()) / total
 
 
+def crop_slices(structure: Any) -> _CropSlices:
+    """A structure's probabilities (a :class:`~napari_segeval.propagation.result.
+    StructureResult`) indexed by slice at full ``(H, W)`` size, made from its crop one
+    slice at a time (never the full-size volume).
+
+    Examples
+    --------
+    >>> from napari_segeval.propagation.result import StructureResult
+    >>> s = StructureResult(1, (2, 1, 1), np.ones((1, 1, 1), np.float32),
+    ...                     np.ones((1, 1, 1), bool), (4, 3, 3))
+    >>> float(crop_slices(s)[2].sum()), float(crop_slices(s)[0].sum())
+    (1.0, 0.0)
+    """
+    return _CropSlices(structure)
+
+
 class _CropSlices:
-    """A structure's probabilities indexed by slice at full ``(H, W)`` size, made from its
-    crop one slice at a time (never the full-size volume)."""
+    """See :func:`crop_slices`."""
 
     def __init__(self, s: Any) -> None:
         self._s = s
@@ -102,7 +117,7 @@ def risk_rows(
         risk = structure_risk(
             label,
             mask,
-            _CropSlices(s),
+            crop_slices(s),
             trace=s.trace,
             others=(others or {}).get(label, ()),
             extra_slices=extra,
@@ -250,6 +265,7 @@ __all__ = [
     "SIGNAL_COLUMNS",
     "FlaggedSlice",
     "WorkItem",
+    "crop_slices",
     "rank",
     "risk_rows",
     "worklist",

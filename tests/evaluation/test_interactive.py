@@ -363,3 +363,32 @@ def test_several_models_start_from_the_same_prompts_and_correct_their_own(tmp_pa
     assert "clean @ threshold" in report and "clean @ builtin" in report
     assert "Models compared per structure" in report
     assert "clean @ builtin r1</a>" in report  # the per-case link to the last round
+
+
+@pytest.mark.parametrize("choice", ["risk", "random"])
+def test_without_the_oracle_a_person_looks_where_the_risk_says(tmp_path, choice):
+    """``slice_choice=risk|random``: each round looks at up to LOOKS_PER_ROUND slices the
+    structure's risk describes and corrects the first wrong one; ``random`` is
+    reproducible; the island the model missed is found by the oracle only."""
+    from napari_segeval.evaluation.protocols.interactive import review_order
+    from napari_segeval.propagation.result import StructureResult
+
+    task = island_task(tmp_path / "Task95")
+    labels = np.zeros((10, 32, 32), bool)
+    labels[2:8, 4:14, 4:14] = True
+    runs = []
+    for name in ("a", "b"):
+        params = {**ISLAND, "rounds": 2, "slice_choice": choice}
+        r = run_evaluation(task, "interactive", tmp_path / name, params=params, report=False)
+        assert r.n_ok == 1
+        runs.append(comparable(ok_rows(tmp_path / name)))
+    assert runs[0] == runs[1]
+    for row in runs[0]:
+        for p in json.loads(row["prompt"]) if row["round"] else []:
+            assert 2 <= p["index"] <= 7  # on the predicted organ (or the slice after it)
+    assert max(r["dice"] for r in runs[0]) < 1.0  # the island stays missed
+    m = np.zeros((4, 6, 6), bool)
+    s = StructureResult(1, (0, 0, 0), m * 0.9, m, m.shape)
+    assert review_order(choice, s, m) == []  # nothing predicted, nothing to look at
+    with pytest.raises(SegEvalError, match="slice_choice must be one of oracle, risk, random"):
+        check_params({"slice_choice": "worst"})

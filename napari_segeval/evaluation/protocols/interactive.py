@@ -41,6 +41,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
@@ -56,10 +58,18 @@ DEFAULTS = {
     "refine_prompt": "auto",
     "target_dice": 0.9,
     "attacks": [],
+    "slice_choice": "oracle",
 }
 
 MODES = ("volume", "video")
 REFINE = ("auto", "point", "box")
+#: Where the simulated person corrects: ``oracle`` the slice with the most wrong voxels
+#: (it reads the reference), ``risk`` the first wrong slice among the riskiest flagged
+#: ones of the structure (:func:`review_order`, :data:`LOOKS_PER_ROUND` looks a round,
+#: a slice looked at is not looked at again; no reference needed to choose, the
+#: reference only draws the correction there, as a person would), ``random`` the same
+#: with the candidates in random order (the baseline).
+SLICE_CHOICES = ("oracle", "risk", "random")
 
 
 def check_params(params: Mapping) -> None:
@@ -78,13 +88,55 @@ def check_params(params: Mapping) -> None:
     napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
     """
     C.check_number(params, "rounds", 0, "a whole number >= 0", lambda v: v >= 0, whole=True)
-    for key, allowed in (("refine_prompt", REFINE), ("mode", MODES)):
+    for key, allowed in (
+        ("refine_prompt", REFINE),
+        ("mode", MODES),
+        ("slice_choice", SLICE_CHOICES),
+    ):
         if key in params and params[key] not in allowed:
             raise SegEvalError(
                 f"parameter {key} must be one of {', '.join(allowed)}, got {params[key]!r}"
             )
     C.check_number(params, "target_dice", 0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
     P.check_params(dict(params))
+
+
+#: Slices a simulated person without the reference looks at per structure and round
+#: (``slice_choice`` ``risk`` or ``random``), in order, until one is wrong.
+LOOKS_PER_ROUND = 3
+
+
+def review_order(
+    choice: str,
+    structure: Any,
+    mask: np.ndarray,
+    skip: Sequence[int] = (),
+    rng: np.random.Generator | None = None,
+) -> list[int]:
+    """The slices a person without the reference looks at, in order (``choice`` ``risk``:
+    flagged slices first, riskiest first; ``random``: shuffled; see
+    :data:`SLICE_CHOICES`), among the slices the structure's risk describes (the
+    predicted ones and the slice after each end of a walk), less ``skip``.
+
+    Examples
+    --------
+    >>> from napari_segeval.propagation.result import StructureResult
+    >>> m = np.zeros((6, 8, 8), bool); m[1:5, 2:6, 2:6] = True; m[4, 2:6, 2:4] = False
+    >>> s = StructureResult(1, (0, 0, 0), m * 0.9, m, m.shape)
+    >>> sorted(review_order("risk", s, m))
+    [1, 2, 3, 4]
+    >>> review_order("random", s, m, skip=[1, 2, 3], rng=np.random.default_rng(0))
+    [4]
+    """
+    from napari_segeval.evaluation.triage import crop_slices
+    from napari_segeval.uncertainty.risk import structure_risk
+
+    risk = structure_risk(structure.label, mask, crop_slices(structure), trace=structure.trace)
+    candidates = [s for s in risk.slices if s.slice not in set(skip)]
+    if choice == "random":
+        order = (rng or np.random.default_rng()).permutation(len(candidates))
+        return [int(candidates[int(i)].slice) for i in order]
+    return [int(s.slice) for s in sorted(candidates, key=lambda s: (not s.flags, -s.risk, s.slice))]
 
 
 def refine_kind(model: Any, refine_prompt: str) -> str:
@@ -134,16 +186,37 @@ def correction_rounds(
     res = session.propagate()
     yield 0, res, {}
     labels = prepared.case.labels
+    if labels is None:
+        raise SegEvalError("the interactive protocol needs reference labels to draw corrections")
     points = prepared.model.capabilities.points
+    choice = str(params.get("slice_choice", DEFAULTS["slice_choice"]))
+    rng = P.case_rng(int(params.get("seed", 0)), str(prepared.case.image_path or ""))
+    reviewed: dict[int, set[int]] = {}  # slices a person looked at and found right
     for r in range(1, int(params["rounds"]) + 1):
         masks = P.structure_masks(res, prepared, dict(params))
         added = {}
         for lab in prepared.present:
             # a box replaces what its slice had: never over a box or a mask prompt
             boxed = [q.index for q in session.prompts[lab] if not isinstance(q, Point)]
-            c = next_correction(
-                labels == lab, masks[lab], label=lab, kind=kind, boxed=boxed, points=points
-            )
+            looks: list[int | None] = [None]  # the oracle: the most wrong slice
+            if choice != "oracle":  # where a person without the reference looks
+                skip = reviewed.setdefault(lab, set()) | {q.index for q in session.prompts[lab]}
+                looks = list(review_order(choice, res.structures[lab], masks[lab], skip, rng))
+                looks = looks[:LOOKS_PER_ROUND]
+                reviewed[lab].update(int(k) for k in looks if k is not None)
+            c = None
+            for index in looks:
+                c = next_correction(
+                    labels == lab,
+                    masks[lab],
+                    label=lab,
+                    kind=kind,
+                    boxed=boxed,
+                    points=points,
+                    index=index,
+                )
+                if c is not None:
+                    break
             added[lab] = c
             if c is not None:
                 session.add(c.prompt)
