@@ -103,6 +103,20 @@ def test_the_readme_is_a_front_door():
     assert "not a medical device" in text
 
 
+def test_ci_runs_the_readme_command_then_the_release_tier():
+    ci = ROOT / ".ci" / "run"
+    if not ci.exists():
+        pytest.skip("no .ci/run in this tree")
+    runs = [ln.split() for ln in ci.read_text().splitlines() if ln.startswith(TEST_LINE)]
+    assert [r[: len(TEST_LINE.split()) + 1] for r in runs] == [
+        [*TEST_LINE.split(), "-q"],
+        [*TEST_LINE.split(), "--release"],
+    ]
+    assert (
+        '--release) markers="release and not heavy"' in (ROOT / "scripts" / "test.sh").read_text()
+    )
+
+
 def test_the_readme_links_only_absolute_urls():
     relative = [
         t
