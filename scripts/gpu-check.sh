@@ -10,9 +10,10 @@
 # targets that are missed are reported in the table, not as failures.
 #
 # Usage: scripts/gpu-check.sh [--device cuda|cpu] [--quick] [--python PATH]
-#   --device cpu --quick   a dry run of the whole script on the CPU (under a minute): the
-#                          CUDA tests skip and the benchmarks run on tiny inputs (MedSAM2
-#                          at 128 px: the same network and code paths).
+#   --device cpu --quick   a dry run of the whole script on the CPU (about 1.5 min of CPU,
+#                          tests/test_gpu_check.py, a release test): the CUDA tests skip
+#                          and the benchmarks run on tiny inputs (MedSAM2 at 128 px: the
+#                          same network and code paths).
 # The Python interpreter is --python, else $PYTHON, else .venv/bin/python, else python3.
 set -u
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --device=*) device="${1#*=}"; shift ;;
     --quick) quick=1; shift ;;
     --python) py="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

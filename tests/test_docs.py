@@ -2,9 +2,10 @@
 
 The README is the package index page, so its links and images are absolute URLs into this
 repository; the pages of ``docs/`` are all in ``mkdocs.yml``'s nav; every file the README,
-the pages and the root documents link to is in the repository. A slow test builds the
-site with ``mkdocs build --strict`` (broken links, anchors and docstring
-cross-references fail it), as ``scripts/test.sh`` does.
+the pages and the root documents link to is in the repository. A release test
+(``scripts/test.sh --release``) builds the site with ``mkdocs build --strict`` (broken
+links, anchors and docstring cross-references fail it) and checks what it wrote;
+``scripts/test.sh`` builds it strictly once before its tests.
 """
 
 from __future__ import annotations
@@ -102,6 +103,20 @@ def test_the_readme_is_a_front_door():
     assert "not a medical device" in text
 
 
+def test_ci_runs_the_readme_command_then_the_release_tier():
+    ci = ROOT / ".ci" / "run"
+    if not ci.exists():
+        pytest.skip("no .ci/run in this tree")
+    runs = [ln.split() for ln in ci.read_text().splitlines() if ln.startswith(TEST_LINE)]
+    assert [r[: len(TEST_LINE.split()) + 1] for r in runs] == [
+        [*TEST_LINE.split(), "-q"],
+        [*TEST_LINE.split(), "--release"],
+    ]
+    assert (
+        '--release) markers="release and not heavy"' in (ROOT / "scripts" / "test.sh").read_text()
+    )
+
+
 def test_the_readme_links_only_absolute_urls():
     relative = [
         t
@@ -175,7 +190,7 @@ def test_sphinx_roles_become_site_references():
     assert doctest.testmod(ext).failed == 0
 
 
-@pytest.mark.slow
+@pytest.mark.release
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("mkdocstrings")

@@ -1,7 +1,8 @@
 """``scripts/gpu-check.sh --device cpu --quick``: the GPU check's dry run on the CPU.
 
 Every step runs on tiny inputs (the CUDA-marked tests skip without a GPU) and the
-summary table lists each of them as done.
+summary table lists each of them as done. A release check (``scripts/test.sh --release``):
+minutes of benchmarks on a CPU.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow
+@pytest.mark.release
 def test_gpu_check_dry_run_on_cpu():
     pytest.importorskip("sam2", reason="the MedSAM2 benchmarks need Meta's sam2 package")
     pytest.importorskip("hydra")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 from pathlib import Path
 
@@ -93,11 +94,24 @@ _HAND_WRITTEN = [
 ]
 
 
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """The source text of ``node``, as :func:`ast.get_source_segment` gives it, from the
+    module's lines split once (that function splits the whole module again on every call:
+    quadratic in a module's size, seconds over the package)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset
+    if first == last:
+        return lines[first].encode()[start:end].decode()
+    head = lines[first].encode()[start:].decode()
+    return head + "".join(lines[first + 1 : last]) + lines[last].encode()[:end].decode()
+
+
 def _literals(path: Path) -> list[tuple[int, str]]:
     """(line, source text) of the string literals and f-strings of a module, docstrings
     (examples, not code) left out."""
     source = path.read_text()
     tree = ast.parse(source)
+    lines = io.StringIO(source, newline="").readlines()  # no split at \f, as ast's own
     docs = {
         id(n.value)
         for n in ast.walk(tree)
@@ -106,10 +120,11 @@ def _literals(path: Path) -> list[tuple[int, str]]:
         and isinstance(n.value.value, str)
     }
     inner = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    skip = docs | inner
     return [
-        (n.lineno, ast.get_source_segment(source, n) or "")
+        (n.lineno, _segment(lines, n))
         for n in ast.walk(tree)
-        if id(n) not in docs | inner
+        if id(n) not in skip
         and (
             isinstance(n, ast.JoinedStr)
             or (isinstance(n, ast.Constant) and isinstance(n.value, str))
@@ -135,6 +150,29 @@ def test_no_second_key_parser_in_the_package():
             continue
         found += [f"{path.relative_to(root)}:{hit}" for hit in _hand_written(path)]
     assert not found, "prediction keys written by hand (use evaluation.keys):\n" + "\n".join(found)
+
+
+def test_the_guard_reads_literals_as_ast_does(tmp_path):
+    code = tmp_path / "m.py"
+    # non-ASCII before a literal, a literal over two lines, a form feed (not a line break)
+    code.write_text('x = "é" + " @ "\ny = (f"a{x}"\n     "b")\n# \f\nz = """one\ntwo"""\n')
+    source = code.read_text()
+    tree = ast.parse(source)
+    inner = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    want = [
+        (n.lineno, ast.get_source_segment(source, n))
+        for n in ast.walk(tree)
+        if id(n) not in inner
+        and (isinstance(n, ast.JoinedStr) or isinstance(getattr(n, "value", None), str))
+        and not isinstance(n, ast.Expr)
+    ]
+    assert _literals(code) == want
+    assert sorted(want) == [
+        (1, '" @ "'),
+        (1, '"é"'),
+        (2, 'f"a{x}"\n     "b"'),
+        (5, '"""one\ntwo"""'),
+    ]
 
 
 def test_the_guard_sees_a_hand_written_parser(tmp_path):

@@ -400,7 +400,7 @@ def _parity(lite, case, modality: str, ids: list[int]) -> dict:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.release
 def test_the_challenge_loop_equals_the_authors_script_on_the_sample(lite):
     pytest.importorskip("cv2")
     from napari_segeval.io import read_case
@@ -410,7 +410,7 @@ def test_the_challenge_loop_equals_the_authors_script_on_the_sample(lite):
     assert all(d >= 0.99 for d in dice.values()), dice
 
 
-@pytest.mark.slow
+@pytest.mark.release
 def test_the_challenge_loop_equals_the_authors_script_on_real_anatomy(lite):
     pytest.importorskip("cv2")
     from dataclasses import replace

