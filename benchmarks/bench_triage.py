@@ -1,0 +1,309 @@
+"""Finding failures without a reference: the risk signals, measured as the literature does.
+
+Every structure of some volumes is box-prompted on its middle slice and propagated with
+the project's recipe (``medsam2-3d``'s prompts and options, merged scoring); each slice
+and structure gets its risk signals (:mod:`napari_segeval.uncertainty.risk`) and its true
+Dice. Parts:
+
+``fit``
+    Fit the combined risk (slice and structure logistic models) on the *tuning*
+    phantoms (CT seeds 500-509: the seeds LiteMedSAM's stop was chosen on, disjoint from
+    every reported number) and write ``napari_segeval/uncertainty/risk_model.json``::
+
+        python benchmarks/bench_triage.py --part fit --models litemedsam builtin
+
+``measure``
+    For each signal and the combined risk, per structure (failure: Dice < 0.75) and per
+    slice (failure: slice Dice < 0.5), on clean runs: failure AUROC, AURC and its
+    random and optimal values, normalised AURC, Recall@10 %, on (a) held-out CT
+    phantoms (seeds 2000-2009), (b) the sample task, (c) the MNI152 template::
+
+        python benchmarks/bench_triage.py --part measure --models litemedsam builtin
+
+``rounds``
+    The correction loop without a reference: the ``interactive`` protocol's Dice gained
+    over 3 box rounds with ``slice_choice`` risk, oracle and random (target: risk >= 70 %
+    of the oracle's gain and >= 2x random's), on the sample task::
+
+        python benchmarks/bench_triage.py --part rounds --models litemedsam --cases 2
+
+``cost``
+    The signals' cost over the propagation alone (LiteMedSAM: jittered boxes decoded on
+    the cached embeddings)::
+
+        python benchmarks/bench_triage.py --part cost
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # _mni
+
+TUNING = range(500, 510)
+HELDOUT = range(2000, 2010)
+
+
+def volumes(which: str, n: int | None = None) -> list:
+    """``(name, case, modality)`` of a set: tuning, heldout, sample or mni."""
+    from napari_segeval.phantoms.ct import make_ct_case
+
+    if which in ("tuning", "heldout"):
+        seeds = list(TUNING if which == "tuning" else HELDOUT)[: n or None]
+        return [(f"ct{s}", make_ct_case(s), "CT") for s in seeds]
+    if which == "sample":
+        from napari_segeval.io import read_case
+
+        root = ROOT / "sample_data/msd_task/Task90_AbdomenPhantom"
+        files = sorted((root / "imagesTr").glob("*.nii.gz"))[: n or None]
+        return [(f.name, read_case(f, labels=root / "labelsTr" / f.name), "CT") for f in files]
+    from _mni import mni_case
+
+    return [("mni152", mni_case(), "MR")]
+
+
+def run_volume(model, case, modality: str) -> tuple[list, list]:
+    """Structure and slice records of one volume: signals, risks and true Dice."""
+    from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
+    from napari_segeval.evaluation.triage import risk_rows
+    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.propagation import PropagationOptions, propagate_case
+
+    frames = model.preprocess(case.image, modality)
+    structures = structures_to_score(case.structures, case.labels)
+    boxes = reference_prompts(case.labels, structures, jitter=0, rng=np.random.default_rng(0))
+    sets = prompt_sets(boxes, case.labels, "box")
+    res = propagate_case(model, frames, sets, PropagationOptions(mode="volume"))
+    masks = {b.label: res.labels == b.label for b in boxes}
+    risks, rows = risk_rows(
+        res.structures, masks, structures, model=model.name, reference=case.labels
+    )
+    srows = []
+    for b in boxes:
+        ref, m = case.labels == b.label, masks[b.label]
+        total = int(ref.sum()) + int(m.sum())
+        dice = 1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total
+        r = risks[b.label]
+        srows.append(
+            {
+                "structure": structures.get(b.label, str(b.label)),
+                "dice": dice,
+                "risk": r.risk,
+                "slices": r.slices,
+                "stops": r.stops,
+            }
+        )
+    return srows, rows
+
+
+def fit(args) -> int:
+    from napari_segeval.uncertainty.risk import (
+        STRUCTURE_FEATURES,
+        RiskModel,
+        Signal,
+        SliceRisk,
+        fit_logistic,
+        structure_features,
+    )
+
+    slice_x, slice_y, structs = [], [], []
+    seeds = list(TUNING)[: args.cases or None]
+    for name in args.models:
+        model = load(name)
+        for vname, case, modality in volumes("tuning", args.cases):
+            t0 = time.perf_counter()
+            srows, rows = run_volume(model, case, modality)
+            slice_x += [{s.value: float(r[s.value]) for s in Signal} for r in rows]
+            slice_y += [float(r["dice"]) < 0.5 for r in rows]
+            structs += srows
+            print(f"  {name} {vname}: {len(srows)} structures, {time.perf_counter() - t0:.0f} s")
+    names = [s.value for s in Signal]
+    slice_model = fit_logistic(names, slice_x, slice_y)
+    feats, ys = [], []
+    for s in structs:
+        rescored = tuple(
+            SliceRisk(
+                x.slice,
+                slice_model({k.value: v for k, v in x.signals.items()}),
+                x.signals,
+                x.flags,
+                x.area,
+            )  # fmt: skip
+            for x in s["slices"]
+        )
+        feats.append(structure_features(rescored, bool(s["stops"])))
+        ys.append(s["dice"] < 0.75)
+    struct_model = fit_logistic(list(STRUCTURE_FEATURES), feats, ys)
+    model = RiskModel(
+        slice_model,
+        struct_model,
+        {
+            "fitted_on": f"CT phantoms (make_ct_case) seeds {seeds[0]}-{seeds[-1]}",
+            "models": list(args.models),
+            "n_slices": len(slice_y),
+            "n_slice_failures": int(sum(slice_y)),
+            "n_structures": len(ys),
+            "n_structure_failures": int(sum(ys)),
+            "command": "python benchmarks/bench_triage.py --part fit --models "
+            + " ".join(args.models)
+            + (f" --cases {args.cases}" if args.cases else ""),
+        },
+    )
+    out = ROOT / "napari_segeval/uncertainty/risk_model.json"
+    out.write_text(json.dumps(model.to_dict(), indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}: {json.dumps(model.provenance)}")
+    return 0
+
+
+def load(name: str):
+    from napari_segeval.models.registry import load_promptable
+
+    return load_promptable(name)
+
+
+def _scores(srows, rows) -> dict:
+    """Per signal (and the combined risk): structure and slice score arrays."""
+    from napari_segeval.uncertainty.risk import Signal
+
+    out = {"structure": {}, "slice": {}}
+    out["structure"]["risk"] = [s["risk"] for s in srows]
+    out["slice"]["risk"] = [r["risk"] for r in rows]
+    for sig in Signal:
+        vals = [r[sig.value] for r in rows]
+        out["slice"][sig.value] = vals
+    # a structure's value of one signal: the area-weighted mean over its slices
+    for sig in Signal:
+        per = []
+        for s in srows:
+            v = [(max(x.area, 1), x.signals[sig]) for x in s["slices"]]
+            v = [(w, a) for w, a in v if math.isfinite(a)]
+            per.append(sum(w * a for w, a in v) / sum(w for w, _ in v) if v else math.nan)
+        out["structure"][sig.value] = per
+    return out
+
+
+def report(title: str, srows: list, rows: list) -> None:
+    from napari_segeval.uncertainty.failure import failure_detection
+
+    scores = _scores(srows, rows)
+    for level, dice, below in (
+        ("structure", [s["dice"] for s in srows], 0.75),
+        ("slice", [r["dice"] for r in rows], 0.5),
+    ):
+        n_fail = sum(d < below for d in dice)
+        print(f"{title} {level}: n={len(dice)} failures={n_fail}")
+        for name, vals in scores[level].items():
+            v = np.asarray(vals, float)
+            if not np.isfinite(v).any():
+                continue
+            fd = failure_detection(np.nan_to_num(v, nan=0.0), np.asarray(dice, float),
+                                   failure_below=below)  # fmt: skip
+            print(
+                f"  {name:11s} AUROC {fd.failure_auroc:.3f}  AURC {fd.aurc:.3f} "
+                f"(random {fd.random_aurc:.3f}, optimal {fd.optimal_aurc:.3f})  "
+                f"nAURC {fd.normalised_aurc:.3f}  Recall@10% {fd.recall_at_10:.3f}"
+            )
+
+
+def measure(args) -> int:
+    for name in args.models:
+        model = load(name)
+        for which in args.sets:
+            srows, rows = [], []
+            for _, case, modality in volumes(which, args.cases):
+                s, r = run_volume(model, case, modality)
+                srows += s
+                rows += r
+            report(f"{name} {which} clean", srows, rows)
+    return 0
+
+
+def rounds(args) -> int:
+    """Median Dice gained from round 0 to round 3 per slice choice, per model."""
+    import tempfile
+
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.evaluation.store import load_records, result_rows
+
+    specs = load_layout(ROOT / "sample_data/msd_task/Task90_AbdomenPhantom")[: args.cases or None]
+    for name in args.models:
+        gains = {}
+        for choice in ("oracle", "risk", "random"):
+            out = Path(tempfile.mkdtemp()) / choice
+            params = {"model": name, "rounds": 3, "refine_prompt": "box", "slice_choice": choice}
+            run_evaluation(specs, "interactive", out, params=params, workers=1, report=False)
+            rows = [r for r in result_rows(load_records(out)[1]) if r.get("status") == "ok"]
+            by = {}
+            for r in rows:
+                by.setdefault((r["case"], r["label"]), {})[int(r["round"])] = float(r["dice"])
+            gain = [d[3] - d[0] for d in by.values() if 0 in d and 3 in d]
+            gains[choice] = float(np.mean(gain)) if gain else math.nan
+        o, r, x = gains["oracle"], gains["risk"], gains["random"]
+        print(
+            f"{name}: mean Dice gained in 3 box rounds over {len(specs)} cases: oracle {o:+.4f}, "
+            f"risk {r:+.4f} ({r / o:.0%} of the oracle's; target >= 70 %), random {x:+.4f} "
+            f"(risk / random {r / x if x else math.inf:.2f}; target >= 2)"
+        )
+    return 0
+
+
+def cost(args) -> int:
+    """Propagation alone against propagation with every signal and the risk rows, on the
+    same volume in one process (best of ``--repeat``, interleaved)."""
+    from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
+    from napari_segeval.evaluation.triage import risk_rows
+    from napari_segeval.metrics.structures import structures_to_score
+    from napari_segeval.propagation import PropagationOptions, propagate_case
+
+    model = load("litemedsam")
+    ((_, case, modality),) = volumes("sample", 1)
+    frames = model.preprocess(case.image, modality)
+    names = structures_to_score(case.structures, case.labels)
+    boxes = reference_prompts(case.labels, names, jitter=0, rng=np.random.default_rng(0))
+    sets = prompt_sets(boxes, case.labels, "box")
+    jitter = model.risk_jitter
+    best = {"alone": math.inf, "with risk": math.inf}
+    for _ in range(args.repeat):
+        for what in best:
+            model.risk_jitter = jitter if what == "with risk" else 0
+            t0 = time.perf_counter()
+            res = propagate_case(model, frames, sets, PropagationOptions(mode="volume"))
+            if what == "with risk":
+                masks = {b.label: res.labels == b.label for b in boxes}
+                risk_rows(res.structures, masks, names, model="litemedsam")
+            best[what] = min(best[what], time.perf_counter() - t0)
+    ratio = best["with risk"] / best["alone"]
+    print(
+        f"litemedsam, {len(boxes)} structures of {case.image.shape[0]} slices: propagation "
+        f"{best['alone']:.1f} s, with {jitter} jittered boxes a slice and the risk rows "
+        f"{best['with risk']:.1f} s: {ratio:.2f}x (target <= 1.5x)"
+    )
+    return 0 if ratio <= 1.5 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=("fit", "measure", "rounds", "cost"), default="measure")
+    ap.add_argument("--models", nargs="+", default=["litemedsam"])
+    ap.add_argument("--sets", nargs="+", default=["heldout", "sample", "mni"])
+    ap.add_argument("--cases", type=int, default=None, help="at most this many volumes per set")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2, help="cost: best of this many")
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    return {"fit": fit, "measure": measure, "rounds": rounds, "cost": cost}[args.part](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
