@@ -40,9 +40,9 @@ def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
 
 
 def crop_slices(structure: Any) -> _CropSlices:
-    """A structure's probabilities (a :class:`~napari_segeval.propagation.result.
-    StructureResult`) indexed by slice at full ``(H, W)`` size, made from its crop one
-    slice at a time (never the full-size volume).
+    """A structure's probabilities indexed by slice at full ``(H, W)`` size, made from its
+    crop one slice at a time (never the full-size volume); ``structure`` is a
+    :class:`~napari_segeval.propagation.result.StructureResult`.
 
     Examples
     --------

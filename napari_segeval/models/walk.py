@@ -28,9 +28,9 @@ class StopReason(Enum):
 
     ``EMPTY``: the next slice's mask came out empty (the project's ``stop_when_empty``,
     or the object really ends); ``CONFIDENCE``: the mean foreground probability fell
-    below the model's calibrated stop (:func:`~napari_segeval.propagation.walks.
-    confidence_stop`); ``IOU``: the decoder's own IoU estimate fell below the stop
-    ratio of the prompted slice's (LiteMedSAM's quality stop). The two last are
+    below the model's calibrated stop (propagation's confidence stop); ``IOU``: the
+    decoder's own IoU estimate fell below the stop ratio of the prompted slice's
+    (LiteMedSAM's quality stop). The two last are
     *quality stops*: the model gave up, the object may go on.
     """
 
