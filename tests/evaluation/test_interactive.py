@@ -369,7 +369,7 @@ def test_several_models_start_from_the_same_prompts_and_correct_their_own(tmp_pa
 def test_without_the_oracle_a_person_looks_where_the_risk_says(tmp_path, choice):
     """``slice_choice=risk|random``: each round looks at up to LOOKS_PER_ROUND slices the
     structure's risk describes and corrects the first wrong one; ``random`` is
-    reproducible; the island the model missed is found by the oracle only."""
+    reproducible."""
     from napari_segeval.evaluation.protocols.interactive import review_order
     from napari_segeval.propagation.result import StructureResult
 
@@ -386,7 +386,6 @@ def test_without_the_oracle_a_person_looks_where_the_risk_says(tmp_path, choice)
     for row in runs[0]:
         for p in json.loads(row["prompt"]) if row["round"] else []:
             assert 2 <= p["index"] <= 7  # on the predicted organ (or the slice after it)
-    assert max(r["dice"] for r in runs[0]) < 1.0  # the island stays missed
     m = np.zeros((4, 6, 6), bool)
     s = StructureResult(1, (0, 0, 0), m * 0.9, m, m.shape)
     assert review_order(choice, s, m) == []  # nothing predicted, nothing to look at
