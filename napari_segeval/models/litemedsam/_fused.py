@@ -14,9 +14,13 @@ with the GELU that follows and the residual sum fused into the kernel. Why it pa
 * the attention's ``1 / sqrt(d)`` is folded into the query weights and the residual is
   added in the window layout, before the windows are put back.
 
-``dtype=torch.bfloat16`` keeps the weights and activations in bfloat16 (oneDNN's
-AVX512-BF16/AMX kernels; layer norms and softmax accumulate in float inside their
-kernels); the embedding comes back as float32 either way. No gradients: the product's
+``dtype=torch.bfloat16`` runs the heavy parts (``parts``: the first stage's and the
+mergings' convolutions, the attention, the MLPs) in bfloat16 (oneDNN's AVX512-BF16/AMX
+kernels), while the residual stream, the layer norms, the stem, the blocks' depthwise
+convolutions and the neck stay in float32 (a bfloat16 stream changed the masks more);
+the embedding comes back as float32 either way. It does not keep LiteMedSAM's masks
+(per-structure Dice against fp32 down to 0.98 on the sample task; bf16 in the attention
+alone keeps them but gains little), so ``--precision auto`` runs fp32. No gradients: the
 gradient path (attacks) runs the network itself.
 
 This module imports torch at import time: import it only inside functions.
@@ -46,9 +50,9 @@ _LIN = torch.ops.mkldnn._linear_pointwise
 _CONV = torch.ops.mkldnn._convolution_pointwise
 
 #: Floats per intermediate tensor of a band of the first stage (the expanded map of one
-#: band of rows; :func:`rows_per_band`). Chosen in ``bench_litemedsam.py --part encoder``
-#: (``--chunks``): 2 M floats (8 MiB) and the whole map (64 MiB) were within noise of each
-#: other on the fused path, smaller bands were slower.
+#: band of rows; :func:`rows_per_band`), chosen by measurement (one core, CPU seconds per
+#: slice of the fused fp32 encoder, one run): 2**18 floats (1 MiB, 4 rows of the first
+#: stage) 0.573, 2**19 0.582, 2**20 0.596, 2**21 0.602, 2**22 0.651, one band 0.729.
 BAND_FLOATS = 1 << 18
 
 
@@ -58,7 +62,7 @@ def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = BAND_
     Examples
     --------
     >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
-    (32, 1)
+    (4, 1)
     """
     return max(1, int(floats) // max(1, width * channels * batch))
 
@@ -134,6 +138,10 @@ class FusedEncoder:
         ``torch.float32`` or ``torch.bfloat16``.
     band_floats : int
         Floats per band of the first stage (:data:`BAND_FLOATS`).
+    stream : torch.dtype
+        The residual stream's dtype (and that of the parts not in ``parts``).
+    parts : iterable of {"conv", "attention", "mlp"}
+        The parts that run in ``dtype``.
 
     Calling it on ``(B, 3, 256, 256)`` in [0, 1] gives the float32 ``(B, 256, 64, 64)``
     embedding (without gradients).
