@@ -50,10 +50,14 @@ _LIN = torch.ops.mkldnn._linear_pointwise
 _CONV = torch.ops.mkldnn._convolution_pointwise
 
 #: Floats per intermediate tensor of a band of the first stage (the expanded map of one
-#: band of rows; :func:`rows_per_band`), chosen by measurement (one core, CPU seconds per
-#: slice of the fused fp32 encoder, one run): 2**18 floats (1 MiB, 4 rows of the first
-#: stage) 0.573, 2**19 0.582, 2**20 0.596, 2**21 0.602, 2**22 0.651, one band 0.729.
-BAND_FLOATS = 1 << 18
+#: band of rows; :func:`rows_per_band`) and per chunk of windows or tokens (8 MiB, as the
+#: module's :data:`~._network.CHUNK_FLOATS`). Measured (CPU seconds per slice of the
+#: fused fp32 encoder, one core, one run): 2**18 floats 0.573, 2**19 0.582, 2**20 0.596,
+#: 2**21 0.602, 2**22 0.651, one band 0.729; but smaller bands mean more kernel calls
+#: (2**18: about 600 a slice), each a barrier of the threads, and on two threads of a
+#: loaded machine the medsam2-3d run with 2**18 took 9x longer than with the module's
+#: chunks: 2**21 keeps the module's number of calls.
+BAND_FLOATS = 1 << 21
 
 
 def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = BAND_FLOATS) -> int:
@@ -62,7 +66,7 @@ def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = BAND_
     Examples
     --------
     >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
-    (4, 1)
+    (32, 1)
     """
     return max(1, int(floats) // max(1, width * channels * batch))
 
