@@ -262,9 +262,16 @@ def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(tmp_p
 
 
 def test_run_json_says_which_precision_auto_chose(tmp_path):
+    from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.evaluate import model_precisions
+    from napari_segeval.evaluation.layouts import CaseSpec
 
     assert model_precisions({"models": ["threshold", "builtin"], "precision": "auto"}) == {
         "threshold": "fp32",
         "builtin": "fp32",
     }
+    bad = [CaseSpec("broken", ("/missing.nii.gz",), "/missing_seg.nii.gz")]
+    params = {"model": "threshold", "device": "cpu"}
+    run_evaluation(bad, "medsam2-3d", tmp_path, params=params, workers=1, report=False)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["params"]["precision"] == "auto" and run["precision"] == {"threshold": "fp32"}
