@@ -20,7 +20,10 @@ Three measurements, one run:
    encoding; each more structure adds only decodes).
 
 Run: ``.venv/bin/python benchmarks/bench_litemedsam.py [--device cuda] [--threads N]
-[--repeat 2] [--quick]``; needs the ``litemedsam`` extra. ``--quick``: one repeat, the
+[--repeat 2] [--quick]``; needs the ``litemedsam`` extra. ``--part encoder [--slices 4]
+[--cases 6] [--e2e N]`` measures the image encoder's paths instead
+(:mod:`_litemedsam_encoder`: GFLOP per slice, the matmul floor, each precision's speed-up
+over today's fp32 eager and its masks' agreement). ``--quick``: one repeat, the
 first 4 slices of the case and 3 of the generated one (a smoke run; the targets hold only for the full case).
 The last lines start with ``SUMMARY`` (read by ``scripts/gpu-check.sh``).
 """
@@ -36,6 +39,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))  # _litemedsam_ref: the upstream oracle
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _litemedsam_encoder
 CASE = ROOT / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
 ONE_TARGET, CASE_TARGET, SHARED_TARGET = 1.3, 2.5, 1.5
 
@@ -118,7 +122,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: default)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per pipeline (best kept)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--part",
+        choices=("loop", "encoder"),
+        default="loop",
+        help="loop: the 3D loop against the authors' (default); encoder: the image "
+        "encoder's paths (benchmarks/_litemedsam_encoder.py)",
+    )
+    ap.add_argument("--slices", type=int, default=4, help="encoder: slices timed")
+    ap.add_argument("--cases", type=int, default=6, help="encoder: sample cases for the masks")
+    ap.add_argument(
+        "--e2e", type=int, default=0, metavar="N", help="encoder: also medsam2-3d on N cases"
+    )
     args = ap.parse_args(argv)
+    if args.part == "encoder":
+        import _litemedsam_encoder
+
+        if args.quick:
+            args.repeat, args.slices, args.cases, args.e2e = 1, 1, 1, min(args.e2e, 1)
+        return _litemedsam_encoder.main(args)
     import _litemedsam_ref as ref
     import torch
 

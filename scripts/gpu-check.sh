@@ -4,7 +4,9 @@
 #      tests/models/test_cuda.py, attacks on CUDA, the evaluation runner with one GPU);
 #   2. the speed benchmarks on the device: bench_medsam2_speed, bench_attacks at 128^3,
 #      bench_multi_structure (five structures, MedSAM2 and the built-in model),
-#      bench_litemedsam (LiteMedSAM against the authors' loop; needs the litemedsam extra);
+#      bench_litemedsam (LiteMedSAM against the authors' loop; needs the litemedsam extra),
+#      bench_litemedsam --part encoder (LiteMedSAM's encoder in fp32 and bf16 on the device:
+#      speed and the masks' agreement with fp32; WRONG only if a path auto takes differs);
 # then one summary table. Exit status 0 when the tests pass and every benchmark ran with
 # correct results (masks identical on the CPU, agreeing within tolerance on a GPU); speed
 # targets that are missed are reported in the table, not as failures.
@@ -69,13 +71,15 @@ if [ "$quick" -eq 1 ]; then
   attack_args=(--model toy --shape 8 16 16 --steps 1 --repeats 1)
   multi_args=(--quick)
   lite_args=(--quick)
-  limits=(120 120 120 120 240)
+  enc_args=(--quick)
+  limits=(120 120 120 120 240 240)
 else
   speed_args=(--slices 16 --size 128 --repeat 2)
   attack_args=(--shape 128 128 128 --steps 10 --repeats 2)
   multi_args=(--case both --slices 64 --size 160 --repeat 2)
   lite_args=(--repeat 1)
-  limits=(180 45 75 170 120)
+  enc_args=(--repeat 3 --slices 8 --cases 6)
+  limits=(180 45 75 170 120 90)
 fi
 
 "$py" - "$device" <<'EOF' || { echo "gpu-check.sh: device $device is not usable" >&2; exit 2; }
@@ -99,11 +103,13 @@ step multi-structure "${limits[3]}" "$py" benchmarks/bench_multi_structure.py --
   "${multi_args[@]}"
 step litemedsam "${limits[4]}" "$py" benchmarks/bench_litemedsam.py --device "$device" \
   "${lite_args[@]}"
+step litemedsam-encoder "${limits[5]}" "$py" benchmarks/bench_litemedsam.py --part encoder \
+  --device "$device" "${enc_args[@]}"
 
 echo
 echo "gpu-check summary: device $device$([ "$quick" -eq 1 ] && echo ' (quick)'), $(( $(date +%s) - start_all )) s in all, logs in $logs"
-printf '%-16s %-8s %6s  %s\n' "step" "status" "s" "figures"
+printf '%-18s %-8s %6s  %s\n' "step" "status" "s" "figures"
 for i in "${!names[@]}"; do
-  printf '%-16s %-8s %6s  %s\n' "${names[$i]}" "${statuses[$i]}" "${secs[$i]}" "${figures[$i]}"
+  printf '%-18s %-8s %6s  %s\n' "${names[$i]}" "${statuses[$i]}" "${secs[$i]}" "${figures[$i]}"
 done
 exit "$failed"

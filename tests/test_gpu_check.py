@@ -48,6 +48,7 @@ def test_gpu_check_dry_run_on_cpu():
         "attacks": "ran",
         "multi-structure": "ran",
         "litemedsam": "ran",
+        "litemedsam-encoder": "ran",
     }, out[-4000:]
     assert "skipped" in out  # the CUDA tests skip cleanly on a CPU-only machine
     assert "backend=medsam2" in out and "backend=builtin" in out

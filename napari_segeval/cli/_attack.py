@@ -12,6 +12,7 @@ from napari_segeval.cli._common import (
     add_json_flag,
     add_modality_option,
     add_model_option,
+    add_precision_option,
     emit,
     format_table,
     read_input,
@@ -130,6 +131,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "inspect prints it (repeatable; default all)",
     )
     add_device_option(p)
+    add_precision_option(p)
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
     p.add_argument(
         "--output-dir",
@@ -183,6 +185,9 @@ def _target(args: argparse.Namespace, case):
     if not is_promptable(args.model):
         if case.axes != "zyx":
             raise SegEvalError(f"{args.image}: dense models need a 3D volume, got {case.axes!r}")
+        from napari_segeval.models.precision import model_precision
+
+        model_precision(args.precision, None, args.device, args.model)  # dense: fp32 only
         model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
         return DenseTarget(
             model, case, overlap=args.overlap, batch_size=args.batch_size, gradient=args.gradient
@@ -203,7 +208,9 @@ def _target(args: argparse.Namespace, case):
     boxes = boxes_from_labels(case.labels, wanted or None, mode=mode)
     if not boxes:
         raise SegEvalError(f"{args.labels}: no structures to prompt (labels are empty)")
-    model = load_promptable(args.model, checkpoint=args.checkpoint, device=args.device)
+    model = load_promptable(
+        args.model, checkpoint=args.checkpoint, device=args.device, precision=args.precision
+    )
     return PromptTarget(model, case, boxes, window=args.window, chain=args.chain)
 
 

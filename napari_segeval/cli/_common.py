@@ -117,6 +117,33 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help=DEVICE_HELP)
 
 
+PRECISION_HELP = (
+    "arithmetic of the model: auto (default: the fastest this machine runs that keeps "
+    "the model's masks; says which), fp32, or bf16 where the model offers it (LiteMedSAM: "
+    "faster, masks not kept exactly)"
+)
+
+
+def add_precision_option(parser: argparse.ArgumentParser, default: Any = "auto") -> None:
+    """Add ``--precision`` (:class:`~napari_segeval.models.precision.Precision`).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser(); add_precision_option(p)
+    >>> p.parse_args([]).precision, p.parse_args(["--precision", "bf16"]).precision
+    (<Precision.AUTO: 'auto'>, <Precision.BF16: 'bf16'>)
+    """
+    from napari_segeval.models.precision import Precision
+
+    parser.add_argument(
+        "--precision",
+        type=Precision,
+        choices=list(Precision),
+        default=None if default is None else Precision(default),
+        help=PRECISION_HELP,
+    )
+
+
 def add_modality_option(parser: argparse.ArgumentParser, text: str = MODALITY_HELP) -> None:
     """Add ``--modality`` (one of :data:`napari_segeval.io.case.MODALITIES`; default: guessed).
 

@@ -6,7 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from napari_segeval.cli._common import add_json_flag, add_modality_option, emit, format_table
+from napari_segeval.cli._common import (
+    add_json_flag,
+    add_modality_option,
+    add_precision_option,
+    emit,
+    format_table,
+)
 from napari_segeval.cli._progress import progress_bar
 
 PROTOCOL_NAMES = (
@@ -153,6 +159,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="no progress bar on stderr (drawn only on a terminal)",
     )
+    add_precision_option(p, default=None)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -373,6 +380,8 @@ def run(args: argparse.Namespace) -> int:
         params.setdefault("modality", args.modality)
     if args.prompts is not None:
         params["prompts"] = str(args.prompts.resolve())
+    if args.precision is not None:  # promptable protocols: same as --param precision=...
+        params["precision"] = args.precision.value
     if args.attack:
         params["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:

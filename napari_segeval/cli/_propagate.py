@@ -19,6 +19,7 @@ from napari_segeval.cli._common import (
     add_json_flag,
     add_modality_option,
     add_model_option,
+    add_precision_option,
     emit,
     read_input,
 )
@@ -107,6 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file",
     )
     add_device_option(p)
+    add_precision_option(p)
     p.add_argument(
         "--window",
         default=None,
@@ -316,7 +318,9 @@ def _prompt_sets(
 def _load_model(args: argparse.Namespace):
     from napari_segeval.models.registry import load_promptable
 
-    return load_promptable(str(args.model), checkpoint=args.checkpoint, device=args.device)
+    return load_promptable(
+        str(args.model), checkpoint=args.checkpoint, device=args.device, precision=args.precision
+    )
 
 
 def check_output(path: Path, case) -> None:

@@ -18,6 +18,25 @@ from napari_segeval.evaluation.runner import RunResult, execute
 from napari_segeval.evaluation.store import load_records
 
 
+def model_precisions(params: Mapping[str, Any]) -> dict[str, str]:
+    """The precision each model of a run computes in on this machine (``precision``
+    resolved: :func:`~napari_segeval.models.registry.precision_of`), for ``run.json``.
+
+    Examples
+    --------
+    >>> model_precisions({"model": "threshold", "precision": "auto", "device": "cpu"})
+    {'threshold': 'fp32'}
+    """
+    from napari_segeval.models.registry import precision_of
+
+    refs = params.get("models") or [params.get("model")]
+    return {
+        str(r): str(precision_of(str(r), params.get("precision"), params.get("device")))
+        for r in refs
+        if isinstance(r, str)
+    }
+
+
 def run_evaluation(
     data: str | os.PathLike | Sequence[CaseSpec],
     protocol: str | Protocol,
@@ -113,6 +132,8 @@ def run_evaluation(
         "napari_segeval": __version__,
         "save_predictions": bool(save_predictions),
     }
+    if "precision" in p:  # what auto chose here: said, not part of the recipe
+        run_info["precision"] = model_precisions(p)
     store.check_run(out, run_info, resume)
     if not resume:
         store.clear_cases(out)

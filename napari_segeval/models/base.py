@@ -102,6 +102,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from napari_segeval.models.precision import Precision
 from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 
@@ -209,6 +210,12 @@ class Capabilities:
         (MedSAM2: ``("float", "pillow")``); a model offering some implements
         ``with_options(resize=MODE)`` (a copy with that mode) and has ``resize`` (its
         mode). Empty: one fixed way, no option.
+    precisions : tuple of Precision
+        The arithmetic it offers (:mod:`napari_segeval.models.precision`), fastest
+        first. Default: fp32 only.
+    auto_precisions : tuple of Precision
+        Those of ``precisions`` that keep its masks (measured), fastest first:
+        ``--precision auto`` takes the first this machine runs (fp32 otherwise).
 
     Examples
     --------
@@ -230,6 +237,8 @@ class Capabilities:
     frame_features: bool = False
     live_frames: bool = False
     resize_modes: tuple[str, ...] = ()
+    precisions: tuple[Precision, ...] = (Precision.FP32,)
+    auto_precisions: tuple[Precision, ...] = (Precision.FP32,)
 
     def takes(self, kind: str) -> bool:
         """Whether prompts of ``kind`` (``"box"``, ``"point"``, ``"mask"``) are taken."""

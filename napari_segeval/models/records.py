@@ -264,6 +264,27 @@ class ModelRow:
     install: str | None = None
 
     @property
+    def runs_in(self) -> str:
+        """``"; auto precision here: fp32"`` for a promptable model offering more than
+        fp32 (:func:`~napari_segeval.models.registry.precision_of`) whose weights are
+        here; ``""`` otherwise (nothing is loaded).
+
+        Examples
+        --------
+        >>> model_row("threshold").runs_in
+        ''
+        """
+        from napari_segeval.models.registry import PROMPTABLE, declared_capabilities, precision_of
+
+        name = self.record.name
+        if not self.here or name not in PROMPTABLE:
+            return ""
+        caps = declared_capabilities(name)
+        if caps is None or len(caps.precisions) < 2:
+            return ""
+        return f"; auto precision here: {precision_of(name, 'auto')}"
+
+    @property
     def listed(self) -> bool:
         """Whether ``segeval models list`` shows it: a name with its own card and file
         (not a network whose weights are another name's)."""

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.models.precision import Precision, model_precision, parse_precision
 
 
 @dataclass(frozen=True)
@@ -307,7 +308,13 @@ def _auto(device: Any) -> bool:
     return device is None or str(device) == "auto"
 
 
-def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: Any = "auto") -> Any:
+def load_promptable(
+    ref: str,
+    *,
+    checkpoint: str | Path | None = None,
+    device: Any = "auto",
+    precision: Precision | str | None = Precision.AUTO,
+) -> Any:
     """A promptable model from what a person typed.
 
     Parameters
@@ -322,6 +329,10 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: A
     device : str or torch.device, optional
         ``"auto"``/None (default): CUDA, then MPS, then CPU (the threshold baseline:
         CPU).
+    precision : Precision or str, optional
+        The arithmetic (:mod:`napari_segeval.models.precision`): ``auto`` (default: the
+        fastest this machine runs that keeps the model's masks), ``fp32``, ``bf16``
+        (where the backend offers it); the model's ``precision`` says which ran.
 
     Returns
     -------
@@ -331,7 +342,8 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: A
     ------
     napari_segeval.SegEvalError
         Unknown names (the message names the closest and lists the known ones), a
-        checkpoint missing (the message says how to pull it) or not expected;
+        checkpoint missing (the message says how to pull it) or not expected, a
+        precision the model or this machine cannot run (what ``auto`` would choose);
         :class:`~napari_segeval.ReadError` for bad checkpoint files, weights of
         another network, or a pulled file that fails its SHA-256 check.
 
@@ -350,6 +362,7 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: A
     if inline is not None and checkpoint is not None and Path(inline) != Path(checkpoint):
         raise SegEvalError(f"model {ref!r}: two checkpoints given ({inline} and {checkpoint})")
     ckpt = checkpoint if checkpoint is not None else (inline or None)
+    prec = parse_precision(precision)
     info = PROMPTABLE.get(name)
     if info is None:
         entry = _catalogue_entry(name)
@@ -362,8 +375,9 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: A
                 )
             from napari_segeval.models._cache import checkpoint as pulled
 
-            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device)
+            return _load_named(PROMPTABLE[entry.architecture], pulled(entry.name), device, prec)
         if _FACTORY.match(name):
+            model_precision(prec, None, device, name)  # fp32 only: refuse bf16 here
             return resolve_factory(name)()
         raise unknown_promptable(ref)
     if info.checkpoint == "none" and ckpt is not None:
@@ -375,7 +389,7 @@ def load_promptable(ref: str, *, checkpoint: str | Path | None = None, device: A
             f"model {name!r} needs a checkpoint: pass {name}:PATH, or "
             f"--checkpoint PATH on the command line"
         )
-    return _load_named(info, ckpt, device)
+    return _load_named(info, ckpt, device, prec)
 
 
 def _default_checkpoint(info: ModelName) -> Path:
@@ -392,8 +406,14 @@ def _default_checkpoint(info: ModelName) -> Path:
     return _cache.checkpoint(entry.name)
 
 
-def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
-    """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own)."""
+def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> Any:
+    """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own),
+    in ``precision`` (refused in one line where the model or the machine cannot run it)."""
+    if info.name == "litemedsam":
+        from napari_segeval.models.litemedsam import load_litemedsam
+
+        return load_litemedsam(device=None if _auto(device) else device, precision=precision)
+    model_precision(precision, declared_capabilities(info.name), device, info.name)
     if info.name == "builtin":
         from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 
@@ -402,10 +422,6 @@ def _load_named(info: ModelName, ckpt: Any, device: Any) -> Any:
         from napari_segeval.models.threshold import ThresholdPromptModel
 
         return ThresholdPromptModel(device="cpu" if _auto(device) else device)
-    if info.name == "litemedsam":
-        from napari_segeval.models.litemedsam import load_litemedsam
-
-        return load_litemedsam(device=None if _auto(device) else device)
     if info.package != "sam2":  # a name added to PROMPTABLE needs its branch here
         raise SegEvalError(f"model {info.name!r} has no loader in the registry")
     from napari_segeval.models._cache import published_twin
@@ -447,6 +463,29 @@ def declared_capabilities(name: str) -> Any:
 
         return MedSAM2Model.capabilities
     return None  # builtin: a property of the loaded weights
+
+
+def precision_of(ref: str, precision: Precision | str | None, device: Any = "auto") -> Precision:
+    """The precision the promptable model ``ref`` would run in here, without loading it
+    (:func:`~napari_segeval.models.precision.model_precision` with its declared
+    capabilities; ``module:factory`` and ``builtin``: fp32 only).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        One line: the model or this machine cannot run ``precision``.
+
+    Examples
+    --------
+    >>> precision_of("threshold", "auto", "cpu")
+    <Precision.FP32: 'fp32'>
+    """
+    name = split_ref(ref)[0]
+    entry = None if name in PROMPTABLE else _catalogue_entry(name)
+    if entry is not None:
+        name = entry.architecture
+    caps = declared_capabilities(name) if name in PROMPTABLE else None
+    return model_precision(precision, caps, device, name)
 
 
 def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None) -> Any:
@@ -581,6 +620,7 @@ __all__ = [
     "load_dense",
     "load_promptable",
     "model_names",
+    "precision_of",
     "resolve_factory",
     "split_ref",
     "unknown_promptable",

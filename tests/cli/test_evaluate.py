@@ -231,3 +231,47 @@ def test_report_of_a_broken_run_record_is_one_line(tmp_path, capsys, run_json, w
     assert captured.err == (
         f"segeval report: error: {out / 'run.json'}: not a results record ({what})\n"
     )
+
+
+def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(tmp_path, capsys):
+    from napari_segeval.cli import main
+
+    task = write_msd(tmp_path / "T", 1)
+    out = tmp_path / "o"
+    rc = main(
+        [
+            "evaluate",
+            str(task),
+            "--protocol",
+            "medsam2-3d",
+            "--model",
+            "threshold",
+            "--precision",
+            "bf16",
+            "-o",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and not out.exists()
+    assert err == (
+        "segeval evaluate: error: --precision bf16: threshold runs in fp32 only; "
+        "--precision auto chooses fp32\n"
+    )
+
+
+def test_run_json_says_which_precision_auto_chose(tmp_path):
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.evaluate import model_precisions
+    from napari_segeval.evaluation.layouts import CaseSpec
+
+    assert model_precisions({"models": ["threshold", "builtin"], "precision": "auto"}) == {
+        "threshold": "fp32",
+        "builtin": "fp32",
+    }
+    bad = [CaseSpec("broken", ("/missing.nii.gz",), "/missing_seg.nii.gz")]
+    params = {"model": "threshold", "device": "cpu"}
+    run_evaluation(bad, "medsam2-3d", tmp_path, params=params, workers=1, report=False)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["params"]["precision"] == "auto" and run["precision"] == {"threshold": "fp32"}

@@ -546,3 +546,27 @@ def test_labels_the_dataset_json_does_not_name_are_segmented_as_label_n(files, t
     )
     rows = json.loads(capsys.readouterr().out)["structures"]
     assert rc == 0 and [(r["label"], r["name"]) for r in rows] == [(1, "liver"), (2, "label 2")]
+
+
+def test_a_precision_this_machine_cannot_run_is_one_line_and_runs_nothing(
+    files, tmp_path, capsys, monkeypatch
+):
+    from napari_segeval.cli import main
+    from napari_segeval.models import precision
+    from napari_segeval.models.litemedsam._asset import installed_version
+
+    if installed_version() is None:
+        pytest.skip("the litemedsam extra is not installed")
+    monkeypatch.setattr(precision, "bf16_reason", lambda device=None: "no bf16 here (test)")
+    d, _ = files
+    out = tmp_path / "never.nii.gz"
+    argv = ["propagate", str(d / "img.nii.gz"), "--labels", str(d / "lab.nii.gz")]
+    for model in ("litemedsam", "builtin"):
+        rc = main(
+            [*argv, "--model", model, "--device", "cpu", "--precision", "bf16", "-o", str(out)]
+        )
+        err = capsys.readouterr().err
+        assert rc != 0 and not out.exists()
+        assert len(err.strip().splitlines()) == 1
+        reason = "no bf16 here (test)" if model == "litemedsam" else "builtin runs in fp32 only"
+        assert f"--precision bf16: {reason}; --precision auto chooses fp32" in err

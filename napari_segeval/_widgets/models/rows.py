@@ -113,7 +113,9 @@ def row_state(row: dict) -> str:
     r = state.record
     if r.packaged is not None:
         if state.install is None:
-            return f"here (weights of {r.packaged.distribution}, checked on first use)"
+            return (
+                f"here (weights of {r.packaged.distribution}, checked on first use{state.runs_in})"
+            )
         return f"not installed: {state.install}"
     if r.entry is None:
         weights = "no weights" if r.weights is Weights.NONE else "weights"

@@ -67,14 +67,15 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
 
 
 @lru_cache(maxsize=4)
-def promptable_model(ref: str, device: str | None = None) -> Any:
+def promptable_model(ref: str, device: str | None = None, precision: str = "auto") -> Any:
     """A promptable model, loaded once per process (see
     :func:`napari_segeval.models.registry.load_promptable`).
 
     ``"builtin"`` (shipped weights), ``"threshold"`` (weight-free baseline),
-    ``"medsam2:CHECKPOINT"`` (optional extra) or ``"module:factory"``.
+    ``"medsam2:CHECKPOINT"`` (optional extra) or ``"module:factory"``; ``precision``
+    as ``--precision`` takes it.
     """
-    return load_promptable(ref, device=device)
+    return load_promptable(ref, device=device, precision=precision)
 
 
 @lru_cache(maxsize=4)

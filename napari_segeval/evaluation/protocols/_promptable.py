@@ -60,6 +60,7 @@ DEFAULTS = {
     "prompt": "box",
     "nsd_min_dice": None,
     "prompts": None,
+    "precision": "auto",
 }
 
 _CHOICES = {
@@ -70,6 +71,7 @@ _CHOICES = {
     "scoring": ("merged", "per-structure", "ordered"),
     "jitter_mode": ("edges", "outward"),
     "prompt": ("box", "mask", "box3d"),
+    "precision": ("auto", "fp32", "bf16"),
 }
 #: The models that run ``prompt="box3d"`` (the CVPR 2024 challenge's 3D loop).
 BOX3D_MODELS = ("litemedsam",)
@@ -136,6 +138,29 @@ def check_params(params: dict) -> None:
             f"got {params['prompts']!r}"
         )
     C.check_scoring(params)
+    check_precision(params)
+
+
+def check_precision(params: dict) -> None:
+    """Refuse a ``precision`` that a model of the run (``model``, or each of ``models``)
+    or this machine cannot run: one line saying why and what ``auto`` would choose.
+
+    Examples
+    --------
+    >>> check_precision({"model": "threshold", "precision": "fp32"})
+    >>> check_precision({"model": "threshold", "precision": "bf16"})
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
+    """
+    from napari_segeval.models.registry import precision_of
+
+    asked = params.get("precision", DEFAULTS["precision"])
+    if asked in (None, "auto"):
+        return
+    for ref in params.get("models") or [params.get("model", DEFAULTS["model"])]:
+        if isinstance(ref, str):
+            precision_of(ref, asked, params.get("device"))
 
 
 def prompt_file_of(folder: str | Path, case_id: str) -> Path:
@@ -412,7 +437,9 @@ def with_model(prepared: Prepared, params: dict) -> Prepared:
     """The same case and prompts for the model ``params["model"]``: loaded, configured
     (MedSAM2's ``resize``) and the case preprocessed for it."""
     params = {**DEFAULTS, **params}
-    model = C.promptable_model(str(params["model"]), params.get("device"))
+    model = C.promptable_model(
+        str(params["model"]), params.get("device"), str(params.get("precision") or "auto")
+    )
     resize = "float"
     if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
         resize = str(params["resize"])

@@ -18,11 +18,11 @@ The layout, stage by stage (a 256 x 256 RGB input):
 * ``neck``: 1 x 1 conv to 256 channels, LayerNorm2d, 3 x 3 conv, LayerNorm2d.
 
 For inference, :meth:`LiteMedSAMNet.prepare_inference` folds every batch norm into its
-convolution (an exact rewrite: a frozen batch norm is an affine map per channel), keeps the
-attention biases gathered once per block, and stores the convolutions channels-last; the
-weights themselves stay the authors'. Attention runs through
-:func:`torch.nn.functional.scaled_dot_product_attention` (the same softmax(QK^T/sqrt(d) +
-bias)V). Everything stays differentiable with respect to the input image.
+convolution (an exact rewrite: a frozen batch norm is an affine map per channel) and keeps
+the attention biases gathered once per block; the weights themselves stay the authors'.
+This module's encoder stays differentiable with respect to the input image (attacks run
+it); without gradients the backend runs :mod:`._fused`'s copy of it on oneDNN's fused
+kernels (float32 or bfloat16), :attr:`LiteMedSAMNet.fast_encoder`.
 
 This module imports torch at import time: import it only inside functions.
 """
@@ -625,10 +625,12 @@ class LiteMedSAMNet(nn.Module):
         self.prompt_encoder = PromptEncoder()
         self.mask_decoder = MaskDecoder()
         self._dense_pe: torch.Tensor | None = None
+        #: The inference encoder :meth:`encode` runs without gradients (None: the module).
+        self.fast_encoder: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     @torch.no_grad()
     def prepare_inference(self) -> LiteMedSAMNet:
-        """Fold batch norms into convolutions, gather attention biases, channels-last convs.
+        """Fold batch norms into convolutions, gather attention biases.
 
         Exact rewrites of the eval-mode network (values agree to float rounding); call once
         after the weights are loaded. Returns ``self``.
@@ -643,7 +645,15 @@ class LiteMedSAMNet(nn.Module):
         return self
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
-        """Image embeddings ``(B, 256, 64, 64)`` of ``(B, 3, 256, 256)`` inputs in [0, 1]."""
+        """Image embeddings ``(B, 256, 64, 64)`` of ``(B, 3, 256, 256)`` inputs in [0, 1].
+
+        Runs :attr:`fast_encoder` (set by the backend for its precision and device,
+        :func:`~._fused.inference_encoder`) unless gradients flow back to ``images``,
+        which the module itself (float32) computes.
+        """
+        fast = self.fast_encoder
+        if fast is not None and not (torch.is_grad_enabled() and images.requires_grad):
+            return fast(images)
         return self.image_encoder(images)
 
     def dense_pe(self) -> torch.Tensor:

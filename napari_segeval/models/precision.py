@@ -1,0 +1,198 @@
+"""The arithmetic a model runs in: ``--precision auto|fp32|bf16``, resolved once per load.
+
+A backend declares the precisions it offers in its
+:class:`~napari_segeval.models.base.Capabilities` (``precisions``) and those that keep
+its masks (``auto_precisions``, measured: per-structure Dice >= 0.99 against fp32;
+LiteMedSAM's bf16 encoder does not keep them, ``benchmarks/bench_litemedsam.py --part
+encoder``, so it is offered by name only). :func:`resolve_precision` turns what a person
+asked for into the one this machine runs: ``auto`` is the first of ``auto_precisions``
+the machine supports (fp32 otherwise); ``fp32`` or ``bf16`` asked for where the model or
+the machine cannot run it is one line saying why and what ``auto`` would choose (nothing
+runs).
+
+bf16 needs a CUDA GPU that supports it or a CPU whose oneDNN kernels have bf16
+instructions (AVX512-BF16 or AMX: ``torch.ops.mkldnn._is_mkldnn_bf16_supported``).
+
+Importing this module imports nothing heavy; torch is imported when a machine is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+from typing import Any
+
+from napari_segeval._errors import SegEvalError
+
+
+class Precision(Enum):
+    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``.
+
+    Examples
+    --------
+    >>> Precision("bf16"), str(Precision.FP32)
+    (<Precision.BF16: 'bf16'>, 'fp32')
+    """
+
+    AUTO = "auto"
+    FP32 = "fp32"
+    BF16 = "bf16"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: What people can type (``--precision``), in this order.
+PRECISION_CHOICES = tuple(p.value for p in Precision)
+
+
+def parse_precision(value: str | Precision | None) -> Precision:
+    """``"bf16"`` -> :attr:`Precision.BF16` (None: ``AUTO``); one line for anything else.
+
+    Examples
+    --------
+    >>> parse_precision("BF16"), parse_precision(None)
+    (<Precision.BF16: 'bf16'>, <Precision.AUTO: 'auto'>)
+    >>> parse_precision("fp16")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: unknown precision 'fp16': use one of auto, fp32, bf16
+    """
+    if value is None:
+        return Precision.AUTO
+    if isinstance(value, Precision):
+        return value
+    try:
+        return Precision(str(value).strip().lower())
+    except ValueError:
+        raise SegEvalError(
+            f"unknown precision {value!r}: use one of {', '.join(PRECISION_CHOICES)}"
+        ) from None
+
+
+def _device_type(device: Any) -> str:
+    from napari_segeval.models._device import pick_device
+
+    return pick_device(None if device in (None, "auto") else str(device)).type
+
+
+def bf16_reason(device: Any = None) -> str | None:
+    """None when ``device`` (None/``"auto"``: the one a model would pick) runs bf16 fast,
+    else why not (one clause).
+
+    Examples
+    --------
+    >>> bf16_reason("cpu") is None or "bf16" in bf16_reason("cpu")
+    True
+    """
+    import torch
+
+    kind = _device_type(device)
+    if kind == "cuda":
+        return None if torch.cuda.is_bf16_supported() else "this CUDA GPU has no bf16"
+    if kind == "cpu":
+        if torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return None
+        return "bf16 needs a CPU with AVX512-BF16 or AMX (or a CUDA GPU), and this one has neither"
+    return f"bf16 is not offered on {kind}"
+
+
+def machine_supports(precision: Precision, device: Any = None) -> bool:
+    """Whether this machine runs ``precision`` on ``device`` (FP32: always).
+
+    Examples
+    --------
+    >>> machine_supports(Precision.FP32, "cpu")
+    True
+    """
+    if precision is Precision.BF16:
+        return bf16_reason(device) is None
+    return True
+
+
+def resolve_precision(
+    requested: str | Precision | None,
+    offered: Sequence[Precision] = (Precision.FP32,),
+    device: Any = None,
+    model: str = "this model",
+    auto: Sequence[Precision] = (Precision.FP32,),
+) -> Precision:
+    """The precision a model runs in: ``auto`` -> the first of ``auto`` that this
+    machine supports (fp32 otherwise); a precision named -> itself, if the model offers
+    it and the machine runs it.
+
+    Parameters
+    ----------
+    requested : str, Precision or None
+        What was asked (None: ``auto``).
+    offered : sequence of Precision
+        The model's (``Capabilities.precisions``); FP32 is always run.
+    device : str or torch.device, optional
+        Where the model runs (None/``"auto"``: CUDA, then MPS, then CPU).
+    model : str
+        Its name, for the message.
+    auto : sequence of Precision
+        The model's precisions that keep its masks (``Capabilities.auto_precisions``),
+        fastest first.
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        One line: why the model or the machine cannot run the precision asked for, and
+        what ``auto`` would choose.
+
+    Examples
+    --------
+    >>> resolve_precision("auto", (Precision.FP32,))
+    <Precision.FP32: 'fp32'>
+    >>> resolve_precision("bf16", (Precision.FP32,), "cpu", "builtin")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: --precision bf16: builtin runs in fp32 only; --precision auto chooses fp32
+    """
+    asked = parse_precision(requested)
+    choices = [p for p in offered if p is not Precision.AUTO]
+    if Precision.FP32 not in choices:
+        choices.append(Precision.FP32)
+    chosen = next((p for p in auto if p in choices and machine_supports(p, device)), Precision.FP32)
+    if asked is Precision.AUTO:
+        return chosen
+    if asked not in choices:
+        runs = ", ".join(str(p) for p in choices)
+        raise SegEvalError(
+            f"--precision {asked}: {model} runs in {runs} only; --precision auto chooses {chosen}"
+        )
+    if not machine_supports(asked, device):
+        raise SegEvalError(
+            f"--precision {asked}: {bf16_reason(device)}; --precision auto chooses {chosen}"
+        )
+    return asked
+
+
+def model_precision(
+    requested: str | Precision | None, capabilities: Any, device: Any, model: str
+) -> Precision:
+    """:func:`resolve_precision` for a backend's declared
+    :class:`~napari_segeval.models.base.Capabilities` (None: fp32 only).
+
+    Examples
+    --------
+    >>> model_precision("auto", None, "cpu", "builtin")
+    <Precision.FP32: 'fp32'>
+    """
+    if capabilities is None:
+        return resolve_precision(requested, (Precision.FP32,), device, model)
+    return resolve_precision(
+        requested, capabilities.precisions, device, model, capabilities.auto_precisions
+    )
+
+
+__all__ = [
+    "PRECISION_CHOICES",
+    "Precision",
+    "bf16_reason",
+    "machine_supports",
+    "model_precision",
+    "parse_precision",
+    "resolve_precision",
+]
