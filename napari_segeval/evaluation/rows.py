@@ -138,6 +138,14 @@ _EPS = (
     Column("eps_raw", float, "the budget in raw units (HU for CT), first channel"),
 )
 
+#: A structure's risk of failure, estimated without the reference.
+_RISK = Column(
+    "risk",
+    float,
+    "the estimated probability that the structure is wrong, from the model's own "
+    "signals, without the reference (napari_segeval.uncertainty.risk)",
+)
+
 #: A dense model on an MSD task, clean and attacked (``msd-robust``).
 ATTACKED = RowSchema(
     "attacked",
@@ -146,6 +154,7 @@ ATTACKED = RowSchema(
         Column("eps_raw_c", float, "the budget in raw units of channel N", indexed=True),
         Column("gate_threshold", float, "the robust threshold that gated the attacks"),
         Column("skipped_attacks", str, "attacks that do not apply to the model, and why"),
+        _RISK,
     ),
     (SCORE,),
 )
@@ -163,12 +172,7 @@ PROMPTED = RowSchema(
         Column("resize", str, "how frames were resized (float or pillow)"),
         Column("scoring", str, "merged, per-structure or ordered"),
         Column("nsd_gated", bool, "the case's NSD was set to 0 by the challenge's rule"),
-        Column(
-            "risk",
-            float,
-            "the estimated probability that the structure is wrong, from the model's own "
-            "signals, without the reference (napari_segeval.uncertainty.risk)",
-        ),
+        _RISK,
     ),
     (SCORE,),
 )
@@ -240,6 +244,7 @@ SLICES = RowSchema(
         Column("iou", float, "1 - the decoder's own IoU estimate (LiteMedSAM)"),
         Column("jitter", float, "1 - the agreement of jittered boxes on the same embedding"),
         Column("models", float, "1 - the mean Dice with the other models' masks"),
+        Column("tta", float, "1 - the mean Dice with test-time augmented passes (dense)"),
         Column("flags", str, "why the slice is flagged for review ('; '-separated)"),
         Column("dice", float, "the slice's Dice against the reference, where there is one"),
     ),

@@ -1,11 +1,12 @@
 """The worklist of a run: risk rows written with the results, read back riskiest first.
 
-A promptable run estimates a risk of failure for every structure and slice it
+A run estimates a risk of failure for every structure and slice it
 predicts (:mod:`napari_segeval.uncertainty.risk`); this module turns those estimates
 into rows of the results folder and reads them back:
 
 * :func:`risk_rows` - one prediction's :class:`~napari_segeval.uncertainty.risk.StructureRisk`
   per structure and its ``slices.csv`` rows (``dice`` per slice where a reference exists);
+  :func:`dense_risk_rows` the same for a dense model's label map and probabilities;
 * :func:`worklist` - a results folder's structures ordered by risk, riskiest first, each
   with its flagged slices and why (what ``segeval triage`` prints and the viewer opens).
 
@@ -26,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import ReadError
-from napari_segeval.uncertainty.risk import Flag, Signal, StructureRisk, structure_risk
+from napari_segeval.uncertainty.risk import (
+    Flag,
+    RiskKind,
+    RiskModel,
+    Signal,
+    StructureRisk,
+    structure_risk,
+)
 
 #: The flags of a slice in ``slices.csv``: their texts joined by this separator.
 FLAG_SEPARATOR = "; "
@@ -113,32 +121,108 @@ def risk_rows(
         s = structures[label]
         mask = np.asarray(mask, bool)
         ref = None if reference is None else np.asarray(reference) == label
-        extra = () if ref is None else np.flatnonzero(ref.reshape(ref.shape[0], -1).any(1))
-        risk = structure_risk(
+        out[label] = structure_risk(
             label,
             mask,
             crop_slices(s),
             trace=s.trace,
             others=(others or {}).get(label, ()),
-            extra_slices=extra,
+            extra_slices=_slices_of(ref),
         )
-        out[label] = risk
-        for sr in risk.slices:
-            row = {
-                "structure": names.get(label, str(label)),
-                "label": int(label),
-                "model": model,
-                "condition": condition,
-                "slice": sr.slice,
-                "risk": sr.risk,
-                "area": sr.area,
-                **{sig.value: v for sig, v in sr.signals.items()},
-                "flags": FLAG_SEPARATOR.join(f.value for f in sr.flags),
-            }
-            if ref is not None:
-                row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
-            rows.append(row)
+        rows += _slice_rows(out[label], mask, ref, names.get(label, str(label)), model, condition)
     return out, rows
+
+
+def dense_risk_rows(
+    labels: np.ndarray,
+    probabilities: np.ndarray,
+    names: Mapping[int, str],
+    *,
+    model: str,
+    condition: str = "clean",
+    reference: np.ndarray | None = None,
+    augmented: Sequence[np.ndarray] = (),
+    risk_model: RiskModel | None = None,
+) -> tuple[dict[int, StructureRisk], list[dict]]:
+    """:func:`risk_rows` of a dense model's prediction.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        The label map, ``(n, H, W)`` (slices along the first axis).
+    probabilities : numpy.ndarray
+        Its softmax probabilities, ``(K, n, H, W)``.
+    names : mapping of int to str
+        The structures to describe, by label (one the model has no class for is
+        described with a probability of 0).
+    model, condition : str
+        What the rows say ran.
+    reference : numpy.ndarray, optional
+        The reference label map: adds its slices and a ``dice`` per slice.
+    augmented : sequence of numpy.ndarray
+        Label maps of test-time augmented passes (the ``tta`` signal).
+    risk_model : RiskModel, optional
+        Default: the shipped dense one (:attr:`RiskKind.DENSE`).
+
+    Examples
+    --------
+    >>> lab = np.zeros((3, 5, 5), np.uint8); lab[1, 1:4, 1:4] = 1
+    >>> p = np.stack([1.0 - lab, lab]).astype(np.float32)
+    >>> risks, rows = dense_risk_rows(lab, p, {1: "liver"}, model="m", augmented=[lab])
+    >>> [(r["slice"], r["tta"]) for r in rows], 0.0 < risks[1].risk < 1.0
+    ([(1, 0.0)], True)
+    """
+    risk_model = risk_model or RiskModel.load(kind=RiskKind.DENSE)
+    out: dict[int, StructureRisk] = {}
+    rows: list[dict] = []
+    for label, name in names.items():
+        mask = np.asarray(labels) == label
+        ref = None if reference is None else np.asarray(reference) == label
+        out[label] = structure_risk(
+            label,
+            mask,
+            probabilities[label] if label < len(probabilities) else np.zeros(mask.shape),
+            extra_slices=_slices_of(ref),
+            augmented=[np.asarray(a) == label for a in augmented],
+            model=risk_model,
+        )
+        rows += _slice_rows(out[label], mask, ref, name, model, condition)
+    return out, rows
+
+
+def _slices_of(ref: np.ndarray | None) -> Sequence[int]:
+    """The slices where ``ref`` is non-empty (none without a reference)."""
+    if ref is None:
+        return ()
+    return np.flatnonzero(ref.reshape(ref.shape[0], -1).any(1)).tolist()
+
+
+def _slice_rows(
+    risk: StructureRisk,
+    mask: np.ndarray,
+    ref: np.ndarray | None,
+    name: str,
+    model: str,
+    condition: str,
+) -> list[dict]:
+    """The ``slices.csv`` rows of one structure's risk."""
+    rows = []
+    for sr in risk.slices:
+        row = {
+            "structure": name,
+            "label": int(risk.label),
+            "model": model,
+            "condition": condition,
+            "slice": sr.slice,
+            "risk": sr.risk,
+            "area": sr.area,
+            **{sig.value: v for sig, v in sr.signals.items()},
+            "flags": FLAG_SEPARATOR.join(f.value for f in sr.flags),
+        }
+        if ref is not None:
+            row["dice"] = _slice_dice(ref[sr.slice], mask[sr.slice])
+        rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -266,6 +350,7 @@ __all__ = [
     "FlaggedSlice",
     "WorkItem",
     "crop_slices",
+    "dense_risk_rows",
     "rank",
     "risk_rows",
     "worklist",

@@ -30,7 +30,12 @@ from napari_segeval.uncertainty.auv import (
     sample_scale,
     semantic_scale,
 )
-from napari_segeval.uncertainty.dense import dense_tta, dropout_modules, mc_dropout
+from napari_segeval.uncertainty.dense import (
+    augmented_labels,
+    dense_tta,
+    dropout_modules,
+    mc_dropout,
+)
 from napari_segeval.uncertainty.failure import (
     FAILURE_BELOW_SLICE,
     FAILURE_BELOW_STRUCTURE,
@@ -76,6 +81,7 @@ __all__ = [
     "RiskCoverageCurve",
     "SampleStats",
     "UncertaintyMaps",
+    "augmented_labels",
     "auv_table",
     "binary_entropy",
     "boundary_band",

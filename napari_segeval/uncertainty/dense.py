@@ -194,6 +194,44 @@ def dense_tta(
     return _finish(stats, info, "tta", params)
 
 
+def augmented_labels(
+    model: Any,
+    case: Any,
+    *,
+    n_samples: int = 4,
+    intensity_scale: float = 0.1,
+    intensity_shift: float = 0.1,
+    scale_range: float = 0.1,
+    overlap: float = 0.5,
+    seed: int = 0,
+    cancel: Any = None,
+) -> list[np.ndarray]:
+    """Label maps of ``n_samples`` augmented passes of a dense model, on the case's grid.
+
+    The augmentations are :func:`dense_tta`'s (the model's own mirror axes, gain, offset
+    and zoom; no identity pass): the ``tta`` risk signal compares each with the
+    model's plain prediction (:mod:`napari_segeval.uncertainty.risk`).
+
+    Examples
+    --------
+    >>> from napari_segeval.models.registry import load_dense
+    >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> maps = augmented_labels(load_dense("builtin-ct", device="cpu"),
+    ...                         make_ct_case(1, shape=(16, 40, 40)), n_samples=2)
+    >>> len(maps), maps[0].shape
+    (2, (16, 40, 40))
+    """
+    x, info = model.preprocess(case)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_samples):
+        check_cancel(cancel, "test-time augmentation")
+        aug = _draw(rng, model.mirror_axes, intensity_scale, intensity_shift, scale_range)
+        probs = _to_case_grid(_augmented_probs(model, x, aug, overlap, cancel), info)
+        out.append(probs.argmax(0).astype(np.uint8))
+    return out
+
+
 def dropout_modules(network: Any) -> list:
     """The dropout layers of a torch network (every ``torch.nn`` dropout flavour).
 
@@ -290,4 +328,4 @@ def mc_dropout(
     return _finish(stats, info, "mc-dropout", params, note)
 
 
-__all__ = ["dense_tta", "dropout_modules", "mc_dropout"]
+__all__ = ["augmented_labels", "dense_tta", "dropout_modules", "mc_dropout"]

@@ -28,11 +28,16 @@ on one slice (each in ``[0, 1]``, higher = riskier; NaN where the run cannot giv
 ``models``
     One minus the mean Dice between this model's mask and each other model's on the
     same prompts (the pairwise-Dice ensemble signal of Zenk et al., MedIA 2025).
+``tta``
+    One minus the mean Dice between the mask and the masks of test-time augmented
+    passes (flips) of a dense model (:func:`napari_segeval.uncertainty.dense_tta`'s
+    augmentations).
 
 The risk combines them with a logistic model (:class:`RiskModel`) fitted on generated
-tuning volumes kept apart from every reported number (``risk_model.json`` beside this
-module records the seeds and the command: ``python benchmarks/bench_triage.py --part
-fit``); a signal a run cannot give takes the mean it had in the fit. A structure's risk
+tuning volumes kept apart from every reported number, one for promptable models
+(``risk_model.json`` beside this module records the seeds and the command: ``python
+benchmarks/bench_triage.py --part fit``) and one for dense models
+(``risk_model_dense.json``: ``python benchmarks/bench_triage_dense.py --part fit``); a signal a run cannot give takes the mean it had in the fit. A structure's risk
 combines its slices' (the area-weighted mean and the largest slice risk, and whether a
 walk stopped on its own judgement) with a second fitted logistic model; a case's risk is
 its riskiest structure's. Slices are *flagged* where a signal crosses its flag level
@@ -63,6 +68,7 @@ class Signal(Enum):
     IOU = "iou"
     JITTER = "jitter"
     MODELS = "models"
+    TTA = "tta"
 
 
 class Flag(Enum):
@@ -73,6 +79,7 @@ class Flag(Enum):
     JITTER = "box jitter disagrees"
     IOU = "IoU estimate fell"
     MODELS = "models disagree"
+    TTA = "test-time augmentations disagree"
     SHAPE = "the shape jumps between slices"
     UNCERTAIN = "the mask is uncertain"
 
@@ -83,6 +90,7 @@ FLAG_LEVEL: dict[Signal, tuple[float, Flag]] = {
     Signal.JITTER: (0.2, Flag.JITTER),
     Signal.IOU: (0.3, Flag.IOU),
     Signal.MODELS: (0.3, Flag.MODELS),
+    Signal.TTA: (0.3, Flag.TTA),
     Signal.CONTINUITY: (0.6, Flag.SHAPE),
     Signal.ENTROPY: (0.5, Flag.UNCERTAIN),
 }
@@ -188,6 +196,14 @@ class Logistic:
 STRUCTURE_FEATURES = ("mean_risk", "max_risk", "quality_stop", "n_slices")
 
 
+class RiskKind(Enum):
+    """The kind of model a shipped risk model was fitted for; the value is its file
+    beside this module."""
+
+    PROMPTABLE = "risk_model.json"
+    DENSE = "risk_model_dense.json"
+
+
 @dataclass(frozen=True)
 class RiskModel:
     """The two fitted logistic models (slice and structure) and their provenance."""
@@ -197,10 +213,16 @@ class RiskModel:
     provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, path: Any = None) -> RiskModel:
-        """The shipped model (``risk_model.json`` beside this module), or ``path``'s."""
+    def load(cls, path: Any = None, kind: RiskKind = RiskKind.PROMPTABLE) -> RiskModel:
+        """The shipped model of ``kind`` (its file beside this module), or ``path``'s.
+
+        Examples
+        --------
+        >>> RiskModel.load(kind=RiskKind.DENSE).slice.names[-1]
+        'tta'
+        """
         if path is None:
-            text = resources.files(__package__).joinpath("risk_model.json").read_text()
+            text = resources.files(__package__).joinpath(kind.value).read_text()
         else:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -223,6 +245,11 @@ class RiskModel:
 def _dice(a: np.ndarray, b: np.ndarray) -> float:
     total = int(a.sum()) + int(b.sum())
     return 1.0 if total == 0 else 2.0 * int(np.logical_and(a, b).sum()) / total
+
+
+def _disagreement(mask: np.ndarray, others: Sequence[np.ndarray]) -> float:
+    """One minus the mean Dice between ``mask`` and each of ``others`` (NaN: none)."""
+    return 1.0 - float(np.mean([_dice(mask, o) for o in others])) if others else math.nan
 
 
 def _grow(mask: np.ndarray) -> np.ndarray:
@@ -257,6 +284,7 @@ def slice_signals(
     quality: Mapping[int, float] | None = None,
     agreement: Mapping[int, float] | None = None,
     others: Sequence[np.ndarray] = (),
+    augmented: Sequence[np.ndarray] = (),
 ) -> dict[int, dict[Signal, float]]:
     """The signals of one structure on ``slices`` (module doc).
 
@@ -274,6 +302,8 @@ def slice_signals(
         The model's IoU estimate and the box-jitter agreement per slice.
     others : sequence of numpy.ndarray
         Other models' masks of the same structure, ``(n, H, W)`` each.
+    augmented : sequence of numpy.ndarray
+        The structure's masks from test-time augmented passes, ``(n, H, W)`` each.
 
     Examples
     --------
@@ -308,9 +338,8 @@ def slice_signals(
             Signal.END: end_risk.get(k, 0.0),
             Signal.IOU: math.nan if q is None else float(np.clip(1.0 - q, 0.0, 1.0)),
             Signal.JITTER: math.nan if a is None else float(np.clip(1.0 - a, 0.0, 1.0)),
-            Signal.MODELS: (
-                1.0 - float(np.mean([_dice(m, o[k]) for o in others])) if others else math.nan
-            ),
+            Signal.MODELS: _disagreement(m, [o[k] for o in others]),
+            Signal.TTA: _disagreement(m, [a[k] for a in augmented]),
         }
     return out
 
@@ -362,6 +391,7 @@ def structure_risk(
     trace: Any = None,
     others: Sequence[np.ndarray] = (),
     extra_slices: Iterable[int] = (),
+    augmented: Sequence[np.ndarray] = (),
     model: RiskModel | None = None,
 ) -> StructureRisk:
     """Risk of one structure and of each of its slices (module doc).
@@ -383,6 +413,8 @@ def structure_risk(
         Other models' masks of the structure on the same prompts.
     extra_slices : iterable of int
         More slices to describe.
+    augmented : sequence of numpy.ndarray
+        Its masks from test-time augmented passes (dense models).
     model : RiskModel, optional
         Default: the shipped one (:meth:`RiskModel.load`).
 
@@ -409,6 +441,7 @@ def structure_risk(
         quality=quality,
         agreement=agreement,
         others=others,
+        augmented=augmented,
     )
     stopped = {k for e in ends if e.reason.is_quality_stop for k in e.slices}
     rows = []
@@ -476,6 +509,7 @@ __all__ = [
     "STRUCTURE_FEATURES",
     "Flag",
     "Logistic",
+    "RiskKind",
     "RiskModel",
     "Signal",
     "SliceRisk",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -329,3 +330,50 @@ def test_bad_window_and_scoring_parameters_are_one_line_before_any_case(
         )
     assert str(err.value) == message
     assert not (tmp_path / "o").exists()
+
+
+def test_every_prediction_gets_a_risk_per_structure_and_per_slice(msd_task, tmp_path):
+    from napari_segeval.evaluation.triage import worklist
+
+    out = tmp_path / "o"
+    run_evaluation(msd_task, "msd-robust", out, params={"model": TOY, "attacks": SHIFT},
+                   workers=1, report=True)  # fmt: skip
+    rows = _rows(out)
+    clean = [r for r in rows if r["condition"] == "clean"]
+    assert clean and all(0.0 < float(r["risk"]) < 1.0 for r in clean)
+    assert all("risk" not in r for r in rows if r["condition"] != "clean")  # nothing to read
+    with open(out / "slices.csv", newline="") as fh:
+        slices = list(csv.DictReader(fh))
+    assert {s["condition"] for s in slices} == {"clean"}  # a module:function attack: no image
+    assert all(s["tta"] == "" for s in slices)  # a backend, not a DenseModel: no tta passes
+    assert {(s["case"], s["structure"]) for s in slices} == {
+        (r["case"], r["structure"]) for r in clean
+    }
+    items = worklist(out)
+    assert [w.risk for w in items] == sorted((w.risk for w in items), reverse=True)
+    assert "<h2>Worklist</h2>" in (out / "report.html").read_text()
+
+
+def test_without_labels_the_rows_carry_the_risk_and_no_score(msd_task, tmp_path):
+    import shutil
+
+    data = tmp_path / "Task99_NoLabels"
+    shutil.copytree(msd_task, data)
+    shutil.rmtree(data / "labelsTr")
+    out = tmp_path / "o"
+    res = run_evaluation(data, "msd-robust", out, params={"model": TOY}, workers=1)
+    assert res.n_ok == 4 and res.n_failed == 0
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert all("dice" not in r or r["dice"] == "" for r in rows)
+    assert all(0.0 < float(r["risk"]) < 1.0 for r in rows)
+    assert "no reference labels" in (out / "report.html").read_text()
+
+
+def test_risk_off_writes_no_risk_and_one_tta_pass_is_refused(msd_task, tmp_path):
+    run_evaluation(msd_task, "msd-robust", tmp_path / "o", params={"model": TOY, "risk": False},
+                   workers=1, report=False)  # fmt: skip
+    assert "risk" not in _rows(tmp_path / "o")[0] and not (tmp_path / "o/slices.csv").exists()
+    with pytest.raises(SegEvalError, match="parameter risk_tta must be 0 .no tta signal. or"):
+        run_evaluation(msd_task, "msd-robust", tmp_path / "p",
+                       params={"model": TOY, "risk_tta": 1}, workers=1)  # fmt: skip

@@ -15,7 +15,7 @@ def test_report_sections_and_inline_pictures(msd_task, tmp_path):
     out = tmp_path / "out"
     run_evaluation(msd_task, "msd-robust", out, params=PARAMS, workers=1)
     page = (out / "report.html").read_text()
-    assert "segeval msd-robust 1.3" in page and "&quot;shift&quot;: 2" in page
+    assert "segeval msd-robust 1.4" in page and "&quot;shift&quot;: 2" in page
     assert "drop _segeval_toy:shift_attack shift=2" in page and 'class="sortable"' in page
     assert "Robust fraction" in page and "Worst cases" in page
     assert "<script>" in page and "http://" not in page and "https://" not in page

@@ -13,7 +13,7 @@ import pytest
 from napari_segeval._errors import ReadError
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.rows import SLICES
-from napari_segeval.evaluation.triage import FLAG_SEPARATOR, risk_rows, worklist
+from napari_segeval.evaluation.triage import FLAG_SEPARATOR, dense_risk_rows, risk_rows, worklist
 from napari_segeval.propagation.result import StructureResult
 from napari_segeval.uncertainty.risk import Flag
 
@@ -86,6 +86,27 @@ def test_risk_rows_score_each_slice_against_the_reference():
     assert set(risks) == {2} and rows[0]["structure"] == "kidney"
     _, no_ref = risk_rows({2: s}, {2: m}, {2: "kidney"}, model="m")
     assert [r["slice"] for r in no_ref] == [1, 2] and "dice" not in no_ref[0]
+
+
+def test_dense_risk_rows_describe_each_structure_of_a_label_map():
+    labels = np.zeros((5, 6, 6), np.uint8)
+    labels[1:3, 1:5, 1:5] = 1
+    labels[3, 1:3, 1:3] = 2
+    probs = np.stack([labels == k for k in range(3)]).astype(np.float32)
+    ref = np.zeros_like(labels)
+    ref[2:4, 1:5, 1:5] = 1
+    wrong = np.where(labels == 1, 0, labels).astype(np.uint8)  # an augmented pass loses 1
+    risks, rows = dense_risk_rows(
+        labels, probs, {1: "liver", 2: "spleen"}, model="m", condition="pgd",
+        reference=ref, augmented=[labels, wrong],
+    )  # fmt: skip
+    liver = {r["slice"]: r for r in rows if r["label"] == 1}
+    assert {k: r["dice"] for k, r in liver.items()} == pytest.approx({1: 0.0, 2: 1.0, 3: 0.0})
+    assert liver[1]["tta"] == pytest.approx(0.5) and liver[1]["condition"] == "pgd"
+    assert "test-time augmentations disagree" in liver[1]["flags"]
+    spleen = [r for r in rows if r["label"] == 2]
+    assert [r["slice"] for r in spleen] == [3] and spleen[0]["tta"] == pytest.approx(0.0)
+    assert set(risks) == {1, 2} and all(0.0 < r.risk < 1.0 for r in risks.values())
 
 
 @pytest.fixture(scope="module")

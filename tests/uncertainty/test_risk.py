@@ -13,6 +13,7 @@ from napari_segeval.propagation.trace import StructureTrace, WalkEnd
 from napari_segeval.uncertainty.risk import (
     Flag,
     Logistic,
+    RiskKind,
     RiskModel,
     Signal,
     SliceRisk,
@@ -64,6 +65,26 @@ def test_model_signals_read_the_trace_and_the_other_models():
     assert s[2][Signal.IOU] == pytest.approx(0.2)
     assert s[2][Signal.JITTER] == pytest.approx(0.25)
     assert s[2][Signal.MODELS] == pytest.approx(0.5)  # Dice 1 with one, 0 with the other
+
+
+def test_tta_is_one_minus_the_mean_dice_with_the_augmented_passes():
+    m = _column()
+    shifted = np.roll(m, 3, axis=2)  # 3 of 6 columns still overlap: Dice 0.5
+    s = slice_signals(m, m * 0.9, [2], augmented=[m, shifted])
+    assert s[2][Signal.TTA] == pytest.approx(0.25)
+    assert math.isnan(slice_signals(m, m * 0.9, [2])[2][Signal.TTA])
+    assert Flag.TTA in flags_of(s[2] | {Signal.TTA: 0.4})
+
+
+def test_the_dense_risk_model_reads_the_dense_signals_only():
+    dense = RiskModel.load(kind=RiskKind.DENSE)
+    assert set(dense.slice.names) == {"entropy", "continuity", "tta"}
+    assert dense.provenance["models"] == ["builtin-ct"] and "command" in dense.provenance
+    m = _column()
+    bad = slice_signals(m, m * 0.9, [2], augmented=[np.zeros_like(m)])[2]
+    good = slice_signals(m, m * 0.9, [2], augmented=[m])[2]
+    as_names = lambda sig: {k.value: v for k, v in sig.items()}  # noqa: E731
+    assert dense.slice(as_names(bad)) > dense.slice(as_names(good))
 
 
 def test_flags_name_the_quality_stop_and_each_signal_over_its_level():

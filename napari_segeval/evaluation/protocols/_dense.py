@@ -239,6 +239,13 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutc
     )
 
 
+def with_image(case: Any, image: np.ndarray) -> Any:
+    """``case`` with another image on the same grid (an attacked one, a flipped one)."""
+    from dataclasses import replace
+
+    return replace(case, image=np.asarray(image))
+
+
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     """Mean normalized predictive entropy over the predicted foreground (all voxels if none).
 
@@ -266,4 +273,5 @@ __all__ = [
     "run_attack",
     "segment",
     "skip_reason",
+    "with_image",
 ]

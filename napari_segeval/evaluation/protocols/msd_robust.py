@@ -55,6 +55,8 @@ DEFAULTS = {
     "mr_minmax": None,
     "lesion_mode": None,
     "gate": False,
+    "risk": True,
+    "risk_tta": 4,
 }
 
 LESION_MODES = (None, "remove", "merge")
@@ -154,6 +156,9 @@ def _scales(model, clean) -> list[float]:
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
+    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
+        return [{"structure": n, "label": int(k), "condition": condition}
+                for k, n in structures.items()]  # fmt: skip
     return C.score(
         case.labels,
         labels,
@@ -166,15 +171,41 @@ def _score(case, labels, structures, condition, params) -> list[dict]:
     )
 
 
+def _risk(model, case, params: Mapping, condition: str, result, structures) -> tuple[dict, list]:
+    """Each structure's risk (label -> risk) and ``slices.csv`` rows of one prediction
+    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`; the ``tta`` signal from
+    ``risk_tta`` augmented passes of a :class:`DenseModel`, none for other backends)."""
+    from napari_segeval.evaluation.triage import dense_risk_rows
+    from napari_segeval.models.dense import DenseModel
+    from napari_segeval.uncertainty.dense import augmented_labels
+
+    n = int(params["risk_tta"])
+    aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
+    risks, rows = dense_risk_rows(
+        result.labels,
+        result.probabilities,
+        structures,
+        model=str(params["model"]),
+        condition=condition,
+        reference=case.labels,
+        augmented=aug,
+    )
+    return {label: r.risk for label, r in risks.items()}, rows
+
+
 def run_case(spec, params: dict) -> CaseOutput:
-    """Clean prediction plus one prediction per attack, scored per structure."""
-    case = C.load_case(spec, channel=_channel(params))
+    """Clean prediction plus one prediction per attack, scored per structure; with
+    ``risk``, each prediction's risk per structure and slice (:func:`_risk`)."""
+    case = C.load_case(spec, channel=_channel(params), need_labels=not params["risk"])
     model = _model(params)
     structures = dict(case.structures or model.structures)
-    clean = D.segment(model, case, params)
+    with_risk = bool(params["risk"])
+    clean = D.segment(model, case, params, probabilities=with_risk)
     scales = _scales(model, clean)
     preds = {"clean": clean.labels}
     rows = _score(case, clean.labels, structures, "clean", params)
+    risk, slices = _risk(model, case, params, "clean", clean, structures) if with_risk else ({}, [])
+    risks = {"clean": risk}
     eps = {"clean": 0.0}
     images: dict = {}
     skipped, gate = [], spec.meta.get("robust_threshold") if params.get("gate") else None
@@ -191,7 +222,14 @@ def run_case(spec, params: dict) -> CaseOutput:
             images[str(PredictionKey(a.condition, kind=FileKind.PERTURBED))] = a.perturbed
             images[str(PredictionKey(a.condition, kind=FileKind.PERTURBATION))] = a.perturbation
         rows += _score(case, a.labels, structures, a.condition, params)
+        if with_risk and a.perturbed is not None:
+            attacked = D.with_image(case, a.perturbed)
+            res = D.segment(model, attacked, params, probabilities=True)
+            risks[a.condition], more = _risk(model, attacked, params, a.condition, res, structures)
+            slices += more
     for r in rows:
+        if r["label"] in risks.get(r["condition"], {}):
+            r["risk"] = risks[r["condition"]][r["label"]]
         e = eps[r["condition"]]
         r["eps"] = e
         if len(scales) == 1:
@@ -205,13 +243,25 @@ def run_case(spec, params: dict) -> CaseOutput:
     if note:
         extra["mr_minmax_note"] = note
     return CaseOutput(
-        rows, C.views(case, preds), extra=extra, arrays=C.case_arrays(case, preds, images)
+        rows,
+        C.views(case, preds),
+        extra=extra,
+        arrays=C.case_arrays(case, preds, images),
+        slices=slices,
     )
+
+
+def select(specs: list, params: dict) -> list:
+    """The cases with reference labels; in a data set without any (no ``labelsTr``),
+    every case, for its risk (``risk``)."""
+    labelled = [s for s in specs if s.labels or s.error]
+    return labelled if labelled or not params["risk"] else list(specs)
 
 
 def check_params(params: dict) -> None:
     """Refuse bad ``attacks`` (:func:`~._dense.check_attacks`), an ``overlap`` outside
-    [0, 1) and a bad ``tolerance_mm`` or ``empty`` before any case runs (one line).
+    [0, 1), a ``risk_tta`` of 1 (one pass agrees with nothing) and a bad
+    ``tolerance_mm`` or ``empty`` before any case runs (one line).
 
     Examples
     --------
@@ -223,6 +273,8 @@ def check_params(params: dict) -> None:
     """
     D.check_attacks(params.get("attacks", []))
     C.check_number(params, "overlap", 0.5, "in [0, 1)", lambda v: 0 <= v < 1)
+    C.check_number(params, "risk_tta", 4, "0 (no tta signal) or a whole number >= 2",
+                   lambda v: v == 0 or v >= 2, whole=True)  # fmt: skip
     C.check_scoring(params)
 
 
@@ -364,7 +416,7 @@ DIFFERENCES = (
 PROTOCOL = Protocol(
     rows=ATTACKED,
     name="msd-robust",
-    version="1.3",
+    version="1.4",
     defaults=DEFAULTS,
     differences=DIFFERENCES,
     presets={"rog": ROG},
@@ -372,6 +424,7 @@ PROTOCOL = Protocol(
     model_kind="dense",
     summarize=summarize,
     prepare=prepare,
+    select=select,
     check=check_params,
     description=(
         "Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
