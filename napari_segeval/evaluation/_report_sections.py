@@ -400,35 +400,6 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     return text + f'<img alt="Dice against correction round" src="{uri}">' + tables
 
 
-def recipe(run: dict) -> str:
-    """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
-    from napari_segeval.evaluation.protocols import get_protocol
-
-    try:
-        proto = get_protocol(run["protocol"])
-        preset = proto.preset(run.get("preset"))
-    except Exception:  # noqa: BLE001 - a report of an unknown protocol still renders
-        return ""
-    anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
-    if preset is not None:
-        head = (
-            f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
-            f"{html.escape(preset.source)}.</p>"
-        )
-    else:
-        head = (
-            f"<p>No preset: the protocol's defaults. <code>--preset</code> "
-            f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
-            "published recipe.</p>"
-        )
-    diffs = proto.differences_for(run.get("preset"))
-    items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs) or "<li>none</li>"
-    return (
-        f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
-        f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
-    )
-
-
 def worklist_section(rows: list[dict], slices: list[dict], n: int = 20) -> list[str]:
     """The report's worklist: the ``n`` riskiest structures with their flagged slices
     (:func:`~napari_segeval.evaluation.triage.rank`); nothing for a run without risks."""

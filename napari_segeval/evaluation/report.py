@@ -46,7 +46,6 @@ from napari_segeval.evaluation._report_sections import (
     model_comparison,
     number,
     prediction_keys,
-    recipe,
     robust_section,
     rounds_section,
     table,
@@ -69,6 +68,33 @@ rows.sort(function(a,b){var x=a.cells[i].dataset.v||a.cells[i].textContent,
 y=b.cells[i].dataset.v||b.cells[i].textContent;var p=parseFloat(x),q=parseFloat(y);
 var c=(!isNaN(p)&&!isNaN(q))?p-q:x.localeCompare(y);return asc?c:-c;});
 rows.forEach(function(r){tb.appendChild(r);});});});"""
+
+
+def recipe(run: dict) -> str:
+    """Which recipe ran: the preset (or the defaults) and its differences from the paper."""
+    try:
+        proto = get_protocol(run["protocol"])
+        preset = proto.preset(run.get("preset"))
+    except Exception:  # noqa: BLE001 - a report of an unknown protocol still renders
+        return ""
+    anchor = f"{proto.name}" + (f"-preset-{preset.name}" if preset else "")
+    if preset is not None:
+        head = (
+            f"<p>Preset <b>{html.escape(preset.name)}</b>: follows "
+            f"{html.escape(preset.source)}.</p>"
+        )
+    else:
+        head = (
+            f"<p>No preset: the protocol's defaults. <code>--preset</code> "
+            f"{html.escape(', '.join(sorted(proto.presets)) or '(none)')} follows the "
+            "published recipe.</p>"
+        )
+    diffs = proto.differences_for(run.get("preset"))
+    items = "".join(f"<li>{html.escape(d)}</li>" for d in diffs) or "<li>none</li>"
+    return (
+        f"<h2>Recipe</h2>{head}<p>Differences from the published recipe (also in "
+        f"<code>docs/protocols.md#{html.escape(anchor)}</code>):</p><ul>{items}</ul>"
+    )
 
 
 def _models(run: dict) -> list[str]:

@@ -148,7 +148,7 @@ def train_config(params: dict, loss: str = "ce-dice"):
 
 
 def _auv(train: Sequence, params: dict, out: Path) -> dict:
-    from napari_segeval.evaluation.auv_scores import score_cases, write_scores
+    from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
     def make() -> dict:
         record = score_cases(
@@ -221,7 +221,7 @@ def _conditions(params: dict) -> list[tuple[str, float, str]]:
 def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
     """AUV of the training cases, one training list and model per condition (module doc)."""
     from napari_segeval.evaluation import store
-    from napari_segeval.evaluation.auv_scores import auv_of
+    from napari_segeval.evaluation.protocols.auv_scores import auv_of
     from napari_segeval.uncertainty import filter_most_uncertain
 
     test = [s for s in specs if s.train_specs]
