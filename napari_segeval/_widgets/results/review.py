@@ -129,6 +129,7 @@ class ReviewBox(QWidget):
             item = QListWidgetItem(flagged_text(s))
             item.setData(SLICE_ROLE, int(s.slice))
             self.flagged.addItem(item)
+        self.flagged.setCurrentRow(0)  # the slice a case opens on
         self.flagged.setVisible(bool(shown))
 
     def slices(self) -> list[int]:
