@@ -75,10 +75,10 @@ class ViewerState:
         The perturbed image of the attacked prediction, set by the *Attack* panel
         and the results browser (compare mode shows it in its third view).
     risk : dict of int to StructureRisk
-        The estimated risk of failure of each structure of the clean prediction, per
+        The estimated risk of failure of each structure of the prediction shown, per
         slice (:class:`~napari_segeval.uncertainty.risk.StructureRisk`: a results
-        folder's, set by the results browser); emptied when the case or the clean
-        prediction changes.
+        folder's, set by the results browser, or a propagation's, set by the Prompt
+        tab); emptied when the case or the clean prediction changes.
     counted : dict of str to LiveMetrics
         Counters a worker made for the case set by :meth:`set_case`, waiting for
         the Dice panel to adopt them (:meth:`take_counted`).

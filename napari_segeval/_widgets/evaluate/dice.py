@@ -10,8 +10,8 @@ Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
 structure's uncertainty score (the mean normalised entropy of the prompt-jitter
 samples over the structure and its boundary band). The per-slice plot draws the
 estimated risk of failure of the selected structure when the case has one
-(``ViewerState.risk``, from a results folder): beside the Dice curves, or alone for a
-case without a reference.
+(``ViewerState.risk``: a results folder's, or the Prompt tab's propagation's): beside the
+Dice curves, or alone for a case without a reference.
 """
 
 from __future__ import annotations
