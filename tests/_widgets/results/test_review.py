@@ -181,8 +181,9 @@ def test_an_unreadable_review_is_named_and_left_alone(
     assert (free_run / REVIEW_FILE).read_text() == "{broken"
 
 
+@pytest.mark.parametrize("closing", ["panel", "napari"])
 def test_closing_mid_review_cancels_the_load_and_keeps_what_was_saved(
-    free_run, make_napari_viewer, qtbot, monkeypatch, notifications
+    closing, free_run, make_napari_viewer, qtbot, monkeypatch, notifications
 ):
     from napari_segeval._cancel import check_cancel
     from napari_segeval.io import read_labels
@@ -216,12 +217,18 @@ def test_closing_mid_review_cancels_the_load_and_keeps_what_was_saved(
     other = next(i for i, r in enumerate(panel.visible_rows()) if r["case"] != case)
     panel.select_row(other)
     assert started.wait(30) and panel.runner.running
-    panel.close()
+    if closing == "panel":
+        panel.close()
+    else:
+        viewer.close()
     assert stopped.wait(30)  # the worker ended: cancelled
-    qtbot.waitUntil(lambda: not panel.runner.running, timeout=30000)
+    if closing == "panel":  # (with napari closed the runner's widgets are gone)
+        qtbot.waitUntil(lambda: not panel.runner.running, timeout=30000)
+    qtbot.wait(50)
     assert panel.loaded.case_id == case  # nothing of the cancelled load was shown
     assert not any("failed" in m for m in notifications())
-    viewer.close()
+    if closing == "panel":
+        viewer.close()
     # what was saved before the close is all there, the prediction untouched
     assert list(json.loads((free_run / REVIEW_FILE).read_text())["reviewed"]) == [case]
     assert saved.is_file() and math.isclose(read_labels(saved)[0].sum(), layer.data.sum())
