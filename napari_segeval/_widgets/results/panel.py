@@ -327,7 +327,8 @@ class ResultsPanel(QWidget):
             and (focus is None or focus == shown.focus or focus in shown.pair)
         ):
             self._start(
-                f"finding the worst slice of {row['structure']}",
+                f"finding the {'riskiest' if self.folder.has_risk else 'worst'} slice of "
+                f"{row['structure']}",
                 row_job,
                 self.folder,
                 row,
