@@ -96,6 +96,41 @@ def risk_run(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def unlabelled_run(tmp_path_factory) -> Path:
+    """``medsam2-3d`` with the built-in model on the sample task's first two cases without
+    their labels, from prompts files (the boxes the reference would give, as the viewer
+    saves them): a results folder without a reference, with risks, made once per session
+    for the review tests (read it only; copy it to write ``review.json``)."""
+    import json
+    import shutil
+
+    from napari_segeval.evaluation import run_evaluation
+    from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
+    from napari_segeval.io import read_case
+    from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
+
+    task = Path(__file__).resolve().parents[1] / "sample_data/msd_task/Task90_AbdomenPhantom"
+    root = tmp_path_factory.mktemp("unlabelled-run")
+    data, prompts = root / "Task90_NoLabels", root / "prompts"
+    (data / "imagesTr").mkdir(parents=True)
+    prompts.mkdir()
+    ds = json.loads((task / "dataset.json").read_text())
+    ds["training"] = ds["training"][:2]
+    for entry in ds["training"]:
+        image, labels = task / entry["image"], task / entry["label"]
+        shutil.copy(image, data / "imagesTr")
+        case = read_case(image, labels=labels)
+        rng = np.random.default_rng(0)
+        boxes = reference_prompts(case.labels, case.structures, jitter=0, rng=rng)
+        pf = PromptFile(prompt_sets(boxes, case.labels, "box"), case.labels.shape, case.structures)
+        write_prompts(prompts / f"{image.name.split('.')[0]}.prompts.json", pf)
+    (data / "dataset.json").write_text(json.dumps(ds))
+    out = root / "medsam2-3d"
+    run_evaluation(data, "medsam2-3d", out, params={"prompts": str(prompts)}, workers=1)
+    return out
+
+
 @pytest.fixture
 def tiny_ct_files(tmp_path):
     """A small CT-like volume and its labels as NIfTI: ``(folder, geometry, image)``.

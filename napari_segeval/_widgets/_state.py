@@ -74,6 +74,11 @@ class ViewerState:
     attacked_image : napari.layers.Image or None
         The perturbed image of the attacked prediction, set by the *Attack* panel
         and the results browser (compare mode shows it in its third view).
+    risk : dict of int to StructureRisk
+        The estimated risk of failure of each structure of the prediction shown, per
+        slice (:class:`~napari_segeval.uncertainty.risk.StructureRisk`: a results
+        folder's, set by the results browser, or a propagation's, set by the Prompt
+        tab); emptied when the case or the clean prediction changes.
     counted : dict of str to LiveMetrics
         Counters a worker made for the case set by :meth:`set_case`, waiting for
         the Dice panel to adopt them (:meth:`take_counted`).
@@ -92,6 +97,7 @@ class ViewerState:
     prompts: dict = field(default_factory=dict)
     window: str | None = None
     uncertainty: dict[int, float] = field(default_factory=dict)
+    risk: dict[int, Any] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     attacked_image: Any = None
     _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
@@ -145,7 +151,7 @@ class ViewerState:
         if layer is not self.predictions.get(condition):
             self.predictions[condition] = layer
             if condition == "clean":
-                self.uncertainty = {}
+                self.uncertainty, self.risk = {}, {}
             self.notify(condition)
 
     def set_attacked_image(self, layer: Any) -> None:
@@ -165,6 +171,12 @@ class ViewerState:
         """Store per-structure uncertainty scores of the clean prediction."""
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
         self.notify("uncertainty")
+
+    def set_risk(self, risks: dict[int, Any]) -> None:
+        """Store the risk of each structure of the clean prediction
+        (:class:`~napari_segeval.uncertainty.risk.StructureRisk` by label)."""
+        self.risk = {int(k): v for k, v in risks.items()}
+        self.notify("risk")
 
     def set_case(
         self,
@@ -186,9 +198,12 @@ class ViewerState:
         self.attacked_image = attacked_image
         self.image = image
         self.reference = reference
-        self.structures = structures_of(reference)
+        # without a reference (a run without labels) the names are the prediction's
+        self.structures = structures_of(
+            reference if reference is not None else predictions.get("clean")
+        )
         self.predictions = {c: predictions.get(c) for c in CONDITIONS}
-        self.uncertainty = {}
+        self.uncertainty, self.risk = {}, {}
         self.current = current if current in self.structures else next(iter(self.structures), None)
         self.notify("reference")
         self.counted = {}  # not taken now: stale once the arrays are edited

@@ -61,6 +61,8 @@ POSITIVE_COLOUR = "#22dd44"
 NEGATIVE_COLOUR = "#ff22ff"
 #: Edges of box prompts.
 PROMPT_COLOUR = "#ffffff"
+#: The estimated risk of failure (per-slice plot: dashed curve, quality stops).
+RISK_COLOUR = "#e69f00"
 #: Disagreement of clean and attacked predictions: lost under attack, gained, changed.
 DISAGREEMENT_COLOURS = {"lost": "#ff5030", "gained": "#30d0ff", "changed": "#ffd700"}
 

@@ -40,7 +40,7 @@ from napari_segeval.evaluation.loaded import (
 )
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers.
-METRICS = ("dice", "delta_dice", "hd95", "nsd", "uncertainty")
+METRICS = ("dice", "delta_dice", "hd95", "nsd", "uncertainty", "risk")
 
 
 class ResultsFolderError(SegEvalError):
@@ -226,6 +226,7 @@ class ResultsFolder:
                     "hd95": _float(r.get("hd95")),
                     "nsd": _float(r.get("nsd")),
                     "uncertainty": _float(r.get("uncertainty")),
+                    "risk": _float(r.get("risk")),
                     "absent": is_absent(r),
                 }
             )
@@ -267,6 +268,46 @@ class ResultsFolder:
     def models(self) -> list[str]:
         """The models of a run of several (``--model A --model B``), else []."""
         return list((self.run.get("params") or {}).get("models") or [])
+
+    @property
+    def has_risk(self) -> bool:
+        """Whether the run estimated risks (a folder written before it did has none:
+        :mod:`napari_segeval.evaluation.triage`)."""
+        return any(math.isfinite(r["risk"]) for r in self.rows())
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether some finished case has reference labels (a run without them has no
+        Dice: its rows are ranked by risk)."""
+        return any(self.specs[c].labels for c in self.cases())
+
+    def worklist(self) -> list:
+        """The run's structures, riskiest first, with their flagged slices
+        (:func:`~napari_segeval.evaluation.triage.rank` of the case records: a list of
+        :class:`~napari_segeval.evaluation.triage.WorkItem`; empty without risks)."""
+        from napari_segeval.evaluation.triage import rank
+
+        return rank(self.raw_rows(), store.slice_rows(self.records.values()))
+
+    def case_risks(
+        self, case_id: str, condition: str = "clean", model: str | None = None
+    ) -> dict[int, Any]:
+        """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure
+        (by label) of one prediction of ``case_id``: ``condition``'s, of ``model`` in a run
+        of several (empty for a run without risks, and for the rounds after the first of an
+        ``interactive`` run, whose slices are not recorded)."""
+        from napari_segeval.evaluation.triage import structure_risks
+
+        rows = [
+            r
+            for r in self.raw_rows(case_id)
+            if r.get("condition") == condition
+            and (model is None or r.get("model") == model)
+            and r.get("round") in (None, "", 0, "0")
+        ]
+        record = self.records.get(case_id, {})
+        risks = structure_risks(rows, store.slice_rows([record]))
+        return {r.label: r for r in risks.values()}
 
     def cases(self) -> list[str]:
         """Ids of the cases with an ok record, in case-list order."""

@@ -32,6 +32,7 @@ from napari_segeval.uncertainty.risk import (
     RiskKind,
     RiskModel,
     Signal,
+    SliceRisk,
     StructureRisk,
     structure_risk,
 )
@@ -250,6 +251,11 @@ class WorkItem:
     flagged: tuple[FlaggedSlice, ...]
 
     @property
+    def key(self) -> tuple[str, str, str, str]:
+        """``(case, structure, model, condition)``: what :func:`row_key` gives its rows."""
+        return (self.case, self.structure, self.model, self.condition)
+
+    @property
     def first_slice(self) -> int | None:
         """The slice to open the case on: its riskiest flagged slice."""
         return self.flagged[0].slice if self.flagged else None
@@ -327,7 +333,7 @@ def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkIt
     for r in slices:
         flags = _flags(str(r.get("flags", "")))
         if flags:
-            flagged.setdefault(_key(r), []).append(
+            flagged.setdefault(row_key(r), []).append(
                 FlaggedSlice(int(r["slice"]), _float(r["risk"]), flags)
             )
     items = []
@@ -335,13 +341,81 @@ def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkIt
         risk = _float(r.get("risk"))
         if math.isnan(risk):
             continue
-        mine = tuple(sorted(flagged.get(_key(r), ()), key=lambda f: (-f.risk, f.slice)))
-        items.append(WorkItem(*_key(r), risk, _float(r.get("dice")), mine))
+        mine = tuple(sorted(flagged.get(row_key(r), ()), key=lambda f: (-f.risk, f.slice)))
+        items.append(WorkItem(*row_key(r), risk, _float(r.get("dice")), mine))
     return sorted(items, key=lambda w: (-w.risk, w.case, w.structure, w.model))
 
 
-def _key(r: Mapping) -> tuple[str, str, str, str]:
+def row_key(r: Mapping) -> tuple[str, str, str, str]:
+    """``(case, structure, model, condition)`` of a ``results.csv`` or ``slices.csv`` row
+    (``""`` for no model): what ties a structure's row to its slices' rows.
+
+    Examples
+    --------
+    >>> row_key({"case": "a", "structure": "liver", "condition": "clean", "model": None})
+    ('a', 'liver', '', 'clean')
+    """
     return (str(r["case"]), str(r["structure"]), str(r.get("model") or ""), str(r["condition"]))
+
+
+def slice_risk(r: Mapping) -> SliceRisk:
+    """One ``slices.csv`` row (or a case record's slice row) read back as a
+    :class:`~napari_segeval.uncertainty.risk.SliceRisk` (a missing signal is NaN).
+
+    Examples
+    --------
+    >>> s = slice_risk({"slice": "4", "risk": "0.7", "area": "12", "iou": "0.4",
+    ...                 "flags": "IoU estimate fell"})
+    >>> s.slice, s.risk, s.area, s.signals[Signal.IOU], s.flags
+    (4, 0.7, 12, 0.4, (<Flag.IOU: 'IoU estimate fell'>,))
+    """
+    area = _float(r.get("area"))
+    return SliceRisk(
+        int(r["slice"]),
+        _float(r.get("risk")),
+        {sig: _float(r.get(sig.value)) for sig in Signal},
+        _flags(str(r.get("flags") or "")),
+        int(area) if math.isfinite(area) else 0,
+    )
+
+
+def structure_risks(
+    rows: Sequence[Mapping], slices: Sequence[Mapping] = ()
+) -> dict[tuple[str, str, str, str], StructureRisk]:
+    """The risks of ``rows`` (result rows with a ``risk`` and a ``label``) with their
+    slices from ``slices`` in slice order, by :func:`row_key`.
+
+    A ``slices.csv`` row does not say why a walk ended, only that it was flagged
+    :attr:`~napari_segeval.uncertainty.risk.Flag.STOPPED`: the ``stops`` read back are
+    the flagged slices that hold a mask (the last slice of each walk the model
+    stopped), with that flag's text as the reason.
+
+    Examples
+    --------
+    >>> rows = [{"case": "a", "structure": "liver", "label": 1, "condition": "clean",
+    ...          "risk": 0.4}]
+    >>> slices = [{"case": "a", "structure": "liver", "condition": "clean", "slice": k,
+    ...            "risk": r, "area": n, "flags": f} for k, r, n, f in
+    ...           [(3, 0.2, 9, ""), (4, 0.6, 5, "the chain stopped here"),
+    ...            (5, 0.5, 0, "the chain stopped here")]]
+    >>> r = structure_risks(rows, slices)[("a", "liver", "", "clean")]
+    >>> r.label, [s.slice for s in r.slices], r.stops, r.riskiest_slice
+    (1, [3, 4, 5], ((4, 'the chain stopped here'),), 4)
+    """
+    mine: dict[tuple, list[SliceRisk]] = {}
+    for r in slices:
+        mine.setdefault(row_key(r), []).append(slice_risk(r))
+    out = {}
+    for r in rows:
+        risk = _float(r.get("risk"))
+        if math.isnan(risk) or r.get("label") in (None, ""):
+            continue
+        found = tuple(sorted(mine.get(row_key(r), ()), key=lambda s: s.slice))
+        stops = tuple(
+            (s.slice, Flag.STOPPED.value) for s in found if Flag.STOPPED in s.flags and s.area > 0
+        )
+        out[row_key(r)] = StructureRisk(int(r["label"]), risk, found, stops)
+    return out
 
 
 __all__ = [
@@ -353,5 +427,8 @@ __all__ = [
     "dense_risk_rows",
     "rank",
     "risk_rows",
+    "row_key",
+    "slice_risk",
+    "structure_risks",
     "worklist",
 ]

@@ -188,3 +188,41 @@ def test_the_prompts_parameter_must_be_a_folder(unlabelled, tmp_path):
         run_evaluation(
             data, "medsam2-3d", tmp_path / "run", params={"prompts": str(prompts / "x.json")}
         )
+
+
+def test_a_results_folder_reads_its_risks_back_as_the_worklist_does(risk_run, unlabelled_run):
+    from napari_segeval.evaluation.results import ResultsFolder
+    from napari_segeval.uncertainty.risk import Signal
+
+    for out, reference in ((risk_run, True), (unlabelled_run, False)):
+        folder = ResultsFolder(out)
+        assert folder.has_risk and folder.has_reference is reference
+        items = folder.worklist()
+        assert [(w.key, w.first_slice) for w in items] == [
+            (w.key, w.first_slice) for w in worklist(out)
+        ]  # the case records and results.csv + slices.csv agree
+        slices = _csv(out / "slices.csv")
+        for w in items:
+            row = next(r for r in folder.rows() if (r["case"], r["structure"]) == w.key[:2])
+            risk = folder.case_risks(w.case, w.condition, w.model)[row["label"]]
+            assert risk.risk == pytest.approx(w.risk)
+            assert risk.riskiest_slice == (w.first_slice or risk.riskiest_slice)
+            mine = [r for r in slices if (r["case"], r["structure"]) == (w.case, w.structure)]
+            assert [s.slice for s in risk.slices] == sorted(int(r["slice"]) for r in mine)
+            for s in risk.slices:
+                r = next(r for r in mine if int(r["slice"]) == s.slice)
+                assert s.risk == pytest.approx(float(r["risk"])) and s.area == int(r["area"])
+                assert s.signals[Signal.ENTROPY] == pytest.approx(float(r["entropy"]))
+                assert [f.value for f in s.flags] == [f for f in r["flags"].split("; ") if f]
+            # a stop read back: a slice flagged "the chain stopped here" that holds a mask
+            assert {k for k, _ in risk.stops} == {
+                int(r["slice"])
+                for r in mine
+                if Flag.STOPPED.value in r["flags"] and int(r["area"]) > 0
+            }
+    assert any(
+        r.stops
+        for w in worklist(risk_run)
+        for r in ResultsFolder(risk_run).case_risks(w.case).values()
+    )  # the sample's tumour chain stops on the built-in model's confidence
+    assert ResultsFolder(risk_run).case_risks("abd_001", "pgd") == {}  # no such prediction

@@ -8,7 +8,10 @@ history atoms) is mapped to the slices it touched
 Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
 Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
 structure's uncertainty score (the mean normalised entropy of the prompt-jitter
-samples over the structure and its boundary band).
+samples over the structure and its boundary band). The per-slice plot draws the
+estimated risk of failure of the selected structure when the case has one
+(``ViewerState.risk``: a results folder's, or the Prompt tab's propagation's): beside the
+Dice curves, or alone for a case without a reference.
 """
 
 from __future__ import annotations
@@ -52,6 +55,14 @@ from napari_segeval._widgets.overlays.arrays import (
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
 UNC_HEADER = "Unc."
+PLOT_TITLE = "Dice per slice of the selected structure, over its extent (click: go there)"
+RISK_TITLE = (
+    "Dice and estimated risk of failure per slice of the selected structure (click: go there)"
+)
+RISK_ONLY_TITLE = (
+    "Estimated risk of failure per slice of the selected structure (no reference, no "
+    "Dice; click: go there)"
+)
 
 
 def _fmt(key: str, value: float, pending: bool = False) -> str:
@@ -109,9 +120,8 @@ class DicePanel(QWidget):
         layout.addWidget(self.result)
         layout.addWidget(self.message)
         layout.addWidget(self.table, 2)
-        layout.addWidget(
-            QLabel("Dice per slice of the selected structure, over its extent (click: go there)")
-        )
+        self.plot_title = QLabel(PLOT_TITLE)
+        layout.addWidget(self.plot_title)
         layout.addWidget(self.plot, 1)
         layout.addLayout(row)
         layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
@@ -175,14 +185,21 @@ class DicePanel(QWidget):
                     continue
                 self.surface[cond] = None
                 self._hook(pred, cond)
-        if ref is None:
+        if ref is None and self.state.risk:
+            self.message.setText(
+                "no reference labels: no Dice; the plot shows the estimated risk of failure"
+            )
+        elif ref is None:
             self.message.setText("choose a reference Labels layer")
         elif not self.live and not problems:
             self.message.setText("no prediction yet: run propagation or choose a prediction layer")
         else:
             self.message.setText("; ".join(problems))
         self.plot.setVisible(self.state.kind() != "image")
-        self.worst_button.setVisible(self.state.kind() != "image")
+        scored = ref is not None or not self.state.risk  # else: the risk alone, no Dice
+        for w in (self.table, self.recount_button, self.overlay_box, self.overlay_condition):
+            w.setVisible(scored)
+        self.worst_button.setVisible(scored and self.state.kind() != "image")
         self.overlay.refresh_all(self.overlay_condition.currentText())
         self.refresh()
         self._surface_timer.start()
@@ -199,6 +216,11 @@ class DicePanel(QWidget):
             self.rebind()
         elif what == "uncertainty":
             self.refresh()
+        elif what == "risk":
+            if self.state.reference is None:
+                self.rebind()  # its message says what the plot shows
+            else:
+                self.refresh_plot()
         elif what == "current":
             self._select_current()
             self.refresh_plot()
@@ -397,7 +419,32 @@ class DicePanel(QWidget):
             prompts = self.state.prompts.get(int(label))
             frames = tuple(prompts.frames) if prompts is not None else ()
             self.plot.set_marks(missed, false_positive, frames, ends)
+        self._plot_risk(label, live is not None)
         self._on_step()
+
+    def _plot_risk(self, label: int | None, counted: bool) -> None:
+        """The risk curve of the current structure (``state.risk``) and its quality stops;
+        without Dice curves (``counted`` False) the plot spans the slices it describes."""
+        risk = self.state.risk.get(int(label)) if label is not None else None
+        layer = self._layer_for_axis0()
+        if risk is None or not risk.slices or layer is None or layer.ndim < 3:
+            self.plot.set_risk(None)
+            self.plot_title.setText(PLOT_TITLE)
+            return
+        curve = np.full(layer.data.shape[0], np.nan)
+        for s in risk.slices:
+            if 0 <= s.slice < len(curve):
+                curve[s.slice] = s.risk
+        self.plot.set_risk(curve, tuple(k for k, _ in risk.stops))
+        self.plot_title.setText(RISK_TITLE if counted else RISK_ONLY_TITLE)
+        if not counted:
+            described = np.isfinite(curve)
+            self.plot.set_range(slice_extent(described, margin=0.0, min_margin=1))
+            predicted = [s.slice for s in risk.slices if s.area > 0]
+            ends = (min(predicted), max(predicted)) if predicted else None
+            prompts = self.state.prompts.get(int(label))
+            frames = tuple(prompts.frames) if prompts is not None else ()
+            self.plot.set_marks(None, None, frames, ends)
 
     # -- navigation ---------------------------------------------------------------------
     def _layer_for_axis0(self) -> Any:

@@ -8,6 +8,12 @@ in the false positives' colour (:mod:`~napari_segeval._widgets.colours`): both
 have Dice 0, which the curve alone does not tell apart. The prompted slices
 (dashed, white) and the ends of the propagated chain (solid ticks in the
 prediction's colour) are marked (:meth:`SlicePlot.set_marks`).
+
+The estimated risk of failure per slice (:meth:`SlicePlot.set_risk`: no reference
+needed) is a dashed curve in :data:`~napari_segeval._widgets.colours.RISK_COLOUR` on
+the same 0..1 axis, beside the Dice curves when there is a reference and alone when
+there is none; where the model stopped a walk on its own judgement (a *quality stop*)
+a dotted line in the same colour says "stop". A legend names what is drawn.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from napari_segeval._widgets.colours import (
     NEGATIVE_COLOUR,
     POSITIVE_COLOUR,
     PROMPT_COLOUR,
+    RISK_COLOUR,
     ROLE_COLOURS,
 )
 
@@ -47,6 +54,10 @@ class SlicePlot(QWidget):
         Prompted slices.
     ends : (int, int) or None
         First and last slice of the propagated chain.
+    risk : numpy.ndarray
+        Estimated risk of failure per slice (NaN: not estimated); empty: none.
+    stops : tuple of int
+        Slices where the model stopped a walk (quality stops).
     """
 
     slice_clicked = Signal(int)
@@ -65,13 +76,17 @@ class SlicePlot(QWidget):
         self.false_positive = np.zeros(0, bool)
         self.prompts: tuple[int, ...] = ()
         self.ends: tuple[int, int] | None = None
+        self.risk = np.zeros(0)
+        self.stops: tuple[int, ...] = ()
         self.setMinimumHeight(112)
         self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
         self.setToolTip(
             "Dice per slice (lines: clean, attacked); under the axis: green = missed "
             "(reference, no prediction), magenta = false positive (prediction, no "
             "reference); dashed white: prompted slice; ticks at the top: the ends of "
-            "the propagated chain. Click to go to a slice"
+            "the propagated chain; dashed orange: estimated risk of failure (no "
+            "reference needed), dotted orange 'stop': the model stopped the chain there. "
+            "Click to go to a slice"
         )
 
     def set_series(
@@ -82,12 +97,31 @@ class SlicePlot(QWidget):
         self.series = {k: np.asarray(v, float) for k, v in series.items()}
         self.colours = dict(SERIES_COLOURS)
         self.colours.update({k: QColor(v) for k, v in (colours or {}).items()})
-        self.n = max((len(v) for v in self.series.values()), default=0)
+        self.n = max((len(v) for v in self.series.values()), default=len(self.risk))
         self.lo, self.hi = 0, max(self.n - 1, 0)
         self.missed = np.zeros(self.n, bool)
         self.false_positive = np.zeros(self.n, bool)
         self.prompts, self.ends = (), None
         self.update()
+
+    def set_risk(self, risk: np.ndarray | None, stops: tuple[int, ...] = ()) -> None:
+        """Draw the risk per slice (``risk``, NaN where not estimated; None: no curve) and
+        mark the quality ``stops``. Call it after :meth:`set_series`; without Dice
+        curves the risk sets the number of slices."""
+        self.risk = np.zeros(0) if risk is None else np.asarray(risk, float)
+        self.stops = tuple(int(i) for i in stops) if risk is not None else ()
+        if not self.series:
+            self.n = len(self.risk)
+            self.lo, self.hi = 0, max(self.n - 1, 0)
+            self.missed = np.zeros(self.n, bool)
+            self.false_positive = np.zeros(self.n, bool)
+        self.update()
+
+    def y_title(self) -> str:
+        """The y axis's title: what the curves are."""
+        if len(self.risk) and self.series:
+            return "Dice, risk"
+        return "risk" if len(self.risk) else Y_TITLE
 
     def set_range(self, extent: tuple[int, int] | None) -> None:
         """Show slices ``extent[0]`` to ``extent[1]`` (None: every slice)."""
@@ -165,7 +199,11 @@ class SlicePlot(QWidget):
             for name, values in self.series.items():
                 painter.setPen(QPen(self.colours.get(name, QColor("white")), 1.5))
                 painter.drawPath(self._path(values, r))
+            if len(self.risk):
+                painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.DashLine))
+                painter.drawPath(self._path(self.risk, r))
             self._chain_marks(painter, r)
+            self._legend(painter, r)
         if self.current is not None and self.shown(self.current):
             painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
             x = self.x_of(self.current)
@@ -185,7 +223,7 @@ class SlicePlot(QWidget):
         painter.save()  # the y title, upright along the axis
         painter.translate(12, r.center().y() + 12)
         painter.rotate(-90)
-        painter.drawText(QPointF(0, 0), Y_TITLE)
+        painter.drawText(QPointF(0, 0), self.y_title())
         painter.restore()
         base = r.bottom() + self.MARK_H + 14
         if self.n:
@@ -215,12 +253,37 @@ class SlicePlot(QWidget):
             if self.shown(i):
                 x = self.x_of(i)
                 painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
+        painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.DotLine))
+        for i in self.stops:
+            if self.shown(i):
+                x = self.x_of(i)
+                painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
+                painter.drawText(QPointF(x + 3, r.bottom() - 4), f"stop ({i})")
         if self.ends is not None:
             painter.setPen(QPen(self.colours.get("clean", QColor("white")), 2))
             for i in self.ends:
                 if self.shown(i):
                     x = self.x_of(i)
                     painter.drawLine(QPointF(x, r.top() - 8), QPointF(x, r.top() + 4))
+
+    def _legend(self, painter: QPainter, r: QRectF) -> None:
+        """What the lines are, top right inside the plot (only with a risk curve)."""
+        if not len(self.risk):
+            return
+        entries = [(name, self.colours.get(name, QColor("white")), Qt.SolidLine)
+                   for name in self.series]  # fmt: skip
+        entries.append(("risk", QColor(RISK_COLOUR), Qt.DashLine))
+        metrics = painter.fontMetrics()
+        x = r.right() - 6
+        for name, colour, style in reversed(entries):
+            text = "Dice" if name == "clean" and len(self.series) == 1 else name
+            width = metrics.horizontalAdvance(text)
+            x -= width
+            painter.setPen(QPen(colour, 1))
+            painter.drawText(QPointF(x, r.top() + 12), text)
+            painter.setPen(QPen(colour, 1.5, style))
+            painter.drawLine(QPointF(x - 16, r.top() + 8), QPointF(x - 3, r.top() + 8))
+            x -= 26
 
     def _path(self, values: np.ndarray, r: QRectF) -> QPainterPath:
         path = QPainterPath()

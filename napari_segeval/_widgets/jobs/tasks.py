@@ -201,9 +201,10 @@ def propagate_session(
     a saved label map
     (:meth:`~napari_segeval.propagation.PropagationSession.seed`). The session takes
     ``sets`` as its prompts (structures not in them are dropped) and re-propagates the
-    structures whose prompts changed. Returns ``(model, session, result, changes)``;
-    ``changes`` is ``{label: (Dice before, Dice after)}`` of the re-propagated
-    structures against ``reference`` (empty without one).
+    structures whose prompts changed. Returns ``(model, session, result, changes,
+    risks)``; ``changes`` is ``{label: (Dice before, Dice after)}`` of the re-propagated
+    structures against ``reference`` (empty without one); ``risks`` each structure's
+    estimated risk of failure (:func:`live_risks`).
     """
     from napari_segeval.metrics import overlap_metrics
     from napari_segeval.propagation import PropagationOptions, PropagationSession
@@ -244,7 +245,23 @@ def propagate_session(
             lab: (old[lab]["dice"] if lab in old else float("nan"), after[lab]["dice"])
             for lab in labels
         }
-    return model, session, result, changes
+    return model, session, result, changes, live_risks(result)
+
+
+def live_risks(result: Any) -> dict[int, Any]:
+    """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure of a
+    propagation ``result`` of a volume or video (no reference needed: the model's own
+    signals and where its walks stopped, as a results folder's risks); empty for 2D."""
+    from napari_segeval.evaluation.triage import crop_slices
+    from napari_segeval.uncertainty.risk import structure_risk
+
+    labels = np.asarray(result.labels)
+    if labels.ndim != 3:
+        return {}
+    return {
+        int(label): structure_risk(int(label), labels == label, crop_slices(s), trace=s.trace)
+        for label, s in result.structures.items()
+    }
 
 
 def uncertainty(

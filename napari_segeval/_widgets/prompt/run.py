@@ -210,7 +210,7 @@ class PropagationJobs:
         started: float | None = None,
     ) -> None:
         p = self.panel
-        model, session, res, changes = result
+        model, session, res, changes, risks = result
         if not again and started is not None:  # what one whole propagation of this case costs
             self.seconds = (key, time.monotonic() - started)
         p.live.stop()  # the final merged prediction replaces the partial one
@@ -227,6 +227,7 @@ class PropagationJobs:
             layer.metadata["correction_of"] = self.case_id
         p.tools.layers.raise_layers()
         p.state.set_prediction("clean", layer)
+        p.state.set_risk(risks)  # the Dice tab's plot draws each structure's risk
         p.tools.status.setText(self.describe(session.last_propagated, again=again))
 
     def propagation_seconds(self) -> float | None:

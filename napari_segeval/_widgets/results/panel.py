@@ -1,4 +1,4 @@
-"""The *Results* panel: browse a ``segeval evaluate`` folder, worst cases first.
+"""The *Results* panel: browse a ``segeval evaluate`` folder, worst or riskiest cases first.
 
 *Open…* (or dropping the folder on napari, or *File › Open Folder*: the reader
 recognises a folder holding ``run.json``) lists one row per case x structure x
@@ -7,6 +7,15 @@ score when present, sorted worst Dice first; click a header to sort, use the
 filters for structure, condition and fold. A structure in neither the reference
 nor the prediction of a case is an *absence*, not a failure: its Dice reads
 "absent", it sorts after every real score, and *Show absences* hides it.
+
+A run estimates a risk of failure per structure and slice without the reference
+(:mod:`napari_segeval.uncertainty.risk`): the table's ``risk`` column, and a folder
+without a reference (``segeval evaluate --prompts DIR`` on images without labels)
+opens as a worklist sorted by risk, riskiest first, with no Dice column. A folder
+written before risks were estimated still opens and says that it has none. Under
+the table the flagged slices of the selected row's structure are listed with why
+(a click goes there), and *Mark case reviewed* keeps the review's progress in
+``DIR/review.json`` (:mod:`~napari_segeval._widgets.results.review`).
 
 Selecting a row loads that case in a worker thread (the viewer stays
 responsive): the image, the reference, the clean and attacked predictions, and
@@ -21,8 +30,9 @@ case are replaced in one step; zoom and contrast limits are kept per modality.
 The *Evaluate* panel's Dice tab is filled for the row's structure (through the
 viewer's shared state) and the view jumps to that structure's worst slice under
 the row's condition (lowest Dice, ties broken by the most wrong voxels:
-:func:`napari_segeval.metrics.worst_slice`). Another row of the case
-shown only moves the view.
+:func:`napari_segeval.metrics.worst_slice`), or, where the run estimated risks, to the
+structure's riskiest flagged slice, whose risk curve the Dice tab's per-slice plot
+draws. Another row of the case shown only moves the view.
 
 An ``interactive`` run's rows carry their round (their prediction is the round's,
 ``round2:clean``); the box under the table steps through the selected
@@ -69,6 +79,7 @@ from qtpy.QtWidgets import (
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded, show_error
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
+from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
 from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
 from napari_segeval._widgets.results.tasks import (
@@ -110,6 +121,7 @@ class ResultsPanel(QWidget):
         self.layers = CaseLayers(napari_viewer)
         self.evaluate: Any = None
         self._pending: tuple | None = None
+        self._summary = ""
         self.model = ResultsModel()
         self.proxy = ResultsProxy()
         self.proxy.setSourceModel(self.model)
@@ -162,6 +174,9 @@ class ResultsPanel(QWidget):
         )
         self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
         self.rounds = RoundStepper(self)
+        self.review = ReviewBox(self)
+        self.review.slice_chosen.connect(self.go_to_slice)
+        self.review.reviewed_changed.connect(lambda *_: self._show_reviewed())
         self.state.subscribe(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
@@ -192,6 +207,7 @@ class ResultsPanel(QWidget):
         layout.addWidget(self.summary)
         layout.addLayout(form)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.review)
         layout.addWidget(self.rounds)
         layout.addLayout(nav)
         layout.addLayout(save)
@@ -231,7 +247,9 @@ class ResultsPanel(QWidget):
         self.rounds.reset()
         self.layers.clear()
         self.folder, self.loaded, self.row = folder, None, None
-        rows = folder.rows()
+        self.review.open(folder)
+        done = self.review.reviewed()
+        rows = [{**r, "reviewed": r["case"] in done} for r in folder.rows()]
         self.model.set_rows(rows)
         for key, combo in self.filters.items():
             values = sorted(
@@ -244,7 +262,10 @@ class ResultsPanel(QWidget):
             combo.blockSignals(False)
             self.proxy.set_filter(key, ALL)
         self.filters["fold"].setEnabled(any(r.get("fold") is not None for r in rows))
-        self.table.sortByColumn(self.model.column("dice"), Qt.SortOrder.AscendingOrder)
+        if folder.has_risk and not folder.has_reference:  # no Dice: the riskiest first
+            self.table.sortByColumn(self.model.column("risk"), Qt.SortOrder.DescendingOrder)
+        else:
+            self.table.sortByColumn(self.model.column("dice"), Qt.SortOrder.AscendingOrder)
         self.table.resizeColumnsToContents()
         failed = folder.failed
         absent = sum(1 for r in rows if r.get("absent"))
@@ -257,8 +278,23 @@ class ResultsPanel(QWidget):
         )
         if folder.run.get("save_predictions") is False:
             text += " — predictions were not saved (--no-save-predictions)"
-        self.summary.setText(text)
+        if not folder.has_reference:
+            text += " — no reference labels: no Dice; sorted by estimated risk, riskiest first"
+        if not folder.has_risk:
+            text += " — no risk: written before risks were estimated"
+        self._summary = text
+        self._show_reviewed()
         self.locate_button.setEnabled(False)
+
+    def _show_reviewed(self) -> None:
+        """The table's *reviewed* column and the summary's count from the review log."""
+        if self.folder is None:
+            return
+        done = self.review.reviewed()
+        self.model.set_reviewed(done)
+        cases = self.folder.cases()
+        n = sum(1 for c in cases if c in done)
+        self.summary.setText(f"{self._summary} — reviewed {n} of {len(cases)} cases")
 
     # -- rows and cases ----------------------------------------------------------------------
     def _filter(self, key: str, text: str) -> None:
@@ -291,7 +327,8 @@ class ResultsPanel(QWidget):
             and (focus is None or focus == shown.focus or focus in shown.pair)
         ):
             self._start(
-                f"finding the worst slice of {row['structure']}",
+                f"finding the {'riskiest' if self.folder.has_risk else 'worst'} slice of "
+                f"{row['structure']}",
                 row_job,
                 self.folder,
                 row,
@@ -323,10 +360,10 @@ class ResultsPanel(QWidget):
             show_error(str(result.error))
             return
         self.locate_button.setEnabled(False)
-        row, loaded, specs, worst, counted = result
+        row, loaded, specs, target, counted, risks = result
         if specs is not None:
             self._show(loaded, specs, row_label(loaded, row), counted)
-        self._focus_row(row, worst)
+        self._focus_row(row, target, risks)
 
     def _show(self, loaded, specs: list, label: int | None, counted: dict | None = None) -> None:
         """Put a loaded case in the viewer (one main-thread step) and point the state at it."""
@@ -354,8 +391,9 @@ class ResultsPanel(QWidget):
             [r for r in self.layers.layers if r == "reference" or self.layers.is_prediction(r)]
         )
 
-    def _focus_row(self, row: dict, worst: int | None) -> None:
-        """The row's prediction shown, the Dice panel on its structure, the view on ``worst``."""
+    def _focus_row(self, row: dict, target: int | None, risks: dict | None = None) -> None:
+        """The row's prediction shown, the Dice panel on its structure (with its risks), the
+        flagged slices listed, the view on ``target``."""
         if self.loaded is None or row["case"] != self.loaded.case_id:
             return
         self.layers.show_prediction(prediction_role(str(row["key"])))
@@ -363,13 +401,22 @@ class ResultsPanel(QWidget):
         if label is not None:
             self.state.set_current(label)
         evaluate = self._dice()
+        self.state.set_risk(risks or {})
+        self.review.show_case(row["case"])
+        risk = (risks or {}).get(label) if label is not None else None
+        self.review.show_risk(risk, row["structure"], self.folder.has_risk)
         evaluate.tabs.setCurrentWidget(evaluate.dice)
         labels = [r["label"] for r in evaluate.dice.records]
         if label in labels:  # the structure's row in view in the Dice table
             evaluate.dice.table.scrollToItem(evaluate.dice.table.item(labels.index(label), 0))
-        if worst is not None:
-            evaluate.dice.go_to_slice(worst)
+        if target is not None:
+            evaluate.dice.go_to_slice(target)
         self.rounds.show_row(self.folder, row, label, self.layers.layers.get("image"))
+
+    def go_to_slice(self, index: int) -> None:
+        """Show slice ``index`` of the case shown (a flagged slice clicked)."""
+        if self.loaded is not None:
+            self._dice().dice.go_to_slice(int(index))
 
     def _dice(self) -> Any:
         """The Evaluate panel of this viewer (docked when not open yet)."""

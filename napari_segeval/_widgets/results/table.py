@@ -6,7 +6,9 @@ structure x condition); :class:`ResultsProxy` filters them by structure,
 condition and fold, shows or hides *absences* (rows whose structure is in
 neither the reference nor the prediction: their Dice reads "absent", not a
 score), and sorts numbers as numbers, with missing values (NaN) and absences
-last in either direction.
+last in either direction. A run's estimated ``risk`` of failure (no reference needed)
+is a column; a run without a reference has no Dice column (no Dice is invented), and
+the *reviewed* column shows the cases marked reviewed (:meth:`ResultsModel.set_reviewed`).
 """
 
 from __future__ import annotations
@@ -25,14 +27,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("round", "round", "correction round of an interactive run (0: the first propagation)"),
     ("fold", "fold", "cross-validation fold"),
     ("dice", "Dice", "Dice of this condition"),
+    (
+        "risk",
+        "risk",
+        "estimated probability that the structure is wrong, from the model's own signals "
+        "(no reference needed; higher: look first)",
+    ),
     ("delta_dice", "ΔDice", "attacked − clean Dice of the same case and structure"),
     ("hd95", "HD95", "95th percentile Hausdorff distance (mm)"),
     ("nsd", "NSD", "normalised surface Dice"),
     ("uncertainty", "Unc.", "the case's uncertainty score"),
+    ("reviewed", "reviewed", "the case is marked reviewed (saved in the folder's review.json)"),
 )
 #: Always shown; the other columns only when some row has a value (the model column:
-#: when the rows hold several models).
+#: when the rows hold several models; Dice: unless the rows have risks and no Dice).
 ALWAYS = ("case", "structure", "condition", "dice")
+REVIEWED = "✓"
 #: Columns whose value is no score on an absence (sorted last, Dice shown as "absent").
 SCORES = ("dice", "delta_dice", "hd95", "nsd")
 ABSENT = "absent"
@@ -71,13 +81,23 @@ class ResultsModel(QAbstractTableModel):
         self.beginResetModel()
         self.rows = list(rows)
         several = len({r.get("model") for r in self.rows}) > 1
+        has = {c[0]: any(_has_value(r.get(c[0])) for r in self.rows) for c in COLUMNS}
+        no_dice = has["risk"] and not has["dice"]  # a run without a reference
         self.columns = [
             c
             for c in COLUMNS
-            if c[0] in ALWAYS
-            or (several if c[0] == "model" else any(_has_value(r.get(c[0])) for r in self.rows))
+            if (c[0] in ALWAYS and not (no_dice and c[0] == "dice"))
+            or (several if c[0] == "model" else has[c[0]])
         ]
         self.endResetModel()
+
+    def set_reviewed(self, cases: set[str]) -> None:
+        """Mark the rows of ``cases`` reviewed (and the others not)."""
+        for r in self.rows:
+            r["reviewed"] = r["case"] in cases
+        col = self.column("reviewed")
+        if col >= 0 and self.rows:
+            self.dataChanged.emit(self.index(0, col), self.index(len(self.rows) - 1, col))
 
     def column(self, key: str) -> int:
         """Index of the column showing ``key`` (-1 when not shown)."""
@@ -97,6 +117,10 @@ class ResultsModel(QAbstractTableModel):
         key = self.columns[index.column()][0]
         value = row.get(key)
         absent = bool(row.get("absent")) and key in SCORES
+        if key == "reviewed" and role == Qt.ItemDataRole.DisplayRole:
+            return REVIEWED if value else ""
+        if key == "reviewed" and role == SORT_ROLE:
+            return str(bool(value))
         if role == Qt.ItemDataRole.DisplayRole:
             return ABSENT if absent and key == "dice" else _text(key, value)
         if role == Qt.ItemDataRole.ToolTipRole and absent:

@@ -91,12 +91,17 @@ def focus_of(row: dict) -> str | None:
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
-    """Worker side of a row selection: load the case unless ``shown`` is it; its worst slice.
+    """Worker side of a row selection: load the case unless ``shown`` is it; the slice to
+    open it on and its structures' risks.
 
-    Returns ``(row, loaded, layer specs or None, worst slice, counters)``, or
+    Returns ``(row, loaded, layer specs or None, slice, counters, risks)``, or
     :class:`Missing`. ``counters`` are the new case's overlap counters
     (``loaded.counters``) for the Dice panel to adopt; empty when the case was
-    shown already (the panel's own counters are current then).
+    shown already (the panel's own counters are current then). ``risks``: the
+    :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure of the
+    row's prediction, by label (empty for a run without risks). The slice is the row
+    structure's riskiest flagged slice (else its riskiest); only without a risk, and
+    with a reference, the worst slice by Dice.
     """
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
@@ -113,6 +118,14 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
         ids = next(iter(counted.values())).reference_labels() if counted else None
         specs = layer_specs(loaded, ids)  # structure ids etc. computed here, not in the GUI
     label = row_label(loaded, row)
+    risks = (
+        folder.case_risks(row["case"], row["condition"], row.get("model"))
+        if row.get("round") in (None, 0)
+        else {}
+    )
+    risk = risks.get(label) if label is not None else None
+    if risk is not None and risk.riskiest_slice is not None:
+        return row, loaded, specs, risk.riskiest_slice, counted, risks
     name = str(row["key"])
     pred = loaded.predictions.get(name)
     first, second = loaded.pair
@@ -124,7 +137,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
                 worst = worst_slice_from_counts(counted[key].slice_counts(label))
         else:
             worst = worst_slice(loaded.case.labels, pred, label)
-    return row, loaded, specs, worst, counted
+    return row, loaded, specs, worst, counted, risks
 
 
 def pair_job(loaded, second: str, progress=None, cancel=None):

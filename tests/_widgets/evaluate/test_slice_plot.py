@@ -86,3 +86,49 @@ def test_run_button_and_progress_stay_in_view(small_case, qtbot):
         while parent is not None and parent is not panel:
             assert not isinstance(parent, QScrollArea)  # never scrolled out of sight
             parent = parent.parentWidget()
+
+
+def test_the_risk_curve_alone_or_beside_dice_with_the_chain_stop(make_napari_viewer, qtbot):
+    from napari_segeval._widgets.evaluate.dice import PLOT_TITLE, RISK_ONLY_TITLE, RISK_TITLE
+    from napari_segeval.uncertainty.risk import Flag, SliceRisk, StructureRisk
+
+    viewer, state = _tumour_case(make_napari_viewer)
+    panel = DicePanel(viewer, state)
+    qtbot.addWidget(panel)
+    assert len(panel.plot.risk) == 0 and panel.plot_title.text() == PLOT_TITLE
+    slices = tuple(SliceRisk(k, 0.1 + 0.02 * k, {}, area=5) for k in range(22, 34))
+    stop = SliceRisk(34, 0.6, {}, (Flag.STOPPED,), area=0)
+    state.set_risk({1: StructureRisk(1, 0.5, (*slices, stop), ((33, Flag.STOPPED.value),))})
+    plot = panel.plot
+    assert np.flatnonzero(np.isfinite(plot.risk)).tolist() == list(range(22, 35))
+    assert plot.risk[34] == 0.6 and plot.stops == (33,)
+    assert set(plot.series) == {"clean"} and plot.y_title() == "Dice, risk"
+    assert panel.plot_title.text() == RISK_TITLE and (plot.lo, plot.hi) == (18, 35)
+    plot.resize(400, 160)
+    image = plot.grab().toImage()
+    r = plot._plot_rect()
+    want = QColor(colours.RISK_COLOUR)
+
+    def orange(x: int) -> int:  # pixels near the risk's colour down column x
+        near = 0
+        for y in range(int(r.top()) + 20, int(r.bottom()) - 14):
+            c = image.pixelColor(x, y)
+            d = (
+                abs(c.red() - want.red())
+                + abs(c.green() - want.green())
+                + abs(c.blue() - want.blue())
+            )
+            near += d < 90
+        return near
+
+    at_stop = max(orange(int(plot.x_of(33)) + dx) for dx in (-1, 0, 1))
+    assert at_stop > 10 and orange(int(plot.x_of(27))) < 5  # the stop's dotted line, only there
+    # without a reference: the risk alone over the slices it describes, no Dice
+    state.set_case(state.image, None, {"clean": state.predictions["clean"]}, 1)
+    state.set_risk({1: StructureRisk(1, 0.5, (*slices, stop), ((33, Flag.STOPPED.value),))})
+    assert not plot.series and plot.y_title() == "risk" and len(plot.risk) == 60
+    assert (plot.lo, plot.hi) == (21, 35) and plot.ends == (22, 33)
+    assert panel.plot_title.text() == RISK_ONLY_TITLE and panel.table.isHidden()
+    assert "no reference labels" in panel.message.text()
+    state.set_risk({})  # another prediction: no curve
+    assert len(plot.risk) == 0 and panel.plot_title.text() == PLOT_TITLE

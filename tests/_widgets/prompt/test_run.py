@@ -248,3 +248,31 @@ def test_propagation_progress_is_monotonic_to_its_total(ct_viewer, qtbot, monkey
     assert done == sorted(done) and done[-1] == totals.pop()
     steps = np.diff([0, *done])
     assert (steps >= 0).all() and np.median(steps) == 1  # a slice at a time
+
+
+def test_a_propagation_draws_each_structures_risk_beside_its_dice(ct_viewer, qtbot):
+    from napari_segeval.evaluation.triage import crop_slices
+    from napari_segeval.uncertainty.risk import structure_risk
+
+    _viewer, w = ct_viewer
+    w.state.set_current(1)
+    w.prompt.box_from_reference()
+    w.prompt.run()
+    wait_job(qtbot, w.prompt.runner)
+    assert w.prompt.runner.last_error is None
+    # the same propagation outside the viewer: its risk, from the trace of its walks
+    res = propagate_image(
+        ThresholdPromptModel(),
+        np.asarray(w.state.image.data),
+        w.prompt.prompts(),
+        kind="volume",
+        modality="CT",
+    )
+    s = res.structures[1]
+    want = structure_risk(1, res.labels == 1, crop_slices(s), trace=s.trace)
+    got = w.state.risk[1]
+    assert got.risk == pytest.approx(want.risk) and got.stops == want.stops
+    assert [x.slice for x in got.slices] == [x.slice for x in want.slices]
+    plot = w.dice.plot
+    assert np.flatnonzero(np.isfinite(plot.risk)).tolist() == [x.slice for x in want.slices]
+    assert set(plot.series) == {"clean"} and plot.y_title() == "Dice, risk"

@@ -88,3 +88,33 @@ def test_absent_rows_say_so_and_can_be_hidden(qtbot):
     assert not any(proxy.row(i)["absent"] for i in range(proxy.rowCount()))
     proxy.set_show_absent(True)
     assert proxy.rowCount() == 5
+
+
+def test_a_run_without_reference_has_risk_and_no_dice_column_and_sorts_riskiest_first(qtbot):
+    rows = [
+        {"case": c, "structure": "liver", "condition": "clean", "dice": math.nan, "risk": r}
+        for c, r in (("a", 0.2), ("b", 0.7), ("c", math.nan), ("d", 0.4))
+    ]
+    model = ResultsModel(rows)
+    proxy = ResultsProxy()
+    proxy.setSourceModel(model)
+    assert [c[0] for c in model.columns] == ["case", "structure", "condition", "risk"]
+    proxy.sort(model.column("risk"), Qt.SortOrder.DescendingOrder)
+    assert [proxy.row(i)["case"] for i in range(4)] == ["b", "d", "a", "c"]  # no risk: last
+    # with a reference both columns show
+    model.set_rows([{**rows[0], "dice": 0.8}, *rows[1:]])
+    assert {"dice", "risk"} <= {c[0] for c in model.columns}
+
+
+def test_reviewed_cases_are_marked(qtbot):
+    rows = [{**r, "reviewed": False} for r in ROWS]
+    model = ResultsModel(rows)
+    col = model.column("reviewed")
+    assert col >= 0
+    changed = []
+    model.dataChanged.connect(lambda *a: changed.append(a))
+    model.set_reviewed({"polyp_020"})
+    marks = {(r["case"], model.data(model.index(i, col))) for i, r in enumerate(model.rows)}
+    assert marks == {("polyp_020", "✓"), ("polyp_007", ""), ("polyp_011", "")}
+    assert changed  # the view repaints
+    assert "reviewed" not in [c[0] for c in ResultsModel(ROWS).columns]  # no review: no column
