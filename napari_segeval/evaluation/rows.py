@@ -245,6 +245,7 @@ SLICES = RowSchema(
         Column("jitter", float, "1 - the agreement of jittered boxes on the same embedding"),
         Column("models", float, "1 - the mean Dice with the other models' masks"),
         Column("tta", float, "1 - the mean Dice with test-time augmented passes (dense)"),
+        Column("object", float, "1 - the decoder's object score (MedSAM2, SAM2.1)"),
         Column("flags", str, "why the slice is flagged for review ('; '-separated)"),
         Column("dice", float, "the slice's Dice against the reference, where there is one"),
     ),

@@ -225,6 +225,9 @@ class WalkOutput:
         computed.
     stopped : StopReason, optional
         A stop the backend made on its own (``IOU``); the frames after it are None.
+    presence : list of float or None, optional
+        The model's own probability that the object is on each frame (SAM2's object
+        score through a sigmoid), in visit order; None where it computed none.
 
     Examples
     --------
@@ -244,6 +247,7 @@ class WalkOutput:
     quality: list | None = None
     agreement: list | None = None
     stopped: StopReason | None = None
+    presence: list | None = None
 
     def __len__(self) -> int:
         return len(self.frames)
@@ -294,6 +298,7 @@ class WalkOutput:
             self.quality,
             self.agreement,
             self.stopped,
+            self.presence,
         )
 
 

@@ -60,6 +60,9 @@ class StructureTrace:
     agreement : mapping of int to float
         Slice -> box-jitter agreement (the lowest of the walks that reached it); empty
         when not computed.
+    presence : mapping of int to float
+        Slice -> the model's probability that the object is there (SAM2's object score;
+        the highest of the walks that reached it); empty for a model without one.
     ends : tuple of WalkEnd
         Every walk that ended before the end of the stack.
     """
@@ -67,6 +70,7 @@ class StructureTrace:
     quality: Mapping[int, float] = field(default_factory=dict)
     agreement: Mapping[int, float] = field(default_factory=dict)
     ends: tuple[WalkEnd, ...] = ()
+    presence: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def quality_stops(self) -> tuple[WalkEnd, ...]:
@@ -135,20 +139,23 @@ def structure_trace(
     """
     quality: dict[int, float] = {}
     agreement: dict[int, float] = {}
+    presence: dict[int, float] = {}
     ends = []
     for walk, out in parts:
         keep = output_stop(out, min_confidence, threshold, walk.last_conditioning_step(), logits)
         for j, f in enumerate(out.frames[:keep]):
-            q = None if out.quality is None else out.quality[j]
-            a = None if out.agreement is None else out.agreement[j]
-            if q is not None:
-                quality[int(f)] = max(float(q), quality.get(int(f), float("-inf")))
-            if a is not None:
-                agreement[int(f)] = min(float(a), agreement.get(int(f), float("inf")))
+            for mine, theirs, best in (
+                (quality, out.quality, max),
+                (agreement, out.agreement, min),
+                (presence, out.presence, max),
+            ):
+                v = None if theirs is None else theirs[j]
+                if v is not None:
+                    mine[int(f)] = best(float(v), mine.get(int(f), float(v)))
         end = walk_end(walk, out, keep, threshold, logits)
         if end is not None:
             ends.append(end)
-    return StructureTrace(quality, agreement, tuple(ends))
+    return StructureTrace(quality, agreement, tuple(ends), presence)
 
 
 __all__ = ["StructureTrace", "WalkEnd", "structure_trace", "walk_end"]

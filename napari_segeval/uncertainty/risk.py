@@ -28,6 +28,11 @@ on one slice (each in ``[0, 1]``, higher = riskier; NaN where the run cannot giv
 ``models``
     One minus the mean Dice between this model's mask and each other model's on the
     same prompts (the pairwise-Dice ensemble signal of Zenk et al., MedIA 2025).
+``object``
+    One minus the decoder's object score (MedSAM2, SAM2.1: its probability that the
+    object is on the slice). Recorded and flagged; the shipped promptable risk model
+    was fitted without it (no MedSAM2 weights on the fitting machine), so it does not
+    enter the risk.
 ``tta``
     One minus the mean Dice between the mask and the masks of test-time augmented
     passes (flips) of a dense model (:func:`napari_segeval.uncertainty.dense_tta`'s
@@ -69,6 +74,7 @@ class Signal(Enum):
     JITTER = "jitter"
     MODELS = "models"
     TTA = "tta"
+    OBJECT = "object"
 
 
 class Flag(Enum):
@@ -80,6 +86,7 @@ class Flag(Enum):
     IOU = "IoU estimate fell"
     MODELS = "models disagree"
     TTA = "test-time augmentations disagree"
+    OBJECT = "the model doubts the object is here"
     SHAPE = "the shape jumps between slices"
     UNCERTAIN = "the mask is uncertain"
 
@@ -91,6 +98,7 @@ FLAG_LEVEL: dict[Signal, tuple[float, Flag]] = {
     Signal.IOU: (0.3, Flag.IOU),
     Signal.MODELS: (0.3, Flag.MODELS),
     Signal.TTA: (0.3, Flag.TTA),
+    Signal.OBJECT: (0.5, Flag.OBJECT),
     Signal.CONTINUITY: (0.6, Flag.SHAPE),
     Signal.ENTROPY: (0.5, Flag.UNCERTAIN),
 }
@@ -285,6 +293,7 @@ def slice_signals(
     agreement: Mapping[int, float] | None = None,
     others: Sequence[np.ndarray] = (),
     augmented: Sequence[np.ndarray] = (),
+    presence: Mapping[int, float] | None = None,
 ) -> dict[int, dict[Signal, float]]:
     """The signals of one structure on ``slices`` (module doc).
 
@@ -304,6 +313,8 @@ def slice_signals(
         Other models' masks of the same structure, ``(n, H, W)`` each.
     augmented : sequence of numpy.ndarray
         The structure's masks from test-time augmented passes, ``(n, H, W)`` each.
+    presence : mapping of int to float, optional
+        The model's object score per slice (its probability that the object is there).
 
     Examples
     --------
@@ -332,6 +343,7 @@ def slice_signals(
             cont = math.nan
         q = (quality or {}).get(k)
         a = (agreement or {}).get(k)
+        o = (presence or {}).get(k)
         out[k] = {
             Signal.ENTROPY: slice_entropy(probs[k], m),
             Signal.CONTINUITY: cont,
@@ -340,6 +352,7 @@ def slice_signals(
             Signal.JITTER: math.nan if a is None else float(np.clip(1.0 - a, 0.0, 1.0)),
             Signal.MODELS: _disagreement(m, [o[k] for o in others]),
             Signal.TTA: _disagreement(m, [a[k] for a in augmented]),
+            Signal.OBJECT: math.nan if o is None else float(np.clip(1.0 - o, 0.0, 1.0)),
         }
     return out
 
@@ -430,6 +443,7 @@ def structure_risk(
     ends = tuple(trace.ends) if trace is not None else ()
     quality = dict(trace.quality) if trace is not None else {}
     agreement = dict(trace.agreement) if trace is not None else {}
+    presence = dict(trace.presence) if trace is not None else {}
     wanted = set(np.flatnonzero(masks.reshape(n, -1).any(axis=1)).tolist())
     wanted |= {k for e in ends for k in e.slices}
     wanted |= {int(k) for k in extra_slices if 0 <= int(k) < n}
@@ -442,6 +456,7 @@ def structure_risk(
         agreement=agreement,
         others=others,
         augmented=augmented,
+        presence=presence,
     )
     stopped = {k for e in ends if e.reason.is_quality_stop for k in e.slices}
     rows = []

@@ -166,3 +166,20 @@ def test_prompt_sets_shared_separate_and_batched_agree(model, frames):
     for lab, p in shared.probabilities.items():
         np.testing.assert_allclose(batched.probabilities[lab], p, rtol=0, atol=1e-5)
     assert np.array_equal(batched.labels, shared.labels)
+
+
+def test_each_visited_slice_has_the_decoders_object_score(volume_runs):
+    """The trace holds SAM2's object score per slice (a probability), shared or not, and
+    the risk reads it as the ``object`` signal."""
+    from napari_segeval.uncertainty.risk import Signal, structure_risk
+
+    shared, separate, _ = volume_runs
+    for lab in shared.structures:
+        p, q = shared.structures[lab].trace.presence, separate.structures[lab].trace.presence
+        assert sorted(p) == list(range(N)) and p == pytest.approx(q)
+        assert all(0.0 <= v <= 1.0 for v in p.values())
+    s = shared.structures[1]
+    masks = np.zeros((N, H, W), bool)
+    masks[2, 12:30, 14:36] = True
+    risk = structure_risk(1, masks, np.asarray(masks, np.float32), trace=s.trace)
+    assert risk.slices[0].signals[Signal.OBJECT] == pytest.approx(1.0 - s.trace.presence[2])

@@ -49,13 +49,16 @@ _MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
 
 @dataclass
 class WalkState:
-    """One walk being tracked: its frames, structure, conditioning steps, memory, rows."""
+    """One walk being tracked: its frames, structure, conditioning steps, memory, rows
+    and, per row, the decoder's object score (sigmoid: the probability the object is on
+    the frame; None where the network gives none)."""
 
     frames: list[int]
     group: int
     conds: dict[int, dict] = field(default_factory=dict)
     past: dict[int, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
+    presence: list = field(default_factory=list)
     last: int = 0
     stopped: bool = False
 
@@ -110,8 +113,10 @@ def track(
     step: int,
     n: int,
     fill_hole_area: int,
-) -> torch.Tensor:
-    """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``.
+) -> tuple[torch.Tensor, Any]:
+    """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``:
+    the low-resolution logits and the object score logits (``(B, 1)``; None when the
+    network gives none).
 
     ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
     each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of its current frame.
@@ -154,7 +159,7 @@ def track(
     for i, s in enumerate(states):
         s.past[step] = _split(out, logits, i) if b > 1 else _loop.compact(out, logits)
         s.past.pop(step - keep, None)
-    return logits
+    return logits, out.get("object_score_logits")
 
 
 def _groups(active: list[WalkState], batch: bool) -> list[list[WalkState]]:
@@ -188,7 +193,8 @@ def run_walks(
     (``stop_when_empty``) only after its last conditioning frame; the rows it skips
     are ``-1024`` (the predictor's no-object score). ``on_frame(i, frame,
     probability)`` (optional) hears walk ``i``'s detached probability on each frame as
-    soon as it is computed.
+    soon as it is computed. Each state's ``presence`` holds its rows' object scores
+    (the rows a walk skips have none).
     """
     import torch
 
@@ -203,9 +209,10 @@ def run_walks(
 
     number = {id(s): i for i, s in enumerate(states)}
 
-    def record(s: WalkState, logits: torch.Tensor, step: int) -> None:
+    def record(s: WalkState, logits: torch.Tensor, step: int, score: Any) -> None:
         native = _loop.to_native(logits, hw)[0, 0].float()
         s.rows.append(native)
+        s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
         tick()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
@@ -224,14 +231,15 @@ def run_walks(
     for step in range(max(len(s.frames) for s in states)):
         active = [s for s in states if not s.stopped and step < len(s.frames)]
         for s in [s for s in active if s.is_cond(step)]:
-            record(s, conds[s.group][s.frames[step]]["pred_masks"], step)
+            cond = conds[s.group][s.frames[step]]
+            record(s, cond["pred_masks"], step, cond.get("object_score_logits"))
         tracked = [s for s in active if not s.is_cond(step)]
         for group in _groups(tracked, batch):
             check_cancel(cancel, "MedSAM2 propagation")
             frame_feats = [feats.get(s.frames[step]) for s in group]
-            logits = track(network, group, conds, frame_feats, step, n, fill_hole_area)
+            logits, scores = track(network, group, conds, frame_feats, step, n, fill_hole_area)
             for i, s in enumerate(group):
-                record(s, logits[i : i + 1], step)
+                record(s, logits[i : i + 1], step, None if scores is None else scores[i])
     out = []
     for s in states:
         rows = s.rows

@@ -112,9 +112,7 @@ class MedSAM2Model:
     )
 
     @classmethod
-    def from_registry(
-        cls, name: str, checkpoint: Any, device: Any, precision: Any
-    ) -> MedSAM2Model:
+    def from_registry(cls, name: str, checkpoint: Any, device: Any, precision: Any) -> MedSAM2Model:
         """The registry's ``medsam2`` and ``sam2.1-SIZE`` from ``checkpoint`` (a published
         file of another of these names is refused in one line, naming the right one)."""
         from pathlib import Path
@@ -409,7 +407,7 @@ class MedSAM2Model:
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            rows = self._run(
+            rows, presence = self._run(
                 frames,
                 walks,
                 (n, h, w),
@@ -423,8 +421,15 @@ class MedSAM2Model:
         outs = [[r.float() for r in walk_rows] for walk_rows in rows]
         if crops:
             return [
-                WalkOutput(wk.frames(n).tolist(), [(0, 0, h, w)] * len(r), r, (h, w), float("-inf"))
-                for wk, r in zip(walks, outs)
+                WalkOutput(
+                    wk.frames(n).tolist(),
+                    [(0, 0, h, w)] * len(r),
+                    r,
+                    (h, w),
+                    float("-inf"),
+                    presence=p + [None] * (len(r) - len(p)),
+                )
+                for wk, r, p in zip(walks, outs, presence)
             ]
         return [torch.stack(r) for r in outs]
 
@@ -478,7 +483,7 @@ class MedSAM2Model:
                 conds[g] = condition_structure(
                     self.network, feats, prompts, n, (h, w), self.fill_hole_area, self.device
                 )
-            return _walks.run_walks(
+            rows = _walks.run_walks(
                 self.network,
                 feats,
                 states,
@@ -491,6 +496,7 @@ class MedSAM2Model:
                 stop_when_empty=stop_when_empty,
                 on_frame=on_frame,
             )
+            return rows, [s.presence for s in states]
         finally:
             self.last_run = {
                 "encoded_frames": feats.encoded,
