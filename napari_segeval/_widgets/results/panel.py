@@ -30,9 +30,9 @@ case are replaced in one step; zoom and contrast limits are kept per modality.
 The *Evaluate* panel's Dice tab is filled for the row's structure (through the
 viewer's shared state) and the view jumps to that structure's worst slice under
 the row's condition (lowest Dice, ties broken by the most wrong voxels:
-:func:`napari_segeval.metrics.worst_slice`), or, where the run estimated risks, to the
-structure's riskiest flagged slice, whose risk curve the Dice tab's per-slice plot
-draws. Another row of the case shown only moves the view.
+:func:`napari_segeval.metrics.worst_slice`), or, without a reference, to the
+structure's riskiest flagged slice; where the run estimated risks, the Dice tab's
+per-slice plot draws the risk curve. Another row of the case shown only moves the view.
 
 An ``interactive`` run's rows carry their round (their prediction is the round's,
 ``round2:clean``); the box under the table steps through the selected
@@ -327,7 +327,7 @@ class ResultsPanel(QWidget):
             and (focus is None or focus == shown.focus or focus in shown.pair)
         ):
             self._start(
-                f"finding the {'riskiest' if self.folder.has_risk else 'worst'} slice of "
+                f"finding the {'worst' if self.folder.has_reference else 'riskiest'} slice of "
                 f"{row['structure']}",
                 row_job,
                 self.folder,

@@ -100,8 +100,8 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     shown already (the panel's own counters are current then). ``risks``: the
     :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure of the
     row's prediction, by label (empty for a run without risks). The slice is the row
-    structure's riskiest flagged slice (else its riskiest); only without a risk, and
-    with a reference, the worst slice by Dice.
+    structure's worst slice by Dice where the case has a reference (a measured failure
+    beats an estimated one), else its riskiest flagged slice (else its riskiest).
     """
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
@@ -124,7 +124,8 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
         else {}
     )
     risk = risks.get(label) if label is not None else None
-    if risk is not None and risk.riskiest_slice is not None:
+    no_reference = loaded.case.labels is None
+    if no_reference and risk is not None and risk.riskiest_slice is not None:
         return row, loaded, specs, risk.riskiest_slice, counted, risks
     name = str(row["key"])
     pred = loaded.predictions.get(name)

@@ -119,8 +119,9 @@ class MedSAM2Model:
 
         from napari_segeval._errors import ReadError
         from napari_segeval.models._cache import published_twin
-        from napari_segeval.models.medsam2._load import load_sam2
         from napari_segeval.models.precision import model_precision
+
+        from ._build import ARCHITECTURES, load_network
 
         model_precision(precision, cls.capabilities, device, name)
         twin = published_twin(checkpoint)
@@ -129,7 +130,9 @@ class MedSAM2Model:
                 f"{checkpoint}: this is the published {twin.filename} ({twin.name}), which "
                 f"{twin.architecture} reads, not {name}: use --model {twin.architecture}"
             )
-        return load_sam2(name, Path(checkpoint), device=None if device == "auto" else device)
+        network = load_network(Path(checkpoint), arch=name)
+        dev = None if device == "auto" else device
+        return cls(network, device=dev, name=ARCHITECTURES[name].name)
 
     @classmethod
     def declared_capabilities(cls) -> Capabilities | None:
