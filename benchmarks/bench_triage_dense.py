@@ -166,14 +166,85 @@ def twins(srows: list) -> None:
           f"their clean twins': AUROC {failure_auroc(score, failed):.3f} (target >= 0.9)")  # fmt: skip
 
 
+def rescore(srows: list, rows: list, risk_model) -> None:
+    """Every slice's and structure's risk again, from its signals, by ``risk_model``."""
+    from napari_segeval.uncertainty.risk import SliceRisk, structure_features
+
+    for r in rows:
+        r["risk"] = risk_model.slice(r)
+    for s in srows:
+        s["slices"] = tuple(
+            SliceRisk(
+                x.slice,
+                risk_model.slice({k.value: v for k, v in x.signals.items()}),
+                x.signals,
+                x.flags,
+                x.area,
+            )  # fmt: skip
+            for x in s["slices"]
+        )
+        s["risk"] = risk_model.structure(structure_features(s["slices"], False))
+
+
+def _to_json(srows: list, rows: list) -> dict:
+    def slices(s):
+        return [{"slice": x.slice, "area": x.area,
+                 "signals": {k.value: v for k, v in x.signals.items()}} for x in s]  # fmt: skip
+
+    return {
+        "rows": rows,
+        "srows": [{**s, "twin": list(s["twin"]), "slices": slices(s["slices"])} for s in srows],
+    }
+
+
+def _from_json(d: dict) -> tuple[list, list]:
+    from napari_segeval.uncertainty.risk import Signal, SliceRisk
+
+    srows = [
+        {
+            **s,
+            "twin": tuple(s["twin"]),
+            "slices": tuple(
+                SliceRisk(
+                    x["slice"],
+                    math.nan,
+                    {Signal(k): v for k, v in x["signals"].items()},
+                    (),
+                    x["area"],
+                )  # fmt: skip
+                for x in s["slices"]
+            ),
+        }
+        for s in d["srows"]
+    ]
+    return srows, d["rows"]
+
+
 def measure(args) -> int:
-    model = _model()
-    for which in args.sets:
-        srows, rows = [], []
-        for vname, case, _ in volumes(which, args.cases):
-            s, r = run_volume(model, vname, case, tta=args.tta, eps=args.eps)
-            srows += s
-            rows += r
+    """Collect (or ``--load``) the records, score them with the shipped dense risk model
+    read at the end (a fit running beside a long collection is picked up), report."""
+    from napari_segeval.uncertainty.risk import RiskKind, RiskModel
+
+    collected: dict = {}
+    if args.load:
+        collected = json.loads(Path(args.load).read_text())
+    else:
+        model = _model()
+        for which in args.sets:
+            srows, rows = [], []
+            for vname, case, _ in volumes(which, args.cases):
+                s, r = run_volume(model, vname, case, tta=args.tta, eps=args.eps)
+                srows += s
+                rows += r
+                print(f"  {which} {vname}: {len(s)} structures", flush=True)
+            collected[which] = _to_json(srows, rows)
+        if args.save:
+            Path(args.save).write_text(json.dumps(collected, allow_nan=True))
+    risk_model = RiskModel.load(kind=RiskKind.DENSE)
+    print(f"dense risk model: {json.dumps(risk_model.provenance)}")
+    for which, data in collected.items():
+        srows, rows = _from_json(data)
+        rescore(srows, rows, risk_model)
         for cond in ("clean", "attacked"):
             pick = (lambda c: c == "clean") if cond == "clean" else (lambda c: c != "clean")
             report(
@@ -222,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eps", type=float, nargs="*", default=EPS, help="PGD budgets, normalized")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2, help="cost: best of this many")
+    ap.add_argument("--save", help="measure: write the collected records (JSON) here")
+    ap.add_argument("--load", help="measure: report the records of --save, run nothing")
     args = ap.parse_args(argv)
     import torch
 

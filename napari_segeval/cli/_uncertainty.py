@@ -214,8 +214,8 @@ def _finite(v) -> bool:
 def run_score(args: argparse.Namespace) -> int:
     """Score the cases, print the table (or JSON), write the files; 3 when a case failed."""
     from napari_segeval._errors import SegEvalError
-    from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
     from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
     targets = _targets(args.output, args.overwrite) if args.output else []
     if args.threads is not None and args.threads < 1:
@@ -273,7 +273,11 @@ def run_filter(args: argparse.Namespace) -> int:
     from napari_segeval._atomic import atomic_write_text
     from napari_segeval._errors import ReadError, SegEvalError
     from napari_segeval._json import json_safe
-    from napari_segeval.evaluation.protocols.auv_scores import auv_of, read_scores, write_filtered_lists
+    from napari_segeval.evaluation.protocols.auv_scores import (
+        auv_of,
+        read_scores,
+        write_filtered_lists,
+    )
     from napari_segeval.uncertainty import filter_most_uncertain
 
     if not 0.0 <= args.remove <= 1.0:

@@ -108,8 +108,8 @@ def test_ids_the_case_does_not_name_are_scored_as_label_n():
 def test_auv_scoring_scores_the_ids_a_data_set_does_not_name(monkeypatch):
     from dataclasses import replace
 
-    from napari_segeval.evaluation.protocols import auv_scores
     from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.evaluation.protocols import auv_scores
     from napari_segeval.models import registry
     from napari_segeval.phantoms.samples import sample_root
 
@@ -219,8 +219,8 @@ class MinmaxSpy(ThresholdPromptModel):
 
 
 def test_auv_scoring_uses_medsam2s_preprocessing_when_asked(monkeypatch):
-    from napari_segeval.evaluation.protocols import auv_scores
     from napari_segeval.evaluation.layouts import load_layout
+    from napari_segeval.evaluation.protocols import auv_scores
     from napari_segeval.models import registry
     from napari_segeval.phantoms.samples import sample_root
 
