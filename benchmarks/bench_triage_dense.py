@@ -2,7 +2,8 @@
 
 The dense counterpart of ``bench_triage.py``: the built-in CT U-Net segments generated
 CT volumes, clean and under PGD (``msd-robust``'s attack; ``--eps``, normalized units,
-default 0.25 and 0.5: ``msd-robust`` has no default budget); every structure and slice gets its risk signals (``entropy``, ``continuity``,
+default 0.25 and 0.5: ``msd-robust`` has no default budget); every structure and
+slice gets its risk signals (``entropy``, ``continuity``,
 and ``tta``: agreement with ``--tta`` augmented passes) and its true Dice. Parts:
 
 ``fit``
