@@ -43,6 +43,10 @@ from bench_triage import TUNING, report, volumes  # noqa: E402
 
 #: PGD budgets, normalized units: the built-in model's structures begin to fail at 0.25
 EPS = [0.25, 0.5]
+#: The dense structure model's features (:func:`~napari_segeval.uncertainty.risk.structure_features`):
+#: no quality stop (a dense model has no walk) and the structure's agreement with its
+#: augmented passes, the strongest single signal per structure
+STRUCTURE_NAMES = ["mean_risk", "max_risk", "n_slices", "mean_tta"]
 
 
 def run_volume(model, name: str, case, *, tta: int, eps: list[float], risk_model=None):
@@ -91,7 +95,6 @@ def _model():
 
 def fit(args) -> int:
     from napari_segeval.uncertainty.risk import (
-        STRUCTURE_FEATURES,
         RiskModel,
         Signal,
         SliceRisk,
@@ -99,18 +102,25 @@ def fit(args) -> int:
         structure_features,
     )
 
-    model = _model()
-    unfitted = RiskModel.load()  # only its signals are read: the fit scores them again
-    slice_x, slice_y, structs = [], [], []
     seeds = list(TUNING)[: args.cases or None]
-    for vname, case, _ in volumes("tuning", args.cases):
-        t0 = time.perf_counter()
-        srows, rows = run_volume(model, vname, case, tta=args.tta, eps=args.eps,
-                                 risk_model=unfitted)  # fmt: skip
-        slice_x += [{s.value: float(r[s.value]) for s in Signal} for r in rows]
-        slice_y += [float(r["dice"]) < 0.5 for r in rows]
-        structs += srows
-        print(f"  {vname}: {len(srows)} structures, {time.perf_counter() - t0:.0f} s")
+    if args.load:
+        srows_all, slice_rows = _from_json(json.loads(Path(args.load).read_text()))
+    else:
+        model = _model()
+        unfitted = RiskModel.load()  # only its signals are read: the fit scores them again
+        srows_all, slice_rows = [], []
+        for vname, case, _ in volumes("tuning", args.cases):
+            t0 = time.perf_counter()
+            srows, rows = run_volume(model, vname, case, tta=args.tta, eps=args.eps,
+                                     risk_model=unfitted)  # fmt: skip
+            srows_all += srows
+            slice_rows += rows
+            print(f"  {vname}: {len(srows)} structures, {time.perf_counter() - t0:.0f} s")
+        if args.save:
+            Path(args.save).write_text(json.dumps(_to_json(srows_all, slice_rows)))
+    slice_x = [{s.value: float(r[s.value]) for s in Signal} for r in slice_rows]
+    slice_y = [float(r["dice"]) < 0.5 for r in slice_rows]
+    structs = srows_all
     names = [Signal.ENTROPY.value, Signal.CONTINUITY.value, Signal.TTA.value]
     slice_model = fit_logistic(names, slice_x, slice_y)
     feats, ys = [], []
@@ -127,7 +137,7 @@ def fit(args) -> int:
         )
         feats.append(structure_features(rescored, False))
         ys.append(s["dice"] < 0.75)
-    struct_model = fit_logistic(list(STRUCTURE_FEATURES), feats, ys)
+    struct_model = fit_logistic(STRUCTURE_NAMES, feats, ys)
     risk_model = RiskModel(
         slice_model,
         struct_model,
@@ -294,8 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eps", type=float, nargs="*", default=EPS, help="PGD budgets, normalized")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2, help="cost: best of this many")
-    ap.add_argument("--save", help="measure: write the collected records (JSON) here")
-    ap.add_argument("--load", help="measure: report the records of --save, run nothing")
+    ap.add_argument("--save", help="fit, measure: write the collected records (JSON) here")
+    ap.add_argument("--load", help="fit, measure: use the records of --save, run nothing")
     args = ap.parse_args(argv)
     import torch
 

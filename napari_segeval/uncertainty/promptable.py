@@ -9,6 +9,13 @@ structure the foreground probabilities are accumulated (running mean and
 variance); the maps are the binary entropy of each structure's mean
 probability, combined over structures by the maximum. Sample 0 is the clean
 prompt on the clean frames when ``include_clean`` (the default).
+
+Without intensity noise (``noise_std=0``, box jitter alone) every sample reads the same
+frames, so a backend that keeps per-frame features (``capabilities.frame_features``:
+LiteMedSAM, MedSAM2/SAM2.1) encodes the slices once and decodes each further sample
+from the kept embeddings (its ``feature_cache()``, within the propagation's cache
+budget): N samples cost one propagation plus N-1 decoder-only walks. With noise each
+sample's frames differ and every slice is encoded again.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ def _noisy(
 
     x = torch.as_tensor(frames)
     if std <= 0:
-        return x
+        return frames if isinstance(frames, torch.Tensor) else x
     noise = torch.from_numpy(rng.normal(0.0, std, size=tuple(x.shape)).astype(np.float32))
     y = x.float() + noise.to(x.device)
     return y.clamp(*clamp) if clamp is not None else y
@@ -82,7 +89,8 @@ def prompt_tta(
     jitter : int
         Largest shift of a box edge in pixels (0: boxes fixed).
     noise_std : float
-        Standard deviation of the intensity noise, normalized units (0: off).
+        Standard deviation of the intensity noise, normalized units (0: off, and a
+        backend that keeps per-frame features encodes the slices once: module doc).
     clamp : (float, float), optional
         Clamp noisy frames to this normalized range (for example the model's
         ``normalize_info(...).valid_min/valid_max``).
@@ -138,6 +146,12 @@ def prompt_tta(
         corrections=rule_of(model) if correcting else Corrections.NONE,
     )
     total = per_sample * n_samples
+    shared = noise_std <= 0 and model.capabilities.frame_features
+    if shared:  # one tensor for every sample, so the kept embeddings stay bound to it
+        import torch
+
+        frames = torch.as_tensor(frames)
+    cache = model.feature_cache() if shared else None
     stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []
     for i in range(n_samples):
@@ -154,7 +168,13 @@ def prompt_tta(
                 progress(offset + done, total)
 
         res = propagate_case(
-            model, x, drawn_sets, PropagationOptions(mode=mode), progress=report, cancel=cancel
+            model,
+            x,
+            drawn_sets,
+            PropagationOptions(mode=mode),
+            progress=report,
+            cancel=cancel,
+            cache=cache,
         )
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))

@@ -375,25 +375,34 @@ def flags_of(signals: Mapping[Signal, float], stopped: bool = False) -> tuple[Fl
 
 def structure_features(slices: Sequence[SliceRisk], quality_stop: bool) -> dict[str, float]:
     """The structure-level features: area-weighted mean and largest slice risk, whether a
-    walk stopped on its own judgement, and the number of slices (log scale).
+    walk stopped on its own judgement, the number of slices (log scale), and per signal
+    its area-weighted mean over the slices that have it (``mean_<signal>``, for example
+    ``mean_tta``: a dense model's agreement with its augmented passes over the whole
+    structure). A fitted model reads the features it names (:class:`Logistic`).
 
     Examples
     --------
-    >>> s = [SliceRisk(0, 0.2, {}, area=3), SliceRisk(1, 0.6, {}, area=1)]
+    >>> s = [SliceRisk(0, 0.2, {Signal.TTA: 0.1}, area=3), SliceRisk(1, 0.6, {}, area=1)]
     >>> {k: round(v, 3) for k, v in structure_features(s, False).items()}
-    {'mean_risk': 0.3, 'max_risk': 0.6, 'quality_stop': 0.0, 'n_slices': 0.693}
+    {'mean_risk': 0.3, 'max_risk': 0.6, 'quality_stop': 0.0, 'n_slices': 0.693, 'mean_tta': 0.1}
     """
     if not slices:
         return {"mean_risk": 1.0, "max_risk": 1.0, "quality_stop": float(quality_stop),
                 "n_slices": 0.0}  # fmt: skip
     w = np.array([max(s.area, 1) for s in slices], float)
     r = np.array([s.risk for s in slices], float)
-    return {
+    out = {
         "mean_risk": float((w * r).sum() / w.sum()),
         "max_risk": float(r.max()),
         "quality_stop": float(quality_stop),
         "n_slices": float(math.log(len(slices))),
     }
+    for signal in Signal:
+        v = np.array([s.signals.get(signal, math.nan) for s in slices], float)
+        ok = np.isfinite(v)
+        if ok.any():
+            out[f"mean_{signal.value}"] = float((w[ok] * v[ok]).sum() / w[ok].sum())
+    return out
 
 
 def structure_risk(

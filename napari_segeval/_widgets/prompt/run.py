@@ -266,11 +266,23 @@ class PropagationJobs:
         return ("re-propagated " if again else "propagated ") + "; ".join(parts)
 
 
-def estimate_text(seconds: float | None, samples: int) -> str:
-    """The expected time of ``samples`` propagations of ``seconds`` each ("" unknown).
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
 
-    Prompt-jitter uncertainty propagates the case once per sample, encoding every
-    slice again each time: ``samples`` times one propagation.
+
+def estimate_text(seconds: float | None, samples: int, *, encodes_once: bool = False) -> str:
+    """The expected time of ``samples`` prompt-jitter propagations ("" unknown).
+
+    ``seconds`` is one whole propagation of the case. A model that keeps the slices'
+    embeddings (``encodes_once``: box jitter without noise,
+    :func:`napari_segeval.uncertainty.prompt_tta`) encodes the slices once and decodes
+    the other samples from them: one propagation plus ``samples - 1`` decoder passes.
+    Otherwise every sample encodes every slice again: ``samples`` times one
+    propagation.
 
     Examples
     --------
@@ -280,12 +292,13 @@ def estimate_text(seconds: float | None, samples: int) -> str:
     ('about 32 s', '')
     >>> estimate_text(900.0, 8)
     'about 2.0 h'
+    >>> estimate_text(12.0, 8, encodes_once=True)
+    'about 12 s + 7 decoder passes'
     """
     if seconds is None or not math.isfinite(seconds):
         return ""
-    total = float(seconds) * int(samples)
-    if total < 90:
-        return f"about {total:.0f} s"
-    if total < 90 * 60:
-        return f"about {total / 60:.1f} min"
-    return f"about {total / 3600:.1f} h"
+    if encodes_once:
+        more = int(samples) - 1
+        tail = f" + {more} decoder pass{'es' if more != 1 else ''}" if more else ""
+        return f"about {_duration(float(seconds))}{tail}"
+    return f"about {_duration(float(seconds) * int(samples))}"
