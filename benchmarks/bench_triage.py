@@ -104,62 +104,76 @@ def run_volume(model, case, modality: str) -> tuple[list, list]:
     return srows, rows
 
 
-def fit(args) -> int:
-    from napari_segeval.uncertainty.risk import (
-        STRUCTURE_FEATURES,
-        RiskModel,
-        Signal,
-        SliceRisk,
-        fit_logistic,
-        structure_features,
-    )
+#: The structure model's features (:func:`~napari_segeval.uncertainty.risk.structure_features`):
+#: the slice risks' summaries, the quality stop, and the area-weighted mean entropy and
+#: IoU estimate, each alone a better structure ranker than the slice risks' summaries
+STRUCTURE_NAMES = ["mean_risk", "max_risk", "quality_stop", "n_slices", "mean_entropy", "mean_iou"]
 
-    slice_x, slice_y, structs = [], [], []
-    seeds = list(TUNING)[: args.cases or None]
-    for name in args.models:
-        model = load(name)
-        for vname, case, modality in volumes("tuning", args.cases):
-            t0 = time.perf_counter()
-            srows, rows = run_volume(model, case, modality)
-            slice_x += [{s.value: float(r[s.value]) for s in Signal} for r in rows]
-            slice_y += [float(r["dice"]) < 0.5 for r in rows]
-            structs += srows
-            print(f"  {name} {vname}: {len(srows)} structures, {time.perf_counter() - t0:.0f} s")
-    names = [s.value for s in Signal]
-    slice_model = fit_logistic(names, slice_x, slice_y)
-    feats, ys = [], []
-    for s in structs:
-        rescored = tuple(
-            SliceRisk(
-                x.slice,
-                slice_model({k.value: v for k, v in x.signals.items()}),
-                x.signals,
-                x.flags,
-                x.area,
-            )  # fmt: skip
-            for x in s["slices"]
-        )
-        feats.append(structure_features(rescored, bool(s["stops"])))
-        ys.append(s["dice"] < 0.75)
-    struct_model = fit_logistic(list(STRUCTURE_FEATURES), feats, ys)
-    model = RiskModel(
+
+def fit_risk(srows: list, rows: list, slice_names: list, structure_names: list, provenance):
+    """The slice model fitted on ``rows`` (failure: slice Dice < 0.5), then the structure
+    model on ``srows`` rescored by it (failure: Dice < 0.75): a :class:`RiskModel`."""
+    from napari_segeval.uncertainty.risk import RiskModel, Signal, fit_logistic
+
+    slice_x = [{s.value: float(r[s.value]) for s in Signal} for r in rows]
+    slice_y = [float(r["dice"]) < 0.5 for r in rows]
+    slice_model = fit_logistic(slice_names, slice_x, slice_y)
+    rescore_slices(srows, slice_model)
+    feats = [structure_features_of(s) for s in srows]
+    ys = [s["dice"] < 0.75 for s in srows]
+    return RiskModel(
         slice_model,
-        struct_model,
+        fit_logistic(structure_names, feats, ys),
         {
-            "fitted_on": f"CT phantoms (make_ct_case) seeds {seeds[0]}-{seeds[-1]}",
-            "models": list(args.models),
+            **provenance,
             "n_slices": len(slice_y),
             "n_slice_failures": int(sum(slice_y)),
             "n_structures": len(ys),
             "n_structure_failures": int(sum(ys)),
-            "command": "python benchmarks/bench_triage.py --part fit --models "
-            + " ".join(args.models)
-            + (f" --cases {args.cases}" if args.cases else ""),
+        },
+    )
+
+
+def structure_features_of(s: dict) -> dict:
+    from napari_segeval.uncertainty.risk import structure_features
+
+    return structure_features(s["slices"], bool(s["stops"]))
+
+
+def fit(args) -> int:
+    from napari_segeval.uncertainty.risk import Signal
+
+    seeds = list(TUNING)[: args.cases or None]
+    if args.load:
+        srows, rows = _from_json(json.loads(Path(args.load).read_text()))
+    else:
+        srows, rows = [], []
+        for name in args.models:
+            model = load(name)
+            for vname, case, modality in volumes("tuning", args.cases):
+                t0 = time.perf_counter()
+                s, r = run_volume(model, case, modality)
+                srows += s
+                rows += r
+                print(f"  {name} {vname}: {len(s)} structures, "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+        if args.save:
+            Path(args.save).write_text(json.dumps(_to_json(srows, rows)))
+    command = "python benchmarks/bench_triage.py --part fit --models " + " ".join(args.models)
+    risk_model = fit_risk(
+        srows,
+        rows,
+        [s.value for s in Signal],
+        STRUCTURE_NAMES,
+        {
+            "fitted_on": f"CT phantoms (make_ct_case) seeds {seeds[0]}-{seeds[-1]}",
+            "models": list(args.models),
+            "command": command + (f" --cases {args.cases}" if args.cases else ""),
         },
     )
     out = ROOT / "napari_segeval/uncertainty/risk_model.json"
-    out.write_text(json.dumps(model.to_dict(), indent=1) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}: {json.dumps(model.provenance)}")
+    out.write_text(json.dumps(risk_model.to_dict(), indent=1) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}: {json.dumps(risk_model.provenance)}")
     return 0
 
 
@@ -213,16 +227,92 @@ def report(title: str, srows: list, rows: list) -> None:
             )
 
 
+def rescore_slices(srows: list, slice_model) -> None:
+    """Every structure's slices' risk again, from their signals, by ``slice_model``."""
+    from napari_segeval.uncertainty.risk import SliceRisk
+
+    for s in srows:
+        s["slices"] = tuple(
+            SliceRisk(
+                x.slice,
+                slice_model({k.value: v for k, v in x.signals.items()}),
+                x.signals,
+                x.flags,
+                x.area,
+            )  # fmt: skip
+            for x in s["slices"]
+        )
+
+
+def rescore(srows: list, rows: list, risk_model) -> None:
+    """Every slice's and structure's risk again, from its signals, by ``risk_model``."""
+    for r in rows:
+        r["risk"] = risk_model.slice(r)
+    rescore_slices(srows, risk_model.slice)
+    for s in srows:
+        s["risk"] = risk_model.structure(structure_features_of(s))
+
+
+def _to_json(srows: list, rows: list) -> dict:
+    def slices(s):
+        return [{"slice": x.slice, "area": x.area,
+                 "signals": {k.value: v for k, v in x.signals.items()}} for x in s]  # fmt: skip
+
+    def listed(s):
+        return {**s, "twin": list(s.get("twin", ())), "slices": slices(s["slices"]),
+                "stops": [list(x) for x in s["stops"]]}  # fmt: skip
+
+    return {"rows": rows, "srows": [listed(s) for s in srows]}
+
+
+def _from_json(d: dict) -> tuple[list, list]:
+    from napari_segeval.uncertainty.risk import Signal, SliceRisk
+
+    srows = [
+        {
+            **s,
+            "twin": tuple(s["twin"]),
+            "stops": tuple(tuple(x) for x in s["stops"]),
+            "slices": tuple(
+                SliceRisk(
+                    x["slice"],
+                    math.nan,
+                    {Signal(k): v for k, v in x["signals"].items()},
+                    (),
+                    x["area"],
+                )  # fmt: skip
+                for x in s["slices"]
+            ),
+        }
+        for s in d["srows"]
+    ]
+    return srows, d["rows"]
+
+
 def measure(args) -> int:
-    for name in args.models:
-        model = load(name)
-        for which in args.sets:
-            srows, rows = [], []
-            for _, case, modality in volumes(which, args.cases):
-                s, r = run_volume(model, case, modality)
-                srows += s
-                rows += r
-            report(f"{name} {which} clean", srows, rows)
+    """Collect (or ``--load``) every model's and set's records, score them with the
+    shipped risk model read at the end, report."""
+    from napari_segeval.uncertainty.risk import RiskModel
+
+    collected: dict = json.loads(Path(args.load).read_text()) if args.load else {}
+    if not args.load:
+        for name in args.models:
+            model = load(name)
+            for which in args.sets:
+                srows, rows = [], []
+                for _, case, modality in volumes(which, args.cases):
+                    s, r = run_volume(model, case, modality)
+                    srows += s
+                    rows += r
+                collected[f"{name} {which}"] = _to_json(srows, rows)
+        if args.save:
+            Path(args.save).write_text(json.dumps(collected))
+    risk_model = RiskModel.load()
+    print(f"risk model: {json.dumps(risk_model.provenance)}")
+    for title, data in collected.items():
+        srows, rows = _from_json(data)
+        rescore(srows, rows, risk_model)
+        report(f"{title} clean", srows, rows)
     return 0
 
 
@@ -298,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=None, help="at most this many volumes per set")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=2, help="cost: best of this many")
+    ap.add_argument("--save", help="fit, measure: write the collected records (JSON) here")
+    ap.add_argument("--load", help="fit, measure: use the records of --save, run nothing")
     args = ap.parse_args(argv)
     import torch
 

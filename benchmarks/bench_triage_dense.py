@@ -39,7 +39,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from bench_triage import TUNING, report, volumes  # noqa: E402
+from bench_triage import (  # noqa: E402
+    TUNING,
+    _from_json,
+    _to_json,
+    fit_risk,
+    report,
+    rescore,
+    volumes,
+)
 
 #: PGD budgets, normalized units: the built-in model's structures begin to fail at 0.25
 EPS = [0.25, 0.5]
@@ -94,13 +102,7 @@ def _model():
 
 
 def fit(args) -> int:
-    from napari_segeval.uncertainty.risk import (
-        RiskModel,
-        Signal,
-        SliceRisk,
-        fit_logistic,
-        structure_features,
-    )
+    from napari_segeval.uncertainty.risk import RiskModel, Signal
 
     seeds = list(TUNING)[: args.cases or None]
     if args.load:
@@ -118,38 +120,16 @@ def fit(args) -> int:
             print(f"  {vname}: {len(srows)} structures, {time.perf_counter() - t0:.0f} s")
         if args.save:
             Path(args.save).write_text(json.dumps(_to_json(srows_all, slice_rows)))
-    slice_x = [{s.value: float(r[s.value]) for s in Signal} for r in slice_rows]
-    slice_y = [float(r["dice"]) < 0.5 for r in slice_rows]
-    structs = srows_all
-    names = [Signal.ENTROPY.value, Signal.CONTINUITY.value, Signal.TTA.value]
-    slice_model = fit_logistic(names, slice_x, slice_y)
-    feats, ys = [], []
-    for s in structs:
-        rescored = tuple(
-            SliceRisk(
-                x.slice,
-                slice_model({k.value: v for k, v in x.signals.items()}),
-                x.signals,
-                x.flags,
-                x.area,
-            )  # fmt: skip
-            for x in s["slices"]
-        )
-        feats.append(structure_features(rescored, False))
-        ys.append(s["dice"] < 0.75)
-    struct_model = fit_logistic(STRUCTURE_NAMES, feats, ys)
-    risk_model = RiskModel(
-        slice_model,
-        struct_model,
+    risk_model = fit_risk(
+        srows_all,
+        slice_rows,
+        [Signal.ENTROPY.value, Signal.CONTINUITY.value, Signal.TTA.value],
+        STRUCTURE_NAMES,
         {
             "fitted_on": f"CT phantoms (make_ct_case) seeds {seeds[0]}-{seeds[-1]}, clean "
             f"and PGD eps={'/'.join(map(str, args.eps))} (5 steps)",
             "models": ["builtin-ct"],
             "tta": args.tta,
-            "n_slices": len(slice_y),
-            "n_slice_failures": int(sum(slice_y)),
-            "n_structures": len(ys),
-            "n_structure_failures": int(sum(ys)),
             "command": "python benchmarks/bench_triage_dense.py --part fit"
             + (f" --cases {args.cases}" if args.cases else "")
             + (f" --eps {' '.join(map(str, args.eps))}" if args.eps != EPS else ""),
@@ -175,60 +155,6 @@ def twins(srows: list) -> None:
     failed = [False] * len(hit) + [True] * len(hit)
     print(f"  twins: {len(hit)} attacked structures lost >= 0.1 Dice; their risk above "
           f"their clean twins': AUROC {failure_auroc(score, failed):.3f} (target >= 0.9)")  # fmt: skip
-
-
-def rescore(srows: list, rows: list, risk_model) -> None:
-    """Every slice's and structure's risk again, from its signals, by ``risk_model``."""
-    from napari_segeval.uncertainty.risk import SliceRisk, structure_features
-
-    for r in rows:
-        r["risk"] = risk_model.slice(r)
-    for s in srows:
-        s["slices"] = tuple(
-            SliceRisk(
-                x.slice,
-                risk_model.slice({k.value: v for k, v in x.signals.items()}),
-                x.signals,
-                x.flags,
-                x.area,
-            )  # fmt: skip
-            for x in s["slices"]
-        )
-        s["risk"] = risk_model.structure(structure_features(s["slices"], False))
-
-
-def _to_json(srows: list, rows: list) -> dict:
-    def slices(s):
-        return [{"slice": x.slice, "area": x.area,
-                 "signals": {k.value: v for k, v in x.signals.items()}} for x in s]  # fmt: skip
-
-    return {
-        "rows": rows,
-        "srows": [{**s, "twin": list(s["twin"]), "slices": slices(s["slices"])} for s in srows],
-    }
-
-
-def _from_json(d: dict) -> tuple[list, list]:
-    from napari_segeval.uncertainty.risk import Signal, SliceRisk
-
-    srows = [
-        {
-            **s,
-            "twin": tuple(s["twin"]),
-            "slices": tuple(
-                SliceRisk(
-                    x["slice"],
-                    math.nan,
-                    {Signal(k): v for k, v in x["signals"].items()},
-                    (),
-                    x["area"],
-                )  # fmt: skip
-                for x in s["slices"]
-            ),
-        }
-        for s in d["srows"]
-    ]
-    return srows, d["rows"]
 
 
 def measure(args) -> int:
