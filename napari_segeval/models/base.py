@@ -205,6 +205,10 @@ class Capabilities:
     live_frames : bool
         Whether ``propagate`` takes ``on_frame`` (reports each frame as it is computed;
         otherwise a walk's frames are reported when it returns).
+    box3d : bool
+        Whether it runs the CVPR 2024 challenge's 3D loop, ``challenge_3d(frames,
+        boxes)`` with one 3D box per structure (``prompt=box3d`` of the promptable
+        protocols).
     resize_modes : tuple of str
         The ways it offers to resize a frame to its input size, the first its default
         (MedSAM2: ``("float", "pillow")``); a model offering some implements
@@ -236,6 +240,7 @@ class Capabilities:
     logits: bool = False
     frame_features: bool = False
     live_frames: bool = False
+    box3d: bool = False
     resize_modes: tuple[str, ...] = ()
     precisions: tuple[Precision, ...] = (Precision.FP32,)
     auto_precisions: tuple[Precision, ...] = (Precision.FP32,)

@@ -468,6 +468,26 @@ def declared_capabilities(name: str) -> Any:
     return backend.load().declared_capabilities()
 
 
+def capabilities_of(ref: str) -> Any:
+    """:func:`declared_capabilities` of a model reference as users write it (a registry
+    name, an alias, ``name:CHECKPOINT`` or a catalogue name: its network's); None for
+    a dense model, a ``module:factory`` and a name whose weights decide (``builtin``).
+
+    Examples
+    --------
+    >>> capabilities_of("litemedsam").box3d, capabilities_of("MedSAM2_CTLesion").points
+    (True, True)
+    >>> capabilities_of("builtin-ct") is None, capabilities_of("pkg.mod:build") is None
+    (True, True)
+    """
+    from napari_segeval.models.catalogue import find
+
+    name = split_ref(ref)[0]
+    entry = find(name)
+    network = _canonical(entry.architecture if entry is not None else name)
+    return declared_capabilities(network) if network in PROMPTABLE else None
+
+
 def precision_of(ref: str, precision: Precision | str | None, device: Any = "auto") -> Precision:
     """The precision the promptable model ``ref`` would run in here, without loading it
     (:func:`~napari_segeval.models.precision.model_precision` with its declared
@@ -616,6 +636,7 @@ __all__ = [
     "FORMS",
     "PROMPTABLE",
     "ModelName",
+    "capabilities_of",
     "declared_capabilities",
     "describe",
     "is_promptable",

@@ -163,12 +163,9 @@ def capability(spec: tuple, model: Any = None) -> Capability:
         what = "boxes and mask prompts" if caps.masks else "boxes"
         why = f": {caps.reason}" if caps.reason else ""
         return Capability(True, False, f"{name} takes {what}, not points{why}")
-    from napari_segeval.models.catalogue import find
-    from napari_segeval.models.registry import declared_capabilities
+    from napari_segeval.models.registry import capabilities_of
 
-    entry = find(name)  # a catalogue name: its network's
-    network = entry.architecture if entry is not None else name
-    caps = declared_capabilities(network) if network in PROMPTABLE else None
+    caps = capabilities_of(name)  # a catalogue name: its network's
     if caps is None:  # the weights decide (or a factory): known once loaded
         return Capability(True, None)
     if not caps.points:
@@ -280,14 +277,11 @@ def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
     >>> keeps_frames(("litemedsam", None, "cpu")), keeps_frames(("threshold", None, "cpu"))
     (True, False)
     """
-    from napari_segeval.models.catalogue import find
-    from napari_segeval.models.registry import PROMPTABLE, declared_capabilities
+    from napari_segeval.models.registry import capabilities_of
 
     if model is not None:
         return bool(model.capabilities.frame_features)
-    entry = find(spec[0])
-    network = entry.architecture if entry is not None else spec[0]
-    caps = declared_capabilities(network) if network in PROMPTABLE else None
+    caps = capabilities_of(spec[0])
     return caps is not None and caps.frame_features
 
 

@@ -73,8 +73,14 @@ _CHOICES = {
     "prompt": ("box", "mask", "box3d"),
     "precision": ("auto", "fp32", "bf16"),
 }
-#: The models that run ``prompt="box3d"`` (the CVPR 2024 challenge's 3D loop).
-BOX3D_MODELS = ("litemedsam",)
+
+
+def _runs_box3d(ref: Any) -> bool:
+    """Whether the model ``ref`` declares the challenge's 3D loop (``Capabilities.box3d``)."""
+    from napari_segeval.models.registry import capabilities_of
+
+    caps = capabilities_of(str(ref))
+    return caps is not None and caps.box3d
 
 
 def check_params(params: dict) -> None:
@@ -111,10 +117,7 @@ def check_params(params: dict) -> None:
         C.check_number(
             params, "nsd_min_dice", None, "null or a number in [0, 1]", lambda v: 0 <= v <= 1
         )
-    if (
-        params.get("prompt") == "box3d"
-        and params.get("model", DEFAULTS["model"]) not in BOX3D_MODELS
-    ):
+    if params.get("prompt") == "box3d" and not _runs_box3d(params.get("model", DEFAULTS["model"])):
         raise SegEvalError(
             f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
             f"LiteMedSAM: use --model litemedsam (got "
@@ -631,10 +634,10 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
     """The CVPR 2024 challenge's 3D loop on a prepared case (LiteMedSAM's
     :meth:`~napari_segeval.models.litemedsam.LiteMedSAMModel.challenge_3d`): the 3D box of
     each structure, its number in the result map by label order."""
-    from napari_segeval.models.litemedsam import Box3D, LiteMedSAMModel
+    from napari_segeval.models.litemedsam import Box3D
 
     model = prepared.model
-    if not isinstance(model, LiteMedSAMModel):
+    if not model.capabilities.box3d:
         raise SegEvalError(
             "parameter prompt=box3d is LiteMedSAM's challenge loop: use --model litemedsam"
         )
@@ -687,7 +690,6 @@ def used(rows: list[dict], key: str) -> list:
 
 
 __all__ = [
-    "BOX3D_MODELS",
     "DEFAULTS",
     "ChallengeResult",
     "Prepared",

@@ -193,6 +193,7 @@ class LiteMedSAMModel:
         prior_volume=True,
         shared_walks=True,
         frame_features=True,
+        box3d=True,
         reason="LiteMedSAM was trained with box prompts only",
         # bf16 is faster but does not keep the masks (per-structure Dice against fp32
         # down to 0.98 on the sample task: benchmarks/bench_litemedsam.py --part
