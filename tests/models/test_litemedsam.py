@@ -315,17 +315,17 @@ def test_the_chain_keeps_its_iou_estimates_jitter_agreement_and_stop(lite):
 
     frames = torch.from_numpy(_blobs(6, 48, [(10, 10, 24, 26)]))
     walk = Walk(1, Box(10, 10, 24, 26, index=2, label=1), "forward")
-    out = lite.propagate_walks(frames, [walk], crops=True)[0]
+    plain = lite.propagate_walks(frames, [walk], crops=True)[0]  # the default: no jitter
+    assert plain.agreement is None
+    lite.risk_jitter = 4
+    try:
+        out = lite.propagate_walks(frames, [walk], crops=True)[0]
+    finally:
+        lite.risk_jitter = type(lite).risk_jitter
     decoded = [j for j, b in enumerate(out.boxes) if b is not None]
     assert decoded and all(0.0 <= out.quality[j] <= 1.5 for j in decoded)
     assert all(0.0 <= out.agreement[j] <= 1.0 for j in decoded)
     assert out.stopped in (None, StopReason.IOU)
-    lite.risk_jitter = 0
-    try:
-        plain = lite.propagate_walks(frames, [walk], crops=True)[0]
-    finally:
-        lite.risk_jitter = type(lite).risk_jitter
-    assert plain.agreement is None
     assert all(
         (a is None and b is None) or torch.equal(a, b) for a, b in zip(out.values, plain.values)
     )

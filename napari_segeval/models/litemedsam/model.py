@@ -182,8 +182,11 @@ class LiteMedSAMModel:
     stop_iou_ratio: float | None = STOP_IOU_RATIO
     #: Jittered boxes decoded on each slice's embedding for the box-jitter agreement signal
     #: (:mod:`napari_segeval.uncertainty.risk`); the decoder runs again, the encoder does
-    #: not. 0 turns the signal off.
-    risk_jitter: int = 4
+    #: not. Off (0) by default: 4 boxes cost 0.32 s a slice against the main box's 0.07 s
+    #: and the encoder's 0.76 s (one core), about doubling a propagation with several
+    #: structures, while the signal ranked failures worse than the others
+    #: (benchmarks/bench_triage.py --jitter 4: slice failure AUROC 0.40, structure 0.75).
+    risk_jitter: int = 0
     capabilities = Capabilities(
         boxes=True,
         points=False,
