@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 from napari_segeval._atomic import atomic_write_text
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
@@ -152,7 +153,7 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
                 )
             continue
         tag = (
-            "clean" if str(key) == "clean" else name if key.model is not None else f"att.{i}"
+            CLEAN if str(key) == CLEAN else name if key.model is not None else f"att.{i}"
         )  # several models: the prediction's name
         for stored, text, what in (
             (key, tag, "prediction"),
