@@ -190,13 +190,13 @@ class PropagationJobs:
         )
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == "closed":
+        from napari_segeval._widgets.jobs.worker import Outcome, run_guarded
+
+        if outcome == Outcome.CLOSED:
             self._pending = None
         elif self._pending is not None and not self.panel.runner.running:
             fresh, auto = self._pending
             self._pending = None
-            from napari_segeval._widgets.jobs.worker import run_guarded
-
             run_guarded("re-propagation", lambda: self.start(fresh, auto))
 
     # -- results -------------------------------------------------------------------------

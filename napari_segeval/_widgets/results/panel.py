@@ -77,7 +77,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets._state import ViewerState, shared_state
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded, show_error
+from napari_segeval._widgets.jobs.worker import JobRunner, Outcome, run_guarded, show_error
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
@@ -234,7 +234,7 @@ class ResultsPanel(QWidget):
         self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == "closed":  # the panel or its window closed: start nothing
+        if outcome == Outcome.CLOSED:  # the panel or its window closed: start nothing
             self._pending = None
         elif self._pending is not None and not self.runner.running:
             name, fn, args, on_done, needs = self._pending
