@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.evaluate.attack import EPS_RANGE, STEPS_RANGE
 from napari_segeval._widgets.jobs.worker import Outcome
@@ -134,7 +135,7 @@ class DemoRun:
         w, label = self.widget, self.box.label
         stack = (-1, *w.state.reference.data.shape[-2:])  # a 2D image as one slice
         ref = np.asarray(w.state.reference.data).reshape(stack) == label
-        pred = np.asarray(w.state.predictions["clean"].data).reshape(stack) == label
+        pred = np.asarray(w.state.predictions[CLEAN].data).reshape(stack) == label
         points = w.prompt.update_capability().points is True
         found = next_correction(
             ref,
