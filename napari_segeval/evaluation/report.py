@@ -145,7 +145,7 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
                 tag = (
                     f"{html.escape(first.label())} r{key.round}"
                     if key.model is not None
-                    else f"{'clean' if key.is_clean else 'att'} r{key.round}"
+                    else f"{CLEAN if key.is_clean else 'att'} r{key.round}"
                 )
                 parts.append(
                     f'<a href="{html.escape(quote(files[str(key)]))}" '
@@ -255,7 +255,7 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
         figs.append(("reference", views["reference"]))
     figs += [
         (k[len(PRED) :], v)
-        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
+        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}{CLEAN}", kv[0]))
         if k.startswith(PRED)
     ]
     parts = []
