@@ -1,15 +1,26 @@
-"""The name of a structure nothing names: ``"label N"``, one spelling everywhere.
+"""Names every layer spells one way: an unnamed structure's, and the clean condition.
 
 Metric tables, the command line, the viewer, the protocols and the results all
 call an unnamed label id ``N`` ``"label N"`` (what ``segeval inspect`` prints and
-``--structure`` accepts, see :func:`napari_segeval.io.resolve_structure`). It
-lives in the base layer because ``io`` and ``metrics``, which both need it, may
-not import each other.
+``--structure`` accepts, see :func:`napari_segeval.io.resolve_structure`).
+
+:data:`CLEAN` names the condition of a prediction of the unattacked image (every
+other condition is an attack with its parameters): results folders write it in
+``results.csv``'s ``condition`` column and in prediction keys
+(:class:`~napari_segeval.evaluation.keys.PredictionKey`); the metric tables, the
+protocols, the attacks and the viewer find the clean prediction by it.
+
+Both live in the base layer because ``io``, ``metrics`` and the layers above,
+which all need them, may not import each other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
+
+#: The condition of a prediction of the unattacked image, as results folders write it.
+CLEAN: Final = "clean"
 
 
 def unnamed_label(label: int) -> str:
@@ -34,4 +45,4 @@ def unnamed_structures(ids: Iterable[int]) -> dict[int, str]:
     return {int(v): unnamed_label(v) for v in ids if int(v) != 0}
 
 
-__all__ = ["unnamed_label", "unnamed_structures"]
+__all__ = ["CLEAN", "unnamed_label", "unnamed_structures"]

@@ -13,7 +13,7 @@ from typing import Any
 from napari.layers import Image, Labels
 from qtpy.QtWidgets import QComboBox, QFormLayout, QWidget
 
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, Change, ViewerState
 
 NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
@@ -121,6 +121,6 @@ class LayerPicker(QWidget):
         else:
             self.state.set_prediction(role, layer)
 
-    def _on_state(self, what: str) -> None:
+    def _on_state(self, what: Change) -> None:
         if what in self.combos:
             self._refill()

@@ -30,11 +30,33 @@ import inspect
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
-CONDITIONS = ("clean", "attacked")
+from napari_segeval._names import CLEAN, unnamed_structures
+
+#: The conditions of the viewer's two predictions: the keys of :attr:`ViewerState.predictions`.
+CONDITIONS = (CLEAN, "attacked")
+
+
+class Change(str, Enum):
+    """What changed in a :class:`ViewerState`: what its listeners are called with.
+
+    Each names the field that changed (``CLEAN`` and ``ATTACKED``: that prediction,
+    ``REFERENCE``: the reference or the whole case); a member equals its string.
+    """
+
+    IMAGE = "image"
+    REFERENCE = "reference"
+    CLEAN = CLEAN
+    ATTACKED = "attacked"
+    ATTACKED_IMAGE = "attacked_image"
+    MODEL = "model"
+    UNCERTAINTY = "uncertainty"
+    RISK = "risk"
+    CURRENT = "current"
 
 
 @dataclass
@@ -103,8 +125,8 @@ class ViewerState:
     _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
 
     # -- observers ---------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[str], None]) -> None:
-        """Call ``callback(what)`` after every change (``what`` names the field).
+    def subscribe(self, callback: Callable[[Change], None]) -> None:
+        """Call ``callback(what)`` after every change (``what``: a :class:`Change`).
 
         A bound method (a panel's ``_on_state``) is held weakly, so a shared state
         never keeps a closed panel alive; other callables are held as given.
@@ -114,11 +136,11 @@ class ViewerState:
         else:
             self._listeners.append(lambda cb=callback: cb)
 
-    def unsubscribe(self, callback: Callable[[str], None]) -> None:
+    def unsubscribe(self, callback: Callable[[Change], None]) -> None:
         """Stop calling ``callback``."""
         self._listeners = [ref for ref in self._listeners if ref() not in (None, callback)]
 
-    def notify(self, what: str) -> None:
+    def notify(self, what: Change) -> None:
         """Tell the listeners that ``what`` changed."""
         for ref in list(self._listeners):
             cb = ref()
@@ -132,7 +154,7 @@ class ViewerState:
         """Choose the image layer."""
         if layer is not self.image:
             self.image = layer
-            self.notify("image")
+            self.notify(Change.IMAGE)
 
     def set_reference(self, layer: Any) -> None:
         """Choose the reference layer and read its structure names."""
@@ -142,7 +164,7 @@ class ViewerState:
         self.structures = structures_of(layer)
         if self.current not in self.structures:
             self.current = next(iter(self.structures), None)
-        self.notify("reference")
+        self.notify(Change.REFERENCE)
 
     def set_prediction(self, condition: str, layer: Any) -> None:
         """Choose the prediction layer of ``condition`` (``"clean"`` or ``"attacked"``)."""
@@ -150,33 +172,33 @@ class ViewerState:
             raise ValueError(f"condition must be one of {CONDITIONS}, got {condition!r}")
         if layer is not self.predictions.get(condition):
             self.predictions[condition] = layer
-            if condition == "clean":
+            if condition == CLEAN:
                 self.uncertainty, self.risk = {}, {}
-            self.notify(condition)
+            self.notify(Change(condition))
 
     def set_attacked_image(self, layer: Any) -> None:
         """Choose the perturbed image layer that goes with the attacked prediction."""
         if layer is not self.attacked_image:
             self.attacked_image = layer
-            self.notify("attacked_image")
+            self.notify(Change.ATTACKED_IMAGE)
 
     def set_model(self, model: Any, key: tuple | None, kind: str) -> None:
         """Remember the model that produced the clean prediction (``kind``: promptable/dense)."""
         if kind not in ("promptable", "dense"):
             raise ValueError(f"kind must be 'promptable' or 'dense', got {kind!r}")
         self.model, self.model_key, self.model_kind = model, key, kind
-        self.notify("model")
+        self.notify(Change.MODEL)
 
     def set_uncertainty(self, scores: dict[int, float]) -> None:
         """Store per-structure uncertainty scores of the clean prediction."""
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
-        self.notify("uncertainty")
+        self.notify(Change.UNCERTAINTY)
 
     def set_risk(self, risks: dict[int, Any]) -> None:
         """Store the risk of each structure of the clean prediction
         (:class:`~napari_segeval.uncertainty.risk.StructureRisk` by label)."""
         self.risk = {int(k): v for k, v in risks.items()}
-        self.notify("risk")
+        self.notify(Change.RISK)
 
     def set_case(
         self,
@@ -189,7 +211,7 @@ class ViewerState:
     ) -> None:
         """Choose every layer of a case at once (the results browser's case swap).
 
-        Listeners hear one ``"reference"`` change (on which they re-read the whole
+        Listeners hear one ``Change.REFERENCE`` (on which they re-read the whole
         case), not one per layer: the Dice panel recounts once, or adopts the
         ``counted`` counters (condition -> :class:`~napari_segeval.metrics.LiveMetrics`
         of these very arrays, made in a worker thread; see :meth:`take_counted`).
@@ -200,12 +222,12 @@ class ViewerState:
         self.reference = reference
         # without a reference (a run without labels) the names are the prediction's
         self.structures = structures_of(
-            reference if reference is not None else predictions.get("clean")
+            reference if reference is not None else predictions.get(CLEAN)
         )
         self.predictions = {c: predictions.get(c) for c in CONDITIONS}
         self.uncertainty, self.risk = {}, {}
         self.current = current if current in self.structures else next(iter(self.structures), None)
-        self.notify("reference")
+        self.notify(Change.REFERENCE)
         self.counted = {}  # not taken now: stale once the arrays are edited
 
     def take_counted(self, condition: str) -> Any:
@@ -216,7 +238,7 @@ class ViewerState:
         """Focus on structure ``label``."""
         if label != self.current:
             self.current = label
-            self.notify("current")
+            self.notify(Change.CURRENT)
 
     # -- derived -----------------------------------------------------------------------
     def geometry(self):
@@ -346,7 +368,6 @@ def structures_of(layer: Any) -> dict[int, str]:
         if found:
             return dict(sorted(found.items()))
     from napari_segeval._layer_data import present_ids
-    from napari_segeval._names import unnamed_structures
 
     return unnamed_structures(present_ids(layer.data))
 

@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from napari_segeval._names import CLEAN
+
 #: The roles a Labels layer of the case plays.
-ROLES = ("reference", "clean", "attacked")
+ROLES = ("reference", CLEAN, "attacked")
 #: Colour of each role when the case has one structure (Okabe–Ito palette).
-ROLE_COLOURS = {"reference": "#f0e442", "clean": "#56b4e9", "attacked": "#d55e00"}
+ROLE_COLOURS = {"reference": "#f0e442", CLEAN: "#56b4e9", "attacked": "#d55e00"}
 #: Colours of structures 1, 2, ... when the case has several (Tableau 10, cycled).
 STRUCTURE_COLOURS = (
     "#4e79a7",
@@ -108,7 +110,7 @@ def several(structures: Mapping[int, str]) -> bool:
     return len(structures) > 1
 
 
-def structure_colour(label: int, structures: Mapping[int, str], role: str = "clean") -> str:
+def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEAN) -> str:
     """Colour of structure ``label`` in the layer of ``role``.
 
     Examples
@@ -217,7 +219,7 @@ def legend_html(structures: Mapping[int, str]) -> str:
         roles = gap.join(
             [
                 _swatch(ROLE_COLOURS["reference"], "reference (outline)", outline=True),
-                _swatch(ROLE_COLOURS["clean"], "clean"),
+                _swatch(ROLE_COLOURS[CLEAN], CLEAN),
                 _swatch(ROLE_COLOURS["attacked"], "attacked"),
             ]
         )
@@ -276,6 +278,8 @@ class ColourLanguage:
             layers.move(here, top + 1)  # above the highest prediction (insert before top + 1)
 
     def _on_state(self, what: str) -> None:
+        # ``what``: a ViewerState change, which names a layer by its role (_state is
+        # a module of this layer, not below it)
         if what == "reference":
             self.apply()
         elif what in ROLES:

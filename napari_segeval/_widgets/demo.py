@@ -20,8 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.evaluate.attack import EPS_RANGE, STEPS_RANGE
+from napari_segeval._widgets.jobs.worker import Outcome
 from napari_segeval._widgets.main import SegEvalWidget
 
 
@@ -114,7 +116,7 @@ class DemoRun:
         self.finished = True
 
     def _propagated(self, name: str, outcome: str) -> None:
-        if outcome != "ok":
+        if outcome != Outcome.OK:
             self._fail(name, self.widget.prompt.runner)
         elif self.correct and name == "propagation":
             self._add_correction()
@@ -133,7 +135,7 @@ class DemoRun:
         w, label = self.widget, self.box.label
         stack = (-1, *w.state.reference.data.shape[-2:])  # a 2D image as one slice
         ref = np.asarray(w.state.reference.data).reshape(stack) == label
-        pred = np.asarray(w.state.predictions["clean"].data).reshape(stack) == label
+        pred = np.asarray(w.state.predictions[CLEAN].data).reshape(stack) == label
         points = w.prompt.update_capability().points is True
         found = next_correction(
             ref,
@@ -157,7 +159,7 @@ class DemoRun:
         w.prompt.repropagate()
 
     def _attacked(self, name: str, outcome: str) -> None:
-        if outcome != "ok":
+        if outcome != Outcome.OK:
             self._fail("attack", self.widget.attack.runner)
         else:
             self._done()
@@ -265,7 +267,7 @@ def show_results(viewer: Any, results: str | Path) -> Any:
     viewer.window.add_dock_widget(evaluate, name="Evaluate", area="right")
 
     def opened(name: str, outcome: str) -> None:
-        if name.startswith("opening") and outcome == "ok" and panel.visible_rows():
+        if name.startswith("opening") and outcome == Outcome.OK and panel.visible_rows():
             panel.select_row(0)
 
     panel.runner.job_done.connect(opened)

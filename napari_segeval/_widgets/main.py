@@ -19,6 +19,7 @@ from napari_segeval._widgets.evaluate.attack import AttackPanel
 from napari_segeval._widgets.evaluate.dice import DicePanel
 from napari_segeval._widgets.evaluate.export import ExportPanel
 from napari_segeval._widgets.evaluate.segment import SegmentPanel
+from napari_segeval._widgets.jobs.worker import Outcome
 from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
@@ -63,7 +64,7 @@ class SegEvalWidget(QWidget):
 
     def _job_done(self, name: str, outcome: str) -> None:
         # a correction keeps the Prompt tab in front (its status line says how Dice moved)
-        if outcome == "ok" and name != "re-propagation":
+        if outcome == Outcome.OK and name != "re-propagation":
             self.tabs.setCurrentWidget(self.dice)
             if name == "propagation":  # the result line goes where the person now looks
                 self.dice.show_result(self.prompt.tools.status.text())

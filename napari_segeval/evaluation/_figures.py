@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from napari_segeval._names import CLEAN
+
 #: Overlay colours per label id (cycled), RGB 0-255.
 PALETTE = np.array(
     [
@@ -96,7 +98,7 @@ def boxplot_uri(
     conditions = (
         list(order)
         if order is not None
-        else sorted({c for g in groups.values() for c in g}, key=lambda c: (c != "clean", c))
+        else sorted({c for g in groups.values() for c in g}, key=lambda c: (c != CLEAN, c))
     )
     width = 0.8 / max(len(conditions), 1)
     fig, ax = plt.subplots(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import math
 
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation.keys import PredictionKey
 
@@ -56,7 +57,7 @@ def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
 
 
 #: Baseline conditions, listed first (the ``li2026`` preset's is its unfiltered training).
-BASELINES = ("clean", "unfiltered")
+BASELINES = (CLEAN, "unfiltered")
 
 
 def prediction_keys(rows: list[dict]) -> dict[str, PredictionKey]:
@@ -140,9 +141,9 @@ def dice_vs_uncertainty(rows: list[dict]) -> str:
     if not any(not math.isnan(v) for v in score.values()):
         return ""
     fg = sorted({r["structure"] for r in rows} - {"background"}) or None
-    dice = case_means([r for r in rows if r["condition"] == "clean"], "dice", fg)
+    dice = case_means([r for r in rows if r["condition"] == CLEAN], "dice", fg)
     cases = sorted(c for c, _ in dice if c in score)
-    x, y = [score[c] for c in cases], [dice[(c, "clean")] for c in cases]
+    x, y = [score[c] for c in cases], [dice[(c, CLEAN)] for c in cases]
     c = correlation(x, y)
     text = (
         f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.summary import as_float
 
 
@@ -102,7 +103,7 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     [0.5]
     """
     curves = dice_curves(rows, rounds)
-    conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != "clean", c))
+    conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != CLEAN, c))
     out: dict = {
         "rounds": rounds,
         "target_dice": target,

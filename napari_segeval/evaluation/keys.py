@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 
 #: Between a condition and its model.
 MODEL_SEPARATOR = " @ "
@@ -176,7 +177,7 @@ class PredictionKey:
     @property
     def is_clean(self) -> bool:
         """True for a prediction of the ``clean`` condition (of any round or model)."""
-        return self.condition == "clean"
+        return self.condition == CLEAN
 
     @property
     def is_image(self) -> bool:

@@ -31,6 +31,7 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
 from napari_segeval.io._formats import output_formats
 
@@ -79,7 +80,7 @@ class LoadedCase:
     label_ext: str = ".nii.gz"
     files: dict[str, str] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
-    pair: tuple[str | None, str | None] = ("clean", None)
+    pair: tuple[str | None, str | None] = (CLEAN, None)
 
 
 def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
@@ -219,9 +220,9 @@ def compare_pair(
     parsed = {k: PredictionKey.parse(k) for k in keys}
     keys = list(parsed)
     if all(p.model is None for p in parsed.values()):  # one model
-        attacks = [k for k in keys if k != "clean"]
+        attacks = [k for k in keys if k != CLEAN]
         second = focus if focus in attacks else (attacks[0] if attacks else None)
-        return ("clean" if "clean" in keys else None), second
+        return (CLEAN if CLEAN in keys else None), second
     # round 0's clean predictions; a correction round is paired with its model's
     cleans = [k for k in keys if parsed[k].is_clean and parsed[k].round is None]
     if focus not in keys:
@@ -229,7 +230,7 @@ def compare_pair(
     if focus is None:
         return None, None
     if focus not in cleans:
-        own = str(PredictionKey("clean", model=parsed[focus].model))
+        own = str(PredictionKey(CLEAN, model=parsed[focus].model))
         return (own if own in keys else None), focus
     if other in keys and other != focus:
         return focus, other
@@ -238,7 +239,7 @@ def compare_pair(
 
 
 def counters(
-    case: Any, predictions: Mapping[str, np.ndarray], focus: str | None, first: str = "clean"
+    case: Any, predictions: Mapping[str, np.ndarray], focus: str | None, first: str = CLEAN
 ) -> dict:
     """``{"clean"|"attacked": LiveMetrics}`` of the reference against two predictions.
 
@@ -252,7 +253,7 @@ def counters(
     out: dict[str, Any] = {}
     if ref is None:
         return out
-    for cond, key in ((first, "clean"), (focus, "attacked")):
+    for cond, key in ((first, CLEAN), (focus, "attacked")):
         pred = predictions.get(cond) if cond else None
         if pred is not None and pred.shape == ref.shape:
             try:
@@ -326,9 +327,9 @@ def read_case_files(
             for key in labels:
                 preds[key] = result(futures[key])
                 check(key, preds[key], case.spatial_shape)
-            preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != "clean"))
+            preds = dict(sorted(preds.items(), key=lambda kv: kv[0] != CLEAN))
             pair = compare_pair(list(preds), focus)
-            counting = pool.submit(counters, case, preds, pair[1], pair[0] or "clean")
+            counting = pool.submit(counters, case, preds, pair[1], pair[0] or CLEAN)
             k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
             images = {}
             for key in floats:

@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 from napari_segeval._atomic import atomic_write_text
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
@@ -144,7 +145,7 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
                 tag = (
                     f"{html.escape(first.label())} r{key.round}"
                     if key.model is not None
-                    else f"{'clean' if key.is_clean else 'att'} r{key.round}"
+                    else f"{CLEAN if key.is_clean else 'att'} r{key.round}"
                 )
                 parts.append(
                     f'<a href="{html.escape(quote(files[str(key)]))}" '
@@ -152,7 +153,7 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
                 )
             continue
         tag = (
-            "clean" if str(key) == "clean" else name if key.model is not None else f"att.{i}"
+            CLEAN if str(key) == CLEAN else name if key.model is not None else f"att.{i}"
         )  # several models: the prediction's name
         for stored, text, what in (
             (key, tag, "prediction"),
@@ -254,7 +255,7 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
         figs.append(("reference", views["reference"]))
     figs += [
         (k[len(PRED) :], v)
-        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}clean", kv[0]))
+        for k, v in sorted(views.items(), key=lambda kv: (kv[0] != f"{PRED}{CLEAN}", kv[0]))
         if k.startswith(PRED)
     ]
     parts = []

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import ReadError, SegEvalError, WriteError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
@@ -204,7 +205,7 @@ class ResultsFolder:
         def where(r: dict) -> tuple:
             return r["case"], r["structure"], r.get("model"), r.get("round")
 
-        clean = {where(r): _float(r.get("dice")) for r in raw if r.get("condition") == "clean"}
+        clean = {where(r): _float(r.get("dice")) for r in raw if r.get("condition") == CLEAN}
         out = []
         for r in raw:
             dice = _float(r.get("dice"))
@@ -222,7 +223,7 @@ class ResultsFolder:
                     "model": r.get("model"),
                     "fold": r.get("fold"),
                     "dice": dice,
-                    "delta_dice": math.nan if r["condition"] == "clean" else dice - ref,
+                    "delta_dice": math.nan if r["condition"] == CLEAN else dice - ref,
                     "hd95": _float(r.get("hd95")),
                     "nsd": _float(r.get("nsd")),
                     "uncertainty": _float(r.get("uncertainty")),
@@ -243,7 +244,7 @@ class ResultsFolder:
         return [r for r in store.result_rows(records) if r.get("status") == "ok"]
 
     def rounds(
-        self, case_id: str, label: int, condition: str = "clean", model: str | None = None
+        self, case_id: str, label: int, condition: str = CLEAN, model: str | None = None
     ) -> list:
         """An ``interactive`` run's rounds of one structure of a case
         (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
@@ -290,7 +291,7 @@ class ResultsFolder:
         return rank(self.raw_rows(), store.slice_rows(self.records.values()))
 
     def case_risks(
-        self, case_id: str, condition: str = "clean", model: str | None = None
+        self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
         """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure
         (by label) of one prediction of ``case_id``: ``condition``'s, of ``model`` in a run
@@ -353,7 +354,7 @@ class ResultsFolder:
         """The prediction in focus: an attack (its float images load), or, in a run of
         several models, any model's prediction; default: the first attack."""
         keys = {k: PredictionKey.parse(k) for k in record.get("files") or {}}
-        keys = {k: p for k, p in keys.items() if not p.is_image and k != "clean"}
+        keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
         focus = None if focus is None else str(focus)
         if focus in keys:
             return focus

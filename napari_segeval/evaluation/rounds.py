@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import PredictionKey
 
 
@@ -75,7 +76,7 @@ def case_rounds(
     rows: Sequence[Mapping],
     case: str,
     label: int,
-    condition: str = "clean",
+    condition: str = CLEAN,
     model: str | None = None,
     where: str = "slice",
 ) -> list[Round]:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from napari_segeval._names import CLEAN
 from napari_segeval.metrics import (
     kfold_summary,
     overlap_from_counts,
@@ -76,7 +77,7 @@ def case_means(
 
 
 def robustness(
-    rows: Sequence[Mapping], *, clean: str = "clean", metric: str = "dice", factor: float = 0.5
+    rows: Sequence[Mapping], *, clean: str = CLEAN, metric: str = "dice", factor: float = 0.5
 ) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
@@ -193,7 +194,7 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
                 stats,
                 key=lambda t: (
                     str(t["structure"]),
-                    t["condition"] != "clean",
+                    t["condition"] != CLEAN,
                     str(t["condition"]),
                     order.get(str(t["model"]), 0),
                 ),

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import ReadError
+from napari_segeval._names import CLEAN
 from napari_segeval.uncertainty.risk import (
     Flag,
     RiskKind,
@@ -85,7 +86,7 @@ def risk_rows(
     names: Mapping[int, str],
     *,
     model: str,
-    condition: str = "clean",
+    condition: str = CLEAN,
     reference: np.ndarray | None = None,
     others: Mapping[int, Sequence[np.ndarray]] | None = None,
 ) -> tuple[dict[int, StructureRisk], list[dict]]:
@@ -140,7 +141,7 @@ def dense_risk_rows(
     names: Mapping[int, str],
     *,
     model: str,
-    condition: str = "clean",
+    condition: str = CLEAN,
     reference: np.ndarray | None = None,
     augmented: Sequence[np.ndarray] = (),
     risk_model: RiskModel | None = None,

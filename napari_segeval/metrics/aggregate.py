@@ -12,6 +12,7 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._errors import ReadError
+from napari_segeval._names import CLEAN
 
 KEY_COLUMNS = ("case", "structure", "condition")
 
@@ -31,7 +32,7 @@ class ResultsTable:
     def __init__(self, rows: Iterable[Mapping] | None = None) -> None:
         self.rows: list[dict] = [dict(r) for r in rows] if rows is not None else []
 
-    def add(self, case: str, structure: str, condition: str = "clean", **values) -> None:
+    def add(self, case: str, structure: str, condition: str = CLEAN, **values) -> None:
         """Append one row; ``values`` are metric columns and extra parameters."""
         self.rows.append({"case": case, "structure": structure, "condition": condition, **values})
 

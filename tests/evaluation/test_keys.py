@@ -152,6 +152,30 @@ def test_no_second_key_parser_in_the_package():
     assert not found, "prediction keys written by hand (use evaluation.keys):\n" + "\n".join(found)
 
 
+#: The modules where ``"clean"`` stays a literal: its one definition (``CLEAN``), and the
+#: fields named after the clean/attacked pair of an attack's records (``dice_records``,
+#: ``robustness_summary``, ``segeval attack``'s JSON, FAB's history), not a condition.
+CLEAN_LITERALS = {
+    "_names.py": 1,
+    "attacks/fab.py": 1,
+    "attacks/robustness.py": 3,
+    "attacks/run.py": 1,
+    "cli/_attack.py": 1,
+}
+
+
+def test_the_clean_condition_is_spelled_once_in_the_package():
+    """Code names the clean condition by ``_names.CLEAN``; docstrings (prose, examples of
+    stored rows) may spell it."""
+    root = Path(napari_segeval.__file__).parent
+    found: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        n = sum(text in ('"clean"', "'clean'") for _, text in _literals(path))
+        if n:
+            found[path.relative_to(root).as_posix()] = n
+    assert found == CLEAN_LITERALS
+
+
 def test_the_guard_reads_literals_as_ast_does(tmp_path):
     code = tmp_path / "m.py"
     # non-ASCII before a literal, a literal over two lines, a form feed (not a line break)

@@ -35,7 +35,8 @@ from typing import Any
 from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from napari_segeval._widgets._state import CONDITIONS, ViewerState
+from napari_segeval._names import CLEAN
+from napari_segeval._widgets._state import CONDITIONS, Change, ViewerState
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
@@ -43,7 +44,7 @@ from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_out
 #: The three views: key, title.
 PANES = (
     ("reference", "image + reference"),
-    ("clean", "image + clean prediction"),
+    (CLEAN, "image + clean prediction"),
     ("attacked", "attacked image + attacked prediction"),
 )
 #: (component, attribute) pairs linked between the main viewer and the views.
@@ -244,7 +245,7 @@ class CompareView(QWidget):
         attacked = attacked_image(self.viewer, s)
         return {
             "reference": [s.image, s.reference],
-            "clean": [s.image, s.predictions.get("clean")],
+            CLEAN: [s.image, s.predictions.get(CLEAN)],
             "attacked": [
                 attacked if attacked is not None else s.image,
                 s.predictions.get("attacked"),
@@ -311,8 +312,11 @@ class CompareView(QWidget):
         if hasattr(src.events, "paint"):
             self._connect(self._follow[key], src.events.paint, lambda event=None: dst.refresh())
 
-    def _on_state(self, what: str) -> None:
-        if what in ("image", "reference", "attacked_image", *CONDITIONS) and not self.closed:
+    def _on_state(self, what: Change) -> None:
+        if (
+            what in (Change.IMAGE, Change.REFERENCE, Change.ATTACKED_IMAGE, *CONDITIONS)
+            and not self.closed
+        ):
             run_guarded("compare views", self.rebuild)
 
     def _layer_removed(self, event: Any) -> None:
@@ -485,10 +489,10 @@ class CompareBar(QWidget):
     def _legend(self) -> None:
         self.legend.setText(legend_html(self.state.structures))
 
-    def _on_state(self, what: str) -> None:
-        if what in ("reference", *CONDITIONS) and self.outlines.isChecked():
+    def _on_state(self, what: Change) -> None:
+        if what in (Change.REFERENCE, *CONDITIONS) and self.outlines.isChecked():
             self.apply_outlines()
-        if what == "reference":
+        if what == Change.REFERENCE:
             self._legend()
 
     def close(self) -> bool:

@@ -27,7 +27,8 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
+from napari_segeval._names import CLEAN
+from napari_segeval._widgets._state import SERIES_HINT, Change, ViewerState, shared_state
 from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
@@ -93,8 +94,8 @@ class AttackPanel(QWidget):
         self.state.subscribe(self._on_state)
         self._show_raw()
 
-    def _on_state(self, what: str) -> None:
-        if what in ("image", "clean", "model"):
+    def _on_state(self, what: Change) -> None:
+        if what in (Change.IMAGE, Change.CLEAN, Change.MODEL):
             self._show_raw()
 
     def model_kind(self) -> str | None:
@@ -206,7 +207,7 @@ class AttackPanel(QWidget):
             self.viewer, self.state, result.clean_prediction, f"{base} prediction ({spec[0]})"
         )
         self.state.set_model(model, spec, "promptable")
-        self.state.set_prediction("clean", clean)
+        self.state.set_prediction(CLEAN, clean)
         self._done(result, image, attack_name)
 
     def _done(self, result: Any, image: Any, attack_name: str) -> None:

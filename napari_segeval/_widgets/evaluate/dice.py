@@ -33,8 +33,10 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets._state import (
     CONDITIONS,
+    Change,
     ViewerState,
     current_index,
     go_to_index,
@@ -209,19 +211,19 @@ class DicePanel(QWidget):
         self.result.setText(text)
         self.result.setVisible(bool(text))
 
-    def _on_state(self, what: str) -> None:
-        if what == "reference":
+    def _on_state(self, what: Change) -> None:
+        if what == Change.REFERENCE:
             self.show_result("")  # another case: the line was the last one's
-        if what in ("reference", "clean", "attacked", "image"):
+        if what in (Change.REFERENCE, Change.CLEAN, Change.ATTACKED, Change.IMAGE):
             self.rebind()
-        elif what == "uncertainty":
+        elif what == Change.UNCERTAINTY:
             self.refresh()
-        elif what == "risk":
+        elif what == Change.RISK:
             if self.state.reference is None:
                 self.rebind()  # its message says what the plot shows
             else:
                 self.refresh_plot()
-        elif what == "current":
+        elif what == Change.CURRENT:
             self._select_current()
             self.refresh_plot()
             self.overlay.refresh_all(self.overlay_condition.currentText())
@@ -253,7 +255,7 @@ class DicePanel(QWidget):
 
     def on_data_replaced(self, key: str) -> None:
         """A layer's whole array was replaced: rebuild the counters."""
-        if key == "clean":
+        if key == CLEAN:
             self.state.uncertainty = {}  # the scores belonged to the old prediction
         run_guarded("metrics", self.rebind)
 
@@ -274,7 +276,7 @@ class DicePanel(QWidget):
     # -- display ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw the table and the plot from the counters."""
-        clean = self.live.get("clean")
+        clean = self.live.get(CLEAN)
         attacked = self.live.get("attacked")
         if clean is None and attacked is not None:
             clean, attacked = attacked, None
@@ -282,8 +284,8 @@ class DicePanel(QWidget):
             self.records = []
         else:
             surf = {
-                "clean": self.surface.get("clean")
-                if "clean" in self.live
+                CLEAN: self.surface.get(CLEAN)
+                if CLEAN in self.live
                 else self.surface.get("attacked"),
                 "attacked": self.surface.get("attacked"),
             }
@@ -302,7 +304,7 @@ class DicePanel(QWidget):
         no prediction at all every structure is listed.
         """
         for rec in records:
-            conds = [rec["clean"]] + ([rec["attacked"]] if rec["attacked"] else [])
+            conds = [rec[CLEAN]] + ([rec["attacked"]] if rec["attacked"] else [])
             if any(c.get("volume_pred_ml", 0) > 0 for c in conds):
                 self._seen.add(rec["label"])
         shown = [rec for rec in records if rec["label"] in self._seen]
@@ -339,7 +341,7 @@ class DicePanel(QWidget):
             self.table.setItem(i, 0, name)
             col = 1
             for key in PANEL_KEYS:
-                parts = [("clean", rec["clean"][key])]
+                parts = [(CLEAN, rec[CLEAN][key])]
                 if both:
                     att = rec["attacked"] or {}
                     parts += [
@@ -406,7 +408,7 @@ class DicePanel(QWidget):
         if label is not None and several(names):  # the structure's colours in the layers
             colours = {c: structure_colour(int(label), names, c) for c in self.live}
         self.plot.set_series(self.per_slice(), colours)
-        live = self.live.get("clean", self.live.get("attacked"))
+        live = self.live.get(CLEAN, self.live.get("attacked"))
         if label is not None and live is not None:
             counts = live.slice_counts(int(label))
             present = (counts[:, 1] > 0) | (counts[:, 2] > 0)
@@ -471,7 +473,7 @@ class DicePanel(QWidget):
         from napari_segeval.metrics import worst_slice_from_counts
 
         label = self.state.current
-        live = self.live.get("clean", self.live.get("attacked"))
+        live = self.live.get(CLEAN, self.live.get("attacked"))
         index = None
         if label is not None and live is not None:
             index = worst_slice_from_counts(live.slice_counts(int(label)))

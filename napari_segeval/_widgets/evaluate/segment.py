@@ -28,6 +28,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
@@ -127,4 +128,4 @@ class SegmentPanel(QWidget):
         self.state.prompts = {}
         layer = prediction_layer(self.viewer, self.state, np.asarray(labels), f"{base} prediction")
         layer.metadata["model"] = model.name
-        self.state.set_prediction("clean", layer)
+        self.state.set_prediction(CLEAN, layer)

@@ -23,6 +23,7 @@ from qtpy.QtCore import QPointF, QRectF, Qt, Signal
 from qtpy.QtGui import QColor, QPainter, QPainterPath, QPen
 from qtpy.QtWidgets import QSizePolicy, QWidget
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets.colours import (
     NEGATIVE_COLOUR,
     POSITIVE_COLOUR,
@@ -32,7 +33,7 @@ from napari_segeval._widgets.colours import (
 )
 
 #: Colours of the series by condition (the predictions' colours with one structure).
-SERIES_COLOURS = {c: QColor(ROLE_COLOURS[c]) for c in ("clean", "attacked")}
+SERIES_COLOURS = {c: QColor(ROLE_COLOURS[c]) for c in (CLEAN, "attacked")}
 X_TITLE = "slice"
 Y_TITLE = "Dice"
 
@@ -260,7 +261,7 @@ class SlicePlot(QWidget):
                 painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
                 painter.drawText(QPointF(x + 3, r.bottom() - 4), f"stop ({i})")
         if self.ends is not None:
-            painter.setPen(QPen(self.colours.get("clean", QColor("white")), 2))
+            painter.setPen(QPen(self.colours.get(CLEAN, QColor("white")), 2))
             for i in self.ends:
                 if self.shown(i):
                     x = self.x_of(i)
@@ -276,7 +277,7 @@ class SlicePlot(QWidget):
         metrics = painter.fontMetrics()
         x = r.right() - 6
         for name, colour, style in reversed(entries):
-            text = "Dice" if name == "clean" and len(self.series) == 1 else name
+            text = "Dice" if name == CLEAN and len(self.series) == 1 else name
             width = metrics.horizontalAdvance(text)
             x -= width
             painter.setPen(QPen(colour, 1))

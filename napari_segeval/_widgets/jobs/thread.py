@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from enum import Enum
 from typing import Any
 
 #: Longest wait (seconds) for a cancelled job's thread when its panel or viewer closes.
@@ -20,15 +21,24 @@ JOIN_TIMEOUT_S = 10.0
 #: Jobs whose threads run (closed when the application quits: :func:`close_all_jobs`).
 _RUNNING: set[Job] = set()
 
-Post = Callable[[str, Any], None]
+
+class Report(str, Enum):
+    """What a job posts, with its payload: ``post(what, payload)`` (see :class:`Job`)."""
+
+    PROGRESS = "progress"  # (done, total)
+    CALL = "call"  # (callback, args): a call of a ``relay`` callable
+    END = "end"  # (True, result) or (False, exception), last
+
+
+Post = Callable[[Report, Any], None]
 
 
 class Job:
     """One run of a core function in a worker thread.
 
-    Reports reach ``post`` as ``("progress", (done, total))``,
-    ``("call", (callback, args))`` for each call of a ``relay`` callable, and
-    last ``("end", (True, result))`` or ``("end", (False, exception))``.
+    Reports reach ``post`` as ``(Report.PROGRESS, (done, total))``,
+    ``(Report.CALL, (callback, args))`` for each call of a ``relay`` callable, and
+    last ``(Report.END, (True, result))`` or ``(Report.END, (False, exception))``.
 
     Attributes
     ----------
@@ -57,8 +67,8 @@ class Job:
     >>> job.start(count, (2,), {}, lambda what, payload: reports.append((what, payload)),
     ...           relay={"show": print})
     >>> job.thread.join(10)
-    >>> [what for what, _ in reports], reports[-1]
-    (['call', 'progress', 'call', 'progress', 'end'], ('end', (True, 2)))
+    >>> [what.value for what, _ in reports], reports[-1]
+    (['call', 'progress', 'call', 'progress', 'end'], (<Report.END: 'end'>, (True, 2)))
     >>> job.alive
     False
     """
@@ -89,7 +99,7 @@ class Job:
     ) -> None:
         """Run ``fn`` in a new thread; its reports go to ``post`` (see the class)."""
 
-        def guarded(what: str, payload: Any) -> None:
+        def guarded(what: Report, payload: Any) -> None:
             if self.closed:
                 return
             try:
@@ -98,7 +108,8 @@ class Job:
                 self.closed = True
 
         calls = {
-            key: (lambda *a, cb=cb: guarded("call", (cb, a))) for key, cb in (relay or {}).items()
+            key: (lambda *a, cb=cb: guarded(Report.CALL, (cb, a)))
+            for key, cb in (relay or {}).items()
         }
         self.thread = threading.Thread(
             target=self._work,
@@ -113,13 +124,13 @@ class Job:
         try:
             result = fn(
                 *args,
-                progress=lambda done, total: post("progress", (int(done), int(total))),
+                progress=lambda done, total: post(Report.PROGRESS, (int(done), int(total))),
                 cancel=self.cancel_event,
                 **kwargs,
             )
-            post("end", (True, result))
+            post(Report.END, (True, result))
         except BaseException as exc:  # noqa: BLE001 - every end is reported, to the owner
-            post("end", (False, exc))
+            post(Report.END, (False, exc))
         finally:
             _RUNNING.discard(self)
 

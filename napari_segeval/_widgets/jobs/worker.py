@@ -11,7 +11,8 @@ through a queued Qt signal to the runner, which handles it on the main thread
 only while the job is still wanted: it is the runner's current job, the runner
 has not closed it, and every layer in ``needs`` is still in the viewer.
 
-A job ends with ``job_done(name, outcome)``; ``outcome`` is
+A job ends with ``job_done(name, outcome)``; ``outcome`` (an :class:`Outcome`, which
+the signal carries as its string) is
 
 ``"ok"``
     its result was handed to ``on_done``;
@@ -40,13 +41,14 @@ of these.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
 from typing import Any
 
 from napari.utils import cancelable_progress
 from qtpy.QtCore import QObject, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from napari_segeval._widgets.jobs.thread import JOIN_TIMEOUT_S, Job
+from napari_segeval._widgets.jobs.thread import JOIN_TIMEOUT_S, Job, Report
 from napari_segeval._widgets.jobs.watch import (
     close_jobs_on_quit,
     qt_alive,
@@ -54,6 +56,16 @@ from napari_segeval._widgets.jobs.watch import (
     watch_layers,
     watch_window,
 )
+
+
+class Outcome(str, Enum):
+    """How a job ended: ``job_done``'s second argument (the module docstring says each)."""
+
+    OK = "ok"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    DROPPED = "dropped"
+    CLOSED = "closed"
 
 
 class JobProgress(cancelable_progress):
@@ -72,7 +84,7 @@ class JobProgress(cancelable_progress):
 
 
 class _Bridge(QObject):
-    posted = Signal(object, str, object)  # job, what ("progress", "call", "end"), payload
+    posted = Signal(object, object, object)  # job, what (a Report), payload
 
 
 def error_message(exc: BaseException) -> str:
@@ -121,7 +133,7 @@ class JobRunner(QWidget):
         Message of the last failed job (also shown as a notification).
     """
 
-    job_done = Signal(str, str)  # job name, outcome: ok | cancelled | error | dropped | closed
+    job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
 
     def __init__(
         self,
@@ -240,7 +252,7 @@ class JobRunner(QWidget):
             return True
         joined = job.close(reason, timeout)
         self._end_ui(job, f"{job.name}: stopped ({reason})")
-        self._emit_done(job.name, "closed")
+        self._emit_done(job.name, Outcome.CLOSED)
         return joined
 
     def _stopping(self, job: Job) -> None:
@@ -248,12 +260,12 @@ class JobRunner(QWidget):
             self.status.setText(f"{job.name}: stopping ({job.gone})")
 
     # -- reports of the worker (main thread) -------------------------------------------
-    def _deliver(self, job: Job, what: str, payload: Any) -> None:
+    def _deliver(self, job: Job, what: Report, payload: Any) -> None:
         if job is not self.job or job.closed or not qt_alive(self):
             return  # an earlier job, or the runner closed it
-        if what == "progress":
+        if what is Report.PROGRESS:
             self._on_progress(*payload)
-        elif what == "call":
+        elif what is Report.CALL:
             if job.gone is None and job.needs_met(self._layers()):
                 callback, args = payload
                 try:
@@ -300,7 +312,7 @@ class JobRunner(QWidget):
         if job.gone is not None:
             text = f"{name} dropped: {job.gone}"
             self._end_ui(job, text)
-            self._emit_done(name, "dropped")
+            self._emit_done(name, Outcome.DROPPED)
             if self.notify:
                 _notify_info(text)
         elif ok:
@@ -311,10 +323,10 @@ class JobRunner(QWidget):
                 except Exception as exc:  # noqa: BLE001 - show it, never crash the viewer
                     self._failed(name, exc)
                     return
-            self._emit_done(name, "ok")
+            self._emit_done(name, Outcome.OK)
         elif isinstance(value, Cancelled):
             self._end_ui(job, f"{name}: cancelled")
-            self._emit_done(name, "cancelled")
+            self._emit_done(name, Outcome.CANCELLED)
         else:
             self._end_ui(job, "")
             self._failed(name, value)
@@ -324,14 +336,14 @@ class JobRunner(QWidget):
         if qt_alive(self):  # an on_done that failed may have closed the panel
             self.bar.setValue(0)
             self.status.setText(f"{name} failed: {self.last_error}")
-        self._emit_done(name, "error")
+        self._emit_done(name, Outcome.ERROR)
         show_error(f"{name} failed: {self.last_error}")
 
-    def _emit_done(self, name: str, outcome: str) -> None:
+    def _emit_done(self, name: str, outcome: Outcome) -> None:
         """``job_done``, unless the runner went meanwhile (napari processes events when it
         shows a notification: a closing window may delete its panels then)."""
         if qt_alive(self):
-            self.job_done.emit(name, outcome)
+            self.job_done.emit(name, outcome.value)
 
 
 def show_error(message: str) -> None:

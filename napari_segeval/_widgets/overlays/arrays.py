@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
-from napari_segeval._names import unnamed_label
+from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.prompts.from_labels import key_index
 
 #: Values of :func:`error_overlay`.
@@ -280,12 +280,12 @@ def compare_rows(
     def index(rows):
         return {int(r["label"]): r for r in rows or ()}
 
-    live = {"clean": index(clean), "attacked": index(attacked) if attacked is not None else None}
+    live = {CLEAN: index(clean), "attacked": index(attacked) if attacked is not None else None}
     surf = {k: index(v) for k, v in surface.items() if v is not None}
     out = []
-    for label, row in live["clean"].items():
+    for label, row in live[CLEAN].items():
         rec: dict = {"label": label, "name": row.get("name", unnamed_label(label))}
-        for cond in ("clean", "attacked"):
+        for cond in (CLEAN, "attacked"):
             rows = live[cond]
             if rows is None:
                 rec[cond] = None
@@ -300,7 +300,7 @@ def compare_rows(
         rec["delta"] = (
             None
             if rec["attacked"] is None
-            else {k: rec["attacked"][k] - rec["clean"][k] for k in keys}
+            else {k: rec["attacked"][k] - rec[CLEAN][k] for k in keys}
         )
         out.append(rec)
     return out

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets._state import ViewerState
+from napari_segeval._widgets._state import Change, ViewerState
 from napari_segeval._widgets.overlays.arrays import (
     CHANGED,
     FALSE_NEGATIVE,
@@ -38,7 +39,7 @@ class ErrorOverlay:
         self.viewer = viewer
         self.state = state
         self.layer: Any = None
-        self.condition = "clean"
+        self.condition = CLEAN
 
     def _arrays(self, condition: str):
         ref, pred = self.state.reference, self.state.predictions.get(condition)
@@ -135,7 +136,7 @@ class DisagreementOverlay:
         self.state.subscribe(self._on_state)
 
     def _arrays(self):
-        clean = self.state.predictions.get("clean")
+        clean = self.state.predictions.get(CLEAN)
         attacked = self.state.predictions.get("attacked")
         if clean is None or attacked is None or clean.data.shape != attacked.data.shape:
             return None
@@ -238,8 +239,8 @@ class DisagreementOverlay:
         if self.shown:
             self.show()
 
-    def _on_state(self, what: str) -> None:
-        if what in ("clean", "attacked", "reference") and self.shown:
+    def _on_state(self, what: Change) -> None:
+        if what in (Change.CLEAN, Change.ATTACKED, Change.REFERENCE) and self.shown:
             self.show()
 
 

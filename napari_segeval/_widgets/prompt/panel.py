@@ -30,8 +30,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets._state import ViewerState, current_index, shared_state
+from napari_segeval._widgets._state import Change, ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
     Capability,
@@ -53,7 +54,7 @@ WINDOW_ROW = "model input window (CT)"
 
 
 def prediction_layer(
-    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = "clean"
+    viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
 ) -> Any:
     """Add (or replace the data of) a Labels layer on the reference's grid, drawn as the
     prediction of ``role`` (``"clean"`` or ``"attacked"``) in the colour language
@@ -236,16 +237,16 @@ class PromptPanel(QWidget):
         if index >= 0:
             self.state.set_current(int(self.structure.itemData(index)))
 
-    def _on_state(self, what: str) -> None:
-        if what in ("reference", "current"):
+    def _on_state(self, what: Change) -> None:
+        if what in (Change.REFERENCE, Change.CURRENT):
             self._fill_structures()
         if self.jobs.case is not None and self.jobs.case != case_key(self.state):
             self.jobs.drop()  # another case: its session does not fit
-        if what == "model":
+        if what == Change.MODEL:
             self.update_capability()
             self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
-        if what in ("image", "reference"):
+        if what in (Change.IMAGE, Change.REFERENCE):
             self._window_applies()
 
     def _say_dense(self) -> None:
@@ -422,7 +423,7 @@ class PromptPanel(QWidget):
             if not prompts:
                 raise
         cached = self.cached_model()
-        image, pred = self.state.image, self.state.predictions.get("clean")
+        image, pred = self.state.image, self.state.predictions.get(CLEAN)
         job = self.runner.start(
             "uncertainty",
             uncertainty,

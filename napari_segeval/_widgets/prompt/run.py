@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets.jobs.tasks import propagate_session
 from napari_segeval._widgets.prompt.tools import case_key
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -151,7 +152,7 @@ class PropagationJobs:
             )
             return None
         name = self.result_name or f"{image.name} prediction"
-        base = p.state.predictions.get("clean") if known else None
+        base = p.state.predictions.get(CLEAN) if known else None
         spatial = shape[1:] if p.state.kind() == "image" else shape
         paint = p.live.start(
             f"{name} (propagating)",
@@ -190,13 +191,13 @@ class PropagationJobs:
         )
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == "closed":
+        from napari_segeval._widgets.jobs.worker import Outcome, run_guarded
+
+        if outcome == Outcome.CLOSED:
             self._pending = None
         elif self._pending is not None and not self.panel.runner.running:
             fresh, auto = self._pending
             self._pending = None
-            from napari_segeval._widgets.jobs.worker import run_guarded
-
             run_guarded("re-propagation", lambda: self.start(fresh, auto))
 
     # -- results -------------------------------------------------------------------------
@@ -226,7 +227,7 @@ class PropagationJobs:
         if self.case_id is not None:
             layer.metadata["correction_of"] = self.case_id
         p.tools.layers.raise_layers()
-        p.state.set_prediction("clean", layer)
+        p.state.set_prediction(CLEAN, layer)
         p.state.set_risk(risks)  # the Dice tab's plot draws each structure's risk
         p.tools.status.setText(self.describe(session.last_propagated, again=again))
 

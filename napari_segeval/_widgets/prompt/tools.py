@@ -33,7 +33,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import ViewerState, go_to_index
+from napari_segeval._widgets._state import Change, ViewerState, go_to_index
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.prompt.layers import PromptLayers
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -154,12 +154,12 @@ class PromptTools(QWidget):
         layout.addWidget(self.status)
 
     # -- the case and the structure ---------------------------------------------------------
-    def _on_state(self, what: str) -> None:
+    def _on_state(self, what: Change) -> None:
         key = case_key(self.state)
         if key is not None and key != self._case:  # another case: its prompts do not fit
             self._case = key
             self.layers.forget()
-        if what in ("reference", "current", "image"):
+        if what in (Change.REFERENCE, Change.CURRENT, Change.IMAGE):
             self.layers.follow_structure()
             self.refresh()
 

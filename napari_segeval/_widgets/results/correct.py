@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from napari_segeval._names import CLEAN
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
@@ -44,7 +45,7 @@ def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
     mask = (folder.run.get("params") or {}).get("prompt") == "mask"
     sets: dict[int, PromptSet] = {}
     for row in result_rows([record]):
-        if row.get("condition") != "clean" or row.get("label") is None:
+        if row.get("condition") != CLEAN or row.get("label") is None:
             continue
         if row.get("key_slice") is None or not row.get("box"):
             continue
@@ -153,7 +154,7 @@ def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
         )
     elif model is not None and not prompt.choose_model(model):
         note += f"; the run's model {model} is not in the list: choose one above"
-    start = loaded.predictions.get(loaded.pair[0] or "clean")
+    start = loaded.predictions.get(loaded.pair[0] or CLEAN)
     prompt.start_correction(
         sets, start, name=f"{cid} corrected", case_id=cid, note=note, options=run_options(folder)
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
 
 IMAGE_ROLES = ("image", "perturbed", "perturbation")
@@ -43,7 +44,7 @@ def prediction_role(key: str) -> str:
     >>> prediction_role("clean"), prediction_role("clean @ threshold")
     ('clean', 'attacked:clean @ threshold')
     """
-    return "clean" if key == "clean" else attacked_role(key)
+    return CLEAN if key == CLEAN else attacked_role(key)
 
 
 def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
@@ -110,7 +111,7 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
             **place,
             "name": f"{cid} {cond}",
             "opacity": colours.PREDICTION_OPACITY,
-            "colormap": colours.colormap("clean" if role == "clean" else "attacked", structures),
+            "colormap": colours.colormap(CLEAN if role == CLEAN else "attacked", structures),
             "metadata": {
                 **labels_meta,
                 "source": loaded.files.get(cond),
@@ -161,7 +162,7 @@ class CaseLayers:
     @staticmethod
     def is_prediction(role: str) -> bool:
         """True for the clean, attacked and corrected (Prompt tab) prediction roles."""
-        return role in ("clean", "corrected") or role.startswith("attacked:")
+        return role in (CLEAN, "corrected") or role.startswith("attacked:")
 
     def show_prediction(self, role: str) -> None:
         """Show the prediction layer of ``role`` and hide the other predictions."""

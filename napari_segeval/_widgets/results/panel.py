@@ -76,8 +76,9 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import ViewerState, shared_state
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded, show_error
+from napari_segeval._names import CLEAN
+from napari_segeval._widgets._state import Change, ViewerState, shared_state
+from napari_segeval._widgets.jobs.worker import JobRunner, Outcome, run_guarded, show_error
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
@@ -234,7 +235,7 @@ class ResultsPanel(QWidget):
         self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
     def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == "closed":  # the panel or its window closed: start nothing
+        if outcome == Outcome.CLOSED:  # the panel or its window closed: start nothing
             self._pending = None
         elif self._pending is not None and not self.runner.running:
             name, fn, args, on_done, needs = self._pending
@@ -254,7 +255,7 @@ class ResultsPanel(QWidget):
         for key, combo in self.filters.items():
             values = sorted(
                 {fold_text(r.get(key)) if key == "fold" else str(r.get(key)) for r in rows},
-                key=lambda v: (v != "clean", v),
+                key=lambda v: (v != CLEAN, v),
             )
             combo.blockSignals(True)
             combo.clear()
@@ -377,7 +378,7 @@ class ResultsPanel(QWidget):
             self.state.set_case(
                 layers["image"],
                 layers.get("reference"),
-                {"clean": layers.get(first), "attacked": layers.get(second)},
+                {CLEAN: layers.get(first), "attacked": layers.get(second)},
                 label,
                 counted=counted,
                 attacked_image=image,
@@ -456,11 +457,11 @@ class ResultsPanel(QWidget):
             raise ValueError("select a row first: no case is shown")
         open_correction(self.folder, self.loaded, self._dice())
 
-    def _on_state(self, what: str) -> None:
+    def _on_state(self, what: Change) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
-        layer = self.state.predictions.get("clean")
+        layer = self.state.predictions.get(CLEAN)
         if (
-            what != "clean"
+            what != Change.CLEAN
             or layer is None
             or self.loaded is None
             or layer.metadata.get("correction_of") != self.loaded.case_id

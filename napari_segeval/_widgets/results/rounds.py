@@ -30,6 +30,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
 from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
@@ -258,7 +259,7 @@ class RoundStepper(QWidget):
             layers["image"],
             layers.get("reference"),
             {
-                "clean": layers.get(prediction_role(shown.pair[0] or "clean")),
+                CLEAN: layers.get(prediction_role(shown.pair[0] or CLEAN)),
                 "attacked": layers[prediction_role(key)],
             },
             state.current,

@@ -7,6 +7,7 @@ so everything slow happens here: reading and checking files, the layers' data
 
 from __future__ import annotations
 
+from napari_segeval._names import CLEAN
 from napari_segeval._widgets.results.layers import layer_specs
 
 
@@ -87,7 +88,7 @@ def focus_of(row: dict) -> str | None:
     'clean @ threshold'
     """
     name = str(row["key"])
-    return None if name == "clean" else name
+    return None if name == CLEAN else name
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
@@ -130,7 +131,7 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
     name = str(row["key"])
     pred = loaded.predictions.get(name)
     first, second = loaded.pair
-    key = "clean" if name == first else "attacked"
+    key = CLEAN if name == first else "attacked"
     worst = None
     if label is not None and pred is not None and loaded.case.labels is not None:
         if key in counted and name in (first, second):
@@ -147,5 +148,5 @@ def pair_job(loaded, second: str, progress=None, cancel=None):
     loaded (nothing is read). Returns ``(loaded, second, counters)``."""
     from napari_segeval.evaluation.loaded import counters
 
-    first = loaded.pair[0] or "clean"
+    first = loaded.pair[0] or CLEAN
     return loaded, second, counters(loaded.case, loaded.predictions, second, first)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._names import unnamed_label
+from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.metrics.structures import structures_to_score
@@ -513,7 +513,7 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
 
 
 def score_result(
-    res, prepared: Prepared, params: dict, spec, *, mode: str, condition: str = "clean"
+    res, prepared: Prepared, params: dict, spec, *, mode: str, condition: str = CLEAN
 ) -> list[dict]:
     """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
     params = {**DEFAULTS, **params}
@@ -614,8 +614,8 @@ def case_output(
     saved = scored_labels(res, params)
     return CaseOutput(
         rows,
-        C.views(case, {"clean": saved}, index=k),
-        arrays=C.case_arrays(case, {"clean": saved}),
+        C.views(case, {CLEAN: saved}, index=k),
+        arrays=C.case_arrays(case, {CLEAN: saved}),
         slices=slices,
     )
 

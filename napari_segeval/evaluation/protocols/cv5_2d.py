@@ -47,7 +47,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._names import unnamed_label
+from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -262,7 +262,7 @@ def run_case(spec, params: dict) -> CaseOutput:
         res.labels,
         case.spacing,
         structures,
-        "clean",
+        CLEAN,
         empty=str(params["empty"]),
         surface=False,
     )
@@ -275,9 +275,9 @@ def run_case(spec, params: dict) -> CaseOutput:
         }
     return CaseOutput(
         rows,
-        C.views(case, {"clean": res.labels}),
+        C.views(case, {CLEAN: res.labels}),
         extra,
-        arrays=C.case_arrays(case, {"clean": res.labels}),
+        arrays=C.case_arrays(case, {CLEAN: res.labels}),
     )
 
 

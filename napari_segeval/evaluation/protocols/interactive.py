@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
@@ -314,7 +315,7 @@ def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
     base = _base_params(params)
     kind = refine_kind(prepared.model, str(params["refine_prompt"]))
     where = "frame" if mode == "video" else "slice"
-    conditions = [("clean", prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
+    conditions = [(CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
     for attack in params["attacks"]:
         conditions.append(_attacked_frames(prepared, attack, params, mode))
     rows, predictions, images, views = [], {}, {}, {}
@@ -344,7 +345,7 @@ def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
 def prompt_sets_at(
     rows: Sequence[Mapping],
     case: str,
-    condition: str = "clean",
+    condition: str = CLEAN,
     round: int | None = None,
     model: str | None = None,
 ) -> dict:

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
@@ -202,11 +203,11 @@ def run_case(spec, params: dict) -> CaseOutput:
     with_risk = bool(params["risk"])
     clean = D.segment(model, case, params, probabilities=with_risk)
     scales = _scales(model, clean)
-    preds = {"clean": clean.labels}
-    rows = _score(case, clean.labels, structures, "clean", params)
-    risk, slices = _risk(model, case, params, "clean", clean, structures) if with_risk else ({}, [])
-    risks = {"clean": risk}
-    eps = {"clean": 0.0}
+    preds = {CLEAN: clean.labels}
+    rows = _score(case, clean.labels, structures, CLEAN, params)
+    risk, slices = _risk(model, case, params, CLEAN, clean, structures) if with_risk else ({}, [])
+    risks = {CLEAN: risk}
+    eps = {CLEAN: 0.0}
     images: dict = {}
     skipped, gate = [], spec.meta.get("robust_threshold") if params.get("gate") else None
     for attack in params["attacks"]:
@@ -305,10 +306,10 @@ def prepare(specs, params: dict, output_dir) -> None:
         try:
             case = C.load_case(spec, channel=_channel(params))
             structures = dict(case.structures or model.structures)
-            rows = _score(case, D.segment(model, case, params).labels, structures, "clean", params)
+            rows = _score(case, D.segment(model, case, params).labels, structures, CLEAN, params)
         except SegEvalError:
             continue
-        d = case_means([{**r, "case": spec.case_id} for r in rows]).get((spec.case_id, "clean"))
+        d = case_means([{**r, "case": spec.case_id} for r in rows]).get((spec.case_id, CLEAN))
         spec.meta["clean_dice"] = d
         dices.append(d)
     threshold = robust_threshold(dices, float(params["robust_factor"]))
@@ -320,7 +321,7 @@ def _budget(rows: list[dict]) -> dict:
     """Per condition: epsilon (normalized) and its raw size per channel (mean, min, max over cases)."""
     out: dict = {}
     for r in rows:
-        if r.get("condition") == "clean" or "eps" not in r:
+        if r.get("condition") == CLEAN or "eps" not in r:
             continue
         b = out.setdefault(r["condition"], {"eps": r["eps"], "raw": {}})
         for k, v in r.items():
@@ -344,7 +345,7 @@ def summarize(rows: list[dict], params: dict) -> dict:
 
     factor = float(params["robust_factor"])
     out = robustness(rows, factor=factor)
-    out["robust_accuracy"] = {c: v for c, v in out["task_mean"].items() if c != "clean"}
+    out["robust_accuracy"] = {c: v for c, v in out["task_mean"].items() if c != CLEAN}
     out["robust_accuracy_definition"] = (
         "ROG's 'robust accuracy' (its code's name): the mean attacked Dice over the cases, "
         "each case's Dice the mean over its structures (a case an attack did not run on, "

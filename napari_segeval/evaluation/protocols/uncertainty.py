@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -163,16 +164,16 @@ def run_case(spec, params: dict) -> CaseOutput:
         np.asarray(res.labels),
         case.spacing,
         structures,
-        "clean",
+        CLEAN,
         empty="one",
         surface=False,
     )
     u = case_uncertainty(str(params["score"]), res.probabilities, res.labels)
     return CaseOutput(
         rows,
-        C.views(case, {"clean": res.labels}),
+        C.views(case, {CLEAN: res.labels}),
         extra={"uncertainty": u},
-        arrays=C.case_arrays(case, {"clean": res.labels}),
+        arrays=C.case_arrays(case, {CLEAN: res.labels}),
     )
 
 
@@ -194,7 +195,7 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
     dice = case_means(rows, "dice", fg or None)
     score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
     cases = sorted({c for c, _ in dice} & set(score))
-    out = correlation([score[c] for c in cases], [dice[(c, "clean")] for c in cases])
+    out = correlation([score[c] for c in cases], [dice[(c, CLEAN)] for c in cases])
     return {**out, "structures": fg}
 
 
