@@ -12,7 +12,7 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._errors import ReadError
-from napari_segeval.metrics.catalog import as_float, mean, scored
+from napari_segeval.metrics.catalog import as_float, mean, percentiles, scored
 
 KEY_COLUMNS = ("case", "structure", "condition")
 
@@ -108,7 +108,7 @@ def _stats(values: list[float]) -> dict:
         nan = float("nan")
         out.update(mean=nan, std=nan, median=nan, q1=nan, q3=nan, iqr=nan, min=nan, max=nan)
         return out
-    q1, med, q3 = np.percentile(valid, [25, 50, 75])
+    q1, med, q3 = percentiles(valid, [25, 50, 75])
     out.update(
         mean=float(valid.mean()),
         std=float(valid.std(ddof=1)) if valid.size > 1 else 0.0,

@@ -11,7 +11,8 @@ records store infinity, is inf). NaN means *no value* (nothing to measure, a mis
 cell): it is left out of every mean, median and quartile, and counted apart (``n_nan`` of
 :func:`~napari_segeval.metrics.summarize`). ±inf *is* a value (the HD95 of a structure
 one map misses entirely): it stays in, so a mean over it is inf and a missed structure is
-not averaged away (:func:`scored`, :func:`mean`). This is the rule the summaries of
+not averaged away, and a median or quartile beside it is inf, not numpy's NaN
+(:func:`scored`, :func:`mean`, :func:`percentiles`). This is the rule the summaries of
 ``segeval evaluate`` have always followed, so the numbers and reports of results folders
 written before stay identical; the robustness summary of ``segeval attack``, which left
 inf out, averages Dice, never infinite.
@@ -65,6 +66,35 @@ def mean(values: Iterable[Any]) -> float:
     """
     a = scored(values)
     return float(a.mean()) if a.size else math.nan
+
+
+def percentiles(values: Iterable[Any], q: Iterable[float]) -> np.ndarray:
+    """Percentiles ``q`` (linear interpolation) of the :func:`scored` values.
+
+    ``numpy.percentile``'s, except beside an infinite value: there numpy gives NaN
+    (``inf * 0``), and the rule's answer is the infinite value (the median of
+    ``1, 2, inf`` is 2, its third quartile inf); between ``-inf`` and ``inf`` it is NaN.
+
+    Examples
+    --------
+    >>> percentiles([1.0, 2.0, "inf", None], [50, 75, 100]).tolist()
+    [2.0, inf, inf]
+    """
+    a = scored(values)
+    qs = np.asarray(list(q), float)
+    if not a.size:
+        return np.full(qs.shape, math.nan)
+    with np.errstate(invalid="ignore"):
+        out = np.percentile(a, qs)
+        if np.isinf(a).any():  # NaN only where numpy met inf; the rest stays numpy's
+            a.sort()
+            pos = qs / 100 * (a.size - 1)
+            low = np.floor(pos).astype(int)
+            lo, hi = a[low], a[np.minimum(low + 1, a.size - 1)]
+            towards = np.where(np.isinf(lo) & np.isinf(hi) & (lo != hi), math.nan, lo)
+            towards = np.where(np.isinf(hi) & ~np.isinf(lo), hi, towards)
+            out = np.where(np.isnan(out), np.where(pos == low, lo, towards), out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -166,7 +196,7 @@ STRUCTURE_METRICS: tuple[Metric, ...] = (
     Metric("dice", "Dice", "Dice", "Dice, 2|A∩B|/(|A|+|B|)", **_RATIO),
     Metric("iou", "Intersection over union", "IoU", "intersection over union", **_RATIO),
     Metric("precision", "Precision", "Prec", "|A∩B|/|B| (B: the prediction)", **_RATIO),
-    Metric("recall", "Recall", "Rec", "|A∩B|/|A| (A: the reference)", **_RATIO),
+    Metric("recall", "Recall", "Recall", "|A∩B|/|A| (A: the reference)", **_RATIO),
     Metric("hd", "Hausdorff distance", "HD", "Hausdorff distance, mm", **_DISTANCE),
     Metric(
         "hd95",
@@ -240,5 +270,6 @@ __all__ = [
     "Metric",
     "as_float",
     "mean",
+    "percentiles",
     "scored",
 ]
