@@ -15,7 +15,7 @@ import math
 
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation.keys import PredictionKey
-from napari_segeval.metrics.catalog import as_float
+from napari_segeval.metrics.catalog import METRICS, as_float
 
 
 class Markup(str):
@@ -388,7 +388,7 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     uri = F.curves_uri(
         {cond: c["curve"] for cond, c in conds.items()},
         "correction round",
-        "Dice",
+        METRICS["dice"].title,
         f"model {', '.join(models)}",
     )
     return text + f'<img alt="Dice against correction round" src="{uri}">' + tables

@@ -103,23 +103,14 @@ def _parse(key: str, value: str):
 
 def _stats(values: list[float]) -> dict:
     valid = scored(values)
-    out: dict[str, float] = {"n": int(valid.size), "n_nan": len(values) - int(valid.size)}
-    if valid.size == 0:
-        nan = float("nan")
-        out.update(mean=nan, std=nan, median=nan, q1=nan, q3=nan, iqr=nan, min=nan, max=nan)
-        return out
-    q1, med, q3 = percentiles(valid, [25, 50, 75])
-    out.update(
-        mean=float(valid.mean()),
-        std=float(valid.std(ddof=1)) if valid.size > 1 else 0.0,
-        median=float(med),
-        q1=float(q1),
-        q3=float(q3),
-        iqr=float(q3 - q1),
-        min=float(valid.min()),
-        max=float(valid.max()),
-    )
-    return out
+    q1, med, q3, lo, hi = percentiles(valid, [25, 50, 75, 0, 100])
+    return {
+        "n": int(valid.size),
+        "n_nan": len(values) - int(valid.size),
+        **mean_std(valid),
+        **{"median": float(med), "q1": float(q1), "q3": float(q3), "iqr": float(q3 - q1)},
+        **{"min": float(lo), "max": float(hi)},
+    }
 
 
 def summarize(
