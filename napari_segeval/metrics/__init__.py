@@ -7,13 +7,18 @@ from napari_segeval.metrics.aggregate import (
     fraction,
     is_robust,
     kfold_summary,
-    mean_std,
     percent,
     robust_fraction,
     robust_threshold,
     summarize,
 )
-from napari_segeval.metrics.catalog import METRICS, STRUCTURE_METRICS, Metric, as_float
+from napari_segeval.metrics.catalog import (
+    METRICS,
+    STRUCTURE_METRICS,
+    Metric,
+    as_float,
+    mean_std,
+)
 from napari_segeval.metrics.live import LiveMetrics
 from napari_segeval.metrics.overlap import (
     confusion_matrix,

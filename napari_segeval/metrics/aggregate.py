@@ -12,7 +12,7 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._errors import ReadError
-from napari_segeval.metrics.catalog import as_float, mean, percentiles, scored
+from napari_segeval.metrics.catalog import as_float, mean, mean_std, percentiles, scored
 
 KEY_COLUMNS = ("case", "structure", "condition")
 
@@ -162,21 +162,6 @@ def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str =
     return {"folds": folds, **mean_std(f["mean"] for f in folds)}
 
 
-def mean_std(values: Iterable[float]) -> dict[str, float]:
-    """Mean and std (ddof=1; 0.0 for one value) of the :func:`~napari_segeval.metrics.catalog.scored` values.
-
-    Examples
-    --------
-    >>> mean_std([0.5, 1.0, float("nan")]), mean_std([2.0]), mean_std([])
-    ({'mean': 0.75, 'std': 0.3535533905932738}, {'mean': 2.0, 'std': 0.0}, {'mean': nan, 'std': nan})
-    """
-    a = scored(values)
-    return {
-        "mean": float(a.mean()) if a.size else math.nan,
-        "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
-    }
-
-
 def percent(value: float | np.ndarray) -> float | np.ndarray:
     """A fraction in percent (0.9 -> 90.0), keeping NaN.
 
@@ -284,7 +269,6 @@ __all__ = [
     "fraction",
     "is_robust",
     "kfold_summary",
-    "mean_std",
     "percent",
     "robust_fraction",
     "robust_threshold",

@@ -60,6 +60,21 @@ def mean(values: Iterable[Any]) -> float:
     return float(a.mean()) if a.size else math.nan
 
 
+def mean_std(values: Iterable[float]) -> dict[str, float]:
+    """Mean and std (ddof=1; 0.0 for one value) of the :func:`scored` values.
+
+    Examples
+    --------
+    >>> mean_std([0.5, 1.0, float("nan")]), mean_std([2.0]), mean_std([])
+    ({'mean': 0.75, 'std': 0.3535533905932738}, {'mean': 2.0, 'std': 0.0}, {'mean': nan, 'std': nan})
+    """
+    a = scored(values)
+    return {
+        "mean": float(a.mean()) if a.size else math.nan,
+        "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
+    }
+
+
 def percentiles(values: Iterable[Any], q: Iterable[float]) -> np.ndarray:
     """``numpy.percentile`` (linear) of the :func:`scored` values, with the rule for inf.
 
@@ -204,6 +219,7 @@ __all__ = [
     "Metric",
     "as_float",
     "mean",
+    "mean_std",
     "percentiles",
     "scored",
 ]
