@@ -6,22 +6,16 @@ Dice (Daza et al. 2021). The rule itself (threshold once per task, strict
 comparison, NaN/inf handling) is defined once, in
 :func:`napari_segeval.metrics.robust_threshold` and
 :func:`napari_segeval.metrics.is_robust`; this module groups attack records by
-case and applies it.
+case and applies it. A case's mean Dice follows the metrics' one rule
+(:mod:`napari_segeval.metrics.catalog`: NaN left out, inf kept).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import numpy as np
-
 from napari_segeval.metrics.aggregate import is_robust, robust_fraction, robust_threshold
-
-
-def _nanmean(values: Iterable[float]) -> float:
-    arr = np.asarray([v for v in values if v is not None], dtype=float)
-    arr = arr[np.isfinite(arr)]
-    return float(arr.mean()) if arr.size else float("nan")
+from napari_segeval.metrics.catalog import as_float, mean
 
 
 def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
@@ -39,7 +33,7 @@ def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
     clean: dict[str, dict] = {}
     for r in records:
         clean.setdefault(str(r["case"]), {})[r["label"]] = r["clean"]
-    return robust_threshold((_nanmean(d.values()) for d in clean.values()), factor)
+    return robust_threshold((mean(d.values()) for d in clean.values()), factor)
 
 
 def robustness_summary(
@@ -80,10 +74,10 @@ def robustness_summary(
         groups.setdefault((str(r["case"]), str(r["condition"])), []).append(r)
     cases, per_cond = [], {}
     for (case, cond), rows in groups.items():
-        mean_clean = _nanmean(r["clean"] for r in rows)
-        mean_att = _nanmean(r["attacked"] for r in rows)
+        mean_clean = mean(r["clean"] for r in rows)
+        mean_att = mean(r["attacked"] for r in rows)
         robust = is_robust(mean_att, thr)
-        drop = {r["label"]: float(r["clean"]) - float(r["attacked"]) for r in rows}
+        drop = {r["label"]: as_float(r["clean"]) - as_float(r["attacked"]) for r in rows}
         cases.append(
             {
                 "case": case,

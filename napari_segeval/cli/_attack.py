@@ -287,10 +287,9 @@ def run(args: argparse.Namespace) -> int:
         "attacked": res.attacked_rows,
         "outputs": {k: str(v) for k, v in paths.items()},
     }
-    attacked = {r["label"]: r["dice"] for r in res.attacked_rows}
     rows = [
-        [r["label"], r["name"], r["dice"], attacked[r["label"]], r["dice"] - attacked[r["label"]]]
-        for r in res.clean_rows
+        [d["label"], d["name"], d["clean"], d["attacked"], d["clean"] - d["attacked"]]
+        for d in res.dice_records()
     ]
     a = res.params["attack"]
     lines = [

@@ -272,7 +272,7 @@ def _headline_lines(res: dict) -> list[str]:
 
 
 def _summary_text(result) -> str:
-    from napari_segeval.metrics import ResultsTable, summarize
+    from napari_segeval.metrics import METRICS, ResultsTable, summarize
 
     s = result.summary
     out = Path(result.output_dir)
@@ -299,7 +299,7 @@ def _summary_text(result) -> str:
             risky = max(mine, key=lambda r: float(r.get("risk", float("-inf"))))
             lines.append(
                 f"no reference labels: {len(mine)} structures, none scored; riskiest "
-                f"{risky['case']} {risky['structure']} (risk {float(risky.get('risk', 0)):.3f}); "
+                f"{risky['case']} {risky['structure']} (risk {METRICS['risk'].text(risky.get('risk'))}); "
                 f"the worklist: segeval triage {out}"
             )
             continue

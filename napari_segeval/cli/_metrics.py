@@ -14,23 +14,6 @@ from napari_segeval.cli._common import (
     format_table,
 )
 
-#: Columns of the text table: row key -> header. The keys of a row themselves are
-#: :data:`napari_segeval.metrics.ROW_KEYS` (all of them in --json); ``hd`` is left
-#: out of the text table to keep it narrow.
-TEXT_COLUMNS: dict[str, str] = {
-    "label": "label",
-    "name": "name",
-    "dice": "dice",
-    "iou": "iou",
-    "precision": "prec",
-    "recall": "recall",
-    "hd95": "hd95_mm",
-    "assd": "assd_mm",
-    "nsd": "nsd",
-    "volume_ref_ml": "ref_ml",
-    "volume_pred_ml": "pred_ml",
-}
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval metrics``."""
@@ -67,9 +50,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Render structure rows (keys :data:`~napari_segeval.metrics.ROW_KEYS`) as a text table."""
-    body = [[r.get(k) for k in TEXT_COLUMNS] for r in rows]
-    return format_table(list(TEXT_COLUMNS.values()), body)
+    """Render structure rows (keys :data:`~napari_segeval.metrics.ROW_KEYS`) as a text table.
+
+    Every key but ``hd`` (left out to keep the table narrow), headed by the metric's
+    :attr:`~napari_segeval.metrics.Metric.text_header` (``hd95_mm``).
+    """
+    from napari_segeval.metrics import METRICS, ROW_KEYS
+
+    keys = [k for k in ROW_KEYS if k != "hd"]
+    headers = [METRICS[k].text_header if k in METRICS else k for k in keys]
+    return format_table(headers, [[r.get(k) for k in keys] for r in rows])
 
 
 def read_pair(

@@ -16,13 +16,7 @@ import math
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
 from napari_segeval.evaluation.keys import PredictionKey
-
-
-def number(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
+from napari_segeval.metrics.catalog import METRICS, as_float
 
 
 class Markup(str):
@@ -123,7 +117,7 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
         for r in rows:
             if r["condition"] == cond:
                 groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
-                    number(r.get("dice"))
+                    as_float(r.get("dice"))
                 )
         uri = F.boxplot_uri(
             groups, "DSC", order=models, dots=True, title=f"DSC per structure and model ({cond})"
@@ -137,7 +131,7 @@ def dice_vs_uncertainty(rows: list[dict]) -> str:
     from napari_segeval.evaluation.summary import case_means
     from napari_segeval.uncertainty import correlation
 
-    score = {r["case"]: number(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
     if not any(not math.isnan(v) for v in score.values()):
         return ""
     fg = sorted({r["structure"] for r in rows} - {"background"}) or None
@@ -212,9 +206,9 @@ def uncertainty_tables(results: dict) -> str:
     return (
         "<h2>Selective evaluation</h2><p>Dice of the cases kept when the most uncertain "
         "are set aside (this judges the uncertainty score; it is not the paper's "
-        f"training filter). AURC = {number(rc.get('aurc')):.4f} (area under the risk "
+        f"training filter). AURC = {as_float(rc.get('aurc')):.4f} (area under the risk "
         f"1 - Dice against coverage; best possible with these cases "
-        f"{number(rc.get('optimal_aurc')):.4f}).</p>"
+        f"{as_float(rc.get('optimal_aurc')):.4f}).</p>"
         + table(["cases", "fraction set aside", "Dice %"], rows, sortable=False)
         + failure_measures(rc)
     )
@@ -238,13 +232,13 @@ def failure_measures(rc: dict) -> str:
     """How well the score finds failing cases (results of ``uncertainty`` 2.2 on; else empty)."""
     if "normalised_aurc" not in rc:
         return ""
-    below, n, n_fail = number(rc.get("failure_below")), rc.get("n"), rc.get("n_failures")
+    below, n, n_fail = as_float(rc.get("failure_below")), rc.get("n"), rc.get("n_failures")
     return (
         f"<h3>Failure detection</h3><p>A case fails when its mean Dice is below "
         f"{below:.2f} ({n_fail} of {n} cases); definitions in the protocols page.</p>"
         + table(
             ["measure", "value"],
-            [[label, number(rc.get(key))] for key, label in _FAILURE_MEASURES],
+            [[label, as_float(rc.get(key))] for key, label in _FAILURE_MEASURES],
             sortable=False,
         )
     )
@@ -395,7 +389,7 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     uri = F.curves_uri(
         {cond: c["curve"] for cond, c in conds.items()},
         "correction round",
-        "Dice",
+        METRICS["dice"].title,
         f"model {', '.join(models)}",
     )
     return text + f'<img alt="Dice against correction round" src="{uri}">' + tables

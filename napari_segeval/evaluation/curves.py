@@ -12,21 +12,18 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.summary import as_float
+from napari_segeval.metrics.catalog import as_float, mean, percentiles, scored
 
 
 def _quartiles(values: Iterable[float]) -> dict:
-    a = np.asarray([as_float(v) for v in values], float)
-    a = a[~np.isnan(a)]
-    if not a.size:
-        return {"n": 0, "median": math.nan, "q1": math.nan, "q3": math.nan, "mean": math.nan}
-    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    a = scored(values)
+    q1, med, q3 = percentiles(a, [25, 50, 75])
     return {
         "n": int(a.size),
         "median": float(med),
         "q1": float(q1),
         "q3": float(q3),
-        "mean": float(a.mean()),
+        "mean": mean(a),
     }
 
 

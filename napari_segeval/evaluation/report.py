@@ -45,7 +45,6 @@ from napari_segeval.evaluation._report_sections import (
     dice_vs_uncertainty,
     fold_tables,
     model_comparison,
-    number,
     prediction_keys,
     robust_section,
     rounds_section,
@@ -54,6 +53,7 @@ from napari_segeval.evaluation._report_sections import (
 )
 from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import PRED, Protocol, get_protocol, run_has_rounds
+from napari_segeval.metrics.catalog import as_float
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:.5em 0;font-size:13px}th,td{border:1px solid #ccc;
@@ -178,21 +178,21 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
     cells: dict[tuple, dict] = {}
     for r in rows:
         cells.setdefault((r["case"], r["structure"]), {})[r["condition"]] = r
-    extra = [m for m in ("nsd", "hd95") if any(not math.isnan(number(r.get(m))) for r in rows)]
+    extra = [m for m in ("nsd", "hd95") if any(not math.isnan(as_float(r.get(m))) for r in rows)]
     headers = ["case", "structure"] + [f"dice {c}" for c in conds]
     headers += [f"drop {c}" for c in conds[1:]] + [f"{m} {conds[0]}" for m in extra]
     if records is not None:
         headers.append("files")
     out = []
     for (case, structure), by in sorted(cells.items()):
-        d = [number(by[c]["dice"]) if c in by else math.nan for c in conds]
+        d = [as_float(by[c]["dice"]) if c in by else math.nan for c in conds]
         first = by.get(conds[0], {})
         row = [
             case,
             structure,
             *d,
             *[d[0] - x for x in d[1:]],
-            *[number(first.get(m)) for m in extra],
+            *[as_float(first.get(m)) for m in extra],
         ]
         if records is not None:
             rec = records.get(case, {})
@@ -280,7 +280,7 @@ def _boxplots(rows: list[dict]) -> str:
     groups: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         groups.setdefault(r["structure"], {}).setdefault(r["condition"], []).append(
-            number(r.get("dice"))
+            as_float(r.get("dice"))
         )
     return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
 

@@ -39,8 +39,10 @@ from napari_segeval.evaluation.loaded import (
     float_key,
     read_case_files,
 )
+from napari_segeval.metrics.catalog import as_float
 
-#: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers.
+#: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers (their titles,
+#: units and display: :data:`napari_segeval.metrics.METRICS`).
 METRICS = ("dice", "delta_dice", "hd95", "nsd", "uncertainty", "risk")
 
 
@@ -97,13 +99,6 @@ def version_key(version: str) -> tuple[int, ...] | None:
     if not all(re.fullmatch(r"\d+", p) for p in parts):
         return None
     return tuple(int(p) for p in parts)
-
-
-def _float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 class ResultsFolder:
@@ -205,11 +200,12 @@ class ResultsFolder:
         def where(r: dict) -> tuple:
             return r["case"], r["structure"], r.get("model"), r.get("round")
 
-        clean = {where(r): _float(r.get("dice")) for r in raw if r.get("condition") == CLEAN}
+        clean = {where(r): as_float(r.get("dice")) for r in raw if r.get("condition") == CLEAN}
         out = []
         for r in raw:
-            dice = _float(r.get("dice"))
-            ref = clean.get(where(r), math.nan)
+            values = {k: as_float(r.get(k)) for k in METRICS}  # delta_dice: below
+            if r["condition"] != CLEAN:
+                values["delta_dice"] = values["dice"] - clean.get(where(r), math.nan)
             model = r.get("model") if several else None
             k = int(r["round"]) if rounds and r.get("round") not in (None, "") else None
             out.append(
@@ -222,12 +218,7 @@ class ResultsFolder:
                     "round": k,
                     "model": r.get("model"),
                     "fold": r.get("fold"),
-                    "dice": dice,
-                    "delta_dice": math.nan if r["condition"] == CLEAN else dice - ref,
-                    "hd95": _float(r.get("hd95")),
-                    "nsd": _float(r.get("nsd")),
-                    "uncertainty": _float(r.get("uncertainty")),
-                    "risk": _float(r.get("risk")),
+                    **values,
                     "absent": is_absent(r),
                 }
             )

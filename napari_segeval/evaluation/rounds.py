@@ -16,12 +16,12 @@ prompt given so far.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import PredictionKey
+from napari_segeval.metrics.catalog import as_float
 
 
 def round_key(condition: str, round: int, model: str | None = None) -> str:
@@ -122,20 +122,13 @@ def case_rounds(
             Round(
                 int(r["round"]),
                 PredictionKey(condition, int(r["round"]), model),
-                _float(r.get("dice")),
+                as_float(r.get("dice")),
                 added,
                 given,
                 where,
             )
         )
     return out
-
-
-def _float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 __all__ = ["Round", "case_rounds", "round_key"]

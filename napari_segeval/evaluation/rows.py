@@ -3,7 +3,8 @@
 Every row is one case x structure x condition (x model, x round). Its columns come in
 families, each a :class:`RowSchema` that a :class:`~napari_segeval.evaluation.protocols.Protocol`
 names as its ``rows``: the columns every protocol writes (:data:`SCORE`, the runner's
-and :func:`~napari_segeval.metrics.structure_table`'s), those of box-prompted
+and :func:`~napari_segeval.metrics.structure_table`'s, whose metrics are
+:data:`~napari_segeval.metrics.STRUCTURE_METRICS`), those of box-prompted
 propagation (:data:`PROMPTED`), of correction rounds (:data:`ROUNDS`), of attacks on a
 dense model (:data:`ATTACKED`), of cross-validation (:data:`FOLDS`) and of the
 uncertainty protocol (:data:`UNCERTAIN`). The runner refuses a row with a column its
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from napari_segeval._errors import SegEvalError
+from napari_segeval.metrics.catalog import RISK, STRUCTURE_METRICS, UNCERTAINTY
 
 
 @dataclass(frozen=True)
@@ -117,16 +119,7 @@ SCORE = RowSchema(
         Column("status", str, "ok (rows of failed cases are in the case records)"),
         Column("params", str, "every parameter of the run, as JSON"),
         Column("label", int, "the structure's label id"),
-        Column("dice", float, "Dice, 2|A∩B|/(|A|+|B|)"),
-        Column("iou", float, "intersection over union"),
-        Column("precision", float, "|A∩B|/|B| (B: the prediction)"),
-        Column("recall", float, "|A∩B|/|A| (A: the reference)"),
-        Column("hd", float, "Hausdorff distance, mm"),
-        Column("hd95", float, "95th percentile Hausdorff distance, mm"),
-        Column("assd", float, "average symmetric surface distance, mm"),
-        Column("nsd", float, "normalized surface distance at the run's tolerance"),
-        Column("volume_ref_ml", float, "the reference's volume (area for 2D), ml"),
-        Column("volume_pred_ml", float, "the prediction's volume (area for 2D), ml"),
+        *(Column(m.name, float, m.doc) for m in STRUCTURE_METRICS),
         Column("absent", bool, "the structure is in neither the reference nor the prediction"),
         Column("model", str, "the model, as named in the run (runs of several models)"),
     ),
@@ -139,12 +132,7 @@ _EPS = (
 )
 
 #: A structure's risk of failure, estimated without the reference.
-_RISK = Column(
-    "risk",
-    float,
-    "the estimated probability that the structure is wrong, from the model's own "
-    "signals, without the reference (napari_segeval.uncertainty.risk)",
-)
+_RISK = Column(RISK.name, float, RISK.doc)
 
 #: A dense model on an MSD task, clean and attacked (``msd-robust``).
 ATTACKED = RowSchema(
@@ -212,7 +200,7 @@ FOLDS = RowSchema(
 UNCERTAIN = RowSchema(
     "uncertain",
     (
-        Column("uncertainty", float, "the case's uncertainty score"),
+        Column(UNCERTAINTY.name, float, UNCERTAINTY.doc),
         *_TRAINED,
         Column(
             "removed", str, "li2026: the training cases removed as most uncertain (;-separated)"

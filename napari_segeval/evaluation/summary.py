@@ -13,26 +13,16 @@ import numpy as np
 
 from napari_segeval._names import CLEAN
 from napari_segeval.metrics import (
+    as_float,
     kfold_summary,
+    mean_std,
     overlap_from_counts,
     percent,
     robust_fraction,
     robust_threshold,
     summarize,
 )
-
-
-def as_float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _nanmean(values: Iterable[float]) -> float:
-    a = np.asarray([as_float(v) for v in values], float)
-    a = a[~np.isnan(a)]
-    return float(a.mean()) if a.size else math.nan
+from napari_segeval.metrics.catalog import mean
 
 
 def is_absent(row: Mapping) -> bool:
@@ -73,7 +63,7 @@ def case_means(
             continue
         if metric in r:
             groups.setdefault((r["case"], r["condition"]), []).append(as_float(r[metric]))
-    return {k: _nanmean(v) for k, v in groups.items()}
+    return {k: mean(v) for k, v in groups.items()}
 
 
 def robustness(
@@ -100,7 +90,7 @@ def robustness(
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
-    task_mean = {c: _nanmean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
+    task_mean = {c: mean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
     clean_by_structure = {
         s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean
     }
@@ -219,7 +209,7 @@ def percent_scores(
     n = 0
     for m in metrics:
         means = case_means(rows, m, include)
-        out[m] = percent(_nanmean(means.values()))
+        out[m] = percent(mean(means.values()))
         n = len(means)
     out["n_cases"] = n
     return out
@@ -297,29 +287,13 @@ def cross_validation(
             }
             for f in ks["folds"]:
                 fold_means.setdefault(f["fold"], []).append(f["mean"])
-        folds = [percent(_nanmean(fold_means[f])) for f in sorted(fold_means, key=str)]
-        a = np.asarray([v for v in folds if not math.isnan(v)], float)
-        out[m] = {
-            "per_class": per_class,
-            "average": {
-                "folds": folds,
-                "mean": float(a.mean()) if a.size else math.nan,
-                "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
-            },
-        }
+        folds = [percent(mean(fold_means[f])) for f in sorted(fold_means, key=str)]
+        out[m] = {"per_class": per_class, "average": {"folds": folds, **mean_std(folds)}}
     return out
 
 
 COUNT_KEYS = ("n_tp", "n_ref", "n_pred")
 _METRICS = ("dice", "iou", "recall", "precision")
-
-
-def _mean_std(values: Iterable[float]) -> dict:
-    a = np.asarray([v for v in values if not math.isnan(v)], float)
-    return {
-        "mean": float(a.mean()) if a.size else math.nan,
-        "std": float(a.std(ddof=1)) if a.size > 1 else (0.0 if a.size else math.nan),
-    }
 
 
 def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
@@ -405,7 +379,7 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
         "per_class": {
             c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
         },
-        "average": {m: percent(_nanmean(per[m])) for m in metrics},
+        "average": {m: percent(mean(per[m])) for m in metrics},
     }
 
 
@@ -423,7 +397,7 @@ def _over_folds(
     for m in metrics:
 
         def block(values: list[float]) -> dict:
-            return {"folds": values, **_mean_std(values)}
+            return {"folds": values, **mean_std(values)}
 
         out[m] = {
             "per_class": {
@@ -498,12 +472,12 @@ def holdout_scores(
     for m in metrics:
         classes = sorted({r["structure"] for r in rows})
         per_class = {
-            c: _mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
+            c: mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
             for c in classes
         }
         out[m] = {
             "per_class": per_class,
-            "average": _mean_std(percent(v) for v in case_means(rows, m).values()),
+            "average": mean_std(percent(v) for v in case_means(rows, m).values()),
         }
     out["pooled"] = pooled_scores(rows, metrics, empty)
     return out

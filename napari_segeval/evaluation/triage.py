@@ -28,6 +28,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval._names import CLEAN
+from napari_segeval.metrics.catalog import as_float
 from napari_segeval.uncertainty.risk import (
     Flag,
     RiskKind,
@@ -277,13 +278,6 @@ class WorkItem:
         }
 
 
-def _float(v: Any) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _flags(text: str) -> tuple[Flag, ...]:
     known = {f.value: f for f in Flag}
     return tuple(known[t] for t in (text or "").split(FLAG_SEPARATOR) if t in known)
@@ -335,15 +329,15 @@ def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkIt
         flags = _flags(str(r.get("flags", "")))
         if flags:
             flagged.setdefault(row_key(r), []).append(
-                FlaggedSlice(int(r["slice"]), _float(r["risk"]), flags)
+                FlaggedSlice(int(r["slice"]), as_float(r["risk"]), flags)
             )
     items = []
     for r in rows:
-        risk = _float(r.get("risk"))
+        risk = as_float(r.get("risk"))
         if math.isnan(risk):
             continue
         mine = tuple(sorted(flagged.get(row_key(r), ()), key=lambda f: (-f.risk, f.slice)))
-        items.append(WorkItem(*row_key(r), risk, _float(r.get("dice")), mine))
+        items.append(WorkItem(*row_key(r), risk, as_float(r.get("dice")), mine))
     return sorted(items, key=lambda w: (-w.risk, w.case, w.structure, w.model))
 
 
@@ -370,11 +364,11 @@ def slice_risk(r: Mapping) -> SliceRisk:
     >>> s.slice, s.risk, s.area, s.signals[Signal.IOU], s.flags
     (4, 0.7, 12, 0.4, (<Flag.IOU: 'IoU estimate fell'>,))
     """
-    area = _float(r.get("area"))
+    area = as_float(r.get("area"))
     return SliceRisk(
         int(r["slice"]),
-        _float(r.get("risk")),
-        {sig: _float(r.get(sig.value)) for sig in Signal},
+        as_float(r.get("risk")),
+        {sig: as_float(r.get(sig.value)) for sig in Signal},
         _flags(str(r.get("flags") or "")),
         int(area) if math.isfinite(area) else 0,
     )
@@ -408,7 +402,7 @@ def structure_risks(
         mine.setdefault(row_key(r), []).append(slice_risk(r))
     out = {}
     for r in rows:
-        risk = _float(r.get("risk"))
+        risk = as_float(r.get("risk"))
         if math.isnan(risk) or r.get("label") in (None, ""):
             continue
         found = tuple(sorted(mine.get(row_key(r), ()), key=lambda s: s.slice))

@@ -13,6 +13,7 @@ import numpy as np
 from napari_segeval._atomic import atomic_open
 from napari_segeval._errors import ReadError
 from napari_segeval._names import CLEAN
+from napari_segeval.metrics.catalog import as_float, mean, mean_std, percentiles, scored
 
 KEY_COLUMNS = ("case", "structure", "condition")
 
@@ -102,25 +103,15 @@ def _parse(key: str, value: str):
 
 
 def _stats(values: list[float]) -> dict:
-    a = np.asarray(values, float)
-    valid = a[~np.isnan(a)]
-    out: dict[str, float] = {"n": int(valid.size), "n_nan": int(a.size - valid.size)}
-    if valid.size == 0:
-        nan = float("nan")
-        out.update(mean=nan, std=nan, median=nan, q1=nan, q3=nan, iqr=nan, min=nan, max=nan)
-        return out
-    q1, med, q3 = np.percentile(valid, [25, 50, 75])
-    out.update(
-        mean=float(valid.mean()),
-        std=float(valid.std(ddof=1)) if valid.size > 1 else 0.0,
-        median=float(med),
-        q1=float(q1),
-        q3=float(q3),
-        iqr=float(q3 - q1),
-        min=float(valid.min()),
-        max=float(valid.max()),
-    )
-    return out
+    valid = scored(values)
+    q1, med, q3, lo, hi = percentiles(valid, [25, 50, 75, 0, 100])
+    return {
+        "n": int(valid.size),
+        "n_nan": len(values) - int(valid.size),
+        **mean_std(valid),
+        **{"median": float(med), "q1": float(q1), "q3": float(q3), "iqr": float(q3 - q1)},
+        **{"min": float(lo), "max": float(hi)},
+    }
 
 
 def summarize(
@@ -128,8 +119,9 @@ def summarize(
 ) -> list[dict]:
     """Mean, std (ddof=1), median, Q1, Q3, IQR, min, max of a metric per group.
 
-    NaN values are excluded from the statistics and counted in ``n_nan``; rows
-    without the metric are skipped. Quartiles use linear interpolation.
+    NaN values are excluded from the statistics and counted in ``n_nan``, ±inf
+    kept (the rule of :mod:`napari_segeval.metrics.catalog`); rows without the
+    metric are skipped. Quartiles use linear interpolation.
 
     Examples
     --------
@@ -143,18 +135,11 @@ def summarize(
         if metric not in row:
             continue
         key = tuple(row.get(k) for k in by)
-        groups.setdefault(key, []).append(_float(row[metric]))
+        groups.setdefault(key, []).append(as_float(row[metric]))
     out = []
     for key, values in groups.items():
         out.append({**dict(zip(by, key)), "metric": metric, **_stats(values)})
     return out
-
-
-def _float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
 
 
 def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str = "fold") -> dict:
@@ -170,25 +155,12 @@ def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str =
     per: dict = {}
     for row in rows:
         if metric in row and fold_key in row:
-            per.setdefault(row[fold_key], []).append(_float(row[metric]))
-    folds = []
-    for fold in sorted(per, key=str):
-        values = np.asarray(per[fold], float)
-        valid = values[~np.isnan(values)]
-        folds.append(
-            {
-                "fold": fold,
-                "n": int(valid.size),
-                "mean": float(valid.mean()) if valid.size else math.nan,
-            }
-        )
-    means = np.array([f["mean"] for f in folds], float)
-    means = means[~np.isnan(means)]
-    return {
-        "folds": folds,
-        "mean": float(means.mean()) if means.size else math.nan,
-        "std": float(means.std(ddof=1)) if means.size > 1 else (0.0 if means.size else math.nan),
-    }
+            per.setdefault(row[fold_key], []).append(row[metric])
+    folds = [
+        {"fold": fold, "n": int(scored(per[fold]).size), "mean": mean(per[fold])}
+        for fold in sorted(per, key=str)
+    ]
+    return {"folds": folds, **mean_std(f["mean"] for f in folds)}
 
 
 def percent(value: float | np.ndarray) -> float | np.ndarray:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from napari_segeval._names import unnamed_structures
+from napari_segeval.metrics.catalog import STRUCTURE_METRICS
 from napari_segeval.metrics.overlap import (
     confusion_and_boxes,
     confusion_matrix,
@@ -16,20 +17,7 @@ from napari_segeval.metrics.surface import surface_metrics
 
 #: Keys of one structure row, in order: the one definition, used by
 #: :func:`structure_table` and by ``segeval metrics/propagate/segment --json``.
-ROW_KEYS: tuple[str, ...] = (
-    "label",
-    "name",
-    "dice",
-    "iou",
-    "precision",
-    "recall",
-    "hd",
-    "hd95",
-    "assd",
-    "nsd",
-    "volume_ref_ml",
-    "volume_pred_ml",
-)
+ROW_KEYS: tuple[str, ...] = ("label", "name", *(m.name for m in STRUCTURE_METRICS))
 
 
 def structure_table(

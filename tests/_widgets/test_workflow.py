@@ -66,7 +66,7 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
         if row["label"] not in predicted:
             continue
         assert float(w.dice.cell(row["label"], "Dice")) == pytest.approx(row["dice"], abs=5e-4)
-        assert float(w.dice.cell(row["label"], "Rec")) == pytest.approx(row["recall"], abs=5e-4)
+        assert float(w.dice.cell(row["label"], "Recall")) == pytest.approx(row["recall"], abs=5e-4)
     qtbot.waitUntil(lambda: w.dice.cell(1, "NSD") != "...", timeout=30000)
     assert float(w.dice.cell(1, "NSD")) == pytest.approx(rows[0]["nsd"], abs=5e-4)
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from napari_segeval.cli import _metrics, main
+from napari_segeval.cli import main
 from napari_segeval.io import Geometry, write_labels
 from napari_segeval.metrics import ROW_KEYS, structure_table
 
@@ -42,10 +42,6 @@ def pair(tmp_path):
         write_labels(tmp_path / "pred.nii.gz", pred, g),
     )
     return paths, ref, pred, g
-
-
-def test_text_columns_are_row_keys():
-    assert set(_metrics.TEXT_COLUMNS) <= set(ROW_KEYS)
 
 
 def test_json_rows_are_the_metrics_rows(pair, capsys):

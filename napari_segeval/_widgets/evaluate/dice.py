@@ -53,10 +53,11 @@ from napari_segeval._widgets.overlays.arrays import (
     slice_kinds,
     touched_slices,
 )
+from napari_segeval.metrics.catalog import METRICS, UNCERTAINTY
 
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
-UNC_HEADER = "Unc."
+UNC_HEADER = UNCERTAINTY.header
 PLOT_TITLE = "Dice per slice of the selected structure, over its extent (click: go there)"
 RISK_TITLE = (
     "Dice and estimated risk of failure per slice of the selected structure (click: go there)"
@@ -67,12 +68,11 @@ RISK_ONLY_TITLE = (
 )
 
 
-def _fmt(key: str, value: float, pending: bool = False) -> str:
-    if not np.isfinite(value):
-        return "..." if pending and key in SURFACE_KEYS else "-"
-    if key in ("hd95", "volume_pred_ml"):
-        return f"{value:.1f}"
-    return f"{value:.3f}"
+def _fmt(key: str, value: float, pending: bool = False, signed: bool = False) -> str:
+    """``METRICS[key].text`` of ``value``; ``...`` for a surface metric still computing."""
+    if pending and key in SURFACE_KEYS and np.isnan(value):
+        return "..."
+    return METRICS[key].text(value, signed)
 
 
 class DicePanel(QWidget):
@@ -314,7 +314,8 @@ class DicePanel(QWidget):
         """Column titles of the table."""
         both = any(r["attacked"] is not None for r in self.records)
         heads = ["structure"]
-        for key, title in PANEL_KEYS.items():
+        for key in PANEL_KEYS:
+            title = METRICS[key].header
             heads += [f"{title} clean", f"{title} att.", f"Δ{title}"] if both else [title]
             if key == "dice" and self.state.uncertainty:
                 heads.append(UNC_HEADER)
@@ -350,12 +351,13 @@ class DicePanel(QWidget):
                     ]
                 for cond, value in parts:
                     pending = cond != "delta" and self.surface.get(cond) is None
-                    item = QTableWidgetItem(_fmt(key, value, pending))
+                    item = QTableWidgetItem(_fmt(key, value, pending, cond == "delta"))
                     colour = None
                     if key == "dice" and cond != "delta":
                         colour = dice_colour(value)
                     elif key == "dice" and np.isfinite(value) and abs(value) >= 0.01:
-                        colour = (200, 50, 50) if value < 0 else (46, 160, 67)
+                        worse = METRICS[key].worse(value, 0.0)
+                        colour = (200, 50, 50) if worse else (46, 160, 67)
                     if colour is not None:
                         item.setBackground(QColor(*colour))
                         item.setForeground(QColor(255, 255, 255))
@@ -366,7 +368,7 @@ class DicePanel(QWidget):
                     col += 1
                 if key == "dice" and unc:
                     value = unc.get(int(rec["label"]), float("nan"))
-                    item = QTableWidgetItem(_fmt(key, value))
+                    item = QTableWidgetItem(UNCERTAINTY.text(value))
                     item.setToolTip(
                         "uncertainty of the clean prediction: mean normalised "
                         "entropy over the structure and its boundary band"

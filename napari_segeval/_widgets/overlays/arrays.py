@@ -26,6 +26,7 @@ import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError
 from napari_segeval._names import CLEAN, unnamed_label
+from napari_segeval.metrics.catalog import as_float
 from napari_segeval.prompts.from_labels import key_index
 
 #: Values of :func:`error_overlay`.
@@ -37,16 +38,17 @@ LOST = 1
 GAINED = 2
 CHANGED = 3
 
-#: Metric keys shown by the Dice panel, in order, with their column titles.
-PANEL_KEYS: dict[str, str] = {
-    "dice": "Dice",
-    "iou": "IoU",
-    "precision": "Prec",
-    "recall": "Rec",
-    "hd95": "HD95 mm",
-    "nsd": "NSD",
-    "volume_pred_ml": "Vol ml",
-}
+#: Metric keys shown by the Dice panel, in order (their headers and display:
+#: :data:`napari_segeval.metrics.METRICS`).
+PANEL_KEYS: tuple[str, ...] = (
+    "dice",
+    "iou",
+    "precision",
+    "recall",
+    "hd95",
+    "nsd",
+    "volume_pred_ml",
+)
 
 
 def error_overlay(
@@ -236,18 +238,11 @@ def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> 
     return int(n_slices) // 2
 
 
-def _value(row: Mapping | None, key: str) -> float:
-    if row is None:
-        return float("nan")
-    v = row.get(key)
-    return float("nan") if v is None else float(v)
-
-
 def compare_rows(
     clean: Sequence[Mapping],
     attacked: Sequence[Mapping] | None = None,
     surface: Mapping[str, Sequence[Mapping]] | None = None,
-    keys: Sequence[str] = tuple(PANEL_KEYS),
+    keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
     """Merge clean and attacked metric rows into one record per structure.
 
@@ -292,9 +287,9 @@ def compare_rows(
                 continue
             vals = {}
             for key in keys:
-                v = _value(rows.get(label), key)
+                v = as_float((rows.get(label) or {}).get(key))
                 if np.isnan(v) and cond in surf:
-                    v = _value(surf[cond].get(label), key)
+                    v = as_float((surf[cond].get(label) or {}).get(key))
                 vals[key] = v
             rec[cond] = vals
         rec["delta"] = (

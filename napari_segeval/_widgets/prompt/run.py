@@ -32,6 +32,7 @@ import numpy as np
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.jobs.tasks import propagate_session
 from napari_segeval._widgets.prompt.tools import case_key
+from napari_segeval.metrics.catalog import METRICS
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet
 
@@ -258,11 +259,8 @@ class PropagationJobs:
             text = names.get(lab) or f"label {lab}"
             before, after = self.changes.get(lab, (math.nan, math.nan))
             if not math.isnan(after):
-                text += (
-                    f": Dice {after:.3f}"
-                    if math.isnan(before)
-                    else f": Dice {before:.3f} → {after:.3f}"
-                )
+                shown = [v for v in (before, after) if not math.isnan(v)]
+                text += ": Dice " + " → ".join(METRICS["dice"].text(v) for v in shown)
             parts.append(text)
         return ("re-propagated " if again else "propagated ") + "; ".join(parts)
 

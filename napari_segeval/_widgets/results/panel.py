@@ -90,6 +90,7 @@ from napari_segeval._widgets.results.tasks import (
     row_job,
     row_label,
 )
+from napari_segeval.metrics.catalog import METRICS
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
@@ -263,10 +264,11 @@ class ResultsPanel(QWidget):
             combo.blockSignals(False)
             self.proxy.set_filter(key, ALL)
         self.filters["fold"].setEnabled(any(r.get("fold") is not None for r in rows))
-        if folder.has_risk and not folder.has_reference:  # no Dice: the riskiest first
-            self.table.sortByColumn(self.model.column("risk"), Qt.SortOrder.DescendingOrder)
-        else:
-            self.table.sortByColumn(self.model.column("dice"), Qt.SortOrder.AscendingOrder)
+        # worst first: by Dice, or by risk in a run without a reference (no Dice)
+        key = "risk" if folder.has_risk and not folder.has_reference else "dice"
+        up = METRICS[key].higher_is_better
+        order = Qt.SortOrder.AscendingOrder if up else Qt.SortOrder.DescendingOrder
+        self.table.sortByColumn(self.model.column(key), order)
         self.table.resizeColumnsToContents()
         failed = folder.failed
         absent = sum(1 for r in rows if r.get("absent"))

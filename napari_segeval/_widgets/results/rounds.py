@@ -36,6 +36,9 @@ from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
 from napari_segeval._widgets.prompt.layers import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.results.layers import prediction_role
+from napari_segeval.metrics.catalog import METRICS
+
+DICE = METRICS["dice"]
 
 #: Box prompts are white in every view (the colour language's prompt colour).
 BOX = colours.PROMPT_COLOUR
@@ -58,10 +61,9 @@ def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
     out, before = [], math.nan
     for r in rounds:
         delta = r.dice - before
-        fell = delta < 0
-        change = "" if math.isnan(delta) else f"{'▼ ' if fell else ''}{delta:+.3f}"
-        dice = "-" if math.isnan(r.dice) else f"{r.dice:.3f}"
-        out.append((str(r.round), dice, change, r.change, fell))
+        fell = DICE.worse(delta, 0.0)
+        change = "" if math.isnan(delta) else f"{'▼ ' if fell else ''}{DICE.text(delta, True)}"
+        out.append((str(r.round), DICE.text(r.dice), change, r.change, fell))
         before = r.dice
     return out
 
@@ -118,7 +120,7 @@ class RoundStepper(QWidget):
         self.prompt_layers: dict[str, Any] = {}
         self.title = QLabel("Correction rounds")
         self.table = QTableWidget(0, 4)
-        self.table.setHorizontalHeaderLabels(["round", "Dice", "change", "prompt added"])
+        self.table.setHorizontalHeaderLabels(["round", DICE.header, "change", "prompt added"])
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

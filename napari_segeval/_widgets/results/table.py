@@ -18,7 +18,10 @@ from typing import Any
 
 from qtpy.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
 
-#: (row key, header, tooltip) of every column the model can show.
+from napari_segeval.metrics.catalog import METRICS
+
+#: (row key, header, tooltip) of every column the model can show (a metric's header and
+#: tooltip: :data:`napari_segeval.metrics.METRICS`).
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("case", "case", "case id"),
     ("structure", "structure", "structure name"),
@@ -26,17 +29,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("model", "model", "the model of the prediction, in a run of several models"),
     ("round", "round", "correction round of an interactive run (0: the first propagation)"),
     ("fold", "fold", "cross-validation fold"),
-    ("dice", "Dice", "Dice of this condition"),
-    (
-        "risk",
-        "risk",
-        "estimated probability that the structure is wrong, from the model's own signals "
-        "(no reference needed; higher: look first)",
+    *(
+        (m.name, m.header, m.doc)
+        for m in (METRICS[k] for k in ("dice", "risk", "delta_dice", "hd95", "nsd", "uncertainty"))
     ),
-    ("delta_dice", "ΔDice", "attacked − clean Dice of the same case and structure"),
-    ("hd95", "HD95", "95th percentile Hausdorff distance (mm)"),
-    ("nsd", "NSD", "normalised surface Dice"),
-    ("uncertainty", "Unc.", "the case's uncertainty score"),
     ("reviewed", "reviewed", "the case is marked reviewed (saved in the folder's review.json)"),
 )
 #: Always shown; the other columns only when some row has a value (the model column:
@@ -58,13 +54,9 @@ def _has_value(v: Any) -> bool:
 
 
 def _text(key: str, v: Any) -> str:
-    if not _has_value(v):
-        return "-"
-    if isinstance(v, float):
-        if math.isinf(v):
-            return "inf"
-        return f"{v:+.3f}" if key == "delta_dice" else (f"{v:.1f}" if key == "hd95" else f"{v:.3f}")
-    return str(v)
+    if key in METRICS:
+        return METRICS[key].text(v)
+    return str(v) if _has_value(v) else "-"
 
 
 class ResultsModel(QAbstractTableModel):

@@ -35,6 +35,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput
 from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.metrics.catalog import mean
 from napari_segeval.metrics.structures import structures_to_score
 
 #: The parameters of the promptable protocols and their defaults (``medsam2-3d``'s;
@@ -499,12 +500,7 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
     """
     if min_dice is None:
         return rows
-    dice = [
-        float(r["dice"])
-        for r in rows
-        if r.get("dice") is not None and np.isfinite(float(r["dice"]))
-    ]
-    gated = bool(dice) and float(np.mean(dice)) <= float(min_dice)
+    gated = mean(r.get("dice") for r in rows) <= float(min_dice)  # False with no Dice
     for r in rows:
         r["nsd_gated"] = gated
         if gated and r.get("nsd") is not None:
