@@ -14,8 +14,9 @@ With one structure in the case the roles have their own colours
 (:data:`ROLE_COLOURS`: reference yellow, clean sky blue, attacked vermillion,
 from the Okabe–Ito palette that colour-blind readers tell apart). With several
 structures each structure has its colour (:data:`STRUCTURE_COLOURS`, by label
-id), the same in every layer: the reference outlines it, the clean prediction
-fills it, the attacked prediction fills it darker (:data:`ATTACKED_SHADE`).
+id), the same hue in every layer: the reference outlines it lighter
+(:data:`REFERENCE_TINT`, so its outline stays visible over its own fill), the clean
+prediction fills it, the attacked prediction fills it darker (:data:`ATTACKED_SHADE`).
 
 The looks are plain values (:func:`look`), made into napari's own
 :class:`~napari.utils.colormaps.DirectLabelColormap` by :func:`apply_look`;
@@ -51,6 +52,9 @@ STRUCTURE_COLOURS = (
 )
 #: With several structures the attacked prediction's fill is the structure's colour times this.
 ATTACKED_SHADE = 0.55
+#: With several structures the reference's outline is the structure's colour mixed this
+#: much with white: the same hue, visible where it runs over the structure's own fill.
+REFERENCE_TINT = 0.5
 #: Label ids the case does not name (painted by hand, say) with several structures.
 OTHER_COLOUR = "#bbbbbb"
 #: Outline width of the reference, in voxels (napari's ``contour``).
@@ -99,6 +103,18 @@ def shade(colour: str, factor: float) -> str:
     return "#" + "".join(f"{int(c * factor):02x}" for c in rgb)
 
 
+def tint(colour: str, amount: float) -> str:
+    """``colour`` (``#rrggbb``) mixed ``amount`` (0..1) of the way to white.
+
+    Examples
+    --------
+    >>> tint("#ff8040", 0.5)
+    '#ffbf9f'
+    """
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{int(c + (255 - c) * amount):02x}" for c in rgb)
+
+
 def several(structures: Mapping[int, str]) -> bool:
     """True when the case names more than one structure (per-structure colours).
 
@@ -118,7 +134,7 @@ def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEA
     >>> structure_colour(1, {1: "tumour"}, "reference")
     '#f0e442'
     >>> structure_colour(2, {1: "liver", 2: "spleen"}, "reference")
-    '#f28e2b'
+    '#f8c695'
     >>> structure_colour(2, {1: "liver", 2: "spleen"}, "attacked")
     '#854e17'
     """
@@ -129,7 +145,9 @@ def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEA
     if int(label) not in structures:
         return OTHER_COLOUR
     base = STRUCTURE_COLOURS[(int(label) - 1) % len(STRUCTURE_COLOURS)]
-    return shade(base, ATTACKED_SHADE) if role == "attacked" else base
+    if role == "attacked":
+        return shade(base, ATTACKED_SHADE)
+    return tint(base, REFERENCE_TINT) if role == "reference" else base
 
 
 def look(role: str, structures: Mapping[int, str]) -> Look:

@@ -39,9 +39,9 @@ def test_one_structure_gets_role_colours_all_different():
 def test_several_structures_same_colour_in_every_layer():
     names = {1: "liver", 2: "spleen", 3: "kidney"}
     ref, clean, att = (look(r, names).colours for r in colours.ROLES)
-    assert ref == clean  # outline and fill of one structure share its colour
     assert len({ref[k] for k in names}) == 3  # structures differ
-    for k in names:  # the attacked fill: the same hue, darker
+    for k in names:  # the outline lighter, the attacked fill darker: the same hue
+        assert ref[k] == colours.tint(clean[k], colours.REFERENCE_TINT) != clean[k]
         assert att[k] == colours.shade(clean[k], colours.ATTACKED_SHADE) != clean[k]
     assert ref[None] == colours.OTHER_COLOUR  # an id the case does not name
     assert structure_colour(12, {**names, 12: "x"}) == colours.STRUCTURE_COLOURS[1]  # cycled
@@ -81,7 +81,8 @@ def test_single_case_layers_drawn_as_their_roles(small_case, qtbot):
     names = state.structures
     for label in names:
         expected = rgba(structure_colour(label, names))
-        np.testing.assert_allclose(drawn(ref, label), expected, atol=1e-6)
+        outline = rgba(structure_colour(label, names, "reference"))
+        np.testing.assert_allclose(drawn(ref, label), outline, atol=1e-6)
         np.testing.assert_allclose(drawn(prediction, label), expected, atol=1e-6)
         dark = rgba(structure_colour(label, names, "attacked"))
         np.testing.assert_allclose(drawn(attacked, label), dark, atol=1e-6)
