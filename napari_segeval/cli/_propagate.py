@@ -156,19 +156,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_boxes(texts: list[str], labels: list[int], shape: tuple[int, ...]) -> list:
-    """``--box`` texts to :class:`~napari_segeval.prompts.box.Box` objects, checked.
-
-    Examples
-    --------
-    >>> parse_boxes(["3,10,20,30,40"], [], (8, 64, 64))
-    [Box(y0=10, x0=20, y1=30, x1=40, index=3, label=1)]
-    """
-    return [
-        _box(text, labels[i] if i < len(labels) else i + 1, shape) for i, text in enumerate(texts)
-    ]
-
-
 def _box(text: str, default: int, shape: tuple[int, ...]):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.box import Box

@@ -104,18 +104,6 @@ def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
     return None
 
 
-def attacked_image_key(focus: str | PredictionKey) -> str:
-    """The condition whose perturbed image a prediction was made on: itself, or for a
-    correction round of an ``interactive`` run its round 0 (the attack stays fixed).
-
-    Examples
-    --------
-    >>> attacked_image_key("pgd"), attacked_image_key("round3:pgd @ builtin")
-    ('pgd', 'pgd @ builtin')
-    """
-    return str(PredictionKey.parse(focus).first_round())
-
-
 def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
     """A saved float image on the loaded case's grid.
 
@@ -374,7 +362,6 @@ def read_case_files(
 
 __all__ = [
     "LoadedCase",
-    "attacked_image_key",
     "both_images",
     "compare_pair",
     "counters",

@@ -20,8 +20,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import threading
     from collections.abc import Callable
 
-    import torch
-
 
 def resolve_min_confidence(
     model: PromptableModel, min_confidence: float | str | None
@@ -326,47 +324,3 @@ def structure_crop(
             else torch.full((y1 - y0, x1 - x0), fill, dtype=ref.dtype, device=ref.device)
         )
     return (z0, y0, x0), torch.stack(rows)
-
-
-def combine_walks(
-    parts: dict[str, torch.Tensor],
-    key_index: int,
-    mode: str,
-    min_confidence: float | None,
-    threshold: float = 0.5,
-    logits: bool = False,
-) -> torch.Tensor:
-    """One structure's ``(n, H, W)`` probability from full-size walks from ``key_index``.
-
-    ``parts`` maps ``"forward"`` (and ``"backward"`` for volumes) to the walk's
-    probabilities in visit order (logits with ``logits=True``: the confidence
-    stop reads their sigmoid at 0.5, cut and unvisited frames get ``-inf``).
-    :func:`structure_crop` at full size.
-
-    Examples
-    --------
-    >>> import torch
-    >>> fwd, bwd = torch.full((2, 1, 1), 0.9), torch.full((3, 1, 1), 0.8)
-    >>> combine_walks({"forward": fwd, "backward": bwd}, 2, "volume", None).flatten().tolist()
-    [0.800000011920929, 0.800000011920929, 0.8999999761581421, 0.8999999761581421]
-    """
-    import torch
-    import torch.nn.functional as F
-
-    fwd = parts["forward"]
-    n = key_index + int(fwd.shape[0])
-    h, w = fwd.shape[1:]
-    box = Box(0, 0, 1, 1, index=key_index)
-    walks = [
-        (Walk(key_index, box, o), WalkOutput.from_full(Walk(key_index, box, o).frames(n), parts[o]))
-        for o in (("forward", "backward") if mode == "volume" else ("forward",))
-    ]
-    fill = float("-inf") if logits else 0.0
-    (z0, y0, x0), crop = structure_crop(walks, min_confidence, threshold, logits)
-    if crop.numel() == 0:
-        return torch.full((n, h, w), fill, dtype=fwd.dtype, device=fwd.device)
-    return F.pad(
-        crop,
-        (x0, w - x0 - crop.shape[2], y0, h - y0 - crop.shape[1], z0, n - z0 - crop.shape[0]),
-        value=fill,
-    )
