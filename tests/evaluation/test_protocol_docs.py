@@ -1,10 +1,11 @@
-"""docs/protocols.md and the code carry the same recipes: differences and preset values.
+"""docs/protocols.md, as the site's build renders it, carries the code's recipes.
 
-For every registered protocol the page has a ``## NAME`` section listing each of
-``Protocol.differences`` as a bullet, word for word. For every preset it has a
-``### NAME preset PRESET`` section with a ``| parameter | value |`` table whose
-rows are exactly the preset's parameters (values as JSON), and a bullet for each
-of ``Preset.differences``.
+The page places markers that the build's hook (``docs/_ext/protocol_tables.py``) fills
+from the code. Rendered, for every registered protocol the page has a ``## NAME``
+section listing each of ``Protocol.differences`` as a bullet, word for word; for every
+preset a ``### NAME preset PRESET`` section with a ``| parameter | value |`` table whose
+rows are exactly the preset's parameters (values as JSON), and a bullet for each of
+``Preset.differences``. Unrendered, the page holds no copy of them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,20 @@ import pytest
 from napari_segeval.evaluation import get_protocol
 from napari_segeval.evaluation.protocols import REGISTRY
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "protocols.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "protocols.md"
+
+
+def rendered() -> str:
+    """The page as the site's build writes it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "protocol_tables", ROOT / "docs/_ext/protocol_tables.py"
+    )
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook.render(DOC.read_text(encoding="utf-8"))
 
 
 def sections(text: str, level: int) -> dict[str, str]:
@@ -52,7 +66,7 @@ def test_sections_parse():
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_defaults_differences_are_documented_word_for_word(name):
     proto = get_protocol(name)
-    text = DOC.read_text(encoding="utf-8")
+    text = rendered()
     body = sections(text, 2).get(name)
     assert body is not None, f"docs/protocols.md has no '## {name}' section"
     assert proto.differences, f"{name} lists no differences from its paper"
@@ -63,10 +77,27 @@ def test_defaults_differences_are_documented_word_for_word(name):
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_presets_are_documented_with_their_exact_values(name):
     proto = get_protocol(name)
-    subs = sections(DOC.read_text(encoding="utf-8"), 3)
+    subs = sections(rendered(), 3)
     for preset in proto.presets.values():
         heading = f"{name} preset {preset.name}"
         assert heading in subs, f"docs/protocols.md has no '### {heading}' section"
         body = subs[heading]
         assert param_table(body) == json.loads(json.dumps(dict(preset.params)))
         assert bullets(body, "Differences from the paper:") == list(preset.differences)
+
+
+def test_the_page_holds_markers_not_copies():
+    """Every list and table comes from the code: the source page has none of them."""
+    text = DOC.read_text(encoding="utf-8")
+    for name in REGISTRY:
+        proto = get_protocol(name)
+        assert f"<!-- differences: {name} -->" in text
+        assert not any(f"- {d}" in text for d in proto.differences)
+        for preset in proto.presets.values():
+            assert f"<!-- parameters: {name} {preset.name} -->" in text
+            assert f"<!-- differences: {name} {preset.name} -->" in text
+    assert "| parameter | value |" not in text
+
+
+def test_the_site_is_built_with_the_hook():
+    assert "docs/_ext/protocol_tables.py" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
