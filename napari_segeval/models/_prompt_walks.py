@@ -74,7 +74,7 @@ Region = tuple[int, int, int, int]
 
 
 @dataclass
-class WalkState:
+class PriorWalk:
     """One walk: frames in visit order, prompts, current prior, window and output."""
 
     walk: Walk
@@ -98,7 +98,7 @@ class FramePlan:
     points: tuple
 
 
-def start(x: torch.Tensor, walk: Walk) -> WalkState:
+def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
     """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
     n, h, w = x.shape
     given = (
@@ -108,7 +108,7 @@ def start(x: torch.Tensor, walk: Walk) -> WalkState:
     )
     if given is not None and tuple(given.shape) != (n, h, w):
         raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
-    return WalkState(
+    return PriorWalk(
         walk,
         walk.frames(n).tolist(),
         torch.zeros((h, w), device=x.device),
@@ -118,7 +118,7 @@ def start(x: torch.Tensor, walk: Walk) -> WalkState:
     )
 
 
-def plan(s: WalkState, j: int) -> FramePlan:
+def plan(s: PriorWalk, j: int) -> FramePlan:
     """The passes of walk ``s`` on its ``j``-th frame (module doc)."""
     active = s.walk.prompts.active(s.idx[j])
     first = active[0] if active else None
@@ -263,7 +263,7 @@ def _mask_piece(m: MaskPrompt, device: Any) -> tuple[Region, torch.Tensor] | Non
 
 
 def base_pass(
-    net: Any, size: int, x: torch.Tensor, group: list[WalkState], j: int, plans: list[FramePlan]
+    net: Any, size: int, x: torch.Tensor, group: list[PriorWalk], j: int, plans: list[FramePlan]
 ) -> list:
     """Round 0 of frame ``j`` for ``group``: each walk's frame output before its clicks."""
     h, w = x.shape[1:]
@@ -300,7 +300,7 @@ def click_passes(
     net: Any,
     size: int,
     x: torch.Tensor,
-    group: list[WalkState],
+    group: list[PriorWalk],
     j: int,
     plans: list[FramePlan],
     pieces: list,
@@ -337,7 +337,7 @@ def click_passes(
 
 
 def advance(
-    s: WalkState,
+    s: PriorWalk,
     piece: tuple[Region, torch.Tensor] | None,
     like: torch.Tensor,
     stop_when_empty: bool,
@@ -372,7 +372,7 @@ def run(
     net: Any,
     size: int,
     x: torch.Tensor,
-    states: list[WalkState],
+    states: list[PriorWalk],
     *,
     batch: bool,
     progress: Callable[[int, int], None] | None,

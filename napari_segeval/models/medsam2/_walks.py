@@ -48,7 +48,7 @@ _MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
 
 
 @dataclass
-class WalkState:
+class MemoryWalk:
     """One walk being tracked: its frames, structure, conditioning steps, memory, rows
     and, per row, the decoder's object score (sigmoid: the probability the object is on
     the frame; None where the network gives none)."""
@@ -63,7 +63,7 @@ class WalkState:
     stopped: bool = False
 
     @classmethod
-    def of(cls, frames: list[int], group: int, cond_frames: list[int], forward: bool) -> WalkState:
+    def of(cls, frames: list[int], group: int, cond_frames: list[int], forward: bool) -> MemoryWalk:
         """A walk over ``frames`` (visit order) of structure ``group``; its conditioning
         frames ``cond_frames`` (the predictor's order) become steps."""
         sign = 1 if forward else -1
@@ -107,7 +107,7 @@ def _split(out: dict, logits: torch.Tensor, i: int) -> dict:
 
 def track(
     network: Any,
-    states: list[WalkState],
+    states: list[MemoryWalk],
     conds: dict[int, dict],
     feats: list,
     step: int,
@@ -162,11 +162,11 @@ def track(
     return logits, out.get("object_score_logits")
 
 
-def _groups(active: list[WalkState], batch: bool) -> list[list[WalkState]]:
+def _groups(active: list[MemoryWalk], batch: bool) -> list[list[MemoryWalk]]:
     """Walks of one step that can run as one batch (same conditioning layout)."""
     if not batch:
         return [[s] for s in active]
-    by: dict[tuple, list[WalkState]] = {}
+    by: dict[tuple, list[MemoryWalk]] = {}
     for s in active:
         by.setdefault(s.layout(), []).append(s)
     return list(by.values())
@@ -175,7 +175,7 @@ def _groups(active: list[WalkState], batch: bool) -> list[list[WalkState]]:
 def run_walks(
     network: Any,
     feats: FrameFeatures,
-    states: list[WalkState],
+    states: list[MemoryWalk],
     conds: dict[int, dict],
     hw: tuple[int, int],
     fill_hole_area: int,
@@ -209,7 +209,7 @@ def run_walks(
 
     number = {id(s): i for i, s in enumerate(states)}
 
-    def record(s: WalkState, logits: torch.Tensor, step: int, score: Any) -> None:
+    def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any) -> None:
         native = _loop.to_native(logits, hw)[0, 0].float()
         s.rows.append(native)
         s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
@@ -250,7 +250,7 @@ def run_walks(
     return out
 
 
-def reads(states: list[WalkState], cond_frames: dict[int, list[int]]) -> list[list[int]]:
+def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
     """Frames read at each step: each structure's conditioning frames once (step 0),
     then each walk's frame where it tracks (not on its conditioning frames).
 

@@ -458,7 +458,7 @@ class MedSAM2Model:
         for walk in walks:
             g = groups.setdefault(walk.prompts, len(groups))
             states.append(
-                _walks.WalkState.of(
+                _walks.MemoryWalk.of(
                     walk.frames(n).tolist(), g, reading_order(walk.prompts), walk.order == "forward"
                 )
             )
