@@ -483,7 +483,10 @@ def fit_logistic(
     """A :class:`Logistic` of ``names`` fitted to ``failed`` by penalised maximum likelihood.
 
     A missing (non-finite) value takes its feature's mean over the rows that have it
-    (the model's ``fill``); ``l2`` penalises the weights (not the intercept).
+    (the model's ``fill``); ``l2`` penalises the weights (not the intercept) of the
+    standardised features (each less its mean, over its standard deviation), so that a
+    feature is not shrunk for being measured in small units; the returned weights are
+    on the features' own scale. A feature that does not vary gets weight 0.
 
     Examples
     --------
@@ -501,18 +504,24 @@ def fit_logistic(
         [float(raw[ok[:, j], j].mean()) if ok[:, j].any() else 0.0 for j in range(len(names))]
     )
     data = np.where(ok, raw, fill)
+    centre = data.mean(axis=0)
+    spread = data.std(axis=0)
+    varies = spread > 1e-12
+    std = np.where(varies, (data - centre) / np.where(varies, spread, 1.0), 0.0)
     y = np.asarray(failed, float)
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-        z = w[0] + data @ w[1:]
+        z = w[0] + std @ w[1:]
         nll = float(np.sum(np.logaddexp(0.0, z) - y * z)) / len(y)
         g = (1.0 / (1.0 + np.exp(-z)) - y) / len(y)
-        grad = np.concatenate([[g.sum()], data.T @ g + 2 * l2 * w[1:]])
+        grad = np.concatenate([[g.sum()], std.T @ g + 2 * l2 * w[1:]])
         return nll + l2 * float(w[1:] @ w[1:]), grad
 
     w = minimize(loss, np.zeros(len(names) + 1), jac=True, method="L-BFGS-B").x
+    weights = np.where(varies, w[1:] / np.where(varies, spread, 1.0), 0.0)
+    intercept = float(w[0] - weights @ centre)
     return Logistic(
-        tuple(names), tuple(float(v) for v in w[1:]), float(w[0]), tuple(float(v) for v in fill)
+        tuple(names), tuple(float(v) for v in weights), intercept, tuple(float(v) for v in fill)
     )
 
 
