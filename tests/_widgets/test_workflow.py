@@ -54,9 +54,15 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     assert w.dice.result.text().startswith("propagated ")
     expected = segment(ThresholdPromptModel(), w.state.image.data, "CT", prompts, "volume")
     np.testing.assert_array_equal(pred.data, expected)
-    assert pred.colormap is w.state.reference.colormap or (
-        pred.get_color(1) == pytest.approx(w.state.reference.get_color(1))
-    )
+    # the structure's colour in both layers: the reference's outline its lighter tint
+    from napari.utils.colormaps.standardize_color import transform_color
+
+    from napari_segeval._widgets.colours import structure_colour
+
+    names = w.state.structures
+    for layer, role in ((pred, "clean"), (w.state.reference, "reference")):
+        drawn = transform_color(structure_colour(1, names, role))[0]
+        assert layer.get_color(1) == pytest.approx(drawn)
     rows = structure_table(ref, expected, w.state.spacing(), structures=w.state.structures)
     predicted = {row["label"] for row in rows if row["volume_pred_ml"] > 0}
     assert predicted == {1, 2}

@@ -30,8 +30,14 @@ def test_builtin_ct_segments_and_is_attacked(ct_viewer, qtbot):
     expected = segment_case(load_dense("builtin-ct", device="cpu"), case).labels
     np.testing.assert_array_equal(pred.data, expected)
     assert set(np.unique(pred.data)) == {0, 1, 2, 3, 4, 5}
-    for label in (1, 2, 5):  # the reference's colours
-        assert pred.get_color(label) == pytest.approx(w.state.reference.get_color(label))
+    from napari.utils.colormaps.standardize_color import transform_color
+
+    from napari_segeval._widgets.colours import structure_colour
+
+    for label in (1, 2, 5):  # each structure's colour, the reference's outline its tint
+        for layer, role in ((pred, "clean"), (w.state.reference, "reference")):
+            drawn = transform_color(structure_colour(label, w.state.structures, role))[0]
+            assert layer.get_color(label) == pytest.approx(drawn)
     assert w.state.model_kind == "dense" and w.state.model.name == "builtin-ct"
     assert w.tabs.currentWidget() is w.dice
     assert float(w.dice.cell(1, "Dice")) > 0.9
