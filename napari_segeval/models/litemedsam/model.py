@@ -225,6 +225,7 @@ class LiteMedSAMModel:
         from napari_segeval.models._device import pick_device
 
         from ._fused import inference_encoder
+        from ._fused_decoder import inference_decoder
 
         self.device = pick_device(None if device is None else str(device))
         self.precision = model_precision(precision, self.capabilities, self.device, "litemedsam")
@@ -232,6 +233,7 @@ class LiteMedSAMModel:
         self.network.fast_encoder = inference_encoder(
             self.network.image_encoder, self.precision.value, self.device
         )
+        self.network.fast_decoder = inference_decoder(self.network, self.device)
         self.cache_mb = cache_mb
         self.name = str(name)
         self.last_run: dict = {}
