@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -133,14 +134,18 @@ class OpenVINOEncoder:
         }
         self.compiled = ov.Core().compile_model(model, "CPU", config)
         self.request = self.compiled.create_infer_request()
+        # one inference request, which two threads must not run at once (a viewer's
+        # worker and a batch run may share the loaded model)
+        self._lock = threading.Lock()
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         """``(B, 3, 256, 256)`` -> float32 ``(B, 256, 64, 64)``."""
         x = images.detach().to("cpu", torch.float32).contiguous().numpy()
         outs = []
-        for i in range(x.shape[0]):
-            res = self.request.infer([x[i : i + 1]])
-            outs.append(torch.from_numpy(res[0].copy()))
+        with self._lock:
+            for i in range(x.shape[0]):
+                res = self.request.infer([x[i : i + 1]])
+                outs.append(torch.from_numpy(res[0].copy()))
         return torch.cat(outs)
 
 
