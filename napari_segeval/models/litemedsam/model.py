@@ -198,7 +198,7 @@ class LiteMedSAMModel:
         frame_features=True,
         reason="LiteMedSAM was trained with box prompts only",
         # bf16 is faster but does not keep the masks (per-structure Dice against fp32
-        # down to 0.98 on the sample task: benchmarks/bench_litemedsam.py --part
+        # down to 0.955 on the sample task: benchmarks/bench_litemedsam.py --part
         # encoder), so auto runs fp32 and bf16 is run only when asked for; OpenVINO's
         # float32 encoder keeps them and is faster than torch's where its extra is
         # installed (on a CPU)
