@@ -1,4 +1,4 @@
-"""The arithmetic a model runs in: ``--precision auto|fp32|bf16``, resolved once per load.
+"""The arithmetic a model runs in: ``--precision auto|fp32|bf16|openvino``, resolved once per load.
 
 A backend declares the precisions it offers in its
 :class:`~napari_segeval.models.base.Capabilities` (``precisions``) and those that keep
@@ -12,6 +12,9 @@ runs).
 
 bf16 needs a CUDA GPU that supports it or a CPU whose oneDNN kernels have bf16
 instructions (AVX512-BF16 or AMX: ``torch.ops.mkldnn._is_mkldnn_bf16_supported``).
+``openvino`` is float32 run by OpenVINO's CPU runtime instead of torch: it needs a CPU and
+the ``openvino`` extra (``pip install 'napari-segeval[openvino]'``; the package is found,
+not imported, here).
 
 Importing this module imports nothing heavy; torch is imported when a machine is asked.
 """
@@ -26,7 +29,8 @@ from napari_segeval._errors import SegEvalError
 
 
 class Precision(Enum):
-    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``.
+    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``,
+    ``OPENVINO`` (float32 on OpenVINO's CPU runtime).
 
     Examples
     --------
@@ -37,6 +41,7 @@ class Precision(Enum):
     AUTO = "auto"
     FP32 = "fp32"
     BF16 = "bf16"
+    OPENVINO = "openvino"
 
     def __str__(self) -> str:
         return self.value
@@ -56,7 +61,7 @@ def parse_precision(value: str | Precision | None) -> Precision:
     >>> parse_precision("fp16")
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.SegEvalError: unknown precision 'fp16': use one of auto, fp32, bf16
+    napari_segeval._errors.SegEvalError: unknown precision 'fp16': use one of auto, fp32, bf16, openvino
     """
     if value is None:
         return Precision.AUTO
@@ -97,6 +102,47 @@ def bf16_reason(device: Any = None) -> str | None:
     return f"bf16 is not offered on {kind}"
 
 
+#: The extra that installs OpenVINO (``--precision openvino``).
+OPENVINO_EXTRA = "openvino"
+
+
+def openvino_reason(device: Any = None) -> str | None:
+    """None when ``device`` can run ``--precision openvino`` (a CPU, the extra installed),
+    else why not (one clause).
+
+    Examples
+    --------
+    >>> openvino_reason("cpu") is None or "openvino" in openvino_reason("cpu")
+    True
+    """
+    import importlib.util
+
+    kind = _device_type(device)
+    if kind != "cpu":
+        return f"openvino runs on a CPU only, not on {kind}"
+    if importlib.util.find_spec("openvino") is None:
+        return (
+            "openvino needs the optional package 'openvino', which is not installed: "
+            f"pip install 'napari-segeval[{OPENVINO_EXTRA}]'"
+        )
+    return None
+
+
+def precision_reason(precision: Precision, device: Any = None) -> str | None:
+    """None when this machine runs ``precision`` on ``device``, else why not (one clause).
+
+    Examples
+    --------
+    >>> precision_reason(Precision.FP32, "cpu") is None
+    True
+    """
+    if precision is Precision.BF16:
+        return bf16_reason(device)
+    if precision is Precision.OPENVINO:
+        return openvino_reason(device)
+    return None
+
+
 def machine_supports(precision: Precision, device: Any = None) -> bool:
     """Whether this machine runs ``precision`` on ``device`` (FP32: always).
 
@@ -105,9 +151,7 @@ def machine_supports(precision: Precision, device: Any = None) -> bool:
     >>> machine_supports(Precision.FP32, "cpu")
     True
     """
-    if precision is Precision.BF16:
-        return bf16_reason(device) is None
-    return True
+    return precision_reason(precision, device) is None
 
 
 def resolve_precision(
@@ -164,7 +208,8 @@ def resolve_precision(
         )
     if not machine_supports(asked, device):
         raise SegEvalError(
-            f"--precision {asked}: {bf16_reason(device)}; --precision auto chooses {chosen}"
+            f"--precision {asked}: {precision_reason(asked, device)}; "
+            f"--precision auto chooses {chosen}"
         )
     return asked
 
@@ -188,11 +233,14 @@ def model_precision(
 
 
 __all__ = [
+    "OPENVINO_EXTRA",
     "PRECISION_CHOICES",
     "Precision",
     "bf16_reason",
     "machine_supports",
     "model_precision",
+    "openvino_reason",
     "parse_precision",
+    "precision_reason",
     "resolve_precision",
 ]

@@ -32,7 +32,9 @@ def test_names_parse_and_others_are_one_line():
         Precision.BF16,
         Precision.AUTO,
     ]
-    with pytest.raises(SegEvalError, match="unknown precision 'int4': use one of auto, fp32, bf16"):
+    with pytest.raises(
+        SegEvalError, match="unknown precision 'int4': use one of auto, fp32, bf16, openvino"
+    ):
         P.parse_precision("int4")
 
 
@@ -79,3 +81,39 @@ def test_the_registry_refuses_before_loading(with_bf16, monkeypatch):
         registry.precision_of("threshold", "bf16", "cpu")
     with pytest.raises(SegEvalError, match="unknown precision"):
         registry.load_promptable("threshold", precision="half")
+
+
+OV = Capabilities(
+    precisions=(Precision.OPENVINO, Precision.BF16, Precision.FP32),
+    auto_precisions=(Precision.OPENVINO, Precision.FP32),
+)
+
+
+def test_auto_takes_openvino_only_where_its_extra_is_installed(monkeypatch):
+    monkeypatch.setattr(P, "openvino_reason", lambda device=None: None)
+    assert model_precision("auto", OV, "cpu", "m") is Precision.OPENVINO
+    monkeypatch.setattr(P, "openvino_reason", lambda device=None: "not installed (test)")
+    assert model_precision("auto", OV, "cpu", "m") is Precision.FP32
+
+
+def test_openvino_without_its_extra_is_one_line_saying_what_auto_chooses(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openvino" else real(name, *a)
+    )
+    with pytest.raises(SegEvalError) as exc:
+        model_precision("openvino", OV, "cpu", "m")
+    assert str(exc.value) == (
+        "--precision openvino: openvino needs the optional package 'openvino', which is not "
+        "installed: pip install 'napari-segeval[openvino]'; --precision auto chooses fp32"
+    )
+    assert "\n" not in str(exc.value)
+
+
+def test_openvino_is_refused_off_a_cpu(monkeypatch):
+    monkeypatch.setattr(P, "_device_type", lambda device: "cuda")
+    assert P.openvino_reason("cuda") == "openvino runs on a CPU only, not on cuda"
+    with pytest.raises(SegEvalError, match="^--precision openvino: openvino runs on a CPU only"):
+        model_precision("openvino", OV, "cuda", "m")

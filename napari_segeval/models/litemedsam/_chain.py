@@ -18,7 +18,8 @@ result is the same alone or beside others (every decode is of one box).
 Risk signals (:mod:`napari_segeval.uncertainty.risk`): each decoded slice keeps the
 decoder's own IoU estimate (``ious``) and, with ``jitter`` > 0, the agreement of that
 many jittered boxes decoded on the same embedding (``agreement``: the decoder runs
-again, the encoder does not); a chain that ends by its quality stop says so
+again, in one call with the slice's box where the backend has its inference decoder;
+the encoder does not); a chain that ends by its quality stop says so
 (``stopped``).
 
 This module imports torch at import time: import it only inside functions.
@@ -171,6 +172,26 @@ def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
     chain.values.append(torch.sigmoid(crop if grad else crop.detach()))
 
 
+def _decode(
+    net: Any, embedding: torch.Tensor, box: list[int], jitter: int, frame: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The logits ``(1, 1, 256, 256)`` and IoU ``(1,)`` of ``box``, and the logits of its
+    ``jitter`` jittered boxes (seeded by ``frame``).
+
+    With the inference decoder, the box and its jittered boxes go in one call (its
+    box-free work done once; each box's logits those of its own decode, bit for bit); the
+    module decodes them apart (batched, its rows would differ by rounding).
+    """
+    together = jitter > 0 and getattr(net, "fast_decoder", None) is not None
+    prompts = [box] + (jittered_boxes(box, jitter, frame) if together else [])
+    logits, iou = net.decode(embedding, torch.tensor(prompts, dtype=torch.float32))
+    logits, others = logits[:1], logits[1:]
+    if jitter > 0 and not together:
+        boxes = torch.tensor(jittered_boxes(box, jitter, frame), dtype=torch.float32)
+        others = net.decode(embedding, boxes)[0]
+    return logits, iou, others
+
+
 def run(
     net: Any,
     cache: Any,
@@ -213,7 +234,8 @@ def run(
             if j == 0:
                 c.fallback = box
             embedding = cache.get(frame)[0]
-            logits, iou = net.decode(embedding, torch.tensor([box], dtype=torch.float32))
+            jittered = c.jitter and not grad
+            logits, iou, others = _decode(net, embedding, box, c.jitter if jittered else 0, frame)
             quality = float(iou.detach()[0])
             if frame in c.boxes:
                 c.key_iou = quality
@@ -233,9 +255,8 @@ def run(
                     progress(done, total)
                 continue
             c.ious.append(quality)
-            if c.jitter and not grad:
-                boxes = torch.tensor(jittered_boxes(box, c.jitter, frame), dtype=torch.float32)
-                c.agreement.append(agreement(logits[0], net.decode(embedding, boxes)[0]))
+            if jittered:
+                c.agreement.append(agreement(logits[0], others))
             logits = R.to_slice(logits, resized, (h, w))[0]
             c.previous = (torch.sigmoid(logits.detach()) > 0.5).cpu().numpy()
             _store(c, logits.float(), grad)

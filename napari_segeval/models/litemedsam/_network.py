@@ -22,7 +22,8 @@ convolution (an exact rewrite: a frozen batch norm is an affine map per channel)
 the attention biases gathered once per block; the weights themselves stay the authors'.
 This module's encoder stays differentiable with respect to the input image (attacks run
 it); without gradients the backend runs :mod:`._fused`'s copy of it on oneDNN's fused
-kernels (float32 or bfloat16), :attr:`LiteMedSAMNet.fast_encoder`.
+kernels (float32 or bfloat16), :attr:`LiteMedSAMNet.fast_encoder`, and
+:mod:`._fused_decoder`'s copy of the mask decoder, :attr:`LiteMedSAMNet.fast_decoder`.
 
 This module imports torch at import time: import it only inside functions.
 """
@@ -627,6 +628,10 @@ class LiteMedSAMNet(nn.Module):
         self._dense_pe: torch.Tensor | None = None
         #: The inference encoder :meth:`encode` runs without gradients (None: the module).
         self.fast_encoder: Callable[[torch.Tensor], torch.Tensor] | None = None
+        #: The inference decoder :meth:`decode` runs without gradients (None: the module).
+        self.fast_decoder: (
+            Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None
+        ) = None
 
     @torch.no_grad()
     def prepare_inference(self) -> LiteMedSAMNet:
@@ -664,7 +669,14 @@ class LiteMedSAMNet(nn.Module):
         self, embedding: torch.Tensor, boxes: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding, and the
-        decoder's predicted IoU of each mask ``(B,)``."""
+        decoder's predicted IoU of each mask ``(B,)``.
+
+        Runs :attr:`fast_decoder` (:func:`~._fused_decoder.inference_decoder`) unless
+        gradients flow back to ``embedding``, which the module computes.
+        """
+        fast = self.fast_decoder
+        if fast is not None and not (torch.is_grad_enabled() and embedding.requires_grad):
+            return fast(embedding, boxes)
         sparse = self.prompt_encoder.embed_boxes(boxes.to(embedding.device))
         dense = self.prompt_encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
         return self.mask_decoder(embedding, self.dense_pe().to(embedding.dtype), sparse, dense)

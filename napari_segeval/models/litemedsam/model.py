@@ -174,6 +174,9 @@ class LiteMedSAMModel:
     precision : Precision or str
         The encoder's arithmetic, resolved (:func:`~napari_segeval.models.precision.resolve_precision`:
         ``auto`` -> the fastest this machine runs); :attr:`precision` holds the choice.
+    weights_sha256 : str, optional
+        The SHA-256 of ``network``'s weight file: ``openvino`` keeps its converted encoder
+        in the user cache under it (None: converted at every load).
     """
 
     name = "litemedsam"
@@ -199,10 +202,12 @@ class LiteMedSAMModel:
         box3d=True,
         reason="LiteMedSAM was trained with box prompts only",
         # bf16 is faster but does not keep the masks (per-structure Dice against fp32
-        # down to 0.98 on the sample task: benchmarks/bench_litemedsam.py --part
-        # encoder), so auto runs fp32 and bf16 is run only when asked for
-        precisions=(Precision.BF16, Precision.FP32),
-        auto_precisions=(Precision.FP32,),
+        # down to 0.955 on the sample task: benchmarks/bench_litemedsam.py --part
+        # encoder), so auto runs fp32 and bf16 is run only when asked for; OpenVINO's
+        # float32 encoder keeps them and is faster than torch's where its extra is
+        # installed (on a CPU)
+        precisions=(Precision.OPENVINO, Precision.BF16, Precision.FP32),
+        auto_precisions=(Precision.OPENVINO, Precision.FP32),
     )
 
     @classmethod
@@ -225,17 +230,25 @@ class LiteMedSAMModel:
         cache_mb: float | None = DEFAULT_CACHE_MB,
         name: str = "litemedsam",
         precision: Precision | str = Precision.AUTO,
+        weights_sha256: str | None = None,
     ) -> None:
         from napari_segeval.models._device import pick_device
 
         from ._fused import inference_encoder
+        from ._fused_decoder import inference_decoder
 
         self.device = pick_device(None if device is None else str(device))
         self.precision = model_precision(precision, self.capabilities, self.device, "litemedsam")
         self.network = network.to(self.device)
-        self.network.fast_encoder = inference_encoder(
-            self.network.image_encoder, self.precision.value, self.device
-        )
+        if self.precision is Precision.OPENVINO:
+            from ._openvino import openvino_encoder
+
+            self.network.fast_encoder = openvino_encoder(self.network.image_encoder, weights_sha256)
+        else:
+            self.network.fast_encoder = inference_encoder(
+                self.network.image_encoder, self.precision.value, self.device
+            )
+        self.network.fast_decoder = inference_decoder(self.network, self.device)
         self.cache_mb = cache_mb
         self.name = str(name)
         self.last_run: dict = {}
@@ -630,7 +643,8 @@ def load_litemedsam(
 
     ``path`` (optional) reads another copy of the same file (size and SHA-256 checked).
     ``precision``: the encoder's arithmetic (``auto``: the fastest this machine runs
-    that keeps the masks; ``fp32``; ``bf16``), checked before the weights are read.
+    that keeps the masks; ``fp32``; ``bf16``; ``openvino``: float32 on OpenVINO, the
+    ``openvino`` extra), checked before the weights are read.
 
     Raises
     ------
@@ -655,4 +669,6 @@ def load_litemedsam(
     load_state_strict(
         net, state, _asset.verified_path(_asset.ENTRY, path), _asset.WHAT, "LiteMedSAM's network"
     )
-    return LiteMedSAMModel(net.prepare_inference(), device=dev, precision=chosen)
+    return LiteMedSAMModel(
+        net.prepare_inference(), device=dev, precision=chosen, weights_sha256=_asset.ENTRY.sha256
+    )

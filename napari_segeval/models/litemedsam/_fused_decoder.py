@@ -1,0 +1,269 @@
+"""LiteMedSAM's mask decoder for inference on a CPU: the image side once per embedding.
+
+:class:`FusedDecoder` computes what :class:`~._network.MaskDecoder` computes for box
+prompts (same weights, float32) for several boxes on one embedding, with three changes
+of where the work is done and none of what is computed:
+
+* **The work that does not depend on the box is done once per call**, not once per box:
+  the image tokens plus the "no mask" embedding, their sum with the positional grid, and
+  the first block's three projections of them (the token-to-image keys and values, the
+  image-to-token queries). A slice decoded with its box and the four jittered boxes of
+  the risk signal (:mod:`._chain`, one call) pays for them once instead of five times.
+* **The image-to-token attention is two small matrix products**: every head's scores at
+  once against the block diagonal of the 7 prompt tokens' keys, a softmax along rows of
+  4096 (torch's attention kernels, and a softmax along rows of 7, took longer than the
+  rest of the block), and the values' block diagonal folded into the output projection.
+* **The image tokens stay token-major** (``(B, 4096, C)``, contiguous): the module works
+  on a permuted view of the ``(B, C, 64, 64)`` map, so its sums and projections ran on
+  strided memory (the sums alone were a third of a decode).
+* **Every projection of image tokens runs on oneDNN** (``torch.ops.mkldnn._linear_pointwise``,
+  as :mod:`._fused`: torch's ``addmm`` is MKL's, about half as fast on AMD processors),
+  with the residual sums and GELUs fused into the kernels, and the two transposed
+  convolutions of the upscaling (2 x 2, stride 2) are projections of each token to its
+  2 x 2 sub-pixels, kept in that order until the logits are put on the 256 x 256 grid.
+
+The values agree with the module's to float rounding (logits within 3e-5 on a slice of
+the sample task); ``segeval evaluate --protocol medsam2-3d --model litemedsam`` on the
+sample cases ``abd_001``-``abd_004`` gave the same label maps and the same
+``results.csv`` with it as with the module. Each box is decoded on its own after the
+box-free part, so a box's logits are the same, bit for bit, alone or beside others. No
+gradients (the gradient path runs the module). Timings: ``benchmarks/bench_litemedsam.py
+--part encoder`` (its decoder lines).
+
+This module imports torch at import time: import it only inside functions.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ._fused import _Lin, _Norm
+from ._network import EMBED_SIZE, Attention, LiteMedSAMNet, TwoWayBlock
+
+#: Image tokens upscaled at a time: a token's 4 x 4 sub-pixels of 32 channels are 2 KiB,
+#: so 1024 tokens keep the upscaling's largest intermediate at 2 MiB (in cache). Measured
+#: (CPU ms of the second projection, its GELU and the logits for five boxes, one core):
+#: all five boxes' tokens at once 29.6, 4096 tokens at a time 11.3, 1024: 10.5, 256: 11.6,
+#: 128: 12.3.
+UP_TOKENS = 1024
+
+
+def _lin(layer: torch.nn.Linear) -> _Lin:
+    return _Lin(
+        layer.weight.detach().float().contiguous(), layer.bias.detach().float().contiguous()
+    )
+
+
+def _norm(norm: torch.nn.Module) -> _Norm:
+    return _Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
+
+
+def _cat(*layers: torch.nn.Linear) -> _Lin:
+    """One projection computing several (their outputs side by side)."""
+    w = torch.cat([m.weight.detach().float() for m in layers]).contiguous()
+    b = torch.cat([m.bias.detach().float() for m in layers]).contiguous()
+    return _Lin(w, b)
+
+
+def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
+    """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
+    sub-pixels: outputs ordered ``(i, j, channel)`` for the sub-pixel ``(i, j)``."""
+    w = conv.weight.detach().float()  # (in, out, 2, 2)
+    cin, cout = int(w.shape[0]), int(w.shape[1])
+    weight = w.permute(2, 3, 1, 0).reshape(4 * cout, cin).contiguous()
+    bias = conv.bias.detach().float().repeat(4).contiguous()
+    return _Lin(weight, bias)
+
+
+class FusedDecoder:
+    """The mask decoder of a :class:`~._network.LiteMedSAMNet` for box prompts, on a CPU.
+
+    Parameters
+    ----------
+    net : LiteMedSAMNet
+        The loaded network (eval mode, :meth:`~._network.LiteMedSAMNet.prepare_inference`
+        called); its decoder's weights are copied once.
+
+    Calling it as ``decoder(embedding, boxes)`` (``(1, 256, 64, 64)``, ``(B, 4)`` in
+    256-pixel space) gives what :meth:`~._network.LiteMedSAMNet.decode` gives: logits
+    ``(B, 1, 256, 256)`` and the predicted IoU ``(B,)``.
+    """
+
+    def __init__(self, net: LiteMedSAMNet) -> None:
+        dec = net.mask_decoder
+        t = dec.transformer
+        self.net = net
+        self.heads = int(t.layers[0].self_attn.heads)
+        self.eye = torch.eye(self.heads)
+        with torch.no_grad():
+            pe = net.dense_pe().float()
+            self.key_pe = pe[0].flatten(1).t().contiguous()  # (4096, 256)
+            self.dense = net.prompt_encoder.no_mask_embed.weight.detach().float()[0]
+            self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
+            first, second = t.layers
+            t2i, i2t = first.cross_attn_token_to_image, first.cross_attn_image_to_token
+            # the first block's projections of the image tokens: keys+pe -> [t2i k | i2t q]
+            self.first_kq = _cat(t2i.k_proj, i2t.q_proj)
+            self.first_v = _lin(t2i.v_proj)
+            self.blocks = [self._block(first), self._block(second)]
+            fin = t.final_attn_token_to_image
+            self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _norm(t.norm_final_attn))
+            convt1, norm, _, convt2, _ = dec.output_upscaling
+            self.up1, self.up_norm, self.up2 = _transposed(convt1), _norm(norm), _transposed(convt2)
+        self.dec = dec
+
+    @staticmethod
+    def _block(blk: TwoWayBlock) -> dict:
+        t2i, i2t = blk.cross_attn_token_to_image, blk.cross_attn_image_to_token
+        return {
+            # keys+pe feed the token-to-image keys and the image-to-token queries
+            "kq": _cat(t2i.k_proj, i2t.q_proj),
+            "v": _lin(t2i.v_proj),
+            "out": _lin(i2t.out_proj),
+            "norm4": _norm(blk.norm4),
+        }
+
+    def _split(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, N, C)`` -> ``(B, heads, N, C / heads)`` (a view)."""
+        b, n, c = x.shape
+        return x.view(b, n, self.heads, c // self.heads).transpose(1, 2)
+
+    def _merge(self, x: torch.Tensor) -> torch.Tensor:
+        b, h, n, c = x.shape
+        return x.transpose(1, 2).reshape(b, n, h * c)
+
+    def _to_image(
+        self, attn: Attention, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+    ) -> torch.Tensor:
+        """Token-to-image attention: the prompt tokens ``q`` ``(B, 7, 256)`` attend to the
+        projected image keys and values ``(B or 1, 4096, inner)``."""
+        b = q.shape[0]
+        qh = self._split(attn.q_proj(q))
+        kh = self._split(k).expand(b, -1, -1, -1)
+        vh = self._split(v).expand(b, -1, -1, -1)
+        return attn.out_proj(self._merge(F.scaled_dot_product_attention(qh, kh, vh)))
+
+    def _to_tokens(
+        self,
+        blk: TwoWayBlock,
+        p: dict,
+        keys: torch.Tensor,
+        q_img: torch.Tensor,
+        queries: torch.Tensor,
+        pe: torch.Tensor,
+    ) -> torch.Tensor:
+        """``norm4(keys + image-to-token attention)`` of the image tokens ``(B, 4096, 256)``."""
+        attn = blk.cross_attn_image_to_token
+        b, t, _ = queries.shape
+        heads = self.heads
+        kt = attn.k_proj(queries + pe)  # (B, 7, inner): the prompt tokens' keys, values
+        vt = attn.v_proj(queries)
+        d = kt.shape[-1] // heads
+        # every head's scores in one product, transposed: the block-diagonal (heads * 7,
+        # inner) of the heads' keys (scale folded in) times the image queries; the softmax
+        # over a head's 7 tokens then runs along 4096-long rows (along rows of 7, as
+        # attention kernels lay them out, it took longer than all the rest)
+        kbd = torch.einsum("bthi,hg->bhtgi", kt.view(b, t, heads, d) * d**-0.5, self.eye)
+        kbd = kbd.reshape(b, heads * t, heads * d)
+        if q_img.shape[0] == 1:
+            scores = torch.mm(kbd.reshape(b * heads * t, -1), q_img[0].t())
+        else:
+            scores = torch.bmm(kbd, q_img.transpose(1, 2))
+        probs = scores.view(b, heads, t, -1).softmax(dim=2).view(b, heads * t, -1)
+        # the values' block diagonal (heads * 7, inner) times the output projection
+        vbd = torch.einsum("bthi,hg->bhtgi", vt.view(b, t, heads, d), self.eye)
+        out = p["out"]
+        c = torch.matmul(vbd.reshape(b, heads * t, heads * d), out.w.t())
+        keys = torch.baddbmm(keys.expand(b, -1, -1), probs.transpose(1, 2), c).add_(out.b)
+        return p["norm4"](keys)
+
+    @torch.no_grad()
+    def __call__(
+        self, embedding: torch.Tensor, boxes: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``(B, 1, 256, 256)`` and predicted IoU ``(B,)`` of ``boxes`` on ``embedding``.
+
+        The box-free part is computed once, then each box on its own: a box's logits are
+        the same, bit for bit, whatever other boxes share the call.
+        """
+        # the box-free part, once: image tokens (token-major), +pe, first projections
+        src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
+        src = src[None]  # (1, 4096, 256)
+        kq = self.first_kq(src + self.key_pe)
+        v_img = self.first_v(src)
+        boxes = boxes.to(embedding.device)
+        outs = [self._box(boxes[i : i + 1], src, kq, v_img) for i in range(boxes.shape[0])]
+        return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
+
+    def _box(
+        self, box: torch.Tensor, src: torch.Tensor, kq: torch.Tensor, v_img: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One box ``(1, 4)``: logits ``(1, 1, 256, 256)`` and IoU ``(1,)``."""
+        net, dec = self.net, self.dec
+        sparse = net.prompt_encoder.embed_boxes(box).float()
+        b = 1
+        tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
+        first, second = dec.transformer.layers
+        p0, p1 = self.blocks
+        inner = kq.shape[-1] // 2
+        k_img, q_img = kq[..., :inner], kq[..., inner:]
+        # block 1: its self-attention skips the pe
+        queries = first.norm1(first.self_attn(tokens, tokens, tokens))
+        queries = first.norm2(
+            queries
+            + self._to_image(first.cross_attn_token_to_image, queries + tokens, k_img, v_img)
+        )
+        queries = first.norm3(queries + first.mlp(queries))
+        keys = self._to_tokens(first, p0, src, q_img, queries, tokens)
+        # block 2: every projection depends on the box
+        q = queries + tokens
+        queries = second.norm1(queries + second.self_attn(q, q, queries))
+        spe = keys + self.key_pe
+        kq = p1["kq"](spe)
+        k_img, q_img = kq[..., :inner], kq[..., inner:]
+        v_img = p1["v"](keys)
+        queries = second.norm2(
+            queries
+            + self._to_image(second.cross_attn_token_to_image, queries + tokens, k_img, v_img)
+        )
+        queries = second.norm3(queries + second.mlp(queries))
+        keys = self._to_tokens(second, p1, keys, q_img, queries, tokens)
+        # the final token-to-image attention
+        k_proj, v_proj, norm = self.final
+        fin = dec.transformer.final_attn_token_to_image
+        hs = norm(
+            queries
+            + self._to_image(fin, queries + tokens, k_proj(keys + self.key_pe), v_proj(keys))
+        )
+        # upscaling: each image token -> its 2 x 2 sub-pixels, twice, and the logits, in
+        # chunks of tokens (the 4 x 4 x 32 values of a token are not kept beyond a chunk)
+        hyper = dec.output_hypernetworks_mlps[0](hs[:, 1])  # (B, 32)
+        n = EMBED_SIZE * EMBED_SIZE
+        per = max(1, min(n, UP_TOKENS))
+        out = torch.empty(b, n, 16)
+        for t0 in range(0, n, per):
+            up = self.up1(keys[0, t0 : t0 + per]).view(-1, 4, self.up_norm.w.shape[0])
+            up = self.up2(F.gelu(self.up_norm(up)), gelu=True)  # (per, 4, 4 * 32)
+            out[0, t0 : t0 + per] = (up.view(-1, hyper.shape[-1]) @ hyper[0]).view(-1, 16)
+        # (B, y, x, i, j, i2, j2) -> row 4y + 2i + i2, column 4x + 2j + j2
+        g = out.view(b, EMBED_SIZE, EMBED_SIZE, 2, 2, 2, 2).permute(0, 1, 3, 5, 2, 4, 6)
+        logits = g.reshape(b, 1, 4 * EMBED_SIZE, 4 * EMBED_SIZE)
+        return logits, dec.iou_prediction_head(hs[:, 0])[:, 0]
+
+
+def inference_decoder(net: LiteMedSAMNet, device: torch.device) -> FusedDecoder | None:
+    """The decoder a backend runs without gradients: a :class:`FusedDecoder` on a CPU with
+    oneDNN, None (the module) elsewhere.
+
+    Examples
+    --------
+    >>> net = LiteMedSAMNet().prepare_inference()
+    >>> type(inference_decoder(net, torch.device("cpu"))).__name__
+    'FusedDecoder'
+    """
+    from ._fused import mkldnn_available
+
+    if device.type == "cpu" and mkldnn_available():
+        return FusedDecoder(net)
+    return None
