@@ -108,13 +108,16 @@ def test_the_chains_risk_signal_is_unchanged(lite):
     frames = lite.preprocess(np.asarray(case.image)[z : z + 3], "CT")
     walk = Walk(0, PromptSet.from_box(box), "forward")
     store = lite.feature_cache()  # the slices are encoded once for both runs
-    fused = lite.propagate_walks(frames, [walk], crops=True, features=store)[0]
     net = lite.network
-    fast, net.fast_decoder = net.fast_decoder, None
+    fast = net.fast_decoder
+    lite.risk_jitter = 4  # the signal is off by default
     try:
+        fused = lite.propagate_walks(frames, [walk], crops=True, features=store)[0]
+        net.fast_decoder = None
         module = lite.propagate_walks(frames, [walk], crops=True, features=store)[0]
     finally:
         net.fast_decoder = fast
+        lite.risk_jitter = type(lite).risk_jitter
     assert len(fused.agreement) == len(module.agreement) == 3
     np.testing.assert_allclose(fused.agreement, module.agreement, atol=1e-3)
     np.testing.assert_allclose(fused.quality, module.quality, atol=1e-4)
