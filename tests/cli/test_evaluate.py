@@ -233,7 +233,11 @@ def test_report_of_a_broken_run_record_is_one_line(tmp_path, capsys, run_json, w
     )
 
 
-def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(tmp_path, capsys):
+@pytest.mark.parametrize("precision", ["bf16", "openvino"])
+def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(
+    tmp_path, capsys, precision
+):
+    """Every precision the command offers reaches the model's own refusal."""
     from napari_segeval.cli import main
 
     task = write_msd(tmp_path / "T", 1)
@@ -247,7 +251,7 @@ def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(tmp_p
             "--model",
             "threshold",
             "--precision",
-            "bf16",
+            precision,
             "-o",
             str(out),
             "--no-progress",
@@ -256,7 +260,7 @@ def test_a_precision_the_model_cannot_run_is_one_line_before_anything_runs(tmp_p
     err = capsys.readouterr().err
     assert rc == 2 and not out.exists()
     assert err == (
-        "segeval evaluate: error: --precision bf16: threshold runs in fp32 only; "
+        f"segeval evaluate: error: --precision {precision}: threshold runs in fp32 only; "
         "--precision auto chooses fp32\n"
     )
 

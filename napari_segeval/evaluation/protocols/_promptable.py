@@ -37,6 +37,7 @@ from napari_segeval.evaluation.protocols import CaseOutput
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.metrics.catalog import mean
 from napari_segeval.metrics.structures import structures_to_score
+from napari_segeval.models.precision import PRECISION_CHOICES
 
 #: The parameters of the promptable protocols and their defaults (``medsam2-3d``'s;
 #: ``medsam2-video`` and ``interactive`` start from them).
@@ -72,7 +73,7 @@ _CHOICES = {
     "scoring": ("merged", "per-structure", "ordered"),
     "jitter_mode": ("edges", "outward"),
     "prompt": ("box", "mask", "box3d"),
-    "precision": ("auto", "fp32", "bf16"),
+    "precision": PRECISION_CHOICES,
 }
 
 
