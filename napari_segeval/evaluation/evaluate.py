@@ -117,7 +117,9 @@ def run_evaluation(
             f"{out}: cannot create the results folder ({exc.strerror or exc})"
         ) from exc
     if isinstance(data, (str, os.PathLike)):
-        specs = load_layout(data, layout, **{**proto.layout_options, **dict(layout_options or {})})
+        specs = load_layout(
+            Path(data), layout, **{**proto.layout_options, **dict(layout_options or {})}
+        )
         source = str(Path(data).absolute())
     else:
         specs = [s if isinstance(s, CaseSpec) else CaseSpec.from_dict(s) for s in data]

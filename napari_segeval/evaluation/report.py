@@ -32,6 +32,7 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from napari_segeval._atomic import atomic_write_text
@@ -250,7 +251,7 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
     views = store.read_views(output_dir, case)
     if "image" not in views:
         return ""
-    figs = [("image", None)]
+    figs: list[tuple[str, Any]] = [("image", None)]  # (title, view array or None)
     if views.get("reference") is not None:
         figs.append(("reference", views["reference"]))
     figs += [
