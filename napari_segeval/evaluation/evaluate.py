@@ -144,7 +144,7 @@ def run_evaluation(
 
         ensure_folds(
             specs,
-            int(p.get("folds", 5)),
+            int(p["folds"]),
             int(p.get("seed", 0)),
             out,
             cv_splits=p.get("cv_splits"),

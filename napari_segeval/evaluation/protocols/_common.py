@@ -142,26 +142,29 @@ def score(
 def check_number(
     params: Mapping,
     key: str,
-    default: Any,
     what: str,
     ok: Callable[[Any], bool] = lambda v: True,
     *,
     whole: bool = False,
 ) -> None:
-    """Refuse ``params[key]`` (``default`` when absent) unless it is a number (an int
-    with ``whole``; never a bool) for which ``ok`` holds: one line,
-    ``parameter KEY must be WHAT, got VALUE``.
+    """Refuse ``params[key]`` unless it is a number (an int with ``whole``; never a bool)
+    for which ``ok`` holds: one line, ``parameter KEY must be WHAT, got VALUE``. An absent
+    key is not checked (a protocol's defaults hold, and :meth:`Protocol.resolve_params`
+    fills them in before its check runs).
 
     Examples
     --------
-    >>> check_number({"rounds": 2}, "rounds", 5, "a whole number >= 0", lambda v: v >= 0,
+    >>> check_number({"rounds": 2}, "rounds", "a whole number >= 0", lambda v: v >= 0,
     ...              whole=True)
-    >>> check_number({"rounds": 1.5}, "rounds", 5, "a whole number >= 0", whole=True)
+    >>> check_number({}, "rounds", "a whole number >= 0", whole=True)
+    >>> check_number({"rounds": 1.5}, "rounds", "a whole number >= 0", whole=True)
     Traceback (most recent call last):
     ...
     napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got 1.5
     """
-    v = params.get(key, default)
+    if key not in params:
+        return
+    v = params[key]
     if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not ok(v):
         raise SegEvalError(f"parameter {key} must be {what}, got {v!r}")
 
@@ -179,9 +182,7 @@ def check_scoring(params: Mapping) -> None:
     """
     from napari_segeval.metrics.overlap import EMPTY_CHOICES
 
-    check_number(
-        params, "tolerance_mm", 2.0, "a positive number of mm", lambda v: 0 < v < float("inf")
-    )
+    check_number(params, "tolerance_mm", "a positive number of mm", lambda v: 0 < v < float("inf"))
     if params.get("empty", "one") not in EMPTY_CHOICES:
         raise SegEvalError(
             f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, got {params['empty']!r}"

@@ -111,14 +111,10 @@ def check_params(params: dict) -> None:
                 f"parameter {key} must be one of "
                 f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}"
             )
-    C.check_number(
-        params, "jitter", 0, "a whole number of pixels >= 0", lambda v: v >= 0, whole=True
-    )
-    C.check_number(params, "seed", 0, "a whole number", whole=True)
+    C.check_number(params, "jitter", "a whole number of pixels >= 0", lambda v: v >= 0, whole=True)
+    C.check_number(params, "seed", "a whole number", whole=True)
     if params.get("nsd_min_dice") is not None:
-        C.check_number(
-            params, "nsd_min_dice", None, "null or a number in [0, 1]", lambda v: 0 <= v <= 1
-        )
+        C.check_number(params, "nsd_min_dice", "null or a number in [0, 1]", lambda v: 0 <= v <= 1)
     if params.get("prompt") == "box3d" and not _runs_box3d(params.get("model", DEFAULTS["model"])):
         raise SegEvalError(
             f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "

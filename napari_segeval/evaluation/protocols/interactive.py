@@ -88,7 +88,7 @@ def check_params(params: Mapping) -> None:
     ...
     napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
     """
-    C.check_number(params, "rounds", 0, "a whole number >= 0", lambda v: v >= 0, whole=True)
+    C.check_number(params, "rounds", "a whole number >= 0", lambda v: v >= 0, whole=True)
     for key, allowed in (
         ("refine_prompt", REFINE),
         ("mode", MODES),
@@ -98,7 +98,7 @@ def check_params(params: Mapping) -> None:
             raise SegEvalError(
                 f"parameter {key} must be one of {', '.join(allowed)}, got {params[key]!r}"
             )
-    C.check_number(params, "target_dice", 0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
+    C.check_number(params, "target_dice", "a number in (0, 1]", lambda v: 0 < v <= 1)
     P.check_params(dict(params))
 
 

@@ -273,8 +273,8 @@ def check_params(params: dict) -> None:
     napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
     """
     D.check_attacks(params.get("attacks", []))
-    C.check_number(params, "overlap", 0.5, "in [0, 1)", lambda v: 0 <= v < 1)
-    C.check_number(params, "risk_tta", 4, "0 (no tta signal) or a whole number >= 2",
+    C.check_number(params, "overlap", "in [0, 1)", lambda v: 0 <= v < 1)
+    C.check_number(params, "risk_tta", "0 (no tta signal) or a whole number >= 2",
                    lambda v: v == 0 or v >= 2, whole=True)  # fmt: skip
     C.check_scoring(params)
 
