@@ -200,13 +200,9 @@ def _scores(srows, rows) -> dict:
         vals = [r[sig.value] for r in rows]
         out["slice"][sig.value] = vals
     # a structure's value of one signal: the area-weighted mean over its slices
+    features = [structure_features_of(s) for s in srows]
     for sig in Signal:
-        per = []
-        for s in srows:
-            v = [(max(x.area, 1), x.signals[sig]) for x in s["slices"]]
-            v = [(w, a) for w, a in v if math.isfinite(a)]
-            per.append(sum(w * a for w, a in v) / sum(w for w, _ in v) if v else math.nan)
-        out["structure"][sig.value] = per
+        out["structure"][sig.value] = [f.get(f"mean_{sig.value}", math.nan) for f in features]
     return out
 
 

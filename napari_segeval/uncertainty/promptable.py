@@ -38,7 +38,7 @@ def _noisy(
 
     x = torch.as_tensor(frames)
     if std <= 0:
-        return frames if isinstance(frames, torch.Tensor) else x
+        return x  # the same tensor when given one (torch.as_tensor)
     noise = torch.from_numpy(rng.normal(0.0, std, size=tuple(x.shape)).astype(np.float32))
     y = x.float() + noise.to(x.device)
     return y.clamp(*clamp) if clamp is not None else y

@@ -200,10 +200,6 @@ class Logistic:
         }
 
 
-#: The structure-level features (:func:`structure_features`).
-STRUCTURE_FEATURES = ("mean_risk", "max_risk", "quality_stop", "n_slices")
-
-
 class RiskKind(Enum):
     """The kind of model a shipped risk model was fitted for; the value is its file
     beside this module."""
@@ -539,7 +535,6 @@ def case_risk(structures: Iterable[StructureRisk]) -> float:
 
 __all__ = [
     "FLAG_LEVEL",
-    "STRUCTURE_FEATURES",
     "Flag",
     "Logistic",
     "RiskKind",

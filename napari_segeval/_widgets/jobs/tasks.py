@@ -156,21 +156,21 @@ def capability(spec: tuple, model: Any = None) -> Capability:
             f"{name} is a dense model: it segments without prompts "
             "(Segment tab), so it cannot be corrected with prompts",
         )
-    if model is not None:
-        caps = model.capabilities
-        if caps.points:
-            return Capability(True, True)
-        what = "boxes and mask prompts" if caps.masks else "boxes"
-        why = f": {caps.reason}" if caps.reason else ""
-        return Capability(True, False, f"{name} takes {what}, not points{why}")
-    from napari_segeval.models.registry import capabilities_of
-
-    caps = capabilities_of(name)  # a catalogue name: its network's
+    caps = _capabilities(spec, model)
     if caps is None:  # the weights decide (or a factory): known once loaded
         return Capability(True, None)
     if not caps.points:
         return Capability(True, False, caps.refusal("point", name))
     return Capability(True, True)
+
+
+def _capabilities(spec: tuple, model: Any = None) -> Any:
+    """What the promptable model of ``spec`` takes: the loaded ``model``'s say, else the
+    registry's declaration (a catalogue name: its network's; None when only loading the
+    weights could tell)."""
+    from napari_segeval.models.registry import capabilities_of
+
+    return model.capabilities if model is not None else capabilities_of(spec[0])
 
 
 def propagate_session(
@@ -277,11 +277,7 @@ def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
     >>> keeps_frames(("litemedsam", None, "cpu")), keeps_frames(("threshold", None, "cpu"))
     (True, False)
     """
-    from napari_segeval.models.registry import capabilities_of
-
-    if model is not None:
-        return bool(model.capabilities.frame_features)
-    caps = capabilities_of(spec[0])
+    caps = _capabilities(spec, model)
     return caps is not None and caps.frame_features
 
 
@@ -322,7 +318,7 @@ def uncertainty(
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     info = model.normalize_info(modality, window, image)
     if noise_std is None:
-        noise_std = 0.0 if model.capabilities.frame_features else NOISE_STD
+        noise_std = 0.0 if keeps_frames(spec, model) else NOISE_STD
     maps = prompt_tta(
         model,
         frames,

@@ -182,7 +182,7 @@ def _decode(
     box-free work done once; each box's logits those of its own decode, bit for bit); the
     module decodes them apart (batched, its rows would differ by rounding).
     """
-    together = jitter > 0 and getattr(net, "fast_decoder", None) is not None
+    together = jitter > 0 and net.fast_decoder is not None
     prompts = [box] + (jittered_boxes(box, jitter, frame) if together else [])
     logits, iou = net.decode(embedding, torch.tensor(prompts, dtype=torch.float32))
     logits, others = logits[:1], logits[1:]
