@@ -217,8 +217,8 @@ class WalkOutput:
     fill : float
         The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
     quality : list of float or None, optional
-        The model's own estimate of each frame's mask quality (LiteMedSAM's predicted
-        IoU), in visit order; None where it computed none.
+        The model's own estimate of each frame's mask quality (the IoU head's
+        predicted IoU: LiteMedSAM's, SAM2's), in visit order; None where it computed none.
     agreement : list of float or None, optional
         Each frame's box-jitter agreement: the mean Dice between the masks of jittered
         boxes decoded on the frame's embedding and its mask (1: stable); None where not

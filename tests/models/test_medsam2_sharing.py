@@ -183,3 +183,42 @@ def test_each_visited_slice_has_the_decoders_object_score(volume_runs):
     masks[2, 12:30, 14:36] = True
     risk = structure_risk(1, masks, np.asarray(masks, np.float32), trace=s.trace)
     assert risk.slices[0].signals[Signal.OBJECT] == pytest.approx(1.0 - s.trace.presence[2])
+
+
+def test_each_visited_slice_has_the_iou_heads_estimate(volume_runs):
+    """The trace holds the IoU head's estimate of the kept mask per slice (a probability,
+    the same shared or not), and the risk reads it as the ``iou`` signal."""
+    from napari_segeval.uncertainty.risk import Signal, structure_risk
+
+    shared, separate, _ = volume_runs
+    for lab in shared.structures:
+        q, r = shared.structures[lab].trace.quality, separate.structures[lab].trace.quality
+        assert sorted(q) == list(range(N)) and q == pytest.approx(r)
+        assert all(0.0 <= v <= 1.0 for v in q.values())
+    s = shared.structures[1]
+    masks = np.zeros((N, H, W), bool)
+    masks[2, 12:30, 14:36] = True
+    risk = structure_risk(1, masks, np.asarray(masks, np.float32), trace=s.trace)
+    assert risk.slices[0].signals[Signal.IOU] == pytest.approx(1.0 - s.trace.quality[2])
+
+
+def test_the_iou_probe_hears_the_kept_masks_estimate():
+    """With multimask output SAM2 keeps the mask of highest predicted IoU: the probe
+    gives that estimate, per object; a call without the decoder gives None."""
+    import torch
+
+    from napari_segeval.models.medsam2._loop import IouProbe
+
+    class Decoder(torch.nn.Module):
+        def forward(self, x):
+            return x, torch.tensor([[0.2, 0.9, 0.4], [0.7, 0.1, 0.3]]), None, None
+
+    net = torch.nn.Module()
+    net.sam_mask_decoder = Decoder()
+    with IouProbe(net) as probe:
+        assert probe.take() is None
+        net.sam_mask_decoder(torch.zeros(1))
+        assert probe.take() == pytest.approx([0.9, 0.7])
+        assert probe.take() is None
+    net.sam_mask_decoder(torch.zeros(1))  # the hook is gone
+    assert not net.sam_mask_decoder._forward_hooks

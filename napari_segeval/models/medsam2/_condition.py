@@ -132,31 +132,34 @@ def condition_structure(
     features: dict[int, tuple] = {}
     outs: dict[int, dict] = {}
     points: dict[int, dict] = {}
-    for prompt in prompts.prompts:
-        f = int(prompt.index)
-        if f not in features:
-            features[f] = feats.get(f)
-        vf, vp, sizes = features[f]
-        point_inputs, mask_in = _inputs(prompt, points, hw, size, device)
-        prev = None
-        if point_inputs is not None and f in outs:
-            prev = torch.clamp(outs[f]["pred_masks"], -PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP)
-        out = network.track_step(
-            frame_idx=f,
-            is_init_cond_frame=True,
-            current_vision_feats=vf,
-            current_vision_pos_embeds=vp,
-            feat_sizes=sizes,
-            point_inputs=point_inputs,
-            mask_inputs=mask_in,
-            output_dict={"cond_frame_outputs": {}, "non_cond_frame_outputs": {}},
-            num_frames=n,
-            track_in_reverse=False,
-            run_mem_encoder=False,
-            prev_sam_mask_logits=prev,
-        )
-        out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
-        outs[f] = out
+    with _loop.IouProbe(network) as probe:
+        for prompt in prompts.prompts:
+            f = int(prompt.index)
+            if f not in features:
+                features[f] = feats.get(f)
+            vf, vp, sizes = features[f]
+            point_inputs, mask_in = _inputs(prompt, points, hw, size, device)
+            prev = None
+            if point_inputs is not None and f in outs:
+                prev = torch.clamp(outs[f]["pred_masks"], -PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP)
+            out = network.track_step(
+                frame_idx=f,
+                is_init_cond_frame=True,
+                current_vision_feats=vf,
+                current_vision_pos_embeds=vp,
+                feat_sizes=sizes,
+                point_inputs=point_inputs,
+                mask_inputs=mask_in,
+                output_dict={"cond_frame_outputs": {}, "non_cond_frame_outputs": {}},
+                num_frames=n,
+                track_in_reverse=False,
+                run_mem_encoder=False,
+                prev_sam_mask_logits=prev,
+            )
+            out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
+            # a mask prompt's decoder call gives only the object pointer: no estimate
+            out["iou"] = None if mask_in is not None else (probe.take() or [None])[0]
+            outs[f] = out
     conds = {}
     for f, out in outs.items():  # propagate_in_video_preflight: encode the last outputs
         vf, _, sizes = features[f]
@@ -171,7 +174,7 @@ def condition_structure(
             is_mask_from_pts=True,
         )
         out["maskmem_features"], out["maskmem_pos_enc"] = mem, mem_pos
-        conds[f] = _loop.compact(out, out["pred_masks"])
+        conds[f] = _loop.compact(out, out["pred_masks"])  # keeps its "iou"
     return conds
 
 

@@ -25,7 +25,7 @@ most 8 pixels, 8-connectivity) before being resized to the native size.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -83,7 +83,8 @@ def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
 
 
 def compact(out: dict, logits: torch.Tensor) -> dict:
-    """What later frames read of a frame's output (memory features rounded to bfloat16)."""
+    """What later frames read of a frame's output (memory features rounded to bfloat16),
+    and its IoU estimate (``"iou"``, :class:`IouProbe`; None where not heard)."""
     import torch
 
     mem = out["maskmem_features"]
@@ -93,7 +94,42 @@ def compact(out: dict, logits: torch.Tensor) -> dict:
         "pred_masks": logits,
         "obj_ptr": out["obj_ptr"],
         "object_score_logits": out["object_score_logits"],
+        "iou": out.get("iou"),
     }
+
+
+class IouProbe:
+    """The IoU head's estimate of the mask SAM 2's decoder keeps, heard on each call.
+
+    ``track_step`` keeps the decoder's mask of highest predicted IoU (multimask output:
+    tracking and one-click frames) or its one mask, and drops the estimate. The probe
+    is a forward hook on ``sam_mask_decoder``: :meth:`take` gives, per object of the
+    last decoder call, the largest estimate it returned, the kept mask's (a
+    probability: MedSAM2's and SAM2.1's configs put the IoU head through a sigmoid).
+    Used as a context manager; the hook is removed on exit.
+    """
+
+    def __init__(self, network: Any) -> None:
+        self._network = network
+        self._heard: torch.Tensor | None = None
+        self._handle: Any = None
+
+    def __enter__(self) -> IouProbe:
+        self._handle = self._network.sam_mask_decoder.register_forward_hook(self._hear)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.remove()
+
+    def _hear(self, _module: Any, _args: Any, out: tuple) -> None:
+        self._heard = out[1]
+
+    def take(self) -> list[float] | None:
+        """Each object's estimate of the last call (None: the decoder did not run)."""
+        heard, self._heard = self._heard, None
+        if heard is None:
+            return None
+        return [float(v) for v in heard.detach().float().amax(dim=-1).reshape(-1)]
 
 
 def to_native(logits: torch.Tensor, hw: tuple[int, int]) -> torch.Tensor:

@@ -51,7 +51,8 @@ _MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
 class MemoryWalk:
     """One walk being tracked: its frames, structure, conditioning steps, memory, rows
     and, per row, the decoder's object score (sigmoid: the probability the object is on
-    the frame; None where the network gives none)."""
+    the frame; None where the network gives none) and its IoU estimate of the kept mask
+    (:class:`._loop.IouProbe`; None where it gives none)."""
 
     frames: list[int]
     group: int
@@ -59,6 +60,7 @@ class MemoryWalk:
     past: dict[int, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
     presence: list = field(default_factory=list)
+    quality: list = field(default_factory=list)
     last: int = 0
     stopped: bool = False
 
@@ -113,14 +115,16 @@ def track(
     step: int,
     n: int,
     fill_hole_area: int,
-) -> tuple[torch.Tensor, Any]:
+    probe: _loop.IouProbe,
+) -> tuple[torch.Tensor, Any, list | None]:
     """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``:
     the low-resolution logits and the object score logits (``(B, 1)``; None when the
     network gives none).
 
     ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
     each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of its current frame.
-    Stores the walks' memory; returns the hole-filled low-res logits ``(B, 1, h, w)``.
+    Stores the walks' memory; returns the hole-filled low-res logits ``(B, 1, h, w)``,
+    the object scores and each walk's IoU estimate (heard by ``probe``).
     """
     import torch
 
@@ -159,7 +163,7 @@ def track(
     for i, s in enumerate(states):
         s.past[step] = _split(out, logits, i) if b > 1 else _loop.compact(out, logits)
         s.past.pop(step - keep, None)
-    return logits, out.get("object_score_logits")
+    return logits, out.get("object_score_logits"), probe.take()
 
 
 def _groups(active: list[MemoryWalk], batch: bool) -> list[list[MemoryWalk]]:
@@ -193,8 +197,8 @@ def run_walks(
     (``stop_when_empty``) only after its last conditioning frame; the rows it skips
     are ``-1024`` (the predictor's no-object score). ``on_frame(i, frame,
     probability)`` (optional) hears walk ``i``'s detached probability on each frame as
-    soon as it is computed. Each state's ``presence`` holds its rows' object scores
-    (the rows a walk skips have none).
+    soon as it is computed. Each state's ``presence`` and ``quality`` hold its rows'
+    object scores and IoU estimates (the rows a walk skips have none).
     """
     import torch
 
@@ -209,10 +213,11 @@ def run_walks(
 
     number = {id(s): i for i, s in enumerate(states)}
 
-    def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any) -> None:
+    def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any, iou: Any) -> None:
         native = _loop.to_native(logits, hw)[0, 0].float()
         s.rows.append(native)
         s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
+        s.quality.append(iou)
         tick()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
@@ -228,18 +233,24 @@ def run_walks(
                     feats.forget(s.frames[j], j)
             tick(len(s.frames) - len(s.rows))
 
-    for step in range(max(len(s.frames) for s in states)):
-        active = [s for s in states if not s.stopped and step < len(s.frames)]
-        for s in [s for s in active if s.is_cond(step)]:
-            cond = conds[s.group][s.frames[step]]
-            record(s, cond["pred_masks"], step, cond.get("object_score_logits"))
-        tracked = [s for s in active if not s.is_cond(step)]
-        for group in _groups(tracked, batch):
-            check_cancel(cancel, "MedSAM2 propagation")
-            frame_feats = [feats.get(s.frames[step]) for s in group]
-            logits, scores = track(network, group, conds, frame_feats, step, n, fill_hole_area)
-            for i, s in enumerate(group):
-                record(s, logits[i : i + 1], step, None if scores is None else scores[i])
+    with _loop.IouProbe(network) as probe:
+        for step in range(max(len(s.frames) for s in states)):
+            active = [s for s in states if not s.stopped and step < len(s.frames)]
+            for s in [s for s in active if s.is_cond(step)]:
+                cond = conds[s.group][s.frames[step]]
+                record(
+                    s, cond["pred_masks"], step, cond.get("object_score_logits"), cond.get("iou")
+                )
+            tracked = [s for s in active if not s.is_cond(step)]
+            for group in _groups(tracked, batch):
+                check_cancel(cancel, "MedSAM2 propagation")
+                frame_feats = [feats.get(s.frames[step]) for s in group]
+                logits, scores, ious = track(
+                    network, group, conds, frame_feats, step, n, fill_hole_area, probe
+                )
+                for i, s in enumerate(group):
+                    score = None if scores is None else scores[i]
+                    record(s, logits[i : i + 1], step, score, None if ious is None else ious[i])
     out = []
     for s in states:
         rows = s.rows

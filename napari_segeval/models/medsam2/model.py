@@ -410,7 +410,7 @@ class MedSAM2Model:
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            rows, presence = self._run(
+            rows, heard = self._run(
                 frames,
                 walks,
                 (n, h, w),
@@ -430,9 +430,10 @@ class MedSAM2Model:
                     r,
                     (h, w),
                     float("-inf"),
+                    quality=q + [None] * (len(r) - len(q)),
                     presence=p + [None] * (len(r) - len(p)),
                 )
-                for wk, r, p in zip(walks, outs, presence)
+                for wk, r, (p, q) in zip(walks, outs, heard)
             ]
         return [torch.stack(r) for r in outs]
 
@@ -499,7 +500,7 @@ class MedSAM2Model:
                 stop_when_empty=stop_when_empty,
                 on_frame=on_frame,
             )
-            return rows, [s.presence for s in states]
+            return rows, [(s.presence, s.quality) for s in states]
         finally:
             self.last_run = {
                 "encoded_frames": feats.encoded,
