@@ -206,3 +206,17 @@ def test_surface_like_jobs_can_drop_quietly(make_napari_viewer, qtbot, notificat
     wait_job(qtbot, runner)
     assert runner.status.text() == "surface metrics dropped: layer 'ct' was removed"
     assert not [n for n in notifications() if "dropped" in n]
+
+
+def test_jobs_of_several_panels_run_at_once(qtbot):
+    """Qt's pool has a thread per core: a job must not wait for another panel's job."""
+    release = threading.Event()
+    runners = [_runner_in(None, qtbot, activity=False) for _ in range(4)]
+    jobs = [r.start(f"steps {i}", held_steps, release) for i, r in enumerate(runners)]
+    try:
+        qtbot.waitUntil(lambda: all(job.alive for job in jobs), timeout=10000)
+    finally:
+        release.set()
+    for r in runners:
+        wait_job(qtbot, r)
+    assert [r.status.text() for r in runners] == [f"steps {i}: done" for i in range(4)]
