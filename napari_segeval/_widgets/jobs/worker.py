@@ -320,6 +320,7 @@ class JobRunner(QWidget):
                 "returned": to(lambda j, result: setattr(j, "outcome", (True, result))),
                 "errored": to(lambda j, exc: setattr(j, "outcome", (False, exc))),
                 "finished": to(self._finish),
+                "warned": _warned,
             },
             **kwargs,
         )
@@ -470,6 +471,14 @@ def show_error(message: str) -> None:
     from napari.utils.notifications import show_error as _show
 
     _show(message)
+
+
+def _warned(showwarning_args: tuple) -> None:
+    """A warning raised in a job: napari's warning notification (once), as napari's own
+    workers show theirs."""
+    from napari.utils.notifications import notification_manager
+
+    notification_manager.receive_warning(*showwarning_args)
 
 
 def _notify_info(message: str) -> None:

@@ -220,3 +220,20 @@ def test_jobs_of_several_panels_run_at_once(qtbot):
     for r in runners:
         wait_job(qtbot, r)
     assert [r.status.text() for r in runners] == [f"steps {i}: done" for i in range(4)]
+
+
+def _warns(*, progress=None, cancel=None) -> int:
+    import warnings
+
+    warnings.warn("qfac fixed to 1 in a job", UserWarning, stacklevel=1)
+    return 1
+
+
+def test_a_job_warning_becomes_a_napari_notification(runner, qtbot, notifications):
+    _, runner = runner
+    done = []
+    runner.start("read", _warns, on_done=done.append)
+    wait_job(qtbot, runner)
+    qtbot.wait(50)
+    assert done == [1]
+    assert "qfac fixed to 1 in a job" in notifications()
