@@ -103,6 +103,9 @@ class Job(WorkerBase):
         closed); None while it is.
     closed : bool
         Its owner closed it: nothing it reports is handled any more.
+    outcome : tuple or None
+        ``(True, result)`` or ``(False, exception)`` once ``returned`` or
+        ``errored`` came (neither comes for a job that returned after a cancel).
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -149,7 +152,9 @@ class Job(WorkerBase):
         self.called.emit(callback, args)
 
     def quit(self) -> None:
-        """Ask the job to stop: ``fn`` raises Cancelled at its next check."""
+        """Ask the job to stop: ``fn`` raises Cancelled at its next check (what it
+        returns anyway is dropped: superqt emits ``returned`` only for a worker not
+        asked to quit)."""
         super().quit()
         self.cancel_event.set()
 
