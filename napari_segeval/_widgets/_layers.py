@@ -13,7 +13,7 @@ from typing import Any
 from napari.layers import Image, Labels
 from qtpy.QtWidgets import QComboBox, QFormLayout, QWidget
 
-from napari_segeval._widgets._state import CONDITIONS, Change, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, ViewerState
 
 NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
@@ -53,7 +53,8 @@ class LayerPicker(QWidget):
         for event in (layer_events.inserted, layer_events.removed, layer_events.renamed):
             event.connect(self._refill)
         viewer.layers.events.inserted.connect(self._take_opened_labels)
-        state.subscribe(self._on_state)
+        for role in self.combos:
+            state.events[role].connect(self._refill)
         self._guess()
         self._refill()
 
@@ -120,7 +121,3 @@ class LayerPicker(QWidget):
             self.state.set_reference(layer)
         else:
             self.state.set_prediction(role, layer)
-
-    def _on_state(self, what: Change) -> None:
-        if what in self.combos:
-            self._refill()

@@ -1,8 +1,10 @@
 """Shared state of the napari-segeval panels: a plain object passed to each panel.
 
 A :class:`ViewerState` holds which layers form the case (image, reference,
-predictions) and what the panels found out about it. Panels register a callback
-with :meth:`ViewerState.subscribe` to hear that the chosen layers changed.
+predictions) and what the panels found out about it. Its ``events`` (a psygnal
+:class:`StateEvents` group: one signal per thing that changes) tell the panels;
+psygnal holds a panel's bound methods weakly, so a shared state never keeps a
+closed panel alive.
 
 How panels share it
 -------------------
@@ -26,14 +28,13 @@ state=ViewerState())``), which then is private to the panels given it.
 
 from __future__ import annotations
 
-import inspect
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import numpy as np
+from psygnal import Signal, SignalGroup
 
 from napari_segeval._names import CLEAN, unnamed_structures
 
@@ -41,22 +42,22 @@ from napari_segeval._names import CLEAN, unnamed_structures
 CONDITIONS = (CLEAN, "attacked")
 
 
-class Change(str, Enum):
-    """What changed in a :class:`ViewerState`: what its listeners are called with.
+class StateEvents(SignalGroup):
+    """The signals of a :class:`ViewerState`: one per field that changes, without arguments.
 
-    Each names the field that changed (``CLEAN`` and ``ATTACKED``: that prediction,
-    ``REFERENCE``: the reference or the whole case); a member equals its string.
+    ``clean`` and ``attacked`` say that prediction changed; ``reference`` says the
+    reference, or the whole case (:meth:`ViewerState.set_case`), changed.
     """
 
-    IMAGE = "image"
-    REFERENCE = "reference"
-    CLEAN = CLEAN
-    ATTACKED = "attacked"
-    ATTACKED_IMAGE = "attacked_image"
-    MODEL = "model"
-    UNCERTAINTY = "uncertainty"
-    RISK = "risk"
-    CURRENT = "current"
+    image = Signal()
+    reference = Signal()
+    clean = Signal()
+    attacked = Signal()
+    attacked_image = Signal()
+    model = Signal()
+    uncertainty = Signal()
+    risk = Signal()
+    current = Signal()
 
 
 @dataclass
@@ -104,6 +105,8 @@ class ViewerState:
     counted : dict of str to LiveMetrics
         Counters a worker made for the case set by :meth:`set_case`, waiting for
         the Dice panel to adopt them (:meth:`take_counted`).
+    events : StateEvents
+        Emitted after each change.
     """
 
     image: Any = None
@@ -122,39 +125,14 @@ class ViewerState:
     risk: dict[int, Any] = field(default_factory=dict)
     counted: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     attacked_image: Any = None
-    _listeners: list[Callable[[], Any]] = field(default_factory=list, repr=False, compare=False)
-
-    # -- observers ---------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[Change], None]) -> None:
-        """Call ``callback(what)`` after every change (``what``: a :class:`Change`).
-
-        A bound method (a panel's ``_on_state``) is held weakly, so a shared state
-        never keeps a closed panel alive; other callables are held as given.
-        """
-        if inspect.ismethod(callback):
-            self._listeners.append(weakref.WeakMethod(callback))
-        else:
-            self._listeners.append(lambda cb=callback: cb)
-
-    def unsubscribe(self, callback: Callable[[Change], None]) -> None:
-        """Stop calling ``callback``."""
-        self._listeners = [ref for ref in self._listeners if ref() not in (None, callback)]
-
-    def notify(self, what: Change) -> None:
-        """Tell the listeners that ``what`` changed."""
-        for ref in list(self._listeners):
-            cb = ref()
-            if cb is None:
-                self._listeners = [r for r in self._listeners if r is not ref]
-            else:
-                cb(what)
+    events: StateEvents = field(default_factory=StateEvents, repr=False, compare=False)
 
     # -- setters -----------------------------------------------------------------------
     def set_image(self, layer: Any) -> None:
         """Choose the image layer."""
         if layer is not self.image:
             self.image = layer
-            self.notify(Change.IMAGE)
+            self.events.image.emit()
 
     def set_reference(self, layer: Any) -> None:
         """Choose the reference layer and read its structure names."""
@@ -164,7 +142,7 @@ class ViewerState:
         self.structures = structures_of(layer)
         if self.current not in self.structures:
             self.current = next(iter(self.structures), None)
-        self.notify(Change.REFERENCE)
+        self.events.reference.emit()
 
     def set_prediction(self, condition: str, layer: Any) -> None:
         """Choose the prediction layer of ``condition`` (``"clean"`` or ``"attacked"``)."""
@@ -174,31 +152,31 @@ class ViewerState:
             self.predictions[condition] = layer
             if condition == CLEAN:
                 self.uncertainty, self.risk = {}, {}
-            self.notify(Change(condition))
+            self.events[condition].emit()
 
     def set_attacked_image(self, layer: Any) -> None:
         """Choose the perturbed image layer that goes with the attacked prediction."""
         if layer is not self.attacked_image:
             self.attacked_image = layer
-            self.notify(Change.ATTACKED_IMAGE)
+            self.events.attacked_image.emit()
 
     def set_model(self, model: Any, key: tuple | None, kind: str) -> None:
         """Remember the model that produced the clean prediction (``kind``: promptable/dense)."""
         if kind not in ("promptable", "dense"):
             raise ValueError(f"kind must be 'promptable' or 'dense', got {kind!r}")
         self.model, self.model_key, self.model_kind = model, key, kind
-        self.notify(Change.MODEL)
+        self.events.model.emit()
 
     def set_uncertainty(self, scores: dict[int, float]) -> None:
         """Store per-structure uncertainty scores of the clean prediction."""
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
-        self.notify(Change.UNCERTAINTY)
+        self.events.uncertainty.emit()
 
     def set_risk(self, risks: dict[int, Any]) -> None:
         """Store the risk of each structure of the clean prediction
         (:class:`~napari_segeval.uncertainty.risk.StructureRisk` by label)."""
         self.risk = {int(k): v for k, v in risks.items()}
-        self.notify(Change.RISK)
+        self.events.risk.emit()
 
     def set_case(
         self,
@@ -211,7 +189,7 @@ class ViewerState:
     ) -> None:
         """Choose every layer of a case at once (the results browser's case swap).
 
-        Listeners hear one ``Change.REFERENCE`` (on which they re-read the whole
+        Panels hear one ``events.reference`` (on which they re-read the whole
         case), not one per layer: the Dice panel recounts once, or adopts the
         ``counted`` counters (condition -> :class:`~napari_segeval.metrics.LiveMetrics`
         of these very arrays, made in a worker thread; see :meth:`take_counted`).
@@ -227,7 +205,7 @@ class ViewerState:
         self.predictions = {c: predictions.get(c) for c in CONDITIONS}
         self.uncertainty, self.risk = {}, {}
         self.current = current if current in self.structures else next(iter(self.structures), None)
-        self.notify(Change.REFERENCE)
+        self.events.reference.emit()
         self.counted = {}  # not taken now: stale once the arrays are edited
 
     def take_counted(self, condition: str) -> Any:
@@ -238,7 +216,7 @@ class ViewerState:
         """Focus on structure ``label``."""
         if label != self.current:
             self.current = label
-            self.notify(Change.CURRENT)
+            self.events.current.emit()
 
     # -- derived -----------------------------------------------------------------------
     def geometry(self):
@@ -388,3 +366,20 @@ def go_to_index(viewer: Any, layer: Any, index: int) -> None:
     point[0] = index
     world = layer.data_to_world(point)
     viewer.dims.set_point(viewer.dims.ndim - layer.ndim, float(world[0]))
+
+
+def listen(pairs: Iterable[tuple[Any, Callable[..., Any]]]) -> Callable[[], None]:
+    """Connect each ``(signal, slot)`` pair; returns the function that disconnects them.
+
+    psygnal holds a bound method (or a partial of one) weakly: a panel that is
+    gone stops hearing by itself; the returned function stops a panel that closes.
+    """
+    pairs = list(pairs)
+    for signal, slot in pairs:
+        signal.connect(slot)
+
+    def stop() -> None:
+        for signal, slot in pairs:
+            signal.disconnect(slot)
+
+    return stop

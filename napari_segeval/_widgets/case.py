@@ -17,7 +17,7 @@ import numpy as np
 from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
-from napari_segeval._widgets._state import Change, ViewerState, shared_state
+from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.colours import ColourLanguage
 from napari_segeval._widgets.display import DisplayPreset, presets_for
 from napari_segeval._widgets.jobs.worker import run_guarded
@@ -111,7 +111,8 @@ class CaseWidget(QWidget):
         layout.addWidget(self.status)
         layout.addStretch(1)
         self.colours = ColourLanguage(napari_viewer, self.state)
-        self.state.subscribe(self._on_state)
+        self.state.events.image.connect(self._on_state)
+        self.state.events.reference.connect(self._on_state)
         self._refresh_fields()
         self._fill_display()
 
@@ -123,10 +124,9 @@ class CaseWidget(QWidget):
         """The chosen reference Labels layer, or None."""
         return self.state.reference
 
-    def _on_state(self, what: Change) -> None:
-        if what in (Change.IMAGE, Change.REFERENCE):
-            self._refresh_fields()
-            self._fill_display()
+    def _on_state(self) -> None:
+        self._refresh_fields()
+        self._fill_display()
 
     # -- display presets --------------------------------------------------------------
     def _fill_display(self) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from napari_segeval._names import CLEAN
@@ -262,7 +263,12 @@ class ColourLanguage:
     def __init__(self, viewer: Any, state: Any) -> None:
         self.viewer = viewer
         self.state = state
-        state.subscribe(self._on_state)
+        # the state's signals are named by the roles (_state is a module above this one)
+        self._slots = [(state.events.reference, self.apply)] + [
+            (state.events[role], partial(self.apply, (role,))) for role in ROLES[1:]
+        ]
+        for signal, slot in self._slots:
+            signal.connect(slot)
         self.apply()
 
     def apply(self, roles: tuple[str, ...] = ROLES) -> None:
@@ -295,14 +301,7 @@ class ColourLanguage:
         if here < top:
             layers.move(here, top + 1)  # above the highest prediction (insert before top + 1)
 
-    def _on_state(self, what: str) -> None:
-        # ``what``: a ViewerState change, which names a layer by its role (_state is
-        # a module of this layer, not below it)
-        if what == "reference":
-            self.apply()
-        elif what in ROLES:
-            self.apply((what,))
-
     def close(self) -> None:
         """Stop following the state."""
-        self.state.unsubscribe(self._on_state)
+        for signal, slot in self._slots:
+            signal.disconnect(slot)

@@ -1,11 +1,11 @@
-"""The shared ViewerState: one per viewer, held weakly, weak listeners."""
+"""The shared ViewerState: one per viewer, held weakly; its psygnal events hold panels weakly."""
 
 from __future__ import annotations
 
 import gc
 import weakref
 
-from napari_segeval._widgets._state import ViewerState, shared_state
+from napari_segeval._widgets._state import ViewerState, listen, shared_state
 
 
 class _Viewer:
@@ -15,10 +15,10 @@ class _Viewer:
 class _Panel:
     def __init__(self, state):
         self.heard = []
-        state.subscribe(self.on_state)
+        self.stop = listen([(state.events.current, self.on_current)])
 
-    def on_state(self, what):
-        self.heard.append(what)
+    def on_current(self):
+        self.heard.append(self)
 
 
 def test_one_state_per_viewer_while_a_panel_holds_it():
@@ -43,28 +43,55 @@ def test_registry_does_not_keep_a_viewer_alive():
     assert gone() is None
 
 
-def test_listeners_hear_changes_and_are_held_weakly():
+def test_panels_hear_changes_and_are_held_weakly():
     state = ViewerState()
     panel = _Panel(state)
     heard = []
-    state.subscribe(heard.append)  # a plain callable is held as given
+    state.events.current.connect(lambda: heard.append(state.current))  # held as given
     state.set_current(3)
-    assert panel.heard == ["current"] and heard == ["current"]
+    assert panel.heard == [panel] and heard == [3]
     gone = weakref.ref(panel)
     del panel
     gc.collect()
-    assert gone() is None
+    assert gone() is None  # the state does not keep a panel alive
     state.set_current(4)
-    assert heard == ["current", "current"]
-    assert len(state._listeners) == 1
-    state.unsubscribe(heard.append)
-    state.set_current(5)
-    assert heard == ["current", "current"]
+    state.set_current(4)  # no change: no signal
+    assert heard == [3, 4]
 
 
-def test_unsubscribe_a_bound_method():
+def test_a_closed_panel_stops_hearing():
     state = ViewerState()
     panel = _Panel(state)
-    state.unsubscribe(panel.on_state)
+    panel.stop()
     state.set_current(1)
+    state.set_reference(None)
     assert panel.heard == []
+
+
+def test_each_setter_emits_its_own_signal():
+    from types import SimpleNamespace
+
+    state = ViewerState()
+    heard = []
+    state.events.all.connect(lambda info: heard.append(info.signal.name))
+    layer = SimpleNamespace(metadata={"structures": {1: "liver"}})
+    state.set_image(layer)
+    state.set_reference(layer)
+    state.set_prediction("attacked", layer)
+    state.set_prediction("clean", layer)
+    state.set_attacked_image(layer)
+    state.set_model(object(), None, "dense")
+    state.set_uncertainty({1: 0.5})
+    state.set_risk({})
+    state.set_current(None)
+    assert heard == [
+        "image",
+        "reference",
+        "attacked",
+        "clean",
+        "attacked_image",
+        "model",
+        "uncertainty",
+        "risk",
+        "current",
+    ]

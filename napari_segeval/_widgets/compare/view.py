@@ -36,7 +36,7 @@ from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._state import CONDITIONS, Change, ViewerState
+from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
@@ -210,7 +210,11 @@ class CompareView(QWidget):
                 self._connect(self._links, getattr(getattr(source, comp).events, attr), linked)
         self._connect(self._links, viewer.layers.events.removed, self._layer_removed)
         self._connect(self._links, viewer.layers.events.inserted, self._layer_inserted)
-        state.subscribe(self._on_state)
+        ev = state.events
+        self._unlisten = listen(
+            (s, self._on_state)
+            for s in (ev.image, ev.reference, ev.attacked_image, ev.clean, ev.attacked)
+        )
         self.dock = viewer.window.add_dock_widget(self, name="Compare", area=area)
         # once the dock has its size, fit the case in every view (the views are smaller)
         self._fit_timer = QTimer(self)
@@ -312,11 +316,8 @@ class CompareView(QWidget):
         if hasattr(src.events, "paint"):
             self._connect(self._follow[key], src.events.paint, lambda event=None: dst.refresh())
 
-    def _on_state(self, what: Change) -> None:
-        if (
-            what in (Change.IMAGE, Change.REFERENCE, Change.ATTACKED_IMAGE, *CONDITIONS)
-            and not self.closed
-        ):
+    def _on_state(self) -> None:
+        if not self.closed:
             run_guarded("compare views", self.rebuild)
 
     def _layer_removed(self, event: Any) -> None:
@@ -384,7 +385,7 @@ class CompareView(QWidget):
         self._disconnect(self._links)
         for follow in self._follow.values():
             self._disconnect(follow)
-        self.state.unsubscribe(self._on_state)
+        self._unlisten()
         for model in self.models.values():
             model.layers.clear()
         for qt in self.qt_viewers.values():
@@ -458,7 +459,14 @@ class CompareBar(QWidget):
             lambda on: run_guarded("disagreement", lambda: self.set_disagreement(on))
         )
         self.outlines.toggled.connect(lambda on: run_guarded("outlines", self.apply_outlines))
-        state.subscribe(self._on_state)
+        ev = state.events
+        self._unlisten = listen(
+            [
+                (ev.reference, self._new_case),
+                (ev.clean, self._new_prediction),
+                (ev.attacked, self._new_prediction),
+            ]
+        )
 
     def set_compare(self, on: bool) -> CompareView | None:
         """Open (or close) the compare views."""
@@ -489,16 +497,18 @@ class CompareBar(QWidget):
     def _legend(self) -> None:
         self.legend.setText(legend_html(self.state.structures))
 
-    def _on_state(self, what: Change) -> None:
-        if what in (Change.REFERENCE, *CONDITIONS) and self.outlines.isChecked():
+    def _new_prediction(self) -> None:
+        if self.outlines.isChecked():
             self.apply_outlines()
-        if what == Change.REFERENCE:
-            self._legend()
+
+    def _new_case(self) -> None:
+        self._new_prediction()
+        self._legend()
 
     def close(self) -> bool:
         """Close the views and the layer, stop listening."""
         self.set_compare(False)
         self.overlay.close()
         self.colours.close()
-        self.state.unsubscribe(self._on_state)
+        self._unlisten()
         return super().close()

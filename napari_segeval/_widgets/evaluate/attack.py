@@ -28,7 +28,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._state import SERIES_HINT, Change, ViewerState, shared_state
+from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
@@ -91,12 +91,10 @@ class AttackPanel(QWidget):
         layout.addWidget(self.run_button)
         layout.addWidget(self.runner)
         layout.addStretch(1)
-        self.state.subscribe(self._on_state)
+        ev = self.state.events
+        for signal in (ev.image, ev.clean, ev.model):
+            signal.connect(self._show_raw)
         self._show_raw()
-
-    def _on_state(self, what: Change) -> None:
-        if what in (Change.IMAGE, Change.CLEAN, Change.MODEL):
-            self._show_raw()
 
     def model_kind(self) -> str | None:
         """``"promptable"`` or ``"dense"``: the kind of the model attacked (None: no model)."""

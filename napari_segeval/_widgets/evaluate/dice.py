@@ -36,10 +36,10 @@ from qtpy.QtWidgets import (
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._state import (
     CONDITIONS,
-    Change,
     ViewerState,
     current_index,
     go_to_index,
+    listen,
     shared_state,
 )
 from napari_segeval._widgets.colours import several, structure_colour
@@ -135,7 +135,16 @@ class DicePanel(QWidget):
         self._surface_timer.setSingleShot(True)
         self._surface_timer.setInterval(SURFACE_DELAY_MS)
         self._surface_timer.timeout.connect(self._start_surface)
-        self.state.subscribe(self._on_state)
+        ev = self.state.events
+        self._unlisten = listen(
+            [
+                (ev.reference, self._new_case),
+                *((signal, self.rebind) for signal in (ev.image, ev.clean, ev.attacked)),
+                (ev.uncertainty, self.refresh),
+                (ev.risk, self._new_risk),
+                (ev.current, self._new_current),
+            ]
+        )
         self.viewer.dims.events.current_step.connect(self._on_step)
         self.rebind()
 
@@ -211,22 +220,20 @@ class DicePanel(QWidget):
         self.result.setText(text)
         self.result.setVisible(bool(text))
 
-    def _on_state(self, what: Change) -> None:
-        if what == Change.REFERENCE:
-            self.show_result("")  # another case: the line was the last one's
-        if what in (Change.REFERENCE, Change.CLEAN, Change.ATTACKED, Change.IMAGE):
-            self.rebind()
-        elif what == Change.UNCERTAINTY:
-            self.refresh()
-        elif what == Change.RISK:
-            if self.state.reference is None:
-                self.rebind()  # its message says what the plot shows
-            else:
-                self.refresh_plot()
-        elif what == Change.CURRENT:
-            self._select_current()
+    def _new_case(self) -> None:
+        self.show_result("")  # another case: the line was the last one's
+        self.rebind()
+
+    def _new_risk(self) -> None:
+        if self.state.reference is None:
+            self.rebind()  # its message says what the plot shows
+        else:
             self.refresh_plot()
-            self.overlay.refresh_all(self.overlay_condition.currentText())
+
+    def _new_current(self) -> None:
+        self._select_current()
+        self.refresh_plot()
+        self.overlay.refresh_all(self.overlay_condition.currentText())
 
     # -- edits --------------------------------------------------------------------------
     def on_paint(self, key: str, event: Any) -> None:
@@ -528,5 +535,5 @@ class DicePanel(QWidget):
 
     def closeEvent(self, event) -> None:
         self._unhook()
-        self.state.unsubscribe(self._on_state)
+        self._unlisten()
         super().closeEvent(event)

@@ -8,20 +8,22 @@ starts; each ``watch_*`` function returns the function that stops watching.
 * :func:`watch_window` - the runner's window closes, or its panel leaves that
   window (napari's dock close button unparents the panel).
 * :func:`watch_destroyed` - the runner's Qt object is destroyed.
-* :func:`close_jobs_on_quit` - the application quits.
 
-The last three close the job: cancel, then join its thread for a bounded time.
+The last two close the job: cancel, then wait for it for a bounded time. (When
+the application quits, napari's own ``wait_for_workers_to_quit`` quits every
+worker and waits for them.)
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qtpy.QtCore import QEvent, QObject, QTimer, Slot
 
-from napari_segeval._widgets.jobs.thread import Job, close_all_jobs
+if TYPE_CHECKING:
+    from napari_segeval._widgets.jobs.worker import Job
 
 Stop = Callable[[], None]
 
@@ -146,16 +148,3 @@ def watch_destroyed(widget: Any, job: Job, bar: Any = None) -> Stop:
             pass
 
     return stop
-
-
-_QUIT_HOOKED = [False]
-
-
-def close_jobs_on_quit() -> None:
-    """Close the running jobs when the Qt application quits (hooked once per process)."""
-    from qtpy.QtWidgets import QApplication
-
-    app = QApplication.instance()
-    if app is not None and not _QUIT_HOOKED[0]:
-        app.aboutToQuit.connect(close_all_jobs)
-        _QUIT_HOOKED[0] = True

@@ -1,15 +1,16 @@
-"""Run one long core function in a worker thread: progress, cancel, and a clean end.
+"""Run one long core function in napari's worker thread pool: progress, cancel, a clean end.
 
 The job lifecycle
 -----------------
 :meth:`JobRunner.start` runs ``fn(*args, progress=cb, cancel=event, **kwargs)``
-(house rule: long work takes ``progress`` and ``cancel``) as a
-:class:`~napari_segeval._widgets.jobs.thread.Job` in a worker thread. The worker
-never touches Qt or layers: what it reports - progress, the ``relay``
-callbacks (a propagation's partial slices), its result or its error - travels
-through a queued Qt signal to the runner, which handles it on the main thread
-only while the job is still wanted: it is the runner's current job, the runner
-has not closed it, and every layer in ``needs`` is still in the viewer.
+(house rule: long work takes ``progress`` and ``cancel``) as a :class:`Job`, a
+superqt worker made by napari's :func:`napari.qt.threading.create_worker`. The
+worker never touches Qt widgets or layers: what it reports - progress, the
+``relay`` callbacks (a propagation's partial slices), its result or its error -
+travels through the worker's signals (queued to the main thread), where the
+runner handles it only while the job is still wanted: it is the runner's
+current job, the runner has not closed it, and every layer in ``needs`` is
+still in the viewer.
 
 A job ends with ``job_done(name, outcome)``; ``outcome`` (an :class:`Outcome`, which
 the signal carries as its string) is
@@ -30,32 +31,36 @@ the signal carries as its string) is
 
 Closing: when the runner's window closes (a person closing napari,
 :meth:`napari.Viewer.close`), its panel leaves that window (napari's dock close
-button), the runner is destroyed, or the application quits, the job is
-cancelled and its thread joined for at most
-:data:`~napari_segeval._widgets.jobs.thread.JOIN_TIMEOUT_S` seconds (jobs
-check ``cancel`` between slices); nothing it reports afterwards reaches a
-widget or a layer. :mod:`~napari_segeval._widgets.jobs.watch` watches for all
-of these.
+button) or the runner is destroyed, the job is cancelled and waited for at most
+:data:`JOIN_TIMEOUT_S` seconds (jobs check ``cancel`` between slices); nothing it
+reports afterwards reaches a widget or a layer.
+:mod:`~napari_segeval._widgets.jobs.watch` watches for these. When the
+application quits, napari's own ``wait_for_workers_to_quit`` quits every worker
+(:meth:`Job.quit` sets the job's ``cancel``) and waits for them.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
+from functools import partial
 from typing import Any
 
+from napari.qt.threading import WorkerBase, WorkerBaseSignals, create_worker
 from napari.utils import cancelable_progress
-from qtpy.QtCore import QObject, Signal
+from qtpy.QtCore import QThreadPool, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
-from napari_segeval._widgets.jobs.thread import JOIN_TIMEOUT_S, Job, Report
-from napari_segeval._widgets.jobs.watch import (
-    close_jobs_on_quit,
-    qt_alive,
-    watch_destroyed,
-    watch_layers,
-    watch_window,
-)
+from napari_segeval._widgets.jobs.watch import qt_alive, watch_destroyed, watch_layers, watch_window
+
+#: Longest wait (seconds) for a cancelled job when its panel or viewer closes.
+JOIN_TIMEOUT_S = 10.0
+
+#: Fewest threads of Qt's global pool (where napari's workers run): the panels' jobs
+#: (propagation, surface metrics, a download, a results case...) may run at once, and a
+#: job queued behind another would wait for it (the pool has one thread per core).
+MIN_THREADS = 8
 
 
 class Outcome(str, Enum):
@@ -66,6 +71,114 @@ class Outcome(str, Enum):
     ERROR = "error"
     DROPPED = "dropped"
     CLOSED = "closed"
+
+
+class JobSignals(WorkerBaseSignals):
+    """A worker's signals, and what a job reports while it runs."""
+
+    progressed = Signal(int, int)  # done, total
+    called = Signal(object, tuple)  # a ``relay`` callback and its arguments
+
+
+class Job(WorkerBase):
+    """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
+
+    Made by :func:`napari.qt.threading.create_worker` (``_worker_class=Job``).
+    Besides the worker's signals (``returned``, ``errored``, ``finished``) it
+    emits ``progressed(done, total)`` for each ``progress`` call and
+    ``called(callback, args)`` for each call of a ``relay`` callable.
+
+    Attributes
+    ----------
+    name : str
+    needs : tuple of napari layers
+        Layers the job reads or writes into: removing one cancels it.
+    relay : dict of str to callable
+        Keyword arguments of ``fn`` whose calls are relayed to the main thread.
+    cancel_event : threading.Event
+        Passed to ``fn`` as ``cancel``; set by :meth:`quit` (napari quits every
+        worker when the application quits).
+    gone : str or None
+        Why the job's result is no longer wanted (a layer removed, its panel
+        closed); None while it is.
+    closed : bool
+        Its owner closed it: nothing it reports is handled any more.
+    outcome : tuple or None
+        ``(True, result)`` or ``(False, exception)`` once ``returned`` or
+        ``errored`` came (neither comes for a job that returned after a cancel).
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__(SignalsClass=JobSignals)
+        self._call = (fn, args, kwargs)
+        self.name = getattr(fn, "__name__", "job")
+        self.needs: tuple = ()
+        self.relay: dict[str, Callable[..., None]] = {}
+        self.cancel_event = threading.Event()
+        self.gone: str | None = None
+        self.closed = False
+        self.outcome: tuple[bool, Any] | None = None  # (True, result) or (False, exception)
+        self._begun, self._ended = threading.Event(), threading.Event()
+
+    def __repr__(self) -> str:
+        return f"Job({self.name!r}, alive={self.alive}, gone={self.gone!r})"
+
+    @property
+    def alive(self) -> bool:
+        """True while its thread runs it."""
+        return self._begun.is_set() and not self._ended.is_set()
+
+    def run(self) -> None:
+        """Run in the pool's thread (superqt emits the signals); mark when it ends."""
+        self._begun.set()
+        try:
+            super().run()
+        finally:
+            self._ended.set()
+
+    def work(self) -> Any:
+        """Call ``fn`` (unless cancelled before it started)."""
+        from napari_segeval._cancel import check_cancel
+
+        check_cancel(self.cancel_event, self.name)
+        fn, args, kwargs = self._call
+        calls = {key: partial(self._relay, cb) for key, cb in self.relay.items()}
+        return fn(*args, progress=self._progress, cancel=self.cancel_event, **kwargs, **calls)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.progressed.emit(int(done), int(total))
+
+    def _relay(self, callback: Callable[..., None], *args: Any) -> None:
+        self.called.emit(callback, args)
+
+    def quit(self) -> None:
+        """Ask the job to stop: ``fn`` raises Cancelled at its next check (what it
+        returns anyway is dropped: superqt emits ``returned`` only for a worker not
+        asked to quit)."""
+        super().quit()
+        self.cancel_event.set()
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Ask the job to stop; with ``reason``, its result is no longer wanted."""
+        if reason is not None and self.gone is None:
+            self.gone = reason
+        self.quit()
+
+    def close(self, reason: str, timeout: float = JOIN_TIMEOUT_S) -> bool:
+        """Cancel, handle nothing more, and wait at most ``timeout`` s for its end.
+
+        Returns True when ``fn`` no longer runs (a job cancelled before its
+        thread took it up never calls ``fn``).
+        """
+        self.closed = True
+        self.cancel(reason)
+        if self._begun.is_set():
+            self._ended.wait(timeout)
+        return not self.alive
+
+    def needs_met(self, layers: Any) -> bool:
+        """True when every layer in ``needs`` is in ``layers`` (a viewer's layer list)."""
+        return layers is None or all(layer in layers for layer in self.needs)
 
 
 class JobProgress(cancelable_progress):
@@ -81,10 +194,6 @@ class JobProgress(cancelable_progress):
         super().cancel()
         if self.cancel_callback is not None:
             self.cancel_callback()
-
-
-class _Bridge(QObject):
-    posted = Signal(object, object, object)  # job, what (a Report), payload
 
 
 def error_message(exc: BaseException) -> str:
@@ -171,9 +280,6 @@ class JobRunner(QWidget):
         self.last_error: str | None = None
         self._on_done: Callable[[Any], None] | None = None
         self._unwatch: list[Callable[[], None]] = []
-        self._bridge = _Bridge()
-        self._bridge.posted.connect(self._deliver)
-        close_jobs_on_quit()
 
     # -- API ---------------------------------------------------------------------------
     @property
@@ -190,20 +296,40 @@ class JobRunner(QWidget):
         needs: Iterable[Any] = (),
         relay: Mapping[str, Callable[..., None]] | None = None,
         **kwargs: Any,
-    ) -> Any:
+    ) -> Job | None:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
         ``on_done(result)`` runs on the main thread when the job succeeds and
         every layer in ``needs`` is still in the viewer. Each ``relay`` entry
         ``keyword: callback`` is passed to ``fn`` as a callable the worker may
         call; ``callback`` then runs on the main thread, under the same checks.
-        Returns the :class:`~napari_segeval._widgets.jobs.thread.Job`, or None
-        when a job is already running (a notification says so).
+        Returns the :class:`Job`, or None when a job is already running (a
+        notification says so).
         """
         if self.running:
             _notify_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
-        job = Job(name, needs)
+        job: Any = None
+
+        def to(handler: Callable[..., None]) -> Callable[..., None]:
+            return lambda *a: handler(job, *a)  # ``job`` is read when the signal comes
+
+        job = create_worker(
+            fn,
+            *args,
+            _worker_class=Job,
+            _start_thread=False,
+            _connect={
+                "progressed": to(self._on_progress),
+                "called": to(self._on_call),
+                "returned": to(lambda j, result: setattr(j, "outcome", (True, result))),
+                "errored": to(lambda j, exc: setattr(j, "outcome", (False, exc))),
+                "finished": to(self._finish),
+                "warned": _warned,
+            },
+            **kwargs,
+        )
+        job.name, job.needs, job.relay = name, tuple(needs), dict(relay or {})
         self.job = job
         self.worker_name, self.last_error, self._on_done = name, None, on_done
         self.bar.setRange(0, 0)  # busy until the first progress report
@@ -218,14 +344,9 @@ class JobRunner(QWidget):
             watch_window(self, self.close_job),
             watch_destroyed(self, job, self.activity),
         ]
-        emit = self._bridge.posted.emit
-        job.start(
-            fn,
-            args,
-            kwargs,
-            lambda what, payload: emit(job, what, payload),
-            relay=dict(relay or {}),
-        )
+        pool = QThreadPool.globalInstance()
+        pool.setMaxThreadCount(max(pool.maxThreadCount(), MIN_THREADS))
+        job.start()
         return job
 
     def cancel(self) -> None:
@@ -242,16 +363,16 @@ class JobRunner(QWidget):
     def close_job(
         self, reason: str = "its panel was closed", timeout: float = JOIN_TIMEOUT_S
     ) -> bool:
-        """Cancel the running job for good and join its thread (at most ``timeout`` s).
+        """Cancel the running job for good and wait for it (at most ``timeout`` s).
 
         Called when the runner's panel or window closes; the job's later reports
-        are ignored. Returns True when no job thread runs any more.
+        are ignored. Returns True when the job's function no longer runs.
         """
         job = self.job
         if job is None:
             return True
         joined = job.close(reason, timeout)
-        self._end_ui(job, f"{job.name}: stopped ({reason})")
+        self._end_ui(f"{job.name}: stopped ({reason})")
         self._emit_done(job.name, Outcome.CLOSED)
         return joined
 
@@ -260,25 +381,17 @@ class JobRunner(QWidget):
             self.status.setText(f"{job.name}: stopping ({job.gone})")
 
     # -- reports of the worker (main thread) -------------------------------------------
-    def _deliver(self, job: Job, what: Report, payload: Any) -> None:
-        if job is not self.job or job.closed or not qt_alive(self):
-            return  # an earlier job, or the runner closed it
-        if what is Report.PROGRESS:
-            self._on_progress(*payload)
-        elif what is Report.CALL:
-            if job.gone is None and job.needs_met(self._layers()):
-                callback, args = payload
-                try:
-                    callback(*args)
-                except Exception as exc:  # noqa: BLE001 - never crash the viewer
-                    job.cancel(f"showing its progress failed: {error_message(exc)}")
-        else:
-            self._finish(job, *payload)
+    def _wanted(self, job: Job) -> bool:
+        """Whether ``job``'s reports are still handled (an earlier job's, or a closed
+        job's, are not)."""
+        return job is self.job and not job.closed and qt_alive(self)
 
     def _layers(self) -> Any:
         return None if self.viewer is None else self.viewer.layers
 
-    def _on_progress(self, done: int, total: int) -> None:
+    def _on_progress(self, job: Job, done: int, total: int) -> None:
+        if not self._wanted(job):
+            return
         self.bar.setRange(0, max(total, 1))
         self.bar.setValue(min(done, max(total, 1)))
         bar = self.activity
@@ -287,8 +400,15 @@ class JobRunner(QWidget):
                 bar.total = max(total, 0)
             bar.update(done - bar.n)
 
-    def _end_ui(self, job: Job, text: str, value: int = 0) -> None:
-        """Forget ``job`` and show its end (closing napari's bar may delete the runner)."""
+    def _on_call(self, job: Job, callback: Callable[..., None], args: tuple) -> None:
+        if self._wanted(job) and job.gone is None and job.needs_met(self._layers()):
+            try:
+                callback(*args)
+            except Exception as exc:  # noqa: BLE001 - never crash the viewer
+                job.cancel(f"showing its progress failed: {error_message(exc)}")
+
+    def _end_ui(self, text: str, value: int = 0) -> None:
+        """Forget the job and show its end (closing napari's bar may delete the runner)."""
         for stop in self._unwatch:
             stop()
         self._unwatch, self.job = [], None
@@ -303,20 +423,25 @@ class JobRunner(QWidget):
             self.cancel_button.setVisible(False)
             self.status.setText(text)
 
-    def _finish(self, job: Job, ok: bool, value: Any) -> None:
+    def _finish(self, job: Job) -> None:
+        """The worker's ``finished``: say how the job ended (after ``returned`` or
+        ``errored``; neither comes when it returned after a cancel)."""
         from napari_segeval._cancel import Cancelled
 
+        if not self._wanted(job):
+            return
         name = job.name
+        ok, value = job.outcome or (False, Cancelled(f"{name} cancelled"))
         if job.gone is None and not job.needs_met(self._layers()):
             job.gone = "a layer it needs was removed"
         if job.gone is not None:
             text = f"{name} dropped: {job.gone}"
-            self._end_ui(job, text)
+            self._end_ui(text)
             self._emit_done(name, Outcome.DROPPED)
             if self.notify:
                 _notify_info(text)
         elif ok:
-            self._end_ui(job, f"{name}: done", value=1)
+            self._end_ui(f"{name}: done", value=1)
             if self._on_done is not None:
                 try:
                     self._on_done(value)
@@ -325,10 +450,10 @@ class JobRunner(QWidget):
                     return
             self._emit_done(name, Outcome.OK)
         elif isinstance(value, Cancelled):
-            self._end_ui(job, f"{name}: cancelled")
+            self._end_ui(f"{name}: cancelled")
             self._emit_done(name, Outcome.CANCELLED)
         else:
-            self._end_ui(job, "")
+            self._end_ui("")
             self._failed(name, value)
 
     def _failed(self, name: str, exc: BaseException) -> None:
@@ -351,6 +476,14 @@ def show_error(message: str) -> None:
     from napari.utils.notifications import show_error as _show
 
     _show(message)
+
+
+def _warned(showwarning_args: tuple) -> None:
+    """A warning raised in a job: napari's warning notification (once), as napari's own
+    workers show theirs."""
+    from napari.utils.notifications import notification_manager
+
+    notification_manager.receive_warning(*showwarning_args)
 
 
 def _notify_info(message: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets._state import Change, ViewerState
+from napari_segeval._widgets._state import ViewerState, listen
 from napari_segeval._widgets.overlays.arrays import (
     CHANGED,
     FALSE_NEGATIVE,
@@ -133,7 +133,8 @@ class DisagreementOverlay:
         self.layer: Any = None
         self._hooks: list[tuple[Any, Any]] = []
         self._pending: slice | None | bool = False  # False: no update scheduled
-        self.state.subscribe(self._on_state)
+        ev = state.events
+        self._unlisten = listen((s, self._on_state) for s in (ev.clean, ev.attacked, ev.reference))
 
     def _arrays(self):
         clean = self.state.predictions.get(CLEAN)
@@ -184,7 +185,7 @@ class DisagreementOverlay:
     def close(self) -> None:
         """Hide and stop listening to the state."""
         self.hide()
-        self.state.unsubscribe(self._on_state)
+        self._unlisten()
 
     # -- following the predictions -------------------------------------------------------
     def _unhook(self) -> None:
@@ -239,8 +240,8 @@ class DisagreementOverlay:
         if self.shown:
             self.show()
 
-    def _on_state(self, what: Change) -> None:
-        if what in (Change.CLEAN, Change.ATTACKED, Change.REFERENCE) and self.shown:
+    def _on_state(self) -> None:
+        if self.shown:
             self.show()
 
 

@@ -32,7 +32,7 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets._state import Change, ViewerState, current_index, shared_state
+from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
     Capability,
@@ -184,7 +184,13 @@ class PromptPanel(QWidget):
         self.picker.changed.connect(lambda *_: self.show_estimate())
         self.picker.loaded.connect(self._probed)
         self.runner.job_done.connect(lambda _name, _outcome: self.show_estimate())
-        self.state.subscribe(self._on_state)
+        ev = self.state.events
+        ev.all.connect(self._on_state)
+        for signal in (ev.reference, ev.current):
+            signal.connect(self._fill_structures)
+        ev.model.connect(self._new_model)
+        for signal in (ev.image, ev.reference):
+            signal.connect(self._window_applies)
         self._fill_structures()
         self._window_applies()
         self.update_capability()
@@ -237,17 +243,15 @@ class PromptPanel(QWidget):
         if index >= 0:
             self.state.set_current(int(self.structure.itemData(index)))
 
-    def _on_state(self, what: Change) -> None:
-        if what in (Change.REFERENCE, Change.CURRENT):
-            self._fill_structures()
+    def _on_state(self) -> None:
+        """Any change of the state."""
         if self.jobs.case is not None and self.jobs.case != case_key(self.state):
             self.jobs.drop()  # another case: its session does not fit
-        if what == Change.MODEL:
-            self.update_capability()
-            self._say_dense()
         self.volume_button.setVisible(self.state.kind() == "series")
-        if what in (Change.IMAGE, Change.REFERENCE):
-            self._window_applies()
+
+    def _new_model(self) -> None:
+        self.update_capability()
+        self._say_dense()
 
     def _say_dense(self) -> None:
         """Say so when the prediction shown comes from a dense model (Segment tab): it

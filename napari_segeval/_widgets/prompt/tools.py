@@ -33,7 +33,7 @@ from qtpy.QtWidgets import (
     QWidget,
 )
 
-from napari_segeval._widgets._state import Change, ViewerState, go_to_index
+from napari_segeval._widgets._state import ViewerState, go_to_index, listen
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.prompt.layers import PromptLayers
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -129,7 +129,11 @@ class PromptTools(QWidget):
         self.list.setMaximumHeight(110)  # about five prompts; it scrolls beyond
         self.list.itemClicked.connect(lambda _item: run_guarded("go to prompt", self.show_prompt))
         self._build()
-        self.state.subscribe(self._on_state)
+        ev = self.state.events
+        self._unlisten = listen(
+            [(ev.all, self._on_state)]
+            + [(signal, self._follow) for signal in (ev.reference, ev.current, ev.image)]
+        )
         self.refresh()
 
     def _build(self) -> None:
@@ -154,14 +158,17 @@ class PromptTools(QWidget):
         layout.addWidget(self.status)
 
     # -- the case and the structure ---------------------------------------------------------
-    def _on_state(self, what: Change) -> None:
+    def _on_state(self) -> None:
+        """Any change of the state: another case forgets the prompts."""
         key = case_key(self.state)
         if key is not None and key != self._case:  # another case: its prompts do not fit
             self._case = key
             self.layers.forget()
-        if what in (Change.REFERENCE, Change.CURRENT, Change.IMAGE):
-            self.layers.follow_structure()
-            self.refresh()
+
+    def _follow(self) -> None:
+        self._on_state()  # first, whichever psygnal calls first
+        self.layers.follow_structure()
+        self.refresh()
 
     def _changed(self) -> None:
         """The prompts changed (drawn, moved or deleted in napari, or by the panel)."""
@@ -365,5 +372,5 @@ class PromptTools(QWidget):
             self.load_prompts(path)
 
     def closeEvent(self, event) -> None:
-        self.state.unsubscribe(self._on_state)
+        self._unlisten()
         super().closeEvent(event)

@@ -77,7 +77,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._state import Change, ViewerState, shared_state
+from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import JobRunner, Outcome, run_guarded, show_error
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
@@ -179,7 +179,7 @@ class ResultsPanel(QWidget):
         self.review = ReviewBox(self)
         self.review.slice_chosen.connect(self.go_to_slice)
         self.review.reviewed_changed.connect(lambda *_: self._show_reviewed())
-        self.state.subscribe(self._on_state)
+        self.state.events.clean.connect(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
         self.runner.job_done.connect(self._job_done)
@@ -459,12 +459,11 @@ class ResultsPanel(QWidget):
             raise ValueError("select a row first: no case is shown")
         open_correction(self.folder, self.loaded, self._dice())
 
-    def _on_state(self, what: Change) -> None:
+    def _on_state(self) -> None:
         """A correction of the case shown becomes one of its layers (*Save corrected…*)."""
         layer = self.state.predictions.get(CLEAN)
         if (
-            what != Change.CLEAN
-            or layer is None
+            layer is None
             or self.loaded is None
             or layer.metadata.get("correction_of") != self.loaded.case_id
         ):
@@ -497,7 +496,7 @@ class ResultsPanel(QWidget):
         return path
 
     def closeEvent(self, event) -> None:
-        self.state.unsubscribe(self._on_state)
+        self.state.events.clean.disconnect(self._on_state)
         if self.runner.running:
             self.runner.cancel()
         super().closeEvent(event)

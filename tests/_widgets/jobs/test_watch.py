@@ -79,13 +79,16 @@ def test_a_destroyed_runner_closes_and_joins_its_job(make_napari_viewer, qtbot):
     assert bar.disable  # its bar left napari's activity dock
 
 
-def test_quitting_closes_every_running_job(qtbot):
-    from napari_segeval._widgets.jobs.thread import close_all_jobs
+def test_quitting_cancels_and_ends_every_running_job(qtbot):
+    from napari.qt.threading import WorkerBase
 
     runners = [JobRunner(activity=False) for _ in range(2)]
     for r in runners:
         qtbot.addWidget(r)
     jobs = [r.start(f"steps {i}", held_steps, threading.Event()) for i, r in enumerate(runners)]
-    close_all_jobs()  # connected to QApplication.aboutToQuit
-    assert all(j.closed and not j.alive for j in jobs)
-    assert {j.gone for j in jobs} == {"napari is quitting"}
+    qtbot.waitUntil(lambda: all(j.alive for j in jobs), timeout=10000)
+    WorkerBase.await_workers(10000)  # napari connects it to QApplication.aboutToQuit
+    assert all(j.cancel_event.is_set() and not j.alive for j in jobs)
+    for r in runners:
+        wait_job(qtbot, r)
+    assert [r.status.text() for r in runners] == ["steps 0: cancelled", "steps 1: cancelled"]

@@ -206,3 +206,34 @@ def test_surface_like_jobs_can_drop_quietly(make_napari_viewer, qtbot, notificat
     wait_job(qtbot, runner)
     assert runner.status.text() == "surface metrics dropped: layer 'ct' was removed"
     assert not [n for n in notifications() if "dropped" in n]
+
+
+def test_jobs_of_several_panels_run_at_once(qtbot):
+    """Qt's pool has a thread per core: a job must not wait for another panel's job."""
+    release = threading.Event()
+    runners = [_runner_in(None, qtbot, activity=False) for _ in range(4)]
+    jobs = [r.start(f"steps {i}", held_steps, release) for i, r in enumerate(runners)]
+    try:
+        qtbot.waitUntil(lambda: all(job.alive for job in jobs), timeout=10000)
+    finally:
+        release.set()
+    for r in runners:
+        wait_job(qtbot, r)
+    assert [r.status.text() for r in runners] == [f"steps {i}: done" for i in range(4)]
+
+
+def _warns(*, progress=None, cancel=None) -> int:
+    import warnings
+
+    warnings.warn("qfac fixed to 1 in a job", UserWarning, stacklevel=1)
+    return 1
+
+
+def test_a_job_warning_becomes_a_napari_notification(runner, qtbot, notifications):
+    _, runner = runner
+    done = []
+    runner.start("read", _warns, on_done=done.append)
+    wait_job(qtbot, runner)
+    qtbot.wait(50)
+    assert done == [1]
+    assert "qfac fixed to 1 in a job" in notifications()

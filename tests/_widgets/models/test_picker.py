@@ -143,9 +143,9 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(
     ]
     seen = []
     shown = picker.runner._on_progress
-    picker.runner._on_progress = lambda done, total: (
+    picker.runner._on_progress = lambda job, done, total: (
         seen.append((done, total)),
-        shown(done, total),
+        shown(job, done, total),
     )
     bars = []
     with qtbot.waitSignal(picker.runner.job_done, timeout=60000) as blocker:

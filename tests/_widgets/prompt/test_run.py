@@ -236,7 +236,9 @@ def test_propagation_progress_is_monotonic_to_its_total(ct_viewer, qtbot, monkey
     heard: list[tuple[int, int]] = []
     runner = w.prompt.runner
     shown = runner._on_progress
-    monkeypatch.setattr(runner, "_on_progress", lambda d, t: (heard.append((d, t)), shown(d, t)))
+    monkeypatch.setattr(
+        runner, "_on_progress", lambda job, d, t: (heard.append((d, t)), shown(job, d, t))
+    )
     w.state.set_current(1)
     w.prompt.box_from_reference()
     w.prompt.run()

@@ -318,7 +318,7 @@ def test_set_case_notifies_once():
 
     state = ViewerState()
     heard = []
-    state.subscribe(heard.append)
+    state.events.all.connect(lambda info: heard.append(info.signal.name))
     ref = SimpleNamespace(metadata={"structures": {1: "liver", 2: "spleen"}})
     state.set_case("image", ref, {"clean": "c", "attacked": "a"}, current=2)
     assert heard == ["reference"]
