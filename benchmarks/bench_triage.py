@@ -16,14 +16,18 @@ Dice. Parts:
     For each signal and the combined risk, per structure (failure: Dice < 0.75) and per
     slice (failure: slice Dice < 0.5), on clean runs: failure AUROC, AURC and its
     random and optimal values, normalised AURC, Recall@10 %, on (a) held-out CT
-    phantoms (seeds 2000-2009), (b) the sample task, (c) the MNI152 template::
+    phantoms (seeds 2000-2009), (b) the sample task, (c) the MNI152 template; clean
+    and under PGD (``--eps``, default ROG's 8/255, 5 steps, crafted through the whole
+    chain), with whether attacked structures whose Dice fell by >= 0.1 rank above their
+    clean twins (AUROC)::
 
         python benchmarks/bench_triage.py --part measure --models litemedsam builtin
 
 ``rounds``
     The correction loop without a reference: the ``interactive`` protocol's Dice gained
     over 3 box rounds with ``slice_choice`` risk, oracle and random (target: risk >= 70 %
-    of the oracle's gain and >= 2x random's), on the sample task::
+    of the oracle's gain and >= 2x random's), on the sample task and the held-out
+    phantoms (written as an MSD task in a temporary folder)::
 
         python benchmarks/bench_triage.py --part rounds --models litemedsam --cases 2
 
@@ -50,6 +54,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # _mni
 
 TUNING = range(500, 510)
 HELDOUT = range(2000, 2010)
+#: PGD budgets of ``measure`` (normalized units: the CT window's width is 1): ROG's
+#: 8/255, ``msd-robust``'s ``rog`` preset
+EPS = (8 / 255,)
 
 
 def volumes(which: str, n: int | None = None) -> list:
@@ -70,8 +77,12 @@ def volumes(which: str, n: int | None = None) -> list:
     return [("mni152", mni_case(), "MR")]
 
 
-def run_volume(model, case, modality: str) -> tuple[list, list]:
-    """Structure and slice records of one volume: signals, risks and true Dice."""
+def run_volume(
+    model, case, modality: str, eps: list[float] = (), name: str = ""
+) -> tuple[list, list]:
+    """Structure and slice records of one volume, clean and under PGD at each of ``eps``
+    (normalized units, 5 steps, crafted against the same prompts through the whole
+    chain: :class:`~napari_segeval.attacks.PromptTarget`): signals, risks, true Dice."""
     from napari_segeval.evaluation.protocols._promptable import prompt_sets, reference_prompts
     from napari_segeval.evaluation.triage import risk_rows
     from napari_segeval.metrics.structures import structures_to_score
@@ -81,27 +92,54 @@ def run_volume(model, case, modality: str) -> tuple[list, list]:
     structures = structures_to_score(case.structures, case.labels)
     boxes = reference_prompts(case.labels, structures, jitter=0, rng=np.random.default_rng(0))
     sets = prompt_sets(boxes, case.labels, "box")
-    res = propagate_case(model, frames, sets, PropagationOptions(mode="volume"))
-    masks = {b.label: res.labels == b.label for b in boxes}
-    risks, rows = risk_rows(
-        res.structures, masks, structures, model=model.name, reference=case.labels
-    )
-    srows = []
-    for b in boxes:
-        ref, m = case.labels == b.label, masks[b.label]
-        total = int(ref.sum()) + int(m.sum())
-        dice = 1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total
-        r = risks[b.label]
-        srows.append(
-            {
-                "structure": structures.get(b.label, str(b.label)),
-                "dice": dice,
-                "risk": r.risk,
-                "slices": r.slices,
-                "stops": r.stops,
-            }
-        )
+    conditions = {"clean": frames, **attacked_frames(model, case, modality, sets, eps)}
+    srows, rows = [], []
+    for condition, x in conditions.items():
+        res = propagate_case(model, x, sets, PropagationOptions(mode="volume"))
+        masks = {b.label: res.labels == b.label for b in boxes}
+        risks, r = risk_rows(
+            res.structures, masks, structures, model=model.name, condition=condition,
+            reference=case.labels,
+        )  # fmt: skip
+        rows += r
+        for b in boxes:
+            ref, m = case.labels == b.label, masks[b.label]
+            total = int(ref.sum()) + int(m.sum())
+            srows.append(
+                {
+                    "structure": structures.get(b.label, str(b.label)),
+                    "twin": (name, b.label),
+                    "condition": condition,
+                    "dice": 1.0 if total == 0 else 2.0 * int((ref & m).sum()) / total,
+                    "risk": risks[b.label].risk,
+                    "slices": risks[b.label].slices,
+                    "stops": risks[b.label].stops,
+                }
+            )
     return srows, rows
+
+
+def attacked_frames(model, case, modality: str, sets, eps) -> dict:
+    """Condition name -> the frames under PGD at each budget of ``eps`` (5 steps, L-inf,
+    the reference labels as target), crafted through the whole chain."""
+    from dataclasses import replace
+
+    import torch
+
+    from napari_segeval.attacks import PromptTarget, attack_case
+    from napari_segeval.attacks import condition_name as attack_condition
+    from napari_segeval.evaluation.protocols._dense import attack_config
+
+    if not eps:
+        return {}
+    target = PromptTarget(model, replace(case, modality=modality), sets, mode="volume")
+    out = {}
+    for e in eps:
+        config = attack_config({"name": "pgd", "eps": e, "steps": 5})
+        res = attack_case(target, config, clamp=True, reference="labels")
+        delta = torch.as_tensor(res.perturbation_normalized, device=target.x.device)
+        out[attack_condition(res.params["attack"])] = (target.x[0] + delta).detach()
+    return out
 
 
 #: The structure model's features (:func:`~napari_segeval.uncertainty.risk.structure_features`):
@@ -302,49 +340,106 @@ def measure(args) -> int:
             model = load(name, args.jitter)
             for which in args.sets:
                 srows, rows = [], []
-                for _, case, modality in volumes(which, args.cases):
-                    s, r = run_volume(model, case, modality)
+                for vname, case, modality in volumes(which, args.cases):
+                    s, r = run_volume(model, case, modality, args.eps, vname)
                     srows += s
                     rows += r
-                collected[f"{name} {which}"] = _to_json(srows, rows)
-        if args.save:
-            Path(args.save).write_text(json.dumps(collected))
+                    print(f"  {name} {which} {vname}: {len(s)} structure runs", flush=True)
+                    collected[f"{name} {which}"] = _to_json(srows, rows)
+                    if args.save:  # after each volume: a long run keeps what it measured
+                        Path(args.save).write_text(json.dumps(collected))
     risk_model = RiskModel.load()
     print(f"risk model: {json.dumps(risk_model.provenance)}")
     for title, data in collected.items():
         srows, rows = _from_json(data)
         rescore(srows, rows, risk_model)
-        report(f"{title} clean", srows, rows)
+        report_conditions(title, srows, rows)
     return 0
 
 
+def report_conditions(title: str, srows: list, rows: list) -> None:
+    """:func:`report` of the clean runs, of the attacked ones (if any), and :func:`twins`."""
+    for cond in ("clean", "attacked"):
+        pick = (lambda c: c == "clean") if cond == "clean" else (lambda c: c != "clean")
+        s = [x for x in srows if pick(x.get("condition", "clean"))]
+        if s:
+            report(f"{title} {cond}", s, [r for r in rows if pick(r.get("condition", "clean"))])
+    twins(srows)
+
+
+def twins(srows: list) -> None:
+    """Attacked structures whose Dice fell by >= 0.1 against their clean twins."""
+    from napari_segeval.uncertainty.failure import failure_auroc
+
+    clean = {s["twin"]: s for s in srows if s.get("condition", "clean") == "clean"}
+    pairs = [(clean[a["twin"]], a) for a in srows if a.get("condition", "clean") != "clean"]
+    if not pairs:
+        return
+    hit = [(c, a) for c, a in pairs if c["dice"] - a["dice"] >= 0.1]
+    if not hit:
+        print(f"  twins: no attacked structure of {len(pairs)} lost >= 0.1 Dice")
+        return
+    score = [c["risk"] for c, _ in hit] + [a["risk"] for _, a in hit]
+    failed = [False] * len(hit) + [True] * len(hit)
+    print(f"  twins: {len(hit)} of {len(pairs)} attacked structures lost >= 0.1 Dice; their "
+          f"risk above their clean twins': AUROC {failure_auroc(score, failed):.3f} "
+          "(target >= 0.9)")  # fmt: skip
+
+
+def task_folder(which: str, n: int | None, where: Path) -> Path:
+    """The MSD task folder of a set: the sample task, or the volumes of :func:`volumes`
+    written under ``where``."""
+    from napari_segeval.io import write_image, write_labels
+
+    if which == "sample":
+        return ROOT / "sample_data/msd_task/Task90_AbdomenPhantom"
+    root = where / f"Task81_{which}"
+    (root / "imagesTr").mkdir(parents=True, exist_ok=True)
+    (root / "labelsTr").mkdir(exist_ok=True)
+    training, names, modality = [], {"0": "background"}, "CT"
+    for vname, case, kind in volumes(which, n):
+        modality = kind
+        write_image(root / "imagesTr" / f"{vname}.nii.gz", case.image, case.geometry)
+        write_labels(root / "labelsTr" / f"{vname}.nii.gz", case.labels, case.geometry)
+        training.append({"image": f"./imagesTr/{vname}.nii.gz", "label": f"./labelsTr/{vname}.nii.gz"})  # fmt: skip
+        names.update({str(k): v for k, v in case.structures.items()})
+    (root / "dataset.json").write_text(
+        json.dumps({"modality": {"0": modality}, "labels": names, "training": training})
+    )
+    return root
+
+
 def rounds(args) -> int:
-    """Median Dice gained from round 0 to round 3 per slice choice, per model."""
+    """Mean Dice gained from round 0 to round 3 per slice choice, per model and set."""
     import tempfile
 
     from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.layouts import load_layout
     from napari_segeval.evaluation.store import load_records, result_rows
 
-    specs = load_layout(ROOT / "sample_data/msd_task/Task90_AbdomenPhantom")[: args.cases or None]
-    for name in args.models:
-        gains = {}
-        for choice in ("oracle", "risk", "random"):
-            out = Path(tempfile.mkdtemp()) / choice
-            params = {"model": name, "rounds": 3, "refine_prompt": "box", "slice_choice": choice}
-            run_evaluation(specs, "interactive", out, params=params, workers=1, report=False)
-            rows = [r for r in result_rows(load_records(out)[1]) if r.get("status") == "ok"]
-            by = {}
-            for r in rows:
-                by.setdefault((r["case"], r["label"]), {})[int(r["round"])] = float(r["dice"])
-            gain = [d[3] - d[0] for d in by.values() if 0 in d and 3 in d]
-            gains[choice] = float(np.mean(gain)) if gain else math.nan
-        o, r, x = gains["oracle"], gains["risk"], gains["random"]
-        print(
-            f"{name}: mean Dice gained in 3 box rounds over {len(specs)} cases: oracle {o:+.4f}, "
-            f"risk {r:+.4f} ({r / o:.0%} of the oracle's; target >= 70 %), random {x:+.4f} "
-            f"(risk / random {r / x if x else math.inf:.2f}; target >= 2)"
-        )
+    tmp = Path(tempfile.mkdtemp())
+    for which in [w for w in args.sets if w != "mni"]:
+        specs = load_layout(task_folder(which, args.cases, tmp))[: args.cases or None]
+        for name in args.models:
+            gains = {}
+            for choice in ("oracle", "risk", "random"):
+                out = tmp / f"{which}-{name}-{choice}"
+                params = {"model": name, "rounds": 3, "refine_prompt": "box", "slice_choice": choice}  # fmt: skip
+                run_evaluation(specs, "interactive", out, params=params, workers=1, report=False)
+                rows = [r for r in result_rows(load_records(out)[1]) if r.get("status") == "ok"]
+                by: dict = {}
+                for r in rows:
+                    by.setdefault((r["case"], r["label"]), {})[int(r["round"])] = float(r["dice"])
+                gain = [d[3] - d[0] for d in by.values() if 0 in d and 3 in d]
+                gains[choice] = float(np.mean(gain)) if gain else math.nan
+            o, r, x = gains["oracle"], gains["risk"], gains["random"]
+            print(
+                f"{name}, {which} ({len(specs)} cases): mean Dice gained in 3 box rounds: "
+                f"oracle {o:+.4f}, risk {r:+.4f} ({r / o:.0%} of the oracle's; target >= 70 %), "
+                f"random {x:+.4f} (risk / random {r / x if x else math.inf:.2f}, target >= 2; "
+                f"the oracle's own / random {o / x if x else math.inf:.2f})",
+                flush=True,
+            )
     return 0
 
 
@@ -392,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=2, help="cost: best of this many")
     ap.add_argument("--jitter", type=int, default=0,
                     help="LiteMedSAM: jittered boxes a slice for the jitter signal (0: off)")  # fmt: skip
+    ap.add_argument("--eps", type=float, nargs="*", default=list(EPS),
+                    help="measure: PGD budgets (normalized units) beside the clean runs")  # fmt: skip
     ap.add_argument("--save", help="fit, measure: write the collected records (JSON) here")
     ap.add_argument("--load", help="fit, measure: use the records of --save, run nothing")
     args = ap.parse_args(argv)

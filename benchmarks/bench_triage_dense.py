@@ -44,7 +44,7 @@ from bench_triage import (  # noqa: E402
     _from_json,
     _to_json,
     fit_risk,
-    report,
+    report_conditions,
     rescore,
     volumes,
 )
@@ -141,22 +141,6 @@ def fit(args) -> int:
     return 0
 
 
-def twins(srows: list) -> None:
-    """Attacked structures whose Dice fell by >= 0.1 against their clean twins."""
-    from napari_segeval.uncertainty.failure import failure_auroc
-
-    clean = {s["twin"]: s for s in srows if s["condition"] == "clean"}
-    pairs = [(clean[a["twin"]], a) for a in srows if a["condition"] != "clean"]
-    hit = [(c, a) for c, a in pairs if c["dice"] - a["dice"] >= 0.1]
-    if not hit:
-        print("  twins: no attacked structure lost >= 0.1 Dice")
-        return
-    score = [c["risk"] for c, _ in hit] + [a["risk"] for _, a in hit]
-    failed = [False] * len(hit) + [True] * len(hit)
-    print(f"  twins: {len(hit)} attacked structures lost >= 0.1 Dice; their risk above "
-          f"their clean twins': AUROC {failure_auroc(score, failed):.3f} (target >= 0.9)")  # fmt: skip
-
-
 def measure(args) -> int:
     """Collect (or ``--load``) the records, score them with the shipped dense risk model
     read at the end (a fit running beside a long collection is picked up), report."""
@@ -182,14 +166,7 @@ def measure(args) -> int:
     for which, data in collected.items():
         srows, rows = _from_json(data)
         rescore(srows, rows, risk_model)
-        for cond in ("clean", "attacked"):
-            pick = (lambda c: c == "clean") if cond == "clean" else (lambda c: c != "clean")
-            report(
-                f"builtin-ct {which} {cond}",
-                [s for s in srows if pick(s["condition"])],
-                [r for r in rows if pick(r["condition"])],
-            )
-        twins(srows)
+        report_conditions(f"builtin-ct {which}", srows, rows)
     return 0
 
 
