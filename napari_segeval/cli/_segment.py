@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                 accumulate_device="cpu" if args.cpu_accumulate else None,
                 progress=progress,
             )
-    else:  # a module:factory's model (DenseBackend) segments the case itself
+    else:  # a 2D U-Net file's model or a module:factory's segments the case itself
         result = model.segment(case)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     rows: list[dict] = []

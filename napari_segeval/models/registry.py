@@ -56,6 +56,7 @@ from napari_segeval.models.precision import Precision, model_precision, parse_pr
 if TYPE_CHECKING:
     from napari_segeval.models.base import Capabilities, PromptableModel
     from napari_segeval.models.dense import DenseBackend, DenseModel
+    from napari_segeval.models.dense.unet2d import UNet2DModel
 
 
 @dataclass(frozen=True)
@@ -517,7 +518,7 @@ def precision_of(ref: str, precision: Precision | str | None, device: Any = "aut
 
 def load_dense(
     ref: str, *, trust_torchscript: bool = False, device: Any = None
-) -> DenseModel | DenseBackend:
+) -> DenseModel | UNet2DModel | DenseBackend:
     """A dense model from what a person typed.
 
     Parameters
@@ -532,9 +533,11 @@ def load_dense(
 
     Returns
     -------
-    DenseModel or DenseBackend
-        A network with its plans, or what a ``module:factory`` returns (checked: it
-        declares the dense interface).
+    DenseModel, UNet2DModel or DenseBackend
+        A network with its plans (:func:`~napari_segeval.models.dense.segment_case` runs
+        it), a built-in 2D U-Net file's model, or what a ``module:factory`` returns
+        (checked: it declares the dense interface); the last two segment a case
+        themselves (``segment(case)``).
 
     Raises
     ------
