@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the public API's
+# Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the package's
 # types, [tool.mypy] in pyproject.toml), `lint-imports` (the layer contract,
 # [tool.importlinter]), the docs build (`mkdocs build --strict`), then
 # pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
