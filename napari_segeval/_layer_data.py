@@ -38,6 +38,7 @@ took it, and *Layers > Convert to Image* in napari undoes it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -178,7 +179,12 @@ def _image_layers(case, path: Path) -> list[LayerData]:
         **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
         "warnings": list(case.meta.get("warnings", [])),
     }
-    kwargs = {"name": path.name, "scale": scale, "translate": translate, "metadata": meta}
+    kwargs: dict[str, Any] = {
+        "name": path.name,
+        "scale": scale,
+        "translate": translate,
+        "metadata": meta,
+    }
     if case.is_rgb:
         kwargs["rgb"] = True
     nan = _nan_layer(case.image, kwargs)

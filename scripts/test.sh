@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the public API's
-# types, [tool.mypy] in pyproject.toml), the docs build (`mkdocs build --strict`), then
+# Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the package's
+# types, [tool.mypy] in pyproject.toml), `lint-imports` (the layer contract,
+# [tool.importlinter]), the docs build (`mkdocs build --strict`), then
 # pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
 # cores (pytest-xdist).
 #
@@ -51,6 +52,9 @@ if [ "$checks" -eq 1 ]; then
   .venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
   .venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
   .venv/bin/mypy
+  # The import contract: the layers, the viewer's order, no GUI in the core, no cycles
+  # (the cache stays out of the checkout)
+  .venv/bin/lint-imports --no-cache
   # The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
   # cross-reference; built outside the repository, once (tests/test_docs.py's own strict
   # build is a release test). Its log is shown only when it fails (not --quiet: mkdocs 1.6

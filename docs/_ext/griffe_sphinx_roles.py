@@ -5,14 +5,15 @@ does not read. When griffe has loaded ``napari_segeval``, :class:`SphinxRoles`:
 
 1. gives each attribute documented by ``#:`` comment lines above it (Sphinx's attribute
    docstring, :func:`sphinx_comment`) that text as its docstring;
-2. adds the names a package loads on first use (PEP 562: the root's ``_API``,
-   ``napari_segeval.attacks``' ``_EXPORTS``, :func:`lazy_exports`) as its members, so
-   the API pages document them where users import them;
-3. rewrites each cross-reference role (``:func:`~napari_segeval.io.read_case```,
+2. rewrites each cross-reference role (``:func:`~napari_segeval.io.read_case```,
    ``:class:`Box```, ``:mod:`.shapes```) into an autorefs reference, resolving the name
    as Sphinx does: the current class, then the current module and its parent packages,
    then the full path (a leading ``.`` also matches a unique object whose path ends with
    the name).
+
+The names the root and ``napari_segeval.attacks`` load on first use are their
+``__init__.pyi`` stubs' imports, which griffe reads itself: they are members where users
+import them.
 
 A role's name that resolves to an object of the package is an *optional* reference:
 linked when the object is on an API page, plain code when it is not (a private module).
@@ -27,16 +28,15 @@ one.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import re
 import sys
 from collections.abc import Callable, Iterator
 
 try:
-    from griffe import Alias, AliasResolutionError, CyclicAliasError, Docstring, Extension
+    from griffe import AliasResolutionError, CyclicAliasError, Docstring, Extension
 except ImportError:  # the converter is plain text; only mkdocs needs griffe
-    Extension = Alias = Docstring = object  # type: ignore[assignment,misc]
+    Extension = Docstring = object  # type: ignore[assignment,misc]
     AliasResolutionError = CyclicAliasError = LookupError  # type: ignore[assignment,misc]
 
 #: The package whose names are checked (a name of another package is left as code).
@@ -144,24 +144,6 @@ def _walk(obj) -> Iterator:
             yield from _walk(member)
 
 
-def lazy_exports(module) -> dict[str, str]:
-    """The names a package loads on first use (PEP 562) -> the path of each one's object.
-
-    The root package's ``_API`` and ``napari_segeval.attacks``' ``_EXPORTS`` map a name
-    to the submodule (relative to the package) that defines it; griffe reads code and so
-    does not see them as members.
-    """
-    for table in ("_API", "_EXPORTS"):
-        attr = module.members.get(table)
-        if attr is not None and not attr.is_alias and attr.value is not None:
-            try:
-                names = ast.literal_eval(str(attr.value))
-            except (ValueError, SyntaxError):
-                continue
-            return {name: f"{module.path}.{where}.{name}" for name, where in names.items()}
-    return {}
-
-
 def sphinx_comment(attr) -> str:
     """The ``#:`` comment lines just above an attribute (Sphinx's attribute docstring)."""
     path = attr.filepath
@@ -175,7 +157,7 @@ def sphinx_comment(attr) -> str:
 
 
 class SphinxRoles(Extension):
-    """Add the packages' lazy exports as members, then rewrite every docstring's roles."""
+    """Give ``#:`` comments to their attributes, then rewrite every docstring's roles."""
 
     def on_package(self, *, pkg, loader, **kwargs) -> None:
         """griffe >= 1.14 (2.x): the package is loaded completely."""
@@ -201,10 +183,6 @@ class SphinxRoles(Extension):
                     parser=style.parser if style else None,
                     parser_options=style.parser_options if style else None,
                 )
-        for module in (o for o in objects if o.is_module):
-            for name, target in lazy_exports(module).items():
-                if name not in module.members:
-                    module.set_member(name, Alias(name, target, parent=module))
         collection = loader.modules_collection
         by_name: dict[str, list[str]] = {}
         for obj in objects:

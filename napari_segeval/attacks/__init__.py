@@ -21,73 +21,13 @@
 * :mod:`.run` - :func:`attack_case`: outputs in raw units and Dice clean vs attacked.
 * :mod:`.robustness` - Dice drop and the robust-case rule (threshold once per task).
 
-The names below are loaded on first use (PEP 562), so that listing the attacks
-(``ATTACKS``, as every ``segeval`` call does to build its parser) imports
-neither the targets nor the metrics. Importing this package does not import torch.
+The names below (``__init__.pyi`` imports them, for type checkers and the API
+pages) are loaded on first use by :func:`lazy_loader.attach_stub` (PEP 562), so that
+listing the attacks (``ATTACKS``, as every ``segeval`` call does to build its parser)
+imports neither the targets nor the metrics. Importing this package does not import
+torch.
 """
 
-from __future__ import annotations
+import lazy_loader as _lazy
 
-import importlib
-from types import ModuleType
-from typing import Any
-
-#: Public name -> the submodule that defines it.
-_EXPORTS: dict[str, str] = {
-    "ATTACKS": "registry",
-    "Attack": "registry",
-    "AttackConfig": "config",
-    "AttackNotApplicable": "config",
-    "not_applicable": "config",
-    "run_attack": "core",
-    "AttackOutput": "_problem",
-    "Budget": "budget",
-    "eps_from_raw": "budget",
-    "eps_to_raw": "budget",
-    "DenseTarget": "dense",
-    "PromptTarget": "promptable",
-    "AttackResult": "run",
-    "attack_case": "run",
-    "condition_name": "run",
-    "robustness_summary": "robustness",
-    "task_threshold": "robustness",
-}
-
-
-def _submodule(name: str) -> ModuleType:
-    """The submodule ``name`` (a value of :data:`_EXPORTS`), imported on first use."""
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def __getattr__(name: str) -> Any:
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_submodule(where), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
-
-
-__all__ = [
-    "ATTACKS",
-    "Attack",
-    "AttackConfig",
-    "AttackNotApplicable",
-    "AttackOutput",
-    "AttackResult",
-    "Budget",
-    "DenseTarget",
-    "PromptTarget",
-    "attack_case",
-    "condition_name",
-    "eps_from_raw",
-    "eps_to_raw",
-    "not_applicable",
-    "robustness_summary",
-    "run_attack",
-    "task_threshold",
-]
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

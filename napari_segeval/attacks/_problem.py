@@ -137,8 +137,12 @@ class Problem:
             lo, hi = self._bounds(cfg.clamp)
             self.lo, self.hi = torch.minimum(self.x, lo), torch.maximum(self.x, hi)
         self.n_forward = self.n_backward = 0
-        self.best_dice = self.best_delta = self.best_logits = self.best_score = None
-        self.frozen = None
+        # the kept iterate, per case (None until the first evaluation)
+        self.best_dice: torch.Tensor | None = None
+        self.best_delta: torch.Tensor | None = None
+        self.best_logits: torch.Tensor | None = None
+        self.best_score: torch.Tensor | None = None
+        self.frozen: torch.Tensor | None = None  # cases no longer attacked (not robust)
         self.info: dict = {}
 
     def _bounds(self, clamp: tuple) -> tuple[torch.Tensor, torch.Tensor]:
@@ -241,6 +245,7 @@ class Problem:
         delta = torch.zeros_like(self.x)
         loss, _, logits = self.evaluate(delta, need_grad=False)
         record_step(history, -1, 0, loss, self.track(delta, logits, loss))
+        assert self.best_dice is not None  # track() kept the clean input
         self.info["clean_dice"] = self.best_dice.tolist()
 
     def begin_restart(self, restart: int) -> bool:
@@ -285,7 +290,14 @@ class Problem:
             self.best_dice, self.best_delta = dice.clone(), delta.clone()
             self.best_logits, self.best_score = logits.clone(), score.clone()
             return dice
-        take = score >= self.best_score if self.cfg.keep_best else torch.ones_like(dice, dtype=bool)
+        # kept together with best_dice
+        assert self.best_score is not None and self.best_delta is not None
+        assert self.best_logits is not None
+        take = (
+            score >= self.best_score
+            if self.cfg.keep_best
+            else torch.ones_like(dice, dtype=torch.bool)
+        )
         if self.frozen is not None:
             take &= ~self.frozen
         if mask is not None:

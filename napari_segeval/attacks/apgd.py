@@ -99,7 +99,8 @@ def apgd(problem: Problem) -> AttackOutput:
     """Run APGD (``problem.cfg.loss`` is ``ce`` or ``dlr``) with restarts."""
     import torch
 
-    cfg, history = problem.cfg, []
+    cfg = problem.cfg
+    history: list[dict] = []
     checkpoints = set(apgd_checkpoints(cfg.steps, cfg.schedule))
     n = problem.x.shape[0]
     problem.start(history)

@@ -64,9 +64,9 @@ def _chunked_vjp(
     gx = torch.zeros_like(xp)
     for i in range(0, len(jobs), batch_size):
         chunk = jobs[i : i + batch_size]
-        batch = torch.cat([xp[(slice(b, b + 1), slice(None), *s)] for b, s in chunk])
+        batch = torch.cat([xp[(slice(b, b + 1), slice(None)) + s] for b, s in chunk])
         batch = batch.detach().requires_grad_(True)
-        gout = torch.cat([gp[(slice(b, b + 1), slice(None), *s)] / norm[s] for b, s in chunk])
+        gout = torch.cat([gp[(slice(b, b + 1), slice(None)) + s] / norm[s] for b, s in chunk])
         with torch.enable_grad():
             pred = None
             for axes in flips:
@@ -74,12 +74,13 @@ def _chunked_vjp(
                 p = model.network(batch.flip(dims) if dims else batch)
                 p = p.flip(dims) if dims else p
                 pred = p if pred is None else pred + p
+            assert pred is not None  # flips holds () at least
             pred = pred.float() / len(flips) * w
             (gb,) = torch.autograd.grad(pred, batch, gout)
         for j, (b, s) in enumerate(chunk):
-            gx[(b, slice(None), *s)] += gb[j]
+            gx[(b, slice(None)) + s] += gb[j]
     crop = tuple(slice(a, a + n) for (a, _), n in zip(pads, src))
-    return gx[(slice(None), slice(None), *crop)]
+    return gx[(slice(None), slice(None)) + crop]
 
 
 def _chunked_function():

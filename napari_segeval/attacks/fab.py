@@ -93,7 +93,7 @@ def project_to_hyperplane(
     a = w.abs()
     direction = torch.sign(w) * torch.sign(r)[:, None]
     need = r.abs()
-    if room_up is None:
+    if room_up is None or room_down is None:  # both or neither
         t = need / a.sum(dim=1).clamp(min=1e-300)
         return (direction * t[:, None] * (a > 0)).to(w.dtype)
     cap = torch.where(direction > 0, room_up.double(), room_down.double()).clamp(min=0)
@@ -145,7 +145,7 @@ def _step(problem: Problem, delta: torch.Tensor, f: torch.Tensor, grad: torch.Te
     flat = delta.reshape(n, -1).double()
     w = grad.reshape(n, -1).double()
     up = down = up0 = down0 = None
-    if problem.lo is not None:
+    if problem.lo is not None and problem.hi is not None:  # both or neither
         lo = (problem.lo - problem.x).reshape(n, -1).double()
         hi = (problem.hi - problem.x).reshape(n, -1).double()
         up, down, up0, down0 = hi - flat, flat - lo, hi, -lo
@@ -165,7 +165,8 @@ def fab(problem: Problem) -> AttackOutput:
     """Run FAB-T (L-inf) over the target ranks and restarts; see the module docstring."""
     import torch
 
-    cfg, history, x = problem.cfg, [], problem.x
+    cfg, x = problem.cfg, problem.x
+    history: list[dict] = []
     n, eps = x.shape[0], float(cfg.eps)
     zero = torch.zeros_like(x)
     clean_loss, _, clean_logits = problem.evaluate(zero, need_grad=False)
@@ -205,7 +206,7 @@ def fab(problem: Problem) -> AttackOutput:
             else:
                 delta = (torch.rand(x.shape, generator=problem.gen) * 2 - 1) * (eps / 2)
                 delta = delta.to(x.device, x.dtype)
-                if problem.lo is not None:
+                if problem.lo is not None and problem.hi is not None:
                     delta = torch.minimum(torch.maximum(delta + x, problem.lo), problem.hi) - x
             for it in range(cfg.steps):
                 f, grad, _ = problem.evaluate(delta, need_grad=True, objective=objective)

@@ -60,7 +60,8 @@ def pgd(problem: Problem) -> AttackOutput:
     """
     import torch
 
-    cfg, history = problem.cfg, []
+    cfg = problem.cfg
+    history: list[dict] = []
     every = cfg.select == "dice"
     problem.start(history)
     for r in range(cfg.restarts):

@@ -72,7 +72,8 @@ def robustness_summary(
     groups: dict[tuple[str, str], list] = {}
     for r in records:
         groups.setdefault((str(r["case"]), str(r["condition"])), []).append(r)
-    cases, per_cond = [], {}
+    cases: list[dict] = []
+    per_cond: dict[str, list] = {}
     for (case, cond), rows in groups.items():
         mean_clean = mean(r["clean"] for r in rows)
         mean_att = mean(r["attacked"] for r in rows)

@@ -162,7 +162,8 @@ def square(problem: Problem) -> AttackOutput:
     """Run the Square attack (L-inf) with restarts; only forward passes."""
     import torch
 
-    cfg, history = problem.cfg, []
+    cfg = problem.cfg
+    history: list[dict] = []
     n = problem.x.shape[0]
     sizes = [problem.x.shape[a] for a in _spatial_axes(problem)]
     thr = problem.threshold
@@ -171,7 +172,7 @@ def square(problem: Problem) -> AttackOutput:
     for r in range(cfg.restarts):
         if not problem.begin_restart(r):
             break
-        frozen = problem.frozen if problem.frozen is not None else torch.zeros(n, dtype=bool)
+        frozen = problem.frozen if problem.frozen is not None else torch.zeros(n, dtype=torch.bool)
         delta = stripes(problem)
         loss, _, logits = problem.evaluate(delta, need_grad=False)
         dice = problem.track(delta, logits, loss, mask=~frozen.to(loss.device))

@@ -188,9 +188,9 @@ def _target(args: argparse.Namespace, case):
         from napari_segeval.models.precision import model_precision
 
         model_precision(args.precision, None, args.device, args.model)  # dense: fp32 only
-        model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
+        dense = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
         return DenseTarget(
-            model, case, overlap=args.overlap, batch_size=args.batch_size, gradient=args.gradient
+            dense, case, overlap=args.overlap, batch_size=args.batch_size, gradient=args.gradient
         )
     import numpy as np
 

@@ -26,7 +26,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "the foreground percentiles and z-score, Gaussian-weighted sliding window "
             "(sigma = patch/8), softmax, resample back, argmax, then keep the largest "
             "component of organs and drop lesion components below the model's volume "
-            "threshold. The label map is written with IMAGE's geometry. With --labels, "
+            "threshold (a module:factory model segments the case itself). The label map is "
+            "written with IMAGE's geometry. With --labels, "
             "prints Dice etc. per structure; with --json prints "
             '{"output": PATH, "structures": [rows]}.'
         ),
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError, WriteError
     from napari_segeval.cli._metrics import rows_table
     from napari_segeval.io import write_labels
-    from napari_segeval.models.dense import segment_case
+    from napari_segeval.models.dense import DenseModel, segment_case
     from napari_segeval.models.registry import load_dense
 
     if args.output.exists() and not args.overwrite:
@@ -85,17 +86,20 @@ def run(args: argparse.Namespace) -> int:
     if case.axes != "zyx":
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")
     model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
-    with progress_bar("windows", "window", enabled=not args.json) as progress:
-        result = segment_case(
-            model,
-            case,
-            overlap=args.overlap,
-            mirror=args.mirror,
-            batch_size=args.batch_size,
-            postprocess=not args.no_postprocess,
-            accumulate_device="cpu" if args.cpu_accumulate else None,
-            progress=progress,
-        )
+    if isinstance(model, DenseModel):
+        with progress_bar("windows", "window", enabled=not args.json) as progress:
+            result = segment_case(
+                model,
+                case,
+                overlap=args.overlap,
+                mirror=args.mirror,
+                batch_size=args.batch_size,
+                postprocess=not args.no_postprocess,
+                accumulate_device="cpu" if args.cpu_accumulate else None,
+                progress=progress,
+            )
+    else:  # a 2D U-Net file's model or a module:factory's segments the case itself
+        result = model.segment(case)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
     rows: list[dict] = []
     if case.labels is not None:

@@ -397,7 +397,7 @@ def read_structure_folder(folder: str | Path, structures: dict[int, str]):
         if path is None:
             continue
         mask, geom, _ = read_labels(path)
-        if merged is None:
+        if merged is None or geometry is None or first is None:  # the first structure
             merged, geometry, first = np.zeros(mask.shape, dtype), geom, path
         else:
             check_same_grid(merged.shape, geometry, mask.shape, geom, first, path)

@@ -324,21 +324,21 @@ class ResultsFolder:
         if case_id not in self.specs:
             raise ResultsFolderError(f"{self.path}: no case {case_id!r}")
         s = self.specs[case_id]
-        if self.data_root is None:
+        data_root = self.data_root
+        if data_root is None:
             return s
         old = os.path.abspath(s.root or self.run.get("data") or "")
 
-        def move(p: str | None) -> str | None:
+        def move(p: str) -> str:
             if not p or not old:
                 return p
             ap = os.path.abspath(p)
             if os.path.commonpath([ap, old]) != old:
                 return p
-            return os.path.join(self.data_root, os.path.relpath(ap, old))
+            return os.path.join(data_root, os.path.relpath(ap, old))
 
-        return replace(
-            s, images=tuple(move(p) for p in s.images), labels=move(s.labels), root=self.data_root
-        )
+        labels = None if s.labels is None else move(s.labels)
+        return replace(s, images=tuple(move(p) for p in s.images), labels=labels, root=data_root)
 
     # -- loading -----------------------------------------------------------------------
     def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:

@@ -249,7 +249,11 @@ def ensure_folds(
     if not chosen:
         raise SegEvalError(
             "no labelled case to cross-validate"
-            + (f" (cv_splits={dict(cv_splits)}, holdout={holdout})" if cv_splits or holdout else "")
+            + (
+                f" (cv_splits={dict(cv_splits or {})}, holdout={holdout})"
+                if cv_splits or holdout
+                else ""
+            )
         )
     if all(s.fold is not None for s in chosen):
         folds = {s.case_id: int(s.fold) for s in chosen}

@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -156,7 +157,7 @@ def _stats_of(chunks: list, percentiles: tuple[float, float], source: str) -> In
         std if std > 0 else 1.0,
         int(allv.size),
         source,
-        tuple(percentiles),
+        cast("tuple[float, float]", tuple(percentiles)),
     )
 
 

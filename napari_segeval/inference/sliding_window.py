@@ -66,7 +66,10 @@ def window_grid(
     >>> window_grid((10, 20), (10, 12), 0.5)[-1]
     (slice(0, 10, None), slice(8, 20, None))
     """
-    ov = [overlap] * len(shape) if np.isscalar(overlap) else list(overlap)
+    if isinstance(overlap, (Sequence, np.ndarray)):
+        ov = [float(o) for o in overlap]
+    else:
+        ov = [float(overlap)] * len(shape)
     starts = [window_starts(s, p, o) for s, p, o in zip(shape, patch, ov)]
     return [tuple(slice(s, s + p) for s, p in zip(st, patch)) for st in itertools.product(*starts)]
 
@@ -94,12 +97,14 @@ def gaussian_weights(
     """
     import torch
 
-    w = None
+    t = None
     for p in patch:  # float32 torch ops, so the map is bit-identical to MONAI's
         x = torch.arange(-(p - 1) / 2.0, (p - 1) / 2.0 + 1, dtype=torch.float32)
         g = torch.exp(x**2 / (-2 * (sigma_scale * p) ** 2))
-        w = g if w is None else w.unsqueeze(-1) * g
-    w = w.numpy().astype(np.float32)
+        t = g if t is None else t.unsqueeze(-1) * g
+    if t is None:
+        raise ValueError("a patch has at least one axis")
+    w = t.numpy().astype(np.float32)
     pos = w[w > 0]
     if pos.size:
         w[w == 0] = pos.min()
@@ -200,13 +205,14 @@ def sliding_window_logits(
     for i in range(0, total, batch_size):
         check_cancel(cancel, "sliding-window inference")
         chunk = jobs[i : i + batch_size]
-        batch = torch.cat([image[(slice(b, b + 1), slice(None), *s)] for b, s in chunk])
+        batch = torch.cat([image[(slice(b, b + 1), slice(None)) + s] for b, s in chunk])
         pred = None
         for axes in flips:
             dims = [a + 2 for a in axes]
             p = predictor(batch.flip(dims) if dims else batch)
             p = p.flip(dims) if dims else p
             pred = p if pred is None else pred + p
+        assert pred is not None  # flips holds () at least
         pred = pred.float()
         if len(flips) > 1:
             pred = pred / len(flips)
@@ -215,11 +221,12 @@ def sliding_window_logits(
             out = torch.zeros((n_img, pred.shape[1], *shape), dtype=torch.float32, device=acc_dev)
         pred = pred.to(acc_dev)
         for j, (b, s) in enumerate(chunk):
-            out[(b, slice(None), *s)] += pred[j]
+            out[(b, slice(None)) + s] += pred[j]
         if progress is not None:
             progress(min(i + batch_size, total), total)
+    assert out is not None  # jobs holds a window at least
     out = out.div_(norm) if not torch.is_grad_enabled() else out / norm
     if any(a or b for a, b in pads):
         crop = tuple(slice(a, a + n) for (a, _), n in zip(pads, src_shape))
-        out = out[(slice(None), slice(None), *crop)]
+        out = out[(slice(None), slice(None)) + crop]
     return out

@@ -275,6 +275,7 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
     if info.problem:
         raise ReadError(f"{where}: series {info.id} cannot be read: {info.problem}")
     plan = info.plan
+    assert plan is not None  # a stack without a problem has its plan
     arr = assemble(plan)
     axes = plan.axes
     if axes == "yx":

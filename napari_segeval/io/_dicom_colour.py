@@ -55,7 +55,7 @@ def is_colour(ds) -> bool:
     return _int(ds.get("SamplesPerPixel", 1)) > 1 or photometric(ds) == PALETTE
 
 
-def samples_stored(ds) -> float:
+def samples_stored(ds) -> int:
     """Samples stored per pixel in uncompressed pixel data: 2 for ``YBR_FULL_422`` (two
     luminance samples share one Cb and one Cr), else ``SamplesPerPixel``.
 

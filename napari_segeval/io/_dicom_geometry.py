@@ -59,7 +59,10 @@ class Unit:
     @property
     def direction(self) -> np.ndarray:
         """ITK 3x3 direction: columns row cosine, column cosine, normal."""
-        return np.column_stack([self.orientation[0], self.orientation[1], self.normal])
+        normal = self.normal
+        if self.orientation is None or normal is None:
+            raise ValueError(f"{self.path}: no image orientation")
+        return np.column_stack([self.orientation[0], self.orientation[1], normal])
 
 
 def _txt(values) -> str:

@@ -310,7 +310,7 @@ def plan(stack: list[Unit]) -> Plan:
 
 
 def _plan_single(u: Unit, positioned: bool, warnings: list[str]) -> Plan:
-    if positioned and u.spacing is not None:
+    if positioned and u.spacing is not None and u.position is not None:
         thick = u.thickness or u.between or 1.0
         plane = Geometry((thick, *u.spacing), tuple(u.position), tuple(u.direction.ravel()))
         return Plan([u], Geometry.of_plane(plane), "yx", True, warnings)
@@ -348,6 +348,8 @@ def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Pl
 def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:
     first = stack[0]
     normal = first.normal
+    # called with positioned units (position and orientation) and an in-plane spacing
+    assert normal is not None and first.spacing is not None
     pos = np.array([u.position for u in stack])
     along = pos @ normal
     order = np.argsort(along, kind="stable")

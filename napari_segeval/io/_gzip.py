@@ -20,7 +20,7 @@ import gzip
 try:  # optional accelerator; see the module docstring
     from isal import igzip as _igzip
 except ImportError:  # pragma: no cover - platforms without isal wheels
-    _igzip = None
+    _igzip = None  # type: ignore[assignment]  # (the module, or None without isal)
 
 
 def backend() -> str:

@@ -141,7 +141,7 @@ def structure_label(label: int, names: Mapping[int, str]) -> str:
     return names.get(int(label), unnamed_label(label))
 
 
-def _norm(text: str) -> str:
+def _norm(text: object) -> str:
     return re.sub(r"[\s_\-]+", " ", str(text).strip().lower())
 
 

@@ -186,7 +186,7 @@ def read_nifti(path: Path) -> Raw:
                 img, data = _load_gz(path)
             else:
                 img = nib.load(str(path), mmap=False)
-                data = np.asanyarray(img.dataobj)
+                data = np.asanyarray(img.dataobj)  # type: ignore[attr-defined]  # a SpatialImage
             affine = np.asarray(img.affine, dtype=float)
     except SegEvalError:
         raise

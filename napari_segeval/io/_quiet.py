@@ -134,7 +134,7 @@ def _leave(native: bool) -> None:
             warnings.showwarning = _Shared.show if _Shared.show is not None else _plain_show
         _Shared.show = None
         try:
-            warnings.filters.remove(_ALWAYS)
+            warnings.filters.remove(_ALWAYS)  # type: ignore[attr-defined]  # a list (typeshed: Sequence)
             _filters_changed()
         except ValueError:
             pass

@@ -10,6 +10,7 @@ stored that way.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +64,7 @@ def _read_tiff(path: Path) -> np.ndarray:
 
 def read_raster(path: Path) -> Raw:
     """Read a PNG/JPG/BMP/TIFF image (TIFF stacks become ``"zyx"`` volumes)."""
+    meta: dict[str, Any]
     if suffix(path) in (".tif", ".tiff"):
         arr, meta = _read_tiff(path), {}
     else:

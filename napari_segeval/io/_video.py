@@ -87,7 +87,7 @@ def read_video(path: Path) -> Raw:
             stream = container.streams.video[0]
             declared = int(stream.frames or 0)
             fps = float(stream.average_rate) if stream.average_rate else None
-            frames = []
+            frames: list[np.ndarray] = []
             for packet in container.demux(stream):
                 if packet.is_corrupt:
                     raise ReadError(f"{path}: video data is truncated or corrupt")
@@ -117,7 +117,7 @@ def read_frame_folder(folder: Path) -> Raw:
     files = frame_files(folder)
     if not files:
         raise ReadError(f"{folder}: no PNG/JPG/TIFF/BMP frames in this folder")
-    frames = []
+    frames: list[np.ndarray] = []
     for f in files:
         raw = read_raster(f)
         if raw.axes not in ("yx", "yxc"):

@@ -26,6 +26,7 @@ Torch is imported by this module: import it only inside functions elsewhere.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -136,7 +137,7 @@ def window_from_bbox(
 
 
 def window_from_mask(
-    mask: torch.Tensor | None, points: list[tuple[float, float, bool]] = ()
+    mask: torch.Tensor | None, points: Sequence[tuple[float, float, bool]] = ()
 ) -> tuple[float, float, float] | None:
     """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
 

@@ -48,10 +48,15 @@ import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval.models.precision import Precision, model_precision, parse_precision
+
+if TYPE_CHECKING:
+    from napari_segeval.models.base import Capabilities, PromptableModel
+    from napari_segeval.models.dense import DenseBackend, DenseModel
+    from napari_segeval.models.dense.unet2d import UNet2DModel
 
 
 @dataclass(frozen=True)
@@ -352,7 +357,7 @@ def load_promptable(
     checkpoint: str | Path | None = None,
     device: Any = "auto",
     precision: Precision | str | None = Precision.AUTO,
-) -> Any:
+) -> PromptableModel:
     """A promptable model from what a person typed.
 
     Parameters
@@ -444,14 +449,14 @@ def _default_checkpoint(info: ModelName) -> Path:
     return _cache.checkpoint(entry.name)
 
 
-def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> Any:
+def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
     """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own),
     in ``precision`` (refused in one line where the model or the machine cannot run it)."""
     assert info.backend is not None  # every PROMPTABLE row names its class
     return info.backend.load().from_registry(info.name, ckpt, device, precision)
 
 
-def declared_capabilities(name: str) -> Any:
+def declared_capabilities(name: str) -> Capabilities | None:
     """What the backend of the promptable name ``name`` declares it takes
     (:class:`~napari_segeval.models.base.Capabilities`), read from its class without
     loading weights; None where the weights decide (``builtin``: its click channels).
@@ -468,7 +473,7 @@ def declared_capabilities(name: str) -> Any:
     return backend.load().declared_capabilities()
 
 
-def capabilities_of(ref: str) -> Any:
+def capabilities_of(ref: str) -> Capabilities | None:
     """:func:`declared_capabilities` of a model reference as users write it (a registry
     name, an alias, ``name:CHECKPOINT`` or a catalogue name: its network's); None for
     a dense model, a ``module:factory`` and a name whose weights decide (``builtin``).
@@ -511,7 +516,9 @@ def precision_of(ref: str, precision: Precision | str | None, device: Any = "aut
     return model_precision(precision, caps, device, name)
 
 
-def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None) -> Any:
+def load_dense(
+    ref: str, *, trust_torchscript: bool = False, device: Any = None
+) -> DenseModel | UNet2DModel | DenseBackend:
     """A dense model from what a person typed.
 
     Parameters
@@ -526,8 +533,11 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
 
     Returns
     -------
-    DenseModel
-        (or whatever a ``module:factory`` returns).
+    DenseModel, UNet2DModel or DenseBackend
+        A network with its plans (:func:`~napari_segeval.models.dense.segment_case` runs
+        it), a built-in 2D U-Net file's model, or what a ``module:factory`` returns
+        (checked: it declares the dense interface); the last two segment a case
+        themselves (``segment(case)``).
 
     Raises
     ------
@@ -567,7 +577,7 @@ def load_dense(ref: str, *, trust_torchscript: bool = False, device: Any = None)
     raise ReadError(f"{ref}: no such model file or folder (dense models: {_known('dense')})")
 
 
-def _declared_dense(model: Any, ref: str) -> Any:
+def _declared_dense(model: object, ref: str) -> DenseModel | DenseBackend:
     """``model`` if it declares the dense interface, else one line saying what is missing."""
     from napari_segeval.models.dense import DenseBackend, DenseModel
 

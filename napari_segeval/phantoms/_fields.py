@@ -84,6 +84,8 @@ def ellipsoid_level(
     for di, r in zip(d, radii):
         term = (di / np.float32(r)) ** 2
         total = term if total is None else total + term
+    if total is None:
+        raise ValueError("no coordinates")
     return total
 
 

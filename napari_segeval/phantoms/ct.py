@@ -288,7 +288,7 @@ def make_ct_case(
     image = np.clip(np.rint(img), -1024, 3071).astype(np.int16)
 
     origin = tuple(-(n - 1) / 2 * s for n, s in zip(shape[::-1], spacing[::-1]))
-    geometry = Geometry(spacing, origin, tuple(np.eye(3).ravel()))
+    geometry = Geometry(tuple(spacing), origin, tuple(np.eye(3).ravel()))
     meta = {
         "generator": "napari_segeval.phantoms.make_ct_case",
         "seed": int(seed),

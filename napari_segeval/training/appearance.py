@@ -289,7 +289,7 @@ def restyle(
         x = F.interpolate(small, size=(h, w), mode="bilinear", align_corners=False)[:, 0]
     x = blur(x, float(rng.uniform(0, 1.5)) if rng.random() < 0.5 else 0.0)
     noise = {"ct": "gaussian", "mr": "rician", "us": "speckle"}.get(style)
-    if noise not in noises:
+    if noise is None or noise not in noises:
         noise = str(rng.choice(noises))
     level = float(np.exp(rng.uniform(np.log(0.005), np.log(0.12)))) * strength
     x = add_noise(rng, x, noise, level)

@@ -105,4 +105,5 @@ def corrective_click(
     if rng is not None and min(n_fn, n_fp) > 0 and rng.random() < other:
         positive = not positive
     point = interior_point(fn if positive else fp, rng)
+    assert point is not None  # the chosen region is not empty
     return point[0], point[1], positive

@@ -88,6 +88,7 @@ def noise_head(channels: int, num_classes: int) -> torch.nn.Module:
 
     head = torch.nn.Conv3d(channels, num_classes, 1)
     torch.nn.init.zeros_(head.weight)
+    assert head.bias is not None  # Conv3d's default bias=True
     torch.nn.init.constant_(head.bias, NOISE_BIAS)
     return head
 

@@ -84,6 +84,8 @@ def _to_case_grid(a: np.ndarray, info: Any) -> np.ndarray:
 def _finish(
     stats: SampleStats, info: Any, method: str, params: dict, note: str = ""
 ) -> UncertaintyMaps:
+    if stats.mean is None:
+        raise ValueError("no samples")
     mean = _to_case_grid(stats.mean.astype(np.float32), info)
     mean = mean / np.clip(mean.sum(0, keepdims=True), 1e-12, None)
     var = _to_case_grid(stats.variance().astype(np.float32), info).mean(0)

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
+
+if TYPE_CHECKING:
+    from napari_segeval.models.walk import Order
 
 ProgressFn = Callable[[int, int], None]
 #: A class needs at least this many reference voxels to be prompted and scored.
@@ -87,7 +90,7 @@ def decoded_map(
 
     n = int(frames.shape[0])
     k = int(box.index)
-    orders = ("forward", "backward") if mode == "volume" else ("forward",)
+    orders: tuple[Order, ...] = ("forward", "backward") if mode == "volume" else ("forward",)
     total = sum(n_visited(n, k, o) for o in orders)
     parts, offset = {}, 0
     for order in orders:
@@ -247,8 +250,8 @@ def class_scales(
             decoded = decoded_map(model, frames, box, mode=mode, progress=cb, cancel=cancel)
             done[0] = base + n_steps
             volume = decoded[0] if kind == "image" else resample_map(decoded, grid)
-            row["scale"] = semantic_scale(class_matrix(volume, layout), power)
-            if math.isnan(row["scale"]):
+            row["scale"] = scale = semantic_scale(class_matrix(volume, layout), power)
+            if math.isnan(scale):
                 row["note"] = "decoded map is zero or has fewer than 2 rows/columns: no scale"
         rows.append(row)
     return rows

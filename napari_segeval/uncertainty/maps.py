@@ -120,7 +120,7 @@ class SampleStats:
 
     def variance(self) -> np.ndarray:
         """Population variance per element (zeros for a single sample)."""
-        if self.mean is None:
+        if self.mean is None or self._m2 is None:
             raise ValueError("no samples")
         return np.clip(self._m2 / self.n, 0.0, None)
 

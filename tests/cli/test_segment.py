@@ -1,6 +1,7 @@
 import argparse
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -100,3 +101,14 @@ def test_bad_tolerance_is_one_line_before_the_model_runs(files, capsys, value):
     assert captured.err == (
         f"segeval segment: error: --tolerance must be a positive number of mm, got {float(value)}\n"
     )
+
+
+def test_a_factory_model_segments_the_case_itself(files, capsys, monkeypatch):
+    """A ``module:factory`` model (a DenseBackend: no plans, no window) runs its segment()."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "evaluation"))
+    d, geom, shape = files
+    args = [str(d / "ct.nii.gz"), "--model", "_segeval_toy:ThresholdDense", "--json"]
+    assert _segment.run(_parse([*args, "--output", str(d / "toy.nii.gz")])) == 0
+    assert json.loads(capsys.readouterr().out)["output"] == str(d / "toy.nii.gz")
+    pred, pgeom, _ = read_labels(d / "toy.nii.gz")
+    assert pred.shape == shape and pgeom.matches(geom) and set(pred.ravel()) <= {0, 1, 2}

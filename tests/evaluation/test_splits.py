@@ -174,6 +174,9 @@ def test_cv_splits_and_holdout_choose_the_cross_validated_cases(tmp_path):
         ensure_folds(s, k=3, seed=0, output_dir=tmp_path / "c", cv_splits={"isic": ["none"]})
     with pytest.raises(SegEvalError, match="cannot make 5 folds"):
         ensure_folds(s[:3], k=5, seed=0, output_dir=tmp_path / "d")
+    # a hold-out split alone that leaves no case: one line too (was a TypeError)
+    with pytest.raises(SegEvalError, match=r"no labelled case.*cv_splits=\{\}, holdout=test"):
+        ensure_folds(s[-3:], k=3, seed=0, output_dir=tmp_path / "e", holdout="test")
 
 
 def test_old_splits_file_still_loads(tmp_path):

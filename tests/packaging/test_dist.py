@@ -92,6 +92,9 @@ def test_the_archives_hold_a_complete_release(dists):
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: BSD-3-Clause" in meta and "Project-URL: Source" in meta
     assert "napari_segeval/napari.yaml" in names
+    # the lazy exports' stubs and the PEP 561 marker: type checkers see the API
+    assert {"napari_segeval/__init__.pyi", "napari_segeval/attacks/__init__.pyi"} <= set(names)
+    assert "napari_segeval/py.typed" in names
     assert not any(n.startswith(("tests/", "sample_data/")) for n in names)
     with tarfile.open(dists["sdist"]) as t:
         top = t.getnames()[0].split("/")[0]

@@ -78,8 +78,8 @@ class PropagationJobs:
         self.session, self._key, self.made_from, self.seed = None, None, {}, None
         self.result_name = self.case_id = None
         self._pending = None
-        self._case: tuple | None = None
-        self.options: dict = {}
+        self._case = None
+        self.options = {}
 
     def start_from(
         self,

@@ -53,7 +53,7 @@ def _infer_unet_config(state: dict, path: Path) -> dict:
     }
 
 
-def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel:
+def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel | UNet2DModel:
     """Load a built-in-architecture weights file (ours, or a plain state dict + plans).
 
     A file of the built-in 2D U-Net (``builtin-2d``, as ``cv5-2d`` saves one per
@@ -92,7 +92,7 @@ def load_unet_weights(path: Path, device: Any, name: str | None = None) -> Dense
     return model_from_plans(plans, net, name or str(path), device, meta)
 
 
-def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel:
+def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel | UNet2DModel:
     """Load a TorchScript archive (executes code: needs ``trust``) with its plans JSON."""
     if not trust:
         raise SegEvalError(
@@ -116,7 +116,7 @@ def load_torchscript(path: Path, device: Any, trust: bool) -> DenseModel:
 
 def load_path(
     path: Path, device: Any, *, trust_torchscript: bool = False, name: str | None = None
-) -> DenseModel:
+) -> DenseModel | UNet2DModel:
     """A dense model from an existing path: nnU-Net folder, TorchScript file or weights file.
 
     Examples
