@@ -158,7 +158,8 @@ def condition_structure(
             )
             out["pred_masks"] = _loop.fill_holes(out["pred_masks"], fill_hole_area)
             # a mask prompt's decoder call gives only the object pointer: no estimate
-            out["iou"] = None if mask_in is not None else (probe.take() or [None])[0]
+            heard = probe.take()
+            out["iou"] = None if mask_in is not None or heard is None else heard[0]
             outs[f] = out
     conds = {}
     for f, out in outs.items():  # propagate_in_video_preflight: encode the last outputs
