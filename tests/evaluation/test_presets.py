@@ -20,10 +20,10 @@ def toy_protocol(monkeypatch):
 
 def test_defaults_then_preset_then_overrides(toy_protocol):
     p = toy_protocol
-    assert p.resolve_params()["overlap"] == 0.5
-    assert p.resolve_params(preset="paper")["overlap"] == 0.25
+    assert p.resolve_params().overlap == 0.5
+    assert p.resolve_params(preset="paper").overlap == 0.25
     both = p.resolve_params({"overlap": 0.75}, preset="paper")
-    assert both["overlap"] == 0.75 and both["robust_factor"] == 0.4
+    assert both.overlap == 0.75 and both.robust_factor == 0.4
 
 
 def test_unknown_preset_and_bad_preset_parameter_are_refused(toy_protocol):
