@@ -86,8 +86,9 @@ def split(specs: Sequence, params: UncertaintyParams) -> tuple[list, list, str]:
     Examples
     --------
     >>> from napari_segeval.evaluation.layouts import CaseSpec
+    >>> from napari_segeval.evaluation.protocols.uncertainty import UncertaintyParams
     >>> specs = [CaseSpec(f"c{i}", ("i.nii",), "l.nii") for i in range(6)]
-    >>> tr, te, src = split(specs, {"holdout": 0.33, "seed": 0})
+    >>> tr, te, src = split(specs, UncertaintyParams(holdout=0.33, seed=0))
     >>> len(tr), len(te), src
     (4, 2, 'seeded hold-out (33% of 6 labelled cases, seed 0)')
     """
