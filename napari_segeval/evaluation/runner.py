@@ -126,7 +126,7 @@ def _run(protocol: Protocol, s: CaseSpec, params: Any):
     models = params.models if isinstance(params, Models) else None
     if not models:
         out = protocol.run_case(s, params)
-        if isinstance(params, Models):  # the reference as typed, as in a run of several
+        if protocol.model_kind is not None:  # the reference as typed, as in a run of several
             for r in out.rows:
                 r["model"] = params.model
         return out, _rows(protocol, s, params, out)
