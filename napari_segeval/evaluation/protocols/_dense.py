@@ -33,7 +33,7 @@ def segment(model: Any, case, params: Any = None, *, probabilities: bool = False
     return segment_case(
         model,
         case,
-        overlap=float(params.overlap),
+        overlap=params.overlap,
         mirror=bool(params.mirror),
         postprocess=bool(params.postprocess),
         probabilities=probabilities,
@@ -224,7 +224,7 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     target = DenseTarget(
         model,
         case,
-        overlap=float(params.overlap),
+        overlap=params.overlap,
         batch_size=int(target_opts.get("batch_size", 2)),
         mirror=bool(params.mirror),
         gradient=str(target_opts.get("gradient", "whole")),

@@ -103,13 +103,13 @@ def split(specs: Sequence, params: UncertaintyParams) -> tuple[list, list, str]:
         n_test = min(max(1, round(float(params.holdout) * n)), n - 2)
         if n_test < 1:
             raise SegEvalError(f"{n} labelled cases: too few to hold out a test set and train")
-        order = np.random.default_rng(int(params.seed)).permutation(n)
+        order = np.random.default_rng(params.seed).permutation(n)
         chosen = {ids[j] for j in order[:n_test]}
         test = [s for s in labelled if s.case_id in chosen]
         train = [s for s in labelled if s.case_id not in chosen]
         source = (
             f"seeded hold-out ({float(params.holdout):.0%} of {n} labelled cases, "
-            f"seed {int(params.seed)})"
+            f"seed {params.seed})"
         )
     if len(train) < 2:
         raise SegEvalError(f"only {len(train)} training case(s) with labels: need at least 2")
@@ -145,7 +145,7 @@ def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
         optimizer=str(params.train_optimizer),
         patch_size=tuple(int(v) for v in params.train_patch),
         base_channels=int(params.train_width),
-        seed=int(params.seed),
+        seed=params.seed,
         threads=int(params.threads),
         loss=loss,
         duo_alpha=float(params.duo_alpha),

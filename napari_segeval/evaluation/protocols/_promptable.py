@@ -99,7 +99,9 @@ class _Tail(_Head):
     def check(self) -> None:
         """The fields' choices and numbers, then: ``prompt=box3d`` needs a model with the
         challenge's loop, ``modality`` and ``window`` must be known, ``prompts`` a folder,
-        and the ``precision`` one the models can run (:func:`check_precision`).
+        and the ``precision`` one that each model of the run (``model``, or each of
+        ``models``) and this machine can run (else one line saying why and what ``auto``
+        would choose).
 
         Examples
         --------
@@ -112,6 +114,10 @@ class _Tail(_Head):
         Traceback (most recent call last):
         ...
         napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
+        >>> PromptParams(model="threshold", precision="bf16").check()
+        Traceback (most recent call last):
+        ...
+        napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
         """
         from napari_segeval.io.case import MODALITIES
 
@@ -139,7 +145,12 @@ class _Tail(_Head):
                 f"parameter prompts must be a folder of <case>.prompts.json files, "
                 f"got {self.prompts!r}"
             )
-        check_precision(self)
+        if self.precision != "auto":
+            from napari_segeval.models.registry import precision_of
+
+            for ref in (self.models if isinstance(self, Models) else None) or [self.model]:
+                if isinstance(ref, str):
+                    precision_of(ref, self.precision, self.device)
 
 
 @dataclass(frozen=True)
@@ -164,28 +175,6 @@ class VideoParams(Models, _Tail):
 
 #: What the promptable recipe reads: a record of one of the promptable protocols.
 Promptable = PromptParams | VideoParams
-
-
-def check_precision(params: Any) -> None:
-    """Refuse a ``precision`` that a model of the run (``model``, or each of ``models``)
-    or this machine cannot run: one line saying why and what ``auto`` would choose.
-
-    Examples
-    --------
-    >>> check_precision(PromptParams(model="threshold", precision="fp32"))
-    >>> check_precision(PromptParams(model="threshold", precision="bf16"))
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
-    """
-    from napari_segeval.models.registry import precision_of
-
-    if params.precision in (None, "auto"):
-        return
-    models = params.models if isinstance(params, Models) else None
-    for ref in models or [params.model]:
-        if isinstance(ref, str):
-            precision_of(ref, params.precision, params.device)
 
 
 def prompt_file_of(folder: str | Path, case_id: str) -> Path:
@@ -388,10 +377,10 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
         prompts = reference_prompts(
             case.labels,
             structures,
-            jitter=int(params.jitter),
-            rng=case_rng(int(params.seed), spec.case_id),
+            jitter=params.jitter,
+            rng=case_rng(params.seed, spec.case_id),
             first=(mode == "video"),
-            jitter_mode=str(params.jitter_mode),
+            jitter_mode=params.jitter_mode,
         )
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
@@ -400,13 +389,13 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
     unloaded = Prepared(
         case,
         prompts,
-        prompt_sets(prompts, case.labels, str(params.prompt)),
+        prompt_sets(prompts, case.labels, params.prompt),
         None,
         None,
         options,
         present,
         str(params.modality or case.modality or "other"),
-        str(params.ct_mapping),
+        params.ct_mapping,
         "float",
     )
     return with_model(unloaded, params)
@@ -419,8 +408,8 @@ def _options(params: Promptable, mode: str) -> Any:
         mode=mode,
         keep_largest=bool(params.keep_largest),
         stop_when_empty=bool(params.stop_when_empty),
-        connectivity=int(params.connectivity),
-        decision=str(params.decision),
+        connectivity=params.connectivity,
+        decision=params.decision,
     )
 
 
@@ -451,7 +440,7 @@ def _from_file(spec, params: Promptable, case: Any, mode: str) -> Prepared:
         _options(params, mode),
         present,
         str(params.modality or case.modality or "other"),
-        str(params.ct_mapping),
+        params.ct_mapping,
         "float",
     )
 
@@ -459,10 +448,10 @@ def _from_file(spec, params: Promptable, case: Any, mode: str) -> Prepared:
 def with_model(prepared: Prepared, params: Promptable) -> Prepared:
     """The same case and prompts for the model ``params.model``: loaded, configured
     (MedSAM2's ``resize``) and the case preprocessed for it."""
-    model = C.promptable_model(str(params.model), params.device, str(params.precision))
+    model = C.promptable_model(str(params.model), params.device, params.precision)
     resize = "float"
     if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
-        resize = str(params.resize)
+        resize = params.resize
         model = model.with_options(resize=resize)
     ct_mapping = prepared.ct_mapping
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
@@ -531,8 +520,8 @@ def score_result(
     case, present = prepared.case, prepared.present
     video = mode == "video"
     metric = {
-        "tolerance_mm": float(params.tolerance_mm),
-        "empty": str(params.empty),
+        "tolerance_mm": params.tolerance_mm,
+        "empty": params.empty,
         "surface": not video,
     }
     if case.labels is None:  # no reference: nothing to score, the rows carry the risk
@@ -565,7 +554,7 @@ def score_result(
             modality=modality,
             ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
             resize=prepared.resize,
-            scoring=str(params.scoring),
+            scoring=params.scoring,
         )
     return rows
 
@@ -710,7 +699,6 @@ __all__ = [
     "PromptParams",
     "Promptable",
     "VideoParams",
-    "check_precision",
     "gate_nsd",
     "key_slice",
     "models_on_same_prompts",

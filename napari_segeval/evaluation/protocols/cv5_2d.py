@@ -52,7 +52,7 @@ from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
-from napari_segeval.evaluation.protocols._params import Params, choice, empty, listed
+from napari_segeval.evaluation.protocols._params import Params, choice, empty, listed, number
 from napari_segeval.evaluation.rows import FOLDS
 
 BUILTIN = "builtin-2d"
@@ -81,7 +81,7 @@ def train_config(params: Cv5Params, fold: int):
             lr=float(params.lr),
             size=tuple(int(v) for v in params.size),
             width=int(params.width),
-            seed=int(params.seed) + int(fold),
+            seed=params.seed + int(fold),
             threads=int(params.train_threads),
         )
     except (TypeError, ValueError) as exc:
@@ -245,7 +245,7 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
         case.spacing,
         structures,
         CLEAN,
-        empty=str(params.empty),
+        empty=params.empty,
         surface=False,
     )
     add_counts(rows, case.labels, res.labels)
@@ -339,7 +339,7 @@ class Cv5Params(Params):
     model: str | None = BUILTIN
     device: str | None = None
     folds: int = 5
-    seed: int = 0
+    seed: int = number(0, "a whole number", whole=True)
     include_background: bool = False
     empty: str = empty()
     iterations: int = 300
@@ -380,7 +380,7 @@ def summarize(rows: list[dict], params: Cv5Params) -> dict:
 
     cv = [r for r in rows if r.get("fold") is not None]
     held = [r for r in rows if r.get("fold") is None]
-    empty, headline = str(params.empty), str(params.headline)
+    empty, headline = params.empty, params.headline
     numbers = {"per-image": cross_validation(cv), "accumulated": accumulated_folds(cv)}
     other = next(k for k in READINGS if k != headline)
     absent = [r for r in cv if is_absent(r)]

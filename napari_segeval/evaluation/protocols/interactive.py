@@ -179,10 +179,10 @@ def correction_rounds(
     if labels is None:
         raise SegEvalError("the interactive protocol needs reference labels to draw corrections")
     points = prepared.model.capabilities.points
-    choice = str(params.slice_choice)
-    rng = P.case_rng(int(params.seed), str(prepared.case.image_path or ""))
+    choice = params.slice_choice
+    rng = P.case_rng(params.seed, str(prepared.case.image_path or ""))
     reviewed: dict[int, set[int]] = {}  # slices a person looked at and found right
-    for r in range(1, int(params.rounds) + 1):
+    for r in range(1, params.rounds + 1):
         masks = P.structure_masks(res, prepared, params)
         added = {}
         for lab in prepared.present:
@@ -276,16 +276,14 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: InteractiveP
 
 def run_case(spec, params: InteractiveParams) -> CaseOutput:
     """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
-    return _rounds_of(
-        spec, params, P.prepare_case(spec, _base_params(params), mode=str(params.mode))
-    )
+    return _rounds_of(spec, params, P.prepare_case(spec, _base_params(params), mode=params.mode))
 
 
 def run_models(spec, params: InteractiveParams, models: list) -> dict:
     """Several models on one case: the same round-0 prompts (read and chosen once), then
     each model's own correction rounds (and attacks crafted against it)."""
     each = {m: replace(params, model=m, models=None) for m in models}
-    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=str(params.mode))
+    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=params.mode)
     return {
         m: _rounds_of(
             spec, each[m], first if i == 0 else P.with_model(first, _base_params(each[m]))
@@ -296,15 +294,15 @@ def run_models(spec, params: InteractiveParams, models: list) -> dict:
 
 def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOutput:
     """Every condition's rounds of one model on one prepared case."""
-    mode = str(params.mode)
+    mode = params.mode
     base = _base_params(params)
-    kind = refine_kind(prepared.model, str(params.refine_prompt))
+    kind = refine_kind(prepared.model, params.refine_prompt)
     where = "frame" if mode == "video" else "slice"
     conditions = [(CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
     for attack in params.attacks:
         conditions.append(_attacked_frames(prepared, attack, params, mode))
     rows, predictions, images, views = [], {}, {}, {}
-    last = int(params.rounds)
+    last = params.rounds
     for cond, frames, values, extra in conditions:
         images.update(extra)
         for r, res, added in correction_rounds(prepared, frames, params, kind):
@@ -381,7 +379,7 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
         "modalities": P.used(rows, "modality"),
         "scoring": P.used(rows, "scoring"),
         "refine_prompt": P.used(rows, "refine_prompt"),
-        **interactive_curves(rows, int(params.rounds), float(params.target_dice)),
+        **interactive_curves(rows, params.rounds, params.target_dice),
     }
 
 

@@ -197,8 +197,8 @@ def _score(case, labels, structures, condition, params) -> list[dict]:
         case.spacing,
         structures,
         condition,
-        tolerance_mm=float(params.tolerance_mm),
-        empty=str(params.empty),
+        tolerance_mm=params.tolerance_mm,
+        empty=params.empty,
         surface=bool(params.surface),
     )
 
@@ -211,7 +211,7 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
 
-    n = int(params.risk_tta)
+    n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
     risks, rows = dense_risk_rows(
         result.labels,

@@ -50,7 +50,7 @@ from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols import _li2026 as L
-from napari_segeval.evaluation.protocols._params import Params, choice, listed
+from napari_segeval.evaluation.protocols._params import Params, choice, listed, number
 from napari_segeval.evaluation.rows import UNCERTAIN
 
 ANALYSES = ("selective", "filter-training")
@@ -74,7 +74,7 @@ class UncertaintyParams(Params):
     analysis: str = choice("selective", ANALYSES)
     model: str | None = "builtin-ct"
     device: str | None = None
-    overlap: float = 0.5
+    overlap: float = number(0.5, "in [0, 1)", lambda v: 0 <= v < 1)
     mirror: bool = False
     postprocess: bool = True
     include_background: bool = True
@@ -82,7 +82,7 @@ class UncertaintyParams(Params):
     remove_fractions: list = listed(0.05, 0.10)
     removal_rule: str = "round"
     channel: int = 0
-    seed: int = 0
+    seed: int = number(0, "a whole number", whole=True)
     holdout: float = 0.33
     auv_model: str = "auto"
     auv_checkpoint: str | None = None
