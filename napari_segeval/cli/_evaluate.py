@@ -342,7 +342,7 @@ def rounds_text(results: dict) -> str:
     >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
     clean      0      2  0.8000       0.7000  0.9000
     """
-    target = float(results.get("target_dice", 0.9))
+    target = float(results["target_dice"])  # interactive_curves writes it
     conds = results["conditions"]
     per_round = format_table(
         ["condition", "round", "n", "median dice", "q1", "q3"],
