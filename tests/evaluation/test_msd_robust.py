@@ -90,7 +90,7 @@ def test_a_model_whose_plans_do_not_say_mr_minmax_is_named_when_forced():
                 "mr_minmax_note": note,
             }
         ],
-        {"robust_factor": 0.5},
+        M.MsdParams(robust_factor=0.5),
     )
 
 
