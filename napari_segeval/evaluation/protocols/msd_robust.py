@@ -56,6 +56,8 @@ LESION_MODES = (None, "remove", "merge")
 
 @dataclass(frozen=True)
 class _Dense(Params):
+    """``msd-robust``'s parameters before ``models`` (see :class:`MsdParams`)."""
+
     model: str | None = "builtin-ct"
     device: str | None = None
     overlap: float = number(0.5, "in [0, 1)", lambda v: 0 <= v < 1)

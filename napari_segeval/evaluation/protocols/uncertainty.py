@@ -116,7 +116,7 @@ _AUV_RENAMED = (
 )
 
 
-def select(specs, params):
+def select(specs, params: UncertaintyParams) -> list:
     """Selective: labelled test cases (every labelled case when none). Filter-training: the test split."""
     if params.analysis == "filter-training":
         return L.select(specs, params)
@@ -124,7 +124,7 @@ def select(specs, params):
     return test or [s for s in specs if s.labels or s.error]
 
 
-def prepare(specs, params, output_dir) -> None:
+def prepare(specs, params: UncertaintyParams, output_dir) -> None:
     """Filter-training only: AUV, filtered training lists and one model per condition."""
     if params.analysis == "filter-training":
         L.prepare(specs, params, output_dir)
