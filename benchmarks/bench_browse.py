@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval.evaluation.protocols import CaseOutput, Protocol
+from napari_segeval.evaluation.protocols import CaseOutput, Params, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ BUNDLED = (
 ATTACK = "synthetic-sign eps=8"
 
 
-def _run_case(spec, params: dict) -> CaseOutput:
+def _run_case(spec, params: Params) -> CaseOutput:
     case = C.load_case(spec)
     ref = case.labels
     clean = np.roll(ref, 2, axis=-1)
@@ -71,7 +71,7 @@ def _run_case(spec, params: dict) -> CaseOutput:
 SYNTHETIC = Protocol(
     name="bench_browse:SYNTHETIC",
     version="1.0",
-    defaults={},
+    params=Params,  # no parameters
     run_case=_run_case,
     summarize=lambda rows, params: {},
 )

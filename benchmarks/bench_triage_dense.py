@@ -71,7 +71,7 @@ def run_volume(model, name: str, case, *, tta: int, eps: list[float], risk_model
         conditions[a.condition] = D.with_image(case, a.perturbed)
     srows, rows = [], []
     for condition, c in conditions.items():
-        res = D.segment(model, c, {}, probabilities=True)
+        res = D.segment(model, c, probabilities=True)
         aug = augmented_labels(model, c, n_samples=tta) if tta else []
         risks, r = dense_risk_rows(
             res.labels, res.probabilities, names, model=model.name, condition=condition,
@@ -184,7 +184,7 @@ def cost(args) -> int:
     for _ in range(args.repeat):
         for what in best:
             t0 = time.perf_counter()
-            res = D.segment(model, case, {}, probabilities=what == "with risk")
+            res = D.segment(model, case, probabilities=what == "with risk")
             if what == "with risk":
                 aug = augmented_labels(model, case, n_samples=args.tta) if args.tta else []
                 dense_risk_rows(res.labels, res.probabilities, names, model=model.name,

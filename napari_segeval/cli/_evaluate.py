@@ -216,8 +216,8 @@ def parse_attack(text: str) -> dict:
     return attack
 
 
-def apply_models(params: dict, models: list[str]) -> dict:
-    """``--model`` options into the protocol parameters: one is ``model``, several ``models``.
+def apply_models(overrides: dict, models: list[str]) -> dict:
+    """``--model`` options into the parameter overrides: one is ``model``, several ``models``.
 
     Examples
     --------
@@ -231,16 +231,16 @@ def apply_models(params: dict, models: list[str]) -> dict:
     from napari_segeval._errors import SegEvalError
 
     if not models:
-        return params
-    given = params.get("model")
-    if "models" in params or (given is not None and [str(given)] != list(models)):
-        shown = f"model={given}" if "models" not in params else "models=..."
+        return overrides
+    given = overrides.get("model")
+    if "models" in overrides or (given is not None and [str(given)] != list(models)):
+        shown = f"model={given}" if "models" not in overrides else "models=..."
         raise SegEvalError(
             f"--param {shown} and --model {' --model '.join(models)} disagree: "
             "name each model with --model"
         )
     key, value = ("model", models[0]) if len(models) == 1 else ("models", list(models))
-    return {**params, key: value}
+    return {**overrides, key: value}
 
 
 def _headline_lines(res: dict) -> list[str]:
@@ -342,7 +342,7 @@ def rounds_text(results: dict) -> str:
     >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
     clean      0      2  0.8000       0.7000  0.9000
     """
-    target = float(results.get("target_dice", 0.9))
+    target = float(results["target_dice"])  # interactive_curves writes it
     conds = results["conditions"]
     per_round = format_table(
         ["condition", "round", "n", "median dice", "q1", "q3"],
@@ -375,15 +375,15 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError
     from napari_segeval.evaluation import run_evaluation
 
-    params = apply_models(parse_params(args.param), args.model)
+    overrides = apply_models(parse_params(args.param), args.model)
     if args.modality:
-        params.setdefault("modality", args.modality)
+        overrides.setdefault("modality", args.modality)
     if args.prompts is not None:
-        params["prompts"] = str(args.prompts.resolve())
+        overrides["prompts"] = str(args.prompts.resolve())
     if args.precision is not None:  # promptable protocols: same as --param precision=...
-        params["precision"] = args.precision.value
+        overrides["precision"] = args.precision.value
     if args.attack:
-        params["attacks"] = [parse_attack(a) for a in args.attack]
+        overrides["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:
         raise SegEvalError(f"--workers must be at least 1, got {args.workers}")
     options = {
@@ -400,7 +400,7 @@ def run(args: argparse.Namespace) -> int:
             args.data,
             args.protocol,
             args.output_dir,
-            params=params,
+            params=overrides,
             preset=args.preset,
             layout=args.layout,
             layout_options=options,

@@ -344,7 +344,7 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     models = sorted({str(r.get("model")) for r in rows if r.get("model")})
     kinds = sorted({str(r.get("refine_prompt")) for r in rows if r.get("refine_prompt")})
     first = next(iter(each.values()))
-    target = float(first.get("target_dice", 0.9))
+    target = float(first["target_dice"])  # interactive_curves writes it
     text = (
         f"<p>Model {html.escape(', '.join(models) or '?')}; corrections: "
         f"{html.escape(', '.join(kinds) or '?')} (one per structure and round, where the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,25 +14,28 @@ from napari_segeval._errors import ReadError, SegEvalError, WriteError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec, load_layout
 from napari_segeval.evaluation.protocols import Protocol, get_protocol
+from napari_segeval.evaluation.protocols._params import Models
 from napari_segeval.evaluation.rows import SLICES
 from napari_segeval.evaluation.runner import RunResult, execute
 from napari_segeval.evaluation.store import load_records
 
 
-def model_precisions(params: Mapping[str, Any]) -> dict[str, str]:
-    """The precision each model of a run computes in on this machine (``precision``
-    resolved: :func:`~napari_segeval.models.registry.precision_of`), for ``run.json``.
+def model_precisions(params: Any) -> dict[str, str]:
+    """The precision each model of a run of a promptable protocol computes in on this
+    machine (``precision`` resolved: :func:`~napari_segeval.models.registry.precision_of`),
+    for ``run.json``.
 
     Examples
     --------
-    >>> model_precisions({"model": "threshold", "precision": "auto", "device": "cpu"})
+    >>> from napari_segeval.evaluation.protocols._promptable import Medsam2Params
+    >>> model_precisions(Medsam2Params(model="threshold", device="cpu"))
     {'threshold': 'fp32'}
     """
     from napari_segeval.models.registry import precision_of
 
-    refs = params.get("models") or [params.get("model")]
+    refs = params.models or [params.model]
     return {
-        str(r): str(precision_of(str(r), params.get("precision"), params.get("device")))
+        str(r): str(precision_of(str(r), params.precision, params.device))
         for r in refs
         if isinstance(r, str)
     }
@@ -128,13 +132,13 @@ def run_evaluation(
         "protocol": proto.name,
         "protocol_version": proto.version,
         "preset": preset,
-        "params": p,
+        "params": p.to_json(),
         "data": source,
         "layout": specs[0].layout if specs else layout,
         "napari_segeval": __version__,
         "save_predictions": bool(save_predictions),
     }
-    if "precision" in p:  # what auto chose here: said, not part of the recipe
+    if "precision" in p.names():  # what auto chose here: said, not part of the recipe
         run_info["precision"] = model_precisions(p)
     store.check_run(out, run_info, resume)
     if not resume:
@@ -142,14 +146,7 @@ def run_evaluation(
     if proto.needs_folds:
         from napari_segeval.evaluation.splits import ensure_folds
 
-        ensure_folds(
-            specs,
-            int(p["folds"]),
-            int(p.get("seed", 0)),
-            out,
-            cv_splits=p.get("cv_splits"),
-            holdout=p.get("holdout"),
-        )
+        ensure_folds(specs, p.folds, p.seed, out, cv_splits=p.cv_splits, holdout=p.holdout)
     chosen = proto.cases(specs, p)
     if not chosen:
         raise SegEvalError(
@@ -191,7 +188,7 @@ def finalize(
     run_info = store.read_json(out / "run.json")
     try:
         proto = get_protocol(protocol or run_info["protocol"])
-        params = run_info["params"]
+        params = proto.params.stored(run_info["params"])
     except (KeyError, TypeError) as exc:
         what = f"no {exc}" if isinstance(exc, KeyError) else "not a JSON object"
         raise ReadError(f"{out / 'run.json'}: not a results record ({what})") from exc
@@ -233,11 +230,11 @@ def finalize(
     return RunResult(out, len(cases), summary["n_ok"], len(failed), 0, summary)
 
 
-def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
+def _results(proto: Protocol, rows: list[dict], params: Any) -> dict:
     """The protocol's aggregation; with several models, one per model and their comparison."""
     if not rows:
         return {}
-    models = params.get("models")
+    models = params.models if isinstance(params, Models) else None
     if not models:
         return proto.summarize(rows, params)
     from napari_segeval.evaluation.curves import round_rows
@@ -246,7 +243,7 @@ def _results(proto: Protocol, rows: list[dict], params: dict) -> dict:
     each = {m: [r for r in rows if r.get("model") == m] for m in models}
     return {
         "by_model": {
-            m: proto.summarize(r, {**params, "model": m, "models": None})
+            m: proto.summarize(r, replace(params, model=m, models=None))
             for m, r in each.items()
             if r
         },

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.layouts import CaseSpec
 from napari_segeval.evaluation.protocols import Protocol
+from napari_segeval.evaluation.protocols._params import Models, Params
 
 
 @dataclass
@@ -51,7 +52,9 @@ class RunResult:
         return 3 if self.n_failed else 0
 
 
-def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool = False) -> dict:
+def evaluate_case(
+    protocol: Protocol, spec: dict, params: Mapping[str, Any] | Params, save_files: bool = False
+) -> dict:
     """Run one case and return its record; never raises for bad input or model errors.
 
     With ``save_files`` an ok record carries ``payload``: the protocol's arrays
@@ -95,7 +98,7 @@ def evaluate_case(protocol: Protocol, spec: dict, params: dict, save_files: bool
     return record
 
 
-def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
+def _rows(protocol: Protocol, s: CaseSpec, params: Params, out) -> list[dict]:
     base = {
         "case": s.case_id,
         "protocol": protocol.name,
@@ -103,7 +106,7 @@ def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
         "fold": s.fold,
         "split": s.split,
         "status": "ok",
-        "params": json.dumps(params, sort_keys=True, separators=(",", ":")),
+        "params": json.dumps(params.to_json(), sort_keys=True, separators=(",", ":")),
         **out.extra,
     }
     rows = [{**base, **r} for r in out.rows]
@@ -112,20 +115,20 @@ def _rows(protocol: Protocol, s: CaseSpec, params: dict, out) -> list[dict]:
     return rows
 
 
-def _run(protocol: Protocol, s: CaseSpec, params: dict):
-    """The case's output and rows: one model, or each of ``params["models"]`` (merged).
+def _run(protocol: Protocol, s: CaseSpec, params: Any):
+    """The case's output and rows: one model, or each of ``params.models`` (merged).
 
     A model's rows are what a run of that model alone writes (its parameters,
     with ``model`` set to it and ``models`` empty).
     """
     from napari_segeval.evaluation.protocols import merge_outputs, run_models
 
-    models = params.get("models")
+    models = params.models if isinstance(params, Models) else None
     if not models:
         out = protocol.run_case(s, params)
         if protocol.model_kind is not None:  # the reference as typed, as in a run of several
             for r in out.rows:
-                r["model"] = params.get("model")
+                r["model"] = params.model
         return out, _rows(protocol, s, params, out)
     each = run_models(protocol, s, params, models)
     rows = [r for p, o in each.values() for r in _rows(protocol, s, p, o)]
@@ -326,7 +329,7 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
 def execute(
     protocol: Protocol,
     specs: Sequence[CaseSpec],
-    params: dict,
+    params: Params,
     output_dir: Path,
     *,
     workers: int | None = None,

@@ -10,6 +10,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.attacks import AttackNotApplicable
 from napari_segeval.cli._evaluate import parse_attack
 from napari_segeval.evaluation.protocols import _dense as D
+from napari_segeval.evaluation.protocols.msd_robust import MsdParams
 from napari_segeval.models.registry import load_dense
 from napari_segeval.phantoms.ct import make_ct_case
 
@@ -76,7 +77,7 @@ ROG_SUITE = [
 
 
 def test_the_rog_suite_runs_through_the_protocol_hook(tiny, case):
-    params = {"overlap": 0.5, "mirror": False, "postprocess": True}
+    params = MsdParams(overlap=0.5, mirror=False, postprocess=True)
     names = []
     for attack in ROG_SUITE:
         assert D.skip_reason(tiny, attack) is None  # 6 classes: APGD-DLR applies
@@ -95,7 +96,7 @@ def test_the_rog_suite_runs_through_the_protocol_hook(tiny, case):
 def test_cli_attack_strings_reach_the_new_attacks(tiny, case):
     attack = parse_attack("square:eps=0.1,steps=2,p_init=0.5,seed=3")
     assert attack == {"name": "square", "eps": 0.1, "steps": 2, "p_init": 0.5, "seed": 3}
-    cond = D.run_attack(tiny, case, attack, {}).condition
+    cond = D.run_attack(tiny, case, attack, MsdParams()).condition
     assert cond == "square-linf eps=0.1 steps=2"
     cfg = D.attack_config(parse_attack("apgd-ce:eps=0.1,schedule=rog,robust_threshold=0.4"))
     assert (cfg.schedule, cfg.robust_threshold) == ("rog", 0.4)
@@ -103,15 +104,15 @@ def test_cli_attack_strings_reach_the_new_attacks(tiny, case):
 
 def test_hook_refuses_bad_options_and_inapplicable_attacks(tiny, case):
     with pytest.raises(SegEvalError, match="does not apply"):
-        D.run_attack(tiny, case, {"name": "pgd", "eps": 0.1, "schedule": "rog"}, {})
+        D.run_attack(tiny, case, {"name": "pgd", "eps": 0.1, "schedule": "rog"}, MsdParams())
     with pytest.raises(SegEvalError, match="reference"):
-        D.run_attack(tiny, case, {"name": "fgsm", "eps": 0.1, "reference": "gt"}, {})
+        D.run_attack(tiny, case, {"name": "fgsm", "eps": 0.1, "reference": "gt"}, MsdParams())
     binary = type("Binary", (), {"num_classes": 2})()
     assert "at least 3 classes" in D.skip_reason(binary, {"name": "apgd-dlr", "eps": 0.1})
     assert D.skip_reason(binary, {"name": "mod:func"}) is None
     tiny.num_classes = 2  # pretend: the hook refuses before any work
     with pytest.raises(AttackNotApplicable):
-        D.run_attack(tiny, case, {"name": "apgd-dlr", "eps": 0.1, "steps": 1}, {})
+        D.run_attack(tiny, case, {"name": "apgd-dlr", "eps": 0.1, "steps": 1}, MsdParams())
 
 
 def _parse(argv):

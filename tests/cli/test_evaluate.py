@@ -269,8 +269,9 @@ def test_run_json_says_which_precision_auto_chose(tmp_path):
     from napari_segeval.evaluation import run_evaluation
     from napari_segeval.evaluation.evaluate import model_precisions
     from napari_segeval.evaluation.layouts import CaseSpec
+    from napari_segeval.evaluation.protocols._promptable import Medsam2Params
 
-    assert model_precisions({"models": ["threshold", "builtin"], "precision": "auto"}) == {
+    assert model_precisions(Medsam2Params(models=["threshold", "builtin"])) == {
         "threshold": "fp32",
         "builtin": "fp32",
     }

@@ -10,12 +10,14 @@ returns an object with ``labels`` (and ``probabilities`` ``(K, *spatial)``).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import ClassVar
 
 import numpy as np
 
+from napari_segeval.evaluation.protocols._params import Params, choice, number
 from napari_segeval.models.dense import DenseBackend
 
 
@@ -191,6 +193,44 @@ def _preset_protocol():
 
 #: Registered by the preset tests as ``REGISTRY["toy-preset"] = "_segeval_toy"``.
 PROTOCOL = _preset_protocol()
+
+
+@dataclass(frozen=True)
+class CountParams(Params):
+    """The parameters of :data:`COUNTING`: its own small record (module-level: it pickles
+    by reference into worker processes)."""
+
+    label: int = number(1, "a whole number >= 1", lambda v: v >= 1, whole=True)
+    unit: str = choice("voxels", ("voxels", "ml"))
+
+
+def _count_case(spec, params: CountParams):
+    from napari_segeval.evaluation.protocols import CaseOutput
+    from napari_segeval.io import read_labels
+
+    labels = read_labels(spec.labels)[0]
+    n = int((labels == params.label).sum())
+    return CaseOutput([{"structure": str(params.label), "condition": "clean", "count": n}])
+
+
+def _count_summary(rows, params: CountParams) -> dict:
+    return {"unit": params.unit, "total": sum(r["count"] for r in rows)}
+
+
+def _counting_protocol():
+    from napari_segeval.evaluation.protocols import Protocol
+
+    return Protocol(
+        name="toy-count",
+        version="1",
+        params=CountParams,
+        run_case=_count_case,
+        summarize=_count_summary,
+    )
+
+
+#: A ``module:ATTR`` protocol with its own record (``_segeval_toy:COUNTING``).
+COUNTING = _counting_protocol()
 
 
 def medsam2_small():

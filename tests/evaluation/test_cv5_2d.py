@@ -38,7 +38,7 @@ def skin_run(tmp_path_factory):
 
 
 def test_builtin_is_the_default():
-    assert get_protocol("cv5-2d").resolve_params()["model"] == "builtin-2d"
+    assert get_protocol("cv5-2d").resolve_params().model == "builtin-2d"
 
 
 @pytest.mark.slow
@@ -332,7 +332,7 @@ def isic_official(root: Path) -> Path:
 @pytest.mark.slow
 def test_borst2026_pools_the_official_isic_folders_as_the_papers_image_count(tmp_path):
     data = isic_official(tmp_path / "isic")
-    assert get_protocol("cv5-2d").resolve_params(preset="borst2026")["cv_splits"] == {}
+    assert get_protocol("cv5-2d").resolve_params(preset="borst2026").cv_splits == {}
     ds = run_evaluation(
         data, "cv5-2d", tmp_path / "o", preset="borst2026", params=PLUMBING, workers=1, report=False
     )
@@ -557,9 +557,9 @@ def test_a_class_absent_from_a_whole_fold_is_left_out_of_that_folds_mean():
 def test_training_parameters_that_are_not_numbers_are_one_line(param, why):
     """Refused when the parameters are resolved (the protocol's one check), before any
     fold trains, and the same line from train_config itself."""
-    params = {**cv5_2d.DEFAULTS, **param}
+    params = cv5_2d.Cv5Params(**param)
     given = {
-        k: params[k]
+        k: params.to_json()[k]
         for k in ("iterations", "batch_size", "lr", "size", "width", "seed", "train_threads")
     }
     with pytest.raises(SegEvalError) as early:

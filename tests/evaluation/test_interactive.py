@@ -13,7 +13,7 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation import run_evaluation
 from napari_segeval.evaluation.curves import curve_area, interactive_curves, rounds_to_reach
 from napari_segeval.evaluation.layouts import load_layout
-from napari_segeval.evaluation.protocols.interactive import check_params, prompt_sets_at
+from napari_segeval.evaluation.protocols.interactive import InteractiveParams, prompt_sets_at
 from napari_segeval.evaluation.results import ResultsFolder
 from napari_segeval.evaluation.store import load_records, result_rows
 
@@ -164,7 +164,7 @@ def test_bad_parameters_are_one_line_before_any_case(tmp_path, capsys):
     with pytest.raises(SegEvalError, match="parameter rounds must be a whole number >= 0, got -1"):
         run_evaluation(task, "interactive", tmp_path / "o", params={"rounds": -1}, workers=1)
     with pytest.raises(SegEvalError, match="refine_prompt must be one of auto, point, box"):
-        check_params({"refine_prompt": "scribble"})
+        InteractiveParams(refine_prompt="scribble").check()
     from napari_segeval.cli import main
 
     code = main(
@@ -390,4 +390,4 @@ def test_without_the_oracle_a_person_looks_where_the_risk_says(tmp_path, choice)
     s = StructureResult(1, (0, 0, 0), m * 0.9, m, m.shape)
     assert review_order(choice, s, m) == []  # nothing predicted, nothing to look at
     with pytest.raises(SegEvalError, match="slice_choice must be one of oracle, risk, random"):
-        check_params({"slice_choice": "worst"})
+        InteractiveParams(slice_choice="worst").check()

@@ -154,7 +154,7 @@ def test_preset_energy_is_the_released_codes_singular_values():
     from napari_segeval.uncertainty.auv import class_matrix, semantic_scale
 
     params = get_protocol("uncertainty").resolve_params(preset="li2026")
-    assert params["auv_energy_power"] == 1 and params["auv_layout"] == "D_HW"
+    assert params.auv_energy_power == 1 and params.auv_layout == "D_HW"
     rng = np.random.default_rng(3)
     for shape in ((12, 10, 9), (5, 16, 16)):
         logit = rng.normal(size=shape).astype(np.float32) * rng.uniform(0.5, 20)
@@ -162,7 +162,7 @@ def test_preset_energy_is_the_released_codes_singular_values():
         s = torch.linalg.svd(mat.float(), full_matrices=False)[1] + 1e-6
         p = s / s.sum()
         theirs = float(-(p * torch.log(p)).sum() / torch.log(torch.tensor(float(len(s)))))
-        ours = semantic_scale(class_matrix(logit, "D_HW"), params["auv_energy_power"])
+        ours = semantic_scale(class_matrix(logit, "D_HW"), params.auv_energy_power)
         assert ours == pytest.approx(theirs, abs=1e-5)
         squares = semantic_scale(class_matrix(logit, "D_HW"), 2)
         assert abs(squares - theirs) > 1e-3  # the paper's squares are another number

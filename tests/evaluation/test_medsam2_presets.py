@@ -48,35 +48,35 @@ def test_preset_values_and_defaults_unchanged():
     p3, pv = get_protocol("medsam2-3d"), get_protocol("medsam2-video")
     d = p3.resolve_params()
     assert (
-        d["ct_mapping"],
-        d["resize"],
-        d["connectivity"],
-        d["decision"],
-        d["stop_when_empty"],
-        d["scoring"],
-        d["jitter_mode"],
-        d["prompt"],
-        d["modality"],
+        d.ct_mapping,
+        d.resize,
+        d.connectivity,
+        d.decision,
+        d.stop_when_empty,
+        d.scoring,
+        d.jitter_mode,
+        d.prompt,
+        d.modality,
     ) == ("window", "float", 6, "probability", True, "merged", "edges", "box", None)
     m = p3.resolve_params(preset="medsam2")
     assert (
-        m["ct_mapping"],
-        m["resize"],
-        m["connectivity"],
-        m["decision"],
-        m["stop_when_empty"],
-        m["scoring"],
-        m["jitter_mode"],
-        m["keep_largest"],
+        m.ct_mapping,
+        m.resize,
+        m.connectivity,
+        m.decision,
+        m.stop_when_empty,
+        m.scoring,
+        m.jitter_mode,
+        m.keep_largest,
     ) == ("minmax", "pillow", 26, "logit", False, "per-structure", "outward", True)
     v = pv.resolve_params(preset="medsam2")
     assert (
-        v["keep_largest"],
-        v["stop_when_empty"],
-        v["prompt"],
-        v["decision"],
-        v["scoring"],
-        v["resize"],
+        v.keep_largest,
+        v.stop_when_empty,
+        v.prompt,
+        v.decision,
+        v.scoring,
+        v.resize,
     ) == (False, False, "mask", "logit", "per-structure", "pillow")
 
 
@@ -218,7 +218,7 @@ def test_label_ids_the_dataset_json_does_not_name_are_evaluated_as_label_n(tmp_p
 
 # ------------------------------------------------------------------------- cvpr24
 def test_box3d_prompts_are_litemedsams_challenge_loop_only():
-    from napari_segeval.evaluation.protocols._promptable import check_params
+    from napari_segeval.evaluation.protocols._promptable import Medsam2Params
 
     with pytest.raises(
         SegEvalError,
@@ -226,9 +226,9 @@ def test_box3d_prompts_are_litemedsams_challenge_loop_only():
         "challenge's 3D loop of LiteMedSAM: use --model "
         r"litemedsam \(got builtin\)$",
     ):
-        check_params({"prompt": "box3d", "model": "builtin"})
+        Medsam2Params(prompt="box3d", model="builtin").check()
     with pytest.raises(SegEvalError, match="nsd_min_dice must be null or a number in"):
-        check_params({"nsd_min_dice": 3})
+        Medsam2Params(nsd_min_dice=3).check()
 
 
 def test_the_challenge_prompt_is_the_3d_box_on_the_middle_of_its_z_range():

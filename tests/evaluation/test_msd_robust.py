@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -74,11 +75,11 @@ def test_robust_accuracy_is_rogs_mean_attacked_dice(msd_task, tmp_path):
 
 
 def test_a_model_whose_plans_do_not_say_mr_minmax_is_named_when_forced():
-    params = {"model": "builtin-ct", "mr_minmax": True, "device": "cpu"}
+    params = M.MsdParams(model="builtin-ct", mr_minmax=True, device="cpu")
     note = M.minmax_note(params, "MR")
     assert note is not None and "plans do not say mr_minmax" in note
     assert M.minmax_note(params, "CT") is None  # CT is never min-max scaled
-    assert M.minmax_note({**params, "mr_minmax": None}, "MR") is None
+    assert M.minmax_note(replace(params, mr_minmax=None), "MR") is None
     assert "mr_minmax_note" in M.summarize(
         [
             {
@@ -89,7 +90,7 @@ def test_a_model_whose_plans_do_not_say_mr_minmax_is_named_when_forced():
                 "mr_minmax_note": note,
             }
         ],
-        {"robust_factor": 0.5},
+        M.MsdParams(robust_factor=0.5),
     )
 
 
@@ -133,16 +134,16 @@ def test_configure_sets_min_max_and_lesion_mode_on_a_copy(tiny_dense_weights):
 
     model = load_dense(str(tiny_dense_weights), device="cpu")
     assert model.mr_minmax is None and model.postprocessing.lesion_mode == "remove"
-    p = {"model": "tiny", "mr_minmax": True, "lesion_mode": "merge"}
+    p = M.MsdParams(model="tiny", mr_minmax=True, lesion_mode="merge")
     m = M.configure(model, p)
     assert m.mr_minmax is True and m.postprocessing.lesion_mode == "merge"
     assert m.network is model.network and model.postprocessing.lesion_mode == "remove"
-    assert M.configure(model, {"mr_minmax": None, "lesion_mode": None}) is model
+    assert M.configure(model, M.MsdParams(mr_minmax=None, lesion_mode=None)) is model
     declared = replace(model, mr_minmax=False)
     with pytest.raises(SegEvalError, match="plans say mr_minmax=False"):
         M.configure(declared, p)
-    with pytest.raises(SegEvalError, match="lesion_mode must be"):
-        M.configure(model, {"lesion_mode": "fuse"})
+    with pytest.raises(SegEvalError, match="lesion_mode must be one of None, remove, merge"):
+        get_protocol("msd-robust").resolve_params({"lesion_mode": "fuse"})
 
 
 def test_model_overrides_need_a_dense_model(msd_task, tmp_path):
@@ -192,15 +193,15 @@ def test_apgd_dlr_is_skipped_on_two_class_models(msd_task, tmp_path):
 
 def test_rog_preset_resolves_to_their_recipe():
     params = get_protocol("msd-robust").resolve_params(preset="rog")
-    assert params["gate"] is True and params["mr_minmax"] is True
-    assert params["lesion_mode"] == "merge" and params["robust_factor"] == 0.5
-    names = [a["name"] for a in params["attacks"]]
+    assert params.gate is True and params.mr_minmax is True
+    assert params.lesion_mode == "merge" and params.robust_factor == 0.5
+    names = [a["name"] for a in params.attacks]
     assert names == ["apgd-ce", "pgd", "fab", "square", "apgd-dlr"]
     eps = 8 / 255
-    for a in params["attacks"]:
+    for a in params.attacks:
         assert a["eps"] == eps and a["steps"] == 5 and a["reference"] == "labels"
         assert a["restarts"] == (1 if a["name"] == "square" else 5)
-    by = {a["name"]: a for a in params["attacks"]}
+    by = {a["name"]: a for a in params.attacks}
     assert by["apgd-ce"]["step_size"] == by["apgd-dlr"]["step_size"] == 2 * eps
     assert by["apgd-ce"]["schedule"] == by["apgd-dlr"]["schedule"] == "rog"
     assert by["pgd"]["step_size"] == eps / 3 and by["pgd"]["select"] == "loss"

@@ -175,4 +175,4 @@ def test_protocols_of_one_model_refuse_several():
     with pytest.raises(SegEvalError, match="'builtin' is a promptable model"):
         get_protocol("msd-robust").resolve_params({"models": ["builtin-ct", "builtin"]})
     one = get_protocol("medsam2-3d").resolve_params({"models": ["threshold"]})
-    assert one["model"] == "threshold" and one["models"] is None
+    assert one.model == "threshold" and one.models is None

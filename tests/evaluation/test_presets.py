@@ -20,10 +20,10 @@ def toy_protocol(monkeypatch):
 
 def test_defaults_then_preset_then_overrides(toy_protocol):
     p = toy_protocol
-    assert p.resolve_params()["overlap"] == 0.5
-    assert p.resolve_params(preset="paper")["overlap"] == 0.25
+    assert p.resolve_params().overlap == 0.5
+    assert p.resolve_params(preset="paper").overlap == 0.25
     both = p.resolve_params({"overlap": 0.75}, preset="paper")
-    assert both["overlap"] == 0.75 and both["robust_factor"] == 0.4
+    assert both.overlap == 0.75 and both.robust_factor == 0.4
 
 
 def test_unknown_preset_and_bad_preset_parameter_are_refused(toy_protocol):
@@ -123,3 +123,19 @@ def test_cli_preset_flag(toy_protocol, msd_task, tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert code != 0 and "no preset 'nope'" in err and "Traceback" not in err
+
+
+def test_a_module_protocol_declares_its_own_record(msd_task, tmp_path):
+    """A ``module:ATTR`` protocol takes the same typed path as the registered ones: its
+    record's defaults, rules and unknown names; cases in worker processes get the record."""
+    proto = get_protocol("_segeval_toy:COUNTING")
+    assert proto.resolve_params().to_json() == {"label": 1, "unit": "voxels"}
+    with pytest.raises(SegEvalError, match="parameter unit must be one of voxels, ml, got 'l'"):
+        proto.resolve_params({"unit": "l"})
+    with pytest.raises(SegEvalError, match="no parameter 'labl' \\(parameters: label, unit\\)"):
+        proto.resolve_params({"labl": 2})
+    r = run_evaluation(
+        msd_task, "_segeval_toy:COUNTING", tmp_path / "o", params={"label": 2}, workers=2
+    )
+    assert r.n_ok == 4 and r.summary["params"] == {"label": 2, "unit": "voxels"}
+    assert r.summary["results"]["total"] > 0

@@ -31,13 +31,13 @@ as ``docs/protocols.md``; a test keeps the two equal).
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.keys import PredictionKey
+from napari_segeval.evaluation.protocols._params import Models, Params
 from napari_segeval.evaluation.rows import RowSchema
 
 #: Prefix of a prediction's thumbnail in a case's views (``"pred:<prediction key>"``).
@@ -63,7 +63,8 @@ class Preset:
     name : str
         What users type after ``--preset`` (``"rog"``, ``"medsam2"`` ...).
     params : mapping
-        Parameter values the preset sets (every key must be a protocol parameter);
+        Parameter values the preset sets (every key must be a field of the protocol's
+        :attr:`Protocol.params` record);
         user ``--param`` overrides still apply on top and are recorded.
     source : str
         The paper and code the preset follows, one line.
@@ -144,13 +145,17 @@ class Protocol:
     ----------
     name, version : str
         Written into every result row and ``summary.json``.
-    defaults : mapping
-        Every parameter with its default; unknown parameters are refused.
+    params : type
+        The protocol's parameter record (a frozen dataclass deriving from
+        :class:`~napari_segeval.evaluation.protocols._params.Params`): every parameter
+        with its default, its choices and rules (:meth:`~._params.Params.check`);
+        unknown parameters are refused. A protocol of ``model_kind`` has ``model`` and
+        ``models`` (:class:`~._params.Models`).
     run_case : callable
-        ``run_case(spec: CaseSpec, params: dict) -> CaseOutput``; raises on bad input
-        (the runner turns the exception into an error row).
+        ``run_case(spec: CaseSpec, params) -> CaseOutput`` (``params``: a checked
+        record); raises on bad input (the runner turns the exception into an error row).
     summarize : callable
-        ``summarize(rows: list[dict], params: dict) -> dict`` over ok rows.
+        ``summarize(rows: list[dict], params) -> dict`` over ok rows.
     description : str
         One paragraph for ``--help`` and the report.
     select : callable, optional
@@ -175,16 +180,10 @@ class Protocol:
     run_models : callable, optional
         ``run_models(spec, params, models) -> dict of model -> CaseOutput`` when the
         models can share work (read the case and compute its prompts once); by
-        default each model runs ``run_case`` with ``params["model"]`` set to it.
+        default each model runs ``run_case`` with ``params.model`` set to it.
     differences : tuple of str
         Every deliberate difference between the *defaults* and the published
         recipe the protocol is named after, with its reason.
-    check : callable, optional
-        ``check(params) -> None``: raises :class:`SegEvalError` (one line naming the
-        parameter) for a bad value. :meth:`resolve_params` calls it, so a bad value
-        is refused before a results folder is written or any case runs. It is the
-        one place a protocol checks its parameters: ``select`` and ``prepare`` take
-        checked parameters (a test runs every protocol's bad values through it).
     has_rounds : bool
         The protocol scores correction rounds (``interactive``): its rows carry
         ``round`` and its predictions of round ``k`` are keyed ``round<k>:``
@@ -202,13 +201,13 @@ class Protocol:
     Examples
     --------
     >>> p = get_protocol("medsam2-3d")
-    >>> p.name, p.resolve_params({"jitter": 2})["jitter"]
+    >>> p.name, p.resolve_params({"jitter": 2}).jitter
     ('medsam2-3d', 2)
     """
 
     name: str
     version: str
-    defaults: Mapping[str, Any]
+    params: type[Params]
     run_case: Callable
     summarize: Callable
     description: str = ""
@@ -220,7 +219,6 @@ class Protocol:
     differences: tuple[str, ...] = ()
     model_kind: str | None = None
     run_models: Callable | None = None
-    check: Callable | None = None
     has_rounds: bool = False
     report_section: Callable | None = None
     rows: RowSchema | None = None
@@ -235,51 +233,43 @@ class Protocol:
         return self.presets[name]
 
     def resolve_params(
-        self, overrides: Mapping[str, Any] | None = None, preset: str | None = None
-    ) -> dict:
-        """Defaults, then the preset's values, then ``overrides``.
+        self, overrides: Mapping[str, Any] | Params | None = None, preset: str | None = None
+    ) -> Any:
+        """The protocol's parameter record: defaults, then the preset's values, then
+        ``overrides`` (a mapping, or a record of an earlier resolution), checked.
 
         Unknown parameter or preset names raise :class:`SegEvalError`; so do
         ``models`` (or one ``model``) that :func:`check_models` refuses, ``model`` given beside
-        ``models``, and values the protocol's ``check`` refuses. ``models`` of one
-        name is the run of that ``model``; of several, ``model`` is None (each
-        model's rows carry their own).
+        ``models``, and values the record's :meth:`~._params.Params.check` refuses (so a
+        bad value is refused before a results folder is written or any case runs;
+        ``select`` and ``prepare`` take checked parameters). ``models`` of one name is
+        the run of that ``model``; of several, ``model`` is None (each model's rows
+        carry their own).
         """
-        over = dict(overrides or {})
+        over = overrides.to_json() if isinstance(overrides, Params) else dict(overrides or {})
         if over.get("models") and over.get("model") is not None:
             raise SegEvalError(
                 f"protocol {self.name}: model={over['model']!r} and models="
                 f"{over['models']!r} both given: name every model in models"
             )
-        params = json.loads(json.dumps(dict(self.defaults)))
-        if self.model_kind is not None:
-            params.setdefault("models", None)
+        params = self.params()
         chosen = self.preset(preset)
         layers = [(f"preset {chosen.name}", chosen.params)] if chosen else []
-        for origin, values in [*layers, ("", overrides or {})]:
-            for key, value in values.items():
-                if key == "models" and self.model_kind is None:
-                    check_models(self, value)  # one line: this protocol takes one model
-                if key not in params:
-                    where = f" ({origin})" if origin else ""
-                    raise SegEvalError(
-                        f"protocol {self.name} has no parameter {key!r}{where} "
-                        f"(parameters: {', '.join(sorted(params))})"
-                    )
-                params[key] = json.loads(json.dumps(value))
-        if params.get("models") is not None:
-            models = check_models(self, params["models"])
+        for origin, values in [*layers, ("", over)]:
+            if "models" in values and self.model_kind is None:
+                check_models(self, values["models"])  # one line: this protocol takes one model
+            params = params.updated(values, self.name, origin)
+        if isinstance(params, Models) and params.models is not None:
+            models = check_models(self, params.models)
             if models and len(models) == 1:  # one model: the plain one-model run
-                params["model"], models = models[0], None
-            elif models:
-                params["model"] = None  # each model's rows carry their own
-            params["models"] = models
-        elif self.model_kind is not None and isinstance(params.get("model"), str):
+                params = replace(params, model=models[0], models=None)
+            else:  # several: each model's rows carry their own
+                params = replace(params, model=None if models else params.model, models=models)
+        elif isinstance(params, Models) and isinstance(params.model, str):
             from napari_segeval.models import registry
 
-            _check_kind(self, params["model"], registry)
-        if self.check is not None:
-            self.check(params)
+            _check_kind(self, params.model, registry)
+        params.check()
         return params
 
     def differences_for(self, preset: str | None) -> tuple[str, ...]:
@@ -287,7 +277,7 @@ class Protocol:
         chosen = self.preset(preset)
         return chosen.differences if chosen else self.differences
 
-    def cases(self, specs: Sequence, params: Mapping) -> list:
+    def cases(self, specs: Sequence, params: Params) -> list:
         """The cases this protocol evaluates."""
         if self.select is not None:
             return list(self.select(specs, params))
@@ -389,16 +379,16 @@ def _check_kind(protocol: Protocol, ref: str, registry: Any) -> None:
 
 
 def run_models(
-    protocol: Protocol, spec: Any, params: Mapping, models: Sequence[str]
-) -> dict[str, tuple[dict, CaseOutput]]:
+    protocol: Protocol, spec: Any, params: Any, models: Sequence[str]
+) -> dict[str, tuple[Any, CaseOutput]]:
     """Each model's ``(params, CaseOutput)`` on one case: ``params`` with ``model`` set to it.
 
     Through the protocol's own ``run_models`` when it has one (shared prompts),
     else ``run_case`` once per model. Every row gets ``model`` = the reference.
     """
-    each = {m: {**params, "model": m, "models": None} for m in models}
+    each = {m: replace(params, model=m, models=None) for m in models}
     if protocol.run_models is not None:
-        outs = protocol.run_models(spec, dict(params), list(models))
+        outs = protocol.run_models(spec, params, list(models))
     else:
         outs = {m: protocol.run_case(spec, each[m]) for m in models}
     for m, out in outs.items():
@@ -459,6 +449,7 @@ __all__ = [
     "REGISTRY",
     "CaseArrays",
     "CaseOutput",
+    "Params",
     "Preset",
     "Protocol",
     "check_models",

@@ -139,56 +139,6 @@ def score(
     ]
 
 
-def check_number(
-    params: Mapping,
-    key: str,
-    what: str,
-    ok: Callable[[Any], bool] = lambda v: True,
-    *,
-    whole: bool = False,
-) -> None:
-    """Refuse ``params[key]`` unless it is a number (an int with ``whole``; never a bool)
-    for which ``ok`` holds: one line, ``parameter KEY must be WHAT, got VALUE``. An absent
-    key is not checked (a protocol's defaults hold, and :meth:`Protocol.resolve_params`
-    fills them in before its check runs).
-
-    Examples
-    --------
-    >>> check_number({"rounds": 2}, "rounds", "a whole number >= 0", lambda v: v >= 0,
-    ...              whole=True)
-    >>> check_number({}, "rounds", "a whole number >= 0", whole=True)
-    >>> check_number({"rounds": 1.5}, "rounds", "a whole number >= 0", whole=True)
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got 1.5
-    """
-    if key not in params:
-        return
-    v = params[key]
-    if isinstance(v, bool) or not isinstance(v, int if whole else (int, float)) or not ok(v):
-        raise SegEvalError(f"parameter {key} must be {what}, got {v!r}")
-
-
-def check_scoring(params: Mapping) -> None:
-    """Refuse a ``tolerance_mm`` that is not a positive number and an unknown ``empty``.
-
-    Examples
-    --------
-    >>> check_scoring({"tolerance_mm": 2.0, "empty": "nan"})
-    >>> check_scoring({"tolerance_mm": -1})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter tolerance_mm must be a positive number of mm, got -1
-    """
-    from napari_segeval.metrics.overlap import EMPTY_CHOICES
-
-    check_number(params, "tolerance_mm", "a positive number of mm", lambda v: 0 < v < float("inf"))
-    if params.get("empty", "one") not in EMPTY_CHOICES:
-        raise SegEvalError(
-            f"parameter empty must be one of {', '.join(EMPTY_CHOICES)}, got {params['empty']!r}"
-        )
-
-
 def fingerprint(key: Any) -> str:
     """SHA-256 of ``key`` as sorted JSON (what a cached result was made from).
 
@@ -318,7 +268,6 @@ def case_arrays(
 __all__ = [
     "cached",
     "case_arrays",
-    "check_scoring",
     "dense_model",
     "fingerprint",
     "key_index",

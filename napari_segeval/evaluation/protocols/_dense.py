@@ -20,19 +20,22 @@ import numpy as np
 from napari_segeval._errors import SegEvalError
 
 
-def segment(model: Any, case, params: Mapping, *, probabilities: bool = False):
-    """Segment ``case`` with ``model`` using the protocol's inference parameters."""
+def segment(model: Any, case, params: Any = None, *, probabilities: bool = False):
+    """Segment ``case`` with ``model`` using the protocol's sliding-window parameters
+    (``overlap``, ``mirror``, ``postprocess`` of its record; None: the defaults of
+    :func:`~napari_segeval.models.dense.segment_case`)."""
     from napari_segeval.models.dense import DenseModel, segment_case
 
     if not isinstance(model, DenseModel):
         return model.segment(case, probabilities=probabilities)
-
+    if params is None:
+        return segment_case(model, case, probabilities=probabilities)
     return segment_case(
         model,
         case,
-        overlap=float(params.get("overlap", 0.5)),
-        mirror=bool(params.get("mirror", False)),
-        postprocess=bool(params.get("postprocess", True)),
+        overlap=params.overlap,
+        mirror=bool(params.mirror),
+        postprocess=bool(params.postprocess),
         probabilities=probabilities,
     )
 
@@ -177,7 +180,7 @@ class AttackOutcome(NamedTuple):
     perturbation: np.ndarray | None = None
 
 
-def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutcome:
+def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     """Attack ``case``: condition, attacked labels, eps in raw units, perturbed image.
 
     ``attack`` is ``{"name": ..., **options}``. Names of
@@ -221,11 +224,11 @@ def run_attack(model: Any, case, attack: Mapping, params: Mapping) -> AttackOutc
     target = DenseTarget(
         model,
         case,
-        overlap=float(params.get("overlap", 0.5)),
+        overlap=params.overlap,
         batch_size=int(target_opts.get("batch_size", 2)),
-        mirror=bool(params.get("mirror", False)),
+        mirror=bool(params.mirror),
         gradient=str(target_opts.get("gradient", "whole")),
-        postprocess=bool(params.get("postprocess", True)),
+        postprocess=bool(params.postprocess),
     )
     res = attack_case(
         target, config, clamp=bool(target_opts.get("clamp", True)), reference=reference

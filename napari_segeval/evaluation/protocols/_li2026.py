@@ -40,12 +40,16 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
+
+if TYPE_CHECKING:
+    from napari_segeval.evaluation.protocols.uncertainty import UncertaintyParams
 
 #: spec.meta key written by :func:`prepare`.
 META_KEY = "li2026"
@@ -76,14 +80,15 @@ def condition_name(fraction: float) -> str:
     return f"filtered {float(fraction) * 100:g}%"
 
 
-def split(specs: Sequence, params: dict) -> tuple[list, list, str]:
+def split(specs: Sequence, params: UncertaintyParams) -> tuple[list, list, str]:
     """``(train, test, source)`` of the labelled cases (see the module doc).
 
     Examples
     --------
     >>> from napari_segeval.evaluation.layouts import CaseSpec
+    >>> from napari_segeval.evaluation.protocols.uncertainty import UncertaintyParams
     >>> specs = [CaseSpec(f"c{i}", ("i.nii",), "l.nii") for i in range(6)]
-    >>> tr, te, src = split(specs, {"holdout": 0.33, "seed": 0})
+    >>> tr, te, src = split(specs, UncertaintyParams(holdout=0.33, seed=0))
     >>> len(tr), len(te), src
     (4, 2, 'seeded hold-out (33% of 6 labelled cases, seed 0)')
     """
@@ -95,23 +100,23 @@ def split(specs: Sequence, params: dict) -> tuple[list, list, str]:
     else:
         ids = sorted(s.case_id for s in labelled)
         n = len(ids)
-        n_test = min(max(1, round(float(params["holdout"]) * n)), n - 2)
+        n_test = min(max(1, round(float(params.holdout) * n)), n - 2)
         if n_test < 1:
             raise SegEvalError(f"{n} labelled cases: too few to hold out a test set and train")
-        order = np.random.default_rng(int(params["seed"])).permutation(n)
+        order = np.random.default_rng(params.seed).permutation(n)
         chosen = {ids[j] for j in order[:n_test]}
         test = [s for s in labelled if s.case_id in chosen]
         train = [s for s in labelled if s.case_id not in chosen]
         source = (
-            f"seeded hold-out ({float(params['holdout']):.0%} of {n} labelled cases, "
-            f"seed {int(params['seed'])})"
+            f"seeded hold-out ({float(params.holdout):.0%} of {n} labelled cases, "
+            f"seed {params.seed})"
         )
     if len(train) < 2:
         raise SegEvalError(f"only {len(train)} training case(s) with labels: need at least 2")
     return train, test, source
 
 
-def select(specs: Sequence, params: dict) -> list:
+def select(specs: Sequence, params: UncertaintyParams) -> list:
     """The test cases (plus cases with a parse error); the training cases ride along for prepare."""
     train, test, source = split(specs, params)
     broken = [s for s in specs if s.error]
@@ -121,7 +126,7 @@ def select(specs: Sequence, params: dict) -> list:
     return test + broken
 
 
-def train_config(params: dict, loss: str = "ce-dice"):
+def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
     """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``.
 
     Examples
@@ -134,47 +139,47 @@ def train_config(params: dict, loss: str = "ce-dice"):
     from napari_segeval.training.dense_cases import DenseTrainConfig
 
     return DenseTrainConfig(
-        iterations=int(params["train_iterations"]),
-        batch=int(params["train_batch"]),
-        lr=float(params["train_lr"]),
-        optimizer=str(params["train_optimizer"]),
-        patch_size=tuple(int(v) for v in params["train_patch"]),
-        base_channels=int(params["train_width"]),
-        seed=int(params["seed"]),
-        threads=int(params["threads"]),
+        iterations=int(params.train_iterations),
+        batch=int(params.train_batch),
+        lr=float(params.train_lr),
+        optimizer=str(params.train_optimizer),
+        patch_size=tuple(int(v) for v in params.train_patch),
+        base_channels=int(params.train_width),
+        seed=params.seed,
+        threads=int(params.threads),
         loss=loss,
-        duo_alpha=float(params["duo_alpha"]),
+        duo_alpha=float(params.duo_alpha),
     )
 
 
-def _auv(train: Sequence, params: dict, out: Path) -> dict:
+def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
     def make() -> dict:
         record = score_cases(
             train,
-            model=params["auv_model"],
-            checkpoint=params["auv_checkpoint"],
-            device=params.get("device"),
-            layout=str(params["auv_layout"]),
-            power=float(params["auv_energy_power"]),
-            aggregate=str(params["auv_aggregate"]),
-            grid=params.get("auv_grid"),
-            ct_mapping=str(params["auv_ct_mapping"]),
-            resize=str(params["auv_resize"]),
-            threads=int(params["threads"]),
+            model=params.auv_model,
+            checkpoint=params.auv_checkpoint,
+            device=params.device,
+            layout=str(params.auv_layout),
+            power=float(params.auv_energy_power),
+            aggregate=str(params.auv_aggregate),
+            grid=params.auv_grid,
+            ct_mapping=str(params.auv_ct_mapping),
+            resize=str(params.auv_resize),
+            threads=int(params.threads),
         )
         write_scores(out / "auv.csv", record, overwrite=True)
         return record
 
     key = {
         "cases": [[s.case_id, list(s.images), s.labels] for s in train],
-        **{k: params[k] for k in AUV_KEYS},
+        **{k: v for k, v in params.to_json().items() if k in AUV_KEYS},
     }
     return C.cached(out / "auv.json", key, make, needs=(out / "auv.csv",))
 
 
-def _train(train: Sequence, cases: dict, params: dict, path: Path, loss: str) -> dict:
+def _train(train: Sequence, cases: dict, params: UncertaintyParams, path: Path, loss: str) -> dict:
     from napari_segeval.training.dense_cases import train_dense_cases
 
     config = train_config(params, loss)
@@ -207,18 +212,18 @@ def _train(train: Sequence, cases: dict, params: dict, path: Path, loss: str) ->
     return C.train_once(path, {"train": ids, "k": k, "config": config.to_dict()}, fit)
 
 
-def _conditions(params: dict) -> list[tuple[str, float, str]]:
+def _conditions(params: UncertaintyParams) -> list[tuple[str, float, str]]:
     """``(name, fraction removed, loss)`` of every condition, in order."""
     out = [
         (condition_name(f), f, "ce-dice")
-        for f in [0.0, *[float(v) for v in params["remove_fractions"]]]
+        for f in [0.0, *[float(v) for v in params.remove_fractions]]
     ]
-    if params.get("duo"):
+    if params.duo:
         out.append((DUO, 0.0, "duo"))
     return out
 
 
-def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
+def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.PathLike) -> None:
     """AUV of the training cases, one training list and model per condition (module doc)."""
     from napari_segeval.evaluation import store
     from napari_segeval.evaluation.protocols.auv_scores import auv_of
@@ -235,7 +240,7 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     cases: dict = {}
     models, info, seen = {}, {}, {}
     for cond, f, loss in _conditions(params):
-        kept, removed = filter_most_uncertain(scores, f, str(params["removal_rule"]))
+        kept, removed = filter_most_uncertain(scores, f, str(params.removal_rule))
         key = (tuple(sorted(kept)), loss)
         path = out / "models" / f"li2026_{cond.replace(' ', '_').replace('%', 'pct')}.pt"
         if key in seen:
@@ -256,7 +261,7 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     record = {
         "split": test[0].meta.get("li2026_split"),
         "auv_model": auv.get("model"),
-        "removal_rule": params["removal_rule"],
+        "removal_rule": params.removal_rule,
         "conditions": info,
     }
     store.write_json(out / "li2026.json", record)
@@ -275,7 +280,7 @@ def _load(path: str, mtime_ns: int, device: str | None):
     return load_dense(path, device=device or "cpu")
 
 
-def run_case(spec, params: dict):
+def run_case(spec, params: UncertaintyParams):
     """Segment a test case with every condition's model and score all classes."""
     from napari_segeval.evaluation.protocols import CaseOutput
     from napari_segeval.models.dense.unet2d import TorchThreads
@@ -286,18 +291,18 @@ def run_case(spec, params: dict):
             f"case {spec.case_id}: no trained models (prepare() did not run); "
             "run the protocol through run_evaluation / segeval evaluate"
         )
-    case = C.load_case(spec, channel=int(params["channel"]))
+    case = C.load_case(spec, channel=int(params.channel))
     rows, preds = [], {}
     for cond, path in meta["models"].items():
         if not Path(path).is_file():
             raise SegEvalError(f"case {spec.case_id}: model file {path} is missing")
-        model = _load(path, Path(path).stat().st_mtime_ns, params.get("device"))
+        model = _load(path, Path(path).stat().st_mtime_ns, params.device)
         if spec.case_id in (model.meta.get("training") or {}).get("train_cases", []):
             raise SegEvalError(f"case {spec.case_id} was a training case of {path}")
-        with TorchThreads(int(params["threads"])):
+        with TorchThreads(int(params.threads)):
             res = D.segment(model, case, params)
         structures = dict(case.structures or model.structures)
-        if params["include_background"]:
+        if params.include_background:
             structures = {0: "background", **structures}
         info = meta["conditions"][cond]
         auv = meta.get("auv_model") or {}
@@ -343,15 +348,15 @@ def energy_text(power: float) -> str:
     return f"singular values to the power {float(power):g}: p_j = s_j^{float(power):g} / sum"
 
 
-def _duo_text(params: dict) -> dict:
+def _duo_text(params: UncertaintyParams) -> dict:
     from napari_segeval.training import duo
 
     return {
-        "alpha": float(params["duo_alpha"]),
+        "alpha": float(params.duo_alpha),
         "loss": (
             f"per training patch b and foreground class c: (BCE + 1 - soft Dice of "
             f"the class's softmax probability against the denoised target) / (1 + "
-            f"{float(params['duo_alpha']):g} S[b, c]), averaged over patches and "
+            f"{float(params.duo_alpha):g} S[b, c]), averaged over patches and "
             "classes; S[b, c] = the semantic perception scale of the network's own "
             "logits of c on the patch at that step (the authors' "
             "compute_all_semantic_scales: D x HW matrix, p = (s + 1e-6) / sum, not "
@@ -369,7 +374,7 @@ def _duo_text(params: dict) -> dict:
     }
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     """Test-set Dice/mIoU in percent per condition, with its training list."""
     from napari_segeval.evaluation.summary import percent_scores
 
@@ -393,21 +398,21 @@ def summarize(rows: list[dict], params: dict) -> dict:
     splits = sorted({str(r.get("test_split")) for r in rows if r.get("test_split")})
     summary = {
         "analysis": "filter-training",
-        "background_included": bool(params["include_background"]),
+        "background_included": bool(params.include_background),
         "metrics": (
             "Dice and IoU per class over all classes (background included: "
-            f"{bool(params['include_background'])}), both-empty = 1, mean over "
+            f"{bool(params.include_background)}), both-empty = 1, mean over "
             "classes per case, mean over the test cases, in percent"
         ),
         "test_set": splits[0] if len(splits) == 1 else splits,
-        "removal_rule": params["removal_rule"],
-        "auv_energy": energy_text(params["auv_energy_power"]),
+        "removal_rule": params.removal_rule,
+        "auv_energy": energy_text(params.auv_energy_power),
         "auv_features": next((r["auv_features"] for r in rows if r.get("auv_features")), None),
         "auv_files": "auv.json, auv.csv",
         "conditions": out,
         "models": "models/li2026_<condition>.pt (+ .json: training cases and recipe)",
     }
-    if params.get("duo"):
+    if params.duo:
         summary["duo"] = _duo_text(params)
     return summary
 

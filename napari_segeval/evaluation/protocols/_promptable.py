@@ -27,7 +27,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -35,46 +35,17 @@ from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput
 from napari_segeval.evaluation.protocols import _common as C
+from napari_segeval.evaluation.protocols._params import (
+    Models,
+    Params,
+    choice,
+    empty,
+    number,
+    tolerance,
+)
 from napari_segeval.metrics.catalog import mean
 from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.models.precision import PRECISION_CHOICES
-
-#: The parameters of the promptable protocols and their defaults (``medsam2-3d``'s;
-#: ``medsam2-video`` and ``interactive`` start from them).
-DEFAULTS = {
-    "model": "builtin",
-    "device": None,
-    "window": None,
-    "jitter": 0,
-    "seed": 0,
-    "tolerance_mm": 2.0,
-    "empty": "one",
-    "keep_largest": True,
-    "channel": 0,
-    "modality": None,
-    "ct_mapping": "window",
-    "resize": "float",
-    "connectivity": 6,
-    "decision": "probability",
-    "stop_when_empty": True,
-    "scoring": "merged",
-    "jitter_mode": "edges",
-    "prompt": "box",
-    "nsd_min_dice": None,
-    "prompts": None,
-    "precision": "auto",
-}
-
-_CHOICES = {
-    "ct_mapping": ("window", "minmax"),
-    "resize": ("float", "pillow"),
-    "connectivity": (6, 18, 26),
-    "decision": ("probability", "logit"),
-    "scoring": ("merged", "per-structure", "ordered"),
-    "jitter_mode": ("edges", "outward"),
-    "prompt": ("box", "mask", "box3d"),
-    "precision": PRECISION_CHOICES,
-}
 
 
 def _runs_box3d(ref: Any) -> bool:
@@ -85,83 +56,125 @@ def _runs_box3d(ref: Any) -> bool:
     return caps is not None and caps.box3d
 
 
-def check_params(params: dict) -> None:
-    """Refuse option values outside their choices, a ``jitter`` or ``seed`` that is not
-    a whole number (``jitter`` >= 0), an unknown ``modality`` or ``window``, and a bad
-    ``tolerance_mm`` or ``empty`` (:func:`~._common.check_scoring`); one line naming the
-    parameter.
+@dataclass(frozen=True)
+class _Head(Params):
+    """The promptable protocols' first parameters (see :class:`PromptParams`)."""
 
-    Examples
-    --------
-    >>> check_params({"scoring": "merged", "jitter": 5, "modality": "MR"})
-    >>> check_params({"scoring": "each"})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, ordered, got 'each'
-    >>> check_params({"jitter": -5})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
-    """
-    from napari_segeval.io.case import MODALITIES
+    model: str | None = "builtin"
+    device: str | None = None
+    window: Any = None
+    jitter: int = number(0, "a whole number of pixels >= 0", lambda v: v >= 0, whole=True)
+    seed: int = number(0, "a whole number", whole=True)
 
-    for key, allowed in _CHOICES.items():
-        if key in params and params[key] not in allowed:
+
+@dataclass(frozen=True)
+class _Tolerance(_Head):
+    """``tolerance_mm`` of NSD (``medsam2-video`` has none: no surface metrics)."""
+
+    tolerance_mm: float = tolerance()
+
+
+@dataclass(frozen=True)
+class _Tail(_Head):
+    """The promptable protocols' options (see the module docstring) and their checks."""
+
+    empty: str = empty()
+    keep_largest: bool = True
+    channel: int = 0
+    modality: str | None = None
+    ct_mapping: str = choice("window", ("window", "minmax"))
+    resize: str = choice("float", ("float", "pillow"))
+    connectivity: int = choice(6, (6, 18, 26))
+    decision: str = choice("probability", ("probability", "logit"))
+    stop_when_empty: bool = True
+    scoring: str = choice("merged", ("merged", "per-structure", "ordered"))
+    jitter_mode: str = choice("edges", ("edges", "outward"))
+    prompt: str = choice("box", ("box", "mask", "box3d"))
+    nsd_min_dice: float | None = number(
+        None, "null or a number in [0, 1]", lambda v: 0 <= v <= 1, null=True
+    )
+    prompts: str | None = None
+    precision: str = choice("auto", PRECISION_CHOICES)
+
+    def check(self) -> None:
+        """The fields' choices and numbers, then: ``prompt=box3d`` needs a model with the
+        challenge's loop, ``modality`` and ``window`` must be known, ``prompts`` a folder,
+        and the ``precision`` one that each model of the run (``model``, or each of
+        ``models``) and this machine can run (else one line saying why and what ``auto``
+        would choose).
+
+        Examples
+        --------
+        >>> PromptParams(scoring="merged", jitter=5, modality="MR").check()
+        >>> PromptParams(scoring="each").check()
+        Traceback (most recent call last):
+        ...
+        napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, ordered, got 'each'
+        >>> PromptParams(jitter=-5).check()
+        Traceback (most recent call last):
+        ...
+        napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
+        >>> PromptParams(model="threshold", precision="bf16").check()
+        Traceback (most recent call last):
+        ...
+        napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
+        """
+        from napari_segeval.io.case import MODALITIES
+
+        super().check()
+        if self.prompt == "box3d" and not _runs_box3d(self.model):
             raise SegEvalError(
-                f"parameter {key} must be one of "
-                f"{', '.join(str(a) for a in allowed)}, got {params[key]!r}"
+                f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
+                f"LiteMedSAM: use --model litemedsam (got {self.model})"
             )
-    C.check_number(params, "jitter", "a whole number of pixels >= 0", lambda v: v >= 0, whole=True)
-    C.check_number(params, "seed", "a whole number", whole=True)
-    if params.get("nsd_min_dice") is not None:
-        C.check_number(params, "nsd_min_dice", "null or a number in [0, 1]", lambda v: 0 <= v <= 1)
-    if params.get("prompt") == "box3d" and not _runs_box3d(params.get("model", DEFAULTS["model"])):
-        raise SegEvalError(
-            f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
-            f"LiteMedSAM: use --model litemedsam (got "
-            f"{params.get('model', DEFAULTS['model'])})"
-        )
-    modality = params.get("modality")
-    if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
-        raise SegEvalError(
-            f"parameter modality must be null or one of {', '.join(MODALITIES)}, got {modality!r}"
-        )
-    if params.get("window") is not None:
-        from napari_segeval.inference.windowing import parse_window
+        modality = self.modality
+        if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
+            raise SegEvalError(
+                f"parameter modality must be null or one of {', '.join(MODALITIES)}, "
+                f"got {modality!r}"
+            )
+        if self.window is not None:
+            from napari_segeval.inference.windowing import parse_window
 
-        try:
-            parse_window(params["window"])
-        except SegEvalError as exc:
-            raise SegEvalError(f"parameter window: {exc}") from None
-    if params.get("prompts") is not None and not Path(str(params["prompts"])).is_dir():
-        raise SegEvalError(
-            f"parameter prompts must be a folder of <case>.prompts.json files, "
-            f"got {params['prompts']!r}"
-        )
-    C.check_scoring(params)
-    check_precision(params)
+            try:
+                parse_window(self.window)
+            except SegEvalError as exc:
+                raise SegEvalError(f"parameter window: {exc}") from None
+        if self.prompts is not None and not Path(str(self.prompts)).is_dir():
+            raise SegEvalError(
+                f"parameter prompts must be a folder of <case>.prompts.json files, "
+                f"got {self.prompts!r}"
+            )
+        if self.precision != "auto":
+            from napari_segeval.models.registry import precision_of
+
+            for ref in (self.models if isinstance(self, Models) else None) or [self.model]:
+                if isinstance(ref, str):
+                    precision_of(ref, self.precision, self.device)
 
 
-def check_precision(params: dict) -> None:
-    """Refuse a ``precision`` that a model of the run (``model``, or each of ``models``)
-    or this machine cannot run: one line saying why and what ``auto`` would choose.
+@dataclass(frozen=True)
+class PromptParams(_Tail, _Tolerance):
+    """The parameters of the promptable protocols (``medsam2-3d``'s, without ``models``;
+    ``interactive`` adds its own to them, ``medsam2-video`` has no ``tolerance_mm``)."""
 
-    Examples
-    --------
-    >>> check_precision({"model": "threshold", "precision": "fp32"})
-    >>> check_precision({"model": "threshold", "precision": "bf16"})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
-    """
-    from napari_segeval.models.registry import precision_of
 
-    asked = params.get("precision", DEFAULTS["precision"])
-    if asked in (None, "auto"):
-        return
-    for ref in params.get("models") or [params.get("model", DEFAULTS["model"])]:
-        if isinstance(ref, str):
-            precision_of(ref, asked, params.get("device"))
+@dataclass(frozen=True)
+class Medsam2Params(Models, PromptParams):
+    """``medsam2-3d``'s parameters: :class:`PromptParams` and ``models``."""
+
+
+@dataclass(frozen=True)
+class VideoParams(Models, _Tail):
+    """``medsam2-video``'s parameters: :class:`PromptParams` less ``tolerance_mm``, and
+    ``models``. A clip has no surface metrics; its rows are scored with the fixed
+    tolerance (not a parameter)."""
+
+    tolerance_mm: ClassVar[float] = 2.0
+
+
+#: What the promptable recipe reads: a record of one of the promptable protocols.
+Promptable = PromptParams | VideoParams
 
 
 def prompt_file_of(folder: str | Path, case_id: str) -> Path:
@@ -201,10 +214,10 @@ def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tup
     return {lab: (s, names[lab]) for lab, s in pf.sets.items()}, boxes
 
 
-def select(specs: list, params: dict) -> list:
+def select(specs: list, params: Promptable) -> list:
     """The cases a promptable protocol runs: those with reference labels, and with
     ``prompts`` (a folder of prompts files) every case (each needs its file)."""
-    if params.get("prompts") is not None:
+    if params.prompts is not None:
         return list(specs)
     return [s for s in specs if s.labels or s.error]
 
@@ -336,7 +349,7 @@ class Prepared:
     resize: str
 
 
-def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
+def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
     """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
 
     Shared by ``medsam2-3d``/``medsam2-video`` (several models: :func:`with_model` on
@@ -344,10 +357,8 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     therefore this recipe exactly). With ``prompts`` (a folder of prompts files) the
     case's prompts are its file's, and a case without reference labels runs too.
     """
-    params = {**DEFAULTS, **params}
-    check_params(params)
-    folder = params["prompts"]
-    case = C.load_case(spec, channel=int(params["channel"]), need_labels=folder is None)
+    folder = params.prompts
+    case = C.load_case(spec, channel=int(params.channel), need_labels=folder is None)
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(
             f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
@@ -356,7 +367,7 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     if folder is not None:  # the person's prompts, with or without a reference
         return with_model(_from_file(spec, params, case, mode), params)
     structures = structures_to_score(case.structures, case.labels)
-    if params["prompt"] == "box3d":
+    if params.prompt == "box3d":
         if mode != "volume":
             raise SegEvalError(
                 "parameter prompt=box3d (the challenge's 3D boxes) is for volumes, not videos"
@@ -366,10 +377,10 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
         prompts = reference_prompts(
             case.labels,
             structures,
-            jitter=int(params["jitter"]),
-            rng=case_rng(int(params["seed"]), spec.case_id),
+            jitter=params.jitter,
+            rng=case_rng(params.seed, spec.case_id),
             first=(mode == "video"),
-            jitter_mode=str(params["jitter_mode"]),
+            jitter_mode=params.jitter_mode,
         )
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
@@ -378,41 +389,41 @@ def prepare_case(spec, params: dict, *, mode: str) -> Prepared:
     unloaded = Prepared(
         case,
         prompts,
-        prompt_sets(prompts, case.labels, str(params["prompt"])),
+        prompt_sets(prompts, case.labels, params.prompt),
         None,
         None,
         options,
         present,
-        str(params["modality"] or case.modality or "other"),
-        str(params["ct_mapping"]),
+        str(params.modality or case.modality or "other"),
+        params.ct_mapping,
         "float",
     )
     return with_model(unloaded, params)
 
 
-def _options(params: dict, mode: str) -> Any:
+def _options(params: Promptable, mode: str) -> Any:
     from napari_segeval.propagation import PropagationOptions
 
     return PropagationOptions(
         mode=mode,
-        keep_largest=bool(params["keep_largest"]),
-        stop_when_empty=bool(params["stop_when_empty"]),
-        connectivity=int(params["connectivity"]),
-        decision=str(params["decision"]),
+        keep_largest=bool(params.keep_largest),
+        stop_when_empty=bool(params.stop_when_empty),
+        connectivity=params.connectivity,
+        decision=params.decision,
     )
 
 
-def _from_file(spec, params: dict, case: Any, mode: str) -> Prepared:
+def _from_file(spec, params: Promptable, case: Any, mode: str) -> Prepared:
     """A case without reference labels, prompted by its prompts file (``prompts``)."""
     from napari_segeval.prompts.box import Box
 
-    if params["prompt"] != "box":
+    if params.prompt != "box":
         raise SegEvalError(
-            f"case {spec.case_id}: prompt={params['prompt']} needs reference labels; "
+            f"case {spec.case_id}: prompt={params.prompt} needs reference labels; "
             "a prompts file gives the prompts as they are"
         )
     where = "frame" if mode == "video" else "slice"
-    loaded, firsts = file_prompts(params["prompts"], case, spec.case_id, where)
+    loaded, firsts = file_prompts(params.prompts, case, spec.case_id, where)
     sets = {lab: s for lab, (s, _) in loaded.items()}
     present = {lab: name or unnamed_label(lab) for lab, (_, name) in loaded.items()}
     boxes = [
@@ -428,26 +439,23 @@ def _from_file(spec, params: dict, case: Any, mode: str) -> Prepared:
         None,
         _options(params, mode),
         present,
-        str(params["modality"] or case.modality or "other"),
-        str(params["ct_mapping"]),
+        str(params.modality or case.modality or "other"),
+        params.ct_mapping,
         "float",
     )
 
 
-def with_model(prepared: Prepared, params: dict) -> Prepared:
-    """The same case and prompts for the model ``params["model"]``: loaded, configured
+def with_model(prepared: Prepared, params: Promptable) -> Prepared:
+    """The same case and prompts for the model ``params.model``: loaded, configured
     (MedSAM2's ``resize``) and the case preprocessed for it."""
-    params = {**DEFAULTS, **params}
-    model = C.promptable_model(
-        str(params["model"]), params.get("device"), str(params.get("precision") or "auto")
-    )
+    model = C.promptable_model(str(params.model), params.device, params.precision)
     resize = "float"
     if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
-        resize = str(params["resize"])
+        resize = params.resize
         model = model.with_options(resize=resize)
     ct_mapping = prepared.ct_mapping
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = model.preprocess(prepared.case.image, prepared.modality, params.get("window"), **extra)
+    frames = model.preprocess(prepared.case.image, prepared.modality, params.window, **extra)
     return replace(prepared, model=model, frames=frames, resize=resize)
 
 
@@ -467,18 +475,18 @@ def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
     return out
 
 
-def scored_labels(res, params: dict) -> np.ndarray:
+def scored_labels(res, params: Promptable) -> np.ndarray:
     """The label map a result is scored and saved as: the merged one, or (``scoring=
     "ordered"``) the structures written in label order (the challenge's)."""
-    if params.get("scoring", DEFAULTS["scoring"]) == "ordered":
+    if params.scoring == "ordered":
         return ordered_labels(res.masks, res.labels.shape).astype(res.labels.dtype)
     return res.labels
 
 
-def structure_masks(res, prepared: Prepared, params: dict) -> dict:
+def structure_masks(res, prepared: Prepared, params: Promptable) -> dict:
     """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
     its voxels of the label map that is scored (:func:`scored_labels`)."""
-    if params.get("scoring", DEFAULTS["scoring"]) == "per-structure":
+    if params.scoring == "per-structure":
         return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
     labels = scored_labels(res, params)
     return {lab: labels == lab for lab in prepared.present}
@@ -506,15 +514,14 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
 
 
 def score_result(
-    res, prepared: Prepared, params: dict, spec, *, mode: str, condition: str = CLEAN
+    res, prepared: Prepared, params: Promptable, spec, *, mode: str, condition: str = CLEAN
 ) -> list[dict]:
     """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
-    params = {**DEFAULTS, **params}
     case, present = prepared.case, prepared.present
     video = mode == "video"
     metric = {
-        "tolerance_mm": float(params["tolerance_mm"]),
-        "empty": str(params["empty"]),
+        "tolerance_mm": params.tolerance_mm,
+        "empty": params.empty,
         "surface": not video,
     }
     if case.labels is None:  # no reference: nothing to score, the rows carry the risk
@@ -522,7 +529,7 @@ def score_result(
             {"structure": name, "label": int(lab), "condition": condition}
             for lab, name in present.items()
         ]
-    elif params["scoring"] == "per-structure":  # each structure's own, unmerged mask
+    elif params.scoring == "per-structure":  # each structure's own, unmerged mask
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
@@ -532,7 +539,7 @@ def score_result(
             case.labels, scored_labels(res, params), case.spacing, present, condition, **metric
         )
     if not video and case.labels is not None:
-        rows = gate_nsd(rows, params.get("nsd_min_dice"))
+        rows = gate_nsd(rows, params.nsd_min_dice)
     boxes = {b.label: b for b in prepared.boxes}
     task = Path(spec.root).name if spec.root else ""
     modality = prepared.modality
@@ -542,18 +549,18 @@ def score_result(
             task=task,
             key_slice=b.index,
             box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
-            model=str(params["model"]),
+            model=str(params.model),
             network=res.params.get("model"),
             modality=modality,
             ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
             resize=prepared.resize,
-            scoring=str(params["scoring"]),
+            scoring=params.scoring,
         )
     return rows
 
 
 def propagate_and_score(
-    spec, params: dict, *, mode: str, prepared: Prepared | None = None
+    spec, params: Promptable, *, mode: str, prepared: Prepared | None = None
 ) -> CaseOutput:
     """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
 
@@ -564,19 +571,19 @@ def propagate_and_score(
     return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
 
 
-def propagate(prepared: Prepared, params: dict) -> Any:
+def propagate(prepared: Prepared, params: Promptable) -> Any:
     """The model's result on the prepared case: the project's propagation, or (``prompt=
     "box3d"``) the challenge's 3D loop (:class:`ChallengeResult`)."""
     from napari_segeval.propagation import propagate_case
 
-    if {**DEFAULTS, **params}["prompt"] == "box3d":
+    if params.prompt == "box3d":
         return challenge_result(prepared)
     return propagate_case(prepared.model, prepared.frames, prepared.sets, prepared.options)
 
 
 def case_output(
     spec,
-    params: dict,
+    params: Promptable,
     prepared: Prepared,
     res: Any,
     *,
@@ -596,7 +603,7 @@ def case_output(
             res.structures,
             structure_masks(res, prepared, params),
             prepared.present,
-            model=str(params["model"]),
+            model=str(params.model),
             reference=prepared.case.labels,
             others=others,
         )
@@ -620,7 +627,7 @@ class ChallengeResult:
 
     labels: np.ndarray
     masks: dict
-    params: dict
+    params: Promptable
 
 
 def challenge_result(prepared: Prepared) -> ChallengeResult:
@@ -647,10 +654,10 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
     )
 
 
-def models_on_same_prompts(spec, params: dict, models: list, *, mode: str) -> dict:
+def models_on_same_prompts(spec, params: Promptable, models: list, *, mode: str) -> dict:
     """Every model on one case: read and prompted once (the same boxes for each model),
     each model's risk reading the others' masks (the ``models`` signal)."""
-    each = {m: {**params, "model": m, "models": None} for m in models}
+    each = {m: replace(params, model=m, models=None) for m in models}
     first = prepare_case(spec, each[models[0]], mode=mode)
     done: dict[str, tuple[Prepared, Any]] = {}
     for i, m in enumerate(models):
@@ -683,13 +690,15 @@ def used(rows: list[dict], key: str) -> list:
 
 
 __all__ = [
-    "DEFAULTS",
     "ChallengeResult",
     "Prepared",
     "case_output",
     "case_rng",
     "challenge_prompts",
-    "check_params",
+    "Medsam2Params",
+    "PromptParams",
+    "Promptable",
+    "VideoParams",
     "gate_nsd",
     "key_slice",
     "models_on_same_prompts",

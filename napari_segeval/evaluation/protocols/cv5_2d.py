@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
+from napari_segeval.evaluation.protocols._params import Params, choice, empty, listed, number
 from napari_segeval.evaluation.rows import FOLDS
 
 BUILTIN = "builtin-2d"
@@ -58,28 +60,11 @@ BUILTIN = "builtin-2d"
 META_KEY = "cv5_2d_model"
 TRAIN_KEYS = ("iterations", "batch_size", "lr", "size", "width", "train_threads")
 
-DEFAULTS = {
-    "model": BUILTIN,
-    "device": None,
-    "folds": 5,
-    "seed": 0,
-    "include_background": False,
-    "empty": "one",
-    "iterations": 300,
-    "batch_size": 4,
-    "lr": 0.003,
-    "size": [64, 80],
-    "width": 16,
-    "train_threads": 1,
-    "cv_splits": {},
-    "holdout": None,
-    "headline": "per-image",
-}
 #: spec.meta key of a held-out case's model (set by :func:`prepare`), and its file stem.
 HOLDOUT_MODEL = "all"
 
 
-def train_config(params: dict, fold: int):
+def train_config(params: Cv5Params, fold: int):
     """The :class:`~napari_segeval.models.dense.unet2d.TrainConfig2D` of ``fold``.
 
     Examples
@@ -91,19 +76,16 @@ def train_config(params: dict, fold: int):
 
     try:
         return TrainConfig2D(
-            iterations=int(params["iterations"]),
-            batch_size=int(params["batch_size"]),
-            lr=float(params["lr"]),
-            size=tuple(int(v) for v in params["size"]),
-            width=int(params["width"]),
-            seed=int(params["seed"]) + int(fold),
-            threads=int(params["train_threads"]),
+            iterations=int(params.iterations),
+            batch_size=int(params.batch_size),
+            lr=float(params.lr),
+            size=tuple(int(v) for v in params.size),
+            width=int(params.width),
+            seed=params.seed + int(fold),
+            threads=int(params.train_threads),
         )
     except (TypeError, ValueError) as exc:
-        given = {
-            k: params[k]
-            for k in ("iterations", "batch_size", "lr", "size", "width", "seed", "train_threads")
-        }
+        given = {k: params.to_json()[k] for k in (*TRAIN_KEYS[:-1], "seed", "train_threads")}
         raise SegEvalError(
             f"cv5-2d training parameters must be numbers (size two whole "
             f"numbers), got {given} ({exc})"
@@ -116,7 +98,7 @@ def _num_classes(train: Sequence, cases: Sequence) -> int:
     return max(ids + [1]) + 1
 
 
-def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike) -> dict:
+def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.PathLike) -> dict:
     """Train the built-in 2D U-Net on ``train`` (case specs) and save it at ``path``.
 
     A model already at ``path`` with the same fingerprint (training cases,
@@ -149,7 +131,7 @@ def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike
             config,
             case_ids=[s.case_id for s in train],
             structures=structures,
-            device=params.get("device") or "cpu",
+            device=params.device or "cpu",
         )
         model.save(target)
         return {
@@ -166,7 +148,7 @@ def train_fold(train: Sequence, fold: int, params: dict, path: str | os.PathLike
     return C.train_once(path, key, fit)
 
 
-def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> None:
+def prepare(specs: Sequence, params: Cv5Params, output_dir: str | os.PathLike) -> None:
     """Train (or reuse) one built-in model per fold; point each case's spec at its fold's file.
 
     Runs once in the calling process before cases are dispatched. Only folds with
@@ -176,7 +158,7 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
     """
     from napari_segeval.evaluation import store
 
-    if params.get("model") != BUILTIN:
+    if params.model != BUILTIN:
         return
     out = Path(output_dir).absolute()
     usable = [s for s in specs if s.labels and not s.error and s.fold is not None]
@@ -202,13 +184,13 @@ def prepare(specs: Sequence, params: dict, output_dir: str | os.PathLike) -> Non
         train_fold(train, fold, params, path)
 
 
-def is_holdout(spec, params: dict) -> bool:
+def is_holdout(spec, params: Cv5Params) -> bool:
     """Whether ``spec`` is a labelled case of the ``holdout`` split (scored outside the folds)."""
-    held = params.get("holdout")
+    held = params.holdout
     return bool(held) and spec.split == held and bool(spec.labels) and spec.fold is None
 
 
-def select(specs: Sequence, params: dict) -> list:
+def select(specs: Sequence, params: Cv5Params) -> list:
     """Cases with a fold, labelled cases of the ``holdout`` split, and cases that failed to parse."""
     return [
         s for s in specs if s.error or (s.labels and s.fold is not None) or is_holdout(s, params)
@@ -222,9 +204,9 @@ def _load(path: str, mtime_ns: int, device: str | None):
     return UNet2DModel.load(path, device=device or "cpu")
 
 
-def fold_model(spec, params: dict):
+def fold_model(spec, params: Cv5Params):
     """The model that scores ``spec``: its fold's built-in U-Net, or the ``model`` reference."""
-    ref = params.get("model")
+    ref = params.model
     if not ref:
         raise SegEvalError(
             "cv5-2d needs a 2D model: --param model=builtin-2d (trained per "
@@ -232,7 +214,7 @@ def fold_model(spec, params: dict):
         )
     if ref != BUILTIN:
         fold = HOLDOUT_MODEL if spec.fold is None else str(spec.fold)
-        return C.dense_model(str(ref).replace("{fold}", fold), params.get("device"))
+        return C.dense_model(str(ref).replace("{fold}", fold), params.device)
     path = spec.meta.get(META_KEY)
     if not path or not Path(path).is_file():
         raise SegEvalError(
@@ -240,7 +222,7 @@ def fold_model(spec, params: dict):
             f"{spec.fold} ({path or 'prepare() did not run'}); run the protocol "
             "through run_evaluation / segeval evaluate, which trains one per fold"
         )
-    model = _load(str(path), Path(path).stat().st_mtime_ns, params.get("device"))
+    model = _load(str(path), Path(path).stat().st_mtime_ns, params.device)
     if spec.case_id in model.meta["train_cases"]:
         raise SegEvalError(
             f"case {spec.case_id} was a training case of {path}: refusing to "
@@ -249,13 +231,13 @@ def fold_model(spec, params: dict):
     return model
 
 
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: Cv5Params) -> CaseOutput:
     """Segment a 2D image with its fold's model and score every class."""
     model = fold_model(spec, params)
     case = C.load_case(spec)
-    res = D.segment(model, case, params)
+    res = D.segment(model, case)
     structures = dict(case.structures or model.structures)
-    if params["include_background"]:
+    if params.include_background:
         structures = class_set(structures, case.labels, res.labels)
     rows = C.score(
         case.labels,
@@ -263,12 +245,12 @@ def run_case(spec, params: dict) -> CaseOutput:
         case.spacing,
         structures,
         CLEAN,
-        empty=str(params["empty"]),
+        empty=params.empty,
         surface=False,
     )
     add_counts(rows, case.labels, res.labels)
     extra = {}
-    if params.get("model") == BUILTIN:
+    if params.model == BUILTIN:
         extra = {
             "model_file": f"models/{Path(spec.meta[META_KEY]).name}",
             "n_train": len(model.meta["train_cases"]),
@@ -339,30 +321,45 @@ READINGS = {
 }
 
 
-def check_params(params: dict) -> None:
-    """Refuse a bad ``headline`` and training numbers before any case runs or trains (one line).
+@dataclass(frozen=True)
+class Cv5Params(Params):
+    """``cv5-2d``'s parameters (see the module docstring). ``headline`` is one of
+    :data:`READINGS`; the built-in model's training numbers are refused (one line) before
+    any case runs or trains.
 
     Examples
     --------
-    >>> check_params({**DEFAULTS, "headline": "per-image"})
-    >>> check_params({**DEFAULTS, "headline": "best"})
+    >>> Cv5Params(headline="per-image").check()
+    >>> Cv5Params(headline="best").check()
     Traceback (most recent call last):
     ...
-    napari_segeval._errors.SegEvalError: headline must be one of ...
+    napari_segeval._errors.SegEvalError: parameter headline must be one of ...
     """
-    _reading(params)
-    if params.get("model") == BUILTIN:
-        train_config(params, 0)
+
+    model: str | None = BUILTIN
+    device: str | None = None
+    folds: int = 5
+    seed: int = number(0, "a whole number", whole=True)
+    include_background: bool = False
+    empty: str = empty()
+    iterations: int = 300
+    batch_size: int = 4
+    lr: float = 0.003
+    size: list = listed(64, 80)
+    width: int = 16
+    train_threads: int = 1
+    cv_splits: dict = field(default_factory=dict)
+    holdout: str | None = None
+    headline: str = choice("per-image", READINGS)
+
+    def check(self) -> None:
+        """The fields' rules, then the built-in model's training numbers (:func:`train_config`)."""
+        super().check()
+        if self.model == BUILTIN:
+            train_config(self, 0)
 
 
-def _reading(params: dict) -> str:
-    r = str(params.get("headline", "per-image"))
-    if r not in READINGS:
-        raise SegEvalError(f"headline must be one of {', '.join(READINGS)}, got {r!r}")
-    return r
-
-
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: Cv5Params) -> dict:
     """Class-averaged metrics, mean +- std over folds, in percent (+ the training recipe).
 
     The metric keys (``dice``, ``iou``, ``recall``, ``precision``) hold the
@@ -383,12 +380,12 @@ def summarize(rows: list[dict], params: dict) -> dict:
 
     cv = [r for r in rows if r.get("fold") is not None]
     held = [r for r in rows if r.get("fold") is None]
-    empty, headline = str(params["empty"]), _reading(params)
+    empty, headline = params.empty, params.headline
     numbers = {"per-image": cross_validation(cv), "accumulated": accumulated_folds(cv)}
     other = next(k for k in READINGS if k != headline)
     absent = [r for r in cv if is_absent(r)]
     out = {
-        "background_included": bool(params["include_background"]),
+        "background_included": bool(params.include_background),
         "empty": empty,
         "headline": {"reading": headline, **READINGS[headline]},
         "names": READINGS[headline]["names"],
@@ -406,8 +403,8 @@ def summarize(rows: list[dict], params: dict) -> dict:
         },
     }
     if held:
-        out["holdout"] = {"split": params.get("holdout"), **holdout_scores(held, empty=empty)}
-    if params.get("model") == BUILTIN:
+        out["holdout"] = {"split": params.holdout, **holdout_scores(held, empty=empty)}
+    if params.model == BUILTIN:
         n_train = {str(r["fold"]): int(r["n_train"]) for r in rows if r.get("n_train") is not None}
         out["model"] = {
             "name": BUILTIN,
@@ -416,8 +413,8 @@ def summarize(rows: list[dict], params: dict) -> dict:
             "loss": "cross-entropy + soft Dice",
             "augmentation": "random horizontal/vertical flips",
             "optimizer": "AdamW, cosine decay",
-            "seed": f"{params['seed']} + fold",
-            **{k: params[k] for k in TRAIN_KEYS},
+            "seed": f"{params.seed} + fold",
+            **{k: params.to_json()[k] for k in TRAIN_KEYS},
             "n_train_per_fold": dict(sorted(n_train.items())),
             "files": "models/fold{k}.pt (+ fold{k}.json: training cases)"
             + ("; models/all.pt scores the held-out split" if held else ""),
@@ -534,14 +531,13 @@ PROTOCOL = Protocol(
     rows=FOLDS,
     name="cv5-2d",
     version="1.3",
-    defaults=DEFAULTS,
+    params=Cv5Params,
     differences=DIFFERENCES,
     presets=PRESETS,
     run_case=run_case,
     summarize=summarize,
     select=select,
     prepare=prepare,
-    check=check_params,
     needs_folds=True,
     description=(
         "5-fold cross-validated 2D segmentation: mDSC, mIoU, mRec, mPrec in "

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,21 +49,10 @@ from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
+from napari_segeval.evaluation.protocols._params import Models, choice, listed, number
 from napari_segeval.evaluation.rounds import round_key
 from napari_segeval.evaluation.rows import ROUNDS
 
-DEFAULTS = {
-    **P.DEFAULTS,
-    "mode": "volume",
-    "rounds": 5,
-    "refine_prompt": "auto",
-    "target_dice": 0.9,
-    "attacks": [],
-    "slice_choice": "oracle",
-}
-
-MODES = ("volume", "video")
-REFINE = ("auto", "point", "box")
 #: Where the simulated person corrects: ``oracle`` the slice with the most wrong voxels
 #: (it reads the reference), ``risk`` the first wrong slice among the riskiest flagged
 #: ones of the structure (:func:`review_order`, :data:`LOOKS_PER_ROUND` looks a round,
@@ -73,33 +62,34 @@ REFINE = ("auto", "point", "box")
 SLICE_CHOICES = ("oracle", "risk", "random")
 
 
-def check_params(params: Mapping) -> None:
-    """Refuse bad values of the interactive parameters (one line), then medsam2-3d's.
+@dataclass(frozen=True)
+class _Rounds(P.PromptParams):
+    """The correction rounds' parameters, after medsam2-3d's."""
+
+    mode: str = choice("volume", ("volume", "video"))
+    rounds: int = number(5, "a whole number >= 0", lambda v: v >= 0, whole=True)
+    refine_prompt: str = choice("auto", ("auto", "point", "box"))
+    target_dice: float = number(0.9, "a number in (0, 1]", lambda v: 0 < v <= 1)
+    attacks: list = listed()
+    slice_choice: str = choice("oracle", SLICE_CHOICES)
+
+
+@dataclass(frozen=True)
+class InteractiveParams(Models, _Rounds):
+    """``interactive``'s parameters: medsam2-3d's, the rounds' and ``models``.
 
     Examples
     --------
-    >>> check_params({"rounds": 2, "refine_prompt": "box"})
-    >>> check_params({"rounds": -1})
+    >>> InteractiveParams(rounds=2, refine_prompt="box").check()
+    >>> InteractiveParams(rounds=-1).check()
     Traceback (most recent call last):
     ...
     napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got -1
-    >>> check_params({"refine_prompt": "scribble"})
+    >>> InteractiveParams(refine_prompt="scribble").check()
     Traceback (most recent call last):
     ...
     napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
     """
-    C.check_number(params, "rounds", "a whole number >= 0", lambda v: v >= 0, whole=True)
-    for key, allowed in (
-        ("refine_prompt", REFINE),
-        ("mode", MODES),
-        ("slice_choice", SLICE_CHOICES),
-    ):
-        if key in params and params[key] not in allowed:
-            raise SegEvalError(
-                f"parameter {key} must be one of {', '.join(allowed)}, got {params[key]!r}"
-            )
-    C.check_number(params, "target_dice", "a number in (0, 1]", lambda v: 0 < v <= 1)
-    P.check_params(dict(params))
 
 
 #: Slices a simulated person without the reference looks at per structure and round
@@ -162,15 +152,14 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
     return refine_prompt
 
 
-def _base_params(params: Mapping) -> dict:
-    base = {k: params[k] for k in P.DEFAULTS if k in params}
-    if params.get("mode") == "video":  # as medsam2-video: no NSD, the fixed tolerance
-        base["tolerance_mm"] = 2.0
-    return base
+def _base_params(params: InteractiveParams) -> InteractiveParams:
+    if params.mode == "video":  # as medsam2-video: no NSD, the fixed tolerance
+        return replace(params, tolerance_mm=2.0)
+    return params
 
 
 def correction_rounds(
-    prepared: P.Prepared, frames: Any, params: Mapping, kind: str
+    prepared: P.Prepared, frames: Any, params: InteractiveParams, kind: str
 ) -> Iterator[tuple[int, Any, dict]]:
     """``(round, result, added)`` for round 0 and each correction round.
 
@@ -190,11 +179,11 @@ def correction_rounds(
     if labels is None:
         raise SegEvalError("the interactive protocol needs reference labels to draw corrections")
     points = prepared.model.capabilities.points
-    choice = str(params.get("slice_choice", DEFAULTS["slice_choice"]))
-    rng = P.case_rng(int(params.get("seed", 0)), str(prepared.case.image_path or ""))
+    choice = params.slice_choice
+    rng = P.case_rng(params.seed, str(prepared.case.image_path or ""))
     reviewed: dict[int, set[int]] = {}  # slices a person looked at and found right
-    for r in range(1, int(params["rounds"]) + 1):
-        masks = P.structure_masks(res, prepared, dict(params))
+    for r in range(1, params.rounds + 1):
+        masks = P.structure_masks(res, prepared, params)
         added = {}
         for lab in prepared.present:
             # a box replaces what its slice had: never over a box or a mask prompt
@@ -236,7 +225,7 @@ def _prompt_columns(prompts: Sequence, where: str) -> dict:
     }
 
 
-def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mode: str):
+def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: InteractiveParams, mode: str):
     """Craft ``attack`` against the round-0 prompts: ``(condition, frames, row values, images)``."""
     import torch
 
@@ -263,7 +252,7 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mod
         case,
         prepared.sets,
         mode=mode,
-        window=params.get("window"),
+        window=params.window,
         keep_largest=prepared.options.keep_largest,
         stop_when_empty=prepared.options.stop_when_empty,
     )
@@ -285,22 +274,16 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: Mapping, mod
     return cond, frames, values, images
 
 
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: InteractiveParams) -> CaseOutput:
     """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
-    params = {**DEFAULTS, **params}
-    check_params(params)
-    return _rounds_of(
-        spec, params, P.prepare_case(spec, _base_params(params), mode=str(params["mode"]))
-    )
+    return _rounds_of(spec, params, P.prepare_case(spec, _base_params(params), mode=params.mode))
 
 
-def run_models(spec, params: dict, models: list) -> dict:
+def run_models(spec, params: InteractiveParams, models: list) -> dict:
     """Several models on one case: the same round-0 prompts (read and chosen once), then
     each model's own correction rounds (and attacks crafted against it)."""
-    params = {**DEFAULTS, **params}
-    check_params(params)
-    each = {m: {**params, "model": m, "models": None} for m in models}
-    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=str(params["mode"]))
+    each = {m: replace(params, model=m, models=None) for m in models}
+    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=params.mode)
     return {
         m: _rounds_of(
             spec, each[m], first if i == 0 else P.with_model(first, _base_params(each[m]))
@@ -309,17 +292,17 @@ def run_models(spec, params: dict, models: list) -> dict:
     }
 
 
-def _rounds_of(spec, params: dict, prepared: P.Prepared) -> CaseOutput:
+def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOutput:
     """Every condition's rounds of one model on one prepared case."""
-    mode = str(params["mode"])
+    mode = params.mode
     base = _base_params(params)
-    kind = refine_kind(prepared.model, str(params["refine_prompt"]))
+    kind = refine_kind(prepared.model, params.refine_prompt)
     where = "frame" if mode == "video" else "slice"
     conditions = [(CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
-    for attack in params["attacks"]:
+    for attack in params.attacks:
         conditions.append(_attacked_frames(prepared, attack, params, mode))
     rows, predictions, images, views = [], {}, {}, {}
-    last = int(params["rounds"])
+    last = params.rounds
     for cond, frames, values, extra in conditions:
         images.update(extra)
         for r, res, added in correction_rounds(prepared, frames, params, kind):
@@ -388,7 +371,7 @@ def prompt_sets_at(
     return sets
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: InteractiveParams) -> dict:
     """Dice per round (median, IQR), AUC, NoI@target and the share reaching it, per condition."""
     from napari_segeval.evaluation.curves import interactive_curves
 
@@ -396,7 +379,7 @@ def summarize(rows: list[dict], params: dict) -> dict:
         "modalities": P.used(rows, "modality"),
         "scoring": P.used(rows, "scoring"),
         "refine_prompt": P.used(rows, "refine_prompt"),
-        **interactive_curves(rows, int(params["rounds"]), float(params["target_dice"])),
+        **interactive_curves(rows, params.rounds, params.target_dice),
     }
 
 
@@ -467,13 +450,12 @@ PROTOCOL = Protocol(
     rows=ROUNDS,
     name="interactive",
     version="1.2",
-    defaults=DEFAULTS,
+    params=InteractiveParams,
     differences=DIFFERENCES,
     run_case=run_case,
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
-    check=check_params,
     has_rounds=True,
     description=(
         "Interactive correction: medsam2-3d's (or medsam2-video's) round 0, then K rounds "
@@ -484,10 +466,9 @@ PROTOCOL = Protocol(
 )
 
 __all__ = [
-    "DEFAULTS",
     "DIFFERENCES",
     "PROTOCOL",
-    "check_params",
+    "InteractiveParams",
     "correction_rounds",
     "prompt_sets_at",
     "refine_kind",

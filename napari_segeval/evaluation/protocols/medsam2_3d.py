@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols._promptable import (
-    DEFAULTS,
-    check_params,
+    Medsam2Params,
     models_on_same_prompts,
     propagate_and_score,
     select,
@@ -38,17 +37,17 @@ from napari_segeval.evaluation.protocols._promptable import (
 from napari_segeval.evaluation.rows import PROMPTED
 
 
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: Medsam2Params) -> CaseOutput:
     """Evaluate one volume (see the module docstring)."""
     return propagate_and_score(spec, params, mode="volume")
 
 
-def run_models(spec, params: dict, models: list) -> dict:
+def run_models(spec, params: Medsam2Params, models: list) -> dict:
     """Several models on one volume, on the same boxes (see :func:`models_on_same_prompts`)."""
     return models_on_same_prompts(spec, params, models, mode="volume")
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: Medsam2Params) -> dict:
     """Median and IQR of DSC and NSD per structure, per task and over tasks."""
     from napari_segeval.evaluation.summary import median_iqr
 
@@ -233,7 +232,7 @@ PROTOCOL = Protocol(
     rows=PROMPTED,
     name="medsam2-3d",
     version="1.5",
-    defaults=DEFAULTS,
+    params=Medsam2Params,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2, "cvpr24": CVPR24},
     run_case=run_case,
@@ -241,7 +240,6 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
-    check=check_params,
     description=(
         "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "
         "bidirectional propagation, largest component; DSC and NSD (2 mm) per "

@@ -11,9 +11,8 @@ Surface metrics are not computed: the time axis is not a spatial one.
 from __future__ import annotations
 
 from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
-from napari_segeval.evaluation.protocols._promptable import DEFAULTS as _DEFAULTS_3D
 from napari_segeval.evaluation.protocols._promptable import (
-    check_params,
+    VideoParams,
     models_on_same_prompts,
     propagate_and_score,
     select,
@@ -22,20 +21,18 @@ from napari_segeval.evaluation.protocols._promptable import (
 from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
 from napari_segeval.evaluation.rows import PROMPTED
 
-DEFAULTS = {k: v for k, v in _DEFAULTS_3D.items() if k != "tolerance_mm"}
 
-
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: VideoParams) -> CaseOutput:
     """Evaluate one clip (see the module docstring)."""
-    return propagate_and_score(spec, {**params, "tolerance_mm": 2.0}, mode="video")
+    return propagate_and_score(spec, params, mode="video")
 
 
-def run_models(spec, params: dict, models: list) -> dict:
+def run_models(spec, params: VideoParams, models: list) -> dict:
     """Several models on one clip, on the same first-frame prompts."""
-    return models_on_same_prompts(spec, {**params, "tolerance_mm": 2.0}, models, mode="video")
+    return models_on_same_prompts(spec, params, models, mode="video")
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: VideoParams) -> dict:
     """Per-clip DSC table and, per structure, mean/median over clips."""
     from napari_segeval.metrics import summarize as stats
 
@@ -131,7 +128,7 @@ PROTOCOL = Protocol(
     rows=PROMPTED,
     name="medsam2-video",
     version="1.4",
-    defaults=DEFAULTS,
+    params=VideoParams,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
     run_case=run_case,
@@ -139,7 +136,6 @@ PROTOCOL = Protocol(
     model_kind="promptable",
     run_models=run_models,
     summarize=summarize,
-    check=check_params,
     layout_options={"camus_mode": "sequences"},
     description=(
         "MedSAM2 video recipe: box on the first frame, forward propagation; "

@@ -29,6 +29,7 @@ The ``rog`` preset (:data:`ROG`) follows ROG's code and paper: :data:`ROG_ATTACK
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,31 +40,65 @@ from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_EPS
+from napari_segeval.evaluation.protocols._params import (
+    Models,
+    Params,
+    choice,
+    empty,
+    listed,
+    number,
+    tolerance,
+)
 from napari_segeval.evaluation.rows import ATTACKED
-
-DEFAULTS = {
-    "model": "builtin-ct",
-    "device": None,
-    "overlap": 0.5,
-    "mirror": False,
-    "postprocess": True,
-    "attacks": [],
-    "robust_factor": 0.5,
-    "empty": "one",
-    "surface": False,
-    "tolerance_mm": 2.0,
-    "channel": None,
-    "mr_minmax": None,
-    "lesion_mode": None,
-    "gate": False,
-    "risk": True,
-    "risk_tta": 4,
-}
 
 LESION_MODES = (None, "remove", "merge")
 
 
-def configure(model, params: Mapping):
+@dataclass(frozen=True)
+class _Dense(Params):
+    """``msd-robust``'s parameters before ``models`` (see :class:`MsdParams`)."""
+
+    model: str | None = "builtin-ct"
+    device: str | None = None
+    overlap: float = number(0.5, "in [0, 1)", lambda v: 0 <= v < 1)
+    mirror: bool = False
+    postprocess: bool = True
+    attacks: list = listed()
+    robust_factor: float = 0.5
+    empty: str = empty()
+    surface: bool = False
+    tolerance_mm: float = tolerance()
+    channel: int | None = None
+    mr_minmax: bool | None = None
+    lesion_mode: str | None = choice(None, LESION_MODES)
+    gate: bool = False
+    risk: bool = True
+    risk_tta: int = number(
+        4, "0 (no tta signal) or a whole number >= 2", lambda v: v == 0 or v >= 2, whole=True
+    )
+
+
+@dataclass(frozen=True)
+class MsdParams(Models, _Dense):
+    """``msd-robust``'s parameters (see the module docstring); ``attacks`` are checked by
+    :func:`~._dense.check_attacks`.
+
+    Examples
+    --------
+    >>> MsdParams(attacks=[{"name": "pgd", "eps": 0.05, "steps": 5}]).check()
+    >>> MsdParams(attacks=[{"name": "pgd", "eps": 0.05, "stpes": 5}]).check()
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
+    """
+
+    def check(self) -> None:
+        """The fields' rules and the attacks (:func:`~._dense.check_attacks`)."""
+        super().check()
+        D.check_attacks(self.attacks)
+
+
+def configure(model, params: MsdParams):
     """The model with the protocol's ``mr_minmax`` / ``lesion_mode`` (a copy; network shared).
 
     None keeps the model's own plans. A model whose plans state that its
@@ -73,15 +108,13 @@ def configure(model, params: Mapping):
 
     from napari_segeval.models.dense import DenseModel
 
-    minmax, mode = params.get("mr_minmax"), params.get("lesion_mode")
-    if mode not in LESION_MODES:
-        raise SegEvalError(f"lesion_mode must be null, 'remove' or 'merge', got {mode!r}")
+    minmax, mode = params.mr_minmax, params.lesion_mode
     if minmax is None and mode is None:
         return model
     if not isinstance(model, DenseModel):
         raise SegEvalError(
             f"mr_minmax and lesion_mode apply to dense models with plans; "
-            f"{params['model']} does its own processing (set them to null)"
+            f"{params.model} does its own processing (set them to null)"
         )
     changes: dict = {}
     if minmax is not None:
@@ -97,24 +130,24 @@ def configure(model, params: Mapping):
     return replace(model, **changes)
 
 
-def _model(params: Mapping):
-    return configure(C.dense_model(str(params["model"]), params.get("device")), params)
+def _model(params: MsdParams):
+    return configure(C.dense_model(str(params.model), params.device), params)
 
 
-def minmax_note(params: Mapping, modality: str | None) -> str | None:
+def minmax_note(params: MsdParams, modality: str | None) -> str | None:
     """What to say when ``mr_minmax=true`` applies ROG's MR min-max scaling to a model whose
     plans do not say that its statistics are in min-max units (None otherwise, and for CT).
 
     Examples
     --------
-    >>> minmax_note({"model": "builtin-ct", "mr_minmax": True}, "CT") is None
+    >>> minmax_note(MsdParams(mr_minmax=True), "CT") is None
     True
     """
     from napari_segeval.models.dense import DenseModel
 
-    if not params.get("mr_minmax") or str(modality or "").upper() == "CT":
+    if not params.mr_minmax or str(modality or "").upper() == "CT":
         return None
-    model = C.dense_model(str(params["model"]), params.get("device"))
+    model = C.dense_model(str(params.model), params.device)
     if not isinstance(model, DenseModel) or model.mr_minmax is not None:
         return None
     return (
@@ -124,8 +157,8 @@ def minmax_note(params: Mapping, modality: str | None) -> str | None:
     )
 
 
-def _channel(params: Mapping) -> int | None:
-    return None if params.get("channel") is None else int(params["channel"])
+def _channel(params: MsdParams) -> int | None:
+    return None if params.channel is None else int(params.channel)
 
 
 def skip_reason(model, attack: Mapping) -> str | None:
@@ -166,13 +199,13 @@ def _score(case, labels, structures, condition, params) -> list[dict]:
         case.spacing,
         structures,
         condition,
-        tolerance_mm=float(params["tolerance_mm"]),
-        empty=str(params["empty"]),
-        surface=bool(params["surface"]),
+        tolerance_mm=params.tolerance_mm,
+        empty=params.empty,
+        surface=bool(params.surface),
     )
 
 
-def _risk(model, case, params: Mapping, condition: str, result, structures) -> tuple[dict, list]:
+def _risk(model, case, params: MsdParams, condition: str, result, structures) -> tuple[dict, list]:
     """Each structure's risk (label -> risk) and ``slices.csv`` rows of one prediction
     (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`; the ``tta`` signal from
     ``risk_tta`` augmented passes of a :class:`DenseModel`, none for other backends)."""
@@ -180,13 +213,13 @@ def _risk(model, case, params: Mapping, condition: str, result, structures) -> t
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
 
-    n = int(params["risk_tta"])
+    n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
     risks, rows = dense_risk_rows(
         result.labels,
         result.probabilities,
         structures,
-        model=str(params["model"]),
+        model=str(params.model),
         condition=condition,
         reference=case.labels,
         augmented=aug,
@@ -194,13 +227,13 @@ def _risk(model, case, params: Mapping, condition: str, result, structures) -> t
     return {label: r.risk for label, r in risks.items()}, rows
 
 
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: MsdParams) -> CaseOutput:
     """Clean prediction plus one prediction per attack, scored per structure; with
     ``risk``, each prediction's risk per structure and slice (:func:`_risk`)."""
-    case = C.load_case(spec, channel=_channel(params), need_labels=not params["risk"])
+    case = C.load_case(spec, channel=_channel(params), need_labels=not params.risk)
     model = _model(params)
     structures = dict(case.structures or model.structures)
-    with_risk = bool(params["risk"])
+    with_risk = bool(params.risk)
     clean = D.segment(model, case, params, probabilities=with_risk)
     scales = _scales(model, clean)
     preds = {CLEAN: clean.labels}
@@ -209,8 +242,8 @@ def run_case(spec, params: dict) -> CaseOutput:
     risks = {CLEAN: risk}
     eps = {CLEAN: 0.0}
     images: dict = {}
-    skipped, gate = [], spec.meta.get("robust_threshold") if params.get("gate") else None
-    for attack in params["attacks"]:
+    skipped, gate = [], spec.meta.get("robust_threshold") if params.gate else None
+    for attack in params.attacks:
         reason = skip_reason(model, attack)
         if reason is not None:
             skipped.append(reason)
@@ -252,34 +285,14 @@ def run_case(spec, params: dict) -> CaseOutput:
     )
 
 
-def select(specs: list, params: dict) -> list:
+def select(specs: list, params: MsdParams) -> list:
     """The cases with reference labels; in a data set without any (no ``labelsTr``),
     every case, for its risk (``risk``)."""
     labelled = [s for s in specs if s.labels or s.error]
-    return labelled if labelled or not params["risk"] else list(specs)
+    return labelled if labelled or not params.risk else list(specs)
 
 
-def check_params(params: dict) -> None:
-    """Refuse bad ``attacks`` (:func:`~._dense.check_attacks`), an ``overlap`` outside
-    [0, 1), a ``risk_tta`` of 1 (one pass agrees with nothing) and a bad
-    ``tolerance_mm`` or ``empty`` before any case runs (one line).
-
-    Examples
-    --------
-    >>> check_params({"attacks": [{"name": "pgd", "eps": 0.05, "steps": 5}]})
-    >>> check_params({"attacks": [{"name": "pgd", "eps": 0.05, "stpes": 5}]})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
-    """
-    D.check_attacks(params.get("attacks", []))
-    C.check_number(params, "overlap", "in [0, 1)", lambda v: 0 <= v < 1)
-    C.check_number(params, "risk_tta", "0 (no tta signal) or a whole number >= 2",
-                   lambda v: v == 0 or v >= 2, whole=True)  # fmt: skip
-    C.check_scoring(params)
-
-
-def prepare(specs, params: dict, output_dir) -> None:
+def prepare(specs, params: MsdParams, output_dir) -> None:
     """With ``gate`` and attacks: the task's robust threshold from one clean pass, before any attack.
 
     Each case's clean Dice (mean over its structures, scored as :func:`run_case`
@@ -288,9 +301,9 @@ def prepare(specs, params: dict, output_dir) -> None:
     ``spec.meta["robust_threshold"]`` of every case. Cases that fail here are
     left out of the mean; they fail again, with their reason, when evaluated.
     """
-    if not params.get("gate") or not params.get("attacks"):
+    if not params.gate or not params.attacks:
         return
-    if params.get("models"):
+    if params.models:
         raise SegEvalError(
             "gate sets one robust threshold from one model's clean pass; with "
             "several models run each model on its own"
@@ -312,7 +325,7 @@ def prepare(specs, params: dict, output_dir) -> None:
         d = case_means([{**r, "case": spec.case_id} for r in rows]).get((spec.case_id, CLEAN))
         spec.meta["clean_dice"] = d
         dices.append(d)
-    threshold = robust_threshold(dices, float(params["robust_factor"]))
+    threshold = robust_threshold(dices, float(params.robust_factor))
     for spec in specs:
         spec.meta["robust_threshold"] = threshold
 
@@ -339,11 +352,11 @@ def _budget(rows: list[dict]) -> dict:
     return out
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: MsdParams) -> dict:
     """Mean Dice per structure and task, Dice drop, robust fraction, the rule and the budgets."""
     from napari_segeval.evaluation.summary import robustness
 
-    factor = float(params["robust_factor"])
+    factor = float(params.robust_factor)
     out = robustness(rows, factor=factor)
     out["robust_accuracy"] = {c: v for c, v in out["task_mean"].items() if c != CLEAN}
     out["robust_accuracy_definition"] = (
@@ -418,7 +431,7 @@ PROTOCOL = Protocol(
     rows=ATTACKED,
     name="msd-robust",
     version="1.4",
-    defaults=DEFAULTS,
+    params=MsdParams,
     differences=DIFFERENCES,
     presets={"rog": ROG},
     run_case=run_case,
@@ -426,7 +439,6 @@ PROTOCOL = Protocol(
     summarize=summarize,
     prepare=prepare,
     select=select,
-    check=check_params,
     description=(
         "Dense model (resample, clip/z-score per channel, Gaussian sliding window, "
         "post-processing), clean and under attacks: mean Dice per structure and "
@@ -436,13 +448,12 @@ PROTOCOL = Protocol(
 )
 
 __all__ = [
-    "DEFAULTS",
     "DIFFERENCES",
     "PROTOCOL",
     "ROG",
     "ROG_ATTACKS",
     "ROG_EPS",
-    "check_params",
+    "MsdParams",
     "configure",
     "minmax_note",
     "prepare",

@@ -39,6 +39,9 @@ every model scored on the test set (:mod:`._li2026`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
@@ -47,42 +50,63 @@ from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
 from napari_segeval.evaluation.protocols import _li2026 as L
+from napari_segeval.evaluation.protocols._params import Params, choice, listed, number
 from napari_segeval.evaluation.rows import UNCERTAIN
 
 ANALYSES = ("selective", "filter-training")
 
-DEFAULTS = {
-    "analysis": "selective",
-    "model": "builtin-ct",
-    "device": None,
-    "overlap": 0.5,
-    "mirror": False,
-    "postprocess": True,
-    "include_background": True,
-    "score": "entropy-band",
-    "remove_fractions": [0.05, 0.10],
-    "removal_rule": "round",
-    "channel": 0,
-    "seed": 0,
-    "holdout": 0.33,
-    "auv_model": "auto",
-    "auv_checkpoint": None,
-    "auv_layout": "D_HW",
-    "auv_energy_power": 2,
-    "auv_aggregate": "sum",
-    "auv_grid": None,
-    "auv_ct_mapping": "window",
-    "auv_resize": "float",
-    "duo": False,
-    "duo_alpha": 0.5,
-    "train_iterations": 300,
-    "train_batch": 2,
-    "train_lr": 0.003,
-    "train_optimizer": "adamw-cosine",
-    "train_patch": [32, 48, 48],
-    "train_width": 8,
-    "threads": 1,
-}
+
+@dataclass(frozen=True)
+class UncertaintyParams(Params):
+    """``uncertainty``'s parameters (see the module docstring; ``auv_*``, ``duo*``,
+    ``train_*``, ``holdout`` and ``threads`` are the ``filter-training`` analysis',
+    :mod:`._li2026`).
+
+    Examples
+    --------
+    >>> UncertaintyParams(analysis="selective", score="entropy").check()
+    >>> UncertaintyParams(analysis="filter").check()
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.SegEvalError: parameter analysis must be one of selective, filter-training, got 'filter'
+    """
+
+    analysis: str = choice("selective", ANALYSES)
+    model: str | None = "builtin-ct"
+    device: str | None = None
+    overlap: float = number(0.5, "in [0, 1)", lambda v: 0 <= v < 1)
+    mirror: bool = False
+    postprocess: bool = True
+    include_background: bool = True
+    score: str = "entropy-band"
+    remove_fractions: list = listed(0.05, 0.10)
+    removal_rule: str = "round"
+    channel: int = 0
+    seed: int = number(0, "a whole number", whole=True)
+    holdout: float = 0.33
+    auv_model: str = "auto"
+    auv_checkpoint: str | None = None
+    auv_layout: str = "D_HW"
+    auv_energy_power: float = 2
+    auv_aggregate: str = "sum"
+    auv_grid: Any = None
+    auv_ct_mapping: str = "window"
+    auv_resize: str = "float"
+    duo: bool = False
+    duo_alpha: float = 0.5
+    train_iterations: int = 300
+    train_batch: int = 2
+    train_lr: float = 0.003
+    train_optimizer: str = "adamw-cosine"
+    train_patch: list = listed(32, 48, 48)
+    train_width: int = 8
+    threads: int = 1
+
+    def check(self) -> None:
+        """The fields' rules, and the old score name ``auv`` refused with its new name."""
+        super().check()
+        if self.score == "auv":
+            raise SegEvalError(_AUV_RENAMED)
 
 
 _AUV_RENAMED = (
@@ -92,40 +116,17 @@ _AUV_RENAMED = (
 )
 
 
-def _analysis(params) -> str:
-    a = str(params.get("analysis", "selective"))
-    if a not in ANALYSES:
-        raise SegEvalError(f"analysis must be one of {', '.join(ANALYSES)}, got {a!r}")
-    return a
-
-
-def check_params(params: dict) -> None:
-    """Refuse a bad ``analysis`` and the old score name before any case runs (one line).
-
-    Examples
-    --------
-    >>> check_params({"analysis": "selective", "score": "entropy"})
-    >>> check_params({"analysis": "filter", "score": "entropy"})
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: analysis must be one of ...
-    """
-    _analysis(params)
-    if params.get("score") == "auv":
-        raise SegEvalError(_AUV_RENAMED)
-
-
-def select(specs, params):
+def select(specs, params: UncertaintyParams) -> list:
     """Selective: labelled test cases (every labelled case when none). Filter-training: the test split."""
-    if _analysis(params) == "filter-training":
+    if params.analysis == "filter-training":
         return L.select(specs, params)
     test = [s for s in specs if s.split == "test" and (s.labels or s.error)]
     return test or [s for s in specs if s.labels or s.error]
 
 
-def prepare(specs, params, output_dir) -> None:
+def prepare(specs, params: UncertaintyParams, output_dir) -> None:
     """Filter-training only: AUV, filtered training lists and one model per condition."""
-    if _analysis(params) == "filter-training":
+    if params.analysis == "filter-training":
         L.prepare(specs, params, output_dir)
 
 
@@ -149,15 +150,15 @@ def case_uncertainty(score: str, probabilities: np.ndarray, labels: np.ndarray) 
     return float(C.resolve_factory(score)(probabilities, labels))
 
 
-def run_case(spec, params: dict) -> CaseOutput:
+def run_case(spec, params: UncertaintyParams) -> CaseOutput:
     """Selective: predict with probabilities, score classes, attach the case's uncertainty."""
-    if _analysis(params) == "filter-training":
+    if params.analysis == "filter-training":
         return L.run_case(spec, params)
-    case = C.load_case(spec, channel=int(params["channel"]))
-    model = C.dense_model(str(params["model"]), params.get("device"))
+    case = C.load_case(spec, channel=int(params.channel))
+    model = C.dense_model(str(params.model), params.device)
     res = D.segment(model, case, params, probabilities=True)
     structures = dict(case.structures or model.structures)
-    if params["include_background"]:
+    if params.include_background:
         structures = {0: "background", **structures}
     rows = C.score(
         case.labels,
@@ -168,7 +169,7 @@ def run_case(spec, params: dict) -> CaseOutput:
         empty="one",
         surface=False,
     )
-    u = case_uncertainty(str(params["score"]), res.probabilities, res.labels)
+    u = case_uncertainty(str(params.score), res.probabilities, res.labels)
     return CaseOutput(
         rows,
         C.views(case, {CLEAN: res.labels}),
@@ -199,7 +200,7 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
     return {**out, "structures": fg}
 
 
-def selective_summary(rows: list[dict], params: dict) -> dict:
+def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
     """``all_cases``, ``retained`` per fraction set aside, ``risk_coverage`` (failure detection)."""
     from napari_segeval.evaluation.summary import (
         case_means,
@@ -208,8 +209,8 @@ def selective_summary(rows: list[dict], params: dict) -> dict:
     )
     from napari_segeval.uncertainty import FAILURE_BELOW_STRUCTURE, failure_detection
 
-    fractions = [float(f) for f in params["remove_fractions"]]
-    rule = str(params["removal_rule"])
+    fractions = [float(f) for f in params.remove_fractions]
+    rule = str(params.removal_rule)
     if rule == "round":
         kept = filtered_by_uncertainty(rows, fractions, ("dice", "iou"))
     else:
@@ -260,24 +261,24 @@ def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
     return out
 
 
-def summarize(rows: list[dict], params: dict) -> dict:
+def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     """Selective evaluation, or the filter-training conditions (see the module doc)."""
-    if _analysis(params) == "filter-training":
+    if params.analysis == "filter-training":
         return L.summarize(rows, params)
     splits = sorted({str(r.get("split")) for r in rows})
     return {
         "analysis": "selective",
-        "background_included": bool(params["include_background"]),
+        "background_included": bool(params.include_background),
         "splits_evaluated": splits,
         "note": (
             "published test split"
             if splits == ["test"]
             else "no labelled test split published: all labelled cases evaluated"
         ),
-        "uncertainty_score": params["score"],
+        "uncertainty_score": params.score,
         "removal_rule": (
             "floor(fraction * n_cases + 0.5) most uncertain cases set aside"
-            if params["removal_rule"] == "round"
+            if params.removal_rule == "round"
             else "cases above the (1 - fraction) empirical quantile set aside"
         ),
         **selective_summary(rows, params),
@@ -417,14 +418,13 @@ PROTOCOL = Protocol(
     rows=UNCERTAIN,
     name="uncertainty",
     version="2.2",
-    defaults=DEFAULTS,
+    params=UncertaintyParams,
     differences=DIFFERENCES,
     presets={"li2026": LI2026},
     run_case=run_case,
     summarize=summarize,
     select=select,
     prepare=prepare,
-    check=check_params,
     report_section=report_section,
     description=(
         "Dice and mIoU in percent (background included unless "

@@ -1,0 +1,154 @@
+"""A protocol's parameters as one typed, frozen record (:class:`Params`).
+
+Each protocol declares a frozen dataclass of its parameters: a field per parameter,
+its default the protocol's default (defined there once), its choices or number rule
+in the field's metadata (:func:`choice`, :func:`number`), and its own rules in
+:meth:`Params.check`. :meth:`~napari_segeval.evaluation.protocols.Protocol.resolve_params`
+builds the record (defaults, preset, overrides) and checks it; the protocol's code
+reads attributes (``params.jitter``) and derives a record with :func:`dataclasses.replace`.
+The classes are module-level, so a record pickles by reference (spawned worker
+processes, Dask workers).
+
+``run.json`` and ``summary.json`` hold :meth:`Params.to_json` (the fields in order,
+as JSON); a results folder is read back with :meth:`Params.stored`, which takes the
+folder's values as written (parameters added since keep their defaults).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+from napari_segeval._errors import SegEvalError
+
+P = TypeVar("P", bound="Params")
+
+
+def _json(value: Any) -> Any:
+    """A JSON copy of ``value`` (tuples become lists, as in ``run.json``)."""
+    return json.loads(json.dumps(value))
+
+
+def choice(default: Any, choices: Any) -> Any:
+    """A field whose value must be one of ``choices`` (refused in one line by :meth:`Params.check`)."""
+    return field(default=default, metadata={"choices": tuple(choices)})
+
+
+def number(
+    default: Any,
+    what: str,
+    ok: Callable[[Any], bool] | None = None,
+    *,
+    whole: bool = False,
+    null: bool = False,
+) -> Any:
+    """A field holding a number (an int with ``whole``; never a bool; None with ``null``)
+    for which ``ok`` holds; otherwise ``parameter NAME must be WHAT, got VALUE``."""
+    return field(default=default, metadata={"number": (what, ok, whole, null)})
+
+
+def tolerance(default: float = 2.0) -> Any:
+    """The ``tolerance_mm`` field of NSD: a positive number of mm."""
+    return number(default, "a positive number of mm", lambda v: 0 < v < float("inf"))
+
+
+def empty(default: str = "one") -> Any:
+    """The ``empty`` field: the Dice of a structure absent from reference and prediction
+    (:data:`~napari_segeval.metrics.overlap.EMPTY_CHOICES`)."""
+    from napari_segeval.metrics.overlap import EMPTY_CHOICES
+
+    return choice(default, EMPTY_CHOICES)
+
+
+def listed(*default: Any) -> Any:
+    """A field whose default is the list ``default`` (a new list per record)."""
+    return field(default_factory=lambda: list(default))
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every protocol's parameter record (see the module docstring).
+
+    Examples
+    --------
+    >>> from napari_segeval.evaluation.protocols import get_protocol
+    >>> p = get_protocol("medsam2-3d").resolve_params({"jitter": 2})
+    >>> p.jitter, p.to_json()["jitter"], list(p.to_json())[:3]
+    (2, 2, ['model', 'device', 'window'])
+    """
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The parameter names, in order."""
+        return tuple(f.name for f in fields(cls))
+
+    def to_json(self) -> dict:
+        """The parameters as ``run.json`` stores them: every field, in order, as JSON."""
+        return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
+
+    def updated(self: P, values: Mapping[str, Any], protocol: str = "", origin: str = "") -> P:
+        """This record with ``values`` (JSON copies) set; an unknown name raises
+        :class:`SegEvalError`: ``protocol P has no parameter 'x' (ORIGIN) (parameters: ...)``."""
+        names = self.names()
+        for key in values:
+            if key not in names:
+                where = f" ({origin})" if origin else ""
+                raise SegEvalError(
+                    f"protocol {protocol or '?'} has no parameter {key!r}{where} "
+                    f"(parameters: {', '.join(sorted(names))})"
+                )
+        return replace(self, **{k: _json(v) for k, v in values.items()})
+
+    @classmethod
+    def from_mapping(
+        cls: type[P], values: Mapping[str, Any], protocol: str = "", origin: str = ""
+    ) -> P:
+        """The defaults with ``values`` set (unknown names refused, see :meth:`updated`)."""
+        return cls().updated(values, protocol, origin)
+
+    @classmethod
+    def stored(cls: type[P], values: Mapping[str, Any]) -> P:
+        """The record of a results folder's ``run.json`` ``params``, as written and
+        unchecked: parameters it lacks keep their defaults, names this version no
+        longer has are left out."""
+        names = cls.names()
+        return cls().updated({k: v for k, v in values.items() if k in names})
+
+    def check(self) -> None:
+        """Refuse a value outside its field's choices or number rule (one line naming the
+        parameter); a protocol adds its own rules by overriding this (calling ``super``)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if "choices" in f.metadata and value not in f.metadata["choices"]:
+                allowed = ", ".join(str(a) for a in f.metadata["choices"])
+                raise SegEvalError(f"parameter {f.name} must be one of {allowed}, got {value!r}")
+            if "number" in f.metadata:
+                what, ok, whole, null = f.metadata["number"]
+                if null and value is None:
+                    continue
+                kind = int if whole else (int, float)
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, kind)
+                    or not (ok or _any)(value)
+                ):
+                    raise SegEvalError(f"parameter {f.name} must be {what}, got {value!r}")
+
+
+def _any(value: Any) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Models(Params):
+    """The ``models`` parameter of a protocol that runs several models of its kind
+    (:attr:`~napari_segeval.evaluation.protocols.Protocol.model_kind`): a list of
+    references, or None (the ``model`` parameter runs). Listed first among a record's
+    bases, it is the record's last field."""
+
+    models: list[str] | None = None
+
+
+__all__ = ["Models", "Params", "choice", "empty", "listed", "number", "tolerance"]
