@@ -342,32 +342,26 @@ def rounds_text(results: dict) -> str:
     >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
     clean      0      2  0.8000       0.7000  0.9000
     """
+    from napari_segeval.evaluation._report_sections import rounds_rows
+
     target = float(results.get("target_dice", 0.9))
-    conds = results["conditions"]
-    per_round = format_table(
-        ["condition", "round", "n", "median dice", "q1", "q3"],
-        [
-            [cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
-            for cond, c in conds.items()
-            for p in c["curve"]
-        ],
-    )
-    curve = format_table(
-        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}", "falls"],
-        [
+    per_round, curve = rounds_rows(results["conditions"])
+    return (
+        format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
+        + "\n"
+        + format_table(
             [
-                cond,
-                c["n_structures"],
-                c["auc"]["median"],
-                c["noi"]["mean"],
-                c["noi"]["median"],
-                c["reached"],
-                c["falls"],
-            ]
-            for cond, c in conds.items()
-        ],
+                "condition",
+                "structures",
+                "auc",
+                "noi mean",
+                "noi median",
+                f"reach {target:g}",
+                "falls",
+            ],
+            curve,
+        )
     )
-    return per_round + "\n" + curve
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,13 +16,13 @@ from qtpy.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from napari_segeval._atomic import atomic_open
+from napari_segeval._widgets._dialogs import confirm_replace
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
@@ -90,16 +90,7 @@ class ExportPanel(QWidget):
 
     def confirm_overwrite(self, path: Path) -> bool:
         """True when ``path`` is free, or the person agrees to replace it."""
-        if not Path(path).exists():
-            return True
-        answer = QMessageBox.question(
-            self,
-            "Replace file?",
-            f"{path} exists. Replace it?",
-            QMessageBox.Yes | QMessageBox.No,
-            QMessageBox.No,
-        )
-        return answer == QMessageBox.Yes
+        return confirm_replace(self, path)
 
     def _done(self, path: Path | None, what: str) -> Path | None:
         self.status.setText(f"saved {what} to {path}" if path else f"{what} not saved")
