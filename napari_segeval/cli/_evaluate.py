@@ -342,10 +342,11 @@ def rounds_text(results: dict) -> str:
     >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
     clean      0      2  0.8000       0.7000  0.9000
     """
+    target = float(results.get("target_dice", 0.9))
+    conds = results["conditions"]
     from napari_segeval.evaluation._report_sections import rounds_rows
 
-    target = float(results.get("target_dice", 0.9))
-    per_round, curve = rounds_rows(results["conditions"])
+    per_round, curve = rounds_rows(conds)
     return (
         format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
         + "\n"
