@@ -9,15 +9,7 @@ from qtpy.QtWidgets import QMessageBox
 
 
 def confirm_replace(parent: Any, path: str | Path) -> bool:
-    """True when ``path`` is free, or the person agrees to replace it.
-
-    Parameters
-    ----------
-    parent : QWidget
-        The panel that asks (the dialog's parent).
-    path : str or pathlib.Path
-        The file about to be written.
-    """
+    """True when ``path`` is free, or the person agrees to replace it (``parent`` asks)."""
     if not Path(path).exists():
         return True
     answer = QMessageBox.question(

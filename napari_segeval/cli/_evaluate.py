@@ -347,22 +347,12 @@ def rounds_text(results: dict) -> str:
     from napari_segeval.evaluation._report_sections import rounds_rows
 
     per_round, curve = rounds_rows(conds)
-    return (
-        format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
-        + "\n"
-        + format_table(
-            [
-                "condition",
-                "structures",
-                "auc",
-                "noi mean",
-                "noi median",
-                f"reach {target:g}",
-                "falls",
-            ],
-            curve,
-        )
+    per_round_text = format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
+    curve_text = format_table(
+        ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}", "falls"],
+        curve,
     )
+    return per_round_text + "\n" + curve_text
 
 
 def run(args: argparse.Namespace) -> int:
