@@ -22,7 +22,6 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._atomic import atomic_open
-from napari_segeval._widgets._dialogs import confirm_replace
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
@@ -90,6 +89,8 @@ class ExportPanel(QWidget):
 
     def confirm_overwrite(self, path: Path) -> bool:
         """True when ``path`` is free, or the person agrees to replace it."""
+        from napari_segeval._widgets._dialogs import confirm_replace
+
         return confirm_replace(self, path)
 
     def _done(self, path: Path | None, what: str) -> Path | None:
