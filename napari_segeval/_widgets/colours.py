@@ -27,7 +27,7 @@ new ones. :func:`legend_html` is the dock's legend.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -92,6 +92,12 @@ class Look:
     contour: int
 
 
+def _each_channel(colour: str, change: Callable[[int], float]) -> str:
+    """``colour`` (``#rrggbb``) with ``change`` applied to each channel (0..255)."""
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{int(change(c)):02x}" for c in rgb)
+
+
 def shade(colour: str, factor: float) -> str:
     """``colour`` (``#rrggbb``) with each channel times ``factor`` (0..1).
 
@@ -100,8 +106,7 @@ def shade(colour: str, factor: float) -> str:
     >>> shade("#ff8040", 0.5)
     '#7f4020'
     """
-    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-    return "#" + "".join(f"{int(c * factor):02x}" for c in rgb)
+    return _each_channel(colour, lambda c: c * factor)
 
 
 def tint(colour: str, amount: float) -> str:
@@ -112,8 +117,7 @@ def tint(colour: str, amount: float) -> str:
     >>> tint("#ff8040", 0.5)
     '#ffbf9f'
     """
-    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-    return "#" + "".join(f"{int(c + (255 - c) * amount):02x}" for c in rgb)
+    return _each_channel(colour, lambda c: c + (255 - c) * amount)
 
 
 def several(structures: Mapping[int, str]) -> bool:

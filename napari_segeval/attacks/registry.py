@@ -100,8 +100,20 @@ class Attack:
     min_classes: int = 1
 
 
-#: ``schedule`` values of the APGD attacks (where the step size is checked).
-_APGD_SCHEDULES = ("paper", "rog")
+def _apgd(loss: str, summary: str) -> Attack:
+    """APGD on ``loss``, default step size 2 eps.
+
+    Its ``schedule`` values are ``paper`` and ``rog`` (where the step size is checked).
+    """
+    return Attack(
+        apgd,
+        _iterations,
+        summary,
+        schedules=("paper", "rog"),
+        loss=loss,
+        step_size=lambda cfg: 2.0 * cfg.eps,
+    )
+
 
 #: Every attack by the name people type (order: help texts and the viewer's list).
 ATTACKS: dict[str, Attack] = {
@@ -114,22 +126,8 @@ ATTACKS: dict[str, Attack] = {
         step_size=lambda cfg: 2.5 * cfg.eps / cfg.steps,
         loss_select=True,
     ),
-    "apgd-ce": Attack(
-        apgd,
-        _iterations,
-        "APGD on cross-entropy (adaptive step size)",
-        schedules=_APGD_SCHEDULES,
-        loss="ce",
-        step_size=lambda cfg: 2.0 * cfg.eps,
-    ),
-    "apgd-dlr": Attack(
-        apgd,
-        _iterations,
-        "APGD on the DLR margin (3 classes or more)",
-        schedules=_APGD_SCHEDULES,
-        loss="dlr",
-        step_size=lambda cfg: 2.0 * cfg.eps,
-    ),
+    "apgd-ce": _apgd("ce", "APGD on cross-entropy (adaptive step size)"),
+    "apgd-dlr": _apgd("dlr", "APGD on the DLR margin (3 classes or more)"),
     "square": Attack(
         square,
         _iterations,

@@ -344,30 +344,15 @@ def rounds_text(results: dict) -> str:
     """
     target = float(results["target_dice"])  # interactive_curves writes it
     conds = results["conditions"]
-    per_round = format_table(
-        ["condition", "round", "n", "median dice", "q1", "q3"],
-        [
-            [cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
-            for cond, c in conds.items()
-            for p in c["curve"]
-        ],
-    )
-    curve = format_table(
+    from napari_segeval.evaluation._report_sections import rounds_rows
+
+    per_round, curve = rounds_rows(conds)
+    per_round_text = format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
+    curve_text = format_table(
         ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}", "falls"],
-        [
-            [
-                cond,
-                c["n_structures"],
-                c["auc"]["median"],
-                c["noi"]["mean"],
-                c["noi"]["median"],
-                c["reached"],
-                c["falls"],
-            ]
-            for cond, c in conds.items()
-        ],
+        curve,
     )
-    return per_round + "\n" + curve
+    return per_round_text + "\n" + curve_text
 
 
 def run(args: argparse.Namespace) -> int:

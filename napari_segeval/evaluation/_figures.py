@@ -41,7 +41,33 @@ def png_data_uri(rgb: np.ndarray) -> str:
 
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8)).save(buf, format="PNG")
+    return _png_uri(buf)
+
+
+def _png_uri(buf: io.BytesIO) -> str:
+    """``data:image/png;base64,...`` of the PNG file in ``buf``."""
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (unless one was chosen before)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure_uri(fig) -> str:
+    """A matplotlib figure, laid out tight, as a PNG data URI; the figure is closed."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return _png_uri(buf)
 
 
 def overlay(
@@ -89,11 +115,7 @@ def boxplot_uri(
     ``order``: the names in legend order (default: ``clean`` first, then sorted);
     ``dots``: each value drawn as a dot over its box (the MedSAM2 paper's figure 2).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     structures = list(groups)
     conditions = (
         list(order)
@@ -144,22 +166,14 @@ def boxplot_uri(
         ax.set_title(title, fontsize=9)
     if len(conditions) > 1:
         ax.legend([h for h, _ in handles], [c for _, c in handles], fontsize=7, loc="lower left")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return _figure_uri(fig)
 
 
 def scatter_uri(
     x: Sequence[float], y: Sequence[float], xlabel: str, ylabel: str, title: str = ""
 ) -> str:
     """A scatter plot of paired values (NaN pairs dropped) as a PNG data URI."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     a, b = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(a) & np.isfinite(b)
     fig, ax = plt.subplots(figsize=(4.2, 3.2), dpi=100)
@@ -169,11 +183,7 @@ def scatter_uri(
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return _figure_uri(fig)
 
 
 def curves_uri(
@@ -186,11 +196,7 @@ def curves_uri(
 
     ``curves[name]`` holds one point per x = 0, 1, ... with ``median``, ``q1``, ``q3``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.0, 3.4), dpi=100)
     for j, (name, points) in enumerate(curves.items()):
         x = np.arange(len(points))
@@ -210,11 +216,7 @@ def curves_uri(
         ax.set_title(title, fontsize=9)
     if curves:
         ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return _figure_uri(fig)
 
 
 __all__ = [

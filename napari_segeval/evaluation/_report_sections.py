@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Mapping
 
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import _figures as F
@@ -331,6 +332,37 @@ def _per_round(c: dict) -> str:
     return " · ".join(f"r{k} {f:.0%}" for k, f in enumerate(c.get("falls_per_round") or [], 1))
 
 
+def rounds_rows(conds: Mapping[str, dict]) -> tuple[list[list], list[list]]:
+    """The rows of the ``interactive`` summary's two tables, by condition.
+
+    Returns
+    -------
+    per_round : list of list
+        Condition, round, n, median Dice, q1, q3: one row a condition and round.
+    curve : list of list
+        Condition, structures, median AUC, NoI mean and median, the share that
+        reached the target Dice, the share whose Dice fell: one row a condition.
+    """
+    per_round = [
+        [cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
+        for cond, c in conds.items()
+        for p in c["curve"]
+    ]
+    curve = [
+        [
+            cond,
+            c["n_structures"],
+            c["auc"]["median"],
+            c["noi"]["mean"],
+            c["noi"]["median"],
+            c["reached"],
+            c["falls"],
+        ]
+        for cond, c in conds.items()
+    ]
+    return per_round, curve
+
+
 def rounds_section(results: dict, rows: list[dict]) -> str:
     """The ``interactive`` protocol: Dice against correction round (plot and table)."""
     each = results.get("by_model") or {None: results}  # several models: one curve each
@@ -352,22 +384,8 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
         f"band, over every case and structure. {html.escape(first.get('auc_rule', ''))}"
         f" (AUC); {html.escape(first.get('noi_rule', ''))}.</p>"
     )
-    body = []
-    for cond, c in conds.items():
-        body += [[cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]] for p in c["curve"]]
-    summary = [
-        [
-            cond,
-            c["n_structures"],
-            c["auc"]["median"],
-            c["noi"]["mean"],
-            c["noi"]["median"],
-            c["reached"],
-            c["falls"],
-            _per_round(c),
-        ]
-        for cond, c in conds.items()
-    ]
+    body, curve = rounds_rows(conds)
+    summary = [[*row, _per_round(c)] for row, c in zip(curve, conds.values(), strict=True)]
     tables = table(
         ["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False
     ) + table(

@@ -14,6 +14,7 @@ must stay inside the data-set folder; an entry that escapes becomes a case whose
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
@@ -81,6 +82,43 @@ def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
     return (chans or (str(p),)), case
 
 
+def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., CaseSpec]]:
+    """The ``dataset.json`` of ``root``, and a maker of its cases' records.
+
+    ``spec(case, images, labels, split, error=None)`` makes a :class:`CaseSpec` of
+    ``layout`` with the structure names, modality and channel names ``dataset.json``
+    states.
+    """
+    from napari_segeval.io import load_dataset_json, structure_names
+    from napari_segeval.io._dataset_json import dataset_modality
+
+    ds = load_dataset_json(root)
+    names, modality, meta = structure_names(ds), dataset_modality(ds), channel_meta(ds)
+
+    def spec(
+        case: str,
+        images: tuple[str, ...],
+        labels: str | None,
+        split: str,
+        error: str | None = None,
+    ) -> CaseSpec:
+        return CaseSpec(
+            case,
+            images,
+            labels,
+            layout,
+            str(root),
+            names,
+            None,
+            modality,
+            split,
+            meta=dict(meta),
+            error=error,
+        )
+
+    return ds, spec
+
+
 def parse_msd(root: str | Path) -> list[CaseSpec]:
     """Cases of a Medical Segmentation Decathlon task folder.
 
@@ -100,13 +138,8 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     >>> [(s.case_id, s.structures) for s in parse_msd(d)]
     [('a', {1: 'liver'})]
     """
-    from napari_segeval.io import load_dataset_json, structure_names
-    from napari_segeval.io._dataset_json import dataset_modality
-
     root = Path(root)
-    ds = load_dataset_json(root)
-    names, modality = structure_names(ds), dataset_modality(ds)
-    meta = channel_meta(ds)
+    ds, spec = _dataset_json_cases(root, "msd")
     specs: list[CaseSpec] = []
 
     def add(image_entry: str, label_entry: str | None, split: str) -> None:
@@ -119,21 +152,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
             err = None
         except SegEvalError as exc:
             images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)
-        specs.append(
-            CaseSpec(
-                case,
-                images,
-                labels,
-                "msd",
-                str(root),
-                names,
-                None,
-                modality,
-                split,
-                meta=dict(meta),
-                error=err,
-            )
-        )
+        specs.append(spec(case, images, labels, split, err))
 
     training, test = ds.get("training") or [], ds.get("test") or []
     for entry in training:
@@ -148,20 +167,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
         ):
             for case, ending, chans in _scan_channels(root / img_dir):
                 lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
-                specs.append(
-                    CaseSpec(
-                        case,
-                        chans,
-                        str(lab) if lab and lab.exists() else None,
-                        "msd",
-                        str(root),
-                        names,
-                        None,
-                        modality,
-                        split,
-                        meta=dict(meta),
-                    )
-                )
+                specs.append(spec(case, chans, str(lab) if lab and lab.exists() else None, split))
     return _unique(specs)
 
 
@@ -182,15 +188,10 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
     ``imagesTs`` (with ``labelsTs`` if present), or explicit ``"dataset"`` entries
     in ``dataset.json``. Folds come from ``splits_final.json`` when present.
     """
-    from napari_segeval.io import load_dataset_json, structure_names
-    from napari_segeval.io._dataset_json import dataset_modality
-
     root = Path(root)
-    ds = load_dataset_json(root)
-    names, modality = structure_names(ds), dataset_modality(ds)
+    ds, spec = _dataset_json_cases(root, "nnunet")
     ending = str(ds.get("file_ending", ".nii.gz"))
     n_chan = len(ds.get("channel_names") or {"0": ""})
-    meta = channel_meta(ds)
     specs: list[CaseSpec] = []
     explicit = ds.get("dataset")
     if isinstance(explicit, dict):
@@ -201,21 +202,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 err = None
             except SegEvalError as exc:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
-            specs.append(
-                CaseSpec(
-                    str(case),
-                    images,
-                    labels,
-                    "nnunet",
-                    str(root),
-                    names,
-                    None,
-                    modality,
-                    "train",
-                    meta=dict(meta),
-                    error=err,
-                )
-            )
+            specs.append(spec(str(case), images, labels, "train", err))
     else:
         for split, img_dir, lab_dir in (
             ("train", "imagesTr", "labelsTr"),
@@ -233,21 +220,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                         f"dataset.json names {n_chan}"
                     )
                 )
-                specs.append(
-                    CaseSpec(
-                        case,
-                        chans,
-                        str(lab) if lab.exists() else None,
-                        "nnunet",
-                        str(root),
-                        names,
-                        None,
-                        modality,
-                        split,
-                        meta=dict(meta),
-                        error=err,
-                    )
-                )
+                specs.append(spec(case, chans, str(lab) if lab.exists() else None, split, err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():

@@ -18,6 +18,7 @@ several entries). A multi-channel case has ``image`` ``(C, z, y, x)``, ``axes``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,16 +46,12 @@ def as_channels(case: Case) -> Case:
         )
     meta = {k: v for k, v in case.meta.items() if k not in ("time_step", "volume", "n_volumes")}
     meta["n_channels"] = int(case.image.shape[0])
-    return Case(
-        case.image,
-        case.geometry.sub(3),
-        "czyx",
-        case.modality,
-        case.labels,
-        dict(case.structures),
-        case.image_path,
-        case.labels_path,
-        meta,
+    return replace(
+        case,
+        geometry=case.geometry.sub(3),
+        axes="czyx",
+        structures=dict(case.structures),
+        meta=meta,
     )
 
 
@@ -78,16 +75,12 @@ def select_channel(case: Case, channel: int) -> Case:
             f"(the image has {n} channels, 0..{n - 1})"
         )
     meta = dict(case.meta, channel=channel % n)
-    return Case(
-        np.ascontiguousarray(case.image[channel]),
-        case.geometry,
-        "zyx",
-        case.modality,
-        case.labels,
-        dict(case.structures),
-        case.image_path,
-        case.labels_path,
-        meta,
+    return replace(
+        case,
+        image=np.ascontiguousarray(case.image[channel]),
+        axes="zyx",
+        structures=dict(case.structures),
+        meta=meta,
     )
 
 

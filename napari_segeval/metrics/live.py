@@ -51,15 +51,20 @@ class LiveMetrics:
         spacing: Sequence[float] | None = None,
         structures: Mapping[int, str] | None = None,
     ) -> None:
-        self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
-        self.structures = (
-            None if structures is None else {int(k): str(v) for k, v in structures.items()}
-        )
+        self._settings(spacing, structures)
         self._ref = as_labels(reference, "reference")
         self._pred = as_labels(prediction, "prediction")
         self._recount_all()
 
     # -- state -----------------------------------------------------------
+    def _settings(
+        self, spacing: Sequence[float] | None, structures: Mapping[int, str] | None
+    ) -> None:
+        self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
+        self.structures = (
+            None if structures is None else {int(k): str(v) for k, v in structures.items()}
+        )
+
     def _recount_all(self) -> None:
         if self._ref.shape != self._pred.shape:
             raise GeometryMismatchError(
@@ -172,10 +177,7 @@ class LiveMetrics:
             return False
         if structures and max(structures) >= self._n:
             return False
-        self.spacing = None if spacing is None else tuple(float(s) for s in spacing)
-        self.structures = (
-            None if structures is None else {int(k): str(v) for k, v in structures.items()}
-        )
+        self._settings(spacing, structures)
         return True
 
     def reference_labels(self) -> list[int]:

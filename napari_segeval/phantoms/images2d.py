@@ -35,6 +35,30 @@ def _to_uint8(rgb: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
+def _rgb_case(
+    rgb: np.ndarray,
+    labels: np.ndarray,
+    modality: str,
+    structures: Mapping[int, str],
+    generator: str,
+    seed: int,
+) -> Case:
+    """A colour phantom's case: ``rgb`` as ``uint8`` on a unit grid (axes ``"yxc"``).
+
+    ``generator`` is the function's name in :mod:`napari_segeval.phantoms`, recorded
+    with ``seed`` in the case's ``meta``.
+    """
+    return Case(
+        _to_uint8(rgb),
+        Geometry.identity(2),
+        axes="yxc",
+        modality=modality,
+        labels=labels,
+        structures=dict(structures),
+        meta={"generator": f"napari_segeval.phantoms.{generator}", "seed": int(seed)},
+    )
+
+
 def _blob(rng, shape, centre, radii, wobble: float) -> np.ndarray:
     """Irregular blob: rotated ellipse deformed by a smooth field."""
     yy, xx = np.ogrid[0 : shape[0], 0 : shape[1]]
@@ -108,16 +132,7 @@ def make_polyp_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     rgb[border] = 0
     labels[border] = 0
     rgb += rng.normal(0, 2.0, rgb.shape)
-    meta = {"generator": "napari_segeval.phantoms.make_polyp_image", "seed": int(seed)}
-    return Case(
-        _to_uint8(rgb),
-        Geometry.identity(2),
-        axes="yxc",
-        modality="endoscopy",
-        labels=labels,
-        structures=dict(POLYP_STRUCTURES),
-        meta=meta,
-    )
+    return _rgb_case(rgb, labels, "endoscopy", POLYP_STRUCTURES, "make_polyp_image", seed)
 
 
 def _hairs(rng, yy, xx, n: int) -> np.ndarray:
@@ -144,10 +159,8 @@ def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
 
     Parameters
     ----------
-    seed : int
-        Random seed (same seed, same image). Samples use seeds >= 1000.
-    shape : sequence of int
-        Image shape ``(y, x)``.
+    seed, shape
+        As in :func:`make_polyp_image`.
 
     Returns
     -------
@@ -186,16 +199,7 @@ def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     rgb *= np.clip(1.25 - 0.5 * r_norm**2, 0, 1)[..., None]
     rgb += rng.normal(0, 2.0, rgb.shape)
     labels = mask.astype(np.uint8)
-    meta = {"generator": "napari_segeval.phantoms.make_skin_image", "seed": int(seed)}
-    return Case(
-        _to_uint8(rgb),
-        Geometry.identity(2),
-        axes="yxc",
-        modality="dermoscopy",
-        labels=labels,
-        structures=dict(SKIN_STRUCTURES),
-        meta=meta,
-    )
+    return _rgb_case(rgb, labels, "dermoscopy", SKIN_STRUCTURES, "make_skin_image", seed)
 
 
 def labels_to_rgb_mask(

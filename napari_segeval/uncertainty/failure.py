@@ -352,10 +352,8 @@ def recall_at(score: ArrayLike, failed: ArrayLike, fraction: float = RECALL_FRAC
 
     Parameters
     ----------
-    score : array_like, shape (n,)
-        Estimated risk per item; NaN counts as the riskiest.
-    failed : array_like of bool, shape (n,)
-        Whether each item failed.
+    score, failed
+        As in :func:`failure_auroc`.
     fraction : float
         Share of the items reviewed, in ``(0, 1]``.
 

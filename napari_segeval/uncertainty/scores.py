@@ -216,6 +216,14 @@ def entropy_band_score(probabilities: np.ndarray, labels: np.ndarray) -> float:
     return case_score(entropy(probabilities, 0, normalized=True), labels, band=1)
 
 
+def _share(fraction: float) -> float:
+    """``fraction`` as a float, checked to be in ``[0, 1]``."""
+    share = float(fraction)
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
+    return share
+
+
 def n_removed(n: int, fraction: float) -> int:
     """How many of ``n`` cases the top ``fraction`` is: ``floor(fraction * n + 0.5)``.
 
@@ -227,9 +235,7 @@ def n_removed(n: int, fraction: float) -> int:
     >>> [n_removed(n, f) for n, f in [(20, 0.05), (10, 0.05), (9, 0.05), (25, 0.1), (3, 1.0)]]
     [1, 1, 0, 3, 3]
     """
-    if not 0.0 <= float(fraction) <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
-    return min(int(n), math.floor(float(fraction) * int(n) + 0.5 + 1e-9))
+    return min(int(n), math.floor(_share(fraction) * int(n) + 0.5 + 1e-9))
 
 
 def n_removed_quantile(n: int, fraction: float) -> int:
@@ -244,9 +250,7 @@ def n_removed_quantile(n: int, fraction: float) -> int:
     >>> [n_removed_quantile(n, f) for n, f in [(20, 0.05), (10, 0.05), (10, 0.1), (6, 0.1), (4, 1.0)]]
     [1, 0, 1, 0, 4]
     """
-    if not 0.0 <= float(fraction) <= 1.0:
-        raise ValueError(f"fraction must be in [0, 1], got {fraction}")
-    return int(n) - math.ceil((1.0 - float(fraction)) * int(n) - 1e-9)
+    return int(n) - math.ceil((1.0 - _share(fraction)) * int(n) - 1e-9)
 
 
 def filter_most_uncertain(

@@ -16,7 +16,6 @@ from qtpy.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QLabel,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -90,16 +89,9 @@ class ExportPanel(QWidget):
 
     def confirm_overwrite(self, path: Path) -> bool:
         """True when ``path`` is free, or the person agrees to replace it."""
-        if not Path(path).exists():
-            return True
-        answer = QMessageBox.question(
-            self,
-            "Replace file?",
-            f"{path} exists. Replace it?",
-            QMessageBox.Yes | QMessageBox.No,
-            QMessageBox.No,
-        )
-        return answer == QMessageBox.Yes
+        from napari_segeval._widgets._dialogs import confirm_replace
+
+        return confirm_replace(self, path)
 
     def _done(self, path: Path | None, what: str) -> Path | None:
         self.status.setText(f"saved {what} to {path}" if path else f"{what} not saved")

@@ -51,6 +51,23 @@ PANEL_KEYS: tuple[str, ...] = (
 )
 
 
+def _cleared(
+    shape: tuple[int, ...], region: slice | None, out: np.ndarray | None, what: str
+) -> tuple[np.ndarray, np.ndarray, slice]:
+    """The map to fill (``out``, or a new uint8 one), its ``region`` zeroed, and that region.
+
+    ``what`` names ``out`` in the error for a ``region`` without it.
+    """
+    if out is None:
+        if region is not None:
+            raise ValueError(f"region needs out= ({what} to update)")
+        out = np.zeros(shape, np.uint8)
+    sel = region if region is not None else slice(None)
+    view = out[sel]
+    view[...] = 0
+    return out, view, sel
+
+
 def error_overlay(
     reference: np.ndarray,
     prediction: np.ndarray,
@@ -86,15 +103,9 @@ def error_overlay(
     prediction = np.asarray(prediction)
     if reference.shape != prediction.shape:
         raise ValueError(f"reference {reference.shape} and prediction {prediction.shape} differ")
-    if out is None:
-        if region is not None:
-            raise ValueError("region needs out= (the overlay to update)")
-        out = np.zeros(reference.shape, np.uint8)
-    sel = region if region is not None else slice(None)
+    out, view, sel = _cleared(reference.shape, region, out, "the overlay")
     r = reference[sel] == label
     p = prediction[sel] == label
-    view = out[sel]
-    view[...] = 0
     view[p & ~r] = FALSE_POSITIVE
     view[r & ~p] = FALSE_NEGATIVE
     return out
@@ -143,14 +154,8 @@ def disagreement(
     attacked = np.asarray(attacked)
     if clean.shape != attacked.shape:
         raise ValueError(f"clean {clean.shape} and attacked {attacked.shape} predictions differ")
-    if out is None:
-        if region is not None:
-            raise ValueError("region needs out= (the layer data to update)")
-        out = np.zeros(clean.shape, np.uint8)
-    sel = region if region is not None else slice(None)
+    out, view, sel = _cleared(clean.shape, region, out, "the layer data")
     c, a = clean[sel], attacked[sel]
-    view = out[sel]
-    view[...] = 0
     if label is not None:
         had, has = c == label, a == label
         view[had & ~has] = LOST

@@ -32,6 +32,26 @@ OVERLAY_COLOURS = {
 LAYER_NAME = "errors (FP magenta, FN green)"
 
 
+def _add_overlay(viewer: Any, data: Any, name: str, like: Any, values: dict, opacity: float) -> Any:
+    """Add a read-only Labels layer of ``data`` on the grid of layer ``like``.
+
+    ``values`` maps its values to colours; every other value is transparent.
+    """
+    from napari.utils.colormaps import DirectLabelColormap
+
+    layer = viewer.add_labels(
+        data,
+        name=name,
+        scale=like.scale,
+        translate=like.translate,
+        colormap=DirectLabelColormap(color_dict={**values, None: "transparent"}),
+        opacity=opacity,
+        blending="translucent_no_depth",
+    )
+    layer.editable = False
+    return layer
+
+
 class ErrorOverlay:
     """Keeps one Labels layer marking where a prediction disagrees with the reference."""
 
@@ -51,8 +71,6 @@ class ErrorOverlay:
 
     def show(self, condition: str) -> Any:
         """Create (or update) the overlay layer for ``condition`` and the current structure."""
-        from napari.utils.colormaps import DirectLabelColormap
-
         self.condition = condition
         arrays = self._arrays(condition)
         if arrays is None:
@@ -60,18 +78,9 @@ class ErrorOverlay:
             return None
         data = error_overlay(arrays[0], arrays[1], int(self.state.current))
         if self.layer is None or self.layer not in self.viewer.layers:
-            ref = self.state.reference
-            colormap = DirectLabelColormap(color_dict={**OVERLAY_COLOURS, None: "transparent"})
-            self.layer = self.viewer.add_labels(
-                data,
-                name=LAYER_NAME,
-                scale=ref.scale,
-                translate=ref.translate,
-                colormap=colormap,
-                opacity=0.8,
-                blending="translucent_no_depth",
+            self.layer = _add_overlay(
+                self.viewer, data, LAYER_NAME, self.state.reference, OVERLAY_COLOURS, 0.8
             )
-            self.layer.editable = False
         else:
             self.layer.data = data
         return self.layer
@@ -150,8 +159,6 @@ class DisagreementOverlay:
 
     def show(self) -> Any:
         """Create (or recompute) the layer; None when there is no clean/attacked pair."""
-        from napari.utils.colormaps import DirectLabelColormap
-
         pair = self._arrays()
         if pair is None:
             self.hide()
@@ -159,17 +166,9 @@ class DisagreementOverlay:
         clean, attacked = pair
         data = disagreement(clean.data, attacked.data)
         if not self.shown:
-            colormap = DirectLabelColormap(color_dict={**DISAGREEMENT_COLOURS, None: "transparent"})
-            self.layer = self.viewer.add_labels(
-                data,
-                name=DISAGREEMENT_NAME,
-                scale=clean.scale,
-                translate=clean.translate,
-                colormap=colormap,
-                opacity=0.9,
-                blending="translucent_no_depth",
+            self.layer = _add_overlay(
+                self.viewer, data, DISAGREEMENT_NAME, clean, DISAGREEMENT_COLOURS, 0.9
             )
-            self.layer.editable = False
         else:
             self.layer.data = data
         self._rehook(clean, attacked)

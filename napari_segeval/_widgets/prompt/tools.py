@@ -27,12 +27,12 @@ from qtpy.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QListWidget,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
+from napari_segeval._widgets._dialogs import confirm_replace
 from napari_segeval._widgets._state import ViewerState, go_to_index, listen
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.prompt.layers import PromptLayers
@@ -352,19 +352,10 @@ class PromptTools(QWidget):
         )
         if not path:
             return
-        overwrite = False
-        if Path(path).exists():
-            answer = QMessageBox.question(
-                self,
-                "Replace file?",
-                f"{path} exists. Replace it?",
-                QMessageBox.Yes | QMessageBox.No,
-                QMessageBox.No,
-            )
-            if answer != QMessageBox.Yes:
-                return
-            overwrite = True
-        self.save_prompts(path, overwrite=overwrite)
+        exists = Path(path).exists()
+        if exists and not confirm_replace(self, path):
+            return
+        self.save_prompts(path, overwrite=exists)
 
     def _ask_load(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Load prompts", "", PROMPTS_FILTER)
