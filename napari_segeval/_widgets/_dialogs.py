@@ -16,7 +16,7 @@ def confirm_replace(parent: Any, path: str | Path) -> bool:
         parent,
         "Replace file?",
         f"{path} exists. Replace it?",
-        QMessageBox.Yes | QMessageBox.No,
-        QMessageBox.No,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+        QMessageBox.StandardButton.No,
     )
-    return answer == QMessageBox.Yes
+    return answer == QMessageBox.StandardButton.Yes
