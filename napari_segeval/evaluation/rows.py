@@ -192,6 +192,7 @@ FOLDS = RowSchema(
         Column("n_tp", int, "true-positive pixels (mmsegmentation's accumulated metrics)"),
         Column("n_ref", int, "reference pixels"),
         Column("n_pred", int, "predicted pixels"),
+        _RISK,
     ),
     (SCORE,),
 )

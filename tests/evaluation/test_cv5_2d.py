@@ -230,7 +230,7 @@ def test_borst2026_preset_on_generated_camus(tmp_path):
         report=False,
     )
     assert r.n_ok == 24 and r.n_failed == 0
-    assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.3"
+    assert r.summary["preset"] == "borst2026" and r.summary["protocol_version"] == "1.4"
     splits = json.loads((tmp_path / "preset" / "splits.json").read_text())
     folds_of: dict[str, set] = {}
     for case, fold in splits["folds"].items():
@@ -570,3 +570,29 @@ def test_training_parameters_that_are_not_numbers_are_one_line(param, why):
     assert str(err.value) == (
         f"cv5-2d training parameters must be numbers (size two whole numbers), got {given} ({why})"
     )
+
+
+def test_each_class_of_each_image_gets_a_risk_and_a_slice_row(tmp_path):
+    """``risk`` (default): every foreground class row carries a risk in [0, 1], estimated
+    without the reference, and ``slices.csv`` one row (slice 0) per image and class with
+    its Dice; ``risk=false`` writes neither."""
+    import csv
+
+    data = camus_frames(tmp_path / "camus")
+    r = run_evaluation(data, "cv5-2d", tmp_path / "risk", params={"model": TOY}, workers=1, report=False)  # fmt: skip
+    rows = rows_of(r)
+    fg = [x for x in rows if x["label"] not in (0, "0")]
+    assert fg and all(0.0 <= float(x["risk"]) <= 1.0 for x in fg)
+    with open(tmp_path / "risk" / "slices.csv", newline="") as f:
+        slices = list(csv.DictReader(f))
+    assert {s["slice"] for s in slices} == {"0"}
+    assert {(s["case"], s["structure"]) for s in slices} <= {
+        (x["case"], x["structure"]) for x in fg
+    }
+    assert all(0.0 <= float(s["dice"]) <= 1.0 for s in slices if s["dice"])
+    off = run_evaluation(
+        data, "cv5-2d", tmp_path / "off", params={"model": TOY, "risk": False}, workers=1,
+        report=False,
+    )  # fmt: skip
+    assert all(x.get("risk") in (None, "") for x in rows_of(off))
+    assert not (tmp_path / "off" / "slices.csv").exists()

@@ -235,8 +235,9 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
     """Segment a 2D image with its fold's model and score every class."""
     model = fold_model(spec, params)
     case = C.load_case(spec)
-    res = D.segment(model, case)
+    res = D.segment(model, case, probabilities=params.risk)
     structures = dict(case.structures or model.structures)
+    risks, slices = _risk(case, res, structures, params) if params.risk else ({}, [])
     if params.include_background:
         structures = class_set(structures, case.labels, res.labels)
     rows = C.score(
@@ -249,6 +250,9 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
         surface=False,
     )
     add_counts(rows, case.labels, res.labels)
+    for r in rows:
+        if r["label"] in risks:
+            r["risk"] = risks[r["label"]]
     extra = {}
     if params.model == BUILTIN:
         extra = {
@@ -260,7 +264,24 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
         C.views(case, {CLEAN: res.labels}),
         extra,
         arrays=C.case_arrays(case, {CLEAN: res.labels}),
+        slices=slices,
     )
+
+
+def _risk(case, res, structures: dict, params: Cv5Params) -> tuple[dict, list]:
+    """Each class's risk (label -> risk) and its ``slices.csv`` row (slice 0: the image is
+    one slice), from the prediction's softmax probabilities
+    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`; no ``tta`` signal)."""
+    from napari_segeval.evaluation.triage import dense_risk_rows
+
+    risks, rows = dense_risk_rows(
+        res.labels[None],
+        res.probabilities[:, None],
+        {k: v for k, v in structures.items() if k},
+        model=str(params.model),
+        reference=None if case.labels is None else case.labels[None],
+    )
+    return {label: r.risk for label, r in risks.items()}, rows
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:
@@ -351,6 +372,7 @@ class Cv5Params(Params):
     cv_splits: dict = field(default_factory=dict)
     holdout: str | None = None
     headline: str = choice("per-image", READINGS)
+    risk: bool = True
 
     def check(self) -> None:
         """The fields' rules, then the built-in model's training numbers (:func:`train_config`)."""
@@ -530,7 +552,7 @@ PRESETS = {BORST2026.name: BORST2026}
 PROTOCOL = Protocol(
     rows=FOLDS,
     name="cv5-2d",
-    version="1.3",
+    version="1.4",
     params=Cv5Params,
     differences=DIFFERENCES,
     presets=PRESETS,
