@@ -112,6 +112,7 @@ class BuiltinPromptModel(PromptableModel):
     Examples
     --------
     >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> from napari_segeval.prompts.box import Box
     >>> case = make_ct_case(3, shape=(12, 64, 64))
     >>> model = BuiltinPromptModel(device="cpu")
     >>> frames = model.preprocess(case.image, "CT")
@@ -267,6 +268,7 @@ class BuiltinPromptModel(PromptableModel):
 
         Examples
         --------
+        >>> from napari_segeval.prompts.box import Box
         >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
         >>> m = BuiltinPromptModel(device="cpu")
         >>> frames = np.zeros((6, 32, 32), np.float32); frames[:, 8:20, 8:20] = 1
@@ -319,7 +321,8 @@ class BuiltinPromptModel(PromptableModel):
 
         Examples
         --------
-        >>> from napari_segeval.models.base import Walk
+        >>> from napari_segeval.models.walk import Walk
+        >>> from napari_segeval.prompts.box import Box
         >>> m = BuiltinPromptModel(device="cpu")
         >>> frames = np.zeros((5, 32, 32), np.float32)
         >>> walks = [Walk(2, Box(8, 8, 20, 20, index=2), o) for o in ("forward", "backward")]
