@@ -54,7 +54,7 @@ def walks(model, case, modality: str) -> list[dict]:
     """Every structure walked both ways to the end: per visited slice its statistics."""
     from napari_segeval.evaluation.protocols._promptable import reference_prompts
     from napari_segeval.models.litemedsam import _chain
-    from napari_segeval.models.walk import Walk
+    from napari_segeval.models.walk import Walk, WalkOptions
 
     frames = model.preprocess(case.image, modality)
     seen = {}
@@ -72,7 +72,7 @@ def walks(model, case, modality: str) -> list[dict]:
             ref = case.labels == box.label
             for order in ("forward", "backward"):
                 model.propagate_walks(
-                    frames, [Walk(box.index, box, order)], stop_when_empty=False, features=store
+                    frames, [Walk(box.index, box, order)], WalkOptions(features=store)
                 )
                 c = seen["chains"][0]
                 masks = []

@@ -47,7 +47,6 @@ Torch is imported by this module: import it only inside functions elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +61,7 @@ from napari_segeval.models._prompt_net import (
     crop_theta,
     window_from_bbox,
 )
-from napari_segeval.models.walk import Walk, WalkOutput
+from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
@@ -369,28 +368,20 @@ def advance(
 
 
 def run(
-    net: Any,
-    size: int,
-    x: torch.Tensor,
-    states: list[PriorWalk],
-    *,
-    batch: bool,
-    progress: Callable[[int, int], None] | None,
-    cancel: Any,
-    stop_when_empty: bool,
-    on_frame: Callable[[int, int, torch.Tensor], None] | None = None,
+    net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
     """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames).
 
-    ``on_frame(walk number, frame, prob)`` (optional) hears each computed frame.
+    ``options``: its ``progress``, ``cancel``, ``stop_when_empty`` and ``on_frame``.
     """
+    progress, on_frame = options.progress, options.on_frame
     h, w = x.shape[1:]
     total = sum(len(s.idx) for s in states)
     done = 0
     for j in range(max((len(s.idx) for s in states), default=0)):
         active = [s for s in states if not s.stopped and j < len(s.idx)]
         for group in [active] if batch and active else [[s] for s in active]:
-            check_cancel(cancel, "propagation")
+            check_cancel(options.cancel, "propagation")
             plans = [plan(s, j) for s in group]
             pieces = base_pass(net, size, x, group, j, plans)
             pieces = click_passes(net, size, x, group, j, plans, pieces)
@@ -400,7 +391,7 @@ def run(
                 done += 1
                 if progress is not None:
                     progress(done, total)
-                skipped = advance(s, piece, x, stop_when_empty)
+                skipped = advance(s, piece, x, options.stop_when_empty)
                 if skipped:
                     done += skipped
                     if progress is not None:

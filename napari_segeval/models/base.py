@@ -45,40 +45,44 @@ elements), for ``order="backward"`` element ``j`` is frame ``key_index - j``
 (``stop_when_empty=True``) are all zero. Shape ``(n_visited, H, W)`` at the
 native size of ``frames``.
 
-Progress and cancel
--------------------
-``progress(done, total)`` is called after each frame with ``total =
-n_visited`` (and once with ``(total, total)`` on an early stop). ``cancel`` is a
-:class:`threading.Event` (or ``None``) checked before each frame; when set,
-:class:`napari_segeval._cancel.Cancelled` is raised (see
-:func:`napari_segeval._cancel.check_cancel`).
+Walk options
+------------
+How a walk runs is one :class:`~napari_segeval.models.walk.WalkOptions` record that
+every walk method takes: ``progress(done, total)`` after each frame, ``cancel`` (a
+:class:`threading.Event` checked before each frame:
+:class:`napari_segeval._cancel.Cancelled`), ``stop_when_empty``, ``grad``,
+``cache_mb``, ``on_frame``, ``crops`` and ``features``.
 
-Gradients
----------
-With ``grad=False`` the backend runs without autograd (and may use bf16
-autocast on GPU). With ``grad=True`` the whole walk is differentiable: the
-returned tensor has a graph back to ``frames`` (the prior mask fed from one
-step to the next is the *soft* probability), so attacks and uncertainty methods
-can back-propagate through propagation. No autocast is used with ``grad=True``.
+With ``grad=False`` the backend runs without autograd (and may use bf16 autocast on
+GPU). With ``grad=True`` the whole walk is differentiable: the returned tensor has a
+graph back to ``frames`` (the prior mask fed from one step to the next is the *soft*
+probability), so attacks and uncertainty methods can back-propagate through
+propagation. No autocast is used with ``grad=True``.
 
 Several structures at once
 --------------------------
-A backend may also implement ``propagate_walks(frames, walks, ...)`` (see
-:class:`SharedPropagation`): several :class:`~napari_segeval.models.walk.Walk` objects (structure x direction)
-through one frame stack in one call, each walk's result identical to its own
-:meth:`PromptableModel.propagate` call. With ``crops=True`` it returns each walk as
-a :class:`~napari_segeval.models.walk.WalkOutput` (every frame cropped to where it can be non-zero), so that a
-case with many structures never holds a full-size volume per structure. The backend may then share per-frame work
-between walks (MedSAM2 encodes each frame once per case) and advance all walks
-together, one step at a time (:func:`~napari_segeval.models.walk.walk_steps`), batching them where that pays.
-:func:`napari_segeval.propagation.propagate_case` uses it when present.
-``propagate_walks`` takes an ``on_frame(walk number, frame, prob)`` keyword, called
-with each frame's (detached) probability as soon as it is computed, so that a viewer
-can show a propagation while it runs (``propagate_case(on_slice=...)``); ``propagate``
-takes it too where ``capabilities.live_frames`` says so. Which of these optional
-methods and keywords a backend has is declared in its :class:`Capabilities`
-(``shared_walks``, ``logits``, ``frame_features``, ``live_frames``): generic code reads
-the declaration and never inspects a signature.
+The one method a backend must implement is
+:meth:`PromptableModel.propagate_walks`: several
+:class:`~napari_segeval.models.walk.Walk` objects (structure x direction) through one
+frame stack in one call, each walk's result identical to its own
+:meth:`PromptableModel.propagate` call (which is a one-walk ``propagate_walks``). With
+``crops=True`` it returns each walk as a :class:`~napari_segeval.models.walk.WalkOutput`
+(every frame cropped to where it can be non-zero), so that a case with many
+structures never holds a full-size volume per structure. The backend may share
+per-frame work between walks (MedSAM2 encodes each frame once per case) and advance
+all walks together, one step at a time
+(:func:`~napari_segeval.models.walk.walk_steps`), batching them where that pays.
+``on_frame(walk number, frame, prob)`` hears each frame's (detached) probability as
+soon as it is computed, so that a viewer can show a propagation while it runs
+(``propagate_case(on_slice=...)``).
+
+The optional parts are methods with a default in :class:`PromptableModel`:
+``walk_logits`` (the decoder's logits; default: the logit of the probabilities),
+``feature_cache`` (a per-case cache of frame features, given back as
+``features``; default: None, nothing kept) and ``challenge_3d`` (LiteMedSAM's 3D
+loop; default: refused). The matching :class:`Capabilities` flags (``logits``,
+``frame_features``, ``box3d``) are read from whether the class overrides them: a
+backend cannot declare one it does not implement.
 
 Corrections
 -----------
@@ -96,19 +100,17 @@ This module imports nothing heavy at import time (``torch`` only for typing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from napari_segeval.models.precision import Precision
-from napari_segeval.models.walk import Order, Walk
+from napari_segeval.models.walk import WALK_DEFAULTS, Order, Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
-    import threading
-
     import torch
 
     from napari_segeval.prompts.prompt_set import PromptSet
@@ -192,23 +194,12 @@ class Capabilities:
     stop_confidence : float or None
         The calibrated confidence stop that ``min_confidence="auto"`` applies (the
         built-in model's 0.8); None: no stop.
-    shared_walks : bool
-        Whether it implements :class:`SharedPropagation` (``propagate_walks``: several
-        walks in one call, with the keywords ``on_frame`` and ``crops``).
-    logits : bool
-        Whether it gives its decoder's logits: ``walk_logits`` (the keywords of
-        ``propagate_walks``) and ``propagate_logits`` (those of ``propagate``).
-    frame_features : bool
-        Whether it keeps per-frame features for a case: ``feature_cache()`` returns
-        the cache, which its ``propagate_walks`` (and ``walk_logits``) take as
-        ``features``.
-    live_frames : bool
-        Whether ``propagate`` takes ``on_frame`` (reports each frame as it is computed;
-        otherwise a walk's frames are reported when it returns).
-    box3d : bool
-        Whether it runs the CVPR 2024 challenge's 3D loop, ``challenge_3d(frames,
-        boxes)`` with one 3D box per structure (``prompt=box3d`` of the promptable
-        protocols).
+    logits, frame_features, box3d : bool
+        Read from the backend's class, never given (:meth:`of`): whether it overrides
+        :meth:`PromptableModel.walk_logits` (its decoder's logits),
+        :meth:`PromptableModel.feature_cache` (per-frame features kept for a case) and
+        :meth:`PromptableModel.challenge_3d` (the CVPR 2024 challenge's 3D loop,
+        ``prompt=box3d`` of the promptable protocols).
     resize_modes : tuple of str
         The ways it offers to resize a frame to its input size, the first its default
         (MedSAM2: ``("float", "pillow")``); a model offering some implements
@@ -236,14 +227,28 @@ class Capabilities:
     prior_volume: bool = False
     reason: str = ""
     stop_confidence: float | None = None
-    shared_walks: bool = False
-    logits: bool = False
-    frame_features: bool = False
-    live_frames: bool = False
-    box3d: bool = False
+    logits: bool = field(default=False, init=False)
+    frame_features: bool = field(default=False, init=False)
+    box3d: bool = field(default=False, init=False)
     resize_modes: tuple[str, ...] = ()
     precisions: tuple[Precision, ...] = (Precision.FP32,)
     auto_precisions: tuple[Precision, ...] = (Precision.FP32,)
+
+    def of(self, backend: type) -> Capabilities:
+        """These capabilities with :attr:`logits`, :attr:`frame_features` and
+        :attr:`box3d` read from the methods ``backend`` implements.
+
+        Examples
+        --------
+        >>> from napari_segeval.models.threshold import ThresholdPromptModel
+        >>> Capabilities().of(ThresholdPromptModel).frame_features
+        False
+        """
+        out = replace(self)
+        for flag, method in _IMPLEMENTED.items():
+            base = getattr(PromptableModel, method)
+            object.__setattr__(out, flag, getattr(backend, method, base) is not base)
+        return out
 
     def takes(self, kind: str) -> bool:
         """Whether prompts of ``kind`` (``"box"``, ``"point"``, ``"mask"``) are taken."""
@@ -308,16 +313,25 @@ def check_prompt_kinds(capabilities: Capabilities, prompts: Any, model: str) -> 
                 raise InvalidPromptError(capabilities.refusal(kind, model))
 
 
-@runtime_checkable
-class PromptableModel(Protocol):
-    """A prompted model that propagates a mask through frames in one direction.
+#: The :class:`Capabilities` flags read from the methods a backend overrides.
+_IMPLEMENTED = {"logits": "walk_logits", "frame_features": "feature_cache", "box3d": "challenge_3d"}
+
+
+class PromptableModel:
+    """A prompted model that propagates masks through frames: the base of every backend.
+
+    A backend subclasses it, sets ``name``, ``device`` and ``capabilities``, and
+    implements :meth:`preprocess`, :meth:`normalize_info` and :meth:`propagate_walks`;
+    :meth:`walk_logits`, :meth:`feature_cache` and :meth:`challenge_3d` are optional
+    (module doc). A class's ``capabilities`` get their implemented flags from the class
+    (:meth:`Capabilities.of`).
 
     Attributes
     ----------
     name : str
         Short identifier (``"builtin"``, ``"medsam2"``), recorded in results.
     device : torch.device
-        Where the model's parameters live; ``propagate`` moves ``frames`` there.
+        Where the model's parameters live; the walks move ``frames`` there.
     capabilities : Capabilities
         What it takes and does (prompt kinds, corrections, gradients).
     """
@@ -325,6 +339,15 @@ class PromptableModel(Protocol):
     name: str
     device: Any
     capabilities: Capabilities
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        try:
+            caps = cls.capabilities
+        except AttributeError:  # set by each instance
+            return
+        if isinstance(caps, Capabilities):  # not a property
+            cls.capabilities = caps.of(cls)
 
     def preprocess(
         self, image: np.ndarray, modality: str, window: str | tuple[float, float] | None = None
@@ -336,7 +359,7 @@ class PromptableModel(Protocol):
         the modality. Returns a float32 CPU tensor at native size (the same
         ``(n, H, W[, 3])`` layout, or the backend's documented layout).
         """
-        ...
+        raise NotImplementedError(f"{type(self).__name__} does not implement preprocess")
 
     def normalize_info(
         self,
@@ -351,7 +374,51 @@ class PromptableModel(Protocol):
         :mod:`napari_segeval.inference.windowing` implements the shared raw -> [0, 1]
         step (CT presets, MR percentiles, 8-bit) that backends build on.
         """
-        ...
+        raise NotImplementedError(f"{type(self).__name__} does not implement normalize_info")
+
+    def propagate_walks(
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
+    ) -> list[Any]:
+        """Foreground probabilities of each walk, in the order of ``walks``.
+
+        Each is ``(n_visited, H, W)`` in visit order (or a
+        :class:`~napari_segeval.models.walk.WalkOutput` with ``options.crops``), equal
+        to the walk's own :meth:`propagate` call: sharing changes the cost, never the
+        result (module doc).
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement propagate_walks")
+
+    def walk_logits(
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
+    ) -> list[Any]:
+        """Like :meth:`propagate_walks` but logits (mask = ``logits > 0``).
+
+        A backend with its decoder's logits overrides it (:attr:`Capabilities.logits`);
+        this default is the logit of :meth:`propagate_walks`'s probabilities
+        (``-inf`` where they are 0; ``on_frame`` still hears probabilities).
+        """
+        import torch
+
+        outs = self.propagate_walks(frames, walks, replace(options, crops=True))
+        outs = [o.map(lambda v: torch.logit(v.float()), float("-inf")) for o in outs]
+        return outs if options.crops else [o.full() for o in outs]
+
+    def feature_cache(self) -> Any:
+        """A per-case cache of frame features, given back as ``options.features``; None
+        (this default): the backend keeps none (:attr:`Capabilities.frame_features`)."""
+        return None
+
+    def challenge_3d(self, frames: Any, boxes: list, **kwargs: Any) -> dict[int, np.ndarray]:
+        """The CVPR 2024 challenge's 3D loop (:attr:`Capabilities.box3d`); refused here.
+
+        Raises
+        ------
+        napari_segeval.SegEvalError
+            Always: the backend does not run it (one line).
+        """
+        from napari_segeval._errors import SegEvalError
+
+        raise SegEvalError(f"{self.name} does not run the CVPR 2024 challenge's 3D loop")
 
     def propagate(
         self,
@@ -361,11 +428,8 @@ class PromptableModel(Protocol):
         order: Order = "forward",
         *,
         init_mask: torch.Tensor | np.ndarray | None = None,
-        progress: ProgressFn | None = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
         prior_volume: Any = None,
+        options: WalkOptions = WALK_DEFAULTS,
     ) -> torch.Tensor:
         """Walk ``Walk(key_index, box, order)`` (a box or a whole prompt set).
 
@@ -384,8 +448,6 @@ class PromptableModel(Protocol):
             Walk towards the last frame or towards frame 0.
         init_mask : optional ``(H, W)``
             Legacy: a mask prompt on the start frame instead of the box.
-        progress, cancel, stop_when_empty, grad
-            See the module docstring.
         prior_volume : optional ``(n, H, W)``
             Masks (or probabilities) of the whole sequence, e.g. a clean prediction.
             When given, each frame after the key frame is conditioned on
@@ -393,45 +455,28 @@ class PromptableModel(Protocol):
             model's own previous output, so the frames are segmented one by one
             (the "per-slice" chain of promptable attacks). Backends whose state is
             not a single previous mask (MedSAM2's memory bank) refuse it.
+        options : WalkOptions
+            How the walk runs (module doc); ``crops`` does not apply.
 
         Returns
         -------
         torch.Tensor
             ``(n_visited, H, W)`` foreground probabilities in visit order.
         """
-        ...
+        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        return self.propagate_walks(frames, [walk], replace(options, crops=False))[0]
 
-
-@runtime_checkable
-class SharedPropagation(Protocol):
-    """Optional capability of a backend: propagate several walks in one call.
-
-    ``propagate_walks`` returns one tensor per walk, in the order of ``walks``, each
-    equal to ``propagate(frames, w.start, w.prompts, w.order,
-    prior_volume=w.prior_volume, stop_when_empty=..., grad=...)``: sharing changes the
-    cost, never the result. ``progress(done, total)`` counts the steps of all walks
-    (``total = sum of n_visited``); a walk that stops early adds its remaining steps
-    at once. ``cache_mb`` bounds the memory held by features shared between walks
-    (``None``: the backend's default). ``crops=True`` returns
-    :class:`~napari_segeval.models.walk.WalkOutput` objects instead of full tensors;
-    ``on_frame(walk number, frame, prob)`` hears each frame as it is computed. A backend
-    with ``capabilities.frame_features`` also takes ``features`` (its
-    ``feature_cache()``). A backend declares ``capabilities.shared_walks=True`` when it
-    implements this.
-    """
-
-    def propagate_walks(
+    def propagate_logits(
         self,
-        frames: Any,
-        walks: list[Walk],
+        frames: torch.Tensor | np.ndarray,
+        key_index: int,
+        box: Box | PromptSet,
+        order: Order = "forward",
         *,
-        progress: ProgressFn | None = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        cache_mb: float | None = None,
-        on_frame: Callable[[int, int, Any], None] | None = None,
-        crops: bool = False,
-    ) -> list[Any]:
-        """Probabilities ``(n_visited, H, W)`` of each walk, in visit order."""
-        ...
+        init_mask: torch.Tensor | np.ndarray | None = None,
+        prior_volume: Any = None,
+        options: WalkOptions = WALK_DEFAULTS,
+    ) -> torch.Tensor:
+        """Like :meth:`propagate` but native-size logits (:meth:`walk_logits`)."""
+        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
+        return self.walk_logits(frames, [walk], replace(options, crops=False))[0]

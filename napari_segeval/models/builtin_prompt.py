@@ -25,10 +25,9 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_path
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import Capabilities, Corrections, NormalizeInfo, ProgressFn
+from napari_segeval.models.base import Capabilities, Corrections, NormalizeInfo, PromptableModel
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import Order, Walk
-from napari_segeval.prompts.box import Box
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -100,7 +99,7 @@ def load_network(path: str | Path | None = None) -> tuple[Any, dict]:
     return net, config
 
 
-class BuiltinPromptModel:
+class BuiltinPromptModel(PromptableModel):
     """Box-prompted propagation with the shipped small U-Net.
 
     Parameters
@@ -113,6 +112,7 @@ class BuiltinPromptModel:
     Examples
     --------
     >>> from napari_segeval.phantoms.ct import make_ct_case
+    >>> from napari_segeval.prompts.box import Box
     >>> case = make_ct_case(3, shape=(12, 64, 64))
     >>> model = BuiltinPromptModel(device="cpu")
     >>> frames = model.preprocess(case.image, "CT")
@@ -186,38 +186,6 @@ class BuiltinPromptModel:
             hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1] (clipped)"
         )
 
-    # -- propagation ---------------------------------------------------------------------
-    def propagate(
-        self,
-        frames: torch.Tensor | np.ndarray,
-        key_index: int,
-        box: Box | Any,
-        order: Order = "forward",
-        *,
-        init_mask: Any = None,
-        progress: ProgressFn | None = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        prior_volume: Any = None,
-    ) -> torch.Tensor:
-        """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
-
-        ``box`` is a box or the structure's prompt set (:class:`~.base.Walk`);
-        ``init_mask`` (legacy, optional ``(H, W)``) is a mask prompt on the start
-        frame; ``prior_volume`` (optional ``(n, H, W)``) replaces the previous output
-        as the prior of every later frame (and its crop window).
-        """
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
-        return self.propagate_walks(
-            frames,
-            [walk],
-            progress=progress,
-            cancel=cancel,
-            stop_when_empty=stop_when_empty,
-            grad=grad,
-        )[0]
-
     @classmethod
     def from_registry(
         cls, name: str, checkpoint: Path | None, device: Any, precision: Precision
@@ -241,7 +209,7 @@ class BuiltinPromptModel:
     def capabilities(self) -> Capabilities:
         """Boxes and mask prompts; points when the weights have click channels, each a
         local correction; differentiable; a per-slice prior is taken; the calibrated
-        confidence stop :data:`STOP_CONFIDENCE`; walks shared (:meth:`propagate_walks`)."""
+        confidence stop :data:`STOP_CONFIDENCE`."""
         reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
         return Capabilities(
             points=self.takes_points,
@@ -250,8 +218,7 @@ class BuiltinPromptModel:
             prior_volume=True,
             reason=reason,
             stop_confidence=STOP_CONFIDENCE,
-            shared_walks=True,
-        )
+        ).of(type(self))
 
     def check_walks(self, walks: list[Walk]) -> None:
         """Refuse point prompts when the weights have no click channels (one line)."""
@@ -301,6 +268,7 @@ class BuiltinPromptModel:
 
         Examples
         --------
+        >>> from napari_segeval.prompts.box import Box
         >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
         >>> m = BuiltinPromptModel(device="cpu")
         >>> frames = np.zeros((6, 32, 32), np.float32); frames[:, 8:20, 8:20] = 1
@@ -334,14 +302,7 @@ class BuiltinPromptModel:
         self,
         frames: torch.Tensor | np.ndarray,
         walks: list[Walk],
-        *,
-        progress: ProgressFn | None = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        cache_mb: float | None = None,
-        on_frame: Any = None,
-        crops: bool = False,
+        options: WalkOptions = WALK_DEFAULTS,
     ) -> list:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
@@ -349,12 +310,9 @@ class BuiltinPromptModel:
         :attr:`batch_walks` (default ``None``: on CUDA/MPS only) the walks of one
         step go through the network as one batch; on a CPU that would change the
         probabilities in the last bits (batched convolutions), so one walk at a time
-        is the CPU default. ``cache_mb`` is accepted for the shared protocol (this
-        model keeps no per-frame features). ``on_frame(walk number, frame, prob)``
-        (optional) hears each frame as it is computed. ``crops=True`` returns each
-        walk as a :class:`~napari_segeval.models.walk.WalkOutput` (each frame only
-        inside its window's support, exactly 0 elsewhere) instead of a full
-        ``(n_visited, H, W)`` tensor.
+        is the CPU default. ``options.cache_mb`` does not apply (this model keeps no
+        per-frame features). With ``options.crops`` each frame is kept only inside
+        its window's support (exactly 0 elsewhere).
 
         Raises
         ------
@@ -363,7 +321,8 @@ class BuiltinPromptModel:
 
         Examples
         --------
-        >>> from napari_segeval.models.base import Walk
+        >>> from napari_segeval.models.walk import Walk
+        >>> from napari_segeval.prompts.box import Box
         >>> m = BuiltinPromptModel(device="cpu")
         >>> frames = np.zeros((5, 32, 32), np.float32)
         >>> walks = [Walk(2, Box(8, 8, 20, 20, index=2), o) for o in ("forward", "backward")]
@@ -379,17 +338,7 @@ class BuiltinPromptModel:
         x = self._frames(frames)
         states = [_prompt_walks.start(x, w) for w in walks]
         batch = self.device.type != "cpu" if self.batch_walks is None else bool(self.batch_walks)
-        ctx = torch.enable_grad() if grad else torch.no_grad()
-        with ctx, autocast_context(self.device, enabled=not grad):
-            outs = _prompt_walks.run(
-                self.net,
-                self.size,
-                x,
-                states,
-                batch=batch,
-                progress=progress,
-                cancel=cancel,
-                stop_when_empty=stop_when_empty,
-                on_frame=on_frame,
-            )
-            return outs if crops else [o.full() for o in outs]
+        ctx = torch.enable_grad() if options.grad else torch.no_grad()
+        with ctx, autocast_context(self.device, enabled=not options.grad):
+            outs = _prompt_walks.run(self.net, self.size, x, states, batch, options)
+            return outs if options.crops else [o.full() for o in outs]

@@ -27,20 +27,19 @@ import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
-from napari_segeval.models.base import Capabilities, NormalizeInfo, ProgressFn
+from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import Order, Walk
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput, n_visited
 from napari_segeval.prompts.box import Box
-from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
+from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
 if TYPE_CHECKING:  # pragma: no cover
-    import threading
     from pathlib import Path
 
     import torch
 
 
-class ThresholdPromptModel:
+class ThresholdPromptModel(PromptableModel):
     """Soft threshold inside the dilated previous mask.
 
     Parameters
@@ -64,7 +63,7 @@ class ThresholdPromptModel:
     name = "threshold"
     #: It takes every prompt kind (boxes, points, masks); every prompt set propagates
     #: whole; differentiable; a per-slice prior is taken.
-    capabilities = Capabilities(points=True, masks=True, prior_volume=True, live_frames=True)
+    capabilities = Capabilities(points=True, masks=True, prior_volume=True)
 
     @classmethod
     def from_registry(
@@ -122,30 +121,15 @@ class ThresholdPromptModel:
         lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(hi - lo, 0.0, 1.0, f"{modality}: raw [{lo:g}, {hi:g}] -> [0, 1]")
 
-    def propagate(
-        self,
-        frames: Any,
-        key_index: int,
-        box: Box | PromptSet,
-        order: Order = "forward",
-        *,
-        init_mask: Any = None,
-        progress: ProgressFn | None = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        prior_volume: Any = None,
-        on_frame: Any = None,
-    ) -> torch.Tensor:
-        """See :meth:`napari_segeval.models.base.PromptableModel.propagate`.
-
-        ``box`` is a box or the structure's prompt set (module doc for what each
-        prompt does). ``on_frame(0, frame, prob)`` (optional) hears each frame as it
-        is computed.
+    def propagate_walks(
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
+    ) -> list:
+        """See :meth:`napari_segeval.models.base.PromptableModel.propagate_walks`: one
+        walk after the other (module doc for what each prompt does).
 
         Examples
         --------
-        >>> from napari_segeval.prompts.prompt_set import Point
+        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
         >>> f = np.zeros((3, 8, 8), np.float32); f[:, 1:3, 1:3] = 1; f[:, 5:7, 5:7] = 1
         >>> seeds = PromptSet.of([Point(1, 1, index=0), Point(6, 6, index=0)])
         >>> p = ThresholdPromptModel().propagate(f, 0, seeds)
@@ -160,36 +144,51 @@ class ThresholdPromptModel:
         x = torch.as_tensor(frames).to(self.device, torch.float32)
         if x.ndim == 4:
             x = x.mean(dim=-1)
-        n, h, w = x.shape
-        walk = Walk(int(key_index), box, order, init_mask)
-        idx = walk.frames(n).tolist()
+        n = int(x.shape[0])
+        total = sum(n_visited(n, w.start, w.order) for w in walks)
+        outs, done = [], 0
+        with torch.enable_grad() if options.grad else torch.no_grad():
+            for number, walk in enumerate(walks):
+                seq = self._walk(x, walk, number, done, total, options)
+                outs.append(WalkOutput.from_full(walk.frames(n), seq) if options.crops else seq)
+                done += len(seq)
+        return outs
+
+    def _walk(
+        self, x: torch.Tensor, walk: Walk, number: int, done: int, total: int, options: WalkOptions
+    ) -> torch.Tensor:
+        """One walk's probabilities ``(n_visited, H, W)``; ``done`` steps of ``total``
+        came before it."""
+        import torch
+
+        _, h, w = x.shape
+        idx = walk.frames(int(x.shape[0])).tolist()
         last = walk.last_conditioning_step()
         prior = torch.zeros((h, w), device=self.device)
         out = []
-        with torch.enable_grad() if grad else torch.no_grad():
-            given = (
-                None
-                if prior_volume is None
-                else torch.as_tensor(prior_volume, dtype=torch.float32, device=self.device).detach()
-            )
-            for j, f in enumerate(idx):
-                check_cancel(cancel, "propagation")
-                if given is not None and j > 0:
-                    prior = given[idx[j - 1]]
-                prob = self._frame(x[f], prior, walk.prompts.active(f), start=j == 0)
-                out.append(prob)
-                if on_frame is not None:
-                    on_frame(0, int(f), prob.detach())
-                if progress is not None:
-                    progress(j + 1, len(idx))
-                if stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
-                    out.extend(
-                        torch.zeros((h, w), device=self.device) for _ in range(len(idx) - j - 1)
-                    )
-                    if progress is not None and j + 1 < len(idx):
-                        progress(len(idx), len(idx))
-                    break
-                prior = prob
+        given = (
+            None
+            if walk.prior_volume is None
+            else torch.as_tensor(
+                walk.prior_volume, dtype=torch.float32, device=self.device
+            ).detach()
+        )
+        for j, f in enumerate(idx):
+            check_cancel(options.cancel, "propagation")
+            if given is not None and j > 0:
+                prior = given[idx[j - 1]]
+            prob = self._frame(x[f], prior, walk.prompts.active(f), start=j == 0)
+            out.append(prob)
+            if options.on_frame is not None:
+                options.on_frame(number, int(f), prob.detach())
+            if options.progress is not None:
+                options.progress(done + j + 1, total)
+            if options.stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
+                out.extend(torch.zeros((h, w), device=self.device) for _ in range(len(idx) - j - 1))
+                if options.progress is not None and j + 1 < len(idx):
+                    options.progress(done + len(idx), total)
+                break
+            prior = prob
         return torch.stack(out)
 
     def _soft(self, frame: torch.Tensor) -> torch.Tensor:

@@ -2,8 +2,9 @@
 
 A :class:`Walk` starts at a conditioning frame (a frame that carries prompts) and
 visits the frames in its order (:func:`visit_indices`, :func:`n_visited`) up to the
-end of the stack; :class:`WalkOutput` is a walk's result cropped to where it can be
-non-zero; :func:`walk_steps` advances several walks together, one step at a time.
+end of the stack; :class:`WalkOptions` is how a backend runs them (the one record
+every walk method takes); :class:`WalkOutput` is a walk's result cropped to where it
+can be non-zero; :func:`walk_steps` advances several walks together, one step at a time.
 How a backend runs walks is the interface of :mod:`napari_segeval.models.base`.
 
 This module imports nothing heavy at import time (``torch`` only inside functions).
@@ -14,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import InitVar, dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from napari_segeval.prompts.box import Box
+
+if TYPE_CHECKING:  # pragma: no cover
+    import threading
 
 Order = Literal["forward", "backward"]
 
@@ -195,11 +199,68 @@ class Walk:
         return abs(self.conditioning[-1] - self.start)
 
 
+@dataclass(frozen=True)
+class WalkOptions:
+    """How a backend runs walks: the keywords of every walk method, built once by the caller.
+
+    :meth:`~napari_segeval.models.base.PromptableModel.propagate_walks`,
+    :meth:`~napari_segeval.models.base.PromptableModel.walk_logits` and their one-walk
+    forms ``propagate`` and ``propagate_logits`` take it; none of its fields changes a
+    walk's result but ``stop_when_empty`` and ``grad``.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        ``progress(done, total)`` after each frame, counting the steps of all walks
+        (``total`` the sum of their visited frames); a walk that stops early adds its
+        remaining steps at once.
+    cancel : threading.Event, optional
+        Checked before each frame; when set,
+        :class:`napari_segeval._cancel.Cancelled` is raised.
+    stop_when_empty : bool
+        End a walk at the first empty frame after its last conditioning frame (the
+        later frames are 0).
+    grad : bool
+        A walk differentiable with respect to the frames (no autocast); False: no
+        autograd.
+    cache_mb : float, optional
+        Bound (MiB) on the per-frame features kept between walks; None: the backend's
+        default.
+    on_frame : callable, optional
+        ``on_frame(walk number, frame, prob)``: each frame's detached probability as
+        soon as it is computed (a viewer shows the walk while it runs).
+    crops : bool
+        Return each walk as a :class:`WalkOutput` (every frame cropped to where it can
+        be non-zero) instead of a full ``(n_visited, H, W)`` tensor.
+    features : optional
+        The backend's per-case cache (its ``feature_cache()``): the frames' features
+        are kept there for the next call on the same frames (without gradients).
+
+    Examples
+    --------
+    >>> WalkOptions(stop_when_empty=True).grad
+    False
+    """
+
+    progress: Callable[[int, int], None] | None = None
+    cancel: threading.Event | None = None
+    stop_when_empty: bool = False
+    grad: bool = False
+    cache_mb: float | None = None
+    on_frame: Callable[[int, int, Any], None] | None = None
+    crops: bool = False
+    features: Any = None
+
+
+#: The options of a walk call that gives none (every field at its default).
+WALK_DEFAULTS = WalkOptions()
+
+
 @dataclass
 class WalkOutput:
     """One walk's result, each visited frame kept only where it can differ from ``fill``.
 
-    The cropped form of a walk (``propagate_walks(..., crops=True)``): the built-in
+    The cropped form of a walk (:attr:`WalkOptions.crops`): the built-in
     model computes each frame inside a window around the object and is exactly
     ``fill`` (0) elsewhere, so a structure's result need not hold full-size frames.
 

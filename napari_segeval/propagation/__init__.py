@@ -6,7 +6,7 @@ a one-frame video); :func:`propagate_case` from normalized frames; a
 :class:`PropagationSession` keeps a case's frames, prompts and results so that a
 correction re-propagates only the structure it changes.
 
-The walk machinery backends share (:mod:`.walks`: ``run_walks``,
+The walk machinery backends share (:mod:`.walks`:
 ``confidence_stop``, ``structure_crop``), the merging helpers (:mod:`.masks`:
 ``merge_crops``, ``structure_masks``) and the helpers of the modules (``as_frames``,
 ``squeeze_frame``, ``total_steps``, ``make_walks``, ``merge_results``) are imported

@@ -29,15 +29,15 @@ a full-size volume per structure; full-size arrays are made on request.
 Foreground decision (``decision``): ``"probability"`` (default) keeps voxels
 whose probability is above ``threshold``; ``"logit"`` (MedSAM2's scripts)
 keeps voxels whose logit is above 0, taken from the backend's logits when it
-has them (``walk_logits``: MedSAM2), else from the logit of its probability.
-The two agree except where float32's sigmoid rounds a tiny positive logit to
+has them (``walk_logits``: MedSAM2), else from the logit of its probability (the
+default ``walk_logits``). The two agree except where float32's sigmoid rounds a tiny positive logit to
 exactly 0.5.
 
 Several structures for the price of one (``share=True``, the default): every
 direction of every structure is a :class:`~napari_segeval.models.walk.Walk`, and
-a backend that implements ``propagate_walks`` gets them all in one call, so it
-can share per-frame work between structures and directions (MedSAM2 encodes each
-frame once per case, within ``cache_mb``) and batch the walks of one step. Each
+the backend gets them all in one ``propagate_walks`` call, so it can share per-frame
+work between structures and directions (MedSAM2 encodes each frame once per case,
+within ``cache_mb``) and batch the walks of one step. Each
 structure keeps its own prompt and memory: the probabilities are the same as with
 one pass per structure (``share=False``).
 
@@ -60,23 +60,22 @@ models that declare none (MedSAM2 keeps its published recipe).
 
 Watching it happen (``on_slice``): :func:`propagate_case` can report each
 structure's mask on each slice as soon as the backend has computed it (the key
-slice first), so a viewer can show a wrong start at once. A backend whose
-``propagate_walks``/``propagate`` takes an ``on_frame(walk, frame, prob)`` keyword
-reports every step; for any other, a walk's slices are reported when the walk
-returns. The reports only read the probabilities: the result is the same with or
-without ``on_slice``; they come before the confidence stop, the largest-component
+slice first), so a viewer can show a wrong start at once: every backend reports each
+step to the walk options' ``on_frame(walk, frame, prob)``. The reports only read the
+probabilities: the result is the same with or without ``on_slice``; they come before the confidence stop, the largest-component
 step and the merge, which the final label map applies.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
 from napari_segeval.models.base import Corrections, ProgressFn, PromptableModel, check_prompt_kinds
-from napari_segeval.models.walk import Walk, n_visited
+from napari_segeval.models.walk import Walk, WalkOptions, n_visited
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation.corrections import (
@@ -90,7 +89,7 @@ from napari_segeval.propagation.masks import largest_component, merge_crops
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
 from napari_segeval.propagation.result import PropagationResult, StructureResult
 from napari_segeval.propagation.trace import structure_trace
-from napari_segeval.propagation.walks import resolve_min_confidence, run_walks, structure_crop
+from napari_segeval.propagation.walks import resolve_min_confidence, structure_crop
 
 if TYPE_CHECKING:  # pragma: no cover
     import threading
@@ -215,44 +214,36 @@ def propagate_structures(
     shape = tuple(int(v) for v in frames.shape[:3])
     walks = make_walks(sets, options, priors)
     check_cancel(cancel, "propagation")
-    common = {
-        "cancel": cancel,
-        "stop_when_empty": options.stop_when_empty,
-        "grad": options.grad,
-        "cache_mb": options.cache_mb,
-        "logits": options.logits,
-        "crops": True,
-        "cache": cache,
-    }
+    walk = WalkOptions(
+        cancel=cancel,
+        stop_when_empty=options.stop_when_empty,
+        grad=options.grad,
+        cache_mb=options.cache_mb,
+        crops=True,
+        features=cache,
+    )
+    run = model.walk_logits if options.logits else model.propagate_walks
     k = len(options.orders)
     if options.share:
-        outs = run_walks(
-            model,
+        outs = run(
             frames,
             walks,
-            progress=_shifted(progress, 0, total) if correcting else progress,
-            on_frame=_reporter(on_slice, walks, 0, options.threshold),
-            **common,
+            replace(
+                walk,
+                progress=_shifted(progress, 0, total) if correcting else progress,
+                on_frame=_reporter(on_slice, walks, 0, options.threshold),
+            ),
         )
     else:  # one pass per structure (its directions still share its conditioning)
         outs, done = [], 0
         for i in range(0, len(walks), k):
-
-            def report(d: int, _t: int, _offset: int = done) -> None:
-                if progress is not None:
-                    progress(_offset + d, total)
-
             mine = walks[i : i + k]
-            outs.extend(
-                run_walks(
-                    model,
-                    frames,
-                    mine,
-                    progress=report,
-                    on_frame=_reporter(on_slice, walks, i, options.threshold),
-                    **common,
-                )
+            mine_options = replace(
+                walk,
+                progress=_shifted(progress, done, total),
+                on_frame=_reporter(on_slice, walks, i, options.threshold),
             )
+            outs.extend(run(frames, mine, mine_options))
             done += sum(n_visited(n, w.start, w.order) for w in mine)
     results = {}
     for i, label in enumerate(sets):

@@ -5,8 +5,7 @@ sees it fail on a slice, adds a prompt there and re-propagates. A
 :class:`PropagationSession` makes that round cheap:
 
 * the case is preprocessed once, and the session keeps the frames tensor and the
-  backend's cache for it (``model.feature_cache()`` when the backend declares one,
-  ``capabilities.frame_features``:
+  backend's cache for it (``model.feature_cache()`` when the backend keeps one:
   MedSAM2 keeps the image features, within its ``cache_mb``), so a correction does
   not run the image encoder again;
 * only the structures whose prompts changed are propagated again; the others keep
@@ -99,8 +98,8 @@ class PropagationSession:
             options = options.replace(mode=propagation_mode(kind))
         self.model, self.frames, self.options, self.kind = model, frames, options, kind
         self.modality: str | None = None
-        #: the backend's per-case cache (``model.feature_cache()``), if it declares one
-        self.cache = model.feature_cache() if model.capabilities.frame_features else None
+        #: the backend's per-case cache (``model.feature_cache()``; None: it keeps none)
+        self.cache = model.feature_cache()
         self.prompts: dict[int, PromptSet] = {}
         self.structures: dict[int, StructureResult] = {}
         self._used: dict[int, PromptSet] = {}

@@ -6,7 +6,8 @@ extent) and walks the whole volume in both directions, with no early stop, no
 confidence stop and no post-processing: the *decoded map* of the class is what
 the mask decoder outputs on every slice, before any threshold.
 
-* MedSAM2 (any backend that declares ``capabilities.logits``: ``propagate_logits``):
+* MedSAM2 (any backend with its decoder's logits, ``capabilities.logits``:
+  ``propagate_logits``):
   the mask-decoder logits, resized to the case's in-plane size as MedSAM2's predictor
   does.
 * Other promptable backends (the built-in model): their output probabilities
@@ -39,8 +40,8 @@ MIN_VOXELS = 2
 
 
 def feature_kind(model: Any) -> str:
-    """``"logits"`` for backends that declare logits (``capabilities.logits``: MedSAM2's
-    ``propagate_logits``), else ``"probabilities"``.
+    """``"logits"`` for backends with their decoder's logits (``capabilities.logits``:
+    MedSAM2's ``walk_logits``), else ``"probabilities"``.
 
     Examples
     --------
@@ -52,13 +53,11 @@ def feature_kind(model: Any) -> str:
 
 
 def _walk(model: Any, frames: Any, key: int, box: Any, order: str, progress, cancel) -> Any:
-    if model.capabilities.logits:
-        return model.propagate_logits(
-            frames, key, box, order, progress=progress, cancel=cancel, stop_when_empty=False
-        )
-    return model.propagate(
-        frames, key, box, order, progress=progress, cancel=cancel, stop_when_empty=False
-    )
+    from napari_segeval.models.walk import WalkOptions
+
+    options = WalkOptions(progress=progress, cancel=cancel)
+    walk = model.propagate_logits if model.capabilities.logits else model.propagate
+    return walk(frames, key, box, order, options=options)
 
 
 def decoded_map(

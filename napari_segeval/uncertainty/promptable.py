@@ -146,12 +146,11 @@ def prompt_tta(
         corrections=rule_of(model) if correcting else Corrections.NONE,
     )
     total = per_sample * n_samples
-    shared = noise_std <= 0 and model.capabilities.frame_features
-    if shared:  # one tensor for every sample, so the kept embeddings stay bound to it
+    cache = model.feature_cache() if noise_std <= 0 else None
+    if cache is not None:  # one tensor for every sample, so the kept embeddings stay bound to it
         import torch
 
         frames = torch.as_tensor(frames)
-    cache = model.feature_cache() if shared else None
     stats = {label: SampleStats(binary=True) for label in sets}
     drawn = []
     for i in range(n_samples):

@@ -84,8 +84,6 @@ def test_uncertainty_without_prompts_shows_an_error(ct_viewer, notifications):
 
 def test_a_model_that_keeps_embeddings_gets_box_jitter_alone(monkeypatch):
     """noise_std None: no intensity noise where the slices can be encoded once."""
-    import dataclasses
-
     import napari_segeval.uncertainty as U
     from napari_segeval.models.threshold import ThresholdPromptModel
     from napari_segeval.prompts import Box
@@ -98,10 +96,13 @@ def test_a_model_that_keeps_embeddings_gets_box_jitter_alone(monkeypatch):
     image = np.zeros((4, 16, 16), np.float32)
     image[:, 4:12, 4:12] = 1.0
     args = (image, "CT", [Box(4, 4, 12, 12, index=1)], "volume", None, {1: "a"})
-    plain = ThresholdPromptModel()
-    keeping = ThresholdPromptModel()
-    keeping.capabilities = dataclasses.replace(plain.capabilities, frame_features=True)
-    keeping.feature_cache = lambda: None  # type: ignore[attr-defined]
+
+    class Keeping(ThresholdPromptModel):
+        def feature_cache(self):
+            return None  # keeps nothing, but declares that it keeps frames
+
+    plain, keeping = ThresholdPromptModel(), Keeping()
+    assert keeping.capabilities.frame_features and not plain.capabilities.frame_features
     for model in (plain, keeping):
         spec = ("threshold", None, "cpu")
         uncertainty(spec, (spec, model), *args, n_samples=2)

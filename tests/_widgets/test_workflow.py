@@ -123,10 +123,10 @@ class _SlowModel(ThresholdPromptModel):
         super().__init__()
         self.started = threading.Event()
 
-    def propagate(self, *args, **kwargs):
+    def propagate_walks(self, *args):
         self.started.set()
         time.sleep(0.5)
-        return super().propagate(*args, **kwargs)
+        return super().propagate_walks(*args)
 
 
 def test_cancel_running_propagation(ct_viewer, qtbot):

@@ -74,11 +74,12 @@ def test_per_slice_chain_attack_stays_in_budget_and_hurts(ct_case):
 def test_medsam2_refuses_the_per_slice_chain():
     from napari_segeval import SegEvalError
     from napari_segeval.models.medsam2.model import MedSAM2Model
+    from napari_segeval.models.walk import Walk
+    from napari_segeval.prompts.box import Box
 
     with pytest.raises(SegEvalError, match="memory bank"):
-        MedSAM2Model.propagate(
-            object(), np.zeros((2, 4, 4)), 0, None, prior_volume=np.zeros((2, 4, 4))
-        )
+        walk = Walk(0, Box(0, 0, 2, 2, index=0), prior_volume=np.zeros((2, 4, 4)))
+        MedSAM2Model.walk_logits(object(), np.zeros((2, 4, 4)), [walk])
 
 
 def test_one_structure_logits_give_back_the_probability(ct_case):

@@ -17,6 +17,7 @@ from napari_segeval.models.builtin_prompt import (
     load_network,
     save_weights,
 )
+from napari_segeval.models.walk import WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions
 
@@ -54,7 +55,7 @@ def test_shapes_and_visit_order(tiny_weights):
 def test_gradient_reaches_frames_across_three_steps(tiny_weights):
     m = BuiltinPromptModel(tiny_weights, device="cpu")
     frames = torch.tensor(_frames(), requires_grad=True)
-    prob = m.propagate(frames, 1, Box(6, 8, 14, 18, index=1), "forward", grad=True)
+    prob = m.propagate(frames, 1, Box(6, 8, 14, 18, index=1), options=WalkOptions(grad=True))
     assert prob.requires_grad and prob.shape[0] == 5
     prob[3].sum().backward()  # third propagated step
     g = frames.grad.abs().sum(dim=(1, 2))
@@ -75,7 +76,9 @@ def test_cancel_and_progress(tiny_weights):
         ev.set()
 
     with pytest.raises(Cancelled):
-        m.propagate(_frames(), 0, Box(6, 8, 14, 18), "forward", progress=progress, cancel=ev)
+        m.propagate(
+            _frames(), 0, Box(6, 8, 14, 18), options=WalkOptions(progress=progress, cancel=ev)
+        )
     assert calls == [(1, 6)]
 
 

@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-from napari_segeval.models.walk import Walk
+from napari_segeval.models.walk import Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 
@@ -121,7 +121,9 @@ def test_medsam2_shared_batched_walks_on_cuda(medsam2):
 def test_medsam2_gradient_on_cuda(medsam2):
     _, _, model, frames = medsam2
     x = frames[:3].clone().to("cuda").requires_grad_(True)
-    probs = model.propagate(x, 1, Box(14, 18, 34, 46, index=1), "forward", grad=True)
+    probs = model.propagate(
+        x, 1, Box(14, 18, 34, 46, index=1), "forward", options=WalkOptions(grad=True)
+    )
     probs.sum().backward()
     assert torch.isfinite(x.grad).all() and float(x.grad.abs().sum()) > 0
 

@@ -125,3 +125,37 @@ def test_a_records_capabilities_are_its_backends(name):
         from napari_segeval.models.registry import load_promptable
 
         assert load_promptable(name).capabilities is caps
+
+
+def test_implemented_parts_are_read_from_the_class():
+    """``logits``, ``frame_features`` and ``box3d`` cannot be declared: they are whether the
+    class overrides ``walk_logits``, ``feature_cache`` and ``challenge_3d``."""
+    from napari_segeval import SegEvalError
+    from napari_segeval.models.base import Capabilities
+    from napari_segeval.models.registry import declared_capabilities
+    from napari_segeval.models.threshold import ThresholdPromptModel
+
+    for flag in ("logits", "frame_features", "box3d"):
+        with pytest.raises(TypeError):
+            Capabilities(**{flag: True})
+
+    class Keeping(ThresholdPromptModel):
+        def feature_cache(self):
+            return {}
+
+    plain = ThresholdPromptModel.capabilities
+    assert Keeping.capabilities.frame_features and not plain.frame_features
+    assert Keeping.capabilities.points == plain.points
+    flags = {
+        name: tuple(
+            getattr(declared_capabilities(name), f) for f in ("logits", "frame_features", "box3d")
+        )
+        for name in ("threshold", "litemedsam", "medsam2")
+    }
+    assert flags == {
+        "threshold": (False, False, False),
+        "litemedsam": (False, True, True),
+        "medsam2": (True, True, False),
+    }
+    with pytest.raises(SegEvalError, match="^threshold does not run the CVPR 2024"):
+        ThresholdPromptModel().challenge_3d(None, [])

@@ -311,15 +311,16 @@ def test_walks_share_embeddings_without_changing_any_result(lite):
 def test_the_chain_keeps_its_iou_estimates_jitter_agreement_and_stop(lite):
     """Risk signals come with the walk: the decoder's IoU and the jittered boxes' agreement
     on each decoded slice; the jittered decodes never change the masks."""
-    from napari_segeval.models.walk import StopReason, Walk
+    from napari_segeval.models.walk import StopReason, Walk, WalkOptions
 
     frames = torch.from_numpy(_blobs(6, 48, [(10, 10, 24, 26)]))
     walk = Walk(1, Box(10, 10, 24, 26, index=2, label=1), "forward")
-    plain = lite.propagate_walks(frames, [walk], crops=True)[0]  # the default: no jitter
+    crops = WalkOptions(crops=True)
+    plain = lite.propagate_walks(frames, [walk], crops)[0]  # the default: no jitter
     assert plain.agreement is None
     lite.risk_jitter = 4
     try:
-        out = lite.propagate_walks(frames, [walk], crops=True)[0]
+        out = lite.propagate_walks(frames, [walk], crops)[0]
     finally:
         lite.risk_jitter = type(lite).risk_jitter
     decoded = [j for j, b in enumerate(out.boxes) if b is not None]

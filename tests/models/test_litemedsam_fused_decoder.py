@@ -94,7 +94,7 @@ def test_gradients_run_the_module(lite, embedding):
 def test_the_chains_risk_signal_is_unchanged(lite):
     """The box-jitter agreement and the IoU estimates of a walk: fused as the module."""
     from napari_segeval.io import read_case
-    from napari_segeval.models.walk import Walk
+    from napari_segeval.models.walk import Walk, WalkOptions
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_set import PromptSet
 
@@ -112,9 +112,9 @@ def test_the_chains_risk_signal_is_unchanged(lite):
     fast = net.fast_decoder
     lite.risk_jitter = 4  # the signal is off by default
     try:
-        fused = lite.propagate_walks(frames, [walk], crops=True, features=store)[0]
+        fused = lite.propagate_walks(frames, [walk], WalkOptions(crops=True, features=store))[0]
         net.fast_decoder = None
-        module = lite.propagate_walks(frames, [walk], crops=True, features=store)[0]
+        module = lite.propagate_walks(frames, [walk], WalkOptions(crops=True, features=store))[0]
     finally:
         net.fast_decoder = fast
         lite.risk_jitter = type(lite).risk_jitter

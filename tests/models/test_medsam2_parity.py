@@ -32,7 +32,7 @@ pytest.importorskip("hydra", reason="hydra-core (extra 'medsam2') is not install
 from napari_segeval.models.medsam2 import MedSAM2Model, load_medsam2
 from napari_segeval.models.medsam2._build import build_network, load_network, read_state_dict
 from napari_segeval.models.medsam2._loop import connected_components
-from napari_segeval.models.walk import Walk
+from napari_segeval.models.walk import Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, PropagationSession, propagate_case
@@ -176,7 +176,9 @@ def test_a_network_at_another_input_size_takes_the_same_weights(setup, medsam2_c
 def test_gradient_flows_to_frames(setup):
     _, _, model, frames = setup
     x = frames[:3].clone().requires_grad_(True)
-    probs = model.propagate(x, 1, Box(14, 18, 34, 46, index=1), "forward", grad=True)
+    probs = model.propagate(
+        x, 1, Box(14, 18, 34, 46, index=1), "forward", options=WalkOptions(grad=True)
+    )
     probs.sum().backward()
     assert x.grad is not None and float(x.grad.abs().sum()) > 0
 

@@ -14,7 +14,7 @@ from torch import nn
 from napari_segeval._errors import InvalidPromptError
 from napari_segeval.models._prompt_net import PromptUNet
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel, save_weights
-from napari_segeval.models.walk import Walk
+from napari_segeval.models.walk import Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 from napari_segeval.propagation import PropagationOptions, propagate_case
@@ -125,7 +125,7 @@ def test_crops_equal_full_frames(model, tiny_prompt_weights):
         for o in ("forward", "backward")
     ]
     full = real.propagate_walks(_frames(), walks)
-    crops = real.propagate_walks(_frames(), walks, crops=True)
+    crops = real.propagate_walks(_frames(), walks, WalkOptions(crops=True))
     for f, c in zip(full, crops):
         assert torch.equal(c.full(), f)
         y0, x0, y1, x1 = c.boxes[0]

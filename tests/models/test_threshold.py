@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
 
@@ -67,6 +68,6 @@ def test_a_mask_prompt_is_its_frame_output():
 def test_gradient_through_points():
     f = torch.tensor(_two_blobs() * 0.8 + 0.1, requires_grad=True)
     s = PromptSet.of([Point(7, 7, index=0), Point(2, 2, index=1)])
-    p = ThresholdPromptModel().propagate(f, 0, s, grad=True)
+    p = ThresholdPromptModel().propagate(f, 0, s, options=WalkOptions(grad=True))
     p[2].sum().backward()
     assert f.grad[2].abs().sum() > 0 and f.grad[0].abs().sum() > 0

@@ -25,9 +25,9 @@ class Recorder(ThresholdPromptModel):
         super().__init__()
         self.calls = []
 
-    def propagate(self, frames, key_index, box, order="forward", **kw):
-        self.calls.append((key_index, order))
-        return super().propagate(frames, key_index, box, order, **kw)
+    def propagate_walks(self, frames, walks, *options):
+        self.calls.extend((w.start, w.order) for w in walks)
+        return super().propagate_walks(frames, walks, *options)
 
 
 def _tube(n=9, y=(3, 7), x=(2, 6)):

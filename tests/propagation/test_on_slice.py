@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from napari_segeval.models.threshold import ThresholdPromptModel
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
-
-
-class NoHook(ThresholdPromptModel):
-    """A backend that cannot report steps (``propagate`` without ``on_frame``)."""
-
-    capabilities = replace(ThresholdPromptModel.capabilities, live_frames=False)
-
-    def propagate(self, frames, key_index, box, order="forward", **kw):
-        assert "on_frame" not in kw
-        return super().propagate(frames, key_index, box, order, **kw)
 
 
 def _frames(n=11):
@@ -44,10 +32,10 @@ def _record(model, frames, **kw):
     return res, seen
 
 
-@pytest.mark.parametrize("model", [ThresholdPromptModel(), NoHook()], ids=["hook", "no-hook"])
 @pytest.mark.parametrize("mode", ["volume", "video"])
 @pytest.mark.parametrize("share", [True, False])
-def test_masks_unchanged_and_every_slice_reported(model, mode, share):
+def test_masks_unchanged_and_every_slice_reported(mode, share):
+    model = ThresholdPromptModel()
     frames = _frames()
     plain = propagate_case(model, frames, PROMPTS, PropagationOptions(mode=mode, share=share))
     res, seen = _record(model, frames, mode=mode, share=share)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from napari_segeval.models.base import Capabilities
+from napari_segeval.models.base import Capabilities, PromptableModel
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import WALK_DEFAULTS, WalkOutput
 from napari_segeval.prompts.box import Box
 from napari_segeval.propagation import PropagationOptions, propagate_case
 from napari_segeval.propagation.masks import largest_component, structure_masks
@@ -51,11 +52,11 @@ def test_propagate_case_connectivity_option_and_record():
     )
 
 
-class _LogitModel:
+class _LogitModel(PromptableModel):
     """Returns fixed logits: a tiny positive logit whose float32 sigmoid is exactly 0.5."""
 
     name = "fixed-logits"
-    capabilities = Capabilities(shared_walks=True, logits=True)
+    capabilities = Capabilities()
     device = torch.device("cpu")
 
     def __init__(self, logit: float) -> None:
@@ -67,11 +68,20 @@ class _LogitModel:
         out[:, 1:3, 1:3] = self.logit
         return out
 
-    def walk_logits(self, frames, walks, **_):
-        return [self._seq(frames, w) for w in walks]
+    def walk_logits(self, frames, walks, options=WALK_DEFAULTS):
+        n = int(frames.shape[0])
+        seqs = [self._seq(frames, w) for w in walks]
+        if options.crops:
+            return [
+                WalkOutput.from_full(w.frames(n), s, float("-inf")) for w, s in zip(walks, seqs)
+            ]
+        return seqs
 
-    def propagate_walks(self, frames, walks, **_):
-        return [torch.sigmoid(x) for x in self.walk_logits(frames, walks)]
+    def propagate_walks(self, frames, walks, options=WALK_DEFAULTS):
+        outs = self.walk_logits(frames, walks, options)
+        if options.crops:
+            return [o.map(torch.sigmoid, 0.0) for o in outs]
+        return [torch.sigmoid(x) for x in outs]
 
 
 def test_logit_decision_differs_only_where_sigmoid_rounds_to_half():
@@ -136,9 +146,9 @@ def test_stop_when_empty_is_passed_to_the_backend_and_recorded():
     seen = []
 
     class Spy(_LogitModel):
-        def walk_logits(self, frames, walks, stop_when_empty=True, **kw):
-            seen.append(stop_when_empty)
-            return super().walk_logits(frames, walks)
+        def walk_logits(self, frames, walks, options=WALK_DEFAULTS):
+            seen.append(options.stop_when_empty)
+            return super().walk_logits(frames, walks, options)
 
     frames = np.zeros((3, 4, 4), np.float32)
     for flag in (True, False):

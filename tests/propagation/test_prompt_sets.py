@@ -8,7 +8,7 @@ import pytest
 
 from napari_segeval._errors import InvalidPromptError
 from napari_segeval.models.threshold import ThresholdPromptModel
-from napari_segeval.models.walk import Walk
+from napari_segeval.models.walk import Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, PromptSet
@@ -28,9 +28,9 @@ class Recorder(ThresholdPromptModel):
         super().__init__()
         self.calls = []
 
-    def propagate(self, frames, key_index, box, order="forward", **kw):
-        self.calls.append((key_index, order, box))
-        return super().propagate(frames, key_index, box, order, **kw)
+    def propagate_walks(self, frames, walks, *options):
+        self.calls.extend((w.start, w.order, w.prompts) for w in walks)
+        return super().propagate_walks(frames, walks, *options)
 
 
 def _tube(n=12, y=(3, 7), x=(2, 6)):
@@ -79,8 +79,9 @@ def test_union_between_conditioning_frames_takes_the_maximum():
     frames[:, 3:7, 2:4] = 0.6  # dimmer half: the soft threshold gives lower probabilities
     s = PromptSet.of([Box(3, 2, 7, 6, index=2), Box(3, 2, 7, 6, index=5)])
     res = propagate_case(ThresholdPromptModel(), frames, {1: s})
-    fwd = ThresholdPromptModel().propagate(frames, 2, s, "forward", stop_when_empty=True)
-    bwd = ThresholdPromptModel().propagate(frames, 5, s, "backward", stop_when_empty=True)
+    stop = WalkOptions(stop_when_empty=True)
+    fwd = ThresholdPromptModel().propagate(frames, 2, s, "forward", options=stop)
+    bwd = ThresholdPromptModel().propagate(frames, 5, s, "backward", options=stop)
     expect = np.zeros((8, 10, 10), np.float32)
     expect[2:] = fwd.numpy()
     expect[:6] = np.maximum(expect[:6], bwd.numpy()[::-1])

@@ -19,9 +19,9 @@ class Counting(ThresholdPromptModel):
         super().__init__()
         self.walks = []
 
-    def propagate(self, frames, key_index, box, order="forward", **kw):
-        self.walks.append(box.label)
-        return super().propagate(frames, key_index, box, order, **kw)
+    def propagate_walks(self, frames, walks, *options):
+        self.walks.extend(w.label for w in walks)
+        return super().propagate_walks(frames, walks, *options)
 
 
 def _frames():

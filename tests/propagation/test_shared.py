@@ -1,8 +1,8 @@
 """Several structures in one pass (``share=True``): the same result as one pass each.
 
 The built-in model on the bundled CT (five structures, volume) and on an echo
-phantom (three structures, video); weight-free backends without
-``propagate_walks`` take the per-walk fallback.
+phantom (three structures, video); the weight-free threshold backend walks one walk
+after the other.
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ import torch
 from napari_segeval._cancel import Cancelled
 from napari_segeval.models.builtin_prompt import BuiltinPromptModel
 from napari_segeval.models.threshold import ThresholdPromptModel
-from napari_segeval.models.walk import Walk, walk_steps
+from napari_segeval.models.walk import Walk, WalkOptions, walk_steps
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.from_labels import boxes_from_labels
 from napari_segeval.propagation import PropagationOptions, propagate_case
-from napari_segeval.propagation.walks import run_walks
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_data"
 
@@ -80,11 +79,10 @@ def test_shared_video_equals_one_pass_per_structure(model, echo, n_structures):
 def test_walks_equal_their_own_propagate_calls(model, ct):
     frames, boxes = ct
     walks = [Walk(b.index, b, o) for b in boxes[:3] for o in ("forward", "backward")]
-    probs = model.propagate_walks(frames, walks, stop_when_empty=True)
+    stop = WalkOptions(stop_when_empty=True)
+    probs = model.propagate_walks(frames, walks, stop)
     for w, p in zip(walks, probs):
-        assert torch.equal(
-            p, model.propagate(frames, w.key_index, w.box, w.order, stop_when_empty=True)
-        )
+        assert torch.equal(p, model.propagate(frames, w.key_index, w.box, w.order, options=stop))
 
 
 @pytest.mark.slow
@@ -151,17 +149,15 @@ def test_gradient_through_shared_walks_matches_separate_passes(model, ct):
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6 * scale)
 
 
-def test_fallback_for_backends_without_walks():
+def test_walks_one_after_the_other_count_the_steps_of_all():
     frames = np.zeros((6, 10, 10), np.float32)
     frames[:, 3:7, 2:6] = 1.0
     box = Box(3, 2, 7, 6, index=2)
     seen = []
-    probs = run_walks(
-        ThresholdPromptModel(),
+    probs = ThresholdPromptModel().propagate_walks(
         frames,
         [Walk(2, box, "forward"), Walk(2, box, "backward")],
-        progress=lambda d, t: seen.append((d, t)),
-        stop_when_empty=False,
+        WalkOptions(progress=lambda d, t: seen.append((d, t))),
     )
     assert [tuple(p.shape) for p in probs] == [(4, 10, 10), (3, 10, 10)]
     assert seen == [(i, 7) for i in range(1, 8)]

@@ -8,17 +8,18 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from napari_segeval.models.base import Capabilities
+from napari_segeval.models.base import Capabilities, PromptableModel
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import WALK_DEFAULTS
 from napari_segeval.prompts import Box
 from napari_segeval.uncertainty import class_scales, decoded_map, feature_kind
 
 
-class LogitModel:
+class LogitModel(PromptableModel):
     """A promptable stub whose logits are the frame itself plus the visit position."""
 
     name = "stub"
-    capabilities = Capabilities(logits=True)
+    capabilities = Capabilities()
     device = "cpu"
 
     def __init__(self) -> None:
@@ -29,21 +30,21 @@ class LogitModel:
 
         return torch.as_tensor(np.asarray(image, np.float32))
 
-    def propagate_logits(
-        self, frames, key, box, order, *, progress=None, cancel=None, stop_when_empty=False, **_
-    ):
+    def walk_logits(self, frames, walks, options=WALK_DEFAULTS):
         import torch
 
-        self.calls.append((order, stop_when_empty))
         frames = torch.as_tensor(frames)
-        idx = range(key, frames.shape[0]) if order == "forward" else range(key, -1, -1)
-        out = torch.stack([frames[i] + 10.0 * box.label for i in idx])
-        if progress is not None:
-            progress(len(out), len(out))
-        return out
+        outs = []
+        for w in walks:
+            self.calls.append((w.order, options.stop_when_empty))
+            idx = w.frames(int(frames.shape[0])).tolist()
+            outs.append(torch.stack([frames[i] + 10.0 * w.label for i in idx]))
+            if options.progress is not None:
+                options.progress(len(idx), len(idx))
+        return outs
 
-    def propagate(self, *a, **k):  # pragma: no cover - must not be used
-        raise AssertionError("propagate_logits should be used")
+    def propagate_walks(self, *a, **k):  # pragma: no cover - must not be used
+        raise AssertionError("walk_logits should be used")
 
 
 def volume_case(labels, image=None, structures=None):
@@ -170,7 +171,8 @@ def test_medsam2_decoded_map_is_its_mask_decoder_logits(medsam2_checkpoint):
     walks, real = {}, model.propagate_logits
 
     def spy(f, key, b, order, **kwargs):  # the mask decoder's logits of each walk, kept
-        assert f is frames and key == 1 and b is box and kwargs["stop_when_empty"] is False
+        assert f is frames and key == 1 and b is box
+        assert kwargs["options"].stop_when_empty is False
         walks[order] = real(f, key, b, order, **kwargs)
         return walks[order]
 

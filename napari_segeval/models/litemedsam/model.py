@@ -41,10 +41,11 @@ from napari_segeval.models.base import (
     Capabilities,
     Corrections,
     NormalizeInfo,
+    PromptableModel,
     check_prompt_kinds,
 )
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import Order, Walk, WalkOutput, walk_steps
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput, walk_steps
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -157,7 +158,7 @@ def to_uint8(
 STOP_IOU_RATIO = 0.9
 
 
-class LiteMedSAMModel:
+class LiteMedSAMModel(PromptableModel):
     """LiteMedSAM (the MedSAM authors' 256 px box model) with the authors' recipe.
 
     Parameters
@@ -197,9 +198,6 @@ class LiteMedSAMModel:
         corrections=Corrections.BOXES,
         gradients=True,
         prior_volume=True,
-        shared_walks=True,
-        frame_features=True,
-        box3d=True,
         reason="LiteMedSAM was trained with box prompts only",
         # bf16 is faster but does not keep the masks (per-structure Dice against fp32
         # down to 0.955 on the sample task: benchmarks/bench_litemedsam.py --part
@@ -362,51 +360,15 @@ class LiteMedSAMModel:
         """Refuse point and mask prompts (one line naming the model)."""
         check_prompt_kinds(self.capabilities, walks, self.name)
 
-    def propagate(
-        self,
-        frames: Any,
-        key_index: int,
-        box: Any,
-        order: Order = "forward",
-        *,
-        init_mask: Any = None,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        prior_volume: Any = None,
-    ) -> torch.Tensor:
-        """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol)."""
-        walk = Walk(int(key_index), box, order, init_mask, prior_volume)
-        return self.propagate_walks(
-            frames,
-            [walk],
-            progress=progress,
-            cancel=cancel,
-            stop_when_empty=stop_when_empty,
-            grad=grad,
-        )[0]
-
     def propagate_walks(
-        self,
-        frames: Any,
-        walks: list[Walk],
-        *,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        cache_mb: float | None = None,
-        on_frame: Any = None,
-        crops: bool = False,
-        features: FrameStore | None = None,
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
         """Several walks (structure x direction), each slice encoded once for all of them.
 
-        Each walk's result equals its own :meth:`propagate` call. ``features`` keeps the
-        embeddings for the next call on the same ``frames`` (without gradients).
-        ``crops=True`` returns :class:`~napari_segeval.models.walk.WalkOutput` objects
-        (each slice kept where its probability is at least 1e-5). After the call,
+        Each walk's result equals its own :meth:`propagate` call. ``options.features``
+        keeps the embeddings for the next call on the same ``frames`` (without
+        gradients). With ``options.crops`` each slice is kept where its probability is
+        at least 1e-5. After the call,
         :attr:`last_run` holds ``encoded_frames`` and ``reused_frames``.
         """
         import torch
@@ -418,13 +380,13 @@ class LiteMedSAMModel:
             return []
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
-        chains = [self._chain(walk, n, (h, w), stop_when_empty) for walk in walks]
+        chains = [self._chain(walk, n, (h, w), options.stop_when_empty) for walk in walks]
         reads = [[f for _, f in step] for step in walk_steps(n, walks)]
+        grad = options.grad
+        mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx:
-            cache = self._cache(
-                x, reads, grad, self.cache_mb if cache_mb is None else cache_mb, features
-            )
+            cache = self._cache(x, reads, grad, mb, options.features)
             reused = len(cache.store) if cache.store is not None else 0
             _chain.run(
                 self.network,
@@ -433,13 +395,13 @@ class LiteMedSAMModel:
                 chains,
                 (h, w),
                 grad=grad,
-                progress=progress,
-                cancel=cancel,
-                on_frame=on_frame,
+                progress=options.progress,
+                cancel=options.cancel,
+                on_frame=options.on_frame,
             )
         self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
         outs = [_output(c, (h, w)) for c in chains]
-        return outs if crops else [o.full() for o in outs]
+        return outs if options.crops else [o.full() for o in outs]
 
     def _chain(
         self,

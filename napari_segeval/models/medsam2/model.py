@@ -36,8 +36,8 @@ from napari_segeval.inference.windowing import (
     parse_window,
     window_bounds,
 )
-from napari_segeval.models.base import Capabilities, NormalizeInfo
-from napari_segeval.models.walk import Order, Walk
+from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions
 
 from . import _loop
 from ._build import FILL_HOLE_AREA
@@ -53,8 +53,6 @@ from ._preprocess import (
 from ._resize import resize_bicubic
 
 if TYPE_CHECKING:  # pragma: no cover
-    import threading
-
     import torch
 
 #: Resize modes of :class:`MedSAM2Model` (module doc).
@@ -66,7 +64,7 @@ _NO_PER_SLICE = (
 )
 
 
-class MedSAM2Model:
+class MedSAM2Model(PromptableModel):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
     Parameters
@@ -105,9 +103,6 @@ class MedSAM2Model:
     capabilities = Capabilities(
         points=True,
         masks=True,
-        shared_walks=True,
-        logits=True,
-        frame_features=True,
         resize_modes=RESIZE_MODES,
     )
 
@@ -274,108 +269,19 @@ class MedSAM2Model:
         """
         return FeatureStore()
 
-    def propagate(
-        self,
-        frames: Any,
-        key_index: int,
-        box: Any,
-        order: Order = "forward",
-        *,
-        init_mask: Any = None,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        prior_volume: Any = None,
-    ) -> torch.Tensor:
-        """Probabilities ``(n_visited, H, W)`` in visit order (see the base protocol).
-
-        ``box`` is a box or the structure's prompt set. ``prior_volume`` is refused:
-        MedSAM2 conditions each frame on a memory bank of several earlier frames, not
-        on one previous mask.
-        """
-        if prior_volume is not None:
-            raise SegEvalError(_NO_PER_SLICE)
-        walk = Walk(key_index, box, order, init_mask)
-        return self.propagate_walks(
-            frames,
-            [walk],
-            progress=progress,
-            cancel=cancel,
-            stop_when_empty=stop_when_empty,
-            grad=grad,
-        )[0]
-
-    def propagate_logits(
-        self,
-        frames: Any,
-        key_index: int,
-        box: Any,
-        order: Order = "forward",
-        *,
-        init_mask: Any = None,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-    ) -> torch.Tensor:
-        """Like :meth:`propagate` but returns native-size logits (mask = ``logits > 0``)."""
-        walk = Walk(key_index, box, order, init_mask)
-        return self.walk_logits(
-            frames,
-            [walk],
-            progress=progress,
-            cancel=cancel,
-            stop_when_empty=stop_when_empty,
-            grad=grad,
-        )[0]
-
     def propagate_walks(
-        self,
-        frames: Any,
-        walks: list[Walk],
-        *,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        cache_mb: float | None = None,
-        on_frame: Any = None,
-        crops: bool = False,
-        features: FeatureStore | None = None,
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
         """Probabilities of several walks, each frame encoded once (see :meth:`walk_logits`)."""
         import torch
 
-        logits = self.walk_logits(
-            frames,
-            walks,
-            progress=progress,
-            cancel=cancel,
-            stop_when_empty=stop_when_empty,
-            grad=grad,
-            cache_mb=cache_mb,
-            on_frame=on_frame,
-            crops=crops,
-            features=features,
-        )
-        if crops:
+        logits = self.walk_logits(frames, walks, options)
+        if options.crops:
             return [x.map(torch.sigmoid, 0.0) for x in logits]
         return [torch.sigmoid(x) for x in logits]
 
     def walk_logits(
-        self,
-        frames: Any,
-        walks: list[Walk],
-        *,
-        progress: Any = None,
-        cancel: threading.Event | None = None,
-        stop_when_empty: bool = False,
-        grad: bool = False,
-        cache_mb: float | None = None,
-        on_frame: Any = None,
-        crops: bool = False,
-        features: FeatureStore | None = None,
+        self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
@@ -383,15 +289,14 @@ class MedSAM2Model:
         of its set given first (:mod:`._condition`, the reference sequence). Each
         frame's image features are computed once and shared by every walk (and each
         structure's conditioning by its two directions), kept while they will be read
-        again within ``cache_mb`` MiB (default :attr:`cache_mb`) and, with a
+        again within ``options.cache_mb`` MiB (default :attr:`cache_mb`) and, with a
         ``features`` cache (:meth:`feature_cache`) and without gradients, kept for the
         next call on the same ``frames`` tensor (a correction re-propagating the case
         does not run the image encoder again); each walk's result is the same as when
         it runs alone. With :attr:`batch_walks` the walks
-        of one step run as one batch. ``on_frame(i, frame, probability)`` hears walk
-        ``i``'s probability on each frame as it is computed (it never changes the
-        result). ``crops=True`` returns :class:`~napari_segeval.models.walk.WalkOutput`
-        objects (full frames: MedSAM2's logits cover every frame). After the call,
+        of one step run as one batch. ``options.on_frame`` hears each walk's
+        probability on each frame as it is computed. With ``options.crops`` the
+        walk outputs hold full frames (MedSAM2's logits cover every frame). After the call,
         :attr:`last_run` holds ``encoded_frames``, ``reused_frames``,
         ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
@@ -408,21 +313,12 @@ class MedSAM2Model:
         if not walks:
             return []
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
+        grad = options.grad
         ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
         with ctx, autocast_context(self.device, enabled=not grad):
-            rows, heard = self._run(
-                frames,
-                walks,
-                (n, h, w),
-                progress,
-                cancel,
-                stop_when_empty,
-                self.cache_mb if cache_mb is None else cache_mb,
-                on_frame,
-                None if grad else features,
-            )
+            rows, heard = self._run(frames, walks, (n, h, w), options)
         outs = [[r.float() for r in walk_rows] for walk_rows in rows]
-        if crops:
+        if options.crops:
             return [
                 WalkOutput(
                     wk.frames(n).tolist(),
@@ -437,18 +333,7 @@ class MedSAM2Model:
             ]
         return [torch.stack(r) for r in outs]
 
-    def _run(
-        self,
-        frames,
-        walks,
-        shape,
-        progress,
-        cancel,
-        stop_when_empty,
-        cache_mb,
-        on_frame=None,
-        store=None,
-    ):
+    def _run(self, frames, walks, shape, options):
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
@@ -464,7 +349,9 @@ class MedSAM2Model:
                 )
             )
         sets = {g: s for s, g in groups.items()}
+        cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
+        store = None if options.grad else options.features
         if store is not None and hasattr(frames, "_version"):  # features for the next call
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
         else:
@@ -483,7 +370,7 @@ class MedSAM2Model:
         try:
             conds = {}
             for g, prompts in sets.items():  # every structure's prompts, before any walk
-                check_cancel(cancel, "MedSAM2 propagation")
+                check_cancel(options.cancel, "MedSAM2 propagation")
                 conds[g] = condition_structure(
                     self.network, feats, prompts, n, (h, w), self.fill_hole_area, self.device
                 )
@@ -495,10 +382,10 @@ class MedSAM2Model:
                 (h, w),
                 self.fill_hole_area,
                 batch=self._batch(),
-                progress=progress,
-                cancel=cancel,
-                stop_when_empty=stop_when_empty,
-                on_frame=on_frame,
+                progress=options.progress,
+                cancel=options.cancel,
+                stop_when_empty=options.stop_when_empty,
+                on_frame=options.on_frame,
             )
             return rows, [(s.presence, s.quality) for s in states]
         finally:

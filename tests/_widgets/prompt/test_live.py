@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from napari_segeval._widgets.jobs.tasks import segment
 from napari_segeval.models.threshold import ThresholdPromptModel
+from napari_segeval.models.walk import WALK_DEFAULTS
 
 from ..conftest import wait_job
 
@@ -25,15 +27,16 @@ class _SlowSteps(ThresholdPromptModel):
         self.release = threading.Event()
         self.release.set()
 
-    def propagate(self, frames, key_index, box, order="forward", *, on_frame=None, **kw):
+    def propagate_walks(self, frames, walks, options=WALK_DEFAULTS):
+        on_frame = options.on_frame
+
         def slow(i, f, prob):
             on_frame(i, f, prob)
             time.sleep(self.delay)
             self.release.wait(30)
 
-        return super().propagate(
-            frames, key_index, box, order, on_frame=None if on_frame is None else slow, **kw
-        )
+        options = replace(options, on_frame=None if on_frame is None else slow)
+        return super().propagate_walks(frames, walks, options)
 
 
 def _partial(viewer):
