@@ -106,8 +106,8 @@ def test_model_input_window_only_for_ct(small_case, qtbot):
     viewer, state, _ = small_case
     panel = PromptPanel(viewer, state)
     qtbot.addWidget(panel)
-    assert "model" in WINDOW_ROW and panel.window.isEnabled()  # the case is a CT
-    panel.modality.setCurrentText("MR")
-    assert not panel.window.isEnabled()
-    panel.modality.setCurrentText("from image")
-    assert panel.window.isEnabled()
+    assert "model" in WINDOW_ROW and panel.window.enabled  # the case is a CT
+    panel.modality.value = "MR"
+    assert not panel.window.enabled
+    panel.modality.value = "from image"
+    assert panel.window.enabled
