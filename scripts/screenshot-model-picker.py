@@ -26,7 +26,7 @@ def main(path: str, model: str = "MedSAM2 checkpoint") -> None:
     widget = SegEvalWidget(viewer)
     viewer.window.add_dock_widget(widget, name="Evaluate", area="right")
     widget.tabs.setCurrentWidget(widget.prompt)
-    widget.prompt.device.setCurrentText("cpu")
+    widget.prompt.device.value = "cpu"
     if not widget.prompt.picker.choose(model):
         raise SystemExit(f"{model!r} is not in the picker's list")
     for _ in range(20):

@@ -64,7 +64,7 @@ def main(which: str, out: str, model: str = "litemedsam") -> None:
     viewer.window.add_dock_widget(w, name="Evaluate", area="right")
     if not w.prompt.choose_model(model):
         raise SystemExit(f"{model}: not a promptable model of the viewer's list")
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     label = next(k for k, v in w.state.structures.items() if v == structure)
     w.state.set_current(label)
     w.prompt.go_to_middle()

@@ -8,11 +8,14 @@ the *Case* panel the first two; both write to the same
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
+from magicgui.widgets import ComboBox
 from napari.layers import Image, Labels
-from qtpy.QtWidgets import QComboBox, QFormLayout, QWidget
+from qtpy.QtWidgets import QVBoxLayout, QWidget
 
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 
 NONE = "(none)"
@@ -24,8 +27,17 @@ def layer_class(role: str) -> type:
     return Image if role == "image" else Labels
 
 
+def _choices(viewer: Any, kind: type, _widget: Any) -> list[tuple[str, Any]]:
+    """A combo box's choices: :data:`NONE`, then the viewer's layers of class ``kind``."""
+    return [(NONE, NONE), *((ly.name, ly) for ly in viewer.layers if isinstance(ly, kind))]
+
+
 class LayerPicker(QWidget):
     """Combo boxes bound to a :class:`ViewerState`, following the viewer's layer list.
+
+    Each is a magicgui ``ComboBox`` (``combos[role]``) whose choices are the viewer's
+    layers of the role's class, after :data:`NONE`; its value is the layer, or ``NONE``
+    (magicgui does not report a change to None).
 
     Parameters
     ----------
@@ -43,12 +55,16 @@ class LayerPicker(QWidget):
             raise ValueError(f"unknown roles {unknown}: use some of {ROLES}")
         self.viewer = viewer
         self.state = state
-        self.combos = {role: QComboBox() for role in roles}
-        form = QFormLayout(self)
-        form.setContentsMargins(0, 0, 0, 0)
+        # no reference to self in the combos: psygnal then lets a closed panel go
+        self.combos = {
+            role: ComboBox(label=role, choices=partial(_choices, viewer, layer_class(role)))
+            for role in roles
+        }
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(form(*self.combos.values()))
         for role, combo in self.combos.items():
-            form.addRow(role, combo)
-            combo.currentTextChanged.connect(lambda text, role=role: self._picked(role, text))
+            combo.changed.connect(partial(self._picked, role))
         layer_events = viewer.layers.events
         for event in (layer_events.inserted, layer_events.removed, layer_events.renamed):
             event.connect(self._refill)
@@ -97,24 +113,16 @@ class LayerPicker(QWidget):
 
     def _refill(self, event: Any = None) -> None:
         for role, combo in self.combos.items():
-            kind = layer_class(role)
-            names = [ly.name for ly in self.viewer.layers if isinstance(ly, kind)]
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems([NONE, *names])
             layer = self._current(role)
-            if layer is not None and layer in self.viewer.layers:
-                combo.setCurrentText(layer.name)
-            else:
-                combo.setCurrentText(NONE)
-                if layer is not None:  # the chosen layer was deleted
-                    combo.blockSignals(False)
-                    self._picked(role, NONE)
-                    continue
-            combo.blockSignals(False)
+            shown = layer is not None and layer in self.viewer.layers
+            with combo.changed.blocked():
+                combo.reset_choices()
+                combo.value = layer if shown else NONE
+            if layer is not None and not shown:  # the chosen layer was deleted
+                self._picked(role, None)
 
-    def _picked(self, role: str, name: str) -> None:
-        layer = next((ly for ly in self.viewer.layers if ly.name == name), None)
+    def _picked(self, role: str, layer: Any) -> None:
+        layer = None if isinstance(layer, str) else layer  # NONE
         if role == "image":
             self.state.set_image(layer)
         elif role == "reference":

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from qtpy.QtWidgets import QComboBox, QFormLayout, QLabel, QVBoxLayout, QWidget
+from magicgui.widgets import ComboBox
+from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
@@ -75,7 +76,7 @@ class CaseWidget(QWidget):
         ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
     status : QLabel
         Whether the reference lines up with the image.
-    display : QComboBox
+    display : magicgui.widgets.ComboBox
         The display presets of the image's modality
         (:func:`~napari_segeval._widgets.display.presets_for`): what the person sees,
         never what the model gets. A new image gets the first one.
@@ -92,19 +93,20 @@ class CaseWidget(QWidget):
         self.fields["structures"].setWordWrap(True)
         self.status = QLabel("")
         self.status.setWordWrap(True)
-        self.display = QComboBox()
-        self.display.setToolTip(
-            "what you see of the image (its contrast limits): CT windows W/L in HU, "
+        self.display = ComboBox(
+            label="display",
+            choices=[],
+            tooltip="what you see of the image (its contrast limits): CT windows W/L in HU, "
             "percentiles of the non-zero voxels for MR and others; the model's input "
-            "is set apart, in the Prompt tab"
+            "is set apart, in the Prompt tab",
         )
-        self.display.currentIndexChanged.connect(self._display_picked)
+        self.display.changed.connect(self._display_picked)
         self._presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
         form = QFormLayout()
         for key, label in self.fields.items():
             form.addRow(key, label)
-        form.addRow("display", self.display)
+        form.addRow(self.display.label, self.display.native)
         layout = QVBoxLayout(self)
         layout.addWidget(self.picker)
         layout.addLayout(form)
@@ -137,11 +139,9 @@ class CaseWidget(QWidget):
         self._shown_image = image
         usable = image is not None and not getattr(image, "rgb", False)
         self._presets = presets_for(self.state.modality()) if usable else ()
-        self.display.blockSignals(True)
-        self.display.clear()
-        self.display.addItems([p.name for p in self._presets])
-        self.display.blockSignals(False)
-        self.display.setEnabled(usable)
+        with self.display.changed.blocked():
+            self.display.choices = [p.name for p in self._presets]
+        self.display.enabled = usable
         if usable:
             self.set_display(self._presets[0].name)
 
@@ -154,9 +154,8 @@ class CaseWidget(QWidget):
         names = [p.name for p in self._presets]
         if name not in names:
             raise ValueError(f"no display preset {name!r} for this image: use one of {names}")
-        self.display.blockSignals(True)
-        self.display.setCurrentIndex(names.index(name))
-        self.display.blockSignals(False)
+        with self.display.changed.blocked():
+            self.display.value = name
         preset = self._presets[names.index(name)]
         image = self.state.image
         limits = preset.limits(np.asarray(image.data))
@@ -165,9 +164,9 @@ class CaseWidget(QWidget):
                 _set_limits(layer, limits)
         return limits
 
-    def _display_picked(self, index: int) -> None:
-        if 0 <= index < len(self._presets):
-            run_guarded("display", lambda: self.set_display(self._presets[index].name))
+    def _display_picked(self, name: str | None) -> None:
+        if name is not None:
+            run_guarded("display", lambda: self.set_display(name))
 
     def _refresh_fields(self) -> None:
         image, labels = self.image_layer(), self.labels_layer()

@@ -83,7 +83,7 @@ class DemoRun:
             w.prompt.picker.use_file(checkpoint, name)
         elif not w.prompt.choose_model(name):
             raise SegEvalError(f"{backend}: not a promptable model of the viewer's list")
-        w.prompt.device.setCurrentText(device)
+        w.prompt.device.value = device
         if correct:  # the prompts and how Dice moved need the tab's height, not the card
             w.prompt.picker.card_button.setChecked(False)
         self.attack_name = None if correct else attack
@@ -91,9 +91,9 @@ class DemoRun:
         self.correct = correct
         self.correction: Any = None
         if self.attack_name:
-            w.attack.attack.setCurrentText(attack)
-            w.attack.eps.setValue(eps)
-            w.attack.steps.setValue(steps)
+            w.attack.attack.value = attack
+            w.attack.eps.value = eps
+            w.attack.steps.value = steps
         liver = next((k for k, v in w.state.structures.items() if v == "liver"), 1)
         w.state.set_current(liver)
         w.prompt.go_to_middle()

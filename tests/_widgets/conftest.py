@@ -76,7 +76,7 @@ def ct_viewer(make_napari_viewer):
         getattr(viewer, f"add_{kind}")(data, **kwargs)
     widget = SegEvalWidget(viewer)
     widget.prompt.backend.setCurrentText("threshold (no weights)")
-    widget.prompt.device.setCurrentText("cpu")
+    widget.prompt.device.value = "cpu"
     return viewer, widget
 
 

@@ -35,18 +35,18 @@ def test_docked_case_and_evaluate_panels_share_the_layers(make_napari_viewer):
     assert list(case.picker.combos) == ["image", "reference"]
 
     # an image chosen in Case is the image of Evaluate
-    case.picker.combos["image"].setCurrentText("second")
+    case.picker.combos["image"].value = viewer.layers["second"]
     assert evaluate.state.image is second
-    assert evaluate.picker.combos["image"].currentText() == "second"
+    assert evaluate.picker.combos["image"].current_choice == "second"
     assert case.fields["spacing"].text() == "2 x 1 x 1 mm"
 
     # a reference dropped in Evaluate is dropped in Case
-    evaluate.picker.combos["reference"].setCurrentText(NONE)
-    assert case.picker.combos["reference"].currentText() == NONE
+    evaluate.picker.combos["reference"].value = NONE
+    assert case.picker.combos["reference"].current_choice == NONE
     assert case.labels_layer() is None
     assert case.fields["structures"].text() == "-"
     assert case.status.text() == ""
-    evaluate.picker.combos["reference"].setCurrentText("reference")
+    evaluate.picker.combos["reference"].value = viewer.layers["reference"]
     assert case.labels_layer() is reference
     assert case.fields["structures"].text() == "1: liver"
     assert case.status.text() == "reference lines up with the image"
@@ -54,8 +54,8 @@ def test_docked_case_and_evaluate_panels_share_the_layers(make_napari_viewer):
     # a deleted layer leaves both pickers
     viewer.layers.remove(second)
     assert case.state.image is None
-    assert case.picker.combos["image"].currentText() == NONE
-    assert evaluate.picker.combos["image"].currentText() == NONE
+    assert case.picker.combos["image"].current_choice == NONE
+    assert evaluate.picker.combos["image"].current_choice == NONE
 
 
 def test_each_viewer_has_its_own_state(make_napari_viewer):
@@ -77,7 +77,7 @@ def test_closed_case_panel_is_not_kept_by_the_shared_state(make_napari_viewer):
     del dock, case
     gc.collect()
     assert gone() is None
-    evaluate.picker.combos["image"].setCurrentText("second")  # no listener left dangling
+    evaluate.picker.combos["image"].value = viewer.layers["second"]  # no listener left dangling
     assert evaluate.state.image is viewer.layers["second"]
 
 
@@ -115,7 +115,7 @@ def test_the_one_labels_layer_opened_is_the_reference_without_a_click(make_napar
     assert case.state.reference is brain and case.state.structures == {1: "label 1", 2: "label 2"}
     # named as the reference it now is, in the layer list and the picker
     assert brain.name == "reference (brain)"
-    assert case.picker.combos["reference"].currentText() == "reference (brain)"
+    assert case.picker.combos["reference"].current_choice == "reference (brain)"
     viewer.add_labels(seg, name="prediction", metadata={"structures": {}})
     assert case.state.reference is brain
 

@@ -68,10 +68,10 @@ def test_case_panel_ct_presets_and_the_attacked_image(small_case, qtbot):
     case = CaseWidget(viewer, state)
     qtbot.addWidget(case)
     assert tuple(state.image.contrast_limits) == (-160.0, 240.0)  # abdomen, on arrival
-    assert case.display.currentText() == "abdomen W400 L40"
+    assert case.display.value == "abdomen W400 L40"
     attacked = viewer.add_image(np.array(state.image.data), name="attacked")
     state.set_attacked_image(attacked)
-    case.display.setCurrentText("lung W1500 L-600")  # as a person picks it
+    case.display.value = "lung W1500 L-600"  # as a person picks it
     for layer in (state.image, attacked):
         assert tuple(layer.contrast_limits) == (-1350.0, 150.0)
         assert layer.contrast_limits_range[0] <= -1350.0  # the slider holds the window
@@ -97,7 +97,7 @@ def test_case_panel_mr_gets_percentiles(make_napari_viewer, qtbot):
     assert case.set_display(FULL_RANGE) == (0.0, 3057.0)
     rgb = viewer.add_image(np.zeros((8, 8, 3), np.uint8), rgb=True, name="photo")
     state.set_image(rgb)
-    assert not case.display.isEnabled() and case.presets() == ()
+    assert not case.display.enabled and case.presets() == ()
 
 
 def test_model_input_window_only_for_ct(small_case, qtbot):
@@ -106,8 +106,8 @@ def test_model_input_window_only_for_ct(small_case, qtbot):
     viewer, state, _ = small_case
     panel = PromptPanel(viewer, state)
     qtbot.addWidget(panel)
-    assert "model" in WINDOW_ROW and panel.window.isEnabled()  # the case is a CT
-    panel.modality.setCurrentText("MR")
-    assert not panel.window.isEnabled()
-    panel.modality.setCurrentText("from image")
-    assert panel.window.isEnabled()
+    assert "model" in WINDOW_ROW and panel.window.enabled  # the case is a CT
+    panel.modality.value = "MR"
+    assert not panel.window.enabled
+    panel.modality.value = "from image"
+    assert panel.window.enabled

@@ -41,7 +41,7 @@ def test_uncertainty_action_adds_heatmap_and_scores(ct_viewer, qtbot, notificati
     # the time it will take is said before it starts: samples x one whole propagation
     seconds = w.prompt.jobs.propagation_seconds()
     assert seconds is not None and seconds > 0
-    w.prompt.samples.setValue(3)
+    w.prompt.samples.value = 3
     expected = estimate_text(seconds, 3)
     assert expected and w.prompt.uncertainty_button.text() == f"Uncertainty ({expected})"
     w.prompt.uncertainty_button.click()

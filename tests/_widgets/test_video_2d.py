@@ -82,8 +82,8 @@ def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     assert after < rows[1]["dice"]
     qtbot.waitUntil(lambda: abs(float(w.dice.cell(2, "Dice")) - after) < 5e-4, timeout=5000)
     # and the attack works on a single image
-    w.attack.attack.setCurrentText("fgsm")
-    w.attack.eps.setValue(0.1)
+    w.attack.attack.value = "fgsm"
+    w.attack.eps.value = 0.1
     w.attack.run()
     wait_job(qtbot, w.attack.runner)
     assert w.attack.runner.last_error is None

@@ -15,19 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtWidgets import (
-    QComboBox,
-    QDoubleSpinBox,
-    QFormLayout,
-    QGroupBox,
-    QLabel,
-    QPushButton,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from magicgui.widgets import ComboBox, FloatSpinBox, Label, SpinBox
+from qtpy.QtWidgets import QGroupBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
@@ -39,6 +31,8 @@ PERTURBATION_COLORMAP = "PiYG"
 #: What the panel's epsilon (normalized units) and steps boxes take.
 EPS_RANGE = (0.0, 1.0)
 STEPS_RANGE = (1, 500)
+#: The form's first values: ``segeval attack``'s attack and steps, a small epsilon.
+DEFAULTS = {"attack": "pgd", "eps": 0.02, "steps": 10}
 
 
 class AttackPanel(QWidget):
@@ -50,19 +44,25 @@ class AttackPanel(QWidget):
 
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
-        self.attack = QComboBox()
-        self.attack.addItems(list(ATTACKS))
-        self.attack.setCurrentText("pgd")
-        self.eps = QDoubleSpinBox()
-        self.eps.setDecimals(4)
-        self.eps.setRange(*EPS_RANGE)
-        self.eps.setSingleStep(0.005)
-        self.eps.setValue(0.02)
-        self.eps.valueChanged.connect(self._show_raw)
-        self.raw = QLabel("")
-        self.steps = QSpinBox()
-        self.steps.setRange(*STEPS_RANGE)
-        self.steps.setValue(10)
+        self.attack = ComboBox(
+            label="attack",
+            choices=list(ATTACKS),
+            value=DEFAULTS["attack"],
+            tooltip="\n".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()),
+        )
+        self.eps = FloatSpinBox(
+            label="epsilon (normalized)",
+            value=DEFAULTS["eps"],
+            min=EPS_RANGE[0],
+            max=EPS_RANGE[1],
+            step=0.005,
+        )
+        self.eps.native.setDecimals(4)  # magicgui gives the step's 3
+        self.raw = Label(label="epsilon (raw units)")
+        self.steps = SpinBox(
+            label="steps", value=DEFAULTS["steps"], min=STEPS_RANGE[0], max=STEPS_RANGE[1]
+        )
+        self.eps.changed.connect(self._show_raw)
         self.run_button = QPushButton("Run attack")
         self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
         self.runner = JobRunner(viewer=napari_viewer)
@@ -71,11 +71,6 @@ class AttackPanel(QWidget):
             first=("model of the clean prediction", "the one that made the clean prediction"),
         )
         self.result: Any = None
-        form = QFormLayout()
-        form.addRow("attack", self.attack)
-        form.addRow("epsilon (normalized)", self.eps)
-        form.addRow("epsilon (raw units)", self.raw)
-        form.addRow("steps", self.steps)
         layout = QVBoxLayout(self)
         about = QLabel(
             "attacks the model of the clean prediction (Segment, or Prompt with "
@@ -87,7 +82,7 @@ class AttackPanel(QWidget):
         model = QGroupBox("model")
         QVBoxLayout(model).addWidget(self.picker)
         layout.addWidget(model)
-        layout.addLayout(form)
+        layout.addWidget(form(self.attack, self.eps, self.raw, self.steps))
         layout.addWidget(self.run_button)
         layout.addWidget(self.runner)
         layout.addStretch(1)
@@ -107,33 +102,33 @@ class AttackPanel(QWidget):
         if self.state.model is None or self.state.image is None:
             return None
         if self.model_kind() == "dense":
-            return float(self.eps.value()) * float(self.state.model.raw_per_normalized_unit)
+            return float(self.eps.value) * float(self.state.model.raw_per_normalized_unit)
         scale = raw_per_unit(
             self.state.model,
             self.state.modality(),
             self.state.window,
             np.asarray(self.state.image.data),
         )
-        return float(self.eps.value()) * scale
+        return float(self.eps.value) * scale
 
     def _show_raw(self, *_: Any) -> None:
         try:
             value = self.raw_epsilon()
         except Exception as exc:  # noqa: BLE001 - a label, not an action
-            self.raw.setText(f"unknown ({exc})")
+            self.raw.value = f"unknown ({exc})"
             return
         if value is None:
-            self.raw.setText("segment or propagate first (the model sets the units)")
+            self.raw.value = "segment or propagate first (the model sets the units)"
             return
         unit = "HU" if self.state.modality().upper() == "CT" else "grey levels"
-        self.raw.setText(f"{value:.3g} {unit}")
+        self.raw.value = f"{value:.3g} {unit}"
 
     def run(self) -> Any:
         """Attack in a worker thread; on success add the layers and the attacked prediction."""
         case = self.state.to_case()
         if self.state.kind() == "series":
             raise ValueError(SERIES_HINT)
-        image, name = self.state.image, self.attack.currentText()
+        image, name = self.state.image, self.attack.value
         needs = [] if image is None else [image]
         chosen = self.picker.choice()
         if chosen[0]:
@@ -147,8 +142,8 @@ class AttackPanel(QWidget):
                 self.state.model,
                 case,
                 name,
-                float(self.eps.value()),
-                int(self.steps.value()),
+                float(self.eps.value),
+                int(self.steps.value),
                 needs=needs,
                 on_done=lambda result: self._done(result, image, name),
             )
@@ -164,8 +159,8 @@ class AttackPanel(QWidget):
             case,
             dict(self.state.prompts),
             name,
-            float(self.eps.value()),
-            int(self.steps.value()),
+            float(self.eps.value),
+            int(self.steps.value),
             window=self.state.window,
             needs=needs,
             on_done=lambda result: self._done(result, image, name),
@@ -190,8 +185,8 @@ class AttackPanel(QWidget):
             case,
             dict(self.state.prompts),
             name,
-            float(self.eps.value()),
-            int(self.steps.value()),
+            float(self.eps.value),
+            int(self.steps.value),
             window=self.state.window,
             needs=needs,
             on_done=lambda out: self._chosen_done(out, spec, image, name),

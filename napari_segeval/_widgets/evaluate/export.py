@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from magicgui.widgets import ComboBox
 from qtpy.QtWidgets import (
-    QComboBox,
     QFileDialog,
-    QFormLayout,
     QLabel,
     QPushButton,
     QVBoxLayout,
@@ -22,6 +21,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._atomic import atomic_open
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
@@ -61,8 +61,7 @@ class ExportPanel(QWidget):
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
         self.records = records or (list)
-        self.condition = QComboBox()
-        self.condition.addItems(list(CONDITIONS))
+        self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
         save_pred = QPushButton("Save prediction...")
         save_pred.clicked.connect(lambda: self._ask(LABEL_FILTER, self.save_prediction))
         save_csv = QPushButton("Save metrics CSV...")
@@ -71,10 +70,8 @@ class ExportPanel(QWidget):
         save_png.clicked.connect(lambda: self._ask("PNG (*.png)", self.save_screenshot))
         self.status = QLabel("")
         self.status.setWordWrap(True)
-        form = QFormLayout()
-        form.addRow("prediction", self.condition)
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
+        layout.addWidget(form(self.condition))
         for b in (save_pred, save_csv, save_png):
             layout.addWidget(b)
         layout.addWidget(self.status)
@@ -101,7 +98,7 @@ class ExportPanel(QWidget):
         """Write a prediction with the image's geometry (``io.write_labels``)."""
         from napari_segeval.io import write_labels
 
-        condition = condition or self.condition.currentText()
+        condition = condition or self.condition.value
         layer = self.state.predictions.get(condition)
         if layer is None:
             raise ValueError(f"no {condition} prediction to save")

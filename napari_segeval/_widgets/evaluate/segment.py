@@ -15,24 +15,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from qtpy.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from magicgui.widgets import CheckBox, ComboBox, FileEdit
+from qtpy.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
 from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt.panel import prediction_layer
+
+#: The path box's dialog mode and placeholder per kind of path of a model source.
+PATH_KINDS = {
+    "folder": ("d", "nnU-Net v2 results folder"),
+    "file": ("r", "model file (.pt)"),
+    None: ("r", "weights shipped"),
+}
 
 
 class SegmentPanel(QWidget):
@@ -42,60 +40,39 @@ class SegmentPanel(QWidget):
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
-        self.source = QComboBox()
-        self.source.addItems(list(DENSE_SOURCES))
-        self.source.currentTextChanged.connect(self._source_picked)
-        self.path = QLineEdit()
-        self.browse = QPushButton("...")
-        self.browse.clicked.connect(self._browse)
-        self.trust = QCheckBox("trust TorchScript (it runs code from the file)")
-        self.trust.setToolTip("as segeval's --trust-torchscript: only for files you trust")
-        self.device = QComboBox()
-        self.device.addItems(list(DEVICES))
+        self.source = ComboBox(label="model", choices=list(DENSE_SOURCES))
+        self.path = FileEdit(label="path", mode="r", filter="PyTorch (*.pt *.pth)", nullable=True)
+        self.trust = CheckBox(
+            label="",
+            text="trust TorchScript (it runs code from the file)",
+            tooltip="as segeval's --trust-torchscript: only for files you trust",
+        )
+        self.device = ComboBox(label="device", choices=list(DEVICES))
+        self.source.changed.connect(self._source_picked)
         self.run_button = QPushButton("Run segmentation")
         self.run_button.clicked.connect(lambda: run_guarded("segmentation", self.run))
         self.runner = JobRunner(viewer=napari_viewer)
-        row = QHBoxLayout()
-        row.addWidget(self.path, 1)
-        row.addWidget(self.browse)
-        form = QFormLayout()
-        form.addRow("model", self.source)
-        form.addRow("path", row)
-        form.addRow("", self.trust)
-        form.addRow("device", self.device)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("dense segmentation of a 3D volume (no prompts)"))
-        layout.addLayout(form)
+        layout.addWidget(form(self.source, self.path, self.trust, self.device))
         layout.addWidget(self.run_button)
         layout.addWidget(self.runner)
         layout.addStretch(1)
-        self._source_picked(self.source.currentText())
+        self._source_picked(self.source.value)
 
     def _source_picked(self, text: str) -> None:
-        needs_path = DENSE_SOURCES.get(text) is not None
-        self.path.setEnabled(needs_path)
-        self.browse.setEnabled(needs_path)
-        self.trust.setEnabled(text == "TorchScript file")
-        self.path.setPlaceholderText(
-            {"folder": "nnU-Net v2 results folder", "file": "model file (.pt)"}.get(
-                DENSE_SOURCES.get(text), "weights shipped"
-            )
-        )
-
-    def _browse(self) -> None:
-        if DENSE_SOURCES.get(self.source.currentText()) == "folder":
-            path = QFileDialog.getExistingDirectory(self, "nnU-Net v2 results folder")
-        else:
-            path, _ = QFileDialog.getOpenFileName(self, "Model file", "", "PyTorch (*.pt *.pth)")
-        if path:
-            self.path.setText(path)
+        kind = DENSE_SOURCES.get(text)
+        self.path.enabled = kind is not None
+        self.trust.enabled = text == "TorchScript file"
+        self.path.mode, placeholder = PATH_KINDS[kind]
+        self.path.line_edit.native.setPlaceholderText(placeholder)
 
     def spec(self) -> tuple[str, bool, str]:
         """(registry reference, trust TorchScript, device) of the chosen model."""
-        source = self.source.currentText()
-        ref = dense_ref(source, self.path.text().strip())
-        trust = source == "TorchScript file" and self.trust.isChecked()
-        return ref, trust, self.device.currentText()
+        source, path = self.source.value, self.path.value
+        ref = dense_ref(source, None if path is None else str(path).strip())
+        trust = source == "TorchScript file" and self.trust.value
+        return ref, trust, self.device.value
 
     def run(self) -> Any:
         """Segment the volume in a worker; the prediction becomes the clean prediction."""

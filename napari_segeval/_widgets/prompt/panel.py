@@ -16,22 +16,21 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from magicgui.widgets import ComboBox, SpinBox
 from napari.layers import Image, Labels
 from qtpy.QtWidgets import (
-    QComboBox,
-    QFormLayout,
     QFrame,
     QGroupBox,
     QHBoxLayout,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
@@ -124,41 +123,40 @@ class PromptPanel(QWidget):
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
-        self.structure = QComboBox()
-        self.structure.currentIndexChanged.connect(self._structure_picked)
-        self.device = QComboBox()
-        self.device.addItems(list(DEVICES))
-        self.picker = ModelPicker(napari_viewer, device=self.device.currentText)
+        self.structure = ComboBox(label="structure", choices=[])
+        self.structure.changed.connect(self._structure_picked)
+        self.device = ComboBox(label="device", choices=list(DEVICES))
+        self.modality = ComboBox(
+            label="modality",
+            choices=["from image", *MODALITIES],
+            tooltip="modality for the intensity mapping (CT window, MR clip ...); "
+            "'from image': the reader's (DICOM, dataset.json, guess)",
+        )
+        self.window = ComboBox(
+            label=WINDOW_ROW,
+            choices=list(WINDOWS),
+            tooltip="the CT window the model's input is mapped with (its preprocessing, "
+            "not what you see: the Case panel's display presets set that); CT only",
+        )
+        self.picker = ModelPicker(napari_viewer, device=lambda: self.device.value)
         self.backend = self.picker.combo  # the model list (a registry label per model)
-        self.window = QComboBox()
-        self.window.addItems(list(WINDOWS))
-        self.window.setToolTip(
-            "the CT window the model's input is mapped with (its preprocessing, not "
-            "what you see: the Case panel's display presets set that); CT only"
-        )
-        self.window.currentTextChanged.connect(self._window_picked)
-        self.modality = QComboBox()
-        self.modality.addItems(["from image", *MODALITIES])
-        self.modality.setToolTip(
-            "modality for the intensity mapping (CT window, MR clip ...); "
-            "'from image': the reader's (DICOM, dataset.json, guess)"
-        )
-        self.modality.currentTextChanged.connect(lambda _text: self._window_applies())
+        self.window.changed.connect(self._window_picked)
+        self.modality.changed.connect(lambda _text: self._window_applies())
         self.run_button = QPushButton("Run propagation")
         self.run_button.setToolTip("propagate every structure's prompts from scratch")
         self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
-        self.samples = QSpinBox()
-        self.samples.setRange(2, 64)
-        self.samples.setValue(8)
-        self.samples.setToolTip(
-            "uncertainty samples: propagations with jittered boxes and intensity noise"
+        self.samples = SpinBox(
+            value=8,
+            min=2,
+            max=64,
+            tooltip="uncertainty samples: propagations with jittered boxes and intensity noise",
         )
         self.uncertainty_button = QPushButton("Uncertainty")
         self.uncertainty_button.setToolTip(
             "heat map of the prediction's uncertainty (box jitter + intensity noise): "
             "one whole propagation per sample"
         )
-        self.samples.valueChanged.connect(lambda _n: self.show_estimate())
+        self.samples.changed.connect(lambda _n: self.show_estimate())
         self.uncertainty_button.clicked.connect(
             lambda: run_guarded("uncertainty", self.run_uncertainty)
         )
@@ -196,20 +194,15 @@ class PromptPanel(QWidget):
         self.update_capability()
 
     def _build(self) -> None:
-        top = QFormLayout()
-        top.addRow("structure", self.structure)
+        top = form(self.structure)
         model = QGroupBox("model")
         QVBoxLayout(model).addWidget(self.picker)
-        form = QFormLayout()
-        form.addRow("device", self.device)
-        form.addRow("modality", self.modality)
-        form.addRow(WINDOW_ROW, self.window)
         inner = QWidget()
         content = QVBoxLayout(inner)
         content.setContentsMargins(0, 0, 0, 0)
-        content.addLayout(top)
+        content.addWidget(top)
         content.addWidget(model)
-        content.addLayout(form)
+        content.addWidget(form(self.device, self.modality, self.window))
         content.addWidget(self.volume_button)
         content.addWidget(self.tools)
         content.addStretch(1)
@@ -221,7 +214,7 @@ class PromptPanel(QWidget):
         run_row = QHBoxLayout()
         run_row.addWidget(self.run_button, 1)
         run_row.addWidget(self.uncertainty_button)
-        run_row.addWidget(self.samples)
+        run_row.addWidget(self.samples.native)
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)
         layout.addLayout(run_row)
@@ -230,18 +223,16 @@ class PromptPanel(QWidget):
 
     # -- structures ---------------------------------------------------------------------
     def _fill_structures(self) -> None:
-        self.structure.blockSignals(True)
-        self.structure.clear()
-        for label, name in self.state.structures.items():
-            self.structure.addItem(f"{label} {name}", label)
-        ids = list(self.state.structures)
-        if self.state.current in ids:
-            self.structure.setCurrentIndex(ids.index(self.state.current))
-        self.structure.blockSignals(False)
+        with self.structure.changed.blocked():
+            self.structure.choices = [
+                (f"{label} {name}", label) for label, name in self.state.structures.items()
+            ]
+            if self.state.current in self.state.structures:
+                self.structure.value = self.state.current
 
-    def _structure_picked(self, index: int) -> None:
-        if index >= 0:
-            self.state.set_current(int(self.structure.itemData(index)))
+    def _structure_picked(self, label: int | None) -> None:
+        if label is not None:
+            self.state.set_current(int(label))
 
     def _on_state(self) -> None:
         """Any change of the state."""
@@ -302,7 +293,7 @@ class PromptPanel(QWidget):
 
     def chosen_modality(self) -> str:
         """The modality picked in the panel, else the one the reader recorded."""
-        text = self.modality.currentText()
+        text = self.modality.value
         return self.state.modality() if text == "from image" else text
 
     def _window_picked(self, text: str) -> None:
@@ -311,7 +302,7 @@ class PromptPanel(QWidget):
     def _window_applies(self) -> bool:
         """Enable the model input window for a CT only (True when it applies)."""
         ct = self.chosen_modality() == "CT"
-        self.window.setEnabled(ct)
+        self.window.enabled = ct
         return ct
 
     # -- prompts (the tools') ---------------------------------------------------------------
@@ -331,7 +322,7 @@ class PromptPanel(QWidget):
     def spec(self) -> tuple[str, str | None, str]:
         """(model, checkpoint or None, device) of the chosen model: a registry or a
         catalogue name (:meth:`ModelPicker.choice`)."""
-        return (*self.picker.choice(), self.device.currentText())
+        return (*self.picker.choice(), self.device.value)
 
     def cached_model(self) -> tuple | None:
         """``(spec, model)`` of a loaded model of the chosen spec, if there is one."""
@@ -408,7 +399,7 @@ class PromptPanel(QWidget):
         cached = self.cached_model()
         text = estimate_text(
             self.jobs.propagation_seconds(),
-            int(self.samples.value()),
+            int(self.samples.value),
             encodes_once=keeps_frames(self.spec(), None if cached is None else cached[1]),
         )
         self.uncertainty_button.setText(f"Uncertainty ({text})" if text else "Uncertainty")
@@ -440,13 +431,13 @@ class PromptPanel(QWidget):
             None if pred is None else np.asarray(pred.data),
             dict(self.state.structures),
             window=self.state.window,
-            n_samples=int(self.samples.value()),
+            n_samples=int(self.samples.value),
             needs=[image] + ([] if pred is None else [pred]),
             on_done=lambda result: self._uncertainty_done(result, image.name),
         )
         estimate = self.show_estimate()
         if job is not None and estimate:  # said before the first sample reports
-            n = int(self.samples.value())
+            n = int(self.samples.value)
             self.runner.status.setText(f"uncertainty: {n} samples, {estimate}...")
         return job
 
@@ -456,7 +447,7 @@ class PromptPanel(QWidget):
             self.state.set_model(model, self.spec(), "promptable")
         meta = {
             "method": "prompt-jitter",
-            "n_samples": int(self.samples.value()),
+            "n_samples": int(self.samples.value),
             "units": "normalised entropy (0 certain, 1 uniform)",
         }
         heatmap_layer(self.viewer, self.state, umap, f"{base} uncertainty", meta)

@@ -18,9 +18,9 @@ from ..conftest import wait_job
 @pytest.mark.slow
 def test_builtin_ct_segments_and_is_attacked(ct_viewer, qtbot):
     viewer, w = ct_viewer
-    w.segment.device.setCurrentText("cpu")
+    w.segment.device.value = "cpu"
     assert w.segment.spec() == ("builtin-ct", False, "cpu")
-    assert not w.segment.path.isEnabled() and not w.segment.trust.isEnabled()
+    assert not w.segment.path.enabled and not w.segment.trust.enabled
     case = w.state.to_case()
     w.segment.run()
     wait_job(qtbot, w.segment.runner, timeout=120000)
@@ -44,11 +44,11 @@ def test_builtin_ct_segments_and_is_attacked(ct_viewer, qtbot):
 
     # the Attack tab attacks the dense model, epsilon in its normalized units
     std = w.state.model.raw_per_normalized_unit
-    assert w.attack.raw_epsilon() == pytest.approx(w.attack.eps.value() * std)
-    assert "HU" in w.attack.raw.text()
-    w.attack.attack.setCurrentText("fgsm")
-    w.attack.eps.setValue(0.5)
-    w.attack.steps.setValue(1)
+    assert w.attack.raw_epsilon() == pytest.approx(w.attack.eps.value * std)
+    assert "HU" in w.attack.raw.value
+    w.attack.attack.value = "fgsm"
+    w.attack.eps.value = 0.5
+    w.attack.steps.value = 1
     w.attack.run()
     wait_job(qtbot, w.attack.runner, timeout=300000)
     assert w.attack.runner.last_error is None
@@ -77,11 +77,11 @@ def test_nnunet_without_extra_is_a_notification(ct_viewer, qtbot, tmp_path, noti
     else:
         pytest.skip("nnunetv2 is installed")
     _viewer, w = ct_viewer
-    w.segment.source.setCurrentText("nnU-Net v2 results folder")
-    assert w.segment.path.isEnabled()
+    w.segment.source.value = "nnU-Net v2 results folder"
+    assert w.segment.path.enabled
     (tmp_path / "plans.json").write_text("{}")  # looks like a result folder
-    w.segment.path.setText(str(tmp_path))
-    w.segment.device.setCurrentText("cpu")
+    w.segment.path.value = str(tmp_path)
+    w.segment.device.value = "cpu"
     w.segment.run()
     wait_job(qtbot, w.segment.runner)
     assert "nnunet" in (w.segment.runner.last_error or "")
@@ -91,7 +91,7 @@ def test_nnunet_without_extra_is_a_notification(ct_viewer, qtbot, tmp_path, noti
 
 def test_missing_path_is_a_notification(ct_viewer, notifications):
     _viewer, w = ct_viewer
-    w.segment.source.setCurrentText("TorchScript file")
+    w.segment.source.value = "TorchScript file"
     w.segment.run_button.click()
     assert any("choose a file first" in m for m in notifications())
     assert not w.segment.runner.running
@@ -117,17 +117,17 @@ def test_torchscript_needs_the_trust_box(small_case, qtbot, tmp_path, notificati
     viewer, state, _pred = small_case
     path = _torchscript(tmp_path)
     panel = SegmentPanel(viewer, state)
-    panel.source.setCurrentText("TorchScript file")
-    panel.device.setCurrentText("cpu")
-    panel.path.setText(str(path))
-    assert panel.trust.isEnabled() and not panel.trust.isChecked()
+    panel.source.value = "TorchScript file"
+    panel.device.value = "cpu"
+    panel.path.value = str(path)
+    assert panel.trust.enabled and not panel.trust.value
     panel.run()
     wait_job(qtbot, panel.runner)
     assert "trust" in (panel.runner.last_error or "")
     assert any("TorchScript files run code" in m for m in notifications())
     assert state.predictions["clean"] is None
 
-    panel.trust.setChecked(True)
+    panel.trust.value = True
     assert panel.spec() == (str(path), True, "cpu")
     panel.run()
     wait_job(qtbot, panel.runner)
@@ -139,7 +139,7 @@ def test_torchscript_needs_the_trust_box(small_case, qtbot, tmp_path, notificati
     np.testing.assert_array_equal(pred.data, expected)
     assert state.model_kind == "dense"
     # the trust box only counts for TorchScript files
-    panel.source.setCurrentText("U-Net weights file")
+    panel.source.value = "U-Net weights file"
     assert panel.spec()[1] is False
 
 
@@ -164,7 +164,7 @@ def test_dense_ref_names():
 
 def test_cancel_segmentation_leaves_nothing(ct_viewer, qtbot):
     viewer, w = ct_viewer
-    w.segment.device.setCurrentText("cpu")
+    w.segment.device.value = "cpu"
     n_layers = len(viewer.layers)
     w.segment.run()
     assert w.segment.runner.running

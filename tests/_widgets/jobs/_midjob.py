@@ -137,7 +137,7 @@ def ct_session(viewer):
     w = SegEvalWidget(viewer)
     viewer.window.add_dock_widget(w, name="Evaluate", area="right")
     w.prompt.backend.setCurrentText("threshold (no weights)")
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     w.state.set_current(1)
     w.prompt.box_from_reference()
     return w
@@ -193,22 +193,22 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
         return w.prompt.runner, image, w
     if kind == "uncertainty":
         gate.patch(prompt_panel, "uncertainty")
-        w.prompt.samples.setValue(2)
+        w.prompt.samples.value = 2
         w.prompt.uncertainty_button.click()
         return w.prompt.runner, image, w
     if kind == "segment":
         gate.patch(segment, "segment_dense")
-        w.segment.source.setCurrentText("U-Net weights file")
-        w.segment.path.setText(path)
-        w.segment.device.setCurrentText("cpu")
+        w.segment.source.value = "U-Net weights file"
+        w.segment.path.value = path
+        w.segment.device.value = "cpu"
         w.segment.run_button.click()
         return w.segment.runner, image, w
     if kind == "attack":
         gate.patch(attack, "attack")
         w.state.set_model(ThresholdPromptModel(), w.prompt.spec(), "promptable")
         w.state.prompts = w.prompt.prompts()
-        w.attack.attack.setCurrentText("noise-gaussian")
-        w.attack.steps.setValue(1)
+        w.attack.attack.value = "noise-gaussian"
+        w.attack.steps.value = 1
         w.attack.run_button.click()
         return w.attack.runner, image, w
     if kind == "surface":

@@ -158,7 +158,7 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(
     assert picker.state.text() == "here" and not picker.download_button.isEnabled()
     attack_rows = {r["label"]: row_state(r) for r in w.attack.picker.rows() if r["kind"] != "first"}
     assert attack_rows.get("test-tiny") == "here"  # the other tab's picker heard it
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     assert w.prompt.spec() == ("test-tiny", None, "cpu")
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
@@ -249,7 +249,7 @@ def test_open_checkpoint_a_good_file_is_listed_and_kept_loaded(ct_viewer, qtbot,
     _viewer, w = ct_viewer
     picker = w.prompt.picker
     picker.choose("builtin")
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     n = len(picker.rows())
     with qtbot.waitSignal(picker.runner.job_done, timeout=60000) as blocker:
         picker.open_checkpoint(tiny_file)
@@ -283,7 +283,7 @@ def test_open_checkpoint_a_wrong_file_is_one_notification(
     _viewer, w = ct_viewer
     picker = w.prompt.picker
     picker.choose(network)
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     rows, spec = picker.rows(), w.prompt.spec()
     with qtbot.waitSignal(picker.runner.job_done, timeout=60000) as blocker:
         picker.open_checkpoint(path)
@@ -302,8 +302,8 @@ def test_the_attack_tab_attacks_the_model_chosen_there(ct_viewer, qtbot):
     wait_job(qtbot, w.prompt.runner)
     assert w.attack.picker.choice() == ("", None)  # the clean prediction's model by default
     assert w.attack.picker.choose("builtin")
-    w.attack.attack.setCurrentText("noise-gaussian")
-    w.attack.steps.setValue(1)
+    w.attack.attack.value = "noise-gaussian"
+    w.attack.steps.value = 1
     w.attack.run()
     wait_job(qtbot, w.attack.runner)
     assert w.attack.runner.last_error is None, w.attack.runner.last_error

@@ -8,7 +8,7 @@ from napari_segeval._widgets.prompt.panel import PromptPanel
 def test_modality_choice_overrides_the_readers(small_case):
     viewer, state, _ = small_case
     panel = PromptPanel(viewer, state)
-    assert panel.modality.currentText() == "from image"
+    assert panel.modality.value == "from image"
     assert panel.chosen_modality() == "CT"  # the reader's
-    panel.modality.setCurrentText("MR")
+    panel.modality.value = "MR"
     assert panel.chosen_modality() == "MR"

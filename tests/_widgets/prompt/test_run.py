@@ -207,7 +207,7 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
         {"width": 4, "depth": 2, "size": 16, "in_channels": 6},
     )
     w.prompt.picker.use_file(path, "builtin")
-    w.prompt.device.setCurrentText("cpu")
+    w.prompt.device.value = "cpu"
     w.state.set_current(1)
     box = w.prompt.box_from_reference()
     w.prompt.run()

@@ -1,0 +1,32 @@
+"""The panels' forms: magicgui inputs, each in a row beside its label."""
+
+from __future__ import annotations
+
+from magicgui.widgets import Widget
+from qtpy.QtWidgets import QFormLayout, QWidget
+
+
+def form(*widgets: Widget) -> QWidget:
+    """A Qt form of magicgui ``widgets``: one row each, labelled by the widget's ``label``.
+
+    The inputs are magicgui's (``value``, ``changed``, ``choices``, ``enabled``); their
+    rows are a ``QFormLayout`` rather than a magicgui ``Container``, which sizes its
+    labels with the application's default font: under napari's stylesheet (a larger
+    font) a long label then pushes its input out of line with the others.
+
+    Parameters
+    ----------
+    *widgets : magicgui.widgets.Widget
+        The form's rows, top to bottom.
+
+    Returns
+    -------
+    QWidget
+        The form, without margins (it sits in a panel).
+    """
+    box = QWidget()
+    layout = QFormLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    for widget in widgets:
+        layout.addRow(widget.label, widget.native)
+    return box
