@@ -32,7 +32,7 @@ PERTURBATION_COLORMAP = "PiYG"
 EPS_RANGE = (0.0, 1.0)
 STEPS_RANGE = (1, 500)
 #: The form's first values: ``segeval attack``'s attack and steps, a small epsilon.
-DEFAULTS = {"attack": "pgd", "eps": 0.02, "steps": 10}
+DEFAULT_ATTACK, DEFAULT_EPS, DEFAULT_STEPS = "pgd", 0.02, 10
 
 
 class AttackPanel(QWidget):
@@ -47,12 +47,12 @@ class AttackPanel(QWidget):
         self.attack = ComboBox(
             label="attack",
             choices=list(ATTACKS),
-            value=DEFAULTS["attack"],
+            value=DEFAULT_ATTACK,
             tooltip="\n".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()),
         )
         self.eps = FloatSpinBox(
             label="epsilon (normalized)",
-            value=DEFAULTS["eps"],
+            value=DEFAULT_EPS,
             min=EPS_RANGE[0],
             max=EPS_RANGE[1],
             step=0.005,
@@ -60,7 +60,7 @@ class AttackPanel(QWidget):
         self.eps.native.setDecimals(4)  # magicgui gives the step's 3
         self.raw = Label(label="epsilon (raw units)")
         self.steps = SpinBox(
-            label="steps", value=DEFAULTS["steps"], min=STEPS_RANGE[0], max=STEPS_RANGE[1]
+            label="steps", value=DEFAULT_STEPS, min=STEPS_RANGE[0], max=STEPS_RANGE[1]
         )
         self.eps.changed.connect(self._show_raw)
         self.run_button = QPushButton("Run attack")
