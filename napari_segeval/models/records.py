@@ -134,18 +134,6 @@ class ModelRecord:
         return declared_capabilities(self.network) if self.kind == "promptable" else None
 
 
-def _shipped_file(name: str) -> Path | None:
-    if name == "builtin":
-        from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS
-
-        return DEFAULT_WEIGHTS
-    if name == "builtin-ct":
-        from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
-
-        return BUILTIN_CT_WEIGHTS
-    return None
-
-
 def _registry_record(name: str) -> ModelRecord:
     info = PROMPTABLE.get(name) or DENSE[name]
     label = info.label or name
@@ -155,7 +143,7 @@ def _registry_record(name: str) -> ModelRecord:
             name, info.kind, p.kind, name, label, Weights.PACKAGE, packaged=p, card=p.card
         )
     if name in BUILTIN_CARDS:
-        file = _shipped_file(name)
+        file = info.weights.load() if info.weights else None
         return ModelRecord(
             name,
             info.kind,

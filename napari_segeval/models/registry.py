@@ -60,32 +60,33 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Backend:
-    """A promptable name's backend class, imported on first use (``module.cls``).
+class Imported:
+    """A module's attribute, imported on first use (``module.attr``): a promptable
+    name's backend class, a built-in name's shipped weights file.
 
-    The class builds itself from a registry name (``from_registry(name, checkpoint,
-    device, precision)``) and says what it takes without loading weights
+    A backend class builds itself from a registry name (``from_registry(name,
+    checkpoint, device, precision)``) and says what it takes without loading weights
     (``declared_capabilities()``), so a new model touches its own module and one row
     of :data:`PROMPTABLE`.
 
     Examples
     --------
-    >>> Backend("napari_segeval.models.threshold", "ThresholdPromptModel").load().__name__
+    >>> Imported("napari_segeval.models.threshold", "ThresholdPromptModel").load().__name__
     'ThresholdPromptModel'
     """
 
     module: str
-    cls: str
+    attr: str
 
     def load(self) -> Any:
-        """The class (its module imported now)."""
-        return getattr(importlib.import_module(self.module), self.cls)
+        """The attribute (its module imported now)."""
+        return getattr(importlib.import_module(self.module), self.attr)
 
 
-_BUILTIN = Backend("napari_segeval.models.builtin_prompt", "BuiltinPromptModel")
-_THRESHOLD = Backend("napari_segeval.models.threshold", "ThresholdPromptModel")
-_LITEMEDSAM = Backend("napari_segeval.models.litemedsam.model", "LiteMedSAMModel")
-_SAM2 = Backend("napari_segeval.models.medsam2.model", "MedSAM2Model")
+_BUILTIN = Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel")
+_THRESHOLD = Imported("napari_segeval.models.threshold", "ThresholdPromptModel")
+_LITEMEDSAM = Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel")
+_SAM2 = Imported("napari_segeval.models.medsam2.model", "MedSAM2Model")
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,12 @@ class ModelName:
         Its name in the viewer's backend list (promptable models).
     default : str or None
         The catalogue name whose pulled checkpoint it uses when none is given.
-    backend : Backend or None
+    backend : Imported or None
         The class that builds a promptable name (None: a dense name, built by
         :func:`load_dense`).
+    weights : Imported or None
+        The path of the weights file the package ships for a built-in name (None:
+        none shipped).
 
     What a promptable name takes is its backend's declaration
     (:func:`declared_capabilities`); the rest of what is known about a name (files,
@@ -124,7 +128,8 @@ class ModelName:
     package: str | None = None
     label: str = ""
     default: str | None = None
-    backend: Backend | None = None
+    backend: Imported | None = None
+    weights: Imported | None = None
 
 
 #: Promptable models by name (order: the viewer's backend list).
@@ -139,6 +144,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "optional",
             label="built-in",
             backend=_BUILTIN,
+            weights=Imported("napari_segeval.models.builtin_prompt", "DEFAULT_WEIGHTS"),
         ),
         ModelName(
             "threshold",
@@ -192,6 +198,7 @@ DENSE: dict[str, ModelName] = {
             "builtin-ct",
             "dense",
             "built-in 3D CT U-Net (liver, spleen, kidneys, liver tumour), weights shipped",
+            weights=Imported("napari_segeval.models.dense._plans", "BUILTIN_CT_WEIGHTS"),
         ),
         ModelName(
             "builtin-2d",
@@ -560,17 +567,13 @@ def load_dense(
     if ref in DENSE or path.exists():
         from napari_segeval.models._device import pick_device
         from napari_segeval.models.dense._loaders import load_path, load_unet_weights
-        from napari_segeval.models.dense._plans import BUILTIN_CT_WEIGHTS
 
-        if ref == "builtin-2d":
-            raise SegEvalError(
-                "builtin-2d has no shipped weights: segeval evaluate --protocol "
-                "cv5-2d trains one per fold (DIR/models/fold{k}.pt); give such "
-                "a file's path"
-            )
+        name = DENSE.get(ref)
+        if name is not None and name.weights is None:
+            raise SegEvalError(f"{ref}: {name.summary}")
         dev = pick_device(None if _auto(device) else str(device))
-        if ref == "builtin-ct":
-            return load_unet_weights(BUILTIN_CT_WEIGHTS, dev, name=ref)
+        if name is not None and name.weights is not None:
+            return load_unet_weights(name.weights.load(), dev, name=ref)
         return load_path(path, dev, trust_torchscript=trust_torchscript)
     if _FACTORY.match(ref):
         return _declared_dense(resolve_factory(ref)(), ref)
