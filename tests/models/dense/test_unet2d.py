@@ -100,7 +100,7 @@ def test_builtin_2d_is_a_registry_name_and_its_files_load_by_path(tmp_path):
 
     assert cv5_2d.BUILTIN in DENSE
     assert "builtin-2d" in [row["name"] for row in describe()]
-    with pytest.raises(SegEvalError, match="cv5-2d trains one per fold"):
+    with pytest.raises(SegEvalError, match="no shipped weights, trained per fold"):
         load_dense("builtin-2d")
     m = _model()
     back = load_dense(str(m.save(tmp_path / "fold0.pt")), device="cpu")
