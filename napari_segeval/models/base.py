@@ -111,6 +111,8 @@ from napari_segeval.models.walk import WALK_DEFAULTS, Order, Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
     import torch
 
     from napari_segeval.prompts.prompt_set import PromptSet
@@ -338,7 +340,10 @@ class PromptableModel:
 
     name: str
     device: Any
-    capabilities: Capabilities
+    if TYPE_CHECKING:  # read-only to users; a backend sets it on its class or as a property
+
+        @property
+        def capabilities(self) -> Capabilities: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -408,7 +413,15 @@ class PromptableModel:
         (this default): the backend keeps none (:attr:`Capabilities.frame_features`)."""
         return None
 
-    def challenge_3d(self, frames: Any, boxes: list, **kwargs: Any) -> dict[int, np.ndarray]:
+    def challenge_3d(
+        self,
+        frames: Any,
+        boxes: list[Any],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        features: Any = None,
+    ) -> dict[int, np.ndarray]:
         """The CVPR 2024 challenge's 3D loop (:attr:`Capabilities.box3d`); refused here.
 
         Raises
