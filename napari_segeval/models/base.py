@@ -336,10 +336,14 @@ class PromptableModel:
         Where the model's parameters live; the walks move ``frames`` there.
     capabilities : Capabilities
         What it takes and does (prompt kinds, corrections, gradients).
+    resize : str or None
+        Its way of resizing a frame, one of ``capabilities.resize_modes`` (chosen with
+        :meth:`with_options`); None where it offers no choice.
     """
 
     name: str
     device: Any
+    resize: str | None = None
     if TYPE_CHECKING:  # read-only to users; a backend sets it on its class or as a property
 
         @property
@@ -407,6 +411,19 @@ class PromptableModel:
         outs = self.propagate_walks(frames, walks, replace(options, crops=True))
         outs = [o.map(lambda v: torch.logit(v.float()), float("-inf")) for o in outs]
         return outs if options.crops else [o.full() for o in outs]
+
+    def with_options(self, *, resize: str | None = None) -> PromptableModel:
+        """This model with other options: ``resize`` one of ``capabilities.resize_modes``
+        (None: unchanged).
+
+        A backend offering options overrides it and returns a copy; this default offers
+        none: it returns the model itself and refuses a ``resize`` (one line).
+        """
+        if resize is not None:
+            from napari_segeval._errors import SegEvalError
+
+            raise SegEvalError(f"{self.name} offers no resize option, got resize={resize!r}")
+        return self
 
     def feature_cache(self) -> Any:
         """A per-case cache of frame features, given back as ``options.features``; None

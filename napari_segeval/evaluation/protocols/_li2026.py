@@ -238,7 +238,9 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
     scores = auv_of(auv)
     by_id = {s.case_id: s for s in train}
     cases: dict = {}
-    models, info, seen = {}, {}, {}
+    models: dict[str, str] = {}
+    info: dict[str, dict] = {}
+    seen: dict[tuple, Path] = {}
     for cond, f, loss in _conditions(params):
         kept, removed = filter_most_uncertain(scores, f, str(params.removal_rule))
         key = (tuple(sorted(kept)), loss)
