@@ -204,9 +204,9 @@ class Capabilities:
         ``prompt=box3d`` of the promptable protocols).
     resize_modes : tuple of str
         The ways it offers to resize a frame to its input size, the first its default
-        (MedSAM2: ``("float", "pillow")``); a model offering some implements
-        ``with_options(resize=MODE)`` (a copy with that mode) and has ``resize`` (its
-        mode). Empty: one fixed way, no option.
+        (MedSAM2: ``("float", "pillow")``); a model offering some overrides
+        :meth:`PromptableModel.with_options` (``resize=MODE``: a copy with that mode) and
+        sets ``resize`` (its mode). Empty: one fixed way, no option.
     precisions : tuple of Precision
         The arithmetic it offers (:mod:`napari_segeval.models.precision`), fastest
         first. Default: fp32 only.
