@@ -22,7 +22,7 @@ NONE = "(none)"
 ROLES = ("image", "reference", *CONDITIONS)
 
 
-def layer_class(role: str) -> type:
+def layer_class(role: str) -> type[Image | Labels]:
     """The napari layer class a role takes (``Image`` for the image, else ``Labels``)."""
     return Image if role == "image" else Labels
 

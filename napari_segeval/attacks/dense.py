@@ -131,7 +131,7 @@ class DenseTarget:
 
     kind = "dense"
     #: the input is ``(1, channels, *grid)``
-    channel_axis = 1
+    channel_axis: int | None = 1
 
     def __init__(
         self,
@@ -151,7 +151,8 @@ class DenseTarget:
         self.mirror_axes = tuple(model._mirror_axes(mirror))
         self.apply_postprocess = postprocess
         self.x, self.info = model.preprocess(case)
-        self.valid_range = tuple(float(v) for v in self.info.valid_range)
+        lo, hi = self.info.valid_range
+        self.valid_range = (float(lo), float(hi))
         #: the valid range of each input channel (its own clip bounds, z-scored)
         self.channel_valid_ranges = tuple(
             (float(lo), float(hi)) for lo, hi in self.info.channel_valid_range

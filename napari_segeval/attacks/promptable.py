@@ -103,7 +103,7 @@ class PromptTarget:
         self,
         model: Any,
         case: Case,
-        prompts: list,
+        prompts: Any,
         *,
         mode: str | None = None,
         window: Any = None,

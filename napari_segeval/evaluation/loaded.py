@@ -319,7 +319,8 @@ def read_case_files(
             pair = compare_pair(list(preds), focus)
             counting = pool.submit(counters, case, preds, pair[1], pair[0] or CLEAN)
             k = int(case.meta.get("channel", min(channel, len(spec.images) - 1)))
-            images = {}
+            # read by an optional name: None (no attacked round) finds no image
+            images: dict[str | None, np.ndarray] = {}
             for key in floats:
                 images[key] = on_grid(result(futures[key]), case, k)
                 check(key, images[key], case.image.shape)

@@ -19,6 +19,9 @@ from typing import Literal
 import numpy as np
 from scipy import ndimage
 
+#: what post-processing does with a small lesion component: remove it or merge it
+LesionMode = Literal["remove", "merge"]
+
 
 def _structure(ndim: int, connectivity: int | None) -> np.ndarray:
     return ndimage.generate_binary_structure(ndim, connectivity or ndim)
@@ -67,7 +70,7 @@ def remove_small_components(
     min_volume_mm3: float,
     spacing: Sequence[float],
     *,
-    mode: Literal["remove", "merge"] = "remove",
+    mode: LesionMode = "remove",
     connectivity: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Drop (or merge) components of ``label_id`` smaller than ``min_volume_mm3``.
@@ -178,7 +181,7 @@ class PostprocessConfig:
     organs: tuple[int, ...] = ()
     lesions: tuple[int, ...] = ()
     lesion_min_mm3: dict[int, float] = field(default_factory=dict)
-    lesion_mode: Literal["remove", "merge"] = "remove"
+    lesion_mode: LesionMode = "remove"
 
     def to_dict(self) -> dict:
         """Plain dict (for JSON records)."""

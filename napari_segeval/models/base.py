@@ -111,6 +111,8 @@ from napari_segeval.models.walk import WALK_DEFAULTS, Order, Walk, WalkOptions
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
     import torch
 
     from napari_segeval.prompts.prompt_set import PromptSet
@@ -202,9 +204,9 @@ class Capabilities:
         ``prompt=box3d`` of the promptable protocols).
     resize_modes : tuple of str
         The ways it offers to resize a frame to its input size, the first its default
-        (MedSAM2: ``("float", "pillow")``); a model offering some implements
-        ``with_options(resize=MODE)`` (a copy with that mode) and has ``resize`` (its
-        mode). Empty: one fixed way, no option.
+        (MedSAM2: ``("float", "pillow")``); a model offering some overrides
+        :meth:`PromptableModel.with_options` (``resize=MODE``: a copy with that mode) and
+        sets ``resize`` (its mode). Empty: one fixed way, no option.
     precisions : tuple of Precision
         The arithmetic it offers (:mod:`napari_segeval.models.precision`), fastest
         first. Default: fp32 only.
@@ -334,11 +336,18 @@ class PromptableModel:
         Where the model's parameters live; the walks move ``frames`` there.
     capabilities : Capabilities
         What it takes and does (prompt kinds, corrections, gradients).
+    resize : str or None
+        Its way of resizing a frame, one of ``capabilities.resize_modes`` (chosen with
+        :meth:`with_options`); None where it offers no choice.
     """
 
     name: str
     device: Any
-    capabilities: Capabilities
+    resize: str | None = None
+    if TYPE_CHECKING:  # read-only to users; a backend sets it on its class or as a property
+
+        @property
+        def capabilities(self) -> Capabilities: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -403,12 +412,33 @@ class PromptableModel:
         outs = [o.map(lambda v: torch.logit(v.float()), float("-inf")) for o in outs]
         return outs if options.crops else [o.full() for o in outs]
 
+    def with_options(self, *, resize: str | None = None) -> PromptableModel:
+        """This model with other options: ``resize`` one of ``capabilities.resize_modes``
+        (None: unchanged).
+
+        A backend offering options overrides it and returns a copy; this default offers
+        none: it returns the model itself and refuses a ``resize`` (one line).
+        """
+        if resize is not None:
+            from napari_segeval._errors import SegEvalError
+
+            raise SegEvalError(f"{self.name} offers no resize option, got resize={resize!r}")
+        return self
+
     def feature_cache(self) -> Any:
         """A per-case cache of frame features, given back as ``options.features``; None
         (this default): the backend keeps none (:attr:`Capabilities.frame_features`)."""
         return None
 
-    def challenge_3d(self, frames: Any, boxes: list, **kwargs: Any) -> dict[int, np.ndarray]:
+    def challenge_3d(
+        self,
+        frames: Any,
+        boxes: list[Any],
+        *,
+        progress: Any = None,
+        cancel: threading.Event | None = None,
+        features: Any = None,
+    ) -> dict[int, np.ndarray]:
         """The CVPR 2024 challenge's 3D loop (:attr:`Capabilities.box3d`); refused here.
 
         Raises

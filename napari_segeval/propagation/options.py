@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet
+
+if TYPE_CHECKING:
+    from napari_segeval.models.walk import Order
 
 MODES = ("volume", "video")
 DECISIONS = ("probability", "logit")
@@ -88,7 +91,7 @@ class PropagationOptions:
             )
 
     @property
-    def orders(self) -> tuple[str, ...]:
+    def orders(self) -> tuple[Order, ...]:
         """The walk directions of the mode."""
         return ("forward", "backward") if self.mode == "volume" else ("forward",)
 

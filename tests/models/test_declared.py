@@ -159,3 +159,17 @@ def test_implemented_parts_are_read_from_the_class():
     }
     with pytest.raises(SegEvalError, match="^threshold does not run the CVPR 2024"):
         ThresholdPromptModel().challenge_3d(None, [])
+
+
+def test_a_model_without_resize_modes_keeps_its_one_resize():
+    """``with_options`` of a backend offering no ``resize_modes``: the model itself, no
+    ``resize``; asking for a resize mode is refused in one line."""
+    from napari_segeval import SegEvalError
+    from napari_segeval.models.threshold import ThresholdPromptModel
+
+    m = ThresholdPromptModel()
+    assert not m.capabilities.resize_modes
+    assert m.with_options() is m and m.with_options(resize=None) is m
+    assert m.resize is None
+    with pytest.raises(SegEvalError, match="^threshold offers no resize option, got resize='pil"):
+        m.with_options(resize="pillow")

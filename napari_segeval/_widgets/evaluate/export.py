@@ -79,7 +79,7 @@ class ExportPanel(QWidget):
 
     def _ask(self, filter_: str, action: Callable[[Path], Any]) -> None:
         path, _ = QFileDialog.getSaveFileName(
-            self, "Save as", "", filter_, options=QFileDialog.DontConfirmOverwrite
+            self, "Save as", "", filter_, options=QFileDialog.Option.DontConfirmOverwrite
         )
         if path:
             run_guarded("export", lambda: action(Path(path)))

@@ -103,7 +103,6 @@ def segment(
     """
     from napari_segeval.propagation import propagate_image
 
-    extra = {} if on_slice is None else {"on_slice": on_slice}
     return propagate_image(
         model,
         image,
@@ -113,7 +112,7 @@ def segment(
         window=window,
         progress=progress,
         cancel=cancel,
-        **extra,
+        on_slice=on_slice,
     ).labels
 
 
@@ -189,7 +188,7 @@ def propagate_session(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
-) -> tuple[Any, Any, Any, dict]:
+) -> tuple[Any, Any, Any, dict[int, tuple[float, float]], dict[int, Any]]:
     """Propagate ``sets`` through a correction session (made here when ``session`` is None).
 
     The model is ``cached = (spec, model)``'s, else loaded. A new session preprocesses

@@ -47,7 +47,7 @@ def watch_layers(viewer: Any, job: Job, on_cancel: Callable[[Job], None]) -> Sto
 
     def removed(event: Any) -> None:
         layer = getattr(event, "value", None)
-        if job.gone is None and any(layer is need for need in job.needs):
+        if layer is not None and job.gone is None and any(layer is need for need in job.needs):
             job.cancel(f"layer '{layer.name}' was removed")
             on_cancel(job)
 
@@ -59,11 +59,11 @@ def watch_layers(viewer: Any, job: Job, on_cancel: Callable[[Job], None]) -> Sto
 class _WindowWatch(QObject):
     """Event filter on a widget's ancestors: their close, hide or new parent."""
 
-    def __init__(self, widget: Any, on_closed: Callable[[str], None]) -> None:
+    def __init__(self, widget: Any, on_closed: Callable[[str], object]) -> None:
         super().__init__()
         self.widget = weakref.ref(widget)
         self.top = weakref.ref(widget.window())
-        self.on_closed = on_closed
+        self.on_closed: Callable[[str], object] | None = on_closed
         self.ancestors: list[Any] = []
         parent = widget.parentWidget()
         while parent is not None:
@@ -97,8 +97,10 @@ class _WindowWatch(QObject):
         self.ancestors = []
 
 
-def watch_window(widget: Any, on_closed: Callable[[str], None]) -> Stop:
+def watch_window(widget: Any, on_closed: Callable[[str], object]) -> Stop:
     """Call ``on_closed(reason)`` once ``widget`` leaves the shown window it is in now.
+
+    What ``on_closed`` returns is ignored.
 
     Switching tabs or floating a dock keeps it in a shown window. A widget in
     no shown window (a script, a test) is not watched.

@@ -345,7 +345,8 @@ class JobRunner(QWidget):
             watch_destroyed(self, job, self.activity),
         ]
         pool = QThreadPool.globalInstance()
-        pool.setMaxThreadCount(max(pool.maxThreadCount(), MIN_THREADS))
+        if pool is not None:  # None only in the stubs: Qt always has a global pool
+            pool.setMaxThreadCount(max(pool.maxThreadCount(), MIN_THREADS))
         job.start()
         return job
 

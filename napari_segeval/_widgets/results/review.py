@@ -134,7 +134,8 @@ class ReviewBox(QWidget):
 
     def slices(self) -> list[int]:
         """The slices listed, in order."""
-        return [self.flagged.item(i).data(SLICE_ROLE) for i in range(self.flagged.count())]
+        items = (self.flagged.item(i) for i in range(self.flagged.count()))
+        return [item.data(SLICE_ROLE) for item in items if item is not None]
 
     def _clicked(self, item: QListWidgetItem) -> None:
         self.slice_chosen.emit(int(item.data(SLICE_ROLE)))

@@ -403,7 +403,11 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
     The image and reference thumbnails are the first model's (the same case);
     ``extra`` holds each model's per-case values under its name.
     """
-    rows, views, extra, arrays, slices = [], {}, {}, None, []
+    rows: list[dict] = []
+    views: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    arrays: CaseArrays | None = None
+    slices: list[dict] = []
     for m, out in outputs.items():
         rows += out.rows
         slices += out.slices

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -43,24 +44,42 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
             spec.images[k], spec.labels, spec.structures, modality=spec.modality
         )
     ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
-    kw = {
-        "modality": spec.modality,
-        "dataset_json": ds if ds is not None and ds.is_file() else None,
-        "color_table": spec.reader_color_table(),
-    }
+    modality = spec.modality
+    dataset_json = ds if ds is not None and ds.is_file() else None
+    color_table = spec.reader_color_table()
     one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
     n = len(names) if one_file else len(spec.images)
     if channel is None and n > 1:
-        case = read_channels(spec.images, spec.labels, n_channels=len(names) or None, **kw)
+        case = read_channels(
+            spec.images,
+            spec.labels,
+            n_channels=len(names) or None,
+            modality=modality,
+            dataset_json=dataset_json,
+            color_table=color_table,
+        )
     else:
         k = 0 if channel is None else int(channel)
         if not 0 <= k < n:
             raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {n})")
         if one_file:
-            case = read_case(spec.images[0], spec.labels, volume=k, **kw)
+            case = read_case(
+                spec.images[0],
+                spec.labels,
+                volume=k,
+                modality=modality,
+                dataset_json=dataset_json,
+                color_table=color_table,
+            )
             case.meta["channel"] = k
         else:
-            case = read_case(spec.images[k], spec.labels, **kw)
+            case = read_case(
+                spec.images[k],
+                spec.labels,
+                modality=modality,
+                dataset_json=dataset_json,
+                color_table=color_table,
+            )
     if spec.structures:
         case.structures = dict(spec.structures)
     return case
@@ -191,7 +210,7 @@ def cached(
     return store.read_json(path)
 
 
-def train_once(path: str | Path, key: Any, train: Callable[[Path], dict]) -> dict:
+def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict]) -> dict:
     """A model file trained once per ``key``: ``train(path) -> record``, kept in ``path.json``.
 
     :func:`cached` with the record beside the model (``fold0.pt`` ->

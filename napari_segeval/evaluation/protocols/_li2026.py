@@ -40,7 +40,7 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -143,7 +143,9 @@ def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
         batch=int(params.train_batch),
         lr=float(params.train_lr),
         optimizer=str(params.train_optimizer),
-        patch_size=tuple(int(v) for v in params.train_patch),
+        # cast, not unpacked: the list parameter is passed on as given (its length is
+        # the training's to refuse), as before
+        patch_size=cast("tuple[int, int, int]", tuple(int(v) for v in params.train_patch)),
         base_channels=int(params.train_width),
         seed=params.seed,
         threads=int(params.threads),
@@ -238,7 +240,9 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
     scores = auv_of(auv)
     by_id = {s.case_id: s for s in train}
     cases: dict = {}
-    models, info, seen = {}, {}, {}
+    models: dict[str, str] = {}
+    info: dict[str, dict] = {}
+    seen: dict[tuple, Path] = {}
     for cond, f, loss in _conditions(params):
         kept, removed = filter_most_uncertain(scores, f, str(params.removal_rule))
         key = (tuple(sorted(kept)), loss)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from napari_segeval._errors import SegEvalError
 
@@ -147,6 +147,9 @@ class Models(Params):
     (:attr:`~napari_segeval.evaluation.protocols.Protocol.model_kind`): a list of
     references, or None (the ``model`` parameter runs). Listed first among a record's
     bases, it is the record's last field."""
+
+    if TYPE_CHECKING:  # each record declares its own (its default); None with ``models``
+        model: str | None = None
 
     models: list[str] | None = None
 

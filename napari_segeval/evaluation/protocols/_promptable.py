@@ -25,6 +25,7 @@ challenge's ``box3d``).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -148,7 +149,9 @@ class _Tail(_Head):
         if self.precision != "auto":
             from napari_segeval.models.registry import precision_of
 
-            for ref in (self.models if isinstance(self, Models) else None) or [self.model]:
+            models = self.models if isinstance(self, Models) else None
+            refs: Sequence[str | None] = models or [self.model]
+            for ref in refs:
                 if isinstance(ref, str):
                     precision_of(ref, self.precision, self.device)
 
@@ -365,7 +368,7 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
             f"video, got axes {case.axes!r} shape {case.image.shape}"
         )
     if folder is not None:  # the person's prompts, with or without a reference
-        return with_model(_from_file(spec, params, case, mode), params)
+        return with_model(_from_file(spec, params, folder, case, mode), params)
     structures = structures_to_score(case.structures, case.labels)
     if params.prompt == "box3d":
         if mode != "volume":
@@ -413,8 +416,9 @@ def _options(params: Promptable, mode: str) -> Any:
     )
 
 
-def _from_file(spec, params: Promptable, case: Any, mode: str) -> Prepared:
-    """A case without reference labels, prompted by its prompts file (``prompts``)."""
+def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> Prepared:
+    """A case without reference labels, prompted by its prompts file in ``folder`` (the
+    ``prompts`` parameter)."""
     from napari_segeval.prompts.box import Box
 
     if params.prompt != "box":
@@ -423,7 +427,7 @@ def _from_file(spec, params: Promptable, case: Any, mode: str) -> Prepared:
             "a prompts file gives the prompts as they are"
         )
     where = "frame" if mode == "video" else "slice"
-    loaded, firsts = file_prompts(params.prompts, case, spec.case_id, where)
+    loaded, firsts = file_prompts(folder, case, spec.case_id, where)
     sets = {lab: s for lab, (s, _) in loaded.items()}
     present = {lab: name or unnamed_label(lab) for lab, (_, name) in loaded.items()}
     boxes = [
@@ -519,11 +523,7 @@ def score_result(
     """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
     case, present = prepared.case, prepared.present
     video = mode == "video"
-    metric = {
-        "tolerance_mm": params.tolerance_mm,
-        "empty": params.empty,
-        "surface": not video,
-    }
+    tolerance_mm, empty = params.tolerance_mm, params.empty
     if case.labels is None:  # no reference: nothing to score, the rows carry the risk
         rows = [
             {"structure": name, "label": int(lab), "condition": condition}
@@ -533,10 +533,26 @@ def score_result(
         rows = []
         for lab, name in present.items():
             own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
-            rows += C.score(case.labels, own, case.spacing, {lab: name}, condition, **metric)
+            rows += C.score(
+                case.labels,
+                own,
+                case.spacing,
+                {lab: name},
+                condition,
+                tolerance_mm=tolerance_mm,
+                empty=empty,
+                surface=not video,
+            )
     else:
         rows = C.score(
-            case.labels, scored_labels(res, params), case.spacing, present, condition, **metric
+            case.labels,
+            scored_labels(res, params),
+            case.spacing,
+            present,
+            condition,
+            tolerance_mm=tolerance_mm,
+            empty=empty,
+            surface=not video,
         )
     if not video and case.labels is not None:
         rows = gate_nsd(rows, params.nsd_min_dice)
@@ -627,7 +643,7 @@ class ChallengeResult:
 
     labels: np.ndarray
     masks: dict
-    params: Promptable
+    params: dict
 
 
 def challenge_result(prepared: Prepared) -> ChallengeResult:
@@ -654,7 +670,9 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
     )
 
 
-def models_on_same_prompts(spec, params: Promptable, models: list, *, mode: str) -> dict:
+def models_on_same_prompts(
+    spec, params: Medsam2Params | VideoParams, models: list, *, mode: str
+) -> dict:
     """Every model on one case: read and prompted once (the same boxes for each model),
     each model's risk reading the others' masks (the ``models`` signal)."""
     each = {m: replace(params, model=m, models=None) for m in models}

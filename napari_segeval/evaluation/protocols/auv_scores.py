@@ -351,7 +351,7 @@ def write_filtered_lists(
         else ("5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
     )
     base = splits if splits is not None else crossval_splits(train_ids)
-    written = {
+    written: dict[str, Any] = {
         "splits_final.json": str(
             atomic_write_text(
                 out / "splits_final.json",

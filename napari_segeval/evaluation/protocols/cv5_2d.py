@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN, unnamed_label
@@ -79,7 +80,9 @@ def train_config(params: Cv5Params, fold: int):
             iterations=int(params.iterations),
             batch_size=int(params.batch_size),
             lr=float(params.lr),
-            size=tuple(int(v) for v in params.size),
+            # cast, not unpacked: TrainConfig2D refuses a size of another length itself
+            # (its own message), which unpacking here would replace
+            size=cast("tuple[int, int]", tuple(int(v) for v in params.size)),
             width=int(params.width),
             seed=params.seed + int(fold),
             threads=int(params.train_threads),

@@ -37,7 +37,7 @@ source grid; attacked conditions add their perturbed image and perturbation.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -101,7 +101,7 @@ def review_order(
     choice: str,
     structure: Any,
     mask: np.ndarray,
-    skip: Sequence[int] = (),
+    skip: Iterable[int] = (),
     rng: np.random.Generator | None = None,
 ) -> list[int]:
     """The slices a person without the reference looks at, in order (``choice`` ``risk``:
@@ -298,7 +298,9 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
     base = _base_params(params)
     kind = refine_kind(prepared.model, params.refine_prompt)
     where = "frame" if mode == "video" else "slice"
-    conditions = [(CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
+    conditions: list[tuple[str, Any, dict, dict]] = [
+        (CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})
+    ]
     for attack in params.attacks:
         conditions.append(_attacked_frames(prepared, attack, params, mode))
     rows, predictions, images, views = [], {}, {}, {}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +52,9 @@ from napari_segeval.evaluation.protocols._params import (
 )
 from napari_segeval.evaluation.rows import ATTACKED
 
+if TYPE_CHECKING:
+    from napari_segeval.inference.postprocess import LesionMode
+
 LESION_MODES = (None, "remove", "merge")
 
 
@@ -70,7 +74,7 @@ class _Dense(Params):
     tolerance_mm: float = tolerance()
     channel: int | None = None
     mr_minmax: bool | None = None
-    lesion_mode: str | None = choice(None, LESION_MODES)
+    lesion_mode: LesionMode | None = choice(None, LESION_MODES)
     gate: bool = False
     risk: bool = True
     risk_tta: int = number(

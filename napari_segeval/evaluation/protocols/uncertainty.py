@@ -247,7 +247,7 @@ def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
     from napari_segeval.evaluation.summary import percent_scores
     from napari_segeval.uncertainty import filter_most_uncertain
 
-    score = {}
+    score: dict[str, float] = {}
     for r in rows:
         score.setdefault(r["case"], float(r.get("uncertainty", float("nan"))))
     out = []

@@ -305,11 +305,11 @@ class MedSAM2Model(PromptableModel):
         from napari_segeval.models._device import autocast_context
         from napari_segeval.models.walk import WalkOutput
 
-        for w in walks:
-            if w.prior_volume is not None:
+        for walk in walks:
+            if walk.prior_volume is not None:
                 raise SegEvalError(_NO_PER_SLICE)
-            if w.order not in ("forward", "backward"):
-                raise ValueError(f"order must be 'forward' or 'backward', got {w.order!r}")
+            if walk.order not in ("forward", "backward"):
+                raise ValueError(f"order must be 'forward' or 'backward', got {walk.order!r}")
         if not walks:
             return []
         n, h, w = (int(s) for s in tuple(frames.shape)[:3])
