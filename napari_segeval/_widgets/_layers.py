@@ -27,7 +27,7 @@ def layer_class(role: str) -> type[Image | Labels]:
     return Image if role == "image" else Labels
 
 
-def _choices(viewer: Any, kind: type, _widget: Any) -> list[tuple[str, Any]]:
+def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tuple[str, Any]]:
     """A combo box's choices: :data:`NONE`, then the viewer's layers of class ``kind``."""
     return [(NONE, NONE), *((ly.name, ly) for ly in viewer.layers if isinstance(ly, kind))]
 
