@@ -119,6 +119,7 @@ class Job(WorkerBase):
         self.closed = False
         self.outcome: tuple[bool, Any] | None = None  # (True, result) or (False, exception)
         self._begun, self._ended = threading.Event(), threading.Event()
+        self._start_lock = threading.Lock()  # a close and the thread's start are ordered
 
     def __repr__(self) -> str:
         return f"Job({self.name!r}, alive={self.alive}, gone={self.gone!r})"
@@ -129,8 +130,14 @@ class Job(WorkerBase):
         return self._begun.is_set() and not self._ended.is_set()
 
     def run(self) -> None:
-        """Run in the pool's thread (superqt emits the signals); mark when it ends."""
-        self._begun.set()
+        """Run in the pool's thread (superqt emits the signals); mark when it ends.
+
+        A job cancelled before its thread took it up is never marked begun (its
+        :meth:`work` raises Cancelled before ``fn``), so :meth:`close` needs no wait.
+        """
+        with self._start_lock:
+            if not self.cancel_event.is_set():
+                self._begun.set()
         try:
             super().run()
         finally:
@@ -170,9 +177,11 @@ class Job(WorkerBase):
         Returns True when ``fn`` no longer runs (a job cancelled before its
         thread took it up never calls ``fn``).
         """
-        self.closed = True
-        self.cancel(reason)
-        if self._begun.is_set():
+        with self._start_lock:
+            self.closed = True
+            self.cancel(reason)
+            begun = self._begun.is_set()
+        if begun:
             self._ended.wait(timeout)
         return not self.alive
 

@@ -237,3 +237,14 @@ def test_a_job_warning_becomes_a_napari_notification(runner, qtbot, notification
     qtbot.wait(50)
     assert done == [1]
     assert "qfac fixed to 1 in a job" in notifications()
+
+
+def test_a_job_closed_before_its_thread_took_it_up_never_runs(qtbot):
+    from napari_segeval._widgets.jobs.worker import Job
+
+    called, alive_at_start = [], []
+    job = Job(lambda **_: called.append(1))
+    job.started.connect(lambda: alive_at_start.append(job.alive))
+    assert job.close("its panel was closed", timeout=0)  # no thread has it yet
+    job.run()  # the pool's thread takes it up after the close
+    assert called == [] and alive_at_start == [False] and not job.alive
