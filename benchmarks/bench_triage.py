@@ -433,14 +433,25 @@ def rounds(args) -> int:
                 gain = [d[3] - d[0] for d in by.values() if 0 in d and 3 in d]
                 gains[choice] = float(np.mean(gain)) if gain else math.nan
             o, r, x = gains["oracle"], gains["risk"], gains["random"]
-            print(
-                f"{name}, {which} ({len(specs)} cases): mean Dice gained in 3 box rounds: "
-                f"oracle {o:+.4f}, risk {r:+.4f} ({r / o:.0%} of the oracle's; target >= 70 %), "
-                f"random {x:+.4f} (risk / random {r / x if x else math.inf:.2f}, target >= 2; "
-                f"the oracle's own / random {o / x if x else math.inf:.2f})",
-                flush=True,
-            )
+            print(f"{name}, {which} ({len(specs)} cases): mean Dice gained in 3 box rounds: "
+                  f"oracle {o:+.4f}, risk {r:+.4f}, random {x:+.4f}; {_round_ratios(o, r, x)}",
+                  flush=True)  # fmt: skip
     return 0
+
+
+def _round_ratios(oracle: float, risk: float, random: float) -> str:
+    """The targets' ratios (risk >= 70 % of the oracle's gain, >= 2x random's), or why
+    there is none: a ratio of gains is meaningless when the divisor gained nothing."""
+    if not oracle > 0:
+        return "no ratio: the oracle's own corrections gained nothing"
+    parts = [f"risk {risk / oracle:.0%} of the oracle's (target >= 70 %)"]
+    if random > 0:
+        parts.append(
+            f"risk / random {risk / random:.2f} (target >= 2; the oracle's own {oracle / random:.2f})"
+        )
+    else:
+        parts.append("random gained nothing: no risk / random ratio")
+    return ", ".join(parts)
 
 
 def cost(args) -> int:
