@@ -265,6 +265,14 @@ def report(title: str, srows: list, rows: list) -> None:
                 f"(random {fd.random_aurc:.3f}, optimal {fd.optimal_aurc:.3f})  "
                 f"nAURC {fd.normalised_aurc:.3f}  Recall@10% {fd.recall_at_10:.3f}"
             )
+    # The reference's slices beyond the slice after a chain's end have no prediction and no
+    # row in a run without a reference: the risk on the rows such a run has, beside.
+    own = [r for r in rows if r["area"] > 0 or r["end"] > 0]
+    if rows and len(own) < len(rows):
+        fd = failure_detection(np.asarray([r["risk"] for r in own], float),
+                               np.asarray([r["dice"] for r in own], float), failure_below=0.5)  # fmt: skip
+        print(f"  risk on the {len(own)} slices a run without a reference has (the prediction's "
+              f"and the slice after each end): AUROC {fd.failure_auroc:.3f}")  # fmt: skip
 
 
 def rescore_slices(srows: list, slice_model) -> None:
