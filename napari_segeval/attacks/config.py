@@ -1,10 +1,6 @@
 """The configuration of one attack: :class:`AttackConfig`, checked against the registry.
 
-:class:`AttackConfig` holds every parameter of an attack (all recorded with its
-results) and refuses combinations the attack does not take, by its entry in
-:data:`~napari_segeval.attacks.registry.ATTACKS` (schedules, fixed loss, L-inf
-only, gradient-free, ``select="loss"``); :func:`not_applicable` says why an
-attack cannot run on a model. The dispatcher (:func:`~napari_segeval.attacks.core.run_attack`) is in :mod:`.core`.
+:func:`not_applicable` says why an attack cannot run on a model.
 """
 
 from __future__ import annotations
