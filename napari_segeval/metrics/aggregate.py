@@ -122,13 +122,6 @@ def summarize(
     NaN values are excluded from the statistics and counted in ``n_nan``, ±inf
     kept (the rule of :mod:`napari_segeval.metrics.catalog`); rows without the
     metric are skipped. Quartiles use linear interpolation.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "liver", "condition": "clean", "dice": d} for d in (0.8, 0.9, 1.0)]
-    >>> s = summarize(rows)[0]
-    >>> s["n"], round(s["mean"], 3), s["median"], round(s["iqr"], 3)
-    (3, 0.9, 0.9, 0.1)
     """
     groups: dict[tuple, list[float]] = {}
     for row in rows:
@@ -210,13 +203,6 @@ def robust_threshold(clean_dices: Iterable[float | None], factor: float = 0.5) -
         ``factor * mean``. NaN, +-inf and None are not Dice values (a case with
         no structure measured, or a failed row) and are left out of the mean;
         with no finite value left the threshold is NaN, and no case is robust.
-
-    Examples
-    --------
-    >>> robust_threshold([0.8, 0.6, float("nan")])
-    0.35
-    >>> robust_threshold([])
-    nan
     """
     values = np.asarray([np.nan if v is None else float(v) for v in clean_dices], float)
     values = values[np.isfinite(values)]
@@ -240,11 +226,6 @@ def is_robust(attacked_dice: float | None, threshold: float) -> bool:
         robust. False when either value is NaN, +-inf or None: a case whose
         attacked Dice is unknown cannot be shown robust, and it still counts
         among the cases (as not robust) in :func:`robust_fraction`.
-
-    Examples
-    --------
-    >>> is_robust(0.5, 0.4), is_robust(0.4, 0.4), is_robust(float("nan"), 0.4)
-    (True, False, False)
     """
     if attacked_dice is None:
         return False
