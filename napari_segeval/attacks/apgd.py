@@ -36,15 +36,6 @@ def apgd_checkpoints(n_iter: int, schedule: str = "paper") -> list[int]:
     ``schedule`` is ``"paper"`` (Croce & Hein's recurrence) or ``"rog"`` (the
     reference code's interval arithmetic, as run by ROG; module docstring). A
     check at ``n_iter`` itself would change nothing and is left out.
-
-    Examples
-    --------
-    >>> apgd_checkpoints(100)
-    [22, 41, 57, 70, 80, 87, 93, 99]
-    >>> apgd_checkpoints(5), apgd_checkpoints(5, "rog")
-    ([2, 3, 4], [1, 2, 3, 4])
-    >>> apgd_checkpoints(10, "rog")
-    [2, 3, 4, 5, 6, 7, 8, 9]
     """
     if schedule == "rog":
         return _rog_checkpoints(n_iter)

@@ -21,9 +21,6 @@ three), the window clipped and its corner drawn among valid positions (theirs ca
 negative), one position per case (theirs per batch), ``clamp`` to the valid range
 (theirs clamps z-scored inputs to [0, 1]), and every restart's result kept (theirs
 returns the last restart's).
-
->>> p_selection(0, 5, 0.8), p_selection(1, 5, 0.8), p_selection(1, 5, 0.8, "absolute")
-(0.8, 0.025, 0.8)
 """
 
 from __future__ import annotations

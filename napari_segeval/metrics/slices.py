@@ -20,11 +20,6 @@ def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
 
     Background-background voxels are skipped in the loop and added back from the
     region size, so the cost follows the foreground, not the number of labels.
-
-    Examples
-    --------
-    >>> slice_counts(np.array([0, 1, 1]), np.array([0, 1, 0]), 2).tolist()
-    [[1, 1], [1, 2], [2, 1]]
     """
     r = np.ascontiguousarray(ref).reshape(-1)
     p = np.ascontiguousarray(pred).reshape(-1)
@@ -46,12 +41,6 @@ def per_slice_counts(
 
     ``[:, 0]`` true positives, ``[:, 1]`` reference voxels, ``[:, 2]`` predicted
     voxels, per label id.
-
-    Examples
-    --------
-    >>> ref = np.zeros((2, 3, 3), np.uint8); ref[0, :2, :2] = 1
-    >>> per_slice_counts(ref, ref)[:, 1, 1].tolist()
-    [4, 0]
     """
     ref, pred, n = label_pair(reference, prediction, n_labels)
     ref = np.moveaxis(ref, axis, 0)

@@ -26,14 +26,7 @@ FINAL_CONTRAST = 0.08
 def make_heldout_volume(
     seed: int, shape: Sequence[int] = (32, 128, 128)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels.
-
-    Examples
-    --------
-    >>> image, labels = make_heldout_volume(2000, shape=(12, 64, 64))
-    >>> image.shape, image.dtype, labels.dtype, int(labels.max()) >= 1
-    ((12, 64, 64), dtype('float32'), dtype('uint8'), True)
-    """
+    """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels."""
     if seed < HELDOUT_SEED_BASE:
         raise ValueError(f"held-out seeds start at {HELDOUT_SEED_BASE}, got {seed}")
     return _volume(seed, shape, shapes.HELDOUT_SHAPES, appearance.HELDOUT_APPEARANCE)

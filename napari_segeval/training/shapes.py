@@ -179,14 +179,7 @@ def _thin(rng: np.random.Generator, p: dict, grids, shape) -> np.ndarray:
 def draw_object(
     rng: np.random.Generator, family: str, shape: Sequence[int], radius: float | None = None
 ) -> np.ndarray:
-    """Boolean mask ``shape`` of one random object of ``family`` (may be empty).
-
-    Examples
-    --------
-    >>> m = draw_object(np.random.default_rng(0), "blob", (12, 48, 48), radius=10)
-    >>> m.shape, m.dtype, bool(m.any())
-    ((12, 48, 48), dtype('bool'), True)
-    """
+    """Boolean mask ``shape`` of one random object of ``family`` (may be empty)."""
     if family not in TRAIN_SHAPES + HELDOUT_SHAPES:
         raise ValueError(f"unknown shape family {family!r}")
     shape = tuple(int(s) for s in shape)
