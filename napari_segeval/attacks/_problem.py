@@ -237,17 +237,13 @@ class Problem:
 
     def begin_restart(self, restart: int) -> bool:
         """Whether restart ``restart`` runs; freezes the cases that are no longer robust."""
-        if self.threshold is None or self.best_dice is None:
-            self.frozen = None
-            self.info["restarts_run"] = restart + 1
-            return True
-        robust = self.best_dice > float(self.threshold)
-        self.frozen = ~robust
-        if not bool(robust.any()):
-            self.info["restarts_run"] = restart
-            return False
-        self.info["restarts_run"] = restart + 1
-        return True
+        runs = True
+        self.frozen = None
+        if self.threshold is not None and self.best_dice is not None:
+            robust = self.best_dice > float(self.threshold)
+            self.frozen, runs = ~robust, bool(robust.any())
+        self.info["restarts_run"] = restart + int(runs)
+        return runs
 
     def track(
         self,

@@ -65,11 +65,15 @@ def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -
     return _dilate(mask, int(band))
 
 
+def _clipped(uncertainty: np.ndarray, region: np.ndarray | None) -> np.ndarray:
+    """``uncertainty`` clipped to ``[0, 1]``, over ``region`` when given."""
+    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
+    return u if region is None else u[np.asarray(region, dtype=bool)]
+
+
 def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
     """Mean of ``u`` clipped to ``[0, 1]`` over ``region`` (``∫_0^1 F(t) dt``); NaN if empty."""
-    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
-    if region is not None:
-        u = u[np.asarray(region, dtype=bool)]
+    u = _clipped(uncertainty, region)
     return float(u.mean()) if u.size else math.nan
 
 
@@ -84,9 +88,7 @@ def uncertainty_volume_curve(
     >>> t.tolist(), f.tolist()
     ([0.0, 0.25, 0.5, 0.75, 1.0], [1.0, 0.5, 0.5, 0.0, 0.0])
     """
-    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
-    if region is not None:
-        u = u[np.asarray(region, dtype=bool)]
+    u = _clipped(uncertainty, region)
     t = np.linspace(0.0, 1.0, int(n_thresholds))
     if not u.size:
         return t, np.full_like(t, np.nan)
