@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,12 +143,7 @@ class Logistic:
 
     def to_dict(self) -> dict:
         """Its JSON form."""
-        return {
-            "names": list(self.names),
-            "weights": list(self.weights),
-            "intercept": self.intercept,
-            "fill": list(self.fill),
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
 
 class RiskKind(Enum):
@@ -168,12 +164,8 @@ class RiskModel:
     @classmethod
     def load(cls, path: Any = None, kind: RiskKind = RiskKind.PROMPTABLE) -> RiskModel:
         """The shipped model of ``kind`` (its file beside this module), or ``path``'s."""
-        if path is None:
-            text = resources.files(__package__).joinpath(kind.value).read_text()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        d = json.loads(text)
+        file = resources.files(__package__).joinpath(kind.value) if path is None else Path(path)
+        d = json.loads(file.read_text(encoding="utf-8"))
         return cls(
             Logistic.from_dict(d["slice"]),
             Logistic.from_dict(d["structure"]),
