@@ -38,16 +38,12 @@ class AttackOutput:
     dice : torch.Tensor
         ``(N,)`` mean foreground Dice of ``x + delta`` against the target.
     history : list of dict
-        Per evaluation: ``restart``, ``step``, ``loss`` and ``dice`` (lists per
-        case), and for APGD the ``step_size`` per case, for Square ``accepted``
-        and ``side``, for FAB ``target_rank`` and ``norm``. ``restart=-1`` rows
-        are the clean input (robust-threshold gating; FAB) and FAB's answer.
+        Per evaluation: ``restart``, ``step``, ``loss``, ``dice`` (per case) and the
+        attack's own columns; ``restart=-1``: the clean input and FAB's answer.
     n_forward, n_backward : int
         Network passes used.
     info : dict
-        Attack-specific results, JSON-ready (``restarts_run`` under
-        robust-threshold gating; FAB's ``min_norm`` and ``success_threshold``;
-        Square's ``queries`` ...).
+        Attack-specific results, JSON-ready (``restarts_run``, FAB's ``min_norm`` ...).
     """
 
     delta: Any
