@@ -1,25 +1,12 @@
 """The state shared by every attack loop: the perturbation ball, evaluation, kept iterate.
 
-:class:`Problem` holds one run's input, target and configuration; it projects
-onto the epsilon ball (and the optional valid input range), draws random
-starts, evaluates the loss (or an attack's own objective), gradient and logits
-at ``x + delta`` (counting passes, reporting progress, honouring cancel) and
-keeps one iterate per case: the lowest-Dice one (``select="dice"``, default),
-the highest-loss candidate (``select="loss"``) or the last one
-(``keep_best=False``). The attack loops (:mod:`.iterative`, :mod:`.apgd`,
-:mod:`.square`, :mod:`.fab`) are written on it and registered in
-:data:`~napari_segeval.attacks.registry.ATTACKS`; :func:`.core.run_attack` builds it
-from an :class:`~napari_segeval.attacks.config.AttackConfig`.
-
-Robust-threshold gating (``robust_threshold`` set, Daza et al. 2021): the clean
-input is evaluated first (history row ``restart=-1``) and is a candidate like any
-iterate; a restart runs only for the cases whose kept iterate still has a Dice
-strictly above the threshold (the robust rule of
-:func:`napari_segeval.metrics.is_robust`); a case at or below it is *frozen*:
-later restarts no longer change its iterate, and when every case is frozen the
-attack stops (``info["restarts_run"]`` says how many ran).
-
-torch is imported inside the functions.
+:class:`Problem` projects onto the ball (and valid range), draws random starts,
+evaluates loss, gradient and logits (counting passes, reporting progress, honouring
+cancel) and keeps one iterate per case: lowest Dice (``select="dice"``), highest loss
+(``"loss"``) or the last (``keep_best=False``). With ``robust_threshold`` the clean input
+is evaluated first (``restart=-1``) and a restart runs only for cases still strictly
+above the threshold (:func:`napari_segeval.metrics.is_robust`); the attack stops when
+none is left (``info["restarts_run"]``). torch is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -51,16 +38,12 @@ class AttackOutput:
     dice : torch.Tensor
         ``(N,)`` mean foreground Dice of ``x + delta`` against the target.
     history : list of dict
-        Per evaluation: ``restart``, ``step``, ``loss`` and ``dice`` (lists per
-        case), and for APGD the ``step_size`` per case, for Square ``accepted``
-        and ``side``, for FAB ``target_rank`` and ``norm``. ``restart=-1`` rows
-        are the clean input (robust-threshold gating; FAB) and FAB's answer.
+        Per evaluation: ``restart``, ``step``, ``loss``, ``dice`` (per case) and the
+        attack's own columns; ``restart=-1``: the clean input and FAB's answer.
     n_forward, n_backward : int
         Network passes used.
     info : dict
-        Attack-specific results, JSON-ready (``restarts_run`` under
-        robust-threshold gating; FAB's ``min_norm`` and ``success_threshold``;
-        Square's ``queries`` ...).
+        Attack-specific results, JSON-ready (``restarts_run``, FAB's ``min_norm`` ...).
     """
 
     delta: Any
@@ -250,17 +233,13 @@ class Problem:
 
     def begin_restart(self, restart: int) -> bool:
         """Whether restart ``restart`` runs; freezes the cases that are no longer robust."""
-        if self.threshold is None or self.best_dice is None:
-            self.frozen = None
-            self.info["restarts_run"] = restart + 1
-            return True
-        robust = self.best_dice > float(self.threshold)
-        self.frozen = ~robust
-        if not bool(robust.any()):
-            self.info["restarts_run"] = restart
-            return False
-        self.info["restarts_run"] = restart + 1
-        return True
+        runs = True
+        self.frozen = None
+        if self.threshold is not None and self.best_dice is not None:
+            robust = self.best_dice > float(self.threshold)
+            self.frozen, runs = ~robust, bool(robust.any())
+        self.info["restarts_run"] = restart + int(runs)
+        return runs
 
     def track(
         self,

@@ -1,46 +1,23 @@
 """APGD (Croce & Hein, ICML 2020) adapted to segmentation, written from its definition.
 
-* Checkpoints ``w_j = ceil(p_j * N_iter)`` with ``p_0 = 0``, ``p_1 = 0.22`` and
+* Checkpoints ``w_j = ceil(p_j * N)``, ``p_0 = 0``, ``p_1 = 0.22``,
   ``p_{j+1} = p_j + max(p_j - p_{j-1} - 0.03, 0.06)``.
-* Step size ``eta`` starts at ``2 * eps``. At each checkpoint ``w_j`` it is halved,
-  per case, when
+* Step ``eta`` starts at ``2 * eps`` and is halved per case at a checkpoint when
+  (1) under ``rho = 0.75`` of the steps since the last one raised the loss, or
+  (2) it was not halved at the last one and the best loss did not improve; the
+  iterate then restarts from the best point, without momentum.
+* ``z = P(x_k + eta * sign(grad))`` (unit L2 direction for L2),
+  ``x_{k+1} = P(x_k + alpha (z - x_k) + (1 - alpha)(x_k - x_{k-1}))``, ``alpha = 0.75``.
 
-  1. the fraction of successful steps since ``w_{j-1}`` (``f(x_{i+1}) > f(x_i)``)
-     is below ``rho = 0.75``, or
-  2. the step size was not reduced at ``w_{j-1}`` and the best loss did not improve
-     since ``w_{j-1}``;
+Segmentation: per-voxel CE or DLR averaged per case, a schedule per case, the
+lowest-Dice iterate over all steps and restarts returned (Daza et al. 2021).
 
-  and the iterate restarts from the best point found so far (loss-wise), with
-  its gradient and no momentum.
-* Update: ``z = P(x_k + eta * sign(grad))`` (unit L2 direction for the L2 norm),
-  ``x_{k+1} = P(x_k + alpha (z - x_k) + (1 - alpha)(x_k - x_{k-1}))`` with
-  ``alpha = 0.75`` (``x_1 = z`` for the first step).
-
-Segmentation: the loss is the per-voxel CE or DLR averaged per case, each case
-runs its own schedule, and the iterate with the lowest Dice over all steps and
-restarts is returned per case (Daza et al. 2021). ``N_iter`` steps cost
-``N_iter`` forward+backward passes plus one forward for the last iterate.
-
-Checkpoint schedules (``AttackConfig.schedule``):
-
-* ``"paper"`` (default) - the recurrence above.
-* ``"rog"`` - the checks of the reference code that ROG (BCV-Uniandes/ROG,
-  ``rog/autoattack/autopgd.py``) runs: the first check after
-  ``k_1 = max(int(0.22 N), 1)`` iterations, then every ``k_{j+1} =
-  max(k_j - max(int(0.03 N), 1), max(int(0.06 N), 1))`` iterations. At
-  ``N = 100`` both give 22, 41, 57, 70, 80, 87, 93, 99; at small ``N`` they
-  differ (``N = 5``: paper 2, 3, 4; rog 1, 2, 3, 4; ``N = 10``: paper 3, 5, 6, 7,
-  8, 9; rog 2, 3, ..., 9). (The issue text says the interval shrinks by
-  ``ceil(0.03 N)``; their code uses ``max(int(0.03 N), 1)``: the same for
-  ``N <= 33`` and where ``0.03 N`` is a whole number - N = 5, 10, 100 - but not
-  otherwise, e.g. N = 50: 1 vs 2. The code is followed.)
-
-Only the checkpoint positions follow the code. Three details of that code are
-not reproduced (the paper's definition is kept): at the first checkpoint it
-compares the first iterate's loss with 0 instead of ``f(x_0)`` (a wrap-around
-index into the not yet filled loss array), it never applies condition 2 at the
-first checkpoint, and after a step-size reduction the momentum term still uses
-the iterate before the restart point (the paper restarts without momentum).
+``schedule="rog"`` takes the checkpoints of the code ROG runs
+(``rog/autoattack/autopgd.py``): first after ``k_1 = max(int(0.22 N), 1)``, then every
+``k_{j+1} = max(k_j - max(int(0.03 N), 1), max(int(0.06 N), 1))`` (the issue's
+``ceil(0.03 N)`` differs, e.g. at N = 50; the code is followed). Only the positions
+follow the code; its other quirks (comparing the first loss with 0, no condition 2 at
+the first checkpoint, momentum from before the restart point) are not reproduced.
 """
 
 from __future__ import annotations
@@ -59,15 +36,6 @@ def apgd_checkpoints(n_iter: int, schedule: str = "paper") -> list[int]:
     ``schedule`` is ``"paper"`` (Croce & Hein's recurrence) or ``"rog"`` (the
     reference code's interval arithmetic, as run by ROG; module docstring). A
     check at ``n_iter`` itself would change nothing and is left out.
-
-    Examples
-    --------
-    >>> apgd_checkpoints(100)
-    [22, 41, 57, 70, 80, 87, 93, 99]
-    >>> apgd_checkpoints(5), apgd_checkpoints(5, "rog")
-    ([2, 3, 4], [1, 2, 3, 4])
-    >>> apgd_checkpoints(10, "rog")
-    [2, 3, 4, 5, 6, 7, 8, 9]
     """
     if schedule == "rog":
         return _rog_checkpoints(n_iter)

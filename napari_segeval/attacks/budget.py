@@ -1,21 +1,12 @@
 """Attack budgets: epsilon in normalized units, converted to raw units for people.
 
-Every attack works in the model's **normalized input units** (what the model's
-``preprocess`` returns). People think in raw units (HU for CT, grey levels for
-ultrasound/endoscopy, scanner units for MR), so results report both.
-
-Assumption: the normalization is *linear* in the range clean images occupy
-(z-scoring, a CT window, min-max scaling), so one normalized unit is a fixed
-number of raw units, ``raw_per_normalized_unit`` (the foreground std for a
-z-scored dense model, the window width for a windowed promptable model). Outside
-the clip range or the window, the inverse mapping is undefined (many raw values
-map to one normalized value); a perturbation is therefore converted to raw units
-as ``delta * raw_per_normalized_unit`` and added to the *clean raw image*, not
-obtained by inverting the normalization of the perturbed input.
-
-Natural-image budgets such as ``8/255`` assume inputs in ``[0, 1]``; they mean
-nothing for z-scored CT (one unit is about one foreground std, tens of HU) and
-must not be reused. Choose epsilon in raw units (e.g. a few HU) and convert.
+Attacks work in the model's normalized input units; results also report raw units
+(HU, grey levels). The normalization is assumed linear over the clean range, so one
+normalized unit is ``raw_per_normalized_unit`` raw units (the foreground std of a
+z-scored model, the window width of a windowed one), and a perturbation in raw units
+is ``delta * raw_per_normalized_unit`` added to the clean raw image (never the inverse
+of the normalization, undefined outside the window). Natural-image budgets such as
+``8/255`` do not transfer.
 """
 
 from __future__ import annotations
@@ -68,16 +59,7 @@ class Budget:
     raw_per_normalized_unit : float
         Raw units per normalized unit (linear normalization assumed).
     norm : {"linf", "l2"}
-        The norm of the ball. For ``l2`` the raw radius scales by the same factor
-        (the norm is taken over every input element of one case).
-
-    Examples
-    --------
-    >>> b = Budget.from_raw(15.0, 30.0)
-    >>> b.eps_normalized, b.eps_raw
-    (0.5, 15.0)
-    >>> Budget.from_normalized(0.5, 30.0).to_dict()["eps_raw"]
-    15.0
+        The norm of the ball (``l2``: over every input element of one case).
     """
 
     eps_normalized: float

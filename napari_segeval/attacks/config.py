@@ -1,10 +1,6 @@
 """The configuration of one attack: :class:`AttackConfig`, checked against the registry.
 
-:class:`AttackConfig` holds every parameter of an attack (all recorded with its
-results) and refuses combinations the attack does not take, by its entry in
-:data:`~napari_segeval.attacks.registry.ATTACKS` (schedules, fixed loss, L-inf
-only, gradient-free, ``select="loss"``); :func:`not_applicable` says why an
-attack cannot run on a model. The dispatcher (:func:`~napari_segeval.attacks.core.run_attack`) is in :mod:`.core`.
+:func:`not_applicable` says why an attack cannot run on a model.
 """
 
 from __future__ import annotations
@@ -57,43 +53,33 @@ class AttackConfig:
         Iterations (PGD/APGD/FAB), queries (Square); ignored by FGSM and noise.
     step_size : float or None
         Default: ``2.5 * eps / steps`` (PGD), ``2 * eps`` (APGD), ``eps`` (FGSM).
-        ROG's PGD uses ``eps / 3``.
     loss : {"ce", "dice", "dlr", "hard-dice"}
-        Loss maximized by FGSM/PGD/Square (APGD-CE and APGD-DLR fix it);
-        ``hard-dice`` (``1 -`` hard Dice, no gradient) is for Square only.
+        Loss maximized by FGSM/PGD/Square (APGD fixes it; ``hard-dice``: Square only).
     random_start : bool
         Start from a uniform point of the ball (PGD, APGD).
     restarts : int
         Independent runs; the kept iterate is chosen over all of them.
     schedule : str or None
-        PGD: step-size schedule ``constant`` (default), ``cosine``, ``step`` (halve
-        at 50% and 75% of the steps). APGD: checkpoints ``paper`` (default) or
-        ``rog``. Square: square-size schedule ``rescaled`` (default) or
-        ``absolute``. None picks the attack's default.
+        PGD: ``constant``, ``cosine``, ``step`` (halve at 50% and 75%); APGD: ``paper``
+        or ``rog``; Square: ``rescaled`` or ``absolute``. None: the attack's default.
     weighting : {None, "segpgd", "cospgd"}
         Per-voxel loss weighting (PGD with ``ce`` or ``dlr``).
     clamp : (float, float), sequence of (float, float), or None
-        Valid range of the preprocessed input to keep perturbed inputs in: one
-        ``(lo, hi)`` for every element, or one per image channel (along the
-        attack's channel axis: multi-channel MR, each channel z-scored with its
-        own statistics).
+        Valid range of the preprocessed input: one ``(lo, hi)``, or one per image channel.
     seed : int
-        Seed of the random start / noise / squares (a CPU generator: same draws on any device).
+        Seed of the random draws (a CPU generator: same draws on any device).
     keep_best : bool
         Keep the best iterate per case by ``select`` (else the last one).
     select : {"dice", "loss"}
-        ``dice``: the iterate with the lowest Dice (every evaluated iterate).
-        ``loss`` (PGD only): the restart whose final iterate has the highest loss.
+        ``dice``: the lowest-Dice iterate; ``loss`` (PGD only): the restart whose final
+        iterate has the highest loss.
     robust_threshold : float or None
-        A Dice (mean foreground Dice vs the target on the model grid): when set,
-        the clean input is evaluated first and an attack (restart) runs only for
-        cases whose Dice is still strictly above it; Square stops querying and
-        FAB counts success at or below it (FAB's default: half the case's clean Dice).
+        A Dice: restarts run only for cases still strictly above it; Square stops and
+        FAB succeeds at or below it (FAB's default: half the case's clean Dice).
     p_init : float
         Square: initial fraction of the input covered by one square.
     target_ranks : int or None
-        FAB: how many target classes per voxel, the 2nd, 3rd, ... most likely
-        class at the clean input (default: all ``C - 1``).
+        FAB: how many target ranks per voxel (2nd, 3rd, ... class; default all ``C - 1``).
     sigma : float or None
         Standard deviation of Gaussian noise before projection (default ``eps``).
     """

@@ -1,36 +1,14 @@
 """Model-agnostic attacks on a differentiable ``forward(x) -> logits (N, C, *spatial)``.
 
-The attacks perturb ``x`` (any shape with the case axis first) inside an
-epsilon ball of the L-inf or L2 norm, measured per case over every other axis,
-in the model's normalized units (see :mod:`napari_segeval.attacks.budget`).
-Inputs are never clamped to ``[0, 1]``; with ``clamp=(lo, hi)`` the perturbed
-input is kept in the range the preprocessing can produce (a voxel whose clean
-value lies outside it may keep that value).
-
-Cost: every PGD/APGD step is exactly one forward and one backward pass; the
-Dice of the current iterate is computed from that forward's logits before the
-update, and one extra forward (no backward) evaluates the final iterate.
-Square (:mod:`.square`) makes forward passes only; FAB (:mod:`.fab`) one
-forward+backward and one forward per iteration. The iterate with the lowest
-Dice per case is returned (``keep_best``), unless ``select="loss"`` (PGD: the
-restart whose final iterate has the highest loss, as ROG's ``attack_pgd``) or
-the attack defines its own answer (FAB: the smallest successful perturbation).
-
-Options for the ``rog`` preset of ``msd-robust`` (Daza et al. 2021 and their
-code, BCV-Uniandes/ROG): ``schedule="rog"`` (APGD checkpoints of their code,
-:func:`~napari_segeval.attacks.apgd.apgd_checkpoints`), ``select="loss"`` with
-``step_size=eps/3`` (their PGD), ``robust_threshold`` (attack, and restart, only
-cases still robust; FAB's and Square's success criterion), ``loss="hard-dice"``
-and ``schedule="absolute"`` (their Square).
-
-The attacks themselves are entries of the registry
-(:data:`~napari_segeval.attacks.registry.ATTACKS`: name -> loop and evaluation
-count); their options are checked by
-:class:`~napari_segeval.attacks.config.AttackConfig`. This module only
-dispatches: :func:`run_attack` builds the shared
-:class:`~napari_segeval.attacks._problem.Problem` and runs the entry's loop.
-
-torch is imported inside the functions.
+``x`` (case axis first) is perturbed inside an L-inf or L2 ball per case, in the
+model's normalized units (:mod:`.budget`), never clamped to ``[0, 1]``; ``clamp=(lo,
+hi)`` keeps it in the range the preprocessing can produce. Each PGD/APGD step is one
+forward and one backward pass (the iterate's Dice comes from that forward), plus one
+forward for the final iterate. The iterate with the lowest Dice per case is returned
+unless ``select="loss"`` (PGD, as ROG's ``attack_pgd``) or the attack defines its own
+answer (FAB: the smallest successful perturbation). This module only dispatches:
+:func:`run_attack` builds the shared :class:`~._problem.Problem` and runs the
+registry entry's loop. torch is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -89,24 +67,12 @@ def run_attack(
     cancel : threading.Event, optional
         Checked before each forward pass (raises ``Cancelled``).
     channel_axis : int or None
-        Axis of ``x`` holding image channels (Square draws one sign per channel
-        and squares over the other axes); None when every axis after the case
-        axis is spatial.
+        Axis of ``x`` holding image channels (Square draws one sign per channel);
+        None when every axis after the case axis is spatial.
 
     Returns
     -------
     AttackOutput
-
-    Examples
-    --------
-    >>> import torch
-    >>> from napari_segeval.attacks._problem import per_case_norm
-    >>> net = torch.nn.Conv1d(1, 2, 3, padding=1)
-    >>> x = torch.randn(2, 1, 16, generator=torch.Generator().manual_seed(0))
-    >>> target = net(x).argmax(1).detach()
-    >>> out = run_attack(net, x, target, AttackConfig("pgd", eps=0.5, steps=5))
-    >>> bool((per_case_norm(out.delta, "linf") <= 0.5).all()), out.n_backward
-    (True, 5)
     """
     problem = Problem(
         forward,

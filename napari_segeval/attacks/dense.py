@@ -1,21 +1,12 @@
 """Attack target for dense models: the whole volume through the Gaussian sliding window.
 
-The attack variable is the model's normalized input on the model grid (after
-resampling to the model spacing and clip/z-scoring), ``(1, C, *grid)``: every
-image channel of a multi-channel case is perturbed, inside one epsilon ball
-(the norm is taken over all channels together; epsilon is in each channel's
-normalized units, so its raw size differs per channel: ``channel_scales``).
-Two ways to get its gradient, recorded as ``gradient`` in the parameters:
-
-* ``"whole"`` - autograd through the whole differentiable sliding window (the
-  graph of every window is kept: memory grows with the volume).
-* ``"chunked"`` - the same gradient, exactly, with memory bounded by one batch of
-  windows: the blended logits are computed without a graph, and the backward pass
-  recomputes each window batch with a graph and back-propagates its share of the
-  output gradient (``grad * gaussian / sum_of_weights``). Costs one extra forward
-  per step.
-
-Both attack the whole volume (every window), never a single foreground patch.
+The attack variable is the model's normalized input on the model grid ``(1, C, *grid)``;
+every channel is perturbed inside one ball (eps in each channel's normalized units:
+``channel_scales``). ``gradient="whole"`` back-propagates through the whole sliding
+window (memory grows with the volume); ``"chunked"`` gives the same gradient exactly
+with memory bounded by one window batch, recomputing each batch with a graph and
+back-propagating its share ``grad * gaussian / sum_of_weights`` (one extra forward per
+step). Both attack every window, never a single foreground patch.
 """
 
 from __future__ import annotations
@@ -118,15 +109,6 @@ class DenseTarget:
         How gradients are computed (see the module docstring).
     postprocess : bool
         Apply the model's post-processing to the clean and attacked label maps.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.registry import load_dense
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> t = DenseTarget(load_dense("builtin-ct", device="cpu"),
-    ...                 make_ct_case(3000, shape=(24, 48, 48)))
-    >>> tuple(t.x.shape[:2]), t.num_classes, t.raw_per_normalized_unit == t.model.intensity.std
-    ((1, 1), 6, True)
     """
 
     kind = "dense"

@@ -1,52 +1,23 @@
 """FAB-T (Croce & Hein, ICML 2020): targeted minimal-norm attack, L-inf, for segmentation.
 
-FAB looks for the *smallest* perturbation that breaks a case, not for the worst
-one inside a budget: it repeatedly linearizes the model at the current point,
-projects both the current point and the clean input onto the linearized
-decision boundary (minimal L-inf steps, with the box of valid inputs), and moves
-to a convex combination of the two projections, extrapolated by ``eta`` and
-biased towards the clean input by at most ``alpha_max``. Whenever the point
-breaks the case it is recorded if smaller than the best so far and pulled back
-towards the clean input by ``beta``.
+FAB seeks the smallest perturbation that breaks a case: it linearizes the model,
+projects the point and the clean input onto the linearized boundary (with the box of
+valid inputs), moves to their combination (extrapolated by ``eta``, biased to the clean
+input by at most ``alpha_max``) and, on success, records the point and pulls it back by
+``beta`` (``0.1``, ``1.05``, ``0.9``: ROG's, the paper's L-inf defaults).
 
-Segmentation adaptation (as ROG, BCV-Uniandes/ROG ``rog/autoattack/fab.py``):
+Segmentation (as ROG's ``rog/autoattack/fab.py``): for target rank ``k`` (2..C) each
+voxel's target is its ``k``-th class at the clean input; the decision function is the
+case mean of ``z_target - z_label``; success is hard Dice at or below
+``robust_threshold`` (else half the clean Dice); the answer is the smallest success
+within ``eps``, else the clean input (``info["min_norm"]``: smallest success norm, ``inf``
+if none). Later restarts start at a random point of radius ``eps / 2``; with a
+``robust_threshold`` a case stops once broken within ``eps``. Each iteration is one
+forward+backward and one forward.
 
-* **Target class per voxel**: for target rank ``k`` (2, 3, ..., ``C``) each
-  voxel's target is its ``k``-th most likely class at the *clean* input (rank 2:
-  the runner-up). All ranks are tried in turn (``target_ranks`` limits them;
-  ROG runs ``C - 1`` ranks), each with ``restarts`` runs.
-* **One linearized boundary per case**: the decision function is the case mean
-  over voxels of ``z_target - z_label`` (logit of the voxel's target class minus
-  the logit of its label in the attack's target map); the boundary is where that
-  mean reaches 0. One forward+backward gives its value and gradient.
-* **Success**: the case's hard Dice (:func:`~napari_segeval.attacks.losses.case_dice`)
-  at or below the success threshold: ``robust_threshold`` when given, else half
-  the case's own clean Dice. A case already at or below it is not attacked
-  (``min_norm`` 0).
-* **Answer**: the smallest successful perturbation found, when its L-inf norm is
-  within ``eps``; otherwise the clean input (FAB found nothing inside the
-  budget, so the case keeps its clean prediction). ``info["min_norm"]`` gives
-  the smallest successful norm per case (``inf`` when none), whatever ``eps``.
-
-Restarts: the first run of each rank starts at the clean input, later ones at a
-uniform random point of radius ``eps / 2`` (ROG: half the budget). With a
-``robust_threshold`` (ROG's gating) a case stops being attacked once a
-successful perturbation within ``eps`` is found; without one every rank and
-restart runs and the smallest success over all of them is kept.
-
-Cost per iteration: one forward+backward (linearization) and one forward (the
-success check of the new point); plus one forward at the clean input and one
-for the answer. ``steps`` is the number of iterations per run (ROG: 5).
-Constants: ``alpha_max = 0.1``, ``eta = 1.05``, ``beta = 0.9`` (ROG's, the
-FAB paper's defaults for L-inf).
-
-Differences from ROG's code: the projection onto the linearized boundary is
-solved exactly by sorting the per-voxel room to move (their implementation is a
-bisection of the same piecewise-linear problem) with the box of the valid input
-range instead of [0, 1] (their clamp of z-scored inputs to [0, 1] is a recipe
-bug); the smallest success over all runs is kept instead of the first one
-within ``eps``; success is Dice at or below the threshold (theirs strictly
-below).
+Differences from ROG: the projection is solved exactly by sorting (theirs bisects),
+with the valid-range box instead of [0, 1]; the smallest success over all runs is kept
+(theirs the first within ``eps``); success at or below the threshold (theirs below).
 """
 
 from __future__ import annotations
@@ -76,16 +47,6 @@ def project_to_hyperplane(
     unbounded and ``d = sign(r w) |r| / ||w||_1``. When the box cannot reach the
     hyperplane, every coordinate moves as far as it can towards it. Coordinates
     with ``w = 0`` do not move.
-
-    Examples
-    --------
-    >>> import torch
-    >>> w = torch.tensor([[1.0, 2.0, 0.0]])
-    >>> project_to_hyperplane(w, torch.tensor([3.0])).tolist()
-    [[1.0, 1.0, 0.0]]
-    >>> up = torch.tensor([[0.5, 9.0, 9.0]])
-    >>> project_to_hyperplane(w, torch.tensor([3.0]), up, up).tolist()
-    [[0.5, 1.25, 0.0]]
     """
     import torch
 

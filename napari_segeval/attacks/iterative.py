@@ -1,20 +1,11 @@
 """FGSM, PGD and noise baselines on a :class:`~napari_segeval.attacks._problem.Problem`.
 
-PGD: ``delta <- P(delta + step * sign(grad))`` (unit L2 direction for the L2 norm),
-from a uniform random point of the ball (or zero), with a step-size schedule and
-restarts. Each step is one forward and one backward pass; the Dice of the
-iterate comes from that forward's logits; the final iterate costs one forward.
-
-ROG's PGD (``attack_pgd`` in BCV-Uniandes/ROG ``rog/autoattack/autoattack.py``:
-step ``eps/3``, random start, restarts, the final perturbation of the restart
-with the highest cross-entropy kept) is ``AttackConfig("pgd", step_size=eps/3,
-select="loss")``. Their code picks, *per voxel*, the restart with the highest
-per-voxel CE and splices the perturbations together (a perturbation nobody
-evaluated); here the restart with the highest case-mean CE is kept whole, so
-the returned logits and Dice belong to the returned perturbation. Their clamp of
-z-scored inputs to [0, 1] is a recipe bug and is not reproduced. Their driver
-attacks only the cases robust at the clean input; ``robust_threshold`` does the
-same.
+PGD: ``delta <- P(delta + step * sign(grad))`` (unit L2 direction for L2), from a
+random point of the ball or zero, with a step schedule and restarts. ROG's PGD
+(``attack_pgd``) is ``AttackConfig("pgd", step_size=eps/3, select="loss")``; their code
+splices restarts per voxel (a perturbation nobody evaluated), here the restart with the
+highest case-mean CE is kept whole, and their [0, 1] clamp of z-scored inputs is not
+reproduced.
 """
 
 from __future__ import annotations

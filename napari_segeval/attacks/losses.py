@@ -1,25 +1,13 @@
 """Per-case attack losses on per-voxel logits, and the Dice used to pick iterates.
 
-Every loss takes logits ``(N, C, *spatial)`` and integer targets ``(N, *spatial)``
-(class indices, the reference labels or the clean prediction) and returns one
-value per case ``(N,)``: per-voxel losses are averaged over the case's voxels, so
-cases are independent and ``loss.sum()`` gives each case its own gradient. The
-attacks *maximize* these losses (untargeted: move away from the target).
-
-* ``"ce"`` - cross-entropy.
-* ``"dice"`` - soft Dice loss ``1 - mean_c softDice_c`` over foreground classes
-  (not per-voxel, so it takes no voxel weights).
-* ``"dlr"`` - Croce & Hein's difference-of-logits-ratio margin per voxel,
-  ``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)``; needs at least 3 classes.
-* ``"hard-dice"`` - ``1 -`` the hard (argmax) Dice of :func:`case_dice`: not
-  differentiable, so only score-based attacks (Square) take it
-  (:data:`FORWARD_ONLY_LOSSES`); it is the objective of ROG's Square attack.
-
-Voxel weights implement SegPGD (Gu et al. 2022: correctly classified voxels get
-``1 - lambda``, wrong ones ``lambda``, ``lambda = t / (2T)``) and CosPGD (Agnihotri
-et al. 2024: weight = cosine similarity of the softmax and the one-hot target).
-
-torch is imported inside the functions.
+Each loss takes logits ``(N, C, *spatial)`` and class targets ``(N, *spatial)`` and
+returns ``(N,)`` (per-voxel losses averaged per case, so ``loss.sum()`` gives each case
+its own gradient); the attacks maximize it. ``dlr`` is Croce & Hein's margin
+``-(z_y - max_{i != y} z_i) / (z_pi1 - z_pi3)`` (3+ classes); ``hard-dice`` has no
+gradient and is for Square only (ROG's objective). Voxel weights: SegPGD (Gu et al.
+2022: ``1 - lambda`` right, ``lambda`` wrong, ``lambda = t / (2T)``) and CosPGD
+(Agnihotri et al. 2024: cosine of softmax and one-hot target). torch is imported inside
+the functions.
 """
 
 from __future__ import annotations
@@ -42,15 +30,7 @@ def _case_mean(values: torch.Tensor) -> torch.Tensor:
 def cross_entropy(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Per-case mean of the (weighted) per-voxel cross-entropy.
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[0.0, 2.0], [0.0, -2.0]]])  # (N=1, C=2, 2 voxels)
-    >>> cross_entropy(z, torch.tensor([[1, 1]])).shape
-    torch.Size([1])
-    """
+    """Per-case mean of the (weighted) per-voxel cross-entropy."""
     import torch.nn.functional as F
 
     per_voxel = F.cross_entropy(logits.float(), target, reduction="none")
@@ -65,15 +45,7 @@ def soft_dice_loss(
     weights: torch.Tensor | None = None,
     smooth: float = 1e-5,
 ) -> torch.Tensor:
-    """``1 -`` mean soft Dice over foreground classes, per case.
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[-9.0, 9.0], [9.0, -9.0]]])  # perfect prediction of [1, 0]
-    >>> round(float(soft_dice_loss(z, torch.tensor([[1, 0]]))[0]), 3)
-    0.0
-    """
+    """``1 -`` mean soft Dice over foreground classes, per case."""
     import torch
 
     if weights is not None:
@@ -93,15 +65,7 @@ def soft_dice_loss(
 def dlr_loss(
     logits: torch.Tensor, target: torch.Tensor, weights: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes).
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[3.0], [1.0], [0.0]]])  # C=3, one voxel, class 0 wins
-    >>> float(dlr_loss(z, torch.tensor([[0]]))[0])
-    -0.6666666865348816
-    """
+    """Per-case mean of the per-voxel DLR margin (untargeted, >= 3 classes)."""
     import torch
 
     if logits.shape[1] < 3:
@@ -158,15 +122,7 @@ def get_loss(name: str) -> Any:
 def voxel_weights(
     kind: str | None, logits: torch.Tensor, target: torch.Tensor, step: int, steps: int
 ) -> torch.Tensor | None:
-    """SegPGD / CosPGD per-voxel weights (detached), or ``None``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[0.0, 5.0], [5.0, 0.0]]])  # voxel 0 -> class 1, voxel 1 -> class 0
-    >>> voxel_weights("segpgd", z, torch.tensor([[1, 1]]), step=0, steps=10).tolist()
-    [[1.0, 0.0]]
-    """
+    """SegPGD / CosPGD per-voxel weights (detached), or ``None``."""
     import torch
 
     if kind is None:
@@ -188,13 +144,6 @@ def case_dice(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
     Classes absent from both the target and the prediction are skipped; a case
     with no foreground anywhere scores 1.
-
-    Examples
-    --------
-    >>> import torch
-    >>> z = torch.tensor([[[5.0, 5.0, 0.0, 0.0], [0.0, 0.0, 5.0, 5.0]]])  # pred [0,0,1,1]
-    >>> case_dice(z, torch.tensor([[0, 1, 1, 1]])).tolist()
-    [0.800000011920929]
     """
     import torch
 

@@ -1,25 +1,12 @@
 """Attack target for promptable propagation (built-in model, MedSAM2, any backend).
 
-The attack variable is the stack of normalized frames the backend's
-``preprocess`` returns (``(n, H, W)`` or ``(n, H, W, C)``), with the prompts
-fixed (one prompt set per structure: boxes, points, masks on any frames, or one
-box per structure). Two gradient paths, recorded as ``chain``:
-
-* ``"full"`` (default): each slice's (soft) mask is fed to the next step, in both
-  directions for volumes, so a perturbation on one slice acts on every later slice;
-* ``"per-slice"``: every frame after the key frame is conditioned on the *clean*
-  prediction of the previously visited frame (computed once, without gradient), so
-  each slice is attacked on its own. Backends whose state is a memory bank of
-  several frames (MedSAM2) refuse it.
-
-A single 2D image (``yx``/``yxc``) is attacked as a one-frame video (mode
-``"video"``, prompts on frame 0, :mod:`napari_segeval.propagation.images`);
-label maps, reference targets and the raw perturbation come back on its 2D grid.
-
-Per-structure foreground probabilities ``p_k`` become logits
-``(1, K + 1, n, H, W)``: background 0 and ``logit(p_k)`` for structure ``k``,
-so that with one structure the softmax gives back ``(1 - p, p)`` exactly.
-Class index ``i`` is the ``i``-th prompted label id in increasing order.
+The attack variable is the stack of normalized frames ``preprocess`` returns, the
+prompts fixed. ``chain="full"`` feeds each slice's soft mask to the next (a perturbation
+acts on every later slice); ``"per-slice"`` conditions each frame on the clean
+prediction of the previous one (MedSAM2's memory bank refuses it). A 2D image is a
+one-frame video. Per-structure probabilities ``p_k`` become logits ``(1, K + 1, n, H,
+W)``: 0 for background and ``logit(p_k)``, so one structure's softmax is ``(1 - p, p)``
+exactly; class ``i`` is the ``i``-th prompted label id in increasing order.
 """
 
 from __future__ import annotations
@@ -65,11 +52,9 @@ class PromptTarget:
     case : Case
         Volume, video or 2D image (and optional reference labels).
     prompts : dict of int to PromptSet, or list of PromptSet and Box
-        One prompt set (or box) per structure (on frame 0 for a 2D image):
-        :func:`napari_segeval.propagation.as_prompt_sets`.
+        One prompt set (or box) per structure (on frame 0 for a 2D image).
     mode : {"volume", "video"}, optional
-        Default: ``"video"`` for videos and 2D images, else ``"volume"``; a 2D
-        image is always ``"video"``.
+        Default: ``"volume"`` for volumes; a video or 2D image is always ``"video"``.
     window : str or (float, float), optional
         CT window for the backend's preprocessing.
     keep_largest, stop_when_empty, threshold
@@ -86,11 +71,6 @@ class PromptTarget:
     >>> t = PromptTarget(ThresholdPromptModel(), case, boxes_from_labels(case.labels, [1]))
     >>> t.num_classes, t.raw_per_normalized_unit
     (2, 400.0)
-    >>> from napari_segeval.phantoms.images2d import make_skin_image
-    >>> skin = make_skin_image(0)
-    >>> t2 = PromptTarget(ThresholdPromptModel(), skin, boxes_from_labels(skin.labels, [1]))
-    >>> t2.mode, tuple(t2.x.shape[:2]), t2.reference_target().shape[1:] == (1, *skin.labels.shape)
-    ('video', (1, 1), True)
     """
 
     kind = "promptable"

@@ -1,16 +1,8 @@
 """The attack registry: every attack by name, with its loop and what it costs.
 
-An attack is one entry of :data:`ATTACKS`: the loop that runs it on a
-:class:`~napari_segeval.attacks._problem.Problem` (:mod:`.iterative`,
-:mod:`.apgd`, :mod:`.square`, :mod:`.fab`), the number of network evaluations
-it makes (the ``total`` of its progress reports), and the options that are
-its own (step-size schedules, a loss it fixes, L-inf only, gradient-free, ...).
-:class:`~napari_segeval.attacks.config.AttackConfig` checks options against the
-entry and :func:`~napari_segeval.attacks.core.run_attack` dispatches through it;
-the command line, the viewer and the protocols list the names from here. Adding
-an attack is adding an entry.
-
-Importing this module imports no torch (the loops import it when they run).
+An attack is one entry of :data:`ATTACKS` (its loop, its evaluation count, the options
+that are its own); :class:`~.config.AttackConfig` checks options against it and
+:func:`~.core.run_attack` dispatches through it. Importing this module imports no torch.
 """
 
 from __future__ import annotations

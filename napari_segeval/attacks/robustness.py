@@ -1,13 +1,9 @@
 """Robustness summary: Dice drop per structure and the "robust case" rule.
 
-A case is *robust* to an attack when its attacked Dice (mean over its
-structures) stays strictly above ``factor`` (0.5) times the task's mean clean
-Dice (Daza et al. 2021). The rule itself (threshold once per task, strict
-comparison, NaN/inf handling) is defined once, in
-:func:`napari_segeval.metrics.robust_threshold` and
-:func:`napari_segeval.metrics.is_robust`; this module groups attack records by
-case and applies it. A case's mean Dice follows the metrics' one rule
-(:mod:`napari_segeval.metrics.catalog`: NaN left out, inf kept).
+Groups attack records by case and applies the rule defined once in
+:func:`napari_segeval.metrics.robust_threshold` and :func:`napari_segeval.metrics.is_robust`
+(Daza et al. 2021: attacked mean Dice strictly above ``factor`` times the task's mean
+clean Dice).
 """
 
 from __future__ import annotations
@@ -22,13 +18,6 @@ def task_threshold(records: Iterable[Mapping], factor: float = 0.5) -> float:
     """``factor`` x mean over cases of the per-case mean clean Dice (:func:`robust_threshold`).
 
     Each (case, structure) clean Dice counts once, however many attacks list it.
-
-    Examples
-    --------
-    >>> recs = [{"case": "a", "label": 1, "clean": 0.8}, {"case": "a", "label": 2, "clean": 0.6},
-    ...         {"case": "b", "label": 1, "clean": 1.0}]
-    >>> round(task_threshold(recs), 3)
-    0.425
     """
     clean: dict[str, dict] = {}
     for r in records:
@@ -58,14 +47,6 @@ def robustness_summary(
         ``threshold``, ``factor``, ``cases`` (rows with ``mean_clean``,
         ``mean_attacked``, ``drop`` per label, ``robust``) and ``robust_fraction``
         per condition.
-
-    Examples
-    --------
-    >>> recs = [{"case": "a", "condition": "pgd", "label": 1, "clean": 0.9, "attacked": 0.2},
-    ...         {"case": "b", "condition": "pgd", "label": 1, "clean": 0.7, "attacked": 0.6}]
-    >>> s = robustness_summary(recs)
-    >>> s["threshold"], [c["robust"] for c in s["cases"]], s["robust_fraction"]
-    (0.4, [False, True], {'pgd': 0.5})
     """
     records = list(records)
     thr = task_threshold(records, factor) if threshold is None else float(threshold)

@@ -147,14 +147,10 @@ def attack_case(
     Parameters
     ----------
     target : DenseTarget or PromptTarget
-        The model and case (:mod:`napari_segeval.attacks.dense`,
-        :mod:`napari_segeval.attacks.promptable`). A promptable target takes a
-        2D image too: every output is then on its 2D grid and the metric rows
-        use its 2D spacing.
+        The model and case (a 2D image's outputs and rows are on its 2D grid).
     config : AttackConfig
-        Attack and budget (``eps`` in normalized units). Its ``clamp`` is replaced by
-        the target's valid range when ``clamp`` is True (one range per channel for
-        a multi-channel target: ``channel_valid_ranges``).
+        Attack and budget (``eps`` in normalized units); its ``clamp`` is replaced by
+        the target's valid range(s) when ``clamp`` is True.
     clamp : bool
         Keep perturbed inputs in the range the preprocessing can produce.
     surface : bool
@@ -162,9 +158,8 @@ def attack_case(
     tolerance_mm : float
         NSD tolerance.
     reference : {"auto", "labels", "prediction"}
-        The attack's target: ``labels`` the reference labels (an error when the
-        case has none; ROG's "ground truth as labels"), ``prediction`` the clean
-        prediction, ``auto`` the labels when present.
+        The attack's target: the reference labels (an error without), the clean
+        prediction, or the labels when present.
     progress, cancel
         Passed to the attack (``progress(done_forward_passes, total)``).
 
@@ -176,18 +171,6 @@ def attack_case(
     ------
     AttackNotApplicable
         The attack cannot run on this model (APGD-DLR with fewer than 3 classes).
-
-    Examples
-    --------
-    >>> from napari_segeval.attacks.promptable import PromptTarget
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> from napari_segeval.prompts.from_labels import boxes_from_labels
-    >>> case = make_ct_case(3, shape=(8, 32, 32))
-    >>> t = PromptTarget(ThresholdPromptModel(), case, boxes_from_labels(case.labels, [1]))
-    >>> res = attack_case(t, AttackConfig("fgsm", eps=0.05))
-    >>> res.budget.eps_raw, res.attacked_rows[0]["dice"] <= res.clean_rows[0]["dice"]
-    (20.0, True)
     """
     import torch
 

@@ -1,59 +1,26 @@
 """Square attack (Andriushchenko et al., ECCV 2020), L-inf, adapted to segmentation.
 
-A score-based black-box attack: it only *queries* the model (forward passes under
-``torch.no_grad``) and never asks for a gradient, so it also measures models
-whose gradients are useless (masked, obfuscated) and costs no backward pass.
+Score-based: forward passes under ``torch.no_grad`` only, so it also measures models
+with useless gradients. Per case, inside the ball (and the optional valid range):
 
-Per case, inside the L-inf ball of radius ``eps`` (and the optional valid input
-range):
+1. Start from stripes of ``+-eps`` constant along one axis (:func:`stripe_axis`: a
+   volume's last, ``x``, which is the first of ROG's nibabel ``(x, y, z)`` arrays; a 2D
+   image's rows, the paper's vertical stripes).
+2. Each query sets a random cube of side ``round((p V)^(1/d))`` (clipped to each axis)
+   to ``+-eps``, one sign per image channel, in a copy of the accepted perturbation.
+3. The copy is accepted when the case's loss strictly increases or its Dice falls to
+   ``robust_threshold`` or below (ROG: strictly below); such a case is not queried again.
 
-1. Start from *stripes*: ``delta = +-eps``, one random sign per position of the
-   other axes, constant along one spatial axis (:func:`stripe_axis`): in a
-   volume the last, ``x`` (our arrays are ``(z, y, x)``, the reverse of
-   nibabel's ``(x, y, z)``, so this is the first axis of the nibabel arrays
-   ROG's ``attack_single_run`` draws its stripes along, an in-plane axis); in a
-   2D image the first, rows (the paper's vertical stripes, ``[c, 1, w]``).
-2. Each query draws a window - a cube of side ``s = round((p V)^(1/d))`` over
-   the ``d`` spatial axes longer than 1 (``V`` spatial elements), clipped to
-   each axis, at a uniformly random position - and sets it to ``+-eps`` (one
-   random sign per image channel) in a copy of the accepted perturbation.
-3. The copy is accepted when the case's loss strictly increases or, with a
-   ``robust_threshold``, when its Dice falls to the threshold or below
-   (ROG's rule, theirs strictly below). A case at or below the threshold is no longer queried; when
-   no case is left the attack stops.
+``p`` starts at ``p_init`` and halves after queries 10, 50, 200, ..., 8000 of 10,000
+(:data:`P_BREAKS`), stretched to ``steps`` (``"rescaled"``, AutoAttack) or as they are
+(``"absolute"``, ROG). The loss is CE or ``hard-dice`` (``1 -`` hard Dice, ROG's
+``margin_and_loss``); each query is one forward pass (plus one for the stripes).
 
-The fraction ``p`` starts at ``p_init`` (0.8) and halves after query 10, 50,
-200, 500, 1000, 2000, 4000, 6000 and 8000 of 10,000 (the paper's schedule):
-``schedule="rescaled"`` (default, the AutoAttack package) stretches these
-breakpoints to ``steps`` queries; ``schedule="absolute"`` uses them as they are
-(ROG: with their 5 queries, ``p`` stays 0.8).
-
-Segmentation adaptation: the objective is the configured per-case loss
-(``loss="ce"`` by default: the per-voxel cross-entropy against the target,
-averaged over the case's voxels; ``loss="hard-dice"``: ``1 -`` the hard Dice,
-which is what ROG's ``margin_and_loss`` returns and minimizes). ``steps`` is the
-number of queries per restart; each costs exactly one forward pass (plus one for
-the stripes start). The iterate returned per case is the evaluated query with
-the lowest Dice (``keep_best``), or the last accepted one (``keep_best=False``).
-
-Differences from ROG's ``rog/autoattack/square.py`` (BCV-Uniandes/ROG):
-
-* one forward pass per query (theirs makes three: the candidate, and the whole
-  batch's current best twice to print the success rate);
-* the window side is clipped to each axis and its corner drawn among the valid
-  positions (theirs draws ``randint(0, d - s)``, which never reaches the last
-  position and is negative - Python's negative slicing moves the cube to the
-  other end - whenever the cube is deeper than the volume);
-* one window position per case (theirs: one for the whole batch);
-* perturbed inputs stay in the preprocessing's valid range when ``clamp`` is
-  set (theirs clamps z-scored inputs to [0, 1], a recipe bug);
-* their ``perturb`` returns the last restart's batch (``adv_curr``), not the
-  accumulated result; here every restart's result is kept.
-
-Examples
---------
->>> p_selection(0, 5, 0.8), p_selection(1, 5, 0.8), p_selection(1, 5, 0.8, "absolute")
-(0.8, 0.025, 0.8)
+Differences from ROG's ``rog/autoattack/square.py``: one forward per query (theirs
+three), the window clipped and its corner drawn among valid positions (theirs can go
+negative), one position per case (theirs per batch), ``clamp`` to the valid range
+(theirs clamps z-scored inputs to [0, 1]), and every restart's result kept (theirs
+returns the last restart's).
 """
 
 from __future__ import annotations
@@ -101,11 +68,6 @@ def stripe_axis(sizes: dict[int, int]) -> int | None:
 
     Among the axes longer than 1: the last of three or more (a volume's ``x``,
     ROG's nibabel first axis), else the first (a 2D image's rows, the paper's).
-
-    Examples
-    --------
-    >>> stripe_axis({2: 24, 3: 48, 4: 40}), stripe_axis({2: 48, 3: 40}), stripe_axis({2: 1, 3: 40})
-    (4, 2, 3)
     """
     longer = [a for a, n in sizes.items() if n > 1]
     if not longer:

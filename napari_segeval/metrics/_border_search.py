@@ -1,22 +1,11 @@
 """Surfels of two masks on one padded grid, and exact nearest-border distances.
 
-Both masks' neighbourhood codes are written into grids of one shape: the cropped
-grid of surfel points with ``pad`` zero voxels added on every side. A surfel is
-then one flat index, valid in both grids, and a neighbour at integer offset
-``delta`` is ``index + delta @ strides`` (the padding keeps every offset of the
-search window inside the grid).
-
-Distances are found by a *banded* search: the window's offsets are visited in
-order of their distance in mm (computed with the floating-point operations of
-:func:`scipy.ndimage.distance_transform_edt`), and a point's first hit on the
-other border is its nearest one. Every offset nearer than ``reach`` (the
-distance of the nearest offset outside the window) lies in the window, so a hit
-nearer than ``reach`` is exact. Points still without a hit, or left when the
-search has cost as much as a k-d tree would, are answered by a k-d tree over the
-other border's points, which is exact at any distance. A point's *rank* is the
-position of its distance among all distances found, so distances grouped by rank
-come in sorted order without sorting them (see
-:func:`napari_segeval.metrics.surface.weighted_percentile`).
+Both masks' codes share one padded grid, so a surfel is one flat index and a neighbour
+at offset ``delta`` is ``index + delta @ strides``. The search visits the window's
+offsets in order of their distance in mm (the floating-point operations of
+:func:`scipy.ndimage.distance_transform_edt`); a first hit nearer than ``reach`` (the
+nearest offset outside the window) is exact, and the rest go to a k-d tree. A point's
+*rank* orders the distances found without sorting them.
 """
 
 from __future__ import annotations
@@ -138,14 +127,6 @@ def nearest(
         Per point its distance and an integer rank such that ``values[rank]`` is
         the distance and ranks increase with distance (equal distances may have
         different ranks, but all ranks between them hold that distance too).
-
-    Examples
-    --------
-    >>> g = np.zeros((5, 9, 9), bool); g[2, 4, 4] = True
-    >>> d, r, v = nearest(np.array([2 * 81 + 4 * 9 + 6]), g, np.flatnonzero(g),
-    ...                   np.array([1.0, 1.0, 1.0]), (2, 2, 2))
-    >>> d.tolist(), bool(v[r[0]] == d[0])
-    ([2.0], True)
     """
     n = index_a.size
     strides = np.array(grid_b.strides, np.int64) // grid_b.itemsize

@@ -19,16 +19,7 @@ KEY_COLUMNS = ("case", "structure", "condition")
 
 
 class ResultsTable:
-    """Rows of metrics, one per case x structure x condition (plus any extra columns).
-
-    Examples
-    --------
-    >>> t = ResultsTable()
-    >>> t.add("case1", "liver", "clean", dice=0.9, fold=0)
-    >>> t.add("case1", "liver", "pgd eps=0.03", dice=0.4, fold=0)
-    >>> len(t), t.columns
-    (2, ['case', 'structure', 'condition', 'dice', 'fold'])
-    """
+    """Rows of metrics, one per case x structure x condition (plus any extra columns)."""
 
     def __init__(self, rows: Iterable[Mapping] | None = None) -> None:
         self.rows: list[dict] = [dict(r) for r in rows] if rows is not None else []
@@ -122,13 +113,6 @@ def summarize(
     NaN values are excluded from the statistics and counted in ``n_nan``, ±inf
     kept (the rule of :mod:`napari_segeval.metrics.catalog`); rows without the
     metric are skipped. Quartiles use linear interpolation.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "liver", "condition": "clean", "dice": d} for d in (0.8, 0.9, 1.0)]
-    >>> s = summarize(rows)[0]
-    >>> s["n"], round(s["mean"], 3), s["median"], round(s["iqr"], 3)
-    (3, 0.9, 0.9, 0.1)
     """
     groups: dict[tuple, list[float]] = {}
     for row in rows:
@@ -143,15 +127,7 @@ def summarize(
 
 
 def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str = "fold") -> dict:
-    """Per-fold means of a metric, then their mean and std (ddof=1) across folds.
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "dice": d} for f, d in [(0, 0.8), (0, 1.0), (1, 0.7), (1, 0.9)]]
-    >>> s = kfold_summary(rows)
-    >>> [round(f["mean"], 3) for f in s["folds"]], round(s["mean"], 3), round(s["std"], 4)
-    ([0.9, 0.8], 0.85, 0.0707)
-    """
+    """Per-fold means of a metric, then their mean and std (ddof=1) across folds."""
     per: dict = {}
     for row in rows:
         if metric in row and fold_key in row:
@@ -164,26 +140,14 @@ def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str =
 
 
 def percent(value: float | np.ndarray) -> float | np.ndarray:
-    """A fraction in percent (0.9 -> 90.0), keeping NaN.
-
-    Examples
-    --------
-    >>> percent(0.875)
-    87.5
-    """
+    """A fraction in percent (0.9 -> 90.0), keeping NaN."""
     if isinstance(value, np.ndarray):
         return value * 100.0
     return float(value) * 100.0
 
 
 def fraction(values: Iterable[bool]) -> float:
-    """Fraction of true values (e.g. robust cases), NaN for no values.
-
-    Examples
-    --------
-    >>> fraction([True, False, True, True])
-    0.75
-    """
+    """Fraction of true values (e.g. robust cases), NaN for no values."""
     a = np.asarray(list(values), bool)
     return float(a.mean()) if a.size else math.nan
 
@@ -210,13 +174,6 @@ def robust_threshold(clean_dices: Iterable[float | None], factor: float = 0.5) -
         ``factor * mean``. NaN, +-inf and None are not Dice values (a case with
         no structure measured, or a failed row) and are left out of the mean;
         with no finite value left the threshold is NaN, and no case is robust.
-
-    Examples
-    --------
-    >>> robust_threshold([0.8, 0.6, float("nan")])
-    0.35
-    >>> robust_threshold([])
-    nan
     """
     values = np.asarray([np.nan if v is None else float(v) for v in clean_dices], float)
     values = values[np.isfinite(values)]
@@ -240,11 +197,6 @@ def is_robust(attacked_dice: float | None, threshold: float) -> bool:
         robust. False when either value is NaN, +-inf or None: a case whose
         attacked Dice is unknown cannot be shown robust, and it still counts
         among the cases (as not robust) in :func:`robust_fraction`.
-
-    Examples
-    --------
-    >>> is_robust(0.5, 0.4), is_robust(0.4, 0.4), is_robust(float("nan"), 0.4)
-    (True, False, False)
     """
     if attacked_dice is None:
         return False
@@ -256,11 +208,6 @@ def robust_fraction(attacked_dices: Iterable[float | None], threshold: float) ->
     """Fraction of cases that are robust under one attack (:func:`is_robust`).
 
     Every case counts; NaN for no cases.
-
-    Examples
-    --------
-    >>> robust_fraction([0.9, 0.4, float("nan"), 0.2], 0.4)
-    0.25
     """
     return fraction(is_robust(v, threshold) for v in attacked_dices)
 

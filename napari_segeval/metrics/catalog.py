@@ -1,15 +1,10 @@
-"""What each metric is, defined once (:data:`METRICS`): its column in ``results.csv`` and
-in a structure row, title, unit, display and direction; read by the row schemas, the
-summaries, the report, the Results and Dice panels and ``segeval metrics``.
+"""What each metric is, defined once (:data:`METRICS`): column, title, unit, display, direction.
 
 **The rule for NaN and ±inf**, one for every metric. A cell is read with :func:`as_float`
-(None, ``""`` and text that is no number: NaN; ``"inf"``, as case records store it: inf).
-NaN is *no value*: left out of every mean, median and quartile, and counted apart
-(``n_nan`` of :func:`~napari_segeval.metrics.summarize`). ±inf *is* a value (the HD95 of
+(None, ``""``, non-numbers: NaN; ``"inf"``: inf). NaN is *no value*: left out of every
+mean, median and quartile, and counted apart (``n_nan``). ±inf *is* a value (the HD95 of
 a structure one map misses): it stays in, so a missed structure is not averaged away
-(:func:`scored`, :func:`mean`, :func:`percentiles`). The summaries always kept inf, so
-existing results and reports keep their numbers; ``segeval attack``'s robustness means,
-which dropped it, average Dice, never infinite.
+(:func:`scored`, :func:`mean`, :func:`percentiles`).
 """
 
 from __future__ import annotations
@@ -80,11 +75,6 @@ def percentiles(values: Iterable[Any], q: Iterable[float]) -> np.ndarray:
 
     Between a number and an infinite value numpy gives NaN (``inf * 0``); the rule's
     answer is the infinite value (NaN between ``-inf`` and ``inf``).
-
-    Examples
-    --------
-    >>> percentiles([1.0, 2.0, "inf", None], [50, 75, 100]).tolist()
-    [2.0, inf, inf]
     """
     a, qs = scored(values), np.asarray(list(q), float)
     if not a.size:
@@ -145,14 +135,6 @@ class Metric:
         """``value`` as the viewer shows it: ``digits`` decimals, ``-`` for NaN, ``inf``.
 
         ``signed`` (default: the metric's own) shows a ``+`` on positive values.
-
-        Examples
-        --------
-        >>> d = METRICS["dice"]
-        >>> d.text(0.91234), d.text(None), d.text("inf"), d.text(-math.inf), d.text(0.1, True)
-        ('0.912', '-', 'inf', '-inf', '+0.100')
-        >>> METRICS["hd95"].text(3.14159), METRICS["hd95"].header, METRICS["hd95"].text_header
-        ('3.1', 'HD95 mm', 'hd95_mm')
         """
         v = as_float(value)
         if math.isnan(v):

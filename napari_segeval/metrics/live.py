@@ -30,18 +30,6 @@ class LiveMetrics:
         Voxel spacing in mm (volumes in ml).
     structures : mapping of int to str, optional
         Labels to report with names; default every non-zero label present.
-
-    Examples
-    --------
-    >>> ref = np.zeros((4, 8, 8), np.uint8); ref[:, 2:6, 2:6] = 1
-    >>> pred = ref.copy()
-    >>> live = LiveMetrics(ref, pred, (1.0, 1.0, 1.0))
-    >>> live.table()[0]["dice"]
-    1.0
-    >>> pred[2] = 0                      # an edit in place, on slice 2
-    >>> live.update(2)
-    >>> live.table()[0]["dice"]
-    0.857142...
     """
 
     def __init__(

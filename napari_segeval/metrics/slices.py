@@ -1,16 +1,9 @@
 """Per-slice counts and per-slice Dice along any axis, in one pass; which slice fails.
 
-Two rules pick a slice from them, each defined once here:
-
-* :func:`worst_slice` (and :func:`worst_slice_from_counts`, its rule on counts): where
-  a structure fares worst, the lowest slice Dice (ties: the most wrong voxels); the
-  Dice panel's *Worst slice* button and the Results panel go there;
-* :func:`largest_failing_slice`: the largest cross-section the prediction gets badly
-  wrong, where ``segeval demo --correct`` corrects.
-
-The slice a simulated correction targets, the one with the most wrong voxels, is
-:func:`napari_segeval.prompts.correction.most_wrong_slice` (``prompts`` and
-``metrics`` share a layer and may not import each other).
+:func:`worst_slice` (the Dice panel's *Worst slice*, the Results panel) and
+:func:`largest_failing_slice` (where ``segeval demo --correct`` corrects) are defined
+once here; the slice a simulated correction targets is
+:func:`napari_segeval.prompts.correction.most_wrong_slice`.
 """
 
 from __future__ import annotations
@@ -27,11 +20,6 @@ def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
 
     Background-background voxels are skipped in the loop and added back from the
     region size, so the cost follows the foreground, not the number of labels.
-
-    Examples
-    --------
-    >>> slice_counts(np.array([0, 1, 1]), np.array([0, 1, 0]), 2).tolist()
-    [[1, 1], [1, 2], [2, 1]]
     """
     r = np.ascontiguousarray(ref).reshape(-1)
     p = np.ascontiguousarray(pred).reshape(-1)
@@ -53,12 +41,6 @@ def per_slice_counts(
 
     ``[:, 0]`` true positives, ``[:, 1]`` reference voxels, ``[:, 2]`` predicted
     voxels, per label id.
-
-    Examples
-    --------
-    >>> ref = np.zeros((2, 3, 3), np.uint8); ref[0, :2, :2] = 1
-    >>> per_slice_counts(ref, ref)[:, 1, 1].tolist()
-    [4, 0]
     """
     ref, pred, n = label_pair(reference, prediction, n_labels)
     ref = np.moveaxis(ref, axis, 0)
@@ -115,13 +97,6 @@ def per_slice_dice(
     -------
     dict of int to numpy.ndarray
         One float array of length ``shape[axis]`` per label.
-
-    Examples
-    --------
-    >>> ref = np.zeros((3, 4, 4), np.uint8); ref[:2, :2, :2] = 1
-    >>> pred = ref.copy(); pred[1, 0, :2] = 0
-    >>> per_slice_dice(ref, pred)[1].round(3).tolist()
-    [1.0, 0.667, nan]
     """
     wanted = None if labels is None else sorted({int(v) for v in labels})
     n = None
@@ -161,15 +136,6 @@ def worst_slice_from_counts(counts: np.ndarray) -> int | None:
     Returns
     -------
     int or None
-
-    Examples
-    --------
-    >>> worst_slice_from_counts(np.array([[4, 4, 4], [1, 4, 2], [0, 0, 0]]))
-    1
-    >>> worst_slice_from_counts(np.array([[0, 2, 0], [0, 5, 1], [0, 0, 0]]))  # both 0: more errors
-    1
-    >>> worst_slice_from_counts(np.zeros((3, 3), int)) is None
-    True
     """
     tp, ref_n, pred_n = np.asarray(counts, dtype=np.int64).reshape(-1, 3).T
     present = ref_n + pred_n > 0
@@ -189,13 +155,6 @@ def worst_slice(
     The rule is :func:`worst_slice_from_counts`'s: lowest Dice, ties broken by the
     most wrong voxels, slices without the structure in either map skipped. None
     for 2D arrays and for a structure in neither map.
-
-    Examples
-    --------
-    >>> ref = np.zeros((4, 5, 5), np.uint8); ref[1:3, 1:4, 1:4] = 2
-    >>> pred = np.zeros_like(ref); pred[0, 0, 0] = 2   # the structure missed, one false voxel
-    >>> worst_slice(ref, pred, 2)  # slices 0-2 all score 0; slice 1 has the most errors
-    1
     """
     reference, prediction = np.asarray(reference), np.asarray(prediction)
     if reference.ndim < 3:
@@ -232,18 +191,6 @@ def largest_failing_slice(
     Returns
     -------
     int or None
-
-    Examples
-    --------
-    >>> ref = np.zeros((3, 6, 6), np.uint8); ref[0, :1] = 1; ref[1:, :3] = 1
-    >>> pred = ref.copy(); pred[0] = 0; pred[1, :3, :5] = 0
-    >>> largest_failing_slice(ref, pred, 1)  # slice 1 (Dice 0.29) is larger than 0 (Dice 0)
-    1
-    >>> pred = ref.copy(); pred[2, 0] = 0  # no slice below 0.5: the lowest Dice
-    >>> largest_failing_slice(ref, pred, 1)
-    2
-    >>> largest_failing_slice(ref, pred, 3) is None
-    True
     """
     a = np.moveaxis(np.asarray(reference) == label, axis, 0).astype(np.uint8)
     b = np.moveaxis(np.asarray(prediction) == label, axis, 0).astype(np.uint8)

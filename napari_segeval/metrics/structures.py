@@ -1,10 +1,7 @@
 """Which structures of a case are scored: the named ones and every other id present.
 
-One rule for the command line (``segeval metrics``), the promptable protocols
-(``medsam2-3d``/``-video``, ``interactive``) and the uncertainty features: a
-dataset.json (or a colour table, or a model) that names some label ids does not hide
-the others; an id present in a label map and named by nothing is scored as
-``"label N"`` (:func:`napari_segeval._names.unnamed_label`).
+One rule for ``segeval metrics``, the promptable protocols and the uncertainty
+features: an id present and named by nothing is scored as ``"label N"``.
 """
 
 from __future__ import annotations
@@ -34,14 +31,6 @@ def structures_to_score(names: Mapping[int, str] | None, *label_maps: np.ndarray
     dict of int to str
         ``names`` in their order, then every non-zero id of the maps that ``names``
         leaves out, ascending, as ``"label N"``.
-
-    Examples
-    --------
-    >>> ref = np.array([[0, 1], [2, 2]]); pred = np.array([[0, 1], [3, 0]])
-    >>> structures_to_score({1: "liver", 5: "spleen"}, ref)
-    {1: 'liver', 5: 'spleen', 2: 'label 2'}
-    >>> structures_to_score(None, ref, pred)
-    {1: 'label 1', 2: 'label 2', 3: 'label 3'}
     """
     out = {int(k): str(v) for k, v in (names or {}).items()}
     present: set[int] = set()

@@ -1,37 +1,20 @@
 """Surface metrics from surface elements: HD, HD95, ASSD and NSD in mm.
 
-Definitions follow DeepMind's ``surface-distance`` package (Nikolov et al. 2018):
+Definitions follow DeepMind's ``surface-distance`` (Nikolov et al. 2018): a mask's
+surface is made of *surfels*, one per grid corner whose 2x2x2 (2D: 2x2) neighbourhood
+holds both inside and outside voxels, each weighted by the area (length) of its
+marching-cubes surface (:mod:`._surfel_tables`); a surfel's distance is the Euclidean
+distance in mm to the nearest surfel point of the other mask. NSD at ``tau`` is the
+area of both surfaces within ``tau`` of the other over the total area; HD95 is the
+maximum of the two directed, area-weighted 95th percentiles; HD the largest distance;
+ASSD the area-weighted mean of both directions pooled.
 
-* The surface of a mask is made of *surfels*, one per grid corner (half a voxel
-  before each voxel on every axis) whose 2x2x2 (2D: 2x2) neighbourhood holds both
-  inside and outside voxels. Each surfel has the area (2D: length) of the
-  marching-cubes surface in its neighbourhood, see :mod:`._surfel_tables`.
-* The distance of a surfel to the other surface is the Euclidean distance in mm
-  to the nearest surfel point of the other mask.
-* NSD (normalized surface Dice at tolerance ``tau``) is the area of both surfaces
-  lying within ``tau`` of the other surface, divided by the total area of both.
-* HD95 is the *maximum of the two directed, area-weighted 95th percentiles*
-  (DeepMind's robust Hausdorff): distances sorted, cumulative area fraction,
-  first element reaching 0.95. HD is the maximum of all distances.
-* ASSD is the area-weighted mean of the distances of both surfaces, pooled.
-
-How other packages differ: MONAI's ``compute_hausdorff_distance`` uses the
-edge voxels themselves (not surfels on the shifted grid) with no area weights
-and ``np.percentile`` interpolation, so its HD95 is close to, not equal to, this
-one; medpy and seg-metrics pool both directions into one unweighted percentile,
-which is smaller than the maximum of the directed percentiles in general.
-
-Instead of a distance transform of the whole (cropped) grid, the distances are
-found by a banded search around each surfel point, falling back to a k-d tree
-over the other surface's points (see :mod:`._border_search`): the nearest
-surfel point gives exactly the distance an exact Euclidean distance transform of
-the border image would give, and the distance is computed from the integer
-offset with the same floating-point operations as :func:`scipy.ndimage.distance_transform_edt`.
-:func:`surface_metrics` is the one place the metrics are computed, from that one
-pass; it never sorts the distances: the search ranks them, and
-:func:`weighted_percentile` (the one percentile rule) sums areas per rank.
-:func:`surface_distances` returns the same distances and areas sorted, for
-plots and for comparison with DeepMind's ``compute_surface_distances``.
+MONAI's HD95 uses the edge voxels themselves, unweighted, with ``np.percentile``
+(close, not equal); medpy and seg-metrics pool both directions into one unweighted
+percentile (smaller in general). The distances come from a banded search with a k-d
+tree fallback (:mod:`._border_search`), exact as a Euclidean distance transform of
+the border image; :func:`surface_metrics` never sorts them (the search ranks them for
+:func:`weighted_percentile`).
 """
 
 from __future__ import annotations
@@ -93,11 +76,6 @@ def neighbour_codes(mask: np.ndarray) -> np.ndarray:
     encodes the 2x2x2 (2D: 2x2) block of voxels ``p - 1 .. p`` (outside the array
     counts as background), bit ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for the voxel at
     offset ``o``, the encoding of DeepMind's ``surface-distance``.
-
-    Examples
-    --------
-    >>> neighbour_codes(np.array([[1]], bool)).tolist()
-    [[1, 2], [4, 8]]
     """
     a = np.pad(mask.astype(np.uint8, copy=False), 1)
     shift = 1
@@ -165,13 +143,6 @@ def surface_distances(
         ``areas_pred``: float64 arrays sorted by (distance, area), like DeepMind's
         ``compute_surface_distances``. A mask without surface has empty arrays and
         the other direction's distances are ``inf``.
-
-    Examples
-    --------
-    >>> a = np.zeros((1, 4, 4), bool); a[0, 1:3, 1:3] = True
-    >>> d = surface_distances(a, a, (1, 1, 1))
-    >>> float(d["distances_ref_to_pred"].max()), round(float(d["areas_ref"].sum()), 3)
-    (0.0, 9.389)
     """
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
     both = _directions(ref, pred, sp)
@@ -249,16 +220,6 @@ def surface_metrics(
     ``compute_robust_hausdorff`` (tested to 1e-9 and 1e-6). MONAI's HD95 uses
     unweighted edge voxels and is close but not equal; medpy/seg-metrics pool both
     directions into one percentile.
-
-    Examples
-    --------
-    >>> a = np.zeros((10, 10, 10), bool); a[2:6, 2:6, 2:6] = True
-    >>> b = np.roll(a, 2, axis=2)
-    >>> m = surface_metrics(a, b, (1.0, 1.0, 1.0), tolerance_mm=1.0)
-    >>> m["hd"], m["hd95"]
-    (2.0, 2.0)
-    >>> surface_metrics(a, a, (1, 1, 1))["nsd"]
-    1.0
     """
     if empty not in EMPTY_CHOICES:
         raise ValueError(f"empty must be one of {EMPTY_CHOICES}, got {empty!r}")
@@ -308,15 +269,6 @@ def weighted_percentile(
     -------
     float
         The percentile distance; inf when there are no surfels.
-
-    Examples
-    --------
-    >>> weighted_percentile(np.array([2, 0, 1]), np.array([1.0, 2.0, 3.0]),
-    ...                     np.array([2.0, 1.0, 1.0]), 50)
-    2.0
-    >>> d = np.array([0.0, 1.0, 5.0])  # sorted distances
-    >>> weighted_percentile(np.arange(3), d, np.array([1.0, 1.0, 0.01]), 95)
-    1.0
     """
     if ranks.size == 0:
         return float("inf")

@@ -56,14 +56,6 @@ def structure_table(
     list of dict
         One row per structure with keys ``label, name, dice, iou, precision,
         recall, hd, hd95, assd, nsd, volume_ref_ml, volume_pred_ml``.
-
-    Examples
-    --------
-    >>> ref = np.zeros((6, 8, 8), np.uint8); ref[1:4, 2:6, 2:6] = 1
-    >>> pred = np.zeros_like(ref); pred[1:4, 2:6, 3:7] = 1
-    >>> row = structure_table(ref, pred, (1.0, 1.0, 1.0), structures={1: "liver"})[0]
-    >>> row["name"], row["dice"], row["hd95"]
-    ('liver', 0.75, 1.0)
     """
     reference = np.asarray(reference)
     prediction = np.asarray(prediction)

@@ -1,8 +1,7 @@
 """Shared building blocks of the phantoms: smooth random fields and deformed ellipsoids.
 
-Everything here is deterministic given a :class:`numpy.random.Generator`: random numbers
-are drawn on small coarse grids and upsampled with cubic splines, which keeps the
-generators fast and their shapes smooth.
+Deterministic given a :class:`numpy.random.Generator`: coarse random grids upsampled
+with cubic splines.
 """
 
 from __future__ import annotations

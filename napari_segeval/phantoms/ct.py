@@ -1,20 +1,10 @@
 """Abdominal CT phantom in Hounsfield units with liver, spleen, kidneys and liver tumours.
 
-Orientation
------------
-The volume is an array ``(z, y, x)`` with identity direction in ITK's LPS convention and the
-origin chosen so that physical coordinates are centred on the volume:
-
-* ``x`` (last array axis) increases toward the patient's **Left**. The liver and the right
-  kidney lie on the patient's right, i.e. at **small x**: the image's left side in the
-  usual radiological display (patient's right on the viewer's left).
-* ``y`` increases toward **Posterior**: the spine is at large ``y`` (bottom of the display).
-* ``z`` increases toward **Superior**: the liver and spleen occupy the upper slices, the
-  kidneys the lower ones, and no organ spans every slice.
-
-Anatomy is drawn in mm relative to the body outline, so other shapes and spacings give
-the same (scaled) anatomy. Organ shapes are ellipsoids deformed by smooth random fields;
-sizes, positions and intensities vary with the seed.
+``(z, y, x)`` with identity direction in ITK's LPS convention, centred on the volume:
+``x`` increases toward the patient's Left (liver and right kidney at small ``x``, the
+viewer's left), ``y`` toward Posterior (spine at large ``y``), ``z`` toward Superior
+(liver and spleen above the kidneys; no organ spans every slice). Anatomy is drawn in mm
+relative to the body outline; organs are ellipsoids deformed by smooth random fields.
 """
 
 from __future__ import annotations
@@ -219,14 +209,6 @@ def make_ct_case(
     Case
         ``int16`` HU image (axes ``"zyx"``, modality ``"CT"``), ``uint8`` labels with ids
         of :data:`CT_STRUCTURES`, LPS geometry centred on the volume.
-
-    Examples
-    --------
-    >>> case = make_ct_case(3, shape=(16, 48, 48))
-    >>> case.image.dtype, case.labels.dtype, case.axes, case.modality
-    (dtype('int16'), dtype('uint8'), 'zyx', 'CT')
-    >>> int(case.image.min()) <= -900 and 1 in case.labels
-    True
     """
     shape, spacing = _check_args(shape, spacing)
     rng = np.random.default_rng(seed)

@@ -1,15 +1,9 @@
 """Cardiac ultrasound (apical view) phantom clip: a beating left ventricle in a sector.
 
-The clip mimics a CAMUS apical sequence: the transducer (sector apex) is at the top
-centre, the left-ventricular apex points up, the left atrium lies below the mitral plane.
-Blood pools are dark, the myocardium and pericardium bright, and everything is seen
-through multiplicative, spatially correlated speckle (Rayleigh-distributed magnitude of
-smoothed complex Gaussian noise), log-compressed to 8 bits. An unlabelled right heart
-sits on the image's left as a distractor.
-
-Geometry: ``(t, y, x)`` with spacing ``(1.0, 1.4, 1.4)``: one unit per frame along time
-(the project's convention for videos) and 1.4 mm pixels, so a 112-pixel-deep sector
-reaches about 157 mm, a typical apical imaging depth.
+Mimics a CAMUS apical sequence (apex at the top, left atrium below the mitral plane, an
+unlabelled right heart as a distractor) under correlated speckle, log-compressed to 8
+bits. Spacing ``(1.0, 1.4, 1.4)``: one unit per frame, 1.4 mm pixels (a 112-pixel sector
+reaches about 157 mm).
 """
 
 from __future__ import annotations
@@ -110,14 +104,6 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
         ``uint8`` grey image ``(t, y, x)`` (axes ``"tyx"``, modality ``"US"``), ``uint8``
         labels with ids of :data:`ECHO_STRUCTURES`, spacing ``(1, 1.4, 1.4)``.
         ``meta`` holds ``fps``, ``ed_frame`` and ``es_frame`` (largest and smallest LV).
-
-    Examples
-    --------
-    >>> clip = make_echo_clip(2, n_frames=6, shape=(64, 64))
-    >>> clip.image.shape, clip.image.dtype, clip.axes
-    ((6, 64, 64), dtype('uint8'), 'tyx')
-    >>> sorted(int(v) for v in np.unique(clip.labels))
-    [0, 1, 2, 3]
     """
     shape = tuple(int(s) for s in shape)
     if len(shape) != 2 or min(shape) < 32 or int(n_frames) < 1:

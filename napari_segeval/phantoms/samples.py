@@ -1,12 +1,8 @@
 """Find the sample data: environment variable, the repository's folder, or a user cache.
 
-The user cache records what it was built with (:data:`BUILT_WITH`: whether PyAV could
-write the MP4 of the ``video`` sample); it is rebuilt when that changes, so installing
-the ``video`` extra later brings the sample. A sample that needs a missing extra says so
-in one line (:class:`~napari_segeval.MissingDependencyError`).
-
-Importing this module never imports torch, Qt or napari (the package imports numpy and scipy);
-generating a missing cache imports the phantom generators and their encoders.
+The user cache is rebuilt when what it was built with changes (:data:`BUILT_WITH`:
+whether PyAV could write the ``video`` sample's MP4); a sample needing a missing extra
+says so in one line. Importing this module never imports torch, Qt or napari.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Randomised appearance: class maps to images, and images to other-looking images.
 
-Two steps, both on a stack of ``S`` slices ``(S, H, W)`` that share every random
-choice (the frames of one training example, or a whole held-out volume):
-
-* :func:`render` gives each class of a class map a random mean intensity and a
-  random texture (SynthSeg-style domain randomisation): the object a prompt points
-  at has no fixed intensity, contrast sign or texture;
-* :func:`restyle` maps an image in ``[0, 1]`` through a random intensity mapping
-  (gamma, monotone or non-monotone curves, inversion), a bias field, blur or a lower
-  resolution, noise (Gaussian, Rician, speckle), and a window that clips, in the
-  manner of CT, MR, ultrasound or colour images turned grey.
-
-Families (:data:`TRAIN_APPEARANCE`) are named so that the held-out benchmark can use
-others (:data:`HELDOUT_APPEARANCE`: posterised intensities, Poisson and impulse
-noise, striped textures), none of which training ever draws.
-
-Torch is imported by this module (training code only).
+On a stack ``(S, H, W)`` sharing every random choice: :func:`render` gives each class
+a random mean and texture (no fixed intensity, contrast sign or texture), and
+:func:`restyle` applies a random intensity mapping, bias field, blur or lower
+resolution, noise and window in the manner of CT, MR, ultrasound or grey-turned colour.
+:data:`HELDOUT_APPEARANCE` families are never drawn in training. Imports torch.
 """
 
 from __future__ import annotations
@@ -135,13 +124,6 @@ def render(
     ten times) until the band just inside the target differs from the band just
     outside by at least ``min_contrast``, so that the object can be seen. ``means``
     (optional) gives the class means instead.
-
-    Examples
-    --------
-    >>> cls = torch.zeros(2, 16, 16, dtype=torch.long); cls[:, 4:12, 4:12] = 1
-    >>> img = render(np.random.default_rng(0), cls, 2, target=cls > 0, min_contrast=0.2)
-    >>> img.shape, abs(float(img[0, 8, 8] - img[0, 0, 0])) > 0.1
-    (torch.Size([2, 16, 16]), True)
     """
     s, h, w = classes.shape
     classes = classes.long()
@@ -174,14 +156,7 @@ def _piecewise(x: torch.Tensor, ys: np.ndarray) -> torch.Tensor:
 
 
 def intensity_map(rng: np.random.Generator, x: torch.Tensor, kind: str) -> torch.Tensor:
-    """A random intensity mapping of ``kind`` (:data:`TRAIN_APPEARANCE`/``HELDOUT``) on [0, 1].
-
-    Examples
-    --------
-    >>> x = torch.linspace(0, 1, 5)
-    >>> intensity_map(np.random.default_rng(0), x, "inverted").tolist()
-    [1.0, 0.75, 0.5, 0.25, 0.0]
-    """
+    """A random intensity mapping of ``kind`` (:data:`TRAIN_APPEARANCE`/``HELDOUT``) on [0, 1]."""
     x = x.clamp(0, 1)
     if kind == "gamma":
         return x ** float(np.exp(rng.uniform(np.log(0.4), np.log(2.5))))
@@ -261,13 +236,6 @@ def restyle(
     of view are drawn; ``families`` lists the intensity mappings and noises drawn
     from; ``strength`` in ``[0, 1]`` scales the probability of a non-trivial
     mapping and the noise and bias levels (0: only mild changes).
-
-    Examples
-    --------
-    >>> x = torch.rand(2, 32, 32)
-    >>> y = restyle(np.random.default_rng(0), x, style="mr")
-    >>> y.shape, float(y.min()) >= 0.0, float(y.max()) <= 1.0
-    (torch.Size([2, 32, 32]), True, True)
     """
     _, h, w = x.shape
     style = style or str(rng.choice(STYLES))

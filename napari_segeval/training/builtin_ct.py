@@ -1,17 +1,12 @@
 """Train the built-in dense CT model on generated phantoms.
 
-Run ``python -m napari_segeval.training.builtin_ct --minutes 13 --cases 60 --fg-prob 0.7
---cache /tmp/dense_cache60.npz`` (``--threads`` sets torch's CPU threads, 2 by
-default). Training cases use phantom seeds ``0 .. n_cases-1`` (seeds >= 1000 are
-reserved for shipped samples and held-out benchmarks). Patches are centred, with
-probability ``--fg-prob``, on a voxel of a class drawn uniformly among the classes
-present in the case (kidneys and tumour as often as the liver); the loss is
-cross-entropy plus one minus the per-class Dice averaged over the foreground classes
-present in the batch; the learning rate warms up linearly over the first 3 % of the
-time budget and then follows a cosine decay. The result is a ``torch.save`` dict
-(tensors, numbers and strings only, so ``weights_only=True`` loads it):
-``state_dict`` plus the plans (architecture, spacing, patch size, intensity
-statistics, structures) and a training record.
+``python -m napari_segeval.training.builtin_ct --minutes 13 --cases 60 --fg-prob 0.7
+--cache /tmp/dense_cache60.npz`` (phantom seeds ``0 .. n_cases-1``). Patches are
+centred, with probability ``--fg-prob``, on a class drawn uniformly among those
+present; the loss is cross-entropy plus one minus the mean foreground Dice; the
+learning rate warms up over 3 % of the time budget, then decays as a cosine. The
+file (``weights_only=True`` loadable) holds ``state_dict``, the plans and a training
+record.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """Train the built-in promptable model: a class-agnostic box-and-click segmenter.
 
-Run ``python -m napari_segeval.training.builtin_prompt`` (the shipped weights:
-see :data:`SHIPPED` for the command, its wall time and iterations). The loop stops
-at ``--iterations`` or the ``--minutes`` budget, whichever comes first, on a cosine
-learning-rate schedule fitted to whichever ends first.
-
-What it learns from (:mod:`.prompt_sources`, :mod:`.shapes`, :mod:`.appearance`):
-generated objects of six shape families on random tissue with a random appearance
-every time they are drawn (random intensity mappings, inverted contrast, textures,
-bias fields, blur, Gaussian/Rician/speckle noise, CT/MR/ultrasound/colour styles),
-generated objects pasted on phantom frames, and the CT, echo and colour phantoms
-(seeds below 1000; samples use seeds >= 1000, benchmarks >= 2000) under random
-windows and restyling. Generated scenes are replaced one at a time as training
-runs (``--refresh``), so it rarely sees the same scene twice.
-
-How it learns (:mod:`.prompt_examples`): each example is an episode on one frame:
-a start (a jittered box - tight, slightly inside or up to 20 px loose - a
-propagation step from a drifted neighbouring mask, past the object's end too, a
-box met during propagation, clicks only, or a painted mask), then up to three
-corrective clicks in the larger error region of the network's own prediction
-(:mod:`.clicks`), with that prediction as the next pass's prior. Every pass but
-the last runs without gradients; the loss (BCE + soft Dice) is on the last.
-
-The output is a state dict in the shipped format
-(:func:`napari_segeval.models.builtin_prompt.save_weights`, ``in_channels: 6``).
+``python -m napari_segeval.training.builtin_prompt`` (the shipped command:
+:data:`SHIPPED`) stops at ``--iterations`` or ``--minutes``, whichever comes first, on
+a cosine schedule fitted to it. Sources: :mod:`.prompt_sources`; episodes:
+:mod:`.prompt_examples`; every pass but the last runs without gradients. The recipe
+is in docs/model_cards.md. Output: :func:`napari_segeval.models.builtin_prompt.save_weights`'s
+format (``in_channels: 6``).
 """
 
 from __future__ import annotations

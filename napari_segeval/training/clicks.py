@@ -1,23 +1,10 @@
 """Simulated corrective clicks: where a person would click to fix a predicted mask.
 
-The rule of the published iterative-prompting evaluations and of interactive
-segmentation training (RITM, SAM, micro-sam's ``run_inference_with_iterative_prompting``):
-compare the prediction with the reference, take the larger of the false-negative
-and false-positive regions, and click at its most interior pixel (the maximum of
-the distance transform, the image border counting as a boundary): a positive click
-in a missed region, a negative click in a leaked one. Training also draws clicks at
-a random interior pixel (:func:`corrective_click` with ``rng``), so the network does
-not learn that clicks always sit at the very centre of an error.
-
-Masks are passed as ``(reference, prediction)``, as everywhere in the package. The
-error regions and the choice between them are the evaluation's
-(:func:`napari_segeval.prompts.correction.error_regions`,
-:func:`~napari_segeval.prompts.correction.corrects_misses`); only the random draws are
-training's own.
-
-Coordinates are pixel centres ``(y, x)`` of the slice, as
-:class:`~napari_segeval.prompts.prompt_set.Point` and
-:func:`~napari_segeval.models._prompt_net.click_maps` use them.
+The evaluation's rule (:func:`napari_segeval.prompts.correction.error_regions`,
+:func:`~napari_segeval.prompts.correction.corrects_misses`: the larger error region,
+at its most interior pixel); training also draws a random deep pixel and sometimes the
+smaller region, so clicks do not always sit at the centre of an error. Coordinates are
+pixel centres ``(y, x)``.
 """
 
 from __future__ import annotations
@@ -43,14 +30,6 @@ def interior_point(
     (:func:`napari_segeval.prompts.correction.interior_pixel`, ties to the first in
     row-major order). With ``rng``, a random pixel among those at least ``depth``
     times the largest distance from the boundary. ``None`` for an empty region.
-
-    Examples
-    --------
-    >>> r = np.zeros((7, 9), bool); r[1:6, 2:7] = True
-    >>> interior_point(r)
-    (3, 4)
-    >>> interior_point(np.zeros((3, 3), bool)) is None
-    True
     """
     region = np.asarray(region, bool)
     if not region.any():
@@ -87,15 +66,6 @@ def corrective_click(
         Draws the pixel and the region (training); None: the evaluation's click.
     other : float
         Probability of correcting the smaller region (with ``rng``).
-
-    Examples
-    --------
-    >>> ref = np.zeros((10, 10), bool); ref[2:8, 2:8] = True
-    >>> pred = np.zeros((10, 10), bool); pred[2:8, 2:5] = True
-    >>> corrective_click(ref, pred)
-    (3, 6, True)
-    >>> corrective_click(ref, ref) is None
-    True
     """
     fn, fp = error_regions(reference, prediction)
     n_fn, n_fp = int(fn.sum()), int(fp.sum())

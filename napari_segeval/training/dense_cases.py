@@ -1,31 +1,11 @@
 """Train the built-in 3D U-Net on a data set's own training cases, for a fixed number of steps.
 
-:func:`train_dense_cases` is the trainer of the ``uncertainty`` protocol's
-``li2026`` preset (train, filter the training set by AUV, retrain): small and
-deterministic enough for a CPU. It shares the patch sampler and the loss of
-:mod:`.builtin_ct` (patches centred with probability ``fg_prob`` on a voxel of a
-class drawn uniformly among those present; cross-entropy plus one minus the
-mean soft Dice of the foreground classes present) and differs from it in what
-it trains on and how long:
-
-* the given cases (not generated phantoms), resampled to their per-axis
-  median spacing (nnU-Net's default target) and normalized with the
-  foreground percentile clip and z-score of the training cases (nnU-Net's CT
-  scheme, used here for every modality);
-* ``iterations`` optimizer steps (not a time budget), so a seed fixes the run
-  (with the same thread count: float sums depend on it);
-* ``optimizer="sgd-poly"``: SGD (momentum 0.99, Nesterov, weight decay 3e-5)
-  with the poly schedule ``lr0 * (1 - t/T)**0.9`` (nnU-Net's, and the paper's
-  "SGD, initial LR 0.01, Poly"); ``"adamw-cosine"``: the built-in model's AdamW
-  with warm-up and cosine decay;
-* ``loss="duo"``: Li et al.'s Dynamic Uncertainty-aware Optimization instead of
-  cross-entropy + soft Dice (:mod:`.duo`: each class's loss divided by
-  ``1 + duo_alpha S`` with ``S`` the semantic perception scale of the network's
-  own logits, targets denoised by a noise head that is dropped when saving).
-
-The result is a weights file of the built-in format (plans + ``state_dict``,
-loadable with ``weights_only=True`` through
-:func:`napari_segeval.models.registry.load_dense`).
+The trainer of the ``uncertainty`` protocol's ``li2026`` preset. It shares
+:mod:`.builtin_ct`'s patch sampler and loss, but trains on the given cases (resampled
+to their median spacing, nnU-Net's CT normalization for every modality) for
+``iterations`` steps, so a seed (and thread count) fixes the run. ``"sgd-poly"``: SGD
+(momentum 0.99, Nesterov, weight decay 3e-5) with ``lr0 * (1 - t/T)**0.9``;
+``"adamw-cosine"``: the built-in model's schedule; ``loss="duo"``: :mod:`.duo`.
 """
 
 from __future__ import annotations
@@ -186,19 +166,6 @@ def train_dense_cases(
     dict
         The training record saved in the file (``iterations``, ``final_loss``,
         ``seconds``, ``train_cases``, ``config`` ...).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> from napari_segeval.models.registry import load_dense
-    >>> cases = [make_ct_case(s, shape=(12, 40, 40)) for s in (0, 1)]
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "m.pt"
-    >>> rec = train_dense_cases([c.image for c in cases], [c.labels for c in cases],
-    ...                         [c.spacing for c in cases], 6, p,
-    ...                         DenseTrainConfig(iterations=2, patch_size=(8, 16, 16), threads=1))
-    >>> rec["iterations"], load_dense(str(p), device="cpu").num_classes
-    (2, 6)
     """
     import torch
 

@@ -1,27 +1,12 @@
 """Held-out volumes: objects and appearances the built-in promptable model never trained on.
 
-The benchmark of the built-in model (``benchmarks/bench_builtin_prompt.py``) measures
-it on volumes that differ from everything training draws:
-
-* shapes of the held-out families only (:data:`~.shapes.HELDOUT_SHAPES`: stars with
-  4-8 arms that rotate along z, superellipses - rounded rectangles);
-* textures of a held-out family (stripes) and, on most volumes, a held-out intensity
-  mapping (posterised: 3-6 grey levels) and held-out noise (Poisson or impulse
-  noise) (:data:`~.appearance.HELDOUT_APPEARANCE`); bias fields, blur and lower
-  resolution are drawn as in training;
-* seeds >= :data:`HELDOUT_SEED_BASE` (training uses its own random stream and
-  phantom seeds below 1000, samples 1000-1999).
-
-Every object is kept visible: the class means are redrawn until each object's band
-just inside differs from the band just outside by at least :data:`MIN_CONTRAST`, and
-the whole appearance is drawn again (up to ten times) until the same holds by at
-least :data:`FINAL_CONTRAST` in the final image (a posterised mapping can merge an
-object with its surroundings); an object that still cannot be seen is dropped from
-the labels (it stays in the image, unscored).
-
-:func:`make_tuning_volume` makes the same kind of volume from the *training* families
-(seeds 500-999), for choosing settings such as the confidence stop without looking
-at the held-out volumes.
+The benchmark's volumes (``benchmarks/bench_builtin_prompt.py``): held-out shapes
+(:data:`~.shapes.HELDOUT_SHAPES`) and appearances (:data:`~.appearance.HELDOUT_APPEARANCE`),
+seeds >= :data:`HELDOUT_SEED_BASE`. Every object is kept visible: class means are redrawn
+until its inner and outer bands differ by :data:`MIN_CONTRAST`, the appearance up to ten
+times until the final image differs by :data:`FINAL_CONTRAST`; an object still unseen
+is dropped from the labels. :func:`make_tuning_volume` draws the training families
+(seeds 500-999), to tune settings without the held-out volumes.
 """
 
 from __future__ import annotations
@@ -41,14 +26,7 @@ FINAL_CONTRAST = 0.08
 def make_heldout_volume(
     seed: int, shape: Sequence[int] = (32, 128, 128)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels.
-
-    Examples
-    --------
-    >>> image, labels = make_heldout_volume(2000, shape=(12, 64, 64))
-    >>> image.shape, image.dtype, labels.dtype, int(labels.max()) >= 1
-    ((12, 64, 64), dtype('float32'), dtype('uint8'), True)
-    """
+    """A held-out volume: float32 image ``shape`` in ``[0, 1]`` and uint8 object labels."""
     if seed < HELDOUT_SEED_BASE:
         raise ValueError(f"held-out seeds start at {HELDOUT_SEED_BASE}, got {seed}")
     return _volume(seed, shape, shapes.HELDOUT_SHAPES, appearance.HELDOUT_APPEARANCE)

@@ -1,46 +1,21 @@
 """Training episodes of the built-in promptable model: a start, then simulated corrections.
 
-An :class:`Episode` is one frame of one object, with the prompts a walk would give
-the network there, followed by a few simulated corrective clicks. Its network passes
-follow the inference rules of :mod:`napari_segeval.models._prompt_walks` (but ``propbox``):
+An :class:`Episode` is one frame of one object: a start, then a few corrective clicks,
+its passes following :mod:`napari_segeval.models._prompt_walks`. Starts:
 
-* the *base pass* of a start:
+- ``box``: a walk's first frame (prior and box channel = the jittered box's mask);
+- ``prop``: a propagation step from a drifted neighbouring mask (1-2 slices away, also
+  past the object's ends, where the target is empty);
+- ``propbox``: a propagation step onto a frame with a box, its prior sometimes empty or
+  wrong (inference no longer makes this pass; the shipped weights were trained with it);
+- ``points``: clicks only, the first inside the object, no base pass;
+- ``mask``: a painted mask is the frame's output, no base pass;
+- ``fix``: a badly wrong output (another object, a leak, a part, a rough mask).
 
-  - ``box``: a walk starts from a (jittered) box: frame = previous frame, prior =
-    box channel = the box mask, window from the box;
-  - ``prop``: a propagation step: previous frame = the neighbouring slice, prior =
-    its mask drifted (dilated, eroded, shifted, blurred; 1-2 slices away), at the
-    ends of the object and past them (a stale prior: the target is empty), window
-    from the prior;
-  - ``propbox``: a propagation step onto a frame that carries a box (a correction
-    box later in a walk): as ``prop`` with the box channel set, window from the box;
-    its prior is sometimes empty (a walk that had lost the object, or one that started
-    from a negative click) or wrong (a leak, another object);
-    inference no longer makes this pass (a box frame reached mid-walk is a fresh
-    start, as ``box``: :mod:`napari_segeval.models._prompt_walks`); the shipped
-    weights were trained with it;
-  - ``points``: a walk starts from clicks only: no base pass; the first click is
-    inside the object (its most interior pixel or a random deep one) and the first
-    pass is a click pass with a zero prior and a window around the click
-    (:func:`~napari_segeval.models._prompt_net.window_from_points`, or a window
-    scaled to the object);
-  - ``mask``: a mask prompt (a roughly painted mask) is the frame's output: no base
-    pass; the first pass is a click pass;
-  - ``fix``: a frame that propagation got badly wrong (the correction rounds click on
-    the worst slice): its output is another object, a leak into the surroundings, a
-    part of the object, or a rough mask; the first pass is a click pass (no box, no
-    mask prompt: the window is the output's grown to include the positive clicks).
-
-* each *click pass*: current frame = previous-frame channel = this frame, prior =
-  the frame's current output (the network's own prediction, pasted back to the
-  frame), box channel = the frame's box if any, click maps of every click so far;
-  the window is the box's on a frame with a box, the mask prompt's on a frame with
-  one, else the prediction's grown to include the positive clicks
-  (:func:`~napari_segeval.models._prompt_net.refine_window`). The next click is a
-  corrective click on the current output (:mod:`.clicks`).
-
-The training loop runs every pass but the last without gradients and trains on the
-last one (RITM's recipe), so that the network learns from its own mistakes.
+Each click pass takes the frame's current output as its prior and the click maps so far
+(window: the box's, the mask prompt's, or :func:`~napari_segeval.models._prompt_net.refine_window`);
+the next click corrects that output (:mod:`.clicks`). Training runs every pass but the
+last without gradients (RITM's recipe).
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """Training stacks of the built-in promptable model and the frames it sees of them.
 
-Four kinds of stack, each a set of slices with object labels:
-
-* ``scene`` - generated objects on random tissue (:mod:`.shapes`); every example
-  renders its frames afresh with a random appearance (:func:`.appearance.render`
-  then :func:`.appearance.restyle`), so no intensity, contrast sign or texture
-  marks an object;
-* ``ct`` - abdominal CT phantoms in HU (seeds below 1000), mapped to ``[0, 1]`` by
-  a random window (mostly abdomen-like; wide, narrow, min-max in a window as
-  MedSAM2's preset, or MR-style percentiles), then left as they are or restyled
-  mildly (their organs meet at low contrast, which the model must learn to respect);
-* ``us`` - echocardiography phantom clips, restyled more or less strongly;
-* ``rgb`` - the 2D colour phantoms (polyps, skin lesions) turned grey, one slice each.
-
-:func:`frames` also *pastes*: a generated object with its own intensity and texture
-on the frames of a phantom, so that objects are met on real-looking backgrounds too.
+Stack kinds: ``scene`` (generated objects, :mod:`.shapes`, rendered afresh each time),
+``ct`` (CT phantoms under a random window, maybe restyled mildly), ``us`` (echo clips,
+restyled) and ``rgb`` (colour phantoms turned grey). :func:`frames` also pastes a
+generated object on a phantom's frames.
 """
 
 from __future__ import annotations

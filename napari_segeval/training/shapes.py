@@ -1,28 +1,10 @@
 """Random 3D objects in cluttered scenes: what the built-in promptable model learns to segment.
 
-A :class:`Scene` is a stack of slices ``(z, y, x)`` holding a few objects (labels
-``1..K``) on a background of random tissue classes. Objects begin and end inside the
-stack (so propagation has ends to stop at), drift, grow, shrink and twist from slice
-to slice, may touch or overlap (a later object covers an earlier one, as organs abut),
-may sit inside another (a lesion in an organ), and may be made of several inner
-classes (a cortex and a medulla, a rim and a core) so that an object is not one
-intensity. Nothing here is an organ: the model learns "the object the prompt points
-at", whatever its shape.
-
-Shape families (:data:`TRAIN_SHAPES` for training; :data:`HELDOUT_SHAPES` never seen
-in training, for the held-out benchmark):
-
-* ``ellipsoid`` - smooth convex ellipsoid-like object (profile along z from cigar to
-  cylinder);
-* ``blob`` - ellipsoid deformed by a strong smooth random field (non-convex lobes);
-* ``deformed`` - ellipsoid under a smooth displacement (bent, banana, kidney shapes);
-* ``holed`` - a blob with holes inside it, or a thick ring (a wall around a cavity);
-* ``concave`` - bites taken out of the boundary (C shapes, crescents);
-* ``thin`` - a thick random curve (1-4 px wide) that drifts between slices;
-* held out: ``star`` (4-8 arms that rotate along z) and ``superellipse`` (rounded
-  rectangles with nearly straight sides and corners).
-
-Everything is numpy and deterministic given a :class:`numpy.random.Generator`.
+A :class:`Scene` holds a few objects (labels ``1..K``) on random tissue classes; they
+begin and end inside the stack, drift, grow, twist, touch, overlap, nest and may have
+inner classes. Families: :data:`TRAIN_SHAPES` and :data:`HELDOUT_SHAPES` (never seen
+in training); described in docs/model_cards.md. Numpy only, deterministic given a
+:class:`numpy.random.Generator`.
 """
 
 from __future__ import annotations
@@ -197,14 +179,7 @@ def _thin(rng: np.random.Generator, p: dict, grids, shape) -> np.ndarray:
 def draw_object(
     rng: np.random.Generator, family: str, shape: Sequence[int], radius: float | None = None
 ) -> np.ndarray:
-    """Boolean mask ``shape`` of one random object of ``family`` (may be empty).
-
-    Examples
-    --------
-    >>> m = draw_object(np.random.default_rng(0), "blob", (12, 48, 48), radius=10)
-    >>> m.shape, m.dtype, bool(m.any())
-    ((12, 48, 48), dtype('bool'), True)
-    """
+    """Boolean mask ``shape`` of one random object of ``family`` (may be empty)."""
     if family not in TRAIN_SHAPES + HELDOUT_SHAPES:
         raise ValueError(f"unknown shape family {family!r}")
     shape = tuple(int(s) for s in shape)
@@ -302,12 +277,6 @@ def make_scene(
         covered by later ones).
     nested : float
         Probability that an object is drawn inside an earlier one.
-
-    Examples
-    --------
-    >>> s = make_scene(np.random.default_rng(1), (10, 64, 64), n_objects=(3, 3))
-    >>> s.labels.shape, int(s.labels.max()) >= 1, bool(s.classes.max() < s.n_classes)
-    ((10, 64, 64), True, True)
     """
     shape = tuple(int(s) for s in shape)
     tissue, n_cls = _tissue(rng, shape)

@@ -1,13 +1,8 @@
 """Train the 2D U-Net of the ``cv5-2d`` protocol (one per cross-validation fold).
 
-Every image is resized to the recipe's size (bilinear; labels nearest) and
-normalized with the per-channel mean and standard deviation of the training
-images. Training uses random horizontal and vertical flips, cross-entropy + soft
-Dice loss, AdamW with a cosine learning-rate decay, and is deterministic given the
-seed (single CPU thread by default). The result is a
-:class:`~napari_segeval.models.dense.unet2d.UNet2DModel`.
-
-torch is imported inside functions only.
+Images are resized to the recipe's size (labels nearest) and normalized per channel
+with the training images' statistics; random flips, cross-entropy + soft Dice, AdamW
+with cosine decay, deterministic given the seed. torch is imported inside functions.
 """
 
 from __future__ import annotations
@@ -73,14 +68,6 @@ def train_unet2d(
     Returns
     -------
     UNet2DModel
-
-    Examples
-    --------
-    >>> img = np.zeros((16, 16), np.float32); img[4:12, 4:12] = 1
-    >>> lab = (img > 0).astype(np.uint8)
-    >>> m = train_unet2d([img], [lab], 2, TrainConfig2D(iterations=2, size=(16, 16), width=4, levels=2))
-    >>> m.meta["train_cases"], m.segment_image(img).shape
-    ([], (16, 16))
     """
     import torch
 

@@ -1,24 +1,5 @@
 """Uncertainty: per-voxel maps, per-case scores, failure detection and the AUV of Li et al.
 
-* :mod:`.maps`: entropy (optionally normalised by ``log K``), running sample
-  statistics, the :class:`UncertaintyMaps` record.
-* :mod:`.dense`: test-time augmentation (:func:`dense_tta`) and MC-dropout
-  (:func:`mc_dropout`) for dense models.
-* :mod:`.promptable`: box jitter + intensity noise for promptable models
-  (:func:`prompt_tta`).
-* :mod:`.scores`: boundary band, mean uncertainty over a structure and its band,
-  per-structure and per-case scores, filtering the most uncertain cases,
-  correlation.
-* :mod:`.failure`: how well a risk score finds the failures, with the
-  definitions of the fd-shifts evaluator (risk-coverage curve with tied scores
-  as blocks, AURC, e-AURC, normalised AURC, AUGRC, failure AUROC, Spearman,
-  Recall@10 %): :func:`failure_detection`.
-* :mod:`.auv`: the Aleatoric Uncertainty Value of Li et al. (CVPR 2026): entropy
-  of the singular-value energy of class-wise decoded maps, normalized over a
-  data set; :mod:`.features` computes the maps with a frozen promptable model.
-* :mod:`.training_lists`: filtered nnU-Net ``splits_final.json`` and
-  ``dataset.json`` without the most uncertain training cases.
-
 Importing this package imports numpy only; torch and scipy are imported inside
 the functions that need them.
 """

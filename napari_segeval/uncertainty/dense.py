@@ -1,23 +1,9 @@
 """Sampling uncertainty of dense models: test-time augmentation and MC-dropout.
 
-Both run a :class:`~napari_segeval.models.dense.DenseModel` (Gaussian sliding
-window) ``n_samples`` times on the normalized input, accumulate the softmax
-probabilities on the model grid (:class:`~.maps.SampleStats`: running mean and
-variance, never all samples at once), and map the statistics back to the
-case's grid. torch is imported inside the functions.
-
-Augmentations (:func:`dense_tta`), drawn per sample from a seeded generator:
-
-* **flips** along a random subset of ``flip_axes`` (spatial axes; default: the
-  model's own ``mirror_axes``, the axes it was trained to be symmetric in; the
-  built-in CT model has none, because mirroring x swaps the left and right
-  kidneys). The logits are flipped back before the softmax.
-* **intensity**: ``x * (1 + a) + b`` in normalized units with
-  ``a ~ U(-intensity_scale, intensity_scale)``, ``b ~ U(-intensity_shift, intensity_shift)``.
-* **scale**: the input is resampled (trilinear) by ``s ~ U(1 - scale_range, 1 + scale_range)``
-  on every axis and the logits resampled back to the model grid.
-
-Sample 0 is the un-augmented input when ``include_identity`` (the default).
+Each sample's softmax on the model grid goes to a :class:`~.maps.SampleStats`, then
+back to the case's grid. TTA draws per sample (seeded): flips along a subset of the
+model's ``mirror_axes`` (logits flipped back), a gain and offset in normalized units,
+and a trilinear zoom. torch is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -210,9 +196,7 @@ def augmented_labels(
 ) -> list[np.ndarray]:
     """Label maps of ``n_samples`` augmented passes of a dense model, on the case's grid.
 
-    The augmentations are :func:`dense_tta`'s (the model's own mirror axes, gain, offset
-    and zoom; no identity pass): the ``tta`` risk signal compares each with the
-    model's plain prediction (:mod:`napari_segeval.uncertainty.risk`).
+    :func:`dense_tta`'s augmentations, no identity pass (the ``tta`` risk signal).
 
     Examples
     --------
@@ -235,14 +219,7 @@ def augmented_labels(
 
 
 def dropout_modules(network: Any) -> list:
-    """The dropout layers of a torch network (every ``torch.nn`` dropout flavour).
-
-    Examples
-    --------
-    >>> import torch
-    >>> len(dropout_modules(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))))
-    1
-    """
+    """The dropout layers of a torch network (every ``torch.nn`` dropout flavour)."""
     from torch import nn
 
     kinds = (nn.modules.dropout._DropoutNd,)
@@ -262,11 +239,8 @@ def mc_dropout(
 ) -> UncertaintyMaps:
     """Monte-Carlo-dropout uncertainty: dropout layers active, everything else in eval mode.
 
-    Only the dropout modules are switched to training mode (normalization
-    layers keep their eval behaviour) and are restored afterwards. A network
-    without dropout has nothing to sample: one pass is run, the variance is
-    zero and ``note`` says so; so does ``enabled=False`` (every pass is the
-    same deterministic network).
+    The dropout modules are restored afterwards. A network without dropout runs one
+    pass (zero variance, ``note`` says so); so does ``enabled=False``.
 
     Parameters
     ----------
@@ -282,15 +256,6 @@ def mc_dropout(
         ``torch.manual_seed(seed + i)`` before pass ``i``.
     progress, cancel
         As in :func:`dense_tta`.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.registry import load_dense
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> m = mc_dropout(load_dense("builtin-ct", device="cpu"),
-    ...                make_ct_case(1, shape=(16, 40, 40)), n_samples=4)
-    >>> m.n_samples, float(m.variance.max()), m.note
-    (1, 0.0, 'the model has no dropout layers: MC-dropout has nothing to sample (zero variance)')
     """
     import torch
 

@@ -1,94 +1,13 @@
-"""Failure detection, measured as the failure-detection literature measures it.
+"""Failure detection as fd-shifts measures it: AURC, AUGRC, failure AUROC, recall.
 
-A *failure detector* gives every item (a slice, a structure, a case) a risk
-score, higher = more likely wrong, computed without the reference. It is judged
-against the item's true risk ``1 - Dice``. The definitions are those of the
-fd-shifts evaluator (Jaeger et al., "A call to reflect on evaluation practices
-for failure detection in image classification", ICLR 2023; Traub et al.,
-"Overcoming common flaws in the evaluation of selective classification
-systems", NeurIPS 2024, which defines the AUGRC), with the non-binary residual
-``r_i = 1 - Dice_i`` in ``[0, 1]`` and the confidence ``1 - score``.
-
-Definitions
------------
-``n`` items with score ``s_i`` (a NaN score counts as the riskiest, ``+inf``)
-and true risk ``r_i``. A reader accepts the items whose score is at most a
-threshold ``t`` and sets the others aside, so items with *equal scores are
-accepted or set aside together, as one block*. For each threshold at a block
-boundary (every distinct score, taken from the largest down), with ``A`` the
-accepted items and ``m = |A|``:
-
-* coverage ``c = m / n``;
-* selective risk ``R = (1/m) * sum_{i in A} r_i`` (the mean risk of the kept);
-* generalized risk ``G = (1/n) * sum_{i in A} r_i`` (Traub et al.: the share
-  of all items that are accepted *and* wrong).
-
-The *risk-coverage curve* runs from coverage 1 (everything kept, ``R = G``
-= mean risk) down to the smallest block, then to the end point at coverage 0,
-where ``R`` stays at the last block's value and ``G`` is 0 (fd-shifts' "well
-defined final point").
-
-* ``AURC`` = area under ``R(c)`` by the trapezoid rule over these points
-  (end point included), in ``[0, 1]``, lower is better.
-* ``AUGRC`` = area under ``G(c)``, the same way.
-* ``optimal_aurc`` (``AURC*``), ``optimal_augrc``: the areas of the oracle
-  score ``s = r`` (the true risk itself, equal risks as one block).
-  ``excess_aurc`` (e-AURC) = ``AURC - AURC*``.
-* ``random_aurc`` = the mean risk: the expected AURC of a random order (every
-  point of its curve has expected selective risk equal to the mean, and the
-  trapezoid is linear) and the AURC of a constant score (one block).
-* ``normalised_aurc`` = ``(random - AURC) / (random - AURC*)``: 1 for the
-  oracle, 0 for a constant or random score, negative when worse than random;
-  NaN when every item has the same risk.
-* ``failure_auroc``: an item *fails* when ``Dice < failure_below``
-  (:data:`FAILURE_BELOW_STRUCTURE` 0.75 for a structure or case,
-  :data:`FAILURE_BELOW_SLICE` 0.5 for a slice). The AUROC of the score for
-  separating failures from successes, ``P(s_fail > s_ok) + P(s_fail = s_ok) / 2``
-  (ties count half), equal to fd-shifts' ``failauc`` of the confidence for
-  successes; NaN when only failures or only successes are present.
-* ``spearman``: Spearman's rank correlation of the score with the true risk
-  (:func:`scipy.stats.spearmanr`, average ranks for ties); NaN for fewer than
-  two items or a constant score or risk. Positive is good.
-* ``recall_at_10``: the share of all failures among the riskiest 10 % of the
-  items, :func:`recall_at`. The review list is ``k = ceil(0.1 * n)`` items
-  (at least one; 10 % of 30 is 3, of 31 is 4); a block of tied scores that
-  straddles the ``k``-th place counts its failures in proportion to the places
-  left for it (the expected recall over every order of the tie, the same
-  linear interpolation between blocks as the trapezoid). NaN without failures.
-
-Where this differs from fd-shifts
----------------------------------
-* fd-shifts reports AURC and AUGRC times 1000; here they are fractions in ``[0, 1]``.
-* fd-shifts' optimal AURC orders equal residuals one by one (and uses the
-  closed form ``e + (1 - e) log(1 - e)`` for binary residuals), so a perfect
-  score on items with equal Dice values (many Dice 0 slices, say) can get an
-  e-AURC below 0 there. Here the oracle is the true risk scored by the same
-  block rule, so a perfect score has e-AURC 0 and a normalised AURC of 1. The
-  two agree when no two Dice values are equal; the optimal AUGRC agrees always.
-* The trapezoid rewards plateaus: a block is drawn as a straight chord, which
-  passes below the oracle's selective-risk curve where that curve is concave
-  (it is within every run of equal risks), so a score that ties items of
-  different risk can reach an AURC below ``AURC*`` (e-AURC < 0, normalised
-  AURC > 1; fd-shifts notes the same of its optimum). The AUGRC has no such
-  gap: the oracle's generalized-risk curve is convex.
-
-Examples
---------
-Four items, two tied at the top score; Dice 0.2 and 0.6 fail (< 0.75):
+An item's risk score (higher = more likely wrong) is judged against its true
+risk ``1 - Dice``; tied scores are accepted or set aside as one block. The
+definitions, and where they differ from fd-shifts, are in docs/protocols.md
+("Failure detection: how a risk score is judged").
 
 >>> fd = failure_detection([0.9, 0.9, 0.5, 0.1], [0.2, 0.8, 0.6, 1.0], failure_below=0.75)
->>> fd.curve.coverage, fd.curve.selective_risk
-((1.0, 0.5, 0.25, 0.0), (0.35, 0.2, 0.0, 0.0))
->>> round(fd.aurc, 6), round(fd.optimal_aurc, 6), fd.random_aurc
-(0.1625, 0.11875, 0.35)
->>> round(fd.excess_aurc, 6), round(fd.normalised_aurc, 4), round(fd.augrc, 6)
-(0.04375, 0.8108, 0.125)
-
-The failing item tied with a success counts half in the AUROC, and half of it
-fills the one place of the review list (ceil(0.1 * 4) = 1):
-
->>> fd.failure_auroc, fd.recall_at_10, round(fd.spearman, 4), fd.n_failures
-(0.625, 0.25, 0.6325, 2)
+>>> round(fd.aurc, 6), round(fd.normalised_aurc, 4), fd.failure_auroc, fd.recall_at_10
+(0.1625, 0.8108, 0.625, 0.25)
 """
 
 from __future__ import annotations
@@ -128,40 +47,22 @@ class RiskCoverageCurve:
 
     @property
     def aurc(self) -> float:
-        """Area under the selective risk, trapezoid rule (NaN for no points).
-
-        Examples
-        --------
-        >>> RiskCoverageCurve((1.0, 0.5, 0.0), (0.5, 0.0, 0.0), (0.5, 0.0, 0.0)).aurc
-        0.125
-        """
+        """Area under the selective risk, trapezoid rule (NaN for no points)."""
         return _trapezoid(self.coverage, self.selective_risk)
 
     @property
     def augrc(self) -> float:
-        """Area under the generalized risk, trapezoid rule (NaN for no points).
-
-        Examples
-        --------
-        >>> RiskCoverageCurve((1.0, 0.0), (0.5, 0.5), (0.5, 0.0)).augrc
-        0.25
-        """
+        """Area under the generalized risk, trapezoid rule (NaN for no points)."""
         return _trapezoid(self.coverage, self.generalized_risk)
 
     def to_dict(self) -> dict[str, list[float]]:
-        """The three columns as lists (for JSON).
-
-        Examples
-        --------
-        >>> RiskCoverageCurve((1.0, 0.0), (0.5, 0.5), (0.5, 0.0)).to_dict()["coverage"]
-        [1.0, 0.0]
-        """
+        """The three columns as lists (for JSON)."""
         return {f.name: list(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
 class FailureDetection:
-    """How well a risk score finds the failures (see the module's definitions).
+    """How well a risk score finds the failures (definitions in docs/protocols.md).
 
     Attributes
     ----------
@@ -202,16 +103,7 @@ class FailureDetection:
     curve: RiskCoverageCurve
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain Python values for JSON: the numbers, then the curve's three lists.
-
-        NaN stays NaN (the project's writers store it as ``null``).
-
-        Examples
-        --------
-        >>> d = failure_detection([0.2, 0.8], [0.9, 0.1], failure_below=0.5).to_dict()
-        >>> d["failure_auroc"], d["coverage"], d["selective_risk"]
-        (1.0, [1.0, 0.5, 0.0], [0.5, 0.1, 0.1])
-        """
+        """Plain values for JSON: the numbers, then the curve's three lists (NaN stays NaN)."""
         out: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in fields(self) if f.name != "curve"
         }
@@ -264,14 +156,6 @@ def risk_coverage_curve(score: ArrayLike, risk: ArrayLike) -> RiskCoverageCurve:
     -------
     RiskCoverageCurve
         Empty tuples for ``n = 0``.
-
-    Examples
-    --------
-    >>> c = risk_coverage_curve([0.9, 0.9, 0.5, 0.1], [0.8, 0.2, 0.4, 0.0])
-    >>> c.coverage, c.generalized_risk
-    ((1.0, 0.5, 0.25, 0.0), (0.35, 0.1, 0.0, 0.0))
-    >>> round(c.aurc, 6), round(c.augrc, 6)
-    (0.1625, 0.125)
     """
     s, r = _pair(score, risk, "risk")
     if np.isnan(r).any():
@@ -304,15 +188,7 @@ def failure_auroc(score: ArrayLike, failed: ArrayLike) -> float:
     Returns
     -------
     float
-        ``P(score of a failure > score of a success)`` plus half the probability of
-        a tie, over all failure-success pairs; NaN without failures or successes.
-
-    Examples
-    --------
-    >>> failure_auroc([0.9, 0.9, 0.5, 0.1], [True, False, True, False])
-    0.625
-    >>> failure_auroc([0.3, 0.2], [True, True])
-    nan
+        ``P(s_fail > s_ok) + P(s_fail = s_ok) / 2``; NaN without failures or successes.
     """
     s, f = _pair(score, failed, "failed")
     fail = f.astype(bool)
@@ -331,15 +207,7 @@ def failure_auroc(score: ArrayLike, failed: ArrayLike) -> float:
 def review_length(n: int, fraction: float = RECALL_FRACTION) -> int:
     """Items in the review list of :func:`recall_at`: ``ceil(fraction * n)``.
 
-    A tolerance of ``1e-9`` absorbs the rounding of the product: ``0.07 * 100`` is
-    ``7.000000000000001`` in floating point, and 7 items are reviewed, not 8.
-
-    Examples
-    --------
-    >>> [review_length(n) for n in (0, 1, 9, 10, 11, 30, 31)]
-    [0, 1, 1, 1, 2, 3, 4]
-    >>> review_length(100, 0.07)
-    7
+    A tolerance of ``1e-9`` absorbs float rounding (``0.07 * 100`` reviews 7, not 8).
     """
     return max(0, math.ceil(fraction * n - 1e-9))
 
@@ -361,17 +229,6 @@ def recall_at(score: ArrayLike, failed: ArrayLike, fraction: float = RECALL_FRAC
     -------
     float
         In ``[0, 1]``; NaN when nothing failed.
-
-    Examples
-    --------
-    Ten items: the list is one place long and the two riskiest tie, one failed:
-
-    >>> s = [0.9, 0.9, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.0, 0.0]
-    >>> f = [True, False, True, False, False, False, False, False, False, False]
-    >>> recall_at(s, f)
-    0.25
-    >>> recall_at(s, f, fraction=0.3)
-    1.0
     """
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
@@ -404,8 +261,7 @@ def failure_detection(
     Parameters
     ----------
     score : array_like, shape (n,)
-        Estimated risk per item, higher = more likely wrong (any real scale);
-        NaN counts as the riskiest.
+        Estimated risk per item, higher = riskier; NaN counts as the riskiest.
     dice : array_like, shape (n,)
         Dice per item in ``[0, 1]``; items with a NaN Dice are left out.
     failure_below : float
@@ -422,21 +278,6 @@ def failure_detection(
     ValueError
         For arrays of different shapes, a Dice outside ``[0, 1]`` or a threshold
         outside ``(0, 1]``.
-
-    Examples
-    --------
-    A perfect score, a constant one and an inverted one:
-
-    >>> dice = [1.0, 0.9, 0.6, 0.3]
-    >>> risk = [1 - d for d in dice]
-    >>> perfect = failure_detection(risk, dice, failure_below=0.75)
-    >>> perfect.normalised_aurc, perfect.failure_auroc, perfect.recall_at_10, perfect.n_failures
-    (1.0, 1.0, 0.5, 2)
-    >>> failure_detection([0.5] * 4, dice, failure_below=0.75).normalised_aurc
-    0.0
-    >>> inverted = failure_detection(dice, dice, failure_below=0.75)
-    >>> round(inverted.normalised_aurc, 4), inverted.failure_auroc, inverted.spearman
-    (-1.14, 0.0, -1.0)
     """
     if not 0.0 < float(failure_below) <= 1.0:
         raise ValueError(f"failure_below must be in (0, 1], got {failure_below}")

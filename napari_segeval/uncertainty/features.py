@@ -1,22 +1,9 @@
 """Class-wise decoded maps of a frozen promptable model, and their semantic perception scales.
 
-For each structure of a case, the model is prompted with the structure's box on
-its key slice (:func:`napari_segeval.prompts.box_from_labels`: the middle of its
-extent) and walks the whole volume in both directions, with no early stop, no
-confidence stop and no post-processing: the *decoded map* of the class is what
-the mask decoder outputs on every slice, before any threshold.
-
-* MedSAM2 (any backend with its decoder's logits, ``capabilities.logits``:
-  ``propagate_logits``):
-  the mask-decoder logits, resized to the case's in-plane size as MedSAM2's predictor
-  does.
-* Other promptable backends (the built-in model): their output probabilities
-  (the built-in model pastes them into a crop window and exposes no logits).
-
-:func:`class_scales` turns the maps into the semantic perception scale of each
-class (:func:`napari_segeval.uncertainty.auv.semantic_scale`). Only the public
-pieces of a backend are called (``preprocess``, ``propagate`` /
-``propagate_logits``), so backends can change their loops freely.
+Each structure is prompted with its box on the middle slice of its extent and walked
+through the whole volume both ways, with no early stop, confidence stop or
+post-processing. The *decoded map* is the mask decoder's output before any threshold:
+MedSAM2's logits (``capabilities.logits``), else the backend's probabilities.
 """
 
 from __future__ import annotations
@@ -40,8 +27,7 @@ MIN_VOXELS = 2
 
 
 def feature_kind(model: Any) -> str:
-    """``"logits"`` for backends with their decoder's logits (``capabilities.logits``:
-    MedSAM2's ``walk_logits``), else ``"probabilities"``.
+    """``"logits"`` for backends with their decoder's logits, else ``"probabilities"``.
 
     Examples
     --------
@@ -74,14 +60,6 @@ def decoded_map(
     Volumes walk forward and backward from ``box.index`` (the key slice keeps the
     larger of its two outputs); videos and 2D images walk forward (frames before
     the prompt are not visited and stay at the smallest value decoded).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> from napari_segeval.prompts import Box
-    >>> frames = np.zeros((5, 8, 8), np.float32); frames[:, 2:6, 2:6] = 1.0
-    >>> decoded_map(ThresholdPromptModel(), frames, Box(2, 2, 6, 6, index=2)).shape
-    (5, 8, 8)
     """
     import torch
 
@@ -113,15 +91,7 @@ def decoded_map(
 
 
 def resample_map(decoded: np.ndarray, grid: Sequence[int] | None) -> np.ndarray:
-    """A 3D decoded map resampled (linearly) to ``grid`` (``[D, H, W]``); 2D maps and None unchanged.
-
-    Examples
-    --------
-    >>> resample_map(np.ones((5, 8, 8), np.float32), [4, 6, 6]).shape
-    (4, 6, 6)
-    >>> resample_map(np.ones((8, 8), np.float32), [4, 6, 6]).shape
-    (8, 8)
-    """
+    """A 3D decoded map resampled (linearly) to ``grid`` (``[D, H, W]``); 2D maps and None unchanged."""
     a = np.asarray(decoded, np.float32)
     if not grid or a.ndim != 3 or tuple(a.shape) == tuple(int(g) for g in grid):
         return a
@@ -151,28 +121,21 @@ def class_scales(
     Parameters
     ----------
     model : PromptableModel
-        A frozen promptable backend (from
-        :func:`napari_segeval.models.registry.load_promptable`).
+        A frozen promptable backend.
     case : Case
         Image and reference labels (the prompts come from the labels).
     structures : mapping, optional
-        Label id -> name, scored as given (default:
-        :func:`napari_segeval.metrics.structures_to_score` of ``case.structures`` and
-        the reference: the named structures and every other id present, as
-        ``"label N"``).
+        Label id -> name (default: :func:`napari_segeval.metrics.structures_to_score`).
     layout, power
         As in :func:`napari_segeval.uncertainty.auv.class_matrix` and
         :func:`~napari_segeval.uncertainty.auv.semantic_scale`.
     min_voxels : int
-        Classes with fewer reference voxels are not prompted: their scale is NaN
-        and ``note`` says why (a box around fewer than 2 voxels carries no
-        extent to propagate; an absent class has no prompt at all).
+        Classes with fewer reference voxels are not prompted (NaN scale, ``note`` says why).
     window : str or (width, level), optional
         CT window of the backend's preprocessing (None: its default).
     grid : (int, int, int), optional
-        Resample each 3D decoded map to this ``[D, H, W]`` before the SVD
-        (:func:`resample_map`; the ``li2026`` preset: 96 x 96 x 96, the input of
-        the authors' example), so every case has as many singular values.
+        Resample each 3D decoded map to this ``[D, H, W]`` before the SVD, so every
+        case has as many singular values.
     ct_mapping : {"window", "minmax"}
         The backend's CT intensity mapping (``"minmax"``: MedSAM2's own).
     progress : callable, optional
@@ -185,15 +148,6 @@ def class_scales(
     list of dict
         One row per structure: ``label``, ``name``, ``n_voxels``, ``scale``
         (float, NaN when not scored), ``note``.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> case = make_ct_case(2, shape=(8, 32, 32), tumour=False)
-    >>> rows = class_scales(ThresholdPromptModel(), case, {1: "liver", 5: "liver_tumour"})
-    >>> 0.0 <= rows[0]["scale"] <= 1.0, rows[1]["note"]
-    (True, 'absent from the reference: not prompted')
     """
     from napari_segeval.prompts import box_from_labels
     from napari_segeval.propagation import promptable_kind, propagation_mode

@@ -1,20 +1,9 @@
 """Per-voxel uncertainty from probabilities: entropy, sample statistics, the result record.
 
-Everything here is numpy. The samplers (:mod:`.dense`, :mod:`.promptable`)
-feed probability samples to a :class:`SampleStats` accumulator (running mean
-and variance, so ``N`` samples never sit in memory together) and return an
-:class:`UncertaintyMaps`.
-
-Definitions
------------
-For class probabilities ``p_k`` (``K`` classes) the predictive entropy is
-``H = -sum_k p_k log p_k`` (natural log, ``0 log 0 = 0``); normalised, it is
-``H / log K`` in ``[0, 1]`` (1 = uniform). For a foreground probability ``p``
-of one structure (promptable models) it is the binary case ``K = 2``.
-With ``N`` samples ``p^(i)``: *mean prediction* ``p̄ = mean_i p^(i)``, total
-uncertainty ``H(p̄)``, *variance* ``mean_k var_i p_k^(i)`` (population
-variance, ``ddof = 0``), and *mutual information* ``H(p̄) - mean_i H(p^(i))``
-(the part of the entropy due to disagreement between samples).
+Numpy only. With ``N`` samples ``p^(i)``: mean prediction ``p̄``, total uncertainty
+``H(p̄)`` (entropy normalised by ``log K``; binary for one structure's foreground),
+variance ``mean_k var_i p_k^(i)`` (``ddof = 0``) and mutual information
+``H(p̄) - mean_i H(p^(i))``.
 """
 
 from __future__ import annotations
@@ -31,26 +20,16 @@ def entropy(probs: np.ndarray, axis: int = 0, *, normalized: bool = False) -> np
     Parameters
     ----------
     probs : array
-        Probabilities, summing to 1 along ``axis`` (values are clipped to
-        ``[0, 1]``; ``0 log 0`` is taken as 0).
+        Probabilities along ``axis``, clipped to ``[0, 1]`` (``0 log 0 = 0``).
     axis : int
         The class axis.
     normalized : bool
-        Divide by ``log K`` (``K`` = number of classes) so the result lies in
-        ``[0, 1]``. With ``K = 1`` the entropy is 0.
+        Divide by ``log K`` (result in ``[0, 1]``; 0 for ``K = 1``).
 
     Returns
     -------
     numpy.ndarray
         float32, the input shape without ``axis``.
-
-    Examples
-    --------
-    >>> p = np.array([[0.5, 1.0, 0.25], [0.5, 0.0, 0.75]])
-    >>> entropy(p, normalized=True).round(4).tolist()
-    [1.0, 0.0, 0.8113]
-    >>> float(entropy(np.full((4, 1), 0.25))[0]) == float(np.float32(np.log(4)))
-    True
     """
     p = np.clip(np.asarray(probs, dtype=np.float64), 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -63,13 +42,7 @@ def entropy(probs: np.ndarray, axis: int = 0, *, normalized: bool = False) -> np
 
 
 def binary_entropy(p: np.ndarray) -> np.ndarray:
-    """Normalised entropy of a foreground probability (``K = 2``, in ``[0, 1]``).
-
-    Examples
-    --------
-    >>> binary_entropy(np.array([0.0, 0.5, 1.0])).tolist()
-    [0.0, 1.0, 0.0]
-    """
+    """Normalised entropy of a foreground probability (``K = 2``, in ``[0, 1]``)."""
     p = np.asarray(p, dtype=np.float64)
     return entropy(np.stack([p, 1.0 - p]), axis=0, normalized=True)
 
@@ -82,16 +55,7 @@ class SampleStats:
     axis : int
         Class axis of each sample (for the entropy term).
     binary : bool
-        Samples are foreground probabilities (no class axis): the entropy term
-        is :func:`binary_entropy`.
-
-    Examples
-    --------
-    >>> s = SampleStats()
-    >>> for p in ([0.2, 0.8], [0.6, 0.4]):
-    ...     s.add(np.array(p)[:, None])
-    >>> s.n, s.mean.ravel().round(2).tolist(), s.variance().ravel().round(2).tolist()
-    (2, [0.4, 0.6], [0.04, 0.04])
+        Samples are foreground probabilities: the entropy term is :func:`binary_entropy`.
     """
 
     def __init__(self, axis: int = 0, binary: bool = False) -> None:
@@ -138,15 +102,13 @@ class UncertaintyMaps:
     Attributes
     ----------
     entropy : numpy.ndarray
-        Normalised predictive entropy of the mean prediction, ``[0, 1]``,
-        spatial shape. Promptable models: the largest over structures of the
-        binary entropy of each structure's mean foreground probability.
+        Normalised entropy of the mean prediction (promptable: the largest over
+        structures of each one's binary entropy).
     variance : numpy.ndarray
-        Sample variance of the probabilities: mean over classes (dense) or the
-        largest over structures (promptable). Zero when all samples agree.
+        Sample variance: mean over classes (dense) or largest over structures (promptable).
     mean : numpy.ndarray
-        ``(C, *spatial)`` mean probabilities: all classes (dense) or one
-        foreground probability per structure (promptable); ``channels`` names them.
+        ``(C, *spatial)`` mean probabilities: all classes (dense) or one foreground
+        probability per structure (promptable).
     labels : numpy.ndarray
         Label map of the mean prediction.
     mutual_information : numpy.ndarray
@@ -180,14 +142,7 @@ class UncertaintyMaps:
 
 
 def maps_from_probabilities(probs: np.ndarray, labels: np.ndarray | None = None) -> UncertaintyMaps:
-    """Single-pass maps (entropy only, zero variance) of ``(K, *spatial)`` probabilities.
-
-    Examples
-    --------
-    >>> m = maps_from_probabilities(np.array([[0.5, 0.9], [0.5, 0.1]]))
-    >>> m.entropy.round(3).tolist(), m.labels.tolist(), float(m.variance.max())
-    ([1.0, 0.469], [0, 0], 0.0)
-    """
+    """Single-pass maps (entropy only, zero variance) of ``(K, *spatial)`` probabilities."""
     p = np.asarray(probs, dtype=np.float32)
     h = entropy(p, 0, normalized=True)
     lab = p.argmax(0).astype(np.uint8) if labels is None else np.asarray(labels)

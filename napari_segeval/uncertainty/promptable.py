@@ -1,21 +1,10 @@
 """Prompt-jitter uncertainty of promptable models (aleatoric: where would the box be?).
 
-Each sample perturbs every box of every structure's prompts (each edge moved by an
-integer in ``[-jitter, jitter]`` pixels, :meth:`~napari_segeval.prompts.Box.jittered`;
-points and mask prompts are kept) and
-adds Gaussian intensity noise (``noise_std`` normalized units) to the frames,
-then propagates (:func:`~napari_segeval.propagation.propagate_case`). Per
-structure the foreground probabilities are accumulated (running mean and
-variance); the maps are the binary entropy of each structure's mean
-probability, combined over structures by the maximum. Sample 0 is the clean
-prompt on the clean frames when ``include_clean`` (the default).
-
-Without intensity noise (``noise_std=0``, box jitter alone) every sample reads the same
-frames, so a backend that keeps per-frame features (``capabilities.frame_features``:
-LiteMedSAM, MedSAM2/SAM2.1) encodes the slices once and decodes each further sample
-from the kept embeddings (its ``feature_cache()``, within the propagation's cache
-budget): N samples cost one propagation plus N-1 decoder-only walks. With noise each
-sample's frames differ and every slice is encoded again.
+Each sample jitters every box (:meth:`~napari_segeval.prompts.Box.jittered`; points and
+masks kept), adds Gaussian intensity noise and propagates; the maps are the binary
+entropy of each structure's mean probability, the largest over structures. Without
+noise a backend that keeps per-frame features encodes the slices once and decodes
+every further sample from the kept embeddings.
 """
 
 from __future__ import annotations
@@ -80,8 +69,7 @@ def prompt_tta(
     frames : tensor or array ``(n, H, W[, C])``
         Input in the model's normalized units (``model.preprocess(...)``).
     prompts : dict of int to PromptSet, or sequence of Box and PromptSet
-        One box or prompt set per structure
-        (:func:`~napari_segeval.propagation.as_prompt_sets`).
+        One box or prompt set per structure.
     mode : {"volume", "video"}
         As in :func:`~napari_segeval.propagation.propagate_case`.
     n_samples : int
@@ -89,11 +77,9 @@ def prompt_tta(
     jitter : int
         Largest shift of a box edge in pixels (0: boxes fixed).
     noise_std : float
-        Standard deviation of the intensity noise, normalized units (0: off, and a
-        backend that keeps per-frame features encodes the slices once: module doc).
+        Standard deviation of the intensity noise, normalized units (0: off).
     clamp : (float, float), optional
-        Clamp noisy frames to this normalized range (for example the model's
-        ``normalize_info(...).valid_min/valid_max``).
+        Clamp noisy frames to this normalized range.
     include_clean : bool
         Sample 0 uses the given boxes and frames unchanged.
     seed : int
@@ -110,16 +96,6 @@ def prompt_tta(
     UncertaintyMaps
         ``mean`` is ``(S, n, H, W)``: one foreground probability per structure
         (``channels`` = the structure ids); ``method == "prompt-jitter"``.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> from napari_segeval.prompts import Box
-    >>> frames = np.zeros((4, 16, 16), np.float32); frames[:, 4:12, 4:12] = 1.0
-    >>> m = prompt_tta(ThresholdPromptModel(), frames, [Box(4, 4, 12, 12, index=2)],
-    ...                n_samples=3, jitter=2, noise_std=0.0)
-    >>> m.mean.shape, m.channels, m.labels.shape
-    ((1, 4, 16, 16), (1,), (4, 16, 16))
     """
     from napari_segeval.models.base import Corrections
     from napari_segeval.propagation import (

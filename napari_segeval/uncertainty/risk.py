@@ -1,52 +1,9 @@
 """Risk of failure without a reference: per slice, per structure and per case.
 
-A clinician's own scans have no reference labels, so a run estimates from the model's
-own signals how likely each slice, structure and case is to be wrong (higher = more
-likely wrong, in ``[0, 1]``), and ranks a worklist by it. The signals of one structure
-on one slice (each in ``[0, 1]``, higher = riskier; NaN where the run cannot give it):
-
-``entropy``
-    Mean normalised binary entropy of the foreground probability over the slice's
-    predicted mask grown by one pixel (over the voxels with ``p > 0.05`` where the
-    mask is empty): the mean-entropy baseline every failure-detection paper reports.
-``continuity``
-    One minus the mean Dice between the slice's mask and its non-empty neighbours
-    along the slice axis (1 for a mask alone on its slice): an abrupt change of area
-    or shape along the chain.
-``end``
-    On the last slice of a walk that ended before the end of the stack and on the slice
-    after it: the last mask's area over the structure's largest (a chain that ends
-    on a large cross-section has likely stopped too early); 0 elsewhere. Where the
-    model stopped on its own judgement (a quality stop) the two slices are also
-    flagged as such (:attr:`Flag.STOPPED`), whatever the area.
-``iou``
-    One minus the decoder's own IoU estimate (LiteMedSAM).
-``jitter``
-    One minus the box-jitter agreement: the mean Dice between the masks of jittered
-    boxes decoded on the slice's embedding and its mask (LiteMedSAM; only the decoder
-    runs again).
-``models``
-    One minus the mean Dice between this model's mask and each other model's on the
-    same prompts (the pairwise-Dice ensemble signal of Zenk et al., MedIA 2025).
-``object``
-    One minus the decoder's object score (MedSAM2, SAM2.1: its probability that the
-    object is on the slice). Recorded and flagged; the shipped promptable risk model
-    was fitted without it (no MedSAM2 weights on the fitting machine), so it does not
-    enter the risk.
-``tta``
-    One minus the mean Dice between the mask and the masks of test-time augmented
-    passes (flips) of a dense model (:func:`napari_segeval.uncertainty.dense_tta`'s
-    augmentations).
-
-The risk combines them with a logistic model (:class:`RiskModel`) fitted on generated
-tuning volumes kept apart from every reported number, one for promptable models
-(``risk_model.json`` beside this module records the seeds and the command: ``python
-benchmarks/bench_triage.py --part fit``) and one for dense models
-(``risk_model_dense.json``: ``python benchmarks/bench_triage_dense.py --part fit``); a signal a run cannot give takes the mean it had in the fit. A structure's risk
-combines its slices' (the area-weighted mean and the largest slice risk, and whether a
-walk stopped on its own judgement) with a second fitted logistic model; a case's risk is
-its riskiest structure's. Slices are *flagged* where a signal crosses its flag level
-(:data:`FLAG_LEVEL`), with the reason a person reads (:class:`Flag`).
+Each slice's signals (:class:`Signal`, each in ``[0, 1]``, higher = riskier; NaN where
+the run cannot give it) are combined by a fitted logistic model (:class:`RiskModel`,
+shipped as ``risk_model.json`` and ``risk_model_dense.json``). The signals, the fit and
+its commands are described in docs/reviewing.md.
 """
 
 from __future__ import annotations
@@ -57,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -159,14 +117,7 @@ def _sigmoid(x: float) -> float:
 
 @dataclass(frozen=True)
 class Logistic:
-    """``sigmoid(intercept + sum_i weights[i] * (x_i if finite else fill[i]))``.
-
-    Examples
-    --------
-    >>> m = Logistic(("a", "b"), (2.0, -1.0), 0.5, (0.1, 0.2))
-    >>> round(m({"a": 1.0, "b": float("nan")}), 4) == round(1 / (1 + math.exp(-2.3)), 4)
-    True
-    """
+    """``sigmoid(intercept + sum_i weights[i] * (x_i if finite else fill[i]))``."""
 
     names: tuple[str, ...]
     weights: tuple[float, ...]
@@ -192,17 +143,11 @@ class Logistic:
 
     def to_dict(self) -> dict:
         """Its JSON form."""
-        return {
-            "names": list(self.names),
-            "weights": list(self.weights),
-            "intercept": self.intercept,
-            "fill": list(self.fill),
-        }
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in vars(self).items()}
 
 
 class RiskKind(Enum):
-    """The kind of model a shipped risk model was fitted for; the value is its file
-    beside this module."""
+    """The kind of model a shipped risk model was fitted for; the value is its file."""
 
     PROMPTABLE = "risk_model.json"
     DENSE = "risk_model_dense.json"
@@ -218,19 +163,9 @@ class RiskModel:
 
     @classmethod
     def load(cls, path: Any = None, kind: RiskKind = RiskKind.PROMPTABLE) -> RiskModel:
-        """The shipped model of ``kind`` (its file beside this module), or ``path``'s.
-
-        Examples
-        --------
-        >>> RiskModel.load(kind=RiskKind.DENSE).slice.names[-1]
-        'tta'
-        """
-        if path is None:
-            text = resources.files(__package__).joinpath(kind.value).read_text()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        d = json.loads(text)
+        """The shipped model of ``kind`` (its file beside this module), or ``path``'s."""
+        file = resources.files(__package__).joinpath(kind.value) if path is None else Path(path)
+        d = json.loads(file.read_text(encoding="utf-8"))
         return cls(
             Logistic.from_dict(d["slice"]),
             Logistic.from_dict(d["structure"]),
@@ -265,13 +200,8 @@ def _grow(mask: np.ndarray) -> np.ndarray:
 def slice_entropy(prob: np.ndarray, mask: np.ndarray) -> float:
     """The ``entropy`` signal of one slice (``prob``, ``mask``: ``(H, W)``).
 
-    Examples
-    --------
-    >>> p = np.zeros((5, 5)); p[1:4, 1:4] = 0.99; p[2, 2] = 0.5
-    >>> round(slice_entropy(p, p > 0.5), 3)  # (8 H(0.99) + H(0.5)) / 21 voxels
-    0.078
-    >>> slice_entropy(np.zeros((3, 3)), np.zeros((3, 3), bool))
-    0.0
+    Mean binary entropy over the mask grown by one pixel, or over ``prob > 0.05``
+    where the mask is empty.
     """
     region = _grow(mask) if mask.any() else prob > 0.05
     if not region.any():
@@ -291,7 +221,7 @@ def slice_signals(
     augmented: Sequence[np.ndarray] = (),
     presence: Mapping[int, float] | None = None,
 ) -> dict[int, dict[Signal, float]]:
-    """The signals of one structure on ``slices`` (module doc).
+    """The signals of one structure on ``slices``.
 
     Parameters
     ----------
@@ -311,15 +241,6 @@ def slice_signals(
         The structure's masks from test-time augmented passes, ``(n, H, W)`` each.
     presence : mapping of int to float, optional
         The model's object score per slice (its probability that the object is there).
-
-    Examples
-    --------
-    >>> m = np.zeros((4, 6, 6), bool); m[1:3, 1:5, 1:5] = True; m[2, 1:5, 3:5] = False
-    >>> s = slice_signals(m, m * 0.9, [1, 2])
-    >>> round(s[1][Signal.CONTINUITY], 3), round(s[2][Signal.CONTINUITY], 3)
-    (0.333, 0.333)
-    >>> math.isnan(s[1][Signal.IOU]), s[1][Signal.END]
-    (True, 0.0)
     """
     n = masks.shape[0]
     areas = masks.reshape(n, -1).sum(axis=1)
@@ -354,13 +275,7 @@ def slice_signals(
 
 
 def flags_of(signals: Mapping[Signal, float], stopped: bool = False) -> tuple[Flag, ...]:
-    """The flags of a slice's signals (``stopped``: a quality stop ended a walk here).
-
-    Examples
-    --------
-    >>> flags_of({Signal.JITTER: 0.5, Signal.IOU: 0.1}, stopped=True)
-    (<Flag.STOPPED: 'the chain stopped here'>, <Flag.JITTER: 'box jitter disagrees'>)
-    """
+    """The flags of a slice's signals (``stopped``: a quality stop ended a walk here)."""
     out = [Flag.STOPPED] if stopped else []
     for signal, (level, flag) in FLAG_LEVEL.items():
         v = signals.get(signal, math.nan)
@@ -370,11 +285,11 @@ def flags_of(signals: Mapping[Signal, float], stopped: bool = False) -> tuple[Fl
 
 
 def structure_features(slices: Sequence[SliceRisk], quality_stop: bool) -> dict[str, float]:
-    """The structure-level features: area-weighted mean and largest slice risk, whether a
-    walk stopped on its own judgement, the number of slices (log scale), and per signal
-    its area-weighted mean over the slices that have it (``mean_<signal>``, for example
-    ``mean_tta``: a dense model's agreement with its augmented passes over the whole
-    structure). A fitted model reads the features it names (:class:`Logistic`).
+    """The structure-level features a fitted :class:`Logistic` reads.
+
+    Area-weighted mean and largest slice risk, whether a walk stopped on its own
+    judgement, log of the number of slices, and per signal its area-weighted mean over
+    the slices that have it (``mean_<signal>``).
 
     Examples
     --------
@@ -412,7 +327,7 @@ def structure_risk(
     augmented: Sequence[np.ndarray] = (),
     model: RiskModel | None = None,
 ) -> StructureRisk:
-    """Risk of one structure and of each of its slices (module doc).
+    """Risk of one structure and of each of its slices.
 
     The slices described are those with a predicted mask, the slice after each end of
     a walk, and ``extra_slices`` (a reference's, when there is one).
@@ -435,13 +350,6 @@ def structure_risk(
         Its masks from test-time augmented passes (dense models).
     model : RiskModel, optional
         Default: the shipped one (:meth:`RiskModel.load`).
-
-    Examples
-    --------
-    >>> m = np.zeros((5, 8, 8), bool); m[1:4, 2:6, 2:6] = True
-    >>> r = structure_risk(3, m, m * 0.95)
-    >>> [s.slice for s in r.slices], 0.0 <= r.risk <= 1.0
-    ([1, 2, 3], True)
     """
     model = model or RiskModel.load()
     n = masks.shape[0]
@@ -478,19 +386,9 @@ def fit_logistic(
 ) -> Logistic:
     """A :class:`Logistic` of ``names`` fitted to ``failed`` by penalised maximum likelihood.
 
-    A missing (non-finite) value takes its feature's mean over the rows that have it
-    (the model's ``fill``); ``l2`` penalises the weights (not the intercept) of the
-    standardised features (each less its mean, over its standard deviation), so that a
-    feature is not shrunk for being measured in small units; the returned weights are
-    on the features' own scale. A feature that does not vary gets weight 0.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.uniform(size=400); y = rng.uniform(size=400) < a
-    >>> m = fit_logistic(["a"], [{"a": v} for v in a], y)
-    >>> m.weights[0] > 2, m({"a": 0.9}) > m({"a": 0.1})
-    (True, True)
+    A missing value takes its feature's mean (the model's ``fill``); ``l2`` penalises
+    the weights of the standardised features (not the intercept); the returned weights
+    are on the features' own scale. A feature that does not vary gets weight 0.
     """
     from scipy.optimize import minimize
 
@@ -522,13 +420,7 @@ def fit_logistic(
 
 
 def case_risk(structures: Iterable[StructureRisk]) -> float:
-    """A case's risk: its riskiest structure's (NaN without structures).
-
-    Examples
-    --------
-    >>> case_risk([StructureRisk(1, 0.2, ()), StructureRisk(2, 0.7, ())])
-    0.7
-    """
+    """A case's risk: its riskiest structure's (NaN without structures)."""
     risks = [s.risk for s in structures]
     return max(risks) if risks else math.nan
 

@@ -1,37 +1,10 @@
 """Per-structure and per-case uncertainty scores, case filtering and correlation.
 
-Regions
--------
-*Boundary band* of a predicted structure ``S`` with width ``w`` (voxels): the
-voxels within ``w`` steps (6-/4-connectivity) of its boundary on either side,
-``dilate(S, w) \\ erode(S, w)``. The *scored region* of a structure is
-``S ∪ band = dilate(S, w)``; the scored region of a case is the dilation of
-the whole predicted foreground (all voxels when nothing is predicted, so a
-case that misses everything is still scored).
-
-Mean uncertainty over a region
-------------------------------
-For normalised uncertainty ``u_v ∈ [0, 1]`` over a region ``R``, the
-uncertainty-volume curve is ``F(t) = |{v ∈ R : u_v > t}| / |R|``, the fraction
-of the region more uncertain than ``t``, and the mean uncertainty
-
-    (1/|R|) Σ_{v∈R} u_v = ∫_0^1 F(t) dt
-
-(layer-cake identity: ``u = ∫_0^1 1[u > t] dt`` for ``u ∈ [0, 1]``). So a score
-of 0.2 reads "on average a voxel of the prediction and its boundary band sits
-at 20% of the maximal entropy". This is a property of the segmenting model's
-predictive entropy; it is *not* the Aleatoric Uncertainty Value of Li et al.
-(2026), which is in :mod:`.auv`.
-
-Filtering
----------
-:func:`filter_most_uncertain` ranks cases by score and removes the top
-fraction, with one of two counting rules (:data:`REMOVAL_RULES`): ``"round"``
-removes ``floor(f * n + 0.5)`` cases (:func:`n_removed`); ``"quantile"`` keeps
-the cases at or below the ``(1 - f)`` empirical quantile,
-``F^-1(1 - f) = inf{a : 1 - f <= F(a)}`` (Li et al.'s rule), so it removes
-``n - ceil((1 - f) * n)`` cases when the scores are distinct
-(:func:`n_removed_quantile`) and never splits a tie.
+A structure's *scored region* is the structure plus its boundary band of width ``w``
+(``dilate(S, w)``); a case's is the dilated predicted foreground (all voxels when
+nothing is predicted). The mean normalised uncertainty over a region equals the area
+under its uncertainty-volume curve ``F(t) = |{v : u_v > t}| / |R|`` (layer-cake
+identity). This is the model's predictive entropy, not the AUV of :mod:`.auv`.
 """
 
 from __future__ import annotations
@@ -73,15 +46,7 @@ def _erode(mask: np.ndarray, width: int) -> np.ndarray:
 
 
 def boundary_band(mask: np.ndarray, width: int = 1) -> np.ndarray:
-    """Voxels within ``width`` steps of the boundary of ``mask``, inside and outside.
-
-    Examples
-    --------
-    >>> m = np.zeros((7, 7), bool); m[2:5, 2:5] = True
-    >>> b = boundary_band(m, 1)
-    >>> int(b.sum()), bool(b[3, 3]), bool(b[1, 3]), bool(b[0, 3])
-    (20, False, True, False)
-    """
+    """Voxels within ``width`` steps (6-/4-connectivity) of the boundary of ``mask``, both sides."""
     m = np.asarray(mask, dtype=bool)
     return _dilate(m, width) & ~_erode(m, width)
 
@@ -100,22 +65,15 @@ def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -
     return _dilate(mask, int(band))
 
 
-def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
-    """Mean of ``u`` over ``region`` (= ``∫_0^1 F(t) dt``, the area under its uncertainty-volume curve).
-
-    ``F(t)`` is the fraction of ``region`` voxels whose uncertainty exceeds ``t``
-    (see the module docstring); values are clipped to ``[0, 1]`` first. NaN for
-    an empty region.
-
-    Examples
-    --------
-    >>> u = np.array([0.0, 0.2, 0.4, 1.0])
-    >>> mean_uncertainty(u), mean_uncertainty(u, u > 0.1)
-    (0.4, 0.5333333333333333)
-    """
+def _clipped(uncertainty: np.ndarray, region: np.ndarray | None) -> np.ndarray:
+    """``uncertainty`` clipped to ``[0, 1]``, over ``region`` when given."""
     u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
-    if region is not None:
-        u = u[np.asarray(region, dtype=bool)]
+    return u if region is None else u[np.asarray(region, dtype=bool)]
+
+
+def mean_uncertainty(uncertainty: np.ndarray, region: np.ndarray | None = None) -> float:
+    """Mean of ``u`` clipped to ``[0, 1]`` over ``region`` (``∫_0^1 F(t) dt``); NaN if empty."""
+    u = _clipped(uncertainty, region)
     return float(u.mean()) if u.size else math.nan
 
 
@@ -130,9 +88,7 @@ def uncertainty_volume_curve(
     >>> t.tolist(), f.tolist()
     ([0.0, 0.25, 0.5, 0.75, 1.0], [1.0, 0.5, 0.5, 0.0, 0.0])
     """
-    u = np.clip(np.asarray(uncertainty, dtype=np.float64), 0.0, 1.0)
-    if region is not None:
-        u = u[np.asarray(region, dtype=bool)]
+    u = _clipped(uncertainty, region)
     t = np.linspace(0.0, 1.0, int(n_thresholds))
     if not u.size:
         return t, np.full_like(t, np.nan)
@@ -144,13 +100,6 @@ def case_score(uncertainty: np.ndarray, labels: np.ndarray, band: int = 1) -> fl
     """Mean uncertainty over the predicted foreground plus its ``band``-voxel boundary band.
 
     All voxels are scored when nothing is predicted.
-
-    Examples
-    --------
-    >>> u = np.zeros((5, 5)); u[2, 1:4] = [0.5, 1.0, 0.5]
-    >>> lab = np.zeros((5, 5), int); lab[2, 2] = 1
-    >>> case_score(u, lab, band=0), case_score(u, lab, band=1)
-    (1.0, 0.4)
     """
     region = scored_region(labels, None, band)
     return mean_uncertainty(uncertainty, region if region.any() else None)
@@ -164,18 +113,9 @@ def structure_scores(
 ) -> list[dict]:
     """Per predicted structure: mean uncertainty inside, in the band, and over both.
 
-    Returns rows ``{"label", "name", "inside", "band", "score", "n_voxels"}``;
-    ``inside`` is the mean over the predicted structure, ``band`` over its
-    boundary band, ``score`` over both together (NaN when the structure is not
-    predicted). ``structures`` defaults to the labels present.
-
-    Examples
-    --------
-    >>> u = np.zeros((8, 8)); u[1:7, 1:7] = 0.5; u[2:6, 2:6] = 0.1
-    >>> lab = np.zeros((8, 8), int); lab[2:6, 2:6] = 1
-    >>> r = structure_scores(u, lab, {1: "a", 2: "b"})
-    >>> round(r[0]["inside"], 3), round(r[0]["band"], 3), round(r[0]["score"], 3), r[1]["n_voxels"]
-    (0.1, 0.329, 0.3, 0)
+    Returns rows ``{"label", "name", "inside", "band", "score", "n_voxels"}``
+    (``score``: over both; NaN when the structure is not predicted). ``structures``
+    defaults to the labels present.
     """
     lab = np.asarray(labels)
     u = np.asarray(uncertainty)
@@ -202,16 +142,8 @@ def structure_scores(
 def entropy_band_score(probabilities: np.ndarray, labels: np.ndarray) -> float:
     """Case score of the ``uncertainty`` protocol's defaults: mean normalised entropy (band 1).
 
-    The mean over the predicted foreground and its one-voxel boundary band
-    (:func:`case_score`; all voxels when nothing is predicted).
-
-    ``probabilities`` is ``(K, *spatial)``; the entropy is normalised by ``log K``.
-
-    Examples
-    --------
-    >>> p = np.stack([np.full((3, 3), 0.5), np.full((3, 3), 0.5)])
-    >>> entropy_band_score(p, np.zeros((3, 3), int))
-    1.0
+    :func:`case_score` of the entropy of ``probabilities`` ``(K, *spatial)``, normalised
+    by ``log K``.
     """
     return case_score(entropy(probabilities, 0, normalized=True), labels, band=1)
 
@@ -227,13 +159,7 @@ def _share(fraction: float) -> float:
 def n_removed(n: int, fraction: float) -> int:
     """How many of ``n`` cases the top ``fraction`` is: ``floor(fraction * n + 0.5)``.
 
-    Round half up, so 5% of 20 is 1, 5% of 10 is 1 (0.5 rounds up), 5% of 9
-    is 0 (0.45) and 10% of 25 is 3 (2.5). A fraction of 1 removes everything.
-
-    Examples
-    --------
-    >>> [n_removed(n, f) for n, f in [(20, 0.05), (10, 0.05), (9, 0.05), (25, 0.1), (3, 1.0)]]
-    [1, 1, 0, 3, 3]
+    Round half up: 5% of 10 is 1, 5% of 9 is 0. A fraction of 1 removes everything.
     """
     return min(int(n), math.floor(_share(fraction) * int(n) + 0.5 + 1e-9))
 
@@ -241,14 +167,8 @@ def n_removed(n: int, fraction: float) -> int:
 def n_removed_quantile(n: int, fraction: float) -> int:
     """Cases above the ``(1 - fraction)`` empirical quantile of ``n`` distinct scores.
 
-    ``n - ceil((1 - fraction) * n)``: 5% of 20 is 1, 5% of 10 is 0 (9.5 rounds
-    up to 10 kept), 10% of 10 is 1, 10% of 6 is 0. Ties at the quantile are all
-    kept, so with tied scores :func:`filter_most_uncertain` may remove fewer.
-
-    Examples
-    --------
-    >>> [n_removed_quantile(n, f) for n, f in [(20, 0.05), (10, 0.05), (10, 0.1), (6, 0.1), (4, 1.0)]]
-    [1, 0, 1, 0, 4]
+    ``n - ceil((1 - fraction) * n)`` (Li et al.'s rule): 5% of 10 is 0. Ties at the
+    quantile are all kept, so with tied scores :func:`filter_most_uncertain` may remove fewer.
     """
     return int(n) - math.ceil((1.0 - _share(fraction)) * int(n) - 1e-9)
 
@@ -266,13 +186,6 @@ def filter_most_uncertain(
     empirical quantile ``inf{a : 1 - f <= F(a)}`` (NaN counting as the largest
     score) and removes the rest (:func:`n_removed_quantile` cases when the
     scores are distinct).
-
-    Examples
-    --------
-    >>> filter_most_uncertain({"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.2}, 0.5)
-    (['d', 'a'], ['b', 'c'])
-    >>> filter_most_uncertain({"a": 0.1, "b": 0.9, "c": 0.9}, 0.34, "quantile")
-    (['b', 'c', 'a'], [])
     """
     if rule not in REMOVAL_RULES:
         raise ValueError(f"rule must be one of {REMOVAL_RULES}, got {rule!r}")
@@ -296,14 +209,7 @@ def filter_most_uncertain(
 
 
 def correlation(x: Sequence[float], y: Sequence[float]) -> dict:
-    """Pearson and Spearman correlation of paired values (NaN pairs dropped).
-
-    Examples
-    --------
-    >>> c = correlation([1, 2, 3, 4], [10, 20, 30, 45])
-    >>> round(c["pearson"], 3), c["spearman"], c["n"]
-    (0.994, 1.0, 4)
-    """
+    """Pearson and Spearman correlation of paired values (NaN pairs dropped; NaN under 3)."""
     a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]

@@ -1,20 +1,10 @@
 """Training lists without the most uncertain cases, in the layouts people train with.
 
-* nnU-Net ``splits_final.json`` (a list of folds ``{"train": [...], "val": [...]}``):
-  the removed cases leave every fold's ``train`` list; ``val`` lists are kept as
-  they are, so validation scores stay comparable with the unfiltered folds.
-  Without a splits file to start from, :func:`crossval_splits` makes five folds
-  as nnU-Net's ``generate_crossval_split`` does (scikit-learn's shuffled
-  ``KFold`` with seed 12345, written here with numpy's legacy ``RandomState``)
-  over the *sorted* training ids; nnU-Net's own default split is the same when
-  it lists the cases in that order - give its ``splits_final.json`` to be sure.
-* MSD / nnU-Net ``dataset.json``: the removed cases leave ``training`` (MSD
-  entries ``{"image", "label"}``) or ``dataset`` (nnU-Net v2 explicit entries),
-  and ``numTraining`` is updated. An nnU-Net v2 ``dataset.json`` that lists no
-  cases (they are found in ``imagesTr``) cannot drop any: the splits file does.
-
-A case is named by its id: the image file name without extension (MSD) or the
-nnU-Net case identifier (no ``_0000`` channel suffix).
+nnU-Net ``splits_final.json``: removed cases leave every fold's ``train`` list (``val``
+kept, so validation stays comparable). MSD / nnU-Net ``dataset.json``: they leave
+``training`` or ``dataset`` and ``numTraining`` follows; a v2 ``dataset.json`` that lists
+no cases cannot drop any (the splits file does). A case is named by its image file name
+without extension or ``_0000`` channel suffix.
 """
 
 from __future__ import annotations
@@ -51,17 +41,12 @@ def case_id_of(entry: str) -> str:
 def crossval_splits(
     case_ids: Iterable[str], n_splits: int = NNUNET_FOLDS, seed: int = NNUNET_SEED
 ) -> list[dict[str, list[str]]]:
-    """Five folds as nnU-Net makes them (shuffled k-fold, seed 12345) over sorted ids.
+    """Five folds as nnU-Net's ``generate_crossval_split`` makes them, over sorted ids.
 
-    Fold ``k``'s ``val`` is the ``k``-th chunk of a ``RandomState(seed)`` shuffle
-    of the indices (the first ``n % n_splits`` chunks one longer); both lists are
-    in sorted id order.
-
-    Examples
-    --------
-    >>> s = crossval_splits([f"c{i}" for i in range(7)])
-    >>> [len(f["val"]) for f in s], sorted(v for f in s for v in f["val"]) == [f"c{i}" for i in range(7)]
-    ([2, 2, 1, 1, 1], True)
+    scikit-learn's shuffled ``KFold`` written with numpy: fold ``k``'s ``val`` is the
+    ``k``-th chunk of a ``RandomState(seed)`` shuffle of the indices (the first
+    ``n % n_splits`` chunks one longer); both lists are in sorted id order. nnU-Net's
+    own split is the same when it lists the cases in that order.
     """
     ids = sorted(set(case_ids))
     n = len(ids)
@@ -85,13 +70,7 @@ def crossval_splits(
 
 
 def filter_splits(splits: Sequence[dict], removed: Iterable[str]) -> list[dict]:
-    """Remove ``removed`` from every fold's ``train`` list (``val`` lists unchanged).
-
-    Examples
-    --------
-    >>> filter_splits([{"train": ["a", "b", "c"], "val": ["d"]}], ["b", "d"])
-    [{'train': ['a', 'c'], 'val': ['d']}]
-    """
+    """Remove ``removed`` from every fold's ``train`` list (``val`` lists unchanged)."""
     gone = set(removed)
     out = []
     for fold in splits:
@@ -106,14 +85,6 @@ def filter_dataset_json(dataset: dict, removed: Iterable[str]) -> tuple[dict, li
 
     MSD ``training`` entries and nnU-Net v2 ``dataset`` entries are filtered;
     ``numTraining`` follows. ``test`` entries are never touched.
-
-    Examples
-    --------
-    >>> ds = {"numTraining": 2, "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"},
-    ...        {"image": "./imagesTr/b.nii.gz", "label": "./labelsTr/b.nii.gz"}]}
-    >>> out, dropped = filter_dataset_json(ds, ["b"])
-    >>> out["numTraining"], [e["image"] for e in out["training"]], dropped
-    (1, ['./imagesTr/a.nii.gz'], ['b'])
     """
     gone = set(removed)
     out = copy.deepcopy(dict(dataset))
