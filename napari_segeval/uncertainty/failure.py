@@ -3,11 +3,26 @@
 An item's risk score (higher = more likely wrong) is judged against its true
 risk ``1 - Dice``; tied scores are accepted or set aside as one block. The
 definitions, and where they differ from fd-shifts, are in docs/protocols.md
-("Failure detection: how a risk score is judged").
+("Failure detection: how a risk score is judged"); the examples below are
+computed by hand, ties included.
+
+Examples
+--------
+Four items, two tied at the top score; Dice 0.2 and 0.6 fail (< 0.75):
 
 >>> fd = failure_detection([0.9, 0.9, 0.5, 0.1], [0.2, 0.8, 0.6, 1.0], failure_below=0.75)
->>> round(fd.aurc, 6), round(fd.normalised_aurc, 4), fd.failure_auroc, fd.recall_at_10
-(0.1625, 0.8108, 0.625, 0.25)
+>>> fd.curve.coverage, fd.curve.selective_risk
+((1.0, 0.5, 0.25, 0.0), (0.35, 0.2, 0.0, 0.0))
+>>> round(fd.aurc, 6), round(fd.optimal_aurc, 6), fd.random_aurc
+(0.1625, 0.11875, 0.35)
+>>> round(fd.excess_aurc, 6), round(fd.normalised_aurc, 4), round(fd.augrc, 6)
+(0.04375, 0.8108, 0.125)
+
+The failing item tied with a success counts half in the AUROC, and half of it
+fills the one place of the review list (ceil(0.1 * 4) = 1):
+
+>>> fd.failure_auroc, fd.recall_at_10, round(fd.spearman, 4), fd.n_failures
+(0.625, 0.25, 0.6325, 2)
 """
 
 from __future__ import annotations
@@ -47,22 +62,40 @@ class RiskCoverageCurve:
 
     @property
     def aurc(self) -> float:
-        """Area under the selective risk, trapezoid rule (NaN for no points)."""
+        """Area under the selective risk, trapezoid rule (NaN for no points).
+
+        Examples
+        --------
+        >>> RiskCoverageCurve((1.0, 0.5, 0.0), (0.5, 0.0, 0.0), (0.5, 0.0, 0.0)).aurc
+        0.125
+        """
         return _trapezoid(self.coverage, self.selective_risk)
 
     @property
     def augrc(self) -> float:
-        """Area under the generalized risk, trapezoid rule (NaN for no points)."""
+        """Area under the generalized risk, trapezoid rule (NaN for no points).
+
+        Examples
+        --------
+        >>> RiskCoverageCurve((1.0, 0.0), (0.5, 0.5), (0.5, 0.0)).augrc
+        0.25
+        """
         return _trapezoid(self.coverage, self.generalized_risk)
 
     def to_dict(self) -> dict[str, list[float]]:
-        """The three columns as lists (for JSON)."""
+        """The three columns as lists (for JSON).
+
+        Examples
+        --------
+        >>> RiskCoverageCurve((1.0, 0.0), (0.5, 0.5), (0.5, 0.0)).to_dict()["coverage"]
+        [1.0, 0.0]
+        """
         return {f.name: list(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True)
 class FailureDetection:
-    """How well a risk score finds the failures (definitions in docs/protocols.md).
+    """How well a risk score finds the failures (see the module's definitions).
 
     Attributes
     ----------
@@ -103,7 +136,16 @@ class FailureDetection:
     curve: RiskCoverageCurve
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain values for JSON: the numbers, then the curve's three lists (NaN stays NaN)."""
+        """Plain Python values for JSON: the numbers, then the curve's three lists.
+
+        NaN stays NaN (the project's writers store it as ``null``).
+
+        Examples
+        --------
+        >>> d = failure_detection([0.2, 0.8], [0.9, 0.1], failure_below=0.5).to_dict()
+        >>> d["failure_auroc"], d["coverage"], d["selective_risk"]
+        (1.0, [1.0, 0.5, 0.0], [0.5, 0.1, 0.1])
+        """
         out: dict[str, Any] = {
             f.name: getattr(self, f.name) for f in fields(self) if f.name != "curve"
         }
@@ -156,6 +198,14 @@ def risk_coverage_curve(score: ArrayLike, risk: ArrayLike) -> RiskCoverageCurve:
     -------
     RiskCoverageCurve
         Empty tuples for ``n = 0``.
+
+    Examples
+    --------
+    >>> c = risk_coverage_curve([0.9, 0.9, 0.5, 0.1], [0.8, 0.2, 0.4, 0.0])
+    >>> c.coverage, c.generalized_risk
+    ((1.0, 0.5, 0.25, 0.0), (0.35, 0.1, 0.0, 0.0))
+    >>> round(c.aurc, 6), round(c.augrc, 6)
+    (0.1625, 0.125)
     """
     s, r = _pair(score, risk, "risk")
     if np.isnan(r).any():
@@ -188,7 +238,15 @@ def failure_auroc(score: ArrayLike, failed: ArrayLike) -> float:
     Returns
     -------
     float
-        ``P(s_fail > s_ok) + P(s_fail = s_ok) / 2``; NaN without failures or successes.
+        ``P(score of a failure > score of a success)`` plus half the probability of
+        a tie, over all failure-success pairs; NaN without failures or successes.
+
+    Examples
+    --------
+    >>> failure_auroc([0.9, 0.9, 0.5, 0.1], [True, False, True, False])
+    0.625
+    >>> failure_auroc([0.3, 0.2], [True, True])
+    nan
     """
     s, f = _pair(score, failed, "failed")
     fail = f.astype(bool)
@@ -207,7 +265,15 @@ def failure_auroc(score: ArrayLike, failed: ArrayLike) -> float:
 def review_length(n: int, fraction: float = RECALL_FRACTION) -> int:
     """Items in the review list of :func:`recall_at`: ``ceil(fraction * n)``.
 
-    A tolerance of ``1e-9`` absorbs float rounding (``0.07 * 100`` reviews 7, not 8).
+    A tolerance of ``1e-9`` absorbs the rounding of the product: ``0.07 * 100`` is
+    ``7.000000000000001`` in floating point, and 7 items are reviewed, not 8.
+
+    Examples
+    --------
+    >>> [review_length(n) for n in (0, 1, 9, 10, 11, 30, 31)]
+    [0, 1, 1, 1, 2, 3, 4]
+    >>> review_length(100, 0.07)
+    7
     """
     return max(0, math.ceil(fraction * n - 1e-9))
 
@@ -229,6 +295,17 @@ def recall_at(score: ArrayLike, failed: ArrayLike, fraction: float = RECALL_FRAC
     -------
     float
         In ``[0, 1]``; NaN when nothing failed.
+
+    Examples
+    --------
+    Ten items: the list is one place long and the two riskiest tie, one failed:
+
+    >>> s = [0.9, 0.9, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.0, 0.0]
+    >>> f = [True, False, True, False, False, False, False, False, False, False]
+    >>> recall_at(s, f)
+    0.25
+    >>> recall_at(s, f, fraction=0.3)
+    1.0
     """
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
@@ -261,7 +338,8 @@ def failure_detection(
     Parameters
     ----------
     score : array_like, shape (n,)
-        Estimated risk per item, higher = riskier; NaN counts as the riskiest.
+        Estimated risk per item, higher = more likely wrong (any real scale);
+        NaN counts as the riskiest.
     dice : array_like, shape (n,)
         Dice per item in ``[0, 1]``; items with a NaN Dice are left out.
     failure_below : float
@@ -278,6 +356,21 @@ def failure_detection(
     ValueError
         For arrays of different shapes, a Dice outside ``[0, 1]`` or a threshold
         outside ``(0, 1]``.
+
+    Examples
+    --------
+    A perfect score, a constant one and an inverted one:
+
+    >>> dice = [1.0, 0.9, 0.6, 0.3]
+    >>> risk = [1 - d for d in dice]
+    >>> perfect = failure_detection(risk, dice, failure_below=0.75)
+    >>> perfect.normalised_aurc, perfect.failure_auroc, perfect.recall_at_10, perfect.n_failures
+    (1.0, 1.0, 0.5, 2)
+    >>> failure_detection([0.5] * 4, dice, failure_below=0.75).normalised_aurc
+    0.0
+    >>> inverted = failure_detection(dice, dice, failure_below=0.75)
+    >>> round(inverted.normalised_aurc, 4), inverted.failure_auroc, inverted.spearman
+    (-1.14, 0.0, -1.0)
     """
     if not 0.0 < float(failure_below) <= 1.0:
         raise ValueError(f"failure_below must be in (0, 1], got {failure_below}")
