@@ -1,30 +1,13 @@
-"""Layouts of published 3D data sets: LiTS, KiTS23, WORD, FeTA 2022, TotalSegmentator.
+"""Layouts of published 3D data sets, parsed by names only (no image is read):
 
-Each parser only looks at names (no image is read). Published splits:
-
-* **LiTS** (Liver Tumor Segmentation Challenge): ``volume-N.nii[.gz]`` with
-  ``segmentation-N.nii[.gz]`` anywhere below the folder (the release's
-  ``Training Batch 1/2`` folders; 131 cases, split ``train``) and
-  ``test-volume-N.nii[.gz]`` (70 cases, split ``test``; their labels were
-  never released - a ``test-segmentation-N`` file next to them is used when
-  present). Labels 1 liver, 2 tumour.
-* **KiTS23**: ``case_XXXXX/imaging.nii.gz`` + ``segmentation.nii.gz`` (the
-  folder itself or its ``dataset/`` subfolder); 489 training cases, the test
-  set is private. Labels 1 kidney, 2 tumor, 3 cyst.
-* **WORD**: ``imagesTr``/``labelsTr`` (100, ``train``), ``imagesVal``/``labelsVal``
-  (20, ``val``), ``imagesTs``/``labelsTs`` (30, ``test``), files ``word_XXXX``;
-  16 abdominal organs.
-* **FeTA 2022** (BIDS): ``sub-XXX/anat/sub-XXX_rec-{mial,irtk,nmic}_T2w.nii.gz``
-  with ``..._dseg.nii.gz`` (120 cases, ``train``; the challenge test set is
-  private); 7 tissues. The reconstruction method is kept in ``meta["rec"]``.
-* **TotalSegmentator** (v1/v2): ``sXXXX/ct.nii.gz`` with one binary mask per
-  structure in ``sXXXX/segmentations/NAME.nii.gz``; the split is the ``split``
-  column (``train``/``val``/``test``) of ``meta.csv`` (``;``-separated, column
-  ``image_id``). The masks are merged into one label map when the case is read
-  (:func:`read_structure_folder`); ids come from a ``dataset.json`` ``labels``
-  table in the data-set folder when there is one (name -> id, nnU-Net form, or
-  id -> name), else from the alphabetical order of every structure file name
-  found in the data set (1, 2, ...), so they are the same for every case.
+* **LiTS**: ``volume-N`` + ``segmentation-N`` anywhere below (131, ``train``) and
+  ``test-volume-N`` (70, ``test``, labels unreleased; a ``test-segmentation-N`` is used).
+* **KiTS23**: ``case_XXXXX/imaging`` + ``segmentation`` (489, ``train``; test private).
+* **WORD**: ``images{Tr,Val,Ts}``/``labels{Tr,Val,Ts}`` (100/20/30).
+* **FeTA 2022** (BIDS): ``sub-XXX/anat/..._rec-REC_T2w`` + ``_dseg`` (120, ``train``).
+* **TotalSegmentator**: ``sXXXX/ct`` with one mask per structure in ``segmentations/``,
+  merged when read; split from ``meta.csv``; ids from a ``dataset.json`` ``labels``
+  table, else the alphabetical order of every structure name in the data set.
 """
 
 from __future__ import annotations
@@ -111,17 +94,7 @@ def _spec(
 
 
 def parse_lits(root: str | Path) -> list[CaseSpec]:
-    """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "Training Batch 1").mkdir()
-    >>> for n in ("Training Batch 1/volume-0.nii", "Training Batch 1/segmentation-0.nii",
-    ...           "test-volume-3.nii"): _ = (d / n).write_bytes(b"")
-    >>> [(s.case_id, s.split, s.labels is not None) for s in parse_lits(d)]
-    [('volume-0', 'train', True), ('test-volume-3', 'test', False)]
-    """
+    """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test)."""
     root = Path(root)
     specs = []
     for p in sorted(root.rglob("*volume-*.nii*"), key=lambda q: natural_key(q.name)):
@@ -151,16 +124,7 @@ def _kits_root(root: Path) -> Path:
 
 
 def parse_kits23(root: str | Path) -> list[CaseSpec]:
-    """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "dataset" / "case_00007").mkdir(parents=True)
-    >>> _ = (d / "dataset/case_00007/imaging.nii.gz").write_bytes(b"")
-    >>> [(s.case_id, s.labels, s.structures[3]) for s in parse_kits23(d)]
-    [('case_00007', None, 'cyst')]
-    """
+    """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``."""
     root = Path(root)
     specs = []
     for folder in sorted(_kits_root(root).glob("case_*"), key=lambda q: natural_key(q.name)):
@@ -183,17 +147,7 @@ def parse_kits23(root: str | Path) -> list[CaseSpec]:
 
 
 def parse_word(root: str | Path) -> list[CaseSpec]:
-    """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("imagesVal/word_0101.nii.gz", "labelsVal/word_0101.nii.gz"):
-    ...     (d / n).parent.mkdir(exist_ok=True); _ = (d / n).write_bytes(b"")
-    >>> [(s.case_id, s.split, s.structures[16]) for s in parse_word(d)]
-    [('word_0101', 'val', 'Head_of_femur_R')]
-    """
+    """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split)."""
     root = Path(root)
     specs = []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
@@ -223,16 +177,7 @@ def parse_word(root: str | Path) -> list[CaseSpec]:
 
 
 def parse_feta(root: str | Path) -> list[CaseSpec]:
-    """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sub-004" / "anat").mkdir(parents=True)
-    >>> for n in ("T2w", "dseg"): _ = (d / f"sub-004/anat/sub-004_rec-irtk_{n}.nii.gz").write_bytes(b"")
-    >>> [(s.case_id, s.meta["rec"], s.modality) for s in parse_feta(d)]
-    [('sub-004', 'irtk', 'MR')]
-    """
+    """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``."""
     root = Path(root)
     specs = []
     for p in sorted(root.glob("sub-*/anat/*_T2w.nii*"), key=lambda q: natural_key(q.name)):
@@ -293,21 +238,10 @@ def _totalseg_ids(root: Path, names: set[str]) -> dict[int, str]:
 
 
 def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
-    """TotalSegmentator: ``sXXXX/ct.nii.gz`` + ``sXXXX/segmentations/*.nii.gz``, ``meta.csv`` split.
+    """TotalSegmentator: ``sXXXX/ct.nii.gz`` + ``sXXXX/segmentations/*.nii.gz``.
 
-    A case's ``labels`` is its ``segmentations`` folder; cases absent from
-    ``meta.csv`` get split ``train``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("s0001/ct.nii.gz", "s0001/segmentations/liver.nii.gz",
-    ...           "s0001/segmentations/aorta.nii.gz"):
-    ...     (d / n).parent.mkdir(parents=True, exist_ok=True); _ = (d / n).write_bytes(b"")
-    >>> _ = (d / "meta.csv").write_text("image_id;age;split\\ns0001;60;test\\n")
-    >>> [(s.case_id, s.split, s.structures) for s in parse_totalsegmentator(d)]
-    [('s0001', 'test', {1: 'aorta', 2: 'liver'})]
+    A case's ``labels`` is its ``segmentations`` folder; cases absent from ``meta.csv``
+    get split ``train``.
     """
     root = Path(root)
     splits = _totalseg_splits(root)
@@ -366,12 +300,10 @@ def detect_3d(root: Path) -> str | None:
 
 
 def read_structure_folder(folder: str | Path, structures: dict[int, str]):
-    """Merge one binary mask per structure (``NAME.nii[.gz]``) into a label map.
+    """Merge one binary mask per structure (``NAME.nii[.gz]``) into ``(labels, geometry)``.
 
-    Returns ``(labels, geometry)``. Structures without a file are absent
-    (TotalSegmentator writes an empty mask instead); a mask on another grid
-    raises :class:`~napari_segeval.GeometryMismatchError`; where masks overlap
-    the higher id wins.
+    A structure without a file is absent; a mask on another grid raises
+    :class:`~napari_segeval.GeometryMismatchError`; where masks overlap the higher id wins.
 
     Examples
     --------
