@@ -1,16 +1,7 @@
 """The correction rounds of one case of an ``interactive`` run, for browsing them.
 
-An ``interactive`` run (:mod:`napari_segeval.evaluation.protocols.interactive`) scores
-every case, structure and condition after round 0 and after each correction round;
-its rows carry ``round`` and the prompts added in that round (``prompt``, JSON), and
-its saved predictions are keyed :func:`round_key` (``"clean"`` for round 0,
-``"round2:clean"`` for round 2; with several models ``"round2:clean @ threshold"``: a
-:class:`~napari_segeval.evaluation.keys.PredictionKey` with its ``round``). Whether a
-run has rounds is its protocol's ``has_rounds``
-(:func:`~napari_segeval.evaluation.protocols.run_has_rounds`).
-:func:`case_rounds` gathers, for one case, condition and structure, what a person
-steps through: each round's prediction key, Dice, the prompts added in it and every
-prompt given so far.
+:func:`case_rounds` gathers, for one case, condition and structure, each round's
+prediction key, Dice, the prompts added in it and every prompt given so far.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from napari_segeval.metrics.catalog import as_float
 
 
 def round_key(condition: str, round: int, model: str | None = None) -> str:
-    """The saved prediction of ``condition`` after ``round`` (in a run of several models, ``model``'s).
+    """The saved prediction of ``condition`` after ``round`` (of ``model`` in a run of several).
 
     Examples
     --------
@@ -44,16 +35,15 @@ class Round:
     round : int
         0 (the first propagation) to K.
     key : PredictionKey
-        The saved prediction of this round (its text is :func:`round_key`'s).
+        The saved prediction of this round.
     dice : float
         The structure's Dice after this round (NaN when not scored).
     added : tuple
-        The prompts added in this round (round 0: the first prompt set; empty when the
-        structure was already exact).
+        The prompts added in this round (round 0: the first prompt set).
     prompts : tuple
         Every prompt of the structure after this round, in the order given.
     where : {"slice", "frame"}
-        What a prompt's index names: ``"frame"`` in a run of ``mode=video``.
+        What a prompt's index names (``"frame"`` in a ``mode=video`` run).
     """
 
     round: int
@@ -65,8 +55,7 @@ class Round:
 
     @property
     def change(self) -> str:
-        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``, ``"... on
-        frame 7"`` in a video), or ``"none"``."""
+        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``), or ``"none"``."""
         from napari_segeval.prompts.prompt_set import describe
 
         return "; ".join(describe(p, self.where) for p in self.added) or "none"
@@ -82,9 +71,8 @@ def case_rounds(
 ) -> list[Round]:
     """The rounds of structure ``label`` of ``case`` under ``condition``, round 0 first.
 
-    ``rows`` are a run's result rows (``store.result_rows``); ``model`` picks one
-    model's rounds in a run of several (and names the prediction keys); ``where``
-    is ``"frame"`` for a run of ``mode=video`` (:attr:`Round.where`).
+    ``rows`` are a run's result rows; ``model`` picks one model's rounds in a run of
+    several; ``where`` is ``"frame"`` for a ``mode=video`` run.
 
     Examples
     --------
