@@ -39,11 +39,6 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
 def curve_area(curve: Sequence[float]) -> float:
     """Area under Dice against round (trapezoid) divided by the number of rounds (round 0's
     Dice without correction rounds).
-
-    Examples
-    --------
-    >>> curve_area([0.5, 1.0, 1.0]), curve_area([0.7])
-    (0.875, 0.7)
     """
     a = np.asarray(curve, float)
     if a.size == 1:
@@ -54,11 +49,6 @@ def curve_area(curve: Sequence[float]) -> float:
 def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
     """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` (the cap)
     when none reaches it.
-
-    Examples
-    --------
-    >>> rounds_to_reach([0.5, 0.92, 0.95]), rounds_to_reach([0.95]), rounds_to_reach([0.5, 0.6])
-    (1, 0, 2)
     """
     for k, d in enumerate(curve):
         if as_float(d) >= target:
@@ -74,16 +64,6 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     ``target`` within K rounds; ``falls``: the fraction whose Dice ever falls between
     rounds; ``falls_per_round``: that fraction per round 1..K; ``per_structure``: each
     structure's median curve.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "structure": "s", "condition": "clean", "round": r, "dice": d}
-    ...         for c, ds in (("a", (0.5, 0.95)), ("b", (0.8, 0.7))) for r, d in enumerate(ds)]
-    >>> s = interactive_curves(rows, 1)["conditions"]["clean"]
-    >>> [p["median"] for p in s["curve"]], s["noi"]["mean"], s["reached"], s["falls"]
-    ([0.65, 0.825], 1.5, 0.5, 0.5)
-    >>> s["falls_per_round"]
-    [0.5]
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != CLEAN, c))

@@ -34,17 +34,6 @@ class ReviewLog:
         The file.
     reviewed : dict of str to str
         Case id -> when it was marked reviewed (ISO 8601, UTC).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> log = ReviewLog.load(folder)
-    >>> log.mark("abd_001")
-    >>> ReviewLog.load(folder).is_reviewed("abd_001"), log.is_reviewed("abd_002")
-    (True, False)
-    >>> log.mark("abd_001", reviewed=False); sorted(ReviewLog.load(folder).reviewed)
-    []
     """
 
     path: Path

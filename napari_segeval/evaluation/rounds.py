@@ -16,13 +16,7 @@ from napari_segeval.metrics.catalog import as_float
 
 
 def round_key(condition: str, round: int, model: str | None = None) -> str:
-    """The saved prediction of ``condition`` after ``round`` (of ``model`` in a run of several).
-
-    Examples
-    --------
-    >>> round_key("clean", 0), round_key("pgd", 2), round_key("clean", 1, "threshold")
-    ('clean', 'round2:pgd', 'round1:clean @ threshold')
-    """
+    """The saved prediction of ``condition`` after ``round`` (of ``model`` in a run of several)."""
     return str(PredictionKey(condition, int(round), model))
 
 
@@ -73,18 +67,6 @@ def case_rounds(
 
     ``rows`` are a run's result rows; ``model`` picks one model's rounds in a run of
     several; ``where`` is ``"frame"`` for a ``mode=video`` run.
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "label": 1, "round": 0, "dice": 0.5,
-    ...          "prompt": '[{"type":"box","index":2,"y0":1,"x0":1,"y1":4,"x1":4}]'},
-    ...         {"case": "a", "condition": "clean", "label": 1, "round": 1, "dice": 0.75,
-    ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
-    >>> r = case_rounds(rows, "a", 1)
-    >>> [(x.round, str(x.key), x.dice, len(x.prompts)) for x in r]
-    [(0, 'clean', 0.5, 1), (1, 'round1:clean', 0.75, 2)]
-    >>> r[1].change
-    '- point (y=2, x=2) on slice 3'
     """
     from napari_segeval.prompts.prompt_file import prompt_from_dict
 

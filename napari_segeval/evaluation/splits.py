@@ -21,12 +21,6 @@ SPLITS_VERSION = 2
 def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict[str, int]:
     """Assign each case to one of ``k`` folds, reproducibly, whatever the ids' order
     (:func:`grouped_kfold_assignment` with every case its own group).
-
-    Examples
-    --------
-    >>> a = kfold_assignment([f"c{i}" for i in range(7)], k=3, seed=1)
-    >>> sorted(np.bincount(list(a.values())).tolist()), a == kfold_assignment(sorted(a, reverse=True), 3, 1)
-    ([2, 2, 3], True)
     """
     return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
 
@@ -53,15 +47,6 @@ def grouped_kfold_assignment(
     -------
     dict of str to int
         Case id -> fold in ``0 .. k-1``.
-
-    Examples
-    --------
-    >>> g = {f"p{p}_{v}": f"p{p}" for p in range(6) for v in ("2CH_ED", "4CH_ES")}
-    >>> a = grouped_kfold_assignment(g, k=3, seed=0)
-    >>> all(a[f"p{p}_2CH_ED"] == a[f"p{p}_4CH_ES"] for p in range(6))
-    True
-    >>> sorted(np.bincount(list(a.values())).tolist())
-    [4, 4, 4]
     """
     if k < 2:
         raise ValueError(f"k-fold needs k >= 2, got {k}")
@@ -83,15 +68,7 @@ def grouped_kfold_assignment(
 
 
 def groups_across_folds(specs: Sequence, folds: Mapping[str, int]) -> list[str]:
-    """Group ids whose cases sit in more than one fold (a leak), sorted.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation._spec import CaseSpec
-    >>> s = [CaseSpec(c, ("x.png",), "m.png", group=g) for c, g in (("a", "p1"), ("b", "p1"))]
-    >>> groups_across_folds(s, {"a": 0, "b": 1}), groups_across_folds(s, {"a": 1, "b": 1})
-    (['p1'], [])
-    """
+    """Group ids whose cases sit in more than one fold (a leak), sorted."""
     seen: dict[str, set[int]] = {}
     for s in specs:
         if s.case_id in folds:
@@ -104,15 +81,6 @@ def in_cross_validation(
 ) -> bool:
     """Whether ``spec`` (labelled, no parse error) takes part in the folds: not when its split
     is ``holdout``, nor when ``cv_splits`` names its layout and not its split.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation._spec import CaseSpec
-    >>> val = CaseSpec("ISIC_9", ("x.jpg",), "m.png", layout="isic", split="val")
-    >>> in_cross_validation(val), in_cross_validation(val, {"isic": ["train"]})
-    (True, False)
-    >>> in_cross_validation(val, holdout="val")
-    False
     """
     if not spec.labels or spec.error:
         return False
@@ -137,14 +105,6 @@ def save_splits(
 
     ``groups`` maps cases of a named patient group to it; ``leaks`` lists groups found in
     more than one fold (only a published splits file can do that).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "splits.json"
-    >>> _ = save_splits(p, {"a": 0, "b": 1}, k=2, seed=0, source="seeded k-fold")
-    >>> load_splits(p)["folds"]
-    {'a': 0, 'b': 1}
     """
     path = Path(path)
     payload = {
