@@ -113,6 +113,7 @@ def _split_from_path(path: Path) -> str:
 #: Columns of an ISIC Archive metadata CSV: the image id, then the group ids by preference.
 _ISIC_ID_COLUMNS = ("isic_id", "image_id", "image")
 _ISIC_GROUP_COLUMNS = ("patient_id", "lesion_id")
+_ISIC_IMAGES = (".jpg", ".jpeg", ".png")
 
 
 def _isic_metadata_rows(root: Path):
@@ -195,11 +196,7 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
     specs = []
     for p in files:
         s = stem(p)
-        if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in (
-            ".jpg",
-            ".jpeg",
-            ".png",
-        ):
+        if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in _ISIC_IMAGES:
             continue
         specs.append(
             CaseSpec(

@@ -66,55 +66,40 @@ def _nii(folder: Path, name: str) -> Path | None:
     return None
 
 
-def _spec(
-    case: str,
-    image: Path,
-    labels: Path | None,
-    layout: str,
-    root: Path,
-    structures: dict[int, str],
-    modality: str,
-    split: str,
-    meta: dict | None = None,
-    error: str | None = None,
-) -> CaseSpec:
-    return CaseSpec(
-        case,
-        (str(image),),
-        str(labels) if labels else None,
-        layout,
-        str(root),
-        dict(structures),
-        None,
-        modality,
-        split,
-        meta=meta or {},
-        error=error,
-    )
+def _maker(layout: str, root: Path, structures: dict[int, str], modality: str):
+    """``spec(case, image, labels, split, **extra)``: a :class:`CaseSpec` of ``layout``."""
+
+    def spec(case: str, image: Path, labels: Path | None, split: str, **extra) -> CaseSpec:
+        labels_path = str(labels) if labels else None
+        return CaseSpec(
+            case,
+            (str(image),),
+            labels_path,
+            layout,
+            str(root),
+            dict(structures),
+            None,
+            modality,
+            split,
+            **extra,
+        )
+
+    return spec
 
 
 def parse_lits(root: str | Path) -> list[CaseSpec]:
     """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test)."""
     root = Path(root)
-    specs = []
+    spec, specs = _maker("lits", root, LITS_STRUCTURES, "CT"), []
     for p in sorted(root.rglob("*volume-*.nii*"), key=lambda q: natural_key(q.name)):
         m = _LITS.match(p.name)
         if not m or not p.is_file():
             continue
         test = bool(m.group("test"))
         seg = _nii(p.parent, f"{'test-' if test else ''}segmentation-{m.group('n')}")
+        error = None if seg or test else f"{p}: no segmentation-{m.group('n')}"
         specs.append(
-            _spec(
-                p.name.split(".nii")[0],
-                p,
-                seg,
-                "lits",
-                root,
-                LITS_STRUCTURES,
-                "CT",
-                "test" if test else "train",
-                error=None if seg or test else f"{p}: no segmentation-{m.group('n')}",
-            )
+            spec(p.name.split(".nii")[0], p, seg, "test" if test else "train", error=error)
         )
     return sorted(specs, key=lambda s: (s.split == "test", natural_key(s.case_id)))
 
@@ -126,30 +111,18 @@ def _kits_root(root: Path) -> Path:
 def parse_kits23(root: str | Path) -> list[CaseSpec]:
     """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``."""
     root = Path(root)
-    specs = []
+    spec, specs = _maker("kits23", root, KITS_STRUCTURES, "CT"), []
     for folder in sorted(_kits_root(root).glob("case_*"), key=lambda q: natural_key(q.name)):
         image = _nii(folder, "imaging")
-        if image is None:
-            continue
-        specs.append(
-            _spec(
-                folder.name,
-                image,
-                _nii(folder, "segmentation"),
-                "kits23",
-                root,
-                KITS_STRUCTURES,
-                "CT",
-                "train",
-            )
-        )
+        if image is not None:
+            specs.append(spec(folder.name, image, _nii(folder, "segmentation"), "train"))
     return specs
 
 
 def parse_word(root: str | Path) -> list[CaseSpec]:
     """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split)."""
     root = Path(root)
-    specs = []
+    spec, specs = _maker("word", root, WORD_STRUCTURES, "CT"), []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
         folder = root / f"images{tag}"
         files = (
@@ -161,43 +134,19 @@ def parse_word(root: str | Path) -> list[CaseSpec]:
         )
         for p in files:
             case = p.name.split(".nii")[0]
-            specs.append(
-                _spec(
-                    case,
-                    p,
-                    _nii(root / f"labels{tag}", case),
-                    "word",
-                    root,
-                    WORD_STRUCTURES,
-                    "CT",
-                    split,
-                )
-            )
+            specs.append(spec(case, p, _nii(root / f"labels{tag}", case), split))
     return specs
 
 
 def parse_feta(root: str | Path) -> list[CaseSpec]:
     """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``."""
     root = Path(root)
-    specs = []
+    spec, specs = _maker("feta", root, FETA_STRUCTURES, "MR"), []
     for p in sorted(root.glob("sub-*/anat/*_T2w.nii*"), key=lambda q: natural_key(q.name)):
         m = _FETA.match(p.name)
-        if not m:
-            continue
-        seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
-        specs.append(
-            _spec(
-                m.group("sub"),
-                p,
-                seg,
-                "feta",
-                root,
-                FETA_STRUCTURES,
-                "MR",
-                "train",
-                meta={"rec": m.group("rec")},
-            )
-        )
+        if m:
+            seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
+            specs.append(spec(m.group("sub"), p, seg, "train", meta={"rec": m.group("rec")}))
     return specs
 
 
@@ -257,13 +206,8 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
         if seg.is_dir():
             names |= {p.name.split(".nii")[0] for p in seg.glob("*.nii*")}
         found.append((folder.name, image, seg if seg.is_dir() else None))
-    structures = _totalseg_ids(root, names)
-    return [
-        _spec(
-            case, image, seg, "totalsegmentator", root, structures, "CT", splits.get(case, "train")
-        )
-        for case, image, seg in found
-    ]
+    spec = _maker("totalsegmentator", root, _totalseg_ids(root, names), "CT")
+    return [spec(case, image, seg, splits.get(case, "train")) for case, image, seg in found]
 
 
 PARSERS = {

@@ -294,25 +294,24 @@ def load_layout(
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
+    from napari_segeval.evaluation._layouts_3d import PARSERS
+
+    parsers = {
+        "msd": parse_msd,
+        "nnunet": parse_nnunet,
+        "isic": l2.parse_isic,
+        "neopolyp": l2.parse_neopolyp,
+        **PARSERS,
+    }
     layout = layout or detect_layout(root)
-    if layout == "msd":
-        specs = parse_msd(root)
-    elif layout == "nnunet":
-        specs = parse_nnunet(root)
-    elif layout == "camus":
+    if layout == "camus":
         specs = l2.parse_camus(root, mode=camus_mode or "frames")
         if not specs and camus_mode is None:
             specs = l2.parse_camus(root, mode="sequences")
-    elif layout == "isic":
-        specs = l2.parse_isic(root)
-    elif layout == "neopolyp":
-        specs = l2.parse_neopolyp(root)
     elif layout == "generic":
         specs = l2.parse_generic(root, images or "*", labels)
     elif layout in LAYOUTS:
-        from napari_segeval.evaluation._layouts_3d import PARSERS
-
-        specs = PARSERS[layout](root)
+        specs = parsers[layout](root)
     else:
         raise SegEvalError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     if not specs:
