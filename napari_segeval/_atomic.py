@@ -119,15 +119,6 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
     WriteError
         The target exists (without ``overwrite``), its folder is missing, the block
         wrote no file at ``path``, or the file system failed.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.npy"
-    >>> with atomic_path(p) as tmp:
-    ...     np.save(tmp, np.arange(3))
-    >>> np.load(p).tolist(), sorted(f.name for f in p.parent.iterdir())
-    ([0, 1, 2], ['a.npy'])
     """
     target = Path(path)
     _check_target(target, overwrite)

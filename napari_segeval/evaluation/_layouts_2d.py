@@ -146,15 +146,6 @@ def isic_groups(root: str | Path) -> dict[str, str]:
     ``HAM10000_metadata.csv`` say which images show one patient or lesion. Images sharing
     a patient or a lesion (directly or through other images) form one group named by its
     smallest id; CSVs without those columns are ignored.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "meta.csv").write_text(
-    ...     "isic_id,lesion_id,patient_id\\nISIC_1,IL_7,\\nISIC_2,IL_7,IP_3\\nISIC_3,,IP_3\\n")
-    >>> isic_groups(d)
-    {'ISIC_1': 'lesion:IL_7', 'ISIC_2': 'lesion:IL_7', 'ISIC_3': 'lesion:IL_7'}
     """
     parent: dict[str, str] = {}
 
@@ -269,15 +260,6 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
         Label path pattern with ``{stem}``, ``{name}`` (with extension) and ``{parent}``
         (folder relative to root); glob characters allowed, the first match is used.
         Files that are some image's label are not images. Without it, no labels.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "img").mkdir(); (d / "seg").mkdir()
-    >>> for n in ("img/a.nii.gz", "seg/a_seg.nii.gz"): _ = (d / n).write_bytes(b"")
-    >>> s = parse_generic(d, "img/*.nii.gz", "seg/{stem}_seg.nii.gz")[0]
-    >>> s.case_id, pathlib.Path(s.labels).name
-    ('a', 'a_seg.nii.gz')
     """
     root = Path(root)
     inside(root, images)  # refuse patterns that leave the folder

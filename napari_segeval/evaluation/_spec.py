@@ -45,12 +45,6 @@ class CaseSpec:
     train_specs
         The cases a protocol trains on before scoring this one (run-time only: not in
         :meth:`to_dict` nor in equality).
-
-    Examples
-    --------
-    >>> s = CaseSpec("c1", ("/d/img.nii.gz",), "/d/seg.nii.gz", layout="generic", root="/d")
-    >>> CaseSpec.from_dict(s.to_dict()) == s
-    True
     """
 
     case_id: str

@@ -44,16 +44,6 @@ def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
     case_id
     arrays
         From the protocol (:class:`~napari_segeval.evaluation.protocols.CaseArrays`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from napari_segeval.io import Geometry
-    >>> from napari_segeval.evaluation.protocols import CaseArrays
-    >>> a = CaseArrays(Geometry.identity(2), "yx", "x.png", {"clean": np.eye(3, dtype=np.uint8)})
-    >>> out = encode_arrays("c1", a)
-    >>> out["clean"][0], out["clean"][1][:4]
-    ('predictions/c1/clean.png', b'\\x89PNG')
     """
     from napari_segeval.io import write_image, write_labels
     from napari_segeval.io._formats import output_formats

@@ -115,15 +115,7 @@ class PredictionKey:
 
     # -- text ----------------------------------------------------------------------------
     def format(self) -> str:
-        """The key as results folders store it (the module docstring's grammar).
-
-        Examples
-        --------
-        >>> PredictionKey("clean").format(), PredictionKey("clean", 2).format()
-        ('clean', 'round2:clean')
-        >>> PredictionKey("fgsm-linf eps=0.5", kind=FileKind.PERTURBATION).format()
-        'perturbation:fgsm-linf eps=0.5'
-        """
+        """The key as results folders store it (the module docstring's grammar)."""
         text = self.condition if self.round is None else f"round{self.round}:{self.condition}"
         if self.kind is not FileKind.LABELS:
             text = f"{self.kind.value}:{text}"

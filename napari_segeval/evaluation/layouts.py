@@ -114,15 +114,6 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
     ``dataset.json``'s ``training`` and ``test`` entries (an image split in ``_0000``...
     channel files lists all of them); without entries, ``imagesTr``/``labelsTr``/``imagesTs``
     are scanned.
-
-    Examples
-    --------
-    >>> import json, tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "liver"},
-    ...     "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]}))
-    >>> [(s.case_id, s.structures) for s in parse_msd(d)]
-    [('a', {1: 'liver'})]
     """
     root = Path(root)
     ds, spec = _dataset_json_cases(root, "msd")

@@ -197,21 +197,14 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
         if several:
-            low = min(
-                (
-                    (means[(case, c)], c)
-                    for c in conds
-                    if (case, c) in means and not math.isnan(means[(case, c)])
-                ),
-                default=(math.nan, ""),
-            )
-            ranked.append(
-                (
-                    case,
-                    -1.0 if math.isnan(low[0]) else low[0],
-                    f"lowest mean Dice {low[0]:.3f}, {low[1]}",
-                )
-            )
+            found = [
+                (means[(case, c)], c)
+                for c in conds
+                if not math.isnan(means.get((case, c), math.nan))
+            ]
+            low, cond = min(found, default=(math.nan, ""))
+            why = f"lowest mean Dice {low:.3f}, {cond}"
+            ranked.append((case, -1.0 if math.isnan(low) else low, why))
         elif len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
@@ -287,6 +280,13 @@ def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
         f'<div id="worst-real">{block(False)}</div>',
         f'<div id="worst-all" style="display:none">{block(True)}</div>',
     ]
+
+
+def _raw_budget(b: dict) -> str:
+    """A condition's raw-unit budget per channel: ``"c0: mean [min, max]; ..."``."""
+    return "; ".join(
+        f"{k}: {v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]" for k, v in b["eps_raw"].items()
+    )
 
 
 def _protocol(run: dict) -> Protocol | None:
@@ -370,17 +370,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                 ),
                 table(
                     ["condition", "eps (normalized)", "eps (raw)"],
-                    [
-                        [
-                            c,
-                            b["eps"],
-                            "; ".join(
-                                f"{k}: {v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]"
-                                for k, v in b["eps_raw"].items()
-                            ),
-                        ]
-                        for c, b in results["budget"].items()
-                    ],
+                    [[c, b["eps"], _raw_budget(b)] for c, b in results["budget"].items()],
                 ),
             ]
         headers, body = _pivot(rows, {r["case"]: r for r in records})

@@ -97,16 +97,6 @@ def risk_rows(
         The reference label map: adds its slices and a ``dice`` per slice.
     others
         Other models' masks of each structure on the same prompts.
-
-    Examples
-    --------
-    >>> from napari_segeval.propagation.result import StructureResult
-    >>> m = np.zeros((4, 6, 6), bool); m[1:3, 1:4, 1:4] = True
-    >>> s = StructureResult(1, (0, 0, 0), m.astype(np.float32), m, m.shape)
-    >>> ref = np.zeros((4, 6, 6), np.uint8); ref[1:4, 1:4, 1:4] = 1
-    >>> risks, rows = risk_rows({1: s}, {1: m}, {1: "liver"}, model="x", reference=ref)
-    >>> [(r["slice"], r["dice"]) for r in rows]
-    [(1, 1.0), (2, 1.0), (3, 0.0)]
     """
     out: dict[int, StructureRisk] = {}
     rows: list[dict] = []
@@ -155,14 +145,6 @@ def dense_risk_rows(
         Label maps of test-time augmented passes (the ``tta`` signal).
     risk_model
         Default: the shipped dense one (:attr:`RiskKind.DENSE`).
-
-    Examples
-    --------
-    >>> lab = np.zeros((3, 5, 5), np.uint8); lab[1, 1:4, 1:4] = 1
-    >>> p = np.stack([1.0 - lab, lab]).astype(np.float32)
-    >>> risks, rows = dense_risk_rows(lab, p, {1: "liver"}, model="m", augmented=[lab])
-    >>> [(r["slice"], r["tta"]) for r in rows], 0.0 < risks[1].risk < 1.0
-    ([(1, 0.0)], True)
     """
     risk_model = risk_model or RiskModel.load(kind=RiskKind.DENSE)
     out: dict[int, StructureRisk] = {}
