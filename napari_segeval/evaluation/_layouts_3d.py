@@ -52,7 +52,6 @@ FETA_STRUCTURES = {
     6: "deep_grey_matter",
     7: "brainstem",
 }
-LAYOUTS_3D = ("lits", "kits23", "word", "feta", "totalsegmentator")
 _NII = (".nii.gz", ".nii")
 _LITS = re.compile(r"^(?P<test>test-)?volume-(?P<n>\d+)\.nii(\.gz)?$", re.IGNORECASE)
 _FETA = re.compile(r"^(?P<sub>sub-[^_]+)_rec-(?P<rec>[^_]+)_T2w\.nii(\.gz)?$")
@@ -308,7 +307,6 @@ def read_structure_case(
 __all__ = [
     "FETA_STRUCTURES",
     "KITS_STRUCTURES",
-    "LAYOUTS_3D",
     "LITS_STRUCTURES",
     "PARSERS",
     "WORD_STRUCTURES",

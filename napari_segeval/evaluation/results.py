@@ -125,12 +125,13 @@ class ResultsFolder:
                 f"{self.path / 'run.json'}: not a results record ({exc})"
             ) from exc
         try:
-            known = get_protocol(name).version
+            proto = get_protocol(name)
         except SegEvalError as exc:
             raise NewerResultsError(
                 f"{self.path}: protocol {name} {version} is unknown to this "
                 f"installation ({exc}); update napari-segeval"
             ) from exc
+        known = proto.version
         mine, theirs = version_key(known), version_key(version)
         if theirs is None or mine is None or theirs > mine:
             raise NewerResultsError(
@@ -149,6 +150,8 @@ class ResultsFolder:
         except (ReadError, KeyError, TypeError) as exc:
             raise ResultsFolderError(f"{self.path}: unreadable case records ({exc})") from exc
         self.records = {r["case"]: r for r in records}
+        #: The run's parameters, as its ``run.json`` wrote them (typed; defaults for the rest).
+        self.params = proto.params.stored(self.run.get("params") or {})
         self.data_root: str | None = None
         self._rows: list[dict] | None = None
 
@@ -226,7 +229,7 @@ class ResultsFolder:
 
         if not self.has_rounds:
             return []
-        video = (self.run.get("params") or {}).get("mode") == "video"
+        video = getattr(self.params, "mode", None) == "video"
         return case_rounds(
             self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
         )
@@ -241,7 +244,7 @@ class ResultsFolder:
     @property
     def models(self) -> list[str]:
         """The models of a run of several (``--model A --model B``), else []."""
-        return list((self.run.get("params") or {}).get("models") or [])
+        return list(getattr(self.params, "models", None) or [])
 
     @property
     def has_risk(self) -> bool:
@@ -345,7 +348,7 @@ class ResultsFolder:
         if record is None or record.get("status") != "ok":
             raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
         spec = self.spec(case_id)
-        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        channel = int(getattr(self.params, "channel", 0) or 0)
         paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
         if spec.labels:
             paths["reference"] = Path(spec.labels)
@@ -396,7 +399,7 @@ class ResultsFolder:
         """
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
-        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        channel = int(getattr(self.params, "channel", 0) or 0)
         return read_case_files(
             case_id,
             self.spec(case_id),

@@ -32,8 +32,6 @@ from napari_segeval.uncertainty.risk import (
 
 #: The flags of a slice in ``slices.csv``: their texts joined by this separator.
 FLAG_SEPARATOR = "; "
-#: The signal columns of ``slices.csv`` (:class:`~napari_segeval.uncertainty.risk.Signal`).
-SIGNAL_COLUMNS = tuple(s.value for s in Signal)
 
 
 def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
@@ -380,7 +378,6 @@ def structure_risks(
 
 __all__ = [
     "FLAG_SEPARATOR",
-    "SIGNAL_COLUMNS",
     "FlaggedSlice",
     "WorkItem",
     "crop_slices",
