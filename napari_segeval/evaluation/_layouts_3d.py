@@ -65,6 +65,11 @@ def _nii(folder: Path, name: str) -> Path | None:
     return None
 
 
+def _by_name(paths) -> list[Path]:
+    """``paths`` in natural order of their names."""
+    return sorted(paths, key=lambda q: natural_key(q.name))
+
+
 def _maker(layout: str, root: Path, structures: dict[int, str], modality: str):
     """``spec(case, image, labels, split, **extra)``: a :class:`CaseSpec` of ``layout``."""
 
@@ -90,7 +95,7 @@ def parse_lits(root: str | Path) -> list[CaseSpec]:
     """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test)."""
     root = Path(root)
     spec, specs = _maker("lits", root, LITS_STRUCTURES, "CT"), []
-    for p in sorted(root.rglob("*volume-*.nii*"), key=lambda q: natural_key(q.name)):
+    for p in _by_name(root.rglob("*volume-*.nii*")):
         m = _LITS.match(p.name)
         if not m or not p.is_file():
             continue
@@ -111,7 +116,7 @@ def parse_kits23(root: str | Path) -> list[CaseSpec]:
     """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``."""
     root = Path(root)
     spec, specs = _maker("kits23", root, KITS_STRUCTURES, "CT"), []
-    for folder in sorted(_kits_root(root).glob("case_*"), key=lambda q: natural_key(q.name)):
+    for folder in _by_name(_kits_root(root).glob("case_*")):
         image = _nii(folder, "imaging")
         if image is not None:
             specs.append(spec(folder.name, image, _nii(folder, "segmentation"), "train"))
@@ -123,15 +128,7 @@ def parse_word(root: str | Path) -> list[CaseSpec]:
     root = Path(root)
     spec, specs = _maker("word", root, WORD_STRUCTURES, "CT"), []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
-        folder = root / f"images{tag}"
-        files = (
-            sorted(
-                (p for p in folder.glob("*.nii*") if p.is_file()), key=lambda q: natural_key(q.name)
-            )
-            if folder.is_dir()
-            else []
-        )
-        for p in files:
+        for p in _by_name(p for p in (root / f"images{tag}").glob("*.nii*") if p.is_file()):
             case = p.name.split(".nii")[0]
             specs.append(spec(case, p, _nii(root / f"labels{tag}", case), split))
     return specs
@@ -141,7 +138,7 @@ def parse_feta(root: str | Path) -> list[CaseSpec]:
     """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``."""
     root = Path(root)
     spec, specs = _maker("feta", root, FETA_STRUCTURES, "MR"), []
-    for p in sorted(root.glob("sub-*/anat/*_T2w.nii*"), key=lambda q: natural_key(q.name)):
+    for p in _by_name(root.glob("sub-*/anat/*_T2w.nii*")):
         m = _FETA.match(p.name)
         if m:
             seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
@@ -195,9 +192,7 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
     splits = _totalseg_splits(root)
     found = []
     names: set[str] = set()
-    for folder in sorted(
-        (p for p in root.iterdir() if p.is_dir()), key=lambda q: natural_key(q.name)
-    ):
+    for folder in _by_name(p for p in root.iterdir() if p.is_dir()):
         image = _nii(folder, "ct")
         seg = folder / "segmentations"
         if image is None:
