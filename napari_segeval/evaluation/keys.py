@@ -65,16 +65,6 @@ class PredictionKey:
     ------
     SegEvalError
         A condition or model that would not read back (see the module docstring).
-
-    Examples
-    --------
-    >>> k = PredictionKey("pgd", round=3, model="builtin")
-    >>> str(k), PredictionKey.parse(str(k)) == k
-    ('round3:pgd @ builtin', True)
-    >>> PredictionKey.parse("perturbed:mod:blur sigma=1.5 @ pkg:Model")
-    PredictionKey(condition='mod:blur sigma=1.5', round=None, model='pkg:Model', kind=<FileKind.PERTURBED: 'perturbed'>)
-    >>> PredictionKey("clean", round=0) == PredictionKey("clean")
-    True
     """
 
     condition: str
@@ -132,11 +122,6 @@ class PredictionKey:
         ------
         SegEvalError
             Text that :meth:`format` cannot have written.
-
-        Examples
-        --------
-        >>> PredictionKey.parse("round2:clean @ threshold")
-        PredictionKey(condition='clean', round=2, model='threshold', kind=<FileKind.LABELS: 'labels'>)
         """
         if isinstance(text, PredictionKey):
             return text

@@ -51,14 +51,6 @@ def evaluate_case(
     With ``save_files`` an ok record carries ``payload``, its arrays encoded as files
     (:func:`napari_segeval.evaluation.files.encode_arrays`); a failure to encode them keeps
     the scores and says why in ``files_error``.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> rec = evaluate_case(get_protocol("medsam2-3d"), {"case_id": "x", "images": ["/nope.nii.gz"],
-    ...                     "labels": "/nope_seg.nii.gz"}, {})
-    >>> rec["status"], "no such file" in rec["error"]
-    ('error', True)
     """
     t0 = time.perf_counter()
     s = CaseSpec.from_dict(spec)
