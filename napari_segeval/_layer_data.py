@@ -58,11 +58,9 @@ def labels_by_content(image: np.ndarray, axes: str) -> str | None:
     if a.min() < 0 or a.max() > 65535:
         return None
     small = a.view(np.uint16) if a.dtype == np.int16 else a  # no negatives: same values
-    n = len(
-        present_ids(
-            small if small.dtype.kind == "u" and small.itemsize <= 2 else small.astype(np.uint16)
-        )
-    )
+    if small.dtype.kind != "u" or small.itemsize > 2:
+        small = small.astype(np.uint16)
+    n = len(present_ids(small))
     if not 2 <= n <= MAX_LABEL_VALUES or _agreement(a) < MIN_AGREEMENT:
         return None
     return f"integer voxels with {n} values (0 the most common) that agree between neighbours"
