@@ -85,11 +85,7 @@ def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., Ca
     names, modality, meta = structure_names(ds), dataset_modality(ds), channel_meta(ds)
 
     def spec(
-        case: str,
-        images: tuple[str, ...],
-        labels: str | None,
-        split: str,
-        error: str | None = None,
+        case: str, images: tuple[str, ...], labels: str | None, split: str, error: str | None = None
     ) -> CaseSpec:
         return CaseSpec(
             case,

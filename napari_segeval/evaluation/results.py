@@ -24,11 +24,7 @@ from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.evaluation.loaded import (
-    LoadedCase,
-    float_key,
-    read_case_files,
-)
+from napari_segeval.evaluation.loaded import LoadedCase, float_key, read_case_files
 from napari_segeval.metrics.catalog import as_float
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers (their titles,
