@@ -1,32 +1,10 @@
 """Atomic file writes: the one way napari-segeval writes a file.
 
-Every writer in the package goes through this module. Data go to a temporary
-file in the target's folder, are flushed and ``fsync``-ed, get the mode a plain
-``open()`` would give (``0o666 & ~umask``; :func:`tempfile.mkstemp` alone gives
-``0o600``, which a group sharing a results folder cannot read), and are then
-renamed over the target. A crash or an error leaves the target as it was and no
-temporary file behind. Without ``overwrite=True`` an existing target is refused
-with :class:`~napari_segeval.WriteError` (checked again at the rename, so a file
-that appeared meanwhile is not clobbered).
-
-* :func:`atomic_write_bytes`, :func:`atomic_write_text` - whole contents at once.
-* :func:`atomic_open` - a file object to stream into (CSV writers, ``np.savez``).
-* :func:`atomic_path` - a temporary path for libraries that write by file name
-  (nibabel, SimpleITK, ``torch.save``, PIL); companion files the library writes
-  beside it (``.mhd`` header + ``.zraw`` data) are moved too.
-
-Examples
---------
->>> import tempfile, pathlib
->>> p = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
->>> _ = atomic_write_text(p, "first")
->>> atomic_write_text(p, "second")
-Traceback (most recent call last):
-...
-napari_segeval._errors.WriteError: .../notes.txt: file exists; pass overwrite=True to replace it
->>> _ = atomic_write_text(p, "second", overwrite=True)
->>> p.read_text(), sorted(f.name for f in p.parent.iterdir())
-('second', ['notes.txt'])
+Data go to a temporary file beside the target, are fsync-ed, get the mode a plain
+``open()`` would give (``0o666 & ~umask``, where :func:`tempfile.mkstemp` alone gives
+``0o600``) and are renamed over the target: a failure leaves the target as it was and
+no temporary file behind. Without ``overwrite=True`` an existing target is refused with
+:class:`~napari_segeval.WriteError`, checked again at the rename.
 """
 
 from __future__ import annotations
@@ -47,16 +25,7 @@ _TMP_PREFIX = ".segeval-tmp-"
 
 
 def current_umask() -> int:
-    """The process umask, read without changing it where the system allows.
-
-    Linux reports it in ``/proc/self/status``; elsewhere it is read by setting
-    and restoring it (under a lock).
-
-    Examples
-    --------
-    >>> 0 <= current_umask() <= 0o777
-    True
-    """
+    """The process umask, read from ``/proc/self/status`` or by setting and restoring it."""
     try:
         with open("/proc/self/status", encoding="ascii") as fh:
             for line in fh:
@@ -71,13 +40,7 @@ def current_umask() -> int:
 
 
 def file_mode() -> int:
-    """Mode of a newly written file: what ``open()`` gives, ``0o666 & ~umask``.
-
-    Examples
-    --------
-    >>> file_mode() == 0o666 & ~current_umask()
-    True
-    """
+    """Mode of a newly written file: what ``open()`` gives, ``0o666 & ~umask``."""
     return 0o666 & ~current_umask()
 
 
@@ -134,34 +97,22 @@ def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
 def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path to write ``path`` by file name; commit it on success.
 
-    The yielded path has the target's file name (so libraries that choose the
-    format from the extension, or name companion files after it, behave as for
-    the target) inside a private temporary folder beside the target. When the
-    block ends without an exception every file written in that folder is moved
-    next to the target - companion files first, the target last - with the
-    umask's mode. On an exception nothing is moved and the folder is removed.
+    The path has the target's name, in a private temporary folder beside it. On success
+    every file written there is moved next to the target (companion files such as a
+    ``.zraw`` first, the target last) with the umask's mode; on an exception nothing is.
 
     Parameters
     ----------
-    path : path-like
+    path
         The final file.
-    overwrite : bool
-        Replace existing files (default: refuse with ``WriteError``).
+    overwrite
+        Replace existing files (default: refuse).
 
     Raises
     ------
     WriteError
-        The target exists (without ``overwrite``), its folder is missing, the
-        block wrote no file at ``path``, or the file system failed (``OSError``).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.npy"
-    >>> with atomic_path(p) as tmp:
-    ...     np.save(tmp, np.arange(3))
-    >>> np.load(p).tolist(), sorted(f.name for f in p.parent.iterdir())
-    ([0, 1, 2], ['a.npy'])
+        The target exists (without ``overwrite``), its folder is missing, the block
+        wrote no file at ``path``, or the file system failed.
     """
     target = Path(path)
     _check_target(target, overwrite)
@@ -205,29 +156,20 @@ def atomic_open(
 
     Parameters
     ----------
-    path : path-like
+    path
         The final file.
     mode : {"w", "wb"}
         Text or binary.
-    overwrite : bool
-        Replace an existing file (default: refuse with ``WriteError``).
+    overwrite
+        Replace an existing file (default: refuse).
     encoding, newline
         As for :func:`open` (text mode; encoding defaults to UTF-8).
 
     Raises
     ------
     WriteError
-        The target exists (without ``overwrite``), its folder is missing, or the
-        file system failed (``OSError`` in the block or at the rename).
-
-    Examples
-    --------
-    >>> import csv, tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
-    >>> with atomic_open(p, newline="") as fh:
-    ...     _ = csv.writer(fh).writerow(["case", "dice"])
-    >>> p.read_text().strip()
-    'case,dice'
+        The target exists (without ``overwrite``), its folder is missing, or the file
+        system failed.
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
@@ -260,15 +202,7 @@ def atomic_open(
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically; returns the path.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "b.bin"
-    >>> atomic_write_bytes(p, b"\\x00\\x01").read_bytes()
-    b'\\x00\\x01'
-    """
+    """Write ``data`` to ``path`` atomically; returns the path."""
     with atomic_open(path, "wb", overwrite=overwrite) as fh:
         fh.write(data)
     return Path(path)
@@ -277,15 +211,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool 
 def atomic_write_text(
     path: str | os.PathLike, text: str, *, overwrite: bool = False, encoding: str = "utf-8"
 ) -> Path:
-    """Write ``text`` to ``path`` atomically (no newline translation); returns the path.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
-    >>> atomic_write_text(p, "{}").read_text()
-    '{}'
-    """
+    """Write ``text`` to ``path`` atomically (no newline translation); returns the path."""
     with atomic_open(path, "w", overwrite=overwrite, encoding=encoding, newline="") as fh:
         fh.write(text)
     return Path(path)

@@ -1,9 +1,5 @@
-"""Cooperative cancellation shared by long-running core functions.
-
-Long functions take ``cancel: threading.Event | None`` and call
-:func:`check_cancel` between units of work (slices, frames, patches). A set
-event raises :class:`Cancelled`, which callers (widgets, the CLI) catch to stop
-quietly. Nothing is written when a function is cancelled.
+"""Cooperative cancellation: long functions take ``cancel`` (an Event or None) and call
+:func:`check_cancel` between units of work; a set event raises :class:`Cancelled`.
 """
 
 from __future__ import annotations
@@ -16,9 +12,7 @@ class Cancelled(Exception):
 
 
 def check_cancel(cancel: Any, what: str = "operation") -> None:
-    """Raise :class:`Cancelled` if ``cancel`` (an Event or ``None``) is set.
-
-    Any object with an ``is_set()`` method works.
+    """Raise :class:`Cancelled` if ``cancel`` (anything with ``is_set()``, or None) is set.
 
     Examples
     --------

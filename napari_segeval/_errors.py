@@ -1,9 +1,4 @@
-"""Project exceptions.
-
-Every error a person can cause with their input is a :class:`SegEvalError` whose
-message names the file (when there is one) and what is wrong with it, so that the
-command line can print one line and the viewer one notification.
-"""
+"""Project exceptions: a :class:`SegEvalError`'s message names the file and what is wrong."""
 
 from __future__ import annotations
 

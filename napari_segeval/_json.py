@@ -11,8 +11,8 @@ import numpy as np
 def json_safe(obj: Any) -> Any:
     """Convert ``obj`` to plain JSON types: NaN -> None, +-inf -> "inf"/"-inf".
 
-    numpy scalars and arrays become Python numbers and lists, tuples become
-    lists, path-like objects strings, and dict keys strings.
+    numpy values become Python numbers and lists, tuples lists, paths strings, dict keys
+    strings.
 
     Examples
     --------

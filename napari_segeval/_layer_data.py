@@ -1,38 +1,9 @@
-"""napari layer data from files and cases: ``(data, kwargs, layer type)`` tuples.
+"""napari layer data from files and cases: ``(data, kwargs, layer type)`` tuples, without
+importing napari.
 
-Used by the napari reader (:mod:`napari_segeval._reader`), the sample data and the
-panels; it imports no napari (a layer data tuple is plain data that napari's
-``add_layer``/``viewer.open`` turn into layers).
-
-Layers get ``scale`` from the spacing. ``translate`` is the origin projected on the
-array axes only when the direction is the identity (otherwise it stays 0 and the
-full geometry is in ``metadata["geometry"]``). Images with NaN voxels get contrast
-limits from their finite voxels and a Labels layer ``"<name> NaN"`` marking the NaN
-voxels; a 4D NIfTI opens as a ``(t, z, y, x)`` layer.
-
-Which files open as labels (design)
------------------------------------
-A file opens as a Labels layer, with ``metadata["structures"]``, a ``features`` table
-of structure names and ``metadata["labels_reason"]`` saying why, when
-
-* **its name says so**: the name contains ``label``, ``seg``, ``_gt`` or ``mask``, or
-  it lies under a ``labelsTr``/``labelsTs``/``labels`` folder, and it holds
-  non-negative integers; or
-* **its content says so** (:func:`labels_by_content`): a grey image from a single
-  file that is not an acquisition by its format (NIfTI, MetaImage, NRRD, Analyze,
-  MINC, PNG/TIFF/JPG/BMP; never DICOM, videos or frame folders) whose voxels are
-  integers, none negative (CT in HU has air at -1000) and none above 65535, with 2 to
-  :data:`MAX_LABEL_VALUES` distinct values, 0 among them and the most common (zero
-  background), and whose neighbouring foreground voxels agree: of the pairs of
-  neighbours along the rows that are both non-zero, at least
-  :data:`MIN_AGREEMENT` hold the same value. A label map is piecewise constant; an
-  8-bit grey picture uses more levels, and a dark one with few levels is noisy, so
-  neither passes. A ``brain.nii.gz`` of a handful of ids thus opens as labels, and the
-  *Evaluate* panel takes the one Labels layer open as the reference.
-
-Both rules can only be wrong towards an image with flat integer intensities (a
-synthetic phantom of a few grey levels); the layer's ``labels_reason`` says which rule
-took it, and *Layers > Convert to Image* in napari undoes it.
+``scale`` is the spacing; ``translate`` the origin when the direction is the identity
+(else 0, the full geometry in ``metadata["geometry"]``). NaN voxels get their own Labels
+layer. Which files open as labels (by name or by content): docs/design.md.
 """
 
 from __future__ import annotations
@@ -48,7 +19,7 @@ LABEL_WORDS = ("label", "seg", "_gt", "mask")
 LABEL_FOLDERS = ("labelstr", "labelsts", "labels")
 #: Most distinct values (background included) of an image taken as labels by its content.
 MAX_LABEL_VALUES = 32
-#: Least fraction of equal neighbours among neighbouring foreground voxels (see above).
+#: Least fraction of equal neighbours among neighbouring foreground voxels.
 MIN_AGREEMENT = 0.9
 #: File kinds whose content may make them labels (:func:`napari_segeval.io._formats.kind`).
 CONTENT_KINDS = ("nifti", "itk", "raster")
@@ -74,18 +45,7 @@ def looks_like_labels(path: str | Path) -> bool:
 
 
 def labels_by_content(image: np.ndarray, axes: str) -> str | None:
-    """Why a grey integer image is a label map (see the module docs), or None.
-
-    Examples
-    --------
-    >>> seg = np.zeros((20, 24), np.int16)
-    >>> seg[5:15, 4:10], seg[5:15, 10:18] = 1, 2
-    >>> labels_by_content(seg, "yx")
-    'integer voxels with 3 values (0 the most common) that agree between neighbours'
-    >>> ct = seg * 40 - 1000
-    >>> labels_by_content(ct, "yx") is None, labels_by_content(seg.astype(float), "yx") is None
-    (True, True)
-    """
+    """Why a grey integer image is a label map (see docs/design.md), or None."""
     a = np.asarray(image)
     if a.dtype.kind not in "biu" or axes.endswith("c") or axes.startswith("c") or a.size < 2:
         return None
@@ -98,19 +58,16 @@ def labels_by_content(image: np.ndarray, axes: str) -> str | None:
     if a.min() < 0 or a.max() > 65535:
         return None
     small = a.view(np.uint16) if a.dtype == np.int16 else a  # no negatives: same values
-    n = len(
-        present_ids(
-            small if small.dtype.kind == "u" and small.itemsize <= 2 else small.astype(np.uint16)
-        )
-    )
+    if small.dtype.kind != "u" or small.itemsize > 2:
+        small = small.astype(np.uint16)
+    n = len(present_ids(small))
     if not 2 <= n <= MAX_LABEL_VALUES or _agreement(a) < MIN_AGREEMENT:
         return None
     return f"integer voxels with {n} values (0 the most common) that agree between neighbours"
 
 
 def _agreement(a: np.ndarray) -> float:
-    """Fraction of row neighbours that hold the same value, of those both non-zero (on
-    every k-th row of a large image: some 8 million voxels)."""
+    """Fraction of non-zero row neighbour pairs that agree (on a sample of rows)."""
     if a.shape[-1] < 2:
         return 1.0
     rows = a.reshape(-1, a.shape[-1])
@@ -122,10 +79,7 @@ def _agreement(a: np.ndarray) -> float:
 
 
 def present_ids(labels: np.ndarray) -> list[int]:
-    """The label ids present in ``labels``, ascending.
-
-    For 8- and 16-bit maps a lookup table is filled in one pass (about twice as
-    fast as :func:`numpy.unique` on a 300 x 512 x 512 map, which sorts or hashes).
+    """The label ids present in ``labels``, ascending (a lookup table for 8/16-bit maps).
 
     Examples
     --------
@@ -219,22 +173,10 @@ def labels_layer(
 
 
 def file_layers(path: str | Path) -> list[LayerData]:
-    """The layers of one file or folder: a Labels layer when its name or its content says
-    it holds labels (see the module docs), else its image (and a NaN mask layer).
+    """The layers of one file or folder: a Labels layer when its name or content says it
+    holds labels, else its image (and a NaN mask layer).
 
     Raises :class:`~napari_segeval.SegEvalError` for a file that cannot be read.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> from napari_segeval.io import Geometry, write_image
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> seg = np.zeros((2, 8, 8), np.uint8)
-    >>> seg[:, 2:6, 2:6] = 3
-    >>> p = write_image(d / "brain.nii.gz", seg, Geometry.identity(3))
-    >>> [(data, kwargs, kind)] = file_layers(p)
-    >>> kind, kwargs["metadata"]["labels_reason"]
-    ('labels', 'integer voxels with 2 values (0 the most common) that agree between neighbours')
     """
     from napari_segeval._errors import InvalidLabelsError
     from napari_segeval.io import read_image
@@ -261,11 +203,11 @@ def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerD
 
     Parameters
     ----------
-    case : Case
+    case
         Image with optional reference labels on the same grid.
-    name : str
+    name
         Base layer name; the labels layer gets ``" reference"`` appended.
-    ids : list of int, optional
+    ids
         The label ids present in ``case.labels``, when known (else counted here).
     """
     scale, translate = _placement(case.geometry, len(case.spatial_shape))

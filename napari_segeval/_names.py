@@ -1,17 +1,6 @@
-"""Names every layer spells one way: an unnamed structure's, and the clean condition.
-
-Metric tables, the command line, the viewer, the protocols and the results all
-call an unnamed label id ``N`` ``"label N"`` (what ``segeval inspect`` prints and
-``--structure`` accepts, see :func:`napari_segeval.io.resolve_structure`).
-
-:data:`CLEAN` names the condition of a prediction of the unattacked image (every
-other condition is an attack with its parameters): results folders write it in
-``results.csv``'s ``condition`` column and in prediction keys
-(:class:`~napari_segeval.evaluation.keys.PredictionKey`); the metric tables, the
-protocols, the attacks and the viewer find the clean prediction by it.
-
-Both live in the base layer because ``io``, ``metrics`` and the layers above,
-which all need them, may not import each other.
+"""Names every layer spells one way: an unnamed structure's (``"label N"``) and
+:data:`CLEAN`, the condition of a prediction of the unattacked image. They live in the
+base layer because ``io``, ``metrics`` and the layers above all need them.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """napari reader contribution: open cases (NIfTI, MHA/NRRD, DICOM, video, 2D images).
 
-``napari_get_reader`` returns ``None`` for paths this plugin does not handle and
-never raises. The reader function it returns never raises either: a handled file
-that cannot be opened (corrupt, unsupported variant such as CIFTI) becomes one
-error notification with the one-line message, and the other paths still open
-(napari's "no layers" sentinel ``[(None,)]`` when none does). What the reader
-noticed about a file that did open -- invalid header values, NaN voxels, which
-series of a DICOM folder was opened (the largest; ``segeval inspect`` lists the
-others), that a file was taken as labels by its content -- becomes a warning or
-info notification.
-
-The layers themselves (placement, Labels or Image by name and content, NaN masks)
-are built by :mod:`napari_segeval._layer_data`.
+Neither ``napari_get_reader`` nor the reader it returns ever raises: a handled file
+that cannot be opened becomes one error notification, and what the reader noticed
+about a file that did open (bad header values, NaN voxels, the DICOM series chosen,
+labels by content) a warning or info one. The layers come from
+:mod:`napari_segeval._layer_data`.
 """
 
 from __future__ import annotations
@@ -73,11 +66,8 @@ def open_results_folder(path: str | list[str]) -> list:
     """Open a results folder in the *Results* panel of the current viewer; no layers.
 
     napari calls readers without a viewer, so the panel is reached through
-    napari's public API: :func:`napari.current_viewer` (the window the folder was
-    dropped on or opened in) and ``viewer.window.add_plugin_dock_widget``, which
-    docks the plugin's *Results* widget or returns the one already docked. The
-    panel then loads the folder in a worker. ``[(None,)]`` is napari's sentinel
-    for "read, nothing to add" (layers come when a row is selected).
+    :func:`napari.current_viewer` and ``window.add_plugin_dock_widget``; ``[(None,)]`` is
+    napari's sentinel for "read, nothing to add".
     """
     import napari
 
@@ -117,20 +107,8 @@ def _report(path: Path, layers: list[LayerData]) -> None:
 def read_layers(path: str | list[str], **_: object) -> list:
     """Read each path into napari layer data tuples ``(data, kwargs, layer_type)``.
 
-    Never raises: a path that cannot be opened becomes an error notification with
-    the reader's one-line message; when no path opens, napari's sentinel
-    ``[(None,)]`` ("read, nothing to add") is returned.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> import numpy as np
-    >>> from napari_segeval.io import Geometry, write_image
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ct.nii.gz"
-    >>> _ = write_image(p, np.zeros((2, 3, 4), np.int16), Geometry.identity(3))
-    >>> [(data, kwargs, kind)] = read_layers(str(p))
-    >>> data.shape, kind, kwargs["scale"]
-    ((2, 3, 4), 'image', (1.0, 1.0, 1.0))
+    Never raises: a path that cannot be opened becomes an error notification; when none
+    opens, napari's sentinel ``[(None,)]`` is returned.
     """
     from napari_segeval.io._quiet import one_line
 

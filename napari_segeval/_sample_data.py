@@ -1,8 +1,4 @@
-"""napari sample-data contributions: the bundled phantoms with their reference labels.
-
-The files come from ``sample_data/`` in a source checkout, or are generated once into
-the user cache by :func:`napari_segeval.phantoms.samples.sample_root`.
-"""
+"""napari sample-data contributions: the bundled phantoms with their reference labels."""
 
 from __future__ import annotations
 

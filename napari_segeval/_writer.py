@@ -1,9 +1,7 @@
 """napari writer contribution: save a Labels layer with its source geometry.
 
-The geometry comes from ``meta["metadata"]["geometry"]`` (set by this plugin's
-reader), else from the layer's ``scale`` and ``translate`` with an identity
-direction. Existing files are never overwritten (napari's save dialog asks first,
-and this writer still refuses, so a prediction never silently replaces a file).
+The geometry comes from ``meta["metadata"]["geometry"]`` (set by this plugin's reader),
+else from the layer's ``scale`` and ``translate``. Existing files are never overwritten.
 """
 
 from __future__ import annotations
@@ -34,24 +32,17 @@ def write_labels_layer(path: str, data, meta: dict) -> list[str]:
 
     Parameters
     ----------
-    path : str
+    path
         Target file; must not exist.
-    data : array-like
+    data
         The layer's label data.
-    meta : dict
+    meta
         The layer's attributes (``scale``, ``translate``, ``metadata``...).
 
     Returns
     -------
     list of str
         The written path.
-
-    Examples
-    --------
-    >>> import tempfile, os, numpy as np
-    >>> p = os.path.join(tempfile.mkdtemp(), "pred.nii.gz")
-    >>> write_labels_layer(p, np.zeros((2, 3, 3), np.uint8), {"scale": (3.0, 1.0, 1.0)}) == [p]
-    True
     """
     from napari_segeval.io import write_labels
     from napari_segeval.io._formats import suffix

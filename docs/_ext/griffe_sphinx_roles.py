@@ -150,7 +150,7 @@ def sphinx_comment(attr) -> str:
     lines = attr.lines_collection[path] if attr.lineno and path in attr.lines_collection else None
     found: list[str] = []
     index = attr.lineno - 2
-    while lines and index >= 0 and lines[index].strip().startswith("#:"):
+    while lines and 0 <= index < len(lines) and lines[index].strip().startswith("#:"):
         found.insert(0, lines[index].strip()[2:].strip())
         index -= 1
     return "\n".join(found)

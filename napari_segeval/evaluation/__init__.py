@@ -1,11 +1,5 @@
 """Headless evaluation: data-set layouts, protocols, the runner (local or Dask), reports.
 
-* :func:`~napari_segeval.evaluation.evaluate.run_evaluation` - evaluate a data set.
-* :func:`~napari_segeval.evaluation.evaluate.finalize` - rebuild results.csv,
-  summary.json and report.html from a results folder.
-* :func:`~napari_segeval.evaluation.layouts.load_layout` - parse a data-set folder.
-* :func:`~napari_segeval.evaluation.protocols.get_protocol` - the named recipes.
-
 Importing this package imports no heavy library (torch, dask, matplotlib).
 """
 

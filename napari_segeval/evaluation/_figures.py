@@ -73,15 +73,7 @@ def _figure_uri(fig) -> str:
 def overlay(
     image: np.ndarray, labels: np.ndarray | None, alpha: float = 0.45, min_size: int = 128
 ) -> np.ndarray:
-    """Grey or RGB uint8 image with coloured labels blended in, upscaled to ``min_size``.
-
-    Examples
-    --------
-    >>> img = np.zeros((4, 4), np.uint8); lab = np.zeros((4, 4), int); lab[0, 0] = 1
-    >>> out = overlay(img, lab, min_size=4)
-    >>> out.shape, out[0, 0].tolist() != [0, 0, 0], out[3, 3].tolist()
-    ((4, 4, 3), True, [0, 0, 0])
-    """
+    """Grey or RGB uint8 image with coloured labels blended in, upscaled to ``min_size``."""
     img = np.asarray(image)
     rgb = np.repeat(img[..., None], 3, axis=-1) if img.ndim == 2 else img[..., :3]
     rgb = rgb.astype(np.float32)

@@ -1,12 +1,8 @@
 """Layouts of 2D and echo data sets: CAMUS, ISIC 2018 task 1, NeoPolyp, generic pairs.
 
-Patient groups (:attr:`CaseSpec.group`), which keep a patient's images in one
-cross-validation fold, come from what each data set publishes: CAMUS names the
-patient in every file (``patient0001_2CH_ED``); ISIC 2018 task 1 publishes only
-image ids (``ISIC_0000000``), so each image is its own group unless an ISIC
-Archive metadata CSV with ``patient_id`` or ``lesion_id`` columns lies in the
-folder; NeoPolyp (BKAI-IGH) publishes neither patient nor video ids (its files
-are named by a hash), so each image is its own group.
+Patient groups (``CaseSpec.group``) come from what each data set publishes: CAMUS names
+the patient in every file; ISIC only through an ISIC Archive metadata CSV in the folder
+(:func:`isic_groups`); NeoPolyp not at all (each image is its own group).
 """
 
 from __future__ import annotations
@@ -62,24 +58,13 @@ def _camus_split(root: Path) -> dict[str, str]:
 
 
 def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
-    """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``.
-
-    Every case's ``group`` is its patient, so all frames, views and sequences of
-    one patient share a cross-validation fold.
+    """CAMUS echocardiography: ``patientXXXX_{2CH,4CH}_{ED,ES,half_sequence}[_gt]``; every
+    case's ``group`` is its patient.
 
     Parameters
     ----------
     mode : {"frames", "sequences", "all"}
         ED/ES 2D frames, the (half) sequences (videos ``(t, y, x)``), or both.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()) / "patient0001"; d.mkdir()
-    >>> for n in ("2CH_ED", "2CH_ED_gt", "2CH_half_sequence", "2CH_half_sequence_gt"):
-    ...     _ = (d / f"patient0001_{n}.mhd").write_text("")
-    >>> [(s.case_id, s.meta["phase"], s.group) for s in parse_camus(d.parent)]
-    [('patient0001_2CH_ED', 'ED', 'patient0001')]
     """
     if mode not in ("frames", "sequences", "all"):
         raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
@@ -128,6 +113,7 @@ def _split_from_path(path: Path) -> str:
 #: Columns of an ISIC Archive metadata CSV: the image id, then the group ids by preference.
 _ISIC_ID_COLUMNS = ("isic_id", "image_id", "image")
 _ISIC_GROUP_COLUMNS = ("patient_id", "lesion_id")
+_ISIC_IMAGES = (".jpg", ".jpeg", ".png")
 
 
 def _isic_metadata_rows(root: Path):
@@ -156,22 +142,10 @@ def _isic_metadata_rows(root: Path):
 def isic_groups(root: str | Path) -> dict[str, str]:
     """Image id -> group from ISIC Archive metadata CSVs under ``root``.
 
-    ISIC 2018 task 1's own downloads name images only; the ISIC Archive's
-    metadata export (``isic_id, ..., lesion_id, patient_id``) and HAM10000's
-    ``HAM10000_metadata.csv`` (``lesion_id, image_id, ...``) say which images
-    show one patient or lesion. Images sharing a patient or a lesion (directly
-    or through other images) form one group, named by its smallest id
-    (``"lesion:IL_7"``, ``"patient:IP_3"``). CSVs without those columns are
-    ignored; images not listed are their own group.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "meta.csv").write_text(
-    ...     "isic_id,lesion_id,patient_id\\nISIC_1,IL_7,\\nISIC_2,IL_7,IP_3\\nISIC_3,,IP_3\\n")
-    >>> isic_groups(d)
-    {'ISIC_1': 'lesion:IL_7', 'ISIC_2': 'lesion:IL_7', 'ISIC_3': 'lesion:IL_7'}
+    The ISIC Archive export (``isic_id, ..., lesion_id, patient_id``) and HAM10000's
+    ``HAM10000_metadata.csv`` say which images show one patient or lesion. Images sharing
+    a patient or a lesion (directly or through other images) form one group named by its
+    smallest id; CSVs without those columns are ignored.
     """
     parent: dict[str, str] = {}
 
@@ -200,21 +174,9 @@ def isic_groups(root: str | Path) -> dict[str, str]:
 def parse_isic(root: str | Path) -> list[CaseSpec]:
     """ISIC 2018 task 1: ``ISIC_XXXXXXX.jpg`` with ``ISIC_XXXXXXX_segmentation.png``.
 
-    Images and masks may share a folder or sit in the official
-    ``*_Input`` / ``*_GroundTruth`` folders; the split comes from the folder names
-    (``Training``, ``Validation``, ``Test``). The ``*_superpixels.png`` files of
-    the official input folders are not cases. A case's ``group`` is its patient
-    (or lesion) from an ISIC Archive metadata CSV in the folder (see
-    :func:`isic_groups`), else None (the image is its own group).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("ISIC_1.jpg", "ISIC_1_segmentation.png", "ISIC_1_superpixels.png"):
-    ...     _ = (d / n).write_bytes(b"")
-    >>> [(s.case_id, pathlib.Path(s.labels).name) for s in parse_isic(d)]
-    [('ISIC_1', 'ISIC_1_segmentation.png')]
+    Images and masks may share a folder or sit in the official ``*_Input`` /
+    ``*_GroundTruth`` folders; the split comes from the folder names; ``*_superpixels.png``
+    files are not cases; ``group`` comes from :func:`isic_groups`.
     """
     root = Path(root)
     files = _all_files(root)
@@ -225,11 +187,7 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
     specs = []
     for p in files:
         s = stem(p)
-        if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in (
-            ".jpg",
-            ".jpeg",
-            ".png",
-        ):
+        if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in _ISIC_IMAGES:
             continue
         specs.append(
             CaseSpec(
@@ -269,19 +227,8 @@ def neopolyp_pairs(root: Path) -> list[tuple[Path, Path | None]]:
 def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
     """NeoPolyp (BKAI-IGH): RGB endoscopy with RGB-coded masks (red neoplastic, green not).
 
-    Masks are ``X_mask.png`` beside ``X.png``, or same-named files in a ``train_gt``
-    folder (the Kaggle layout). Images without a mask are test cases. The data
-    set publishes no patient or video ids, so every image is its own
-    cross-validation group (``group`` None).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("p1.png", "p1_mask.png"): _ = (d / n).write_bytes(b"")
-    >>> s = parse_neopolyp(d)[0]
-    >>> s.case_id, s.color_table["1"], s.structures[2]
-    ('p1', [255, 0, 0], 'non_neoplastic')
+    Masks are ``X_mask.png`` beside ``X.png``, or same-named files in a ``train_gt`` folder;
+    images without a mask are test cases.
     """
     root = Path(root)
     specs = []
@@ -307,23 +254,12 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
 
     Parameters
     ----------
-    images : str
+    images
         Glob for images (``"images/*.nii.gz"``; ``**`` recurses).
-    labels : str, optional
-        Label path pattern with ``{stem}`` (image name without extension),
-        ``{name}`` (with extension) and ``{parent}`` (folder relative to root);
-        glob characters are allowed and the first match is used. Files that are
-        some image's label are not treated as images. Without it, cases have no
-        labels.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "img").mkdir(); (d / "seg").mkdir()
-    >>> for n in ("img/a.nii.gz", "seg/a_seg.nii.gz"): _ = (d / n).write_bytes(b"")
-    >>> s = parse_generic(d, "img/*.nii.gz", "seg/{stem}_seg.nii.gz")[0]
-    >>> s.case_id, pathlib.Path(s.labels).name
-    ('a', 'a_seg.nii.gz')
+    labels
+        Label path pattern with ``{stem}``, ``{name}`` (with extension) and ``{parent}``
+        (folder relative to root); glob characters allowed, the first match is used.
+        Files that are some image's label are not images. Without it, no labels.
     """
     root = Path(root)
     inside(root, images)  # refuse patterns that leave the folder

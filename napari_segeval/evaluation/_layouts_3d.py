@@ -1,30 +1,13 @@
-"""Layouts of published 3D data sets: LiTS, KiTS23, WORD, FeTA 2022, TotalSegmentator.
+"""Layouts of published 3D data sets, parsed by names only (no image is read):
 
-Each parser only looks at names (no image is read). Published splits:
-
-* **LiTS** (Liver Tumor Segmentation Challenge): ``volume-N.nii[.gz]`` with
-  ``segmentation-N.nii[.gz]`` anywhere below the folder (the release's
-  ``Training Batch 1/2`` folders; 131 cases, split ``train``) and
-  ``test-volume-N.nii[.gz]`` (70 cases, split ``test``; their labels were
-  never released - a ``test-segmentation-N`` file next to them is used when
-  present). Labels 1 liver, 2 tumour.
-* **KiTS23**: ``case_XXXXX/imaging.nii.gz`` + ``segmentation.nii.gz`` (the
-  folder itself or its ``dataset/`` subfolder); 489 training cases, the test
-  set is private. Labels 1 kidney, 2 tumor, 3 cyst.
-* **WORD**: ``imagesTr``/``labelsTr`` (100, ``train``), ``imagesVal``/``labelsVal``
-  (20, ``val``), ``imagesTs``/``labelsTs`` (30, ``test``), files ``word_XXXX``;
-  16 abdominal organs.
-* **FeTA 2022** (BIDS): ``sub-XXX/anat/sub-XXX_rec-{mial,irtk,nmic}_T2w.nii.gz``
-  with ``..._dseg.nii.gz`` (120 cases, ``train``; the challenge test set is
-  private); 7 tissues. The reconstruction method is kept in ``meta["rec"]``.
-* **TotalSegmentator** (v1/v2): ``sXXXX/ct.nii.gz`` with one binary mask per
-  structure in ``sXXXX/segmentations/NAME.nii.gz``; the split is the ``split``
-  column (``train``/``val``/``test``) of ``meta.csv`` (``;``-separated, column
-  ``image_id``). The masks are merged into one label map when the case is read
-  (:func:`read_structure_folder`); ids come from a ``dataset.json`` ``labels``
-  table in the data-set folder when there is one (name -> id, nnU-Net form, or
-  id -> name), else from the alphabetical order of every structure file name
-  found in the data set (1, 2, ...), so they are the same for every case.
+* **LiTS**: ``volume-N`` + ``segmentation-N`` anywhere below (131, ``train``) and
+  ``test-volume-N`` (70, ``test``, labels unreleased; a ``test-segmentation-N`` is used).
+* **KiTS23**: ``case_XXXXX/imaging`` + ``segmentation`` (489, ``train``; test private).
+* **WORD**: ``images{Tr,Val,Ts}``/``labels{Tr,Val,Ts}`` (100/20/30).
+* **FeTA 2022** (BIDS): ``sub-XXX/anat/..._rec-REC_T2w`` + ``_dseg`` (120, ``train``).
+* **TotalSegmentator**: ``sXXXX/ct`` with one mask per structure in ``segmentations/``,
+  merged when read; split from ``meta.csv``; ids from a ``dataset.json`` ``labels``
+  table, else the alphabetical order of every structure name in the data set.
 """
 
 from __future__ import annotations
@@ -69,7 +52,6 @@ FETA_STRUCTURES = {
     6: "deep_grey_matter",
     7: "brainstem",
 }
-LAYOUTS_3D = ("lits", "kits23", "word", "feta", "totalsegmentator")
 _NII = (".nii.gz", ".nii")
 _LITS = re.compile(r"^(?P<test>test-)?volume-(?P<n>\d+)\.nii(\.gz)?$", re.IGNORECASE)
 _FETA = re.compile(r"^(?P<sub>sub-[^_]+)_rec-(?P<rec>[^_]+)_T2w\.nii(\.gz)?$")
@@ -83,65 +65,45 @@ def _nii(folder: Path, name: str) -> Path | None:
     return None
 
 
-def _spec(
-    case: str,
-    image: Path,
-    labels: Path | None,
-    layout: str,
-    root: Path,
-    structures: dict[int, str],
-    modality: str,
-    split: str,
-    meta: dict | None = None,
-    error: str | None = None,
-) -> CaseSpec:
-    return CaseSpec(
-        case,
-        (str(image),),
-        str(labels) if labels else None,
-        layout,
-        str(root),
-        dict(structures),
-        None,
-        modality,
-        split,
-        meta=meta or {},
-        error=error,
-    )
+def _by_name(paths) -> list[Path]:
+    """``paths`` in natural order of their names."""
+    return sorted(paths, key=lambda q: natural_key(q.name))
+
+
+def _maker(layout: str, root: Path, structures: dict[int, str], modality: str):
+    """``spec(case, image, labels, split, **extra)``: a :class:`CaseSpec` of ``layout``."""
+
+    def spec(case: str, image: Path, labels: Path | None, split: str, **extra) -> CaseSpec:
+        labels_path = str(labels) if labels else None
+        return CaseSpec(
+            case,
+            (str(image),),
+            labels_path,
+            layout,
+            str(root),
+            dict(structures),
+            None,
+            modality,
+            split,
+            **extra,
+        )
+
+    return spec
 
 
 def parse_lits(root: str | Path) -> list[CaseSpec]:
-    """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "Training Batch 1").mkdir()
-    >>> for n in ("Training Batch 1/volume-0.nii", "Training Batch 1/segmentation-0.nii",
-    ...           "test-volume-3.nii"): _ = (d / n).write_bytes(b"")
-    >>> [(s.case_id, s.split, s.labels is not None) for s in parse_lits(d)]
-    [('volume-0', 'train', True), ('test-volume-3', 'test', False)]
-    """
+    """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test)."""
     root = Path(root)
-    specs = []
-    for p in sorted(root.rglob("*volume-*.nii*"), key=lambda q: natural_key(q.name)):
+    spec, specs = _maker("lits", root, LITS_STRUCTURES, "CT"), []
+    for p in _by_name(root.rglob("*volume-*.nii*")):
         m = _LITS.match(p.name)
         if not m or not p.is_file():
             continue
         test = bool(m.group("test"))
         seg = _nii(p.parent, f"{'test-' if test else ''}segmentation-{m.group('n')}")
+        error = None if seg or test else f"{p}: no segmentation-{m.group('n')}"
         specs.append(
-            _spec(
-                p.name.split(".nii")[0],
-                p,
-                seg,
-                "lits",
-                root,
-                LITS_STRUCTURES,
-                "CT",
-                "test" if test else "train",
-                error=None if seg or test else f"{p}: no segmentation-{m.group('n')}",
-            )
+            spec(p.name.split(".nii")[0], p, seg, "test" if test else "train", error=error)
         )
     return sorted(specs, key=lambda s: (s.split == "test", natural_key(s.case_id)))
 
@@ -151,108 +113,36 @@ def _kits_root(root: Path) -> Path:
 
 
 def parse_kits23(root: str | Path) -> list[CaseSpec]:
-    """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "dataset" / "case_00007").mkdir(parents=True)
-    >>> _ = (d / "dataset/case_00007/imaging.nii.gz").write_bytes(b"")
-    >>> [(s.case_id, s.labels, s.structures[3]) for s in parse_kits23(d)]
-    [('case_00007', None, 'cyst')]
-    """
+    """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``."""
     root = Path(root)
-    specs = []
-    for folder in sorted(_kits_root(root).glob("case_*"), key=lambda q: natural_key(q.name)):
+    spec, specs = _maker("kits23", root, KITS_STRUCTURES, "CT"), []
+    for folder in _by_name(_kits_root(root).glob("case_*")):
         image = _nii(folder, "imaging")
-        if image is None:
-            continue
-        specs.append(
-            _spec(
-                folder.name,
-                image,
-                _nii(folder, "segmentation"),
-                "kits23",
-                root,
-                KITS_STRUCTURES,
-                "CT",
-                "train",
-            )
-        )
+        if image is not None:
+            specs.append(spec(folder.name, image, _nii(folder, "segmentation"), "train"))
     return specs
 
 
 def parse_word(root: str | Path) -> list[CaseSpec]:
-    """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("imagesVal/word_0101.nii.gz", "labelsVal/word_0101.nii.gz"):
-    ...     (d / n).parent.mkdir(exist_ok=True); _ = (d / n).write_bytes(b"")
-    >>> [(s.case_id, s.split, s.structures[16]) for s in parse_word(d)]
-    [('word_0101', 'val', 'Head_of_femur_R')]
-    """
+    """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split)."""
     root = Path(root)
-    specs = []
+    spec, specs = _maker("word", root, WORD_STRUCTURES, "CT"), []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
-        folder = root / f"images{tag}"
-        files = (
-            sorted(
-                (p for p in folder.glob("*.nii*") if p.is_file()), key=lambda q: natural_key(q.name)
-            )
-            if folder.is_dir()
-            else []
-        )
-        for p in files:
+        for p in _by_name(p for p in (root / f"images{tag}").glob("*.nii*") if p.is_file()):
             case = p.name.split(".nii")[0]
-            specs.append(
-                _spec(
-                    case,
-                    p,
-                    _nii(root / f"labels{tag}", case),
-                    "word",
-                    root,
-                    WORD_STRUCTURES,
-                    "CT",
-                    split,
-                )
-            )
+            specs.append(spec(case, p, _nii(root / f"labels{tag}", case), split))
     return specs
 
 
 def parse_feta(root: str | Path) -> list[CaseSpec]:
-    """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp()); (d / "sub-004" / "anat").mkdir(parents=True)
-    >>> for n in ("T2w", "dseg"): _ = (d / f"sub-004/anat/sub-004_rec-irtk_{n}.nii.gz").write_bytes(b"")
-    >>> [(s.case_id, s.meta["rec"], s.modality) for s in parse_feta(d)]
-    [('sub-004', 'irtk', 'MR')]
-    """
+    """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``."""
     root = Path(root)
-    specs = []
-    for p in sorted(root.glob("sub-*/anat/*_T2w.nii*"), key=lambda q: natural_key(q.name)):
+    spec, specs = _maker("feta", root, FETA_STRUCTURES, "MR"), []
+    for p in _by_name(root.glob("sub-*/anat/*_T2w.nii*")):
         m = _FETA.match(p.name)
-        if not m:
-            continue
-        seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
-        specs.append(
-            _spec(
-                m.group("sub"),
-                p,
-                seg,
-                "feta",
-                root,
-                FETA_STRUCTURES,
-                "MR",
-                "train",
-                meta={"rec": m.group("rec")},
-            )
-        )
+        if m:
+            seg = _nii(p.parent, f"{m.group('sub')}_rec-{m.group('rec')}_dseg")
+            specs.append(spec(m.group("sub"), p, seg, "train", meta={"rec": m.group("rec")}))
     return specs
 
 
@@ -293,29 +183,16 @@ def _totalseg_ids(root: Path, names: set[str]) -> dict[int, str]:
 
 
 def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
-    """TotalSegmentator: ``sXXXX/ct.nii.gz`` + ``sXXXX/segmentations/*.nii.gz``, ``meta.csv`` split.
+    """TotalSegmentator: ``sXXXX/ct.nii.gz`` + ``sXXXX/segmentations/*.nii.gz``.
 
-    A case's ``labels`` is its ``segmentations`` folder; cases absent from
-    ``meta.csv`` get split ``train``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("s0001/ct.nii.gz", "s0001/segmentations/liver.nii.gz",
-    ...           "s0001/segmentations/aorta.nii.gz"):
-    ...     (d / n).parent.mkdir(parents=True, exist_ok=True); _ = (d / n).write_bytes(b"")
-    >>> _ = (d / "meta.csv").write_text("image_id;age;split\\ns0001;60;test\\n")
-    >>> [(s.case_id, s.split, s.structures) for s in parse_totalsegmentator(d)]
-    [('s0001', 'test', {1: 'aorta', 2: 'liver'})]
+    A case's ``labels`` is its ``segmentations`` folder; cases absent from ``meta.csv``
+    get split ``train``.
     """
     root = Path(root)
     splits = _totalseg_splits(root)
     found = []
     names: set[str] = set()
-    for folder in sorted(
-        (p for p in root.iterdir() if p.is_dir()), key=lambda q: natural_key(q.name)
-    ):
+    for folder in _by_name(p for p in root.iterdir() if p.is_dir()):
         image = _nii(folder, "ct")
         seg = folder / "segmentations"
         if image is None:
@@ -323,13 +200,8 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
         if seg.is_dir():
             names |= {p.name.split(".nii")[0] for p in seg.glob("*.nii*")}
         found.append((folder.name, image, seg if seg.is_dir() else None))
-    structures = _totalseg_ids(root, names)
-    return [
-        _spec(
-            case, image, seg, "totalsegmentator", root, structures, "CT", splits.get(case, "train")
-        )
-        for case, image, seg in found
-    ]
+    spec = _maker("totalsegmentator", root, _totalseg_ids(root, names), "CT")
+    return [spec(case, image, seg, splits.get(case, "train")) for case, image, seg in found]
 
 
 PARSERS = {
@@ -366,12 +238,10 @@ def detect_3d(root: Path) -> str | None:
 
 
 def read_structure_folder(folder: str | Path, structures: dict[int, str]):
-    """Merge one binary mask per structure (``NAME.nii[.gz]``) into a label map.
+    """Merge one binary mask per structure (``NAME.nii[.gz]``) into ``(labels, geometry)``.
 
-    Returns ``(labels, geometry)``. Structures without a file are absent
-    (TotalSegmentator writes an empty mask instead); a mask on another grid
-    raises :class:`~napari_segeval.GeometryMismatchError`; where masks overlap
-    the higher id wins.
+    A structure without a file is absent; a mask on another grid raises
+    :class:`~napari_segeval.GeometryMismatchError`; where masks overlap the higher id wins.
 
     Examples
     --------
@@ -432,7 +302,6 @@ def read_structure_case(
 __all__ = [
     "FETA_STRUCTURES",
     "KITS_STRUCTURES",
-    "LAYOUTS_3D",
     "LITS_STRUCTURES",
     "PARSERS",
     "WORD_STRUCTURES",

@@ -1,12 +1,4 @@
-"""The report's building blocks: its HTML tables and its per-protocol sections.
-
-:mod:`~napari_segeval.evaluation.report` assembles the page from these: the
-table helper (numbers right-aligned with a sort key, text escaped), the recipe,
-the model comparison of a run of several models, Dice against correction round
-(``interactive``), Dice against uncertainty and the ``uncertainty`` protocol's
-tables, the cross-validation class averages (``cv5-2d``) and the robust fraction
-(``msd-robust``).
-"""
+"""The report's building blocks: its HTML tables and its per-protocol sections."""
 
 from __future__ import annotations
 
@@ -56,8 +48,9 @@ BASELINES = (CLEAN, "unfiltered")
 
 
 def prediction_keys(rows: list[dict]) -> dict[str, PredictionKey]:
-    """Each table name (a row's ``condition``) -> its prediction's key (the row's ``key``;
-    rows without one name a prediction of a run of one model by its condition)."""
+    """Each table name (a row's ``condition``) -> its prediction's key (the row's ``key``, else
+    its condition's).
+    """
     return {r["condition"]: r.get("key") or PredictionKey(r["condition"]) for r in rows}
 
 
@@ -73,10 +66,8 @@ def conditions(rows: list[dict]) -> list[str]:
 
 
 def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
-    """Several models per structure: median and IQR table, a box plot per condition with dots.
-
-    The MedSAM2 paper's figure 2 layout: per structure one box per model, each
-    model one colour, every case a dot.
+    """Several models per structure: median and IQR table, and per condition a box plot per
+    structure, one colour per model and a dot per case (MedSAM2's figure 2).
     """
     from napari_segeval.evaluation.summary import by_model
 
@@ -91,24 +82,10 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     for metric in ("dice", "nsd"):
         if metric not in comp:
             continue
+        cols = ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"]
         parts.append(
             f"<h3>{'DSC' if metric == 'dice' else 'NSD'}</h3>"
-            + table(
-                ["structure", "condition", "model", "n", "median", "q1", "q3", "iqr"],
-                [
-                    [
-                        t["structure"],
-                        t["condition"],
-                        t["model"],
-                        t["n"],
-                        t["median"],
-                        t["q1"],
-                        t["q3"],
-                        t["iqr"],
-                    ]
-                    for t in comp[metric]
-                ],
-            )
+            + table(cols, [[t[c] for c in cols] for t in comp[metric]])
         )
     if not F.have_matplotlib():
         parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
@@ -245,6 +222,9 @@ def failure_measures(rc: dict) -> str:
     )
 
 
+_FOLD_HEADERS = ["metric", "mean %", "std %", "folds %"]
+
+
 def fold_tables(results: dict) -> str:
     """``cv5-2d``: the headline class averages (mean +- std over folds) and the other reading."""
     head = results.get("headline")
@@ -268,9 +248,7 @@ def fold_tables(results: dict) -> str:
             f"<h2>Cross-validation: {html.escape(str(head.get('reading')))}</h2>"
             f"<p>{html.escape(str(head.get('definition', '')))}.</p>"
         ),
-        table(
-            ["metric", "mean %", "std %", "folds %"], rows(results, head["names"]), sortable=False
-        ),
+        table(_FOLD_HEADERS, rows(results, head["names"]), sortable=False),
     ]
     for key in ("per_image", "accumulated"):
         other = results.get(key)
@@ -280,11 +258,7 @@ def fold_tables(results: dict) -> str:
                     f"<p>Secondary figure, {html.escape(key.replace('_', '-'))}: "
                     f"{html.escape(str(other.get('definition', '')))}.</p>"
                 ),
-                table(
-                    ["metric", "mean %", "std %", "folds %"],
-                    rows(other, other["names"]),
-                    sortable=False,
-                ),
+                table(_FOLD_HEADERS, rows(other, other["names"]), sortable=False),
             ]
     return "".join(parts)
 
@@ -321,8 +295,7 @@ def robust_section(results: dict) -> list[str]:
 
 
 def _per_round(c: dict) -> str:
-    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round
-    (summaries written before ``falls_per_round`` existed: empty).
+    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round.
 
     Examples
     --------
@@ -333,15 +306,9 @@ def _per_round(c: dict) -> str:
 
 
 def rounds_rows(conds: Mapping[str, dict]) -> tuple[list[list], list[list]]:
-    """The rows of the ``interactive`` summary's two tables, by condition.
-
-    Returns
-    -------
-    per_round : list of list
-        Condition, round, n, median Dice, q1, q3: one row a condition and round.
-    curve : list of list
-        Condition, structures, median AUC, NoI mean and median, the share that
-        reached the target Dice, the share whose Dice fell: one row a condition.
+    """The rows of the ``interactive`` summary's two tables: per condition and round (n,
+    median Dice, q1, q3), and per condition (structures, median AUC, NoI mean and median,
+    share reaching the target, share whose Dice fell).
     """
     per_round = [
         [cond, p["round"], p["n"], p["median"], p["q1"], p["q3"]]
@@ -414,8 +381,7 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
 
 
 def worklist_section(rows: list[dict], slices: list[dict], n: int = 20) -> list[str]:
-    """The report's worklist: the ``n`` riskiest structures with their flagged slices
-    (:func:`~napari_segeval.evaluation.triage.rank`); nothing for a run without risks."""
+    """The ``n`` riskiest structures with their flagged slices; nothing without risks."""
     from napari_segeval.evaluation.triage import rank
 
     items = rank(rows, slices)

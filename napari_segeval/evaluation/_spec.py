@@ -1,8 +1,4 @@
-"""Where a case lives: :class:`CaseSpec`, and :func:`inside` to keep paths in the data set.
-
-The data-set parsers (:mod:`.layouts`, :mod:`._layouts_2d`) make these records;
-the runner and the protocols read them.
-"""
+"""Where a case lives: :class:`CaseSpec`, and :func:`inside` to keep paths in the data set."""
 
 from __future__ import annotations
 
@@ -20,48 +16,35 @@ class CaseSpec:
 
     Parameters
     ----------
-    case_id : str
-        Unique id within the data set (file stem, ``patient0001_2CH_ED``, ...).
-    images : tuple of str
+    case_id
+        Unique id within the data set.
+    images
         Image path per channel (``_0000``, ``_0001`` ...); usually one.
-    labels : str or None
+    labels
         Reference label map, if any.
-    layout : str
-        The parser that made the record (one of
-        :data:`napari_segeval.evaluation.layouts.LAYOUTS`).
-    root : str
+    layout
+        The parser that made the record (one of :data:`napari_segeval.evaluation.layouts.LAYOUTS`).
+    root
         The data-set folder.
-    structures : dict of int to str
+    structures
         Label id -> name (background left out), when the layout states them.
-    color_table : dict or None
+    color_table
         ``{"1": [255, 0, 0], ...}`` for colour-coded masks (JSON form).
-    modality : str or None
+    modality
         Modality hint for the reader.
-    split : str
+    split
         ``"train"``, ``"val"`` or ``"test"`` as published by the data set.
-    fold : int or None
+    fold
         Cross-validation fold (from a splits file, or :mod:`.splits`).
-    meta : dict
+    meta
         Layout extras (CAMUS view and phase, ...).
-    error : str or None
+    error
         Why the case cannot be used (set by the parser, e.g. a path escape).
-    group : str or None
-        The patient (or lesion) the case comes from, as the data set publishes
-        it: cross-validation keeps every case of one group in one fold
-        (:mod:`.splits`). None means the case is its own group.
-    train_specs : tuple of CaseSpec
-        The cases a protocol trains on before it scores this one, set by the
-        protocol's ``select`` for its ``prepare`` (the ``li2026`` preset's
-        training cases). Run-time only: not part of :meth:`to_dict` nor of
-        equality.
-
-    Examples
-    --------
-    >>> s = CaseSpec("c1", ("/d/img.nii.gz",), "/d/seg.nii.gz", layout="generic", root="/d")
-    >>> CaseSpec.from_dict(s.to_dict()) == s
-    True
-    >>> s.group_id
-    'c1'
+    group
+        The patient (or lesion) the case comes from; None: its own group.
+    train_specs
+        The cases a protocol trains on before scoring this one (run-time only: not in
+        :meth:`to_dict` nor in equality).
     """
 
     case_id: str
@@ -118,9 +101,7 @@ class CaseSpec:
 
 
 def inside(root: str | Path, relative: str) -> Path:
-    """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes.
-
-    The check is lexical (symbolic links inside the folder are allowed).
+    """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes (lexically).
 
     Raises
     ------

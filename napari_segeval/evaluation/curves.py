@@ -1,8 +1,4 @@
-"""The ``interactive`` protocol's aggregation: Dice against correction rounds.
-
-Every function takes the ok rows of a run (``case``, ``structure``, ``condition``,
-``round``, ``dice``) and returns plain JSON-able values.
-"""
+"""The ``interactive`` protocol's aggregation: Dice against correction rounds."""
 
 from __future__ import annotations
 
@@ -28,15 +24,7 @@ def _quartiles(values: Iterable[float]) -> dict:
 
 
 def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]]:
-    """``(condition, case, structure) -> [Dice after round 0, 1, ..., rounds]`` (NaN if missing).
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "structure": "s", "condition": "clean", "round": r, "dice": d}
-    ...         for r, d in ((0, 0.5), (1, 0.7))]
-    >>> dice_curves(rows, 1)
-    {('clean', 'a', 's'): [0.5, 0.7]}
-    """
+    """``(condition, case, structure) -> [Dice after round 0, 1, ..., rounds]`` (NaN if missing)."""
     out: dict[tuple, list[float]] = {}
     for r in rows:
         k = int(r["round"])
@@ -49,14 +37,8 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
 
 
 def curve_area(curve: Sequence[float]) -> float:
-    """Area under Dice against round (trapezoid) divided by the number of rounds.
-
-    1.0 means Dice 1 from round 0 on; with no correction round it is round 0's Dice.
-
-    Examples
-    --------
-    >>> curve_area([0.5, 1.0, 1.0]), curve_area([0.7])
-    (0.875, 0.7)
+    """Area under Dice against round (trapezoid) divided by the number of rounds (round 0's
+    Dice without correction rounds).
     """
     a = np.asarray(curve, float)
     if a.size == 1:
@@ -65,13 +47,8 @@ def curve_area(curve: Sequence[float]) -> float:
 
 
 def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
-    """NoI: the first round whose Dice is at least ``target`` (0: round 0 already is);
-    ``len(curve)`` (K + 1, the cap) when no round reaches it.
-
-    Examples
-    --------
-    >>> rounds_to_reach([0.5, 0.92, 0.95]), rounds_to_reach([0.95]), rounds_to_reach([0.5, 0.6])
-    (1, 0, 2)
+    """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` (the cap)
+    when none reaches it.
     """
     for k, d in enumerate(curve):
         if as_float(d) >= target:
@@ -82,22 +59,11 @@ def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
 def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9) -> dict:
     """The ``interactive`` protocol's numbers per condition, over (case, structure) pairs.
 
-    ``curve``: Dice after each round 0..K (n, median, q1, q3, mean); ``auc``:
-    :func:`curve_area` (median, quartiles, mean); ``noi``: :func:`rounds_to_reach`
-    (mean, median; capped at K + 1); ``reached``: the fraction that reaches ``target``
-    within K rounds; ``falls``: the fraction whose Dice falls from some round to the
-    next; ``falls_per_round``: for each round 1..K, the fraction whose Dice is lower
-    than after the round before; ``per_structure``: the median curve of each structure.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "structure": "s", "condition": "clean", "round": r, "dice": d}
-    ...         for c, ds in (("a", (0.5, 0.95)), ("b", (0.8, 0.7))) for r, d in enumerate(ds)]
-    >>> s = interactive_curves(rows, 1)["conditions"]["clean"]
-    >>> [p["median"] for p in s["curve"]], s["noi"]["mean"], s["reached"], s["falls"]
-    ([0.65, 0.825], 1.5, 0.5, 0.5)
-    >>> s["falls_per_round"]
-    [0.5]
+    ``curve``: Dice quartiles after each round 0..K; ``auc``: :func:`curve_area`; ``noi``:
+    :func:`rounds_to_reach` (capped at K + 1); ``reached``: the fraction reaching
+    ``target`` within K rounds; ``falls``: the fraction whose Dice ever falls between
+    rounds; ``falls_per_round``: that fraction per round 1..K; ``per_structure``: each
+    structure's median curve.
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != CLEAN, c))
@@ -149,14 +115,10 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
 
 
 def round_rows(rows: Sequence[Mapping], models: bool = False) -> list:
-    """Rows of a run with correction rounds (its protocol's ``has_rounds``) for
-    per-condition tables: round 0 and the last round K (other rounds dropped).
+    """Round 0 and last-round rows of a run with correction rounds, for per-condition tables.
 
-    Each row gets its prediction's ``key``
-    (:class:`~napari_segeval.evaluation.keys.PredictionKey`: its condition, its round
-    K or none for round 0 and, with ``models``, its model) and, as ``condition``, how
-    tables name it (:meth:`~napari_segeval.evaluation.keys.PredictionKey.label`:
-    ``"<condition> round K"``, ``"<condition> @ <model> round K"``).
+    Each row gets its prediction's ``key`` (with its model when ``models``) and, as
+    ``condition``, the key's :meth:`~napari_segeval.evaluation.keys.PredictionKey.label`.
 
     Examples
     --------

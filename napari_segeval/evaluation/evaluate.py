@@ -21,9 +21,8 @@ from napari_segeval.evaluation.store import load_records
 
 
 def model_precisions(params: Any) -> dict[str, str]:
-    """The precision each model of a run of a promptable protocol computes in on this
-    machine (``precision`` resolved: :func:`~napari_segeval.models.registry.precision_of`),
-    for ``run.json``.
+    """The precision each model of a promptable run computes in on this machine
+    (:func:`~napari_segeval.models.registry.precision_of`), for ``run.json``.
 
     Examples
     --------
@@ -62,41 +61,34 @@ def run_evaluation(
 
     Parameters
     ----------
-    data : path or sequence of CaseSpec
+    data
         A data-set folder (parsed with ``layout``) or ready case records.
-    protocol : str or Protocol
+    protocol
         Registered name (``"medsam2-3d"`` ...) or a :class:`Protocol`.
-    output_dir : path
-        Results folder (created); see :mod:`napari_segeval.evaluation.store`.
-    params : mapping, optional
+    output_dir
+        Results folder (created).
+    params
         Protocol parameter overrides (unknown names are refused).
-    preset : str, optional
-        A paper preset of the protocol (:class:`~napari_segeval.evaluation.protocols.Preset`):
-        its values replace the defaults, ``params`` still apply on top. Recorded
-        in ``run.json`` and ``summary.json``.
+    preset
+        A paper preset of the protocol; ``params`` apply on top of it.
     layout, layout_options
         Layout name (detected when None) and its options (``images``, ``labels``,
         ``camus_mode``).
-    workers : int, optional
-        Local worker processes (default: one per GPU, else one per core); 1 runs
-        in this process.
-    scheduler : str or distributed.Client, optional
+    workers
+        Local worker processes (default: one per GPU, else one per core); 1 runs here.
+    scheduler
         A Dask scheduler address (``tcp://host:8786``) or client: cases run there.
-    resume : bool
-        Skip cases with a finished record (default). False discards old records.
-    progress : callable, optional
-        ``progress(done, total)`` once before the first case (``done`` = cases
-        resumed from an earlier run) and after every case. ``segeval evaluate``
-        draws it as a terminal bar.
-    cancel : threading.Event, optional
+    resume
+        Skip cases with a finished record (default); False discards old records.
+    progress
+        ``progress(done, total)`` before the first case and after every case.
+    cancel
         Stop submitting and return when set (finished cases are kept).
-    report : bool
+    report
         Write ``report.html``.
-    save_predictions : bool
-        Save each case's label maps (and, for attacks, the perturbed image and the
-        perturbation) with the source geometry under ``DIR/predictions/<case>/``
-        (default; see :mod:`napari_segeval.evaluation.files`). Recorded in
-        ``run.json``; not part of the recipe a resumed run must match.
+    save_predictions
+        Save each case's label maps (and attack images) under ``DIR/predictions/<case>/``;
+        not part of the recipe a resumed run must match.
 
     Returns
     -------
@@ -178,9 +170,8 @@ def run_evaluation(
 def finalize(
     output_dir: str | os.PathLike, protocol: str | Protocol | None = None, *, report: bool = True
 ) -> RunResult:
-    """Write ``results.csv``, ``summary.json`` (and ``report.html``) from the case records.
-
-    ``segeval report`` calls this on a finished (or interrupted) results folder.
+    """Write ``results.csv``, ``summary.json`` (and ``report.html``) from the case records
+    (what ``segeval report`` runs).
     """
     from napari_segeval.metrics import ResultsTable
 

@@ -1,35 +1,10 @@
-"""Prediction files of a results folder: which format, which name, encoded where.
+"""Prediction files of a results folder: ``DIR/predictions/<safe case id>/<safe key>.<ext>``.
 
-``segeval evaluate`` saves, for every case, each condition's label map and, for
-attacked conditions, the perturbed image and the perturbation (float32, raw
-units; ``(C, z, y, x)`` 4D files for multi-channel cases), all on the source
-image's grid with its geometry::
-
-    DIR/predictions/<safe case id>/<safe key>.<ext>
-
-``<safe key>`` is :func:`~napari_segeval.evaluation.store.case_filename` of the
-record's ``files`` key (a :class:`~napari_segeval.evaluation.keys.PredictionKey`:
-``clean``, the condition name, ``perturbed:<condition>``, ``perturbation:<condition>``),
-so names are file-system safe and never collide. Which keys are float images is
-:func:`~napari_segeval.evaluation.keys.is_image_key` (re-exported here).
-
-The format follows the source image by the one rule of
-:func:`napari_segeval.io._formats.output_formats` (NIfTI -> ``.nii.gz``; videos,
-MHA/MHD/NRRD and DICOM -> ``.mha``; PNG/JPG -> ``.png`` label maps and ``.tif``
-float images; TIFF -> ``.tif``), which ``segeval attack`` follows too.
-
-Where the files are encoded
----------------------------
-A case runs in a worker (this process, a spawned local process or a Dask
-worker); its record comes back to the calling process, which alone writes the
-results folder (one writer, no shared file system needed). So that the transfer
-and the calling process's work stay small, the worker encodes each array into
-the bytes of its final file (:func:`encode_arrays`: compressed NIfTI/MHA, PNG,
-TIFF) and sends those; the caller writes them atomically
-(:func:`napari_segeval.evaluation.store.write_case`) *before* the case record, so
-a record never points at a missing file. Label maps compress to a few percent
-of their size; a float perturbed image stays near its raw size (about 4 bytes a
-voxel).
+``<safe key>`` is :func:`~napari_segeval.evaluation.store.case_filename` of the record's
+``files`` key; the format follows the source image
+(:func:`napari_segeval.io._formats.output_formats`). The worker running a case encodes
+each array into its final file's bytes (:func:`encode_arrays`); the calling process,
+the results folder's one writer, writes them before the case record.
 """
 
 from __future__ import annotations
@@ -60,25 +35,15 @@ def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
 def encode_arrays(case_id: str, arrays) -> dict[str, tuple[str, bytes]]:
     """Encode a case's arrays as file contents: ``{key: (relative path, bytes)}``.
 
-    Runs in the worker. Each array goes through :func:`napari_segeval.io.write_labels`
-    or :func:`~napari_segeval.io.write_image` (the one writer, with the source
-    geometry) into a private temporary folder, and its bytes are read back.
+    Each array goes through :func:`napari_segeval.io.write_labels` or
+    :func:`~napari_segeval.io.write_image` (with the source geometry) into a temporary
+    folder, and its bytes are read back.
 
     Parameters
     ----------
-    case_id : str
-    arrays : CaseArrays
+    case_id
+    arrays
         From the protocol (:class:`~napari_segeval.evaluation.protocols.CaseArrays`).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from napari_segeval.io import Geometry
-    >>> from napari_segeval.evaluation.protocols import CaseArrays
-    >>> a = CaseArrays(Geometry.identity(2), "yx", "x.png", {"clean": np.eye(3, dtype=np.uint8)})
-    >>> out = encode_arrays("c1", a)
-    >>> out["clean"][0], out["clean"][1][:4]
-    ('predictions/c1/clean.png', b'\\x89PNG')
     """
     from napari_segeval.io import write_image, write_labels
     from napari_segeval.io._formats import output_formats

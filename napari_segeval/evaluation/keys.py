@@ -1,27 +1,17 @@
 """Prediction keys: the one name of a saved prediction (or attack image) in a results folder.
 
-Every file a run saves for a case is named by a key in the record's ``files``
-(and its thumbnail by ``"pred:<key>"``); the results browser, compare mode, the
-rounds panel and the report find a prediction by it. A key says four things,
-the fields of :class:`PredictionKey`: the file's kind (:class:`FileKind`: a
-label map, the attacked image or the perturbation), the condition (``clean`` or
-an attack with its parameters), the correction round of an ``interactive`` run
-and, in a run of several models, the model. Its text (the grammar below) is what
-results folders hold on disk; it is written by :meth:`PredictionKey.format` and
-read by :meth:`PredictionKey.parse`, and nowhere else (a test fails on a second
-parser)::
+A key names a file in a case record's ``files`` (its thumbnail: ``"pred:<key>"``). Its
+text is written by :meth:`PredictionKey.format` and read by :meth:`PredictionKey.parse`
+only (a test fails on a second parser)::
 
     key       := [kind ":"] ["round" N ":"] condition [" @ " model]
     kind      := "perturbed" | "perturbation"      (absent: a label map)
     N         := 1, 2, ...                          (round 0 is written without it)
 
-``clean``, ``fgsm-linf eps=0.5``, ``perturbed:fgsm-linf eps=0.5``, ``round2:clean``,
-``round3:pgd @ builtin``, ``clean @ threshold``, ``perturbed:pgd @ builtin``. A
-condition may hold ``:`` and ``=`` (a user attack ``mod:blur sigma=1.5``), a model
-``:`` (``module:attr``); neither may hold ``" @ "`` (nor a model begin with ``"@ "``,
-which would read as one), and a condition may not begin
-like a kind or round prefix (``perturbed:``, ``round2:``), so every key reads back
-as the key it was written from.
+e.g. ``clean``, ``perturbed:fgsm-linf eps=0.5``, ``round3:pgd @ builtin``. A condition
+may hold ``:`` and ``=``, a model ``:``; neither may hold ``" @ "`` (nor a model begin
+with ``"@ "``), and a condition may not begin like a kind or round prefix, so every key
+reads back as the key it was written from.
 """
 
 from __future__ import annotations
@@ -62,30 +52,19 @@ class PredictionKey:
 
     Parameters
     ----------
-    condition : str
+    condition
         ``"clean"`` or an attack with its parameters (``"pgd-linf eps=0.05 steps=10"``).
-    round : int or None
-        The correction round of an ``interactive`` run's prediction; None (0 is
-        stored as None: the same file) for the first propagation and other protocols.
-    model : str or None
+    round
+        The correction round of an ``interactive`` run's prediction (0 is stored as None).
+    model
         The model, in a run of several models (None: a run of one).
-    kind : FileKind
+    kind
         A label map (default) or an attack's perturbed image or perturbation.
 
     Raises
     ------
     SegEvalError
         A condition or model that would not read back (see the module docstring).
-
-    Examples
-    --------
-    >>> k = PredictionKey("pgd", round=3, model="builtin")
-    >>> str(k), PredictionKey.parse(str(k)) == k
-    ('round3:pgd @ builtin', True)
-    >>> PredictionKey.parse("perturbed:mod:blur sigma=1.5 @ pkg:Model")
-    PredictionKey(condition='mod:blur sigma=1.5', round=None, model='pkg:Model', kind=<FileKind.PERTURBED: 'perturbed'>)
-    >>> PredictionKey("clean", round=0) == PredictionKey("clean")
-    True
     """
 
     condition: str
@@ -126,15 +105,7 @@ class PredictionKey:
 
     # -- text ----------------------------------------------------------------------------
     def format(self) -> str:
-        """The key as results folders store it (the module docstring's grammar).
-
-        Examples
-        --------
-        >>> PredictionKey("clean").format(), PredictionKey("clean", 2).format()
-        ('clean', 'round2:clean')
-        >>> PredictionKey("fgsm-linf eps=0.5", kind=FileKind.PERTURBATION).format()
-        'perturbation:fgsm-linf eps=0.5'
-        """
+        """The key as results folders store it (the module docstring's grammar)."""
         text = self.condition if self.round is None else f"round{self.round}:{self.condition}"
         if self.kind is not FileKind.LABELS:
             text = f"{self.kind.value}:{text}"
@@ -151,13 +122,6 @@ class PredictionKey:
         ------
         SegEvalError
             Text that :meth:`format` cannot have written.
-
-        Examples
-        --------
-        >>> PredictionKey.parse("round2:clean @ threshold")
-        PredictionKey(condition='clean', round=2, model='threshold', kind=<FileKind.LABELS: 'labels'>)
-        >>> PredictionKey.parse("fgsm-linf eps=0.5").condition
-        'fgsm-linf eps=0.5'
         """
         if isinstance(text, PredictionKey):
             return text
@@ -176,12 +140,12 @@ class PredictionKey:
     # -- related keys --------------------------------------------------------------------
     @property
     def is_clean(self) -> bool:
-        """True for a prediction of the ``clean`` condition (of any round or model)."""
+        """True for a prediction of the clean condition (of any round or model)."""
         return self.condition == CLEAN
 
     @property
     def is_image(self) -> bool:
-        """True for an attack's float images (``perturbed:``, ``perturbation:``)."""
+        """True for an attack's float images."""
         return self.kind.is_image
 
     def first_round(self) -> PredictionKey:
@@ -189,9 +153,8 @@ class PredictionKey:
         return replace(self, round=None)
 
     def image(self, kind: FileKind) -> PredictionKey:
-        """The key of the attacked image (or perturbation) this prediction was made on.
-
-        A correction round keeps its attack fixed: its images are its round 0's.
+        """The key of the attacked image (or perturbation) this prediction was made on: its
+        round 0's (a correction round keeps its attack).
 
         Examples
         --------
@@ -225,13 +188,7 @@ class PredictionKey:
 
 
 def is_image_key(key: str | PredictionKey) -> bool:
-    """True for the keys of float images (``perturbed:...``, ``perturbation:...``).
-
-    Examples
-    --------
-    >>> is_image_key("perturbed:fgsm-linf eps=0.5"), is_image_key("clean")
-    (True, False)
-    """
+    """True for the keys of float images (``perturbed:...``, ``perturbation:...``)."""
     return PredictionKey.parse(key).is_image
 
 

@@ -1,14 +1,8 @@
 """Data-set layouts: turn a folder into a list of :class:`CaseSpec` records.
 
-One parser per layout (MSD task, nnU-Net v2 raw, CAMUS, ISIC 2018 task 1,
-NeoPolyp, generic paired folders; LiTS, KiTS23, WORD, FeTA 2022 and
-TotalSegmentator in :mod:`._layouts_3d`) and :func:`detect_layout` to pick one.
-Parsers only look at names: no image is read here, so listing thousands of
-cases is cheap and a corrupt file becomes an error row later, in the runner.
-
-Paths named by a ``dataset.json`` (or a splits file) are checked lexically and
-must stay inside the data-set folder; an entry that escapes becomes a case whose
-``error`` says so (it is reported as a failed case, never read).
+One parser per layout (:data:`LAYOUTS`) and :func:`detect_layout` to pick one. Parsers
+only look at names (no image is read); a path a ``dataset.json`` or splits file names
+outside the data-set folder becomes a case whose ``error`` says so.
 """
 
 from __future__ import annotations
@@ -39,10 +33,8 @@ LAYOUTS = (
 def channel_meta(dataset_json: dict) -> dict:
     """``{"channel_names": [...]}`` when ``dataset.json`` names several image channels, else ``{}``.
 
-    A case of such a data set is one multi-channel volume: one file per channel
-    (``_0000``, ``_0001`` ...) or one 4D file whose fourth axis holds the channels
-    (MSD BrainTumour, Prostate). Protocols read it with
-    :func:`napari_segeval.io.read_channels`; without this entry a 4D file is a time series.
+    A case of such a data set is one multi-channel volume (one file per channel, or one 4D
+    file: MSD BrainTumour); without this entry a 4D file is a time series.
 
     Examples
     --------
@@ -83,11 +75,8 @@ def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
 
 
 def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., CaseSpec]]:
-    """The ``dataset.json`` of ``root``, and a maker of its cases' records.
-
-    ``spec(case, images, labels, split, error=None)`` makes a :class:`CaseSpec` of
-    ``layout`` with the structure names, modality and channel names ``dataset.json``
-    states.
+    """The ``dataset.json`` of ``root``, and ``spec(case, images, labels, split, error=None)``
+    making a ``layout`` record with the names, modality and channels it states.
     """
     from napari_segeval.io import load_dataset_json, structure_names
     from napari_segeval.io._dataset_json import dataset_modality
@@ -96,11 +85,7 @@ def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., Ca
     names, modality, meta = structure_names(ds), dataset_modality(ds), channel_meta(ds)
 
     def spec(
-        case: str,
-        images: tuple[str, ...],
-        labels: str | None,
-        split: str,
-        error: str | None = None,
+        case: str, images: tuple[str, ...], labels: str | None, split: str, error: str | None = None
     ) -> CaseSpec:
         return CaseSpec(
             case,
@@ -122,21 +107,9 @@ def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., Ca
 def parse_msd(root: str | Path) -> list[CaseSpec]:
     """Cases of a Medical Segmentation Decathlon task folder.
 
-    Reads ``dataset.json`` (``training`` entries with ``image``/``label``, ``test``
-    entries as paths); an entry whose image is split in channels
-    (``la_003_0000.nii.gz``, ``la_003_0001.nii.gz``) lists all of them. Without
-    entries, ``imagesTr``/``labelsTr``/``imagesTs`` are scanned. A ``modality``
-    with several entries puts their names in ``meta["channel_names"]``
-    (:func:`channel_meta`).
-
-    Examples
-    --------
-    >>> import json, tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "liver"},
-    ...     "training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]}))
-    >>> [(s.case_id, s.structures) for s in parse_msd(d)]
-    [('a', {1: 'liver'})]
+    ``dataset.json``'s ``training`` and ``test`` entries (an image split in ``_0000``...
+    channel files lists all of them); without entries, ``imagesTr``/``labelsTr``/``imagesTs``
+    are scanned.
     """
     root = Path(root)
     ds, spec = _dataset_json_cases(root, "msd")
@@ -255,16 +228,8 @@ def detect_layout(root: str | Path) -> str:
     """Guess the layout of a folder (one of :data:`LAYOUTS`).
 
     A ``dataset.json`` means nnU-Net (``channel_names``/``file_ending``) or MSD
-    (``training``/``test`` entries or an ``imagesTr`` folder); one that only names
-    the labels does not decide the layout (its names are used by any layout).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "ISIC_0000001.jpg").write_bytes(b""); _ = (d / "ISIC_0000001_segmentation.png").write_bytes(b"")
-    >>> detect_layout(d)
-    'isic'
+    (``training``/``test`` entries or an ``imagesTr`` folder); one that only names the
+    labels does not decide the layout.
     """
     from napari_segeval.evaluation import _layouts_2d as l2
     from napari_segeval.evaluation._layouts_3d import detect_3d
@@ -305,45 +270,35 @@ def load_layout(
 
     Parameters
     ----------
-    images, labels : str, optional
-        Generic layout: image glob and label pattern (see
-        :func:`~napari_segeval.evaluation._layouts_2d.parse_generic`).
+    images, labels
+        Generic layout: image glob and label pattern
+        (:func:`~napari_segeval.evaluation._layouts_2d.parse_generic`).
     camus_mode : {"frames", "sequences", "all"}, optional
-        CAMUS: ED/ES frames, half sequences, or both (default: frames, or the
-        sequences when there are no frames).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for n in ("a.png", "a_mask.png"): _ = (d / n).write_bytes(b"")
-    >>> [s.case_id for s in load_layout(d, "generic", images="*.png", labels="{stem}_mask.png")]
-    ['a']
+        CAMUS: ED/ES frames, half sequences, or both (default: frames, else sequences).
     """
     from napari_segeval.evaluation import _layouts_2d as l2
 
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
+    from napari_segeval.evaluation._layouts_3d import PARSERS
+
+    parsers = {
+        "msd": parse_msd,
+        "nnunet": parse_nnunet,
+        "isic": l2.parse_isic,
+        "neopolyp": l2.parse_neopolyp,
+        **PARSERS,
+    }
     layout = layout or detect_layout(root)
-    if layout == "msd":
-        specs = parse_msd(root)
-    elif layout == "nnunet":
-        specs = parse_nnunet(root)
-    elif layout == "camus":
+    if layout == "camus":
         specs = l2.parse_camus(root, mode=camus_mode or "frames")
         if not specs and camus_mode is None:
             specs = l2.parse_camus(root, mode="sequences")
-    elif layout == "isic":
-        specs = l2.parse_isic(root)
-    elif layout == "neopolyp":
-        specs = l2.parse_neopolyp(root)
     elif layout == "generic":
         specs = l2.parse_generic(root, images or "*", labels)
     elif layout in LAYOUTS:
-        from napari_segeval.evaluation._layouts_3d import PARSERS
-
-        specs = PARSERS[layout](root)
+        specs = parsers[layout](root)
     else:
         raise SegEvalError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     if not specs:

@@ -1,22 +1,10 @@
 """One case of a results folder read for browsing: its files, in parallel, with its counts.
 
-:func:`read_case_files` is what :meth:`ResultsFolder.load
-<napari_segeval.evaluation.results.ResultsFolder.load>` runs once the paths are
-checked. It is the slow part of opening a case in the viewer, so it is arranged
-for speed on a few cores:
-
-* the files are read in a thread pool (inflating releases the GIL, see
-  :mod:`napari_segeval.io._gzip`);
-* of an attack's two float images only the perturbation is read; the perturbed
-  image is computed as the attack computed it (float32 image + perturbation),
-  so it equals the saved file bit for bit and one inflate of a float volume
-  (about 1 s for 300 x 512 x 512) is saved. Folders whose records list only the
-  perturbed image get ``perturbed - image`` as perturbation;
-* as soon as the reference and the predictions are in, the overlap counters of
-  the Dice panel (:class:`~napari_segeval.metrics.LiveMetrics`) are made while the
-  float images are still inflating; they also give the worst slice
-  (:func:`~napari_segeval.metrics.worst_slice_from_counts`) and the
-  reference's label ids, so nothing counts the volume twice.
+The slow part of opening a case in the viewer, arranged for a few cores: files are read
+in a thread pool; of an attack's two float images only the perturbation is read and the
+perturbed image computed as the attack did (bit for bit the saved file, one float
+inflate saved); the Dice panel's overlap counters are made while the float images
+still inflate.
 """
 
 from __future__ import annotations
@@ -44,30 +32,23 @@ class LoadedCase:
     ----------
     case_id : str
     case : Case
-        Source image and reference labels (``case.labels``) with geometry and
-        structure names.
+        Source image and reference labels with geometry and structure names.
     predictions : dict of str to numpy.ndarray
-        Condition -> saved label map (``"clean"`` first, then the attacks).
+        Prediction key -> saved label map (clean first).
     focus : str or None
-        The attacked condition whose perturbed image is loaded (None: none).
+        The attacked condition whose perturbed image is loaded.
     perturbed, perturbation : numpy.ndarray or None
-        Float32, raw units, on the case's grid (one channel of a multi-channel
-        run: the channel of ``case.image``). One of them is read, the other
-        computed (see the module docstring).
+        Float32, raw units, on the case's grid (the channel of ``case.image``).
     perturbation_range : float
-        Largest absolute perturbation value (0 when there is none), for a
-        symmetric colour scale.
+        Largest absolute perturbation value (0 without one).
     label_ext : str
         The file suffix corrections of this case are saved with.
     files : dict of str to str
-        ``image``, ``reference`` and every file of the record (condition keys).
+        ``image``, ``reference`` and every file of the record.
     counters : dict of str to LiveMetrics
-        ``"clean"`` and ``"attacked"`` (the two of :attr:`pair`): overlap counts of
-        the reference against those predictions, per slice (:func:`counters`).
+        Overlap counts of the reference against the two predictions of :attr:`pair`.
     pair : tuple of (str or None, str or None)
-        The two predictions shown side by side (:func:`compare_pair`): the clean
-        one and the attack in focus, or, in a run of several models, one model's
-        prediction and another's.
+        The two predictions shown side by side (:func:`compare_pair`).
     """
 
     case_id: str
@@ -105,11 +86,7 @@ def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
 
 
 def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
-    """A saved float image on the loaded case's grid.
-
-    A multi-channel run saves ``(C, z, y, x)`` arrays (read back as a 4D file);
-    the browser shows one channel of the image, so it takes the same channel.
-    """
+    """A saved float image on the loaded case's grid (``channel`` of a ``(C, ...)`` array)."""
     image = np.asarray(case.image)
     if (
         array.ndim == image.ndim + 1
@@ -134,12 +111,9 @@ def both_images(
 ) -> tuple[Any, Any]:
     """``(perturbed image, perturbation)`` from whichever of the two was read.
 
-    The perturbed image is computed as the attack computed it (float32 image +
-    perturbation, a grey perturbation added to every colour channel), so it
-    equals the saved file bit for bit. From a perturbed image alone the
-    perturbation is ``perturbed - image`` (exact to float32 rounding, below
-    1e-4 raw units for CT values). With a ``pool`` the sum is split across its
-    threads along the first axis.
+    The perturbed image is float32 image + perturbation, as the attack computed it (with
+    a ``pool``, split across its threads); from a perturbed image alone the perturbation
+    is ``perturbed - image``.
 
     Examples
     --------
@@ -187,11 +161,9 @@ def compare_pair(
 ) -> tuple[str | None, str | None]:
     """The two predictions of a case to put side by side: ``(first, second)``.
 
-    ``keys`` are the case's prediction keys, ``focus`` the one selected. One
-    model: the clean prediction and the attack in focus (else the first attack).
-    Several models (keys ``"<condition> @ <model>"``): an attack is paired with
-    its model's clean prediction; a model's clean prediction with ``other`` when
-    given, else with the next model's clean prediction: model A against model B.
+    One model: the clean prediction and the attack in focus (else the first attack).
+    Several models: an attack with its model's clean prediction; a model's clean
+    prediction with ``other`` when given, else with the next model's.
 
     Examples
     --------
@@ -229,11 +201,8 @@ def compare_pair(
 def counters(
     case: Any, predictions: Mapping[str, np.ndarray], focus: str | None, first: str = CLEAN
 ) -> dict:
-    """``{"clean"|"attacked": LiveMetrics}`` of the reference against two predictions.
-
-    The two the Dice panel shows (``first``: the clean prediction, or a model's
-    prediction; ``focus``: the attack in focus, or another model's prediction),
-    with the case's spacing and structure names; empty without a reference.
+    """``{"clean"|"attacked": LiveMetrics}`` of the reference against predictions ``first``
+    and ``focus``; empty without a reference.
     """
     from napari_segeval.metrics import LiveMetrics
 

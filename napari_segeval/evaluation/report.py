@@ -1,28 +1,10 @@
-"""``report.html``: one self-contained page per results folder.
+"""``report.html``: one self-contained page per results folder (docs/batch.md shows one).
 
-Sections: the recipe (protocol, version, every parameter), counts and failed
-cases with their reasons, for a run of several models their comparison per
-structure (median and IQR of DSC and NSD per structure, model and condition, and
-per condition a box plot per structure with one colour per model and a dot per
-case: the MedSAM2 paper's figure 2; the tables below then name each prediction
-``condition @ model``), a Dice table per structure and condition, box plots
-(clean vs attacked, per structure; needs matplotlib, otherwise the page says
-so), a per-case table sortable by any column (Dice drop included) whose rows
-link to the case's saved prediction files (relative links into
-``predictions/``, so the folder can move as a whole), and
-thumbnails of the worst cases (image with reference, clean and attacked
-overlays on the slice with the most reference; *absences*, structures in
-neither the reference nor the prediction, are left out of the ranking unless
-its switch counts them), the protocol's headline numbers (``cv5-2d``'s class
-averages over folds, ``msd-robust``'s robust fraction and robust accuracy), and,
-when the rows carry a
-per-case ``uncertainty`` score, Dice plotted against it with the Pearson and
-Spearman correlations stated. An ``interactive`` run leads with Dice against
-correction round (median and interquartile band per condition, with the area under
-the curve, NoI and the share reaching the target Dice), and its per-condition tables
-show round 0 and the last round (``"<condition> round K"``). Pictures are inline base64
-PNGs and the sorting is a few lines of inline JavaScript: the file opens
-anywhere, offline.
+The recipe and counts, the model comparison, the worklist, Dice tables and box plots,
+the protocol's own numbers, a sortable per-case table linking each case's saved files
+(relative links, so the folder can move as a whole), the worst cases' thumbnails and
+the failures. Pictures are inline base64 PNGs and the sorting inline JavaScript: the
+file opens anywhere, offline.
 """
 
 from __future__ import annotations
@@ -105,12 +87,10 @@ def _models(run: dict) -> list[str]:
 
 
 def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> list[dict]:
-    """Rows for the tables, links and thumbnails, one per prediction: each with its
-    ``key`` (:class:`~napari_segeval.evaluation.keys.PredictionKey`; with ``models`` it
-    names the model) and, as ``condition``, how the tables name it
-    (:meth:`~napari_segeval.evaluation.keys.PredictionKey.label`: ``"clean @ threshold"``).
-    A run with rounds keeps round 0 and the last round
-    (:func:`~napari_segeval.evaluation.curves.round_rows`)."""
+    """One row per prediction for the tables, links and thumbnails: each with its ``key``
+    (naming the model with ``models``) and, as ``condition``, the key's label; a run with
+    rounds keeps round 0 and the last round.
+    """
     from napari_segeval.evaluation.curves import round_rows
 
     if rounds:
@@ -123,8 +103,8 @@ def _prediction_rows(rows: list[dict], rounds: bool, models: bool = False) -> li
 
 
 def file_links(files: dict | None, keys: list[PredictionKey], error: str | None = None) -> Markup:
-    """Relative links to a case's saved files: each prediction, its perturbed image and
-    perturbation (``keys``: the predictions, in the table's order).
+    """Relative links to a case's saved files: each prediction of ``keys`` (in the table's
+    order), its perturbed image and perturbation.
 
     Examples
     --------
@@ -170,9 +150,8 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
 
 
 def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], list[list]]:
-    """Per case x structure: clean Dice, each condition's Dice and drop (plus NSD/HD95 if any).
-
-    With ``records`` (case -> record) a last column links the case's saved files.
+    """Per case x structure: each condition's Dice and drop (and NSD/HD95 if any); with
+    ``records``, a last column linking the case's saved files.
     """
     conds = conditions(rows)
     keys = prediction_keys(rows)
@@ -205,10 +184,8 @@ def _pivot(rows: list[dict], records: dict | None = None) -> tuple[list[str], li
 
 
 def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, float, str]]:
-    """Cases ranked worst first: by largest mean Dice drop when attacked, else lowest clean Dice.
-
-    The means leave out *absences* (a structure in neither the reference nor the
-    prediction: no failure) unless ``absences``.
+    """Cases ranked worst first: by largest mean Dice drop when attacked, else lowest Dice
+    (absences left out of the means unless ``absences``).
     """
     from napari_segeval.evaluation.summary import case_means, is_absent
 
@@ -220,21 +197,14 @@ def _worst(rows: list[dict], n: int, absences: bool = False) -> list[tuple[str, 
     for case in sorted({c for c, _ in means}):
         clean = means.get((case, conds[0]), math.nan)
         if several:
-            low = min(
-                (
-                    (means[(case, c)], c)
-                    for c in conds
-                    if (case, c) in means and not math.isnan(means[(case, c)])
-                ),
-                default=(math.nan, ""),
-            )
-            ranked.append(
-                (
-                    case,
-                    -1.0 if math.isnan(low[0]) else low[0],
-                    f"lowest mean Dice {low[0]:.3f}, {low[1]}",
-                )
-            )
+            found = [
+                (means[(case, c)], c)
+                for c in conds
+                if not math.isnan(means.get((case, c), math.nan))
+            ]
+            low, cond = min(found, default=(math.nan, ""))
+            why = f"lowest mean Dice {low:.3f}, {cond}"
+            ranked.append((case, -1.0 if math.isnan(low) else low, why))
         elif len(conds) > 1:
             drops = [clean - means[(case, c)] for c in conds[1:] if (case, c) in means]
             key = max(drops) if drops else math.nan
@@ -312,9 +282,15 @@ def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:
     ]
 
 
+def _raw_budget(b: dict) -> str:
+    """A condition's raw-unit budget per channel: ``"c0: mean [min, max]; ..."``."""
+    return "; ".join(
+        f"{k}: {v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]" for k, v in b["eps_raw"].items()
+    )
+
+
 def _protocol(run: dict) -> Protocol | None:
-    """The run's protocol; None when this installation cannot load it (the report of
-    such a folder still renders, without the protocol's own section)."""
+    """The run's protocol; None when this installation cannot load it."""
     try:
         return get_protocol(str(run["protocol"]))
     except SegEvalError:
@@ -364,24 +340,10 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
         rows = []
     if rows:
         stats = summarize(rows, "dice", by=("structure", "condition"))
+        cols = ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"]
         parts += [
             "<h2>Dice per structure and condition</h2>",
-            table(
-                ["structure", "condition", "n", "mean", "std", "median", "q1", "q3"],
-                [
-                    [
-                        s["structure"],
-                        s["condition"],
-                        s["n"],
-                        s["mean"],
-                        s["std"],
-                        s["median"],
-                        s["q1"],
-                        s["q3"],
-                    ]
-                    for s in stats
-                ],
-            ),
+            table(cols, [[s[c] for c in cols] for s in stats]),
         ]
         gated = sorted({r["case"] for r in rows if r.get("nsd_gated") in (True, "True")})
         if any("nsd_gated" in r for r in rows):
@@ -408,17 +370,7 @@ def build_report(output_dir: str | os.PathLike, worst: int = 4) -> str:
                 ),
                 table(
                     ["condition", "eps (normalized)", "eps (raw)"],
-                    [
-                        [
-                            c,
-                            b["eps"],
-                            "; ".join(
-                                f"{k}: {v['mean']:.4g} [{v['min']:.4g}, {v['max']:.4g}]"
-                                for k, v in b["eps_raw"].items()
-                            ),
-                        ]
-                        for c, b in results["budget"].items()
-                    ],
+                    [[c, b["eps"], _raw_budget(b)] for c, b in results["budget"].items()],
                 ),
             ]
         headers, body = _pivot(rows, {r["case"]: r for r in records})

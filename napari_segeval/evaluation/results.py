@@ -1,20 +1,10 @@
 """Browse a finished (or interrupted) results folder: its rows, and one case with its files.
 
-:class:`ResultsFolder` opens ``DIR`` (refusing a folder without ``run.json``, an
-unreadable one, or one written by a newer protocol version than this
-installation knows), lists one row per case x structure x condition with Dice,
-ΔDice (attacked - clean), HD95, NSD and the uncertainty score, and loads one
-case: the source image and reference (read as the protocol read them), every
-saved prediction and, for the attacked condition in focus, the perturbed image
-and the perturbation (reading done by :mod:`napari_segeval.evaluation.loaded`,
-which reads one of the two and computes the other). All files are checked before anything is read, so a case
-with missing or moved files fails at once with their names
-(:class:`MissingFilesError`); a moved data set is found again with
-:meth:`ResultsFolder.remap_data`. Corrections painted in the viewer are saved
-beside the results (:meth:`ResultsFolder.save_correction`), never over a file.
-
-The napari *Results* panel (``napari_segeval._widgets.results.panel``) is a thin front
-end over this module.
+:class:`ResultsFolder` refuses a folder without ``run.json``, an unreadable one or one
+of a newer protocol version; it checks every file of a case before reading any
+(:class:`MissingFilesError`), finds a moved data set (:meth:`ResultsFolder.remap_data`)
+and saves corrections beside the results, never over a file. The napari *Results*
+panel is a thin front end over it.
 """
 
 from __future__ import annotations
@@ -34,11 +24,7 @@ from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
 from napari_segeval.evaluation.keys import PredictionKey, is_image_key
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.evaluation.loaded import (
-    LoadedCase,
-    float_key,
-    read_case_files,
-)
+from napari_segeval.evaluation.loaded import LoadedCase, float_key, read_case_files
 from napari_segeval.metrics.catalog import as_float
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers (their titles,
@@ -63,8 +49,7 @@ class MissingFilesError(ReadError):
     missing : list of str
         The missing paths.
     data : bool
-        True when some are data-set files (image, reference) that
-        :meth:`ResultsFolder.remap_data` can find again in a moved data folder.
+        True when some are data-set files that :meth:`ResultsFolder.remap_data` can find.
     """
 
     def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
@@ -106,7 +91,7 @@ class ResultsFolder:
 
     Parameters
     ----------
-    path : path
+    path
         The folder (``DIR`` of ``segeval evaluate --output-dir DIR``).
 
     Raises
@@ -136,12 +121,13 @@ class ResultsFolder:
                 f"{self.path / 'run.json'}: not a results record ({exc})"
             ) from exc
         try:
-            known = get_protocol(name).version
+            proto = get_protocol(name)
         except SegEvalError as exc:
             raise NewerResultsError(
                 f"{self.path}: protocol {name} {version} is unknown to this "
                 f"installation ({exc}); update napari-segeval"
             ) from exc
+        known = proto.version
         mine, theirs = version_key(known), version_key(version)
         if theirs is None or mine is None or theirs > mine:
             raise NewerResultsError(
@@ -160,6 +146,8 @@ class ResultsFolder:
         except (ReadError, KeyError, TypeError) as exc:
             raise ResultsFolderError(f"{self.path}: unreadable case records ({exc})") from exc
         self.records = {r["case"]: r for r in records}
+        #: The run's parameters, as its ``run.json`` wrote them (typed; defaults for the rest).
+        self.params = proto.params.stored(self.run.get("params") or {})
         self.data_root: str | None = None
         self._rows: list[dict] | None = None
 
@@ -177,18 +165,11 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        A row's ``key`` (:class:`~napari_segeval.evaluation.keys.PredictionKey`)
-        names its prediction: the key of its saved file and of its layer, with the
-        row's condition, its round in a run with rounds (``"round2:clean"``) and its
-        model in a run of several models (``"clean @ threshold"``).
-
-        Keys: ``case``, ``structure``, ``label``, ``condition`` (``clean`` or the
-        attack, as the run wrote it), ``key``, ``model``, ``fold``, ``round`` (None
-        unless the protocol has rounds), the floats of :data:`METRICS`
-        (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case,
-        structure, model and round, NaN on clean rows) and ``absent`` (the structure is
-        in neither the reference nor the prediction:
-        :func:`~napari_segeval.evaluation.summary.is_absent`).
+        Keys: ``case``, ``structure``, ``label``, ``condition``, ``key`` (the prediction's
+        :class:`~napari_segeval.evaluation.keys.PredictionKey`), ``round``, ``model``,
+        ``fold``, the floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
+        clean Dice of the same case, structure, model and round) and ``absent``
+        (:func:`~napari_segeval.evaluation.summary.is_absent`).
         """
         from napari_segeval.evaluation.summary import is_absent
 
@@ -238,20 +219,20 @@ class ResultsFolder:
         self, case_id: str, label: int, condition: str = CLEAN, model: str | None = None
     ) -> list:
         """An ``interactive`` run's rounds of one structure of a case
-        (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs."""
+        (:func:`~napari_segeval.evaluation.rounds.case_rounds`); [] for other runs.
+        """
         from napari_segeval.evaluation.rounds import case_rounds
 
         if not self.has_rounds:
             return []
-        video = (self.run.get("params") or {}).get("mode") == "video"
+        video = getattr(self.params, "mode", None) == "video"
         return case_rounds(
             self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
         )
 
     @property
     def has_rounds(self) -> bool:
-        """Whether the run has correction rounds: its protocol's ``has_rounds``
-        (:func:`~napari_segeval.evaluation.protocols.run_has_rounds`)."""
+        """Whether the run has correction rounds (:func:`~napari_segeval.evaluation.protocols.run_has_rounds`)."""
         from napari_segeval.evaluation.protocols import run_has_rounds
 
         return run_has_rounds(self.run)
@@ -259,24 +240,20 @@ class ResultsFolder:
     @property
     def models(self) -> list[str]:
         """The models of a run of several (``--model A --model B``), else []."""
-        return list((self.run.get("params") or {}).get("models") or [])
+        return list(getattr(self.params, "models", None) or [])
 
     @property
     def has_risk(self) -> bool:
-        """Whether the run estimated risks (a folder written before it did has none:
-        :mod:`napari_segeval.evaluation.triage`)."""
+        """Whether the run estimated risks."""
         return any(math.isfinite(r["risk"]) for r in self.rows())
 
     @property
     def has_reference(self) -> bool:
-        """Whether some finished case has reference labels (a run without them has no
-        Dice: its rows are ranked by risk)."""
+        """Whether some finished case has reference labels."""
         return any(self.specs[c].labels for c in self.cases())
 
     def worklist(self) -> list:
-        """The run's structures, riskiest first, with their flagged slices
-        (:func:`~napari_segeval.evaluation.triage.rank` of the case records: a list of
-        :class:`~napari_segeval.evaluation.triage.WorkItem`; empty without risks)."""
+        """The run's :class:`~napari_segeval.evaluation.triage.WorkItem` list, riskiest first."""
         from napari_segeval.evaluation.triage import rank
 
         return rank(self.raw_rows(), store.slice_rows(self.records.values()))
@@ -284,10 +261,10 @@ class ResultsFolder:
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
-        """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure
-        (by label) of one prediction of ``case_id``: ``condition``'s, of ``model`` in a run
-        of several (empty for a run without risks, and for the rounds after the first of an
-        ``interactive`` run, whose slices are not recorded)."""
+        """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure (by
+        label) of one prediction of ``case_id`` (empty without risks, and for the rounds after
+        the first, whose slices are not recorded).
+        """
         from napari_segeval.evaluation.triage import structure_risks
 
         rows = [
@@ -342,8 +319,7 @@ class ResultsFolder:
 
     # -- loading -----------------------------------------------------------------------
     def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:
-        """The prediction in focus: an attack (its float images load), or, in a run of
-        several models, any model's prediction; default: the first attack."""
+        """The prediction in focus: ``focus`` if saved, else the first attack, else any."""
         keys = {k: PredictionKey.parse(k) for k in record.get("files") or {}}
         keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
         focus = None if focus is None else str(focus)
@@ -357,9 +333,7 @@ class ResultsFolder:
     ) -> dict[str, Path]:
         """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
 
-        Of the focus condition's float images only one file is read: the
-        perturbation, else (older or edited folders) the perturbed image; the
-        other is computed (:meth:`load`).
+        Of the focus condition's float images only one file is read (:meth:`load`).
 
         Raises
         ------
@@ -370,7 +344,7 @@ class ResultsFolder:
         if record is None or record.get("status") != "ok":
             raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
         spec = self.spec(case_id)
-        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        channel = int(getattr(self.params, "channel", 0) or 0)
         paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
         if spec.labels:
             paths["reference"] = Path(spec.labels)
@@ -407,13 +381,12 @@ class ResultsFolder:
 
         Parameters
         ----------
-        case_id : str
-        focus : str or PredictionKey, optional
-            The prediction in focus: an attack's (its perturbed image and
-            perturbation load) or another model's (default: the first attack).
+        case_id
+        focus
+            The prediction in focus: an attack's (its perturbed image and perturbation load)
+            or another model's (default: the first attack).
         progress, cancel
-            ``progress(done, total)`` per file read; ``cancel`` (an Event) stops
-            between files.
+            ``progress(done, total)`` per file read; ``cancel`` (an Event) stops between files.
 
         Raises
         ------
@@ -422,7 +395,7 @@ class ResultsFolder:
         """
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
-        channel = int(self.run.get("params", {}).get("channel", 0) or 0)
+        channel = int(getattr(self.params, "channel", 0) or 0)
         return read_case_files(
             case_id,
             self.spec(case_id),
@@ -441,13 +414,10 @@ class ResultsFolder:
     ) -> Path:
         """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
 
-        The file is ``<name>.<ext>`` (ext as the case's predictions), or
-        ``<name>-2.<ext>``, ``-3`` ... when taken: an existing file is never replaced.
-        It carries the source image's geometry. ``prompts`` (a
-        :class:`~napari_segeval.prompts.PromptFile`, the prompts the correction was
-        propagated from) go beside it as ``<name>[-k].prompts.json``, with the same
-        number: both names are free before either is written, and the label map is
-        removed again if the prompts cannot be written. Returns the label map's path.
+        The file is ``<name>.<ext>``, or ``<name>-2.<ext>`` ... when taken (never replaced),
+        with the source image's geometry. ``prompts`` go beside it as
+        ``<name>[-k].prompts.json`` with the same number; the label map is removed again if
+        they cannot be written. Returns the label map's path.
         """
         from napari_segeval.io import write_labels
         from napari_segeval.prompts.prompt_file import write_prompts

@@ -1,15 +1,11 @@
 """A review's progress, kept in the results folder: which cases a person has reviewed.
 
-The napari *Results* panel marks a case reviewed (or not again); the marks are written
-at once to ``DIR/review.json`` (JSON, atomically: a crash or a closed napari never leaves
-it half-written), so re-opening the folder shows what is done. Each write reads the file
-again first, so two viewers on one folder add to each other's marks rather than
-replacing them::
+The *Results* panel writes each mark at once to ``DIR/review.json``, atomically, after
+reading the file again (two viewers on one folder add to each other's marks)::
 
     {"format": 1, "reviewed": {"abd_001": "2026-12-04T21:03:12+00:00"}}
 
-A ``review.json`` that cannot be read is an error naming it
-(:class:`~napari_segeval.ReadError`), never silently replaced.
+An unreadable ``review.json`` is a :class:`~napari_segeval.ReadError`, never replaced.
 """
 
 from __future__ import annotations
@@ -38,17 +34,6 @@ class ReviewLog:
         The file.
     reviewed : dict of str to str
         Case id -> when it was marked reviewed (ISO 8601, UTC).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> folder = tempfile.mkdtemp()
-    >>> log = ReviewLog.load(folder)
-    >>> log.mark("abd_001")
-    >>> ReviewLog.load(folder).is_reviewed("abd_001"), log.is_reviewed("abd_002")
-    (True, False)
-    >>> log.mark("abd_001", reviewed=False); sorted(ReviewLog.load(folder).reviewed)
-    []
     """
 
     path: Path
@@ -56,7 +41,7 @@ class ReviewLog:
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> ReviewLog:
-        """The review of ``folder`` (nothing reviewed when it has no ``review.json``).
+        """The review of ``folder`` (nothing reviewed without a ``review.json``).
 
         Raises
         ------
@@ -71,10 +56,7 @@ class ReviewLog:
         return case_id in self.reviewed
 
     def mark(self, case_id: str, reviewed: bool = True) -> None:
-        """Mark ``case_id`` reviewed (or not) and write the file at once.
-
-        The file is read again first (another viewer's marks are kept), then replaced
-        atomically.
+        """Mark ``case_id`` reviewed (or not) and write the file at once (read again first).
 
         Raises
         ------

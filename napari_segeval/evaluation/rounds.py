@@ -1,16 +1,7 @@
 """The correction rounds of one case of an ``interactive`` run, for browsing them.
 
-An ``interactive`` run (:mod:`napari_segeval.evaluation.protocols.interactive`) scores
-every case, structure and condition after round 0 and after each correction round;
-its rows carry ``round`` and the prompts added in that round (``prompt``, JSON), and
-its saved predictions are keyed :func:`round_key` (``"clean"`` for round 0,
-``"round2:clean"`` for round 2; with several models ``"round2:clean @ threshold"``: a
-:class:`~napari_segeval.evaluation.keys.PredictionKey` with its ``round``). Whether a
-run has rounds is its protocol's ``has_rounds``
-(:func:`~napari_segeval.evaluation.protocols.run_has_rounds`).
-:func:`case_rounds` gathers, for one case, condition and structure, what a person
-steps through: each round's prediction key, Dice, the prompts added in it and every
-prompt given so far.
+:func:`case_rounds` gathers, for one case, condition and structure, each round's
+prediction key, Dice, the prompts added in it and every prompt given so far.
 """
 
 from __future__ import annotations
@@ -25,13 +16,7 @@ from napari_segeval.metrics.catalog import as_float
 
 
 def round_key(condition: str, round: int, model: str | None = None) -> str:
-    """The saved prediction of ``condition`` after ``round`` (in a run of several models, ``model``'s).
-
-    Examples
-    --------
-    >>> round_key("clean", 0), round_key("pgd", 2), round_key("clean", 1, "threshold")
-    ('clean', 'round2:pgd', 'round1:clean @ threshold')
-    """
+    """The saved prediction of ``condition`` after ``round`` (of ``model`` in a run of several)."""
     return str(PredictionKey(condition, int(round), model))
 
 
@@ -44,16 +29,15 @@ class Round:
     round : int
         0 (the first propagation) to K.
     key : PredictionKey
-        The saved prediction of this round (its text is :func:`round_key`'s).
+        The saved prediction of this round.
     dice : float
         The structure's Dice after this round (NaN when not scored).
     added : tuple
-        The prompts added in this round (round 0: the first prompt set; empty when the
-        structure was already exact).
+        The prompts added in this round (round 0: the first prompt set).
     prompts : tuple
         Every prompt of the structure after this round, in the order given.
     where : {"slice", "frame"}
-        What a prompt's index names: ``"frame"`` in a run of ``mode=video``.
+        What a prompt's index names (``"frame"`` in a ``mode=video`` run).
     """
 
     round: int
@@ -65,8 +49,7 @@ class Round:
 
     @property
     def change(self) -> str:
-        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``, ``"... on
-        frame 7"`` in a video), or ``"none"``."""
+        """The added prompts for people (``"+ point (y=3, x=4) on slice 7"``), or ``"none"``."""
         from napari_segeval.prompts.prompt_set import describe
 
         return "; ".join(describe(p, self.where) for p in self.added) or "none"
@@ -82,21 +65,8 @@ def case_rounds(
 ) -> list[Round]:
     """The rounds of structure ``label`` of ``case`` under ``condition``, round 0 first.
 
-    ``rows`` are a run's result rows (``store.result_rows``); ``model`` picks one
-    model's rounds in a run of several (and names the prediction keys); ``where``
-    is ``"frame"`` for a run of ``mode=video`` (:attr:`Round.where`).
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "label": 1, "round": 0, "dice": 0.5,
-    ...          "prompt": '[{"type":"box","index":2,"y0":1,"x0":1,"y1":4,"x1":4}]'},
-    ...         {"case": "a", "condition": "clean", "label": 1, "round": 1, "dice": 0.75,
-    ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
-    >>> r = case_rounds(rows, "a", 1)
-    >>> [(x.round, str(x.key), x.dice, len(x.prompts)) for x in r]
-    [(0, 'clean', 0.5, 1), (1, 'round1:clean', 0.75, 2)]
-    >>> r[1].change
-    '- point (y=2, x=2) on slice 3'
+    ``rows`` are a run's result rows; ``model`` picks one model's rounds in a run of
+    several; ``where`` is ``"frame"`` for a ``mode=video`` run.
     """
     from napari_segeval.prompts.prompt_file import prompt_from_dict
 

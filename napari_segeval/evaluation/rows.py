@@ -1,18 +1,9 @@
 """The columns of ``results.csv``, declared once per protocol family.
 
-Every row is one case x structure x condition (x model, x round). Its columns come in
-families, each a :class:`RowSchema` that a :class:`~napari_segeval.evaluation.protocols.Protocol`
-names as its ``rows``: the columns every protocol writes (:data:`SCORE`, the runner's
-and :func:`~napari_segeval.metrics.structure_table`'s, whose metrics are
-:data:`~napari_segeval.metrics.STRUCTURE_METRICS`), those of box-prompted
-propagation (:data:`PROMPTED`), of correction rounds (:data:`ROUNDS`), of attacks on a
-dense model (:data:`ATTACKED`), of cross-validation (:data:`FOLDS`) and of the
-uncertainty protocol (:data:`UNCERTAIN`). The runner refuses a row with a column its
-protocol does not declare (:meth:`RowSchema.check`), so a column is documented where
-it is declared and a misspelt one fails the run that writes it, not the reader.
-
-Results folders written before a column was declared keep opening: the schema is
-checked when rows are written, never when they are read.
+Each family is a :class:`RowSchema` a :class:`~napari_segeval.evaluation.protocols.Protocol`
+names as its ``rows``. The runner refuses a row with a column its protocol does not
+declare (:meth:`RowSchema.check`), so a misspelt column fails the run that writes it;
+rows are never checked when read, so older results folders keep opening.
 """
 
 from __future__ import annotations
@@ -32,10 +23,9 @@ class Column:
     Attributes
     ----------
     name : str
-        The column's name; with ``indexed``, its prefix (``eps_raw_c`` for
-        ``eps_raw_c0``, ``eps_raw_c1`` ...).
+        The column's name; with ``indexed``, its prefix (``eps_raw_c`` for ``eps_raw_c0`` ...).
     kind : type
-        The type of its values (``float`` columns may hold NaN; any column may be empty).
+        The type of its values (``float`` may hold NaN; any column may be empty).
     doc : str
         What it holds, for people.
     indexed : bool

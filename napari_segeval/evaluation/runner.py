@@ -1,18 +1,9 @@
-"""Run a protocol over a data set: local process pool or a Dask cluster, resumable.
+"""Run a protocol over a data set: inline, a local process pool or a Dask cluster, resumable.
 
-Each case runs in :func:`evaluate_case` (a top-level function, so spawned worker
-processes and Dask workers can import it); any exception becomes an error record
-with the reason. Records come back to this process and are written atomically
-as they arrive (see :mod:`napari_segeval.evaluation.store`), so a re-run skips
-finished cases and a killed run loses only the cases in flight. With
-``save_files`` the worker also encodes the case's predictions (and perturbed
-images) into file bytes, which travel with the record and are written here
-before it (:mod:`napari_segeval.evaluation.files`).
-
-GPUs: by default one worker process per visible GPU, each seeing only its own GPU
-(``CUDA_VISIBLE_DEVICES``); with one GPU, cases run in this process. After each
-case the memory the GPU caching allocator holds is returned (``empty_cache``), so
-one large case does not crowd out the next or another process.
+Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can
+import it); any exception becomes an error record. Records come back to this process
+and are written as they arrive (:mod:`napari_segeval.evaluation.store`). By default one
+worker per visible GPU, each seeing only its own (``CUDA_VISIBLE_DEVICES``).
 """
 
 from __future__ import annotations
@@ -57,28 +48,13 @@ def evaluate_case(
 ) -> dict:
     """Run one case and return its record; never raises for bad input or model errors.
 
-    With ``save_files`` an ok record carries ``payload``: the protocol's arrays
-    encoded as files (:func:`napari_segeval.evaluation.files.encode_arrays`), which
-    :func:`napari_segeval.evaluation.store.write_case` writes before the record. A
-    failure to encode them keeps the scores: the record says why in ``files_error``.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> rec = evaluate_case(get_protocol("medsam2-3d"), {"case_id": "x", "images": ["/nope.nii.gz"],
-    ...                     "labels": "/nope_seg.nii.gz"}, {})
-    >>> rec["status"], "no such file" in rec["error"]
-    ('error', True)
+    With ``save_files`` an ok record carries ``payload``, its arrays encoded as files
+    (:func:`napari_segeval.evaluation.files.encode_arrays`); a failure to encode them keeps
+    the scores and says why in ``files_error``.
     """
     t0 = time.perf_counter()
     s = CaseSpec.from_dict(spec)
-    record: dict[str, Any] = {
-        "case": s.case_id,
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "fold": s.fold,
-        "split": s.split,
-    }
+    record: dict[str, Any] = _identity(protocol, s)
     try:
         if s.error:
             raise SegEvalError(s.error)
@@ -90,21 +66,32 @@ def evaluate_case(
         if save_files and out.arrays is not None:
             _encode(record, s.case_id, out.arrays)
     except Exception as exc:  # noqa: BLE001 - every failure becomes an error row
-        reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
-        record.update(status="error", error=reason or type(exc).__name__)
+        record.update(status="error", error=_reason(exc) or type(exc).__name__)
     finally:
         release_device_memory()
     record["seconds"] = time.perf_counter() - t0
     return record
 
 
-def _rows(protocol: Protocol, s: CaseSpec, params: Params, out) -> list[dict]:
-    base = {
+def _identity(protocol: Protocol, s: CaseSpec) -> dict[str, Any]:
+    """The columns that say which case of which protocol a record or row is."""
+    return {
         "case": s.case_id,
         "protocol": protocol.name,
         "protocol_version": protocol.version,
         "fold": s.fold,
         "split": s.split,
+    }
+
+
+def _reason(exc: Exception) -> str:
+    """An exception as a record's reason: a SegEvalError's message, else type: message."""
+    return str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
+
+
+def _rows(protocol: Protocol, s: CaseSpec, params: Params, out) -> list[dict]:
+    base = {
+        **_identity(protocol, s),
         "status": "ok",
         "params": json.dumps(params.to_json(), sort_keys=True, separators=(",", ":")),
         **out.extra,
@@ -116,11 +103,7 @@ def _rows(protocol: Protocol, s: CaseSpec, params: Params, out) -> list[dict]:
 
 
 def _run(protocol: Protocol, s: CaseSpec, params: Any):
-    """The case's output and rows: one model, or each of ``params.models`` (merged).
-
-    A model's rows are what a run of that model alone writes (its parameters,
-    with ``model`` set to it and ``models`` empty).
-    """
+    """The case's output and rows: one model, or each of ``params.models`` (merged)."""
     from napari_segeval.evaluation.protocols import merge_outputs, run_models
 
     models = params.models if isinstance(params, Models) else None
@@ -136,15 +119,8 @@ def _run(protocol: Protocol, s: CaseSpec, params: Any):
 
 
 def release_device_memory() -> bool:
-    """Return cached GPU memory to the driver between cases; ``True`` when it did.
-
-    A no-op (``False``) when torch is not imported or CUDA was never initialised
-    in this process, so CPU-only runs are untouched.
-
-    Examples
-    --------
-    >>> release_device_memory() in (True, False)
-    True
+    """Return cached GPU memory to the driver between cases; ``True`` when it did (never
+    when torch is not imported or CUDA never initialised).
     """
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
@@ -160,8 +136,7 @@ def _encode(record: dict, case_id: str, arrays) -> None:
     try:
         record["payload"] = encode_arrays(case_id, arrays)
     except Exception as exc:  # noqa: BLE001 - the scores stand; the record says why
-        reason = str(exc) if isinstance(exc, SegEvalError) else f"{type(exc).__name__}: {exc}"
-        record["files_error"] = reason
+        record["files_error"] = _reason(exc)
 
 
 def _gpu_count() -> int:
@@ -182,11 +157,8 @@ def default_workers(n_cases: int) -> tuple[int, int]:
 
 
 def gpu_for_worker(slot: int, gpus: int, visible: str | None = None) -> str:
-    """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: one GPU, round robin.
-
-    ``visible`` is the parent's ``CUDA_VISIBLE_DEVICES`` (the GPUs it may use):
-    worker ``slot`` gets the ``slot % gpus``-th of them, not the physical GPU of
-    that number.
+    """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: the ``slot % gpus``-th of the
+    parent's ``visible`` GPUs (round robin).
 
     Examples
     --------
@@ -342,9 +314,8 @@ def execute(
 ) -> tuple[int, int]:
     """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
-    ``progress(done, total)`` is called once before the first case (``done``
-    cases were finished earlier) and after each case. ``save_files`` saves each
-    case's predictions under ``output_dir/predictions`` before its record.
+    ``progress(done, total)`` is called before the first case (``done`` finished earlier)
+    and after each; ``save_files`` saves each case's predictions before its record.
     """
     total = len(specs) + done if total is None else total
     if progress is not None:

@@ -1,10 +1,6 @@
-"""Cross-validation splits: from a published file, or a seeded k-fold grouped by patient, saved as JSON.
-
-Every case of one patient (:attr:`CaseSpec.group <napari_segeval.evaluation._spec.CaseSpec.group>`:
-a CAMUS patient's 2CH/4CH views, ED/ES frames and sequences) lands in one fold,
-so no fold's model has seen another image of the patient it scores. Cases
-without a published patient id are their own group; with one case per group the
-assignment is the plain seeded k-fold of earlier versions.
+"""Cross-validation splits: from a published file, or a seeded k-fold grouped by patient,
+saved as JSON. Every case of one patient (``CaseSpec.group``) lands in one fold; a case
+without a published patient id is its own group.
 """
 
 from __future__ import annotations
@@ -23,17 +19,8 @@ SPLITS_VERSION = 2
 
 
 def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict[str, int]:
-    """Assign each case to one of ``k`` folds, reproducibly.
-
-    Ids are sorted first, so the answer does not depend on their order; a seeded
-    permutation is dealt round-robin, so fold sizes differ by at most one. This
-    is :func:`grouped_kfold_assignment` with every case its own group.
-
-    Examples
-    --------
-    >>> a = kfold_assignment([f"c{i}" for i in range(7)], k=3, seed=1)
-    >>> sorted(np.bincount(list(a.values())).tolist()), a == kfold_assignment(sorted(a, reverse=True), 3, 1)
-    ([2, 2, 3], True)
+    """Assign each case to one of ``k`` folds, reproducibly, whatever the ids' order
+    (:func:`grouped_kfold_assignment` with every case its own group).
     """
     return grouped_kfold_assignment({c: c for c in case_ids}, k=k, seed=seed)
 
@@ -43,36 +30,23 @@ def grouped_kfold_assignment(
 ) -> dict[str, int]:
     """Assign cases to ``k`` folds so that every case of one group shares a fold.
 
-    Groups (patients) are ordered by a seeded permutation of their sorted ids,
-    then placed largest first (stable, so equal sizes keep the permuted order),
-    each in the fold holding the fewest cases so far (the lowest fold on a tie).
-    The result depends only on ``groups``, ``k`` and ``seed``, not on the order
-    of the mapping; fold sizes differ by at most the largest group's size. With
-    one case per group this deals the permutation round-robin (fold sizes
-    differ by at most one).
+    Groups are ordered by a seeded permutation of their sorted ids, then placed largest
+    first (stable), each in the fold holding the fewest cases so far (lowest on a tie).
+    With one case per group this deals the permutation round-robin.
 
     Parameters
     ----------
-    groups : mapping of str to str
+    groups
         Case id -> group id (a patient, a lesion ...).
-    k : int
+    k
         Number of folds (>= 2); there must be at least ``k`` groups.
-    seed : int
+    seed
         Seed of the permutation.
 
     Returns
     -------
     dict of str to int
         Case id -> fold in ``0 .. k-1``.
-
-    Examples
-    --------
-    >>> g = {f"p{p}_{v}": f"p{p}" for p in range(6) for v in ("2CH_ED", "4CH_ES")}
-    >>> a = grouped_kfold_assignment(g, k=3, seed=0)
-    >>> all(a[f"p{p}_2CH_ED"] == a[f"p{p}_4CH_ES"] for p in range(6))
-    True
-    >>> sorted(np.bincount(list(a.values())).tolist())
-    [4, 4, 4]
     """
     if k < 2:
         raise ValueError(f"k-fold needs k >= 2, got {k}")
@@ -94,15 +68,7 @@ def grouped_kfold_assignment(
 
 
 def groups_across_folds(specs: Sequence, folds: Mapping[str, int]) -> list[str]:
-    """Group ids whose cases sit in more than one fold (a leak), sorted.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation._spec import CaseSpec
-    >>> s = [CaseSpec(c, ("x.png",), "m.png", group=g) for c, g in (("a", "p1"), ("b", "p1"))]
-    >>> groups_across_folds(s, {"a": 0, "b": 1}), groups_across_folds(s, {"a": 1, "b": 1})
-    (['p1'], [])
-    """
+    """Group ids whose cases sit in more than one fold (a leak), sorted."""
     seen: dict[str, set[int]] = {}
     for s in specs:
         if s.case_id in folds:
@@ -113,21 +79,8 @@ def groups_across_folds(specs: Sequence, folds: Mapping[str, int]) -> list[str]:
 def in_cross_validation(
     spec, cv_splits: Mapping[str, Sequence[str]] | None = None, holdout: str | None = None
 ) -> bool:
-    """Whether ``spec`` takes part in the folds.
-
-    A labelled case without a parse error takes part unless its published split
-    is ``holdout`` (scored separately) or ``cv_splits`` names its layout and not
-    its split (``{"isic": ["train"]}``: only the ISIC Training folder is
-    cross-validated; other layouts keep every split).
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation._spec import CaseSpec
-    >>> val = CaseSpec("ISIC_9", ("x.jpg",), "m.png", layout="isic", split="val")
-    >>> in_cross_validation(val), in_cross_validation(val, {"isic": ["train"]})
-    (True, False)
-    >>> in_cross_validation(val, holdout="val")
-    False
+    """Whether ``spec`` (labelled, no parse error) takes part in the folds: not when its split
+    is ``holdout``, nor when ``cv_splits`` names its layout and not its split.
     """
     if not spec.labels or spec.error:
         return False
@@ -147,20 +100,11 @@ def save_splits(
     groups: Mapping[str, str] | None = None,
     leaks: Sequence[str] = (),
 ) -> Path:
-    """Write ``{"version", "k", "seed", "source", "folds", "groups", "groups_across_folds"}`` atomically.
+    """Write ``{"version", "k", "seed", "source", "folds", "groups", "groups_across_folds"}``
+    atomically, replacing a file already there.
 
-    ``groups`` maps the cases that belong to a named patient group to it (cases
-    that are their own group are left out); ``leaks`` lists groups found in more
-    than one fold (only a published splits file can do that). Replaces a file
-    already there.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "splits.json"
-    >>> _ = save_splits(p, {"a": 0, "b": 1}, k=2, seed=0, source="seeded k-fold")
-    >>> load_splits(p)["folds"]
-    {'a': 0, 'b': 1}
+    ``groups`` maps cases of a named patient group to it; ``leaks`` lists groups found in
+    more than one fold (only a published splits file can do that).
     """
     path = Path(path)
     payload = {
@@ -221,15 +165,13 @@ def ensure_folds(
     cv_splits: Mapping[str, Sequence[str]] | None = None,
     holdout: str | None = None,
 ) -> dict:
-    """Give every cross-validated case a fold and save the assignment to ``output_dir/splits.json``.
+    """Give every cross-validated case a fold and save the assignment to
+    ``output_dir/splits.json``.
 
-    The cases are those :func:`in_cross_validation` accepts (``cv_splits``,
-    ``holdout``); the others keep ``fold = None``. Folds the layout already set
-    (a published splits file) are kept, and the file records that source (and
-    lists any patient group the published file splits across folds); otherwise
-    :func:`grouped_kfold_assignment` makes them, so all cases of one patient
-    (``spec.group``) share a fold. A ``splits.json`` already in ``output_dir``
-    (a resumed run) is reused so the folds never change under a run.
+    The cases are those :func:`in_cross_validation` accepts; the others get ``fold =
+    None``. Folds a published splits file set are kept; otherwise
+    :func:`grouped_kfold_assignment` makes them. A ``splits.json`` already there (a resumed
+    run) is reused, so the folds never change under a run.
 
     Returns
     -------

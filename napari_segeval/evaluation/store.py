@@ -1,30 +1,9 @@
-"""The results folder: per-case records written atomically, run metadata, results.csv.
+"""The results folder (layout: docs/design.md): per-case records written atomically, run
+metadata, results rows.
 
-Layout of ``DIR``::
-
-    run.json            protocol, version, parameters, data set, layout
-    cases.json          the case list (CaseSpec records) the run evaluates
-    splits.json         folds, when the protocol uses them
-    cases/<id>.json     one record per finished case (ok or error): rows + timing
-    cases/<id>.npz      thumbnail slices for the report (plain arrays, no pickle)
-    predictions/<id>/   each condition's label map, perturbed image and perturbation
-                        with the source geometry (:mod:`napari_segeval.evaluation.files`;
-                        paths relative to DIR in the record's ``files``)
-    corrections/<id>/   label maps corrected in the napari Results panel, with the prompts they
-                        came from (``<name>.prompts.json``; never overwritten;
-                        :meth:`napari_segeval.evaluation.results.ResultsFolder.save_correction`)
-    results.csv         one row per case x structure x condition (+ error rows)
-    slices.csv          the risk of each structure on each slice (promptable runs;
-                        :mod:`napari_segeval.evaluation.triage`)
-    summary.json        the protocol's aggregation + run counts
-    report.html         self-contained report
-
-A case's ``.json`` is written last (atomically: :mod:`napari_segeval._atomic`), so its presence
-means the case is complete: a re-run skips it, and a killed run loses at most
-the cases in flight. Its prediction files are written before it, so a record
-never points at a missing file; a case without a record may have some files of
-an interrupted attempt, which its re-run replaces (files of a case *with* a
-record are never overwritten).
+A case's ``.json`` is written last, after its prediction files, so its presence means
+the case is complete: a re-run skips it and never overwrites its files, and a killed
+run loses at most the cases in flight.
 """
 
 from __future__ import annotations
@@ -99,9 +78,8 @@ def write_files(
 ) -> dict[str, str]:
     """Write a case's encoded files atomically; returns ``{key: path relative to DIR}``.
 
-    ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output.
-    Files of an unfinished case (no record) are replaced; a case with a record
-    is refused, so finished results are never overwritten.
+    ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output. Files of
+    an unfinished case (no record) are replaced.
 
     Raises
     ------
@@ -127,12 +105,9 @@ def write_files(
 
 
 def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
-    """Write one case record (its prediction files and thumbnail views first) atomically.
-
-    ``record["payload"]`` (encoded prediction files, see :func:`write_files`) is
-    written first and replaced by ``record["files"]`` (key -> path relative to
-    DIR); ``record["views"]`` (dict of arrays) goes to ``<id>.npz``; the JSON,
-    written last, lists the view names.
+    """Write one case record atomically: ``record["payload"]`` (see :func:`write_files`)
+    first, replaced by ``record["files"]``; ``record["views"]`` to ``<id>.npz``; the JSON,
+    listing the view names, last.
     """
     path = case_path(output_dir, record["case"])
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -201,10 +176,8 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
 
 
 def clear_cases(output_dir: str | os.PathLike) -> int:
-    """Delete the case records and prediction files of a previous run (for a restart).
-
-    Returns how many records were deleted. Only ``DIR/cases/*.json|npz`` and the
-    files of ``DIR/predictions/<case>/`` go; corrections (``DIR/corrections``) stay.
+    """Delete the case records and prediction files of a previous run (for a restart);
+    corrections stay. Returns how many records were deleted.
     """
     folder = Path(output_dir) / "cases"
     n = 0

@@ -26,11 +26,8 @@ from napari_segeval.metrics.catalog import mean
 
 
 def is_absent(row: Mapping) -> bool:
-    """Whether a result row is an *absence*: its structure is in neither the reference nor the prediction.
-
-    The row's ``absent`` column when it has one (``True``/``"True"``), else (older
-    results) zero reference and predicted volume. Such a row's Dice is no
-    failure, whatever the ``empty`` rule made of it.
+    """Whether a result row is an *absence*: its structure is in neither the reference nor the
+    prediction (its ``absent`` column, else, in older results, zero volumes).
 
     Examples
     --------
@@ -48,15 +45,7 @@ def is_absent(row: Mapping) -> bool:
 def case_means(
     rows: Iterable[Mapping], metric: str = "dice", include: Sequence[str] | None = None
 ) -> dict[tuple, float]:
-    """``(case, condition) -> mean of metric over structures`` (NaN skipped).
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "structure": s, "dice": d}
-    ...         for s, d in (("liver", 0.8), ("spleen", 0.6))]
-    >>> case_means(rows)
-    {('a', 'clean'): 0.7}
-    """
+    """``(case, condition) -> mean of metric over structures`` (NaN skipped)."""
     groups: dict[tuple, list[float]] = {}
     for r in rows:
         if include is not None and r.get("structure") not in include:
@@ -71,21 +60,9 @@ def robustness(
 ) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
-    A case is robust under an attack when its attacked Dice (mean over
-    structures) is strictly above ``factor`` x the task's mean clean Dice (the
-    mean over cases of the clean case Dice), computed once: the rule of
-    :func:`napari_segeval.metrics.robust_threshold` and
-    :func:`napari_segeval.metrics.is_robust` (a case whose attacked Dice is NaN
-    counts as not robust).
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "structure": "liver", "condition": k, "dice": d}
-    ...         for c, k, d in [("a", "clean", 0.9), ("b", "clean", 0.7),
-    ...                         ("a", "pgd", 0.5), ("b", "pgd", 0.2)]]
-    >>> r = robustness(rows)
-    >>> r["task_mean"]["clean"], r["robust_fraction"]["pgd"], round(r["dice_drop"]["liver"]["pgd"], 2)
-    (0.8, 0.5, 0.45)
+    A case is robust under an attack when its attacked Dice (mean over structures) is
+    strictly above ``factor`` x the task's mean clean Dice
+    (:func:`napari_segeval.metrics.robust_threshold`; NaN counts as not robust).
     """
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
@@ -123,18 +100,8 @@ def robustness(
 def median_iqr(
     rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd"), task_key: str = "task"
 ) -> dict:
-    """MedSAM2 aggregation: median and IQR per structure, per task and over tasks.
-
-    ``over_tasks`` pools every instance of every task; ``over_task_medians``
-    summarizes the per-task medians.
-
-    Examples
-    --------
-    >>> rows = [{"task": "t", "structure": "liver", "condition": "clean", "dice": d}
-    ...         for d in (0.7, 0.8, 0.9)]
-    >>> s = median_iqr(rows, ("dice",))
-    >>> s["dice"]["per_task"][0]["median"], round(s["dice"]["over_tasks"]["iqr"], 3)
-    (0.8, 0.1)
+    """MedSAM2 aggregation: median and IQR per structure, per task, pooled over tasks
+    (``over_tasks``) and over the per-task medians (``over_task_medians``).
     """
     out = {}
     for m in metrics:
@@ -157,11 +124,8 @@ def _drop_key(d: dict) -> dict:
 
 
 def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
-    """Several models compared: median and IQR per structure, model and condition.
-
-    The layout of MedSAM2's figure 2 (DSC per structure and model, median and
-    IQR); metrics that no row carries are left out. ``models`` lists the models
-    in the order they ran.
+    """Several models compared: median and IQR per structure, model and condition
+    (MedSAM2's figure 2); metrics no row carries are left out.
 
     Examples
     --------
@@ -222,18 +186,8 @@ def filtered_by_uncertainty(
     key: str = "uncertainty",
     include: Sequence[str] | None = None,
 ) -> list[dict]:
-    """Re-score after removing the most uncertain cases, for each fraction ``f``.
-
-    The number removed is ``floor(f * n + 0.5)`` (round half up) of the ``n``
-    cases, ranked by :func:`napari_segeval.uncertainty.filter_most_uncertain`
-    (highest score first; an unscored case, NaN, counts as the most uncertain).
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": "x", "dice": d, "iou": d,
-    ...          "uncertainty": u} for c, d, u in [("a", 0.9, 0.1), ("b", 0.1, 0.9)]]
-    >>> [(r["removed"], r["dice"]) for r in filtered_by_uncertainty(rows, [0.0, 0.5])]
-    [([], 50.0), (['b'], 90.0)]
+    """Re-score after removing the ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases,
+    for each fraction ``f`` (:func:`napari_segeval.uncertainty.filter_most_uncertain`).
     """
     from napari_segeval.uncertainty.scores import filter_most_uncertain
 
@@ -262,17 +216,8 @@ def cross_validation(
 ) -> dict:
     """``cv5-2d``: per class and class-averaged mean +- std over folds, in percent.
 
-    Per class: :func:`~napari_segeval.metrics.kfold_summary` (mean of the class
-    over a fold's cases, then mean and std (ddof=1) over folds). Averaged: each
-    fold's mean over classes of those fold means, then mean and std over folds.
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "case": f"{f}{s}", "structure": s, "dice": d}
-    ...         for f, s, d in [(0, "a", 0.8), (0, "b", 0.6), (1, "a", 1.0), (1, "b", 0.8)]]
-    >>> cv = cross_validation(rows, ("dice",))["dice"]
-    >>> cv["per_class"]["a"]["mean"], cv["average"]["folds"], cv["average"]["mean"]
-    (90.0, [70.0, 90.0], 80.0)
+    Per class: :func:`~napari_segeval.metrics.kfold_summary`. Averaged: each fold's mean
+    over classes of those fold means, then mean and std over folds.
     """
     out = {}
     classes = sorted({r["structure"] for r in rows})
@@ -309,14 +254,13 @@ def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
 def pooled_scores(
     rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
-    """Metrics from pixel counts summed over ``rows``, per class and over classes, in percent.
+    """Metrics from pixel counts (``n_tp``, ``n_ref``, ``n_pred``) summed over ``rows``, in
+    percent.
 
-    Rows carry a class's counts (``n_tp``, ``n_ref``, ``n_pred``; rows without
-    them are skipped). Per class: the counts of its rows summed, then
-    :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class
-    absent from every row's reference and prediction). ``average``: the mean of
-    the per-class values; ``micro``: the counts summed over every class except
-    ``background`` as well.
+    Per class: its rows' counts summed, then
+    :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class absent
+    everywhere). ``average``: the mean over classes; ``micro``: counts summed over every
+    class but ``background``.
 
     Examples
     --------
@@ -347,14 +291,9 @@ def pooled_scores(
 def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
     """mmsegmentation's ``IoUMetric`` reading of ``rows``' pixel counts, in percent.
 
-    Per class, the intersection (``n_tp``), prediction and reference areas are
-    summed over the rows (the images of an evaluation set; union = prediction +
-    reference - intersection); Dice = 2 I / (P + R), IoU = I / U, precision =
-    I / P, recall = I / R from the sums, NaN where a ratio's own denominator is
-    zero over the whole set (a class never present and never predicted; never
-    predicted, for precision; never present, for recall). ``average``: the mean
-    over the classes with a value (``np.nanmean``), background included when its
-    rows are there: mmsegmentation's mDice, mIoU, mPrecision and mRecall.
+    Per class, intersection, prediction and reference areas are summed over the rows, and
+    each ratio is NaN where its own denominator is zero over the whole set. ``average``:
+    the NaN-skipping mean over classes, background included (mDice, mIoU ...).
 
     Examples
     --------
@@ -415,10 +354,8 @@ def pooled_folds(
     fold_key: str = "fold",
     empty: str = "one",
 ) -> dict:
-    """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
-
-    Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...},
-    "micro": {...}}}`` ({} when the rows carry no counts).
+    """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
+    (``{}`` when the rows carry no counts).
 
     Examples
     --------
@@ -435,10 +372,8 @@ def pooled_folds(
 def accumulated_folds(
     rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, fold_key: str = "fold"
 ) -> dict:
-    """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds.
-
-    Returns ``{metric: {"per_class": {c: {mean, std, folds}}, "average": {...}}}``
-    (a class absent from a fold is NaN there and left out of its mean and std).
+    """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
+    (a class absent from a fold is left out of its mean and std).
 
     Examples
     --------
@@ -455,10 +390,8 @@ def accumulated_folds(
 def holdout_scores(
     rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
-    """Scores of a held-out split (one model, no folds), in percent.
-
-    ``per_class``: mean and std over cases of each class; ``average``: mean and
-    std over cases of the case's mean over classes; ``pooled``: :func:`pooled_scores`.
+    """Scores of a held-out split (one model, no folds), in percent: per class and of the
+    case's class mean (mean and std over cases), and :func:`pooled_scores`.
 
     Examples
     --------

@@ -1,18 +1,9 @@
 """The worklist of a run: risk rows written with the results, read back riskiest first.
 
-A run estimates a risk of failure for every structure and slice it
-predicts (:mod:`napari_segeval.uncertainty.risk`); this module turns those estimates
-into rows of the results folder and reads them back:
-
-* :func:`risk_rows` - one prediction's :class:`~napari_segeval.uncertainty.risk.StructureRisk`
-  per structure and its ``slices.csv`` rows (``dice`` per slice where a reference exists);
-  :func:`dense_risk_rows` the same for a dense model's label map and probabilities;
-* :func:`worklist` - a results folder's structures ordered by risk, riskiest first, each
-  with its flagged slices and why (what ``segeval triage`` prints and the viewer opens).
-
-``slices.csv`` has one row per case x structure x model x condition x slice: the slices
-where the prediction or the reference is non-empty and the slice after each end of a
-walk (:data:`~napari_segeval.evaluation.rows.SLICES`).
+:func:`risk_rows` and :func:`dense_risk_rows` turn a prediction's risk estimates
+(:mod:`napari_segeval.uncertainty.risk`) into ``slices.csv`` rows; :func:`worklist`
+reads a results folder's structures back riskiest first, with their flagged slices
+(what ``segeval triage`` prints and the viewer opens).
 """
 
 from __future__ import annotations
@@ -41,8 +32,6 @@ from napari_segeval.uncertainty.risk import (
 
 #: The flags of a slice in ``slices.csv``: their texts joined by this separator.
 FLAG_SEPARATOR = "; "
-#: The signal columns of ``slices.csv`` (:class:`~napari_segeval.uncertainty.risk.Signal`).
-SIGNAL_COLUMNS = tuple(s.value for s in Signal)
 
 
 def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
@@ -51,9 +40,8 @@ def _slice_dice(reference: np.ndarray, mask: np.ndarray) -> float:
 
 
 def crop_slices(structure: Any) -> _CropSlices:
-    """A structure's probabilities indexed by slice at full ``(H, W)`` size, made from its
-    crop one slice at a time (never the full-size volume); ``structure`` is a
-    :class:`~napari_segeval.propagation.result.StructureResult`.
+    """A :class:`~napari_segeval.propagation.result.StructureResult`'s probabilities by slice
+    at full ``(H, W)`` size, made from its crop one slice at a time.
 
     Examples
     --------
@@ -95,28 +83,18 @@ def risk_rows(
 
     Parameters
     ----------
-    structures : mapping of int to StructureResult
-        The propagation's structures (probabilities and trace).
-    masks : mapping of int to numpy.ndarray
-        Each structure's scored mask ``(n, H, W)`` (what is saved and scored).
-    names : mapping of int to str
+    structures
+        The propagation's structures (probabilities and trace), by label.
+    masks
+        Each structure's scored mask ``(n, H, W)``.
+    names
         Structure names.
-    model, condition : str
+    model, condition
         What the rows say ran.
-    reference : numpy.ndarray, optional
+    reference
         The reference label map: adds its slices and a ``dice`` per slice.
-    others : mapping of int to sequence of numpy.ndarray, optional
+    others
         Other models' masks of each structure on the same prompts.
-
-    Examples
-    --------
-    >>> from napari_segeval.propagation.result import StructureResult
-    >>> m = np.zeros((4, 6, 6), bool); m[1:3, 1:4, 1:4] = True
-    >>> s = StructureResult(1, (0, 0, 0), m.astype(np.float32), m, m.shape)
-    >>> ref = np.zeros((4, 6, 6), np.uint8); ref[1:4, 1:4, 1:4] = 1
-    >>> risks, rows = risk_rows({1: s}, {1: m}, {1: "liver"}, model="x", reference=ref)
-    >>> [(r["slice"], r["dice"]) for r in rows]
-    [(1, 1.0), (2, 1.0), (3, 0.0)]
     """
     out: dict[int, StructureRisk] = {}
     rows: list[dict] = []
@@ -151,29 +129,20 @@ def dense_risk_rows(
 
     Parameters
     ----------
-    labels : numpy.ndarray
-        The label map, ``(n, H, W)`` (slices along the first axis).
-    probabilities : numpy.ndarray
+    labels
+        The label map, ``(n, H, W)``.
+    probabilities
         Its softmax probabilities, ``(K, n, H, W)``.
-    names : mapping of int to str
-        The structures to describe, by label (one the model has no class for is
-        described with a probability of 0).
-    model, condition : str
+    names
+        The structures to describe, by label (one without a class gets probability 0).
+    model, condition
         What the rows say ran.
-    reference : numpy.ndarray, optional
+    reference
         The reference label map: adds its slices and a ``dice`` per slice.
-    augmented : sequence of numpy.ndarray
+    augmented
         Label maps of test-time augmented passes (the ``tta`` signal).
-    risk_model : RiskModel, optional
+    risk_model
         Default: the shipped dense one (:attr:`RiskKind.DENSE`).
-
-    Examples
-    --------
-    >>> lab = np.zeros((3, 5, 5), np.uint8); lab[1, 1:4, 1:4] = 1
-    >>> p = np.stack([1.0 - lab, lab]).astype(np.float32)
-    >>> risks, rows = dense_risk_rows(lab, p, {1: "liver"}, model="m", augmented=[lab])
-    >>> [(r["slice"], r["tta"]) for r in rows], 0.0 < risks[1].risk < 1.0
-    ([(1, 0.0)], True)
     """
     risk_model = risk_model or RiskModel.load(kind=RiskKind.DENSE)
     out: dict[int, StructureRisk] = {}
@@ -239,10 +208,7 @@ class FlaggedSlice:
 
 @dataclass(frozen=True)
 class WorkItem:
-    """One structure of one prediction in a worklist.
-
-    ``dice`` is NaN where the run had no reference; ``flagged`` riskiest first.
-    """
+    """One structure of one prediction in a worklist (``dice`` NaN without a reference)."""
 
     case: str
     structure: str
@@ -295,8 +261,7 @@ def worklist(folder: str | os.PathLike) -> list[WorkItem]:
     Raises
     ------
     napari_segeval.ReadError
-        No ``results.csv``, or a folder written before risks were (no ``risk`` column:
-        it has no risk to rank by; re-run the evaluation).
+        No ``results.csv``, or no ``risk`` column (written before risks were).
     """
     out = Path(folder)
     if not (out / "results.csv").is_file():
@@ -312,8 +277,8 @@ def worklist(folder: str | os.PathLike) -> list[WorkItem]:
 
 
 def rank(rows: Sequence[Mapping], slices: Sequence[Mapping] = ()) -> list[WorkItem]:
-    """The structures of ``rows`` (``results.csv``'s ok rows) with a risk, riskiest first,
-    each with its flagged slices from ``slices`` (``slices.csv``'s rows).
+    """The structures of ``results.csv``'s ok ``rows`` with a risk, riskiest first, each with
+    its flagged slices from ``slices.csv``'s rows.
 
     Examples
     --------
@@ -354,8 +319,8 @@ def row_key(r: Mapping) -> tuple[str, str, str, str]:
 
 
 def slice_risk(r: Mapping) -> SliceRisk:
-    """One ``slices.csv`` row (or a case record's slice row) read back as a
-    :class:`~napari_segeval.uncertainty.risk.SliceRisk` (a missing signal is NaN).
+    """One ``slices.csv`` row read back as a :class:`~napari_segeval.uncertainty.risk.SliceRisk`
+    (a missing signal is NaN).
 
     Examples
     --------
@@ -377,13 +342,11 @@ def slice_risk(r: Mapping) -> SliceRisk:
 def structure_risks(
     rows: Sequence[Mapping], slices: Sequence[Mapping] = ()
 ) -> dict[tuple[str, str, str, str], StructureRisk]:
-    """The risks of ``rows`` (result rows with a ``risk`` and a ``label``) with their
-    slices from ``slices`` in slice order, by :func:`row_key`.
+    """The risks of result ``rows`` (with a ``risk`` and a ``label``) with their ``slices`` in
+    slice order, by :func:`row_key`.
 
-    A ``slices.csv`` row does not say why a walk ended, only that it was flagged
-    :attr:`~napari_segeval.uncertainty.risk.Flag.STOPPED`: the ``stops`` read back are
-    the flagged slices that hold a mask (the last slice of each walk the model
-    stopped), with that flag's text as the reason.
+    ``slices.csv`` keeps only the :attr:`~napari_segeval.uncertainty.risk.Flag.STOPPED`
+    flag, so the ``stops`` read back are the flagged slices that hold a mask.
 
     Examples
     --------
@@ -415,7 +378,6 @@ def structure_risks(
 
 __all__ = [
     "FLAG_SEPARATOR",
-    "SIGNAL_COLUMNS",
     "FlaggedSlice",
     "WorkItem",
     "crop_slices",
