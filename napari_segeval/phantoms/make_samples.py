@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._atomic import atomic_write_bytes
+from napari_segeval.io.case import Case
 from napari_segeval.phantoms import SAMPLE_SEED_BASE
 from napari_segeval.phantoms._encode import (
     VIDEO_CODEC,
@@ -91,12 +92,19 @@ def _fmt(values: Sequence[float]) -> list[float]:
     return [round(float(v), 4) for v in values]
 
 
+def _labels(case: Case) -> np.ndarray:
+    """A phantom's labels (a generator always makes them)."""
+    if case.labels is None:
+        raise ValueError("a phantom without labels")
+    return case.labels
+
+
 def _ct(files: dict, index: dict, rows: list) -> None:
     seed = SEEDS["ct"]
     case = make_ct_case(seed, tumour=True)
     files["ct/ct_001.nii.gz"] = nifti_gz_bytes(case.image, case.geometry, f"CT phantom seed {seed}")
     files["ct/ct_001_labels.nii.gz"] = nifti_gz_bytes(
-        case.labels, case.geometry, f"CT phantom labels seed {seed}"
+        _labels(case), case.geometry, f"CT phantom labels seed {seed}"
     )
     index["ct"] = {
         "image": "ct/ct_001.nii.gz",
@@ -111,7 +119,8 @@ def _ct(files: dict, index: dict, rows: list) -> None:
 
 def _msd(files: dict, index: dict, rows: list) -> None:
     root = f"msd_task/{MSD_TASK}"
-    training, names = [], None
+    training: list[dict[str, str]] = []
+    names: dict[int, str] = {}
     for i, spacing in enumerate(MSD_SPACINGS, start=1):
         seed = SEEDS["msd"] + i - 1
         case = make_ct_case(seed, shape=MSD_SHAPE, spacing=spacing, tumour=i != 3)
@@ -120,7 +129,7 @@ def _msd(files: dict, index: dict, rows: list) -> None:
             case.image, case.geometry, f"CT phantom seed {seed}"
         )
         files[f"{root}/labelsTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
-            case.labels, case.geometry, f"CT phantom labels seed {seed}"
+            _labels(case), case.geometry, f"CT phantom labels seed {seed}"
         )
         training.append(
             {"image": f"./imagesTr/abd_{i:03d}.nii.gz", "label": f"./labelsTr/abd_{i:03d}.nii.gz"}
@@ -154,7 +163,7 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     seed = SEEDS["echo"]
     clip = make_echo_clip(seed)
     files["video/echo_001_labels.nii.gz"] = nifti_gz_bytes(
-        clip.labels, clip.geometry, f"echo phantom labels seed {seed}"
+        _labels(clip), clip.geometry, f"echo phantom labels seed {seed}"
     )
     if video:
         files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
@@ -167,7 +176,7 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
             "codec": VIDEO_CODEC,
             "seed": seed,
         }
-    for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", clip.labels)):
+    for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", _labels(clip))):
         for fname, data in metaimage_files(arr, clip.spacing, name).items():
             files[f"video/{fname}"] = data
     files["video/dataset.json"] = _folder_dataset_json("Echo phantom", "US", clip.structures)
@@ -194,14 +203,14 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
         seed = SEEDS["polyp"] + i - 1
         case = make_polyp_image(seed)
         files[f"polyp/polyp_{i:03d}.png"] = png_bytes(case.image)
-        files[f"polyp/polyp_{i:03d}_mask.png"] = png_bytes(labels_to_rgb_mask(case.labels))
+        files[f"polyp/polyp_{i:03d}_mask.png"] = png_bytes(labels_to_rgb_mask(_labels(case)))
         rows.append((f"polyp/polyp_{i:03d}.png (+ _mask.png)", case, f"make_polyp_image({seed})"))
     for i in range(1, N_2D + 1):
         seed = SEEDS["skin"] + i - 1
         case = make_skin_image(seed)
         files[f"skin/skin_{i:03d}.png"] = png_bytes(case.image)
         files[f"skin/skin_{i:03d}_segmentation.png"] = png_bytes(
-            (case.labels > 0).astype(np.uint8) * 255
+            (_labels(case) > 0).astype(np.uint8) * 255
         )
         rows.append(
             (f"skin/skin_{i:03d}.png (+ _segmentation.png)", case, f"make_skin_image({seed})")
@@ -280,9 +289,9 @@ def _same_content(rel: str, have: bytes, want: bytes) -> bool:
             a, b = Image.open(io.BytesIO(have)), Image.open(io.BytesIO(want))
             return a.mode == b.mode and np.array_equal(np.asarray(a), np.asarray(b))
         if rel.endswith(".mp4"):
-            a, b = decode_mp4_grey(have), decode_mp4_grey(want)
-            diff = np.abs(a.astype(np.int16) - b.astype(np.int16))
-            return a.shape == b.shape and float(diff.mean()) <= 2.0
+            va, vb = decode_mp4_grey(have), decode_mp4_grey(want)
+            diff = np.abs(va.astype(np.int16) - vb.astype(np.int16))
+            return va.shape == vb.shape and float(diff.mean()) <= 2.0
     except (OSError, ValueError, EOFError):
         return False
     return False

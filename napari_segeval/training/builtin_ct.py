@@ -16,6 +16,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,16 +39,17 @@ def _prepare(n_cases: int, plans: dict, cache: Path | None = None):
             return [(z[f"x{i}"], z[f"y{i}"]) for i in range(n_cases)], stats, thr
 
     cases = [make_ct_case(seed) for seed in range(n_cases)]
+    pairs = [(c.image, c.labels, c.spacing) for c in cases if c.labels is not None]
     stats = foreground_intensity_stats(
-        ((c.image, c.labels) for c in cases), source=f"phantom seeds 0-{n_cases - 1}"
+        ((x, y) for x, y, _ in pairs), source=f"phantom seeds 0-{n_cases - 1}"
     )
-    thr = lesion_thresholds(((c.labels, c.spacing) for c in cases), plans)
+    thr = lesion_thresholds(((y, sp) for _, y, sp in pairs), plans)
     data = []
-    for c in cases:
-        img, info = resample_image(c.image, c.spacing, plans["spacing"], order=3)
-        data.append((clip_zscore(img, stats), resample_labels(c.labels, info)))
+    for x, y, sp in pairs:
+        img, info = resample_image(x, sp, plans["spacing"], order=3)
+        data.append((clip_zscore(img, stats), resample_labels(y, info)))
     if cache is not None:
-        arrays = {f"x{i}": x for i, (x, _) in enumerate(data)}
+        arrays: dict[str, Any] = {f"x{i}": x for i, (x, _) in enumerate(data)}
         arrays.update({f"y{i}": y for i, (_, y) in enumerate(data)})
         np.savez(
             cache,
@@ -164,7 +166,7 @@ def train(
     print(f"prepared {n_cases} cases in {prep_s:.0f}s; stats {stats}", flush=True)
     cfg = UNetConfig(**plans["config"])
     net = UNet3D(cfg)
-    if previous is not None:
+    if previous is not None and init is not None:
         load_state_strict(
             net,
             previous.get("state_dict") if isinstance(previous, dict) else None,
@@ -183,7 +185,9 @@ def train(
         for g in opt.param_groups:
             g["lr"] = lr
         picks = rng.integers(len(data), size=batch)
-        xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], fg_prob) for i in picks))
+        xs, ys = zip(
+            *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
+        )
         x = torch.from_numpy(np.stack(xs))[:, None]
         y = torch.from_numpy(np.stack(ys))
         loss = segmentation_loss(net(x), y, k, weight)

@@ -213,7 +213,10 @@ def train_dense_cases(
                 g["lr"] = _lr(config, step)
             picks = rng.integers(len(data), size=config.batch)
             xs, ys = zip(
-                *(sample_patch(rng, *data[i], patch, index[i], config.fg_prob) for i in picks)
+                *(
+                    sample_patch(rng, data[i][0], data[i][1], patch, index[i], config.fg_prob)
+                    for i in picks
+                )
             )
             x = torch.from_numpy(np.stack(xs))[:, None]
             y = torch.from_numpy(np.stack(ys))

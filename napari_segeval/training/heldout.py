@@ -54,7 +54,8 @@ def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.nda
     classes = torch.from_numpy(scene.classes.astype(np.int64))
     labels = torch.from_numpy(scene.labels)
     ids = range(1, int(labels.max()) + 1)
-    best, best_seen = None, None
+    best: torch.Tensor | None = None
+    best_seen: dict[int, float] = {}
     for _ in range(10):
         means = _visible_means(rng, classes, labels, scene.n_classes)
         img = appearance.render(
@@ -71,6 +72,7 @@ def _volume(seed: int, shape, families, looks: dict) -> tuple[np.ndarray, np.nda
     for k, c in best_seen.items():
         if c < FINAL_CONTRAST:
             out[out == k] = 0
+    assert best is not None  # the first try is always kept
     return best.numpy().astype(np.float32), out
 
 
@@ -89,4 +91,5 @@ def _visible_means(rng, classes: torch.Tensor, labels: torch.Tensor, n: int) -> 
             return means
         if score > best_score:
             best, best_score = means, score
+    assert best is not None  # a contrast is never below -1
     return best

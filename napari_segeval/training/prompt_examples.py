@@ -62,6 +62,14 @@ def bbox(mask: torch.Tensor) -> tuple[int, int, int, int] | None:
     return lo[0], lo[1], hi[0] + 1, hi[1] + 1
 
 
+def _tight(mask: torch.Tensor) -> tuple[int, int, int, int]:
+    """:func:`bbox` of a mask known to be non-empty."""
+    box = bbox(mask)
+    if box is None:
+        raise ValueError("an empty mask has no box")
+    return box
+
+
 def jitter_box(
     box: tuple[int, int, int, int], h: int, w: int, rng: np.random.Generator
 ) -> tuple[int, int, int, int]:
@@ -200,13 +208,13 @@ def episode(
     zeros = torch.zeros_like(target)
     k = int(rng.choice(4, p=CLICKS[start]))
     if start == "box":
-        b = jitter_box(bbox(target), *target.shape, rng)
+        b = jitter_box(_tight(target), target.shape[0], target.shape[1], rng)
         boxm = _box_mask(b, target.shape)
         return Episode(cur, cur, target, boxm, boxm, _start_window(b, rng), 1 + k, start, region=b)
     if start == "prop" or start == "propbox":
         prior = drift(source, rng)
         if start == "propbox":
-            b = jitter_box(bbox(target), *target.shape, rng)
+            b = jitter_box(_tight(target), target.shape[0], target.shape[1], rng)
             r = rng.random()
             if r < 0.35:  # a walk that had lost the object (or started from a negative click)
                 prior = zeros
@@ -229,14 +237,16 @@ def episode(
                 start,
                 region=b,
             )
-        b = bbox(prior > 0.5)
-        if b is None:
+        around = bbox(prior > 0.5)
+        if around is None:
             return None
-        return Episode(cur, prev, target, zeros, prior, _start_window(b, rng), 1 + k, start)
+        return Episode(cur, prev, target, zeros, prior, _start_window(around, rng), 1 + k, start)
     ep = Episode(cur, cur, target, zeros, zeros, (0.0, 0.0, 1.0), k, start, base=False)
     if start == "points":
-        y, x = interior_point(target.numpy() > 0.5, None if rng.random() < 0.5 else rng)
-        ep.points.append((y, x, True))
+        at = interior_point(target.numpy() > 0.5, None if rng.random() < 0.5 else rng)
+        if at is None:  # an empty target ("points" starts need one)
+            return None
+        ep.points.append((*at, True))
         ep.window = _points_window(ep.points, target, rng)
         return ep
     if start == "fix":
@@ -275,7 +285,7 @@ def _points_window(points, target: torch.Tensor, rng: np.random.Generator):
     if rng.random() < 0.5:
         side = CLICK_SIDE * float(np.exp(rng.uniform(-0.3, 0.3)))
         return _jitter_window(window_from_points(points, side), rng)
-    y0, x0, y1, x1 = bbox(target > 0.5)
+    y0, x0, y1, x1 = _tight(target > 0.5)
     side = max(y1 - y0, x1 - x0) * float(np.exp(rng.uniform(np.log(0.7), np.log(5.0))))
     return _jitter_window(window_from_points(points, side), rng)
 

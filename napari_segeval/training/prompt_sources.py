@@ -87,6 +87,7 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
         make = make_polyp_image if seed % 2 else make_skin_image
         case = make(seed, shape=(128, 160))
         grey = case.image[..., :3].astype(np.float32).mean(axis=-1) / 255.0
+        assert case.labels is not None  # a phantom has its labels
         out.append(
             Stack("rgb", torch.from_numpy(case.labels[None]), image=torch.from_numpy(grey[None]))
         )
@@ -159,10 +160,11 @@ def frames(
         bz = int(rng.integers(background.labels.shape[0]))
         bidx = [min(max(bz + i - idx[0], 0), background.labels.shape[0] - 1) for i in idx]
         bg = _unit(rng, background, bidx)
-        bg = _fit(bg, target.shape[1:])
+        bg = _fit(bg, (int(target.shape[1]), int(target.shape[2])))
         img = _paste(rng, bg, target)
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
+        assert stack.classes is not None  # a scene stack has its class map
         img = appearance.render(
             rng,
             stack.classes[idx],
@@ -186,6 +188,7 @@ def frames(
 
 
 def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:
+    assert stack.image is not None  # only a scene stack has none, and it is rendered
     img = stack.image[idx]
     return ct_window(rng, img, stack.image) if stack.kind == "ct" else img.clone()
 

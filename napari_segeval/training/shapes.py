@@ -132,7 +132,8 @@ def _holes(rng, family: str, p: dict, grids, shape, level: np.ndarray) -> np.nda
     cut = np.zeros(level.shape, bool)
     if family == "holed" and rng.random() < 0.35:  # a wall around a cavity
         return level < (1 - rng.uniform(0.15, 0.45)) ** 2
-    u, v, _ = _frame(p, *grids, shape[0])
+    z, y, x = grids
+    u, v, _ = _frame(p, z, y, x, shape[0])
     n = int(rng.integers(1, 4))
     for _ in range(n):
         if family == "holed":
@@ -282,7 +283,7 @@ def make_scene(
     tissue, n_cls = _tissue(rng, shape)
     labels = np.zeros(shape, np.uint8)
     classes = tissue.astype(np.uint16)
-    fams = []
+    fams: list[str] = []
     for _ in range(int(rng.integers(n_objects[0], n_objects[1] + 1))):
         family = str(rng.choice(list(families)))
         obj = draw_object(rng, family, shape)

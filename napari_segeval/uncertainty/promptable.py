@@ -154,7 +154,7 @@ def prompt_tta(
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
     labels_order = tuple(sets)
-    mean = np.stack([stats[k].mean for k in labels_order]).astype(np.float32)
+    mean = np.stack([_mean(stats[k]) for k in labels_order]).astype(np.float32)
     var = np.stack([stats[k].variance() for k in labels_order]).astype(np.float32)
     h_each = np.stack([binary_entropy(m) for m in mean])
     mean_h = np.stack([stats[k].mean_entropy() for k in labels_order])
@@ -184,3 +184,10 @@ def prompt_tta(
 
 
 __all__ = ["prompt_tta"]
+
+
+def _mean(stats: SampleStats) -> np.ndarray:
+    """The mean of ``stats``' samples (ValueError without samples)."""
+    if stats.mean is None:
+        raise ValueError("no samples")
+    return stats.mean
