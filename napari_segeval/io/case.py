@@ -1,49 +1,11 @@
 """The :class:`Case` record and its :class:`Geometry`.
 
-Orientation convention
-----------------------
-Arrays are stored in C order with the *slowest* axis first: ``(z, y, x)`` for
-volumes, ``(t, y, x)`` for videos and ``(y, x[, c])`` for 2D images. This is the
-order SimpleITK's ``GetArrayFromImage`` returns and the order napari displays.
-
-Physical space is ITK's LPS (as in ITK-SNAP, 3D Slicer's file I/O and DICOM):
-
-* ``spacing`` is given **per array axis** (so ``spacing[0]`` is the slice
-  thickness of a ``(z, y, x)`` volume), in mm (seconds per frame for videos is
-  not used: video frames get spacing 1).
-* ``origin`` is the LPS position in mm of the centre of voxel ``(0, 0, 0)``,
-  in physical ``(x, y, z)`` order, as ITK reports it.
-* ``direction`` is ITK's direction cosine matrix: column ``j`` is the unit
-  vector of ITK index axis ``j``, where ITK index axes are the array axes
-  reversed (index ``i`` runs along the last array axis).
-
-NIfTI files (RAS) are converted to this convention on read and back on write,
-so a label map written with a case's geometry lines up with its source image in
-any viewer.
-
-2D geometry of a slice placed in 3D (design)
---------------------------------------------
-A single slice that has a place in patient space (one DICOM slice, a one-slice
-NIfTI/MHA/NRRD grid, one RT dose plane) is read as a 2D ``"yx"`` image whose
-:class:`Geometry` keeps **two** descriptions:
-
-* the 2D fields (``spacing``, ``origin``, ``direction``) are always a valid 2D
-  grid with an orthonormal 2x2 direction. For an *axial* slice (its normal is
-  +-z) they are the x/y part of the 3D placement, as before: origin ``(x, y)`` in
-  LPS mm and the in-plane rotation. For any other slice (sagittal, coronal,
-  oblique) no 2D part of the 3D direction is orthonormal -- the top-left 2x2
-  block of a sagittal slice's direction is singular -- so the 2D fields describe
-  the slice in its own plane: identity direction and origin ``(0, 0)``, i.e. mm
-  along the rows and columns from the first pixel.
-* ``plane`` is the full 3D placement: a 3D :class:`Geometry` of the slice as a
-  one-slice volume (spacing ``(thickness, row, column)``, the 3D origin and the
-  orthonormal 3x3 direction).
-
-Writers store a geometry with a ``plane`` as a one-slice 3D grid with the
-``plane`` placement (NIfTI ``(x, y, 1)``, MHA/NRRD ``1 x ny x nx``), so a
-segmentation of a sagittal slice lies on that slice in any viewer; readers turn a
-one-slice 3D grid back into ``"yx"`` + ``plane``, so write -> read is exact.
-``plane`` is derived data: the 2D fields follow from it (:meth:`Geometry.of_plane`).
+Arrays are C order, slowest axis first (as SimpleITK's ``GetArrayFromImage`` and
+napari). Geometry is ITK's LPS: ``spacing`` per array axis in mm; ``origin`` the
+position of voxel ``(0, 0, 0)``'s centre in ``(x, y, z)`` order; ``direction`` ITK's
+cosine matrix, whose column ``j`` is ITK index axis ``j`` (the array axes reversed).
+A single slice placed in 3D is a ``"yx"`` image with the 3D placement in
+``Geometry.plane`` (docs/design.md, "Geometry of a single slice").
 """
 
 from __future__ import annotations
@@ -83,11 +45,6 @@ _KIND_OF_AXES = {
 def kind_of_axes(axes: str) -> str:
     """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` for a case's axes.
 
-    A multi-channel volume (``"czyx"``) is a volume (:attr:`Case.is_multichannel`
-    tells it apart); a time series of volumes (``"tzyx"``, a 4D NIfTI) is a
-    ``"series"``, neither a video nor a volume. This is the one place that
-    decides; :attr:`Case.kind` and the viewer's state ask it.
-
     Examples
     --------
     >>> [kind_of_axes(a) for a in ("zyx", "czyx", "tyxc", "yx", "tzyx")]
@@ -111,16 +68,14 @@ class Geometry:
 
     Parameters
     ----------
-    spacing : tuple of float
-        Voxel size in mm per *spatial* array axis (slowest first). A channel axis
-        (``c``) has no spacing.
-    origin : tuple of float
-        Physical LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
-    direction : tuple of float
+    spacing
+        Voxel size in mm per spatial array axis, slowest first (a channel has none).
+    origin
+        LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
+    direction
         Row-major flattened ITK direction matrix (``ndim x ndim``).
-    plane : Geometry, optional
-        For a 2D geometry only: the 3D placement of the slice (see the module
-        docstring). ``None`` for 2D images with no place in 3D (PNG, ultrasound).
+    plane
+        2D only: the slice's 3D placement; ``None`` when it has none (PNG, ultrasound).
 
     Examples
     --------
@@ -185,10 +140,7 @@ class Geometry:
         return Geometry(self.spacing[-n:], self.origin[:n], tuple(d.ravel()))
 
     def stacked(self) -> Geometry:
-        """Geometry of a stack of such grids: a new slowest array axis (time, channel).
-
-        The new axis has spacing 1, origin 0 and is the last ITK axis, as a 4D
-        NIfTI's or MetaImage's fourth axis. A 2D geometry's 3D plane is dropped.
+        """Geometry with a new slowest array axis (time, channel): spacing 1, origin 0.
 
         Examples
         --------
@@ -232,13 +184,7 @@ class Geometry:
         return np.asarray(self.direction, dtype=float).reshape(self.ndim, self.ndim)
 
     def affine(self) -> np.ndarray:
-        """Homogeneous matrix mapping *array* indices (slowest first) to LPS mm.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(ndim + 1, ndim + 1)`` matrix ``A`` with ``A @ [k, j, i, 1] = [x, y, z, 1]``.
-        """
+        """Homogeneous matrix ``A`` with ``A @ [k, j, i, 1] = [x, y, z, 1]`` (LPS mm)."""
         n = self.ndim
         itk_spacing = np.asarray(self.spacing[::-1])
         m = self.direction_matrix * itk_spacing[None, :]
@@ -305,21 +251,19 @@ class Case:
 
     Parameters
     ----------
-    image : numpy.ndarray
-        Intensities in the axis order named by ``axes``.
-    geometry : Geometry
-        Placement of the spatial axes (a colour or channel axis has none).
-    axes : str
-        One of :data:`AXES`.
-    modality : str
-        One of :data:`MODALITIES` (a hint: readers guess, callers may override).
-    labels : numpy.ndarray or None
-        Integer label map on the same spatial grid (no colour axis).
-    structures : dict of int to str
+    image
+        Intensities in the axis order named by ``axes`` (one of :data:`AXES`).
+    geometry
+        Placement of the spatial axes.
+    axes, modality
+        One of :data:`AXES`; one of :data:`MODALITIES` (a reader's guess).
+    labels
+        Integer label map on the same spatial grid.
+    structures
         Names of label ids (background ``0`` excluded).
-    image_path, labels_path : pathlib.Path or None
+    image_path, labels_path
         Where the arrays came from.
-    meta : dict
+    meta
         Anything else a reader learnt (frame rate, DICOM series UID, ...).
 
     Examples
@@ -366,13 +310,7 @@ class Case:
 
     @property
     def kind(self) -> str:
-        """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` (:func:`kind_of_axes`).
-
-        Examples
-        --------
-        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").kind
-        'volume'
-        """
+        """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` (:func:`kind_of_axes`)."""
         return kind_of_axes(self.axes)
 
     @property
@@ -382,13 +320,7 @@ class Case:
 
     @property
     def n_channels(self) -> int:
-        """Image channels of a volume: ``C`` for ``"czyx"``, else 1 (colour is not a channel).
-
-        Examples
-        --------
-        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").n_channels
-        2
-        """
+        """Image channels: ``C`` for ``"czyx"``, else 1 (colour is not a channel)."""
         return int(self.image.shape[0]) if self.is_multichannel else 1
 
     @property
