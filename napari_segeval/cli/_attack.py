@@ -148,16 +148,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
-    """Where the four outputs go: ``STEM_perturbed``, ``STEM_perturbation``,
-    ``STEM_clean_pred``, ``STEM_attacked_pred``, in the formats ``segeval evaluate``
-    saves the same case in (:func:`napari_segeval.io._formats.output_formats`).
+    """Where the four outputs go (``STEM_perturbed``, ``STEM_perturbation``,
+    ``STEM_clean_pred``, ``STEM_attacked_pred``), in ``segeval evaluate``'s formats.
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(axes="zyx")
-    >>> output_paths(Path("ct.nii.gz"), c, Path("o"))["perturbed_image"].as_posix()
-    'o/ct_perturbed.nii.gz'
     >>> c = SimpleNamespace(axes="yxc")
     >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
     ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.tif', 'skin_perturbed.tif']

@@ -53,11 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _channels(path: Path, case: Case, volume: int | None) -> Case:
-    """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case.
-
-    As the data-set layouts read it (MSD BrainTumour, Prostate); without such a
-    ``dataset.json`` (or with ``--volume``) a 4D file stays a time series.
-    """
+    """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case."""
     if not case.is_time_series or volume is not None:
         return case
     from napari_segeval._errors import SegEvalError
@@ -209,13 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _kind_text(p: dict) -> str:
-    """``volume``, ``series (volumes over time)``, ``volume, 2 channels: T2, ADC`` ...
-
-    Examples
-    --------
-    >>> _kind_text({"kind": "volume", "channels": ["T2", "ADC"]})
-    'volume, 2 channels: T2, ADC'
-    """
+    """``volume``, ``series (volumes over time)``, ``volume, 2 channels: T2, ADC`` ..."""
     if p.get("channels"):
         return f"{p['kind']}, {len(p['channels'])} channels: {', '.join(p['channels'])}"
     return "series (volumes over time)" if p["kind"] == "series" else p["kind"]
