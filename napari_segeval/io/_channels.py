@@ -47,16 +47,7 @@ def as_channels(case: Case) -> Case:
 
 
 def select_channel(case: Case, channel: int) -> Case:
-    """Channel ``channel`` of a ``"czyx"`` case as a ``"zyx"`` case (labels kept).
-
-    Examples
-    --------
-    >>> from napari_segeval.io.case import Geometry
-    >>> c = Case(np.arange(8.0).reshape(2, 1, 2, 2), Geometry.identity(3), axes="czyx")
-    >>> one = select_channel(c, 1)
-    >>> one.axes, one.image.ravel().tolist(), one.meta["channel"]
-    ('zyx', [4.0, 5.0, 6.0, 7.0], 1)
-    """
+    """Channel ``channel`` of a ``"czyx"`` case as a ``"zyx"`` case (labels kept)."""
     if not case.is_multichannel:
         raise ReadError(f"{case.image_path or 'image'}: not a multi-channel volume")
     n = case.n_channels

@@ -119,13 +119,7 @@ def folder_kind(folder: Path) -> str | None:
 
 
 def kind(path: str | Path) -> str | None:
-    """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames.
-
-    Examples
-    --------
-    >>> kind("a.nii.gz"), kind("b.nrrd"), kind("c.mp4"), kind("d.txt")
-    ('nifti', 'itk', 'video', None)
-    """
+    """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
     p = Path(path)
     if p.is_dir():
         k = folder_kind(p)

@@ -16,13 +16,7 @@ DICOM_MODALITIES = {
 
 
 def from_dicom(tag: str | None) -> str | None:
-    """Map a DICOM Modality value to ours (``None`` when absent).
-
-    Examples
-    --------
-    >>> from_dicom("PT"), from_dicom("CR"), from_dicom(None)
-    ('PET', 'other', None)
-    """
+    """Map a DICOM Modality value to ours (``None`` when absent)."""
     if not tag:
         return None
     return DICOM_MODALITIES.get(tag.strip().upper(), "other")

@@ -13,25 +13,13 @@ from napari_segeval._errors import InvalidImageError
 
 
 def nan_count(image: np.ndarray) -> int:
-    """Number of NaN voxels (0 for integer images).
-
-    Examples
-    --------
-    >>> nan_count(np.array([1.0, np.nan, np.nan])), nan_count(np.arange(3))
-    (2, 0)
-    """
+    """Number of NaN voxels (0 for integer images)."""
     a = np.asarray(image)
     return int(np.count_nonzero(np.isnan(a))) if a.dtype.kind in "fc" else 0
 
 
 def nan_mask(image: np.ndarray) -> np.ndarray:
-    """uint8 map, 1 where ``image`` is NaN (a colour voxel when any channel is).
-
-    Examples
-    --------
-    >>> nan_mask(np.array([[0.0, np.nan]])).tolist()
-    [[0, 1]]
-    """
+    """uint8 map, 1 where ``image`` is NaN (a colour voxel when any channel is)."""
     a = np.asarray(image)
     if a.dtype.kind not in "fc":
         return np.zeros(a.shape, np.uint8)

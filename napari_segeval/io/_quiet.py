@@ -177,14 +177,6 @@ def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[
     SimpleITK is already imported. With ``native``, what C/C++ libraries print to stderr
     is swallowed too (every thread's: keep such blocks short). Safe in parallel threads:
     the process-wide switches are made by the first block to open, undone by the last.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with quiet() as caught:
-    ...     warnings.warn("pixdim[0] (qfac) should be 1")
-    >>> caught
-    ['pixdim[0] (qfac) should be 1']
     """
     out = [] if collected is None else collected
     stack = _LOCAL.__dict__.setdefault("stack", [])

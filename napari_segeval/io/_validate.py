@@ -36,13 +36,7 @@ def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
 
 
 def label_dtype(max_label: int) -> np.dtype:
-    """Smallest unsigned integer type holding ``max_label``.
-
-    Examples
-    --------
-    >>> label_dtype(3), label_dtype(300), label_dtype(70000)
-    (dtype('uint8'), dtype('uint16'), dtype('uint32'))
-    """
+    """Smallest unsigned integer type holding ``max_label``."""
     for dt in (np.uint8, np.uint16, np.uint32):
         if max_label <= np.iinfo(dt).max:
             return np.dtype(dt)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from napari_segeval._names import unnamed_label
 #: Largest deviation from orthonormality accepted in a direction matrix.
 ORTHO_TOL = 1e-4
 
-Modality = Literal["CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other"]
 MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other")
 
 #: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
@@ -140,29 +139,13 @@ class Geometry:
         return Geometry(self.spacing[-n:], self.origin[:n], tuple(d.ravel()))
 
     def stacked(self) -> Geometry:
-        """Geometry with a new slowest array axis (time, channel): spacing 1, origin 0.
-
-        Examples
-        --------
-        >>> g = Geometry((3.0, 0.5, 0.5), (1.0, 2.0, 3.0), (-1, 0, 0, 0, -1, 0, 0, 0, 1))
-        >>> s = g.stacked()
-        >>> s.spacing, s.origin, s.sub(3) == g
-        ((1.0, 3.0, 0.5, 0.5), (1.0, 2.0, 3.0, 0.0), True)
-        """
+        """Geometry with a new slowest array axis (time, channel): spacing 1, origin 0."""
         d = np.eye(self.ndim + 1)
         d[: self.ndim, : self.ndim] = self.direction_matrix
         return Geometry((1.0, *self.spacing), (*self.origin, 0.0), tuple(d.ravel()))
 
     def is_orthonormal(self, tol: float = ORTHO_TOL) -> bool:
-        """True when the direction matrix (and the plane's) is orthonormal within ``tol``.
-
-        Examples
-        --------
-        >>> Geometry.identity(3).is_orthonormal()
-        True
-        >>> Geometry((1.0, 1.0), (0, 0), (0, 0, 1, 0)).is_orthonormal()
-        False
-        """
+        """True when the direction matrix (and the plane's) is orthonormal within ``tol``."""
         d = self.direction_matrix
         ok = bool(np.allclose(d.T @ d, np.eye(self.ndim), atol=tol))
         return ok and (self.plane is None or self.plane.is_orthonormal(tol))
@@ -206,13 +189,7 @@ class Geometry:
         )
 
     def to_dict(self) -> dict:
-        """Plain-JSON form (lists of floats), e.g. for napari layer metadata.
-
-        Examples
-        --------
-        >>> Geometry.identity(2, (0.5, 0.25)).to_dict()["spacing"]
-        [0.5, 0.25]
-        """
+        """Plain-JSON form (lists of floats), e.g. for napari layer metadata."""
         out: dict[str, Any] = {
             "spacing": list(self.spacing),
             "origin": list(self.origin),
@@ -224,14 +201,7 @@ class Geometry:
 
     @classmethod
     def from_dict(cls, data: dict) -> Geometry:
-        """Inverse of :meth:`to_dict`.
-
-        Examples
-        --------
-        >>> g = Geometry.identity(3, (2.0, 1.0, 1.0))
-        >>> Geometry.from_dict(g.to_dict()) == g
-        True
-        """
+        """Inverse of :meth:`to_dict`."""
         plane = cls.from_dict(data["plane"]) if data.get("plane") else None
         return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]), plane)
 
@@ -302,11 +272,6 @@ class Case:
     def is_rgb(self) -> bool:
         """True for images with a trailing colour axis."""
         return self.axes.endswith("c")
-
-    @property
-    def is_video(self) -> bool:
-        """True when the first axis is time and each frame is 2D (``tyx``/``tyxc``)."""
-        return self.axes in ("tyx", "tyxc")
 
     @property
     def kind(self) -> str:

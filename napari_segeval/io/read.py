@@ -301,16 +301,6 @@ def read_labels(
     geometry : Geometry
     structures : dict of int to str
         From the colour table, else a nearby ``dataset.json`` (background excluded).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from PIL import Image
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ISIC_0001_segmentation.png"
-    >>> Image.fromarray(np.array([[0, 255], [255, 255]], np.uint8)).save(p)
-    >>> labels, geometry, names = read_labels(p)
-    >>> labels.tolist(), geometry.spacing
-    ([[0, 1], [1, 1]], (1.0, 1.0))
     """
     labels, geometry, names, _ = labels_with_axes(
         path, color_table, color_tolerance, default_color_table, volume=volume

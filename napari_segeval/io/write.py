@@ -82,17 +82,6 @@ def write_labels(
     """Write an integer label map with ``geometry`` (the source image's), smallest uint type.
 
     ``.png`` takes 2D maps on a pixel grid only.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from napari_segeval.io import read_labels
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "pred.nii.gz"
-    >>> g = Geometry.identity(3, (2.0, 0.5, 0.5))
-    >>> _ = write_labels(p, np.eye(4, dtype=np.int64)[None].repeat(2, 0), g)
-    >>> labels, geometry, _ = read_labels(p)
-    >>> labels.dtype, geometry == g
-    (dtype('uint8'), True)
     """
     p = Path(path)
     _check_target(p, overwrite, LABEL_WRITABLE)
@@ -127,15 +116,6 @@ def write_image(
 
     A trailing RGB axis is written as vector pixels to MHA/MHD/NRRD (RGB to ``.tif``);
     NIfTI refuses it. ``.tif`` takes raster-input images on their pixel grid only.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from napari_segeval.io import read_image
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.mha"
-    >>> _ = write_image(p, np.full((2, 2), 0.25, np.float64), Geometry.identity(2))
-    >>> read_image(p).image.dtype
-    dtype('float32')
     """
     p = Path(path)
     _check_target(p, overwrite, IMAGE_WRITABLE)
