@@ -90,14 +90,6 @@ def foreground_intensity_stats(
         Seed of the subsampling.
     source
         Recorded provenance.
-
-    Examples
-    --------
-    >>> img = np.arange(1000, dtype=float).reshape(10, 10, 10)
-    >>> lab = (img >= 500).astype(np.uint8)
-    >>> s = foreground_intensity_stats([(img, lab)])
-    >>> s.mean, round(s.lower, 3), round(s.upper, 3)
-    (749.5, 502.495, 996.505)
     """
     rng = np.random.default_rng(seed)
     chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]

@@ -144,18 +144,7 @@ def resample_image(
 
 
 def resample_labels(labels: np.ndarray, info: ResampleInfo) -> np.ndarray:
-    """Resample a label map onto the grid of ``info`` with nearest neighbour.
-
-    Examples
-    --------
-    >>> lab = np.zeros((4, 8, 8), np.uint8); lab[:, 2:6, 2:6] = 1
-    >>> _, info = resample_image(lab.astype(float), (1, 1, 1), (1, 2, 2), order=1)
-    >>> resample_labels(lab, info)[0]
-    array([[0, 0, 0, 0],
-           [0, 1, 1, 0],
-           [0, 1, 1, 0],
-           [0, 0, 0, 0]], dtype=uint8)
-    """
+    """Resample a label map onto the grid of ``info`` with nearest neighbour."""
     return resample_to_shape(labels, info.shape, order=0)
 
 

@@ -34,15 +34,7 @@ def window_starts(size: int, patch: int, overlap: float) -> list[int]:
 def window_grid(
     shape: Sequence[int], patch: Sequence[int], overlap: float | Sequence[float]
 ) -> list[tuple[slice, ...]]:
-    """Slices of every window over ``shape`` (C order of the start indices).
-
-    Examples
-    --------
-    >>> len(window_grid((40, 84, 84), (32, 64, 64), 0.5))
-    8
-    >>> window_grid((10, 20), (10, 12), 0.5)[-1]
-    (slice(0, 10, None), slice(8, 20, None))
-    """
+    """Slices of every window over ``shape`` (C order of the start indices)."""
     if isinstance(overlap, (Sequence, np.ndarray)):
         ov = [float(o) for o in overlap]
     else:

@@ -159,13 +159,6 @@ def window_bounds(
     CT: the window edges (default abdomen) or, with ``"minmax"``, the clipped image's
     extremes (a constant gives ``(v, v + 1e-6)``). MR/PET: the 0.5 and 99.5 percentiles
     of the non-zero voxels of ``image`` (required). Anything else: ``(0, 255)``.
-
-    Examples
-    --------
-    >>> window_bounds("CT", "abdomen")
-    (-160.0, 240.0)
-    >>> window_bounds("US")
-    (0.0, 255.0)
     """
     mod = (modality or "other").upper()
     if mod == "CT":

@@ -50,12 +50,6 @@ def box_from_labels(
         Maximum shift of each box edge in pixels (0: tight box).
     rng
         Source of the jitter (default ``np.random.default_rng(0)``).
-
-    Examples
-    --------
-    >>> lab = np.zeros((5, 8, 8), np.uint8); lab[1:4, 2:5, 3:7] = 2
-    >>> box_from_labels(lab, 2)
-    Box(y0=2, x0=3, y1=5, x1=7, index=2, label=2)
     """
     arr = np.asarray(labels)
     if arr.ndim == 2:

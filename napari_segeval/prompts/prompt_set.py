@@ -163,13 +163,6 @@ class PromptSet:
         Structure id (``>= 1``); every prompt must carry it.
     prompts
         Boxes, points and mask prompts in the order they were given.
-
-    Examples
-    --------
-    >>> s = PromptSet.from_box(Box(2, 2, 8, 8, index=5, label=3))
-    >>> s = s.add(Point(4, 4, index=9, label=3, positive=False))
-    >>> s.frames, len(s), s.first_frame, s.last_frame
-    ((5, 9), 2, 5, 9)
     """
 
     label: int
