@@ -287,17 +287,16 @@ def run(args: argparse.Namespace) -> int:
         [d["label"], d["name"], d["clean"], d["attacked"], d["clean"] - d["attacked"]]
         for d in res.dice_records()
     ]
-    a = res.params["attack"]
     lines = [
         (
-            f"{a['attack']} ({a['norm']}, steps={a['steps']}, step={a['step_size']:.4g}, "
-            f"seed={a['seed']}) on {target.kind} model, modality {case.modality}, "
+            f"{config.attack} ({config.norm}, steps={config.steps}, "
+            f"step={config.effective_step_size:.4g}, seed={config.seed}) on {target.kind} model, modality {case.modality}, "
             f"Dice vs {res.params['reference']}"
         ),
         (
             f"eps = {res.budget.eps_normalized:.4g} normalized = {res.budget.eps_raw:.4g} {unit} "
             f"(1 normalized unit = {res.budget.raw_per_normalized_unit:.4g} {unit}); "
-            f"perturbation {a['norm']} norm {res.perturbation_norm['normalized']:.4g} normalized, "
+            f"perturbation {config.norm} norm {res.perturbation_norm['normalized']:.4g} normalized, "
             f"{res.perturbation_norm['raw']:.4g} {unit}"
         ),
         format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
