@@ -87,18 +87,15 @@ def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, 
     """
     counts = np.bincount(labels.ravel().astype(np.intp, copy=False))
     voxel_ml = float(np.prod(spacing)) / 1000.0
-    rows = []
-    for lab in np.flatnonzero(counts):
-        name = structure_label(int(lab), names)
-        rows.append(
-            {
-                "id": int(lab),
-                "name": name,
-                "voxels": int(counts[lab]),
-                "volume_ml": float(counts[lab]) * voxel_ml,
-            }
-        )
-    return rows
+    return [
+        {
+            "id": int(lab),
+            "name": structure_label(int(lab), names),
+            "voxels": int(counts[lab]),
+            "volume_ml": float(counts[lab]) * voxel_ml,
+        }
+        for lab in np.flatnonzero(counts)
+    ]
 
 
 def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | None:
@@ -124,18 +121,11 @@ def _series(path: Path) -> dict:
 def _series_lines(p: dict, chosen: str | None) -> list[str]:
     series = p["series"]
     lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
+    from napari_segeval.io._dicom_series import SeriesInfo
+
     for s in series:
         mark = "*" if s["id"] == chosen else " "
-        text = (
-            f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
-            f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
-            f"{s['orientation']}"
-        )
-        if s["number"] is not None:
-            text += f", series {s['number']}"
-        if s["description"]:
-            text += f" {s['description']!r}"
-        lines.append(f"    {mark} {text}")
+        lines.append(f"    {mark} {SeriesInfo(**{**s, 'problem': None}).describe()}")
         if s["problem"]:
             lines.append(f"        cannot be read: {s['problem']}")
     splits = dict.fromkeys(s["split"] for s in series if s["split"])
