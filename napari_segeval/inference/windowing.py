@@ -106,14 +106,16 @@ def apply_window(
     """Window CT intensities (HU) to float32 values in ``[0, 255]`` (module doc for ``ct_mapping``)."""
     if width <= 0:
         raise SegEvalError(f"CT window width must be positive, got {width}")
-    arr = np.asarray(hu, dtype=np.float64)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(hu, dtype=np.float64))
     wlo = level - width / 2.0
-    lo, hi = ct_bounds(arr, level, width, ct_mapping)
+    return _to_255(arr, (wlo, wlo + width), *ct_bounds(arr, level, width, ct_mapping))
+
+
+def _to_255(arr: np.ndarray, clip: tuple[float, float], lo: float, hi: float) -> np.ndarray:
+    """``arr`` clipped to ``clip``, ``lo..hi`` scaled to float32 0..255 (0 when ``hi <= lo``)."""
     if hi <= lo:
         return np.zeros(arr.shape, dtype=np.float32)
-    out = (np.clip(arr, wlo, wlo + width) - lo) * (255.0 / (hi - lo))
-    return out.astype(np.float32)
+    return ((np.clip(arr, *clip) - lo) * (255.0 / (hi - lo))).astype(np.float32)
 
 
 def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tuple[float, float]:
@@ -139,13 +141,9 @@ def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.nd
 
     An all-zero image, or one constant after clipping, maps to all zeros.
     """
-    arr = np.asarray(image, dtype=np.float64)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(image, dtype=np.float64))
     lo, hi = mr_bounds(arr, lower, upper)
-    if hi <= lo:
-        return np.zeros(arr.shape, dtype=np.float32)
-    out = (np.clip(arr, lo, hi) - lo) * (255.0 / (hi - lo))
-    return out.astype(np.float32)
+    return _to_255(arr, (lo, hi), lo, hi)
 
 
 def window_bounds(
@@ -190,8 +188,7 @@ def to_unit(
     low, high : float
         Raw values mapped to 0 and 1 (one unit is ``high - low`` raw units).
     """
-    arr = np.asarray(image)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(image))
     lo, hi = window_bounds(modality, window, arr, ct_mapping)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
     return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi
