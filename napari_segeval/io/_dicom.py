@@ -70,8 +70,7 @@ def _check_header(ds, path: Path) -> None:
 
 
 def _pydicom_decodes(ds, ts) -> bool:
-    """True when one of pydicom's installed decoders can decode these pixels (Pillow,
-    its JPEG decoder, decodes 8-bit JPEG Extended only; 12-bit needs GDCM)."""
+    """True when an installed pydicom decoder handles these pixels (Pillow: 8-bit JPEG only)."""
     from pydicom.uid import JPEGExtended12Bit
 
     try:
@@ -138,8 +137,7 @@ def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray
 
 
 def _gdcm(ds, path: Path) -> np.ndarray:
-    """Decode compressed pixel data pydicom has no decoder for (JPEG lossless, JPEG-LS)
-    with GDCM through SimpleITK; GDCM applies the modality LUT itself."""
+    """Decode pixels pydicom cannot (JPEG lossless, JPEG-LS) with GDCM, which applies the LUT."""
     import SimpleITK as sitk
 
     with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
@@ -166,9 +164,7 @@ def _has_preamble(path: Path) -> bool:
 
 
 def _with_pixels(header, path: Path):
-    """A shallow copy of a scanned header with its deferred pixel data read; :func:`decode`
-    drops the bytes again, so a series is not held in memory twice (a header whose pixel
-    element is gone is read again from its file)."""
+    """A shallow copy of a scanned header with its pixel data read (dropped again by decode)."""
     import copy
 
     if not any(k in header for k in _PIXEL_ELEMENTS):

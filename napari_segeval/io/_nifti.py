@@ -89,9 +89,7 @@ def _nifti_class(head: bytes):
 
 
 def _load_gz(path: Path):
-    """``(image, data)`` of a ``.nii.gz``, inflated as nibabel reads (trailer checked); on error
-    read again the plain way, which raises the clearer message.
-    """
+    """``(image, data)`` of a ``.nii.gz`` read as it inflates; on error read again the plain way."""
     from napari_segeval.io._gzip import gunzip, open_gzip
 
     try:

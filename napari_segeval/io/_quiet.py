@@ -20,8 +20,7 @@ _LOCAL = threading.local()  # .stack: this thread's open quiet() lists, innermos
 
 
 class _Shared:
-    """Process-wide state of :func:`quiet`, switched by the first entrant and restored by
-    the last one to leave, whichever thread that is (reads run in parallel threads)."""
+    """Process-wide state of :func:`quiet`: switched by the first entrant, restored by the last."""
 
     depth = 0  # open quiet() blocks, all threads
     native = 0  # open blocks that swallow file descriptor 2
