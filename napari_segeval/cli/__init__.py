@@ -1,10 +1,8 @@
 """The ``segeval`` command line.
 
-Each subcommand lives in its own module exposing ``add_parser(subparsers)``
-(which registers the parser and sets ``func``) and a ``run(args) -> int``.
-Errors a person can fix (:class:`~napari_segeval.SegEvalError`) are printed as one
-line and exit with status 2; ``--debug`` shows the traceback. A reader that closes
-the pipe early (``segeval metrics --json | head``) ends the command quietly (141).
+Each subcommand module has ``add_parser(subparsers)`` and ``run(args) -> int``.
+A :class:`~napari_segeval.SegEvalError` is one line and exit status 2 (``--debug``: the
+traceback); a reader that closes the pipe early ends the command quietly (141).
 """
 
 from __future__ import annotations
@@ -98,11 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _closed_pipe() -> int:
-    """The reader of stdout went away (``segeval metrics --json | head``): stop quietly.
-
-    Further writes (and the interpreter's flush at exit) go to ``os.devnull``, as the
-    Python documentation advises; the exit status is the shell's for SIGPIPE (141).
-    """
+    """The reader of stdout went away: writes go to ``os.devnull``; the SIGPIPE status 141."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

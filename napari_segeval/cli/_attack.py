@@ -148,16 +148,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def output_paths(image: Path, case, out_dir: Path) -> dict[str, Path]:
-    """Where the four outputs go: ``STEM_perturbed``, ``STEM_perturbation``,
-    ``STEM_clean_pred``, ``STEM_attacked_pred``, in the formats ``segeval evaluate``
-    saves the same case in (:func:`napari_segeval.io._formats.output_formats`).
+    """Where the four outputs go (``STEM_perturbed``, ``STEM_perturbation``,
+    ``STEM_clean_pred``, ``STEM_attacked_pred``), in ``segeval evaluate``'s formats.
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> c = SimpleNamespace(axes="zyx")
-    >>> output_paths(Path("ct.nii.gz"), c, Path("o"))["perturbed_image"].as_posix()
-    'o/ct_perturbed.nii.gz'
     >>> c = SimpleNamespace(axes="yxc")
     >>> sorted(p.name for p in output_paths(Path("skin.png"), c, Path("o")).values())
     ['skin_attacked_pred.png', 'skin_clean_pred.png', 'skin_perturbation.tif', 'skin_perturbed.tif']
@@ -291,17 +287,16 @@ def run(args: argparse.Namespace) -> int:
         [d["label"], d["name"], d["clean"], d["attacked"], d["clean"] - d["attacked"]]
         for d in res.dice_records()
     ]
-    a = res.params["attack"]
     lines = [
         (
-            f"{a['attack']} ({a['norm']}, steps={a['steps']}, step={a['step_size']:.4g}, "
-            f"seed={a['seed']}) on {target.kind} model, modality {case.modality}, "
+            f"{config.attack} ({config.norm}, steps={config.steps}, "
+            f"step={config.effective_step_size:.4g}, seed={config.seed}) on {target.kind} model, modality {case.modality}, "
             f"Dice vs {res.params['reference']}"
         ),
         (
             f"eps = {res.budget.eps_normalized:.4g} normalized = {res.budget.eps_raw:.4g} {unit} "
             f"(1 normalized unit = {res.budget.raw_per_normalized_unit:.4g} {unit}); "
-            f"perturbation {a['norm']} norm {res.perturbation_norm['normalized']:.4g} normalized, "
+            f"perturbation {config.norm} norm {res.perturbation_norm['normalized']:.4g} normalized, "
             f"{res.perturbation_norm['raw']:.4g} {unit}"
         ),
         format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),

@@ -104,14 +104,7 @@ MODALITY_HELP = (
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--device``: the same choices and default in every subcommand.
-
-    Examples
-    --------
-    >>> p = argparse.ArgumentParser(); add_device_option(p)
-    >>> p.parse_args([]).device, p.parse_args(["--device", "cpu"]).device
-    ('auto', 'cpu')
-    """
+    """Add ``--device``: the same choices and default in every subcommand."""
     from napari_segeval.models._device import DEVICE_CHOICES
 
     parser.add_argument("--device", default="auto", choices=DEVICE_CHOICES, help=DEVICE_HELP)
@@ -126,14 +119,7 @@ PRECISION_HELP = (
 
 
 def add_precision_option(parser: argparse.ArgumentParser, default: Any = "auto") -> None:
-    """Add ``--precision`` (:class:`~napari_segeval.models.precision.Precision`).
-
-    Examples
-    --------
-    >>> p = argparse.ArgumentParser(); add_precision_option(p)
-    >>> p.parse_args([]).precision, p.parse_args(["--precision", "bf16"]).precision
-    (<Precision.AUTO: 'auto'>, <Precision.BF16: 'bf16'>)
-    """
+    """Add ``--precision`` (:class:`~napari_segeval.models.precision.Precision`)."""
     from napari_segeval.models.precision import Precision
 
     parser.add_argument(
@@ -146,14 +132,7 @@ def add_precision_option(parser: argparse.ArgumentParser, default: Any = "auto")
 
 
 def add_modality_option(parser: argparse.ArgumentParser, text: str = MODALITY_HELP) -> None:
-    """Add ``--modality`` (one of :data:`napari_segeval.io.case.MODALITIES`; default: guessed).
-
-    Examples
-    --------
-    >>> p = argparse.ArgumentParser(); add_modality_option(p)
-    >>> p.parse_args(["--modality", "MR"]).modality, p.parse_args([]).modality
-    ('MR', None)
-    """
+    """Add ``--modality`` (one of :data:`napari_segeval.io.case.MODALITIES`; default: guessed)."""
     from napari_segeval.io.case import MODALITIES
 
     parser.add_argument("--modality", choices=MODALITIES, default=None, help=text)
@@ -178,22 +157,20 @@ def add_model_option(
 ) -> None:
     """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
 
-    The names come from :mod:`napari_segeval.models.registry` (what ``segeval info``
-    lists), so every subcommand takes the same names, and a name added there
-    reaches every command. A subcommand that takes only promptable models refuses
-    anything else when it parses its arguments (usage and one line, exit status 2);
-    paths (dense models) are checked when the model is loaded.
+    A subcommand that takes only promptable models refuses anything else when it parses
+    its arguments; paths of dense models are checked when the model is loaded.
 
     Parameters
     ----------
-    kinds : sequence of {"promptable", "dense"}
-        The kinds of model the subcommand runs.
-    default : str
-    extra : sequence of str
+    kinds
+        ``"promptable"`` and/or ``"dense"``: what the subcommand runs.
+    default
+        The default model.
+    extra
         Values besides the registry's the subcommand takes (``auto``).
-    flags : sequence of str
+    flags
         The option's spellings.
-    what : str
+    what
         What the model is, for the help text.
 
     Examples
@@ -246,27 +223,12 @@ def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> N
 
 
 def input_options(args: argparse.Namespace) -> dict:
-    """``series``/``volume`` keyword arguments for the readers from parsed options.
-
-    Examples
-    --------
-    >>> input_options(argparse.Namespace(series="1.2.3", volume=None))
-    {'series': '1.2.3', 'volume': None}
-    """
+    """``series``/``volume`` keyword arguments for the readers from parsed options."""
     return {k: getattr(args, k, None) for k in ("series", "volume")}
 
 
 def check_label_ids(path: Any, labels: np.ndarray) -> None:
-    """Refuse a label map whose largest id the metrics cannot count (one line naming ``path``).
-
-    Examples
-    --------
-    >>> check_label_ids("seg.png", np.array([0, 1, 4095]))
-    >>> check_label_ids("seg.png", np.array([0, 40000]))
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.InvalidLabelsError: seg.png: label id 40000 is above the largest id the metrics take (4095)
-    """
+    """Refuse a label map whose largest id the metrics cannot count (one line naming ``path``)."""
     from napari_segeval._errors import InvalidLabelsError
     from napari_segeval.metrics.overlap import MAX_LABELS
 
@@ -278,9 +240,9 @@ def check_label_ids(path: Any, labels: np.ndarray) -> None:
 
 
 def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
-    """:func:`~napari_segeval.io.read_case` with ``--series``/``--volume`` and
-    ``--color-table``; a 4D time series without ``--volume`` is refused with a hint, and
-    labels with an id the metrics cannot count (:func:`check_label_ids`)."""
+    """:func:`~napari_segeval.io.read_case` with the input options; refuses a 4D time series
+    without ``--volume`` and label ids the metrics cannot count.
+    """
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_case
 

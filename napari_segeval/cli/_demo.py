@@ -86,14 +86,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def demo_model(correct: bool) -> str:
-    """The demo's model for ``--model auto``.
+    """The demo's model for ``--model auto``: the built-in one, except for the correction demo.
 
-    The propagation and attack demo runs the built-in model (no extra needed). The
-    correction demo runs a model whose first correction helps, as measured by
-    ``benchmarks/bench_demo_correction.py`` on the CT sample: LiteMedSAM's box on the
-    liver's worst large slice (slice Dice 0.21 -> 0.64) when its extra is installed, else
-    the threshold baseline's click (0.29 -> 0.72); the built-in model's click there punches
-    a hole in the liver (0.16 -> 0.00: a 2D network without memory, docs/model_cards.md).
+    The correction demo runs a model whose first correction helps on the CT sample
+    (docs/model_cards.md): LiteMedSAM when its extra is installed, else the threshold
+    baseline.
     """
     if not correct:
         return "builtin"
@@ -111,11 +108,8 @@ def display_problem(
     platform: str | None = None,
     bindings: tuple[str, ...] | None = None,
 ) -> str | None:
-    """Why no napari window can be opened here, or None.
-
-    No Qt binding installed; ``QT_QPA_PLATFORM=offscreen`` (or ``minimal``: Qt platforms
-    without OpenGL, which napari's canvas needs, whatever ``DISPLAY`` says); under Linux,
-    no display at all. ``bindings``: the Qt bindings importable here (default: looked up).
+    """Why no napari window can be opened here (no Qt binding, an offscreen/minimal Qt
+    platform, no display under Linux), or None.
 
     Examples
     --------
@@ -124,11 +118,6 @@ def display_problem(
     >>> display_problem({"DISPLAY": ":99"}, "linux", ("PyQt6",)) is None
     True
     >>> display_problem({}, "darwin", ("PyQt6",)) is None
-    True
-    >>> print(display_problem({"DISPLAY": ":99"}, "linux", ()))
-    napari needs a Qt binding and none is installed: pip install PyQt6 (or the 'all' extra: pip install 'napari-segeval[all]')
-    >>> "no OpenGL" in display_problem({"DISPLAY": ":99", "QT_QPA_PLATFORM": "offscreen"},
-    ...                                "linux", ("PyQt6",))
     True
     """
     env = os.environ if environ is None else environ

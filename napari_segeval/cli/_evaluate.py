@@ -172,13 +172,7 @@ def _value(text: str):
 
 
 def parse_params(items: list[str]) -> dict:
-    """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}``.
-
-    Examples
-    --------
-    >>> parse_params(["jitter=5", "model=builtin", "remove_fractions=[0.05, 0.1]"])
-    {'jitter': 5, 'model': 'builtin', 'remove_fractions': [0.05, 0.1]}
-    """
+    """``["jitter=5", "model=builtin"]`` -> ``{"jitter": 5, "model": "builtin"}`` (JSON values)."""
     from napari_segeval._errors import SegEvalError
 
     out = {}
@@ -194,13 +188,6 @@ def parse_attack(text: str) -> dict:
     """``"pgd:eps=0.03,steps=5"`` -> ``{"name": "pgd", "eps": 0.03, "steps": 5}``.
 
     NAME may itself be ``module:function`` (a user attack).
-
-    Examples
-    --------
-    >>> parse_attack("fgsm:eps=0.1")
-    {'name': 'fgsm', 'eps': 0.1}
-    >>> parse_attack("mymod:blur:sigma=2")
-    {'name': 'mymod:blur', 'sigma': 2}
     """
     from napari_segeval._errors import SegEvalError
 
@@ -332,16 +319,7 @@ def _summary_text(result) -> str:
 
 
 def rounds_text(results: dict) -> str:
-    """The ``interactive`` summary as two tables: Dice per round, then the curve numbers.
-
-    Examples
-    --------
-    >>> c = {"n_structures": 2, "curve": [{"round": 0, "n": 2, "median": 0.8, "q1": 0.7,
-    ...      "q3": 0.9}], "auc": {"median": 0.8}, "noi": {"mean": 1.0, "median": 1.0},
-    ...      "reached": 0.5, "falls": 0.0}
-    >>> print(rounds_text({"target_dice": 0.9, "conditions": {"clean": c}}).splitlines()[2])
-    clean      0      2  0.8000       0.7000  0.9000
-    """
+    """The ``interactive`` summary as two tables: Dice per round, then the curve numbers."""
     target = float(results["target_dice"])  # interactive_curves writes it
     conds = results["conditions"]
     from napari_segeval.evaluation._report_sections import rounds_rows

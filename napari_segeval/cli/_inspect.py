@@ -53,11 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _channels(path: Path, case: Case, volume: int | None) -> Case:
-    """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case.
-
-    As the data-set layouts read it (MSD BrainTumour, Prostate); without such a
-    ``dataset.json`` (or with ``--volume``) a 4D file stays a time series.
-    """
+    """A 4D file whose ``dataset.json`` names one channel per volume, as a ``"czyx"`` case."""
     if not case.is_time_series or volume is not None:
         return case
     from napari_segeval._errors import SegEvalError
@@ -91,18 +87,15 @@ def label_rows(labels: np.ndarray, spacing: tuple[float, ...], names: dict[int, 
     """
     counts = np.bincount(labels.ravel().astype(np.intp, copy=False))
     voxel_ml = float(np.prod(spacing)) / 1000.0
-    rows = []
-    for lab in np.flatnonzero(counts):
-        name = structure_label(int(lab), names)
-        rows.append(
-            {
-                "id": int(lab),
-                "name": name,
-                "voxels": int(counts[lab]),
-                "volume_ml": float(counts[lab]) * voxel_ml,
-            }
-        )
-    return rows
+    return [
+        {
+            "id": int(lab),
+            "name": structure_label(int(lab), names),
+            "voxels": int(counts[lab]),
+            "volume_ml": float(counts[lab]) * voxel_ml,
+        }
+        for lab in np.flatnonzero(counts)
+    ]
 
 
 def _alignment(case: Case, shape: tuple[int, ...], geometry: Geometry) -> str | None:
@@ -128,18 +121,11 @@ def _series(path: Path) -> dict:
 def _series_lines(p: dict, chosen: str | None) -> list[str]:
     series = p["series"]
     lines = [f"  series     {len(series)} here" + (f", described: {chosen}" if chosen else "")]
+    from napari_segeval.io._dicom_series import SeriesInfo
+
     for s in series:
         mark = "*" if s["id"] == chosen else " "
-        text = (
-            f"{s['id']}: {s['modality'] or '?'}, {s['n_images']} image"
-            f"{'s' if s['n_images'] != 1 else ''} of {s['rows']} x {s['columns']}, "
-            f"{s['orientation']}"
-        )
-        if s["number"] is not None:
-            text += f", series {s['number']}"
-        if s["description"]:
-            text += f" {s['description']!r}"
-        lines.append(f"    {mark} {text}")
+        lines.append(f"    {mark} {SeriesInfo(**{**s, 'problem': None}).describe()}")
         if s["problem"]:
             lines.append(f"        cannot be read: {s['problem']}")
     splits = dict.fromkeys(s["split"] for s in series if s["split"])
@@ -209,13 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _kind_text(p: dict) -> str:
-    """``volume``, ``series (volumes over time)``, ``volume, 2 channels: T2, ADC`` ...
-
-    Examples
-    --------
-    >>> _kind_text({"kind": "volume", "channels": ["T2", "ADC"]})
-    'volume, 2 channels: T2, ADC'
-    """
+    """``volume``, ``series (volumes over time)``, ``volume, 2 channels: T2, ADC`` ..."""
     if p.get("channels"):
         return f"{p['kind']}, {len(p['channels'])} channels: {', '.join(p['channels'])}"
     return "series (volumes over time)" if p["kind"] == "series" else p["kind"]

@@ -50,10 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def rows_table(rows: list[dict]) -> str:
-    """Render structure rows (keys :data:`~napari_segeval.metrics.ROW_KEYS`) as a text table.
-
-    Every key but ``hd`` (left out to keep the table narrow), headed by the metric's
-    :attr:`~napari_segeval.metrics.Metric.text_header` (``hd95_mm``).
+    """Structure rows as a text table: every :data:`~napari_segeval.metrics.ROW_KEYS` key but
+    ``hd``, headed by the metric's ``text_header``.
     """
     from napari_segeval.metrics import METRICS, ROW_KEYS
 
@@ -65,14 +63,9 @@ def rows_table(rows: list[dict]) -> str:
 def read_pair(
     reference: Path, prediction: Path, color_table: dict | None = None, volume: int | None = None
 ):
-    """Read two label maps and check that they share one grid.
+    """Read two label maps on one grid: ``(reference, prediction, geometry, names)``.
 
     ``color_table`` (reader form) applies to whichever of them is colour-coded.
-
-    Returns
-    -------
-    tuple
-        ``(reference_array, prediction_array, geometry, names)``.
     """
     from napari_segeval._errors import GeometryMismatchError
     from napari_segeval.io import read_labels

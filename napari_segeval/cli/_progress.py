@@ -1,9 +1,7 @@
 """The command line's one terminal progress bar (tqdm on stderr, with rate and ETA).
 
-Core functions report ``progress(done, total)``; every subcommand turns that
-into a bar with :func:`progress_bar`. The bar is drawn only on a terminal and
-never with ``--json`` (stdout then carries exactly one JSON object, and logs of
-batch jobs stay free of carriage returns).
+Drawn only on a terminal and never with ``--json`` (stdout then carries one JSON
+object, and batch logs stay free of carriage returns).
 """
 
 from __future__ import annotations
@@ -19,31 +17,19 @@ ProgressFn = Callable[[int, int], None]
 class TerminalProgress:
     """A ``progress(done, total)`` callback drawing a tqdm bar on ``stream``.
 
-    The first call fixes the starting point: ``done`` counts as already finished
-    (resumed work), so the rate and ETA count only work done in this run.
+    The first call's ``done`` counts as already finished (resumed work), so the rate and
+    ETA count only this run's work.
 
     Parameters
     ----------
-    label : str
+    label
         Text before the bar (``"cases"``, ``"attack"``).
-    unit : str
+    unit
         Unit of ``done`` (``"case"``, ``"pass"``, ``"window"``).
-    stream : file
+    stream
         Where to draw (default ``sys.stderr``).
     **options
         More :class:`tqdm.tqdm` options (``mininterval`` ...).
-
-    Examples
-    --------
-    >>> import io
-    >>> buf = io.StringIO()
-    >>> bar = TerminalProgress("cases", "case", stream=buf, mininterval=0)
-    >>> for done in (1, 2, 3, 4):
-    ...     bar(done, 4)
-    >>> bar.close()
-    >>> last = buf.getvalue().split("\\r")[-1]
-    >>> last.startswith("cases: 100%") and "4/4" in last
-    True
     """
 
     def __init__(
@@ -81,14 +67,7 @@ class TerminalProgress:
 
 
 def is_terminal(stream: Any) -> bool:
-    """True when ``stream`` is an interactive terminal.
-
-    Examples
-    --------
-    >>> import io
-    >>> is_terminal(io.StringIO())
-    False
-    """
+    """True when ``stream`` is an interactive terminal."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream
@@ -108,22 +87,14 @@ def progress_bar(
 
     Parameters
     ----------
-    label, unit : str
+    label, unit
         Text before the bar and the unit counted.
-    enabled : bool
+    enabled
         False with ``--json`` (or ``--no-progress``): no bar at all.
-    stream : file, optional
-        Where to draw (default ``sys.stderr``); the bar is drawn only when it
-        is a terminal.
+    stream
+        Where to draw (default ``sys.stderr``), only when it is a terminal.
     **options
         More :class:`tqdm.tqdm` options.
-
-    Examples
-    --------
-    >>> import io
-    >>> with progress_bar("attack", "pass", stream=io.StringIO()) as progress:
-    ...     progress is None  # not a terminal
-    True
     """
     stream = stream if stream is not None else sys.stderr
     if not enabled or not is_terminal(stream):

@@ -1,11 +1,4 @@
-"""``segeval propagate``: prompted propagation through a volume, a video or a 2D image.
-
-Prompts come from ``--prompts FILE`` (a prompts JSON written by this command or the
-viewer), from repeated ``--box`` and ``--point`` (their order on the command line is
-the prompt order, after the file's), or from the reference ``--labels`` (one box on
-the middle slice of each structure). The prompts used are written next to
-``--output`` (``<output stem>.prompts.json``), so the run can be replayed exactly.
-"""
+"""``segeval propagate``: prompted propagation through a volume, a video or a 2D image."""
 
 from __future__ import annotations
 
@@ -186,8 +179,6 @@ def parse_point(text: str, default: int, shape: tuple[int, ...]):
     --------
     >>> parse_point("2,10.5,7,-", 1, (4, 32, 32))
     Point(y=10.5, x=7.0, index=2, label=1, positive=False)
-    >>> parse_point("0,3,4,3", 1, (1, 8, 8)).label
-    3
     """
     from napari_segeval._errors import SegEvalError
     from napari_segeval.prompts.prompt_set import Point
@@ -247,13 +238,7 @@ def command_line_prompts(
 
 
 def prompts_path(output: Path) -> Path:
-    """Where the prompts of ``output`` are written: ``<output stem>.prompts.json``.
-
-    Examples
-    --------
-    >>> prompts_path(Path("out/pred.nii.gz")).as_posix()
-    'out/pred.prompts.json'
-    """
+    """Where the prompts of ``output`` are written: ``<output stem>.prompts.json``."""
     from napari_segeval.io._formats import stem
 
     return output.with_name(f"{stem(output)}.prompts.json")

@@ -1,12 +1,8 @@
 """``segeval samples``: the bundled sample data and where its files are.
 
-* ``segeval samples [--json]`` - every sample: modality, its image and labels (or its
-  folder), under the folder they are read from (a source checkout's ``sample_data/``,
-  ``$NAPARI_SEGEVAL_SAMPLES``, or the user cache they are generated into once, for an
-  installed wheel); a sample that needs a missing extra says which.
-* ``segeval samples path NAME [--part labels] [--json]`` - one file's full path, for
-  scripts: ``segeval propagate "$(segeval samples path ct)" --labels "$(segeval samples
-  path ct --part labels)"``.
+``segeval samples [--json]`` lists them (from a source checkout's ``sample_data/``,
+``$NAPARI_SEGEVAL_SAMPLES`` or the user cache); ``segeval samples path NAME [--part
+labels]`` prints one file's full path, for scripts.
 """
 
 from __future__ import annotations

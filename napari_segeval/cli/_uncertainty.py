@@ -1,12 +1,9 @@
 """``segeval uncertainty``: the AUV of a data set's cases, and training lists without the worst.
 
-* ``segeval uncertainty score DATASET`` - the Aleatoric Uncertainty Value of Li
-  et al. (CVPR 2026) of every labelled training case (per case and per class),
-  from a frozen promptable model (MedSAM2 with ``--checkpoint``, else the
-  built-in model, recorded as such).
-* ``segeval uncertainty filter SCORES --remove 0.05 --output DIR`` - the most
-  uncertain training cases removed from nnU-Net's ``splits_final.json`` (every
-  fold's train list) and from the data set's ``dataset.json``.
+``score DATASET``: Li et al.'s (CVPR 2026) Aleatoric Uncertainty Value of every
+labelled training case from a frozen promptable model; ``filter SCORES --remove 0.05
+--output DIR``: the most uncertain cases removed from ``splits_final.json`` and
+``dataset.json``.
 """
 
 from __future__ import annotations

@@ -1,29 +1,19 @@
 """Foreground intensity statistics, percentile clipping and z-scoring (nnU-Net CT scheme).
 
-Statistics are collected from the voxels under the reference labels (foreground)
-of a training set: the [0.5, 99.5] percentiles, mean and standard deviation. An
-image is clipped to the percentiles, then z-scored with the foreground mean/std,
-so one normalized unit equals ``std`` raw units (HU for CT).
-
-Multi-channel images (MR sequences) have one set of statistics per channel
-(:func:`channel_intensity_stats`). ROG's MR handling (Daza et al. 2021) first
-min-max scales each image channel to [0, 1] (:func:`minmax_scale`); the
-statistics are then in those units, and one normalized unit is ``std x (max -
-min)`` raw units of that image.
+Statistics come from the voxels under the reference labels of a training set; one
+normalized unit is ``std`` raw units (HU for CT). Multi-channel images have one set per
+channel; ROG's MR handling (Daza et al. 2021) min-max scales each channel first.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import cast
 
 import numpy as np
 
-from napari_segeval._atomic import atomic_write_text
-from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._errors import SegEvalError
 
 
 @dataclass(frozen=True)
@@ -32,20 +22,14 @@ class IntensityStats:
 
     Attributes
     ----------
-    lower, upper : float
+    lower, upper
         Clip bounds (raw units), by default the 0.5 and 99.5 foreground percentiles.
-    mean, std : float
-        Foreground mean and standard deviation (raw units) after nothing else.
-    n_voxels : int
+    mean, std
+        Foreground mean and standard deviation (raw units).
+    n_voxels
         Number of foreground voxels the numbers came from.
-    source : str
+    source
         Where they came from (a task folder, "given", ...).
-
-    Examples
-    --------
-    >>> s = IntensityStats(lower=-10.0, upper=200.0, mean=60.0, std=40.0)
-    >>> s.raw_per_normalized_unit
-    40.0
     """
 
     lower: float
@@ -83,19 +67,6 @@ class IntensityStats:
         d["percentiles"] = tuple(d.get("percentiles", (0.5, 99.5)))
         return cls(**d)
 
-    def save_json(self, path: str | Path) -> Path:
-        """Write the statistics as JSON to ``path`` (overwrites)."""
-        return atomic_write_text(path, json.dumps(self.to_dict(), indent=2), overwrite=True)
-
-    @classmethod
-    def load_json(cls, path: str | Path) -> IntensityStats:
-        """Read statistics written by :meth:`save_json`."""
-        path = Path(path)
-        try:
-            return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            raise ReadError(f"{path}: not an intensity statistics JSON file ({exc})") from exc
-
 
 def foreground_intensity_stats(
     pairs: Iterable[tuple[np.ndarray, np.ndarray]],
@@ -109,24 +80,16 @@ def foreground_intensity_stats(
 
     Parameters
     ----------
-    pairs : iterable of (image, labels)
+    pairs
         Arrays on one grid per pair.
-    percentiles : (float, float)
+    percentiles
         Clip percentiles.
-    max_per_case : int or None
+    max_per_case
         Random subsample of foreground voxels per case (``None``: all of them).
-    seed : int
+    seed
         Seed of the subsampling.
-    source : str
+    source
         Recorded provenance.
-
-    Examples
-    --------
-    >>> img = np.arange(1000, dtype=float).reshape(10, 10, 10)
-    >>> lab = (img >= 500).astype(np.uint8)
-    >>> s = foreground_intensity_stats([(img, lab)])
-    >>> s.mean, round(s.lower, 3), round(s.upper, 3)
-    (749.5, 502.495, 996.505)
     """
     rng = np.random.default_rng(seed)
     chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
@@ -162,14 +125,7 @@ def _stats_of(chunks: list, percentiles: tuple[float, float], source: str) -> In
 
 
 def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
-    """Clip to ``[stats.lower, stats.upper]`` then z-score with the foreground mean/std.
-
-    Examples
-    --------
-    >>> s = IntensityStats(lower=0.0, upper=100.0, mean=50.0, std=25.0)
-    >>> clip_zscore(np.array([-50.0, 50.0, 75.0, 500.0]), s)
-    array([-2.,  0.,  1.,  2.], dtype=float32)
-    """
+    """Clip to ``[stats.lower, stats.upper]`` then z-score with the foreground mean/std."""
     out = np.clip(np.asarray(image, np.float32), stats.lower, stats.upper)
     return ((out - np.float32(stats.mean)) / np.float32(stats.std)).astype(np.float32)
 
@@ -177,8 +133,7 @@ def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
 def minmax_scale(image: np.ndarray) -> tuple[np.ndarray, float]:
     """``(image - min) / (max - min)`` as float32, and ``max - min`` (raw units per scaled unit).
 
-    ROG's MR step (per image and channel, before the percentile clip and
-    z-score). A constant image maps to 0 with a range of 1 (their code divides by zero).
+    ROG's MR step; a constant image maps to 0 with a range of 1 (their code divides by zero).
 
     Examples
     --------
@@ -205,10 +160,9 @@ def channel_intensity_stats(
     seed: int = 0,
     source: str = "given",
 ) -> tuple[IntensityStats, ...]:
-    """:func:`foreground_intensity_stats` of each channel of ``(image (C, *spatial), labels)`` pairs.
+    """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)`` pairs.
 
-    ``minmax`` scales every channel of every image to [0, 1] first
-    (:func:`minmax_scale`, ROG's MR step), so the statistics are in those units.
+    ``minmax`` scales every channel of every image to [0, 1] first (:func:`minmax_scale`).
 
     Examples
     --------
@@ -232,75 +186,3 @@ def channel_intensity_stats(
             channel = minmax_scale(image[c])[0] if minmax else image[c]
             chunks[c].append(_foreground_sample(channel, labels, rng, max_per_case))
     return tuple(_stats_of(ch, percentiles, source) for ch in chunks)
-
-
-def stats_from_task(
-    folder: str | Path,
-    *,
-    max_cases: int | None = None,
-    percentiles: tuple[float, float] = (0.5, 99.5),
-) -> IntensityStats:
-    """Foreground statistics of the first image channel of an MSD task's training cases.
-
-    See :func:`channel_stats_from_task` (every channel).
-    """
-    return channel_stats_from_task(
-        folder, max_cases=max_cases, percentiles=percentiles, channels=1
-    )[0]
-
-
-def channel_stats_from_task(
-    folder: str | Path,
-    *,
-    max_cases: int | None = None,
-    percentiles: tuple[float, float] = (0.5, 99.5),
-    minmax: bool = False,
-    channels: int | None = None,
-) -> tuple[IntensityStats, ...]:
-    """Foreground statistics per image channel of the training cases of an MSD task folder.
-
-    Reads ``dataset.json`` (its ``"training"`` list of ``{"image", "label"}``
-    paths relative to the folder) and every listed pair; a ``modality`` with
-    several entries means a 4D image file holds that many channels.
-
-    Parameters
-    ----------
-    folder : str or Path
-        The task folder (``TaskXX_Name`` with ``dataset.json``).
-    max_cases : int or None
-        Use only the first cases.
-    percentiles : (float, float)
-        Clip percentiles.
-    minmax : bool
-        Min-max scale each channel of each image first (ROG's MR step).
-    channels : int, optional
-        Only the first ``channels`` channels (default: all that ``dataset.json`` names).
-    """
-    from napari_segeval.io import read_channels
-    from napari_segeval.io._dataset_json import dataset_channels
-
-    folder = Path(folder)
-    ds = folder / "dataset.json"
-    try:
-        meta = json.loads(ds.read_text(encoding="utf-8"))
-        training = meta["training"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ReadError(f"{ds}: cannot read the training list of an MSD task ({exc})") from exc
-    if max_cases is not None:
-        training = training[:max_cases]
-    n_all = max(len(dataset_channels(meta)), 1)
-    n = n_all if channels is None else min(int(channels), n_all)
-
-    def pairs():
-        for item in training:
-            case = read_channels(
-                [folder / item["image"]],
-                folder / item["label"],
-                n_channels=n_all if n_all > 1 else None,
-            )
-            image = case.image if case.is_multichannel else case.image[None]
-            yield image[:n], case.labels
-
-    return channel_intensity_stats(
-        pairs(), n, minmax=minmax, percentiles=percentiles, source=str(folder)
-    )

@@ -1,13 +1,5 @@
-"""Connected-component post-processing of label maps.
-
-* Organs: keep the largest connected component of each structure
-  (:func:`keep_largest_component`).
-* Lesions: remove components smaller than a volume threshold in mm^3, or merge
-  them into the neighbouring structure (:func:`remove_small_components`). The
-  default threshold follows nnU-Net v1: the smallest "largest component" volume
-  seen in a training set's reference labels (:func:`min_volume_from_references`).
-
-:func:`postprocess` applies both, each optional, and returns a record of what it did.
+"""Connected-component post-processing of label maps: organs keep their largest component,
+lesions lose (or merge) components below a volume (nnU-Net v1's threshold by default).
 """
 
 from __future__ import annotations
@@ -30,18 +22,9 @@ def _structure(ndim: int, connectivity: int | None) -> np.ndarray:
 def keep_largest_component(
     labels: np.ndarray, label_ids: Iterable[int], *, connectivity: int | None = None
 ) -> np.ndarray:
-    """Keep only the largest connected component of each label in ``label_ids``.
+    """Keep only the largest connected component of each label (the rest become 0).
 
-    Removed voxels become background (0). ``connectivity`` is scipy's (1 = faces;
-    default full: 26-neighbourhood in 3D).
-
-    Examples
-    --------
-    >>> lab = np.array([[1, 1, 0, 1], [0, 0, 0, 0], [2, 0, 2, 2]])
-    >>> keep_largest_component(lab, [1, 2])
-    array([[1, 1, 0, 0],
-           [0, 0, 0, 0],
-           [0, 0, 2, 2]])
+    ``connectivity`` is scipy's (1 = faces; default full).
     """
     out = labels.copy()
     st = _structure(labels.ndim, connectivity)
@@ -77,32 +60,24 @@ def remove_small_components(
 
     Parameters
     ----------
-    labels : numpy.ndarray
+    labels
         Integer label map.
-    label_id : int
+    label_id
         Structure to clean.
-    min_volume_mm3 : float
+    min_volume_mm3
         Components with a smaller volume are changed.
-    spacing : sequence of float
+    spacing
         Voxel size, mm.
-    mode : {"remove", "merge"}
-        ``"remove"`` sets them to background; ``"merge"`` gives them the most
-        frequent other non-zero label touching them (background when none).
-    connectivity : int, optional
+    mode
+        ``"remove"``: to background; ``"merge"``: to the most frequent other non-zero
+        label touching them (background when none).
+    connectivity
         scipy connectivity (default full).
 
     Returns
     -------
     (numpy.ndarray, int)
         Cleaned map and the number of components changed.
-
-    Examples
-    --------
-    >>> lab = np.zeros((1, 6, 6), np.uint8); lab[0, :, :3] = 1
-    >>> lab[0, 0, 5] = 5; lab[0, 2, 2] = 5; lab[0, 4:6, 4:6] = 5
-    >>> out, n = remove_small_components(lab, 5, 2.0, (1, 1, 1), mode="merge")
-    >>> n, int(out[0, 0, 5]), int(out[0, 2, 2]), int(out[0, 5, 5])
-    (2, 0, 1, 5)
     """
     if mode not in ("remove", "merge"):
         raise ValueError(f"mode must be 'remove' or 'merge', got {mode!r}")
@@ -124,14 +99,7 @@ def remove_small_components(
 def largest_component_volume(
     labels: np.ndarray, label_id: int, spacing: Sequence[float], connectivity: int | None = None
 ) -> float:
-    """Volume (mm^3) of the largest component of ``label_id`` (0 when absent).
-
-    Examples
-    --------
-    >>> lab = np.zeros((3, 3, 3), np.uint8); lab[0, 0, :2] = 1; lab[2, 2, 2] = 1
-    >>> largest_component_volume(lab, 1, (2.0, 1.0, 1.0))
-    4.0
-    """
+    """Volume (mm^3) of the largest component of ``label_id`` (0 when absent)."""
     comp, n = ndimage.label(labels == label_id, _structure(labels.ndim, connectivity))
     if n == 0:
         return 0.0
@@ -144,13 +112,6 @@ def min_volume_from_references(
     """nnU-Net v1 threshold: smallest largest-component volume per label over references.
 
     Cases without the label are skipped; labels never seen map to 0.
-
-    Examples
-    --------
-    >>> a = np.zeros((4, 4, 4), np.uint8); a[:2, :2, :2] = 5
-    >>> b = np.zeros((4, 4, 4), np.uint8); b[0, 0, 0] = 5; b[3, 3, :3] = 5
-    >>> min_volume_from_references([(a, (1, 1, 1)), (b, (1, 1, 1))], [5])
-    {5: 3.0}
     """
     ids = [int(k) for k in label_ids]
     best: dict[int, float] = {k: np.inf for k in ids}
@@ -168,14 +129,14 @@ class PostprocessConfig:
 
     Attributes
     ----------
-    organs : tuple of int
+    organs
         Labels reduced to their largest component (empty: step off).
-    lesions : tuple of int
+    lesions
         Labels whose small components are removed/merged (empty: step off).
-    lesion_min_mm3 : dict of int to float
+    lesion_min_mm3
         Threshold per lesion label (missing: that label is left alone).
-    lesion_mode : {"remove", "merge"}
-        What happens to small lesion components.
+    lesion_mode
+        ``"remove"`` or ``"merge"`` small lesion components.
     """
 
     organs: tuple[int, ...] = ()
@@ -193,15 +154,7 @@ class PostprocessConfig:
 def postprocess(
     labels: np.ndarray, spacing: Sequence[float], config: PostprocessConfig
 ) -> tuple[np.ndarray, dict]:
-    """Apply the steps of ``config`` and return the map and a record of the changes.
-
-    Examples
-    --------
-    >>> lab = np.zeros((1, 5, 5), np.uint8); lab[0, :2, :2] = 1; lab[0, 4, 4] = 1
-    >>> out, rec = postprocess(lab, (1, 1, 1), PostprocessConfig(organs=(1,)))
-    >>> int(out.sum()), rec["largest_component"]
-    (4, [1])
-    """
+    """Apply the steps of ``config``; return the map and a record of the changes."""
     out = keep_largest_component(labels, config.organs) if config.organs else labels.copy()
     removed: dict[str, int] = {}
     for k in config.lesions:

@@ -1,23 +1,10 @@
 """Gaussian-weighted sliding-window inference (differentiable, MONAI-compatible).
 
-Window placement and weights follow MONAI's ``sliding_window_inference`` in
-``"gaussian"`` mode with constant padding, so both give the same numbers:
-
-* an image smaller than the patch is zero-padded symmetrically (``diff // 2``
-  before) and the padding is cropped from the result;
-* the step along an axis is ``int(patch * (1 - overlap))`` (at least 1; the whole
-  patch when the patch equals the image), windows start at multiples of it and
-  the last one is shifted back to end exactly at the image end;
-* the weight map is the outer product of 1D Gaussians with ``sigma =
-  sigma_scale * patch`` (1/8 of the patch), centred on the patch; zero weights are
-  replaced by the smallest positive weight and weights below ``min_weight``
-  (MONAI: 1e-3) raised to it;
-* overlapping predictions are summed with these weights and divided by the sum
-  of weights.
-
-Logits are blended (then callers take softmax/argmax). Gradients flow to the
-input when autograd is enabled; ``accumulate_device="cpu"`` keeps the full-size
-accumulators in host memory for large volumes.
+Placement and weights follow MONAI's ``sliding_window_inference`` (``"gaussian"``,
+constant padding): small images are zero-padded symmetrically, the step is
+``int(patch * (1 - overlap))`` with the last window ending at the image end, weights
+are 1D Gaussians with ``sigma = patch / 8`` floored at ``min_weight``, and overlaps are
+averaged by weight. Logits are blended; gradients flow to the input.
 """
 
 from __future__ import annotations
@@ -36,17 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def window_starts(size: int, patch: int, overlap: float) -> list[int]:
-    """Start indices of the windows along one axis (last window aligned to the end).
-
-    ``size`` must be >= ``patch`` (pad first).
-
-    Examples
-    --------
-    >>> window_starts(100, 64, 0.5)
-    [0, 32, 36]
-    >>> window_starts(64, 64, 0.5)
-    [0]
-    """
+    """Start indices of the windows along one axis (last one ends at ``size >= patch``)."""
     if patch > size:
         raise ValueError(f"patch {patch} larger than size {size}: pad the image first")
     step = patch if patch == size else max(int(patch * (1 - overlap)), 1)
@@ -57,15 +34,7 @@ def window_starts(size: int, patch: int, overlap: float) -> list[int]:
 def window_grid(
     shape: Sequence[int], patch: Sequence[int], overlap: float | Sequence[float]
 ) -> list[tuple[slice, ...]]:
-    """Slices of every window over ``shape`` (C order of the start indices).
-
-    Examples
-    --------
-    >>> len(window_grid((40, 84, 84), (32, 64, 64), 0.5))
-    8
-    >>> window_grid((10, 20), (10, 12), 0.5)[-1]
-    (slice(0, 10, None), slice(8, 20, None))
-    """
+    """Slices of every window over ``shape`` (C order of the start indices)."""
     if isinstance(overlap, (Sequence, np.ndarray)):
         ov = [float(o) for o in overlap]
     else:
@@ -81,19 +50,13 @@ def gaussian_weights(
 
     Parameters
     ----------
-    patch : sequence of int
+    patch
         Patch size.
-    sigma_scale : float
+    sigma_scale
         Standard deviation per axis as a fraction of the patch size.
-    min_weight : float
-        Floor of the weights (MONAI uses 1e-3; ``0`` keeps only the nnU-Net rule
-        that zero weights become the smallest positive weight).
-
-    Examples
-    --------
-    >>> w = gaussian_weights((9,))
-    >>> float(w[4]), float(w.min()) >= 1e-3
-    (1.0, True)
+    min_weight
+        Floor of the weights (MONAI: 1e-3; ``0``: only zero weights become the
+        smallest positive one, as nnU-Net).
     """
     import torch
 
@@ -138,42 +101,32 @@ def sliding_window_logits(
 
     Parameters
     ----------
-    predictor : callable
-        Maps a batch ``(B, C, *patch)`` to ``(B, K, *patch)`` (e.g. a network).
-    image : torch.Tensor
+    predictor
+        Maps a batch ``(B, C, *patch)`` to ``(B, K, *patch)``.
+    image
         ``(N, C, *spatial)``.
-    patch_size : sequence of int
+    patch_size
         Window size per spatial axis.
-    overlap : float
+    overlap
         Fraction of a window shared with its neighbour (0 <= overlap < 1).
-    batch_size : int
+    batch_size
         Windows per predictor call.
-    sigma_scale, min_weight : float
-        Weight map parameters, see :func:`gaussian_weights`.
-    mirror_axes : sequence of int
-        Spatial axes for mirroring test-time augmentation: every combination of
-        flips is predicted and the outputs averaged (empty: none).
-    accumulate_device : torch.device or str, optional
-        Where the full-size accumulators live (default: the image's device).
-        ``"cpu"`` bounds accelerator memory to one batch of windows.
-    progress : callable, optional
+    sigma_scale, min_weight
+        See :func:`gaussian_weights`.
+    mirror_axes
+        Spatial axes whose every combination of flips is predicted and averaged.
+    accumulate_device
+        Where the full-size accumulators live (default the image's; ``"cpu"`` bounds
+        accelerator memory to one batch of windows).
+    progress
         ``progress(done_windows, total_windows)`` after each batch.
-    cancel : threading.Event, optional
+    cancel
         Checked before each batch; raises :class:`napari_segeval._cancel.Cancelled`.
 
     Returns
     -------
     torch.Tensor
-        ``(N, K, *spatial)`` blended outputs (float32), differentiable w.r.t. ``image``
-        when autograd is enabled.
-
-    Examples
-    --------
-    >>> import torch
-    >>> x = torch.arange(2 * 10 * 12, dtype=torch.float32).reshape(1, 1, 2, 10, 12)
-    >>> y = sliding_window_logits(lambda t: t * 2, x, (2, 6, 6), overlap=0.5)
-    >>> bool(torch.allclose(y, x * 2))
-    True
+        ``(N, K, *spatial)`` float32, differentiable w.r.t. ``image``.
     """
     import torch
     import torch.nn.functional as F

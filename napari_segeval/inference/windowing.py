@@ -1,19 +1,10 @@
 """CT windows and MR percentile clipping to the 0-255 range MedSAM2-style models expect.
 
-A CT *window* is a ``(level, width)`` pair in Hounsfield units. Two ways to map
-it onto ``[0, 255]`` (``ct_mapping``):
-
-- ``"window"`` (the project's default): the window edges map to 0 and 255,
-  values outside are clipped. The same HU value always gets the same grey level.
-- ``"minmax"`` (MedSAM2's inference scripts): clip to the window, then min-max
-  rescale the *clipped volume* (its own minimum to 0, maximum to 255). The two
-  agree only when the volume reaches both window edges; a lung window on a
-  volume whose maximum is below ``level + width / 2`` differs.
-
-MR (and other non-CT) images are clipped to the 0.5-99.5 percentiles of their
-non-zero voxels and scaled to ``[0, 255]``, as MedSAM2's inference code does.
-
-Only NumPy is used here.
+A CT window is ``(level, width)`` in HU, mapped onto ``[0, 255]`` by ``ct_mapping``:
+``"window"`` (default) maps the window edges to 0 and 255, so one HU value always gets
+one grey level; ``"minmax"`` (MedSAM2's scripts) clips to the window, then min-max
+rescales the clipped volume (the two differ when the volume does not reach both edges).
+MR and other images: 0.5-99.5 percentiles of the non-zero voxels, as MedSAM2 does.
 """
 
 from __future__ import annotations
@@ -38,13 +29,7 @@ CT_MAPPINGS = ("window", "minmax")
 
 
 def check_ct_mapping(ct_mapping: str) -> str:
-    """Validate a ``ct_mapping`` value.
-
-    Examples
-    --------
-    >>> check_ct_mapping("minmax")
-    'minmax'
-    """
+    """Validate a ``ct_mapping`` value."""
     if ct_mapping not in CT_MAPPINGS:
         raise SegEvalError(
             f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
@@ -55,11 +40,9 @@ def check_ct_mapping(ct_mapping: str) -> str:
 def ct_bounds(
     hu: np.ndarray | None, level: float, width: float, ct_mapping: str = "window"
 ) -> tuple[float, float]:
-    """Raw HU mapped to 0 and 255 for one window and ``ct_mapping``.
+    """Raw HU mapped to 0 and 255 for one window and ``ct_mapping`` (``hu`` for ``"minmax"``).
 
-    ``"window"``: the window edges. ``"minmax"``: the minimum and maximum of the
-    volume clipped to the window (``hu`` required); a constant clipped volume
-    gives ``(v, v)`` (everything maps to 0, where MedSAM2 divides by zero).
+    A constant clipped volume gives ``(v, v)`` (all 0, where MedSAM2 divides by zero).
 
     Examples
     --------
@@ -84,28 +67,14 @@ def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
 
     Parameters
     ----------
-    spec : str or (width, level)
-        A preset name from :data:`CT_WINDOWS` (case-insensitive), a string
-        ``"W,L"`` such as ``"400,40"`` (width first, as radiologists write
-        ``W/L``), or a pair ``(width, level)``.
-
-    Returns
-    -------
-    (level, width) : tuple of float
+    spec
+        A preset from :data:`CT_WINDOWS` (case-insensitive), ``"W,L"`` such as ``"400,40"``
+        (width first, as radiologists write ``W/L``), or a pair ``(width, level)``.
 
     Raises
     ------
     SegEvalError
         Unknown preset, unparsable string, or a width that is not positive.
-
-    Examples
-    --------
-    >>> parse_window("lung")
-    (-600.0, 1500.0)
-    >>> parse_window("350,50")
-    (50.0, 350.0)
-    >>> parse_window((80, 40))
-    (40.0, 80.0)
     """
     if isinstance(spec, str):
         key = spec.strip().lower()
@@ -134,30 +103,19 @@ def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
 def apply_window(
     hu: np.ndarray, level: float, width: float, ct_mapping: str = "window"
 ) -> np.ndarray:
-    """Window CT intensities (HU) to float32 values in ``[0, 255]``.
-
-    ``"window"``: ``level - width / 2`` maps to 0 and ``level + width / 2`` to
-    255; values outside are clipped. ``"minmax"`` (MedSAM2): clip to the window,
-    then the clipped volume's minimum maps to 0 and its maximum to 255 (a
-    constant clipped volume maps to 0).
-
-    Examples
-    --------
-    >>> apply_window(np.array([-1000.0, -160.0, 40.0, 240.0, 3000.0]), 40, 400)
-    array([  0. ,   0. , 127.5, 255. , 255. ], dtype=float32)
-    >>> apply_window(np.array([-1000.0, -100.0, 100.0]), -600, 1500, "minmax")
-    array([  0.     , 208.63637, 255.     ], dtype=float32)
-    """
+    """Window CT intensities (HU) to float32 values in ``[0, 255]`` (module doc for ``ct_mapping``)."""
     if width <= 0:
         raise SegEvalError(f"CT window width must be positive, got {width}")
-    arr = np.asarray(hu, dtype=np.float64)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(hu, dtype=np.float64))
     wlo = level - width / 2.0
-    lo, hi = ct_bounds(arr, level, width, ct_mapping)
+    return _to_255(arr, (wlo, wlo + width), *ct_bounds(arr, level, width, ct_mapping))
+
+
+def _to_255(arr: np.ndarray, clip: tuple[float, float], lo: float, hi: float) -> np.ndarray:
+    """``arr`` clipped to ``clip``, ``lo..hi`` scaled to float32 0..255 (0 when ``hi <= lo``)."""
     if hi <= lo:
         return np.zeros(arr.shape, dtype=np.float32)
-    out = (np.clip(arr, wlo, wlo + width) - lo) * (255.0 / (hi - lo))
-    return out.astype(np.float32)
+    return ((np.clip(arr, *clip) - lo) * (255.0 / (hi - lo))).astype(np.float32)
 
 
 def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tuple[float, float]:
@@ -181,27 +139,11 @@ def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tup
 def mr_clip(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> np.ndarray:
     """Clip to percentiles of the non-zero voxels and scale to float32 ``[0, 255]``.
 
-    Parameters
-    ----------
-    image : ndarray
-        Any-dimensional intensity array.
-    lower, upper : float
-        Percentiles (0-100) computed over voxels that are not zero. An image
-        that is all zero, or constant after clipping, maps to all zeros.
-
-    Examples
-    --------
-    >>> img = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 100.0])
-    >>> mr_clip(img, 0, 75).round(1)
-    array([  0.,   0.,  85., 170., 255., 255.], dtype=float32)
+    An all-zero image, or one constant after clipping, maps to all zeros.
     """
-    arr = np.asarray(image, dtype=np.float64)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(image, dtype=np.float64))
     lo, hi = mr_bounds(arr, lower, upper)
-    if hi <= lo:
-        return np.zeros(arr.shape, dtype=np.float32)
-    out = (np.clip(arr, lo, hi) - lo) * (255.0 / (hi - lo))
-    return out.astype(np.float32)
+    return _to_255(arr, (lo, hi), lo, hi)
 
 
 def window_bounds(
@@ -212,18 +154,9 @@ def window_bounds(
 ) -> tuple[float, float]:
     """Raw intensities mapped to 0 and 1 (MedSAM2-style normalization) for ``modality``.
 
-    CT: the window edges (default window: abdomen), or with ``ct_mapping="minmax"``
-    the extremes of ``image`` clipped to the window (:func:`ct_bounds`; a constant
-    clipped volume gives ``(v, v + 1e-6)``). MR/PET: the 0.5 and 99.5
-    percentiles of non-zero voxels of ``image`` (required). Everything else
-    (ultrasound, endoscopy, 8-bit video): ``(0, 255)``.
-
-    Examples
-    --------
-    >>> window_bounds("CT", "abdomen")
-    (-160.0, 240.0)
-    >>> window_bounds("US")
-    (0.0, 255.0)
+    CT: the window edges (default abdomen) or, with ``"minmax"``, the clipped image's
+    extremes (a constant gives ``(v, v + 1e-6)``). MR/PET: the 0.5 and 99.5 percentiles
+    of the non-zero voxels of ``image`` (required). Anything else: ``(0, 255)``.
     """
     mod = (modality or "other").upper()
     if mod == "CT":
@@ -248,23 +181,14 @@ def to_unit(
 ) -> tuple[np.ndarray, float, float]:
     """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.
 
-    ``ct_mapping`` chooses how a CT window maps (module doc).
-
     Returns
     -------
     unit : numpy.ndarray
         float32, same shape, clipped to ``[0, 1]``.
     low, high : float
-        Raw values mapped to 0 and 1 (so one unit is ``high - low`` raw units).
-
-    Examples
-    --------
-    >>> u, lo, hi = to_unit(np.array([-1000, 40, 1000]), "CT", "abdomen")
-    >>> u.tolist(), hi - lo
-    ([0.0, 0.5, 1.0], 400.0)
+        Raw values mapped to 0 and 1 (one unit is ``high - low`` raw units).
     """
-    arr = np.asarray(image)
-    arr = check_finite(arr)
+    arr = check_finite(np.asarray(image))
     lo, hi = window_bounds(modality, window, arr, ct_mapping)
     unit = (arr.astype(np.float32) - np.float32(lo)) / np.float32(hi - lo)
     return np.clip(unit, 0.0, 1.0).astype(np.float32, copy=False), lo, hi

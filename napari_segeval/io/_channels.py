@@ -1,18 +1,9 @@
 """Multi-channel volumes: the MR sequences of one patient as one ``"czyx"`` case.
 
-Data sets store image channels in two ways:
-
-* one file per channel: nnU-Net's ``case_0000.nii.gz``, ``case_0001.nii.gz``
-  (also found in MSD-style task folders);
-* one 4D file whose fourth file axis holds the channels: the Medical Segmentation
-  Decathlon's BrainTumour (FLAIR, T1w, T1gd, T2w) and Prostate (T2, ADC) images.
-
-A 4D NIfTI file cannot tell channels from time: :func:`~napari_segeval.io.read_image`
-reads it as a ``"tzyx"`` time series (fMRI, DWI, cine MR) and keeps doing so. The
-caller decides: :func:`read_channels` takes the fourth axis as channels (a data-set
-layout knows it from a ``dataset.json`` whose ``modality`` / ``channel_names`` has
-several entries). A multi-channel case has ``image`` ``(C, z, y, x)``, ``axes``
-``"czyx"`` and a 3D geometry; a single-channel image stays ``"zyx"``.
+Channels come as one file each (nnU-Net's ``case_0000.nii.gz``, ``case_0001.nii.gz``)
+or as the fourth axis of a 4D file (MSD BrainTumour, Prostate). A 4D NIfTI cannot tell
+channels from time, so :func:`~napari_segeval.io.read_image` reads it as ``"tzyx"``;
+the caller (knowing it from ``dataset.json``) asks :func:`read_channels` for channels.
 """
 
 from __future__ import annotations
@@ -56,16 +47,7 @@ def as_channels(case: Case) -> Case:
 
 
 def select_channel(case: Case, channel: int) -> Case:
-    """Channel ``channel`` of a ``"czyx"`` case as a ``"zyx"`` case (labels kept).
-
-    Examples
-    --------
-    >>> from napari_segeval.io.case import Geometry
-    >>> c = Case(np.arange(8.0).reshape(2, 1, 2, 2), Geometry.identity(3), axes="czyx")
-    >>> one = select_channel(c, 1)
-    >>> one.axes, one.image.ravel().tolist(), one.meta["channel"]
-    ('zyx', [4.0, 5.0, 6.0, 7.0], 1)
-    """
+    """Channel ``channel`` of a ``"czyx"`` case as a ``"zyx"`` case (labels kept)."""
     if not case.is_multichannel:
         raise ReadError(f"{case.image_path or 'image'}: not a multi-channel volume")
     n = case.n_channels
@@ -109,36 +91,21 @@ def read_channels(
 
     Parameters
     ----------
-    images : sequence of path
-        One file per channel (``_0000``, ``_0001`` ...: each a 3D volume on one
-        grid), or a single file: a 4D file's fourth axis is read as channels, a
-        3D file is one channel.
-    labels : path, optional
+    images
+        One 3D file per channel (``_0000``, ``_0001`` ...) on one grid, or a single file
+        (a 4D file's fourth axis is the channels, a 3D file is one channel).
+    labels
         Reference label map on the volumes' grid.
-    n_channels : int, optional
-        Channels the data set says a case has (``dataset.json``); a different
-        count raises :class:`~napari_segeval._errors.ReadError`.
+    n_channels
+        Channels the data set says a case has; a different count raises ``ReadError``.
     modality, dataset_json, color_table
         As :func:`~napari_segeval.io.read_case`.
 
     Returns
     -------
     Case
-        ``"czyx"`` with ``meta["n_channels"]`` for several channels; a single
-        channel stays ``"zyx"`` exactly as :func:`~napari_segeval.io.read_case` reads it.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from napari_segeval.io import write_image, write_labels, Geometry
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> g = Geometry.identity(3, (3.0, 1.0, 1.0))
-    >>> paths = [write_image(d / f"p_000{i}.nii.gz", np.full((2, 4, 4), i, np.float32), g)
-    ...          for i in range(2)]
-    >>> seg = write_labels(d / "p.nii.gz", np.ones((2, 4, 4), np.uint8), g)
-    >>> c = read_channels(paths, seg, modality="MR")
-    >>> c.axes, c.image.shape, float(c.image[1].max()), c.labels.shape
-    ('czyx', (2, 2, 4, 4), 1.0, (2, 4, 4))
+        ``"czyx"`` with ``meta["n_channels"]``; a single channel stays ``"zyx"``, exactly
+        as :func:`~napari_segeval.io.read_case` reads it.
     """
     from napari_segeval.io.read import read_case, read_image
 

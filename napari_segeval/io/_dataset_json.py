@@ -1,18 +1,8 @@
 """MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables.
 
-Colour tables
--------------
-Colour-coded masks (NeoPolyp: red neoplastic, green non-neoplastic) need the
-colour of each label id. A ``dataset.json`` beside the mask (or up to two folders
-above it) may hold it under ``"color_table"``, and ``segeval ... --color-table
-FILE`` reads the same form from any JSON file (a ``dataset.json`` with that key
-included)::
-
-    {"1": [255, 0, 0], "2": [0, 255, 0]}
-
-keys are label ids, values ``[R, G, B]`` (0-255) or one grey value; black is
-background unless the table says otherwise. Names come from the file's
-``"labels"``.
+A ``"color_table"`` (``{"1": [255, 0, 0], "2": [0, 255, 0]}``: label id to ``[R, G, B]``
+or one grey value) in a ``dataset.json`` beside a colour-coded mask or up to two folders
+above it gives its labels; ``--color-table FILE`` reads the same form.
 """
 
 from __future__ import annotations
@@ -35,16 +25,7 @@ _NAMES = {
 
 
 def load_dataset_json(path: str | Path) -> dict:
-    """Load an MSD/nnU-Net ``dataset.json`` (a file, or a folder containing one).
-
-    Examples
-    --------
-    >>> import json, tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "dataset.json").write_text(json.dumps({"labels": {"0": "bg", "1": "liver"}}))
-    >>> load_dataset_json(d)["labels"]
-    {'0': 'bg', '1': 'liver'}
-    """
+    """Load an MSD/nnU-Net ``dataset.json`` (a file, or a folder containing one)."""
     p = Path(path)
     if p.is_dir():
         p = p / "dataset.json"
@@ -57,18 +38,9 @@ def load_dataset_json(path: str | Path) -> dict:
 
 
 def structure_names(dataset_json: dict) -> dict[int, str]:
-    """Label id -> name from ``dataset_json["labels"]``, background (0) left out.
+    """Label id -> name from ``dataset_json["labels"]`` (MSD or nnU-Net v2 form), without 0.
 
-    Accepts the MSD form ``{"0": "background", "1": "liver"}`` and the nnU-Net v2
-    form ``{"background": 0, "liver": 1}``; nnU-Net region entries (lists of ids)
-    are not single labels and are skipped.
-
-    Examples
-    --------
-    >>> structure_names({"labels": {"0": "background", "1": "liver", "2": "cancer"}})
-    {1: 'liver', 2: 'cancer'}
-    >>> structure_names({"labels": {"background": 0, "liver": 1, "whole": [1, 2]}})
-    {1: 'liver'}
+    nnU-Net region entries (lists of ids) are skipped.
     """
     labels = dataset_json.get("labels") or {}
     if not isinstance(labels, dict):
@@ -86,15 +58,7 @@ def structure_names(dataset_json: dict) -> dict[int, str]:
 
 
 def dataset_modality(dataset_json: dict) -> str | None:
-    """Modality of channel 0 from ``"modality"`` (MSD) or ``"channel_names"`` (nnU-Net v2).
-
-    Examples
-    --------
-    >>> dataset_modality({"modality": {"0": "CT"}}), dataset_modality({"modality": {"0": "FLAIR"}})
-    ('CT', 'MR')
-    >>> dataset_modality({"modality": {"0": "endoscopy"}})
-    'endoscopy'
-    """
+    """Modality of channel 0 from ``"modality"`` (MSD) or ``"channel_names"`` (nnU-Net v2)."""
     entry = dataset_json.get("modality") or dataset_json.get("channel_names")
     if isinstance(entry, dict) and entry:
         entry = entry.get("0", next(iter(entry.values())))
@@ -109,9 +73,7 @@ def dataset_modality(dataset_json: dict) -> str | None:
 
 
 def dataset_channels(dataset_json: dict) -> tuple[str, ...]:
-    """Channel names in index order from ``"modality"`` (MSD) or ``"channel_names"`` (nnU-Net v2).
-
-    Empty when the file names none; one name for a single-channel data set.
+    """Channel names in index order from ``"modality"`` or ``"channel_names"`` (may be empty).
 
     Examples
     --------
@@ -125,10 +87,7 @@ def dataset_channels(dataset_json: dict) -> tuple[str, ...]:
         return (entry,)
     if not isinstance(entry, dict):
         return ()
-    keyed = {}
-    for key, value in entry.items():
-        if str(key).strip().isdigit():
-            keyed[int(key)] = str(value)
+    keyed = {int(k): str(v) for k, v in entry.items() if str(k).strip().isdigit()}
     return tuple(keyed[k] for k in sorted(keyed))
 
 
@@ -158,24 +117,12 @@ def _read_json(path: Path, what: str) -> object:
 def parse_json_color_table(
     table: object, source: str | Path, names: dict[int, str] | None = None
 ) -> dict:
-    """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return the reader's form.
-
-    The reader's form (:func:`napari_segeval.io.read_labels`) is
-    ``{(r, g, b): (id, name)}`` (or ``{(r, g, b): id}`` for unnamed ids).
+    """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return ``{colour: (id, name) | id}``.
 
     Raises
     ------
     InvalidLabelsError
         One line naming ``source`` and the first bad entry.
-
-    Examples
-    --------
-    >>> parse_json_color_table({"1": [255, 0, 0], "2": [0, 255, 0]}, "t.json", {1: "neo"})
-    {(255, 0, 0): (1, 'neo'), (0, 255, 0): 2}
-    >>> parse_json_color_table({"1": "red"}, "t.json")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.InvalidLabelsError: t.json: colour table entry "1": expected [R, G, B] (0-255) or one grey value, got 'red'
     """
     names = names or {}
     if not isinstance(table, dict) or not table:
@@ -213,16 +160,7 @@ def parse_json_color_table(
 
 
 def dataset_color_table(dataset_json: dict, source: str | Path) -> dict | None:
-    """The reader's colour table from ``dataset_json["color_table"]`` (None when absent).
-
-    Examples
-    --------
-    >>> ds = {"labels": {"0": "background", "1": "neoplastic"}, "color_table": {"1": [255, 0, 0]}}
-    >>> dataset_color_table(ds, "dataset.json")
-    {(255, 0, 0): (1, 'neoplastic')}
-    >>> dataset_color_table({"labels": {}}, "dataset.json") is None
-    True
-    """
+    """The reader's colour table from ``dataset_json["color_table"]`` (None when absent)."""
     table = dataset_json.get("color_table")
     if table is None:
         return None
@@ -230,18 +168,9 @@ def dataset_color_table(dataset_json: dict, source: str | Path) -> dict | None:
 
 
 def load_color_table(path: str | Path) -> dict:
-    """Read a colour table file: ``{"1": [R, G, B], ...}``, or a JSON object with ``"color_table"``.
+    """Read a colour table file: ``{"1": [R, G, B], ...}`` or an object with ``"color_table"``.
 
-    Structure names come from the file's ``"labels"`` when it has them (a
-    ``dataset.json``).
-
-    Examples
-    --------
-    >>> import json, tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "colours.json"
-    >>> _ = p.write_text(json.dumps({"1": [255, 0, 0], "2": [0, 255, 0]}))
-    >>> load_color_table(p)
-    {(255, 0, 0): 1, (0, 255, 0): 2}
+    Names come from the file's ``"labels"`` when it has them (a ``dataset.json``).
     """
     p = Path(path)
     data = _read_json(p, "colour table")

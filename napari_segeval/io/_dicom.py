@@ -1,23 +1,11 @@
 """DICOM files, folders and DICOMDIR exports: headers and geometry by pydicom.
 
-Headers, series grouping and geometry are read with pydicom
-(:mod:`~napari_segeval.io._dicom_geometry`, :mod:`~napari_segeval.io._dicom_series`)
-so that geometry is what the header says. Pixels of uncompressed transfer syntaxes
-are decoded by pydicom after checking that the pixel data hold exactly what
-``Rows x Columns x SamplesPerPixel x NumberOfFrames x BitsAllocated`` promise (a
-mismatch is refused, never padded with zeros); compressed syntaxes pydicom decodes
-itself (RLE, deflate; JPEG baseline/extended and JPEG 2000 through Pillow) likewise,
-and the others (JPEG lossless, JPEG-LS, and 12-bit JPEG Extended ``1.2.840.10008.1.2.4.51``,
-which Pillow cannot decode) by GDCM through SimpleITK, with its warnings silenced.
-The decoded shape must match the header in every case. The modality LUT is applied:
-``RescaleSlope``/``RescaleIntercept`` (per frame for enhanced objects) and
-``DoseGridScaling`` for RT dose (values in ``DoseUnits``, usually Gy). Colour images
-(RGB, YBR, PALETTE COLOR) open as RGB (:mod:`~napari_segeval.io._dicom_colour`);
-``meta["pixels"]`` says how the pixels were stored and decoded.
-
-Files without the 128-byte preamble and gzipped ``*.dcm.gz`` files open when their
-pixel data and geometry are complete; DICOM objects without pixels (RT structure
-sets, reports, ...) are refused with one line saying what they are.
+Pixel data must hold what the header promises (never padded). pydicom decodes what it
+can (uncompressed, RLE, deflate, JPEG baseline/extended and JPEG 2000 through Pillow);
+the rest (JPEG lossless, JPEG-LS, 12-bit JPEG Extended) goes to GDCM through
+SimpleITK; the decoded shape must match the header. The modality LUT is applied
+(rescale slope/intercept, per frame for enhanced objects; ``DoseGridScaling`` for RT
+dose); ``meta["pixels"]`` says how the pixels were stored and decoded.
 """
 
 from __future__ import annotations
@@ -82,8 +70,7 @@ def _check_header(ds, path: Path) -> None:
 
 
 def _pydicom_decodes(ds, ts) -> bool:
-    """True when one of pydicom's installed decoders can decode these pixels (Pillow,
-    its JPEG decoder, decodes 8-bit JPEG Extended only; 12-bit needs GDCM)."""
+    """True when an installed pydicom decoder handles these pixels (Pillow: 8-bit JPEG only)."""
     from pydicom.uid import JPEGExtended12Bit
 
     try:
@@ -150,8 +137,7 @@ def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray
 
 
 def _gdcm(ds, path: Path) -> np.ndarray:
-    """Decode compressed pixel data pydicom has no decoder for (JPEG lossless, JPEG-LS)
-    with GDCM through SimpleITK; GDCM applies the modality LUT itself."""
+    """Decode pixels pydicom cannot (JPEG lossless, JPEG-LS) with GDCM, which applies the LUT."""
     import SimpleITK as sitk
 
     with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
@@ -178,9 +164,7 @@ def _has_preamble(path: Path) -> bool:
 
 
 def _with_pixels(header, path: Path):
-    """A shallow copy of a scanned header with its deferred pixel data read; :func:`decode`
-    drops the bytes again, so a series is not held in memory twice (a header whose pixel
-    element is gone is read again from its file)."""
+    """A shallow copy of a scanned header with its pixel data read (dropped again by decode)."""
     import copy
 
     if not any(k in header for k in _PIXEL_ELEMENTS):

@@ -1,14 +1,9 @@
 """Finding DICOM files (folders, DICOMDIR, gzip, no preamble) and reading their headers.
 
-Detection needs no heavy import: a file is DICOM when it has the ``DICM`` marker at
-byte 128, or -- for files written without the 128-byte preamble -- when it starts
-with a group 0x0002/0x0008 element followed by a VR or a small implicit length, or
-when it is named ``*.dcm.gz``/``*.dicom.gz``. Headers are parsed with pydicom
-(``force=True``, so preamble-less files parse), pixel data are not read here.
-
-A folder holding a ``DICOMDIR`` (a CD/USB export) is read through it: the images
-are the files its records reference. Any other folder is read from the files
-directly inside it.
+A file is DICOM when it has ``DICM`` at byte 128, starts (without preamble) with a
+group 0x0002/0x0008 element, or is named ``*.dcm.gz``/``*.dicom.gz``; headers are
+parsed with ``force=True``. A folder with a ``DICOMDIR`` is read through its records;
+any other folder from the files directly inside it.
 """
 
 from __future__ import annotations
@@ -39,13 +34,7 @@ NOT_IMAGES = {
 
 
 def is_gz_dicom(path: str | Path) -> bool:
-    """True for ``*.dcm.gz`` / ``*.dicom.gz`` names.
-
-    Examples
-    --------
-    >>> is_gz_dicom("CT1.DCM.GZ"), is_gz_dicom("a.nii.gz")
-    (True, False)
-    """
+    """True for ``*.dcm.gz`` / ``*.dicom.gz`` names."""
     return Path(path).name.lower().endswith(GZ_SUFFIXES)
 
 
@@ -95,11 +84,9 @@ def _pydicom():
 
 
 def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
-    """Parse a DICOM file (also gzipped or without preamble) with pydicom.
+    """Parse a DICOM file (also gzipped or without preamble); pixels deferred unless ``pixels``.
 
-    Without ``pixels`` the pixel data element is present but its value is not read
-    (deferred). Raises :class:`ReadError` for a file that is not DICOM or cannot be
-    parsed.
+    Raises :class:`ReadError` for a file that is not DICOM or cannot be parsed.
     """
     pydicom = _pydicom()
     notes: list[str] = []

@@ -1,32 +1,17 @@
 """Grouping DICOM images into series, checking each stack, and choosing one.
 
-Series selection (design)
--------------------------
-Images are grouped by ``SeriesInstanceUID``, then each series is split into
-*stacks* of images that can form one grid: same orientation (within 1e-3), same
-image size and samples per pixel, same pixel size, same echo number, time point
-and stack id; the frames of one multi-frame object stay together (split by the
-same rules), and single ultrasound/endoscopy/X-ray images without a position are
-separate images, never slices of a volume. Colour images (RGB, YBR, palette) never
-stack with grey ones, and several colour images are a stack of RGB frames
-(``"tyx"`` + colour): there are no colour volumes; slices with positions keep their
-spacing and placement, others are in frame (or ``InstanceNumber``) order. Two scouts of different orientation in one series are two one-image stacks,
-never a two-slice volume. A series that is one stack has the series UID as its id;
-the stacks of a split series are ``UID#1``, ``UID#2``, ... and say why it was split.
-
-Every stack is checked before it is read (headers only): slices are sorted along
-their normal; two images at the same position, slices not stacked along the normal
-(gantry tilt, shear) or uneven slice spacing are *problems* that refuse the stack
-with a message saying why. :func:`list_series` reports every stack with its
-problem; ``segeval inspect FOLDER`` prints them. Without a choice the largest stack
-(most images, then most pixels, then the lowest series number) is opened and
-``meta["series_note"]`` says which one it is and how many others there are;
-``series="UID"`` or ``"UID#k"`` (``--series`` on the command line) picks one.
+A series (``SeriesInstanceUID``) is split into stacks that can form one grid (same
+orientation within 1e-3, image size and samples, pixel size, echo, time point, stack
+id; one multi-frame object's frames together; positionless ultrasound/endoscopy/X-ray
+images alone; colour never with grey). A split series' stacks are ``UID#1``,
+``UID#2``, ... Each stack is checked from its headers (docs/design.md, "DICOM
+series"); without a choice the largest (most images, then pixels, then the lowest
+series number) is opened and ``meta["series_note"]`` says so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -100,23 +85,7 @@ class SeriesInfo:
 
     def to_dict(self) -> dict:
         """Plain-JSON form for ``segeval inspect --json``."""
-        return {
-            k: getattr(self, k)
-            for k in (
-                "id",
-                "uid",
-                "number",
-                "modality",
-                "description",
-                "n_images",
-                "rows",
-                "columns",
-                "orientation",
-                "n_files",
-                "split",
-                "problem",
-            )
-        }
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
 
 
 def _close(a, b, tol: float) -> bool:
@@ -150,18 +119,8 @@ def _key(u: Unit) -> dict:
 
 def _same(k1: dict, k2: dict) -> list[str]:
     """Aspects in which two stack keys differ."""
-    out = []
-    for name, a in k1.items():
-        b = k2[name]
-        if name == "orientation":
-            equal = _close(a, b, _ORIENT_TOL)
-        elif name == "pixel size":
-            equal = _close(a, b, _SPACING_TOL)
-        else:
-            equal = a == b
-        if not equal:
-            out.append(name)
-    return out
+    tol = {"orientation": _ORIENT_TOL, "pixel size": _SPACING_TOL}
+    return [n for n, a in k1.items() if not (_close(a, k2[n], tol[n]) if n in tol else a == k2[n])]
 
 
 def _int(value) -> int | None:
@@ -208,8 +167,7 @@ def _info(uid: str, stack: list[Unit], idx: int | None, split: str | None) -> Se
 
 
 def series_of(headers: list) -> tuple[list[SeriesInfo], list[str]]:
-    """Group parsed ``(path, dataset)`` headers into checked stacks (see module docs),
-    and say which files have headers that describe no image (one line each)."""
+    """Checked stacks of parsed ``(path, dataset)`` headers, and one line per imageless header."""
     by_uid: dict[str, list[Unit]] = {}
     broken: list[str] = []
     for path, ds in headers:
@@ -242,14 +200,6 @@ def list_series(path: str | Path) -> list[SeriesInfo]:
     """Every stack of DICOM images under ``path`` (folder, DICOMDIR or file), checked.
 
     Raises :class:`ReadError` when ``path`` holds no DICOM image.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> list_series(pathlib.Path(tempfile.mkdtemp()))
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: ...: no DICOM images found
     """
     return scan(path)[0]
 
@@ -330,7 +280,7 @@ def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
 
 
 def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Plan:
-    """Colour images as a stack of RGB frames (``"tyx"``; the colour axis is added when read)."""
+    """Colour images as RGB frames (``"tyx"``; the colour axis is added when read)."""
     if positioned and stack[0].spacing is not None:
         p = _plan_positioned(stack, warnings)  # slices of a colour rendering keep their placement
     elif stack[0].frame is not None:

@@ -43,33 +43,18 @@ def suffix(path: str | Path) -> str:
 
 
 def stem(path: str | Path) -> str:
-    """File name without the (possibly double) extension.
-
-    Examples
-    --------
-    >>> stem("liver_3.nii.gz")
-    'liver_3'
-    """
+    """File name without the (possibly double) extension."""
     name = Path(path).name
     return name[: len(name) - len(suffix(name))] if suffix(name) else name
 
 
 def output_formats(source: str | Path, axes: str) -> tuple[str, str]:
-    """``(label map suffix, float image suffix)`` of the files made from a case read from ``source``.
+    """``(label map suffix, float image suffix)`` of files made from a case read from ``source``.
 
     The one rule for every command that saves predictions, perturbed images and
-    perturbations next to a case (``segeval evaluate``, ``segeval attack``, the
-    results browser's corrections), by the kind of the source:
-
-    * videos (mp4/avi/mov/mkv, frame folders, any ``(t, y, x)`` stack) -> ``.mha``
-      of the ``(t, y, x)`` stack (colour frames as vector pixels, which NIfTI
-      cannot hold);
-    * NIfTI -> ``.nii.gz``;
-    * TIFF -> ``.tif``;
-    * PNG/JPG/BMP 2D images -> label maps ``.png``, float images ``.tif`` (PNG holds
-      no floats);
-    * anything else (MHA/MHD/NRRD, DICOM files and series, Analyze, MINC) ->
-      ``.mha`` (ITK's LPS geometry as read).
+    perturbations next to a case: videos and any ``(t, y, x)`` stack -> ``.mha`` (colour
+    frames as vector pixels); NIfTI -> ``.nii.gz``; TIFF -> ``.tif``; PNG/JPG/BMP ->
+    ``.png`` labels and ``.tif`` float images; anything else -> ``.mha``.
 
     Examples
     --------
@@ -134,13 +119,7 @@ def folder_kind(folder: Path) -> str | None:
 
 
 def kind(path: str | Path) -> str | None:
-    """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames.
-
-    Examples
-    --------
-    >>> kind("a.nii.gz"), kind("b.nrrd"), kind("c.mp4"), kind("d.txt")
-    ('nifti', 'itk', 'video', None)
-    """
+    """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
     p = Path(path)
     if p.is_dir():
         k = folder_kind(p)

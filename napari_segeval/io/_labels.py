@@ -1,8 +1,4 @@
-"""Turning what a file holds into integer label ids: colour tables and 0/255 masks.
-
-Also the one rule for naming structures and for finding the structure a person
-named (:func:`structure_label`, :func:`resolve_structure`).
-"""
+"""Integer label ids from what a file holds (colour tables, 0/255 masks), and structure names."""
 
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ COLOR_TOLERANCE = 128.0
 def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     """Split ``{colour: id}`` or ``{colour: (id, name)}`` into colours, ids and names.
 
-    Colours are RGB triples or single grey values. Black (or grey 0) maps to 0
-    unless the table says otherwise.
+    Colours are RGB triples or grey values; black maps to 0 unless the table says otherwise.
 
     Examples
     --------
@@ -53,18 +48,7 @@ def parse_color_table(table: dict) -> tuple[np.ndarray, np.ndarray, dict[int, st
 
 
 def _unique_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(flat, axis=0, return_inverse=True)``, fast for 8-bit colours.
-
-    Rows of up to three 8-bit channels are packed into one integer each (a 1D unique
-    is ~10x faster than the row-wise one on a megapixel mask); other dtypes take the
-    row-wise path.
-
-    Examples
-    --------
-    >>> u, inv = _unique_rows(np.array([[3, 0, 1], [0, 0, 0], [3, 0, 1]], np.uint8))
-    >>> u.tolist(), inv.ravel().tolist()
-    ([[0, 0, 0], [3, 0, 1]], [1, 0, 1])
-    """
+    """``np.unique(flat, axis=0, return_inverse=True)``, ~10x faster on 8-bit colours (packed)."""
     if flat.dtype != np.uint8 or flat.shape[1] > 3:
         return np.unique(flat, axis=0, return_inverse=True)
     packed = np.zeros(flat.shape[0], np.uint32)
@@ -79,18 +63,12 @@ def _unique_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def apply_color_table(
     pixels: np.ndarray, table: dict, source: str | Path, tolerance: float = COLOR_TOLERANCE
 ) -> tuple[np.ndarray, dict[int, str]]:
-    """Map each pixel to the id of the nearest table colour within ``tolerance``.
+    """Map each pixel (``(..., 3)`` RGB or grey) to the id of the nearest table colour.
 
-    ``pixels`` is ``(..., 3)`` RGB or grey; the nearest-colour rule absorbs JPEG
-    noise. A pixel farther than ``tolerance`` from every table colour raises
-    :class:`InvalidLabelsError` naming the file, how many pixels and one colour.
-
-    Examples
-    --------
-    >>> px = np.array([[[250, 3, 4], [2, 1, 0]], [[10, 240, 20], [0, 0, 0]]], np.uint8)
-    >>> labels, names = apply_color_table(px, {(255, 0, 0): 1, (0, 255, 0): 2}, "m.jpg")
-    >>> labels.tolist()
-    [[1, 0], [2, 0]]
+    Raises
+    ------
+    InvalidLabelsError
+        When a pixel is farther than ``tolerance`` from every table colour.
     """
     colours, ids, names = parse_color_table(table)
     width = colours.shape[1]
@@ -113,15 +91,7 @@ def apply_color_table(
 
 
 def binary_255_to_1(mask: np.ndarray) -> np.ndarray:
-    """Map a 0/255 mask (ISIC ``_segmentation.png``) to 0/1; other masks unchanged.
-
-    Examples
-    --------
-    >>> binary_255_to_1(np.array([0, 255, 255], np.uint8)).tolist()
-    [0, 1, 1]
-    >>> binary_255_to_1(np.array([0, 1, 2], np.uint8)).tolist()
-    [0, 1, 2]
-    """
+    """Map a 0/255 mask (ISIC ``_segmentation.png``) to 0/1; other masks unchanged."""
     values = np.unique(mask)
     if values.size and values.max() == 255 and np.all(np.isin(values, (0, 255))):
         return (mask == 255).astype(np.uint8)
@@ -129,13 +99,7 @@ def binary_255_to_1(mask: np.ndarray) -> np.ndarray:
 
 
 def structure_label(label: int, names: Mapping[int, str]) -> str:
-    """Display name of a label id: its name, ``"background"`` for 0, else ``"label <id>"``.
-
-    Examples
-    --------
-    >>> structure_label(2, {1: "liver"}), structure_label(1, {1: "liver"}), structure_label(0, {})
-    ('label 2', 'liver', 'background')
-    """
+    """Display name of a label id: its name, ``"background"`` for 0, else ``"label <id>"``."""
     if int(label) == 0:
         return "background"
     return names.get(int(label), unnamed_label(label))
@@ -151,39 +115,26 @@ def resolve_structure(
     present: Iterable[int] | None = None,
     source: str | Path | None = None,
 ) -> int:
-    """Label id of a structure named on the command line (or anywhere by a person).
+    """Label id of a structure a person named (command line, prompts file).
 
-    Accepted, in this order: the id (``"3"``); ``"label 3"`` (the name
-    :func:`structure_label` and ``segeval inspect`` give unnamed labels;
-    ``label_3`` as older results folders wrote it works too); a name from ``names``. Names
-    compare case-insensitively with spaces, ``_`` and ``-`` alike
-    (``"Kidney Right"`` finds ``kidney_right``).
+    Accepted, in order: the id (``"3"``); ``"label 3"`` or ``label_3`` (unnamed labels);
+    a name from ``names``, case-insensitive with spaces, ``_`` and ``-`` alike.
 
     Parameters
     ----------
-    token : str or int
+    token
         What the person typed.
-    names : dict of int to str
-        Known structure names (from ``dataset.json``, a colour table, the model).
-    present : iterable of int, optional
+    names
+        Known structure names.
+    present
         Label ids in the label map; when given, an id outside it (and 0) is refused.
-    source : str or Path, optional
+    source
         The label file, named in error messages.
 
     Raises
     ------
     InvalidLabelsError
         One line naming the token and listing the known structures.
-
-    Examples
-    --------
-    >>> names = {1: "liver", 3: "kidney_right"}
-    >>> [resolve_structure(t, names) for t in ("3", "label 2", "LIVER", "kidney right")]
-    [3, 2, 1, 3]
-    >>> resolve_structure("spleen", names, present=[0, 1, 2, 3])
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.InvalidLabelsError: unknown structure 'spleen' (structures: 1 liver, 2 label 2, 3 kidney_right)
     """
     text = _norm(token)
     ids = None if present is None else sorted({int(v) for v in present} - {0})

@@ -16,33 +16,16 @@ DICOM_MODALITIES = {
 
 
 def from_dicom(tag: str | None) -> str | None:
-    """Map a DICOM Modality value to ours (``None`` when absent).
-
-    Examples
-    --------
-    >>> from_dicom("PT"), from_dicom("CR"), from_dicom(None)
-    ('PET', 'other', None)
-    """
+    """Map a DICOM Modality value to ours (``None`` when absent)."""
     if not tag:
         return None
     return DICOM_MODALITIES.get(tag.strip().upper(), "other")
 
 
 def guess_modality(image: np.ndarray, axes: str) -> str:
-    """Guess a modality from the pixels alone.
+    """Guess a modality from the pixels: colour is endoscopy, grey video US, HU-like CT.
 
-    Colour images are endoscopy, grey videos ultrasound, and whole-numbered images
-    whose minimum is at most -500 are CT (Hounsfield units); anything else is
-    ``"other"``.
-
-    Examples
-    --------
-    >>> guess_modality(np.full((2, 2, 2), -1024, np.int16), "zyx")
-    'CT'
-    >>> guess_modality(np.zeros((2, 4, 4), np.uint8), "tyx")
-    'US'
-    >>> guess_modality(np.zeros((4, 4, 3), np.uint8), "yxc")
-    'endoscopy'
+    CT: whole-numbered voxels whose minimum is at most -500; anything else ``"other"``.
     """
     if axes.endswith("c"):
         return "endoscopy"

@@ -1,24 +1,8 @@
-"""NaN voxels in images: kept, shown, counted, and filled only where a model needs numbers.
+"""NaN voxels (FSL/SPM padding outside the field of view): kept, counted, filled for models.
 
-NaN policy (design)
--------------------
-FSL/SPM resampling pads the outside of the field of view with NaN. Such images open:
-
-* **Reading** keeps NaN in the image array; ``case.meta["nan_count"]`` holds the
-  number of NaN voxels and ``case.meta["warnings"]`` says it in one line. Infinite
-  values are still refused (no software writes them on purpose). Label maps with
-  NaN are still refused: a label id must be a whole number.
-* **napari** shows the image with contrast limits from the finite voxels and adds a
-  Labels layer ``"<name> NaN"`` marking where the NaN voxels are, and a notification
-  says how many there are.
-* **``segeval inspect``** reports the NaN count and the intensity range of the
-  finite voxels.
-* **Metrics** are computed on label maps, which cannot hold NaN, so they are
-  unaffected.
-* **Models** (dense and promptable preprocessing) see NaN replaced by the minimum
-  finite intensity of the image -- the background of a padded scan -- via
-  :func:`fill_nan`; predictions in the padded region are therefore background-like.
-  An image whose voxels are all NaN is refused.
+Readers keep NaN (infinite values and NaN labels are refused) and count it in
+``meta["nan_count"]``; napari marks it with a ``"<name> NaN"`` Labels layer; models see
+the image's minimum finite intensity (:func:`fill_nan`); an all-NaN image is refused.
 """
 
 from __future__ import annotations
@@ -29,26 +13,13 @@ from napari_segeval._errors import InvalidImageError
 
 
 def nan_count(image: np.ndarray) -> int:
-    """Number of NaN voxels (0 for integer images).
-
-    Examples
-    --------
-    >>> nan_count(np.array([1.0, np.nan, np.nan])), nan_count(np.arange(3))
-    (2, 0)
-    """
+    """Number of NaN voxels (0 for integer images)."""
     a = np.asarray(image)
     return int(np.count_nonzero(np.isnan(a))) if a.dtype.kind in "fc" else 0
 
 
 def nan_mask(image: np.ndarray) -> np.ndarray:
-    """uint8 map, 1 where ``image`` is NaN (spatial axes only: a colour voxel is NaN
-    when any channel is).
-
-    Examples
-    --------
-    >>> nan_mask(np.array([[0.0, np.nan]])).tolist()
-    [[0, 1]]
-    """
+    """uint8 map, 1 where ``image`` is NaN (a colour voxel when any channel is)."""
     a = np.asarray(image)
     if a.dtype.kind not in "fc":
         return np.zeros(a.shape, np.uint8)
@@ -56,15 +27,9 @@ def nan_mask(image: np.ndarray) -> np.ndarray:
 
 
 def fill_nan(image: np.ndarray, source: object = "image") -> tuple[np.ndarray, int]:
-    """Copy of ``image`` with NaN replaced by its minimum finite value, and the count.
+    """Copy of ``image`` with NaN replaced by its minimum finite value, and the NaN count.
 
     Integer images and images without NaN are returned as they are (no copy).
-
-    Examples
-    --------
-    >>> out, n = fill_nan(np.array([np.nan, 2.0, 5.0]))
-    >>> out.tolist(), n
-    ([2.0, 2.0, 5.0], 1)
     """
     a = np.asarray(image)
     n = nan_count(a)

@@ -1,23 +1,10 @@
 """NIfTI (.nii, .nii.gz) through nibabel, converted between RAS and our LPS/ITK convention.
 
-nibabel gives the voxel array indexed ``(i, j, k)`` and an affine to RAS mm. We
-transpose the array to ``(k, j, i)`` (slowest first, as ITK does), and flip the
-first two rows of the affine to get LPS. ITK index axes are nibabel's ``(i, j, k)``,
-so the direction columns and spacing come straight from the LPS affine's columns.
-
-* ``(X, Y, 1)`` -- one slice: a 2D ``"yx"`` image whose ``Geometry.plane`` keeps the
-  3D placement (see :mod:`napari_segeval.io.case`); writing it gives ``(X, Y, 1)``
-  with the same affine again.
-* ``(X, Y, Z, T)`` -- a time series of volumes (fMRI, DWI, cine MR): ``"tzyx"`` with
-  a 4D geometry whose time axis has spacing 1 (frame units; the header's time step
-  ``pixdim[4]`` is kept in ``meta["time_step"]``). ``(X, Y, 1, T)`` stays a 2D+t
-  ``"tyx"`` sequence. A chosen volume is taken with
-  :func:`napari_segeval.io.select_volume` (``--volume T`` on the command line).
-* NaN voxels (the padding FSL/SPM resampling writes) are kept; see
-  :mod:`napari_segeval.io._nan` for how they are shown and what models see.
-* CIFTI files (NIfTI-2 with a connectivity intent code 3000-3099 or a
-  ``.dtseries.nii``-style name) hold surface/grayordinate data, not a grid, and are
-  refused with "CIFTI is not supported".
+The ``(i, j, k)`` array is transposed to ``(k, j, i)`` and the affine's first two rows
+are negated; ITK index axes are nibabel's. ``(X, Y, 1)`` is a ``"yx"`` image with
+``Geometry.plane``; ``(X, Y, Z, T)`` a ``"tzyx"`` series (time spacing 1, ``pixdim[4]``
+in ``meta["time_step"]``), ``(X, Y, 1, T)`` a ``"tyx"`` sequence. CIFTI (intent
+3000-3099 or a ``.dtseries.nii``-style name) is refused.
 """
 
 from __future__ import annotations
@@ -79,14 +66,7 @@ def _slice_geometry(affine: np.ndarray, source: str | Path) -> Geometry:
 
 
 def affine_from_geometry(geometry: Geometry) -> np.ndarray:
-    """RAS affine (nibabel convention) of ``geometry`` for a 2D or 3D array.
-
-    Examples
-    --------
-    >>> g = Geometry((3.0, 0.5, 0.5), (10.0, 20.0, -5.0), (1, 0, 0, 0, 1, 0, 0, 0, 1))
-    >>> affine_from_geometry(g)[:3].tolist()
-    [[-0.5, 0.0, 0.0, -10.0], [0.0, -0.5, 0.0, -20.0], [0.0, 0.0, 3.0, -5.0]]
-    """
+    """RAS affine (nibabel convention) of ``geometry`` for a 2D or 3D array."""
     if geometry.plane is not None:
         geometry = geometry.plane
     if geometry.ndim == 4:  # (t, z, y, x): the spatial block
@@ -109,12 +89,7 @@ def _nifti_class(head: bytes):
 
 
 def _load_gz(path: Path):
-    """``(image, data)`` of a ``.nii.gz`` file, its gzip trailer (CRC, length) checked.
-
-    The file is inflated as a stream (ISA-L when installed) while nibabel reads
-    the voxels, in one pass; on any error it is read again the plain way
-    (inflate all, then parse), which raises the clearer message.
-    """
+    """``(image, data)`` of a ``.nii.gz`` read as it inflates; on error read again the plain way."""
     from napari_segeval.io._gzip import gunzip, open_gzip
 
     try:
@@ -168,12 +143,7 @@ def _time_step(img) -> float | None:
 
 
 def read_nifti(path: Path) -> Raw:
-    """Read a NIfTI file as a :class:`Raw` in ``(z, y, x)`` / ``(y, x)`` / ``(t, [z,] y, x)`` order.
-
-    Trailing singleton axes are dropped (``(X, Y, Z, 1)`` is a volume). 4D files
-    are ``"tzyx"`` time series, or ``"tyx"`` 2D+t sequences when the third axis is 1
-    (both with frame spacing 1); 5D and higher files raise :class:`InvalidImageError`.
-    """
+    """Read a NIfTI file as a :class:`Raw`; trailing singleton axes dropped, 5D+ refused."""
     import nibabel as nib
 
     if _is_cifti(path):

@@ -1,12 +1,7 @@
-"""Quiet reads and one-line reasons.
+"""Quiet reads (:func:`quiet`) and one-line reasons (:func:`reason`).
 
-Libraries print their own warnings while reading (ITK's ``WARNING: In ...`` blocks,
-GDCM traces, pydicom and nibabel ``UserWarning`` s) before our one-line error or on
-success. Every read goes through :func:`quiet`, which turns SimpleITK's global
-warning display off (restored afterwards), collects Python warnings instead of
-printing them, and puts back the C locale a library changed while reading (GDCM
-sets ``LC_ALL`` to ``"C"``, after which Python reads text files as ASCII). :func:`reason` makes a library exception into one line without
-exception class names or ITK source locations.
+Libraries print warnings while reading (ITK, GDCM, pydicom, nibabel); :func:`quiet`
+collects them instead and restores the C locale GDCM changes (``LC_ALL`` to ``"C"``).
 """
 
 from __future__ import annotations
@@ -25,8 +20,7 @@ _LOCAL = threading.local()  # .stack: this thread's open quiet() lists, innermos
 
 
 class _Shared:
-    """Process-wide state of :func:`quiet`, switched by the first entrant and restored by
-    the last one to leave, whichever thread that is (reads run in parallel threads)."""
+    """Process-wide state of :func:`quiet`: switched by the first entrant, restored by the last."""
 
     depth = 0  # open quiet() blocks, all threads
     native = 0  # open blocks that swallow file descriptor 2
@@ -55,12 +49,7 @@ def _plain_show(message, category, filename, lineno, file=None, line=None) -> No
 
 
 def _show(message, category, filename, lineno, file=None, line=None) -> None:
-    """``warnings.showwarning`` while a quiet() is open: to this thread's innermost list.
-
-    Other threads' warnings go to the function that was in place before (never
-    back to this one: overlapping ``catch_warnings`` blocks of other threads can
-    leave it installed).
-    """
+    """``warnings.showwarning`` inside quiet(): to this thread's list, others' to the previous one."""
     stack = getattr(_LOCAL, "stack", None)
     if stack:
         stack[-1].append(one_line(str(message)))
@@ -182,26 +171,11 @@ def _restore_stderr(saved: int) -> None:
 def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[list[str]]:
     """Silence library warnings for the duration of a read.
 
-    Python warnings raised inside are appended (as one-line text) to ``collected``
-    (a new list when None), which the context yields. SimpleITK's display is switched
-    only when SimpleITK is already imported: import it before entering. With
-    ``native``, what C/C++ libraries print to the standard error stream (ITK's MetaIO,
-    libminc, GDCM) is swallowed too -- keep such blocks short, they hide every
-    thread's standard error output.
-
-    Safe in parallel threads: the process-wide switches (warning filters, logger
-    levels, SimpleITK's display, file descriptor 2) are made by the first block
-    to open and undone by the last one to close, and each thread's warnings go
-    to its own innermost list. Warnings of threads not inside a block are shown
-    as usual.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with quiet() as caught:
-    ...     warnings.warn("pixdim[0] (qfac) should be 1")
-    >>> caught
-    ['pixdim[0] (qfac) should be 1']
+    Python warnings raised inside are appended as one-line text to ``collected`` (a new
+    list when None), which the context yields. SimpleITK's display is switched only when
+    SimpleITK is already imported. With ``native``, what C/C++ libraries print to stderr
+    is swallowed too (every thread's: keep such blocks short). Safe in parallel threads:
+    the process-wide switches are made by the first block to open, undone by the last.
     """
     out = [] if collected is None else collected
     stack = _LOCAL.__dict__.setdefault("stack", [])
@@ -222,13 +196,7 @@ _ITK_NOISE = re.compile(
 
 
 def one_line(text: str) -> str:
-    """Collapse ``text`` to one line (whitespace runs become one space).
-
-    Examples
-    --------
-    >>> one_line("a\\n  b\\tc ")
-    'a b c'
-    """
+    """Collapse ``text`` to one line (whitespace runs become one space)."""
     return " ".join(str(text).split())
 
 

@@ -1,10 +1,8 @@
 """Single 2D images: PNG/JPG/BMP through Pillow, TIFF through tifffile.
 
-These formats carry no physical geometry we trust (a JPEG's dpi says nothing about
-millimetres), so spacing is 1 per pixel and ``Raw.has_geometry`` is False. Colour is
-kept as ``"yxc"`` RGB (alpha dropped); grey images are ``"yx"``. A palette image's
-raw indices are kept in ``meta["palette_indices"]`` because label masks are often
-stored that way.
+No trusted geometry (a JPEG's dpi is not millimetres): spacing 1, ``has_geometry``
+False. Colour is ``"yxc"`` RGB (alpha dropped); a palette image's indices are kept in
+``meta["palette_indices"]`` (label masks are often stored that way).
 """
 
 from __future__ import annotations
@@ -83,12 +81,7 @@ def read_raster(path: Path) -> Raw:
 
 
 def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:
-    """Refuse label maps a PNG cannot hold: not 2D, ids above 65535, or a physical geometry.
-
-    PNG stores no geometry, so only the pixel grid every raster input gets
-    (spacing 1, origin 0, identity direction) is accepted; the message points to
-    ``.mha``/``.nii.gz``.
-    """
+    """Refuse label maps a PNG cannot hold: not 2D, ids above 65535, or a physical geometry."""
     from napari_segeval._errors import WriteError
 
     if labels.ndim != 2:
@@ -122,11 +115,9 @@ def check_tiff(path: Path, geometry: Geometry) -> None:
 
 
 def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
-    """Write a label map or an image as TIFF on the pixel grid (as TIFF inputs are read).
+    """Write a label map or image as TIFF on the pixel grid (identity geometry only).
 
-    TIFF stores no geometry we read back, so only the identity geometry every
-    raster input gets is accepted. ``(y, x, 3)`` arrays are written as RGB;
-    3D arrays as a stack of pages (read back as a ``(z, y, x)`` volume).
+    ``(y, x, 3)`` arrays are RGB; 3D arrays a stack of pages (read back as ``(z, y, x)``).
     """
     import tifffile
 

@@ -1,18 +1,9 @@
 """MetaImage (.mha/.mhd), NRRD, Analyze 7.5 and MINC2 through SimpleITK (imported lazily).
 
-DICOM is read by :mod:`napari_segeval.io._dicom` (pydicom headers, GDCM for
-compressed pixels). SimpleITK's global warning display is off during reads
-(:func:`~napari_segeval.io._quiet.quiet`), so ITK prints nothing before our one-line
-error. A 3D grid with a single slice is a 2D ``"yx"`` image keeping its 3D
-placement in ``Geometry.plane`` (see :mod:`napari_segeval.io.case`); a 4D grey image
-whose fourth axis is orthogonal to the three spatial ones (what the writers
-produce for a ``"tzyx"`` time series) is read back as ``"tzyx"``.
-
-2D+t MetaImage rule (CAMUS): a 3D grey MetaImage is read as a sequence with axes
-``"tyx"`` when its file name contains ``"sequence"`` (case-insensitive), or when its
-pixels are 8-bit unsigned, its slowest-axis spacing is exactly 1 and both in-plane
-spacings are below 0.5 mm (ultrasound-fine pixels with a unit frame step, as CAMUS
-writes them). Everything else 3D is a ``"zyx"`` volume.
+A one-slice 3D grid is a ``"yx"`` image with ``Geometry.plane``; a 4D grey image whose
+fourth axis is orthogonal to the others is ``"tzyx"``. 2D+t MetaImage rule (CAMUS): a
+3D grey MetaImage is ``"tyx"`` when its name contains ``"sequence"``, or when it is
+uint8 with slowest spacing exactly 1 and in-plane spacings below 0.5 mm.
 """
 
 from __future__ import annotations
@@ -114,12 +105,7 @@ _MET_BYTES = {
 
 
 def metaimage_problem(path: Path) -> str | None:
-    """What is wrong with the data of a MetaImage that ITK could not read, or None.
-
-    ITK says "No such file or directory" for a data file that is missing or shorter
-    than the header says; this names it. None when the header cannot be parsed
-    (ITK's reason stands).
-    """
+    """What is wrong with the data of a MetaImage ITK could not read (missing, short), or None."""
     try:
         data = path.read_bytes()
         end = data.find(b"\n", data.find(b"ElementDataFile"))

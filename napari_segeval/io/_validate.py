@@ -13,17 +13,7 @@ from napari_segeval.io.case import Geometry
 def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
     """Return ``image`` if it has the dimensionality ``axes`` says and no infinite values.
 
-    NaN is allowed (padding outside the field of view, see :mod:`napari_segeval.io._nan`)
-    unless every voxel is NaN.
-
-    Examples
-    --------
-    >>> check_image(np.array([[np.nan, 1.0]]), "yx", "a.nii").shape
-    (1, 2)
-    >>> check_image(np.array([[np.inf, 1.0]]), "yx", "a.png")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.InvalidImageError: a.png: 1 of 2 voxels are infinite
+    NaN is allowed unless every voxel is NaN.
     """
     if image.ndim != len(axes):
         raise InvalidImageError(
@@ -46,13 +36,7 @@ def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
 
 
 def label_dtype(max_label: int) -> np.dtype:
-    """Smallest unsigned integer type holding ``max_label``.
-
-    Examples
-    --------
-    >>> label_dtype(3), label_dtype(300), label_dtype(70000)
-    (dtype('uint8'), dtype('uint16'), dtype('uint32'))
-    """
+    """Smallest unsigned integer type holding ``max_label``."""
     for dt in (np.uint8, np.uint16, np.uint32):
         if max_label <= np.iinfo(dt).max:
             return np.dtype(dt)
@@ -62,17 +46,10 @@ def label_dtype(max_label: int) -> np.dtype:
 def as_labels(array: np.ndarray, source: str | Path) -> np.ndarray:
     """Validate a label map and return it as the smallest unsigned integer type.
 
-    Floats are accepted when every value is a whole number; NaN, non-integer and
-    negative values raise :class:`InvalidLabelsError`.
-
-    Examples
-    --------
-    >>> as_labels(np.array([[0.0, 2.0]]), "seg.nii.gz")
-    array([[0, 2]], dtype=uint8)
-    >>> as_labels(np.array([[0.5]]), "seg.nii.gz")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.InvalidLabelsError: seg.nii.gz: label map has non-integer values (e.g. 0.5); labels must be whole numbers
+    Raises
+    ------
+    InvalidLabelsError
+        For NaN, non-integer and negative values (whole-numbered floats are fine).
     """
     a = np.asarray(array)
     if a.size == 0:
@@ -109,17 +86,8 @@ def check_same_grid(
     image_source: str | Path,
     labels_source: str | Path,
 ) -> None:
-    """Raise :class:`GeometryMismatchError` unless both arrays share one grid.
-
-    The message states both shapes, spacings and origins and names both files.
-
-    Examples
-    --------
-    >>> g = Geometry.identity(2)
-    >>> check_same_grid((4, 4), g, (4, 5), g, "img.png", "seg.png")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.GeometryMismatchError: labels seg.png do not match image img.png: shape (4, 5) vs (4, 4)
+    """Raise :class:`GeometryMismatchError` (both files, shapes, spacings, origins) unless
+    both arrays share one grid.
     """
     problems = []
     if tuple(labels_shape) != tuple(image_shape):

@@ -1,9 +1,8 @@
 """Videos (mp4/avi/... through PyAV, the ``video`` extra) and folders of image frames.
 
-Frames come back as ``(t, y, x, c)`` uint8 RGB, or ``(t, y, x)`` when the video is
-grey: every pixel's three channels agree to within :data:`GREY_TOLERANCE` grey
-levels (lossy codecs wobble chroma slightly), in which case their rounded mean is
-kept. Frame spacing is 1; the frame rate goes to ``meta["fps"]``.
+Frames are ``(t, y, x, c)`` uint8 RGB, or ``(t, y, x)`` when every pixel's channels
+agree within :data:`GREY_TOLERANCE` (lossy codecs wobble chroma). Frame spacing is 1;
+the frame rate goes to ``meta["fps"]``.
 """
 
 from __future__ import annotations
@@ -22,17 +21,7 @@ GREY_TOLERANCE = 3
 
 
 def to_grey_if_equal(frames: np.ndarray, tolerance: int = GREY_TOLERANCE) -> np.ndarray:
-    """Drop the colour axis of ``(..., 3)`` uint8 frames whose channels agree.
-
-    Examples
-    --------
-    >>> f = np.full((2, 2, 2, 3), 7, np.uint8)
-    >>> to_grey_if_equal(f).shape
-    (2, 2, 2)
-    >>> f[0, 0, 0] = (255, 0, 0)
-    >>> to_grey_if_equal(f).shape
-    (2, 2, 2, 3)
-    """
+    """Drop the colour axis of ``(..., 3)`` uint8 frames whose channels agree."""
     c = frames.astype(np.int16)
     spread = (c.max(axis=-1) - c.min(axis=-1)).max()
     if spread > tolerance:
@@ -49,10 +38,7 @@ def _import_av(path: Path):
 
 
 def check_container(path: Path) -> None:
-    """Raise :class:`ReadError` when an MP4/MOV box or the AVI RIFF chunk runs past the end.
-
-    Decoders tolerate a cut tail silently; the container's own sizes tell.
-    """
+    """Raise :class:`ReadError` when an MP4/MOV box or the AVI RIFF chunk runs past the end."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
         head = fh.read(12)

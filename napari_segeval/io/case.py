@@ -1,56 +1,18 @@
 """The :class:`Case` record and its :class:`Geometry`.
 
-Orientation convention
-----------------------
-Arrays are stored in C order with the *slowest* axis first: ``(z, y, x)`` for
-volumes, ``(t, y, x)`` for videos and ``(y, x[, c])`` for 2D images. This is the
-order SimpleITK's ``GetArrayFromImage`` returns and the order napari displays.
-
-Physical space is ITK's LPS (as in ITK-SNAP, 3D Slicer's file I/O and DICOM):
-
-* ``spacing`` is given **per array axis** (so ``spacing[0]`` is the slice
-  thickness of a ``(z, y, x)`` volume), in mm (seconds per frame for videos is
-  not used: video frames get spacing 1).
-* ``origin`` is the LPS position in mm of the centre of voxel ``(0, 0, 0)``,
-  in physical ``(x, y, z)`` order, as ITK reports it.
-* ``direction`` is ITK's direction cosine matrix: column ``j`` is the unit
-  vector of ITK index axis ``j``, where ITK index axes are the array axes
-  reversed (index ``i`` runs along the last array axis).
-
-NIfTI files (RAS) are converted to this convention on read and back on write,
-so a label map written with a case's geometry lines up with its source image in
-any viewer.
-
-2D geometry of a slice placed in 3D (design)
---------------------------------------------
-A single slice that has a place in patient space (one DICOM slice, a one-slice
-NIfTI/MHA/NRRD grid, one RT dose plane) is read as a 2D ``"yx"`` image whose
-:class:`Geometry` keeps **two** descriptions:
-
-* the 2D fields (``spacing``, ``origin``, ``direction``) are always a valid 2D
-  grid with an orthonormal 2x2 direction. For an *axial* slice (its normal is
-  +-z) they are the x/y part of the 3D placement, as before: origin ``(x, y)`` in
-  LPS mm and the in-plane rotation. For any other slice (sagittal, coronal,
-  oblique) no 2D part of the 3D direction is orthonormal -- the top-left 2x2
-  block of a sagittal slice's direction is singular -- so the 2D fields describe
-  the slice in its own plane: identity direction and origin ``(0, 0)``, i.e. mm
-  along the rows and columns from the first pixel.
-* ``plane`` is the full 3D placement: a 3D :class:`Geometry` of the slice as a
-  one-slice volume (spacing ``(thickness, row, column)``, the 3D origin and the
-  orthonormal 3x3 direction).
-
-Writers store a geometry with a ``plane`` as a one-slice 3D grid with the
-``plane`` placement (NIfTI ``(x, y, 1)``, MHA/NRRD ``1 x ny x nx``), so a
-segmentation of a sagittal slice lies on that slice in any viewer; readers turn a
-one-slice 3D grid back into ``"yx"`` + ``plane``, so write -> read is exact.
-``plane`` is derived data: the 2D fields follow from it (:meth:`Geometry.of_plane`).
+Arrays are C order, slowest axis first (as SimpleITK's ``GetArrayFromImage`` and
+napari). Geometry is ITK's LPS: ``spacing`` per array axis in mm; ``origin`` the
+position of voxel ``(0, 0, 0)``'s centre in ``(x, y, z)`` order; ``direction`` ITK's
+cosine matrix, whose column ``j`` is ITK index axis ``j`` (the array axes reversed).
+A single slice placed in 3D is a ``"yx"`` image with the 3D placement in
+``Geometry.plane`` (docs/design.md, "Geometry of a single slice").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +21,6 @@ from napari_segeval._names import unnamed_label
 #: Largest deviation from orthonormality accepted in a direction matrix.
 ORTHO_TOL = 1e-4
 
-Modality = Literal["CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other"]
 MODALITIES: tuple[str, ...] = ("CT", "MR", "US", "endoscopy", "dermoscopy", "PET", "other")
 
 #: Axis meanings: ``"zyx"`` volume, ``"tyx"`` video, ``"yx"`` grey 2D, ``"yxc"`` colour 2D,
@@ -82,11 +43,6 @@ _KIND_OF_AXES = {
 
 def kind_of_axes(axes: str) -> str:
     """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` for a case's axes.
-
-    A multi-channel volume (``"czyx"``) is a volume (:attr:`Case.is_multichannel`
-    tells it apart); a time series of volumes (``"tzyx"``, a 4D NIfTI) is a
-    ``"series"``, neither a video nor a volume. This is the one place that
-    decides; :attr:`Case.kind` and the viewer's state ask it.
 
     Examples
     --------
@@ -111,16 +67,14 @@ class Geometry:
 
     Parameters
     ----------
-    spacing : tuple of float
-        Voxel size in mm per *spatial* array axis (slowest first). A channel axis
-        (``c``) has no spacing.
-    origin : tuple of float
-        Physical LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
-    direction : tuple of float
+    spacing
+        Voxel size in mm per spatial array axis, slowest first (a channel has none).
+    origin
+        LPS position of voxel ``(0, ...)`` in ITK ``(x, y[, z])`` order.
+    direction
         Row-major flattened ITK direction matrix (``ndim x ndim``).
-    plane : Geometry, optional
-        For a 2D geometry only: the 3D placement of the slice (see the module
-        docstring). ``None`` for 2D images with no place in 3D (PNG, ultrasound).
+    plane
+        2D only: the slice's 3D placement; ``None`` when it has none (PNG, ultrasound).
 
     Examples
     --------
@@ -185,32 +139,13 @@ class Geometry:
         return Geometry(self.spacing[-n:], self.origin[:n], tuple(d.ravel()))
 
     def stacked(self) -> Geometry:
-        """Geometry of a stack of such grids: a new slowest array axis (time, channel).
-
-        The new axis has spacing 1, origin 0 and is the last ITK axis, as a 4D
-        NIfTI's or MetaImage's fourth axis. A 2D geometry's 3D plane is dropped.
-
-        Examples
-        --------
-        >>> g = Geometry((3.0, 0.5, 0.5), (1.0, 2.0, 3.0), (-1, 0, 0, 0, -1, 0, 0, 0, 1))
-        >>> s = g.stacked()
-        >>> s.spacing, s.origin, s.sub(3) == g
-        ((1.0, 3.0, 0.5, 0.5), (1.0, 2.0, 3.0, 0.0), True)
-        """
+        """Geometry with a new slowest array axis (time, channel): spacing 1, origin 0."""
         d = np.eye(self.ndim + 1)
         d[: self.ndim, : self.ndim] = self.direction_matrix
         return Geometry((1.0, *self.spacing), (*self.origin, 0.0), tuple(d.ravel()))
 
     def is_orthonormal(self, tol: float = ORTHO_TOL) -> bool:
-        """True when the direction matrix (and the plane's) is orthonormal within ``tol``.
-
-        Examples
-        --------
-        >>> Geometry.identity(3).is_orthonormal()
-        True
-        >>> Geometry((1.0, 1.0), (0, 0), (0, 0, 1, 0)).is_orthonormal()
-        False
-        """
+        """True when the direction matrix (and the plane's) is orthonormal within ``tol``."""
         d = self.direction_matrix
         ok = bool(np.allclose(d.T @ d, np.eye(self.ndim), atol=tol))
         return ok and (self.plane is None or self.plane.is_orthonormal(tol))
@@ -232,13 +167,7 @@ class Geometry:
         return np.asarray(self.direction, dtype=float).reshape(self.ndim, self.ndim)
 
     def affine(self) -> np.ndarray:
-        """Homogeneous matrix mapping *array* indices (slowest first) to LPS mm.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``(ndim + 1, ndim + 1)`` matrix ``A`` with ``A @ [k, j, i, 1] = [x, y, z, 1]``.
-        """
+        """Homogeneous matrix ``A`` with ``A @ [k, j, i, 1] = [x, y, z, 1]`` (LPS mm)."""
         n = self.ndim
         itk_spacing = np.asarray(self.spacing[::-1])
         m = self.direction_matrix * itk_spacing[None, :]
@@ -260,13 +189,7 @@ class Geometry:
         )
 
     def to_dict(self) -> dict:
-        """Plain-JSON form (lists of floats), e.g. for napari layer metadata.
-
-        Examples
-        --------
-        >>> Geometry.identity(2, (0.5, 0.25)).to_dict()["spacing"]
-        [0.5, 0.25]
-        """
+        """Plain-JSON form (lists of floats), e.g. for napari layer metadata."""
         out: dict[str, Any] = {
             "spacing": list(self.spacing),
             "origin": list(self.origin),
@@ -278,14 +201,7 @@ class Geometry:
 
     @classmethod
     def from_dict(cls, data: dict) -> Geometry:
-        """Inverse of :meth:`to_dict`.
-
-        Examples
-        --------
-        >>> g = Geometry.identity(3, (2.0, 1.0, 1.0))
-        >>> Geometry.from_dict(g.to_dict()) == g
-        True
-        """
+        """Inverse of :meth:`to_dict`."""
         plane = cls.from_dict(data["plane"]) if data.get("plane") else None
         return cls(tuple(data["spacing"]), tuple(data["origin"]), tuple(data["direction"]), plane)
 
@@ -305,21 +221,19 @@ class Case:
 
     Parameters
     ----------
-    image : numpy.ndarray
-        Intensities in the axis order named by ``axes``.
-    geometry : Geometry
-        Placement of the spatial axes (a colour or channel axis has none).
-    axes : str
-        One of :data:`AXES`.
-    modality : str
-        One of :data:`MODALITIES` (a hint: readers guess, callers may override).
-    labels : numpy.ndarray or None
-        Integer label map on the same spatial grid (no colour axis).
-    structures : dict of int to str
+    image
+        Intensities in the axis order named by ``axes`` (one of :data:`AXES`).
+    geometry
+        Placement of the spatial axes.
+    axes, modality
+        One of :data:`AXES`; one of :data:`MODALITIES` (a reader's guess).
+    labels
+        Integer label map on the same spatial grid.
+    structures
         Names of label ids (background ``0`` excluded).
-    image_path, labels_path : pathlib.Path or None
+    image_path, labels_path
         Where the arrays came from.
-    meta : dict
+    meta
         Anything else a reader learnt (frame rate, DICOM series UID, ...).
 
     Examples
@@ -360,19 +274,8 @@ class Case:
         return self.axes.endswith("c")
 
     @property
-    def is_video(self) -> bool:
-        """True when the first axis is time and each frame is 2D (``tyx``/``tyxc``)."""
-        return self.axes in ("tyx", "tyxc")
-
-    @property
     def kind(self) -> str:
-        """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` (:func:`kind_of_axes`).
-
-        Examples
-        --------
-        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").kind
-        'volume'
-        """
+        """``"volume"``, ``"video"``, ``"image"`` or ``"series"`` (:func:`kind_of_axes`)."""
         return kind_of_axes(self.axes)
 
     @property
@@ -382,13 +285,7 @@ class Case:
 
     @property
     def n_channels(self) -> int:
-        """Image channels of a volume: ``C`` for ``"czyx"``, else 1 (colour is not a channel).
-
-        Examples
-        --------
-        >>> Case(np.zeros((2, 3, 4, 5)), Geometry.identity(3), axes="czyx").n_channels
-        2
-        """
+        """Image channels: ``C`` for ``"czyx"``, else 1 (colour is not a channel)."""
         return int(self.image.shape[0]) if self.is_multichannel else 1
 
     @property

@@ -1,13 +1,9 @@
-"""Reading cases: :func:`read_image`, :func:`read_labels` and :func:`read_case`.
-
-``series`` picks one stack of a DICOM folder (see :mod:`napari_segeval.io._dicom_series`;
-default: the largest) and ``volume`` one volume of a ``"tzyx"`` time series (default:
-all of them). Warnings about the file (invalid header values, NaN voxels, which
-series was opened) are in ``case.meta["warnings"]`` / ``meta["series_note"]``.
-"""
+"""Reading cases: :func:`read_image`, :func:`read_labels` and :func:`read_case`."""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +47,17 @@ NOT_GRIDS = {
 }
 
 
+#: Format kind -> (module of this package, reader); each imported on first use.
+_READERS = {
+    "nifti": ("_nifti", "read_nifti"),
+    "itk": ("_sitk", "read_itk_file"),
+    "dicom": ("_dicom", "read_dicom"),
+    "dicom-folder": ("_dicom", "read_dicom"),
+    "video": ("_video", "read_video"),
+    "frames": ("_video", "read_frame_folder"),
+}
+
+
 def read_raw(path: str | Path, series: str | None = None) -> Raw:
     """Read any supported file or folder into a :class:`Raw` (no validation)."""
     p = Path(path)
@@ -69,31 +76,12 @@ def read_raw(path: str | Path, series: str | None = None) -> Raw:
             )
         )
         raise ReadError(f"{p}: {what}")
-    if series is not None and k not in ("dicom", "dicom-folder"):
+    dicom = k in ("dicom", "dicom-folder")
+    if series is not None and not dicom:
         raise ReadError(f"{p}: a series can only be chosen in a DICOM folder")
-    if k == "nifti":
-        from napari_segeval.io._nifti import read_nifti
-
-        return read_nifti(p)
-    if k == "itk":
-        from napari_segeval.io._sitk import read_itk_file
-
-        return read_itk_file(p)
-    if k in ("dicom", "dicom-folder"):
-        from napari_segeval.io._dicom import read_dicom
-
-        return read_dicom(p, series)
-    if k == "video":
-        from napari_segeval.io._video import read_video
-
-        return read_video(p)
-    if k == "frames":
-        from napari_segeval.io._video import read_frame_folder
-
-        return read_frame_folder(p)
-    from napari_segeval.io._raster import read_raster
-
-    return read_raster(p)
+    module, name = _READERS.get(k, ("_raster", "read_raster"))
+    reader = getattr(importlib.import_module(f"napari_segeval.io.{module}"), name)
+    return reader(p, series) if dicom else reader(p)
 
 
 def _dataset(path: Path, dataset_json: str | Path | dict | None) -> dict | None:
@@ -105,7 +93,7 @@ def _dataset(path: Path, dataset_json: str | Path | dict | None) -> dict | None:
     return load_dataset_json(found) if found else None
 
 
-def _modality_of(raw: Raw, override: str | None, dataset: dict | None, path: Path) -> str:
+def _modality_of(raw: Raw, override: str | None, dataset: dict | None) -> str:
     if override is not None:
         if override not in MODALITIES:
             raise ValueError(f"modality must be one of {MODALITIES}, got {override!r}")
@@ -153,16 +141,14 @@ def select_volume(case: Case, volume: int) -> Case:
     labels = case.labels
     if labels is not None and labels.ndim == 4:
         labels = np.ascontiguousarray(labels[volume])
-    return Case(
-        raw.array,
-        raw.geometry,
-        "zyx",
-        case.modality,
-        labels,
-        dict(case.structures),
-        case.image_path,
-        case.labels_path,
-        raw.meta,
+    return replace(
+        case,
+        image=raw.array,
+        geometry=raw.geometry,
+        axes="zyx",
+        labels=labels,
+        structures=dict(case.structures),
+        meta=raw.meta,
     )
 
 
@@ -189,14 +175,13 @@ def read_image(
 
     Parameters
     ----------
-    path : str or Path
-        NIfTI, MHA/MHD, NRRD, DICOM file or series folder, mp4/avi video, folder
-        of frames, PNG/JPG/BMP/TIFF.
-    modality : str, optional
+    path
+        Any supported file or folder (see :mod:`napari_segeval.io`).
+    modality
         Overrides the guess (DICOM tag, then dataset.json, then pixel heuristics).
-    series : str, optional
+    series
         DICOM folders: the series (``UID`` or ``UID#k``) to read; default the largest.
-    volume : int, optional
+    volume
         4D time series: the volume to read (a ``"zyx"`` case); default all (``"tzyx"``).
 
     Returns
@@ -225,7 +210,7 @@ def read_image(
         image=raw.array,
         geometry=raw.geometry,
         axes=raw.axes,
-        modality=_modality_of(raw, modality, dataset, p),
+        modality=_modality_of(raw, modality, dataset),
         image_path=p,
         meta=meta,
     )
@@ -234,8 +219,7 @@ def read_image(
 def _mask_color_table(
     path: Path, default: dict | None, dataset_json: str | Path | dict | None = None
 ) -> dict:
-    """Colour table of a colour-coded mask: ``default``, the given dataset.json's, or the
-    nearest dataset.json's (the mask's folder or up to two above)."""
+    """Colour table of a colour mask: ``default``, the given or the nearest dataset.json's."""
     if default is not None:
         return default
     if dataset_json is not None:
@@ -252,19 +236,6 @@ def _mask_color_table(
             "dataset.json beside the mask, or give that JSON with --color-table FILE"
         )
     return table
-
-
-def _labels_raw(
-    path: Path,
-    color_table: dict | None,
-    color_tolerance: float,
-    series: str | None = None,
-    volume: int | None = None,
-    default_color_table: dict | None = None,
-) -> tuple[np.ndarray, Raw, dict[int, str]]:
-    return _labels_from(
-        read_raw(path, series), path, color_table, volume, color_tolerance, default_color_table
-    )
 
 
 def _labels_from(
@@ -309,21 +280,18 @@ def read_labels(
 
     Parameters
     ----------
-    path : str or Path
+    path
         Any format :func:`read_image` reads.
-    color_table : dict, optional
-        ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` for colour-coded masks
-        (grey keys for grey masks); pixels map to the nearest colour within
-        ``color_tolerance``, black to 0. Applied to any mask. Without a table,
-        8-bit 0/255 masks from PNG/JPG/TIFF/frame folders become 0/1.
-    color_tolerance : float
+    color_table
+        ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` (grey keys for grey masks),
+        applied to any mask: nearest colour within ``color_tolerance``, black is 0.
+        Without one, 8-bit 0/255 masks without geometry become 0/1.
+    color_tolerance
         Largest RGB distance from a pixel to its table colour.
-    default_color_table : dict, optional
-        Same form; used only for colour-coded masks (RGB pixels that are not
-        grey) and ahead of the ``"color_table"`` of a ``dataset.json`` next to
-        or up to two folders above the mask (see
-        :mod:`napari_segeval.io._dataset_json`). Grey masks are read as they are.
-    volume : int, optional
+    default_color_table
+        Same form, for colour-coded (non-grey RGB) masks only; ahead of the
+        ``"color_table"`` of a nearby ``dataset.json``.
+    volume
         4D label maps: the volume to read.
 
     Returns
@@ -332,18 +300,7 @@ def read_labels(
         Smallest unsigned integer dtype holding the ids.
     geometry : Geometry
     structures : dict of int to str
-        From the colour table names, else a ``dataset.json`` next to or up to two
-        folders above the file (background excluded).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from PIL import Image
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ISIC_0001_segmentation.png"
-    >>> Image.fromarray(np.array([[0, 255], [255, 255]], np.uint8)).save(p)
-    >>> labels, geometry, names = read_labels(p)
-    >>> labels.tolist(), geometry.spacing
-    ([[0, 1], [1, 1]], (1.0, 1.0))
+        From the colour table, else a nearby ``dataset.json`` (background excluded).
     """
     labels, geometry, names, _ = labels_with_axes(
         path, color_table, color_tolerance, default_color_table, volume=volume
@@ -360,22 +317,20 @@ def labels_with_axes(
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
     """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"``, ``"tzyx"`` or ``"yx"``)."""
     p = Path(path)
-    labels, raw, names = _labels_raw(
-        p, color_table, color_tolerance, volume=volume, default_color_table=default_color_table
+    labels, raw, names = _labels_from(
+        read_raw(p), p, color_table, volume, color_tolerance, default_color_table
     )
     return labels, raw.geometry, names or _names_beside(p), raw.axes
 
 
 def _names_beside(path: Path) -> dict[int, str]:
-    """Structure names of the nearest ``dataset.json`` (beside or up to two folders above)."""
+    """Structure names of the nearest ``dataset.json``."""
     dataset = _dataset(path, None)
     return structure_names(dataset) if dataset else {}
 
 
 def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
-    """The grey image of ``case`` as a label map, as :func:`read_labels` reads its file
-    (0/255 masks without geometry become 0/1), and the structure names of the nearest
-    ``dataset.json``. For a file already read as an image that turns out to hold labels.
+    """A grey image already read as ``case`` as :func:`read_labels` reads it, with structure names.
 
     Examples
     --------
@@ -408,12 +363,10 @@ def read_case(
 ) -> Case:
     """Read an image and (optionally) its reference labels, checking they share a grid.
 
-    Labels from formats without geometry (PNG, frame folders) take the image's
-    geometry when the shapes agree. ``series`` and ``volume`` are as in
-    :func:`read_image`; ``volume`` also picks the volume of 4D labels. A mismatch raises
-    :class:`~napari_segeval._errors.GeometryMismatchError` naming both files and
-    stating both shapes, spacings and origins. ``color_table`` and
-    ``default_color_table`` are those of :func:`read_labels`.
+    Labels without geometry (PNG, frame folders) take the image's when the shapes
+    agree; a mismatch raises :class:`~napari_segeval._errors.GeometryMismatchError`.
+    The keywords are those of :func:`read_image` and :func:`read_labels`; ``volume``
+    also picks the volume of 4D labels.
 
     Examples
     --------

@@ -1,13 +1,8 @@
 """Writing label maps and images with their source geometry, atomically.
 
-The format follows the extension: ``.nii``/``.nii.gz`` (nibabel, RAS affine in
-both qform and sform), ``.mha``/``.nrrd`` (one file) or ``.mhd`` (header plus
-``.zraw``/``.raw`` data) through SimpleITK; label maps of 2D raster images also
-``.png`` (grey ids, pixel grid only); label maps and images of raster inputs also
-``.tif``/``.tiff`` (tifffile, pixel grid only). Data go to a temporary file in the
-target folder that is then renamed over the target
-(:func:`napari_segeval._atomic.atomic_path`), so a crash never leaves a
-half-written file under the final name, and files get the umask's mode.
+The extension picks the format: NIfTI (RAS affine in qform and sform), MHA/NRRD/MHD
+through SimpleITK, ``.png`` label maps and ``.tif`` (pixel grid only). Files are
+written through :func:`napari_segeval._atomic.atomic_path`.
 """
 
 from __future__ import annotations
@@ -84,22 +79,9 @@ def _check_grid(path: Path, array: np.ndarray, geometry: Geometry, colour_ok: bo
 def write_labels(
     path: str | Path, labels: np.ndarray, geometry: Geometry, *, overwrite: bool = False
 ) -> Path:
-    """Write an integer label map with ``geometry`` (the source image's).
+    """Write an integer label map with ``geometry`` (the source image's), smallest uint type.
 
-    Labels are stored in the smallest unsigned integer type that holds them.
-    ``.png`` takes 2D maps on a pixel grid (spacing 1, origin 0), as PNG/JPG
-    images are read.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from napari_segeval.io import read_labels
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "pred.nii.gz"
-    >>> g = Geometry.identity(3, (2.0, 0.5, 0.5))
-    >>> _ = write_labels(p, np.eye(4, dtype=np.int64)[None].repeat(2, 0), g)
-    >>> labels, geometry, _ = read_labels(p)
-    >>> labels.dtype, geometry == g
-    (dtype('uint8'), True)
+    ``.png`` takes 2D maps on a pixel grid only.
     """
     p = Path(path)
     _check_target(p, overwrite, LABEL_WRITABLE)
@@ -132,18 +114,8 @@ def write_image(
 ) -> Path:
     """Write an image with ``geometry``; floats as float32, integers as they are.
 
-    A trailing RGB axis (one more array axis than the geometry) is written as
-    vector pixels to ``.mha``/``.mhd``/``.nrrd`` (RGB to ``.tif``); NIfTI refuses it.
-    ``.tif`` takes raster-input images on their pixel grid only.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, numpy as np
-    >>> from napari_segeval.io import read_image
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.mha"
-    >>> _ = write_image(p, np.full((2, 2), 0.25, np.float64), Geometry.identity(2))
-    >>> read_image(p).image.dtype
-    dtype('float32')
+    A trailing RGB axis is written as vector pixels to MHA/MHD/NRRD (RGB to ``.tif``);
+    NIfTI refuses it. ``.tif`` takes raster-input images on their pixel grid only.
     """
     p = Path(path)
     _check_target(p, overwrite, IMAGE_WRITABLE)

@@ -1,20 +1,10 @@
 """Box prompts: one rectangle on one slice/frame for one structure.
 
-Coordinate conventions (pinned by ``tests/prompts/test_box.py``):
-
-* A :class:`Box` stores ``(y0, x0, y1, x1)`` in **array index** coordinates of
-  the slice/frame ``index`` (the first array axis: ``z`` of a ``(z, y, x)``
-  volume, ``t`` of a video), **inclusive-exclusive**: pixel ``(y, x)`` is
-  inside when ``y0 <= y < y1`` and ``x0 <= x < x1``. A one-pixel object at
-  ``(5, 7)`` has the box ``(5, 7, 6, 8)``.
-* napari Shapes rectangles are four corner vertices in layer *data*
-  coordinates, one row per vertex, with the slice coordinate first for a 3D
-  layer: ``[[z, y0, x0], [z, y0, x1], [z, y1, x1], [z, y1, x0]]``. napari
-  corners are pixel *centres*, so the rectangle drawn around pixels
-  ``y0 .. y1 - 1`` has corners at ``y0`` and ``y1 - 1``;
-  :meth:`Box.to_napari` / :meth:`Box.from_napari` convert with that rule.
-* Models (SAM / MedSAM2) take ``(x0, y0, x1, y1)`` in pixels of their resized
-  input (for example 512 x 512): :meth:`Box.to_model_xyxy`.
+A :class:`Box` is ``(y0, x0, y1, x1)`` in array indices of slice/frame ``index``,
+inclusive-exclusive (a one-pixel object at ``(5, 7)`` has the box ``(5, 7, 6, 8)``).
+napari rectangles are four corner vertices at pixel centres, slice coordinate first
+(``[[z, y0, x0], [z, y0, x1 - 1], ...]``): :meth:`Box.to_napari` and
+:meth:`Box.from_napari` convert.
 """
 
 from __future__ import annotations
@@ -25,31 +15,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 
-def model_size(size: float | Sequence[float]) -> tuple[float, float]:
-    """``(height, width)`` of a model input given as one side or as ``(height, width)``.
-
-    Examples
-    --------
-    >>> model_size(512), model_size((256, 320))
-    ((512.0, 512.0), (256.0, 320.0))
-    """
-    if isinstance(size, (int, float, np.number)):
-        return float(size), float(size)
-    return float(size[0]), float(size[1])
-
-
 @dataclass(frozen=True)
 class Box:
     """An axis-aligned box prompt on one slice or frame.
 
     Parameters
     ----------
-    y0, x0, y1, x1 : int
+    y0, x0, y1, x1
         Array-index bounds on the slice, inclusive-exclusive (``y0 <= y < y1``).
-    index : int
-        Slice (volume) or frame (video) index along the first array axis.
-        ``0`` for a 2D image.
-    label : int
+    index
+        Slice (volume) or frame (video) index along the first array axis; 0 for 2D.
+    label
         Structure label id the box is for (``>= 1``).
 
     Examples
@@ -109,39 +85,8 @@ class Box:
         m[b.y0 : b.y1, b.x0 : b.x1] = True
         return m
 
-    def to_model_xyxy(
-        self, shape: Sequence[int], size: int | Sequence[int]
-    ) -> tuple[float, float, float, float]:
-        """Box as ``(x0, y0, x1, y1)`` pixels of a model input resized to ``size``.
-
-        Parameters
-        ----------
-        shape : (H, W)
-            Native slice size.
-        size : int or (H_model, W_model)
-            Model input size (``512`` for MedSAM2).
-
-        Examples
-        --------
-        >>> Box(10, 20, 30, 60).to_model_xyxy((100, 200), 512)
-        (51.2, 51.2, 153.6, 153.6)
-        """
-        mh, mw = model_size(size)
-        sy = mh / float(shape[0])
-        sx = mw / float(shape[1])
-        return (self.x0 * sx, self.y0 * sy, self.x1 * sx, self.y1 * sy)
-
     def to_napari(self, ndim: int = 3) -> np.ndarray:
-        """napari Shapes rectangle: 4 vertices ``(z, y, x)`` (or ``(y, x)`` if ``ndim=2``).
-
-        Examples
-        --------
-        >>> Box(2, 3, 6, 9, index=4).to_napari()
-        array([[4., 2., 3.],
-               [4., 2., 8.],
-               [4., 5., 8.],
-               [4., 5., 3.]])
-        """
+        """napari Shapes rectangle: 4 vertices ``(z, y, x)`` (or ``(y, x)`` if ``ndim=2``)."""
         ya, yb, xa, xb = self.y0, self.y1 - 1, self.x0, self.x1 - 1
         corners = np.array([[ya, xa], [ya, xb], [yb, xb], [yb, xa]], dtype=float)
         if ndim == 2:
@@ -152,17 +97,8 @@ class Box:
 
     @classmethod
     def from_napari(cls, vertices: np.ndarray, label: int = 1, index: int | None = None) -> Box:
-        """Build a box from napari rectangle (or any polygon) vertices.
-
-        The last two columns are ``(y, x)``; for a 3D layer the column before
-        them is the slice index (rounded). Corners are pixel centres, so the
-        result covers every pixel whose centre lies inside the rectangle.
-
-        Examples
-        --------
-        >>> v = np.array([[4, 2, 3], [4, 2, 8], [4, 5, 8], [4, 5, 3]], float)
-        >>> Box.from_napari(v, label=2)
-        Box(y0=2, x0=3, y1=6, x1=9, index=4, label=2)
+        """Box from napari rectangle (or polygon) vertices: last two columns ``(y, x)``, the one
+        before the slice index; covers every pixel whose centre lies inside.
         """
         v = np.asarray(vertices, dtype=float)
         if v.ndim != 2 or v.shape[1] < 2 or v.shape[0] < 2:
@@ -176,14 +112,7 @@ class Box:
 
     @classmethod
     def from_mask(cls, mask: np.ndarray, index: int = 0, label: int = 1) -> Box:
-        """Tight bounding box of a non-empty 2D boolean mask.
-
-        Examples
-        --------
-        >>> m = np.zeros((8, 8), bool); m[5, 7] = True
-        >>> Box.from_mask(m)
-        Box(y0=5, x0=7, y1=6, x1=8, index=0, label=1)
-        """
+        """Tight bounding box of a non-empty 2D boolean mask."""
         m = np.asarray(mask, dtype=bool)
         if m.ndim != 2:
             raise ValueError(f"expected a 2D mask, got shape {m.shape}")
@@ -197,19 +126,9 @@ class Box:
     ) -> Box:
         """A jittered box, clipped to ``shape``.
 
-        ``mode="edges"`` (default): each edge moves independently by an integer
-        in ``[-pixels, pixels]`` (the box can shrink). ``mode="outward"``
-        (MedSAM2's ``mask2D_to_bbox``): one integer ``s`` in ``[0, pixels]``
-        widens the box by ``s`` on all four sides (it never shrinks).
-
-        Examples
-        --------
-        >>> b = Box(10, 10, 20, 20).jittered(2, np.random.default_rng(0), (32, 32))
-        >>> all(abs(a - c) <= 2 for a, c in zip((b.y0, b.x0, b.y1, b.x1), (10, 10, 20, 20)))
-        True
-        >>> w = Box(10, 10, 20, 20).jittered(20, np.random.default_rng(1), (32, 32), "outward")
-        >>> w.y0 <= 10 and w.x0 <= 10 and w.y1 >= 20 and w.x1 >= 20
-        True
+        ``mode="edges"``: each edge moves by an integer in ``[-pixels, pixels]``;
+        ``mode="outward"`` (MedSAM2's ``mask2D_to_bbox``): one ``s`` in ``[0, pixels]`` widens
+        all four sides.
         """
         if mode not in ("edges", "outward"):
             raise ValueError(f"jitter mode must be 'edges' or 'outward', got {mode!r}")

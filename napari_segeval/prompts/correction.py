@@ -1,26 +1,8 @@
 """The simulated correction of an interactive evaluation: where a person would click next.
 
-One round of the ``interactive`` protocol adds, per structure, the prompt this module
-picks from the current prediction and the reference (a pure function of the two
-masks, so a round is reproducible):
-
-1. **Slice**: the slice/frame (first axis) with the most wrong voxels, false
-   negatives plus false positives (ties: the lowest index): :func:`most_wrong_slice`.
-2. **Region**: on that slice, the false negatives when there are at least as many of
-   them as false positives, otherwise the false positives (:func:`corrects_misses`). A region is *all* such
-   pixels of the slice (no connected components), as in micro-sam's iterative
-   prompting; IntRaBench weighs the same two counts (it draws the sign at random
-   with probability FP / (FN + FP)), here the larger count wins.
-3. **Prompt**: ``kind="point"``: a positive point (false negatives) or a negative one
-   (false positives) at the region's most interior pixel, the maximum of its
-   Euclidean distance transform, the image border counting as outside the region
-   (ties: the first pixel in row-major order, lowest row then lowest column).
-   ``kind="box"``: the reference's tight box on that slice; slices without reference
-   and slices that already carry a box of this structure are passed over (the worst
-   remaining slice is taken), and when none is left the rule falls back to the point
-   (or, for a model that takes no points, adds nothing).
-
-A structure that is already exact gets no prompt (``None``).
+A pure function of the prediction and the reference, so a round is reproducible; the
+rule (worst slice, larger error region, most interior pixel or the reference's box) is
+stated in docs/protocols.md, "interactive".
 
 Examples
 --------
@@ -29,8 +11,6 @@ Examples
 >>> c = next_correction(ref, pred, label=3)
 >>> c.prompt, (c.n_fn, c.n_fp)
 (Point(y=2.0, x=2.0, index=2, label=3, positive=True), (24, 0))
->>> next_correction(ref, pred, label=3, kind="box").prompt
-Box(y0=1, x0=1, y1=7, x1=7, index=2, label=3)
 """
 
 from __future__ import annotations
@@ -53,15 +33,14 @@ class Correction:
 
     Attributes
     ----------
-    prompt : Point or Box
+    prompt
         The prompt to add (its ``index`` is the slice, its ``label`` the structure).
-    n_fn, n_fp : int
+    n_fn, n_fp
         False-negative and false-positive pixels on that slice before the prompt.
-    region : {"fn", "fp"}
-        Which of the two the rule corrects.
-    depth : float
-        The distance transform at the clicked pixel (pixels from the region's edge);
-        0 for a box.
+    region
+        ``"fn"`` or ``"fp"``: which of the two the rule corrects.
+    depth
+        The distance transform at the clicked pixel; 0 for a box.
     """
 
     prompt: Point | Box
@@ -77,15 +56,7 @@ class Correction:
 
 
 def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """False negatives and false positives per slice (first axis) of two boolean stacks.
-
-    Examples
-    --------
-    >>> r = np.zeros((2, 3, 3), bool); r[0, 0, :] = True
-    >>> p = np.zeros_like(r); p[1, 2, 2] = True
-    >>> [a.tolist() for a in slice_errors(r, p)]
-    [[3, 0], [0, 1]]
-    """
+    """False negatives and false positives per slice (first axis) of two boolean stacks."""
     ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
     if ref.shape != pred.shape or ref.ndim != 3:
         raise ValueError(
@@ -99,28 +70,20 @@ def slice_errors(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndar
 def most_wrong_slice(
     reference: np.ndarray, prediction: np.ndarray, allowed: np.ndarray | None = None
 ) -> int | None:
-    """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is wrong.
+    """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is.
 
-    The slice a correction targets (step 1 of the module docstring). Not
-    :func:`napari_segeval.metrics.worst_slice`, which ranks slices by their Dice
-    (the slice where a structure *fares* worst, not where most voxels are wrong).
+    Not :func:`napari_segeval.metrics.worst_slice`, which ranks slices by their Dice.
 
     Parameters
     ----------
-    reference, prediction : numpy.ndarray
+    reference, prediction
         Boolean ``(n, H, W)`` masks of one structure.
-    allowed : numpy.ndarray, optional
+    allowed
         Boolean per slice: only these slices may be chosen.
-
-    Returns
-    -------
-    int or None
 
     Examples
     --------
     >>> r = np.zeros((4, 2, 2), bool); r[1] = r[3] = True
-    >>> most_wrong_slice(r, np.zeros_like(r)), most_wrong_slice(r, r)
-    (1, None)
     >>> most_wrong_slice(r, np.zeros_like(r), allowed=[False, False, True, True])
     3
     """
@@ -134,43 +97,20 @@ def most_wrong_slice(
 
 
 def error_regions(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """False-negative and false-positive masks (any shape; one slice for a correction).
-
-    Examples
-    --------
-    >>> fn, fp = error_regions(np.array([0, 1, 1], bool), np.array([1, 1, 0], bool))
-    >>> fn.tolist(), fp.tolist()
-    ([False, False, True], [True, False, False])
-    """
+    """False-negative and false-positive masks (any shape; one slice for a correction)."""
     ref, pred = np.asarray(reference, bool), np.asarray(prediction, bool)
     return ref & ~pred, pred & ~ref
 
 
 def corrects_misses(n_fn: int, n_fp: int) -> bool:
-    """Whether a correction fixes the false negatives (a positive prompt) rather than the
-    false positives: when there are at least as many of them (step 2 of the module docstring).
-
-    Examples
-    --------
-    >>> corrects_misses(5, 5), corrects_misses(4, 5)
-    (True, False)
-    """
+    """Whether a correction fixes the false negatives: when there are at least as many as FPs."""
     return int(n_fn) >= int(n_fp)
 
 
 def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
     """``(y, x, depth)``: the pixel of a non-empty 2D mask farthest from its outside.
 
-    The Euclidean distance transform of the mask padded with background (the image
-    border counts as outside); ties go to the first pixel in row-major order.
-
-    Examples
-    --------
-    >>> m = np.zeros((5, 7), bool); m[1:4, 1:6] = True
-    >>> interior_pixel(m)
-    (2, 2, 2.0)
-    >>> interior_pixel(np.ones((1, 1), bool))
-    (0, 0, 1.0)
+    The image border counts as outside; ties go to the first pixel in row-major order.
     """
     from scipy import ndimage
 
@@ -206,25 +146,24 @@ def next_correction(
     points: bool = True,
     index: int | None = None,
 ) -> Correction | None:
-    """The prompt a person adds next to one structure (module docstring), or None if exact.
+    """The prompt a person adds next to one structure, or None if it is exact.
 
     Parameters
     ----------
-    reference, prediction : numpy.ndarray
+    reference, prediction
         Boolean ``(n, H, W)`` masks of the structure (a 2D image as ``(1, H, W)``).
-    label : int
+    label
         The structure id the prompt is for.
-    kind : {"point", "box"}
-        A point at the worst region's interior, or the reference's box on the worst
-        slice that has reference and no box yet (else the point).
-    boxed : iterable of int
+    kind
+        ``"point"`` at the worst region's interior, or ``"box"``: the reference's box on the
+        worst slice that has reference and no box yet (else the point).
+    boxed
         Slices that already carry a box of this structure (``kind="box"``).
-    points : bool
-        Whether the model takes points; ``False``: where ``kind="box"`` finds no slice
-        for a box, None instead of the point.
-    index : int, optional
-        Correct this slice instead of the worst one (a person who chose where to
-        correct: ``segeval demo --correct``); None when it has no error.
+    points
+        Whether the model takes points; ``False``: None where ``kind="box"`` finds no slice.
+    index
+        Correct this slice instead of the worst one (``segeval demo --correct``); None
+        when it has no error.
 
     Raises
     ------
@@ -235,13 +174,6 @@ def next_correction(
     --------
     >>> ref = np.zeros((2, 6, 6), bool); ref[0, 1:5, 1:5] = True
     >>> pred = np.zeros_like(ref); pred[1, 0:3, 0:6] = True   # 18 FP on slice 1, 16 FN on 0
-    >>> c = next_correction(ref, pred)
-    >>> c.prompt, c.region
-    (Point(y=1.0, x=1.0, index=1, label=1, positive=False), 'fp')
-    >>> next_correction(ref, pred, kind="box").prompt       # slice 1 has no reference
-    Box(y0=1, x0=1, y1=5, x1=5, index=0, label=1)
-    >>> next_correction(ref, pred, kind="box", boxed=[0]).prompt.positive
-    False
     >>> next_correction(ref, pred, kind="box", boxed=[0], points=False) is None
     True
     >>> next_correction(ref, pred, index=0).prompt           # the slice asked for

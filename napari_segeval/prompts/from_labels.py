@@ -1,13 +1,8 @@
-"""Box prompts derived from reference labels (the MedSAM2 evaluation recipe).
+"""Box prompts from reference labels (the MedSAM2 evaluation recipe).
 
-* Volumes: the key slice is the middle of the structure's extent along the
-  slice axis (``(first + last) // 2`` of the slices where it is present; if
-  that slice happens to be empty - a structure split in two - the nearest
-  non-empty slice); the box is that slice's mask bounding box.
-* Videos: the first frame where the structure appears.
-
-Optional jitter shifts each box edge by up to ``jitter`` pixels, drawn from
-``np.random.default_rng(seed)`` so runs are reproducible.
+Volumes: the middle slice of the structure's extent (``(first + last) // 2``; if empty,
+the nearest non-empty slice); videos: the first frame where it appears. Jitter is drawn
+from ``np.random.default_rng(seed)``.
 """
 
 from __future__ import annotations
@@ -21,14 +16,7 @@ from napari_segeval.prompts.box import Box
 
 
 def key_index(mask: np.ndarray, mode: str = "volume") -> int:
-    """Key slice/frame of a boolean ``(n, H, W)`` mask.
-
-    Examples
-    --------
-    >>> m = np.zeros((10, 4, 4), bool); m[2:7, 1, 1] = True
-    >>> key_index(m), key_index(m, "video")
-    (4, 2)
-    """
+    """Key slice/frame of a boolean ``(n, H, W)`` mask."""
     present = np.nonzero(np.asarray(mask).reshape(mask.shape[0], -1).any(axis=1))[0]
     if present.size == 0:
         raise InvalidLabelsError("structure is absent from the reference: no prompt")
@@ -52,22 +40,16 @@ def box_from_labels(
 
     Parameters
     ----------
-    labels : numpy.ndarray
+    labels
         Integer reference labels, slice/frame axis first.
-    label : int
+    label
         Structure id.
-    mode : {"volume", "video"}
-        Middle of the extent (volume) or first frame present (video).
-    jitter : int
+    mode
+        ``"volume"``: middle of the extent; ``"video"``: first frame present.
+    jitter
         Maximum shift of each box edge in pixels (0: tight box).
-    rng : numpy.random.Generator, optional
+    rng
         Source of the jitter (default ``np.random.default_rng(0)``).
-
-    Examples
-    --------
-    >>> lab = np.zeros((5, 8, 8), np.uint8); lab[1:4, 2:5, 3:7] = 2
-    >>> box_from_labels(lab, 2)
-    Box(y0=2, x0=3, y1=5, x1=7, index=2, label=2)
     """
     arr = np.asarray(labels)
     if arr.ndim == 2:
@@ -98,12 +80,6 @@ def boxes_from_labels(
     """Boxes for several structures (default: every non-zero label present).
 
     One generator seeded with ``seed`` draws the jitter of all boxes in order.
-
-    Examples
-    --------
-    >>> lab = np.zeros((4, 6, 6), np.uint8); lab[0:2, :2, :2] = 1; lab[2:4, 3:, 3:] = 3
-    >>> [(b.label, b.index) for b in boxes_from_labels(lab)]
-    [(1, 0), (3, 2)]
     """
     arr = np.asarray(labels)
     ids = [int(v) for v in np.unique(arr) if v != 0] if structures is None else list(structures)

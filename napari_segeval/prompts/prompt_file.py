@@ -1,10 +1,8 @@
 """The prompts file: a case's prompt sets as JSON, so a session can be replayed exactly.
 
-The JSON form (:class:`PromptFile`, ``format: napari-segeval/prompts/1``) records the
-frame-stack shape ``(n, H, W)`` (a 2D image is ``(1, H, W)``), each structure's id and
-name, and its prompts in order (:func:`prompt_to_dict`); masks are run-length encoded
-(:func:`encode_mask`). Reading checks every value, so a malformed file fails with one
-line naming it. The prompts themselves are :mod:`~napari_segeval.prompts.prompt_set`.
+``format: napari-segeval/prompts/1`` records the frame-stack shape ``(n, H, W)``, each
+structure's id and name, and its prompts in order; masks are run-length encoded.
+Reading checks every value, so a malformed file fails with one line naming it.
 """
 
 from __future__ import annotations
@@ -29,11 +27,8 @@ def encode_mask(mask: np.ndarray) -> dict:
 
     Examples
     --------
-    >>> m = np.array([[0, 1, 1], [0, 0, 1]], bool)
-    >>> encode_mask(m)
+    >>> encode_mask(np.array([[0, 1, 1], [0, 0, 1]], bool))
     {'size': [2, 3], 'counts': [1, 2, 2, 1]}
-    >>> bool(np.array_equal(decode_mask(encode_mask(m)), m))
-    True
     """
     flat = np.asarray(mask, dtype=bool).ravel()
     change = np.flatnonzero(np.diff(flat.astype(np.int8))) + 1
@@ -108,18 +103,12 @@ class PromptFile:
 
     Parameters
     ----------
-    sets : dict of int to PromptSet
+    sets
         By structure id, in the order the structures were prompted.
-    shape : tuple of int, optional
+    shape
         ``(n, H, W)`` of the frame stack the prompts are for (``(1, H, W)``: a 2D image).
-    names : dict of int to str
+    names
         Structure names (optional per id).
-
-    Examples
-    --------
-    >>> pf = PromptFile({1: PromptSet.from_box(Box(1, 1, 3, 3, index=0))}, (2, 8, 8), {1: "liver"})
-    >>> PromptFile.from_json(json.loads(json.dumps(pf.to_json()))) == pf
-    True
     """
 
     sets: dict[int, PromptSet]
@@ -187,12 +176,7 @@ class PromptFile:
         where: str = "slice",
         source: str | None = None,
     ) -> None:
-        """Refuse prompts for another image or unknown structures, then validate every set.
-
-        ``shape`` is the case's ``(n, H, W)``; ``structures`` its names by id; ``present``
-        the ids its labels hold (when known), so a prompt for a structure the case does
-        not have is refused.
-        """
+        """Refuse prompts for another image (``shape``) or structures the case lacks, then validate."""
         src = source or "prompts"
         shape = tuple(int(s) for s in shape[:3])
         if self.shape is not None and tuple(self.shape) != shape:

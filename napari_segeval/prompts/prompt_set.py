@@ -1,27 +1,10 @@
 """Prompt sets: every prompt of one structure, on any slices/frames, in the order given.
 
-A structure is prompted by a :class:`PromptSet`: boxes (:class:`~.box.Box`), positive
-and negative points (:class:`Point`) and mask prompts (:class:`MaskPrompt`, a painted
-slice) on any number of slices/frames. The set keeps the order in which the prompts
-were given, because that order is the session: replaying it gives the same masks.
-
-Semantics (SAM2's interactive video predictor, which every backend follows):
-
-* Prompts are applied **one at a time, in the order given** (as a person clicks). A
-  frame that carries prompts is a *conditioning frame*; propagation starts from the
-  conditioning frames (volumes: forward from the first, backward from the last).
-* On one frame, a **box replaces** that frame's earlier box and points (SAM2 accepts a
-  box only as the first prompt of a frame), a **mask replaces** everything earlier on
-  its frame, and **points add** to what the frame has (each refines the frame's
-  current mask). :meth:`PromptSet.active` gives what still counts on a frame.
-* A set needs at least one prompt that says where the structure *is*: a box, a
-  positive point or a non-empty mask. Negative points alone are refused.
-
-Coordinates are array indices of the slice/frame ``index`` (the first array axis; ``0``
-for a 2D image): boxes inclusive-exclusive (see :mod:`.box`), points at pixel centres
-(``(y, x) = (3, 4)`` is the centre of pixel row 3, column 4; floats allowed).
-
-The JSON form that saves a case's sets is :mod:`~napari_segeval.prompts.prompt_file`.
+The order is the session: replaying it gives the same masks. SAM2's per-frame rules
+(which every backend follows): a box replaces its frame's earlier box and points, a mask
+replaces everything earlier on its frame, points add (:meth:`PromptSet.active`). A set
+needs a box, a positive point or a non-empty mask; negative points alone are refused.
+Points are at pixel centres (``(3, 4)`` is the centre of row 3, column 4; floats allowed).
 """
 
 from __future__ import annotations
@@ -33,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from napari_segeval._errors import InvalidPromptError
-from napari_segeval.prompts.box import Box, model_size
+from napari_segeval.prompts.box import Box
 
 
 @dataclass(frozen=True)
@@ -42,13 +25,13 @@ class Point:
 
     Parameters
     ----------
-    y, x : float
+    y, x
         Pixel-centre coordinates on slice/frame ``index`` (array indices).
-    index : int
+    index
         Slice (volume) or frame (video) index; ``0`` for a 2D image.
-    label : int
+    label
         Structure id (``>= 1``).
-    positive : bool
+    positive
         ``True`` for a positive (foreground) click, ``False`` for a negative one.
 
     Examples
@@ -56,8 +39,6 @@ class Point:
     >>> p = Point(10, 20.25, index=3, positive=False)
     >>> p.pixel, p.sign
     ((10, 20), '-')
-    >>> p.to_model_xy((100, 200), 512)
-    (51.84, 51.2)
     """
 
     y: float
@@ -86,11 +67,6 @@ class Point:
         """``"+"`` for a positive point, ``"-"`` for a negative one."""
         return "+" if self.positive else "-"
 
-    def to_model_xy(self, shape: Sequence[int], size: int | Sequence[int]) -> tuple[float, float]:
-        """``(x, y)`` in pixels of a model input resized to ``size`` (as SAM2 scales clicks)."""
-        mh, mw = model_size(size)
-        return (self.x * mw / float(shape[1]), self.y * mh / float(shape[0]))
-
     def to_napari(self, ndim: int = 3) -> np.ndarray:
         """napari Points coordinates ``(index, y, x)`` (or ``(y, x)`` for ``ndim=2``)."""
         if ndim == 2:
@@ -101,13 +77,7 @@ class Point:
 
     @classmethod
     def from_napari(cls, coords: Sequence[float], label: int = 1, positive: bool = True) -> Point:
-        """A point from napari Points coordinates (last two are ``(y, x)``, the one before the index).
-
-        Examples
-        --------
-        >>> Point.from_napari([4.0, 2.0, 3.0], label=2, positive=False)
-        Point(y=2.0, x=3.0, index=4, label=2, positive=False)
-        """
+        """A point from napari Points coordinates (last two ``(y, x)``, the one before the index)."""
         c = [float(v) for v in coords]
         index = round(c[-3]) if len(c) >= 3 else 0
         return cls(c[-2], c[-1], index=index, label=label, positive=positive)
@@ -189,19 +159,10 @@ class PromptSet:
 
     Parameters
     ----------
-    label : int
+    label
         Structure id (``>= 1``); every prompt must carry it.
-    prompts : sequence of Box, Point or MaskPrompt
-        In the order they were given.
-
-    Examples
-    --------
-    >>> s = PromptSet.from_box(Box(2, 2, 8, 8, index=5, label=3))
-    >>> s = s.add(Point(4, 4, index=9, label=3, positive=False))
-    >>> s.frames, len(s), s.first_frame, s.last_frame
-    ((5, 9), 2, 5, 9)
-    >>> [type(p).__name__ for p in s.on(9)]
-    ['Point']
+    prompts
+        Boxes, points and mask prompts in the order they were given.
     """
 
     label: int
@@ -273,15 +234,7 @@ class PromptSet:
         return tuple(p for p in self.prompts if p.index == int(index))
 
     def active(self, index: int) -> tuple[Prompt, ...]:
-        """The prompts that still count on frame ``index``: from its last box or mask on.
-
-        Examples
-        --------
-        >>> s = PromptSet.of([Point(1, 1, index=2), Box(0, 0, 4, 4, index=2),
-        ...                   Point(2, 2, index=2, positive=False)])
-        >>> [type(p).__name__ for p in s.active(2)]
-        ['Box', 'Point']
-        """
+        """The prompts that still count on frame ``index``: from its last box or mask on."""
         on = self.on(index)
         start = max((i for i, p in enumerate(on) if not isinstance(p, Point)), default=0)
         return on[start:]
@@ -318,23 +271,14 @@ class PromptSet:
     ) -> None:
         """Refuse prompts that do not fit a frame stack of ``shape = (n, H, W, ...)``.
 
-        ``partial=True`` checks each prompt only (a set still being given, such as a
-        person's first click): no prompt at all, or only negative ones, is then fine.
+        ``partial=True`` checks each prompt only (a set still being given): no prompt, or
+        only negative ones, is then fine.
 
         Raises
         ------
         napari_segeval.InvalidPromptError
-            One line naming the structure (and ``source``, a file) and the prompt:
-            a frame that does not exist, a box or point outside the slice, a mask of
-            another shape, no prompt at all, or only negative points / empty masks.
-
-        Examples
-        --------
-        >>> PromptSet.of([Point(3, 40, index=1)]).validate((4, 16, 16))
-        Traceback (most recent call last):
-        ...
-        napari_segeval._errors.InvalidPromptError: structure 1: + point (y=3, x=40) on slice 1 lies outside the 16 x 16 slice
-        >>> PromptSet.of([Point(3, 4, index=1, positive=False)]).validate((4, 16, 16), partial=True)
+            One line naming the structure (and ``source``) and the prompt: a missing frame,
+            a prompt outside the slice, a mask of another shape, or nothing that locates it.
         """
         n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
         who = f"structure {self.label}" + (f" ({name})" if name else "")

@@ -1,14 +1,11 @@
-import json
-
 import numpy as np
 import pytest
 
-from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval._errors import SegEvalError
 from napari_segeval.inference.intensity import (
     IntensityStats,
     clip_zscore,
     foreground_intensity_stats,
-    stats_from_task,
 )
 
 
@@ -40,15 +37,6 @@ def test_clip_zscore_numbers():
     assert s.raw_per_normalized_unit == 50.0
 
 
-def test_json_round_trip(tmp_path):
-    s = IntensityStats(1.0, 2.0, 1.5, 0.25, 10, "x")
-    p = s.save_json(tmp_path / "s.json")
-    assert IntensityStats.load_json(p) == s
-    (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(ReadError, match="bad.json"):
-        IntensityStats.load_json(tmp_path / "bad.json")
-
-
 def test_invalid_inputs():
     with pytest.raises(SegEvalError):
         IntensityStats(0.0, 1.0, 0.5, 0.0)
@@ -56,24 +44,3 @@ def test_invalid_inputs():
         foreground_intensity_stats([(np.zeros(3), np.zeros(3))])
     with pytest.raises(SegEvalError, match="shape"):
         foreground_intensity_stats([(np.zeros(3), np.zeros(4))])
-
-
-def test_stats_from_task_folder(tmp_path):
-    from napari_segeval import io
-    from napari_segeval.io.case import Geometry
-
-    (tmp_path / "imagesTr").mkdir()
-    (tmp_path / "labelsTr").mkdir()
-    geom = Geometry.identity(3)
-    img = np.arange(64, dtype=np.int16).reshape(4, 4, 4)
-    lab = (img >= 32).astype(np.uint8)
-    io.write_image(tmp_path / "imagesTr" / "a.nii.gz", img, geom)
-    io.write_labels(tmp_path / "labelsTr" / "a.nii.gz", lab, geom)
-    (tmp_path / "dataset.json").write_text(
-        json.dumps({"training": [{"image": "./imagesTr/a.nii.gz", "label": "./labelsTr/a.nii.gz"}]})
-    )
-    s = stats_from_task(tmp_path)
-    assert s.mean == pytest.approx(47.5)
-    assert s.source == str(tmp_path)
-    with pytest.raises(ReadError, match="dataset.json"):
-        stats_from_task(tmp_path / "imagesTr")

@@ -38,13 +38,6 @@ def test_from_napari_freehand_rectangle_covers_centres_inside():
     assert (b.index, b.y0, b.x0, b.y1, b.x1) == (7, 2, 3, 5, 6)
 
 
-def test_model_frame_is_x_first_and_scaled_per_axis():
-    b = Box(10, 20, 30, 60)
-    x0, y0, x1, y1 = b.to_model_xyxy((100, 200), 512)
-    assert (x0, y0, x1, y1) == pytest.approx((20 * 2.56, 10 * 5.12, 60 * 2.56, 30 * 5.12))
-    assert b.to_model_xyxy((100, 200), (100, 200)) == (20, 10, 60, 30)
-
-
 def test_jitter_is_seeded_bounded_and_clipped():
     b = Box(0, 5, 4, 10)
     j1 = b.jittered(3, np.random.default_rng(7), (8, 12))
