@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,8 @@ def write_case(output_dir: str | os.PathLike, record: dict) -> Path:
     record["views"] = sorted(views)
     if views:
         with atomic_open(path.with_suffix(".npz"), "wb", overwrite=True) as fh:
-            np.savez_compressed(fh, **{k: np.asarray(v) for k, v in views.items()})
+            arrays: dict[str, Any] = {k: np.asarray(v) for k, v in views.items()}
+            np.savez_compressed(fh, **arrays)
     return write_json(path, record)
 
 

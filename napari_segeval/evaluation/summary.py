@@ -222,7 +222,8 @@ def cross_validation(
     out = {}
     classes = sorted({r["structure"] for r in rows})
     for m in metrics:
-        per_class, fold_means = {}, {}
+        per_class: dict[str, dict] = {}
+        fold_means: dict[object, list[float]] = {}
         for c in classes:
             ks = kfold_summary([r for r in rows if r["structure"] == c], m, fold_key)
             per_class[c] = {

@@ -7,6 +7,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -139,6 +140,10 @@ def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str =
     return {"folds": folds, **mean_std(f["mean"] for f in folds)}
 
 
+@overload
+def percent(value: float) -> float: ...
+@overload
+def percent(value: np.ndarray) -> np.ndarray: ...
 def percent(value: float | np.ndarray) -> float | np.ndarray:
     """A fraction in percent (0.9 -> 90.0), keeping NaN."""
     if isinstance(value, np.ndarray):
