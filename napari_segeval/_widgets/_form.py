@@ -9,10 +9,8 @@ from qtpy.QtWidgets import QFormLayout, QWidget
 def form(*widgets: Widget) -> QWidget:
     """A Qt form of magicgui ``widgets``: one row each, labelled by the widget's ``label``.
 
-    The inputs are magicgui's (``value``, ``changed``, ``choices``, ``enabled``); their
-    rows are a ``QFormLayout`` rather than a magicgui ``Container``, which sizes its
-    labels with the application's default font: under napari's stylesheet (a larger
-    font) a long label then pushes its input out of line with the others.
+    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the
+    latter pushes a long label's input out of line with the others.
 
     Parameters
     ----------
@@ -22,7 +20,7 @@ def form(*widgets: Widget) -> QWidget:
     Returns
     -------
     QWidget
-        The form, without margins (it sits in a panel).
+        The form, without margins.
     """
     box = QWidget()
     layout = QFormLayout(box)
