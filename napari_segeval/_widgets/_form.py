@@ -7,20 +7,10 @@ from qtpy.QtWidgets import QFormLayout, QWidget
 
 
 def form(*widgets: Widget) -> QWidget:
-    """A Qt form of magicgui ``widgets``: one row each, labelled by the widget's ``label``.
+    """A Qt form of magicgui ``widgets``: one row each, labelled by its ``label``, no margins.
 
-    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the
-    latter pushes a long label's input out of line with the others.
-
-    Parameters
-    ----------
-    *widgets : magicgui.widgets.Widget
-        The form's rows, top to bottom.
-
-    Returns
-    -------
-    QWidget
-        The form, without margins.
+    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the latter
+    pushes a long label's input out of line with the others.
     """
     box = QWidget()
     layout = QFormLayout(box)

@@ -37,11 +37,10 @@ class StateEvents(SignalGroup):
 
 @dataclass
 class ViewerState:
-    """Which layers form the case being evaluated, and the structures in it.
+    """Which layers form the case being evaluated, and what the panels found out about it.
 
     Attributes
     ----------
-    image, reference : napari.layers.Image, napari.layers.Labels or None
     predictions : dict
         Prediction layer (or None) by condition (:data:`CONDITIONS`).
     structures : dict of int to str
@@ -50,25 +49,19 @@ class ViewerState:
         The structure the panels focus on (per-slice plot, overlay, prompts).
     boxes, points : napari.layers.Shapes, napari.layers.Points or None
         The prompt layers (:mod:`~napari_segeval._widgets.prompt.layers`).
-    model : object or None
-        The model of the clean prediction, loaded from ``model_key``.
-    model_kind : {"promptable", "dense"} or None
-        How the *Attack* panel attacks :attr:`model` (box prompts or sliding window).
+    model, model_key, model_kind : object, tuple, {"promptable", "dense"} or None
+        The model of the clean prediction, what loaded it, and its kind.
     prompts : dict of int to PromptSet
         The prompt sets of the last propagation (reused by attacks and uncertainty).
     window : str or None
         CT window preset for model preprocessing (None: the backend's default).
-    uncertainty : dict of int to float
-        Per-structure uncertainty of the clean prediction (emptied when it changes).
+    uncertainty, risk : dict of int to float, dict of int to StructureRisk
+        Per-structure uncertainty and risk of failure of the clean prediction (emptied
+        when it changes).
     attacked_image : napari.layers.Image or None
         The perturbed image of the attacked prediction (compare mode's third view).
-    risk : dict of int to StructureRisk
-        Each structure's risk of failure per slice (a results folder's or a
-        propagation's); emptied when the case or the clean prediction changes.
     counted : dict of str to LiveMetrics
         Worker-made counters for the case of :meth:`set_case` (:meth:`take_counted`).
-    events : StateEvents
-        Emitted after each change.
     """
 
     image: Any = None
@@ -256,15 +249,7 @@ _SHARED: weakref.WeakKeyDictionary[Any, weakref.ref[ViewerState]] = weakref.Weak
 def shared_state(viewer: Any) -> ViewerState:
     """The :class:`ViewerState` shared by the panels of ``viewer`` (made on first use).
 
-    Parameters
-    ----------
-    viewer : napari.Viewer
-        Any weak-referenceable, hashable object.
-
-    Returns
-    -------
-    ViewerState
-        The same object for every call with one viewer while a panel holds it.
+    The same object for every call with one viewer while a panel holds it.
     """
     ref = _SHARED.get(viewer)
     state = None if ref is None else ref()

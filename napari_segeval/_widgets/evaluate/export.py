@@ -1,7 +1,4 @@
-"""The *Export* panel: predictions with the source geometry, the metrics table, a screenshot.
-
-Nothing is overwritten without a yes from the person (a question box).
-"""
+"""The *Export* panel: predictions with the source geometry, the metrics table, a screenshot."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """The *Segment* panel: dense (prompt-free) segmentation of the case's volume.
 
-The models are those of ``segeval segment``, loaded through the model registry
-(:func:`napari_segeval.models.registry.load_dense`): the built-in CT U-Net, an
-nnU-Net v2 results folder (extra ``nnunet``: without it the job fails with a
-notification naming the extra), a TorchScript file (it runs code, so only with
-the *trust TorchScript* box ticked, as ``--trust-torchscript``) or a weights
-file of the built-in U-Net. The prediction becomes the clean prediction (a
-Labels layer with the reference's colours) and the model is remembered as the
-one that produced it, so the *Attack* tab attacks it.
+The models of ``segeval segment`` (TorchScript only with *trust TorchScript*); the
+prediction becomes the clean one and its model the one the *Attack* tab attacks.
 """
 
 from __future__ import annotations

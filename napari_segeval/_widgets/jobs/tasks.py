@@ -326,29 +326,16 @@ def attack(
 def attack_with(
     spec: tuple[str, str | None, str],
     cached: tuple | None,
-    case: Any,
-    prompts: Any,
-    attack_name: str,
-    eps: float,
-    steps: int,
-    *,
-    window: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    *args: Any,
     cancel: Any = None,
+    **kw: Any,
 ) -> tuple[Any, Any]:
-    """Load the model of ``spec`` (unless cached) and :func:`attack` it: ``(model, result)``."""
+    """Load the model of ``spec`` (unless cached), :func:`attack` it: ``(model, result)``.
+
+    ``args`` and ``kw`` are :func:`attack`'s after ``model``.
+    """
     model = _model(spec, cached, cancel)
-    return model, attack(
-        model,
-        case,
-        prompts,
-        attack_name,
-        eps,
-        steps,
-        window=window,
-        progress=progress,
-        cancel=cancel,
-    )
+    return model, attack(model, *args, cancel=cancel, **kw)
 
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:

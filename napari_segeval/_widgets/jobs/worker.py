@@ -49,23 +49,12 @@ class JobSignals(WorkerBaseSignals):
 class Job(WorkerBase):
     """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
 
-    Besides the worker's signals it emits ``progressed(done, total)`` for each
-    ``progress`` call and ``called(callback, args)`` for each call of a ``relay`` callable.
-
-    Attributes
-    ----------
-    needs : tuple of napari layers
-        Layers the job reads or writes into: removing one cancels it.
-    relay : dict of str to callable
-        Keyword arguments of ``fn`` whose calls are relayed to the main thread.
-    cancel_event : threading.Event
-        Passed to ``fn`` as ``cancel``; set by :meth:`quit`.
-    gone : str or None
-        Why the job's result is no longer wanted; None while it is.
-    closed : bool
-        Its owner closed it: nothing it reports is handled any more.
-    outcome : tuple or None
-        ``(True, result)`` or ``(False, exception)`` once ``returned`` or ``errored`` came.
+    Besides the worker's signals it emits ``progressed(done, total)`` for each ``progress``
+    call and ``called(callback, args)`` for each call of a ``relay`` callable (keyword
+    arguments of ``fn`` relayed to the main thread). Removing a layer in ``needs`` cancels
+    it; ``cancel_event`` is ``fn``'s ``cancel``; ``gone`` says why its result is no longer
+    wanted; once ``closed`` nothing it reports is handled; ``outcome`` is ``(True, result)``
+    or ``(False, exception)`` once ``returned`` or ``errored`` came.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -175,25 +164,10 @@ class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
     The bar and Cancel show only while a job runs; the status line says how the last ended.
-
-    Parameters
-    ----------
-    parent : QWidget, optional
-    activity : bool
-        False leaves napari's activity dock out (for jobs of a second or less).
-    viewer : napari.Viewer, optional
-        The viewer whose layers the jobs' ``needs`` name.
-    notify : bool
-        False: a dropped job is said in the status line only (jobs the panel restarts).
-
-    Attributes
-    ----------
-    job : Job or None
-        The running job.
-    activity : napari.utils.progress or None
-        The running job's bar in napari's activity dock.
-    last_error : str or None
-        Message of the last failed job (also shown as a notification).
+    Argument ``activity`` False leaves napari's activity dock out (jobs of a second or less);
+    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped job
+    in the status line only (jobs the panel restarts). Attributes: ``job`` (the running
+    job), ``activity`` (its bar in the activity dock) and ``last_error`` (the last failure).
     """
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
@@ -260,7 +234,7 @@ class JobRunner(QWidget):
         notification) when a job is already running.
         """
         if self.running:
-            _notify_info(f"{self.worker_name} is still running: wait or cancel it")
+            show_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
         job: Any = None
 
@@ -387,7 +361,7 @@ class JobRunner(QWidget):
             self._end_ui(text)
             self._emit_done(name, Outcome.DROPPED)
             if self.notify:
-                _notify_info(text)
+                show_info(text)
         elif ok:
             self._end_ui(f"{name}: done", value=1)
             if self._on_done is not None:
@@ -432,10 +406,11 @@ def _warned(showwarning_args: tuple) -> None:
     notification_manager.receive_warning(*showwarning_args)
 
 
-def _notify_info(message: str) -> None:
-    from napari.utils.notifications import show_info
+def show_info(message: str) -> None:
+    """Show an information notification in napari."""
+    from napari.utils.notifications import show_info as _show
 
-    show_info(message)
+    _show(message)
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:

@@ -54,23 +54,11 @@ def error_overlay(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark false positives (1) and false negatives (2) of structure ``label``.
+    """Mark false positives and false negatives of structure ``label``.
 
-    Parameters
-    ----------
-    reference, prediction : numpy.ndarray
-        Label maps of one shape.
-    label : int
-        Structure id.
-    region : slice, optional
-        Recompute only these indices along axis 0 (into ``out``).
-    out : numpy.ndarray, optional
-        uint8 array of the same shape to fill in place (required with ``region``).
-
-    Returns
-    -------
-    numpy.ndarray
-        uint8 map: 0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`.
+    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`);
+    with ``region`` only those indices along axis 0 are recomputed into ``out`` (required
+    then), else ``out`` or a new map is filled.
     """
     reference = np.asarray(reference)
     prediction = np.asarray(prediction)
@@ -91,25 +79,12 @@ def disagreement(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark where the attacked prediction departs from the clean one.
+    """Mark where the ``attacked`` prediction departs from the ``clean`` one.
 
-    Parameters
-    ----------
-    clean, attacked : numpy.ndarray
-        Label maps of one shape.
-    label : int, optional
-        Look at this structure only (:data:`LOST` where only ``clean`` has it,
-        :data:`GAINED` the other way round); without it any structure against
-        background, and :data:`CHANGED` where both have different structures.
-    region : slice, optional
-        Recompute only these indices along axis 0 (into ``out``).
-    out : numpy.ndarray, optional
-        uint8 array of the same shape to fill in place (required with ``region``).
-
-    Returns
-    -------
-    numpy.ndarray
-        uint8 map: 0 where both agree, else :data:`LOST`, :data:`GAINED` or :data:`CHANGED`.
+    Returns a uint8 map: with ``label`` :data:`LOST` where only ``clean`` has it,
+    :data:`GAINED` the other way round; without it any structure against background, and
+    :data:`CHANGED` where both have different structures. ``region`` and ``out`` as in
+    :func:`error_overlay`.
     """
     clean = np.asarray(clean)
     attacked = np.asarray(attacked)
@@ -176,6 +151,23 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
     return slice(max(lo, 0), min(hi, int(n_slices)))
 
 
+def union(old: slice | None, new: slice | None) -> slice | None:
+    """The slice range covering ``old`` and ``new`` (None: everything).
+
+    Examples
+    --------
+    >>> union(slice(2, 4), slice(7, 9)), union(slice(2, 4), slice(0, 0)), union(None, slice(1, 2))
+    (slice(2, 9, None), slice(2, 4, None), None)
+    """
+    if old is None or new is None:
+        return None
+    if new.stop <= new.start:
+        return old
+    if old.stop <= old.start:
+        return new
+    return slice(min(old.start, new.start), max(old.stop, new.stop))
+
+
 def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> int:
     """Middle of a structure's extent along axis 0, else the middle of the volume."""
     if labels is not None and label is not None:
@@ -192,22 +184,11 @@ def compare_rows(
     surface: Mapping[str, Sequence[Mapping]] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
-    """Merge clean and attacked metric rows into one record per structure.
+    """Merge clean and attacked metric rows (``label``, ``name``, metrics) into one per structure.
 
-    Parameters
-    ----------
-    clean, attacked : sequence of dict
-        Rows with ``label``, ``name`` and metric keys; ``attacked`` may be None.
-    surface : mapping, optional
-        Rows by condition whose values fill in keys missing (or NaN) from the live rows.
-    keys : sequence of str
-        Metric keys to merge.
-
-    Returns
-    -------
-    list of dict
-        ``{"label", "name", "clean": {key: v}, "attacked": {key: v} or None,
-        "delta": {key: attacked - clean} or None}``.
+    ``attacked`` may be None; ``surface`` rows by condition fill in ``keys`` missing (or
+    NaN) from the live rows. Returns ``{"label", "name", "clean": {key: v}, "attacked":
+    {key: v} or None, "delta": {key: attacked - clean} or None}`` records.
     """
     surface = surface or {}
 
@@ -256,18 +237,10 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Missed and false-positive slices of one structure from its per-slice counts.
+    """Missed and false-positive slices of one structure from its ``(slices, 3)`` counts.
 
-    Parameters
-    ----------
-    counts : numpy.ndarray
-        ``(slices, 3)``: true positives, reference and predicted voxels per slice
-        (:meth:`napari_segeval.metrics.LiveMetrics.slice_counts`).
-
-    Returns
-    -------
-    missed, false_positive : numpy.ndarray of bool
-        Slices with reference but no prediction, and with prediction but no reference.
+    ``counts`` are true positives, reference and predicted voxels per slice; returns the
+    boolean slices with reference but no prediction, and with prediction but no reference.
 
     Examples
     --------
