@@ -1,8 +1,6 @@
 """Shared state of the napari-segeval panels: a plain object passed to each panel.
 
-A :class:`ViewerState` holds the case's layers and what the panels found out about it;
-its psygnal ``events`` tell the panels (holding their bound methods weakly). Panels given
-no state share the viewer's (:func:`shared_state`, see docs/design.md).
+Panels given no state share the viewer's (:func:`shared_state`, see docs/design.md).
 """
 
 from __future__ import annotations
@@ -247,10 +245,7 @@ _SHARED: weakref.WeakKeyDictionary[Any, weakref.ref[ViewerState]] = weakref.Weak
 
 
 def shared_state(viewer: Any) -> ViewerState:
-    """The :class:`ViewerState` shared by the panels of ``viewer`` (made on first use).
-
-    The same object for every call with one viewer while a panel holds it.
-    """
+    """The :class:`ViewerState` shared by the panels of ``viewer`` while a panel holds it."""
     ref = _SHARED.get(viewer)
     state = None if ref is None else ref()
     if state is None:

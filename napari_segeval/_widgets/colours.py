@@ -1,8 +1,4 @@
-"""The viewer's colour language (docs/viewer.md): one definition every layer-making function reads.
-
-The looks are plain values (:func:`look`); :class:`ColourLanguage` applies them to the
-layers the shared state names.
-"""
+"""The viewer's colour language (docs/viewer.md), one definition every layer-making code reads."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Display presets: what a person sees of the image (its layer's contrast limits), not the model.
 
-CT gets window/level presets in HU, other modalities percentile windows over the
-non-zero voxels (robust to bright voxels and masked backgrounds), and *full range*.
+CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels.
 """
 
 from __future__ import annotations

@@ -18,10 +18,7 @@ from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
 class SegEvalWidget(QWidget):
-    """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export.
-
-    ``state`` is the one given, or the viewer's shared one; ``display`` is compare mode.
-    """
+    """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()

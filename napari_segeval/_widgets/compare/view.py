@@ -1,8 +1,7 @@
 """Compare mode: clean and attacked side by side in three canvases linked to the viewer.
 
-napari's grid mode cannot show *image + reference* beside *image + prediction*, so three
-``ViewerModel`` canvases (napari's "multiple viewer widget" pattern) are docked under the
-main one, linked both ways (slice, camera, cursor) and mirroring its layers read-only.
+napari's grid mode cannot show *image + reference* beside *image + prediction*; these
+``ViewerModel`` canvases mirror the main layers read-only, linked both ways.
 """
 
 from __future__ import annotations

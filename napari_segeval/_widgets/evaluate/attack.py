@@ -1,8 +1,6 @@
-"""The *Attack* panel: attack the model of the clean prediction, compare clean vs attacked.
+"""The *Attack* panel: attack the model of the clean prediction (or one chosen), compare.
 
-A promptable model with the last propagation's prompts, a dense one through its sliding
-window (as ``segeval attack``), or the model chosen in the panel's picker. Epsilon is in
-normalized units (``--eps``), shown in raw units too.
+Epsilon is in normalized units (``--eps``), shown in raw units too.
 """
 
 from __future__ import annotations

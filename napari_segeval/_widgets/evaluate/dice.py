@@ -1,8 +1,4 @@
-"""The *Dice* panel: per-structure metrics, clean vs attacked, kept live while editing.
-
-A paint stroke recounts only the slices it touched; surface metrics follow on a worker,
-debounced; the per-slice plot draws the risk of failure when the case has one.
-"""
+"""The *Dice* panel: per-structure metrics, clean vs attacked, kept live while editing."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The *Segment* panel: dense (prompt-free) segmentation of the case's volume.
-
-The models of ``segeval segment`` (TorchScript only with *trust TorchScript*); the
-prediction becomes the clean one and its model the one the *Attack* tab attacks.
-"""
+"""The *Segment* panel: dense segmentation of the volume with the models of ``segeval segment``."""
 
 from __future__ import annotations
 

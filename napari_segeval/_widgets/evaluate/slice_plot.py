@@ -1,9 +1,4 @@
-"""A light per-slice Dice plot drawn with QPainter; a click picks a slice.
-
-Over the structure's extent with a margin; missed and false-positive slices (both Dice 0)
-are marked in the FN and FP colours, prompted slices and the chain's ends too, and the
-risk of failure is a dashed curve (a dotted line at a quality stop).
-"""
+"""A light per-slice Dice (and risk) plot drawn with QPainter; a click picks a slice."""
 
 from __future__ import annotations
 

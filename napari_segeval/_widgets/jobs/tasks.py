@@ -1,8 +1,4 @@
-"""Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls.
-
-Each job takes ``progress`` and ``cancel`` and runs in a ``JobRunner``; the *Results*
-panel's are in :mod:`~napari_segeval._widgets.results.tasks`.
-"""
+"""Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls."""
 
 from __future__ import annotations
 
@@ -29,7 +25,7 @@ def surface_rows(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> dict[str, list[dict]]:
-    """``{condition: structure_table rows with surface metrics}`` for each (reference, prediction)."""
+    """``{condition: structure_table rows with surface metrics}`` per (reference, prediction)."""
     from napari_segeval.metrics import structure_table
 
     out: dict[str, list[dict]] = {}
@@ -330,10 +326,7 @@ def attack_with(
     cancel: Any = None,
     **kw: Any,
 ) -> tuple[Any, Any]:
-    """Load the model of ``spec`` (unless cached), :func:`attack` it: ``(model, result)``.
-
-    ``args`` and ``kw`` are :func:`attack`'s after ``model``.
-    """
+    """Load the model of ``spec`` (unless cached), :func:`attack` it: ``(model, result)``."""
     model = _model(spec, cached, cancel)
     return model, attack(model, *args, cancel=cancel, **kw)
 

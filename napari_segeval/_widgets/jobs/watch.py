@@ -1,7 +1,6 @@
 """What ends a panel's job from outside: a removed layer, a closed window or panel.
 
-Each ``watch_*`` function returns the function that stops watching. (When the application
-quits, napari's ``wait_for_workers_to_quit`` quits every worker.)
+Each ``watch_*`` function returns the function that stops watching.
 """
 
 from __future__ import annotations

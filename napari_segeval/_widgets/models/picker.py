@@ -1,8 +1,6 @@
 """The model picker of the Prompt and Attack tabs: every promptable model, its state, its card.
 
-One drop-down (name, state) of the registry's promptable models, the other catalogue
-entries and the files opened; *Download* and *Open checkpoint…* run as jobs
-(docs/design.md). The pickers of one viewer share one cache signal (:func:`cache_signal`).
+The pickers of one viewer share one cache signal (:func:`cache_signal`).
 """
 
 from __future__ import annotations

@@ -38,10 +38,7 @@ class Item:
 
 
 class PromptLayers:
-    """The prompt layers of a viewer's case; ``on_change()`` hears every change.
-
-    ``masks`` holds the mask prompts of a prompts file with their order.
-    """
+    """The prompt layers of a viewer's case, and a prompts file's ``masks``."""
 
     def __init__(self, viewer: Any, state: Any, on_change: Callable[[], None]) -> None:
         self.viewer, self.state, self.on_change = viewer, state, on_change

@@ -1,8 +1,4 @@
-"""A propagation you can watch: its slices drawn in a partial Labels layer as computed.
-
-The panel relays ``on_slice`` reports to :meth:`LiveLabels.paint` on the main thread;
-:meth:`LiveLabels.stop` removes the layer when the job ends.
-"""
+"""A propagation you can watch: its slices drawn in a partial Labels layer as computed."""
 
 from __future__ import annotations
 
@@ -13,10 +9,7 @@ import numpy as np
 
 
 class LiveLabels:
-    """The partial layer of one running propagation at a time.
-
-    ``layer`` is made at a run's first report; ``updates`` counts the reports painted.
-    """
+    """The partial layer of one running propagation at a time (``updates``: reports painted)."""
 
     def __init__(
         self, viewer: Any, state: Any, make_layer: Callable[[Any, Any, np.ndarray, str], Any]

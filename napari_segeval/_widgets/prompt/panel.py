@@ -1,8 +1,4 @@
-"""The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections.
-
-It works out what the chosen model takes and gives it to its :class:`PromptTools`; when
-only the weights can say, it loads the model once shown and keeps it (docs/design.md).
-"""
+"""The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections."""
 
 from __future__ import annotations
 

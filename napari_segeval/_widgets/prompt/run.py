@@ -88,10 +88,7 @@ class PropagationJobs:
 
     # -- starting ------------------------------------------------------------------------
     def start(self, fresh: bool, auto: bool = False) -> Any:
-        """Propagate (``fresh``: everything, a new session) or re-propagate what changed.
-
-        Returns the job, or None when nothing was started (a notification says why).
-        """
+        """Propagate (``fresh``: all, a new session) or re-propagate; the job, or None."""
         p = self.panel
         image = p.state.image
         if image is None:

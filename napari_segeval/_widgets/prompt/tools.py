@@ -1,8 +1,4 @@
-"""The Prompt tab's prompt tools: boxes, positive and negative clicks, the prompt list.
-
-What the chosen model takes is set from outside (:meth:`PromptTools.set_capability`):
-a refused tool is disabled and the reason shown.
-"""
+"""The Prompt tab's prompt tools: boxes, positive and negative clicks, the prompt list."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Where a correction of a results-browser case starts (no Qt): its prediction and prompts.
-
-The protocol's own prompts when the case's rows record them (``key_slice`` and ``box``),
-else the reference's box of each structure on its middle slice (first frame of a video).
-"""
+"""Where a correction of a results-browser case starts (no Qt): its prediction and prompts."""
 
 from __future__ import annotations
 
@@ -124,11 +120,7 @@ def run_model(folder: Any, loaded: Any = None) -> str | None:
 
 
 def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
-    """Hand case ``loaded`` of ``folder`` to the Prompt tab of ``evaluate`` and show it.
-
-    With the run's model, the starting prompts, the saved clean prediction and the run's
-    propagation settings.
-    """
+    """Hand case ``loaded`` of ``folder`` (run's model, settings) to ``evaluate``'s Prompt tab."""
     from napari_segeval.models.registry import DENSE
 
     cid = loaded.case_id

@@ -1,8 +1,4 @@
-"""The layers the *Results* panel owns: built from a loaded case, swapped in one step.
-
-New layers are added before the old ones go (so napari keeps the view); the camera and
-contrast limits are kept per modality, visibility and opacity per role.
-"""
+"""The layers the *Results* panel owns: built from a loaded case, swapped in one step."""
 
 from __future__ import annotations
 

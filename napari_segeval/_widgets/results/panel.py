@@ -54,10 +54,7 @@ NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
 
 class ResultsPanel(QWidget):
-    """Table of a results folder; a selected row's case is shown in the viewer.
-
-    ``loaded`` is the case shown, ``layers`` the layers the panel owns.
-    """
+    """Table of a results folder; a selected row's case (``loaded``) is shown in the viewer."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()

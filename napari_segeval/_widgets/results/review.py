@@ -1,7 +1,4 @@
-"""Review a run without a reference (part of the *Results* panel): flagged slices, reviewed cases.
-
-The review's progress is ``DIR/review.json`` (:class:`~napari_segeval.evaluation.review.ReviewLog`).
-"""
+"""Review a run without a reference (in the *Results* panel): flagged slices, reviewed cases."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
 """Step through the correction rounds of an ``interactive`` run (part of the *Results* panel).
 
-A round shows its saved prediction, every prompt so far in two layers (those it added
-drawn larger) and the slice of the prompt added (docs/batch.md). Mask prompts are listed,
-not drawn.
+Mask prompts are listed, not drawn.
 """
 
 from __future__ import annotations

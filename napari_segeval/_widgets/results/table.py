@@ -1,8 +1,4 @@
-"""The table of the *Results* panel: a Qt model of result rows and a sorting/filtering proxy.
-
-Numbers sort as numbers, with NaN and *absences* last in either direction; a run
-without a reference has no Dice column.
-"""
+"""The table of the *Results* panel: a Qt model of result rows and a sorting/filtering proxy."""
 
 from __future__ import annotations
 
