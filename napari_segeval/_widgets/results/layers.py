@@ -51,34 +51,23 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     def source(kind: FileKind) -> str | None:
         return None if attacked is None else loaded.files.get(str(attacked.image(kind)))
 
-    if loaded.perturbed is not None:
-        out.append(
-            (
-                "perturbed",
-                loaded.perturbed,
-                {
-                    **place,
-                    "name": f"{cid} perturbed ({focus})",
-                    "rgb": case.is_rgb,
-                    "visible": False,
-                    "metadata": {**meta, "source": source(FileKind.PERTURBED)},
-                },
-                "image",
-            )
-        )
-    if loaded.perturbation is not None:
-        m = loaded.perturbation_range or 1.0
+    for kind in (FileKind.PERTURBED, FileKind.PERTURBATION):
+        data = getattr(loaded, kind.value)
+        if data is None:
+            continue
         kw = {
             **place,
-            "name": f"{cid} perturbation ({focus})",
+            "name": f"{cid} {kind.value} ({focus})",
             "rgb": case.is_rgb,
             "visible": False,
-            "contrast_limits": (-m, m),
-            "metadata": {**meta, "source": source(FileKind.PERTURBATION)},
+            "metadata": {**meta, "source": source(kind)},
         }
-        if not case.is_rgb:
-            kw["colormap"] = "PiYG"
-        out.append(("perturbation", loaded.perturbation, kw, "image"))
+        if kind is FileKind.PERTURBATION:
+            m = loaded.perturbation_range or 1.0
+            kw["contrast_limits"] = (-m, m)
+            if not case.is_rgb:
+                kw["colormap"] = "PiYG"
+        out.append((kind.value, data, kw, "image"))
     reference = base[1] if len(base) > 1 else None
     structures = {int(k): str(v) for k, v in case.structures.items()}
     labels_meta = {**meta, "structures": dict(case.structures)}

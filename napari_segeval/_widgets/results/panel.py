@@ -41,13 +41,7 @@ from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
 from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
-from napari_segeval._widgets.results.tasks import (
-    Missing,
-    focus_of,
-    open_job,
-    row_job,
-    row_label,
-)
+from napari_segeval._widgets.results.tasks import Missing, focus_of, open_job, row_job, row_label
 from napari_segeval.metrics.catalog import METRICS
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
