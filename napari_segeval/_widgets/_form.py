@@ -7,22 +7,10 @@ from qtpy.QtWidgets import QFormLayout, QWidget
 
 
 def form(*widgets: Widget) -> QWidget:
-    """A Qt form of magicgui ``widgets``: one row each, labelled by the widget's ``label``.
+    """A Qt form of magicgui ``widgets``: one row each, labelled by its ``label``, no margins.
 
-    The inputs are magicgui's (``value``, ``changed``, ``choices``, ``enabled``); their
-    rows are a ``QFormLayout`` rather than a magicgui ``Container``, which sizes its
-    labels with the application's default font: under napari's stylesheet (a larger
-    font) a long label then pushes its input out of line with the others.
-
-    Parameters
-    ----------
-    *widgets : magicgui.widgets.Widget
-        The form's rows, top to bottom.
-
-    Returns
-    -------
-    QWidget
-        The form, without margins (it sits in a panel).
+    A ``QFormLayout``, not a magicgui ``Container``: under napari's stylesheet the latter
+    pushes a long label's input out of line with the others.
     """
     box = QWidget()
     layout = QFormLayout(box)

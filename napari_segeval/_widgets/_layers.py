@@ -1,9 +1,4 @@
-"""Choose which layers form the case: image, reference, clean and attacked predictions.
-
-The one layer picker of the package: the *Evaluate* panel shows all four roles,
-the *Case* panel the first two; both write to the same
-:class:`~napari_segeval._widgets._state.ViewerState`.
-"""
+"""Choose which layers form the case: image, reference, clean and attacked predictions."""
 
 from __future__ import annotations
 
@@ -35,17 +30,9 @@ def _choices(viewer: Any, kind: type[Image | Labels], _widget: Any) -> list[tupl
 class LayerPicker(QWidget):
     """Combo boxes bound to a :class:`ViewerState`, following the viewer's layer list.
 
-    Each is a magicgui ``ComboBox`` (``combos[role]``) whose choices are the viewer's
-    layers of the role's class, after :data:`NONE`; its value is the layer, or ``NONE``
-    (magicgui does not report a change to None).
-
-    Parameters
-    ----------
-    viewer : napari.Viewer
-    state : ViewerState
-        Written when a combo box changes; the combo boxes follow its changes.
-    roles : sequence of str
-        Which of :data:`ROLES` to show (all four by default).
+    Each ``combos[role]`` (``roles``: some of :data:`ROLES`) lists the layers of the role's
+    class after :data:`NONE` (magicgui does not report a change to None); a change writes
+    the state, and the combo boxes follow the state's changes.
     """
 
     def __init__(self, viewer: Any, state: ViewerState, roles: Sequence[str] = ROLES) -> None:
@@ -75,8 +62,7 @@ class LayerPicker(QWidget):
         self._refill()
 
     def _guess(self) -> None:
-        """Pick an image and a reference (a Labels layer with structure names, one named
-        "reference", or the one opened from a file) if unset."""
+        """Pick an image and a reference (named, "reference", or opened from a file) if unset."""
         layers = list(self.viewer.layers)
         if self.state.image is None:
             images = [ly for ly in layers if isinstance(ly, Image)]
@@ -92,8 +78,7 @@ class LayerPicker(QWidget):
                 self._take_opened_labels()
 
     def _take_opened_labels(self, event: Any = None) -> None:
-        """With no reference chosen, take the one Labels layer the reader opened (by name or
-        content: ``metadata["labels_reason"]``; predictions and NaN masks have none)."""
+        """With no reference chosen, take the one Labels layer the reader opened as labels."""
         if self.state.reference is not None:
             return
         opened = [

@@ -1,29 +1,6 @@
 """Shared state of the napari-segeval panels: a plain object passed to each panel.
 
-A :class:`ViewerState` holds which layers form the case (image, reference,
-predictions) and what the panels found out about it. Its ``events`` (a psygnal
-:class:`StateEvents` group: one signal per thing that changes) tell the panels;
-psygnal holds a panel's bound methods weakly, so a shared state never keeps a
-closed panel alive.
-
-How panels share it
--------------------
-napari builds each dock widget of the manifest (*Case*, *Evaluate*) on its own,
-handing it only the viewer. So that choosing an image in one panel is seen by
-the other, a panel given no state asks :func:`shared_state` for the viewer's:
-a registry maps each viewer to its state, both held **weakly**
-(``WeakKeyDictionary[viewer, weakref.ref(ViewerState)]``):
-
-* the key is weak, so the registry never keeps a closed viewer (and its Qt
-  window) alive;
-* the value is weak because every panel holds its state and its viewer
-  (``panel.state``, ``panel.viewer``); a strong value would keep the viewer
-  alive through its own panels. The state lives as long as one panel uses it;
-  a panel opened after all others were closed starts a fresh state.
-
-There is no module-level instance and nothing else global: the state stays a
-plain object, and a test or a script may pass its own (``SegEvalWidget(viewer,
-state=ViewerState())``), which then is private to the panels given it.
+Panels given no state share the viewer's (:func:`shared_state`, see docs/design.md).
 """
 
 from __future__ import annotations
@@ -43,11 +20,7 @@ CONDITIONS = (CLEAN, "attacked")
 
 
 class StateEvents(SignalGroup):
-    """The signals of a :class:`ViewerState`: one per field that changes, without arguments.
-
-    ``clean`` and ``attacked`` say that prediction changed; ``reference`` says the
-    reference, or the whole case (:meth:`ViewerState.set_case`), changed.
-    """
+    """One signal per :class:`ViewerState` field that changes (``reference``: or the case)."""
 
     image = Signal()
     reference = Signal()
@@ -62,51 +35,31 @@ class StateEvents(SignalGroup):
 
 @dataclass
 class ViewerState:
-    """Which layers form the case being evaluated, and the structures in it.
+    """Which layers form the case being evaluated, and what the panels found out about it.
 
     Attributes
     ----------
-    image : napari.layers.Image or None
-    reference : napari.layers.Labels or None
-        Reference labels.
     predictions : dict
-        ``{"clean": Labels or None, "attacked": Labels or None}``.
+        Prediction layer (or None) by condition (:data:`CONDITIONS`).
     structures : dict of int to str
-        Structure ids and names (from the reference layer's metadata/features).
+        Structure names by id (from the reference layer's metadata/features).
     current : int or None
         The structure the panels focus on (per-slice plot, overlay, prompts).
-    boxes : napari.layers.Shapes or None
-        Box prompts (features ``label``, ``order``; see
-        :mod:`~napari_segeval._widgets.prompt.layers`).
-    points : napari.layers.Points or None
-        Point prompts (features ``label``, ``order``, ``positive``).
-    model : object or None
-        The model that produced the clean prediction (promptable or dense), with
-        ``model_key`` (what loaded it) and ``model_kind``.
-    model_kind : {"promptable", "dense"} or None
-        Which kind :attr:`model` is: the *Attack* panel attacks a promptable model
-        through its box prompts, a dense model through its sliding window.
+    boxes, points : napari.layers.Shapes, napari.layers.Points or None
+        The prompt layers (:mod:`~napari_segeval._widgets.prompt.layers`).
+    model, model_key, model_kind : object, tuple, {"promptable", "dense"} or None
+        The model of the clean prediction, what loaded it, and its kind.
     prompts : dict of int to PromptSet
         The prompt sets of the last propagation (reused by attacks and uncertainty).
     window : str or None
         CT window preset for model preprocessing (None: the backend's default).
-    uncertainty : dict of int to float
-        Per-structure uncertainty score (mean entropy over the structure and its
-        boundary band) of the clean prediction, set by the
-        Uncertainty action; emptied when the clean prediction is replaced.
+    uncertainty, risk : dict of int to float, dict of int to StructureRisk
+        Per-structure uncertainty and risk of failure of the clean prediction (emptied
+        when it changes).
     attacked_image : napari.layers.Image or None
-        The perturbed image of the attacked prediction, set by the *Attack* panel
-        and the results browser (compare mode shows it in its third view).
-    risk : dict of int to StructureRisk
-        The estimated risk of failure of each structure of the prediction shown, per
-        slice (:class:`~napari_segeval.uncertainty.risk.StructureRisk`: a results
-        folder's, set by the results browser, or a propagation's, set by the Prompt
-        tab); emptied when the case or the clean prediction changes.
+        The perturbed image of the attacked prediction (compare mode's third view).
     counted : dict of str to LiveMetrics
-        Counters a worker made for the case set by :meth:`set_case`, waiting for
-        the Dice panel to adopt them (:meth:`take_counted`).
-    events : StateEvents
-        Emitted after each change.
+        Worker-made counters for the case of :meth:`set_case` (:meth:`take_counted`).
     """
 
     image: Any = None
@@ -173,8 +126,7 @@ class ViewerState:
         self.events.uncertainty.emit()
 
     def set_risk(self, risks: dict[int, Any]) -> None:
-        """Store the risk of each structure of the clean prediction
-        (:class:`~napari_segeval.uncertainty.risk.StructureRisk` by label)."""
+        """Store each structure's :class:`~napari_segeval.uncertainty.risk.StructureRisk`."""
         self.risk = {int(k): v for k, v in risks.items()}
         self.events.risk.emit()
 
@@ -187,12 +139,10 @@ class ViewerState:
         counted: dict | None = None,
         attacked_image: Any = None,
     ) -> None:
-        """Choose every layer of a case at once (the results browser's case swap).
+        """Choose every layer of a case at once, with one ``events.reference``.
 
-        Panels hear one ``events.reference`` (on which they re-read the whole
-        case), not one per layer: the Dice panel recounts once, or adopts the
-        ``counted`` counters (condition -> :class:`~napari_segeval.metrics.LiveMetrics`
-        of these very arrays, made in a worker thread; see :meth:`take_counted`).
+        ``counted`` maps a condition to the :class:`~napari_segeval.metrics.LiveMetrics`
+        of these very arrays, made in a worker, for the Dice panel to adopt.
         """
         self.counted = dict(counted or {})
         self.attacked_image = attacked_image
@@ -223,16 +173,12 @@ class ViewerState:
         """:class:`~napari_segeval.io.Geometry` of the case, from layer metadata or scale."""
         from napari_segeval.io import Geometry
 
-        for layer in (self.image, self.reference):
-            if layer is None:
-                continue
-            meta = getattr(layer, "metadata", {}) or {}
-            if meta.get("geometry"):
-                return Geometry.from_dict(meta["geometry"])
+        if geometry := self._meta("geometry"):
+            return Geometry.from_dict(geometry)
         layer = self.reference if self.reference is not None else self.image
         if layer is None:
             return None
-        ndim = layer.ndim - (1 if getattr(layer, "rgb", False) else 0)
+        ndim = _spatial_ndim(layer)
         return Geometry.identity(ndim, tuple(float(s) for s in layer.scale[-ndim:]))
 
     def spacing(self) -> tuple[float, ...] | None:
@@ -240,32 +186,28 @@ class ViewerState:
         g = self.geometry()
         return None if g is None else tuple(g.spacing)
 
+    def _meta(self, key: str) -> Any:
+        """The first non-empty ``metadata[key]`` of the image, then the reference."""
+        for layer in (self.image, self.reference):
+            if value := (getattr(layer, "metadata", None) or {}).get(key):
+                return value
+        return None
+
     def modality(self) -> str:
         """Modality recorded by the reader (``"other"`` when unknown)."""
-        for layer in (self.image, self.reference):
-            meta = getattr(layer, "metadata", None) or {}
-            if meta.get("modality"):
-                return str(meta["modality"])
-        return "other"
+        return str(self._meta("modality") or "other")
 
     def axes(self) -> str:
         """Array axes of the case (``"zyx"``, ``"tyx"``, ``"yx"``, ``"yxc"``, ...)."""
-        for layer in (self.image, self.reference):
-            meta = getattr(layer, "metadata", None) or {}
-            if meta.get("axes"):
-                return str(meta["axes"])
+        if axes := self._meta("axes"):
+            return str(axes)
         layer = self.reference if self.reference is not None else self.image
         if layer is None:
             return ""
         return {2: "yx", 3: "zyx"}.get(layer.ndim, "")
 
     def kind(self) -> str:
-        """``"volume"``, ``"video"``, ``"series"`` (volumes over time, ``tzyx``) or ``"image"``.
-
-        A series (4D NIfTI: cine MR, fMRI, DWI) is neither a video nor a volume:
-        the panels that segment work on one of its volumes (see
-        :data:`SERIES_HINT`).
-        """
+        """``"volume"``, ``"video"``, ``"series"`` (``tzyx``, :data:`SERIES_HINT`), ``"image"``."""
         from napari_segeval.io.case import kind_of_axes
 
         try:
@@ -298,32 +240,12 @@ SERIES_HINT = (
 )
 
 
-#: Viewer -> weak reference to the ViewerState its panels share (see the module docstring).
+#: Viewer -> weak reference to the ViewerState its panels share (both held weakly).
 _SHARED: weakref.WeakKeyDictionary[Any, weakref.ref[ViewerState]] = weakref.WeakKeyDictionary()
 
 
 def shared_state(viewer: Any) -> ViewerState:
-    """The :class:`ViewerState` shared by the panels of ``viewer`` (made on first use).
-
-    Parameters
-    ----------
-    viewer : napari.Viewer
-        Any weak-referenceable, hashable object (napari viewers hash by identity).
-
-    Returns
-    -------
-    ViewerState
-        The same object for every call with one viewer while a panel holds it.
-
-    Examples
-    --------
-    >>> class Viewer:  # stands in for napari.Viewer
-    ...     pass
-    >>> v, w = Viewer(), Viewer()
-    >>> state = shared_state(v)
-    >>> shared_state(v) is state, shared_state(w) is state
-    (True, False)
-    """
+    """The :class:`ViewerState` shared by the panels of ``viewer`` while a panel holds it."""
     ref = _SHARED.get(viewer)
     state = None if ref is None else ref()
     if state is None:
@@ -350,9 +272,14 @@ def structures_of(layer: Any) -> dict[int, str]:
     return unnamed_structures(present_ids(layer.data))
 
 
+def _spatial_ndim(layer: Any) -> int:
+    """The layer's dimensions without an RGB channel axis."""
+    return layer.ndim - (1 if getattr(layer, "rgb", False) else 0)
+
+
 def current_index(viewer: Any, layer: Any) -> int | None:
     """Index along the layer's axis 0 of the slice shown in the viewer (None for 2D layers)."""
-    if layer is None or layer.ndim - (1 if getattr(layer, "rgb", False) else 0) < 3:
+    if layer is None or _spatial_ndim(layer) < 3:
         return None
     world = np.asarray(viewer.dims.point)[-layer.ndim :]
     return round(float(layer.world_to_data(world)[0]))
@@ -360,7 +287,7 @@ def current_index(viewer: Any, layer: Any) -> int | None:
 
 def go_to_index(viewer: Any, layer: Any, index: int) -> None:
     """Show slice/frame ``index`` (along the layer's axis 0) in the viewer."""
-    if layer is None or layer.ndim - (1 if getattr(layer, "rgb", False) else 0) < 3:
+    if layer is None or _spatial_ndim(layer) < 3:
         return
     point = np.zeros(layer.ndim)
     point[0] = index
@@ -369,11 +296,7 @@ def go_to_index(viewer: Any, layer: Any, index: int) -> None:
 
 
 def listen(pairs: Iterable[tuple[Any, Callable[..., Any]]]) -> Callable[[], None]:
-    """Connect each ``(signal, slot)`` pair; returns the function that disconnects them.
-
-    psygnal holds a bound method (or a partial of one) weakly: a panel that is
-    gone stops hearing by itself; the returned function stops a panel that closes.
-    """
+    """Connect each ``(signal, slot)`` pair; returns the function that disconnects them."""
     pairs = list(pairs)
     for signal, slot in pairs:
         signal.connect(slot)

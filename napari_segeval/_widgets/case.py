@@ -1,13 +1,4 @@
-"""The *Case* dock panel: which image and reference layers form the case, their geometry,
-and how the image is displayed (CT window/level or percentile presets).
-
-It picks the layers with the package's one
-:class:`~napari_segeval._widgets._layers.LayerPicker` (image and reference rows)
-and writes them to the viewer's shared
-:class:`~napari_segeval._widgets._state.ViewerState`
-(:func:`~napari_segeval._widgets._state.shared_state`), so the *Evaluate* panel
-of the same viewer sees the same choice, and the other way round.
-"""
+"""The *Case* dock panel: the case's image and reference layers, their geometry, the display."""
 
 from __future__ import annotations
 
@@ -30,18 +21,7 @@ FIELDS = ("modality", "axes", "shape", "spacing", "structures")
 
 
 def describe_layer(layer) -> dict[str, str]:
-    """Text fields describing a layer's geometry as read by napari-segeval.
-
-    Parameters
-    ----------
-    layer : napari.layers.Layer or None
-        A layer opened by our reader (metadata carries geometry) or any layer.
-
-    Returns
-    -------
-    dict of str to str
-        ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
-    """
+    """``modality``, ``axes``, ``shape``, ``spacing`` and ``structures`` of a layer, as text."""
     if layer is None:
         return dict.fromkeys(FIELDS, "-")
     meta = dict(getattr(layer, "metadata", {}) or {})
@@ -61,25 +41,10 @@ def describe_layer(layer) -> dict[str, str]:
 class CaseWidget(QWidget):
     """Pick the image and reference-label layers of the case and show their geometry.
 
-    Parameters
-    ----------
-    napari_viewer : napari.Viewer
-    state : ViewerState, optional
-        The state to write; by default the one the viewer's panels share.
-
-    Attributes
-    ----------
-    state : ViewerState
-    picker : LayerPicker
-        Its ``combos["image"]`` and ``combos["reference"]`` choose the layers.
-    fields : dict of str to QLabel
-        ``modality``, ``axes``, ``shape``, ``spacing``, ``structures``.
-    status : QLabel
-        Whether the reference lines up with the image.
-    display : magicgui.widgets.ComboBox
-        The display presets of the image's modality
-        (:func:`~napari_segeval._widgets.display.presets_for`): what the person sees,
-        never what the model gets. A new image gets the first one.
+    ``state`` is the one given, or the viewer's shared one. ``picker.combos["image"]`` and
+    ``["reference"]`` choose the layers, ``fields`` show :func:`describe_layer`, ``status``
+    whether the reference lines up with the image, and ``display`` the display presets of
+    the image's modality (a new image gets the first).
     """
 
     def __init__(

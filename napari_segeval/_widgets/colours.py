@@ -1,29 +1,4 @@
-"""The viewer's colour language: one definition every layer-making function reads.
-
-Every view (single case, compare, results browser, correction) draws the case's
-layers the same way, so that what a layer is can be told at a glance:
-
-* the **reference** is an outline (napari's Labels ``contour``), never filled;
-* the **clean prediction** is filled;
-* the **attacked prediction** is filled in another colour;
-* the FP/FN overlay marks false positives and false negatives in their own
-  colours (the colours of the negative and positive clicks that would fix them);
-* prompts (boxes) are white.
-
-With one structure in the case the roles have their own colours
-(:data:`ROLE_COLOURS`: reference yellow, clean sky blue, attacked vermillion,
-from the Okabe–Ito palette that colour-blind readers tell apart). With several
-structures each structure has its colour (:data:`STRUCTURE_COLOURS`, by label
-id), the same hue in every layer: the reference outlines it lighter
-(:data:`REFERENCE_TINT`, so its outline stays visible over its own fill), the clean
-prediction fills it, the attacked prediction fills it darker (:data:`ATTACKED_SHADE`).
-
-The looks are plain values (:func:`look`), made into napari's own
-:class:`~napari.utils.colormaps.DirectLabelColormap` by :func:`apply_look`;
-:class:`ColourLanguage` applies them to whichever layers the shared
-:class:`~napari_segeval._widgets._state.ViewerState` names, whenever it names
-new ones. :func:`legend_html` is the dock's legend.
-"""
+"""The viewer's colour language (docs/viewer.md), one definition every layer-making code reads."""
 
 from __future__ import annotations
 
@@ -78,14 +53,8 @@ DISAGREEMENT_COLOURS = {"lost": "#ff5030", "gained": "#30d0ff", "changed": "#ffd
 class Look:
     """How one Labels layer is drawn.
 
-    Attributes
-    ----------
-    colours : dict
-        Label id -> ``#rrggbb``; the key ``None`` colours every other id (napari's
-        :class:`~napari.utils.colormaps.DirectLabelColormap` convention). The
-        background (0) is transparent.
-    contour : int
-        napari's ``contour`` width: 0 fills, more draws an outline that wide.
+    ``colours`` maps a label id to ``#rrggbb``, ``None`` every other id (the background is
+    transparent); ``contour`` is napari's: 0 fills, more draws an outline that wide.
     """
 
     colours: dict[int | None, str]
@@ -121,28 +90,12 @@ def tint(colour: str, amount: float) -> str:
 
 
 def several(structures: Mapping[int, str]) -> bool:
-    """True when the case names more than one structure (per-structure colours).
-
-    Examples
-    --------
-    >>> several({1: "liver"}), several({1: "liver", 2: "spleen"})
-    (False, True)
-    """
+    """True when the case names more than one structure (per-structure colours)."""
     return len(structures) > 1
 
 
 def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEAN) -> str:
-    """Colour of structure ``label`` in the layer of ``role``.
-
-    Examples
-    --------
-    >>> structure_colour(1, {1: "tumour"}, "reference")
-    '#f0e442'
-    >>> structure_colour(2, {1: "liver", 2: "spleen"}, "reference")
-    '#f8c695'
-    >>> structure_colour(2, {1: "liver", 2: "spleen"}, "attacked")
-    '#854e17'
-    """
+    """Colour of structure ``label`` in the layer of ``role``."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     if not several(structures):
@@ -156,15 +109,7 @@ def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEA
 
 
 def look(role: str, structures: Mapping[int, str]) -> Look:
-    """The :class:`Look` of the layer of ``role`` in a case of ``structures``.
-
-    Examples
-    --------
-    >>> look("reference", {1: "tumour"})
-    Look(colours={None: '#f0e442'}, contour=1)
-    >>> look("clean", {1: "liver", 2: "spleen"}).colours
-    {1: '#4e79a7', 2: '#f28e2b', None: '#bbbbbb'}
-    """
+    """The :class:`Look` of the layer of ``role`` in a case of ``structures``."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
     contour = REFERENCE_CONTOUR if role == "reference" else 0
@@ -185,25 +130,14 @@ def colormap(role: str, structures: Mapping[int, str]) -> Any:
 
 
 def apply_look(layer: Any, role: str, structures: Mapping[int, str]) -> None:
-    """Draw the Labels ``layer`` as ``role`` (its colormap, and the reference's outline).
-
-    A prediction's ``contour`` is left as it is (the *Outlines* option sets it).
-    """
+    """Draw the Labels ``layer`` as ``role`` (a prediction's ``contour`` is the user's)."""
     layer.colormap = colormap(role, structures)
     if role == "reference":
         layer.contour = REFERENCE_CONTOUR
 
 
 def reference_name(name: str) -> str:
-    """The name a layer gets once it is the case's reference.
-
-    Examples
-    --------
-    >>> reference_name("lung2.nii.gz [1]")
-    'reference (lung2)'
-    >>> reference_name("ct reference")
-    'ct reference'
-    """
+    """The name a layer gets once it is the case's reference."""
     if "reference" in name.lower():
         return name
     base = name.split(" [")[0]
@@ -220,16 +154,7 @@ def _swatch(colour: str, text: str, outline: bool = False) -> str:
 
 
 def legend_html(structures: Mapping[int, str]) -> str:
-    """The legend of the colour language for a case of ``structures`` (Qt rich text,
-    two lines).
-
-    Examples
-    --------
-    >>> "#56b4e9" in legend_html({1: "tumour"})
-    True
-    >>> "spleen" in legend_html({1: "liver", 2: "spleen"})
-    True
-    """
+    """The two-line legend (Qt rich text) of the colour language for ``structures``."""
     gap = " &nbsp; "
     errors = gap.join(
         [
@@ -257,11 +182,8 @@ def legend_html(structures: Mapping[int, str]) -> str:
 class ColourLanguage:
     """Keeps the case's Labels layers drawn in the colour language.
 
-    Whenever the shared state names a new reference or prediction layer (or a
-    whole new case), that layer is drawn as its role (:func:`apply_look`), the
-    reference is renamed as one (:func:`reference_name`) and moved above the
-    predictions, so its outline is never hidden under a fill. Nothing else of a
-    layer (opacity, visibility) is touched.
+    Each layer the state names is drawn as its role; the reference is renamed as one
+    and kept above the predictions, so its outline is never hidden under a fill.
     """
 
     def __init__(self, viewer: Any, state: Any) -> None:

@@ -1,18 +1,8 @@
 """``segeval demo``: the CT sample, a liver box, propagation, an attack, the Dice panel.
 
-Runs the same panels a person uses, chaining their worker jobs: the *Case* and
-*Evaluate* panels are docked as napari docks them, sharing the viewer's state.
-With a screenshot path it saves the window once everything is filled and closes.
-With ``compare=True`` it ends in compare mode (reference, clean and attacked
-predictions in three linked views) with the disagreement layer on the main canvas.
-With ``correct=True`` (no attack) it corrects the liver as a person would: on the
-largest slice of it that the prediction gets badly wrong
-(:func:`napari_segeval.metrics.largest_failing_slice`),
-the prompt of the ``interactive`` protocol's rule on that slice
-(:func:`~napari_segeval.prompts.next_correction` given the slice: a click deep inside
-the larger error, a box from the reference when the model takes no clicks), drawn in
-the Prompt tab's layers, then *Re-propagate*; it ends on that slice with the Prompt
-tab showing the prompts and how Dice moved.
+It runs the panels a person uses, chaining their jobs. ``compare=True`` ends in compare
+mode; ``correct=True`` (no attack) corrects the liver on its largest badly wrong slice
+with the ``interactive`` protocol's prompt rule, then *Re-propagate*.
 """
 
 from __future__ import annotations
@@ -204,8 +194,31 @@ class DemoRun:
     @property
     def settled(self) -> bool:
         """Everything ran and the surface metrics are in."""
-        d = self.widget.dice
-        return self.finished and not d.surface_runner.running and not d._surface_timer.isActive()
+        return self.finished and _surface_in(self.widget.dice)
+
+
+def _surface_in(dice: Any) -> bool:
+    """The Dice panel's surface metrics are in (none running or due)."""
+    return not dice.surface_runner.running and not dice._surface_timer.isActive()
+
+
+def _wait(done: Any, ms: int = 100) -> None:
+    """Run Qt's event loop until ``done()``, checked every ``ms`` milliseconds."""
+    from qtpy.QtCore import QEventLoop, QTimer
+
+    loop, timer = QEventLoop(), QTimer()
+    timer.setInterval(ms)
+    timer.timeout.connect(lambda: loop.quit() if done() else None)
+    timer.start()
+    loop.exec_()
+    timer.stop()
+
+
+def _screenshot(viewer: Any, screenshot: str | Path) -> Path:
+    """Save the whole window to ``screenshot``."""
+    path = Path(screenshot)
+    viewer.screenshot(path=str(path), canvas_only=False, flash=False)
+    return path
 
 
 def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
@@ -217,7 +230,6 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
         When propagation or the attack fails (the message says why).
     """
     import napari
-    from qtpy.QtCore import QEventLoop, QTimer
 
     from napari_segeval._errors import SegEvalError
 
@@ -228,26 +240,16 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
     if screenshot is None:
         napari.run()
         return None
-    loop = QEventLoop()
-    timer = QTimer()
-    timer.setInterval(100)
-    timer.timeout.connect(lambda: loop.quit() if demo.settled or demo.error else None)
-    timer.start()
-    loop.exec_()
-    timer.stop()
+    _wait(lambda: demo.settled or demo.error)
     try:
         if demo.error:
             raise SegEvalError(f"demo failed in {demo.error}")
         view = demo.widget.display.view
         if view is not None:  # let the dock take its size, then fit the case in every view
-            QTimer.singleShot(300, loop.quit)
-            loop.exec_()
+            _wait(lambda: True, 300)
             view.fit()
-            QTimer.singleShot(300, loop.quit)
-            loop.exec_()
-        path = Path(screenshot)
-        viewer.screenshot(path=str(path), canvas_only=False, flash=False)
-        return path
+            _wait(lambda: True, 300)
+        return _screenshot(viewer, screenshot)
     finally:
         viewer.close()
 
@@ -255,8 +257,7 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
 def show_results(viewer: Any, results: str | Path) -> Any:
     """Dock the *Results* and *Evaluate* panels, open ``results`` and select its worst row.
 
-    Returns the Results panel; its job runs in the background (wait for
-    ``panel.loaded`` before looking at the layers).
+    Returns the Results panel; wait for ``panel.loaded`` before looking at the layers.
     """
     from napari_segeval._widgets.results.panel import ResultsPanel
 
@@ -283,8 +284,9 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
     SegEvalError
         When the folder cannot be opened or its worst case cannot be loaded.
     """
+    import time
+
     import napari
-    from qtpy.QtCore import QEventLoop, QTimer
 
     from napari_segeval._errors import SegEvalError
 
@@ -294,10 +296,6 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
     if screenshot is None:
         napari.run()
         return None
-    dice = panel.evaluate.dice
-
-    import time
-
     deadline = time.monotonic() + 600
 
     def settled() -> bool:
@@ -305,26 +303,13 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
             return True
         if panel.runner.running:
             return False
-        if panel.runner.last_error:
-            return True
-        return (
-            panel.loaded is not None
-            and not dice.surface_runner.running
-            and not dice._surface_timer.isActive()
-        )
+        shown = panel.loaded is not None and _surface_in(panel.evaluate.dice)
+        return bool(panel.runner.last_error) or shown
 
-    loop = QEventLoop()
-    timer = QTimer()
-    timer.setInterval(100)
-    timer.timeout.connect(lambda: loop.quit() if settled() else None)
-    timer.start()
-    loop.exec_()
-    timer.stop()
+    _wait(settled)
     try:
         if panel.runner.last_error or panel.loaded is None:
             raise SegEvalError(f"{results}: {panel.runner.last_error or 'nothing to show'}")
-        path = Path(screenshot)
-        viewer.screenshot(path=str(path), canvas_only=False, flash=False)
-        return path
+        return _screenshot(viewer, screenshot)
     finally:
         viewer.close()

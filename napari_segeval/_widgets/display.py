@@ -1,19 +1,6 @@
-"""Display presets: what a person sees of the image (its layer's contrast limits).
+"""Display presets: what a person sees of the image (its layer's contrast limits), not the model.
 
-Independent of what the model sees (its input preprocessing, the Prompt tab's
-*model input window*): a preset only sets the napari Image layer's
-``contrast_limits``.
-
-* CT gets the radiologists' window/level presets (:data:`CT_DISPLAY_WINDOWS`,
-  ``(level, width)`` in HU): those the model preprocessing knows
-  (:data:`napari_segeval.inference.windowing.CT_WINDOWS`: abdomen, lung, brain,
-  mediastinum), plus liver and bone;
-* MR and every other modality get percentile windows over the non-zero voxels
-  (:data:`PERCENTILE_WINDOWS`), robust to a few bright voxels and to the zero
-  background of a skull-stripped or masked scan;
-* *full range* (minimum to maximum) is napari's own default, kept as a choice.
-
-The first preset of :func:`presets_for` is the one a new image gets.
+CT gets window/level presets in HU, other modalities percentiles of the non-zero voxels.
 """
 
 from __future__ import annotations
@@ -67,8 +54,6 @@ class DisplayPreset:
 
         Examples
         --------
-        >>> DisplayPreset("lung", window=(-600.0, 1500.0)).limits(np.zeros(3))
-        (-1350.0, 150.0)
         >>> DisplayPreset("p", percentiles=(0.0, 100.0)).limits(np.array([0, 5, 10, 20]))
         (5.0, 20.0)
         """
@@ -103,8 +88,7 @@ def _finite_range(data: np.ndarray) -> tuple[float, float]:
 def percentile_limits(data: np.ndarray, low: float, high: float) -> tuple[float, float]:
     """Percentiles ``low`` and ``high`` (in %) of the non-zero finite voxels of ``data``.
 
-    A large array is sampled with an even stride (at most :data:`MAX_SAMPLES`
-    voxels). An image with no non-zero voxel gets ``(0, 1)``.
+    Sampled with an even stride beyond :data:`MAX_SAMPLES` voxels; ``(0, 1)`` with none.
 
     Examples
     --------
@@ -127,8 +111,6 @@ def presets_for(modality: str) -> tuple[DisplayPreset, ...]:
 
     Examples
     --------
-    >>> [p.name for p in presets_for("CT")][:2]
-    ['abdomen W400 L40', 'liver W150 L30']
     >>> [p.name for p in presets_for("MR")]
     ['0.5-99.5 %', '1-99 %', '2-98 %', 'full range']
     """

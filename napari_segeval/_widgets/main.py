@@ -1,10 +1,4 @@
-"""The main napari-segeval dock widget: layer choice and its panels on tabs.
-
-Its panels share one :class:`~napari_segeval._widgets._state.ViewerState`: the
-one passed in, or by default the viewer's
-(:func:`~napari_segeval._widgets._state.shared_state`), which the *Case* panel
-of the same viewer uses too.
-"""
+"""The main napari-segeval dock widget: layer choice and its panels on tabs."""
 
 from __future__ import annotations
 
@@ -24,16 +18,7 @@ from napari_segeval._widgets.prompt.panel import PromptPanel
 
 
 class SegEvalWidget(QWidget):
-    """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export.
-
-    Attributes
-    ----------
-    state : ViewerState
-    picker : LayerPicker
-    display : CompareBar
-        Compare mode, disagreement layer and outline options.
-    dice, segment, prompt, attack, export : the panels
-    """
+    """Layer picker above tabs: Dice, Segment, Prompt & propagate, Attack, Export."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
@@ -51,17 +36,13 @@ class SegEvalWidget(QWidget):
         self.display = CompareBar(napari_viewer, self.state)
         in_box.addWidget(self.display)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.dice, "Dice")
-        self.tabs.addTab(self.segment, "Segment")
-        self.tabs.addTab(self.prompt, "Prompt")
-        self.tabs.addTab(self.attack, "Attack")
-        self.tabs.addTab(self.export, "Export")
+        for tab in ("dice", "segment", "prompt", "attack", "export"):
+            self.tabs.addTab(getattr(self, tab), tab.capitalize())
         layout = QVBoxLayout(self)
         layout.addWidget(box)
         layout.addWidget(self.tabs, 1)
-        self.segment.runner.job_done.connect(self._job_done)
-        self.prompt.runner.job_done.connect(self._job_done)
-        self.attack.runner.job_done.connect(self._job_done)
+        for panel in (self.segment, self.prompt, self.attack):
+            panel.runner.job_done.connect(self._job_done)
 
     def _job_done(self, name: str, outcome: str) -> None:
         # a correction keeps the Prompt tab in front (its status line says how Dice moved)

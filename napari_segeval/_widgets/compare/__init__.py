@@ -1,4 +1,1 @@
-"""Compare mode: clean and attacked side by side (:mod:`~napari_segeval._widgets.compare.view`).
-
-Importing this package imports nothing.
-"""
+"""Compare mode: clean and attacked side by side. Importing this package imports nothing."""

@@ -1,31 +1,7 @@
 """Compare mode: clean and attacked side by side in three canvases linked to the viewer.
 
-napari's grid mode puts every layer in its own cell, so it cannot show *image +
-reference* next to *image + prediction*. Compare mode instead docks three extra
-canvases (each a :class:`napari.components.ViewerModel` drawn by a
-:class:`napari.qt.QtViewer` (public API), the pattern of napari's "multiple viewer
-widget" example) under the main canvas:
-
-(a) image + reference, (b) image + clean prediction, (c) attacked image +
-attacked prediction. For a results folder of several models the two prediction
-views show the pair the results browser chose, model A's prediction against
-model B's, titled with their names (:func:`pane_title`).
-
-Linking
--------
-The slice (``dims.point``, ``ndisplay``, ``order``), the camera (``center``,
-``zoom``, ``angles``) and the cursor position of the main viewer and of the
-three views are linked both ways: a change in any of them is copied to the
-others, under a guard so that the copies do not echo back.
-
-The layers of the views mirror the main viewer's layers: they share the data
-arrays, follow data replacement, paint strokes, colormaps, contrast limits,
-opacity and the outline (``contour``) setting; Labels also follow visibility
-(images always show, because the attacked image usually is hidden in the main
-viewer). The views are read-only: edits are made in the main canvas. When the
-case's layers change (:class:`~napari_segeval._widgets._state.ViewerState`),
-the views are rebuilt. :meth:`CompareView.close` disconnects every link and
-closes the canvases.
+napari's grid mode cannot show *image + reference* beside *image + prediction*; these
+``ViewerModel`` canvases mirror the main layers read-only, linked both ways.
 """
 
 from __future__ import annotations
@@ -38,7 +14,7 @@ from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
-from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets.jobs.worker import run_guarded, show_info
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
 
 #: The three views: key, title.
@@ -66,8 +42,7 @@ FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blend
 
 
 def _signature(layers: list) -> list:
-    """What a pane's mirror depends on beyond the events it follows: each source layer
-    (the object itself), its data's shape and its world placement."""
+    """What a pane's mirror depends on beyond the events it follows (layers, shapes, placement)."""
     return [
         (id(ly), ly, getattr(ly.data, "shape", None), tuple(ly.scale), tuple(ly.translate))
         for ly in layers
@@ -75,11 +50,7 @@ def _signature(layers: list) -> list:
 
 
 def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
-    """Title of a view: its prediction's name when it is one of several models'.
-
-    The results browser names the prediction of a layer in ``metadata["prediction"]``
-    (a :class:`~napari_segeval.evaluation.keys.PredictionKey`); in a run of several
-    models it names a model (``"clean @ threshold"``) and the views say which.
+    """Title of a view: its prediction's name (``metadata["prediction"]``) when it names a model.
 
     Examples
     --------
@@ -108,13 +79,10 @@ def pane_title(key: str, layer: Any, has_attacked_image: bool) -> str:
 
 
 def attacked_image(viewer: Any, state: ViewerState) -> Any:
-    """The attacked (perturbed) image layer of the case, or None.
+    """The attacked image layer: ``state.attacked_image`` while in the viewer, or None.
 
-    The one the *Attack* panel or the results browser made
-    (``state.attacked_image``) while it is in the viewer; else, for layers a
-    person opened, the last Image layer of the image's shape named like theirs
-    (``"... attacked (...)"``, ``"... perturbed (...)"``; the perturbation itself is
-    not an image to look at).
+    Else the last Image layer of the image's shape named ``attacked`` or ``perturbed``
+    (not ``perturbation``), for layers a person opened.
     """
     from napari.layers import Image
 
@@ -152,22 +120,8 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
 class CompareView(QWidget):
     """Three linked canvases showing reference, clean and attacked predictions.
 
-    Parameters
-    ----------
-    viewer : napari.Viewer
-        The main viewer (its window receives the dock).
-    state : ViewerState
-        Which layers form the case.
-    area : str
-        Dock area of the views (``"bottom"`` puts them side by side under the
-        main canvas).
-
-    Attributes
-    ----------
-    models : dict of str to napari.components.ViewerModel
-        The views' viewer models, keyed ``"reference"``, ``"clean"``, ``"attacked"``.
-    sources : dict of str to list of layers
-        The main viewer's layers each view mirrors.
+    Docked in ``viewer``'s window at ``area``. ``models`` holds the views' viewer models,
+    keyed as :data:`PANES`; ``sources`` the main viewer's layers each view mirrors.
     """
 
     def __init__(self, viewer: Any, state: ViewerState, area: str = "bottom") -> None:
@@ -259,10 +213,8 @@ class CompareView(QWidget):
     def rebuild(self) -> None:
         """Mirror the case's current layers into the three views and align them.
 
-        A pane whose source layers are the same objects as before keeps its mirrored
-        layers (they follow their sources already): emptying a napari view runs a full
-        garbage collection (napari's canvas does on every batch of removals), a freeze of
-        about half a second each with torch loaded, so only the panes that changed pay it.
+        Only panes whose sources changed are refilled: emptying a napari view runs a full
+        garbage collection (about half a second with torch loaded).
         """
         for key, layers in self._pane_sources().items():
             present = [ly for ly in layers if ly is not None and ly in self.viewer.layers]
@@ -402,18 +354,10 @@ class CompareView(QWidget):
 
 
 class CompareBar(QWidget):
-    """The Evaluate widget's display options: compare mode, disagreement, outlines, and
-    the legend of the colour language (:mod:`~napari_segeval._widgets.colours`), which
-    it keeps the case's layers drawn in.
+    """The Evaluate widget's display options: compare mode, disagreement, outlines, legend.
 
-    Attributes
-    ----------
-    compare, disagreement, outlines : QCheckBox
-    legend : QLabel
-    colours : ColourLanguage
-    view : CompareView or None
-        The open compare views.
-    overlay : DisagreementOverlay
+    Its :class:`ColourLanguage` keeps the case's layers drawn; ``view`` is the open
+    :class:`CompareView` or None.
     """
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
@@ -484,8 +428,6 @@ class CompareBar(QWidget):
             return None
         layer = self.overlay.show()
         if layer is None:
-            from napari.utils.notifications import show_info
-
             show_info("disagreement needs a clean and an attacked prediction of one shape")
             self.disagreement.setChecked(False)
         return layer

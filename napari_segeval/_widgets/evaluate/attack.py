@@ -1,17 +1,12 @@
-"""The *Attack* panel: attack the model of the clean prediction, compare clean vs attacked.
+"""The *Attack* panel: attack the model of the clean prediction (or one chosen), compare.
 
-Attacks whichever model produced the clean prediction (``ViewerState.model``): a
-promptable model with the prompt sets of the last propagation (*Prompt* tab), a
-dense model through its sliding window (*Segment* tab), as ``segeval attack``
-does - or the promptable model chosen in the panel's
-:class:`~napari_segeval._widgets.models.picker.ModelPicker`, with the prompts of the
-last propagation: its clean prediction then becomes the clean one. Epsilon is set in
-the model's normalized input units (``--eps``) and shown in raw units (HU, grey
-levels) through the model's normalization (:func:`napari_segeval.attacks.eps_to_raw`).
+Epsilon is in normalized units (``--eps``), shown in raw units too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -129,44 +124,31 @@ class AttackPanel(QWidget):
         if self.state.kind() == "series":
             raise ValueError(SERIES_HINT)
         image, name = self.state.image, self.attack.value
-        needs = [] if image is None else [image]
+        budget = (name, float(self.eps.value), int(self.steps.value))
+        start = partial(self.runner.start, "attack", needs=[] if image is None else [image])
         chosen = self.picker.choice()
         if chosen[0]:
-            return self._run_chosen(chosen, case, image, name, needs)
+            return self._run_chosen(chosen, case, image, budget, start)
+
+        def done(result: Any) -> None:
+            self._done(result, image, name)
+
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
-            return self.runner.start(
-                "attack",
-                attack_dense,
-                self.state.model,
-                case,
-                name,
-                float(self.eps.value),
-                int(self.steps.value),
-                needs=needs,
-                on_done=lambda result: self._done(result, image, name),
-            )
+            return start(attack_dense, self.state.model, case, *budget, on_done=done)
         if self.state.model is None or not self.state.prompts:
             raise ValueError(
                 "run propagation first (or segment with a dense model): the "
                 "attack uses the model of the clean prediction"
             )
-        return self.runner.start(
-            "attack",
-            attack,
-            self.state.model,
-            case,
-            dict(self.state.prompts),
-            name,
-            float(self.eps.value),
-            int(self.steps.value),
-            window=self.state.window,
-            needs=needs,
-            on_done=lambda result: self._done(result, image, name),
-        )
+        prompts = dict(self.state.prompts)
+        model, window = self.state.model, self.state.window
+        return start(attack, model, case, prompts, *budget, window=window, on_done=done)
 
-    def _run_chosen(self, chosen: tuple, case: Any, image: Any, name: str, needs: list) -> Any:
+    def _run_chosen(
+        self, chosen: tuple, case: Any, image: Any, budget: tuple, start: Callable[..., Any]
+    ) -> Any:
         """Attack the model chosen in the picker with the prompts of the last propagation."""
         self.picker.require()
         if not self.state.prompts:
@@ -177,19 +159,15 @@ class AttackPanel(QWidget):
         spec = (*chosen, "auto")
         model = self.state.model
         cached = (spec, model) if model is not None and self.state.model_key == spec else None
-        return self.runner.start(
-            "attack",
+        return start(
             attack_with,
             spec,
             cached,
             case,
             dict(self.state.prompts),
-            name,
-            float(self.eps.value),
-            int(self.steps.value),
+            *budget,
             window=self.state.window,
-            needs=needs,
-            on_done=lambda out: self._chosen_done(out, spec, image, name),
+            on_done=lambda out: self._chosen_done(out, spec, image, budget[0]),
         )
 
     def _chosen_done(self, out: tuple, spec: tuple, image: Any, attack_name: str) -> None:

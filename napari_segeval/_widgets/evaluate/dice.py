@@ -1,18 +1,4 @@
-"""The *Dice* panel: per-structure metrics, clean vs attacked, kept live while editing.
-
-Overlap metrics (Dice, IoU, precision, recall, volume) come from
-:class:`~napari_segeval.metrics.LiveMetrics`: a paint stroke in a prediction or
-the reference layer (``Labels.events.paint``, whose ``value`` lists the edit's
-history atoms) is mapped to the slices it touched
-(:func:`~napari_segeval._widgets.overlays.arrays.touched_slices`) and only those are recounted.
-Surface metrics (HD95, NSD) follow on a worker thread, debounced. After the
-Uncertainty action (Prompt panel) an ``Unc.`` column beside Dice shows each
-structure's uncertainty score (the mean normalised entropy of the prompt-jitter
-samples over the structure and its boundary band). The per-slice plot draws the
-estimated risk of failure of the selected structure when the case has one
-(``ViewerState.risk``: a results folder's, or the Prompt tab's propagation's): beside the
-Dice curves, or alone for a case without a reference.
-"""
+"""The *Dice* panel: per-structure metrics, clean vs attacked, kept live while editing."""
 
 from __future__ import annotations
 
@@ -52,6 +38,7 @@ from napari_segeval._widgets.overlays.arrays import (
     slice_extent,
     slice_kinds,
     touched_slices,
+    union,
 )
 from napari_segeval.metrics.catalog import METRICS, UNCERTAINTY
 
@@ -242,21 +229,9 @@ class DicePanel(QWidget):
         n = ref.data.shape[0] if ref is not None else 0
         region = touched_slices(getattr(event, "value", None) or [], n)
         targets = list(self.live) if key == "reference" else [key]
-        for cond in targets:
-            if cond not in self.live:
-                continue
-            if cond not in self._pending:
-                self._pending[cond] = region
-                continue
-            old = self._pending[cond]
-            if old is None or region is None:
-                self._pending[cond] = None
-            elif region.stop > region.start:
-                self._pending[cond] = (
-                    region
-                    if old.stop <= old.start
-                    else slice(min(old.start, region.start), max(old.stop, region.stop))
-                )
+        for cond in (c for c in targets if c in self.live):
+            pending = self._pending
+            pending[cond] = union(pending[cond], region) if cond in pending else region
         # napari emits `paint` before writing some edits (data_setitem): count after it returns
         self._flush_timer.start()
 
@@ -304,12 +279,7 @@ class DicePanel(QWidget):
         self.refresh_plot()
 
     def _in_play(self, records: list[dict]) -> list[dict]:
-        """Rows of structures some prediction has segmented since the layers were bound.
-
-        A structure nobody prompted would otherwise show as a red Dice of 0; once a
-        structure has been predicted its row stays, even if it is erased again. With
-        no prediction at all every structure is listed.
-        """
+        """Rows of structures some prediction has segmented since binding (all with none)."""
         for rec in records:
             conds = [rec[CLEAN]] + ([rec["attacked"]] if rec["attacked"] else [])
             if any(c.get("volume_pred_ml", 0) > 0 for c in conds):
@@ -407,8 +377,7 @@ class DicePanel(QWidget):
         return {cond: live.per_slice_dice(int(label)) for cond, live in self.live.items()}
 
     def refresh_plot(self) -> None:
-        """Redraw the per-slice plot for the current structure: its extent with a margin,
-        missed and false-positive slices, the prompted slices and the chain's ends."""
+        """Redraw the per-slice plot of the current structure (extent, kinds, prompts, chain)."""
         if self.state.kind() == "image":
             return
         label = self.state.current
@@ -434,8 +403,7 @@ class DicePanel(QWidget):
         self._on_step()
 
     def _plot_risk(self, label: int | None, counted: bool) -> None:
-        """The risk curve of the current structure (``state.risk``) and its quality stops;
-        without Dice curves (``counted`` False) the plot spans the slices it describes."""
+        """The current structure's risk curve and quality stops (spanning them without Dice)."""
         risk = self.state.risk.get(int(label)) if label is not None else None
         layer = self._layer_for_axis0()
         if risk is None or not risk.slices or layer is None or layer.ndim < 3:
@@ -474,11 +442,7 @@ class DicePanel(QWidget):
         go_to_index(self.viewer, self._layer_for_axis0(), index)
 
     def go_to_worst(self) -> int | None:
-        """Jump to the worst slice of the current structure (clean first, else attacked).
-
-        The rule is :func:`napari_segeval.metrics.worst_slice_from_counts`'s (lowest
-        Dice, ties: most wrong voxels), the one the Results panel uses too.
-        """
+        """Jump to the structure's worst slice (clean first) (``worst_slice_from_counts``)."""
         from napari_segeval.metrics import worst_slice_from_counts
 
         label = self.state.current

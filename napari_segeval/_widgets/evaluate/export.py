@@ -1,7 +1,4 @@
-"""The *Export* panel: predictions with the source geometry, the metrics table, a screenshot.
-
-Nothing is overwritten without a yes from the person (a question box).
-"""
+"""The *Export* panel: predictions with the source geometry, the metrics table, a screenshot."""
 
 from __future__ import annotations
 
@@ -12,13 +9,7 @@ from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import (
-    QFileDialog,
-    QLabel,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QFileDialog, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._widgets._form import form
@@ -62,18 +53,18 @@ class ExportPanel(QWidget):
         self.state = state if state is not None else shared_state(napari_viewer)
         self.records = records or (list)
         self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
-        save_pred = QPushButton("Save prediction...")
-        save_pred.clicked.connect(lambda: self._ask(LABEL_FILTER, self.save_prediction))
-        save_csv = QPushButton("Save metrics CSV...")
-        save_csv.clicked.connect(lambda: self._ask("CSV (*.csv)", self.save_metrics))
-        save_png = QPushButton("Save screenshot...")
-        save_png.clicked.connect(lambda: self._ask("PNG (*.png)", self.save_screenshot))
         self.status = QLabel("")
         self.status.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(form(self.condition))
-        for b in (save_pred, save_csv, save_png):
-            layout.addWidget(b)
+        for text, filter_, action in (
+            ("Save prediction...", LABEL_FILTER, self.save_prediction),
+            ("Save metrics CSV...", "CSV (*.csv)", self.save_metrics),
+            ("Save screenshot...", "PNG (*.png)", self.save_screenshot),
+        ):
+            button = QPushButton(text)
+            button.clicked.connect(lambda _=False, f=filter_, a=action: self._ask(f, a))
+            layout.addWidget(button)
         layout.addWidget(self.status)
         layout.addStretch(1)
 

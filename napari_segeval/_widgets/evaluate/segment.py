@@ -1,14 +1,4 @@
-"""The *Segment* panel: dense (prompt-free) segmentation of the case's volume.
-
-The models are those of ``segeval segment``, loaded through the model registry
-(:func:`napari_segeval.models.registry.load_dense`): the built-in CT U-Net, an
-nnU-Net v2 results folder (extra ``nnunet``: without it the job fails with a
-notification naming the extra), a TorchScript file (it runs code, so only with
-the *trust TorchScript* box ticked, as ``--trust-torchscript``) or a weights
-file of the built-in U-Net. The prediction becomes the clean prediction (a
-Labels layer with the reference's colours) and the model is remembered as the
-one that produced it, so the *Attack* tab attacks it.
-"""
+"""The *Segment* panel: dense segmentation of the volume with the models of ``segeval segment``."""
 
 from __future__ import annotations
 

@@ -1,20 +1,4 @@
-"""A light per-slice Dice plot drawn with QPainter; a click picks a slice.
-
-It spans the structure's extent with a margin (:meth:`SlicePlot.set_range`), not
-the whole volume, with titled axes. Slices where the reference has the structure
-and the prediction has none (*missed*) are marked under the axis in the false
-negatives' colour, slices with a prediction and no reference (*false positive*)
-in the false positives' colour (:mod:`~napari_segeval._widgets.colours`): both
-have Dice 0, which the curve alone does not tell apart. The prompted slices
-(dashed, white) and the ends of the propagated chain (solid ticks in the
-prediction's colour) are marked (:meth:`SlicePlot.set_marks`).
-
-The estimated risk of failure per slice (:meth:`SlicePlot.set_risk`: no reference
-needed) is a dashed curve in :data:`~napari_segeval._widgets.colours.RISK_COLOUR` on
-the same 0..1 axis, beside the Dice curves when there is a reference and alone when
-there is none; where the model stopped a walk on its own judgement (a *quality stop*)
-a dotted line in the same colour says "stop". A legend names what is drawn.
-"""
+"""A light per-slice Dice (and risk) plot drawn with QPainter; a click picks a slice."""
 
 from __future__ import annotations
 
@@ -41,24 +25,11 @@ Y_TITLE = "Dice"
 class SlicePlot(QWidget):
     """Per-slice Dice (0..1) of one structure for each condition, slice index on x.
 
-    ``slice_clicked(int)`` is emitted with the slice under a mouse click.
-
-    Attributes
-    ----------
-    series : dict of str to numpy.ndarray
-        Per-slice Dice by condition (NaN: the structure is absent from both maps).
-    lo, hi : int
-        First and last slice shown.
-    missed, false_positive : numpy.ndarray of bool
-        Slices marked as missed (reference, no prediction) and as false positive.
-    prompts : tuple of int
-        Prompted slices.
-    ends : (int, int) or None
-        First and last slice of the propagated chain.
-    risk : numpy.ndarray
-        Estimated risk of failure per slice (NaN: not estimated); empty: none.
-    stops : tuple of int
-        Slices where the model stopped a walk (quality stops).
+    ``slice_clicked(int)`` is emitted with the slice under a mouse click. ``series`` holds the
+    per-slice Dice by condition (NaN: absent from both maps), ``lo``/``hi`` the slices shown,
+    ``missed``/``false_positive`` the marked slices, ``prompts`` the prompted slices, ``ends``
+    the propagated chain's, ``risk`` the risk per slice (NaN: not estimated; empty: none) and
+    ``stops`` the quality stops.
     """
 
     slice_clicked = Signal(int)
@@ -93,8 +64,7 @@ class SlicePlot(QWidget):
     def set_series(
         self, series: dict[str, np.ndarray], colours: dict[str, str] | None = None
     ) -> None:
-        """Replace the curves (``{condition: per-slice Dice}``, NaN = structure absent);
-        ``colours``: a colour per condition (default :data:`SERIES_COLOURS`)."""
+        """Replace the curves (``{condition: per-slice Dice}``) and their ``colours``."""
         self.series = {k: np.asarray(v, float) for k, v in series.items()}
         self.colours = dict(SERIES_COLOURS)
         self.colours.update({k: QColor(v) for k, v in (colours or {}).items()})
@@ -106,9 +76,10 @@ class SlicePlot(QWidget):
         self.update()
 
     def set_risk(self, risk: np.ndarray | None, stops: tuple[int, ...] = ()) -> None:
-        """Draw the risk per slice (``risk``, NaN where not estimated; None: no curve) and
-        mark the quality ``stops``. Call it after :meth:`set_series`; without Dice
-        curves the risk sets the number of slices."""
+        """Draw the risk per slice (NaN: not estimated; None: no curve), mark the quality ``stops``.
+
+        Call it after :meth:`set_series`; without Dice curves the risk sets the number of slices.
+        """
         self.risk = np.zeros(0) if risk is None else np.asarray(risk, float)
         self.stops = tuple(int(i) for i in stops) if risk is not None else ()
         if not self.series:

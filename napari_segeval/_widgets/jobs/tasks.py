@@ -1,13 +1,4 @@
-"""Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls.
-
-The jobs of *Prompt & propagate* (propagation and re-propagation through a
-correction session, uncertainty), *Segment*, *Attack* and the *Dice* tab's surface
-metrics, and the choices those tabs offer (backends, devices, dense model sources,
-what a model takes: :func:`capability`). Each job takes ``progress`` and
-``cancel`` keywords and runs in a :class:`~napari_segeval._widgets.jobs.worker.JobRunner`
-thread. The *Results* panel's jobs are in
-:mod:`~napari_segeval._widgets.results.tasks`.
-"""
+"""Worker side of the *Evaluate* panel's tabs (no Qt): plain functions over core calls."""
 
 from __future__ import annotations
 
@@ -34,7 +25,7 @@ def surface_rows(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> dict[str, list[dict]]:
-    """``{condition: structure_table rows with surface metrics}`` for each (reference, prediction)."""
+    """``{condition: structure_table rows with surface metrics}`` per (reference, prediction)."""
     from napari_segeval.metrics import structure_table
 
     out: dict[str, list[dict]] = {}
@@ -57,10 +48,7 @@ def load_model(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> Any:
-    """Load a promptable model by its registry (or catalogue) name and optional checkpoint.
-
-    The panels carry the name (:meth:`ModelPicker.choice`), never the label they show.
-    """
+    """Load a promptable model by its registry (or catalogue) name and optional checkpoint."""
     from napari_segeval.models.registry import load_promptable
 
     check_cancel(cancel, "model loading")
@@ -72,11 +60,17 @@ def load_model(
     return model
 
 
+def _model(spec: tuple[str, str | None, str], cached: tuple | None, cancel: Any) -> Any:
+    """The model of ``spec``: ``cached = (spec, model)``'s, else loaded."""
+    return (
+        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
+    )
+
+
 def pull_model(
     name: str, *, progress: Callable[[int, int], None] | None = None, cancel: Any = None
 ) -> dict:
-    """Download the catalogue checkpoint ``name`` once and check it
-    (:func:`napari_segeval.models.hub.pull`: nothing half-written stays on cancel)."""
+    """Download and check the catalogue checkpoint ``name`` (``models.hub.pull``)."""
     from napari_segeval.models.hub import pull
 
     return pull(name, progress=progress, cancel=cancel)
@@ -94,13 +88,7 @@ def segment(
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> np.ndarray:
-    """Propagated label map of ``image`` from prompts (boxes, or a dict of prompt sets).
-
-    ``kind`` is ``"volume"`` (bidirectional), ``"video"`` (forward from the box)
-    or ``"image"`` (a single 2D image): see
-    :func:`napari_segeval.propagation.propagate_image`. ``on_slice(label, index,
-    mask)`` hears each slice as it is computed (``propagate_case``).
-    """
+    """Propagated label map of ``image`` (:func:`napari_segeval.propagation.propagate_image`)."""
     from napari_segeval.propagation import propagate_image
 
     return propagate_image(
@@ -118,11 +106,7 @@ def segment(
 
 @dataclass(frozen=True)
 class Capability:
-    """What a chosen model takes: prompts at all, and point prompts (clicks).
-
-    ``points`` is None while it depends on weights not loaded yet; ``reason`` says
-    why prompts or points are refused (empty when both are taken).
-    """
+    """What a chosen model takes: prompts, points (None: the unloaded weights decide), why not."""
 
     prompts: bool
     points: bool | None
@@ -130,16 +114,10 @@ class Capability:
 
 
 def capability(spec: tuple, model: Any = None) -> Capability:
-    """What the model of ``spec = (registry or catalogue name, checkpoint, device)`` takes.
-
-    ``model``: the loaded model of that spec, when there is one (it says exactly).
+    """What the model of ``spec = (name, checkpoint, device)`` (or its loaded ``model``) takes.
 
     Examples
     --------
-    >>> capability(("threshold", None, "cpu"))
-    Capability(prompts=True, points=True, reason='')
-    >>> capability(("builtin-ct", None, "cpu")).reason
-    'builtin-ct is a dense model: it segments without prompts (Segment tab), so it cannot be corrected with prompts'
     >>> capability(("builtin", None, "cpu")).points is None
     True
     >>> capability(("MedSAM2_CTLesion", None, "cpu")).points  # a catalogue name: MedSAM2's
@@ -164,9 +142,7 @@ def capability(spec: tuple, model: Any = None) -> Capability:
 
 
 def _capabilities(spec: tuple, model: Any = None) -> Any:
-    """What the promptable model of ``spec`` takes: the loaded ``model``'s say, else the
-    registry's declaration (a catalogue name: its network's; None when only loading the
-    weights could tell)."""
+    """The loaded ``model``'s capabilities, else the registry's declaration (or None)."""
     from napari_segeval.models.registry import capabilities_of
 
     return model.capabilities if model is not None else capabilities_of(spec[0])
@@ -191,23 +167,17 @@ def propagate_session(
 ) -> tuple[Any, Any, Any, dict[int, tuple[float, float]], dict[int, Any]]:
     """Propagate ``sets`` through a correction session (made here when ``session`` is None).
 
-    The model is ``cached = (spec, model)``'s, else loaded. A new session preprocesses
-    ``image`` once, with ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
-    fields, e.g. a run's ``decision``); ``seed = (labels, prompt sets)`` starts it from
-    a saved label map
-    (:meth:`~napari_segeval.propagation.PropagationSession.seed`). The session takes
-    ``sets`` as its prompts (structures not in them are dropped) and re-propagates the
-    structures whose prompts changed. Returns ``(model, session, result, changes,
-    risks)``; ``changes`` is ``{label: (Dice before, Dice after)}`` of the re-propagated
-    structures against ``reference`` (empty without one); ``risks`` each structure's
-    estimated risk of failure (:func:`live_risks`).
+    A new session takes ``options`` (:class:`~napari_segeval.propagation.PropagationOptions`
+    fields) and starts from ``seed = (labels, prompt sets)`` if given. The session takes
+    ``sets`` as its prompts and re-propagates the structures whose prompts changed.
+    Returns ``(model, session, result, changes, risks)``; ``changes`` is ``{label: (Dice
+    before, Dice after)}`` of those structures against ``reference`` (empty without one),
+    ``risks`` is :func:`live_risks`.
     """
     from napari_segeval.metrics import overlap_metrics
     from napari_segeval.propagation import PropagationOptions, PropagationSession
 
-    model = (
-        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
-    )
+    model = _model(spec, cached, cancel)
     check_cancel(cancel, "propagation")
     before = None
     if session is None:
@@ -245,9 +215,7 @@ def propagate_session(
 
 
 def live_risks(result: Any) -> dict[int, Any]:
-    """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure of a
-    propagation ``result`` of a volume or video (no reference needed: the model's own
-    signals and where its walks stopped, as a results folder's risks); empty for 2D."""
+    """Each structure's ``StructureRisk`` in a 3D propagation ``result`` (empty for 2D)."""
     from napari_segeval.evaluation.triage import crop_slices
     from napari_segeval.uncertainty.risk import structure_risk
 
@@ -266,10 +234,7 @@ NOISE_STD = 0.02
 
 
 def keeps_frames(spec: tuple[str, str | None, str], model: Any = None) -> bool:
-    """Whether the promptable model of ``spec`` keeps the slices' embeddings
-    (``capabilities.frame_features``), so that prompt jitter encodes them once: the
-    loaded ``model``'s say, else the registry's declaration (False when only loading
-    the weights could tell).
+    """Whether the model of ``spec`` keeps the slices' embeddings (``frame_features``).
 
     Examples
     --------
@@ -299,21 +264,16 @@ def uncertainty(
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
     """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
 
-    ``noise_std`` None: box jitter alone for a model that keeps the slices' embeddings
-    (:func:`keeps_frames`: the slices are encoded once), else box jitter and intensity
-    noise of :data:`NOISE_STD` normalized units.
-    Returns ``(model, normalised entropy map on the image grid, {label: score})``
-    (the mean entropy over the structure and its band);
-    the scores use ``prediction`` (the mean prediction when None) with a one-voxel
-    boundary band (:func:`napari_segeval.uncertainty.structure_scores`).
+    ``noise_std`` None: no intensity noise for a model that :func:`keeps_frames`, else
+    :data:`NOISE_STD`. Returns ``(model, normalised entropy map on the image grid,
+    {label: score})`` (:func:`napari_segeval.uncertainty.structure_scores` of
+    ``prediction``, or of the mean prediction when None).
     """
     from napari_segeval.propagation import propagation_mode
     from napari_segeval.propagation.images import as_frames
     from napari_segeval.uncertainty import prompt_tta, structure_scores
 
-    model = (
-        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
-    )
+    model = _model(spec, cached, cancel)
     frames = model.preprocess(as_frames(np.asarray(image), kind), modality, window)
     info = model.normalize_info(modality, window, image)
     if noise_std is None:
@@ -351,11 +311,7 @@ def attack(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack a promptable model on ``case`` (:func:`napari_segeval.attacks.attack_case`).
-
-    ``case`` is a 2D image, a volume or a video; outputs are on its grid
-    (:class:`napari_segeval.attacks.PromptTarget` handles the 2D image).
-    """
+    """Attack a promptable model on ``case`` (an image, volume or video), outputs on its grid."""
     from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
 
     target = PromptTarget(model, case, prompts, window=window)
@@ -366,33 +322,13 @@ def attack(
 def attack_with(
     spec: tuple[str, str | None, str],
     cached: tuple | None,
-    case: Any,
-    prompts: Any,
-    attack_name: str,
-    eps: float,
-    steps: int,
-    *,
-    window: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    *args: Any,
     cancel: Any = None,
+    **kw: Any,
 ) -> tuple[Any, Any]:
-    """Load the promptable model of ``spec`` (unless ``cached = (spec, model)`` holds it)
-    and :func:`attack` it: ``(model, AttackResult)``, whose clean prediction is that
-    model's."""
-    model = (
-        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
-    )
-    return model, attack(
-        model,
-        case,
-        prompts,
-        attack_name,
-        eps,
-        steps,
-        window=window,
-        progress=progress,
-        cancel=cancel,
-    )
+    """Load the model of ``spec`` (unless cached), :func:`attack` it: ``(model, result)``."""
+    model = _model(spec, cached, cancel)
+    return model, attack(model, *args, cancel=cancel, **kw)
 
 
 def raw_per_unit(model: Any, modality: str, window: str | None, image: np.ndarray) -> float:
@@ -414,10 +350,6 @@ def dense_ref(source: str, path: str | None) -> str:
 
     Examples
     --------
-    >>> dense_ref("built-in CT U-Net", "ignored.pt")
-    'builtin-ct'
-    >>> dense_ref("nnU-Net v2 results folder", "/models/Dataset001")
-    '/models/Dataset001'
     >>> dense_ref("TorchScript file", "")
     Traceback (most recent call last):
     ...
@@ -442,10 +374,8 @@ def segment_dense(
 ) -> tuple[Any, np.ndarray]:
     """Load the dense model of ``spec = (ref, trust_torchscript, device)`` and segment ``case``.
 
-    The model comes from :func:`napari_segeval.models.registry.load_dense` unless
-    ``cached = (spec, model)`` holds it; segmentation is
-    :func:`napari_segeval.models.dense.segment_case` with its defaults (as
-    ``segeval segment``). Returns ``(model, labels)`` on the case's grid.
+    As ``segeval segment`` does; the model is ``cached``'s when it holds ``spec``.
+    Returns ``(model, labels)``.
     """
     from napari_segeval._errors import SegEvalError
     from napari_segeval.models.dense import segment_case
@@ -473,10 +403,7 @@ def attack_dense(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack a dense model on a volume (:class:`napari_segeval.attacks.DenseTarget`).
-
-    ``eps`` is in the model's normalized units, as ``segeval attack --eps``.
-    """
+    """Attack a dense model on a volume (``eps`` in normalized units, as ``segeval attack``)."""
     from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
 
     target = DenseTarget(model, case)

@@ -1,17 +1,6 @@
-"""What ends a panel's job from outside: a removed layer, a closed window or panel, quitting.
+"""What ends a panel's job from outside: a removed layer, a closed window or panel.
 
-Used by :class:`~napari_segeval._widgets.jobs.worker.JobRunner` for each job it
-starts; each ``watch_*`` function returns the function that stops watching.
-
-* :func:`watch_layers` - a layer the job needs leaves the viewer: the job is
-  cancelled and its result will be dropped.
-* :func:`watch_window` - the runner's window closes, or its panel leaves that
-  window (napari's dock close button unparents the panel).
-* :func:`watch_destroyed` - the runner's Qt object is destroyed.
-
-The last two close the job: cancel, then wait for it for a bounded time. (When
-the application quits, napari's own ``wait_for_workers_to_quit`` quits every
-worker and waits for them.)
+Each ``watch_*`` function returns the function that stops watching.
 """
 
 from __future__ import annotations
@@ -38,10 +27,7 @@ def qt_alive(obj: Any) -> bool:
 
 
 def watch_layers(viewer: Any, job: Job, on_cancel: Callable[[Job], None]) -> Stop:
-    """Cancel ``job`` when a layer in ``job.needs`` is removed from ``viewer``.
-
-    ``on_cancel(job)`` follows (the runner's status line).
-    """
+    """Cancel ``job``, then call ``on_cancel(job)``, when a layer it needs leaves ``viewer``."""
     if viewer is None or not job.needs:
         return lambda: None
 
@@ -100,10 +86,8 @@ class _WindowWatch(QObject):
 def watch_window(widget: Any, on_closed: Callable[[str], object]) -> Stop:
     """Call ``on_closed(reason)`` once ``widget`` leaves the shown window it is in now.
 
-    What ``on_closed`` returns is ignored.
-
-    Switching tabs or floating a dock keeps it in a shown window. A widget in
-    no shown window (a script, a test) is not watched.
+    Switching tabs or floating a dock keeps it in a shown window; a widget in no shown
+    window (a script, a test) is not watched.
     """
     window = widget.window()
     if window is widget or not window.isVisible():
@@ -112,11 +96,10 @@ def watch_window(widget: Any, on_closed: Callable[[str], object]) -> Stop:
 
 
 class _Closer(QObject):
-    """Closes a job, and its bar in napari's activity dock, when its runner is destroyed.
+    """Closes a job, and its activity-dock bar, when its runner is destroyed.
 
-    Connected to ``destroyed`` as a slot without arguments, so the dying runner
-    is never wrapped for Python (a lambda there crashes when the runner dies in
-    Python's garbage collector). Held in :data:`_CLOSERS` while its job may run.
+    A slot without arguments, so the dying runner is never wrapped for Python (a lambda
+    crashes when the runner dies in the garbage collector).
     """
 
     def __init__(self, job: Job, bar: Any) -> None:

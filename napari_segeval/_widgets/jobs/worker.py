@@ -1,42 +1,8 @@
 """Run one long core function in napari's worker thread pool: progress, cancel, a clean end.
 
-The job lifecycle
------------------
-:meth:`JobRunner.start` runs ``fn(*args, progress=cb, cancel=event, **kwargs)``
-(house rule: long work takes ``progress`` and ``cancel``) as a :class:`Job`, a
-superqt worker made by napari's :func:`napari.qt.threading.create_worker`. The
-worker never touches Qt widgets or layers: what it reports - progress, the
-``relay`` callbacks (a propagation's partial slices), its result or its error -
-travels through the worker's signals (queued to the main thread), where the
-runner handles it only while the job is still wanted: it is the runner's
-current job, the runner has not closed it, and every layer in ``needs`` is
-still in the viewer.
-
-A job ends with ``job_done(name, outcome)``; ``outcome`` (an :class:`Outcome`, which
-the signal carries as its string) is
-
-``"ok"``
-    its result was handed to ``on_done``;
-``"cancelled"``
-    the Cancel button (the panel's or the activity dock's) stopped it;
-``"error"``
-    it raised: a :class:`~napari_segeval._errors.SegEvalError` is shown with
-    its message, anything else with its type and message (errors never reach
-    napari's default handler);
-``"dropped"``
-    a layer in ``needs`` was removed from the viewer while it ran: the job was
-    cancelled, and whatever it returned is dropped, with a notification;
-``"closed"``
-    its panel or its window closed while it ran (below).
-
-Closing: when the runner's window closes (a person closing napari,
-:meth:`napari.Viewer.close`), its panel leaves that window (napari's dock close
-button) or the runner is destroyed, the job is cancelled and waited for at most
-:data:`JOIN_TIMEOUT_S` seconds (jobs check ``cancel`` between slices); nothing it
-reports afterwards reaches a widget or a layer.
-:mod:`~napari_segeval._widgets.jobs.watch` watches for these. When the
-application quits, napari's own ``wait_for_workers_to_quit`` quits every worker
-(:meth:`Job.quit` sets the job's ``cancel``) and waits for them.
+The job lifecycle is in docs/design.md: a job's reports reach the main thread through its
+worker's signals, handled only while it is wanted (the runner's current job, not closed,
+every layer in ``needs`` still in the viewer); ``jobs/watch.py`` watches what ends it.
 """
 
 from __future__ import annotations
@@ -64,13 +30,13 @@ MIN_THREADS = 8
 
 
 class Outcome(str, Enum):
-    """How a job ended: ``job_done``'s second argument (the module docstring says each)."""
+    """How a job ended: ``job_done``'s second argument."""
 
-    OK = "ok"
-    CANCELLED = "cancelled"
-    ERROR = "error"
-    DROPPED = "dropped"
-    CLOSED = "closed"
+    OK = "ok"  # its result was handed to ``on_done``
+    CANCELLED = "cancelled"  # a Cancel button stopped it
+    ERROR = "error"  # it raised: shown as a notification, never napari's default handler
+    DROPPED = "dropped"  # a layer in ``needs`` was removed while it ran
+    CLOSED = "closed"  # its panel or window closed while it ran
 
 
 class JobSignals(WorkerBaseSignals):
@@ -83,29 +49,12 @@ class JobSignals(WorkerBaseSignals):
 class Job(WorkerBase):
     """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
 
-    Made by :func:`napari.qt.threading.create_worker` (``_worker_class=Job``).
-    Besides the worker's signals (``returned``, ``errored``, ``finished``) it
-    emits ``progressed(done, total)`` for each ``progress`` call and
-    ``called(callback, args)`` for each call of a ``relay`` callable.
-
-    Attributes
-    ----------
-    name : str
-    needs : tuple of napari layers
-        Layers the job reads or writes into: removing one cancels it.
-    relay : dict of str to callable
-        Keyword arguments of ``fn`` whose calls are relayed to the main thread.
-    cancel_event : threading.Event
-        Passed to ``fn`` as ``cancel``; set by :meth:`quit` (napari quits every
-        worker when the application quits).
-    gone : str or None
-        Why the job's result is no longer wanted (a layer removed, its panel
-        closed); None while it is.
-    closed : bool
-        Its owner closed it: nothing it reports is handled any more.
-    outcome : tuple or None
-        ``(True, result)`` or ``(False, exception)`` once ``returned`` or
-        ``errored`` came (neither comes for a job that returned after a cancel).
+    Besides the worker's signals it emits ``progressed(done, total)`` for each ``progress``
+    call and ``called(callback, args)`` for each call of a ``relay`` callable (keyword
+    arguments of ``fn`` relayed to the main thread). Removing a layer in ``needs`` cancels
+    it; ``cancel_event`` is ``fn``'s ``cancel``; ``gone`` says why its result is no longer
+    wanted; once ``closed`` nothing it reports is handled; ``outcome`` is ``(True, result)``
+    or ``(False, exception)`` once ``returned`` or ``errored`` came.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -130,11 +79,7 @@ class Job(WorkerBase):
         return self._begun.is_set() and not self._ended.is_set()
 
     def run(self) -> None:
-        """Run in the pool's thread (superqt emits the signals); mark when it ends.
-
-        A job cancelled before its thread took it up is never marked begun (its
-        :meth:`work` raises Cancelled before ``fn``), so :meth:`close` needs no wait.
-        """
+        """Run in the pool's thread; a job cancelled before this is never marked begun."""
         with self._start_lock:
             if not self.cancel_event.is_set():
                 self._begun.set()
@@ -159,9 +104,7 @@ class Job(WorkerBase):
         self.called.emit(callback, args)
 
     def quit(self) -> None:
-        """Ask the job to stop: ``fn`` raises Cancelled at its next check (what it
-        returns anyway is dropped: superqt emits ``returned`` only for a worker not
-        asked to quit)."""
+        """Ask the job to stop: ``fn`` raises Cancelled at its next check."""
         super().quit()
         self.cancel_event.set()
 
@@ -172,11 +115,7 @@ class Job(WorkerBase):
         self.quit()
 
     def close(self, reason: str, timeout: float = JOIN_TIMEOUT_S) -> bool:
-        """Cancel, handle nothing more, and wait at most ``timeout`` s for its end.
-
-        Returns True when ``fn`` no longer runs (a job cancelled before its
-        thread took it up never calls ``fn``).
-        """
+        """Cancel, handle nothing more, and wait at most ``timeout`` s; True once ``fn`` ended."""
         with self._start_lock:
             self.closed = True
             self.cancel(reason)
@@ -193,9 +132,7 @@ class Job(WorkerBase):
 class JobProgress(cancelable_progress):
     """A job's bar in napari's activity dock; its Cancel button cancels the job at once.
 
-    :class:`napari.utils.cancelable_progress` runs ``cancel_callback`` only while
-    it is iterated; a job reports through ``progress(done, total)`` instead, so
-    :meth:`cancel` calls it directly (on the main thread, from the dock's button).
+    (:class:`napari.utils.cancelable_progress` runs ``cancel_callback`` only while iterated.)
     """
 
     def cancel(self) -> None:
@@ -226,29 +163,11 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
-    The bar and Cancel are shown only while a job runs; the status line stays and
-    says how the last job ended.
-
-    Parameters
-    ----------
-    parent : QWidget, optional
-    activity : bool
-        False leaves napari's activity dock out (for jobs of a second or less,
-        where creating and updating that bar costs more than the job).
-    viewer : napari.Viewer, optional
-        The viewer whose layers the jobs' ``needs`` name.
-    notify : bool
-        False: a dropped job is said in the status line only (jobs the panel
-        restarts by itself, such as surface metrics).
-
-    Attributes
-    ----------
-    job : Job or None
-        The running job.
-    activity : napari.utils.progress or None
-        The running job's bar in napari's activity dock (closed when it ends).
-    last_error : str or None
-        Message of the last failed job (also shown as a notification).
+    The bar and Cancel show only while a job runs; the status line says how the last ended.
+    Argument ``activity`` False leaves napari's activity dock out (jobs of a second or less);
+    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped job
+    in the status line only (jobs the panel restarts). Attributes: ``job`` (the running
+    job), ``activity`` (its bar in the activity dock) and ``last_error`` (the last failure).
     """
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
@@ -308,15 +227,14 @@ class JobRunner(QWidget):
     ) -> Job | None:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
-        ``on_done(result)`` runs on the main thread when the job succeeds and
-        every layer in ``needs`` is still in the viewer. Each ``relay`` entry
-        ``keyword: callback`` is passed to ``fn`` as a callable the worker may
-        call; ``callback`` then runs on the main thread, under the same checks.
-        Returns the :class:`Job`, or None when a job is already running (a
-        notification says so).
+        ``on_done(result)`` runs on the main thread when the job succeeds and every
+        layer in ``needs`` is still in the viewer. Each ``relay`` entry ``keyword:
+        callback`` is passed to ``fn`` as a callable whose calls run ``callback`` on the
+        main thread, under the same checks. Returns the :class:`Job`, or None (with a
+        notification) when a job is already running.
         """
         if self.running:
-            _notify_info(f"{self.worker_name} is still running: wait or cancel it")
+            show_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
         job: Any = None
 
@@ -373,11 +291,7 @@ class JobRunner(QWidget):
     def close_job(
         self, reason: str = "its panel was closed", timeout: float = JOIN_TIMEOUT_S
     ) -> bool:
-        """Cancel the running job for good and wait for it (at most ``timeout`` s).
-
-        Called when the runner's panel or window closes; the job's later reports
-        are ignored. Returns True when the job's function no longer runs.
-        """
+        """Cancel the running job for good, wait at most ``timeout`` s; True once it ended."""
         job = self.job
         if job is None:
             return True
@@ -392,8 +306,7 @@ class JobRunner(QWidget):
 
     # -- reports of the worker (main thread) -------------------------------------------
     def _wanted(self, job: Job) -> bool:
-        """Whether ``job``'s reports are still handled (an earlier job's, or a closed
-        job's, are not)."""
+        """Whether ``job``'s reports are still handled (not an earlier or closed job's)."""
         return job is self.job and not job.closed and qt_alive(self)
 
     def _layers(self) -> Any:
@@ -434,8 +347,7 @@ class JobRunner(QWidget):
             self.status.setText(text)
 
     def _finish(self, job: Job) -> None:
-        """The worker's ``finished``: say how the job ended (after ``returned`` or
-        ``errored``; neither comes when it returned after a cancel)."""
+        """The worker's ``finished``: after ``returned`` or ``errored`` (neither if cancelled)."""
         from napari_segeval._cancel import Cancelled
 
         if not self._wanted(job):
@@ -449,7 +361,7 @@ class JobRunner(QWidget):
             self._end_ui(text)
             self._emit_done(name, Outcome.DROPPED)
             if self.notify:
-                _notify_info(text)
+                show_info(text)
         elif ok:
             self._end_ui(f"{name}: done", value=1)
             if self._on_done is not None:
@@ -475,8 +387,7 @@ class JobRunner(QWidget):
         show_error(f"{name} failed: {self.last_error}")
 
     def _emit_done(self, name: str, outcome: Outcome) -> None:
-        """``job_done``, unless the runner went meanwhile (napari processes events when it
-        shows a notification: a closing window may delete its panels then)."""
+        """``job_done``, unless the runner went meanwhile (a notification processes events)."""
         if qt_alive(self):
             self.job_done.emit(name, outcome.value)
 
@@ -489,17 +400,17 @@ def show_error(message: str) -> None:
 
 
 def _warned(showwarning_args: tuple) -> None:
-    """A warning raised in a job: napari's warning notification (once), as napari's own
-    workers show theirs."""
+    """A warning raised in a job: napari's warning notification, as for napari's workers."""
     from napari.utils.notifications import notification_manager
 
     notification_manager.receive_warning(*showwarning_args)
 
 
-def _notify_info(message: str) -> None:
-    from napari.utils.notifications import show_info
+def show_info(message: str) -> None:
+    """Show an information notification in napari."""
+    from napari.utils.notifications import show_info as _show
 
-    show_info(message)
+    _show(message)
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:

@@ -1,5 +1,1 @@
-"""The model picker of the *Prompt* and *Attack* tabs (:mod:`~napari_segeval._widgets.models.picker`)
-and its Qt-free rows, states and cards (:mod:`~napari_segeval._widgets.models.rows`).
-
-Importing this package imports nothing.
-"""
+"""The model picker and its Qt-free rows. Importing this package imports nothing."""

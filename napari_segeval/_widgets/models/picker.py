@@ -1,27 +1,6 @@
 """The model picker of the Prompt and Attack tabs: every promptable model, its state, its card.
 
-:class:`ModelPicker` lists, in one drop-down (a second column says each one's state):
-
-* the promptable models of the registry, in its order (``built-in``, ``threshold``,
-  ``MedSAM2``, ``SAM2.1 ...``); a network with a pulled default checkpoint
-  (``medsam2`` reads ``MedSAM2_latest``) shows that checkpoint's state;
-* the other catalogue entries (``MedSAM2_CTLesion`` ...): *here* (in the hub's cache) or
-  *not downloaded* (with its size);
-* the checkpoint files a person opened, each with the network that reads it:
-  *a file you chose*.
-
-*Download* fetches the selected entry through
-:func:`napari_segeval.models.hub.pull` - only on that click - as a job of the
-picker's :class:`~napari_segeval._widgets.jobs.worker.JobRunner` (progress in napari's
-activity dock, Cancel there or in the picker; closing the panel or the viewer cancels
-it and ``pull`` leaves nothing half-written in the cache). *Open checkpoint…* loads the
-file with the network of the selected row in a job first; only a file that loads
-becomes a row, so a wrong file (another architecture, not a checkpoint) is one
-notification and the picker stays as it was. The selected entry's model card (trained
-on, intended use, not for, licence) is shown below the list, from its record
-(:mod:`napari_segeval.models.records`). The rows, their states and the cards are worked
-out without Qt in :mod:`~napari_segeval._widgets.models.rows`. The pickers of one viewer
-hear the same cache signal (:func:`cache_signal`), never those of another viewer.
+The pickers of one viewer share one cache signal (:func:`cache_signal`).
 """
 
 from __future__ import annotations
@@ -91,8 +70,7 @@ class ModelPicker(QWidget):
     device : callable, optional
         The device an opened checkpoint is loaded on to check it (default ``"auto"``).
     first : (str, str), optional
-        A row put before the models (label, state), whose choice is ``("", None)``: the
-        Attack tab's *model of the clean prediction*.
+        A row (label, state) before the models whose choice is ``("", None)``.
 
     Attributes
     ----------
@@ -105,8 +83,7 @@ class ModelPicker(QWidget):
     changed : Signal()
         The choice, or the state of the choice, changed.
     loaded : Signal(tuple, object)
-        An opened checkpoint loaded: ``(spec, model)`` with ``spec = (label, path,
-        device)`` as the Prompt tab's.
+        An opened checkpoint loaded: ``(spec, model)``, ``spec = (label, path, device)``.
     """
 
     changed = Signal()
@@ -236,9 +213,7 @@ class ModelPicker(QWidget):
         return None if i < 0 else self.items.item(i, 0).data(ROW)
 
     def choice(self) -> tuple[str, str | None]:
-        """``(model, checkpoint or None)`` of the selection: a registry name, a catalogue
-        name, or a network's registry name with a file (``("", None)`` for the ``first``
-        row). Names, never the labels the list shows."""
+        """``(model name, checkpoint or None)`` of the selection (``("", None)`` for ``first``)."""
         row = self.current()
         if row is None or row["kind"] == "first":
             return "", None
@@ -259,8 +234,7 @@ class ModelPicker(QWidget):
         return local_path(entry) is not None
 
     def require(self) -> None:
-        """Refuse (one line) a catalogue checkpoint not downloaded yet: say to click
-        *Download*, before any job starts."""
+        """Refuse (one line) a catalogue checkpoint not downloaded yet, before any job starts."""
         if not self.ready():
             from napari_segeval._errors import SegEvalError
             from napari_segeval.models.catalogue import size_text
@@ -275,8 +249,10 @@ class ModelPicker(QWidget):
             )
 
     def choose(self, ref: str | None) -> bool:
-        """Select the row of ``ref``: a registry name or label, a catalogue name, or
-        ``NAME:PATH`` (the file's row, added unchecked). False when there is none."""
+        """Select the row of a registry name or label, a catalogue name or ``NAME:PATH``.
+
+        Returns False when there is none.
+        """
         from napari_segeval.models.registry import split_ref
 
         if not ref:
@@ -299,8 +275,7 @@ class ModelPicker(QWidget):
         return False
 
     def use_file(self, path: str | Path, network: str | None = None) -> None:
-        """Add (or select) the row of checkpoint ``path`` read by ``network`` (a registry
-        name; default: the selected row's network), without loading it."""
+        """Add (or select) the row of ``path`` read by ``network``, without loading it."""
         network = network or self.network()
         if network not in PROMPTABLE:
             raise ValueError(f"{path}: choose the network the checkpoint is for first")
@@ -356,8 +331,7 @@ class ModelPicker(QWidget):
         return job
 
     def open_checkpoint(self, path: str | Path | None = None) -> Any:
-        """Load checkpoint ``path`` (a file dialog without one) with the selected row's
-        network in a job; once it loads it is listed and selected. Returns the job."""
+        """Load ``path`` with the selected network in a job, listed once loaded; returns the job."""
         network = self.network()
         if not network or PROMPTABLE[network].checkpoint == "none":
             raise ValueError(

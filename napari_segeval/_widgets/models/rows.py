@@ -1,13 +1,7 @@
 """The rows of the model picker, their states and model cards (no Qt).
 
-A row is a dict: ``kind`` (``"registry"``, ``"catalogue"``, ``"file"``), ``name`` (a
-registry name, or a catalogue name: what the picker carries and the Prompt tab loads),
-``label`` (what the list shows) and ``path`` (a file's). :func:`catalogue_rows` renders
-the rows of :func:`napari_segeval.models.records.model_rows` (the one builder, which
-``segeval models list`` renders too): the registry's promptable models, then the
-catalogue entries that are no network's default; :func:`row_state` says whether a row
-ships with the plugin, is here, is not downloaded, or is a file chosen (a ``stat`` of the
-hub's cache, no hash); :func:`card_html` is its model card as rich text.
+A row is a dict: ``kind`` (``"registry"``, ``"catalogue"``, ``"file"``), ``name`` (what
+the Prompt tab loads), ``label`` (what the list shows) and ``path`` (a file's).
 """
 
 from __future__ import annotations
@@ -39,8 +33,6 @@ def catalogue_rows() -> list[dict]:
     (['builtin', 'threshold', 'litemedsam'], 'built-in')
     >>> "MedSAM2_latest" in [r["name"] for r in rows]  # medsam2's default, not twice
     False
-    >>> next(r for r in rows if r["name"] == "MedSAM2_CTLesion")["kind"]
-    'catalogue'
     """
     from napari_segeval.models.records import model_rows
 
@@ -78,8 +70,7 @@ def packaged_of(row: dict) -> Any:
 
 
 def package_installed(row: dict) -> bool:
-    """Whether the package that carries a row's packaged weights is installed (True when
-    the row has none)."""
+    """Whether the package carrying a row's packaged weights is installed (True with none)."""
     from napari_segeval.models.records import model_row
 
     return packaged_of(row) is None or model_row(row["name"]).install is None
@@ -127,14 +118,7 @@ def row_state(row: dict) -> str:
 
 
 def card_html(row: dict) -> str:
-    """The model card of a row as rich text (its record's: the file's or a built-in model's).
-
-    Examples
-    --------
-    >>> text = card_html({"kind": "registry", "name": "builtin", "path": None})
-    >>> text.startswith("<b>" + PHANTOM_WARNING), "real scans" in text
-    (True, True)
-    """
+    """The model card of a row as rich text (its record's: the file's or a built-in model's)."""
     from napari_segeval.models.catalogue import size_text
 
     if row["kind"] == "file":

@@ -1,21 +1,4 @@
-"""Small pure-numpy helpers behind the viewer panels (no Qt, no napari).
-
-They live beside the panels that use them, yet importing this module loads
-neither Qt, napari nor magicgui (the ``__init__.py`` of ``napari_segeval._widgets``
-and of its ``overlays`` import nothing), so they are tested and reused without a display.
-
-* :func:`error_overlay` - false positives / false negatives of one structure as a
-  label map (updated in place for the slices an edit touched).
-* :func:`touched_slices` - the slice range along axis 0 that a napari paint event's
-  history atoms changed (duck-typed, so napari is not imported).
-* :func:`focus_slice` - where to look (the worst slice is
-  :func:`napari_segeval.metrics.worst_slice`).
-* :func:`compare_rows`, :func:`dice_colour` - the clean vs attacked table of the Dice panel.
-* :func:`disagreement` - where the clean and attacked predictions differ (lost,
-  gained, changed under attack).
-* :func:`slice_extent`, :func:`slice_kinds` - the per-slice plot's range (the
-  structure's extent with a margin) and its missed and false-positive slices.
-"""
+"""Pure-numpy helpers behind the viewer panels: importing this loads no Qt, napari or magicgui."""
 
 from __future__ import annotations
 
@@ -38,8 +21,7 @@ LOST = 1
 GAINED = 2
 CHANGED = 3
 
-#: Metric keys shown by the Dice panel, in order (their headers and display:
-#: :data:`napari_segeval.metrics.METRICS`).
+#: Metric keys shown by the Dice panel, in order.
 PANEL_KEYS: tuple[str, ...] = (
     "dice",
     "iou",
@@ -54,10 +36,7 @@ PANEL_KEYS: tuple[str, ...] = (
 def _cleared(
     shape: tuple[int, ...], region: slice | None, out: np.ndarray | None, what: str
 ) -> tuple[np.ndarray, np.ndarray, slice]:
-    """The map to fill (``out``, or a new uint8 one), its ``region`` zeroed, and that region.
-
-    ``what`` names ``out`` in the error for a ``region`` without it.
-    """
+    """The map to fill (``out``, or a new uint8 one), its ``region`` zeroed, and that region."""
     if out is None:
         if region is not None:
             raise ValueError(f"region needs out= ({what} to update)")
@@ -75,29 +54,11 @@ def error_overlay(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark false positives (1) and false negatives (2) of structure ``label``.
+    """Mark false positives and false negatives of structure ``label``.
 
-    Parameters
-    ----------
-    reference, prediction : numpy.ndarray
-        Label maps of one shape.
-    label : int
-        Structure id.
-    region : slice, optional
-        Recompute only these indices along axis 0 (into ``out``).
-    out : numpy.ndarray, optional
-        uint8 array of the same shape to fill in place (required with ``region``).
-
-    Returns
-    -------
-    numpy.ndarray
-        uint8 map: 0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`.
-
-    Examples
-    --------
-    >>> ref = np.array([[1, 1, 0, 0]]); pred = np.array([[1, 0, 1, 2]])
-    >>> error_overlay(ref, pred, 1).tolist()
-    [[0, 2, 1, 0]]
+    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`);
+    with ``region`` only those indices along axis 0 are recomputed into ``out`` (required
+    then), else ``out`` or a new map is filled.
     """
     reference = np.asarray(reference)
     prediction = np.asarray(prediction)
@@ -118,37 +79,12 @@ def disagreement(
     region: slice | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Mark where the attacked prediction departs from the clean one.
+    """Mark where the ``attacked`` prediction departs from the ``clean`` one.
 
-    Parameters
-    ----------
-    clean, attacked : numpy.ndarray
-        Label maps of one shape (the prediction before and after the attack).
-    label : int, optional
-        Look at this structure only: :data:`LOST` where the clean prediction has
-        it and the attacked one not, :data:`GAINED` the other way round. Without
-        ``label`` every structure counts: :data:`LOST` where the clean prediction
-        has a structure and the attacked one background, :data:`GAINED` where the
-        attacked one has a structure on clean background, :data:`CHANGED` where
-        both have a structure but different ones.
-    region : slice, optional
-        Recompute only these indices along axis 0 (into ``out``).
-    out : numpy.ndarray, optional
-        uint8 array of the same shape to fill in place (required with ``region``).
-
-    Returns
-    -------
-    numpy.ndarray
-        uint8 map: 0 where both agree, else :data:`LOST`, :data:`GAINED` or
-        :data:`CHANGED`.
-
-    Examples
-    --------
-    >>> clean = np.array([[1, 1, 0, 2, 0]]); attacked = np.array([[1, 0, 1, 1, 0]])
-    >>> disagreement(clean, attacked).tolist()
-    [[0, 1, 2, 3, 0]]
-    >>> disagreement(clean, attacked, label=1).tolist()
-    [[0, 1, 2, 2, 0]]
+    Returns a uint8 map: with ``label`` :data:`LOST` where only ``clean`` has it,
+    :data:`GAINED` the other way round; without it any structure against background, and
+    :data:`CHANGED` where both have different structures. ``region`` and ``out`` as in
+    :func:`error_overlay`.
     """
     clean = np.asarray(clean)
     attacked = np.asarray(attacked)
@@ -185,25 +121,14 @@ def _axis0_bounds(index: Any) -> tuple[int, int] | None:
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
     """Slice range along axis 0 changed by napari Labels paint-history atoms.
 
-    napari's ``Labels.events.paint`` carries ``value``: a list of atoms, each
-    either an object with a ``slice_key`` (a tuple of slices, from brush
-    painting, fill and polygons) or a tuple ``(indices, old, new)`` whose
-    ``indices`` is a numpy multi-index (from ``data_setitem``).
+    Each atom of ``Labels.events.paint``'s ``value`` has a ``slice_key`` (brush, fill,
+    polygon) or is ``(indices, old, new)`` with a numpy multi-index (``data_setitem``).
 
     Returns
     -------
     slice or None
-        The union of the touched ranges, clipped to ``[0, n_slices)``; None when
-        the range cannot be told (recount everything) - or ``slice(0, 0)`` when
-        nothing was touched.
-
-    Examples
-    --------
-    >>> class Atom: slice_key = (slice(4, 5), slice(0, 9), slice(2, 6))
-    >>> touched_slices([Atom(), ((np.array([7, 9]), np.array([0, 1])), 0, 1)], 20)
-    slice(4, 10, None)
-    >>> touched_slices([], 20)
-    slice(0, 0, None)
+        The union of the touched ranges, clipped to ``[0, n_slices)``; ``slice(0, 0)``
+        when nothing was touched, None when the range cannot be told.
     """
     lo, hi = None, None
     for atom in atoms:
@@ -226,15 +151,25 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
     return slice(max(lo, 0), min(hi, int(n_slices)))
 
 
-def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> int:
-    """Middle of a structure's extent along axis 0, else the middle of the volume.
+def union(old: slice | None, new: slice | None) -> slice | None:
+    """The slice range covering ``old`` and ``new`` (None: everything).
 
     Examples
     --------
-    >>> lab = np.zeros((10, 4, 4), np.uint8); lab[6:9, 1, 1] = 3
-    >>> focus_slice(lab, 3, 10), focus_slice(lab, 1, 10), focus_slice(None, None, 7)
-    (7, 5, 3)
+    >>> union(slice(2, 4), slice(7, 9)), union(slice(2, 4), slice(0, 0)), union(None, slice(1, 2))
+    (slice(2, 9, None), slice(2, 4, None), None)
     """
+    if old is None or new is None:
+        return None
+    if new.stop <= new.start:
+        return old
+    if old.stop <= old.start:
+        return new
+    return slice(min(old.start, new.start), max(old.stop, new.stop))
+
+
+def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> int:
+    """Middle of a structure's extent along axis 0, else the middle of the volume."""
     if labels is not None and label is not None:
         try:
             return key_index(np.asarray(labels) == label, "volume")
@@ -249,31 +184,11 @@ def compare_rows(
     surface: Mapping[str, Sequence[Mapping]] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
-    """Merge clean and attacked metric rows into one record per structure.
+    """Merge clean and attacked metric rows (``label``, ``name``, metrics) into one per structure.
 
-    Parameters
-    ----------
-    clean, attacked : sequence of dict
-        Rows with ``label``, ``name`` and metric keys (``LiveMetrics.table()`` or
-        ``structure_table``); ``attacked`` may be None.
-    surface : mapping, optional
-        ``{"clean": rows, "attacked": rows}`` whose ``hd95``/``nsd`` fill in keys
-        missing (or NaN) from the live rows.
-    keys : sequence of str
-        Metric keys to merge.
-
-    Returns
-    -------
-    list of dict
-        ``{"label", "name", "clean": {key: v}, "attacked": {key: v} or None,
-        "delta": {key: attacked - clean} or None}``.
-
-    Examples
-    --------
-    >>> r = compare_rows([{"label": 1, "name": "liver", "dice": 0.9}],
-    ...                  [{"label": 1, "name": "liver", "dice": 0.6}], keys=["dice"])
-    >>> r[0]["delta"]["dice"]
-    -0.3000...
+    ``attacked`` may be None; ``surface`` rows by condition fill in ``keys`` missing (or
+    NaN) from the live rows. Returns ``{"label", "name", "clean": {key: v}, "attacked":
+    {key: v} or None, "delta": {key: attacked - clean} or None}`` records.
     """
     surface = surface or {}
 
@@ -307,9 +222,7 @@ def compare_rows(
 
 
 def dice_colour(value: float) -> tuple[int, int, int] | None:
-    """Background colour for a Dice value: red (0) through amber (0.5) to green (1).
-
-    Returns None for NaN (no colour).
+    """Background colour for a Dice value: red (0) through amber (0.5) to green (1), None for NaN.
 
     Examples
     --------
@@ -319,46 +232,15 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
     v = float(value)
     if np.isnan(v):
         return None
-    v = min(max(v, 0.0), 1.0)
-    red, amber, green = np.array([200, 50, 50]), np.array([220, 160, 40]), np.array([46, 160, 67])
-    if v < 0.5:
-        c = red + (amber - red) * (v / 0.5)
-    else:
-        c = amber + (green - amber) * ((v - 0.5) / 0.5)
-    return tuple(round(x) for x in c)
-
-
-__all__ = [
-    "CHANGED",
-    "FALSE_NEGATIVE",
-    "FALSE_POSITIVE",
-    "GAINED",
-    "LOST",
-    "PANEL_KEYS",
-    "compare_rows",
-    "dice_colour",
-    "disagreement",
-    "error_overlay",
-    "focus_slice",
-    "touched_slices",
-]
+    stops = np.array([[200, 50, 50], [220, 160, 40], [46, 160, 67]])  # red, amber, green
+    return tuple(round(float(np.interp(v, (0.0, 0.5, 1.0), col))) for col in stops.T)
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Missed and false-positive slices of one structure from its per-slice counts.
+    """Missed and false-positive slices of one structure from its ``(slices, 3)`` counts.
 
-    Parameters
-    ----------
-    counts : numpy.ndarray
-        ``(slices, 3)``: true positives, reference and predicted voxels per slice
-        (:meth:`napari_segeval.metrics.LiveMetrics.slice_counts`).
-
-    Returns
-    -------
-    missed, false_positive : numpy.ndarray of bool
-        Slices with reference but no prediction, and with prediction but no
-        reference (both have Dice 0; a slice with both has a Dice above 0 or an
-        overlap of 0 and is neither).
+    ``counts`` are true positives, reference and predicted voxels per slice; returns the
+    boolean slices with reference but no prediction, and with prediction but no reference.
 
     Examples
     --------
@@ -374,10 +256,9 @@ def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def slice_extent(
     present: np.ndarray, margin: float = 0.1, min_margin: int = 2
 ) -> tuple[int, int] | None:
-    """First and last slice to plot: where ``present`` is true, widened by a margin.
+    """First and last slice where ``present`` is true, widened by ``margin`` of the extent.
 
-    The margin is ``margin`` of the extent's length, at least ``min_margin``
-    slices, clipped to the volume. None when nothing is present.
+    At least ``min_margin`` slices, clipped to the volume; None when nothing is present.
 
     Examples
     --------

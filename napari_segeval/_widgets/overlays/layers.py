@@ -1,9 +1,4 @@
-"""The overlay layers in the viewer: FP/FN of the current structure, clean vs attacked
-disagreement, outlines.
-
-Each keeps one Labels layer up to date with the layers it follows; the arrays
-themselves come from the Qt-free :mod:`~napari_segeval._widgets.overlays.arrays`.
-"""
+"""The overlay layers in the viewer: FP/FN, clean vs attacked disagreement, outlines."""
 
 from __future__ import annotations
 
@@ -22,6 +17,7 @@ from napari_segeval._widgets.overlays.arrays import (
     disagreement,
     error_overlay,
     touched_slices,
+    union,
 )
 
 #: Colours of the overlay values (those of the clicks that would fix them).
@@ -32,33 +28,50 @@ OVERLAY_COLOURS = {
 LAYER_NAME = "errors (FP magenta, FN green)"
 
 
-def _add_overlay(viewer: Any, data: Any, name: str, like: Any, values: dict, opacity: float) -> Any:
-    """Add a read-only Labels layer of ``data`` on the grid of layer ``like``.
-
-    ``values`` maps its values to colours; every other value is transparent.
-    """
-    from napari.utils.colormaps import DirectLabelColormap
-
-    layer = viewer.add_labels(
-        data,
-        name=name,
-        scale=like.scale,
-        translate=like.translate,
-        colormap=DirectLabelColormap(color_dict={**values, None: "transparent"}),
-        opacity=opacity,
-        blending="translucent_no_depth",
-    )
-    layer.editable = False
-    return layer
-
-
-class ErrorOverlay:
-    """Keeps one Labels layer marking where a prediction disagrees with the reference."""
+class _Overlay:
+    """One read-only Labels layer the viewer shows over the case, kept up to date."""
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         self.viewer = viewer
         self.state = state
         self.layer: Any = None
+
+    @property
+    def shown(self) -> bool:
+        """True while the layer is in the viewer."""
+        return self.layer is not None and self.layer in self.viewer.layers
+
+    def _put(self, data: Any, name: str, like: Any, values: dict, opacity: float) -> Any:
+        """Show ``data`` (``values`` coloured) on ``like``'s grid: a new layer, or its new data."""
+        from napari.utils.colormaps import DirectLabelColormap
+
+        if self.shown:
+            self.layer.data = data
+            return self.layer
+        self.layer = self.viewer.add_labels(
+            data,
+            name=name,
+            scale=like.scale,
+            translate=like.translate,
+            colormap=DirectLabelColormap(color_dict={**values, None: "transparent"}),
+            opacity=opacity,
+            blending="translucent_no_depth",
+        )
+        self.layer.editable = False
+        return self.layer
+
+    def hide(self) -> None:
+        """Remove the layer."""
+        if self.shown:
+            self.viewer.layers.remove(self.layer)
+        self.layer = None
+
+
+class ErrorOverlay(_Overlay):
+    """Keeps one Labels layer marking where a prediction disagrees with the reference."""
+
+    def __init__(self, viewer: Any, state: ViewerState) -> None:
+        super().__init__(viewer, state)
         self.condition = CLEAN
 
     def _arrays(self, condition: str):
@@ -77,24 +90,7 @@ class ErrorOverlay:
             self.hide()
             return None
         data = error_overlay(arrays[0], arrays[1], int(self.state.current))
-        if self.layer is None or self.layer not in self.viewer.layers:
-            self.layer = _add_overlay(
-                self.viewer, data, LAYER_NAME, self.state.reference, OVERLAY_COLOURS, 0.8
-            )
-        else:
-            self.layer.data = data
-        return self.layer
-
-    def hide(self) -> None:
-        """Remove the overlay layer."""
-        if self.layer is not None and self.layer in self.viewer.layers:
-            self.viewer.layers.remove(self.layer)
-        self.layer = None
-
-    @property
-    def shown(self) -> bool:
-        """True while the overlay layer is in the viewer."""
-        return self.layer is not None and self.layer in self.viewer.layers
+        return self._put(data, LAYER_NAME, self.state.reference, OVERLAY_COLOURS, 0.8)
 
     def refresh_all(self, condition: str) -> None:
         """Recompute the whole overlay (structure or layers changed)."""
@@ -127,19 +123,15 @@ DISAGREEMENT_COLOURS = {
 DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
-class DisagreementOverlay:
+class DisagreementOverlay(_Overlay):
     """One Labels layer marking where the clean and attacked predictions differ.
 
-    Values follow :func:`~napari_segeval._widgets.overlays.arrays.disagreement` over
-    all structures. While shown it follows the predictions: a paint stroke in
-    either recomputes the slices it touched, a replaced array or a newly chosen
-    prediction layer recomputes everything.
+    While shown it follows the predictions: a paint stroke recomputes the slices it touched,
+    a new array or layer everything.
     """
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
-        self.viewer = viewer
-        self.state = state
-        self.layer: Any = None
+        super().__init__(viewer, state)
         self._hooks: list[tuple[Any, Any]] = []
         self._pending: slice | None | bool = False  # False: no update scheduled
         ev = state.events
@@ -152,11 +144,6 @@ class DisagreementOverlay:
             return None
         return clean, attacked
 
-    @property
-    def shown(self) -> bool:
-        """True while the layer is in the viewer."""
-        return self.layer is not None and self.layer in self.viewer.layers
-
     def show(self) -> Any:
         """Create (or recompute) the layer; None when there is no clean/attacked pair."""
         pair = self._arrays()
@@ -165,21 +152,14 @@ class DisagreementOverlay:
             return None
         clean, attacked = pair
         data = disagreement(clean.data, attacked.data)
-        if not self.shown:
-            self.layer = _add_overlay(
-                self.viewer, data, DISAGREEMENT_NAME, clean, DISAGREEMENT_COLOURS, 0.9
-            )
-        else:
-            self.layer.data = data
+        self._put(data, DISAGREEMENT_NAME, clean, DISAGREEMENT_COLOURS, 0.9)
         self._rehook(clean, attacked)
         return self.layer
 
     def hide(self) -> None:
         """Remove the layer and stop following the predictions."""
         self._unhook()
-        if self.shown:
-            self.viewer.layers.remove(self.layer)
-        self.layer = None
+        super().hide()
 
     def close(self) -> None:
         """Hide and stop listening to the state."""
@@ -213,11 +193,7 @@ class DisagreementOverlay:
         n = pair[0].data.shape[0] if pair is not None else 0
         region = touched_slices(getattr(event, "value", None) or [], n)
         scheduled = self._pending is not False
-        old = self._pending
-        if old is None or region is None or old is False:
-            self._pending = None if (old is None or region is None) else region
-        else:
-            self._pending = slice(min(old.start, region.start), max(old.stop, region.stop))
+        self._pending = region if self._pending is False else union(self._pending, region)
         if not scheduled:
             QTimer.singleShot(0, self._flush)
 

@@ -1,5 +1,1 @@
-"""The *Prompt & propagate* tab: the panel, the prompt layers and tools, its propagation
-jobs and the propagation drawn as it runs.
-
-Importing this package imports nothing.
-"""
+"""The *Prompt & propagate* tab. Importing this package imports nothing."""

@@ -1,26 +1,8 @@
 """The prompts a person draws: boxes in a Shapes layer, clicks in a Points layer.
 
-:class:`PromptLayers` keeps every structure's prompts in two napari layers on the
-image's grid - ``boxes`` (white rectangles, :data:`~napari_segeval._widgets.colours.PROMPT_COLOUR`)
-and ``points`` (positive clicks green, negative clicks magenta, ringed in white,
-never smaller than :data:`POINT_PX_MIN` screen pixels nor larger than
-:data:`POINT_PX_MAX` at any zoom) - plus the mask prompts of a loaded prompts file,
-which have no layer. Each item carries the features ``label`` (its structure) and
-``order`` (when it was given): :meth:`PromptLayers.sets` turns them into one
-:class:`~napari_segeval.prompts.PromptSet` per structure in that order, as SAM2's
-per-frame rules need.
-
-Coordinates: a drawn item lives in its layer's *data* coordinates; it is mapped to
-the image's array indices through world coordinates (``data_to_world`` of the
-prompt layer, ``world_to_data`` of the image), so a layer placed otherwise (scale,
-translate) still gives the right slice and pixels. Slice/frame index = the first
-array axis (a 2D image has the one frame 0).
-
-Items drawn in napari (add-rectangle mode, add-points mode) are *settled* right
-after napari adds them (:meth:`PromptLayers.settle`, on the next turn of the event
-loop, or whenever prompts are read): they get their ``order``, and an item that does
-not fit the image (outside it, or on a slice that does not exist) is removed again
-with one notification.
+Items carry the features ``label`` and ``order``; they map to the image's array indices
+through world coordinates, and napari-drawn items are *settled* on the next turn of the
+event loop (docs/design.md). Slice/frame index = the first array axis.
 """
 
 from __future__ import annotations
@@ -33,6 +15,7 @@ import numpy as np
 
 from napari_segeval._widgets import colours
 from napari_segeval._widgets._state import SERIES_HINT
+from napari_segeval._widgets.jobs.worker import run_guarded, show_error
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, Prompt, PromptSet
 
@@ -46,8 +29,7 @@ POINT_PX_MIN, POINT_PX_MAX = 9.0, 22.0
 
 @dataclass(frozen=True)
 class Item:
-    """One prompt as it is held: ``source`` is ``"boxes"``, ``"points"`` or ``"masks"``,
-    ``row`` its index there, ``order`` when it was given."""
+    """One prompt as held: ``source`` (boxes, points, masks), ``row`` there, ``order`` given."""
 
     order: int
     prompt: Prompt
@@ -56,13 +38,7 @@ class Item:
 
 
 class PromptLayers:
-    """The prompt layers of a viewer's case; ``on_change()`` hears every change.
-
-    Attributes
-    ----------
-    masks : list of (int, MaskPrompt)
-        Mask prompts (from a prompts file) with their order.
-    """
+    """The prompt layers of a viewer's case, and a prompts file's ``masks``."""
 
     def __init__(self, viewer: Any, state: Any, on_change: Callable[[], None]) -> None:
         self.viewer, self.state, self.on_change = viewer, state, on_change
@@ -175,9 +151,10 @@ class PromptLayers:
         layer.events.data.connect(self._on_data)
 
     def forget(self) -> None:
-        """Drop the prompts (the case changed): the layers leave the viewer on the next
-        turn of the event loop (a change of case often comes from removing a layer, and
-        napari must not remove another one while it is still removing that one)."""
+        """Drop the prompts; the layers leave on the next turn of the event loop.
+
+        (napari must not remove a layer while it is still removing another.)
+        """
         from qtpy.QtCore import QTimer
 
         self.masks = []
@@ -356,15 +333,12 @@ class PromptLayers:
             QTimer.singleShot(0, self._settled_change)
 
     def _settled_change(self) -> None:
-        from napari_segeval._widgets.jobs.worker import run_guarded
-
         self._scheduled = False  # a slot of a timer: it must never raise (Qt would abort)
         run_guarded("prompts", self.settle)
         run_guarded("prompts", self.on_change)
 
     def settle(self) -> None:
-        """Give new items drawn in napari their order; remove those that do not fit the
-        image, with one notification."""
+        """Give new items their order; remove those that do not fit the image (one notification)."""
         problems, order = [], self._next_order()
         for source, layer, make in (
             ("boxes", self.boxes(False), self._box),
@@ -374,12 +348,8 @@ class PromptLayers:
                 continue
             orders = np.asarray(layer.features["order"], int)[: len(layer.data)]
             new = [i for i in range(len(orders)) if orders[i] < 0]
-            bad = []
-            for i in new:
-                why = self._misfit(layer, make, i)
-                if why:
-                    bad.append(i)
-                    problems.append(why)
+            bad = {i: why for i in new if (why := self._misfit(layer, make, i))}
+            problems += bad.values()
             keep = [i for i in new if i not in bad]
             if keep:
                 feats = layer.features.copy()
@@ -394,8 +364,6 @@ class PromptLayers:
             if bad:
                 self.remove([Item(-1, None, source, i) for i in bad])
         if problems:
-            from napari_segeval._widgets.jobs.worker import show_error
-
             show_error(f"prompt not added: {problems[0]}")
 
     def _misfit(self, layer: Any, make: Callable, row: int) -> str | None:

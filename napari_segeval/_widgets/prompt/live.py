@@ -1,16 +1,4 @@
-"""A propagation you can watch: its slices drawn in a Labels layer as they are computed.
-
-:func:`napari_segeval.propagation.propagate_case` reports each structure's mask on
-each slice through ``on_slice(label, index, mask)``, from the worker thread. The
-panel relays it to :meth:`LiveLabels.paint` on the main thread (``JobRunner.start(...,
-relay={"on_slice": live.paint})``: the job runner drops the reports of a job that
-was cancelled, closed or lost its image), which paints it into a *partial* Labels
-layer on the reference's grid and colours. A re-propagation starts that layer from
-the prediction shown, without the structures being propagated again, and hides the
-prediction meanwhile. When the job ends, :meth:`LiveLabels.stop` removes that layer
-(and shows the hidden prediction again): the final merged prediction replaces it
-(on success), or nothing is left of it (cancel, error, a closed panel).
-"""
+"""A propagation you can watch: its slices drawn in a partial Labels layer as computed."""
 
 from __future__ import annotations
 
@@ -21,15 +9,7 @@ import numpy as np
 
 
 class LiveLabels:
-    """The partial layer of one running propagation at a time.
-
-    Attributes
-    ----------
-    layer : napari.layers.Labels or None
-        The partial layer while a run paints into it (made at its first report).
-    updates : int
-        Number of reports painted in the current run.
-    """
+    """The partial layer of one running propagation at a time (``updates``: reports painted)."""
 
     def __init__(
         self, viewer: Any, state: Any, make_layer: Callable[[Any, Any, np.ndarray, str], Any]
@@ -57,11 +37,8 @@ class LiveLabels:
     ) -> Callable[[int, int, np.ndarray], None]:
         """Begin a run painting into a new layer ``name`` of ``shape``; returns :meth:`paint`.
 
-        ``base``: what the layer starts from, without the labels in ``clear`` (a copy
-        made at the first report: a re-propagation starts from the prediction shown,
-        without the structures it propagates again); ``hide``: a layer hidden while
-        the partial layer is shown. Call the returned function on the main thread
-        only (relay it there).
+        ``base``: what the layer starts from, without the labels in ``clear``; ``hide``: a
+        layer hidden meanwhile. Call the returned function on the main thread only.
         """
         self.stop()
         self._active, self._name, self._shape = True, name, tuple(shape)
@@ -72,8 +49,7 @@ class LiveLabels:
         return self.paint
 
     def stop(self) -> None:
-        """End the run: later reports are ignored, the partial layer is removed and the
-        hidden layer shown again."""
+        """End the run: the partial layer goes, the hidden layer shows again."""
         self._active = False
         self._base = None
         layer, self.layer = self.layer, None

@@ -1,15 +1,4 @@
-"""The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections.
-
-The panel holds the model choice (the
-:class:`~napari_segeval._widgets.models.picker.ModelPicker`: a model, a catalogue
-checkpoint or a file, its card, *Download*; the device, modality, CT window),
-*Run propagation* and *Uncertainty*; the prompt tools (boxes, clicks, the prompt list,
-*Re-propagate*) are :class:`~napari_segeval._widgets.prompt.tools.PromptTools`, and the
-propagation jobs with their session :class:`~napari_segeval._widgets.prompt.run.PropagationJobs`.
-What the chosen model takes (prompts, points) is worked out here and given to the tools;
-when it depends on weights not loaded yet (the built-in model), the panel loads the model
-in the background once it is shown, and keeps it for the next propagation.
-"""
+"""The *Prompt & propagate* panel: a model, prompts per structure, propagation, corrections."""
 
 from __future__ import annotations
 
@@ -55,9 +44,7 @@ WINDOW_ROW = "model input window (CT)"
 def prediction_layer(
     viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
 ) -> Any:
-    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as the
-    prediction of ``role`` (``"clean"`` or ``"attacked"``) in the colour language
-    (:mod:`~napari_segeval._widgets.colours`)."""
+    """Add (or replace the data of) a Labels layer on the reference's grid, drawn as ``role``."""
     ref = state.reference if state.reference is not None else state.image
     meta = {
         "geometry": state.geometry().to_dict(),
@@ -109,14 +96,8 @@ def heatmap_layer(
 class PromptPanel(QWidget):
     """Pick a structure and a model, prompt it on any slice, propagate and correct.
 
-    Attributes
-    ----------
-    tools : PromptTools
-        Boxes, clicks, the prompt list, *Re-propagate*.
-    jobs : PropagationJobs
-        The propagation session and its jobs.
-    runner : JobRunner
-        Runs propagation and uncertainty.
+    ``tools`` are the prompt tools, ``jobs`` the propagation session and its jobs, and
+    ``runner`` runs propagation and uncertainty.
     """
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
@@ -245,8 +226,7 @@ class PromptPanel(QWidget):
         self._say_dense()
 
     def _say_dense(self) -> None:
-        """Say so when the prediction shown comes from a dense model (Segment tab): it
-        takes no prompts, so the tools stay and prompt the model chosen here."""
+        """Note that the prediction shown is a dense model's: prompts here run the chosen model."""
         key = self.state.model_key
         if self.state.model_kind == "dense" and key:
             from pathlib import PurePath
@@ -263,11 +243,9 @@ class PromptPanel(QWidget):
             self.tools.note("")
 
     def take_volume(self) -> tuple[Any, Any]:
-        """Add the volume shown of a time series (image and 4D reference) as 3D layers.
+        """Add the volume shown of a time series as 3D layers, the panels' image and reference.
 
-        The new layers carry the volume's 3D geometry and become the panels'
-        image and reference; the series' layers are hidden. Returns the new
-        ``(image, reference or None)`` layers.
+        The series' layers are hidden. Returns the new ``(image, reference or None)`` layers.
         """
         from napari_segeval._layer_data import case_to_layers
         from napari_segeval.io import select_volume
@@ -320,8 +298,7 @@ class PromptPanel(QWidget):
 
     # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
-        """(model, checkpoint or None, device) of the chosen model: a registry or a
-        catalogue name (:meth:`ModelPicker.choice`)."""
+        """``(model name, checkpoint or None, device)`` of the chosen model."""
         return (*self.picker.choice(), self.device.value)
 
     def cached_model(self) -> tuple | None:
@@ -362,8 +339,7 @@ class PromptPanel(QWidget):
         self.update_capability()
 
     def choose_model(self, name: str | None) -> bool:
-        """Choose the model ``name`` (a registry or catalogue name, ``NAME:PATH``); False
-        when the list has none."""
+        """Choose the model ``name`` (registry or catalogue name, ``NAME:PATH``); False if none."""
         return self.picker.choose(name)
 
     def run(self) -> Any:
@@ -386,16 +362,13 @@ class PromptPanel(QWidget):
         note: str = "",
         options: dict | None = None,
     ) -> None:
-        """Correct a saved prediction ``labels`` made from ``sets``: the tools show ``sets``;
-        the first re-propagation starts from ``labels`` and writes layer ``name``
-        (``options``: the propagation settings the prediction was made with)."""
+        """Correct ``labels`` made from ``sets`` (with ``options``), writing layer ``name``."""
         self.tools.start_over(sets)
         self.jobs.start_from(labels, sets, name=name, case_id=case_id, options=options)
         self.tools.note(note)
 
     def show_estimate(self) -> str:
-        """Say on the Uncertainty button how long it will take (from the last whole
-        propagation of this case and model: :func:`estimate_text`); returns that text."""
+        """Say on the Uncertainty button how long it will take; returns that text."""
         cached = self.cached_model()
         text = estimate_text(
             self.jobs.propagation_seconds(),
@@ -406,8 +379,7 @@ class PromptPanel(QWidget):
         return text
 
     def run_uncertainty(self) -> Any:
-        """Uncertainty heat map of the clean prediction in a worker (box jitter, and
-        intensity noise for a model that encodes every sample anyway: :func:`uncertainty`)."""
+        """Uncertainty heat map of the clean prediction in a worker (:func:`uncertainty`)."""
         if self.state.image is None:
             raise ValueError("choose an image layer first")
         self.picker.require()

@@ -1,24 +1,6 @@
 """The Prompt tab's propagations, through one correction session per case and model.
 
-*Run propagation* starts a new
-:class:`~napari_segeval.propagation.PropagationSession` and propagates every
-structure; *Re-propagate* (by hand or after each prompt) gives the session the
-prompts as drawn now, so only the structures whose prompts changed are propagated
-again - the image is preprocessed once per session and MedSAM2 keeps its image
-features. A session belongs to one case, model, modality, CT window and kind; a
-change of any of them starts a new one. A correction begun in the results browser
-seeds the new session with the saved prediction
-(:meth:`PropagationJobs.start_from`), so only what the person corrects is
-propagated. The updated slices stream into the partial layer (which starts from the
-prediction shown, without the structures being propagated again); the merged label map
-then replaces the prediction, carrying the prompts it came from
-(``metadata["prompts"]``, a :class:`~napari_segeval.prompts.PromptFile` in JSON), and the
-Dice panel recounts. The panel's status line says how each re-propagated structure's
-Dice moved against the reference.
-
-A prompt that does not fit the case is refused with one notification before anything
-runs. With *after each prompt* on, a change while a propagation runs cancels it and
-starts the next one with the newest prompts once it has ended.
+A session belongs to one case, model, modality, CT window and kind (docs/design.md).
 """
 
 from __future__ import annotations
@@ -31,6 +13,7 @@ import numpy as np
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.jobs.tasks import propagate_session
+from napari_segeval._widgets.jobs.worker import Outcome, run_guarded, show_info
 from napari_segeval._widgets.prompt.tools import case_key
 from napari_segeval.metrics.catalog import METRICS
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -40,19 +23,10 @@ from napari_segeval.prompts.prompt_set import PromptSet
 class PropagationJobs:
     """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
 
-    Attributes
-    ----------
-    session : PropagationSession or None
-        The session of the last successful propagation.
-    made_from : dict of int to PromptSet
-        The prompts the prediction shown was propagated (or seeded) from.
-    result_name : str or None
-        Name of the prediction layer (None: ``"<image> prediction"``).
-    case_id : str or None
-        The results browser's case being corrected (stamped on the prediction layer
-        as ``metadata["correction_of"]``).
-    changes : dict of int to (float, float)
-        Dice before and after of the structures the last propagation changed.
+    ``session`` is the last successful propagation's; ``made_from`` the prompts the
+    prediction shown came from; ``result_name`` the prediction layer's name (None:
+    ``"<image> prediction"``); ``case_id`` the results browser's case being corrected;
+    ``changes`` Dice before and after of the structures the last propagation changed.
     """
 
     def __init__(self, panel: Any, make_layer: Any) -> None:
@@ -90,10 +64,9 @@ class PropagationJobs:
         case_id: str | None = None,
         options: dict | None = None,
     ) -> None:
-        """Correct a saved prediction: ``labels`` came from ``sets`` (the first
-        re-propagation seeds its session with them); results go to layer ``name``;
-        ``options`` (:class:`~napari_segeval.propagation.PropagationOptions` fields, the
-        run's) apply to the sessions of this correction."""
+        """Correct a saved prediction: ``labels`` came from ``sets`` (they seed the first
+        session), results go to layer ``name``, ``options`` are the run's
+        ``PropagationOptions`` fields."""
         self.drop()
         self.options = dict(options or {})
         if labels is not None:
@@ -104,7 +77,7 @@ class PropagationJobs:
 
     @property
     def case(self) -> tuple | None:
-        """The case (:func:`~napari_segeval._widgets.prompt.tools.case_key`) of the session or correction, if any."""
+        """The case (``case_key``) of the session or correction, if any."""
         if self._key is not None:
             return self._key[0]
         return self._case
@@ -115,11 +88,7 @@ class PropagationJobs:
 
     # -- starting ------------------------------------------------------------------------
     def start(self, fresh: bool, auto: bool = False) -> Any:
-        """Propagate (``fresh``: everything, a new session) or re-propagate what changed.
-
-        Returns the job, or None when nothing was started (a notification or the
-        status line says why).
-        """
+        """Propagate (``fresh``: all, a new session) or re-propagate; the job, or None."""
         p = self.panel
         image = p.state.image
         if image is None:
@@ -135,8 +104,6 @@ class PropagationJobs:
                 if p.runner.worker_name in ("propagation", "re-propagation"):
                     p.runner.cancel()  # its prompts are out of date
                 return None
-            from napari.utils.notifications import show_info
-
             show_info(f"{p.runner.worker_name} is still running: wait or cancel it")
             return None
         key = self._key_now()
@@ -192,8 +159,6 @@ class PropagationJobs:
         )
 
     def _job_done(self, name: str, outcome: str) -> None:
-        from napari_segeval._widgets.jobs.worker import Outcome, run_guarded
-
         if outcome == Outcome.CLOSED:
             self._pending = None
         elif self._pending is not None and not self.panel.runner.running:
@@ -233,8 +198,7 @@ class PropagationJobs:
         p.tools.status.setText(self.describe(session.last_propagated, again=again))
 
     def propagation_seconds(self) -> float | None:
-        """How long a whole propagation of the case with the chosen model took (None
-        when none ran with these settings)."""
+        """Seconds of the last whole propagation with these settings (None if none)."""
         if self.seconds is None or self.seconds[0] != self._key_now():
             return None
         return self.seconds[1]
@@ -276,19 +240,13 @@ def _duration(seconds: float) -> str:
 def estimate_text(seconds: float | None, samples: int, *, encodes_once: bool = False) -> str:
     """The expected time of ``samples`` prompt-jitter propagations ("" unknown).
 
-    ``seconds`` is one whole propagation of the case. A model that keeps the slices'
-    embeddings (``encodes_once``: box jitter without noise,
-    :func:`napari_segeval.uncertainty.prompt_tta`) encodes the slices once and decodes
-    the other samples from them: one propagation plus ``samples - 1`` decoder passes.
-    Otherwise every sample encodes every slice again: ``samples`` times one
-    propagation.
+    ``seconds`` is one whole propagation; with ``encodes_once`` (a model that keeps the
+    slices' embeddings) the other samples are decoder passes, else whole propagations.
 
     Examples
     --------
-    >>> estimate_text(12.0, 8)
-    'about 1.6 min'
-    >>> estimate_text(4.0, 8), estimate_text(None, 8)
-    ('about 32 s', '')
+    >>> estimate_text(12.0, 8), estimate_text(None, 8)
+    ('about 1.6 min', '')
     >>> estimate_text(900.0, 8)
     'about 2.0 h'
     >>> estimate_text(12.0, 8, encodes_once=True)

@@ -1,19 +1,4 @@
-"""The Prompt tab's prompt tools: boxes, positive and negative clicks, the prompt list.
-
-:class:`PromptTools` draws prompts for the selected structure on any slice/frame -
-*Box* (a rectangle), *+ point* and *− point* (clicks) in napari's own add modes on
-the layers of :class:`~napari_segeval._widgets.prompt.layers.PromptLayers` - lists
-the structure's prompts (kind, slice, coordinates; clicking a row shows its slice),
-deletes the selected one or undoes the last, saves and loads the case's prompts as a
-:class:`~napari_segeval.prompts.PromptFile`, and asks its panel to *Re-propagate*
-(by hand, or after each change of the prompts with *after each prompt*, as
-micro-sam's autosegment). The middle-slice workflow stays one click: *Box from
-reference* starts the structure over from the reference's box on its middle slice.
-
-What the chosen model takes is set from outside (:meth:`PromptTools.set_capability`,
-from the panel's model choice): a model that takes no prompts disables the tools, one
-that takes no points disables the point tools; the reason is shown, never hidden.
-"""
+"""The Prompt tab's prompt tools: boxes, positive and negative clicks, the prompt list."""
 
 from __future__ import annotations
 
@@ -48,8 +33,7 @@ POINT_TIPS = {
 
 
 def case_key(state: Any) -> tuple | None:
-    """What identifies the case the prompts are drawn on: its image layer and array
-    (None without an image)."""
+    """What identifies the case of the prompts: its image layer and array (None without)."""
     layer = state.image
     return None if layer is None else (id(layer), id(layer.data))
 
@@ -57,13 +41,7 @@ def case_key(state: Any) -> tuple | None:
 class PromptTools(QWidget):
     """Prompt tools of the selected structure; ``repropagate(auto)`` runs the panel's job.
 
-    Attributes
-    ----------
-    layers : PromptLayers
-    list : QListWidget
-        The selected structure's prompts, in the order given.
-    auto : QCheckBox
-        Re-propagate after each change of the prompts.
+    ``list`` shows the structure's prompts in order; ``auto`` re-propagates after each change.
     """
 
     def __init__(

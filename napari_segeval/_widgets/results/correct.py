@@ -1,15 +1,4 @@
-"""Correcting a case of the results browser with prompts (no Qt): where a correction starts.
-
-*Correct with prompts* (Results panel) hands the case shown to the Prompt tab: its
-image, its saved clean prediction as the starting point, and the prompts that
-prediction came from - the protocol's own when the case's rows record them
-(``medsam2-3d`` and ``medsam2-video`` write each structure's ``key_slice`` and
-``box``; with ``prompt=mask`` the reference's mask on that slice), otherwise (dense
-models, protocols without prompts) the reference's box of each structure on its
-middle slice (first frame of a video). The Prompt tab then re-propagates only the
-structures a person corrects; *Save corrected…* writes the result with its prompts
-to ``DIR/corrections/<case>/``.
-"""
+"""Where a correction of a results-browser case starts (no Qt): its prediction and prompts."""
 
 from __future__ import annotations
 
@@ -23,8 +12,7 @@ from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
 
 def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
-    """The prompts the protocol gave each structure of ``loaded``, from its clean rows
-    (empty when the rows do not record them).
+    """The prompts the protocol gave each structure of ``loaded``, from its clean rows (or {}).
 
     Examples
     --------
@@ -64,9 +52,6 @@ def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
 def starting_prompts(folder: Any, loaded: Any) -> tuple[dict[int, PromptSet], str]:
     """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from.
 
-    The protocol's prompts (:func:`protocol_prompts`), else one box per structure of
-    the reference (middle slice; first frame of a video).
-
     Raises
     ------
     ValueError
@@ -100,8 +85,7 @@ OPTION_PARAMS = ("keep_largest", "stop_when_empty", "connectivity", "decision")
 
 
 def run_options(folder: Any) -> dict:
-    """The propagation settings of the run (``keep_largest``, ``connectivity`` ...), so a
-    correction propagates as the protocol did.
+    """The run's propagation settings, so a correction propagates as the protocol did.
 
     Examples
     --------
@@ -115,8 +99,7 @@ def run_options(folder: Any) -> dict:
 
 
 def run_model(folder: Any, loaded: Any = None) -> str | None:
-    """The model the run's protocol used (its ``model`` parameter), if it names one; in a
-    run of several models, the model of the first prediction shown (``loaded.pair``).
+    """The run's ``model`` parameter, else (several models) the first shown prediction's.
 
     Examples
     --------
@@ -137,9 +120,7 @@ def run_model(folder: Any, loaded: Any = None) -> str | None:
 
 
 def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
-    """Hand the case ``loaded`` of ``folder`` to the Prompt tab of ``evaluate`` (the
-    *Evaluate* panel) and show that tab: the run's model when the list has it, the
-    starting prompts, the saved clean prediction, the run's propagation settings."""
+    """Hand case ``loaded`` of ``folder`` (run's model, settings) to ``evaluate``'s Prompt tab."""
     from napari_segeval.models.registry import DENSE
 
     cid = loaded.case_id

@@ -1,15 +1,4 @@
-"""The layers the *Results* panel owns: built from a loaded case, swapped in one step.
-
-:func:`layer_specs` turns a :class:`~napari_segeval.evaluation.results.LoadedCase`
-into napari layer data (placed as the reader places files:
-:func:`napari_segeval._layer_data.case_to_layers`). :class:`CaseLayers` puts them in
-the viewer on the main thread in one step: the new layers are added while the
-old ones are still there (so napari does not reset the view), the shared
-:class:`~napari_segeval._widgets._state.ViewerState` is pointed at them, then
-the old ones are removed. Per modality it keeps the camera (zoom, centre) and the
-contrast limits of each image role across cases; per role it keeps visibility
-and opacity, so a layer a person hid stays hidden on the next case.
-"""
+"""The layers the *Results* panel owns: built from a loaded case, swapped in one step."""
 
 from __future__ import annotations
 
@@ -25,19 +14,12 @@ AFTER_CREATION = ("contour",)
 
 
 def attacked_role(condition: str) -> str:
-    """Role name of an attacked prediction layer.
-
-    Examples
-    --------
-    >>> attacked_role("fgsm-linf eps=0.5")
-    'attacked:fgsm-linf eps=0.5'
-    """
+    """Role name of an attacked prediction layer (``attacked:<key>``)."""
     return f"attacked:{condition}"
 
 
 def prediction_role(key: str) -> str:
-    """Role of the layer of a saved prediction: ``clean``, else ``attacked:<key>``
-    (an attack, or in a run of several models any model's prediction).
+    """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too).
 
     Examples
     --------
@@ -50,12 +32,8 @@ def prediction_role(key: str) -> str:
 def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
     """``(role, data, kwargs, layer type)`` for every layer of a loaded case, bottom first.
 
-    Roles: ``image``, ``perturbed``, ``perturbation``, ``clean``,
-    ``attacked:<condition>``, ``reference``. Every layer gets the image's ``scale``,
-    ``translate`` and ``metadata["geometry"]``. The reference is drawn as an
-    outline; which prediction is visible follows the selected row (the panel
-    sets it), the perturbed image and the perturbation start hidden. ``ids``:
-    the label ids present in the reference when already counted.
+    Roles: ``image``, ``perturbed``, ``perturbation``, ``clean``, ``attacked:<condition>``,
+    ``reference``; all placed as the image. ``ids``: the reference's label ids if counted.
     """
     from napari_segeval._layer_data import case_to_layers
     from napari_segeval.evaluation.keys import FileKind, PredictionKey
@@ -73,34 +51,23 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
     def source(kind: FileKind) -> str | None:
         return None if attacked is None else loaded.files.get(str(attacked.image(kind)))
 
-    if loaded.perturbed is not None:
-        out.append(
-            (
-                "perturbed",
-                loaded.perturbed,
-                {
-                    **place,
-                    "name": f"{cid} perturbed ({focus})",
-                    "rgb": case.is_rgb,
-                    "visible": False,
-                    "metadata": {**meta, "source": source(FileKind.PERTURBED)},
-                },
-                "image",
-            )
-        )
-    if loaded.perturbation is not None:
-        m = loaded.perturbation_range or 1.0
+    for kind in (FileKind.PERTURBED, FileKind.PERTURBATION):
+        data = getattr(loaded, kind.value)
+        if data is None:
+            continue
         kw = {
             **place,
-            "name": f"{cid} perturbation ({focus})",
+            "name": f"{cid} {kind.value} ({focus})",
             "rgb": case.is_rgb,
             "visible": False,
-            "contrast_limits": (-m, m),
-            "metadata": {**meta, "source": source(FileKind.PERTURBATION)},
+            "metadata": {**meta, "source": source(kind)},
         }
-        if not case.is_rgb:
-            kw["colormap"] = "PiYG"
-        out.append(("perturbation", loaded.perturbation, kw, "image"))
+        if kind is FileKind.PERTURBATION:
+            m = loaded.perturbation_range or 1.0
+            kw["contrast_limits"] = (-m, m)
+            if not case.is_rgb:
+                kw["colormap"] = "PiYG"
+        out.append((kind.value, data, kw, "image"))
     reference = base[1] if len(base) > 1 else None
     structures = {int(k): str(v) for k, v in case.structures.items()}
     labels_meta = {**meta, "structures": dict(case.structures)}
@@ -136,11 +103,8 @@ def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, An
 class CaseLayers:
     """The browser's layers in one viewer, and what it remembers across cases.
 
-    A layer of the same role, type, dimensionality and colour mode as the new
-    case's is reused (its data, placement, name and metadata replaced): napari
-    then builds no new visual, which is most of the cost of showing a case. Other
-    layers are added, and the ones no longer needed removed, inside one
-    ``viewer.layers.batched_update()`` so napari rebuilds its scene once.
+    A layer of the same role, type, dimensionality and colour mode is reused (napari then
+    builds no new visual); the others change inside one ``batched_update()``.
     """
 
     def __init__(self, viewer: Any) -> None:
@@ -223,12 +187,10 @@ class CaseLayers:
     def swap(
         self, specs: list[tuple[str, Any, dict, str]], modality: str, point_state: Any = None
     ) -> dict[str, Any]:
-        """Replace the shown layers by ``specs`` in one main-thread step.
+        """Replace the shown layers by ``specs`` in one main-thread step; returns them by role.
 
-        ``point_state(layers or None)`` is called with None before any layer
-        changes (the shared state lets go of them, so panels do not recount for
-        each layer) and with the new layers by role once they are all in place,
-        before unused old ones are removed. Returns the new layers by role.
+        ``point_state(None)`` is called before any layer changes, ``point_state(layers)`` once
+        the new ones are in place, before unused old ones are removed.
         """
         from napari.layers import Layer
 

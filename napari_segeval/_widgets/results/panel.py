@@ -1,57 +1,9 @@
 """The *Results* panel: browse a ``segeval evaluate`` folder, worst or riskiest cases first.
 
-*Open…* (or dropping the folder on napari, or *File › Open Folder*: the reader
-recognises a folder holding ``run.json``) lists one row per case x structure x
-condition with Dice, ΔDice (attacked − clean), HD95, NSD and the uncertainty
-score when present, sorted worst Dice first; click a header to sort, use the
-filters for structure, condition and fold. A structure in neither the reference
-nor the prediction of a case is an *absence*, not a failure: its Dice reads
-"absent", it sorts after every real score, and *Show absences* hides it.
-
-A run estimates a risk of failure per structure and slice without the reference
-(:mod:`napari_segeval.uncertainty.risk`): the table's ``risk`` column, and a folder
-without a reference (``segeval evaluate --prompts DIR`` on images without labels)
-opens as a worklist sorted by risk, riskiest first, with no Dice column. A folder
-written before risks were estimated still opens and says that it has none. Under
-the table the flagged slices of the selected row's structure are listed with why
-(a click goes there), and *Mark case reviewed* keeps the review's progress in
-``DIR/review.json`` (:mod:`~napari_segeval._widgets.results.review`).
-
-Selecting a row loads that case in a worker thread (the viewer stays
-responsive): the image, the reference, the clean and attacked predictions, and
-the perturbed image and perturbation of the row's attack (or the first attack),
-all placed as the reader places files. In a run of several models (``segeval
-evaluate --model A --model B``) a row names its model (the table's model column;
-its prediction is ``clean @ threshold``), and the pair the Dice panel, compare mode and the
-disagreement layer show is model A's prediction against model B's (or an attack
-against its model's clean prediction:
-:func:`~napari_segeval.evaluation.loaded.compare_pair`). The browser's layers of the previous
-case are replaced in one step; zoom and contrast limits are kept per modality.
-The *Evaluate* panel's Dice tab is filled for the row's structure (through the
-viewer's shared state) and the view jumps to that structure's worst slice under
-the row's condition (lowest Dice, ties broken by the most wrong voxels:
-:func:`napari_segeval.metrics.worst_slice`), or, without a reference, to the
-structure's riskiest flagged slice; where the run estimated risks, the Dice tab's
-per-slice plot draws the risk curve. Another row of the case shown only moves the view.
-
-An ``interactive`` run's rows carry their round (their prediction is the round's,
-``round2:clean``); the box under the table steps through the selected
-row's rounds with their prompts (:mod:`~napari_segeval._widgets.results.rounds`).
-
-Keyboard: **Alt+Right** next case, **Alt+Left** previous case (in the table's
-current order), anywhere in the napari window.
-
-*Correct with prompts* opens the case shown in the *Prompt* tab (module
-:mod:`~napari_segeval._widgets.results.correct`): its saved clean prediction is the
-starting point, with the prompts the protocol used (or boxes from the reference);
-a box or a click on the failing slice and *Re-propagate* propagate only that
-structure again into a ``<case> corrected`` layer, which the Dice tab scores.
-*Save corrected…* writes the chosen label layer (painted, or that corrected layer
-with its prompts as ``<name>.prompts.json`` beside it) with the source geometry to
-``DIR/corrections/<case>/``, never over an existing file.
-A folder that is not a results folder, missing or moved files (with *Locate data
-folder…* to point at a moved data set) and results of a newer protocol version
-are napari notifications; nothing is shown half-loaded.
+What a person sees and does is in docs/batch.md and docs/reviewing.md: one row per case x
+structure x condition; a selected row's case loads in a worker and replaces the previous
+case's layers in one step, the view on its worst (or riskiest) slice; **Alt+Right** /
+**Alt+Left** step through cases; errors are notifications, nothing is shown half-loaded.
 """
 
 from __future__ import annotations
@@ -78,40 +30,25 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._state import ViewerState, shared_state
-from napari_segeval._widgets.jobs.worker import JobRunner, Outcome, run_guarded, show_error
+from napari_segeval._widgets.jobs.worker import (
+    JobRunner,
+    Outcome,
+    run_guarded,
+    show_error,
+    show_info,
+)
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
 from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
-from napari_segeval._widgets.results.tasks import (
-    Missing,
-    focus_of,
-    open_job,
-    row_job,
-    row_label,
-)
+from napari_segeval._widgets.results.tasks import Missing, focus_of, open_job, row_job, row_label
 from napari_segeval.metrics.catalog import METRICS
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
 
-def _notify(message: str) -> None:
-    from napari.utils.notifications import show_info
-
-    show_info(message)
-
-
 class ResultsPanel(QWidget):
-    """Table of a results folder; a selected row's case is shown in the viewer.
-
-    Attributes
-    ----------
-    folder : ResultsFolder or None
-    loaded : LoadedCase or None
-        The case shown now.
-    layers : CaseLayers
-        The layers the panel owns.
-    """
+    """Table of a results folder; a selected row's case (``loaded``) is shown in the viewer."""
 
     def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
         super().__init__()
@@ -351,7 +288,7 @@ class ResultsPanel(QWidget):
         current = self.row["case"] if self.row else None
         i = order.index(current) + step if current in order else 0
         if not 0 <= i < len(order):
-            _notify("no next case" if step > 0 else "no previous case")
+            show_info("no next case" if step > 0 else "no previous case")
             return
         target = order[i]
         self.select_row(next(k for k, r in enumerate(rows) if r["case"] == target))
@@ -395,8 +332,7 @@ class ResultsPanel(QWidget):
         )
 
     def _focus_row(self, row: dict, target: int | None, risks: dict | None = None) -> None:
-        """The row's prediction shown, the Dice panel on its structure (with its risks), the
-        flagged slices listed, the view on ``target``."""
+        """Show the row's prediction, structure, risks and flagged slices; go to ``target``."""
         if self.loaded is None or row["case"] != self.loaded.case_id:
             return
         self.layers.show_prediction(prediction_role(str(row["key"])))
@@ -475,8 +411,7 @@ class ResultsPanel(QWidget):
         self.correction.setCurrentText("corrected")
 
     def save_correction(self) -> Path | None:
-        """Write the layer chosen under *Save corrected…* to ``DIR/corrections/<case>/``
-        (with ``<name>.prompts.json`` when the layer carries the prompts it came from)."""
+        """Write the chosen layer (and its prompts) to ``DIR/corrections/<case>/``."""
         import numpy as np
 
         from napari_segeval.prompts.prompt_file import PromptFile
@@ -489,7 +424,7 @@ class ResultsPanel(QWidget):
         prompts = layer.metadata.get("prompts")
         prompts = None if prompts is None else PromptFile.from_json(prompts)
         path = self.folder.save_correction(self.loaded, name, np.asarray(layer.data), prompts)
-        _notify(
+        show_info(
             f"saved {role} of {self.loaded.case_id} to {path}"
             + (" with its prompts" if prompts is not None else "")
         )

@@ -1,13 +1,4 @@
-"""Review a run without a reference (part of the *Results* panel): flagged slices, reviewed cases.
-
-A run estimates a risk of failure for every structure and slice
-(:mod:`napari_segeval.uncertainty.risk`). For the structure of the selected row the box
-lists its flagged slices, riskiest first, with why each is flagged (the
-:class:`~napari_segeval.uncertainty.risk.Flag` texts); a click on one moves the viewer
-there. *Mark case reviewed* records the case in ``DIR/review.json``
-(:class:`~napari_segeval.evaluation.review.ReviewLog`: written at once, atomically), so
-the review's progress survives closing napari; the table's *reviewed* column shows it.
-"""
+"""Review a run without a reference (in the *Results* panel): flagged slices, reviewed cases."""
 
 from __future__ import annotations
 
@@ -23,8 +14,7 @@ MARK, UNMARK = "Mark case reviewed", "Reviewed ✓ (click to undo)"
 
 
 def flagged_text(s: Any) -> str:
-    """A flagged slice as the list shows it (``s``: a
-    :class:`~napari_segeval.uncertainty.risk.SliceRisk`).
+    """A flagged slice ``s`` (a ``SliceRisk``) as the list shows it.
 
     Examples
     --------
@@ -39,15 +29,8 @@ def flagged_text(s: Any) -> str:
 class ReviewBox(QWidget):
     """Flagged slices of the row's structure and the case's *reviewed* mark.
 
-    ``slice_chosen(int)`` is emitted when a flagged slice is clicked;
-    ``reviewed_changed(str, bool)`` after a case's mark was written.
-
-    Attributes
-    ----------
-    log : ReviewLog or None
-        The folder's review (None: no folder, or its ``review.json`` is unreadable).
-    case : str or None
-        The case shown.
+    Emits ``slice_chosen(int)`` for a clicked slice, ``reviewed_changed(str, bool)`` after a
+    mark was written; ``log`` is None without a folder or with an unreadable ``review.json``.
     """
 
     slice_chosen = Signal(int)
@@ -100,8 +83,7 @@ class ReviewBox(QWidget):
         self.mark_button.setText(UNMARK if done else MARK)
 
     def show_risk(self, risk: Any, structure: str, has_risk: bool = True) -> None:
-        """List the flagged slices of ``risk`` (a
-        :class:`~napari_segeval.uncertainty.risk.StructureRisk` of ``structure``, or None)."""
+        """List the flagged slices of ``risk`` (``structure``'s ``StructureRisk``, or None)."""
         self.flagged.clear()
         if risk is None:
             self.title.setText(

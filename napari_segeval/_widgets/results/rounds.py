@@ -1,16 +1,6 @@
 """Step through the correction rounds of an ``interactive`` run (part of the *Results* panel).
 
-For the selected row of an ``interactive`` run (:mod:`napari_segeval.evaluation.rounds`)
-the box lists every round of the row's case, structure and condition: the Dice after
-it, its change from the round before (a fall is marked ▼ in red) and the prompt the
-simulated person added. *◀ Round* / *Round ▶* (or a click on a round) show that round:
-its saved prediction (the other predictions hidden), every prompt given so far as
-two layers, ``<case> prompts`` (Points: green positive clicks, magenta negative ones)
-and ``<case> boxes`` (Shapes), with the prompts added in that round drawn larger, and
-the view on the slice of the prompt added; the *Evaluate* panel's Dice tab then
-compares round 0 with that round (its per-slice Dice shows where the round helped or
-hurt; counted in the panel's worker). So a round that does not help is seen on the
-slice where its prompt went. Mask prompts (``prompt=mask``) are listed, not drawn.
+Mask prompts are listed, not drawn.
 """
 
 from __future__ import annotations
@@ -49,15 +39,7 @@ FELL = QColor(200, 40, 40)
 
 
 def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
-    """``(round, Dice, change, prompt added, fell)`` text of each round for the table.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as R
-    >>> rounds = [R(round=0, dice=0.5, change="box"), R(round=1, dice=0.4, change="+ point")]
-    >>> round_rows(rounds)[1]
-    ('1', '0.400', '▼ -0.100', '+ point', True)
-    """
+    """``(round, Dice, change, prompt added, fell)`` text of each round for the table."""
     out, before = [], math.nan
     for r in rounds:
         delta = r.dice - before
@@ -71,9 +53,7 @@ def round_rows(rounds: list) -> list[tuple[str, str, str, str, bool]]:
 def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
     """``(points, point looks, boxes, box looks)`` of a round's prompts in layer coordinates.
 
-    A look is ``(colour, size or edge width)`` (a point's size is a fraction of the
-    image's larger side); the prompts added in the round are the last
-    ``len(rnd.added)`` of ``rnd.prompts`` and are drawn larger.
+    A look is ``(colour, size or edge width)``; the round's added prompts are drawn larger.
 
     Examples
     --------
@@ -102,14 +82,7 @@ def prompt_layer_data(rnd: Any, ndim: int) -> tuple[list, list, list, list]:
 
 
 class RoundStepper(QWidget):
-    """The rounds of one structure of one case, and the layers that show one round.
-
-    Parameters
-    ----------
-    panel : ResultsPanel
-        The *Results* panel: its viewer, layers (the round's prediction is shown among
-        them), the case loaded, its worker and its Evaluate panel.
-    """
+    """The rounds of one structure of one case, and the layers that show one round."""
 
     def __init__(self, panel: Any) -> None:
         super().__init__()
@@ -145,8 +118,7 @@ class RoundStepper(QWidget):
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
-        """The rounds of a selected row of the *Results* table, at the row's round (none
-        for a row of another protocol)."""
+        """The rounds of a selected row, at its round (none for another protocol's row)."""
         if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
@@ -165,9 +137,10 @@ class RoundStepper(QWidget):
         round: int | None = None,
         move: bool = False,
     ) -> None:
-        """Show the ``rounds`` of ``case`` (``what``: its structure and condition) and one of
-        them (``round``, default 0); ``image`` is the case's image layer (placement).
-        ``move``: the view goes to the slice of the round's prompt."""
+        """Show ``rounds`` of ``case`` (``what``: structure, condition) at ``round``.
+
+        ``image`` places the prompts; with ``move`` the view goes to the round's prompt.
+        """
         self.rounds, self.image, self.case = list(rounds), image, case
         self.title.setText(f"Correction rounds of {case}: {what}")
         self.table.blockSignals(True)

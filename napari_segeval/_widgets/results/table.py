@@ -1,15 +1,4 @@
-"""The table of the *Results* panel: a Qt model of result rows and a sorting/filtering proxy.
-
-:class:`ResultsModel` shows the rows of
-:meth:`napari_segeval.evaluation.results.ResultsFolder.rows` (one per case x
-structure x condition); :class:`ResultsProxy` filters them by structure,
-condition and fold, shows or hides *absences* (rows whose structure is in
-neither the reference nor the prediction: their Dice reads "absent", not a
-score), and sorts numbers as numbers, with missing values (NaN) and absences
-last in either direction. A run's estimated ``risk`` of failure (no reference needed)
-is a column; a run without a reference has no Dice column (no Dice is invented), and
-the *reviewed* column shows the cases marked reviewed (:meth:`ResultsModel.set_reviewed`).
-"""
+"""The table of the *Results* panel: a Qt model of result rows and a sorting/filtering proxy."""
 
 from __future__ import annotations
 
@@ -193,11 +182,5 @@ class ResultsProxy(QSortFilterProxyModel):
 
 
 def fold_text(fold: Any) -> str:
-    """How a fold is shown in the filter (``"-"`` for none).
-
-    Examples
-    --------
-    >>> fold_text(None), fold_text(2)
-    ('-', '2')
-    """
+    """How a fold is shown in the filter (``"-"`` for none)."""
     return "-" if fold is None or fold == "" else str(fold)

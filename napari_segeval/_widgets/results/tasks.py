@@ -1,9 +1,4 @@
-"""Worker side of the *Results* panel (no Qt): open a folder, load a row's case.
-
-These run in the panel's worker thread (:class:`~napari_segeval._widgets.jobs.worker.JobRunner`),
-so everything slow happens here: reading and checking files, the layers' data
-(:func:`~napari_segeval._widgets.results.layers.layer_specs`) and the worst slice.
-"""
+"""Worker side of the *Results* panel (no Qt): open a folder, load a row's case."""
 
 from __future__ import annotations
 
@@ -26,10 +21,8 @@ def open_job(path: str, progress=None, cancel=None):
 def warm_up() -> None:
     """Make one tiny Image and one Labels layer model, and drop them.
 
-    napari's first layer of a session costs about a second of imports and set-up
-    (pandas, scipy.ndimage, the unit registry). Paid here, in the worker that
-    opens the folder, the first row a person selects does not pay it on the
-    main thread (layer models hold no Qt objects).
+    napari's first layer costs about a second of imports; paid here, in the worker, the
+    first row selected does not pay it on the main thread.
     """
     import numpy as np
     from napari.layers import Image, Labels
@@ -46,11 +39,7 @@ class Missing:
 
 
 def throttled(progress, interval: float = 0.25):
-    """``progress`` called at most every ``interval`` seconds (and at the end).
-
-    Each report repaints the panel's bar; on a software-rendered display a repaint
-    of a window holding the OpenGL canvas costs tens of milliseconds.
-    """
+    """``progress`` called at most every ``interval`` seconds and at the end (repaints are slow)."""
     import time
 
     if progress is None:
@@ -77,8 +66,6 @@ def row_label(loaded, row: dict) -> int | None:
 def focus_of(row: dict) -> str | None:
     """The prediction a row puts in focus: its attack, or (several models) its prediction.
 
-    ``row["key"]`` is the row's :class:`~napari_segeval.evaluation.keys.PredictionKey`.
-
     Examples
     --------
     >>> from napari_segeval.evaluation.keys import PredictionKey as K
@@ -92,17 +79,12 @@ def focus_of(row: dict) -> str | None:
 
 
 def row_job(folder, row: dict, shown, progress=None, cancel=None):
-    """Worker side of a row selection: load the case unless ``shown`` is it; the slice to
-    open it on and its structures' risks.
+    """Worker side of a row selection: load the case unless ``shown`` is it.
 
     Returns ``(row, loaded, layer specs or None, slice, counters, risks)``, or
-    :class:`Missing`. ``counters`` are the new case's overlap counters
-    (``loaded.counters``) for the Dice panel to adopt; empty when the case was
-    shown already (the panel's own counters are current then). ``risks``: the
-    :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure of the
-    row's prediction, by label (empty for a run without risks). The slice is the row
-    structure's worst slice by Dice where the case has a reference (a measured failure
-    beats an estimated one), else its riskiest flagged slice (else its riskiest).
+    :class:`Missing`. ``counters`` are the new case's (empty when it was shown already);
+    ``risks`` each structure's ``StructureRisk`` by label. The slice is the structure's
+    worst by Dice where there is a reference, else its riskiest flagged (else riskiest).
     """
     from napari_segeval.evaluation.results import MissingFilesError
     from napari_segeval.metrics import worst_slice, worst_slice_from_counts
@@ -143,9 +125,10 @@ def row_job(folder, row: dict, shown, progress=None, cancel=None):
 
 
 def pair_job(loaded, second: str, progress=None, cancel=None):
-    """Worker side of a round stepped to (:mod:`~napari_segeval._widgets.results.rounds`):
-    the Dice panel's counters of the case's first prediction and ``second``, already
-    loaded (nothing is read). Returns ``(loaded, second, counters)``."""
+    """Worker side of a round stepped to: the counters of the first prediction and ``second``.
+
+    Returns ``(loaded, second, counters)`` (nothing is read).
+    """
     from napari_segeval.evaluation.loaded import counters
 
     first = loaded.pair[0] or CLEAN
