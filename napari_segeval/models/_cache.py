@@ -1,18 +1,9 @@
 """Where pulled checkpoints are, and the checks before one is ever read.
 
-* :func:`cache_dir`, :func:`endpoint`, :func:`offline` - ``huggingface_hub``'s
-  variables (``HF_HUB_CACHE``/``HF_HOME``, ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``), read
-  when called, with the meaning they have there.
-* :func:`snapshot_path`, :func:`local_path` - where a catalogue entry is, or would be,
-  in the hub's cache; :func:`record_path` - the hash a pull checked, kept beside the
-  repository's cache folders (for caches that copy blobs instead of linking them).
-* :func:`checkpoint` - the verified local file of a pulled entry, for the model
-  registry: checked against the catalogue's SHA-256, or the hub's as the cache recorded
-  it (``huggingface_hub`` names each blob after it), before it is ever read; never a
-  download (that is :func:`napari_segeval.models._hub.pull`).
-* :func:`published_twin` - the catalogue entry a file given by path is, if any.
-
-No network, no ``huggingface_hub`` import: only ``os``, ``hashlib`` and the disk.
+Paths follow ``huggingface_hub``'s variables (``HF_HUB_CACHE``/``HF_HOME``,
+``HF_ENDPOINT``, ``HF_HUB_OFFLINE``); :func:`checkpoint` hashes a pulled file against the
+catalogue's (or the hub's recorded) SHA-256 before it is read. No network, no
+``huggingface_hub`` import: downloading is :func:`napari_segeval.models._hub.pull`.
 """
 
 from __future__ import annotations

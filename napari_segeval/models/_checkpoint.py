@@ -1,19 +1,10 @@
 """The one checkpoint reader: untrusted weight files are read as data, never as code.
 
-Every ``.pt``/``.pth`` file the package opens goes through :func:`read_checkpoint`,
-which calls ``torch.load(path, map_location="cpu", weights_only=True)`` (safe only
-from torch 2.10 on, see :func:`check_torch`) and turns every failure into one short
-:class:`~napari_segeval.ReadError` line that says what the file is and what is wrong:
-
-* the file is missing: ``PATH: <what> not found``;
-* it is truncated, corrupt or not a PyTorch file: ``PATH: not a readable <what> ...``;
-* it holds pickled Python objects (code), which are refused:
-  ``PATH: refused: this <what> contains Python code ...``;
-* its content does not fit the model (:func:`content_error`, :func:`load_state_strict`).
-
-torch's own error text is never shown: it advises options that would run the code.
-Which of the first two a refused file is, is decided by reading its pickle opcodes
-with :mod:`pickletools` (nothing is executed).
+Every ``.pt``/``.pth`` file goes through :func:`read_checkpoint`
+(``torch.load(weights_only=True)``, safe from torch 2.10 on) and every failure becomes
+one :class:`~napari_segeval.ReadError` line: not found, not readable, refused (it holds
+pickled Python objects, told apart by reading the pickle opcodes), or content that does
+not fit the model. torch's own error text is never shown (it advises running the code).
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """The built-in box/mask-conditioned network and its differentiable crop geometry.
 
-The network sees a square window around the object, resampled to ``size x
-size`` pixels, with four channels (weights of format 1) or six (points too):
-
-0. the current frame (unit intensities),
-1. the frame the prior mask belongs to (the previous frame while propagating;
-   the current frame on a conditioning frame that starts a walk, and while a
-   frame is refined by its clicks),
-2. the prior mask (soft probability of the previous frame; the box mask on the
-   frame a walk starts from; the frame's own current mask while it is refined
-   by clicks),
-3. the box mask on a conditioning frame with a box, zeros elsewhere,
-4. positive clicks and 5. negative clicks of the frame (:func:`click_maps`:
-   a disk of :data:`CLICK_RADIUS` window pixels per click, drawn in the window's
-   own pixels so that a click weighs the same whatever the window's size).
-
-The two image channels are standardized with the window's mean/std of
-channel 0 (differentiable), so the same weights serve windowed CT and 8-bit
-ultrasound. Windows are cut and pasted back with :func:`torch.nn.functional.grid_sample`,
-so gradients reach the full-size frames.
-
-Torch is imported by this module: import it only inside functions elsewhere.
+The network sees a square window around the object at ``size x size`` pixels, with four
+channels (weights of format 1) or six: the frame, the prior's frame, the prior mask, the
+box mask, and positive and negative click disks (:func:`click_maps`, drawn in window
+pixels). The image channels are standardized with channel 0's window mean/std; windows
+are cut and pasted with ``grid_sample`` so gradients reach the full-size frames. Imports
+torch: import it only inside functions elsewhere.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The built-in promptable model: a small box-, click- and mask-conditioned U-Net.
 
-It implements :class:`~napari_segeval.models.base.PromptableModel`; how each prompt
-kind is fed to the network is :mod:`._prompt_walks`. Weights with four input
-channels (format 1 without clicks) take boxes on any number of slices and mask
-prompts, and refuse points with one line; the shipped weights have six and take clicks.
-Trained on generated scenes (six shape families, randomised appearance) and CT and
-echocardiography phantoms, with box jitter and simulated corrective clicks, by
-``python -m napari_segeval.training.builtin_prompt`` (docs/model_cards.md); they ship in
-``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict read
-by :func:`~napari_segeval.models._checkpoint.read_checkpoint` (no code runs on load).
-
-Normalized units: every modality is mapped to ``[0, 1]`` by
-:func:`napari_segeval.inference.windowing.to_unit` (CT window, MR percentiles,
-8-bit grey), and RGB frames are averaged to grey. One normalized unit is
-therefore the window width in HU for CT and 255 grey levels for 8-bit video.
+Weights with four input channels (format 1) refuse points; the shipped six-channel
+weights (docs/model_cards.md) take clicks. Every modality is mapped to ``[0, 1]`` by
+:func:`napari_segeval.inference.windowing.to_unit` and RGB averaged to grey, so one
+normalized unit is the window width in HU for CT and 255 grey levels for 8-bit video.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
 """The catalogue: real checkpoints by name, each with what it needs and what it is.
 
-:data:`CATALOGUE` lists the checkpoints ``segeval models pull NAME`` fetches: the
-MedSAM2 checkpoints their authors publish on the Hugging Face hub
-(``wanglab/MedSAM2``, as in MedSAM2's ``download.sh``) and Meta's SAM2.1 in four
-sizes (``facebook/sam2.1-hiera-*``, the files of ``sam2.build_sam``'s table). Each
-:class:`CatalogueEntry` names the network that reads it (a name of the model
-registry: ``medsam2``, ``sam2.1-tiny`` ...), its repository, file and pinned
-revision (a commit), its size, licence, source and SHA-256 where one is known, and
-a :class:`ModelCard`: what it was trained on, its intended use, its licence, what
-it is not for. :data:`BUILTIN_CARDS` are the cards of the models that ship with the
-package; they say plainly that those were trained on generated phantoms.
-
-This module is data and look-ups only: it imports neither torch nor
-``huggingface_hub`` and touches neither the network nor the disk. Fetching and
-checking files is :mod:`napari_segeval.models._hub`'s job.
+:data:`CATALOGUE` lists what ``segeval models pull NAME`` fetches (MedSAM2 from
+``wanglab/MedSAM2``, Meta's SAM2.1 from ``facebook/sam2.1-hiera-*``), each pinned with
+its card; :data:`BUILTIN_CARDS` are the shipped models' cards. Data and look-ups only: no
+torch, no ``huggingface_hub``, no network, no disk.
 """
 
 from __future__ import annotations

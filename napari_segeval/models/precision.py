@@ -1,22 +1,9 @@
 """The arithmetic a model runs in: ``--precision auto|fp32|bf16|openvino``, resolved once per load.
 
-A backend declares the precisions it offers in its
-:class:`~napari_segeval.models.base.Capabilities` (``precisions``) and those that keep
-its masks (``auto_precisions``, measured: per-structure Dice >= 0.99 against fp32;
-LiteMedSAM's bf16 encoder does not keep them, ``benchmarks/bench_litemedsam.py --part
-encoder``, so it is offered by name only). :func:`resolve_precision` turns what a person
-asked for into the one this machine runs: ``auto`` is the first of ``auto_precisions``
-the machine supports (fp32 otherwise); ``fp32`` or ``bf16`` asked for where the model or
-the machine cannot run it is one line saying why and what ``auto`` would choose (nothing
-runs).
-
-bf16 needs a CUDA GPU that supports it or a CPU whose oneDNN kernels have bf16
-instructions (AVX512-BF16 or AMX: ``torch.ops.mkldnn._is_mkldnn_bf16_supported``).
-``openvino`` is float32 run by OpenVINO's CPU runtime instead of torch: it needs a CPU and
-the ``openvino`` extra (``pip install 'napari-segeval[openvino]'``; the package is found,
-not imported, here).
-
-Importing this module imports nothing heavy; torch is imported when a machine is asked.
+A backend declares ``precisions`` and the measured ``auto_precisions`` (per-structure Dice
+>= 0.99 against fp32) in its capabilities; :func:`resolve_precision` picks what runs here
+or refuses in one line. bf16 needs a CUDA GPU with bf16 or a oneDNN CPU with AVX512-BF16
+or AMX; ``openvino`` needs a CPU and the ``openvino`` extra (found, not imported, here).
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """One record per model name: what it is, where its weights come from, what it takes.
 
-The facts about a model name are written once each: the names users type and how they
-load in :mod:`~napari_segeval.models.registry`, the published files (repository, pinned
-revision, SHA-256, licence, model card) in :mod:`~napari_segeval.models.catalogue`, what a
-promptable backend takes in its class's
-:class:`~napari_segeval.models.base.Capabilities`. :func:`records` joins them into one
-:class:`ModelRecord` per name (a registry name and a catalogue name that are the same,
-``sam2.1-tiny``, are one record); :func:`model_rows` adds what is on this machine (here,
-where, how to install) and is the one builder of the rows that ``segeval models list``
-and the viewer's model picker render. :func:`model_file` is the local file of a name
-(``segeval models path``).
-
-Importing this module imports neither torch nor any backend; reading a record's
-capabilities imports its backend's (torch-free) module.
+:func:`records` joins the registry, the catalogue and the declared capabilities into one
+:class:`ModelRecord` per name; :func:`model_rows` adds what is on this machine and is the
+one builder of the rows ``segeval models list`` and the viewer's picker render. Imports
+neither torch nor any backend.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """A classical, weight-free promptable baseline: thresholded region growing.
 
-Each step keeps the pixels brighter than ``level`` (a soft sigmoid step, so
-the model is differentiable) inside the previous mask dilated by ``reach``
-pixels. On a conditioning frame its prompts act in order
-(:class:`~napari_segeval.models.walk.Walk`):
-
-* a **box** is the previous mask of its frame (the pixels above ``level`` inside
-  the box dilated by ``reach``);
-* a **mask prompt** is the frame's output;
-* a **positive point** is a seed: the connected region of pixels above ``level``
-  that contains it (4-connected) is added to the frame's mask;
-* a **negative point** blocks: the connected region of the frame's mask that
-  contains it is removed (and later frames grow only from what remains).
-
-Points alone on the frame a walk starts from start from an empty mask; reached
-mid-walk, they refine the frame's ordinary step. It needs no weights, which makes it
-the reference backend of the propagation tests and a sanity baseline for bright,
-well separated objects.
+Each step keeps the pixels brighter than ``level`` (a soft sigmoid, so differentiable)
+inside the previous mask dilated by ``reach``. A box is its frame's previous mask, a mask
+prompt the output, a positive point adds its 4-connected bright region, a negative point
+removes its region of the mask. The reference backend of the propagation tests.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """nnU-Net v2 result folders as dense models (optional extra ``nnunet``, imported lazily).
 
-A result folder (``nnUNetTrainer__nnUNetPlans__3d_fullres``) holds ``plans.json``,
-``dataset.json`` and ``fold_*/checkpoint_final.pth``. Checkpoints are read as data
-(:func:`~napari_segeval.models._checkpoint.read_checkpoint`); the network is built by
-``nnunetv2`` from the plans.
+Checkpoints are read as data; ``nnunetv2`` builds the network from ``plans.json``.
 """
 
 from __future__ import annotations

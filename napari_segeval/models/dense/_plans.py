@@ -1,11 +1,4 @@
-"""Plans: what a dense network needs around it (spacing, patch, intensity, structures).
-
-* :data:`BUILTIN_PLANS` - the plans of the built-in CT model (the training script
-  :mod:`napari_segeval.training.builtin_ct` starts from them; plain state dicts of
-  the built-in architecture default to them).
-* :func:`model_from_plans` - a :class:`~napari_segeval.models.dense._model.DenseModel`
-  from a plans dict and a network, shared by every dense loader.
-"""
+"""Plans: what a dense network needs around it (spacing, patch, intensity, structures)."""
 
 from __future__ import annotations
 

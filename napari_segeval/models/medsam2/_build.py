@@ -1,19 +1,9 @@
 """Build the SAM2-family networks (MedSAM2, SAM2.1 in four sizes) and load checkpoints.
 
-:data:`ARCHITECTURES` names every network this backend builds, each from a YAML
-config: MedSAM2's SAM2.1 Hiera-tiny at 512 px from the project's own
-``sam2.1_hiera_t512.yaml``, and Meta's SAM2.1 Hiera tiny, small, base-plus and
-large at 1024 px from the configs Meta ships in the ``sam2`` package
-(``sam2/configs/sam2.1/``), read as they are. Every network gets the inference
-settings of Meta's ``build_sam2_video_predictor(apply_postprocessing=True)``
-(:data:`POSTPROCESSING`, plus ``fill_hole_area=8`` in our loop), which MedSAM2's
-own predictor uses too.
-
-Checkpoints are untrusted data: they are read by
-:func:`~napari_segeval.models._checkpoint.read_checkpoint` (``weights_only``,
-torch >= 2.10) and loaded with ``strict=True``; every way a file can be wrong
-becomes a one-line :class:`ReadError` that names the file, and weights of another
-SAM2 size (SAM2.1-large weights for ``sam2.1-tiny``) are named as such.
+Each network of :data:`ARCHITECTURES` is built from its YAML config (MedSAM2's own
+``sam2.1_hiera_t512.yaml``, SAM2.1's from the ``sam2`` package) with the settings of
+``build_sam2_video_predictor(apply_postprocessing=True)`` (:data:`POSTPROCESSING`).
+Checkpoints are read as data and loaded strictly; weights of another size are named.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """MedSAM2 and SAM2.1 as a :class:`~napari_segeval.models.base.PromptableModel`.
 
-One class drives every network of :data:`._build.ARCHITECTURES`: MedSAM2 (SAM2.1
-Hiera-tiny at 512 px) and Meta's SAM2.1 in four sizes at 1024 px; they differ in
-the network and its input size (the network's ``image_size``), and share every
-step below, which is what both projects' video predictors do.
-
-Frames are preprocessed in MedSAM2's steps (CT window or MR percentile clip to
-0-255, truncation to uint8, grey to RGB, /255, ImageNet mean/std; by default the
-CT window edges map to 0-255, which equals MedSAM2's min-max of the clipped
-volume only when the volume reaches both edges) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
-them to the input size (512 x 512 for MedSAM2), runs our propagation loop (:mod:`._loop`) and returns
-probabilities at the native size (bilinear resize of the logits, as the video
-predictor does; ``logit > 0`` is the mask).
-
-Two resize modes (``resize``): ``"float"`` (default) resizes the normalized
-float frames with Pillow's bicubic weights, differentiably, without Pillow's
-uint8 rounding between and after its two passes; ``"pillow"`` (MedSAM2's
-scripts) resizes the 8-bit RGB frame with Pillow itself (bicubic, rounded and
-clipped to uint8), then divides by 255 and normalizes: exact, not differentiable.
-The CT mapping (``ct_mapping`` of :meth:`MedSAM2Model.preprocess`) is
-:mod:`napari_segeval.inference.windowing`'s: ``"window"`` maps the window edges
-to 0-255, ``"minmax"`` (MedSAM2) min-max rescales the clipped volume.
+One class drives every network of :data:`._build.ARCHITECTURES`; they differ only in the
+network and its input size. Frames are preprocessed in MedSAM2's steps (CT window or MR
+percentiles to 0-255, uint8, RGB, /255, ImageNet mean/std) at native size, resized for
+the network by ``resize``: ``"float"`` (Pillow's bicubic weights, differentiable, no
+uint8 rounding) or ``"pillow"`` (exact, not differentiable); probabilities come back at
+native size (bilinear logits, ``logit > 0`` the mask).
 """
 
 from __future__ import annotations
