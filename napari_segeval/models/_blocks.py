@@ -16,15 +16,8 @@ _INSTANCE = {2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}
 def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
     """``(conv -> norm -> activation) x 2`` for a ``dims``-D U-Net level.
 
-    Parameters
-    ----------
-    cin, cout : int
-        Input and output channels.
-    dims : {2, 3}
-        Spatial dimensions.
-    norm : {"instance", "batch"}
-        ``"instance"``: affine InstanceNorm + LeakyReLU(0.01) (the nnU-Net recipe, the
-        dense models). ``"batch"``: BatchNorm + ReLU (the built-in promptable model).
+    ``norm="instance"``: InstanceNorm + LeakyReLU(0.01) (dense models); ``"batch"``:
+    BatchNorm + ReLU (the built-in promptable model).
 
     Examples
     --------

@@ -142,14 +142,7 @@ def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
 
 
 def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
-    """Check a cached file against the catalogue's SHA-256 and the hub's; return it.
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line: the file's SHA-256 differs (a truncated or altered file), or no
-        published hash is on record to check it against.
-    """
+    """Check a cached file against the catalogue's SHA-256 and the hub's; return it."""
     expected = [h for h in (entry.sha256, recorded_sha256(entry, path)) if h]
     if not expected:
         raise ReadError(
@@ -172,15 +165,7 @@ def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
 
 
 def checkpoint(name: str) -> Path:
-    """The verified local file of the catalogue entry ``name``; never a download.
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        Unknown name, or not pulled yet (the line says how to pull it).
-    napari_segeval.ReadError
-        The cached file fails its SHA-256 check.
-    """
+    """The verified local file of the catalogue entry ``name``; never a download."""
     entry = get(name)
     path = local_path(entry)
     if path is None:
@@ -193,10 +178,7 @@ def checkpoint(name: str) -> Path:
 
 
 def published_twin(path: Any) -> CatalogueEntry | None:
-    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None.
-
-    Only files of exactly a known size are hashed, so other files cost one ``stat``.
-    """
+    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None."""
     from napari_segeval.models.catalogue import CATALOGUE
 
     try:

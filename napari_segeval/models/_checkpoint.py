@@ -39,16 +39,6 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 def check_torch(version: str | None = None) -> Any:
     """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module.
 
-    Parameters
-    ----------
-    version : str, optional
-        Check this version string instead of the installed torch's (for tests).
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        torch is older than 2.10 (its ``weights_only`` loading can run code).
-
     Examples
     --------
     >>> check_torch().__name__
@@ -85,12 +75,7 @@ def _pickle_streams(path: Path) -> list[bytes]:
 
 
 def _imports_objects(data: bytes) -> bool:
-    """Whether ``data`` starts with well-formed pickles that import Python objects.
-
-    Legacy (pre-zip) torch files are several pickles in a row followed by raw
-    storage bytes, so complete pickles are read until one does not parse. Only
-    pickles that parse to their ``STOP`` count: random bytes are not code.
-    """
+    """Whether ``data`` starts with well-formed pickles that import Python objects."""
     pos, found = 0, False
     while pos < len(data):
         names = set()
@@ -154,25 +139,6 @@ def content_error(path: str | Path, what: str, detail: str) -> ReadError:
 def read_checkpoint(path: str | Path, what: str) -> Any:
     """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts.
 
-    Parameters
-    ----------
-    path : str or Path
-        The file (zip or legacy format).
-    what : str
-        What the file should be, for messages (``"MedSAM2 checkpoint"``).
-
-    Returns
-    -------
-    The loaded object, tensors on the CPU.
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line naming the file: not found; truncated, corrupt or not a PyTorch
-        file; or refused because it contains pickled Python objects (code).
-    napari_segeval.SegEvalError
-        torch older than 2.10.
-
     Examples
     --------
     >>> import tempfile, torch
@@ -205,23 +171,6 @@ def read_checkpoint(path: str | Path, what: str) -> Any:
 
 def load_state_strict(module: Any, state: Any, path: str | Path, what: str, model: str) -> None:
     """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-        The network to fill.
-    state : dict of str to torch.Tensor
-        The state dict read from ``path``.
-    path, what : str
-        The file and what it is, for messages.
-    model : str
-        The network's name, for messages (``"SAM2.1 Hiera-tiny 512"``).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        Not a dict of tensors, missing or unexpected keys, or wrong shapes (with
-        counts and up to three examples).
 
     Examples
     --------

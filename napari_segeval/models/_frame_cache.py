@@ -81,30 +81,6 @@ class FrameStore:
 class FrameCache:
     """Features of ``n`` frames, each encoded in its fixed block, kept within a budget.
 
-    Parameters
-    ----------
-    encode : callable
-        ``encode(a, b)`` -> one list of tensors per frame ``a..b-1`` (detached or not,
-        as the caller's autograd mode gives them).
-    n : int
-        Number of frames.
-    block : int
-        Frames per encoder call (and block size).
-    budget_bytes : float, optional
-        Bound on the bytes of features kept between reads (``None``: unbounded).
-    reads : list of list of int
-        The frames read at each step, in order; every :meth:`get` consumes one read.
-    store : FrameStore, optional
-        Start from its features and leave every frame that fits in it (module doc);
-        without it, a frame is dropped after its last read.
-
-    Attributes
-    ----------
-    encoded : int
-        Frames passed through the encoder so far.
-    peak_bytes : int
-        Largest number of bytes of features kept between reads.
-
     Examples
     --------
     >>> import torch

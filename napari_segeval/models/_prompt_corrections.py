@@ -146,8 +146,6 @@ def bridge(
     """Propagation steps from the nearest slice with a mask to a positive click's
     empty slice (module doc, step 0): ``(bridged slices -> probabilities, the step's
     output on the clicked slice)``, or ``None`` when no bridge is made.
-
-    ``previous``: the previous masks ``(n, H, W)`` (boolean).
     """
     point = prompts.prompts[-1]
     f = int(point.index)
@@ -182,11 +180,7 @@ def spread(
     min_confidence: float | None,
     cancel: Any = None,
 ) -> dict[int, torch.Tensor]:
-    """The slices a point's click changes beyond its own slice (module doc, step 2).
-
-    ``start``: the prompted slice's new probabilities; ``previous``: the previous
-    masks ``(n, H, W)`` (boolean).
-    """
+    """The slices a point's click changes beyond its own slice (module doc, step 2)."""
     n = x.shape[0]
     point = prompts.prompts[-1]
     f = int(point.index)
@@ -220,16 +214,7 @@ def correct(
     min_confidence: float | None,
     cancel: Any = None,
 ) -> dict[int, torch.Tensor]:
-    """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt.
-
-    ``previous``: the structure's masks before it ``(n, H, W)`` (boolean); slices not
-    in the answer keep them (module doc).
-
-    Raises
-    ------
-    ValueError
-        The last prompt is not a point (boxes and mask prompts start a structure again).
-    """
+    """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt."""
     prompt = prompts.prompts[-1]
     if not isinstance(prompt, Point):
         raise ValueError(f"a correction is a point, got {type(prompt).__name__}")

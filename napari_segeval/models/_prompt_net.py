@@ -35,16 +35,6 @@ CLICK_SIDE = 64.0
 class PromptUNet(nn.Module):
     """Small fully convolutional U-Net: 4 (or 6) input channels -> 1 foreground logit.
 
-    Parameters
-    ----------
-    width : int
-        Channels of the first level (doubled per level).
-    depth : int
-        Number of down-sampling steps.
-    in_channels : int
-        4 (frame, previous frame, prior, box) or :data:`POINT_CHANNELS` (with
-        positive and negative click maps).
-
     Examples
     --------
     >>> net = PromptUNet(width=8, depth=2).eval()
@@ -83,11 +73,7 @@ class PromptUNet(nn.Module):
         return self.in_channels == POINT_CHANNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth).
-
-        A network with click channels also takes 4-channel inputs: no clicks (the
-        click maps are zeros).
-        """
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth)."""
         if x.shape[1] == 4 and self.in_channels == POINT_CHANNELS:
             x = torch.cat([x, x.new_zeros((x.shape[0], 2) + tuple(x.shape[2:]))], dim=1)
         img = x[:, :2]
@@ -126,11 +112,6 @@ def window_from_mask(
 ) -> tuple[float, float, float] | None:
     """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
 
-    The window of a refinement pass (the frame's current mask and its clicks) and of
-    a propagation step (the previous frame's mask, no clicks). ``points`` are
-    ``(y, x, positive)`` pixel centres. ``None`` when the mask is empty (or absent)
-    and no click is positive.
-
     Examples
     --------
     >>> m = torch.zeros(40, 40); m[10:20, 10:30] = 1
@@ -162,11 +143,6 @@ def window_from_points(
 ) -> tuple[float, float, float]:
     """Square window around the positive clicks of a frame with nothing else to go by.
 
-    The window of a click pass on a frame with no output yet (a walk that starts
-    from points only): centred on the positive clicks' bounding box, ``side`` native
-    pixels wide (:data:`CLICK_SIDE`), or the clicks' box times :data:`CONTEXT` when
-    that is larger.
-
     Examples
     --------
     >>> window_from_points([(50, 60, True), (10, 10, False)])
@@ -189,11 +165,6 @@ def refine_window(
     prompt_mask: torch.Tensor | None = None,
 ) -> tuple[float, float, float] | None:
     """The window of a click pass (the built-in backend's rule).
-
-    On a frame with a box: the box's window. On a frame with a mask prompt: the
-    prompt mask's. Else :func:`window_from_mask` of the frame's current output and
-    positive clicks, or, when the output is empty, :func:`window_from_points`;
-    ``None`` when there is neither output nor a positive click (nothing to refine).
 
     Examples
     --------
@@ -218,11 +189,7 @@ def refine_window(
 
 
 def crop_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Affine ``theta (B, 2, 3)`` that resamples windows ``(B, 3) = (cy, cx, half)``.
-
-    Coordinates are pixel *edges* (pixel ``i`` spans ``[i, i + 1]``), matching
-    ``grid_sample(..., align_corners=False)``.
-    """
+    """Affine ``theta (B, 2, 3)`` that resamples windows ``(B, 3) = (cy, cx, half)``."""
     cy, cx, half = windows[:, 0], windows[:, 1], windows[:, 2]
     theta = torch.zeros(windows.shape[0], 2, 3, dtype=windows.dtype, device=windows.device)
     theta[:, 0, 0] = 2.0 * half / width
@@ -260,14 +227,6 @@ def click_maps(
     radius: float = CLICK_RADIUS,
 ) -> torch.Tensor:
     """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks.
-
-    ``points[b]`` lists window ``b``'s clicks as ``(y, x, positive)`` in native
-    pixel-centre coordinates (:class:`~napari_segeval.prompts.prompt_set.Point`);
-    ``windows`` is ``(B, 3) = (cy, cx, half)`` in pixel-edge coordinates
-    (:func:`window_from_bbox`). Each click is a disk of ``radius`` *window* pixels
-    around its position in the window (clicks outside the window are drawn where
-    they fall, so a disk can be partly or wholly outside). The same function makes
-    the training inputs and the inference inputs.
 
     Examples
     --------

@@ -335,10 +335,7 @@ def advance(
 def run(
     net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
-    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames).
-
-    ``options``: its ``progress``, ``cancel``, ``stop_when_empty`` and ``on_frame``.
-    """
+    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames)."""
     progress, on_frame = options.progress, options.on_frame
     h, w = x.shape[1:]
     total = sum(len(s.idx) for s in states)

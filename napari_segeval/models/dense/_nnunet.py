@@ -15,19 +15,7 @@ from napari_segeval.models.dense._plans import model_from_plans
 
 
 def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
-    """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder.
-
-    One statistics dict per input channel (``dataset.json`` ``channel_names``)
-    when every channel uses ``CTNormalization``; a channel with per-case z-score
-    normalization sets ``per_case_zscore`` (not supported by the loader).
-
-    Parameters
-    ----------
-    folder : str or Path
-        Result folder with ``plans.json`` and ``dataset.json``.
-    configuration : str, optional
-        Default: the part of the folder name after the last ``"__"`` (``3d_fullres``).
-    """
+    """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder."""
     folder = Path(folder)
     try:
         plans = json.loads((folder / "plans.json").read_text(encoding="utf-8"))

@@ -33,15 +33,7 @@ def installed_version(entry: PackagedWeights = ENTRY) -> str | None:
 
 
 def asset_path(entry: PackagedWeights = ENTRY) -> Path:
-    """Where the installed package keeps ``entry``'s file (not yet checked).
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The package is not installed (the line says which extra installs it).
-    napari_segeval.ReadError
-        It is installed without the file.
-    """
+    """Where the installed package keeps ``entry``'s file (not yet checked)."""
     try:
         dist = metadata.distribution(entry.distribution)
     except metadata.PackageNotFoundError:
@@ -57,13 +49,7 @@ def asset_path(entry: PackagedWeights = ENTRY) -> Path:
 
 
 def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> Path:
-    """``entry``'s file after its size and SHA-256 check (once per file and process).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line: the size or the SHA-256 differs from the published file's.
-    """
+    """``entry``'s file after its size and SHA-256 check (once per file and process)."""
     from napari_segeval.models._cache import hashed
 
     path = asset_path(entry) if path is None else Path(path)
@@ -85,10 +71,7 @@ def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> P
 
 
 def read_state(path: Path | None = None) -> dict:
-    """LiteMedSAM's state dict: the checked file read as data (no code runs).
-
-    ``path`` (tests, or a copy of the same bytes elsewhere) is checked the same way.
-    """
+    """LiteMedSAM's state dict: the checked file read as data (no code runs)."""
     from napari_segeval.models._checkpoint import content_error, read_checkpoint
 
     path = verified_path(ENTRY, path)

@@ -43,16 +43,7 @@ def box_xyxy(box: Box) -> tuple[int, int, int, int]:
 
 @dataclass
 class Chain:
-    """One chain's plan and state.
-
-    ``frames``: visit order; ``boxes``: the person's box (256 space) per slice;
-    ``last_conditioning``: visit position of the last slice with a person's box;
-    ``limit``: number of visit positions it may walk; ``stop_empty``: the project's stop;
-    ``value``: the value of the result map the authors' box rule resizes (their
-    structure number); ``prior``: per-slice chain (boxes from these masks instead of
-    the chain's own); ``jitter``: jittered boxes decoded per slice for the agreement
-    signal (0: none).
-    """
+    """One chain's plan and state."""
 
     frames: list[int]
     boxes: dict[int, list[int]]
@@ -162,10 +153,6 @@ def _decode(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The logits ``(1, 1, 256, 256)`` and IoU ``(1,)`` of ``box``, and the logits of its
     ``jitter`` jittered boxes (seeded by ``frame``).
-
-    With the inference decoder, the box and its jittered boxes go in one call (its
-    box-free work done once; each box's logits those of its own decode, bit for bit); the
-    module decodes them apart (batched, its rows would differ by rounding).
     """
     together = jitter > 0 and net.fast_decoder is not None
     prompts = [box] + (jittered_boxes(box, jitter, frame) if together else [])
@@ -189,14 +176,7 @@ def run(
     cancel: Any = None,
     on_frame: Callable[[int, int, Any], None] | None = None,
 ) -> None:
-    """Advance every chain to its end (results in each chain's ``crops`` and ``values``).
-
-    ``cache`` is a :class:`~napari_segeval.models._frame_cache.FrameCache` of the
-    slices' embeddings whose planned reads are the chains' visits, step by step.
-    ``progress(done, total)`` after each slice of each chain (a chain that stops adds its
-    remaining slices at once); ``on_frame(chain number, frame, probability (H, W))``
-    hears each slice as it is computed.
-    """
+    """Advance every chain to its end (results in each chain's ``crops`` and ``values``)."""
     h, w = shape
     resized = R.resized_size(h, w)
     total = sum(c.length for c in chains)

@@ -114,24 +114,7 @@ class _Norm:
 
 
 class FusedEncoder:
-    """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels.
-
-    Parameters
-    ----------
-    encoder : TinyViTEncoder
-        The loaded encoder (eval mode; its weights are copied, folded and cast once).
-    dtype : torch.dtype
-        ``torch.float32`` or ``torch.bfloat16``.
-    band_floats : int
-        Floats per band of the first stage (:data:`BAND_FLOATS`).
-    stream : torch.dtype
-        The residual stream's dtype (and that of the parts not in ``parts``).
-    parts : iterable of {"conv", "attention", "mlp"}
-        The parts that run in ``dtype``.
-
-    Calling it on ``(B, 3, 256, 256)`` in [0, 1] gives the float32 ``(B, 256, 64, 64)``
-    embedding (without gradients).
-    """
+    """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels."""
 
     def __init__(
         self,
@@ -238,14 +221,7 @@ class FusedEncoder:
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
     def _bands(self, x: torch.Tensor, expand: ConvBN, dw: ConvBN, finish) -> torch.Tensor:  # noqa: ANN001
-        """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows.
-
-        As :func:`~._network._depthwise_rows`, with the GELUs fused into the kernels and
-        no padded copy: each band expands its rows with a halo that starts on a row the
-        stride reaches, is convolved with zero padding on all sides, and the output rows
-        that saw a padded row inside the image are cropped. ``x`` is ``(B, H, W, C)``;
-        ``finish`` gets channels-last ``(B, C, rows, W)`` maps.
-        """
+        """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows."""
         e_lin, d_conv = self._get(expand), self._get(dw)
         b, h, w, _ = x.shape
         stride = int(dw.c.stride[0])
@@ -347,10 +323,6 @@ def inference_encoder(
     encoder: TinyViTEncoder, precision: str, device: torch.device
 ) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The encoder a backend runs without gradients, for a resolved ``precision``.
-
-    ``"fp32"``/``"bf16"`` on a CPU with oneDNN: a :class:`FusedEncoder`; ``"bf16"`` on a
-    GPU: the module under ``torch.autocast`` (bfloat16), its output as float32; None
-    (the module as it is) otherwise.
 
     Examples
     --------

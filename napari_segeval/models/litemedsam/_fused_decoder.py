@@ -53,18 +53,7 @@ def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
 
 
 class FusedDecoder:
-    """The mask decoder of a :class:`~._network.LiteMedSAMNet` for box prompts, on a CPU.
-
-    Parameters
-    ----------
-    net : LiteMedSAMNet
-        The loaded network (eval mode, :meth:`~._network.LiteMedSAMNet.prepare_inference`
-        called); its decoder's weights are copied once.
-
-    Calling it as ``decoder(embedding, boxes)`` (``(1, 256, 64, 64)``, ``(B, 4)`` in
-    256-pixel space) gives what :meth:`~._network.LiteMedSAMNet.decode` gives: logits
-    ``(B, 1, 256, 256)`` and the predicted IoU ``(B,)``.
-    """
+    """The mask decoder of a :class:`~._network.LiteMedSAMNet` for box prompts, on a CPU."""
 
     def __init__(self, net: LiteMedSAMNet) -> None:
         dec = net.mask_decoder
@@ -158,11 +147,7 @@ class FusedDecoder:
     def __call__(
         self, embedding: torch.Tensor, boxes: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, 1, 256, 256)`` and predicted IoU ``(B,)`` of ``boxes`` on ``embedding``.
-
-        The box-free part is computed once, then each box on its own: a box's logits are
-        the same, bit for bit, whatever other boxes share the call.
-        """
+        """Logits ``(B, 1, 256, 256)`` and predicted IoU ``(B,)`` of ``boxes`` on ``embedding``."""
         # the box-free part, once: image tokens (token-major), +pe, first projections
         src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
         src = src[None]  # (1, 4096, 256)

@@ -87,22 +87,7 @@ def converted_model(encoder: TinyViTEncoder, key: str | None, root: Path | None 
 
 
 class OpenVINOEncoder:
-    """LiteMedSAM's encoder compiled by OpenVINO for the CPU, float32.
-
-    Parameters
-    ----------
-    encoder : TinyViTEncoder
-        The loaded encoder (eval mode, batch norms folded).
-    key : str or None
-        Its cache name (:func:`cache_key`; None: converted without a cache).
-    threads : int, optional
-        OpenVINO's threads (default: torch's, at load).
-    root : Path, optional
-        The cache folder (default :func:`cache_root`).
-
-    Calling it on ``(B, 3, 256, 256)`` in [0, 1] gives the float32 ``(B, 256, 64, 64)``
-    embedding (without gradients), one slice per inference.
-    """
+    """LiteMedSAM's encoder compiled by OpenVINO for the CPU, float32."""
 
     def __init__(
         self,
@@ -139,11 +124,6 @@ class OpenVINOEncoder:
 def openvino_encoder(encoder: TinyViTEncoder, weights_sha256: str | None) -> OpenVINOEncoder:
     """:class:`OpenVINOEncoder` of ``encoder`` (cached by the weights' SHA-256; None: no
     cache).
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The ``openvino`` extra is not installed.
     """
     from napari_segeval._errors import MissingDependencyError
     from napari_segeval.models.precision import OPENVINO_EXTRA

@@ -106,12 +106,7 @@ def condition_structure(
     fill_hole_area: int,
     device: Any,
 ) -> dict:
-    """``{frame: conditioning output}`` of a structure's prompts (module doc).
-
-    Each output is the predictor's compact form (memory features in bfloat16,
-    hole-filled low-res logits, object pointer and score). ``feats`` gives each
-    conditioning frame's image features once.
-    """
+    """``{frame: conditioning output}`` of a structure's prompts (module doc)."""
     import torch
     import torch.nn.functional as F
 

@@ -20,20 +20,7 @@ FeatureStore = FrameStore
 
 
 class FrameFeatures(FrameCache):
-    """SAM2 encoder features of ``frames``, each frame encoded in its fixed block.
-
-    Parameters
-    ----------
-    network : sam2.modeling.sam2_base.SAM2Base
-        Provides ``forward_image`` and ``_prepare_backbone_features``.
-    frames : tensor
-        Native normalized frames (``(n, ...)``); ``to_input(frames[a:b])`` makes the
-        network input of frames ``a..b-1``.
-    to_input : callable
-        Native frames -> ``(m, 3, 512, 512)`` (differentiable).
-    block, budget_bytes, reads, store
-        As :class:`~napari_segeval.models._frame_cache.FrameCache`.
-    """
+    """SAM2 encoder features of ``frames``, each frame encoded in its fixed block."""
 
     def __init__(
         self,

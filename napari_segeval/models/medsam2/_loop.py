@@ -24,9 +24,6 @@ IMAGE_SIZE = 512
 def connected_components(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """8-connected components of a binary ``(N, 1, H, W)`` mask: labels and per-pixel areas.
 
-    The CPU equivalent of ``sam2.utils.misc.get_connected_components`` (an optional
-    CUDA kernel in Meta's package).
-
     Examples
     --------
     >>> import torch
@@ -51,11 +48,7 @@ def connected_components(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
 
 
 def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
-    """Set background holes (logit <= 0, 8-connected, area <= ``max_area``) to 0.1.
-
-    Matches ``sam2.utils.misc.fill_holes_in_mask_scores``; differentiable with
-    respect to the logits that are kept.
-    """
+    """Set background holes (logit <= 0, 8-connected, area <= ``max_area``) to 0.1 (as SAM2)."""
     import torch
 
     if max_area <= 0:
@@ -84,15 +77,7 @@ def compact(out: dict, logits: torch.Tensor) -> dict:
 
 
 class IouProbe:
-    """The IoU head's estimate of the mask SAM 2's decoder keeps, heard on each call.
-
-    ``track_step`` keeps the decoder's mask of highest predicted IoU (multimask output:
-    tracking and one-click frames) or its one mask, and drops the estimate. The probe
-    is a forward hook on ``sam_mask_decoder``: :meth:`take` gives, per object of the
-    last decoder call, the largest estimate it returned, the kept mask's (a
-    probability: MedSAM2's and SAM2.1's configs put the IoU head through a sigmoid).
-    Used as a context manager; the hook is removed on exit.
-    """
+    """The IoU head's estimate of the mask SAM 2's decoder keeps, heard on each call."""
 
     def __init__(self, network: Any) -> None:
         self._network = network

@@ -120,11 +120,6 @@ def track(
     """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``:
     the low-resolution logits and the object score logits (``(B, 1)``; None when the
     network gives none).
-
-    ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
-    each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of its current frame.
-    Stores the walks' memory; returns the hole-filled low-res logits ``(B, 1, h, w)``,
-    the object scores and each walk's IoU estimate (heard by ``probe``).
     """
     import torch
 
@@ -190,16 +185,7 @@ def run_walks(
     stop_when_empty: bool = False,
     on_frame: Any = None,
 ) -> list[list]:
-    """Native-size logits rows ``(H, W)`` of every walk, in visit order.
-
-    ``conds[group]`` is each structure's conditioning (:mod:`._condition`); ``feats``
-    must have been planned with :func:`reads` of ``states``. A walk stops early
-    (``stop_when_empty``) only after its last conditioning frame; the rows it skips
-    are ``-1024`` (the predictor's no-object score). ``on_frame(i, frame,
-    probability)`` (optional) hears walk ``i``'s detached probability on each frame as
-    soon as it is computed. Each state's ``presence`` and ``quality`` hold its rows'
-    object scores and IoU estimates (the rows a walk skips have none).
-    """
+    """Native-size logits rows ``(H, W)`` of every walk, in visit order (``-1024`` after a stop)."""
     import torch
 
     n = feats.n
@@ -264,8 +250,6 @@ def run_walks(
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
     """Frames read at each step: each structure's conditioning frames once (step 0),
     then each walk's frame where it tracks (not on its conditioning frames).
-
-    ``cond_frames[group]`` lists each structure's conditioning frames.
     """
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):
