@@ -27,12 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "builtin-prompt.pt"
 FORMAT = "napari-segeval/builtin-prompt/1"
-#: Confidence stop used by :func:`napari_segeval.propagation.propagate_case` by
-#: default (``min_confidence="auto"``): a direction ends at the first slice whose
-#: mean foreground probability is below it. Chosen on tuning phantoms (seeds
-#: 500-509, disjoint from training seeds 0-63 and benchmark seeds >= 2000):
-#: 0.75-0.85 all work; 0.8 lifted liver-tumour Dice from 0.59 to 0.79 there
-#: without changing organ or echo scores by more than 0.005.
+#: ``min_confidence="auto"``: a direction ends at the first slice whose mean foreground
+#: probability is below it (tuned on phantoms: docs/model_cards.md).
 STOP_CONFIDENCE = 0.8
 
 
