@@ -176,8 +176,7 @@ class BuiltinPromptModel(PromptableModel):
     def from_registry(
         cls, name: str, checkpoint: Path | None, device: Any, precision: Precision
     ) -> BuiltinPromptModel:
-        """The registry's ``builtin`` (:func:`~napari_segeval.models.registry.load_promptable`):
-        ``checkpoint`` another weight file of its format (None: the shipped one)."""
+        """The registry's ``builtin``; ``checkpoint`` another weight file (None: the shipped one)."""
         model_precision(precision, None, device, name)
         return cls(checkpoint, device="auto" if device is None else device)
 
@@ -193,9 +192,7 @@ class BuiltinPromptModel(PromptableModel):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Boxes and mask prompts; points when the weights have click channels, each a
-        local correction; differentiable; a per-slice prior is taken; the calibrated
-        confidence stop :data:`STOP_CONFIDENCE`."""
+        """Boxes and mask prompts; points (local corrections) when the weights have click channels."""
         reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
         return Capabilities(
             points=self.takes_points,
@@ -237,20 +234,17 @@ class BuiltinPromptModel(PromptableModel):
         min_confidence: float | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[int, np.ndarray]:
-        """A local correction: the slices that ``prompts``' last prompt changes.
+        """A local correction: slice -> new probabilities ``(H, W)`` that ``prompts``' last prompt changes.
 
-        ``prompts`` is the structure's prompt set up to and including the correction;
-        ``previous`` its boolean masks ``(n, H, W)`` before it. Returns slice -> new
-        probabilities ``(H, W)`` (float32); every other slice keeps its previous mask
-        (:mod:`napari_segeval.models._prompt_corrections`).
+        ``previous``: the structure's boolean masks ``(n, H, W)`` before it; every other
+        slice keeps them.
 
         Raises
         ------
         napari_segeval.InvalidPromptError
             A point prompt for weights without click channels.
         ValueError
-            ``frames`` not ``(n, H, W)`` (or ``(n, H, W, C)``), or ``previous`` not of
-            the frames' shape ``(n, H, W)``.
+            ``frames`` or ``previous`` of the wrong shape.
 
         Examples
         --------
@@ -292,13 +286,8 @@ class BuiltinPromptModel(PromptableModel):
     ) -> list:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
-        Each walk's result equals its own :meth:`propagate` call. With
-        :attr:`batch_walks` (default ``None``: on CUDA/MPS only) the walks of one
-        step go through the network as one batch; on a CPU that would change the
-        probabilities in the last bits (batched convolutions), so one walk at a time
-        is the CPU default. ``options.cache_mb`` does not apply (this model keeps no
-        per-frame features). With ``options.crops`` each frame is kept only inside
-        its window's support (exactly 0 elsewhere).
+        :attr:`batch_walks` batches a step's walks (default: not on a CPU, where batched
+        convolutions differ in the last bits); ``options.cache_mb`` does not apply.
 
         Raises
         ------

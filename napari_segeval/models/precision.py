@@ -16,8 +16,7 @@ from napari_segeval._errors import SegEvalError
 
 
 class Precision(Enum):
-    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``,
-    ``OPENVINO`` (float32 on OpenVINO's CPU runtime).
+    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``, ``OPENVINO``.
 
     Examples
     --------
@@ -69,8 +68,7 @@ def _device_type(device: Any) -> str:
 
 
 def bf16_reason(device: Any = None) -> str | None:
-    """None when ``device`` (None/``"auto"``: the one a model would pick) runs bf16 fast,
-    else why not (one clause).
+    """None when ``device`` (None/``"auto"``: a model's pick) runs bf16 fast, else why not.
 
     Examples
     --------
@@ -94,8 +92,7 @@ OPENVINO_EXTRA = "openvino"
 
 
 def openvino_reason(device: Any = None) -> str | None:
-    """None when ``device`` can run ``--precision openvino`` (a CPU, the extra installed),
-    else why not (one clause).
+    """None when ``device`` can run ``--precision openvino``, else why not.
 
     Examples
     --------
@@ -148,29 +145,25 @@ def resolve_precision(
     model: str = "this model",
     auto: Sequence[Precision] = (Precision.FP32,),
 ) -> Precision:
-    """The precision a model runs in: ``auto`` -> the first of ``auto`` that this
-    machine supports (fp32 otherwise); a precision named -> itself, if the model offers
-    it and the machine runs it.
+    """The precision a model runs in: ``auto`` -> the first of ``auto`` this machine runs.
 
     Parameters
     ----------
     requested : str, Precision or None
         What was asked (None: ``auto``).
     offered : sequence of Precision
-        The model's (``Capabilities.precisions``); FP32 is always run.
+        The model's ``Capabilities.precisions`` (FP32 always runs).
     device : str or torch.device, optional
         Where the model runs (None/``"auto"``: CUDA, then MPS, then CPU).
     model : str
         Its name, for the message.
     auto : sequence of Precision
-        The model's precisions that keep its masks (``Capabilities.auto_precisions``),
-        fastest first.
+        The model's ``Capabilities.auto_precisions``, fastest first.
 
     Raises
     ------
     napari_segeval.SegEvalError
-        One line: why the model or the machine cannot run the precision asked for, and
-        what ``auto`` would choose.
+        The model or the machine cannot run it (the line says what ``auto`` would choose).
 
     Examples
     --------
@@ -204,8 +197,7 @@ def resolve_precision(
 def model_precision(
     requested: str | Precision | None, capabilities: Any, device: Any, model: str
 ) -> Precision:
-    """:func:`resolve_precision` for a backend's declared
-    :class:`~napari_segeval.models.base.Capabilities` (None: fp32 only).
+    """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only).
 
     Examples
     --------
