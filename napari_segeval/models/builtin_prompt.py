@@ -94,19 +94,6 @@ class BuiltinPromptModel(PromptableModel):
         Weight file (default: the shipped ``builtin-prompt.pt``).
     device : str or torch.device, optional
         ``"auto"`` (default) picks CUDA, then MPS, then CPU.
-
-    Examples
-    --------
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> from napari_segeval.prompts.box import Box
-    >>> case = make_ct_case(3, shape=(12, 64, 64))
-    >>> model = BuiltinPromptModel(device="cpu")
-    >>> frames = model.preprocess(case.image, "CT")
-    >>> z = 8
-    >>> box = Box.from_mask(case.labels[z] == 1, index=z, label=1)
-    >>> prob = model.propagate(frames, z, box, "backward")
-    >>> prob.shape
-    torch.Size([9, 64, 64])
     """
 
     name = "builtin"
@@ -245,18 +232,6 @@ class BuiltinPromptModel(PromptableModel):
             A point prompt for weights without click channels.
         ValueError
             ``frames`` or ``previous`` of the wrong shape.
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.box import Box
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> m = BuiltinPromptModel(device="cpu")
-        >>> frames = np.zeros((6, 32, 32), np.float32); frames[:, 8:20, 8:20] = 1
-        >>> before = np.zeros((6, 32, 32), bool); before[:, 8:20, 8:20] = True
-        >>> s = PromptSet.of([Box(8, 8, 20, 20, index=2), Point(14, 14, index=5)])
-        >>> changed = m.correct(frames, s, before)
-        >>> set(changed) <= {3, 4, 5}, changed[5].shape
-        (True, (32, 32))
         """
         import torch
 
@@ -293,16 +268,6 @@ class BuiltinPromptModel(PromptableModel):
         ------
         napari_segeval.InvalidPromptError
             A point prompt for weights without click channels.
-
-        Examples
-        --------
-        >>> from napari_segeval.models.walk import Walk
-        >>> from napari_segeval.prompts.box import Box
-        >>> m = BuiltinPromptModel(device="cpu")
-        >>> frames = np.zeros((5, 32, 32), np.float32)
-        >>> walks = [Walk(2, Box(8, 8, 20, 20, index=2), o) for o in ("forward", "backward")]
-        >>> [tuple(p.shape) for p in m.propagate_walks(frames, walks)]
-        [(3, 32, 32), (3, 32, 32)]
         """
         import torch
 

@@ -111,21 +111,7 @@ class ThresholdPromptModel(PromptableModel):
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """See :meth:`napari_segeval.models.base.PromptableModel.propagate_walks`: one
-        walk after the other (module doc for what each prompt does).
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> f = np.zeros((3, 8, 8), np.float32); f[:, 1:3, 1:3] = 1; f[:, 5:7, 5:7] = 1
-        >>> seeds = PromptSet.of([Point(1, 1, index=0), Point(6, 6, index=0)])
-        >>> p = ThresholdPromptModel().propagate(f, 0, seeds)
-        >>> (p > 0.5).sum(dim=(1, 2)).tolist()
-        [8, 8, 8]
-        >>> cut = seeds.add(Point(6, 5, index=1, positive=False))
-        >>> (ThresholdPromptModel().propagate(f, 0, cut) > 0.5).sum(dim=(1, 2)).tolist()
-        [8, 4, 4]
-        """
+        """The walks one after the other (module doc for what each prompt does)."""
         import torch
 
         x = torch.as_tensor(frames).to(self.device, torch.float32)
