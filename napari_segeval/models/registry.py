@@ -223,13 +223,6 @@ def split_ref(ref: str) -> tuple[str, str | None]:
     """``"medsam2:PATH"`` -> ``("medsam2", "PATH")``; any other reference -> ``(ref, None)``.
 
     Only names that take a checkpoint are split (``module:factory`` passes unchanged).
-
-    Examples
-    --------
-    >>> split_ref("medsam2:/models/MedSAM2_latest.pt")
-    ('medsam2', '/models/MedSAM2_latest.pt')
-    >>> split_ref("builtin-prompt"), split_ref("mypkg.models:build")
-    (('builtin', None), ('mypkg.models:build', None))
     """
     head, sep, tail = str(ref).partition(":")
     name = _canonical(head)
@@ -268,31 +261,13 @@ def is_reference(ref: str, kind: str) -> bool:
 
 
 def is_promptable(ref: str) -> bool:
-    """Whether ``ref`` names a promptable model (not ``module:factory``: that counts as dense).
-
-    Examples
-    --------
-    >>> is_promptable("builtin-prompt"), is_promptable("medsam2:m.pt"), is_promptable("builtin-ct")
-    (True, True, False)
-    >>> is_promptable("sam2.1-large"), is_promptable("MedSAM2_CTLesion")
-    (True, True)
-    """
+    """Whether ``ref`` names a promptable model (not ``module:factory``: that counts as dense)."""
     name = split_ref(ref)[0]
     return name in PROMPTABLE or _catalogue_entry(name) is not None
 
 
 def resolve_factory(ref: str) -> Any:
-    """``"package.module:callable"`` -> the callable.
-
-    Examples
-    --------
-    >>> resolve_factory("os.path:join")("a", "b")
-    'a/b'
-    >>> resolve_factory("os.path:nope")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: cannot import model factory 'os.path:nope': ...
-    """
+    """``"package.module:callable"`` -> the callable."""
     module, _, attr = str(ref).partition(":")
     try:
         return getattr(importlib.import_module(module), attr)
@@ -331,17 +306,6 @@ def load_promptable(
         Unknown names (with the closest), a checkpoint missing or not expected, a
         precision that cannot run; :class:`~napari_segeval.ReadError` for bad or
         unverified checkpoint files.
-
-    Examples
-    --------
-    >>> load_promptable("builtin", device="cpu").name
-    'builtin'
-    >>> load_promptable("threshold").device
-    device(type='cpu')
-    >>> load_promptable("sam2.1-small", checkpoint="no/such/sam2.1_hiera_small.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
     """
     name, inline = split_ref(ref)
     if inline is not None and checkpoint is not None and Path(inline) != Path(checkpoint):
@@ -481,16 +445,6 @@ def load_dense(
     napari_segeval.SegEvalError
         Unknown references, TorchScript without trust; :class:`~napari_segeval.ReadError`
         for bad files.
-
-    Examples
-    --------
-    >>> m = load_dense("builtin-ct", device="cpu")
-    >>> m.num_classes, m.structures[1], m.patch_size
-    (6, 'liver', (32, 48, 48))
-    >>> load_dense("no/such/model.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/model.pt: no such model file or folder ...
     """
     ref = str(ref)
     path = Path(ref).expanduser()

@@ -390,16 +390,6 @@ def segment_case(
     Returns
     -------
     DenseResult
-
-    Examples
-    --------
-    >>> from napari_segeval.models.registry import load_dense
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> model = load_dense("builtin-ct", device="cpu")
-    >>> case = make_ct_case(3000, shape=(24, 64, 64))
-    >>> res = segment_case(model, case)
-    >>> res.labels.shape == case.image.shape, res.params["overlap"]
-    (True, 0.5)
     """
     import torch
 
