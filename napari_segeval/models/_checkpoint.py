@@ -37,17 +37,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 def check_torch(version: str | None = None) -> Any:
-    """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module.
-
-    Examples
-    --------
-    >>> check_torch().__name__
-    'torch'
-    >>> check_torch("2.9.1+cu121")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: reading checkpoints safely needs torch >= 2.10 ...
-    """
+    """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module."""
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - torch is a core dependency
@@ -93,19 +83,7 @@ def _imports_objects(data: bytes) -> bool:
 
 
 def contains_code(path: str | Path) -> bool:
-    """Whether a file that torch refused holds pickled Python objects (read, never run).
-
-    Examples
-    --------
-    >>> import pickle, tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "obj.pkl"
-    >>> _ = p.write_bytes(pickle.dumps(pathlib.PurePosixPath("x")))
-    >>> contains_code(p)
-    True
-    >>> _ = p.write_bytes(b"not a pickle at all")
-    >>> contains_code(p)
-    False
-    """
+    """Whether a file that torch refused holds pickled Python objects (read, never run)."""
     return any(_imports_objects(s) for s in _pickle_streams(Path(path)))
 
 
@@ -137,20 +115,7 @@ def content_error(path: str | Path, what: str, detail: str) -> ReadError:
 
 
 def read_checkpoint(path: str | Path, what: str) -> Any:
-    """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts.
-
-    Examples
-    --------
-    >>> import tempfile, torch
-    >>> p = Path(tempfile.mkdtemp()) / "w.pt"
-    >>> torch.save({"w": torch.ones(2)}, p)
-    >>> read_checkpoint(p, "weight file")["w"]
-    tensor([1., 1.])
-    >>> read_checkpoint(p.with_name("nope.pt"), "weight file")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: .../nope.pt: weight file not found
-    """
+    """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts."""
     torch = check_torch()
     path = Path(path)
     if path.is_dir():
@@ -170,17 +135,7 @@ def read_checkpoint(path: str | Path, what: str) -> Any:
 
 
 def load_state_strict(module: Any, state: Any, path: str | Path, what: str, model: str) -> None:
-    """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch.
-
-    Examples
-    --------
-    >>> import torch
-    >>> net = torch.nn.Linear(2, 1)
-    >>> load_state_strict(net, {"weight": torch.zeros(1, 2)}, "w.pt", "weight file", "Linear")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: w.pt: this weight file does not fit Linear: 1 missing keys (e.g. bias)
-    """
+    """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch."""
     torch = check_torch()
     if not isinstance(state, Mapping) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()
