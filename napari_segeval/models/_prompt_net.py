@@ -95,13 +95,7 @@ class PromptUNet(nn.Module):
 def window_from_bbox(
     y0: float, x0: float, y1: float, x1: float, context: float = CONTEXT
 ) -> tuple[float, float, float]:
-    """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box.
-
-    Examples
-    --------
-    >>> window_from_bbox(10, 20, 30, 30)
-    (20.0, 25.0, 16.0)
-    """
+    """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box."""
     cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
     side = max(max(y1 - y0, x1 - x0) * context, MIN_SIDE)
     return float(cy), float(cx), float(side / 2.0)
@@ -110,18 +104,7 @@ def window_from_bbox(
 def window_from_mask(
     mask: torch.Tensor | None, points: Sequence[tuple[float, float, bool]] = ()
 ) -> tuple[float, float, float] | None:
-    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
-
-    Examples
-    --------
-    >>> m = torch.zeros(40, 40); m[10:20, 10:30] = 1
-    >>> window_from_mask(m)
-    (15.0, 20.0, 16.0)
-    >>> window_from_mask(m, [(34, 20, True), (2, 2, False)])
-    (22.5, 20.0, 20.0)
-    >>> window_from_mask(torch.zeros(4, 4)) is None
-    True
-    """
+    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``."""
     ys, xs = [], []
     if mask is not None:
         fg = (mask.detach() > 0.5).nonzero()
@@ -141,13 +124,7 @@ def window_from_mask(
 def window_from_points(
     points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
 ) -> tuple[float, float, float]:
-    """Square window around the positive clicks of a frame with nothing else to go by.
-
-    Examples
-    --------
-    >>> window_from_points([(50, 60, True), (10, 10, False)])
-    (50.5, 60.5, 32.0)
-    """
+    """Square window around the positive clicks of a frame with nothing else to go by."""
     pos = [(y, x) for y, x, positive in points if positive]
     if not pos:
         raise ValueError("a window from points needs a positive point")
@@ -164,17 +141,7 @@ def refine_window(
     box: tuple[float, float, float, float] | None = None,
     prompt_mask: torch.Tensor | None = None,
 ) -> tuple[float, float, float] | None:
-    """The window of a click pass (the built-in backend's rule).
-
-    Examples
-    --------
-    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)])
-    (50.5, 60.5, 32.0)
-    >>> refine_window(None, [(5, 5, False)]) is None
-    True
-    >>> refine_window(None, [(5, 5, True)], box=(0, 0, 10, 20))
-    (5.0, 10.0, 16.0)
-    """
+    """The window of a click pass (the built-in backend's rule)."""
     if box is not None:
         return window_from_bbox(*box)
     if prompt_mask is not None:

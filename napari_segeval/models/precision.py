@@ -38,17 +38,7 @@ PRECISION_CHOICES = tuple(p.value for p in Precision)
 
 
 def parse_precision(value: str | Precision | None) -> Precision:
-    """``"bf16"`` -> :attr:`Precision.BF16` (None: ``AUTO``); one line for anything else.
-
-    Examples
-    --------
-    >>> parse_precision("BF16"), parse_precision(None)
-    (<Precision.BF16: 'bf16'>, <Precision.AUTO: 'auto'>)
-    >>> parse_precision("fp16")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: unknown precision 'fp16': use one of auto, fp32, bf16, openvino
-    """
+    """``"bf16"`` -> :attr:`Precision.BF16` (None: ``AUTO``); one line for anything else."""
     if value is None:
         return Precision.AUTO
     if isinstance(value, Precision):
@@ -164,15 +154,6 @@ def resolve_precision(
     ------
     napari_segeval.SegEvalError
         The model or the machine cannot run it (the line says what ``auto`` would choose).
-
-    Examples
-    --------
-    >>> resolve_precision("auto", (Precision.FP32,))
-    <Precision.FP32: 'fp32'>
-    >>> resolve_precision("bf16", (Precision.FP32,), "cpu", "builtin")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --precision bf16: builtin runs in fp32 only; --precision auto chooses fp32
     """
     asked = parse_precision(requested)
     choices = [p for p in offered if p is not Precision.AUTO]
@@ -197,13 +178,7 @@ def resolve_precision(
 def model_precision(
     requested: str | Precision | None, capabilities: Any, device: Any, model: str
 ) -> Precision:
-    """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only).
-
-    Examples
-    --------
-    >>> model_precision("auto", None, "cpu", "builtin")
-    <Precision.FP32: 'fp32'>
-    """
+    """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only)."""
     if capabilities is None:
         return resolve_precision(requested, (Precision.FP32,), device, model)
     return resolve_precision(
