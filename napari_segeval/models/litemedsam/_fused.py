@@ -31,14 +31,8 @@ from ._network import (
 _LIN = torch.ops.mkldnn._linear_pointwise
 _CONV = torch.ops.mkldnn._convolution_pointwise
 
-#: Floats per intermediate tensor of a band of the first stage (the expanded map of one
-#: band of rows; :func:`rows_per_band`) and per chunk of windows or tokens (8 MiB, as the
-#: module's :data:`~._network.CHUNK_FLOATS`). Measured (CPU seconds per slice of the
-#: fused fp32 encoder, one core, one run): 2**18 floats 0.573, 2**19 0.582, 2**20 0.596,
-#: 2**21 0.602, 2**22 0.651, one band 0.729; but smaller bands mean more kernel calls
-#: (2**18: about 600 a slice), each a barrier of the threads, and on two threads of a
-#: loaded machine the medsam2-3d run with 2**18 took 9x longer than with the module's
-#: chunks: 2**21 keeps the module's number of calls.
+#: Floats per intermediate tensor of a band of the first stage (:func:`rows_per_band`) and
+#: per chunk of windows or tokens: the module's number of calls (docs/model_cards.md).
 BAND_FLOATS = 1 << 21
 
 

@@ -17,11 +17,8 @@ import torch.nn.functional as F
 from ._fused import _Lin, _Norm
 from ._network import EMBED_SIZE, Attention, LiteMedSAMNet, TwoWayBlock
 
-#: Image tokens upscaled at a time: a token's 4 x 4 sub-pixels of 32 channels are 2 KiB,
-#: so 1024 tokens keep the upscaling's largest intermediate at 2 MiB (in cache). Measured
-#: (CPU ms of the second projection, its GELU and the logits for five boxes, one core):
-#: all five boxes' tokens at once 29.6, 4096 tokens at a time 11.3, 1024: 10.5, 256: 11.6,
-#: 128: 12.3.
+#: Image tokens upscaled at a time: 1024 keep the largest intermediate at 2 MiB, in cache
+#: (measured: docs/model_cards.md).
 UP_TOKENS = 1024
 
 
