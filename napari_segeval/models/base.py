@@ -253,6 +253,11 @@ class PromptableModel:
         if isinstance(caps, Capabilities):  # not a property
             cls.capabilities = caps.of(cls)
 
+    @classmethod
+    def declared_capabilities(cls) -> Capabilities | None:
+        """:attr:`capabilities` read from the class, without building a model."""
+        return cls.capabilities  # type: ignore[return-value]  # a Capabilities on the class
+
     def preprocess(
         self, image: np.ndarray, modality: str, window: str | tuple[float, float] | None = None
     ) -> torch.Tensor:

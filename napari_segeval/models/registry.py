@@ -490,7 +490,7 @@ def describe() -> list[dict]:
     >>> [row["name"] for row in describe() if row["kind"] == "dense"][:1]
     ['builtin-ct']
     """
-    rows = [
+    rows: list[tuple[str | None, ...]] = [
         (m.name, m.kind, m.checkpoint, m.package, m.summary, m.default)
         for m in (*PROMPTABLE.values(), *DENSE.values())
     ]

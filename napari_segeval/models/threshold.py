@@ -60,11 +60,6 @@ class ThresholdPromptModel(PromptableModel):
         model_precision(precision, cls.capabilities, device, name)
         return cls(device="cpu" if device in (None, "auto") else device)
 
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without building the model."""
-        return cls.capabilities
-
     def __init__(
         self, level: float = 0.5, gain: float = 20.0, reach: int = 1, device: Any = "cpu"
     ) -> None:

@@ -181,11 +181,6 @@ class LiteMedSAMModel(PromptableModel):
         """The registry's ``litemedsam`` (:func:`load_litemedsam`; it takes no checkpoint)."""
         return load_litemedsam(device=None if device == "auto" else device, precision=precision)
 
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without loading the weights."""
-        return cls.capabilities
-
     def __init__(
         self,
         network: Any,

@@ -111,11 +111,6 @@ class MedSAM2Model(PromptableModel):
         dev = None if device == "auto" else device
         return cls(network, device=dev, name=ARCHITECTURES[name].name)
 
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without building a network."""
-        return cls.capabilities
-
     def __init__(
         self,
         network: Any,
