@@ -157,18 +157,10 @@ class Capabilities:
 
     def refusal(self, kind: str, model: str) -> str:
         """The one line that refuses a prompt of ``kind`` for ``model``."""
-        taken = [
-            k
-            for k, on in (
-                ("boxes", self.boxes),
-                ("points", self.points),
-                ("mask prompts", self.masks),
-            )
-            if on
-        ]
-        plural = {"box": "boxes", "point": "points", "mask": "mask prompts"}[kind]
+        plural = {"box": "boxes", "point": "points", "mask": "mask prompts"}
+        taken = " and ".join(plural[k] for k in plural if self.takes(k)) or "no prompts"
         why = f": {self.reason}" if self.reason else ""
-        return f"{model} takes {' and '.join(taken) or 'no prompts'}, not {plural}{why}"
+        return f"{model} takes {taken}, not {plural[kind]}{why}"
 
 
 def prompt_kind(prompt: Any) -> str:
