@@ -1,11 +1,7 @@
 """The U-Net convolution block shared by the built-in networks (2D and 3D).
 
-Two ``3 x 3 (x 3)`` convolutions without bias, each followed by a normalization and
-an activation, as one :class:`torch.nn.Sequential`. The layout (indices ``0``, ``1``,
-``3``, ``4``) fixes the state-dict key names, which the shipped weight files rely on:
-do not reorder it.
-
-Torch is imported by this module: import it only inside functions elsewhere.
+The layout (indices ``0``, ``1``, ``3``, ``4``) fixes the state-dict keys of the shipped
+weight files: do not reorder it. Imports torch: import it only inside functions elsewhere.
 """
 
 from __future__ import annotations
@@ -20,15 +16,8 @@ _INSTANCE = {2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}
 def conv_block(cin: int, cout: int, *, dims: int, norm: str = "instance") -> nn.Sequential:
     """``(conv -> norm -> activation) x 2`` for a ``dims``-D U-Net level.
 
-    Parameters
-    ----------
-    cin, cout : int
-        Input and output channels.
-    dims : {2, 3}
-        Spatial dimensions.
-    norm : {"instance", "batch"}
-        ``"instance"``: affine InstanceNorm + LeakyReLU(0.01) (the nnU-Net recipe, the
-        dense models). ``"batch"``: BatchNorm + ReLU (the built-in promptable model).
+    ``norm="instance"``: InstanceNorm + LeakyReLU(0.01) (dense models); ``"batch"``:
+    BatchNorm + ReLU (the built-in promptable model).
 
     Examples
     --------

@@ -1,18 +1,9 @@
 """Where pulled checkpoints are, and the checks before one is ever read.
 
-* :func:`cache_dir`, :func:`endpoint`, :func:`offline` - ``huggingface_hub``'s
-  variables (``HF_HUB_CACHE``/``HF_HOME``, ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``), read
-  when called, with the meaning they have there.
-* :func:`snapshot_path`, :func:`local_path` - where a catalogue entry is, or would be,
-  in the hub's cache; :func:`record_path` - the hash a pull checked, kept beside the
-  repository's cache folders (for caches that copy blobs instead of linking them).
-* :func:`checkpoint` - the verified local file of a pulled entry, for the model
-  registry: checked against the catalogue's SHA-256, or the hub's as the cache recorded
-  it (``huggingface_hub`` names each blob after it), before it is ever read; never a
-  download (that is :func:`napari_segeval.models._hub.pull`).
-* :func:`published_twin` - the catalogue entry a file given by path is, if any.
-
-No network, no ``huggingface_hub`` import: only ``os``, ``hashlib`` and the disk.
+Paths follow ``huggingface_hub``'s variables (``HF_HUB_CACHE``/``HF_HOME``,
+``HF_ENDPOINT``, ``HF_HUB_OFFLINE``); :func:`checkpoint` hashes a pulled file against the
+catalogue's (or the hub's recorded) SHA-256 before it is read. No network, no
+``huggingface_hub`` import: downloading is :func:`napari_segeval.models._hub.pull`.
 """
 
 from __future__ import annotations
@@ -151,14 +142,7 @@ def recorded_sha256(entry: CatalogueEntry, path: Path) -> str | None:
 
 
 def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
-    """Check a cached file against the catalogue's SHA-256 and the hub's; return it.
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line: the file's SHA-256 differs (a truncated or altered file), or no
-        published hash is on record to check it against.
-    """
+    """Check a cached file against the catalogue's SHA-256 and the hub's; return it."""
     expected = [h for h in (entry.sha256, recorded_sha256(entry, path)) if h]
     if not expected:
         raise ReadError(
@@ -181,15 +165,7 @@ def verify(entry: CatalogueEntry, path: Path, cancel: Any = None) -> str:
 
 
 def checkpoint(name: str) -> Path:
-    """The verified local file of the catalogue entry ``name``; never a download.
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        Unknown name, or not pulled yet (the line says how to pull it).
-    napari_segeval.ReadError
-        The cached file fails its SHA-256 check.
-    """
+    """The verified local file of the catalogue entry ``name``; never a download."""
     entry = get(name)
     path = local_path(entry)
     if path is None:
@@ -202,10 +178,7 @@ def checkpoint(name: str) -> Path:
 
 
 def published_twin(path: Any) -> CatalogueEntry | None:
-    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None.
-
-    Only files of exactly a known size are hashed, so other files cost one ``stat``.
-    """
+    """The catalogue entry whose published file ``path`` is (same size and SHA-256), or None."""
     from napari_segeval.models.catalogue import CATALOGUE
 
     try:

@@ -1,19 +1,10 @@
 """The one checkpoint reader: untrusted weight files are read as data, never as code.
 
-Every ``.pt``/``.pth`` file the package opens goes through :func:`read_checkpoint`,
-which calls ``torch.load(path, map_location="cpu", weights_only=True)`` (safe only
-from torch 2.10 on, see :func:`check_torch`) and turns every failure into one short
-:class:`~napari_segeval.ReadError` line that says what the file is and what is wrong:
-
-* the file is missing: ``PATH: <what> not found``;
-* it is truncated, corrupt or not a PyTorch file: ``PATH: not a readable <what> ...``;
-* it holds pickled Python objects (code), which are refused:
-  ``PATH: refused: this <what> contains Python code ...``;
-* its content does not fit the model (:func:`content_error`, :func:`load_state_strict`).
-
-torch's own error text is never shown: it advises options that would run the code.
-Which of the first two a refused file is, is decided by reading its pickle opcodes
-with :mod:`pickletools` (nothing is executed).
+Every ``.pt``/``.pth`` file goes through :func:`read_checkpoint`
+(``torch.load(weights_only=True)``, safe from torch 2.10 on) and every failure becomes
+one :class:`~napari_segeval.ReadError` line: not found, not readable, refused (it holds
+pickled Python objects, told apart by reading the pickle opcodes), or content that does
+not fit the model. torch's own error text is never shown (it advises running the code).
 """
 
 from __future__ import annotations
@@ -46,27 +37,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 
 def check_torch(version: str | None = None) -> Any:
-    """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module.
-
-    Parameters
-    ----------
-    version : str, optional
-        Check this version string instead of the installed torch's (for tests).
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        torch is older than 2.10 (its ``weights_only`` loading can run code).
-
-    Examples
-    --------
-    >>> check_torch().__name__
-    'torch'
-    >>> check_torch("2.9.1+cu121")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: reading checkpoints safely needs torch >= 2.10 ...
-    """
+    """Import torch, refuse versions older than :data:`MIN_TORCH`; return the module."""
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - torch is a core dependency
@@ -94,12 +65,7 @@ def _pickle_streams(path: Path) -> list[bytes]:
 
 
 def _imports_objects(data: bytes) -> bool:
-    """Whether ``data`` starts with well-formed pickles that import Python objects.
-
-    Legacy (pre-zip) torch files are several pickles in a row followed by raw
-    storage bytes, so complete pickles are read until one does not parse. Only
-    pickles that parse to their ``STOP`` count: random bytes are not code.
-    """
+    """Whether ``data`` starts with well-formed pickles that import Python objects."""
     pos, found = 0, False
     while pos < len(data):
         names = set()
@@ -117,19 +83,7 @@ def _imports_objects(data: bytes) -> bool:
 
 
 def contains_code(path: str | Path) -> bool:
-    """Whether a file that torch refused holds pickled Python objects (read, never run).
-
-    Examples
-    --------
-    >>> import pickle, tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "obj.pkl"
-    >>> _ = p.write_bytes(pickle.dumps(pathlib.PurePosixPath("x")))
-    >>> contains_code(p)
-    True
-    >>> _ = p.write_bytes(b"not a pickle at all")
-    >>> contains_code(p)
-    False
-    """
+    """Whether a file that torch refused holds pickled Python objects (read, never run)."""
     return any(_imports_objects(s) for s in _pickle_streams(Path(path)))
 
 
@@ -161,39 +115,7 @@ def content_error(path: str | Path, what: str, detail: str) -> ReadError:
 
 
 def read_checkpoint(path: str | Path, what: str) -> Any:
-    """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file (zip or legacy format).
-    what : str
-        What the file should be, for messages (``"MedSAM2 checkpoint"``).
-
-    Returns
-    -------
-    The loaded object, tensors on the CPU.
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line naming the file: not found; truncated, corrupt or not a PyTorch
-        file; or refused because it contains pickled Python objects (code).
-    napari_segeval.SegEvalError
-        torch older than 2.10.
-
-    Examples
-    --------
-    >>> import tempfile, torch
-    >>> p = Path(tempfile.mkdtemp()) / "w.pt"
-    >>> torch.save({"w": torch.ones(2)}, p)
-    >>> read_checkpoint(p, "weight file")["w"]
-    tensor([1., 1.])
-    >>> read_checkpoint(p.with_name("nope.pt"), "weight file")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: .../nope.pt: weight file not found
-    """
+    """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts."""
     torch = check_torch()
     path = Path(path)
     if path.is_dir():
@@ -213,34 +135,7 @@ def read_checkpoint(path: str | Path, what: str) -> Any:
 
 
 def load_state_strict(module: Any, state: Any, path: str | Path, what: str, model: str) -> None:
-    """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch.
-
-    Parameters
-    ----------
-    module : torch.nn.Module
-        The network to fill.
-    state : dict of str to torch.Tensor
-        The state dict read from ``path``.
-    path, what : str
-        The file and what it is, for messages.
-    model : str
-        The network's name, for messages (``"SAM2.1 Hiera-tiny 512"``).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        Not a dict of tensors, missing or unexpected keys, or wrong shapes (with
-        counts and up to three examples).
-
-    Examples
-    --------
-    >>> import torch
-    >>> net = torch.nn.Linear(2, 1)
-    >>> load_state_strict(net, {"weight": torch.zeros(1, 2)}, "w.pt", "weight file", "Linear")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: w.pt: this weight file does not fit Linear: 1 missing keys (e.g. bias)
-    """
+    """``module.load_state_dict(state, strict=True)`` with a one-line error on any mismatch."""
     torch = check_torch()
     if not isinstance(state, Mapping) or not all(
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state.items()

@@ -14,21 +14,7 @@ DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
 
 
 def pick_device(preference: str | None = None) -> torch.device:
-    """Return a :class:`torch.device`: CUDA when available, else MPS, else CPU.
-
-    Parameters
-    ----------
-    preference : {"auto", "cpu", "cuda", "mps"} or a torch device string, optional
-        ``None``/``"auto"`` picks the best available. An explicit device that is
-        not available raises :class:`~napari_segeval.SegEvalError`.
-
-    Examples
-    --------
-    >>> pick_device("cpu")
-    device(type='cpu')
-    >>> pick_device().type in ("cuda", "mps", "cpu")
-    True
-    """
+    """Return a :class:`torch.device`: CUDA when available, else MPS, else CPU."""
     import torch
 
     pref = (preference or "auto").lower()

@@ -1,32 +1,11 @@
 """Per-frame encoder outputs shared by every walk of a case, in bounded memory.
 
-An image encoder that does not depend on prompts (MedSAM2's Hiera, LiteMedSAM's TinyViT)
-gives each frame's features once for every structure and both directions of a case.
-:class:`FrameCache` encodes frames on demand and keeps them while they will be read
-again, within a byte budget:
-
-* frames are encoded in **fixed blocks** (frames ``[q*b, (q+1)*b)``), so a frame's
-  features are the same numbers whoever asks first and however often it is re-encoded
-  (batched kernels need not give bit-identical results for different batches);
-* the reading schedule is known in advance (:func:`napari_segeval.models.walk.walk_steps`),
-  so a frame is dropped after its last read, and when the budget is exceeded the
-  frame read again **furthest in the future** is dropped first (Belady's rule, the
-  fewest re-encodings for a given budget); a dropped frame that is read again is
-  re-encoded, with the same result.
-
-The budget counts the features kept between reads; the block being encoded and the
-frame being read are held in addition.
-
-Between calls (a person adds a prompt and re-propagates the same case), a
-:class:`FrameStore` keeps the features of the frames tensor seen last, within the same
-budget: a call given the store starts from what it holds, keeps every frame it encodes
-while it fits (frames not read again in the call are dropped first), and leaves them for
-the next call on the same frames. The store is bound to one frames tensor (its identity
-and version counter: an in-place change invalidates it) and is emptied when that tensor
-is freed.
-
-What a frame's features are is the backend's: ``encode(a, b)`` returns, for each frame
-of ``a..b-1``, a list of tensors.
+:class:`FrameCache` encodes frames in fixed blocks (so a frame's features are the same
+numbers whoever asks first) and, knowing the reading schedule in advance, drops a frame
+after its last read and, over the byte budget, the frame read again furthest in the
+future (Belady's rule). :class:`FrameStore` keeps the features between calls on the same
+frames tensor (bound to its identity and version counter). What a frame's features are
+is the backend's: ``encode(a, b)`` returns a list of tensors per frame of ``a..b-1``.
 """
 
 from __future__ import annotations
@@ -101,30 +80,6 @@ class FrameStore:
 
 class FrameCache:
     """Features of ``n`` frames, each encoded in its fixed block, kept within a budget.
-
-    Parameters
-    ----------
-    encode : callable
-        ``encode(a, b)`` -> one list of tensors per frame ``a..b-1`` (detached or not,
-        as the caller's autograd mode gives them).
-    n : int
-        Number of frames.
-    block : int
-        Frames per encoder call (and block size).
-    budget_bytes : float, optional
-        Bound on the bytes of features kept between reads (``None``: unbounded).
-    reads : list of list of int
-        The frames read at each step, in order; every :meth:`get` consumes one read.
-    store : FrameStore, optional
-        Start from its features and leave every frame that fits in it (module doc);
-        without it, a frame is dropped after its last read.
-
-    Attributes
-    ----------
-    encoded : int
-        Frames passed through the encoder so far.
-    peak_bytes : int
-        Largest number of bytes of features kept between reads.
 
     Examples
     --------

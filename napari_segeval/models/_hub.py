@@ -1,19 +1,9 @@
 """Fetch catalogue checkpoints once and check them: the one way a model downloads.
 
-:func:`pull` downloads a :mod:`~napari_segeval.models.catalogue` entry through
-``huggingface_hub`` (optional extra ``models``, imported when called) into its cache,
-at the entry's pinned revision, with ``progress(done, total)`` in bytes and
-``cancel``; a dropped connection resumes from the last block written. The hub's
-published SHA-256 of the file (the LFS ``X-Linked-Etag`` of its metadata) is read
-first and compared with the catalogue's, where known; the downloaded file is then
-hashed and compared with it. A wrong hash, a cancel, Ctrl-C, a download that stops
-or a cache that cannot be written leave nothing of the file in the cache and end in
-one line. Offline, or when the hub cannot be reached (a proxy in the way), one line
-says which file to fetch and where to put it.
-
-Nothing here runs at import or behind anyone's back: only :func:`pull` reaches the
-network. Where files are and how they are checked before use is
-:mod:`napari_segeval.models._cache`.
+:func:`pull` downloads an entry through ``huggingface_hub`` (extra ``models``) at its
+pinned revision, resuming a dropped connection, and checks the file's SHA-256 against the
+hub's published one and the catalogue's; any failure leaves nothing in the cache and ends
+in one line. Nothing else here reaches the network.
 """
 
 from __future__ import annotations

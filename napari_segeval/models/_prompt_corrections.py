@@ -1,39 +1,20 @@
 """Local corrections of the built-in prompt model: a click that refines a result.
 
-A point added to a structure that already has a result (a point after the
-structure's last box or mask prompt, :mod:`napari_segeval.propagation.corrections`)
-acts on that result, as SAM2's predictor acts on a tracked frame, and only where the
-result shares the error:
+A point after a structure's last box or mask prompt acts on its result, and only where
+the result shares the error:
 
-0. a positive click on a slice the previous result leaves empty first *bridges* the
-   gap: from the nearest slice that has a mask, propagation steps (the walk's own
-   pass: previous slice and its mask) run slice by slice to the clicked one, as the
-   walk would have gone had it not stopped; each bridged slice takes its output and
-   the clicked slice refines the bridge's output (step 1); when that comes out empty
-   the bridged slices are not kept. The confidence stop does not apply (the click
-   says the object is there). The bridge is not made when
-   another prompted slice lies in the way or a step comes out empty; the click then
-   refines an empty mask (a blob around the click, kept by
-   :mod:`napari_segeval.propagation.corrections` even where it does not touch the
-   rest);
-1. the clicked slice: one click pass with the slice's previous mask as the prior,
-   the frame as current and previous frame, the slice's box (if any) in the box
-   channel and every point of the slice so far in the click maps (SAM2 feeds a
-   tracked frame's previous mask to its decoder with the new clicks); a negative
-   click on an empty slice changes nothing;
-2. the click then acts in 3D: walking away from its slice both ways, at most
-   :data:`MAX_SPREAD` slices, each slice gets a click pass with the same click on its
-   own previous mask (prior = that mask, no box, only this click). A direction ends
-   before a slice that carries prompts, has
-   no previous mask, whose new output does not take the click (the click's pixel is
-   not foreground for a positive click, is for a negative one), is below the
-   confidence stop, or whose change (new mask XOR previous mask) overlaps the change
-   of the slice before it (the clicked slice's, first) by an intersection-over-union
-   below :data:`SHARED_CHANGE`: the error is not the same one there. Nothing spreads
-   from a slice that the click leaves empty.
+0. a positive click on a slice the result leaves empty first *bridges* the gap from the
+   nearest slice with a mask by ordinary propagation steps (no confidence stop; not
+   across another prompted slice; dropped when the clicked slice comes out empty);
+1. the clicked slice gets one click pass on its previous mask (its box, if any, and all
+   its points so far);
+2. the click then spreads both ways, at most :data:`MAX_SPREAD` slices, each a click pass
+   on its own previous mask with this click alone; a direction ends before a prompted
+   slice, a slice without a mask, one whose output does not take the click, one below
+   the confidence stop, or one whose change overlaps the previous slice's change by an
+   IoU below :data:`SHARED_CHANGE`.
 
-Slices that no pass reaches keep their previous masks exactly, so a click far from a
-slice never changes it. Torch is imported by this module: import it only inside
+Slices no pass reaches keep their masks exactly. Imports torch: import it only inside
 functions elsewhere.
 """
 
@@ -165,8 +146,6 @@ def bridge(
     """Propagation steps from the nearest slice with a mask to a positive click's
     empty slice (module doc, step 0): ``(bridged slices -> probabilities, the step's
     output on the clicked slice)``, or ``None`` when no bridge is made.
-
-    ``previous``: the previous masks ``(n, H, W)`` (boolean).
     """
     point = prompts.prompts[-1]
     f = int(point.index)
@@ -201,11 +180,7 @@ def spread(
     min_confidence: float | None,
     cancel: Any = None,
 ) -> dict[int, torch.Tensor]:
-    """The slices a point's click changes beyond its own slice (module doc, step 2).
-
-    ``start``: the prompted slice's new probabilities; ``previous``: the previous
-    masks ``(n, H, W)`` (boolean).
-    """
+    """The slices a point's click changes beyond its own slice (module doc, step 2)."""
     n = x.shape[0]
     point = prompts.prompts[-1]
     f = int(point.index)
@@ -239,16 +214,7 @@ def correct(
     min_confidence: float | None,
     cancel: Any = None,
 ) -> dict[int, torch.Tensor]:
-    """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt.
-
-    ``previous``: the structure's masks before it ``(n, H, W)`` (boolean); slices not
-    in the answer keep them (module doc).
-
-    Raises
-    ------
-    ValueError
-        The last prompt is not a point (boxes and mask prompts start a structure again).
-    """
+    """Slice -> new probabilities ``(H, W)`` of the correction by ``prompts``' last prompt."""
     prompt = prompts.prompts[-1]
     if not isinstance(prompt, Point):
         raise ValueError(f"a correction is a point, got {type(prompt).__name__}")

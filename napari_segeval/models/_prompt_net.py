@@ -1,26 +1,11 @@
 """The built-in box/mask-conditioned network and its differentiable crop geometry.
 
-The network sees a square window around the object, resampled to ``size x
-size`` pixels, with four channels (weights of format 1) or six (points too):
-
-0. the current frame (unit intensities),
-1. the frame the prior mask belongs to (the previous frame while propagating;
-   the current frame on a conditioning frame that starts a walk, and while a
-   frame is refined by its clicks),
-2. the prior mask (soft probability of the previous frame; the box mask on the
-   frame a walk starts from; the frame's own current mask while it is refined
-   by clicks),
-3. the box mask on a conditioning frame with a box, zeros elsewhere,
-4. positive clicks and 5. negative clicks of the frame (:func:`click_maps`:
-   a disk of :data:`CLICK_RADIUS` window pixels per click, drawn in the window's
-   own pixels so that a click weighs the same whatever the window's size).
-
-The two image channels are standardized with the window's mean/std of
-channel 0 (differentiable), so the same weights serve windowed CT and 8-bit
-ultrasound. Windows are cut and pasted back with :func:`torch.nn.functional.grid_sample`,
-so gradients reach the full-size frames.
-
-Torch is imported by this module: import it only inside functions elsewhere.
+The network sees a square window around the object at ``size x size`` pixels, with four
+channels (weights of format 1) or six: the frame, the prior's frame, the prior mask, the
+box mask, and positive and negative click disks (:func:`click_maps`, drawn in window
+pixels). The image channels are standardized with channel 0's window mean/std; windows
+are cut and pasted with ``grid_sample`` so gradients reach the full-size frames. Imports
+torch: import it only inside functions elsewhere.
 """
 
 from __future__ import annotations
@@ -49,16 +34,6 @@ CLICK_SIDE = 64.0
 
 class PromptUNet(nn.Module):
     """Small fully convolutional U-Net: 4 (or 6) input channels -> 1 foreground logit.
-
-    Parameters
-    ----------
-    width : int
-        Channels of the first level (doubled per level).
-    depth : int
-        Number of down-sampling steps.
-    in_channels : int
-        4 (frame, previous frame, prior, box) or :data:`POINT_CHANNELS` (with
-        positive and negative click maps).
 
     Examples
     --------
@@ -98,11 +73,7 @@ class PromptUNet(nn.Module):
         return self.in_channels == POINT_CHANNELS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth).
-
-        A network with click channels also takes 4-channel inputs: no clicks (the
-        click maps are zeros).
-        """
+        """Logits ``(B, 1, S, S)`` for inputs ``(B, C, S, S)`` (S divisible by 2**depth)."""
         if x.shape[1] == 4 and self.in_channels == POINT_CHANNELS:
             x = torch.cat([x, x.new_zeros((x.shape[0], 2) + tuple(x.shape[2:]))], dim=1)
         img = x[:, :2]
@@ -124,13 +95,7 @@ class PromptUNet(nn.Module):
 def window_from_bbox(
     y0: float, x0: float, y1: float, x1: float, context: float = CONTEXT
 ) -> tuple[float, float, float]:
-    """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box.
-
-    Examples
-    --------
-    >>> window_from_bbox(10, 20, 30, 30)
-    (20.0, 25.0, 16.0)
-    """
+    """Square window ``(cy, cx, half)`` in pixel-edge coordinates around a box."""
     cy, cx = (y0 + y1) / 2.0, (x0 + x1) / 2.0
     side = max(max(y1 - y0, x1 - x0) * context, MIN_SIDE)
     return float(cy), float(cx), float(side / 2.0)
@@ -139,23 +104,7 @@ def window_from_bbox(
 def window_from_mask(
     mask: torch.Tensor | None, points: Sequence[tuple[float, float, bool]] = ()
 ) -> tuple[float, float, float] | None:
-    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``.
-
-    The window of a refinement pass (the frame's current mask and its clicks) and of
-    a propagation step (the previous frame's mask, no clicks). ``points`` are
-    ``(y, x, positive)`` pixel centres. ``None`` when the mask is empty (or absent)
-    and no click is positive.
-
-    Examples
-    --------
-    >>> m = torch.zeros(40, 40); m[10:20, 10:30] = 1
-    >>> window_from_mask(m)
-    (15.0, 20.0, 16.0)
-    >>> window_from_mask(m, [(34, 20, True), (2, 2, False)])
-    (22.5, 20.0, 20.0)
-    >>> window_from_mask(torch.zeros(4, 4)) is None
-    True
-    """
+    """Window around ``mask > 0.5`` grown to include the positive ``points``, or ``None``."""
     ys, xs = [], []
     if mask is not None:
         fg = (mask.detach() > 0.5).nonzero()
@@ -175,18 +124,7 @@ def window_from_mask(
 def window_from_points(
     points: list[tuple[float, float, bool]], side: float = CLICK_SIDE
 ) -> tuple[float, float, float]:
-    """Square window around the positive clicks of a frame with nothing else to go by.
-
-    The window of a click pass on a frame with no output yet (a walk that starts
-    from points only): centred on the positive clicks' bounding box, ``side`` native
-    pixels wide (:data:`CLICK_SIDE`), or the clicks' box times :data:`CONTEXT` when
-    that is larger.
-
-    Examples
-    --------
-    >>> window_from_points([(50, 60, True), (10, 10, False)])
-    (50.5, 60.5, 32.0)
-    """
+    """Square window around the positive clicks of a frame with nothing else to go by."""
     pos = [(y, x) for y, x, positive in points if positive]
     if not pos:
         raise ValueError("a window from points needs a positive point")
@@ -203,22 +141,7 @@ def refine_window(
     box: tuple[float, float, float, float] | None = None,
     prompt_mask: torch.Tensor | None = None,
 ) -> tuple[float, float, float] | None:
-    """The window of a click pass (the built-in backend's rule).
-
-    On a frame with a box: the box's window. On a frame with a mask prompt: the
-    prompt mask's. Else :func:`window_from_mask` of the frame's current output and
-    positive clicks, or, when the output is empty, :func:`window_from_points`;
-    ``None`` when there is neither output nor a positive click (nothing to refine).
-
-    Examples
-    --------
-    >>> refine_window(torch.zeros(100, 100), [(50, 60, True)])
-    (50.5, 60.5, 32.0)
-    >>> refine_window(None, [(5, 5, False)]) is None
-    True
-    >>> refine_window(None, [(5, 5, True)], box=(0, 0, 10, 20))
-    (5.0, 10.0, 16.0)
-    """
+    """The window of a click pass (the built-in backend's rule)."""
     if box is not None:
         return window_from_bbox(*box)
     if prompt_mask is not None:
@@ -233,11 +156,7 @@ def refine_window(
 
 
 def crop_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Affine ``theta (B, 2, 3)`` that resamples windows ``(B, 3) = (cy, cx, half)``.
-
-    Coordinates are pixel *edges* (pixel ``i`` spans ``[i, i + 1]``), matching
-    ``grid_sample(..., align_corners=False)``.
-    """
+    """Affine ``theta (B, 2, 3)`` that resamples windows ``(B, 3) = (cy, cx, half)``."""
     cy, cx, half = windows[:, 0], windows[:, 1], windows[:, 2]
     theta = torch.zeros(windows.shape[0], 2, 3, dtype=windows.dtype, device=windows.device)
     theta[:, 0, 0] = 2.0 * half / width
@@ -275,14 +194,6 @@ def click_maps(
     radius: float = CLICK_RADIUS,
 ) -> torch.Tensor:
     """Positive and negative click maps ``(B, 2, size, size)`` of each window's clicks.
-
-    ``points[b]`` lists window ``b``'s clicks as ``(y, x, positive)`` in native
-    pixel-centre coordinates (:class:`~napari_segeval.prompts.prompt_set.Point`);
-    ``windows`` is ``(B, 3) = (cy, cx, half)`` in pixel-edge coordinates
-    (:func:`window_from_bbox`). Each click is a disk of ``radius`` *window* pixels
-    around its position in the window (clicks outside the window are drawn where
-    they fall, so a disk can be partly or wholly outside). The same function makes
-    the training inputs and the inference inputs.
 
     Examples
     --------

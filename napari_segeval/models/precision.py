@@ -1,22 +1,9 @@
 """The arithmetic a model runs in: ``--precision auto|fp32|bf16|openvino``, resolved once per load.
 
-A backend declares the precisions it offers in its
-:class:`~napari_segeval.models.base.Capabilities` (``precisions``) and those that keep
-its masks (``auto_precisions``, measured: per-structure Dice >= 0.99 against fp32;
-LiteMedSAM's bf16 encoder does not keep them, ``benchmarks/bench_litemedsam.py --part
-encoder``, so it is offered by name only). :func:`resolve_precision` turns what a person
-asked for into the one this machine runs: ``auto`` is the first of ``auto_precisions``
-the machine supports (fp32 otherwise); ``fp32`` or ``bf16`` asked for where the model or
-the machine cannot run it is one line saying why and what ``auto`` would choose (nothing
-runs).
-
-bf16 needs a CUDA GPU that supports it or a CPU whose oneDNN kernels have bf16
-instructions (AVX512-BF16 or AMX: ``torch.ops.mkldnn._is_mkldnn_bf16_supported``).
-``openvino`` is float32 run by OpenVINO's CPU runtime instead of torch: it needs a CPU and
-the ``openvino`` extra (``pip install 'napari-segeval[openvino]'``; the package is found,
-not imported, here).
-
-Importing this module imports nothing heavy; torch is imported when a machine is asked.
+A backend declares ``precisions`` and the measured ``auto_precisions`` (per-structure Dice
+>= 0.99 against fp32) in its capabilities; :func:`resolve_precision` picks what runs here
+or refuses in one line. bf16 needs a CUDA GPU with bf16 or a oneDNN CPU with AVX512-BF16
+or AMX; ``openvino`` needs a CPU and the ``openvino`` extra (found, not imported, here).
 """
 
 from __future__ import annotations
@@ -29,8 +16,7 @@ from napari_segeval._errors import SegEvalError
 
 
 class Precision(Enum):
-    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``,
-    ``OPENVINO`` (float32 on OpenVINO's CPU runtime).
+    """A model's arithmetic: ``AUTO`` (the fastest that keeps the masks), ``FP32``, ``BF16``, ``OPENVINO``.
 
     Examples
     --------
@@ -52,17 +38,7 @@ PRECISION_CHOICES = tuple(p.value for p in Precision)
 
 
 def parse_precision(value: str | Precision | None) -> Precision:
-    """``"bf16"`` -> :attr:`Precision.BF16` (None: ``AUTO``); one line for anything else.
-
-    Examples
-    --------
-    >>> parse_precision("BF16"), parse_precision(None)
-    (<Precision.BF16: 'bf16'>, <Precision.AUTO: 'auto'>)
-    >>> parse_precision("fp16")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: unknown precision 'fp16': use one of auto, fp32, bf16, openvino
-    """
+    """``"bf16"`` -> :attr:`Precision.BF16` (None: ``AUTO``); one line for anything else."""
     if value is None:
         return Precision.AUTO
     if isinstance(value, Precision):
@@ -82,8 +58,7 @@ def _device_type(device: Any) -> str:
 
 
 def bf16_reason(device: Any = None) -> str | None:
-    """None when ``device`` (None/``"auto"``: the one a model would pick) runs bf16 fast,
-    else why not (one clause).
+    """None when ``device`` (None/``"auto"``: a model's pick) runs bf16 fast, else why not.
 
     Examples
     --------
@@ -107,8 +82,7 @@ OPENVINO_EXTRA = "openvino"
 
 
 def openvino_reason(device: Any = None) -> str | None:
-    """None when ``device`` can run ``--precision openvino`` (a CPU, the extra installed),
-    else why not (one clause).
+    """None when ``device`` can run ``--precision openvino``, else why not.
 
     Examples
     --------
@@ -161,38 +135,25 @@ def resolve_precision(
     model: str = "this model",
     auto: Sequence[Precision] = (Precision.FP32,),
 ) -> Precision:
-    """The precision a model runs in: ``auto`` -> the first of ``auto`` that this
-    machine supports (fp32 otherwise); a precision named -> itself, if the model offers
-    it and the machine runs it.
+    """The precision a model runs in: ``auto`` -> the first of ``auto`` this machine runs.
 
     Parameters
     ----------
     requested : str, Precision or None
         What was asked (None: ``auto``).
     offered : sequence of Precision
-        The model's (``Capabilities.precisions``); FP32 is always run.
+        The model's ``Capabilities.precisions`` (FP32 always runs).
     device : str or torch.device, optional
         Where the model runs (None/``"auto"``: CUDA, then MPS, then CPU).
     model : str
         Its name, for the message.
     auto : sequence of Precision
-        The model's precisions that keep its masks (``Capabilities.auto_precisions``),
-        fastest first.
+        The model's ``Capabilities.auto_precisions``, fastest first.
 
     Raises
     ------
     napari_segeval.SegEvalError
-        One line: why the model or the machine cannot run the precision asked for, and
-        what ``auto`` would choose.
-
-    Examples
-    --------
-    >>> resolve_precision("auto", (Precision.FP32,))
-    <Precision.FP32: 'fp32'>
-    >>> resolve_precision("bf16", (Precision.FP32,), "cpu", "builtin")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: --precision bf16: builtin runs in fp32 only; --precision auto chooses fp32
+        The model or the machine cannot run it (the line says what ``auto`` would choose).
     """
     asked = parse_precision(requested)
     choices = [p for p in offered if p is not Precision.AUTO]
@@ -217,14 +178,7 @@ def resolve_precision(
 def model_precision(
     requested: str | Precision | None, capabilities: Any, device: Any, model: str
 ) -> Precision:
-    """:func:`resolve_precision` for a backend's declared
-    :class:`~napari_segeval.models.base.Capabilities` (None: fp32 only).
-
-    Examples
-    --------
-    >>> model_precision("auto", None, "cpu", "builtin")
-    <Precision.FP32: 'fp32'>
-    """
+    """:func:`resolve_precision` for a backend's declared capabilities (None: fp32 only)."""
     if capabilities is None:
         return resolve_precision(requested, (Precision.FP32,), device, model)
     return resolve_precision(

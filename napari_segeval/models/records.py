@@ -1,18 +1,9 @@
 """One record per model name: what it is, where its weights come from, what it takes.
 
-The facts about a model name are written once each: the names users type and how they
-load in :mod:`~napari_segeval.models.registry`, the published files (repository, pinned
-revision, SHA-256, licence, model card) in :mod:`~napari_segeval.models.catalogue`, what a
-promptable backend takes in its class's
-:class:`~napari_segeval.models.base.Capabilities`. :func:`records` joins them into one
-:class:`ModelRecord` per name (a registry name and a catalogue name that are the same,
-``sam2.1-tiny``, are one record); :func:`model_rows` adds what is on this machine (here,
-where, how to install) and is the one builder of the rows that ``segeval models list``
-and the viewer's model picker render. :func:`model_file` is the local file of a name
-(``segeval models path``).
-
-Importing this module imports neither torch nor any backend; reading a record's
-capabilities imports its backend's (torch-free) module.
+:func:`records` joins the registry, the catalogue and the declared capabilities into one
+:class:`ModelRecord` per name; :func:`model_rows` adds what is on this machine and is the
+one builder of the rows ``segeval models list`` and the viewer's picker render. Imports
+neither torch nor any backend.
 """
 
 from __future__ import annotations
@@ -62,8 +53,7 @@ class ModelRecord:
     kind : {"promptable", "dense"}
         Which loader takes it.
     family : str
-        Its family, for tables (``"MedSAM2"``, ``"SAM2.1"``, ``"LiteMedSAM"``,
-        ``"built-in (promptable)"``).
+        Its family, for tables (``"MedSAM2"``, ``"built-in (promptable)"``).
     network : str
         The registry name of the network that reads its weights.
     label : str
@@ -71,8 +61,7 @@ class ModelRecord:
     weights : Weights
         Where its weights come from.
     entry : CatalogueEntry or None
-        The hub file it reads (its own, or its network's default: ``medsam2`` reads
-        ``MedSAM2_latest``).
+        The hub file it reads (its own, or its network's default).
     packaged : PackagedWeights or None
         The packaged file it reads.
     card : ModelCard or None
@@ -129,8 +118,7 @@ class ModelRecord:
 
     @property
     def capabilities(self) -> Capabilities | None:
-        """What its backend declares it takes (None for dense models, and where the
-        weights decide: the built-in model's click channels)."""
+        """What its backend declares it takes (None: dense, or the weights decide)."""
         return declared_capabilities(self.network) if self.kind == "promptable" else None
 
 
@@ -168,9 +156,7 @@ def _registry_record(name: str) -> ModelRecord:
 
 
 def records() -> list[ModelRecord]:
-    """One record per name: the catalogue's files, the packaged weights, the built-in models,
-    then the registry's networks that have no file of their own (``medsam2``,
-    ``builtin-2d``).
+    """One record per name: catalogue files, packaged weights, built-in models, then the rest.
 
     Examples
     --------
@@ -238,12 +224,11 @@ class ModelRow:
     ----------
     record : ModelRecord
     here : bool
-        Whether its weights are here (shipped, in the hub's cache, in the installed
-        package; True for a model without weights).
+        Whether its weights are here (True for a model without weights).
     path : Path or None
         The local file (unchecked).
     install : str or None
-        How to install the package that carries its weights, when it is missing.
+        How to install the missing package that carries its weights.
     """
 
     record: ModelRecord
@@ -253,9 +238,7 @@ class ModelRow:
 
     @property
     def runs_in(self) -> str:
-        """``"; auto precision here: fp32"`` for a promptable model offering more than
-        fp32 (:func:`~napari_segeval.models.registry.precision_of`) whose weights are
-        here; ``""`` otherwise (nothing is loaded).
+        """``"; auto precision here: fp32"`` for a model here offering more than fp32, else ``""``.
 
         Examples
         --------
@@ -274,8 +257,7 @@ class ModelRow:
 
     @property
     def listed(self) -> bool:
-        """Whether ``segeval models list`` shows it: a name with its own card and file
-        (not a network whose weights are another name's)."""
+        """Whether ``segeval models list`` shows it: a name with its own card and file."""
         return self.record.card is not None and self.record.own_file
 
 
@@ -298,9 +280,7 @@ def _row(r: ModelRecord) -> ModelRow:
 
 
 def model_rows() -> list[ModelRow]:
-    """Every record (:func:`records`, in its order) with its state on this machine: the
-    rows ``segeval models list`` and the viewer's model picker render (a ``stat`` of the
-    hub's cache and of the packaged file, no hash).
+    """Every record with its state on this machine (a ``stat``, no hash).
 
     Examples
     --------
@@ -314,7 +294,7 @@ def model_rows() -> list[ModelRow]:
 
 
 def model_row(name: str) -> ModelRow:
-    """The row of one name (:func:`model_rows`' for that record).
+    """The row of one name.
 
     Examples
     --------
@@ -325,14 +305,12 @@ def model_row(name: str) -> ModelRow:
 
 
 def model_file(name: str) -> Path:
-    """The local file of ``name``: a pulled checkpoint, the packaged file (its size and
-    SHA-256 checked first) or a shipped weight file.
+    """The local file of ``name``: pulled, packaged (checked first) or shipped.
 
     Raises
     ------
     napari_segeval.SegEvalError
-        One line: not pulled yet (how to pull it), no weight file, not installed, an
-        unknown name.
+        Not pulled yet, no weight file, not installed, or an unknown name.
 
     Examples
     --------

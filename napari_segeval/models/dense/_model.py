@@ -27,24 +27,20 @@ if TYPE_CHECKING:  # pragma: no cover
 class DenseBackend(Protocol):
     """A dense model that segments a case itself (2D models, models of ``module:factory``).
 
-    ``segment(case, *, probabilities=False)`` returns an object with ``labels`` (the label
-    map on the case's grid) and, when asked, ``probabilities`` ``(K, *spatial)``. What
-    the protocols read of it besides is declared here; a class that subclasses this
-    protocol gets the defaults. :class:`DenseModel` (run by :func:`segment_case`) declares
-    the same attributes.
+    ``segment(case, *, probabilities=False)`` returns an object with ``labels`` on the
+    case's grid and, when asked, ``probabilities`` ``(K, *spatial)``; a subclass gets the
+    attributes' defaults.
 
     Attributes
     ----------
     name : str
-        Where it came from, recorded in results (default ``""``).
+        Where it came from, recorded in results.
     num_classes : int or None
-        Output classes, background included; None (default): not known, so an attack that
-        needs three classes (APGD-DLR) is not refused ahead.
+        Output classes, background included; None: not known.
     structures : Mapping of int to str
-        Names of its foreground labels (default: none); a case's own names come first.
+        Names of its foreground labels (a case's own names come first).
     raw_per_normalized_unit : float
-        Raw intensity units (HU for CT) per normalized unit of its input, to report
-        an attack's epsilon in raw units (default 1.0: no normalization).
+        Raw intensity units per normalized unit of its input (1.0: no normalization).
 
     Examples
     --------
@@ -73,21 +69,20 @@ class PreprocessInfo:
     Attributes
     ----------
     resample : ResampleInfo or None
-        Resampling to the model spacing (``None``: native grid).
+        Resampling to the model spacing (None: native grid).
     intensity : IntensityStats or None
-        Clip/z-score statistics of the first channel (``None``: intensities passed through).
+        Clip/z-score statistics of the first channel (None: passed through).
     source_shape : tuple of int
         Spatial shape of the case.
     valid_range : (float, float)
-        Normalized values of the clip bounds (the range clean inputs occupy); with
-        several channels, the smallest range holding every channel's.
+        Normalized values of the clip bounds (over channels: the union).
     channel_scale : tuple of float
-        Raw units per normalized unit of this case, per channel: the foreground
-        std, times the image's ``max - min`` when MR min-max scaling ran.
+        Raw units per normalized unit, per channel (std, times ``max - min`` after MR
+        min-max scaling).
     channel_valid_range : tuple of (float, float)
         ``valid_range`` per channel.
     minmax_range : tuple of float or None
-        ``max - min`` per channel when MR min-max scaling ran (ROG's step).
+        ``max - min`` per channel when MR min-max scaling ran.
     """
 
     resample: ResampleInfo | None
@@ -124,10 +119,9 @@ class DenseResult:
     params : dict
         Every parameter used (model, preprocessing, window, post-processing).
     logits : torch.Tensor or None
-        With ``grad=True``: blended logits ``(1, K, *model_grid)`` attached to the
-        autograd graph of ``input``.
+        With ``grad=True``: logits ``(1, K, *model_grid)`` attached to ``input``'s graph.
     input : torch.Tensor or None
-        With ``grad=True``: the normalized input tensor (``requires_grad``).
+        With ``grad=True``: the normalized input (``requires_grad``).
     """
 
     labels: np.ndarray
@@ -152,14 +146,13 @@ class DenseModel:
     patch_size : tuple of int
         Sliding-window patch.
     spacing : tuple of float or None
-        Spacing the network expects (``None``: the case's own grid).
+        Spacing the network expects (None: the case's own grid).
     intensity : IntensityStats or None
-        Clip/z-score statistics (``None``: no normalization); the first channel's
-        when there are several.
+        Clip/z-score statistics of the first channel (None: no normalization).
     postprocessing : PostprocessConfig
         Default post-processing (organs, lesion thresholds).
     mirror_axes : tuple of int
-        Spatial axes used when mirroring test-time augmentation is requested.
+        Spatial axes of mirroring test-time augmentation.
     name : str
         Where it came from (``"builtin-ct"`` or a path).
     device : torch.device
@@ -169,11 +162,10 @@ class DenseModel:
     in_channels : int
         Image channels the network takes (MR sequences; 1 for CT).
     channel_intensity : tuple of IntensityStats or None
-        Statistics per channel when ``in_channels > 1`` (``intensity`` is the first).
+        Statistics per channel when ``in_channels > 1``.
     mr_minmax : bool or None
-        Min-max scale each channel of a non-CT image to [0, 1] before the clip and
-        z-score (ROG's MR step; the statistics are then in those units). None: the
-        plans do not say (treated as False; a protocol may switch it on).
+        Min-max scale each non-CT channel to [0, 1] before the clip and z-score (ROG's
+        MR step); None: the plans do not say (False unless a protocol sets it).
     """
 
     network: Any
@@ -193,11 +185,7 @@ class DenseModel:
 
     @property
     def raw_per_normalized_unit(self) -> float:
-        """Raw intensity units (HU for CT) per normalized unit (1 without normalization).
-
-        The first channel's, without MR min-max scaling (which makes the number
-        depend on the image: see :attr:`PreprocessInfo.channel_scale`).
-        """
+        """Raw units per normalized unit of the first channel, before any MR min-max scaling."""
         return self.intensity.raw_per_normalized_unit if self.intensity else 1.0
 
     @property
@@ -230,12 +218,7 @@ class DenseModel:
         return chans
 
     def preprocess(self, case: Case) -> tuple[torch.Tensor, PreprocessInfo]:
-        """Resample and normalize ``case`` into a ``(1, C, *grid)`` float32 tensor.
-
-        Each channel is resampled (cubic), min-max scaled when :attr:`mr_minmax`
-        is set and the case is not CT, then clipped and z-scored with its own
-        statistics. The tensor is on :attr:`device`; ``info`` records what was done.
-        """
+        """Resample (cubic), scale and normalize ``case`` into ``(1, C, *grid)`` on :attr:`device`."""
         import torch
 
         source = case.image_path or "image"
@@ -292,10 +275,7 @@ class DenseModel:
         progress: Callable[[int, int], None] | None = None,
         cancel: Any = None,
     ) -> torch.Tensor:
-        """Gaussian sliding-window logits ``(N, K, *grid)`` of a normalized input.
-
-        Differentiable when autograd is enabled (attacks call this directly).
-        """
+        """Gaussian sliding-window logits ``(N, K, *grid)`` of a normalized input (differentiable)."""
         from napari_segeval.inference.sliding_window import sliding_window_logits
 
         return sliding_window_logits(
@@ -328,8 +308,7 @@ class DenseModel:
     ) -> tuple[np.ndarray, np.ndarray | None, dict]:
         """Logits on the model grid -> labels (and probabilities) on the case's grid.
 
-        Softmax on the model grid, probabilities resampled back linearly, argmax,
-        then the :attr:`postprocessing` steps when ``apply``.
+        Softmax, linear resampling back, argmax, then :attr:`postprocessing` when ``apply``.
         """
         import torch
 
@@ -388,13 +367,11 @@ def segment_case(
     model : DenseModel
         From :func:`~napari_segeval.models.registry.load_dense`.
     case : Case
-        A volume (``"zyx"``), or a multi-channel volume (``"czyx"``) with one
-        channel per input channel of the model.
+        A volume (``"zyx"``) or one channel per model input channel (``"czyx"``).
     overlap : float
         Window overlap fraction.
     mirror : bool or sequence of int
-        Mirroring test-time augmentation: ``True`` uses ``model.mirror_axes``,
-        a sequence names the spatial axes.
+        Mirroring test-time augmentation: True: ``model.mirror_axes``, or these axes.
     batch_size : int
         Windows per network call.
     postprocess : bool
@@ -408,23 +385,11 @@ def segment_case(
     cancel : threading.Event, optional
         Checked between window batches.
     grad : bool
-        Keep the autograd graph: ``result.input`` (normalized, requires grad) and
-        ``result.logits`` are returned for attacks.
+        Keep the autograd graph (``result.input`` and ``result.logits``) for attacks.
 
     Returns
     -------
     DenseResult
-        Labels on the case's grid and the parameters used.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.registry import load_dense
-    >>> from napari_segeval.phantoms.ct import make_ct_case
-    >>> model = load_dense("builtin-ct", device="cpu")
-    >>> case = make_ct_case(3000, shape=(24, 64, 64))
-    >>> res = segment_case(model, case)
-    >>> res.labels.shape == case.image.shape, res.params["overlap"]
-    (True, 0.5)
     """
     import torch
 

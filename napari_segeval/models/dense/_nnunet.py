@@ -1,9 +1,6 @@
 """nnU-Net v2 result folders as dense models (optional extra ``nnunet``, imported lazily).
 
-A result folder (``nnUNetTrainer__nnUNetPlans__3d_fullres``) holds ``plans.json``,
-``dataset.json`` and ``fold_*/checkpoint_final.pth``. Checkpoints are read as data
-(:func:`~napari_segeval.models._checkpoint.read_checkpoint`); the network is built by
-``nnunetv2`` from the plans.
+Checkpoints are read as data; ``nnunetv2`` builds the network from ``plans.json``.
 """
 
 from __future__ import annotations
@@ -18,19 +15,7 @@ from napari_segeval.models.dense._plans import model_from_plans
 
 
 def plans_from_nnunet(folder: str | Path, configuration: str | None = None) -> dict:
-    """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder.
-
-    One statistics dict per input channel (``dataset.json`` ``channel_names``)
-    when every channel uses ``CTNormalization``; a channel with per-case z-score
-    normalization sets ``per_case_zscore`` (not supported by the loader).
-
-    Parameters
-    ----------
-    folder : str or Path
-        Result folder with ``plans.json`` and ``dataset.json``.
-    configuration : str, optional
-        Default: the part of the folder name after the last ``"__"`` (``3d_fullres``).
-    """
+    """Our plans dict (spacing, patch, channels, intensity, structures) from an nnU-Net v2 folder."""
     folder = Path(folder)
     try:
         plans = json.loads((folder / "plans.json").read_text(encoding="utf-8"))

@@ -1,11 +1,4 @@
-"""Plans: what a dense network needs around it (spacing, patch, intensity, structures).
-
-* :data:`BUILTIN_PLANS` - the plans of the built-in CT model (the training script
-  :mod:`napari_segeval.training.builtin_ct` starts from them; plain state dicts of
-  the built-in architecture default to them).
-* :func:`model_from_plans` - a :class:`~napari_segeval.models.dense._model.DenseModel`
-  from a plans dict and a network, shared by every dense loader.
-"""
+"""Plans: what a dense network needs around it (spacing, patch, intensity, structures)."""
 
 from __future__ import annotations
 
@@ -57,10 +50,8 @@ def read_sidecar(path: Path) -> dict:
 def channel_stats(plans: dict, name: str) -> tuple[int, tuple[IntensityStats | None, ...]]:
     """Input channels and their intensity statistics from a plans dict.
 
-    ``in_channels`` comes from ``plans["config"]`` (built-in architecture) or
-    ``plans["in_channels"]`` (default 1). ``plans["intensity"]`` is one
-    statistics dict (one channel), a list with one dict (or null) per channel,
-    or null (no normalization).
+    ``in_channels`` from ``config`` or the top level (default 1); ``intensity``: one
+    statistics dict, a list with one dict (or null) per channel, or null.
 
     Examples
     --------
@@ -91,10 +82,9 @@ def channel_stats(plans: dict, name: str) -> tuple[int, tuple[IntensityStats | N
 def model_from_plans(plans: dict, network: Any, name: str, device: Any, meta: dict) -> DenseModel:
     """Wrap ``network`` (frozen, eval mode, on ``device``) with its plans as a DenseModel.
 
-    Plans keys: ``num_classes`` (or ``config.num_classes``), ``patch_size``,
-    ``spacing``, ``structures``, ``intensity`` and ``in_channels`` (see
-    :func:`channel_stats`), ``mr_minmax`` (statistics in min-max units: ROG's MR
-    step), ``organs``/``lesions``/``lesion_min_mm3``/``lesion_mode``, ``mirror_axes``.
+    Plans keys: ``num_classes`` (or ``config.num_classes``), ``patch_size``, ``spacing``,
+    ``structures``, ``intensity``/``in_channels`` (:func:`channel_stats`), ``mr_minmax``,
+    ``organs``/``lesions``/``lesion_min_mm3``/``lesion_mode``, ``mirror_axes``.
 
     Examples
     --------

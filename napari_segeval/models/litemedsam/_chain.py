@@ -1,28 +1,13 @@
 """LiteMedSAM's slice-by-slice box chain: every walk of a case, one embedding per slice.
 
-A chain walks the slices of one structure in one direction. On each slice it takes one
-box in 256-pixel space: the person's box where the slice carries one, else the box of
-the previous slice's result (:func:`._recipe.mask_to_256`, :func:`._recipe.box_of_256`:
-the authors' rule), else - the previous result is empty - the last person's box it met
-(the authors' fallback to the original box). It decodes the slice's embedding with that
-box and thresholds the logits at 0 (``sigmoid > 0.5``, as the authors). With
-``stop_empty`` it ends at the first empty slice after its last conditioning slice (the
-project's rule); the challenge's loop has no stop but a last slice (``limit``).
-
-Embeddings come from one :class:`~napari_segeval.models._frame_cache.FrameCache` per
-call (each slice encoded once for every chain that reads it, within the byte budget,
-and kept between calls in a :class:`~napari_segeval.models._frame_cache.FrameStore`).
-The chains advance together, one slice each per step, in the order given; a chain's
-result is the same alone or beside others (every decode is of one box).
-
-Risk signals (:mod:`napari_segeval.uncertainty.risk`): each decoded slice keeps the
-decoder's own IoU estimate (``ious``) and, with ``jitter`` > 0, the agreement of that
-many jittered boxes decoded on the same embedding (``agreement``: the decoder runs
-again, in one call with the slice's box where the backend has its inference decoder;
-the encoder does not); a chain that ends by its quality stop says so
-(``stopped``).
-
-This module imports torch at import time: import it only inside functions.
+On each slice a chain takes the person's box, else the previous result's box grown by 3
+pixels in 256 space, else (empty result) the last person's box, and thresholds the
+logits at 0. With ``stop_empty`` it ends at the first empty slice after its last
+conditioning slice; the challenge's loop ends at ``limit``. Chains share one
+:class:`~napari_segeval.models._frame_cache.FrameCache` and advance together; a chain's
+result is the same alone or beside others. Each slice keeps the decoder's IoU estimate
+and, with ``jitter``, the jittered boxes' agreement. Imports torch: import it only
+inside functions.
 """
 
 from __future__ import annotations
@@ -58,16 +43,7 @@ def box_xyxy(box: Box) -> tuple[int, int, int, int]:
 
 @dataclass
 class Chain:
-    """One chain's plan and state.
-
-    ``frames``: visit order; ``boxes``: the person's box (256 space) per slice;
-    ``last_conditioning``: visit position of the last slice with a person's box;
-    ``limit``: number of visit positions it may walk; ``stop_empty``: the project's stop;
-    ``value``: the value of the result map the authors' box rule resizes (their
-    structure number); ``prior``: per-slice chain (boxes from these masks instead of
-    the chain's own); ``jitter``: jittered boxes decoded per slice for the agreement
-    signal (0: none).
-    """
+    """One chain's plan and state."""
 
     frames: list[int]
     boxes: dict[int, list[int]]
@@ -177,10 +153,6 @@ def _decode(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The logits ``(1, 1, 256, 256)`` and IoU ``(1,)`` of ``box``, and the logits of its
     ``jitter`` jittered boxes (seeded by ``frame``).
-
-    With the inference decoder, the box and its jittered boxes go in one call (its
-    box-free work done once; each box's logits those of its own decode, bit for bit); the
-    module decodes them apart (batched, its rows would differ by rounding).
     """
     together = jitter > 0 and net.fast_decoder is not None
     prompts = [box] + (jittered_boxes(box, jitter, frame) if together else [])
@@ -204,14 +176,7 @@ def run(
     cancel: Any = None,
     on_frame: Callable[[int, int, Any], None] | None = None,
 ) -> None:
-    """Advance every chain to its end (results in each chain's ``crops`` and ``values``).
-
-    ``cache`` is a :class:`~napari_segeval.models._frame_cache.FrameCache` of the
-    slices' embeddings whose planned reads are the chains' visits, step by step.
-    ``progress(done, total)`` after each slice of each chain (a chain that stops adds its
-    remaining slices at once); ``on_frame(chain number, frame, probability (H, W))``
-    hears each slice as it is computed.
-    """
+    """Advance every chain to its end (results in each chain's ``crops`` and ``values``)."""
     h, w = shape
     resized = R.resized_size(h, w)
     total = sum(c.length for c in chains)

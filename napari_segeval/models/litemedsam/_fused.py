@@ -1,29 +1,11 @@
 """LiteMedSAM's image encoder for inference on a CPU, through oneDNN's fused kernels.
 
-:class:`FusedEncoder` computes what :class:`~._network.TinyViTEncoder` computes (same
-weights, batch norms folded), with every 1 x 1 convolution and linear layer run by
-oneDNN (``torch.ops.mkldnn._linear_pointwise``, the kernels ``torch.compile`` fuses into
-on a CPU) and every depthwise convolution by ``torch.ops.mkldnn._convolution_pointwise``,
-with the GELU that follows and the residual sum fused into the kernel. Why it pays:
-
-* torch's CPU build runs ``addmm``/``F.linear`` through MKL, whose single-precision
-  kernels on AMD processors are about half as fast as oneDNN's JIT ones at the encoder's
-  shapes (measured in ``benchmarks/bench_litemedsam.py --part encoder``);
-* a fused GELU or residual sum saves a pass over the activations, the largest of which
-  (the first stage at 256 x 256 with 256 channels) are 64 MiB;
-* the attention's ``1 / sqrt(d)`` is folded into the query weights and the residual is
-  added in the window layout, before the windows are put back.
-
-``dtype=torch.bfloat16`` runs the heavy parts (``parts``: the first stage's and the
-mergings' convolutions, the attention, the MLPs) in bfloat16 (oneDNN's AVX512-BF16/AMX
-kernels), while the residual stream, the layer norms, the stem, the blocks' depthwise
-convolutions and the neck stay in float32 (a bfloat16 stream changed the masks more);
-the embedding comes back as float32 either way. It does not keep LiteMedSAM's masks
-(per-structure Dice against fp32 down to 0.98 on the sample task; bf16 in the attention
-alone keeps them but gains little), so ``--precision auto`` runs fp32. No gradients: the
-gradient path (attacks) runs the network itself.
-
-This module imports torch at import time: import it only inside functions.
+:class:`FusedEncoder` computes what :class:`~._network.TinyViTEncoder` computes (batch
+norms folded) with the linear layers and depthwise convolutions on oneDNN
+(``torch.ops.mkldnn``; torch's MKL path is slow on AMD CPUs), GELUs and residual sums
+fused in. ``dtype=torch.bfloat16`` runs the heavy parts in bf16 and keeps the residual
+stream in fp32; it does not keep the masks, so ``auto`` runs fp32 (docs/model_cards.md
+has the measurements). No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -49,14 +31,8 @@ from ._network import (
 _LIN = torch.ops.mkldnn._linear_pointwise
 _CONV = torch.ops.mkldnn._convolution_pointwise
 
-#: Floats per intermediate tensor of a band of the first stage (the expanded map of one
-#: band of rows; :func:`rows_per_band`) and per chunk of windows or tokens (8 MiB, as the
-#: module's :data:`~._network.CHUNK_FLOATS`). Measured (CPU seconds per slice of the
-#: fused fp32 encoder, one core, one run): 2**18 floats 0.573, 2**19 0.582, 2**20 0.596,
-#: 2**21 0.602, 2**22 0.651, one band 0.729; but smaller bands mean more kernel calls
-#: (2**18: about 600 a slice), each a barrier of the threads, and on two threads of a
-#: loaded machine the medsam2-3d run with 2**18 took 9x longer than with the module's
-#: chunks: 2**21 keeps the module's number of calls.
+#: Floats per intermediate tensor of a band of the first stage (:func:`rows_per_band`) and
+#: per chunk of windows or tokens: the module's number of calls (docs/model_cards.md).
 BAND_FLOATS = 1 << 21
 
 
@@ -132,24 +108,7 @@ class _Norm:
 
 
 class FusedEncoder:
-    """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels.
-
-    Parameters
-    ----------
-    encoder : TinyViTEncoder
-        The loaded encoder (eval mode; its weights are copied, folded and cast once).
-    dtype : torch.dtype
-        ``torch.float32`` or ``torch.bfloat16``.
-    band_floats : int
-        Floats per band of the first stage (:data:`BAND_FLOATS`).
-    stream : torch.dtype
-        The residual stream's dtype (and that of the parts not in ``parts``).
-    parts : iterable of {"conv", "attention", "mlp"}
-        The parts that run in ``dtype``.
-
-    Calling it on ``(B, 3, 256, 256)`` in [0, 1] gives the float32 ``(B, 256, 64, 64)``
-    embedding (without gradients).
-    """
+    """The encoder of a :class:`~._network.TinyViTEncoder` on oneDNN's fused kernels."""
 
     def __init__(
         self,
@@ -256,14 +215,7 @@ class FusedEncoder:
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
     def _bands(self, x: torch.Tensor, expand: ConvBN, dw: ConvBN, finish) -> torch.Tensor:  # noqa: ANN001
-        """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows.
-
-        As :func:`~._network._depthwise_rows`, with the GELUs fused into the kernels and
-        no padded copy: each band expands its rows with a halo that starts on a row the
-        stride reaches, is convolved with zero padding on all sides, and the output rows
-        that saw a padded row inside the image are cropped. ``x`` is ``(B, H, W, C)``;
-        ``finish`` gets channels-last ``(B, C, rows, W)`` maps.
-        """
+        """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows."""
         e_lin, d_conv = self._get(expand), self._get(dw)
         b, h, w, _ = x.shape
         stride = int(dw.c.stride[0])
@@ -365,10 +317,6 @@ def inference_encoder(
     encoder: TinyViTEncoder, precision: str, device: torch.device
 ) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """The encoder a backend runs without gradients, for a resolved ``precision``.
-
-    ``"fp32"``/``"bf16"`` on a CPU with oneDNN: a :class:`FusedEncoder`; ``"bf16"`` on a
-    GPU: the module under ``torch.autocast`` (bfloat16), its output as float32; None
-    (the module as it is) otherwise.
 
     Examples
     --------

@@ -1,36 +1,12 @@
 """LiteMedSAM's mask decoder for inference on a CPU: the image side once per embedding.
 
 :class:`FusedDecoder` computes what :class:`~._network.MaskDecoder` computes for box
-prompts (same weights, float32) for several boxes on one embedding, with three changes
-of where the work is done and none of what is computed:
-
-* **The work that does not depend on the box is done once per call**, not once per box:
-  the image tokens plus the "no mask" embedding, their sum with the positional grid, and
-  the first block's three projections of them (the token-to-image keys and values, the
-  image-to-token queries). A slice decoded with its box and the four jittered boxes of
-  the risk signal (:mod:`._chain`, one call) pays for them once instead of five times.
-* **The image-to-token attention is two small matrix products**: every head's scores at
-  once against the block diagonal of the 7 prompt tokens' keys, a softmax along rows of
-  4096 (torch's attention kernels, and a softmax along rows of 7, took longer than the
-  rest of the block), and the values' block diagonal folded into the output projection.
-* **The image tokens stay token-major** (``(B, 4096, C)``, contiguous): the module works
-  on a permuted view of the ``(B, C, 64, 64)`` map, so its sums and projections ran on
-  strided memory (the sums alone were a third of a decode).
-* **Every projection of image tokens runs on oneDNN** (``torch.ops.mkldnn._linear_pointwise``,
-  as :mod:`._fused`: torch's ``addmm`` is MKL's, about half as fast on AMD processors),
-  with the residual sums and GELUs fused into the kernels, and the two transposed
-  convolutions of the upscaling (2 x 2, stride 2) are projections of each token to its
-  2 x 2 sub-pixels, kept in that order until the logits are put on the 256 x 256 grid.
-
-The values agree with the module's to float rounding (logits within 3e-5 on a slice of
-the sample task); ``segeval evaluate --protocol medsam2-3d --model litemedsam`` on the
-sample cases ``abd_001``-``abd_004`` gave the same label maps and the same
-``results.csv`` with it as with the module. Each box is decoded on its own after the
-box-free part, so a box's logits are the same, bit for bit, alone or beside others. No
-gradients (the gradient path runs the module). Timings: ``benchmarks/bench_litemedsam.py
---part encoder`` (its decoder lines).
-
-This module imports torch at import time: import it only inside functions.
+prompts, for several boxes on one embedding: the box-free work (image tokens, their
+positional sum, the first block's projections of them) once per call, the
+image-to-token attention as two matrix products, the tokens kept token-major, and the
+projections on oneDNN with fused sums and GELUs. It agrees with the module to float
+rounding, each box's logits bit-identical alone or beside others (docs/model_cards.md).
+No gradients. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -41,11 +17,8 @@ import torch.nn.functional as F
 from ._fused import _Lin, _Norm
 from ._network import EMBED_SIZE, Attention, LiteMedSAMNet, TwoWayBlock
 
-#: Image tokens upscaled at a time: a token's 4 x 4 sub-pixels of 32 channels are 2 KiB,
-#: so 1024 tokens keep the upscaling's largest intermediate at 2 MiB (in cache). Measured
-#: (CPU ms of the second projection, its GELU and the logits for five boxes, one core):
-#: all five boxes' tokens at once 29.6, 4096 tokens at a time 11.3, 1024: 10.5, 256: 11.6,
-#: 128: 12.3.
+#: Image tokens upscaled at a time: 1024 keep the largest intermediate at 2 MiB, in cache
+#: (measured: docs/model_cards.md).
 UP_TOKENS = 1024
 
 
@@ -77,18 +50,7 @@ def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
 
 
 class FusedDecoder:
-    """The mask decoder of a :class:`~._network.LiteMedSAMNet` for box prompts, on a CPU.
-
-    Parameters
-    ----------
-    net : LiteMedSAMNet
-        The loaded network (eval mode, :meth:`~._network.LiteMedSAMNet.prepare_inference`
-        called); its decoder's weights are copied once.
-
-    Calling it as ``decoder(embedding, boxes)`` (``(1, 256, 64, 64)``, ``(B, 4)`` in
-    256-pixel space) gives what :meth:`~._network.LiteMedSAMNet.decode` gives: logits
-    ``(B, 1, 256, 256)`` and the predicted IoU ``(B,)``.
-    """
+    """The mask decoder of a :class:`~._network.LiteMedSAMNet` for box prompts, on a CPU."""
 
     def __init__(self, net: LiteMedSAMNet) -> None:
         dec = net.mask_decoder
@@ -182,11 +144,7 @@ class FusedDecoder:
     def __call__(
         self, embedding: torch.Tensor, boxes: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, 1, 256, 256)`` and predicted IoU ``(B,)`` of ``boxes`` on ``embedding``.
-
-        The box-free part is computed once, then each box on its own: a box's logits are
-        the same, bit for bit, whatever other boxes share the call.
-        """
+        """Logits ``(B, 1, 256, 256)`` and predicted IoU ``(B,)`` of ``boxes`` on ``embedding``."""
         # the box-free part, once: image tokens (token-major), +pe, first projections
         src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
         src = src[None]  # (1, 4096, 256)

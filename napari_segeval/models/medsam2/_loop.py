@@ -1,26 +1,11 @@
 """Pieces of our SAM2 video-propagation loop over SAM2Base's modules.
 
-The loop (:mod:`._condition`, :mod:`._walks`, with the features of :mod:`._features`)
-reproduces what ``sam2.sam2_video_predictor.SAM2VideoPredictor`` computes for the
-reference sequence, per object: ``init_state``; every prompt in order as its own call
-(``add_new_points_or_box`` with the box alone and ``clear_old_points=True`` for a
-box, one point per call with ``clear_old_points=False``, ``add_new_mask`` for a
-mask); ``propagate_in_video(start_frame_idx=first conditioning frame)``;
-``reset_state``; the same prompts again; ``propagate_in_video(start_frame_idx=last
-conditioning frame, reverse=True)`` (for one box: MedSAM2's 3D script). The
-differences do not change the result:
-
-* images are encoded once per case, in fixed blocks of frames (the encoder does not
-  depend on prompts or memory), shared by all structures and both directions (and
-  kept for the next call on the same frames), and each structure's conditioning is
-  shared by its forward and backward walks;
-* frames come in as tensors (no JPEG folder), and the walks can run with autograd;
-* only the memory the model can still attend to is kept (the conditioning frames,
-  the last ``num_maskmem - 1`` frames, the last ``max_obj_ptrs_in_encoder`` pointers).
-
-Memory features are rounded to bfloat16 as the reference stores them; the low-res
-mask logits get the reference's ``fill_hole_area`` post-processing (holes of at
-most 8 pixels, 8-connectivity) before being resized to the native size.
+The loop (:mod:`._condition`, :mod:`._walks`, :mod:`._features`) computes what
+``SAM2VideoPredictor`` computes for the reference sequence (docs/design.md), with
+differences that do not change the result: frames encoded once per case, tensors in
+(autograd possible), and only the memory the model can still attend to kept. Memory
+features are rounded to bfloat16 as the reference stores them; low-res logits get its
+``fill_hole_area`` (holes of at most 8 pixels, 8-connected).
 """
 
 from __future__ import annotations
@@ -38,9 +23,6 @@ IMAGE_SIZE = 512
 
 def connected_components(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """8-connected components of a binary ``(N, 1, H, W)`` mask: labels and per-pixel areas.
-
-    The CPU equivalent of ``sam2.utils.misc.get_connected_components`` (an optional
-    CUDA kernel in Meta's package).
 
     Examples
     --------
@@ -66,11 +48,7 @@ def connected_components(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
 
 
 def fill_holes(logits: torch.Tensor, max_area: int) -> torch.Tensor:
-    """Set background holes (logit <= 0, 8-connected, area <= ``max_area``) to 0.1.
-
-    Matches ``sam2.utils.misc.fill_holes_in_mask_scores``; differentiable with
-    respect to the logits that are kept.
-    """
+    """Set background holes (logit <= 0, 8-connected, area <= ``max_area``) to 0.1 (as SAM2)."""
     import torch
 
     if max_area <= 0:
@@ -99,15 +77,7 @@ def compact(out: dict, logits: torch.Tensor) -> dict:
 
 
 class IouProbe:
-    """The IoU head's estimate of the mask SAM 2's decoder keeps, heard on each call.
-
-    ``track_step`` keeps the decoder's mask of highest predicted IoU (multimask output:
-    tracking and one-click frames) or its one mask, and drops the estimate. The probe
-    is a forward hook on ``sam_mask_decoder``: :meth:`take` gives, per object of the
-    last decoder call, the largest estimate it returned, the kept mask's (a
-    probability: MedSAM2's and SAM2.1's configs put the IoU head through a sigmoid).
-    Used as a context manager; the hook is removed on exit.
-    """
+    """The IoU head's estimate of the mask SAM 2's decoder keeps, heard on each call."""
 
     def __init__(self, network: Any) -> None:
         self._network = network

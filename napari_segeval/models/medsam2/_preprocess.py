@@ -31,10 +31,6 @@ def to_uint8_range(
 ) -> np.ndarray:
     """Intensities to MedSAM2's uint8 range: CT window (default abdomen) or MR clip.
 
-    RGB input (``(..., 3)`` with modality ``"rgb"``/``"video"``) is only clipped.
-    ``ct_mapping``: ``"window"`` (window edges to 0-255) or ``"minmax"``
-    (MedSAM2's scripts: the clipped volume's extremes to 0-255).
-
     Examples
     --------
     >>> to_uint8_range(np.array([[-200.0, 40.0, 500.0]]), "CT").tolist()
@@ -70,11 +66,6 @@ def _stack_rgb(frames: Any, device: Any) -> torch.Tensor:
 
 def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
     """Normalized ``(n, 3, H, W)`` frames -> ``(n, 3, size, size)`` the way MedSAM2 does it.
-
-    Each frame goes back to its 8-bit RGB values (exact: the frames are 8-bit
-    values normalized), Pillow resizes it (bicubic, uint8 out), then ``/ 255``
-    and ImageNet mean/std, as ``resize_grayscale_to_rgb_and_resize`` and the
-    lines after it in MedSAM2's scripts.
 
     Examples
     --------

@@ -1,14 +1,8 @@
 """Differentiable image resize with Pillow's bicubic weights.
 
-MedSAM2 resizes 8-bit RGB frames with ``PIL.Image.resize`` (uint8 rounding and
-clipping after each pass); this float version skips the rounding and clipping,
-so it is close to, not equal to, theirs (``resize="pillow"`` of
-:class:`~napari_segeval.models.medsam2.model.MedSAM2Model` is equal).
-
-Pillow resamples separably with a Keys cubic (``a = -0.5``) whose support is
-stretched by the scale factor when shrinking (antialiasing). Expressing each axis
-as a weight matrix gives the same result as ``Image.resize(..., BICUBIC)`` on
-float images and keeps the operation differentiable for attacks.
+Pillow's separable Keys cubic (``a = -0.5``, support stretched when shrinking) as one
+weight matrix per axis: ``Image.resize(..., BICUBIC)`` on float images, without the
+uint8 rounding MedSAM2's 8-bit resize has (``resize="pillow"`` is exact).
 """
 
 from __future__ import annotations

@@ -1,33 +1,22 @@
 """Several MedSAM2 walks (structure x direction) through one frame stack, advanced together.
 
-Every walk is SAM2's ``propagate_in_video`` for one object, from its start frame in
-its direction: its own memory bank and object pointers, and its structure's
-conditioning frames (:mod:`._condition`: every prompt given before the walk, all
-conditioning frames in memory). What the walks share is the frame stack's image
-features (:class:`._features.FrameFeatures`, each frame encoded once per case within
-a memory budget) and each structure's conditioning (shared by its forward and
-backward walks). All walks advance together
-(:func:`napari_segeval.models.walk.walk_steps`): at step ``j`` every walk still
-going visits its ``j``-th frame. A conditioning frame on the way is not tracked: its
-conditioning output is the walk's output there (as the predictor yields it).
+Every walk is SAM2's ``propagate_in_video`` for one object, with its own memory bank and
+object pointers; walks share the frames' image features and each structure's
+conditioning (:mod:`._condition`), and advance together (a conditioning frame on the way
+is not tracked: its conditioning output is the walk's output there).
 
-Memory is indexed by *step*: a walk's frame ``f`` is step ``v = (f - start) * s``
-(``s = +1`` forward, ``-1`` backward), walked forward, and each conditioning frame
-``c`` sits at ``(c - start) * s`` (ahead of the walk for the frames it has not
-reached). This is SAM2's memory for the real frame numbers: SAM2 reads memory only
-through frame differences whose sign follows the walking direction - the last
-``num_maskmem - 1`` frames before the current one (``f - t_rel``, or ``f + t_rel``
-in reverse), each object pointer's temporal position ``(f - t) * (+1 or -1)``, the
-conditioning pointers "in the past" (``t <= f``, or ``t >= f`` in reverse) - and
-``v`` maps each of them to the same forward quantity in steps; the bounds it checks
-(frames before 0 or past the end) only skip frames the walk has not visited. The
-temporally closest conditioning frames (``max_cond_frames_in_attn``, all of them
-in MedSAM2's config) are the same set; with a limit, a reverse walk could list them
-in another order (equal up to float rounding). Step indexing gives all walks of a
-step with the same conditioning layout the same memory layout, so they can run as
-one batch of ``track_step`` (``batch=True``: fewer, larger kernels on a GPU; on a
-CPU, batched kernels are not bit-identical to single ones, so the default there is
-one walk at a time).
+Memory is indexed by *step*: a walk's frame ``f`` is step ``v = (f - start) * s`` (``s =
++1`` forward, ``-1`` backward) and each conditioning frame ``c`` sits at ``(c - start) *
+s``. This is SAM2's memory for the real frames: SAM2 reads memory only through frame
+differences whose sign follows the direction (the last ``num_maskmem - 1`` frames,
+``f - t_rel`` or ``f + t_rel``; each object pointer's position ``(f - t) * (+-1)``; the
+conditioning pointers "in the past", ``t <= f`` or ``t >= f``), and ``v`` maps each to
+the same forward quantity in steps; the bounds it checks only skip frames not yet
+visited. The closest conditioning frames (``max_cond_frames_in_attn``: all in MedSAM2's
+config) are the same set; with a limit a reverse walk could order them otherwise (equal
+to float rounding). Walks of a step with the same conditioning layout thus share a
+memory layout and can run as one ``track_step`` batch (``batch=True``; not the CPU
+default, where batched kernels are not bit-identical).
 """
 
 from __future__ import annotations
@@ -43,8 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
     from ._features import FrameFeatures
-
-_MEMORY_KEYS = ("maskmem_features", "maskmem_pos_enc", "obj_ptr")
 
 
 @dataclass
@@ -120,11 +107,6 @@ def track(
     """One ``track_step`` for the walks ``states`` (one conditioning layout) at ``step``:
     the low-resolution logits and the object score logits (``(B, 1)``; None when the
     network gives none).
-
-    ``conds[group][frame]`` are the structures' conditioning outputs; ``feats`` holds
-    each walk's ``(vision_feats, vision_pos_embeds, feat_sizes)`` of its current frame.
-    Stores the walks' memory; returns the hole-filled low-res logits ``(B, 1, h, w)``,
-    the object scores and each walk's IoU estimate (heard by ``probe``).
     """
     import torch
 
@@ -190,16 +172,7 @@ def run_walks(
     stop_when_empty: bool = False,
     on_frame: Any = None,
 ) -> list[list]:
-    """Native-size logits rows ``(H, W)`` of every walk, in visit order.
-
-    ``conds[group]`` is each structure's conditioning (:mod:`._condition`); ``feats``
-    must have been planned with :func:`reads` of ``states``. A walk stops early
-    (``stop_when_empty``) only after its last conditioning frame; the rows it skips
-    are ``-1024`` (the predictor's no-object score). ``on_frame(i, frame,
-    probability)`` (optional) hears walk ``i``'s detached probability on each frame as
-    soon as it is computed. Each state's ``presence`` and ``quality`` hold its rows'
-    object scores and IoU estimates (the rows a walk skips have none).
-    """
+    """Native-size logits rows ``(H, W)`` of every walk, in visit order (``-1024`` after a stop)."""
     import torch
 
     n = feats.n
@@ -264,8 +237,6 @@ def run_walks(
 def reads(states: list[MemoryWalk], cond_frames: dict[int, list[int]]) -> list[list[int]]:
     """Frames read at each step: each structure's conditioning frames once (step 0),
     then each walk's frame where it tracks (not on its conditioning frames).
-
-    ``cond_frames[group]`` lists each structure's conditioning frames.
     """
     steps = [[f for frames in cond_frames.values() for f in frames]]
     for step in range(1, max((len(s.frames) for s in states), default=1)):

@@ -1,26 +1,11 @@
 """MedSAM2 and SAM2.1 as a :class:`~napari_segeval.models.base.PromptableModel`.
 
-One class drives every network of :data:`._build.ARCHITECTURES`: MedSAM2 (SAM2.1
-Hiera-tiny at 512 px) and Meta's SAM2.1 in four sizes at 1024 px; they differ in
-the network and its input size (the network's ``image_size``), and share every
-step below, which is what both projects' video predictors do.
-
-Frames are preprocessed in MedSAM2's steps (CT window or MR percentile clip to
-0-255, truncation to uint8, grey to RGB, /255, ImageNet mean/std; by default the
-CT window edges map to 0-255, which equals MedSAM2's min-max of the clipped
-volume only when the volume reaches both edges) and kept at the native size; :meth:`MedSAM2Model.propagate` resizes
-them to the input size (512 x 512 for MedSAM2), runs our propagation loop (:mod:`._loop`) and returns
-probabilities at the native size (bilinear resize of the logits, as the video
-predictor does; ``logit > 0`` is the mask).
-
-Two resize modes (``resize``): ``"float"`` (default) resizes the normalized
-float frames with Pillow's bicubic weights, differentiably, without Pillow's
-uint8 rounding between and after its two passes; ``"pillow"`` (MedSAM2's
-scripts) resizes the 8-bit RGB frame with Pillow itself (bicubic, rounded and
-clipped to uint8), then divides by 255 and normalizes: exact, not differentiable.
-The CT mapping (``ct_mapping`` of :meth:`MedSAM2Model.preprocess`) is
-:mod:`napari_segeval.inference.windowing`'s: ``"window"`` maps the window edges
-to 0-255, ``"minmax"`` (MedSAM2) min-max rescales the clipped volume.
+One class drives every network of :data:`._build.ARCHITECTURES`; they differ only in the
+network and its input size. Frames are preprocessed in MedSAM2's steps (CT window or MR
+percentiles to 0-255, uint8, RGB, /255, ImageNet mean/std) at native size, resized for
+the network by ``resize``: ``"float"`` (Pillow's bicubic weights, differentiable, no
+uint8 rounding) or ``"pillow"`` (exact, not differentiable); probabilities come back at
+native size (bilinear logits, ``logit > 0`` the mask).
 """
 
 from __future__ import annotations
@@ -64,42 +49,40 @@ _NO_PER_SLICE = (
 )
 
 
+def _resize_mode(resize: str) -> str:
+    """``resize`` if it is one of :data:`RESIZE_MODES`, else one line."""
+    if resize not in RESIZE_MODES:
+        raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}")
+    return resize
+
+
 class MedSAM2Model(PromptableModel):
     """MedSAM2 (SAM2.1 Hiera-tiny, 512 px, 7 memory frames) or SAM2.1 with our propagation loop.
 
     Parameters
     ----------
     network : sam2.modeling.sam2_base.SAM2Base
-        The loaded network (see :func:`load_medsam2`, :func:`load_sam2`); its
-        ``image_size`` is the input size.
+        The loaded network (:func:`load_medsam2`, :func:`load_sam2`).
     device : str or torch.device, optional
         ``None``/``"auto"``: CUDA, else MPS, else CPU.
     encode_batch : int
-        Frames per image-encoder batch (frames are encoded in fixed blocks of this size).
+        Frames per image-encoder block.
     fill_hole_area : int
         Fill background holes up to this many low-res pixels (MedSAM2: 8).
     cache_mb : float, optional
-        Bound on the image features kept for reuse between structures and directions
-        (and, with a :meth:`feature_cache`, between calls on the same frames), in MiB
-        (``None``: unbounded); frames dropped for lack of room are re-encoded, with the
-        same result.
+        MiB of image features kept for reuse (None: unbounded; dropped frames are
+        re-encoded, with the same result).
     batch_walks : bool, optional
-        Run the walks (structure x direction) of one step as one batch. ``None``
-        (default): on CUDA/MPS only; on a CPU, batched kernels are not bit-identical
-        to single ones, and one walk at a time keeps every result exactly as when
-        each structure runs alone.
+        Run the walks of one step as one batch (None: not on a CPU, where batched
+        kernels are not bit-identical).
     resize : {"float", "pillow"}
-        How frames reach the input size (module doc); ``"pillow"`` is MedSAM2's way and
-        refuses gradients.
+        How frames reach the input size; ``"pillow"`` refuses gradients.
     name : str
-        Its registry name (``"medsam2"``, ``"sam2.1-tiny"`` ...), recorded in results.
+        Its registry name, recorded in results.
     """
 
     name = "medsam2"
     image_size = _loop.IMAGE_SIZE
-    #: It takes every prompt kind (boxes, points, masks), as SAM2 does; every prompt set
-    #: propagates whole from its memory; no per-slice prior (a memory bank of frames);
-    #: walks shared, with the decoder's logits and the image features kept per case.
     capabilities = Capabilities(
         points=True,
         masks=True,
@@ -108,8 +91,7 @@ class MedSAM2Model(PromptableModel):
 
     @classmethod
     def from_registry(cls, name: str, checkpoint: Any, device: Any, precision: Any) -> MedSAM2Model:
-        """The registry's ``medsam2`` and ``sam2.1-SIZE`` from ``checkpoint`` (a published
-        file of another of these names is refused in one line, naming the right one)."""
+        """The registry's ``medsam2`` and ``sam2.1-SIZE`` (another name's published file is refused)."""
         from pathlib import Path
 
         from napari_segeval._errors import ReadError
@@ -129,11 +111,6 @@ class MedSAM2Model(PromptableModel):
         dev = None if device == "auto" else device
         return cls(network, device=dev, name=ARCHITECTURES[name].name)
 
-    @classmethod
-    def declared_capabilities(cls) -> Capabilities | None:
-        """:attr:`capabilities`, read without building a network."""
-        return cls.capabilities
-
     def __init__(
         self,
         network: Any,
@@ -147,9 +124,7 @@ class MedSAM2Model(PromptableModel):
     ) -> None:
         from napari_segeval.models._device import pick_device
 
-        if resize not in RESIZE_MODES:
-            raise SegEvalError(f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}")
-        self.resize = resize
+        self.resize = _resize_mode(resize)
         self.name = str(name)
         self.image_size = int(getattr(network, "image_size", _loop.IMAGE_SIZE))
         self.device = pick_device(device if device is None else str(device))
@@ -176,11 +151,7 @@ class MedSAM2Model(PromptableModel):
 
         other = copy.copy(self)
         if resize is not None:
-            if resize not in RESIZE_MODES:
-                raise SegEvalError(
-                    f"resize must be one of {', '.join(RESIZE_MODES)}, got {resize!r}"
-                )
-            other.resize = resize
+            other.resize = _resize_mode(resize)
         return other
 
     def preprocess(
@@ -205,11 +176,7 @@ class MedSAM2Model(PromptableModel):
         image: np.ndarray | None = None,
         ct_mapping: str = "window",
     ) -> NormalizeInfo:
-        """Raw units per normalized unit (smallest ImageNet std) and the valid range.
-
-        CT: the window width spans 0..255; MR/PET: the 0.5-99.5 percentile span of
-        the non-zero voxels of ``image`` (required); other modalities: 255 grey levels.
-        """
+        """Raw units per normalized unit (smallest ImageNet std) and the valid range (MR/PET need ``image``)."""
         lo = min((0.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         hi = max((1.0 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD))
         raw_lo, raw_hi = window_bounds(modality, window, image, ct_mapping)
@@ -230,13 +197,7 @@ class MedSAM2Model(PromptableModel):
 
     # -- inference -------------------------------------------------------
     def model_input(self, frames: Any) -> torch.Tensor:
-        """Normalized native frames -> ``(n, 3, S, S)`` network input (differentiable).
-
-        ``S`` is the input size (512 for MedSAM2, 1024 for SAM2.1). The resize runs in
-        float32 even under bf16 autocast (on CUDA), as MedSAM2
-        resizes its frames before the network sees them. With ``resize="pillow"``
-        the frames go back to 8-bit RGB and through Pillow (:func:`pillow_resize`).
-        """
+        """Normalized native frames -> ``(n, 3, S, S)`` network input (float32 even under autocast)."""
         import contextlib
 
         import torch
@@ -257,16 +218,7 @@ class MedSAM2Model(PromptableModel):
             return resize_bicubic(x, (self.image_size, self.image_size))
 
     def feature_cache(self) -> FeatureStore:
-        """A cache of image features for one case, to give to every call on its frames.
-
-        Given as ``features=`` (through
-        :class:`~napari_segeval.propagation.PropagationSession` or
-        ``propagate_case(cache=...)``), it keeps the features of the frames tensor it
-        saw last within ``cache_mb``: a correction re-propagating the case does not
-        run the image encoder again. It is bound to the tensor (identity and version:
-        an in-place change or another tensor starts it afresh) and emptied when the
-        tensor is freed.
-        """
+        """A cache of image features for one case, to give to every call on its frames."""
         return FeatureStore()
 
     def propagate_walks(
@@ -285,20 +237,9 @@ class MedSAM2Model(PromptableModel):
     ) -> list:
         """Native-size logits ``(n_visited, H, W)`` of each walk (structure x direction).
 
-        Each walk is SAM2's ``propagate_in_video`` for its structure with every prompt
-        of its set given first (:mod:`._condition`, the reference sequence). Each
-        frame's image features are computed once and shared by every walk (and each
-        structure's conditioning by its two directions), kept while they will be read
-        again within ``options.cache_mb`` MiB (default :attr:`cache_mb`) and, with a
-        ``features`` cache (:meth:`feature_cache`) and without gradients, kept for the
-        next call on the same ``frames`` tensor (a correction re-propagating the case
-        does not run the image encoder again); each walk's result is the same as when
-        it runs alone. With :attr:`batch_walks` the walks
-        of one step run as one batch. ``options.on_frame`` hears each walk's
-        probability on each frame as it is computed. With ``options.crops`` the
-        walk outputs hold full frames (MedSAM2's logits cover every frame). After the call,
-        :attr:`last_run` holds ``encoded_frames``, ``reused_frames``,
-        ``peak_cache_bytes`` and ``cache_budget_bytes``.
+        Each walk is SAM2's ``propagate_in_video`` with every prompt of its set given
+        first; crops hold full frames. :attr:`last_run` then holds ``encoded_frames``,
+        ``reused_frames``, ``peak_cache_bytes`` and ``cache_budget_bytes``.
         """
         import torch
 
