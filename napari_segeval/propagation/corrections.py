@@ -21,7 +21,7 @@ from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import Point, PromptSet
 from napari_segeval.propagation.masks import largest_component
 from napari_segeval.propagation.options import PropagationOptions
-from napari_segeval.propagation.result import StructureResult
+from napari_segeval.propagation.result import StructureResult, extent
 
 
 def round0_length(prompts: PromptSet, rule: Corrections = Corrections.POINTS) -> int:
@@ -106,13 +106,7 @@ def _result(
     shape = tuple(probs.shape)
     if options.keep_largest and mask.any():
         mask = largest_component(mask, options.connectivity, keep)
-    found = np.nonzero(probs != 0)
-    if found[0].size == 0:
-        return StructureResult(
-            label, (0, 0, 0), np.zeros((0, 0, 0), np.float32), np.zeros((0, 0, 0), bool), shape
-        )
-    crop = tuple(slice(int(v.min()), int(v.max()) + 1) for v in found)
-    offset = tuple(int(c.start) for c in crop)
+    offset, crop = extent(probs != 0)
     return StructureResult(label, offset, probs[crop].copy(), mask[crop].copy(), shape)
 
 

@@ -17,6 +17,15 @@ from napari_segeval.prompts.prompt_set import PromptSet
 from napari_segeval.propagation.trace import StructureTrace
 
 
+def extent(where: np.ndarray) -> tuple[tuple[int, ...], tuple[slice, ...]]:
+    """Offset and slices of the bounding box of ``where``'s True voxels (empty when none)."""
+    found = np.nonzero(where)
+    if found[0].size == 0:
+        return (0,) * where.ndim, (slice(0, 0),) * where.ndim
+    crop = tuple(slice(int(v.min()), int(v.max()) + 1) for v in found)
+    return tuple(int(c.start) for c in crop), crop
+
+
 @dataclass
 class StructureResult:
     """One structure's propagation, kept inside its bounding box.

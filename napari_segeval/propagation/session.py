@@ -36,7 +36,7 @@ from napari_segeval.propagation.images import (
     propagation_mode,
 )
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
-from napari_segeval.propagation.result import PropagationResult, StructureResult
+from napari_segeval.propagation.result import PropagationResult, StructureResult, extent
 from napari_segeval.propagation.walks import resolve_min_confidence
 
 
@@ -152,12 +152,7 @@ class PropagationSession:
         cut = 0.5 if self.options.logits else float(self.options.threshold)
         for label, s in sets.items():
             mask = arr == label
-            found = np.nonzero(mask)
-            if found[0].size:
-                lo = tuple(int(v.min()) for v in found)
-                crop = tuple(slice(a, int(v.max()) + 1) for a, v in zip(lo, found))
-            else:
-                lo, crop = (0, 0, 0), (slice(0, 0),) * 3
+            lo, crop = extent(mask)
             own = mask[crop]
             self.structures[label] = StructureResult(
                 label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape

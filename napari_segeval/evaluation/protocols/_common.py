@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -182,6 +182,12 @@ def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict])
     return cached(path.with_suffix(".json"), key, lambda: train(path), needs=(path,))
 
 
+def num_classes(train: Sequence, cases: Sequence) -> int:
+    """One more than the largest label id named by the specs ``train`` or in their ``cases``."""
+    ids = [int(k) for s in train for k in s.structures]
+    return max(ids + [int(c.labels.max()) for c in cases] + [1]) + 1
+
+
 def _shrink(a: np.ndarray) -> np.ndarray:
     """Every n-th pixel, so the thumbnail is at most ``THUMB_MAX`` wide."""
     step = max(1, int(np.ceil(max(a.shape[:2]) / THUMB_MAX)))
@@ -251,6 +257,7 @@ __all__ = [
     "fingerprint",
     "key_index",
     "load_case",
+    "num_classes",
     "promptable_model",
     "resolve_factory",
     "score",

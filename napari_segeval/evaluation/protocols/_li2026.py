@@ -140,14 +140,7 @@ def _train(train: Sequence, cases: dict, params: UncertaintyParams, path: Path, 
 
     config = train_config(params, loss)
     ids = sorted(s.case_id for s in train)
-    k = (
-        max(
-            [int(i) for s in train for i in s.structures]
-            + [int(cases[s.case_id].labels.max()) for s in train]
-            + [1]
-        )
-        + 1
-    )
+    k = C.num_classes(train, [cases[s.case_id] for s in train])
 
     def fit(target: Path) -> dict:
         structures = {int(i): n for s in train for i, n in s.structures.items()}

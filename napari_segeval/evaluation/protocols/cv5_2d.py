@@ -57,13 +57,6 @@ def train_config(params: Cv5Params, fold: int):
         ) from None
 
 
-def _num_classes(train: Sequence, cases: Sequence) -> int:
-    """One more than the largest label id named or present in the training cases."""
-    ids = [int(k) for s in train for k in s.structures]
-    ids += [int(c.labels.max()) for c in cases]
-    return max(ids + [1]) + 1
-
-
 def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.PathLike) -> dict:
     """Train the built-in 2D U-Net on ``train`` (case specs) and save it at ``path``.
 
@@ -77,7 +70,7 @@ def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.Pat
     if not train:
         raise SegEvalError(f"cv5-2d fold {fold}: no training cases")
     cases = [C.load_case(s) for s in train]
-    k = _num_classes(train, cases)
+    k = C.num_classes(train, cases)
     key = {
         "v": FORMAT_VERSION,
         "k": k,
