@@ -61,7 +61,7 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
         case = read_case(
             spec.images[0 if one_file else k],
             spec.labels,
-            **({"volume": k} if one_file else {}),
+            volume=k if one_file else None,
             modality=modality,
             dataset_json=dataset_json,
             color_table=color_table,
