@@ -18,6 +18,7 @@ from napari_segeval.io.case import Case
 from napari_segeval.models.base import Corrections, ProgressFn
 from napari_segeval.prompts.prompt_set import Prompt, PromptSet
 from napari_segeval.propagation.core import (
+    _shifted,
     check_prompts,
     merge_results,
     propagate_structures,
@@ -175,15 +176,12 @@ class PropagationSession:
         )
 
     def _correct(
-        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any
+        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any, total: int
     ) -> dict[int, StructureResult]:
         """The kept results of ``sets`` corrected by their new prompts."""
         min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
         out, before = {}, 0
         for lab, s in sets.items():
-            report = (
-                None if progress is None else (lambda k, _n, _before=before: progress(_before + k))
-            )
             out[lab] = apply_corrections(
                 self.model,
                 self.frames,
@@ -194,7 +192,7 @@ class PropagationSession:
                 min_confidence,
                 cancel=cancel,
                 on_slice=on_slice,
-                progress=report,
+                progress=_shifted(progress, before, total),
             )
             before += len(s) - len(self._used[lab])
         return out
@@ -244,36 +242,23 @@ class PropagationSession:
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
         # progress: one step per correction applied, then the steps of the others' walks
         fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
-        total = fixes + (
-            total_steps(
-                int(self.frames.shape[0]),
-                rest,
-                self.options.mode,
-                corrections=(
-                    rule_of(self.model) if corrects(self.model, self.options) else Corrections.NONE
-                ),
-            )
-            if rest
-            else 0
-        )
-        step = None if progress is None else (lambda done: progress(done, total))
+        rule = rule_of(self.model) if corrects(self.model, self.options) else Corrections.NONE
+        n = int(self.frames.shape[0])
+        total = fixes + (total_steps(n, rest, self.options.mode, corrections=rule) if rest else 0)
         # nothing is stored until every structure is done: a cancel leaves the session as it was
-        done = self._correct(grown, cancel, on_slice, step) if grown else {}
+        done = self._correct(grown, cancel, on_slice, progress, total) if grown else {}
         if rest:
-            done.update(
-                propagate_structures(
-                    self.model,
-                    self.frames,
-                    rest,
-                    self.options,
-                    cancel=cancel,
-                    progress=None
-                    if progress is None
-                    else (lambda d, _t: progress(fixes + d, total)),
-                    on_slice=on_slice,
-                    cache=self.cache,
-                )
+            more = propagate_structures(
+                self.model,
+                self.frames,
+                rest,
+                self.options,
+                cancel=cancel,
+                progress=_shifted(progress, fixes, total),
+                on_slice=on_slice,
+                cache=self.cache,
             )
+            done.update(more)
         self.structures.update(done)
         self._seeded.difference_update(rest)
         self._used.update(sets)
