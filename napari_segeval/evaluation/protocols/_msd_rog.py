@@ -27,8 +27,7 @@ ROG_ATTACKS = [
     {"name": "apgd-dlr", **_COMMON, "restarts": 5, "step_size": 2 * ROG_EPS, "schedule": "rog"},
 ]
 
-#: Every deliberate difference between the preset and ROG's paper and code
-#: (word for word in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Every deliberate difference between the preset and ROG's paper and code (docs/protocols.md).
 ROG_DIFFERENCES = (
     (
         "Attacks run on the whole volume through the Gaussian sliding window, not on the one "

@@ -387,8 +387,7 @@ _DUPLICATES = (
     "images here (ISIC 2018: 3,694, the paper 3,565)."
 )
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as "

@@ -312,9 +312,7 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published iterative-prompting
-#: evaluations (word for word in docs/protocols.md, checked by
-#: tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published iterative-prompting evaluations.
 DIFFERENCES = (
     (
         "Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "

@@ -39,8 +39,7 @@ def summarize(rows: list[dict], params: Medsam2Params) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Dice is 2|A∩B|/(|A|+|B|), as MedSAM2's own code defines it (dice_multi_class); the "

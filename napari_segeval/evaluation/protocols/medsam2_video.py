@@ -43,8 +43,7 @@ def summarize(rows: list[dict], params: VideoParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     DICE_NOTE,
     (

@@ -335,8 +335,7 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
     return out
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Attacks run on the whole volume through the Gaussian sliding window (the gradient "

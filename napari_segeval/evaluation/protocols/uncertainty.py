@@ -248,8 +248,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "The defaults run a selective-evaluation analysis: the test cases the segmenting model "
