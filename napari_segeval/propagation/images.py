@@ -102,15 +102,6 @@ def propagate_image(
     -------
     PropagationResult
         On the image's grid (``(H, W)`` for a 2D image); ``params["kind"]`` records the kind.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> img = np.zeros((16, 20, 3), np.uint8); img[4:10, 5:12] = 200
-    >>> res = propagate_image(ThresholdPromptModel(), img, [Box(3, 4, 11, 13)], kind="image",
-    ...                       modality="endoscopy")
-    >>> res.labels.shape, int(res.labels[6, 8]), res.params["mode"]
-    ((16, 20), 1, 'video')
     """
     kind, modality, frames = image_frames(
         model, image, kind=kind, modality=modality, window=window, ct_mapping=ct_mapping

@@ -144,12 +144,6 @@ class Protocol:
         ``report_section(results) -> str``: its own HTML section of ``report.html``.
     rows : RowSchema or None
         The columns of its rows (the runner refuses others); None: not checked.
-
-    Examples
-    --------
-    >>> p = get_protocol("medsam2-3d")
-    >>> p.name, p.resolve_params({"jitter": 2}).jitter
-    ('medsam2-3d', 2)
     """
 
     name: str
