@@ -1,16 +1,8 @@
-"""Bidirectional slice propagation (volumes), forward propagation (videos), 2D images.
+"""Propagation of a promptable model's masks through volumes, videos and 2D images.
 
-Works with any :class:`~napari_segeval.models.base.PromptableModel`.
-:func:`propagate_image` starts from a raw image of any kind (a single 2D image is
-a one-frame video); :func:`propagate_case` from normalized frames; a
-:class:`PropagationSession` keeps a case's frames, prompts and results so that a
-correction re-propagates only the structure it changes.
-
-The walk machinery backends share (:mod:`.walks`:
-``confidence_stop``, ``structure_crop``), the merging helpers (:mod:`.masks`:
-``merge_crops``, ``structure_masks``) and the helpers of the modules (``as_frames``,
-``squeeze_frame``, ``total_steps``, ``make_walks``, ``merge_results``) are imported
-from their modules; they are not part of the package's API.
+:func:`propagate_image` starts from a raw image, :func:`propagate_case` from normalized
+frames; a :class:`PropagationSession` re-propagates only the structures a correction
+changes. Helpers of the submodules are not part of the package's API.
 """
 
 from napari_segeval.propagation.core import (

@@ -1,69 +1,19 @@
 """Bidirectional (volume) and forward (video) propagation for any promptable backend.
 
-Each structure is prompted by a :class:`~napari_segeval.prompts.prompt_set.PromptSet`
-(boxes, positive and negative points, mask prompts on any slices/frames; a single
-box is the one-line case). The MedSAM2 recipe, generalised to several conditioning
-frames as SAM2's video predictor does it: give every prompt, propagate forward from
-the first conditioning frame to the last slice, reset and give the prompts again,
-propagate backward from the last conditioning frame to the first slice, take the
-union (voxel-wise maximum of the probabilities where both walks reached a slice; the
-other walk's values elsewhere), and keep the largest 3D connected component (face
-connectivity, 6 neighbours in 3D, by default; ``connectivity=26``: MedSAM2's
-scikit-image default). Each walk applies the prompts of every conditioning frame it
-reaches (:class:`~napari_segeval.models.walk.Walk`). Videos are propagated forward
-only from the first prompted frame; earlier frames stay background. Several
-structures are merged into one label map; where two structures claim a voxel the
-higher probability wins, except that a structure enclosed by another (a lesion inside
-its organ) wins its overlap with it. Each structure's own mask, before merging, is
-kept too (:attr:`PropagationResult.masks`), for scoring each structure on its own
-propagation as MedSAM2 does. The settings are one :class:`~.options.PropagationOptions`.
-For a backend with ``correct`` (the built-in model), the points after a structure's
-last box or mask prompt in a volume are not walked: each is a local correction of the
-result before it (:mod:`.corrections`).
+The recipe and its memory layout are in ``docs/design.md`` ("Prompt sets and walks",
+"Results at the size of each structure's extent"). Per structure: a forward walk from
+its first conditioning frame and (volumes) a backward walk from its last, united (the
+maximum where both reached a slice), then the confidence stop, the largest component
+(6-connected by default; ``connectivity=26`` is MedSAM2's) and the merge, where the higher
+probability wins except that a structure enclosed by another wins its overlap with it.
 
-Memory: each structure's result is kept at the size of its own extent
-(:class:`~.result.StructureResult`, the bounding box of what its walks computed), and
-the label map is merged from these crops, so a case with many structures does not hold
-a full-size volume per structure; full-size arrays are made on request.
-
-Foreground decision (``decision``): ``"probability"`` (default) keeps voxels
-whose probability is above ``threshold``; ``"logit"`` (MedSAM2's scripts)
-keeps voxels whose logit is above 0, taken from the backend's logits when it
-has them (``walk_logits``: MedSAM2), else from the logit of its probability (the
-default ``walk_logits``). The two agree except where float32's sigmoid rounds a tiny positive logit to
-exactly 0.5.
-
-Several structures for the price of one (``share=True``, the default): every
-direction of every structure is a :class:`~napari_segeval.models.walk.Walk`, and
-the backend gets them all in one ``propagate_walks`` call, so it can share per-frame
-work between structures and directions (MedSAM2 encodes each frame once per case,
-within ``cache_mb``) and batch the walks of one step. Each
-structure keeps its own prompt and memory: the probabilities are the same as with
-one pass per structure (``share=False``).
-
-Confidence stop (``min_confidence``): walking away from the key
-slice, each direction ends at the first slice (after its last conditioning
-slice) whose *confidence*, the mean
-probability over the voxels predicted as foreground (``p > threshold``), is
-below ``min_confidence``; that slice and every later one become background.
-Rationale: a well-calibrated model is confident inside an object it tracks
-(mean foreground probability near 1) and hesitant when its prior mask has
-slid onto tissue whose outline no longer matches the mask (the typical leak at
-the end of a structure); such a leak stays connected to the object, so
-keep-largest-component cannot remove it. The slices up to the walk's last
-conditioning slice are never cut (they lie between prompts a person placed).
-The decision uses detached values; the kept slices stay differentiable. The
-default ``"auto"`` uses the model's own calibrated value, which it declares as
-``capabilities.stop_confidence`` (the built-in model: 0.8, chosen on tuning phantoms
-with seeds 500-509, disjoint from training and benchmark seeds), and no stop for
-models that declare none (MedSAM2 keeps its published recipe).
-
-Watching it happen (``on_slice``): :func:`propagate_case` can report each
-structure's mask on each slice as soon as the backend has computed it (the key
-slice first), so a viewer can show a wrong start at once: every backend reports each
-step to the walk options' ``on_frame(walk, frame, prob)``. The reports only read the
-probabilities: the result is the same with or without ``on_slice``; they come before the confidence stop, the largest-component
-step and the merge, which the final label map applies.
+``decision="logit"`` (MedSAM2's scripts) keeps ``logit > 0`` and agrees with
+``"probability"`` (``p > threshold``) except where float32's sigmoid rounds a tiny
+positive logit to exactly 0.5. The confidence stop ends a walk, after its last
+conditioning slice, at the first slice whose mean foreground probability is below
+``min_confidence`` (``"auto"``: the model's ``capabilities.stop_confidence``); it uses
+detached values. ``on_slice`` reports each slice's mask before the stop, the largest
+component and the merge, and never changes the result.
 """
 
 from __future__ import annotations
@@ -97,29 +47,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
     import torch
 
-MODES = ("volume", "video")
-
 
 def total_steps(
     n_frames: int, prompts: Any, mode: str, *, corrections: Corrections = Corrections.NONE
 ) -> int:
     """Number of model steps (progress total) for ``prompts`` on ``n_frames``.
 
-    ``prompts``: boxes and/or prompt sets (:func:`~.options.as_prompt_sets`).
-    ``corrections``: the rule by which prompts after round 0 are corrections
-    (:func:`~.corrections.corrects`; ``NONE`` when they are not): then a set counts the
-    walks of its round 0 and one step per correction.
-
-    Examples
-    --------
-    >>> total_steps(10, [Box(0, 0, 2, 2, index=4)], "volume")
-    11
-    >>> total_steps(10, [Box(0, 0, 2, 2, index=4)], "video")
-    6
-    >>> s = PromptSet.of([Box(0, 0, 2, 2, index=4), Point(1, 1, index=9)])
-    >>> total_steps(10, [s], "volume"), total_steps(10, [s], "volume",
-    ...                                            corrections=Corrections.POINTS)
-    (16, 12)
+    With ``corrections`` (:func:`~.corrections.corrects`'s rule), a set counts the walks of
+    its round 0 and one step per correction.
     """
     total = 0
     for s in as_prompt_sets(prompts).values():
@@ -138,14 +73,8 @@ def make_walks(
     options: PropagationOptions,
     priors: Mapping[int, Any] | None = None,
 ) -> list[Walk]:
-    """The walks of ``sets``: per structure, forward from its first conditioning frame
-    and (volumes) backward from its last one.
-
-    Examples
-    --------
-    >>> s = PromptSet.of([Box(0, 0, 2, 2, index=2), Point(1, 1, index=5, positive=False)])
-    >>> [(w.start, w.order) for w in make_walks({1: s}, PropagationOptions())]
-    [(2, 'forward'), (5, 'backward')]
+    """The walks of ``sets``: per structure, forward from its first conditioning frame and
+    (volumes) backward from its last one.
     """
     return [
         Walk.of(s, order, prior_volume=None if priors is None else priors.get(lab))
@@ -157,6 +86,7 @@ def make_walks(
 def _reporter(
     on_slice: Any, walks: list[Walk], first: int, threshold: float
 ) -> Callable[[int, int, Any], None] | None:
+    """The walks' ``on_frame`` that reports each frame's mask to ``on_slice`` (None without it)."""
     if on_slice is None:
         return None
 
@@ -196,9 +126,7 @@ def propagate_structures(
     on_slice: Any = None,
     cache: Any = None,
 ) -> dict[int, StructureResult]:
-    """Each structure's :class:`~.result.StructureResult` (no merging; see
-    :func:`propagate_case` for the arguments). Used by :func:`propagate_case` and by
-    :class:`~.session.PropagationSession` to re-propagate only some structures."""
+    """Each structure's :class:`~.result.StructureResult`, unmerged (arguments: :func:`propagate_case`)."""
     options = options or PropagationOptions()
     check_prompt_kinds(model.capabilities, sets.values(), model.name)
     min_confidence = resolve_min_confidence(model, options.min_confidence)
@@ -269,8 +197,7 @@ def propagate_structures(
 
 
 def _shifted(progress: ProgressFn | None, before: int, total: int) -> ProgressFn | None:
-    """``progress`` of a part that starts after ``before`` steps of ``total``:
-    a part's ``(done, its total)`` is heard as ``(before + done, total)``."""
+    """``progress`` of a part that starts after ``before`` of ``total`` steps."""
     if progress is None:
         return None
     return lambda done, _t: progress(before + done, total)
@@ -291,13 +218,7 @@ def merge_results(
 
 
 def describe_prompts(sets: Mapping[int, PromptSet]) -> str:
-    """The prompt kinds used, for provenance: ``"box"``, ``"mask"``, ``"box+point"``...
-
-    Examples
-    --------
-    >>> describe_prompts({1: PromptSet.of([Box(0, 0, 2, 2), Point(1, 1)])})
-    'box+point'
-    """
+    """The prompt kinds used, for provenance: ``"box"``, ``"mask"``, ``"box+point"``..."""
     kinds = {type(p) for s in sets.values() for p in s.prompts}
     names = [
         name for cls, name in ((Box, "box"), (Point, "point"), (MaskPrompt, "mask")) if cls in kinds
@@ -346,23 +267,11 @@ def propagate_structure(
     progress: ProgressFn | None = None,
     cancel: threading.Event | None = None,
 ) -> torch.Tensor:
-    """Probability ``(n, H, W)`` (a tensor, differentiable with ``options.grad``) of one
-    structure from its prompts (a box on frame ``box.index``, or a prompt set).
+    """Probability ``(n, H, W)`` tensor of one structure from its prompts (a box or a prompt set).
 
-    ``progress`` receives per-step counts for this structure only; ``prior_volume``
-    (``(n, H, W)``, optional) conditions every frame after the start frame on this
-    volume instead of the model's own previous output (see
-    :meth:`napari_segeval.models.base.PromptableModel.propagate`). The options'
-    ``mode``, ``stop_when_empty``, ``grad``, ``min_confidence`` and ``threshold``
-    apply.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> box = Box(2, 2, 4, 4, index=2)
-    >>> p = propagate_structure(ThresholdPromptModel(), np.ones((5, 8, 8)), box)
-    >>> (p.sum(dim=(1, 2)) > 0).tolist()
-    [True, True, True, True, True]
+    Differentiable with ``options.grad``; ``progress`` counts this structure's steps only;
+    ``prior_volume`` conditions every frame after the start frame instead of the model's own
+    previous output (:meth:`~napari_segeval.models.base.PromptableModel.propagate`).
     """
     import torch
 
@@ -403,51 +312,28 @@ def propagate_case(
     frames : tensor or array ``(n, H, W[, C])``
         Input in the model's normalized units (``model.preprocess(...)``).
     prompts : dict of int to PromptSet, or list of PromptSet and Box
-        One prompt set per structure (a :class:`Box` is the one-line set of its
-        structure ``box.label``): :func:`~.options.as_prompt_sets`.
+        One prompt set per structure: :func:`~.options.as_prompt_sets`.
     options : PropagationOptions, optional
-        Mode, decision, post-processing, stops, gradients, sharing (default: the
-        project's recipe, :class:`~.options.PropagationOptions`).
+        Mode, decision, post-processing, stops, gradients, sharing (default: the recipe).
     priors : dict of int to array, optional
-        Per structure, an ``(n, H, W)`` volume that conditions each frame after the
-        start frame instead of the model's own previous output (``prior_volume``):
-        with a clean prediction, frames are segmented one by one, as in per-slice
-        attacks.
+        Per structure, an ``(n, H, W)`` volume that conditions each frame after the start
+        frame instead of the model's own previous output (per-slice attacks).
     progress : callable, optional
         ``progress(done, total)`` after each slice/frame of every walk.
     cancel : threading.Event, optional
-        Set it to stop: :class:`napari_segeval._cancel.Cancelled` is raised and
-        nothing is returned.
+        Set it to stop: :class:`napari_segeval._cancel.Cancelled` is raised.
     on_slice : callable, optional
-        ``on_slice(label, index, mask)``: structure ``label``'s boolean ``(H, W)``
-        mask (``probability > threshold``) on slice/frame ``index``, called (from
-        the thread that runs the propagation) as soon as it is computed, each walk's
-        start slice first (module doc). Before post-processing; never changes the
-        result.
+        ``on_slice(label, index, mask)``: a structure's boolean ``(H, W)`` mask
+        (``probability > threshold``) on a slice as soon as it is computed, before
+        post-processing, from the propagating thread.
     cache : optional
-        The backend's cache for this case (``model.feature_cache()``, MedSAM2's image
-        features): given to every call on the same ``frames`` tensor, a correction
-        does not encode the frames again. Never changes the result.
+        The backend's cache for ``frames`` (``model.feature_cache()``): a correction does not
+        encode the frames again.
 
     Raises
     ------
     napari_segeval.InvalidPromptError
-        A prompt outside the frames, on a frame that does not exist, a mask prompt
-        of another size, a structure with only negative points, or a prompt the
-        model cannot take (one line).
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> res = propagate_case(ThresholdPromptModel(), np.ones((6, 8, 8)),
-    ...                      [Box(2, 2, 5, 5, index=3, label=4)])
-    >>> res.labels.shape, sorted(res.probabilities), sorted(res.masks)
-    ((6, 8, 8), [4], [4])
-    >>> s = PromptSet.of([Box(2, 2, 5, 5, index=1), Box(2, 2, 6, 6, index=4)])
-    >>> res = propagate_case(ThresholdPromptModel(), np.ones((6, 8, 8)), {1: s},
-    ...                      PropagationOptions(mode="video"))
-    >>> res.labels.any(axis=(1, 2)).tolist(), res.params["conditioning_frames"]
-    ([False, True, True, True, True, True], {1: [1, 4]})
+        A prompt outside the frames or the model's prompt kinds (one line).
     """
     options = options or PropagationOptions()
     sets = as_prompt_sets(prompts)

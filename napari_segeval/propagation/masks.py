@@ -9,16 +9,7 @@ from scipy import ndimage
 
 
 def connectivity_structure(ndim: int, connectivity: int | None = None) -> np.ndarray:
-    """Neighbourhood for ``connectivity`` neighbours (``None``: face neighbours).
-
-    3D: 6 (faces), 18 (faces and edges) or 26 (full, scikit-image's default);
-    2D: 4 or 8; in any dimension, ``3**ndim - 1`` is full connectivity.
-
-    Examples
-    --------
-    >>> int(connectivity_structure(3, 26).sum()) - 1, int(connectivity_structure(3).sum()) - 1
-    (26, 6)
-    """
+    """Neighbourhood of ``connectivity`` neighbours (``None``: faces; 3D: 6, 18, 26; 2D: 4, 8)."""
     options = {}
     for rank in range(1, ndim + 1):
         st = ndimage.generate_binary_structure(ndim, rank)
@@ -37,21 +28,8 @@ def largest_component(
 ) -> np.ndarray:
     """Keep the largest connected component (any dimension).
 
-    ``connectivity``: number of neighbours (:func:`connectivity_structure`);
-    ``None`` (default): face connectivity (6 in 3D). MedSAM2 keeps the largest
-    26-connected component (scikit-image's default). ``keep``: voxel indices whose
-    components are kept as well (a person's positive clicks).
-
-    Examples
-    --------
-    >>> m = np.zeros((1, 6, 6), bool); m[0, :2, :2] = True; m[0, 4:, 3:] = True
-    >>> int(largest_component(m).sum())
-    6
-    >>> d = np.zeros((3, 3, 3), bool); d[0, 0, 0] = d[1, 1, 1] = d[2, 2, 2] = True
-    >>> int(largest_component(d).sum()), int(largest_component(d, 26).sum())
-    (1, 3)
-    >>> int(largest_component(m, keep=[(0, 0, 0)]).sum())
-    10
+    ``connectivity``: :func:`connectivity_structure`'s (MedSAM2: 26); ``keep``: voxel indices
+    whose components are kept as well (a person's positive clicks).
     """
     lab, n = ndimage.label(mask, structure=connectivity_structure(mask.ndim, connectivity))
     if n <= 1:
@@ -74,19 +52,11 @@ def structure_masks(
     keep_largest: bool = True,
     connectivity: int | None = None,
 ) -> dict[int, np.ndarray]:
-    """Each structure's boolean mask: above ``threshold``, then its largest component.
-
-    Examples
-    --------
-    >>> a = np.array([[[0.9, 0.0, 0.7]]], np.float32)
-    >>> structure_masks({1: a})[1].tolist(), structure_masks({1: a}, keep_largest=False)[1].tolist()
-    ([[[True, False, False]]], [[[True, False, True]]])
-    """
-    out = {}
-    for lab, p in probabilities.items():
-        mask = np.asarray(p) > threshold
-        out[lab] = largest_component(mask, connectivity) if keep_largest else mask
-    return out
+    """Each structure's boolean mask: above ``threshold``, then its largest component."""
+    masks = {lab: np.asarray(p) > threshold for lab, p in probabilities.items()}
+    if not keep_largest:
+        return masks
+    return {lab: largest_component(m, connectivity) for lab, m in masks.items()}
 
 
 def merge_structures(
@@ -100,20 +70,12 @@ def merge_structures(
 ) -> np.ndarray:
     """One label map from per-structure probabilities; overlaps go to the higher probability.
 
-    Nested structures: when at least ``nested_fraction`` of a structure's mask
-    lies inside the mask of a larger structure (a lesion inside its organ), the
-    enclosed structure wins their whole overlap, as in reference label maps where
-    the lesion label is painted over the organ. ``None`` disables the rule.
-    ``connectivity`` is that of :func:`largest_component`; ``masks`` (from
-    :func:`structure_masks`) skips recomputing the per-structure masks. Full-size
-    arrays; :func:`merge_crops` is the same rule on crops.
+    A structure with at least ``nested_fraction`` of its mask inside a larger one's (a lesion
+    inside its organ) wins their whole overlap (``None``: off). ``masks`` (from
+    :func:`structure_masks`) skips recomputing the per-structure masks.
 
     Examples
     --------
-    >>> a = np.array([[[0.9, 0.6, 0.0]]], np.float32)
-    >>> b = np.array([[[0.0, 0.8, 0.7]]], np.float32)
-    >>> merge_structures({1: a, 2: b}, keep_largest=False).tolist()
-    [[[1, 2, 2]]]
     >>> organ = np.array([[[0.99, 0.99, 0.99, 0.0]]], np.float32)
     >>> lesion = np.array([[[0.0, 0.7, 0.0, 0.0]]], np.float32)
     >>> merge_structures({1: organ, 5: lesion}).tolist()
@@ -153,16 +115,8 @@ def merge_crops(
 ) -> np.ndarray:
     """The label map of :func:`merge_structures` from crops ``label -> (offset, prob, mask)``.
 
-    Each structure's probabilities and own mask are given inside its bounding box
-    (``offset`` + arrays of one shape); outside it they are 0 / False. Only one
-    full-size float array (the best probability so far) is made, whatever the number
-    of structures.
-
-    Examples
-    --------
-    >>> p = np.full((1, 1, 2), 0.9, np.float32)
-    >>> merge_crops({3: ((0, 0, 1), p, p > 0.5)}, (1, 1, 4)).tolist()
-    [[[0, 3, 3, 0]]]
+    Each structure's arrays cover its bounding box (0 / False outside); only one full-size
+    float array is made, whatever the number of structures.
     """
     ids = sorted(crops)
     if not ids:

@@ -1,10 +1,4 @@
-"""How a case is propagated: one options object for :func:`~.core.propagate_case`.
-
-:class:`PropagationOptions` gathers the settings of a propagation (mode, decision
-rule, post-processing, stops, gradients, sharing) with the defaults of the project's
-recipe; :func:`as_prompt_sets` turns what callers give (a dict of prompt sets, a list
-of prompt sets or boxes) into one prompt set per structure.
-"""
+"""The settings of :func:`~.core.propagate_case` and the prompt sets it takes."""
 
 from __future__ import annotations
 
@@ -30,8 +24,7 @@ class PropagationOptions:
     Parameters
     ----------
     mode : {"volume", "video"}
-        Volumes: a forward walk from each structure's first conditioning frame and a
-        backward walk from its last one, united. Videos: the forward walk only.
+        Volumes: forward and backward walks, united; videos: the forward walk only.
     keep_largest : bool
         Keep the largest connected component of each structure.
     stop_when_empty : bool
@@ -39,33 +32,20 @@ class PropagationOptions:
     threshold : float
         Probability threshold of the masks (``decision="probability"``).
     connectivity : int, optional
-        Neighbours of the largest component (``None``: face connectivity, 6 in 3D;
-        MedSAM2: 26).
+        Neighbours of the largest component (``None``: faces, 6 in 3D; MedSAM2: 26).
     decision : {"probability", "logit"}
         Probability above ``threshold`` (default) or MedSAM2's logit above 0.
     min_confidence : float, "auto" or None
-        Confidence stop (module doc of :mod:`.core`); ``"auto"``: the model's own
-        (``capabilities.stop_confidence``), if it declares one.
+        Confidence stop (:mod:`.core`); ``"auto"``: the model's ``capabilities.stop_confidence``.
     nested_fraction : float, optional
         Nested-structure rule of :func:`~.masks.merge_structures` (``None``: off).
     grad : bool
         Keep the autograd graph (``result.tensors``).
     share : bool
-        Give the backend all structures and directions at once (same result, each
-        frame's shared work done once); ``False``: one pass per structure.
+        Give the backend all structures and directions at once (same result);
+        ``False``: one pass per structure.
     cache_mb : float, optional
-        Bound (MiB) on the per-frame work a sharing backend keeps (MedSAM2's image
-        features); ``None``: the backend's default.
-
-    Examples
-    --------
-    >>> o = PropagationOptions(mode="video", decision="logit")
-    >>> o.mode, o.keep_largest, o.replace(keep_largest=False).keep_largest
-    ('video', True, False)
-    >>> PropagationOptions(mode="sideways")
-    Traceback (most recent call last):
-    ...
-    ValueError: mode must be one of ('volume', 'video'), got 'sideways'
+        Bound (MiB) on a sharing backend's per-frame cache; ``None``: the backend's default.
     """
 
     mode: str = "volume"
@@ -113,9 +93,8 @@ class PropagationOptions:
 def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
     """One :class:`PromptSet` per structure, in the order given.
 
-    ``prompts`` is a dict ``label -> PromptSet`` (or a list of prompts), a list of
-    prompt sets and boxes (a box is the one-line set of its structure), or a
-    :class:`~napari_segeval.prompts.prompt_file.PromptFile`.
+    ``prompts``: a dict ``label -> PromptSet`` (or list of prompts), a list of prompt sets and
+    boxes (a box is the one-line set of its structure), or a ``PromptFile``.
 
     Raises
     ------
@@ -124,9 +103,6 @@ def as_prompt_sets(prompts: Any) -> dict[int, PromptSet]:
 
     Examples
     --------
-    >>> sets = as_prompt_sets([Box(0, 0, 2, 2, index=1, label=3)])
-    >>> list(sets), sets[3].frames
-    ([3], (1,))
     >>> as_prompt_sets([Box(0, 0, 2, 2), Box(1, 1, 3, 3)])
     Traceback (most recent call last):
     ...

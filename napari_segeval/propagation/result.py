@@ -1,12 +1,8 @@
 """What a propagation returns: the label map and each structure at the size of its extent.
 
-A structure's probabilities are zero (its logits ``-inf``) outside the frames its
-walks reached and, for the built-in model, outside the windows around the object, so
-:class:`StructureResult` keeps them only inside their bounding box (``offset`` +
-crop). A case with many structures then holds one label map and small crops instead
-of several full-size float volumes per structure. :class:`PropagationResult` expands
-a structure to full size only on request (``result.probabilities[label]``, each
-access a new array), which is what attacks and uncertainty read.
+A structure's probabilities are zero outside the bounding box of what its walks computed,
+so :class:`StructureResult` keeps only that crop; :class:`PropagationResult` expands a
+structure to full size on each access.
 """
 
 from __future__ import annotations
@@ -21,6 +17,15 @@ from napari_segeval.prompts.prompt_set import PromptSet
 from napari_segeval.propagation.trace import StructureTrace
 
 
+def extent(where: np.ndarray) -> tuple[tuple[int, ...], tuple[slice, ...]]:
+    """Offset and slices of the bounding box of ``where``'s True voxels (empty when none)."""
+    found = np.nonzero(where)
+    if found[0].size == 0:
+        return (0,) * where.ndim, (slice(0, 0),) * where.ndim
+    crop = tuple(slice(int(v.min()), int(v.max()) + 1) for v in found)
+    return tuple(int(c.start) for c in crop), crop
+
+
 @dataclass
 class StructureResult:
     """One structure's propagation, kept inside its bounding box.
@@ -32,27 +37,16 @@ class StructureResult:
     offset : tuple of int
         Index of the crop's first voxel in the full array.
     probabilities : numpy.ndarray
-        Foreground probabilities inside the crop (float32), before post-processing;
-        0 outside it.
+        Foreground probabilities inside the crop (float32), before post-processing.
     mask : numpy.ndarray
-        The structure's own mask inside the crop (decision rule and largest
-        component applied, before merging); False outside it.
+        The structure's own mask inside the crop (decision and largest component, before
+        merging).
     shape : tuple of int
         Shape of the full array.
     tensor : torch.Tensor, optional
         With ``grad=True``: the differentiable probabilities of the crop.
     trace : StructureTrace, optional
-        Where its walks ended and why, and the model's own per-slice signals
-        (:mod:`~napari_segeval.propagation.trace`); None for a result made otherwise.
-
-    Examples
-    --------
-    >>> s = StructureResult(2, (1, 0, 1), np.full((1, 2, 2), 0.9, np.float32),
-    ...                     np.ones((1, 2, 2), bool), (3, 2, 4))
-    >>> s.full_probabilities()[1].tolist()
-    [[0.0, 0.8999999761581421, 0.8999999761581421, 0.0], [0.0, 0.8999999761581421, 0.8999999761581421, 0.0]]
-    >>> int(s.full_mask().sum()), s.slices
-    (4, (slice(1, 2, None), slice(0, 2, None), slice(1, 3, None)))
+        Where its walks ended and why, and the model's per-slice signals.
     """
 
     label: int
@@ -95,25 +89,18 @@ class StructureResult:
         """The result of a one-frame stack on its 2D grid (a 2D image)."""
         if self.shape[0] != 1:
             raise ValueError(f"expected one frame, got {self.shape[0]}")
-        probs, mask = self.probabilities, self.mask
-        tensor = self.tensor
-        if probs.shape[0] == 0:  # empty crop
-            tensor = None if tensor is None else tensor.reshape(0, 0)
-            return replace(
-                self,
-                offset=(0, 0),
-                probabilities=np.zeros((0, 0), np.float32),
-                mask=np.zeros((0, 0), bool),
-                shape=self.shape[1:],
-                tensor=tensor,
-            )
+        empty = self.probabilities.shape[0] == 0  # an empty crop
+
+        def one(a: Any) -> Any:
+            return None if a is None else a.reshape(0, 0) if empty else a[0]
+
         return replace(
             self,
-            offset=self.offset[1:],
-            probabilities=probs[0],
-            mask=mask[0],
+            offset=(0, 0) if empty else self.offset[1:],
+            probabilities=one(self.probabilities),
+            mask=one(self.mask),
             shape=self.shape[1:],
-            tensor=None if tensor is None else tensor[0],
+            tensor=one(self.tensor),
         )
 
 
@@ -152,16 +139,7 @@ class PropagationResult:
     params : dict
         Model name and the propagation settings, for provenance.
     tensors : dict of int to torch.Tensor
-        With ``grad=True`` only: the full-size differentiable probabilities (graph
-        to the input frames); empty otherwise.
-
-    Examples
-    --------
-    >>> s = StructureResult(1, (0, 0, 0), np.ones((1, 1, 1), np.float32),
-    ...                     np.ones((1, 1, 1), bool), (2, 1, 2))
-    >>> r = PropagationResult(np.zeros((2, 1, 2), np.uint8), {1: s}, {}, {})
-    >>> sorted(r.probabilities), r.probabilities[1].shape, int(r.masks[1].sum())
-    ([1], (2, 1, 2), 1)
+        With ``grad=True`` only: the full-size differentiable probabilities.
     """
 
     labels: np.ndarray
@@ -172,14 +150,12 @@ class PropagationResult:
 
     @property
     def probabilities(self) -> Mapping[int, np.ndarray]:
-        """Foreground probability ``(n, H, W)`` float32 per structure, before
-        post-processing; expanded to full size on each access."""
+        """Foreground probability ``(n, H, W)`` float32 per structure, expanded on each access."""
         return _Full(self.structures, "probabilities")
 
     @property
     def masks(self) -> Mapping[int, np.ndarray]:
-        """Each structure's own boolean mask ``(n, H, W)`` (decision rule and largest
-        component, before merging: overlaps are kept); expanded on each access."""
+        """Each structure's own boolean mask ``(n, H, W)`` (before merging), expanded on each access."""
         return _Full(self.structures, "masks")
 
     def first(self) -> PropagationResult:

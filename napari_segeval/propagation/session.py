@@ -1,21 +1,9 @@
 """A case being segmented and corrected: frames, prompts and results kept between runs.
 
-A person (the viewer's Prompt panel) or the interactive protocol segments a case,
-sees it fail on a slice, adds a prompt there and re-propagates. A
-:class:`PropagationSession` makes that round cheap:
-
-* the case is preprocessed once, and the session keeps the frames tensor and the
-  backend's cache for it (``model.feature_cache()`` when the backend keeps one:
-  MedSAM2 keeps the image features, within its ``cache_mb``), so a correction does
-  not run the image encoder again;
-* only the structures whose prompts changed are propagated again; the others keep
-  their results (at the size of their extent) and the label map is merged anew;
-* with a backend that takes corrections (the built-in model,
-  :mod:`~.corrections`), a structure that only got new prompts after its propagated
-  ones is not propagated again: the kept result gets just the new corrections.
-
-The result of a re-propagation is exactly that of :func:`~.core.propagate_case` with
-the session's current prompts (its tests check it).
+A :class:`PropagationSession` preprocesses the case once, keeps the backend's cache for
+it, re-propagates only the structures whose prompts changed, and applies only new
+corrections to a kept result (:mod:`~.corrections`). A re-propagation equals
+:func:`~.core.propagate_case` with the session's prompts.
 """
 
 from __future__ import annotations
@@ -28,9 +16,9 @@ import numpy as np
 from napari_segeval._errors import InvalidLabelsError, InvalidPromptError
 from napari_segeval.io.case import Case
 from napari_segeval.models.base import Corrections, ProgressFn
-from napari_segeval.prompts.box import Box  # noqa: F401 (examples)
 from napari_segeval.prompts.prompt_set import Prompt, PromptSet
 from napari_segeval.propagation.core import (
+    _shifted,
     check_prompts,
     merge_results,
     propagate_structures,
@@ -49,7 +37,7 @@ from napari_segeval.propagation.images import (
     propagation_mode,
 )
 from napari_segeval.propagation.options import PropagationOptions, as_prompt_sets
-from napari_segeval.propagation.result import PropagationResult, StructureResult
+from napari_segeval.propagation.result import PropagationResult, StructureResult, extent
 from napari_segeval.propagation.walks import resolve_min_confidence
 
 
@@ -66,21 +54,6 @@ class PropagationSession:
         Settings of every propagation of the session (no gradients).
     kind : {"volume", "video", "image"}, optional
         ``"image"``: a 2D image as a one-frame stack; results come back on its 2D grid.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> from napari_segeval.prompts.prompt_set import Point
-    >>> f = np.zeros((6, 12, 12), np.float32); f[:, 2:6, 2:6] = 1; f[:, 7:11, 7:11] = 1
-    >>> s = PropagationSession(ThresholdPromptModel(), f)
-    >>> _ = s.add(Box(2, 2, 6, 6, index=2, label=1)), s.add(Box(7, 7, 11, 11, index=3, label=2))
-    >>> res = s.propagate()
-    >>> sorted(s.last_propagated), int((res.labels == 2).sum())
-    ([1, 2], 96)
-    >>> _ = s.add(Point(8, 8, index=0, label=2, positive=False))
-    >>> res = s.propagate()
-    >>> s.last_propagated, int((res.labels == 2).sum()) < 96
-    ([2], True)
     """
 
     def __init__(
@@ -145,8 +118,7 @@ class PropagationSession:
     def undo(self, label: int) -> PromptSet | None:
         """Remove the last prompt of structure ``label`` (the structure, if it was the last).
 
-        Raises :class:`~napari_segeval.InvalidPromptError` (one line) when the structure
-        has no prompts.
+        Raises :class:`~napari_segeval.InvalidPromptError` when the structure has no prompts.
         """
         current = self.prompts.get(int(label))
         if current is None:
@@ -158,36 +130,17 @@ class PropagationSession:
         return self.prompts[int(label)]
 
     def remove(self, label: int) -> None:
-        """Forget structure ``label``: its prompts now, its result at the next :meth:`propagate`
-        (:meth:`stale` lists it until then)."""
+        """Forget structure ``label``: its prompts now, its result at the next :meth:`propagate`."""
         self.prompts.pop(int(label), None)
 
     def seed(self, labels: np.ndarray, prompts: Any) -> None:
         """Start from a known label map: each structure of ``prompts`` takes its mask there.
 
-        A case segmented earlier (the results browser's saved prediction) is corrected
-        without propagating everything again: each structure in ``prompts`` (prompt
-        sets or boxes, :func:`~.options.as_prompt_sets`) gets these prompts and, as its
-        result, its voxels of ``labels`` (``(n, H, W)``, or ``(H, W)`` for a 2D image),
-        with probability :attr:`~.options.PropagationOptions.cut` (or 0.5 with logits):
-        the decision threshold, so a re-propagated structure wins the voxels it claims
-        where the two overlap. Until its prompts change a seeded structure is not
-        propagated, and the merged label map gives back ``labels`` on the seeded
-        structures. A label map of another shape than the frames raises
-        :class:`~napari_segeval.InvalidLabelsError` (one line).
-
-        Examples
-        --------
-        >>> from napari_segeval.models.threshold import ThresholdPromptModel
-        >>> from napari_segeval.prompts.prompt_set import Point
-        >>> f = np.zeros((4, 8, 8), np.float32); f[:, 1:4, 1:4] = 1; f[:, 5:8, 5:8] = 1
-        >>> saved = np.zeros((4, 8, 8), np.uint8); saved[1:3, 1:3, 1:3] = 1; saved[:, 5:8, 5:8] = 2
-        >>> s = PropagationSession(ThresholdPromptModel(), f)
-        >>> s.seed(saved, [Box(1, 1, 4, 4, index=1, label=1), Box(5, 5, 8, 8, index=1, label=2)])
-        >>> _ = s.add(Point(6, 6, index=0, label=2, positive=False))
-        >>> res = s.propagate()
-        >>> s.last_propagated, int((res.labels == 1).sum()), int((res.labels == 2)[0].sum())
-        ([2], 8, 0)
+        Each structure in ``prompts`` gets these prompts and, as its result, its voxels of
+        ``labels`` (``(n, H, W)``, or ``(H, W)`` for a 2D image) at the decision threshold's
+        probability, so a re-propagated structure wins the voxels it claims. A seeded structure
+        is not propagated until its prompts change. A label map of another shape raises
+        :class:`~napari_segeval.InvalidLabelsError`.
         """
         sets = as_prompt_sets(prompts)
         shape = tuple(int(v) for v in self.frames.shape[:3])
@@ -200,12 +153,7 @@ class PropagationSession:
         cut = 0.5 if self.options.logits else float(self.options.threshold)
         for label, s in sets.items():
             mask = arr == label
-            found = np.nonzero(mask)
-            if found[0].size:
-                lo = tuple(int(v.min()) for v in found)
-                crop = tuple(slice(a, int(v.max()) + 1) for a, v in zip(lo, found))
-            else:
-                lo, crop = (0, 0, 0), (slice(0, 0),) * 3
+            lo, crop = extent(mask)
             own = mask[crop]
             self.structures[label] = StructureResult(
                 label, lo, np.where(own, np.float32(cut), np.float32(0)), own, shape
@@ -228,16 +176,12 @@ class PropagationSession:
         )
 
     def _correct(
-        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any
+        self, sets: dict[int, PromptSet], cancel: Any, on_slice: Any, progress: Any, total: int
     ) -> dict[int, StructureResult]:
-        """The kept results of ``sets`` corrected by their new prompts (module doc);
-        ``progress(done, total)`` hears each correction once it is applied."""
+        """The kept results of ``sets`` corrected by their new prompts."""
         min_confidence = resolve_min_confidence(self.model, self.options.min_confidence)
         out, before = {}, 0
         for lab, s in sets.items():
-            report = (
-                None if progress is None else (lambda k, _n, _before=before: progress(_before + k))
-            )
             out[lab] = apply_corrections(
                 self.model,
                 self.frames,
@@ -248,17 +192,13 @@ class PropagationSession:
                 min_confidence,
                 cancel=cancel,
                 on_slice=on_slice,
-                progress=report,
+                progress=_shifted(progress, before, total),
             )
             before += len(s) - len(self._used[lab])
         return out
 
     def stale(self) -> list[int]:
-        """Structures whose prompts changed since they were last propagated.
-
-        A structure removed (:meth:`remove`, :meth:`undo` of its last prompt) since then
-        is listed too: its mask is still in :attr:`result` until :meth:`propagate` drops it.
-        """
+        """Structures whose prompts changed (or that were removed) since they were last propagated."""
         changed = [lab for lab, s in self.prompts.items() if self._used.get(lab) != s]
         return changed + [lab for lab in self.structures if lab not in self.prompts]
 
@@ -273,16 +213,12 @@ class PropagationSession:
     ) -> PropagationResult:
         """Propagate the structures whose prompts changed (or ``labels``) and merge all.
 
-        The other structures keep their results; the label map is merged from every
-        structure's result. ``progress(done, total)`` counts one step per correction
-        applied to a kept result, then the steps of the other structures' walks
-        (:func:`~.core.total_steps`). Structures removed since (:meth:`remove`, :meth:`undo`) are
-        dropped from the result, and are not in :attr:`last_propagated`. Returns the same as :func:`~.core.propagate_case` with
-        the session's prompts, on the 2D grid for a 2D image. Raises
-        :class:`~napari_segeval.InvalidPromptError` (one line) before anything runs
-        when a prompt does not fit the case or ``labels`` names a structure without
-        prompts, and leaves the session as it was (so does a
-        cancel: :class:`~napari_segeval._cancel.Cancelled`, nothing kept half-done).
+        ``progress(done, total)`` counts one step per correction applied to a kept result, then
+        the other structures' walk steps. Removed structures leave the result. Returns what
+        :func:`~.core.propagate_case` returns with the session's prompts (on the 2D grid for a 2D
+        image). A prompt that does not fit, or a ``labels`` entry without prompts, raises
+        :class:`~napari_segeval.InvalidPromptError` before anything runs; an error or a cancel
+        leaves the session as it was.
         """
         if not self.prompts:
             raise ValueError("propagation needs at least one prompt")
@@ -306,36 +242,23 @@ class PropagationSession:
         rest = {lab: s for lab, s in sets.items() if lab not in grown}
         # progress: one step per correction applied, then the steps of the others' walks
         fixes = sum(len(s) - len(self._used[lab]) for lab, s in grown.items())
-        total = fixes + (
-            total_steps(
-                int(self.frames.shape[0]),
-                rest,
-                self.options.mode,
-                corrections=(
-                    rule_of(self.model) if corrects(self.model, self.options) else Corrections.NONE
-                ),
-            )
-            if rest
-            else 0
-        )
-        step = None if progress is None else (lambda done: progress(done, total))
+        rule = rule_of(self.model) if corrects(self.model, self.options) else Corrections.NONE
+        n = int(self.frames.shape[0])
+        total = fixes + (total_steps(n, rest, self.options.mode, corrections=rule) if rest else 0)
         # nothing is stored until every structure is done: a cancel leaves the session as it was
-        done = self._correct(grown, cancel, on_slice, step) if grown else {}
+        done = self._correct(grown, cancel, on_slice, progress, total) if grown else {}
         if rest:
-            done.update(
-                propagate_structures(
-                    self.model,
-                    self.frames,
-                    rest,
-                    self.options,
-                    cancel=cancel,
-                    progress=None
-                    if progress is None
-                    else (lambda d, _t: progress(fixes + d, total)),
-                    on_slice=on_slice,
-                    cache=self.cache,
-                )
+            more = propagate_structures(
+                self.model,
+                self.frames,
+                rest,
+                self.options,
+                cancel=cancel,
+                progress=_shifted(progress, fixes, total),
+                on_slice=on_slice,
+                cache=self.cache,
             )
+            done.update(more)
         self.structures.update(done)
         self._seeded.difference_update(rest)
         self._used.update(sets)

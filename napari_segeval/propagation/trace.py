@@ -1,14 +1,6 @@
-"""What a structure's walks say about themselves: where each ended and why, and the
-model's own per-slice signals.
-
-A walk that ends before the end of the stack ends for a reason
-(:class:`~napari_segeval.models.walk.StopReason`): its next slice came out empty, or the
-model stopped on its own judgement (a *quality stop*: the confidence stop of
-:func:`~.walks.confidence_stop`, LiteMedSAM's IoU stop). :class:`StructureTrace` keeps
-each end (:class:`WalkEnd`) with the per-slice signals the backend computed (its IoU
-estimate, the box-jitter agreement), so that a run without a reference can say where a
-chain stopped and which slices to look at (:mod:`napari_segeval.uncertainty.risk`).
-Reading a trace never changes a result.
+"""What a structure's walks say about themselves: where each ended and why (an empty slice,
+or a quality stop such as the confidence or IoU stop), and the model's per-slice signals,
+for :mod:`napari_segeval.uncertainty.risk`. Reading a trace never changes a result.
 """
 
 from __future__ import annotations
@@ -55,14 +47,11 @@ class StructureTrace:
     Attributes
     ----------
     quality : mapping of int to float
-        Slice -> the model's own quality estimate of its mask (the best of the walks
-        that reached it); empty for a model without one.
+        Slice -> the model's own quality estimate (the best of the walks that reached it).
     agreement : mapping of int to float
-        Slice -> box-jitter agreement (the lowest of the walks that reached it); empty
-        when not computed.
+        Slice -> box-jitter agreement (the lowest of the walks that reached it).
     presence : mapping of int to float
-        Slice -> the model's probability that the object is there (SAM2's object score;
-        the highest of the walks that reached it); empty for a model without one.
+        Slice -> the object's presence probability (SAM2's object score; the highest).
     ends : tuple of WalkEnd
         Every walk that ended before the end of the stack.
     """
@@ -87,20 +76,8 @@ def _has_mask(value: Any, threshold: float, logits: bool) -> bool:
 def walk_end(
     walk: Walk, out: WalkOutput, keep: int, threshold: float = 0.5, logits: bool = False
 ) -> WalkEnd | None:
-    """Where ``walk`` ended (``keep``: the visit positions its confidence stop kept), or
-    None when it reached the end of the stack with a mask.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from napari_segeval.prompts.box import Box
-    >>> w = Walk(1, Box(0, 0, 1, 1, index=1), "forward")
-    >>> out = WalkOutput([1, 2, 3], [(0, 0, 1, 1), (0, 0, 1, 1), None],
-    ...                  [torch.ones(1, 1), torch.zeros(1, 1), None], (2, 2))
-    >>> walk_end(w, out, 3)
-    WalkEnd(order='forward', last=1, after=2, reason=<StopReason.EMPTY: 'the mask ended'>)
-    >>> walk_end(w, out, 1).reason.name
-    'CONFIDENCE'
+    """Where ``walk`` ended (``keep``: the positions its confidence stop kept); None when it
+    reached the end of the stack with a mask.
     """
     m = len(out)
     found = [j for j in range(min(keep, m)) if _has_mask(out.values[j], threshold, logits)]
@@ -123,20 +100,7 @@ def structure_trace(
     threshold: float = 0.5,
     logits: bool = False,
 ) -> StructureTrace:
-    """The trace of one structure's walks (the same walks and stop as
-    :func:`~.walks.structure_crop`).
-
-    Examples
-    --------
-    >>> import torch
-    >>> from napari_segeval.prompts.box import Box
-    >>> w = Walk(1, Box(0, 0, 1, 1, index=1), "forward")
-    >>> out = WalkOutput([1, 2], [(0, 0, 1, 1), None], [torch.ones(1, 1), None], (2, 2),
-    ...                  quality=[0.9, None], stopped=StopReason.IOU)
-    >>> t = structure_trace([(w, out)], None)
-    >>> dict(t.quality), [(e.last, e.after, e.reason.name) for e in t.quality_stops]
-    ({1: 0.9}, [(1, 2, 'IOU')])
-    """
+    """The trace of one structure's walks (the walks and stop of :func:`~.walks.structure_crop`)."""
     quality: dict[int, float] = {}
     agreement: dict[int, float] = {}
     presence: dict[int, float] = {}

@@ -1,11 +1,4 @@
-"""Running walks (one structure, one direction) through a backend, and combining them.
-
-The pieces of :func:`~napari_segeval.propagation.core.propagate_case` that talk to the
-backend: which calibrated confidence stop applies, where a walk stops (never before its
-last conditioning frame), and how the forward and backward walks of a structure become
-one probability crop (:func:`structure_crop`: the bounding box of what the walks
-computed, never a full-size volume per structure).
-"""
+"""The walks' confidence stop and the union of a structure's walks into one crop."""
 
 from __future__ import annotations
 
@@ -18,22 +11,8 @@ from napari_segeval.models.walk import Walk, WalkOutput
 def resolve_min_confidence(
     model: PromptableModel, min_confidence: float | str | None
 ) -> float | None:
-    """``"auto"`` -> the stop ``model`` declares (``capabilities.stop_confidence``, None
-    for none); else the value.
-
-    Examples
-    --------
-    >>> from napari_segeval.models.threshold import ThresholdPromptModel
-    >>> resolve_min_confidence(ThresholdPromptModel(), "auto") is None
-    True
-    >>> resolve_min_confidence(ThresholdPromptModel(), 0.7)
-    0.7
-    """
-    if isinstance(min_confidence, str):
-        if min_confidence != "auto":
-            raise ValueError(
-                f"min_confidence must be a number, None or 'auto', got {min_confidence!r}"
-            )
+    """``"auto"`` -> the stop ``model`` declares (``capabilities.stop_confidence``); else the value."""
+    if min_confidence == "auto":
         value = model.capabilities.stop_confidence
         return None if value is None else float(value)
     return None if min_confidence is None else float(min_confidence)
@@ -42,19 +21,10 @@ def resolve_min_confidence(
 def confidence_stop(
     probs: Any, min_confidence: float | None, threshold: float = 0.5, first: int = 0
 ) -> int:
-    """Number of leading frames of one direction to keep (see the module doc).
+    """Number of leading frames of one walk to keep (``probs``: ``(m, H, W)``, start frame first).
 
-    ``probs`` is ``(m, H, W)`` with the start frame first. Frames without
-    foreground do not stop the walk (``stop_when_empty`` handles them), nor do the
-    first ``first + 1`` frames (a walk never stops before its last conditioning
-    frame, at visit position ``first``).
-
-    Examples
-    --------
-    >>> import torch
-    >>> p = torch.zeros(4, 2, 2); p[0, 0, 0] = 0.95; p[1, 0, 0] = 0.9; p[2, 0, 0] = 0.6
-    >>> confidence_stop(p, 0.75), confidence_stop(p, None), confidence_stop(p, 0.75, first=2)
-    (2, 4, 4)
+    Empty frames and the first ``first + 1`` frames (up to the walk's last conditioning
+    frame) never stop it.
     """
     m = int(probs.shape[0])
     if min_confidence is None or m <= 1:
@@ -67,6 +37,7 @@ def confidence_stop(
 
 
 def _first_low(counts: list, means: list, min_confidence: float, first: int, m: int) -> int:
+    """The first position after ``first`` with foreground whose mean is below ``min_confidence``."""
     for j in range(max(1, int(first) + 1), m):
         if counts[j] > 0 and means[j] < float(min_confidence):
             return j
@@ -108,23 +79,8 @@ def structure_crop(
 ) -> tuple[tuple[int, int, int], Any]:
     """One structure's ``(offset, crop)`` from its walks (confidence stop, then union).
 
-    Each walk is cut at its confidence stop (never before its last conditioning
-    frame); a frame reached by two walks (a forward and a backward walk, on and
-    between the conditioning frames) takes their maximum. The crop is the bounding
-    box of every frame's values; outside it the structure is 0 (``-inf`` for logits).
-    Differentiable.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from napari_segeval.prompts.box import Box
-    >>> box = Box(0, 0, 1, 1, index=1)
-    >>> fwd = WalkOutput([1, 2], [(0, 0, 1, 1), None], [torch.full((1, 1), 0.9), None], (2, 2))
-    >>> bwd = WalkOutput([1, 0], [(1, 1, 2, 2)] * 2, [torch.full((1, 1), 0.8)] * 2, (2, 2))
-    >>> offset, crop = structure_crop([(Walk(1, box, "forward"), fwd),
-    ...                                (Walk(1, box, "backward"), bwd)], None)
-    >>> offset, tuple(crop.shape), crop[1].tolist()
-    ((0, 0, 0), (2, 2, 2), [[0.8999999761581421, 0.0], [0.0, 0.800000011920929]])
+    A frame reached by two walks takes their maximum; outside the crop the structure is 0
+    (``-inf`` for logits). Differentiable.
     """
     import torch
     import torch.nn.functional as F

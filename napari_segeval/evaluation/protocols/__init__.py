@@ -1,31 +1,8 @@
-"""Named, versioned evaluation recipes.
+"""Named, versioned evaluation recipes (:class:`Protocol`), their presets and registry.
 
-A :class:`Protocol` bundles a name, a version, default parameters, a per-case
-function and an aggregation. Its functions are module-level, so the object
-pickles by reference and runs in spawned worker processes and on Dask workers.
-
-A protocol that runs one model of a kind (``model_kind``: ``"promptable"`` or
-``"dense"``) takes **several models** in one run: the parameter ``models`` (a
-list of model references, ``segeval evaluate --model A --model B``). Every model
-is scored on the same case, prompts and attacks (:func:`run_models`); each row
-carries its ``model``, and the saved predictions and thumbnails of a model are
-keyed :func:`prediction_key` (``"clean @ threshold"``, a
-:class:`~napari_segeval.evaluation.keys.PredictionKey`).
-
-Whether a protocol's runs have correction rounds (rows with ``round``, predictions
-keyed ``round<k>:``) is its :attr:`Protocol.has_rounds`; generic code asks it, for a
-results folder through :func:`run_has_rounds`, and never guesses from the rows.
-
-Registered protocols (see :data:`REGISTRY`): ``msd-robust``, ``medsam2-3d``,
-``medsam2-video``, ``uncertainty``, ``cv5-2d``, ``interactive``. :func:`get_protocol` also accepts
-``"package.module:ATTRIBUTE"`` naming any :class:`Protocol` object.
-
-A protocol may carry **paper presets** (:class:`Preset`): named parameter sets
-that follow a published recipe to the letter (except its documented recipe
-bugs, which stay corrected). ``segeval evaluate --preset NAME`` applies one;
-the preset's name is recorded in ``run.json``, ``summary.json`` and the report,
-next to its list of differences from the paper (the same list, word for word,
-as ``docs/protocols.md``; a test keeps the two equal).
+A protocol's functions are module-level, so it pickles by reference (spawned workers,
+Dask). One of ``model_kind`` runs several models per case (:func:`run_models`), their
+predictions keyed :func:`prediction_key`. ``docs/protocols.md`` describes each protocol.
 """
 
 from __future__ import annotations
@@ -63,15 +40,13 @@ class Preset:
     name : str
         What users type after ``--preset`` (``"rog"``, ``"medsam2"`` ...).
     params : mapping
-        Parameter values the preset sets (every key must be a field of the protocol's
-        :attr:`Protocol.params` record);
-        user ``--param`` overrides still apply on top and are recorded.
+        Values the preset sets (fields of the protocol's params record); ``--param``
+        overrides still apply on top.
     source : str
         The paper and code the preset follows, one line.
     differences : tuple of str
-        Every deliberate difference between the preset and that recipe, one
-        sentence each with its reason (shown in the report, listed word for word
-        in ``docs/protocols.md``).
+        Every deliberate difference from that recipe, with its reason (shown in the report,
+        listed in ``docs/protocols.md``).
     """
 
     name: str
@@ -87,17 +62,14 @@ class CaseArrays:
     Parameters
     ----------
     geometry : Geometry
-        The source image's geometry (every array is written with it).
+        The source image's geometry.
     axes : str
-        The source image's axes (``"zyx"``, ``"tyx"``, ``"yx"``, ``"yxc"`` ...).
+        The source image's axes (``"zyx"``, ``"yxc"`` ...).
     source : str
-        The source image's path: its kind picks the file format
-        (:func:`napari_segeval.io._formats.output_formats`).
+        The source image's path (its kind picks the file format).
     arrays : dict of str to numpy.ndarray
-        Keyed as the record's ``files``: a condition name (``"clean"``,
-        ``"fgsm-linf eps=0.5"``) holds that condition's label map;
-        ``"perturbed:<condition>"`` and ``"perturbation:<condition>"`` hold the
-        attacked image and the perturbation in raw units (float32).
+        Keyed as the record's ``files``: a condition's label map, ``"perturbed:<condition>"``
+        and ``"perturbation:<condition>"`` (float32, raw units).
     """
 
     geometry: Any
@@ -113,21 +85,16 @@ class CaseOutput:
     Parameters
     ----------
     rows : list of dict
-        One per structure x condition, with at least ``structure``, ``condition``
-        and the metric columns (``dice`` ...). The runner adds ``case``,
-        ``protocol``, ``protocol_version``, ``fold``, ``split`` and ``status``.
+        One per structure x condition: ``structure``, ``condition`` and the metric columns
+        (the runner adds ``case``, ``protocol``, ``fold`` ...).
     views : dict of str to numpy.ndarray
-        2D arrays for report thumbnails: ``"image"`` (uint8 grey or RGB),
-        ``"reference"`` and one label slice per condition (``"clean"`` ...).
+        2D report thumbnails: ``"image"``, ``"reference"``, ``"pred:<condition>"``.
     extra : dict
-        Per-case values that are not per-structure (an uncertainty score ...),
-        kept in the case record and copied into its rows.
+        Per-case values that are not per-structure, copied into its rows.
     arrays : CaseArrays or None
-        Predictions (and perturbed images) to save as files in the results folder
-        (see :mod:`napari_segeval.evaluation.files`); None saves nothing.
+        Predictions (and perturbed images) to save; None saves nothing.
     slices : list of dict
-        Per-slice risk rows (``slices.csv``: :data:`~napari_segeval.evaluation.rows.SLICES`;
-        the runner adds ``case``).
+        Per-slice risk rows (``slices.csv``; the runner adds ``case``).
     """
 
     rows: list[dict]
@@ -146,63 +113,37 @@ class Protocol:
     name, version : str
         Written into every result row and ``summary.json``.
     params : type
-        The protocol's parameter record (a frozen dataclass deriving from
-        :class:`~napari_segeval.evaluation.protocols._params.Params`): every parameter
-        with its default, its choices and rules (:meth:`~._params.Params.check`);
-        unknown parameters are refused. A protocol of ``model_kind`` has ``model`` and
-        ``models`` (:class:`~._params.Models`).
+        The frozen :class:`~._params.Params` record of its parameters.
     run_case : callable
-        ``run_case(spec: CaseSpec, params) -> CaseOutput`` (``params``: a checked
-        record); raises on bad input (the runner turns the exception into an error row).
+        ``run_case(spec, params) -> CaseOutput``; raises on bad input (an error row).
     summarize : callable
-        ``summarize(rows: list[dict], params) -> dict`` over ok rows.
+        ``summarize(rows, params) -> dict`` over ok rows.
     description : str
         One paragraph for ``--help`` and the report.
     select : callable, optional
-        ``select(specs, params) -> specs`` picking the cases to evaluate (default:
-        every case with reference labels, plus cases that carry a parse error).
+        ``select(specs, params) -> specs`` (default: cases with labels or a parse error).
     needs_folds : bool
         Assign cross-validation folds before running.
     layout_options : mapping
-        Default options for :func:`~napari_segeval.evaluation.layouts.load_layout`
-        (``{"camus_mode": "sequences"}`` for video protocols).
+        Default options for :func:`~napari_segeval.evaluation.layouts.load_layout`.
     prepare : callable, optional
-        ``prepare(specs, params, output_dir) -> None``, run once in the calling
-        process after folds are assigned and before any case is dispatched (train
-        per-fold models ...). It may add JSON values to ``spec.meta``; the specs
-        are saved in ``cases.json`` afterwards and reach ``run_case``.
+        ``prepare(specs, params, output_dir)``, run once after folds are assigned (train
+        per-fold models ...); may add JSON values to ``spec.meta``.
     presets : mapping of str to Preset
-        Paper presets by name (see :class:`Preset`).
-    model_kind : {"promptable", "dense"} or None
-        The kind of the protocol's ``model`` parameter. When set, the protocol also
-        takes ``models`` (a list of references of that kind, evaluated one after
-        the other on each case: :func:`run_models`); None: one model or none.
-    run_models : callable, optional
-        ``run_models(spec, params, models) -> dict of model -> CaseOutput`` when the
-        models can share work (read the case and compute its prompts once); by
-        default each model runs ``run_case`` with ``params.model`` set to it.
+        Paper presets by name.
     differences : tuple of str
-        Every deliberate difference between the *defaults* and the published
-        recipe the protocol is named after, with its reason.
+        Every deliberate difference of the defaults from the published recipe.
+    model_kind : {"promptable", "dense"} or None
+        The kind of its ``model``; when set it also takes ``models`` (:func:`run_models`).
+    run_models : callable, optional
+        ``run_models(spec, params, models) -> dict of model -> CaseOutput`` sharing work
+        between models (default: ``run_case`` per model).
     has_rounds : bool
-        The protocol scores correction rounds (``interactive``): its rows carry
-        ``round`` and its predictions of round ``k`` are keyed ``round<k>:``
-        (:class:`~napari_segeval.evaluation.keys.PredictionKey`). The report, the
-        summary and the results browser ask this instead of looking at the rows.
+        Its rows carry ``round`` and round ``k``'s predictions are keyed ``round<k>:``.
     report_section : callable, optional
-        ``report_section(results) -> str``: the protocol's own section of
-        ``report.html`` (HTML, from ``summary.json``'s ``results``), placed after
-        the Dice tables; the report asks the protocol for it, never its name.
+        ``report_section(results) -> str``: its own HTML section of ``report.html``.
     rows : RowSchema or None
-        The columns of its rows (:mod:`napari_segeval.evaluation.rows`): the runner
-        refuses a row with a column the schema does not declare. None (a protocol
-        of ``module:attr`` that declares none): not checked.
-
-    Examples
-    --------
-    >>> p = get_protocol("medsam2-3d")
-    >>> p.name, p.resolve_params({"jitter": 2}).jitter
-    ('medsam2-3d', 2)
+        The columns of its rows (the runner refuses others); None: not checked.
     """
 
     name: str
@@ -235,16 +176,11 @@ class Protocol:
     def resolve_params(
         self, overrides: Mapping[str, Any] | Params | None = None, preset: str | None = None
     ) -> Any:
-        """The protocol's parameter record: defaults, then the preset's values, then
-        ``overrides`` (a mapping, or a record of an earlier resolution), checked.
+        """The checked parameter record: defaults, then the preset's values, then ``overrides``.
 
-        Unknown parameter or preset names raise :class:`SegEvalError`; so do
-        ``models`` (or one ``model``) that :func:`check_models` refuses, ``model`` given beside
-        ``models``, and values the record's :meth:`~._params.Params.check` refuses (so a
-        bad value is refused before a results folder is written or any case runs;
-        ``select`` and ``prepare`` take checked parameters). ``models`` of one name is
-        the run of that ``model``; of several, ``model`` is None (each model's rows
-        carry their own).
+        Raises :class:`SegEvalError` for unknown names, ``models`` :func:`check_models` refuses,
+        ``model`` beside ``models`` and values the record's ``check`` refuses. ``models`` of one
+        name is that ``model``'s run; of several, ``model`` is None.
         """
         over = overrides.to_json() if isinstance(overrides, Params) else dict(overrides or {})
         if over.get("models") and over.get("model") is not None:
@@ -285,12 +221,8 @@ class Protocol:
 
 
 def prediction_key(key: str | PredictionKey, model: str | None = None) -> str:
-    """The name of a condition's prediction (or of its ``perturbed:`` image) in a run.
-
-    One model per run: the key itself (``"clean"``); several: the key with its
-    model (``"clean @ threshold"``), in the record's ``files``, the thumbnails
-    (``"pred:<key>"``) and the results browser. The text is
-    :meth:`PredictionKey.format <napari_segeval.evaluation.keys.PredictionKey.format>`'s.
+    """The name of a condition's prediction (or ``perturbed:`` image) in a run: the key itself
+    with one model, else with its model (``"clean @ threshold"``).
 
     Examples
     --------
@@ -301,12 +233,9 @@ def prediction_key(key: str | PredictionKey, model: str | None = None) -> str:
 
 
 def run_has_rounds(run: Mapping, rows: Sequence[Mapping] = ()) -> bool:
-    """Whether the run of ``run.json`` (``run``) has correction rounds: its protocol's
-    :attr:`Protocol.has_rounds`.
+    """Whether the run of ``run.json`` has correction rounds (its protocol's ``has_rounds``).
 
-    A folder whose protocol this installation cannot load (a ``module:ATTR`` protocol
-    no longer importable) is read as it was written: it has rounds when its ``rows``
-    carry ``round``. That is decided here, once, at the edge.
+    A protocol that no longer loads is read as written: rounds when its ``rows`` carry ``round``.
 
     Examples
     --------
@@ -322,20 +251,10 @@ def run_has_rounds(run: Mapping, rows: Sequence[Mapping] = ()) -> bool:
 
 
 def check_models(protocol: Protocol, models: Any) -> list[str] | None:
-    """The ``models`` parameter checked: a list of distinct references of the protocol's kind.
+    """The ``models`` parameter checked: distinct references of the protocol's kind (``[]``: None).
 
-    Raises :class:`SegEvalError` (one line) for a protocol that takes one model,
-    a repeated model, an unknown name (with the closest known names) or a model
-    of the other kind. An empty list is None (the ``model`` parameter runs).
-
-    Examples
-    --------
-    >>> check_models(get_protocol("medsam2-3d"), ["builtin", "threshold"])
-    ['builtin', 'threshold']
-    >>> check_models(get_protocol("medsam2-3d"), ["builtin", "builtin"])
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: model 'builtin' is given twice: each model runs once
+    Raises :class:`SegEvalError` (one line) for a one-model protocol, a repeated or unknown
+    model, or a model of the other kind.
     """
     from napari_segeval.models import registry
 
@@ -381,10 +300,8 @@ def _check_kind(protocol: Protocol, ref: str, registry: Any) -> None:
 def run_models(
     protocol: Protocol, spec: Any, params: Any, models: Sequence[str]
 ) -> dict[str, tuple[Any, CaseOutput]]:
-    """Each model's ``(params, CaseOutput)`` on one case: ``params`` with ``model`` set to it.
-
-    Through the protocol's own ``run_models`` when it has one (shared prompts),
-    else ``run_case`` once per model. Every row gets ``model`` = the reference.
+    """Each model's ``(params, CaseOutput)`` on one case, ``params.model`` set to it; every row
+    gets ``model``. Uses the protocol's ``run_models`` when it has one.
     """
     each = {m: replace(params, model=m, models=None) for m in models}
     if protocol.run_models is not None:
@@ -398,10 +315,8 @@ def run_models(
 
 
 def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
-    """One case's output of several models: rows in model order, keys :func:`prediction_key`.
-
-    The image and reference thumbnails are the first model's (the same case);
-    ``extra`` holds each model's per-case values under its name.
+    """One case's output of several models: rows in model order, keys :func:`prediction_key`,
+    the first model's image and reference thumbnails, ``extra`` by model.
     """
     rows: list[dict] = []
     views: dict[str, Any] = {}
@@ -424,13 +339,7 @@ def merge_outputs(outputs: Mapping[str, CaseOutput]) -> CaseOutput:
 
 
 def get_protocol(name: str | Protocol) -> Protocol:
-    """Look up a protocol by registered name or ``"module:ATTRIBUTE"``.
-
-    Examples
-    --------
-    >>> get_protocol("cv5-2d").needs_folds
-    True
-    """
+    """Look up a protocol by registered name or ``"module:ATTRIBUTE"``."""
     if isinstance(name, Protocol):
         return name
     if name in REGISTRY:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,12 +22,9 @@ THUMB_MAX = 192
 def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = True):
     """Read a spec's image and reference labels into a :class:`Case`.
 
-    ``channel`` picks one image channel (a ``"zyx"`` case): a file of a
-    ``_0000``, ``_0001`` ... set, or a channel of a 4D MSD file when the layout
-    found several channel names (``spec.meta["channel_names"]``). ``None`` reads
-    every channel (:func:`~napari_segeval.io.read_channels`): a ``"czyx"`` case
-    when there are several, else the one volume. Structure names from the layout
-    win over names found by the reader.
+    ``channel`` picks one image channel (a file of a ``_0000``, ``_0001`` ... set, or a
+    channel of a 4D MSD file); ``None`` reads every channel (a ``"czyx"`` case when there are
+    several). Structure names from the layout win over the reader's.
     """
     from napari_segeval.io import read_case, read_channels
 
@@ -43,10 +40,9 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
         return read_structure_case(
             spec.images[k], spec.labels, spec.structures, modality=spec.modality
         )
-    ds = Path(spec.root) / "dataset.json" if spec.layout in ("msd", "nnunet") else None
-    modality = spec.modality
-    dataset_json = ds if ds is not None and ds.is_file() else None
-    color_table = spec.reader_color_table()
+    ds = Path(spec.root) / "dataset.json"
+    dataset_json = ds if spec.layout in ("msd", "nnunet") and ds.is_file() else None
+    modality, color_table = spec.modality, spec.reader_color_table()
     one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
     n = len(names) if one_file else len(spec.images)
     if channel is None and n > 1:
@@ -62,24 +58,16 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
         k = 0 if channel is None else int(channel)
         if not 0 <= k < n:
             raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {n})")
+        case = read_case(
+            spec.images[0 if one_file else k],
+            spec.labels,
+            volume=k if one_file else None,
+            modality=modality,
+            dataset_json=dataset_json,
+            color_table=color_table,
+        )
         if one_file:
-            case = read_case(
-                spec.images[0],
-                spec.labels,
-                volume=k,
-                modality=modality,
-                dataset_json=dataset_json,
-                color_table=color_table,
-            )
             case.meta["channel"] = k
-        else:
-            case = read_case(
-                spec.images[k],
-                spec.labels,
-                modality=modality,
-                dataset_json=dataset_json,
-                color_table=color_table,
-            )
     if spec.structures:
         case.structures = dict(spec.structures)
     return case
@@ -87,23 +75,13 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
 
 @lru_cache(maxsize=4)
 def promptable_model(ref: str, device: str | None = None, precision: str = "auto") -> Any:
-    """A promptable model, loaded once per process (see
-    :func:`napari_segeval.models.registry.load_promptable`).
-
-    ``"builtin"`` (shipped weights), ``"threshold"`` (weight-free baseline),
-    ``"medsam2:CHECKPOINT"`` (optional extra) or ``"module:factory"``; ``precision``
-    as ``--precision`` takes it.
-    """
+    """A promptable model (:func:`~napari_segeval.models.registry.load_promptable`), loaded once per process."""
     return load_promptable(ref, device=device, precision=precision)
 
 
 @lru_cache(maxsize=4)
 def dense_model(ref: str, device: str | None = None) -> Any:
-    """A dense model, loaded once per process (see
-    :func:`napari_segeval.models.registry.load_dense`).
-
-    ``"builtin-ct"``, a file/folder, or ``"module:factory"``.
-    """
+    """A dense model (:func:`~napari_segeval.models.registry.load_dense`), loaded once per process."""
     return load_dense(ref, device=device)
 
 
@@ -120,10 +98,8 @@ def score(
 ) -> list[dict]:
     """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``.
 
-    Each row also says whether the structure is ``absent``: missing from both the
-    reference and the prediction, so that its Dice (1, 0 or NaN by the ``empty``
-    rule) is no failure; the results browser and the report's worst cases sort
-    or filter such rows apart.
+    Each row also says whether the structure is ``absent`` from both reference and
+    prediction (its Dice is no failure).
 
     Examples
     --------
@@ -159,13 +135,7 @@ def score(
 
 
 def fingerprint(key: Any) -> str:
-    """SHA-256 of ``key`` as sorted JSON (what a cached result was made from).
-
-    Examples
-    --------
-    >>> fingerprint({"b": 1, "a": [2]}) == fingerprint({"a": [2], "b": 1})
-    True
-    """
+    """SHA-256 of ``key`` as sorted JSON (what a cached result was made from)."""
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -174,12 +144,8 @@ def cached(
 ) -> dict:
     """Make once: the JSON record at ``record_path`` when it was made from ``key``, else ``make()``.
 
-    The record carries ``fingerprint`` (:func:`fingerprint` of ``key``); it is
-    reused when that matches and every path of ``needs`` (the files the record
-    describes: a trained model) exists. Otherwise ``make()`` runs (it writes
-    those files) and its record is written atomically with the fingerprint. The
-    protocols' "train once per fingerprint" (``cv5-2d`` fold models, ``li2026``
-    models and AUV scores) goes through here.
+    The record is reused when its ``fingerprint`` matches ``key``'s and every path of
+    ``needs`` exists; otherwise ``make()`` runs and its record is written atomically.
 
     Examples
     --------
@@ -211,22 +177,25 @@ def cached(
 
 
 def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict]) -> dict:
-    """A model file trained once per ``key``: ``train(path) -> record``, kept in ``path.json``.
-
-    :func:`cached` with the record beside the model (``fold0.pt`` ->
-    ``fold0.json``); a model whose record holds another fingerprint is trained
-    again (and replaced).
-    """
+    """A model file trained once per ``key``: ``train(path) -> record``, kept in ``path.json``."""
     path = Path(path)
     return cached(path.with_suffix(".json"), key, lambda: train(path), needs=(path,))
 
 
+def num_classes(train: Sequence, cases: Sequence) -> int:
+    """One more than the largest label id named by the specs ``train`` or in their ``cases``."""
+    ids = [int(k) for s in train for k in s.structures]
+    return max(ids + [int(c.labels.max()) for c in cases] + [1]) + 1
+
+
 def _shrink(a: np.ndarray) -> np.ndarray:
+    """Every n-th pixel, so the thumbnail is at most ``THUMB_MAX`` wide."""
     step = max(1, int(np.ceil(max(a.shape[:2]) / THUMB_MAX)))
     return a[::step, ::step]
 
 
 def _to_uint8(img: np.ndarray) -> np.ndarray:
+    """The image's 1-99 percentile range as uint8."""
     img = np.asarray(img, dtype=np.float32)
     lo, hi = np.percentile(img, [1, 99]) if img.size else (0.0, 1.0)
     if hi <= lo:
@@ -245,8 +214,7 @@ def key_index(reference: np.ndarray, spatial_ndim: int) -> int | None:
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
     """Thumbnail slices: image, reference and each condition's prediction on one slice.
 
-    3D/video cases use slice ``index`` (default: the largest reference area, or the
-    middle slice of a case without a reference, which has no ``reference`` view).
+    3D/video cases use slice ``index`` (default: the largest reference area, else the middle).
     """
     ref = case.labels
     nd = len(case.spatial_shape)
@@ -269,11 +237,9 @@ def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None)
 def case_arrays(
     case, predictions: Mapping[str, np.ndarray], images: Mapping[str, np.ndarray] | None = None
 ):
-    """What to save of a case: each condition's label map, perturbed images and perturbations.
-
-    ``predictions`` maps condition -> label map; ``images`` maps
-    ``"perturbed:<condition>"`` / ``"perturbation:<condition>"`` -> float array
-    (see :class:`~napari_segeval.evaluation.protocols.CaseArrays`).
+    """What to save of a case (:class:`~napari_segeval.evaluation.protocols.CaseArrays`):
+    ``predictions`` (condition -> label map) and ``images`` (``"perturbed:<condition>"`` /
+    ``"perturbation:<condition>"`` -> float array).
     """
     from napari_segeval.evaluation.protocols import CaseArrays
 
@@ -291,6 +257,7 @@ __all__ = [
     "fingerprint",
     "key_index",
     "load_case",
+    "num_classes",
     "promptable_model",
     "resolve_factory",
     "score",

@@ -1,13 +1,8 @@
 """Running a dense model inside a protocol, and the attack hook of ``msd-robust``.
 
-A model is either a :class:`~napari_segeval.models.dense.DenseModel` (run by
-:func:`~napari_segeval.models.dense.segment_case`) or a
-:class:`~napari_segeval.models.dense.DenseBackend`:
-``segment(case, *, probabilities=False) -> result`` where ``result.labels`` is
-the label map on the case's grid and ``result.probabilities`` (when asked) is
-``(K, *spatial)`` (this is how 2D models and test models plug in). Both declare
-``name``, ``num_classes``, ``structures`` and ``raw_per_normalized_unit``, which the
-protocols read as they are.
+A model is a :class:`~napari_segeval.models.dense.DenseModel` or a ``DenseBackend``
+(``segment(case, *, probabilities=False)``: how 2D and test models plug in); both declare
+``name``, ``num_classes``, ``structures`` and ``raw_per_normalized_unit``.
 """
 
 from __future__ import annotations
@@ -21,9 +16,9 @@ from napari_segeval._errors import SegEvalError
 
 
 def segment(model: Any, case, params: Any = None, *, probabilities: bool = False):
-    """Segment ``case`` with ``model`` using the protocol's sliding-window parameters
-    (``overlap``, ``mirror``, ``postprocess`` of its record; None: the defaults of
-    :func:`~napari_segeval.models.dense.segment_case`)."""
+    """Segment ``case`` with ``model`` with the record's ``overlap``, ``mirror`` and
+    ``postprocess`` (``params`` None: :func:`~napari_segeval.models.dense.segment_case`'s defaults).
+    """
     from napari_segeval.models.dense import DenseModel, segment_case
 
     if not isinstance(model, DenseModel):
@@ -41,16 +36,7 @@ def segment(model: Any, case, params: Any = None, *, probabilities: bool = False
 
 
 def condition_name(attack: Mapping) -> str:
-    """Condition label of a user attack: ``{"name": "m:f", "shift": 2}`` -> ``"m:f shift=2"``.
-
-    Attacks of :mod:`napari_segeval.attacks` are named by its own
-    :func:`~napari_segeval.attacks.condition_name` (``"pgd-linf eps=0.05 steps=10"``).
-
-    Examples
-    --------
-    >>> condition_name({"name": "mod:blur", "sigma": 1.5})
-    'mod:blur sigma=1.5'
-    """
+    """Condition label of a user attack: ``{"name": "m:f", "shift": 2}`` -> ``"m:f shift=2"``."""
     rest = " ".join(f"{k}={v}" for k, v in sorted(attack.items()) if k != "name")
     return f"{attack['name']} {rest}".strip()
 
@@ -65,20 +51,14 @@ TARGET_KEYS = ("clamp", "gradient", "reference", "batch_size")
 
 
 def _split_options(attack: Mapping) -> tuple[str, dict, dict]:
+    """``(name, AttackConfig options, target options)`` of an attack dict."""
     opts = {k: v for k, v in attack.items() if k != "name"}
     target = {k: opts.pop(k) for k in TARGET_KEYS if k in opts}
     return str(attack.get("name", "")), opts, target
 
 
 def attack_config(attack: Mapping):
-    """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (SegEvalError if bad).
-
-    Examples
-    --------
-    >>> cfg = attack_config({"name": "apgd-ce", "eps": 0.1, "steps": 5, "schedule": "rog"})
-    >>> cfg.schedule, cfg.effective_step_size
-    ('rog', 0.2)
-    """
+    """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (SegEvalError if bad)."""
     from dataclasses import fields
 
     from napari_segeval.attacks import AttackConfig
@@ -99,10 +79,6 @@ def attack_config(attack: Mapping):
 
 def check_attacks(attacks: Any) -> None:
     """Refuse a bad ``attacks`` list before any case runs (one line naming the attack).
-
-    Each entry must be a dict whose built-in attack makes a valid
-    :class:`~napari_segeval.attacks.AttackConfig` (see :func:`attack_config`), with a
-    valid ``reference``, or whose ``module:function`` can be imported.
 
     Examples
     --------
@@ -133,6 +109,7 @@ def check_attacks(attacks: Any) -> None:
 
 
 def _reference(attack: Mapping, target_opts: Mapping) -> str:
+    """The attack's ``reference`` option, checked."""
     reference = str(target_opts.get("reference", "auto"))
     if reference not in ("auto", "labels", "prediction"):
         raise SegEvalError(
@@ -143,19 +120,8 @@ def _reference(attack: Mapping, target_opts: Mapping) -> str:
 
 
 def skip_reason(model: Any, attack: Mapping) -> str | None:
-    """Why ``attack`` cannot run on ``model`` (APGD-DLR with < 3 classes), or None.
-
-    A protocol that lists an attack for every task (ROG's suite lists APGD-DLR)
-    calls this to skip it with the reason on binary tasks instead of failing.
-    User attacks (``module:function``) always run.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> skip_reason(SimpleNamespace(num_classes=2), {"name": "apgd-dlr", "eps": 0.1})[:30]
-    'apgd-dlr needs at least 3 clas'
-    >>> skip_reason(SimpleNamespace(num_classes=4), {"name": "apgd-dlr", "eps": 0.1}) is None
-    True
+    """Why ``attack`` cannot run on ``model`` (APGD-DLR with < 3 classes), or None (user
+    attacks always run); a suite skips such an attack on binary tasks instead of failing.
     """
     if ":" in str(attack.get("name", "")):
         return None
@@ -166,11 +132,8 @@ def skip_reason(model: Any, attack: Mapping) -> str | None:
 
 
 class AttackOutcome(NamedTuple):
-    """One attack on one case: condition name, attacked labels, budget, perturbed image.
-
-    ``perturbed`` (clean image + perturbation) and ``perturbation`` are float32 in
-    raw units on the case's grid; both are None for a user attack
-    (``"module:function"``), which returns labels only.
+    """One attack on one case: condition name, attacked labels, budget, perturbed image and
+    perturbation (float32, raw units; None for a user attack).
     """
 
     condition: str
@@ -183,30 +146,18 @@ class AttackOutcome(NamedTuple):
 def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     """Attack ``case``: condition, attacked labels, eps in raw units, perturbed image.
 
-    ``attack`` is ``{"name": ..., **options}``. Names of
-    :data:`napari_segeval.attacks.ATTACKS` (``fgsm``, ``pgd``, ``apgd-ce``,
-    ``apgd-dlr``, ``square``, ``fab``, ``noise-gaussian``, ``noise-uniform``) run
-    through :func:`napari_segeval.attacks.attack_case` on a
-    :class:`~napari_segeval.attacks.DenseTarget` built with the protocol's
-    sliding-window settings. Options are :class:`~napari_segeval.attacks.AttackConfig`
-    fields - ``eps`` (normalized units), ``steps``, ``norm``, ``restarts``,
-    ``step_size``, ``random_start``, ``seed``, ``loss``, ``schedule`` (APGD
-    ``paper``/``rog``; PGD ``constant``/``cosine``/``step``; Square
-    ``rescaled``/``absolute``), ``select`` (PGD ``dice``/``loss``),
-    ``robust_threshold``, ``p_init`` (Square), ``target_ranks`` (FAB), ... -
-    plus the target keys :data:`TARGET_KEYS`: ``clamp`` (default True: perturbed
-    inputs stay in the range the preprocessing produces), ``gradient``
-    (``"whole"``/``"chunked"``), ``reference`` (the attack's target: ``"labels"``
-    - required -, ``"prediction"`` or ``"auto"``, the default: the labels when the
-    case has them) and ``batch_size`` (windows per network call). A
-    ``"module:function"`` name calls ``function(model, case, **options) -> labels``
-    instead.
+    ``attack`` is ``{"name": ..., **options}``. A name of :data:`napari_segeval.attacks.ATTACKS`
+    runs :func:`~napari_segeval.attacks.attack_case` on a ``DenseTarget`` with the protocol's
+    sliding-window settings; its options are ``AttackConfig`` fields (``eps`` in normalized
+    units, ``steps``, ``norm``, ``schedule`` ...) plus :data:`TARGET_KEYS`: ``clamp``
+    (default True), ``gradient`` (``"whole"``/``"chunked"``), ``reference`` (``"labels"``,
+    ``"prediction"`` or ``"auto"``: the labels when the case has them) and ``batch_size``.
+    A ``"module:function"`` name calls ``function(model, case, **options) -> labels``.
 
     Raises
     ------
     SegEvalError
-        Bad options; :class:`~napari_segeval.attacks.AttackNotApplicable` when the
-        attack cannot run on this model (see :func:`skip_reason`).
+        Bad options; ``AttackNotApplicable`` when the attack cannot run on this model.
     """
     name, opts, target_opts = _split_options(attack)
     if ":" in name:
@@ -250,14 +201,7 @@ def with_image(case: Any, image: np.ndarray) -> Any:
 
 
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
-    """Mean normalized predictive entropy over the predicted foreground (all voxels if none).
-
-    Examples
-    --------
-    >>> p = np.stack([np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
-    >>> per_case_entropy(p, np.ones((2, 2), int))
-    1.0
-    """
+    """Mean normalized predictive entropy over the predicted foreground (all voxels if none)."""
     p = np.clip(np.asarray(probabilities, np.float64), 1e-12, 1.0)
     k = p.shape[0]
     h = -(p * np.log(p)).sum(axis=0) / np.log(max(k, 2))

@@ -1,36 +1,11 @@
 """The training-filter loop of the ``uncertainty`` protocol (``analysis="filter-training"``).
 
-Li et al. (CVPR 2026): score every *training* case with the AUV, remove the
-most uncertain ``f`` of them, retrain the segmentation network, and report Dice
-and mIoU on the *test* set. Steps:
-
-1. :func:`split` - the published labelled test split when the data set has one
-   (training on its ``train`` cases; ``val`` cases are not used), else a
-   seeded hold-out of ``holdout`` of the labelled cases (at least one case, and
-   at least two left to train on).
-2. :func:`prepare` (once, before any test case runs) - the AUV of the training
-   cases (``OUTPUT/auv.json`` and ``auv.csv``, reused on resume when the cases
-   and settings match), then for ``f = 0`` (``"unfiltered"``) and each of
-   ``remove_fractions`` the kept training list
-   (:func:`napari_segeval.uncertainty.filter_most_uncertain` with
-   ``removal_rule``) and the built-in 3D U-Net trained on it
-   (:func:`napari_segeval.training.dense_cases.train_dense_cases`), saved as
-   ``OUTPUT/models/li2026_<condition>.pt`` with a ``.json`` record (training
-   cases, removed cases, recipe, fingerprint). A condition whose kept list
-   equals an earlier one's reuses that model (same data, same seed: the same
-   network). With ``duo``, one more condition, ``"DUO"``: every training case,
-   trained with the Dynamic Uncertainty-aware Optimization loss
-   (:mod:`napari_segeval.training.duo`). Models and AUV scores are made once
-   per fingerprint (:func:`~napari_segeval.evaluation.protocols._common.cached`).
-3. :func:`run_case` - each test case segmented by every condition's model.
-
-The training cases travel from :func:`select` to :func:`prepare` on the test
-cases' ``train_specs`` field.
-
-Training recipe: ``train_*`` parameters and ``seed``/``threads``
-(:func:`train_config`); the ``li2026`` preset sets the paper's SGD with poly
-decay from 0.01, the protocol's own default is AdamW with cosine decay from
-0.003, which learns more in a few hundred CPU steps.
+Li et al. (CVPR 2026), described in ``docs/protocols.md``: :func:`split` the labelled
+cases, :func:`prepare` the training cases' AUV and one model per condition (made once per
+fingerprint), :func:`run_case` each test case with every model. The training cases travel
+from :func:`select` to :func:`prepare` on the test cases' ``train_specs``. The protocol's
+own optimizer default (AdamW, cosine decay from 0.003) learns more in a few hundred CPU
+steps than the preset's (the paper's SGD with poly decay from 0.01).
 """
 
 from __future__ import annotations
@@ -68,29 +43,15 @@ DUO = "DUO"
 
 
 def condition_name(fraction: float) -> str:
-    """``0`` -> ``"unfiltered"``, ``0.05`` -> ``"filtered 5%"``.
-
-    Examples
-    --------
-    >>> condition_name(0.0), condition_name(0.1), condition_name(0.125)
-    ('unfiltered', 'filtered 10%', 'filtered 12.5%')
-    """
+    """``0`` -> ``"unfiltered"``, ``0.05`` -> ``"filtered 5%"``."""
     if float(fraction) == 0.0:
         return "unfiltered"
     return f"filtered {float(fraction) * 100:g}%"
 
 
 def split(specs: Sequence, params: UncertaintyParams) -> tuple[list, list, str]:
-    """``(train, test, source)`` of the labelled cases (see the module doc).
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.layouts import CaseSpec
-    >>> from napari_segeval.evaluation.protocols.uncertainty import UncertaintyParams
-    >>> specs = [CaseSpec(f"c{i}", ("i.nii",), "l.nii") for i in range(6)]
-    >>> tr, te, src = split(specs, UncertaintyParams(holdout=0.33, seed=0))
-    >>> len(tr), len(te), src
-    (4, 2, 'seeded hold-out (33% of 6 labelled cases, seed 0)')
+    """``(train, test, source)`` of the labelled cases: the published test split, else a seeded
+    hold-out of ``holdout`` of them (at least one case, and two left to train on).
     """
     labelled = [s for s in specs if s.labels and not s.error]
     test = [s for s in labelled if s.split == "test"]
@@ -127,15 +88,7 @@ def select(specs: Sequence, params: UncertaintyParams) -> list:
 
 
 def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
-    """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation import get_protocol
-    >>> c = train_config(get_protocol("uncertainty").resolve_params(preset="li2026"), "duo")
-    >>> c.optimizer, c.loss, c.duo_alpha
-    ('sgd-poly', 'duo', 0.5)
-    """
+    """The :class:`~napari_segeval.training.dense_cases.DenseTrainConfig` of ``params``."""
     from napari_segeval.training.dense_cases import DenseTrainConfig
 
     return DenseTrainConfig(
@@ -143,8 +96,7 @@ def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
         batch=int(params.train_batch),
         lr=float(params.train_lr),
         optimizer=str(params.train_optimizer),
-        # cast, not unpacked: the list parameter is passed on as given (its length is
-        # the training's to refuse), as before
+        # cast, not unpacked: the training refuses a list of another length
         patch_size=cast("tuple[int, int, int]", tuple(int(v) for v in params.train_patch)),
         base_channels=int(params.train_width),
         seed=params.seed,
@@ -155,6 +107,7 @@ def train_config(params: UncertaintyParams, loss: str = "ce-dice"):
 
 
 def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
+    """The training cases' AUV record (``auv.json``, ``auv.csv``), made once per fingerprint."""
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
     def make() -> dict:
@@ -182,18 +135,12 @@ def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
 
 
 def _train(train: Sequence, cases: dict, params: UncertaintyParams, path: Path, loss: str) -> dict:
+    """The record of the built-in 3D U-Net trained on ``train``, made once per fingerprint."""
     from napari_segeval.training.dense_cases import train_dense_cases
 
     config = train_config(params, loss)
     ids = sorted(s.case_id for s in train)
-    k = (
-        max(
-            [int(i) for s in train for i in s.structures]
-            + [int(cases[s.case_id].labels.max()) for s in train]
-            + [1]
-        )
-        + 1
-    )
+    k = C.num_classes(train, [cases[s.case_id] for s in train])
 
     def fit(target: Path) -> dict:
         structures = {int(i): n for s in train for i, n in s.structures.items()}
@@ -226,7 +173,7 @@ def _conditions(params: UncertaintyParams) -> list[tuple[str, float, str]]:
 
 
 def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.PathLike) -> None:
-    """AUV of the training cases, one training list and model per condition (module doc)."""
+    """AUV of the training cases, one training list and model per condition."""
     from napari_segeval.evaluation import store
     from napari_segeval.evaluation.protocols.auv_scores import auv_of
     from napari_segeval.uncertainty import filter_most_uncertain
@@ -279,6 +226,7 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, device: str | None):
+    """A trained condition model, loaded once per file version."""
     from napari_segeval.models.registry import load_dense
 
     return load_dense(path, device=device or "cpu")
@@ -335,13 +283,7 @@ def run_case(spec, params: UncertaintyParams):
 
 
 def energy_text(power: float) -> str:
-    """What the AUV's energy spectrum is, said in the summary.
-
-    Examples
-    --------
-    >>> energy_text(1)
-    "singular values as they are: p_j = s_j / sum s (the authors' released code)"
-    """
+    """What the AUV's energy spectrum is, said in the summary."""
     if float(power) == 1.0:
         return "singular values as they are: p_j = s_j / sum s (the authors' released code)"
     if float(power) == 2.0:
@@ -353,6 +295,7 @@ def energy_text(power: float) -> str:
 
 
 def _duo_text(params: UncertaintyParams) -> dict:
+    """The DUO condition's loss and denoising, said in the summary."""
     from napari_segeval.training import duo
 
     return {

@@ -1,27 +1,5 @@
-"""The ``rog`` preset of ``msd-robust``: Daza et al. 2021 and its code (BCV-Uniandes/ROG).
-
-What their code does (``main.py``, ``rog/autoattack/``, ``rog/preprocessing/``,
-``rog/utilities/test_pgd.py``) and how the preset writes it:
-
-* ``eps = 8/255`` (``--eps 8`` divided by 255) applied to the z-scored inputs,
-  i.e. in normalized units; ``--adv_iters 5`` iterations; ground-truth labels as
-  the attacks' target.
-* APGD-CE and APGD-DLR: 5 restarts, step ``2 eps``, their checkpoint arithmetic
-  (``schedule="rog"``); DLR only on tasks with more than 2 classes.
-* PGD (``attack_pgd``): uniform random start, step ``eps / 3``, 5 restarts, the
-  highest cross-entropy perturbation kept (``select="loss"``).
-* FAB-T: 5 restarts, 5 iterations, every other class as a target.
-* Square: 5 queries, ``p_init = 0.8``, no rescaling of the square-size schedule
-  (``schedule="absolute"``), the hard Dice as the objective, 1 restart.
-* A case is attacked (and restarted) only while its Dice is above
-  0.5 x the task's mean clean Dice (``gate``).
-* MR: each image channel min-max scaled to [0, 1] before the clip and z-score
-  (``mr_minmax``); the paper's post-processing fuses small tumour components
-  (``lesion_mode="merge"``).
-
-The attack options are those of :class:`napari_segeval.attacks.AttackConfig`
-(plus ``reference``, a target option of the protocol hook). :data:`ROG_ATTACKS`
-is the one place that lists them.
+"""The ``rog`` preset of ``msd-robust``: Daza et al. 2021 and its code (BCV-Uniandes/ROG),
+described in ``docs/protocols.md``; :data:`ROG_ATTACKS` is the one place listing its attacks.
 """
 
 from __future__ import annotations
@@ -49,8 +27,7 @@ ROG_ATTACKS = [
     {"name": "apgd-dlr", **_COMMON, "restarts": 5, "step_size": 2 * ROG_EPS, "schedule": "rog"},
 ]
 
-#: Every deliberate difference between the preset and ROG's paper and code
-#: (word for word in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Every deliberate difference between the preset and ROG's paper and code (docs/protocols.md).
 ROG_DIFFERENCES = (
     (
         "Attacks run on the whole volume through the Gaussian sliding window, not on the one "

@@ -1,17 +1,7 @@
-"""A protocol's parameters as one typed, frozen record (:class:`Params`).
+"""A protocol's parameters as one typed, frozen record (:class:`Params`; ``docs/design.md``).
 
-Each protocol declares a frozen dataclass of its parameters: a field per parameter,
-its default the protocol's default (defined there once), its choices or number rule
-in the field's metadata (:func:`choice`, :func:`number`), and its own rules in
-:meth:`Params.check`. :meth:`~napari_segeval.evaluation.protocols.Protocol.resolve_params`
-builds the record (defaults, preset, overrides) and checks it; the protocol's code
-reads attributes (``params.jitter``) and derives a record with :func:`dataclasses.replace`.
-The classes are module-level, so a record pickles by reference (spawned worker
-processes, Dask workers).
-
-``run.json`` and ``summary.json`` hold :meth:`Params.to_json` (the fields in order,
-as JSON); a results folder is read back with :meth:`Params.stored`, which takes the
-folder's values as written (parameters added since keep their defaults).
+Fields carry their choices or number rule in their metadata (:func:`choice`,
+:func:`number`); ``run.json`` holds :meth:`Params.to_json`, read back by :meth:`Params.stored`.
 """
 
 from __future__ import annotations
@@ -44,9 +34,11 @@ def number(
     whole: bool = False,
     null: bool = False,
 ) -> Any:
-    """A field holding a number (an int with ``whole``; never a bool; None with ``null``)
-    for which ``ok`` holds; otherwise ``parameter NAME must be WHAT, got VALUE``."""
-    return field(default=default, metadata={"number": (what, ok, whole, null)})
+    """A number field (int with ``whole``, never a bool, None with ``null``) for which ``ok``
+    holds; otherwise ``parameter NAME must be WHAT, got VALUE``.
+    """
+    check = ok or (lambda v: True)
+    return field(default=default, metadata={"number": (what, check, whole, null)})
 
 
 def tolerance(default: float = 2.0) -> Any:
@@ -55,8 +47,7 @@ def tolerance(default: float = 2.0) -> Any:
 
 
 def empty(default: str = "one") -> Any:
-    """The ``empty`` field: the Dice of a structure absent from reference and prediction
-    (:data:`~napari_segeval.metrics.overlap.EMPTY_CHOICES`)."""
+    """The ``empty`` field: the Dice of a structure absent from reference and prediction."""
     from napari_segeval.metrics.overlap import EMPTY_CHOICES
 
     return choice(default, EMPTY_CHOICES)
@@ -69,7 +60,7 @@ def listed(*default: Any) -> Any:
 
 @dataclass(frozen=True)
 class Params:
-    """Base of every protocol's parameter record (see the module docstring).
+    """Base of every protocol's parameter record.
 
     Examples
     --------
@@ -89,8 +80,7 @@ class Params:
         return {f.name: _json(getattr(self, f.name)) for f in fields(self)}
 
     def updated(self: P, values: Mapping[str, Any], protocol: str = "", origin: str = "") -> P:
-        """This record with ``values`` (JSON copies) set; an unknown name raises
-        :class:`SegEvalError`: ``protocol P has no parameter 'x' (ORIGIN) (parameters: ...)``."""
+        """This record with ``values`` (JSON copies) set; an unknown name raises :class:`SegEvalError`."""
         names = self.names()
         for key in values:
             if key not in names:
@@ -110,15 +100,16 @@ class Params:
 
     @classmethod
     def stored(cls: type[P], values: Mapping[str, Any]) -> P:
-        """The record of a results folder's ``run.json`` ``params``, as written and
-        unchecked: parameters it lacks keep their defaults, names this version no
-        longer has are left out."""
+        """The record of a results folder's ``run.json`` ``params``, as written and unchecked
+        (missing parameters keep their defaults, unknown ones are left out).
+        """
         names = cls.names()
         return cls().updated({k: v for k, v in values.items() if k in names})
 
     def check(self) -> None:
-        """Refuse a value outside its field's choices or number rule (one line naming the
-        parameter); a protocol adds its own rules by overriding this (calling ``super``)."""
+        """Refuse a value outside its field's choices or number rule (one line); a protocol adds
+        its own rules by overriding this (calling ``super``).
+        """
         for f in fields(self):
             value = getattr(self, f.name)
             if "choices" in f.metadata and value not in f.metadata["choices"]:
@@ -129,24 +120,15 @@ class Params:
                 if null and value is None:
                     continue
                 kind = int if whole else (int, float)
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, kind)
-                    or not (ok or _any)(value)
-                ):
+                if isinstance(value, bool) or not isinstance(value, kind) or not ok(value):
                     raise SegEvalError(f"parameter {f.name} must be {what}, got {value!r}")
-
-
-def _any(value: Any) -> bool:
-    return True
 
 
 @dataclass(frozen=True)
 class Models(Params):
-    """The ``models`` parameter of a protocol that runs several models of its kind
-    (:attr:`~napari_segeval.evaluation.protocols.Protocol.model_kind`): a list of
-    references, or None (the ``model`` parameter runs). Listed first among a record's
-    bases, it is the record's last field."""
+    """The ``models`` parameter of a protocol that runs several models of its kind (None: the
+    ``model`` parameter runs). Listed first among a record's bases, it is its last field.
+    """
 
     if TYPE_CHECKING:  # each record declares its own (its default); None with ``models``
         model: str | None = None

@@ -1,25 +1,9 @@
 """The promptable protocols' shared recipe: ``medsam2-3d``, ``medsam2-video`` and ``interactive``.
 
-What every promptable protocol does to a case, defined once (as :mod:`._dense` is for
-the dense ones): read it, choose the round-0 prompt of every structure present in the
-reference (:func:`reference_prompts`: the tight box on the middle slice of its extent,
-or the first frame of a video; :func:`challenge_prompts`: the CVPR 2024 challenge's 3D
-box), load and configure the model and preprocess the case (:func:`prepare_case`,
-:func:`with_model` for several models on the same prompts), propagate, and score the
-result (:func:`score_result`). ``interactive``'s round 0 is therefore ``medsam2-3d``
-exactly.
-
-Options that select MedSAM2's way (``--preset medsam2`` sets them all; see
-``docs/protocols.md``): ``modality`` (``null``: the case's, from DICOM, then
-``dataset.json``, then a guess from the pixels), ``ct_mapping`` (``window`` or
-MedSAM2's ``minmax``), ``resize`` (``float`` or MedSAM2's ``pillow``; models that
-declare resize modes, :attr:`~napari_segeval.models.base.Capabilities.resize_modes`),
-``connectivity`` of the largest component (6 or 26), ``decision`` (``probability`` >
-0.5 or MedSAM2's ``logit`` > 0), ``stop_when_empty``, ``scoring`` (``merged`` label map
-or MedSAM2's ``per-structure``: each structure scored on its own propagation, or the
-challenge's ``ordered``), ``jitter_mode`` (``edges`` or MedSAM2's ``outward``) and
-``prompt`` (``box``, for videos MedSAM2's ``mask`` of the prompted frame, or the
-challenge's ``box3d``).
+Read a case, choose each present structure's round-0 prompt, load the model and
+preprocess (:func:`prepare_case`, :func:`with_model`), propagate and score
+(:func:`score_result`); ``interactive``'s round 0 is ``medsam2-3d`` exactly. The options
+that select MedSAM2's or the challenge's way are described in ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -59,7 +43,7 @@ def _runs_box3d(ref: Any) -> bool:
 
 @dataclass(frozen=True)
 class _Head(Params):
-    """The promptable protocols' first parameters (see :class:`PromptParams`)."""
+    """The promptable protocols' first parameters."""
 
     model: str | None = "builtin"
     device: str | None = None
@@ -77,7 +61,7 @@ class _Tolerance(_Head):
 
 @dataclass(frozen=True)
 class _Tail(_Head):
-    """The promptable protocols' options (see the module docstring) and their checks."""
+    """The promptable protocols' options and their checks."""
 
     empty: str = empty()
     keep_largest: bool = True
@@ -98,27 +82,9 @@ class _Tail(_Head):
     precision: str = choice("auto", PRECISION_CHOICES)
 
     def check(self) -> None:
-        """The fields' choices and numbers, then: ``prompt=box3d`` needs a model with the
-        challenge's loop, ``modality`` and ``window`` must be known, ``prompts`` a folder,
-        and the ``precision`` one that each model of the run (``model``, or each of
-        ``models``) and this machine can run (else one line saying why and what ``auto``
-        would choose).
-
-        Examples
-        --------
-        >>> PromptParams(scoring="merged", jitter=5, modality="MR").check()
-        >>> PromptParams(scoring="each").check()
-        Traceback (most recent call last):
-        ...
-        napari_segeval._errors.SegEvalError: parameter scoring must be one of merged, per-structure, ordered, got 'each'
-        >>> PromptParams(jitter=-5).check()
-        Traceback (most recent call last):
-        ...
-        napari_segeval._errors.SegEvalError: parameter jitter must be a whole number of pixels >= 0, got -5
-        >>> PromptParams(model="threshold", precision="bf16").check()
-        Traceback (most recent call last):
-        ...
-        napari_segeval._errors.SegEvalError: --precision bf16: threshold runs in fp32 only; --precision auto chooses fp32
+        """The fields' rules, then: ``prompt=box3d`` needs a model with the challenge's loop,
+        ``modality`` and ``window`` must be known, ``prompts`` a folder, and ``precision`` one
+        that each model of the run and this machine can run.
         """
         from napari_segeval.io.case import MODALITIES
 
@@ -158,8 +124,7 @@ class _Tail(_Head):
 
 @dataclass(frozen=True)
 class PromptParams(_Tail, _Tolerance):
-    """The parameters of the promptable protocols (``medsam2-3d``'s, without ``models``;
-    ``interactive`` adds its own to them, ``medsam2-video`` has no ``tolerance_mm``)."""
+    """The promptable protocols' parameters (``medsam2-3d``'s without ``models``)."""
 
 
 @dataclass(frozen=True)
@@ -169,9 +134,9 @@ class Medsam2Params(Models, PromptParams):
 
 @dataclass(frozen=True)
 class VideoParams(Models, _Tail):
-    """``medsam2-video``'s parameters: :class:`PromptParams` less ``tolerance_mm``, and
-    ``models``. A clip has no surface metrics; its rows are scored with the fixed
-    tolerance (not a parameter)."""
+    """``medsam2-video``'s parameters: :class:`PromptParams` less ``tolerance_mm`` (a clip has no
+    surface metrics; its rows use the fixed tolerance), and ``models``.
+    """
 
     tolerance_mm: ClassVar[float] = 2.0
 
@@ -180,21 +145,9 @@ class VideoParams(Models, _Tail):
 Promptable = PromptParams | VideoParams
 
 
-def prompt_file_of(folder: str | Path, case_id: str) -> Path:
-    """The prompts file of a case in a ``--prompts`` folder (the viewer's *Save prompts*
-    format): ``<case>.prompts.json``.
-
-    Examples
-    --------
-    >>> prompt_file_of("/p", "abd_001").name
-    'abd_001.prompts.json'
-    """
-    return Path(folder) / f"{case_id}.prompts.json"
-
-
 def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tuple[dict, list]:
-    """A case's prompt sets from its prompts file, checked against the image (shape,
-    structures), and the first box of each set (None for a set without one).
+    """A case's prompt sets (with names) from its ``<case>.prompts.json`` in ``folder``, checked
+    against the image, and the first box of each set (None for a set without one).
 
     Raises
     ------
@@ -204,7 +157,7 @@ def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tup
     from napari_segeval.prompts.box import Box
     from napari_segeval.prompts.prompt_file import read_prompts
 
-    path = prompt_file_of(folder, case_id)
+    path = Path(folder) / f"{case_id}.prompts.json"
     if not path.is_file():
         raise SegEvalError(
             f"case {case_id}: no reference labels and no prompts file {path.name} in {folder}"
@@ -218,21 +171,14 @@ def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tup
 
 
 def select(specs: list, params: Promptable) -> list:
-    """The cases a promptable protocol runs: those with reference labels, and with
-    ``prompts`` (a folder of prompts files) every case (each needs its file)."""
+    """The cases a promptable protocol runs: those with reference labels; with ``prompts``, every case."""
     if params.prompts is not None:
         return list(specs)
     return [s for s in specs if s.labels or s.error]
 
 
 def case_rng(seed: int, case_id: str) -> np.random.Generator:
-    """A generator seeded by the run seed and the case id (independent of order and workers).
-
-    Examples
-    --------
-    >>> int(case_rng(0, "a").integers(100)) == int(case_rng(0, "a").integers(100))
-    True
-    """
+    """A generator seeded by the run seed and the case id (independent of order and workers)."""
     return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
 
 
@@ -263,9 +209,8 @@ def reference_prompts(
     first: bool = False,
     jitter_mode: str = "edges",
 ) -> list:
-    """One box per structure present in ``labels`` (middle slice, or first frame).
-
-    ``jitter_mode``: ``"edges"`` or MedSAM2's ``"outward"`` (:meth:`Box.jittered`).
+    """One box per structure present in ``labels`` (middle slice, or first frame), jittered by
+    ``jitter`` pixels (``jitter_mode``: :meth:`Box.jittered`).
     """
     from napari_segeval.prompts.box import Box
 
@@ -284,15 +229,8 @@ def reference_prompts(
 
 
 def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
-    """The CVPR 2024 challenge's prompt of every structure present: its 3D box (x/y extent
-    over all slices, z range), as the 2D box on the middle slice of the range,
-    ``int((z_max - z_min) / 2 + z_min)``.
-
-    Examples
-    --------
-    >>> lab = np.zeros((6, 8, 8), np.uint8); lab[1, 1:3, 2:4] = 1; lab[4, 5:7, 1:2] = 1
-    >>> challenge_prompts(lab, {1: "a"})
-    [Box(y0=1, x0=1, y1=7, x1=4, index=2, label=1)]
+    """The CVPR 2024 challenge's prompt of every structure present: its 3D box as the 2D box on
+    the middle slice of its z range, ``int((z_max - z_min) / 2 + z_min)``.
     """
     from napari_segeval.models.litemedsam import Box3D
     from napari_segeval.prompts.box import Box
@@ -308,8 +246,8 @@ def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
 
 
 def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
-    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of
-    the box's frame (a mask prompt, as SAM2's ``add_new_mask``).
+    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of the
+    box's frame.
 
     Examples
     --------
@@ -331,13 +269,9 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
 
 @dataclass
 class Prepared:
-    """One case ready to propagate: what :func:`prepare_case` read and chose.
-
-    ``boxes`` are the round-0 boxes (one per structure present), ``sets`` their prompt
-    sets (a box, or the reference mask with ``prompt="mask"``), ``frames`` the case
-    preprocessed by ``model``; ``present`` maps the prompted ids to their names.
-    Everything but ``model``, ``frames`` and ``resize`` is the same for every model
-    (:func:`with_model`).
+    """One case ready to propagate (:func:`prepare_case`): round-0 ``boxes`` and their ``sets``,
+    the ``frames`` preprocessed by ``model``, ``present`` ids to names. All but ``model``,
+    ``frames`` and ``resize`` are the same for every model (:func:`with_model`).
     """
 
     case: Any
@@ -355,10 +289,8 @@ class Prepared:
 def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
     """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
 
-    Shared by ``medsam2-3d``/``medsam2-video`` (several models: :func:`with_model` on
-    one case and its prompts) and the ``interactive`` protocol (whose round 0 is
-    therefore this recipe exactly). With ``prompts`` (a folder of prompts files) the
-    case's prompts are its file's, and a case without reference labels runs too.
+    With ``prompts`` (a folder of prompts files) the case's prompts are its file's, and a
+    case without reference labels runs too.
     """
     folder = params.prompts
     case = C.load_case(spec, channel=int(params.channel), need_labels=folder is None)
@@ -387,24 +319,13 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
         )
     if not prompts:
         raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
-    options = _options(params, mode)
     present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
-    unloaded = Prepared(
-        case,
-        prompts,
-        prompt_sets(prompts, case.labels, params.prompt),
-        None,
-        None,
-        options,
-        present,
-        str(params.modality or case.modality or "other"),
-        params.ct_mapping,
-        "float",
-    )
-    return with_model(unloaded, params)
+    sets = prompt_sets(prompts, case.labels, params.prompt)
+    return with_model(_unloaded(case, prompts, sets, present, params, mode), params)
 
 
 def _options(params: Promptable, mode: str) -> Any:
+    """The propagation options the record selects."""
     from napari_segeval.propagation import PropagationOptions
 
     return PropagationOptions(
@@ -417,8 +338,7 @@ def _options(params: Promptable, mode: str) -> Any:
 
 
 def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> Prepared:
-    """A case without reference labels, prompted by its prompts file in ``folder`` (the
-    ``prompts`` parameter)."""
+    """A case prompted by its prompts file in ``folder`` (the ``prompts`` parameter)."""
     from napari_segeval.prompts.box import Box
 
     if params.prompt != "box":
@@ -435,23 +355,22 @@ def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> P
         for b, (lab, s) in zip(firsts, sets.items())
     ]
     boxes = [replace(b, label=lab) for b, lab in zip(boxes, sets)]
+    return _unloaded(case, boxes, sets, present, params, mode)
+
+
+def _unloaded(
+    case: Any, boxes: list, sets: dict, present: dict, params: Promptable, mode: str
+) -> Prepared:
+    """A :class:`Prepared` before its model is loaded."""
+    modality = str(params.modality or case.modality or "other")
+    options = _options(params, mode)
     return Prepared(
-        case,
-        boxes,
-        sets,
-        None,
-        None,
-        _options(params, mode),
-        present,
-        str(params.modality or case.modality or "other"),
-        params.ct_mapping,
-        "float",
+        case, boxes, sets, None, None, options, present, modality, params.ct_mapping, "float"
     )
 
 
 def with_model(prepared: Prepared, params: Promptable) -> Prepared:
-    """The same case and prompts for the model ``params.model``: loaded, configured
-    (MedSAM2's ``resize``) and the case preprocessed for it."""
+    """The same case and prompts for ``params.model``: loaded, configured, the case preprocessed."""
     model = C.promptable_model(str(params.model), params.device, params.precision)
     resize = "float"
     if model.capabilities.resize_modes:  # MedSAM2: float or Pillow resize
@@ -464,8 +383,7 @@ def with_model(prepared: Prepared, params: Promptable) -> Prepared:
 
 
 def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
-    """The challenge's result map: each structure's mask written in label order, a later
-    structure overwriting an earlier one where they overlap.
+    """The challenge's result map: the masks written in label order (a later one overwrites).
 
     Examples
     --------
@@ -480,16 +398,14 @@ def ordered_labels(masks: dict, shape: tuple) -> np.ndarray:
 
 
 def scored_labels(res, params: Promptable) -> np.ndarray:
-    """The label map a result is scored and saved as: the merged one, or (``scoring=
-    "ordered"``) the structures written in label order (the challenge's)."""
+    """The label map a result is scored and saved as: the merged one, or in label order (``ordered``)."""
     if params.scoring == "ordered":
         return ordered_labels(res.masks, res.labels.shape).astype(res.labels.dtype)
     return res.labels
 
 
 def structure_masks(res, prepared: Prepared, params: Promptable) -> dict:
-    """Each prompted structure's scored mask: its own mask (``scoring="per-structure"``) or
-    its voxels of the label map that is scored (:func:`scored_labels`)."""
+    """Each prompted structure's scored mask: its own (``per-structure``) or of the scored map."""
     if params.scoring == "per-structure":
         return {lab: np.asarray(res.masks[lab]) for lab in prepared.present}
     labels = scored_labels(res, params)
@@ -497,15 +413,8 @@ def structure_masks(res, prepared: Prepared, params: Promptable) -> dict:
 
 
 def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
-    """The challenge's NSD rule: a case's NSD counts only where its mean DSC over its
-    structures is above ``min_dice``; otherwise every NSD of the case is 0. Each row says
-    whether it was gated (``nsd_gated``); ``None`` gates nothing.
-
-    Examples
-    --------
-    >>> rows = [{"dice": 0.1, "nsd": 0.5}, {"dice": 0.2, "nsd": 0.6}]
-    >>> [(r["nsd"], r["nsd_gated"]) for r in gate_nsd(rows, 0.2)]
-    [(0.0, True), (0.0, True)]
+    """The challenge's NSD rule: a case's NSD counts only where its mean DSC is above
+    ``min_dice``, else every NSD of the case is 0 (``nsd_gated``); ``None`` gates nothing.
     """
     if min_dice is None:
         return rows
@@ -520,40 +429,36 @@ def gate_nsd(rows: list[dict], min_dice: float | None) -> list[dict]:
 def score_result(
     res, prepared: Prepared, params: Promptable, spec, *, mode: str, condition: str = CLEAN
 ) -> list[dict]:
-    """The rows of one propagation result (Dice, NSD ... per structure; see the module doc)."""
+    """The rows of one propagation result (Dice, NSD ... per structure)."""
     case, present = prepared.case, prepared.present
     video = mode == "video"
-    tolerance_mm, empty = params.tolerance_mm, params.empty
     if case.labels is None:  # no reference: nothing to score, the rows carry the risk
         rows = [
             {"structure": name, "label": int(lab), "condition": condition}
             for lab, name in present.items()
         ]
-    elif params.scoring == "per-structure":  # each structure's own, unmerged mask
-        rows = []
-        for lab, name in present.items():
-            own = res.masks[lab].astype(np.uint16) * np.uint16(lab)
-            rows += C.score(
+    else:
+        if params.scoring == "per-structure":  # each structure's own, unmerged mask
+            parts: Any = (
+                (res.masks[lab].astype(np.uint16) * np.uint16(lab), {lab: name})
+                for lab, name in present.items()
+            )
+        else:
+            parts = [(scored_labels(res, params), present)]
+        rows = [
+            row
+            for pred, names in parts
+            for row in C.score(
                 case.labels,
-                own,
+                pred,
                 case.spacing,
-                {lab: name},
+                names,
                 condition,
-                tolerance_mm=tolerance_mm,
-                empty=empty,
+                tolerance_mm=params.tolerance_mm,
+                empty=params.empty,
                 surface=not video,
             )
-    else:
-        rows = C.score(
-            case.labels,
-            scored_labels(res, params),
-            case.spacing,
-            present,
-            condition,
-            tolerance_mm=tolerance_mm,
-            empty=empty,
-            surface=not video,
-        )
+        ]
     if not video and case.labels is not None:
         rows = gate_nsd(rows, params.nsd_min_dice)
     boxes = {b.label: b for b in prepared.boxes}
@@ -578,18 +483,13 @@ def score_result(
 def propagate_and_score(
     spec, params: Promptable, *, mode: str, prepared: Prepared | None = None
 ) -> CaseOutput:
-    """Shared by ``medsam2-3d`` (mode ``volume``) and ``medsam2-video`` (mode ``video``).
-
-    ``prepared``: :func:`prepare_case`'s result for this model (several models share
-    the case and its prompts: :func:`models_on_same_prompts`).
-    """
+    """One model on one case (``mode``: ``volume`` or ``video``); ``prepared``: :func:`prepare_case`'s."""
     prepared = prepared or prepare_case(spec, params, mode=mode)
     return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
 
 
 def propagate(prepared: Prepared, params: Promptable) -> Any:
-    """The model's result on the prepared case: the project's propagation, or (``prompt=
-    "box3d"``) the challenge's 3D loop (:class:`ChallengeResult`)."""
+    """The model's result: the project's propagation, or (``prompt="box3d"``) the challenge's 3D loop."""
     from napari_segeval.propagation import propagate_case
 
     if params.prompt == "box3d":
@@ -606,10 +506,9 @@ def case_output(
     mode: str,
     others: dict[int, list] | None = None,
 ) -> CaseOutput:
-    """A propagation's rows (scores and ``risk``), its ``slices.csv`` rows, thumbnails and
-    prediction file; ``others``: other models' masks of each structure on the same prompts
-    (the ``models`` risk signal). The challenge's loop keeps no probabilities: its rows
-    have no risk."""
+    """A propagation's rows (scores and ``risk``), ``slices.csv`` rows, thumbnails and prediction
+    file; ``others``: other models' masks of each structure (the ``models`` risk signal).
+    """
     from napari_segeval.evaluation.triage import risk_rows
 
     rows = score_result(res, prepared, params, spec, mode=mode)
@@ -638,8 +537,7 @@ def case_output(
 
 @dataclass
 class ChallengeResult:
-    """What the challenge's 3D loop gives (:func:`challenge_result`): each structure's
-    mask, their label map (in label order) and the provenance of the run."""
+    """What the challenge's 3D loop gives: each structure's mask, their label map, provenance."""
 
     labels: np.ndarray
     masks: dict
@@ -647,9 +545,7 @@ class ChallengeResult:
 
 
 def challenge_result(prepared: Prepared) -> ChallengeResult:
-    """The CVPR 2024 challenge's 3D loop on a prepared case (LiteMedSAM's
-    :meth:`~napari_segeval.models.litemedsam.LiteMedSAMModel.challenge_3d`): the 3D box of
-    each structure, its number in the result map by label order."""
+    """The CVPR 2024 challenge's 3D loop (LiteMedSAM's ``challenge_3d``) on a prepared case."""
     from napari_segeval.models.litemedsam import Box3D
 
     model = prepared.model
@@ -673,8 +569,7 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
 def models_on_same_prompts(
     spec, params: Medsam2Params | VideoParams, models: list, *, mode: str
 ) -> dict:
-    """Every model on one case: read and prompted once (the same boxes for each model),
-    each model's risk reading the others' masks (the ``models`` signal)."""
+    """Every model on one case, read and prompted once; each model's risk reads the others' masks."""
     each = {m: replace(params, model=m, models=None) for m in models}
     first = prepare_case(spec, each[models[0]], mode=mode)
     done: dict[str, tuple[Prepared, Any]] = {}
@@ -697,13 +592,7 @@ def models_on_same_prompts(
 
 
 def used(rows: list[dict], key: str) -> list:
-    """The distinct values of ``key`` in ``rows`` (which modality, scoring ... was used).
-
-    Examples
-    --------
-    >>> used([{"modality": "CT"}, {"modality": "CT"}, {}], "modality")
-    ['CT']
-    """
+    """The distinct values of ``key`` in ``rows`` (which modality, scoring ... was used)."""
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 

@@ -1,14 +1,5 @@
-"""AUV of a data set's cases (Li et al. 2026), its files, and filtered training lists.
-
-* :func:`score_cases` reads each case, computes every class's semantic
-  perception scale with a frozen promptable model
-  (:func:`napari_segeval.uncertainty.class_scales`) and normalizes over the
-  cases (:func:`napari_segeval.uncertainty.auv_table`). ``segeval uncertainty
-  score`` and the ``li2026`` preset of the ``uncertainty`` protocol call it.
-* :func:`write_scores` / :func:`read_scores`: the scores file, JSON (the whole
-  record) or CSV (one row per case and class).
-* :func:`write_filtered_lists`: ``splits_final.json`` and ``dataset.json``
-  without the most uncertain training cases (``segeval uncertainty filter``).
+"""AUV of a data set's cases (Li et al. 2026), its scores files (JSON or CSV), and filtered
+training lists; used by ``segeval uncertainty score``/``filter`` and the ``li2026`` preset.
 """
 
 from __future__ import annotations
@@ -48,7 +39,7 @@ CSV_COLUMNS = (
 
 
 def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str | None, str]:
-    """``(reference, checkpoint, note)``: ``"auto"``/None means MedSAM2 with a checkpoint, else built-in.
+    """``(reference, checkpoint, note)``: ``"auto"``/None is MedSAM2 with a checkpoint, else built-in.
 
     Examples
     --------
@@ -56,9 +47,10 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
     ('builtin', ('medsam2', 'm.pt'))
     """
     ref = model or "auto"
+    paper = "MedSAM2 (frozen), as in the paper"
+    if ref == "auto" and checkpoint:
+        return "medsam2", checkpoint, paper
     if ref == "auto":
-        if checkpoint:
-            return "medsam2", checkpoint, "MedSAM2 (frozen), as in the paper"
         return (
             "builtin",
             None,
@@ -69,12 +61,8 @@ def resolve_model(model: str | None, checkpoint: str | None) -> tuple[str, str |
         )
     from napari_segeval.models.registry import split_ref
 
-    note = (
-        "MedSAM2 (frozen), as in the paper"
-        if split_ref(ref)[0] == "medsam2"
-        else (f"{ref}: not the paper's MedSAM2")
-    )
-    return ref, checkpoint, note
+    medsam2 = split_ref(ref)[0] == "medsam2"
+    return ref, checkpoint, paper if medsam2 else f"{ref}: not the paper's MedSAM2"
 
 
 def score_cases(
@@ -95,25 +83,11 @@ def score_cases(
 ) -> dict:
     """The AUV record of ``specs`` (case records with labels).
 
-    ``model``/``checkpoint`` as :func:`resolve_model`; ``layout``, ``power`` and
-    ``aggregate`` as in :mod:`napari_segeval.uncertainty.auv`; ``grid`` (``[D, H,
-    W]``) resamples each decoded volume before the SVD
-    (:func:`napari_segeval.uncertainty.class_scales`); ``ct_mapping`` and
-    ``resize`` are the backend's preprocessing (``"minmax"`` and ``"pillow"``:
-    MedSAM2's own, as the ``medsam2`` preset; ``resize`` applies to MedSAM2
-    only); ``threads`` sets torch's CPU threads while scoring (None:
-    unchanged). ``progress(done, total)`` counts cases. A case that cannot be
-    read or scored keeps NaN values and its ``error``; the others are
-    normalized without it.
-
-    Examples
-    --------
-    >>> from napari_segeval.evaluation.layouts import load_layout
-    >>> from napari_segeval.phantoms.samples import sample_root
-    >>> specs = load_layout(sample_root() / "msd_task" / "Task90_AbdomenPhantom")[:2]
-    >>> rec = score_cases(specs, model="threshold", threads=1)
-    >>> rec["model"]["feature"], sorted(c["auv"] for c in rec["cases"])
-    ('probabilities', [0.0, 1.0])
+    ``model``/``checkpoint`` as :func:`resolve_model`; ``layout``, ``power``, ``aggregate``
+    and ``grid`` as :func:`napari_segeval.uncertainty.class_scales` takes them; ``ct_mapping``
+    and ``resize`` are the backend's preprocessing (``resize``: MedSAM2 only); ``threads``
+    sets torch's CPU threads (None: unchanged); ``progress(done, total)`` counts cases. A case
+    that cannot be read or scored keeps NaN values and its ``error``.
     """
     import contextlib
 
@@ -168,6 +142,7 @@ def score_cases(
 
 
 def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
+    """Each case's class scales into ``rows`` (a broken case records its error)."""
     from napari_segeval._cancel import Cancelled
     from napari_segeval.evaluation.protocols import _common as C
     from napari_segeval.metrics import structures_to_score
@@ -194,13 +169,7 @@ def _score_all(net, specs, rows: dict, opts: dict, progress, cancel) -> None:
 
 
 def auv_of(record: dict) -> dict[str, float]:
-    """``{case: AUV}`` of a scores record (NaN where unscored).
-
-    Examples
-    --------
-    >>> auv_of({"cases": [{"case": "a", "auv": 0.5}, {"case": "b", "auv": None}]})
-    {'a': 0.5, 'b': nan}
-    """
+    """``{case: AUV}`` of a scores record (NaN where unscored)."""
     return {
         c["case"]: (math.nan if c.get("auv") is None else float(c["auv"]))
         for c in record.get("cases", [])
@@ -208,16 +177,7 @@ def auv_of(record: dict) -> dict[str, float]:
 
 
 def csv_text(record: dict) -> str:
-    """One CSV row per case and class (a case without classes gets one row).
-
-    Examples
-    --------
-    >>> rec = {"cases": [{"case": "a", "split": "train", "scale": 0.5, "auv": 1.0,
-    ...         "classes": [{"name": "liver", "label": 1, "n_voxels": 9, "scale": 0.5,
-    ...                      "auv": 1.0, "note": ""}], "error": None}]}
-    >>> csv_text(rec).splitlines()[1]
-    'a,train,0.5,1.0,liver,1,9,0.5,1.0,,'
-    """
+    """One CSV row per case and class (a case without classes gets one row)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
@@ -244,18 +204,7 @@ def csv_text(record: dict) -> str:
 
 
 def write_scores(path: str | os.PathLike, record: dict, *, overwrite: bool = False) -> Path:
-    """Write the record as JSON (``.json``) or CSV (any other suffix), atomically.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> rec = {"format": FORMAT, "cases": [{"case": "a", "auv": float("nan"), "classes": []}]}
-    >>> auv_of(read_scores(write_scores(d / "s.json", rec)))
-    {'a': nan}
-    >>> auv_of(read_scores(write_scores(d / "s.csv", rec)))
-    {'a': nan}
-    """
+    """Write the record as JSON (``.json``) or CSV (any other suffix), atomically."""
     path = Path(path)
     text = (
         json.dumps(json_safe(record), indent=1)
@@ -323,16 +272,8 @@ def write_filtered_lists(
 ) -> dict:
     """Write ``splits_final.json`` (and ``dataset.json`` when given) without ``removed``.
 
-    ``splits`` is the data set's own nnU-Net splits (else five folds are made
-    over ``train_ids`` as nnU-Net does). Returns what was written.
-
-    Examples
-    --------
-    >>> import json, tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> w = write_filtered_lists(d, ["b"], train_ids=[], splits=[{"train": ["a", "b"], "val": []}])
-    >>> json.loads(pathlib.Path(w["splits_final.json"]).read_text())
-    [{'train': ['a'], 'val': []}]
+    ``splits``: the data set's own nnU-Net splits (else five folds over ``train_ids`` as
+    nnU-Net makes them). Returns what was written.
     """
     from napari_segeval.uncertainty.training_lists import (
         crossval_splits,

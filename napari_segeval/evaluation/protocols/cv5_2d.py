@@ -1,42 +1,11 @@
 """``cv5-2d``: 5-fold cross-validated 2D segmentation, mDSC/mIoU/mRec/mPrec in percent.
 
-Recipe (Borst et al. 2026; PROTOCOLS.md section 4): folds from the data set's
-published splits, else a seeded k-fold grouped by patient (all frames and views
-of a CAMUS patient in one fold; see :mod:`napari_segeval.evaluation.splits`)
-saved as ``splits.json``. ``cv_splits`` (``{"isic": ["train"]}``) limits the
-folds of a layout to some of its published splits; ``holdout`` (``"test"``)
-names a split scored separately by a model trained on every cross-validated
-case (``OUTPUT/models/all.pt``; rows keep ``split`` and have ``fold`` None).
-Every other case is scored by the model of its fold. Dice
-(2|A∩B|/(|A|+|B|), not the published |A∪B| variant), IoU, recall and
-precision per class (background excluded unless ``include_background``, which
-scores every class of ``range(num_classes)``; both-empty per ``empty``, and the
-row marked ``absent``). ``headline`` picks the summary's class average
-(:data:`READINGS`): ``per-image`` (each image's mean over classes, averaged over a
-fold's images) or ``accumulated`` (mmsegmentation's ``IoUMetric``: per-class
-areas summed over a fold's images, the paper preset's); then mean +- std
-(ddof=1) over folds, in percent. The summary keeps the other reading and the
-project's pooled counts (``pooled``). The paper preset is ``borst2026``
-(:data:`PRESETS`).
-
-``model="builtin-2d"`` (the default) is honest cross-validation inside the
-protocol: before any case runs, :func:`prepare` trains a tiny 2D U-Net
-(:mod:`napari_segeval.models.dense.unet2d`) per fold on the other folds' cases and
-saves it as ``OUTPUT/models/fold{k}.pt`` (atomically, with
-``fold{k}.json`` listing its training cases and recipe). A resumed run reuses a
-saved model whose fingerprint (training cases + recipe) matches and skips folds
-whose cases are all finished. Workers (local processes or Dask workers sharing
-the file system) load the fold's file with ``weights_only=True``; a case found
-among its model's training cases is refused. Training params: ``iterations``,
-``batch_size``, ``lr``, ``size`` (``[height, width]`` every image is resized to),
-``width`` (first-level channels), ``train_threads``; fold ``k`` trains with seed
-``seed + k``; ``device`` None trains and predicts on the CPU (deterministic).
-Classes = the largest label id of the structures (or training labels) + 1.
-
-Any other ``model`` is a dense model reference (see
-:func:`napari_segeval.evaluation.protocols._common.dense_model`; ``{fold}`` is
-replaced, e.g. ``"runs/fold{fold}.pt"``): anything with
-``segment(case, probabilities=False) -> result.labels`` works.
+The recipe (Borst et al. 2026), folds, ``holdout`` and the two readings (:data:`READINGS`)
+are described in ``docs/protocols.md``. With ``model="builtin-2d"`` :func:`prepare` trains
+a small 2D U-Net per fold (seed ``seed + k``) on the other folds' cases into
+``OUTPUT/models/fold{k}.pt`` (with ``fold{k}.json``, reused while its fingerprint
+matches); workers load it with ``weights_only=True`` and refuse a case among its training
+cases. Any other ``model`` is a dense model reference, ``{fold}`` replaced.
 """
 
 from __future__ import annotations
@@ -66,13 +35,7 @@ HOLDOUT_MODEL = "all"
 
 
 def train_config(params: Cv5Params, fold: int):
-    """The :class:`~napari_segeval.models.dense.unet2d.TrainConfig2D` of ``fold``.
-
-    Examples
-    --------
-    >>> train_config(PROTOCOL.resolve_params({"seed": 3}), 2).seed
-    5
-    """
+    """The :class:`~napari_segeval.models.dense.unet2d.TrainConfig2D` of ``fold`` (seed + fold)."""
     from napari_segeval.models.dense.unet2d import TrainConfig2D
 
     try:
@@ -81,7 +44,6 @@ def train_config(params: Cv5Params, fold: int):
             batch_size=int(params.batch_size),
             lr=float(params.lr),
             # cast, not unpacked: TrainConfig2D refuses a size of another length itself
-            # (its own message), which unpacking here would replace
             size=cast("tuple[int, int]", tuple(int(v) for v in params.size)),
             width=int(params.width),
             seed=params.seed + int(fold),
@@ -95,20 +57,11 @@ def train_config(params: Cv5Params, fold: int):
         ) from None
 
 
-def _num_classes(train: Sequence, cases: Sequence) -> int:
-    ids = [int(k) for s in train for k in s.structures]
-    ids += [int(c.labels.max()) for c in cases]
-    return max(ids + [1]) + 1
-
-
 def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.PathLike) -> dict:
     """Train the built-in 2D U-Net on ``train`` (case specs) and save it at ``path``.
 
-    A model already at ``path`` with the same fingerprint (training cases,
-    classes, recipe: :func:`~napari_segeval.evaluation.protocols._common.train_once`)
-    is kept. Returns the fold record written next to it (``fold{k}.json``):
-    fold, training case ids, recipe, number of classes, final loss, seconds,
-    fingerprint.
+    A model already there with the same fingerprint is kept
+    (:func:`~napari_segeval.evaluation.protocols._common.train_once`). Returns its fold record.
     """
     from napari_segeval.models.dense.unet2d import FORMAT_VERSION
     from napari_segeval.training.unet2d import train_unet2d
@@ -117,7 +70,7 @@ def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.Pat
     if not train:
         raise SegEvalError(f"cv5-2d fold {fold}: no training cases")
     cases = [C.load_case(s) for s in train]
-    k = _num_classes(train, cases)
+    k = C.num_classes(train, cases)
     key = {
         "v": FORMAT_VERSION,
         "k": k,
@@ -152,12 +105,8 @@ def train_fold(train: Sequence, fold: int, params: Cv5Params, path: str | os.Pat
 
 
 def prepare(specs: Sequence, params: Cv5Params, output_dir: str | os.PathLike) -> None:
-    """Train (or reuse) one built-in model per fold; point each case's spec at its fold's file.
-
-    Runs once in the calling process before cases are dispatched. Only folds with
-    unfinished cases are trained. Cases of the ``holdout`` split get one more
-    model, ``models/all.pt``, trained on every cross-validated case (seed + k).
-    Nothing to do for a user-given ``model``.
+    """Train (or reuse) one built-in model per fold with unfinished cases, and one on every
+    cross-validated case for the ``holdout`` split; point each case's spec at its file.
     """
     from napari_segeval.evaluation import store
 
@@ -202,6 +151,7 @@ def select(specs: Sequence, params: Cv5Params) -> list:
 
 @lru_cache(maxsize=8)
 def _load(path: str, mtime_ns: int, device: str | None):
+    """A fold's model, loaded once per file version."""
     from napari_segeval.models.dense.unet2d import UNet2DModel
 
     return UNet2DModel.load(path, device=device or "cpu")
@@ -272,9 +222,7 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
 
 
 def _risk(case, res, structures: dict, params: Cv5Params) -> tuple[dict, list]:
-    """Each class's risk (label -> risk) and its ``slices.csv`` row (slice 0: the image is
-    one slice), from the prediction's softmax probabilities
-    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`; no ``tta`` signal)."""
+    """Each class's risk and its ``slices.csv`` row (slice 0), from the softmax probabilities."""
     from napari_segeval.evaluation.triage import dense_risk_rows
 
     risks, rows = dense_risk_rows(
@@ -290,14 +238,7 @@ def _risk(case, res, structures: dict, params: Cv5Params) -> tuple[dict, list]:
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:
     """Every class of ``range(num_classes)``, background included, with its name.
 
-    ``num_classes`` is one more than the largest id among the named structures,
-    the reference and the prediction; ids without a name are ``label_<id>``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> class_set({2: "lv"}, np.array([[0, 2]]), np.array([[3, 0]]))
-    {0: 'background', 1: 'label 1', 2: 'lv', 3: 'label 3'}
+    ``num_classes`` is one more than the largest id named or present in either map.
     """
     top = max(
         [int(k) for k in structures]
@@ -347,17 +288,8 @@ READINGS = {
 
 @dataclass(frozen=True)
 class Cv5Params(Params):
-    """``cv5-2d``'s parameters (see the module docstring). ``headline`` is one of
-    :data:`READINGS`; the built-in model's training numbers are refused (one line) before
-    any case runs or trains.
-
-    Examples
-    --------
-    >>> Cv5Params(headline="per-image").check()
-    >>> Cv5Params(headline="best").check()
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter headline must be one of ...
+    """``cv5-2d``'s parameters; the built-in model's training numbers are refused (one line)
+    before any case runs or trains.
     """
 
     model: str | None = BUILTIN
@@ -387,13 +319,8 @@ class Cv5Params(Params):
 def summarize(rows: list[dict], params: Cv5Params) -> dict:
     """Class-averaged metrics, mean +- std over folds, in percent (+ the training recipe).
 
-    The metric keys (``dice``, ``iou``, ``recall``, ``precision``) hold the
-    ``headline`` reading (:data:`READINGS`): ``per-image``
-    (:func:`~napari_segeval.evaluation.summary.cross_validation`) or
-    ``accumulated`` (:func:`~napari_segeval.evaluation.summary.accumulated_folds`,
-    the borst2026 preset's); the other reading is kept under its own name.
-    ``pooled``: the project's pooled counts (with ``micro``); ``holdout``: the
-    held-out split's cases (:func:`~napari_segeval.evaluation.summary.holdout_scores`).
+    The metric keys hold the ``headline`` reading; the other is kept under its own name,
+    ``pooled`` the pooled counts and ``holdout`` the held-out split's cases.
     """
     from napari_segeval.evaluation.summary import (
         accumulated_folds,
@@ -460,8 +387,7 @@ _DUPLICATES = (
     "images here (ISIC 2018: 3,694, the paper 3,565)."
 )
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Dice is 2|A∩B|/(|A|+|B|); the evaluation card given to this project computes mDSC as "

@@ -1,37 +1,9 @@
 """``interactive``: Dice after each simulated correction round, clean and under attack.
 
-Round 0 is ``medsam2-3d`` exactly (``mode="volume"``: the box on the middle slice of
-each structure's reference extent, bidirectional propagation; or ``medsam2-video``
-with ``mode="video"``: the box on the first frame, forward propagation), with every
-option of those protocols. Each of ``rounds`` correction rounds (default 5) then adds,
-per structure, the prompt of :func:`napari_segeval.prompts.next_correction` (the slice
-with the most wrong voxels; a positive or negative point at the most interior pixel
-of the larger of its false-negative and false-positive regions, or with
-``refine_prompt="box"`` the reference's box on that slice) and re-propagates through a
-:class:`~napari_segeval.propagation.PropagationSession` (only the structures that got
-a prompt run again; MedSAM2 reuses the image features of the frames; for the
-built-in model a click corrects the structure's result locally,
-:mod:`napari_segeval.propagation.corrections`). The rule
-compares the prediction that is scored: the merged label map, or each structure's own
-mask with ``scoring="per-structure"``. ``refine_prompt="auto"`` (default) clicks when
-the model takes points and adds boxes otherwise; the rows record which
-(``refine_prompt``).
-
-Rows: one per case x structure x condition x round, with ``round``, Dice, NSD (not for
-videos), the prompts added in that round (``prompt``: a JSON list of
-:func:`~napari_segeval.prompts.prompt_file.prompt_to_dict` objects; round 0 holds the
-initial prompt set) and ``prompt_text`` (for people). The prompt set of a structure
-after round ``r`` is the ``prompt`` lists of rounds ``0..r`` in order
-(:func:`prompt_sets_at`), so a session replays exactly.
-
-Attacks (``attacks``, ``segeval evaluate --attack``): each is crafted once against the
-round-0 prompts (:class:`~napari_segeval.attacks.PromptTarget`, reference labels as
-target), and the rounds run on the attacked frames (the perturbation stays fixed
-while the corrections are made): does a person win back what the attack took?
-
-Saved files (``predictions/<case>/``): ``<condition>`` is round 0 (the file
-``medsam2-3d`` saves), ``round<r>:<condition>`` round ``r`` (1..K), label maps on the
-source grid; attacked conditions add their perturbed image and perturbation.
+Round 0 is ``medsam2-3d`` (or ``medsam2-video`` with ``mode="video"``) exactly; each
+round then adds per structure the prompt of :func:`napari_segeval.prompts.next_correction`
+and re-propagates through a :class:`~napari_segeval.propagation.PropagationSession`.
+Rows, attacks and saved files are described in ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -53,12 +25,8 @@ from napari_segeval.evaluation.protocols._params import Models, choice, listed, 
 from napari_segeval.evaluation.rounds import round_key
 from napari_segeval.evaluation.rows import ROUNDS
 
-#: Where the simulated person corrects: ``oracle`` the slice with the most wrong voxels
-#: (it reads the reference), ``risk`` the first wrong slice among the riskiest flagged
-#: ones of the structure (:func:`review_order`, :data:`LOOKS_PER_ROUND` looks a round,
-#: a slice looked at is not looked at again; no reference needed to choose, the
-#: reference only draws the correction there, as a person would), ``random`` the same
-#: with the candidates in random order (the baseline).
+#: Where the simulated person corrects: ``oracle`` the most wrong slice (reads the
+#: reference), ``risk`` the first wrong one of :func:`review_order`, ``random`` shuffled.
 SLICE_CHOICES = ("oracle", "risk", "random")
 
 
@@ -76,20 +44,7 @@ class _Rounds(P.PromptParams):
 
 @dataclass(frozen=True)
 class InteractiveParams(Models, _Rounds):
-    """``interactive``'s parameters: medsam2-3d's, the rounds' and ``models``.
-
-    Examples
-    --------
-    >>> InteractiveParams(rounds=2, refine_prompt="box").check()
-    >>> InteractiveParams(rounds=-1).check()
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter rounds must be a whole number >= 0, got -1
-    >>> InteractiveParams(refine_prompt="scribble").check()
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter refine_prompt must be one of auto, point, box, got 'scribble'
-    """
+    """``interactive``'s parameters: medsam2-3d's, the rounds' and ``models``."""
 
 
 #: Slices a simulated person without the reference looks at per structure and round
@@ -104,20 +59,8 @@ def review_order(
     skip: Iterable[int] = (),
     rng: np.random.Generator | None = None,
 ) -> list[int]:
-    """The slices a person without the reference looks at, in order (``choice`` ``risk``:
-    flagged slices first, riskiest first; ``random``: shuffled; see
-    :data:`SLICE_CHOICES`), among the slices the structure's risk describes (the
-    predicted ones and the slice after each end of a walk), less ``skip``.
-
-    Examples
-    --------
-    >>> from napari_segeval.propagation.result import StructureResult
-    >>> m = np.zeros((6, 8, 8), bool); m[1:5, 2:6, 2:6] = True; m[4, 2:6, 2:4] = False
-    >>> s = StructureResult(1, (0, 0, 0), m * 0.9, m, m.shape)
-    >>> sorted(review_order("risk", s, m))
-    [1, 2, 3, 4]
-    >>> review_order("random", s, m, skip=[1, 2, 3], rng=np.random.default_rng(0))
-    [4]
+    """The slices a person without the reference looks at, in order (``risk``: flagged first,
+    riskiest first; ``random``: shuffled), among those the structure's risk describes, less ``skip``.
     """
     from napari_segeval.evaluation.triage import crop_slices
     from napari_segeval.uncertainty.risk import structure_risk
@@ -139,8 +82,6 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
     >>> from napari_segeval.models.base import Capabilities
     >>> refine_kind(SimpleNamespace(name="m", capabilities=Capabilities()), "auto")
     'box'
-    >>> refine_kind(SimpleNamespace(name="m", capabilities=Capabilities(points=True)), "auto")
-    'point'
     """
     takes = model.capabilities.points
     if refine_prompt == "auto":
@@ -153,6 +94,7 @@ def refine_kind(model: Any, refine_prompt: str) -> str:
 
 
 def _base_params(params: InteractiveParams) -> InteractiveParams:
+    """The record round 0 is scored with (videos: the fixed tolerance, as medsam2-video)."""
     if params.mode == "video":  # as medsam2-video: no NSD, the fixed tolerance
         return replace(params, tolerance_mm=2.0)
     return params
@@ -163,9 +105,8 @@ def correction_rounds(
 ) -> Iterator[tuple[int, Any, dict]]:
     """``(round, result, added)`` for round 0 and each correction round.
 
-    ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction`
-    added in that round (None: the structure was exact, or no box was left for it);
-    round 0's is empty. The session re-propagates only the structures that got one.
+    ``added`` maps structure id -> the :class:`~napari_segeval.prompts.Correction` added in
+    that round (None: exact, or no box left); round 0's is empty.
     """
     from napari_segeval.prompts.correction import next_correction
     from napari_segeval.prompts.prompt_set import Point
@@ -216,6 +157,7 @@ def correction_rounds(
 
 
 def _prompt_columns(prompts: Sequence, where: str) -> dict:
+    """The ``prompt`` (JSON) and ``prompt_text`` columns of the prompts added in a round."""
     from napari_segeval.prompts.prompt_file import prompt_to_dict
     from napari_segeval.prompts.prompt_set import describe
 
@@ -275,13 +217,12 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: InteractiveP
 
 
 def run_case(spec, params: InteractiveParams) -> CaseOutput:
-    """Round 0 and ``rounds`` correction rounds per condition (see the module docstring)."""
+    """Round 0 and ``rounds`` correction rounds per condition."""
     return _rounds_of(spec, params, P.prepare_case(spec, _base_params(params), mode=params.mode))
 
 
 def run_models(spec, params: InteractiveParams, models: list) -> dict:
-    """Several models on one case: the same round-0 prompts (read and chosen once), then
-    each model's own correction rounds (and attacks crafted against it)."""
+    """Several models on one case: the same round-0 prompts, then each model's own rounds."""
     each = {m: replace(params, model=m, models=None) for m in models}
     first = P.prepare_case(spec, _base_params(each[models[0]]), mode=params.mode)
     return {
@@ -334,22 +275,8 @@ def prompt_sets_at(
     round: int | None = None,
     model: str | None = None,
 ) -> dict:
-    """The prompt sets of a case after round ``round`` (default: the last), from its rows.
-
-    ``model``: in a run of several models, whose rounds (each model corrects its own
-    predictions).
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "label": 1, "round": 0,
-    ...          "prompt": '[{"type":"box","index":2,"y0":1,"x0":1,"y1":4,"x1":4}]'},
-    ...         {"case": "a", "condition": "clean", "label": 1, "round": 1,
-    ...          "prompt": '[{"type":"point","index":3,"y":2,"x":2,"positive":false}]'}]
-    >>> s = prompt_sets_at(rows, "a")[1]
-    >>> [type(p).__name__ for p in s.prompts], s.frames
-    (['Box', 'Point'], (2, 3))
-    >>> len(prompt_sets_at(rows, "a", round=0)[1])
-    1
+    """The prompt sets of a case after round ``round`` (default: the last), from its rows
+    (``model``: whose rounds, in a run of several models).
     """
     from napari_segeval.evaluation.rounds import case_rounds
     from napari_segeval.prompts.prompt_set import PromptSet
@@ -385,9 +312,7 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published iterative-prompting
-#: evaluations (word for word in docs/protocols.md, checked by
-#: tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published iterative-prompting evaluations.
 DIFFERENCES = (
     (
         "Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "

@@ -1,27 +1,7 @@
 """``medsam2-3d``: box on the reference middle slice, bidirectional propagation, DSC + NSD.
 
-Recipe (MedSAM2, Ma et al. 2025; see PROTOCOLS.md section 2): for every
-structure present in the reference, take the middle slice of its extent along
-the slice axis (the nearest non-empty slice when the middle one is empty), its
-tight box (optionally jittered by up to ``jitter`` pixels per edge, seeded per
-case), segment that slice, propagate forward to the last slice and backward to
-the first, take the union and keep the largest connected component. Dice
-(2|A∩B|/(|A|+|B|), as MedSAM2's own code; not the 2|A∩B|/|A∪B| of the
-evaluation card given to the project) and NSD at ``tolerance_mm``; structures absent from
-the reference are neither prompted nor scored. Aggregation: median and IQR per
-structure, per task and over tasks.
-
-The recipe is the promptable protocols' shared one (:mod:`._promptable`). Options that
-select MedSAM2's way (``--preset medsam2`` sets them all; see
-``docs/protocols.md``): ``modality`` (``null``: the case's, from DICOM, then
-``dataset.json``, then a guess from the pixels), ``ct_mapping`` (``window`` or
-MedSAM2's ``minmax``), ``resize`` (``float`` or MedSAM2's ``pillow``; the MedSAM2
-backend only, the built-in model has its own input size), ``connectivity`` of
-the largest component (6 or 26), ``decision`` (``probability`` > 0.5 or MedSAM2's
-``logit`` > 0), ``stop_when_empty``, ``scoring`` (``merged`` label map or
-MedSAM2's ``per-structure``: each structure scored on its own propagation),
-``jitter_mode`` (``edges`` or MedSAM2's ``outward``) and ``prompt`` (``box`` or,
-for videos, MedSAM2's ``mask`` of the prompted frame).
+The recipe (MedSAM2, Ma et al. 2025) and its options are in ``docs/protocols.md``; the
+code is the promptable protocols' shared one (:mod:`._promptable`).
 """
 
 from __future__ import annotations
@@ -38,12 +18,12 @@ from napari_segeval.evaluation.rows import PROMPTED
 
 
 def run_case(spec, params: Medsam2Params) -> CaseOutput:
-    """Evaluate one volume (see the module docstring)."""
+    """Evaluate one volume."""
     return propagate_and_score(spec, params, mode="volume")
 
 
 def run_models(spec, params: Medsam2Params, models: list) -> dict:
-    """Several models on one volume, on the same boxes (see :func:`models_on_same_prompts`)."""
+    """Several models on one volume, on the same boxes."""
     return models_on_same_prompts(spec, params, models, mode="volume")
 
 
@@ -59,8 +39,7 @@ def summarize(rows: list[dict], params: Medsam2Params) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Dice is 2|A∩B|/(|A|+|B|), as MedSAM2's own code defines it (dice_multi_class); the "

@@ -1,11 +1,8 @@
 """``medsam2-video``: box on the first frame, forward propagation, DSC per structure per clip.
 
-Each structure is prompted on the first frame where it appears in the reference
-(frame 0 for complete annotations; the frame used is recorded as
-``key_slice``) and propagated forward to the last frame. A structure's Dice is
-one number over all frames of the clip at once (the clip as one 2D+t volume;
-frames before the prompt count as predicted background).
-Surface metrics are not computed: the time axis is not a spatial one.
+A structure is prompted on the first frame where it appears (``key_slice``); its Dice is
+one number over the whole clip (frames before the prompt count as background). No surface
+metrics: time is not a spatial axis.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from napari_segeval.evaluation.rows import PROMPTED
 
 
 def run_case(spec, params: VideoParams) -> CaseOutput:
-    """Evaluate one clip (see the module docstring)."""
+    """Evaluate one clip."""
     return propagate_and_score(spec, params, mode="video")
 
 
@@ -46,8 +43,7 @@ def summarize(rows: list[dict], params: VideoParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     DICE_NOTE,
     (

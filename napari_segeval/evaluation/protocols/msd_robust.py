@@ -1,29 +1,7 @@
 """``msd-robust``: dense model, clean and under attacks; Dice, Dice drop, robust fraction.
 
-Recipe (Daza et al. 2021, corrected; docs/protocols.md): the model's own
-preprocessing (resampling, foreground clip + z-score per image channel; with
-``mr_minmax`` ROG's per-image min-max scaling of MR channels first), Gaussian
-sliding window (``overlap``), post-processing (``lesion_mode``: small lesion
-components removed, or merged into the structure they touch most: the paper's
-fusing); the whole volume is scored (not one patch). Every image channel is read
-(``channel``: null) unless one is chosen: a multi-channel task (BrainTumour,
-Prostate) is one ``"czyx"`` case fed whole to the model and attacked whole.
-
-Each entry of ``attacks`` is a condition: ``{"name": "pgd", "eps": 0.05,
-"steps": 5, "restarts": 5}`` (epsilon in each channel's normalized units; the
-rows give it in raw units too, HU for CT: ``eps_raw``, or ``eps_raw_c0``,
-``eps_raw_c1`` ... per channel), run by :mod:`napari_segeval.attacks` with the
-reference labels as target (see :func:`napari_segeval.evaluation.protocols._dense.run_attack`).
-APGD-DLR is skipped (and the case record says why) for models with fewer than 3 classes.
-
-A case is robust under an attack when its attacked Dice (mean over structures) is
-strictly greater than ``robust_factor`` x the task's mean clean Dice, computed
-once over the clean run (:func:`napari_segeval.metrics.robust_threshold`). With
-``gate`` the threshold is computed before any attack (:func:`prepare`: one clean
-pass over the cases) and each built-in attack gets it as ``robust_threshold``: it
-attacks, and restarts, only cases still robust (ROG's driver).
-
-The ``rog`` preset (:data:`ROG`) follows ROG's code and paper: :data:`ROG_ATTACKS`.
+The recipe (Daza et al. 2021, corrected), the attack entries, the robust rule and
+``gate`` are described in ``docs/protocols.md``; the ``rog`` preset is :mod:`._msd_rog`.
 """
 
 from __future__ import annotations
@@ -60,7 +38,7 @@ LESION_MODES = (None, "remove", "merge")
 
 @dataclass(frozen=True)
 class _Dense(Params):
-    """``msd-robust``'s parameters before ``models`` (see :class:`MsdParams`)."""
+    """``msd-robust``'s parameters before ``models``."""
 
     model: str | None = "builtin-ct"
     device: str | None = None
@@ -84,29 +62,17 @@ class _Dense(Params):
 
 @dataclass(frozen=True)
 class MsdParams(Models, _Dense):
-    """``msd-robust``'s parameters (see the module docstring); ``attacks`` are checked by
-    :func:`~._dense.check_attacks`.
-
-    Examples
-    --------
-    >>> MsdParams(attacks=[{"name": "pgd", "eps": 0.05, "steps": 5}]).check()
-    >>> MsdParams(attacks=[{"name": "pgd", "eps": 0.05, "stpes": 5}]).check()
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: attack {'name': 'pgd', 'eps': 0.05, 'stpes': 5}: unknown option 'stpes' ...
-    """
+    """``msd-robust``'s parameters; ``attacks`` are checked by :func:`~._dense.check_attacks`."""
 
     def check(self) -> None:
-        """The fields' rules and the attacks (:func:`~._dense.check_attacks`)."""
+        """The fields' rules and the attacks."""
         super().check()
         D.check_attacks(self.attacks)
 
 
 def configure(model, params: MsdParams):
-    """The model with the protocol's ``mr_minmax`` / ``lesion_mode`` (a copy; network shared).
-
-    None keeps the model's own plans. A model whose plans state that its
-    statistics are not in min-max units refuses ``mr_minmax=true`` (and the reverse).
+    """The model with the protocol's ``mr_minmax`` / ``lesion_mode`` (a copy; None keeps its
+    plans); a model whose plans contradict ``mr_minmax`` refuses it.
     """
     from dataclasses import replace
 
@@ -135,17 +101,13 @@ def configure(model, params: MsdParams):
 
 
 def _model(params: MsdParams):
+    """The configured dense model of the record."""
     return configure(C.dense_model(str(params.model), params.device), params)
 
 
 def minmax_note(params: MsdParams, modality: str | None) -> str | None:
-    """What to say when ``mr_minmax=true`` applies ROG's MR min-max scaling to a model whose
-    plans do not say that its statistics are in min-max units (None otherwise, and for CT).
-
-    Examples
-    --------
-    >>> minmax_note(MsdParams(mr_minmax=True), "CT") is None
-    True
+    """What to say when ``mr_minmax=true`` min-max scales MR for a model whose plans do not say
+    its statistics are in min-max units (None otherwise, and for CT).
     """
     from napari_segeval.models.dense import DenseModel
 
@@ -162,20 +124,12 @@ def minmax_note(params: MsdParams, modality: str | None) -> str | None:
 
 
 def _channel(params: MsdParams) -> int | None:
+    """The ``channel`` parameter as :func:`~._common.load_case` takes it."""
     return None if params.channel is None else int(params.channel)
 
 
 def skip_reason(model, attack: Mapping) -> str | None:
-    """Why a listed attack does not run on ``model``: APGD-DLR needs >= 3 classes (ROG's rule).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> skip_reason(SimpleNamespace(num_classes=2), {"name": "apgd-dlr"})
-    'apgd-dlr needs at least 3 classes (background included); the model has 2'
-    >>> skip_reason(SimpleNamespace(num_classes=3), {"name": "apgd-dlr"}) is None
-    True
-    """
+    """Why a listed attack does not run on ``model``: APGD-DLR needs >= 3 classes (ROG's rule)."""
     n = model.num_classes
     if str(attack.get("name")) == "apgd-dlr" and n is not None and int(n) < 3:
         return f"apgd-dlr needs at least 3 classes (background included); the model has {n}"
@@ -183,9 +137,7 @@ def skip_reason(model, attack: Mapping) -> str | None:
 
 
 def _scales(model, clean) -> list[float]:
-    """Raw units per normalized unit of each input channel: a :class:`DenseModel`'s
-    segmentation records them per case (MR min-max included); a backend that segments
-    itself declares one (``raw_per_normalized_unit``)."""
+    """Raw units per normalized unit of each input channel (a ``DenseModel``'s per case)."""
     from napari_segeval.models.dense import DenseModel
 
     if isinstance(model, DenseModel):  # its result is a DenseResult
@@ -194,6 +146,7 @@ def _scales(model, clean) -> list[float]:
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
+    """The rows of one prediction (without a reference: unscored rows that carry the risk)."""
     if case.labels is None:  # no reference: nothing to score, the rows carry the risk
         return [{"structure": n, "label": int(k), "condition": condition}
                 for k, n in structures.items()]  # fmt: skip
@@ -210,9 +163,9 @@ def _score(case, labels, structures, condition, params) -> list[dict]:
 
 
 def _risk(model, case, params: MsdParams, condition: str, result, structures) -> tuple[dict, list]:
-    """Each structure's risk (label -> risk) and ``slices.csv`` rows of one prediction
-    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`; the ``tta`` signal from
-    ``risk_tta`` augmented passes of a :class:`DenseModel`, none for other backends)."""
+    """Each structure's risk and the ``slices.csv`` rows of one prediction (the ``tta`` signal
+    from ``risk_tta`` augmented passes of a ``DenseModel``).
+    """
     from napari_segeval.evaluation.triage import dense_risk_rows
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
@@ -232,8 +185,7 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
 
 
 def run_case(spec, params: MsdParams) -> CaseOutput:
-    """Clean prediction plus one prediction per attack, scored per structure; with
-    ``risk``, each prediction's risk per structure and slice (:func:`_risk`)."""
+    """Clean prediction plus one per attack, scored per structure, with each one's risk."""
     case = C.load_case(spec, channel=_channel(params), need_labels=not params.risk)
     model = _model(params)
     structures = dict(case.structures or model.structures)
@@ -290,20 +242,16 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
 
 
 def select(specs: list, params: MsdParams) -> list:
-    """The cases with reference labels; in a data set without any (no ``labelsTr``),
-    every case, for its risk (``risk``)."""
+    """The cases with reference labels; without any, every case (for its ``risk``)."""
     labelled = [s for s in specs if s.labels or s.error]
     return labelled if labelled or not params.risk else list(specs)
 
 
 def prepare(specs, params: MsdParams, output_dir) -> None:
-    """With ``gate`` and attacks: the task's robust threshold from one clean pass, before any attack.
+    """With ``gate`` and attacks: the task's robust threshold from one clean pass.
 
-    Each case's clean Dice (mean over its structures, scored as :func:`run_case`
-    scores it) goes into ``spec.meta["clean_dice"]`` and the threshold
-    (:func:`napari_segeval.metrics.robust_threshold`) into
-    ``spec.meta["robust_threshold"]`` of every case. Cases that fail here are
-    left out of the mean; they fail again, with their reason, when evaluated.
+    Sets ``spec.meta["clean_dice"]`` of each case and ``spec.meta["robust_threshold"]`` of
+    every case; cases that fail here are left out of the mean (and fail again when evaluated).
     """
     if not params.gate or not params.attacks:
         return
@@ -387,8 +335,7 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
     return out
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "Attacks run on the whole volume through the Gaussian sliding window (the gradient "

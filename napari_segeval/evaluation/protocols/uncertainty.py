@@ -1,40 +1,9 @@
 """``uncertainty``: Dice and mIoU in percent, and what per-case uncertainty does to them.
 
-Named after Li et al., "Delving Aleatoric Uncertainty in Medical Image
-Segmentation via Vision Foundation Models", CVPR 2026 (PROTOCOLS.md section 3).
-Two analyses (``analysis``):
-
-``"selective"`` (the defaults): *selective evaluation* of the segmenting model's
-own uncertainty. The test split (cases with ``split == "test"`` and reference
-labels; when the data set publishes no labelled test split, every labelled
-case, and ``summary.json`` says so) is segmented by a dense model with
-probabilities; Dice and IoU per class, background included when
-``include_background`` (their recipe), both-empty = 1; case score = mean over
-classes; in percent. Each case gets an uncertainty score (``score``:
-``"entropy-band"``, the default, the mean normalized predictive entropy over the
-predicted foreground and its one-voxel boundary band,
-:func:`napari_segeval.uncertainty.entropy_band_score`; ``"entropy"``, the mean
-over the predicted foreground only; or ``"module:function"`` called as
-``function(probabilities, labels) -> float``). ``summary.json`` holds the scores
-of ``all_cases``, of the cases ``retained`` after setting aside the most
-uncertain fraction ``f`` for each ``f`` in ``remove_fractions`` (keyed
-``"0.05"``, ``"0.10"``; ``removal_rule`` counts them), how well the score finds
-the failing cases (``risk_coverage``: the risk-coverage curve of the score against
-the true risk 1 - the case's mean Dice, tied scores as one block, and every
-measure of :func:`napari_segeval.uncertainty.failure_detection`: AURC, e-AURC,
-normalised AURC, AUGRC, failure AUROC with a case failing below a mean Dice of
-:data:`~napari_segeval.uncertainty.FAILURE_BELOW_STRUCTURE`, Spearman,
-Recall@10 %), and the correlation of the per-case foreground Dice with the score
-(``dice_vs_uncertainty``). This is not the paper's analysis: it judges a score,
-and removes test cases.
-
-``"filter-training"`` (the ``li2026`` preset): the paper's loop - the Aleatoric
-Uncertainty Value of every training case from a frozen promptable model
-(``auv_*`` parameters), the most uncertain training cases removed, the built-in
-3D U-Net retrained for each fraction (``train_*`` parameters; ``model`` and
-``score`` are not used), with ``duo`` one more model trained on every training
-case with the paper's Dynamic Uncertainty-aware Optimization loss (``duo_alpha``),
-every model scored on the test set (:mod:`._li2026`).
+Named after Li et al., CVPR 2026. ``analysis="selective"`` (the defaults) judges the
+segmenting model's own per-case uncertainty score on the test split;
+``"filter-training"`` (the ``li2026`` preset, :mod:`._li2026`) is the paper's loop. Both
+are described in ``docs/protocols.md``.
 """
 
 from __future__ import annotations
@@ -58,17 +27,8 @@ ANALYSES = ("selective", "filter-training")
 
 @dataclass(frozen=True)
 class UncertaintyParams(Params):
-    """``uncertainty``'s parameters (see the module docstring; ``auv_*``, ``duo*``,
-    ``train_*``, ``holdout`` and ``threads`` are the ``filter-training`` analysis',
-    :mod:`._li2026`).
-
-    Examples
-    --------
-    >>> UncertaintyParams(analysis="selective", score="entropy").check()
-    >>> UncertaintyParams(analysis="filter").check()
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: parameter analysis must be one of selective, filter-training, got 'filter'
+    """``uncertainty``'s parameters (``auv_*``, ``duo*``, ``train_*``, ``holdout`` and
+    ``threads`` are the ``filter-training`` analysis').
     """
 
     analysis: str = choice("selective", ANALYSES)
@@ -137,6 +97,8 @@ def case_uncertainty(score: str, probabilities: np.ndarray, labels: np.ndarray) 
     --------
     >>> p = np.stack([np.full((2, 2), 0.5), np.full((2, 2), 0.5)])
     >>> case_uncertainty("entropy-band", p, np.zeros((2, 2), int))
+    1.0
+    >>> case_uncertainty("entropy", p, np.ones((2, 2), int))
     1.0
     """
     if score == "auv":
@@ -244,6 +206,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
 
 
 def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
+    """The scores of the cases kept after setting aside each fraction by the quantile rule."""
     from napari_segeval.evaluation.summary import percent_scores
     from napari_segeval.uncertainty import filter_most_uncertain
 
@@ -262,7 +225,7 @@ def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
 
 
 def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
-    """Selective evaluation, or the filter-training conditions (see the module doc)."""
+    """Selective evaluation, or the filter-training conditions."""
     if params.analysis == "filter-training":
         return L.summarize(rows, params)
     splits = sorted({str(r.get("split")) for r in rows})
@@ -285,8 +248,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     }
 
 
-#: Deliberate differences of the defaults from the published recipe (word for word
-#: in docs/protocols.md, checked by tests/evaluation/test_protocol_docs.py).
+#: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     (
         "The defaults run a selective-evaluation analysis: the test cases the segmenting model "
@@ -407,8 +369,7 @@ LI2026 = Preset(
 
 
 def report_section(results: dict) -> str:
-    """This protocol's section of the report: selective evaluation, or the training
-    conditions of the li2026 preset (HTML; empty when the results hold neither)."""
+    """This protocol's report section (HTML; empty when the results hold neither analysis)."""
     from napari_segeval.evaluation._report_sections import uncertainty_tables
 
     return uncertainty_tables(results)
