@@ -158,7 +158,7 @@ def propagate_structures(
             walks,
             replace(
                 walk,
-                progress=_shifted(progress, 0, total) if correcting else progress,
+                progress=shifted_progress(progress, 0, total) if correcting else progress,
                 on_frame=_reporter(on_slice, walks, 0, options.threshold),
             ),
         )
@@ -168,7 +168,7 @@ def propagate_structures(
             mine = walks[i : i + k]
             mine_options = replace(
                 walk,
-                progress=_shifted(progress, done, total),
+                progress=shifted_progress(progress, done, total),
                 on_frame=_reporter(on_slice, walks, i, options.threshold),
             )
             outs.extend(run(frames, mine, mine_options))
@@ -190,13 +190,13 @@ def propagate_structures(
                 min_confidence,
                 cancel=cancel,
                 on_slice=on_slice,
-                progress=_shifted(progress, walked, total),
+                progress=shifted_progress(progress, walked, total),
             )
             walked += len(s) - len(sets[label])
     return results
 
 
-def _shifted(progress: ProgressFn | None, before: int, total: int) -> ProgressFn | None:
+def shifted_progress(progress: ProgressFn | None, before: int, total: int) -> ProgressFn | None:
     """``progress`` of a part that starts after ``before`` of ``total`` steps."""
     if progress is None:
         return None

@@ -18,11 +18,11 @@ from napari_segeval.io.case import Case
 from napari_segeval.models.base import Corrections, ProgressFn
 from napari_segeval.prompts.prompt_set import Prompt, PromptSet
 from napari_segeval.propagation.core import (
-    _shifted,
     check_prompts,
     merge_results,
     propagate_structures,
     record,
+    shifted_progress,
     total_steps,
 )
 from napari_segeval.propagation.corrections import (
@@ -192,7 +192,7 @@ class PropagationSession:
                 min_confidence,
                 cancel=cancel,
                 on_slice=on_slice,
-                progress=_shifted(progress, before, total),
+                progress=shifted_progress(progress, before, total),
             )
             before += len(s) - len(self._used[lab])
         return out
@@ -254,7 +254,7 @@ class PropagationSession:
                 rest,
                 self.options,
                 cancel=cancel,
-                progress=_shifted(progress, fixes, total),
+                progress=shifted_progress(progress, fixes, total),
                 on_slice=on_slice,
                 cache=self.cache,
             )
