@@ -7,6 +7,7 @@ with the ``interactive`` protocol's prompt rule, then *Re-propagate*.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,7 @@ class DemoRun:
         import numpy as np
 
         from napari_segeval.metrics import largest_failing_slice
-        from napari_segeval.prompts import next_correction
+        from napari_segeval.prompts import Point, next_correction
 
         w, label = self.widget, self.box.label
         stack = (-1, *w.state.reference.data.shape[-2:])  # a 2D image as one slice
@@ -140,7 +141,7 @@ class DemoRun:
             return
         prompt = found.prompt
         tools = w.prompt.tools
-        if points:
+        if isinstance(prompt, Point):
             tools.start_points(prompt.positive).add(prompt.to_napari(3))
         else:
             tools.start_box().add_rectangles([prompt.to_napari(3)])
@@ -202,7 +203,7 @@ def _surface_in(dice: Any) -> bool:
     return not dice.surface_runner.running and not dice._surface_timer.isActive()
 
 
-def _wait(done: Any, ms: int = 100) -> None:
+def _wait(done: Callable[[], Any], ms: int = 100) -> None:
     """Run Qt's event loop until ``done()``, checked every ``ms`` milliseconds."""
     from qtpy.QtCore import QEventLoop, QTimer
 
@@ -210,15 +211,47 @@ def _wait(done: Any, ms: int = 100) -> None:
     timer.setInterval(ms)
     timer.timeout.connect(lambda: loop.quit() if done() else None)
     timer.start()
-    loop.exec_()
+    loop.exec()
     timer.stop()
 
 
-def _screenshot(viewer: Any, screenshot: str | Path) -> Path:
-    """Save the whole window to ``screenshot``."""
-    path = Path(screenshot)
-    viewer.screenshot(path=str(path), canvas_only=False, flash=False)
-    return path
+def _viewer(title: str) -> Any:
+    import napari
+
+    viewer = napari.Viewer(title=title)
+    viewer.window.resize(1600, 1000)
+    return viewer
+
+
+def _finish(
+    viewer: Any,
+    screenshot: str | Path | None,
+    done: Callable[[], Any],
+    failure: Callable[[], str | None],
+    ready: Callable[[], None] = lambda: None,
+) -> Path | None:
+    """Hand over to napari; with ``screenshot``, wait until ``done()``, save the window, close.
+
+    ``failure()`` is the message of the :class:`SegEvalError` raised instead; ``ready()``
+    runs before the screenshot.
+    """
+    import napari
+
+    from napari_segeval._errors import SegEvalError
+
+    if screenshot is None:
+        napari.run()
+        return None
+    _wait(done)
+    try:
+        problem = failure()
+        if problem:
+            raise SegEvalError(problem)
+        ready()
+        viewer.screenshot(path=str(screenshot), canvas_only=False, flash=False)
+        return Path(screenshot)
+    finally:
+        viewer.close()
 
 
 def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None:
@@ -229,29 +262,24 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
     SegEvalError
         When propagation or the attack fails (the message says why).
     """
-    import napari
-
-    from napari_segeval._errors import SegEvalError
-
-    viewer = napari.Viewer(title="napari-segeval demo")
-    viewer.window.resize(1600, 1000)
+    viewer = _viewer("napari-segeval demo")
     demo = DemoRun(viewer, **kwargs)
     demo.start()
-    if screenshot is None:
-        napari.run()
-        return None
-    _wait(lambda: demo.settled or demo.error)
-    try:
-        if demo.error:
-            raise SegEvalError(f"demo failed in {demo.error}")
+
+    def fit() -> None:
         view = demo.widget.display.view
         if view is not None:  # let the dock take its size, then fit the case in every view
             _wait(lambda: True, 300)
             view.fit()
             _wait(lambda: True, 300)
-        return _screenshot(viewer, screenshot)
-    finally:
-        viewer.close()
+
+    return _finish(
+        viewer,
+        screenshot,
+        lambda: demo.settled or demo.error,
+        lambda: demo.error and f"demo failed in {demo.error}",
+        fit,
+    )
 
 
 def show_results(viewer: Any, results: str | Path) -> Any:
@@ -286,16 +314,8 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
     """
     import time
 
-    import napari
-
-    from napari_segeval._errors import SegEvalError
-
-    viewer = napari.Viewer(title="napari-segeval results browser")
-    viewer.window.resize(1600, 1000)
+    viewer = _viewer("napari-segeval results browser")
     panel = show_results(viewer, results)
-    if screenshot is None:
-        napari.run()
-        return None
     deadline = time.monotonic() + 600
 
     def settled() -> bool:
@@ -306,10 +326,9 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
         shown = panel.loaded is not None and _surface_in(panel.evaluate.dice)
         return bool(panel.runner.last_error) or shown
 
-    _wait(settled)
-    try:
+    def failure() -> str | None:
         if panel.runner.last_error or panel.loaded is None:
-            raise SegEvalError(f"{results}: {panel.runner.last_error or 'nothing to show'}")
-        return _screenshot(viewer, screenshot)
-    finally:
-        viewer.close()
+            return f"{results}: {panel.runner.last_error or 'nothing to show'}"
+        return None
+
+    return _finish(viewer, screenshot, settled, failure)

@@ -325,7 +325,7 @@ class CompareView(QWidget):
                 model.reset_view()
                 zooms[key] = model.camera.zoom
         if zooms:
-            self.sync_from(self.models[min(zooms, key=zooms.get)])
+            self.sync_from(self.models[min(zooms, key=lambda key: zooms[key])])
 
     # -- teardown -------------------------------------------------------------------------
     def close(self) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 from qtpy.QtCore import Qt, QTimer
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
@@ -44,6 +47,11 @@ from napari_segeval.metrics.catalog import METRICS, UNCERTAINTY
 
 SURFACE_DELAY_MS = 600
 SURFACE_KEYS = ("hd95", "nsd")
+#: The columns of a metric per condition shown: (record key, header of ``title``).
+PARTS = {
+    False: ((CLEAN, "{}"),),
+    True: ((CLEAN, "{} clean"), ("attacked", "{} att."), ("delta", "Δ{}")),
+}
 UNC_HEADER = UNCERTAINTY.header
 PLOT_TITLE = "Dice per slice of the selected structure, over its extent (click: go there)"
 RISK_TITLE = (
@@ -55,11 +63,9 @@ RISK_ONLY_TITLE = (
 )
 
 
-def _fmt(key: str, value: float, pending: bool = False, signed: bool = False) -> str:
-    """``METRICS[key].text`` of ``value``; ``...`` for a surface metric still computing."""
-    if pending and key in SURFACE_KEYS and np.isnan(value):
-        return "..."
-    return METRICS[key].text(value, signed)
+def _ends(slices: list[int]) -> tuple[int, int] | None:
+    """First and last of ``slices`` (None when empty)."""
+    return (min(slices), max(slices)) if slices else None
 
 
 class DicePanel(QWidget):
@@ -72,9 +78,12 @@ class DicePanel(QWidget):
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
         self.live: dict[str, Any] = {}
-        self.surface: dict[str, list | None] = {}
+        self.surface: dict[str, list[dict] | None] = {}
         self.records: list[dict] = []
-        self._hooks: list[tuple[Any, Any, Any]] = []
+        #: the condition counted for each column of the table (clean: attacked without it)
+        self.counted: dict[str, str] = {}
+        self._seen: set[int] = set()
+        self._unhook: Callable[[], None] = lambda: None
         self._pending: dict[str, slice | None] = {}
         self.message = QLabel("")
         self.message.setWordWrap(True)
@@ -83,8 +92,8 @@ class DicePanel(QWidget):
         self.result.setWordWrap(True)
         self.result.setVisible(False)
         self.table = QTableWidget(0, 1)
-        self.table.setSelectionBehavior(QTableWidget.SelectRows)
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setMinimumHeight(90)
         self.table.itemSelectionChanged.connect(self._row_selected)
         self.plot = SlicePlot()
@@ -136,37 +145,17 @@ class DicePanel(QWidget):
         self.rebind()
 
     # -- binding to layers ------------------------------------------------------------
-    def _unhook(self) -> None:
-        for emitter, name, cb in self._hooks:
-            try:
-                getattr(emitter, name).disconnect(cb)
-            except (TypeError, RuntimeError, ValueError):
-                pass
-        self._hooks = []
-
-    def _hook(self, layer: Any, key: str) -> None:
-        def on_paint(event, key=key):
-            self.on_paint(key, event)
-
-        def on_data(event=None, key=key):
-            self.on_data_replaced(key)
-
-        layer.events.paint.connect(on_paint)
-        layer.events.data.connect(on_data)
-        self._hooks += [(layer.events, "paint", on_paint), (layer.events, "data", on_data)]
-
     def rebind(self) -> None:
         """Build the live counters for the current layers and count everything."""
         from napari_segeval._widgets.jobs.worker import error_message
         from napari_segeval.metrics import LiveMetrics
 
         self._unhook()
-        self.live, self.surface, self._pending = {}, {}, {}
-        self._seen: set[int] = set()
+        self.live, self.surface, self._pending, self._seen = {}, {}, {}, set()
         ref = self.state.reference
-        problems = []
+        problems, hooked = [], []
         if ref is not None:
-            self._hook(ref, "reference")
+            hooked.append(("reference", ref))
             for cond in CONDITIONS:
                 pred = self.state.predictions.get(cond)
                 if pred is None:
@@ -182,7 +171,15 @@ class DicePanel(QWidget):
                     problems.append(f"{cond}: {error_message(exc)}")
                     continue
                 self.surface[cond] = None
-                self._hook(pred, cond)
+                hooked.append((cond, pred))
+        self._unhook = listen(
+            pair
+            for key, layer in hooked
+            for pair in (
+                (layer.events.paint, partial(self.on_paint, key)),
+                (layer.events.data, partial(self.on_data_replaced, key)),
+            )
+        )
         if ref is None and self.state.risk:
             self.message.setText(
                 "no reference labels: no Dice; the plot shows the estimated risk of failure"
@@ -198,7 +195,7 @@ class DicePanel(QWidget):
         for w in (self.table, self.recount_button, self.overlay_box, self.overlay_condition):
             w.setVisible(scored)
         self.worst_button.setVisible(scored and self.state.kind() != "image")
-        self.overlay.refresh_all(self.overlay_condition.currentText())
+        self.overlay.refresh()
         self.refresh()
         self._surface_timer.start()
 
@@ -220,7 +217,7 @@ class DicePanel(QWidget):
     def _new_current(self) -> None:
         self._select_current()
         self.refresh_plot()
-        self.overlay.refresh_all(self.overlay_condition.currentText())
+        self.overlay.refresh()
 
     # -- edits --------------------------------------------------------------------------
     def on_paint(self, key: str, event: Any) -> None:
@@ -250,7 +247,8 @@ class DicePanel(QWidget):
                 continue
             live.update(region)
             self.surface[cond] = None
-            self.overlay.update_region(cond, region)
+            if cond == self.overlay.condition:
+                self.overlay.update_region(region)
         if pending:
             self.refresh()
             self._surface_timer.start()
@@ -258,23 +256,14 @@ class DicePanel(QWidget):
     # -- display ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw the table and the plot from the counters."""
-        clean = self.live.get(CLEAN)
-        attacked = self.live.get("attacked")
-        if clean is None and attacked is not None:
-            clean, attacked = attacked, None
-        if clean is None:
-            self.records = []
-        else:
-            surf = {
-                CLEAN: self.surface.get(CLEAN)
-                if CLEAN in self.live
-                else self.surface.get("attacked"),
-                "attacked": self.surface.get("attacked"),
-            }
-            records = compare_rows(
-                clean.table(), None if attacked is None else attacked.table(), surface=surf
-            )
-            self.records = self._in_play(records)
+        counted = [c for c in CONDITIONS if c in self.live]  # the attacked alone: its column
+        self.counted = dict(zip(CONDITIONS, counted, strict=False))
+        tables = {col: self.live[c].table() for col, c in self.counted.items()}
+        surface = {col: self.surface.get(c) for col, c in self.counted.items()}
+        rows = (
+            compare_rows(tables[CLEAN], tables.get("attacked"), surface=surface) if tables else []
+        )
+        self.records = self._in_play(rows)
         self._fill_table()
         self.refresh_plot()
 
@@ -287,71 +276,76 @@ class DicePanel(QWidget):
         shown = [rec for rec in records if rec["label"] in self._seen]
         return shown or records
 
-    def headers(self) -> list[str]:
-        """Column titles of the table."""
+    def columns(self) -> list[tuple[str, Callable[[dict], QTableWidgetItem]]]:
+        """The table's columns: title, and the cell it shows of a record."""
         both = any(r["attacked"] is not None for r in self.records)
-        heads = ["structure"]
+        cols: list[tuple[str, Callable[[dict], QTableWidgetItem]]] = [
+            ("structure", self._name_cell)
+        ]
         for key in PANEL_KEYS:
             title = METRICS[key].header
-            heads += [f"{title} clean", f"{title} att.", f"Δ{title}"] if both else [title]
+            cols += [(head.format(title), partial(self._cell, key, p)) for p, head in PARTS[both]]
             if key == "dice" and self.state.uncertainty:
-                heads.append(UNC_HEADER)
-        return heads
+                cols.append((UNC_HEADER, self._uncertainty_cell))
+        return cols
+
+    def headers(self) -> list[str]:
+        """Column titles of the table."""
+        return [title for title, _ in self.columns()]
 
     def cell(self, label: int, header: str) -> str:
         """Text of a cell, by structure id and column title (for tests and export)."""
         col = self.headers().index(header)
         row = [r["label"] for r in self.records].index(int(label))
-        return self.table.item(row, col).text()
+        item = self.table.item(row, col)
+        return "" if item is None else item.text()
+
+    def _name_cell(self, rec: dict) -> QTableWidgetItem:
+        item = QTableWidgetItem(f"{rec['label']} {rec['name']}")
+        swatch = structure_colour(int(rec["label"]), self.state.structures)
+        item.setData(Qt.ItemDataRole.DecorationRole, QColor(swatch))  # its colour in the layers
+        return item
+
+    def _cell(self, key: str, part: str, rec: dict) -> QTableWidgetItem:
+        """A metric of the clean or attacked prediction, or their difference, coloured for Dice."""
+        value = (rec[part] or {}).get(key, float("nan"))
+        computing = self.surface.get(self.counted.get(part, "")) is None and key in SURFACE_KEYS
+        delta = part == "delta"
+        item = QTableWidgetItem(
+            "..."
+            if computing and not delta and np.isnan(value)
+            else METRICS[key].text(value, delta)
+        )
+        colour = None
+        if key == "dice" and not delta:
+            colour = dice_colour(value)
+        elif key == "dice" and np.isfinite(value) and abs(value) >= 0.01:
+            colour = dice_colour(0.0 if METRICS[key].worse(value, 0.0) else 1.0)  # red or green
+        if colour is not None:
+            item.setBackground(QColor(*colour))
+            item.setForeground(QColor(255, 255, 255))
+            # a selected row's highlight would hide the colour: only the structure's cell
+            # shows the selection
+            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
+        return item
+
+    def _uncertainty_cell(self, rec: dict) -> QTableWidgetItem:
+        item = QTableWidgetItem(UNCERTAINTY.text(self.state.uncertainty.get(int(rec["label"]))))
+        item.setToolTip(
+            "uncertainty of the clean prediction: mean normalised entropy over the structure "
+            "and its boundary band"
+        )
+        return item
 
     def _fill_table(self) -> None:
-        heads = self.headers()
+        cols = self.columns()
         self.table.blockSignals(True)
-        self.table.setColumnCount(len(heads))
-        self.table.setHorizontalHeaderLabels(heads)
+        self.table.setColumnCount(len(cols))
+        self.table.setHorizontalHeaderLabels([title for title, _ in cols])
         self.table.setRowCount(len(self.records))
-        both = any(r["attacked"] is not None for r in self.records)
-        unc = self.state.uncertainty
         for i, rec in enumerate(self.records):
-            name = QTableWidgetItem(f"{rec['label']} {rec['name']}")
-            swatch = structure_colour(int(rec["label"]), self.state.structures)
-            name.setData(Qt.DecorationRole, QColor(swatch))  # its colour in the layers
-            self.table.setItem(i, 0, name)
-            col = 1
-            for key in PANEL_KEYS:
-                parts = [(CLEAN, rec[CLEAN][key])]
-                if both:
-                    att = rec["attacked"] or {}
-                    parts += [
-                        ("attacked", att.get(key, float("nan"))),
-                        ("delta", (rec["delta"] or {}).get(key, float("nan"))),
-                    ]
-                for cond, value in parts:
-                    pending = cond != "delta" and self.surface.get(cond) is None
-                    item = QTableWidgetItem(_fmt(key, value, pending, cond == "delta"))
-                    colour = None
-                    if key == "dice" and cond != "delta":
-                        colour = dice_colour(value)
-                    elif key == "dice" and np.isfinite(value) and abs(value) >= 0.01:
-                        worse = METRICS[key].worse(value, 0.0)
-                        colour = (200, 50, 50) if worse else (46, 160, 67)
-                    if colour is not None:
-                        item.setBackground(QColor(*colour))
-                        item.setForeground(QColor(255, 255, 255))
-                        # a selected row's highlight would hide the colour: only the
-                        # structure's cell shows the selection
-                        item.setFlags(item.flags() & ~Qt.ItemIsSelectable)
-                    self.table.setItem(i, col, item)
-                    col += 1
-                if key == "dice" and unc:
-                    value = unc.get(int(rec["label"]), float("nan"))
-                    item = QTableWidgetItem(UNCERTAINTY.text(value))
-                    item.setToolTip(
-                        "uncertainty of the clean prediction: mean normalised "
-                        "entropy over the structure and its boundary band"
-                    )
-                    self.table.setItem(i, col, item)
-                    col += 1
+            for j, (_, make) in enumerate(cols):
+                self.table.setItem(i, j, make(rec))
         self.table.resizeColumnsToContents()
         self.table.blockSignals(False)
         self._select_current()
@@ -369,61 +363,44 @@ class DicePanel(QWidget):
         if rows:
             self.state.set_current(self.records[rows[0]]["label"])
 
-    def per_slice(self) -> dict[str, np.ndarray]:
-        """Per-slice Dice of the current structure for each condition."""
-        label = self.state.current
-        if label is None:
-            return {}
-        return {cond: live.per_slice_dice(int(label)) for cond, live in self.live.items()}
-
     def refresh_plot(self) -> None:
-        """Redraw the per-slice plot of the current structure (extent, kinds, prompts, chain)."""
+        """Redraw the per-slice plot of the current structure: Dice, risk, extent, marks."""
         if self.state.kind() == "image":
             return
-        label = self.state.current
-        names = self.state.structures
-        colours = {}
-        if label is not None and several(names):  # the structure's colours in the layers
-            colours = {c: structure_colour(int(label), names, c) for c in self.live}
-        self.plot.set_series(self.per_slice(), colours)
+        label, names = self.state.current, self.state.structures
         live = self.live.get(CLEAN, self.live.get("attacked"))
+        series, colours = {}, {}
+        if label is not None:
+            series = {cond: counter.per_slice_dice(label) for cond, counter in self.live.items()}
+            if several(names):  # the structure's colours in the layers
+                colours = {cond: structure_colour(label, names, cond) for cond in self.live}
+        self.plot.set_series(series, colours)
+        risk = self.state.risk.get(label) if label is not None else None
+        layer = self._layer_for_axis0()
+        curve, stops, at_risk = None, (), []
+        if risk is not None and risk.slices and layer is not None and layer.ndim >= 3:
+            curve = np.full(layer.data.shape[0], np.nan)
+            for s in (s for s in risk.slices if 0 <= s.slice < len(curve)):
+                curve[s.slice] = s.risk
+            stops = tuple(k for k, _ in risk.stops)
+            at_risk = [s.slice for s in risk.slices if s.area > 0]
+        self.plot.set_risk(curve, stops)
+        title = PLOT_TITLE if curve is None else RISK_TITLE if live else RISK_ONLY_TITLE
+        self.plot_title.setText(title)
+        prompts = self.state.prompts.get(label) if label is not None else None
+        frames = tuple(prompts.frames) if prompts is not None else ()
         if label is not None and live is not None:
-            counts = live.slice_counts(int(label))
+            counts = live.slice_counts(label)
             present = (counts[:, 1] > 0) | (counts[:, 2] > 0)
             for other in self.live.values():
-                present |= other.slice_counts(int(label))[:, 2] > 0
+                present |= other.slice_counts(label)[:, 2] > 0
             self.plot.set_range(slice_extent(present))
-            missed, false_positive = slice_kinds(counts)
-            predicted = np.flatnonzero(counts[:, 2] > 0)
-            ends = (int(predicted[0]), int(predicted[-1])) if predicted.size else None
-            prompts = self.state.prompts.get(int(label))
-            frames = tuple(prompts.frames) if prompts is not None else ()
-            self.plot.set_marks(missed, false_positive, frames, ends)
-        self._plot_risk(label, live is not None)
+            predicted = np.flatnonzero(counts[:, 2] > 0).tolist()
+            self.plot.set_marks(*slice_kinds(counts), frames, _ends(predicted))
+        elif curve is not None:  # no Dice: the slices the risk describes
+            self.plot.set_range(slice_extent(np.isfinite(curve), margin=0.0, min_margin=1))
+            self.plot.set_marks(None, None, frames, _ends(at_risk))
         self._on_step()
-
-    def _plot_risk(self, label: int | None, counted: bool) -> None:
-        """The current structure's risk curve and quality stops (spanning them without Dice)."""
-        risk = self.state.risk.get(int(label)) if label is not None else None
-        layer = self._layer_for_axis0()
-        if risk is None or not risk.slices or layer is None or layer.ndim < 3:
-            self.plot.set_risk(None)
-            self.plot_title.setText(PLOT_TITLE)
-            return
-        curve = np.full(layer.data.shape[0], np.nan)
-        for s in risk.slices:
-            if 0 <= s.slice < len(curve):
-                curve[s.slice] = s.risk
-        self.plot.set_risk(curve, tuple(k for k, _ in risk.stops))
-        self.plot_title.setText(RISK_TITLE if counted else RISK_ONLY_TITLE)
-        if not counted:
-            described = np.isfinite(curve)
-            self.plot.set_range(slice_extent(described, margin=0.0, min_margin=1))
-            predicted = [s.slice for s in risk.slices if s.area > 0]
-            ends = (min(predicted), max(predicted)) if predicted else None
-            prompts = self.state.prompts.get(int(label))
-            frames = tuple(prompts.frames) if prompts is not None else ()
-            self.plot.set_marks(None, None, frames, ends)
 
     # -- navigation ---------------------------------------------------------------------
     def _layer_for_axis0(self) -> Any:
@@ -474,16 +451,12 @@ class DicePanel(QWidget):
             surface_rows,
             pairs,
             self.state.spacing(),
-            self.state.structures or self._structure_names(),
+            self.state.structures or {r["label"]: r["name"] for r in self.records},
             needs=[ref, *preds.values()],
             on_done=self._surface_done,
         )
 
-    def _structure_names(self) -> dict[int, str]:
-        live = next(iter(self.live.values()))
-        return {r["label"]: r["name"] for r in live.table()}
-
-    def _surface_done(self, rows: dict[str, list]) -> None:
+    def _surface_done(self, rows: dict[str, list[dict]]) -> None:
         if self._pending or self._surface_timer.isActive():
             return  # an edit arrived meanwhile: the next run brings fresh values
         for cond, value in rows.items():
@@ -492,12 +465,13 @@ class DicePanel(QWidget):
         self.refresh()
 
     def _overlay_toggled(self, *_: Any) -> None:
+        self.overlay.condition = self.overlay_condition.currentText()
         if self.overlay_box.isChecked():
-            run_guarded("overlay", lambda: self.overlay.show(self.overlay_condition.currentText()))
+            run_guarded("overlay", self.overlay.show)
         else:
             self.overlay.hide()
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: Any) -> None:
         self._unhook()
         self._unlisten()
         super().closeEvent(event)

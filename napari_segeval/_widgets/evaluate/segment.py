@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from magicgui.types import FileDialogMode
 from magicgui.widgets import CheckBox, ComboBox, FileEdit
 from qtpy.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
@@ -17,9 +18,9 @@ from napari_segeval._widgets.prompt.panel import prediction_layer
 
 #: The path box's dialog mode and placeholder per kind of path of a model source.
 PATH_KINDS = {
-    "folder": ("d", "nnU-Net v2 results folder"),
-    "file": ("r", "model file (.pt)"),
-    None: ("r", "weights shipped"),
+    "folder": (FileDialogMode.EXISTING_DIRECTORY, "nnU-Net v2 results folder"),
+    "file": (FileDialogMode.EXISTING_FILE, "model file (.pt)"),
+    None: (FileDialogMode.EXISTING_FILE, "weights shipped"),
 }
 
 
@@ -31,7 +32,7 @@ class SegmentPanel(QWidget):
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
         self.source = ComboBox(label="model", choices=list(DENSE_SOURCES))
-        self.path = FileEdit(label="path", mode="r", filter="PyTorch (*.pt *.pth)", nullable=True)
+        self.path = FileEdit(label="path", filter="PyTorch (*.pt *.pth)", nullable=True)
         self.trust = CheckBox(
             label="",
             text="trust TorchScript (it runs code from the file)",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import numpy as np
 from qtpy.QtCore import QPointF, QRectF, Qt, Signal
 from qtpy.QtGui import QColor, QPainter, QPainterPath, QPen
@@ -42,16 +45,11 @@ class SlicePlot(QWidget):
         self.series: dict[str, np.ndarray] = {}
         self.colours: dict[str, QColor] = dict(SERIES_COLOURS)
         self.current: int | None = None
-        self.n = 0
-        self.lo, self.hi = 0, 0
-        self.missed = np.zeros(0, bool)
-        self.false_positive = np.zeros(0, bool)
-        self.prompts: tuple[int, ...] = ()
-        self.ends: tuple[int, int] | None = None
         self.risk = np.zeros(0)
         self.stops: tuple[int, ...] = ()
+        self._reset(0)
         self.setMinimumHeight(112)
-        self.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         self.setToolTip(
             "Dice per slice (lines: clean, attacked); under the axis: green = missed "
             "(reference, no prediction), magenta = false positive (prediction, no "
@@ -61,6 +59,11 @@ class SlicePlot(QWidget):
             "Click to go to a slice"
         )
 
+    def _reset(self, n: int) -> None:
+        """``n`` slices, all shown, none marked."""
+        self.n, self.lo, self.hi = n, 0, max(n - 1, 0)
+        self.set_marks()
+
     def set_series(
         self, series: dict[str, np.ndarray], colours: dict[str, str] | None = None
     ) -> None:
@@ -68,12 +71,7 @@ class SlicePlot(QWidget):
         self.series = {k: np.asarray(v, float) for k, v in series.items()}
         self.colours = dict(SERIES_COLOURS)
         self.colours.update({k: QColor(v) for k, v in (colours or {}).items()})
-        self.n = max((len(v) for v in self.series.values()), default=len(self.risk))
-        self.lo, self.hi = 0, max(self.n - 1, 0)
-        self.missed = np.zeros(self.n, bool)
-        self.false_positive = np.zeros(self.n, bool)
-        self.prompts, self.ends = (), None
-        self.update()
+        self._reset(max((len(v) for v in self.series.values()), default=len(self.risk)))
 
     def set_risk(self, risk: np.ndarray | None, stops: tuple[int, ...] = ()) -> None:
         """Draw the risk per slice (NaN: not estimated; None: no curve), mark the quality ``stops``.
@@ -83,10 +81,7 @@ class SlicePlot(QWidget):
         self.risk = np.zeros(0) if risk is None else np.asarray(risk, float)
         self.stops = tuple(int(i) for i in stops) if risk is not None else ()
         if not self.series:
-            self.n = len(self.risk)
-            self.lo, self.hi = 0, max(self.n - 1, 0)
-            self.missed = np.zeros(self.n, bool)
-            self.false_positive = np.zeros(self.n, bool)
+            self._reset(len(self.risk))
         self.update()
 
     def y_title(self) -> str:
@@ -155,15 +150,15 @@ class SlicePlot(QWidget):
         return self.n > 0 and self.lo <= index <= self.hi
 
     # -- Qt events -------------------------------------------------------------------
-    def mousePressEvent(self, event) -> None:
+    def mousePressEvent(self, event: Any) -> None:
         pos = event.pos() if hasattr(event, "pos") else event.position()
         index = self.index_at(float(pos.x()))
         if index is not None:
             self.slice_clicked.emit(index)
 
-    def paintEvent(self, event) -> None:
+    def paintEvent(self, event: Any) -> None:
         painter = QPainter(self)
-        painter.setRenderHint(QPainter.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         r = self._plot_rect()
         self._axes(painter, r)
         if self.n:
@@ -172,22 +167,27 @@ class SlicePlot(QWidget):
                 painter.setPen(QPen(self.colours.get(name, QColor("white")), 1.5))
                 painter.drawPath(self._path(values, r))
             if len(self.risk):
-                painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.DashLine))
+                painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.PenStyle.DashLine))
                 painter.drawPath(self._path(self.risk, r))
             self._chain_marks(painter, r)
             self._legend(painter, r)
-        if self.current is not None and self.shown(self.current):
-            painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
-            x = self.x_of(self.current)
-            painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
+        painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
+        self._lines(painter, r, () if self.current is None else (self.current,))
         painter.end()
+
+    def _lines(self, painter: QPainter, r: QRectF, slices: Iterable[int], up: int = 0) -> None:
+        """A vertical line at each shown slice of ``slices``; ``up``: ticks above the plot."""
+        for i in (i for i in slices if self.shown(i)):
+            x = self.x_of(i)
+            top, bottom = (r.top() - up, r.top() + 4) if up else (r.top(), r.bottom())
+            painter.drawLine(QPointF(x, top), QPointF(x, bottom))
 
     def _axes(self, painter: QPainter, r: QRectF) -> None:
         grey = QColor(150, 150, 150)
         painter.setPen(QPen(grey, 1))
         painter.drawRect(r)
         y = r.bottom() - 0.5 * r.height()
-        painter.setPen(QPen(grey, 1, Qt.DotLine))
+        painter.setPen(QPen(grey, 1, Qt.PenStyle.DotLine))
         painter.drawLine(QPointF(r.left(), y), QPointF(r.right(), y))
         painter.setPen(QPen(grey, 1))
         painter.drawText(QPointF(r.left() - 12, r.top() + 8), "1")
@@ -210,41 +210,32 @@ class SlicePlot(QWidget):
             (self.missed, POSITIVE_COLOUR),
             (self.false_positive, NEGATIVE_COLOUR),
         ):
-            painter.setPen(Qt.NoPen)
+            painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(colour))
             for i in np.flatnonzero(mask):
                 if self.shown(int(i)):
                     x = self.x_of(int(i))
                     painter.drawRect(QRectF(x - half, r.bottom() + 2, 2 * half, self.MARK_H))
-        painter.setBrush(Qt.NoBrush)
+        painter.setBrush(Qt.BrushStyle.NoBrush)
 
     def _chain_marks(self, painter: QPainter, r: QRectF) -> None:
         """Prompted slices dashed; the chain's ends as ticks above the plot."""
-        painter.setPen(QPen(QColor(PROMPT_COLOUR), 1, Qt.DashLine))
-        for i in self.prompts:
-            if self.shown(i):
-                x = self.x_of(i)
-                painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
-        painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.DotLine))
-        for i in self.stops:
-            if self.shown(i):
-                x = self.x_of(i)
-                painter.drawLine(QPointF(x, r.top()), QPointF(x, r.bottom()))
-                painter.drawText(QPointF(x + 3, r.bottom() - 4), f"stop ({i})")
-        if self.ends is not None:
-            painter.setPen(QPen(self.colours.get(CLEAN, QColor("white")), 2))
-            for i in self.ends:
-                if self.shown(i):
-                    x = self.x_of(i)
-                    painter.drawLine(QPointF(x, r.top() - 8), QPointF(x, r.top() + 4))
+        painter.setPen(QPen(QColor(PROMPT_COLOUR), 1, Qt.PenStyle.DashLine))
+        self._lines(painter, r, self.prompts)
+        painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.PenStyle.DotLine))
+        self._lines(painter, r, self.stops)
+        for i in (i for i in self.stops if self.shown(i)):
+            painter.drawText(QPointF(self.x_of(i) + 3, r.bottom() - 4), f"stop ({i})")
+        painter.setPen(QPen(self.colours.get(CLEAN, QColor("white")), 2))
+        self._lines(painter, r, self.ends or (), up=8)
 
     def _legend(self, painter: QPainter, r: QRectF) -> None:
         """What the lines are, top right inside the plot (only with a risk curve)."""
         if not len(self.risk):
             return
-        entries = [(name, self.colours.get(name, QColor("white")), Qt.SolidLine)
-                   for name in self.series]  # fmt: skip
-        entries.append(("risk", QColor(RISK_COLOUR), Qt.DashLine))
+        solid, dashed = Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine
+        entries = [(name, self.colours.get(name, QColor("white")), solid) for name in self.series]
+        entries.append(("risk", QColor(RISK_COLOUR), dashed))
         metrics = painter.fontMetrics()
         x = r.right() - 6
         for name, colour, style in reversed(entries):

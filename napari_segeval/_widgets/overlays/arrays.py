@@ -12,64 +12,13 @@ from napari_segeval._names import CLEAN, unnamed_label
 from napari_segeval.metrics.catalog import as_float
 from napari_segeval.prompts.from_labels import key_index
 
-#: Values of :func:`error_overlay`.
-FALSE_POSITIVE = 1
-FALSE_NEGATIVE = 2
-
 #: Values of :func:`disagreement`.
-LOST = 1
-GAINED = 2
-CHANGED = 3
+LOST, GAINED, CHANGED = 1, 2, 3
+#: Values of :func:`error_overlay` (only in the prediction, only in the reference).
+FALSE_POSITIVE, FALSE_NEGATIVE = LOST, GAINED
 
 #: Metric keys shown by the Dice panel, in order.
-PANEL_KEYS: tuple[str, ...] = (
-    "dice",
-    "iou",
-    "precision",
-    "recall",
-    "hd95",
-    "nsd",
-    "volume_pred_ml",
-)
-
-
-def _cleared(
-    shape: tuple[int, ...], region: slice | None, out: np.ndarray | None, what: str
-) -> tuple[np.ndarray, np.ndarray, slice]:
-    """The map to fill (``out``, or a new uint8 one), its ``region`` zeroed, and that region."""
-    if out is None:
-        if region is not None:
-            raise ValueError(f"region needs out= ({what} to update)")
-        out = np.zeros(shape, np.uint8)
-    sel = region if region is not None else slice(None)
-    view = out[sel]
-    view[...] = 0
-    return out, view, sel
-
-
-def error_overlay(
-    reference: np.ndarray,
-    prediction: np.ndarray,
-    label: int,
-    region: slice | None = None,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """Mark false positives and false negatives of structure ``label``.
-
-    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`);
-    with ``region`` only those indices along axis 0 are recomputed into ``out`` (required
-    then), else ``out`` or a new map is filled.
-    """
-    reference = np.asarray(reference)
-    prediction = np.asarray(prediction)
-    if reference.shape != prediction.shape:
-        raise ValueError(f"reference {reference.shape} and prediction {prediction.shape} differ")
-    out, view, sel = _cleared(reference.shape, region, out, "the overlay")
-    r = reference[sel] == label
-    p = prediction[sel] == label
-    view[p & ~r] = FALSE_POSITIVE
-    view[r & ~p] = FALSE_NEGATIVE
-    return out
+PANEL_KEYS = ("dice", "iou", "precision", "recall", "hd95", "nsd", "volume_pred_ml")
 
 
 def disagreement(
@@ -83,39 +32,52 @@ def disagreement(
 
     Returns a uint8 map: with ``label`` :data:`LOST` where only ``clean`` has it,
     :data:`GAINED` the other way round; without it any structure against background, and
-    :data:`CHANGED` where both have different structures. ``region`` and ``out`` as in
-    :func:`error_overlay`.
+    :data:`CHANGED` where both have different structures. With ``region`` only those
+    indices along axis 0 are recomputed into ``out`` (required then), else ``out`` or a
+    new map is filled.
     """
-    clean = np.asarray(clean)
-    attacked = np.asarray(attacked)
+    clean, attacked = np.asarray(clean), np.asarray(attacked)
     if clean.shape != attacked.shape:
-        raise ValueError(f"clean {clean.shape} and attacked {attacked.shape} predictions differ")
-    out, view, sel = _cleared(clean.shape, region, out, "the layer data")
-    c, a = clean[sel], attacked[sel]
-    if label is not None:
-        had, has = c == label, a == label
-        view[had & ~has] = LOST
-        view[has & ~had] = GAINED
-        return out
-    had, has = c != 0, a != 0
+        raise ValueError(f"the maps' shapes {clean.shape} and {attacked.shape} differ")
+    if out is None:
+        if region is not None:
+            raise ValueError("region needs out= (the map to update)")
+        out = np.zeros(clean.shape, np.uint8)
+    sel = region if region is not None else slice(None)
+    view, c, a = out[sel], clean[sel], attacked[sel]
+    view[...] = 0
+    had, has = (c == label, a == label) if label is not None else (c != 0, a != 0)
     view[had & ~has] = LOST
     view[has & ~had] = GAINED
-    view[had & has & (c != a)] = CHANGED
+    if label is None:
+        view[had & has & (c != a)] = CHANGED
     return out
+
+
+def error_overlay(
+    reference: np.ndarray,
+    prediction: np.ndarray,
+    label: int,
+    region: slice | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Mark false positives and false negatives of structure ``label``.
+
+    Returns a uint8 map (0 agreement, :data:`FALSE_POSITIVE`, :data:`FALSE_NEGATIVE`):
+    :func:`disagreement` from the prediction to the reference (a false positive is what
+    the reference "lost"); ``region`` and ``out`` as there.
+    """
+    return disagreement(prediction, reference, label, region, out)
 
 
 def _axis0_bounds(index: Any) -> tuple[int, int] | None:
     """(first, last + 1) along axis 0 of an index (int, slice, or integer array)."""
     if isinstance(index, slice):
-        if index.start is None or index.stop is None:
-            return None
-        return int(index.start), int(index.stop)
+        return None if index.start is None or index.stop is None else (index.start, index.stop)
     arr = np.asarray(index)
     if arr.size == 0:
         return (0, 0)
-    if arr.dtype == bool:
-        return None
-    return int(arr.min()), int(arr.max()) + 1
+    return None if arr.dtype == bool else (int(arr.min()), int(arr.max()) + 1)
 
 
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
@@ -130,7 +92,7 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
         The union of the touched ranges, clipped to ``[0, n_slices)``; ``slice(0, 0)``
         when nothing was touched, None when the range cannot be told.
     """
-    lo, hi = None, None
+    spans = []
     for atom in atoms:
         key = getattr(atom, "slice_key", None)
         if key is None:
@@ -138,17 +100,14 @@ def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
                 key = atom[0]
             except (TypeError, IndexError, KeyError):
                 return None
-        first = key[0] if isinstance(key, tuple) and key else key
-        bounds = _axis0_bounds(first)
+        bounds = _axis0_bounds(key[0] if isinstance(key, tuple) and key else key)
         if bounds is None:
             return None
-        if bounds[1] <= bounds[0]:
-            continue
-        lo = bounds[0] if lo is None else min(lo, bounds[0])
-        hi = bounds[1] if hi is None else max(hi, bounds[1])
-    if lo is None:
+        if bounds[1] > bounds[0]:
+            spans.append(bounds)
+    if not spans:
         return slice(0, 0)
-    return slice(max(lo, 0), min(hi, int(n_slices)))
+    return slice(max(min(lo for lo, _ in spans), 0), min(max(hi for _, hi in spans), n_slices))
 
 
 def union(old: slice | None, new: slice | None) -> slice | None:
@@ -181,7 +140,7 @@ def focus_slice(labels: np.ndarray | None, label: int | None, n_slices: int) -> 
 def compare_rows(
     clean: Sequence[Mapping],
     attacked: Sequence[Mapping] | None = None,
-    surface: Mapping[str, Sequence[Mapping]] | None = None,
+    surface: Mapping[str, Sequence[Mapping] | None] | None = None,
     keys: Sequence[str] = PANEL_KEYS,
 ) -> list[dict]:
     """Merge clean and attacked metric rows (``label``, ``name``, metrics) into one per structure.
@@ -190,33 +149,28 @@ def compare_rows(
     NaN) from the live rows. Returns ``{"label", "name", "clean": {key: v}, "attacked":
     {key: v} or None, "delta": {key: attacked - clean} or None}`` records.
     """
-    surface = surface or {}
 
-    def index(rows):
+    def index(rows: Sequence[Mapping] | None) -> dict[int, Mapping]:
         return {int(r["label"]): r for r in rows or ()}
 
-    live = {CLEAN: index(clean), "attacked": index(attacked) if attacked is not None else None}
-    surf = {k: index(v) for k, v in surface.items() if v is not None}
+    fill = {cond: index(rows) for cond, rows in (surface or {}).items()}
+    first = index(clean)
+    live = {CLEAN: first, "attacked": None if attacked is None else index(attacked)}
+
+    def values(cond: str, label: int) -> dict[str, float] | None:
+        rows = live[cond]
+        if rows is None:
+            return None
+        row, extra = rows.get(label, {}), fill.get(cond, {}).get(label, {})
+        got = {k: as_float(row.get(k)) for k in keys}
+        return {k: as_float(extra.get(k)) if np.isnan(v) else v for k, v in got.items()}
+
     out = []
-    for label, row in live[CLEAN].items():
+    for label, row in first.items():
         rec: dict = {"label": label, "name": row.get("name", unnamed_label(label))}
-        for cond in (CLEAN, "attacked"):
-            rows = live[cond]
-            if rows is None:
-                rec[cond] = None
-                continue
-            vals = {}
-            for key in keys:
-                v = as_float((rows.get(label) or {}).get(key))
-                if np.isnan(v) and cond in surf:
-                    v = as_float((surf[cond].get(label) or {}).get(key))
-                vals[key] = v
-            rec[cond] = vals
-        rec["delta"] = (
-            None
-            if rec["attacked"] is None
-            else {k: rec["attacked"][k] - rec[CLEAN][k] for k in keys}
-        )
+        rec.update({cond: values(cond, label) for cond in live})
+        att = rec["attacked"]
+        rec["delta"] = None if att is None else {k: att[k] - rec[CLEAN][k] for k in keys}
         out.append(rec)
     return out
 
@@ -233,7 +187,8 @@ def dice_colour(value: float) -> tuple[int, int, int] | None:
     if np.isnan(v):
         return None
     stops = np.array([[200, 50, 50], [220, 160, 40], [46, 160, 67]])  # red, amber, green
-    return tuple(round(float(np.interp(v, (0.0, 0.5, 1.0), col))) for col in stops.T)
+    r, g, b = (round(float(np.interp(v, (0.0, 0.5, 1.0), col))) for col in stops.T)
+    return r, g, b
 
 
 def slice_kinds(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import reduce
 from typing import Any
+
+import numpy as np
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
@@ -20,45 +23,95 @@ from napari_segeval._widgets.overlays.arrays import (
     union,
 )
 
-#: Colours of the overlay values (those of the clicks that would fix them).
-OVERLAY_COLOURS = {
+#: Colours of the overlay values (those of the clicks that would fix them), None the rest.
+OVERLAY_COLOURS: dict[int | None, str] = {
     FALSE_POSITIVE: colours.NEGATIVE_COLOUR,
     FALSE_NEGATIVE: colours.POSITIVE_COLOUR,
+    None: "transparent",
 }
 LAYER_NAME = "errors (FP magenta, FN green)"
+#: Colours of the disagreement values (lost under attack, gained, changed structure).
+DISAGREEMENT_COLOURS: dict[int | None, str] = {
+    LOST: colours.DISAGREEMENT_COLOURS["lost"],
+    GAINED: colours.DISAGREEMENT_COLOURS["gained"],
+    CHANGED: colours.DISAGREEMENT_COLOURS["changed"],
+    None: "transparent",
+}
+DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
 class _Overlay:
-    """One read-only Labels layer the viewer shows over the case, kept up to date."""
+    """One read-only Labels layer the viewer shows over the case, kept up to date.
+
+    A subclass names the two layers compared (:meth:`pair`, the first one's grid is the
+    overlay's) and marks them (:meth:`marks`, as :func:`disagreement`).
+    """
+
+    name = ""
+    palette: dict[int | None, str] = {}
+    opacity = 0.8
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         self.viewer = viewer
         self.state = state
         self.layer: Any = None
 
+    def pair(self) -> tuple[Any, Any] | None:
+        """The two layers compared (of one shape), or None."""
+        raise NotImplementedError
+
+    def marks(
+        self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
+    ) -> np.ndarray:
+        """The overlay's values from the pair's arrays (``region``/``out``: a partial update)."""
+        raise NotImplementedError
+
     @property
     def shown(self) -> bool:
         """True while the layer is in the viewer."""
         return self.layer is not None and self.layer in self.viewer.layers
 
-    def _put(self, data: Any, name: str, like: Any, values: dict, opacity: float) -> Any:
-        """Show ``data`` (``values`` coloured) on ``like``'s grid: a new layer, or its new data."""
+    def show(self) -> Any:
+        """Create (or recompute) the layer; None (and no layer) without a pair to compare."""
         from napari.utils.colormaps import DirectLabelColormap
 
+        pair = self.pair()
+        if pair is None:
+            self.hide()
+            return None
+        data = self.marks(pair[0].data, pair[1].data)
         if self.shown:
             self.layer.data = data
             return self.layer
         self.layer = self.viewer.add_labels(
             data,
-            name=name,
-            scale=like.scale,
-            translate=like.translate,
-            colormap=DirectLabelColormap(color_dict={**values, None: "transparent"}),
-            opacity=opacity,
+            name=self.name,
+            scale=pair[0].scale,
+            translate=pair[0].translate,
+            colormap=DirectLabelColormap(color_dict=self.palette),
+            opacity=self.opacity,
             blending="translucent_no_depth",
         )
         self.layer.editable = False
         return self.layer
+
+    def refresh(self) -> None:
+        """Recompute the whole layer while it is shown (structure or layers changed)."""
+        if self.shown:
+            self.show()
+
+    def update_region(self, region: slice | None) -> None:
+        """Recompute the slices an edit touched (everything for ``region=None``)."""
+        if not self.shown:
+            return
+        pair = self.pair()
+        if pair is None or self.layer.data.shape != pair[0].data.shape:
+            self.hide()
+        elif region is None:
+            self.show()
+        else:
+            self.marks(pair[0].data, pair[1].data, region=region, out=self.layer.data)
+            self.layer.refresh()
 
     def hide(self) -> None:
         """Remove the layer."""
@@ -67,60 +120,41 @@ class _Overlay:
         self.layer = None
 
 
+def _same_shape(a: Any, b: Any) -> tuple[Any, Any] | None:
+    """``(a, b)`` when both layers are there with arrays of one shape, else None."""
+    return (a, b) if a is not None and b is not None and a.data.shape == b.data.shape else None
+
+
+def set_outlines(layers: Iterable[Any], on: bool, width: int = 2) -> None:
+    """Draw Labels layers as outlines (napari's ``contour``) or filled again."""
+    for layer in layers:
+        if layer is not None:
+            layer.contour = int(width) if on else 0
+
+
 class ErrorOverlay(_Overlay):
-    """Keeps one Labels layer marking where a prediction disagrees with the reference."""
+    """Keeps one Labels layer marking where a prediction disagrees with the reference.
+
+    ``condition`` names the prediction (clean or attacked); the structure is the current one.
+    """
+
+    name, palette = LAYER_NAME, OVERLAY_COLOURS
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         super().__init__(viewer, state)
         self.condition = CLEAN
 
-    def _arrays(self, condition: str):
-        ref, pred = self.state.reference, self.state.predictions.get(condition)
-        if ref is None or pred is None or self.state.current is None:
+    def pair(self) -> tuple[Any, Any] | None:
+        """The reference and the prediction of ``condition`` (None without a structure)."""
+        if self.state.current is None:
             return None
-        if ref.data.shape != pred.data.shape:
-            return None
-        return ref.data, pred.data
+        return _same_shape(self.state.reference, self.state.predictions.get(self.condition))
 
-    def show(self, condition: str) -> Any:
-        """Create (or update) the overlay layer for ``condition`` and the current structure."""
-        self.condition = condition
-        arrays = self._arrays(condition)
-        if arrays is None:
-            self.hide()
-            return None
-        data = error_overlay(arrays[0], arrays[1], int(self.state.current))
-        return self._put(data, LAYER_NAME, self.state.reference, OVERLAY_COLOURS, 0.8)
-
-    def refresh_all(self, condition: str) -> None:
-        """Recompute the whole overlay (structure or layers changed)."""
-        if self.shown:
-            self.show(condition)
-
-    def update_region(self, condition: str, region: slice | None) -> None:
-        """Recompute the slices an edit touched (everything for ``region=None``)."""
-        if not self.shown or condition != self.condition:
-            return
-        arrays = self._arrays(condition)
-        if arrays is None or self.layer.data.shape != arrays[0].shape:
-            self.hide()
-            return
-        if region is None:
-            self.show(condition)
-            return
-        error_overlay(
-            arrays[0], arrays[1], int(self.state.current), region=region, out=self.layer.data
-        )
-        self.layer.refresh()
-
-
-#: Colours of the disagreement values (lost under attack, gained, changed structure).
-DISAGREEMENT_COLOURS = {
-    LOST: colours.DISAGREEMENT_COLOURS["lost"],
-    GAINED: colours.DISAGREEMENT_COLOURS["gained"],
-    CHANGED: colours.DISAGREEMENT_COLOURS["changed"],
-}
-DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
+    def marks(
+        self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
+    ) -> np.ndarray:
+        """:func:`error_overlay` of the current structure."""
+        return error_overlay(a, b, int(self.state.current or 0), region=region, out=out)
 
 
 class DisagreementOverlay(_Overlay):
@@ -130,35 +164,43 @@ class DisagreementOverlay(_Overlay):
     a new array or layer everything.
     """
 
+    name, palette, opacity = DISAGREEMENT_NAME, DISAGREEMENT_COLOURS, 0.9
+
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         super().__init__(viewer, state)
-        self._hooks: list[tuple[Any, Any]] = []
-        self._pending: slice | None | bool = False  # False: no update scheduled
+        self._unhook: Callable[[], None] = lambda: None
+        self._pending: list[slice | None] = []  # the edits of an update scheduled
         ev = state.events
-        self._unlisten = listen((s, self._on_state) for s in (ev.clean, ev.attacked, ev.reference))
+        self._unlisten = listen((s, self.refresh) for s in (ev.clean, ev.attacked, ev.reference))
 
-    def _arrays(self):
-        clean = self.state.predictions.get(CLEAN)
-        attacked = self.state.predictions.get("attacked")
-        if clean is None or attacked is None or clean.data.shape != attacked.data.shape:
-            return None
-        return clean, attacked
+    def pair(self) -> tuple[Any, Any] | None:
+        """The clean and the attacked predictions."""
+        predictions = self.state.predictions
+        return _same_shape(predictions.get(CLEAN), predictions.get("attacked"))
+
+    def marks(
+        self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
+    ) -> np.ndarray:
+        """:func:`disagreement` of every structure."""
+        return disagreement(a, b, region=region, out=out)
 
     def show(self) -> Any:
-        """Create (or recompute) the layer; None when there is no clean/attacked pair."""
-        pair = self._arrays()
-        if pair is None:
-            self.hide()
-            return None
-        clean, attacked = pair
-        data = disagreement(clean.data, attacked.data)
-        self._put(data, DISAGREEMENT_NAME, clean, DISAGREEMENT_COLOURS, 0.9)
-        self._rehook(clean, attacked)
-        return self.layer
+        """Create (or recompute) the layer and follow the predictions' edits."""
+        layer = super().show()
+        pair = self.pair()
+        if layer is not None and pair is not None:
+            self._unhook()
+            events = [ly.events for ly in pair]
+            self._unhook = listen(
+                [(e.paint, self._on_paint) for e in events]
+                + [(e.data, self.refresh) for e in events]
+            )
+        return layer
 
     def hide(self) -> None:
         """Remove the layer and stop following the predictions."""
         self._unhook()
+        self._unhook = lambda: None
         super().hide()
 
     def close(self) -> None:
@@ -166,62 +208,17 @@ class DisagreementOverlay(_Overlay):
         self.hide()
         self._unlisten()
 
-    # -- following the predictions -------------------------------------------------------
-    def _unhook(self) -> None:
-        for emitter, cb in self._hooks:
-            try:
-                emitter.disconnect(cb)
-            except (TypeError, RuntimeError, ValueError):
-                pass
-        self._hooks = []
-
-    def _rehook(self, *layers: Any) -> None:
-        self._unhook()
-        for layer in layers:
-            self._hooks += [
-                (layer.events.paint, self._on_paint),
-                (layer.events.data, self._on_data),
-            ]
-        for emitter, cb in self._hooks:
-            emitter.connect(cb)
-
     def _on_paint(self, event: Any) -> None:
         # napari emits `paint` before writing some edits (data_setitem): update after it returns
         from qtpy.QtCore import QTimer
 
-        pair = self._arrays()
+        pair = self.pair()
         n = pair[0].data.shape[0] if pair is not None else 0
-        region = touched_slices(getattr(event, "value", None) or [], n)
-        scheduled = self._pending is not False
-        self._pending = region if self._pending is False else union(self._pending, region)
-        if not scheduled:
+        if not self._pending:
             QTimer.singleShot(0, self._flush)
+        self._pending.append(touched_slices(getattr(event, "value", None) or [], n))
 
     def _flush(self) -> None:
-        region, self._pending = self._pending, False
-        if region is False or not self.shown:
-            return
-        pair = self._arrays()
-        if pair is None or self.layer.data.shape != pair[0].data.shape:
-            self.hide()
-            return
-        if region is None:
-            self.show()
-            return
-        disagreement(pair[0].data, pair[1].data, region=region, out=self.layer.data)
-        self.layer.refresh()
-
-    def _on_data(self, event: Any = None) -> None:
-        if self.shown:
-            self.show()
-
-    def _on_state(self) -> None:
-        if self.shown:
-            self.show()
-
-
-def set_outlines(layers: Iterable[Any], on: bool, width: int = 2) -> None:
-    """Draw Labels layers as outlines (napari's ``contour``) or filled again."""
-    for layer in layers:
-        if layer is not None:
-            layer.contour = int(width) if on else 0
+        regions, self._pending = self._pending, []
+        if regions:
+            self.update_region(reduce(union, regions))
