@@ -6,6 +6,8 @@ napari's grid mode cannot show *image + reference* beside *image + prediction*; 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from qtpy.QtCore import QTimer
@@ -37,6 +39,14 @@ LINKS = (
 MIN_HEIGHT = 340
 #: Delay before the first fit, once the dock is laid out.
 FIT_DELAY_MS = 150
+COMPARE_TIP = (
+    "reference, clean and attacked predictions side by side in linked views (slice, zoom, "
+    "pan and cursor follow each other)"
+)
+DISAGREEMENT_TIP = (
+    "where the attacked prediction differs from the clean one: red lost under attack, blue "
+    "gained, yellow changed"
+)
 #: Layer attributes the mirrored layers follow (when the layer type has them).
 FOLLOWED = ("colormap", "contrast_limits", "gamma", "opacity", "contour", "blending")
 
@@ -86,35 +96,29 @@ def attacked_image(viewer: Any, state: ViewerState) -> Any:
     """
     from napari.layers import Image
 
-    image = state.image
-    chosen = state.attacked_image
-    if (
-        chosen is not None
-        and chosen in viewer.layers
-        and (image is None or chosen.data.shape == image.data.shape)
-    ):
+    image, chosen = state.image, state.attacked_image
+
+    def fits(layer: Any) -> bool:
+        return image is None or layer.data.shape == image.data.shape
+
+    if chosen is not None and chosen in viewer.layers and fits(chosen):
         return chosen
-    found = None
-    for layer in viewer.layers:
-        if not isinstance(layer, Image) or layer is image:
-            continue
-        name = layer.name.lower()
-        if "perturbation" in name or not ("attacked" in name or "perturbed" in name):
-            continue
-        if image is not None and layer.data.shape != image.data.shape:
-            continue
-        found = layer
-    return found
+    named = [
+        ly
+        for ly in viewer.layers
+        if isinstance(ly, Image) and ly is not image and fits(ly) and _attacked_name(ly.name)
+    ]
+    return named[-1] if named else None
+
+
+def _attacked_name(name: str) -> bool:
+    name = name.lower()
+    return "perturbation" not in name and ("attacked" in name or "perturbed" in name)
 
 
 def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
     """``value`` fitted to ``ndim`` trailing axes, keeping ``current`` for the others."""
-    value = tuple(value)
-    if len(value) == ndim:
-        return value
-    if len(value) > ndim:
-        return value[-ndim:]
-    return tuple(current[: ndim - len(value)]) + value
+    return (*current[: max(ndim - len(value), 0)], *value)[-ndim:]
 
 
 class CompareView(QWidget):
@@ -135,7 +139,6 @@ class CompareView(QWidget):
         self.qt_viewers: dict[str, Any] = {}
         self.titles: dict[str, QLabel] = {}
         self.sources: dict[str, list] = {}
-        self._links: list[tuple[Any, Any]] = []
         #: per pane, the connections that keep its mirrored layers following their sources
         self._follow: dict[str, list[tuple[Any, Any]]] = {}
         #: per pane, what it shows (:func:`_signature` of its sources)
@@ -155,15 +158,16 @@ class CompareView(QWidget):
             row.addLayout(column, 1)
             self.models[key], self.qt_viewers[key], self.titles[key] = model, qt, label
         self.rebuild()
-        for source in (viewer, *self.models.values()):
-            for comp, attr in LINKS:
-
-                def linked(event=None, source=source, comp=comp, attr=attr):
-                    self._linked(source, comp, attr)
-
-                self._connect(self._links, getattr(getattr(source, comp).events, attr), linked)
-        self._connect(self._links, viewer.layers.events.removed, self._layer_removed)
-        self._connect(self._links, viewer.layers.events.inserted, self._layer_inserted)
+        self._links: list[tuple[Any, Callable[..., Any]]] = [
+            (getattr(getattr(source, comp).events, attr), partial(self._linked, source, comp, attr))
+            for source in (viewer, *self.models.values())
+            for comp, attr in LINKS
+        ]
+        self._links += [
+            (viewer.layers.events.removed, self._layer_removed),
+            (viewer.layers.events.inserted, self._layer_inserted),
+        ]
+        listen(self._links)
         ev = state.events
         self._unlisten = listen(
             (s, self._on_state)
@@ -179,17 +183,9 @@ class CompareView(QWidget):
 
     # -- connections --------------------------------------------------------------------
     @staticmethod
-    def _connect(store: list, emitter: Any, callback: Any) -> None:
-        emitter.connect(callback)
-        store.append((emitter, callback))
-
-    @staticmethod
-    def _disconnect(store: list) -> None:
+    def _disconnect(store: list[tuple[Any, Any]]) -> None:
         for emitter, callback in store:
-            try:
-                emitter.disconnect(callback)
-            except (TypeError, RuntimeError, ValueError):
-                pass
+            emitter.disconnect(callback)
         store.clear()
 
     @property
@@ -198,33 +194,24 @@ class CompareView(QWidget):
         return len(self._links) + sum(len(v) for v in self._follow.values())
 
     # -- layers -------------------------------------------------------------------------
-    def _pane_sources(self) -> dict[str, list]:
-        s = self.state
-        attacked = attacked_image(self.viewer, s)
-        return {
-            "reference": [s.image, s.reference],
-            CLEAN: [s.image, s.predictions.get(CLEAN)],
-            "attacked": [
-                attacked if attacked is not None else s.image,
-                s.predictions.get("attacked"),
-            ],
-        }
-
     def rebuild(self) -> None:
         """Mirror the case's current layers into the three views and align them.
 
         Only panes whose sources changed are refilled: emptying a napari view runs a full
         garbage collection (about half a second with torch loaded).
         """
-        for key, layers in self._pane_sources().items():
+        s = self.state
+        attacked = attacked_image(self.viewer, s)
+        sources = {
+            "reference": [s.image, s.reference],
+            CLEAN: [s.image, s.predictions.get(CLEAN)],
+            "attacked": [s.image if attacked is None else attacked, s.predictions.get("attacked")],
+        }
+        for key, layers in sources.items():
             present = [ly for ly in layers if ly is not None and ly in self.viewer.layers]
             if self._shown.get(key) != _signature(present):
                 self._fill(key, present)
-            title = pane_title(
-                key,
-                self.state.predictions.get(key),
-                attacked_image(self.viewer, self.state) is not None,
-            )
+            title = pane_title(key, s.predictions.get(key), attacked is not None)
             missing = key in CONDITIONS and self.state.predictions.get(key) is None
             self.titles[key].setText(f"{title} - none yet" if missing else title)
         self.sync_from(self.viewer)
@@ -252,21 +239,16 @@ class CompareView(QWidget):
     def _mirror(self, key: str, src: Any, dst: Any) -> None:
         from napari.layers import Image
 
-        def copy(event=None, name: str = "") -> None:
+        def copy(name: str) -> None:
             setattr(dst, name, getattr(src, name))
 
         names = [n for n in FOLLOWED if hasattr(src.events, n) and hasattr(dst, n)]
-        if not isinstance(src, Image):
-            names.append("visible")
-        for name in names:
-            self._connect(
-                self._follow[key],
-                getattr(src.events, name),
-                lambda event=None, name=name: copy(name=name),
-            )
-        self._connect(self._follow[key], src.events.data, lambda event=None: copy(name="data"))
+        names += ["data"] if isinstance(src, Image) else ["data", "visible"]
+        pairs = [(getattr(src.events, name), partial(copy, name)) for name in names]
         if hasattr(src.events, "paint"):
-            self._connect(self._follow[key], src.events.paint, lambda event=None: dst.refresh())
+            pairs.append((src.events.paint, dst.refresh))
+        self._follow[key] += pairs
+        listen(pairs)
 
     def _on_state(self) -> None:
         if not self.closed:
@@ -296,21 +278,16 @@ class CompareView(QWidget):
 
     @staticmethod
     def _apply(target: Any, comp: str, attr: str, value: Any) -> None:
-        if comp == "dims":
-            dims = target.dims
-            if attr == "point":
-                point = _aligned(value, dims.ndim, dims.point)
-                dims.set_point(range(dims.ndim), point)
-            elif attr == "order":
-                if len(value) == dims.ndim:
-                    dims.order = tuple(value)
-            else:
-                dims.ndisplay = value
-        elif comp == "camera":
-            setattr(target.camera, attr, value)
+        dims = target.dims
+        if comp == "camera" or attr == "ndisplay":
+            setattr(getattr(target, comp), attr, value)
+        elif attr == "order":
+            if len(value) == dims.ndim:
+                dims.order = tuple(value)
+        elif attr == "point":
+            dims.set_point(range(dims.ndim), _aligned(value, dims.ndim, dims.point))
         else:
-            position = _aligned(value, target.dims.ndim, target.cursor.position)
-            target.cursor.position = position
+            target.cursor.position = _aligned(value, dims.ndim, target.cursor.position)
 
     def sync_from(self, source: Any) -> None:
         """Copy ``source``'s slice, camera and cursor to the others."""
@@ -366,18 +343,23 @@ class CompareBar(QWidget):
         self.state = state
         self.view: CompareView | None = None
         self.overlay = DisagreementOverlay(viewer, state)
-        self.compare = QCheckBox("Compare")
-        self.compare.setToolTip(
-            "reference, clean and attacked predictions side by side in "
-            "linked views (slice, zoom, pan and cursor follow each other)"
-        )
-        self.disagreement = QCheckBox("Disagreement")
-        self.disagreement.setToolTip(
-            "where the attacked prediction differs from the clean one: "
-            "red lost under attack, blue gained, yellow changed"
-        )
-        self.outlines = QCheckBox("Outlines")
-        self.outlines.setToolTip("draw the predictions as outlines over the reference")
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        boxes = []
+        for what, tip, action in (
+            ("compare", COMPARE_TIP, self.set_compare),
+            ("disagreement", DISAGREEMENT_TIP, self.set_disagreement),
+            ("outlines", "draw the predictions as outlines over the reference", self.outline),
+        ):
+            box = QCheckBox(what.capitalize())
+            box.setToolTip(tip)
+            box.toggled.connect(lambda on, w=what, a=action: run_guarded(w, lambda: a(on)))
+            row.addWidget(box)
+            boxes.append(box)
+        self.compare, self.disagreement, self.outlines = boxes
+        row.addStretch(1)
+        column.addLayout(row)
         self.legend = QLabel()
         self.legend.setWordWrap(True)
         self.legend.setStyleSheet("font-size: 11px")
@@ -387,22 +369,8 @@ class CompareBar(QWidget):
             "has its colour in every layer"
         )
         self.colours = ColourLanguage(viewer, state)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
-        for box in (self.compare, self.disagreement, self.outlines):
-            row.addWidget(box)
-        row.addStretch(1)
-        column.addLayout(row)
         column.addWidget(self.legend)
         self._legend()
-        self.compare.toggled.connect(
-            lambda on: run_guarded("compare", lambda: self.set_compare(on))
-        )
-        self.disagreement.toggled.connect(
-            lambda on: run_guarded("disagreement", lambda: self.set_disagreement(on))
-        )
-        self.outlines.toggled.connect(lambda on: run_guarded("outlines", self.apply_outlines))
         ev = state.events
         self._unlisten = listen(
             [
@@ -432,16 +400,16 @@ class CompareBar(QWidget):
             self.disagreement.setChecked(False)
         return layer
 
-    def apply_outlines(self) -> None:
-        """Draw the predictions as outlines (or filled) as the checkbox says."""
-        set_outlines(self.state.predictions.values(), self.outlines.isChecked())
+    def outline(self, on: bool) -> None:
+        """Draw the predictions as outlines (or filled)."""
+        set_outlines(self.state.predictions.values(), on)
 
     def _legend(self) -> None:
         self.legend.setText(legend_html(self.state.structures))
 
     def _new_prediction(self) -> None:
         if self.outlines.isChecked():
-            self.apply_outlines()
+            self.outline(True)
 
     def _new_case(self) -> None:
         self._new_prediction()
