@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.case import CaseWidget
 from napari_segeval._widgets.evaluate.attack import EPS_RANGE, STEPS_RANGE
@@ -31,12 +33,12 @@ def check_attack_settings(eps: float, steps: int) -> None:
     """
     from napari_segeval._errors import SegEvalError
 
-    if not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
-        raise SegEvalError(
-            f"--eps must be in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}] (normalized units), got {eps:g}"
-        )
-    if not STEPS_RANGE[0] <= steps <= STEPS_RANGE[1]:
-        raise SegEvalError(f"--steps must be in [{STEPS_RANGE[0]}, {STEPS_RANGE[1]}], got {steps}")
+    for flag, value, (lo, hi), unit in (
+        ("eps", eps, EPS_RANGE, " (normalized units)"),
+        ("steps", steps, STEPS_RANGE, ""),
+    ):
+        if not lo <= value <= hi:
+            raise SegEvalError(f"--{flag} must be in [{lo:g}, {hi:g}]{unit}, got {value:g}")
 
 
 class DemoRun:
@@ -118,8 +120,6 @@ class DemoRun:
 
     def _add_correction(self) -> None:
         """Draw the correction in the Prompt tab's layers (as a person would), re-propagate."""
-        import numpy as np
-
         from napari_segeval.metrics import largest_failing_slice
         from napari_segeval.prompts import Point, next_correction
 
@@ -174,16 +174,13 @@ class DemoRun:
 
     def _zoom_on(self, prompt: Any) -> None:
         """Frame the corrected structure and the prompt on its slice (reference + prompt)."""
-        import numpy as np
-
         from napari_segeval.prompts import Point
 
         image = self.widget.state.image
         ref = np.asarray(self.widget.state.reference.data)[prompt.index] == prompt.label
-        ys, xs = np.nonzero(ref)
-        py, px = (prompt.y, prompt.x) if isinstance(prompt, Point) else (prompt.y0, prompt.x0)
-        lo = np.array([min(ys.min(initial=py), py), min(xs.min(initial=px), px)], float) - 8
-        hi = np.array([max(ys.max(initial=py), py), max(xs.max(initial=px), px)], float) + 8
+        at = (prompt.y, prompt.x) if isinstance(prompt, Point) else (prompt.y0, prompt.x0)
+        yx = np.vstack([np.argwhere(ref), [at]]).astype(float)
+        lo, hi = yx.min(0) - 8, yx.max(0) + 8
         scale = np.asarray(image.scale[-2:], float)
         self.viewer.reset_view()
         cam = self.viewer.camera
@@ -225,15 +222,14 @@ def _viewer(title: str) -> Any:
 
 def _finish(
     viewer: Any,
+    widget: SegEvalWidget,
     screenshot: str | Path | None,
     done: Callable[[], Any],
     failure: Callable[[], str | None],
-    ready: Callable[[], None] = lambda: None,
 ) -> Path | None:
-    """Hand over to napari; with ``screenshot``, wait until ``done()``, save the window, close.
+    """Hand over to napari; with ``screenshot``, wait for ``done()``, save the window, close.
 
-    ``failure()`` is the message of the :class:`SegEvalError` raised instead; ``ready()``
-    runs before the screenshot.
+    Raises ``SegEvalError(failure())`` instead when that is a message.
     """
     import napari
 
@@ -247,7 +243,11 @@ def _finish(
         problem = failure()
         if problem:
             raise SegEvalError(problem)
-        ready()
+        view = widget.display.view
+        if view is not None:  # let the dock take its size, then fit the case in every view
+            _wait(lambda: True, 300)
+            view.fit()
+            _wait(lambda: True, 300)
         viewer.screenshot(path=str(screenshot), canvas_only=False, flash=False)
         return Path(screenshot)
     finally:
@@ -265,20 +265,12 @@ def run_demo(screenshot: str | Path | None = None, **kwargs: Any) -> Path | None
     viewer = _viewer("napari-segeval demo")
     demo = DemoRun(viewer, **kwargs)
     demo.start()
-
-    def fit() -> None:
-        view = demo.widget.display.view
-        if view is not None:  # let the dock take its size, then fit the case in every view
-            _wait(lambda: True, 300)
-            view.fit()
-            _wait(lambda: True, 300)
-
     return _finish(
         viewer,
+        demo.widget,
         screenshot,
         lambda: demo.settled or demo.error,
         lambda: demo.error and f"demo failed in {demo.error}",
-        fit,
     )
 
 
@@ -319,16 +311,12 @@ def run_results_demo(results: str | Path, screenshot: str | Path | None = None) 
     deadline = time.monotonic() + 600
 
     def settled() -> bool:
-        if time.monotonic() > deadline:
-            return True
-        if panel.runner.running:
-            return False
         shown = panel.loaded is not None and _surface_in(panel.evaluate.dice)
-        return bool(panel.runner.last_error) or shown
+        idle = not panel.runner.running and (bool(panel.runner.last_error) or shown)
+        return idle or time.monotonic() > deadline
 
     def failure() -> str | None:
-        if panel.runner.last_error or panel.loaded is None:
-            return f"{results}: {panel.runner.last_error or 'nothing to show'}"
-        return None
+        error = panel.runner.last_error
+        return f"{results}: {error or 'nothing to show'}" if error or panel.loaded is None else None
 
-    return _finish(viewer, screenshot, settled, failure)
+    return _finish(viewer, panel.evaluate, screenshot, settled, failure)

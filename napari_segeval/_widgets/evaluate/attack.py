@@ -5,7 +5,6 @@ Epsilon is in normalized units (``--eps``), shown in raw units too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -94,16 +93,14 @@ class AttackPanel(QWidget):
 
     def raw_epsilon(self) -> float | None:
         """Epsilon in raw units for the loaded model, or None before a model is loaded."""
-        if self.state.model is None or self.state.image is None:
+        model, image = self.state.model, self.state.image
+        if model is None or image is None:
             return None
         if self.model_kind() == "dense":
-            return float(self.eps.value) * float(self.state.model.raw_per_normalized_unit)
-        scale = raw_per_unit(
-            self.state.model,
-            self.state.modality(),
-            self.state.window,
-            np.asarray(self.state.image.data),
-        )
+            scale = float(model.raw_per_normalized_unit)
+        else:
+            image = np.asarray(image.data)
+            scale = raw_per_unit(model, self.state.modality(), self.state.window, image)
         return float(self.eps.value) * scale
 
     def _show_raw(self, *_: Any) -> None:
@@ -126,49 +123,38 @@ class AttackPanel(QWidget):
         image, name = self.state.image, self.attack.value
         budget = (name, float(self.eps.value), int(self.steps.value))
         start = partial(self.runner.start, "attack", needs=[] if image is None else [image])
+        model, prompts, window = self.state.model, dict(self.state.prompts), self.state.window
         chosen = self.picker.choice()
-        if chosen[0]:
-            return self._run_chosen(chosen, case, image, budget, start)
-
-        def done(result: Any) -> None:
-            self._done(result, image, name)
-
+        if chosen[0]:  # the model chosen in the picker, with the prompts of the last propagation
+            self.picker.require()
+            if not prompts:
+                raise ValueError(
+                    "run propagation first: the chosen model is attacked with the "
+                    "prompts of the last propagation (Prompt tab)"
+                )
+            spec = (*chosen, "auto")
+            cached = (spec, model) if model is not None and self.state.model_key == spec else None
+            return start(
+                attack_with,
+                spec,
+                cached,
+                case,
+                prompts,
+                *budget,
+                window=window,
+                on_done=lambda out: self._chosen_done(out, spec, image, name),
+            )
+        done = partial(self._done, image=image, attack_name=name)
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
-            return start(attack_dense, self.state.model, case, *budget, on_done=done)
-        if self.state.model is None or not self.state.prompts:
+            return start(attack_dense, model, case, *budget, on_done=done)
+        if model is None or not prompts:
             raise ValueError(
                 "run propagation first (or segment with a dense model): the "
                 "attack uses the model of the clean prediction"
             )
-        prompts = dict(self.state.prompts)
-        model, window = self.state.model, self.state.window
         return start(attack, model, case, prompts, *budget, window=window, on_done=done)
-
-    def _run_chosen(
-        self, chosen: tuple, case: Any, image: Any, budget: tuple, start: Callable[..., Any]
-    ) -> Any:
-        """Attack the model chosen in the picker with the prompts of the last propagation."""
-        self.picker.require()
-        if not self.state.prompts:
-            raise ValueError(
-                "run propagation first: the chosen model is attacked with the "
-                "prompts of the last propagation (Prompt tab)"
-            )
-        spec = (*chosen, "auto")
-        model = self.state.model
-        cached = (spec, model) if model is not None and self.state.model_key == spec else None
-        return start(
-            attack_with,
-            spec,
-            cached,
-            case,
-            dict(self.state.prompts),
-            *budget,
-            window=self.state.window,
-            on_done=lambda out: self._chosen_done(out, spec, image, budget[0]),
-        )
 
     def _chosen_done(self, out: tuple, spec: tuple, image: Any, attack_name: str) -> None:
         """The chosen model's clean prediction becomes the clean one, then as :meth:`_done`."""
@@ -184,33 +170,18 @@ class AttackPanel(QWidget):
     def _done(self, result: Any, image: Any, attack_name: str) -> None:
         self.result = result
         base = image.name if image is not None else "case"
-        kw = {} if image is None else {"scale": image.scale, "translate": image.translate}
-        name = f"{base} attacked ({attack_name})"
+        pert = result.perturbation
+        place = {} if image is None else {"scale": image.scale, "translate": image.translate}
+        spatial = {k: tuple(v)[-pert.ndim :] for k, v in place.items()}  # an RGB image's too
+        limits = None if image is None else image.contrast_limits
+        rgb = getattr(image, "rgb", False)
         attacked = self._set_image(
-            name,
-            result.perturbed_image,
-            {
-                **kw,
-                "contrast_limits": None if image is None else image.contrast_limits,
-                "rgb": getattr(image, "rgb", False),
-            },
+            f"{base} attacked ({attack_name})", result.perturbed_image, rgb, place, limits
         )
         self.state.set_attacked_image(attacked)
-        pert = result.perturbation
         bound = float(np.max(np.abs(pert))) or 1.0
-        spatial_kw = dict(kw)
-        if image is not None and image.rgb:
-            spatial_kw = {k: tuple(v)[-pert.ndim :] for k, v in kw.items()}
-        self._set_image(
-            f"{base} perturbation",
-            pert,
-            {
-                **spatial_kw,
-                "colormap": PERTURBATION_COLORMAP,
-                "contrast_limits": (-bound, bound),
-                "visible": False,
-            },
-        )
+        looks = {"colormap": PERTURBATION_COLORMAP, "visible": False}
+        self._set_image(f"{base} perturbation", pert, False, spatial, (-bound, bound), looks)
         layer = prediction_layer(
             self.viewer,
             self.state,
@@ -220,16 +191,24 @@ class AttackPanel(QWidget):
         )
         self.state.set_prediction("attacked", layer)
 
-    def _set_image(self, name: str, data: np.ndarray, kwargs: dict) -> Any:
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    def _set_image(
+        self,
+        name: str,
+        data: np.ndarray,
+        rgb: bool,
+        place: dict,
+        limits: Any,
+        looks: dict | None = None,
+    ) -> Any:
+        """Replace the data of layer ``name``, or add it (an RGB one as uint8)."""
         if name in self.viewer.layers:
             layer = self.viewer.layers[name]
             layer.data = data
-            if "contrast_limits" in kwargs:
-                layer.contrast_limits = kwargs["contrast_limits"]
+            if limits is not None:
+                layer.contrast_limits = limits
             return layer
-        rgb = kwargs.pop("rgb", False)
         if rgb:
-            data = np.clip(data, 0, 255).astype(np.uint8)
-            kwargs.pop("contrast_limits", None)
+            data, limits = np.clip(data, 0, 255).astype(np.uint8), None
+        kwargs = {**place, **(looks or {}), "contrast_limits": limits}
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
         return self.viewer.add_image(data, name=name, rgb=rgb or None, **kwargs)
