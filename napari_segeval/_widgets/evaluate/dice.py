@@ -53,6 +53,11 @@ PARTS = {
     True: ((CLEAN, "{} clean"), ("attacked", "{} att."), ("delta", "Δ{}")),
 }
 UNC_HEADER = UNCERTAINTY.header
+#: What the panel says without a reference, by whether a risk of failure is estimated.
+NO_REFERENCE = {
+    False: "choose a reference Labels layer",
+    True: "no reference labels: no Dice; the plot shows the estimated risk of failure",
+}
 PLOT_TITLE = "Dice per slice of the selected structure, over its extent (click: go there)"
 RISK_TITLE = (
     "Dice and estimated risk of failure per slice of the selected structure (click: go there)"
@@ -61,6 +66,15 @@ RISK_ONLY_TITLE = (
     "Estimated risk of failure per slice of the selected structure (no reference, no "
     "Dice; click: go there)"
 )
+
+
+def _restartable(parent: QWidget, ms: int, slot: Callable[[], Any]) -> QTimer:
+    """A single-shot timer calling ``slot`` ``ms`` after its last ``start()``."""
+    timer = QTimer(parent)
+    timer.setSingleShot(True)
+    timer.setInterval(ms)
+    timer.timeout.connect(slot)
+    return timer
 
 
 def _ends(slices: list[int]) -> tuple[int, int] | None:
@@ -85,11 +99,11 @@ class DicePanel(QWidget):
         self._seen: set[int] = set()
         self._unhook: Callable[[], None] = lambda: None
         self._pending: dict[str, slice | None] = {}
-        self.message = QLabel("")
-        self.message.setWordWrap(True)
-        #: the last job's result line (a propagation's, shown when the tab comes to front)
-        self.result = QLabel("")
-        self.result.setWordWrap(True)
+        #: a problem, or what to do first; and the last job's result line (a propagation's,
+        #: shown when the tab comes to front)
+        self.message, self.result = QLabel(""), QLabel("")
+        for label in (self.message, self.result):
+            label.setWordWrap(True)
         self.result.setVisible(False)
         self.table = QTableWidget(0, 1)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -111,26 +125,19 @@ class DicePanel(QWidget):
         self.overlay_condition.currentTextChanged.connect(self._overlay_toggled)
         # restarted after every change: a dropped run needs no notification
         self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
+        self.plot_title = QLabel(PLOT_TITLE)
         row = QHBoxLayout()
         for w in (self.worst_button, self.recount_button, self.overlay_box, self.overlay_condition):
             row.addWidget(w)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.result)
-        layout.addWidget(self.message)
-        layout.addWidget(self.table, 2)
-        self.plot_title = QLabel(PLOT_TITLE)
-        layout.addWidget(self.plot_title)
-        layout.addWidget(self.plot, 1)
+        for widget in (self.result, self.message, self.table, self.plot_title, self.plot):
+            layout.addWidget(widget)
+        layout.setStretchFactor(self.table, 2)
+        layout.setStretchFactor(self.plot, 1)
         layout.addLayout(row)
         layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
-        self._flush_timer = QTimer(self)
-        self._flush_timer.setSingleShot(True)
-        self._flush_timer.setInterval(0)
-        self._flush_timer.timeout.connect(self.flush)
-        self._surface_timer = QTimer(self)
-        self._surface_timer.setSingleShot(True)
-        self._surface_timer.setInterval(SURFACE_DELAY_MS)
-        self._surface_timer.timeout.connect(self._start_surface)
+        self._flush_timer = _restartable(self, 0, self.flush)
+        self._surface_timer = _restartable(self, SURFACE_DELAY_MS, self._start_surface)
         ev = self.state.events
         self._unlisten = listen(
             [
@@ -180,16 +187,11 @@ class DicePanel(QWidget):
                 (layer.events.data, partial(self.on_data_replaced, key)),
             )
         )
-        if ref is None and self.state.risk:
-            self.message.setText(
-                "no reference labels: no Dice; the plot shows the estimated risk of failure"
-            )
-        elif ref is None:
-            self.message.setText("choose a reference Labels layer")
+        if ref is None:
+            problems = [NO_REFERENCE[bool(self.state.risk)]]
         elif not self.live and not problems:
-            self.message.setText("no prediction yet: run propagation or choose a prediction layer")
-        else:
-            self.message.setText("; ".join(problems))
+            problems = ["no prediction yet: run propagation or choose a prediction layer"]
+        self.message.setText("; ".join(problems))
         self.plot.setVisible(self.state.kind() != "image")
         scored = ref is not None or not self.state.risk  # else: the risk alone, no Dice
         for w in (self.table, self.recount_button, self.overlay_box, self.overlay_condition):
@@ -270,8 +272,7 @@ class DicePanel(QWidget):
     def _in_play(self, records: list[dict]) -> list[dict]:
         """Rows of structures some prediction has segmented since binding (all with none)."""
         for rec in records:
-            conds = [rec[CLEAN]] + ([rec["attacked"]] if rec["attacked"] else [])
-            if any(c.get("volume_pred_ml", 0) > 0 for c in conds):
+            if any((rec[c] or {}).get("volume_pred_ml", 0) > 0 for c in CONDITIONS):
                 self._seen.add(rec["label"])
         shown = [rec for rec in records if rec["label"] in self._seen]
         return shown or records

@@ -22,21 +22,17 @@ LABEL_FILTER = "Label maps (*.nii.gz *.nii *.mha *.nrrd)"
 
 def metrics_records(records: list[dict]) -> list[dict]:
     """Flatten the Dice panel's records to CSV rows (one per structure and condition)."""
-    rows = []
-    for rec in records:
-        for cond in CONDITIONS:
-            values = rec.get(cond)
-            if values is None:
-                continue
-            rows.append(
-                {
-                    "label": rec["label"],
-                    "name": rec["name"],
-                    "condition": cond,
-                    **{k: values.get(k, float("nan")) for k in PANEL_KEYS},
-                }
-            )
-    return rows
+    return [
+        {
+            "label": rec["label"],
+            "name": rec["name"],
+            "condition": cond,
+            **{k: values.get(k, float("nan")) for k in PANEL_KEYS},
+        }
+        for rec in records
+        for cond in CONDITIONS
+        if (values := rec.get(cond)) is not None
+    ]
 
 
 class ExportPanel(QWidget):
@@ -51,7 +47,7 @@ class ExportPanel(QWidget):
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
-        self.records = records or (list)
+        self.records = records or list
         self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
         self.status = QLabel("")
         self.status.setWordWrap(True)

@@ -163,17 +163,24 @@ class SlicePlot(QWidget):
         self._axes(painter, r)
         if self.n:
             self._slice_marks(painter, r)
-            for name, values in self.series.items():
-                painter.setPen(QPen(self.colours.get(name, QColor("white")), 1.5))
+            for _, values, colour, style in self._curves():
+                painter.setPen(QPen(colour, 1.5, style))
                 painter.drawPath(self._path(values, r))
-            if len(self.risk):
-                painter.setPen(QPen(QColor(RISK_COLOUR), 1.5, Qt.PenStyle.DashLine))
-                painter.drawPath(self._path(self.risk, r))
             self._chain_marks(painter, r)
             self._legend(painter, r)
         painter.setPen(QPen(QColor(255, 255, 255, 160), 1))
         self._lines(painter, r, () if self.current is None else (self.current,))
         painter.end()
+
+    def _curves(self) -> list[tuple[str, np.ndarray, QColor, Qt.PenStyle]]:
+        """The lines drawn: name, values, colour and style (Dice solid, risk dashed)."""
+        solid = Qt.PenStyle.SolidLine
+        curves = [
+            (k, v, self.colours.get(k, QColor("white")), solid) for k, v in self.series.items()
+        ]
+        if len(self.risk):
+            curves.append(("risk", self.risk, QColor(RISK_COLOUR), Qt.PenStyle.DashLine))
+        return curves
 
     def _lines(self, painter: QPainter, r: QRectF, slices: Iterable[int], up: int = 0) -> None:
         """A vertical line at each shown slice of ``slices``; ``up``: ticks above the plot."""
@@ -212,10 +219,8 @@ class SlicePlot(QWidget):
         ):
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(colour))
-            for i in np.flatnonzero(mask):
-                if self.shown(int(i)):
-                    x = self.x_of(int(i))
-                    painter.drawRect(QRectF(x - half, r.bottom() + 2, 2 * half, self.MARK_H))
+            for x in (self.x_of(i) for i in np.flatnonzero(mask).tolist() if self.shown(i)):
+                painter.drawRect(QRectF(x - half, r.bottom() + 2, 2 * half, self.MARK_H))
         painter.setBrush(Qt.BrushStyle.NoBrush)
 
     def _chain_marks(self, painter: QPainter, r: QRectF) -> None:
@@ -233,12 +238,9 @@ class SlicePlot(QWidget):
         """What the lines are, top right inside the plot (only with a risk curve)."""
         if not len(self.risk):
             return
-        solid, dashed = Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine
-        entries = [(name, self.colours.get(name, QColor("white")), solid) for name in self.series]
-        entries.append(("risk", QColor(RISK_COLOUR), dashed))
         metrics = painter.fontMetrics()
         x = r.right() - 6
-        for name, colour, style in reversed(entries):
+        for name, _, colour, style in reversed(self._curves()):
             text = "Dice" if name == CLEAN and len(self.series) == 1 else name
             width = metrics.horizontalAdvance(text)
             x -= width
@@ -249,18 +251,16 @@ class SlicePlot(QWidget):
             x -= 26
 
     def _path(self, values: np.ndarray, r: QRectF) -> QPainterPath:
-        path = QPainterPath()
-        pen_down = False
+        """The line through the finite values shown, a dot where each piece starts."""
+        path, pen_down = QPainterPath(), False
         for i, v in enumerate(values):
-            if not np.isfinite(v) or not self.shown(i):
-                pen_down = False
-                continue
-            point = QPointF(self.x_of(i), r.bottom() - float(v) * r.height())
-            if pen_down:
-                path.lineTo(point)
-            else:
-                path.moveTo(point)
-                path.addEllipse(point, 1.0, 1.0)
-                path.moveTo(point)
-                pen_down = True
+            drawn = bool(np.isfinite(v)) and self.shown(i)
+            if drawn:
+                point = QPointF(self.x_of(i), r.bottom() - float(v) * r.height())
+                if pen_down:
+                    path.lineTo(point)
+                else:
+                    path.addEllipse(point, 1.0, 1.0)
+                    path.moveTo(point)
+            pen_down = drawn
         return path
