@@ -243,14 +243,9 @@ class DicePanel(QWidget):
     def flush(self) -> None:
         """Apply the pending edits to the counters and refresh the table and plot."""
         pending, self._pending = self._pending, {}
-        for cond, region in pending.items():
-            live = self.live.get(cond)
-            if live is None:
-                continue
-            live.update(region)
+        for cond in (c for c in pending if c in self.live):
+            self.live[cond].update(pending[cond])
             self.surface[cond] = None
-            if cond == self.overlay.condition:
-                self.overlay.update_region(region)
         if pending:
             self.refresh()
             self._surface_timer.start()

@@ -44,7 +44,8 @@ class _Overlay:
     """One read-only Labels layer the viewer shows over the case, kept up to date.
 
     A subclass names the two layers compared (:meth:`pair`, the first one's grid is the
-    overlay's) and marks them (:meth:`marks`, as :func:`disagreement`).
+    overlay's) and marks them (:meth:`marks`, as :func:`disagreement`). While shown it
+    follows the pair: a paint stroke recomputes the slices it touched, a new array everything.
     """
 
     name = ""
@@ -55,6 +56,8 @@ class _Overlay:
         self.viewer = viewer
         self.state = state
         self.layer: Any = None
+        self._unhook: Callable[[], None] = lambda: None
+        self._pending: list[slice | None] = []  # the edits of an update scheduled
 
     def pair(self) -> tuple[Any, Any] | None:
         """The two layers compared (of one shape), or None."""
@@ -80,6 +83,11 @@ class _Overlay:
             self.hide()
             return None
         data = self.marks(pair[0].data, pair[1].data)
+        self._unhook()
+        events = [ly.events for ly in pair]
+        self._unhook = listen(
+            [(e.paint, self._on_paint) for e in events] + [(e.data, self.refresh) for e in events]
+        )
         if self.shown:
             self.layer.data = data
             return self.layer
@@ -114,10 +122,27 @@ class _Overlay:
             self.layer.refresh()
 
     def hide(self) -> None:
-        """Remove the layer."""
+        """Remove the layer and stop following the pair."""
+        self._unhook()
+        self._unhook = lambda: None
         if self.shown:
             self.viewer.layers.remove(self.layer)
         self.layer = None
+
+    def _on_paint(self, event: Any) -> None:
+        # napari emits `paint` before writing some edits (data_setitem): update after it returns
+        from qtpy.QtCore import QTimer
+
+        pair = self.pair()
+        n = pair[0].data.shape[0] if pair is not None else 0
+        if not self._pending:
+            QTimer.singleShot(0, self._flush)
+        self._pending.append(touched_slices(getattr(event, "value", None) or [], n))
+
+    def _flush(self) -> None:
+        regions, self._pending = self._pending, []
+        if regions:
+            self.update_region(reduce(union, regions))
 
 
 def _same_shape(a: Any, b: Any) -> tuple[Any, Any] | None:
@@ -160,16 +185,13 @@ class ErrorOverlay(_Overlay):
 class DisagreementOverlay(_Overlay):
     """One Labels layer marking where the clean and attacked predictions differ.
 
-    While shown it follows the predictions: a paint stroke recomputes the slices it touched,
-    a new array or layer everything.
+    A new clean or attacked prediction recomputes it.
     """
 
     name, palette, opacity = DISAGREEMENT_NAME, DISAGREEMENT_COLOURS, 0.9
 
     def __init__(self, viewer: Any, state: ViewerState) -> None:
         super().__init__(viewer, state)
-        self._unhook: Callable[[], None] = lambda: None
-        self._pending: list[slice | None] = []  # the edits of an update scheduled
         ev = state.events
         self._unlisten = listen((s, self.refresh) for s in (ev.clean, ev.attacked, ev.reference))
 
@@ -184,41 +206,7 @@ class DisagreementOverlay(_Overlay):
         """:func:`disagreement` of every structure."""
         return disagreement(a, b, region=region, out=out)
 
-    def show(self) -> Any:
-        """Create (or recompute) the layer and follow the predictions' edits."""
-        layer = super().show()
-        pair = self.pair()
-        if layer is not None and pair is not None:
-            self._unhook()
-            events = [ly.events for ly in pair]
-            self._unhook = listen(
-                [(e.paint, self._on_paint) for e in events]
-                + [(e.data, self.refresh) for e in events]
-            )
-        return layer
-
-    def hide(self) -> None:
-        """Remove the layer and stop following the predictions."""
-        self._unhook()
-        self._unhook = lambda: None
-        super().hide()
-
     def close(self) -> None:
         """Hide and stop listening to the state."""
         self.hide()
         self._unlisten()
-
-    def _on_paint(self, event: Any) -> None:
-        # napari emits `paint` before writing some edits (data_setitem): update after it returns
-        from qtpy.QtCore import QTimer
-
-        pair = self.pair()
-        n = pair[0].data.shape[0] if pair is not None else 0
-        if not self._pending:
-            QTimer.singleShot(0, self._flush)
-        self._pending.append(touched_slices(getattr(event, "value", None) or [], n))
-
-    def _flush(self) -> None:
-        regions, self._pending = self._pending, []
-        if regions:
-            self.update_region(reduce(union, regions))
