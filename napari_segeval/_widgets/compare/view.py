@@ -124,11 +124,11 @@ def _aligned(value: tuple, ndim: int, current: tuple) -> tuple:
 class CompareView(QWidget):
     """Three linked canvases showing reference, clean and attacked predictions.
 
-    Docked in ``viewer``'s window at ``area``. ``models`` holds the views' viewer models,
+    Docked at the bottom of ``viewer``'s window. ``models`` holds the views' viewer models,
     keyed as :data:`PANES`; ``sources`` the main viewer's layers each view mirrors.
     """
 
-    def __init__(self, viewer: Any, state: ViewerState, area: str = "bottom") -> None:
+    def __init__(self, viewer: Any, state: ViewerState) -> None:
         from napari.components import ViewerModel
         from napari.qt import QtViewer
 
@@ -173,7 +173,7 @@ class CompareView(QWidget):
             (s, self._on_state)
             for s in (ev.image, ev.reference, ev.attacked_image, ev.clean, ev.attacked)
         )
-        self.dock = viewer.window.add_dock_widget(self, name="Compare", area=area)
+        self.dock = viewer.window.add_dock_widget(self, name="Compare", area="bottom")
         # once the dock has its size, fit the case in every view (the views are smaller)
         self._fit_timer = QTimer(self)
         self._fit_timer.setSingleShot(True)

@@ -14,7 +14,7 @@ from qtpy.QtWidgets import QGroupBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form
-from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
+from napari_segeval._widgets._state import SERIES_HINT, ViewerState
 from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
@@ -32,12 +32,12 @@ DEFAULT_ATTACK, DEFAULT_EPS, DEFAULT_STEPS = "pgd", 0.02, 10
 class AttackPanel(QWidget):
     """Choose an attack and its budget, run it, add perturbed image, perturbation, prediction."""
 
-    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+    def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
         super().__init__()
         from napari_segeval.attacks import ATTACKS
 
         self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        self.state = state
         self.attack = ComboBox(
             label="attack",
             choices=list(ATTACKS),

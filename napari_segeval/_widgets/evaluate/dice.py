@@ -29,7 +29,6 @@ from napari_segeval._widgets._state import (
     current_index,
     go_to_index,
     listen,
-    shared_state,
 )
 from napari_segeval._widgets.colours import several, structure_colour
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
@@ -85,12 +84,12 @@ def _ends(slices: list[int]) -> tuple[int, int] | None:
 class DicePanel(QWidget):
     """Live metrics table, per-slice Dice plot, worst-slice jump and FP/FN overlay."""
 
-    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+    def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
         super().__init__()
         from napari_segeval._widgets.overlays.layers import ErrorOverlay
 
         self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        self.state = state
         self.live: dict[str, Any] = {}
         self.surface: dict[str, list[dict] | None] = {}
         self.records: list[dict] = []

@@ -13,7 +13,7 @@ from qtpy.QtWidgets import QFileDialog, QLabel, QPushButton, QVBoxLayout, QWidge
 
 from napari_segeval._atomic import atomic_open
 from napari_segeval._widgets._form import form
-from napari_segeval._widgets._state import CONDITIONS, ViewerState, shared_state
+from napari_segeval._widgets._state import CONDITIONS, ViewerState
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
 
@@ -39,15 +39,12 @@ class ExportPanel(QWidget):
     """Save predictions (NIfTI/MHA/NRRD), metrics (CSV) and a screenshot (PNG)."""
 
     def __init__(
-        self,
-        napari_viewer: Any,
-        state: ViewerState | None = None,
-        records: Callable[[], list[dict]] | None = None,
+        self, napari_viewer: Any, state: ViewerState, records: Callable[[], list[dict]]
     ) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
-        self.records = records or list
+        self.state = state
+        self.records = records
         self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
         self.status = QLabel("")
         self.status.setWordWrap(True)

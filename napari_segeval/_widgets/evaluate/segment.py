@@ -11,7 +11,7 @@ from qtpy.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form
-from napari_segeval._widgets._state import SERIES_HINT, ViewerState, shared_state
+from napari_segeval._widgets._state import SERIES_HINT, ViewerState
 from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.prompt.panel import prediction_layer
@@ -27,10 +27,10 @@ PATH_KINDS = {
 class SegmentPanel(QWidget):
     """Choose a dense model, run it over the volume, keep its prediction as the clean one."""
 
-    def __init__(self, napari_viewer: Any, state: ViewerState | None = None) -> None:
+    def __init__(self, napari_viewer: Any, state: ViewerState) -> None:
         super().__init__()
         self.viewer = napari_viewer
-        self.state = state if state is not None else shared_state(napari_viewer)
+        self.state = state
         self.source = ComboBox(label="model", choices=list(DENSE_SOURCES))
         self.path = FileEdit(label="path", filter="PyTorch (*.pt *.pth)", nullable=True)
         self.trust = CheckBox(

@@ -150,11 +150,10 @@ def _same_shape(a: Any, b: Any) -> tuple[Any, Any] | None:
     return (a, b) if a is not None and b is not None and a.data.shape == b.data.shape else None
 
 
-def set_outlines(layers: Iterable[Any], on: bool, width: int = 2) -> None:
-    """Draw Labels layers as outlines (napari's ``contour``) or filled again."""
-    for layer in layers:
-        if layer is not None:
-            layer.contour = int(width) if on else 0
+def set_outlines(layers: Iterable[Any], on: bool) -> None:
+    """Draw Labels layers as outlines (napari's ``contour``, 2 pixels) or filled again."""
+    for layer in (ly for ly in layers if ly is not None):
+        layer.contour = 2 if on else 0
 
 
 class ErrorOverlay(_Overlay):
