@@ -7,6 +7,7 @@ napari's grid mode cannot show *image + reference* beside *image + prediction*; 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from functools import partial
 from typing import Any
 
@@ -311,21 +312,14 @@ class CompareView(QWidget):
             return True
         self.closed = True
         self._fit_timer.stop()
-        self._disconnect(self._links)
-        for follow in self._follow.values():
-            self._disconnect(follow)
+        for store in (self._links, *self._follow.values()):
+            self._disconnect(store)
         self._unlisten()
-        for model in self.models.values():
+        for model, qt in zip(self.models.values(), self.qt_viewers.values(), strict=True):
             model.layers.clear()
-        for qt in self.qt_viewers.values():
             qt.close()
-        window = getattr(self.viewer, "window", None)
-        if window is not None and self.dock is not None:
-            try:
-                window.remove_dock_widget(self.dock)
-            except (LookupError, RuntimeError, ValueError):
-                pass
-        self.dock = None
+        with suppress(LookupError, RuntimeError, ValueError):
+            self.viewer.window.remove_dock_widget(self.dock)
         self.qt_viewers, self.models, self.sources, self._shown = {}, {}, {}, {}
         return super().close()
 

@@ -386,9 +386,8 @@ class DicePanel(QWidget):
         frames = tuple(prompts.frames) if prompts is not None else ()
         if label is not None and live is not None:
             counts = live.slice_counts(label)
-            present = (counts[:, 1] > 0) | (counts[:, 2] > 0)
-            for other in self.live.values():
-                present |= other.slice_counts(label)[:, 2] > 0
+            predictions = [c.slice_counts(label)[:, 2] > 0 for c in self.live.values()]
+            present = np.any([counts[:, 1] > 0, *predictions], axis=0)
             self.plot.set_range(slice_extent(present))
             predicted = np.flatnonzero(counts[:, 2] > 0).tolist()
             self.plot.set_marks(*slice_kinds(counts), frames, _ends(predicted))
