@@ -18,11 +18,12 @@ from napari_segeval._widgets.colours import (
     RISK_COLOUR,
     ROLE_COLOURS,
 )
+from napari_segeval.metrics.catalog import METRICS, RISK
 
 #: Colours of the series by condition (the predictions' colours with one structure).
 SERIES_COLOURS = {c: QColor(ROLE_COLOURS[c]) for c in (CLEAN, "attacked")}
 X_TITLE = "slice"
-Y_TITLE = "Dice"
+Y_TITLE = METRICS["dice"].title
 
 
 class SlicePlot(QWidget):
@@ -86,9 +87,8 @@ class SlicePlot(QWidget):
 
     def y_title(self) -> str:
         """The y axis's title: what the curves are."""
-        if len(self.risk) and self.series:
-            return "Dice, risk"
-        return "risk" if len(self.risk) else Y_TITLE
+        titles = [Y_TITLE] * bool(self.series) + [RISK.title] * bool(len(self.risk))
+        return ", ".join(titles) or Y_TITLE
 
     def set_range(self, extent: tuple[int, int] | None) -> None:
         """Show slices ``extent[0]`` to ``extent[1]`` (None: every slice)."""
@@ -179,7 +179,7 @@ class SlicePlot(QWidget):
             (k, v, self.colours.get(k, QColor("white")), solid) for k, v in self.series.items()
         ]
         if len(self.risk):
-            curves.append(("risk", self.risk, QColor(RISK_COLOUR), Qt.PenStyle.DashLine))
+            curves.append((RISK.title, self.risk, QColor(RISK_COLOUR), Qt.PenStyle.DashLine))
         return curves
 
     def _lines(self, painter: QPainter, r: QRectF, slices: Iterable[int], up: int = 0) -> None:
@@ -241,7 +241,7 @@ class SlicePlot(QWidget):
         metrics = painter.fontMetrics()
         x = r.right() - 6
         for name, _, colour, style in reversed(self._curves()):
-            text = "Dice" if name == CLEAN and len(self.series) == 1 else name
+            text = Y_TITLE if name == CLEAN and len(self.series) == 1 else name
             width = metrics.horizontalAdvance(text)
             x -= width
             painter.setPen(QPen(colour, 1))
