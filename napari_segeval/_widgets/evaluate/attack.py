@@ -65,20 +65,18 @@ class AttackPanel(QWidget):
             first=("model of the clean prediction", "the one that made the clean prediction"),
         )
         self.result: Any = None
-        layout = QVBoxLayout(self)
         about = QLabel(
             "attacks the model of the clean prediction (Segment, or Prompt with "
             "its boxes), or the model chosen here with the prompts of the last "
             "propagation"
         )
         about.setWordWrap(True)
-        layout.addWidget(about)
         model = QGroupBox("model")
         QVBoxLayout(model).addWidget(self.picker)
-        layout.addWidget(model)
-        layout.addWidget(form(self.attack, self.eps, self.raw, self.steps))
-        layout.addWidget(self.run_button)
-        layout.addWidget(self.runner)
+        fields = form(self.attack, self.eps, self.raw, self.steps)
+        layout = QVBoxLayout(self)
+        for widget in (about, model, fields, self.run_button, self.runner):
+            layout.addWidget(widget)
         layout.addStretch(1)
         ev = self.state.events
         for signal in (ev.image, ev.clean, ev.model):
