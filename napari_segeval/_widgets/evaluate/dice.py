@@ -440,12 +440,13 @@ class DicePanel(QWidget):
         ref = self.state.reference
         preds = {c: self.state.predictions[c] for c in self.live}
         pairs = {c: (ref.data, pred.data) for c, pred in preds.items()}
+        rows = next(iter(self.live.values())).table()
         self.surface_runner.start(
             "surface metrics",
             surface_rows,
             pairs,
             self.state.spacing(),
-            self.state.structures or {r["label"]: r["name"] for r in self.records},
+            self.state.structures or {r["label"]: r["name"] for r in rows},
             needs=[ref, *preds.values()],
             on_done=self._surface_done,
         )
