@@ -233,51 +233,24 @@ def train(
 def main(argv=None) -> int:
     """Command-line entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=BUILTIN_CT_WEIGHTS)
-    p.add_argument("--minutes", type=float, default=14.0)
-    p.add_argument("--cases", type=int, default=60)
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--batch", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--init", type=Path, default=None, help="continue from this weights file")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--cache", type=Path, default=None, help="npz cache of the prepared cases")
-    p.add_argument(
-        "--fg-prob",
-        type=float,
-        default=0.6,
-        help="probability of a patch centred on a random structure",
-    )
-    p.add_argument(
-        "--class-weights",
-        type=float,
-        nargs="+",
-        default=None,
-        help="cross-entropy weight per class",
-    )
-    p.add_argument(
-        "--base-channels",
-        type=int,
-        default=None,
-        help="override the architecture's first-level channels",
-    )
-    p.add_argument("--patch", type=int, nargs=3, default=None, help="training/inference patch")
-    a = p.parse_args(argv)
-    train(
-        a.out,
-        a.minutes,
-        a.cases,
-        a.threads,
-        a.seed,
-        a.batch,
-        a.init,
-        a.lr,
-        a.cache,
-        a.fg_prob,
-        a.class_weights,
-        a.base_channels,
-        a.patch,
-    )
+    for flag, dest, kind, default, helptext in (
+        ("--out", "out", Path, BUILTIN_CT_WEIGHTS, None),
+        ("--minutes", "minutes", float, 14.0, None),
+        ("--cases", "n_cases", int, 60, None),
+        ("--threads", "threads", int, 2, "torch CPU threads"),
+        ("--batch", "batch", int, 2, None),
+        ("--seed", "seed", int, 0, None),
+        ("--init", "init", Path, None, "continue from this weights file"),
+        ("--lr", "lr0", float, 3e-3, None),
+        ("--cache", "cache", Path, None, "npz cache of the prepared cases"),
+        ("--fg-prob", "fg_prob", float, 0.6, "probability of a patch centred on a structure"),
+        ("--class-weights", "class_weights", float, None, "cross-entropy weight per class"),
+        ("--base-channels", "base_channels", int, None, "the first level's channels"),
+        ("--patch", "patch_size", int, None, "training/inference patch"),
+    ):
+        nargs = "+" if flag == "--class-weights" else (3 if flag == "--patch" else None)
+        p.add_argument(flag, dest=dest, type=kind, default=default, nargs=nargs, help=helptext)
+    train(**vars(p.parse_args(argv)))
     return 0
 
 

@@ -210,18 +210,10 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _save(net, args: argparse.Namespace, it: int) -> None:
-    config = {
-        "width": args.width,
-        "depth": args.depth,
-        "size": args.size,
-        "in_channels": POINT_CHANNELS,
-        "iterations": it,
-        "scenes": args.scenes,
-        "ct_cases": args.ct_cases,
-        "echo_clips": args.echo_clips,
-        "rgb_images": args.rgb_images,
-        "init": None if args.init is None else Path(args.init).name,
-    }
+    config = {k: getattr(args, k) for k in ("width", "depth", "size")}
+    config.update(in_channels=POINT_CHANNELS, iterations=it)
+    config.update({k: getattr(args, k) for k in ("scenes", "ct_cases", "echo_clips", "rgb_images")})
+    config["init"] = None if args.init is None else Path(args.init).name
     was = net.training
     save_weights(net.eval(), args.output, config)
     net.train(was)
@@ -229,55 +221,28 @@ def _save(net, args: argparse.Namespace, it: int) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenes", type=int, default=120, help="generated scenes kept at a time")
-    p.add_argument(
-        "--refresh",
-        type=int,
-        default=4,
-        help="replace one scene every this many iterations (0: never)",
-    )
-    p.add_argument("--ct-cases", type=int, default=40)
-    p.add_argument("--echo-clips", type=int, default=40)
-    p.add_argument("--rgb-images", type=int, default=24)
-    p.add_argument(
-        "--phantom-share",
-        type=float,
-        default=SOURCES["phantom"],
-        help="share of episodes on phantoms (the rest: scenes and pasted objects)",
-    )
-    p.add_argument(
-        "--paste-share",
-        type=float,
-        default=SOURCES["paste"],
-        help="share of episodes with a scene object pasted on a phantom",
-    )
-    p.add_argument("--iterations", type=int, default=20000)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--size", type=int, default=64)
-    p.add_argument("--width", type=int, default=12)
-    p.add_argument("--depth", type=int, default=3)
-    p.add_argument(
-        "--minutes",
-        type=float,
-        default=75.0,
-        help="time budget for the optimisation loop (cosine schedule fits it)",
-    )
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=500,
-        help="also write the output every this many iterations (0: only at the end)",
-    )
-    p.add_argument(
-        "--init",
-        type=Path,
-        default=None,
-        help="start from this weight file (4-channel files: click weights start at 0)",
-    )
-    p.add_argument("--output", type=Path, default=DEFAULT_WEIGHTS)
+    for flag, kind, default, helptext in (
+        ("--scenes", int, 120, "generated scenes kept at a time"),
+        ("--refresh", int, 4, "replace one scene every this many iterations (0: never)"),
+        ("--ct-cases", int, 40, None),
+        ("--echo-clips", int, 40, None),
+        ("--rgb-images", int, 24, None),
+        ("--phantom-share", float, SOURCES["phantom"], "share of episodes on phantoms"),
+        ("--paste-share", float, SOURCES["paste"], "share with a scene object on a phantom"),
+        ("--iterations", int, 20000, None),
+        ("--batch", int, 16, None),
+        ("--size", int, 64, None),
+        ("--width", int, 12, None),
+        ("--depth", int, 3, None),
+        ("--minutes", float, 75.0, "time budget of the loop (the cosine schedule fits it)"),
+        ("--lr", float, 3e-3, None),
+        ("--threads", int, 2, None),
+        ("--seed", int, 0, None),
+        ("--checkpoint-every", int, 500, "also write the output every this many iterations"),
+        ("--init", Path, None, "start from this weight file (4-channel: clicks start at 0)"),
+        ("--output", Path, DEFAULT_WEIGHTS, None),
+    ):
+        p.add_argument(flag, type=kind, default=default, help=helptext)
     train(p.parse_args(argv))
 
 
