@@ -104,6 +104,24 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
     return x.astype(np.float32), lab[sl].astype(np.int64)
 
 
+def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
+    """``batch`` patches (:func:`sample_patch`) of random cases: tensors ``(B, 1, *patch)``
+    and ``(B, *patch)``."""
+    import torch
+
+    picks = rng.integers(len(data), size=batch)
+    xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], fg_prob) for i in picks))
+    return torch.from_numpy(np.stack(xs))[:, None], torch.from_numpy(np.stack(ys))
+
+
+def optimizer_step(opt: Any, loss: Any) -> float:
+    """One optimisation step on ``loss``; returns its value."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
 def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
     """Linear warm-up over the first ``warmup`` fraction, then cosine decay to lr0/100."""
     if frac < warmup:
@@ -184,17 +202,8 @@ def train(
         lr = lr_at(elapsed / budget, lr0)
         for g in opt.param_groups:
             g["lr"] = lr
-        picks = rng.integers(len(data), size=batch)
-        xs, ys = zip(
-            *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
-        )
-        x = torch.from_numpy(np.stack(xs))[:, None]
-        y = torch.from_numpy(np.stack(ys))
-        loss = segmentation_loss(net(x), y, k, weight)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+        x, y = patch_batch(rng, data, index, patch, batch, fg_prob)
+        losses.append(optimizer_step(opt, segmentation_loss(net(x), y, k, weight)))
         it += 1
         if it % 25 == 0:
             print(

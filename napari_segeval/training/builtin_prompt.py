@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import POINT_CHANNELS, PromptUNet, paste
 from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
+from napari_segeval.training.builtin_ct import optimizer_step
 from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
@@ -141,11 +142,7 @@ def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int, batch:
     simulate(net, eps, size, rng)
     x = torch.stack([e.inputs(size) for e in eps])
     y = torch.stack([e.target_crop(size) for e in eps])
-    loss = loss_fn(net(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    return float(loss.detach())
+    return optimizer_step(opt, loss_fn(net(x), y))
 
 
 def initial_network(args: argparse.Namespace) -> PromptUNet:
