@@ -105,12 +105,14 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
 
 
 def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
-    """``batch`` patches (:func:`sample_patch`) of random cases: tensors ``(B, 1, *patch)``
-    and ``(B, *patch)``."""
+    """``batch`` patches (:func:`sample_patch`) of random cases ``data[i] = (image, labels)``:
+    tensors ``(B, 1, *patch)`` and ``(B, *patch)``."""
     import torch
 
     picks = rng.integers(len(data), size=batch)
-    xs, ys = zip(*(sample_patch(rng, *data[i], patch, index[i], fg_prob) for i in picks))
+    xs, ys = zip(
+        *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
+    )
     return torch.from_numpy(np.stack(xs))[:, None], torch.from_numpy(np.stack(ys))
 
 
