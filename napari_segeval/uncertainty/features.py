@@ -174,7 +174,7 @@ def class_scales(
         box = box_from_labels(lab3, int(k), mode=mode)
         steps[k] = (box, n + 1 if mode == "volume" else n - box.index)
     total = sum(s for _, s in steps.values())
-    done = [0]
+    done = 0
     rows = []
     for k, name in structures.items():
         row = {
@@ -193,11 +193,9 @@ def class_scales(
         else:
             check_cancel(cancel, "semantic perception scale")
             box, n_steps = steps[k]
-            base = done[0]
-
-            cb = shifted_progress(progress, base, total)
+            cb = shifted_progress(progress, done, total)
             decoded = decoded_map(model, frames, box, mode=mode, progress=cb, cancel=cancel)
-            done[0] = base + n_steps
+            done += n_steps
             volume = decoded[0] if kind == "image" else resample_map(decoded, grid)
             row["scale"] = scale = semantic_scale(class_matrix(volume, layout), power)
             if math.isnan(scale):
