@@ -241,26 +241,47 @@ def train(
     return record
 
 
+#: Help of the command's options that need one.
+HELP = {
+    "--threads": "torch CPU threads",
+    "--init": "continue from this weights file",
+    "--cache": "npz cache of the prepared cases",
+    "--fg-prob": "probability of a patch centred on a random structure",
+    "--class-weights": "cross-entropy weight per class",
+    "--base-channels": "override the architecture's first-level channels",
+    "--patch": "training/inference patch",
+}
+
+
 def main(argv=None) -> int:
     """Command-line entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag, dest, kind, default, helptext in (
-        ("--out", "out", Path, BUILTIN_CT_WEIGHTS, None),
-        ("--minutes", "minutes", float, 14.0, None),
-        ("--cases", "n_cases", int, 60, None),
-        ("--threads", "threads", int, 2, "torch CPU threads"),
-        ("--batch", "batch", int, 2, None),
-        ("--seed", "seed", int, 0, None),
-        ("--init", "init", Path, None, "continue from this weights file"),
-        ("--lr", "lr0", float, 3e-3, None),
-        ("--cache", "cache", Path, None, "npz cache of the prepared cases"),
-        ("--fg-prob", "fg_prob", float, 0.6, "probability of a patch centred on a structure"),
-        ("--class-weights", "class_weights", float, None, "cross-entropy weight per class"),
-        ("--base-channels", "base_channels", int, None, "the first level's channels"),
-        ("--patch", "patch_size", int, None, "training/inference patch"),
+    for flag, dest, kind, default in (
+        ("--out", "out", Path, BUILTIN_CT_WEIGHTS),
+        ("--minutes", "minutes", float, 14.0),
+        ("--cases", "n_cases", int, 60),
+        ("--threads", "threads", int, 2),
+        ("--batch", "batch", int, 2),
+        ("--seed", "seed", int, 0),
+        ("--init", "init", Path, None),
+        ("--lr", "lr0", float, 3e-3),
+        ("--cache", "cache", Path, None),
+        ("--fg-prob", "fg_prob", float, 0.6),
+        ("--class-weights", "class_weights", float, None),
+        ("--base-channels", "base_channels", int, None),
+        ("--patch", "patch_size", int, None),
     ):
         nargs = "+" if flag == "--class-weights" else (3 if flag == "--patch" else None)
-        p.add_argument(flag, dest=dest, type=kind, default=default, nargs=nargs, help=helptext)
+        metavar = flag[2:].upper().replace("-", "_")  # the flag's, as before ``dest``
+        p.add_argument(
+            flag,
+            dest=dest,
+            type=kind,
+            default=default,
+            nargs=nargs,
+            help=HELP.get(flag),
+            metavar=metavar,
+        )
     train(**vars(p.parse_args(argv)))
     return 0
 

@@ -216,30 +216,42 @@ def _save(net, args: argparse.Namespace, it: int) -> None:
     net.train(was)
 
 
+#: Help of the command's options that need one.
+HELP = {
+    "--scenes": "generated scenes kept at a time",
+    "--refresh": "replace one scene every this many iterations (0: never)",
+    "--phantom-share": "share of episodes on phantoms (the rest: scenes and pasted objects)",
+    "--paste-share": "share of episodes with a scene object pasted on a phantom",
+    "--minutes": "time budget for the optimisation loop (cosine schedule fits it)",
+    "--checkpoint-every": "also write the output every this many iterations (0: only at the end)",
+    "--init": "start from this weight file (4-channel files: click weights start at 0)",
+}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag, kind, default, helptext in (
-        ("--scenes", int, 120, "generated scenes kept at a time"),
-        ("--refresh", int, 4, "replace one scene every this many iterations (0: never)"),
-        ("--ct-cases", int, 40, None),
-        ("--echo-clips", int, 40, None),
-        ("--rgb-images", int, 24, None),
-        ("--phantom-share", float, SOURCES["phantom"], "share of episodes on phantoms"),
-        ("--paste-share", float, SOURCES["paste"], "share with a scene object on a phantom"),
-        ("--iterations", int, 20000, None),
-        ("--batch", int, 16, None),
-        ("--size", int, 64, None),
-        ("--width", int, 12, None),
-        ("--depth", int, 3, None),
-        ("--minutes", float, 75.0, "time budget of the loop (the cosine schedule fits it)"),
-        ("--lr", float, 3e-3, None),
-        ("--threads", int, 2, None),
-        ("--seed", int, 0, None),
-        ("--checkpoint-every", int, 500, "also write the output every this many iterations"),
-        ("--init", Path, None, "start from this weight file (4-channel: clicks start at 0)"),
-        ("--output", Path, DEFAULT_WEIGHTS, None),
+    for flag, kind, default in (
+        ("--scenes", int, 120),
+        ("--refresh", int, 4),
+        ("--ct-cases", int, 40),
+        ("--echo-clips", int, 40),
+        ("--rgb-images", int, 24),
+        ("--phantom-share", float, SOURCES["phantom"]),
+        ("--paste-share", float, SOURCES["paste"]),
+        ("--iterations", int, 20000),
+        ("--batch", int, 16),
+        ("--size", int, 64),
+        ("--width", int, 12),
+        ("--depth", int, 3),
+        ("--minutes", float, 75.0),
+        ("--lr", float, 3e-3),
+        ("--threads", int, 2),
+        ("--seed", int, 0),
+        ("--checkpoint-every", int, 500),
+        ("--init", Path, None),
+        ("--output", Path, DEFAULT_WEIGHTS),
     ):
-        p.add_argument(flag, type=kind, default=default, help=helptext)
+        p.add_argument(flag, type=kind, default=default, help=HELP.get(flag))
     train(p.parse_args(argv))
 
 
