@@ -264,11 +264,7 @@ class Problem:
         # kept together with best_dice
         assert self.best_score is not None and self.best_delta is not None
         assert self.best_logits is not None
-        take = (
-            score >= self.best_score
-            if self.cfg.keep_best
-            else torch.ones_like(dice, dtype=torch.bool)
-        )
+        take = score >= self.best_score if self.cfg.keep_best else torch.ones_like(dice).bool()
         if self.frozen is not None:
             take &= ~self.frozen
         if mask is not None:
