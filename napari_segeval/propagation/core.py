@@ -154,13 +154,13 @@ def propagate_structures(
     k = len(options.orders)
     # one pass for every walk, or one per structure (its directions share its conditioning)
     step = max(len(walks), 1) if options.share else k
+    whole = options.share and not correcting  # one pass counts every step itself
     outs, done = [], 0
     for i in range(0, len(walks), step):
         mine = walks[i : i + step]
-        report = progress if options.share and not correcting else None
         mine_options = replace(
             walk,
-            progress=report or shifted_progress(progress, done, total),
+            progress=progress if whole else shifted_progress(progress, done, total),
             on_frame=_reporter(on_slice, walks, i, options.threshold),
         )
         outs.extend(run(frames, mine, mine_options))
