@@ -190,29 +190,21 @@ class Problem:
 
         check_cancel(self.cancel, f"{self.cfg.attack} attack")
         grad = None
-        if need_grad:
-            d = delta.detach().requires_grad_(True)
-            with torch.enable_grad():
-                logits = self.forward(self.x + d)
-                if objective is not None:
-                    loss = objective(logits)
-                else:
-                    w = None
-                    if weighting_step is not None:
-                        w = voxel_weights(
-                            self.cfg.weighting, logits, self.target, weighting_step, self.cfg.steps
-                        )
-                    loss = self.loss_fn(logits, self.target, w)
+        d = delta.detach().requires_grad_(True) if need_grad else delta
+        with torch.enable_grad() if need_grad else torch.no_grad():
+            logits = self.forward(self.x + d)
+            if objective is not None:
+                loss = objective(logits)
+            else:
+                w = None
+                if weighting_step is not None:
+                    w = voxel_weights(
+                        self.cfg.weighting, logits, self.target, weighting_step, self.cfg.steps
+                    )
+                loss = self.loss_fn(logits, self.target, w)
+            if need_grad:
                 (grad,) = torch.autograd.grad(loss.sum(), d)
-            self.n_backward += 1
-        else:
-            with torch.no_grad():
-                logits = self.forward(self.x + delta)
-                loss = (
-                    objective(logits)
-                    if objective is not None
-                    else self.loss_fn(logits, self.target)
-                )
+                self.n_backward += 1
         self.n_forward += 1
         self.done += 1
         if self.progress is not None:
@@ -272,11 +264,7 @@ class Problem:
         # kept together with best_dice
         assert self.best_score is not None and self.best_delta is not None
         assert self.best_logits is not None
-        take = (
-            score >= self.best_score
-            if self.cfg.keep_best
-            else torch.ones_like(dice, dtype=torch.bool)
-        )
+        take = score >= self.best_score if self.cfg.keep_best else torch.ones_like(dice).bool()
         if self.frozen is not None:
             take &= ~self.frozen
         if mask is not None:

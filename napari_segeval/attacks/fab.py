@@ -162,13 +162,7 @@ def fab(problem: Problem) -> AttackOutput:
             if not bool(todo.any()):
                 break
             runs += 1
-            if r == 0:
-                delta = zero.clone()
-            else:
-                delta = (torch.rand(x.shape, generator=problem.gen) * 2 - 1) * (eps / 2)
-                delta = delta.to(x.device, x.dtype)
-                if problem.lo is not None and problem.hi is not None:
-                    delta = torch.minimum(torch.maximum(delta + x, problem.lo), problem.hi) - x
+            delta = zero.clone() if r == 0 else problem.random_point(scale=0.5)
             for it in range(cfg.steps):
                 f, grad, _ = problem.evaluate(delta, need_grad=True, objective=objective)
                 with torch.no_grad():

@@ -23,21 +23,37 @@ def _schedule_factor(schedule: str, step: int, steps: int) -> float:
     return 1.0
 
 
-def fgsm(problem: Problem) -> AttackOutput:
-    """One signed (L-inf) or normalized (L2) gradient step of size ``step_size``."""
+def _ascend(problem: Problem, restarts: int, steps: int, start: str | None, weighted: bool):
+    """The loop of FGSM, PGD and noise: per restart, a start (``random_point(start)``, or
+    zero), ``steps`` projected ascent steps, and the end point evaluated."""
     import torch
 
-    history: list = []
+    cfg = problem.cfg
+    history: list[dict] = []
+    every = cfg.select == "dice"
     problem.start(history)
-    if not problem.begin_restart(0):  # gating: the clean input is already not robust
-        return problem.output(history)
-    delta = torch.zeros_like(problem.x)
-    loss, grad, logits = problem.evaluate(delta, need_grad=True)
-    record_step(history, 0, 0, loss, problem.track(delta, logits))
-    problem.project_(ascent_(delta, grad, problem.cfg.effective_step_size, problem.cfg.norm))
-    loss, _, logits = problem.evaluate(delta, need_grad=False)
-    record_step(history, 0, 1, loss, problem.track(delta, logits))
+    for r in range(restarts):
+        if r == 0 or every:
+            if not problem.begin_restart(r):  # gating: no case left to attack
+                break
+        else:  # restarts are compared by loss: only the clean input gates (ROG's attack_pgd)
+            problem.info["restarts_run"] = r + 1
+        delta = torch.zeros_like(problem.x) if start is None else problem.random_point(start)
+        for t in range(steps):
+            wstep = t if weighted else None
+            loss, grad, logits = problem.evaluate(delta, need_grad=True, weighting_step=wstep)
+            record_step(history, r, t, loss, problem.track(delta, logits, loss, candidate=every))
+            step = cfg.effective_step_size * _schedule_factor(cfg.schedule, t, steps)
+            with torch.no_grad():
+                problem.project_(ascent_(delta, grad, step, cfg.norm))
+        loss, _, logits = problem.evaluate(delta, need_grad=False)
+        record_step(history, r, steps, loss, problem.track(delta, logits, loss))
     return problem.output(history)
+
+
+def fgsm(problem: Problem) -> AttackOutput:
+    """One signed (L-inf) or normalized (L2) gradient step of size ``step_size``."""
+    return _ascend(problem, 1, 1, None, weighted=False)
 
 
 def pgd(problem: Problem) -> AttackOutput:
@@ -49,39 +65,11 @@ def pgd(problem: Problem) -> AttackOutput:
     not attacked) and every restart runs, as in ROG, since a later restart may
     replace a breaking iterate by a higher-loss one.
     """
-    import torch
-
     cfg = problem.cfg
-    history: list[dict] = []
-    every = cfg.select == "dice"
-    problem.start(history)
-    for r in range(cfg.restarts):
-        if r == 0 or every:
-            if not problem.begin_restart(r):
-                break
-        else:  # restarts are compared by loss: only the clean input gates (ROG's attack_pgd)
-            problem.info["restarts_run"] = r + 1
-        delta = problem.random_point() if cfg.random_start else torch.zeros_like(problem.x)
-        for t in range(cfg.steps):
-            wstep = t if cfg.weighting is not None else None
-            loss, grad, logits = problem.evaluate(delta, need_grad=True, weighting_step=wstep)
-            record_step(history, r, t, loss, problem.track(delta, logits, loss, candidate=every))
-            step = cfg.effective_step_size * _schedule_factor(cfg.schedule, t, cfg.steps)
-            with torch.no_grad():
-                problem.project_(ascent_(delta, grad, step, cfg.norm))
-        loss, _, logits = problem.evaluate(delta, need_grad=False)
-        record_step(history, r, cfg.steps, loss, problem.track(delta, logits, loss))
-    return problem.output(history)
+    start = "uniform" if cfg.random_start else None
+    return _ascend(problem, cfg.restarts, cfg.steps, start, cfg.weighting is not None)
 
 
 def noise(problem: Problem, kind: str) -> AttackOutput:
     """Random noise of the same budget: uniform in the ball, or Gaussian projected onto it."""
-    history: list = []
-    problem.start(history)
-    for r in range(problem.cfg.restarts):
-        if not problem.begin_restart(r):
-            break
-        delta = problem.random_point(kind)
-        loss, _, logits = problem.evaluate(delta, need_grad=False)
-        record_step(history, r, 0, loss, problem.track(delta, logits))
-    return problem.output(history)
+    return _ascend(problem, problem.cfg.restarts, 0, kind, weighted=False)

@@ -159,12 +159,8 @@ class PromptTarget:
         if x.shape[0] != 1:
             raise ValueError("promptable targets attack one case at a time")
         res = self._propagate(x[0], grad=torch.is_grad_enabled())
-        if res.tensors:
-            probs = [res.tensors[lab] for lab in self.label_ids]
-        else:
-            probs = [
-                torch.as_tensor(res.probabilities[lab], device=x.device) for lab in self.label_ids
-            ]
+        found = res.tensors or res.probabilities  # tensors: with gradients
+        probs = [torch.as_tensor(found[lab], device=x.device) for lab in self.label_ids]
         fg = torch.logit(torch.stack(probs).float(), eps=LOGIT_EPS)
         return torch.cat([torch.zeros_like(fg[:1]), fg])[None]
 

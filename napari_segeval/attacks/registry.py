@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from napari_segeval.attacks._problem import AttackOutput, Problem
@@ -40,14 +41,6 @@ def _draws(cfg: Any, num_classes: int | None = None) -> int:
 
 def _eps(cfg: Any) -> float:
     return float(cfg.eps)
-
-
-def _noise(kind: str) -> Callable[[Problem], AttackOutput]:
-    def run(problem: Problem) -> AttackOutput:
-        return noise(problem, kind)
-
-    run.__name__ = run.__qualname__ = f"noise_{kind}"
-    return run
 
 
 @dataclass(frozen=True)
@@ -136,9 +129,11 @@ ATTACKS: dict[str, Attack] = {
         min_classes=2,
     ),
     "noise-gaussian": Attack(
-        _noise("gaussian"), _draws, "Gaussian noise projected onto the ball (baseline)"
+        partial(noise, kind="gaussian"), _draws, "Gaussian noise projected onto the ball (baseline)"
     ),
-    "noise-uniform": Attack(_noise("uniform"), _draws, "uniform noise in the ball (baseline)"),
+    "noise-uniform": Attack(
+        partial(noise, kind="uniform"), _draws, "uniform noise in the ball (baseline)"
+    ),
 }
 
 __all__ = ["ATTACKS", "Attack"]

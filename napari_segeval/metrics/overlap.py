@@ -156,18 +156,15 @@ def _slab_objects(slab: np.ndarray, n: int, z: int) -> list:
 
 def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
     """Per label (``found[i][label - 1]``), the smallest box holding every slab's box."""
-    out: dict[int, tuple[slice, ...] | None] = {}  # None: no slab holds the label
-    for parts in zip(*found):
-        label = len(out) + 1
-        boxes = [b for b in parts if b is not None]
+    out = {}
+    for label, parts in enumerate(zip(*found), start=1):
+        boxes = [b for b in parts if b is not None]  # None: the slab does not hold the label
         if boxes:
             out[label] = tuple(
                 slice(min(b[a].start for b in boxes), max(b[a].stop for b in boxes))
                 for a in range(ndim)
             )
-        else:
-            out[label] = None
-    return {k: v for k, v in out.items() if v is not None}
+    return out
 
 
 def count_threads() -> int:

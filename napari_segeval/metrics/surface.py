@@ -77,16 +77,7 @@ def neighbour_codes(mask: np.ndarray) -> np.ndarray:
     counts as background), bit ``4*(1-o0) + 2*(1-o1) + (1-o2)`` for the voxel at
     offset ``o``, the encoding of DeepMind's ``surface-distance``.
     """
-    a = np.pad(mask.astype(np.uint8, copy=False), 1)
-    shift = 1
-    for axis in range(a.ndim - 1, -1, -1):
-        lo = [slice(None)] * a.ndim
-        hi = [slice(None)] * a.ndim
-        lo[axis] = slice(None, -1)
-        hi[axis] = slice(1, None)
-        a = np.bitwise_or(a[tuple(lo)] << shift, a[tuple(hi)])
-        shift *= 2
-    return a
+    return _search.padded_codes(np.asarray(mask), (0,) * np.ndim(mask))
 
 
 def _area_table(spacing: Sequence[float]) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -76,24 +77,13 @@ def structure_table(
         boxes[0] = tuple(slice(0, n) for n in reference.shape)
     rows = []
     for label, name in sorted(labels.items()):
-        row = {"label": label, "name": name}
-        for key in ("dice", "iou", "precision", "recall"):
-            row[key] = float(m[key][label])
-        row.update(dict.fromkeys(("hd", "hd95", "assd", "nsd"), float("nan")))
-        if surface:
-            box = boxes.get(label)
-            if box is None:
-                z = np.zeros((1,) * reference.ndim, bool)
-                row.update(surface_metrics(z, z, spacing, tolerance_mm=tolerance_mm, empty=empty))
-            else:
-                ref_m = reference[box] == label
-                pred_m = prediction[box] == label
-                row.update(
-                    surface_metrics(ref_m, pred_m, spacing, tolerance_mm=tolerance_mm, empty=empty)
-                )
-        row["volume_ref_ml"] = float(m["volume_ref_ml"][label])
-        row["volume_pred_ml"] = float(m["volume_pred_ml"][label])
-        rows.append({k: row[k] for k in ROW_KEYS})
+        row: dict = {"label": label, "name": name}
+        row.update({k: float(m[k][label]) for k in ROW_KEYS if k in m})  # overlap, volumes
+        if surface:  # a structure in neither map: an empty crop of one voxel
+            box = boxes.get(label, (slice(0, 1),) * reference.ndim)
+            masks = (reference[box] == label, prediction[box] == label)
+            row.update(surface_metrics(*masks, spacing, tolerance_mm=tolerance_mm, empty=empty))
+        rows.append({k: row.get(k, math.nan) for k in ROW_KEYS})
     return rows
 
 

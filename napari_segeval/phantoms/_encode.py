@@ -124,10 +124,8 @@ def mp4_bytes(frames: np.ndarray, fps: int) -> bytes:
             vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(frame), format="gray")
             vf = vf.reformat(format="yuv420p")
             vf.pts = k
-            for packet in stream.encode(vf):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
+            container.mux(stream.encode(vf))
+        container.mux(stream.encode())  # flush
     return buf.getvalue()
 
 

@@ -99,13 +99,18 @@ def _labels(case: Case) -> np.ndarray:
     return case.labels
 
 
+def _nifti_pair(files: dict, image: str, labels: str, case: Case, seed: int, what: str) -> None:
+    """A phantom's image and labels as NIfTI files."""
+    files[image] = nifti_gz_bytes(case.image, case.geometry, f"{what} phantom seed {seed}")
+    files[labels] = nifti_gz_bytes(
+        _labels(case), case.geometry, f"{what} phantom labels seed {seed}"
+    )
+
+
 def _ct(files: dict, index: dict, rows: list) -> None:
     seed = SEEDS["ct"]
     case = make_ct_case(seed, tumour=True)
-    files["ct/ct_001.nii.gz"] = nifti_gz_bytes(case.image, case.geometry, f"CT phantom seed {seed}")
-    files["ct/ct_001_labels.nii.gz"] = nifti_gz_bytes(
-        _labels(case), case.geometry, f"CT phantom labels seed {seed}"
-    )
+    _nifti_pair(files, "ct/ct_001.nii.gz", "ct/ct_001_labels.nii.gz", case, seed, "CT")
     index["ct"] = {
         "image": "ct/ct_001.nii.gz",
         "labels": "ct/ct_001_labels.nii.gz",
@@ -122,25 +127,13 @@ def _msd(files: dict, index: dict, rows: list) -> None:
     training: list[dict[str, str]] = []
     names: dict[int, str] = {}
     for i, spacing in enumerate(MSD_SPACINGS, start=1):
-        seed = SEEDS["msd"] + i - 1
+        seed, name = SEEDS["msd"] + i - 1, f"abd_{i:03d}.nii.gz"
         case = make_ct_case(seed, shape=MSD_SHAPE, spacing=spacing, tumour=i != 3)
         names = case.structures
-        files[f"{root}/imagesTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
-            case.image, case.geometry, f"CT phantom seed {seed}"
-        )
-        files[f"{root}/labelsTr/abd_{i:03d}.nii.gz"] = nifti_gz_bytes(
-            _labels(case), case.geometry, f"CT phantom labels seed {seed}"
-        )
-        training.append(
-            {"image": f"./imagesTr/abd_{i:03d}.nii.gz", "label": f"./labelsTr/abd_{i:03d}.nii.gz"}
-        )
-        rows.append(
-            (
-                f"{root}/imagesTr/abd_{i:03d}.nii.gz (+ labelsTr)",
-                case,
-                (f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, tumour={i != 3})"),
-            )
-        )
+        _nifti_pair(files, f"{root}/imagesTr/{name}", f"{root}/labelsTr/{name}", case, seed, "CT")
+        training.append({"image": f"./imagesTr/{name}", "label": f"./labelsTr/{name}"})
+        call = f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, tumour={i != 3})"
+        rows.append((f"{root}/imagesTr/{name} (+ labelsTr)", case, call))
     dataset = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
@@ -165,13 +158,13 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     files["video/echo_001_labels.nii.gz"] = nifti_gz_bytes(
         _labels(clip), clip.geometry, f"echo phantom labels seed {seed}"
     )
+    common = {"modality": "US", "structures": _structures_json(clip.structures)}
     if video:
         files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
         index["video"] = {
             "image": "video/echo_001.mp4",
             "labels": "video/echo_001_labels.nii.gz",
-            "modality": "US",
-            "structures": _structures_json(clip.structures),
+            **common,
             "fps": ECHO_FPS,
             "codec": VIDEO_CODEC,
             "seed": seed,
@@ -183,38 +176,27 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     index["echo_sequence"] = {
         "image": "video/echo_001_sequence.mhd",
         "labels": "video/echo_001_sequence_gt.mhd",
-        "modality": "US",
-        "structures": _structures_json(clip.structures),
+        **common,
         "ed_frame": clip.meta["ed_frame"],
         "es_frame": clip.meta["es_frame"],
         "seed": seed,
     }
-    rows.append(
-        (
-            "video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw",
-            clip,
-            f"make_echo_clip({seed})",
-        )
-    )
+    what = "video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw"
+    rows.append((what, clip, f"make_echo_clip({seed})"))
 
 
 def _images2d(files: dict, index: dict, rows: list) -> None:
-    for i in range(1, N_2D + 1):
-        seed = SEEDS["polyp"] + i - 1
-        case = make_polyp_image(seed)
-        files[f"polyp/polyp_{i:03d}.png"] = png_bytes(case.image)
-        files[f"polyp/polyp_{i:03d}_mask.png"] = png_bytes(labels_to_rgb_mask(_labels(case)))
-        rows.append((f"polyp/polyp_{i:03d}.png (+ _mask.png)", case, f"make_polyp_image({seed})"))
-    for i in range(1, N_2D + 1):
-        seed = SEEDS["skin"] + i - 1
-        case = make_skin_image(seed)
-        files[f"skin/skin_{i:03d}.png"] = png_bytes(case.image)
-        files[f"skin/skin_{i:03d}_segmentation.png"] = png_bytes(
-            (_labels(case) > 0).astype(np.uint8) * 255
-        )
-        rows.append(
-            (f"skin/skin_{i:03d}.png (+ _segmentation.png)", case, f"make_skin_image({seed})")
-        )
+    for kind, make, suffix, mask in (
+        ("polyp", make_polyp_image, "mask", labels_to_rgb_mask),
+        ("skin", make_skin_image, "segmentation", lambda y: (y > 0).astype(np.uint8) * 255),
+    ):
+        for i in range(1, N_2D + 1):
+            seed, stem = SEEDS[kind] + i - 1, f"{kind}/{kind}_{i:03d}"
+            case = make(seed)
+            files[f"{stem}.png"] = png_bytes(case.image)
+            files[f"{stem}_{suffix}.png"] = png_bytes(mask(_labels(case)))
+            rows.append((f"{stem}.png (+ _{suffix}.png)", case, f"{make.__name__}({seed})"))
+        index[f"{kind}_folder"] = kind
     files["polyp/dataset.json"] = _folder_dataset_json(
         "Polyp phantom", "endoscopy", POLYP_STRUCTURES, POLYP_COLORS
     )
@@ -235,8 +217,6 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
         "label_values": {"0": 0, "255": 1},
         "seed": SEEDS["skin"],
     }
-    index["polyp_folder"] = "polyp"
-    index["skin_folder"] = "skin"
 
 
 def build_samples(video: bool = True) -> dict[str, bytes]:

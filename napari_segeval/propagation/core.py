@@ -152,27 +152,19 @@ def propagate_structures(
     )
     run = model.walk_logits if options.logits else model.propagate_walks
     k = len(options.orders)
-    if options.share:
-        outs = run(
-            frames,
-            walks,
-            replace(
-                walk,
-                progress=shifted_progress(progress, 0, total) if correcting else progress,
-                on_frame=_reporter(on_slice, walks, 0, options.threshold),
-            ),
+    # one pass for every walk, or one per structure (its directions share its conditioning)
+    step = max(len(walks), 1) if options.share else k
+    whole = options.share and not correcting  # one pass counts every step itself
+    outs, done = [], 0
+    for i in range(0, len(walks), step):
+        mine = walks[i : i + step]
+        mine_options = replace(
+            walk,
+            progress=progress if whole else shifted_progress(progress, done, total),
+            on_frame=_reporter(on_slice, walks, i, options.threshold),
         )
-    else:  # one pass per structure (its directions still share its conditioning)
-        outs, done = [], 0
-        for i in range(0, len(walks), k):
-            mine = walks[i : i + k]
-            mine_options = replace(
-                walk,
-                progress=shifted_progress(progress, done, total),
-                on_frame=_reporter(on_slice, walks, i, options.threshold),
-            )
-            outs.extend(run(frames, mine, mine_options))
-            done += sum(n_visited(n, w.start, w.order) for w in mine)
+        outs.extend(run(frames, mine, mine_options))
+        done += sum(n_visited(n, w.start, w.order) for w in mine)
     results = {}
     for i, label in enumerate(sets):
         parts = list(zip(walks[i * k : (i + 1) * k], outs[i * k : (i + 1) * k]))

@@ -104,6 +104,26 @@ def sample_patch(rng, img, lab, patch, index, fg_prob=0.6):
     return x.astype(np.float32), lab[sl].astype(np.int64)
 
 
+def patch_batch(rng, data: list, index: list, patch, batch: int, fg_prob: float) -> tuple:
+    """``batch`` patches (:func:`sample_patch`) of random cases ``data[i] = (image, labels)``:
+    tensors ``(B, 1, *patch)`` and ``(B, *patch)``."""
+    import torch
+
+    picks = rng.integers(len(data), size=batch)
+    xs, ys = zip(
+        *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
+    )
+    return torch.from_numpy(np.stack(xs))[:, None], torch.from_numpy(np.stack(ys))
+
+
+def optimizer_step(opt: Any, loss: Any) -> float:
+    """One optimisation step on ``loss``; returns its value."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return float(loss.detach())
+
+
 def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
     """Linear warm-up over the first ``warmup`` fraction, then cosine decay to lr0/100."""
     if frac < warmup:
@@ -184,17 +204,8 @@ def train(
         lr = lr_at(elapsed / budget, lr0)
         for g in opt.param_groups:
             g["lr"] = lr
-        picks = rng.integers(len(data), size=batch)
-        xs, ys = zip(
-            *(sample_patch(rng, data[i][0], data[i][1], patch, index[i], fg_prob) for i in picks)
-        )
-        x = torch.from_numpy(np.stack(xs))[:, None]
-        y = torch.from_numpy(np.stack(ys))
-        loss = segmentation_loss(net(x), y, k, weight)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.detach()))
+        x, y = patch_batch(rng, data, index, patch, batch, fg_prob)
+        losses.append(optimizer_step(opt, segmentation_loss(net(x), y, k, weight)))
         it += 1
         if it % 25 == 0:
             print(
@@ -230,54 +241,48 @@ def train(
     return record
 
 
+#: Help of the command's options that need one.
+HELP = {
+    "--threads": "torch CPU threads",
+    "--init": "continue from this weights file",
+    "--cache": "npz cache of the prepared cases",
+    "--fg-prob": "probability of a patch centred on a random structure",
+    "--class-weights": "cross-entropy weight per class",
+    "--base-channels": "override the architecture's first-level channels",
+    "--patch": "training/inference patch",
+}
+
+
 def main(argv=None) -> int:
     """Command-line entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", type=Path, default=BUILTIN_CT_WEIGHTS)
-    p.add_argument("--minutes", type=float, default=14.0)
-    p.add_argument("--cases", type=int, default=60)
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--batch", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--init", type=Path, default=None, help="continue from this weights file")
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--cache", type=Path, default=None, help="npz cache of the prepared cases")
-    p.add_argument(
-        "--fg-prob",
-        type=float,
-        default=0.6,
-        help="probability of a patch centred on a random structure",
-    )
-    p.add_argument(
-        "--class-weights",
-        type=float,
-        nargs="+",
-        default=None,
-        help="cross-entropy weight per class",
-    )
-    p.add_argument(
-        "--base-channels",
-        type=int,
-        default=None,
-        help="override the architecture's first-level channels",
-    )
-    p.add_argument("--patch", type=int, nargs=3, default=None, help="training/inference patch")
-    a = p.parse_args(argv)
-    train(
-        a.out,
-        a.minutes,
-        a.cases,
-        a.threads,
-        a.seed,
-        a.batch,
-        a.init,
-        a.lr,
-        a.cache,
-        a.fg_prob,
-        a.class_weights,
-        a.base_channels,
-        a.patch,
-    )
+    for flag, dest, kind, default in (
+        ("--out", "out", Path, BUILTIN_CT_WEIGHTS),
+        ("--minutes", "minutes", float, 14.0),
+        ("--cases", "n_cases", int, 60),
+        ("--threads", "threads", int, 2),
+        ("--batch", "batch", int, 2),
+        ("--seed", "seed", int, 0),
+        ("--init", "init", Path, None),
+        ("--lr", "lr0", float, 3e-3),
+        ("--cache", "cache", Path, None),
+        ("--fg-prob", "fg_prob", float, 0.6),
+        ("--class-weights", "class_weights", float, None),
+        ("--base-channels", "base_channels", int, None),
+        ("--patch", "patch_size", int, None),
+    ):
+        nargs = "+" if flag == "--class-weights" else (3 if flag == "--patch" else None)
+        metavar = flag[2:].upper().replace("-", "_")  # the flag's, as before ``dest``
+        p.add_argument(
+            flag,
+            dest=dest,
+            type=kind,
+            default=default,
+            nargs=nargs,
+            help=HELP.get(flag),
+            metavar=metavar,
+        )
+    train(**vars(p.parse_args(argv)))
     return 0
 
 

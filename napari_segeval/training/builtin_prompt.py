@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from napari_segeval.models._prompt_net import POINT_CHANNELS, PromptUNet, paste
 from napari_segeval.models.builtin_prompt import DEFAULT_WEIGHTS, save_weights
+from napari_segeval.training.builtin_ct import optimizer_step
 from napari_segeval.training.prompt_examples import Episode, episode
 from napari_segeval.training.prompt_sources import Stack, phantom_stacks, scene_stack
 
@@ -141,11 +142,7 @@ def train_step(net, opt, pool: Pool, rng: np.random.Generator, size: int, batch:
     simulate(net, eps, size, rng)
     x = torch.stack([e.inputs(size) for e in eps])
     y = torch.stack([e.target_crop(size) for e in eps])
-    loss = loss_fn(net(x), y)
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    return float(loss.detach())
+    return optimizer_step(opt, loss_fn(net(x), y))
 
 
 def initial_network(args: argparse.Namespace) -> PromptUNet:
@@ -210,74 +207,51 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _save(net, args: argparse.Namespace, it: int) -> None:
-    config = {
-        "width": args.width,
-        "depth": args.depth,
-        "size": args.size,
-        "in_channels": POINT_CHANNELS,
-        "iterations": it,
-        "scenes": args.scenes,
-        "ct_cases": args.ct_cases,
-        "echo_clips": args.echo_clips,
-        "rgb_images": args.rgb_images,
-        "init": None if args.init is None else Path(args.init).name,
-    }
+    config = {k: getattr(args, k) for k in ("width", "depth", "size")}
+    config.update(in_channels=POINT_CHANNELS, iterations=it)
+    config.update({k: getattr(args, k) for k in ("scenes", "ct_cases", "echo_clips", "rgb_images")})
+    config["init"] = None if args.init is None else Path(args.init).name
     was = net.training
     save_weights(net.eval(), args.output, config)
     net.train(was)
 
 
+#: Help of the command's options that need one.
+HELP = {
+    "--scenes": "generated scenes kept at a time",
+    "--refresh": "replace one scene every this many iterations (0: never)",
+    "--phantom-share": "share of episodes on phantoms (the rest: scenes and pasted objects)",
+    "--paste-share": "share of episodes with a scene object pasted on a phantom",
+    "--minutes": "time budget for the optimisation loop (cosine schedule fits it)",
+    "--checkpoint-every": "also write the output every this many iterations (0: only at the end)",
+    "--init": "start from this weight file (4-channel files: click weights start at 0)",
+}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenes", type=int, default=120, help="generated scenes kept at a time")
-    p.add_argument(
-        "--refresh",
-        type=int,
-        default=4,
-        help="replace one scene every this many iterations (0: never)",
-    )
-    p.add_argument("--ct-cases", type=int, default=40)
-    p.add_argument("--echo-clips", type=int, default=40)
-    p.add_argument("--rgb-images", type=int, default=24)
-    p.add_argument(
-        "--phantom-share",
-        type=float,
-        default=SOURCES["phantom"],
-        help="share of episodes on phantoms (the rest: scenes and pasted objects)",
-    )
-    p.add_argument(
-        "--paste-share",
-        type=float,
-        default=SOURCES["paste"],
-        help="share of episodes with a scene object pasted on a phantom",
-    )
-    p.add_argument("--iterations", type=int, default=20000)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--size", type=int, default=64)
-    p.add_argument("--width", type=int, default=12)
-    p.add_argument("--depth", type=int, default=3)
-    p.add_argument(
-        "--minutes",
-        type=float,
-        default=75.0,
-        help="time budget for the optimisation loop (cosine schedule fits it)",
-    )
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--checkpoint-every",
-        type=int,
-        default=500,
-        help="also write the output every this many iterations (0: only at the end)",
-    )
-    p.add_argument(
-        "--init",
-        type=Path,
-        default=None,
-        help="start from this weight file (4-channel files: click weights start at 0)",
-    )
-    p.add_argument("--output", type=Path, default=DEFAULT_WEIGHTS)
+    for flag, kind, default in (
+        ("--scenes", int, 120),
+        ("--refresh", int, 4),
+        ("--ct-cases", int, 40),
+        ("--echo-clips", int, 40),
+        ("--rgb-images", int, 24),
+        ("--phantom-share", float, SOURCES["phantom"]),
+        ("--paste-share", float, SOURCES["paste"]),
+        ("--iterations", int, 20000),
+        ("--batch", int, 16),
+        ("--size", int, 64),
+        ("--width", int, 12),
+        ("--depth", int, 3),
+        ("--minutes", float, 75.0),
+        ("--lr", float, 3e-3),
+        ("--threads", int, 2),
+        ("--seed", int, 0),
+        ("--checkpoint-every", int, 500),
+        ("--init", Path, None),
+        ("--output", Path, DEFAULT_WEIGHTS),
+    ):
+        p.add_argument(flag, type=kind, default=default, help=HELP.get(flag))
     train(p.parse_args(argv))
 
 

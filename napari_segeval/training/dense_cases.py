@@ -172,7 +172,7 @@ def train_dense_cases(
     from napari_segeval.models.dense._plans import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
     from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import class_index, sample_patch
+    from napari_segeval.training.builtin_ct import class_index, optimizer_step, patch_batch
 
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
@@ -211,20 +211,9 @@ def train_dense_cases(
             check_cancel(cancel, "training")
             for g in opt.param_groups:
                 g["lr"] = _lr(config, step)
-            picks = rng.integers(len(data), size=config.batch)
-            xs, ys = zip(
-                *(
-                    sample_patch(rng, data[i][0], data[i][1], patch, index[i], config.fg_prob)
-                    for i in picks
-                )
-            )
-            x = torch.from_numpy(np.stack(xs))[:, None]
-            y = torch.from_numpy(np.stack(ys))
+            x, y = patch_batch(rng, data, index, patch, config.batch, config.fg_prob)
             loss = _step_loss(net, noise, x, y, cfg.num_classes, config, step)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(float(loss.detach()))
+            losses.append(optimizer_step(opt, loss))
             if progress is not None and ((step + 1) % 10 == 0 or step + 1 == config.iterations):
                 progress(step + 1, int(config.iterations))
     record = {

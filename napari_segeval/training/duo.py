@@ -92,10 +92,7 @@ def duo_loss(
     onehot = F.one_hot(target, num_classes).permute(0, 4, 1, 2, 3).float()
     scales = semantic_scales(logits)
     fg, fg_prob = onehot[:, 1:], prob[:, 1:]
-    if denoise:
-        clean = (fg - torch.sigmoid(noise_logits[:, 1:]) * fg).detach()
-    else:
-        clean = fg
+    clean = (fg - torch.sigmoid(noise_logits[:, 1:]) * fg).detach() if denoise else fg
     dims = (2, 3, 4)
     bce = F.binary_cross_entropy(fg_prob, clean, reduction="none").mean(dims)
     inter = (fg_prob * clean).sum(dims)

@@ -226,16 +226,9 @@ def episode(
                     else F.max_pool2d(source[None, None].float(), 15, 1, 7)[0, 0],
                     rng,
                 )
+            w = _start_window(b, rng)
             return Episode(
-                cur,
-                prev,
-                target,
-                _box_mask(b, target.shape),
-                prior,
-                _start_window(b, rng),
-                1 + k,
-                start,
-                region=b,
+                cur, prev, target, _box_mask(b, target.shape), prior, w, 1 + k, start, region=b
             )
         around = bbox(prior > 0.5)
         if around is None:
@@ -284,9 +277,9 @@ def _points_window(points, target: torch.Tensor, rng: np.random.Generator):
     """The inference rule (:data:`CLICK_SIDE` native pixels), or a window scaled to the object."""
     if rng.random() < 0.5:
         side = CLICK_SIDE * float(np.exp(rng.uniform(-0.3, 0.3)))
-        return _jitter_window(window_from_points(points, side), rng)
-    y0, x0, y1, x1 = _tight(target > 0.5)
-    side = max(y1 - y0, x1 - x0) * float(np.exp(rng.uniform(np.log(0.7), np.log(5.0))))
+    else:
+        y0, x0, y1, x1 = _tight(target > 0.5)
+        side = max(y1 - y0, x1 - x0) * float(np.exp(rng.uniform(np.log(0.7), np.log(5.0))))
     return _jitter_window(window_from_points(points, side), rng)
 
 

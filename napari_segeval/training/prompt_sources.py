@@ -66,23 +66,13 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
         shape = CT_SHAPES[seed % len(CT_SHAPES)]
         spacing = CT_SPACINGS[(seed // len(CT_SHAPES)) % len(CT_SPACINGS)]
         case = make_ct_case(seed, shape=shape, spacing=spacing)
-        out.append(
-            Stack(
-                "ct",
-                torch.from_numpy(case.labels),
-                image=torch.from_numpy(case.image.astype(np.float32)),
-            )
-        )
+        image = torch.from_numpy(case.image.astype(np.float32))
+        out.append(Stack("ct", torch.from_numpy(case.labels), image=image))
     for seed in range(n_echo):
         case = make_echo_clip(seed, shape=(112, 112) if seed % 2 else (128, 144))
         img = case.image[..., :3].mean(axis=-1) if case.image.ndim == 4 else case.image
-        out.append(
-            Stack(
-                "us",
-                torch.from_numpy(case.labels),
-                image=torch.from_numpy(img.astype(np.float32) / 255.0),
-            )
-        )
+        image = torch.from_numpy(img.astype(np.float32) / 255.0)
+        out.append(Stack("us", torch.from_numpy(case.labels), image=image))
     for seed in range(n_rgb):
         make = make_polyp_image if seed % 2 else make_skin_image
         case = make(seed, shape=(128, 160))

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
+from napari_segeval.propagation.masks import largest_component
+
 TRAIN_SHAPES = ("ellipsoid", "blob", "deformed", "holed", "concave", "thin")
 HELDOUT_SHAPES = ("star", "superellipse")
 #: Objects smaller than this many voxels are dropped from a scene.
@@ -209,15 +211,7 @@ def draw_object(
         if family in ("holed", "concave"):
             inside &= ~_holes(rng, family, p, grids, shape, level)
     out[lo[0] : hi[0], lo[1] : hi[1], lo[2] : hi[2]] = inside
-    return _largest(out)
-
-
-def _largest(mask: np.ndarray) -> np.ndarray:
-    lab, n = ndimage.label(mask)
-    if n <= 1:
-        return mask
-    sizes = np.bincount(lab.ravel())[1:]
-    return lab == (1 + int(np.argmax(sizes)))
+    return largest_component(out)
 
 
 def _tissue(rng: np.random.Generator, shape: Sequence[int]) -> tuple[np.ndarray, int]:
@@ -316,7 +310,7 @@ def _nest(rng, family: str, shape, host: np.ndarray) -> np.ndarray:
     moved = np.roll(
         obj, (int(zz) - centre[0], int(yy) - centre[1], int(xx) - centre[2]), axis=(0, 1, 2)
     )
-    return _largest(moved & host)
+    return largest_component(moved & host)
 
 
 def _drop_covered(labels: np.ndarray, fams: list[str]) -> tuple[np.ndarray, list[str]]:

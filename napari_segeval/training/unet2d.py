@@ -90,19 +90,9 @@ def train_unet2d(
     dev = pick_device(device)
     with TorchThreads(cfg.threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
-        x = torch.cat(
-            [
-                resize2d(
-                    torch.from_numpy(
-                        (a - mean[:, None, None].astype(np.float32))
-                        / std[:, None, None].astype(np.float32)
-                    )[None],
-                    cfg.size,
-                    "bilinear",
-                )
-                for a in arrays
-            ]
-        )
+        shift, scale = (v[:, None, None].astype(np.float32) for v in (mean, std))
+        normed = [torch.from_numpy((a - shift) / scale)[None] for a in arrays]
+        x = torch.cat([resize2d(t, cfg.size, "bilinear") for t in normed])
         ys = []
         for a, lab in zip(arrays, labels):
             lab = np.asarray(lab)
@@ -115,11 +105,8 @@ def train_unet2d(
                     f"2D U-Net: label ids must lie in 0..{num_classes - 1}, "
                     f"found {int(lab.min())}..{int(lab.max())}"
                 )
-            ys.append(
-                resize2d(torch.from_numpy(lab.astype(np.float32))[None, None], cfg.size, "nearest")[
-                    0, 0
-                ]
-            )
+            lab32 = torch.from_numpy(lab.astype(np.float32))[None, None]
+            ys.append(resize2d(lab32, cfg.size, "nearest")[0, 0])
         y = torch.stack(ys).long()
         net = build_network(cin, num_classes, cfg.width, cfg.levels).to(dev)
         opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=1e-4)
@@ -133,10 +120,9 @@ def train_unet2d(
             idx = torch.randint(len(x), (cfg.batch_size,), generator=gen)
             xb, yb = x[idx], y[idx]
             flip = torch.rand(2, cfg.batch_size, generator=gen) < 0.5
-            xb = torch.where(flip[0, :, None, None, None], xb.flip(-1), xb)
-            yb = torch.where(flip[0, :, None, None], yb.flip(-1), yb)
-            xb = torch.where(flip[1, :, None, None, None], xb.flip(-2), xb)
-            yb = torch.where(flip[1, :, None, None], yb.flip(-2), yb)
+            for k, axis in enumerate((-1, -2)):  # random flips along x, then y
+                xb = torch.where(flip[k, :, None, None, None], xb.flip(axis), xb)
+                yb = torch.where(flip[k, :, None, None], yb.flip(axis), yb)
             loss = _loss(net(xb.to(dev)), yb.to(dev), num_classes)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -253,11 +253,9 @@ def failure_auroc(score: ArrayLike, failed: ArrayLike) -> float:
     n_fail, n_ok = int(fail.sum()), int((~fail).sum())
     if n_fail == 0 or n_ok == 0:
         return math.nan
-    # average ranks (1-based) of the scores, equal scores sharing their mean rank
-    _, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
-    upper = np.cumsum(counts)
-    mean_rank = upper - (counts - 1) / 2.0
-    ranks = mean_rank[inverse]
+    from scipy import stats
+
+    ranks = stats.rankdata(s)  # 1-based, equal scores sharing their mean rank
     u = float(ranks[fail].sum()) - n_fail * (n_fail + 1) / 2.0
     return u / (n_fail * n_ok)
 

@@ -64,6 +64,7 @@ def decoded_map(
     import torch
 
     from napari_segeval.models.walk import n_visited
+    from napari_segeval.propagation.core import shifted_progress
 
     n = int(frames.shape[0])
     k = int(box.index)
@@ -71,13 +72,10 @@ def decoded_map(
     total = sum(n_visited(n, k, o) for o in orders)
     parts, offset = {}, 0
     for order in orders:
-
-        def cb(done: int, _t: int, base: int = offset) -> None:
-            if progress is not None:
-                progress(base + done, total)
-
         with torch.no_grad():
-            seq = _walk(model, frames, k, box, order, cb, cancel)
+            seq = _walk(
+                model, frames, k, box, order, shifted_progress(progress, offset, total), cancel
+            )
         parts[order] = torch.as_tensor(seq).detach().float().cpu().numpy()
         offset += n_visited(n, k, order)
     fwd = parts["forward"]
@@ -151,6 +149,7 @@ def class_scales(
     """
     from napari_segeval.prompts import box_from_labels
     from napari_segeval.propagation import promptable_kind, propagation_mode
+    from napari_segeval.propagation.core import shifted_progress
     from napari_segeval.propagation.images import as_frames
 
     labels = np.asarray(case.labels)
@@ -175,7 +174,7 @@ def class_scales(
         box = box_from_labels(lab3, int(k), mode=mode)
         steps[k] = (box, n + 1 if mode == "volume" else n - box.index)
     total = sum(s for _, s in steps.values())
-    done = [0]
+    done = 0
     rows = []
     for k, name in structures.items():
         row = {
@@ -194,14 +193,9 @@ def class_scales(
         else:
             check_cancel(cancel, "semantic perception scale")
             box, n_steps = steps[k]
-            base = done[0]
-
-            def cb(d: int, _t: int, base: int = base) -> None:
-                if progress is not None:
-                    progress(base + d, total)
-
+            cb = shifted_progress(progress, done, total)
             decoded = decoded_map(model, frames, box, mode=mode, progress=cb, cancel=cancel)
-            done[0] = base + n_steps
+            done += n_steps
             volume = decoded[0] if kind == "image" else resample_map(decoded, grid)
             row["scale"] = scale = semantic_scale(class_matrix(volume, layout), power)
             if math.isnan(scale):

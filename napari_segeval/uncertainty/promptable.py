@@ -104,7 +104,7 @@ def prompt_tta(
         merge_structures,
         propagate_case,
     )
-    from napari_segeval.propagation.core import total_steps
+    from napari_segeval.propagation.core import shifted_progress, total_steps
     from napari_segeval.propagation.corrections import corrects, rule_of
 
     if n_samples < 1:
@@ -138,16 +138,12 @@ def prompt_tta(
         x = frames if clean else _noisy(frames, noise_std, rng, clamp)
         drawn.append([[b.y0, b.x0, b.y1, b.x1] for s in drawn_sets.values() for b in s.boxes])
 
-        def report(done: int, _t: int, offset: int = i * per_sample) -> None:
-            if progress is not None:
-                progress(offset + done, total)
-
         res = propagate_case(
             model,
             x,
             drawn_sets,
             PropagationOptions(mode=mode),
-            progress=report,
+            progress=shifted_progress(progress, i * per_sample, total),
             cancel=cancel,
             cache=cache,
         )

@@ -354,22 +354,13 @@ def structure_risk(
     model = model or RiskModel.load()
     n = masks.shape[0]
     ends = tuple(trace.ends) if trace is not None else ()
-    quality = dict(trace.quality) if trace is not None else {}
-    agreement = dict(trace.agreement) if trace is not None else {}
-    presence = dict(trace.presence) if trace is not None else {}
+    signals_of = ("quality", "agreement", "presence")  # the model's per-slice signals
+    seen = {k: dict(getattr(trace, k)) for k in signals_of} if trace is not None else {}
     wanted = set(np.flatnonzero(masks.reshape(n, -1).any(axis=1)).tolist())
     wanted |= {k for e in ends for k in e.slices}
     wanted |= {int(k) for k in extra_slices if 0 <= int(k) < n}
     signals = slice_signals(
-        masks,
-        probs,
-        sorted(wanted),
-        ends=ends,
-        quality=quality,
-        agreement=agreement,
-        others=others,
-        augmented=augmented,
-        presence=presence,
+        masks, probs, sorted(wanted), ends=ends, others=others, augmented=augmented, **seen
     )
     stopped = {k for e in ends if e.reason.is_quality_stop for k in e.slices}
     rows = []

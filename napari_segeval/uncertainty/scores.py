@@ -36,19 +36,15 @@ def _dilate(mask: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def _erode(mask: np.ndarray, width: int) -> np.ndarray:
-    from scipy import ndimage
-
-    if width <= 0 or not mask.any():
-        return mask.copy()
-    st = ndimage.generate_binary_structure(mask.ndim, 1)
-    return ndimage.binary_erosion(mask, st, iterations=width, border_value=0)
-
-
 def boundary_band(mask: np.ndarray, width: int = 1) -> np.ndarray:
     """Voxels within ``width`` steps (6-/4-connectivity) of the boundary of ``mask``, both sides."""
+    from scipy import ndimage
+
     m = np.asarray(mask, dtype=bool)
-    return _dilate(m, width) & ~_erode(m, width)
+    if width <= 0 or not m.any():
+        return np.zeros_like(m)
+    st = ndimage.generate_binary_structure(m.ndim, 1)
+    return _dilate(m, width) & ~ndimage.binary_erosion(m, st, iterations=width, border_value=0)
 
 
 def scored_region(labels: np.ndarray, label: int | None = None, band: int = 1) -> np.ndarray:
