@@ -22,23 +22,13 @@ from napari_segeval.cli._common import (
 )
 from napari_segeval.cli._progress import progress_bar
 
-LAYOUT_NAMES = (
-    "msd",
-    "nnunet",
-    "lits",
-    "kits23",
-    "word",
-    "feta",
-    "totalsegmentator",
-    "camus",
-    "isic",
-    "neopolyp",
-)
 SPLITS = ("train", "all", "val", "test")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval uncertainty`` with its ``score`` and ``filter`` actions."""
+    from napari_segeval.evaluation.layouts import LAYOUTS
+
     p = sub.add_parser(
         "uncertainty",
         help="AUV of a data set's training cases (Li et al. 2026) and filtered training lists",
@@ -72,7 +62,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         what="promptable model (auto: medsam2 with --checkpoint, else builtin)",
     )
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
-    s.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
+    s.add_argument(
+        "--layout",
+        choices=[n for n in LAYOUTS if n != "generic"],
+        help="data-set layout (default: detect)",
+    )
     s.add_argument(
         "--split",
         choices=SPLITS,

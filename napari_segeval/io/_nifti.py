@@ -9,6 +9,7 @@ in ``meta["time_step"]``), ``(X, Y, 1, T)`` a ``"tyx"`` sequence. CIFTI (intent
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,26 +20,9 @@ from napari_segeval.io._quiet import quiet, reason
 from napari_segeval.io.case import Geometry
 
 #: Name endings of CIFTI-2 files (all are also ``.nii``).
-CIFTI_ENDINGS = tuple(
-    f".{k}.nii"
-    for k in (
-        "dtseries",
-        "dscalar",
-        "dlabel",
-        "dconn",
-        "pconn",
-        "ptseries",
-        "pscalar",
-        "plabel",
-        "pdconn",
-        "dpconn",
-        "pconnseries",
-        "pconnscalar",
-        "dfan",
-        "dfibersamp",
-        "dfansamp",
-        "fiberTEMP",
-    )
+CIFTI_NAME = re.compile(
+    r"\.(dtseries|dscalar|dlabel|dconn|pconn|ptseries|pscalar|plabel|pdconn|dpconn|"
+    r"pconnseries|pconnscalar|dfan|dfibersamp|dfansamp|fiberTEMP)\.nii$"
 )
 
 _FLIP = np.diag([-1.0, -1.0, 1.0])
@@ -130,7 +114,7 @@ def _intent_code(path: Path) -> int:
 
 
 def _is_cifti(path: Path) -> bool:
-    return str(path).endswith(CIFTI_ENDINGS) or 3000 <= _intent_code(path) < 3100
+    return bool(CIFTI_NAME.search(str(path))) or 3000 <= _intent_code(path) < 3100
 
 
 def _time_step(img) -> float | None:

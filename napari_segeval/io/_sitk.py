@@ -90,18 +90,8 @@ def check_nrrd_payload(path: Path) -> None:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 
 
-_MET_BYTES = {
-    "MET_CHAR": 1,
-    "MET_UCHAR": 1,
-    "MET_SHORT": 2,
-    "MET_USHORT": 2,
-    "MET_INT": 4,
-    "MET_UINT": 4,
-    "MET_FLOAT": 4,
-    "MET_DOUBLE": 8,
-    "MET_LONG_LONG": 8,
-    "MET_ULONG_LONG": 8,
-}
+#: Bytes per value of each MetaImage ElementType (``MET_`` and ``U`` left out).
+_MET_BYTES = {"CHAR": 1, "SHORT": 2, "INT": 4, "FLOAT": 4, "DOUBLE": 8, "LONG_LONG": 8}
 
 
 def metaimage_problem(path: Path) -> str | None:
@@ -137,7 +127,7 @@ def metaimage_problem(path: Path) -> str | None:
             expected = (
                 int(np.prod(dims))
                 * int(fields.get("elementnumberofchannels", 1))
-                * _MET_BYTES[fields["elementtype"].upper()]
+                * _MET_BYTES[fields["elementtype"].upper().removeprefix("MET_").removeprefix("U")]
             )
     except (OSError, KeyError, ValueError):
         return None
@@ -208,7 +198,7 @@ def _is_nifti_pair(path: Path) -> bool:
         return False
 
 
-def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool) -> None:
+def write_itk(path: Path, array: np.ndarray, geometry: Geometry) -> None:
     """Write ``array`` with ``geometry`` through SimpleITK (format from the extension)."""
     import SimpleITK as sitk
 
@@ -219,4 +209,4 @@ def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool)
     img.SetSpacing(geometry.spacing[::-1])
     img.SetOrigin(geometry.origin)
     img.SetDirection(geometry.direction)
-    sitk.WriteImage(img, str(path), compress)
+    sitk.WriteImage(img, str(path), useCompression=True)
