@@ -302,5 +302,4 @@ def run(args: argparse.Namespace) -> int:
         format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
     ]
     lines += [f"wrote {p}" for p in paths.values()]
-    emit(args, payload, "\n".join(lines))
-    return 0
+    return emit(args, payload, "\n".join(lines))

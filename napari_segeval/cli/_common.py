@@ -64,12 +64,11 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: 
     return "\n".join(lines)
 
 
-def emit(args: argparse.Namespace, payload: dict, text: str) -> None:
-    """Print ``payload`` as JSON when ``--json`` was given, else ``text``."""
-    if getattr(args, "json", False):
-        print(dumps(payload))
-    else:
-        print(text)
+def emit(args: argparse.Namespace, payload: dict, text: str, code: int = 0) -> int:
+    """Print ``payload`` as JSON when ``--json`` was given, else ``text``; return ``code``
+    (the exit status)."""
+    print(dumps(payload) if getattr(args, "json", False) else text)
+    return code
 
 
 COLOR_TABLE_HELP = (

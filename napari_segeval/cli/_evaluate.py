@@ -15,12 +15,33 @@ from napari_segeval.cli._common import (
 )
 from napari_segeval.cli._progress import progress_bar
 
+#: ``evaluation.protocols.REGISTRY`` and ``evaluation.layouts.LAYOUTS`` (a test keeps them
+#: equal), spelled out so that ``segeval --help`` imports no evaluation or metrics code.
+PROTOCOL_NAMES = (
+    "msd-robust",
+    "medsam2-3d",
+    "medsam2-video",
+    "uncertainty",
+    "cv5-2d",
+    "interactive",
+)
+LAYOUT_NAMES = (
+    "msd",
+    "nnunet",
+    "camus",
+    "isic",
+    "neopolyp",
+    "generic",
+    "lits",
+    "kits23",
+    "word",
+    "feta",
+    "totalsegmentator",
+)
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval evaluate``."""
-    from napari_segeval.evaluation.layouts import LAYOUTS
-    from napari_segeval.evaluation.protocols import REGISTRY
-
     p = sub.add_parser(
         "evaluate",
         help="run an evaluation protocol over a data set and write results + report",
@@ -40,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--protocol",
         required=True,
-        help=f"protocol name ({', '.join(REGISTRY)}) or module:ATTRIBUTE",
+        help=f"protocol name ({', '.join(PROTOCOL_NAMES)}) or module:ATTRIBUTE",
     )
     p.add_argument(
         "--output-dir",
@@ -50,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="results folder (created; resumed when it holds the same recipe)",
     )
-    p.add_argument("--layout", choices=LAYOUTS, help="data-set layout (default: detect)")
+    p.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
     p.add_argument("--images", metavar="GLOB", help="generic layout: image glob under DATA")
     p.add_argument(
         "--labels",
@@ -355,9 +376,9 @@ def run(args: argparse.Namespace) -> int:
             report=not args.no_report,
             save_predictions=not args.no_save_predictions,
         )
-    emit(
+    return emit(
         args,
         {**result.summary, "output_dir": str(result.output_dir), "n_resumed": result.n_skipped},
         _summary_text(result),
+        result.exit_code,
     )
-    return result.exit_code

@@ -101,5 +101,4 @@ def run(args: argparse.Namespace) -> int:
         + "\n\nmodels (--model):\n"
         + format_table(["model", "kind", "what"], model_rows)
     )
-    emit(args, payload, text)
-    return 0
+    return emit(args, payload, text)

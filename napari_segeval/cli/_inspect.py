@@ -190,8 +190,7 @@ def run(args: argparse.Namespace) -> int:
         problem = _alignment(case, labels.shape, geometry)
         payload["aligned"] = problem is None
         payload["problem"] = problem
-    emit(args, payload, _text(payload))
-    return 1 if problem else 0
+    return emit(args, payload, _text(payload), 1 if problem else 0)
 
 
 def _kind_text(p: dict) -> str:

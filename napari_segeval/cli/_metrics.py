@@ -122,5 +122,4 @@ def run(args: argparse.Namespace) -> int:
         empty=args.empty,
         surface=not args.no_surface,
     )
-    emit(args, {"structures": rows}, rows_table(rows))
-    return 0
+    return emit(args, {"structures": rows}, rows_table(rows))

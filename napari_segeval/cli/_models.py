@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    p.set_defaults(func=lambda args: _help(p))
+    p.set_defaults(func=lambda _args: p.print_help() or 0)  # no action: the help
     listing = actions.add_parser(
         "list",
         help="every model: kind, size, licence, source, here",
@@ -60,11 +60,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     path.add_argument("name", metavar="NAME")
     add_json_flag(path)
     path.set_defaults(func=run_path)
-
-
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 0
 
 
 def _json_row(row: Any) -> dict:
@@ -154,8 +149,7 @@ def run_list(args: argparse.Namespace) -> int:
     )
     missing = [f"{r['name']} is not installed: {r['install']}" for r in rows if r.get("install")]
     text = "\n".join([table, "", *missing, f"cache: {cache_dir()}", _NETWORK_NOTE])
-    emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
-    return 0
+    return emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
 
 
 def run_pull(args: argparse.Namespace) -> int:
@@ -178,8 +172,7 @@ def run_pull(args: argparse.Namespace) -> int:
         f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
         f"{result['path']}\nuse it with {use}"
     )
-    emit(args, result, text)
-    return 0
+    return emit(args, result, text)
 
 
 def run_path(args: argparse.Namespace) -> int:
@@ -189,5 +182,4 @@ def run_path(args: argparse.Namespace) -> int:
 
     here = model_file(args.name)
     entry = find(args.name)
-    emit(args, {"name": entry.name if entry else args.name, "path": str(here)}, str(here))
-    return 0
+    return emit(args, {"name": entry.name if entry else args.name, "path": str(here)}, str(here))

@@ -371,9 +371,8 @@ def run(args: argparse.Namespace) -> int:
     )
     lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
     lines.append(f"wrote {saved} (the prompts, to replay with --prompts)")
-    emit(
+    return emit(
         args,
         {"output": str(out), "prompts": str(saved), "structures": rows, "modality": modality},
         "\n".join(lines),
     )
-    return 0

@@ -106,5 +106,4 @@ def run(args: argparse.Namespace) -> int:
     rows = reference_rows(case, result.labels, names, tolerance_mm=args.tolerance)
     lines = [rows_table(rows)] if rows else []
     lines.append(f"wrote {out} ({model.name}, {len(model.structures)} structures)")
-    emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))
-    return 0
+    return emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))

@@ -20,6 +20,7 @@ from napari_segeval.cli._common import (
     emit,
     format_table,
 )
+from napari_segeval.cli._evaluate import LAYOUT_NAMES
 from napari_segeval.cli._progress import progress_bar
 
 SPLITS = ("train", "all", "val", "test")
@@ -27,8 +28,6 @@ SPLITS = ("train", "all", "val", "test")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval uncertainty`` with its ``score`` and ``filter`` actions."""
-    from napari_segeval.evaluation.layouts import LAYOUTS
-
     p = sub.add_parser(
         "uncertainty",
         help="AUV of a data set's training cases (Li et al. 2026) and filtered training lists",
@@ -64,7 +63,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
     s.add_argument(
         "--layout",
-        choices=[n for n in LAYOUTS if n != "generic"],
+        choices=[n for n in LAYOUT_NAMES if n != "generic"],
         help="data-set layout (default: detect)",
     )
     s.add_argument(
@@ -142,12 +141,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
     add_json_flag(f)
     f.set_defaults(func=run_filter)
-
-    def no_action(_args: argparse.Namespace) -> int:
-        p.print_help()
-        return 2
-
-    p.set_defaults(func=no_action)
+    p.set_defaults(func=lambda _args: p.print_help() or 2)  # no action: the help, status 2
 
 
 def _targets(path: Path, overwrite: bool) -> list[Path]:
@@ -238,8 +232,7 @@ def run_score(args: argparse.Namespace) -> int:
     written = [str(write_scores(t, record, overwrite=args.overwrite)) for t in targets]
     failed = [c for c in record["cases"] if c.get("error")]
     text = _score_table(record) + ("\nwrote " + ", ".join(written) if written else "")
-    emit(args, {**record, "written": written}, text)
-    return 3 if failed else 0
+    return emit(args, {**record, "written": written}, text, 3 if failed else 0)
 
 
 def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
@@ -329,5 +322,4 @@ def run_filter(args: argparse.Namespace) -> int:
         + "\nwrote "
         + ", ".join(v for k, v in written.items() if k.endswith(".json"))
     )
-    emit(args, summary, text)
-    return 0
+    return emit(args, summary, text)

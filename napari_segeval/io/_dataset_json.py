@@ -95,14 +95,8 @@ def find_dataset_json(path: str | Path, levels: int = 3) -> Path | None:
     """The nearest ``dataset.json`` in the file's folder or up to ``levels - 1`` above it."""
     p = Path(path).resolve()
     folder = p if p.is_dir() else p.parent
-    for _ in range(levels):
-        candidate = folder / "dataset.json"
-        if candidate.is_file():
-            return candidate
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return None
+    found = (f / "dataset.json" for f in [folder, *folder.parents][:levels])
+    return next((f for f in found if f.is_file()), None)
 
 
 def _read_json(path: Path, what: str) -> object:

@@ -266,28 +266,18 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
         arr = arr[0]
     if arr.ndim == len(axes) + 1:  # colour samples
         axes += "c"
-    modality = info.modality or None
-    raw = Raw(
-        np.ascontiguousarray(arr),
-        plan.geometry,
-        axes,
-        modality=modality,
-        has_geometry=plan.has_geometry,
-    )
-    raw.meta.update(
-        series_uid=info.uid,
-        series_id=info.id,
-        n_files=info.n_files,
-        pixels=describe_pixels(plan.order[0].ds),
-    )
-    if modality:
-        raw.meta["dicom_modality"] = modality
-    spacing_source = plan.order[0].spacing_source
-    raw.meta["spacing_source"] = spacing_source
-    if plan.order[0].ds.get("DoseUnits"):
-        raw.meta["dose_units"] = str(plan.order[0].ds.get("DoseUnits"))
-    raw.meta["warnings"] = list(plan.warnings)
-    return raw
+    first, modality = plan.order[0], info.modality or None
+    meta = {
+        "series_uid": info.uid,
+        "series_id": info.id,
+        "n_files": info.n_files,
+        "pixels": describe_pixels(first.ds),
+        **({"dicom_modality": modality} if modality else {}),
+        "spacing_source": first.spacing_source,
+        **({"dose_units": str(first.ds.DoseUnits)} if first.ds.get("DoseUnits") else {}),
+        "warnings": list(plan.warnings),
+    }
+    return Raw(np.ascontiguousarray(arr), plan.geometry, axes, meta, modality, plan.has_geometry)
 
 
 def read_dicom(path: str | Path, series: str | None = None) -> Raw:

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval._errors import ReadError
 from napari_segeval.io._gzip import gunzip
 from napari_segeval.io._quiet import quiet, reason
 
@@ -73,22 +73,13 @@ def sniff(path: str | Path) -> bool:
     return head[128:132] == b"DICM" or _no_preamble(head)
 
 
-def _pydicom():
-    try:
-        import pydicom
-    except ImportError as exc:  # pragma: no cover - pydicom is a dependency
-        raise MissingDependencyError(
-            "pydicom", "all", "reading DICOM", "pip install pydicom"
-        ) from exc
-    return pydicom
-
-
 def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
     """Parse a DICOM file (also gzipped or without preamble); pixels deferred unless ``pixels``.
 
     Raises :class:`ReadError` for a file that is not DICOM or cannot be parsed.
     """
-    pydicom = _pydicom()
+    import pydicom
+
     notes: list[str] = []
     with quiet(notes):
         try:
