@@ -262,11 +262,9 @@ def run(args: argparse.Namespace) -> int:
         ) from exc
     with progress_bar("attack passes", "pass", enabled=not args.json) as progress:
         res = attack_case(target, config, clamp=args.clamp, surface=args.surface, progress=progress)
-    g, ow = case.geometry, args.overwrite
-    write_image(paths["perturbed_image"], res.perturbed_image, g, overwrite=ow)
-    write_image(paths["perturbation"], res.perturbation, g, overwrite=ow)
-    write_labels(paths["clean_prediction"], res.clean_prediction, g, overwrite=ow)
-    write_labels(paths["attacked_prediction"], res.attacked_prediction, g, overwrite=ow)
+    for key, path in paths.items():  # the keys are the result's fields
+        write = write_labels if key.endswith("prediction") else write_image
+        write(path, getattr(res, key), case.geometry, overwrite=args.overwrite)
 
     unit = "HU" if case.modality.upper() == "CT" else "raw units"
     payload = {

@@ -1,5 +1,8 @@
 """MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables.
 
+The modality of an image: its DICOM tag (:func:`from_dicom`), else the ``dataset.json``
+(:func:`dataset_modality`), else a guess from the pixels (:func:`guess_modality`).
+
 A ``"color_table"`` (``{"1": [255, 0, 0], "2": [0, 255, 0]}``: label id to ``[R, G, B]``
 or one grey value) in a ``dataset.json`` beside a colour-coded mask or up to two folders
 above it gives its labels; ``--color-table FILE`` reads the same form.
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, ReadError
 
@@ -175,3 +180,41 @@ def load_color_table(path: str | Path) -> dict:
             names = {}
         return parse_json_color_table(data["color_table"], p, names)
     return parse_json_color_table(data, p)
+
+
+#: DICOM Modality (0008,0060) -> our modality names.
+DICOM_MODALITIES = {
+    "CT": "CT",
+    "MR": "MR",
+    "US": "US",
+    "PT": "PET",
+    "ES": "endoscopy",
+    "DMS": "dermoscopy",
+}
+
+
+def from_dicom(tag: str | None) -> str | None:
+    """Map a DICOM Modality value to ours (``None`` when absent)."""
+    if not tag:
+        return None
+    return DICOM_MODALITIES.get(tag.strip().upper(), "other")
+
+
+def guess_modality(image: np.ndarray, axes: str) -> str:
+    """Guess a modality from the pixels: colour is endoscopy, grey video US, HU-like CT.
+
+    CT: whole-numbered voxels whose minimum is at most -500; anything else ``"other"``.
+    """
+    if axes.endswith("c"):
+        return "endoscopy"
+    if axes == "tyx":
+        return "US"
+    if image.dtype.kind in "iuf" and image.size:
+        lo = np.nanmin(image) if image.dtype.kind == "f" else image.min()  # NaN: padding
+        if lo <= -500:
+            sample = image.ravel()[:: max(1, image.size // 100_000)]
+            if image.dtype.kind == "f":
+                sample = sample[np.isfinite(sample)]
+            if image.dtype.kind in "iu" or np.all(sample == np.round(sample)):
+                return "CT"
+    return "other"

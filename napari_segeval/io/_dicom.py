@@ -17,7 +17,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
-from napari_segeval.io._dicom_colour import (
+from napari_segeval.io._dicom_geometry import (
     PALETTE,
     is_colour,
     palette_rgb,
