@@ -22,8 +22,9 @@ from napari_segeval.cli._progress import progress_bar
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval attack``."""
+    from napari_segeval.attacks.budget import NORMS
     from napari_segeval.attacks.config import SCHEDULES
-    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES
+    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
     from napari_segeval.attacks.registry import ATTACKS
 
     p = sub.add_parser(
@@ -66,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="pgd",
         help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()),
     )
-    p.add_argument("--norm", choices=("linf", "l2"), default="linf")
+    p.add_argument("--norm", choices=NORMS, default=NORMS[0])
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--eps", type=float, help="epsilon in normalized units")
     budget.add_argument("--eps-raw", type=float, help="epsilon in raw units (HU for CT)")
@@ -86,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--weighting",
-        choices=("segpgd", "cospgd"),
+        choices=[w for w in WEIGHTINGS if w],
         default=None,
         help="per-voxel loss weighting for PGD",
     )

@@ -303,8 +303,7 @@ def _summary_text(result) -> str:
             )
         )
     lines += _headline_lines(s.get("results") or {})
-    for f in s["failed"][:20]:
-        lines.append(f"failed: {f['case']}: {f['error']}")
+    lines += [f"failed: {f['case']}: {f['error']}" for f in s["failed"][:20]]
     if len(s["failed"]) > 20:
         lines.append(f"... and {len(s['failed']) - 20} more failures (see summary.json)")
     unsaved = s.get("files_not_saved") or []
@@ -313,10 +312,8 @@ def _summary_text(result) -> str:
             f"warning: prediction files of {len(unsaved)} case(s) not saved (scores "
             f"kept): {unsaved[0]['case']}: {unsaved[0]['error']}"
         )
-    written = [out / "results.csv", out / "summary.json"]
-    if (out / "report.html").is_file():
-        written.append(out / "report.html")
-    lines.append("wrote " + ", ".join(str(w) for w in written))
+    written = [out / name for name in ("results.csv", "summary.json", "report.html")]
+    lines.append("wrote " + ", ".join(str(w) for w in written if w.is_file()))
     return "\n".join(lines)
 
 
@@ -351,15 +348,8 @@ def run(args: argparse.Namespace) -> int:
         overrides["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:
         raise SegEvalError(f"--workers must be at least 1, got {args.workers}")
-    options = {
-        k: v
-        for k, v in (
-            ("images", args.images),
-            ("labels", args.labels),
-            ("camus_mode", args.camus_mode),
-        )
-        if v is not None
-    }
+    given = {k: getattr(args, k) for k in ("images", "labels", "camus_mode")}
+    options = {k: v for k, v in given.items() if v is not None}
     with progress_bar("cases", "case", enabled=not (args.no_progress or args.json)) as progress:
         result = run_evaluation(
             args.data,

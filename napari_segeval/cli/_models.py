@@ -68,34 +68,24 @@ def _json_row(row: Any) -> dict:
     from napari_segeval.models.hub import endpoint
     from napari_segeval.models.records import Weights
 
-    r = row.record
-    config = input_px = None
-    if r.entry is not None:
+    r, entry, packaged = row.record, row.record.entry, row.record.packaged
+    config = input_px = repo_id = link = None
+    if entry is not None:
         from napari_segeval.models.medsam2._build import ARCHITECTURES
 
         arch = ARCHITECTURES.get(r.network)
         config, input_px = (arch.config, arch.image_size) if arch else (None, None)
-    elif r.packaged is not None:
+        source, filename = entry.source, entry.filename
+        repo_id, link = entry.repo_id, url(entry, endpoint())
+    elif packaged is not None:
         from napari_segeval.models.litemedsam.model import LiteMedSAMModel
 
         input_px = LiteMedSAMModel.image_size
-    shipped = r.weights in (Weights.SHIPPED, Weights.NONE)
-    source = (
-        r.entry.source
-        if r.entry is not None
-        else f"pip: {r.packaged.distribution}=={r.packaged.version}"
-        if r.packaged
-        else "shipped with napari-segeval"
-    )
-    filename = (
-        r.entry.filename
-        if r.entry is not None
-        else r.packaged.path.rsplit("/", 1)[-1]
-        if r.packaged is not None
-        else r.shipped_file.name
-        if r.shipped_file is not None
-        else None
-    )
+        source = f"pip: {packaged.distribution}=={packaged.version}"
+        filename = packaged.path.rsplit("/", 1)[-1]
+    else:
+        source = "shipped with napari-segeval"
+        filename = r.shipped_file.name if r.shipped_file is not None else None
     return {
         "name": r.name,
         "kind": r.family,
@@ -105,15 +95,15 @@ def _json_row(row: Any) -> dict:
         "size_bytes": r.size or 0,
         "licence": r.licence,
         "source": source,
-        "repo_id": r.entry.repo_id if r.entry is not None else None,
+        "repo_id": repo_id,
         "filename": filename,
         "revision": r.revision,
         "sha256": r.sha256,
-        "url": url(r.entry, endpoint()) if r.entry is not None else None,
+        "url": link,
         "here": row.here,
         "path": str(row.path) if row.path else None,
         "card": r.card.as_dict(),
-        "shipped": shipped,
+        "shipped": r.weights in (Weights.SHIPPED, Weights.NONE),
         "install": row.install,
     }
 

@@ -166,34 +166,19 @@ def _score_table(record: dict) -> str:
     for c in rows:
         scored = [r for r in c["classes"] if _finite(r.get("scale"))]
         low = min(scored, key=lambda r: r["scale"])["name"] if scored else "-"
-        body.append(
-            [
-                c["case"],
-                c.get("split") or "-",
-                c["scale"],
-                c["auv"],
-                len(scored),
-                low,
-                c.get("error") or "",
-            ]
-        )
+        split, error = c.get("split") or "-", c.get("error") or ""
+        body.append([c["case"], split, c["scale"], c["auv"], len(scored), low, error])
     m = record["model"]
-    head = (
+    headers = ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"]
+    return (
         f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
         f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
-        f"{record['aggregate']} over classes)"
-    )
-    return (
-        head
-        + "\n"
-        + format_table(
-            ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"], body
-        )
+        f"{record['aggregate']} over classes)\n" + format_table(headers, body)
     )
 
 
 def _finite(v) -> bool:
-    return v is not None and isinstance(v, (int, float)) and math.isfinite(float(v))
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -243,15 +228,6 @@ def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
     return [c["case"] for c in record["cases"]]
 
 
-def _read_json(path: Path):
-    from napari_segeval._errors import ReadError
-
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReadError(f"{path}: cannot read JSON ({exc})") from None
-
-
 def run_filter(args: argparse.Namespace) -> int:
     """Write the filtered training lists and print what was removed."""
     from napari_segeval._atomic import atomic_write_text
@@ -262,6 +238,8 @@ def run_filter(args: argparse.Namespace) -> int:
         read_scores,
         write_filtered_lists,
     )
+    from napari_segeval.io import load_dataset_json
+    from napari_segeval.io._dataset_json import read_json
     from napari_segeval.uncertainty import filter_most_uncertain
 
     if not 0.0 <= args.remove <= 1.0:
@@ -274,7 +252,9 @@ def run_filter(args: argparse.Namespace) -> int:
         raise SegEvalError(f"{args.scores}: no cases")
     kept, removed = filter_most_uncertain(scores, args.remove, args.rule)
     splits_file = args.splits or (args.dataset / "splits_final.json" if args.dataset else None)
-    splits = _read_json(splits_file) if splits_file and splits_file.is_file() else None
+    splits = (
+        read_json(splits_file, "splits file") if splits_file and splits_file.is_file() else None
+    )
     if args.splits and splits is None:
         raise ReadError(f"{args.splits}: no such splits file")
     if splits is not None and not (
@@ -282,7 +262,7 @@ def run_filter(args: argparse.Namespace) -> int:
     ):
         raise ReadError(f"{splits_file}: not an nnU-Net splits_final.json (a list of folds)")
     ds_file = args.dataset / "dataset.json" if args.dataset else None
-    dataset = _read_json(ds_file) if ds_file and ds_file.is_file() else None
+    dataset = load_dataset_json(ds_file) if ds_file and ds_file.is_file() else None
     out = args.output
     names = ["splits_final.json", "removed.json"] + (["dataset.json"] if dataset else [])
     for name in names:

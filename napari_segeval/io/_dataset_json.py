@@ -34,7 +34,7 @@ def load_dataset_json(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "dataset.json"
-    data = _read_json(p, "dataset.json")
+    data = read_json(p, "dataset.json")
     if not isinstance(data, dict):
         raise ReadError(f"{p}: dataset.json must hold a JSON object, not {type(data).__name__}")
     if data.get("labels") and not isinstance(data["labels"], dict):
@@ -104,7 +104,8 @@ def find_dataset_json(path: str | Path, levels: int = 3) -> Path | None:
     return next((f for f in found if f.is_file()), None)
 
 
-def _read_json(path: Path, what: str) -> object:
+def read_json(path: Path, what: str) -> object:
+    """The JSON value of ``path``; :class:`ReadError` naming it as ``what`` when it cannot."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -172,7 +173,7 @@ def load_color_table(path: str | Path) -> dict:
     Names come from the file's ``"labels"`` when it has them (a ``dataset.json``).
     """
     p = Path(path)
-    data = _read_json(p, "colour table")
+    data = read_json(p, "colour table")
     if isinstance(data, dict) and "color_table" in data:
         try:
             names = structure_names(data)

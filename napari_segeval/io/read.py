@@ -306,10 +306,7 @@ def read_labels(
     structures : dict of int to str
         From the colour table, else a nearby ``dataset.json`` (background excluded).
     """
-    labels, geometry, names, _ = labels_with_axes(
-        path, color_table, color_tolerance, default_color_table, volume=volume
-    )
-    return labels, geometry, names
+    return labels_with_axes(path, color_table, color_tolerance, default_color_table, volume)[:3]
 
 
 def labels_with_axes(
