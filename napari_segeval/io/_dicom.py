@@ -26,7 +26,7 @@ from napari_segeval.io._dicom_geometry import (
 )
 from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
 from napari_segeval.io._formats import Raw
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 
 def _transfer_syntax(ds):
@@ -128,12 +128,8 @@ def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray
             f"{path}: header and pixel data disagree: the header says {_header_shape(ds, frames)} "
             f"({want} bytes) but the pixel data hold {have} bytes"
         )
-    with quiet():
-        try:
-            arr = ds.pixel_array
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot decode DICOM pixel data ({reason(exc)})") from exc
-    return np.asarray(arr)
+    with quiet(), one_line_errors(f"{path}: cannot decode DICOM pixel data"):
+        return np.asarray(ds.pixel_array)
 
 
 def _gdcm(ds, path: Path) -> np.ndarray:
@@ -145,16 +141,13 @@ def _gdcm(ds, path: Path) -> np.ndarray:
         if _dicom_files.is_gz_dicom(path) or not _has_preamble(path):
             src = Path(tmp) / "image.dcm"
             ds.save_as(src, enforce_file_format=True)
-        try:
+        with one_line_errors(
+            f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data with GDCM"
+        ):
             reader = sitk.ImageFileReader()
             reader.SetImageIO("GDCMImageIO")
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
-        except Exception as exc:
-            raise ReadError(
-                f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data "
-                f"with GDCM ({reason(exc)})"
-            ) from exc
 
 
 def _has_preamble(path: Path) -> bool:
@@ -170,13 +163,10 @@ def _with_pixels(header, path: Path):
     if not any(k in header for k in _PIXEL_ELEMENTS):
         return _dicom_files.load(path, pixels=True)
     ds = copy.copy(header)
-    with quiet():
-        try:
-            for name in _PIXEL_ELEMENTS:
-                if name in ds:
-                    _ = ds[name].value
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot read DICOM pixel data ({reason(exc)})") from exc
+    with quiet(), one_line_errors(f"{path}: cannot read DICOM pixel data"):
+        for name in _PIXEL_ELEMENTS:
+            if name in ds:
+                _ = ds[name].value
     return ds
 
 

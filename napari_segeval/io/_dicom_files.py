@@ -15,7 +15,7 @@ from pathlib import Path
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io._gzip import gunzip
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 GZ_SUFFIXES = (".dcm.gz", ".dicom.gz")
 DICOM_SUFFIXES = (".dcm", ".dicom") + GZ_SUFFIXES
@@ -81,16 +81,13 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
     import pydicom
 
     notes: list[str] = []
-    with quiet(notes):
-        try:
-            gz = is_gz_dicom(path)
-            src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
-            defer = None if pixels or gz else 4096
-            ds = pydicom.dcmread(src, force=True, defer_size=defer)
-            if pixels and "PixelData" in ds:
-                _ = ds.PixelData  # parse now, inside quiet()
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot read DICOM file ({reason(exc)})") from exc
+    with quiet(notes), one_line_errors(f"{path}: cannot read DICOM file"):
+        gz = is_gz_dicom(path)
+        src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
+        defer = None if pixels or gz else 4096
+        ds = pydicom.dcmread(src, force=True, defer_size=defer)
+        if pixels and "PixelData" in ds:
+            _ = ds.PixelData  # parse now, inside quiet()
     if collected is not None:
         collected += notes
     if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):

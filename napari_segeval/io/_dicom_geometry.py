@@ -22,8 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import ReadError
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 #: Relative tolerance on unit length and right angle of the orientation vectors.
 ORIENTATION_TOL = 0.01
@@ -366,13 +365,8 @@ def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
     """
     from pydicom.pixels import apply_color_lut
 
-    with quiet():
-        try:
-            rgb = apply_color_lut(indices, ds)
-        except Exception as exc:
-            raise ReadError(
-                f"{path}: PALETTE COLOR image has no usable palette ({reason(exc)})"
-            ) from exc
+    with quiet(), one_line_errors(f"{path}: PALETTE COLOR image has no usable palette"):
+        rgb = apply_color_lut(indices, ds)
     rgb = rgb[..., :3]  # an alpha palette is not shown
     if rgb.dtype == np.uint16:
         rgb = rgb.astype(np.uint8) if int(rgb.max(initial=0)) < 256 else (rgb >> 8).astype(np.uint8)

@@ -14,7 +14,7 @@ import numpy as np
 
 from napari_segeval._errors import InvalidImageError, ReadError, WriteError
 from napari_segeval.io._formats import Raw, suffix
-from napari_segeval.io._quiet import reason
+from napari_segeval.io._quiet import one_line_errors
 from napari_segeval.io.case import Geometry
 
 _GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
@@ -32,32 +32,26 @@ def _read_pil(path: Path) -> tuple[np.ndarray, dict]:
             fh.seek(max(0, path.stat().st_size - 8))
             if fh.read() != _PNG_END:
                 raise ReadError(f"{path}: PNG file is truncated (no IEND chunk at the end)")
-    try:
-        with Image.open(path) as im:
-            im.load()
-            mode = im.mode
-            if mode == "P":
-                meta["palette_indices"] = np.array(im)
-                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-            elif mode == "1":
-                return np.array(im).astype(np.uint8), meta
-            elif mode == "LA":
-                im = im.convert("L")
-            elif mode not in _GREY_MODES | {"RGB", "RGBA"}:
-                im = im.convert("RGB")
-            arr = np.array(im)
-    except Exception as exc:  # PIL.UnidentifiedImageError, OSError (truncated), ...
-        raise ReadError(f"{path}: cannot read image ({reason(exc)})") from exc
-    return arr, meta
+    with one_line_errors(f"{path}: cannot read image"), Image.open(path) as im:
+        im.load()
+        mode = im.mode
+        if mode == "P":
+            meta["palette_indices"] = np.array(im)
+            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        elif mode == "1":
+            return np.array(im).astype(np.uint8), meta
+        elif mode == "LA":
+            im = im.convert("L")
+        elif mode not in _GREY_MODES | {"RGB", "RGBA"}:
+            im = im.convert("RGB")
+        return np.array(im), meta
 
 
 def _read_tiff(path: Path) -> np.ndarray:
     import tifffile
 
-    try:
+    with one_line_errors(f"{path}: cannot read TIFF"):
         return np.asarray(tifffile.imread(str(path)))
-    except Exception as exc:
-        raise ReadError(f"{path}: cannot read TIFF ({reason(exc)})") from exc
 
 
 def read_raster(path: Path) -> Raw:

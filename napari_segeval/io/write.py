@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval._errors import SegEvalError, WriteError
+from napari_segeval._errors import WriteError
 from napari_segeval.io._formats import NIFTI, WRITABLE, suffix
-from napari_segeval.io._quiet import reason
+from napari_segeval.io._quiet import one_line_errors
 from napari_segeval.io._raster import check_png_labels, check_tiff
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
@@ -60,13 +60,9 @@ def _write_atomic(
         check_png_labels(path, array, geometry)
     module, name = _WRITERS.get(suffix(path), ("_sitk", "write_itk"))
     writer = getattr(importlib.import_module(f"napari_segeval.io.{module}"), name)
-    try:
-        with atomic_path(path, overwrite=overwrite) as tmp:
-            writer(tmp, array, geometry)
-    except SegEvalError:
-        raise
-    except Exception as exc:
-        raise WriteError(f"{path}: cannot write ({reason(exc)})") from exc
+    failing = one_line_errors(f"{path}: cannot write", WriteError)
+    with failing, atomic_path(path, overwrite=overwrite) as tmp:
+        writer(tmp, array, geometry)
     return path
 
 
