@@ -142,13 +142,8 @@ def _reader_for(path: Path):
     import SimpleITK as sitk
 
     reader = sitk.ImageFileReader()
-    target = path
-    if suffix(path) == ".img":
-        hdr = next(
-            (p for p in (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if p.is_file()), path
-        )
-        target = hdr
-    reader.SetFileName(str(target))
+    pair = (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if suffix(path) == ".img" else ()
+    reader.SetFileName(str(next((p for p in pair if p.is_file()), path)))
     return reader
 
 

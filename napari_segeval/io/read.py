@@ -247,7 +247,6 @@ def _labels_from(
     path: Path,
     color_table: dict | None,
     volume: int | None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     dataset_json: str | Path | dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
@@ -255,14 +254,14 @@ def _labels_from(
     names: dict[int, str] = {}
     arr, coloured = raw.array, color_table is not None
     if color_table is not None:
-        arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
+        arr, names = _labels.apply_color_table(arr, color_table, path)
     elif "palette_indices" in raw.meta:
         arr = raw.meta["palette_indices"]
     elif raw.axes.endswith("c"):
         c = arr.astype(np.int32)
         if np.any(c.max(axis=-1) != c.min(axis=-1)):
             table = _mask_color_table(path, default_color_table, dataset_json)
-            arr, names = _labels.apply_color_table(arr, table, path, color_tolerance)
+            arr, names = _labels.apply_color_table(arr, table, path)
             coloured = True
         else:
             arr = arr[..., 0]
@@ -276,7 +275,6 @@ def read_labels(
     path: str | Path,
     *,
     color_table: dict | None = None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str]]:
@@ -288,10 +286,9 @@ def read_labels(
         Any format :func:`read_image` reads.
     color_table
         ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` (grey keys for grey masks),
-        applied to any mask: nearest colour within ``color_tolerance``, black is 0.
-        Without one, 8-bit 0/255 masks without geometry become 0/1.
-    color_tolerance
-        Largest RGB distance from a pixel to its table colour.
+        applied to any mask: nearest colour (within RGB distance
+        :data:`~napari_segeval.io._labels.COLOR_TOLERANCE`), black is 0. Without one,
+        8-bit 0/255 masks without geometry become 0/1.
     default_color_table
         Same form, for colour-coded (non-grey RGB) masks only; ahead of the
         ``"color_table"`` of a nearby ``dataset.json``.
@@ -306,21 +303,18 @@ def read_labels(
     structures : dict of int to str
         From the colour table, else a nearby ``dataset.json`` (background excluded).
     """
-    return labels_with_axes(path, color_table, color_tolerance, default_color_table, volume)[:3]
+    return labels_with_axes(path, color_table, default_color_table, volume)[:3]
 
 
 def labels_with_axes(
     path: str | Path,
     color_table: dict | None = None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
     """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"``, ``"tzyx"`` or ``"yx"``)."""
     p = Path(path)
-    labels, raw, names = _labels_from(
-        read_raw(p), p, color_table, volume, color_tolerance, default_color_table
-    )
+    labels, raw, names = _labels_from(read_raw(p), p, color_table, volume, default_color_table)
     return labels, raw.geometry, names or structure_names(nearest_dataset(p) or {}), raw.axes
 
 
@@ -399,7 +393,7 @@ def read_case(
             f"{lpath} are one {raw4.axes!r} map: choose the volume (--volume T)"
         )
     arr, raw, names = _labels_from(
-        raw4, lpath, color_table, lvol, _labels.COLOR_TOLERANCE, default_color_table, dataset_json
+        raw4, lpath, color_table, lvol, default_color_table, dataset_json
     )
     geometry = raw.geometry
     if not raw.has_geometry and arr.shape == case.spatial_shape:

@@ -28,7 +28,7 @@ LABEL_WRITABLE = (*WRITABLE, ".png", *TIFF)
 IMAGE_WRITABLE = (*WRITABLE, *TIFF)
 
 
-def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITABLE) -> None:
+def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...]) -> None:
     if suffix(path) not in formats:
         raise WriteError(f"{path}: cannot write this format (use one of {', '.join(formats)})")
     if not path.parent.is_dir():
