@@ -106,13 +106,8 @@ def describe_pixels(ds) -> str:
     """
     ts = _transfer_syntax(ds)
     pi = photometric(ds) or "no PhotometricInterpretation"
-    colour = (
-        " shown as RGB through its palette"
-        if pi == PALETTE
-        else " shown as RGB"
-        if pi.startswith("YBR")
-        else ""
-    )
+    colour = " shown as RGB" if pi.startswith("YBR") else ""
+    colour = " shown as RGB through its palette" if pi == PALETTE else colour
     by = " (decoded by GDCM)" if ts.is_compressed and not _pydicom_decodes(ds, ts) else ""
     return f"{pi}{colour}, {ts.name}{by}"
 
