@@ -35,10 +35,7 @@ def window_grid(
     shape: Sequence[int], patch: Sequence[int], overlap: float | Sequence[float]
 ) -> list[tuple[slice, ...]]:
     """Slices of every window over ``shape`` (C order of the start indices)."""
-    if isinstance(overlap, (Sequence, np.ndarray)):
-        ov = [float(o) for o in overlap]
-    else:
-        ov = [float(overlap)] * len(shape)
+    ov = np.broadcast_to(np.asarray(overlap, float), (len(shape),))  # one, or one per axis
     starts = [window_starts(s, p, o) for s, p, o in zip(shape, patch, ov)]
     return [tuple(slice(s, s + p) for s, p in zip(st, patch)) for st in itertools.product(*starts)]
 
@@ -73,14 +70,6 @@ def gaussian_weights(
         w[w == 0] = pos.min()
     floor = max(float(w.min()), float(min_weight))
     return np.maximum(w, np.float32(floor)).astype(np.float32)
-
-
-def _pad_amounts(shape: Sequence[int], patch: Sequence[int]) -> list[tuple[int, int]]:
-    out = []
-    for n, p in zip(shape, patch):
-        diff = max(p - n, 0)
-        out.append((diff // 2, diff - diff // 2))
-    return out
 
 
 def sliding_window_logits(
@@ -138,7 +127,8 @@ def sliding_window_logits(
     if not 0 <= overlap < 1:
         raise ValueError(f"overlap must be in [0, 1), got {overlap}")
     src_shape = tuple(image.shape[2:])
-    pads = _pad_amounts(src_shape, patch)
+    short = [max(p - n, 0) for n, p in zip(src_shape, patch)]  # zero-padded symmetrically
+    pads = [(d // 2, d - d // 2) for d in short]
     if any(a or b for a, b in pads):
         flat = [v for a, b in reversed(pads) for v in (a, b)]
         image = F.pad(image, flat, mode="constant", value=0.0)
