@@ -61,11 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         what="promptable model (auto: medsam2 with --checkpoint, else builtin)",
     )
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
-    s.add_argument(
-        "--layout",
-        choices=[n for n in LAYOUT_NAMES if n != "generic"],
-        help="data-set layout (default: detect)",
-    )
+    layouts = [n for n in LAYOUT_NAMES if n != "generic"]  # a generic layout has no splits
+    s.add_argument("--layout", choices=layouts, help="data-set layout (default: detect)")
     s.add_argument(
         "--split",
         choices=SPLITS,

@@ -40,7 +40,7 @@ def _is_sequence(path: Path, arr: np.ndarray, g: Geometry) -> bool:
     return arr.dtype == np.uint8 and g.spacing[0] == 1.0 and max(g.spacing[1:]) < 0.5
 
 
-def to_raw(img, path: Path, modality: str | None = None) -> Raw:
+def to_raw(img, path: Path) -> Raw:
     """Convert a SimpleITK image to :class:`Raw`, choosing axes from dimension and pixels."""
     import SimpleITK as sitk
 
@@ -51,7 +51,7 @@ def to_raw(img, path: Path, modality: str | None = None) -> Raw:
     if dim == 4 and arr.shape[0] == 1:
         arr, g, dim = arr[0], g.sub(3), 3
     if dim == 4 and ncomp == 1 and _time_split(g):
-        return Raw(arr, g, "tzyx", modality=modality)
+        return Raw(arr, g, "tzyx")
     if dim == 3 and arr.shape[0] == 1:
         if not g.is_orthonormal():
             raise InvalidImageError(f"{path}: direction {g.direction} is not orthonormal")
@@ -62,10 +62,10 @@ def to_raw(img, path: Path, modality: str | None = None) -> Raw:
             f"(size {img.GetSize()}); expected a 2D or 3D grey image or 2D/2D+t colour"
         )
     if ncomp > 1:
-        return Raw(arr[..., :3], g, "yxc" if dim == 2 else "tyxc", modality=modality)
+        return Raw(arr[..., :3], g, "yxc" if dim == 2 else "tyxc")
     if dim == 2:
-        return Raw(arr, g, "yx", modality=modality)
-    return Raw(arr, g, "tyx" if _is_sequence(path, arr, g) else "zyx", modality=modality)
+        return Raw(arr, g, "yx")
+    return Raw(arr, g, "tyx" if _is_sequence(path, arr, g) else "zyx")
 
 
 def check_nrrd_payload(path: Path) -> None:
