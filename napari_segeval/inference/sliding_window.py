@@ -79,8 +79,6 @@ def sliding_window_logits(
     *,
     overlap: float = 0.5,
     batch_size: int = 2,
-    sigma_scale: float = 0.125,
-    min_weight: float = 1e-3,
     mirror_axes: Sequence[int] = (),
     accumulate_device: Any = None,
     progress: Callable[[int, int], None] | None = None,
@@ -100,8 +98,6 @@ def sliding_window_logits(
         Fraction of a window shared with its neighbour (0 <= overlap < 1).
     batch_size
         Windows per predictor call.
-    sigma_scale, min_weight
-        See :func:`gaussian_weights`.
     mirror_axes
         Spatial axes whose every combination of flips is predicted and averaged.
     accumulate_device
@@ -137,7 +133,7 @@ def sliding_window_logits(
     n_img = image.shape[0]
     jobs = [(b, s) for b in range(n_img) for s in slices]
     acc_dev = torch.device(accumulate_device) if accumulate_device is not None else image.device
-    w = torch.from_numpy(gaussian_weights(patch, sigma_scale, min_weight)).to(image.device)
+    w = torch.from_numpy(gaussian_weights(patch)).to(image.device)
     flips = [c for r in range(len(mirror_axes) + 1) for c in itertools.combinations(mirror_axes, r)]
     out = None
     norm = torch.zeros(shape, dtype=torch.float32, device=acc_dev)
