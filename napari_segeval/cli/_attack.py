@@ -22,8 +22,9 @@ from napari_segeval.cli._progress import progress_bar
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval attack``."""
+    from napari_segeval.attacks.budget import NORMS
     from napari_segeval.attacks.config import SCHEDULES
-    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES
+    from napari_segeval.attacks.losses import FORWARD_ONLY_LOSSES, LOSSES, WEIGHTINGS
     from napari_segeval.attacks.registry import ATTACKS
 
     p = sub.add_parser(
@@ -66,7 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="pgd",
         help="; ".join(f"{name}: {a.summary}" for name, a in ATTACKS.items()),
     )
-    p.add_argument("--norm", choices=("linf", "l2"), default="linf")
+    p.add_argument("--norm", choices=NORMS, default=NORMS[0])
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--eps", type=float, help="epsilon in normalized units")
     budget.add_argument("--eps-raw", type=float, help="epsilon in raw units (HU for CT)")
@@ -86,7 +87,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--weighting",
-        choices=("segpgd", "cospgd"),
+        choices=[w for w in WEIGHTINGS if w],
         default=None,
         help="per-voxel loss weighting for PGD",
     )
@@ -262,11 +263,9 @@ def run(args: argparse.Namespace) -> int:
         ) from exc
     with progress_bar("attack passes", "pass", enabled=not args.json) as progress:
         res = attack_case(target, config, clamp=args.clamp, surface=args.surface, progress=progress)
-    g, ow = case.geometry, args.overwrite
-    write_image(paths["perturbed_image"], res.perturbed_image, g, overwrite=ow)
-    write_image(paths["perturbation"], res.perturbation, g, overwrite=ow)
-    write_labels(paths["clean_prediction"], res.clean_prediction, g, overwrite=ow)
-    write_labels(paths["attacked_prediction"], res.attacked_prediction, g, overwrite=ow)
+    for key, path in paths.items():  # the keys are the result's fields
+        write = write_labels if key.endswith("prediction") else write_image
+        write(path, getattr(res, key), case.geometry, overwrite=args.overwrite)
 
     unit = "HU" if case.modality.upper() == "CT" else "raw units"
     payload = {
@@ -302,5 +301,4 @@ def run(args: argparse.Namespace) -> int:
         format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
     ]
     lines += [f"wrote {p}" for p in paths.values()]
-    emit(args, payload, "\n".join(lines))
-    return 0
+    return emit(args, payload, "\n".join(lines))

@@ -30,17 +30,16 @@ def dumps(payload: dict) -> str:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """Format one table cell: floats to ``digits`` significant decimals, NaN as ``-``."""
-    if value is None:
+    """Format one table cell: floats to ``digits`` decimals (``inf``, ``-inf``), NaN as ``-``.
+
+    Examples
+    --------
+    >>> fmt(0.91234), fmt(float("-inf")), fmt(float("nan")), fmt(None), fmt(3)
+    ('0.9123', '-inf', '-', '-', '3')
+    """
+    if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "-"
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        if math.isnan(v):
-            return "-"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return f"{v:.{digits}f}"
-    return str(value)
+    return f"{value:.{digits}f}" if isinstance(value, (float, np.floating)) else str(value)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: int = 4) -> str:
@@ -64,12 +63,11 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], digits: 
     return "\n".join(lines)
 
 
-def emit(args: argparse.Namespace, payload: dict, text: str) -> None:
-    """Print ``payload`` as JSON when ``--json`` was given, else ``text``."""
-    if getattr(args, "json", False):
-        print(dumps(payload))
-    else:
-        print(text)
+def emit(args: argparse.Namespace, payload: dict, text: str, code: int = 0) -> int:
+    """Print ``payload`` as JSON when ``--json`` was given, else ``text``; return ``code``
+    (the exit status)."""
+    print(dumps(payload) if getattr(args, "json", False) else text)
+    return code
 
 
 COLOR_TABLE_HELP = (

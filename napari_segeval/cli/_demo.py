@@ -162,11 +162,8 @@ def run(args: argparse.Namespace) -> int:
         from napari_segeval.evaluation.results import ResultsFolder
 
         ResultsFolder(args.results)  # not a results folder: one line, before the viewer opens
-
         out = run_results_demo(args.results, args.screenshot)
-        if out is not None:
-            emit(args, {"screenshot": str(out)}, f"wrote {out}")
-        return 0
+        return 0 if out is None else emit(args, {"screenshot": str(out)}, f"wrote {out}")
     from napari_segeval._widgets.demo import check_attack_settings, run_demo
     from napari_segeval.models.registry import PROMPTABLE, split_ref
 
@@ -178,19 +175,15 @@ def run(args: argparse.Namespace) -> int:
             f"segeval demo runs a model of the Prompt panel's list "
             f"({', '.join(PROMPTABLE)}), not {args.model!r}"
         )
-    checkpoint = args.checkpoint or inline
-    attack = None if args.attack == "none" else args.attack
     out = run_demo(
         args.screenshot,
         backend=name,
-        checkpoint=checkpoint,
+        checkpoint=args.checkpoint or inline,
         device=args.device,
-        attack=attack,
+        attack=None if args.attack == "none" else args.attack,
         eps=args.eps,
         steps=args.steps,
         compare=args.compare,
         correct=args.correct,
     )
-    if out is not None:
-        emit(args, {"screenshot": str(out)}, f"wrote {out}")
-    return 0
+    return 0 if out is None else emit(args, {"screenshot": str(out)}, f"wrote {out}")

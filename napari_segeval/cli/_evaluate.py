@@ -15,6 +15,8 @@ from napari_segeval.cli._common import (
 )
 from napari_segeval.cli._progress import progress_bar
 
+#: ``evaluation.protocols.REGISTRY`` and ``evaluation.layouts.LAYOUTS`` (a test keeps them
+#: equal), spelled out so that ``segeval --help`` imports no evaluation or metrics code.
 PROTOCOL_NAMES = (
     "msd-robust",
     "medsam2-3d",
@@ -301,8 +303,7 @@ def _summary_text(result) -> str:
             )
         )
     lines += _headline_lines(s.get("results") or {})
-    for f in s["failed"][:20]:
-        lines.append(f"failed: {f['case']}: {f['error']}")
+    lines += [f"failed: {f['case']}: {f['error']}" for f in s["failed"][:20]]
     if len(s["failed"]) > 20:
         lines.append(f"... and {len(s['failed']) - 20} more failures (see summary.json)")
     unsaved = s.get("files_not_saved") or []
@@ -311,10 +312,8 @@ def _summary_text(result) -> str:
             f"warning: prediction files of {len(unsaved)} case(s) not saved (scores "
             f"kept): {unsaved[0]['case']}: {unsaved[0]['error']}"
         )
-    written = [out / "results.csv", out / "summary.json"]
-    if (out / "report.html").is_file():
-        written.append(out / "report.html")
-    lines.append("wrote " + ", ".join(str(w) for w in written))
+    written = [out / name for name in ("results.csv", "summary.json", "report.html")]
+    lines.append("wrote " + ", ".join(str(w) for w in written if w.is_file()))
     return "\n".join(lines)
 
 
@@ -349,15 +348,8 @@ def run(args: argparse.Namespace) -> int:
         overrides["attacks"] = [parse_attack(a) for a in args.attack]
     if args.workers is not None and args.workers < 1:
         raise SegEvalError(f"--workers must be at least 1, got {args.workers}")
-    options = {
-        k: v
-        for k, v in (
-            ("images", args.images),
-            ("labels", args.labels),
-            ("camus_mode", args.camus_mode),
-        )
-        if v is not None
-    }
+    given = {k: getattr(args, k) for k in ("images", "labels", "camus_mode")}
+    options = {k: v for k, v in given.items() if v is not None}
     with progress_bar("cases", "case", enabled=not (args.no_progress or args.json)) as progress:
         result = run_evaluation(
             args.data,
@@ -374,9 +366,9 @@ def run(args: argparse.Namespace) -> int:
             report=not args.no_report,
             save_predictions=not args.no_save_predictions,
         )
-    emit(
+    return emit(
         args,
         {**result.summary, "output_dir": str(result.output_dir), "n_resumed": result.n_skipped},
         _summary_text(result),
+        result.exit_code,
     )
-    return result.exit_code

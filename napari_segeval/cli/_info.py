@@ -84,16 +84,11 @@ def run(args: argparse.Namespace) -> int:
     dev = devices["default"] or "none (torch missing)"
     if devices.get("cuda"):
         dev += " (" + ", ".join(devices["cuda"]) + ")"
-    model_rows = [
-        [
-            m["name"],
-            m["kind"],
-            m["summary"]
-            if m["available"]
-            else f"{m['summary']} [needs {m['package']}: not installed]",
-        ]
-        for m in models
-    ]
+
+    def what(m: dict) -> str:
+        return m["summary"] + ("" if m["available"] else f" [needs {m['package']}: not installed]")
+
+    model_rows = [[m["name"], m["kind"], what(m)] for m in models]
     text = (
         f"napari-segeval {__version__}  python {payload['python']}\n"
         f"compute device: {dev}\n\n"
@@ -101,5 +96,4 @@ def run(args: argparse.Namespace) -> int:
         + "\n\nmodels (--model):\n"
         + format_table(["model", "kind", "what"], model_rows)
     )
-    emit(args, payload, text)
-    return 0
+    return emit(args, payload, text)

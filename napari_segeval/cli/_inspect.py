@@ -58,15 +58,11 @@ def _channels(path: Path, case: Case, volume: int | None) -> Case:
         return case
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io._channels import as_channels
-    from napari_segeval.io._dataset_json import (
-        dataset_channels,
-        find_dataset_json,
-        load_dataset_json,
-    )
+    from napari_segeval.io._dataset_json import dataset_channels
+    from napari_segeval.io.read import nearest_dataset
 
-    found = find_dataset_json(path)
     try:
-        names = dataset_channels(load_dataset_json(found)) if found else ()
+        names = dataset_channels(nearest_dataset(path) or {})
     except SegEvalError:  # a broken dataset.json: describe the file as it is
         return case
     if len(names) < 2 or len(names) != case.image.shape[0]:
@@ -139,9 +135,8 @@ def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._common import color_table
-    from napari_segeval.io import read_image, read_labels
-    from napari_segeval.io._dataset_json import find_dataset_json, load_dataset_json
-    from napari_segeval.io._dataset_json import structure_names as dataset_names
+    from napari_segeval.io import read_image, read_labels, structure_names
+    from napari_segeval.io.read import nearest_dataset
 
     listing = _series(args.path)
     try:
@@ -183,15 +178,13 @@ def run(args: argparse.Namespace) -> int:
     if args.labels is not None:
         labels, geometry, names = read_labels(args.labels, default_color_table=color_table(args))
         if not names:  # a prediction written elsewhere: the image's dataset.json names
-            found = find_dataset_json(args.path)
-            names = dataset_names(load_dataset_json(found)) if found else {}
+            names = structure_names(nearest_dataset(args.path) or {})
         names = {**case.structures, **names}
         payload["labels"] = label_rows(labels, geometry.spacing, names)
         problem = _alignment(case, labels.shape, geometry)
         payload["aligned"] = problem is None
         payload["problem"] = problem
-    emit(args, payload, _text(payload))
-    return 1 if problem else 0
+    return emit(args, payload, _text(payload), 1 if problem else 0)
 
 
 def _kind_text(p: dict) -> str:

@@ -60,6 +60,17 @@ def rows_table(rows: list[dict]) -> str:
     return format_table(headers, [[r.get(k) for k in keys] for r in rows])
 
 
+def reference_rows(case, prediction, structures: dict[int, str], **options) -> list[dict]:
+    """:data:`~napari_segeval.metrics.ROW_KEYS` rows of ``prediction`` against the case's
+    reference labels (none without them); ``options`` go to ``structure_table``."""
+    if case.labels is None:
+        return []
+    from napari_segeval.metrics import ROW_KEYS, structure_table
+
+    rows = structure_table(case.labels, prediction, case.spacing, structures=structures, **options)
+    return [{k: r.get(k) for k in ROW_KEYS} for r in rows]
+
+
 def read_pair(
     reference: Path, prediction: Path, color_table: dict | None = None, volume: int | None = None
 ):
@@ -111,5 +122,4 @@ def run(args: argparse.Namespace) -> int:
         empty=args.empty,
         surface=not args.no_surface,
     )
-    emit(args, {"structures": rows}, rows_table(rows))
-    return 0
+    return emit(args, {"structures": rows}, rows_table(rows))

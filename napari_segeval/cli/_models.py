@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
-    p.set_defaults(func=lambda args: _help(p))
+    p.set_defaults(func=lambda _args: p.print_help() or 0)  # no action: the help
     listing = actions.add_parser(
         "list",
         help="every model: kind, size, licence, source, here",
@@ -62,45 +62,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     path.set_defaults(func=run_path)
 
 
-def _help(parser: argparse.ArgumentParser) -> int:
-    parser.print_help()
-    return 0
-
-
 def _json_row(row: Any) -> dict:
     """A row of :func:`napari_segeval.models.records.model_rows` as ``--json`` has it."""
     from napari_segeval.models.catalogue import url
     from napari_segeval.models.hub import endpoint
     from napari_segeval.models.records import Weights
 
-    r = row.record
-    config = input_px = None
-    if r.entry is not None:
+    r, entry, packaged = row.record, row.record.entry, row.record.packaged
+    config = input_px = repo_id = link = None
+    if entry is not None:
         from napari_segeval.models.medsam2._build import ARCHITECTURES
 
         arch = ARCHITECTURES.get(r.network)
         config, input_px = (arch.config, arch.image_size) if arch else (None, None)
-    elif r.packaged is not None:
+        source, filename = entry.source, entry.filename
+        repo_id, link = entry.repo_id, url(entry, endpoint())
+    elif packaged is not None:
         from napari_segeval.models.litemedsam.model import LiteMedSAMModel
 
         input_px = LiteMedSAMModel.image_size
-    shipped = r.weights in (Weights.SHIPPED, Weights.NONE)
-    source = (
-        r.entry.source
-        if r.entry is not None
-        else f"pip: {r.packaged.distribution}=={r.packaged.version}"
-        if r.packaged
-        else "shipped with napari-segeval"
-    )
-    filename = (
-        r.entry.filename
-        if r.entry is not None
-        else r.packaged.path.rsplit("/", 1)[-1]
-        if r.packaged is not None
-        else r.shipped_file.name
-        if r.shipped_file is not None
-        else None
-    )
+        source = f"pip: {packaged.distribution}=={packaged.version}"
+        filename = packaged.path.rsplit("/", 1)[-1]
+    else:
+        source = "shipped with napari-segeval"
+        filename = r.shipped_file.name if r.shipped_file is not None else None
     return {
         "name": r.name,
         "kind": r.family,
@@ -110,15 +95,15 @@ def _json_row(row: Any) -> dict:
         "size_bytes": r.size or 0,
         "licence": r.licence,
         "source": source,
-        "repo_id": r.entry.repo_id if r.entry is not None else None,
+        "repo_id": repo_id,
         "filename": filename,
         "revision": r.revision,
         "sha256": r.sha256,
-        "url": url(r.entry, endpoint()) if r.entry is not None else None,
+        "url": link,
         "here": row.here,
         "path": str(row.path) if row.path else None,
         "card": r.card.as_dict(),
-        "shipped": shipped,
+        "shipped": r.weights in (Weights.SHIPPED, Weights.NONE),
         "install": row.install,
     }
 
@@ -154,8 +139,7 @@ def run_list(args: argparse.Namespace) -> int:
     )
     missing = [f"{r['name']} is not installed: {r['install']}" for r in rows if r.get("install")]
     text = "\n".join([table, "", *missing, f"cache: {cache_dir()}", _NETWORK_NOTE])
-    emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
-    return 0
+    return emit(args, {"cache": str(cache_dir()), "endpoint": endpoint(), "models": rows}, text)
 
 
 def run_pull(args: argparse.Namespace) -> int:
@@ -178,8 +162,7 @@ def run_pull(args: argparse.Namespace) -> int:
         f"{size_text(result['size'])}, {entry.repo_id}@{entry.revision[:7]})\n"
         f"{result['path']}\nuse it with {use}"
     )
-    emit(args, result, text)
-    return 0
+    return emit(args, result, text)
 
 
 def run_path(args: argparse.Namespace) -> int:
@@ -189,5 +172,4 @@ def run_path(args: argparse.Namespace) -> int:
 
     here = model_file(args.name)
     entry = find(args.name)
-    emit(args, {"name": entry.name if entry else args.name, "path": str(here)}, str(here))
-    return 0
+    return emit(args, {"name": entry.name if entry else args.name, "path": str(here)}, str(here))

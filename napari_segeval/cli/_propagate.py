@@ -18,17 +18,6 @@ from napari_segeval.cli._common import (
 )
 
 
-class _InOrder(argparse.Action):
-    """Collect ``--box`` and ``--point`` in the order given (``prompt_args``)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        namespace.prompt_args = [
-            *(getattr(namespace, "prompt_args", None) or []),
-            (self.dest, values),
-        ]
-        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
-
-
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``segeval propagate``."""
     p = sub.add_parser(
@@ -69,9 +58,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="prompts JSON (written by segeval propagate or the viewer) to replay",
     )
-    p.add_argument(
+    p.add_argument(  # --box and --point go to prompt_args in the order given
         "--box",
-        action=_InOrder,
+        dest="prompt_args",
+        action="append",
+        type=lambda text: ("box", text),
         default=[],
         metavar="z,y0,x0,y1,x1[,label]",
         help="box on slice/frame z (0 for a 2D image) in array coordinates, "
@@ -80,8 +71,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--point",
-        action=_InOrder,
-        default=[],
+        dest="prompt_args",
+        action="append",
+        type=lambda text: ("point", text),
         metavar="z,y,x[,+|-][,label]",
         help="positive (+, default) or negative (-) point on slice/frame z at "
         "pixel (y, x) (repeatable; label defaults to that of the prompt "
@@ -262,13 +254,8 @@ def _prompt_sets(
         loaded = read_prompts(args.prompts)
         loaded.check(shape, dict(case.structures), present, where=where, source=str(args.prompts))
         sets.update(loaded.sets)
-    items = getattr(args, "prompt_args", None) or []
-    for prompt in command_line_prompts(items, wanted, shape):
-        sets[prompt.label] = (
-            sets[prompt.label].add(prompt)
-            if prompt.label in sets
-            else PromptSet(prompt.label, (prompt,))
-        )
+    for prompt in command_line_prompts(args.prompt_args, wanted, shape):
+        sets[prompt.label] = sets.get(prompt.label, PromptSet(prompt.label)).add(prompt)
     if not sets and case.labels is not None:
         boxes = boxes_from_labels(
             case.labels, wanted or None, mode=mode, jitter=args.jitter, seed=args.seed
@@ -285,14 +272,6 @@ def _prompt_sets(
         shape, dict(case.structures), present, where=where, source="--box/--point"
     )
     return sets
-
-
-def _load_model(args: argparse.Namespace):
-    from napari_segeval.models.registry import load_promptable
-
-    return load_promptable(
-        str(args.model), checkpoint=args.checkpoint, device=args.device, precision=args.precision
-    )
 
 
 def check_output(path: Path, case) -> None:
@@ -321,8 +300,9 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import rows_table
+    from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import resolve_structure, write_labels
+    from napari_segeval.models.registry import load_promptable
     from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
     from napari_segeval.prompts.prompt_set import describe
     from napari_segeval.propagation import (
@@ -343,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
     kind = promptable_kind(case)
     mode = propagation_mode(kind)
     shape = case.spatial_shape if kind != "image" else (1, *case.spatial_shape)
-    given = bool(getattr(args, "prompt_args", None)) or args.prompts is not None
+    given = bool(args.prompt_args) or args.prompts is not None
     if args.structure and case.labels is None and not given:
         raise SegEvalError("--structure needs --labels (boxes come from the reference)")
     present = None if case.labels is None else np.unique(case.labels)
@@ -352,7 +332,9 @@ def run(args: argparse.Namespace) -> int:
     ]
     sets = _prompt_sets(args, case, kind, mode, wanted, tuple(shape))
 
-    model = _load_model(args)
+    model = load_promptable(
+        args.model, checkpoint=args.checkpoint, device=args.device, precision=args.precision
+    )
     modality = args.modality or case.modality
     options = PropagationOptions(
         keep_largest=not args.no_largest,
@@ -374,12 +356,7 @@ def run(args: argparse.Namespace) -> int:
         prompts_out, PromptFile(sets, tuple(shape), names), overwrite=args.overwrite
     )
 
-    rows: list[dict] = []
-    if case.labels is not None:
-        from napari_segeval.metrics import ROW_KEYS, structure_table
-
-        rows = structure_table(case.labels, result.labels, case.spacing, structures=names)
-        rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
+    rows = reference_rows(case, result.labels, names)
     where = {"volume": "slice", "video": "frame", "image": ""}[kind]
     lines = []
     for lab, s in sets.items():
@@ -394,9 +371,8 @@ def run(args: argparse.Namespace) -> int:
     )
     lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
     lines.append(f"wrote {saved} (the prompts, to replay with --prompts)")
-    emit(
+    return emit(
         args,
         {"output": str(out), "prompts": str(saved), "structures": rows, "modality": modality},
         "\n".join(lines),
     )
-    return 0

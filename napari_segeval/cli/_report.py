@@ -49,10 +49,9 @@ def run(args: argparse.Namespace) -> int:
         "report": str(path),
         **{k: s[k] for k in ("n_cases", "n_ok", "n_failed", "n_missing")},
     }
-    emit(
+    return emit(
         args,
         payload,
         f"{path}: {s['n_cases']} cases, {s['n_ok']} ok, {s['n_failed']} "
         f"failed, {s['n_missing']} not run",
     )
-    return 0

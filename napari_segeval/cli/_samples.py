@@ -94,8 +94,9 @@ def run_list(args: argparse.Namespace) -> int:
     lines = [f"samples in {root}", "", table]
     lines += [f"not here: {m['name']}: {m['reason']}" for m in missing]
     lines += ["", "segeval samples path NAME [--part labels] prints one file's full path."]
-    emit(args, {"root": str(root), "samples": rows, "unavailable": missing}, "\n".join(lines))
-    return 0
+    return emit(
+        args, {"root": str(root), "samples": rows, "unavailable": missing}, "\n".join(lines)
+    )
 
 
 def run_path(args: argparse.Namespace) -> int:
@@ -107,5 +108,4 @@ def run_path(args: argparse.Namespace) -> int:
         path = sample_path(args.name, args.part)
     except KeyError as exc:
         raise SegEvalError(str(exc.args[0])) from exc
-    emit(args, {"name": args.name, "part": args.part, "path": str(path)}, str(path))
-    return 0
+    return emit(args, {"name": args.name, "part": args.part, "path": str(path)}, str(path))

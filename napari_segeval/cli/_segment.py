@@ -69,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
     from napari_segeval._errors import SegEvalError, WriteError
-    from napari_segeval.cli._metrics import rows_table
+    from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import write_labels
     from napari_segeval.models.dense import DenseModel, segment_case
     from napari_segeval.models.registry import load_dense
@@ -101,17 +101,9 @@ def run(args: argparse.Namespace) -> int:
     else:  # a 2D U-Net file's model or a module:factory's segments the case itself
         result = model.segment(case)
     out = write_labels(args.output, result.labels, case.geometry, overwrite=args.overwrite)
-    rows: list[dict] = []
-    if case.labels is not None:
-        from napari_segeval.metrics import ROW_KEYS, structure_table
-
-        names = dict(model.structures)
-        names.update({k: v for k, v in case.structures.items() if k in names})
-        rows = structure_table(
-            case.labels, result.labels, case.spacing, structures=names, tolerance_mm=args.tolerance
-        )
-        rows = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
+    names = dict(model.structures)
+    names.update({k: v for k, v in case.structures.items() if k in names})
+    rows = reference_rows(case, result.labels, names, tolerance_mm=args.tolerance)
     lines = [rows_table(rows)] if rows else []
     lines.append(f"wrote {out} ({model.name}, {len(model.structures)} structures)")
-    emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))
-    return 0
+    return emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))

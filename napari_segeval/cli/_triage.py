@@ -72,5 +72,4 @@ def run(args: argparse.Namespace) -> int:
     ]
     headers = ("case", "structure", "model", "condition", "risk", "dice", "flagged slices")
     text = format_table(headers, rows, digits=3) if rows else "no structure with a risk"
-    emit(args, payload, text)
-    return 0
+    return emit(args, payload, text)

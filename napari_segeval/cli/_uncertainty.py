@@ -20,20 +20,9 @@ from napari_segeval.cli._common import (
     emit,
     format_table,
 )
+from napari_segeval.cli._evaluate import LAYOUT_NAMES
 from napari_segeval.cli._progress import progress_bar
 
-LAYOUT_NAMES = (
-    "msd",
-    "nnunet",
-    "lits",
-    "kits23",
-    "word",
-    "feta",
-    "totalsegmentator",
-    "camus",
-    "isic",
-    "neopolyp",
-)
 SPLITS = ("train", "all", "val", "test")
 
 
@@ -72,7 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         what="promptable model (auto: medsam2 with --checkpoint, else builtin)",
     )
     s.add_argument("--checkpoint", metavar="FILE", help="MedSAM2 checkpoint (MedSAM2_latest.pt)")
-    s.add_argument("--layout", choices=LAYOUT_NAMES, help="data-set layout (default: detect)")
+    layouts = [n for n in LAYOUT_NAMES if n != "generic"]  # a generic layout has no splits
+    s.add_argument("--layout", choices=layouts, help="data-set layout (default: detect)")
     s.add_argument(
         "--split",
         choices=SPLITS,
@@ -148,12 +138,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
     add_json_flag(f)
     f.set_defaults(func=run_filter)
-
-    def no_action(_args: argparse.Namespace) -> int:
-        p.print_help()
-        return 2
-
-    p.set_defaults(func=no_action)
+    p.set_defaults(func=lambda _args: p.print_help() or 2)  # no action: the help, status 2
 
 
 def _targets(path: Path, overwrite: bool) -> list[Path]:
@@ -178,34 +163,19 @@ def _score_table(record: dict) -> str:
     for c in rows:
         scored = [r for r in c["classes"] if _finite(r.get("scale"))]
         low = min(scored, key=lambda r: r["scale"])["name"] if scored else "-"
-        body.append(
-            [
-                c["case"],
-                c.get("split") or "-",
-                c["scale"],
-                c["auv"],
-                len(scored),
-                low,
-                c.get("error") or "",
-            ]
-        )
+        split, error = c.get("split") or "-", c.get("error") or ""
+        body.append([c["case"], split, c["scale"], c["auv"], len(scored), low, error])
     m = record["model"]
-    head = (
+    headers = ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"]
+    return (
         f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
         f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
-        f"{record['aggregate']} over classes)"
-    )
-    return (
-        head
-        + "\n"
-        + format_table(
-            ["case", "split", "scale S", "AUV", "classes", "lowest-scale class", "error"], body
-        )
+        f"{record['aggregate']} over classes)\n" + format_table(headers, body)
     )
 
 
 def _finite(v) -> bool:
-    return v is not None and isinstance(v, (int, float)) and math.isfinite(float(v))
+    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def run_score(args: argparse.Namespace) -> int:
@@ -244,8 +214,7 @@ def run_score(args: argparse.Namespace) -> int:
     written = [str(write_scores(t, record, overwrite=args.overwrite)) for t in targets]
     failed = [c for c in record["cases"] if c.get("error")]
     text = _score_table(record) + ("\nwrote " + ", ".join(written) if written else "")
-    emit(args, {**record, "written": written}, text)
-    return 3 if failed else 0
+    return emit(args, {**record, "written": written}, text, 3 if failed else 0)
 
 
 def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
@@ -254,15 +223,6 @@ def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
 
         return [s.case_id for s in load_layout(args.dataset) if s.split == "train"]
     return [c["case"] for c in record["cases"]]
-
-
-def _read_json(path: Path):
-    from napari_segeval._errors import ReadError
-
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReadError(f"{path}: cannot read JSON ({exc})") from None
 
 
 def run_filter(args: argparse.Namespace) -> int:
@@ -275,6 +235,8 @@ def run_filter(args: argparse.Namespace) -> int:
         read_scores,
         write_filtered_lists,
     )
+    from napari_segeval.io import load_dataset_json
+    from napari_segeval.io._dataset_json import read_json
     from napari_segeval.uncertainty import filter_most_uncertain
 
     if not 0.0 <= args.remove <= 1.0:
@@ -287,7 +249,9 @@ def run_filter(args: argparse.Namespace) -> int:
         raise SegEvalError(f"{args.scores}: no cases")
     kept, removed = filter_most_uncertain(scores, args.remove, args.rule)
     splits_file = args.splits or (args.dataset / "splits_final.json" if args.dataset else None)
-    splits = _read_json(splits_file) if splits_file and splits_file.is_file() else None
+    splits = (
+        read_json(splits_file, "splits file") if splits_file and splits_file.is_file() else None
+    )
     if args.splits and splits is None:
         raise ReadError(f"{args.splits}: no such splits file")
     if splits is not None and not (
@@ -295,7 +259,7 @@ def run_filter(args: argparse.Namespace) -> int:
     ):
         raise ReadError(f"{splits_file}: not an nnU-Net splits_final.json (a list of folds)")
     ds_file = args.dataset / "dataset.json" if args.dataset else None
-    dataset = _read_json(ds_file) if ds_file and ds_file.is_file() else None
+    dataset = load_dataset_json(ds_file) if ds_file and ds_file.is_file() else None
     out = args.output
     names = ["splits_final.json", "removed.json"] + (["dataset.json"] if dataset else [])
     for name in names:
@@ -335,5 +299,4 @@ def run_filter(args: argparse.Namespace) -> int:
         + "\nwrote "
         + ", ".join(v for k, v in written.items() if k.endswith(".json"))
     )
-    emit(args, summary, text)
-    return 0
+    return emit(args, summary, text)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import cast
 
 import numpy as np
 
@@ -71,29 +70,24 @@ class IntensityStats:
 def foreground_intensity_stats(
     pairs: Iterable[tuple[np.ndarray, np.ndarray]],
     *,
-    percentiles: tuple[float, float] = (0.5, 99.5),
     max_per_case: int | None = 100_000,
-    seed: int = 0,
     source: str = "given",
 ) -> IntensityStats:
-    """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs.
+    """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs: clip
+    bounds at the 0.5 and 99.5 percentiles, mean and standard deviation.
 
     Parameters
     ----------
     pairs
         Arrays on one grid per pair.
-    percentiles
-        Clip percentiles.
     max_per_case
-        Random subsample of foreground voxels per case (``None``: all of them).
-    seed
-        Seed of the subsampling.
+        Random subsample (seed 0) of foreground voxels per case (``None``: all of them).
     source
         Recorded provenance.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
-    return _stats_of(chunks, percentiles, source)
+    return _stats_of(chunks, source)
 
 
 def _foreground_sample(image, labels, rng, max_per_case: int | None) -> np.ndarray:
@@ -107,21 +101,14 @@ def _foreground_sample(image, labels, rng, max_per_case: int | None) -> np.ndarr
     return vals
 
 
-def _stats_of(chunks: list, percentiles: tuple[float, float], source: str) -> IntensityStats:
+def _stats_of(chunks: list, source: str) -> IntensityStats:
     allv = np.concatenate(chunks) if chunks else np.zeros(0)
     if allv.size == 0:
         raise SegEvalError("no foreground voxels to compute intensity statistics from")
-    lo, hi = np.percentile(allv, percentiles)
+    lo, hi = np.percentile(allv, IntensityStats.percentiles)
     std = float(allv.std())
-    return IntensityStats(
-        float(lo),
-        float(hi),
-        float(allv.mean()),
-        std if std > 0 else 1.0,
-        int(allv.size),
-        source,
-        cast("tuple[float, float]", tuple(percentiles)),
-    )
+    mean = float(allv.mean())
+    return IntensityStats(float(lo), float(hi), mean, std if std > 0 else 1.0, allv.size, source)
 
 
 def clip_zscore(image: np.ndarray, stats: IntensityStats) -> np.ndarray:
@@ -155,9 +142,7 @@ def channel_intensity_stats(
     n_channels: int,
     *,
     minmax: bool = False,
-    percentiles: tuple[float, float] = (0.5, 99.5),
     max_per_case: int | None = 100_000,
-    seed: int = 0,
     source: str = "given",
 ) -> tuple[IntensityStats, ...]:
     """:func:`foreground_intensity_stats` per channel of ``(image (C, *spatial), labels)`` pairs.
@@ -173,7 +158,7 @@ def channel_intensity_stats(
     >>> channel_intensity_stats([(img, lab)], 2, minmax=True)[1].mean
     0.5
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(0)
     chunks: list[list] = [[] for _ in range(n_channels)]
     for image, labels in pairs:
         image = np.asarray(image)
@@ -185,4 +170,4 @@ def channel_intensity_stats(
         for c in range(n_channels):
             channel = minmax_scale(image[c])[0] if minmax else image[c]
             chunks[c].append(_foreground_sample(channel, labels, rng, max_per_case))
-    return tuple(_stats_of(ch, percentiles, source) for ch in chunks)
+    return tuple(_stats_of(ch, source) for ch in chunks)

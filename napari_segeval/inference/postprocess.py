@@ -54,9 +54,8 @@ def remove_small_components(
     spacing: Sequence[float],
     *,
     mode: LesionMode = "remove",
-    connectivity: int | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Drop (or merge) components of ``label_id`` smaller than ``min_volume_mm3``.
+    """Drop (or merge) components (full connectivity) of ``label_id`` below ``min_volume_mm3``.
 
     Parameters
     ----------
@@ -71,8 +70,6 @@ def remove_small_components(
     mode
         ``"remove"``: to background; ``"merge"``: to the most frequent other non-zero
         label touching them (background when none).
-    connectivity
-        scipy connectivity (default full).
 
     Returns
     -------
@@ -81,7 +78,7 @@ def remove_small_components(
     """
     if mode not in ("remove", "merge"):
         raise ValueError(f"mode must be 'remove' or 'merge', got {mode!r}")
-    st = _structure(labels.ndim, connectivity)
+    st = _structure(labels.ndim, None)
     comp, n = ndimage.label(labels == label_id, st)
     if n == 0:
         return labels.copy(), 0
@@ -96,11 +93,9 @@ def remove_small_components(
     return out, changed
 
 
-def largest_component_volume(
-    labels: np.ndarray, label_id: int, spacing: Sequence[float], connectivity: int | None = None
-) -> float:
+def largest_component_volume(labels: np.ndarray, label_id: int, spacing: Sequence[float]) -> float:
     """Volume (mm^3) of the largest component of ``label_id`` (0 when absent)."""
-    comp, n = ndimage.label(labels == label_id, _structure(labels.ndim, connectivity))
+    comp, n = ndimage.label(labels == label_id, _structure(labels.ndim, None))
     if n == 0:
         return 0.0
     return float(np.bincount(comp.ravel())[1:].max() * np.prod(spacing))

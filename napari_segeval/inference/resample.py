@@ -113,7 +113,6 @@ def resample_image(
     target_spacing: Sequence[float],
     *,
     order: int = 3,
-    anisotropy_threshold: float = ANISOTROPY_THRESHOLD,
 ) -> tuple[np.ndarray, ResampleInfo]:
     """Resample an intensity volume to ``target_spacing``.
 
@@ -124,9 +123,8 @@ def resample_image(
     spacing, target_spacing
         Source and requested spacing per array axis, mm.
     order
-        Spline order (3 cubic, 1 linear).
-    anisotropy_threshold
-        Spacing ratio above which the thick axis is resampled with nearest neighbour.
+        Spline order (3 cubic, 1 linear); the thick axis of anisotropic data (spacing
+        ratio above :data:`ANISOTROPY_THRESHOLD`) is resampled with nearest neighbour.
 
     Returns
     -------
@@ -136,7 +134,7 @@ def resample_image(
     spacing = tuple(float(s) for s in spacing)
     target = tuple(float(t) for t in target_spacing)
     shape = resampled_shape(image.shape, spacing, target)
-    axis = slice_axis_of(spacing, anisotropy_threshold)
+    axis = slice_axis_of(spacing)
     out = resample_to_shape(image, shape, order=order, slice_axis=axis)
     new_spacing = tuple(n * s / m for n, s, m in zip(image.shape, spacing, shape))
     info = ResampleInfo(tuple(image.shape), spacing, target, shape, new_spacing, axis, order)

@@ -35,10 +35,7 @@ def window_grid(
     shape: Sequence[int], patch: Sequence[int], overlap: float | Sequence[float]
 ) -> list[tuple[slice, ...]]:
     """Slices of every window over ``shape`` (C order of the start indices)."""
-    if isinstance(overlap, (Sequence, np.ndarray)):
-        ov = [float(o) for o in overlap]
-    else:
-        ov = [float(overlap)] * len(shape)
+    ov = np.broadcast_to(np.asarray(overlap, float), (len(shape),))  # one, or one per axis
     starts = [window_starts(s, p, o) for s, p, o in zip(shape, patch, ov)]
     return [tuple(slice(s, s + p) for s, p in zip(st, patch)) for st in itertools.product(*starts)]
 
@@ -75,14 +72,6 @@ def gaussian_weights(
     return np.maximum(w, np.float32(floor)).astype(np.float32)
 
 
-def _pad_amounts(shape: Sequence[int], patch: Sequence[int]) -> list[tuple[int, int]]:
-    out = []
-    for n, p in zip(shape, patch):
-        diff = max(p - n, 0)
-        out.append((diff // 2, diff - diff // 2))
-    return out
-
-
 def sliding_window_logits(
     predictor: Callable[[torch.Tensor], torch.Tensor],
     image: torch.Tensor,
@@ -90,8 +79,6 @@ def sliding_window_logits(
     *,
     overlap: float = 0.5,
     batch_size: int = 2,
-    sigma_scale: float = 0.125,
-    min_weight: float = 1e-3,
     mirror_axes: Sequence[int] = (),
     accumulate_device: Any = None,
     progress: Callable[[int, int], None] | None = None,
@@ -111,8 +98,6 @@ def sliding_window_logits(
         Fraction of a window shared with its neighbour (0 <= overlap < 1).
     batch_size
         Windows per predictor call.
-    sigma_scale, min_weight
-        See :func:`gaussian_weights`.
     mirror_axes
         Spatial axes whose every combination of flips is predicted and averaged.
     accumulate_device
@@ -138,7 +123,8 @@ def sliding_window_logits(
     if not 0 <= overlap < 1:
         raise ValueError(f"overlap must be in [0, 1), got {overlap}")
     src_shape = tuple(image.shape[2:])
-    pads = _pad_amounts(src_shape, patch)
+    short = [max(p - n, 0) for n, p in zip(src_shape, patch)]  # zero-padded symmetrically
+    pads = [(d // 2, d - d // 2) for d in short]
     if any(a or b for a, b in pads):
         flat = [v for a, b in reversed(pads) for v in (a, b)]
         image = F.pad(image, flat, mode="constant", value=0.0)
@@ -147,7 +133,7 @@ def sliding_window_logits(
     n_img = image.shape[0]
     jobs = [(b, s) for b in range(n_img) for s in slices]
     acc_dev = torch.device(accumulate_device) if accumulate_device is not None else image.device
-    w = torch.from_numpy(gaussian_weights(patch, sigma_scale, min_weight)).to(image.device)
+    w = torch.from_numpy(gaussian_weights(patch)).to(image.device)
     flips = [c for r in range(len(mirror_axes) + 1) for c in itertools.combinations(mirror_axes, r)]
     out = None
     norm = torch.zeros(shape, dtype=torch.float32, device=acc_dev)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -113,24 +114,17 @@ def read_channels(
     if not paths:
         raise ReadError("no image file given")
     lpath = Path(labels) if labels is not None else None
+    given: dict[str, Any] = {"modality": modality, "dataset_json": dataset_json}
     if len(paths) == 1:
-        case = read_case(paths[0], None, modality=modality, dataset_json=dataset_json)
+        case = read_case(paths[0], None, **given)
         if case.is_time_series:
             case = as_channels(case)
             if lpath is not None:
                 case = _labels_onto(case, lpath, color_table)
         elif lpath is not None:  # one channel: exactly what read_case makes of it
-            case = read_case(
-                paths[0],
-                lpath,
-                modality=modality,
-                dataset_json=dataset_json,
-                color_table=color_table,
-            )
+            case = read_case(paths[0], lpath, color_table=color_table, **given)
     else:
-        case = read_case(
-            paths[0], lpath, modality=modality, dataset_json=dataset_json, color_table=color_table
-        )
+        case = read_case(paths[0], lpath, color_table=color_table, **given)
         parts = [case.image]
         for p in paths[1:]:
             other = read_image(p, modality=case.modality)

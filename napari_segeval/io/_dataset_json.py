@@ -1,5 +1,8 @@
 """MSD / nnU-Net ``dataset.json``: structure names, modality hints and colour tables.
 
+The modality of an image: its DICOM tag (:func:`from_dicom`), else the ``dataset.json``
+(:func:`dataset_modality`), else a guess from the pixels (:func:`guess_modality`).
+
 A ``"color_table"`` (``{"1": [255, 0, 0], "2": [0, 255, 0]}``: label id to ``[R, G, B]``
 or one grey value) in a ``dataset.json`` beside a colour-coded mask or up to two folders
 above it gives its labels; ``--color-table FILE`` reads the same form.
@@ -9,6 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, ReadError
 
@@ -29,7 +34,7 @@ def load_dataset_json(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "dataset.json"
-    data = _read_json(p, "dataset.json")
+    data = read_json(p, "dataset.json")
     if not isinstance(data, dict):
         raise ReadError(f"{p}: dataset.json must hold a JSON object, not {type(data).__name__}")
     if data.get("labels") and not isinstance(data["labels"], dict):
@@ -95,17 +100,12 @@ def find_dataset_json(path: str | Path, levels: int = 3) -> Path | None:
     """The nearest ``dataset.json`` in the file's folder or up to ``levels - 1`` above it."""
     p = Path(path).resolve()
     folder = p if p.is_dir() else p.parent
-    for _ in range(levels):
-        candidate = folder / "dataset.json"
-        if candidate.is_file():
-            return candidate
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return None
+    found = (f / "dataset.json" for f in [folder, *folder.parents][:levels])
+    return next((f for f in found if f.is_file()), None)
 
 
-def _read_json(path: Path, what: str) -> object:
+def read_json(path: Path, what: str) -> object:
+    """The JSON value of ``path``; :class:`ReadError` naming it as ``what`` when it cannot."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -173,7 +173,7 @@ def load_color_table(path: str | Path) -> dict:
     Names come from the file's ``"labels"`` when it has them (a ``dataset.json``).
     """
     p = Path(path)
-    data = _read_json(p, "colour table")
+    data = read_json(p, "colour table")
     if isinstance(data, dict) and "color_table" in data:
         try:
             names = structure_names(data)
@@ -181,3 +181,41 @@ def load_color_table(path: str | Path) -> dict:
             names = {}
         return parse_json_color_table(data["color_table"], p, names)
     return parse_json_color_table(data, p)
+
+
+#: DICOM Modality (0008,0060) -> our modality names.
+DICOM_MODALITIES = {
+    "CT": "CT",
+    "MR": "MR",
+    "US": "US",
+    "PT": "PET",
+    "ES": "endoscopy",
+    "DMS": "dermoscopy",
+}
+
+
+def from_dicom(tag: str | None) -> str | None:
+    """Map a DICOM Modality value to ours (``None`` when absent)."""
+    if not tag:
+        return None
+    return DICOM_MODALITIES.get(tag.strip().upper(), "other")
+
+
+def guess_modality(image: np.ndarray, axes: str) -> str:
+    """Guess a modality from the pixels: colour is endoscopy, grey video US, HU-like CT.
+
+    CT: whole-numbered voxels whose minimum is at most -500; anything else ``"other"``.
+    """
+    if axes.endswith("c"):
+        return "endoscopy"
+    if axes == "tyx":
+        return "US"
+    if image.dtype.kind in "iuf" and image.size:
+        lo = np.nanmin(image) if image.dtype.kind == "f" else image.min()  # NaN: padding
+        if lo <= -500:
+            sample = image.ravel()[:: max(1, image.size // 100_000)]
+            if image.dtype.kind == "f":
+                sample = sample[np.isfinite(sample)]
+            if image.dtype.kind in "iu" or np.all(sample == np.round(sample)):
+                return "CT"
+    return "other"

@@ -17,7 +17,7 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
-from napari_segeval.io._dicom_colour import (
+from napari_segeval.io._dicom_geometry import (
     PALETTE,
     is_colour,
     palette_rgb,
@@ -26,7 +26,7 @@ from napari_segeval.io._dicom_colour import (
 )
 from napari_segeval.io._dicom_series import Plan, SeriesInfo, choose, series_of
 from napari_segeval.io._formats import Raw
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 
 def _transfer_syntax(ds):
@@ -106,13 +106,8 @@ def describe_pixels(ds) -> str:
     """
     ts = _transfer_syntax(ds)
     pi = photometric(ds) or "no PhotometricInterpretation"
-    colour = (
-        " shown as RGB through its palette"
-        if pi == PALETTE
-        else " shown as RGB"
-        if pi.startswith("YBR")
-        else ""
-    )
+    colour = " shown as RGB" if pi.startswith("YBR") else ""
+    colour = " shown as RGB through its palette" if pi == PALETTE else colour
     by = " (decoded by GDCM)" if ts.is_compressed and not _pydicom_decodes(ds, ts) else ""
     return f"{pi}{colour}, {ts.name}{by}"
 
@@ -128,12 +123,8 @@ def _native(ds, path: Path, frames: int, compressed: bool = False) -> np.ndarray
             f"{path}: header and pixel data disagree: the header says {_header_shape(ds, frames)} "
             f"({want} bytes) but the pixel data hold {have} bytes"
         )
-    with quiet():
-        try:
-            arr = ds.pixel_array
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot decode DICOM pixel data ({reason(exc)})") from exc
-    return np.asarray(arr)
+    with quiet(), one_line_errors(f"{path}: cannot decode DICOM pixel data"):
+        return np.asarray(ds.pixel_array)
 
 
 def _gdcm(ds, path: Path) -> np.ndarray:
@@ -145,16 +136,13 @@ def _gdcm(ds, path: Path) -> np.ndarray:
         if _dicom_files.is_gz_dicom(path) or not _has_preamble(path):
             src = Path(tmp) / "image.dcm"
             ds.save_as(src, enforce_file_format=True)
-        try:
+        with one_line_errors(
+            f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data with GDCM"
+        ):
             reader = sitk.ImageFileReader()
             reader.SetImageIO("GDCMImageIO")
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
-        except Exception as exc:
-            raise ReadError(
-                f"{path}: cannot decode {_transfer_syntax(ds).name} pixel data "
-                f"with GDCM ({reason(exc)})"
-            ) from exc
 
 
 def _has_preamble(path: Path) -> bool:
@@ -170,13 +158,10 @@ def _with_pixels(header, path: Path):
     if not any(k in header for k in _PIXEL_ELEMENTS):
         return _dicom_files.load(path, pixels=True)
     ds = copy.copy(header)
-    with quiet():
-        try:
-            for name in _PIXEL_ELEMENTS:
-                if name in ds:
-                    _ = ds[name].value
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot read DICOM pixel data ({reason(exc)})") from exc
+    with quiet(), one_line_errors(f"{path}: cannot read DICOM pixel data"):
+        for name in _PIXEL_ELEMENTS:
+            if name in ds:
+                _ = ds[name].value
     return ds
 
 
@@ -266,28 +251,18 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
         arr = arr[0]
     if arr.ndim == len(axes) + 1:  # colour samples
         axes += "c"
-    modality = info.modality or None
-    raw = Raw(
-        np.ascontiguousarray(arr),
-        plan.geometry,
-        axes,
-        modality=modality,
-        has_geometry=plan.has_geometry,
-    )
-    raw.meta.update(
-        series_uid=info.uid,
-        series_id=info.id,
-        n_files=info.n_files,
-        pixels=describe_pixels(plan.order[0].ds),
-    )
-    if modality:
-        raw.meta["dicom_modality"] = modality
-    spacing_source = plan.order[0].spacing_source
-    raw.meta["spacing_source"] = spacing_source
-    if plan.order[0].ds.get("DoseUnits"):
-        raw.meta["dose_units"] = str(plan.order[0].ds.get("DoseUnits"))
-    raw.meta["warnings"] = list(plan.warnings)
-    return raw
+    first, modality = plan.order[0], info.modality or None
+    meta = {
+        "series_uid": info.uid,
+        "series_id": info.id,
+        "n_files": info.n_files,
+        "pixels": describe_pixels(first.ds),
+        **({"dicom_modality": modality} if modality else {}),
+        "spacing_source": first.spacing_source,
+        **({"dose_units": str(first.ds.DoseUnits)} if first.ds.get("DoseUnits") else {}),
+        "warnings": list(plan.warnings),
+    }
+    return Raw(np.ascontiguousarray(arr), plan.geometry, axes, meta, modality, plan.has_geometry)
 
 
 def read_dicom(path: str | Path, series: str | None = None) -> Raw:

@@ -13,9 +13,9 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from napari_segeval._errors import MissingDependencyError, ReadError
+from napari_segeval._errors import ReadError
 from napari_segeval.io._gzip import gunzip
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 GZ_SUFFIXES = (".dcm.gz", ".dicom.gz")
 DICOM_SUFFIXES = (".dcm", ".dicom") + GZ_SUFFIXES
@@ -73,33 +73,21 @@ def sniff(path: str | Path) -> bool:
     return head[128:132] == b"DICM" or _no_preamble(head)
 
 
-def _pydicom():
-    try:
-        import pydicom
-    except ImportError as exc:  # pragma: no cover - pydicom is a dependency
-        raise MissingDependencyError(
-            "pydicom", "all", "reading DICOM", "pip install pydicom"
-        ) from exc
-    return pydicom
-
-
 def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
     """Parse a DICOM file (also gzipped or without preamble); pixels deferred unless ``pixels``.
 
     Raises :class:`ReadError` for a file that is not DICOM or cannot be parsed.
     """
-    pydicom = _pydicom()
+    import pydicom
+
     notes: list[str] = []
-    with quiet(notes):
-        try:
-            gz = is_gz_dicom(path)
-            src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
-            defer = None if pixels or gz else 4096
-            ds = pydicom.dcmread(src, force=True, defer_size=defer)
-            if pixels and "PixelData" in ds:
-                _ = ds.PixelData  # parse now, inside quiet()
-        except Exception as exc:
-            raise ReadError(f"{path}: cannot read DICOM file ({reason(exc)})") from exc
+    with quiet(notes), one_line_errors(f"{path}: cannot read DICOM file"):
+        gz = is_gz_dicom(path)
+        src = io.BytesIO(gunzip(path.read_bytes())) if gz else path
+        defer = None if pixels or gz else 4096
+        ds = pydicom.dcmread(src, force=True, defer_size=defer)
+        if pixels and "PixelData" in ds:
+            _ = ds.PixelData  # parse now, inside quiet()
     if collected is not None:
         collected += notes
     if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):

@@ -7,6 +7,11 @@ sequence first, two unit vectors at right angles within 1 %, then made orthonorm
 size: ``PixelSpacing``, else ``ImagerPixelSpacing``, else the ultrasound regions (the
 largest when they differ). An invalid value is a warning (phrased without file names,
 so a series repeats it once) and the image has no placement or is in pixel units.
+
+Colour: RGB and YBR pixels are decoded by pydicom (uncompressed ``YBR_FULL_422`` stores
+two samples per pixel). ``PALETTE COLOR`` goes through pydicom's ``apply_color_lut``;
+16-bit entries give 8-bit RGB by their high byte (as GDCM) unless every colour used is
+below 256.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from napari_segeval.io._quiet import one_line_errors, quiet
 
 #: Relative tolerance on unit length and right angle of the orientation vectors.
 ORIENTATION_TOL = 0.01
@@ -111,8 +118,9 @@ def _item(seq) -> Any:
         return None
 
 
-def group_value(ds, frame: int | None, sequence: str, name: str):
-    """``name`` from the per-frame, then shared functional group ``sequence``, else None."""
+def group_value(ds, frame: int | None, sequence: str, name: str, top: bool = False):
+    """``name`` from the per-frame, then shared functional group ``sequence``, else (with
+    ``top``) the top-level element, else None."""
     sources = []
     per = ds.get("PerFrameFunctionalGroupsSequence")
     if frame is not None and per is not None and frame < len(per):
@@ -120,11 +128,13 @@ def group_value(ds, frame: int | None, sequence: str, name: str):
     shared = _item(ds.get("SharedFunctionalGroupsSequence"))
     if shared is not None:
         sources.append(shared)
+    value = None
     for src in sources:
         item = _item(src.get(sequence))
         if item is not None and name in item:
-            return item.get(name)
-    return None
+            value = item.get(name)
+            break
+    return ds.get(name) if top and value is None else value
 
 
 def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
@@ -181,22 +191,19 @@ def _f(value) -> float:
 def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, str, list[str]]:
     """Pixel size (row, column) mm, where it came from, and notes on invalid values."""
     notes: list[str] = []
-    ps = group_value(ds, frame, "PixelMeasuresSequence", "PixelSpacing")
-    if ps is None:
-        ps = ds.get("PixelSpacing")
+    ps = group_value(ds, frame, "PixelMeasuresSequence", "PixelSpacing", top=True)
     invalid = None
     if ps is not None:
         v = _floats(ps, 2)
         if v is not None and np.all(v > 0):
             return (float(v[0]), float(v[1])), "PixelSpacing", notes
         invalid = f"PixelSpacing {_txt(ps)} is not a positive pixel size"
-    sources = [("ImagerPixelSpacing", ds.get("ImagerPixelSpacing"))]
-    for name, value in sources:
-        v = _floats(value, 2) if value is not None else None
-        if v is not None and np.all(v > 0):
-            if invalid:
-                notes.append(f"{invalid}; {name} is used")
-            return (float(v[0]), float(v[1])), name, notes
+    value = ds.get("ImagerPixelSpacing")
+    v = _floats(value, 2) if value is not None else None
+    if v is not None and np.all(v > 0):
+        if invalid:
+            notes.append(f"{invalid}; ImagerPixelSpacing is used")
+        return (float(v[0]), float(v[1])), "ImagerPixelSpacing", notes
     us, us_notes = ultrasound_spacing(ds)
     notes += us_notes
     if us is not None:
@@ -248,24 +255,21 @@ def units_of(path: Path, ds) -> list[Unit]:
     for k in range(n):
         frame = k if multi else None
         u = Unit(path, frame, ds)
-        iop = group_value(ds, frame, "PlaneOrientationSequence", "ImageOrientationPatient")
-        iop = ds.get("ImageOrientationPatient") if iop is None else iop
+        iop = group_value(ds, frame, "PlaneOrientationSequence", "ImageOrientationPatient", True)
         if iop is not None:
             u.orientation, why = orientation(iop)
             if why:
                 u.notes.append(why + ": the image has no patient placement")
-        ipp = group_value(ds, frame, "PlanePositionSequence", "ImagePositionPatient")
-        ipp = ds.get("ImagePositionPatient") if ipp is None else ipp
+        ipp = group_value(ds, frame, "PlanePositionSequence", "ImagePositionPatient", True)
         if ipp is not None:
             u.position = _floats(ipp, 3)
             if u.position is None:
                 u.notes.append(f"ImagePositionPatient {_txt(ipp)} is not a position")
         u.spacing, u.spacing_source, notes = pixel_spacing(ds, frame)
         u.notes += notes
-        thick = group_value(ds, frame, "PixelMeasuresSequence", "SliceThickness")
-        u.thickness = _number(ds.get("SliceThickness") if thick is None else thick)
-        between = group_value(ds, frame, "PixelMeasuresSequence", "SpacingBetweenSlices")
-        u.between = _number(ds.get("SpacingBetweenSlices") if between is None else between)
+        measures = "PixelMeasuresSequence"
+        u.thickness = _number(group_value(ds, frame, measures, "SliceThickness", True))
+        u.between = _number(group_value(ds, frame, measures, "SpacingBetweenSlices", True))
         u.rescale = rescale(ds, frame)
         units.append(u)
     _legacy_positions(units, ds, offsets)
@@ -317,3 +321,60 @@ def plane_name(normal: np.ndarray | None) -> str:
     if a[k] < 1 - 1e-4:
         return "oblique"
     return ("sagittal", "coronal", "axial")[k]
+
+
+# --- colour ---------------------------------------------------------------------------
+
+PALETTE = "PALETTE COLOR"
+
+
+def photometric(ds) -> str:
+    """``PhotometricInterpretation`` upper-cased and stripped (``""`` when absent)."""
+    return str(ds.get("PhotometricInterpretation", "") or "").strip().upper()
+
+
+def is_colour(ds) -> bool:
+    """True for images that open as RGB: three samples per pixel, or a palette.
+
+    Examples
+    --------
+    >>> is_colour({"SamplesPerPixel": 3}), is_colour({"PhotometricInterpretation": "PALETTE COLOR"})
+    (True, True)
+    >>> is_colour({"SamplesPerPixel": 1, "PhotometricInterpretation": "MONOCHROME2"})
+    False
+    """
+    return _count(ds.get("SamplesPerPixel", 1)) > 1 or photometric(ds) == PALETTE
+
+
+def samples_stored(ds) -> int:
+    """Samples stored per pixel uncompressed: 2 for ``YBR_FULL_422``, else ``SamplesPerPixel``.
+
+    Examples
+    --------
+    >>> samples_stored({"SamplesPerPixel": 3, "PhotometricInterpretation": "YBR_FULL_422"})
+    2
+    """
+    spp = _count(ds.get("SamplesPerPixel", 1))
+    return 2 if spp == 3 and photometric(ds) == "YBR_FULL_422" else spp
+
+
+def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
+    """``(..., 3)`` uint8 RGB of palette ``indices`` through the palette of ``ds``.
+
+    Raises :class:`ReadError` when the palette is missing or unusable.
+    """
+    from pydicom.pixels import apply_color_lut
+
+    with quiet(), one_line_errors(f"{path}: PALETTE COLOR image has no usable palette"):
+        rgb = apply_color_lut(indices, ds)
+    rgb = rgb[..., :3]  # an alpha palette is not shown
+    if rgb.dtype == np.uint16:
+        rgb = rgb.astype(np.uint8) if int(rgb.max(initial=0)) < 256 else (rgb >> 8).astype(np.uint8)
+    return np.ascontiguousarray(rgb)
+
+
+def _count(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1

@@ -18,10 +18,10 @@ import numpy as np
 
 from napari_segeval._errors import ReadError
 from napari_segeval.io import _dicom_files
-from napari_segeval.io._dicom_colour import is_colour
 from napari_segeval.io._dicom_geometry import (
     Unit,
     group_value,
+    is_colour,
     is_time_modality,
     plane_name,
     units_of,

@@ -125,23 +125,21 @@ def kind(path: str | Path) -> str | None:
         k = folder_kind(p)
         return {"dicom": "dicom-folder", "frames": "frames"}.get(k) if k else None
     ext = suffix(p)
-    if ext in NIFTI:
-        return "nifti"
-    if ext in ITK or ext in ITK_READ_ONLY:
-        return "itk"
     if ext == ".img" and (p.with_suffix(".hdr").is_file() or p.with_suffix(".HDR").is_file()):
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
-    if ext in DICOM_LIKE:
-        return "dicom"
     if p.name.upper() == "DICOMDIR":
         return "dicom-folder"
-    if ext in VIDEO:
-        return "video"
-    if ext in RASTER:
-        return "raster"
-    if p.is_file() and is_dicom_file(p):
-        return "dicom"
-    return None
+    return _KINDS.get(ext) or ("dicom" if p.is_file() and is_dicom_file(p) else None)
+
+
+#: Reader family of each suffix (:func:`kind`).
+_KINDS = {
+    **dict.fromkeys(NIFTI, "nifti"),
+    **dict.fromkeys(ITK + ITK_READ_ONLY, "itk"),
+    **dict.fromkeys(DICOM_LIKE, "dicom"),
+    **dict.fromkeys(VIDEO, "video"),
+    **dict.fromkeys(RASTER, "raster"),
+}
 
 
 @dataclass

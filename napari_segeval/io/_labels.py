@@ -136,7 +136,7 @@ def resolve_structure(
     InvalidLabelsError
         One line naming the token and listing the known structures.
     """
-    text = _norm(token)
+    text, where = _norm(token), f"{source}: " if source is not None else ""
     ids = None if present is None else sorted({int(v) for v in present} - {0})
     label: int | None = None
     match = re.fullmatch(r"(?:label ?)?(\d+)", text)
@@ -148,8 +148,8 @@ def resolve_structure(
         found = sorted({k for k, v in names.items() if _norm(v) == text})
         if len(found) > 1:
             raise InvalidLabelsError(
-                _where(source) + f"structure name {str(token)!r} is "
-                f"ambiguous: ids {', '.join(map(str, found))}"
+                f"{where}structure name {str(token)!r} is ambiguous: ids "
+                f"{', '.join(map(str, found))}"
             )
         label = found[0] if found else None
     if label is not None and (ids is None and label > 0 or ids is not None and label in ids):
@@ -157,19 +157,9 @@ def resolve_structure(
     known = ids if ids is not None else sorted(names)
     listed = ", ".join(f"{k} {structure_label(k, names)}" for k in known) or "none"
     if label == 0:
-        raise InvalidLabelsError(
-            _where(source) + f"{str(token)!r} is the background, not a "
-            f"structure (structures: {listed})"
-        )
-    if label is None:
-        raise InvalidLabelsError(
-            _where(source) + f"unknown structure {str(token)!r} (structures: {listed})"
-        )
-    raise InvalidLabelsError(
-        _where(source) + f"structure {str(token)!r} (id {label}) is not "
-        f"in the label map (structures: {listed})"
-    )
-
-
-def _where(source: str | Path | None) -> str:
-    return f"{source}: " if source is not None else ""
+        why = f"{str(token)!r} is the background, not a structure"
+    elif label is None:
+        why = f"unknown structure {str(token)!r}"
+    else:
+        why = f"structure {str(token)!r} (id {label}) is not in the label map"
+    raise InvalidLabelsError(f"{where}{why} (structures: {listed})")

@@ -9,36 +9,20 @@ in ``meta["time_step"]``), ``(X, Y, 1, T)`` a ``"tyx"`` sequence. CIFTI (intent
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import InvalidImageError, ReadError, SegEvalError, WriteError
+from napari_segeval._errors import InvalidImageError, ReadError, WriteError
 from napari_segeval.io._formats import Raw
-from napari_segeval.io._quiet import quiet, reason
+from napari_segeval.io._quiet import one_line_errors, quiet
 from napari_segeval.io.case import Geometry
 
 #: Name endings of CIFTI-2 files (all are also ``.nii``).
-CIFTI_ENDINGS = tuple(
-    f".{k}.nii"
-    for k in (
-        "dtseries",
-        "dscalar",
-        "dlabel",
-        "dconn",
-        "pconn",
-        "ptseries",
-        "pscalar",
-        "plabel",
-        "pdconn",
-        "dpconn",
-        "pconnseries",
-        "pconnscalar",
-        "dfan",
-        "dfibersamp",
-        "dfansamp",
-        "fiberTEMP",
-    )
+CIFTI_NAME = re.compile(
+    r"\.(dtseries|dscalar|dlabel|dconn|pconn|ptseries|pscalar|plabel|pdconn|dpconn|"
+    r"pconnseries|pconnscalar|dfan|dfibersamp|dfansamp|fiberTEMP)\.nii$"
 )
 
 _FLIP = np.diag([-1.0, -1.0, 1.0])
@@ -130,7 +114,7 @@ def _intent_code(path: Path) -> int:
 
 
 def _is_cifti(path: Path) -> bool:
-    return str(path).endswith(CIFTI_ENDINGS) or 3000 <= _intent_code(path) < 3100
+    return bool(CIFTI_NAME.search(str(path))) or 3000 <= _intent_code(path) < 3100
 
 
 def _time_step(img) -> float | None:
@@ -150,18 +134,13 @@ def read_nifti(path: Path) -> Raw:
         raise InvalidImageError(
             f"{path}: CIFTI is not supported (surface/grayordinate data, not an image on a grid)"
         )
-    try:
-        with quiet():
-            if str(path).lower().endswith(".gz"):
-                img, data = _load_gz(path)
-            else:
-                img = nib.load(str(path), mmap=False)
-                data = np.asanyarray(img.dataobj)  # type: ignore[attr-defined]  # a SpatialImage
-            affine = np.asarray(img.affine, dtype=float)
-    except SegEvalError:
-        raise
-    except Exception as exc:  # nibabel, gzip, zlib and numpy raise many kinds
-        raise ReadError(f"{path}: cannot read NIfTI file ({reason(exc)})") from exc
+    with one_line_errors(f"{path}: cannot read NIfTI file"), quiet():
+        if str(path).lower().endswith(".gz"):
+            img, data = _load_gz(path)
+        else:
+            img = nib.load(str(path), mmap=False)
+            data = np.asanyarray(img.dataobj)  # type: ignore[attr-defined]  # a SpatialImage
+        affine = np.asarray(img.affine, dtype=float)
     while data.ndim > 3 and data.shape[-1] == 1:
         data = data[..., 0]
     if data.ndim == 2 or (data.ndim == 3 and data.shape[2] == 1):

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
+from napari_segeval._errors import ReadError, SegEvalError
+
 _LOCK = threading.RLock()
 _LOGGERS = ("pydicom", "nibabel", "nibabel.global")
 _LOCAL = threading.local()  # .stack: this thread's open quiet() lists, innermost last
@@ -186,6 +188,28 @@ def quiet(collected: list[str] | None = None, native: bool = False) -> Iterator[
     finally:
         stack.pop()
         _leave(native)
+
+
+@contextmanager
+def one_line_errors(message: str, error: type[SegEvalError] = ReadError) -> Iterator[None]:
+    """Turn what a library raises inside into ``error`` (``message (reason)``, one line).
+
+    A :class:`~napari_segeval.SegEvalError` passes as it is.
+
+    Examples
+    --------
+    >>> with one_line_errors("x.nii: cannot read NIfTI file"):
+    ...     raise ValueError("bad header")
+    Traceback (most recent call last):
+    ...
+    napari_segeval._errors.ReadError: x.nii: cannot read NIfTI file (bad header)
+    """
+    try:
+        yield
+    except SegEvalError:
+        raise
+    except Exception as exc:  # libraries raise many kinds (OSError, ValueError, RuntimeError ...)
+        raise error(f"{message} ({reason(exc)})") from exc
 
 
 _ITK_NOISE = re.compile(

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import InvalidImageError, ReadError
+from napari_segeval._errors import InvalidImageError, ReadError, WriteError
 from napari_segeval.io._formats import Raw, suffix
-from napari_segeval.io._quiet import reason
+from napari_segeval.io._quiet import one_line_errors
 from napari_segeval.io.case import Geometry
 
 _GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
@@ -32,32 +32,26 @@ def _read_pil(path: Path) -> tuple[np.ndarray, dict]:
             fh.seek(max(0, path.stat().st_size - 8))
             if fh.read() != _PNG_END:
                 raise ReadError(f"{path}: PNG file is truncated (no IEND chunk at the end)")
-    try:
-        with Image.open(path) as im:
-            im.load()
-            mode = im.mode
-            if mode == "P":
-                meta["palette_indices"] = np.array(im)
-                im = im.convert("RGBA" if "transparency" in im.info else "RGB")
-            elif mode == "1":
-                return np.array(im).astype(np.uint8), meta
-            elif mode == "LA":
-                im = im.convert("L")
-            elif mode not in _GREY_MODES | {"RGB", "RGBA"}:
-                im = im.convert("RGB")
-            arr = np.array(im)
-    except Exception as exc:  # PIL.UnidentifiedImageError, OSError (truncated), ...
-        raise ReadError(f"{path}: cannot read image ({reason(exc)})") from exc
-    return arr, meta
+    with one_line_errors(f"{path}: cannot read image"), Image.open(path) as im:
+        im.load()
+        mode = im.mode
+        if mode == "P":
+            meta["palette_indices"] = np.array(im)
+            im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+        elif mode == "1":
+            return np.array(im).astype(np.uint8), meta
+        elif mode == "LA":
+            im = im.convert("L")
+        elif mode not in _GREY_MODES | {"RGB", "RGBA"}:
+            im = im.convert("RGB")
+        return np.array(im), meta
 
 
 def _read_tiff(path: Path) -> np.ndarray:
     import tifffile
 
-    try:
+    with one_line_errors(f"{path}: cannot read TIFF"):
         return np.asarray(tifffile.imread(str(path)))
-    except Exception as exc:
-        raise ReadError(f"{path}: cannot read TIFF ({reason(exc)})") from exc
 
 
 def read_raster(path: Path) -> Raw:
@@ -82,8 +76,6 @@ def read_raster(path: Path) -> Raw:
 
 def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:
     """Refuse label maps a PNG cannot hold: not 2D, ids above 65535, or a physical geometry."""
-    from napari_segeval._errors import WriteError
-
     if labels.ndim != 2:
         raise WriteError(
             f"{path}: PNG holds 2D label maps only, got shape {labels.shape}; use .nii.gz or .mha"
@@ -97,17 +89,15 @@ def check_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None
 
 
 def write_png_labels(path: Path, labels: np.ndarray, geometry: Geometry) -> None:
-    """Write a 2D label map as a grey PNG (8-bit, or 16-bit for ids above 255)."""
+    """Write a 2D label map as a grey PNG (8-bit, or 16-bit for ids above 255), checked
+    first with :func:`check_png_labels`."""
     from PIL import Image
 
-    check_png_labels(path, labels, geometry)
     Image.fromarray(np.ascontiguousarray(labels)).save(path, format="PNG")
 
 
 def check_tiff(path: Path, geometry: Geometry) -> None:
     """Refuse a physical geometry for TIFF: only the pixel grid raster inputs get is stored."""
-    from napari_segeval._errors import WriteError
-
     if not geometry.matches(Geometry.identity(geometry.ndim)):
         raise WriteError(
             f"{path}: TIFF cannot store this geometry ({geometry.describe()}); use .mha or .nii.gz"
@@ -115,13 +105,12 @@ def check_tiff(path: Path, geometry: Geometry) -> None:
 
 
 def write_tiff(path: Path, array: np.ndarray, geometry: Geometry) -> None:
-    """Write a label map or image as TIFF on the pixel grid (identity geometry only).
+    """Write a label map or image as TIFF on the pixel grid (checked with :func:`check_tiff`).
 
     ``(y, x, 3)`` arrays are RGB; 3D arrays a stack of pages (read back as ``(z, y, x)``).
     """
     import tifffile
 
-    check_tiff(path, geometry)
     rgb = array.ndim == geometry.ndim + 1 and array.shape[-1] == 3
     tifffile.imwrite(
         str(path), np.ascontiguousarray(array), photometric="rgb" if rgb else "minisblack"

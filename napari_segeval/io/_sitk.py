@@ -40,7 +40,7 @@ def _is_sequence(path: Path, arr: np.ndarray, g: Geometry) -> bool:
     return arr.dtype == np.uint8 and g.spacing[0] == 1.0 and max(g.spacing[1:]) < 0.5
 
 
-def to_raw(img, path: Path, modality: str | None = None) -> Raw:
+def to_raw(img, path: Path) -> Raw:
     """Convert a SimpleITK image to :class:`Raw`, choosing axes from dimension and pixels."""
     import SimpleITK as sitk
 
@@ -51,7 +51,7 @@ def to_raw(img, path: Path, modality: str | None = None) -> Raw:
     if dim == 4 and arr.shape[0] == 1:
         arr, g, dim = arr[0], g.sub(3), 3
     if dim == 4 and ncomp == 1 and _time_split(g):
-        return Raw(arr, g, "tzyx", modality=modality)
+        return Raw(arr, g, "tzyx")
     if dim == 3 and arr.shape[0] == 1:
         if not g.is_orthonormal():
             raise InvalidImageError(f"{path}: direction {g.direction} is not orthonormal")
@@ -62,10 +62,10 @@ def to_raw(img, path: Path, modality: str | None = None) -> Raw:
             f"(size {img.GetSize()}); expected a 2D or 3D grey image or 2D/2D+t colour"
         )
     if ncomp > 1:
-        return Raw(arr[..., :3], g, "yxc" if dim == 2 else "tyxc", modality=modality)
+        return Raw(arr[..., :3], g, "yxc" if dim == 2 else "tyxc")
     if dim == 2:
-        return Raw(arr, g, "yx", modality=modality)
-    return Raw(arr, g, "tyx" if _is_sequence(path, arr, g) else "zyx", modality=modality)
+        return Raw(arr, g, "yx")
+    return Raw(arr, g, "tyx" if _is_sequence(path, arr, g) else "zyx")
 
 
 def check_nrrd_payload(path: Path) -> None:
@@ -90,18 +90,8 @@ def check_nrrd_payload(path: Path) -> None:
             raise ReadError(f"{path}: NRRD data is truncated or corrupt ({exc})") from exc
 
 
-_MET_BYTES = {
-    "MET_CHAR": 1,
-    "MET_UCHAR": 1,
-    "MET_SHORT": 2,
-    "MET_USHORT": 2,
-    "MET_INT": 4,
-    "MET_UINT": 4,
-    "MET_FLOAT": 4,
-    "MET_DOUBLE": 8,
-    "MET_LONG_LONG": 8,
-    "MET_ULONG_LONG": 8,
-}
+#: Bytes per value of each MetaImage ElementType (``MET_`` and ``U`` left out).
+_MET_BYTES = {"CHAR": 1, "SHORT": 2, "INT": 4, "FLOAT": 4, "DOUBLE": 8, "LONG_LONG": 8}
 
 
 def metaimage_problem(path: Path) -> str | None:
@@ -137,7 +127,7 @@ def metaimage_problem(path: Path) -> str | None:
             expected = (
                 int(np.prod(dims))
                 * int(fields.get("elementnumberofchannels", 1))
-                * _MET_BYTES[fields["elementtype"].upper()]
+                * _MET_BYTES[fields["elementtype"].upper().removeprefix("MET_").removeprefix("U")]
             )
     except (OSError, KeyError, ValueError):
         return None
@@ -152,13 +142,8 @@ def _reader_for(path: Path):
     import SimpleITK as sitk
 
     reader = sitk.ImageFileReader()
-    target = path
-    if suffix(path) == ".img":
-        hdr = next(
-            (p for p in (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if p.is_file()), path
-        )
-        target = hdr
-    reader.SetFileName(str(target))
+    pair = (path.with_suffix(".hdr"), path.with_suffix(".HDR")) if suffix(path) == ".img" else ()
+    reader.SetFileName(str(next((p for p in pair if p.is_file()), path)))
     return reader
 
 
@@ -208,7 +193,7 @@ def _is_nifti_pair(path: Path) -> bool:
         return False
 
 
-def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool) -> None:
+def write_itk(path: Path, array: np.ndarray, geometry: Geometry) -> None:
     """Write ``array`` with ``geometry`` through SimpleITK (format from the extension)."""
     import SimpleITK as sitk
 
@@ -219,4 +204,4 @@ def write_itk(path: Path, array: np.ndarray, geometry: Geometry, compress: bool)
     img.SetSpacing(geometry.spacing[::-1])
     img.SetOrigin(geometry.origin)
     img.SetDirection(geometry.direction)
-    sitk.WriteImage(img, str(path), compress)
+    sitk.WriteImage(img, str(path), useCompression=True)

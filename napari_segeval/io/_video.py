@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval._errors import MissingDependencyError, ReadError, SegEvalError
+from napari_segeval._errors import MissingDependencyError, ReadError
 from napari_segeval.io._formats import Raw, frame_files
-from napari_segeval.io._quiet import reason
+from napari_segeval.io._quiet import one_line_errors
 from napari_segeval.io.case import Geometry
 
 #: Largest channel disagreement (grey levels) for a colour frame to count as grey.
@@ -66,22 +66,17 @@ def read_video(path: Path) -> Raw:
     """Decode every frame of a video file."""
     av = _import_av(path)
     check_container(path)
-    try:
-        with av.open(str(path)) as container:
-            if not container.streams.video:
-                raise ReadError(f"{path}: no video stream in this file")
-            stream = container.streams.video[0]
-            declared = int(stream.frames or 0)
-            fps = float(stream.average_rate) if stream.average_rate else None
-            frames: list[np.ndarray] = []
-            for packet in container.demux(stream):
-                if packet.is_corrupt:
-                    raise ReadError(f"{path}: video data is truncated or corrupt")
-                frames.extend(f.to_ndarray(format="rgb24") for f in packet.decode())
-    except SegEvalError:
-        raise
-    except Exception as exc:  # av.error.* and OSError subclasses
-        raise ReadError(f"{path}: cannot decode video ({reason(exc)})") from exc
+    with one_line_errors(f"{path}: cannot decode video"), av.open(str(path)) as container:
+        if not container.streams.video:
+            raise ReadError(f"{path}: no video stream in this file")
+        stream = container.streams.video[0]
+        declared = int(stream.frames or 0)
+        fps = float(stream.average_rate) if stream.average_rate else None
+        frames: list[np.ndarray] = []
+        for packet in container.demux(stream):
+            if packet.is_corrupt:
+                raise ReadError(f"{path}: video data is truncated or corrupt")
+            frames.extend(f.to_ndarray(format="rgb24") for f in packet.decode())
     if not frames:
         raise ReadError(f"{path}: the video has no decodable frames")
     if declared and len(frames) < declared:

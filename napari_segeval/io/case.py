@@ -31,12 +31,9 @@ AXES: tuple[str, ...] = ("zyx", "tyx", "yx", "yxc", "tyxc", "tzyx", "czyx")
 #: What a case is, as the viewer and the command line name it (:func:`kind_of_axes`).
 KINDS: tuple[str, ...] = ("volume", "video", "image", "series")
 _KIND_OF_AXES = {
-    "zyx": "volume",
-    "czyx": "volume",
-    "tyx": "video",
-    "tyxc": "video",
-    "yx": "image",
-    "yxc": "image",
+    **dict.fromkeys(("zyx", "czyx"), "volume"),
+    **dict.fromkeys(("tyx", "tyxc"), "video"),
+    **dict.fromkeys(("yx", "yxc"), "image"),
     "tzyx": "series",
 }
 

@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, ReadError
-from napari_segeval.io import _labels, _modality
+from napari_segeval.io import _labels
 from napari_segeval.io._dataset_json import (
     dataset_color_table,
     dataset_modality,
     find_dataset_json,
+    from_dicom,
+    guess_modality,
     load_dataset_json,
     structure_names,
 )
@@ -84,7 +86,9 @@ def read_raw(path: str | Path, series: str | None = None) -> Raw:
     return reader(p, series) if dicom else reader(p)
 
 
-def _dataset(path: Path, dataset_json: str | Path | dict | None) -> dict | None:
+def nearest_dataset(path: Path, dataset_json: str | Path | dict | None = None) -> dict | None:
+    """``dataset_json`` (a dict, or a file to load), else the nearest ``dataset.json`` of
+    ``path`` (:func:`~napari_segeval.io._dataset_json.find_dataset_json`), else None."""
     if isinstance(dataset_json, dict):
         return dataset_json
     if dataset_json is not None:
@@ -99,9 +103,9 @@ def _modality_of(raw: Raw, override: str | None, dataset: dict | None) -> str:
             raise ValueError(f"modality must be one of {MODALITIES}, got {override!r}")
         return override
     return (
-        _modality.from_dicom(raw.modality)
+        from_dicom(raw.modality)
         or (dataset_modality(dataset) if dataset else None)
-        or _modality.guess_modality(raw.array, raw.axes)
+        or guess_modality(raw.array, raw.axes)
     )
 
 
@@ -203,7 +207,7 @@ def read_image(
     raw = _select(read_raw(p, series), volume, p)
     check_image(raw.array, raw.axes, p)
     raw.meta["warnings"] = _warnings(raw)
-    dataset = _dataset(p, None) if raw.modality is None and modality is None else None
+    dataset = nearest_dataset(p) if raw.modality is None and modality is None else None
     meta = dict(raw.meta, has_geometry=raw.has_geometry)
     meta.pop("palette_indices", None)
     return Case(
@@ -243,7 +247,6 @@ def _labels_from(
     path: Path,
     color_table: dict | None,
     volume: int | None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     dataset_json: str | Path | dict | None = None,
 ) -> tuple[np.ndarray, Raw, dict[int, str]]:
@@ -251,14 +254,14 @@ def _labels_from(
     names: dict[int, str] = {}
     arr, coloured = raw.array, color_table is not None
     if color_table is not None:
-        arr, names = _labels.apply_color_table(arr, color_table, path, color_tolerance)
+        arr, names = _labels.apply_color_table(arr, color_table, path)
     elif "palette_indices" in raw.meta:
         arr = raw.meta["palette_indices"]
     elif raw.axes.endswith("c"):
         c = arr.astype(np.int32)
         if np.any(c.max(axis=-1) != c.min(axis=-1)):
             table = _mask_color_table(path, default_color_table, dataset_json)
-            arr, names = _labels.apply_color_table(arr, table, path, color_tolerance)
+            arr, names = _labels.apply_color_table(arr, table, path)
             coloured = True
         else:
             arr = arr[..., 0]
@@ -272,7 +275,6 @@ def read_labels(
     path: str | Path,
     *,
     color_table: dict | None = None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str]]:
@@ -284,10 +286,9 @@ def read_labels(
         Any format :func:`read_image` reads.
     color_table
         ``{(r, g, b): id}`` or ``{(r, g, b): (id, name)}`` (grey keys for grey masks),
-        applied to any mask: nearest colour within ``color_tolerance``, black is 0.
-        Without one, 8-bit 0/255 masks without geometry become 0/1.
-    color_tolerance
-        Largest RGB distance from a pixel to its table colour.
+        applied to any mask: nearest colour (within RGB distance
+        :data:`~napari_segeval.io._labels.COLOR_TOLERANCE`), black is 0. Without one,
+        8-bit 0/255 masks without geometry become 0/1.
     default_color_table
         Same form, for colour-coded (non-grey RGB) masks only; ahead of the
         ``"color_table"`` of a nearby ``dataset.json``.
@@ -302,31 +303,19 @@ def read_labels(
     structures : dict of int to str
         From the colour table, else a nearby ``dataset.json`` (background excluded).
     """
-    labels, geometry, names, _ = labels_with_axes(
-        path, color_table, color_tolerance, default_color_table, volume=volume
-    )
-    return labels, geometry, names
+    return labels_with_axes(path, color_table, default_color_table, volume)[:3]
 
 
 def labels_with_axes(
     path: str | Path,
     color_table: dict | None = None,
-    color_tolerance: float = _labels.COLOR_TOLERANCE,
     default_color_table: dict | None = None,
     volume: int | None = None,
 ) -> tuple[np.ndarray, Geometry, dict[int, str], str]:
     """:func:`read_labels` plus the axes (``"zyx"``, ``"tyx"``, ``"tzyx"`` or ``"yx"``)."""
     p = Path(path)
-    labels, raw, names = _labels_from(
-        read_raw(p), p, color_table, volume, color_tolerance, default_color_table
-    )
-    return labels, raw.geometry, names or _names_beside(p), raw.axes
-
-
-def _names_beside(path: Path) -> dict[int, str]:
-    """Structure names of the nearest ``dataset.json``."""
-    dataset = _dataset(path, None)
-    return structure_names(dataset) if dataset else {}
+    labels, raw, names = _labels_from(read_raw(p), p, color_table, volume, default_color_table)
+    return labels, raw.geometry, names or structure_names(nearest_dataset(p) or {}), raw.axes
 
 
 def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
@@ -342,7 +331,9 @@ def labels_of_image(case: Case) -> tuple[np.ndarray, dict[int, str]]:
     path = case.image_path or Path("image")
     raw = Raw(case.image, case.geometry, case.axes, {}, None, case.meta.get("has_geometry", True))
     labels, _, names = _labels_from(raw, path, None, None)
-    return labels, names or (_names_beside(path) if case.image_path else {})
+    return labels, names or (
+        structure_names(nearest_dataset(path) or {}) if case.image_path else {}
+    )
 
 
 def _dataset_modality(case: Case, modality: str | None, dataset: dict | None) -> None:
@@ -381,11 +372,11 @@ def read_case(
     ({1: 'liver'}, dtype('uint8'))
     """
     ipath = Path(image)
-    dataset = _dataset(ipath, dataset_json)
+    dataset = nearest_dataset(ipath, dataset_json)
     if labels is None:
         case = read_image(ipath, modality=modality, series=series, volume=volume)
         _dataset_modality(case, modality, dataset)
-        case.structures = structure_names(dataset) if dataset else {}
+        case.structures = structure_names(dataset or {})
         return case
     lpath = Path(labels)
     from concurrent.futures import ThreadPoolExecutor
@@ -402,7 +393,7 @@ def read_case(
             f"{lpath} are one {raw4.axes!r} map: choose the volume (--volume T)"
         )
     arr, raw, names = _labels_from(
-        raw4, lpath, color_table, lvol, _labels.COLOR_TOLERANCE, default_color_table, dataset_json
+        raw4, lpath, color_table, lvol, default_color_table, dataset_json
     )
     geometry = raw.geometry
     if not raw.has_geometry and arr.shape == case.spatial_shape:
@@ -413,7 +404,6 @@ def read_case(
     case.labels = arr
     case.labels_path = lpath
     if not names:
-        ds = dataset if dataset is not None else _dataset(lpath, None)
-        names = structure_names(ds) if ds else {}
+        names = structure_names((dataset if dataset is not None else nearest_dataset(lpath)) or {})
     case.structures = names
     return case

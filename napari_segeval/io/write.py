@@ -7,14 +7,16 @@ written through :func:`napari_segeval._atomic.atomic_path`.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
 
 from napari_segeval._atomic import atomic_path
-from napari_segeval._errors import SegEvalError, WriteError
-from napari_segeval.io._formats import WRITABLE, suffix
-from napari_segeval.io._quiet import reason
+from napari_segeval._errors import WriteError
+from napari_segeval.io._formats import NIFTI, WRITABLE, suffix
+from napari_segeval.io._quiet import one_line_errors
+from napari_segeval.io._raster import check_png_labels, check_tiff
 from napari_segeval.io._validate import as_labels
 from napari_segeval.io.case import Geometry
 
@@ -26,7 +28,7 @@ LABEL_WRITABLE = (*WRITABLE, ".png", *TIFF)
 IMAGE_WRITABLE = (*WRITABLE, *TIFF)
 
 
-def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITABLE) -> None:
+def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...]) -> None:
     if suffix(path) not in formats:
         raise WriteError(f"{path}: cannot write this format (use one of {', '.join(formats)})")
     if not path.parent.is_dir():
@@ -35,45 +37,33 @@ def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...] = WRITAB
         raise WriteError(f"{path}: file exists; pass overwrite=True to replace it")
 
 
+#: Suffix -> (module of this package, writer); anything else of WRITABLE goes through
+#: SimpleITK.
+_WRITERS = {
+    **dict.fromkeys(NIFTI, ("_nifti", "write_nifti")),
+    ".png": ("_raster", "write_png_labels"),
+    **dict.fromkeys(TIFF, ("_raster", "write_tiff")),
+}
+
+
 def _write_atomic(
-    path: Path, array: np.ndarray, geometry: Geometry, compress: bool, overwrite: bool
+    path: Path, array: np.ndarray, geometry: Geometry, overwrite: bool, colour: bool
 ) -> Path:
-    ext = suffix(path)
-    try:
-        with atomic_path(path, overwrite=overwrite) as tmp:
-            if ext in (".nii", ".nii.gz"):
-                from napari_segeval.io._nifti import write_nifti
-
-                write_nifti(tmp, array, geometry)
-            elif ext == ".png":
-                from napari_segeval.io._raster import write_png_labels
-
-                write_png_labels(tmp, array, geometry)
-            elif ext in TIFF:
-                from napari_segeval.io._raster import write_tiff
-
-                write_tiff(tmp, array, geometry)
-            else:
-                from napari_segeval.io._sitk import write_itk
-
-                write_itk(tmp, array, geometry, compress)
-    except SegEvalError:
-        raise
-    except Exception as exc:
-        raise WriteError(f"{path}: cannot write ({reason(exc)})") from exc
-    return path
-
-
-def _check_grid(path: Path, array: np.ndarray, geometry: Geometry, colour_ok: bool) -> None:
     extra = array.ndim - geometry.ndim
-    if extra not in ((0, 1) if colour_ok else (0,)) or (extra == 1 and array.shape[-1] != 3):
+    if extra not in ((0, 1) if colour else (0,)) or (extra == 1 and array.shape[-1] != 3):
         raise WriteError(
             f"{path}: array of shape {array.shape} does not fit a {geometry.ndim}D geometry"
         )
     if suffix(path) in TIFF:
-        from napari_segeval.io._raster import check_tiff
-
         check_tiff(path, geometry)
+    elif suffix(path) == ".png":
+        check_png_labels(path, array, geometry)
+    module, name = _WRITERS.get(suffix(path), ("_sitk", "write_itk"))
+    writer = getattr(importlib.import_module(f"napari_segeval.io.{module}"), name)
+    failing = one_line_errors(f"{path}: cannot write", WriteError)
+    with failing, atomic_path(path, overwrite=overwrite) as tmp:
+        writer(tmp, array, geometry)
+    return path
 
 
 def write_labels(
@@ -85,13 +75,7 @@ def write_labels(
     """
     p = Path(path)
     _check_target(p, overwrite, LABEL_WRITABLE)
-    arr = as_labels(np.asarray(labels), p)
-    _check_grid(p, arr, geometry, colour_ok=False)
-    if suffix(p) == ".png":
-        from napari_segeval.io._raster import check_png_labels
-
-        check_png_labels(p, arr, geometry)
-    return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)
+    return _write_atomic(p, as_labels(np.asarray(labels), p), geometry, overwrite, colour=False)
 
 
 def _image_dtype(path: Path, image: np.ndarray) -> np.ndarray:
@@ -119,6 +103,4 @@ def write_image(
     """
     p = Path(path)
     _check_target(p, overwrite, IMAGE_WRITABLE)
-    arr = _image_dtype(p, np.asarray(image))
-    _check_grid(p, arr, geometry, colour_ok=True)
-    return _write_atomic(p, arr, geometry, compress=True, overwrite=overwrite)
+    return _write_atomic(p, _image_dtype(p, np.asarray(image)), geometry, overwrite, colour=True)

@@ -204,15 +204,3 @@ def next_correction(
         if not points:
             return None
     return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))
-
-
-__all__ = [
-    "KINDS",
-    "Correction",
-    "corrects_misses",
-    "error_regions",
-    "interior_pixel",
-    "most_wrong_slice",
-    "next_correction",
-    "slice_errors",
-]

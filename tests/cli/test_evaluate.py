@@ -280,3 +280,13 @@ def test_run_json_says_which_precision_auto_chose(tmp_path):
     run_evaluation(bad, "medsam2-3d", tmp_path, params=params, workers=1, report=False)
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["params"]["precision"] == "auto" and run["precision"] == {"threshold": "fp32"}
+
+
+def test_the_parser_names_every_protocol_and_layout():
+    """The CLI spells the names out (no evaluation import at start); they stay the registry's."""
+    from napari_segeval.cli._uncertainty import LAYOUT_NAMES
+    from napari_segeval.evaluation.layouts import LAYOUTS
+    from napari_segeval.evaluation.protocols import REGISTRY
+
+    assert tuple(REGISTRY) == _evaluate.PROTOCOL_NAMES
+    assert _evaluate.LAYOUT_NAMES == LAYOUTS == LAYOUT_NAMES

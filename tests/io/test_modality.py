@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from napari_segeval.io import read_image
-from napari_segeval.io._modality import from_dicom, guess_modality
+from napari_segeval.io._dataset_json import from_dicom, guess_modality
 
 
 @pytest.mark.parametrize(
