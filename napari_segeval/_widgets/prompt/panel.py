@@ -45,52 +45,49 @@ def prediction_layer(
     viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
 ) -> Any:
     """Add (or replace the data of) a Labels layer on the reference's grid, drawn as ``role``."""
-    ref = state.reference if state.reference is not None else state.image
     meta = {
         "geometry": state.geometry().to_dict(),
         "modality": state.modality(),
         "axes": state.axes(),
         "structures": dict(state.structures),
     }
-    if name in viewer.layers and isinstance(viewer.layers[name], Labels):
-        layer = viewer.layers[name]
-        layer.data = data
-        layer.metadata.update(meta)
-        return layer
-    kwargs: dict = {
-        "name": name,
-        "metadata": meta,
+    looks = {
         "opacity": colours.PREDICTION_OPACITY,
         "colormap": colours.colormap(role, state.structures),
     }
-    if ref is not None:
-        n = data.ndim
-        kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    return viewer.add_labels(data, **kwargs)
+    return _grid_layer(viewer, state, "labels", data, name, meta, looks)
 
 
 def heatmap_layer(
     viewer: Any, state: ViewerState, data: np.ndarray, name: str, metadata: dict | None = None
 ) -> Any:
     """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    if name in viewer.layers and isinstance(viewer.layers[name], Image):
-        layer = viewer.layers[name]
-        layer.data = data
-        layer.metadata.update(metadata or {})
-        return layer
-    ref = state.reference if state.reference is not None else state.image
-    kwargs: dict = {
-        "name": name,
+    looks = {
         "colormap": "inferno",
         "opacity": 0.6,
         "blending": "additive",
         "contrast_limits": (0.0, 1.0),
-        "metadata": dict(metadata or {}),
     }
+    return _grid_layer(viewer, state, "image", data, name, metadata or {}, looks)
+
+
+def _grid_layer(
+    viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
+) -> Any:
+    """The layer ``name`` of ``kind`` with ``data`` (its ``meta`` updated), else a new one with
+    ``looks`` placed as the reference (else the image).
+    """
+    layer = next((ly for ly in viewer.layers if ly.name == name), None)
+    if isinstance(layer, Labels if kind == "labels" else Image):
+        layer.data = data
+        layer.metadata.update(meta)
+        return layer
+    ref = state.reference if state.reference is not None else state.image
     if ref is not None:
         n = data.ndim
-        kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    return viewer.add_image(data, **kwargs)
+        looks = {**looks, "scale": tuple(ref.scale)[-n:], "translate": tuple(ref.translate)[-n:]}
+    add = viewer.add_labels if kind == "labels" else viewer.add_image
+    return add(data, name=name, metadata=dict(meta), **looks)
 
 
 class PromptPanel(QWidget):
@@ -113,7 +110,7 @@ class PromptPanel(QWidget):
             tooltip="modality for the intensity mapping (CT window, MR clip ...); "
             "'from image': the reader's (DICOM, dataset.json, guess)",
         )
-        self.window = ComboBox(
+        self.ct_window = ComboBox(
             label=WINDOW_ROW,
             choices=list(WINDOWS),
             tooltip="the CT window the model's input is mapped with (its preprocessing, "
@@ -121,7 +118,7 @@ class PromptPanel(QWidget):
         )
         self.picker = ModelPicker(napari_viewer, device=lambda: self.device.value)
         self.backend = self.picker.combo  # the model list (a registry label per model)
-        self.window.changed.connect(self._window_picked)
+        self.ct_window.changed.connect(self._window_picked)
         self.modality.changed.connect(lambda _text: self._window_applies())
         self.run_button = QPushButton("Run propagation")
         self.run_button.setToolTip("propagate every structure's prompts from scratch")
@@ -183,7 +180,7 @@ class PromptPanel(QWidget):
         content.setContentsMargins(0, 0, 0, 0)
         content.addWidget(top)
         content.addWidget(model)
-        content.addWidget(form(self.device, self.modality, self.window))
+        content.addWidget(form(self.device, self.modality, self.ct_window))
         content.addWidget(self.volume_button)
         content.addWidget(self.tools)
         content.addStretch(1)
@@ -280,7 +277,7 @@ class PromptPanel(QWidget):
     def _window_applies(self) -> bool:
         """Enable the model input window for a CT only (True when it applies)."""
         ct = self.chosen_modality() == "CT"
-        self.window.enabled = ct
+        self.ct_window.enabled = ct
         return ct
 
     # -- prompts (the tools') ---------------------------------------------------------------

@@ -117,23 +117,23 @@ class PromptTools(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.info)
-        layout.addWidget(self.reason)
-        for keys in (("middle", "reference"), ("box", "positive", "negative")):
+        rows: tuple[tuple[str | QWidget, ...], ...] = (
+            (self.info,),
+            (self.reason,),
+            ("middle", "reference"),
+            ("box", "positive", "negative"),
+            (self.list,),
+            ("delete", "undo", "save", "load"),
+            ("repropagate", self.auto),
+            (self.status,),
+        )
+        for keys in rows:
             row = QHBoxLayout()
             for key in keys:
-                row.addWidget(self.buttons[key])
+                row.addWidget(
+                    self.buttons[key] if isinstance(key, str) else key, key == "repropagate"
+                )
             layout.addLayout(row)
-        layout.addWidget(self.list)
-        row = QHBoxLayout()
-        for key in ("delete", "undo", "save", "load"):
-            row.addWidget(self.buttons[key])
-        layout.addLayout(row)
-        row = QHBoxLayout()
-        row.addWidget(self.buttons["repropagate"], 1)
-        row.addWidget(self.auto)
-        layout.addLayout(row)
-        layout.addWidget(self.status)
 
     # -- the case and the structure ---------------------------------------------------------
     def _on_state(self) -> None:
@@ -201,27 +201,25 @@ class PromptTools(QWidget):
 
     def start_box(self) -> Any:
         """Select the boxes layer in rectangle mode for the selected structure."""
-        self._need_structure()
-        layer = self.layers.boxes()
-        self.layers.follow_structure()
-        self.viewer.layers.selection.active = layer
-        layer.mode = "add_rectangle"
-        self.status.setText(f"drawing boxes for {self._name()}: drag on the {self.layers.where()}")
-        return layer
+        return self._draw(None, f"drawing boxes for {{}}: drag on the {self.layers.where()}")
 
     def start_points(self, positive: bool = True) -> Any:
         """Select the points layer in add mode: positive or negative clicks."""
-        self._need_structure()
-        layer = self.layers.points()
+        kind = "positive (+)" if positive else "negative (−)"
+        return self._draw(positive, f"adding {kind} clicks for {{}}: click on the image")
+
+    def _draw(self, positive: bool | None, status: str) -> Any:
+        """Select the boxes (``positive`` None) or points layer to draw in napari."""
+        name = self._name()
+        layer = self.layers.boxes() if positive is None else self.layers.points()
         self.layers.follow_structure(positive)
         self.viewer.layers.selection.active = layer
-        layer.mode = "add"
-        kind = "positive (+)" if positive else "negative (−)"
-        self.status.setText(f"adding {kind} clicks for {self._name()}: click on the image")
+        layer.mode = "add_rectangle" if positive is None else "add"
+        self.status.setText(status.format(name))
         return layer
 
     def _name(self) -> str:
-        label = self.state.current
+        label = self._need_structure()
         return f"{label} {self.state.structures.get(label, '')}".strip()
 
     def go_to_middle(self) -> int:
@@ -326,7 +324,11 @@ class PromptTools(QWidget):
 
     def _ask_save(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
-            self, "Save prompts", "", PROMPTS_FILTER, options=QFileDialog.DontConfirmOverwrite
+            self,
+            "Save prompts",
+            "",
+            PROMPTS_FILTER,
+            options=QFileDialog.Option.DontConfirmOverwrite,
         )
         if not path:
             return

@@ -14,7 +14,6 @@ from typing import Any
 from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QFileDialog,
@@ -40,7 +39,15 @@ from napari_segeval._widgets.jobs.worker import (
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
-from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
+from napari_segeval._widgets.results.table import (
+    ALL,
+    ResultsModel,
+    ResultsProxy,
+    fold_text,
+    rows_table,
+    selected_row,
+    selection,
+)
 from napari_segeval._widgets.results.tasks import Missing, focus_of, open_job, row_job, row_label
 from napari_segeval.metrics.catalog import METRICS
 
@@ -64,15 +71,11 @@ class ResultsPanel(QWidget):
         self.model = ResultsModel()
         self.proxy = ResultsProxy()
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
+        self.table = rows_table(QTableView())
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
         self.table.setMinimumHeight(240)
-        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        selection(self.table).selectionChanged.connect(self._selection_changed)
         self.filters = {k: QComboBox() for k in ("structure", "condition", "fold")}
         for key, combo in self.filters.items():
             combo.currentTextChanged.connect(lambda text, key=key: self._filter(key, text))
@@ -242,9 +245,9 @@ class ResultsPanel(QWidget):
             self.proxy.set_filter(key, text)
 
     def _selection_changed(self, *_: Any) -> None:
-        rows = self.table.selectionModel().selectedRows()
-        if rows:
-            self.select_row(rows[0].row())
+        row = selected_row(self.table)
+        if row is not None:
+            self.select_row(row)
 
     def visible_rows(self) -> list[dict]:
         """The rows in the table's current order and filters."""
@@ -254,7 +257,7 @@ class ResultsPanel(QWidget):
         """Show the case of a row of the table (loading it when it is not shown yet)."""
         if self.folder is None or not 0 <= proxy_row < self.proxy.rowCount():
             return
-        if self.table.selectionModel().selectedRows() != [self.proxy.index(proxy_row, 0)]:
+        if selected_row(self.table) != proxy_row:
             self.table.selectRow(proxy_row)  # calls back here through the selection
             return
         row = self.proxy.row(proxy_row)
@@ -383,9 +386,7 @@ class ResultsPanel(QWidget):
             return
         self.folder.remap_data(path)
         self.loaded = None
-        proxy_rows = self.table.selectionModel().selectedRows()
-        if proxy_rows:
-            self.select_row(proxy_rows[0].row())
+        self._selection_changed()
 
     def correct(self) -> None:
         """Correct the case shown with prompts in the Prompt tab (module docstring)."""

@@ -6,12 +6,12 @@ Mask prompts are listed, not drawn.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
-    QAbstractItemView,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QTableWidget,
@@ -22,10 +22,11 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.colours import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.colours import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
-from napari_segeval._widgets.prompt.layers import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.results.layers import prediction_role
+from napari_segeval._widgets.results.table import rows_table, selected_row
 from napari_segeval.metrics.catalog import METRICS
 
 DICE = METRICS["dice"]
@@ -93,12 +94,10 @@ class RoundStepper(QWidget):
         self.prompt_layers: dict[str, Any] = {}
         self.title = QLabel("Correction rounds")
         self.table = QTableWidget(0, 4)
-        self.table.setHorizontalHeaderLabels(["round", DICE.header, "change", "prompt added"])
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        rows_table(self.table).setHorizontalHeaderLabels(
+            ["round", DICE.header, "change", "prompt added"]
+        )
+        self._header(True).setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._picked)
         self.previous_button = QPushButton("◀ Round")
         self.next_button = QPushButton("Round ▶")
@@ -154,9 +153,7 @@ class RoundStepper(QWidget):
         self.table.resizeColumnsToContents()
         shown = min(len(self.rounds), 7)  # every round in view, up to 7
         self.table.setFixedHeight(
-            self.table.horizontalHeader().height()
-            + 4
-            + shown * self.table.verticalHeader().defaultSectionSize()
+            self._header(True).height() + 4 + shown * self._header(False).defaultSectionSize()
         )
         self.table.blockSignals(False)
         self.setVisible(bool(self.rounds))
@@ -171,10 +168,14 @@ class RoundStepper(QWidget):
         if self.current is not None and 0 <= self.current + by < len(self.rounds):
             self.show_round(self.current + by, move=True)
 
+    def _header(self, horizontal: bool) -> QHeaderView:
+        header = self.table.horizontalHeader() if horizontal else self.table.verticalHeader()
+        return cast(QHeaderView, header)
+
     def _picked(self) -> None:
-        rows = self.table.selectionModel().selectedRows()
-        if rows and rows[0].row() != self.current:
-            self.show_round(rows[0].row(), move=True)
+        row = selected_row(self.table)
+        if row is not None and row != self.current:
+            self.show_round(row, move=True)
 
     def show_round(self, i: int, move: bool = True) -> None:
         """Show round number ``i`` of the list: prediction, prompts, Dice (module docstring)."""

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from qtpy.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from qtpy.QtCore import (
+    QAbstractTableModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from napari_segeval.metrics.catalog import METRICS
 
@@ -32,6 +39,7 @@ REVIEWED = "✓"
 SCORES = ("dice", "delta_dice", "hd95", "nsd")
 ABSENT = "absent"
 ALL = "(all)"
+T = TypeVar("T", bound=QTableView)
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -154,7 +162,7 @@ class ResultsProxy(QSortFilterProxyModel):
         self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
-        row = self.sourceModel().rows[source_row]
+        row = cast(ResultsModel, self.sourceModel()).rows[source_row]
         if not self.show_absent and row.get("absent"):
             return False
         for key, wanted in self.filters.items():
@@ -184,3 +192,23 @@ class ResultsProxy(QSortFilterProxyModel):
 def fold_text(fold: Any) -> str:
     """How a fold is shown in the filter (``"-"`` for none)."""
     return "-" if fold is None or fold == "" else str(fold)
+
+
+def rows_table(view: T) -> T:
+    """``view`` set up as a table of rows: one selected at a time, read-only, no row numbers."""
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    cast(QHeaderView, view.verticalHeader()).setVisible(False)
+    return view
+
+
+def selection(view: QAbstractItemView) -> QItemSelectionModel:
+    """The selection model of ``view`` (a view with a model has one)."""
+    return cast(QItemSelectionModel, view.selectionModel())
+
+
+def selected_row(view: QAbstractItemView) -> int | None:
+    """The row selected in ``view`` (None: none)."""
+    rows = selection(view).selectedRows()
+    return rows[0].row() if rows else None
