@@ -257,10 +257,9 @@ class ModelPicker(QWidget):
     def network(self) -> str:
         """The registry name of the network the selected row reads ("" for ``first``)."""
         row = self.current()
-        if row is None or row.kind == "first":
+        if row is None:
             return ""
-        entry = entry_named(row.name) if row.kind == "catalogue" else None
-        return entry.architecture if entry is not None else row.name
+        return row.record.network if row.record is not None else row.name  # a file's; first: ""
 
     def _picked(self) -> None:
         self._show()

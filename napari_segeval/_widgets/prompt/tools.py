@@ -32,6 +32,24 @@ POINT_TIPS = {
 }
 
 
+def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
+    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
+    (about ``what``, by default the text).
+    """
+    b = QPushButton(text)
+    b.setToolTip(tip)
+    b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))
+    return b
+
+
+def hbox(*widgets: QWidget, stretch: QWidget | None = None) -> QHBoxLayout:
+    """A row of ``widgets``; ``stretch`` takes the room left."""
+    row = QHBoxLayout()
+    for w in widgets:
+        row.addWidget(w, w is stretch)
+    return row
+
+
 def case_key(state: Any) -> tuple | None:
     """What identifies the case of the prompts: its image layer and array (None without)."""
     layer = state.image
@@ -45,14 +63,10 @@ class PromptTools(QWidget):
     """
 
     def __init__(
-        self,
-        napari_viewer: Any,
-        state: ViewerState,
-        repropagate: Callable[[bool], Any] | None = None,
+        self, napari_viewer: Any, state: ViewerState, repropagate: Callable[[bool], Any]
     ) -> None:
         super().__init__()
-        self.viewer, self.state = napari_viewer, state
-        self.repropagate = repropagate or (lambda auto: None)
+        self.viewer, self.state, self.repropagate = napari_viewer, state, repropagate
         self.layers = PromptLayers(napari_viewer, state, self._changed)
         self._case = case_key(state)
         self._shown: list = []
@@ -86,12 +100,9 @@ class PromptTools(QWidget):
                 ),
             ),
         }
-        self.buttons: dict[str, QPushButton] = {}
-        for key, (text, action, tip) in buttons.items():
-            b = QPushButton(text)
-            b.setToolTip(tip)
-            b.clicked.connect(lambda _=False, t=text, a=action: run_guarded(t.strip("…"), a))
-            self.buttons[key] = b
+        self.buttons = {
+            key: button(text, tip, action) for key, (text, action, tip) in buttons.items()
+        }
         self.auto = QCheckBox("after each prompt")
         self.auto.setToolTip("re-propagate as soon as a prompt is added, deleted or undone")
         self.info = QLabel("")
@@ -128,12 +139,8 @@ class PromptTools(QWidget):
             (self.status,),
         )
         for keys in rows:
-            row = QHBoxLayout()
-            for key in keys:
-                row.addWidget(
-                    self.buttons[key] if isinstance(key, str) else key, key == "repropagate"
-                )
-            layout.addLayout(row)
+            widgets = [self.buttons[k] if isinstance(k, str) else k for k in keys]
+            layout.addLayout(hbox(*widgets, stretch=self.buttons["repropagate"]))
 
     # -- the case and the structure ---------------------------------------------------------
     def _on_state(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any, cast
 
+from qtpy.QtCore import QSignalBlocker
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
     QHBoxLayout,
@@ -117,51 +118,37 @@ class RoundStepper(QWidget):
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
-        """The rounds of a selected row, at its round (none for another protocol's row)."""
+        """The rounds of a selected row, at its round (none for another protocol's row);
+        ``image`` places the prompts.
+        """
         if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
         key = row["key"]  # its round 0 names it: "clean", "pgd @ threshold" ...
-        rounds = folder.rounds(row["case"], label, key.condition, key.model)
-        self.set_rounds(
-            rounds, row["case"], f"{row['structure']} ({key.first_round()})", image, key.round or 0
+        self.rounds = list(folder.rounds(row["case"], label, key.condition, key.model))
+        self.image, self.case = image, row["case"]
+        self.title.setText(
+            f"Correction rounds of {self.case}: {row['structure']} ({key.first_round()})"
         )
-
-    def set_rounds(
-        self,
-        rounds: list,
-        case: str,
-        what: str,
-        image: Any,
-        round: int | None = None,
-        move: bool = False,
-    ) -> None:
-        """Show ``rounds`` of ``case`` (``what``: structure, condition) at ``round``.
-
-        ``image`` places the prompts; with ``move`` the view goes to the round's prompt.
-        """
-        self.rounds, self.image, self.case = list(rounds), image, case
-        self.title.setText(f"Correction rounds of {case}: {what}")
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(self.rounds))
-        for i, cells in enumerate(round_rows(self.rounds)):
-            for j, text in enumerate(cells[:4]):
-                item = QTableWidgetItem(text)
-                if cells[4] and j in (1, 2):
-                    item.setForeground(FELL)
-                self.table.setItem(i, j, item)
-        self.table.resizeColumnsToContents()
-        shown = min(len(self.rounds), 7)  # every round in view, up to 7
-        self.table.setFixedHeight(
-            self._header(True).height() + 4 + shown * self._header(False).defaultSectionSize()
-        )
-        self.table.blockSignals(False)
+        with QSignalBlocker(self.table):
+            self.table.setRowCount(len(self.rounds))
+            for i, cells in enumerate(round_rows(self.rounds)):
+                for j, text in enumerate(cells[:4]):
+                    item = QTableWidgetItem(text)
+                    if cells[4] and j in (1, 2):
+                        item.setForeground(FELL)
+                    self.table.setItem(i, j, item)
+            self.table.resizeColumnsToContents()
+            shown = min(len(self.rounds), 7)  # every round in view, up to 7
+            self.table.setFixedHeight(
+                self._header(True).height() + 4 + shown * self._header(False).defaultSectionSize()
+            )
         self.setVisible(bool(self.rounds))
         if not self.rounds:
             self.clear()
             return
         known = [r.round for r in self.rounds]
-        self.show_round(known.index(round) if round in known else 0, move=move)
+        self.show_round(known.index(key.round) if key.round in known else 0, move=False)
 
     def step(self, by: int) -> None:
         """Show the next (``by=1``) or previous (-1) round; the view follows its prompt."""
@@ -185,9 +172,8 @@ class RoundStepper(QWidget):
         if role in self.case_layers.layers:
             self.case_layers.show_prediction(role)
         self._draw(rnd)
-        self.table.blockSignals(True)
-        self.table.selectRow(i)
-        self.table.blockSignals(False)
+        with QSignalBlocker(self.table):
+            self.table.selectRow(i)
         self.previous_button.setEnabled(i > 0)
         self.next_button.setEnabled(i < len(self.rounds) - 1)
         _, dice, change, added, fell = round_rows(self.rounds)[i]
