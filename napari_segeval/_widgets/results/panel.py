@@ -291,17 +291,9 @@ class ResultsPanel(QWidget):
         def point_state(layers: dict | None) -> None:
             if layers is None:  # let go of the old layers: panels recount once, at the end
                 self.state.set_case(None, None, {}, None)
-                return
-            first, second = (prediction_role(k) if k else None for k in loaded.pair)
-            image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
-            self.state.set_case(
-                layers["image"],
-                layers.get("reference"),
-                {CLEAN: layers.get(first), "attacked": layers.get(second)},
-                label,
-                counted=counted,
-                attacked_image=image,
-            )
+            else:
+                image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
+                self.point_state(loaded.pair, label, counted, image)
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)
@@ -309,6 +301,21 @@ class ResultsPanel(QWidget):
         self.correction.clear()
         self.correction.addItems(
             [r for r in self.layers.layers if r == "reference" or self.layers.is_prediction(r)]
+        )
+
+    def point_state(
+        self, pair: tuple, label: int | None, counted: dict, attacked_image: Any
+    ) -> None:
+        """Point the state at the layers shown, ``pair``'s predictions (keys, or None) compared."""
+        layers = self.layers.layers
+        first, second = (layers.get(prediction_role(k)) if k else None for k in pair)
+        self.state.set_case(
+            layers["image"],
+            layers.get("reference"),
+            {CLEAN: first, "attacked": second},
+            label,
+            counted=counted,
+            attacked_image=attacked_image,
         )
 
     def _focus_row(self, row: dict, target: int | None, risks: dict | None = None) -> None:

@@ -217,17 +217,8 @@ class RoundStepper(QWidget):
             return  # another round, case or folder since
         self.panel.loaded = replace(shown, pair=(shown.pair[0], key))
         state = self.panel.state
-        state.set_case(
-            layers["image"],
-            layers.get("reference"),
-            {
-                CLEAN: layers.get(prediction_role(shown.pair[0] or CLEAN)),
-                "attacked": layers[prediction_role(key)],
-            },
-            state.current,
-            counted=counted,
-            attacked_image=state.attacked_image,
-        )
+        pair = (shown.pair[0] or CLEAN, key)
+        self.panel.point_state(pair, state.current, counted, state.attacked_image)
 
     def _draw(self, rnd: Any) -> None:
         """Replace the prompt layers by the prompts given up to ``rnd``."""
