@@ -96,8 +96,10 @@ def test_single_case_layers_drawn_as_their_roles(small_case, qtbot):
         assert structure_colour(label, names) in legend and name in legend
     assert "outline" in legend
     # the box prompt is white, not a label colour
-    box = widget.prompt.tools.layers._colour(1)
-    assert box == colours.PROMPT_COLOUR
+    from napari.utils.colormaps.standardize_color import transform_color
+
+    box = widget.prompt.tools.layers.boxes().current_edge_color
+    assert np.allclose(transform_color(box), transform_color(colours.PROMPT_COLOUR))
 
 
 def test_one_structure_case_role_colours(make_napari_viewer, qtbot):

@@ -106,8 +106,8 @@ def test_model_input_window_only_for_ct(small_case, qtbot):
     viewer, state, _ = small_case
     panel = PromptPanel(viewer, state)
     qtbot.addWidget(panel)
-    assert "model" in WINDOW_ROW and panel.window.enabled  # the case is a CT
+    assert "model" in WINDOW_ROW and panel.ct_window.enabled  # the case is a CT
     panel.modality.value = "MR"
-    assert not panel.window.enabled
+    assert not panel.ct_window.enabled
     panel.modality.value = "from image"
-    assert panel.window.enabled
+    assert panel.ct_window.enabled

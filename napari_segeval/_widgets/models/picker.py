@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qtpy.QtCore import QObject, Qt, Signal
+from qtpy.QtCore import QObject, QSignalBlocker, Qt, Signal
 from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import (
     QComboBox,
@@ -25,20 +25,16 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._widgets.jobs.tasks import load_model, pull_model
-from napari_segeval._widgets.jobs.worker import JobRunner
+from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.rows import (
+    Row,
     card_html,
     catalogue_rows,
     entry_named,
-    entry_of,
-    install_hint,
-    package_installed,
     row_state,
 )
 from napari_segeval.models.registry import PROMPTABLE
 
-#: Item data role of a row's :class:`dict` (``kind``, ``name``, ``path``).
-ROW = Qt.ItemDataRole.UserRole + 1
 CHECKPOINT_FILTER = "PyTorch checkpoints (*.pt *.pth *.ckpt);;All files (*)"
 
 
@@ -100,16 +96,16 @@ class ModelPicker(QWidget):
         self.viewer = napari_viewer
         self.device = device or (lambda: "auto")
         self.first = first
-        self.files: list[dict] = []
+        self.files: list[Row] = []
+        self._rows: list[tuple[Row, str]] = []  # each row of the list and its state
         self.items = QStandardItemModel(0, 2, self)
+        self.view = QTreeView()
+        self.view.setHeaderHidden(True)
+        self.view.setRootIsDecorated(False)
+        self.view.setItemsExpandable(False)
         self.combo = QComboBox()
-        view = QTreeView()
-        view.setHeaderHidden(True)
-        view.setRootIsDecorated(False)
-        view.setItemsExpandable(False)
-        self.combo.setView(view)
+        self.combo.setView(self.view)
         self.combo.setModel(self.items)
-        self.combo.setModelColumn(0)
         self.state = QLabel("")
         self.state.setWordWrap(True)
         self.download_button = QPushButton("Download")
@@ -117,12 +113,15 @@ class ModelPicker(QWidget):
             "download the selected checkpoint from the model hub "
             "(once: SHA-256 checked, kept in the hub's cache)"
         )
-        self.download_button.clicked.connect(self._guarded(self.download))
         self.open_button = QPushButton("Open checkpoint…")
         self.open_button.setToolTip(
             "a checkpoint file of the selected network (checked by loading it before it is listed)"
         )
-        self.open_button.clicked.connect(self._guarded(self.open_checkpoint))
+        for button, fn in (
+            (self.download_button, self.download),
+            (self.open_button, self.open_checkpoint),
+        ):
+            button.clicked.connect(lambda *_, fn=fn: run_guarded(fn.__name__.replace("_", " "), fn))
         self.card_button = QPushButton("Card")
         self.card_button.setCheckable(True)
         self.card_button.setChecked(True)
@@ -139,65 +138,42 @@ class ModelPicker(QWidget):
         self.runner = JobRunner(viewer=napari_viewer)
         self.runner.setVisible(False)  # shown while a download or a check runs
         self.runner.job_done.connect(lambda _n, _o: self._show())
-        self._build()
+        buttons = QHBoxLayout()
+        for w in (self.state, self.download_button, self.open_button, self.card_button):
+            buttons.addWidget(w, w is self.state)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.combo)
+        layout.addLayout(buttons)
+        layout.addWidget(self.card)
+        layout.addWidget(self.runner)
         self.fill()
         self.combo.currentIndexChanged.connect(lambda _i: self._picked())
         cache_signal(napari_viewer).changed.connect(self.refresh)
 
-    def _build(self) -> None:
-        top = QHBoxLayout()
-        top.addWidget(self.combo, 1)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.state, 1)
-        buttons.addWidget(self.download_button)
-        buttons.addWidget(self.open_button)
-        buttons.addWidget(self.card_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(top)
-        layout.addLayout(buttons)
-        layout.addWidget(self.card)
-        layout.addWidget(self.runner)
-
-    @staticmethod
-    def _guarded(fn: Callable[[], Any]) -> Callable[[], Any]:
-        from napari_segeval._widgets.jobs.worker import run_guarded
-
-        return lambda *_: run_guarded(fn.__name__.replace("_", " "), fn)
-
     # -- rows -----------------------------------------------------------------------------
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[Row]:
         """Every row of the list, in order (the ``first`` row has kind ``"first"``)."""
-        return [self.items.item(i, 0).data(ROW) for i in range(self.items.rowCount())]
+        return [row for row, _ in self._rows]
 
     def fill(self) -> None:
         """(Re)build the list, keeping the selection."""
         keep = self.current()
-        self.items.blockSignals(True)
-        self.combo.blockSignals(True)
-        self.items.removeRows(0, self.items.rowCount())
-        first = (
-            [{"kind": "first", "name": "", "label": self.first[0], "path": None}]
-            if self.first
-            else []
-        )
-        for row in [*first, *catalogue_rows(), *self.files]:
-            name = QStandardItem(row["label"])
-            name.setData(row, ROW)
-            state = QStandardItem(self.first[1] if row["kind"] == "first" else row_state(row))
-            state.setEditable(False)
-            state.setForeground(QColor("gray"))  # a click on it still chooses the row
-            self.items.appendRow([name, state])
-        self.items.blockSignals(False)
-        rows = self.rows()
-        index = next((i for i, r in enumerate(rows) if keep is not None and r == keep), 0)
-        self.combo.setCurrentIndex(index)
-        self.combo.blockSignals(False)
-        view = self.combo.view()
+        first = [] if self.first is None else [(Row("first", "", self.first[0]), self.first[1])]
+        self._rows = first + [(r, row_state(r)) for r in [*catalogue_rows(), *self.files]]
+        with QSignalBlocker(self.items), QSignalBlocker(self.combo):
+            self.items.removeRows(0, self.items.rowCount())
+            for row, text in self._rows:
+                state = QStandardItem(text)
+                state.setEditable(False)
+                state.setForeground(QColor("gray"))  # a click on it still chooses the row
+                self.items.appendRow([QStandardItem(row.label), state])
+            rows = self.rows()
+            self.combo.setCurrentIndex(rows.index(keep) if keep in rows else 0)
         for column in (0, 1):
-            view.resizeColumnToContents(column)
-            view.setColumnWidth(column, view.columnWidth(column) + 24)  # the popup's margins
-        view.setMinimumWidth(view.columnWidth(0) + view.columnWidth(1) + 40)
+            self.view.resizeColumnToContents(column)
+            self.view.setColumnWidth(column, self.view.columnWidth(column) + 24)  # the margins
+        self.view.setMinimumWidth(self.view.columnWidth(0) + self.view.columnWidth(1) + 40)
         self._show()
 
     def refresh(self) -> None:
@@ -207,46 +183,41 @@ class ModelPicker(QWidget):
         if self.state.text() != before:
             self.changed.emit()
 
-    def current(self) -> dict | None:
+    def current(self) -> Row | None:
         """The selected row."""
         i = self.combo.currentIndex()
-        return None if i < 0 else self.items.item(i, 0).data(ROW)
+        return self._rows[i][0] if 0 <= i < len(self._rows) else None
 
     def choice(self) -> tuple[str, str | None]:
         """``(model name, checkpoint or None)`` of the selection (``("", None)`` for ``first``)."""
         row = self.current()
-        if row is None or row["kind"] == "first":
-            return "", None
-        if row["kind"] == "catalogue":
-            return row["name"], None
-        return row["name"], row["path"]
+        return ("", None) if row is None else (row.name, row.path)
 
     def ready(self) -> bool:
         """False when the selection is a catalogue checkpoint not downloaded yet."""
-        row = self.current()
-        if row is not None and not package_installed(row):
-            return False
-        entry = None if row is None else entry_of(row)
-        if entry is None:
-            return True
         from napari_segeval.models.hub import local_path
 
-        return local_path(entry) is not None
+        row = self.current()
+        if row is None or row.entry is None:
+            return row is None or row.installed
+        return row.installed and local_path(row.entry) is not None
 
     def require(self) -> None:
         """Refuse (one line) a catalogue checkpoint not downloaded yet, before any job starts."""
-        if not self.ready():
-            from napari_segeval._errors import SegEvalError
-            from napari_segeval.models.catalogue import size_text
+        from napari_segeval._errors import SegEvalError
+        from napari_segeval.models.catalogue import size_text
 
-            if not package_installed(self.current()):
-                raise SegEvalError(install_hint(self.current()))
-            entry = entry_of(self.current())
-            raise SegEvalError(
-                f"the checkpoint {entry.name} is not downloaded yet: click "
-                f"Download ({size_text(entry.size)}, once; segeval models pull "
-                f"{entry.name} on the command line) or choose another model"
-            )
+        row = self.current()
+        if row is None or self.ready():
+            return
+        if not row.installed:
+            raise SegEvalError(row.install_hint())
+        entry = row.entry
+        raise SegEvalError(
+            f"the checkpoint {entry.name} is not downloaded yet: click "
+            f"Download ({size_text(entry.size)}, once; segeval models pull "
+            f"{entry.name} on the command line) or choose another model"
+        )
 
     def choose(self, ref: str | None) -> bool:
         """Select the row of a registry name or label, a catalogue name or ``NAME:PATH``.
@@ -265,10 +236,8 @@ class ModelPicker(QWidget):
             return True
         entry = entry_named(name)
         for i, row in enumerate(self.rows()):
-            if row["kind"] == "file":
-                continue
-            if name in (row["name"], row["label"]) or (
-                entry is not None and entry_of(row) is entry
+            if row.kind != "file" and (
+                name in (row.name, row.label) or (entry is not None and row.entry is entry)
             ):
                 self.combo.setCurrentIndex(i)
                 return True
@@ -279,7 +248,7 @@ class ModelPicker(QWidget):
         network = network or self.network()
         if network not in PROMPTABLE:
             raise ValueError(f"{path}: choose the network the checkpoint is for first")
-        row = {"kind": "file", "name": network, "label": Path(path).name, "path": str(path)}
+        row = Row("file", network, Path(path).name, str(path))
         if row not in self.files:
             self.files.append(row)
             self.fill()
@@ -288,35 +257,33 @@ class ModelPicker(QWidget):
     def network(self) -> str:
         """The registry name of the network the selected row reads ("" for ``first``)."""
         row = self.current()
-        if row is None or row["kind"] == "first":
+        if row is None:
             return ""
-        entry = entry_named(row["name"]) if row["kind"] == "catalogue" else None
-        return entry.architecture if entry is not None else row["name"]
+        return row.record.network if row.record is not None else row.name  # a file's; first: ""
 
     def _picked(self) -> None:
         self._show()
         self.changed.emit()
 
     def _show(self) -> None:
-        row = self.current()
-        if row is None:
+        i = self.combo.currentIndex()
+        if not 0 <= i < len(self._rows):
             return
-        text = self.items.item(self.combo.currentIndex(), 1).text()
+        row, text = self._rows[i]
         self.state.setText(text)
-        entry = entry_of(row)
         busy = self.runner.running
         self.runner.setVisible(busy)
-        self.download_button.setEnabled(not busy and entry is not None and not self.ready())
+        self.download_button.setEnabled(not busy and row.entry is not None and not self.ready())
         net = self.network()
         self.open_button.setEnabled(not busy and bool(net) and PROMPTABLE[net].checkpoint != "none")
-        self.card.setText(self.first[1] if row["kind"] == "first" else card_html(row))
-        self.combo.setToolTip(f"{row['label']}: {text}")
+        self.card.setText(text if row.kind == "first" else card_html(row))
+        self.combo.setToolTip(f"{row.label}: {text}")
 
     # -- actions --------------------------------------------------------------------------
     def download(self) -> Any:
         """Download the selected catalogue checkpoint in a job (never on its own)."""
         row = self.current()
-        entry = None if row is None else entry_of(row)
+        entry = None if row is None else row.entry
         if entry is None:
             raise ValueError(f"{self.combo.currentText()} has nothing to download")
         if self.ready():
@@ -349,11 +316,11 @@ class ModelPicker(QWidget):
             f"checking {Path(path).name}",
             load_model,
             *spec,
-            on_done=lambda model: self._opened(spec, network, model),
+            on_done=lambda model: self._opened(spec, model),
         )
         self._show()
         return job
 
-    def _opened(self, spec: tuple, network: str, model: Any) -> None:
+    def _opened(self, spec: tuple[str, str, str], model: Any) -> None:
         self.loaded.emit(spec, model)  # first: the panel keeps the model before it is chosen
-        self.use_file(spec[1], network)
+        self.use_file(spec[1], spec[0])

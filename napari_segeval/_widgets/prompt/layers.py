@@ -7,7 +7,7 @@ event loop (docs/design.md). Slice/frame index = the first array axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,10 +19,6 @@ from napari_segeval._widgets.jobs.worker import run_guarded, show_error
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point, Prompt, PromptSet
 
-BOXES_NAME = "boxes"
-POINTS_NAME = "points"
-POSITIVE_COLOUR = colours.POSITIVE_COLOUR
-NEGATIVE_COLOUR = colours.NEGATIVE_COLOUR
 #: Points are drawn at least this many and at most this many screen pixels wide.
 POINT_PX_MIN, POINT_PX_MAX = 9.0, 22.0
 
@@ -61,8 +57,8 @@ class PromptLayers:
         """``(n, H, W)`` of the case's frame stack (``n = 1`` for a 2D image)."""
         layer = self.grid_layer()
         shape = tuple(int(s) for s in layer.data.shape)
-        shape = shape[:-1] if getattr(layer, "rgb", False) else shape
-        return (1, *shape) if len(shape) == 2 else shape[-3:]
+        n, h, w = (1, *(shape[:-1] if getattr(layer, "rgb", False) else shape))[-3:]
+        return n, h, w
 
     def where(self) -> str:
         """``"slice"`` (volumes) or ``"frame"`` (videos, 2D images), for messages."""
@@ -89,66 +85,59 @@ class PromptLayers:
     def _alive(self, layer: Any) -> bool:
         return layer is not None and layer in self.viewer.layers
 
-    def boxes(self, create: bool = True) -> Any:
-        """The Shapes layer of the boxes (made on first use; None if absent and not made)."""
-        if self._alive(self.state.boxes) or not create:
-            return self.state.boxes if self._alive(self.state.boxes) else None
-        ndim, place = self._placement()
-        layer = self.viewer.add_shapes(
-            ndim=ndim,
-            name=BOXES_NAME,
-            face_color="transparent",
-            edge_width=1.5,
-            **place,
-            features={"label": np.zeros(0, int), "order": np.zeros(0, int)},
-        )
-        self._watch(layer)
-        self.state.boxes = layer
-        self.follow_structure()
-        return layer
-
-    def points(self, create: bool = True) -> Any:
-        """The Points layer of the clicks (made on first use; None if absent and not made)."""
-        if self._alive(self.state.points) or not create:
-            return self.state.points if self._alive(self.state.points) else None
-        ndim, place = self._placement()
-        _, h, w = self.frame_shape()
-        layer = self.viewer.add_points(
-            ndim=ndim,
-            name=POINTS_NAME,
-            size=max(h, w) / 40.0,
-            border_width=0.3,
-            border_width_is_relative=True,
-            canvas_size_limits=(POINT_PX_MIN, POINT_PX_MAX),
-            face_color=POSITIVE_COLOUR,
-            **place,
-            features={
-                "label": np.zeros(0, int),
-                "order": np.zeros(0, int),
-                "positive": np.zeros(0, bool),
-            },
-        )
-        self._watch(layer)
-        self.state.points = layer
-        self.follow_structure()
-        return layer
-
-    def raise_layers(self) -> None:
-        """Put the prompt layers on top (a new prediction layer would hide the boxes)."""
-        for layer in (self.boxes(False), self.points(False)):
-            if layer is not None:
-                layers = self.viewer.layers
-                layers.move(layers.index(layer), len(layers))
-
-    def _placement(self) -> tuple[int, dict]:
+    def _layer(self, kind: str, create: bool) -> Any:
+        """The layer ``kind`` (``"boxes"``, ``"points"``; the state's attribute and its name)."""
+        layer = getattr(self.state, kind)
+        if self._alive(layer) or not create:
+            return layer if self._alive(layer) else None
         grid, ndim = self.grid_layer(), self.spatial_ndim()
-        return ndim, {
+        features = {"label": np.zeros(0, int), "order": np.zeros(0, int)}
+        place = {
+            "ndim": ndim,
+            "name": kind,
             "scale": tuple(grid.scale)[-ndim:],
             "translate": tuple(grid.translate)[-ndim:],
         }
-
-    def _watch(self, layer: Any) -> None:
+        if kind == "boxes":
+            layer = self.viewer.add_shapes(
+                face_color="transparent", edge_width=1.5, features=features, **place
+            )
+        else:
+            layer = self.viewer.add_points(
+                size=max(self.frame_shape()[1:]) / 40.0,
+                border_width=0.3,
+                border_width_is_relative=True,
+                canvas_size_limits=(POINT_PX_MIN, POINT_PX_MAX),
+                face_color=colours.POSITIVE_COLOUR,
+                features={**features, "positive": np.zeros(0, bool)},
+                **place,
+            )
         layer.events.data.connect(self._on_data)
+        setattr(self.state, kind, layer)
+        self.follow_structure()
+        return layer
+
+    def boxes(self, create: bool = True) -> Any:
+        """The Shapes layer of the boxes (made on first use; None if absent and not made)."""
+        return self._layer("boxes", create)
+
+    def points(self, create: bool = True) -> Any:
+        """The Points layer of the clicks (made on first use; None if absent and not made)."""
+        return self._layer("points", create)
+
+    def _sources(self) -> list[tuple[str, Any, Callable[[Any, int], Prompt]]]:
+        """``(source, layer, reader of a row)`` of the prompt layers there are."""
+        found: list[tuple[str, Any, Callable[[Any, int], Prompt]]] = [
+            ("boxes", self.boxes(False), self._box),
+            ("points", self.points(False), self._point),
+        ]
+        return [(source, layer, make) for source, layer, make in found if layer is not None]
+
+    def raise_layers(self) -> None:
+        """Put the prompt layers on top (a new prediction layer would hide the boxes)."""
+        layers = self.viewer.layers
+        for _, layer, _ in self._sources():
+            layers.move(layers.index(layer), len(layers))
 
     def forget(self) -> None:
         """Drop the prompts; the layers leave on the next turn of the event loop.
@@ -158,21 +147,14 @@ class PromptLayers:
         from qtpy.QtCore import QTimer
 
         self.masks = []
-        old = [ly for ly in (self.state.boxes, self.state.points) if self._alive(ly)]
+        old = [layer for _, layer, _ in self._sources()]
         self.state.boxes = self.state.points = None
         for layer in old:
             layer.events.data.disconnect(self._on_data)
         if old:
-            QTimer.singleShot(0, lambda: self._remove(old))
-
-    def _remove(self, layers: list) -> None:
-        for layer in layers:
-            if layer in self.viewer.layers:
-                self.viewer.layers.remove(layer)
-
-    def _colour(self, label: int) -> Any:
-        """Edge of a prompt: white, never a label layer's colour (colours.PROMPT_COLOUR)."""
-        return colours.PROMPT_COLOUR
+            QTimer.singleShot(
+                0, lambda: [self.viewer.layers.remove(ly) for ly in old if ly in self.viewer.layers]
+            )
 
     def follow_structure(self, positive: bool | None = None) -> None:
         """New items drawn in napari go to the current structure (and click polarity)."""
@@ -185,31 +167,29 @@ class PromptLayers:
         if boxes is not None:
             boxes.selected_data = set()  # current_* apply to the selected items too
             boxes.feature_defaults = {"label": int(label), "order": -1}
-            boxes.current_edge_color = self._colour(label)
+            boxes.current_edge_color = colours.PROMPT_COLOUR
         if points is not None:
             points.selected_data = set()
             points.feature_defaults = {"label": int(label), "order": -1, "positive": self._positive}
-            points.current_face_color = POSITIVE_COLOUR if self._positive else NEGATIVE_COLOUR
-            points.current_border_color = self._colour(label)
+            points.current_face_color = _polarity(self._positive)
+            points.current_border_color = colours.PROMPT_COLOUR
 
     # -- reading -------------------------------------------------------------------------
     def _to_grid(self, layer: Any, coords: np.ndarray) -> np.ndarray:
         """Rows of ``layer`` data coordinates as array indices of the grid layer."""
         grid = self.grid_layer()
         coords = np.atleast_2d(np.asarray(coords, float))
+        n = coords.shape[1]
         same = (
-            len(layer.scale) == coords.shape[1]
-            and np.allclose(layer.scale, tuple(grid.scale)[-coords.shape[1] :])
-            and np.allclose(layer.translate, tuple(grid.translate)[-coords.shape[1] :])
-            and np.allclose(layer.affine.affine_matrix, np.eye(coords.shape[1] + 1))
+            len(layer.scale) == n
+            and np.allclose(layer.scale, tuple(grid.scale)[-n:])
+            and np.allclose(layer.translate, tuple(grid.translate)[-n:])
+            and np.allclose(layer.affine.affine_matrix, np.eye(n + 1))
         )
         if same:
             return coords
         return np.array(
-            [
-                np.asarray(grid.world_to_data(layer.data_to_world(c)))[-coords.shape[1] :]
-                for c in coords
-            ]
+            [np.asarray(grid.world_to_data(layer.data_to_world(c)))[-n:] for c in coords]
         )
 
     def _box(self, layer: Any, row: int) -> Box:
@@ -224,18 +204,18 @@ class PromptLayers:
         feats = layer.features.iloc[row]
         return Point.from_napari(c, label=int(feats["label"]), positive=bool(feats["positive"]))
 
+    @staticmethod
+    def _orders(layer: Any) -> np.ndarray:
+        return np.asarray(layer.features["order"], int)[: len(layer.data)]
+
     def items(self, label: int | None = None) -> list[Item]:
         """Every prompt held (of structure ``label``), in the order given."""
         self.settle()
         out = [Item(order, m, "masks", i) for i, (order, m) in enumerate(self.masks)]
-        for source, layer, make in (
-            ("boxes", self.boxes(False), self._box),
-            ("points", self.points(False), self._point),
-        ):
-            if layer is None:
-                continue
-            orders = np.asarray(layer.features["order"], int)[: len(layer.data)]
-            out += [Item(int(orders[i]), make(layer, i), source, i) for i in range(len(orders))]
+        for source, layer, make in self._sources():
+            out += [
+                Item(int(o), make(layer, i), source, i) for i, o in enumerate(self._orders(layer))
+            ]
         out.sort(key=lambda it: it.order)
         return [it for it in out if label is None or it.prompt.label == int(label)]
 
@@ -249,9 +229,7 @@ class PromptLayers:
     # -- writing -------------------------------------------------------------------------
     def _next_order(self) -> int:
         orders = [o for o, _ in self.masks]
-        for layer in (self.boxes(False), self.points(False)):
-            if layer is not None and len(layer.data):
-                orders.append(int(np.max(np.asarray(layer.features["order"], int))))
+        orders += [int(self._orders(ly).max()) for _, ly, _ in self._sources() if len(ly.data)]
         return max(orders, default=-1) + 1
 
     def add(self, prompt: Prompt, order: int | None = None) -> None:
@@ -266,61 +244,63 @@ class PromptLayers:
                 layer.selected_data = set()
                 layer.add_rectangles(
                     [prompt.to_napari(layer.ndim)],
-                    edge_color=self._colour(prompt.label),
+                    edge_color=colours.PROMPT_COLOUR,
                     face_color="transparent",
                 )
-                self._set_features(layer, {"label": prompt.label, "order": order})
+                self._set_features(layer, {-1: {"label": prompt.label, "order": order}})
             else:
                 layer = self.points()
                 layer.selected_data = set()
                 layer.add(prompt.to_napari(layer.ndim))
-                self._set_features(
-                    layer, {"label": prompt.label, "order": order, "positive": prompt.positive}
-                )
+                last = {"label": prompt.label, "order": order, "positive": prompt.positive}
+                self._set_features(layer, {-1: last})
                 face, border = layer.face_color.copy(), layer.border_color.copy()
-                face[-1] = _rgba(POSITIVE_COLOUR if prompt.positive else NEGATIVE_COLOUR)
-                border[-1] = _rgba(self._colour(prompt.label))
+                face[-1] = _rgba(_polarity(prompt.positive))
+                border[-1] = _rgba(colours.PROMPT_COLOUR)
                 layer.selected_data = set()
                 layer.face_color, layer.border_color = face, border
         finally:
             self._muted -= 1
         self.follow_structure()
 
-    @staticmethod
-    def _set_features(layer: Any, values: dict) -> None:
+    def _set_features(self, layer: Any, rows: dict[int, dict]) -> None:
+        """Set features of items of ``layer``: ``{position (-1: the last): {key: value}}``."""
         feats = layer.features.copy()
-        for key, value in values.items():
-            feats.loc[feats.index[-1], key] = value
-        layer.features = feats
-
-    def remove(self, items: list[Item]) -> None:
-        """Remove ``items`` (from :meth:`items`)."""
+        for i, values in rows.items():
+            for key, value in values.items():
+                feats.loc[feats.index[i], key] = value
         self._muted += 1
         try:
-            gone = {it.row for it in items if it.source == "masks"}
-            self.masks = [m for i, m in enumerate(self.masks) if i not in gone]
-            for source, layer in (("boxes", self.boxes(False)), ("points", self.points(False))):
-                rows = sorted({it.row for it in items if it.source == source})
-                if layer is None or not rows:
-                    continue
-                if source == "boxes":
-                    layer.selected_data = set(rows)
+            layer.features = feats
+        finally:
+            self._muted -= 1
+
+    def remove(self, items: Iterable[Item]) -> None:
+        """Remove ``items`` (from :meth:`items`)."""
+        self._drop({(it.source, it.row) for it in items})
+
+    def _drop(self, rows: set[tuple[str, int]]) -> None:
+        """Remove the rows ``(source, row)``."""
+        self._muted += 1
+        try:
+            self.masks = [m for i, m in enumerate(self.masks) if ("masks", i) not in rows]
+            for source, layer, _ in self._sources():
+                gone = sorted(i for s, i in rows if s == source)
+                if gone and source == "boxes":
+                    layer.selected_data = set(gone)
                     layer.remove_selected()
-                else:
-                    layer.remove(rows)
+                elif gone:
+                    layer.remove(gone)
         finally:
             self._muted -= 1
 
     def replace(self, sets: dict[int, PromptSet], labels: list[int] | None = None) -> None:
         """Replace the prompts of ``labels`` (default: every structure) by ``sets``."""
-        held = self.items()
-        drop = [it for it in held if labels is None or it.prompt.label in labels]
-        self.remove(drop)
+        self.remove(it for it in self.items() if labels is None or it.prompt.label in labels)
         order = self._next_order()
-        for s in sets.values():
-            for p in s.prompts:
-                self.add(p, order)
-                order += 1
+        for p in (p for s in sets.values() for p in s.prompts):
+            self.add(p, order)
+            order += 1
 
     # -- items drawn in napari -------------------------------------------------------------
     def _on_data(self, event: Any) -> None:
@@ -339,34 +319,23 @@ class PromptLayers:
 
     def settle(self) -> None:
         """Give new items their order; remove those that do not fit the image (one notification)."""
-        problems, order = [], self._next_order()
-        for source, layer, make in (
-            ("boxes", self.boxes(False), self._box),
-            ("points", self.points(False), self._point),
-        ):
-            if layer is None or not len(layer.data):
-                continue
-            orders = np.asarray(layer.features["order"], int)[: len(layer.data)]
-            new = [i for i in range(len(orders)) if orders[i] < 0]
+        problems: list[str] = []
+        order = self._next_order()
+        for source, layer, make in self._sources():
+            new = [i for i, o in enumerate(self._orders(layer)) if o < 0]
             bad = {i: why for i in new if (why := self._misfit(layer, make, i))}
             problems += bad.values()
             keep = [i for i in new if i not in bad]
-            if keep:
-                feats = layer.features.copy()
-                for i in keep:
-                    feats.loc[feats.index[i], "order"] = order
-                    order += 1
-                self._muted += 1
-                try:
-                    layer.features = feats
-                finally:
-                    self._muted -= 1
+            orders = {i: {"order": order + k} for k, i in enumerate(keep)}
+            order += len(keep)
+            if orders:
+                self._set_features(layer, orders)
             if bad:
-                self.remove([Item(-1, None, source, i) for i in bad])
+                self._drop({(source, i) for i in bad})
         if problems:
             show_error(f"prompt not added: {problems[0]}")
 
-    def _misfit(self, layer: Any, make: Callable, row: int) -> str | None:
+    def _misfit(self, layer: Any, make: Callable[[Any, int], Prompt], row: int) -> str | None:
         problem = self.plane_problem()
         if problem:
             return problem
@@ -379,6 +348,11 @@ class PromptLayers:
         except Exception as exc:  # noqa: BLE001 - said in the notification
             return str(exc)
         return None
+
+
+def _polarity(positive: bool) -> str:
+    """The colour of a positive or a negative click."""
+    return colours.POSITIVE_COLOUR if positive else colours.NEGATIVE_COLOUR
 
 
 def _rgba(colour: Any) -> np.ndarray:

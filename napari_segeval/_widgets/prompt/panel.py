@@ -10,8 +10,6 @@ from napari.layers import Image, Labels
 from qtpy.QtWidgets import (
     QFrame,
     QGroupBox,
-    QHBoxLayout,
-    QPushButton,
     QScrollArea,
     QVBoxLayout,
     QWidget,
@@ -29,11 +27,11 @@ from napari_segeval._widgets.jobs.tasks import (
     load_model,
     uncertainty,
 )
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.live import LiveLabels
 from napari_segeval._widgets.prompt.run import PropagationJobs, estimate_text
-from napari_segeval._widgets.prompt.tools import PromptTools, case_key
+from napari_segeval._widgets.prompt.tools import PromptTools, button, case_key, hbox
 from napari_segeval.io.case import MODALITIES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
@@ -45,52 +43,49 @@ def prediction_layer(
     viewer: Any, state: ViewerState, data: np.ndarray, name: str, role: str = CLEAN
 ) -> Any:
     """Add (or replace the data of) a Labels layer on the reference's grid, drawn as ``role``."""
-    ref = state.reference if state.reference is not None else state.image
     meta = {
         "geometry": state.geometry().to_dict(),
         "modality": state.modality(),
         "axes": state.axes(),
         "structures": dict(state.structures),
     }
-    if name in viewer.layers and isinstance(viewer.layers[name], Labels):
-        layer = viewer.layers[name]
-        layer.data = data
-        layer.metadata.update(meta)
-        return layer
-    kwargs: dict = {
-        "name": name,
-        "metadata": meta,
+    looks = {
         "opacity": colours.PREDICTION_OPACITY,
         "colormap": colours.colormap(role, state.structures),
     }
-    if ref is not None:
-        n = data.ndim
-        kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    return viewer.add_labels(data, **kwargs)
+    return _grid_layer(viewer, state, "labels", data, name, meta, looks)
 
 
 def heatmap_layer(
     viewer: Any, state: ViewerState, data: np.ndarray, name: str, metadata: dict | None = None
 ) -> Any:
     """Add (or replace the data of) an uncertainty heat map on the reference's grid."""
-    if name in viewer.layers and isinstance(viewer.layers[name], Image):
-        layer = viewer.layers[name]
-        layer.data = data
-        layer.metadata.update(metadata or {})
-        return layer
-    ref = state.reference if state.reference is not None else state.image
-    kwargs: dict = {
-        "name": name,
+    looks = {
         "colormap": "inferno",
         "opacity": 0.6,
         "blending": "additive",
         "contrast_limits": (0.0, 1.0),
-        "metadata": dict(metadata or {}),
     }
+    return _grid_layer(viewer, state, "image", data, name, metadata or {}, looks)
+
+
+def _grid_layer(
+    viewer: Any, state: ViewerState, kind: str, data: np.ndarray, name: str, meta: dict, looks: dict
+) -> Any:
+    """The layer ``name`` of ``kind`` with ``data`` (its ``meta`` updated), else a new one with
+    ``looks`` placed as the reference (else the image).
+    """
+    layer = next((ly for ly in viewer.layers if ly.name == name), None)
+    if isinstance(layer, Labels if kind == "labels" else Image):
+        layer.data = data
+        layer.metadata.update(meta)
+        return layer
+    ref = state.reference if state.reference is not None else state.image
     if ref is not None:
         n = data.ndim
-        kwargs.update(scale=tuple(ref.scale)[-n:], translate=tuple(ref.translate)[-n:])
-    return viewer.add_image(data, **kwargs)
+        looks = {**looks, "scale": tuple(ref.scale)[-n:], "translate": tuple(ref.translate)[-n:]}
+    add = viewer.add_labels if kind == "labels" else viewer.add_image
+    return add(data, name=name, metadata=dict(meta), **looks)
 
 
 class PromptPanel(QWidget):
@@ -113,7 +108,7 @@ class PromptPanel(QWidget):
             tooltip="modality for the intensity mapping (CT window, MR clip ...); "
             "'from image': the reader's (DICOM, dataset.json, guess)",
         )
-        self.window = ComboBox(
+        self.ct_window = ComboBox(
             label=WINDOW_ROW,
             choices=list(WINDOWS),
             tooltip="the CT window the model's input is mapped with (its preprocessing, "
@@ -121,32 +116,35 @@ class PromptPanel(QWidget):
         )
         self.picker = ModelPicker(napari_viewer, device=lambda: self.device.value)
         self.backend = self.picker.combo  # the model list (a registry label per model)
-        self.window.changed.connect(self._window_picked)
+        self.ct_window.changed.connect(self._window_picked)
         self.modality.changed.connect(lambda _text: self._window_applies())
-        self.run_button = QPushButton("Run propagation")
-        self.run_button.setToolTip("propagate every structure's prompts from scratch")
-        self.run_button.clicked.connect(lambda: run_guarded("propagation", self.run))
+        self.run_button = button(
+            "Run propagation",
+            "propagate every structure's prompts from scratch",
+            self.run,
+            "propagation",
+        )
         self.samples = SpinBox(
             value=8,
             min=2,
             max=64,
             tooltip="uncertainty samples: propagations with jittered boxes and intensity noise",
         )
-        self.uncertainty_button = QPushButton("Uncertainty")
-        self.uncertainty_button.setToolTip(
+        self.uncertainty_button = button(
+            "Uncertainty",
             "heat map of the prediction's uncertainty (box jitter + intensity noise): "
-            "one whole propagation per sample"
+            "one whole propagation per sample",
+            self.run_uncertainty,
+            "uncertainty",
         )
         self.samples.changed.connect(lambda _n: self.show_estimate())
-        self.uncertainty_button.clicked.connect(
-            lambda: run_guarded("uncertainty", self.run_uncertainty)
-        )
-        self.volume_button = QPushButton("Take the volume shown")
-        self.volume_button.setToolTip(
+        self.volume_button = button(
+            "Take the volume shown",
             "a time series of volumes: add the volume at the current "
-            "time point (and its reference) as 3D layers to work on"
+            "time point (and its reference) as 3D layers to work on",
+            self.take_volume,
+            "take volume",
         )
-        self.volume_button.clicked.connect(lambda: run_guarded("take volume", self.take_volume))
         self.volume_button.setVisible(self.state.kind() == "series")
         self.runner = JobRunner(viewer=napari_viewer)
         self.live = LiveLabels(napari_viewer, self.state, prediction_layer)  # as it runs
@@ -167,7 +165,8 @@ class PromptPanel(QWidget):
         ev.all.connect(self._on_state)
         for signal in (ev.reference, ev.current):
             signal.connect(self._fill_structures)
-        ev.model.connect(self._new_model)
+        ev.model.connect(self.update_capability)
+        ev.model.connect(self._say_dense)
         for signal in (ev.image, ev.reference):
             signal.connect(self._window_applies)
         self._fill_structures()
@@ -175,30 +174,24 @@ class PromptPanel(QWidget):
         self.update_capability()
 
     def _build(self) -> None:
-        top = form(self.structure)
         model = QGroupBox("model")
         QVBoxLayout(model).addWidget(self.picker)
         inner = QWidget()
         content = QVBoxLayout(inner)
         content.setContentsMargins(0, 0, 0, 0)
-        content.addWidget(top)
-        content.addWidget(model)
-        content.addWidget(form(self.device, self.modality, self.window))
-        content.addWidget(self.volume_button)
-        content.addWidget(self.tools)
+        settings = form(self.device, self.modality, self.ct_window)
+        for w in (form(self.structure), model, settings, self.volume_button, self.tools):
+            content.addWidget(w)
         content.addStretch(1)
         scroll = QScrollArea()  # a short dock scrolls instead of squeezing the tools
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
         # the job's button and its progress stay in view, below the scrolled part
-        run_row = QHBoxLayout()
-        run_row.addWidget(self.run_button, 1)
-        run_row.addWidget(self.uncertainty_button)
-        run_row.addWidget(self.samples.native)
+        run_row = (self.run_button, self.uncertainty_button, self.samples.native)
         layout = QVBoxLayout(self)
         layout.addWidget(scroll, 1)
-        layout.addLayout(run_row)
+        layout.addLayout(hbox(*run_row, stretch=self.run_button))
         layout.addWidget(self.runner)
         layout.addWidget(self.probe)
 
@@ -220,10 +213,6 @@ class PromptPanel(QWidget):
         if self.jobs.case is not None and self.jobs.case != case_key(self.state):
             self.jobs.drop()  # another case: its session does not fit
         self.volume_button.setVisible(self.state.kind() == "series")
-
-    def _new_model(self) -> None:
-        self.update_capability()
-        self._say_dense()
 
     def _say_dense(self) -> None:
         """Note that the prediction shown is a dense model's: prompts here run the chosen model."""
@@ -280,7 +269,7 @@ class PromptPanel(QWidget):
     def _window_applies(self) -> bool:
         """Enable the model input window for a CT only (True when it applies)."""
         ct = self.chosen_modality() == "CT"
-        self.window.enabled = ct
+        self.ct_window.enabled = ct
         return ct
 
     # -- prompts (the tools') ---------------------------------------------------------------

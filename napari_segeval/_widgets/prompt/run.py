@@ -33,27 +33,23 @@ class PropagationJobs:
         self.panel = panel
         #: ``make_layer(viewer, state, labels, name)`` adds or updates the prediction layer
         self.make_layer = make_layer
+        self.changes: dict[int, tuple[float, float]] = {}
+        #: (session key, seconds) of the last whole propagation (None before one)
+        self.seconds: tuple[tuple, float] | None = None
+        self.drop()
+        panel.runner.job_done.connect(self._job_done)
+
+    def drop(self) -> None:
+        """Forget the session and what a correction set (another case is shown)."""
         self.session: Any = None
         self._key: tuple | None = None
         self.made_from: dict[int, PromptSet] = {}
         self.seed: tuple | None = None
         self.result_name: str | None = None
         self.case_id: str | None = None
-        self.changes: dict[int, tuple[float, float]] = {}
         self._pending: tuple | None = None
         self._case: tuple | None = None
         self.options: dict = {}
-        #: (session key, seconds) of the last whole propagation (None before one)
-        self.seconds: tuple[tuple, float] | None = None
-        panel.runner.job_done.connect(self._job_done)
-
-    def drop(self) -> None:
-        """Forget the session and what a correction set (another case is shown)."""
-        self.session, self._key, self.made_from, self.seed = None, None, {}, None
-        self.result_name = self.case_id = None
-        self._pending = None
-        self._case = None
-        self.options = {}
 
     def start_from(
         self,
@@ -174,11 +170,11 @@ class PropagationJobs:
         sets: dict,
         name: str,
         again: bool,
-        started: float | None = None,
+        started: float,
     ) -> None:
         p = self.panel
         model, session, res, changes, risks = result
-        if not again and started is not None:  # what one whole propagation of this case costs
+        if not again:  # what one whole propagation of this case costs
             self.seconds = (key, time.monotonic() - started)
         p.live.stop()  # the final merged prediction replaces the partial one
         self.session, self._key, self.made_from = session, key, dict(sets)

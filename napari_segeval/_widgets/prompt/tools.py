@@ -32,6 +32,24 @@ POINT_TIPS = {
 }
 
 
+def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
+    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
+    (about ``what``, by default the text).
+    """
+    b = QPushButton(text)
+    b.setToolTip(tip)
+    b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))
+    return b
+
+
+def hbox(*widgets: QWidget, stretch: QWidget | None = None) -> QHBoxLayout:
+    """A row of ``widgets``; ``stretch`` takes the room left."""
+    row = QHBoxLayout()
+    for w in widgets:
+        row.addWidget(w, w is stretch)
+    return row
+
+
 def case_key(state: Any) -> tuple | None:
     """What identifies the case of the prompts: its image layer and array (None without)."""
     layer = state.image
@@ -45,14 +63,10 @@ class PromptTools(QWidget):
     """
 
     def __init__(
-        self,
-        napari_viewer: Any,
-        state: ViewerState,
-        repropagate: Callable[[bool], Any] | None = None,
+        self, napari_viewer: Any, state: ViewerState, repropagate: Callable[[bool], Any]
     ) -> None:
         super().__init__()
-        self.viewer, self.state = napari_viewer, state
-        self.repropagate = repropagate or (lambda auto: None)
+        self.viewer, self.state, self.repropagate = napari_viewer, state, repropagate
         self.layers = PromptLayers(napari_viewer, state, self._changed)
         self._case = case_key(state)
         self._shown: list = []
@@ -86,12 +100,9 @@ class PromptTools(QWidget):
                 ),
             ),
         }
-        self.buttons: dict[str, QPushButton] = {}
-        for key, (text, action, tip) in buttons.items():
-            b = QPushButton(text)
-            b.setToolTip(tip)
-            b.clicked.connect(lambda _=False, t=text, a=action: run_guarded(t.strip("…"), a))
-            self.buttons[key] = b
+        self.buttons = {
+            key: button(text, tip, action) for key, (text, action, tip) in buttons.items()
+        }
         self.auto = QCheckBox("after each prompt")
         self.auto.setToolTip("re-propagate as soon as a prompt is added, deleted or undone")
         self.info = QLabel("")
@@ -117,23 +128,19 @@ class PromptTools(QWidget):
     def _build(self) -> None:
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.info)
-        layout.addWidget(self.reason)
-        for keys in (("middle", "reference"), ("box", "positive", "negative")):
-            row = QHBoxLayout()
-            for key in keys:
-                row.addWidget(self.buttons[key])
-            layout.addLayout(row)
-        layout.addWidget(self.list)
-        row = QHBoxLayout()
-        for key in ("delete", "undo", "save", "load"):
-            row.addWidget(self.buttons[key])
-        layout.addLayout(row)
-        row = QHBoxLayout()
-        row.addWidget(self.buttons["repropagate"], 1)
-        row.addWidget(self.auto)
-        layout.addLayout(row)
-        layout.addWidget(self.status)
+        rows: tuple[tuple[str | QWidget, ...], ...] = (
+            (self.info,),
+            (self.reason,),
+            ("middle", "reference"),
+            ("box", "positive", "negative"),
+            (self.list,),
+            ("delete", "undo", "save", "load"),
+            ("repropagate", self.auto),
+            (self.status,),
+        )
+        for keys in rows:
+            widgets = [self.buttons[k] if isinstance(k, str) else k for k in keys]
+            layout.addLayout(hbox(*widgets, stretch=self.buttons["repropagate"]))
 
     # -- the case and the structure ---------------------------------------------------------
     def _on_state(self) -> None:
@@ -201,27 +208,25 @@ class PromptTools(QWidget):
 
     def start_box(self) -> Any:
         """Select the boxes layer in rectangle mode for the selected structure."""
-        self._need_structure()
-        layer = self.layers.boxes()
-        self.layers.follow_structure()
-        self.viewer.layers.selection.active = layer
-        layer.mode = "add_rectangle"
-        self.status.setText(f"drawing boxes for {self._name()}: drag on the {self.layers.where()}")
-        return layer
+        return self._draw(None, f"drawing boxes for {{}}: drag on the {self.layers.where()}")
 
     def start_points(self, positive: bool = True) -> Any:
         """Select the points layer in add mode: positive or negative clicks."""
-        self._need_structure()
-        layer = self.layers.points()
+        kind = "positive (+)" if positive else "negative (−)"
+        return self._draw(positive, f"adding {kind} clicks for {{}}: click on the image")
+
+    def _draw(self, positive: bool | None, status: str) -> Any:
+        """Select the boxes (``positive`` None) or points layer to draw in napari."""
+        name = self._name()
+        layer = self.layers.boxes() if positive is None else self.layers.points()
         self.layers.follow_structure(positive)
         self.viewer.layers.selection.active = layer
-        layer.mode = "add"
-        kind = "positive (+)" if positive else "negative (−)"
-        self.status.setText(f"adding {kind} clicks for {self._name()}: click on the image")
+        layer.mode = "add_rectangle" if positive is None else "add"
+        self.status.setText(status.format(name))
         return layer
 
     def _name(self) -> str:
-        label = self.state.current
+        label = self._need_structure()
         return f"{label} {self.state.structures.get(label, '')}".strip()
 
     def go_to_middle(self) -> int:
@@ -326,7 +331,11 @@ class PromptTools(QWidget):
 
     def _ask_save(self) -> None:
         path, _ = QFileDialog.getSaveFileName(
-            self, "Save prompts", "", PROMPTS_FILTER, options=QFileDialog.DontConfirmOverwrite
+            self,
+            "Save prompts",
+            "",
+            PROMPTS_FILTER,
+            options=QFileDialog.Option.DontConfirmOverwrite,
         )
         if not path:
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -10,19 +10,25 @@ from napari_segeval._names import CLEAN
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
 
+if TYPE_CHECKING:
+    from napari_segeval.evaluation.loaded import LoadedCase
+    from napari_segeval.evaluation.results import ResultsFolder
 
-def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
+
+def _param(folder: ResultsFolder, name: str) -> Any:
+    """The run's parameter ``name`` (its typed record's field; None for a protocol without it)."""
+    return getattr(folder.params, name, None)
+
+
+def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]:
     """The prompts the protocol gave each structure of ``loaded``, from its clean rows (or {}).
 
     Examples
     --------
-    >>> class Folder:  # stands in for a ResultsFolder
-    ...     run = {"params": {"prompt": "box"}}
-    ...     records = {"c1": {"status": "ok", "rows": [
-    ...         {"label": 2, "condition": "clean", "key_slice": 3, "box": "4,5,9,12"}]}}
-    >>> class Loaded:
-    ...     case_id = "c1"
-    >>> protocol_prompts(Folder(), Loaded())
+    >>> from types import SimpleNamespace as NS
+    >>> folder = NS(params=NS(prompt="box"), records={"c1": {"status": "ok", "rows": [
+    ...     {"label": 2, "condition": "clean", "key_slice": 3, "box": "4,5,9,12"}]}})
+    >>> protocol_prompts(folder, NS(case_id="c1"))
     {2: PromptSet(label=2, prompts=(Box(y0=4, x0=5, y1=9, x1=12, index=3, label=2),))}
     """
     from napari_segeval.evaluation.store import result_rows
@@ -30,7 +36,7 @@ def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
     record = folder.records.get(loaded.case_id)
     if record is None:
         return {}
-    mask = (folder.run.get("params") or {}).get("prompt") == "mask"
+    mask = _param(folder, "prompt") == "mask"
     sets: dict[int, PromptSet] = {}
     for row in result_rows([record]):
         if row.get("condition") != CLEAN or row.get("label") is None:
@@ -49,7 +55,7 @@ def protocol_prompts(folder: Any, loaded: Any) -> dict[int, PromptSet]:
     return dict(sorted(sets.items()))
 
 
-def starting_prompts(folder: Any, loaded: Any) -> tuple[dict[int, PromptSet], str]:
+def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[int, PromptSet], str]:
     """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from.
 
     Raises
@@ -84,42 +90,44 @@ def starting_prompts(folder: Any, loaded: Any) -> tuple[dict[int, PromptSet], st
 OPTION_PARAMS = ("keep_largest", "stop_when_empty", "connectivity", "decision")
 
 
-def run_options(folder: Any) -> dict:
+def run_options(folder: ResultsFolder) -> dict:
     """The run's propagation settings, so a correction propagates as the protocol did.
 
     Examples
     --------
-    >>> class Folder:
-    ...     run = {"params": {"model": "medsam2", "decision": "logit", "connectivity": 26}}
-    >>> run_options(Folder())
-    {'connectivity': 26, 'decision': 'logit'}
+    >>> from types import SimpleNamespace as NS
+    >>> from napari_segeval.evaluation.protocols import get_protocol
+    >>> params = get_protocol("medsam2-3d").params.stored({"decision": "logit", "connectivity": 26})
+    >>> run_options(NS(params=params))
+    {'keep_largest': True, 'stop_when_empty': True, 'connectivity': 26, 'decision': 'logit'}
+    >>> dense = get_protocol("msd-robust").params()
+    >>> run_options(NS(params=dense))  # a dense run: none
+    {}
     """
-    params = folder.run.get("params") or {}
-    return {k: params[k] for k in OPTION_PARAMS if params.get(k) is not None}
+    options = {k: _param(folder, k) for k in OPTION_PARAMS}
+    return {k: v for k, v in options.items() if v is not None}
 
 
-def run_model(folder: Any, loaded: Any = None) -> str | None:
+def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
     """The run's ``model`` parameter, else (several models) the first shown prediction's.
 
     Examples
     --------
-    >>> class Folder:
-    ...     run = {"params": {"model": None, "models": ["builtin", "threshold"]}}
-    >>> class Loaded:
-    ...     pair = ("clean @ threshold", "clean @ builtin")
-    >>> run_model(Folder()), run_model(Folder(), Loaded())
+    >>> from types import SimpleNamespace as NS
+    >>> folder = NS(params=NS(model=None, models=["builtin", "threshold"]))
+    >>> run_model(folder), run_model(folder, NS(pair=("clean @ threshold", "clean @ builtin")))
     (None, 'threshold')
     """
     from napari_segeval.evaluation.keys import PredictionKey
 
-    model = (folder.run.get("params") or {}).get("model")
+    model = _param(folder, "model")
     first = None if loaded is None else loaded.pair[0]
     if model is None and first:
         model = PredictionKey.parse(first).model
     return None if model is None else str(model)
 
 
-def open_correction(folder: Any, loaded: Any, evaluate: Any) -> None:
+def open_correction(folder: ResultsFolder, loaded: LoadedCase, evaluate: Any) -> None:
     """Hand case ``loaded`` of ``folder`` (run's model, settings) to ``evaluate``'s Prompt tab."""
     from napari_segeval.models.registry import DENSE
 

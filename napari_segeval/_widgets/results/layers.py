@@ -13,11 +13,6 @@ IMAGE_ROLES = ("image", "perturbed", "perturbation")
 AFTER_CREATION = ("contour",)
 
 
-def attacked_role(condition: str) -> str:
-    """Role name of an attacked prediction layer (``attacked:<key>``)."""
-    return f"attacked:{condition}"
-
-
 def prediction_role(key: str) -> str:
     """Role of a saved prediction's layer: ``clean``, else ``attacked:<key>`` (other models too).
 
@@ -26,7 +21,7 @@ def prediction_role(key: str) -> str:
     >>> prediction_role("clean"), prediction_role("clean @ threshold")
     ('clean', 'attacked:clean @ threshold')
     """
-    return CLEAN if key == CLEAN else attacked_role(key)
+    return CLEAN if key == CLEAN else f"attacked:{key}"
 
 
 def layer_specs(loaded: Any, ids: list[int] | None = None) -> list[tuple[str, Any, dict, str]]:
@@ -119,11 +114,6 @@ class CaseLayers:
         return "attacked" if role.startswith("attacked:") else role
 
     @staticmethod
-    def is_image(role: str) -> bool:
-        """True for the image roles (contrast limits, no label colours)."""
-        return role in IMAGE_ROLES
-
-    @staticmethod
     def is_prediction(role: str) -> bool:
         """True for the clean, attacked and corrected (Prompt tab) prediction roles."""
         return role in (CLEAN, "corrected") or role.startswith("attacked:")
@@ -158,7 +148,7 @@ class CaseLayers:
         cls = Image if kind == "image" else Labels
         return (
             type(layer) is cls
-            and layer.ndim == _ndim(data, kwargs)
+            and layer.ndim == data.ndim - bool(kwargs.get("rgb"))  # RGB: no dimension
             and bool(getattr(layer, "rgb", False)) == bool(kwargs.get("rgb", False))
         )
 
@@ -177,7 +167,7 @@ class CaseLayers:
         layer.data = data
         if "features" in kwargs:
             layer.features = kwargs["features"]
-        if "colormap" in kwargs and not self.is_image(role):  # the case's structures may differ
+        if "colormap" in kwargs and role not in IMAGE_ROLES:  # the case's structures may differ
             layer.colormap = kwargs["colormap"]
         if "contrast_limits" in kwargs:
             layer.contrast_limits = kwargs["contrast_limits"]
@@ -249,8 +239,3 @@ class CaseLayers:
                 if layer in self.viewer.layers:
                     self.viewer.layers.remove(layer)
         self.layers = {}
-
-
-def _ndim(data: Any, kwargs: dict) -> int:
-    """Layer dimensionality of ``data`` (a trailing RGB axis is not a dimension)."""
-    return data.ndim - (1 if kwargs.get("rgb") else 0)

@@ -9,19 +9,15 @@ case's layers in one step, the view on its worst (or riskiest) slice; **Alt+Righ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from magicgui.widgets import CheckBox, ComboBox
 from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
     QComboBox,
     QFileDialog,
-    QFormLayout,
-    QHBoxLayout,
     QLabel,
-    QPushButton,
     QShortcut,
     QTableView,
     QVBoxLayout,
@@ -29,6 +25,7 @@ from qtpy.QtWidgets import (
 )
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import (
     JobRunner,
@@ -37,12 +34,25 @@ from napari_segeval._widgets.jobs.worker import (
     show_error,
     show_info,
 )
+from napari_segeval._widgets.prompt.tools import button, hbox
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
-from napari_segeval._widgets.results.table import ALL, ResultsModel, ResultsProxy, fold_text
+from napari_segeval._widgets.results.table import (
+    ALL,
+    ResultsModel,
+    ResultsProxy,
+    filter_text,
+    rows_table,
+    selected_row,
+    selection,
+)
 from napari_segeval._widgets.results.tasks import Missing, focus_of, open_job, row_job, row_label
 from napari_segeval.metrics.catalog import METRICS
+
+if TYPE_CHECKING:
+    from napari_segeval.evaluation.loaded import LoadedCase
+    from napari_segeval.evaluation.results import ResultsFolder
 
 NEXT_KEY, PREVIOUS_KEY = "Alt+Right", "Alt+Left"
 
@@ -54,8 +64,8 @@ class ResultsPanel(QWidget):
         super().__init__()
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
-        self.folder = None
-        self.loaded = None
+        self.folder: ResultsFolder | None = None
+        self.loaded: LoadedCase | None = None
         self.row: dict | None = None
         self.layers = CaseLayers(napari_viewer)
         self.evaluate: Any = None
@@ -64,54 +74,51 @@ class ResultsPanel(QWidget):
         self.model = ResultsModel()
         self.proxy = ResultsProxy()
         self.proxy.setSourceModel(self.model)
-        self.table = QTableView()
+        self.table = rows_table(QTableView())
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
         self.table.setMinimumHeight(240)
-        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.filters = {k: QComboBox() for k in ("structure", "condition", "fold")}
+        selection(self.table).selectionChanged.connect(self._selection_changed)
+        self.filters = {
+            k: ComboBox(label=k, choices=[ALL]) for k in ("structure", "condition", "fold")
+        }
         for key, combo in self.filters.items():
-            combo.currentTextChanged.connect(lambda text, key=key: self._filter(key, text))
-        self.show_absent = QCheckBox("Show absences")
-        self.show_absent.setChecked(True)
-        self.show_absent.setToolTip(
-            "rows of a structure in neither the reference nor the "
-            "prediction (no failure: listed after every real score)"
+            combo.changed.connect(lambda value, key=key: self.proxy.set_filter(key, value))
+        self.show_absent = CheckBox(
+            text="Show absences",
+            value=True,
+            tooltip="rows of a structure in neither the reference nor the "
+            "prediction (no failure: listed after every real score)",
         )
-        self.show_absent.toggled.connect(self.proxy.set_show_absent)
+        self.show_absent.changed.connect(self.proxy.set_show_absent)
         self.summary = QLabel("Open a folder written by segeval evaluate.")
         self.summary.setWordWrap(True)
-        self.open_button = QPushButton("Open…")
-        self.open_button.clicked.connect(self._ask_folder)
-        self.locate_button = QPushButton("Locate data folder…")
-        self.locate_button.setToolTip("the data set moved: choose its new folder")
+        self.open_button = button("Open…", "a folder written by segeval evaluate", self._ask_folder)
+        self.locate_button = button(
+            "Locate data folder…", "the data set moved: choose its new folder", self._ask_data_root
+        )
         self.locate_button.setEnabled(False)
-        self.locate_button.clicked.connect(self._ask_data_root)
-        self.previous_button = QPushButton("◀ Previous case")
-        self.next_button = QPushButton("Next case ▶")
-        self.previous_button.setToolTip(f"previous case ({PREVIOUS_KEY})")
-        self.next_button.setToolTip(f"next case ({NEXT_KEY})")
-        self.previous_button.clicked.connect(lambda: self.step_case(-1))
-        self.next_button.clicked.connect(lambda: self.step_case(1))
+        self.previous_button = button(
+            "◀ Previous case", f"previous case ({PREVIOUS_KEY})", lambda: self.step_case(-1)
+        )
+        self.next_button = button(
+            "Next case ▶", f"next case ({NEXT_KEY})", lambda: self.step_case(1)
+        )
         self.correction = QComboBox()
-        self.save_button = QPushButton("Save corrected…")
-        self.save_button.setToolTip(
+        self.save_button = button(
+            "Save corrected…",
             "write the chosen layer with the source geometry to "
-            "DIR/corrections/<case>/ (never overwrites)"
+            "DIR/corrections/<case>/ (never overwrites)",
+            self.save_correction,
+            "save correction",
         )
-        self.save_button.clicked.connect(
-            lambda: run_guarded("save correction", self.save_correction)
-        )
-        self.correct_button = QPushButton("Correct with prompts")
-        self.correct_button.setToolTip(
+        self.correct_button = button(
+            "Correct with prompts",
             "correct the case shown in the Prompt tab: boxes and "
-            "clicks on the failing slice, then re-propagate"
+            "clicks on the failing slice, then re-propagate",
+            self.correct,
+            "correction",
         )
-        self.correct_button.clicked.connect(lambda: run_guarded("correction", self.correct))
         self.rounds = RoundStepper(self)
         self.review = ReviewBox(self)
         self.review.slice_chosen.connect(self.go_to_slice)
@@ -127,29 +134,16 @@ class ResultsPanel(QWidget):
             shortcut.activated.connect(lambda step=step: self.step_case(step))
 
     def _build_layout(self) -> None:
-        top = QHBoxLayout()
-        top.addWidget(self.open_button)
-        top.addWidget(self.locate_button)
-        form = QFormLayout()
-        for key, combo in self.filters.items():
-            form.addRow(key, combo)
-        form.addRow("", self.show_absent)
-        nav = QHBoxLayout()
-        nav.addWidget(self.previous_button)
-        nav.addWidget(self.next_button)
-        save = QHBoxLayout()
-        save.addWidget(self.correct_button)
-        save.addWidget(self.correction, 1)
-        save.addWidget(self.save_button)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
+        layout.addLayout(hbox(self.open_button, self.locate_button))
         layout.addWidget(self.summary)
-        layout.addLayout(form)
+        layout.addWidget(form(*self.filters.values(), self.show_absent))
         layout.addWidget(self.table, 1)
         layout.addWidget(self.review)
         layout.addWidget(self.rounds)
-        layout.addLayout(nav)
-        layout.addLayout(save)
+        layout.addLayout(hbox(self.previous_button, self.next_button))
+        save = (self.correct_button, self.correction, self.save_button)
+        layout.addLayout(hbox(*save, stretch=self.correction))
         layout.addWidget(self.runner)
 
     # -- opening -------------------------------------------------------------------------
@@ -180,7 +174,7 @@ class ResultsPanel(QWidget):
             self._pending = None
             self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
 
-    def _opened(self, folder) -> None:
+    def _opened(self, folder: ResultsFolder) -> None:
         if self.layers.layers:
             self.state.set_case(None, None, {}, None)
         self.rounds.reset()
@@ -191,38 +185,36 @@ class ResultsPanel(QWidget):
         rows = [{**r, "reviewed": r["case"] in done} for r in folder.rows()]
         self.model.set_rows(rows)
         for key, combo in self.filters.items():
-            values = sorted(
-                {fold_text(r.get(key)) if key == "fold" else str(r.get(key)) for r in rows},
-                key=lambda v: (v != CLEAN, v),
-            )
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems([ALL, *values])
-            combo.blockSignals(False)
+            values = sorted({filter_text(r, key) for r in rows}, key=lambda v: (v != CLEAN, v))
+            with combo.changed.blocked():
+                combo.choices = [ALL, *values]
+                combo.value = ALL
             self.proxy.set_filter(key, ALL)
-        self.filters["fold"].setEnabled(any(r.get("fold") is not None for r in rows))
+        self.filters["fold"].enabled = any(r.get("fold") is not None for r in rows)
         # worst first: by Dice, or by risk in a run without a reference (no Dice)
         key = "risk" if folder.has_risk and not folder.has_reference else "dice"
         up = METRICS[key].higher_is_better
         order = Qt.SortOrder.AscendingOrder if up else Qt.SortOrder.DescendingOrder
         self.table.sortByColumn(self.model.column(key), order)
         self.table.resizeColumnsToContents()
-        failed = folder.failed
         absent = sum(1 for r in rows if r.get("absent"))
-        self.show_absent.setEnabled(absent > 0)
-        text = (
-            f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
-            + (f" ({absent} absences)" if absent else "")
-            + (f", {len(failed)} failed (see report.html)" if failed else "")
-            + f" — {folder.path}"
+        self.show_absent.enabled = absent > 0
+        notes = (
+            (absent, f" ({absent} absences)"),
+            (folder.failed, f", {len(folder.failed)} failed (see report.html)"),
+            (True, f" — {folder.path}"),
+            (
+                folder.run.get("save_predictions") is False,
+                " — predictions were not saved (--no-save-predictions)",
+            ),
+            (
+                not folder.has_reference,
+                " — no reference labels: no Dice; sorted by estimated risk, riskiest first",
+            ),
+            (not folder.has_risk, " — no risk: written before risks were estimated"),
         )
-        if folder.run.get("save_predictions") is False:
-            text += " — predictions were not saved (--no-save-predictions)"
-        if not folder.has_reference:
-            text += " — no reference labels: no Dice; sorted by estimated risk, riskiest first"
-        if not folder.has_risk:
-            text += " — no risk: written before risks were estimated"
-        self._summary = text
+        self._summary = f"{folder.protocol}: {len(folder.cases())} cases, {len(rows)} rows"
+        self._summary += "".join(text for shown, text in notes if shown)
         self._show_reviewed()
         self.locate_button.setEnabled(False)
 
@@ -237,14 +229,10 @@ class ResultsPanel(QWidget):
         self.summary.setText(f"{self._summary} — reviewed {n} of {len(cases)} cases")
 
     # -- rows and cases ----------------------------------------------------------------------
-    def _filter(self, key: str, text: str) -> None:
-        if text:
-            self.proxy.set_filter(key, text)
-
     def _selection_changed(self, *_: Any) -> None:
-        rows = self.table.selectionModel().selectedRows()
-        if rows:
-            self.select_row(rows[0].row())
+        row = selected_row(self.table)
+        if row is not None:
+            self.select_row(row)
 
     def visible_rows(self) -> list[dict]:
         """The rows in the table's current order and filters."""
@@ -254,30 +242,23 @@ class ResultsPanel(QWidget):
         """Show the case of a row of the table (loading it when it is not shown yet)."""
         if self.folder is None or not 0 <= proxy_row < self.proxy.rowCount():
             return
-        if self.table.selectionModel().selectedRows() != [self.proxy.index(proxy_row, 0)]:
+        if selected_row(self.table) != proxy_row:
             self.table.selectRow(proxy_row)  # calls back here through the selection
             return
         row = self.proxy.row(proxy_row)
         self.row = row
-        focus = focus_of(row)
-        shown = self.loaded
+        focus, shown = focus_of(row), self.loaded
         if (
             shown is not None
             and shown.case_id == row["case"]
             and (focus is None or focus == shown.focus or focus in shown.pair)
         ):
-            self._start(
-                f"finding the {'worst' if self.folder.has_reference else 'riskiest'} slice of "
-                f"{row['structure']}",
-                row_job,
-                self.folder,
-                row,
-                shown,
-                on_done=self._loaded,
-                needs=[ly for r, ly in self.layers.layers.items() if r == "image"],
-            )
-            return
-        self._start(f"loading {row['case']}", row_job, self.folder, row, None, on_done=self._loaded)
+            worst = "worst" if self.folder.has_reference else "riskiest"
+            name = f"finding the {worst} slice of {row['structure']}"
+            needs = [ly for r, ly in self.layers.layers.items() if r == "image"]
+        else:
+            name, shown, needs = f"loading {row['case']}", None, []
+        self._start(name, row_job, self.folder, row, shown, on_done=self._loaded, needs=needs)
 
     def step_case(self, step: int) -> None:
         """Select the first row of the next (``step=1``) or previous (-1) case in table order."""
@@ -290,11 +271,10 @@ class ResultsPanel(QWidget):
         if not 0 <= i < len(order):
             show_info("no next case" if step > 0 else "no previous case")
             return
-        target = order[i]
-        self.select_row(next(k for k, r in enumerate(rows) if r["case"] == target))
+        self.select_row([r["case"] for r in rows].index(order[i]))
 
     # -- showing a case ----------------------------------------------------------------------
-    def _loaded(self, result) -> None:
+    def _loaded(self, result: Missing | tuple) -> None:
         if isinstance(result, Missing):
             self.locate_button.setEnabled(result.error.data)
             show_error(str(result.error))
@@ -305,23 +285,15 @@ class ResultsPanel(QWidget):
             self._show(loaded, specs, row_label(loaded, row), counted)
         self._focus_row(row, target, risks)
 
-    def _show(self, loaded, specs: list, label: int | None, counted: dict | None = None) -> None:
+    def _show(self, loaded: LoadedCase, specs: list, label: int | None, counted: dict) -> None:
         """Put a loaded case in the viewer (one main-thread step) and point the state at it."""
 
         def point_state(layers: dict | None) -> None:
             if layers is None:  # let go of the old layers: panels recount once, at the end
                 self.state.set_case(None, None, {}, None)
-                return
-            first, second = (prediction_role(k) if k else None for k in loaded.pair)
-            image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
-            self.state.set_case(
-                layers["image"],
-                layers.get("reference"),
-                {CLEAN: layers.get(first), "attacked": layers.get(second)},
-                label,
-                counted=counted,
-                attacked_image=image,
-            )
+            else:
+                image = layers.get("perturbed") if loaded.pair[1] == loaded.focus else None
+                self.point_state(loaded.pair, label, counted, image)
 
         self._dice()  # the Evaluate panel exists before the state changes
         self.layers.swap(specs, loaded.case.modality, point_state)
@@ -331,9 +303,24 @@ class ResultsPanel(QWidget):
             [r for r in self.layers.layers if r == "reference" or self.layers.is_prediction(r)]
         )
 
+    def point_state(
+        self, pair: tuple, label: int | None, counted: dict, attacked_image: Any
+    ) -> None:
+        """Point the state at the layers shown, ``pair``'s predictions (keys, or None) compared."""
+        layers = self.layers.layers
+        first, second = (layers.get(prediction_role(k)) if k else None for k in pair)
+        self.state.set_case(
+            layers["image"],
+            layers.get("reference"),
+            {CLEAN: first, "attacked": second},
+            label,
+            counted=counted,
+            attacked_image=attacked_image,
+        )
+
     def _focus_row(self, row: dict, target: int | None, risks: dict | None = None) -> None:
         """Show the row's prediction, structure, risks and flagged slices; go to ``target``."""
-        if self.loaded is None or row["case"] != self.loaded.case_id:
+        if self.folder is None or self.loaded is None or row["case"] != self.loaded.case_id:
             return
         self.layers.show_prediction(prediction_role(str(row["key"])))
         label = row_label(self.loaded, row)
@@ -383,9 +370,7 @@ class ResultsPanel(QWidget):
             return
         self.folder.remap_data(path)
         self.loaded = None
-        proxy_rows = self.table.selectionModel().selectedRows()
-        if proxy_rows:
-            self.select_row(proxy_rows[0].row())
+        self._selection_changed()
 
     def correct(self) -> None:
         """Correct the case shown with prompts in the Prompt tab (module docstring)."""

@@ -101,8 +101,7 @@ class ReviewBox(QWidget):
                 "first (click: go there):"
             )
         else:
-            pool = sorted(risk.slices, key=lambda s: -s.risk)[:1]
-            shown = pool
+            shown = sorted(risk.slices, key=lambda s: -s.risk)[:1]
             self.title.setText(
                 f"No flagged slice of {structure} (structure risk {risk.risk:.2f}); its "
                 "riskiest slice:"

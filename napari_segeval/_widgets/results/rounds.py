@@ -6,12 +6,13 @@ Mask prompts are listed, not drawn.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
+from qtpy.QtCore import QSignalBlocker
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
-    QAbstractItemView,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QTableWidget,
@@ -22,10 +23,11 @@ from qtpy.QtWidgets import (
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets.prompt.layers import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.colours import NEGATIVE_COLOUR as NEGATIVE
+from napari_segeval._widgets.colours import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
-from napari_segeval._widgets.prompt.layers import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.results.layers import prediction_role
+from napari_segeval._widgets.results.table import rows_table, selected_row
 from napari_segeval.metrics.catalog import METRICS
 
 DICE = METRICS["dice"]
@@ -93,12 +95,10 @@ class RoundStepper(QWidget):
         self.prompt_layers: dict[str, Any] = {}
         self.title = QLabel("Correction rounds")
         self.table = QTableWidget(0, 4)
-        self.table.setHorizontalHeaderLabels(["round", DICE.header, "change", "prompt added"])
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        rows_table(self.table).setHorizontalHeaderLabels(
+            ["round", DICE.header, "change", "prompt added"]
+        )
+        self._header(True).setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._picked)
         self.previous_button = QPushButton("◀ Round")
         self.next_button = QPushButton("Round ▶")
@@ -118,63 +118,51 @@ class RoundStepper(QWidget):
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
-        """The rounds of a selected row, at its round (none for another protocol's row)."""
+        """The rounds of a selected row, at its round (none for another protocol's row);
+        ``image`` places the prompts.
+        """
         if not folder.has_rounds or label is None or image is None:
             self.reset()
             return
         key = row["key"]  # its round 0 names it: "clean", "pgd @ threshold" ...
-        rounds = folder.rounds(row["case"], label, key.condition, key.model)
-        self.set_rounds(
-            rounds, row["case"], f"{row['structure']} ({key.first_round()})", image, key.round or 0
+        self.rounds = list(folder.rounds(row["case"], label, key.condition, key.model))
+        self.image, self.case = image, row["case"]
+        self.title.setText(
+            f"Correction rounds of {self.case}: {row['structure']} ({key.first_round()})"
         )
-
-    def set_rounds(
-        self,
-        rounds: list,
-        case: str,
-        what: str,
-        image: Any,
-        round: int | None = None,
-        move: bool = False,
-    ) -> None:
-        """Show ``rounds`` of ``case`` (``what``: structure, condition) at ``round``.
-
-        ``image`` places the prompts; with ``move`` the view goes to the round's prompt.
-        """
-        self.rounds, self.image, self.case = list(rounds), image, case
-        self.title.setText(f"Correction rounds of {case}: {what}")
-        self.table.blockSignals(True)
-        self.table.setRowCount(len(self.rounds))
-        for i, cells in enumerate(round_rows(self.rounds)):
-            for j, text in enumerate(cells[:4]):
-                item = QTableWidgetItem(text)
-                if cells[4] and j in (1, 2):
-                    item.setForeground(FELL)
-                self.table.setItem(i, j, item)
-        self.table.resizeColumnsToContents()
-        shown = min(len(self.rounds), 7)  # every round in view, up to 7
-        self.table.setFixedHeight(
-            self.table.horizontalHeader().height()
-            + 4
-            + shown * self.table.verticalHeader().defaultSectionSize()
-        )
-        self.table.blockSignals(False)
+        with QSignalBlocker(self.table):
+            self.table.setRowCount(len(self.rounds))
+            for i, cells in enumerate(round_rows(self.rounds)):
+                for j, text in enumerate(cells[:4]):
+                    item = QTableWidgetItem(text)
+                    if cells[4] and j in (1, 2):
+                        item.setForeground(FELL)
+                    self.table.setItem(i, j, item)
+            self.table.resizeColumnsToContents()
+            shown = min(len(self.rounds), 7)  # every round in view, up to 7
+            self.table.setFixedHeight(
+                self._header(True).height() + 4 + shown * self._header(False).defaultSectionSize()
+            )
         self.setVisible(bool(self.rounds))
         if not self.rounds:
             self.clear()
             return
         known = [r.round for r in self.rounds]
-        self.show_round(known.index(round) if round in known else 0, move=move)
+        self.show_round(known.index(key.round) if key.round in known else 0, move=False)
 
     def step(self, by: int) -> None:
         """Show the next (``by=1``) or previous (-1) round; the view follows its prompt."""
         if self.current is not None and 0 <= self.current + by < len(self.rounds):
             self.show_round(self.current + by, move=True)
 
+    def _header(self, horizontal: bool) -> QHeaderView:
+        header = self.table.horizontalHeader() if horizontal else self.table.verticalHeader()
+        return cast(QHeaderView, header)
+
     def _picked(self) -> None:
-        rows = self.table.selectionModel().selectedRows()
-        if rows and rows[0].row() != self.current:
-            self.show_round(rows[0].row(), move=True)
+        row = selected_row(self.table)
+        if row is not None and row != self.current:
+            self.show_round(row, move=True)
 
     def show_round(self, i: int, move: bool = True) -> None:
         """Show round number ``i`` of the list: prediction, prompts, Dice (module docstring)."""
@@ -184,9 +172,8 @@ class RoundStepper(QWidget):
         if role in self.case_layers.layers:
             self.case_layers.show_prediction(role)
         self._draw(rnd)
-        self.table.blockSignals(True)
-        self.table.selectRow(i)
-        self.table.blockSignals(False)
+        with QSignalBlocker(self.table):
+            self.table.selectRow(i)
         self.previous_button.setEnabled(i > 0)
         self.next_button.setEnabled(i < len(self.rounds) - 1)
         _, dice, change, added, fell = round_rows(self.rounds)[i]
@@ -230,17 +217,8 @@ class RoundStepper(QWidget):
             return  # another round, case or folder since
         self.panel.loaded = replace(shown, pair=(shown.pair[0], key))
         state = self.panel.state
-        state.set_case(
-            layers["image"],
-            layers.get("reference"),
-            {
-                CLEAN: layers.get(prediction_role(shown.pair[0] or CLEAN)),
-                "attacked": layers[prediction_role(key)],
-            },
-            state.current,
-            counted=counted,
-            attacked_image=state.attacked_image,
-        )
+        pair = (shown.pair[0] or CLEAN, key)
+        self.panel.point_state(pair, state.current, counted, state.attacked_image)
 
     def _draw(self, rnd: Any) -> None:
         """Replace the prompt layers by the prompts given up to ``rnd``."""

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from qtpy.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from qtpy.QtCore import (
+    QAbstractTableModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
+from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from napari_segeval.metrics.catalog import METRICS
 
@@ -32,6 +39,7 @@ REVIEWED = "✓"
 SCORES = ("dice", "delta_dice", "hd95", "nsd")
 ABSENT = "absent"
 ALL = "(all)"
+T = TypeVar("T", bound=QTableView)
 SORT_ROLE = Qt.ItemDataRole.UserRole
 ROW_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -45,6 +53,8 @@ def _has_value(v: Any) -> bool:
 def _text(key: str, v: Any) -> str:
     if key in METRICS:
         return METRICS[key].text(v)
+    if key == "reviewed":
+        return REVIEWED if v else ""
     return str(v) if _has_value(v) else "-"
 
 
@@ -98,10 +108,6 @@ class ResultsModel(QAbstractTableModel):
         key = self.columns[index.column()][0]
         value = row.get(key)
         absent = bool(row.get("absent")) and key in SCORES
-        if key == "reviewed" and role == Qt.ItemDataRole.DisplayRole:
-            return REVIEWED if value else ""
-        if key == "reviewed" and role == SORT_ROLE:
-            return str(bool(value))
         if role == Qt.ItemDataRole.DisplayRole:
             return ABSENT if absent and key == "dice" else _text(key, value)
         if role == Qt.ItemDataRole.ToolTipRole and absent:
@@ -125,13 +131,10 @@ class ResultsModel(QAbstractTableModel):
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
-        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns):
+        field = {int(Qt.ItemDataRole.DisplayRole): 1, int(Qt.ItemDataRole.ToolTipRole): 2}.get(role)
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns) or not field:
             return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.columns[section][1]
-        if role == Qt.ItemDataRole.ToolTipRole:
-            return self.columns[section][2]
-        return None
+        return self.columns[section][field]
 
 
 class ResultsProxy(QSortFilterProxyModel):
@@ -154,16 +157,10 @@ class ResultsProxy(QSortFilterProxyModel):
         self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex) -> bool:
-        row = self.sourceModel().rows[source_row]
+        row = cast(ResultsModel, self.sourceModel()).rows[source_row]
         if not self.show_absent and row.get("absent"):
             return False
-        for key, wanted in self.filters.items():
-            if wanted == ALL:
-                continue
-            got = fold_text(row.get(key)) if key == "fold" else str(row.get(key))
-            if got != wanted:
-                return False
-        return True
+        return all(w in (ALL, filter_text(row, k)) for k, w in self.filters.items())
 
     def lessThan(self, left: QModelIndex, right: QModelIndex) -> bool:
         a, b = left.data(SORT_ROLE), right.data(SORT_ROLE)
@@ -181,6 +178,27 @@ class ResultsProxy(QSortFilterProxyModel):
         return self.index(proxy_row, 0).data(ROW_ROLE)
 
 
-def fold_text(fold: Any) -> str:
-    """How a fold is shown in the filter (``"-"`` for none)."""
-    return "-" if fold is None or fold == "" else str(fold)
+def filter_text(row: dict, key: str) -> str:
+    """How a filter shows the ``key`` of ``row`` (a fold: ``"-"`` for none)."""
+    value = row.get(key)
+    return "-" if key == "fold" and value in (None, "") else str(value)
+
+
+def rows_table(view: T) -> T:
+    """``view`` set up as a table of rows: one selected at a time, read-only, no row numbers."""
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    cast(QHeaderView, view.verticalHeader()).setVisible(False)
+    return view
+
+
+def selection(view: QAbstractItemView) -> QItemSelectionModel:
+    """The selection model of ``view`` (a view with a model has one)."""
+    return cast(QItemSelectionModel, view.selectionModel())
+
+
+def selected_row(view: QAbstractItemView) -> int | None:
+    """The row selected in ``view`` (None: none)."""
+    rows = selection(view).selectedRows()
+    return rows[0].row() if rows else None

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.results.layers import layer_specs
 
@@ -11,10 +15,8 @@ def open_job(path: str, progress=None, cancel=None):
     from napari_segeval.evaluation.results import ResultsFolder
 
     folder = ResultsFolder(path)
-    try:
+    with contextlib.suppress(Exception):  # only a head start; the first row pays otherwise
         warm_up()
-    except Exception:  # noqa: BLE001, S110 - only a head start; the first row pays otherwise
-        pass
     return folder
 
 
@@ -31,11 +33,11 @@ def warm_up() -> None:
     Labels(np.zeros((2, 2, 2), np.uint8), scale=(1.0, 1.0, 1.0))
 
 
+@dataclass
 class Missing:
     """Missing files, returned by the worker as a value (an exception would be an error)."""
 
-    def __init__(self, error) -> None:
-        self.error = error
+    error: Any
 
 
 def throttled(progress, interval: float = 0.25):

@@ -57,7 +57,7 @@ def _left(cache: Path) -> list[str]:
 
 
 def _states(picker) -> dict[str, str]:
-    return {r["label"]: row_state(r) for r in picker.rows() if r["kind"] != "first"}
+    return {r.label: row_state(r) for r in picker.rows() if r.kind != "first"}
 
 
 def _picked(ct_viewer, hub):
@@ -156,7 +156,7 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(
     path = _cache.snapshot_path(CATALOGUE["test-tiny"])
     assert path.read_bytes() == DATA and Path(path.resolve()).name == SHA
     assert picker.state.text() == "here" and not picker.download_button.isEnabled()
-    attack_rows = {r["label"]: row_state(r) for r in w.attack.picker.rows() if r["kind"] != "first"}
+    attack_rows = {r.label: row_state(r) for r in w.attack.picker.rows() if r.kind != "first"}
     assert attack_rows.get("test-tiny") == "here"  # the other tab's picker heard it
     w.prompt.device.value = "cpu"
     assert w.prompt.spec() == ("test-tiny", None, "cpu")

@@ -6,7 +6,6 @@ from napari_segeval._widgets.models.rows import (
     PHANTOM_WARNING,
     card_html,
     catalogue_rows,
-    entry_of,
     row_state,
 )
 from napari_segeval.models import _cache
@@ -17,19 +16,19 @@ def test_every_row_has_a_card_with_its_fields():
     for row in catalogue_rows():
         text = card_html(row)
         for field in ("Trained on", "Intended use", "Not for", "Licence"):
-            assert f"<b>{field}</b>: " in text, (row["name"], field)
+            assert f"<b>{field}</b>: " in text, (row.name, field)
 
 
 def test_only_the_phantom_models_carry_the_warning():
-    warned = {r["name"] for r in catalogue_rows() if PHANTOM_WARNING in card_html(r)}
+    warned = {r.name for r in catalogue_rows() if PHANTOM_WARNING in card_html(r)}
     assert warned == {"builtin"}  # threshold has no training; the catalogue is real data
     assert "generated phantoms" in BUILTIN_CARDS["builtin"].trained_on
 
 
 def test_a_row_is_here_once_its_file_is_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    row = next(r for r in catalogue_rows() if r["name"] == "sam2.1-small")
-    assert entry_of(row) is CATALOGUE["sam2.1-small"]
+    row = next(r for r in catalogue_rows() if r.name == "sam2.1-small")
+    assert row.entry is CATALOGUE["sam2.1-small"]
     assert row_state(row) == "sam2.1-small: not downloaded (184 MB)"
     path = _cache.snapshot_path(CATALOGUE["sam2.1-small"])
     path.parent.mkdir(parents=True)

@@ -201,8 +201,8 @@ def test_next_case_replaces_the_layers(results_run, make_napari_viewer, qtbot, s
 def test_filters_and_sorting(results_run, make_napari_viewer, qtbot, settle):
     viewer = make_napari_viewer()
     panel = open_panel(viewer, qtbot, results_run, settle)
-    panel.filters["structure"].setCurrentText("liver")
-    panel.filters["condition"].setCurrentText("clean")
+    panel.filters["structure"].value = "liver"
+    panel.filters["condition"].value = "clean"
     rows = panel.visible_rows()
     assert len(rows) == 2 and {r["structure"] for r in rows} == {"liver"}
     assert [r["dice"] for r in rows] == sorted(r["dice"] for r in rows)
@@ -210,7 +210,7 @@ def test_filters_and_sorting(results_run, make_napari_viewer, qtbot, settle):
     assert [r["dice"] for r in panel.visible_rows()] == sorted(
         (r["dice"] for r in rows), reverse=True
     )
-    assert not panel.filters["fold"].isEnabled()  # msd-robust has no folds
+    assert not panel.filters["fold"].enabled  # msd-robust has no folds
 
 
 def test_save_corrected_prediction_never_overwrites(
