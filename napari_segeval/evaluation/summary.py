@@ -185,9 +185,11 @@ def filtered_by_uncertainty(
     metrics: Sequence[str] = ("dice", "iou"),
     key: str = "uncertainty",
     include: Sequence[str] | None = None,
+    rule: str = "round",
 ) -> list[dict]:
-    """Re-score after removing the ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases,
-    for each fraction ``f`` (:func:`napari_segeval.uncertainty.filter_most_uncertain`).
+    """Re-score after removing the most uncertain cases for each fraction ``f``: the
+    ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases, or (``rule="quantile"``) those
+    above the ``(1 - f)`` quantile (:func:`napari_segeval.uncertainty.filter_most_uncertain`).
     """
     from napari_segeval.uncertainty.scores import filter_most_uncertain
 
@@ -196,7 +198,7 @@ def filtered_by_uncertainty(
         score.setdefault(r["case"], as_float(r.get(key)))
     out = []
     for f in fractions:
-        _, removed = filter_most_uncertain(score, float(f))
+        _, removed = filter_most_uncertain(score, float(f), rule)
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
         out.append(

@@ -86,7 +86,7 @@ def dense_model(ref: str, device: str | None = None) -> Any:
 
 
 def score(
-    reference: np.ndarray,
+    reference: np.ndarray | None,
     prediction: np.ndarray,
     spacing,
     structures: Mapping[int, str],
@@ -99,7 +99,8 @@ def score(
     """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``.
 
     Each row also says whether the structure is ``absent`` from both reference and
-    prediction (its Dice is no failure).
+    prediction (its Dice is no failure). Without a ``reference`` nothing is scored: one row
+    per structure of ``structures`` (to carry its risk).
 
     Examples
     --------
@@ -110,6 +111,10 @@ def score(
     """
     from napari_segeval.metrics import structure_table
 
+    if reference is None:
+        return [
+            {"structure": n, "label": int(k), "condition": condition} for k, n in structures.items()
+        ]
     if reference.shape != prediction.shape:
         raise SegEvalError(
             f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
@@ -180,6 +185,26 @@ def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict])
     """A model file trained once per ``key``: ``train(path) -> record``, kept in ``path.json``."""
     path = Path(path)
     return cached(path.with_suffix(".json"), key, lambda: train(path), needs=(path,))
+
+
+def trained_model(path: str | os.PathLike, device: str | None, case_id: str) -> Any:
+    """The dense model a protocol trained into ``path``, loaded once per file version; refused
+    (one line) for a case among its training cases (``meta``'s ``train_cases``, or its
+    ``training``'s).
+    """
+    model = _trained(str(path), Path(path).stat().st_mtime_ns, device)
+    meta = model.meta
+    if case_id in (meta.get("train_cases") or (meta.get("training") or {}).get("train_cases", [])):
+        raise SegEvalError(
+            f"case {case_id} was a training case of {path}: refusing to score it with that model"
+        )
+    return model
+
+
+@lru_cache(maxsize=8)
+def _trained(path: str, mtime_ns: int, device: str | None) -> Any:
+    """A trained model file, loaded once per version (its modification time)."""
+    return load_dense(path, device=device or "cpu")
 
 
 def num_classes(train: Sequence, cases: Sequence) -> int:
@@ -262,5 +287,6 @@ __all__ = [
     "resolve_factory",
     "score",
     "train_once",
+    "trained_model",
     "views",
 ]

@@ -200,6 +200,16 @@ def with_image(case: Any, image: np.ndarray) -> Any:
     return replace(case, image=np.asarray(image))
 
 
+def dense_risks(labels, probabilities, structures: Mapping, params: Any, **kw) -> tuple[dict, list]:
+    """Each structure's risk (by label) and the ``slices.csv`` rows of a dense prediction
+    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`, ``model`` the record's).
+    """
+    from napari_segeval.evaluation.triage import dense_risk_rows
+
+    risks, rows = dense_risk_rows(labels, probabilities, structures, model=str(params.model), **kw)
+    return {label: r.risk for label, r in risks.items()}, rows
+
+
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     """Mean normalized predictive entropy over the predicted foreground (all voxels if none)."""
     p = np.clip(np.asarray(probabilities, np.float64), 1e-12, 1.0)
@@ -215,6 +225,7 @@ __all__ = [
     "attack_config",
     "check_attacks",
     "condition_name",
+    "dense_risks",
     "per_case_entropy",
     "raw_per_unit",
     "run_attack",

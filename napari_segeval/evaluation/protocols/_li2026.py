@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -224,12 +223,16 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         }
 
 
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int, device: str | None):
-    """A trained condition model, loaded once per file version."""
-    from napari_segeval.models.registry import load_dense
-
-    return load_dense(path, device=device or "cpu")
+def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -> list[dict]:
+    """The rows of one prediction: each class of the case (else the model), background too with
+    ``include_background``; a class absent from both scores 1; no surface metrics.
+    """
+    structures = dict(case.structures or model.structures)
+    if params.include_background:
+        structures = {0: "background", **structures}
+    return C.score(
+        case.labels, np.asarray(labels), case.spacing, structures, condition, surface=False
+    )
 
 
 def run_case(spec, params: UncertaintyParams):
@@ -248,14 +251,9 @@ def run_case(spec, params: UncertaintyParams):
     for cond, path in meta["models"].items():
         if not Path(path).is_file():
             raise SegEvalError(f"case {spec.case_id}: model file {path} is missing")
-        model = _load(path, Path(path).stat().st_mtime_ns, params.device)
-        if spec.case_id in (model.meta.get("training") or {}).get("train_cases", []):
-            raise SegEvalError(f"case {spec.case_id} was a training case of {path}")
+        model = C.trained_model(path, params.device, spec.case_id)
         with TorchThreads(int(params.threads)):
             res = D.segment(model, case, params)
-        structures = dict(case.structures or model.structures)
-        if params.include_background:
-            structures = {0: "background", **structures}
         info = meta["conditions"][cond]
         auv = meta.get("auv_model") or {}
         extra = {
@@ -266,18 +264,7 @@ def run_case(spec, params: UncertaintyParams):
             "test_split": spec.meta.get("li2026_split", ""),
             "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})",
         }
-        rows += [
-            {**r, **extra}
-            for r in C.score(
-                case.labels,
-                np.asarray(res.labels),
-                case.spacing,
-                structures,
-                cond,
-                empty="one",
-                surface=False,
-            )
-        ]
+        rows += [{**r, **extra} for r in class_rows(case, model, res.labels, cond, params)]
         preds[cond] = np.asarray(res.labels)
     return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
 
@@ -367,6 +354,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
 __all__ = [
     "DUO",
     "META_KEY",
+    "class_rows",
     "condition_name",
     "energy_text",
     "prepare",

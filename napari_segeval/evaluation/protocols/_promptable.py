@@ -432,33 +432,27 @@ def score_result(
     """The rows of one propagation result (Dice, NSD ... per structure)."""
     case, present = prepared.case, prepared.present
     video = mode == "video"
-    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
-        rows = [
-            {"structure": name, "label": int(lab), "condition": condition}
+    if params.scoring == "per-structure":  # each structure's own, unmerged mask
+        parts: Any = (
+            (res.masks[lab].astype(np.uint16) * np.uint16(lab), {lab: name})
             for lab, name in present.items()
-        ]
+        )
     else:
-        if params.scoring == "per-structure":  # each structure's own, unmerged mask
-            parts: Any = (
-                (res.masks[lab].astype(np.uint16) * np.uint16(lab), {lab: name})
-                for lab, name in present.items()
-            )
-        else:
-            parts = [(scored_labels(res, params), present)]
-        rows = [
-            row
-            for pred, names in parts
-            for row in C.score(
-                case.labels,
-                pred,
-                case.spacing,
-                names,
-                condition,
-                tolerance_mm=params.tolerance_mm,
-                empty=params.empty,
-                surface=not video,
-            )
-        ]
+        parts = [(scored_labels(res, params), present)]
+    rows = [  # no reference: nothing scored, the rows carry the risk
+        row
+        for pred, names in parts
+        for row in C.score(
+            case.labels,
+            pred,
+            case.spacing,
+            names,
+            condition,
+            tolerance_mm=params.tolerance_mm,
+            empty=params.empty,
+            surface=not video,
+        )
+    ]
     if not video and case.labels is not None:
         rows = gate_nsd(rows, params.nsd_min_dice)
     boxes = {b.label: b for b in prepared.boxes}

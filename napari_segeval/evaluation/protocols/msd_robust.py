@@ -147,9 +147,6 @@ def _scales(model, clean) -> list[float]:
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
     """The rows of one prediction (without a reference: unscored rows that carry the risk)."""
-    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
-        return [{"structure": n, "label": int(k), "condition": condition}
-                for k, n in structures.items()]  # fmt: skip
     return C.score(
         case.labels,
         labels,
@@ -166,22 +163,20 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
     """Each structure's risk and the ``slices.csv`` rows of one prediction (the ``tta`` signal
     from ``risk_tta`` augmented passes of a ``DenseModel``).
     """
-    from napari_segeval.evaluation.triage import dense_risk_rows
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
 
     n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
-    risks, rows = dense_risk_rows(
+    return D.dense_risks(
         result.labels,
         result.probabilities,
         structures,
-        model=str(params.model),
+        params,
         condition=condition,
         reference=case.labels,
         augmented=aug,
     )
-    return {label: r.risk for label, r in risks.items()}, rows
 
 
 def run_case(spec, params: MsdParams) -> CaseOutput:
