@@ -65,6 +65,15 @@ def conditions(rows: list[dict]) -> list[str]:
     return sorted(keys, key=order)
 
 
+def dice_groups(rows: list[dict], by: str) -> dict[str, dict[str, list[float]]]:
+    """The rows' Dice values per structure and per value of ``by`` (a box plot's groups)."""
+    groups: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        box = groups.setdefault(r["structure"], {}).setdefault(str(r.get(by)), [])
+        box.append(as_float(r.get("dice")))
+    return groups
+
+
 def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     """Several models per structure: median and IQR table, and per condition a box plot per
     structure, one colour per model and a dot per case (MedSAM2's figure 2).
@@ -91,12 +100,7 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
         parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
         return parts
     for cond in conditions(rows):
-        groups: dict[str, dict[str, list[float]]] = {}
-        for r in rows:
-            if r["condition"] == cond:
-                groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
-                    as_float(r.get("dice"))
-                )
+        groups = dice_groups([r for r in rows if r["condition"] == cond], "model")
         uri = F.boxplot_uri(
             groups, "DSC", order=models, dots=True, title=f"DSC per structure and model ({cond})"
         )

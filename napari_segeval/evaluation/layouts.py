@@ -12,22 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
+from napari_segeval.evaluation._layouts_3d import PARSERS, detect_3d
 from napari_segeval.evaluation._spec import CaseSpec, inside, spec_maker
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
-LAYOUTS = (
-    "msd",
-    "nnunet",
-    "camus",
-    "isic",
-    "neopolyp",
-    "generic",
-    "lits",
-    "kits23",
-    "word",
-    "feta",
-    "totalsegmentator",
-)
+#: Every layout's name: the 2D and data-set-file layouts, then the 3D data sets'.
+LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", *PARSERS)
 
 
 def channel_meta(dataset_json: dict) -> dict:
@@ -214,7 +204,6 @@ def detect_layout(root: str | Path) -> str:
     labels does not decide the layout.
     """
     from napari_segeval.evaluation import _layouts_2d as l2
-    from napari_segeval.evaluation._layouts_3d import detect_3d
 
     root = Path(root)
     if not root.is_dir():
@@ -263,8 +252,6 @@ def load_layout(
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
-    from napari_segeval.evaluation._layouts_3d import PARSERS
-
     parsers = {
         "msd": parse_msd,
         "nnunet": parse_nnunet,

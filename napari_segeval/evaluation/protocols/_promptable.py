@@ -145,31 +145,6 @@ class VideoParams(Models, _Tail):
 Promptable = PromptParams | VideoParams
 
 
-def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tuple[dict, list]:
-    """A case's prompt sets (with names) from its ``<case>.prompts.json`` in ``folder``, checked
-    against the image, and the first box of each set (None for a set without one).
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        No prompts file for the case, or one that does not fit it (one line).
-    """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_file import read_prompts
-
-    path = Path(folder) / f"{case_id}.prompts.json"
-    if not path.is_file():
-        raise SegEvalError(
-            f"case {case_id}: no reference labels and no prompts file {path.name} in {folder}"
-        )
-    pf = read_prompts(path)
-    shape = tuple(int(v) for v in case.image.shape[:3])
-    pf.check(shape, case.structures, where=where, source=str(path))
-    boxes = [next((q for q in s.prompts if isinstance(q, Box)), None) for s in pf.sets.values()]
-    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in pf.sets}
-    return {lab: (s, names[lab]) for lab, s in pf.sets.items()}, boxes
-
-
 def select(specs: list, params: Promptable) -> list:
     """The cases a promptable protocol runs: those with reference labels; with ``prompts``, every case."""
     if params.prompts is not None:
@@ -270,20 +245,20 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
 @dataclass
 class Prepared:
     """One case ready to propagate (:func:`prepare_case`): round-0 ``boxes`` and their ``sets``,
-    the ``frames`` preprocessed by ``model``, ``present`` ids to names. All but ``model``,
+    ``present`` ids to names, and the ``frames`` preprocessed by ``model``. All but ``model``,
     ``frames`` and ``resize`` are the same for every model (:func:`with_model`).
     """
 
     case: Any
     boxes: list
     sets: dict
-    model: Any
-    frames: Any
     options: Any
     present: dict
     modality: str
     ct_mapping: str
-    resize: str
+    model: Any = None
+    frames: Any = None
+    resize: str = "float"
 
 
 def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
@@ -324,49 +299,62 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
     return with_model(_unloaded(case, prompts, sets, present, params, mode), params)
 
 
-def _options(params: Promptable, mode: str) -> Any:
-    """The propagation options the record selects."""
-    from napari_segeval.propagation import PropagationOptions
-
-    return PropagationOptions(
-        mode=mode,
-        keep_largest=bool(params.keep_largest),
-        stop_when_empty=bool(params.stop_when_empty),
-        connectivity=params.connectivity,
-        decision=params.decision,
-    )
-
-
 def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> Prepared:
-    """A case prompted by its prompts file in ``folder`` (the ``prompts`` parameter)."""
+    """A case prompted by its ``<case>.prompts.json`` in ``folder`` (the ``prompts`` parameter),
+    checked against the image; each set's round-0 box is its first box (else a unit box on its
+    first frame).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        No prompts file for the case, or one that does not fit it (one line).
+    """
     from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_file import read_prompts
 
     if params.prompt != "box":
         raise SegEvalError(
             f"case {spec.case_id}: prompt={params.prompt} needs reference labels; "
             "a prompts file gives the prompts as they are"
         )
+    path = Path(folder) / f"{spec.case_id}.prompts.json"
+    if not path.is_file():
+        raise SegEvalError(
+            f"case {spec.case_id}: no reference labels and no prompts file {path.name} in {folder}"
+        )
+    pf = read_prompts(path)
     where = "frame" if mode == "video" else "slice"
-    loaded, firsts = file_prompts(folder, case, spec.case_id, where)
-    sets = {lab: s for lab, (s, _) in loaded.items()}
-    present = {lab: name or unnamed_label(lab) for lab, (_, name) in loaded.items()}
+    pf.check(case.image.shape[:3], case.structures, where=where, source=str(path))
+    sets = dict(pf.sets)
+    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in sets}
+    present = {lab: name or unnamed_label(lab) for lab, name in names.items()}
+    first = {
+        lab: next((q for q in s.prompts if isinstance(q, Box)), None) for lab, s in sets.items()
+    }
     boxes = [
-        b if b is not None else Box(0, 0, 1, 1, index=s.frames[0], label=lab)
-        for b, (lab, s) in zip(firsts, sets.items())
+        replace(first[lab] or Box(0, 0, 1, 1, index=s.frames[0]), label=lab)
+        for lab, s in sets.items()
     ]
-    boxes = [replace(b, label=lab) for b, lab in zip(boxes, sets)]
     return _unloaded(case, boxes, sets, present, params, mode)
 
 
 def _unloaded(
     case: Any, boxes: list, sets: dict, present: dict, params: Promptable, mode: str
 ) -> Prepared:
-    """A :class:`Prepared` before its model is loaded."""
-    modality = str(params.modality or case.modality or "other")
-    options = _options(params, mode)
-    return Prepared(
-        case, boxes, sets, None, None, options, present, modality, params.ct_mapping, "float"
+    """A :class:`Prepared` before its model is loaded, with the propagation options the record
+    selects.
+    """
+    from napari_segeval.propagation import PropagationOptions
+
+    options = PropagationOptions(
+        mode=mode,
+        keep_largest=bool(params.keep_largest),
+        stop_when_empty=bool(params.stop_when_empty),
+        connectivity=params.connectivity,
+        decision=params.decision,
     )
+    modality = str(params.modality or case.modality or "other")
+    return Prepared(case, boxes, sets, options, present, modality, params.ct_mapping)
 
 
 def with_model(prepared: Prepared, params: Promptable) -> Prepared:
