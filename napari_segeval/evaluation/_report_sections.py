@@ -80,7 +80,7 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     """
     from napari_segeval.evaluation.summary import by_model
 
-    comp = by_model(rows, ("dice", "nsd"))
+    comp = by_model(rows)
     parts = [
         (
             "<h2>Models compared per structure</h2><p>Every model ran on the same cases "

@@ -55,15 +55,14 @@ def case_means(
     return {k: mean(v) for k, v in groups.items()}
 
 
-def robustness(
-    rows: Sequence[Mapping], *, clean: str = CLEAN, metric: str = "dice", factor: float = 0.5
-) -> dict:
+def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
     A case is robust under an attack when its attacked Dice (mean over structures) is
     strictly above ``factor`` x the task's mean clean Dice
     (:func:`napari_segeval.metrics.robust_threshold`; NaN counts as not robust).
     """
+    clean, metric = CLEAN, "dice"
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
@@ -97,30 +96,22 @@ def robustness(
     }
 
 
-def median_iqr(
-    rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd"), task_key: str = "task"
-) -> dict:
-    """MedSAM2 aggregation: median and IQR per structure, per task, pooled over tasks
-    (``over_tasks``) and over the per-task medians (``over_task_medians``).
+def median_iqr(rows: Sequence[Mapping]) -> dict:
+    """MedSAM2 aggregation of DSC and NSD: median and IQR per structure, per task, pooled over
+    tasks (``over_tasks``) and over the per-task medians (``over_task_medians``).
     """
     out = {}
-    for m in metrics:
-        pooled = summarize(({**r, "_all": "all"} for r in rows), m, by=("_all",))
-        per_task = summarize(rows, m, by=(task_key,))
-        task_medians = [{"_all": "all", m: t["median"]} for t in per_task]
+    for m in ("dice", "nsd"):
+        pooled = summarize(rows, m, by=())
+        per_task = summarize(rows, m, by=("task",))
+        medians = summarize([{m: t["median"]} for t in per_task], m, by=())
         out[m] = {
-            "per_structure": summarize(rows, m, by=(task_key, "structure")),
+            "per_structure": summarize(rows, m, by=("task", "structure")),
             "per_task": per_task,
-            "over_tasks": _drop_key(pooled[0]) if pooled else {},
-            "over_task_medians": _drop_key(summarize(task_medians, m, by=("_all",))[0])
-            if task_medians
-            else {},
+            "over_tasks": pooled[0] if pooled else {},
+            "over_task_medians": medians[0] if medians else {},
         }
     return out
-
-
-def _drop_key(d: dict) -> dict:
-    return {k: v for k, v in d.items() if k != "_all"}
 
 
 def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
@@ -156,11 +147,7 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
     return out
 
 
-def percent_scores(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = ("dice", "iou"),
-    include: Sequence[str] | None = None,
-) -> dict:
+def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou")) -> dict:
     """Mean over cases of the per-case class average, in percent, for each metric.
 
     Examples
@@ -172,7 +159,7 @@ def percent_scores(
     out: dict = {}
     n = 0
     for m in metrics:
-        means = case_means(rows, m, include)
+        means = case_means(rows, m)
         out[m] = percent(mean(means.values()))
         n = len(means)
     out["n_cases"] = n
@@ -180,42 +167,28 @@ def percent_scores(
 
 
 def filtered_by_uncertainty(
-    rows: Sequence[Mapping],
-    fractions: Sequence[float],
-    metrics: Sequence[str] = ("dice", "iou"),
-    key: str = "uncertainty",
-    include: Sequence[str] | None = None,
-    rule: str = "round",
+    rows: Sequence[Mapping], fractions: Sequence[float], rule: str = "round"
 ) -> list[dict]:
     """Re-score after removing the most uncertain cases for each fraction ``f``: the
     ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases, or (``rule="quantile"``) those
-    above the ``(1 - f)`` quantile (:func:`napari_segeval.uncertainty.filter_most_uncertain`).
+    above the ``(1 - f)`` quantile (:func:`napari_segeval.uncertainty.filter_most_uncertain`),
+    by the rows' ``uncertainty``; Dice and IoU in percent (:func:`percent_scores`).
     """
     from napari_segeval.uncertainty.scores import filter_most_uncertain
 
     score: dict[str, float] = {}
     for r in rows:
-        score.setdefault(r["case"], as_float(r.get(key)))
+        score.setdefault(r["case"], as_float(r.get("uncertainty")))
     out = []
     for f in fractions:
         _, removed = filter_most_uncertain(score, float(f), rule)
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
-        out.append(
-            {
-                "fraction_removed": float(f),
-                "removed": removed,
-                **percent_scores(kept, metrics, include),
-            }
-        )
+        out.append({"fraction_removed": float(f), "removed": removed, **percent_scores(kept)})
     return out
 
 
-def cross_validation(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = ("dice", "iou", "recall", "precision"),
-    fold_key: str = "fold",
-) -> dict:
+def cross_validation(rows: Sequence[Mapping]) -> dict:
     """``cv5-2d``: per class and class-averaged mean +- std over folds, in percent.
 
     Per class: :func:`~napari_segeval.metrics.kfold_summary`. Averaged: each fold's mean
@@ -223,11 +196,11 @@ def cross_validation(
     """
     out = {}
     classes = sorted({r["structure"] for r in rows})
-    for m in metrics:
+    for m in _METRICS:
         per_class: dict[str, dict] = {}
         fold_means: dict[object, list[float]] = {}
         for c in classes:
-            ks = kfold_summary([r for r in rows if r["structure"] == c], m, fold_key)
+            ks = kfold_summary([r for r in rows if r["structure"] == c], m)
             per_class[c] = {
                 "mean": percent(ks["mean"]),
                 "std": percent(ks["std"]),
@@ -326,11 +299,11 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
 
 
 def _over_folds(
-    rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key: str, blocks: Sequence[str]
+    rows: Sequence[Mapping], score, metrics: Sequence[str], blocks: Sequence[str]
 ) -> dict:
     """``score(rows of one fold)`` per fold, then mean +- std (ddof=1) over folds."""
-    folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
-    per_fold = [score([r for r in rows if r.get(fold_key) == f]) for f in folds]
+    folds = sorted({r["fold"] for r in rows if r.get("fold") is not None}, key=str)
+    per_fold = [score([r for r in rows if r.get("fold") == f]) for f in folds]
     per_fold = [p for p in per_fold if p]
     if not per_fold:
         return {}
@@ -354,7 +327,6 @@ def _over_folds(
 def pooled_folds(
     rows: Sequence[Mapping],
     metrics: Sequence[str] = _METRICS,
-    fold_key: str = "fold",
     empty: str = "one",
 ) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
@@ -368,13 +340,11 @@ def pooled_folds(
     {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
     return _over_folds(
-        rows, lambda r: pooled_scores(r, metrics, empty), metrics, fold_key, ("average", "micro")
+        rows, lambda r: pooled_scores(r, metrics, empty), metrics, ("average", "micro")
     )
 
 
-def accumulated_folds(
-    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, fold_key: str = "fold"
-) -> dict:
+def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
     """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (a class absent from a fold is left out of its mean and std).
 
@@ -385,9 +355,7 @@ def accumulated_folds(
     >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
     [100.0, 50.0]
     """
-    return _over_folds(
-        rows, lambda r: accumulated_scores(r, metrics), metrics, fold_key, ("average",)
-    )
+    return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, ("average",))
 
 
 def holdout_scores(

@@ -193,6 +193,16 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     )
 
 
+def attack_images(condition: str, perturbed: Any, perturbation: Any) -> dict:
+    """An attack's perturbed image and perturbation, keyed as a record's files."""
+    from napari_segeval.evaluation.keys import IMAGE_KINDS, PredictionKey
+
+    pair = (perturbed, perturbation)
+    return {
+        str(PredictionKey(condition, kind=k)): v for k, v in zip(IMAGE_KINDS, pair, strict=True)
+    }
+
+
 def with_image(case: Any, image: np.ndarray) -> Any:
     """``case`` with another image on the same grid (an attacked one, a flipped one)."""
     from dataclasses import replace
@@ -223,6 +233,7 @@ __all__ = [
     "TARGET_KEYS",
     "AttackOutcome",
     "attack_config",
+    "attack_images",
     "check_attacks",
     "condition_name",
     "dense_risks",

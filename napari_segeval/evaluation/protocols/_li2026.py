@@ -320,7 +320,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
         mine = [r for r in rows if r["condition"] == c]
         first = mine[0]
         out[c] = {
-            **percent_scores(mine, ("dice", "iou")),
+            **percent_scores(mine),
             "n_train": int(first["n_train"]) if "n_train" in first else None,
             "removed": [x for x in str(first.get("removed") or "").split(";") if x],
             "model": first.get("model_file"),

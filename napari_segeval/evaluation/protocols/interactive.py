@@ -17,7 +17,7 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey
+from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
@@ -209,11 +209,7 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: InteractiveP
     frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
     cond = attack_condition(res.params["attack"])
     values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
-    images = {
-        str(PredictionKey(cond, kind=FileKind.PERTURBED)): res.perturbed_image,
-        str(PredictionKey(cond, kind=FileKind.PERTURBATION)): res.perturbation,
-    }
-    return cond, frames, values, images
+    return cond, frames, values, D.attack_images(cond, res.perturbed_image, res.perturbation)
 
 
 def run_case(spec, params: InteractiveParams) -> CaseOutput:

@@ -32,7 +32,7 @@ def summarize(rows: list[dict], params: Medsam2Params) -> dict:
         "aggregation": "median with IQR (quartiles by linear interpolation)",
         "modalities": used(rows, "modality"),
         "scoring": used(rows, "scoring"),
-        **median_iqr(rows, ("dice", "nsd")),
+        **median_iqr(rows),
     }
 
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -204,8 +203,7 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
         a = D.run_attack(model, case, attack, params)
         preds[a.condition], eps[a.condition] = a.labels, float(attack.get("eps", 0.0))
         if a.perturbed is not None:
-            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBED))] = a.perturbed
-            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBATION))] = a.perturbation
+            images.update(D.attack_images(a.condition, a.perturbed, a.perturbation))
         rows += _score(case, a.labels, structures, a.condition, params)
         if with_risk and a.perturbed is not None:
             attacked = D.with_image(case, a.perturbed)

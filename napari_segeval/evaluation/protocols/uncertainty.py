@@ -171,7 +171,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
         failure_below=FAILURE_BELOW_STRUCTURE,
     )
     return {
-        "all_cases": percent_scores(rows, ("dice", "iou")),
+        "all_cases": percent_scores(rows),
         "retained": {f"{k['fraction_removed']:.2f}": k for k in kept},
         "risk_coverage": {
             **fd.to_dict(),
