@@ -37,10 +37,8 @@ def channel_meta(dataset_json: dict) -> dict:
     return {"channel_names": list(names)} if len(names) > 1 else {}
 
 
-def _files(folder: Path, pattern: str = "*") -> list[Path]:
-    if not folder.is_dir():
-        return []
-    out = [p for p in folder.glob(pattern) if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+def _files(folder: Path) -> list[Path]:
+    out = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
     return sorted(out, key=lambda p: natural_key(p.name))
 
 

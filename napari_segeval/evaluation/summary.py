@@ -217,14 +217,22 @@ COUNT_KEYS = ("n_tp", "n_ref", "n_pred")
 _METRICS = ("dice", "iou", "recall", "precision")
 
 
-def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
-    """Per class: ``(n_tp, n_ref, n_pred)`` summed over the rows that carry them."""
+def _class_counts(rows: Iterable[Mapping]) -> tuple[list[str], np.ndarray]:
+    """The classes of the rows that carry pixel counts, sorted, and each one's
+    ``(n_tp, n_ref, n_pred)`` summed over them (one row per class).
+    """
     sums: dict[str, np.ndarray] = {}
     for r in rows:
         if all(k in r for k in COUNT_KEYS):
             sums.setdefault(r["structure"], np.zeros(3, np.int64))
             sums[r["structure"]] += [int(r[k]) for k in COUNT_KEYS]
-    return sums
+    classes = sorted(sums)
+    return classes, np.array([sums[c] for c in classes], np.int64).reshape(-1, 3)
+
+
+def _per_class(classes: list[str], per: Mapping, metrics: Sequence[str]) -> dict:
+    """Each class's metrics of ``per`` (arrays over ``classes``), in percent."""
+    return {c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)}
 
 
 def pooled_scores(
@@ -247,18 +255,14 @@ def pooled_scores(
     >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
     (60.0, 63.33, 61.54)
     """
-    sums = _count_sums(rows)
-    if not sums:
+    classes, counts = _class_counts(rows)
+    if not classes:
         return {}
-    classes = sorted(sums)
-    counts = np.stack([sums[c] for c in classes])
-    fg = np.stack([sums[c] for c in classes if c != "background"] or [np.zeros(3, np.int64)])
+    fg = counts[[c != "background" for c in classes]]
     per = overlap_from_counts(*counts.T, empty=empty)
     micro = overlap_from_counts(*fg.sum(axis=0), empty=empty)
     return {
-        "per_class": {
-            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
-        },
+        "per_class": _per_class(classes, per, metrics),
         "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
         "micro": {m: percent(float(micro[m])) for m in metrics},
     }
@@ -282,18 +286,15 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     >>> round(s["average"]["dice"], 2), s["average"]["precision"]
     (91.24, 97.87234042553192)
     """
-    sums = _count_sums(rows)
-    if not sums:
+    classes, counts = _class_counts(rows)
+    if not classes:
         return {}
-    classes = sorted(sums)
-    tp, ref, pred = np.stack([sums[c] for c in classes]).T
+    tp, ref, pred = counts.T
     per = overlap_from_counts(tp, ref, pred, empty="nan")
     per["precision"] = np.where(pred > 0, per["precision"], math.nan)
     per["recall"] = np.where(ref > 0, per["recall"], math.nan)
     return {
-        "per_class": {
-            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
-        },
+        "per_class": _per_class(classes, per, metrics),
         "average": {m: percent(mean(per[m])) for m in metrics},
     }
 

@@ -462,11 +462,9 @@ def score_result(
     return rows
 
 
-def propagate_and_score(
-    spec, params: Promptable, *, mode: str, prepared: Prepared | None = None
-) -> CaseOutput:
-    """One model on one case (``mode``: ``volume`` or ``video``); ``prepared``: :func:`prepare_case`'s."""
-    prepared = prepared or prepare_case(spec, params, mode=mode)
+def propagate_and_score(spec, params: Promptable, *, mode: str) -> CaseOutput:
+    """One model on one case (``mode``: ``volume`` or ``video``)."""
+    prepared = prepare_case(spec, params, mode=mode)
     return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
 
 
