@@ -228,27 +228,15 @@ def _to_uint8(img: np.ndarray) -> np.ndarray:
     return (np.clip((img - lo) / (hi - lo), 0, 1) * 255).astype(np.uint8)
 
 
-def key_index(reference: np.ndarray, spatial_ndim: int) -> int | None:
-    """Slice (first axis) with the most reference foreground; None for 2D."""
-    if spatial_ndim < 3:
-        return None
-    counts = (reference > 0).reshape(reference.shape[0], -1).sum(axis=1)
-    return int(np.argmax(counts))
-
-
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
     """Thumbnail slices: image, reference and each condition's prediction on one slice.
 
     3D/video cases use slice ``index`` (default: the largest reference area, else the middle).
     """
-    ref = case.labels
-    nd = len(case.spatial_shape)
-    if index is not None:
-        k: int | None = index
-    elif ref is not None:
-        k = key_index(ref, nd)
-    else:
-        k = case.spatial_shape[0] // 2 if nd >= 3 else None
+    ref, k = case.labels, index
+    if k is None and len(case.spatial_shape) >= 3:
+        fg = None if ref is None else (ref > 0).reshape(ref.shape[0], -1).sum(axis=1)
+        k = case.spatial_shape[0] // 2 if fg is None else int(np.argmax(fg))
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
     image = case.image[0] if case.is_multichannel else case.image  # first channel shown
     out = {"image": _shrink(_to_uint8(take(image)))}
@@ -280,7 +268,6 @@ __all__ = [
     "case_arrays",
     "dense_model",
     "fingerprint",
-    "key_index",
     "load_case",
     "num_classes",
     "promptable_model",

@@ -157,24 +157,6 @@ def case_rng(seed: int, case_id: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
 
 
-def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
-    """Middle slice of a 3D mask's extent along axis 0 (non-empty), or its first slice.
-
-    Examples
-    --------
-    >>> m = np.zeros((9, 4, 4), bool); m[2:7, 1, 1] = True
-    >>> key_slice(m), key_slice(m, first=True)
-    (4, 2)
-    """
-    zs = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
-    if zs.size == 0:
-        return None
-    if first:
-        return int(zs[0])
-    mid = (int(zs[0]) + int(zs[-1])) // 2
-    return int(zs[np.argmin(np.abs(zs - mid))])
-
-
 def reference_prompts(
     labels: np.ndarray,
     structures: dict[int, str],
@@ -184,18 +166,20 @@ def reference_prompts(
     first: bool = False,
     jitter_mode: str = "edges",
 ) -> list:
-    """One box per structure present in ``labels`` (middle slice, or first frame), jittered by
+    """One box per structure present in ``labels`` on its key slice (the middle of its extent,
+    or its first frame: :func:`~napari_segeval.prompts.from_labels.key_index`), jittered by
     ``jitter`` pixels (``jitter_mode``: :meth:`Box.jittered`).
     """
     from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.from_labels import key_index
 
     prompts = []
     ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
     for label in ids:
         mask = labels == label
-        k = key_slice(mask, first=first)
-        if k is None:
+        if not mask.any():
             continue
+        k = key_index(mask, "video" if first else "volume")
         box = Box.from_mask(mask[k], index=k, label=label)
         prompts.append(
             box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode) if jitter else box
@@ -587,7 +571,6 @@ __all__ = [
     "Promptable",
     "VideoParams",
     "gate_nsd",
-    "key_slice",
     "models_on_same_prompts",
     "ordered_labels",
     "prepare_case",

@@ -316,15 +316,14 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
         "every attack."
     )
     out["budget"] = _budget(rows)
-    gates = sorted({float(r["gate_threshold"]) for r in rows if "gate_threshold" in r})
-    if gates:
-        out["attack_gate_threshold"] = gates[0] if len(gates) == 1 else gates
-    skipped = sorted({str(r["skipped_attacks"]) for r in rows if r.get("skipped_attacks")})
-    if skipped:
-        out["skipped_attacks"] = skipped
-    notes = sorted({str(r["mr_minmax_note"]) for r in rows if r.get("mr_minmax_note")})
-    if notes:
-        out["mr_minmax_note"] = notes[0] if len(notes) == 1 else notes
+    for column, key, kind in (  # the rows' distinct values: one as it is, several as a list
+        ("gate_threshold", "attack_gate_threshold", float),
+        ("skipped_attacks", "skipped_attacks", str),
+        ("mr_minmax_note", "mr_minmax_note", str),
+    ):
+        found = sorted({kind(r[column]) for r in rows if r.get(column) not in (None, "")})
+        if found:
+            out[key] = found[0] if len(found) == 1 and key != "skipped_attacks" else found
     return out
 
 
