@@ -110,16 +110,12 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
 
 def dice_vs_uncertainty(rows: list[dict]) -> str:
     """Scatter of per-case clean foreground Dice against the case's uncertainty score."""
-    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.evaluation.summary import dice_and_uncertainty
     from napari_segeval.uncertainty import correlation
 
-    score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
-    if not any(not math.isnan(v) for v in score.values()):
+    x, y, fg = dice_and_uncertainty(rows)
+    if not any(not math.isnan(v) for v in x):
         return ""
-    fg = sorted({r["structure"] for r in rows} - {"background"}) or None
-    dice = case_means([r for r in rows if r["condition"] == CLEAN], "dice", fg)
-    cases = sorted(c for c, _ in dice if c in score)
-    x, y = [score[c] for c in cases], [dice[(c, CLEAN)] for c in cases]
     c = correlation(x, y)
     text = (
         f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "

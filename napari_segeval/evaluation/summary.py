@@ -55,6 +55,24 @@ def case_means(
     return {k: mean(v) for k, v in groups.items()}
 
 
+def dice_and_uncertainty(rows: Sequence[Mapping]) -> tuple[list[float], list[float], list[str]]:
+    """Per case, in case order: its ``uncertainty`` score and its mean clean Dice over the
+    foreground structures (all structures when there are none), and those structures.
+
+    Examples
+    --------
+    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
+    ...         for c, d, u in [("b", 0.5, 0.6), ("a", 0.9, 0.1)] for s in ("background", "x")]
+    >>> dice_and_uncertainty(rows)
+    ([0.1, 0.6], [0.9, 0.5], ['x'])
+    """
+    score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    fg = sorted({r["structure"] for r in rows} - {"background"})
+    dice = case_means([r for r in rows if r["condition"] == CLEAN], "dice", fg or None)
+    cases = sorted(c for c, _ in dice if c in score)
+    return [score[c] for c in cases], [dice[(c, CLEAN)] for c in cases], fg
+
+
 def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
@@ -394,6 +412,7 @@ __all__ = [
     "by_model",
     "case_means",
     "cross_validation",
+    "dice_and_uncertainty",
     "filtered_by_uncertainty",
     "holdout_scores",
     "is_absent",

@@ -140,15 +140,11 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
     >>> dice_vs_uncertainty(rows)["spearman"]
     -1.0
     """
-    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.evaluation.summary import dice_and_uncertainty
     from napari_segeval.uncertainty import correlation
 
-    fg = sorted({r["structure"] for r in rows} - {"background"})
-    dice = case_means(rows, "dice", fg or None)
-    score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
-    cases = sorted({c for c, _ in dice} & set(score))
-    out = correlation([score[c] for c in cases], [dice[(c, CLEAN)] for c in cases])
-    return {**out, "structures": fg}
+    x, y, fg = dice_and_uncertainty(rows)
+    return {**correlation(x, y), "structures": fg}
 
 
 def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
