@@ -41,31 +41,18 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
             spec.images[k], spec.labels, spec.structures, modality=spec.modality
         )
     ds = Path(spec.root) / "dataset.json"
-    dataset_json = ds if spec.layout in ("msd", "nnunet") and ds.is_file() else None
-    modality, color_table = spec.modality, spec.reader_color_table()
+    how: dict[str, Any] = {"modality": spec.modality, "color_table": spec.reader_color_table()}
+    how["dataset_json"] = ds if spec.layout in ("msd", "nnunet") and ds.is_file() else None
     one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
     n = len(names) if one_file else len(spec.images)
     if channel is None and n > 1:
-        case = read_channels(
-            spec.images,
-            spec.labels,
-            n_channels=len(names) or None,
-            modality=modality,
-            dataset_json=dataset_json,
-            color_table=color_table,
-        )
+        case = read_channels(spec.images, spec.labels, n_channels=len(names) or None, **how)
     else:
         k = 0 if channel is None else int(channel)
         if not 0 <= k < n:
             raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {n})")
-        case = read_case(
-            spec.images[0 if one_file else k],
-            spec.labels,
-            volume=k if one_file else None,
-            modality=modality,
-            dataset_json=dataset_json,
-            color_table=color_table,
-        )
+        image, volume = (spec.images[0], k) if one_file else (spec.images[k], None)
+        case = read_case(image, spec.labels, volume=volume, **how)
         if one_file:
             case.meta["channel"] = k
     if spec.structures:

@@ -23,16 +23,14 @@ def segment(model: Any, case, params: Any = None, *, probabilities: bool = False
 
     if not isinstance(model, DenseModel):
         return model.segment(case, probabilities=probabilities)
-    if params is None:
-        return segment_case(model, case, probabilities=probabilities)
-    return segment_case(
-        model,
-        case,
-        overlap=params.overlap,
-        mirror=bool(params.mirror),
-        postprocess=bool(params.postprocess),
-        probabilities=probabilities,
-    )
+    window = {} if params is None else window_options(params)
+    return segment_case(model, case, probabilities=probabilities, **window)
+
+
+def window_options(params: Any) -> dict:
+    """The record's sliding-window settings: ``overlap``, ``mirror`` and ``postprocess``."""
+    mirror, postprocess = bool(params.mirror), bool(params.postprocess)
+    return {"overlap": params.overlap, "mirror": mirror, "postprocess": postprocess}
 
 
 def condition_name(attack: Mapping) -> str:
@@ -172,15 +170,9 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
 
     config = attack_config(attack)
     reference = _reference(attack, target_opts)
-    target = DenseTarget(
-        model,
-        case,
-        overlap=params.overlap,
-        batch_size=int(target_opts.get("batch_size", 2)),
-        mirror=bool(params.mirror),
-        gradient=str(target_opts.get("gradient", "whole")),
-        postprocess=bool(params.postprocess),
-    )
+    batch = int(target_opts.get("batch_size", 2))
+    gradient = str(target_opts.get("gradient", "whole"))
+    target = DenseTarget(model, case, batch_size=batch, gradient=gradient, **window_options(params))
     res = attack_case(
         target, config, clamp=bool(target_opts.get("clamp", True)), reference=reference
     )
@@ -242,5 +234,6 @@ __all__ = [
     "run_attack",
     "segment",
     "skip_reason",
+    "window_options",
     "with_image",
 ]
