@@ -9,7 +9,6 @@ that select MedSAM2's or the challenge's way are described in ``docs/protocols.m
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -113,13 +112,16 @@ class _Tail(_Head):
                 f"got {self.prompts!r}"
             )
         if self.precision != "auto":
-            from napari_segeval.models.registry import precision_of
+            self.precisions()
 
-            models = self.models if isinstance(self, Models) else None
-            refs: Sequence[str | None] = models or [self.model]
-            for ref in refs:
-                if isinstance(ref, str):
-                    precision_of(ref, self.precision, self.device)
+    def precisions(self) -> dict[str, str]:
+        """The precision each model of the run computes in on this machine
+        (:func:`~napari_segeval.models.registry.precision_of`, which refuses one it cannot).
+        """
+        from napari_segeval.models.registry import precision_of
+
+        refs: list = (self.models if isinstance(self, Models) else None) or [self.model]
+        return {r: str(precision_of(r, self.precision, self.device)) for r in refs if r}
 
 
 @dataclass(frozen=True)
