@@ -109,27 +109,16 @@ def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
     """The training cases' AUV record (``auv.json``, ``auv.csv``), made once per fingerprint."""
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
+    recipe = {k: v for k, v in params.to_json().items() if k in AUV_KEYS}
+
     def make() -> dict:
-        record = score_cases(
-            train,
-            model=params.auv_model,
-            checkpoint=params.auv_checkpoint,
-            device=params.device,
-            layout=str(params.auv_layout),
-            power=float(params.auv_energy_power),
-            aggregate=str(params.auv_aggregate),
-            grid=params.auv_grid,
-            ct_mapping=str(params.auv_ct_mapping),
-            resize=str(params.auv_resize),
-            threads=int(params.threads),
-        )
+        opts = {k.removeprefix("auv_"): v for k, v in recipe.items()}  # score_cases' names
+        opts["power"] = float(opts.pop("energy_power"))
+        record = score_cases(train, device=params.device, threads=int(params.threads), **opts)
         write_scores(out / "auv.csv", record, overwrite=True)
         return record
 
-    key = {
-        "cases": [[s.case_id, list(s.images), s.labels] for s in train],
-        **{k: v for k, v in params.to_json().items() if k in AUV_KEYS},
-    }
+    key = {"cases": [[s.case_id, list(s.images), s.labels] for s in train], **recipe}
     return C.cached(out / "auv.json", key, make, needs=(out / "auv.csv",))
 
 
