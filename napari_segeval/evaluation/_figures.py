@@ -11,22 +11,8 @@ import numpy as np
 from napari_segeval._names import CLEAN
 
 #: Overlay colours per label id (cycled), RGB 0-255.
-PALETTE = np.array(
-    [
-        [0, 0, 0],
-        [230, 25, 75],
-        [60, 180, 75],
-        [255, 225, 25],
-        [0, 130, 200],
-        [245, 130, 48],
-        [145, 30, 180],
-        [70, 240, 240],
-        [240, 50, 230],
-        [210, 245, 60],
-        [250, 190, 190],
-    ],
-    dtype=np.float32,
-)
+_COLOURS = "000000 e6194b 3cb44b ffe119 0082c8 f58230 911eb4 46f0f0 f032e6 d2f53c fabebe"
+PALETTE = np.frombuffer(bytes.fromhex(_COLOURS), np.uint8).reshape(-1, 3).astype(np.float32)
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
@@ -59,10 +45,18 @@ def _pyplot():
     return plt
 
 
-def _figure_uri(fig) -> str:
-    """A matplotlib figure, laid out tight, as a PNG data URI; the figure is closed."""
+def _figure_uri(fig, ax, ylabel: str, title: str, xlabel: str = "", grid: str = "both") -> str:
+    """A matplotlib figure with its axes labelled, gridded (``grid``: which axis) and titled,
+    laid out tight, as a PNG data URI; the figure is closed.
+    """
     import matplotlib.pyplot as plt
 
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(axis=grid, alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
@@ -151,14 +145,10 @@ def boxplot_uri(
         handles.append((bp["boxes"][0], cond))
     ax.set_xticks(range(len(structures)))
     ax.set_xticklabels(structures, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel(metric)
     ax.set_ylim(-0.02, 1.02)
-    ax.grid(axis="y", alpha=0.3)
-    if title:
-        ax.set_title(title, fontsize=9)
     if len(conditions) > 1:
         ax.legend([h for h, _ in handles], [c for _, c in handles], fontsize=7, loc="lower left")
-    return _figure_uri(fig)
+    return _figure_uri(fig, ax, metric, title, grid="y")
 
 
 def scatter_uri(
@@ -170,12 +160,7 @@ def scatter_uri(
     ok = np.isfinite(a) & np.isfinite(b)
     fig, ax = plt.subplots(figsize=(4.2, 3.2), dpi=100)
     ax.scatter(a[ok], b[ok], s=14, color=PALETTE[4] / 255.0, alpha=0.8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    return _figure_uri(fig)
+    return _figure_uri(fig, ax, ylabel, title, xlabel)
 
 
 def curves_uri(
@@ -200,15 +185,10 @@ def curves_uri(
         ax.plot(x, med, marker="o", markersize=4, color=colour, label=name)
     n = max((len(p) for p in curves.values()), default=1)
     ax.set_xticks(range(n))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
     ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    if title:
-        ax.set_title(title, fontsize=9)
     if curves:
         ax.legend(fontsize=7, loc="lower right")
-    return _figure_uri(fig)
+    return _figure_uri(fig, ax, ylabel, title, xlabel)
 
 
 __all__ = [

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval.evaluation._spec import CaseSpec, inside
+from napari_segeval.evaluation._spec import CaseSpec, inside, spec_maker
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
 CAMUS_STRUCTURES = {1: "lv_cavity", 2: "myocardium", 3: "left_atrium"}
@@ -70,7 +70,7 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
         raise SegEvalError(f"CAMUS mode must be frames, sequences or all, got {mode!r}")
     root = Path(root)
     splits = _camus_split(root)
-    specs = []
+    spec, specs = spec_maker("camus", root, CAMUS_STRUCTURES, "US"), []
     for image, gt in camus_pairs(root):
         m = _CAMUS_NAME.match(stem(image))
         phase = m.group("phase") if m else ""
@@ -84,19 +84,7 @@ def parse_camus(root: str | Path, mode: str = "frames") -> list[CaseSpec]:
             "phase": "sequence" if is_seq else phase.upper(),
         }
         specs.append(
-            CaseSpec(
-                stem(image),
-                (str(image),),
-                str(gt),
-                "camus",
-                str(root),
-                dict(CAMUS_STRUCTURES),
-                None,
-                "US",
-                splits.get(patient, "train"),
-                meta=meta,
-                group=patient,
-            )
+            spec(stem(image), image, gt, splits.get(patient, "train"), meta=meta, group=patient)
         )
     return specs
 
@@ -184,25 +172,13 @@ def parse_isic(root: str | Path) -> list[CaseSpec]:
         stem(p)[: -len("_segmentation")]: p for p in files if stem(p).endswith("_segmentation")
     }
     groups = isic_groups(root)
-    specs = []
+    spec, specs = spec_maker("isic", root, ISIC_STRUCTURES, "dermoscopy"), []
     for p in files:
         s = stem(p)
         if s.endswith(("_segmentation", "_superpixels")) or suffix(p) not in _ISIC_IMAGES:
             continue
-        specs.append(
-            CaseSpec(
-                s,
-                (str(p),),
-                str(masks[s]) if s in masks else None,
-                "isic",
-                str(root),
-                dict(ISIC_STRUCTURES),
-                None,
-                "dermoscopy",
-                _split_from_path(p.relative_to(root)),
-                group=groups.get(s),
-            )
-        )
+        split = _split_from_path(p.relative_to(root))
+        specs.append(spec(s, p, masks.get(s), split, group=groups.get(s)))
     return specs
 
 
@@ -231,22 +207,8 @@ def parse_neopolyp(root: str | Path) -> list[CaseSpec]:
     images without a mask are test cases.
     """
     root = Path(root)
-    specs = []
-    for image, mask in neopolyp_pairs(root):
-        specs.append(
-            CaseSpec(
-                stem(image),
-                (str(image),),
-                str(mask) if mask else None,
-                "neopolyp",
-                str(root),
-                dict(NEOPOLYP_STRUCTURES),
-                dict(NEOPOLYP_COLORS),
-                "endoscopy",
-                "train" if mask else "test",
-            )
-        )
-    return specs
+    spec = spec_maker("neopolyp", root, NEOPOLYP_STRUCTURES, "endoscopy", NEOPOLYP_COLORS)
+    return [spec(stem(i), i, m, "train" if m else "test") for i, m in neopolyp_pairs(root)]
 
 
 def parse_generic(root: str | Path, images: str = "*", labels: str | None = None) -> list[CaseSpec]:
@@ -280,16 +242,8 @@ def parse_generic(root: str | Path, images: str = "*", labels: str | None = None
     for p in candidates:
         found[p] = _label_for(root, p, labels) if labels else None
     label_files = {lab.resolve() for lab in found.values() if lab is not None}
-    specs = []
-    for p, lab in found.items():
-        if p.resolve() in label_files:
-            continue
-        specs.append(
-            CaseSpec(
-                stem(p), (str(p),), str(lab) if lab else None, "generic", str(root), split="train"
-            )
-        )
-    return specs
+    spec = spec_maker("generic", root)
+    return [spec(stem(p), p, lab) for p, lab in found.items() if p.resolve() not in label_files]
 
 
 def _label_for(root: Path, image: Path, pattern: str) -> Path | None:

@@ -20,38 +20,25 @@ from pathlib import Path
 import numpy as np
 
 from napari_segeval._errors import InvalidLabelsError, ReadError
-from napari_segeval.evaluation._spec import CaseSpec
+from napari_segeval.evaluation._spec import CaseSpec, spec_maker
 from napari_segeval.io._formats import natural_key
 
 LITS_STRUCTURES = {1: "liver", 2: "tumor"}
 KITS_STRUCTURES = {1: "kidney", 2: "tumor", 3: "cyst"}
-WORD_STRUCTURES = {
-    1: "liver",
-    2: "spleen",
-    3: "left_kidney",
-    4: "right_kidney",
-    5: "stomach",
-    6: "gallbladder",
-    7: "esophagus",
-    8: "pancreas",
-    9: "duodenum",
-    10: "colon",
-    11: "intestine",
-    12: "adrenal",
-    13: "rectum",
-    14: "bladder",
-    15: "Head_of_femur_L",
-    16: "Head_of_femur_R",
-}
-FETA_STRUCTURES = {
-    1: "external_csf",
-    2: "grey_matter",
-    3: "white_matter",
-    4: "ventricles",
-    5: "cerebellum",
-    6: "deep_grey_matter",
-    7: "brainstem",
-}
+
+
+def _numbered(names: str) -> dict[int, str]:
+    """The space-separated ``names`` numbered from 1."""
+    return dict(enumerate(names.split(), start=1))
+
+
+WORD_STRUCTURES = _numbered(
+    "liver spleen left_kidney right_kidney stomach gallbladder esophagus pancreas duodenum "
+    "colon intestine adrenal rectum bladder Head_of_femur_L Head_of_femur_R"
+)
+FETA_STRUCTURES = _numbered(
+    "external_csf grey_matter white_matter ventricles cerebellum deep_grey_matter brainstem"
+)
 _NII = (".nii.gz", ".nii")
 _LITS = re.compile(r"^(?P<test>test-)?volume-(?P<n>\d+)\.nii(\.gz)?$", re.IGNORECASE)
 _FETA = re.compile(r"^(?P<sub>sub-[^_]+)_rec-(?P<rec>[^_]+)_T2w\.nii(\.gz)?$")
@@ -70,31 +57,10 @@ def _by_name(paths) -> list[Path]:
     return sorted(paths, key=lambda q: natural_key(q.name))
 
 
-def _maker(layout: str, root: Path, structures: dict[int, str], modality: str):
-    """``spec(case, image, labels, split, **extra)``: a :class:`CaseSpec` of ``layout``."""
-
-    def spec(case: str, image: Path, labels: Path | None, split: str, **extra) -> CaseSpec:
-        labels_path = str(labels) if labels else None
-        return CaseSpec(
-            case,
-            (str(image),),
-            labels_path,
-            layout,
-            str(root),
-            dict(structures),
-            None,
-            modality,
-            split,
-            **extra,
-        )
-
-    return spec
-
-
 def parse_lits(root: str | Path) -> list[CaseSpec]:
     """LiTS: ``volume-N`` / ``segmentation-N`` (train) and ``test-volume-N`` (test)."""
     root = Path(root)
-    spec, specs = _maker("lits", root, LITS_STRUCTURES, "CT"), []
+    spec, specs = spec_maker("lits", root, LITS_STRUCTURES, "CT"), []
     for p in _by_name(root.rglob("*volume-*.nii*")):
         m = _LITS.match(p.name)
         if not m or not p.is_file():
@@ -115,7 +81,7 @@ def _kits_root(root: Path) -> Path:
 def parse_kits23(root: str | Path) -> list[CaseSpec]:
     """KiTS23: ``case_XXXXX/imaging.nii.gz`` and ``segmentation.nii.gz``."""
     root = Path(root)
-    spec, specs = _maker("kits23", root, KITS_STRUCTURES, "CT"), []
+    spec, specs = spec_maker("kits23", root, KITS_STRUCTURES, "CT"), []
     for folder in _by_name(_kits_root(root).glob("case_*")):
         image = _nii(folder, "imaging")
         if image is not None:
@@ -126,7 +92,7 @@ def parse_kits23(root: str | Path) -> list[CaseSpec]:
 def parse_word(root: str | Path) -> list[CaseSpec]:
     """WORD: ``images{Tr,Val,Ts}`` with ``labels{Tr,Val,Ts}`` (official 100/20/30 split)."""
     root = Path(root)
-    spec, specs = _maker("word", root, WORD_STRUCTURES, "CT"), []
+    spec, specs = spec_maker("word", root, WORD_STRUCTURES, "CT"), []
     for split, tag in (("train", "Tr"), ("val", "Val"), ("test", "Ts")):
         for p in _by_name(p for p in (root / f"images{tag}").glob("*.nii*") if p.is_file()):
             case = p.name.split(".nii")[0]
@@ -137,7 +103,7 @@ def parse_word(root: str | Path) -> list[CaseSpec]:
 def parse_feta(root: str | Path) -> list[CaseSpec]:
     """FeTA 2022: ``sub-XXX/anat/sub-XXX_rec-REC_T2w.nii.gz`` and ``..._dseg.nii.gz``."""
     root = Path(root)
-    spec, specs = _maker("feta", root, FETA_STRUCTURES, "MR"), []
+    spec, specs = spec_maker("feta", root, FETA_STRUCTURES, "MR"), []
     for p in _by_name(root.glob("sub-*/anat/*_T2w.nii*")):
         m = _FETA.match(p.name)
         if m:
@@ -200,7 +166,7 @@ def parse_totalsegmentator(root: str | Path) -> list[CaseSpec]:
         if seg.is_dir():
             names |= {p.name.split(".nii")[0] for p in seg.glob("*.nii*")}
         found.append((folder.name, image, seg if seg.is_dir() else None))
-    spec = _maker("totalsegmentator", root, _totalseg_ids(root, names), "CT")
+    spec = spec_maker("totalsegmentator", root, _totalseg_ids(root, names), "CT")
     return [spec(case, image, seg, splits.get(case, "train")) for case, image, seg in found]
 
 

@@ -65,13 +65,22 @@ def conditions(rows: list[dict]) -> list[str]:
     return sorted(keys, key=order)
 
 
+def dice_groups(rows: list[dict], by: str) -> dict[str, dict[str, list[float]]]:
+    """The rows' Dice values per structure and per value of ``by`` (a box plot's groups)."""
+    groups: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        box = groups.setdefault(r["structure"], {}).setdefault(str(r.get(by)), [])
+        box.append(as_float(r.get("dice")))
+    return groups
+
+
 def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
     """Several models per structure: median and IQR table, and per condition a box plot per
     structure, one colour per model and a dot per case (MedSAM2's figure 2).
     """
     from napari_segeval.evaluation.summary import by_model
 
-    comp = by_model(rows, ("dice", "nsd"))
+    comp = by_model(rows)
     parts = [
         (
             "<h2>Models compared per structure</h2><p>Every model ran on the same cases "
@@ -91,12 +100,7 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
         parts.append('<p class="note">The per-model box plots need matplotlib.</p>')
         return parts
     for cond in conditions(rows):
-        groups: dict[str, dict[str, list[float]]] = {}
-        for r in rows:
-            if r["condition"] == cond:
-                groups.setdefault(r["structure"], {}).setdefault(str(r.get("model")), []).append(
-                    as_float(r.get("dice"))
-                )
+        groups = dice_groups([r for r in rows if r["condition"] == cond], "model")
         uri = F.boxplot_uri(
             groups, "DSC", order=models, dots=True, title=f"DSC per structure and model ({cond})"
         )
@@ -106,16 +110,12 @@ def model_comparison(rows: list[dict], models: list[str]) -> list[str]:
 
 def dice_vs_uncertainty(rows: list[dict]) -> str:
     """Scatter of per-case clean foreground Dice against the case's uncertainty score."""
-    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.evaluation.summary import dice_and_uncertainty
     from napari_segeval.uncertainty import correlation
 
-    score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
-    if not any(not math.isnan(v) for v in score.values()):
+    x, y, fg = dice_and_uncertainty(rows)
+    if not any(not math.isnan(v) for v in x):
         return ""
-    fg = sorted({r["structure"] for r in rows} - {"background"}) or None
-    dice = case_means([r for r in rows if r["condition"] == CLEAN], "dice", fg)
-    cases = sorted(c for c, _ in dice if c in score)
-    x, y = [score[c] for c in cases], [dice[(c, CLEAN)] for c in cases]
     c = correlation(x, y)
     text = (
         f"<p>Per-case mean Dice ({'foreground structures' if fg else 'all structures'}, "

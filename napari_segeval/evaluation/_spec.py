@@ -100,6 +100,39 @@ class CaseSpec:
         }
 
 
+def spec_maker(
+    layout: str,
+    root: str | Path,
+    structures: dict[int, str] | None = None,
+    modality: str | None = None,
+    color_table: dict | None = None,
+    meta: dict | None = None,
+):
+    """``spec(case, images, labels, split="train", **extra)``: a :class:`CaseSpec` of ``layout``
+    in ``root`` with the data set's names, colours, modality and ``meta`` (copies per case);
+    ``images`` is one path or a tuple of them, ``labels`` a path or None.
+
+    Examples
+    --------
+    >>> spec = spec_maker("isic", "/d", {1: "lesion"}, "dermoscopy")
+    >>> s = spec("a", Path("/d/a.jpg"), None, "test", group="p")
+    >>> s.images, s.labels, s.structures, s.split, s.group
+    (('/d/a.jpg',), None, {1: 'lesion'}, 'test', 'p')
+    """
+
+    def spec(case: str, images, labels, split: str = "train", **extra) -> CaseSpec:
+        paths = tuple(str(p) for p in images) if isinstance(images, tuple) else (str(images),)
+        extra.setdefault("meta", dict(meta or {}))
+        labels = str(labels) if labels else None
+        colours = dict(color_table) if color_table else None
+        names = dict(structures or {})
+        return CaseSpec(
+            case, paths, labels, layout, str(root), names, colours, modality, split, **extra
+        )
+
+    return spec
+
+
 def inside(root: str | Path, relative: str) -> Path:
     """Join ``relative`` to ``root``, refusing absolute paths and ``..`` escapes (lexically).
 
@@ -125,4 +158,4 @@ def inside(root: str | Path, relative: str) -> Path:
     return Path(joined)
 
 
-__all__ = ["CaseSpec", "inside"]
+__all__ = ["CaseSpec", "inside", "spec_maker"]

@@ -30,14 +30,7 @@ def model_precisions(params: Any) -> dict[str, str]:
     >>> model_precisions(Medsam2Params(model="threshold", device="cpu"))
     {'threshold': 'fp32'}
     """
-    from napari_segeval.models.registry import precision_of
-
-    refs = params.models or [params.model]
-    return {
-        str(r): str(precision_of(str(r), params.precision, params.device))
-        for r in refs
-        if isinstance(r, str)
-    }
+    return params.precisions()
 
 
 def run_evaluation(

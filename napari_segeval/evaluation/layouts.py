@@ -12,22 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from napari_segeval._errors import ReadError, SegEvalError
-from napari_segeval.evaluation._spec import CaseSpec, inside
+from napari_segeval.evaluation._layouts_3d import PARSERS, detect_3d
+from napari_segeval.evaluation._spec import CaseSpec, inside, spec_maker
 from napari_segeval.io._formats import IMAGE_SUFFIXES, natural_key, stem, suffix
 
-LAYOUTS = (
-    "msd",
-    "nnunet",
-    "camus",
-    "isic",
-    "neopolyp",
-    "generic",
-    "lits",
-    "kits23",
-    "word",
-    "feta",
-    "totalsegmentator",
-)
+#: Every layout's name: the 2D and data-set-file layouts, then the 3D data sets'.
+LAYOUTS = ("msd", "nnunet", "camus", "isic", "neopolyp", "generic", *PARSERS)
 
 
 def channel_meta(dataset_json: dict) -> dict:
@@ -47,10 +37,8 @@ def channel_meta(dataset_json: dict) -> dict:
     return {"channel_names": list(names)} if len(names) > 1 else {}
 
 
-def _files(folder: Path, pattern: str = "*") -> list[Path]:
-    if not folder.is_dir():
-        return []
-    out = [p for p in folder.glob(pattern) if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
+def _files(folder: Path) -> list[Path]:
+    out = [p for p in folder.glob("*") if p.is_file() and suffix(p) in IMAGE_SUFFIXES]
     return sorted(out, key=lambda p: natural_key(p.name))
 
 
@@ -75,33 +63,15 @@ def _msd_images(root: Path, entry: str) -> tuple[tuple[str, ...], str]:
 
 
 def _dataset_json_cases(root: Path, layout: str) -> tuple[dict, Callable[..., CaseSpec]]:
-    """The ``dataset.json`` of ``root``, and ``spec(case, images, labels, split, error=None)``
-    making a ``layout`` record with the names, modality and channels it states.
+    """The ``dataset.json`` of ``root``, and a :func:`~._spec.spec_maker` of ``layout`` with the
+    names, modality and channels it states.
     """
     from napari_segeval.io import load_dataset_json, structure_names
     from napari_segeval.io._dataset_json import dataset_modality
 
     ds = load_dataset_json(root)
     names, modality, meta = structure_names(ds), dataset_modality(ds), channel_meta(ds)
-
-    def spec(
-        case: str, images: tuple[str, ...], labels: str | None, split: str, error: str | None = None
-    ) -> CaseSpec:
-        return CaseSpec(
-            case,
-            images,
-            labels,
-            layout,
-            str(root),
-            names,
-            None,
-            modality,
-            split,
-            meta=dict(meta),
-            error=error,
-        )
-
-    return ds, spec
+    return ds, spec_maker(layout, root, names, modality, meta=meta)
 
 
 def parse_msd(root: str | Path) -> list[CaseSpec]:
@@ -125,7 +95,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
             err = None
         except SegEvalError as exc:
             images, case, labels, err = (str(image_entry),), stem(image_entry), None, str(exc)
-        specs.append(spec(case, images, labels, split, err))
+        specs.append(spec(case, images, labels, split, error=err))
 
     training, test = ds.get("training") or [], ds.get("test") or []
     for entry in training:
@@ -140,7 +110,7 @@ def parse_msd(root: str | Path) -> list[CaseSpec]:
         ):
             for case, ending, chans in _scan_channels(root / img_dir):
                 lab = root / lab_dir / f"{case}{ending}" if lab_dir else None
-                specs.append(spec(case, chans, str(lab) if lab and lab.exists() else None, split))
+                specs.append(spec(case, chans, lab if lab and lab.exists() else None, split))
     return _unique(specs)
 
 
@@ -175,7 +145,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                 err = None
             except SegEvalError as exc:
                 images, labels, err = tuple(entry.get("images", [])), None, str(exc)
-            specs.append(spec(str(case), images, labels, "train", err))
+            specs.append(spec(str(case), images, labels, "train", error=err))
     else:
         for split, img_dir, lab_dir in (
             ("train", "imagesTr", "labelsTr"),
@@ -193,7 +163,7 @@ def parse_nnunet(root: str | Path) -> list[CaseSpec]:
                         f"dataset.json names {n_chan}"
                     )
                 )
-                specs.append(spec(case, chans, str(lab) if lab.exists() else None, split, err))
+                specs.append(spec(case, chans, lab if lab.exists() else None, split, error=err))
     specs = _unique(specs)
     splits_file = root / "splits_final.json"
     if splits_file.is_file():
@@ -232,7 +202,6 @@ def detect_layout(root: str | Path) -> str:
     labels does not decide the layout.
     """
     from napari_segeval.evaluation import _layouts_2d as l2
-    from napari_segeval.evaluation._layouts_3d import detect_3d
 
     root = Path(root)
     if not root.is_dir():
@@ -281,8 +250,6 @@ def load_layout(
     root = Path(root).absolute()
     if not root.is_dir():
         raise ReadError(f"{root}: data-set folder not found")
-    from napari_segeval.evaluation._layouts_3d import PARSERS
-
     parsers = {
         "msd": parse_msd,
         "nnunet": parse_nnunet,

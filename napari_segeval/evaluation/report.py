@@ -25,6 +25,7 @@ from napari_segeval.evaluation import store
 from napari_segeval.evaluation._report_sections import (
     Markup,
     conditions,
+    dice_groups,
     dice_vs_uncertainty,
     fold_tables,
     model_comparison,
@@ -120,32 +121,22 @@ def file_links(files: dict | None, keys: list[PredictionKey], error: str | None 
     parts = []
     for i, key in enumerate(keys):
         name = html.escape(key.label())
-        if key.round is not None:  # an interactive run's last round
-            if str(key) in files:
-                first = key.first_round()
-                tag = (
-                    f"{html.escape(first.label())} r{key.round}"
-                    if key.model is not None
-                    else f"{CLEAN if key.is_clean else 'att'} r{key.round}"
-                )
-                parts.append(
-                    f'<a href="{html.escape(quote(files[str(key)]))}" '
-                    f'title="{name} prediction">{tag}</a>'
-                )
-            continue
-        tag = (
-            CLEAN if str(key) == CLEAN else name if key.model is not None else f"att.{i}"
-        )  # several models: the prediction's name
-        for stored, text, what in (
-            (key, tag, "prediction"),
-            (key.image(FileKind.PERTURBED), f"{tag} img", "perturbed image"),
-            (key.image(FileKind.PERTURBATION), f"{tag} &delta;", "perturbation"),
-        ):
-            if str(stored) in files:
-                parts.append(
-                    f'<a href="{html.escape(quote(files[str(stored)]))}" '
-                    f'title="{name} {what}">{text}</a>'
-                )
+        if key.round is not None:  # an interactive run's last round: its label map only
+            first = html.escape(key.first_round().label()) if key.model is not None else None
+            tag = f"{first or (CLEAN if key.is_clean else 'att')} r{key.round}"
+            links = [(key, tag, "prediction")]
+        else:  # several models: the prediction's name
+            tag = CLEAN if str(key) == CLEAN else name if key.model is not None else f"att.{i}"
+            links = [
+                (key, tag, "prediction"),
+                (key.image(FileKind.PERTURBED), f"{tag} img", "perturbed image"),
+                (key.image(FileKind.PERTURBATION), f"{tag} &delta;", "perturbation"),
+            ]
+        parts += [
+            f'<a href="{html.escape(quote(files[str(k)]))}" title="{name} {what}">{text}</a>'
+            for k, text, what in links
+            if str(k) in files
+        ]
     return Markup(" ".join(parts))
 
 
@@ -248,12 +239,8 @@ def _boxplots(rows: list[dict]) -> str:
             '<p class="note">Box plots need matplotlib (pip install '
             "'napari-segeval[report]'); this report has tables only.</p>"
         )
-    groups: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        groups.setdefault(r["structure"], {}).setdefault(r["condition"], []).append(
-            as_float(r.get("dice"))
-        )
-    return f'<img alt="Dice box plots" src="{F.boxplot_uri(groups, "dice")}">'
+    uri = F.boxplot_uri(dice_groups(rows, "condition"), "dice")
+    return f'<img alt="Dice box plots" src="{uri}">'
 
 
 def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:

@@ -185,15 +185,7 @@ def _run_inline(protocol, specs, params, cancel, save) -> Iterator[dict]:
 
 
 def _error_record(protocol, s: CaseSpec, reason: str) -> dict:
-    return {
-        "case": s.case_id,
-        "status": "error",
-        "fold": s.fold,
-        "split": s.split,
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "error": reason,
-    }
+    return {**_identity(protocol, s), "status": "error", "error": reason}
 
 
 def _fill(ex, feed, in_flight: dict, limit: int, protocol, params, save) -> None:

@@ -209,18 +209,10 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
         if rec.get("status") == "ok":
             rows.extend(rec.get("rows") or [])
         else:
+            head = {"case": rec["case"], "structure": "", "condition": "", "status": "error"}
+            identity = ("protocol", "protocol_version", "fold", "split")
             rows.append(
-                {
-                    "case": rec["case"],
-                    "structure": "",
-                    "condition": "",
-                    "status": "error",
-                    "error": rec.get("error", ""),
-                    "protocol": rec.get("protocol"),
-                    "protocol_version": rec.get("protocol_version"),
-                    "fold": rec.get("fold"),
-                    "split": rec.get("split"),
-                }
+                {**head, "error": rec.get("error", ""), **{k: rec.get(k) for k in identity}}
             )
     return rows
 

@@ -55,15 +55,32 @@ def case_means(
     return {k: mean(v) for k, v in groups.items()}
 
 
-def robustness(
-    rows: Sequence[Mapping], *, clean: str = CLEAN, metric: str = "dice", factor: float = 0.5
-) -> dict:
+def dice_and_uncertainty(rows: Sequence[Mapping]) -> tuple[list[float], list[float], list[str]]:
+    """Per case, in case order: its ``uncertainty`` score and its mean clean Dice over the
+    foreground structures (all structures when there are none), and those structures.
+
+    Examples
+    --------
+    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
+    ...         for c, d, u in [("b", 0.5, 0.6), ("a", 0.9, 0.1)] for s in ("background", "x")]
+    >>> dice_and_uncertainty(rows)
+    ([0.1, 0.6], [0.9, 0.5], ['x'])
+    """
+    score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
+    fg = sorted({r["structure"] for r in rows} - {"background"})
+    dice = case_means([r for r in rows if r["condition"] == CLEAN], "dice", fg or None)
+    cases = sorted(c for c, _ in dice if c in score)
+    return [score[c] for c in cases], [dice[(c, CLEAN)] for c in cases], fg
+
+
+def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     """``msd-robust`` numbers: per-structure means, task means, Dice drop, robust fraction.
 
     A case is robust under an attack when its attacked Dice (mean over structures) is
     strictly above ``factor`` x the task's mean clean Dice
     (:func:`napari_segeval.metrics.robust_threshold`; NaN counts as not robust).
     """
+    clean, metric = CLEAN, "dice"
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
@@ -97,30 +114,22 @@ def robustness(
     }
 
 
-def median_iqr(
-    rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd"), task_key: str = "task"
-) -> dict:
-    """MedSAM2 aggregation: median and IQR per structure, per task, pooled over tasks
-    (``over_tasks``) and over the per-task medians (``over_task_medians``).
+def median_iqr(rows: Sequence[Mapping]) -> dict:
+    """MedSAM2 aggregation of DSC and NSD: median and IQR per structure, per task, pooled over
+    tasks (``over_tasks``) and over the per-task medians (``over_task_medians``).
     """
     out = {}
-    for m in metrics:
-        pooled = summarize(({**r, "_all": "all"} for r in rows), m, by=("_all",))
-        per_task = summarize(rows, m, by=(task_key,))
-        task_medians = [{"_all": "all", m: t["median"]} for t in per_task]
+    for m in ("dice", "nsd"):
+        pooled = summarize(rows, m, by=())
+        per_task = summarize(rows, m, by=("task",))
+        medians = summarize([{m: t["median"]} for t in per_task], m, by=())
         out[m] = {
-            "per_structure": summarize(rows, m, by=(task_key, "structure")),
+            "per_structure": summarize(rows, m, by=("task", "structure")),
             "per_task": per_task,
-            "over_tasks": _drop_key(pooled[0]) if pooled else {},
-            "over_task_medians": _drop_key(summarize(task_medians, m, by=("_all",))[0])
-            if task_medians
-            else {},
+            "over_tasks": pooled[0] if pooled else {},
+            "over_task_medians": medians[0] if medians else {},
         }
     return out
-
-
-def _drop_key(d: dict) -> dict:
-    return {k: v for k, v in d.items() if k != "_all"}
 
 
 def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
@@ -156,11 +165,7 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
     return out
 
 
-def percent_scores(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = ("dice", "iou"),
-    include: Sequence[str] | None = None,
-) -> dict:
+def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou")) -> dict:
     """Mean over cases of the per-case class average, in percent, for each metric.
 
     Examples
@@ -172,7 +177,7 @@ def percent_scores(
     out: dict = {}
     n = 0
     for m in metrics:
-        means = case_means(rows, m, include)
+        means = case_means(rows, m)
         out[m] = percent(mean(means.values()))
         n = len(means)
     out["n_cases"] = n
@@ -180,40 +185,28 @@ def percent_scores(
 
 
 def filtered_by_uncertainty(
-    rows: Sequence[Mapping],
-    fractions: Sequence[float],
-    metrics: Sequence[str] = ("dice", "iou"),
-    key: str = "uncertainty",
-    include: Sequence[str] | None = None,
+    rows: Sequence[Mapping], fractions: Sequence[float], rule: str = "round"
 ) -> list[dict]:
-    """Re-score after removing the ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases,
-    for each fraction ``f`` (:func:`napari_segeval.uncertainty.filter_most_uncertain`).
+    """Re-score after removing the most uncertain cases for each fraction ``f``: the
+    ``floor(f * n + 0.5)`` most uncertain of the ``n`` cases, or (``rule="quantile"``) those
+    above the ``(1 - f)`` quantile (:func:`napari_segeval.uncertainty.filter_most_uncertain`),
+    by the rows' ``uncertainty``; Dice and IoU in percent (:func:`percent_scores`).
     """
     from napari_segeval.uncertainty.scores import filter_most_uncertain
 
     score: dict[str, float] = {}
     for r in rows:
-        score.setdefault(r["case"], as_float(r.get(key)))
+        score.setdefault(r["case"], as_float(r.get("uncertainty")))
     out = []
     for f in fractions:
-        _, removed = filter_most_uncertain(score, float(f))
+        _, removed = filter_most_uncertain(score, float(f), rule)
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
-        out.append(
-            {
-                "fraction_removed": float(f),
-                "removed": removed,
-                **percent_scores(kept, metrics, include),
-            }
-        )
+        out.append({"fraction_removed": float(f), "removed": removed, **percent_scores(kept)})
     return out
 
 
-def cross_validation(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = ("dice", "iou", "recall", "precision"),
-    fold_key: str = "fold",
-) -> dict:
+def cross_validation(rows: Sequence[Mapping]) -> dict:
     """``cv5-2d``: per class and class-averaged mean +- std over folds, in percent.
 
     Per class: :func:`~napari_segeval.metrics.kfold_summary`. Averaged: each fold's mean
@@ -221,11 +214,11 @@ def cross_validation(
     """
     out = {}
     classes = sorted({r["structure"] for r in rows})
-    for m in metrics:
+    for m in _METRICS:
         per_class: dict[str, dict] = {}
         fold_means: dict[object, list[float]] = {}
         for c in classes:
-            ks = kfold_summary([r for r in rows if r["structure"] == c], m, fold_key)
+            ks = kfold_summary([r for r in rows if r["structure"] == c], m)
             per_class[c] = {
                 "mean": percent(ks["mean"]),
                 "std": percent(ks["std"]),
@@ -242,14 +235,22 @@ COUNT_KEYS = ("n_tp", "n_ref", "n_pred")
 _METRICS = ("dice", "iou", "recall", "precision")
 
 
-def _count_sums(rows: Iterable[Mapping]) -> dict[str, np.ndarray]:
-    """Per class: ``(n_tp, n_ref, n_pred)`` summed over the rows that carry them."""
+def _class_counts(rows: Iterable[Mapping]) -> tuple[list[str], np.ndarray]:
+    """The classes of the rows that carry pixel counts, sorted, and each one's
+    ``(n_tp, n_ref, n_pred)`` summed over them (one row per class).
+    """
     sums: dict[str, np.ndarray] = {}
     for r in rows:
         if all(k in r for k in COUNT_KEYS):
             sums.setdefault(r["structure"], np.zeros(3, np.int64))
             sums[r["structure"]] += [int(r[k]) for k in COUNT_KEYS]
-    return sums
+    classes = sorted(sums)
+    return classes, np.array([sums[c] for c in classes], np.int64).reshape(-1, 3)
+
+
+def _per_class(classes: list[str], per: Mapping, metrics: Sequence[str]) -> dict:
+    """Each class's metrics of ``per`` (arrays over ``classes``), in percent."""
+    return {c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)}
 
 
 def pooled_scores(
@@ -272,18 +273,14 @@ def pooled_scores(
     >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
     (60.0, 63.33, 61.54)
     """
-    sums = _count_sums(rows)
-    if not sums:
+    classes, counts = _class_counts(rows)
+    if not classes:
         return {}
-    classes = sorted(sums)
-    counts = np.stack([sums[c] for c in classes])
-    fg = np.stack([sums[c] for c in classes if c != "background"] or [np.zeros(3, np.int64)])
+    fg = counts[[c != "background" for c in classes]]
     per = overlap_from_counts(*counts.T, empty=empty)
     micro = overlap_from_counts(*fg.sum(axis=0), empty=empty)
     return {
-        "per_class": {
-            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
-        },
+        "per_class": _per_class(classes, per, metrics),
         "average": {m: percent(float(np.mean(per[m]))) for m in metrics},
         "micro": {m: percent(float(micro[m])) for m in metrics},
     }
@@ -307,28 +304,25 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     >>> round(s["average"]["dice"], 2), s["average"]["precision"]
     (91.24, 97.87234042553192)
     """
-    sums = _count_sums(rows)
-    if not sums:
+    classes, counts = _class_counts(rows)
+    if not classes:
         return {}
-    classes = sorted(sums)
-    tp, ref, pred = np.stack([sums[c] for c in classes]).T
+    tp, ref, pred = counts.T
     per = overlap_from_counts(tp, ref, pred, empty="nan")
     per["precision"] = np.where(pred > 0, per["precision"], math.nan)
     per["recall"] = np.where(ref > 0, per["recall"], math.nan)
     return {
-        "per_class": {
-            c: {m: percent(float(per[m][i])) for m in metrics} for i, c in enumerate(classes)
-        },
+        "per_class": _per_class(classes, per, metrics),
         "average": {m: percent(mean(per[m])) for m in metrics},
     }
 
 
 def _over_folds(
-    rows: Sequence[Mapping], score, metrics: Sequence[str], fold_key: str, blocks: Sequence[str]
+    rows: Sequence[Mapping], score, metrics: Sequence[str], blocks: Sequence[str]
 ) -> dict:
     """``score(rows of one fold)`` per fold, then mean +- std (ddof=1) over folds."""
-    folds = sorted({r[fold_key] for r in rows if r.get(fold_key) is not None}, key=str)
-    per_fold = [score([r for r in rows if r.get(fold_key) == f]) for f in folds]
+    folds = sorted({r["fold"] for r in rows if r.get("fold") is not None}, key=str)
+    per_fold = [score([r for r in rows if r.get("fold") == f]) for f in folds]
     per_fold = [p for p in per_fold if p]
     if not per_fold:
         return {}
@@ -352,7 +346,6 @@ def _over_folds(
 def pooled_folds(
     rows: Sequence[Mapping],
     metrics: Sequence[str] = _METRICS,
-    fold_key: str = "fold",
     empty: str = "one",
 ) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
@@ -366,13 +359,11 @@ def pooled_folds(
     {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
     return _over_folds(
-        rows, lambda r: pooled_scores(r, metrics, empty), metrics, fold_key, ("average", "micro")
+        rows, lambda r: pooled_scores(r, metrics, empty), metrics, ("average", "micro")
     )
 
 
-def accumulated_folds(
-    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, fold_key: str = "fold"
-) -> dict:
+def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
     """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (a class absent from a fold is left out of its mean and std).
 
@@ -383,9 +374,7 @@ def accumulated_folds(
     >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
     [100.0, 50.0]
     """
-    return _over_folds(
-        rows, lambda r: accumulated_scores(r, metrics), metrics, fold_key, ("average",)
-    )
+    return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, ("average",))
 
 
 def holdout_scores(
@@ -423,6 +412,7 @@ __all__ = [
     "by_model",
     "case_means",
     "cross_validation",
+    "dice_and_uncertainty",
     "filtered_by_uncertainty",
     "holdout_scores",
     "is_absent",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,22 +96,15 @@ def risk_rows(
     others
         Other models' masks of each structure on the same prompts.
     """
-    out: dict[int, StructureRisk] = {}
-    rows: list[dict] = []
-    for label, mask in masks.items():
-        s = structures[label]
-        mask = np.asarray(mask, bool)
-        ref = None if reference is None else np.asarray(reference) == label
-        out[label] = structure_risk(
-            label,
-            mask,
-            crop_slices(s),
-            trace=s.trace,
-            others=(others or {}).get(label, ()),
-            extra_slices=_slices_of(ref),
+
+    def risk(label: int, mask: np.ndarray, extra: Sequence[int]) -> StructureRisk:
+        s, other = structures[label], (others or {}).get(label, ())
+        return structure_risk(
+            label, mask, crop_slices(s), trace=s.trace, others=other, extra_slices=extra
         )
-        rows += _slice_rows(out[label], mask, ref, names.get(label, str(label)), model, condition)
-    return out, rows
+
+    bools = ((label, np.asarray(mask, bool)) for label, mask in masks.items())
+    return _risks(bools, names, reference, model, condition, risk)
 
 
 def dense_risk_rows(
@@ -145,20 +138,33 @@ def dense_risk_rows(
         Default: the shipped dense one (:attr:`RiskKind.DENSE`).
     """
     risk_model = risk_model or RiskModel.load(kind=RiskKind.DENSE)
+
+    def risk(label: int, mask: np.ndarray, extra: Sequence[int]) -> StructureRisk:
+        p = probabilities[label] if label < len(probabilities) else np.zeros(mask.shape)
+        aug = [np.asarray(a) == label for a in augmented]
+        return structure_risk(label, mask, p, extra_slices=extra, augmented=aug, model=risk_model)
+
+    masks = ((label, np.asarray(labels) == label) for label in names)  # one at a time
+    return _risks(masks, names, reference, model, condition, risk)
+
+
+def _risks(
+    masks: Iterable[tuple[int, np.ndarray]],
+    names: Mapping[int, str],
+    reference: np.ndarray | None,
+    model: str,
+    condition: str,
+    risk: Any,
+) -> tuple[dict[int, StructureRisk], list[dict]]:
+    """``risk(label, mask, reference slices)`` of each ``(label, mask)``, and its ``slices.csv``
+    rows.
+    """
     out: dict[int, StructureRisk] = {}
     rows: list[dict] = []
-    for label, name in names.items():
-        mask = np.asarray(labels) == label
+    for label, mask in masks:
         ref = None if reference is None else np.asarray(reference) == label
-        out[label] = structure_risk(
-            label,
-            mask,
-            probabilities[label] if label < len(probabilities) else np.zeros(mask.shape),
-            extra_slices=_slices_of(ref),
-            augmented=[np.asarray(a) == label for a in augmented],
-            model=risk_model,
-        )
-        rows += _slice_rows(out[label], mask, ref, name, model, condition)
+        out[label] = risk(label, mask, _slices_of(ref))
+        rows += _slice_rows(out[label], mask, ref, names.get(label, str(label)), model, condition)
     return out, rows
 
 

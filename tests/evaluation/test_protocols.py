@@ -11,7 +11,8 @@ import pytest
 from _segeval_toy import TOY, write_msd
 
 from napari_segeval.evaluation import get_protocol, run_evaluation
-from napari_segeval.evaluation.protocols._promptable import key_slice, reference_prompts
+from napari_segeval.evaluation.protocols._promptable import reference_prompts
+from napari_segeval.prompts.from_labels import key_index
 
 
 def read_rows(path) -> list[dict]:
@@ -50,7 +51,7 @@ def bright_ct_task(root):
 def test_key_slice_and_prompts_are_middle_and_reproducible():
     m = np.zeros((11, 6, 6), np.uint8)
     m[2:9, 1:4, 1:4] = 1
-    assert key_slice(m == 1) == 5
+    assert key_index(m == 1) == 5
 
     def rng():
         return np.random.default_rng(0)

@@ -41,31 +41,18 @@ def load_case(spec: CaseSpec, *, channel: int | None = 0, need_labels: bool = Tr
             spec.images[k], spec.labels, spec.structures, modality=spec.modality
         )
     ds = Path(spec.root) / "dataset.json"
-    dataset_json = ds if spec.layout in ("msd", "nnunet") and ds.is_file() else None
-    modality, color_table = spec.modality, spec.reader_color_table()
+    how: dict[str, Any] = {"modality": spec.modality, "color_table": spec.reader_color_table()}
+    how["dataset_json"] = ds if spec.layout in ("msd", "nnunet") and ds.is_file() else None
     one_file = len(spec.images) == 1 and len(names) > 1  # a 4D file holding the channels
     n = len(names) if one_file else len(spec.images)
     if channel is None and n > 1:
-        case = read_channels(
-            spec.images,
-            spec.labels,
-            n_channels=len(names) or None,
-            modality=modality,
-            dataset_json=dataset_json,
-            color_table=color_table,
-        )
+        case = read_channels(spec.images, spec.labels, n_channels=len(names) or None, **how)
     else:
         k = 0 if channel is None else int(channel)
         if not 0 <= k < n:
             raise SegEvalError(f"case {spec.case_id}: no channel {k} (has {n})")
-        case = read_case(
-            spec.images[0 if one_file else k],
-            spec.labels,
-            volume=k if one_file else None,
-            modality=modality,
-            dataset_json=dataset_json,
-            color_table=color_table,
-        )
+        image, volume = (spec.images[0], k) if one_file else (spec.images[k], None)
+        case = read_case(image, spec.labels, volume=volume, **how)
         if one_file:
             case.meta["channel"] = k
     if spec.structures:
@@ -86,7 +73,7 @@ def dense_model(ref: str, device: str | None = None) -> Any:
 
 
 def score(
-    reference: np.ndarray,
+    reference: np.ndarray | None,
     prediction: np.ndarray,
     spacing,
     structures: Mapping[int, str],
@@ -99,7 +86,8 @@ def score(
     """Metric rows (``metrics.structure_table``) tagged with ``structure`` and ``condition``.
 
     Each row also says whether the structure is ``absent`` from both reference and
-    prediction (its Dice is no failure).
+    prediction (its Dice is no failure). Without a ``reference`` nothing is scored: one row
+    per structure of ``structures`` (to carry its risk).
 
     Examples
     --------
@@ -110,6 +98,10 @@ def score(
     """
     from napari_segeval.metrics import structure_table
 
+    if reference is None:
+        return [
+            {"structure": n, "label": int(k), "condition": condition} for k, n in structures.items()
+        ]
     if reference.shape != prediction.shape:
         raise SegEvalError(
             f"prediction shape {prediction.shape} differs from the reference {reference.shape}"
@@ -182,6 +174,26 @@ def train_once(path: str | os.PathLike, key: Any, train: Callable[[Path], dict])
     return cached(path.with_suffix(".json"), key, lambda: train(path), needs=(path,))
 
 
+def trained_model(path: str | os.PathLike, device: str | None, case_id: str) -> Any:
+    """The dense model a protocol trained into ``path``, loaded once per file version; refused
+    (one line) for a case among its training cases (``meta``'s ``train_cases``, or its
+    ``training``'s).
+    """
+    model = _trained(str(path), Path(path).stat().st_mtime_ns, device)
+    meta = model.meta
+    if case_id in (meta.get("train_cases") or (meta.get("training") or {}).get("train_cases", [])):
+        raise SegEvalError(
+            f"case {case_id} was a training case of {path}: refusing to score it with that model"
+        )
+    return model
+
+
+@lru_cache(maxsize=8)
+def _trained(path: str, mtime_ns: int, device: str | None) -> Any:
+    """A trained model file, loaded once per version (its modification time)."""
+    return load_dense(path, device=device or "cpu")
+
+
 def num_classes(train: Sequence, cases: Sequence) -> int:
     """One more than the largest label id named by the specs ``train`` or in their ``cases``."""
     ids = [int(k) for s in train for k in s.structures]
@@ -203,27 +215,15 @@ def _to_uint8(img: np.ndarray) -> np.ndarray:
     return (np.clip((img - lo) / (hi - lo), 0, 1) * 255).astype(np.uint8)
 
 
-def key_index(reference: np.ndarray, spatial_ndim: int) -> int | None:
-    """Slice (first axis) with the most reference foreground; None for 2D."""
-    if spatial_ndim < 3:
-        return None
-    counts = (reference > 0).reshape(reference.shape[0], -1).sum(axis=1)
-    return int(np.argmax(counts))
-
-
 def views(case, predictions: Mapping[str, np.ndarray], index: int | None = None) -> dict:
     """Thumbnail slices: image, reference and each condition's prediction on one slice.
 
     3D/video cases use slice ``index`` (default: the largest reference area, else the middle).
     """
-    ref = case.labels
-    nd = len(case.spatial_shape)
-    if index is not None:
-        k: int | None = index
-    elif ref is not None:
-        k = key_index(ref, nd)
-    else:
-        k = case.spatial_shape[0] // 2 if nd >= 3 else None
+    ref, k = case.labels, index
+    if k is None and len(case.spatial_shape) >= 3:
+        fg = None if ref is None else (ref > 0).reshape(ref.shape[0], -1).sum(axis=1)
+        k = case.spatial_shape[0] // 2 if fg is None else int(np.argmax(fg))
     take = (lambda a: a[k]) if k is not None else (lambda a: a)
     image = case.image[0] if case.is_multichannel else case.image  # first channel shown
     out = {"image": _shrink(_to_uint8(take(image)))}
@@ -255,12 +255,12 @@ __all__ = [
     "case_arrays",
     "dense_model",
     "fingerprint",
-    "key_index",
     "load_case",
     "num_classes",
     "promptable_model",
     "resolve_factory",
     "score",
     "train_once",
+    "trained_model",
     "views",
 ]

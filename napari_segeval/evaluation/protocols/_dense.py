@@ -23,16 +23,14 @@ def segment(model: Any, case, params: Any = None, *, probabilities: bool = False
 
     if not isinstance(model, DenseModel):
         return model.segment(case, probabilities=probabilities)
-    if params is None:
-        return segment_case(model, case, probabilities=probabilities)
-    return segment_case(
-        model,
-        case,
-        overlap=params.overlap,
-        mirror=bool(params.mirror),
-        postprocess=bool(params.postprocess),
-        probabilities=probabilities,
-    )
+    window = {} if params is None else window_options(params)
+    return segment_case(model, case, probabilities=probabilities, **window)
+
+
+def window_options(params: Any) -> dict:
+    """The record's sliding-window settings: ``overlap``, ``mirror`` and ``postprocess``."""
+    mirror, postprocess = bool(params.mirror), bool(params.postprocess)
+    return {"overlap": params.overlap, "mirror": mirror, "postprocess": postprocess}
 
 
 def condition_name(attack: Mapping) -> str:
@@ -172,15 +170,9 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
 
     config = attack_config(attack)
     reference = _reference(attack, target_opts)
-    target = DenseTarget(
-        model,
-        case,
-        overlap=params.overlap,
-        batch_size=int(target_opts.get("batch_size", 2)),
-        mirror=bool(params.mirror),
-        gradient=str(target_opts.get("gradient", "whole")),
-        postprocess=bool(params.postprocess),
-    )
+    batch = int(target_opts.get("batch_size", 2))
+    gradient = str(target_opts.get("gradient", "whole"))
+    target = DenseTarget(model, case, batch_size=batch, gradient=gradient, **window_options(params))
     res = attack_case(
         target, config, clamp=bool(target_opts.get("clamp", True)), reference=reference
     )
@@ -193,11 +185,31 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
     )
 
 
+def attack_images(condition: str, perturbed: Any, perturbation: Any) -> dict:
+    """An attack's perturbed image and perturbation, keyed as a record's files."""
+    from napari_segeval.evaluation.keys import IMAGE_KINDS, PredictionKey
+
+    pair = (perturbed, perturbation)
+    return {
+        str(PredictionKey(condition, kind=k)): v for k, v in zip(IMAGE_KINDS, pair, strict=True)
+    }
+
+
 def with_image(case: Any, image: np.ndarray) -> Any:
     """``case`` with another image on the same grid (an attacked one, a flipped one)."""
     from dataclasses import replace
 
     return replace(case, image=np.asarray(image))
+
+
+def dense_risks(labels, probabilities, structures: Mapping, params: Any, **kw) -> tuple[dict, list]:
+    """Each structure's risk (by label) and the ``slices.csv`` rows of a dense prediction
+    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`, ``model`` the record's).
+    """
+    from napari_segeval.evaluation.triage import dense_risk_rows
+
+    risks, rows = dense_risk_rows(labels, probabilities, structures, model=str(params.model), **kw)
+    return {label: r.risk for label, r in risks.items()}, rows
 
 
 def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
@@ -213,12 +225,15 @@ __all__ = [
     "TARGET_KEYS",
     "AttackOutcome",
     "attack_config",
+    "attack_images",
     "check_attacks",
     "condition_name",
+    "dense_risks",
     "per_case_entropy",
     "raw_per_unit",
     "run_attack",
     "segment",
     "skip_reason",
+    "window_options",
     "with_image",
 ]

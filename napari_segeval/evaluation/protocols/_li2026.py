@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -110,27 +109,16 @@ def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
     """The training cases' AUV record (``auv.json``, ``auv.csv``), made once per fingerprint."""
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
+    recipe = {k: v for k, v in params.to_json().items() if k in AUV_KEYS}
+
     def make() -> dict:
-        record = score_cases(
-            train,
-            model=params.auv_model,
-            checkpoint=params.auv_checkpoint,
-            device=params.device,
-            layout=str(params.auv_layout),
-            power=float(params.auv_energy_power),
-            aggregate=str(params.auv_aggregate),
-            grid=params.auv_grid,
-            ct_mapping=str(params.auv_ct_mapping),
-            resize=str(params.auv_resize),
-            threads=int(params.threads),
-        )
+        opts = {k.removeprefix("auv_"): v for k, v in recipe.items()}  # score_cases' names
+        opts["power"] = float(opts.pop("energy_power"))
+        record = score_cases(train, device=params.device, threads=int(params.threads), **opts)
         write_scores(out / "auv.csv", record, overwrite=True)
         return record
 
-    key = {
-        "cases": [[s.case_id, list(s.images), s.labels] for s in train],
-        **{k: v for k, v in params.to_json().items() if k in AUV_KEYS},
-    }
+    key = {"cases": [[s.case_id, list(s.images), s.labels] for s in train], **recipe}
     return C.cached(out / "auv.json", key, make, needs=(out / "auv.csv",))
 
 
@@ -224,12 +212,16 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         }
 
 
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int, device: str | None):
-    """A trained condition model, loaded once per file version."""
-    from napari_segeval.models.registry import load_dense
-
-    return load_dense(path, device=device or "cpu")
+def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -> list[dict]:
+    """The rows of one prediction: each class of the case (else the model), background too with
+    ``include_background``; a class absent from both scores 1; no surface metrics.
+    """
+    structures = dict(case.structures or model.structures)
+    if params.include_background:
+        structures = {0: "background", **structures}
+    return C.score(
+        case.labels, np.asarray(labels), case.spacing, structures, condition, surface=False
+    )
 
 
 def run_case(spec, params: UncertaintyParams):
@@ -248,14 +240,9 @@ def run_case(spec, params: UncertaintyParams):
     for cond, path in meta["models"].items():
         if not Path(path).is_file():
             raise SegEvalError(f"case {spec.case_id}: model file {path} is missing")
-        model = _load(path, Path(path).stat().st_mtime_ns, params.device)
-        if spec.case_id in (model.meta.get("training") or {}).get("train_cases", []):
-            raise SegEvalError(f"case {spec.case_id} was a training case of {path}")
+        model = C.trained_model(path, params.device, spec.case_id)
         with TorchThreads(int(params.threads)):
             res = D.segment(model, case, params)
-        structures = dict(case.structures or model.structures)
-        if params.include_background:
-            structures = {0: "background", **structures}
         info = meta["conditions"][cond]
         auv = meta.get("auv_model") or {}
         extra = {
@@ -266,18 +253,7 @@ def run_case(spec, params: UncertaintyParams):
             "test_split": spec.meta.get("li2026_split", ""),
             "auv_features": f"{auv.get('name')} {auv.get('feature')} ({auv.get('note')})",
         }
-        rows += [
-            {**r, **extra}
-            for r in C.score(
-                case.labels,
-                np.asarray(res.labels),
-                case.spacing,
-                structures,
-                cond,
-                empty="one",
-                surface=False,
-            )
-        ]
+        rows += [{**r, **extra} for r in class_rows(case, model, res.labels, cond, params)]
         preds[cond] = np.asarray(res.labels)
     return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
 
@@ -333,7 +309,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
         mine = [r for r in rows if r["condition"] == c]
         first = mine[0]
         out[c] = {
-            **percent_scores(mine, ("dice", "iou")),
+            **percent_scores(mine),
             "n_train": int(first["n_train"]) if "n_train" in first else None,
             "removed": [x for x in str(first.get("removed") or "").split(";") if x],
             "model": first.get("model_file"),
@@ -367,6 +343,7 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
 __all__ = [
     "DUO",
     "META_KEY",
+    "class_rows",
     "condition_name",
     "energy_text",
     "prepare",

@@ -41,9 +41,9 @@ def number(
     return field(default=default, metadata={"number": (what, check, whole, null)})
 
 
-def tolerance(default: float = 2.0) -> Any:
-    """The ``tolerance_mm`` field of NSD: a positive number of mm."""
-    return number(default, "a positive number of mm", lambda v: 0 < v < float("inf"))
+def tolerance() -> Any:
+    """The ``tolerance_mm`` field of NSD: a positive number of mm (2 by default)."""
+    return number(2.0, "a positive number of mm", lambda v: 0 < v < float("inf"))
 
 
 def empty(default: str = "one") -> Any:

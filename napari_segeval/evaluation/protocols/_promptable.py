@@ -9,7 +9,6 @@ that select MedSAM2's or the challenge's way are described in ``docs/protocols.m
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -113,13 +112,16 @@ class _Tail(_Head):
                 f"got {self.prompts!r}"
             )
         if self.precision != "auto":
-            from napari_segeval.models.registry import precision_of
+            self.precisions()
 
-            models = self.models if isinstance(self, Models) else None
-            refs: Sequence[str | None] = models or [self.model]
-            for ref in refs:
-                if isinstance(ref, str):
-                    precision_of(ref, self.precision, self.device)
+    def precisions(self) -> dict[str, str]:
+        """The precision each model of the run computes in on this machine
+        (:func:`~napari_segeval.models.registry.precision_of`, which refuses one it cannot).
+        """
+        from napari_segeval.models.registry import precision_of
+
+        refs: list = (self.models if isinstance(self, Models) else None) or [self.model]
+        return {r: str(precision_of(r, self.precision, self.device)) for r in refs if r}
 
 
 @dataclass(frozen=True)
@@ -145,31 +147,6 @@ class VideoParams(Models, _Tail):
 Promptable = PromptParams | VideoParams
 
 
-def file_prompts(folder: str | Path, case: Any, case_id: str, where: str) -> tuple[dict, list]:
-    """A case's prompt sets (with names) from its ``<case>.prompts.json`` in ``folder``, checked
-    against the image, and the first box of each set (None for a set without one).
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        No prompts file for the case, or one that does not fit it (one line).
-    """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_file import read_prompts
-
-    path = Path(folder) / f"{case_id}.prompts.json"
-    if not path.is_file():
-        raise SegEvalError(
-            f"case {case_id}: no reference labels and no prompts file {path.name} in {folder}"
-        )
-    pf = read_prompts(path)
-    shape = tuple(int(v) for v in case.image.shape[:3])
-    pf.check(shape, case.structures, where=where, source=str(path))
-    boxes = [next((q for q in s.prompts if isinstance(q, Box)), None) for s in pf.sets.values()]
-    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in pf.sets}
-    return {lab: (s, names[lab]) for lab, s in pf.sets.items()}, boxes
-
-
 def select(specs: list, params: Promptable) -> list:
     """The cases a promptable protocol runs: those with reference labels; with ``prompts``, every case."""
     if params.prompts is not None:
@@ -182,24 +159,6 @@ def case_rng(seed: int, case_id: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
 
 
-def key_slice(mask: np.ndarray, first: bool = False) -> int | None:
-    """Middle slice of a 3D mask's extent along axis 0 (non-empty), or its first slice.
-
-    Examples
-    --------
-    >>> m = np.zeros((9, 4, 4), bool); m[2:7, 1, 1] = True
-    >>> key_slice(m), key_slice(m, first=True)
-    (4, 2)
-    """
-    zs = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
-    if zs.size == 0:
-        return None
-    if first:
-        return int(zs[0])
-    mid = (int(zs[0]) + int(zs[-1])) // 2
-    return int(zs[np.argmin(np.abs(zs - mid))])
-
-
 def reference_prompts(
     labels: np.ndarray,
     structures: dict[int, str],
@@ -209,18 +168,20 @@ def reference_prompts(
     first: bool = False,
     jitter_mode: str = "edges",
 ) -> list:
-    """One box per structure present in ``labels`` (middle slice, or first frame), jittered by
+    """One box per structure present in ``labels`` on its key slice (the middle of its extent,
+    or its first frame: :func:`~napari_segeval.prompts.from_labels.key_index`), jittered by
     ``jitter`` pixels (``jitter_mode``: :meth:`Box.jittered`).
     """
     from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.from_labels import key_index
 
     prompts = []
     ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
     for label in ids:
         mask = labels == label
-        k = key_slice(mask, first=first)
-        if k is None:
+        if not mask.any():
             continue
+        k = key_index(mask, "video" if first else "volume")
         box = Box.from_mask(mask[k], index=k, label=label)
         prompts.append(
             box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode) if jitter else box
@@ -270,20 +231,20 @@ def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
 @dataclass
 class Prepared:
     """One case ready to propagate (:func:`prepare_case`): round-0 ``boxes`` and their ``sets``,
-    the ``frames`` preprocessed by ``model``, ``present`` ids to names. All but ``model``,
+    ``present`` ids to names, and the ``frames`` preprocessed by ``model``. All but ``model``,
     ``frames`` and ``resize`` are the same for every model (:func:`with_model`).
     """
 
     case: Any
     boxes: list
     sets: dict
-    model: Any
-    frames: Any
     options: Any
     present: dict
     modality: str
     ct_mapping: str
-    resize: str
+    model: Any = None
+    frames: Any = None
+    resize: str = "float"
 
 
 def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
@@ -324,49 +285,62 @@ def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
     return with_model(_unloaded(case, prompts, sets, present, params, mode), params)
 
 
-def _options(params: Promptable, mode: str) -> Any:
-    """The propagation options the record selects."""
-    from napari_segeval.propagation import PropagationOptions
-
-    return PropagationOptions(
-        mode=mode,
-        keep_largest=bool(params.keep_largest),
-        stop_when_empty=bool(params.stop_when_empty),
-        connectivity=params.connectivity,
-        decision=params.decision,
-    )
-
-
 def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> Prepared:
-    """A case prompted by its prompts file in ``folder`` (the ``prompts`` parameter)."""
+    """A case prompted by its ``<case>.prompts.json`` in ``folder`` (the ``prompts`` parameter),
+    checked against the image; each set's round-0 box is its first box (else a unit box on its
+    first frame).
+
+    Raises
+    ------
+    napari_segeval.SegEvalError
+        No prompts file for the case, or one that does not fit it (one line).
+    """
     from napari_segeval.prompts.box import Box
+    from napari_segeval.prompts.prompt_file import read_prompts
 
     if params.prompt != "box":
         raise SegEvalError(
             f"case {spec.case_id}: prompt={params.prompt} needs reference labels; "
             "a prompts file gives the prompts as they are"
         )
+    path = Path(folder) / f"{spec.case_id}.prompts.json"
+    if not path.is_file():
+        raise SegEvalError(
+            f"case {spec.case_id}: no reference labels and no prompts file {path.name} in {folder}"
+        )
+    pf = read_prompts(path)
     where = "frame" if mode == "video" else "slice"
-    loaded, firsts = file_prompts(folder, case, spec.case_id, where)
-    sets = {lab: s for lab, (s, _) in loaded.items()}
-    present = {lab: name or unnamed_label(lab) for lab, (_, name) in loaded.items()}
+    pf.check(case.image.shape[:3], case.structures, where=where, source=str(path))
+    sets = dict(pf.sets)
+    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in sets}
+    present = {lab: name or unnamed_label(lab) for lab, name in names.items()}
+    first = {
+        lab: next((q for q in s.prompts if isinstance(q, Box)), None) for lab, s in sets.items()
+    }
     boxes = [
-        b if b is not None else Box(0, 0, 1, 1, index=s.frames[0], label=lab)
-        for b, (lab, s) in zip(firsts, sets.items())
+        replace(first[lab] or Box(0, 0, 1, 1, index=s.frames[0]), label=lab)
+        for lab, s in sets.items()
     ]
-    boxes = [replace(b, label=lab) for b, lab in zip(boxes, sets)]
     return _unloaded(case, boxes, sets, present, params, mode)
 
 
 def _unloaded(
     case: Any, boxes: list, sets: dict, present: dict, params: Promptable, mode: str
 ) -> Prepared:
-    """A :class:`Prepared` before its model is loaded."""
-    modality = str(params.modality or case.modality or "other")
-    options = _options(params, mode)
-    return Prepared(
-        case, boxes, sets, None, None, options, present, modality, params.ct_mapping, "float"
+    """A :class:`Prepared` before its model is loaded, with the propagation options the record
+    selects.
+    """
+    from napari_segeval.propagation import PropagationOptions
+
+    options = PropagationOptions(
+        mode=mode,
+        keep_largest=bool(params.keep_largest),
+        stop_when_empty=bool(params.stop_when_empty),
+        connectivity=params.connectivity,
+        decision=params.decision,
     )
+    modality = str(params.modality or case.modality or "other")
+    return Prepared(case, boxes, sets, options, present, modality, params.ct_mapping)
 
 
 def with_model(prepared: Prepared, params: Promptable) -> Prepared:
@@ -432,33 +406,27 @@ def score_result(
     """The rows of one propagation result (Dice, NSD ... per structure)."""
     case, present = prepared.case, prepared.present
     video = mode == "video"
-    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
-        rows = [
-            {"structure": name, "label": int(lab), "condition": condition}
+    if params.scoring == "per-structure":  # each structure's own, unmerged mask
+        parts: Any = (
+            (res.masks[lab].astype(np.uint16) * np.uint16(lab), {lab: name})
             for lab, name in present.items()
-        ]
+        )
     else:
-        if params.scoring == "per-structure":  # each structure's own, unmerged mask
-            parts: Any = (
-                (res.masks[lab].astype(np.uint16) * np.uint16(lab), {lab: name})
-                for lab, name in present.items()
-            )
-        else:
-            parts = [(scored_labels(res, params), present)]
-        rows = [
-            row
-            for pred, names in parts
-            for row in C.score(
-                case.labels,
-                pred,
-                case.spacing,
-                names,
-                condition,
-                tolerance_mm=params.tolerance_mm,
-                empty=params.empty,
-                surface=not video,
-            )
-        ]
+        parts = [(scored_labels(res, params), present)]
+    rows = [  # no reference: nothing scored, the rows carry the risk
+        row
+        for pred, names in parts
+        for row in C.score(
+            case.labels,
+            pred,
+            case.spacing,
+            names,
+            condition,
+            tolerance_mm=params.tolerance_mm,
+            empty=params.empty,
+            surface=not video,
+        )
+    ]
     if not video and case.labels is not None:
         rows = gate_nsd(rows, params.nsd_min_dice)
     boxes = {b.label: b for b in prepared.boxes}
@@ -480,11 +448,9 @@ def score_result(
     return rows
 
 
-def propagate_and_score(
-    spec, params: Promptable, *, mode: str, prepared: Prepared | None = None
-) -> CaseOutput:
-    """One model on one case (``mode``: ``volume`` or ``video``); ``prepared``: :func:`prepare_case`'s."""
-    prepared = prepared or prepare_case(spec, params, mode=mode)
+def propagate_and_score(spec, params: Promptable, *, mode: str) -> CaseOutput:
+    """One model on one case (``mode``: ``volume`` or ``video``)."""
+    prepared = prepare_case(spec, params, mode=mode)
     return case_output(spec, params, prepared, propagate(prepared, params), mode=mode)
 
 
@@ -607,7 +573,6 @@ __all__ = [
     "Promptable",
     "VideoParams",
     "gate_nsd",
-    "key_slice",
     "models_on_same_prompts",
     "ordered_labels",
     "prepare_case",

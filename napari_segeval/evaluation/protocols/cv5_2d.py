@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import cast
 
@@ -149,14 +148,6 @@ def select(specs: Sequence, params: Cv5Params) -> list:
     ]
 
 
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int, device: str | None):
-    """A fold's model, loaded once per file version."""
-    from napari_segeval.models.dense.unet2d import UNet2DModel
-
-    return UNet2DModel.load(path, device=device or "cpu")
-
-
 def fold_model(spec, params: Cv5Params):
     """The model that scores ``spec``: its fold's built-in U-Net, or the ``model`` reference."""
     ref = params.model
@@ -175,13 +166,7 @@ def fold_model(spec, params: Cv5Params):
             f"{spec.fold} ({path or 'prepare() did not run'}); run the protocol "
             "through run_evaluation / segeval evaluate, which trains one per fold"
         )
-    model = _load(str(path), Path(path).stat().st_mtime_ns, params.device)
-    if spec.case_id in model.meta["train_cases"]:
-        raise SegEvalError(
-            f"case {spec.case_id} was a training case of {path}: refusing to "
-            "score it with that model"
-        )
-    return model
+    return C.trained_model(path, params.device, spec.case_id)
 
 
 def run_case(spec, params: Cv5Params) -> CaseOutput:
@@ -190,7 +175,13 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
     case = C.load_case(spec)
     res = D.segment(model, case, probabilities=params.risk)
     structures = dict(case.structures or model.structures)
-    risks, slices = _risk(case, res, structures, params) if params.risk else ({}, [])
+    fg = {k: v for k, v in structures.items() if k}  # risks: one slices.csv row per class
+    ref = None if case.labels is None else case.labels[None]
+    risks, slices = (
+        D.dense_risks(res.labels[None], res.probabilities[:, None], fg, params, reference=ref)
+        if params.risk
+        else ({}, [])
+    )
     if params.include_background:
         structures = class_set(structures, case.labels, res.labels)
     rows = C.score(
@@ -219,20 +210,6 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
         arrays=C.case_arrays(case, {CLEAN: res.labels}),
         slices=slices,
     )
-
-
-def _risk(case, res, structures: dict, params: Cv5Params) -> tuple[dict, list]:
-    """Each class's risk and its ``slices.csv`` row (slice 0), from the softmax probabilities."""
-    from napari_segeval.evaluation.triage import dense_risk_rows
-
-    risks, rows = dense_risk_rows(
-        res.labels[None],
-        res.probabilities[:, None],
-        {k: v for k, v in structures.items() if k},
-        model=str(params.model),
-        reference=None if case.labels is None else case.labels[None],
-    )
-    return {label: r.risk for label, r in risks.items()}, rows
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey
+from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
@@ -209,11 +209,7 @@ def _attacked_frames(prepared: P.Prepared, attack: Mapping, params: InteractiveP
     frames = (target.x[0] + delta).to(device=clean.device, dtype=clean.dtype)
     cond = attack_condition(res.params["attack"])
     values = {"eps": float(config.eps), "eps_raw": float(res.budget.eps_raw)}
-    images = {
-        str(PredictionKey(cond, kind=FileKind.PERTURBED)): res.perturbed_image,
-        str(PredictionKey(cond, kind=FileKind.PERTURBATION)): res.perturbation,
-    }
-    return cond, frames, values, images
+    return cond, frames, values, D.attack_images(cond, res.perturbed_image, res.perturbation)
 
 
 def run_case(spec, params: InteractiveParams) -> CaseOutput:
@@ -239,11 +235,8 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
     base = _base_params(params)
     kind = refine_kind(prepared.model, params.refine_prompt)
     where = "frame" if mode == "video" else "slice"
-    conditions: list[tuple[str, Any, dict, dict]] = [
-        (CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})
-    ]
-    for attack in params.attacks:
-        conditions.append(_attacked_frames(prepared, attack, params, mode))
+    conditions: list[tuple] = [(CLEAN, prepared.frames, {"eps": 0.0, "eps_raw": 0.0}, {})]
+    conditions += [_attacked_frames(prepared, a, params, mode) for a in params.attacks]
     rows, predictions, images, views = [], {}, {}, {}
     last = params.rounds
     for cond, frames, values, extra in conditions:
@@ -251,11 +244,8 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
         for r, res, added in correction_rounds(prepared, frames, params, kind):
             scored = P.score_result(res, prepared, base, spec, mode=mode, condition=cond)
             for row in scored:
-                lab = row["label"]
-                if r == 0:
-                    prompts = list(prepared.sets[lab].prompts)
-                else:
-                    prompts = [] if added.get(lab) is None else [added[lab].prompt]
+                lab, c = row["label"], added.get(row["label"])
+                prompts = list(prepared.sets[lab].prompts) if r == 0 else [c.prompt] if c else []
                 row.update(round=r, refine_prompt=kind, **values, **_prompt_columns(prompts, where))
             rows += scored
             predictions[round_key(cond, r)] = res.labels

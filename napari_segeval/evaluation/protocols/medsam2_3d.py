@@ -6,7 +6,9 @@ code is the promptable protocols' shared one (:mod:`._promptable`).
 
 from __future__ import annotations
 
-from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
+from functools import partial
+
+from napari_segeval.evaluation.protocols import Preset, Protocol
 from napari_segeval.evaluation.protocols._promptable import (
     Medsam2Params,
     models_on_same_prompts,
@@ -16,15 +18,10 @@ from napari_segeval.evaluation.protocols._promptable import (
 )
 from napari_segeval.evaluation.rows import PROMPTED
 
-
-def run_case(spec, params: Medsam2Params) -> CaseOutput:
-    """Evaluate one volume."""
-    return propagate_and_score(spec, params, mode="volume")
-
-
-def run_models(spec, params: Medsam2Params, models: list) -> dict:
-    """Several models on one volume, on the same boxes."""
-    return models_on_same_prompts(spec, params, models, mode="volume")
+#: One volume (``run_case``); several models on one volume, on the same boxes
+#: (``run_models``).
+run_case = partial(propagate_and_score, mode="volume")
+run_models = partial(models_on_same_prompts, mode="volume")
 
 
 def summarize(rows: list[dict], params: Medsam2Params) -> dict:
@@ -35,7 +32,7 @@ def summarize(rows: list[dict], params: Medsam2Params) -> dict:
         "aggregation": "median with IQR (quartiles by linear interpolation)",
         "modalities": used(rows, "modality"),
         "scoring": used(rows, "scoring"),
-        **median_iqr(rows, ("dice", "nsd")),
+        **median_iqr(rows),
     }
 
 

@@ -1,13 +1,15 @@
 """``medsam2-video``: box on the first frame, forward propagation, DSC per structure per clip.
 
-A structure is prompted on the first frame where it appears (``key_slice``); its Dice is
+A structure is prompted on the first frame where it appears (its ``key_slice``); its Dice is
 one number over the whole clip (frames before the prompt count as background). No surface
 metrics: time is not a spatial axis.
 """
 
 from __future__ import annotations
 
-from napari_segeval.evaluation.protocols import CaseOutput, Preset, Protocol
+from functools import partial
+
+from napari_segeval.evaluation.protocols import Preset, Protocol
 from napari_segeval.evaluation.protocols._promptable import (
     VideoParams,
     models_on_same_prompts,
@@ -18,15 +20,10 @@ from napari_segeval.evaluation.protocols._promptable import (
 from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
 from napari_segeval.evaluation.rows import PROMPTED
 
-
-def run_case(spec, params: VideoParams) -> CaseOutput:
-    """Evaluate one clip."""
-    return propagate_and_score(spec, params, mode="video")
-
-
-def run_models(spec, params: VideoParams, models: list) -> dict:
-    """Several models on one clip, on the same first-frame prompts."""
-    return models_on_same_prompts(spec, params, models, mode="video")
+#: One clip (``run_case``); several models on one clip, on their first-frame prompts
+#: (``run_models``).
+run_case = partial(propagate_and_score, mode="video")
+run_models = partial(models_on_same_prompts, mode="video")
 
 
 def summarize(rows: list[dict], params: VideoParams) -> dict:

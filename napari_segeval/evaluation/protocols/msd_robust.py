@@ -14,7 +14,6 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
@@ -147,9 +146,6 @@ def _scales(model, clean) -> list[float]:
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
     """The rows of one prediction (without a reference: unscored rows that carry the risk)."""
-    if case.labels is None:  # no reference: nothing to score, the rows carry the risk
-        return [{"structure": n, "label": int(k), "condition": condition}
-                for k, n in structures.items()]  # fmt: skip
     return C.score(
         case.labels,
         labels,
@@ -166,22 +162,20 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
     """Each structure's risk and the ``slices.csv`` rows of one prediction (the ``tta`` signal
     from ``risk_tta`` augmented passes of a ``DenseModel``).
     """
-    from napari_segeval.evaluation.triage import dense_risk_rows
     from napari_segeval.models.dense import DenseModel
     from napari_segeval.uncertainty.dense import augmented_labels
 
     n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
-    risks, rows = dense_risk_rows(
+    return D.dense_risks(
         result.labels,
         result.probabilities,
         structures,
-        model=str(params.model),
+        params,
         condition=condition,
         reference=case.labels,
         augmented=aug,
     )
-    return {label: r.risk for label, r in risks.items()}, rows
 
 
 def run_case(spec, params: MsdParams) -> CaseOutput:
@@ -209,8 +203,7 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
         a = D.run_attack(model, case, attack, params)
         preds[a.condition], eps[a.condition] = a.labels, float(attack.get("eps", 0.0))
         if a.perturbed is not None:
-            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBED))] = a.perturbed
-            images[str(PredictionKey(a.condition, kind=FileKind.PERTURBATION))] = a.perturbation
+            images.update(D.attack_images(a.condition, a.perturbed, a.perturbation))
         rows += _score(case, a.labels, structures, a.condition, params)
         if with_risk and a.perturbed is not None:
             attacked = D.with_image(case, a.perturbed)
@@ -323,15 +316,14 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
         "every attack."
     )
     out["budget"] = _budget(rows)
-    gates = sorted({float(r["gate_threshold"]) for r in rows if "gate_threshold" in r})
-    if gates:
-        out["attack_gate_threshold"] = gates[0] if len(gates) == 1 else gates
-    skipped = sorted({str(r["skipped_attacks"]) for r in rows if r.get("skipped_attacks")})
-    if skipped:
-        out["skipped_attacks"] = skipped
-    notes = sorted({str(r["mr_minmax_note"]) for r in rows if r.get("mr_minmax_note")})
-    if notes:
-        out["mr_minmax_note"] = notes[0] if len(notes) == 1 else notes
+    for column, key, kind in (  # the rows' distinct values: one as it is, several as a list
+        ("gate_threshold", "attack_gate_threshold", float),
+        ("skipped_attacks", "skipped_attacks", str),
+        ("mr_minmax_note", "mr_minmax_note", str),
+    ):
+        found = sorted({kind(r[column]) for r in rows if r.get(column) not in (None, "")})
+        if found:
+            out[key] = found[0] if len(found) == 1 and key != "skipped_attacks" else found
     return out
 
 

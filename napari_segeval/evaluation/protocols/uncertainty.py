@@ -119,18 +119,7 @@ def run_case(spec, params: UncertaintyParams) -> CaseOutput:
     case = C.load_case(spec, channel=int(params.channel))
     model = C.dense_model(str(params.model), params.device)
     res = D.segment(model, case, params, probabilities=True)
-    structures = dict(case.structures or model.structures)
-    if params.include_background:
-        structures = {0: "background", **structures}
-    rows = C.score(
-        case.labels,
-        np.asarray(res.labels),
-        case.spacing,
-        structures,
-        CLEAN,
-        empty="one",
-        surface=False,
-    )
+    rows = L.class_rows(case, model, res.labels, CLEAN, params)
     u = case_uncertainty(str(params.score), res.probabilities, res.labels)
     return CaseOutput(
         rows,
@@ -151,15 +140,11 @@ def dice_vs_uncertainty(rows: list[dict]) -> dict:
     >>> dice_vs_uncertainty(rows)["spearman"]
     -1.0
     """
-    from napari_segeval.evaluation.summary import case_means
+    from napari_segeval.evaluation.summary import dice_and_uncertainty
     from napari_segeval.uncertainty import correlation
 
-    fg = sorted({r["structure"] for r in rows} - {"background"})
-    dice = case_means(rows, "dice", fg or None)
-    score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
-    cases = sorted({c for c, _ in dice} & set(score))
-    out = correlation([score[c] for c in cases], [dice[(c, CLEAN)] for c in cases])
-    return {**out, "structures": fg}
+    x, y, fg = dice_and_uncertainty(rows)
+    return {**correlation(x, y), "structures": fg}
 
 
 def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
@@ -172,11 +157,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
     from napari_segeval.uncertainty import FAILURE_BELOW_STRUCTURE, failure_detection
 
     fractions = [float(f) for f in params.remove_fractions]
-    rule = str(params.removal_rule)
-    if rule == "round":
-        kept = filtered_by_uncertainty(rows, fractions, ("dice", "iou"))
-    else:
-        kept = _retained(rows, fractions, rule)
+    kept = filtered_by_uncertainty(rows, fractions, rule=str(params.removal_rule))
     dice = {c: v for (c, _), v in case_means(rows, "dice").items()}
     score = {r["case"]: float(r["uncertainty"]) for r in rows if "uncertainty" in r}
     cases = sorted(c for c in score if c in dice)
@@ -186,7 +167,7 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
         failure_below=FAILURE_BELOW_STRUCTURE,
     )
     return {
-        "all_cases": percent_scores(rows, ("dice", "iou")),
+        "all_cases": percent_scores(rows),
         "retained": {f"{k['fraction_removed']:.2f}": k for k in kept},
         "risk_coverage": {
             **fd.to_dict(),
@@ -203,25 +184,6 @@ def selective_summary(rows: list[dict], params: UncertaintyParams) -> dict:
         },
         "dice_vs_uncertainty": dice_vs_uncertainty(rows),
     }
-
-
-def _retained(rows: list[dict], fractions, rule: str) -> list[dict]:
-    """The scores of the cases kept after setting aside each fraction by the quantile rule."""
-    from napari_segeval.evaluation.summary import percent_scores
-    from napari_segeval.uncertainty import filter_most_uncertain
-
-    score: dict[str, float] = {}
-    for r in rows:
-        score.setdefault(r["case"], float(r.get("uncertainty", float("nan"))))
-    out = []
-    for f in fractions:
-        _, removed = filter_most_uncertain(score, f, rule)
-        gone = set(removed)
-        kept = [r for r in rows if r["case"] not in gone]
-        out.append(
-            {"fraction_removed": f, "removed": removed, **percent_scores(kept, ("dice", "iou"))}
-        )
-    return out
 
 
 def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
