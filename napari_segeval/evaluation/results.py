@@ -225,7 +225,7 @@ class ResultsFolder:
 
         if not self.has_rounds:
             return []
-        video = getattr(self.params, "mode", None) == "video"
+        video = self.params.per_frame()
         return case_rounds(
             self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
         )
@@ -240,7 +240,7 @@ class ResultsFolder:
     @property
     def models(self) -> list[str]:
         """The models of a run of several (``--model A --model B``), else []."""
-        return list(getattr(self.params, "models", None) or [])
+        return self.params.run_models()
 
     @property
     def has_risk(self) -> bool:
@@ -344,7 +344,7 @@ class ResultsFolder:
         if record is None or record.get("status") != "ok":
             raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
         spec = self.spec(case_id)
-        channel = int(getattr(self.params, "channel", 0) or 0)
+        channel = self.params.image_channel()
         paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
         if spec.labels:
             paths["reference"] = Path(spec.labels)
@@ -395,7 +395,7 @@ class ResultsFolder:
         """
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
-        channel = int(getattr(self.params, "channel", 0) or 0)
+        channel = self.params.image_channel()
         return read_case_files(
             case_id,
             self.spec(case_id),

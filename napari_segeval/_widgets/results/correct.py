@@ -15,18 +15,15 @@ if TYPE_CHECKING:
     from napari_segeval.evaluation.results import ResultsFolder
 
 
-def _param(folder: ResultsFolder, name: str) -> Any:
-    """The run's parameter ``name`` (its typed record's field; None for a protocol without it)."""
-    return getattr(folder.params, name, None)
-
-
 def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]:
     """The prompts the protocol gave each structure of ``loaded``, from its clean rows (or {}).
 
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> folder = NS(params=NS(prompt="box"), records={"c1": {"status": "ok", "rows": [
+    >>> from napari_segeval.evaluation.protocols import get_protocol
+    >>> params = get_protocol("medsam2-3d").params()
+    >>> folder = NS(params=params, records={"c1": {"status": "ok", "rows": [
     ...     {"label": 2, "condition": "clean", "key_slice": 3, "box": "4,5,9,12"}]}})
     >>> protocol_prompts(folder, NS(case_id="c1"))
     {2: PromptSet(label=2, prompts=(Box(y0=4, x0=5, y1=9, x1=12, index=3, label=2),))}
@@ -36,7 +33,7 @@ def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]
     record = folder.records.get(loaded.case_id)
     if record is None:
         return {}
-    mask = _param(folder, "prompt") == "mask"
+    mask = folder.params.mask_prompts()
     sets: dict[int, PromptSet] = {}
     for row in result_rows([record]):
         if row.get("condition") != CLEAN or row.get("label") is None:
@@ -86,10 +83,6 @@ def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[in
     return {b.label: PromptSet.from_box(b) for b in boxes}, "boxes from the reference"
 
 
-#: Parameters of the propagating protocols that are :class:`PropagationOptions` fields.
-OPTION_PARAMS = ("keep_largest", "stop_when_empty", "connectivity", "decision")
-
-
 def run_options(folder: ResultsFolder) -> dict:
     """The run's propagation settings, so a correction propagates as the protocol did.
 
@@ -104,8 +97,7 @@ def run_options(folder: ResultsFolder) -> dict:
     >>> run_options(NS(params=dense))  # a dense run: none
     {}
     """
-    options = {k: _param(folder, k) for k in OPTION_PARAMS}
-    return {k: v for k, v in options.items() if v is not None}
+    return folder.params.propagation_options()
 
 
 def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
@@ -114,13 +106,15 @@ def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
     Examples
     --------
     >>> from types import SimpleNamespace as NS
-    >>> folder = NS(params=NS(model=None, models=["builtin", "threshold"]))
+    >>> from napari_segeval.evaluation.protocols import get_protocol
+    >>> params = get_protocol("medsam2-3d").params.stored({"model": None, "models": ["builtin", "threshold"]})
+    >>> folder = NS(params=params)
     >>> run_model(folder), run_model(folder, NS(pair=("clean @ threshold", "clean @ builtin")))
     (None, 'threshold')
     """
     from napari_segeval.evaluation.keys import PredictionKey
 
-    model = _param(folder, "model")
+    model = folder.params.model
     first = None if loaded is None else loaded.pair[0]
     if model is None and first:
         model = PredictionKey.parse(first).model

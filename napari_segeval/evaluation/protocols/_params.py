@@ -70,6 +70,33 @@ class Params:
     (2, 2, ['model', 'device', 'window'])
     """
 
+    if TYPE_CHECKING:  # every protocol's record declares it, with its own default
+        model: str | None = None
+
+    # What a results folder's browser and a correction read of any run; a record whose
+    # protocol has the parameter overrides the method.
+    def image_channel(self) -> int:
+        """The image channel the run read (0: the protocol has no ``channel``)."""
+        return 0
+
+    def run_models(self) -> list[str]:
+        """The models of a run of several (``models``), else []."""
+        return []
+
+    def per_frame(self) -> bool:
+        """Whether the run's rounds step through a video's frames (``mode=video``)."""
+        return False
+
+    def propagation_options(self) -> dict[str, Any]:
+        """The :class:`~napari_segeval.propagation.PropagationOptions` fields the run set
+        ({}: not a propagating protocol).
+        """
+        return {}
+
+    def mask_prompts(self) -> bool:
+        """Whether the run prompted with reference masks (``prompt=mask``)."""
+        return False
+
     @classmethod
     def names(cls) -> tuple[str, ...]:
         """The parameter names, in order."""
@@ -130,10 +157,11 @@ class Models(Params):
     ``model`` parameter runs). Listed first among a record's bases, it is its last field.
     """
 
-    if TYPE_CHECKING:  # each record declares its own (its default); None with ``models``
-        model: str | None = None
-
     models: list[str] | None = None
+
+    def run_models(self) -> list[str]:
+        """The ``models`` parameter, else []."""
+        return list(self.models or [])
 
 
 __all__ = ["Models", "Params", "choice", "empty", "listed", "number", "tolerance"]

@@ -80,6 +80,23 @@ class _Tail(_Head):
     prompts: str | None = None
     precision: str = choice("auto", PRECISION_CHOICES)
 
+    def image_channel(self) -> int:
+        """The ``channel`` parameter."""
+        return self.channel
+
+    def mask_prompts(self) -> bool:
+        """Whether ``prompt`` is ``mask``."""
+        return self.prompt == "mask"
+
+    def propagation_options(self) -> dict[str, Any]:
+        """``keep_largest``, ``stop_when_empty``, ``connectivity`` and ``decision``."""
+        return {
+            "keep_largest": self.keep_largest,
+            "stop_when_empty": self.stop_when_empty,
+            "connectivity": self.connectivity,
+            "decision": self.decision,
+        }
+
     def check(self) -> None:
         """The fields' rules, then: ``prompt=box3d`` needs a model with the challenge's loop,
         ``modality`` and ``window`` must be known, ``prompts`` a folder, and ``precision`` one

@@ -41,6 +41,10 @@ class _Rounds(P.PromptParams):
     attacks: list = listed()
     slice_choice: str = choice("oracle", SLICE_CHOICES)
 
+    def per_frame(self) -> bool:
+        """Whether ``mode`` is ``video``."""
+        return self.mode == "video"
+
 
 @dataclass(frozen=True)
 class InteractiveParams(Models, _Rounds):

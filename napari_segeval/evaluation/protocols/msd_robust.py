@@ -58,6 +58,10 @@ class _Dense(Params):
         4, "0 (no tta signal) or a whole number >= 2", lambda v: v == 0 or v >= 2, whole=True
     )
 
+    def image_channel(self) -> int:
+        """The ``channel`` parameter (0 when unset)."""
+        return self.channel or 0
+
 
 @dataclass(frozen=True)
 class MsdParams(Models, _Dense):
