@@ -239,10 +239,10 @@ def base_pass(
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
             s.prior = s.given[s.idx[j - 1]]
             s.window = bbox_window(s.prior > 0.5) or s.window
-        if p.base == "mask":
+        if p.mask is not None:  # base "mask"
             pieces[i] = _mask_piece(p.mask, x.device)
             s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
-        elif p.base == "box":
+        elif p.box is not None:  # base "box"
             region = box_region(p.box, (h, w))
             boxmask = torch.zeros((h, w), device=x.device)
             boxmask[region[0] : region[2], region[1] : region[3]] = 1.0

@@ -296,7 +296,9 @@ class UNet2DModel:
 
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
-        model = cls(data.get("state_dict"), data.get("meta"), device=device, source=str(path))
+        model = cls(
+            data.get("state_dict") or {}, data.get("meta") or {}, device=device, source=str(path)
+        )
         try:
             model.network()
         except (KeyError, TypeError, ValueError, AttributeError, SegEvalError) as exc:

@@ -11,11 +11,13 @@ No gradients. Imports torch: import it only inside functions.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 
 from ._fused import _Lin, _Norm
-from ._network import EMBED_SIZE, Attention, LiteMedSAMNet, TwoWayBlock
+from ._network import EMBED_SIZE, Attention, LayerNorm2d, LiteMedSAMNet, TwoWayBlock
 
 #: Image tokens upscaled at a time: 1024 keep the largest intermediate at 2 MiB, in cache
 #: (measured: docs/model_cards.md).
@@ -28,7 +30,7 @@ def _lin(layer: torch.nn.Linear) -> _Lin:
     )
 
 
-def _norm(norm: torch.nn.Module) -> _Norm:
+def _norm(norm: torch.nn.LayerNorm | LayerNorm2d) -> _Norm:
     return _Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
 
 
@@ -42,10 +44,11 @@ def _cat(*layers: torch.nn.Linear) -> _Lin:
 def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
     """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
     sub-pixels: outputs ordered ``(i, j, channel)`` for the sub-pixel ``(i, j)``."""
-    w = conv.weight.detach().float()  # (in, out, 2, 2)
+    w, bias = conv.weight.detach().float(), conv.bias  # (in, out, 2, 2)
+    assert bias is not None
     cin, cout = int(w.shape[0]), int(w.shape[1])
     weight = w.permute(2, 3, 1, 0).reshape(4 * cout, cin).contiguous()
-    bias = conv.bias.detach().float().repeat(4).contiguous()
+    bias = bias.detach().float().repeat(4).contiguous()
     return _Lin(weight, bias)
 
 
@@ -56,14 +59,14 @@ class FusedDecoder:
         dec = net.mask_decoder
         t = dec.transformer
         self.net = net
-        self.heads = int(t.layers[0].self_attn.heads)
+        first, second = t.blocks()
+        self.heads = int(first.self_attn.heads)
         self.eye = torch.eye(self.heads)
         with torch.no_grad():
             pe = net.dense_pe().float()
             self.key_pe = pe[0].flatten(1).t().contiguous()  # (4096, 256)
             self.dense = net.prompt_encoder.no_mask_embed.weight.detach().float()[0]
             self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
-            first, second = t.layers
             t2i, i2t = first.cross_attn_token_to_image, first.cross_attn_image_to_token
             # the first block's projections of the image tokens: keys+pe -> [t2i k | i2t q]
             self.first_kq = _cat(t2i.k_proj, i2t.q_proj)
@@ -71,7 +74,10 @@ class FusedDecoder:
             self.blocks = [self._block(first), self._block(second)]
             fin = t.final_attn_token_to_image
             self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _norm(t.norm_final_attn))
-            convt1, norm, _, convt2, _ = dec.output_upscaling
+            convt1, norm, _, convt2, _ = cast(
+                "tuple[torch.nn.ConvTranspose2d, LayerNorm2d, object, torch.nn.ConvTranspose2d, object]",
+                tuple(dec.output_upscaling),
+            )
             self.up1, self.up_norm, self.up2 = _transposed(convt1), _norm(norm), _transposed(convt2)
         self.dec = dec
 
@@ -162,7 +168,7 @@ class FusedDecoder:
         sparse = net.prompt_encoder.embed_boxes(box).float()
         b = 1
         tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
-        first, second = dec.transformer.layers
+        first, second = dec.transformer.blocks()
         p0, p1 = self.blocks
         inner = kq.shape[-1] // 2
         k_img, q_img = kq[..., :inner], kq[..., inner:]

@@ -43,7 +43,7 @@ class MemoryWalk:
 
     frames: list[int]
     group: int
-    conds: dict[int, dict] = field(default_factory=dict)
+    conds: dict[int, int] = field(default_factory=dict)
     past: dict[int, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
     presence: list = field(default_factory=list)
@@ -58,7 +58,7 @@ class MemoryWalk:
         sign = 1 if forward else -1
         steps = {c: (c - frames[0]) * sign for c in cond_frames}
         ahead = [v for v in steps.values() if 0 <= v < len(frames)]
-        return cls(frames, group, {c: v for c, v in steps.items()}, last=max(ahead, default=0))
+        return cls(frames, group, steps, last=max(ahead, default=0))
 
     def layout(self) -> tuple[int, ...]:
         """The conditioning steps, in order: walks with one layout can share a batch."""
@@ -217,7 +217,7 @@ def run_walks(
             tracked = [s for s in active if not s.is_cond(step)]
             for group in _groups(tracked, batch):
                 check_cancel(cancel, "MedSAM2 propagation")
-                frame_feats = [feats.get(s.frames[step]) for s in group]
+                frame_feats = [feats.read(s.frames[step]) for s in group]
                 logits, scores, ious = track(
                     network, group, conds, frame_feats, step, n, fill_hole_area, probe
                 )
