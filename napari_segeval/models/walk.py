@@ -317,6 +317,28 @@ class WalkOutput:
         )
 
 
+@dataclass
+class Tally:
+    """Walk steps done of ``total``, each change reported to ``progress(done, total)``.
+
+    Examples
+    --------
+    >>> t = Tally(3, lambda done, total: print(done, total)); t.add(); t.add(2)
+    1 3
+    3 3
+    """
+
+    total: int
+    progress: Callable[[int, int], None] | None = None
+    done: int = 0
+
+    def add(self, k: int = 1) -> None:
+        """``k`` more steps done (run or skipped)."""
+        self.done += k
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:
     """The shared schedule: step ``j`` lists ``(walk number, frame)`` of the walks still going.
 

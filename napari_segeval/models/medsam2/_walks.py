@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models.walk import Tally
 
 from . import _loop
 
@@ -176,14 +177,7 @@ def run_walks(
     import torch
 
     n = feats.n
-    total = sum(len(s.frames) for s in states)
-    done = [0]
-
-    def tick(k: int = 1) -> None:
-        done[0] += k
-        if progress is not None:
-            progress(done[0], total)
-
+    tally = Tally(sum(len(s.frames) for s in states), progress)
     number = {id(s): i for i, s in enumerate(states)}
 
     def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any, iou: Any) -> None:
@@ -191,7 +185,7 @@ def run_walks(
         s.rows.append(native)
         s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
         s.quality.append(iou)
-        tick()
+        tally.add()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
         if (
@@ -204,7 +198,7 @@ def run_walks(
             for j in range(step + 1, len(s.frames)):
                 if not s.is_cond(j):
                     feats.forget(s.frames[j], j)
-            tick(len(s.frames) - len(s.rows))
+            tally.add(len(s.frames) - len(s.rows))
 
     with _loop.IouProbe(network) as probe:
         for step in range(max(len(s.frames) for s in states)):
