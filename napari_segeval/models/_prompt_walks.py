@@ -65,11 +65,7 @@ class FramePlan:
 def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
     """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
     n, h, w = x.shape
-    given = (
-        None
-        if walk.prior_volume is None
-        else torch.as_tensor(walk.prior_volume, dtype=torch.float32, device=x.device).detach()
-    )
+    given = walk.prior_on(x.device)
     if given is not None and tuple(given.shape) != (n, h, w):
         raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
     return PriorWalk(

@@ -139,13 +139,7 @@ class ThresholdPromptModel(PromptableModel):
         last = walk.last_conditioning_step()
         prior = torch.zeros((h, w), device=self.device)
         out = []
-        given = (
-            None
-            if walk.prior_volume is None
-            else torch.as_tensor(
-                walk.prior_volume, dtype=torch.float32, device=self.device
-            ).detach()
-        )
+        given = walk.prior_on(self.device)
         for j, f in enumerate(idx):
             check_cancel(options.cancel, "propagation")
             if given is not None and j > 0:

@@ -164,6 +164,14 @@ class Walk:
         frames = [f for f in self.prompts.frames if (f - self.start) * step >= 0]
         return tuple(sorted(frames, reverse=step < 0))
 
+    def prior_on(self, device: Any) -> Any:
+        """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
+        import torch
+
+        if self.prior_volume is None:
+            return None
+        return torch.as_tensor(self.prior_volume, dtype=torch.float32, device=device).detach()
+
     def frames(self, n_frames: int) -> np.ndarray:
         """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""
         return visit_indices(n_frames, self.start, self.order)

@@ -152,9 +152,8 @@ def resize2d(t, size, mode: str):
 
     if tuple(t.shape[-2:]) == tuple(size):
         return t
-    if mode == "nearest":
-        return F.interpolate(t, size=tuple(size), mode="nearest")
-    return F.interpolate(t, size=tuple(size), mode="bilinear", align_corners=False)
+    corners = None if mode == "nearest" else False
+    return F.interpolate(t, size=tuple(size), mode=mode, align_corners=corners)
 
 
 @dataclass

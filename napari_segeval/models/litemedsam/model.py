@@ -92,6 +92,12 @@ class Box3D:
         return int((self.z1 - self.z0) / 2 + self.z0)
 
 
+def _video_span(image: np.ndarray | None) -> tuple[float, float]:
+    """The raw span a video modality maps to 0-255: 0..255, or min..max above 255."""
+    a = np.asarray(image if image is not None else ())
+    return (float(a.min()), float(a.max())) if a.size and float(a.max()) > 255 else (0.0, 255.0)
+
+
 def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
@@ -121,8 +127,8 @@ def to_uint8(
         return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
     if mod in _VIDEO:
         f = arr.astype(np.float64)
-        if arr.size and f.max() > 255:
-            lo, hi = f.min(), f.max()
+        lo, hi = _video_span(f)
+        if hi > 255:
             f = (f - lo) / (hi - lo) * 255.0
         return np.clip(f, 0, 255).astype(np.uint8)
     out = mr_clip(arr)
@@ -250,9 +256,7 @@ class LiteMedSAMModel(PromptableModel):
 
         mod = (modality or "other").lower()
         if mod in _VIDEO:
-            lo, hi = 0.0, 255.0
-            if image is not None and np.asarray(image).size and float(np.max(image)) > 255:
-                lo, hi = float(np.min(image)), float(np.max(image))
+            lo, hi = _video_span(image)
         else:
             lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(
