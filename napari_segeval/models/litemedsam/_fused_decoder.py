@@ -59,19 +59,14 @@ class FusedDecoder:
         dec = net.mask_decoder
         t = dec.transformer
         self.net = net
-        first, second = t.blocks()
-        self.heads = int(first.self_attn.heads)
+        self.heads = int(t.blocks()[0].self_attn.heads)
         self.eye = torch.eye(self.heads)
         with torch.no_grad():
             pe = net.dense_pe().float()
             self.key_pe = pe[0].flatten(1).t().contiguous()  # (4096, 256)
             self.dense = net.prompt_encoder.no_mask_embed.weight.detach().float()[0]
             self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
-            t2i, i2t = first.cross_attn_token_to_image, first.cross_attn_image_to_token
-            # the first block's projections of the image tokens: keys+pe -> [t2i k | i2t q]
-            self.first_kq = _cat(t2i.k_proj, i2t.q_proj)
-            self.first_v = _lin(t2i.v_proj)
-            self.blocks = [self._block(first), self._block(second)]
+            self.blocks = [self._block(blk) for blk in t.blocks()]
             fin = t.final_attn_token_to_image
             self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _norm(t.norm_final_attn))
             convt1, norm, _, convt2, _ = cast(
@@ -154,8 +149,8 @@ class FusedDecoder:
         # the box-free part, once: image tokens (token-major), +pe, first projections
         src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
         src = src[None]  # (1, 4096, 256)
-        kq = self.first_kq(src + self.key_pe)
-        v_img = self.first_v(src)
+        kq = self.blocks[0]["kq"](src + self.key_pe)  # the first block's image projections
+        v_img = self.blocks[0]["v"](src)
         boxes = boxes.to(embedding.device)
         outs = [self._box(boxes[i : i + 1], src, kq, v_img) for i in range(boxes.shape[0])]
         return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
@@ -168,31 +163,20 @@ class FusedDecoder:
         sparse = net.prompt_encoder.embed_boxes(box).float()
         b = 1
         tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
-        first, second = dec.transformer.blocks()
-        p0, p1 = self.blocks
         inner = kq.shape[-1] // 2
-        k_img, q_img = kq[..., :inner], kq[..., inner:]
-        # block 1: its self-attention skips the pe
-        queries = first.norm1(first.self_attn(tokens, tokens, tokens))
-        queries = first.norm2(
-            queries
-            + self._to_image(first.cross_attn_token_to_image, queries + tokens, k_img, v_img)
-        )
-        queries = first.norm3(queries + first.mlp(queries))
-        keys = self._to_tokens(first, p0, src, q_img, queries, tokens)
-        # block 2: every projection depends on the box
-        q = queries + tokens
-        queries = second.norm1(queries + second.self_attn(q, q, queries))
-        spe = keys + self.key_pe
-        kq = p1["kq"](spe)
-        k_img, q_img = kq[..., :inner], kq[..., inner:]
-        v_img = p1["v"](keys)
-        queries = second.norm2(
-            queries
-            + self._to_image(second.cross_attn_token_to_image, queries + tokens, k_img, v_img)
-        )
-        queries = second.norm3(queries + second.mlp(queries))
-        keys = self._to_tokens(second, p1, keys, q_img, queries, tokens)
+        queries, keys = tokens, src
+        for blk, p in zip(dec.transformer.blocks(), self.blocks):
+            if blk.skip_first_pe:  # the first block: its self-attention skips the pe
+                queries = blk.norm1(blk.self_attn(tokens, tokens, tokens))
+            else:  # later blocks: every projection depends on the box
+                q = queries + tokens
+                queries = blk.norm1(queries + blk.self_attn(q, q, queries))
+                kq, v_img = p["kq"](keys + self.key_pe), p["v"](keys)
+            k_img, q_img = kq[..., :inner], kq[..., inner:]
+            t2i = self._to_image(blk.cross_attn_token_to_image, queries + tokens, k_img, v_img)
+            queries = blk.norm2(queries + t2i)
+            queries = blk.norm3(queries + blk.mlp(queries))
+            keys = self._to_tokens(blk, p, keys, q_img, queries, tokens)
         # the final token-to-image attention
         k_proj, v_proj, norm = self.final
         fin = dec.transformer.final_attn_token_to_image
