@@ -9,6 +9,7 @@ not fit the model. torch's own error text is never shown (it advises running the
 
 from __future__ import annotations
 
+import os
 import pickle
 import pickletools
 import warnings
@@ -72,7 +73,7 @@ def _imports_objects(data: bytes) -> bool:
         try:
             for op, _arg, at in pickletools.genops(data[pos:]):
                 names.add(op.name)
-                end = at
+                end = at or 0
         except (ValueError, pickle.UnpicklingError, IndexError, KeyError):
             break
         if "STOP" not in names:
@@ -103,7 +104,7 @@ def code_refused(path: str | Path, what: str) -> ReadError:
     )
 
 
-def content_error(path: str | Path, what: str, detail: str) -> ReadError:
+def content_error(path: str | os.PathLike, what: str, detail: str) -> ReadError:
     """The one-line error for a readable file whose content is not a ``what``.
 
     Examples
@@ -114,7 +115,7 @@ def content_error(path: str | Path, what: str, detail: str) -> ReadError:
     return ReadError(f"{path}: not a {what}: {detail}")
 
 
-def read_checkpoint(path: str | Path, what: str) -> Any:
+def read_checkpoint(path: str | os.PathLike, what: str) -> Any:
     """Read a ``torch.save`` file as data: tensors, numbers, strings, lists and dicts."""
     torch = check_torch()
     path = Path(path)

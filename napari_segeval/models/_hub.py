@@ -148,7 +148,7 @@ def _relay(hub: Any, progress: Callable[[int, int], None] | None, cancel: Any) -
     and raises :class:`Cancelled` when ``cancel`` is set (drawing nothing itself)."""
     from huggingface_hub.utils import tqdm as base
 
-    class Relay(base):  # type: ignore[misc, valid-type]
+    class Relay(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs["disable"] = True
             super().__init__(*args, **kwargs)
@@ -208,7 +208,11 @@ def _download(hub: Any, entry: CatalogueEntry, progress: Any, cancel: Any) -> Pa
     """``hf_hub_download`` of the entry at its revision into :func:`cache_dir`."""
     import inspect
 
-    options = {"revision": entry.revision, "cache_dir": str(cache_dir()), "endpoint": endpoint()}
+    options: dict[str, Any] = {
+        "revision": entry.revision,
+        "cache_dir": str(cache_dir()),
+        "endpoint": endpoint(),
+    }
     if "tqdm_class" in inspect.signature(hub.hf_hub_download).parameters:
         options["tqdm_class"] = _relay(hub, progress, cancel)
     try:

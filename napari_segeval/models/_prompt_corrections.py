@@ -28,7 +28,7 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval.models._prompt_walks import (
     FramePlan,
     bbox_window,
-    box_region,
+    box_plane,
     click_window,
     full,
     net_pass,
@@ -80,14 +80,6 @@ def takes(prob: torch.Tensor, point: Point) -> bool:
     return inside and bool(prob[y, x] > 0.5) == point.positive
 
 
-def _box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
-    plane = torch.zeros(shape, device=like.device)
-    if box is not None:
-        y0, x0, y1, x1 = box_region(box, shape)
-        plane[y0:y1, x0:x1] = 1.0
-    return plane
-
-
 def _click_pass(
     net: Any,
     size: int,
@@ -103,7 +95,7 @@ def _click_pass(
     window = click_window(FramePlan("step", box, mask, points), prior, points, (h, w))
     if window is None:
         return None
-    planes = [torch.stack([x[f], x[f], prior, _box_plane(box, (h, w), x)])]
+    planes = [torch.stack([x[f], x[f], prior, box_plane(box, (h, w), x)])]
     clicks = [[(c.y, c.x, c.positive) for c in points]]
     return full(net_pass(net, size, planes, [window], clicks, (h, w))[0], (h, w), x)
 

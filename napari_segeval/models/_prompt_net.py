@@ -174,14 +174,20 @@ def crop(planes: torch.Tensor, windows: torch.Tensor, size: int) -> torch.Tensor
     return F.grid_sample(planes, grid, mode="bilinear", padding_mode="border", align_corners=False)
 
 
-def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """Inverse of :func:`crop`: place ``values (B, C, S, S)`` on ``(B, C, H, W)``, 0 outside."""
-    theta = crop_theta(windows.to(values.dtype), height, width)
+def paste_theta(windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """The inverse of :func:`crop_theta`: ``(B, 2, 3)`` from window to frame coordinates."""
+    theta = crop_theta(windows, height, width)
     inv = torch.zeros_like(theta)
     inv[:, 0, 0] = 1.0 / theta[:, 0, 0]
     inv[:, 0, 2] = -theta[:, 0, 2] / theta[:, 0, 0]
     inv[:, 1, 1] = 1.0 / theta[:, 1, 1]
     inv[:, 1, 2] = -theta[:, 1, 2] / theta[:, 1, 1]
+    return inv
+
+
+def paste(values: torch.Tensor, windows: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Inverse of :func:`crop`: place ``values (B, C, S, S)`` on ``(B, C, H, W)``, 0 outside."""
+    inv = paste_theta(windows.to(values.dtype), height, width)
     b, c = values.shape[:2]
     grid = F.affine_grid(inv, [b, c, height, width], align_corners=False)
     return F.grid_sample(values, grid, mode="bilinear", padding_mode="zeros", align_corners=False)

@@ -23,10 +23,10 @@ from napari_segeval.models._prompt_net import (
     PromptUNet,
     click_maps,
     crop,
-    crop_theta,
+    paste_theta,
     window_from_bbox,
 )
-from napari_segeval.models.walk import Walk, WalkOptions, WalkOutput
+from napari_segeval.models.walk import Tally, Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
@@ -65,11 +65,7 @@ class FramePlan:
 def start(x: torch.Tensor, walk: Walk) -> PriorWalk:
     """The state of ``walk`` on frames ``x`` ``(n, H, W)`` before its start frame."""
     n, h, w = x.shape
-    given = (
-        None
-        if walk.prior_volume is None
-        else torch.as_tensor(walk.prior_volume, dtype=torch.float32, device=x.device).detach()
-    )
+    given = walk.prior_on(x.device)
     if given is not None and tuple(given.shape) != (n, h, w):
         raise ValueError(f"prior_volume must be {(n, h, w)}, got {tuple(given.shape)}")
     return PriorWalk(
@@ -136,17 +132,21 @@ def box_region(box: Box, shape: tuple[int, int]) -> Region:
     return b.y0, b.x0, b.y1, b.x1
 
 
+def box_plane(box: Box | None, shape: tuple[int, int], like: torch.Tensor) -> torch.Tensor:
+    """The box's input plane: 1 inside ``box`` (clipped), 0 elsewhere (all 0 without one)."""
+    plane = torch.zeros(shape, device=like.device)
+    if box is not None:
+        y0, x0, y1, x1 = box_region(box, shape)
+        plane[y0:y1, x0:x1] = 1.0
+    return plane
+
+
 def support(
     windows: torch.Tensor, size: int, height: int, width: int
 ) -> tuple[torch.Tensor, list[Region]]:
     """The full paste grid of ``windows`` and, per window, the region where a bilinear
     paste of ``size x size`` values can be non-zero (one pixel of margin)."""
-    theta = crop_theta(windows, height, width)
-    inv = torch.zeros_like(theta)
-    inv[:, 0, 0] = 1.0 / theta[:, 0, 0]
-    inv[:, 0, 2] = -theta[:, 0, 2] / theta[:, 0, 0]
-    inv[:, 1, 1] = 1.0 / theta[:, 1, 1]
-    inv[:, 1, 2] = -theta[:, 1, 2] / theta[:, 1, 1]
+    inv = paste_theta(windows, height, width)
     grid = F.affine_grid(inv, [windows.shape[0], 1, height, width], align_corners=False)
     edge = 1.0 + 1.0 / size
     regions = []
@@ -239,16 +239,14 @@ def base_pass(
         if s.given is not None and j > 0:  # per-slice chain: the given previous mask
             s.prior = s.given[s.idx[j - 1]]
             s.window = bbox_window(s.prior > 0.5) or s.window
-        if p.base == "mask":
+        if p.mask is not None:  # base "mask"
             pieces[i] = _mask_piece(p.mask, x.device)
             s.window = bbox_window(torch.as_tensor(p.mask.mask)) or s.window
-        elif p.base == "box":
-            region = box_region(p.box, (h, w))
-            boxmask = torch.zeros((h, w), device=x.device)
-            boxmask[region[0] : region[2], region[1] : region[3]] = 1.0
+        elif p.box is not None:  # base "box"
+            boxmask = box_plane(p.box, (h, w), x)
             todo.append(i)  # every box frame is a fresh start (module doc)
             planes.append(torch.stack([x[f], x[f], boxmask, boxmask]))
-            windows.append(window_from_bbox(*region))
+            windows.append(window_from_bbox(*box_region(p.box, (h, w))))
         elif p.base == "step" and s.window is not None:
             todo.append(i)
             planes.append(torch.stack([x[f], x[s.idx[j - 1]], s.prior, zeros]))
@@ -336,10 +334,9 @@ def run(
     net: Any, size: int, x: torch.Tensor, states: list[PriorWalk], batch: bool, options: WalkOptions
 ) -> list[WalkOutput]:
     """Advance all walks together; each walk's :class:`~.base.WalkOutput` (cropped frames)."""
-    progress, on_frame = options.progress, options.on_frame
+    on_frame = options.on_frame
     h, w = x.shape[1:]
-    total = sum(len(s.idx) for s in states)
-    done = 0
+    tally = Tally(sum(len(s.idx) for s in states), options.progress)
     for j in range(max((len(s.idx) for s in states), default=0)):
         active = [s for s in states if not s.stopped and j < len(s.idx)]
         for group in [active] if batch and active else [[s] for s in active]:
@@ -350,14 +347,10 @@ def run(
             for s, piece in zip(group, pieces):
                 if on_frame is not None:
                     on_frame(states.index(s), s.idx[j], full(piece, (h, w), x).detach())
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+                tally.add()
                 skipped = advance(s, piece, x, options.stop_when_empty)
                 if skipped:
-                    done += skipped
-                    if progress is not None:
-                        progress(done, total)
+                    tally.add(skipped)
     return [WalkOutput(s.idx, s.boxes, s.values, (int(h), int(w))) for s in states]
 
 

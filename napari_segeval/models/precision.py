@@ -110,11 +110,8 @@ def precision_reason(precision: Precision, device: Any = None) -> str | None:
     >>> precision_reason(Precision.FP32, "cpu") is None
     True
     """
-    if precision is Precision.BF16:
-        return bf16_reason(device)
-    if precision is Precision.OPENVINO:
-        return openvino_reason(device)
-    return None
+    reason = {Precision.BF16: bf16_reason, Precision.OPENVINO: openvino_reason}.get(precision)
+    return None if reason is None else reason(device)
 
 
 def machine_supports(precision: Precision, device: Any = None) -> bool:

@@ -16,7 +16,14 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval.inference.windowing import to_unit, window_bounds
 from napari_segeval.models.base import Capabilities, NormalizeInfo, PromptableModel
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput, n_visited
+from napari_segeval.models.walk import (
+    WALK_DEFAULTS,
+    Tally,
+    Walk,
+    WalkOptions,
+    WalkOutput,
+    n_visited,
+)
 from napari_segeval.prompts.box import Box
 from napari_segeval.prompts.prompt_set import MaskPrompt, Point
 
@@ -113,20 +120,18 @@ class ThresholdPromptModel(PromptableModel):
         if x.ndim == 4:
             x = x.mean(dim=-1)
         n = int(x.shape[0])
-        total = sum(n_visited(n, w.start, w.order) for w in walks)
-        outs, done = [], 0
+        tally = Tally(sum(n_visited(n, w.start, w.order) for w in walks), options.progress)
+        outs = []
         with torch.enable_grad() if options.grad else torch.no_grad():
             for number, walk in enumerate(walks):
-                seq = self._walk(x, walk, number, done, total, options)
+                seq = self._walk(x, walk, number, tally, options)
                 outs.append(WalkOutput.from_full(walk.frames(n), seq) if options.crops else seq)
-                done += len(seq)
         return outs
 
     def _walk(
-        self, x: torch.Tensor, walk: Walk, number: int, done: int, total: int, options: WalkOptions
+        self, x: torch.Tensor, walk: Walk, number: int, tally: Tally, options: WalkOptions
     ) -> torch.Tensor:
-        """One walk's probabilities ``(n_visited, H, W)``; ``done`` steps of ``total``
-        came before it."""
+        """One walk's probabilities ``(n_visited, H, W)``, its steps counted in ``tally``."""
         import torch
 
         _, h, w = x.shape
@@ -134,13 +139,7 @@ class ThresholdPromptModel(PromptableModel):
         last = walk.last_conditioning_step()
         prior = torch.zeros((h, w), device=self.device)
         out = []
-        given = (
-            None
-            if walk.prior_volume is None
-            else torch.as_tensor(
-                walk.prior_volume, dtype=torch.float32, device=self.device
-            ).detach()
-        )
+        given = walk.prior_on(self.device)
         for j, f in enumerate(idx):
             check_cancel(options.cancel, "propagation")
             if given is not None and j > 0:
@@ -149,12 +148,11 @@ class ThresholdPromptModel(PromptableModel):
             out.append(prob)
             if options.on_frame is not None:
                 options.on_frame(number, int(f), prob.detach())
-            if options.progress is not None:
-                options.progress(done + j + 1, total)
+            tally.add()
             if options.stop_when_empty and j >= last and not bool((prob.detach() > 0.5).any()):
                 out.extend(torch.zeros((h, w), device=self.device) for _ in range(len(idx) - j - 1))
-                if options.progress is not None and j + 1 < len(idx):
-                    options.progress(done + len(idx), total)
+                if j + 1 < len(idx):
+                    tally.add(len(idx) - j - 1)
                 break
             prior = prob
         return torch.stack(out)

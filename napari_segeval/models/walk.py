@@ -164,6 +164,14 @@ class Walk:
         frames = [f for f in self.prompts.frames if (f - self.start) * step >= 0]
         return tuple(sorted(frames, reverse=step < 0))
 
+    def prior_on(self, device: Any) -> Any:
+        """:attr:`prior_volume` as a detached float32 tensor on ``device`` (None: none given)."""
+        import torch
+
+        if self.prior_volume is None:
+            return None
+        return torch.as_tensor(self.prior_volume, dtype=torch.float32, device=device).detach()
+
     def frames(self, n_frames: int) -> np.ndarray:
         """Frame indices this walk visits, in visit order (:func:`visit_indices`)."""
         return visit_indices(n_frames, self.start, self.order)
@@ -315,6 +323,28 @@ class WalkOutput:
         return replace(
             self, frames=list(self.frames), boxes=list(self.boxes), values=values, fill=fill
         )
+
+
+@dataclass
+class Tally:
+    """Walk steps done of ``total``, each change reported to ``progress(done, total)``.
+
+    Examples
+    --------
+    >>> t = Tally(3, lambda done, total: print(done, total)); t.add(); t.add(2)
+    1 3
+    3 3
+    """
+
+    total: int
+    progress: Callable[[int, int], None] | None = None
+    done: int = 0
+
+    def add(self, k: int = 1) -> None:
+        """``k`` more steps done (run or skipped)."""
+        self.done += k
+        if self.progress is not None:
+            self.progress(self.done, self.total)
 
 
 def walk_steps(n_frames: int, walks: list[Walk]) -> list[list[tuple[int, int]]]:

@@ -46,7 +46,7 @@ def _run(n, walks, block, budget):
     seen = []
     for step in reads:
         for t in step:
-            value = feats.get(t)[0][0]
+            value = feats.read(t)[0][0]
             assert torch.all(value == float(t))  # the right frame's features
             seen.append(t)
         assert feats.cached_bytes <= (budget if budget is not None else float("inf"))
@@ -77,9 +77,9 @@ def test_a_tiny_budget_re_encodes_but_never_holds_more():
 def test_forget_releases_a_frame_no_walk_will_read():
     reads = [[0, 0], [1]]
     feats = FrameFeatures(FakeNet(), _frames(4), lambda x: x, 4, None, reads)
-    feats.get(0)
+    feats.read(0)
     assert 1 in feats
     feats.forget(1, 1)
     assert 1 not in feats and 0 in feats  # frame 0 is read once more
-    feats.get(0)
+    feats.read(0)
     assert feats.cached_bytes == 0

@@ -152,9 +152,8 @@ def resize2d(t, size, mode: str):
 
     if tuple(t.shape[-2:]) == tuple(size):
         return t
-    if mode == "nearest":
-        return F.interpolate(t, size=tuple(size), mode="nearest")
-    return F.interpolate(t, size=tuple(size), mode="bilinear", align_corners=False)
+    corners = None if mode == "nearest" else False
+    return F.interpolate(t, size=tuple(size), mode=mode, align_corners=corners)
 
 
 @dataclass
@@ -296,7 +295,9 @@ class UNet2DModel:
 
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise content_error(path, WHAT, f"no format {FORMAT!r} entry")
-        model = cls(data.get("state_dict"), data.get("meta"), device=device, source=str(path))
+        model = cls(
+            data.get("state_dict") or {}, data.get("meta") or {}, device=device, source=str(path)
+        )
         try:
             model.network()
         except (KeyError, TypeError, ValueError, AttributeError, SegEvalError) as exc:

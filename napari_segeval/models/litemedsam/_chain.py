@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval.models.walk import StopReason
+from napari_segeval.models.walk import StopReason, Tally
 from napari_segeval.prompts.box import Box
 
 from . import _recipe as R
@@ -148,6 +148,14 @@ def _store(chain: Chain, logits: torch.Tensor, grad: bool) -> None:
     chain.values.append(torch.sigmoid(crop if grad else crop.detach()))
 
 
+def _end(chain: Chain, cache: Any, j: int, read: bool) -> int:
+    """End ``chain`` at visit ``j`` (its frame ``read`` or not): the visits it skips."""
+    chain.done = True
+    for k in range(j + read, chain.length):
+        cache.forget(chain.frames[k], k)
+    return chain.length - j
+
+
 def _decode(
     net: Any, embedding: torch.Tensor, box: list[int], jitter: int, frame: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -179,8 +187,7 @@ def run(
     """Advance every chain to its end (results in each chain's ``crops`` and ``values``)."""
     h, w = shape
     resized = R.resized_size(h, w)
-    total = sum(c.length for c in chains)
-    done = 0
+    tally = Tally(sum(c.length for c in chains), progress)
     for j in range(max((c.length for c in chains), default=0)):
         for i, c in enumerate(chains):
             if c.done or j >= c.length:
@@ -189,12 +196,7 @@ def run(
             frame = c.frames[j]
             box = _next_box(c, j, frame) if j else c.boxes.get(frame)
             if box is None:
-                c.done = True
-                for k in range(j, c.length):
-                    cache.forget(c.frames[k], k)
-                done += c.length - j
-                if progress is not None:
-                    progress(done, total)
+                tally.add(_end(c, cache, j, False))
                 continue
             if j == 0:
                 c.fallback = box
@@ -211,13 +213,8 @@ def run(
                 and j > c.last_conditioning
                 and quality < c.iou_ratio * c.key_iou
             ):
-                c.done = True  # the quality stop: this slice and the rest are left out
-                c.stopped = StopReason.IOU
-                for k in range(j + 1, c.length):
-                    cache.forget(c.frames[k], k)
-                done += c.length - j
-                if progress is not None:
-                    progress(done, total)
+                c.stopped = StopReason.IOU  # the quality stop: this slice and the rest left out
+                tally.add(_end(c, cache, j, True))
                 continue
             c.ious.append(quality)
             if jittered:
@@ -227,6 +224,4 @@ def run(
             _store(c, logits.float(), grad)
             if on_frame is not None:
                 on_frame(i, frame, torch.sigmoid(logits.detach().float()))
-            done += 1
-            if progress is not None:
-                progress(done, total)
+            tally.add()

@@ -18,14 +18,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from ._network import (
+    CHUNK_FLOATS,
     EMBED_SIZE,
     ConvBN,
-    ConvStage,
+    LayerNorm2d,
     MBConv,
     PatchEmbed,
     PatchMerging,
     TinyViTBlock,
     TinyViTEncoder,
+    in_windows,
+    rows_per_band,
 )
 
 _LIN = torch.ops.mkldnn._linear_pointwise
@@ -33,18 +36,9 @@ _CONV = torch.ops.mkldnn._convolution_pointwise
 
 #: Floats per intermediate tensor of a band of the first stage (:func:`rows_per_band`) and
 #: per chunk of windows or tokens: the module's number of calls (docs/model_cards.md).
-BAND_FLOATS = 1 << 21
-
-
-def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = BAND_FLOATS) -> int:
-    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1).
-
-    Examples
-    --------
-    >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
-    (32, 1)
-    """
-    return max(1, int(floats) // max(1, width * channels * batch))
+BAND_FLOATS = CHUNK_FLOATS
+#: A block's weights: attention norm, qkv, bias, projection; MLP norm, fc1, fc2.
+_BlockWeights = tuple["_Norm", "_Lin", torch.Tensor, "_Lin", "_Norm", "_Lin", "_Lin"]
 
 
 def mkldnn_available() -> bool:
@@ -123,41 +117,57 @@ class FusedEncoder:
         self.parts = frozenset(parts)
         self.band_floats = int(band_floats)
         self.encoder = encoder
-        self._p: dict[int, object] = {}
+        self._lin: dict[int, _Lin] = {}
+        self._dw: dict[int, _Depthwise] = {}
+        self._blocks: dict[int, _BlockWeights] = {}
         with torch.no_grad():
             for module in encoder.modules():
                 self._prepare(module)
+            conv1, norm1, conv2, norm2 = encoder.neck_layers()
+            s = self.stream
+            self._neck_w = (
+                _Lin(self._t(conv1.weight[:, :, 0, 0], s), None),
+                self._norm(norm1),
+                self._t(conv2.weight, s),
+                self._norm(norm2),
+            )
 
     # -- weights -------------------------------------------------------------------------
-    def _t(self, t: torch.Tensor | None, dtype: torch.dtype | None = None) -> torch.Tensor | None:
-        return None if t is None else t.detach().to(dtype or self.dtype).contiguous()
+    def _t(self, t: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        return t.detach().to(dtype or self.dtype).contiguous()
 
-    def _conv(self, conv: ConvBN, dtype: torch.dtype | None = None) -> _Lin | _Depthwise:
+    def _conv(self, conv: ConvBN, dtype: torch.dtype | None = None) -> None:
+        """Store the folded convolution (depthwise, or 1 x 1 as a linear map) once."""
+        if id(conv) in self._lin or id(conv) in self._dw:
+            return
         w, b = conv.folded()
         if conv.c.groups > 1:
-            return _Depthwise(self._t(w, dtype), self._t(b, dtype), int(conv.c.stride[0]))  # type: ignore[arg-type]
-        return _Lin(self._t(w[:, :, 0, 0], dtype), self._t(b, dtype))  # type: ignore[arg-type]
+            self._dw[id(conv)] = _Depthwise(
+                self._t(w, dtype), self._t(b, dtype), int(conv.c.stride[0])
+            )
+        else:
+            self._lin[id(conv)] = _Lin(self._t(w[:, :, 0, 0], dtype), self._t(b, dtype))
 
     def _linear(
         self, lin: nn.Linear, scale: torch.Tensor | None = None, dtype: torch.dtype | None = None
     ) -> _Lin:
         w, b = lin.weight, lin.bias
         if scale is not None:
-            w, b = w * scale[:, None], b * scale
-        return _Lin(self._t(w, dtype), self._t(b, dtype))  # type: ignore[arg-type]
+            return _Lin(self._t(w * scale[:, None], dtype), self._t(b * scale, dtype))
+        return _Lin(self._t(w, dtype), self._t(b, dtype))
 
-    def _norm(self, norm: nn.Module) -> _Norm:
+    def _norm(self, norm: nn.LayerNorm | LayerNorm2d) -> _Norm:
         s = self.stream
-        return _Norm(self._t(norm.weight, s), self._t(norm.bias, s), float(norm.eps))  # type: ignore[arg-type]
+        return _Norm(self._t(norm.weight, s), self._t(norm.bias, s), float(norm.eps))
 
     def _prepare(self, m: nn.Module) -> None:
         if isinstance(m, TinyViTBlock):  # its depthwise conv maps the stream itself
-            self._p[id(m.local_conv)] = self._conv(m.local_conv, self.stream)
+            self._conv(m.local_conv, self.stream)
         if isinstance(m, PatchEmbed):
-            for c in (m.seq[0], m.seq[2]):
-                self._p[id(c)] = self._conv(c, self.stream)
+            for c in m.convs():
+                self._conv(c, self.stream)
         if isinstance(m, ConvBN):
-            self._p.setdefault(id(m), self._conv(m, None if "conv" in self.parts else self.stream))
+            self._conv(m, None if "conv" in self.parts else self.stream)
         elif isinstance(m, TinyViTBlock):
             a = m.attn
             d = a.head_dim
@@ -166,7 +176,7 @@ class FusedEncoder:
             scale.view(a.heads, 3, d)[:, 0] = d**-0.5
             at = self.dtype if "attention" in self.parts else self.stream
             mt = self.dtype if "mlp" in self.parts else self.stream
-            self._p[id(m)] = (
+            self._blocks[id(m)] = (
                 self._norm(a.norm),
                 self._linear(a.qkv, scale, at),
                 self._t(a.bias(), at),
@@ -175,17 +185,6 @@ class FusedEncoder:
                 self._linear(m.mlp.fc1, None, mt),
                 self._linear(m.mlp.fc2, None, mt),
             )
-        elif isinstance(m, TinyViTEncoder):
-            conv1, norm1, conv2, norm2 = m.neck
-            self._p[id(m)] = (
-                _Lin(self._t(conv1.weight[:, :, 0, 0], self.stream), None),  # type: ignore[arg-type]
-                self._norm(norm1),
-                self._t(conv2.weight, self.stream),
-                self._norm(norm2),
-            )
-
-    def _get(self, m: nn.Module) -> object:
-        return self._p[id(m)]
 
     # -- forward -------------------------------------------------------------------------
     @torch.no_grad()
@@ -193,30 +192,33 @@ class FusedEncoder:
         """``(B, 3, 256, 256)`` -> float32 ``(B, 256, 64, 64)``."""
         enc = self.encoder
         x = self._stem(images.to(self.stream))
-        for layer in enc.layers:
-            if isinstance(layer, ConvStage):
-                for blk in layer.blocks:
-                    x = self._mbconv(blk, x)
-                x = self._merge(layer.downsample, x)
-            else:
-                for blk in layer.blocks:
-                    x = self._block(blk, x)
-                if layer.downsample is not None:
-                    x = self._merge(layer.downsample, x)
+        for m in enc.layers.modules():  # the stages' blocks and patch mergings, in order
+            if isinstance(m, MBConv):
+                x = self._mbconv(m, x)
+            elif isinstance(m, TinyViTBlock):
+                x = self._block(m, x)
+            elif isinstance(m, PatchMerging):
+                x = self._merge(m, x)
         return self._neck(x).float().contiguous()
 
     def _stem(self, x: torch.Tensor) -> torch.Tensor:
-        first, _, second = self.encoder.patch_embed.seq
-        l1, l2 = self._get(first), self._get(second)
+        first, second = self.encoder.patch_embed.convs()
+        l1, l2 = self._lin[id(first)], self._lin[id(second)]
         b, _, h, w = x.shape
         x = x.permute(0, 2, 3, 1).contiguous()
         rows = rows_per_band(w, first.c.out_channels, b, self.band_floats)
-        outs = [l2(l1(x[:, i : i + rows], gelu=True)) for i in range(0, h, rows)]  # type: ignore[operator]
+        outs = [l2(l1(x[:, i : i + rows], gelu=True)) for i in range(0, h, rows)]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
-    def _bands(self, x: torch.Tensor, expand: ConvBN, dw: ConvBN, finish) -> torch.Tensor:  # noqa: ANN001
+    def _bands(
+        self,
+        x: torch.Tensor,
+        expand: ConvBN,
+        dw: ConvBN,
+        finish: Callable[[torch.Tensor, int, int], torch.Tensor],
+    ) -> torch.Tensor:
         """``finish(gelu(dw(gelu(expand(x)))), r0, r1)`` in bands of output rows."""
-        e_lin, d_conv = self._get(expand), self._get(dw)
+        e_lin, d_conv = self._lin[id(expand)], self._dw[id(dw)]
         b, h, w, _ = x.shape
         stride = int(dw.c.stride[0])
         out_h = (h - 1) // stride + 1
@@ -225,18 +227,18 @@ class FusedEncoder:
         for o0 in range(0, out_h, rows):
             o1 = min(out_h, o0 + rows)
             lo = max(0, stride * (o0 - 1))
-            e = e_lin(x[:, lo : min(h, stride * (o1 - 1) + 2)], gelu=True)  # type: ignore[operator]
-            d = d_conv(e.permute(0, 3, 1, 2), (1, 1), gelu=True)  # type: ignore[operator]
+            e = e_lin(x[:, lo : min(h, stride * (o1 - 1) + 2)], gelu=True)
+            d = d_conv(e.permute(0, 3, 1, 2), (1, 1), gelu=True)
             first = (stride * o0 - lo) // stride
             bands.append(finish(d[:, :, first : first + o1 - o0], o0, o1))
         return bands[0] if len(bands) == 1 else torch.cat(bands, dim=1)
 
     def _mbconv(self, blk: MBConv, x: torch.Tensor) -> torch.Tensor:
-        project = self._get(blk.conv3)
+        project = self._lin[id(blk.conv3)]
 
         def finish(d: torch.Tensor, r0: int, r1: int) -> torch.Tensor:
             # project(d) + x in one kernel, then the GELU in place
-            return torch.ops.aten.gelu_(project.add(d.permute(0, 2, 3, 1), x[:, r0:r1]))  # type: ignore[attr-defined]
+            return torch.ops.aten.gelu_(project.add(d.permute(0, 2, 3, 1), x[:, r0:r1]))
 
         return self._bands(x, blk.conv1, blk.conv2, finish)
 
@@ -244,18 +246,15 @@ class FusedEncoder:
         b = x.shape[0]
         if x.ndim == 3:
             x = x.view(b, m.resolution, m.resolution, -1)
-        project = self._get(m.conv3)
+        project = self._lin[id(m.conv3)]
         out = self._bands(
-            x,
-            m.conv1,
-            m.conv2,
-            lambda d, _r0, _r1: project(d.permute(0, 2, 3, 1)).to(self.stream),  # type: ignore[operator]
+            x, m.conv1, m.conv2, lambda d, _r0, _r1: project(d.permute(0, 2, 3, 1)).to(self.stream)
         )
         return out.reshape(b, -1, out.shape[-1])
 
     def _attend(self, blk: TinyViTBlock, x: torch.Tensor) -> torch.Tensor:
         """``x + attention(x)`` of windows ``(B, N, C)`` (chunks of windows)."""
-        norm, qkv, bias, proj = self._get(blk)[:4]  # type: ignore[index]
+        norm, qkv, bias, proj = self._blocks[id(blk)][:4]
         a = blk.attn
         b, n, _ = x.shape
         per = max(1, self.band_floats // (a.heads * n * n))
@@ -270,34 +269,14 @@ class FusedEncoder:
             outs.append(proj.add(o, xc))
         return outs[0] if len(outs) == 1 else torch.cat(outs)
 
-    def _windows(self, blk: TinyViTBlock, x: torch.Tensor) -> torch.Tensor:
-        """``x + attention(x)`` on the token grid, window by window (zero-padded)."""
-        h = w = blk.resolution
-        s = blk.window
-        b, n, c = x.shape
-        if h == s and w == s:
-            return self._attend(blk, x)
-        g = x.view(b, h, w, c)
-        pad_b, pad_r = (s - h % s) % s, (s - w % s) % s
-        if pad_b or pad_r:
-            g = F.pad(g, (0, 0, 0, pad_r, 0, pad_b))
-        ph, pw = h + pad_b, w + pad_r
-        nh, nw = ph // s, pw // s
-        g = g.view(b, nh, s, nw, s, c).transpose(2, 3).reshape(b * nh * nw, s * s, c)
-        g = self._attend(blk, g)
-        g = g.view(b, nh, nw, s, s, c).transpose(2, 3).reshape(b, ph, pw, c)
-        if pad_b or pad_r:
-            g = g[:, :h, :w]
-        return g.reshape(b, n, c)
-
     def _block(self, blk: TinyViTBlock, x: torch.Tensor) -> torch.Tensor:
         b, n, c = x.shape
         r = blk.resolution
-        x = self._windows(blk, x)
-        local = self._get(blk.local_conv)
-        x = local(x.view(b, r, r, c).permute(0, 3, 1, 2), (1, 1), gelu=False)  # type: ignore[operator]
+        x = in_windows(x, r, blk.window, lambda t: self._attend(blk, t))  # x + attention(x)
+        local = self._dw[id(blk.local_conv)]
+        x = local(x.view(b, r, r, c).permute(0, 3, 1, 2), (1, 1), gelu=False)
         x = x.permute(0, 2, 3, 1).reshape(b, n, c)
-        norm, fc1, fc2 = self._get(blk)[4:]  # type: ignore[index]
+        _, _, _, _, norm, fc1, fc2 = self._blocks[id(blk)]
         per = rows_per_band(int(fc1.w.shape[0]), 1, b, self.band_floats)
         outs = [
             fc2.add(fc1(norm(x[:, i : i + per]), gelu=True), x[:, i : i + per])
@@ -306,7 +285,7 @@ class FusedEncoder:
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
     def _neck(self, x: torch.Tensor) -> torch.Tensor:
-        lin, norm1, w3, norm2 = self._get(self.encoder)  # type: ignore[misc]
+        lin, norm1, w3, norm2 = self._neck_w
         b = x.shape[0]
         x = norm1(lin(x)).view(b, EMBED_SIZE, EMBED_SIZE, -1)
         x = _CONV(x.permute(0, 3, 1, 2), w3, None, [1, 1], [1, 1], [1, 1], 1, "none", [], "")

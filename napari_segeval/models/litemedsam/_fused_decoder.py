@@ -11,11 +11,13 @@ No gradients. Imports torch: import it only inside functions.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 
 from ._fused import _Lin, _Norm
-from ._network import EMBED_SIZE, Attention, LiteMedSAMNet, TwoWayBlock
+from ._network import EMBED_SIZE, Attention, LayerNorm2d, LiteMedSAMNet, TwoWayBlock
 
 #: Image tokens upscaled at a time: 1024 keep the largest intermediate at 2 MiB, in cache
 #: (measured: docs/model_cards.md).
@@ -28,7 +30,7 @@ def _lin(layer: torch.nn.Linear) -> _Lin:
     )
 
 
-def _norm(norm: torch.nn.Module) -> _Norm:
+def _norm(norm: torch.nn.LayerNorm | LayerNorm2d) -> _Norm:
     return _Norm(norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
 
 
@@ -42,10 +44,11 @@ def _cat(*layers: torch.nn.Linear) -> _Lin:
 def _transposed(conv: torch.nn.ConvTranspose2d) -> _Lin:
     """A 2 x 2, stride 2 transposed convolution as a projection of each token to its
     sub-pixels: outputs ordered ``(i, j, channel)`` for the sub-pixel ``(i, j)``."""
-    w = conv.weight.detach().float()  # (in, out, 2, 2)
+    w, bias = conv.weight.detach().float(), conv.bias  # (in, out, 2, 2)
+    assert bias is not None
     cin, cout = int(w.shape[0]), int(w.shape[1])
     weight = w.permute(2, 3, 1, 0).reshape(4 * cout, cin).contiguous()
-    bias = conv.bias.detach().float().repeat(4).contiguous()
+    bias = bias.detach().float().repeat(4).contiguous()
     return _Lin(weight, bias)
 
 
@@ -56,22 +59,20 @@ class FusedDecoder:
         dec = net.mask_decoder
         t = dec.transformer
         self.net = net
-        self.heads = int(t.layers[0].self_attn.heads)
+        self.heads = int(t.blocks()[0].self_attn.heads)
         self.eye = torch.eye(self.heads)
         with torch.no_grad():
             pe = net.dense_pe().float()
             self.key_pe = pe[0].flatten(1).t().contiguous()  # (4096, 256)
             self.dense = net.prompt_encoder.no_mask_embed.weight.detach().float()[0]
             self.out_tokens = torch.cat([dec.iou_token.weight, dec.mask_tokens.weight]).float()
-            first, second = t.layers
-            t2i, i2t = first.cross_attn_token_to_image, first.cross_attn_image_to_token
-            # the first block's projections of the image tokens: keys+pe -> [t2i k | i2t q]
-            self.first_kq = _cat(t2i.k_proj, i2t.q_proj)
-            self.first_v = _lin(t2i.v_proj)
-            self.blocks = [self._block(first), self._block(second)]
+            self.blocks = [self._block(blk) for blk in t.blocks()]
             fin = t.final_attn_token_to_image
             self.final = (_lin(fin.k_proj), _lin(fin.v_proj), _norm(t.norm_final_attn))
-            convt1, norm, _, convt2, _ = dec.output_upscaling
+            convt1, norm, _, convt2, _ = cast(
+                "tuple[torch.nn.ConvTranspose2d, LayerNorm2d, object, torch.nn.ConvTranspose2d, object]",
+                tuple(dec.output_upscaling),
+            )
             self.up1, self.up_norm, self.up2 = _transposed(convt1), _norm(norm), _transposed(convt2)
         self.dec = dec
 
@@ -148,8 +149,8 @@ class FusedDecoder:
         # the box-free part, once: image tokens (token-major), +pe, first projections
         src = (embedding.float()[0] + self.dense[:, None, None]).flatten(1).t().contiguous()
         src = src[None]  # (1, 4096, 256)
-        kq = self.first_kq(src + self.key_pe)
-        v_img = self.first_v(src)
+        kq = self.blocks[0]["kq"](src + self.key_pe)  # the first block's image projections
+        v_img = self.blocks[0]["v"](src)
         boxes = boxes.to(embedding.device)
         outs = [self._box(boxes[i : i + 1], src, kq, v_img) for i in range(boxes.shape[0])]
         return torch.cat([o[0] for o in outs]), torch.cat([o[1] for o in outs])
@@ -162,31 +163,20 @@ class FusedDecoder:
         sparse = net.prompt_encoder.embed_boxes(box).float()
         b = 1
         tokens = torch.cat([self.out_tokens[None], sparse], dim=1)
-        first, second = dec.transformer.layers
-        p0, p1 = self.blocks
         inner = kq.shape[-1] // 2
-        k_img, q_img = kq[..., :inner], kq[..., inner:]
-        # block 1: its self-attention skips the pe
-        queries = first.norm1(first.self_attn(tokens, tokens, tokens))
-        queries = first.norm2(
-            queries
-            + self._to_image(first.cross_attn_token_to_image, queries + tokens, k_img, v_img)
-        )
-        queries = first.norm3(queries + first.mlp(queries))
-        keys = self._to_tokens(first, p0, src, q_img, queries, tokens)
-        # block 2: every projection depends on the box
-        q = queries + tokens
-        queries = second.norm1(queries + second.self_attn(q, q, queries))
-        spe = keys + self.key_pe
-        kq = p1["kq"](spe)
-        k_img, q_img = kq[..., :inner], kq[..., inner:]
-        v_img = p1["v"](keys)
-        queries = second.norm2(
-            queries
-            + self._to_image(second.cross_attn_token_to_image, queries + tokens, k_img, v_img)
-        )
-        queries = second.norm3(queries + second.mlp(queries))
-        keys = self._to_tokens(second, p1, keys, q_img, queries, tokens)
+        queries, keys = tokens, src
+        for blk, p in zip(dec.transformer.blocks(), self.blocks):
+            if blk.skip_first_pe:  # the first block: its self-attention skips the pe
+                queries = blk.norm1(blk.self_attn(tokens, tokens, tokens))
+            else:  # later blocks: every projection depends on the box
+                q = queries + tokens
+                queries = blk.norm1(queries + blk.self_attn(q, q, queries))
+                kq, v_img = p["kq"](keys + self.key_pe), p["v"](keys)
+            k_img, q_img = kq[..., :inner], kq[..., inner:]
+            t2i = self._to_image(blk.cross_attn_token_to_image, queries + tokens, k_img, v_img)
+            queries = blk.norm2(queries + t2i)
+            queries = blk.norm3(queries + blk.mlp(queries))
+            keys = self._to_tokens(blk, p, keys, q_img, queries, tokens)
         # the final token-to-image attention
         k_proj, v_proj, norm = self.final
         fin = dec.transformer.final_attn_token_to_image

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -40,9 +41,10 @@ class ConvBN(nn.Module):
         """``(weight, bias)`` of the convolution with the batch norm folded in."""
         if self._folded is not None:
             return self._folded
-        bn = self.bn
-        scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
-        return self.c.weight * scale[:, None, None, None], bn.bias - bn.running_mean * scale
+        bn, mean, var = self.bn, self.bn.running_mean, self.bn.running_var
+        assert mean is not None and var is not None  # tracked statistics (eval mode)
+        scale = bn.weight / torch.sqrt(var + bn.eps)
+        return self.c.weight * scale[:, None, None, None], bn.bias - mean * scale
 
     @torch.no_grad()
     def freeze(self) -> None:
@@ -87,11 +89,42 @@ class LayerNorm2d(nn.Module):
 #: full-resolution maps of the first stage are 64 MiB, which a CPU allocator hands back
 #: to the system after each use, so every step paid for fresh pages; chunks of this size
 #: are reused (the values are the same: each chunk is the same arithmetic on its rows).
+#: Also the fused encoder's default per band of rows, window chunk or token chunk.
 CHUNK_FLOATS = 1 << 21
 
 
-def _rows_per_chunk(width: int, channels: int, batch: int = 1) -> int:
-    return max(1, CHUNK_FLOATS // max(1, width * channels * batch))
+def rows_per_band(width: int, channels: int, batch: int = 1, floats: int = CHUNK_FLOATS) -> int:
+    """Rows of a ``width x channels`` map per band of about ``floats`` floats (at least 1).
+
+    Examples
+    --------
+    >>> rows_per_band(256, 256), rows_per_band(256, 256, floats=1)
+    (32, 1)
+    """
+    return max(1, int(floats) // max(1, width * channels * batch))
+
+
+def in_windows(
+    x: torch.Tensor, resolution: int, window: int, attend: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.Tensor:
+    """``attend`` on the zero-padded ``window x window`` windows of tokens ``(B, r * r, C)``."""
+    h = w = resolution
+    s = window
+    b, n, c = x.shape
+    if h == s and w == s:
+        return attend(x)
+    x = x.view(b, h, w, c)
+    pad_b, pad_r = (s - h % s) % s, (s - w % s) % s
+    if pad_b or pad_r:
+        x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+    ph, pw = h + pad_b, w + pad_r
+    nh, nw = ph // s, pw // s
+    x = x.view(b, nh, s, nw, s, c).transpose(2, 3).reshape(b * nh * nw, s * s, c)
+    x = attend(x)
+    x = x.view(b, nh, nw, s, s, c).transpose(2, 3).reshape(b, ph, pw, c)
+    if pad_b or pad_r:
+        x = x[:, :h, :w]
+    return x.reshape(b, n, c)
 
 
 def _depthwise_rows(
@@ -105,7 +138,7 @@ def _depthwise_rows(
     stride = int(dw.c.stride[0])
     out_h = (h - 1) // stride + 1
     hidden = int(dw.c.out_channels)
-    rows = max(1, _rows_per_chunk(w, hidden, b) // stride)
+    rows = max(1, rows_per_band(w, hidden, b) // stride)
     bands = []
     for o0 in range(0, out_h, rows):
         o1 = min(out_h, o0 + rows)
@@ -186,6 +219,8 @@ def _offset_index(window: int) -> tuple[int, torch.Tensor]:
 class WindowAttention(nn.Module):
     """Multi-head self-attention inside a window, with a learnt bias per relative offset."""
 
+    attention_bias_idxs: torch.Tensor
+
     def __init__(self, dim: int, heads: int, window: int) -> None:
         super().__init__()
         self.heads = heads
@@ -255,29 +290,10 @@ class TinyViTBlock(nn.Module):
         self.mlp = Mlp(dim, int(dim * mlp_ratio))
         self.local_conv = ConvBN(dim, dim, 3, 1, 1, groups=dim)
 
-    def _attend(self, x: torch.Tensor) -> torch.Tensor:
-        h = w = self.resolution
-        s = self.window
-        b, n, c = x.shape
-        if h == s and w == s:
-            return self.attn(x)
-        x = x.view(b, h, w, c)
-        pad_b, pad_r = (s - h % s) % s, (s - w % s) % s
-        if pad_b or pad_r:
-            x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
-        ph, pw = h + pad_b, w + pad_r
-        nh, nw = ph // s, pw // s
-        x = x.view(b, nh, s, nw, s, c).transpose(2, 3).reshape(b * nh * nw, s * s, c)
-        x = self.attn(x)
-        x = x.view(b, nh, nw, s, s, c).transpose(2, 3).reshape(b, ph, pw, c)
-        if pad_b or pad_r:
-            x = x[:, :h, :w]
-        return x.reshape(b, n, c)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, n, c = x.shape
         r = self.resolution
-        x = x + self._attend(x)
+        x = x + in_windows(x, r, self.window, self.attn)
         # the depthwise conv on the token grid: a channels-last view, no copy
         x = self.local_conv(x.view(b, r, r, c).permute(0, 3, 1, 2))
         x = x.permute(0, 2, 3, 1).reshape(b, n, c)
@@ -309,12 +325,16 @@ class PatchEmbed(nn.Module):
         super().__init__()
         self.seq = nn.Sequential(ConvBN(cin, dim // 2), nn.GELU(), ConvBN(dim // 2, dim))
 
+    def convs(self) -> tuple[ConvBN, ConvBN]:
+        """The two convolutions (either side of the GELU)."""
+        return cast(ConvBN, self.seq[0]), cast(ConvBN, self.seq[2])
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, 3, H, W)`` -> channels-last ``(B, H, W, dim)``."""
-        first, _, second = self.seq
+        first, second = self.convs()
         b, _, h, w = x.shape
         x = x.permute(0, 2, 3, 1)
-        rows = _rows_per_chunk(w, first.c.out_channels, b)
+        rows = rows_per_band(w, first.c.out_channels, b)
         outs = [second.linear(F.gelu(first.linear(x[:, i : i + rows]))) for i in range(0, h, rows)]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
@@ -351,12 +371,16 @@ class TinyViTEncoder(nn.Module):
             LayerNorm2d(256),
         )
 
+    def neck_layers(self) -> tuple[nn.Conv2d, LayerNorm2d, nn.Conv2d, LayerNorm2d]:
+        """The neck's 1 x 1 conv, norm, 3 x 3 conv, norm."""
+        return cast("tuple[nn.Conv2d, LayerNorm2d, nn.Conv2d, LayerNorm2d]", tuple(self.neck))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.patch_embed(x)
         for layer in self.layers:
             x = layer(x)
         b, _, c = x.shape
-        conv1, norm1, conv2, norm2 = self.neck
+        conv1, norm1, conv2, norm2 = self.neck_layers()
         x = F.linear(x, conv1.weight[:, :, 0, 0]).view(b, EMBED_SIZE, EMBED_SIZE, -1)
         x = norm1(x.permute(0, 3, 1, 2))
         return norm2(conv2(x.contiguous(memory_format=torch.channels_last)))
@@ -365,6 +389,8 @@ class TinyViTEncoder(nn.Module):
 # ---------------------------------------------------------------------------- prompts
 class PositionEmbeddingRandom(nn.Module):
     """SAM's positional encoding by random spatial frequencies (a fixed buffer)."""
+
+    positional_encoding_gaussian_matrix: torch.Tensor
 
     def __init__(self, features: int) -> None:
         super().__init__()
@@ -406,14 +432,8 @@ class PromptEncoder(nn.Module):
     def embed_boxes(self, boxes: torch.Tensor) -> torch.Tensor:
         """Boxes ``(B, 4)`` ``[x0, y0, x1, y1]`` in 256-pixel space -> ``(B, 2, 256)`` tokens."""
         corners = (boxes.float() + 0.5).reshape(-1, 2, 2) / IMAGE_SIZE
-        out = self.pe_layer.encode(corners)
-        return torch.stack(
-            [
-                out[:, 0] + self.point_embeddings[2].weight[0],
-                out[:, 1] + self.point_embeddings[3].weight[0],
-            ],
-            dim=1,
-        )
+        corner_embeddings = (self.point_embeddings.get_parameter(f"{i}.weight") for i in (2, 3))
+        return self.pe_layer.encode(corners) + torch.cat(tuple(corner_embeddings))
 
     def dense_pe(self) -> torch.Tensor:
         """The positional encoding of the image embedding grid, ``(1, 256, 64, 64)``."""
@@ -504,6 +524,10 @@ class TwoWayTransformer(nn.Module):
         self.layers = nn.ModuleList(TwoWayBlock(dim, heads, mlp_dim, i == 0) for i in range(depth))
         self.final_attn_token_to_image = Attention(dim, heads, 2)
         self.norm_final_attn = nn.LayerNorm(dim)
+
+    def blocks(self) -> list[TwoWayBlock]:
+        """The two-way blocks, in order."""
+        return [cast(TwoWayBlock, layer) for layer in self.layers]
 
     def forward(
         self, image: torch.Tensor, image_pe: torch.Tensor, tokens: torch.Tensor

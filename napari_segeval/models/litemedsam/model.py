@@ -26,7 +26,7 @@ from napari_segeval.models.base import (
     check_prompt_kinds,
 )
 from napari_segeval.models.precision import Precision, model_precision
-from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput, walk_steps
+from napari_segeval.models.walk import WALK_DEFAULTS, Walk, WalkOptions, WalkOutput
 from napari_segeval.prompts.box import Box
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,6 +92,12 @@ class Box3D:
         return int((self.z1 - self.z0) / 2 + self.z0)
 
 
+def _video_span(image: np.ndarray | None) -> tuple[float, float]:
+    """The raw span a video modality maps to 0-255: 0..255, or min..max above 255."""
+    a = np.asarray(image if image is not None else ())
+    return (float(a.min()), float(a.max())) if a.size and float(a.max()) > 255 else (0.0, 255.0)
+
+
 def to_uint8(
     image: np.ndarray, modality: str, window: Any = None, ct_mapping: str = "window"
 ) -> np.ndarray:
@@ -121,8 +127,8 @@ def to_uint8(
         return apply_window(arr, level, width, ct_mapping).astype(np.uint8)
     if mod in _VIDEO:
         f = arr.astype(np.float64)
-        if arr.size and f.max() > 255:
-            lo, hi = f.min(), f.max()
+        lo, hi = _video_span(f)
+        if hi > 255:
             f = (f - lo) / (hi - lo) * 255.0
         return np.clip(f, 0, 255).astype(np.uint8)
     out = mr_clip(arr)
@@ -250,9 +256,7 @@ class LiteMedSAMModel(PromptableModel):
 
         mod = (modality or "other").lower()
         if mod in _VIDEO:
-            lo, hi = 0.0, 255.0
-            if image is not None and np.asarray(image).size and float(np.max(image)) > 255:
-                lo, hi = float(np.min(image)), float(np.max(image))
+            lo, hi = _video_span(image)
         else:
             lo, hi = window_bounds(modality, window, image, ct_mapping)
         return NormalizeInfo(
@@ -281,14 +285,21 @@ class LiteMedSAMModel(PromptableModel):
             )
         return x.to(self.device, torch.float32)
 
-    def _cache(
+    def _run(
         self,
-        frames: Any,
-        reads: list[list[int]],
-        grad: bool,
-        cache_mb: Any,
+        frames: torch.Tensor,
+        chains: list,
         features: FrameStore | None,
-    ) -> FrameCache:
+        *,
+        grad: bool = False,
+        cache_mb: Any = None,
+        **run: Any,
+    ) -> None:
+        """Run ``chains`` on ``frames`` (``run``: :func:`._chain.run`'s keywords), each
+        slice encoded once for all of them; :attr:`last_run` says how many were."""
+        import torch
+
+        from . import _chain
         from . import _recipe as R
 
         store = None
@@ -296,6 +307,8 @@ class LiteMedSAMModel(PromptableModel):
             store = features
             store.bind(frames, (str(self.device),))
         budget = None if cache_mb is None else float(cache_mb) * 2**20
+        steps = max((c.length for c in chains), default=0)
+        reads = [[c.frames[j] for c in chains if j < c.length] for j in range(steps)]
 
         def encode(a: int, b: int) -> list[list]:
             import torch
@@ -312,7 +325,12 @@ class LiteMedSAMModel(PromptableModel):
                 out = self.network.encode(x)
             return [[e[None]] for e in out]
 
-        return FrameCache(encode, int(frames.shape[0]), 1, budget, reads, store)
+        cache = FrameCache(encode, int(frames.shape[0]), 1, budget, reads, store)
+        reused = len(store) if store is not None else 0
+        with torch.enable_grad() if grad else torch.inference_mode():
+            shape = (int(frames.shape[1]), int(frames.shape[2]))
+            _chain.run(self.network, cache, frames, chains, shape, grad=grad, **run)
+        self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
 
     # -- walks ---------------------------------------------------------------------------
     def check_walks(self, walks: list[Walk]) -> None:
@@ -327,35 +345,22 @@ class LiteMedSAMModel(PromptableModel):
         Crops keep each slice where its probability is at least 1e-5; :attr:`last_run`
         then holds ``encoded_frames`` and ``reused_frames``.
         """
-        import torch
-
-        from . import _chain
-
         self.check_walks(walks)
         if not walks:
             return []
         x = self._frames(frames)
         n, h, w = (int(s) for s in x.shape[:3])
         chains = [self._chain(walk, n, (h, w), options.stop_when_empty) for walk in walks]
-        reads = [[f for _, f in step] for step in walk_steps(n, walks)]
-        grad = options.grad
-        mb = self.cache_mb if options.cache_mb is None else options.cache_mb
-        ctx: Any = torch.enable_grad() if grad else torch.inference_mode()
-        with ctx:
-            cache = self._cache(x, reads, grad, mb, options.features)
-            reused = len(cache.store) if cache.store is not None else 0
-            _chain.run(
-                self.network,
-                cache,
-                x,
-                chains,
-                (h, w),
-                grad=grad,
-                progress=options.progress,
-                cancel=options.cancel,
-                on_frame=options.on_frame,
-            )
-        self.last_run = {"encoded_frames": cache.encoded, "reused_frames": reused}
+        self._run(
+            x,
+            chains,
+            options.features,
+            grad=options.grad,
+            cache_mb=self.cache_mb if options.cache_mb is None else options.cache_mb,
+            progress=options.progress,
+            cancel=options.cancel,
+            on_frame=options.on_frame,
+        )
         outs = [_output(c, (h, w)) for c in chains]
         return outs if options.crops else [o.full() for o in outs]
 
@@ -417,10 +422,6 @@ class LiteMedSAMModel(PromptableModel):
         napari_segeval.InvalidPromptError
             A point or mask prompt, or a last prompt that is not a box.
         """
-        import torch
-
-        from . import _chain
-
         last = prompts.prompts[-1]
         check_prompt_kinds(self.capabilities, [prompts], self.name)
         if not isinstance(last, Box):
@@ -446,13 +447,7 @@ class LiteMedSAMModel(PromptableModel):
             )
             for wk in walks
         ]
-        reads = [
-            [c.frames[j] for c in chains if j < c.length]
-            for j in range(max(c.length for c in chains))
-        ]
-        with torch.inference_mode():
-            cache = self._cache(x, reads, False, self.cache_mb, features)
-            _chain.run(self.network, cache, x, chains, (h, w), cancel=cancel)
+        self._run(x, chains, features, cache_mb=self.cache_mb, cancel=cancel)
         out: dict[int, np.ndarray] = {}
         for c in chains:
             full = _output(c, (h, w))
@@ -476,8 +471,6 @@ class LiteMedSAMModel(PromptableModel):
         The middle slice takes the 3D box; every other slice of ``[z0, z1]`` the previous
         result's box (or the 3D box when it is empty); no stop, no post-processing.
         """
-        import torch
-
         from . import _chain
         from . import _recipe as R
 
@@ -485,24 +478,14 @@ class LiteMedSAMModel(PromptableModel):
         n, h, w = (int(s) for s in x.shape[:3])
         chains, plans = [], []
         for b in boxes:
-            mid, z1 = b.middle, min(b.z1, n - 1)
-            start = R.scale_box(b.xyxy, (h, w))
-            for order, last in (("forward", z1), ("backward", max(b.z0, 0))):
-                frames_ = (
-                    list(range(mid, last + 1))
-                    if order == "forward"
-                    else list(range(mid, last - 1, -1))
-                )
+            mid, start = b.middle, R.scale_box(b.xyxy, (h, w))
+            for last, step in ((min(b.z1, n - 1), 1), (max(b.z0, 0), -1)):
+                visits = list(range(mid, last + step, step))
                 chains.append(
-                    _chain.Chain(frames_, {mid: start}, 0, stop_empty=False, value=b.value)
+                    _chain.Chain(visits, {mid: start}, 0, stop_empty=False, value=b.value)
                 )
                 plans.append(b.label)
-        steps = max((len(c.frames) for c in chains), default=0)
-        reads = [[c.frames[j] for c in chains if j < len(c.frames)] for j in range(steps)]
-        with torch.inference_mode():
-            cache = self._cache(x, reads, False, self.cache_mb, features)
-            _chain.run(self.network, cache, x, chains, (h, w), progress=progress, cancel=cancel)
-        self.last_run = {"encoded_frames": cache.encoded}
+        self._run(x, chains, features, cache_mb=self.cache_mb, progress=progress, cancel=cancel)
         masks = {b.label: np.zeros((n, h, w), bool) for b in boxes}
         for label, c in zip(plans, chains):
             for f, crop, v in zip(c.frames, c.crops, c.values):
@@ -539,11 +522,14 @@ def _detached(v: Any) -> Any:
 def _output(chain: Any, shape: tuple[int, int]) -> WalkOutput:
     """A chain's slices as a walk output (slices after a stop: ``None``, i.e. 0)."""
     k = len(chain.frames)
-    boxes = list(chain.crops) + [None] * (k - len(chain.crops))
-    values = list(chain.values) + [None] * (k - len(chain.values))
-    quality = list(chain.ious) + [None] * (k - len(chain.ious))
-    agree = list(chain.agreement) + [None] * (k - len(chain.agreement)) if chain.jitter else None
-    return WalkOutput(list(chain.frames), boxes, values, shape, 0.0, quality, agree, chain.stopped)
+    boxes, values, quality, agree = (
+        [*rows, *[None] * (k - len(rows))]
+        for rows in (chain.crops, chain.values, chain.ious, chain.agreement)
+    )
+    agreement = agree if chain.jitter else None
+    return WalkOutput(
+        list(chain.frames), boxes, values, shape, 0.0, quality, agreement, chain.stopped
+    )
 
 
 def load_litemedsam(

@@ -55,37 +55,21 @@ ARCHITECTURES: dict[str, Architecture] = {
     a.name: a
     for a in (
         Architecture("medsam2", "SAM2.1 Hiera-tiny 512", CONFIG_PATH.name, WHAT, (96, 12), 512),
-        Architecture(
-            "sam2.1-tiny",
-            "SAM2.1 Hiera-tiny 1024",
-            _META.format("t"),
-            "SAM2.1 checkpoint",
-            (96, 12),
-            1024,
-        ),
-        Architecture(
-            "sam2.1-small",
-            "SAM2.1 Hiera-small 1024",
-            _META.format("s"),
-            "SAM2.1 checkpoint",
-            (96, 16),
-            1024,
-        ),
-        Architecture(
-            "sam2.1-base-plus",
-            "SAM2.1 Hiera-base-plus 1024",
-            _META.format("b+"),
-            "SAM2.1 checkpoint",
-            (112, 24),
-            1024,
-        ),
-        Architecture(
-            "sam2.1-large",
-            "SAM2.1 Hiera-large 1024",
-            _META.format("l"),
-            "SAM2.1 checkpoint",
-            (144, 48),
-            1024,
+        *(
+            Architecture(
+                f"sam2.1-{size}",
+                f"SAM2.1 Hiera-{size} 1024",
+                _META.format(key),
+                "SAM2.1 checkpoint",
+                trunk,
+                1024,
+            )
+            for size, key, trunk in (
+                ("tiny", "t", (96, 12)),
+                ("small", "s", (96, 16)),
+                ("base-plus", "b+", (112, 24)),
+                ("large", "l", (144, 48)),
+            )
         ),
     )
 }
@@ -116,17 +100,6 @@ def import_sam2() -> None:
             )
             raise MissingDependencyError(name, "medsam2", _PURPOSE, hint) from exc
     import sam2.modeling.sam2_base  # noqa: F401
-
-
-def architecture(name: str) -> Architecture:
-    """The :class:`Architecture` called ``name`` (KeyError for others).
-
-    Examples
-    --------
-    >>> architecture("sam2.1-large").trunk, architecture("medsam2").image_size
-    ((144, 48), 512)
-    """
-    return ARCHITECTURES[name]
 
 
 def config_file(arch: Architecture) -> Path:

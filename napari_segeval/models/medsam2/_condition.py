@@ -118,7 +118,7 @@ def condition_structure(
         for prompt in prompts.prompts:
             f = int(prompt.index)
             if f not in features:
-                features[f] = feats.get(f)
+                features[f] = feats.read(f)
             vf, vp, sizes = features[f]
             point_inputs, mask_in = _inputs(prompt, points, hw, size, device)
             prev = None

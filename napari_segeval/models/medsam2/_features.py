@@ -49,7 +49,7 @@ class FrameFeatures(FrameCache):
     def __contains__(self, t: int) -> bool:
         return int(t) in self._kept
 
-    def get(self, t: int) -> tuple[list, list, list]:
+    def read(self, t: int) -> tuple[list, list, list]:
         """Flattened ``(vision_feats, vision_pos_embeds, feat_sizes)`` of frame ``t`` (one read)."""
         fpn = super().get(t)
         backbone_out = {"backbone_fpn": list(fpn), "vision_pos_enc": list(self._pos or [])}

@@ -79,13 +79,12 @@ def pillow_resize(x: torch.Tensor, size: int) -> torch.Tensor:
     mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32, device=x.device)[:, None, None]
     std = torch.tensor(IMAGENET_STD, dtype=torch.float32, device=x.device)[:, None, None]
     u8 = torch.round((x.detach().float() * std + mean) * 255.0).clamp(0, 255)
-    u8 = u8.to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+    rgb = u8.to(torch.uint8).permute(0, 2, 3, 1).cpu().numpy()
+    bicubic = Image.Resampling.BICUBIC
     out = np.stack(
         [
-            np.asarray(
-                Image.fromarray(np.ascontiguousarray(f), "RGB").resize((size, size), Image.BICUBIC)
-            )
-            for f in u8
+            np.asarray(Image.fromarray(np.ascontiguousarray(f), "RGB").resize((size,) * 2, bicubic))
+            for f in rgb
         ]
     )
     t = torch.from_numpy(out).to(x.device).permute(0, 3, 1, 2).float() / 255.0

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from napari_segeval._cancel import check_cancel
+from napari_segeval.models.walk import Tally
 
 from . import _loop
 
@@ -43,7 +44,7 @@ class MemoryWalk:
 
     frames: list[int]
     group: int
-    conds: dict[int, dict] = field(default_factory=dict)
+    conds: dict[int, int] = field(default_factory=dict)
     past: dict[int, dict] = field(default_factory=dict)
     rows: list = field(default_factory=list)
     presence: list = field(default_factory=list)
@@ -58,7 +59,7 @@ class MemoryWalk:
         sign = 1 if forward else -1
         steps = {c: (c - frames[0]) * sign for c in cond_frames}
         ahead = [v for v in steps.values() if 0 <= v < len(frames)]
-        return cls(frames, group, {c: v for c, v in steps.items()}, last=max(ahead, default=0))
+        return cls(frames, group, steps, last=max(ahead, default=0))
 
     def layout(self) -> tuple[int, ...]:
         """The conditioning steps, in order: walks with one layout can share a batch."""
@@ -176,14 +177,7 @@ def run_walks(
     import torch
 
     n = feats.n
-    total = sum(len(s.frames) for s in states)
-    done = [0]
-
-    def tick(k: int = 1) -> None:
-        done[0] += k
-        if progress is not None:
-            progress(done[0], total)
-
+    tally = Tally(sum(len(s.frames) for s in states), progress)
     number = {id(s): i for i, s in enumerate(states)}
 
     def record(s: MemoryWalk, logits: torch.Tensor, step: int, score: Any, iou: Any) -> None:
@@ -191,7 +185,7 @@ def run_walks(
         s.rows.append(native)
         s.presence.append(None if score is None else float(torch.sigmoid(score.detach()).max()))
         s.quality.append(iou)
-        tick()
+        tally.add()
         if on_frame is not None:
             on_frame(number[id(s)], s.frames[step], torch.sigmoid(native.detach()))
         if (
@@ -204,7 +198,7 @@ def run_walks(
             for j in range(step + 1, len(s.frames)):
                 if not s.is_cond(j):
                     feats.forget(s.frames[j], j)
-            tick(len(s.frames) - len(s.rows))
+            tally.add(len(s.frames) - len(s.rows))
 
     with _loop.IouProbe(network) as probe:
         for step in range(max(len(s.frames) for s in states)):
@@ -217,7 +211,7 @@ def run_walks(
             tracked = [s for s in active if not s.is_cond(step)]
             for group in _groups(tracked, batch):
                 check_cancel(cancel, "MedSAM2 propagation")
-                frame_feats = [feats.get(s.frames[step]) for s in group]
+                frame_feats = [feats.read(s.frames[step]) for s in group]
                 logits, scores, ious = track(
                     network, group, conds, frame_feats, step, n, fill_hole_area, probe
                 )

@@ -184,16 +184,10 @@ class MedSAM2Model(PromptableModel):
         if modality.lower() in _CT:
             level, width = parse_window(window if window is not None else DEFAULT_CT_WINDOW)
             how = "" if ct_mapping == "window" else f", clipped volume {raw_lo:g}..{raw_hi:g}"
-            desc = (
-                f"CT window W={width:g} L={level:g}{how} -> 0..255 -> ImageNet "
-                f"(std {min(IMAGENET_STD)})"
-            )
+            source, step = f"CT window W={width:g} L={level:g}{how}", "ImageNet"
         else:
-            desc = (
-                f"raw {raw_lo:g}..{raw_hi:g} -> 0..255 -> ImageNet normalization "
-                f"(std {min(IMAGENET_STD)})"
-            )
-        return NormalizeInfo(per, lo, hi, desc)
+            source, step = f"raw {raw_lo:g}..{raw_hi:g}", "ImageNet normalization"
+        return NormalizeInfo(per, lo, hi, f"{source} -> 0..255 -> {step} (std {min(IMAGENET_STD)})")
 
     # -- inference -------------------------------------------------------
     def model_input(self, frames: Any) -> torch.Tensor:
@@ -292,11 +286,9 @@ class MedSAM2Model(PromptableModel):
         sets = {g: s for s, g in groups.items()}
         cache_mb = self.cache_mb if options.cache_mb is None else options.cache_mb
         budget = None if cache_mb is None else float(cache_mb) * 2**20
-        store = None if options.grad else options.features
-        if store is not None and hasattr(frames, "_version"):  # features for the next call
+        store = options.features if not options.grad and hasattr(frames, "_version") else None
+        if store is not None:  # features for the next call
             store.bind(frames, (self.resize, self.encode_batch, str(self.device)))
-        else:
-            store = None
         reused = 0 if store is None else len(store)
         cond_frames = {g: reading_order(s) for g, s in sets.items()}
         feats = FrameFeatures(
