@@ -268,7 +268,14 @@ class MedSAM2Model(PromptableModel):
             ]
         return [torch.stack(r) for r in outs]
 
-    def _run(self, frames, walks, shape, options):
+    def _run(
+        self,
+        frames: Any,
+        walks: list[Walk],
+        shape: tuple[int, int, int],
+        options: WalkOptions,
+    ) -> tuple[list[Any], list[tuple[Any, Any]]]:
+        """Each walk's rows of logits, and its ``(presence, quality)`` as SAM2 heard them."""
         from . import _walks
         from ._condition import condition_structure, reading_order
         from ._features import FrameFeatures
