@@ -456,7 +456,7 @@ def score_result(
             key_slice=b.index,
             box=f"{b.y0},{b.x0},{b.y1},{b.x1}",
             model=str(params.model),
-            network=res.params.get("model"),
+            network=res.params["model"],
             modality=modality,
             ct_mapping=prepared.ct_mapping if modality.upper() == "CT" else None,
             resize=prepared.resize,
