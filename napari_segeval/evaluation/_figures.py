@@ -165,9 +165,9 @@ def scatter_uri(
 
 def curves_uri(
     curves: Mapping[str, Sequence[Mapping[str, float]]],
-    xlabel: str = "round",
-    ylabel: str = "Dice",
-    title: str = "",
+    xlabel: str,
+    ylabel: str,
+    title: str,
 ) -> str:
     """Median curves with their interquartile band, one line per name, as a PNG data URI.
 
