@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from psygnal import Signal, SignalGroup
+from qtpy.QtCore import QTimer
 
 from napari_segeval._names import CLEAN, unnamed_structures
 
@@ -306,3 +307,12 @@ def listen(pairs: Iterable[tuple[Any, Callable[..., Any]]]) -> Callable[[], None
             signal.disconnect(slot)
 
     return stop
+
+
+def restartable_timer(parent: Any, ms: int, slot: Callable[[], Any]) -> QTimer:
+    """A single-shot timer calling ``slot`` ``ms`` after its last ``start()``."""
+    timer = QTimer(parent)
+    timer.setSingleShot(True)
+    timer.setInterval(ms)
+    timer.timeout.connect(slot)
+    return timer

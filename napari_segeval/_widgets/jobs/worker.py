@@ -15,6 +15,7 @@ from typing import Any
 
 from napari.qt.threading import WorkerBase, WorkerBaseSignals, create_worker
 from napari.utils import cancelable_progress
+from napari.utils.notifications import notification_manager, show_error, show_info
 from qtpy.QtCore import QThreadPool, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
@@ -189,15 +190,12 @@ class JobRunner(QWidget):
         self.bar.setValue(0)
         self.status = QLabel("")
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
         self.status.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.bar, 1)
         row.addWidget(self.cancel_button)
-        # only a running job shows a bar and Cancel: an idle 0 % bar reads as stalled
-        self.bar.setVisible(False)
-        self.cancel_button.setVisible(False)
+        self._show_bar(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
@@ -252,7 +250,8 @@ class JobRunner(QWidget):
                 "returned": to(lambda j, result: setattr(j, "outcome", (True, result))),
                 "errored": to(lambda j, exc: setattr(j, "outcome", (False, exc))),
                 "finished": to(self._finish),
-                "warned": _warned,
+                # a warning in a job: napari's warning notification, as for napari's workers
+                "warned": lambda args: notification_manager.receive_warning(*args),
             },
             **kwargs,
         )
@@ -261,9 +260,7 @@ class JobRunner(QWidget):
         self.worker_name, self.last_error, self._on_done = name, None, on_done
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
-        self.cancel_button.setEnabled(True)
-        self.bar.setVisible(True)
-        self.cancel_button.setVisible(True)
+        self._show_bar(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
         self._unwatch = [
@@ -339,12 +336,16 @@ class JobRunner(QWidget):
         if bar is not None:
             bar.close()
         if qt_alive(self):
-            self.cancel_button.setEnabled(False)
             self.bar.setRange(0, 1)
             self.bar.setValue(value)
-            self.bar.setVisible(False)  # the status line says how it ended
-            self.cancel_button.setVisible(False)
+            self._show_bar(False)  # the status line says how it ended
             self.status.setText(text)
+
+    def _show_bar(self, running: bool) -> None:
+        """Only a running job shows a bar and Cancel: an idle 0 % bar reads as stalled."""
+        self.cancel_button.setEnabled(running)
+        self.bar.setVisible(running)
+        self.cancel_button.setVisible(running)
 
     def _finish(self, job: Job) -> None:
         """The worker's ``finished``: after ``returned`` or ``errored`` (neither if cancelled)."""
@@ -390,27 +391,6 @@ class JobRunner(QWidget):
         """``job_done``, unless the runner went meanwhile (a notification processes events)."""
         if qt_alive(self):
             self.job_done.emit(name, outcome.value)
-
-
-def show_error(message: str) -> None:
-    """Show an error notification in napari (never raises)."""
-    from napari.utils.notifications import show_error as _show
-
-    _show(message)
-
-
-def _warned(showwarning_args: tuple) -> None:
-    """A warning raised in a job: napari's warning notification, as for napari's workers."""
-    from napari.utils.notifications import notification_manager
-
-    notification_manager.receive_warning(*showwarning_args)
-
-
-def show_info(message: str) -> None:
-    """Show an information notification in napari."""
-    from napari.utils.notifications import show_info as _show
-
-    _show(message)
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
