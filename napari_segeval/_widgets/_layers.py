@@ -89,16 +89,9 @@ class LayerPicker(QWidget):
         if len(opened) == 1:
             self.state.set_reference(opened[0])
 
-    def _current(self, role: str) -> Any:
-        if role == "image":
-            return self.state.image
-        if role == "reference":
-            return self.state.reference
-        return self.state.predictions.get(role)
-
     def _refill(self, event: Any = None) -> None:
         for role, combo in self.combos.items():
-            layer = self._current(role)
+            layer = self.state.layer(role)
             shown = layer is not None and layer in self.viewer.layers
             with combo.changed.blocked():
                 combo.reset_choices()
@@ -107,10 +100,4 @@ class LayerPicker(QWidget):
                 self._picked(role, None)
 
     def _picked(self, role: str, layer: Any) -> None:
-        layer = None if isinstance(layer, str) else layer  # NONE
-        if role == "image":
-            self.state.set_image(layer)
-        elif role == "reference":
-            self.state.set_reference(layer)
-        else:
-            self.state.set_prediction(role, layer)
+        self.state.set_layer(role, None if isinstance(layer, str) else layer)  # str: NONE

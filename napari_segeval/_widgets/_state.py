@@ -108,6 +108,17 @@ class ViewerState:
                 self.uncertainty, self.risk = {}, {}
             self.events[condition].emit()
 
+    def layer(self, role: str) -> Any:
+        """The layer of ``role``: ``"image"``, ``"reference"`` or a condition's prediction."""
+        return self.predictions.get(role) if role in CONDITIONS else getattr(self, role)
+
+    def set_layer(self, role: str, layer: Any) -> None:
+        """Choose the layer of ``role`` (``"image"``, ``"reference"`` or a condition)."""
+        if role in CONDITIONS:
+            self.set_prediction(role, layer)
+        else:
+            getattr(self, f"set_{role}")(layer)
+
     def set_attacked_image(self, layer: Any) -> None:
         """Choose the perturbed image layer that goes with the attacked prediction."""
         if layer is not self.attacked_image:

@@ -201,7 +201,7 @@ class ColourLanguage:
         """Draw the layers of ``roles`` the state names now."""
         structures = dict(self.state.structures)
         for role in roles:
-            layer = self._layer(role)
+            layer = self.state.layer(role)
             if layer is None or not hasattr(layer, "contour"):
                 continue
             apply_look(layer, role, structures)
@@ -210,11 +210,6 @@ class ColourLanguage:
                 if new != layer.name and new not in self.viewer.layers:
                     layer.name = new
         self._reference_on_top()
-
-    def _layer(self, role: str) -> Any:
-        if role == "reference":
-            return self.state.reference
-        return self.state.predictions.get(role)
 
     def _reference_on_top(self) -> None:
         layers = self.viewer.layers
