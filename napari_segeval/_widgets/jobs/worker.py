@@ -173,15 +173,8 @@ class JobRunner(QWidget):
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
 
-    def __init__(
-        self,
-        parent: QWidget | None = None,
-        activity: bool = True,
-        *,
-        viewer: Any = None,
-        notify: bool = True,
-    ) -> None:
-        super().__init__(parent)
+    def __init__(self, *, activity: bool = True, viewer: Any = None, notify: bool = True) -> None:
+        super().__init__()
         self.show_activity = activity
         self.viewer = viewer
         self.notify = notify
@@ -285,14 +278,12 @@ class JobRunner(QWidget):
         if self.activity is not None:
             self.activity.set_description(f"cancelling {job.name}")
 
-    def close_job(
-        self, reason: str = "its panel was closed", timeout: float = JOIN_TIMEOUT_S
-    ) -> bool:
-        """Cancel the running job for good, wait at most ``timeout`` s; True once it ended."""
+    def close_job(self, reason: str = "its panel was closed") -> bool:
+        """Cancel the running job for good, wait for it (:data:`JOIN_TIMEOUT_S`); True once ended."""
         job = self.job
         if job is None:
             return True
-        joined = job.close(reason, timeout)
+        joined = job.close(reason)
         self._end_ui(f"{job.name}: stopped ({reason})")
         self._emit_done(job.name, Outcome.CLOSED)
         return joined
