@@ -123,22 +123,18 @@ def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
     return mask, nan_kwargs, "labels"
 
 
-def _image_layers(case, path: Path) -> list[LayerData]:
+def _image_kwargs(case, name: str, source: str | None, extra: dict) -> dict[str, Any]:
+    """The image layer of ``case``: its placement, metadata (``extra`` last) and ``name``."""
     scale, translate = _placement(case.geometry, len(case.spatial_shape))
-    meta = {
-        "geometry": case.geometry.to_dict(),
-        "source": str(path),
-        "modality": case.modality,
-        "axes": case.axes,
-        **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
-        "warnings": list(case.meta.get("warnings", [])),
-    }
-    kwargs: dict[str, Any] = {
-        "name": path.name,
-        "scale": scale,
-        "translate": translate,
-        "metadata": meta,
-    }
+    meta = {"source": source, "modality": case.modality, "axes": case.axes, **extra}
+    meta = {"geometry": case.geometry.to_dict(), **meta}
+    return {"name": name, "scale": scale, "translate": translate, "metadata": meta}
+
+
+def _image_layers(case, path: Path) -> list[LayerData]:
+    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
+    warnings = list(case.meta.get("warnings", []))
+    kwargs = _image_kwargs(case, path.name, str(path), {**scalars, "warnings": warnings})
     if case.is_rgb:
         kwargs["rgb"] = True
     nan = _nan_layer(case.image, kwargs)
@@ -177,8 +173,9 @@ def labels_layer(
 
 def _file_labels(labels, geometry, names, axes: str, path: Path, reason: str) -> LayerData:
     """The Labels layer of a label map read from ``path``, with why it is one (``reason``)."""
-    meta = {"source": str(path), "axes": axes, "labels_reason": reason}
-    return labels_layer(labels, geometry, names, path.name, meta)
+    layer = labels_layer(labels, geometry, names, path.name, {"source": str(path), "axes": axes})
+    layer[1]["metadata"]["labels_reason"] = reason
+    return layer
 
 
 def file_layers(path: str | Path) -> list[LayerData]:
@@ -219,20 +216,11 @@ def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerD
     ids
         The label ids present in ``case.labels``, when known (else counted here).
     """
-    scale, translate = _placement(case.geometry, len(case.spatial_shape))
-    geometry = case.geometry.to_dict()
     source = str(case.image_path) if case.image_path else None
-    meta = {"geometry": geometry, "source": source, "modality": case.modality, "axes": case.axes}
-    image_kwargs = {
-        "name": name,
-        "scale": scale,
-        "translate": translate,
-        "metadata": meta,
-        "rgb": case.is_rgb,
-    }
-    layers: list[LayerData] = [(case.image, image_kwargs, "image")]
+    image = {**_image_kwargs(case, name, source, {}), "rgb": case.is_rgb}
+    layers: list[LayerData] = [(case.image, image, "image")]
     if case.labels is not None:
-        meta = {**meta, "source": str(case.labels_path) if case.labels_path else None}
+        meta = {**image["metadata"], "source": str(case.labels_path) if case.labels_path else None}
         ref = f"{name} reference"
         layers.append(labels_layer(case.labels, case.geometry, case.structures, ref, meta, ids))
     return layers
