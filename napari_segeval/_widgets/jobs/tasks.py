@@ -60,9 +60,11 @@ def load_model(
     return model
 
 
-def _model(spec: tuple, cached: tuple | None, cancel: Any, load: Callable = load_model) -> Any:
-    """The model of ``spec``: ``cached = (spec, model)``'s, else ``load(*spec, cancel=...)``."""
-    return cached[1] if cached is not None and cached[0] == spec else load(*spec, cancel=cancel)
+def _model(spec: tuple[str, str | None, str], cached: tuple | None, cancel: Any) -> Any:
+    """The model of ``spec``: ``cached = (spec, model)``'s, else loaded."""
+    return (
+        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
+    )
 
 
 def pull_model(
@@ -310,17 +312,10 @@ def attack(
     cancel: Any = None,
 ) -> Any:
     """Attack a promptable model on ``case`` (an image, volume or video), outputs on its grid."""
-    from napari_segeval.attacks import PromptTarget
+    from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
 
     target = PromptTarget(model, case, prompts, window=window)
-    return _attack(target, attack_name, eps, steps, progress, cancel)
-
-
-def _attack(target: Any, name: str, eps: float, steps: int, progress: Any, cancel: Any) -> Any:
-    """``attack_case`` of ``target`` with attack ``name`` (as ``segeval attack``)."""
-    from napari_segeval.attacks import AttackConfig, attack_case
-
-    config = AttackConfig(name, eps=float(eps), steps=int(steps))
+    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
 
@@ -386,13 +381,14 @@ def segment_dense(
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense
 
-    def load(ref: str, trust: bool, device: str, cancel: Any) -> Any:
-        return load_dense(ref, trust_torchscript=bool(trust), device=device)
-
     if case.axes != "zyx":
         raise SegEvalError(f"dense models need a 3D volume, got axes {case.axes!r}")
     check_cancel(cancel, "model loading")
-    model = _model(spec, cached, cancel, load)
+    if cached is not None and cached[0] == spec:
+        model = cached[1]
+    else:
+        ref, trust, device = spec
+        model = load_dense(ref, trust_torchscript=bool(trust), device=device)
     result = segment_case(model, case, progress=progress, cancel=cancel)
     return model, result.labels
 
@@ -408,6 +404,8 @@ def attack_dense(
     cancel: Any = None,
 ) -> Any:
     """Attack a dense model on a volume (``eps`` in normalized units, as ``segeval attack``)."""
-    from napari_segeval.attacks import DenseTarget
+    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
 
-    return _attack(DenseTarget(model, case), attack_name, eps, steps, progress, cancel)
+    target = DenseTarget(model, case)
+    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
+    return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
