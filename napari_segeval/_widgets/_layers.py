@@ -64,10 +64,8 @@ class LayerPicker(QWidget):
     def _guess(self) -> None:
         """Pick an image and a reference (named, "reference", or opened from a file) if unset."""
         layers = list(self.viewer.layers)
-        if self.state.image is None:
-            images = [ly for ly in layers if isinstance(ly, Image)]
-            if images:
-                self.state.set_image(images[0])
+        if self.state.image is None:  # setting None again changes nothing
+            self.state.set_image(next((ly for ly in layers if isinstance(ly, Image)), None))
         if self.state.reference is None:
             labels = [ly for ly in layers if isinstance(ly, Labels)]
             named = [ly for ly in labels if (ly.metadata or {}).get("structures")]
