@@ -1,7 +1,7 @@
 """Atomic file writes: the one way napari-segeval writes a file.
 
-Data go to a temporary file beside the target, are fsync-ed, get the mode a plain
-``open()`` would give (``0o666 & ~umask``, where :func:`tempfile.mkstemp` alone gives
+Data go to a file in a private temporary folder beside the target, are fsync-ed, get the
+mode a plain ``open()`` would give (``0o666 & ~umask``, where :mod:`tempfile` alone gives
 ``0o600``) and are renamed over the target: a failure leaves the target as it was and
 no temporary file behind. Without ``overwrite=True`` an existing target is refused with
 :class:`~napari_segeval.WriteError`, checked again at the rename.
