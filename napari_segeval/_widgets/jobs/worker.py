@@ -13,7 +13,7 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from napari.qt.threading import WorkerBase, WorkerBaseSignals, create_worker
+from napari.qt.threading import WorkerBase, WorkerBaseSignals
 from napari.utils import cancelable_progress
 from napari.utils.notifications import notification_manager, show_error, show_info
 from qtpy.QtCore import QThreadPool, Signal
@@ -227,27 +227,17 @@ class JobRunner(QWidget):
         if self.running:
             show_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
-        job: Any = None
-
-        def to(handler: Callable[..., None]) -> Callable[..., None]:
-            return lambda *a: handler(job, *a)  # ``job`` is read when the signal comes
-
-        job = create_worker(
-            fn,
-            *args,
-            _worker_class=Job,
-            _start_thread=False,
-            _connect={
-                "progressed": to(self._on_progress),
-                "called": to(self._on_call),
-                "returned": to(lambda j, result: setattr(j, "outcome", (True, result))),
-                "errored": to(lambda j, exc: setattr(j, "outcome", (False, exc))),
-                "finished": to(self._finish),
-                # a warning in a job: napari's warning notification, as for napari's workers
-                "warned": lambda args: notification_manager.receive_warning(*args),
-            },
-            **kwargs,
-        )
+        job = Job(fn, *args, **kwargs)
+        for signal, handler in (
+            (job.progressed, self._on_progress),
+            (job.called, self._on_call),
+            (job.finished, self._finish),
+        ):
+            signal.connect(partial(handler, job))
+        job.returned.connect(lambda result: setattr(job, "outcome", (True, result)))
+        job.errored.connect(lambda exc: setattr(job, "outcome", (False, exc)))
+        # a warning in a job: napari's warning notification, as for napari's workers
+        job.warned.connect(lambda args: notification_manager.receive_warning(*args))
         job.name, job.needs, job.relay = name, tuple(needs), dict(relay or {})
         self.job = job
         self.worker_name, self.last_error, self._on_done = name, None, on_done
