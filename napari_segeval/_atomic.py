@@ -1,7 +1,7 @@
 """Atomic file writes: the one way napari-segeval writes a file.
 
-Data go to a temporary file beside the target, are fsync-ed, get the mode a plain
-``open()`` would give (``0o666 & ~umask``, where :func:`tempfile.mkstemp` alone gives
+Data go to a file in a private temporary folder beside the target, are fsync-ed, get the
+mode a plain ``open()`` would give (``0o666 & ~umask``, where :mod:`tempfile` alone gives
 ``0o600``) and are renamed over the target: a failure leaves the target as it was and
 no temporary file behind. Without ``overwrite=True`` an existing target is refused with
 :class:`~napari_segeval.WriteError`, checked again at the rename.
@@ -55,25 +55,26 @@ def _check_target(path: Path, overwrite: bool) -> None:
         raise WriteError(f"{path}: folder {path.parent} does not exist")
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _fsync(path: Path, *, required: bool = True) -> None:
+    """fsync a file or (``required=False``: where possible, not on Windows) a folder."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # not possible on every system (Windows): the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError:
-        pass
-    finally:
-        os.close(fd)
+        if required:
+            raise
+
+
+@contextlib.contextmanager
+def _os_errors(target: Path) -> Iterator[None]:
+    """Raise a file system failure while writing ``target`` as a WriteError."""
+    try:
+        yield
+    except OSError as exc:
+        raise WriteError(f"{target}: cannot write ({exc})") from exc
 
 
 def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
@@ -116,29 +117,23 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
     """
     target = Path(path)
     _check_target(target, overwrite)
-    try:
+    with _os_errors(target):
         folder = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=target.parent))
-    except OSError as exc:
-        raise WriteError(f"{target}: cannot write ({exc})") from exc
     try:
         tmp = folder / target.name
-        try:
+        with _os_errors(target):
             yield tmp
-        except OSError as exc:
-            raise WriteError(f"{target}: cannot write ({exc})") from exc
         if not tmp.is_file():
             raise WriteError(f"{target}: the writer produced no file")
         parts = sorted((p for p in folder.iterdir() if p.is_file()), key=lambda p: p == tmp)
         mode = file_mode()
-        try:
+        with _os_errors(target):
             for part in parts:
                 os.chmod(part, mode)
-                _fsync_file(part)
+                _fsync(part)
             for part in parts:  # companion (data) files before the file that names them
                 _commit(part, target.parent / part.name, overwrite)
-            _fsync_dir(target.parent)
-        except OSError as exc:
-            raise WriteError(f"{target}: cannot write ({exc})") from exc
+            _fsync(target.parent, required=False)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -173,32 +168,17 @@ def atomic_open(
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
-    target = Path(path)
-    _check_target(target, overwrite)
-    try:
-        fd, name = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{target.name}.", dir=target.parent)
-    except OSError as exc:
-        raise WriteError(f"{target}: cannot write ({exc})") from exc
-    tmp = Path(name)
-    try:
-        text = mode == "w"
-        with os.fdopen(
-            fd,
+    text = mode == "w"
+    with (
+        atomic_path(path, overwrite=overwrite) as tmp,
+        open(
+            tmp,
             mode,
             encoding=(encoding or "utf-8") if text else None,
             newline=newline if text else None,
-        ) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, file_mode())
-        _commit(tmp, target, overwrite)
-        _fsync_dir(target.parent)
-    except OSError as exc:
-        raise WriteError(f"{target}: cannot write ({exc})") from exc
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        ) as fh,
+    ):  # the file is closed (flushed) before atomic_path commits it
+        yield fh
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, overwrite: bool = False) -> Path:

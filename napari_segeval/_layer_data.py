@@ -123,22 +123,18 @@ def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
     return mask, nan_kwargs, "labels"
 
 
-def _image_layers(case, path: Path) -> list[LayerData]:
+def _image_kwargs(case, name: str, source: str | None, extra: dict) -> dict[str, Any]:
+    """The image layer of ``case``: its placement, metadata (``extra`` last) and ``name``."""
     scale, translate = _placement(case.geometry, len(case.spatial_shape))
-    meta = {
-        "geometry": case.geometry.to_dict(),
-        "source": str(path),
-        "modality": case.modality,
-        "axes": case.axes,
-        **{k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))},
-        "warnings": list(case.meta.get("warnings", [])),
-    }
-    kwargs: dict[str, Any] = {
-        "name": path.name,
-        "scale": scale,
-        "translate": translate,
-        "metadata": meta,
-    }
+    meta = {"source": source, "modality": case.modality, "axes": case.axes, **extra}
+    meta = {"geometry": case.geometry.to_dict(), **meta}
+    return {"name": name, "scale": scale, "translate": translate, "metadata": meta}
+
+
+def _image_layers(case, path: Path) -> list[LayerData]:
+    scalars = {k: v for k, v in case.meta.items() if isinstance(v, (str, int, float, bool))}
+    warnings = list(case.meta.get("warnings", []))
+    kwargs = _image_kwargs(case, path.name, str(path), {**scalars, "warnings": warnings})
     if case.is_rgb:
         kwargs["rgb"] = True
     nan = _nan_layer(case.image, kwargs)
@@ -146,30 +142,40 @@ def _image_layers(case, path: Path) -> list[LayerData]:
 
 
 def labels_layer(
-    labels: np.ndarray, geometry, names: dict[int, str], axes: str, path: Path, reason: str
+    labels: np.ndarray,
+    geometry,
+    names: dict[int, str],
+    name: str,
+    meta: dict,
+    ids: list[int] | None = None,
 ) -> LayerData:
-    """A Labels layer of a label map read from ``path``, with why it is one (``reason``)."""
+    """A Labels layer ``name`` of a label map on ``geometry`` naming ``names``.
+
+    ``meta`` joins its metadata (``geometry`` and ``structures``); ``ids`` are the ids
+    present in ``labels`` when known (else counted here).
+    """
     scale, translate = _placement(geometry, labels.ndim)
-    ids = sorted(set(present_ids(labels)) | set(names) | {0})
+    ids = sorted(set(present_ids(labels) if ids is None else ids) | set(names) | {0})
     features = {
         "index": ids,
         "name": ["background" if i == 0 else names.get(i) or unnamed_label(i) for i in ids],
     }
-    meta = {
-        "geometry": geometry.to_dict(),
-        "source": str(path),
-        "axes": axes,
-        "structures": dict(names),
-        "labels_reason": reason,
-    }
+    meta = {"geometry": geometry.to_dict(), **meta, "structures": dict(names)}
     kwargs = {
-        "name": path.name,
+        "name": name,
         "scale": scale,
         "translate": translate,
         "metadata": meta,
         "features": features,
     }
     return labels, kwargs, "labels"
+
+
+def _file_labels(labels, geometry, names, axes: str, path: Path, reason: str) -> LayerData:
+    """The Labels layer of a label map read from ``path``, with why it is one (``reason``)."""
+    layer = labels_layer(labels, geometry, names, path.name, {"source": str(path), "axes": axes})
+    layer[1]["metadata"]["labels_reason"] = reason
+    return layer
 
 
 def file_layers(path: str | Path) -> list[LayerData]:
@@ -187,14 +193,14 @@ def file_layers(path: str | Path) -> list[LayerData]:
     if looks_like_labels(p):
         try:
             labels, geometry, names, axes = labels_with_axes(p)
-            return [labels_layer(labels, geometry, names, axes, p, BY_NAME)]
+            return [_file_labels(labels, geometry, names, axes, p, BY_NAME)]
         except InvalidLabelsError:
             pass
     case = read_image(p)
     why = labels_by_content(case.image, case.axes) if kind(p) in CONTENT_KINDS else None
     if why:
         labels, names = labels_of_image(case)
-        return [labels_layer(labels, case.geometry, names, case.axes, p, why)]
+        return [_file_labels(labels, case.geometry, names, case.axes, p, why)]
     return _image_layers(case, p)
 
 
@@ -210,38 +216,11 @@ def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerD
     ids
         The label ids present in ``case.labels``, when known (else counted here).
     """
-    scale, translate = _placement(case.geometry, len(case.spatial_shape))
-    geometry = case.geometry.to_dict()
     source = str(case.image_path) if case.image_path else None
-    meta = {"geometry": geometry, "source": source, "modality": case.modality, "axes": case.axes}
-    image_kwargs = {
-        "name": name,
-        "scale": scale,
-        "translate": translate,
-        "metadata": meta,
-        "rgb": case.is_rgb,
-    }
-    layers: list[LayerData] = [(case.image, image_kwargs, "image")]
+    image = {**_image_kwargs(case, name, source, {}), "rgb": case.is_rgb}
+    layers: list[LayerData] = [(case.image, image, "image")]
     if case.labels is not None:
-        found = present_ids(case.labels) if ids is None else ids
-        ids = sorted(set(found) | set(case.structures) | {0})
-        names = ["background" if i == 0 else case.structure_name(i) for i in ids]
-        label_meta = {
-            **meta,
-            "structures": dict(case.structures),
-            "source": str(case.labels_path) if case.labels_path else None,
-        }
-        layers.append(
-            (
-                case.labels,
-                {
-                    "name": f"{name} reference",
-                    "scale": scale,
-                    "translate": translate,
-                    "metadata": label_meta,
-                    "features": {"index": ids, "name": names},
-                },
-                "labels",
-            )
-        )
+        meta = {**image["metadata"], "source": str(case.labels_path) if case.labels_path else None}
+        ref = f"{name} reference"
+        layers.append(labels_layer(case.labels, case.geometry, case.structures, ref, meta, ids))
     return layers

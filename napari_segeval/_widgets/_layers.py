@@ -64,10 +64,8 @@ class LayerPicker(QWidget):
     def _guess(self) -> None:
         """Pick an image and a reference (named, "reference", or opened from a file) if unset."""
         layers = list(self.viewer.layers)
-        if self.state.image is None:
-            images = [ly for ly in layers if isinstance(ly, Image)]
-            if images:
-                self.state.set_image(images[0])
+        if self.state.image is None:  # setting None again changes nothing
+            self.state.set_image(next((ly for ly in layers if isinstance(ly, Image)), None))
         if self.state.reference is None:
             labels = [ly for ly in layers if isinstance(ly, Labels)]
             named = [ly for ly in labels if (ly.metadata or {}).get("structures")]
@@ -89,16 +87,9 @@ class LayerPicker(QWidget):
         if len(opened) == 1:
             self.state.set_reference(opened[0])
 
-    def _current(self, role: str) -> Any:
-        if role == "image":
-            return self.state.image
-        if role == "reference":
-            return self.state.reference
-        return self.state.predictions.get(role)
-
     def _refill(self, event: Any = None) -> None:
         for role, combo in self.combos.items():
-            layer = self._current(role)
+            layer = self.state.layer(role)
             shown = layer is not None and layer in self.viewer.layers
             with combo.changed.blocked():
                 combo.reset_choices()
@@ -107,10 +98,4 @@ class LayerPicker(QWidget):
                 self._picked(role, None)
 
     def _picked(self, role: str, layer: Any) -> None:
-        layer = None if isinstance(layer, str) else layer  # NONE
-        if role == "image":
-            self.state.set_image(layer)
-        elif role == "reference":
-            self.state.set_reference(layer)
-        else:
-            self.state.set_prediction(role, layer)
+        self.state.set_layer(role, None if isinstance(layer, str) else layer)  # str: NONE

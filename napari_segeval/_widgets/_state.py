@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 from psygnal import Signal, SignalGroup
+from qtpy.QtCore import QTimer
 
 from napari_segeval._names import CLEAN, unnamed_structures
 
@@ -106,6 +107,17 @@ class ViewerState:
             if condition == CLEAN:
                 self.uncertainty, self.risk = {}, {}
             self.events[condition].emit()
+
+    def layer(self, role: str) -> Any:
+        """The layer of ``role``: ``"image"``, ``"reference"`` or a condition's prediction."""
+        return self.predictions.get(role) if role in CONDITIONS else getattr(self, role)
+
+    def set_layer(self, role: str, layer: Any) -> None:
+        """Choose the layer of ``role`` (``"image"``, ``"reference"`` or a condition)."""
+        if role in CONDITIONS:
+            self.set_prediction(role, layer)
+        else:
+            getattr(self, f"set_{role}")(layer)
 
     def set_attacked_image(self, layer: Any) -> None:
         """Choose the perturbed image layer that goes with the attacked prediction."""
@@ -306,3 +318,12 @@ def listen(pairs: Iterable[tuple[Any, Callable[..., Any]]]) -> Callable[[], None
             signal.disconnect(slot)
 
     return stop
+
+
+def restartable_timer(parent: Any, ms: int, slot: Callable[[], Any]) -> QTimer:
+    """A single-shot timer calling ``slot`` ``ms`` after its last ``start()``."""
+    timer = QTimer(parent)
+    timer.setSingleShot(True)
+    timer.setInterval(ms)
+    timer.timeout.connect(slot)
+    return timer

@@ -94,10 +94,14 @@ def several(structures: Mapping[int, str]) -> bool:
     return len(structures) > 1
 
 
-def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEAN) -> str:
-    """Colour of structure ``label`` in the layer of ``role``."""
+def _check_role(role: str) -> None:
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+
+
+def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEAN) -> str:
+    """Colour of structure ``label`` in the layer of ``role``."""
+    _check_role(role)
     if not several(structures):
         return ROLE_COLOURS[role]
     if int(label) not in structures:
@@ -110,8 +114,7 @@ def structure_colour(label: int, structures: Mapping[int, str], role: str = CLEA
 
 def look(role: str, structures: Mapping[int, str]) -> Look:
     """The :class:`Look` of the layer of ``role`` in a case of ``structures``."""
-    if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+    _check_role(role)
     contour = REFERENCE_CONTOUR if role == "reference" else 0
     if not several(structures):
         return Look({None: ROLE_COLOURS[role]}, contour)
@@ -156,20 +159,12 @@ def _swatch(colour: str, text: str, outline: bool = False) -> str:
 def legend_html(structures: Mapping[int, str]) -> str:
     """The two-line legend (Qt rich text) of the colour language for ``structures``."""
     gap = " &nbsp; "
-    errors = gap.join(
-        [
-            _swatch(NEGATIVE_COLOUR, "FP"),
-            _swatch(POSITIVE_COLOUR, "FN"),
-            _swatch(PROMPT_COLOUR, "box", outline=True),
-        ]
-    )
+    fp, fn = _swatch(NEGATIVE_COLOUR, "FP"), _swatch(POSITIVE_COLOUR, "FN")
+    errors = gap.join([fp, fn, _swatch(PROMPT_COLOUR, "box", outline=True)])
     if not several(structures):
+        texts = {"reference": "reference (outline)"}
         roles = gap.join(
-            [
-                _swatch(ROLE_COLOURS["reference"], "reference (outline)", outline=True),
-                _swatch(ROLE_COLOURS[CLEAN], CLEAN),
-                _swatch(ROLE_COLOURS["attacked"], "attacked"),
-            ]
+            _swatch(ROLE_COLOURS[r], texts.get(r, r), outline=r == "reference") for r in ROLES
         )
         return f"{roles}<br>{errors}"
     names = gap.join(
@@ -201,7 +196,7 @@ class ColourLanguage:
         """Draw the layers of ``roles`` the state names now."""
         structures = dict(self.state.structures)
         for role in roles:
-            layer = self._layer(role)
+            layer = self.state.layer(role)
             if layer is None or not hasattr(layer, "contour"):
                 continue
             apply_look(layer, role, structures)
@@ -210,11 +205,6 @@ class ColourLanguage:
                 if new != layer.name and new not in self.viewer.layers:
                     layer.name = new
         self._reference_on_top()
-
-    def _layer(self, role: str) -> Any:
-        if role == "reference":
-            return self.state.reference
-        return self.state.predictions.get(role)
 
     def _reference_on_top(self) -> None:
         layers = self.viewer.layers

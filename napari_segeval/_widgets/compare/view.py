@@ -11,11 +11,10 @@ from contextlib import suppress
 from functools import partial
 from typing import Any
 
-from qtpy.QtCore import QTimer
 from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen
+from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen, restartable_timer
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded, show_info
 from napari_segeval._widgets.overlays.layers import DisagreementOverlay, set_outlines
@@ -176,11 +175,9 @@ class CompareView(QWidget):
         )
         self.dock = viewer.window.add_dock_widget(self, name="Compare", area="bottom")
         # once the dock has its size, fit the case in every view (the views are smaller)
-        self._fit_timer = QTimer(self)
-        self._fit_timer.setSingleShot(True)
-        self._fit_timer.setInterval(FIT_DELAY_MS)
-        self._fit_timer.timeout.connect(lambda: None if self.closed else self.fit())
-        self._fit_timer.start()
+        fit = restartable_timer(self, FIT_DELAY_MS, lambda: None if self.closed else self.fit())
+        self._fit_timer = fit
+        fit.start()
 
     # -- connections --------------------------------------------------------------------
     @staticmethod

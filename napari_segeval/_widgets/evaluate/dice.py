@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import Qt, QTimer
+from qtpy.QtCore import Qt
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
     QAbstractItemView,
@@ -29,6 +29,7 @@ from napari_segeval._widgets._state import (
     current_index,
     go_to_index,
     listen,
+    restartable_timer,
 )
 from napari_segeval._widgets.colours import several, structure_colour
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
@@ -65,15 +66,6 @@ RISK_ONLY_TITLE = (
     "Estimated risk of failure per slice of the selected structure (no reference, no "
     "Dice; click: go there)"
 )
-
-
-def _restartable(parent: QWidget, ms: int, slot: Callable[[], Any]) -> QTimer:
-    """A single-shot timer calling ``slot`` ``ms`` after its last ``start()``."""
-    timer = QTimer(parent)
-    timer.setSingleShot(True)
-    timer.setInterval(ms)
-    timer.timeout.connect(slot)
-    return timer
 
 
 def _ends(slices: list[int]) -> tuple[int, int] | None:
@@ -135,8 +127,8 @@ class DicePanel(QWidget):
         layout.setStretchFactor(self.plot, 1)
         layout.addLayout(row)
         layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
-        self._flush_timer = _restartable(self, 0, self.flush)
-        self._surface_timer = _restartable(self, SURFACE_DELAY_MS, self._start_surface)
+        self._flush_timer = restartable_timer(self, 0, self.flush)
+        self._surface_timer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
         ev = self.state.events
         self._unlisten = listen(
             [

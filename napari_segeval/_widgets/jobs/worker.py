@@ -13,8 +13,9 @@ from enum import Enum
 from functools import partial
 from typing import Any
 
-from napari.qt.threading import WorkerBase, WorkerBaseSignals, create_worker
+from napari.qt.threading import WorkerBase, WorkerBaseSignals
 from napari.utils import cancelable_progress
+from napari.utils.notifications import notification_manager, show_error, show_info
 from qtpy.QtCore import QThreadPool, Signal
 from qtpy.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QVBoxLayout, QWidget
 
@@ -172,15 +173,8 @@ class JobRunner(QWidget):
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
 
-    def __init__(
-        self,
-        parent: QWidget | None = None,
-        activity: bool = True,
-        *,
-        viewer: Any = None,
-        notify: bool = True,
-    ) -> None:
-        super().__init__(parent)
+    def __init__(self, *, activity: bool = True, viewer: Any = None, notify: bool = True) -> None:
+        super().__init__()
         self.show_activity = activity
         self.viewer = viewer
         self.notify = notify
@@ -189,15 +183,12 @@ class JobRunner(QWidget):
         self.bar.setValue(0)
         self.status = QLabel("")
         self.cancel_button = QPushButton("Cancel")
-        self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
         self.status.setWordWrap(True)
         row = QHBoxLayout()
         row.addWidget(self.bar, 1)
         row.addWidget(self.cancel_button)
-        # only a running job shows a bar and Cancel: an idle 0 % bar reads as stalled
-        self.bar.setVisible(False)
-        self.cancel_button.setVisible(False)
+        self._show_bar(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
@@ -236,34 +227,23 @@ class JobRunner(QWidget):
         if self.running:
             show_info(f"{self.worker_name} is still running: wait or cancel it")
             return None
-        job: Any = None
-
-        def to(handler: Callable[..., None]) -> Callable[..., None]:
-            return lambda *a: handler(job, *a)  # ``job`` is read when the signal comes
-
-        job = create_worker(
-            fn,
-            *args,
-            _worker_class=Job,
-            _start_thread=False,
-            _connect={
-                "progressed": to(self._on_progress),
-                "called": to(self._on_call),
-                "returned": to(lambda j, result: setattr(j, "outcome", (True, result))),
-                "errored": to(lambda j, exc: setattr(j, "outcome", (False, exc))),
-                "finished": to(self._finish),
-                "warned": _warned,
-            },
-            **kwargs,
-        )
+        job = Job(fn, *args, **kwargs)
+        for signal, handler in (
+            (job.progressed, self._on_progress),
+            (job.called, self._on_call),
+            (job.finished, self._finish),
+        ):
+            signal.connect(partial(handler, job))
+        job.returned.connect(lambda result: setattr(job, "outcome", (True, result)))
+        job.errored.connect(lambda exc: setattr(job, "outcome", (False, exc)))
+        # a warning in a job: napari's warning notification, as for napari's workers
+        job.warned.connect(lambda args: notification_manager.receive_warning(*args))
         job.name, job.needs, job.relay = name, tuple(needs), dict(relay or {})
         self.job = job
         self.worker_name, self.last_error, self._on_done = name, None, on_done
         self.bar.setRange(0, 0)  # busy until the first progress report
         self.status.setText(f"{name}...")
-        self.cancel_button.setEnabled(True)
-        self.bar.setVisible(True)
-        self.cancel_button.setVisible(True)
+        self._show_bar(True)
         if self.show_activity:  # total=0: indeterminate until the first report
             self.activity = JobProgress(total=0, desc=name, cancel_callback=self.cancel)
         self._unwatch = [
@@ -288,14 +268,12 @@ class JobRunner(QWidget):
         if self.activity is not None:
             self.activity.set_description(f"cancelling {job.name}")
 
-    def close_job(
-        self, reason: str = "its panel was closed", timeout: float = JOIN_TIMEOUT_S
-    ) -> bool:
-        """Cancel the running job for good, wait at most ``timeout`` s; True once it ended."""
+    def close_job(self, reason: str = "its panel was closed") -> bool:
+        """Cancel the running job for good, wait for it (:data:`JOIN_TIMEOUT_S`); True once ended."""
         job = self.job
         if job is None:
             return True
-        joined = job.close(reason, timeout)
+        joined = job.close(reason)
         self._end_ui(f"{job.name}: stopped ({reason})")
         self._emit_done(job.name, Outcome.CLOSED)
         return joined
@@ -339,12 +317,16 @@ class JobRunner(QWidget):
         if bar is not None:
             bar.close()
         if qt_alive(self):
-            self.cancel_button.setEnabled(False)
             self.bar.setRange(0, 1)
             self.bar.setValue(value)
-            self.bar.setVisible(False)  # the status line says how it ended
-            self.cancel_button.setVisible(False)
+            self._show_bar(False)  # the status line says how it ended
             self.status.setText(text)
+
+    def _show_bar(self, running: bool) -> None:
+        """Only a running job shows a bar and Cancel: an idle 0 % bar reads as stalled."""
+        self.cancel_button.setEnabled(running)
+        self.bar.setVisible(running)
+        self.cancel_button.setVisible(running)
 
     def _finish(self, job: Job) -> None:
         """The worker's ``finished``: after ``returned`` or ``errored`` (neither if cancelled)."""
@@ -390,27 +372,6 @@ class JobRunner(QWidget):
         """``job_done``, unless the runner went meanwhile (a notification processes events)."""
         if qt_alive(self):
             self.job_done.emit(name, outcome.value)
-
-
-def show_error(message: str) -> None:
-    """Show an error notification in napari (never raises)."""
-    from napari.utils.notifications import show_error as _show
-
-    _show(message)
-
-
-def _warned(showwarning_args: tuple) -> None:
-    """A warning raised in a job: napari's warning notification, as for napari's workers."""
-    from napari.utils.notifications import notification_manager
-
-    notification_manager.receive_warning(*showwarning_args)
-
-
-def show_info(message: str) -> None:
-    """Show an information notification in napari."""
-    from napari.utils.notifications import show_info as _show
-
-    _show(message)
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
