@@ -81,7 +81,7 @@ def _finite_range(data: np.ndarray) -> tuple[float, float]:
     if values.size == 0 or (values.dtype.kind == "f" and not np.isfinite(values).any()):
         return 0.0, 1.0
     if values.dtype.kind == "f":
-        return float(np.nanmin(values[np.isfinite(values)])), float(np.nanmax(values))
+        values = values[np.isfinite(values)]
     return float(values.min()), float(values.max())
 
 

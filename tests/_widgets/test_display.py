@@ -54,6 +54,8 @@ def test_percentiles_of_the_non_zero_voxels():
     assert DisplayPreset(FULL_RANGE).limits(brain) == (0.0, 30000.0)
     assert percentile_limits(np.zeros((3, 3)), 1, 99) == (0.0, 1.0)  # nothing but zeros
     assert DisplayPreset(FULL_RANGE).limits(np.full((2, 2), 7.0)) == (7.0, 8.0)  # flat
+    brain[0, 0, 1], brain[0, 0, 2] = np.inf, -np.inf  # the full range is of finite voxels
+    assert DisplayPreset(FULL_RANGE).limits(brain) == (0.0, 30000.0)
 
 
 def test_bad_percentiles_are_refused():
