@@ -332,7 +332,6 @@ def test_the_chain_keeps_its_iou_estimates_jitter_agreement_and_stop(lite):
     )
 
 
-@pytest.mark.release  # 30 s of LiteMedSAM walks on real weights
 def test_a_correction_box_restarts_the_walk_from_its_slice(lite):
     from napari_segeval.propagation import PropagationSession, propagate_case
 

@@ -95,7 +95,6 @@ def test_progress_with_corrections_counts_round0_walks_and_each_correction():
     np.testing.assert_array_equal(m.labels, propagate_case(Correcting(), frames(), [s]).labels)
 
 
-@pytest.mark.release  # 25 s: four jittered LiteMedSAM walks on real weights
 def test_box_jitter_alone_encodes_the_slices_once_and_keeps_the_maps():
     """Without noise a backend that keeps per-frame features decodes samples 2..N from them."""
     import importlib.metadata as md
