@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from functools import reduce
 from typing import Any
@@ -40,7 +41,7 @@ DISAGREEMENT_COLOURS: dict[int | None, str] = {
 DISAGREEMENT_NAME = "disagreement (lost red, gained blue, changed yellow)"
 
 
-class _Overlay:
+class _Overlay(ABC):
     """One read-only Labels layer the viewer shows over the case, kept up to date.
 
     A subclass names the two layers compared (:meth:`pair`, the first one's grid is the
@@ -59,15 +60,15 @@ class _Overlay:
         self._unhook: Callable[[], None] = lambda: None
         self._pending: list[slice | None] = []  # the edits of an update scheduled
 
+    @abstractmethod
     def pair(self) -> tuple[Any, Any] | None:
         """The two layers compared (of one shape), or None."""
-        raise NotImplementedError
 
+    @abstractmethod
     def marks(
         self, a: np.ndarray, b: np.ndarray, region: slice | None = None, out: Any = None
     ) -> np.ndarray:
         """The overlay's values from the pair's arrays (``region``/``out``: a partial update)."""
-        raise NotImplementedError
 
     @property
     def shown(self) -> bool:
