@@ -5,18 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_color_table_option,
-    add_device_option,
-    add_input_options,
-    add_json_flag,
-    add_modality_option,
-    add_model_option,
-    add_precision_option,
-    emit,
-    format_table,
-    read_input,
-)
+from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
 
@@ -49,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA, DICOM, ...), video or 2D image")
     p.add_argument("--labels", type=Path, help="reference label map (attack target, boxes, Dice)")
-    add_model_option(
+    common.add_model_option(
         p,
         ["dense", "promptable"],
         "builtin-ct",
@@ -115,7 +104,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overlap", type=float, default=0.5, help="dense window overlap")
     p.add_argument("--batch-size", type=int, default=2, help="dense windows per network call")
     p.add_argument("--window", default=None, help="CT window for promptable models")
-    add_modality_option(p)
+    common.add_modality_option(p)
     p.add_argument(
         "--chain",
         choices=("full", "per-slice"),
@@ -131,8 +120,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="promptable: structure to prompt: id, name, or 'label N' as segeval "
         "inspect prints it (repeatable; default all)",
     )
-    add_device_option(p)
-    add_precision_option(p)
+    common.add_device_option(p)
+    common.add_precision_option(p)
     p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
     p.add_argument(
         "--output-dir",
@@ -142,9 +131,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="folder for the four outputs (created, parents too, if missing)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    add_color_table_option(p)
-    add_input_options(p)
-    add_json_flag(p)
+    common.add_reader_options(p)
     p.set_defaults(func=run)
 
 
@@ -219,20 +206,14 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps < 1 or args.restarts < 1:
         raise SegEvalError("--steps and --restarts must be >= 1")
-    if not 0 <= args.overlap < 1:
-        raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
-    if args.batch_size < 1:
-        raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
+    common.check_window(args)
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise WriteError(f"{args.output_dir}: exists and is not a folder")
-    case = read_input(args, args.image, args.labels)
+    case = common.read_input(args, args.image, args.labels)
     if args.modality:
         case.modality = args.modality
     paths = output_paths(args.image, case, args.output_dir)
-    if not args.overwrite:
-        for path in paths.values():
-            if path.exists():
-                raise WriteError(f"{path} exists: pass --overwrite to replace it")
+    common.refuse_existing(paths.values(), args.overwrite)
     target = _target(args, case)
     eps = (
         args.eps
@@ -298,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
             f"perturbation {config.norm} norm {res.perturbation_norm['normalized']:.4g} normalized, "
             f"{res.perturbation_norm['raw']:.4g} {unit}"
         ),
-        format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
+        common.format_table(["label", "name", "dice_clean", "dice_attacked", "drop"], rows),
     ]
     lines += [f"wrote {p}" for p in paths.values()]
-    return emit(args, payload, "\n".join(lines))
+    return common.emit(args, payload, "\n".join(lines))

@@ -155,21 +155,10 @@ def add_model_option(
 ) -> None:
     """Add ``--model``: every name of the model registry of ``kinds``, and its reference forms.
 
-    A subcommand that takes only promptable models refuses anything else when it parses
-    its arguments; paths of dense models are checked when the model is loaded.
-
-    Parameters
-    ----------
-    kinds
-        ``"promptable"`` and/or ``"dense"``: what the subcommand runs.
-    default
-        The default model.
-    extra
-        Values besides the registry's the subcommand takes (``auto``).
-    flags
-        The option's spellings.
-    what
-        What the model is, for the help text.
+    ``kinds``: ``"promptable"`` and/or ``"dense"``; ``extra``: values besides the
+    registry's (``auto``); ``what``: the model's description in the help. A subcommand
+    that takes only promptable models refuses anything else when it parses its arguments;
+    paths of dense models are checked when the model is loaded.
 
     Examples
     --------
@@ -218,6 +207,43 @@ def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> N
         metavar="T",
         help="4D time series (t, z, y, x): the volume to use, from 0",
     )
+
+
+def add_reader_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
+    """Add ``--color-table``, ``--series``/``--volume`` and ``--json``, in that order."""
+    add_color_table_option(parser)
+    add_input_options(parser, series)
+    add_json_flag(parser)
+
+
+def refuse_existing(paths: Iterable[Path], overwrite: bool) -> None:
+    """Raise :class:`~napari_segeval._errors.WriteError` for an existing path unless ``overwrite``."""
+    from napari_segeval._errors import WriteError
+
+    for path in paths:
+        if path.exists() and not overwrite:
+            raise WriteError(f"{path} exists: pass --overwrite to replace it")
+
+
+def check_window(args: argparse.Namespace) -> None:
+    """Refuse ``--overlap`` outside [0, 1) and ``--batch-size`` below 1 (dense windows)."""
+    from napari_segeval._errors import SegEvalError
+
+    if not 0 <= args.overlap < 1:
+        raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
+    if args.batch_size < 1:
+        raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
+
+
+def check_tolerance(args: argparse.Namespace) -> None:
+    """Refuse a ``--tolerance`` (NSD, mm) that is not positive."""
+    from napari_segeval._errors import SegEvalError
+
+    if not args.tolerance > 0:
+        raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
+
+
+TOLERANCE_HELP = "NSD tolerance in mm (default 2)"
 
 
 def input_options(args: argparse.Namespace) -> dict:

@@ -6,13 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_json_flag,
-    add_modality_option,
-    add_precision_option,
-    emit,
-    format_table,
-)
+from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
 #: ``evaluation.protocols.REGISTRY`` and ``evaluation.layouts.LAYOUTS`` (a test keeps them
@@ -91,7 +85,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "published recipe; differences are listed in docs/protocols.md and "
         "the report",
     )
-    add_modality_option(
+    common.add_modality_option(
         p,
         "modality of the images for protocols with a 'modality' parameter "
         "(medsam2-3d/-video): same as --param modality=...; default: DICOM "
@@ -161,8 +155,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="no progress bar on stderr (drawn only on a terminal)",
     )
-    add_precision_option(p, default=None)
-    add_json_flag(p)
+    common.add_precision_option(p, default=None)
+    common.add_json_flag(p)
     p.set_defaults(func=run)
 
 
@@ -294,7 +288,7 @@ def _summary_text(result) -> str:
             continue
         stats = summarize(mine, "dice", by=("structure", "condition"))
         lines.append(
-            format_table(
+            common.format_table(
                 ["structure", "condition", "n", "mean dice", "median", "iqr"],
                 [
                     [t["structure"], t["condition"], t["n"], t["mean"], t["median"], t["iqr"]]
@@ -324,8 +318,10 @@ def rounds_text(results: dict) -> str:
     from napari_segeval.evaluation._report_sections import rounds_rows
 
     per_round, curve = rounds_rows(conds)
-    per_round_text = format_table(["condition", "round", "n", "median dice", "q1", "q3"], per_round)
-    curve_text = format_table(
+    per_round_text = common.format_table(
+        ["condition", "round", "n", "median dice", "q1", "q3"], per_round
+    )
+    curve_text = common.format_table(
         ["condition", "structures", "auc", "noi mean", "noi median", f"reach {target:g}", "falls"],
         curve,
     )
@@ -366,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
             report=not args.no_report,
             save_predictions=not args.no_save_predictions,
         )
-    return emit(
+    return common.emit(
         args,
         {**result.summary, "output_dir": str(result.output_dir), "n_resumed": result.n_skipped},
         _summary_text(result),

@@ -7,14 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from napari_segeval.cli._common import (
-    add_color_table_option,
-    add_input_options,
-    add_json_flag,
-    add_modality_option,
-    emit,
-    format_table,
-)
+from napari_segeval.cli import _common as common
 from napari_segeval.io import structure_label
 from napari_segeval.io.case import Case, Geometry
 
@@ -45,10 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", type=Path, help="image file or folder (DICOM series, frames)")
     p.add_argument("--labels", type=Path, help="reference label map on the same grid")
-    add_modality_option(p, "override the modality guess")
-    add_color_table_option(p)
-    add_input_options(p)
-    add_json_flag(p)
+    common.add_modality_option(p, "override the modality guess")
+    common.add_reader_options(p)
     p.set_defaults(func=run)
 
 
@@ -134,7 +125,6 @@ def _series_lines(p: dict, chosen: str | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Describe ``args.path`` (and ``args.labels``) as a table or JSON."""
     from napari_segeval._errors import SegEvalError
-    from napari_segeval.cli._common import color_table
     from napari_segeval.io import read_image, read_labels, structure_names
     from napari_segeval.io.read import nearest_dataset
 
@@ -143,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         case = read_image(args.path, modality=args.modality, series=args.series, volume=args.volume)
     except SegEvalError:
         if listing["series"]:  # show what is there, then the one-line error
-            emit(
+            common.emit(
                 args,
                 {"path": str(args.path), **listing},
                 "\n".join([str(args.path), *_series_lines(listing, None)]),
@@ -176,7 +166,9 @@ def run(args: argparse.Namespace) -> int:
     }
     problem = None
     if args.labels is not None:
-        labels, geometry, names = read_labels(args.labels, default_color_table=color_table(args))
+        labels, geometry, names = read_labels(
+            args.labels, default_color_table=common.color_table(args)
+        )
         if not names:  # a prediction written elsewhere: the image's dataset.json names
             names = structure_names(nearest_dataset(args.path) or {})
         names = {**case.structures, **names}
@@ -184,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         problem = _alignment(case, labels.shape, geometry)
         payload["aligned"] = problem is None
         payload["problem"] = problem
-    return emit(args, payload, _text(payload), 1 if problem else 0)
+    return common.emit(args, payload, _text(payload), 1 if problem else 0)
 
 
 def _kind_text(p: dict) -> str:
@@ -225,7 +217,7 @@ def _text(p: dict) -> str:
     lines += [f"  warning    {w}" for w in p.get("warnings", [])]
     if p["labels"] is not None:
         rows = [[r["id"], r["name"], r["voxels"], r["volume_ml"]] for r in p["labels"]]
-        lines += ["", format_table(["id", "name", "voxels", "volume_ml"], rows, digits=2)]
+        lines += ["", common.format_table(["id", "name", "voxels", "volume_ml"], rows, digits=2)]
         lines += [
             "",
             "labels line up with the image"

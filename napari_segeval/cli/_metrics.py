@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_color_table_option,
-    add_input_options,
-    add_json_flag,
-    check_label_ids,
-    emit,
-    format_table,
-)
+from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,9 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("reference", type=Path, help="reference label map")
     p.add_argument("prediction", type=Path, help="predicted label map")
-    p.add_argument(
-        "--tolerance", type=float, default=2.0, metavar="MM", help="NSD tolerance in mm (default 2)"
-    )
+    p.add_argument("--tolerance", type=float, default=2.0, metavar="MM", help=common.TOLERANCE_HELP)
     p.add_argument(
         "--empty",
         choices=("one", "nan", "zero"),
@@ -43,9 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Dice when a structure is empty in both maps (default one)",
     )
     p.add_argument("--no-surface", action="store_true", help="skip HD95, ASSD and NSD")
-    add_color_table_option(p)
-    add_input_options(p, series=False)
-    add_json_flag(p)
+    common.add_reader_options(p, series=False)
     p.set_defaults(func=run)
 
 
@@ -57,7 +46,7 @@ def rows_table(rows: list[dict]) -> str:
 
     keys = [k for k in ROW_KEYS if k != "hd"]
     headers = [METRICS[k].text_header if k in METRICS else k for k in keys]
-    return format_table(headers, [[r.get(k) for k in keys] for r in rows])
+    return common.format_table(headers, [[r.get(k) for k in keys] for r in rows])
 
 
 def reference_rows(case, prediction, structures: dict[int, str], **options) -> list[dict]:
@@ -92,8 +81,8 @@ def read_pair(
             f"{reference if ref.ndim == 4 else prediction} is a time series of "
             "label maps (t, z, y, x): choose one volume with --volume T"
         )
-    check_label_ids(reference, ref)
-    check_label_ids(prediction, pred)
+    common.check_label_ids(reference, ref)
+    common.check_label_ids(prediction, pred)
     if ref.shape != pred.shape or not ref_geom.matches(pred_geom):
         raise GeometryMismatchError(
             f"{reference} (shape {ref.shape}, {ref_geom.describe()}) and {prediction} "
@@ -104,14 +93,11 @@ def read_pair(
 
 def run(args: argparse.Namespace) -> int:
     """Compute and print the per-structure metrics."""
-    from napari_segeval._errors import SegEvalError
-    from napari_segeval.cli._common import color_table
     from napari_segeval.metrics import structure_table, structures_to_score
 
-    if not args.tolerance > 0:
-        raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
+    common.check_tolerance(args)
     ref, pred, geometry, names = read_pair(
-        args.reference, args.prediction, color_table(args), getattr(args, "volume", None)
+        args.reference, args.prediction, common.color_table(args), getattr(args, "volume", None)
     )
     rows = structure_table(
         ref,
@@ -122,4 +108,4 @@ def run(args: argparse.Namespace) -> int:
         empty=args.empty,
         surface=not args.no_surface,
     )
-    return emit(args, {"structures": rows}, rows_table(rows))
+    return common.emit(args, {"structures": rows}, rows_table(rows))

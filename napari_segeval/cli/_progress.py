@@ -18,18 +18,7 @@ class TerminalProgress:
     """A ``progress(done, total)`` callback drawing a tqdm bar on ``stream``.
 
     The first call's ``done`` counts as already finished (resumed work), so the rate and
-    ETA count only this run's work.
-
-    Parameters
-    ----------
-    label
-        Text before the bar (``"cases"``, ``"attack"``).
-    unit
-        Unit of ``done`` (``"case"``, ``"pass"``, ``"window"``).
-    stream
-        Where to draw (default ``sys.stderr``).
-    **options
-        More :class:`tqdm.tqdm` options (``mininterval`` ...).
+    ETA count only this run's work. ``options`` go to :class:`tqdm.tqdm`.
     """
 
     def __init__(
@@ -45,16 +34,8 @@ class TerminalProgress:
         if self.bar is None:
             from tqdm import tqdm
 
-            self.bar = tqdm(
-                total=total,
-                initial=done,
-                desc=self.label,
-                unit=self.unit,
-                file=self.stream,
-                dynamic_ncols=True,
-                leave=True,
-                **self.options,
-            )
+            opts = {"desc": self.label, "unit": self.unit, "file": self.stream, **self.options}
+            self.bar = tqdm(total=total, initial=done, dynamic_ncols=True, leave=True, **opts)
             return
         if total != self.bar.total:
             self.bar.total = total
@@ -83,19 +64,8 @@ def progress_bar(
     stream: TextIO | None = None,
     **options: Any,
 ) -> Iterator[ProgressFn | None]:
-    """The ``progress`` callback for a long call: a bar on a terminal, else ``None``.
-
-    Parameters
-    ----------
-    label, unit
-        Text before the bar and the unit counted.
-    enabled
-        False with ``--json`` (or ``--no-progress``): no bar at all.
-    stream
-        Where to draw (default ``sys.stderr``), only when it is a terminal.
-    **options
-        More :class:`tqdm.tqdm` options.
-    """
+    """The ``progress`` callback for a long call: a bar on a terminal ``stream`` (default
+    stderr) unless not ``enabled`` (``--json``, ``--no-progress``), else ``None``."""
     stream = stream if stream is not None else sys.stderr
     if not enabled or not is_terminal(stream):
         yield None

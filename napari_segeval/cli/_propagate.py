@@ -5,17 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_color_table_option,
-    add_device_option,
-    add_input_options,
-    add_json_flag,
-    add_modality_option,
-    add_model_option,
-    add_precision_option,
-    emit,
-    read_input,
-)
+from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -79,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "pixel (y, x) (repeatable; label defaults to that of the prompt "
         "before it, else the first --structure, else 1)",
     )
-    add_model_option(
+    common.add_model_option(
         p,
         ["promptable"],
         "builtin",
@@ -92,8 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="checkpoint file of medsam2 or sam2.1-SIZE, or built-in weight file",
     )
-    add_device_option(p)
-    add_precision_option(p)
+    common.add_device_option(p)
+    common.add_precision_option(p)
     p.add_argument(
         "--window",
         default=None,
@@ -126,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="end each direction at the first empty slice/frame (default: on; "
         "MedSAM2 propagates to the end: --no-stop-when-empty)",
     )
-    add_modality_option(p)
+    common.add_modality_option(p)
     p.add_argument(
         "--ct-mapping",
         choices=("window", "minmax"),
@@ -135,9 +125,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
-    add_color_table_option(p)
-    add_input_options(p)
-    add_json_flag(p)
+    common.add_reader_options(p)
     p.set_defaults(func=run)
 
 
@@ -278,17 +266,10 @@ def check_output(path: Path, case) -> None:
     """Refuse an --output the label map cannot be written to, before any model runs."""
     import numpy as np
 
-    from napari_segeval._errors import WriteError
     from napari_segeval.io._formats import suffix
-    from napari_segeval.io.write import LABEL_WRITABLE
+    from napari_segeval.io.write import LABEL_WRITABLE, check_target
 
-    if suffix(path) not in LABEL_WRITABLE:
-        raise WriteError(
-            f"{path}: cannot write a label map in this format (use one of "
-            f"{', '.join(LABEL_WRITABLE)})"
-        )
-    if not path.parent.is_dir():
-        raise WriteError(f"{path}: folder {path.parent} does not exist")
+    check_target(path, True, LABEL_WRITABLE, "a label map in ")
     if suffix(path) == ".png":
         from napari_segeval.io._raster import check_png_labels
 
@@ -299,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the prompts, propagate, write the prediction and its prompts, report metrics."""
     import numpy as np
 
-    from napari_segeval._errors import SegEvalError, WriteError
+    from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import resolve_structure, write_labels
     from napari_segeval.models.registry import load_promptable
@@ -313,12 +294,10 @@ def run(args: argparse.Namespace) -> int:
     )
 
     prompts_out = prompts_path(args.output)
-    for path in (args.output, prompts_out):
-        if path.exists() and not args.overwrite:
-            raise WriteError(f"{path} exists: pass --overwrite to replace it")
+    common.refuse_existing((args.output, prompts_out), args.overwrite)
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")
-    case = read_input(args, args.image, args.labels)
+    case = common.read_input(args, args.image, args.labels)
     check_output(args.output, case)
     kind = promptable_kind(case)
     mode = propagation_mode(kind)
@@ -371,7 +350,7 @@ def run(args: argparse.Namespace) -> int:
     )
     lines.append(f"wrote {out} ({model.name} model, {how}, modality {modality}{stop})")
     lines.append(f"wrote {saved} (the prompts, to replay with --prompts)")
-    return emit(
+    return common.emit(
         args,
         {"output": str(out), "prompts": str(saved), "structures": rows, "modality": modality},
         "\n".join(lines),

@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_device_option,
-    add_input_options,
-    add_json_flag,
-    add_model_option,
-    emit,
-    read_input,
-)
+from napari_segeval.cli import _common as common
 from napari_segeval.cli._progress import progress_bar
 
 
@@ -33,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA/MHD, NRRD, DICOM folder)")
-    add_model_option(p, ["dense"], "builtin-ct", what="dense model")
+    common.add_model_option(p, ["dense"], "builtin-ct", what="dense model")
     p.add_argument(
         "--trust-torchscript",
         action="store_true",
@@ -52,37 +45,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="skip largest-component and small-lesion post-processing",
     )
-    add_device_option(p)
+    common.add_device_option(p)
     p.add_argument(
         "--cpu-accumulate",
         action="store_true",
         help="keep the full-size accumulators in host memory (large volumes)",
     )
-    p.add_argument(
-        "--tolerance", type=float, default=2.0, metavar="MM", help="NSD tolerance in mm (default 2)"
-    )
-    add_input_options(p)
-    add_json_flag(p)
+    p.add_argument("--tolerance", type=float, default=2.0, metavar="MM", help=common.TOLERANCE_HELP)
+    common.add_input_options(p)
+    common.add_json_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Read, segment, write, and report metrics against ``--labels``."""
-    from napari_segeval._errors import SegEvalError, WriteError
+    from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import write_labels
     from napari_segeval.models.dense import DenseModel, segment_case
     from napari_segeval.models.registry import load_dense
 
-    if args.output.exists() and not args.overwrite:
-        raise WriteError(f"{args.output} exists: pass --overwrite to replace it")
-    if not 0 <= args.overlap < 1:
-        raise SegEvalError(f"--overlap must be in [0, 1), got {args.overlap}")
-    if args.batch_size < 1:
-        raise SegEvalError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if not args.tolerance > 0:
-        raise SegEvalError(f"--tolerance must be a positive number of mm, got {args.tolerance}")
-    case = read_input(args, args.image, args.labels)
+    common.refuse_existing([args.output], args.overwrite)
+    common.check_window(args)
+    common.check_tolerance(args)
+    case = common.read_input(args, args.image, args.labels)
     if case.axes != "zyx":
         raise SegEvalError(f"{args.image}: dense models need a 3D volume, got axes {case.axes!r}")
     model = load_dense(args.model, trust_torchscript=args.trust_torchscript, device=args.device)
@@ -106,4 +92,4 @@ def run(args: argparse.Namespace) -> int:
     rows = reference_rows(case, result.labels, names, tolerance_mm=args.tolerance)
     lines = [rows_table(rows)] if rows else []
     lines.append(f"wrote {out} ({model.name}, {len(model.structures)} structures)")
-    return emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))
+    return common.emit(args, {"output": str(out), "structures": rows}, "\n".join(lines))

@@ -13,13 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from napari_segeval.cli._common import (
-    add_device_option,
-    add_json_flag,
-    add_model_option,
-    emit,
-    format_table,
-)
+from napari_segeval.cli import _common as common
 from napari_segeval.cli._evaluate import LAYOUT_NAMES
 from napari_segeval.cli._progress import progress_bar
 
@@ -53,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     s.add_argument("dataset", type=Path, metavar="DATASET", help="data-set folder")
-    add_model_option(
+    common.add_model_option(
         s,
         ["promptable"],
         "auto",
@@ -88,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="sum",
         help="sample scale over classes (sum: the paper)",
     )
-    add_device_option(s)
+    common.add_device_option(s)
     s.add_argument("--threads", type=int, metavar="N", help="torch CPU threads while scoring")
     s.add_argument(
         "--output",
@@ -99,7 +93,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--overwrite", action="store_true", help="replace existing score files")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    add_json_flag(s)
+    common.add_json_flag(s)
     s.set_defaults(func=run_score)
     f = actions.add_parser(
         "filter",
@@ -136,7 +130,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--splits", type=Path, metavar="FILE", help="nnU-Net splits_final.json")
     f.add_argument("--output", "-o", type=Path, required=True, metavar="DIR")
     f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
-    add_json_flag(f)
+    common.add_json_flag(f)
     f.set_defaults(func=run_filter)
     p.set_defaults(func=lambda _args: p.print_help() or 2)  # no action: the help, status 2
 
@@ -170,7 +164,7 @@ def _score_table(record: dict) -> str:
     return (
         f"AUV of {len(rows)} cases (model {m['name']}, {m['feature']}; {m['note']}; "
         f"matrix {record['layout']}, energy power {record['energy_power']:g}, "
-        f"{record['aggregate']} over classes)\n" + format_table(headers, body)
+        f"{record['aggregate']} over classes)\n" + common.format_table(headers, body)
     )
 
 
@@ -214,7 +208,7 @@ def run_score(args: argparse.Namespace) -> int:
     written = [str(write_scores(t, record, overwrite=args.overwrite)) for t in targets]
     failed = [c for c in record["cases"] if c.get("error")]
     text = _score_table(record) + ("\nwrote " + ", ".join(written) if written else "")
-    return emit(args, {**record, "written": written}, text, 3 if failed else 0)
+    return common.emit(args, {**record, "written": written}, text, 3 if failed else 0)
 
 
 def _train_ids(args: argparse.Namespace, record: dict) -> list[str]:
@@ -295,8 +289,8 @@ def run_filter(args: argparse.Namespace) -> int:
     text = (
         f"removed {len(removed)} of {len(scores)} cases ({args.rule} rule, "
         f"fraction {args.remove:g})\n"
-        + format_table(["case", "AUV"], [[c, scores[c]] for c in removed])
+        + common.format_table(["case", "AUV"], [[c, scores[c]] for c in removed])
         + "\nwrote "
         + ", ".join(v for k, v in written.items() if k.endswith(".json"))
     )
-    return emit(args, summary, text)
+    return common.emit(args, summary, text)
