@@ -117,13 +117,8 @@ def read_json(path: Path, what: str) -> object:
 def parse_json_color_table(
     table: object, source: str | Path, names: dict[int, str] | None = None
 ) -> dict:
-    """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return ``{colour: (id, name) | id}``.
-
-    Raises
-    ------
-    InvalidLabelsError
-        One line naming ``source`` and the first bad entry.
-    """
+    """Check a JSON colour table ``{"id": [R, G, B] | grey}``; return ``{colour: (id, name) | id}``
+    (:class:`InvalidLabelsError` naming ``source`` and the first bad entry)."""
     names = names or {}
     if not isinstance(table, dict) or not table:
         raise InvalidLabelsError(

@@ -273,7 +273,7 @@ def read_dicom(path: str | Path, series: str | None = None) -> Raw:
     if not found.headers:
         if found.broken:
             raise ReadError(found.broken[0])
-        what = found.skipped[0] if found.skipped else "no DICOM images found"
+        what = found.nothing()
         raise ReadError(f"{p}: {what.split(': ', 1)[-1] if p.is_file() else what}")
     stacks, bad_headers = series_of(found.headers)
     broken = found.broken + bad_headers

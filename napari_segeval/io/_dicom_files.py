@@ -106,6 +106,10 @@ class Found:
     broken: list[str] = field(default_factory=list)  # one line per unreadable file
     via_dicomdir: bool = False
 
+    def nothing(self) -> str:
+        """Why no image was found (the first object skipped, else none at all)."""
+        return self.skipped[0] if self.skipped else "no DICOM images found"
+
 
 def dicomdir_of(path: Path) -> Path | None:
     """The DICOMDIR file ``path`` is or holds, if any."""

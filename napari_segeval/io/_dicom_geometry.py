@@ -78,12 +78,17 @@ def _floats(values, n: int) -> np.ndarray | None:
     return v if v.size == n and np.all(np.isfinite(v)) else None
 
 
-def _number(value) -> float | None:
+def number(value, cast: Any = float, default: Any = None) -> Any:
+    """``cast(value)``, or ``default`` when ``value`` is not a number."""
     try:
-        v = float(value)
+        return cast(value)
     except (TypeError, ValueError):
-        return None
-    return v if np.isfinite(v) and v > 0 else None
+        return default
+
+
+def _positive(value) -> float | None:
+    v = number(value)
+    return v if v is not None and np.isfinite(v) and v > 0 else None
 
 
 def orientation(values) -> tuple[np.ndarray | None, str | None]:
@@ -137,6 +142,10 @@ def group_value(ds, frame: int | None, sequence: str, name: str, top: bool = Fal
     return ds.get(name) if top and value is None else value
 
 
+def _f0(value) -> float:
+    return number(value, float, 0.0)
+
+
 def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
     """Pixel size (row, column) in mm from the ultrasound regions calibrated in cm.
 
@@ -156,18 +165,11 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
         return None, []
     good = []
     for i, reg in enumerate(regions):
-        dx, dy = (
-            _number(abs(_f(reg.get("PhysicalDeltaX")))),
-            _number(abs(_f(reg.get("PhysicalDeltaY")))),
-        )
-        if (
-            reg.get("PhysicalUnitsXDirection") == 3
-            and reg.get("PhysicalUnitsYDirection") == 3
-            and dx
-            and dy
-        ):
-            w = _f(reg.get("RegionLocationMaxX1")) - _f(reg.get("RegionLocationMinX0")) + 1
-            h = _f(reg.get("RegionLocationMaxY1")) - _f(reg.get("RegionLocationMinY0")) + 1
+        dx, dy = (_positive(abs(_f0(reg.get(f"PhysicalDelta{a}")))) for a in "XY")
+        cm = reg.get("PhysicalUnitsXDirection") == 3 and reg.get("PhysicalUnitsYDirection") == 3
+        if cm and dx and dy:
+            w = _f0(reg.get("RegionLocationMaxX1")) - _f0(reg.get("RegionLocationMinX0")) + 1
+            h = _f0(reg.get("RegionLocationMaxY1")) - _f0(reg.get("RegionLocationMinY0")) + 1
             good.append((w * h, i, round(dy * 10.0, 9), round(dx * 10.0, 9)))
     if not good:
         return None, ["the ultrasound regions carry no calibration in cm"]
@@ -179,13 +181,6 @@ def ultrasound_spacing(ds) -> tuple[tuple[float, float] | None, list[str]]:
             f"(the largest, {sy:g} x {sx:g} mm) is used"
         )
     return (sy, sx), notes
-
-
-def _f(value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
 
 
 def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, str, list[str]]:
@@ -225,10 +220,10 @@ def rescale(ds, frame: int | None) -> tuple[float, float]:
     icpt = group_value(ds, frame, "PixelValueTransformationSequence", "RescaleIntercept")
     if slope is None:
         slope, icpt = ds.get("RescaleSlope"), ds.get("RescaleIntercept")
-    s = _f(slope) if slope is not None else 1.0
-    b = _f(icpt) if icpt is not None else 0.0
+    s = _f0(slope) if slope is not None else 1.0
+    b = _f0(icpt) if icpt is not None else 0.0
     if ds.get("DoseGridScaling") is not None:
-        s *= _f(ds.get("DoseGridScaling"))
+        s *= _f0(ds.get("DoseGridScaling"))
     return (s if s != 0 else 1.0), b
 
 
@@ -268,8 +263,8 @@ def units_of(path: Path, ds) -> list[Unit]:
         u.spacing, u.spacing_source, notes = pixel_spacing(ds, frame)
         u.notes += notes
         measures = "PixelMeasuresSequence"
-        u.thickness = _number(group_value(ds, frame, measures, "SliceThickness", True))
-        u.between = _number(group_value(ds, frame, measures, "SpacingBetweenSlices", True))
+        u.thickness = _positive(group_value(ds, frame, measures, "SliceThickness", True))
+        u.between = _positive(group_value(ds, frame, measures, "SpacingBetweenSlices", True))
         u.rescale = rescale(ds, frame)
         units.append(u)
     _legacy_positions(units, ds, offsets)
@@ -343,7 +338,7 @@ def is_colour(ds) -> bool:
     >>> is_colour({"SamplesPerPixel": 1, "PhotometricInterpretation": "MONOCHROME2"})
     False
     """
-    return _count(ds.get("SamplesPerPixel", 1)) > 1 or photometric(ds) == PALETTE
+    return number(ds.get("SamplesPerPixel", 1), int, 1) > 1 or photometric(ds) == PALETTE
 
 
 def samples_stored(ds) -> int:
@@ -354,7 +349,7 @@ def samples_stored(ds) -> int:
     >>> samples_stored({"SamplesPerPixel": 3, "PhotometricInterpretation": "YBR_FULL_422"})
     2
     """
-    spp = _count(ds.get("SamplesPerPixel", 1))
+    spp = number(ds.get("SamplesPerPixel", 1), int, 1)
     return 2 if spp == 3 and photometric(ds) == "YBR_FULL_422" else spp
 
 
@@ -371,10 +366,3 @@ def palette_rgb(indices: np.ndarray, ds, path: Path) -> np.ndarray:
     if rgb.dtype == np.uint16:
         rgb = rgb.astype(np.uint8) if int(rgb.max(initial=0)) < 256 else (rgb >> 8).astype(np.uint8)
     return np.ascontiguousarray(rgb)
-
-
-def _count(value) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 1

@@ -23,6 +23,7 @@ from napari_segeval.io._dicom_geometry import (
     group_value,
     is_colour,
     is_time_modality,
+    number,
     plane_name,
     units_of,
 )
@@ -123,13 +124,6 @@ def _same(k1: dict, k2: dict) -> list[str]:
     return [n for n, a in k1.items() if not (_close(a, k2[n], tol[n]) if n in tol else a == k2[n])]
 
 
-def _int(value) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _stacks(units: list[Unit]) -> list[list[Unit]]:
     stacks: list[tuple[dict, list[Unit]]] = []
     for u in units:
@@ -148,12 +142,12 @@ def _info(uid: str, stack: list[Unit], idx: int | None, split: str | None) -> Se
     info = SeriesInfo(
         id=uid if idx is None else f"{uid}#{idx}",
         uid=uid,
-        number=_int(ds.get("SeriesNumber")),
+        number=number(ds.get("SeriesNumber"), int),
         modality=str(ds.get("Modality", "") or "").strip(),
         description=str(ds.get("SeriesDescription", "") or "").strip(),
         n_images=len(stack),
-        rows=_int(ds.get("Rows")) or 0,
-        columns=_int(ds.get("Columns")) or 0,
+        rows=number(ds.get("Rows"), int, 0),
+        columns=number(ds.get("Columns"), int, 0),
         orientation=plane_name(stack[0].normal),
         n_files=len({u.path for u in stack}),
         split=split,
@@ -209,12 +203,7 @@ def scan(path: str | Path) -> tuple[list[SeriesInfo], list[str], list[str]]:
     p = Path(path)
     found = _dicom_files.find(p)
     if not found.headers:
-        why = (
-            found.broken[0]
-            if found.broken
-            else (f"{p}: {found.skipped[0]}" if found.skipped else f"{p}: no DICOM images found")
-        )
-        raise ReadError(why)
+        raise ReadError(found.broken[0] if found.broken else f"{p}: {found.nothing()}")
     series, broken = series_of(found.headers)
     return series, list(found.skipped), list(found.broken) + broken
 
@@ -259,15 +248,17 @@ def plan(stack: list[Unit]) -> Plan:
     return _plan_unpositioned(stack, warnings, positioned)
 
 
+def _by_instance(stack: list[Unit]) -> list[Unit]:
+    return sorted(stack, key=lambda u: (number(u.ds.get("InstanceNumber"), int) or 0, u.path.name))
+
+
 def _plan_single(u: Unit, positioned: bool, warnings: list[str]) -> Plan:
     if positioned and u.spacing is not None and u.position is not None:
         thick = u.thickness or u.between or 1.0
         plane = Geometry((thick, *u.spacing), tuple(u.position), tuple(u.direction.ravel()))
         return Plan([u], Geometry.of_plane(plane), "yx", True, warnings)
-    sp = u.spacing or (1.0, 1.0)
-    return Plan(
-        [u], Geometry(sp, (0.0, 0.0), (1.0, 0.0, 0.0, 1.0)), "yx", u.spacing is not None, warnings
-    )
+    g = Geometry(u.spacing or (1.0, 1.0), (0.0, 0.0), (1.0, 0.0, 0.0, 1.0))
+    return Plan([u], g, "yx", u.spacing is not None, warnings)
 
 
 def _plan_frames(stack: list[Unit], warnings: list[str]) -> Plan:
@@ -286,7 +277,7 @@ def _plan_colour(stack: list[Unit], warnings: list[str], positioned: bool) -> Pl
     elif stack[0].frame is not None:
         p = _plan_frames(stack, warnings)
     else:
-        order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0, u.path.name))
+        order = _by_instance(stack)
         warnings.append(
             "colour images without slice positions: shown as frames ordered by InstanceNumber"
         )
@@ -341,15 +332,14 @@ def _plan_positioned(stack: list[Unit], warnings: list[str]) -> Plan:
 def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool) -> Plan:
     first = stack[0]
     if first.frame is None:
-        order = sorted(stack, key=lambda u: (_int(u.ds.get("InstanceNumber")) or 0, u.path.name))
+        order = _by_instance(stack)
         how = "ordered by InstanceNumber"
     else:
         order, how = list(stack), "in frame order"
     dz = first.between or first.thickness
     if first.spacing is None:
-        g = Geometry.identity(3)
         warnings.append(f"slices {how}; the volume is shown in pixel units")
-        return Plan(order, g, "zyx", False, warnings)
+        return Plan(order, Geometry.identity(3), "zyx", False, warnings)
     if dz is None:
         warnings.append(
             f"no slice positions or slice spacing in the header: slices {how}, "
@@ -362,10 +352,5 @@ def _plan_unpositioned(stack: list[Unit], warnings: list[str], positioned: bool)
             f"no slice positions in the header: slices {how}, {dz:g} mm apart "
             f"({name}); the volume has no patient placement"
         )
-    return Plan(
-        order,
-        Geometry((dz, *first.spacing), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel())),
-        "zyx",
-        True,
-        warnings,
-    )
+    g = Geometry((dz, *first.spacing), (0.0, 0.0, 0.0), tuple(np.eye(3).ravel()))
+    return Plan(order, g, "zyx", True, warnings)

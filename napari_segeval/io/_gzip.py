@@ -27,13 +27,8 @@ def open_gzip(path):
 
 
 def gunzip(data: bytes) -> bytes:
-    """Decompress a whole gzip file (all members), checking every trailer.
-
-    Raises
-    ------
-    OSError, EOFError, zlib.error
-        As :func:`gzip.decompress` does: not gzip, truncated, corrupt.
-    """
+    """Decompress a whole gzip file (all members), checking every trailer; raises as
+    :func:`gzip.decompress` does (OSError, EOFError, zlib.error)."""
     if _igzip is not None:
         try:
             return _igzip.decompress(data)

@@ -63,13 +63,8 @@ def _unique_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def apply_color_table(
     pixels: np.ndarray, table: dict, source: str | Path, tolerance: float = COLOR_TOLERANCE
 ) -> tuple[np.ndarray, dict[int, str]]:
-    """Map each pixel (``(..., 3)`` RGB or grey) to the id of the nearest table colour.
-
-    Raises
-    ------
-    InvalidLabelsError
-        When a pixel is farther than ``tolerance`` from every table colour.
-    """
+    """Map each pixel (``(..., 3)`` RGB or grey) to the id of the nearest table colour;
+    :class:`InvalidLabelsError` when a pixel is farther than ``tolerance`` from all."""
     colours, ids, names = parse_color_table(table)
     width = colours.shape[1]
     if width == 3 and (pixels.ndim < 1 or pixels.shape[-1] != 3):

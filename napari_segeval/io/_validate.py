@@ -44,13 +44,8 @@ def label_dtype(max_label: int) -> np.dtype:
 
 
 def as_labels(array: np.ndarray, source: str | Path) -> np.ndarray:
-    """Validate a label map and return it as the smallest unsigned integer type.
-
-    Raises
-    ------
-    InvalidLabelsError
-        For NaN, non-integer and negative values (whole-numbered floats are fine).
-    """
+    """The label map as the smallest unsigned integer type; :class:`InvalidLabelsError` for
+    NaN, non-integer and negative values (whole-numbered floats are fine)."""
     a = np.asarray(array)
     if a.size == 0:
         raise InvalidLabelsError(f"{source}: label map is empty (shape {a.shape})")

@@ -69,15 +69,12 @@ def read_raw(path: str | Path, series: str | None = None) -> Raw:
     if k is None:
         if suffix(p) in NOT_GRIDS:
             raise ReadError(f"{p}: {NOT_GRIDS[suffix(p)]} not supported (not an image on a grid)")
-        what = (
-            "folder has no DICOM files or image frames"
-            if p.is_dir()
-            else (
-                f"unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
-                "DICOMDIR exports, folders of frames)"
-            )
+        if p.is_dir():
+            raise ReadError(f"{p}: folder has no DICOM files or image frames")
+        raise ReadError(
+            f"{p}: unsupported file type (supported: {', '.join(SUPPORTED)}, DICOM folders and "
+            "DICOMDIR exports, folders of frames)"
         )
-        raise ReadError(f"{p}: {what}")
     dicom = k in ("dicom", "dicom-folder")
     if series is not None and not dicom:
         raise ReadError(f"{p}: a series can only be chosen in a DICOM folder")
@@ -226,13 +223,9 @@ def _mask_color_table(
     """Colour table of a colour mask: ``default``, the given or the nearest dataset.json's."""
     if default is not None:
         return default
-    if dataset_json is not None:
-        source = "dataset.json" if isinstance(dataset_json, dict) else dataset_json
-        data = dataset_json if isinstance(dataset_json, dict) else load_dataset_json(dataset_json)
-        table = dataset_color_table(data, source)
-    else:
-        found = find_dataset_json(path)
-        table = dataset_color_table(load_dataset_json(found), found) if found else None
+    source = dataset_json if dataset_json is not None else find_dataset_json(path)
+    name = "dataset.json" if isinstance(source, dict) else source
+    table = dataset_color_table(nearest_dataset(path, source) or {}, name) if name else None
     if table is None:
         raise InvalidLabelsError(
             f"{path}: colour-coded mask needs a colour table: put "

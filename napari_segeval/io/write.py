@@ -28,9 +28,12 @@ LABEL_WRITABLE = (*WRITABLE, ".png", *TIFF)
 IMAGE_WRITABLE = (*WRITABLE, *TIFF)
 
 
-def _check_target(path: Path, overwrite: bool, formats: tuple[str, ...]) -> None:
+def check_target(path: Path, overwrite: bool, formats: tuple[str, ...], what: str = "") -> None:
+    """Refuse a format not in ``formats``, a missing folder, an existing file unless ``overwrite``."""
     if suffix(path) not in formats:
-        raise WriteError(f"{path}: cannot write this format (use one of {', '.join(formats)})")
+        raise WriteError(
+            f"{path}: cannot write {what}this format (use one of {', '.join(formats)})"
+        )
     if not path.parent.is_dir():
         raise WriteError(f"{path}: folder {path.parent} does not exist")
     if not overwrite and path.exists():
@@ -74,7 +77,7 @@ def write_labels(
     ``.png`` takes 2D maps on a pixel grid only.
     """
     p = Path(path)
-    _check_target(p, overwrite, LABEL_WRITABLE)
+    check_target(p, overwrite, LABEL_WRITABLE)
     return _write_atomic(p, as_labels(np.asarray(labels), p), geometry, overwrite, colour=False)
 
 
@@ -102,5 +105,5 @@ def write_image(
     NIfTI refuses it. ``.tif`` takes raster-input images on their pixel grid only.
     """
     p = Path(path)
-    _check_target(p, overwrite, IMAGE_WRITABLE)
+    check_target(p, overwrite, IMAGE_WRITABLE)
     return _write_atomic(p, _image_dtype(p, np.asarray(image)), geometry, overwrite, colour=True)
