@@ -82,8 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"segeval {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _closed_pipe()
+    except BrokenPipeError:  # the reader went away: later writes go to os.devnull; SIGPIPE's 141
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is not a file descriptor (captured in tests)
+            pass
+        return 141
     except Exception as exc:
         if args.debug:
             raise
@@ -93,16 +97,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-
-
-def _closed_pipe() -> int:
-    """The reader of stdout went away: writes go to ``os.devnull``; the SIGPIPE status 141."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a file descriptor (captured in tests)
-        pass
-    return 141
 
 
 if __name__ == "__main__":  # pragma: no cover

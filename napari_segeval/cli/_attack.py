@@ -45,10 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         what="dense or promptable model (promptable: boxes from --labels)",
     )
     p.add_argument("--checkpoint", type=Path, help="MedSAM2 checkpoint or built-in prompt weights")
-    p.add_argument(
-        "--trust-torchscript",
-        action="store_true",
-        help="allow loading TorchScript dense models (they execute code)",
+    common.add_flag(
+        p, "--trust-torchscript", "allow loading TorchScript dense models (they execute code)"
     )
     p.add_argument(
         "--attack",
@@ -87,12 +85,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="PGD step size: constant (default), cosine, step; APGD checkpoints: "
         "paper (default), rog; Square square size: rescaled (default), absolute",
     )
-    p.add_argument("--no-random-start", action="store_true", help="start PGD/APGD at the image")
-    p.add_argument(
-        "--clamp",
-        action="store_true",
-        help="keep perturbed inputs in the preprocessing's valid range",
-    )
+    common.add_flag(p, "--no-random-start", "start PGD/APGD at the image")
+    common.add_flag(p, "--clamp", "keep perturbed inputs in the preprocessing's valid range")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
         "--gradient",
@@ -122,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     common.add_device_option(p)
     common.add_precision_option(p)
-    p.add_argument("--surface", action="store_true", help="also compute HD95/ASSD/NSD")
+    common.add_flag(p, "--surface", "also compute HD95/ASSD/NSD")
     p.add_argument(
         "--output-dir",
         "-o",
@@ -130,7 +124,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="folder for the four outputs (created, parents too, if missing)",
     )
-    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    common.add_flag(p, "--overwrite", "replace existing outputs")
     common.add_reader_options(p)
     p.set_defaults(func=run)
 

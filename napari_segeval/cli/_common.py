@@ -79,11 +79,6 @@ COLOR_TABLE_HELP = (
 )
 
 
-def add_color_table_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--color-table FILE`` (colour-coded masks, see :data:`COLOR_TABLE_HELP`)."""
-    parser.add_argument("--color-table", type=Path, metavar="FILE", help=COLOR_TABLE_HELP)
-
-
 def color_table(args: argparse.Namespace) -> dict | None:
     """The reader's colour table from ``--color-table`` (None when not given)."""
     path = getattr(args, "color_table", None)
@@ -209,9 +204,14 @@ def add_input_options(parser: argparse.ArgumentParser, series: bool = True) -> N
     )
 
 
+def add_flag(parser: argparse.ArgumentParser, name: str, text: str) -> None:
+    """Add an on/off option (``store_true``)."""
+    parser.add_argument(name, action="store_true", help=text)
+
+
 def add_reader_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
     """Add ``--color-table``, ``--series``/``--volume`` and ``--json``, in that order."""
-    add_color_table_option(parser)
+    parser.add_argument("--color-table", type=Path, metavar="FILE", help=COLOR_TABLE_HELP)
     add_input_options(parser, series)
     add_json_flag(parser)
 
@@ -246,11 +246,6 @@ def check_tolerance(args: argparse.Namespace) -> None:
 TOLERANCE_HELP = "NSD tolerance in mm (default 2)"
 
 
-def input_options(args: argparse.Namespace) -> dict:
-    """``series``/``volume`` keyword arguments for the readers from parsed options."""
-    return {k: getattr(args, k, None) for k in ("series", "volume")}
-
-
 def check_label_ids(path: Any, labels: np.ndarray) -> None:
     """Refuse a label map whose largest id the metrics cannot count (one line naming ``path``)."""
     from napari_segeval._errors import InvalidLabelsError
@@ -270,7 +265,8 @@ def read_input(args: argparse.Namespace, image: Any, labels: Any = None):
     from napari_segeval._errors import SegEvalError
     from napari_segeval.io import read_case
 
-    case = read_case(image, labels, default_color_table=color_table(args), **input_options(args))
+    given = {k: getattr(args, k, None) for k in ("series", "volume")}
+    case = read_case(image, labels, default_color_table=color_table(args), **given)
     if case.labels is not None:
         check_label_ids(labels, case.labels)
     if case.is_time_series:

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from napari_segeval.cli._common import add_device_option, add_json_flag, add_model_option, emit
+from napari_segeval.cli import _common as common
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,10 +26,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--screenshot", type=Path, metavar="PNG", help="save a screenshot and exit")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing screenshot")
+    common.add_flag(p, "--overwrite", "replace an existing screenshot")
     from napari_segeval.attacks.registry import ATTACKS
 
-    add_model_option(
+    common.add_model_option(
         p,
         ["promptable"],
         "auto",
@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         help="MedSAM2 checkpoint (required for medsam2) or built-in weight file",
     )
-    add_device_option(p)
+    common.add_device_option(p)
     p.add_argument(
         "--attack",
         default="pgd",
@@ -59,16 +59,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="attack budget in normalized units (0.02 = 8 HU for the abdomen window)",
     )
     p.add_argument("--steps", type=int, default=5, help="attack iterations")
-    p.add_argument(
+    common.add_flag(
+        p,
         "--compare",
-        action="store_true",
-        help="end in compare mode: reference, clean and attacked predictions in "
+        "end in compare mode: reference, clean and attacked predictions in "
         "three linked views, the disagreement layer on the main canvas",
     )
-    p.add_argument(
+    common.add_flag(
+        p,
         "--correct",
-        action="store_true",
-        help="end with a correction instead of an attack: on the largest slice of "
+        "end with a correction instead of an attack: on the largest slice of "
         "the liver that the prediction gets badly wrong, a click inside the "
         "larger error (a box from the reference when the model takes no "
         "clicks), re-propagated; the Prompt tab shows the prompts and how "
@@ -81,7 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="instead: open a results folder of segeval evaluate in the Results "
         "panel with its worst row shown (with --screenshot: save it and exit)",
     )
-    add_json_flag(p)
+    common.add_json_flag(p)
     p.set_defaults(func=run)
 
 
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
         ResultsFolder(args.results)  # not a results folder: one line, before the viewer opens
         out = run_results_demo(args.results, args.screenshot)
-        return 0 if out is None else emit(args, {"screenshot": str(out)}, f"wrote {out}")
+        return 0 if out is None else common.emit(args, {"screenshot": str(out)}, f"wrote {out}")
     from napari_segeval._widgets.demo import check_attack_settings, run_demo
     from napari_segeval.models.registry import PROMPTABLE, split_ref
 
@@ -186,4 +186,4 @@ def run(args: argparse.Namespace) -> int:
         compare=args.compare,
         correct=args.correct,
     )
-    return 0 if out is None else emit(args, {"screenshot": str(out)}, f"wrote {out}")
+    return 0 if out is None else common.emit(args, {"screenshot": str(out)}, f"wrote {out}")

@@ -137,24 +137,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="ADDR",
         help="Dask scheduler address (tcp://HOST:PORT): run the cases there",
     )
-    p.add_argument(
-        "--restart",
-        action="store_true",
-        help="discard finished case records in DIR instead of resuming",
-    )
-    p.add_argument("--no-report", action="store_true", help="skip report.html")
-    p.add_argument(
+    common.add_flag(p, "--restart", "discard finished case records in DIR instead of resuming")
+    common.add_flag(p, "--no-report", "skip report.html")
+    common.add_flag(
+        p,
         "--no-save-predictions",
-        action="store_true",
-        help="do not save each case's label maps, perturbed images and "
+        "do not save each case's label maps, perturbed images and "
         "perturbations under DIR/predictions/ (saved by default, with the "
         "source geometry, for the napari results browser)",
     )
-    p.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar on stderr (drawn only on a terminal)",
-    )
+    common.add_flag(p, "--no-progress", "no progress bar on stderr (drawn only on a terminal)")
     common.add_precision_option(p, default=None)
     common.add_json_flag(p)
     p.set_defaults(func=run)

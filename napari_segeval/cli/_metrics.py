@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="one",
         help="Dice when a structure is empty in both maps (default one)",
     )
-    p.add_argument("--no-surface", action="store_true", help="skip HD95, ASSD and NSD")
+    common.add_flag(p, "--no-surface", "skip HD95, ASSD and NSD")
     common.add_reader_options(p, series=False)
     p.set_defaults(func=run)
 

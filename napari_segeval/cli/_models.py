@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from napari_segeval.cli._common import add_json_flag, emit, format_table
+from napari_segeval.cli._common import add_flag, add_json_flag, emit, format_table
 
 _NETWORK_NOTE = (
     "Any name above works as --model NAME; --model medsam2 uses MedSAM2_latest "
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "check it, print where it is.",
     )
     pull.add_argument("name", metavar="NAME", help="a name of 'segeval models list'")
-    pull.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_flag(pull, "--no-progress", "no progress bar")
     add_json_flag(pull)
     pull.set_defaults(func=run_pull)
     path = actions.add_parser(

@@ -97,10 +97,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="shift each edge of label-derived boxes by up to PX pixels",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the jitter")
-    p.add_argument(
-        "--no-largest",
-        action="store_true",
-        help="keep every connected component (default: the largest per structure)",
+    common.add_flag(
+        p, "--no-largest", "keep every connected component (default: the largest per structure)"
     )
     p.add_argument(
         "--connectivity",
@@ -124,7 +122,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="CT: window edges to 0-255 (default) or MedSAM2's min-max of the clipped volume",
     )
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    common.add_flag(p, "--overwrite", "replace an existing --output")
     common.add_reader_options(p)
     p.set_defaults(func=run)
 
@@ -217,13 +215,6 @@ def command_line_prompts(
     return prompts
 
 
-def prompts_path(output: Path) -> Path:
-    """Where the prompts of ``output`` are written: ``<output stem>.prompts.json``."""
-    from napari_segeval.io._formats import stem
-
-    return output.with_name(f"{stem(output)}.prompts.json")
-
-
 def _prompt_sets(
     args: argparse.Namespace, case, kind: str, mode: str, wanted: list[int], shape: tuple[int, ...]
 ) -> dict:
@@ -283,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
     from napari_segeval._errors import SegEvalError
     from napari_segeval.cli._metrics import reference_rows, rows_table
     from napari_segeval.io import resolve_structure, write_labels
+    from napari_segeval.io._formats import stem
     from napari_segeval.models.registry import load_promptable
     from napari_segeval.prompts.prompt_file import PromptFile, write_prompts
     from napari_segeval.prompts.prompt_set import describe
@@ -293,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
         propagation_mode,
     )
 
-    prompts_out = prompts_path(args.output)
+    prompts_out = args.output.with_name(f"{stem(args.output)}.prompts.json")
     common.refuse_existing((args.output, prompts_out), args.overwrite)
     if args.jitter < 0:
         raise SegEvalError(f"--jitter must be >= 0 pixels, got {args.jitter}")

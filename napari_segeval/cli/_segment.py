@@ -27,29 +27,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("image", type=Path, help="volume (NIfTI, MHA/MHD, NRRD, DICOM folder)")
     common.add_model_option(p, ["dense"], "builtin-ct", what="dense model")
-    p.add_argument(
-        "--trust-torchscript",
-        action="store_true",
-        help="allow loading TorchScript files (they execute code)",
-    )
+    common.add_flag(p, "--trust-torchscript", "allow loading TorchScript files (they execute code)")
     p.add_argument("--labels", type=Path, help="reference label map: print per-structure metrics")
     p.add_argument("--output", "-o", type=Path, required=True, help="predicted label map to write")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    common.add_flag(p, "--overwrite", "replace an existing --output")
     p.add_argument(
         "--overlap", type=float, default=0.5, help="window overlap in [0, 1) (default 0.5)"
     )
     p.add_argument("--batch-size", type=int, default=2, help="windows per network call (default 2)")
-    p.add_argument("--mirror", action="store_true", help="mirroring test-time augmentation")
-    p.add_argument(
-        "--no-postprocess",
-        action="store_true",
-        help="skip largest-component and small-lesion post-processing",
+    common.add_flag(p, "--mirror", "mirroring test-time augmentation")
+    common.add_flag(
+        p, "--no-postprocess", "skip largest-component and small-lesion post-processing"
     )
     common.add_device_option(p)
-    p.add_argument(
-        "--cpu-accumulate",
-        action="store_true",
-        help="keep the full-size accumulators in host memory (large volumes)",
+    common.add_flag(
+        p, "--cpu-accumulate", "keep the full-size accumulators in host memory (large volumes)"
     )
     p.add_argument("--tolerance", type=float, default=2.0, metavar="MM", help=common.TOLERANCE_HELP)
     common.add_input_options(p)

@@ -91,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="scores file: .json or .csv (the other format is written beside it)",
     )
-    s.add_argument("--overwrite", action="store_true", help="replace existing score files")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    common.add_flag(s, "--overwrite", "replace existing score files")
+    common.add_flag(s, "--no-progress", "no progress bar on stderr")
     common.add_json_flag(s)
     s.set_defaults(func=run_score)
     f = actions.add_parser(
@@ -129,7 +129,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     f.add_argument("--splits", type=Path, metavar="FILE", help="nnU-Net splits_final.json")
     f.add_argument("--output", "-o", type=Path, required=True, metavar="DIR")
-    f.add_argument("--overwrite", action="store_true", help="replace existing files in DIR")
+    common.add_flag(f, "--overwrite", "replace existing files in DIR")
     common.add_json_flag(f)
     f.set_defaults(func=run_filter)
     p.set_defaults(func=lambda _args: p.print_help() or 2)  # no action: the help, status 2
