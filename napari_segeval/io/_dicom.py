@@ -20,6 +20,8 @@ from napari_segeval.io import _dicom_files
 from napari_segeval.io._dicom_geometry import (
     PALETTE,
     is_colour,
+    n_frames,
+    number,
     palette_rgb,
     photometric,
     samples_stored,
@@ -81,16 +83,10 @@ def _pydicom_decodes(ds, ts) -> bool:
             return False
     except Exception:  # noqa: BLE001 - unknown syntax: let GDCM try
         return False
-    if ts == JPEGExtended12Bit and _bits_stored(ds) > 8:
+    bits = number(ds.get("BitsStored") or ds.BitsAllocated, int, int(ds.BitsAllocated))
+    if ts == JPEGExtended12Bit and bits > 8:
         return bool(set(decoder.available_plugins) - {"pillow"})
     return True
-
-
-def _bits_stored(ds) -> int:
-    try:
-        return int(ds.get("BitsStored") or ds.BitsAllocated)
-    except (TypeError, ValueError):
-        return int(ds.BitsAllocated)
 
 
 def describe_pixels(ds) -> str:
@@ -133,7 +129,7 @@ def _gdcm(ds, path: Path) -> np.ndarray:
 
     with quiet(native=True), tempfile.TemporaryDirectory(prefix="segeval-dcm-") as tmp:
         src = path
-        if _dicom_files.is_gz_dicom(path) or not _has_preamble(path):
+        if _dicom_files.is_gz_dicom(path) or not _dicom_files.sniff(path, preamble=True):
             src = Path(tmp) / "image.dcm"
             ds.save_as(src, enforce_file_format=True)
         with one_line_errors(
@@ -143,12 +139,6 @@ def _gdcm(ds, path: Path) -> np.ndarray:
             reader.SetImageIO("GDCMImageIO")
             reader.SetFileName(str(src))
             return sitk.GetArrayFromImage(reader.Execute())
-
-
-def _has_preamble(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        fh.seek(128)
-        return fh.read(4) == b"DICM"
 
 
 def _with_pixels(header, path: Path):
@@ -170,8 +160,6 @@ def decode(path: Path, ds=None) -> tuple[np.ndarray, bool]:
     modality LUT is already applied (GDCM does it)."""
     ds = _dicom_files.load(path, pixels=True) if ds is None else _with_pixels(ds, path)
     _check_header(ds, path)
-    from napari_segeval.io._dicom_geometry import n_frames
-
     try:
         frames = n_frames(ds, path)
     except ValueError as exc:

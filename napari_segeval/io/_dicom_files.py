@@ -51,8 +51,9 @@ def _no_preamble(head: bytes) -> bool:
     return 0 < length < 4096
 
 
-def sniff(path: str | Path) -> bool:
-    """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz).
+def sniff(path: str | Path, preamble: bool = False) -> bool:
+    """True when ``path`` looks like a DICOM file (marker, preamble-less start, or .dcm.gz);
+    with ``preamble``, only when it has the ``DICM`` marker at byte 128.
 
     Examples
     --------
@@ -63,14 +64,14 @@ def sniff(path: str | Path) -> bool:
     (True, False)
     """
     p = Path(path)
-    if is_gz_dicom(p):
+    if is_gz_dicom(p) and not preamble:
         return p.is_file()
     try:
         with open(p, "rb") as fh:
             head = fh.read(132)
     except OSError:
         return False
-    return head[128:132] == b"DICM" or _no_preamble(head)
+    return head[128:132] == b"DICM" or (not preamble and _no_preamble(head))
 
 
 def load(path: Path, pixels: bool = False, collected: list[str] | None = None):

@@ -126,20 +126,14 @@ def _item(seq) -> Any:
 def group_value(ds, frame: int | None, sequence: str, name: str, top: bool = False):
     """``name`` from the per-frame, then shared functional group ``sequence``, else (with
     ``top``) the top-level element, else None."""
-    sources = []
     per = ds.get("PerFrameFunctionalGroupsSequence")
-    if frame is not None and per is not None and frame < len(per):
-        sources.append(per[frame])
-    shared = _item(ds.get("SharedFunctionalGroupsSequence"))
-    if shared is not None:
-        sources.append(shared)
-    value = None
-    for src in sources:
-        item = _item(src.get(sequence))
+    own = per[frame] if frame is not None and per is not None and frame < len(per) else None
+    for src in (own, _item(ds.get("SharedFunctionalGroupsSequence"))):
+        item = _item(src.get(sequence)) if src is not None else None
         if item is not None and name in item:
             value = item.get(name)
-            break
-    return ds.get(name) if top and value is None else value
+            return ds.get(name) if top and value is None else value
+    return ds.get(name) if top else None
 
 
 def _f0(value) -> float:
@@ -207,9 +201,7 @@ def pixel_spacing(ds, frame: int | None) -> tuple[tuple[float, float] | None, st
         return us, "ultrasound regions", notes
     if invalid:
         notes.append(f"{invalid}: the image is shown in pixel units, not mm")
-    elif (
-        ds.get("ImageOrientationPatient") is not None or ds.get("ImagePositionPatient") is not None
-    ):
+    elif any(ds.get(f"Image{k}Patient") is not None for k in ("Orientation", "Position")):
         notes.append("no PixelSpacing in the header: the image is shown in pixel units, not mm")
     return None, "none", notes
 
@@ -232,10 +224,7 @@ def n_frames(ds, path: Path) -> int:
     value = ds.get("NumberOfFrames")
     if value is None or str(value).strip() == "":
         return 1
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        n = 0
+    n = number(value, int, 0)
     if n < 1:
         raise ValueError(f"NumberOfFrames {str(value)!r} is not a positive count")
     return n

@@ -227,23 +227,18 @@ def choose(series: list[SeriesInfo], wanted: str | None, where: Path) -> SeriesI
 # --- checking one stack (headers only) ------------------------------------------------
 
 
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
 def plan(stack: list[Unit]) -> Plan:
     """Order and geometry of one stack; ValueError (the reason) when it is not a grid."""
     first = stack[0]
-    warnings = _unique([n for u in stack for n in u.notes])
+    warnings = list(dict.fromkeys(n for u in stack for n in u.notes))
     positioned = all(u.position is not None and u.orientation is not None for u in stack)
-    spacing = first.spacing
     if len(stack) == 1:
         return _plan_single(first, positioned, warnings)
     if is_colour(first.ds):
         return _plan_colour(stack, warnings, positioned)
     if first.frame is not None and is_time_modality(first.ds) and not positioned:
         return _plan_frames(stack, warnings)
-    if positioned and spacing is not None:
+    if positioned and first.spacing is not None:
         return _plan_positioned(stack, warnings)
     return _plan_unpositioned(stack, warnings, positioned)
 

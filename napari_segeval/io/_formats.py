@@ -20,7 +20,6 @@ WRITABLE = (".nii", ".nii.gz", ".mha", ".mhd", ".nrrd")
 ITK_READ_ONLY = (".hdr", ".mnc")
 #: DICOM names, gzipped DICOM included.
 DICOM_LIKE = DICOM + (".dcm.gz", ".dicom.gz")
-FRAME_EXTS = RASTER
 #: Suffixes of single files that hold a whole case (volume, video or 2D image):
 #: what data-set layouts list as images and labels. DICOM slices are left out
 #: (a DICOM series is a folder).
@@ -88,38 +87,33 @@ def natural_key(name: str) -> list:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
-def is_dicom_file(path: str | Path) -> bool:
-    """True when the file looks like DICOM: ``DICM`` marker at byte 128, a preamble-less
-    DICOM start, or a ``.dcm.gz`` name (see :func:`~napari_segeval.io._dicom_files.sniff`)."""
-    from napari_segeval.io._dicom_files import sniff
-
-    return sniff(path)
-
-
 def frame_files(folder: Path) -> list[Path]:
     """Image frames (PNG/JPG/TIFF/BMP) directly in ``folder``, naturally sorted."""
-    files = [p for p in folder.iterdir() if p.is_file() and suffix(p) in FRAME_EXTS]
+    files = [p for p in folder.iterdir() if p.is_file() and suffix(p) in RASTER]
     return sorted(files, key=lambda p: natural_key(p.name))
 
 
 def folder_kind(folder: Path) -> str | None:
     """``"dicom"``, ``"frames"`` or None for a folder we cannot read."""
+    from napari_segeval.io._dicom_files import sniff
+
     try:
         files = [p for p in folder.iterdir() if p.is_file()]
     except OSError:
         return None
     if any(p.name.upper() == "DICOMDIR" for p in files) or any(
-        suffix(p) in DICOM_LIKE or (suffix(p) not in FRAME_EXTS and is_dicom_file(p))
-        for p in files[:2000]
+        suffix(p) in DICOM_LIKE or (suffix(p) not in RASTER and sniff(p)) for p in files[:2000]
     ):
         return "dicom"
-    if any(suffix(p) in FRAME_EXTS for p in files):
+    if any(suffix(p) in RASTER for p in files):
         return "frames"
     return None
 
 
 def kind(path: str | Path) -> str | None:
     """Reader family for ``path``: nifti, itk, dicom, video, raster, dicom-folder, frames."""
+    from napari_segeval.io._dicom_files import sniff
+
     p = Path(path)
     if p.is_dir():
         k = folder_kind(p)
@@ -129,7 +123,7 @@ def kind(path: str | Path) -> str | None:
         return "itk"  # the data half of an Analyze 7.5 / NIfTI pair
     if p.name.upper() == "DICOMDIR":
         return "dicom-folder"
-    return _KINDS.get(ext) or ("dicom" if p.is_file() and is_dicom_file(p) else None)
+    return _KINDS.get(ext) or ("dicom" if p.is_file() and sniff(p) else None)
 
 
 #: Reader family of each suffix (:func:`kind`).

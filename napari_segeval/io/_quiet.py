@@ -7,7 +7,9 @@ collects them instead and restores the C locale GDCM changes (``LC_ALL`` to ``"C
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -40,8 +42,6 @@ _ALWAYS = ("always", None, Warning, None, 0)
 
 def _plain_show(message, category, filename, lineno, file=None, line=None) -> None:
     """What :mod:`warnings` prints by default (to ``file`` or standard error)."""
-    import sys
-
     out = file if file is not None else sys.stderr
     if out is not None:
         try:
@@ -64,8 +64,6 @@ def _show(message, category, filename, lineno, file=None, line=None) -> None:
 
 def _sitk_display(on: bool | None) -> bool | None:
     """Set SimpleITK's global warning display (when loaded); the old value (None: not loaded)."""
-    import sys
-
     sitk = sys.modules.get("SimpleITK")
     if sitk is None:
         return None
@@ -83,12 +81,6 @@ def _locale() -> str | None:
         return locale.setlocale(locale.LC_ALL)  # a query: changes nothing
     except locale.Error:
         return None
-
-
-def _filters_changed() -> None:
-    bump = getattr(warnings, "_filters_mutated", None)  # CPython's cache invalidation
-    if bump is not None:
-        bump()
 
 
 def _enter(native: bool) -> None:
@@ -116,7 +108,10 @@ def _leave(native: bool) -> None:
         if native:
             _Shared.native -= 1
             if _Shared.native == 0 and _Shared.stderr_fd is not None:
-                _restore_stderr(_Shared.stderr_fd)
+                try:
+                    os.dup2(_Shared.stderr_fd, 2)
+                finally:
+                    os.close(_Shared.stderr_fd)
                 _Shared.stderr_fd = None
         _Shared.depth -= 1
         if _Shared.depth:
@@ -126,7 +121,7 @@ def _leave(native: bool) -> None:
         _Shared.show = None
         try:
             warnings.filters.remove(_ALWAYS)  # type: ignore[attr-defined]  # a list (typeshed: Sequence)
-            _filters_changed()
+            getattr(warnings, "_filters_mutated", lambda: None)()  # CPython's cache invalidation
         except ValueError:
             pass
         for name, level in _Shared.levels.items():
@@ -142,8 +137,6 @@ def _leave(native: bool) -> None:
 
 def _swallow_stderr() -> int | None:
     """Point file descriptor 2 at a temporary file; the saved descriptor (None: left alone)."""
-    import os
-    import sys
     import tempfile
 
     try:
@@ -158,15 +151,6 @@ def _swallow_stderr() -> int | None:
         os.close(saved)
         return None
     return saved
-
-
-def _restore_stderr(saved: int) -> None:
-    import os
-
-    try:
-        os.dup2(saved, 2)
-    finally:
-        os.close(saved)
 
 
 @contextmanager
