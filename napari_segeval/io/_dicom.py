@@ -61,11 +61,7 @@ def _header_shape(ds, frames: int) -> str:
 def _check_header(ds, path: Path) -> None:
     for name in ("Rows", "Columns", "BitsAllocated"):
         value = ds.get(name)
-        try:
-            ok = value is not None and int(value) > 0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
+        if number(value, int, 0) <= 0:
             raise ReadError(f"{path}: DICOM header has no valid {name} ({value!r})")
     if int(ds.BitsAllocated) not in (1, 8, 16, 32, 64):
         raise ReadError(f"{path}: BitsAllocated {int(ds.BitsAllocated)} is not supported")
@@ -256,8 +252,7 @@ def _to_raw(info: SeriesInfo, where: Path) -> Raw:
 def read_dicom(path: str | Path, series: str | None = None) -> Raw:
     """Read a DICOM file, folder or DICOMDIR export (one stack: the largest, or ``series``)."""
     p = Path(path)
-    noise: list[str] = []
-    found = _dicom_files.find(p, collected=noise)
+    found = _dicom_files.find(p)
     if not found.headers:
         if found.broken:
             raise ReadError(found.broken[0])

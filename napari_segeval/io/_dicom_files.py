@@ -74,11 +74,9 @@ def sniff(path: str | Path, preamble: bool = False) -> bool:
     return head[128:132] == b"DICM" or (not preamble and _no_preamble(head))
 
 
-def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
-    """Parse a DICOM file (also gzipped or without preamble); pixels deferred unless ``pixels``.
-
-    Raises :class:`ReadError` for a file that is not DICOM or cannot be parsed.
-    """
+def load(path: Path, pixels: bool = False):
+    """Parse a DICOM file (also gzipped or without preamble); pixels deferred unless ``pixels``;
+    :class:`ReadError` for a file that is not DICOM or cannot be parsed."""
     import pydicom
 
     notes: list[str] = []
@@ -89,8 +87,6 @@ def load(path: Path, pixels: bool = False, collected: list[str] | None = None):
         ds = pydicom.dcmread(src, force=True, defer_size=defer)
         if pixels and "PixelData" in ds:
             _ = ds.PixelData  # parse now, inside quiet()
-    if collected is not None:
-        collected += notes
     if not any(k in ds for k in ("SOPClassUID", "Rows", "Modality", "DirectoryRecordSequence")):
         if notes:  # e.g. compressed pixel data cut short: pydicom keeps no element
             raise ReadError(f"{path}: DICOM file is truncated or corrupt ({notes[0]})")
@@ -158,13 +154,13 @@ def candidates(path: Path) -> tuple[list[Path], bool]:
     return [p for p in files if p.name.lower().endswith(DICOM_SUFFIXES) or sniff(p)], False
 
 
-def find(path: Path, collected: list[str] | None = None) -> Found:
+def find(path: Path) -> Found:
     """Parse the header of every DICOM file for ``path`` (see :func:`candidates`)."""
     files, via = candidates(path)
     found = Found(via_dicomdir=via)
     for f in files:
         try:
-            ds = load(f, collected=collected)
+            ds = load(f)
         except ReadError as exc:
             found.broken.append(str(exc))
             continue

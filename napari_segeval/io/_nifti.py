@@ -144,11 +144,8 @@ def read_nifti(path: Path) -> Raw:
     while data.ndim > 3 and data.shape[-1] == 1:
         data = data[..., 0]
     if data.ndim == 2 or (data.ndim == 3 and data.shape[2] == 1):
-        return Raw(
-            np.ascontiguousarray(data.reshape(data.shape[:2]).T),
-            _slice_geometry(affine, path),
-            "yx",
-        )
+        arr = np.ascontiguousarray(data.reshape(data.shape[:2]).T)
+        return Raw(arr, _slice_geometry(affine, path), "yx")
     if data.ndim == 3:
         return Raw(np.ascontiguousarray(data.T), _geometry_from_affine(affine, 3, path), "zyx")
     if data.ndim == 4 and data.shape[2] > 1:

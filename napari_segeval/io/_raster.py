@@ -18,8 +18,6 @@ from napari_segeval.io._quiet import one_line_errors
 from napari_segeval.io.case import Geometry
 
 _GREY_MODES = {"L", "I", "I;16", "I;16B", "I;16L", "F"}
-
-
 _PNG_END = b"IEND\xaeB`\x82"
 
 
@@ -47,18 +45,14 @@ def _read_pil(path: Path) -> tuple[np.ndarray, dict]:
         return np.array(im), meta
 
 
-def _read_tiff(path: Path) -> np.ndarray:
-    import tifffile
-
-    with one_line_errors(f"{path}: cannot read TIFF"):
-        return np.asarray(tifffile.imread(str(path)))
-
-
 def read_raster(path: Path) -> Raw:
     """Read a PNG/JPG/BMP/TIFF image (TIFF stacks become ``"zyx"`` volumes)."""
-    meta: dict[str, Any]
+    meta: dict[str, Any] = {}
     if suffix(path) in (".tif", ".tiff"):
-        arr, meta = _read_tiff(path), {}
+        import tifffile
+
+        with one_line_errors(f"{path}: cannot read TIFF"):
+            arr = np.asarray(tifffile.imread(str(path)))
     else:
         arr, meta = _read_pil(path)
     if arr.ndim == 3 and arr.shape[-1] in (3, 4):

@@ -78,12 +78,10 @@ def check_nrrd_payload(path: Path) -> None:
     end = data.find(b"\n\n")
     if end < 0 or not data.startswith(b"NRRD"):
         return
-    header = data[:end].decode("latin-1").lower()
-    if any(line.startswith("data file") for line in header.splitlines()):
+    lines = data[:end].decode("latin-1").lower().splitlines()
+    if any(line.startswith("data file") for line in lines):
         return
-    if any(
-        line.replace(" ", "") in ("encoding:gzip", "encoding:gz") for line in header.splitlines()
-    ):
+    if any(line.replace(" ", "") in ("encoding:gzip", "encoding:gz") for line in lines):
         try:
             gunzip(data[end + 2 :])
         except (OSError, EOFError, zlib.error) as exc:

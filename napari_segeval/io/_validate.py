@@ -37,9 +37,9 @@ def check_image(image: np.ndarray, axes: str, source: str | Path) -> np.ndarray:
 
 def label_dtype(max_label: int) -> np.dtype:
     """Smallest unsigned integer type holding ``max_label``."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if max_label <= np.iinfo(dt).max:
-            return np.dtype(dt)
+    dt = np.min_scalar_type(max_label)
+    if dt.kind == "u" and dt.itemsize <= 4:
+        return dt
     raise InvalidLabelsError(f"label id {max_label} is too large (more than 32 bits)")
 
 

@@ -29,14 +29,6 @@ def to_grey_if_equal(frames: np.ndarray, tolerance: int = GREY_TOLERANCE) -> np.
     return np.round(c.mean(axis=-1)).astype(np.uint8)
 
 
-def _import_av(path: Path):
-    try:
-        import av
-    except ImportError as exc:
-        raise MissingDependencyError("av", "video", f"Reading the video {path.name}") from exc
-    return av
-
-
 def check_container(path: Path) -> None:
     """Raise :class:`ReadError` when an MP4/MOV box or the AVI RIFF chunk runs past the end."""
     size = path.stat().st_size
@@ -64,7 +56,10 @@ def check_container(path: Path) -> None:
 
 def read_video(path: Path) -> Raw:
     """Decode every frame of a video file."""
-    av = _import_av(path)
+    try:
+        import av
+    except ImportError as exc:
+        raise MissingDependencyError("av", "video", f"Reading the video {path.name}") from exc
     check_container(path)
     with one_line_errors(f"{path}: cannot decode video"), av.open(str(path)) as container:
         if not container.streams.video:
