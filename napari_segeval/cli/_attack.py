@@ -106,14 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="promptable models: gradients through the whole propagation chain, "
         "or each slice conditioned on the clean previous mask",
     )
-    p.add_argument(
-        "--structure",
-        action="append",
-        default=[],
-        metavar="NAME|ID",
-        help="promptable: structure to prompt: id, name, or 'label N' as segeval "
-        "inspect prints it (repeatable; default all)",
-    )
+    common.add_structure_option(p, "promptable: structure to prompt", " all")
     common.add_device_option(p)
     common.add_precision_option(p)
     common.add_flag(p, "--surface", "also compute HD95/ASSD/NSD")
@@ -209,24 +202,14 @@ def run(args: argparse.Namespace) -> int:
     paths = output_paths(args.image, case, args.output_dir)
     common.refuse_existing(paths.values(), args.overwrite)
     target = _target(args, case)
-    eps = (
-        args.eps
-        if args.eps is not None
-        else eps_from_raw(args.eps_raw, target.raw_per_normalized_unit)
-    )
+    eps = args.eps
+    if eps is None:
+        eps = eps_from_raw(args.eps_raw, target.raw_per_normalized_unit)
+    given = ("norm", "steps", "step_size", "loss", "restarts", "schedule", "weighting", "seed")
+    options = {k: getattr(args, k) for k in given}
     try:
         config = AttackConfig(
-            args.attack,
-            eps=eps,
-            norm=args.norm,
-            steps=args.steps,
-            step_size=args.step_size,
-            loss=args.loss,
-            random_start=not args.no_random_start,
-            restarts=args.restarts,
-            schedule=args.schedule,
-            weighting=args.weighting,
-            seed=args.seed,
+            args.attack, eps=eps, random_start=not args.no_random_start, **options
         )
     except ValueError as exc:
         raise SegEvalError(f"invalid attack settings: {exc}") from exc

@@ -209,6 +209,18 @@ def add_flag(parser: argparse.ArgumentParser, name: str, text: str) -> None:
     parser.add_argument(name, action="store_true", help=text)
 
 
+def add_structure_option(parser: argparse.ArgumentParser, what: str, default: str) -> None:
+    """Add ``--structure NAME|ID`` (repeatable; what :func:`~napari_segeval.io.resolve_structure` takes)."""
+    text = "id, name, or 'label N' as segeval inspect prints it (repeatable; default"
+    parser.add_argument(
+        "--structure",
+        action="append",
+        default=[],
+        metavar="NAME|ID",
+        help=f"{what}: {text}{default})",
+    )
+
+
 def add_reader_options(parser: argparse.ArgumentParser, series: bool = True) -> None:
     """Add ``--color-table``, ``--series``/``--volume`` and ``--json``, in that order."""
     parser.add_argument("--color-table", type=Path, metavar="FILE", help=COLOR_TABLE_HELP)

@@ -1,9 +1,5 @@
-"""``segeval models``: the models known by name, pulling one once (checked), and where it is.
-
-``list`` (``--json`` adds each model card), ``pull NAME`` (through ``huggingface_hub``,
-SHA-256 checked against the hub's, Ctrl-C leaves nothing) and ``path NAME``. Nothing
-downloads except ``pull``; offline, it says which file to fetch and where to put it.
-"""
+"""``segeval models``: ``list`` the models known by name, ``pull NAME`` once (SHA-256
+checked; the only download; offline, it says which file to fetch), ``path NAME``."""
 
 from __future__ import annotations
 

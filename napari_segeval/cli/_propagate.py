@@ -34,14 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "image", type=Path, help="image: volume (NIfTI, MHA, DICOM, ...), video or 2D image"
     )
     p.add_argument("--labels", type=Path, help="reference label map (boxes and metrics)")
-    p.add_argument(
-        "--structure",
-        action="append",
-        default=[],
-        metavar="NAME|ID",
-        help="structure to segment: id, name, or 'label N' as segeval inspect "
-        "prints it (repeatable; default: all in --labels)",
-    )
+    common.add_structure_option(p, "structure to segment", ": all in --labels")
     p.add_argument(
         "--prompts",
         type=Path,

@@ -1,9 +1,4 @@
-"""``segeval samples``: the bundled sample data and where its files are.
-
-``segeval samples [--json]`` lists them (from a source checkout's ``sample_data/``,
-``$NAPARI_SEGEVAL_SAMPLES`` or the user cache); ``segeval samples path NAME [--part
-labels]`` prints one file's full path, for scripts.
-"""
+"""``segeval samples``: the bundled sample data; ``samples path NAME`` prints one file's path."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""``segeval uncertainty``: the AUV of a data set's cases, and training lists without the worst.
-
-``score DATASET``: Li et al.'s (CVPR 2026) Aleatoric Uncertainty Value of every
-labelled training case from a frozen promptable model; ``filter SCORES --remove 0.05
---output DIR``: the most uncertain cases removed from ``splits_final.json`` and
-``dataset.json``.
-"""
+"""``segeval uncertainty``: ``score`` (Li et al.'s, CVPR 2026, Aleatoric Uncertainty Value of
+a data set's training cases) and ``filter`` (training lists without the most uncertain)."""
 
 from __future__ import annotations
 
