@@ -275,12 +275,10 @@ def run_filter(args: argparse.Namespace) -> int:
         "removed": [{"case": c, "auv": scores[c]} for c in removed],
         **written,
     }
-    written["removed.json"] = str(
-        atomic_write_text(
-            out / "removed.json", json.dumps(json_safe(summary), indent=1), overwrite=True
-        )
+    removed_text = json.dumps(json_safe(summary), indent=1)
+    written["removed.json"] = summary["removed.json"] = str(
+        atomic_write_text(out / "removed.json", removed_text, overwrite=True)
     )
-    summary["removed.json"] = written["removed.json"]
     text = (
         f"removed {len(removed)} of {len(scores)} cases ({args.rule} rule, "
         f"fraction {args.remove:g})\n"
