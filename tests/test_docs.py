@@ -5,7 +5,7 @@ repository; the pages of ``docs/`` are all in ``mkdocs.yml``'s nav; every file t
 the pages and the root documents link to is in the repository. A release test
 (``scripts/test.sh --release``) builds the site with ``mkdocs build --strict`` (broken
 links, anchors and docstring cross-references fail it) and checks what it wrote;
-``scripts/test.sh`` builds it strictly once before its tests.
+``scripts/test.sh`` builds it strictly once, beside its tests.
 """
 
 from __future__ import annotations
