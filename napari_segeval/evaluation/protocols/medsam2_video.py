@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 
 from napari_segeval.evaluation.protocols import Preset, Protocol
+from napari_segeval.evaluation.protocols._params import paragraphs
 from napari_segeval.evaluation.protocols._promptable import (
     VideoParams,
     models_on_same_prompts,
@@ -43,39 +44,26 @@ def summarize(rows: list[dict], params: VideoParams) -> dict:
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     DICE_NOTE,
-    (
-        "The default model is the built-in promptable network, which needs no download; "
-        "MedSAM2 itself runs with --param model=medsam2:CHECKPOINT."
-    ),
-    (
-        "The largest connected component is taken across the whole clip, with time as a third "
-        "axis, and propagation stops at the first empty frame, so a structure that leaves and "
-        "re-enters the view is truncated; MedSAM2 does neither (keep_largest=false, "
-        "stop_when_empty=false)."
-    ),
-    (
-        "Each structure is prompted on the first frame where it appears in the reference; "
-        "MedSAM2 prompts the first frame of the clip."
-    ),
-    (
-        "Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and "
-        "resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend)."
-    ),
-    (
-        "Several structures are merged into one label map before scoring; MedSAM2's video "
-        "script tracks the objects of the first frame together (one inference state, one mask "
-        "per object) and saves them merged into one label image per frame, the lowest object "
-        "id winning where masks overlap; it computes no score (scoring=per-structure scores "
-        "each structure's own mask)."
-    ),
-    (
-        "Each structure is prompted with its box; MedSAM2's video script gives the frame's "
-        "reference mask (prompt=mask)."
-    ),
-    (
-        "A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the "
-        "logit at 0 (decision=logit)."
-    ),
+    *paragraphs("""
+        - The default model is the built-in promptable network, which needs no download; MedSAM2
+          itself runs with --param model=medsam2:CHECKPOINT.
+        - The largest connected component is taken across the whole clip, with time as a third axis,
+          and propagation stops at the first empty frame, so a structure that leaves and re-enters
+          the view is truncated; MedSAM2 does neither (keep_largest=false, stop_when_empty=false).
+        - Each structure is prompted on the first frame where it appears in the reference; MedSAM2
+          prompts the first frame of the clip.
+        - Frames are resized as floating-point images; MedSAM2 converts them to 8-bit RGB and
+          resizes them with Pillow (bicubic) (resize=pillow, MedSAM2 backend).
+        - Several structures are merged into one label map before scoring; MedSAM2's video script
+          tracks the objects of the first frame together (one inference state, one mask per object)
+          and saves them merged into one label image per frame, the lowest object id winning where
+          masks overlap; it computes no score (scoring=per-structure scores each structure's own
+          mask).
+        - Each structure is prompted with its box; MedSAM2's video script gives the frame's
+          reference mask (prompt=mask).
+        - A frame is foreground where its probability is above 0.5; MedSAM2 thresholds the logit at
+          0 (decision=logit).
+    """),
 )
 
 MEDSAM2 = Preset(
@@ -97,22 +85,18 @@ MEDSAM2 = Preset(
         DICE_NOTE,
         BUILTIN,
         HOLES,
-        (
-            "Each structure is prompted with its reference mask on the first frame where it "
-            "appears, which is the clip's first frame for clips annotated from their start "
-            "(their setting); their script refuses objects that appear only later."
-        ),
-        (
-            "Frames are read by the project's readers at their stored 8-bit values; their "
-            "script reads a folder of JPEG frames."
-        ),
-        (
-            "Each structure is scored on its own mask, over all frames of the clip at once "
-            "(frames before its prompt count as predicted background), overlaps kept; their "
-            "script tracks the objects together, saves one label image per frame in which the "
-            "lowest object id wins overlaps, and computes no score. The saved prediction file "
-            "here is the merged label map."
-        ),
+        *paragraphs("""
+            - Each structure is prompted with its reference mask on the first frame where it
+              appears, which is the clip's first frame for clips annotated from their start (their
+              setting); their script refuses objects that appear only later.
+            - Frames are read by the project's readers at their stored 8-bit values; their script
+              reads a folder of JPEG frames.
+            - Each structure is scored on its own mask, over all frames of the clip at once (frames
+              before its prompt count as predicted background), overlaps kept; their script tracks
+              the objects together, saves one label image per frame in which the lowest object id
+              wins overlaps, and computes no score. The saved prediction file here is the merged
+              label map.
+        """),
     ),
 )
 
