@@ -250,6 +250,19 @@ def case_arrays(
     return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
 
 
+def output(
+    case, rows: list[dict], predictions: Mapping, images=None, *, shown=None, index=None, **kw
+):
+    """A case's :class:`~napari_segeval.evaluation.protocols.CaseOutput`: the thumbnails of
+    ``shown`` (default: ``predictions``) on slice ``index`` (:func:`views`), and ``predictions``
+    and ``images`` to save (:func:`case_arrays`); ``kw``: its ``extra`` and ``slices``.
+    """
+    from napari_segeval.evaluation.protocols import CaseOutput
+
+    thumbs = views(case, predictions if shown is None else shown, index=index)
+    return CaseOutput(rows, thumbs, arrays=case_arrays(case, predictions, images), **kw)
+
+
 __all__ = [
     "cached",
     "case_arrays",
@@ -257,6 +270,7 @@ __all__ = [
     "fingerprint",
     "load_case",
     "num_classes",
+    "output",
     "promptable_model",
     "resolve_factory",
     "score",

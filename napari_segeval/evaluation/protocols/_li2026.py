@@ -226,7 +226,6 @@ def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -
 
 def run_case(spec, params: UncertaintyParams):
     """Segment a test case with every condition's model and score all classes."""
-    from napari_segeval.evaluation.protocols import CaseOutput
     from napari_segeval.models.dense.unet2d import TorchThreads
 
     meta = spec.meta.get(META_KEY)
@@ -255,7 +254,7 @@ def run_case(spec, params: UncertaintyParams):
         }
         rows += [{**r, **extra} for r in class_rows(case, model, res.labels, cond, params)]
         preds[cond] = np.asarray(res.labels)
-    return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
+    return C.output(case, rows, preds)
 
 
 def energy_text(power: float) -> str:

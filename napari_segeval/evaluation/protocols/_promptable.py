@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval._names import CLEAN, unnamed_label
-from napari_segeval.evaluation.protocols import CaseOutput
+from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols._params import (
     Models,
@@ -27,6 +28,7 @@ from napari_segeval.evaluation.protocols._params import (
     number,
     tolerance,
 )
+from napari_segeval.evaluation.rows import PROMPTED
 from napari_segeval.metrics.catalog import mean
 from napari_segeval.metrics.structures import structures_to_score
 from napari_segeval.models.precision import PRECISION_CHOICES
@@ -510,12 +512,7 @@ def case_output(
     case = prepared.case
     k = prepared.boxes[0].index if mode == "video" or case.labels is None else None
     saved = scored_labels(res, params)
-    return CaseOutput(
-        rows,
-        C.views(case, {CLEAN: saved}, index=k),
-        arrays=C.case_arrays(case, {CLEAN: saved}),
-        slices=slices,
-    )
+    return C.output(case, rows, {CLEAN: saved}, index=k, slices=slices)
 
 
 @dataclass
@@ -579,6 +576,22 @@ def used(rows: list[dict], key: str) -> list:
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
+def provenance(rows: list[dict]) -> dict:
+    """A summary's ``modalities`` and ``scoring``: the values the rows used."""
+    return {"modalities": used(rows, "modality"), "scoring": used(rows, "scoring")}
+
+
+def protocol(mode: str, **kw: Any) -> Protocol:
+    """A promptable protocol of ``mode`` (``volume`` or ``video``) on this recipe: one model on a
+    case (``run_case``), or several on its same prompts (``run_models``).
+    """
+    run_case, run_models = (
+        partial(f, mode=mode) for f in (propagate_and_score, models_on_same_prompts)
+    )
+    kw.update(rows=PROMPTED, model_kind="promptable", select=select)
+    return Protocol(run_case=run_case, run_models=run_models, **kw)
+
+
 __all__ = [
     "ChallengeResult",
     "Prepared",
@@ -596,6 +609,8 @@ __all__ = [
     "prompt_sets",
     "propagate",
     "propagate_and_score",
+    "protocol",
+    "provenance",
     "reference_prompts",
     "score_result",
     "scored_labels",

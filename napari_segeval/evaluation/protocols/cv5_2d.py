@@ -210,13 +210,7 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
             "model_file": f"models/{Path(spec.meta[META_KEY]).name}",
             "n_train": len(model.meta["train_cases"]),
         }
-    return CaseOutput(
-        rows,
-        C.views(case, {CLEAN: res.labels}),
-        extra,
-        arrays=C.case_arrays(case, {CLEAN: res.labels}),
-        slices=slices,
-    )
+    return C.output(case, rows, {CLEAN: res.labels}, extra=extra, slices=slices)
 
 
 def class_set(structures: dict, reference, prediction) -> dict[int, str]:

@@ -257,9 +257,7 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
                 views[PredictionKey(cond, r).label()] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
     case = prepared.case
-    return CaseOutput(
-        rows, C.views(case, views, index=k), arrays=C.case_arrays(case, predictions, images)
-    )
+    return C.output(case, rows, predictions, images, shown=views, index=k)
 
 
 def prompt_sets_at(
@@ -299,8 +297,7 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
     from napari_segeval.evaluation.curves import interactive_curves
 
     return {
-        "modalities": P.used(rows, "modality"),
-        "scoring": P.used(rows, "scoring"),
+        **P.provenance(rows),
         "refine_prompt": P.used(rows, "refine_prompt"),
         **interactive_curves(rows, params.rounds, params.target_dice),
     }

@@ -6,23 +6,9 @@ code is the promptable protocols' shared one (:mod:`._promptable`).
 
 from __future__ import annotations
 
-from functools import partial
-
-from napari_segeval.evaluation.protocols import Preset, Protocol
+from napari_segeval.evaluation.protocols import Preset
 from napari_segeval.evaluation.protocols._params import paragraphs
-from napari_segeval.evaluation.protocols._promptable import (
-    Medsam2Params,
-    models_on_same_prompts,
-    propagate_and_score,
-    select,
-    used,
-)
-from napari_segeval.evaluation.rows import PROMPTED
-
-#: One volume (``run_case``); several models on one volume, on the same boxes
-#: (``run_models``).
-run_case = partial(propagate_and_score, mode="volume")
-run_models = partial(models_on_same_prompts, mode="volume")
+from napari_segeval.evaluation.protocols._promptable import Medsam2Params, protocol, provenance
 
 
 def summarize(rows: list[dict], params: Medsam2Params) -> dict:
@@ -31,8 +17,7 @@ def summarize(rows: list[dict], params: Medsam2Params) -> dict:
 
     return {
         "aggregation": "median with IQR (quartiles by linear interpolation)",
-        "modalities": used(rows, "modality"),
-        "scoring": used(rows, "scoring"),
+        **provenance(rows),
         **median_iqr(rows),
     }
 
@@ -167,17 +152,13 @@ CVPR24 = Preset(
 )
 
 
-PROTOCOL = Protocol(
-    rows=PROMPTED,
+PROTOCOL = protocol(
+    "volume",
     name="medsam2-3d",
     version="1.5",
     params=Medsam2Params,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2, "cvpr24": CVPR24},
-    run_case=run_case,
-    select=select,
-    model_kind="promptable",
-    run_models=run_models,
     summarize=summarize,
     description=(
         "MedSAM2 3D recipe: box from the reference middle slice (optional jitter), "

@@ -7,24 +7,10 @@ metrics: time is not a spatial axis.
 
 from __future__ import annotations
 
-from functools import partial
-
-from napari_segeval.evaluation.protocols import Preset, Protocol
+from napari_segeval.evaluation.protocols import Preset
 from napari_segeval.evaluation.protocols._params import paragraphs
-from napari_segeval.evaluation.protocols._promptable import (
-    VideoParams,
-    models_on_same_prompts,
-    propagate_and_score,
-    select,
-    used,
-)
+from napari_segeval.evaluation.protocols._promptable import VideoParams, protocol, provenance
 from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
-from napari_segeval.evaluation.rows import PROMPTED
-
-#: One clip (``run_case``); several models on one clip, on their first-frame prompts
-#: (``run_models``).
-run_case = partial(propagate_and_score, mode="video")
-run_models = partial(models_on_same_prompts, mode="video")
 
 
 def summarize(rows: list[dict], params: VideoParams) -> dict:
@@ -32,8 +18,7 @@ def summarize(rows: list[dict], params: VideoParams) -> dict:
     from napari_segeval.metrics import summarize as stats
 
     return {
-        "modalities": used(rows, "modality"),
-        "scoring": used(rows, "scoring"),
+        **provenance(rows),
         "per_structure": stats(rows, "dice", by=("structure",)),
         "per_clip": [
             {"case": r["case"], "structure": r["structure"], "dice": r["dice"]} for r in rows
@@ -101,17 +86,13 @@ MEDSAM2 = Preset(
 )
 
 
-PROTOCOL = Protocol(
-    rows=PROMPTED,
+PROTOCOL = protocol(
+    "video",
     name="medsam2-video",
     version="1.4",
     params=VideoParams,
     differences=DIFFERENCES,
     presets={"medsam2": MEDSAM2},
-    run_case=run_case,
-    select=select,
-    model_kind="promptable",
-    run_models=run_models,
     summarize=summarize,
     layout_options={"camus_mode": "sequences"},
     description=(

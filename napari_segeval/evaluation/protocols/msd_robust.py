@@ -230,13 +230,7 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
     note = minmax_note(params, case.modality)
     if note:
         extra["mr_minmax_note"] = note
-    return CaseOutput(
-        rows,
-        C.views(case, preds),
-        extra=extra,
-        arrays=C.case_arrays(case, preds, images),
-        slices=slices,
-    )
+    return C.output(case, rows, preds, images, extra=extra, slices=slices)
 
 
 def select(specs: list, params: MsdParams) -> list:

@@ -125,12 +125,7 @@ def run_case(spec, params: UncertaintyParams) -> CaseOutput:
     res = D.segment(model, case, params, probabilities=True)
     rows = L.class_rows(case, model, res.labels, CLEAN, params)
     u = case_uncertainty(str(params.score), res.probabilities, res.labels)
-    return CaseOutput(
-        rows,
-        C.views(case, {CLEAN: res.labels}),
-        extra={"uncertainty": u},
-        arrays=C.case_arrays(case, {CLEAN: res.labels}),
-    )
+    return C.output(case, rows, {CLEAN: res.labels}, extra={"uncertainty": u})
 
 
 def dice_vs_uncertainty(rows: list[dict]) -> dict:
