@@ -126,6 +126,11 @@ def score(
     ]
 
 
+def score_case(case, prediction, structures: Mapping[int, str], condition: str, **kw) -> list:
+    """:func:`score` of a prediction on ``case``'s reference and spacing."""
+    return score(case.labels, np.asarray(prediction), case.spacing, structures, condition, **kw)
+
+
 def fingerprint(key: Any) -> str:
     """SHA-256 of ``key`` as sorted JSON (what a cached result was made from)."""
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
@@ -274,6 +279,7 @@ __all__ = [
     "promptable_model",
     "resolve_factory",
     "score",
+    "score_case",
     "train_once",
     "trained_model",
     "views",

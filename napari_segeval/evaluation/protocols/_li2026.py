@@ -219,9 +219,7 @@ def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -
     structures = dict(case.structures or model.structures)
     if params.include_background:
         structures = {0: "background", **structures}
-    return C.score(
-        case.labels, np.asarray(labels), case.spacing, structures, condition, surface=False
-    )
+    return C.score_case(case, labels, structures, condition, surface=False)
 
 
 def run_case(spec, params: UncertaintyParams):

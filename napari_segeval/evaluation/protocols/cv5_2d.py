@@ -191,15 +191,7 @@ def run_case(spec, params: Cv5Params) -> CaseOutput:
     )
     if params.include_background:
         structures = class_set(structures, case.labels, res.labels)
-    rows = C.score(
-        case.labels,
-        res.labels,
-        case.spacing,
-        structures,
-        CLEAN,
-        empty=params.empty,
-        surface=False,
-    )
+    rows = C.score_case(case, res.labels, structures, CLEAN, empty=params.empty, surface=False)
     add_counts(rows, case.labels, res.labels)
     for r in rows:
         if r["label"] in risks:

@@ -146,21 +146,13 @@ def _scales(model, clean) -> list[float]:
 
     if isinstance(model, DenseModel):  # its result is a DenseResult
         return [float(v) for v in clean.params["preprocess"]["channel_scale"]]
-    return [D.raw_per_unit(model)]
+    return [float(model.raw_per_normalized_unit)]
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
     """The rows of one prediction (without a reference: unscored rows that carry the risk)."""
-    return C.score(
-        case.labels,
-        labels,
-        case.spacing,
-        structures,
-        condition,
-        tolerance_mm=params.tolerance_mm,
-        empty=params.empty,
-        surface=bool(params.surface),
-    )
+    kw = {"tolerance_mm": params.tolerance_mm, "empty": params.empty}
+    return C.score_case(case, labels, structures, condition, surface=bool(params.surface), **kw)
 
 
 def _risk(model, case, params: MsdParams, condition: str, result, structures) -> tuple[dict, list]:
