@@ -14,7 +14,8 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.models.registry import load_dense, load_promptable, resolve_factory
+from napari_segeval.models.registry import load_dense, load_promptable
+from napari_segeval.models.registry import resolve_factory as resolve_factory  # for the protocols
 
 THUMB_MAX = 192
 
@@ -266,21 +267,3 @@ def output(
 
     thumbs = views(case, predictions if shown is None else shown, index=index)
     return CaseOutput(rows, thumbs, arrays=case_arrays(case, predictions, images), **kw)
-
-
-__all__ = [
-    "cached",
-    "case_arrays",
-    "dense_model",
-    "fingerprint",
-    "load_case",
-    "num_classes",
-    "output",
-    "promptable_model",
-    "resolve_factory",
-    "score",
-    "score_case",
-    "train_once",
-    "trained_model",
-    "views",
-]

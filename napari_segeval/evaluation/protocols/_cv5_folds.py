@@ -135,16 +135,3 @@ def fold_model(spec, params: Cv5Params):
             "through run_evaluation / segeval evaluate, which trains one per fold"
         )
     return C.trained_model(path, params.device, spec.case_id)
-
-
-__all__ = [
-    "BUILTIN",
-    "HOLDOUT_MODEL",
-    "META_KEY",
-    "TRAIN_KEYS",
-    "fold_model",
-    "is_holdout",
-    "prepare",
-    "train_config",
-    "train_fold",
-]

@@ -202,20 +202,3 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     h = -(p * np.log(p)).sum(axis=0) / np.log(max(k, 2))
     fg = np.asarray(labels) > 0
     return float(h[fg].mean() if fg.any() else h.mean())
-
-
-__all__ = [
-    "TARGET_KEYS",
-    "AttackOutcome",
-    "attack_config",
-    "attack_images",
-    "check_attacks",
-    "condition_name",
-    "dense_risks",
-    "per_case_entropy",
-    "run_attack",
-    "segment",
-    "skip_reason",
-    "window_options",
-    "with_image",
-]

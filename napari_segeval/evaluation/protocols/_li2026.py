@@ -335,18 +335,3 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     if params.duo:
         summary["duo"] = _duo_text(params)
     return summary
-
-
-__all__ = [
-    "DUO",
-    "META_KEY",
-    "class_rows",
-    "condition_name",
-    "energy_text",
-    "prepare",
-    "run_case",
-    "select",
-    "split",
-    "summarize",
-    "train_config",
-]

@@ -105,5 +105,3 @@ ROG = Preset(
     ),
     differences=ROG_DIFFERENCES,
 )
-
-__all__ = ["ROG", "ROG_ATTACKS", "ROG_DIFFERENCES", "ROG_EPS"]

@@ -170,6 +170,3 @@ class Models(Params):
     def run_models(self) -> list[str]:
         """The ``models`` parameter, else []."""
         return list(self.models or [])
-
-
-__all__ = ["Models", "Params", "choice", "empty", "listed", "number", "paragraphs", "tolerance"]

@@ -151,6 +151,3 @@ class VideoParams(Models, _Tail):
 
 #: What the promptable recipe reads: a record of one of the promptable protocols.
 Promptable = PromptParams | VideoParams
-
-
-__all__ = ["Medsam2Params", "PromptParams", "Promptable", "VideoParams"]

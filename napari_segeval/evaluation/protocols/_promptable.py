@@ -8,6 +8,7 @@ that select MedSAM2's or the challenge's way are described in ``docs/protocols.m
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -22,16 +23,16 @@ from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols._prompt_params import (
     Medsam2Params,
     Promptable,
-    PromptParams,
     VideoParams,
 )
-from napari_segeval.evaluation.protocols._prompts import (
-    case_rng,
-    challenge_prompts,
-    prompt_sets,
-    reference_prompts,
-    round0,
-)
+
+# `name as name`: re-exported, where interactive, tests and benchmarks import them
+from napari_segeval.evaluation.protocols._prompt_params import PromptParams as PromptParams
+from napari_segeval.evaluation.protocols._prompts import case_rng as case_rng
+from napari_segeval.evaluation.protocols._prompts import challenge_prompts as challenge_prompts
+from napari_segeval.evaluation.protocols._prompts import prompt_sets as prompt_sets
+from napari_segeval.evaluation.protocols._prompts import reference_prompts as reference_prompts
+from napari_segeval.evaluation.protocols._prompts import round0
 from napari_segeval.evaluation.rows import PROMPTED
 from napari_segeval.metrics.catalog import mean
 
@@ -262,28 +263,37 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
     )
 
 
+def each_model(
+    spec, params: Any, models: list, mode: str, base: Callable = lambda p: p
+) -> Iterator:
+    """``(model, its record, Prepared)`` of each of ``models`` on one case, read and prompted
+    once (by the first); ``base(record)`` is the record the case is prepared with.
+    """
+    each = [replace(params, model=m, models=None) for m in models]
+    first = prepare_case(spec, base(each[0]), mode=mode)
+    for i, (m, p) in enumerate(zip(models, each, strict=True)):
+        yield m, p, first if i == 0 else with_model(first, base(p))
+
+
 def models_on_same_prompts(
     spec, params: Medsam2Params | VideoParams, models: list, *, mode: str
 ) -> dict:
-    """Every model on one case, read and prompted once; each model's risk reads the others' masks."""
-    each = {m: replace(params, model=m, models=None) for m in models}
-    first = prepare_case(spec, each[models[0]], mode=mode)
-    done: dict[str, tuple[Prepared, Any]] = {}
-    for i, m in enumerate(models):
-        prepared = first if i == 0 else with_model(first, each[m])
-        res = propagate(prepared, each[m])
-        done[m] = (replace(prepared, model=None, frames=None), res)  # free the model
-    masks = {m: structure_masks(res, p, each[m]) for m, (p, res) in done.items()}
+    """Every model on one case, prompted once; each model's risk reads the others' masks."""
+    done = {}
+    for m, p, prepared in each_model(spec, params, models, mode):
+        res = propagate(prepared, p)
+        done[m] = (p, replace(prepared, model=None, frames=None), res)  # free the model
+    masks = {m: structure_masks(res, prep, p) for m, (p, prep, res) in done.items()}
     return {
         m: case_output(
             spec,
-            each[m],
             p,
+            prep,
             res,
             mode=mode,
-            others={lab: [masks[o][lab] for o in models if o != m] for lab in p.present},
+            others={lab: [masks[o][lab] for o in models if o != m] for lab in prep.present},
         )
-        for m, (p, res) in done.items()
+        for m, (p, prep, res) in done.items()
     }
 
 
@@ -306,32 +316,3 @@ def protocol(mode: str, **kw: Any) -> Protocol:
     )
     kw.update(rows=PROMPTED, model_kind="promptable", select=select)
     return Protocol(run_case=run_case, run_models=run_models, **kw)
-
-
-__all__ = [
-    "ChallengeResult",
-    "Prepared",
-    "case_output",
-    "case_rng",
-    "challenge_prompts",
-    "Medsam2Params",
-    "PromptParams",
-    "Promptable",
-    "VideoParams",
-    "gate_nsd",
-    "models_on_same_prompts",
-    "ordered_labels",
-    "prepare_case",
-    "prompt_sets",
-    "propagate",
-    "propagate_and_score",
-    "protocol",
-    "provenance",
-    "reference_prompts",
-    "score_result",
-    "scored_labels",
-    "select",
-    "structure_masks",
-    "used",
-    "with_model",
-]

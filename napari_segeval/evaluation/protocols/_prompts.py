@@ -151,6 +151,3 @@ def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> t
         for lab, s in sets.items()
     ]
     return boxes, sets, present
-
-
-__all__ = ["case_rng", "challenge_prompts", "prompt_sets", "reference_prompts", "round0"]

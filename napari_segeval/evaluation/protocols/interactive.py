@@ -223,14 +223,8 @@ def run_case(spec, params: InteractiveParams) -> CaseOutput:
 
 def run_models(spec, params: InteractiveParams, models: list) -> dict:
     """Several models on one case: the same round-0 prompts, then each model's own rounds."""
-    each = {m: replace(params, model=m, models=None) for m in models}
-    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=params.mode)
-    return {
-        m: _rounds_of(
-            spec, each[m], first if i == 0 else P.with_model(first, _base_params(each[m]))
-        )
-        for i, m in enumerate(models)
-    }
+    each = P.each_model(spec, params, models, params.mode, _base_params)
+    return {m: _rounds_of(spec, p, prepared) for m, p, prepared in each}
 
 
 def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOutput:

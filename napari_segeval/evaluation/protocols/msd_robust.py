@@ -164,15 +164,8 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
 
     n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
-    return D.dense_risks(
-        result.labels,
-        result.probabilities,
-        structures,
-        params,
-        condition=condition,
-        reference=case.labels,
-        augmented=aug,
-    )
+    kw = {"condition": condition, "reference": case.labels, "augmented": aug}
+    return D.dense_risks(result.labels, result.probabilities, structures, params, **kw)
 
 
 def run_case(spec, params: MsdParams) -> CaseOutput:
