@@ -17,7 +17,7 @@ from napari_segeval._errors import SegEvalError
 
 
 def segment(model: Any, case, params: Any = None, *, probabilities: bool = False):
-    """``model``'s result on ``case``, with the record's sliding-window settings (:func:`window_options`)."""
+    """``model``'s result on ``case`` with the record's :func:`window_options`."""
     from napari_segeval.models.dense import DenseModel, segment_case
 
     if not isinstance(model, DenseModel):
@@ -112,7 +112,7 @@ def _reference(attack: Mapping, target_opts: Mapping) -> str:
 
 
 def skip_reason(model: Any, attack: Mapping) -> str | None:
-    """Why ``attack`` cannot run on ``model`` (:func:`~napari_segeval.attacks.not_applicable`), or None."""
+    """Why ``attack`` cannot run on ``model`` (:func:`~napari_segeval.attacks.not_applicable`)."""
     if ":" in str(attack.get("name", "")):
         return None
     from napari_segeval.attacks import not_applicable
@@ -188,7 +188,7 @@ def with_image(case: Any, image: np.ndarray) -> Any:
 
 
 def dense_risks(labels, probabilities, structures: Mapping, params: Any, **kw) -> tuple[dict, list]:
-    """Each label's risk and the ``slices.csv`` rows (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`)."""
+    """Each label's risk and the ``slices.csv`` rows (``evaluation.triage.dense_risk_rows``)."""
     from napari_segeval.evaluation.triage import dense_risk_rows
 
     risks, rows = dense_risk_rows(labels, probabilities, structures, model=str(params.model), **kw)

@@ -60,7 +60,7 @@ DIFFERENCES = paragraphs("""
       only the reference's z range instead (--preset cvpr24).
 """)
 
-DICE_NOTE = DIFFERENCES[0]
+DICE_NOTE, DEFAULT_MODEL = DIFFERENCES[:2]
 #: Shared by both presets: what our MedSAM2 loop does differently from their predictor.
 HOLES = (
     "Background holes of up to 8 low-resolution pixels are always filled in MedSAM2 "

@@ -10,7 +10,12 @@ from __future__ import annotations
 from napari_segeval.evaluation.protocols import Preset
 from napari_segeval.evaluation.protocols._params import paragraphs
 from napari_segeval.evaluation.protocols._promptable import VideoParams, protocol, provenance
-from napari_segeval.evaluation.protocols.medsam2_3d import BUILTIN, DICE_NOTE, HOLES
+from napari_segeval.evaluation.protocols.medsam2_3d import (
+    BUILTIN,
+    DEFAULT_MODEL,
+    DICE_NOTE,
+    HOLES,
+)
 
 
 def summarize(rows: list[dict], params: VideoParams) -> dict:
@@ -29,9 +34,8 @@ def summarize(rows: list[dict], params: VideoParams) -> dict:
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
     DICE_NOTE,
+    DEFAULT_MODEL,
     *paragraphs("""
-        - The default model is the built-in promptable network, which needs no download; MedSAM2
-          itself runs with --param model=medsam2:CHECKPOINT.
         - The largest connected component is taken across the whole clip, with time as a third axis,
           and propagation stops at the first empty frame, so a structure that leaves and re-enters
           the view is truncated; MedSAM2 does neither (keep_largest=false, stop_when_empty=false).
