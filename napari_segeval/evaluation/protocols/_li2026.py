@@ -27,16 +27,6 @@ if TYPE_CHECKING:
 
 #: spec.meta key written by :func:`prepare`.
 META_KEY = "li2026"
-AUV_KEYS = (
-    "auv_model",
-    "auv_checkpoint",
-    "auv_layout",
-    "auv_energy_power",
-    "auv_aggregate",
-    "auv_grid",
-    "auv_ct_mapping",
-    "auv_resize",
-)
 #: The condition trained with the DUO loss on every training case.
 DUO = "DUO"
 
@@ -109,7 +99,8 @@ def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
     """The training cases' AUV record (``auv.json``, ``auv.csv``), made once per fingerprint."""
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
-    recipe = {k: v for k, v in params.to_json().items() if k in AUV_KEYS}
+    # the AUV recipe: the auv_* parameters, in order (each score_cases' name after the prefix)
+    recipe = {k: v for k, v in params.to_json().items() if k.startswith("auv_")}
 
     def make() -> dict:
         opts = {k.removeprefix("auv_"): v for k, v in recipe.items()}  # score_cases' names
@@ -185,18 +176,12 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         if key in seen:
             path = seen[key]
         elif not all(store.is_done(out, s.case_id) for s in test):
-            for cid in kept:
-                if cid not in cases:
-                    cases[cid] = C.load_case(by_id[cid])
+            cases.update({c: C.load_case(by_id[c]) for c in kept if c not in cases})
             _train([by_id[c] for c in kept], cases, params, path, loss)
         seen.setdefault(key, path)
         models[cond] = str(path)
-        info[cond] = {
-            "n_train": len(kept),
-            "removed": sorted(removed),
-            "model": f"models/{Path(path).name}",
-            "loss": loss,
-        }
+        file = f"models/{Path(path).name}"
+        info[cond] = {"n_train": len(kept), "removed": sorted(removed), "model": file, "loss": loss}
     record = {
         "split": test[0].meta.get("li2026_split"),
         "auv_model": auv.get("model"),
