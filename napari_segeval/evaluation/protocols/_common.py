@@ -14,7 +14,8 @@ import numpy as np
 
 from napari_segeval._errors import SegEvalError
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.models.registry import load_dense, load_promptable, resolve_factory
+from napari_segeval.models.registry import load_dense, load_promptable
+from napari_segeval.models.registry import resolve_factory as resolve_factory  # for the protocols
 
 THUMB_MAX = 192
 
@@ -124,6 +125,11 @@ def score(
         }
         for r in rows
     ]
+
+
+def score_case(case, prediction, structures: Mapping[int, str], condition: str, **kw) -> list:
+    """:func:`score` of a prediction on ``case``'s reference and spacing."""
+    return score(case.labels, np.asarray(prediction), case.spacing, structures, condition, **kw)
 
 
 def fingerprint(key: Any) -> str:
@@ -250,17 +256,14 @@ def case_arrays(
     return CaseArrays(case.geometry, case.axes, str(case.image_path or ""), arrays)
 
 
-__all__ = [
-    "cached",
-    "case_arrays",
-    "dense_model",
-    "fingerprint",
-    "load_case",
-    "num_classes",
-    "promptable_model",
-    "resolve_factory",
-    "score",
-    "train_once",
-    "trained_model",
-    "views",
-]
+def output(
+    case, rows: list[dict], predictions: Mapping, images=None, *, shown=None, index=None, **kw
+):
+    """A case's :class:`~napari_segeval.evaluation.protocols.CaseOutput`: the thumbnails of
+    ``shown`` (default: ``predictions``) on slice ``index`` (:func:`views`), and ``predictions``
+    and ``images`` to save (:func:`case_arrays`); ``kw``: its ``extra`` and ``slices``.
+    """
+    from napari_segeval.evaluation.protocols import CaseOutput
+
+    thumbs = views(case, predictions if shown is None else shown, index=index)
+    return CaseOutput(rows, thumbs, arrays=case_arrays(case, predictions, images), **kw)

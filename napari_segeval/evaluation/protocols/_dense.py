@@ -7,6 +7,7 @@ A model is a :class:`~napari_segeval.models.dense.DenseModel` or a ``DenseBacken
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -16,9 +17,7 @@ from napari_segeval._errors import SegEvalError
 
 
 def segment(model: Any, case, params: Any = None, *, probabilities: bool = False):
-    """Segment ``case`` with ``model`` with the record's ``overlap``, ``mirror`` and
-    ``postprocess`` (``params`` None: :func:`~napari_segeval.models.dense.segment_case`'s defaults).
-    """
+    """``model``'s result on ``case`` with the record's :func:`window_options`."""
     from napari_segeval.models.dense import DenseModel, segment_case
 
     if not isinstance(model, DenseModel):
@@ -28,7 +27,7 @@ def segment(model: Any, case, params: Any = None, *, probabilities: bool = False
 
 
 def window_options(params: Any) -> dict:
-    """The record's sliding-window settings: ``overlap``, ``mirror`` and ``postprocess``."""
+    """The record's ``overlap``, ``mirror`` and ``postprocess``."""
     mirror, postprocess = bool(params.mirror), bool(params.postprocess)
     return {"overlap": params.overlap, "mirror": mirror, "postprocess": postprocess}
 
@@ -39,24 +38,19 @@ def condition_name(attack: Mapping) -> str:
     return f"{attack['name']} {rest}".strip()
 
 
-def raw_per_unit(model: Any) -> float:
-    """Raw intensity units per normalized unit the model declares."""
-    return float(model.raw_per_normalized_unit)
-
-
 #: Keys of an attack dict that are not :class:`~napari_segeval.attacks.AttackConfig` fields.
 TARGET_KEYS = ("clamp", "gradient", "reference", "batch_size")
 
 
 def _split_options(attack: Mapping) -> tuple[str, dict, dict]:
-    """``(name, AttackConfig options, target options)`` of an attack dict."""
+    """``(name, AttackConfig options, target options)``."""
     opts = {k: v for k, v in attack.items() if k != "name"}
     target = {k: opts.pop(k) for k in TARGET_KEYS if k in opts}
     return str(attack.get("name", "")), opts, target
 
 
 def attack_config(attack: Mapping):
-    """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (SegEvalError if bad)."""
+    """The :class:`~napari_segeval.attacks.AttackConfig` of an attack dict (refused in one line)."""
     from dataclasses import fields
 
     from napari_segeval.attacks import AttackConfig
@@ -118,9 +112,7 @@ def _reference(attack: Mapping, target_opts: Mapping) -> str:
 
 
 def skip_reason(model: Any, attack: Mapping) -> str | None:
-    """Why ``attack`` cannot run on ``model`` (APGD-DLR with < 3 classes), or None (user
-    attacks always run); a suite skips such an attack on binary tasks instead of failing.
-    """
+    """Why ``attack`` cannot run on ``model`` (:func:`~napari_segeval.attacks.not_applicable`)."""
     if ":" in str(attack.get("name", "")):
         return None
     from napari_segeval.attacks import not_applicable
@@ -130,9 +122,7 @@ def skip_reason(model: Any, attack: Mapping) -> str | None:
 
 
 class AttackOutcome(NamedTuple):
-    """One attack on one case: condition name, attacked labels, budget, perturbed image and
-    perturbation (float32, raw units; None for a user attack).
-    """
+    """One attack on one case; the images are float32 in raw units (None for a user attack)."""
 
     condition: str
     labels: np.ndarray
@@ -142,20 +132,15 @@ class AttackOutcome(NamedTuple):
 
 
 def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
-    """Attack ``case``: condition, attacked labels, eps in raw units, perturbed image.
+    """Attack ``case`` (``{"name": ..., **options}``) with the record's sliding window.
 
-    ``attack`` is ``{"name": ..., **options}``. A name of :data:`napari_segeval.attacks.ATTACKS`
-    runs :func:`~napari_segeval.attacks.attack_case` on a ``DenseTarget`` with the protocol's
-    sliding-window settings; its options are ``AttackConfig`` fields (``eps`` in normalized
-    units, ``steps``, ``norm``, ``schedule`` ...) plus :data:`TARGET_KEYS`: ``clamp``
-    (default True), ``gradient`` (``"whole"``/``"chunked"``), ``reference`` (``"labels"``,
-    ``"prediction"`` or ``"auto"``: the labels when the case has them) and ``batch_size``.
-    A ``"module:function"`` name calls ``function(model, case, **options) -> labels``.
-
-    Raises
-    ------
-    SegEvalError
-        Bad options; ``AttackNotApplicable`` when the attack cannot run on this model.
+    A name of :data:`napari_segeval.attacks.ATTACKS` runs
+    :func:`~napari_segeval.attacks.attack_case` on a ``DenseTarget``; its options are
+    ``AttackConfig`` fields (``eps`` in normalized units ...) plus :data:`TARGET_KEYS`:
+    ``clamp`` (default True), ``gradient`` (``whole``/``chunked``), ``reference``
+    (``labels``, ``prediction`` or ``auto``: the labels when the case has them) and
+    ``batch_size``. A ``"module:function"`` name calls ``function(model, case, **options) ->
+    labels``. Raises SegEvalError for bad options, ``AttackNotApplicable`` when it cannot run.
     """
     name, opts, target_opts = _split_options(attack)
     if ":" in name:
@@ -163,7 +148,9 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
 
         labels = np.asarray(resolve_factory(name)(model, case, **opts, **target_opts))
         return AttackOutcome(
-            condition_name(attack), labels, float(opts.get("eps", 0.0)) * raw_per_unit(model)
+            condition_name(attack),
+            labels,
+            float(opts.get("eps", 0.0)) * float(model.raw_per_normalized_unit),
         )
     from napari_segeval.attacks import DenseTarget, attack_case
     from napari_segeval.attacks import condition_name as attack_condition
@@ -186,7 +173,7 @@ def run_attack(model: Any, case, attack: Mapping, params: Any) -> AttackOutcome:
 
 
 def attack_images(condition: str, perturbed: Any, perturbation: Any) -> dict:
-    """An attack's perturbed image and perturbation, keyed as a record's files."""
+    """The perturbed image and perturbation, keyed as a record's files."""
     from napari_segeval.evaluation.keys import IMAGE_KINDS, PredictionKey
 
     pair = (perturbed, perturbation)
@@ -197,15 +184,11 @@ def attack_images(condition: str, perturbed: Any, perturbation: Any) -> dict:
 
 def with_image(case: Any, image: np.ndarray) -> Any:
     """``case`` with another image on the same grid (an attacked one, a flipped one)."""
-    from dataclasses import replace
-
-    return replace(case, image=np.asarray(image))
+    return dataclasses.replace(case, image=np.asarray(image))
 
 
 def dense_risks(labels, probabilities, structures: Mapping, params: Any, **kw) -> tuple[dict, list]:
-    """Each structure's risk (by label) and the ``slices.csv`` rows of a dense prediction
-    (:func:`~napari_segeval.evaluation.triage.dense_risk_rows`, ``model`` the record's).
-    """
+    """Each label's risk and the ``slices.csv`` rows (``evaluation.triage.dense_risk_rows``)."""
     from napari_segeval.evaluation.triage import dense_risk_rows
 
     risks, rows = dense_risk_rows(labels, probabilities, structures, model=str(params.model), **kw)
@@ -219,21 +202,3 @@ def per_case_entropy(probabilities: np.ndarray, labels: np.ndarray) -> float:
     h = -(p * np.log(p)).sum(axis=0) / np.log(max(k, 2))
     fg = np.asarray(labels) > 0
     return float(h[fg].mean() if fg.any() else h.mean())
-
-
-__all__ = [
-    "TARGET_KEYS",
-    "AttackOutcome",
-    "attack_config",
-    "attack_images",
-    "check_attacks",
-    "condition_name",
-    "dense_risks",
-    "per_case_entropy",
-    "raw_per_unit",
-    "run_attack",
-    "segment",
-    "skip_reason",
-    "window_options",
-    "with_image",
-]

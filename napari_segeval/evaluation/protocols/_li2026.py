@@ -27,16 +27,6 @@ if TYPE_CHECKING:
 
 #: spec.meta key written by :func:`prepare`.
 META_KEY = "li2026"
-AUV_KEYS = (
-    "auv_model",
-    "auv_checkpoint",
-    "auv_layout",
-    "auv_energy_power",
-    "auv_aggregate",
-    "auv_grid",
-    "auv_ct_mapping",
-    "auv_resize",
-)
 #: The condition trained with the DUO loss on every training case.
 DUO = "DUO"
 
@@ -109,7 +99,8 @@ def _auv(train: Sequence, params: UncertaintyParams, out: Path) -> dict:
     """The training cases' AUV record (``auv.json``, ``auv.csv``), made once per fingerprint."""
     from napari_segeval.evaluation.protocols.auv_scores import score_cases, write_scores
 
-    recipe = {k: v for k, v in params.to_json().items() if k in AUV_KEYS}
+    # the AUV recipe: the auv_* parameters, in order (each score_cases' name after the prefix)
+    recipe = {k: v for k, v in params.to_json().items() if k.startswith("auv_")}
 
     def make() -> dict:
         opts = {k.removeprefix("auv_"): v for k, v in recipe.items()}  # score_cases' names
@@ -185,18 +176,12 @@ def prepare(specs: Sequence, params: UncertaintyParams, output_dir: str | os.Pat
         if key in seen:
             path = seen[key]
         elif not all(store.is_done(out, s.case_id) for s in test):
-            for cid in kept:
-                if cid not in cases:
-                    cases[cid] = C.load_case(by_id[cid])
+            cases.update({c: C.load_case(by_id[c]) for c in kept if c not in cases})
             _train([by_id[c] for c in kept], cases, params, path, loss)
         seen.setdefault(key, path)
         models[cond] = str(path)
-        info[cond] = {
-            "n_train": len(kept),
-            "removed": sorted(removed),
-            "model": f"models/{Path(path).name}",
-            "loss": loss,
-        }
+        file = f"models/{Path(path).name}"
+        info[cond] = {"n_train": len(kept), "removed": sorted(removed), "model": file, "loss": loss}
     record = {
         "split": test[0].meta.get("li2026_split"),
         "auv_model": auv.get("model"),
@@ -219,14 +204,11 @@ def class_rows(case, model, labels, condition: str, params: UncertaintyParams) -
     structures = dict(case.structures or model.structures)
     if params.include_background:
         structures = {0: "background", **structures}
-    return C.score(
-        case.labels, np.asarray(labels), case.spacing, structures, condition, surface=False
-    )
+    return C.score_case(case, labels, structures, condition, surface=False)
 
 
 def run_case(spec, params: UncertaintyParams):
     """Segment a test case with every condition's model and score all classes."""
-    from napari_segeval.evaluation.protocols import CaseOutput
     from napari_segeval.models.dense.unet2d import TorchThreads
 
     meta = spec.meta.get(META_KEY)
@@ -255,7 +237,7 @@ def run_case(spec, params: UncertaintyParams):
         }
         rows += [{**r, **extra} for r in class_rows(case, model, res.labels, cond, params)]
         preds[cond] = np.asarray(res.labels)
-    return CaseOutput(rows, C.views(case, preds), arrays=C.case_arrays(case, preds))
+    return C.output(case, rows, preds)
 
 
 def energy_text(power: float) -> str:
@@ -338,18 +320,3 @@ def summarize(rows: list[dict], params: UncertaintyParams) -> dict:
     if params.duo:
         summary["duo"] = _duo_text(params)
     return summary
-
-
-__all__ = [
-    "DUO",
-    "META_KEY",
-    "class_rows",
-    "condition_name",
-    "energy_text",
-    "prepare",
-    "run_case",
-    "select",
-    "split",
-    "summarize",
-    "train_config",
-]

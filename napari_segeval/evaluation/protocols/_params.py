@@ -7,6 +7,7 @@ Fields carry their choices or number rule in their metadata (:func:`choice`,
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,13 @@ def empty(default: str = "one") -> Any:
     from napari_segeval.metrics.overlap import EMPTY_CHOICES
 
     return choice(default, EMPTY_CHOICES)
+
+
+def paragraphs(text: str) -> tuple[str, ...]:
+    """The ``- `` bullets of ``text``, each joined into one line: a recipe's differences, written
+    as the docs list them (every run of whitespace becomes one space).
+    """
+    return tuple(" ".join(b.split()) for b in re.split(r"^\s*- ", text, flags=re.MULTILINE)[1:])
 
 
 def listed(*default: Any) -> Any:
@@ -162,6 +170,3 @@ class Models(Params):
     def run_models(self) -> list[str]:
         """The ``models`` parameter, else []."""
         return list(self.models or [])
-
-
-__all__ = ["Models", "Params", "choice", "empty", "listed", "number", "tolerance"]

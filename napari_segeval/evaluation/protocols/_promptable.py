@@ -8,160 +8,33 @@ that select MedSAM2's or the challenge's way are described in ``docs/protocols.m
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from napari_segeval._errors import SegEvalError
-from napari_segeval._names import CLEAN, unnamed_label
-from napari_segeval.evaluation.protocols import CaseOutput
+from napari_segeval._names import CLEAN
+from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
-from napari_segeval.evaluation.protocols._params import (
-    Models,
-    Params,
-    choice,
-    empty,
-    number,
-    tolerance,
+from napari_segeval.evaluation.protocols._prompt_params import (
+    Medsam2Params,
+    Promptable,
+    VideoParams,
 )
+
+# `name as name`: re-exported, where interactive, tests and benchmarks import them
+from napari_segeval.evaluation.protocols._prompt_params import PromptParams as PromptParams
+from napari_segeval.evaluation.protocols._prompts import case_rng as case_rng
+from napari_segeval.evaluation.protocols._prompts import challenge_prompts as challenge_prompts
+from napari_segeval.evaluation.protocols._prompts import prompt_sets as prompt_sets
+from napari_segeval.evaluation.protocols._prompts import reference_prompts as reference_prompts
+from napari_segeval.evaluation.protocols._prompts import round0
+from napari_segeval.evaluation.rows import PROMPTED
 from napari_segeval.metrics.catalog import mean
-from napari_segeval.metrics.structures import structures_to_score
-from napari_segeval.models.precision import PRECISION_CHOICES
-
-
-def _runs_box3d(ref: Any) -> bool:
-    """Whether the model ``ref`` declares the challenge's 3D loop (``Capabilities.box3d``)."""
-    from napari_segeval.models.registry import capabilities_of
-
-    caps = capabilities_of(str(ref))
-    return caps is not None and caps.box3d
-
-
-@dataclass(frozen=True)
-class _Head(Params):
-    """The promptable protocols' first parameters."""
-
-    model: str | None = "builtin"
-    device: str | None = None
-    window: Any = None
-    jitter: int = number(0, "a whole number of pixels >= 0", lambda v: v >= 0, whole=True)
-    seed: int = number(0, "a whole number", whole=True)
-
-
-@dataclass(frozen=True)
-class _Tolerance(_Head):
-    """``tolerance_mm`` of NSD (``medsam2-video`` has none: no surface metrics)."""
-
-    tolerance_mm: float = tolerance()
-
-
-@dataclass(frozen=True)
-class _Tail(_Head):
-    """The promptable protocols' options and their checks."""
-
-    empty: str = empty()
-    keep_largest: bool = True
-    channel: int = 0
-    modality: str | None = None
-    ct_mapping: str = choice("window", ("window", "minmax"))
-    resize: str = choice("float", ("float", "pillow"))
-    connectivity: int = choice(6, (6, 18, 26))
-    decision: str = choice("probability", ("probability", "logit"))
-    stop_when_empty: bool = True
-    scoring: str = choice("merged", ("merged", "per-structure", "ordered"))
-    jitter_mode: str = choice("edges", ("edges", "outward"))
-    prompt: str = choice("box", ("box", "mask", "box3d"))
-    nsd_min_dice: float | None = number(
-        None, "null or a number in [0, 1]", lambda v: 0 <= v <= 1, null=True
-    )
-    prompts: str | None = None
-    precision: str = choice("auto", PRECISION_CHOICES)
-
-    def image_channel(self) -> int:
-        """The ``channel`` parameter."""
-        return self.channel
-
-    def mask_prompts(self) -> bool:
-        """Whether ``prompt`` is ``mask``."""
-        return self.prompt == "mask"
-
-    def propagation_options(self) -> dict[str, Any]:
-        """``keep_largest``, ``stop_when_empty``, ``connectivity`` and ``decision``."""
-        return {
-            "keep_largest": self.keep_largest,
-            "stop_when_empty": self.stop_when_empty,
-            "connectivity": self.connectivity,
-            "decision": self.decision,
-        }
-
-    def check(self) -> None:
-        """The fields' rules, then: ``prompt=box3d`` needs a model with the challenge's loop,
-        ``modality`` and ``window`` must be known, ``prompts`` a folder, and ``precision`` one
-        that each model of the run and this machine can run.
-        """
-        from napari_segeval.io.case import MODALITIES
-
-        super().check()
-        if self.prompt == "box3d" and not _runs_box3d(self.model):
-            raise SegEvalError(
-                f"parameter prompt=box3d is the CVPR 2024 challenge's 3D loop of "
-                f"LiteMedSAM: use --model litemedsam (got {self.model})"
-            )
-        modality = self.modality
-        if modality is not None and str(modality).lower() not in {m.lower() for m in MODALITIES}:
-            raise SegEvalError(
-                f"parameter modality must be null or one of {', '.join(MODALITIES)}, "
-                f"got {modality!r}"
-            )
-        if self.window is not None:
-            from napari_segeval.inference.windowing import parse_window
-
-            try:
-                parse_window(self.window)
-            except SegEvalError as exc:
-                raise SegEvalError(f"parameter window: {exc}") from None
-        if self.prompts is not None and not Path(str(self.prompts)).is_dir():
-            raise SegEvalError(
-                f"parameter prompts must be a folder of <case>.prompts.json files, "
-                f"got {self.prompts!r}"
-            )
-        if self.precision != "auto":
-            self.precisions()
-
-    def precisions(self) -> dict[str, str]:
-        """The precision each model of the run computes in on this machine
-        (:func:`~napari_segeval.models.registry.precision_of`, which refuses one it cannot).
-        """
-        from napari_segeval.models.registry import precision_of
-
-        refs: list = (self.models if isinstance(self, Models) else None) or [self.model]
-        return {r: str(precision_of(r, self.precision, self.device)) for r in refs if r}
-
-
-@dataclass(frozen=True)
-class PromptParams(_Tail, _Tolerance):
-    """The promptable protocols' parameters (``medsam2-3d``'s without ``models``)."""
-
-
-@dataclass(frozen=True)
-class Medsam2Params(Models, PromptParams):
-    """``medsam2-3d``'s parameters: :class:`PromptParams` and ``models``."""
-
-
-@dataclass(frozen=True)
-class VideoParams(Models, _Tail):
-    """``medsam2-video``'s parameters: :class:`PromptParams` less ``tolerance_mm`` (a clip has no
-    surface metrics; its rows use the fixed tolerance), and ``models``.
-    """
-
-    tolerance_mm: ClassVar[float] = 2.0
-
-
-#: What the promptable recipe reads: a record of one of the promptable protocols.
-Promptable = PromptParams | VideoParams
 
 
 def select(specs: list, params: Promptable) -> list:
@@ -169,80 +42,6 @@ def select(specs: list, params: Promptable) -> list:
     if params.prompts is not None:
         return list(specs)
     return [s for s in specs if s.labels or s.error]
-
-
-def case_rng(seed: int, case_id: str) -> np.random.Generator:
-    """A generator seeded by the run seed and the case id (independent of order and workers)."""
-    return np.random.default_rng([int(seed), zlib.crc32(case_id.encode())])
-
-
-def reference_prompts(
-    labels: np.ndarray,
-    structures: dict[int, str],
-    *,
-    jitter: int,
-    rng: np.random.Generator,
-    first: bool = False,
-    jitter_mode: str = "edges",
-) -> list:
-    """One box per structure present in ``labels`` on its key slice (the middle of its extent,
-    or its first frame: :func:`~napari_segeval.prompts.from_labels.key_index`), jittered by
-    ``jitter`` pixels (``jitter_mode``: :meth:`Box.jittered`).
-    """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.from_labels import key_index
-
-    prompts = []
-    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
-    for label in ids:
-        mask = labels == label
-        if not mask.any():
-            continue
-        k = key_index(mask, "video" if first else "volume")
-        box = Box.from_mask(mask[k], index=k, label=label)
-        prompts.append(
-            box.jittered(int(jitter), rng, mask.shape[1:], jitter_mode) if jitter else box
-        )
-    return prompts
-
-
-def challenge_prompts(labels: np.ndarray, structures: dict[int, str]) -> list:
-    """The CVPR 2024 challenge's prompt of every structure present: its 3D box as the 2D box on
-    the middle slice of its z range, ``int((z_max - z_min) / 2 + z_min)``.
-    """
-    from napari_segeval.models.litemedsam import Box3D
-    from napari_segeval.prompts.box import Box
-
-    out = []
-    ids = sorted(structures) if structures else [int(v) for v in np.unique(labels) if v]
-    for label in ids:
-        b = Box3D.from_mask(labels == label, label, 1)
-        if b is not None:
-            x0, y0, x1, y1 = b.xyxy
-            out.append(Box(y0, x0, y1 + 1, x1 + 1, index=b.middle, label=label))
-    return out
-
-
-def prompt_sets(prompts: list, labels: np.ndarray, prompt: str) -> dict:
-    """One prompt set per structure: its box, or (``prompt="mask"``) the reference mask of the
-    box's frame.
-
-    Examples
-    --------
-    >>> from napari_segeval.prompts.box import Box
-    >>> lab = np.zeros((2, 4, 4), np.uint8); lab[1, 1:3, 1:3] = 2
-    >>> sets = prompt_sets([Box(1, 1, 3, 3, index=1, label=2)], lab, "mask")
-    >>> sets[2].prompts[0].area, sets[2].frames
-    (4, (1,))
-    """
-    from napari_segeval.prompts.prompt_set import MaskPrompt, PromptSet
-
-    if prompt == "mask":
-        return {
-            b.label: PromptSet(b.label, (MaskPrompt(labels[b.index] == b.label, b.index, b.label),))
-            for b in prompts
-        }
-    return {b.label: PromptSet.from_box(b) for b in prompts}  # box3d: its middle-slice box
 
 
 @dataclass
@@ -265,90 +64,18 @@ class Prepared:
 
 
 def prepare_case(spec, params: Promptable, *, mode: str) -> Prepared:
-    """Read a case, pick its round-0 prompts, load and configure the model, preprocess.
-
-    With ``prompts`` (a folder of prompts files) the case's prompts are its file's, and a
-    case without reference labels runs too.
+    """Read a case, pick its round-0 prompts (:func:`~._prompts.round0`), load and configure the
+    model, preprocess; with ``prompts`` a case without reference labels runs too.
     """
-    folder = params.prompts
-    case = C.load_case(spec, channel=int(params.channel), need_labels=folder is None)
+    from napari_segeval.propagation import PropagationOptions
+
+    case = C.load_case(spec, channel=int(params.channel), need_labels=params.prompts is None)
     if case.image.ndim - int(case.is_rgb) != 3:
         raise SegEvalError(
             f"case {spec.case_id}: {mode} protocol needs a 3D volume or "
             f"video, got axes {case.axes!r} shape {case.image.shape}"
         )
-    if folder is not None:  # the person's prompts, with or without a reference
-        return with_model(_from_file(spec, params, folder, case, mode), params)
-    structures = structures_to_score(case.structures, case.labels)
-    if params.prompt == "box3d":
-        if mode != "volume":
-            raise SegEvalError(
-                "parameter prompt=box3d (the challenge's 3D boxes) is for volumes, not videos"
-            )
-        prompts = challenge_prompts(case.labels, structures)
-    else:
-        prompts = reference_prompts(
-            case.labels,
-            structures,
-            jitter=params.jitter,
-            rng=case_rng(params.seed, spec.case_id),
-            first=(mode == "video"),
-            jitter_mode=params.jitter_mode,
-        )
-    if not prompts:
-        raise SegEvalError(f"case {spec.case_id}: reference labels are empty, nothing to prompt")
-    present = {b.label: structures.get(b.label, unnamed_label(b.label)) for b in prompts}
-    sets = prompt_sets(prompts, case.labels, params.prompt)
-    return with_model(_unloaded(case, prompts, sets, present, params, mode), params)
-
-
-def _from_file(spec, params: Promptable, folder: str, case: Any, mode: str) -> Prepared:
-    """A case prompted by its ``<case>.prompts.json`` in ``folder`` (the ``prompts`` parameter),
-    checked against the image; each set's round-0 box is its first box (else a unit box on its
-    first frame).
-
-    Raises
-    ------
-    napari_segeval.SegEvalError
-        No prompts file for the case, or one that does not fit it (one line).
-    """
-    from napari_segeval.prompts.box import Box
-    from napari_segeval.prompts.prompt_file import read_prompts
-
-    if params.prompt != "box":
-        raise SegEvalError(
-            f"case {spec.case_id}: prompt={params.prompt} needs reference labels; "
-            "a prompts file gives the prompts as they are"
-        )
-    path = Path(folder) / f"{spec.case_id}.prompts.json"
-    if not path.is_file():
-        raise SegEvalError(
-            f"case {spec.case_id}: no reference labels and no prompts file {path.name} in {folder}"
-        )
-    pf = read_prompts(path)
-    where = "frame" if mode == "video" else "slice"
-    pf.check(case.image.shape[:3], case.structures, where=where, source=str(path))
-    sets = dict(pf.sets)
-    names = {lab: pf.names.get(lab) or case.structures.get(lab) for lab in sets}
-    present = {lab: name or unnamed_label(lab) for lab, name in names.items()}
-    first = {
-        lab: next((q for q in s.prompts if isinstance(q, Box)), None) for lab, s in sets.items()
-    }
-    boxes = [
-        replace(first[lab] or Box(0, 0, 1, 1, index=s.frames[0]), label=lab)
-        for lab, s in sets.items()
-    ]
-    return _unloaded(case, boxes, sets, present, params, mode)
-
-
-def _unloaded(
-    case: Any, boxes: list, sets: dict, present: dict, params: Promptable, mode: str
-) -> Prepared:
-    """A :class:`Prepared` before its model is loaded, with the propagation options the record
-    selects.
-    """
-    from napari_segeval.propagation import PropagationOptions
-
+    boxes, sets, present = round0(spec, case, params, mode)
     options = PropagationOptions(
         mode=mode,
         keep_largest=bool(params.keep_largest),
@@ -357,7 +84,8 @@ def _unloaded(
         decision=params.decision,
     )
     modality = str(params.modality or case.modality or "other")
-    return Prepared(case, boxes, sets, options, present, modality, params.ct_mapping)
+    prepared = Prepared(case, boxes, sets, options, present, modality, params.ct_mapping)
+    return with_model(prepared, params)
 
 
 def with_model(prepared: Prepared, params: Promptable) -> Prepared:
@@ -430,19 +158,10 @@ def score_result(
         )
     else:
         parts = [(scored_labels(res, params), present)]
-    rows = [  # no reference: nothing scored, the rows carry the risk
-        row
-        for pred, names in parts
-        for row in C.score(
-            case.labels,
-            pred,
-            case.spacing,
-            names,
-            condition,
-            tolerance_mm=params.tolerance_mm,
-            empty=params.empty,
-            surface=not video,
-        )
+    kw = {"tolerance_mm": params.tolerance_mm, "empty": params.empty, "surface": not video}
+    # no reference: nothing scored, the rows carry the risk
+    rows = [
+        row for pred, names in parts for row in C.score_case(case, pred, names, condition, **kw)
     ]
     if not video and case.labels is not None:
         rows = gate_nsd(rows, params.nsd_min_dice)
@@ -510,12 +229,7 @@ def case_output(
     case = prepared.case
     k = prepared.boxes[0].index if mode == "video" or case.labels is None else None
     saved = scored_labels(res, params)
-    return CaseOutput(
-        rows,
-        C.views(case, {CLEAN: saved}, index=k),
-        arrays=C.case_arrays(case, {CLEAN: saved}),
-        slices=slices,
-    )
+    return C.output(case, rows, {CLEAN: saved}, index=k, slices=slices)
 
 
 @dataclass
@@ -549,28 +263,37 @@ def challenge_result(prepared: Prepared) -> ChallengeResult:
     )
 
 
+def each_model(
+    spec, params: Any, models: list, mode: str, base: Callable = lambda p: p
+) -> Iterator:
+    """``(model, its record, Prepared)`` of each of ``models`` on one case, read and prompted
+    once (by the first); ``base(record)`` is the record the case is prepared with.
+    """
+    each = [replace(params, model=m, models=None) for m in models]
+    first = prepare_case(spec, base(each[0]), mode=mode)
+    for i, (m, p) in enumerate(zip(models, each, strict=True)):
+        yield m, p, first if i == 0 else with_model(first, base(p))
+
+
 def models_on_same_prompts(
     spec, params: Medsam2Params | VideoParams, models: list, *, mode: str
 ) -> dict:
-    """Every model on one case, read and prompted once; each model's risk reads the others' masks."""
-    each = {m: replace(params, model=m, models=None) for m in models}
-    first = prepare_case(spec, each[models[0]], mode=mode)
-    done: dict[str, tuple[Prepared, Any]] = {}
-    for i, m in enumerate(models):
-        prepared = first if i == 0 else with_model(first, each[m])
-        res = propagate(prepared, each[m])
-        done[m] = (replace(prepared, model=None, frames=None), res)  # free the model
-    masks = {m: structure_masks(res, p, each[m]) for m, (p, res) in done.items()}
+    """Every model on one case, prompted once; each model's risk reads the others' masks."""
+    done = {}
+    for m, p, prepared in each_model(spec, params, models, mode):
+        res = propagate(prepared, p)
+        done[m] = (p, replace(prepared, model=None, frames=None), res)  # free the model
+    masks = {m: structure_masks(res, prep, p) for m, (p, prep, res) in done.items()}
     return {
         m: case_output(
             spec,
-            each[m],
             p,
+            prep,
             res,
             mode=mode,
-            others={lab: [masks[o][lab] for o in models if o != m] for lab in p.present},
+            others={lab: [masks[o][lab] for o in models if o != m] for lab in prep.present},
         )
-        for m, (p, res) in done.items()
+        for m, (p, prep, res) in done.items()
     }
 
 
@@ -579,28 +302,17 @@ def used(rows: list[dict], key: str) -> list:
     return sorted({str(r[key]) for r in rows if r.get(key) not in (None, "")})
 
 
-__all__ = [
-    "ChallengeResult",
-    "Prepared",
-    "case_output",
-    "case_rng",
-    "challenge_prompts",
-    "Medsam2Params",
-    "PromptParams",
-    "Promptable",
-    "VideoParams",
-    "gate_nsd",
-    "models_on_same_prompts",
-    "ordered_labels",
-    "prepare_case",
-    "prompt_sets",
-    "propagate",
-    "propagate_and_score",
-    "reference_prompts",
-    "score_result",
-    "scored_labels",
-    "select",
-    "structure_masks",
-    "used",
-    "with_model",
-]
+def provenance(rows: list[dict]) -> dict:
+    """A summary's ``modalities`` and ``scoring``: the values the rows used."""
+    return {"modalities": used(rows, "modality"), "scoring": used(rows, "scoring")}
+
+
+def protocol(mode: str, **kw: Any) -> Protocol:
+    """A promptable protocol of ``mode`` (``volume`` or ``video``) on this recipe: one model on a
+    case (``run_case``), or several on its same prompts (``run_models``).
+    """
+    run_case, run_models = (
+        partial(f, mode=mode) for f in (propagate_and_score, models_on_same_prompts)
+    )
+    kw.update(rows=PROMPTED, model_kind="promptable", select=select)
+    return Protocol(run_case=run_case, run_models=run_models, **kw)

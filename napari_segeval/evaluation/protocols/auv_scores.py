@@ -113,15 +113,8 @@ def score_cases(
     for c, e in rows.items():
         per = table["classes"].get(c, {})
         classes = [{**r, "auv": per.get(r["name"], {}).get("auv", math.nan)} for r in e["classes"]]
-        cases.append(
-            {
-                "case": c,
-                "split": e["split"],
-                **table["cases"][c],
-                "classes": classes,
-                "error": e["error"],
-            }
-        )
+        head = {"case": c, "split": e["split"], **table["cases"][c]}
+        cases.append({**head, "classes": classes, "error": e["error"]})
     return {
         "format": FORMAT,
         "method": METHOD,
@@ -188,18 +181,9 @@ def csv_text(record: dict) -> str:
     for c in record["cases"]:
         head = [c["case"], c.get("split") or "", num(c.get("scale")), num(c.get("auv"))]
         for r in c.get("classes") or [{}]:
-            w.writerow(
-                head
-                + [
-                    r.get("name", ""),
-                    r.get("label", ""),
-                    r.get("n_voxels", ""),
-                    num(r.get("scale")),
-                    num(r.get("auv")),
-                    r.get("note", ""),
-                    c.get("error") or "",
-                ]
-            )
+            names = [r.get(k, "") for k in ("name", "label", "n_voxels")]
+            tail = [num(r.get("scale")), num(r.get("auv")), r.get("note", ""), c.get("error") or ""]
+            w.writerow(head + names + tail)
     return buf.getvalue()
 
 
@@ -286,30 +270,20 @@ def write_filtered_lists(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WriteError(f"{out}: cannot create the output folder ({exc.strerror or exc})") from exc
-    source = (
-        "the data set's splits_final.json"
-        if splits is not None
-        else ("5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)")
+    source = "the data set's splits_final.json"
+    if splits is None:
+        source = "5 folds made like nnU-Net's (shuffled k-fold, seed 12345, sorted ids)"
+    text = json.dumps(
+        filter_splits(crossval_splits(train_ids) if splits is None else splits, removed), indent=1
     )
-    base = splits if splits is not None else crossval_splits(train_ids)
-    written: dict[str, Any] = {
-        "splits_final.json": str(
-            atomic_write_text(
-                out / "splits_final.json",
-                json.dumps(filter_splits(base, removed), indent=1),
-                overwrite=overwrite,
-            )
-        ),
-        "splits_source": source,
-    }
+    path = atomic_write_text(out / "splits_final.json", text, overwrite=overwrite)
+    written: dict[str, Any] = {"splits_final.json": str(path), "splits_source": source}
     if dataset is not None:
         filtered, dropped = filter_dataset_json(dataset, removed)
-        written["dataset.json"] = str(
-            atomic_write_text(
-                out / "dataset.json", json.dumps(filtered, indent=4), overwrite=overwrite
-            )
+        path = atomic_write_text(
+            out / "dataset.json", json.dumps(filtered, indent=4), overwrite=overwrite
         )
-        written["dataset_json_dropped"] = dropped
+        written.update({"dataset.json": str(path), "dataset_json_dropped": dropped})
     return written
 
 

@@ -21,7 +21,7 @@ from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _promptable as P
-from napari_segeval.evaluation.protocols._params import Models, choice, listed, number
+from napari_segeval.evaluation.protocols._params import Models, choice, listed, number, paragraphs
 from napari_segeval.evaluation.rounds import round_key
 from napari_segeval.evaluation.rows import ROUNDS
 
@@ -223,14 +223,8 @@ def run_case(spec, params: InteractiveParams) -> CaseOutput:
 
 def run_models(spec, params: InteractiveParams, models: list) -> dict:
     """Several models on one case: the same round-0 prompts, then each model's own rounds."""
-    each = {m: replace(params, model=m, models=None) for m in models}
-    first = P.prepare_case(spec, _base_params(each[models[0]]), mode=params.mode)
-    return {
-        m: _rounds_of(
-            spec, each[m], first if i == 0 else P.with_model(first, _base_params(each[m]))
-        )
-        for i, m in enumerate(models)
-    }
+    each = P.each_model(spec, params, models, params.mode, _base_params)
+    return {m: _rounds_of(spec, p, prepared) for m, p, prepared in each}
 
 
 def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOutput:
@@ -257,9 +251,7 @@ def _rounds_of(spec, params: InteractiveParams, prepared: P.Prepared) -> CaseOut
                 views[PredictionKey(cond, r).label()] = res.labels
     k = prepared.boxes[0].index if mode == "video" else None
     case = prepared.case
-    return CaseOutput(
-        rows, C.views(case, views, index=k), arrays=C.case_arrays(case, predictions, images)
-    )
+    return C.output(case, rows, predictions, images, shown=views, index=k)
 
 
 def prompt_sets_at(
@@ -299,72 +291,48 @@ def summarize(rows: list[dict], params: InteractiveParams) -> dict:
     from napari_segeval.evaluation.curves import interactive_curves
 
     return {
-        "modalities": P.used(rows, "modality"),
-        "scoring": P.used(rows, "scoring"),
+        **P.provenance(rows),
         "refine_prompt": P.used(rows, "refine_prompt"),
         **interactive_curves(rows, params.rounds, params.target_dice),
     }
 
 
 #: Deliberate differences of the defaults from the published iterative-prompting evaluations.
-DIFFERENCES = (
-    (
-        "Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, "
-        "propagated through the volume) or medsam2-video's (mode=video); micro-sam prompts "
-        "each 2D object on its own image, IntRaBench's 2D models get prompts on slices "
-        "chosen by its prompter."
-    ),
-    (
-        "Each round adds one prompt per structure, on the slice with the most wrong voxels "
-        "(false negatives plus false positives); micro-sam adds a positive and a negative "
-        "point per object in every iteration, IntRaBench's 2D refinement a positive point on "
-        "every slice of the largest false-negative component or a negative scribble."
-    ),
-    (
-        "The sign of the point is the larger of the slice's false-negative and "
-        "false-positive counts (ties: positive); IntRaBench draws it at random with "
-        "probability FP/(FN+FP), micro-sam gives one of each."
-    ),
-    (
-        "An error region is every wrong pixel of that slice, without connected components; "
-        "IntRaBench takes the largest 3D connected component of the false negatives."
-    ),
-    (
-        "The point lies at the region's most interior pixel (maximum of the Euclidean "
-        "distance transform, the image border counting as outside; ties: the first pixel "
-        "in row-major order), so a run is deterministic; micro-sam samples the point "
-        "uniformly at random among the wrong pixels, IntRaBench near a component's centre."
-    ),
-    (
-        "With the built-in model on volumes the previous prediction is fed back: a click "
-        "refines its slice's previous mask (the prior of the click pass) and spreads to the "
-        "neighbouring slices that share the error, a positive click on a slice the "
-        "prediction misses is first reached by propagation steps from the nearest slice "
-        "that has a mask, and every other slice keeps its mask; "
-        "other models and videos re-propagate from every prompt given so far (as SAM2's "
-        "video predictor with its memory), without a mask prompt; micro-sam can pass the "
-        "previous logits (use_masks), IntRaBench passes them."
-    ),
-    (
-        "A structure that is already exact gets no prompt in that round and keeps its "
-        "result; micro-sam keeps adding points (a positive one inside the overlap), "
-        "IntRaBench stops and repeats the last result."
-    ),
-    (
-        "Five correction rounds by default (rounds=K), as IntRaBench's five refinement "
-        "steps; micro-sam runs eight iterations, the first prompt included."
-    ),
-    (
-        "With refine_prompt=box (and with auto for models that take no points) the "
-        "correction is the reference's box on the worst slice "
-        "that has reference and no box yet; neither anchor refines with boxes."
-    ),
-    (
-        "Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; "
-        "NoI@90 counts correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when "
-        "K rounds do not reach it."
-    ),
-)
+DIFFERENCES = paragraphs("""
+    - Round 0 is medsam2-3d's recipe (a box on the middle slice of the reference extent, propagated
+      through the volume) or medsam2-video's (mode=video); micro-sam prompts each 2D object on its
+      own image, IntRaBench's 2D models get prompts on slices chosen by its prompter.
+    - Each round adds one prompt per structure, on the slice with the most wrong voxels (false
+      negatives plus false positives); micro-sam adds a positive and a negative point per object in
+      every iteration, IntRaBench's 2D refinement a positive point on every slice of the largest
+      false-negative component or a negative scribble.
+    - The sign of the point is the larger of the slice's false-negative and false-positive counts
+      (ties: positive); IntRaBench draws it at random with probability FP/(FN+FP), micro-sam gives
+      one of each.
+    - An error region is every wrong pixel of that slice, without connected components; IntRaBench
+      takes the largest 3D connected component of the false negatives.
+    - The point lies at the region's most interior pixel (maximum of the Euclidean distance
+      transform, the image border counting as outside; ties: the first pixel in row-major order), so
+      a run is deterministic; micro-sam samples the point uniformly at random among the wrong
+      pixels, IntRaBench near a component's centre.
+    - With the built-in model on volumes the previous prediction is fed back: a click refines its
+      slice's previous mask (the prior of the click pass) and spreads to the neighbouring slices
+      that share the error, a positive click on a slice the prediction misses is first reached by
+      propagation steps from the nearest slice that has a mask, and every other slice keeps its
+      mask; other models and videos re-propagate from every prompt given so far (as SAM2's video
+      predictor with its memory), without a mask prompt; micro-sam can pass the previous logits
+      (use_masks), IntRaBench passes them.
+    - A structure that is already exact gets no prompt in that round and keeps its result; micro-sam
+      keeps adding points (a positive one inside the overlap), IntRaBench stops and repeats the last
+      result.
+    - Five correction rounds by default (rounds=K), as IntRaBench's five refinement steps; micro-sam
+      runs eight iterations, the first prompt included.
+    - With refine_prompt=box (and with auto for models that take no points) the correction is the
+      reference's box on the worst slice that has reference and no box yet; neither anchor refines
+      with boxes.
+    - Dice is 2|A∩B|/(|A|+|B|) and NSD at 2 mm on the whole volume per structure; NoI@90 counts
+      correction rounds (0 when round 0 reaches Dice 0.9) and is K+1 when K rounds do not reach it.
+""")
 
 
 PROTOCOL = Protocol(

@@ -17,7 +17,7 @@ from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.protocols import CaseOutput, Protocol
 from napari_segeval.evaluation.protocols import _common as C
 from napari_segeval.evaluation.protocols import _dense as D
-from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_EPS
+from napari_segeval.evaluation.protocols._msd_rog import ROG, ROG_ATTACKS, ROG_DIFFERENCES, ROG_EPS
 from napari_segeval.evaluation.protocols._params import (
     Models,
     Params,
@@ -25,6 +25,7 @@ from napari_segeval.evaluation.protocols._params import (
     empty,
     listed,
     number,
+    paragraphs,
     tolerance,
 )
 from napari_segeval.evaluation.rows import ATTACKED
@@ -145,21 +146,13 @@ def _scales(model, clean) -> list[float]:
 
     if isinstance(model, DenseModel):  # its result is a DenseResult
         return [float(v) for v in clean.params["preprocess"]["channel_scale"]]
-    return [D.raw_per_unit(model)]
+    return [float(model.raw_per_normalized_unit)]
 
 
 def _score(case, labels, structures, condition, params) -> list[dict]:
     """The rows of one prediction (without a reference: unscored rows that carry the risk)."""
-    return C.score(
-        case.labels,
-        labels,
-        case.spacing,
-        structures,
-        condition,
-        tolerance_mm=params.tolerance_mm,
-        empty=params.empty,
-        surface=bool(params.surface),
-    )
+    kw = {"tolerance_mm": params.tolerance_mm, "empty": params.empty}
+    return C.score_case(case, labels, structures, condition, surface=bool(params.surface), **kw)
 
 
 def _risk(model, case, params: MsdParams, condition: str, result, structures) -> tuple[dict, list]:
@@ -171,15 +164,8 @@ def _risk(model, case, params: MsdParams, condition: str, result, structures) ->
 
     n = params.risk_tta
     aug = augmented_labels(model, case, n_samples=n) if n and isinstance(model, DenseModel) else []
-    return D.dense_risks(
-        result.labels,
-        result.probabilities,
-        structures,
-        params,
-        condition=condition,
-        reference=case.labels,
-        augmented=aug,
-    )
+    kw = {"condition": condition, "reference": case.labels, "augmented": aug}
+    return D.dense_risks(result.labels, result.probabilities, structures, params, **kw)
 
 
 def run_case(spec, params: MsdParams) -> CaseOutput:
@@ -229,13 +215,7 @@ def run_case(spec, params: MsdParams) -> CaseOutput:
     note = minmax_note(params, case.modality)
     if note:
         extra["mr_minmax_note"] = note
-    return CaseOutput(
-        rows,
-        C.views(case, preds),
-        extra=extra,
-        arrays=C.case_arrays(case, preds, images),
-        slices=slices,
-    )
+    return C.output(case, rows, preds, images, extra=extra, slices=slices)
 
 
 def select(specs: list, params: MsdParams) -> list:
@@ -333,44 +313,29 @@ def summarize(rows: list[dict], params: MsdParams) -> dict:
 
 #: Deliberate differences of the defaults from the published recipe (docs/protocols.md).
 DIFFERENCES = (
-    (
-        "Attacks run on the whole volume through the Gaussian sliding window (the gradient "
-        "reaches every window), not on one foreground-centred patch per case, so clean and "
-        "attacked Dice score the same whole case."
-    ),
-    (
-        "Perturbed inputs are clamped to the intensity range the preprocessing produces, each "
-        "channel to its own, not to [0, 1]: the published code clamps z-scored inputs to "
-        "[0, 1], which destroys the clean image itself (recipe bug, corrected)."
-    ),
-    (
-        "The robust threshold (0.5 x the task's mean clean Dice) is computed once from the "
-        "clean run; the published code re-multiplies it on every attack call, compounding it "
-        "(recipe bug, corrected)."
-    ),
-    (
-        "No attack runs unless asked (--attack) and epsilon has no default: budgets are given "
-        "in normalized (z-scored) units, because natural-image budgets such as 8/255 mean "
-        "nothing for z-scored CT or MR intensities."
-    ),
-    (
-        "Every attack runs on every case with all its restarts (gate=false); the published "
-        "code attacks, and restarts, only the cases still robust."
-    ),
-    (
-        "Post-processing keeps the largest component of each organ and removes lesion "
-        "components smaller than a threshold learned from the training labels (nnU-Net v1's "
-        "rule); the paper fuses small tumour components, and the released code has none."
-    ),
-    (
-        "MR volumes are min-max scaled to [0, 1] per image before the percentile clip and "
-        "z-score only when the model's plans say so (mr_minmax); the published code always "
-        "does it for MR: the model's own preprocessing is used unchanged."
-    ),
-    (
-        "The network is the one given with --param model= (the built-in 3D U-Net by default), "
-        "not ROG: Dice values are comparable with the paper only for the same network."
-    ),
+    *paragraphs("""
+        - Attacks run on the whole volume through the Gaussian sliding window (the gradient reaches
+          every window), not on one foreground-centred patch per case, so clean and attacked Dice
+          score the same whole case.
+        - Perturbed inputs are clamped to the intensity range the preprocessing produces, each
+          channel to its own, not to [0, 1]: the published code clamps z-scored inputs to [0, 1],
+          which destroys the clean image itself (recipe bug, corrected).
+        - The robust threshold (0.5 x the task's mean clean Dice) is computed once from the clean
+          run; the published code re-multiplies it on every attack call, compounding it (recipe bug,
+          corrected).
+        - No attack runs unless asked (--attack) and epsilon has no default: budgets are given in
+          normalized (z-scored) units, because natural-image budgets such as 8/255 mean nothing for
+          z-scored CT or MR intensities.
+        - Every attack runs on every case with all its restarts (gate=false); the published code
+          attacks, and restarts, only the cases still robust.
+        - Post-processing keeps the largest component of each organ and removes lesion components
+          smaller than a threshold learned from the training labels (nnU-Net v1's rule); the paper
+          fuses small tumour components, and the released code has none.
+        - MR volumes are min-max scaled to [0, 1] per image before the percentile clip and z-score
+          only when the model's plans say so (mr_minmax); the published code always does it for MR:
+          the model's own preprocessing is used unchanged.
+        """),
+    ROG_DIFFERENCES[-1],  # the network
 )
 
 
