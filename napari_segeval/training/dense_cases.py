@@ -193,12 +193,9 @@ def train_dense_cases(
     if too_big:
         raise SegEvalError(f"label id {max(too_big)} >= num_classes {num_classes}")
     index = [class_index(y, num_classes) for _, y in data]
-    cfg = UNetConfig(
-        in_channels=1,
-        num_classes=int(num_classes),
-        base_channels=int(config.base_channels),
-        levels=int(config.levels),
-    )
+    channels, levels = int(config.base_channels), int(config.levels)
+    architecture = {"in_channels": 1, "num_classes": int(num_classes), "base_channels": channels}
+    cfg = UNetConfig(**architecture, levels=levels)
     rng = np.random.default_rng(config.seed)
     losses: list[float] = []
     with TorchThreads(config.threads):
@@ -237,12 +234,7 @@ def train_dense_cases(
     plans = json.loads(json.dumps(BUILTIN_PLANS))
     plans.update(
         {
-            "config": {
-                "in_channels": 1,
-                "num_classes": int(num_classes),
-                "base_channels": int(config.base_channels),
-                "levels": int(config.levels),
-            },
+            "config": {**architecture, "levels": levels},
             "spacing": [float(s) for s in spacing],
             "patch_size": [int(p) for p in config.patch_size],
             "modality": modality,
