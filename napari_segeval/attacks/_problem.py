@@ -133,19 +133,15 @@ class Problem:
         import torch
 
         if not isinstance(clamp[0], tuple):
-            return (torch.full_like(self.x, clamp[0]), torch.full_like(self.x, clamp[1]))
+            return torch.full_like(self.x, clamp[0]), torch.full_like(self.x, clamp[1])
         axis = self.channel_axis
         if axis is None or self.x.shape[axis] != len(clamp):
             n = "no channel axis" if axis is None else f"{self.x.shape[axis]} channels"
             raise ValueError(f"{len(clamp)} per-channel clamp ranges for an input with {n}")
         shape = [1] * self.x.ndim
         shape[axis] = len(clamp)
-        lo, hi = (
-            torch.tensor([c[i] for c in clamp], dtype=self.x.dtype, device=self.x.device)
-            .reshape(shape)
-            .expand_as(self.x)
-            for i in (0, 1)
-        )
+        ranges = torch.tensor(clamp, dtype=self.x.dtype, device=self.x.device)  # (C, 2)
+        lo, hi = (ranges[:, i].reshape(shape).expand_as(self.x) for i in (0, 1))
         return lo, hi
 
     @property
@@ -279,15 +275,8 @@ class Problem:
     def output(self, history: list) -> AttackOutput:
         if self.progress is not None and self.done < self.total:
             self.progress(self.total, self.total)  # stopped early (gating): close the count
-        return AttackOutput(
-            self.best_delta,
-            self.best_logits,
-            self.best_dice,
-            history,
-            self.n_forward,
-            self.n_backward,
-            dict(self.info),
-        )
+        best = (self.best_delta, self.best_logits, self.best_dice, history)
+        return AttackOutput(*best, self.n_forward, self.n_backward, dict(self.info))
 
 
 def record_step(history: list, restart: int, step: int, loss: Any, dice: Any, **extra: Any) -> None:

@@ -37,6 +37,11 @@ def _clamp_ranges(clamp: Any) -> tuple:
     return tuple(pairs) if per_channel else pairs[0]
 
 
+def _jsonable(clamp: Any) -> list | None:
+    """The clamp as nested lists."""
+    return None if clamp is None else [_jsonable(c) if isinstance(c, tuple) else c for c in clamp]
+
+
 @dataclass
 class AttackConfig:
     """Parameters of one attack (all recorded with its results).
@@ -108,10 +113,29 @@ class AttackConfig:
         if spec is None:
             raise ValueError(f"unknown attack {self.attack!r}: use one of {', '.join(ATTACKS)}")
         self._check_budget(spec)
-        if spec.loss is not None:
-            self.loss = spec.loss
-        self._check_loss(spec)
-        self._check_schedule()
+        self.loss = self.loss if spec.loss is None else spec.loss
+        if self.loss in FORWARD_ONLY_LOSSES and not spec.gradient_free:
+            free = ", ".join(name for name, a in ATTACKS.items() if a.gradient_free)
+            raise ValueError(f"loss {self.loss!r} has no gradient: only {free} takes it")
+        if self.loss not in LOSSES + FORWARD_ONLY_LOSSES:
+            raise ValueError(
+                f"unknown loss {self.loss!r}: use one of {', '.join(LOSSES + FORWARD_ONLY_LOSSES)}"
+            )
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(
+                f"weighting must be None, 'segpgd' or 'cospgd', got {self.weighting!r}"
+            )
+        if self.weighting is not None and self.loss == "dice":
+            raise ValueError("per-voxel weighting needs a per-voxel loss ('ce' or 'dlr')")
+        if self.schedule is None:
+            self.schedule = spec.schedules[0]
+        if self.schedule not in spec.schedules:
+            if self.schedule in SCHEDULES:
+                raise ValueError(
+                    f"schedule {self.schedule!r} does not apply to {self.attack} "
+                    f"(use one of {spec.schedules})"
+                )
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         if self.select not in SELECTS:
             raise ValueError(f"select must be one of {SELECTS}, got {self.select!r}")
         if self.select == "loss" and not spec.loss_select:
@@ -140,34 +164,6 @@ class AttackConfig:
         ):
             raise ValueError(f"step_size must be finite and > 0, got {self.step_size}")
 
-    def _check_loss(self, spec: Attack) -> None:
-        """The loss and its per-voxel weighting."""
-        if self.loss in FORWARD_ONLY_LOSSES and not spec.gradient_free:
-            free = ", ".join(name for name, a in ATTACKS.items() if a.gradient_free)
-            raise ValueError(f"loss {self.loss!r} has no gradient: only {free} takes it")
-        if self.loss not in LOSSES + FORWARD_ONLY_LOSSES:
-            raise ValueError(
-                f"unknown loss {self.loss!r}: use one of {', '.join(LOSSES + FORWARD_ONLY_LOSSES)}"
-            )
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(
-                f"weighting must be None, 'segpgd' or 'cospgd', got {self.weighting!r}"
-            )
-        if self.weighting is not None and self.loss == "dice":
-            raise ValueError("per-voxel weighting needs a per-voxel loss ('ce' or 'dlr')")
-
-    def _check_schedule(self) -> None:
-        allowed = ATTACKS[self.attack].schedules
-        if self.schedule is None:
-            self.schedule = allowed[0]
-        if self.schedule not in allowed:
-            if self.schedule in SCHEDULES:
-                raise ValueError(
-                    f"schedule {self.schedule!r} does not apply to {self.attack} "
-                    f"(use one of {allowed})"
-                )
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-
     @property
     def effective_step_size(self) -> float:
         """The step size actually used (the default when ``step_size`` is None)."""
@@ -177,16 +173,11 @@ class AttackConfig:
 
     def to_dict(self) -> dict:
         """Plain dict, with the effective step size."""
-        d = asdict(self)
-        d["clamp"] = (
-            None
-            if self.clamp is None
-            else [list(c) for c in self.clamp]
-            if isinstance(self.clamp[0], tuple)
-            else list(self.clamp)
-        )
-        d["step_size"] = self.effective_step_size
-        return d
+        return {
+            **asdict(self),
+            "clamp": _jsonable(self.clamp),
+            "step_size": self.effective_step_size,
+        }
 
 
 class AttackNotApplicable(SegEvalError, ValueError):

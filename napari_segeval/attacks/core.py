@@ -74,16 +74,8 @@ def run_attack(
     -------
     AttackOutput
     """
-    problem = Problem(
-        forward,
-        x,
-        target.long(),
-        config,
-        progress,
-        cancel,
-        total_evaluations(config),
-        channel_axis=channel_axis,
-    )
+    total = total_evaluations(config)
+    problem = Problem(forward, x, target.long(), config, progress, cancel, total, channel_axis)
     return ATTACKS[config.attack].run(problem)
 
 

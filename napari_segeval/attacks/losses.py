@@ -106,16 +106,11 @@ def get_loss(name: str) -> Any:
     >>> get_loss("ce").__name__
     'cross_entropy'
     """
-    table = {
-        "ce": cross_entropy,
-        "dice": soft_dice_loss,
-        "dlr": dlr_loss,
-        "hard-dice": hard_dice_loss,
-    }
+    table = dict(
+        zip(LOSSES + FORWARD_ONLY_LOSSES, (cross_entropy, soft_dice_loss, dlr_loss, hard_dice_loss))
+    )
     if name not in table:
-        raise ValueError(
-            f"unknown loss {name!r}: use one of {', '.join(LOSSES + FORWARD_ONLY_LOSSES)}"
-        )
+        raise ValueError(f"unknown loss {name!r}: use one of {', '.join(table)}")
     return table[name]
 
 

@@ -19,28 +19,15 @@ from napari_segeval.attacks.iterative import fgsm, noise, pgd
 from napari_segeval.attacks.square import square
 
 
-def _gate(cfg: Any) -> int:
-    """The clean input's one evaluation under robust-threshold gating."""
-    return 1 if cfg.robust_threshold is not None else 0
-
-
 def _iterations(cfg: Any, num_classes: int | None = None) -> int:
-    """PGD, APGD, Square: ``steps`` evaluations and the final iterate, per restart."""
-    return cfg.restarts * (cfg.steps + 1) + _gate(cfg)
-
-
-def _two(cfg: Any, num_classes: int | None = None) -> int:
-    """FGSM: the clean gradient and the stepped input."""
-    return 2 + _gate(cfg)
+    """``steps`` evaluations and the final iterate per restart, plus the clean input's
+    one evaluation under robust-threshold gating (PGD, APGD, Square)."""
+    return cfg.restarts * (cfg.steps + 1) + (cfg.robust_threshold is not None)
 
 
 def _draws(cfg: Any, num_classes: int | None = None) -> int:
-    """Noise: one evaluation per draw (restart)."""
-    return cfg.restarts + _gate(cfg)
-
-
-def _eps(cfg: Any) -> float:
-    return float(cfg.eps)
+    """Noise: one evaluation per draw (restart), plus the gated clean input's."""
+    return cfg.restarts + (cfg.robust_threshold is not None)
 
 
 @dataclass(frozen=True)
@@ -78,7 +65,7 @@ class Attack:
     summary: str
     schedules: tuple[str, ...] = ("constant",)
     loss: str | None = None
-    step_size: Callable[[Any], float] = _eps
+    step_size: Callable[[Any], float] = lambda cfg: float(cfg.eps)
     linf_only: bool = False
     gradient_free: bool = False
     loss_select: bool = False
@@ -86,23 +73,17 @@ class Attack:
 
 
 def _apgd(loss: str, summary: str) -> Attack:
-    """APGD on ``loss``, default step size 2 eps.
-
-    Its ``schedule`` values are ``paper`` and ``rog`` (where the step size is checked).
-    """
-    return Attack(
-        apgd,
-        _iterations,
-        summary,
-        schedules=("paper", "rog"),
-        loss=loss,
-        step_size=lambda cfg: 2.0 * cfg.eps,
-    )
+    """APGD on ``loss``: schedules ``paper`` and ``rog``, default step size 2 eps."""
+    return Attack(apgd, _iterations, summary, ("paper", "rog"), loss, lambda cfg: 2.0 * cfg.eps)
 
 
 #: Every attack by the name people type (order: help texts and the viewer's list).
 ATTACKS: dict[str, Attack] = {
-    "fgsm": Attack(fgsm, _two, "one signed gradient step (FGSM; L2: normalized gradient)"),
+    "fgsm": Attack(  # the clean gradient and the stepped input
+        fgsm,
+        lambda cfg, _: 2 + (cfg.robust_threshold is not None),
+        "one signed gradient step (FGSM; L2: normalized gradient)",
+    ),
     "pgd": Attack(
         pgd,
         _iterations,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
@@ -217,17 +218,10 @@ def attack_case(
 
     case = target.case
     truth = case.labels if case.labels is not None else clean_pred
-    clean_rows, attacked_rows = (
-        structure_table(
-            truth,
-            pred,
-            case.spacing,
-            structures=target.structures,
-            tolerance_mm=tolerance_mm,
-            surface=surface,
-        )
-        for pred in (clean_pred, attacked_pred)
+    rows = partial(
+        structure_table, structures=target.structures, tolerance_mm=tolerance_mm, surface=surface
     )
+    clean_rows, attacked_rows = (rows(truth, p, case.spacing) for p in (clean_pred, attacked_pred))
     norm_n = float(per_case_norm(out.delta.double(), config.norm)[0])
     norm_r = float(np.abs(pert).max() if config.norm == "linf" else np.linalg.norm(pert))
     params = {

@@ -132,20 +132,44 @@ def lr_at(frac: float, lr0: float, warmup: float = 0.03) -> float:
     return lr0 * (0.01 + 0.99 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
-def segmentation_loss(logits, target, num_classes, weight=None):
+def ce_soft_dice(logits, target, num_classes, smooth=1e-5, weight=None, present_only=True):
+    """Cross-entropy plus one minus the mean foreground soft Dice, over the batch.
+
+    ``present_only``: average the Dice over the foreground classes present in the batch
+    (all when none is), as ``1 - mean``; else ``mean(1 - dice)`` over all of them (the
+    2D U-Net's recipe, smoothing 1). The two orders round differently: both are kept.
+    """
     import torch.nn.functional as F
 
     ce = F.cross_entropy(logits, target, weight=weight)
     prob = logits.softmax(1)
-    onehot = F.one_hot(target, num_classes).permute(0, 4, 1, 2, 3).float()
-    dims = (0, 2, 3, 4)
+    onehot = F.one_hot(target, num_classes).movedim(-1, 1).to(prob.dtype)
+    if not present_only:  # the 2D recipe sums the foreground channels only
+        prob, onehot = prob[:, 1:], onehot[:, 1:]
+    dims = (0, *range(2, logits.ndim))
     inter = (prob * onehot).sum(dims)
     denom = prob.sum(dims) + onehot.sum(dims)
-    dice = (2 * inter + 1e-5) / (denom + 1e-5)
-    # per-class Dice averaged over the foreground classes present in the batch
+    dice = (2 * inter + smooth) / (denom + smooth)
+    if not present_only:
+        return ce + (1 - dice).mean()
     present = onehot.sum(dims)[1:] > 0
     fg = dice[1:][present] if bool(present.any()) else dice[1:]
     return ce + (1 - fg.mean())
+
+
+def segmentation_loss(logits, target, num_classes, weight=None):
+    """The built-in CT model's loss: :func:`ce_soft_dice` (smoothing 1e-5, present classes)."""
+    return ce_soft_dice(logits, target, num_classes, 1e-5, weight)
+
+
+def save_checkpoint(net: Any, payload: dict, out: Path) -> None:
+    """Write ``payload`` plus ``net``'s ``state_dict`` to ``out`` atomically (``torch.save``)."""
+    import torch
+
+    state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out, overwrite=True) as tmp:
+        torch.save({**payload, "state_dict": state}, tmp)
 
 
 def train(
@@ -233,10 +257,7 @@ def train(
     payload["lesion_min_mm3"] = thresholds
     record["total_minutes"] = round((time.time() - t0) / 60, 2)
     payload["training"] = record
-    payload["state_dict"] = {k: v.detach().clone() for k, v in net.state_dict().items()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out, overwrite=True) as tmp:
-        torch.save(payload, tmp)
+    save_checkpoint(net, payload, out)
     print(json.dumps(record), flush=True)
     return record
 

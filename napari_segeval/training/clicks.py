@@ -56,16 +56,7 @@ def corrective_click(
     region, a tie going to the false negatives, at its most interior pixel). With
     ``rng``, the pixel is a random deep one (:func:`interior_point`) and, with
     probability ``other``, the smaller non-empty error region is corrected instead.
-
-    Parameters
-    ----------
-    reference, prediction : numpy.ndarray
-        Boolean ``(H, W)`` masks of one slice, in the order of :mod:`napari_segeval.metrics`
-        and :func:`~napari_segeval.prompts.next_correction`.
-    rng : numpy.random.Generator, optional
-        Draws the pixel and the region (training); None: the evaluation's click.
-    other : float
-        Probability of correcting the smaller region (with ``rng``).
+    ``reference`` and ``prediction`` are boolean ``(H, W)`` masks of one slice.
     """
     fn, fp = error_regions(reference, prediction)
     n_fn, n_fp = int(fn.sum()), int(fp.sum())

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from napari_segeval._atomic import atomic_path
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import SegEvalError
 
@@ -172,7 +171,12 @@ def train_dense_cases(
     from napari_segeval.models.dense._plans import BUILTIN_PLANS
     from napari_segeval.models.dense.unet import UNet3D, UNetConfig
     from napari_segeval.models.dense.unet2d import TorchThreads
-    from napari_segeval.training.builtin_ct import class_index, optimizer_step, patch_batch
+    from napari_segeval.training.builtin_ct import (
+        class_index,
+        optimizer_step,
+        patch_batch,
+        save_checkpoint,
+    )
 
     config = config or DenseTrainConfig()
     if config.optimizer not in OPTIMIZERS:
@@ -189,12 +193,9 @@ def train_dense_cases(
     if too_big:
         raise SegEvalError(f"label id {max(too_big)} >= num_classes {num_classes}")
     index = [class_index(y, num_classes) for _, y in data]
-    cfg = UNetConfig(
-        in_channels=1,
-        num_classes=int(num_classes),
-        base_channels=int(config.base_channels),
-        levels=int(config.levels),
-    )
+    channels, levels = int(config.base_channels), int(config.levels)
+    architecture = {"in_channels": 1, "num_classes": int(num_classes), "base_channels": channels}
+    cfg = UNetConfig(**architecture, levels=levels)
     rng = np.random.default_rng(config.seed)
     losses: list[float] = []
     with TorchThreads(config.threads):
@@ -233,12 +234,7 @@ def train_dense_cases(
     plans = json.loads(json.dumps(BUILTIN_PLANS))
     plans.update(
         {
-            "config": {
-                "in_channels": 1,
-                "num_classes": int(num_classes),
-                "base_channels": int(config.base_channels),
-                "levels": int(config.levels),
-            },
+            "config": {**architecture, "levels": levels},
             "spacing": [float(s) for s in spacing],
             "patch_size": [int(p) for p in config.patch_size],
             "modality": modality,
@@ -250,11 +246,7 @@ def train_dense_cases(
             "training": record,
         }
     )
-    payload = {**plans, "state_dict": {k: v.detach().clone() for k, v in net.state_dict().items()}}
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out, overwrite=True) as tmp:
-        torch.save(payload, tmp)
+    save_checkpoint(net, plans, Path(out))
     return record
 
 

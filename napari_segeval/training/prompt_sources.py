@@ -78,9 +78,8 @@ def phantom_stacks(n_ct: int, n_echo: int, n_rgb: int, log=print) -> list[Stack]
         case = make(seed, shape=(128, 160))
         grey = case.image[..., :3].astype(np.float32).mean(axis=-1) / 255.0
         assert case.labels is not None  # a phantom has its labels
-        out.append(
-            Stack("rgb", torch.from_numpy(case.labels[None]), image=torch.from_numpy(grey[None]))
-        )
+        image = torch.from_numpy(grey[None])
+        out.append(Stack("rgb", torch.from_numpy(case.labels[None]), image=image))
     log(f"phantom stacks: {n_ct} CT, {n_echo} echo, {n_rgb} colour")
     return out
 
@@ -155,13 +154,10 @@ def frames(
         return appearance.restyle(rng, img, strength=float(rng.uniform(0.2, 1.0)))
     if stack.kind == "scene":
         assert stack.classes is not None  # a scene stack has its class map
+        contrast, rgb = float(rng.uniform(0.04, 0.2)), rng.random() < 0.2
+        classes = stack.classes[idx]
         img = appearance.render(
-            rng,
-            stack.classes[idx],
-            stack.n_classes,
-            target=target,
-            min_contrast=float(rng.uniform(0.04, 0.2)),
-            rgb=rng.random() < 0.2,
+            rng, classes, stack.n_classes, target=target, min_contrast=contrast, rgb=rgb
         )
         return appearance.restyle(rng, img)
     img = _unit(rng, stack, idx)
@@ -169,12 +165,9 @@ def frames(
     ct = stack.kind == "ct"
     if rng.random() < (0.5 if ct else 0.3):  # as the phantom is
         return img
-    return appearance.restyle(
-        rng,
-        img,
-        style=style if rng.random() < 0.7 else None,
-        strength=float(rng.uniform(0.0, 0.7 if ct else 1.0)),
-    )
+    style_or_none = style if rng.random() < 0.7 else None
+    strength = float(rng.uniform(0.0, 0.7 if ct else 1.0))
+    return appearance.restyle(rng, img, style=style_or_none, strength=strength)
 
 
 def _unit(rng: np.random.Generator, stack: Stack, idx: list[int]) -> torch.Tensor:
@@ -187,6 +180,4 @@ def _fit(img: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
     """Resize ``(S, h, w)`` to ``shape`` (bilinear)."""
     if tuple(img.shape[1:]) == tuple(shape):
         return img
-    return F.interpolate(img[:, None], size=tuple(shape), mode="bilinear", align_corners=False)[
-        :, 0
-    ]
+    return F.interpolate(img[:, None], size=shape, mode="bilinear", align_corners=False)[:, 0]

@@ -258,20 +258,10 @@ def make_scene(
     n_objects: tuple[int, int] = (2, 5),
     nested: float = 0.2,
 ) -> Scene:
-    """A stack with ``n_objects`` random objects of ``families`` on random tissue.
+    """A ``(z, y, x)`` stack (``z == 1``: 2D) of random objects of ``families`` on random tissue.
 
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    shape : sequence of int
-        ``(z, y, x)``; ``z == 1`` gives a 2D scene.
-    families : sequence of str
-        Shape families to draw from (module doc).
-    n_objects : (int, int)
-        Inclusive range of the number of objects drawn (some may be dropped when
-        covered by later ones).
-    nested : float
-        Probability that an object is drawn inside an earlier one.
+    ``n_objects`` is the inclusive range of objects drawn (some are dropped when covered
+    by later ones); ``nested`` the probability that one is drawn inside an earlier one.
     """
     shape = tuple(int(s) for s in shape)
     tissue, n_cls = _tissue(rng, shape)

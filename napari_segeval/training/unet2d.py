@@ -23,19 +23,6 @@ from napari_segeval.models.dense.unet2d import (
 )
 
 
-def _loss(logits, target, num_classes: int):
-    import torch
-    import torch.nn.functional as F
-
-    ce = F.cross_entropy(logits, target)
-    prob = logits.softmax(1)[:, 1:]
-    onehot = F.one_hot(target, num_classes).permute(0, 3, 1, 2).to(prob.dtype)[:, 1:]
-    inter = (prob * onehot).sum((0, 2, 3))
-    denom = prob.sum((0, 2, 3)) + onehot.sum((0, 2, 3))
-    dice = (2 * inter + 1.0) / (denom + 1.0)
-    return ce + (1 - dice).mean() if num_classes > 1 else ce + torch.zeros(())
-
-
 def train_unet2d(
     images: Sequence[np.ndarray],
     labels: Sequence[np.ndarray],
@@ -70,8 +57,10 @@ def train_unet2d(
     UNet2DModel
     """
     import torch
+    import torch.nn.functional as F
 
     from napari_segeval.models._device import pick_device
+    from napari_segeval.training.builtin_ct import ce_soft_dice
 
     cfg = config or TrainConfig2D()
     if not images or len(images) != len(labels):
@@ -123,7 +112,11 @@ def train_unet2d(
             for k, axis in enumerate((-1, -2)):  # random flips along x, then y
                 xb = torch.where(flip[k, :, None, None, None], xb.flip(axis), xb)
                 yb = torch.where(flip[k, :, None, None], yb.flip(axis), yb)
-            loss = _loss(net(xb.to(dev)), yb.to(dev), num_classes)
+            logits = net(xb.to(dev))
+            if num_classes > 1:
+                loss = ce_soft_dice(logits, yb.to(dev), num_classes, 1.0, present_only=False)
+            else:
+                loss = F.cross_entropy(logits, yb.to(dev)) + torch.zeros(())
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -55,17 +55,14 @@ def gram_eigenvalues(matrix: np.ndarray) -> np.ndarray:
         raise ValueError(f"expected a matrix, got shape {m.shape}")
     if not np.isfinite(m).all():
         raise ValueError("the decoded map contains NaN or infinite values")
-    wide = m.shape[0] <= m.shape[1]
-    r, long = (m.shape[0], m.shape[1]) if wide else (m.shape[1], m.shape[0])
+    if m.shape[0] > m.shape[1]:  # the Gram matrix of the smaller side
+        m = m.T
+    r = m.shape[0]
     gram = np.zeros((r, r), dtype=np.float64)
     step = max(1, BLOCK_VALUES // max(r, 1))
-    for start in range(0, long, step):
-        if wide:
-            block = m[:, start : start + step].astype(np.float64)
-            gram += block @ block.T
-        else:
-            block = m[start : start + step].astype(np.float64)
-            gram += block.T @ block
+    for start in range(0, m.shape[1], step):
+        block = m[:, start : start + step].astype(np.float64)
+        gram += block @ block.T
     if r == 0:
         return np.zeros(0)
     lam = np.linalg.eigvalsh(gram)[::-1]

@@ -19,19 +19,14 @@ from napari_segeval.uncertainty.maps import SampleStats, UncertaintyMaps, entrop
 ProgressFn = Callable[[int, int], None]
 
 
-def _draw(
-    rng: np.random.Generator,
-    flip_axes: Sequence[int],
-    intensity_scale: float,
-    intensity_shift: float,
-    scale_range: float,
-) -> dict:
-    flips = [int(a) for a in flip_axes if rng.random() < 0.5]
+def _draw(rng: np.random.Generator, axes: Sequence[int], gain: float, shift: float, zoom: float):
+    """One augmentation: flips of ``axes``, and gain, offset and zoom of these half-widths."""
+    flips = [int(a) for a in axes if rng.random() < 0.5]
     return {
         "flips": flips,
-        "gain": float(1.0 + rng.uniform(-intensity_scale, intensity_scale)),
-        "shift": float(rng.uniform(-intensity_shift, intensity_shift)),
-        "scale": float(1.0 + rng.uniform(-scale_range, scale_range)),
+        "gain": float(1.0 + rng.uniform(-gain, gain)),
+        "shift": float(rng.uniform(-shift, shift)),
+        "scale": float(1.0 + rng.uniform(-zoom, zoom)),
     }
 
 

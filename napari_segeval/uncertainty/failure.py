@@ -159,15 +159,12 @@ def _trapezoid(x, y) -> float:
     return float(np.sum((xs[:-1] - xs[1:]) * (ys[:-1] + ys[1:]) / 2.0))
 
 
-def _scores(score: ArrayLike) -> np.ndarray:
+def _pair(score: ArrayLike, other: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The scores (NaN: the riskiest, ``inf``) and ``other``, float64 and of one shape."""
     s = np.asarray(score, dtype=np.float64)
     if s.ndim != 1:
         raise ValueError(f"score must be one-dimensional, got shape {s.shape}")
-    return np.where(np.isnan(s), np.inf, s)
-
-
-def _pair(score: ArrayLike, other: ArrayLike, name: str) -> tuple[np.ndarray, np.ndarray]:
-    s = _scores(score)
+    s = np.where(np.isnan(s), np.inf, s)
     o = np.asarray(other, dtype=np.float64)
     if o.shape != s.shape:
         raise ValueError(f"score {s.shape} and {name} {o.shape} differ in shape")

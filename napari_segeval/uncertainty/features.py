@@ -160,13 +160,10 @@ def class_scales(
     counts = {int(k): int(np.count_nonzero(labels == int(k))) for k in structures}
     todo = [k for k in structures if counts[int(k)] >= min_voxels]
     extra = {} if ct_mapping == "window" else {"ct_mapping": ct_mapping}
-    frames = (
-        model.preprocess(
-            as_frames(np.asarray(case.image), kind), case.modality or "CT", window, **extra
-        )
-        if todo
-        else None
-    )
+    frames = None
+    if todo:
+        image = as_frames(np.asarray(case.image), kind)
+        frames = model.preprocess(image, case.modality or "CT", window, **extra)
     lab3 = labels[None] if kind == "image" else labels
     n = 1 if kind == "image" else int(labels.shape[0])
     steps = {}
@@ -177,19 +174,12 @@ def class_scales(
     done = 0
     rows = []
     for k, name in structures.items():
-        row = {
-            "label": int(k),
-            "name": str(name),
-            "n_voxels": counts[int(k)],
-            "scale": math.nan,
-            "note": "",
-        }
-        if counts[int(k)] == 0:
+        c = counts[int(k)]
+        row = {"label": int(k), "name": str(name), "n_voxels": c, "scale": math.nan, "note": ""}
+        if c == 0:
             row["note"] = "absent from the reference: not prompted"
-        elif counts[int(k)] < min_voxels:
-            row["note"] = (
-                f"{counts[int(k)]} reference voxel(s), fewer than {min_voxels}: not prompted"
-            )
+        elif c < min_voxels:
+            row["note"] = f"{c} reference voxel(s), fewer than {min_voxels}: not prompted"
         else:
             check_cancel(cancel, "semantic perception scale")
             box, n_steps = steps[k]

@@ -114,13 +114,9 @@ def prompt_tta(
     sets = as_prompt_sets(prompts)
     shape = tuple(int(s) for s in frames.shape[1:3])
     rng = np.random.default_rng(seed)
-    correcting = corrects(model, PropagationOptions(mode=mode))
-    per_sample = total_steps(
-        int(frames.shape[0]),
-        sets,
-        mode,
-        corrections=rule_of(model) if correcting else Corrections.NONE,
-    )
+    options = PropagationOptions(mode=mode)
+    rule = rule_of(model) if corrects(model, options) else Corrections.NONE
+    per_sample = total_steps(int(frames.shape[0]), sets, mode, corrections=rule)
     total = per_sample * n_samples
     cache = model.feature_cache() if noise_std <= 0 else None
     if cache is not None:  # one tensor for every sample, so the kept embeddings stay bound to it
@@ -137,16 +133,8 @@ def prompt_tta(
         )
         x = frames if clean else _noisy(frames, noise_std, rng, clamp)
         drawn.append([[b.y0, b.x0, b.y1, b.x1] for s in drawn_sets.values() for b in s.boxes])
-
-        res = propagate_case(
-            model,
-            x,
-            drawn_sets,
-            PropagationOptions(mode=mode),
-            progress=shifted_progress(progress, i * per_sample, total),
-            cancel=cancel,
-            cache=cache,
-        )
+        cb = shifted_progress(progress, i * per_sample, total)
+        res = propagate_case(model, x, drawn_sets, options, progress=cb, cancel=cancel, cache=cache)
         for label, p in res.probabilities.items():
             stats[label].add(np.asarray(p, np.float32))
     labels_order = tuple(sets)

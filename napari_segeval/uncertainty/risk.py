@@ -134,12 +134,8 @@ class Logistic:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Logistic:
         """From its JSON form (``names``, ``weights``, ``intercept``, ``fill``)."""
-        return cls(
-            tuple(d["names"]),
-            tuple(float(v) for v in d["weights"]),
-            float(d["intercept"]),
-            tuple(float(v) for v in d["fill"]),
-        )
+        weights, fill = (tuple(float(v) for v in d[k]) for k in ("weights", "fill"))
+        return cls(tuple(d["names"]), weights, float(d["intercept"]), fill)
 
     def to_dict(self) -> dict:
         """Its JSON form."""
@@ -250,6 +246,7 @@ def slice_signals(
         level = float(areas[e.last]) / biggest
         for k in e.slices:
             end_risk[k] = max(end_risk.get(k, 0.0), level)
+    estimates = {Signal.IOU: quality, Signal.JITTER: agreement, Signal.OBJECT: presence}
     out: dict[int, dict[Signal, float]] = {}
     for k in slices:
         m = masks[k]
@@ -258,19 +255,17 @@ def slice_signals(
             cont = 1.0 - (float(np.mean([_dice(m, b) for b in near])) if near else 0.0)
         else:
             cont = math.nan
-        q = (quality or {}).get(k)
-        a = (agreement or {}).get(k)
-        o = (presence or {}).get(k)
-        out[k] = {
+        row = {
             Signal.ENTROPY: slice_entropy(probs[k], m),
             Signal.CONTINUITY: cont,
             Signal.END: end_risk.get(k, 0.0),
-            Signal.IOU: math.nan if q is None else float(np.clip(1.0 - q, 0.0, 1.0)),
-            Signal.JITTER: math.nan if a is None else float(np.clip(1.0 - a, 0.0, 1.0)),
             Signal.MODELS: _disagreement(m, [o[k] for o in others]),
             Signal.TTA: _disagreement(m, [a[k] for a in augmented]),
-            Signal.OBJECT: math.nan if o is None else float(np.clip(1.0 - o, 0.0, 1.0)),
         }
+        for signal, estimate in estimates.items():  # one minus the model's own estimate
+            v = (estimate or {}).get(k)
+            row[signal] = math.nan if v is None else float(np.clip(1.0 - v, 0.0, 1.0))
+        out[k] = {s: row[s] for s in Signal}  # in Signal's order
     return out
 
 
