@@ -15,7 +15,7 @@ from qtpy.QtWidgets import QGroupBox, QLabel, QPushButton, QVBoxLayout, QWidget
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState
-from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
+from napari_segeval._widgets.jobs.tasks import attack, attack_with, raw_per_unit
 from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.panel import prediction_layer
@@ -146,7 +146,7 @@ class AttackPanel(QWidget):
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
-            return start(attack_dense, model, case, *budget, on_done=done)
+            return start(attack, model, case, None, *budget, on_done=done)
         if model is None or not prompts:
             raise ValueError(
                 "run propagation first (or segment with a dense model): the "

@@ -311,10 +311,17 @@ def attack(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack a promptable model on ``case`` (an image, volume or video), outputs on its grid."""
-    from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
+    """Attack ``model`` on ``case``, outputs on its grid; ``eps`` in normalized units.
 
-    target = PromptTarget(model, case, prompts, window=window)
+    With ``prompts`` a promptable model (an image, volume or video); None: a dense model
+    (a volume), as ``segeval attack``.
+    """
+    from napari_segeval.attacks import AttackConfig, DenseTarget, PromptTarget, attack_case
+
+    if prompts is None:
+        target: Any = DenseTarget(model, case)
+    else:
+        target = PromptTarget(model, case, prompts, window=window)
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
@@ -391,21 +398,3 @@ def segment_dense(
         model = load_dense(ref, trust_torchscript=bool(trust), device=device)
     result = segment_case(model, case, progress=progress, cancel=cancel)
     return model, result.labels
-
-
-def attack_dense(
-    model: Any,
-    case: Any,
-    attack_name: str,
-    eps: float,
-    steps: int,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-    cancel: Any = None,
-) -> Any:
-    """Attack a dense model on a volume (``eps`` in normalized units, as ``segeval attack``)."""
-    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
-
-    target = DenseTarget(model, case)
-    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
-    return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
