@@ -199,6 +199,7 @@ class JobRunner(QWidget):
         self.last_error: str | None = None
         self._on_done: Callable[[Any], None] | None = None
         self._unwatch: list[Callable[[], None]] = []
+        self._next: tuple[str, Callable[[], Any]] | None = None
 
     # -- API ---------------------------------------------------------------------------
     @property
@@ -256,6 +257,31 @@ class JobRunner(QWidget):
             pool.setMaxThreadCount(max(pool.maxThreadCount(), MIN_THREADS))
         job.start()
         return job
+
+    def then(self, what: str, fn: Callable[[], Any], *, cancel: bool = True) -> None:
+        """Call ``fn()`` (:func:`run_guarded`) once no job runs: now, or when the job ends.
+
+        A later call replaces a queued ``fn``; ``cancel`` stops the running job meanwhile;
+        a panel or window closed drops it.
+        """
+        self._next = (what, fn)
+        if not self.running:
+            self._run_next()
+        elif cancel:
+            self.cancel()
+
+    def start_next(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """:meth:`start` once the running job (cancelled) has ended: the newest request wins."""
+        self.then(name, lambda: self.start(name, fn, *args, **kwargs))
+
+    def drop_next(self) -> None:
+        """Forget the call :meth:`then` queued."""
+        self._next = None
+
+    def _run_next(self) -> None:
+        queued, self._next = self._next, None
+        if queued is not None:
+            run_guarded(*queued)
 
     def cancel(self) -> None:
         """Ask the running job to stop (it raises Cancelled at its next check)."""
@@ -369,9 +395,14 @@ class JobRunner(QWidget):
         show_error(f"{name} failed: {self.last_error}")
 
     def _emit_done(self, name: str, outcome: Outcome) -> None:
-        """``job_done``, unless the runner went meanwhile (a notification processes events)."""
+        """``job_done``, unless the runner went meanwhile (a notification processes events);
+        then the queued call (:meth:`then`), unless it closed."""
+        if outcome == Outcome.CLOSED:
+            self._next = None
         if qt_alive(self):
             self.job_done.emit(name, outcome.value)
+            if not self.running:
+                self._run_next()
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:

@@ -13,7 +13,7 @@ import numpy as np
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.jobs.tasks import propagate_session
-from napari_segeval._widgets.jobs.worker import Outcome, run_guarded, show_info
+from napari_segeval._widgets.jobs.worker import show_info
 from napari_segeval._widgets.prompt.tools import case_key
 from napari_segeval.metrics.catalog import METRICS
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -37,7 +37,6 @@ class PropagationJobs:
         #: (session key, seconds) of the last whole propagation (None before one)
         self.seconds: tuple[tuple, float] | None = None
         self.drop()
-        panel.runner.job_done.connect(self._job_done)
 
     def drop(self) -> None:
         """Forget the session and what a correction set (another case is shown)."""
@@ -47,9 +46,9 @@ class PropagationJobs:
         self.seed: tuple | None = None
         self.result_name: str | None = None
         self.case_id: str | None = None
-        self._pending: tuple | None = None
         self._case: tuple | None = None
         self.options: dict = {}
+        self.panel.runner.drop_next()
 
     def start_from(
         self,
@@ -95,10 +94,10 @@ class PropagationJobs:
         for label, s in sets.items():
             s.validate(shape, name=p.state.structures.get(label), where=where)
         if p.runner.running:
-            if auto:  # the newest prompts, once the job running has ended
-                self._pending = (fresh, auto)
-                if p.runner.worker_name in ("propagation", "re-propagation"):
-                    p.runner.cancel()  # its prompts are out of date
+            if auto:  # the newest prompts, once the job running has ended; a propagation's
+                # prompts are out of date
+                stale = p.runner.worker_name in ("propagation", "re-propagation")
+                p.runner.then("re-propagation", lambda: self.start(fresh, auto), cancel=stale)
                 return None
             show_info(f"{p.runner.worker_name} is still running: wait or cancel it")
             return None
@@ -153,14 +152,6 @@ class PropagationJobs:
                 result, key, sets, name, what != "propagation", started
             ),
         )
-
-    def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == Outcome.CLOSED:
-            self._pending = None
-        elif self._pending is not None and not self.panel.runner.running:
-            fresh, auto = self._pending
-            self._pending = None
-            run_guarded("re-propagation", lambda: self.start(fresh, auto))
 
     # -- results -------------------------------------------------------------------------
     def _done(

@@ -29,7 +29,6 @@ from napari_segeval._widgets._form import form
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import (
     JobRunner,
-    Outcome,
     run_guarded,
     show_error,
     show_info,
@@ -69,7 +68,6 @@ class ResultsPanel(QWidget):
         self.row: dict | None = None
         self.layers = CaseLayers(napari_viewer)
         self.evaluate: Any = None
-        self._pending: tuple | None = None
         self._summary = ""
         self.model = ResultsModel()
         self.proxy = ResultsProxy()
@@ -126,7 +124,6 @@ class ResultsPanel(QWidget):
         self.state.events.clean.connect(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
-        self.runner.job_done.connect(self._job_done)
         self._build_layout()
         for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
             shortcut = QShortcut(QKeySequence(key), self)
@@ -154,25 +151,7 @@ class ResultsPanel(QWidget):
 
     def open_folder(self, path: str | Path) -> None:
         """Open a results folder in a worker; a bad folder is a notification."""
-        self._pending = None
-        if self.runner.running:
-            self.runner.cancel()
-        self._start("opening results", open_job, str(path), on_done=self._opened)
-
-    def _start(self, name: str, fn, *args, on_done, needs=()) -> None:
-        if self.runner.running:
-            self._pending = (name, fn, args, on_done, needs)
-            self.runner.cancel()
-            return
-        self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
-
-    def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == Outcome.CLOSED:  # the panel or its window closed: start nothing
-            self._pending = None
-        elif self._pending is not None and not self.runner.running:
-            name, fn, args, on_done, needs = self._pending
-            self._pending = None
-            self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
+        self.runner.start_next("opening results", open_job, str(path), on_done=self._opened)
 
     def _opened(self, folder: ResultsFolder) -> None:
         if self.layers.layers:
@@ -258,7 +237,9 @@ class ResultsPanel(QWidget):
             needs = [ly for r, ly in self.layers.layers.items() if r == "image"]
         else:
             name, shown, needs = f"loading {row['case']}", None, []
-        self._start(name, row_job, self.folder, row, shown, on_done=self._loaded, needs=needs)
+        self.runner.start_next(
+            name, row_job, self.folder, row, shown, on_done=self._loaded, needs=needs
+        )
 
     def step_case(self, step: int) -> None:
         """Select the first row of the next (``step=1``) or previous (-1) case in table order."""

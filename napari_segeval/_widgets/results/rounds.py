@@ -11,10 +11,8 @@ from typing import Any, cast
 from qtpy.QtCore import QSignalBlocker
 from qtpy.QtGui import QColor
 from qtpy.QtWidgets import (
-    QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -26,6 +24,7 @@ from napari_segeval._widgets import colours
 from napari_segeval._widgets.colours import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.colours import POSITIVE_COLOUR as POSITIVE
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
+from napari_segeval._widgets.prompt.tools import button, hbox
 from napari_segeval._widgets.results.layers import prediction_role
 from napari_segeval._widgets.results.table import rows_table, selected_row
 from napari_segeval.metrics.catalog import METRICS
@@ -100,20 +99,15 @@ class RoundStepper(QWidget):
         )
         self._header(True).setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._picked)
-        self.previous_button = QPushButton("◀ Round")
-        self.next_button = QPushButton("Round ▶")
-        self.previous_button.clicked.connect(lambda: self.step(-1))
-        self.next_button.clicked.connect(lambda: self.step(1))
+        self.previous_button = button("◀ Round", "", lambda: self.step(-1), "round")
+        self.next_button = button("Round ▶", "", lambda: self.step(1), "round")
         self.status = QLabel()
         self.status.setWordWrap(True)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.previous_button)
-        buttons.addWidget(self.next_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for w in (self.title, self.table):
             layout.addWidget(w)
-        layout.addLayout(buttons)
+        layout.addLayout(hbox(self.previous_button, self.next_button))
         layout.addWidget(self.status)
         self.setVisible(False)
 
@@ -194,7 +188,7 @@ class RoundStepper(QWidget):
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
         if loaded is None or key in loaded.pair or key not in loaded.predictions:
             return
-        self.panel._start(
+        self.panel.runner.start_next(
             f"counting {key}",
             pair_job,
             loaded,
