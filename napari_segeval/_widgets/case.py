@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+from magicgui.widgets import ComboBox, Label
+from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from napari_segeval._widgets._form import form
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.colours import ColourLanguage
@@ -54,8 +55,8 @@ class CaseWidget(QWidget):
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
         self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
-        self.fields = {k: QLabel("-") for k in FIELDS}
-        self.fields["structures"].setWordWrap(True)
+        self.fields = {k: Label(label=k, value="-") for k in FIELDS}
+        self.fields["structures"].native.setWordWrap(True)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.display = ComboBox(
@@ -68,28 +69,15 @@ class CaseWidget(QWidget):
         self.display.changed.connect(self._display_picked)
         self._presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
-        form = QFormLayout()
-        for key, label in self.fields.items():
-            form.addRow(key, label)
-        form.addRow(self.display.label, self.display.native)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.picker)
-        layout.addLayout(form)
-        layout.addWidget(self.status)
+        for widget in (self.picker, form(*self.fields.values(), self.display), self.status):
+            layout.addWidget(widget)
         layout.addStretch(1)
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)
         self._refresh_fields()
         self._fill_display()
-
-    def image_layer(self) -> Any:
-        """The chosen image layer, or None."""
-        return self.state.image
-
-    def labels_layer(self) -> Any:
-        """The chosen reference Labels layer, or None."""
-        return self.state.reference
 
     def _on_state(self) -> None:
         self._refresh_fields()
@@ -134,13 +122,13 @@ class CaseWidget(QWidget):
             run_guarded("display", lambda: self.set_display(name))
 
     def _refresh_fields(self) -> None:
-        image, labels = self.image_layer(), self.labels_layer()
+        image, labels = self.state.image, self.state.reference
         info = describe_layer(image)
         if labels is not None:
             names = ", ".join(f"{k}: {v}" for k, v in self.state.structures.items())
             info["structures"] = names or "-"
         for key, value in info.items():
-            self.fields[key].setText(value)
+            self.fields[key].value = value
         self.status.setText(self._grid_status(image, labels))
 
     @staticmethod

@@ -60,26 +60,11 @@ def cache_signal(viewer: Any) -> _Cache:
 class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
-    Parameters
-    ----------
-    napari_viewer : napari.Viewer
-    device : callable, optional
-        The device an opened checkpoint is loaded on to check it (default ``"auto"``).
-    first : (str, str), optional
-        A row (label, state) before the models whose choice is ``("", None)``.
-
-    Attributes
-    ----------
-    combo : QComboBox
-        The list (name, state); its text is a registry label, an entry's or a file's name.
-    card : QLabel
-        The selected entry's model card.
-    runner : JobRunner
-        Downloads and checkpoint checks.
-    changed : Signal()
-        The choice, or the state of the choice, changed.
-    loaded : Signal(tuple, object)
-        An opened checkpoint loaded: ``(spec, model)``, ``spec = (label, path, device)``.
+    ``device()``: the device an opened checkpoint is checked on; ``first``: a row (label,
+    state) before the models, whose choice is ``("", None)``. ``combo`` lists the rows,
+    ``card`` shows the model card, ``runner`` runs downloads and checks. ``changed``: the
+    choice or its state changed; ``loaded(spec, model)``: an opened checkpoint loaded,
+    ``spec = (label, path, device)``.
     """
 
     changed = Signal()

@@ -7,7 +7,8 @@ event loop (docs/design.md). Slice/frame index = the first array axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,8 +236,7 @@ class PromptLayers:
     def add(self, prompt: Prompt, order: int | None = None) -> None:
         """Add ``prompt`` (array indices of the image) after the others (or at ``order``)."""
         order = self._next_order() if order is None else int(order)
-        self._muted += 1
-        try:
+        with self._mute():
             if isinstance(prompt, MaskPrompt):
                 self.masks.append((order, prompt))
             elif isinstance(prompt, Box):
@@ -259,8 +259,6 @@ class PromptLayers:
                 border[-1] = _rgba(colours.PROMPT_COLOUR)
                 layer.selected_data = set()
                 layer.face_color, layer.border_color = face, border
-        finally:
-            self._muted -= 1
         self.follow_structure()
 
     def _set_features(self, layer: Any, rows: dict[int, dict]) -> None:
@@ -269,11 +267,8 @@ class PromptLayers:
         for i, values in rows.items():
             for key, value in values.items():
                 feats.loc[feats.index[i], key] = value
-        self._muted += 1
-        try:
+        with self._mute():
             layer.features = feats
-        finally:
-            self._muted -= 1
 
     def remove(self, items: Iterable[Item]) -> None:
         """Remove ``items`` (from :meth:`items`)."""
@@ -281,8 +276,7 @@ class PromptLayers:
 
     def _drop(self, rows: set[tuple[str, int]]) -> None:
         """Remove the rows ``(source, row)``."""
-        self._muted += 1
-        try:
+        with self._mute():
             self.masks = [m for i, m in enumerate(self.masks) if ("masks", i) not in rows]
             for source, layer, _ in self._sources():
                 gone = sorted(i for s, i in rows if s == source)
@@ -291,6 +285,13 @@ class PromptLayers:
                     layer.remove_selected()
                 elif gone:
                     layer.remove(gone)
+
+    @contextmanager
+    def _mute(self) -> Iterator[None]:
+        """The layers' data events within are the panel's own (not drawn in napari)."""
+        self._muted += 1
+        try:
+            yield
         finally:
             self._muted -= 1
 

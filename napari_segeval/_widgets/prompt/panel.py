@@ -281,10 +281,6 @@ class PromptPanel(QWidget):
         """Start the current structure over from its reference box (middle slice)."""
         return self.tools.box_from_reference()
 
-    def prompts(self) -> dict:
-        """Every structure's prompt set as drawn (refused when there is none)."""
-        return self.tools.prompts()
-
     # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
         """``(model name, checkpoint or None, device)`` of the chosen model."""
@@ -373,7 +369,7 @@ class PromptPanel(QWidget):
             raise ValueError("choose an image layer first")
         self.picker.require()
         try:
-            prompts = self.prompts()
+            prompts = self.tools.prompts()
         except ValueError:
             prompts = dict(self.state.prompts)
             if not prompts:

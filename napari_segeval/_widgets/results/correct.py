@@ -83,23 +83,6 @@ def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[in
     return {b.label: PromptSet.from_box(b) for b in boxes}, "boxes from the reference"
 
 
-def run_options(folder: ResultsFolder) -> dict:
-    """The run's propagation settings, so a correction propagates as the protocol did.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> params = get_protocol("medsam2-3d").params.stored({"decision": "logit", "connectivity": 26})
-    >>> run_options(NS(params=params))
-    {'keep_largest': True, 'stop_when_empty': True, 'connectivity': 26, 'decision': 'logit'}
-    >>> dense = get_protocol("msd-robust").params()
-    >>> run_options(NS(params=dense))  # a dense run: none
-    {}
-    """
-    return folder.params.propagation_options()
-
-
 def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
     """The run's ``model`` parameter, else (several models) the first shown prediction's.
 
@@ -139,6 +122,11 @@ def open_correction(folder: ResultsFolder, loaded: LoadedCase, evaluate: Any) ->
         note += f"; the run's model {model} is not in the list: choose one above"
     start = loaded.predictions.get(loaded.pair[0] or CLEAN)
     prompt.start_correction(
-        sets, start, name=f"{cid} corrected", case_id=cid, note=note, options=run_options(folder)
+        sets,
+        start,
+        name=f"{cid} corrected",
+        case_id=cid,
+        note=note,
+        options=folder.params.propagation_options(),
     )
     evaluate.tabs.setCurrentWidget(prompt)
