@@ -69,7 +69,6 @@ class ViewerState:
 
     # -- setters -----------------------------------------------------------------------
     def set_image(self, layer: Any) -> None:
-        """Choose the image layer."""
         if layer is not self.image:
             self.image = layer
             self.events.image.emit()
@@ -119,7 +118,6 @@ class ViewerState:
         self.events.model.emit()
 
     def set_uncertainty(self, scores: dict[int, float]) -> None:
-        """Store per-structure uncertainty scores of the clean prediction."""
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
         self.events.uncertainty.emit()
 
@@ -161,7 +159,6 @@ class ViewerState:
         return self.counted.pop(condition, None)
 
     def set_current(self, label: int | None) -> None:
-        """Focus on structure ``label``."""
         if label != self.current:
             self.current = label
             self.events.current.emit()

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from magicgui.widgets import ComboBox, Label
-from qtpy.QtWidgets import QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QWidget
 
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, text_line, vbox
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.colours import ColourLanguage
@@ -42,10 +42,8 @@ def describe_layer(layer) -> dict[str, str]:
 class CaseWidget(QWidget):
     """Pick the image and reference-label layers of the case and show their geometry.
 
-    ``state`` is the one given, or the viewer's shared one. ``picker.combos["image"]`` and
-    ``["reference"]`` choose the layers, ``fields`` show :func:`describe_layer`, ``status``
-    whether the reference lines up with the image, and ``display`` the display presets of
-    the image's modality (a new image gets the first).
+    ``fields`` show :func:`describe_layer`, ``status`` whether the reference lines up with
+    the image, ``display`` the image modality's display presets (a new image: the first).
     """
 
     def __init__(
@@ -57,8 +55,7 @@ class CaseWidget(QWidget):
         self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
         self.fields = {k: Label(label=k, value="-") for k in FIELDS}
         self.fields["structures"].native.setWordWrap(True)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
+        self.status = text_line()
         self.display = ComboBox(
             label="display",
             choices=[],
@@ -69,10 +66,7 @@ class CaseWidget(QWidget):
         self.display.changed.connect(self._display_picked)
         self._presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
-        layout = QVBoxLayout(self)
-        for widget in (self.picker, form(*self.fields.values(), self.display), self.status):
-            layout.addWidget(widget)
-        layout.addStretch(1)
+        vbox(self, self.picker, form(*self.fields.values(), self.display), self.status, 1)
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)

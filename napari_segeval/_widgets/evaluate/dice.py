@@ -8,15 +8,10 @@ from typing import Any
 
 import numpy as np
 from qtpy.QtCore import QTimer
-from qtpy.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QLabel,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QCheckBox, QComboBox, QLabel, QWidget
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets._state import (
     CONDITIONS,
     ViewerState,
@@ -28,7 +23,7 @@ from napari_segeval._widgets._state import (
 from napari_segeval._widgets.colours import several, structure_colour
 from napari_segeval._widgets.evaluate.dice_table import DiceTable
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner, button, run_guarded
 from napari_segeval._widgets.overlays.arrays import (
     compare_rows,
     slice_extent,
@@ -36,7 +31,6 @@ from napari_segeval._widgets.overlays.arrays import (
     touched_slices,
     union,
 )
-from napari_segeval._widgets.prompt.tools import button, hbox
 
 SURFACE_DELAY_MS = 600
 #: What the panel says without a reference, by whether a risk of failure is estimated.
@@ -78,9 +72,7 @@ class DicePanel(QWidget):
         self._pending: dict[str, slice | None] = {}
         #: a problem, or what to do first; and the last job's result line (a propagation's,
         #: shown when the tab comes to front)
-        self.message, self.result = QLabel(""), QLabel("")
-        for label in (self.message, self.result):
-            label.setWordWrap(True)
+        self.message, self.result = text_line(), text_line()
         self.result.setVisible(False)
         self.table = DiceTable(state)
         self.headers, self.cell = self.table.headers, self.table.cell
@@ -99,13 +91,12 @@ class DicePanel(QWidget):
         # restarted after every change: a dropped run needs no notification
         self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
         self.plot_title = QLabel(PLOT_TITLE)
-        layout = QVBoxLayout(self)
-        for widget in (self.result, self.message, self.table, self.plot_title, self.plot):
-            layout.addWidget(widget)
+        # the runner's status: "surface metrics: done" ...
+        row = hbox(self.worst_button, *self._scored)
+        shown = (self.result, self.message, self.table, self.plot_title, self.plot, row)
+        layout = vbox(self, *shown, self.surface_runner)
         layout.setStretchFactor(self.table, 2)
         layout.setStretchFactor(self.plot, 1)
-        layout.addLayout(hbox(self.worst_button, *self._scored))
-        layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
         self._flush_timer = restartable_timer(self, 0, self.flush)
         self._surface_timer: QTimer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
         ev = self.state.events

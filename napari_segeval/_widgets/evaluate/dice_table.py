@@ -52,7 +52,6 @@ class DiceTable(QTableWidget):
         return cols
 
     def headers(self) -> list[str]:
-        """Column titles of the table."""
         return [title for title, _ in self.columns()]
 
     def cell(self, label: int, header: str) -> str:

@@ -115,7 +115,6 @@ class SlicePlot(QWidget):
         self.update()
 
     def set_current(self, index: int | None) -> None:
-        """Mark the slice shown in the viewer."""
         if index != self.current:
             self.current = index
             self.update()

@@ -50,12 +50,10 @@ class JobSignals(WorkerBaseSignals):
 class Job(WorkerBase):
     """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
 
-    Besides the worker's signals it emits ``progressed(done, total)`` for each ``progress``
-    call and ``called(callback, args)`` for each call of a ``relay`` callable (keyword
-    arguments of ``fn`` relayed to the main thread). Removing a layer in ``needs`` cancels
-    it; ``cancel_event`` is ``fn``'s ``cancel``; ``gone`` says why its result is no longer
-    wanted; once ``closed`` nothing it reports is handled; ``outcome`` is ``(True, result)``
-    or ``(False, exception)`` once ``returned`` or ``errored`` came.
+    It also emits ``progressed(done, total)`` per ``progress`` call and ``called(callback,
+    args)`` per call of a ``relay`` callable (``fn``'s keywords run on the main thread).
+    ``gone``: why its result is no longer wanted; once ``closed`` nothing it reports is
+    handled.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -76,7 +74,6 @@ class Job(WorkerBase):
 
     @property
     def alive(self) -> bool:
-        """True while its thread runs it."""
         return self._begun.is_set() and not self._ended.is_set()
 
     def run(self) -> None:
@@ -164,11 +161,9 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
-    The bar and Cancel show only while a job runs; the status line says how the last ended.
-    Argument ``activity`` False leaves napari's activity dock out (jobs of a second or less);
-    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped job
-    in the status line only (jobs the panel restarts). Attributes: ``job`` (the running
-    job), ``activity`` (its bar in the activity dock) and ``last_error`` (the last failure).
+    ``activity`` False leaves napari's activity dock out (jobs of a second or less);
+    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped
+    job in the status line only (jobs the panel restarts).
     """
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
@@ -204,7 +199,6 @@ class JobRunner(QWidget):
     # -- API ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        """True while a job runs."""
         return self.job is not None
 
     def start(
@@ -219,11 +213,9 @@ class JobRunner(QWidget):
     ) -> Job | None:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
-        ``on_done(result)`` runs on the main thread when the job succeeds and every
-        layer in ``needs`` is still in the viewer. Each ``relay`` entry ``keyword:
-        callback`` is passed to ``fn`` as a callable whose calls run ``callback`` on the
-        main thread, under the same checks. Returns the :class:`Job`, or None (with a
-        notification) when a job is already running.
+        ``on_done(result)`` runs on the main thread if it succeeds and every layer in
+        ``needs`` is still in the viewer; ``relay``'s callbacks run there under the same
+        checks. None (a notification) while a job runs.
         """
         if self.running:
             show_info(f"{self.worker_name} is still running: wait or cancel it")
@@ -412,3 +404,13 @@ def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
     except Exception as exc:  # noqa: BLE001 - a button must never crash the viewer
         show_error(f"{what} failed: {error_message(exc)}")
         return None
+
+
+def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
+    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
+    (about ``what``, by default the text).
+    """
+    b = QPushButton(text)
+    b.setToolTip(tip)
+    b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))
+    return b

@@ -15,17 +15,15 @@ from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QHBoxLayout,
-    QLabel,
     QPushButton,
     QSizePolicy,
     QTreeView,
-    QVBoxLayout,
     QWidget,
 )
 
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.jobs.tasks import load_model, pull_model
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.rows import (
     Row,
     card_html,
@@ -91,31 +89,28 @@ class ModelPicker(QWidget):
         self.combo = QComboBox()
         self.combo.setView(self.view)
         self.combo.setModel(self.items)
-        self.state = QLabel("")
-        self.state.setWordWrap(True)
-        self.download_button = QPushButton("Download")
-        self.download_button.setToolTip(
+        self.state = text_line()
+        self.download_button = button(
+            "Download",
             "download the selected checkpoint from the model hub "
-            "(once: SHA-256 checked, kept in the hub's cache)"
+            "(once: SHA-256 checked, kept in the hub's cache)",
+            self.download,
+            "download",
         )
-        self.open_button = QPushButton("Open checkpoint…")
-        self.open_button.setToolTip(
-            "a checkpoint file of the selected network (checked by loading it before it is listed)"
+        self.open_button = button(
+            "Open checkpoint…",
+            "a checkpoint file of the selected network (checked by loading it before it is listed)",
+            self.open_checkpoint,
+            "open checkpoint",
         )
-        for button, fn in (
-            (self.download_button, self.download),
-            (self.open_button, self.open_checkpoint),
-        ):
-            button.clicked.connect(lambda *_, fn=fn: run_guarded(fn.__name__.replace("_", " "), fn))
         self.card_button = QPushButton("Card")
         self.card_button.setCheckable(True)
         self.card_button.setChecked(True)
         self.card_button.setToolTip(
             "show or hide the model card (training data, intended use, what it is not for, licence)"
         )
-        self.card = QLabel("")
+        self.card = text_line()
         self.card_button.toggled.connect(self.card.setVisible)
-        self.card.setWordWrap(True)
         self.card.setTextFormat(Qt.TextFormat.RichText)
         self.card.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # the dock's width is the other panels': the card wraps to it, never widens it
@@ -123,15 +118,9 @@ class ModelPicker(QWidget):
         self.runner = JobRunner(viewer=napari_viewer)
         self.runner.setVisible(False)  # shown while a download or a check runs
         self.runner.job_done.connect(lambda _n, _o: self._show())
-        buttons = QHBoxLayout()
-        for w in (self.state, self.download_button, self.open_button, self.card_button):
-            buttons.addWidget(w, w is self.state)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.combo)
-        layout.addLayout(buttons)
-        layout.addWidget(self.card)
-        layout.addWidget(self.runner)
+        buttons = (self.state, self.download_button, self.open_button, self.card_button)
+        row = hbox(*buttons, stretch=self.state)
+        vbox(self, self.combo, row, self.card, self.runner, tight=True)
         self.fill()
         self.combo.currentIndexChanged.connect(lambda _i: self._picked())
         cache_signal(napari_viewer).changed.connect(self.refresh)
@@ -169,7 +158,6 @@ class ModelPicker(QWidget):
             self.changed.emit()
 
     def current(self) -> Row | None:
-        """The selected row."""
         i = self.combo.currentIndex()
         return self._rows[i][0] if 0 <= i < len(self._rows) else None
 

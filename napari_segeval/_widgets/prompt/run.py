@@ -23,10 +23,9 @@ from napari_segeval.prompts.prompt_set import PromptSet
 class PropagationJobs:
     """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
 
-    ``session`` is the last successful propagation's; ``made_from`` the prompts the
-    prediction shown came from; ``result_name`` the prediction layer's name (None:
-    ``"<image> prediction"``); ``case_id`` the results browser's case being corrected;
-    ``changes`` Dice before and after of the structures the last propagation changed.
+    ``made_from``: the prompts of the prediction shown; ``result_name``: its layer's name
+    (None: ``"<image> prediction"``); ``case_id``: the results browser's case corrected;
+    ``changes``: Dice before and after of the structures the last propagation changed.
     """
 
     def __init__(self, panel: Any, make_layer: Any) -> None:

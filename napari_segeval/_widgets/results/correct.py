@@ -53,13 +53,7 @@ def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]
 
 
 def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[int, PromptSet], str]:
-    """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from.
-
-    Raises
-    ------
-    ValueError
-        The case has no prompts on record and no reference to take boxes from.
-    """
+    """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from."""
     from napari_segeval.prompts import boxes_from_labels
 
     sets = protocol_prompts(folder, loaded)

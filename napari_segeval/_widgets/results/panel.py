@@ -17,23 +17,21 @@ from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QLabel,
     QShortcut,
     QTableView,
-    QVBoxLayout,
     QWidget,
 )
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, hbox, text_line, vbox
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import (
     JobRunner,
+    button,
     run_guarded,
     show_error,
     show_info,
 )
-from napari_segeval._widgets.prompt.tools import button, hbox
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
@@ -89,8 +87,7 @@ class ResultsPanel(QWidget):
             "prediction (no failure: listed after every real score)",
         )
         self.show_absent.changed.connect(self.proxy.set_show_absent)
-        self.summary = QLabel("Open a folder written by segeval evaluate.")
-        self.summary.setWordWrap(True)
+        self.summary = text_line("Open a folder written by segeval evaluate.")
         self.open_button = button("Open…", "a folder written by segeval evaluate", self._ask_folder)
         self.locate_button = button(
             "Locate data folder…", "the data set moved: choose its new folder", self._ask_data_root
@@ -124,24 +121,24 @@ class ResultsPanel(QWidget):
         self.state.events.clean.connect(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
-        self._build_layout()
+        save = (self.correct_button, self.correction, self.save_button)
+        vbox(
+            self,
+            hbox(self.open_button, self.locate_button),
+            self.summary,
+            form(*self.filters.values(), self.show_absent),
+            self.table,
+            self.review,
+            self.rounds,
+            hbox(self.previous_button, self.next_button),
+            hbox(*save, stretch=self.correction),
+            self.runner,
+            stretch=self.table,
+        )
         for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
             shortcut = QShortcut(QKeySequence(key), self)
             shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
             shortcut.activated.connect(lambda step=step: self.step_case(step))
-
-    def _build_layout(self) -> None:
-        layout = QVBoxLayout(self)
-        layout.addLayout(hbox(self.open_button, self.locate_button))
-        layout.addWidget(self.summary)
-        layout.addWidget(form(*self.filters.values(), self.show_absent))
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.review)
-        layout.addWidget(self.rounds)
-        layout.addLayout(hbox(self.previous_button, self.next_button))
-        save = (self.correct_button, self.correction, self.save_button)
-        layout.addLayout(hbox(*save, stretch=self.correction))
-        layout.addWidget(self.runner)
 
     # -- opening -------------------------------------------------------------------------
     def _ask_folder(self) -> None:

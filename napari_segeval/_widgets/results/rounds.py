@@ -10,21 +10,15 @@ from typing import Any, cast
 
 from qtpy.QtCore import QSignalBlocker
 from qtpy.QtGui import QColor
-from qtpy.QtWidgets import (
-    QHeaderView,
-    QLabel,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.colours import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.colours import POSITIVE_COLOUR as POSITIVE
+from napari_segeval._widgets.jobs.worker import button
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
-from napari_segeval._widgets.prompt.tools import button, hbox
 from napari_segeval._widgets.results.layers import prediction_role
 from napari_segeval._widgets.results.table import rows_table, selected_row
 from napari_segeval.metrics.catalog import METRICS
@@ -101,14 +95,9 @@ class RoundStepper(QWidget):
         self.table.itemSelectionChanged.connect(self._picked)
         self.previous_button = button("◀ Round", "", lambda: self.step(-1), "round")
         self.next_button = button("Round ▶", "", lambda: self.step(1), "round")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        for w in (self.title, self.table):
-            layout.addWidget(w)
-        layout.addLayout(hbox(self.previous_button, self.next_button))
-        layout.addWidget(self.status)
+        self.status = text_line()
+        steps = hbox(self.previous_button, self.next_button)
+        vbox(self, self.title, self.table, steps, self.status, tight=True)
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
