@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from magicgui.widgets import ComboBox, Label
-from qtpy.QtWidgets import QWidget
+from magicgui.widgets import ComboBox
+from qtpy.QtWidgets import QFormLayout, QLabel, QWidget
 
-from napari_segeval._widgets._form import form, text_line, vbox
+from napari_segeval._widgets._form import text_line, vbox
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.colours import ColourLanguage
@@ -53,8 +53,8 @@ class CaseWidget(QWidget):
         self.viewer = napari_viewer
         self.state = state if state is not None else shared_state(napari_viewer)
         self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
-        self.fields = {k: Label(label=k, value="-") for k in FIELDS}
-        self.fields["structures"].native.setWordWrap(True)
+        self.fields = {k: QLabel("-") for k in FIELDS}
+        self.fields["structures"].setWordWrap(True)
         self.status = text_line()
         self.display = ComboBox(
             label="display",
@@ -66,7 +66,11 @@ class CaseWidget(QWidget):
         self.display.changed.connect(self._display_picked)
         self._presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
-        vbox(self, self.picker, form(*self.fields.values(), self.display), self.status, 1)
+        rows = QFormLayout()  # not form(): a wrapped line needs the layout's height-for-width
+        for key, label in self.fields.items():
+            rows.addRow(key, label)
+        rows.addRow(self.display.label, self.display.native)
+        vbox(self, self.picker, rows, self.status, 1)
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)
@@ -122,7 +126,7 @@ class CaseWidget(QWidget):
             names = ", ".join(f"{k}: {v}" for k, v in self.state.structures.items())
             info["structures"] = names or "-"
         for key, value in info.items():
-            self.fields[key].value = value
+            self.fields[key].setText(value)
         self.status.setText(self._grid_status(image, labels))
 
     @staticmethod

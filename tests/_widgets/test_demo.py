@@ -26,7 +26,7 @@ def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     assert w.dice.cell(1, "HD95 mm clean") not in ("...", "")
     assert demo.case.state is w.state  # both panels docked, one shared state
     assert demo.case.state.image is w.state.image
-    assert "1: liver" in demo.case.fields["structures"].value
+    assert "1: liver" in demo.case.fields["structures"].text()
 
 
 @pytest.mark.slow
