@@ -67,7 +67,6 @@ class ViewerState:
     attacked_image: Any = None
     events: StateEvents = field(default_factory=StateEvents, repr=False, compare=False)
 
-    # -- setters -----------------------------------------------------------------------
     def set_image(self, layer: Any) -> None:
         if layer is not self.image:
             self.image = layer
@@ -163,7 +162,6 @@ class ViewerState:
             self.current = label
             self.events.current.emit()
 
-    # -- derived -----------------------------------------------------------------------
     def geometry(self):
         """:class:`~napari_segeval.io.Geometry` of the case, from layer metadata or scale."""
         from napari_segeval.io import Geometry

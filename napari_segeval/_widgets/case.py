@@ -81,7 +81,6 @@ class CaseWidget(QWidget):
         self._refresh_fields()
         self._fill_display()
 
-    # -- display presets --------------------------------------------------------------
     def _fill_display(self) -> None:
         """List the presets of the image's modality; a new image gets the first one."""
         image = self.state.image

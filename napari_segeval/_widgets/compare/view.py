@@ -179,7 +179,6 @@ class CompareView(QWidget):
         self._fit_timer = fit
         fit.start()
 
-    # -- connections --------------------------------------------------------------------
     @staticmethod
     def _disconnect(store: list[tuple[Any, Any]]) -> None:
         for emitter, callback in store:
@@ -191,7 +190,6 @@ class CompareView(QWidget):
         """How many event connections the views hold (0 once closed)."""
         return len(self._links) + sum(len(v) for v in self._follow.values())
 
-    # -- layers -------------------------------------------------------------------------
     def rebuild(self) -> None:
         """Mirror the case's current layers into the three views and align them.
 
@@ -261,7 +259,6 @@ class CompareView(QWidget):
         if found is not None and found not in self.sources.get("attacked", []):
             self.rebuild()  # an attack (or the results browser) just added the attacked image
 
-    # -- linking --------------------------------------------------------------------------
     def _linked(self, source: Any, comp: str, attr: str) -> None:
         if self._syncing or self.closed:
             return
@@ -302,7 +299,6 @@ class CompareView(QWidget):
         if zooms:
             self.sync_from(self.models[min(zooms, key=lambda key: zooms[key])])
 
-    # -- teardown -------------------------------------------------------------------------
     def close(self) -> bool:
         """Disconnect every link, close the canvases and remove the dock."""
         if self.closed:

@@ -112,7 +112,6 @@ class DicePanel(QWidget):
         self.viewer.dims.events.current_step.connect(self._on_step)
         self.rebind()
 
-    # -- binding to layers ------------------------------------------------------------
     def rebind(self) -> None:
         """Build the live counters for the current layers and count everything."""
         from napari_segeval._widgets.jobs.worker import error_message
@@ -187,7 +186,6 @@ class DicePanel(QWidget):
         self.refresh_plot()
         self.overlay.refresh()
 
-    # -- edits --------------------------------------------------------------------------
     def on_paint(self, key: str, event: Any) -> None:
         """A paint event on the reference or a prediction: recount the touched slices."""
         ref = self.state.reference
@@ -216,7 +214,6 @@ class DicePanel(QWidget):
             self.refresh()
             self._surface_timer.start()
 
-    # -- display ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw the table and the plot from the counters."""
         counted = [c for c in CONDITIONS if c in self.live]  # the attacked alone: its column
@@ -278,7 +275,6 @@ class DicePanel(QWidget):
             self.plot.set_marks(None, None, frames, _ends(at_risk))
         self._on_step()
 
-    # -- navigation ---------------------------------------------------------------------
     def _layer_for_axis0(self) -> Any:
         ref = self.state.reference
         return ref if ref is not None else self.state.image
@@ -309,7 +305,6 @@ class DicePanel(QWidget):
         self.go_to_slice(index)
         return index
 
-    # -- surface metrics ----------------------------------------------------------------
     def _start_surface(self) -> None:
         from napari_segeval._widgets.jobs.tasks import surface_rows
 

@@ -119,7 +119,6 @@ class SlicePlot(QWidget):
             self.current = index
             self.update()
 
-    # -- geometry --------------------------------------------------------------------
     def _plot_rect(self) -> QRectF:
         return QRectF(
             self.LEFT,
@@ -148,7 +147,6 @@ class SlicePlot(QWidget):
         """True when slice ``index`` is in the plotted range."""
         return self.n > 0 and self.lo <= index <= self.hi
 
-    # -- Qt events -------------------------------------------------------------------
     def mousePressEvent(self, event: Any) -> None:
         pos = event.pos() if hasattr(event, "pos") else event.position()
         index = self.index_at(float(pos.x()))

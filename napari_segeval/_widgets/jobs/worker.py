@@ -196,7 +196,6 @@ class JobRunner(QWidget):
         self._unwatch: list[Callable[[], None]] = []
         self._next: tuple[str, Callable[[], Any]] | None = None
 
-    # -- API ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
         return self.job is not None
@@ -300,7 +299,6 @@ class JobRunner(QWidget):
         if qt_alive(self) and job is self.job:
             self.status.setText(f"{job.name}: stopping ({job.gone})")
 
-    # -- reports of the worker (main thread) -------------------------------------------
     def _wanted(self, job: Job) -> bool:
         """Whether ``job``'s reports are still handled (not an earlier or closed job's)."""
         return job is self.job and not job.closed and qt_alive(self)

@@ -54,7 +54,6 @@ def cache_signal(viewer: Any) -> _Cache:
     return signal
 
 
-# ----------------------------------------------------------------------------- the widget
 class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
@@ -125,7 +124,6 @@ class ModelPicker(QWidget):
         self.combo.currentIndexChanged.connect(lambda _i: self._picked())
         cache_signal(napari_viewer).changed.connect(self.refresh)
 
-    # -- rows -----------------------------------------------------------------------------
     def rows(self) -> list[Row]:
         """Every row of the list, in order (the ``first`` row has kind ``"first"``)."""
         return [row for row, _ in self._rows]
@@ -252,7 +250,6 @@ class ModelPicker(QWidget):
         self.card.setText(text if row.kind == "first" else card_html(row))
         self.combo.setToolTip(f"{row.label}: {text}")
 
-    # -- actions --------------------------------------------------------------------------
     def download(self) -> Any:
         """Download the selected catalogue checkpoint in a job (never on its own)."""
         row = self.current()

@@ -44,7 +44,6 @@ class PromptLayers:
         self._scheduled = False
         self._positive = True
 
-    # -- the case ------------------------------------------------------------------------
     def grid_layer(self) -> Any:
         """The layer whose array indices the prompts are given in (image, else reference)."""
         layer = self.state.image if self.state.image is not None else self.state.reference
@@ -82,7 +81,6 @@ class PromptLayers:
             )
         return None
 
-    # -- layers --------------------------------------------------------------------------
     def _alive(self, layer: Any) -> bool:
         return layer is not None and layer in self.viewer.layers
 
@@ -175,7 +173,6 @@ class PromptLayers:
             points.current_face_color = _polarity(self._positive)
             points.current_border_color = colours.PROMPT_COLOUR
 
-    # -- reading -------------------------------------------------------------------------
     def _to_grid(self, layer: Any, coords: np.ndarray) -> np.ndarray:
         """Rows of ``layer`` data coordinates as array indices of the grid layer."""
         grid = self.grid_layer()
@@ -227,7 +224,6 @@ class PromptLayers:
             grouped.setdefault(it.prompt.label, []).append(it.prompt)
         return {lab: PromptSet.of(grouped[lab], lab) for lab in sorted(grouped)}
 
-    # -- writing -------------------------------------------------------------------------
     def _next_order(self) -> int:
         orders = [o for o, _ in self.masks]
         orders += [int(self._orders(ly).max()) for _, ly, _ in self._sources() if len(ly.data)]
@@ -303,7 +299,6 @@ class PromptLayers:
             self.add(p, order)
             order += 1
 
-    # -- items drawn in napari -------------------------------------------------------------
     def _on_data(self, event: Any) -> None:
         if self._muted or str(getattr(event, "action", "")) not in ("added", "removed", "changed"):
             return

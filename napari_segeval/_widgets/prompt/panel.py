@@ -183,7 +183,6 @@ class PromptPanel(QWidget):
         row = hbox(*run_row, stretch=self.run_button)
         vbox(self, scroll, row, self.runner, self.probe, stretch=scroll)
 
-    # -- structures ---------------------------------------------------------------------
     def _fill_structures(self) -> None:
         with self.structure.changed.blocked():
             self.structure.choices = [
@@ -259,7 +258,6 @@ class PromptPanel(QWidget):
         self.ct_window.enabled = ct
         return ct
 
-    # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
         return self.tools.go_to_middle()
@@ -268,7 +266,6 @@ class PromptPanel(QWidget):
         """Start the current structure over from its reference box (middle slice)."""
         return self.tools.box_from_reference()
 
-    # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
         """``(model name, checkpoint or None, device)`` of the chosen model."""
         return (*self.picker.choice(), self.device.value)

@@ -80,7 +80,6 @@ class PropagationJobs:
         p = self.panel
         return (case_key(p.state), p.spec(), p.chosen_modality(), p.state.window, p.state.kind())
 
-    # -- starting ------------------------------------------------------------------------
     def start(self, fresh: bool, auto: bool = False) -> Any:
         """Propagate (``fresh``: all, a new session) or re-propagate; the job, or None."""
         p = self.panel
@@ -152,7 +151,6 @@ class PropagationJobs:
             ),
         )
 
-    # -- results -------------------------------------------------------------------------
     def _done(
         self,
         result: tuple,

@@ -111,7 +111,6 @@ class PromptTools(QWidget):
         stretch = self.buttons["repropagate"]
         vbox(self, *(hbox(*w, stretch=stretch) for w in widgets), tight=True)
 
-    # -- the case and the structure ---------------------------------------------------------
     def _on_state(self) -> None:
         """Any change of the state: another case forgets the prompts."""
         key = case_key(self.state)
@@ -165,7 +164,6 @@ class PromptTools(QWidget):
         self.info.setText(text)
         self.info.setVisible(bool(text))
 
-    # -- tools ----------------------------------------------------------------------------
     def _need_structure(self) -> int:
         if self.state.current is None:
             raise ValueError("choose a structure first")
@@ -260,7 +258,6 @@ class PromptTools(QWidget):
         self.layers.replace(sets)
         self.refresh()
 
-    # -- files ----------------------------------------------------------------------------
     def prompt_file(self) -> PromptFile:
         """The case's prompts with the frame-stack shape and the structure names."""
         sets = self.prompts()

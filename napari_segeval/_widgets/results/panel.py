@@ -140,7 +140,6 @@ class ResultsPanel(QWidget):
             shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
             shortcut.activated.connect(lambda step=step: self.step_case(step))
 
-    # -- opening -------------------------------------------------------------------------
     def _ask_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a results folder")
         if path:
@@ -204,7 +203,6 @@ class ResultsPanel(QWidget):
         n = sum(1 for c in cases if c in done)
         self.summary.setText(f"{self._summary} — reviewed {n} of {len(cases)} cases")
 
-    # -- rows and cases ----------------------------------------------------------------------
     def _selection_changed(self, *_: Any) -> None:
         row = selected_row(self.table)
         if row is not None:
@@ -251,7 +249,6 @@ class ResultsPanel(QWidget):
             return
         self.select_row([r["case"] for r in rows].index(order[i]))
 
-    # -- showing a case ----------------------------------------------------------------------
     def _loaded(self, result: Missing | tuple) -> None:
         if isinstance(result, Missing):
             self.locate_button.setEnabled(result.error.data)
@@ -336,7 +333,6 @@ class ResultsPanel(QWidget):
         self.evaluate = widget
         return widget
 
-    # -- bad input and corrections -------------------------------------------------------------
     def _ask_data_root(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Where is the data set now?")
         if path:
