@@ -1,9 +1,19 @@
-"""The panels' forms: magicgui inputs, each in a row beside its label."""
+"""The panels' layouts: magicgui forms, rows, columns and wrapped text lines."""
 
 from __future__ import annotations
 
 from magicgui.widgets import Widget
-from qtpy.QtWidgets import QFormLayout, QWidget
+from qtpy.QtWidgets import (
+    QBoxLayout,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLayout,
+    QVBoxLayout,
+    QWidget,
+)
+
+Item = QWidget | QLayout | int
 
 
 def form(*widgets: Widget) -> QWidget:
@@ -18,3 +28,38 @@ def form(*widgets: Widget) -> QWidget:
     for widget in widgets:
         layout.addRow(widget.label, widget.native)
     return box
+
+
+def _fill(layout: QBoxLayout, items: tuple[Item, ...], stretch: QWidget | None) -> None:
+    for item in items:
+        if isinstance(item, int):
+            layout.addStretch(item)
+        elif isinstance(item, QLayout):
+            layout.addLayout(item)
+        else:
+            layout.addWidget(item, item is stretch)
+
+
+def hbox(*items: Item, stretch: QWidget | None = None) -> QHBoxLayout:
+    """A row of ``items`` (widgets, layouts, an int: a stretch); ``stretch`` takes the room left."""
+    row = QHBoxLayout()
+    _fill(row, items, stretch)
+    return row
+
+
+def vbox(
+    parent: QWidget | None, *items: Item, tight: bool = False, stretch: QWidget | None = None
+) -> QVBoxLayout:
+    """``parent``'s column of ``items`` (as :func:`hbox`'s); ``tight``: no margins."""
+    column = QVBoxLayout() if parent is None else QVBoxLayout(parent)
+    if tight:
+        column.setContentsMargins(0, 0, 0, 0)
+    _fill(column, items, stretch)
+    return column
+
+
+def text_line(text: str = "") -> QLabel:
+    """A word-wrapped label: a status line, a message."""
+    label = QLabel(text)
+    label.setWordWrap(True)
+    return label

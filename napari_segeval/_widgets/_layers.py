@@ -8,9 +8,9 @@ from typing import Any
 
 from magicgui.widgets import ComboBox
 from napari.layers import Image, Labels
-from qtpy.QtWidgets import QVBoxLayout, QWidget
+from qtpy.QtWidgets import QWidget
 
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, vbox
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 
 NONE = "(none)"
@@ -47,9 +47,7 @@ class LayerPicker(QWidget):
             role: ComboBox(label=role, choices=partial(_choices, viewer, layer_class(role)))
             for role in roles
         }
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(form(*self.combos.values()))
+        vbox(self, form(*self.combos.values()), tight=True)
         for role, combo in self.combos.items():
             combo.changed.connect(partial(self._picked, role))
         layer_events = viewer.layers.events

@@ -38,29 +38,15 @@ class StateEvents(SignalGroup):
 class ViewerState:
     """Which layers form the case being evaluated, and what the panels found out about it.
 
-    Attributes
-    ----------
-    predictions : dict
-        Prediction layer (or None) by condition (:data:`CONDITIONS`).
-    structures : dict of int to str
-        Structure names by id (from the reference layer's metadata/features).
-    current : int or None
-        The structure the panels focus on (per-slice plot, overlay, prompts).
-    boxes, points : napari.layers.Shapes, napari.layers.Points or None
-        The prompt layers (:mod:`~napari_segeval._widgets.prompt.layers`).
-    model, model_key, model_kind : object, tuple, {"promptable", "dense"} or None
-        The model of the clean prediction, what loaded it, and its kind.
-    prompts : dict of int to PromptSet
-        The prompt sets of the last propagation (reused by attacks and uncertainty).
-    window : str or None
-        CT window preset for model preprocessing (None: the backend's default).
-    uncertainty, risk : dict of int to float, dict of int to StructureRisk
-        Per-structure uncertainty and risk of failure of the clean prediction (emptied
-        when it changes).
-    attacked_image : napari.layers.Image or None
-        The perturbed image of the attacked prediction (compare mode's third view).
-    counted : dict of str to LiveMetrics
-        Worker-made counters for the case of :meth:`set_case` (:meth:`take_counted`).
+    ``predictions``: layer (or None) by condition (:data:`CONDITIONS`); ``structures``:
+    names by id (the reference's metadata/features); ``current``: the structure the panels
+    focus on; ``boxes``/``points``: the prompt layers; ``model``, ``model_key``,
+    ``model_kind``: the clean prediction's model, what loaded it, ``"promptable"`` or
+    ``"dense"``; ``prompts``: the last propagation's sets (reused by attacks and
+    uncertainty); ``window``: the model's CT window (None: the backend's); ``uncertainty``
+    and ``risk`` (``StructureRisk``) per structure of the clean prediction, emptied when it
+    changes; ``attacked_image``: the attacked prediction's image (compare mode's third
+    view); ``counted``: worker-made ``LiveMetrics`` for :meth:`set_case`'s layers.
     """
 
     image: Any = None
@@ -81,9 +67,7 @@ class ViewerState:
     attacked_image: Any = None
     events: StateEvents = field(default_factory=StateEvents, repr=False, compare=False)
 
-    # -- setters -----------------------------------------------------------------------
     def set_image(self, layer: Any) -> None:
-        """Choose the image layer."""
         if layer is not self.image:
             self.image = layer
             self.events.image.emit()
@@ -133,7 +117,6 @@ class ViewerState:
         self.events.model.emit()
 
     def set_uncertainty(self, scores: dict[int, float]) -> None:
-        """Store per-structure uncertainty scores of the clean prediction."""
         self.uncertainty = {int(k): float(v) for k, v in scores.items()}
         self.events.uncertainty.emit()
 
@@ -175,12 +158,10 @@ class ViewerState:
         return self.counted.pop(condition, None)
 
     def set_current(self, label: int | None) -> None:
-        """Focus on structure ``label``."""
         if label != self.current:
             self.current = label
             self.events.current.emit()
 
-    # -- derived -----------------------------------------------------------------------
     def geometry(self):
         """:class:`~napari_segeval.io.Geometry` of the case, from layer metadata or scale."""
         from napari_segeval.io import Geometry

@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QFormLayout, QLabel, QWidget
 
+from napari_segeval._widgets._form import text_line, vbox
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.colours import ColourLanguage
@@ -41,10 +42,8 @@ def describe_layer(layer) -> dict[str, str]:
 class CaseWidget(QWidget):
     """Pick the image and reference-label layers of the case and show their geometry.
 
-    ``state`` is the one given, or the viewer's shared one. ``picker.combos["image"]`` and
-    ``["reference"]`` choose the layers, ``fields`` show :func:`describe_layer`, ``status``
-    whether the reference lines up with the image, and ``display`` the display presets of
-    the image's modality (a new image gets the first).
+    ``fields`` show :func:`describe_layer`, ``status`` whether the reference lines up with
+    the image, ``display`` the image modality's display presets (a new image: the first).
     """
 
     def __init__(
@@ -56,8 +55,7 @@ class CaseWidget(QWidget):
         self.picker = LayerPicker(napari_viewer, self.state, roles=("image", "reference"))
         self.fields = {k: QLabel("-") for k in FIELDS}
         self.fields["structures"].setWordWrap(True)
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
+        self.status = text_line()
         self.display = ComboBox(
             label="display",
             choices=[],
@@ -68,34 +66,21 @@ class CaseWidget(QWidget):
         self.display.changed.connect(self._display_picked)
         self._presets: tuple[DisplayPreset, ...] = ()
         self._shown_image: Any = None
-        form = QFormLayout()
+        rows = QFormLayout()  # not form(): a wrapped line needs the layout's height-for-width
         for key, label in self.fields.items():
-            form.addRow(key, label)
-        form.addRow(self.display.label, self.display.native)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.picker)
-        layout.addLayout(form)
-        layout.addWidget(self.status)
-        layout.addStretch(1)
+            rows.addRow(key, label)
+        rows.addRow(self.display.label, self.display.native)
+        vbox(self, self.picker, rows, self.status, 1)
         self.colours = ColourLanguage(napari_viewer, self.state)
         self.state.events.image.connect(self._on_state)
         self.state.events.reference.connect(self._on_state)
         self._refresh_fields()
         self._fill_display()
 
-    def image_layer(self) -> Any:
-        """The chosen image layer, or None."""
-        return self.state.image
-
-    def labels_layer(self) -> Any:
-        """The chosen reference Labels layer, or None."""
-        return self.state.reference
-
     def _on_state(self) -> None:
         self._refresh_fields()
         self._fill_display()
 
-    # -- display presets --------------------------------------------------------------
     def _fill_display(self) -> None:
         """List the presets of the image's modality; a new image gets the first one."""
         image = self.state.image
@@ -134,7 +119,7 @@ class CaseWidget(QWidget):
             run_guarded("display", lambda: self.set_display(name))
 
     def _refresh_fields(self) -> None:
-        image, labels = self.image_layer(), self.labels_layer()
+        image, labels = self.state.image, self.state.reference
         info = describe_layer(image)
         if labels is not None:
             names = ", ".join(f"{k}: {v}" for k, v in self.state.structures.items())

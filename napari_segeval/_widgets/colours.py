@@ -218,6 +218,5 @@ class ColourLanguage:
             layers.move(here, top + 1)  # above the highest prediction (insert before top + 1)
 
     def close(self) -> None:
-        """Stop following the state."""
         for signal, slot in self._slots:
             signal.disconnect(slot)

@@ -197,7 +197,7 @@ class DemoRun:
 
 def _surface_in(dice: Any) -> bool:
     """The Dice panel's surface metrics are in (none running or due)."""
-    return not dice.surface_runner.running and not dice._surface_timer.isActive()
+    return not dice.surface_runner.running and not dice.surface_timer.isActive()
 
 
 def _wait(done: Callable[[], Any], ms: int = 100) -> None:

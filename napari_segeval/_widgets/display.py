@@ -33,16 +33,9 @@ MAX_SAMPLES = 1_000_000
 
 @dataclass(frozen=True)
 class DisplayPreset:
-    """One display preset: a CT window, a percentile window, or the full range.
-
-    Attributes
-    ----------
-    name : str
-        What the Case panel lists (``"lung W1500 L-600"``, ``"0.5-99.5 %"``).
-    window : (level, width) or None
-        A CT window in HU.
-    percentiles : (low, high) or None
-        Percentiles of the non-zero finite voxels.
+    """One display preset: a CT ``window`` (level, width) in HU, ``percentiles`` (low, high)
+    of the non-zero finite voxels, or (neither) the full range; ``name`` is what the Case
+    panel lists (``"lung W1500 L-600"``, ``"0.5-99.5 %"``).
     """
 
     name: str

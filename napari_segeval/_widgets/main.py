@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from qtpy.QtWidgets import QGroupBox, QTabWidget, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QGroupBox, QTabWidget, QWidget
 
+from napari_segeval._widgets._form import vbox
 from napari_segeval._widgets._layers import LayerPicker
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.compare.view import CompareBar
@@ -31,16 +32,12 @@ class SegEvalWidget(QWidget):
         self.attack = AttackPanel(napari_viewer, self.state)
         self.export = ExportPanel(napari_viewer, self.state, records=lambda: self.dice.records)
         box = QGroupBox("case layers")
-        in_box = QVBoxLayout(box)
-        in_box.addWidget(self.picker)
         self.display = CompareBar(napari_viewer, self.state)
-        in_box.addWidget(self.display)
+        vbox(box, self.picker, self.display)
         self.tabs = QTabWidget()
         for tab in ("dice", "segment", "prompt", "attack", "export"):
             self.tabs.addTab(getattr(self, tab), tab.capitalize())
-        layout = QVBoxLayout(self)
-        layout.addWidget(box)
-        layout.addWidget(self.tabs, 1)
+        vbox(self, box).addWidget(self.tabs, 1)
         for panel in (self.segment, self.prompt, self.attack):
             panel.runner.job_done.connect(self._job_done)
 

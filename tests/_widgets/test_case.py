@@ -43,11 +43,11 @@ def test_docked_case_and_evaluate_panels_share_the_layers(make_napari_viewer):
     # a reference dropped in Evaluate is dropped in Case
     evaluate.picker.combos["reference"].value = NONE
     assert case.picker.combos["reference"].current_choice == NONE
-    assert case.labels_layer() is None
+    assert case.state.reference is None
     assert case.fields["structures"].text() == "-"
     assert case.status.text() == ""
     evaluate.picker.combos["reference"].value = viewer.layers["reference"]
-    assert case.labels_layer() is reference
+    assert case.state.reference is reference
     assert case.fields["structures"].text() == "1: liver"
     assert case.status.text() == "reference lines up with the image"
 
@@ -86,7 +86,7 @@ def test_grid_status_names_a_mismatch(make_napari_viewer):
     viewer.add_image(np.zeros((4, 8, 8), np.float32), name="ct")
     viewer.add_labels(np.zeros((4, 8, 9), np.uint8), name="ct reference")
     case = CaseWidget(viewer)
-    assert case.labels_layer() is viewer.layers["ct reference"]
+    assert case.state.reference is viewer.layers["ct reference"]
     assert "differs from image shape" in case.status.text()
 
 

@@ -25,7 +25,7 @@ def test_demo_fills_the_panel(make_napari_viewer, qtbot):
     assert w.dice.current_slice() == demo.box.index
     assert w.dice.cell(1, "HD95 mm clean") not in ("...", "")
     assert demo.case.state is w.state  # both panels docked, one shared state
-    assert demo.case.image_layer() is w.state.image
+    assert demo.case.state.image is w.state.image
     assert "1: liver" in demo.case.fields["structures"].text()
 
 
@@ -44,7 +44,7 @@ def test_demo_correct_ends_on_the_corrected_slice(make_napari_viewer, qtbot):
     w = demo.widget
     prompt = demo.correction
     assert prompt is not None and prompt.label == 1  # a click: the threshold model takes them
-    assert w.prompt.prompts()[1].prompts[-1] == prompt
+    assert w.prompt.tools.prompts()[1].prompts[-1] == prompt
     assert w.tabs.currentWidget() is w.prompt
     assert w.dice.current_slice() == prompt.index
     assert w.prompt.jobs.session.last_propagated == [1]

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from napari.layers import Image
 
-from napari_segeval._widgets.evaluate.dice import UNC_HEADER, DicePanel
+from napari_segeval._widgets.evaluate.dice import DicePanel
+from napari_segeval._widgets.evaluate.dice_table import UNC_HEADER
 from napari_segeval._widgets.jobs.tasks import uncertainty
 from napari_segeval._widgets.prompt.run import estimate_text
 from napari_segeval.uncertainty import structure_scores

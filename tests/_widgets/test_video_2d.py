@@ -54,7 +54,7 @@ def test_rgb_image_box_prompt(make_napari_viewer, qtbot):
     w.state.set_current(2)  # the polyp sample holds the non-neoplastic lesion
     box = w.prompt.box_from_reference()
     assert w.state.boxes.ndim == 2
-    assert w.prompt.prompts() == {2: PromptSet.from_box(box)}
+    assert w.prompt.tools.prompts() == {2: PromptSet.from_box(box)}
     w.prompt.run()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None

@@ -41,7 +41,7 @@ def test_boxes_propagation_and_panel_equal_core(ct_viewer, qtbot):
     assert boxes.mode == "add_rectangle"
     spleen = box_from_labels(ref, 2)
     boxes.add_rectangles([spleen.to_napari(3)])
-    prompts = w.prompt.prompts()
+    prompts = w.prompt.tools.prompts()
     assert prompts == {1: PromptSet.from_box(liver), 2: PromptSet.from_box(spleen)}
 
     w.prompt.run()
@@ -175,4 +175,6 @@ def test_box_prompts_replace_per_structure(ct_viewer):
     w.prompt.tools.set_box(Box(10, 10, 20, 20, index=5, label=1))
     w.prompt.box_from_reference()
     assert len(w.state.boxes.data) == 1
-    assert w.prompt.prompts() == {1: PromptSet.from_box(box_from_labels(w.state.reference.data, 1))}
+    assert w.prompt.tools.prompts() == {
+        1: PromptSet.from_box(box_from_labels(w.state.reference.data, 1))
+    }

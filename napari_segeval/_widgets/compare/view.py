@@ -11,9 +11,10 @@ from contextlib import suppress
 from functools import partial
 from typing import Any
 
-from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QWidget
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets._state import CONDITIONS, ViewerState, listen, restartable_timer
 from napari_segeval._widgets.colours import ColourLanguage, legend_html
 from napari_segeval._widgets.jobs.worker import run_guarded, show_info
@@ -152,8 +153,7 @@ class CompareView(QWidget):
             model = ViewerModel(title=title)
             qt = QtViewer(model, show_welcome_screen=False)
             label = QLabel(title)
-            column = QVBoxLayout()
-            column.addWidget(label)
+            column = vbox(None, label)
             column.addWidget(qt, 1)
             row.addLayout(column, 1)
             self.models[key], self.qt_viewers[key], self.titles[key] = model, qt, label
@@ -179,7 +179,6 @@ class CompareView(QWidget):
         self._fit_timer = fit
         fit.start()
 
-    # -- connections --------------------------------------------------------------------
     @staticmethod
     def _disconnect(store: list[tuple[Any, Any]]) -> None:
         for emitter, callback in store:
@@ -191,7 +190,6 @@ class CompareView(QWidget):
         """How many event connections the views hold (0 once closed)."""
         return len(self._links) + sum(len(v) for v in self._follow.values())
 
-    # -- layers -------------------------------------------------------------------------
     def rebuild(self) -> None:
         """Mirror the case's current layers into the three views and align them.
 
@@ -261,7 +259,6 @@ class CompareView(QWidget):
         if found is not None and found not in self.sources.get("attacked", []):
             self.rebuild()  # an attack (or the results browser) just added the attacked image
 
-    # -- linking --------------------------------------------------------------------------
     def _linked(self, source: Any, comp: str, attr: str) -> None:
         if self._syncing or self.closed:
             return
@@ -302,7 +299,6 @@ class CompareView(QWidget):
         if zooms:
             self.sync_from(self.models[min(zooms, key=lambda key: zooms[key])])
 
-    # -- teardown -------------------------------------------------------------------------
     def close(self) -> bool:
         """Disconnect every link, close the canvases and remove the dock."""
         if self.closed:
@@ -334,9 +330,6 @@ class CompareBar(QWidget):
         self.state = state
         self.view: CompareView | None = None
         self.overlay = DisagreementOverlay(viewer, state)
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
-        row = QHBoxLayout()
         boxes = []
         for what, tip, action in (
             ("compare", COMPARE_TIP, self.set_compare),
@@ -346,13 +339,9 @@ class CompareBar(QWidget):
             box = QCheckBox(what.capitalize())
             box.setToolTip(tip)
             box.toggled.connect(lambda on, w=what, a=action: run_guarded(w, lambda: a(on)))
-            row.addWidget(box)
             boxes.append(box)
         self.compare, self.disagreement, self.outlines = boxes
-        row.addStretch(1)
-        column.addLayout(row)
-        self.legend = QLabel()
-        self.legend.setWordWrap(True)
+        self.legend = text_line()
         self.legend.setStyleSheet("font-size: 11px")
         self.legend.setToolTip(
             "the colour language of every view: the reference is an outline, the "
@@ -360,7 +349,7 @@ class CompareBar(QWidget):
             "has its colour in every layer"
         )
         self.colours = ColourLanguage(viewer, state)
-        column.addWidget(self.legend)
+        vbox(self, hbox(*boxes, 1), self.legend, tight=True)
         self._legend()
         ev = state.events
         self._unlisten = listen(
@@ -372,7 +361,6 @@ class CompareBar(QWidget):
         )
 
     def set_compare(self, on: bool) -> CompareView | None:
-        """Open (or close) the compare views."""
         if on and self.view is None:
             self.view = CompareView(self.viewer, self.state)
         elif not on and self.view is not None:
@@ -392,7 +380,6 @@ class CompareBar(QWidget):
         return layer
 
     def outline(self, on: bool) -> None:
-        """Draw the predictions as outlines (or filled)."""
         set_outlines(self.state.predictions.values(), on)
 
     def _legend(self) -> None:

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox, FloatSpinBox, Label, SpinBox
-from qtpy.QtWidgets import QGroupBox, QLabel, QPushButton, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QGroupBox, QWidget
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, text_line, vbox
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState
-from napari_segeval._widgets.jobs.tasks import attack, attack_dense, attack_with, raw_per_unit
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.tasks import attack, attack_with, raw_per_unit
+from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.panel import prediction_layer
 
@@ -57,27 +57,22 @@ class AttackPanel(QWidget):
             label="steps", value=DEFAULT_STEPS, min=STEPS_RANGE[0], max=STEPS_RANGE[1]
         )
         self.eps.changed.connect(self._show_raw)
-        self.run_button = QPushButton("Run attack")
-        self.run_button.clicked.connect(lambda: run_guarded("attack", self.run))
+        self.run_button = button("Run attack", "", self.run, "attack")
         self.runner = JobRunner(viewer=napari_viewer)
         self.picker = ModelPicker(
             napari_viewer,
             first=("model of the clean prediction", "the one that made the clean prediction"),
         )
         self.result: Any = None
-        about = QLabel(
+        about = text_line(
             "attacks the model of the clean prediction (Segment, or Prompt with "
             "its boxes), or the model chosen here with the prompts of the last "
             "propagation"
         )
-        about.setWordWrap(True)
         model = QGroupBox("model")
-        QVBoxLayout(model).addWidget(self.picker)
+        vbox(model, self.picker)
         fields = form(self.attack, self.eps, self.raw, self.steps)
-        layout = QVBoxLayout(self)
-        for widget in (about, model, fields, self.run_button, self.runner):
-            layout.addWidget(widget)
-        layout.addStretch(1)
+        vbox(self, about, model, fields, self.run_button, self.runner, 1)
         ev = self.state.events
         for signal in (ev.image, ev.clean, ev.model):
             signal.connect(self._show_raw)
@@ -146,7 +141,7 @@ class AttackPanel(QWidget):
         if self.model_kind() == "dense":
             if case is None or case.axes != "zyx":
                 raise ValueError("the dense model attacks 3D volumes only")
-            return start(attack_dense, model, case, *budget, on_done=done)
+            return start(attack, model, case, None, *budget, on_done=done)
         if model is None or not prompts:
             raise ValueError(
                 "run propagation first (or segment with a dense model): the "

@@ -7,22 +7,11 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from qtpy.QtCore import Qt
-from qtpy.QtGui import QColor
-from qtpy.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
-    QComboBox,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtCore import QTimer
+from qtpy.QtWidgets import QCheckBox, QComboBox, QLabel, QWidget
 
 from napari_segeval._names import CLEAN
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets._state import (
     CONDITIONS,
     ViewerState,
@@ -32,27 +21,18 @@ from napari_segeval._widgets._state import (
     restartable_timer,
 )
 from napari_segeval._widgets.colours import several, structure_colour
+from napari_segeval._widgets.evaluate.dice_table import DiceTable
 from napari_segeval._widgets.evaluate.slice_plot import SlicePlot
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner, button, run_guarded
 from napari_segeval._widgets.overlays.arrays import (
-    PANEL_KEYS,
     compare_rows,
-    dice_colour,
     slice_extent,
     slice_kinds,
     touched_slices,
     union,
 )
-from napari_segeval.metrics.catalog import METRICS, UNCERTAINTY
 
 SURFACE_DELAY_MS = 600
-SURFACE_KEYS = ("hd95", "nsd")
-#: The columns of a metric per condition shown: (record key, header of ``title``).
-PARTS = {
-    False: ((CLEAN, "{}"),),
-    True: ((CLEAN, "{} clean"), ("attacked", "{} att."), ("delta", "Δ{}")),
-}
-UNC_HEADER = UNCERTAINTY.header
 #: What the panel says without a reference, by whether a risk of failure is estimated.
 NO_REFERENCE = {
     False: "choose a reference Labels layer",
@@ -92,43 +72,33 @@ class DicePanel(QWidget):
         self._pending: dict[str, slice | None] = {}
         #: a problem, or what to do first; and the last job's result line (a propagation's,
         #: shown when the tab comes to front)
-        self.message, self.result = QLabel(""), QLabel("")
-        for label in (self.message, self.result):
-            label.setWordWrap(True)
+        self.message, self.result = text_line(), text_line()
         self.result.setVisible(False)
-        self.table = QTableWidget(0, 1)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setMinimumHeight(90)
-        self.table.itemSelectionChanged.connect(self._row_selected)
+        self.table = DiceTable(state)
+        self.headers, self.cell = self.table.headers, self.table.cell
         self.plot = SlicePlot()
         self.plot.slice_clicked.connect(self.go_to_slice)
-        self.worst_button = QPushButton("Worst slice")
-        self.worst_button.clicked.connect(lambda: run_guarded("worst slice", self.go_to_worst))
-        self.recount_button = QPushButton("Recount")
-        self.recount_button.setToolTip("count everything again (after undo/redo)")
-        self.recount_button.clicked.connect(lambda: run_guarded("recount", self.rebind))
+        self.worst_button = button("Worst slice", "", self.go_to_worst, "worst slice")
+        tip = "count everything again (after undo/redo)"
+        self.recount_button = button("Recount", tip, self.rebind, "recount")
         self.overlay_box = QCheckBox("FP/FN overlay")
         self.overlay_condition = QComboBox()
         self.overlay_condition.addItems(list(CONDITIONS))
         self.overlay = ErrorOverlay(napari_viewer, self.state)
         self.overlay_box.toggled.connect(self._overlay_toggled)
         self.overlay_condition.currentTextChanged.connect(self._overlay_toggled)
+        self._scored = (self.recount_button, self.overlay_box, self.overlay_condition)
         # restarted after every change: a dropped run needs no notification
         self.surface_runner = JobRunner(viewer=napari_viewer, notify=False)
         self.plot_title = QLabel(PLOT_TITLE)
-        row = QHBoxLayout()
-        for w in (self.worst_button, self.recount_button, self.overlay_box, self.overlay_condition):
-            row.addWidget(w)
-        layout = QVBoxLayout(self)
-        for widget in (self.result, self.message, self.table, self.plot_title, self.plot):
-            layout.addWidget(widget)
+        # the runner's status: "surface metrics: done" ...
+        row = hbox(self.worst_button, *self._scored)
+        shown = (self.result, self.message, self.table, self.plot_title, self.plot, row)
+        layout = vbox(self, *shown, self.surface_runner)
         layout.setStretchFactor(self.table, 2)
         layout.setStretchFactor(self.plot, 1)
-        layout.addLayout(row)
-        layout.addWidget(self.surface_runner)  # its status: "surface metrics: done" ...
         self._flush_timer = restartable_timer(self, 0, self.flush)
-        self._surface_timer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
+        self._surface_timer: QTimer = restartable_timer(self, SURFACE_DELAY_MS, self._start_surface)
         ev = self.state.events
         self._unlisten = listen(
             [
@@ -142,7 +112,6 @@ class DicePanel(QWidget):
         self.viewer.dims.events.current_step.connect(self._on_step)
         self.rebind()
 
-    # -- binding to layers ------------------------------------------------------------
     def rebind(self) -> None:
         """Build the live counters for the current layers and count everything."""
         from napari_segeval._widgets.jobs.worker import error_message
@@ -185,12 +154,17 @@ class DicePanel(QWidget):
         self.message.setText("; ".join(problems))
         self.plot.setVisible(self.state.kind() != "image")
         scored = ref is not None or not self.state.risk  # else: the risk alone, no Dice
-        for w in (self.table, self.recount_button, self.overlay_box, self.overlay_condition):
+        for w in (self.table, *self._scored):
             w.setVisible(scored)
         self.worst_button.setVisible(scored and self.state.kind() != "image")
         self.overlay.refresh()
         self.refresh()
         self._surface_timer.start()
+
+    @property
+    def surface_timer(self) -> QTimer:
+        """The delay after an edit before the surface metrics are computed again."""
+        return self._surface_timer
 
     def show_result(self, text: str) -> None:
         """Show a job's result line above the table (nothing for an empty ``text``)."""
@@ -208,11 +182,10 @@ class DicePanel(QWidget):
             self.refresh_plot()
 
     def _new_current(self) -> None:
-        self._select_current()
+        self.table.select_current()
         self.refresh_plot()
         self.overlay.refresh()
 
-    # -- edits --------------------------------------------------------------------------
     def on_paint(self, key: str, event: Any) -> None:
         """A paint event on the reference or a prediction: recount the touched slices."""
         ref = self.state.reference
@@ -241,7 +214,6 @@ class DicePanel(QWidget):
             self.refresh()
             self._surface_timer.start()
 
-    # -- display ------------------------------------------------------------------------
     def refresh(self) -> None:
         """Redraw the table and the plot from the counters."""
         counted = [c for c in CONDITIONS if c in self.live]  # the attacked alone: its column
@@ -252,7 +224,9 @@ class DicePanel(QWidget):
             compare_rows(tables[CLEAN], tables.get("attacked"), surface=surface) if tables else []
         )
         self.records = self._in_play(rows)
-        self._fill_table()
+        parts = (*CONDITIONS, "delta")
+        computing = {p for p in parts if self.surface.get(self.counted.get(p, "")) is None}
+        self.table.fill(self.records, computing)
         self.refresh_plot()
 
     def _in_play(self, records: list[dict]) -> list[dict]:
@@ -262,93 +236,6 @@ class DicePanel(QWidget):
                 self._seen.add(rec["label"])
         shown = [rec for rec in records if rec["label"] in self._seen]
         return shown or records
-
-    def columns(self) -> list[tuple[str, Callable[[dict], QTableWidgetItem]]]:
-        """The table's columns: title, and the cell it shows of a record."""
-        both = any(r["attacked"] is not None for r in self.records)
-        cols: list[tuple[str, Callable[[dict], QTableWidgetItem]]] = [
-            ("structure", self._name_cell)
-        ]
-        for key in PANEL_KEYS:
-            title = METRICS[key].header
-            cols += [(head.format(title), partial(self._cell, key, p)) for p, head in PARTS[both]]
-            if key == "dice" and self.state.uncertainty:
-                cols.append((UNC_HEADER, self._uncertainty_cell))
-        return cols
-
-    def headers(self) -> list[str]:
-        """Column titles of the table."""
-        return [title for title, _ in self.columns()]
-
-    def cell(self, label: int, header: str) -> str:
-        """Text of a cell, by structure id and column title (for tests and export)."""
-        col = self.headers().index(header)
-        row = [r["label"] for r in self.records].index(int(label))
-        item = self.table.item(row, col)
-        return "" if item is None else item.text()
-
-    def _name_cell(self, rec: dict) -> QTableWidgetItem:
-        item = QTableWidgetItem(f"{rec['label']} {rec['name']}")
-        swatch = structure_colour(int(rec["label"]), self.state.structures)
-        item.setData(Qt.ItemDataRole.DecorationRole, QColor(swatch))  # its colour in the layers
-        return item
-
-    def _cell(self, key: str, part: str, rec: dict) -> QTableWidgetItem:
-        """A metric of the clean or attacked prediction, or their difference, coloured for Dice."""
-        value = (rec[part] or {}).get(key, float("nan"))
-        computing = self.surface.get(self.counted.get(part, "")) is None and key in SURFACE_KEYS
-        delta = part == "delta"
-        item = QTableWidgetItem(
-            "..."
-            if computing and not delta and np.isnan(value)
-            else METRICS[key].text(value, delta)
-        )
-        colour = None
-        if key == "dice" and not delta:
-            colour = dice_colour(value)
-        elif key == "dice" and np.isfinite(value) and abs(value) >= 0.01:
-            colour = dice_colour(0.0 if METRICS[key].worse(value, 0.0) else 1.0)  # red or green
-        if colour is not None:
-            item.setBackground(QColor(*colour))
-            item.setForeground(QColor(255, 255, 255))
-            # a selected row's highlight would hide the colour: only the structure's cell
-            # shows the selection
-            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
-        return item
-
-    def _uncertainty_cell(self, rec: dict) -> QTableWidgetItem:
-        item = QTableWidgetItem(UNCERTAINTY.text(self.state.uncertainty.get(int(rec["label"]))))
-        item.setToolTip(
-            "uncertainty of the clean prediction: mean normalised entropy over the structure "
-            "and its boundary band"
-        )
-        return item
-
-    def _fill_table(self) -> None:
-        cols = self.columns()
-        self.table.blockSignals(True)
-        self.table.setColumnCount(len(cols))
-        self.table.setHorizontalHeaderLabels([title for title, _ in cols])
-        self.table.setRowCount(len(self.records))
-        for i, rec in enumerate(self.records):
-            for j, (_, make) in enumerate(cols):
-                self.table.setItem(i, j, make(rec))
-        self.table.resizeColumnsToContents()
-        self.table.blockSignals(False)
-        self._select_current()
-
-    def _select_current(self) -> None:
-        labels = [r["label"] for r in self.records]
-        if self.state.current in labels:
-            self.table.blockSignals(True)
-            self.table.selectRow(labels.index(self.state.current))
-            self.table.blockSignals(False)
-
-    def _row_selected(self) -> None:
-        # selectedRows() wants every cell selected; the coloured ones are not selectable
-        rows = sorted({index.row() for index in self.table.selectedIndexes()})
-        if rows:
-            self.state.set_current(self.records[rows[0]]["label"])
 
     def refresh_plot(self) -> None:
         """Redraw the per-slice plot of the current structure: Dice, risk, extent, marks."""
@@ -388,7 +275,6 @@ class DicePanel(QWidget):
             self.plot.set_marks(None, None, frames, _ends(at_risk))
         self._on_step()
 
-    # -- navigation ---------------------------------------------------------------------
     def _layer_for_axis0(self) -> Any:
         ref = self.state.reference
         return ref if ref is not None else self.state.image
@@ -419,7 +305,6 @@ class DicePanel(QWidget):
         self.go_to_slice(index)
         return index
 
-    # -- surface metrics ----------------------------------------------------------------
     def _start_surface(self) -> None:
         from napari_segeval._widgets.jobs.tasks import surface_rows
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 from magicgui.widgets import ComboBox
-from qtpy.QtWidgets import QFileDialog, QLabel, QPushButton, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QFileDialog, QPushButton, QWidget
 
 from napari_segeval._atomic import atomic_open
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, text_line, vbox
 from napari_segeval._widgets._state import CONDITIONS, ViewerState
 from napari_segeval._widgets.jobs.worker import run_guarded
 from napari_segeval._widgets.overlays.arrays import PANEL_KEYS
@@ -46,20 +46,16 @@ class ExportPanel(QWidget):
         self.state = state
         self.records = records
         self.condition = ComboBox(label="prediction", choices=list(CONDITIONS))
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        layout = QVBoxLayout(self)
-        layout.addWidget(form(self.condition))
+        self.status = text_line()
+        buttons = []
         for text, filter_, action in (
             ("Save prediction...", LABEL_FILTER, self.save_prediction),
             ("Save metrics CSV...", "CSV (*.csv)", self.save_metrics),
             ("Save screenshot...", "PNG (*.png)", self.save_screenshot),
         ):
-            button = QPushButton(text)
-            button.clicked.connect(lambda _=False, f=filter_, a=action: self._ask(f, a))
-            layout.addWidget(button)
-        layout.addWidget(self.status)
-        layout.addStretch(1)
+            buttons.append(QPushButton(text))
+            buttons[-1].clicked.connect(lambda _=False, f=filter_, a=action: self._ask(f, a))
+        vbox(self, form(self.condition), *buttons, self.status, 1)
 
     def _ask(self, filter_: str, action: Callable[[Path], Any]) -> None:
         path, _ = QFileDialog.getSaveFileName(

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 from magicgui.types import FileDialogMode
 from magicgui.widgets import CheckBox, ComboBox, FileEdit
-from qtpy.QtWidgets import QLabel, QPushButton, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QLabel, QWidget
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, vbox
 from napari_segeval._widgets._state import SERIES_HINT, ViewerState
 from napari_segeval._widgets.jobs.tasks import DENSE_SOURCES, DEVICES, dense_ref, segment_dense
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.prompt.panel import prediction_layer
 
 #: The path box's dialog mode and placeholder per kind of path of a model source.
@@ -40,15 +40,11 @@ class SegmentPanel(QWidget):
         )
         self.device = ComboBox(label="device", choices=list(DEVICES))
         self.source.changed.connect(self._source_picked)
-        self.run_button = QPushButton("Run segmentation")
-        self.run_button.clicked.connect(lambda: run_guarded("segmentation", self.run))
+        self.run_button = button("Run segmentation", "", self.run, "segmentation")
         self.runner = JobRunner(viewer=napari_viewer)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("dense segmentation of a 3D volume (no prompts)"))
-        layout.addWidget(form(self.source, self.path, self.trust, self.device))
-        layout.addWidget(self.run_button)
-        layout.addWidget(self.runner)
-        layout.addStretch(1)
+        about = QLabel("dense segmentation of a 3D volume (no prompts)")
+        fields = form(self.source, self.path, self.trust, self.device)
+        vbox(self, about, fields, self.run_button, self.runner, 1)
         self._source_picked(self.source.value)
 
     def _source_picked(self, text: str) -> None:

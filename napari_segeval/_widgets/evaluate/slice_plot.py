@@ -115,12 +115,10 @@ class SlicePlot(QWidget):
         self.update()
 
     def set_current(self, index: int | None) -> None:
-        """Mark the slice shown in the viewer."""
         if index != self.current:
             self.current = index
             self.update()
 
-    # -- geometry --------------------------------------------------------------------
     def _plot_rect(self) -> QRectF:
         return QRectF(
             self.LEFT,
@@ -149,7 +147,6 @@ class SlicePlot(QWidget):
         """True when slice ``index`` is in the plotted range."""
         return self.n > 0 and self.lo <= index <= self.hi
 
-    # -- Qt events -------------------------------------------------------------------
     def mousePressEvent(self, event: Any) -> None:
         pos = event.pos() if hasattr(event, "pos") else event.position()
         index = self.index_at(float(pos.x()))

@@ -12,6 +12,8 @@ from napari_segeval._cancel import check_cancel
 from napari_segeval.models._device import DEVICE_CHOICES
 from napari_segeval.models.registry import PROMPTABLE
 
+#: A job's ``progress(done, total)`` (None: not reported).
+Progress = Callable[[int, int], None] | None
 #: The device choices of every panel and of every ``segeval --device``.
 DEVICES = DEVICE_CHOICES
 
@@ -22,7 +24,7 @@ def surface_rows(
     structures: Mapping[int, str],
     *,
     tolerance_mm: float = 2.0,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
 ) -> dict[str, list[dict]]:
     """``{condition: structure_table rows with surface metrics}`` per (reference, prediction)."""
@@ -45,7 +47,7 @@ def load_model(
     checkpoint: str | None,
     device: str,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
 ) -> Any:
     """Load a promptable model by its registry (or catalogue) name and optional checkpoint."""
@@ -60,16 +62,12 @@ def load_model(
     return model
 
 
-def _model(spec: tuple[str, str | None, str], cached: tuple | None, cancel: Any) -> Any:
-    """The model of ``spec``: ``cached = (spec, model)``'s, else loaded."""
-    return (
-        cached[1] if cached is not None and cached[0] == spec else load_model(*spec, cancel=cancel)
-    )
+def _model(spec: tuple, cached: tuple | None, cancel: Any, load: Callable = load_model) -> Any:
+    """The model of ``spec``: ``cached = (spec, model)``'s, else ``load(*spec, cancel=)``."""
+    return cached[1] if cached is not None and cached[0] == spec else load(*spec, cancel=cancel)
 
 
-def pull_model(
-    name: str, *, progress: Callable[[int, int], None] | None = None, cancel: Any = None
-) -> dict:
+def pull_model(name: str, *, progress: Progress = None, cancel: Any = None) -> dict:
     """Download and check the catalogue checkpoint ``name`` (``models.hub.pull``)."""
     from napari_segeval.models.hub import pull
 
@@ -84,7 +82,7 @@ def segment(
     kind: str,
     *,
     window: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> np.ndarray:
@@ -161,7 +159,7 @@ def propagate_session(
     seed: tuple | None = None,
     options: Mapping | None = None,
     reference: np.ndarray | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
     on_slice: Callable[[int, int, np.ndarray], None] | None = None,
 ) -> tuple[Any, Any, Any, dict[int, tuple[float, float]], dict[int, Any]]:
@@ -259,7 +257,7 @@ def uncertainty(
     n_samples: int = 8,
     jitter: int = 3,
     noise_std: float | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray, dict[int, float]]:
     """Prompt-jitter uncertainty map and per-structure uncertainty score of ``prediction``.
@@ -308,13 +306,20 @@ def attack(
     steps: int,
     *,
     window: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
 ) -> Any:
-    """Attack a promptable model on ``case`` (an image, volume or video), outputs on its grid."""
-    from napari_segeval.attacks import AttackConfig, PromptTarget, attack_case
+    """Attack ``model`` on ``case``, outputs on its grid; ``eps`` in normalized units.
 
-    target = PromptTarget(model, case, prompts, window=window)
+    With ``prompts`` a promptable model (an image, volume or video); None: a dense model
+    (a volume), as ``segeval attack``.
+    """
+    from napari_segeval.attacks import AttackConfig, DenseTarget, PromptTarget, attack_case
+
+    if prompts is None:
+        target: Any = DenseTarget(model, case)
+    else:
+        target = PromptTarget(model, case, prompts, window=window)
     config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
     return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)
 
@@ -369,14 +374,11 @@ def segment_dense(
     cached: tuple | None,
     case: Any,
     *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress = None,
     cancel: Any = None,
 ) -> tuple[Any, np.ndarray]:
-    """Load the dense model of ``spec = (ref, trust_torchscript, device)`` and segment ``case``.
-
-    As ``segeval segment`` does; the model is ``cached``'s when it holds ``spec``.
-    Returns ``(model, labels)``.
-    """
+    """``(model, labels)``: the dense model of ``spec = (ref, trust_torchscript, device)``
+    (:func:`_model`) segments ``case``, as ``segeval segment`` does."""
     from napari_segeval._errors import SegEvalError
     from napari_segeval.models.dense import segment_case
     from napari_segeval.models.registry import load_dense
@@ -384,28 +386,10 @@ def segment_dense(
     if case.axes != "zyx":
         raise SegEvalError(f"dense models need a 3D volume, got axes {case.axes!r}")
     check_cancel(cancel, "model loading")
-    if cached is not None and cached[0] == spec:
-        model = cached[1]
-    else:
-        ref, trust, device = spec
-        model = load_dense(ref, trust_torchscript=bool(trust), device=device)
+
+    def load(ref: str, trust: bool, device: str, cancel: Any) -> Any:
+        return load_dense(ref, trust_torchscript=bool(trust), device=device)
+
+    model = _model(spec, cached, cancel, load)
     result = segment_case(model, case, progress=progress, cancel=cancel)
     return model, result.labels
-
-
-def attack_dense(
-    model: Any,
-    case: Any,
-    attack_name: str,
-    eps: float,
-    steps: int,
-    *,
-    progress: Callable[[int, int], None] | None = None,
-    cancel: Any = None,
-) -> Any:
-    """Attack a dense model on a volume (``eps`` in normalized units, as ``segeval attack``)."""
-    from napari_segeval.attacks import AttackConfig, DenseTarget, attack_case
-
-    target = DenseTarget(model, case)
-    config = AttackConfig(attack_name, eps=float(eps), steps=int(steps))
-    return attack_case(target, config, clamp=True, progress=progress, cancel=cancel)

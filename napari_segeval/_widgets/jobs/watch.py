@@ -75,7 +75,6 @@ class _WindowWatch(QObject):
         on_closed("its window was closed" if window is self.top() else "its panel was closed")
 
     def stop(self) -> None:
-        """Stop watching."""
         self.on_closed = None
         for ancestor in self.ancestors:
             if qt_alive(ancestor):

@@ -50,12 +50,10 @@ class JobSignals(WorkerBaseSignals):
 class Job(WorkerBase):
     """One run of ``fn(*args, progress=..., cancel=..., **kwargs)``: a superqt worker.
 
-    Besides the worker's signals it emits ``progressed(done, total)`` for each ``progress``
-    call and ``called(callback, args)`` for each call of a ``relay`` callable (keyword
-    arguments of ``fn`` relayed to the main thread). Removing a layer in ``needs`` cancels
-    it; ``cancel_event`` is ``fn``'s ``cancel``; ``gone`` says why its result is no longer
-    wanted; once ``closed`` nothing it reports is handled; ``outcome`` is ``(True, result)``
-    or ``(False, exception)`` once ``returned`` or ``errored`` came.
+    It also emits ``progressed(done, total)`` per ``progress`` call and ``called(callback,
+    args)`` per call of a ``relay`` callable (``fn``'s keywords run on the main thread).
+    ``gone``: why its result is no longer wanted; once ``closed`` nothing it reports is
+    handled.
     """
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -76,7 +74,6 @@ class Job(WorkerBase):
 
     @property
     def alive(self) -> bool:
-        """True while its thread runs it."""
         return self._begun.is_set() and not self._ended.is_set()
 
     def run(self) -> None:
@@ -164,11 +161,9 @@ def error_message(exc: BaseException) -> str:
 class JobRunner(QWidget):
     """A progress bar, a status line and a Cancel button driving one job at a time.
 
-    The bar and Cancel show only while a job runs; the status line says how the last ended.
-    Argument ``activity`` False leaves napari's activity dock out (jobs of a second or less);
-    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped job
-    in the status line only (jobs the panel restarts). Attributes: ``job`` (the running
-    job), ``activity`` (its bar in the activity dock) and ``last_error`` (the last failure).
+    ``activity`` False leaves napari's activity dock out (jobs of a second or less);
+    ``viewer`` holds the layers the jobs' ``needs`` name; ``notify`` False says a dropped
+    job in the status line only (jobs the panel restarts).
     """
 
     job_done = Signal(str, str)  # job name, outcome (an Outcome's string)
@@ -199,11 +194,10 @@ class JobRunner(QWidget):
         self.last_error: str | None = None
         self._on_done: Callable[[Any], None] | None = None
         self._unwatch: list[Callable[[], None]] = []
+        self._next: tuple[str, Callable[[], Any]] | None = None
 
-    # -- API ---------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        """True while a job runs."""
         return self.job is not None
 
     def start(
@@ -218,11 +212,9 @@ class JobRunner(QWidget):
     ) -> Job | None:
         """Start ``fn(*args, progress=..., cancel=..., **kwargs)`` in a worker thread.
 
-        ``on_done(result)`` runs on the main thread when the job succeeds and every
-        layer in ``needs`` is still in the viewer. Each ``relay`` entry ``keyword:
-        callback`` is passed to ``fn`` as a callable whose calls run ``callback`` on the
-        main thread, under the same checks. Returns the :class:`Job`, or None (with a
-        notification) when a job is already running.
+        ``on_done(result)`` runs on the main thread if it succeeds and every layer in
+        ``needs`` is still in the viewer; ``relay``'s callbacks run there under the same
+        checks. None (a notification) while a job runs.
         """
         if self.running:
             show_info(f"{self.worker_name} is still running: wait or cancel it")
@@ -257,6 +249,31 @@ class JobRunner(QWidget):
         job.start()
         return job
 
+    def then(self, what: str, fn: Callable[[], Any], *, cancel: bool = True) -> None:
+        """Call ``fn()`` (:func:`run_guarded`) once no job runs: now, or when the job ends.
+
+        A later call replaces a queued ``fn``; ``cancel`` stops the running job meanwhile;
+        a panel or window closed drops it.
+        """
+        self._next = (what, fn)
+        if not self.running:
+            self._run_next()
+        elif cancel:
+            self.cancel()
+
+    def start_next(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """:meth:`start` once the running job (cancelled) has ended: the newest request wins."""
+        self.then(name, lambda: self.start(name, fn, *args, **kwargs))
+
+    def drop_next(self) -> None:
+        """Forget the call :meth:`then` queued."""
+        self._next = None
+
+    def _run_next(self) -> None:
+        queued, self._next = self._next, None
+        if queued is not None:
+            run_guarded(*queued)
+
     def cancel(self) -> None:
         """Ask the running job to stop (it raises Cancelled at its next check)."""
         job = self.job
@@ -282,7 +299,6 @@ class JobRunner(QWidget):
         if qt_alive(self) and job is self.job:
             self.status.setText(f"{job.name}: stopping ({job.gone})")
 
-    # -- reports of the worker (main thread) -------------------------------------------
     def _wanted(self, job: Job) -> bool:
         """Whether ``job``'s reports are still handled (not an earlier or closed job's)."""
         return job is self.job and not job.closed and qt_alive(self)
@@ -369,9 +385,14 @@ class JobRunner(QWidget):
         show_error(f"{name} failed: {self.last_error}")
 
     def _emit_done(self, name: str, outcome: Outcome) -> None:
-        """``job_done``, unless the runner went meanwhile (a notification processes events)."""
+        """``job_done``, unless the runner went meanwhile (a notification processes events);
+        then the queued call (:meth:`then`), unless it closed."""
+        if outcome == Outcome.CLOSED:
+            self._next = None
         if qt_alive(self):
             self.job_done.emit(name, outcome.value)
+            if not self.running:
+                self._run_next()
 
 
 def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
@@ -381,3 +402,13 @@ def run_guarded(what: str, fn: Callable[[], Any]) -> Any:
     except Exception as exc:  # noqa: BLE001 - a button must never crash the viewer
         show_error(f"{what} failed: {error_message(exc)}")
         return None
+
+
+def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
+    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
+    (about ``what``, by default the text).
+    """
+    b = QPushButton(text)
+    b.setToolTip(tip)
+    b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))
+    return b

@@ -15,17 +15,15 @@ from qtpy.QtGui import QColor, QStandardItem, QStandardItemModel
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QHBoxLayout,
-    QLabel,
     QPushButton,
     QSizePolicy,
     QTreeView,
-    QVBoxLayout,
     QWidget,
 )
 
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.jobs.tasks import load_model, pull_model
-from napari_segeval._widgets.jobs.worker import JobRunner, run_guarded
+from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.rows import (
     Row,
     card_html,
@@ -56,30 +54,14 @@ def cache_signal(viewer: Any) -> _Cache:
     return signal
 
 
-# ----------------------------------------------------------------------------- the widget
 class ModelPicker(QWidget):
     """Choose a promptable model; download a catalogue entry; open a checkpoint file.
 
-    Parameters
-    ----------
-    napari_viewer : napari.Viewer
-    device : callable, optional
-        The device an opened checkpoint is loaded on to check it (default ``"auto"``).
-    first : (str, str), optional
-        A row (label, state) before the models whose choice is ``("", None)``.
-
-    Attributes
-    ----------
-    combo : QComboBox
-        The list (name, state); its text is a registry label, an entry's or a file's name.
-    card : QLabel
-        The selected entry's model card.
-    runner : JobRunner
-        Downloads and checkpoint checks.
-    changed : Signal()
-        The choice, or the state of the choice, changed.
-    loaded : Signal(tuple, object)
-        An opened checkpoint loaded: ``(spec, model)``, ``spec = (label, path, device)``.
+    ``device()``: the device an opened checkpoint is checked on; ``first``: a row (label,
+    state) before the models, whose choice is ``("", None)``. ``combo`` lists the rows,
+    ``card`` shows the model card, ``runner`` runs downloads and checks. ``changed``: the
+    choice or its state changed; ``loaded(spec, model)``: an opened checkpoint loaded,
+    ``spec = (label, path, device)``.
     """
 
     changed = Signal()
@@ -106,31 +88,28 @@ class ModelPicker(QWidget):
         self.combo = QComboBox()
         self.combo.setView(self.view)
         self.combo.setModel(self.items)
-        self.state = QLabel("")
-        self.state.setWordWrap(True)
-        self.download_button = QPushButton("Download")
-        self.download_button.setToolTip(
+        self.state = text_line()
+        self.download_button = button(
+            "Download",
             "download the selected checkpoint from the model hub "
-            "(once: SHA-256 checked, kept in the hub's cache)"
+            "(once: SHA-256 checked, kept in the hub's cache)",
+            self.download,
+            "download",
         )
-        self.open_button = QPushButton("Open checkpoint…")
-        self.open_button.setToolTip(
-            "a checkpoint file of the selected network (checked by loading it before it is listed)"
+        self.open_button = button(
+            "Open checkpoint…",
+            "a checkpoint file of the selected network (checked by loading it before it is listed)",
+            self.open_checkpoint,
+            "open checkpoint",
         )
-        for button, fn in (
-            (self.download_button, self.download),
-            (self.open_button, self.open_checkpoint),
-        ):
-            button.clicked.connect(lambda *_, fn=fn: run_guarded(fn.__name__.replace("_", " "), fn))
         self.card_button = QPushButton("Card")
         self.card_button.setCheckable(True)
         self.card_button.setChecked(True)
         self.card_button.setToolTip(
             "show or hide the model card (training data, intended use, what it is not for, licence)"
         )
-        self.card = QLabel("")
+        self.card = text_line()
         self.card_button.toggled.connect(self.card.setVisible)
-        self.card.setWordWrap(True)
         self.card.setTextFormat(Qt.TextFormat.RichText)
         self.card.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # the dock's width is the other panels': the card wraps to it, never widens it
@@ -138,20 +117,13 @@ class ModelPicker(QWidget):
         self.runner = JobRunner(viewer=napari_viewer)
         self.runner.setVisible(False)  # shown while a download or a check runs
         self.runner.job_done.connect(lambda _n, _o: self._show())
-        buttons = QHBoxLayout()
-        for w in (self.state, self.download_button, self.open_button, self.card_button):
-            buttons.addWidget(w, w is self.state)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.combo)
-        layout.addLayout(buttons)
-        layout.addWidget(self.card)
-        layout.addWidget(self.runner)
+        buttons = (self.state, self.download_button, self.open_button, self.card_button)
+        row = hbox(*buttons, stretch=self.state)
+        vbox(self, self.combo, row, self.card, self.runner, tight=True)
         self.fill()
         self.combo.currentIndexChanged.connect(lambda _i: self._picked())
         cache_signal(napari_viewer).changed.connect(self.refresh)
 
-    # -- rows -----------------------------------------------------------------------------
     def rows(self) -> list[Row]:
         """Every row of the list, in order (the ``first`` row has kind ``"first"``)."""
         return [row for row, _ in self._rows]
@@ -184,7 +156,6 @@ class ModelPicker(QWidget):
             self.changed.emit()
 
     def current(self) -> Row | None:
-        """The selected row."""
         i = self.combo.currentIndex()
         return self._rows[i][0] if 0 <= i < len(self._rows) else None
 
@@ -279,7 +250,6 @@ class ModelPicker(QWidget):
         self.card.setText(text if row.kind == "first" else card_html(row))
         self.combo.setToolTip(f"{row.label}: {text}")
 
-    # -- actions --------------------------------------------------------------------------
     def download(self) -> Any:
         """Download the selected catalogue checkpoint in a job (never on its own)."""
         row = self.current()

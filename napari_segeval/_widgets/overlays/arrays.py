@@ -81,16 +81,10 @@ def _axis0_bounds(index: Any) -> tuple[int, int] | None:
 
 
 def touched_slices(atoms: Iterable[Any], n_slices: int) -> slice | None:
-    """Slice range along axis 0 changed by napari Labels paint-history atoms.
+    """Slice range along axis 0 changed by napari Labels paint-history atoms (None: unknown).
 
     Each atom of ``Labels.events.paint``'s ``value`` has a ``slice_key`` (brush, fill,
     polygon) or is ``(indices, old, new)`` with a numpy multi-index (``data_setitem``).
-
-    Returns
-    -------
-    slice or None
-        The union of the touched ranges, clipped to ``[0, n_slices)``; ``slice(0, 0)``
-        when nothing was touched, None when the range cannot be told.
     """
     spans = []
     for atom in atoms:

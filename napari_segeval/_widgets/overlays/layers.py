@@ -72,7 +72,6 @@ class _Overlay(ABC):
 
     @property
     def shown(self) -> bool:
-        """True while the layer is in the viewer."""
         return self.layer is not None and self.layer in self.viewer.layers
 
     def show(self) -> Any:
@@ -196,7 +195,6 @@ class DisagreementOverlay(_Overlay):
         self._unlisten = listen((s, self.refresh) for s in (ev.clean, ev.attacked, ev.reference))
 
     def pair(self) -> tuple[Any, Any] | None:
-        """The clean and the attacked predictions."""
         predictions = self.state.predictions
         return _same_shape(predictions.get(CLEAN), predictions.get("attacked"))
 

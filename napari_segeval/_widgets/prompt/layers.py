@@ -7,7 +7,8 @@ event loop (docs/design.md). Slice/frame index = the first array axis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,6 @@ class PromptLayers:
         self._scheduled = False
         self._positive = True
 
-    # -- the case ------------------------------------------------------------------------
     def grid_layer(self) -> Any:
         """The layer whose array indices the prompts are given in (image, else reference)."""
         layer = self.state.image if self.state.image is not None else self.state.reference
@@ -81,7 +81,6 @@ class PromptLayers:
             )
         return None
 
-    # -- layers --------------------------------------------------------------------------
     def _alive(self, layer: Any) -> bool:
         return layer is not None and layer in self.viewer.layers
 
@@ -174,7 +173,6 @@ class PromptLayers:
             points.current_face_color = _polarity(self._positive)
             points.current_border_color = colours.PROMPT_COLOUR
 
-    # -- reading -------------------------------------------------------------------------
     def _to_grid(self, layer: Any, coords: np.ndarray) -> np.ndarray:
         """Rows of ``layer`` data coordinates as array indices of the grid layer."""
         grid = self.grid_layer()
@@ -226,7 +224,6 @@ class PromptLayers:
             grouped.setdefault(it.prompt.label, []).append(it.prompt)
         return {lab: PromptSet.of(grouped[lab], lab) for lab in sorted(grouped)}
 
-    # -- writing -------------------------------------------------------------------------
     def _next_order(self) -> int:
         orders = [o for o, _ in self.masks]
         orders += [int(self._orders(ly).max()) for _, ly, _ in self._sources() if len(ly.data)]
@@ -235,8 +232,7 @@ class PromptLayers:
     def add(self, prompt: Prompt, order: int | None = None) -> None:
         """Add ``prompt`` (array indices of the image) after the others (or at ``order``)."""
         order = self._next_order() if order is None else int(order)
-        self._muted += 1
-        try:
+        with self._mute():
             if isinstance(prompt, MaskPrompt):
                 self.masks.append((order, prompt))
             elif isinstance(prompt, Box):
@@ -259,8 +255,6 @@ class PromptLayers:
                 border[-1] = _rgba(colours.PROMPT_COLOUR)
                 layer.selected_data = set()
                 layer.face_color, layer.border_color = face, border
-        finally:
-            self._muted -= 1
         self.follow_structure()
 
     def _set_features(self, layer: Any, rows: dict[int, dict]) -> None:
@@ -269,11 +263,8 @@ class PromptLayers:
         for i, values in rows.items():
             for key, value in values.items():
                 feats.loc[feats.index[i], key] = value
-        self._muted += 1
-        try:
+        with self._mute():
             layer.features = feats
-        finally:
-            self._muted -= 1
 
     def remove(self, items: Iterable[Item]) -> None:
         """Remove ``items`` (from :meth:`items`)."""
@@ -281,8 +272,7 @@ class PromptLayers:
 
     def _drop(self, rows: set[tuple[str, int]]) -> None:
         """Remove the rows ``(source, row)``."""
-        self._muted += 1
-        try:
+        with self._mute():
             self.masks = [m for i, m in enumerate(self.masks) if ("masks", i) not in rows]
             for source, layer, _ in self._sources():
                 gone = sorted(i for s, i in rows if s == source)
@@ -291,6 +281,13 @@ class PromptLayers:
                     layer.remove_selected()
                 elif gone:
                     layer.remove(gone)
+
+    @contextmanager
+    def _mute(self) -> Iterator[None]:
+        """The layers' data events within are the panel's own (not drawn in napari)."""
+        self._muted += 1
+        try:
+            yield
         finally:
             self._muted -= 1
 
@@ -302,7 +299,6 @@ class PromptLayers:
             self.add(p, order)
             order += 1
 
-    # -- items drawn in napari -------------------------------------------------------------
     def _on_data(self, event: Any) -> None:
         if self._muted or str(getattr(event, "action", "")) not in ("added", "removed", "changed"):
             return

@@ -7,17 +7,11 @@ from typing import Any
 import numpy as np
 from magicgui.widgets import ComboBox, SpinBox
 from napari.layers import Image, Labels
-from qtpy.QtWidgets import (
-    QFrame,
-    QGroupBox,
-    QScrollArea,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QFrame, QGroupBox, QScrollArea, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, hbox, vbox
 from napari_segeval._widgets._state import ViewerState, current_index, shared_state
 from napari_segeval._widgets.jobs.tasks import (
     DEVICES,
@@ -27,11 +21,11 @@ from napari_segeval._widgets.jobs.tasks import (
     load_model,
     uncertainty,
 )
-from napari_segeval._widgets.jobs.worker import JobRunner
+from napari_segeval._widgets.jobs.worker import JobRunner, button
 from napari_segeval._widgets.models.picker import ModelPicker
 from napari_segeval._widgets.prompt.live import LiveLabels
 from napari_segeval._widgets.prompt.run import PropagationJobs, estimate_text
-from napari_segeval._widgets.prompt.tools import PromptTools, button, case_key, hbox
+from napari_segeval._widgets.prompt.tools import PromptTools, case_key
 from napari_segeval.io.case import MODALITIES
 
 WINDOWS = ("default", "abdomen", "lung", "brain", "mediastinum")
@@ -175,27 +169,20 @@ class PromptPanel(QWidget):
 
     def _build(self) -> None:
         model = QGroupBox("model")
-        QVBoxLayout(model).addWidget(self.picker)
+        vbox(model, self.picker)
         inner = QWidget()
-        content = QVBoxLayout(inner)
-        content.setContentsMargins(0, 0, 0, 0)
         settings = form(self.device, self.modality, self.ct_window)
-        for w in (form(self.structure), model, settings, self.volume_button, self.tools):
-            content.addWidget(w)
-        content.addStretch(1)
+        shown = (form(self.structure), model, settings, self.volume_button, self.tools)
+        vbox(inner, *shown, 1, tight=True)
         scroll = QScrollArea()  # a short dock scrolls instead of squeezing the tools
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(inner)
         # the job's button and its progress stay in view, below the scrolled part
         run_row = (self.run_button, self.uncertainty_button, self.samples.native)
-        layout = QVBoxLayout(self)
-        layout.addWidget(scroll, 1)
-        layout.addLayout(hbox(*run_row, stretch=self.run_button))
-        layout.addWidget(self.runner)
-        layout.addWidget(self.probe)
+        row = hbox(*run_row, stretch=self.run_button)
+        vbox(self, scroll, row, self.runner, self.probe, stretch=scroll)
 
-    # -- structures ---------------------------------------------------------------------
     def _fill_structures(self) -> None:
         with self.structure.changed.blocked():
             self.structure.choices = [
@@ -209,7 +196,6 @@ class PromptPanel(QWidget):
             self.state.set_current(int(label))
 
     def _on_state(self) -> None:
-        """Any change of the state."""
         if self.jobs.case is not None and self.jobs.case != case_key(self.state):
             self.jobs.drop()  # another case: its session does not fit
         self.volume_button.setVisible(self.state.kind() == "series")
@@ -272,7 +258,6 @@ class PromptPanel(QWidget):
         self.ct_window.enabled = ct
         return ct
 
-    # -- prompts (the tools') ---------------------------------------------------------------
     def go_to_middle(self) -> int:
         """Show the middle slice of the current structure's reference extent."""
         return self.tools.go_to_middle()
@@ -281,11 +266,6 @@ class PromptPanel(QWidget):
         """Start the current structure over from its reference box (middle slice)."""
         return self.tools.box_from_reference()
 
-    def prompts(self) -> dict:
-        """Every structure's prompt set as drawn (refused when there is none)."""
-        return self.tools.prompts()
-
-    # -- run ----------------------------------------------------------------------------
     def spec(self) -> tuple[str, str | None, str]:
         """``(model name, checkpoint or None, device)`` of the chosen model."""
         return (*self.picker.choice(), self.device.value)
@@ -373,7 +353,7 @@ class PromptPanel(QWidget):
             raise ValueError("choose an image layer first")
         self.picker.require()
         try:
-            prompts = self.prompts()
+            prompts = self.tools.prompts()
         except ValueError:
             prompts = dict(self.state.prompts)
             if not prompts:

@@ -13,7 +13,7 @@ import numpy as np
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets.jobs.tasks import propagate_session
-from napari_segeval._widgets.jobs.worker import Outcome, run_guarded, show_info
+from napari_segeval._widgets.jobs.worker import show_info
 from napari_segeval._widgets.prompt.tools import case_key
 from napari_segeval.metrics.catalog import METRICS
 from napari_segeval.prompts.prompt_file import PromptFile
@@ -23,10 +23,9 @@ from napari_segeval.prompts.prompt_set import PromptSet
 class PropagationJobs:
     """The session of the Prompt panel ``panel`` and the jobs that propagate through it.
 
-    ``session`` is the last successful propagation's; ``made_from`` the prompts the
-    prediction shown came from; ``result_name`` the prediction layer's name (None:
-    ``"<image> prediction"``); ``case_id`` the results browser's case being corrected;
-    ``changes`` Dice before and after of the structures the last propagation changed.
+    ``made_from``: the prompts of the prediction shown; ``result_name``: its layer's name
+    (None: ``"<image> prediction"``); ``case_id``: the results browser's case corrected;
+    ``changes``: Dice before and after of the structures the last propagation changed.
     """
 
     def __init__(self, panel: Any, make_layer: Any) -> None:
@@ -37,7 +36,6 @@ class PropagationJobs:
         #: (session key, seconds) of the last whole propagation (None before one)
         self.seconds: tuple[tuple, float] | None = None
         self.drop()
-        panel.runner.job_done.connect(self._job_done)
 
     def drop(self) -> None:
         """Forget the session and what a correction set (another case is shown)."""
@@ -47,9 +45,9 @@ class PropagationJobs:
         self.seed: tuple | None = None
         self.result_name: str | None = None
         self.case_id: str | None = None
-        self._pending: tuple | None = None
         self._case: tuple | None = None
         self.options: dict = {}
+        self.panel.runner.drop_next()
 
     def start_from(
         self,
@@ -82,7 +80,6 @@ class PropagationJobs:
         p = self.panel
         return (case_key(p.state), p.spec(), p.chosen_modality(), p.state.window, p.state.kind())
 
-    # -- starting ------------------------------------------------------------------------
     def start(self, fresh: bool, auto: bool = False) -> Any:
         """Propagate (``fresh``: all, a new session) or re-propagate; the job, or None."""
         p = self.panel
@@ -95,10 +92,10 @@ class PropagationJobs:
         for label, s in sets.items():
             s.validate(shape, name=p.state.structures.get(label), where=where)
         if p.runner.running:
-            if auto:  # the newest prompts, once the job running has ended
-                self._pending = (fresh, auto)
-                if p.runner.worker_name in ("propagation", "re-propagation"):
-                    p.runner.cancel()  # its prompts are out of date
+            if auto:  # the newest prompts, once the job running has ended; a propagation's
+                # prompts are out of date
+                stale = p.runner.worker_name in ("propagation", "re-propagation")
+                p.runner.then("re-propagation", lambda: self.start(fresh, auto), cancel=stale)
                 return None
             show_info(f"{p.runner.worker_name} is still running: wait or cancel it")
             return None
@@ -154,15 +151,6 @@ class PropagationJobs:
             ),
         )
 
-    def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == Outcome.CLOSED:
-            self._pending = None
-        elif self._pending is not None and not self.panel.runner.running:
-            fresh, auto = self._pending
-            self._pending = None
-            run_guarded("re-propagation", lambda: self.start(fresh, auto))
-
-    # -- results -------------------------------------------------------------------------
     def _done(
         self,
         result: tuple,

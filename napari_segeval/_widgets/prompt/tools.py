@@ -6,20 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qtpy.QtWidgets import (
-    QCheckBox,
-    QFileDialog,
-    QHBoxLayout,
-    QLabel,
-    QListWidget,
-    QPushButton,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QCheckBox, QFileDialog, QListWidget, QWidget
 
 from napari_segeval._widgets._dialogs import confirm_replace
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets._state import ViewerState, go_to_index, listen
-from napari_segeval._widgets.jobs.worker import run_guarded
+from napari_segeval._widgets.jobs.worker import button, run_guarded
 from napari_segeval._widgets.prompt.layers import PromptLayers
 from napari_segeval.prompts.prompt_file import PromptFile
 from napari_segeval.prompts.prompt_set import PromptSet, describe
@@ -30,24 +22,6 @@ POINT_TIPS = {
     "positive": "click where the structure is (positive click)",
     "negative": "click where the structure is not (negative click)",
 }
-
-
-def button(text: str, tip: str, action: Callable[[], Any], what: str | None = None) -> QPushButton:
-    """A button with tooltip ``tip`` whose click runs ``action``; an error is a notification
-    (about ``what``, by default the text).
-    """
-    b = QPushButton(text)
-    b.setToolTip(tip)
-    b.clicked.connect(lambda *_: run_guarded(what or text.strip("…"), action))
-    return b
-
-
-def hbox(*widgets: QWidget, stretch: QWidget | None = None) -> QHBoxLayout:
-    """A row of ``widgets``; ``stretch`` takes the room left."""
-    row = QHBoxLayout()
-    for w in widgets:
-        row.addWidget(w, w is stretch)
-    return row
 
 
 def case_key(state: Any) -> tuple | None:
@@ -105,14 +79,11 @@ class PromptTools(QWidget):
         }
         self.auto = QCheckBox("after each prompt")
         self.auto.setToolTip("re-propagate as soon as a prompt is added, deleted or undone")
-        self.info = QLabel("")
-        self.reason = QLabel("")
+        self.info, self.reason = text_line(), text_line()
         for label in (self.info, self.reason):
-            label.setWordWrap(True)
             label.setVisible(False)
         self.reason.setStyleSheet("color: #e8a33d")
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
+        self.status = text_line()
         self.list = QListWidget()
         self.list.setMinimumHeight(60)
         self.list.setMaximumHeight(110)  # about five prompts; it scrolls beyond
@@ -126,8 +97,6 @@ class PromptTools(QWidget):
         self.refresh()
 
     def _build(self) -> None:
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
         rows: tuple[tuple[str | QWidget, ...], ...] = (
             (self.info,),
             (self.reason,),
@@ -138,11 +107,10 @@ class PromptTools(QWidget):
             ("repropagate", self.auto),
             (self.status,),
         )
-        for keys in rows:
-            widgets = [self.buttons[k] if isinstance(k, str) else k for k in keys]
-            layout.addLayout(hbox(*widgets, stretch=self.buttons["repropagate"]))
+        widgets = ([self.buttons[k] if isinstance(k, str) else k for k in keys] for keys in rows)
+        stretch = self.buttons["repropagate"]
+        vbox(self, *(hbox(*w, stretch=stretch) for w in widgets), tight=True)
 
-    # -- the case and the structure ---------------------------------------------------------
     def _on_state(self) -> None:
         """Any change of the state: another case forgets the prompts."""
         key = case_key(self.state)
@@ -162,7 +130,6 @@ class PromptTools(QWidget):
             run_guarded("re-propagation", lambda: self.repropagate(True))
 
     def refresh(self) -> None:
-        """List the selected structure's prompts."""
         self.list.clear()
         self._shown = []
         label = self.state.current
@@ -197,7 +164,6 @@ class PromptTools(QWidget):
         self.info.setText(text)
         self.info.setVisible(bool(text))
 
-    # -- tools ----------------------------------------------------------------------------
     def _need_structure(self) -> int:
         if self.state.current is None:
             raise ValueError("choose a structure first")
@@ -269,13 +235,11 @@ class PromptTools(QWidget):
         return sets
 
     def show_prompt(self) -> None:
-        """Show the slice of the prompt selected in the list."""
         row = self.list.currentRow()
         if 0 <= row < len(self._shown):
             go_to_index(self.viewer, self.layers.grid_layer(), self._shown[row].prompt.index)
 
     def delete_selected(self) -> None:
-        """Delete the prompt selected in the list."""
         row = self.list.currentRow()
         if not 0 <= row < len(self._shown):
             raise ValueError("select a prompt in the list first")
@@ -283,7 +247,6 @@ class PromptTools(QWidget):
         self._changed()
 
     def undo(self) -> None:
-        """Remove the selected structure's last prompt."""
         items = self.layers.items(self._need_structure())
         if not items:
             raise ValueError(f"{self._name()} has no prompt to undo")
@@ -295,7 +258,6 @@ class PromptTools(QWidget):
         self.layers.replace(sets)
         self.refresh()
 
-    # -- files ----------------------------------------------------------------------------
     def prompt_file(self) -> PromptFile:
         """The case's prompts with the frame-stack shape and the structure names."""
         sets = self.prompts()

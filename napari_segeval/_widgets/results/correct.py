@@ -53,13 +53,7 @@ def protocol_prompts(folder: ResultsFolder, loaded: Any) -> dict[int, PromptSet]
 
 
 def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[int, PromptSet], str]:
-    """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from.
-
-    Raises
-    ------
-    ValueError
-        The case has no prompts on record and no reference to take boxes from.
-    """
+    """``(prompt sets, where they come from)`` a correction of ``loaded`` starts from."""
     from napari_segeval.prompts import boxes_from_labels
 
     sets = protocol_prompts(folder, loaded)
@@ -81,23 +75,6 @@ def starting_prompts(folder: ResultsFolder, loaded: LoadedCase) -> tuple[dict[in
     if not boxes:
         raise ValueError(f"case {loaded.case_id}: the reference labels are empty")
     return {b.label: PromptSet.from_box(b) for b in boxes}, "boxes from the reference"
-
-
-def run_options(folder: ResultsFolder) -> dict:
-    """The run's propagation settings, so a correction propagates as the protocol did.
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> from napari_segeval.evaluation.protocols import get_protocol
-    >>> params = get_protocol("medsam2-3d").params.stored({"decision": "logit", "connectivity": 26})
-    >>> run_options(NS(params=params))
-    {'keep_largest': True, 'stop_when_empty': True, 'connectivity': 26, 'decision': 'logit'}
-    >>> dense = get_protocol("msd-robust").params()
-    >>> run_options(NS(params=dense))  # a dense run: none
-    {}
-    """
-    return folder.params.propagation_options()
 
 
 def run_model(folder: ResultsFolder, loaded: Any = None) -> str | None:
@@ -139,6 +116,11 @@ def open_correction(folder: ResultsFolder, loaded: LoadedCase, evaluate: Any) ->
         note += f"; the run's model {model} is not in the list: choose one above"
     start = loaded.predictions.get(loaded.pair[0] or CLEAN)
     prompt.start_correction(
-        sets, start, name=f"{cid} corrected", case_id=cid, note=note, options=run_options(folder)
+        sets,
+        start,
+        name=f"{cid} corrected",
+        case_id=cid,
+        note=note,
+        options=folder.params.propagation_options(),
     )
     evaluate.tabs.setCurrentWidget(prompt)

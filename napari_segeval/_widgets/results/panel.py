@@ -17,24 +17,21 @@ from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QLabel,
     QShortcut,
     QTableView,
-    QVBoxLayout,
     QWidget,
 )
 
 from napari_segeval._names import CLEAN
-from napari_segeval._widgets._form import form
+from napari_segeval._widgets._form import form, hbox, text_line, vbox
 from napari_segeval._widgets._state import ViewerState, shared_state
 from napari_segeval._widgets.jobs.worker import (
     JobRunner,
-    Outcome,
+    button,
     run_guarded,
     show_error,
     show_info,
 )
-from napari_segeval._widgets.prompt.tools import button, hbox
 from napari_segeval._widgets.results.layers import CaseLayers, prediction_role
 from napari_segeval._widgets.results.review import ReviewBox
 from napari_segeval._widgets.results.rounds import RoundStepper
@@ -69,7 +66,6 @@ class ResultsPanel(QWidget):
         self.row: dict | None = None
         self.layers = CaseLayers(napari_viewer)
         self.evaluate: Any = None
-        self._pending: tuple | None = None
         self._summary = ""
         self.model = ResultsModel()
         self.proxy = ResultsProxy()
@@ -91,8 +87,7 @@ class ResultsPanel(QWidget):
             "prediction (no failure: listed after every real score)",
         )
         self.show_absent.changed.connect(self.proxy.set_show_absent)
-        self.summary = QLabel("Open a folder written by segeval evaluate.")
-        self.summary.setWordWrap(True)
+        self.summary = text_line("Open a folder written by segeval evaluate.")
         self.open_button = button("Open…", "a folder written by segeval evaluate", self._ask_folder)
         self.locate_button = button(
             "Locate data folder…", "the data set moved: choose its new folder", self._ask_data_root
@@ -126,27 +121,25 @@ class ResultsPanel(QWidget):
         self.state.events.clean.connect(self._on_state)
         # loads take about a second: the panel's bar only
         self.runner = JobRunner(activity=False, viewer=napari_viewer)
-        self.runner.job_done.connect(self._job_done)
-        self._build_layout()
+        save = (self.correct_button, self.correction, self.save_button)
+        vbox(
+            self,
+            hbox(self.open_button, self.locate_button),
+            self.summary,
+            form(*self.filters.values(), self.show_absent),
+            self.table,
+            self.review,
+            self.rounds,
+            hbox(self.previous_button, self.next_button),
+            hbox(*save, stretch=self.correction),
+            self.runner,
+            stretch=self.table,
+        )
         for key, step in ((NEXT_KEY, 1), (PREVIOUS_KEY, -1)):
             shortcut = QShortcut(QKeySequence(key), self)
             shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
             shortcut.activated.connect(lambda step=step: self.step_case(step))
 
-    def _build_layout(self) -> None:
-        layout = QVBoxLayout(self)
-        layout.addLayout(hbox(self.open_button, self.locate_button))
-        layout.addWidget(self.summary)
-        layout.addWidget(form(*self.filters.values(), self.show_absent))
-        layout.addWidget(self.table, 1)
-        layout.addWidget(self.review)
-        layout.addWidget(self.rounds)
-        layout.addLayout(hbox(self.previous_button, self.next_button))
-        save = (self.correct_button, self.correction, self.save_button)
-        layout.addLayout(hbox(*save, stretch=self.correction))
-        layout.addWidget(self.runner)
-
-    # -- opening -------------------------------------------------------------------------
     def _ask_folder(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Open a results folder")
         if path:
@@ -154,25 +147,7 @@ class ResultsPanel(QWidget):
 
     def open_folder(self, path: str | Path) -> None:
         """Open a results folder in a worker; a bad folder is a notification."""
-        self._pending = None
-        if self.runner.running:
-            self.runner.cancel()
-        self._start("opening results", open_job, str(path), on_done=self._opened)
-
-    def _start(self, name: str, fn, *args, on_done, needs=()) -> None:
-        if self.runner.running:
-            self._pending = (name, fn, args, on_done, needs)
-            self.runner.cancel()
-            return
-        self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
-
-    def _job_done(self, name: str, outcome: str) -> None:
-        if outcome == Outcome.CLOSED:  # the panel or its window closed: start nothing
-            self._pending = None
-        elif self._pending is not None and not self.runner.running:
-            name, fn, args, on_done, needs = self._pending
-            self._pending = None
-            self.runner.start(name, fn, *args, on_done=on_done, needs=needs)
+        self.runner.start_next("opening results", open_job, str(path), on_done=self._opened)
 
     def _opened(self, folder: ResultsFolder) -> None:
         if self.layers.layers:
@@ -228,7 +203,6 @@ class ResultsPanel(QWidget):
         n = sum(1 for c in cases if c in done)
         self.summary.setText(f"{self._summary} — reviewed {n} of {len(cases)} cases")
 
-    # -- rows and cases ----------------------------------------------------------------------
     def _selection_changed(self, *_: Any) -> None:
         row = selected_row(self.table)
         if row is not None:
@@ -258,7 +232,9 @@ class ResultsPanel(QWidget):
             needs = [ly for r, ly in self.layers.layers.items() if r == "image"]
         else:
             name, shown, needs = f"loading {row['case']}", None, []
-        self._start(name, row_job, self.folder, row, shown, on_done=self._loaded, needs=needs)
+        self.runner.start_next(
+            name, row_job, self.folder, row, shown, on_done=self._loaded, needs=needs
+        )
 
     def step_case(self, step: int) -> None:
         """Select the first row of the next (``step=1``) or previous (-1) case in table order."""
@@ -273,7 +249,6 @@ class ResultsPanel(QWidget):
             return
         self.select_row([r["case"] for r in rows].index(order[i]))
 
-    # -- showing a case ----------------------------------------------------------------------
     def _loaded(self, result: Missing | tuple) -> None:
         if isinstance(result, Missing):
             self.locate_button.setEnabled(result.error.data)
@@ -358,7 +333,6 @@ class ResultsPanel(QWidget):
         self.evaluate = widget
         return widget
 
-    # -- bad input and corrections -------------------------------------------------------------
     def _ask_data_root(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Where is the data set now?")
         if path:

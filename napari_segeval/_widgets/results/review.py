@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from qtpy.QtCore import Qt, Signal
-from qtpy.QtWidgets import QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QListWidget, QListWidgetItem, QPushButton, QWidget
 
+from napari_segeval._widgets._form import text_line, vbox
 from napari_segeval._widgets.jobs.worker import error_message, run_guarded, show_error
 
 SLICE_ROLE = Qt.ItemDataRole.UserRole
@@ -40,8 +41,7 @@ class ReviewBox(QWidget):
         super().__init__(parent)
         self.log: Any = None
         self.case: str | None = None
-        self.title = QLabel("")
-        self.title.setWordWrap(True)
+        self.title = text_line()
         self.flagged = QListWidget()
         self.flagged.setMaximumHeight(110)
         self.flagged.setWordWrap(True)
@@ -52,11 +52,7 @@ class ReviewBox(QWidget):
         self.mark_button.setEnabled(False)
         self.mark_button.setToolTip("saved at once in DIR/review.json (kept when napari closes)")
         self.mark_button.clicked.connect(self._mark_clicked)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.title)
-        layout.addWidget(self.flagged)
-        layout.addWidget(self.mark_button)
+        vbox(self, self.title, self.flagged, self.mark_button, tight=True)
 
     def open(self, folder: Any) -> None:
         """Read the review of results ``folder`` (an unreadable file is shown, not replaced)."""
@@ -71,7 +67,6 @@ class ReviewBox(QWidget):
             show_error(f"review not saved: {error_message(exc)}")
 
     def reviewed(self) -> set[str]:
-        """The cases marked reviewed."""
         return set() if self.log is None else set(self.log.reviewed)
 
     def show_case(self, case_id: str | None) -> None:
@@ -114,7 +109,6 @@ class ReviewBox(QWidget):
         self.flagged.setVisible(bool(shown))
 
     def slices(self) -> list[int]:
-        """The slices listed, in order."""
         items = (self.flagged.item(i) for i in range(self.flagged.count()))
         return [item.data(SLICE_ROLE) for item in items if item is not None]
 

@@ -10,21 +10,14 @@ from typing import Any, cast
 
 from qtpy.QtCore import QSignalBlocker
 from qtpy.QtGui import QColor
-from qtpy.QtWidgets import (
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
-    QVBoxLayout,
-    QWidget,
-)
+from qtpy.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QWidget
 
 from napari_segeval._names import CLEAN
 from napari_segeval._widgets import colours
+from napari_segeval._widgets._form import hbox, text_line, vbox
 from napari_segeval._widgets.colours import NEGATIVE_COLOUR as NEGATIVE
 from napari_segeval._widgets.colours import POSITIVE_COLOUR as POSITIVE
+from napari_segeval._widgets.jobs.worker import button
 from napari_segeval._widgets.prompt.layers import POINT_PX_MAX, POINT_PX_MIN
 from napari_segeval._widgets.results.layers import prediction_role
 from napari_segeval._widgets.results.table import rows_table, selected_row
@@ -100,21 +93,11 @@ class RoundStepper(QWidget):
         )
         self._header(True).setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._picked)
-        self.previous_button = QPushButton("◀ Round")
-        self.next_button = QPushButton("Round ▶")
-        self.previous_button.clicked.connect(lambda: self.step(-1))
-        self.next_button.clicked.connect(lambda: self.step(1))
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.previous_button)
-        buttons.addWidget(self.next_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        for w in (self.title, self.table):
-            layout.addWidget(w)
-        layout.addLayout(buttons)
-        layout.addWidget(self.status)
+        self.previous_button = button("◀ Round", "", lambda: self.step(-1), "round")
+        self.next_button = button("Round ▶", "", lambda: self.step(1), "round")
+        self.status = text_line()
+        steps = hbox(self.previous_button, self.next_button)
+        vbox(self, self.title, self.table, steps, self.status, tight=True)
         self.setVisible(False)
 
     def show_row(self, folder: Any, row: dict, label: int | None, image: Any) -> None:
@@ -194,7 +177,7 @@ class RoundStepper(QWidget):
         loaded, image = self.panel.loaded, self.case_layers.layers.get("image")
         if loaded is None or key in loaded.pair or key not in loaded.predictions:
             return
-        self.panel._start(
+        self.panel.runner.start_next(
             f"counting {key}",
             pair_job,
             loaded,

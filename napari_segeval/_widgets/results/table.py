@@ -174,7 +174,6 @@ class ResultsProxy(QSortFilterProxyModel):
         return str(a) < str(b)
 
     def row(self, proxy_row: int) -> dict:
-        """The result row shown at ``proxy_row``."""
         return self.index(proxy_row, 0).data(ROW_ROLE)
 
 

@@ -161,7 +161,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
                 panel.loaded is not None
                 and not panel.runner.running
                 and not panel.evaluate.dice.surface_runner.running
-                and not panel.evaluate.dice._surface_timer.isActive()
+                and not panel.evaluate.dice.surface_timer.isActive()
             ),
             "results shown",
         )
@@ -185,7 +185,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
     if kind == "repropagate":
         w.prompt.run()  # the first propagation runs to its end
         wait_until(lambda: not w.prompt.runner.running, "first propagation")
-        box = w.prompt.prompts()[1].prompts[0]
+        box = w.prompt.tools.prompts()[1].prompts[0]
         w.prompt.tools.start_points(False).add([box.index + 2, box.y0 + 2, box.x0 + 2])
         wait_until(lambda: w.prompt.tools.list.count() == 2, "the click listed")
         gate.patch(prompt_run, "propagate_session")
@@ -206,7 +206,7 @@ def setup(kind: str, viewer, gate: Gate, path: str | None):
     if kind == "attack":
         gate.patch(attack, "attack")
         w.state.set_model(ThresholdPromptModel(), w.prompt.spec(), "promptable")
-        w.state.prompts = w.prompt.prompts()
+        w.state.prompts = w.prompt.tools.prompts()
         w.attack.attack.value = "noise-gaussian"
         w.attack.steps.value = 1
         w.attack.run_button.click()

@@ -167,7 +167,7 @@ def test_download_from_the_hub_with_progress_then_propagate_by_name(
     expected = propagate_image(
         BuiltinPromptModel(path, device="cpu"),
         np.asarray(w.state.image.data),
-        w.prompt.prompts(),
+        w.prompt.tools.prompts(),
         kind="volume",
         modality="CT",
     ).labels

@@ -82,7 +82,7 @@ def test_slices_appear_before_the_propagation_ends(ct_viewer, qtbot):
     assert len(viewer.layers) == n_layers + 1
     pred = w.state.predictions["clean"]
     expected = segment(
-        ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.prompts(), "volume"
+        ThresholdPromptModel(), w.state.image.data, "CT", w.prompt.tools.prompts(), "volume"
     )
     np.testing.assert_array_equal(pred.data, expected)
 

@@ -219,7 +219,7 @@ def test_built_in_network_with_click_channels(ct_viewer, qtbot, tmp_path):
     w.prompt.repropagate()
     wait_job(qtbot, w.prompt.runner)
     assert w.prompt.runner.last_error is None
-    sets = w.prompt.prompts()
+    sets = w.prompt.tools.prompts()
     expected = propagate_image(
         BuiltinPromptModel(path, device="cpu"),
         np.asarray(w.state.image.data),
@@ -266,7 +266,7 @@ def test_a_propagation_draws_each_structures_risk_beside_its_dice(ct_viewer, qtb
     res = propagate_image(
         ThresholdPromptModel(),
         np.asarray(w.state.image.data),
-        w.prompt.prompts(),
+        w.prompt.tools.prompts(),
         kind="volume",
         modality="CT",
     )

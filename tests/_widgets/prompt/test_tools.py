@@ -34,11 +34,11 @@ def test_list_delete_and_undo(ct_viewer, qtbot):
     assert tools.list.count() == 3
     tools.list.setCurrentRow(1)
     tools.buttons["delete"].click()
-    assert w.prompt.prompts() == {
+    assert w.prompt.tools.prompts() == {
         1: PromptSet.of([box, Point(52, 44, index=box.index + 3, positive=False)])
     }
     tools.buttons["undo"].click()
-    assert w.prompt.prompts() == {1: PromptSet.from_box(box)}
+    assert w.prompt.tools.prompts() == {1: PromptSet.from_box(box)}
     tools.list.setCurrentRow(0)
     tools.list.itemClicked.emit(tools.list.item(0))  # clicking a row shows its slice
     assert w.dice.current_slice() == box.index
@@ -54,7 +54,7 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
     qtbot.waitUntil(lambda: tools.list.count() == 2, timeout=5000)
     w.state.set_current(1)
     w.prompt.box_from_reference()
-    drawn = w.prompt.prompts()
+    drawn = w.prompt.tools.prompts()
     path = tools.save_prompts(tmp_path / "case.prompts.json")
     saved = read_prompts(path)
     assert saved.sets == drawn and saved.shape == (40, 112, 112)
@@ -64,15 +64,15 @@ def test_prompts_file_round_trip(ct_viewer, qtbot, tmp_path, notifications):
     # another session of prompts, then the file again: exactly the saved ones
     w.prompt.box_from_reference()
     tools.start_over({2: PromptSet.from_box(box_from_labels(ref, 2))})
-    assert list(w.prompt.prompts()) == [2]
+    assert list(w.prompt.tools.prompts()) == [2]
     tools.buttons["load"].setEnabled(True)
     tools.load_prompts(path)
-    assert w.prompt.prompts() == drawn
+    assert w.prompt.tools.prompts() == drawn
     # a mask prompt travels too (it has no layer)
     mask = MaskPrompt(ref[20] == 1, index=20, label=1)
     write_prompts(tmp_path / "mask.json", PromptFile({1: PromptSet.of([mask])}, (40, 112, 112)))
     tools.load_prompts(tmp_path / "mask.json")
-    assert w.prompt.prompts() == {1: PromptSet.of([mask])}
+    assert w.prompt.tools.prompts() == {1: PromptSet.of([mask])}
     w.state.set_current(1)
     assert tools.list.item(0).text() == f"1. mask ({mask.area} pixels) on slice 20"
     assert not any("failed" in m for m in notifications())
@@ -85,7 +85,7 @@ def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notificatio
     viewer, w = ct_viewer
     w.state.set_current(1)
     box = w.prompt.box_from_reference()
-    before, names = w.prompt.prompts(), _layer_names(viewer)
+    before, names = w.prompt.tools.prompts(), _layer_names(viewer)
     path = tmp_path / "bad.json"
     good = PromptFile({1: PromptSet.from_box(box)}, (40, 112, 112)).to_json()
     if what == "malformed":
@@ -120,7 +120,7 @@ def test_bad_prompts_files_are_one_notification(ct_viewer, tmp_path, notificatio
         "mask shape": "8 x 8",
         "missing": "no such",
     }[what] in errors[0]
-    assert w.prompt.prompts() == before and _layer_names(viewer) == names
+    assert w.prompt.tools.prompts() == before and _layer_names(viewer) == names
 
 
 def test_bad_prompts_in_the_viewer_are_one_notification(ct_viewer, qtbot, notifications):
@@ -226,7 +226,7 @@ def test_prompt_layers_map_world_coordinates(ct_viewer, qtbot):
     points.scale = tuple(2 * s for s in image.scale)  # a layer placed otherwise
     points.add([5, 20, 20])  # data coordinates of the points layer
     qtbot.waitUntil(lambda: tools.list.count() == 1, timeout=5000)
-    assert w.prompt.prompts() == {1: PromptSet.of([Point(40, 40, index=10)])}
+    assert w.prompt.tools.prompts() == {1: PromptSet.of([Point(40, 40, index=10)])}
     assert np.allclose(image.world_to_data(points.data_to_world([5, 20, 20])), [10, 40, 40])
 
 

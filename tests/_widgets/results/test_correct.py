@@ -47,7 +47,7 @@ def _shown(viewer, qtbot, path):
     qtbot.waitUntil(lambda: panel.loaded is not None and not panel.runner.running, timeout=60000)
     dice = panel.evaluate.dice
     qtbot.waitUntil(
-        lambda: not dice.surface_runner.running and not dice._surface_timer.isActive(),
+        lambda: not dice.surface_runner.running and not dice.surface_timer.isActive(),
         timeout=60000,
     )
     return panel
@@ -56,7 +56,7 @@ def _shown(viewer, qtbot, path):
 def _settle(panel, qtbot):
     dice = panel.evaluate.dice
     qtbot.waitUntil(
-        lambda: not dice.surface_runner.running and not dice._surface_timer.isActive(),
+        lambda: not dice.surface_runner.running and not dice.surface_timer.isActive(),
         timeout=60000,
     )
 
@@ -81,7 +81,7 @@ def test_correct_the_failing_case_and_save_it_with_its_prompts(
     assert prompt.backend.currentText() == "threshold (no weights)"
     assert "the protocol's boxes" in prompt.tools.info.text()
     record = {r["label"]: r for r in panel.folder.records[loaded.case_id]["rows"]}
-    start = prompt.prompts()
+    start = prompt.tools.prompts()
     assert sorted(start) == sorted(record)
     y0, x0, y1, x1 = (int(v) for v in record[label]["box"].split(","))
     assert start[label] == PromptSet.from_box(
@@ -154,7 +154,9 @@ def test_a_dense_run_is_corrected_from_boxes_of_the_reference(dense_run, make_na
     prompt.backend.setCurrentText("threshold (no weights)")
     panel.correct()
     ref = np.asarray(panel.loaded.case.labels)
-    assert prompt.prompts() == {b.label: PromptSet.from_box(b) for b in boxes_from_labels(ref)}
+    assert prompt.tools.prompts() == {
+        b.label: PromptSet.from_box(b) for b in boxes_from_labels(ref)
+    }
     note = prompt.tools.info.text()
     assert "boxes from the reference" in note and "builtin-ct is dense" in note
     _settle(panel, qtbot)

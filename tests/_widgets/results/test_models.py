@@ -105,6 +105,6 @@ def test_two_models_side_by_side(two_model_run, make_napari_viewer, qtbot):
     bar.close()
     dice = panel.evaluate.dice  # its surface-metrics job ends before the viewer closes
     qtbot.waitUntil(
-        lambda: not dice.surface_runner.running and not dice._surface_timer.isActive(),
+        lambda: not dice.surface_runner.running and not dice.surface_timer.isActive(),
         timeout=60000,
     )

@@ -66,7 +66,7 @@ def settle(qtbot):
         dice = panel.evaluate.dice if panel.evaluate is not None else None
         if dice is not None:
             qtbot.waitUntil(
-                lambda d=dice: not d.surface_runner.running and not d._surface_timer.isActive(),
+                lambda d=dice: not d.surface_runner.running and not d.surface_timer.isActive(),
                 timeout=60000,
             )
 
