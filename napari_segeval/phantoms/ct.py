@@ -15,7 +15,7 @@ import numpy as np
 from scipy import ndimage
 
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.phantoms._fields import ellipsoid_level, mm_grid, smooth_field
+from napari_segeval.phantoms._fields import ellipsoid_level, mm_grid, phantom_case, smooth_field
 
 #: Label ids and names of the CT phantom (MSD / KiTS-like ids).
 CT_STRUCTURES: dict[int, str] = {
@@ -271,18 +271,7 @@ def make_ct_case(
 
     origin = tuple(-(n - 1) / 2 * s for n, s in zip(shape[::-1], spacing[::-1]))
     geometry = Geometry(tuple(spacing), origin, tuple(np.eye(3).ravel()))
-    meta = {
-        "generator": "napari_segeval.phantoms.make_ct_case",
-        "seed": int(seed),
-        "has_tumour": bool((labels == 5).any()),
-        "noise_sd_hu": round(float(noise_sd), 2),
-    }
-    return Case(
-        image,
-        geometry,
-        axes="zyx",
-        modality="CT",
-        labels=labels,
-        structures=dict(CT_STRUCTURES),
-        meta=meta,
+    meta = {"has_tumour": bool((labels == 5).any()), "noise_sd_hu": round(float(noise_sd), 2)}
+    return phantom_case(
+        "make_ct_case", seed, image, geometry, "zyx", "CT", labels, CT_STRUCTURES, meta
     )

@@ -14,7 +14,7 @@ import numpy as np
 from scipy import ndimage
 
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.phantoms._fields import ellipsoid_level, smooth_field
+from napari_segeval.phantoms._fields import ellipsoid_level, phantom_case, smooth_field
 
 #: Label ids and names of the echo phantom (as in CAMUS).
 ECHO_STRUCTURES: dict[int, str] = {1: "lv_cavity", 2: "myocardium", 3: "left_atrium"}
@@ -154,20 +154,8 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
             labels[t][m[key] & fov] = lab
     lv_area = (labels == 1).sum(axis=(1, 2))
     geometry = Geometry((1.0, ECHO_PIXEL_MM, ECHO_PIXEL_MM), (0.0,) * 3, tuple(np.eye(3).ravel()))
-    meta = {
-        "generator": "napari_segeval.phantoms.make_echo_clip",
-        "seed": int(seed),
-        "fps": ECHO_FPS,
-        "ed_frame": int(np.argmax(lv_area)),
-        "es_frame": int(np.argmin(lv_area)),
-        "period_frames": round(float(period), 3),
-    }
-    return Case(
-        image,
-        geometry,
-        axes="tyx",
-        modality="US",
-        labels=labels,
-        structures=dict(ECHO_STRUCTURES),
-        meta=meta,
+    ed, es = int(np.argmax(lv_area)), int(np.argmin(lv_area))
+    meta = dict(fps=ECHO_FPS, ed_frame=ed, es_frame=es, period_frames=round(float(period), 3))
+    return phantom_case(
+        "make_echo_clip", seed, image, geometry, "tyx", "US", labels, ECHO_STRUCTURES, meta
     )

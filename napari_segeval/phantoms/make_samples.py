@@ -22,7 +22,17 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_write_bytes
 from napari_segeval.io.case import Case
-from napari_segeval.phantoms import SAMPLE_SEED_BASE
+from napari_segeval.phantoms import (
+    POLYP_COLORS,
+    POLYP_STRUCTURES,
+    SAMPLE_SEED_BASE,
+    SKIN_STRUCTURES,
+    labels_to_rgb_mask,
+    make_ct_case,
+    make_echo_clip,
+    make_polyp_image,
+    make_skin_image,
+)
 from napari_segeval.phantoms._encode import (
     VIDEO_CODEC,
     decode_mp4_grey,
@@ -32,16 +42,7 @@ from napari_segeval.phantoms._encode import (
     png_bytes,
 )
 from napari_segeval.phantoms._sample_readme import render_readme
-from napari_segeval.phantoms.ct import make_ct_case
-from napari_segeval.phantoms.echo import ECHO_FPS, make_echo_clip
-from napari_segeval.phantoms.images2d import (
-    POLYP_COLORS,
-    POLYP_STRUCTURES,
-    SKIN_STRUCTURES,
-    labels_to_rgb_mask,
-    make_polyp_image,
-    make_skin_image,
-)
+from napari_segeval.phantoms.echo import ECHO_FPS
 
 #: Seed of each sample (all >= SAMPLE_SEED_BASE, so training never sees them).
 SEEDS: dict[str, int] = {
@@ -88,10 +89,6 @@ def _folder_dataset_json(
     return (json.dumps(dataset, indent=4) + "\n").encode()
 
 
-def _fmt(values: Sequence[float]) -> list[float]:
-    return [round(float(v), 4) for v in values]
-
-
 def _labels(case: Case) -> np.ndarray:
     """A phantom's labels (a generator always makes them)."""
     if case.labels is None:
@@ -101,10 +98,8 @@ def _labels(case: Case) -> np.ndarray:
 
 def _nifti_pair(files: dict, image: str, labels: str, case: Case, seed: int, what: str) -> None:
     """A phantom's image and labels as NIfTI files."""
-    files[image] = nifti_gz_bytes(case.image, case.geometry, f"{what} phantom seed {seed}")
-    files[labels] = nifti_gz_bytes(
-        _labels(case), case.geometry, f"{what} phantom labels seed {seed}"
-    )
+    for path, array, part in ((image, case.image, ""), (labels, _labels(case), " labels")):
+        files[path] = nifti_gz_bytes(array, case.geometry, f"{what} phantom{part} seed {seed}")
 
 
 def _ct(files: dict, index: dict, rows: list) -> None:
@@ -220,19 +215,8 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
 
 
 def build_samples(video: bool = True) -> dict[str, bytes]:
-    """Generate every sample file in memory.
-
-    Parameters
-    ----------
-    video : bool
-        Include the MP4 (needs PyAV); without it the ``"video"`` index entry is left out.
-
-    Returns
-    -------
-    dict of str to bytes
-        File contents keyed by path relative to the sample folder (``/`` separated),
-        including ``index.json`` and ``README.md``.
-    """
+    """Every sample file's bytes by ``/``-separated relative path, ``index.json`` and
+    ``README.md`` included. ``video``: the MP4 and its ``"video"`` entry (PyAV)."""
     files: dict[str, bytes] = {}
     index: dict = {}
     rows: list = []
@@ -280,12 +264,9 @@ def _same_content(rel: str, have: bytes, want: bytes) -> bool:
 def check_samples(root: str | os.PathLike) -> dict[str, str]:
     """Regenerate into a temporary folder and compare with the files under ``root``.
 
-    Returns
-    -------
-    dict of str to str
-        State per relative path: ``"identical"``, ``"same content"`` (bytes differ only
-        by compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"``
-        (a file under ``root`` the generator does not make).
+    State per relative path: ``"identical"``, ``"same content"`` (bytes differ only by
+    compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"`` (a
+    file under ``root`` the generator does not make).
     """
     root = Path(root)
     states: dict[str, str] = {}
@@ -294,15 +275,12 @@ def check_samples(root: str | os.PathLike) -> dict[str, str]:
         write_samples(fresh)
         expected = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
         for rel in expected:
-            have_path = root / rel
-            if not have_path.is_file():
+            if not (root / rel).is_file():
                 states[rel] = "missing"
                 continue
-            have, want = have_path.read_bytes(), (fresh / rel).read_bytes()
-            if have == want:
-                states[rel] = "identical"
-            else:
-                states[rel] = "same content" if _same_content(rel, have, want) else "different"
+            have, want = (root / rel).read_bytes(), (fresh / rel).read_bytes()
+            same = have == want or _same_content(rel, have, want)
+            states[rel] = ("identical" if have == want else "same content") if same else "different"
     if root.is_dir():
         for p in sorted(root.rglob("*")):
             rel = p.relative_to(root).as_posix()
