@@ -53,9 +53,8 @@ class Point:
             if not math.isfinite(v):
                 raise ValueError(f"point {name} must be finite, got {v}")
             object.__setattr__(self, name, v)
-        object.__setattr__(self, "index", int(self.index))
-        object.__setattr__(self, "label", int(self.label))
-        object.__setattr__(self, "positive", bool(self.positive))
+        for name, kind in (("index", int), ("label", int), ("positive", bool)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
 
     @property
     def pixel(self) -> tuple[int, int]:
@@ -291,16 +290,12 @@ class PromptSet:
                 raise InvalidPromptError(
                     f"{who}: {describe(p, where)}: {where} {p.index} does not exist (0..{n - 1})"
                 )
-            if isinstance(p, Box) and not (p.y0 < h and p.x0 < w and p.y1 > 0 and p.x1 > 0):
+            if (isinstance(p, Box) and not (p.y0 < h and p.x0 < w and p.y1 > 0 and p.x1 > 0)) or (
+                isinstance(p, Point) and not (0 <= p.pixel[0] < h and 0 <= p.pixel[1] < w)
+            ):
                 raise InvalidPromptError(
                     f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
                 )
-            if isinstance(p, Point):
-                py, px = p.pixel
-                if not (0 <= py < h and 0 <= px < w):
-                    raise InvalidPromptError(
-                        f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
-                    )
             if isinstance(p, MaskPrompt) and p.mask.shape != (h, w):
                 raise InvalidPromptError(
                     f"{who}: mask prompt on {where} {p.index} has shape "
