@@ -42,25 +42,12 @@ def _check_args(shape: Sequence[int], spacing: Sequence[float]) -> tuple:
 
 def _intensities(rng: np.random.Generator) -> dict[str, float]:
     """Per-case mean HU of each tissue (contrast-enhanced, portal-venous-like)."""
-    u = rng.uniform
-    return {
-        "skin": u(20, 40),
-        "fat": u(-110, -90),
-        "muscle": u(40, 50),
-        "bowel": u(15, 30),
-        "liver": u(55, 65),
-        "spleen": u(45, 52),
-        "cortex": u(145, 165),
-        "medulla": u(95, 110),
-        "tumour": u(20, 32),
-        "aorta": u(160, 200),
-        "ivc": u(110, 140),
-        "cancellous": u(300, 400),
-        "cortical": u(800, 1000),
-        "rib": u(650, 850),
-        "disc": u(70, 100),
-        "canal": u(10, 25),
-    }
+    u = rng.uniform  # drawn in this order
+    hu = dict(skin=u(20, 40), fat=u(-110, -90), muscle=u(40, 50), bowel=u(15, 30))
+    hu.update(liver=u(55, 65), spleen=u(45, 52), cortex=u(145, 165), medulla=u(95, 110))
+    hu.update(tumour=u(20, 32), aorta=u(160, 200), ivc=u(110, 140), cancellous=u(300, 400))
+    hu.update(cortical=u(800, 1000), rib=u(650, 850), disc=u(70, 100), canal=u(10, 25))
+    return hu
 
 
 def _body(rng, z, y, x, shape, half):
@@ -234,10 +221,8 @@ def make_ct_case(
     blocked = sk["vb"] | sk["posterior"] | sk["canal"] | sk["para"] | aorta | ivc | ~cavity
 
     labels = np.zeros(shape, np.uint8)
-    labels[(liver_l < 1) & ~blocked] = 1
-    labels[(spleen_l < 1) & ~blocked & (labels == 0)] = 2
-    labels[(kid_r < 1) & ~blocked & (labels == 0)] = 3
-    labels[(kid_l < 1) & ~blocked & (labels == 0)] = 4
+    for lab, level in enumerate((liver_l, spleen_l, kid_r, kid_l), start=1):  # first one wins
+        labels[(level < 1) & ~blocked & (labels == 0)] = lab
     labels[_tumour(rng, labels == 1, z, y, x, has_tumour)] = 5
 
     img = np.full(shape, -1000.0, np.float32)

@@ -113,24 +113,12 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
     h, w = shape
     half_angle = np.deg2rad(rng.uniform(33, 40))
     fov, depth = _sector(shape, half_angle)
-    p = {
-        "cy": h * rng.uniform(0.38, 0.44),
-        "cx": w * rng.uniform(0.52, 0.58),
-        "ry": h * rng.uniform(0.22, 0.27),
-        "rx": w * rng.uniform(0.1, 0.13),
-        "thick": w * rng.uniform(0.045, 0.06),
-        "angle": rng.uniform(-0.18, 0.1),
-        "la_ry": h * rng.uniform(0.1, 0.13),
-        "la_rx": w * rng.uniform(0.08, 0.11),
-        "rv_rx": w * rng.uniform(0.07, 0.1),
-    }
-    period, phase = rng.uniform(18, 26), rng.uniform(0, 2 * np.pi)
-    echo = {
-        "tissue": rng.uniform(0.12, 0.2),
-        "myo": rng.uniform(0.5, 0.65),
-        "blood": rng.uniform(0.004, 0.01),
-        "peri": rng.uniform(0.9, 1.1),
-    }
+    u = rng.uniform  # drawn in this order
+    p = dict(cy=h * u(0.38, 0.44), cx=w * u(0.52, 0.58), ry=h * u(0.22, 0.27), rx=w * u(0.1, 0.13))
+    p.update(thick=w * u(0.045, 0.06), angle=u(-0.18, 0.1), la_ry=h * u(0.1, 0.13))
+    p.update(la_rx=w * u(0.08, 0.11), rv_rx=w * u(0.07, 0.1))
+    period, phase = u(18, 26), u(0, 2 * np.pi)
+    echo = dict(tissue=u(0.12, 0.2), myo=u(0.5, 0.65), blood=u(0.004, 0.01), peri=u(0.9, 1.1))
     deform = 0.12 * smooth_field(rng, shape, (4, 4))
     tissue_tex = 1 + 0.25 * smooth_field(rng, shape, (8, 8))
     speckle = _speckle(rng, n_frames, shape)
