@@ -28,15 +28,6 @@ DEFAULT_CT_WINDOW = "abdomen"
 CT_MAPPINGS = ("window", "minmax")
 
 
-def check_ct_mapping(ct_mapping: str) -> str:
-    """Validate a ``ct_mapping`` value."""
-    if ct_mapping not in CT_MAPPINGS:
-        raise SegEvalError(
-            f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
-        )
-    return ct_mapping
-
-
 def ct_bounds(
     hu: np.ndarray | None, level: float, width: float, ct_mapping: str = "window"
 ) -> tuple[float, float]:
@@ -52,7 +43,11 @@ def ct_bounds(
     (-1000.0, 100.0)
     """
     lo, hi = level - width / 2.0, level + width / 2.0
-    if check_ct_mapping(ct_mapping) == "window":
+    if ct_mapping not in CT_MAPPINGS:
+        raise SegEvalError(
+            f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
+        )
+    if ct_mapping == "window":
         return lo, hi
     if hu is None:
         raise SegEvalError("ct_mapping='minmax' depends on the image: pass the volume")

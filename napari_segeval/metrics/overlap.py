@@ -109,11 +109,8 @@ def _confusion(
         return np.zeros((n, n), np.int64), {}
     if not (ref.flags.c_contiguous and pred.flags.c_contiguous):
         ref, pred = np.ascontiguousarray(ref), np.ascontiguousarray(pred)
-    if n * n > 65536:  # large matrices: fewer, bigger slabs
-        step = ref.shape[0]
-    else:
-        per = max(int(np.prod(ref.shape[1:])), 1)
-        step = max(1, _SLAB_VOXELS // per)
+    per = max(int(np.prod(ref.shape[1:])), 1)
+    step = ref.shape[0] if n * n > 65536 else max(1, _SLAB_VOXELS // per)  # large n: one slab
     starts = range(0, ref.shape[0], step)
 
     def work(z: int) -> tuple[np.ndarray, list]:
@@ -132,12 +129,8 @@ def _slab_objects(slab: np.ndarray, n: int, z: int) -> list:
     """``find_objects`` of one slab with its first axis shifted to the volume's (``z``)."""
     from scipy import ndimage
 
-    out = []
-    for sl in ndimage.find_objects(slab, max_label=n - 1):
-        if sl is not None:
-            sl = (slice(sl[0].start + z, sl[0].stop + z), *sl[1:])
-        out.append(sl)
-    return out
+    found = ndimage.find_objects(slab, max_label=n - 1)
+    return [sl and (slice(sl[0].start + z, sl[0].stop + z), *sl[1:]) for sl in found]
 
 
 def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
