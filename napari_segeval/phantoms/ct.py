@@ -84,16 +84,9 @@ def _skeleton(rng, z, y, x, cav_axes, y0, half_z):
         )
         < 1
     )
-    return {
-        "vb": vb,
-        "disc": disc & vb,
-        "cortical": vb & (r_vb > rv - 1.5),
-        "posterior": arch | spinous,
-        "canal": canal,
-        "para": para,
-        "vb_y": vb_y,
-        "rv": rv,
-    }
+    out = {"vb": vb, "disc": disc & vb, "cortical": vb & (r_vb > rv - 1.5)}
+    out.update(posterior=arch | spinous, canal=canal, para=para, vb_y=vb_y, rv=rv)
+    return out
 
 
 def _ribs(rng, z, y, x, axes, rho_mid, half_z):

@@ -61,14 +61,8 @@ def _frame_masks(yy, xx, p: dict, c: float, deform: np.ndarray) -> dict[str, np.
     rv = (rv_level < 1) & ~lv & ~myo & ~la
     wall = (ellipsoid_level((yy, xx), rv_c, (0.8 * ry + 3, p["rv_rx"] + 3), angle=ang) < 1) & ~rv
     peri = (outer < (1 + 5 / p["rx"]) ** 2) & (outer >= 1) & ~la & (u < base - cy)
-    return {
-        "lv": lv,
-        "myo": myo,
-        "la": la,
-        "rv": rv,
-        "rv_wall": wall & ~lv & ~la & ~myo,
-        "peri": peri & ~rv & ~wall,
-    }
+    rv_wall, peri = wall & ~lv & ~la & ~myo, peri & ~rv & ~wall
+    return {"lv": lv, "myo": myo, "la": la, "rv": rv, "rv_wall": rv_wall, "peri": peri}
 
 
 def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
@@ -78,9 +72,7 @@ def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
     for t in range(n_frames):
         fresh = rng.standard_normal((2,) + shape)
         re, im = np.sqrt(0.7) * base + np.sqrt(0.3) * fresh
-        re = ndimage.gaussian_filter(re, (0.7, 1.4))
-        im = ndimage.gaussian_filter(im, (0.7, 1.4))
-        mag = np.hypot(re, im)
+        mag = np.hypot(*(ndimage.gaussian_filter(c, (0.7, 1.4)) for c in (re, im)))
         out[t] = mag / mag.mean()
     return out
 

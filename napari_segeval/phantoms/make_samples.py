@@ -106,13 +106,9 @@ def _ct(files: dict, index: dict, rows: list) -> None:
     seed = SEEDS["ct"]
     case = make_ct_case(seed, tumour=True)
     _nifti_pair(files, "ct/ct_001.nii.gz", "ct/ct_001_labels.nii.gz", case, seed, "CT")
-    index["ct"] = {
-        "image": "ct/ct_001.nii.gz",
-        "labels": "ct/ct_001_labels.nii.gz",
-        "modality": "CT",
-        "structures": _structures_json(case.structures),
-        "seed": seed,
-    }
+    files_ct = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz"}
+    index["ct"] = {**files_ct, "modality": "CT", "structures": _structures_json(case.structures)}
+    index["ct"]["seed"] = seed
     files["ct/dataset.json"] = _folder_dataset_json("CT phantom", "CT", case.structures)
     rows.append(("ct/ct_001.nii.gz (+ _labels)", case, f"make_ct_case({seed}, tumour=True)"))
 
@@ -129,20 +125,14 @@ def _msd(files: dict, index: dict, rows: list) -> None:
         training.append({"image": f"./imagesTr/{name}", "label": f"./labelsTr/{name}"})
         call = f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, tumour={i != 3})"
         rows.append((f"{root}/imagesTr/{name} (+ labelsTr)", case, call))
-    dataset = {
+    dataset: dict = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
         "reference": "napari-segeval phantoms (generated, no patient data)",
-        "licence": "CC0-1.0",
-        "release": "1.0",
-        "tensorImageSize": "3D",
-        "modality": {"0": "CT"},
-        "labels": {"0": "background", **_structures_json(names)},
-        "numTraining": len(training),
-        "numTest": 0,
-        "training": training,
-        "test": [],
     }
+    dataset.update(licence="CC0-1.0", release="1.0", tensorImageSize="3D", modality={"0": "CT"})
+    dataset.update(labels={"0": "background", **_structures_json(names)})
+    dataset.update(numTraining=len(training), numTest=0, training=training, test=[])
     files[f"{root}/dataset.json"] = (json.dumps(dataset, indent=4) + "\n").encode()
     index["msd_task"] = root
 
@@ -156,26 +146,16 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     common = {"modality": "US", "structures": _structures_json(clip.structures)}
     if video:
         files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
-        index["video"] = {
-            "image": "video/echo_001.mp4",
-            "labels": "video/echo_001_labels.nii.gz",
-            **common,
-            "fps": ECHO_FPS,
-            "codec": VIDEO_CODEC,
-            "seed": seed,
-        }
+        video_files = {"image": "video/echo_001.mp4", "labels": "video/echo_001_labels.nii.gz"}
+        index["video"] = {**video_files, **common, "fps": ECHO_FPS, "codec": VIDEO_CODEC}
+        index["video"]["seed"] = seed
     for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", _labels(clip))):
         for fname, data in metaimage_files(arr, clip.spacing, name).items():
             files[f"video/{fname}"] = data
     files["video/dataset.json"] = _folder_dataset_json("Echo phantom", "US", clip.structures)
-    index["echo_sequence"] = {
-        "image": "video/echo_001_sequence.mhd",
-        "labels": "video/echo_001_sequence_gt.mhd",
-        **common,
-        "ed_frame": clip.meta["ed_frame"],
-        "es_frame": clip.meta["es_frame"],
-        "seed": seed,
-    }
+    sequence = {"image": "video/echo_001_sequence.mhd", "labels": "video/echo_001_sequence_gt.mhd"}
+    frames = {k: clip.meta[k] for k in ("ed_frame", "es_frame")}
+    index["echo_sequence"] = {**sequence, **common, **frames, "seed": seed}
     what = "video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw"
     rows.append((what, clip, f"make_echo_clip({seed})"))
 
