@@ -62,9 +62,7 @@ def _zoom_axes(
     array: np.ndarray, shape: Sequence[int], order: int, axes: Sequence[int]
 ) -> np.ndarray:
     """Edge-aligned zoom of ``axes`` of ``array`` to ``shape`` (other axes unchanged)."""
-    factors = [1.0] * array.ndim
-    for a in axes:
-        factors[a] = shape[a] / array.shape[a]
+    factors = [shape[a] / array.shape[a] if a in axes else 1.0 for a in range(array.ndim)]
     if all(f == 1.0 for f in factors):
         return array
     return ndimage.zoom(
@@ -85,9 +83,9 @@ def resample_to_shape(
     array([[0.5, 2.5]], dtype=float32)
     """
     shape = tuple(int(s) for s in shape)
-    if tuple(array.shape) == shape:
-        return array.astype(np.float32) if order > 0 else array
     data = array.astype(np.float32) if order > 0 else array
+    if tuple(array.shape) == shape:
+        return data
     if slice_axis is None:
         return _zoom_axes(data, shape, order, range(data.ndim)).astype(data.dtype, copy=False)
     out = _zoom_axes(data, shape, order, [a for a in range(data.ndim) if a != slice_axis])

@@ -150,12 +150,15 @@ def worst_slice(
     most wrong voxels, slices without the structure in either map skipped. None
     for 2D arrays and for a structure in neither map.
     """
-    reference, prediction = np.asarray(reference), np.asarray(prediction)
-    if reference.ndim < 3:
+    if np.ndim(reference) < 3:
         return None
-    a = (reference == label).astype(np.uint8)
-    b = (prediction == label).astype(np.uint8)
-    return worst_slice_from_counts(per_slice_counts(a, b, axis, 2)[:, :, 1])
+    return worst_slice_from_counts(_label_counts(reference, prediction, label, axis))
+
+
+def _label_counts(reference, prediction, label: int, axis: int) -> np.ndarray:
+    """``(slices, 3)`` counts of structure ``label`` along ``axis``."""
+    a, b = ((np.asarray(m) == label).astype(np.uint8) for m in (reference, prediction))
+    return per_slice_counts(a, b, axis, 2)[:, :, 1]
 
 
 def largest_failing_slice(
@@ -186,9 +189,7 @@ def largest_failing_slice(
     -------
     int or None
     """
-    a = np.moveaxis(np.asarray(reference) == label, axis, 0).astype(np.uint8)
-    b = np.moveaxis(np.asarray(prediction) == label, axis, 0).astype(np.uint8)
-    counts = per_slice_counts(a, b, 0, 2)[:, :, 1]
+    counts = _label_counts(reference, prediction, label, axis)
     area = counts[:, 1]
     held = area > 0
     if not held.any():

@@ -134,8 +134,7 @@ def surface_distances(
 
 
 def _check(ref, pred, spacing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ref = np.asarray(ref)
-    pred = np.asarray(pred)
+    ref, pred = np.asarray(ref), np.asarray(pred)
     if ref.shape != pred.shape:
         raise GeometryMismatchError(
             f"reference mask {ref.shape} and prediction mask {pred.shape} differ in shape"

@@ -103,9 +103,8 @@ class MaskPrompt:
         if m.ndim != 2:
             raise ValueError(f"a mask prompt is one (H, W) slice, got shape {m.shape}")
         m.setflags(write=False)
-        object.__setattr__(self, "mask", m)
-        object.__setattr__(self, "index", int(self.index))
-        object.__setattr__(self, "label", int(self.label))
+        for name, value in (("mask", m), ("index", int(self.index)), ("label", int(self.label))):
+            object.__setattr__(self, name, value)
 
     @property
     def area(self) -> int:
