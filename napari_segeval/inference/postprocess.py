@@ -98,19 +98,9 @@ def min_volume_from_references(
 
 @dataclass
 class PostprocessConfig:
-    """Which post-processing steps to apply.
-
-    Attributes
-    ----------
-    organs
-        Labels reduced to their largest component (empty: step off).
-    lesions
-        Labels whose small components are removed/merged (empty: step off).
-    lesion_min_mm3
-        Threshold per lesion label (missing: that label is left alone).
-    lesion_mode
-        ``"remove"`` or ``"merge"`` small lesion components.
-    """
+    """Which post-processing steps to apply: ``organs`` keep their largest component,
+    ``lesions`` lose (``lesion_mode``: or merge) components below their
+    ``lesion_min_mm3`` (a label without one is left alone); empty: step off."""
 
     organs: tuple[int, ...] = ()
     lesions: tuple[int, ...] = ()

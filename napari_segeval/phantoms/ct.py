@@ -9,6 +9,7 @@ relative to the body outline; organs are ellipsoids deformed by smooth random fi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -113,8 +114,7 @@ def _organs(rng, z, y, x, shape, cav_axes, y0, half_z):
     def j(s):
         return rng.uniform(-s, s)
 
-    def k():
-        return rng.uniform(0.88, 1.12)
+    k = functools.partial(rng.uniform, 0.88, 1.12)
 
     hz = half_z
     lobe_r = ellipsoid_level(
