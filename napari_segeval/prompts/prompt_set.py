@@ -279,9 +279,8 @@ class PromptSet:
             a prompt outside the slice, a mask of another shape, or nothing that locates it.
         """
         n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
-        who = f"structure {self.label}" + (f" ({name})" if name else "")
-        if source:
-            who = f"{source}: {who}"
+        who = (f"{source}: " if source else "") + f"structure {self.label}"
+        who += f" ({name})" if name else ""
         if not self.prompts and not partial:
             raise InvalidPromptError(f"{who}: no prompts")
         for p in self.prompts:
