@@ -101,19 +101,8 @@ def atomic_path(path: str | os.PathLike, *, overwrite: bool = False) -> Iterator
     The path has the target's name, in a private temporary folder beside it. On success
     every file written there is moved next to the target (companion files such as a
     ``.zraw`` first, the target last) with the umask's mode; on an exception nothing is.
-
-    Parameters
-    ----------
-    path
-        The final file.
-    overwrite
-        Replace existing files (default: refuse).
-
-    Raises
-    ------
-    WriteError
-        The target exists (without ``overwrite``), its folder is missing, the block
-        wrote no file at ``path``, or the file system failed.
+    WriteError: the target exists (without ``overwrite``), its folder is missing, the
+    block wrote no file at ``path``, or the file system failed.
     """
     target = Path(path)
     _check_target(target, overwrite)
@@ -147,25 +136,8 @@ def atomic_open(
     encoding: str | None = None,
     newline: str | None = None,
 ) -> Iterator[IO]:
-    """Open a temporary file to stream ``path``'s contents into; commit it on success.
-
-    Parameters
-    ----------
-    path
-        The final file.
-    mode : {"w", "wb"}
-        Text or binary.
-    overwrite
-        Replace an existing file (default: refuse).
-    encoding, newline
-        As for :func:`open` (text mode; encoding defaults to UTF-8).
-
-    Raises
-    ------
-    WriteError
-        The target exists (without ``overwrite``), its folder is missing, or the file
-        system failed.
-    """
+    """Open a temporary file (``mode`` "w" or "wb") to stream ``path``'s contents into;
+    commit it on success (:func:`atomic_path`). Text defaults to UTF-8."""
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
     text = mode == "w"

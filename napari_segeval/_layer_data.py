@@ -95,12 +95,8 @@ def present_ids(labels: np.ndarray) -> list[int]:
 
 
 def _placement(geometry, n_spatial: int) -> tuple[tuple, tuple]:
-    scale = tuple(geometry.spacing)
-    if np.allclose(geometry.direction_matrix, np.eye(geometry.ndim)):
-        translate = tuple(geometry.origin[::-1])
-    else:
-        translate = (0.0,) * n_spatial
-    return scale, translate
+    identity = np.allclose(geometry.direction_matrix, np.eye(geometry.ndim))
+    return tuple(geometry.spacing), tuple(geometry.origin[::-1]) if identity else (0.0,) * n_spatial
 
 
 def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
@@ -108,9 +104,7 @@ def _nan_layer(image: np.ndarray, kwargs: dict) -> LayerData | None:
 
     if image.dtype.kind != "f" or not np.isnan(image).any():
         return None
-    mask = nan_mask(image)
-    if kwargs.get("rgb"):
-        mask = mask.max(axis=-1)
+    mask = nan_mask(image).max(axis=-1) if kwargs.get("rgb") else nan_mask(image)
     finite = image[np.isfinite(image)]
     kwargs["contrast_limits"] = (float(finite.min()), float(max(finite.max(), finite.min() + 1e-6)))
     nan_kwargs = {k: kwargs[k] for k in ("scale", "translate")}
@@ -161,13 +155,7 @@ def labels_layer(
         "name": ["background" if i == 0 else names.get(i) or unnamed_label(i) for i in ids],
     }
     meta = {"geometry": geometry.to_dict(), **meta, "structures": dict(names)}
-    kwargs = {
-        "name": name,
-        "scale": scale,
-        "translate": translate,
-        "metadata": meta,
-        "features": features,
-    }
+    kwargs = dict(name=name, scale=scale, translate=translate, metadata=meta, features=features)
     return labels, kwargs, "labels"
 
 
@@ -207,14 +195,8 @@ def file_layers(path: str | Path) -> list[LayerData]:
 def case_to_layers(case, name: str, ids: list[int] | None = None) -> list[LayerData]:
     """Layer data tuples for a :class:`~napari_segeval.io.Case`: its image, then its labels.
 
-    Parameters
-    ----------
-    case
-        Image with optional reference labels on the same grid.
-    name
-        Base layer name; the labels layer gets ``" reference"`` appended.
-    ids
-        The label ids present in ``case.labels``, when known (else counted here).
+    The labels layer is named ``name + " reference"``; ``ids`` are the label ids present
+    in ``case.labels`` when known (else counted here).
     """
     source = str(case.image_path) if case.image_path else None
     image = {**_image_kwargs(case, name, source, {}), "rgb": case.is_rgb}

@@ -28,27 +28,12 @@ def _geometry(data: np.ndarray, meta: dict):
 
 
 def write_labels_layer(path: str, data, meta: dict) -> list[str]:
-    """Write one Labels layer to ``.nii``, ``.nii.gz``, ``.mha`` or ``.nrrd``.
-
-    Parameters
-    ----------
-    path
-        Target file; must not exist.
-    data
-        The layer's label data.
-    meta
-        The layer's attributes (``scale``, ``translate``, ``metadata``...).
-
-    Returns
-    -------
-    list of str
-        The written path.
-    """
+    """Write one Labels layer (``meta``: its attributes) to a new ``.nii[.gz]``, ``.mha`` or
+    ``.nrrd`` file; returns ``[path]``."""
     from napari_segeval.io import write_labels
     from napari_segeval.io._formats import suffix
 
     if suffix(path) not in EXTENSIONS:
         raise WriteError(f"{path}: labels can be saved as {', '.join(EXTENSIONS)}")
     arr = np.asarray(data)
-    written = write_labels(path, arr, _geometry(arr, meta), overwrite=False)
-    return [str(written)]
+    return [str(write_labels(path, arr, _geometry(arr, meta), overwrite=False))]

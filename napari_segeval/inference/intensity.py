@@ -17,18 +17,11 @@ from napari_segeval._errors import SegEvalError
 
 @dataclass(frozen=True)
 class IntensityStats:
-    """Foreground statistics used by :func:`clip_zscore`.
+    """Foreground statistics used by :func:`clip_zscore`, in raw units.
 
-    Attributes
-    ----------
-    lower, upper
-        Clip bounds (raw units), by default the 0.5 and 99.5 foreground percentiles.
-    mean, std
-        Foreground mean and standard deviation (raw units).
-    n_voxels
-        Number of foreground voxels the numbers came from.
-    source
-        Where they came from (a task folder, "given", ...).
+    ``lower``/``upper`` are the clip bounds (by default the 0.5 and 99.5 foreground
+    percentiles); ``n_voxels`` the foreground voxels they came from; ``source`` where
+    they came from (a task folder, "given", ...).
     """
 
     lower: float
@@ -76,14 +69,7 @@ def foreground_intensity_stats(
     """Statistics of the voxels under ``labels > 0`` over ``(image, labels)`` pairs: clip
     bounds at the 0.5 and 99.5 percentiles, mean and standard deviation.
 
-    Parameters
-    ----------
-    pairs
-        Arrays on one grid per pair.
-    max_per_case
-        Random subsample (seed 0) of foreground voxels per case (``None``: all of them).
-    source
-        Recorded provenance.
+    ``max_per_case`` foreground voxels per case are drawn at random (seed 0; None: all).
     """
     rng = np.random.default_rng(0)
     chunks = [_foreground_sample(image, labels, rng, max_per_case) for image, labels in pairs]
@@ -106,8 +92,7 @@ def _stats_of(chunks: list, source: str) -> IntensityStats:
     if allv.size == 0:
         raise SegEvalError("no foreground voxels to compute intensity statistics from")
     lo, hi = np.percentile(allv, IntensityStats.percentiles)
-    std = float(allv.std())
-    mean = float(allv.mean())
+    std, mean = float(allv.std()), float(allv.mean())
     return IntensityStats(float(lo), float(hi), mean, std if std > 0 else 1.0, allv.size, source)
 
 

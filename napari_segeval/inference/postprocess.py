@@ -39,12 +39,9 @@ def keep_largest_component(
 
 
 def _neighbour_label(labels: np.ndarray, mask: np.ndarray, own: int, st: np.ndarray) -> int:
-    ring = ndimage.binary_dilation(mask, st) & ~mask
-    vals = labels[ring]
+    vals = labels[ndimage.binary_dilation(mask, st) & ~mask]
     vals = vals[(vals != own) & (vals != 0)]
-    if vals.size == 0:
-        return 0
-    return int(np.bincount(vals.astype(np.int64)).argmax())
+    return int(np.bincount(vals.astype(np.int64)).argmax()) if vals.size else 0
 
 
 def remove_small_components(
@@ -57,24 +54,9 @@ def remove_small_components(
 ) -> tuple[np.ndarray, int]:
     """Drop (or merge) components (full connectivity) of ``label_id`` below ``min_volume_mm3``.
 
-    Parameters
-    ----------
-    labels
-        Integer label map.
-    label_id
-        Structure to clean.
-    min_volume_mm3
-        Components with a smaller volume are changed.
-    spacing
-        Voxel size, mm.
-    mode
-        ``"remove"``: to background; ``"merge"``: to the most frequent other non-zero
-        label touching them (background when none).
-
-    Returns
-    -------
-    (numpy.ndarray, int)
-        Cleaned map and the number of components changed.
+    ``mode="remove"`` sets them to background; ``"merge"`` to the most frequent other
+    non-zero label touching them (background when none). Returns the cleaned map and
+    the number of components changed.
     """
     if mode not in ("remove", "merge"):
         raise ValueError(f"mode must be 'remove' or 'merge', got {mode!r}")
@@ -82,23 +64,19 @@ def remove_small_components(
     comp, n = ndimage.label(labels == label_id, st)
     if n == 0:
         return labels.copy(), 0
-    voxel = float(np.prod(spacing))
-    sizes = np.bincount(comp.ravel())[1:] * voxel
+    sizes = np.bincount(comp.ravel())[1:] * float(np.prod(spacing))
     out = labels.copy()
-    changed = 0
-    for i in np.flatnonzero(sizes < min_volume_mm3):
+    small = np.flatnonzero(sizes < min_volume_mm3)
+    for i in small:
         mask = comp == i + 1
         out[mask] = _neighbour_label(labels, mask, label_id, st) if mode == "merge" else 0
-        changed += 1
-    return out, changed
+    return out, len(small)
 
 
 def largest_component_volume(labels: np.ndarray, label_id: int, spacing: Sequence[float]) -> float:
     """Volume (mm^3) of the largest component of ``label_id`` (0 when absent)."""
     comp, n = ndimage.label(labels == label_id, _structure(labels.ndim, None))
-    if n == 0:
-        return 0.0
-    return float(np.bincount(comp.ravel())[1:].max() * np.prod(spacing))
+    return float(np.bincount(comp.ravel())[1:].max() * np.prod(spacing)) if n else 0.0
 
 
 def min_volume_from_references(
@@ -120,19 +98,9 @@ def min_volume_from_references(
 
 @dataclass
 class PostprocessConfig:
-    """Which post-processing steps to apply.
-
-    Attributes
-    ----------
-    organs
-        Labels reduced to their largest component (empty: step off).
-    lesions
-        Labels whose small components are removed/merged (empty: step off).
-    lesion_min_mm3
-        Threshold per lesion label (missing: that label is left alone).
-    lesion_mode
-        ``"remove"`` or ``"merge"`` small lesion components.
-    """
+    """Which post-processing steps to apply: ``organs`` keep their largest component,
+    ``lesions`` lose (``lesion_mode``: or merge) components below their
+    ``lesion_min_mm3`` (a label without one is left alone); empty: step off."""
 
     organs: tuple[int, ...] = ()
     lesions: tuple[int, ...] = ()
@@ -158,12 +126,11 @@ def postprocess(
             continue
         out, n = remove_small_components(out, k, thr, spacing, mode=config.lesion_mode)
         removed[str(k)] = n
-    record = {
+    return out, {
         "largest_component": list(config.organs),
         "small_lesions": removed,
         "config": config.to_dict(),
     }
-    return out, record
 
 
 def config_from_mapping(d: Mapping) -> PostprocessConfig:

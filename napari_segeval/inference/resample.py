@@ -22,18 +22,9 @@ ANISOTROPY_THRESHOLD = 3.0
 class ResampleInfo:
     """What :func:`resample_image` did (recorded with results).
 
-    Attributes
-    ----------
-    source_shape, source_spacing
-        Grid before resampling.
-    target_spacing
-        Requested spacing.
-    shape, spacing
-        Grid after resampling (``spacing`` is exact: ``extent / shape``).
-    slice_axis
-        Axis resampled with nearest neighbour (anisotropic data), else ``None``.
-    order
-        Spline order used for the image.
+    ``shape``/``spacing`` are the grid after resampling (``spacing`` exact: ``extent /
+    shape``); ``slice_axis`` was resampled with nearest neighbour (anisotropic data);
+    ``order`` is the image's spline order.
     """
 
     source_shape: tuple[int, ...]
@@ -64,18 +55,14 @@ def resampled_shape(
 def slice_axis_of(spacing: Sequence[float], threshold: float = ANISOTROPY_THRESHOLD) -> int | None:
     """Index of the thick-slice axis when ``max/min spacing > threshold``, else ``None``."""
     sp = np.asarray(spacing, float)
-    if sp.max() / sp.min() > threshold:
-        return int(np.argmax(sp))
-    return None
+    return int(np.argmax(sp)) if sp.max() / sp.min() > threshold else None
 
 
 def _zoom_axes(
     array: np.ndarray, shape: Sequence[int], order: int, axes: Sequence[int]
 ) -> np.ndarray:
     """Edge-aligned zoom of ``axes`` of ``array`` to ``shape`` (other axes unchanged)."""
-    factors = [1.0] * array.ndim
-    for a in axes:
-        factors[a] = shape[a] / array.shape[a]
+    factors = [shape[a] / array.shape[a] if a in axes else 1.0 for a in range(array.ndim)]
     if all(f == 1.0 for f in factors):
         return array
     return ndimage.zoom(
@@ -96,15 +83,13 @@ def resample_to_shape(
     array([[0.5, 2.5]], dtype=float32)
     """
     shape = tuple(int(s) for s in shape)
-    if tuple(array.shape) == shape:
-        return array.astype(np.float32) if order > 0 else array
     data = array.astype(np.float32) if order > 0 else array
+    if tuple(array.shape) == shape:
+        return data
     if slice_axis is None:
         return _zoom_axes(data, shape, order, range(data.ndim)).astype(data.dtype, copy=False)
-    in_plane = [a for a in range(data.ndim) if a != slice_axis]
-    out = _zoom_axes(data, shape, order, in_plane)
-    out = _zoom_axes(out, shape, 0, [slice_axis])
-    return out.astype(data.dtype, copy=False)
+    out = _zoom_axes(data, shape, order, [a for a in range(data.ndim) if a != slice_axis])
+    return _zoom_axes(out, shape, 0, [slice_axis]).astype(data.dtype, copy=False)
 
 
 def resample_image(
@@ -114,22 +99,11 @@ def resample_image(
     *,
     order: int = 3,
 ) -> tuple[np.ndarray, ResampleInfo]:
-    """Resample an intensity volume to ``target_spacing``.
+    """Resample a spatial intensity volume (mm spacings) to ``target_spacing``.
 
-    Parameters
-    ----------
-    image
-        Spatial array (no channel axis).
-    spacing, target_spacing
-        Source and requested spacing per array axis, mm.
-    order
-        Spline order (3 cubic, 1 linear); the thick axis of anisotropic data (spacing
-        ratio above :data:`ANISOTROPY_THRESHOLD`) is resampled with nearest neighbour.
-
-    Returns
-    -------
-    (numpy.ndarray, ResampleInfo)
-        float32 array and the record needed by :func:`resample_back`.
+    ``order`` is the spline order (3 cubic, 1 linear); the thick axis of anisotropic
+    data (spacing ratio above :data:`ANISOTROPY_THRESHOLD`) uses nearest neighbour.
+    Returns float32 data and the record :func:`resample_back` needs.
     """
     spacing = tuple(float(s) for s in spacing)
     target = tuple(float(t) for t in target_spacing)

@@ -45,15 +45,9 @@ def gaussian_weights(
 ) -> np.ndarray:
     """Gaussian importance map of a patch (peak 1 at the centre), float32.
 
-    Parameters
-    ----------
-    patch
-        Patch size.
-    sigma_scale
-        Standard deviation per axis as a fraction of the patch size.
-    min_weight
-        Floor of the weights (MONAI: 1e-3; ``0``: only zero weights become the
-        smallest positive one, as nnU-Net).
+    ``sigma_scale``: the std per axis as a fraction of the patch size. ``min_weight``:
+    the floor (MONAI: 1e-3; ``0``: only zero weights become the smallest positive
+    one, as nnU-Net).
     """
     import torch
 
@@ -86,32 +80,14 @@ def sliding_window_logits(
 ) -> torch.Tensor:
     """Blend ``predictor`` outputs over Gaussian-weighted windows of ``image``.
 
-    Parameters
-    ----------
-    predictor
-        Maps a batch ``(B, C, *patch)`` to ``(B, K, *patch)``.
-    image
-        ``(N, C, *spatial)``.
-    patch_size
-        Window size per spatial axis.
-    overlap
-        Fraction of a window shared with its neighbour (0 <= overlap < 1).
-    batch_size
-        Windows per predictor call.
-    mirror_axes
-        Spatial axes whose every combination of flips is predicted and averaged.
-    accumulate_device
-        Where the full-size accumulators live (default the image's; ``"cpu"`` bounds
-        accelerator memory to one batch of windows).
-    progress
-        ``progress(done_windows, total_windows)`` after each batch.
-    cancel
-        Checked before each batch; raises :class:`napari_segeval._cancel.Cancelled`.
-
-    Returns
-    -------
-    torch.Tensor
-        ``(N, K, *spatial)`` float32, differentiable w.r.t. ``image``.
+    ``predictor`` maps a batch ``(B, C, *patch)`` to ``(B, K, *patch)``; ``image`` is
+    ``(N, C, *spatial)``; ``overlap`` in [0, 1) is the fraction of a window shared with
+    its neighbour; ``batch_size`` windows go to one predictor call; every combination
+    of flips of ``mirror_axes`` (spatial) is predicted and averaged.
+    ``accumulate_device`` holds the full-size accumulators (default the image's;
+    ``"cpu"`` bounds accelerator memory to one batch of windows). ``progress(done,
+    total)`` is called after each batch, ``cancel`` checked before each. Returns
+    ``(N, K, *spatial)`` float32, differentiable w.r.t. ``image``.
     """
     import torch
     import torch.nn.functional as F

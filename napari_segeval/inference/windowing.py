@@ -28,15 +28,6 @@ DEFAULT_CT_WINDOW = "abdomen"
 CT_MAPPINGS = ("window", "minmax")
 
 
-def check_ct_mapping(ct_mapping: str) -> str:
-    """Validate a ``ct_mapping`` value."""
-    if ct_mapping not in CT_MAPPINGS:
-        raise SegEvalError(
-            f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
-        )
-    return ct_mapping
-
-
 def ct_bounds(
     hu: np.ndarray | None, level: float, width: float, ct_mapping: str = "window"
 ) -> tuple[float, float]:
@@ -52,7 +43,11 @@ def ct_bounds(
     (-1000.0, 100.0)
     """
     lo, hi = level - width / 2.0, level + width / 2.0
-    if check_ct_mapping(ct_mapping) == "window":
+    if ct_mapping not in CT_MAPPINGS:
+        raise SegEvalError(
+            f"ct_mapping must be one of {', '.join(CT_MAPPINGS)}, got {ct_mapping!r}"
+        )
+    if ct_mapping == "window":
         return lo, hi
     if hu is None:
         raise SegEvalError("ct_mapping='minmax' depends on the image: pass the volume")
@@ -63,18 +58,10 @@ def ct_bounds(
 
 
 def parse_window(spec: str | Sequence[float]) -> tuple[float, float]:
-    """Parse a window preset name or a custom ``"W,L"`` spec into ``(level, width)``.
+    """Parse a window into ``(level, width)``; SegEvalError for anything else.
 
-    Parameters
-    ----------
-    spec
-        A preset from :data:`CT_WINDOWS` (case-insensitive), ``"W,L"`` such as ``"400,40"``
-        (width first, as radiologists write ``W/L``), or a pair ``(width, level)``.
-
-    Raises
-    ------
-    SegEvalError
-        Unknown preset, unparsable string, or a width that is not positive.
+    ``spec``: a preset of :data:`CT_WINDOWS` (any case), ``"W,L"`` such as ``"400,40"``
+    (width first, as radiologists write ``W/L``), or a pair ``(width, level)``.
     """
     if isinstance(spec, str):
         key = spec.strip().lower()
@@ -128,8 +115,7 @@ def mr_bounds(image: np.ndarray, lower: float = 0.5, upper: float = 99.5) -> tup
     """
     if not 0 <= lower < upper <= 100:
         raise SegEvalError(f"need 0 <= lower < upper <= 100, got {lower}, {upper}")
-    arr = np.asarray(image)
-    nonzero = arr[arr != 0]
+    nonzero = np.asarray(image)[np.asarray(image) != 0]
     if nonzero.size == 0:
         return 0.0, 0.0
     lo, hi = np.percentile(nonzero.astype(np.float64), [lower, upper])
@@ -181,12 +167,7 @@ def to_unit(
 ) -> tuple[np.ndarray, float, float]:
     """Map ``image`` to float32 ``[0, 1]`` with a CT window or a percentile clip.
 
-    Returns
-    -------
-    unit : numpy.ndarray
-        float32, same shape, clipped to ``[0, 1]``.
-    low, high : float
-        Raw values mapped to 0 and 1 (one unit is ``high - low`` raw units).
+    Returns the clipped array and the raw values ``low, high`` mapped to 0 and 1.
     """
     arr = check_finite(np.asarray(image))
     lo, hi = window_bounds(modality, window, arr, ct_mapping)

@@ -121,12 +121,9 @@ def nearest(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distance (mm) from every point ``index_a`` to the nearest point of border ``grid_b``.
 
-    Returns
-    -------
-    distances, ranks, values : numpy.ndarray
-        Per point its distance and an integer rank such that ``values[rank]`` is
-        the distance and ranks increase with distance (equal distances may have
-        different ranks, but all ranks between them hold that distance too).
+    Returns distances, ranks and values: per point an integer rank such that
+    ``values[rank]`` is its distance and ranks increase with distance (equal distances
+    may have different ranks, but all ranks between them hold that distance too).
     """
     n = index_a.size
     strides = np.array(grid_b.strides, np.int64) // grid_b.itemsize

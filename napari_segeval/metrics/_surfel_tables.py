@@ -121,25 +121,15 @@ def _facets_3d() -> tuple[np.ndarray, np.ndarray]:
             facets = _group_facets(group)
             codes.extend([code] * len(facets))
             vectors.extend(facets)
-    code_arr = np.array(codes, np.intp)
-    vec_arr = np.array(vectors, np.float64)
-    code_arr.flags.writeable = False
-    vec_arr.flags.writeable = False
+    code_arr, vec_arr = np.array(codes, np.intp), np.array(vectors, np.float64)
+    code_arr.flags.writeable = vec_arr.flags.writeable = False
     return code_arr, vec_arr
 
 
 def surfel_area_table_3d(spacing: tuple[float, float, float]) -> np.ndarray:
-    """Surfel area in mm^2 for each of the 256 codes of a 2x2x2 neighbourhood.
+    """Surfel area in mm^2 (float64, (256,)) of each code of a 2x2x2 neighbourhood.
 
-    Parameters
-    ----------
-    spacing : tuple of 3 floats
-        Voxel spacing in mm along the array axes (z, y, x).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array of shape (256,); codes 0 and 255 have area 0.
+    ``spacing``: mm along the array axes (z, y, x). Codes 0 and 255 have area 0.
     """
     s0, s1, s2 = (float(s) for s in spacing)
     codes, vectors = _facets_3d()
@@ -154,16 +144,7 @@ def contour_length_table_2d(spacing: tuple[float, float]) -> np.ndarray:
     Bit ``2*(1-o0) + (1-o1)`` holds the pixel at offset ``(o0, o1)``. The contour
     of a code is the marching-squares segment(s): between edge midpoints around
     each inside pixel group; the two diagonal codes give two corner segments.
-
-    Parameters
-    ----------
-    spacing : tuple of 2 floats
-        Pixel spacing in mm along (y, x).
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array of shape (16,).
+    ``spacing``: mm along (y, x); the table is float64, shape (16,).
     """
     s0, s1 = (float(s) for s in spacing)
     diag = 0.5 * float(np.hypot(s0, s1))

@@ -80,9 +80,7 @@ class ResultsTable:
 
 
 def _fmt(v):
-    if isinstance(v, float):
-        return repr(v)
-    return v
+    return repr(v) if isinstance(v, float) else v
 
 
 def _parse(key: str, value: str):
@@ -121,10 +119,7 @@ def summarize(
             continue
         key = tuple(row.get(k) for k in by)
         groups.setdefault(key, []).append(as_float(row[metric]))
-    out = []
-    for key, values in groups.items():
-        out.append({**dict(zip(by, key)), "metric": metric, **_stats(values)})
-    return out
+    return [{**dict(zip(by, k)), "metric": metric, **_stats(v)} for k, v in groups.items()]
 
 
 def kfold_summary(rows: Iterable[Mapping], metric: str = "dice", fold_key: str = "fold") -> dict:
@@ -146,9 +141,7 @@ def percent(value: float) -> float: ...
 def percent(value: np.ndarray) -> np.ndarray: ...
 def percent(value: float | np.ndarray) -> float | np.ndarray:
     """A fraction in percent (0.9 -> 90.0), keeping NaN."""
-    if isinstance(value, np.ndarray):
-        return value * 100.0
-    return float(value) * 100.0
+    return value * 100.0 if isinstance(value, np.ndarray) else float(value) * 100.0
 
 
 def fraction(values: Iterable[bool]) -> float:

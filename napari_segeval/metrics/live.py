@@ -88,12 +88,8 @@ class LiveMetrics:
         if region is None:
             self._recount_all()
             return
-        first = region[0] if isinstance(region, tuple) else region
-        indices: Sequence[int]
-        if isinstance(first, slice):
-            indices = range(*first.indices(self._ref.shape[0]))
-        else:
-            indices = [int(first) % self._ref.shape[0]]
+        first, n = region[0] if isinstance(region, tuple) else region, self._ref.shape[0]
+        indices = range(*first.indices(n)) if isinstance(first, slice) else [int(first) % n]
         for i in indices:
             r, p = self._ref[i], self._pred[i]
             top = max(int(r.max(initial=0)), int(p.max(initial=0)))
@@ -174,15 +170,13 @@ class LiveMetrics:
 
     def slice_counts(self, label: int) -> np.ndarray:
         """``(slices, 3)`` true positives, reference and predicted voxels of ``label`` per slice."""
-        if label >= self._n:
+        if label >= self._n:  # never painted: absent from both maps on every slice
             return np.zeros((self._ref.shape[0], 3), np.int64)
         return self._counts[:, :, label].copy()
 
     def per_slice_dice(self, label: int, empty: str = "nan") -> np.ndarray:
         """Dice of one structure on every slice along axis 0."""
-        if label >= self._n:  # never painted: absent from both maps on every slice
-            return dice_from_counts(np.zeros((self._ref.shape[0], 3, 1), np.int64), empty)[:, 0]
-        return dice_from_counts(self._counts[:, :, label : label + 1], empty)[:, 0]
+        return dice_from_counts(self.slice_counts(label)[..., None], empty)[:, 0]
 
 
 __all__ = ["LiveMetrics"]

@@ -33,10 +33,8 @@ def as_labels(a: np.ndarray, name: str) -> np.ndarray:
 def _count_slab(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
     """Counts of (ref, pred) pairs in one slab, background-background excluded.
 
-    The pair index ``r * n + p`` is formed for every voxel in the narrowest
-    unsigned type that holds ``n * n`` (labels are ``< n``), and only the non-zero
-    ones (a foreground voxel in either map) are compressed out and counted: one
-    compress of one small array, whatever the number of structures.
+    The pair index ``r * n + p`` is formed in the narrowest unsigned type holding
+    ``n * n``; only the non-zero ones are compressed out and counted.
     """
     dtype = np.uint16 if n * n <= 1 << 16 else np.uint32
     combined = ref.reshape(-1).astype(dtype)
@@ -95,18 +93,10 @@ def confusion_matrix(
 def confusion_and_boxes(
     reference: np.ndarray, prediction: np.ndarray, n_labels: int | None = None
 ) -> tuple[np.ndarray, dict[int, tuple[slice, ...]]]:
-    """:func:`confusion_matrix` and each label's bounding box in either map, in the same pass.
+    """:func:`confusion_matrix` and ``{label: slices}``, each label's box in either map.
 
-    The boxes come from :func:`scipy.ndimage.find_objects` of each slab of both maps
-    while the slab is counted (in the same worker threads), so the volume is read
-    once for both. A label absent from both maps has no box; label 0 is left out.
-
-    Returns
-    -------
-    cm : numpy.ndarray
-        As :func:`confusion_matrix`.
-    boxes : dict of int to tuple of slice
-        ``{label: slices}``, the smallest box holding the label in either map.
+    The boxes come from :func:`scipy.ndimage.find_objects` of each slab while it is
+    counted, so the volume is read once. Labels absent from both maps and 0 have none.
     """
     return _confusion(reference, prediction, n_labels, boxes=True)
 
@@ -119,11 +109,8 @@ def _confusion(
         return np.zeros((n, n), np.int64), {}
     if not (ref.flags.c_contiguous and pred.flags.c_contiguous):
         ref, pred = np.ascontiguousarray(ref), np.ascontiguousarray(pred)
-    if n * n > 65536:  # large matrices: fewer, bigger slabs
-        step = ref.shape[0]
-    else:
-        per = max(int(np.prod(ref.shape[1:])), 1)
-        step = max(1, _SLAB_VOXELS // per)
+    per = max(int(np.prod(ref.shape[1:])), 1)
+    step = ref.shape[0] if n * n > 65536 else max(1, _SLAB_VOXELS // per)  # large n: one slab
     starts = range(0, ref.shape[0], step)
 
     def work(z: int) -> tuple[np.ndarray, list]:
@@ -131,11 +118,7 @@ def _confusion(
         found = [_slab_objects(a, n, z), _slab_objects(b, n, z)] if boxes else []
         return _count_slab(a, b, n), found
 
-    if len(starts) > 1:
-        with ThreadPoolExecutor(max_workers=count_threads()) as pool:
-            parts = list(pool.map(work, starts))
-    else:
-        parts = [work(0)]
+    parts = map_threads(work, starts)
     counts = np.sum([p[0] for p in parts], axis=0)
     cm = counts.reshape(n, n).astype(np.int64, copy=False)
     cm[0, 0] = ref.size - (cm.sum() - cm[0, 0])
@@ -146,12 +129,8 @@ def _slab_objects(slab: np.ndarray, n: int, z: int) -> list:
     """``find_objects`` of one slab with its first axis shifted to the volume's (``z``)."""
     from scipy import ndimage
 
-    out = []
-    for sl in ndimage.find_objects(slab, max_label=n - 1):
-        if sl is not None:
-            sl = (slice(sl[0].start + z, sl[0].stop + z), *sl[1:])
-        out.append(sl)
-    return out
+    found = ndimage.find_objects(slab, max_label=n - 1)
+    return [sl and (slice(sl[0].start + z, sl[0].stop + z), *sl[1:]) for sl in found]
 
 
 def _union_boxes(found: list[list], ndim: int) -> dict[int, tuple[slice, ...]]:
@@ -173,7 +152,28 @@ def count_threads() -> int:
     return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2))
 
 
-def _empty_value(empty: str) -> float:
+def map_threads(work, items: Sequence) -> list:
+    """``[work(i) for i in items]``, in :func:`count_threads` threads when there are several."""
+    if len(items) < 2:
+        return [work(i) for i in items]
+    with ThreadPoolExecutor(max_workers=count_threads()) as pool:
+        return list(pool.map(work, items))
+
+
+def labels_to_report(
+    reference: np.ndarray, prediction: np.ndarray, labels: Iterable[int] | None
+) -> tuple[list[int] | None, int | None]:
+    """``labels`` sorted and the ``n_labels`` that holds them and both maps (None, None: all)."""
+    if labels is None:
+        return None, None
+    wanted = sorted({int(v) for v in labels})
+    if not wanted:
+        return wanted, None
+    top = max(int(np.max(reference, initial=0)), int(np.max(prediction, initial=0)))
+    return wanted, max(top, wanted[-1]) + 1
+
+
+def empty_value(empty: str) -> float:
     if empty not in EMPTY_CHOICES:
         raise ValueError(f"empty must be one of {EMPTY_CHOICES}, got {empty!r}")
     return {"one": 1.0, "nan": np.nan, "zero": 0.0}[empty]
@@ -220,17 +220,16 @@ def overlap_from_counts(
         ``specificity`` = tn / (tn + fp) and ``volume_similarity`` =
         1 - |ref - pred| / (ref + pred). float64 arrays of the counts' shape.
     """
-    fill = _empty_value(empty)
-    tp = np.asarray(tp, np.int64)
-    ref_n = np.asarray(ref_n, np.int64)
-    pred_n = np.asarray(pred_n, np.int64)
+    fill = empty_value(empty)
+    tp, ref_n, pred_n = (np.asarray(v, np.int64) for v in (tp, ref_n, pred_n))
     none = (ref_n == 0) & (pred_n == 0)
     both = (ref_n + pred_n).astype(float)
+    tpf = tp.astype(float)
     out = {
         "dice": _ratio(2.0 * tp, both, none, fill),
-        "iou": _ratio(tp.astype(float), (ref_n + pred_n - tp).astype(float), none, fill),
-        "precision": _ratio(tp.astype(float), pred_n.astype(float), none, fill),
-        "recall": _ratio(tp.astype(float), ref_n.astype(float), none, fill),
+        "iou": _ratio(tpf, (ref_n + pred_n - tp).astype(float), none, fill),
+        "precision": _ratio(tpf, pred_n.astype(float), none, fill),
+        "recall": _ratio(tpf, ref_n.astype(float), none, fill),
     }
     if total is not None:
         fp = pred_n - tp
@@ -272,11 +271,8 @@ def overlap_from_confusion(
     """
     cm = np.asarray(cm, dtype=np.int64)
     total = int(cm.sum())
-    tp = np.diag(cm).copy()
-    ref_n = cm.sum(axis=1)
-    pred_n = cm.sum(axis=0)
-    fp = pred_n - tp
-    fn = ref_n - tp
+    tp, ref_n, pred_n = np.diag(cm).copy(), cm.sum(axis=1), cm.sum(axis=0)
+    fp, fn = pred_n - tp, ref_n - tp
     out = overlap_from_counts(tp, ref_n, pred_n, total, empty=empty)
     voxel_ml = float(np.prod(spacing)) / 1000.0 if spacing is not None else 0.001
     out.update(
@@ -321,11 +317,7 @@ def overlap_metrics(
     dict
         ``{label: {metric: value}}`` with the keys of :func:`overlap_from_confusion`.
     """
-    wanted = None if labels is None else sorted({int(v) for v in labels})
-    n = None
-    if wanted:
-        top = max(int(np.max(reference, initial=0)), int(np.max(prediction, initial=0)))
-        n = max(top, wanted[-1]) + 1
+    wanted, n = labels_to_report(reference, prediction, labels)
     cm = confusion_matrix(reference, prediction, n)
     m = overlap_from_confusion(cm, spacing, empty=empty, include_background=include_background)
     if wanted is None:

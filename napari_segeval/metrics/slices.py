@@ -12,14 +12,18 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from napari_segeval.metrics.overlap import label_pair, overlap_from_counts
+from napari_segeval.metrics.overlap import (
+    label_pair,
+    labels_to_report,
+    map_threads,
+    overlap_from_counts,
+)
 
 
 def slice_counts(ref: np.ndarray, pred: np.ndarray, n: int) -> np.ndarray:
     """(3, n) counts of one slice (or region): true positives, reference, predicted.
 
-    Background-background voxels are skipped in the loop and added back from the
-    region size, so the cost follows the foreground, not the number of labels.
+    Background-background voxels are skipped and added back from the region size.
     """
     r = np.ascontiguousarray(ref).reshape(-1)
     p = np.ascontiguousarray(pred).reshape(-1)
@@ -43,19 +47,13 @@ def per_slice_counts(
     voxels, per label id.
     """
     ref, pred, n = label_pair(reference, prediction, n_labels)
-    ref = np.moveaxis(ref, axis, 0)
-    pred = np.moveaxis(pred, axis, 0)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from napari_segeval.metrics.overlap import count_threads
-
+    ref, pred = np.moveaxis(ref, axis, 0), np.moveaxis(pred, axis, 0)
     out = np.zeros((ref.shape[0], 3, n), np.int64)
 
     def work(i: int) -> None:
         out[i] = slice_counts(ref[i], pred[i], n)
 
-    with ThreadPoolExecutor(max_workers=count_threads()) as pool:
-        list(pool.map(work, range(ref.shape[0])))
+    map_threads(work, range(ref.shape[0]))
     return out
 
 
@@ -98,11 +96,7 @@ def per_slice_dice(
     dict of int to numpy.ndarray
         One float array of length ``shape[axis]`` per label.
     """
-    wanted = None if labels is None else sorted({int(v) for v in labels})
-    n = None
-    if wanted:
-        top = max(int(np.max(reference, initial=0)), int(np.max(prediction, initial=0)))
-        n = max(top, wanted[-1]) + 1
+    wanted, n = labels_to_report(reference, prediction, labels)
     counts = per_slice_counts(reference, prediction, axis, n)
     if wanted is None:
         present = counts[:, 1:].sum(axis=(0, 1))
@@ -156,12 +150,15 @@ def worst_slice(
     most wrong voxels, slices without the structure in either map skipped. None
     for 2D arrays and for a structure in neither map.
     """
-    reference, prediction = np.asarray(reference), np.asarray(prediction)
-    if reference.ndim < 3:
+    if np.ndim(reference) < 3:
         return None
-    a = (reference == label).astype(np.uint8)
-    b = (prediction == label).astype(np.uint8)
-    return worst_slice_from_counts(per_slice_counts(a, b, axis, 2)[:, :, 1])
+    return worst_slice_from_counts(_label_counts(reference, prediction, label, axis))
+
+
+def _label_counts(reference, prediction, label: int, axis: int) -> np.ndarray:
+    """``(slices, 3)`` counts of structure ``label`` along ``axis``."""
+    a, b = ((np.asarray(m) == label).astype(np.uint8) for m in (reference, prediction))
+    return per_slice_counts(a, b, axis, 2)[:, :, 1]
 
 
 def largest_failing_slice(
@@ -192,9 +189,7 @@ def largest_failing_slice(
     -------
     int or None
     """
-    a = np.moveaxis(np.asarray(reference) == label, axis, 0).astype(np.uint8)
-    b = np.moveaxis(np.asarray(prediction) == label, axis, 0).astype(np.uint8)
-    counts = per_slice_counts(a, b, 0, 2)[:, :, 1]
+    counts = _label_counts(reference, prediction, label, axis)
     area = counts[:, 1]
     held = area > 0
     if not held.any():

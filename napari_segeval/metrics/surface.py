@@ -29,24 +29,13 @@ from napari_segeval.metrics._surfel_tables import (
     contour_length_table_2d,
     surfel_area_table_3d,
 )
-
-EMPTY_CHOICES = ("one", "nan", "zero")
+from napari_segeval.metrics.overlap import empty_value
 
 
 def bounding_box(mask: np.ndarray, margin: int = 0) -> tuple[slice, ...] | None:
-    """Slices of the smallest box holding all non-zero voxels, grown by ``margin``.
+    """Slices of the smallest box holding all non-zero voxels, grown by ``margin`` (clipped).
 
-    Parameters
-    ----------
-    mask : numpy.ndarray
-        Array of any dimension; non-zero is foreground.
-    margin : int
-        Voxels added on every side (clipped to the array).
-
-    Returns
-    -------
-    tuple of slice or None
-        None when the mask is empty.
+    None when the mask is empty.
 
     Examples
     --------
@@ -88,9 +77,9 @@ def _area_table(spacing: Sequence[float]) -> np.ndarray:
 
 
 def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple] | None:
-    """Per direction (ref to pred, pred to ref): distances, ranks, rank values, areas.
+    """Per direction (ref to pred, pred to ref): unsorted distances, ranks, rank values, areas.
 
-    None when both masks are empty. Distances are in surfel order, unsorted.
+    None when both masks are empty.
     """
     box = bounding_box(ref | pred)
     if box is None:
@@ -101,8 +90,7 @@ def _directions(ref: np.ndarray, pred: np.ndarray, sp: np.ndarray) -> list[tuple
     codes_p = _search.padded_codes(pred[box], pad)
     grid_r, idx_r = _search.border(codes_r)
     grid_p, idx_p = _search.border(codes_p)
-    area_r = table[codes_r.reshape(-1)[idx_r]]
-    area_p = table[codes_p.reshape(-1)[idx_p]]
+    area_r, area_p = table[codes_r.reshape(-1)[idx_r]], table[codes_p.reshape(-1)[idx_p]]
     del codes_r, codes_p
     out = []
     pairs = ((idx_r, area_r, grid_p, idx_p), (idx_p, area_p, grid_r, idx_r))
@@ -136,29 +124,17 @@ def surface_distances(
         the other direction's distances are ``inf``.
     """
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
+    keys = ("distances_ref_to_pred", "areas_ref", "distances_pred_to_ref", "areas_pred")
     both = _directions(ref, pred, sp)
     if both is None:
-        empty = np.zeros(0)
-        return {
-            "distances_ref_to_pred": empty,
-            "areas_ref": empty,
-            "distances_pred_to_ref": empty,
-            "areas_pred": empty,
-        }
-    (d_rp, _, _, area_r), (d_pr, _, _, area_p) = both
-    o_r = np.lexsort((area_r, d_rp))
-    o_p = np.lexsort((area_p, d_pr))
-    return {
-        "distances_ref_to_pred": d_rp[o_r],
-        "areas_ref": area_r[o_r],
-        "distances_pred_to_ref": d_pr[o_p],
-        "areas_pred": area_p[o_p],
-    }
+        return dict.fromkeys(keys, np.zeros(0))
+    (d_rp, _, _, a_r), (d_pr, _, _, a_p) = both
+    o_r, o_p = np.lexsort((a_r, d_rp)), np.lexsort((a_p, d_pr))
+    return dict(zip(keys, (d_rp[o_r], a_r[o_r], d_pr[o_p], a_p[o_p])))
 
 
 def _check(ref, pred, spacing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ref = np.asarray(ref)
-    pred = np.asarray(pred)
+    ref, pred = np.asarray(ref), np.asarray(pred)
     if ref.shape != pred.shape:
         raise GeometryMismatchError(
             f"reference mask {ref.shape} and prediction mask {pred.shape} differ in shape"
@@ -212,8 +188,7 @@ def surface_metrics(
     unweighted edge voxels and is close but not equal; medpy/seg-metrics pool both
     directions into one percentile.
     """
-    if empty not in EMPTY_CHOICES:
-        raise ValueError(f"empty must be one of {EMPTY_CHOICES}, got {empty!r}")
+    empty_value(empty)  # checks it
     ref, pred, sp = _check(reference_mask, prediction_mask, spacing)
     both = _directions(ref, pred, sp)
     if both is None:  # no surface on either side
@@ -242,24 +217,9 @@ def weighted_percentile(
     distance (equal distances may have different ranks, as long as every rank
     between them holds that distance too). In sorted order, the result is the
     first distance whose cumulative area fraction reaches ``percent / 100``
-    (DeepMind's ``compute_robust_hausdorff``); areas are summed per rank. Sorted
-    distances are the special case ``ranks = arange(n)``, ``values = distances``.
-
-    Parameters
-    ----------
-    ranks : numpy.ndarray
-        Integer rank of each surfel's distance.
-    values : numpy.ndarray
-        Distance of each rank (at least ``ranks.max() + 1`` entries).
-    areas : numpy.ndarray
-        Area (2D: length) of each surfel, the weight.
-    percent : float
-        Percentile in [0, 100].
-
-    Returns
-    -------
-    float
-        The percentile distance; inf when there are no surfels.
+    (DeepMind's ``compute_robust_hausdorff``); areas (the weights) are summed per rank.
+    Sorted distances are the special case ``ranks = arange(n)``, ``values = distances``.
+    inf when there are no surfels.
     """
     if ranks.size == 0:
         return float("inf")

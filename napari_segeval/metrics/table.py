@@ -58,8 +58,7 @@ def structure_table(
         One row per structure with keys ``label, name, dice, iou, precision,
         recall, hd, hd95, assd, nsd, volume_ref_ml, volume_pred_ml``.
     """
-    reference = np.asarray(reference)
-    prediction = np.asarray(prediction)
+    reference, prediction = np.asarray(reference), np.asarray(prediction)
     n = None
     if structures is not None:
         labels = {int(k): str(v) for k, v in structures.items()}

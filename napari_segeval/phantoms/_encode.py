@@ -44,10 +44,8 @@ def ras_affine(geometry: Geometry) -> np.ndarray:
     [[-0.5, 0.0, 0.0, -10.0], [0.0, -1.0, 0.0, -20.0], [0.0, 0.0, 2.5, 30.0], [0.0, 0.0, 0.0, 1.0]]
     """
     n = geometry.ndim
-    lps = geometry.affine()
-    ijk = lps[:, list(range(n))[::-1] + [n]]
-    flip = np.diag([-1.0, -1.0] + [1.0] * (n - 1))
-    return flip @ ijk
+    ijk = geometry.affine()[:, list(range(n))[::-1] + [n]]
+    return np.diag([-1.0, -1.0] + [1.0] * (n - 1)) @ ijk
 
 
 def nifti_gz_bytes(array: np.ndarray, geometry: Geometry, descrip: str = "") -> bytes:
@@ -91,8 +89,7 @@ def metaimage_files(array: np.ndarray, spacing: tuple[float, ...], name: str) ->
     img.SetSpacing(tuple(float(s) for s in spacing[::-1]))
     with tempfile.TemporaryDirectory() as tmp:
         sitk.WriteImage(img, str(Path(tmp) / f"{name}.mhd"), useCompression=False)
-        folder = Path(tmp)
-        return {f"{name}{ext}": (folder / f"{name}{ext}").read_bytes() for ext in (".mhd", ".raw")}
+        return {f"{name}{e}": (Path(tmp) / f"{name}{e}").read_bytes() for e in (".mhd", ".raw")}
 
 
 def _av():

@@ -11,26 +11,16 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import ndimage
 
+from napari_segeval.io.case import Case
+
 
 def smooth_field(
     rng: np.random.Generator, shape: Sequence[int], coarse: Sequence[int]
 ) -> np.ndarray:
-    """Smooth random field with unit-ish amplitude on a grid of ``shape``.
+    """Smooth random ``float32`` field with unit-ish amplitude on a grid of ``shape``.
 
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-        Source of the random coarse grid values.
-    shape : sequence of int
-        Output shape.
-    coarse : sequence of int
-        Shape of the coarse grid of independent normal values (>= 2 per axis);
-        fewer nodes give smoother fields.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``float32`` array of ``shape``.
+    ``coarse`` is the shape of the grid of independent normal values (>= 2 per axis);
+    fewer nodes give smoother fields.
 
     Examples
     --------
@@ -53,19 +43,9 @@ def ellipsoid_level(
 ) -> np.ndarray:
     """Implicit ellipsoid ``sum(((p - c) / r) ** 2)``: below 1 inside, above 1 outside.
 
-    Parameters
-    ----------
-    coords : sequence of numpy.ndarray
-        Broadcastable coordinate arrays, one per axis (slowest axis first), in mm.
-    centre, radii : sequence of float
-        Centre and semi-axes in mm, same axis order as ``coords``.
-    angle : float
-        Rotation in radians of the last two axes (in-plane rotation).
-
-    Returns
-    -------
-    numpy.ndarray
-        The level value broadcast over the coordinate grids.
+    ``coords`` are broadcastable coordinate arrays (mm), slowest axis first; ``centre``
+    and ``radii`` (semi-axes) in the same order; ``angle`` (radians) rotates the last
+    two axes.
 
     Examples
     --------
@@ -98,10 +78,24 @@ def mm_grid(shape: Sequence[int], spacing: Sequence[float]) -> list[np.ndarray]:
     ([-2.0, 0.0, 2.0], [-0.75, -0.25, 0.25, 0.75])
     """
     grids = []
-    n = len(shape)
     for axis, (s, sp) in enumerate(zip(shape, spacing)):
         c = (np.arange(s, dtype=np.float32) - np.float32((s - 1) / 2)) * np.float32(sp)
-        view = [1] * n
-        view[axis] = s
-        grids.append(c.reshape(view))
+        grids.append(c.reshape([s if a == axis else 1 for a in range(len(shape))]))
     return grids
+
+
+def phantom_case(
+    generator: str,
+    seed: int,
+    image,
+    geometry,
+    axes: str,
+    modality: str,
+    labels,
+    structures,
+    meta=None,
+) -> Case:
+    """A phantom's case; its ``meta`` records ``generator`` (a function of
+    :mod:`napari_segeval.phantoms`) and ``seed`` before ``meta``."""
+    meta = {"generator": f"napari_segeval.phantoms.{generator}", "seed": int(seed), **(meta or {})}
+    return Case(image, geometry, axes, modality, labels, dict(structures), meta=meta)

@@ -73,17 +73,8 @@ def _row(path: str, case: Case, call: str) -> str:
     shape = "×".join(str(s) for s in case.image.shape)
     spacing = "×".join(f"{s:g}" for s in case.spacing)
     names = ", ".join(f"{k} {v}" for k, v in sorted(case.structures.items()))
-    cells = [
-        f"`{path}`",
-        case.modality,
-        case.axes,
-        shape,
-        str(case.image.dtype),
-        spacing,
-        names,
-        f"`{call}`",
-    ]
-    return "| " + " | ".join(cells) + " |\n"
+    cells = (case.modality, case.axes, shape, str(case.image.dtype), spacing, names)
+    return f"| `{path}` | " + " | ".join(cells) + f" | `{call}` |\n"
 
 
 def render_readme(rows: list, index: dict, seeds: dict[str, int]) -> str:

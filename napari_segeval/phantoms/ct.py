@@ -9,13 +9,14 @@ relative to the body outline; organs are ellipsoids deformed by smooth random fi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 from scipy import ndimage
 
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.phantoms._fields import ellipsoid_level, mm_grid, smooth_field
+from napari_segeval.phantoms._fields import ellipsoid_level, mm_grid, phantom_case, smooth_field
 
 #: Label ids and names of the CT phantom (MSD / KiTS-like ids).
 CT_STRUCTURES: dict[int, str] = {
@@ -42,25 +43,12 @@ def _check_args(shape: Sequence[int], spacing: Sequence[float]) -> tuple:
 
 def _intensities(rng: np.random.Generator) -> dict[str, float]:
     """Per-case mean HU of each tissue (contrast-enhanced, portal-venous-like)."""
-    u = rng.uniform
-    return {
-        "skin": u(20, 40),
-        "fat": u(-110, -90),
-        "muscle": u(40, 50),
-        "bowel": u(15, 30),
-        "liver": u(55, 65),
-        "spleen": u(45, 52),
-        "cortex": u(145, 165),
-        "medulla": u(95, 110),
-        "tumour": u(20, 32),
-        "aorta": u(160, 200),
-        "ivc": u(110, 140),
-        "cancellous": u(300, 400),
-        "cortical": u(800, 1000),
-        "rib": u(650, 850),
-        "disc": u(70, 100),
-        "canal": u(10, 25),
-    }
+    u = rng.uniform  # drawn in this order
+    hu = dict(skin=u(20, 40), fat=u(-110, -90), muscle=u(40, 50), bowel=u(15, 30))
+    hu.update(liver=u(55, 65), spleen=u(45, 52), cortex=u(145, 165), medulla=u(95, 110))
+    hu.update(tumour=u(20, 32), aorta=u(160, 200), ivc=u(110, 140), cancellous=u(300, 400))
+    hu.update(cortical=u(800, 1000), rib=u(650, 850), disc=u(70, 100), canal=u(10, 25))
+    return hu
 
 
 def _body(rng, z, y, x, shape, half):
@@ -97,16 +85,9 @@ def _skeleton(rng, z, y, x, cav_axes, y0, half_z):
         )
         < 1
     )
-    return {
-        "vb": vb,
-        "disc": disc & vb,
-        "cortical": vb & (r_vb > rv - 1.5),
-        "posterior": arch | spinous,
-        "canal": canal,
-        "para": para,
-        "vb_y": vb_y,
-        "rv": rv,
-    }
+    out = {"vb": vb, "disc": disc & vb, "cortical": vb & (r_vb > rv - 1.5)}
+    out.update(posterior=arch | spinous, canal=canal, para=para, vb_y=vb_y, rv=rv)
+    return out
 
 
 def _ribs(rng, z, y, x, axes, rho_mid, half_z):
@@ -133,8 +114,7 @@ def _organs(rng, z, y, x, shape, cav_axes, y0, half_z):
     def j(s):
         return rng.uniform(-s, s)
 
-    def k():
-        return rng.uniform(0.88, 1.12)
+    k = functools.partial(rng.uniform, 0.88, 1.12)
 
     hz = half_z
     lobe_r = ellipsoid_level(
@@ -234,10 +214,8 @@ def make_ct_case(
     blocked = sk["vb"] | sk["posterior"] | sk["canal"] | sk["para"] | aorta | ivc | ~cavity
 
     labels = np.zeros(shape, np.uint8)
-    labels[(liver_l < 1) & ~blocked] = 1
-    labels[(spleen_l < 1) & ~blocked & (labels == 0)] = 2
-    labels[(kid_r < 1) & ~blocked & (labels == 0)] = 3
-    labels[(kid_l < 1) & ~blocked & (labels == 0)] = 4
+    for lab, level in enumerate((liver_l, spleen_l, kid_r, kid_l), start=1):  # first one wins
+        labels[(level < 1) & ~blocked & (labels == 0)] = lab
     labels[_tumour(rng, labels == 1, z, y, x, has_tumour)] = 5
 
     img = np.full(shape, -1000.0, np.float32)
@@ -271,18 +249,7 @@ def make_ct_case(
 
     origin = tuple(-(n - 1) / 2 * s for n, s in zip(shape[::-1], spacing[::-1]))
     geometry = Geometry(tuple(spacing), origin, tuple(np.eye(3).ravel()))
-    meta = {
-        "generator": "napari_segeval.phantoms.make_ct_case",
-        "seed": int(seed),
-        "has_tumour": bool((labels == 5).any()),
-        "noise_sd_hu": round(float(noise_sd), 2),
-    }
-    return Case(
-        image,
-        geometry,
-        axes="zyx",
-        modality="CT",
-        labels=labels,
-        structures=dict(CT_STRUCTURES),
-        meta=meta,
+    meta = {"has_tumour": bool((labels == 5).any()), "noise_sd_hu": round(float(noise_sd), 2)}
+    return phantom_case(
+        "make_ct_case", seed, image, geometry, "zyx", "CT", labels, CT_STRUCTURES, meta
     )

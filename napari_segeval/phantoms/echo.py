@@ -14,7 +14,7 @@ import numpy as np
 from scipy import ndimage
 
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.phantoms._fields import ellipsoid_level, smooth_field
+from napari_segeval.phantoms._fields import ellipsoid_level, phantom_case, smooth_field
 
 #: Label ids and names of the echo phantom (as in CAMUS).
 ECHO_STRUCTURES: dict[int, str] = {1: "lv_cavity", 2: "myocardium", 3: "left_atrium"}
@@ -61,14 +61,8 @@ def _frame_masks(yy, xx, p: dict, c: float, deform: np.ndarray) -> dict[str, np.
     rv = (rv_level < 1) & ~lv & ~myo & ~la
     wall = (ellipsoid_level((yy, xx), rv_c, (0.8 * ry + 3, p["rv_rx"] + 3), angle=ang) < 1) & ~rv
     peri = (outer < (1 + 5 / p["rx"]) ** 2) & (outer >= 1) & ~la & (u < base - cy)
-    return {
-        "lv": lv,
-        "myo": myo,
-        "la": la,
-        "rv": rv,
-        "rv_wall": wall & ~lv & ~la & ~myo,
-        "peri": peri & ~rv & ~wall,
-    }
+    rv_wall, peri = wall & ~lv & ~la & ~myo, peri & ~rv & ~wall
+    return {"lv": lv, "myo": myo, "la": la, "rv": rv, "rv_wall": rv_wall, "peri": peri}
 
 
 def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
@@ -78,9 +72,7 @@ def _speckle(rng, n_frames: int, shape: tuple[int, int]) -> np.ndarray:
     for t in range(n_frames):
         fresh = rng.standard_normal((2,) + shape)
         re, im = np.sqrt(0.7) * base + np.sqrt(0.3) * fresh
-        re = ndimage.gaussian_filter(re, (0.7, 1.4))
-        im = ndimage.gaussian_filter(im, (0.7, 1.4))
-        mag = np.hypot(re, im)
+        mag = np.hypot(*(ndimage.gaussian_filter(c, (0.7, 1.4)) for c in (re, im)))
         out[t] = mag / mag.mean()
     return out
 
@@ -113,24 +105,12 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
     h, w = shape
     half_angle = np.deg2rad(rng.uniform(33, 40))
     fov, depth = _sector(shape, half_angle)
-    p = {
-        "cy": h * rng.uniform(0.38, 0.44),
-        "cx": w * rng.uniform(0.52, 0.58),
-        "ry": h * rng.uniform(0.22, 0.27),
-        "rx": w * rng.uniform(0.1, 0.13),
-        "thick": w * rng.uniform(0.045, 0.06),
-        "angle": rng.uniform(-0.18, 0.1),
-        "la_ry": h * rng.uniform(0.1, 0.13),
-        "la_rx": w * rng.uniform(0.08, 0.11),
-        "rv_rx": w * rng.uniform(0.07, 0.1),
-    }
-    period, phase = rng.uniform(18, 26), rng.uniform(0, 2 * np.pi)
-    echo = {
-        "tissue": rng.uniform(0.12, 0.2),
-        "myo": rng.uniform(0.5, 0.65),
-        "blood": rng.uniform(0.004, 0.01),
-        "peri": rng.uniform(0.9, 1.1),
-    }
+    u = rng.uniform  # drawn in this order
+    p = dict(cy=h * u(0.38, 0.44), cx=w * u(0.52, 0.58), ry=h * u(0.22, 0.27), rx=w * u(0.1, 0.13))
+    p.update(thick=w * u(0.045, 0.06), angle=u(-0.18, 0.1), la_ry=h * u(0.1, 0.13))
+    p.update(la_rx=w * u(0.08, 0.11), rv_rx=w * u(0.07, 0.1))
+    period, phase = u(18, 26), u(0, 2 * np.pi)
+    echo = dict(tissue=u(0.12, 0.2), myo=u(0.5, 0.65), blood=u(0.004, 0.01), peri=u(0.9, 1.1))
     deform = 0.12 * smooth_field(rng, shape, (4, 4))
     tissue_tex = 1 + 0.25 * smooth_field(rng, shape, (8, 8))
     speckle = _speckle(rng, n_frames, shape)
@@ -154,20 +134,8 @@ def make_echo_clip(seed: int, n_frames: int = 24, shape: Sequence[int] = (112, 1
             labels[t][m[key] & fov] = lab
     lv_area = (labels == 1).sum(axis=(1, 2))
     geometry = Geometry((1.0, ECHO_PIXEL_MM, ECHO_PIXEL_MM), (0.0,) * 3, tuple(np.eye(3).ravel()))
-    meta = {
-        "generator": "napari_segeval.phantoms.make_echo_clip",
-        "seed": int(seed),
-        "fps": ECHO_FPS,
-        "ed_frame": int(np.argmax(lv_area)),
-        "es_frame": int(np.argmin(lv_area)),
-        "period_frames": round(float(period), 3),
-    }
-    return Case(
-        image,
-        geometry,
-        axes="tyx",
-        modality="US",
-        labels=labels,
-        structures=dict(ECHO_STRUCTURES),
-        meta=meta,
+    ed, es = int(np.argmax(lv_area)), int(np.argmin(lv_area))
+    meta = dict(fps=ECHO_FPS, ed_frame=ed, es_frame=es, period_frames=round(float(period), 3))
+    return phantom_case(
+        "make_echo_clip", seed, image, geometry, "tyx", "US", labels, ECHO_STRUCTURES, meta
     )

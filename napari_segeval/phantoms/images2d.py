@@ -12,7 +12,7 @@ import numpy as np
 from scipy import ndimage
 
 from napari_segeval.io.case import Case, Geometry
-from napari_segeval.phantoms._fields import ellipsoid_level, smooth_field
+from napari_segeval.phantoms._fields import ellipsoid_level, phantom_case, smooth_field
 
 #: Polyp classes as in NeoPolyp.
 POLYP_STRUCTURES: dict[int, str] = {1: "neoplastic", 2: "non_neoplastic"}
@@ -35,27 +35,10 @@ def _to_uint8(rgb: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
 
 
-def _rgb_case(
-    rgb: np.ndarray,
-    labels: np.ndarray,
-    modality: str,
-    structures: Mapping[int, str],
-    generator: str,
-    seed: int,
-) -> Case:
-    """A colour phantom's case: ``rgb`` as ``uint8`` on a unit grid (axes ``"yxc"``).
-
-    ``generator`` is the function's name in :mod:`napari_segeval.phantoms`, recorded
-    with ``seed`` in the case's ``meta``.
-    """
-    return Case(
-        _to_uint8(rgb),
-        Geometry.identity(2),
-        axes="yxc",
-        modality=modality,
-        labels=labels,
-        structures=dict(structures),
-        meta={"generator": f"napari_segeval.phantoms.{generator}", "seed": int(seed)},
+def _rgb_case(generator: str, seed: int, rgb, labels, modality: str, structures) -> Case:
+    """A colour phantom's case: ``rgb`` as ``uint8`` on a unit grid (axes ``"yxc"``)."""
+    return phantom_case(
+        generator, seed, _to_uint8(rgb), Geometry.identity(2), "yxc", modality, labels, structures
     )
 
 
@@ -124,7 +107,7 @@ def make_polyp_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     rgb[border] = 0
     labels[border] = 0
     rgb += rng.normal(0, 2.0, rgb.shape)
-    return _rgb_case(rgb, labels, "endoscopy", POLYP_STRUCTURES, "make_polyp_image", seed)
+    return _rgb_case("make_polyp_image", seed, rgb, labels, "endoscopy", POLYP_STRUCTURES)
 
 
 def _hairs(rng, yy, xx, n: int) -> np.ndarray:
@@ -185,7 +168,7 @@ def make_skin_image(seed: int, shape: Sequence[int] = (128, 160)) -> Case:
     rgb *= np.clip(1.25 - 0.5 * r_norm**2, 0, 1)[..., None]
     rgb += rng.normal(0, 2.0, rgb.shape)
     labels = mask.astype(np.uint8)
-    return _rgb_case(rgb, labels, "dermoscopy", SKIN_STRUCTURES, "make_skin_image", seed)
+    return _rgb_case("make_skin_image", seed, rgb, labels, "dermoscopy", SKIN_STRUCTURES)
 
 
 def labels_to_rgb_mask(

@@ -22,7 +22,17 @@ import numpy as np
 
 from napari_segeval._atomic import atomic_write_bytes
 from napari_segeval.io.case import Case
-from napari_segeval.phantoms import SAMPLE_SEED_BASE
+from napari_segeval.phantoms import (
+    POLYP_COLORS,
+    POLYP_STRUCTURES,
+    SAMPLE_SEED_BASE,
+    SKIN_STRUCTURES,
+    labels_to_rgb_mask,
+    make_ct_case,
+    make_echo_clip,
+    make_polyp_image,
+    make_skin_image,
+)
 from napari_segeval.phantoms._encode import (
     VIDEO_CODEC,
     decode_mp4_grey,
@@ -32,16 +42,7 @@ from napari_segeval.phantoms._encode import (
     png_bytes,
 )
 from napari_segeval.phantoms._sample_readme import render_readme
-from napari_segeval.phantoms.ct import make_ct_case
-from napari_segeval.phantoms.echo import ECHO_FPS, make_echo_clip
-from napari_segeval.phantoms.images2d import (
-    POLYP_COLORS,
-    POLYP_STRUCTURES,
-    SKIN_STRUCTURES,
-    labels_to_rgb_mask,
-    make_polyp_image,
-    make_skin_image,
-)
+from napari_segeval.phantoms.echo import ECHO_FPS
 
 #: Seed of each sample (all >= SAMPLE_SEED_BASE, so training never sees them).
 SEEDS: dict[str, int] = {
@@ -88,10 +89,6 @@ def _folder_dataset_json(
     return (json.dumps(dataset, indent=4) + "\n").encode()
 
 
-def _fmt(values: Sequence[float]) -> list[float]:
-    return [round(float(v), 4) for v in values]
-
-
 def _labels(case: Case) -> np.ndarray:
     """A phantom's labels (a generator always makes them)."""
     if case.labels is None:
@@ -101,23 +98,17 @@ def _labels(case: Case) -> np.ndarray:
 
 def _nifti_pair(files: dict, image: str, labels: str, case: Case, seed: int, what: str) -> None:
     """A phantom's image and labels as NIfTI files."""
-    files[image] = nifti_gz_bytes(case.image, case.geometry, f"{what} phantom seed {seed}")
-    files[labels] = nifti_gz_bytes(
-        _labels(case), case.geometry, f"{what} phantom labels seed {seed}"
-    )
+    for path, array, part in ((image, case.image, ""), (labels, _labels(case), " labels")):
+        files[path] = nifti_gz_bytes(array, case.geometry, f"{what} phantom{part} seed {seed}")
 
 
 def _ct(files: dict, index: dict, rows: list) -> None:
     seed = SEEDS["ct"]
     case = make_ct_case(seed, tumour=True)
     _nifti_pair(files, "ct/ct_001.nii.gz", "ct/ct_001_labels.nii.gz", case, seed, "CT")
-    index["ct"] = {
-        "image": "ct/ct_001.nii.gz",
-        "labels": "ct/ct_001_labels.nii.gz",
-        "modality": "CT",
-        "structures": _structures_json(case.structures),
-        "seed": seed,
-    }
+    files_ct = {"image": "ct/ct_001.nii.gz", "labels": "ct/ct_001_labels.nii.gz"}
+    index["ct"] = {**files_ct, "modality": "CT", "structures": _structures_json(case.structures)}
+    index["ct"]["seed"] = seed
     files["ct/dataset.json"] = _folder_dataset_json("CT phantom", "CT", case.structures)
     rows.append(("ct/ct_001.nii.gz (+ _labels)", case, f"make_ct_case({seed}, tumour=True)"))
 
@@ -134,20 +125,14 @@ def _msd(files: dict, index: dict, rows: list) -> None:
         training.append({"image": f"./imagesTr/{name}", "label": f"./labelsTr/{name}"})
         call = f"make_ct_case({seed}, shape={MSD_SHAPE}, spacing={spacing}, tumour={i != 3})"
         rows.append((f"{root}/imagesTr/{name} (+ labelsTr)", case, call))
-    dataset = {
+    dataset: dict = {
         "name": "AbdomenPhantom",
         "description": "Synthetic contrast-enhanced abdominal CT phantoms (napari-segeval)",
         "reference": "napari-segeval phantoms (generated, no patient data)",
-        "licence": "CC0-1.0",
-        "release": "1.0",
-        "tensorImageSize": "3D",
-        "modality": {"0": "CT"},
-        "labels": {"0": "background", **_structures_json(names)},
-        "numTraining": len(training),
-        "numTest": 0,
-        "training": training,
-        "test": [],
     }
+    dataset.update(licence="CC0-1.0", release="1.0", tensorImageSize="3D", modality={"0": "CT"})
+    dataset.update(labels={"0": "background", **_structures_json(names)})
+    dataset.update(numTraining=len(training), numTest=0, training=training, test=[])
     files[f"{root}/dataset.json"] = (json.dumps(dataset, indent=4) + "\n").encode()
     index["msd_task"] = root
 
@@ -161,26 +146,16 @@ def _echo(files: dict, index: dict, rows: list, video: bool) -> None:
     common = {"modality": "US", "structures": _structures_json(clip.structures)}
     if video:
         files["video/echo_001.mp4"] = mp4_bytes(clip.image, ECHO_FPS)
-        index["video"] = {
-            "image": "video/echo_001.mp4",
-            "labels": "video/echo_001_labels.nii.gz",
-            **common,
-            "fps": ECHO_FPS,
-            "codec": VIDEO_CODEC,
-            "seed": seed,
-        }
+        video_files = {"image": "video/echo_001.mp4", "labels": "video/echo_001_labels.nii.gz"}
+        index["video"] = {**video_files, **common, "fps": ECHO_FPS, "codec": VIDEO_CODEC}
+        index["video"]["seed"] = seed
     for name, arr in (("echo_001_sequence", clip.image), ("echo_001_sequence_gt", _labels(clip))):
         for fname, data in metaimage_files(arr, clip.spacing, name).items():
             files[f"video/{fname}"] = data
     files["video/dataset.json"] = _folder_dataset_json("Echo phantom", "US", clip.structures)
-    index["echo_sequence"] = {
-        "image": "video/echo_001_sequence.mhd",
-        "labels": "video/echo_001_sequence_gt.mhd",
-        **common,
-        "ed_frame": clip.meta["ed_frame"],
-        "es_frame": clip.meta["es_frame"],
-        "seed": seed,
-    }
+    sequence = {"image": "video/echo_001_sequence.mhd", "labels": "video/echo_001_sequence_gt.mhd"}
+    frames = {k: clip.meta[k] for k in ("ed_frame", "es_frame")}
+    index["echo_sequence"] = {**sequence, **common, **frames, "seed": seed}
     what = "video/echo_001.mp4, echo_001_labels.nii.gz, echo_001_sequence[_gt].mhd/.raw"
     rows.append((what, clip, f"make_echo_clip({seed})"))
 
@@ -220,19 +195,8 @@ def _images2d(files: dict, index: dict, rows: list) -> None:
 
 
 def build_samples(video: bool = True) -> dict[str, bytes]:
-    """Generate every sample file in memory.
-
-    Parameters
-    ----------
-    video : bool
-        Include the MP4 (needs PyAV); without it the ``"video"`` index entry is left out.
-
-    Returns
-    -------
-    dict of str to bytes
-        File contents keyed by path relative to the sample folder (``/`` separated),
-        including ``index.json`` and ``README.md``.
-    """
+    """Every sample file's bytes by ``/``-separated relative path, ``index.json`` and
+    ``README.md`` included. ``video``: the MP4 and its ``"video"`` entry (PyAV)."""
     files: dict[str, bytes] = {}
     index: dict = {}
     rows: list = []
@@ -280,12 +244,9 @@ def _same_content(rel: str, have: bytes, want: bytes) -> bool:
 def check_samples(root: str | os.PathLike) -> dict[str, str]:
     """Regenerate into a temporary folder and compare with the files under ``root``.
 
-    Returns
-    -------
-    dict of str to str
-        State per relative path: ``"identical"``, ``"same content"`` (bytes differ only
-        by compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"``
-        (a file under ``root`` the generator does not make).
+    State per relative path: ``"identical"``, ``"same content"`` (bytes differ only by
+    compression/encoder build), ``"different"``, ``"missing"`` or ``"unexpected"`` (a
+    file under ``root`` the generator does not make).
     """
     root = Path(root)
     states: dict[str, str] = {}
@@ -294,15 +255,12 @@ def check_samples(root: str | os.PathLike) -> dict[str, str]:
         write_samples(fresh)
         expected = sorted(p.relative_to(fresh).as_posix() for p in fresh.rglob("*") if p.is_file())
         for rel in expected:
-            have_path = root / rel
-            if not have_path.is_file():
+            if not (root / rel).is_file():
                 states[rel] = "missing"
                 continue
-            have, want = have_path.read_bytes(), (fresh / rel).read_bytes()
-            if have == want:
-                states[rel] = "identical"
-            else:
-                states[rel] = "same content" if _same_content(rel, have, want) else "different"
+            have, want = (root / rel).read_bytes(), (fresh / rel).read_bytes()
+            same = have == want or _same_content(rel, have, want)
+            states[rel] = ("identical" if have == want else "same content") if same else "different"
     if root.is_dir():
         for p in sorted(root.rglob("*")):
             rel = p.relative_to(root).as_posix()

@@ -72,11 +72,10 @@ class Box:
         Box(y0=0, x0=0, y1=10, x1=4, index=0, label=1)
         """
         h, w = int(shape[0]), int(shape[1])
-        y0 = min(max(self.y0, 0), h - 1)
-        x0 = min(max(self.x0, 0), w - 1)
-        y1 = max(min(self.y1, h), y0 + 1)
-        x1 = max(min(self.x1, w), x0 + 1)
-        return replace(self, y0=y0, x0=x0, y1=y1, x1=x1)
+        y0, x0 = min(max(self.y0, 0), h - 1), min(max(self.x0, 0), w - 1)
+        return replace(
+            self, y0=y0, x0=x0, y1=max(min(self.y1, h), y0 + 1), x1=max(min(self.x1, w), x0 + 1)
+        )
 
     def to_mask(self, shape: Sequence[int]) -> np.ndarray:
         """Boolean ``(H, W)`` mask that is True inside the (clipped) box."""
@@ -141,5 +140,4 @@ class Box:
             ).clip(shape)
         d = rng.integers(-int(pixels), int(pixels) + 1, size=4)
         y0, x0, y1, x1 = self.y0 + d[0], self.x0 + d[1], self.y1 + d[2], self.x1 + d[3]
-        y1, x1 = max(y1, y0 + 1), max(x1, x0 + 1)
-        return replace(self, y0=y0, x0=x0, y1=y1, x1=x1).clip(shape)
+        return replace(self, y0=y0, x0=x0, y1=max(y1, y0 + 1), x1=max(x1, x0 + 1)).clip(shape)

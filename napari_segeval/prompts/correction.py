@@ -73,13 +73,7 @@ def most_wrong_slice(
     """The slice with the most wrong voxels (FN + FP; ties: the lowest), or None if none is.
 
     Not :func:`napari_segeval.metrics.worst_slice`, which ranks slices by their Dice.
-
-    Parameters
-    ----------
-    reference, prediction
-        Boolean ``(n, H, W)`` masks of one structure.
-    allowed
-        Boolean per slice: only these slices may be chosen.
+    ``allowed`` (boolean per slice) limits the choice.
 
     Examples
     --------
@@ -91,9 +85,7 @@ def most_wrong_slice(
     wrong = (fn + fp).astype(np.int64)
     if allowed is not None:
         wrong = np.where(np.asarray(allowed, bool), wrong, 0)
-    if not wrong.any():
-        return None
-    return int(np.argmax(wrong))  # argmax returns the first maximum
+    return int(np.argmax(wrong)) if wrong.any() else None  # argmax: the first maximum
 
 
 def error_regions(reference: np.ndarray, prediction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -118,8 +110,7 @@ def interior_pixel(mask: np.ndarray) -> tuple[int, int, float]:
     if m.ndim != 2 or not m.any():
         raise ValueError(f"expected a non-empty 2D mask, got shape {m.shape}")
     dist = ndimage.distance_transform_edt(np.pad(m, 1))[1:-1, 1:-1]
-    flat = int(np.argmax(dist))  # first maximum in C order
-    y, x = divmod(flat, m.shape[1])
+    y, x = divmod(int(np.argmax(dist)), m.shape[1])  # first maximum in C order
     return y, x, float(dist[y, x])
 
 
@@ -127,13 +118,8 @@ def _point(ref: np.ndarray, pred: np.ndarray, z: int, label: int, fn: int, fp: i
     positive = corrects_misses(fn, fp)
     missed, leaked = error_regions(ref[z], pred[z])
     y, x, depth = interior_pixel(missed if positive else leaked)
-    return Correction(
-        Point(y, x, index=z, label=label, positive=positive),
-        fn,
-        fp,
-        "fn" if positive else "fp",
-        depth,
-    )
+    point = Point(y, x, index=z, label=label, positive=positive)
+    return Correction(point, fn, fp, "fn" if positive else "fp", depth)
 
 
 def next_correction(
@@ -187,8 +173,7 @@ def next_correction(
     if index is not None:
         if not 0 <= int(index) < ref.shape[0]:
             raise ValueError(f"index {index} outside the {ref.shape[0]} slices")
-        only[:] = False
-        only[int(index)] = True
+        only = np.arange(ref.shape[0]) == int(index)
     z = most_wrong_slice(ref, pred, only)
     if z is None:
         return None
@@ -198,9 +183,8 @@ def next_correction(
         zb = most_wrong_slice(ref, pred, allowed)
         if zb is not None:
             box = Box.from_mask(ref[zb], index=zb, label=label)
-            return Correction(
-                box, int(fn[zb]), int(fp[zb]), "fn" if corrects_misses(fn[zb], fp[zb]) else "fp"
-            )
+            region = "fn" if corrects_misses(fn[zb], fp[zb]) else "fp"
+            return Correction(box, int(fn[zb]), int(fp[zb]), region)
         if not points:
             return None
     return _point(ref, pred, z, int(label), int(fn[z]), int(fp[z]))

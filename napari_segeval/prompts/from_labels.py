@@ -52,8 +52,7 @@ def box_from_labels(
         Source of the jitter (default ``np.random.default_rng(0)``).
     """
     arr = np.asarray(labels)
-    if arr.ndim == 2:
-        arr = arr[None]
+    arr = arr[None] if arr.ndim == 2 else arr
     if arr.ndim != 3:
         raise InvalidLabelsError(f"expected (n, H, W) labels, got shape {np.shape(labels)}")
     mask = arr == label

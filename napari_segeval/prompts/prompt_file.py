@@ -32,8 +32,7 @@ def encode_mask(mask: np.ndarray) -> dict:
     """
     flat = np.asarray(mask, dtype=bool).ravel()
     change = np.flatnonzero(np.diff(flat.astype(np.int8))) + 1
-    bounds = np.concatenate([[0], change, [flat.size]])
-    counts = np.diff(bounds).tolist()
+    counts = np.diff(np.concatenate([[0], change, [flat.size]])).tolist()
     if flat.size and flat[0]:
         counts = [0, *counts]
     return {"size": [int(s) for s in mask.shape], "counts": [int(c) for c in counts]}

@@ -53,9 +53,8 @@ class Point:
             if not math.isfinite(v):
                 raise ValueError(f"point {name} must be finite, got {v}")
             object.__setattr__(self, name, v)
-        object.__setattr__(self, "index", int(self.index))
-        object.__setattr__(self, "label", int(self.label))
-        object.__setattr__(self, "positive", bool(self.positive))
+        for name, kind in (("index", int), ("label", int), ("positive", bool)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
 
     @property
     def pixel(self) -> tuple[int, int]:
@@ -104,9 +103,8 @@ class MaskPrompt:
         if m.ndim != 2:
             raise ValueError(f"a mask prompt is one (H, W) slice, got shape {m.shape}")
         m.setflags(write=False)
-        object.__setattr__(self, "mask", m)
-        object.__setattr__(self, "index", int(self.index))
-        object.__setattr__(self, "label", int(self.label))
+        for name, value in (("mask", m), ("index", int(self.index)), ("label", int(self.label))):
+            object.__setattr__(self, name, value)
 
     @property
     def area(self) -> int:
@@ -281,9 +279,8 @@ class PromptSet:
             a prompt outside the slice, a mask of another shape, or nothing that locates it.
         """
         n, h, w = int(shape[0]), int(shape[1]), int(shape[2])
-        who = f"structure {self.label}" + (f" ({name})" if name else "")
-        if source:
-            who = f"{source}: {who}"
+        who = (f"{source}: " if source else "") + f"structure {self.label}"
+        who += f" ({name})" if name else ""
         if not self.prompts and not partial:
             raise InvalidPromptError(f"{who}: no prompts")
         for p in self.prompts:
@@ -291,16 +288,12 @@ class PromptSet:
                 raise InvalidPromptError(
                     f"{who}: {describe(p, where)}: {where} {p.index} does not exist (0..{n - 1})"
                 )
-            if isinstance(p, Box) and not (p.y0 < h and p.x0 < w and p.y1 > 0 and p.x1 > 0):
+            if (isinstance(p, Box) and not (p.y0 < h and p.x0 < w and p.y1 > 0 and p.x1 > 0)) or (
+                isinstance(p, Point) and not (0 <= p.pixel[0] < h and 0 <= p.pixel[1] < w)
+            ):
                 raise InvalidPromptError(
                     f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
                 )
-            if isinstance(p, Point):
-                py, px = p.pixel
-                if not (0 <= py < h and 0 <= px < w):
-                    raise InvalidPromptError(
-                        f"{who}: {describe(p, where)} lies outside the {h} x {w} {where}"
-                    )
             if isinstance(p, MaskPrompt) and p.mask.shape != (h, w):
                 raise InvalidPromptError(
                     f"{who}: mask prompt on {where} {p.index} has shape "
