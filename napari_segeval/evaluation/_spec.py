@@ -83,6 +83,24 @@ class CaseSpec:
         d["structures"] = {int(k): v for k, v in (d.get("structures") or {}).items()}
         return cls(**d)
 
+    def moved(self, old: str, new: str) -> CaseSpec:
+        """The spec with its paths under folder ``old`` moved to folder ``new`` (others kept).
+
+        Examples
+        --------
+        >>> CaseSpec("a", ("/d/a.nii",), "/d/l/a.nii", root="/d").moved("/d", "/e").labels
+        '/e/l/a.nii'
+        """
+
+        def move(p: str) -> str:
+            ap = os.path.abspath(p) if p and old else ""
+            if not ap or os.path.commonpath([ap, old]) != old:
+                return p
+            return os.path.join(new, os.path.relpath(ap, old))
+
+        labels = None if self.labels is None else move(self.labels)
+        return replace(self, images=tuple(map(move, self.images)), labels=labels, root=new)
+
     def reader_color_table(self) -> dict | None:
         """The colour table in the reader's form ``{(r, g, b): (id, name)}``.
 

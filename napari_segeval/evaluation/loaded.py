@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from napari_segeval._cancel import check_cancel
-from napari_segeval._errors import SegEvalError
+from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
 from napari_segeval.io._formats import output_formats
@@ -62,6 +62,66 @@ class LoadedCase:
     files: dict[str, str] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
     pair: tuple[str | None, str | None] = (CLEAN, None)
+
+
+class MissingFilesError(ReadError):
+    """Files a case record needs are missing or moved.
+
+    Attributes
+    ----------
+    case_id : str
+    missing : list of str
+        The missing paths.
+    data : bool
+        True when some are data-set files that
+        :meth:`~napari_segeval.evaluation.results.ResultsFolder.remap_data` can find.
+    """
+
+    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
+        self.case_id, self.missing, self.data = case_id, list(missing), data
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        super().__init__(
+            f"case {case_id}: missing or moved files: {', '.join(missing[:3])}{more}{hint}"
+        )
+
+
+def focus_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
+    """The prediction in focus among a record's ``files``: ``focus`` if saved, else the first
+    attack, else any (None without predictions).
+    """
+    keys = {k: PredictionKey.parse(k) for k in files}
+    keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
+    if focus is not None and str(focus) in keys:
+        return str(focus)
+    attacked = [k for k, p in keys.items() if not p.is_clean]
+    return (attacked or list(keys) or [None])[0]
+
+
+def case_paths(
+    case_id: str, spec: Any, channel: int, record: Mapping, focus: Any, root: Path
+) -> dict[str, Path]:
+    """Paths a load of a case reads (``image``, ``reference``, file keys; of the focus's
+    float images only :func:`float_key`'s); raises :class:`MissingFilesError` listing every
+    missing one.
+    """
+    paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
+    if spec.labels:
+        paths["reference"] = Path(spec.labels)
+    files = record.get("files") or {}
+    wanted = float_key(files, focus_key(files, focus))
+    paths.update({k: root / rel for k, rel in files.items() if not is_image_key(k) or k == wanted})
+    data = [str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()]
+    saved = [
+        str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
+    ]
+    if data or saved:
+        hint = (
+            " (data set moved? choose its new folder with 'Locate data folder')"
+            if data
+            else " (prediction files deleted or moved out of the results folder)"
+        )
+        raise MissingFilesError(case_id, data + saved, bool(data), hint)
+    return paths
 
 
 def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
@@ -332,6 +392,9 @@ def read_case_files(
 
 __all__ = [
     "LoadedCase",
+    "MissingFilesError",
+    "case_paths",
+    "focus_key",
     "both_images",
     "compare_pair",
     "counters",

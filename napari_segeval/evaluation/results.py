@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from napari_segeval._errors import ReadError, SegEvalError, WriteError
+from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
 from napari_segeval.evaluation import store
-from napari_segeval.evaluation.keys import PredictionKey, is_image_key
+from napari_segeval.evaluation.keys import PredictionKey
 from napari_segeval.evaluation.layouts import CaseSpec
-from napari_segeval.evaluation.loaded import LoadedCase, float_key, read_case_files
+from napari_segeval.evaluation.loaded import (
+    LoadedCase,
+    MissingFilesError,
+    case_paths,
+    focus_key,
+    read_case_files,
+)
 from napari_segeval.metrics.catalog import as_float
 
 #: Metric columns of :meth:`ResultsFolder.rows` besides the identifiers (their titles,
@@ -38,26 +42,6 @@ class ResultsFolderError(SegEvalError):
 
 class NewerResultsError(ResultsFolderError):
     """The results were written by a protocol version newer than this installation's."""
-
-
-class MissingFilesError(ReadError):
-    """Files a case record needs are missing or moved.
-
-    Attributes
-    ----------
-    case_id : str
-    missing : list of str
-        The missing paths.
-    data : bool
-        True when some are data-set files that :meth:`ResultsFolder.remap_data` can find.
-    """
-
-    def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
-        self.case_id, self.missing, self.data = case_id, list(missing), data
-        shown = ", ".join(missing[:3]) + (
-            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        )
-        super().__init__(f"case {case_id}: missing or moved files: {shown}{hint}")
 
 
 def is_results_folder(path: str | os.PathLike) -> bool:
@@ -81,9 +65,7 @@ def version_key(version: str) -> tuple[int, ...] | None:
     (True, None)
     """
     parts = str(version).strip().split(".")
-    if not all(re.fullmatch(r"\d+", p) for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
+    return tuple(map(int, parts)) if all(p.isdecimal() for p in parts) else None
 
 
 class ResultsFolder:
@@ -105,46 +87,42 @@ class ResultsFolder:
     def __init__(self, path: str | os.PathLike) -> None:
         from napari_segeval.evaluation.protocols import get_protocol
 
-        self.path = Path(path).absolute()
-        if not self.path.is_dir():
-            raise ResultsFolderError(f"{self.path}: not a folder")
-        if not (self.path / "run.json").is_file():
+        self.path = p = Path(path).absolute()
+        if not p.is_dir():
+            raise ResultsFolderError(f"{p}: not a folder")
+        if not (p / "run.json").is_file():
             raise ResultsFolderError(
-                f"{self.path}: not a results folder (no run.json; make one "
+                f"{p}: not a results folder (no run.json; make one "
                 "with segeval evaluate DATA --output-dir DIR)"
             )
         try:
-            self.run = store.read_json(self.path / "run.json")
+            self.run = store.read_json(p / "run.json")
             name, version = str(self.run["protocol"]), str(self.run["protocol_version"])
         except (ReadError, KeyError, TypeError) as exc:
-            raise ResultsFolderError(
-                f"{self.path / 'run.json'}: not a results record ({exc})"
-            ) from exc
+            raise ResultsFolderError(f"{p / 'run.json'}: not a results record ({exc})") from exc
         try:
             proto = get_protocol(name)
         except SegEvalError as exc:
             raise NewerResultsError(
-                f"{self.path}: protocol {name} {version} is unknown to this "
+                f"{p}: protocol {name} {version} is unknown to this "
                 f"installation ({exc}); update napari-segeval"
             ) from exc
-        known = proto.version
-        mine, theirs = version_key(known), version_key(version)
+        mine, theirs = version_key(proto.version), version_key(version)
         if theirs is None or mine is None or theirs > mine:
             raise NewerResultsError(
-                f"{self.path}: written by {name} {version}, newer than the "
-                f"{name} {known} this installation knows; update "
-                "napari-segeval to browse it"
+                f"{p}: written by {name} {version}, newer than the {name} {proto.version} "
+                "this installation knows; update napari-segeval to browse it"
             )
-        if not (self.path / "cases.json").is_file():
+        if not (p / "cases.json").is_file():
             raise ResultsFolderError(
-                f"{self.path}: the run holds no case list yet (no "
-                "cases.json): it stopped before the first case"
+                f"{p}: the run holds no case list yet (no cases.json): it stopped before "
+                "the first case"
             )
         try:
-            cases, records = store.load_records(self.path)
+            cases, records = store.load_records(p)
             self.specs = {c["case_id"]: CaseSpec.from_dict(c) for c in cases}
         except (ReadError, KeyError, TypeError) as exc:
-            raise ResultsFolderError(f"{self.path}: unreadable case records ({exc})") from exc
+            raise ResultsFolderError(f"{p}: unreadable case records ({exc})") from exc
         self.records = {r["case"]: r for r in records}
         #: The run's parameters, as its ``run.json`` wrote them (typed; defaults for the rest).
         self.params = proto.params.stored(self.run.get("params") or {})
@@ -182,20 +160,20 @@ class ResultsFolder:
             return r["case"], r["structure"], r.get("model"), r.get("round")
 
         clean = {where(r): as_float(r.get("dice")) for r in raw if r.get("condition") == CLEAN}
-        out = []
+        self._rows = []
         for r in raw:
             values = {k: as_float(r.get(k)) for k in METRICS}  # delta_dice: below
             if r["condition"] != CLEAN:
                 values["delta_dice"] = values["dice"] - clean.get(where(r), math.nan)
-            model = r.get("model") if several else None
             k = int(r["round"]) if rounds and r.get("round") not in (None, "") else None
-            out.append(
+            key = PredictionKey(r["condition"], k, r.get("model") if several else None)
+            self._rows.append(
                 {
                     "case": r["case"],
                     "structure": str(r["structure"]),
                     "label": None if r.get("label") is None else int(r["label"]),
                     "condition": r["condition"],
-                    "key": PredictionKey(r["condition"], k, model),
+                    "key": key,
                     "round": k,
                     "model": r.get("model"),
                     "fold": r.get("fold"),
@@ -203,16 +181,11 @@ class ResultsFolder:
                     "absent": is_absent(r),
                 }
             )
-        self._rows = out
-        return out
+        return self._rows
 
     def raw_rows(self, case_id: str | None = None) -> list[dict]:
         """The ok result rows as the run wrote them (all cases, or ``case_id``'s)."""
-        records = (
-            self.records.values()
-            if case_id is None
-            else [r for c, r in self.records.items() if c == case_id]
-        )
+        records = [r for c, r in self.records.items() if case_id in (None, c)]
         return [r for r in store.result_rows(records) if r.get("status") == "ok"]
 
     def rounds(
@@ -225,10 +198,8 @@ class ResultsFolder:
 
         if not self.has_rounds:
             return []
-        video = self.params.per_frame()
-        return case_rounds(
-            self.raw_rows(case_id), case_id, label, condition, model, "frame" if video else "slice"
-        )
+        axis = "frame" if self.params.per_frame() else "slice"
+        return case_rounds(self.raw_rows(case_id), case_id, label, condition, model, axis)
 
     @property
     def has_rounds(self) -> bool:
@@ -271,11 +242,10 @@ class ResultsFolder:
             r
             for r in self.raw_rows(case_id)
             if r.get("condition") == condition
-            and (model is None or r.get("model") == model)
+            and model in (None, r.get("model"))
             and r.get("round") in (None, "", 0, "0")
         ]
-        record = self.records.get(case_id, {})
-        risks = structure_risks(rows, store.slice_rows([record]))
+        risks = structure_risks(rows, store.slice_rows([self.records.get(case_id, {})]))
         return {r.label: r for r in risks.values()}
 
     def cases(self) -> list[str]:
@@ -301,32 +271,16 @@ class ResultsFolder:
         if case_id not in self.specs:
             raise ResultsFolderError(f"{self.path}: no case {case_id!r}")
         s = self.specs[case_id]
-        data_root = self.data_root
-        if data_root is None:
+        if self.data_root is None:
             return s
-        old = os.path.abspath(s.root or self.run.get("data") or "")
-
-        def move(p: str) -> str:
-            if not p or not old:
-                return p
-            ap = os.path.abspath(p)
-            if os.path.commonpath([ap, old]) != old:
-                return p
-            return os.path.join(data_root, os.path.relpath(ap, old))
-
-        labels = None if s.labels is None else move(s.labels)
-        return replace(s, images=tuple(move(p) for p in s.images), labels=labels, root=data_root)
+        return s.moved(os.path.abspath(s.root or self.run.get("data") or ""), self.data_root)
 
     # -- loading -----------------------------------------------------------------------
-    def _focus(self, record: dict, focus: str | PredictionKey | None) -> str | None:
-        """The prediction in focus: ``focus`` if saved, else the first attack, else any."""
-        keys = {k: PredictionKey.parse(k) for k in record.get("files") or {}}
-        keys = {k: p for k, p in keys.items() if not p.is_image and k != CLEAN}
-        focus = None if focus is None else str(focus)
-        if focus in keys:
-            return focus
-        attacked = [k for k, p in keys.items() if not p.is_clean]
-        return (attacked or list(keys) or [None])[0]
+    def _record(self, case_id: str) -> dict:
+        record = self.records.get(case_id)
+        if record is None or record.get("status") != "ok":
+            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
+        return record
 
     def check_files(
         self, case_id: str, focus: str | PredictionKey | None = None
@@ -340,34 +294,9 @@ class ResultsFolder:
         MissingFilesError
             Listing every missing path.
         """
-        record = self.records.get(case_id)
-        if record is None or record.get("status") != "ok":
-            raise ResultsFolderError(f"{self.path}: case {case_id} has no finished record")
-        spec = self.spec(case_id)
+        record = self._record(case_id)
         channel = self.params.image_channel()
-        paths = {"image": Path(spec.images[min(channel, len(spec.images) - 1)])}
-        if spec.labels:
-            paths["reference"] = Path(spec.labels)
-        focus = self._focus(record, focus)
-        files = record.get("files") or {}
-        wanted = float_key(files, focus)
-        for key, rel in files.items():
-            if not is_image_key(key) or key == wanted:
-                paths[key] = self.path / rel
-        missing_data = [
-            str(p) for k, p in paths.items() if k in ("image", "reference") and not p.exists()
-        ]
-        missing_files = [
-            str(p) for k, p in paths.items() if k not in ("image", "reference") and not p.is_file()
-        ]
-        if missing_data or missing_files:
-            hint = (
-                " (data set moved? choose its new folder with 'Locate data folder')"
-                if missing_data
-                else " (prediction files deleted or moved out of the results folder)"
-            )
-            raise MissingFilesError(case_id, missing_data + missing_files, bool(missing_data), hint)
-        return paths
+        return case_paths(case_id, self.spec(case_id), channel, record, focus, self.path)
 
     def load(
         self,
@@ -395,55 +324,29 @@ class ResultsFolder:
         """
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]
-        channel = self.params.image_channel()
+        files = record.get("files") or {}
         return read_case_files(
             case_id,
             self.spec(case_id),
             paths,
-            channel,
-            self._focus(record, focus),
-            record.get("files") or {},
+            self.params.image_channel(),
+            focus_key(files, focus),
+            files,
             self.path,
             progress=progress,
             cancel=cancel,
         )
 
-    # -- corrections -------------------------------------------------------------------
     def save_correction(
         self, loaded: LoadedCase, name: str, labels: np.ndarray, prompts: Any = None
     ) -> Path:
-        """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``.
-
-        The file is ``<name>.<ext>``, or ``<name>-2.<ext>`` ... when taken (never replaced),
-        with the source image's geometry. ``prompts`` go beside it as
-        ``<name>[-k].prompts.json`` with the same number; the label map is removed again if
-        they cannot be written. Returns the label map's path.
+        """Save a corrected label map of ``loaded`` under ``DIR/corrections/<case>/``
+        (:func:`~napari_segeval.evaluation.store.save_correction`: never over a file).
         """
-        from napari_segeval.io import write_labels
-        from napari_segeval.prompts.prompt_file import write_prompts
-
-        folder = self.path / "corrections" / store.case_filename(loaded.case_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        stem = store.case_filename(name)
-        for n in range(1, 10000):
-            base = f"{stem}{'' if n == 1 else f'-{n}'}"
-            target, beside = folder / f"{base}{loaded.label_ext}", folder / f"{base}.prompts.json"
-            if target.exists() or (prompts is not None and beside.exists()):
-                continue
-            try:
-                out = write_labels(target, np.asarray(labels), loaded.case.geometry)
-            except WriteError:
-                if not target.exists():
-                    raise
-                continue
-            if prompts is not None:
-                try:
-                    write_prompts(beside, prompts)
-                except BaseException:
-                    out.unlink(missing_ok=True)
-                    raise
-            return out
-        raise WriteError(f"{folder}: too many corrections named {stem}")
+        geometry, ext = loaded.case.geometry, loaded.label_ext
+        return store.save_correction(
+            self.path, loaded.case_id, name, labels, geometry, ext, prompts
+        )
 
 
 __all__ = [

@@ -197,6 +197,42 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
     return n
 
 
+def save_correction(
+    output_dir: Path, case_id: str, name: str, labels: Any, geometry: Any, ext: str, prompts: Any
+) -> Path:
+    """Save a corrected label map as ``DIR/corrections/<case>/<name>.<ext>``, or
+    ``<name>-2.<ext>`` ... when taken (never replaced), with the source's ``geometry``.
+
+    ``prompts`` go beside it as ``<name>[-k].prompts.json`` with the same number; the label
+    map is removed again if they cannot be written. Returns the label map's path.
+    """
+    from napari_segeval.io import write_labels
+    from napari_segeval.prompts.prompt_file import write_prompts
+
+    folder = output_dir / "corrections" / case_filename(case_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = case_filename(name)
+    for n in range(1, 10000):
+        base = f"{stem}{'' if n == 1 else f'-{n}'}"
+        target, beside = folder / f"{base}{ext}", folder / f"{base}.prompts.json"
+        if target.exists() or (prompts is not None and beside.exists()):
+            continue
+        try:
+            out = write_labels(target, np.asarray(labels), geometry)
+        except WriteError:
+            if not target.exists():
+                raise
+            continue
+        if prompts is not None:
+            try:
+                write_prompts(beside, prompts)
+            except BaseException:
+                out.unlink(missing_ok=True)
+                raise
+        return out
+    raise WriteError(f"{folder}: too many corrections named {stem}")
+
+
 def slice_rows(records: Iterable[dict]) -> list[dict]:
     """The ``slices.csv`` rows of the ok records (empty for a run that wrote none)."""
     return [r for rec in records if rec.get("status") == "ok" for r in rec.get("slices") or []]
@@ -228,6 +264,7 @@ __all__ = [
     "read_json",
     "read_views",
     "result_rows",
+    "save_correction",
     "slice_rows",
     "write_case",
     "write_files",
