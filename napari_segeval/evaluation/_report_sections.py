@@ -149,25 +149,11 @@ def uncertainty_tables(results: dict) -> str:
             "trained with the dynamic uncertainty-aware loss). AUV energy spectrum: "
             f"{energy}.</p>"
             + table(
+                ["condition", "training cases", "removed", "loss"]
+                + ["Dice %", "mIoU %", "test cases"],
                 [
-                    "condition",
-                    "training cases",
-                    "removed",
-                    "loss",
-                    "Dice %",
-                    "mIoU %",
-                    "test cases",
-                ],
-                [
-                    [
-                        k,
-                        v.get("n_train"),
-                        ", ".join(v.get("removed") or []) or "-",
-                        v.get("loss") or "ce-dice",
-                        v.get("dice"),
-                        v.get("iou"),
-                        v.get("n_cases"),
-                    ]
+                    [k, v.get("n_train"), ", ".join(v.get("removed") or []) or "-"]
+                    + [v.get("loss") or "ce-dice", v.get("dice"), v.get("iou"), v.get("n_cases")]
                     for k, v in conds.items()
                 ],
                 sortable=False,
@@ -278,11 +264,7 @@ def robust_section(results: dict) -> list[str]:
         ]
     if not rows:
         return []
-    head = (["model"] if "by_model" in results else []) + [
-        "condition",
-        "robust fraction",
-        "robust accuracy",
-    ]
+    head = ["model"] * ("by_model" in results) + ["condition", "robust fraction", "robust accuracy"]
     return [
         "<h2>Robust fraction</h2>",
         f"<p>{html.escape(rule)}</p>" if rule else "",
@@ -316,15 +298,8 @@ def rounds_rows(conds: Mapping[str, dict]) -> tuple[list[list], list[list]]:
         for p in c["curve"]
     ]
     curve = [
-        [
-            cond,
-            c["n_structures"],
-            c["auc"]["median"],
-            c["noi"]["mean"],
-            c["noi"]["median"],
-            c["reached"],
-            c["falls"],
-        ]
+        [cond, c["n_structures"], c["auc"]["median"], c["noi"]["mean"], c["noi"]["median"]]
+        + [c["reached"], c["falls"]]
         for cond, c in conds.items()
     ]
     return per_round, curve
@@ -356,16 +331,8 @@ def rounds_section(results: dict, rows: list[dict]) -> str:
     tables = table(
         ["condition", "round", "n", "median Dice", "q1", "q3"], body, sortable=False
     ) + table(
-        [
-            "condition",
-            "structures",
-            "AUC (median)",
-            "NoI mean",
-            "NoI median",
-            f"reach {target:g}",
-            "Dice falls (any round)",
-            "falls per round",
-        ],
+        ["condition", "structures", "AUC (median)", "NoI mean", "NoI median", f"reach {target:g}"]
+        + ["Dice falls (any round)", "falls per round"],
         summary,
         sortable=False,
     )

@@ -20,48 +20,27 @@ import numpy as np
 from napari_segeval._cancel import check_cancel
 from napari_segeval._errors import ReadError, SegEvalError
 from napari_segeval._names import CLEAN
-from napari_segeval.evaluation.keys import FileKind, PredictionKey, is_image_key
+from napari_segeval.evaluation.keys import IMAGE_KINDS, FileKind, PredictionKey, is_image_key
 from napari_segeval.io._formats import output_formats
 
 
 @dataclass
 class LoadedCase:
-    """One case of a results folder, read and checked, ready to show.
-
-    Attributes
-    ----------
-    case_id : str
-    case : Case
-        Source image and reference labels with geometry and structure names.
-    predictions : dict of str to numpy.ndarray
-        Prediction key -> saved label map (clean first).
-    focus : str or None
-        The attacked condition whose perturbed image is loaded.
-    perturbed, perturbation : numpy.ndarray or None
-        Float32, raw units, on the case's grid (the channel of ``case.image``).
-    perturbation_range : float
-        Largest absolute perturbation value (0 without one).
-    label_ext : str
-        The file suffix corrections of this case are saved with.
-    files : dict of str to str
-        ``image``, ``reference`` and every file of the record.
-    counters : dict of str to LiveMetrics
-        Overlap counts of the reference against the two predictions of :attr:`pair`.
-    pair : tuple of (str or None, str or None)
-        The two predictions shown side by side (:func:`compare_pair`).
-    """
+    """One case of a results folder, read and checked, ready to show."""
 
     case_id: str
-    case: Any
-    predictions: dict[str, np.ndarray]
-    focus: str | None = None
+    case: Any  #: a Case: image, reference labels, geometry and structure names
+    predictions: dict[str, np.ndarray]  #: prediction key -> saved label map (clean first)
+    focus: str | None = None  #: the attacked condition whose perturbed image is loaded
+    #: float32, raw units, on the case's grid (the channel of ``case.image``)
     perturbed: np.ndarray | None = None
     perturbation: np.ndarray | None = None
-    perturbation_range: float = 0.0
-    label_ext: str = ".nii.gz"
-    files: dict[str, str] = field(default_factory=dict)
+    perturbation_range: float = 0.0  #: largest absolute perturbation value (0 without one)
+    label_ext: str = ".nii.gz"  #: the suffix corrections of this case are saved with
+    files: dict[str, str] = field(default_factory=dict)  #: image, reference, record files
+    #: overlap counts of the reference against the two predictions of :attr:`pair`
     counters: dict[str, Any] = field(default_factory=dict)
-    pair: tuple[str | None, str | None] = (CLEAN, None)
+    pair: tuple[str | None, str | None] = (CLEAN, None)  #: shown side by side (compare_pair)
 
 
 class MissingFilesError(ReadError):
@@ -158,16 +137,8 @@ def on_grid(array: np.ndarray, case: Any, channel: int) -> np.ndarray:
     return np.asarray(array, np.float32)
 
 
-def _chunks(n: int, parts: int) -> list[slice]:
-    step = max(1, -(-n // parts))
-    return [slice(i, min(i + step, n)) for i in range(0, n, step)]
-
-
 def both_images(
-    image: np.ndarray,
-    perturbed: np.ndarray | None,
-    perturbation: np.ndarray | None,
-    pool: ThreadPoolExecutor | None = None,
+    image: np.ndarray, perturbed: Any, perturbation: Any, pool: ThreadPoolExecutor | None = None
 ) -> tuple[Any, Any]:
     """``(perturbed image, perturbation)`` from whichever of the two was read.
 
@@ -193,7 +164,8 @@ def both_images(
         def part(s: slice) -> None:  # int -> float32 is exact, then one float32 add
             np.add(image[s], add[s], out=out[s], dtype=np.float32, casting="unsafe")
 
-        parts = _chunks(image.shape[0], 4)
+        step = max(1, -(-image.shape[0] // 4))  # four chunks of rows
+        parts = [slice(i, i + step) for i in range(0, image.shape[0], step)]
         list(pool.map(part, parts) if pool is not None else map(part, parts))
         return out, d
     if perturbed is not None:
@@ -266,11 +238,8 @@ def counters(
     """
     from napari_segeval.metrics import LiveMetrics
 
-    ref = case.labels
-    out: dict[str, Any] = {}
-    if ref is None:
-        return out
-    for cond, key in ((first, CLEAN), (focus, "attacked")):
+    ref, out = case.labels, {}
+    for cond, key in ((first, CLEAN), (focus, "attacked")) if ref is not None else ():
         pred = predictions.get(cond) if cond else None
         if pred is not None and pred.shape == ref.shape:
             try:
@@ -278,10 +247,6 @@ def counters(
             except (SegEvalError, MemoryError, ValueError):
                 continue  # the Dice panel counts again and shows what is wrong
     return out
-
-
-def _image_of(key: PredictionKey | None, kind: FileKind) -> str | None:
-    return None if key is None else str(key.image(kind))
 
 
 def read_case_files(
@@ -355,26 +320,18 @@ def read_case_files(
                 check(key, images[key], case.image.shape)
             check_cancel(cancel, "loading the case")
             attacked = None if focus is None else PredictionKey.parse(focus).first_round()
+            both = [str(attacked.image(k)) if attacked else None for k in IMAGE_KINDS]
             perturbed, pert = both_images(
-                case.image,
-                images.get(_image_of(attacked, FileKind.PERTURBED)),
-                images.get(_image_of(attacked, FileKind.PERTURBATION)),
-                pool,
+                case.image, images.get(both[0]), images.get(both[1]), pool
             )
             counted = counting.result()
         except BaseException:  # an error or cancel: drop the reads not started yet
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     files = {k: str(p) for k, p in paths.items()}
-    files.update(
-        {
-            k: str(root / rel)
-            for k, rel in record_files.items()
-            if attacked is not None
-            and is_image_key(k)
-            and PredictionKey.parse(k).labels() == attacked
-        }
-    )
+    for name, rel in record_files.items():
+        if attacked and is_image_key(name) and PredictionKey.parse(name).labels() == attacked:
+            files[name] = str(root / rel)
     return LoadedCase(
         case_id,
         case,

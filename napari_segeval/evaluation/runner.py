@@ -75,13 +75,10 @@ def evaluate_case(
 
 def _identity(protocol: Protocol, s: CaseSpec) -> dict[str, Any]:
     """The columns that say which case of which protocol a record or row is."""
-    return {
-        "case": s.case_id,
-        "protocol": protocol.name,
-        "protocol_version": protocol.version,
-        "fold": s.fold,
-        "split": s.split,
-    }
+    names = ("case", "protocol", "protocol_version", "fold", "split")
+    return dict(
+        zip(names, (s.case_id, protocol.name, protocol.version, s.fold, s.split), strict=True)
+    )
 
 
 def _reason(exc: Exception) -> str:
@@ -261,20 +258,12 @@ def _run_dask(protocol, specs, params, scheduler, cancel, save) -> Iterator[dict
     try:
         workers = client.scheduler_info().get("workers", {})
         gpu = any("GPU" in (w.get("resources") or {}) for w in workers.values())
+        futures: dict[Any, CaseSpec] = {}
         resources = {"GPU": 1} if gpu else None
-        futures = {
-            client.submit(
-                evaluate_case,
-                protocol,
-                s.to_dict(),
-                params,
-                save,
-                pure=False,
-                key=f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}",
-                resources=resources,
-            ): s
-            for s in specs
-        }
+        for s in specs:
+            key = f"segeval-{store.case_filename(s.case_id)}-{time.time_ns()}"
+            args = (evaluate_case, protocol, s.to_dict(), params, save)
+            futures[client.submit(*args, pure=False, key=key, resources=resources)] = s
         for fut in as_completed(list(futures)):
             if cancel is not None and cancel.is_set():
                 client.cancel(list(futures))
@@ -327,8 +316,7 @@ def execute(
     ok = failed = 0
     for rec in records:
         store.write_case(output_dir, rec)
-        ok += rec["status"] == "ok"
-        failed += rec["status"] != "ok"
+        ok, failed = ok + (rec["status"] == "ok"), failed + (rec["status"] != "ok")
         if progress is not None:
             progress(done + ok + failed, total)
     return ok, failed

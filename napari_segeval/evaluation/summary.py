@@ -85,15 +85,11 @@ def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
     task_mean = {c: mean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
-    clean_by_structure = {
-        s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean
-    }
+    base = {s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean}
     drop: dict[str, dict] = {}
     for s in per_structure:
-        if s["condition"] != clean and s["structure"] in clean_by_structure:
-            drop.setdefault(s["structure"], {})[s["condition"]] = (
-                clean_by_structure[s["structure"]] - s["mean"]
-            )
+        if s["condition"] != clean and s["structure"] in base:
+            drop.setdefault(s["structure"], {})[s["condition"]] = base[s["structure"]] - s["mean"]
     threshold = robust_threshold((v for (_, c), v in means.items() if c == clean), factor)
     robust = {
         c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
@@ -149,19 +145,15 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
         "models": models,
         "aggregation": "median with IQR (quartiles by linear interpolation)",
     }
+    order = {name: i for i, name in enumerate(models)}
+
+    def key(t: dict) -> tuple:
+        c = t["condition"]
+        return str(t["structure"]), c != CLEAN, str(c), order.get(str(t["model"]), 0)
+
     for m in metrics:
         if any(not math.isnan(as_float(r.get(m))) for r in rows):
-            order = {name: i for i, name in enumerate(models)}
-            stats = summarize(rows, m, by=("structure", "model", "condition"))
-            out[m] = sorted(
-                stats,
-                key=lambda t: (
-                    str(t["structure"]),
-                    t["condition"] != CLEAN,
-                    str(t["condition"]),
-                    order.get(str(t["model"]), 0),
-                ),
-            )
+            out[m] = sorted(summarize(rows, m, by=("structure", "model", "condition")), key=key)
     return out
 
 
@@ -174,14 +166,9 @@ def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "i
     >>> percent_scores(rows)
     {'dice': 50.0, 'iou': 25.0, 'n_cases': 1}
     """
-    out: dict = {}
-    n = 0
-    for m in metrics:
-        means = case_means(rows, m)
-        out[m] = percent(mean(means.values()))
-        n = len(means)
-    out["n_cases"] = n
-    return out
+    means = {m: case_means(rows, m) for m in metrics}
+    n = len(means[metrics[-1]]) if metrics else 0
+    return {**{m: percent(mean(v.values())) for m, v in means.items()}, "n_cases": n}
 
 
 def filtered_by_uncertainty(
@@ -199,7 +186,7 @@ def filtered_by_uncertainty(
         score.setdefault(r["case"], as_float(r.get("uncertainty")))
     out = []
     for f in fractions:
-        _, removed = filter_most_uncertain(score, float(f), rule)
+        removed = filter_most_uncertain(score, float(f), rule)[1]
         gone = set(removed)
         kept = [r for r in rows if r["case"] not in gone]
         out.append({"fraction_removed": float(f), "removed": removed, **percent_scores(kept)})
@@ -236,9 +223,7 @@ _METRICS = ("dice", "iou", "recall", "precision")
 
 
 def _class_counts(rows: Iterable[Mapping]) -> tuple[list[str], np.ndarray]:
-    """The classes of the rows that carry pixel counts, sorted, and each one's
-    ``(n_tp, n_ref, n_pred)`` summed over them (one row per class).
-    """
+    """The sorted classes of the rows with pixel counts, and their summed counts ``(k, 3)``."""
     sums: dict[str, np.ndarray] = {}
     for r in rows:
         if all(k in r for k in COUNT_KEYS):
@@ -327,26 +312,24 @@ def _over_folds(
     if not per_fold:
         return {}
     classes = sorted({c for p in per_fold for c in p["per_class"]})
-    out = {}
-    for m in metrics:
 
-        def block(values: list[float]) -> dict:
-            return {"folds": values, **mean_std(values)}
+    def block(values: list[float]) -> dict:
+        return {"folds": values, **mean_std(values)}
 
-        out[m] = {
+    return {
+        m: {
             "per_class": {
                 c: block([p["per_class"].get(c, {}).get(m, math.nan) for p in per_fold])
                 for c in classes
             },
             **{b: block([p[b][m] for p in per_fold]) for b in blocks},
         }
-    return out
+        for m in metrics
+    }
 
 
 def pooled_folds(
-    rows: Sequence[Mapping],
-    metrics: Sequence[str] = _METRICS,
-    empty: str = "one",
+    rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS, empty: str = "one"
 ) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (``{}`` when the rows carry no counts).
@@ -391,19 +374,16 @@ def holdout_scores(
     >>> h["n_cases"], h["dice"]["per_class"]["a"]["mean"], h["dice"]["average"]["mean"]
     (2, 75.0, 75.0)
     """
+    classes = sorted({r["structure"] for r in rows})
     out: dict = {"n_cases": len({r["case"] for r in rows})}
     for m in metrics:
-        classes = sorted({r["structure"] for r in rows})
         per_class = {
             c: mean_std(percent(as_float(r.get(m))) for r in rows if r["structure"] == c)
             for c in classes
         }
-        out[m] = {
-            "per_class": per_class,
-            "average": mean_std(percent(v) for v in case_means(rows, m).values()),
-        }
-    out["pooled"] = pooled_scores(rows, metrics, empty)
-    return out
+        average = mean_std(percent(v) for v in case_means(rows, m).values())
+        out[m] = {"per_class": per_class, "average": average}
+    return {**out, "pooled": pooled_scores(rows, metrics, empty)}
 
 
 __all__ = [
