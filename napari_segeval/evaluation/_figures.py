@@ -16,13 +16,7 @@ PALETTE = np.frombuffer(bytes.fromhex(_COLOURS), np.uint8).reshape(-1, 3).astype
 
 
 def png_data_uri(rgb: np.ndarray) -> str:
-    """``data:image/png;base64,...`` of an ``(H, W, 3)`` uint8 array.
-
-    Examples
-    --------
-    >>> png_data_uri(np.zeros((2, 2, 3), np.uint8)).startswith("data:image/png;base64,")
-    True
-    """
+    """``data:image/png;base64,...`` of an ``(H, W, 3)`` uint8 array."""
     from PIL import Image
 
     buf = io.BytesIO()

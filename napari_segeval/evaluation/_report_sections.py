@@ -30,13 +30,7 @@ def _cell(v, digits: int = 4) -> str:
 
 
 def table(headers: list[str], rows: list[list], sortable: bool = True) -> str:
-    """An HTML table; numbers right-aligned with a sort key, text escaped.
-
-    Examples
-    --------
-    >>> "<th" in table(["a"], [[1.5]]) and "1.5000" in table(["a"], [[1.5]])
-    True
-    """
+    """An HTML table; numbers right-aligned with a sort key, text escaped."""
     head = "".join(f'<th class="t">{html.escape(h)}</th>' for h in headers)
     body = "".join("<tr>" + "".join(_cell(v) for v in r) + "</tr>" for r in rows)
     cls = ' class="sortable"' if sortable else ""
@@ -277,13 +271,7 @@ def robust_section(results: dict) -> list[str]:
 
 
 def _per_round(c: dict) -> str:
-    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round.
-
-    Examples
-    --------
-    >>> _per_round({"falls_per_round": [0.07, 0.5]}), _per_round({})
-    ('r1 7% · r2 50%', '')
-    """
+    """``"r1 7% · r2 3%"``: the share of structures whose Dice fell in each round."""
     return " · ".join(f"r{k} {f:.0%}" for k, f in enumerate(c.get("falls_per_round") or [], 1))
 
 

@@ -84,13 +84,7 @@ class CaseSpec:
         return cls(**d)
 
     def moved(self, old: str, new: str) -> CaseSpec:
-        """The spec with its paths under folder ``old`` moved to folder ``new`` (others kept).
-
-        Examples
-        --------
-        >>> CaseSpec("a", ("/d/a.nii",), "/d/l/a.nii", root="/d").moved("/d", "/e").labels
-        '/e/l/a.nii'
-        """
+        """The spec with its paths under folder ``old`` moved to folder ``new`` (others kept)."""
 
         def move(p: str) -> str:
             ap = os.path.abspath(p) if p and old else ""
@@ -129,13 +123,6 @@ def spec_maker(
     """``spec(case, images, labels, split="train", **extra)``: a :class:`CaseSpec` of ``layout``
     in ``root`` with the data set's names, colours, modality and ``meta`` (copies per case);
     ``images`` is one path or a tuple of them, ``labels`` a path or None.
-
-    Examples
-    --------
-    >>> spec = spec_maker("isic", "/d", {1: "lesion"}, "dermoscopy")
-    >>> s = spec("a", Path("/d/a.jpg"), None, "test", group="p")
-    >>> s.images, s.labels, s.structures, s.split, s.group
-    (('/d/a.jpg',), None, {1: 'lesion'}, 'test', 'p')
     """
 
     def spec(case: str, images, labels, split: str = "train", **extra) -> CaseSpec:
@@ -158,15 +145,6 @@ def inside(root: str | Path, relative: str) -> Path:
     ------
     SegEvalError
         The path leaves the data-set folder.
-
-    Examples
-    --------
-    >>> inside("/data/Task01", "./imagesTr/a.nii.gz").as_posix()
-    '/data/Task01/imagesTr/a.nii.gz'
-    >>> inside("/data/Task01", "../../etc/passwd")
-    Traceback (most recent call last):
-    ...
-    napari_segeval._errors.SegEvalError: path '../../etc/passwd' escapes the data-set folder /data/Task01
     """
     root_n = os.path.normpath(os.path.abspath(root))
     rel = str(relative).replace("\\", "/")

@@ -119,14 +119,6 @@ def round_rows(rows: Sequence[Mapping], models: bool = False) -> list:
 
     Each row gets its prediction's ``key`` (with its model when ``models``) and, as
     ``condition``, the key's :meth:`~napari_segeval.evaluation.keys.PredictionKey.label`.
-
-    Examples
-    --------
-    >>> rows = [{"condition": "clean", "round": r} for r in (0, 1, 2)]
-    >>> [r["condition"] for r in round_rows(rows)]
-    ['clean', 'clean round 2']
-    >>> [str(r["key"]) for r in round_rows([{**r, "model": "m"} for r in rows], models=True)]
-    ['clean @ m', 'round2:clean @ m']
     """
     from napari_segeval.evaluation.keys import PredictionKey
 

@@ -22,13 +22,7 @@ PREDICTIONS = "predictions"
 
 
 def relative_path(case_id: str, key: str | PredictionKey, ext: str) -> str:
-    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR).
-
-    Examples
-    --------
-    >>> relative_path("abd_001", "clean", ".nii.gz")
-    'predictions/abd_001/clean.nii.gz'
-    """
+    """``predictions/<safe case>/<safe key><ext>`` (POSIX separators, relative to DIR)."""
     return f"{PREDICTIONS}/{case_filename(case_id)}/{case_filename(str(key))}{ext}"
 
 

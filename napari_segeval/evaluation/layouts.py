@@ -25,11 +25,6 @@ def channel_meta(dataset_json: dict) -> dict:
 
     A case of such a data set is one multi-channel volume (one file per channel, or one 4D
     file: MSD BrainTumour); without this entry a 4D file is a time series.
-
-    Examples
-    --------
-    >>> channel_meta({"modality": {"0": "T2", "1": "ADC"}}), channel_meta({"modality": {"0": "CT"}})
-    ({'channel_names': ['T2', 'ADC']}, {})
     """
     from napari_segeval.io._dataset_json import dataset_channels
 

@@ -104,17 +104,7 @@ def case_paths(
 
 
 def float_key(files: Mapping, focus: str | PredictionKey | None) -> str | None:
-    """The float image of ``focus`` a load reads: its perturbation, else its perturbed image.
-
-    Examples
-    --------
-    >>> float_key({"perturbed:pgd": "a", "perturbation:pgd": "b"}, "pgd")
-    'perturbation:pgd'
-    >>> float_key({"perturbed:pgd": "a"}, "pgd"), float_key({}, None)
-    ('perturbed:pgd', None)
-    >>> float_key({"perturbed:pgd": "a"}, "round2:pgd")  # an interactive run's round
-    'perturbed:pgd'
-    """
+    """The float image of ``focus`` a load reads: its perturbation, else its perturbed image."""
     if focus is None:
         return None
     for kind in (FileKind.PERTURBATION, FileKind.PERTURBED):
@@ -145,15 +135,6 @@ def both_images(
     The perturbed image is float32 image + perturbation, as the attack computed it (with
     a ``pool``, split across its threads); from a perturbed image alone the perturbation
     is ``perturbed - image``.
-
-    Examples
-    --------
-    >>> img = np.array([[-1000, 40]], np.int16)
-    >>> p, d = both_images(img, None, np.array([[0.5, -0.25]], np.float32))
-    >>> p.tolist(), d.tolist()
-    ([[-999.5, 39.75]], [[0.5, -0.25]])
-    >>> both_images(img, p, None)[1].tolist()
-    [[0.5, -0.25]]
     """
     image = np.asarray(image)
     if perturbation is not None:
@@ -176,13 +157,7 @@ def both_images(
 
 
 def largest_magnitude(a: np.ndarray | None) -> float:
-    """``max |a|`` without a temporary array (0 for None or empty).
-
-    Examples
-    --------
-    >>> largest_magnitude(np.array([0.5, -2.0])), largest_magnitude(None)
-    (2.0, 0.0)
-    """
+    """``max |a|`` without a temporary array (0 for None or empty)."""
     if a is None or not a.size:
         return 0.0
     return float(max(abs(float(np.nanmax(a))), abs(float(np.nanmin(a)))))
@@ -196,18 +171,6 @@ def compare_pair(
     One model: the clean prediction and the attack in focus (else the first attack).
     Several models: an attack with its model's clean prediction; a model's clean
     prediction with ``other`` when given, else with the next model's.
-
-    Examples
-    --------
-    >>> compare_pair(["clean", "pgd", "fgsm"], None), compare_pair(["clean", "pgd", "fgsm"], "fgsm")
-    (('clean', 'pgd'), ('clean', 'fgsm'))
-    >>> keys = ["clean @ a", "pgd @ a", "clean @ b", "pgd @ b"]
-    >>> compare_pair(keys, "clean @ a"), compare_pair(keys, "pgd @ b")
-    (('clean @ a', 'clean @ b'), ('clean @ b', 'pgd @ b'))
-    >>> compare_pair(keys, "clean @ b"), compare_pair(keys, "clean @ a", other="pgd @ b")
-    (('clean @ b', 'clean @ a'), ('clean @ a', 'pgd @ b'))
-    >>> compare_pair(keys + ["round1:clean @ b"], "round1:clean @ b")  # against its round 0
-    ('clean @ b', 'round1:clean @ b')
     """
     parsed = {k: PredictionKey.parse(k) for k in keys}
     keys = list(parsed)

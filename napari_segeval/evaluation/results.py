@@ -45,25 +45,13 @@ class NewerResultsError(ResultsFolderError):
 
 
 def is_results_folder(path: str | os.PathLike) -> bool:
-    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first).
-
-    Examples
-    --------
-    >>> is_results_folder("/nonexistent"), is_results_folder(__file__)
-    (False, False)
-    """
+    """True for a folder holding ``run.json`` (what ``segeval evaluate`` writes first)."""
     p = Path(path)
     return p.is_dir() and (p / "run.json").is_file()
 
 
 def version_key(version: str) -> tuple[int, ...] | None:
-    """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers.
-
-    Examples
-    --------
-    >>> version_key("1.10") > version_key("1.9"), version_key("beta")
-    (True, None)
-    """
+    """``"1.10"`` -> ``(1, 10)``; None when it is not dotted numbers."""
     parts = str(version).strip().split(".")
     return tuple(map(int, parts)) if all(p.isdecimal() for p in parts) else None
 

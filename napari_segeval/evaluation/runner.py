@@ -156,11 +156,6 @@ def default_workers(n_cases: int) -> tuple[int, int]:
 def gpu_for_worker(slot: int, gpus: int, visible: str | None = None) -> str:
     """The ``CUDA_VISIBLE_DEVICES`` value of worker ``slot``: the ``slot % gpus``-th of the
     parent's ``visible`` GPUs (round robin).
-
-    Examples
-    --------
-    >>> gpu_for_worker(3, 2), gpu_for_worker(1, 2, "4,6"), gpu_for_worker(0, 1, "GPU-ab12")
-    ('1', '6', 'GPU-ab12')
     """
     ids = [v.strip() for v in visible.split(",") if v.strip()] if visible else []
     i = slot % max(1, gpus)

@@ -112,16 +112,7 @@ def load_splits(path: str | os.PathLike) -> dict:
 
 
 def load_nnunet_splits(path: str | os.PathLike) -> dict[str, int]:
-    """Case -> fold from nnU-Net's ``splits_final.json`` (fold = where a case is ``val``).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib, json
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "splits_final.json"
-    >>> _ = p.write_text(json.dumps([{"train": ["b"], "val": ["a"]}, {"train": ["a"], "val": ["b"]}]))
-    >>> load_nnunet_splits(p)
-    {'a': 0, 'b': 1}
-    """
+    """Case -> fold from nnU-Net's ``splits_final.json`` (fold = where a case is ``val``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return {str(c): i for i, fold in enumerate(data) for c in fold["val"]}

@@ -26,15 +26,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def case_filename(case_id: str) -> str:
-    """A file-system-safe, collision-free stem for a case id.
-
-    Examples
-    --------
-    >>> case_filename("abd_001")
-    'abd_001'
-    >>> case_filename("a/b c").startswith("a_b_c-")
-    True
-    """
+    """A file-system-safe, collision-free stem for a case id."""
     safe = _SAFE.sub("_", case_id).lstrip(".") or "case"
     if safe != case_id:
         safe += "-" + hashlib.sha1(case_id.encode()).hexdigest()[:8]
@@ -42,15 +34,7 @@ def case_filename(case_id: str) -> str:
 
 
 def write_json(path: str | os.PathLike, payload: Mapping) -> Path:
-    """Strict JSON (NaN -> null, inf -> "inf") written atomically, replacing ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.json"
-    >>> read_json(write_json(p, {"hd95": float("inf"), "dice": float("nan")}))
-    {'hd95': 'inf', 'dice': None}
-    """
+    """Strict JSON (NaN -> null, inf -> "inf") written atomically, replacing ``path``."""
     text = json.dumps(json_safe(payload), indent=1, allow_nan=False)
     return atomic_write_text(path, text, overwrite=True)
 

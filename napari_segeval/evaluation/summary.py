@@ -28,13 +28,6 @@ from napari_segeval.metrics.catalog import mean
 def is_absent(row: Mapping) -> bool:
     """Whether a result row is an *absence*: its structure is in neither the reference nor the
     prediction (its ``absent`` column, else, in older results, zero volumes).
-
-    Examples
-    --------
-    >>> is_absent({"absent": True}), is_absent({"absent": "False"})
-    (True, False)
-    >>> is_absent({"volume_ref_ml": 0.0, "volume_pred_ml": 0.0}), is_absent({"dice": 0.0})
-    (True, False)
     """
     v = row.get("absent")
     if v is not None and v != "":
@@ -58,13 +51,6 @@ def case_means(
 def dice_and_uncertainty(rows: Sequence[Mapping]) -> tuple[list[float], list[float], list[str]]:
     """Per case, in case order: its ``uncertainty`` score and its mean clean Dice over the
     foreground structures (all structures when there are none), and those structures.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": s, "dice": d, "uncertainty": u}
-    ...         for c, d, u in [("b", 0.5, 0.6), ("a", 0.9, 0.1)] for s in ("background", "x")]
-    >>> dice_and_uncertainty(rows)
-    ([0.1, 0.6], [0.9, 0.5], ['x'])
     """
     score = {r["case"]: as_float(r.get("uncertainty")) for r in rows if "uncertainty" in r}
     fg = sorted({r["structure"] for r in rows} - {"background"})
@@ -131,14 +117,6 @@ def median_iqr(rows: Sequence[Mapping]) -> dict:
 def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) -> dict:
     """Several models compared: median and IQR per structure, model and condition
     (MedSAM2's figure 2); metrics no row carries are left out.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "liver", "model": m, "condition": "clean", "dice": d}
-    ...         for m, d in (("a", 0.8), ("a", 0.9), ("b", 0.5))]
-    >>> s = by_model(rows, ("dice",))
-    >>> s["models"], [(t["model"], t["median"]) for t in s["dice"]]
-    (['a', 'b'], [('a', 0.8500000000000001), ('b', 0.5)])
     """
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
     out: dict = {
@@ -158,14 +136,7 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
 
 
 def percent_scores(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "iou")) -> dict:
-    """Mean over cases of the per-case class average, in percent, for each metric.
-
-    Examples
-    --------
-    >>> rows = [{"case": "a", "condition": "clean", "structure": "x", "dice": 0.5, "iou": 0.25}]
-    >>> percent_scores(rows)
-    {'dice': 50.0, 'iou': 25.0, 'n_cases': 1}
-    """
+    """Mean over cases of the per-case class average, in percent, for each metric."""
     means = {m: case_means(rows, m) for m in metrics}
     n = len(means[metrics[-1]]) if metrics else 0
     return {**{m: percent(mean(v.values())) for m, v in means.items()}, "n_cases": n}
@@ -248,15 +219,6 @@ def pooled_scores(
     :func:`~napari_segeval.metrics.overlap_from_counts` (``empty`` for a class absent
     everywhere). ``average``: the mean over classes; ``micro``: counts summed over every
     class but ``background``.
-
-    Examples
-    --------
-    >>> rows = [{"structure": "a", "n_tp": 3, "n_ref": 4, "n_pred": 4},
-    ...         {"structure": "a", "n_tp": 0, "n_ref": 0, "n_pred": 2},
-    ...         {"structure": "b", "n_tp": 1, "n_ref": 2, "n_pred": 1}]
-    >>> s = pooled_scores(rows, ("dice",))
-    >>> round(s["per_class"]["a"]["dice"], 2), round(s["average"]["dice"], 2), round(s["micro"]["dice"], 2)
-    (60.0, 63.33, 61.54)
     """
     classes, counts = _class_counts(rows)
     if not classes:
@@ -277,17 +239,6 @@ def accumulated_scores(rows: Iterable[Mapping], metrics: Sequence[str] = _METRIC
     Per class, intersection, prediction and reference areas are summed over the rows, and
     each ratio is NaN where its own denominator is zero over the whole set. ``average``:
     the NaN-skipping mean over classes, background included (mDice, mIoU ...).
-
-    Examples
-    --------
-    >>> rows = [{"structure": "background", "n_tp": 90, "n_ref": 92, "n_pred": 94},
-    ...         {"structure": "a", "n_tp": 6, "n_ref": 8, "n_pred": 6},
-    ...         {"structure": "b", "n_tp": 0, "n_ref": 0, "n_pred": 0}]
-    >>> s = accumulated_scores(rows, ("dice", "precision"))
-    >>> round(s["per_class"]["a"]["dice"], 2), s["per_class"]["b"]["dice"]
-    (85.71, nan)
-    >>> round(s["average"]["dice"], 2), s["average"]["precision"]
-    (91.24, 97.87234042553192)
     """
     classes, counts = _class_counts(rows)
     if not classes:
@@ -333,13 +284,6 @@ def pooled_folds(
 ) -> dict:
     """:func:`pooled_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (``{}`` when the rows carry no counts).
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-    ...         for f, t in ((0, 4), (1, 2))]
-    >>> pooled_folds(rows, ("dice",))["dice"]["average"]
-    {'folds': [100.0, 50.0], 'mean': 75.0, 'std': 35.35533905932738}
     """
     return _over_folds(
         rows, lambda r: pooled_scores(r, metrics, empty), metrics, ("average", "micro")
@@ -349,13 +293,6 @@ def pooled_folds(
 def accumulated_folds(rows: Sequence[Mapping], metrics: Sequence[str] = _METRICS) -> dict:
     """:func:`accumulated_scores` of each fold's rows, then mean +- std (ddof=1) over folds
     (a class absent from a fold is left out of its mean and std).
-
-    Examples
-    --------
-    >>> rows = [{"fold": f, "structure": "a", "n_tp": t, "n_ref": 4, "n_pred": 4}
-    ...         for f, t in ((0, 4), (1, 2))]
-    >>> accumulated_folds(rows, ("dice",))["dice"]["average"]["folds"]
-    [100.0, 50.0]
     """
     return _over_folds(rows, lambda r: accumulated_scores(r, metrics), metrics, ("average",))
 
@@ -365,14 +302,6 @@ def holdout_scores(
 ) -> dict:
     """Scores of a held-out split (one model, no folds), in percent: per class and of the
     case's class mean (mean and std over cases), and :func:`pooled_scores`.
-
-    Examples
-    --------
-    >>> rows = [{"case": c, "condition": "clean", "structure": "a", "dice": d}
-    ...         for c, d in (("x", 0.5), ("y", 1.0))]
-    >>> h = holdout_scores(rows, ("dice",))
-    >>> h["n_cases"], h["dice"]["per_class"]["a"]["mean"], h["dice"]["average"]["mean"]
-    (2, 75.0, 75.0)
     """
     classes = sorted({r["structure"] for r in rows})
     out: dict = {"n_cases": len({r["case"] for r in rows})}
