@@ -60,10 +60,9 @@ def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9
     """The ``interactive`` protocol's numbers per condition, over (case, structure) pairs.
 
     ``curve``: Dice quartiles after each round 0..K; ``auc``: :func:`curve_area`; ``noi``:
-    :func:`rounds_to_reach` (capped at K + 1); ``reached``: the fraction reaching
-    ``target`` within K rounds; ``falls``: the fraction whose Dice ever falls between
-    rounds; ``falls_per_round``: that fraction per round 1..K; ``per_structure``: each
-    structure's median curve.
+    :func:`rounds_to_reach` (capped at K + 1); ``reached``/``falls``: the fractions reaching
+    ``target`` within K rounds / whose Dice ever falls (``falls_per_round``: per round);
+    ``per_structure``: each structure's median curve.
     """
     curves = dice_curves(rows, rounds)
     conditions = sorted({c for c, _, _ in curves}, key=lambda c: (c != CLEAN, c))

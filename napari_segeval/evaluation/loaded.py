@@ -1,10 +1,8 @@
 """One case of a results folder read for browsing: its files, in parallel, with its counts.
 
-The slow part of opening a case in the viewer, arranged for a few cores: files are read
-in a thread pool; of an attack's two float images only the perturbation is read and the
-perturbed image computed as the attack did (bit for bit the saved file, one float
-inflate saved); the Dice panel's overlap counters are made while the float images
-still inflate.
+Files are read in a thread pool; of an attack's two float images only the perturbation is
+read and the perturbed image computed as the attack did (bit for bit the saved file); the
+Dice panel's overlap counters are made while the float images still inflate.
 """
 
 from __future__ import annotations
@@ -44,16 +42,8 @@ class LoadedCase:
 
 
 class MissingFilesError(ReadError):
-    """Files a case record needs are missing or moved.
-
-    Attributes
-    ----------
-    case_id : str
-    missing : list of str
-        The missing paths.
-    data : bool
-        True when some are data-set files that
-        :meth:`~napari_segeval.evaluation.results.ResultsFolder.remap_data` can find.
+    """Files a case record needs are missing or moved (``missing``: their paths; ``data``:
+    some are data-set files that ``ResultsFolder.remap_data`` can find).
     """
 
     def __init__(self, case_id: str, missing: list[str], data: bool, hint: str = "") -> None:
@@ -224,12 +214,8 @@ def read_case_files(
     progress: Callable[[int, int], None] | None = None,
     cancel: Any = None,
 ) -> LoadedCase:
-    """Read a checked case (``paths`` from ``check_files``) into a :class:`LoadedCase`.
-
-    Raises
-    ------
-    SegEvalError
-        A file that does not match the image's grid.
+    """Read a checked case (``paths`` from :func:`case_paths`) into a :class:`LoadedCase`;
+    SegEvalError for a file that does not match the image's grid.
     """
     from napari_segeval.evaluation.protocols._common import load_case
     from napari_segeval.io import read_image, read_labels

@@ -27,6 +27,7 @@ from napari_segeval.evaluation._report_sections import (
     conditions,
     dice_groups,
     dice_vs_uncertainty,
+    figure,
     fold_tables,
     model_comparison,
     prediction_keys,
@@ -208,13 +209,12 @@ def _thumbs(output_dir: Path, case: str, why: str) -> str:
 
 
 def _boxplots(rows: list[dict]) -> str:
-    if not F.have_matplotlib():
-        return (
-            '<p class="note">Box plots need matplotlib (pip install '
-            "'napari-segeval[report]'); this report has tables only.</p>"
-        )
-    uri = F.boxplot_uri(dice_groups(rows, "condition"), "dice")
-    return f'<img alt="Dice box plots" src="{uri}">'
+    return figure(
+        "Dice box plots",
+        lambda: F.boxplot_uri(dice_groups(rows, "condition"), "dice"),
+        "Box plots need matplotlib (pip install 'napari-segeval[report]'); this report has "
+        "tables only.",
+    )
 
 
 def _worst_section(out: Path, rows: list[dict], n: int) -> list[str]:

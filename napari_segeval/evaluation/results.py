@@ -1,10 +1,6 @@
-"""Browse a finished (or interrupted) results folder: its rows, and one case with its files.
+"""Browse a results folder (finished or not): its rows, and one case with its files.
 
-:class:`ResultsFolder` refuses a folder without ``run.json``, an unreadable one or one
-of a newer protocol version; it checks every file of a case before reading any
-(:class:`MissingFilesError`), finds a moved data set (:meth:`ResultsFolder.remap_data`)
-and saves corrections beside the results, never over a file. The napari *Results*
-panel is a thin front end over it.
+The napari *Results* panel is a thin front end over :class:`ResultsFolder`.
 """
 
 from __future__ import annotations
@@ -57,12 +53,10 @@ def version_key(version: str) -> tuple[int, ...] | None:
 
 
 class ResultsFolder:
-    """A results folder written by ``segeval evaluate``, opened for browsing.
+    """A results folder written by ``segeval evaluate`` (``DIR``), opened for browsing.
 
-    Parameters
-    ----------
-    path
-        The folder (``DIR`` of ``segeval evaluate --output-dir DIR``).
+    It checks every file of a case before reading any, finds a moved data set
+    (:meth:`remap_data`) and saves corrections beside the results, never over a file.
 
     Raises
     ------
@@ -131,11 +125,10 @@ class ResultsFolder:
     def rows(self) -> list[dict]:
         """One row per case x structure x condition of the finished ok cases.
 
-        Keys: ``case``, ``structure``, ``label``, ``condition``, ``key`` (the prediction's
-        :class:`~napari_segeval.evaluation.keys.PredictionKey`), ``round``, ``model``,
-        ``fold``, the floats of :data:`METRICS` (NaN when missing; ``delta_dice`` = attacked -
-        clean Dice of the same case, structure, model and round) and ``absent``
-        (:func:`~napari_segeval.evaluation.summary.is_absent`).
+        Keys: the identifiers (``key``: the prediction's
+        :class:`~napari_segeval.evaluation.keys.PredictionKey`), the floats of :data:`METRICS`
+        (NaN when missing; ``delta_dice`` = attacked - clean Dice of the same case, structure,
+        model and round) and ``absent`` (:func:`~napari_segeval.evaluation.summary.is_absent`).
         """
         from napari_segeval.evaluation.summary import is_absent
 
@@ -220,9 +213,8 @@ class ResultsFolder:
     def case_risks(
         self, case_id: str, condition: str = CLEAN, model: str | None = None
     ) -> dict[int, Any]:
-        """The :class:`~napari_segeval.uncertainty.risk.StructureRisk` of each structure (by
-        label) of one prediction of ``case_id`` (empty without risks, and for the rounds after
-        the first, whose slices are not recorded).
+        """Each structure's (by label) StructureRisk of one prediction of ``case_id``; empty without
+        risks, and for the rounds after the first (their slices are not recorded).
         """
         from napari_segeval.evaluation.triage import structure_risks
 
@@ -242,13 +234,7 @@ class ResultsFolder:
 
     # -- data root ---------------------------------------------------------------------
     def remap_data(self, new_root: str | os.PathLike) -> None:
-        """Read data-set files from ``new_root`` instead of the folder recorded in the run.
-
-        Raises
-        ------
-        ResultsFolderError
-            ``new_root`` is not a folder.
-        """
+        """Read data-set files from folder ``new_root`` (else ResultsFolderError) from now on."""
         root = Path(new_root).absolute()
         if not root.is_dir():
             raise ResultsFolderError(f"{root}: not a folder")
@@ -273,14 +259,9 @@ class ResultsFolder:
     def check_files(
         self, case_id: str, focus: str | PredictionKey | None = None
     ) -> dict[str, Path]:
-        """Paths a load of the case reads (``image``, ``reference``, file keys); all must exist.
-
-        Of the focus condition's float images only one file is read (:meth:`load`).
-
-        Raises
-        ------
-        MissingFilesError
-            Listing every missing path.
+        """Paths a load of the case reads (``image``, ``reference``, file keys; of the focus's
+        float images only the one :meth:`load` reads); raises MissingFilesError listing every
+        missing one.
         """
         record = self._record(case_id)
         channel = self.params.image_channel()
@@ -296,19 +277,10 @@ class ResultsFolder:
     ) -> LoadedCase:
         """Read a case with its saved files, all checked against the image's grid.
 
-        Parameters
-        ----------
-        case_id
-        focus
-            The prediction in focus: an attack's (its perturbed image and perturbation load)
-            or another model's (default: the first attack).
-        progress, cancel
-            ``progress(done, total)`` per file read; ``cancel`` (an Event) stops between files.
-
-        Raises
-        ------
-        MissingFilesError, ResultsFolderError, SegEvalError
-            Missing files, or a file that does not match the image's grid.
+        ``focus``: the prediction in focus, an attack's (its perturbed image and perturbation
+        load) or another model's (default: the first attack); ``progress(done, total)`` per file
+        read; ``cancel`` (an Event) stops between files. Raises MissingFilesError,
+        ResultsFolderError, or SegEvalError for a file off the image's grid.
         """
         paths = self.check_files(case_id, focus)
         record = self.records[case_id]

@@ -1,8 +1,7 @@
 """Run a protocol over a data set: inline, a local process pool or a Dask cluster, resumable.
 
-Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can
-import it); any exception becomes an error record. Records come back to this process
-and are written as they arrive (:mod:`napari_segeval.evaluation.store`). By default one
+Each case runs in :func:`evaluate_case` (top-level, so spawned and Dask workers can import
+it); records come back to this process and are written as they arrive. By default one
 worker per visible GPU, each seeing only its own (``CUDA_VISIBLE_DEVICES``).
 """
 
@@ -46,11 +45,10 @@ class RunResult:
 def evaluate_case(
     protocol: Protocol, spec: dict, params: Mapping[str, Any] | Params, save_files: bool = False
 ) -> dict:
-    """Run one case and return its record; never raises for bad input or model errors.
+    """Run one case and return its record; any failure becomes an error record.
 
-    With ``save_files`` an ok record carries ``payload``, its arrays encoded as files
-    (:func:`napari_segeval.evaluation.files.encode_arrays`); a failure to encode them keeps
-    the scores and says why in ``files_error``.
+    With ``save_files`` an ok record carries ``payload``, its arrays encoded as files; a
+    failure to encode them keeps the scores and says why in ``files_error``.
     """
     t0 = time.perf_counter()
     s = CaseSpec.from_dict(spec)
@@ -290,8 +288,7 @@ def execute(
 ) -> tuple[int, int]:
     """Evaluate ``specs`` (not yet done) and write each record; returns ``(ok, failed)``.
 
-    ``progress(done, total)`` is called before the first case (``done`` finished earlier)
-    and after each; ``save_files`` saves each case's predictions before its record.
+    ``progress(done, total)`` is called before the first case and after each.
     """
     total = len(specs) + done if total is None else total
     if progress is not None:

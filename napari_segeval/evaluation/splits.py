@@ -26,12 +26,10 @@ def kfold_assignment(case_ids: Iterable[str], k: int = 5, seed: int = 0) -> dict
 def grouped_kfold_assignment(
     groups: Mapping[str, str], k: int = 5, seed: int = 0
 ) -> dict[str, int]:
-    """Case id -> fold in ``0 .. k-1`` (``k >= 2``, at least ``k`` groups), every case of one
-    group (``groups``: case id -> patient, lesion ...) in one fold.
+    """Case id -> fold ``0 .. k-1``, every case of one group (case id -> patient ...) in one.
 
-    Groups are ordered by a seeded permutation of their sorted ids, then placed largest
-    first (stable), each in the fold holding the fewest cases so far (lowest on a tie).
-    With one case per group this deals the permutation round-robin.
+    Groups in a seeded permutation of their sorted ids are placed largest first (stable), each
+    in the fold holding the fewest cases (lowest on a tie): round-robin for single cases.
     """
     if k < 2:
         raise ValueError(f"k-fold needs k >= 2, got {k}")

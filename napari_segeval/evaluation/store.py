@@ -1,9 +1,7 @@
-"""The results folder (layout: docs/design.md): per-case records written atomically, run
-metadata, results rows.
+"""The results folder (layout: docs/design.md): case records, run metadata, result rows.
 
 A case's ``.json`` is written last, after its prediction files, so its presence means
-the case is complete: a re-run skips it and never overwrites its files, and a killed
-run loses at most the cases in flight.
+the case is complete: a re-run skips it and never overwrites its files.
 """
 
 from __future__ import annotations
@@ -61,15 +59,9 @@ def is_done(output_dir: str | os.PathLike, case_id: str) -> bool:
 def write_files(
     output_dir: str | os.PathLike, case_id: str, payload: Mapping[str, tuple[str, bytes]]
 ) -> dict[str, str]:
-    """Write a case's encoded files atomically; returns ``{key: path relative to DIR}``.
-
-    ``payload`` is :func:`napari_segeval.evaluation.files.encode_arrays`' output. Files of
-    an unfinished case (no record) are replaced.
-
-    Raises
-    ------
-    WriteError
-        The case already has a record, or a path leaves ``DIR/predictions``.
+    """Write a case's encoded files (:func:`~napari_segeval.evaluation.files.encode_arrays`)
+    atomically; ``{key: path relative to DIR}``. WriteError when the case already has a record
+    or a path leaves ``DIR/predictions``.
     """
     out = Path(output_dir)
     if is_done(out, case_id):
@@ -132,12 +124,8 @@ def load_records(output_dir: str | os.PathLike) -> tuple[list[dict], list[dict]]
 
 
 def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> None:
-    """Write ``run.json``, or check that a resumed run uses the same recipe.
-
-    Raises
-    ------
-    SegEvalError
-        ``DIR`` holds results of another protocol, version or parameters.
+    """Write ``run.json``, or (SegEvalError) refuse to resume a run of another protocol,
+    version or parameters.
     """
     out = Path(output_dir)
     path = out / "run.json"
