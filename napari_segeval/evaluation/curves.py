@@ -13,14 +13,8 @@ from napari_segeval.metrics.catalog import as_float, mean, percentiles, scored
 
 def _quartiles(values: Iterable[float]) -> dict:
     a = scored(values)
-    q1, med, q3 = percentiles(a, [25, 50, 75])
-    return {
-        "n": int(a.size),
-        "median": float(med),
-        "q1": float(q1),
-        "q3": float(q3),
-        "mean": mean(a),
-    }
+    q1, med, q3 = map(float, percentiles(a, [25, 50, 75]))
+    return {"n": int(a.size), "median": med, "q1": q1, "q3": q3, "mean": mean(a)}
 
 
 def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]]:
@@ -29,10 +23,8 @@ def dice_curves(rows: Iterable[Mapping], rounds: int) -> dict[tuple, list[float]
     for r in rows:
         k = int(r["round"])
         if 0 <= k <= rounds:
-            curve = out.setdefault(
-                (r["condition"], r["case"], r["structure"]), [math.nan] * (rounds + 1)
-            )
-            curve[k] = as_float(r.get("dice"))
+            key = (r["condition"], r["case"], r["structure"])
+            out.setdefault(key, [math.nan] * (rounds + 1))[k] = as_float(r.get("dice"))
     return out
 
 
@@ -41,19 +33,14 @@ def curve_area(curve: Sequence[float]) -> float:
     Dice without correction rounds).
     """
     a = np.asarray(curve, float)
-    if a.size == 1:
-        return float(a[0])
-    return float(((a[1:] + a[:-1]) / 2).sum() / (a.size - 1))
+    return float(a[0]) if a.size == 1 else float(((a[1:] + a[:-1]) / 2).sum() / (a.size - 1))
 
 
 def rounds_to_reach(curve: Sequence[float], target: float = 0.9) -> int:
     """NoI: the first round whose Dice is at least ``target``; ``len(curve)`` (the cap)
     when none reaches it.
     """
-    for k, d in enumerate(curve):
-        if as_float(d) >= target:
-            return k
-    return len(curve)
+    return next((k for k, d in enumerate(curve) if as_float(d) >= target), len(curve))
 
 
 def interactive_curves(rows: Sequence[Mapping], rounds: int, target: float = 0.9) -> dict:

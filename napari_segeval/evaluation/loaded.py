@@ -221,10 +221,8 @@ def read_case_files(
     from napari_segeval.io import read_image, read_labels
 
     keys = [k for k in paths if k not in ("image", "reference")]
-    labels = [k for k in keys if not is_image_key(k)]
-    floats = [k for k in keys if is_image_key(k)]
-    total = 1 + len(keys)
-    done = [0]
+    labels, floats = [k for k in keys if not is_image_key(k)], [k for k in keys if is_image_key(k)]
+    total, done = 1 + len(keys), [0]
 
     def read(key: str):
         check_cancel(cancel, "loading the case")
@@ -269,7 +267,7 @@ def read_case_files(
                 check(key, images[key], case.image.shape)
             check_cancel(cancel, "loading the case")
             attacked = None if focus is None else PredictionKey.parse(focus).first_round()
-            both = [str(attacked.image(k)) if attacked else None for k in IMAGE_KINDS]
+            both = [str(attacked.image(kind)) if attacked else None for kind in IMAGE_KINDS]
             perturbed, pert = both_images(
                 case.image, images.get(both[0]), images.get(both[1]), pool
             )
@@ -281,19 +279,9 @@ def read_case_files(
     for name, rel in record_files.items():
         if attacked and is_image_key(name) and PredictionKey.parse(name).labels() == attacked:
             files[name] = str(root / rel)
-    return LoadedCase(
-        case_id,
-        case,
-        preds,
-        focus,
-        perturbed,
-        pert,
-        largest_magnitude(pert),
-        output_formats(str(case.image_path or spec.images[0]), case.axes)[0],
-        files,
-        counted,
-        pair,
-    )
+    ext = output_formats(str(case.image_path or spec.images[0]), case.axes)[0]
+    mag = largest_magnitude(pert)
+    return LoadedCase(case_id, case, preds, focus, perturbed, pert, mag, ext, files, counted, pair)
 
 
 __all__ = [

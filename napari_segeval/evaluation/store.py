@@ -128,8 +128,7 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
     version or parameters.
     """
     out = Path(output_dir)
-    path = out / "run.json"
-    if resume and path.is_file():
+    if resume and (path := out / "run.json").is_file():
         old = read_json(path)
         if not isinstance(old, dict):
             raise ReadError(
@@ -146,18 +145,16 @@ def check_run(output_dir: str | os.PathLike, run_info: dict, resume: bool) -> No
                 "resume needs the same recipe "
                 "(use another --output-dir, or --restart to discard them)"
             )
-    write_json(path, run_info)
+    write_json(out / "run.json", run_info)
 
 
 def clear_cases(output_dir: str | os.PathLike) -> int:
     """Delete the case records and prediction files of a previous run (for a restart);
     corrections stay. Returns how many records were deleted.
     """
-    folder = Path(output_dir) / "cases"
-    n = 0
-    for p in list(folder.glob("*.json")) + list(folder.glob("*.npz")):
+    records = list((Path(output_dir) / "cases").glob("*.json"))
+    for p in records + list((Path(output_dir) / "cases").glob("*.npz")):
         p.unlink()
-        n += p.suffix == ".json"
     predictions = Path(output_dir) / "predictions"
     for case_dir in predictions.iterdir() if predictions.is_dir() else []:
         if case_dir.is_dir() and not case_dir.is_symlink():
@@ -166,7 +163,7 @@ def clear_cases(output_dir: str | os.PathLike) -> int:
                     f.unlink()
             if not any(case_dir.iterdir()):
                 case_dir.rmdir()
-    return n
+    return len(records)
 
 
 def save_correction(
@@ -217,11 +214,9 @@ def result_rows(records: Iterable[dict]) -> list[dict]:
         if rec.get("status") == "ok":
             rows.extend(rec.get("rows") or [])
         else:
+            ids = {k: rec.get(k) for k in ("protocol", "protocol_version", "fold", "split")}
             head = {"case": rec["case"], "structure": "", "condition": "", "status": "error"}
-            identity = ("protocol", "protocol_version", "fold", "split")
-            rows.append(
-                {**head, "error": rec.get("error", ""), **{k: rec.get(k) for k in identity}}
-            )
+            rows.append({**head, "error": rec.get("error", ""), **ids})
     return rows
 
 

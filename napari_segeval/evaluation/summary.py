@@ -70,25 +70,21 @@ def robustness(rows: Sequence[Mapping], *, factor: float = 0.5) -> dict:
     per_structure = summarize(rows, metric, by=("structure", "condition"))
     means = case_means(rows, metric)
     conditions = sorted({c for _, c in means}, key=lambda c: (c != clean, c))
-    task_mean = {c: mean(v for (_, cc), v in means.items() if cc == c) for c in conditions}
+    each = {c: [v for (_, cc), v in means.items() if cc == c] for c in conditions}
+    task_mean = {c: mean(v) for c, v in each.items()}
     base = {s["structure"]: s["mean"] for s in per_structure if s["condition"] == clean}
     drop: dict[str, dict] = {}
     for s in per_structure:
         if s["condition"] != clean and s["structure"] in base:
             drop.setdefault(s["structure"], {})[s["condition"]] = base[s["structure"]] - s["mean"]
-    threshold = robust_threshold((v for (_, c), v in means.items() if c == clean), factor)
-    robust = {
-        c: robust_fraction((v for (_, cc), v in means.items() if cc == c), threshold)
-        for c in conditions
-        if c != clean
-    }
+    threshold = robust_threshold(each.get(clean, []), factor)
+    robust = {c: robust_fraction(v, threshold) for c, v in each.items() if c != clean}
+    task_drop = {c: task_mean.get(clean, math.nan) - v for c, v in task_mean.items() if c != clean}
     return {
         "metric": metric,
         "per_structure": per_structure,
         "task_mean": task_mean,
-        "task_dice_drop": {
-            c: task_mean.get(clean, math.nan) - v for c, v in task_mean.items() if c != clean
-        },
+        "task_dice_drop": task_drop,
         "dice_drop": drop,
         "robust_threshold": threshold,
         "robust_factor": factor,
@@ -102,14 +98,16 @@ def median_iqr(rows: Sequence[Mapping]) -> dict:
     """
     out = {}
     for m in ("dice", "nsd"):
-        pooled = summarize(rows, m, by=())
         per_task = summarize(rows, m, by=("task",))
-        medians = summarize([{m: t["median"]} for t in per_task], m, by=())
+        pooled, medians = (
+            summarize(rows, m, by=()),
+            summarize([{m: t["median"]} for t in per_task], m, by=()),
+        )
         out[m] = {
             "per_structure": summarize(rows, m, by=("task", "structure")),
             "per_task": per_task,
-            "over_tasks": pooled[0] if pooled else {},
-            "over_task_medians": medians[0] if medians else {},
+            "over_tasks": (pooled or [{}])[0],
+            "over_task_medians": (medians or [{}])[0],
         }
     return out
 
@@ -119,10 +117,8 @@ def by_model(rows: Sequence[Mapping], metrics: Sequence[str] = ("dice", "nsd")) 
     (MedSAM2's figure 2); metrics no row carries are left out.
     """
     models = list(dict.fromkeys(str(r.get("model")) for r in rows))
-    out: dict = {
-        "models": models,
-        "aggregation": "median with IQR (quartiles by linear interpolation)",
-    }
+    out: dict = {"models": models}
+    out["aggregation"] = "median with IQR (quartiles by linear interpolation)"
     order = {name: i for i, name in enumerate(models)}
 
     def key(t: dict) -> tuple:
