@@ -282,19 +282,11 @@ class ResultsFolder:
         read; ``cancel`` (an Event) stops between files. Raises MissingFilesError,
         ResultsFolderError, or SegEvalError for a file off the image's grid.
         """
-        paths = self.check_files(case_id, focus)
-        record = self.records[case_id]
-        files = record.get("files") or {}
+        paths, files = self.check_files(case_id, focus), self.records[case_id].get("files") or {}
+        spec, channel = self.spec(case_id), self.params.image_channel()
+        focus = focus_key(files, focus)
         return read_case_files(
-            case_id,
-            self.spec(case_id),
-            paths,
-            self.params.image_channel(),
-            focus_key(files, focus),
-            files,
-            self.path,
-            progress=progress,
-            cancel=cancel,
+            case_id, spec, paths, channel, focus, files, self.path, progress=progress, cancel=cancel
         )
 
     def save_correction(
