@@ -209,18 +209,13 @@ class WorkItem:
 
     def to_dict(self) -> dict:
         """Its JSON form (``segeval triage --json``)."""
-        return {
-            "case": self.case,
-            "structure": self.structure,
-            "model": self.model,
-            "condition": self.condition,
-            "risk": self.risk,
-            "dice": None if math.isnan(self.dice) else self.dice,
-            "flagged": [
-                {"slice": f.slice, "risk": f.risk, "why": [x.value for x in f.flags]}
-                for f in self.flagged
-            ],
-        }
+        out = {k: getattr(self, k) for k in ("case", "structure", "model", "condition", "risk")}
+        out["dice"] = None if math.isnan(self.dice) else self.dice
+        why = [
+            {"slice": f.slice, "risk": f.risk, "why": [x.value for x in f.flags]}
+            for f in self.flagged
+        ]
+        return {**out, "flagged": why}
 
 
 def _flags(text: str) -> tuple[Flag, ...]:
